@@ -1,0 +1,75 @@
+/**
+ * An in-memory ThreadStore, for tests and embedded use. Same semantics as the SQLite store: checkpoints are
+ * deltas, and loading folds them through the reducers.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { StoreError } from "../services/RunContext.js"
+import type { RunRecord } from "../services/ThreadStore.js"
+import { ThreadStore } from "../services/ThreadStore.js"
+import { applyUpdates } from "../state/Reducers.js"
+import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
+import * as TS from "../state/ThreadState.js"
+
+interface Entry {
+  readonly created_at: string
+  updated_at: string
+  state: ThreadState
+  readonly checkpoints: Array<ReadonlyArray<StateUpdate>>
+  readonly runs: Map<string, RunRecord>
+}
+
+/** A fresh in-memory store. */
+export const make = (): ThreadStore["Type"] => {
+  const threads = new Map<string, Entry>()
+  const get = (threadId: string) => {
+    let entry = threads.get(threadId)
+    if (entry === undefined) {
+      const now = new Date().toISOString()
+      entry = { created_at: now, updated_at: now, state: TS.empty, checkpoints: [], runs: new Map() }
+      threads.set(threadId, entry)
+    }
+    return entry
+  }
+  return ThreadStore.of({
+    ensure: (threadId) => Effect.sync(() => void get(threadId)),
+    load: (threadId) =>
+      Effect.sync(() => {
+        const entry = threads.get(threadId)
+        if (entry === undefined) return Option.none()
+        return Option.some({
+          thread_id: threadId,
+          state: entry.state,
+          checkpoints: entry.checkpoints.length,
+          runs: [...entry.runs.values()]
+        })
+      }),
+    append: (threadId, _runId, updates) =>
+      Effect.suspend(() => {
+        const entry = get(threadId)
+        const next = applyUpdates(entry.state, updates)
+        if (Either.isLeft(next)) {
+          return Effect.fail(new StoreError({ operation: "append", message: next.left.message, cause: next.left }))
+        }
+        entry.state = next.right
+        entry.checkpoints.push(updates)
+        entry.updated_at = new Date().toISOString()
+        return Effect.void
+      }),
+    saveRun: (run) => Effect.sync(() => void get(run.thread_id).runs.set(run.run_id, run)),
+    list: Effect.sync(() =>
+      [...threads.entries()].map(([thread_id, entry]) => ({
+        thread_id,
+        title: entry.state.title,
+        created_at: entry.created_at,
+        updated_at: entry.updated_at,
+        checkpoints: entry.checkpoints.length
+      }))
+    )
+  })
+}
+
+/** A layer with a fresh in-memory store. */
+export const layer = (): Layer.Layer<ThreadStore> => Layer.sync(ThreadStore, make)

@@ -1,0 +1,229 @@
+/**
+ * The application configuration (`config.yaml`): its Schema, with DeerFlow's defaults, and the Tag through
+ * which layers and middlewares read it. Loading the file lives in `layers/ConfigFile.ts`.
+ */
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+
+const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
+  Schema.optionalWith(schema, { default: value as any, nullable: true }) as Schema.optionalWith<
+    S,
+    { default: () => Schema.Schema.Type<S>; nullable: true }
+  >
+
+const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
+const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+const Fraction = Schema.Number.pipe(Schema.between(0, 1))
+
+/** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
+export const ModelConfig = Schema.Struct({
+  name: Schema.NonEmptyTrimmedString,
+  model: Schema.NonEmptyTrimmedString,
+  display_name: Schema.optional(Schema.String),
+  use: Schema.optional(Schema.String),
+  base_url: Schema.optional(Schema.String),
+  api_base: Schema.optional(Schema.String),
+  api_key: Schema.optional(Schema.Redacted(Schema.String)),
+  supports_vision: withDefault(Schema.Boolean, () => false),
+  supports_thinking: withDefault(Schema.Boolean, () => false),
+  supports_reasoning_effort: withDefault(Schema.Boolean, () => false),
+  timeout: Schema.optional(Schema.Number.pipe(Schema.positive())),
+  max_tokens: Schema.optional(PositiveInt),
+  temperature: Schema.optional(Schema.Number),
+  context_window: Schema.optional(PositiveInt)
+})
+export type ModelConfig = typeof ModelConfig.Type
+
+export const SandboxConfig = Schema.Struct({
+  use: Schema.optional(Schema.String),
+  allow_host_bash: withDefault(Schema.Boolean, () => false),
+  bash_output_max_chars: withDefault(NonNegativeInt, () => 20000),
+  read_file_output_max_chars: withDefault(NonNegativeInt, () => 50000),
+  ls_output_max_chars: withDefault(NonNegativeInt, () => 20000),
+  bash_command_timeout: withDefault(Schema.Number.pipe(Schema.positive()), () => 600),
+  write_file_max_bytes: withDefault(Schema.Number.pipe(Schema.int()), () => 80 * 1024)
+})
+export type SandboxConfig = typeof SandboxConfig.Type
+
+export const ToolOutputConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  externalize_min_chars: withDefault(NonNegativeInt, () => 12000),
+  preview_head_chars: withDefault(NonNegativeInt, () => 2000),
+  preview_tail_chars: withDefault(NonNegativeInt, () => 1000),
+  fallback_max_chars: withDefault(NonNegativeInt, () => 30000),
+  fallback_head_chars: withDefault(NonNegativeInt, () => 8000),
+  fallback_tail_chars: withDefault(NonNegativeInt, () => 3000),
+  storage_subdir: withDefault(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]+$/), Schema.filter((s) => s !== "." && s !== "..")),
+    () => ".tool-results"
+  ),
+  exempt_tools: withDefault(Schema.Array(Schema.String), () => ["read_file", "read_file_tool"]),
+  tool_overrides: withDefault(Schema.Record({ key: Schema.String, value: NonNegativeInt }), () => ({}))
+})
+export type ToolOutputConfig = typeof ToolOutputConfig.Type
+
+export const SkillsConfig = Schema.Struct({
+  container_path: withDefault(Schema.String, () => "/mnt/skills"),
+  path: Schema.optional(Schema.String)
+})
+export type SkillsConfig = typeof SkillsConfig.Type
+
+export const UploadsConfig = Schema.Struct({
+  max_files: withDefault(PositiveInt, () => 10),
+  max_file_size: withDefault(PositiveInt, () => 50 * 1024 * 1024),
+  max_total_size: withDefault(PositiveInt, () => 100 * 1024 * 1024),
+  auto_convert_documents: withDefault(Schema.Boolean, () => true)
+})
+export type UploadsConfig = typeof UploadsConfig.Type
+
+export const LlmCallConfig = Schema.Struct({
+  retry_max_attempts: withDefault(PositiveInt, () => 3),
+  retry_base_delay_ms: withDefault(NonNegativeInt, () => 1000),
+  retry_cap_delay_ms: withDefault(NonNegativeInt, () => 8000),
+  burst_retry_base_delay_ms: withDefault(NonNegativeInt, () => 5000),
+  max_concurrent_calls: withDefault(NonNegativeInt, () => 0)
+})
+export type LlmCallConfig = typeof LlmCallConfig.Type
+
+export const CircuitBreakerConfig = Schema.Struct({
+  failure_threshold: withDefault(PositiveInt, () => 5),
+  recovery_timeout_sec: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 60)
+})
+export type CircuitBreakerConfig = typeof CircuitBreakerConfig.Type
+
+export const GuardrailsConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  fail_closed: withDefault(Schema.Boolean, () => true),
+  passport: Schema.optional(Schema.NullOr(Schema.String)),
+  provider: Schema.optional(
+    Schema.NullOr(
+      Schema.Struct({
+        use: Schema.String,
+        config: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+      })
+    )
+  )
+})
+export type GuardrailsConfig = typeof GuardrailsConfig.Type
+
+export const LoopDetectionConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  warn_threshold: withDefault(PositiveInt, () => 3),
+  hard_limit: withDefault(PositiveInt, () => 5),
+  window_size: withDefault(PositiveInt, () => 20),
+  max_tracked_threads: withDefault(PositiveInt, () => 100),
+  tool_freq_warn: withDefault(PositiveInt, () => 30),
+  tool_freq_hard_limit: withDefault(PositiveInt, () => 50),
+  tool_freq_overrides: withDefault(
+    Schema.Record({
+      key: Schema.String,
+      value: Schema.Struct({ warn: PositiveInt, hard_limit: PositiveInt }).pipe(
+        Schema.filter((o) => o.hard_limit >= o.warn || "hard_limit must be >= warn")
+      )
+    }),
+    () => ({})
+  )
+}).pipe(
+  Schema.filter((c) => c.hard_limit >= c.warn_threshold || "hard_limit must be >= warn_threshold"),
+  Schema.filter((c) => c.tool_freq_hard_limit >= c.tool_freq_warn || "tool_freq_hard_limit must be >= tool_freq_warn")
+)
+export type LoopDetectionConfig = typeof LoopDetectionConfig.Type
+
+/** A context size: `{ type: tokens | messages | fraction, value }`. */
+export const ContextSize = Schema.Struct({
+  type: Schema.Literal("tokens", "messages", "fraction"),
+  value: Schema.Number.pipe(Schema.positive())
+}).pipe(
+  Schema.filter((c) => c.type !== "fraction" || c.value <= 1 || "a fraction must be between 0 and 1"),
+  Schema.filter((c) => c.type === "fraction" || Number.isInteger(c.value) || "tokens and messages must be integers")
+)
+export type ContextSize = typeof ContextSize.Type
+
+export const SummarizationConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  model_name: Schema.optional(Schema.NullOr(Schema.String)),
+  trigger: Schema.optional(Schema.NullOr(Schema.Union(ContextSize, Schema.Array(ContextSize)))),
+  keep: withDefault(ContextSize, () => ({ type: "messages" as const, value: 20 })),
+  trim_tokens_to_summarize: withDefault(Schema.NullOr(NonNegativeInt), () => 4000),
+  summary_prompt: Schema.optional(Schema.NullOr(Schema.String)),
+  skill_file_read_tool_names: withDefault(Schema.Array(Schema.String), () => ["read_file", "read", "view", "cat"])
+})
+export type SummarizationConfig = typeof SummarizationConfig.Type
+
+export const TokenUsageConfig = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
+export type TokenUsageConfig = typeof TokenUsageConfig.Type
+
+export const TokenBudgetConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  max_tokens: withDefault(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000)), () => 200000),
+  max_input_tokens: Schema.optional(Schema.NullOr(PositiveInt)),
+  max_output_tokens: Schema.optional(Schema.NullOr(PositiveInt)),
+  warn_threshold: withDefault(Fraction, () => 0.8),
+  hard_stop_threshold: withDefault(Schema.Number.pipe(Schema.positive()), () => 1.0)
+}).pipe(Schema.filter((c) => c.hard_stop_threshold >= c.warn_threshold || "hard_stop_threshold must be >= warn_threshold"))
+export type TokenBudgetConfig = typeof TokenBudgetConfig.Type
+
+export const TitleConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  max_words: withDefault(PositiveInt, () => 6),
+  max_chars: withDefault(PositiveInt, () => 60),
+  model_name: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type TitleConfig = typeof TitleConfig.Type
+
+export const SafetyFinishReasonConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  detectors: Schema.optional(
+    Schema.NullOr(
+      Schema.NonEmptyArray(
+        Schema.Struct({
+          use: Schema.String,
+          config: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+        })
+      )
+    )
+  )
+})
+export type SafetyFinishReasonConfig = typeof SafetyFinishReasonConfig.Type
+
+export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
+
+/** The whole `config.yaml`. Sections missing from the file take DeerFlow's code defaults. */
+export const AppConfigSchema = Schema.Struct({
+  models: withDefault(Schema.Array(ModelConfig), () => []),
+  recursion_limit: withDefault(PositiveInt, () => 100),
+  max_recursion_limit: withDefault(PositiveInt, () => 1000),
+  sandbox: withDefault(SandboxConfig, () => Schema.decodeSync(SandboxConfig)({})),
+  tool_output: withDefault(ToolOutputConfig, () => Schema.decodeSync(ToolOutputConfig)({})),
+  skills: withDefault(SkillsConfig, () => Schema.decodeSync(SkillsConfig)({})),
+  uploads: withDefault(UploadsConfig, () => Schema.decodeSync(UploadsConfig)({})),
+  llm_call: withDefault(LlmCallConfig, () => Schema.decodeSync(LlmCallConfig)({})),
+  circuit_breaker: withDefault(CircuitBreakerConfig, () => Schema.decodeSync(CircuitBreakerConfig)({})),
+  guardrails: withDefault(GuardrailsConfig, () => Schema.decodeSync(GuardrailsConfig)({})),
+  loop_detection: withDefault(LoopDetectionConfig, () => Schema.decodeSync(LoopDetectionConfig)({})),
+  summarization: withDefault(SummarizationConfig, () => Schema.decodeSync(SummarizationConfig)({})),
+  token_usage: withDefault(TokenUsageConfig, () => Schema.decodeSync(TokenUsageConfig)({})),
+  token_budget: withDefault(TokenBudgetConfig, () => Schema.decodeSync(TokenBudgetConfig)({})),
+  title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
+  safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
+  read_before_write: withDefault(EnabledFlag, () => ({ enabled: true }))
+})
+export type AppConfig = typeof AppConfigSchema.Type
+
+/** The configuration with every default (what an empty `config.yaml` means). */
+export const defaults = (): AppConfig => Schema.decodeUnknownSync(AppConfigSchema)({})
+
+/** Keys of DeerFlow's config that Antler reads; every other key in a file is reported as ignored. */
+export const knownKeys = (): ReadonlyArray<string> => Object.keys(AppConfigSchema.fields)
+
+/** The loaded configuration, plus where it came from. */
+export class AppConfigService extends Context.Tag("antler/AppConfig")<
+  AppConfigService,
+  {
+    readonly config: AppConfig
+    /** The file it was read from, if any. */
+    readonly source: string | undefined
+    /** Keys found in the file that Antler does not use (dotted paths). */
+    readonly ignored: ReadonlyArray<string>
+  }
+>() {}

@@ -1,0 +1,80 @@
+/**
+ * The model port: one call of a chat model. A request carries the projected messages (never the state
+ * itself), the static system prompt, the tool definitions visible to the model and the model settings.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { AIMessage, JsonObject, Message } from "../state/Message.js"
+
+/** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
+export interface ToolDefinition {
+  readonly name: string
+  readonly description: string
+  readonly parameters: JsonObject
+}
+
+/** Per-call model settings. */
+export interface ModelSettings {
+  /** The configured model name (`models[].name`), if the run chose one. */
+  readonly modelName?: string | undefined
+  readonly temperature?: number | undefined
+  readonly maxTokens?: number | undefined
+  readonly thinkingEnabled?: boolean | undefined
+  readonly reasoningEffort?: string | undefined
+}
+
+/** One model call. */
+export interface ModelRequest {
+  /** The static system prompt (never holds date, memory or uploads: those live in hidden messages). */
+  readonly systemPrompt: string | undefined
+  readonly messages: ReadonlyArray<Message>
+  readonly tools: ReadonlyArray<ToolDefinition>
+  readonly settings: ModelSettings
+  /**
+   * Set for calls the harness makes for itself (summaries, titles): their tokens are not streamed to the
+   * user as if they were the answer. The value names the purpose, e.g. `"summarization"`.
+   */
+  readonly internal?: string | undefined
+}
+
+/** The assembled response of one model call. */
+export interface ModelResponse {
+  readonly message: AIMessage
+}
+
+/** Why a model call failed. */
+export const ModelErrorReason = Schema.Literal(
+  "connection",
+  "timeout",
+  "rate_limit",
+  "server",
+  "auth",
+  "quota",
+  "bad_request",
+  "invalid_response",
+  "empty_response",
+  "other"
+)
+export type ModelErrorReason = typeof ModelErrorReason.Type
+
+/** A failed model call, with what a retry policy needs to classify it. */
+export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
+  reason: ModelErrorReason,
+  message: Schema.String,
+  /** The provider's error class, e.g. `APIConnectionError`, `RateLimitError`. */
+  errorType: Schema.String,
+  status: Schema.optional(Schema.Number),
+  code: Schema.optional(Schema.String),
+  /** `retry-after` / `retry-after-ms` response headers, lower-cased, when the provider sent them. */
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** The model port. */
+export class ModelService extends Context.Tag("antler/ModelService")<
+  ModelService,
+  {
+    readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+  }
+>() {}

@@ -1,0 +1,192 @@
+/**
+ * Messages in LangChain's serialised JSON shape (`type: "human" | "ai" | "tool" | "system"`), so that threads
+ * stay readable by LangGraph clients and DeerFlow's UI. Pure schemas and helpers: no services, no I/O.
+ */
+import * as Schema from "effect/Schema"
+
+/** A free-form JSON object (`additional_kwargs`, `response_metadata`, tool arguments). */
+export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export type JsonObject = typeof JsonObject.Type
+
+/** `{ type: "text", text }` */
+export const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+export type TextBlock = typeof TextBlock.Type
+
+/** `{ type: "image_url", image_url: { url, detail? } }` (OpenAI's shape, which LangChain keeps). */
+export const ImageUrlBlock = Schema.Struct({
+  type: Schema.Literal("image_url"),
+  image_url: Schema.Struct({ url: Schema.String, detail: Schema.optional(Schema.String) })
+})
+export type ImageUrlBlock = typeof ImageUrlBlock.Type
+
+/** Any other provider block (reasoning, thinking, ...) is carried through untouched. */
+export const OtherBlock = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+  Schema.filter((block) => typeof block.type === "string" || "`type` must be a string")
+)
+
+export const ContentBlock = Schema.Union(TextBlock, ImageUrlBlock, OtherBlock)
+export type ContentBlock = typeof ContentBlock.Type
+
+/** Message content: a string, or a list of blocks. */
+export const Content = Schema.Union(Schema.String, Schema.Array(ContentBlock))
+export type Content = typeof Content.Type
+
+/** A parsed tool call. `args` is always a JSON object; calls whose arguments did not parse are `InvalidToolCall`s. */
+export const ToolCall = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  args: JsonObject,
+  type: Schema.optional(Schema.Literal("tool_call"))
+})
+export type ToolCall = typeof ToolCall.Type
+
+/** A tool call the model produced but that could not be parsed (LangChain's `invalid_tool_calls`). */
+export const InvalidToolCall = Schema.Struct({
+  id: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  args: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  type: Schema.optional(Schema.Literal("invalid_tool_call"))
+})
+export type InvalidToolCall = typeof InvalidToolCall.Type
+
+const TokenCount = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+
+/** Token usage of one model call (LangChain's `usage_metadata`). */
+export const UsageMetadata = Schema.Struct({
+  input_tokens: TokenCount,
+  output_tokens: TokenCount,
+  total_tokens: TokenCount,
+  input_token_details: Schema.optional(JsonObject),
+  output_token_details: Schema.optional(JsonObject)
+})
+export type UsageMetadata = typeof UsageMetadata.Type
+
+const common = {
+  id: Schema.String,
+  content: Content,
+  name: Schema.optional(Schema.String),
+  additional_kwargs: Schema.optional(JsonObject),
+  response_metadata: Schema.optional(JsonObject)
+}
+
+export const HumanMessage = Schema.Struct({ type: Schema.Literal("human"), ...common })
+export type HumanMessage = typeof HumanMessage.Type
+
+export const SystemMessage = Schema.Struct({ type: Schema.Literal("system"), ...common })
+export type SystemMessage = typeof SystemMessage.Type
+
+export const AIMessage = Schema.Struct({
+  type: Schema.Literal("ai"),
+  ...common,
+  tool_calls: Schema.optional(Schema.Array(ToolCall)),
+  invalid_tool_calls: Schema.optional(Schema.Array(InvalidToolCall)),
+  usage_metadata: Schema.optional(UsageMetadata)
+})
+export type AIMessage = typeof AIMessage.Type
+
+export const ToolMessage = Schema.Struct({
+  type: Schema.Literal("tool"),
+  ...common,
+  tool_call_id: Schema.String,
+  status: Schema.optional(Schema.Literal("success", "error")),
+  artifact: Schema.optional(Schema.Unknown)
+})
+export type ToolMessage = typeof ToolMessage.Type
+
+/** Any message that can live in thread state. */
+export const Message = Schema.Union(HumanMessage, AIMessage, ToolMessage, SystemMessage)
+export type Message = typeof Message.Type
+
+/** The id of the remove-all marker: a write containing it keeps only what follows the last marker. */
+export const REMOVE_ALL_MESSAGES = "__remove_all__"
+
+/** A deletion in a messages write (`RemoveMessage` in LangChain). */
+export const RemoveMessage = Schema.Struct({ type: Schema.Literal("remove"), id: Schema.String })
+export type RemoveMessage = typeof RemoveMessage.Type
+
+/** One item of a messages write: a message to add or replace by id, or a removal. */
+export const MessageWrite = Schema.Union(HumanMessage, AIMessage, ToolMessage, SystemMessage, RemoveMessage)
+export type MessageWrite = typeof MessageWrite.Type
+
+// ---------------------------------------------------------------------------------------------------------
+// Constructors. Ids are required in state; callers that do not care get a random one.
+
+/** A random message id. */
+export const newId = (): string => crypto.randomUUID()
+
+type Extra<M> = Partial<Omit<M, "type" | "content">>
+
+/** A human message. */
+export const human = (content: Content, extra: Extra<HumanMessage> = {}): HumanMessage => ({
+  type: "human",
+  id: extra.id ?? newId(),
+  content,
+  ...extra
+})
+
+/** A system message. */
+export const system = (content: Content, extra: Extra<SystemMessage> = {}): SystemMessage => ({
+  type: "system",
+  id: extra.id ?? newId(),
+  content,
+  ...extra
+})
+
+/** An AI message. */
+export const ai = (content: Content, extra: Extra<AIMessage> = {}): AIMessage => ({
+  type: "ai",
+  id: extra.id ?? newId(),
+  content,
+  ...extra
+})
+
+/** A tool result for the call `toolCallId`. */
+export const tool = (
+  content: Content,
+  toolCallId: string,
+  extra: Partial<Omit<ToolMessage, "type" | "content" | "tool_call_id">> = {}
+): ToolMessage => ({ type: "tool", id: extra.id ?? newId(), content, tool_call_id: toolCallId, ...extra })
+
+/** A deletion of the message with this id (or of every message, with `REMOVE_ALL_MESSAGES`). */
+export const remove = (id: string): RemoveMessage => ({ type: "remove", id })
+
+// ---------------------------------------------------------------------------------------------------------
+// Readers
+
+/** The plain text of a message content: the string, or its text blocks joined with newlines. */
+export const contentText = (content: Content): string => {
+  if (typeof content === "string") return content
+  let out = ""
+  for (const block of content) {
+    if (block.type === "text" && typeof block.text === "string") out = out === "" ? block.text : `${out}\n${block.text}`
+  }
+  return out
+}
+
+/** The text of a message. */
+export const text = (message: Message): string => contentText(message.content)
+
+/** The structured tool calls of an AI message (empty for other messages). */
+export const toolCalls = (message: Message): ReadonlyArray<ToolCall> =>
+  message.type === "ai" ? message.tool_calls ?? [] : []
+
+/** The invalid tool calls of an AI message (empty for other messages). */
+export const invalidToolCalls = (message: Message): ReadonlyArray<InvalidToolCall> =>
+  message.type === "ai" ? message.invalid_tool_calls ?? [] : []
+
+/** Whether an AI message asks for any tool (structured or invalid). */
+export const hasToolCalls = (message: Message): boolean =>
+  message.type === "ai" && ((message.tool_calls?.length ?? 0) > 0 || (message.invalid_tool_calls?.length ?? 0) > 0)
+
+/** A key of `additional_kwargs`, if present. */
+export const kwarg = (message: Message, key: string): unknown => message.additional_kwargs?.[key]
+
+/** Whether the message is hidden from the UI and from memory (`additional_kwargs.hide_from_ui`). */
+export const isHidden = (message: Message): boolean => message.additional_kwargs?.hide_from_ui === true
+
+/** Appends text to a content value: `"\n\n" + text` for strings, a new text block for lists. */
+export const appendText = (content: Content, addition: string): Content => {
+  if (typeof content === "string") return content.trim() === "" ? addition : `${content}\n\n${addition}`
+  return [...content, { type: "text", text: addition }]
+}

@@ -1,0 +1,290 @@
+/**
+ * Pure reducers: how each field of `ThreadState` merges an update. Semantics follow DeerFlow's
+ * `thread_state.py` and LangGraph's `add_messages` exactly; conflicts are typed failures, never silent
+ * overwrites. Nothing here performs I/O or uses services.
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import type { Message, MessageWrite } from "./Message.js"
+import { REMOVE_ALL_MESSAGES } from "./Message.js"
+import type {
+  Promoted,
+  SandboxState,
+  SkillEntry,
+  StateUpdate,
+  ThreadState,
+  TokenUsage,
+  TokenUsageDelta,
+  Todo,
+  ViewedImages
+} from "./ThreadState.js"
+
+/** Two different sandbox ids were written to one thread. */
+export class SandboxConflict extends Schema.TaggedError<SandboxConflict>()("SandboxConflict", {
+  existing: Schema.NullishOr(Schema.String),
+  incoming: Schema.NullishOr(Schema.String)
+}) {
+  override get message() {
+    return `Conflicting sandbox state updates: the thread is bound to sandbox ${JSON.stringify(this.existing)}, ` +
+      `an update tried to bind it to ${JSON.stringify(this.incoming)}`
+  }
+}
+
+/** A messages write removed an id that is not in the thread. */
+export class UnknownMessageRemoval extends Schema.TaggedError<UnknownMessageRemoval>()("UnknownMessageRemoval", {
+  id: Schema.String
+}) {
+  override get message() {
+    return `Attempting to delete a message with an id that does not exist in the thread: ${this.id}`
+  }
+}
+
+/** Any failure of a reducer. */
+export type ReducerError = SandboxConflict | UnknownMessageRemoval
+
+// ---------------------------------------------------------------------------------------------------------
+// messages
+
+/**
+ * An id → position index per messages array, so a write costs O(size of the write) instead of O(thread).
+ * Arrays made by appending share their parent's map; a lookup is verified against the array itself, and
+ * falls back to a scan when another array derived from the same parent claimed that id.
+ */
+const indexes = new WeakMap<ReadonlyArray<Message>, Map<string, number>>()
+
+const indexOf = (messages: ReadonlyArray<Message>): Map<string, number> => {
+  let index = indexes.get(messages)
+  if (index === undefined) {
+    index = new Map()
+    for (let i = 0; i < messages.length; i++) index.set(messages[i]!.id, i)
+    indexes.set(messages, index)
+  }
+  return index
+}
+
+/** The position of the message with this id, or -1. */
+export const findMessage = (messages: ReadonlyArray<Message>, id: string): number => {
+  const position = indexOf(messages).get(id)
+  if (position === undefined) return -1
+  if (position < messages.length && messages[position]!.id === id) return position
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.id === id) return i
+  return -1
+}
+
+/**
+ * LangGraph's `add_messages`: a message with a known id replaces it in place, a new id is appended, a removal
+ * deletes (after the whole write is processed; a later message with the same id cancels it), removing an
+ * unknown id fails, and a remove-all marker keeps only what follows the last marker.
+ */
+export const addMessages = (
+  existing: ReadonlyArray<Message>,
+  write: ReadonlyArray<MessageWrite>
+): Either.Either<ReadonlyArray<Message>, UnknownMessageRemoval> => {
+  let start = 0
+  let base = existing
+  for (let i = write.length - 1; i >= 0; i--) {
+    const item = write[i]!
+    if (item.type === "remove" && item.id === REMOVE_ALL_MESSAGES) {
+      start = i + 1
+      base = []
+      break
+    }
+  }
+  if (start === write.length && base === existing) return Either.right(existing)
+
+  let replaced: Map<number, Message> | undefined
+  let deleted: Set<string> | undefined
+  const appended: Array<Message> = []
+  const appendedAt = new Map<string, number>()
+
+  for (let i = start; i < write.length; i++) {
+    const item = write[i]!
+    const inBase = findMessage(base, item.id)
+    const inAppended = inBase === -1 ? appendedAt.get(item.id) : undefined
+    if (item.type === "remove") {
+      if (inBase === -1 && inAppended === undefined) return Either.left(new UnknownMessageRemoval({ id: item.id }))
+      ;(deleted ??= new Set()).add(item.id)
+      continue
+    }
+    deleted?.delete(item.id)
+    if (inBase !== -1) (replaced ??= new Map()).set(inBase, item)
+    else if (inAppended !== undefined) appended[inAppended] = item
+    else {
+      appendedAt.set(item.id, appended.length)
+      appended.push(item)
+    }
+  }
+
+  if (replaced === undefined && deleted === undefined) {
+    if (appended.length === 0) return Either.right(base)
+    const next = base.concat(appended)
+    if (base.length > 0) {
+      const index = indexOf(base)
+      for (let i = 0; i < appended.length; i++) index.set(appended[i]!.id, base.length + i)
+      indexes.set(next, index)
+    }
+    return Either.right(next)
+  }
+
+  let next = base.concat(appended)
+  if (replaced !== undefined) for (const [position, message] of replaced) next[position] = message
+  if (deleted !== undefined && deleted.size > 0) next = next.filter((message) => !deleted.has(message.id))
+  else if (base.length > 0) {
+    const index = indexOf(base)
+    for (let i = 0; i < appended.length; i++) index.set(appended[i]!.id, base.length + i)
+    indexes.set(next, index)
+  }
+  return Either.right(next)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// other fields
+
+/** Idempotent sandbox binding: the same id twice is fine, a different id is a conflict. */
+export const mergeSandbox = (
+  existing: SandboxState | null,
+  incoming: SandboxState | null | undefined
+): Either.Either<SandboxState | null, SandboxConflict> => {
+  if (incoming == null) return Either.right(existing)
+  if (existing === null) return Either.right(incoming)
+  if ((existing.sandbox_id ?? null) === (incoming.sandbox_id ?? null)) return Either.right(existing)
+  return Either.left(new SandboxConflict({ existing: existing.sandbox_id, incoming: incoming.sandbox_id }))
+}
+
+/** Concatenation without duplicates, first occurrence order kept. `null` keeps what is there. */
+export const mergeArtifacts = (
+  existing: ReadonlyArray<string>,
+  incoming: ReadonlyArray<string> | null | undefined
+): ReadonlyArray<string> => {
+  if (incoming == null || incoming.length === 0) return existing
+  const seen = new Set(existing)
+  let out: Array<string> | undefined
+  for (const path of incoming) {
+    if (seen.has(path)) continue
+    seen.add(path)
+    ;(out ??= existing.slice()).push(path)
+  }
+  return out ?? existing
+}
+
+/** An explicit list replaces (an empty list clears); `null` keeps. */
+export const mergeTodos = (
+  existing: ReadonlyArray<Todo> | null,
+  incoming: ReadonlyArray<Todo> | null | undefined
+): ReadonlyArray<Todo> | null => (incoming == null ? existing : incoming)
+
+/** Shallow merge, new keys win; `{}` empties everything; `null` keeps. */
+export const mergeViewedImages = (
+  existing: ViewedImages,
+  incoming: ViewedImages | null | undefined
+): ViewedImages => {
+  if (incoming == null) return existing
+  if (Object.keys(incoming).length === 0) return {}
+  return { ...existing, ...incoming }
+}
+
+const dedupe = (names: ReadonlyArray<string>): ReadonlyArray<string> => Array.from(new Set(names))
+
+/**
+ * Promotions for a catalog: a new catalog hash replaces (stale names are dropped), the same hash unions the
+ * names in order; `null` keeps.
+ */
+export const mergePromoted = (existing: Promoted | null, incoming: Promoted | null | undefined): Promoted | null => {
+  if (incoming == null) return existing
+  if (existing === null || existing.catalog_hash !== incoming.catalog_hash) {
+    return { catalog_hash: incoming.catalog_hash, names: dedupe(incoming.names) }
+  }
+  return { catalog_hash: existing.catalog_hash, names: dedupe([...existing.names, ...incoming.names]) }
+}
+
+const MAX_SKILL_ENTRIES = 8
+
+const normalizeSkill = (entry: SkillEntry): SkillEntry => ({
+  name: entry.name,
+  path: entry.path,
+  description: entry.description.replace(/\s+/g, " ").trim().slice(0, 500),
+  loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
+})
+
+/** Loaded skills by path: a re-read moves the entry to the end; only the last 8 are kept. */
+export const mergeSkillContext = (
+  existing: ReadonlyArray<SkillEntry>,
+  incoming: ReadonlyArray<SkillEntry> | null | undefined
+): ReadonlyArray<SkillEntry> => {
+  if (incoming == null || incoming.length === 0) return existing
+  const byPath = new Map<string, SkillEntry>()
+  for (const entry of [...existing, ...incoming]) {
+    byPath.delete(entry.path)
+    byPath.set(entry.path, normalizeSkill(entry))
+  }
+  return Array.from(byPath.values()).slice(-MAX_SKILL_ENTRIES)
+}
+
+const zeroTotals = { input_tokens: 0, output_tokens: 0, total_tokens: 0, calls: 0 }
+
+/** Adds each model call's usage to the thread total and to its model's total. */
+export const addTokenUsage = (
+  existing: TokenUsage | null,
+  deltas: ReadonlyArray<TokenUsageDelta> | undefined
+): TokenUsage | null => {
+  if (deltas === undefined || deltas.length === 0) return existing
+  let total = existing?.total ?? zeroTotals
+  const byModel = { ...existing?.by_model }
+  for (const delta of deltas) {
+    const add = (t: typeof zeroTotals) => ({
+      input_tokens: t.input_tokens + delta.input_tokens,
+      output_tokens: t.output_tokens + delta.output_tokens,
+      total_tokens: t.total_tokens + delta.total_tokens,
+      calls: t.calls + 1
+    })
+    total = add(total)
+    byModel[delta.model] = add(byModel[delta.model] ?? zeroTotals)
+  }
+  return { total, by_model: byModel }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// whole state
+
+/** Applies one update to a state, field by field. */
+export const applyUpdate = (state: ThreadState, update: StateUpdate): Either.Either<ThreadState, ReducerError> => {
+  let next = state
+  const set = <K extends keyof ThreadState>(key: K, value: ThreadState[K]) => {
+    if (next[key] !== value) next = next === state ? { ...state, [key]: value } : Object.assign(next, { [key]: value })
+  }
+  if (update.messages !== undefined) {
+    const messages = addMessages(state.messages, update.messages)
+    if (Either.isLeft(messages)) return Either.left(messages.left)
+    set("messages", messages.right)
+  }
+  if (update.sandbox !== undefined) {
+    const sandbox = mergeSandbox(state.sandbox, update.sandbox)
+    if (Either.isLeft(sandbox)) return Either.left(sandbox.left)
+    set("sandbox", sandbox.right)
+  }
+  if (update.thread_data !== undefined) set("thread_data", update.thread_data)
+  if (update.title !== undefined) set("title", update.title)
+  if (update.artifacts !== undefined) set("artifacts", mergeArtifacts(state.artifacts, update.artifacts))
+  if (update.todos !== undefined) set("todos", mergeTodos(state.todos, update.todos))
+  if (update.uploaded_files !== undefined) set("uploaded_files", update.uploaded_files)
+  if (update.viewed_images !== undefined) set("viewed_images", mergeViewedImages(state.viewed_images, update.viewed_images))
+  if (update.promoted !== undefined) set("promoted", mergePromoted(state.promoted, update.promoted))
+  if (update.summary_text !== undefined) set("summary_text", update.summary_text)
+  if (update.skill_context !== undefined) set("skill_context", mergeSkillContext(state.skill_context, update.skill_context))
+  if (update.token_usage !== undefined) set("token_usage", addTokenUsage(state.token_usage, update.token_usage))
+  return Either.right(next)
+}
+
+/** Applies updates in order; the first failure stops. */
+export const applyUpdates = (
+  state: ThreadState,
+  updates: ReadonlyArray<StateUpdate>
+): Either.Either<ThreadState, ReducerError> => {
+  let current = state
+  for (const update of updates) {
+    const next = applyUpdate(current, update)
+    if (Either.isLeft(next)) return next
+    current = next.right
+  }
+  return Either.right(current)
+}

@@ -1,0 +1,136 @@
+/**
+ * The typed state of a thread and the shape of an update to it. Every change goes through the reducers in
+ * `Reducers.ts`; this module only holds the schemas.
+ */
+import * as Schema from "effect/Schema"
+import { Message, MessageWrite } from "./Message.js"
+
+/** `{ sandbox_id }`: the sandbox a thread is bound to. Never switches within a thread. */
+export const SandboxState = Schema.Struct({ sandbox_id: Schema.optional(Schema.NullOr(Schema.String)) })
+export type SandboxState = typeof SandboxState.Type
+
+/** Host directories of the thread (written by ThreadData). */
+export const ThreadData = Schema.Struct({
+  workspace_path: Schema.optional(Schema.String),
+  uploads_path: Schema.optional(Schema.String),
+  outputs_path: Schema.optional(Schema.String)
+})
+export type ThreadData = typeof ThreadData.Type
+
+/** One plan-mode todo. */
+export const Todo = Schema.Struct({
+  content: Schema.String,
+  status: Schema.Literal("pending", "in_progress", "completed")
+})
+export type Todo = typeof Todo.Type
+
+/** A file uploaded with the current message. */
+export const UploadedFile = Schema.Struct({
+  filename: Schema.String,
+  size: Schema.Number,
+  path: Schema.String,
+  extension: Schema.String
+})
+export type UploadedFile = typeof UploadedFile.Type
+
+/** An image the model has looked at, keyed by its virtual path in `viewed_images`. */
+export const ViewedImage = Schema.Struct({
+  mime_type: Schema.String,
+  size: Schema.Number,
+  actual_path: Schema.String
+})
+export type ViewedImage = typeof ViewedImage.Type
+
+export const ViewedImages = Schema.Record({ key: Schema.String, value: ViewedImage })
+export type ViewedImages = typeof ViewedImages.Type
+
+/** Deferred tools promoted for the current tool catalog. */
+export const Promoted = Schema.Struct({ catalog_hash: Schema.String, names: Schema.Array(Schema.String) })
+export type Promoted = typeof Promoted.Type
+
+/** A skill loaded earlier in the thread (a reference: the model re-reads the file). */
+export const SkillEntry = Schema.Struct({
+  name: Schema.String,
+  path: Schema.String,
+  description: Schema.String,
+  loaded_at: Schema.Number
+})
+export type SkillEntry = typeof SkillEntry.Type
+
+/** Token counts summed over model calls. */
+export const TokenTotals = Schema.Struct({
+  input_tokens: Schema.Number,
+  output_tokens: Schema.Number,
+  total_tokens: Schema.Number,
+  calls: Schema.Number
+})
+export type TokenTotals = typeof TokenTotals.Type
+
+/** Token usage of the thread: the grand total and one entry per model. */
+export const TokenUsage = Schema.Struct({
+  total: TokenTotals,
+  by_model: Schema.Record({ key: Schema.String, value: TokenTotals })
+})
+export type TokenUsage = typeof TokenUsage.Type
+
+/** One model call's usage, as written by TokenUsage; the reducer adds it to the totals. */
+export const TokenUsageDelta = Schema.Struct({
+  model: Schema.String,
+  input_tokens: Schema.Number,
+  output_tokens: Schema.Number,
+  total_tokens: Schema.Number
+})
+export type TokenUsageDelta = typeof TokenUsageDelta.Type
+
+/** The whole state of a thread. */
+export const ThreadState = Schema.Struct({
+  messages: Schema.Array(Message),
+  sandbox: Schema.NullOr(SandboxState),
+  thread_data: Schema.NullOr(ThreadData),
+  title: Schema.NullOr(Schema.String),
+  artifacts: Schema.Array(Schema.String),
+  todos: Schema.NullOr(Schema.Array(Todo)),
+  uploaded_files: Schema.NullOr(Schema.Array(UploadedFile)),
+  viewed_images: ViewedImages,
+  promoted: Schema.NullOr(Promoted),
+  summary_text: Schema.NullOr(Schema.String),
+  skill_context: Schema.Array(SkillEntry),
+  token_usage: Schema.NullOr(TokenUsage)
+})
+export type ThreadState = typeof ThreadState.Type
+
+/** A thread with nothing in it. */
+export const empty: ThreadState = {
+  messages: [],
+  sandbox: null,
+  thread_data: null,
+  title: null,
+  artifacts: [],
+  todos: null,
+  uploaded_files: null,
+  viewed_images: {},
+  promoted: null,
+  summary_text: null,
+  skill_context: [],
+  token_usage: null
+}
+
+/**
+ * A change to thread state. Absent fields are untouched; present ones are merged by the field's reducer
+ * (see `Reducers.ts` for what `null`, `[]` and `{}` mean per field).
+ */
+export const StateUpdate = Schema.Struct({
+  messages: Schema.optional(Schema.Array(MessageWrite)),
+  sandbox: Schema.optional(Schema.NullOr(SandboxState)),
+  thread_data: Schema.optional(Schema.NullOr(ThreadData)),
+  title: Schema.optional(Schema.NullOr(Schema.String)),
+  artifacts: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  todos: Schema.optional(Schema.NullOr(Schema.Array(Todo))),
+  uploaded_files: Schema.optional(Schema.NullOr(Schema.Array(UploadedFile))),
+  viewed_images: Schema.optional(Schema.NullOr(ViewedImages)),
+  promoted: Schema.optional(Schema.NullOr(Promoted)),
+  summary_text: Schema.optional(Schema.NullOr(Schema.String)),
+  skill_context: Schema.optional(Schema.NullOr(Schema.Array(SkillEntry))),
+  token_usage: Schema.optional(Schema.Array(TokenUsageDelta))
+})
+export type StateUpdate = typeof StateUpdate.Type
