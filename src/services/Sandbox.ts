@@ -95,6 +95,8 @@ export class SandboxProvider extends Context.Tag("antler/SandboxProvider")<
   {
     /** The thread's sandbox, created on first use; the same id every time for the same thread. */
     readonly acquire: (threadId: string, userId: string) => Effect.Effect<Sandbox, SandboxError>
+    /** The sandbox already acquired for this thread, if any (does not acquire one). */
+    readonly current: (threadId: string, userId: string) => Effect.Effect<Option.Option<Sandbox>>
     /** A sandbox handed out earlier, if it is still live. */
     readonly get: (sandboxId: string) => Effect.Effect<Option.Option<Sandbox>>
     /** Gives a sandbox back after a run (the local provider keeps it: release is a no-op there). */
