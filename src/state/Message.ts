@@ -21,7 +21,10 @@ export type ImageUrlBlock = typeof ImageUrlBlock.Type
 
 /** Any other provider block (reasoning, thinking, ...) is carried through untouched. */
 export const OtherBlock = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
-  Schema.filter((block) => typeof block.type === "string" || "`type` must be a string")
+  Schema.filter((block) => typeof block.type === "string" || "`type` must be a string", {
+    identifier: "OtherBlock",
+    arbitrary: () => (fc) => fc.record({ type: fc.constantFrom("reasoning", "thinking"), reasoning: fc.string() })
+  })
 )
 
 export const ContentBlock = Schema.Union(TextBlock, ImageUrlBlock, OtherBlock)

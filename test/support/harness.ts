@@ -44,7 +44,7 @@ export interface RunSpec<R> {
 }
 
 /** Runs one turn. Needs a ThreadStore (see `withStore`) and whatever the middlewares need. */
-export const run = <R>(spec: RunSpec<R>) =>
+export const run = <R = never>(spec: RunSpec<R>) =>
   Effect.gen(function*() {
     const requests: Array<ModelRequest> = []
     const scripted = ScriptedModel.make(spec.script)

@@ -1,0 +1,128 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as FC from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import * as MW from "../../src/middleware/Middleware.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const echo = Tool.make({
+  name: "echo",
+  description: "Echoes its text.",
+  parameters: Schema.Struct({ text: Schema.String }),
+  handler: ({ text }) => Effect.succeed(`echo: ${text}`)
+})
+
+/** A middleware that records each of its hooks into `trace`. */
+const tracer = (name: string, trace: Array<string>) =>
+  MW.make({
+    run: (loop) =>
+      Effect.sync(() => trace.push(`${name}:before_agent`)).pipe(
+        Effect.zipRight(loop),
+        Effect.ensuring(Effect.sync(() => trace.push(`${name}:after_agent`)))
+      ),
+    model: (request, next) =>
+      Effect.sync(() => trace.push(`${name}:before_model`)).pipe(
+        Effect.zipRight(next(request)),
+        Effect.tap(() => Effect.sync(() => trace.push(`${name}:after_model`)))
+      ),
+    tool: (call, next) =>
+      Effect.sync(() => trace.push(`${name}:before_tool`)).pipe(
+        Effect.zipRight(next(call)),
+        Effect.tap(() => Effect.sync(() => trace.push(`${name}:after_tool`)))
+      )
+  })
+
+const script = [{ toolCalls: [{ name: "echo", args: { text: "hi" } }] }, "done"]
+
+describe("Middleware.stack", () => {
+  it.effect("the first entry is the outermost wrapper; after work runs in reverse order", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      const outcome = yield* H.run({
+        script,
+        tools: [echo],
+        middlewares: () => [tracer("a", trace), tracer("b", trace), tracer("c", trace)]
+      })
+      assert.strictEqual(outcome.end.status, "success")
+      const phase = (p: string) => trace.filter((t) => t.endsWith(`:${p}`)).map((t) => t.split(":")[0]).join("")
+      assert.strictEqual(phase("before_agent"), "abc")
+      assert.strictEqual(phase("after_agent"), "cba")
+      // two model calls: each runs a→b→c on the way in and c→b→a on the way out
+      assert.strictEqual(phase("before_model"), "abcabc")
+      assert.strictEqual(phase("after_model"), "cbacba")
+      assert.strictEqual(phase("before_tool"), "abc")
+      assert.strictEqual(phase("after_tool"), "cba")
+      // and the phases interleave as in DeerFlow's graph
+      assert.deepStrictEqual(trace.slice(0, 7), [
+        "a:before_agent",
+        "b:before_agent",
+        "c:before_agent",
+        "a:before_model",
+        "b:before_model",
+        "c:before_model",
+        "c:after_model"
+      ])
+      assert.deepStrictEqual(trace.slice(-3), ["c:after_agent", "b:after_agent", "a:after_agent"])
+    }).pipe(H.withStore))
+
+  it.effect("a middleware that wraps only the model passes tools and hooks through unchanged", () =>
+    Effect.gen(function*() {
+      const seen: Array<number> = []
+      const outcome = yield* H.run({
+        script,
+        tools: [echo],
+        middlewares: () => [
+          MW.make({ model: (request, next) => Effect.suspend(() => (seen.push(request.messages.length), next(request))) })
+        ]
+      })
+      assert.deepStrictEqual(seen, [1, 3])
+      const result = outcome.state.messages.find((m) => m.type === "tool")
+      assert.strictEqual(result && M.text(result), "echo: hi")
+    }).pipe(H.withStore))
+
+  it.effect("a middleware can contribute a tool: the model sees it and calls reach it", () =>
+    Effect.gen(function*() {
+      const shout = Tool.make({
+        name: "shout",
+        description: "Shouts.",
+        parameters: Schema.Struct({ text: Schema.String }),
+        handler: ({ text }) => Effect.succeed(text.toUpperCase())
+      })
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "shout", args: { text: "hey" } }] }, "ok"],
+        tools: [echo],
+        middlewares: () => [MW.make({ tools: [shout] })]
+      })
+      assert.deepStrictEqual(outcome.requests[0]!.tools.map((t) => t.name), ["echo", "shout"])
+      assert.strictEqual(M.text(outcome.state.messages.find((m) => m.type === "tool")!), "HEY")
+    }).pipe(H.withStore))
+
+  it.effect.prop(
+    "an identity middleware changes nothing the model or the user sees",
+    [FC.array(FC.constantFrom("echo", "text"), { minLength: 1, maxLength: 5 }), FC.nat(3)],
+    ([turns, layers]) =>
+      Effect.gen(function*() {
+        const scripted = [
+          ...turns.map((t, i) => (t === "echo" ? { toolCalls: [{ name: "echo", args: { text: `t${i}` } }] } : `text ${i}`)),
+          "final"
+        ]
+        // a text turn ends the run, so only the prefix up to the first text turn is played
+        const plain = yield* H.run({ script: scripted, tools: [echo], threadId: "plain" })
+        const wrapped = yield* H.run({
+          script: scripted,
+          tools: [echo],
+          threadId: "wrapped",
+          middlewares: () => Array.from({ length: layers }, () => MW.make({}))
+        })
+        const shape = (o: H.Outcome) => ({
+          end: o.end,
+          requests: o.requests.map((r) => r.messages.map((m) => [m.type, M.text(m)])),
+          state: o.state.messages.map((m) => [m.type, M.text(m), M.toolCalls(m).map((c) => c.name)])
+        })
+        assert.deepStrictEqual(shape(wrapped), shape(plain))
+      }).pipe(H.withStore),
+    { fastCheck: { numRuns: 40 } }
+  )
+})

@@ -1,0 +1,301 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Either from "effect/Either"
+import * as FC from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import type { Message, MessageWrite } from "../../src/state/Message.js"
+import * as M from "../../src/state/Message.js"
+import * as R from "../../src/state/Reducers.js"
+import * as TS from "../../src/state/ThreadState.js"
+
+// Ids come from a small pool so that writes collide with existing messages (replace, remove).
+const ids = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"]
+const idArb = FC.constantFrom(...ids)
+const messageArb: FC.Arbitrary<Message> = FC.tuple(Arbitrary.make(M.Message), idArb).map(([message, id]) => ({
+  ...message,
+  id
+}))
+const writeItemArb: FC.Arbitrary<MessageWrite> = FC.oneof(
+  { weight: 6, arbitrary: messageArb },
+  { weight: 2, arbitrary: idArb.map(M.remove) },
+  { weight: 1, arbitrary: FC.constant(M.remove(M.REMOVE_ALL_MESSAGES)) }
+)
+const writeArb = FC.array(writeItemArb, { maxLength: 6 })
+const uniqueMessagesArb = FC.uniqueArray(messageArb, { selector: (m) => m.id, maxLength: 6 })
+
+/** The obviously-correct reference for add_messages: linear scans, no index. */
+const reference = (existing: ReadonlyArray<Message>, write: ReadonlyArray<MessageWrite>) => {
+  let cut = -1
+  write.forEach((item, i) => {
+    if (item.type === "remove" && item.id === M.REMOVE_ALL_MESSAGES) cut = i
+  })
+  const out: Array<Message> = cut >= 0 ? [] : [...existing]
+  const deleted = new Set<string>()
+  for (const item of write.slice(cut + 1)) {
+    const at = out.findIndex((m) => m.id === item.id)
+    if (item.type === "remove") {
+      if (at < 0) return Either.left(item.id)
+      deleted.add(item.id)
+    } else {
+      deleted.delete(item.id)
+      if (at >= 0) out[at] = item
+      else out.push(item)
+    }
+  }
+  return Either.right(out.filter((m) => !deleted.has(m.id)))
+}
+
+const same = (
+  actual: Either.Either<ReadonlyArray<Message>, R.UnknownMessageRemoval>,
+  expected: Either.Either<ReadonlyArray<Message>, string>
+) => {
+  if (Either.isLeft(expected)) {
+    assert.isTrue(Either.isLeft(actual))
+    if (Either.isLeft(actual)) assert.strictEqual(actual.left.id, expected.left)
+  } else {
+    assert.isTrue(Either.isRight(actual))
+    if (Either.isRight(actual)) assert.deepStrictEqual(actual.right, expected.right)
+  }
+}
+
+describe("messages reducer (add_messages)", () => {
+  it.prop("matches the reference semantics for any write", [uniqueMessagesArb, writeArb], ([existing, write]) => {
+    same(R.addMessages(existing, write), reference(existing, write))
+  })
+
+  it.prop(
+    "matches the reference over a sequence of writes, including writes to older versions (branches)",
+    [FC.array(writeArb, { minLength: 1, maxLength: 6 }), FC.array(FC.nat(), { minLength: 1, maxLength: 6 })],
+    ([writes, picks]) => {
+      const versions: Array<ReadonlyArray<Message>> = [[]]
+      for (const [i, write] of writes.entries()) {
+        // apply to the newest version, and also to an older one picked at random
+        for (const base of [versions[versions.length - 1]!, versions[picks[i % picks.length]! % versions.length]!]) {
+          const actual = R.addMessages(base, write)
+          same(actual, reference(base, write))
+          if (Either.isRight(actual)) versions.push(actual.right)
+        }
+      }
+    }
+  )
+
+  it.prop("an empty write is the identity (same array)", [uniqueMessagesArb], ([existing]) => {
+    const result = R.addMessages(existing, [])
+    assert.isTrue(Either.isRight(result) && result.right === existing)
+  })
+
+  it.prop("new ids are appended in order after the existing messages", [uniqueMessagesArb], ([write]) => {
+    const existing = [M.human("first", { id: "x1" }), M.ai("second", { id: "x2" })]
+    const result = Either.getOrThrow(R.addMessages(existing, write))
+    assert.deepStrictEqual(result.map((m) => m.id), ["x1", "x2", ...write.map((m) => m.id)])
+  })
+
+  it.prop(
+    "a message with a known id replaces it in place (length and positions kept)",
+    [uniqueMessagesArb.filter((m) => m.length > 0), FC.nat(), FC.string()],
+    ([existing, pick, content]) => {
+      const target = existing[pick % existing.length]!
+      const result = Either.getOrThrow(R.addMessages(existing, [M.ai(content, { id: target.id })]))
+      assert.deepStrictEqual(result.map((m) => m.id), existing.map((m) => m.id))
+      assert.strictEqual(result[pick % existing.length]!.content, content)
+    }
+  )
+
+  it.prop("writes without removals are idempotent", [uniqueMessagesArb, FC.array(messageArb, { maxLength: 6 })], ([
+    existing,
+    write
+  ]) => {
+    const once = Either.getOrThrow(R.addMessages(existing, write))
+    const twice = Either.getOrThrow(R.addMessages(once, write))
+    assert.deepStrictEqual(twice, once)
+  })
+
+  it.prop("removing an id that is not there is a typed failure", [uniqueMessagesArb], ([existing]) => {
+    const result = R.addMessages(existing, [M.remove("not-there")])
+    assert.isTrue(Either.isLeft(result) && result.left._tag === "UnknownMessageRemoval")
+  })
+
+  it.prop(
+    "remove-all keeps exactly what follows the last marker",
+    [uniqueMessagesArb, uniqueMessagesArb, uniqueMessagesArb],
+    ([existing, before, after]) => {
+      const write = [...before, M.remove(M.REMOVE_ALL_MESSAGES), ...after]
+      assert.deepStrictEqual(Either.getOrThrow(R.addMessages(existing, write)), after)
+    }
+  )
+
+  it("a removal followed by the same id in one write keeps the message (the later write wins)", () => {
+    const existing = [M.human("a", { id: "a" })]
+    const result = Either.getOrThrow(R.addMessages(existing, [M.remove("a"), M.human("again", { id: "a" })]))
+    assert.deepStrictEqual(result.map((m) => m.content), ["again"])
+  })
+})
+
+const sandboxArb = FC.option(FC.record({ sandbox_id: FC.option(FC.constantFrom("s1", "s2"), { nil: null }) }), {
+  nil: null
+})
+const pathArb = FC.constantFrom("/a", "/b", "/c", "/d", "/e")
+
+describe("sandbox reducer", () => {
+  it.prop("null keeps what is there", [sandboxArb], ([existing]) => {
+    assert.deepStrictEqual(Either.getOrThrow(R.mergeSandbox(existing, null)), existing)
+  })
+  it.prop("binding the same sandbox again is idempotent", [sandboxArb], ([incoming]) => {
+    const once = Either.getOrThrow(R.mergeSandbox(null, incoming))
+    assert.deepStrictEqual(Either.getOrThrow(R.mergeSandbox(once, incoming)), once)
+  })
+  it.prop("a different sandbox id is a typed conflict, never an overwrite", [FC.constantFrom("s1", "s2")], ([id]) => {
+    const other = id === "s1" ? "s2" : "s1"
+    const result = R.mergeSandbox({ sandbox_id: id }, { sandbox_id: other })
+    assert.isTrue(Either.isLeft(result))
+    if (Either.isLeft(result)) {
+      assert.strictEqual(result.left._tag, "SandboxConflict")
+      assert.strictEqual(result.left.existing, id)
+      assert.strictEqual(result.left.incoming, other)
+    }
+  })
+})
+
+describe("artifacts reducer", () => {
+  it.prop("de-duplicates in first-seen order", [FC.array(pathArb), FC.array(pathArb)], ([a, b]) => {
+    const merged = R.mergeArtifacts(Array.from(new Set(a)), b)
+    assert.deepStrictEqual(merged, Array.from(new Set([...a, ...b])))
+  })
+  it.prop("is idempotent", [FC.array(pathArb), FC.array(pathArb)], ([a, b]) => {
+    const once = R.mergeArtifacts(a, b)
+    assert.deepStrictEqual(R.mergeArtifacts(once, b), once)
+  })
+  it.prop("null and [] keep what is there (same array)", [FC.array(pathArb)], ([a]) => {
+    assert.strictEqual(R.mergeArtifacts(a, null), a)
+    assert.strictEqual(R.mergeArtifacts(a, []), a)
+  })
+})
+
+const todoArb = Arbitrary.make(TS.Todo)
+
+describe("todos reducer", () => {
+  it.prop("an explicit list replaces, [] clears, null keeps", [FC.option(FC.array(todoArb), { nil: null }), FC.array(todoArb)], ([
+    existing,
+    incoming
+  ]) => {
+    assert.deepStrictEqual(R.mergeTodos(existing, incoming), incoming)
+    assert.deepStrictEqual(R.mergeTodos(existing, []), [])
+    assert.strictEqual(R.mergeTodos(existing, null), existing)
+  })
+})
+
+const imagesArb = FC.dictionary(pathArb, Arbitrary.make(TS.ViewedImage), { maxKeys: 4 })
+
+describe("viewed_images reducer", () => {
+  it.prop("merges with new keys winning", [imagesArb, imagesArb], ([a, b]) => {
+    assert.deepStrictEqual(R.mergeViewedImages(a, b), Object.keys(b).length === 0 ? {} : { ...a, ...b })
+  })
+  it.prop("{} empties everything, null keeps", [imagesArb], ([a]) => {
+    assert.deepStrictEqual(R.mergeViewedImages(a, {}), {})
+    assert.strictEqual(R.mergeViewedImages(a, null), a)
+  })
+  it.prop("is idempotent", [imagesArb, imagesArb], ([a, b]) => {
+    const once = R.mergeViewedImages(a, b)
+    assert.deepStrictEqual(R.mergeViewedImages(once, b), once)
+  })
+})
+
+const promotedArb = FC.record({
+  catalog_hash: FC.constantFrom("h1", "h2"),
+  names: FC.array(FC.constantFrom("t1", "t2", "t3", "t4"), { maxLength: 5 })
+})
+
+describe("promoted reducer", () => {
+  it.prop("a new catalog hash replaces (stale names dropped)", [promotedArb, promotedArb], ([a, b]) => {
+    const incoming = { ...b, catalog_hash: a.catalog_hash === "h1" ? "h2" : "h1" }
+    assert.deepStrictEqual(R.mergePromoted(a, incoming), {
+      catalog_hash: incoming.catalog_hash,
+      names: Array.from(new Set(incoming.names))
+    })
+  })
+  it.prop("the same hash unions names in order", [promotedArb, promotedArb], ([a, b]) => {
+    const incoming = { ...b, catalog_hash: a.catalog_hash }
+    assert.deepStrictEqual(R.mergePromoted(a, incoming), {
+      catalog_hash: a.catalog_hash,
+      names: Array.from(new Set([...a.names, ...incoming.names]))
+    })
+  })
+  it.prop("null keeps; merging twice is idempotent", [promotedArb, promotedArb], ([a, b]) => {
+    assert.strictEqual(R.mergePromoted(a, null), a)
+    const once = R.mergePromoted(a, b)
+    assert.deepStrictEqual(R.mergePromoted(once, b), once)
+  })
+})
+
+const skillArb = FC.record({
+  name: FC.constantFrom("research", "charts", "docs"),
+  path: FC.constantFrom(...Array.from({ length: 12 }, (_, i) => `/mnt/skills/s${i}/SKILL.md`)),
+  description: FC.string({ maxLength: 20 }),
+  loaded_at: FC.nat()
+})
+
+describe("skill_context reducer", () => {
+  it.prop("keeps one entry per path, a re-read moves it last, at most 8", [
+    FC.array(skillArb, { maxLength: 10 }),
+    FC.array(skillArb, { minLength: 1, maxLength: 10 })
+  ], ([a, b]) => {
+    const merged = R.mergeSkillContext(R.mergeSkillContext([], a), b)
+    const paths = merged.map((e) => e.path)
+    assert.strictEqual(new Set(paths).size, paths.length)
+    assert.isAtMost(merged.length, 8)
+    assert.strictEqual(paths[paths.length - 1], b[b.length - 1]!.path)
+  })
+})
+
+const updateArb: FC.Arbitrary<TS.StateUpdate> = FC.record(
+  {
+    messages: FC.array(messageArb, { maxLength: 3 }),
+    title: FC.option(FC.string(), { nil: null }),
+    artifacts: FC.array(pathArb, { maxLength: 3 }),
+    todos: FC.option(FC.array(todoArb, { maxLength: 3 }), { nil: null }),
+    viewed_images: imagesArb,
+    promoted: promotedArb,
+    summary_text: FC.option(FC.string(), { nil: null }),
+    sandbox: FC.constant({ sandbox_id: "s1" }),
+    token_usage: FC.array(
+      FC.record({ model: FC.constantFrom("a", "b"), input_tokens: FC.nat(99), output_tokens: FC.nat(99), total_tokens: FC.nat(200) }),
+      { maxLength: 2 }
+    )
+  },
+  { requiredKeys: [] }
+)
+
+const isThreadState = Schema.is(TS.ThreadState)
+
+describe("whole state", () => {
+  it.prop("applying valid updates keeps the state Schema-valid", [FC.array(updateArb, { maxLength: 8 })], ([updates]) => {
+    const state = Either.getOrThrow(R.applyUpdates(TS.empty, updates))
+    assert.isTrue(isThreadState(state))
+  })
+
+  it.prop("an update with no fields is the identity", [FC.array(updateArb, { maxLength: 4 })], ([updates]) => {
+    const state = Either.getOrThrow(R.applyUpdates(TS.empty, updates))
+    assert.strictEqual(Either.getOrThrow(R.applyUpdate(state, {})), state)
+  })
+
+  it.prop("token usage totals are the sums of the deltas, per model and overall", [FC.array(updateArb, { maxLength: 8 })], ([
+    updates
+  ]) => {
+    const state = Either.getOrThrow(R.applyUpdates(TS.empty, updates))
+    const deltas = updates.flatMap((u) => u.token_usage ?? [])
+    if (deltas.length === 0) return assert.isNull(state.token_usage)
+    assert.strictEqual(state.token_usage!.total.input_tokens, deltas.reduce((n, d) => n + d.input_tokens, 0))
+    assert.strictEqual(state.token_usage!.total.calls, deltas.length)
+    for (const model of ["a", "b"]) {
+      const mine = deltas.filter((d) => d.model === model)
+      assert.strictEqual(state.token_usage!.by_model[model]?.total_tokens ?? 0, mine.reduce((n, d) => n + d.total_tokens, 0))
+    }
+  })
+
+  it("a sandbox conflict fails the update and leaves the state as it was", () => {
+    const bound = Either.getOrThrow(R.applyUpdate(TS.empty, { sandbox: { sandbox_id: "s1" } }))
+    const result = R.applyUpdate(bound, { title: "t", sandbox: { sandbox_id: "s2" } })
+    assert.isTrue(Either.isLeft(result) && result.left._tag === "SandboxConflict")
+    assert.isNull(bound.title)
+  })
+})
