@@ -1,0 +1,668 @@
+import { LLMock } from "@copilotkit/aimock"
+import { assert, describe, it } from "@effect/vitest"
+import * as ChildProcess from "node:child_process"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
+import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
+import * as Middleware from "../../src/middleware/Middleware.js"
+import * as Run from "../../src/programs/Run.js"
+import { AppConfigService, defaults, ModelConfig } from "../../src/services/AppConfig.js"
+import type { ModelError, ModelRequest } from "../../src/services/ModelService.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import type { RunEvent } from "../../src/services/RunEvents.js"
+import { currentSink } from "../../src/services/RunEvents.js"
+import { ThreadStore } from "../../src/services/ThreadStore.js"
+import * as Tool from "../../src/services/Tool.js"
+import type { Message } from "../../src/state/Message.js"
+import * as M from "../../src/state/Message.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Helpers
+
+const request = (messages: ReadonlyArray<Message>, extra: Partial<ModelRequest> = {}): ModelRequest => ({
+  systemPrompt: undefined,
+  messages,
+  tools: [],
+  settings: {},
+  ...extra
+})
+
+/** Runs a model call with a sink that records the run events it emits. */
+const generate = (model: ModelService["Type"], req: ModelRequest) =>
+  Effect.gen(function*() {
+    const events: Array<RunEvent> = []
+    const sink = { emit: (event: RunEvent) => Effect.sync(() => void events.push(event)) }
+    const response = yield* Effect.either(Effect.locally(model.generate(req), currentSink, sink))
+    return { response, events }
+  })
+
+const succeed = <A>(either: Either.Either<A, ModelError>): A => {
+  if (Either.isLeft(either)) assert.fail(`expected a response, got ${either.left.reason}: ${either.left.message}`)
+  return either.right
+}
+
+const failed = <A>(either: Either.Either<A, ModelError>): ModelError => {
+  if (Either.isRight(either)) assert.fail("expected a ModelError")
+  return either.left
+}
+
+/** The message of a call that must succeed. */
+const answer = (model: ModelService["Type"], req: ModelRequest) =>
+  Effect.map(generate(model, req), ({ response }) => succeed(response).message)
+
+const tokens = (events: ReadonlyArray<RunEvent>, kind: "text" | "reasoning") =>
+  events.flatMap((e) => (e.type === "token" && e[kind] !== undefined ? [e[kind]] : [])).join("")
+
+const scripted = (script: ScriptedChatServer.Script, options: OpenAiModel.Options = {}) =>
+  Effect.gen(function*() {
+    const started = yield* ScriptedChatServer.start(script)
+    const model = yield* OpenAiModel.make({ baseURL: started.url, apiKey: "test-key", model: "test-model", ...options })
+    return { server: started, model }
+  })
+
+const aimock = (setup: (mock: LLMock) => void) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const mock = new LLMock({ host: "127.0.0.1", port: 0, chunkSize: 4 })
+      setup(mock)
+      await mock.start()
+      return mock
+    }),
+    (mock) => Effect.promise(() => mock.stop())
+  )
+
+const sse = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`
+
+const closedPort = Effect.promise(() =>
+  new Promise<number>((resolve) => {
+    const probe = Net.createServer()
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as Net.AddressInfo
+      probe.close(() => resolve(port))
+    })
+  })
+)
+
+const weatherTool = (seen: Array<string>) =>
+  Tool.make({
+    name: "get_weather",
+    description: "The current weather in a city",
+    parameters: Schema.Struct({ city: Schema.String }),
+    handler: ({ city }) =>
+      Effect.sync(() => {
+        seen.push(city)
+        return `Sunny, 21°C in ${city}`
+      })
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Against aimock (an independent Chat Completions peer)
+
+describe("OpenAiModel against aimock", () => {
+  it.scopedLive("assembles a streamed tool call with parsed args; streams its text; keeps usage, finish reason", () =>
+    Effect.gen(function*() {
+      const mock = yield* aimock((m) => {
+        m.onMessage("weather", {
+          content: "Let me check that.",
+          toolCalls: [{ name: "get_weather", arguments: "{\"city\":\"Paris\",\"units\":\"metric\"}", id: "call_w1" }]
+        })
+      })
+      const model = yield* OpenAiModel.make({ baseURL: `${mock.url}/v1`, apiKey: "test-key", model: "gpt-test" })
+      const { response, events } = yield* generate(model, request([M.human("What is the weather in Paris?")]))
+      const message = succeed(response).message
+      assert.deepStrictEqual(message.tool_calls, [
+        { id: "call_w1", name: "get_weather", args: { city: "Paris", units: "metric" }, type: "tool_call" }
+      ])
+      assert.deepStrictEqual(message.invalid_tool_calls, [])
+      assert.strictEqual(message.content, "Let me check that.")
+      assert.strictEqual(message.response_metadata?.finish_reason, "tool_calls")
+      assert.strictEqual(message.response_metadata?.model_name, "gpt-test")
+      const usage = message.usage_metadata
+      assert.isDefined(usage)
+      assert.isAbove(usage!.input_tokens, 0)
+      assert.isAbove(usage!.output_tokens, 0)
+      assert.strictEqual(usage!.total_tokens, usage!.input_tokens + usage!.output_tokens)
+      const tokenEvents = events.filter((e) => e.type === "token")
+      assert.isAbove(tokenEvents.length, 1, "the text arrives in several deltas")
+      assert.isTrue(tokenEvents.every((e) => e.type === "token" && e.message_id === message.id))
+      assert.strictEqual(tokens(events, "text"), "Let me check that.")
+    }))
+
+  it.scopedLive("runs a whole turn: the tool runs with the model's arguments, its result goes back, answer saved", () =>
+    Effect.gen(function*() {
+      const mock = yield* aimock((m) => {
+        m.onToolResult("call_w1", { content: "It is sunny in Paris, 21°C." })
+        m.onMessage("weather", {
+          toolCalls: [{ name: "get_weather", arguments: "{\"city\":\"Paris\"}", id: "call_w1" }]
+        })
+      })
+      const model = yield* OpenAiModel.make({ baseURL: `${mock.url}/v1`, apiKey: "test-key", model: "gpt-test" })
+      const seen: Array<string> = []
+      const events: Array<RunEvent> = []
+      const end = yield* Run.execute(
+        {
+          threadId: "weather-thread",
+          input: [M.human("What is the weather in Paris?")],
+          systemPrompt: "You are a weather bot."
+        },
+        () => Middleware.base(model, Toolkit.make([weatherTool(seen)])),
+        (event) => events.push(event)
+      )
+      assert.strictEqual(end.status, "success")
+      assert.strictEqual(end.stop_reason, "completed")
+      assert.deepStrictEqual(seen, ["Paris"])
+      const thread = Option.getOrThrow(yield* (yield* ThreadStore).load("weather-thread"))
+      const messages = thread.state.messages
+      assert.deepStrictEqual(messages.map((m) => m.type), ["human", "ai", "tool", "ai"])
+      assert.strictEqual(M.text(messages[2]!), "Sunny, 21°C in Paris")
+      assert.strictEqual(M.text(messages[3]!), "It is sunny in Paris, 21°C.")
+      assert.strictEqual(tokens(events, "text"), "It is sunny in Paris, 21°C.")
+      // What aimock received on turn 2: the system prompt first, the call, and the tool result under its id.
+      const second = mock.getRequests()[1]!.body as any
+      assert.deepStrictEqual(second.messages[0], { role: "system", content: "You are a weather bot." })
+      assert.strictEqual(second.messages[2].tool_calls[0].id, "call_w1")
+      assert.deepStrictEqual(second.messages[3], {
+        role: "tool",
+        tool_call_id: "call_w1",
+        content: "Sunny, 21°C in Paris"
+      })
+      assert.strictEqual(second.tools[0].function.name, "get_weather")
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.scopedLive("works with aimock run as a separate process (CLI with a fixture directory)", () =>
+    Effect.gen(function*() {
+      const cli = Path.resolve("node_modules/@copilotkit/aimock/dist/cli.js")
+      const fixtures = Path.resolve("test/fixtures/aimock")
+      const child = yield* Effect.acquireRelease(
+        Effect.sync(() =>
+          ChildProcess.spawn(
+            process.execPath,
+            [cli, "-p", "0", "-h", "127.0.0.1", "-f", fixtures, "--log-level", "info"],
+            { stdio: ["ignore", "pipe", "pipe"] }
+          )
+        ),
+        (child) => Effect.sync(() => child.kill("SIGTERM"))
+      )
+      // With `-p 0` the CLI picks a free port and prints `aimock server listening on <url>`.
+      const url = yield* Effect.async<string, Error>((resume) => {
+        let out = ""
+        const onData = (data: Buffer) => {
+          out += data.toString()
+          const found = /listening on (http:\/\/\S+)/.exec(out)
+          if (found !== null) resume(Effect.succeed(found[1]!))
+        }
+        child.stdout!.on("data", onData)
+        child.stderr!.on("data", onData)
+        child.once("exit", (code) => resume(Effect.fail(new Error(`aimock exited with ${code}: ${out}`))))
+      }).pipe(Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("aimock did not start") }))
+      const model = yield* OpenAiModel.make({ baseURL: `${url}/v1`, apiKey: "test-key", model: "gpt-test" })
+      const { response } = yield* generate(model, request([M.human("weather in Lyon?")]))
+      const message = succeed(response).message
+      assert.strictEqual(message.content, "Let me look that up.")
+      assert.deepStrictEqual(
+        M.toolCalls(message).map((c) => [c.id, c.name, c.args]),
+        [["call_cli_1", "get_weather", { city: "Lyon" }]]
+      )
+      const followUp = yield* generate(
+        model,
+        request([M.human("weather in Lyon?"), message, M.tool("Sunny", "call_cli_1", { name: "get_weather" })])
+      )
+      assert.strictEqual(M.text(succeed(followUp.response).message), "It is sunny in Lyon.")
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Against the scripted server
+
+describe("OpenAiModel against the scripted server", () => {
+  it.scopedLive("keeps reasoning in additional_kwargs.reasoning_content and streams it as reasoning tokens", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([{ reasoning: "The user greets me. I greet back.", content: "Hello!" }])
+      const { response, events } = yield* generate(model, request([M.human("hi")]))
+      const message = succeed(response).message
+      assert.strictEqual(message.content, "Hello!")
+      assert.strictEqual(message.additional_kwargs?.reasoning_content, "The user greets me. I greet back.")
+      assert.strictEqual(tokens(events, "reasoning"), "The user greets me. I greet back.")
+      assert.strictEqual(tokens(events, "text"), "Hello!")
+      assert.strictEqual(message.response_metadata?.finish_reason, "stop")
+      assert.strictEqual(message.response_metadata?.system_fingerprint, "scripted")
+    }))
+
+  it.scopedLive("turns unparsable or non-object arguments into invalid_tool_calls, keeping the valid ones", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([{
+        toolCalls: [
+          { name: "search", arguments: "{\"query\": \"effect", id: "call_bad" },
+          { name: "search", arguments: "[1, 2]", id: "call_array" },
+          { name: "search", arguments: { query: "ok" }, id: "call_good" }
+        ]
+      }])
+      const message = succeed((yield* generate(model, request([M.human("find")]))).response).message
+      assert.deepStrictEqual(message.tool_calls, [
+        { id: "call_good", name: "search", args: { query: "ok" }, type: "tool_call" }
+      ])
+      const invalid = message.invalid_tool_calls ?? []
+      assert.deepStrictEqual(invalid.map((c) => [c.id, c.name, c.args]), [
+        ["call_bad", "search", "{\"query\": \"effect"],
+        ["call_array", "search", "[1, 2]"]
+      ])
+      assert.match(invalid[0]!.error!, /not valid JSON/)
+      assert.match(invalid[1]!.error!, /JSON object, not an array/)
+    }))
+
+  it.scopedLive("sends the system prompt first, assistant tool calls, tool results and tools in the wire shape", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted(["ok"], { maxTokens: 256, temperature: 0.2 })
+      const prior = M.ai("", {
+        id: "ai-1",
+        tool_calls: [{ id: "call_1", name: "get_weather", args: { city: "Oslo" }, type: "tool_call" }],
+        invalid_tool_calls: [
+          { id: null, name: "get_weather", args: "{\"city\": ", error: "bad" },
+          { id: "call_3", name: null, args: "{\"city\": \"Rome\"}", error: "no name" }
+        ]
+      })
+      const tool = Tool.definition(weatherTool([]))
+      const image = { type: "image_url", image_url: { url: "data:image/png;base64,AA==" } } as const
+      yield* generate(model, request([
+        M.human([{ type: "text", text: "Weather?" }, image]),
+        prior,
+        M.tool("Snow", "call_1", { name: "get_weather" }),
+        M.tool("Error: bad arguments", "ai-1_invalid_0", { name: "get_weather", status: "error" }),
+        M.tool([{ type: "text", text: "Error:" }, { type: "text", text: "no name" }], "call_3", { status: "error" }),
+        M.system("Be brief.")
+      ], { systemPrompt: "You are Antler.", tools: [tool] }))
+      const body = server.requests[0]! as any
+      assert.strictEqual(body.model, "test-model")
+      assert.strictEqual(body.stream, true)
+      assert.deepStrictEqual(body.stream_options, { include_usage: true })
+      assert.strictEqual(body.max_tokens, 256)
+      assert.strictEqual(body.temperature, 0.2)
+      assert.isUndefined(body.reasoning_effort)
+      assert.deepStrictEqual(body.messages, [
+        { role: "system", content: "You are Antler." },
+        { role: "user", content: [{ type: "text", text: "Weather?" }, image] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            { id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } },
+            { id: "ai-1_invalid_0", type: "function", function: { name: "get_weather", arguments: "{}" } },
+            { id: "call_3", type: "function", function: { name: "unknown_tool", arguments: "{\"city\":\"Rome\"}" } }
+          ]
+        },
+        { role: "tool", tool_call_id: "call_1", content: "Snow" },
+        { role: "tool", tool_call_id: "ai-1_invalid_0", content: "Error: bad arguments" },
+        { role: "tool", tool_call_id: "call_3", content: "Error:\nno name" },
+        { role: "system", content: "Be brief." }
+      ])
+      assert.deepStrictEqual(body.tools, [{
+        type: "function",
+        function: { name: "get_weather", description: tool.description, parameters: tool.parameters }
+      }])
+      assert.strictEqual(server.headers[0]!.authorization, "Bearer test-key")
+    }))
+
+  it.scopedLive("sends reasoning_effort to a model that supports it; replaces images for a model without vision", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted(["ok"], { supportsReasoningEffort: true, supportsVision: false })
+      const image = { type: "image_url", image_url: { url: "https://example.com/a.png" } } as const
+      yield* generate(model, request(
+        [M.human([{ type: "text", text: "Look" }, image])],
+        { settings: { reasoningEffort: "high" } }
+      ))
+      const body = server.requests[0]! as any
+      assert.strictEqual(body.reasoning_effort, "high")
+      assert.strictEqual(body.messages[0].content[0].text, "Look")
+      assert.strictEqual(body.messages[0].content[1].type, "text", "the image became a note")
+      assert.notInclude(JSON.stringify(body), "example.com")
+    }))
+
+  it.scopedLive("classifies a 429 with retry-after as rate_limit, with its headers, and does not retry by itself", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted([
+        {
+          status: 429,
+          headers: { "retry-after": "2", "retry-after-ms": "1500" },
+          body: { error: { message: "Slow down", type: "requests", code: "rate_limit_exceeded" } }
+        }
+      ])
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(error._tag, "ModelError")
+      assert.strictEqual(error.reason, "rate_limit")
+      assert.strictEqual(error.errorType, "RateLimitError")
+      assert.strictEqual(error.status, 429)
+      assert.strictEqual(error.code, "rate_limit_exceeded")
+      assert.strictEqual(error.headers?.["retry-after"], "2")
+      assert.strictEqual(error.headers?.["retry-after-ms"], "1500")
+      assert.match(error.message, /Slow down/)
+      assert.strictEqual(server.requests.length, 1, "the SDK made no retry of its own")
+    }))
+
+  it.scopedLive("classifies HTTP failures: 500 server, 401 auth, 402 / insufficient_quota quota, 400 bad_request", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted([
+        { status: 500 },
+        { status: 401 },
+        { status: 402 },
+        {
+          status: 429,
+          body: { error: { message: "Out of quota", type: "insufficient_quota", code: "insufficient_quota" } }
+        },
+        {
+          status: 400,
+          body: { error: { message: "too long", type: "invalid_request_error", code: "context_length_exceeded" } }
+        }
+      ])
+      const outcomes: Array<[string, string, number | undefined]> = []
+      for (let i = 0; i < 5; i++) {
+        const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+        outcomes.push([error.reason, error.errorType, error.status])
+      }
+      assert.deepStrictEqual(outcomes, [
+        ["server", "InternalServerError", 500],
+        ["auth", "AuthenticationError", 401],
+        ["quota", "APIError", 402],
+        ["quota", "RateLimitError", 429],
+        ["bad_request", "BadRequestError", 400]
+      ])
+      assert.strictEqual(server.requests.length, 5)
+    }))
+
+  it.live("classifies a connection to a closed port as connection", () =>
+    Effect.gen(function*() {
+      const port = yield* closedPort
+      const model = yield* OpenAiModel.make({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: "k", model: "m" })
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(error.reason, "connection")
+      assert.strictEqual(error.errorType, "APIConnectionError")
+      assert.isUndefined(error.status)
+      assert.match(error.message, /ECONNREFUSED/)
+    }))
+
+  it.scopedLive("reports an error event inside the stream as a ModelError", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([{
+        content: "Half an ans",
+        streamError: { message: "The server had an error while processing", code: "server_error" }
+      }])
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(error.reason, "server")
+      assert.strictEqual(error.errorType, "APIError")
+      assert.strictEqual(error.code, "server_error")
+      assert.match(error.message, /while processing/)
+    }))
+
+  it.scopedLive("reports a connection dropped mid-answer as connection", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([{ content: "The answer is", disconnect: true }])
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(error.reason, "connection")
+      assert.strictEqual(error.errorType, "APIConnectionError")
+    }))
+
+  it.scopedLive("reports a malformed stream as invalid_response with a readable message", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([
+        { raw: `${sse({ id: "x", choices: [{ index: 0, delta: { content: "hi" } }] })}data: {not json\n\n` },
+        { raw: `${sse({ id: "x", choices: [{ index: 0, delta: { content: 42 } }] })}data: [DONE]\n\n` }
+      ])
+      const notJson = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(notJson.reason, "invalid_response")
+      assert.match(notJson.message, /not JSON/)
+      const wrongType = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(wrongType.reason, "invalid_response")
+      assert.match(wrongType.message, /content/)
+    }))
+
+  it.scopedLive("reports an answer with nothing in it as empty_response, but returns an empty cut-off answer", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([
+        { content: "" },
+        { raw: "data: {\"id\":\"x\",\"choices\":[]}\n\ndata: [DONE]\n\n" },
+        { content: "", finishReason: "content_filter" }
+      ])
+      const empty = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(empty.reason, "empty_response")
+      const noChoices = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(noChoices.reason, "empty_response")
+      const filtered = succeed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(filtered.message.response_metadata?.finish_reason, "content_filter")
+    }))
+
+  it.scopedLive("streams no tokens for internal calls (summaries, titles)", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([{ reasoning: "hm", content: "A short title" }])
+      const { response, events } = yield* generate(model, request([M.human("summarise")], { internal: "title" }))
+      assert.strictEqual(succeed(response).message.content, "A short title")
+      assert.deepStrictEqual(events, [])
+    }))
+
+  it.scopedLive("fails a stream that stalls for longer than the timeout with StreamChunkTimeoutError", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted([{ content: "Partial", stall: true }], { timeoutMs: 300 })
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(error.reason, "timeout")
+      assert.strictEqual(error.errorType, "StreamChunkTimeoutError")
+      yield* Effect.sync(() => server.aborted.length).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("10 millis"), until: (n) => n > 0 }),
+        Effect.timeout("5 seconds")
+      )
+      assert.deepStrictEqual(server.aborted, [0], "the stalled request was closed")
+    }))
+
+  it.scopedLive("aborts the HTTP request when the run is interrupted mid-stream", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted([{ content: "This answer never ends", stall: true }])
+      const firstToken = yield* Deferred.make<void>()
+      const events: Array<RunEvent> = []
+      const fiber = yield* Run.execute(
+        { threadId: "cancelled-thread", input: [M.human("hi")] },
+        () => Middleware.base(model, Toolkit.make([])),
+        (event) => {
+          events.push(event)
+          if (event.type === "token") Deferred.unsafeDone(firstToken, Effect.void)
+        }
+      ).pipe(Effect.provide(MemoryThreadStore.layer()), Effect.fork)
+      yield* Deferred.await(firstToken)
+      yield* Fiber.interrupt(fiber)
+      yield* Effect.sync(() => server.aborted.length).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("10 millis"), until: (n) => n > 0 }),
+        Effect.timeout("5 seconds")
+      )
+      assert.deepStrictEqual(server.aborted, [0], "the server saw the client close the stream")
+      const end = events[events.length - 1]
+      assert.strictEqual(end?.type === "run_end" ? end.stop_reason : undefined, "cancelled")
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Configuration
+
+describe("OpenAiModel configuration", () => {
+  it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(() => "ok")
+      const models = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        { name: "fast", model: "fast-v1", base_url: server.url, api_key: "key-fast" },
+        {
+          name: "deep",
+          model: "deep-v2",
+          api_base: server.url,
+          api_key: "key-deep",
+          supports_reasoning_effort: true,
+          max_tokens: 100,
+          timeout: 30
+        }
+      ])
+      const model = yield* OpenAiModel.fromConfig(models)
+      succeed((yield* generate(model, request([M.human("a")]))).response)
+      const deep = request([M.human("b")], { settings: { modelName: "deep", reasoningEffort: "low" } })
+      succeed((yield* generate(model, deep)).response)
+      const nope = request([M.human("c")], { settings: { modelName: "nope" } })
+      const unknown = failed((yield* generate(model, nope)).response)
+      assert.strictEqual(unknown.reason, "bad_request")
+      assert.match(unknown.message, /"nope".*fast, deep/)
+      assert.deepStrictEqual(server.requests.map((r: any) => [r.model, r.max_tokens, r.reasoning_effort]), [
+        ["fast-v1", undefined, undefined],
+        ["deep-v2", 100, "low"]
+      ])
+      assert.deepStrictEqual(server.headers.map((h) => h.authorization), ["Bearer key-fast", "Bearer key-deep"])
+    }))
+
+  it.scopedLive("takes base URL, key and model from the environment when not given", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["from env", "no models configured", "keyless"])
+      const env = ConfigProvider.fromMap(new Map([
+        ["OPENAI_BASE_URL", server.url],
+        ["OPENAI_API_KEY", "sk-from-env"],
+        ["OPENAI_MODEL", "env-model"]
+      ]))
+      const model = yield* OpenAiModel.make().pipe(Effect.withConfigProvider(env))
+      const message = succeed((yield* generate(model, request([M.human("hi")]))).response).message
+      assert.strictEqual(message.content, "from env")
+      assert.strictEqual((server.requests[0] as any).model, "env-model")
+      assert.strictEqual(server.headers[0]!.authorization, "Bearer sk-from-env")
+      const missing = yield* Effect.either(
+        OpenAiModel.make().pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      )
+      assert.isTrue(Either.isLeft(missing))
+      if (Either.isLeft(missing)) assert.include(String(missing.left), "OPENAI_MODEL")
+      // With no `models` in config.yaml, the one model comes from the environment too.
+      const fallback = yield* OpenAiModel.fromConfig([]).pipe(Effect.withConfigProvider(env))
+      assert.strictEqual((yield* answer(fallback, request([M.human("hi")]))).content, "no models configured")
+      // A local server needs no key: a placeholder is sent rather than failing.
+      const keyless = yield* OpenAiModel.make({ baseURL: server.url, model: "local" }).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+      )
+      succeed((yield* generate(keyless, request([M.human("hi")]))).response)
+      assert.deepStrictEqual(server.requests.map((r: any) => r.model), ["env-model", "env-model", "local"])
+      assert.match(server.headers[2]!.authorization!, /^Bearer \S+$/)
+      assert.notInclude(server.headers[2]!.authorization!, "sk-from-env")
+    }))
+
+  it.scopedLive("layerFromAppConfig serves the models of the loaded config.yaml", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["configured"])
+      const models = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        { name: "main", model: "main-v1", base_url: server.url, api_key: "k" }
+      ])
+      const app = Layer.succeed(AppConfigService, {
+        config: { ...defaults(), models },
+        source: undefined,
+        home: "/tmp",
+        ignored: []
+      })
+      const model = yield* Effect.provide(ModelService, OpenAiModel.layerFromAppConfig().pipe(Layer.provide(app)))
+      assert.strictEqual((yield* answer(model, request([M.human("hi")]))).content, "configured")
+      assert.strictEqual((server.requests[0] as any).model, "main-v1")
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Pure parts
+
+const jsonObject = FastCheck.dictionary(FastCheck.string(), FastCheck.jsonValue())
+  .map((o) => JSON.parse(JSON.stringify(o)) as Record<string, unknown>)
+
+const cut = (text: string, points: ReadonlyArray<number>): Array<string> => {
+  const at = [...new Set(points.map((p) => p % (text.length + 1)))].sort((a, b) => a - b)
+  const out: Array<string> = []
+  let from = 0
+  for (const p of at) {
+    out.push(text.slice(from, p))
+    from = p
+  }
+  out.push(text.slice(from))
+  return out
+}
+
+describe("OpenAiModel assembly", () => {
+  it.prop(
+    "assembles the same text and tool call however the stream is split",
+    { args: jsonObject, text: FastCheck.string(), cuts: FastCheck.array(FastCheck.nat(), { maxLength: 12 }) },
+    ({ args, cuts, text }) => {
+      const acc = OpenAiModel.accumulator("msg-1", "m")
+      let streamed = ""
+      for (const piece of cut(text, cuts)) {
+        streamed += acc.add({ id: "c1", choices: [{ index: 0, delta: { content: piece } }] }).text
+      }
+      const pieces = cut(JSON.stringify(args), cuts)
+      const callDelta = (part: Record<string, unknown>) =>
+        acc.add({ choices: [{ index: 0, delta: { tool_calls: [part] } }] })
+      callDelta({ index: 0, id: "call_1", function: { name: "f", arguments: pieces[0]! } })
+      for (const piece of pieces.slice(1)) callDelta({ index: 0, function: { arguments: piece } })
+      acc.add({ choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] })
+      const message = Either.getOrThrow(acc.finish())
+      assert.strictEqual(streamed, text)
+      assert.strictEqual(message.content, text)
+      assert.deepStrictEqual(message.tool_calls, [{ id: "call_1", name: "f", args, type: "tool_call" }])
+      // And back on the wire: the arguments string decodes to the same object.
+      const wire = OpenAiModel.toChatMessage(message) as any
+      assert.deepStrictEqual(JSON.parse(wire.tool_calls[0].function.arguments), args)
+    }
+  )
+
+  it("keeps calls apart by index, even when their deltas interleave", () => {
+    const acc = OpenAiModel.accumulator("msg-2", "m")
+    const part = (index: number, fn: Record<string, string>, id?: string) =>
+      acc.add({ choices: [{ index: 0, delta: { tool_calls: [{ index, ...(id ? { id } : {}), function: fn }] } }] })
+    part(0, { name: "a", arguments: "{\"x\":" }, "call_a")
+    part(1, { name: "b", arguments: "" }, "call_b")
+    part(1, { arguments: "{\"y\":2}" })
+    part(0, { arguments: "1}" })
+    const message = Either.getOrThrow(acc.finish())
+    assert.deepStrictEqual(
+      message.tool_calls?.map((c) => [c.id, c.name, c.args]),
+      [["call_a", "a", { x: 1 }], ["call_b", "b", { y: 2 }]]
+    )
+  })
+
+  it("maps usage, with cache and reasoning details when present", () => {
+    const acc = OpenAiModel.accumulator("msg-3", "m")
+    acc.add({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }] })
+    acc.add({
+      choices: [],
+      usage: {
+        prompt_tokens: 100,
+        completion_tokens: 20,
+        total_tokens: 120,
+        prompt_tokens_details: { cached_tokens: 64 },
+        completion_tokens_details: { reasoning_tokens: 12 }
+      }
+    })
+    assert.deepStrictEqual(Either.getOrThrow(acc.finish()).usage_metadata, {
+      input_tokens: 100,
+      output_tokens: 20,
+      total_tokens: 120,
+      input_token_details: { cache_read: 64 },
+      output_token_details: { reasoning: 12 }
+    })
+  })
+
+  it("rejects usage that is not a token count, naming the field", () => {
+    const acc = OpenAiModel.accumulator("msg-4", "m")
+    acc.add({
+      choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: -3, completion_tokens: 1.5 }
+    })
+    const result = acc.finish()
+    assert.isTrue(Either.isLeft(result))
+    if (Either.isLeft(result)) {
+      assert.strictEqual(result.left.reason, "invalid_response")
+      assert.include(result.left.message, "usage_metadata")
+    }
+  })
+})
