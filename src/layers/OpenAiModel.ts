@@ -136,7 +136,7 @@ const assistantMessage = (message: AIMessage): ChatMessage => {
   // Same fallbacks as the run's result for an invalid call, so the call and its tool message match.
   message.invalid_tool_calls?.forEach((call, i) => {
     calls.push({
-      id: call.id ?? `${message.id}_invalid_${i}`,
+      id: M.invalidCallId(message, call, i),
       type: "function",
       function: { name: call.name || "unknown_tool", arguments: normaliseArguments(call.args) }
     })

@@ -132,7 +132,7 @@ const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMe
       ? `Error: The arguments of this tool call are not valid JSON (${call.error.slice(0, 500)}). Nothing was run. ` +
         `Send the call again with a JSON object as arguments.`
       : `Error: The arguments of this tool call are not valid JSON. Nothing was run. Send the call again with a JSON object as arguments.`,
-    call.id ?? `${message.id}_invalid_${index}`,
+    M.invalidCallId(message, call, index),
     { name: call.name || "unknown_tool", status: "error" }
   )
 })

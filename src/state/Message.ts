@@ -178,6 +178,10 @@ export const toolCalls = (message: Message): ReadonlyArray<ToolCall> =>
 export const invalidToolCalls = (message: Message): ReadonlyArray<InvalidToolCall> =>
   message.type === "ai" ? message.invalid_tool_calls ?? [] : []
 
+/** The id an invalid tool call is answered under: its own id, else one derived from its message and position. */
+export const invalidCallId = (message: AIMessage, call: InvalidToolCall, index: number): string =>
+  call.id ?? `${message.id}_invalid_${index}`
+
 /** Whether an AI message asks for any tool (structured or invalid). */
 export const hasToolCalls = (message: Message): boolean =>
   message.type === "ai" && ((message.tool_calls?.length ?? 0) > 0 || (message.invalid_tool_calls?.length ?? 0) > 0)
