@@ -1,0 +1,186 @@
+/**
+ * Token counting with a real tokenizer (o200k, the encoding of the GPT-4o / GPT-5 family), cached so that a
+ * check over a long thread costs O(new messages): each message object is tokenized once (a WeakMap keyed by
+ * the message), and running totals are kept per messages array so a thread that grew by a few messages is
+ * summed from the previous total. Pure: no Effect services, no I/O.
+ */
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
+import type { Message } from "./Message.js"
+import { appendedTo } from "./Reducers.js"
+
+const noSpecial = { disallowedSpecial: new Set<string>() }
+
+/**
+ * The o200k token count of a text. Special-token text such as `<|endoftext|>` in user content is counted as
+ * ordinary text (the tokenizer would throw on it by default).
+ */
+export const countText = (text: string): number => (text === "" ? 0 : countTokens(text, noSpecial))
+
+/** Framing tokens of one chat message (role, separators), as in OpenAI's chat format. */
+export const MESSAGE_OVERHEAD = 4
+
+/** Tokens charged for one image block; providers bill by size, this is the cost of a 1024×1024 image. */
+export const IMAGE_TOKENS = 765
+
+/**
+ * The text a message is counted from: its text blocks, its name, and for AI messages each tool call's name
+ * and JSON arguments. Images are charged `IMAGE_TOKENS` each, separately.
+ */
+export const countedText = (message: Message): string => {
+  let out = ""
+  const add = (part: string | undefined) => {
+    if (part !== undefined && part !== "") out = out === "" ? part : `${out}\n${part}`
+  }
+  if (typeof message.content === "string") add(message.content)
+  else {
+    for (const block of message.content) {
+      if (block.type === "text" && typeof block.text === "string") add(block.text)
+      else if (block.type !== "image_url") {
+        const other = block as Record<string, unknown>
+        if (typeof other.text === "string") add(other.text)
+        if (typeof other.thinking === "string") add(other.thinking)
+      }
+    }
+  }
+  add(message.name)
+  if (message.type === "ai") {
+    for (const call of message.tool_calls ?? []) add(`${call.name}(${JSON.stringify(call.args)})`)
+    for (const call of message.invalid_tool_calls ?? []) add(`${call.name ?? ""}(${call.args ?? ""})`)
+  }
+  return out
+}
+
+const imagesIn = (message: Message): number => {
+  if (typeof message.content === "string") return 0
+  let n = 0
+  for (const block of message.content) if (block.type === "image_url") n++
+  return n
+}
+
+/**
+ * Tokens of one message and of message arrays, with caches. `countText` is injectable so tests can see how
+ * often the tokenizer actually runs.
+ */
+export interface Counter {
+  /** Tokens of one message (tokenized once per message object). */
+  readonly message: (message: Message) => number
+  /** Tokens of a text (not cached). */
+  readonly text: (text: string) => number
+  /** How many times the tokenizer ran on a message so far. */
+  readonly tokenized: () => number
+}
+
+/** A counter with its own per-message cache. */
+export const makeCounter = (count: (text: string) => number = countText): Counter => {
+  const cache = new WeakMap<Message, number>()
+  let tokenized = 0
+  return {
+    message: (message) => {
+      let n = cache.get(message)
+      if (n === undefined) {
+        tokenized++
+        n = MESSAGE_OVERHEAD + count(countedText(message)) + IMAGE_TOKENS * imagesIn(message)
+        cache.set(message, n)
+      }
+      return n
+    },
+    text: count,
+    tokenized: () => tokenized
+  }
+}
+
+/** The process-wide counter: messages are immutable values, so their counts can be shared by every run. */
+export const defaultCounter: Counter = makeCounter()
+
+/** Tokens of one message, cached per message object. */
+export const messageTokens = (message: Message): number => defaultCounter.message(message)
+
+// ---------------------------------------------------------------------------------------------------------
+// Running totals
+
+/**
+ * Prefix sums of a messages array: `at(i)` is the token count of `messages[0..i)`, `total` of all of them.
+ * Arrays that extend an earlier one share its sums.
+ */
+export interface Prefix {
+  readonly length: number
+  readonly total: number
+  readonly at: (i: number) => number
+}
+
+interface Entry {
+  /** `sums[i]` = tokens of the first `i` messages, valid for `i <= length`; may be shared with longer arrays. */
+  readonly sums: Array<number>
+  readonly length: number
+}
+
+/**
+ * Running totals over successive versions of a thread's messages. A version seen before is answered from
+ * its entry; a new version is derived from the last one: the common prefix (checked by object identity, a
+ * pointer comparison per message and no tokenizing) keeps its sums, and only the messages after it are
+ * counted. So a thread that grew by k messages costs k counts, whatever its length; a rewrite in the middle
+ * (replace-by-id, a compaction) recounts from the first changed message, still from the per-message cache.
+ */
+export interface Totals {
+  /** The prefix sums of this version of the messages. */
+  readonly of: (messages: ReadonlyArray<Message>) => Prefix
+  /** The per-message counter the totals are built from. */
+  readonly counter: Counter
+}
+
+/** Running totals for one owner (a run's middleware): keep one per run, so concurrent threads do not interfere. */
+export const makeTotals = (counter: Counter = defaultCounter): Totals => {
+  const entries = new WeakMap<ReadonlyArray<Message>, Entry>()
+  let last: ReadonlyArray<Message> | undefined
+  let lastEntry: Entry | undefined
+
+  const prefixOf = (entry: Entry): Prefix => ({
+    length: entry.length,
+    total: entry.sums[entry.length]!,
+    at: (i) => entry.sums[i]!
+  })
+
+  const derive = (messages: ReadonlyArray<Message>): Entry => {
+    let common = 0
+    let sums: Array<number>
+    if (last !== undefined && lastEntry !== undefined) {
+      // Usually the new version only appended to the last one: follow the append chain instead of comparing.
+      let from: ReadonlyArray<Message> | undefined = messages
+      for (let hops = 0; from !== undefined && from !== last && hops < 8; hops++) from = appendedTo(from)
+      if (from === last) common = last.length
+      else {
+        const limit = Math.min(last.length, messages.length)
+        while (common < limit && messages[common] === last[common]) common++
+      }
+      // The shared sums can be extended in place only if nothing else extended them past `common`.
+      sums = lastEntry.sums.length === common + 1 ? lastEntry.sums : lastEntry.sums.slice(0, common + 1)
+    } else sums = [0]
+    let running = sums[common]!
+    for (let i = common; i < messages.length; i++) {
+      running += counter.message(messages[i]!)
+      sums.push(running)
+    }
+    return { sums, length: messages.length }
+  }
+
+  return {
+    counter,
+    of: (messages) => {
+      let entry = entries.get(messages)
+      if (entry === undefined) {
+        entry = derive(messages)
+        entries.set(messages, entry)
+      }
+      last = messages
+      lastEntry = entry
+      return prefixOf(entry)
+    }
+  }
+}
+
+/** Tokens of a list of messages with the default counter (no running-total cache). */
+export const totalTokens = (messages: ReadonlyArray<Message>): number => {
+  let n = 0
+  for (const message of messages) n += defaultCounter.message(message)
+  return n
+}
