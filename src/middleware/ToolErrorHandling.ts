@@ -1,0 +1,341 @@
+/**
+ * ToolErrorHandling (SPEC §5.13, lead chain slot 14): the innermost converter of tool failures.
+ *
+ * - A `ToolError` or a defect from anything inside becomes an error ToolMessage the model can read:
+ *   `Error: Tool '{name}' failed with {ErrorType}: {detail}. ...`, the detail cut at 500 characters. A
+ *   failing `task` gets the subagent failure text and `subagent_status: "failed"` so the delegation ledger
+ *   and UI see a terminal status.
+ * - `Interrupt` failures (a clarification) and fiber interruption pass through untouched.
+ * - Every result gets `additional_kwargs.deerflow_tool_meta` (status, error_type, recoverable_by_model,
+ *   recommended_next_action, source) when it has none, so ToolProgress reads a signal instead of text.
+ * - A successful read of `/mnt/skills/**\/SKILL.md` gets `additional_kwargs.skill_context_entry = {path,
+ *   description}` (description from the YAML front matter), which DurableContext needs to remember the skill.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Path from "node:path"
+import * as Yaml from "yaml"
+import { AppConfigService } from "../services/AppConfig.js"
+import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
+import type { ToolCall, ToolMessage } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import * as Middleware from "./Middleware.js"
+
+/** The `additional_kwargs` key of the result metadata. */
+export const TOOL_META_KEY = "deerflow_tool_meta"
+/** The `additional_kwargs` key of a skill read. */
+export const SKILL_CONTEXT_ENTRY_KEY = "skill_context_entry"
+/** How much of an error detail the model sees. */
+export const MAX_DETAIL_CHARS = 500
+
+const RECOVERY_HINT = "Work with what you already have, or try a different tool."
+
+/** What a tool result means, for the middlewares that react to results rather than read them. */
+export interface ToolMeta {
+  readonly status: "success" | "error" | "partial_success"
+  readonly error_type: string | null
+  readonly recoverable_by_model: boolean
+  readonly recommended_next_action: "continue" | "rewrite_query" | "try_alternative" | "summarize" | "stop"
+  readonly source: "exception" | "tool_return" | "content_analysis" | "progress_middleware"
+}
+
+type Category = Pick<ToolMeta, "recoverable_by_model" | "recommended_next_action"> & { readonly error_type: string }
+
+const RULES: ReadonlyArray<readonly [ReadonlyArray<string>, Category]> = [
+  [["401", "403", "unauthorized", "authentication", "invalid api key"], {
+    error_type: "auth",
+    recoverable_by_model: false,
+    recommended_next_action: "stop"
+  }],
+  [["rate limit", "rate limited", "rate_limit"], {
+    error_type: "rate_limited",
+    recoverable_by_model: false,
+    recommended_next_action: "summarize"
+  }],
+  [["timeout", "timed out", "connection", "network error", "temporarily unavailable"], {
+    error_type: "transient",
+    recoverable_by_model: false,
+    recommended_next_action: "try_alternative"
+  }],
+  [["not configured", "not installed", "missing required", "disabled", "no api key"], {
+    error_type: "config",
+    recoverable_by_model: false,
+    recommended_next_action: "stop"
+  }],
+  [["permission denied", "access denied", "path traversal", "forbidden"], {
+    error_type: "permission",
+    recoverable_by_model: true,
+    recommended_next_action: "try_alternative"
+  }],
+  [["no results found", "no content found", "no images found", "no results"], {
+    error_type: "no_results",
+    recoverable_by_model: true,
+    recommended_next_action: "rewrite_query"
+  }],
+  [["not found", "no such file", "does not exist", "404"], {
+    error_type: "not_found",
+    recoverable_by_model: true,
+    recommended_next_action: "rewrite_query"
+  }],
+  [["unexpected error", "internal error", "500"], {
+    error_type: "internal",
+    recoverable_by_model: false,
+    recommended_next_action: "stop"
+  }]
+]
+
+const UNKNOWN: Category = {
+  error_type: "unknown",
+  recoverable_by_model: true,
+  recommended_next_action: "try_alternative"
+}
+
+// Bare status codes match as whole numbers only ("took 500ms" is not an internal error).
+const numeric = new Map(
+  RULES.flatMap(([keywords]) =>
+    keywords.filter((k) => /^\d+$/.test(k)).map((k) => [k, new RegExp(`\\b${k}\\b`)] as const)
+  )
+)
+
+// One case-insensitive scan instead of lower-casing the whole result.
+const PARTIAL_MARKERS =
+  /partial results|limited results|truncated|results may be incomplete|no results found|no content found|no images found/i
+
+const NO_ERROR = new Set(["none", "null", "false", "no", "ok", "success", "n/a", ""])
+
+/** The category of an error text, by keywords (first rule wins). */
+export const classifyErrorText = (text: string): Category => {
+  const lower = text.toLowerCase()
+  for (const [keywords, category] of RULES) {
+    for (const keyword of keywords) {
+      const re = numeric.get(keyword)
+      if (re !== undefined ? re.test(lower) : lower.includes(keyword)) return category
+    }
+  }
+  return UNKNOWN
+}
+
+const meta = (status: ToolMeta["status"], source: ToolMeta["source"], category?: Category): ToolMeta => ({
+  status,
+  error_type: category?.error_type ?? null,
+  recoverable_by_model: category?.recoverable_by_model ?? true,
+  recommended_next_action: category?.recommended_next_action ??
+    (status === "partial_success" ? "rewrite_query" : "continue"),
+  source
+})
+
+/** The `error` field of a JSON object result (`{"error": "..."}`), unless it says "no error". */
+const jsonError = (content: string): string | undefined => {
+  const first = content.trimStart()[0]
+  if (first !== "{") return undefined
+  try {
+    const data: unknown = JSON.parse(content)
+    if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined
+    const error = (data as Record<string, unknown>).error
+    if (error === undefined || error === null || error === false || error === 0 || error === "") return undefined
+    if (typeof error === "string") return NO_ERROR.has(error.trim().toLowerCase()) ? undefined : error
+    return JSON.stringify(error)
+  } catch {
+    return undefined
+  }
+}
+
+const isJsonObject = (content: string): boolean => {
+  if (content.trimStart()[0] !== "{") return false
+  try {
+    const data: unknown = JSON.parse(content)
+    return typeof data === "object" && data !== null && !Array.isArray(data)
+  } catch {
+    return false
+  }
+}
+
+/** The metadata of a result the tool returned (not an exception), from its status and text. */
+export const classifyResult = (message: ToolMessage): ToolMeta => {
+  const content = M.contentText(message.content)
+  if (message.status === "error" && !content.startsWith("Error:")) {
+    const error = jsonError(content)
+    if (error !== undefined) return meta("error", "tool_return", classifyErrorText(error))
+    // A JSON object without an `error` key: its incidental values ({"user_id": 401}) say nothing.
+    return meta("error", "tool_return", isJsonObject(content) ? UNKNOWN : classifyErrorText(content))
+  }
+  if (content.startsWith("Error:")) return meta("error", "tool_return", classifyErrorText(content.slice(6)))
+  const error = jsonError(content)
+  if (error !== undefined) return meta("error", "tool_return", classifyErrorText(error))
+  if (PARTIAL_MARKERS.test(content)) return meta("partial_success", "content_analysis")
+  return meta("success", "content_analysis")
+}
+
+/** Adds `deerflow_tool_meta` when absent; returns the same message when it is already there. */
+export const normalize = (message: ToolMessage): ToolMessage => {
+  if (message.additional_kwargs?.[TOOL_META_KEY] !== undefined) return message
+  return { ...message, additional_kwargs: { ...message.additional_kwargs, [TOOL_META_KEY]: classifyResult(message) } }
+}
+
+/** Cuts an error detail to `MAX_DETAIL_CHARS` (497 characters and "..."). */
+export const truncateDetail = (detail: string): string =>
+  detail.length > MAX_DETAIL_CHARS ? `${detail.slice(0, MAX_DETAIL_CHARS - 3)}...` : detail
+
+const headTail = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const marker = " ... "
+  const head = Math.ceil((max - marker.length) / 2)
+  return `${text.slice(0, head)}${marker}${text.slice(text.length - (max - marker.length - head))}`
+}
+
+/** The class name and detail of a failure or defect. */
+export const describeFailure = (error: unknown): { readonly type: string; readonly detail: string } => {
+  const e = error as {
+    readonly _tag?: unknown
+    readonly errorType?: unknown
+    readonly message?: unknown
+  }
+  const type = e?._tag === "ToolError" && typeof e.errorType === "string" && e.errorType !== ""
+    ? e.errorType
+    : typeof e?._tag === "string"
+    ? e._tag
+    : error instanceof Error
+    ? error.name || "Error"
+    : "Error"
+  const raw = typeof e?.message === "string" ? e.message : typeof error === "string" ? error : String(error)
+  return { type, detail: raw.trim() || type }
+}
+
+/** The error result for a call whose tool failed (SPEC §5.13). */
+export const failureResult = (call: ToolCall, error: unknown): ToolResult => {
+  const name = call.name || "unknown_tool"
+  const id = call.id || "missing_tool_call_id"
+  const { detail: full, type } = describeFailure(error)
+  const detail = truncateDetail(full)
+  const structured = `${type}: ${detail}`
+  const kwargs: Record<string, unknown> = {
+    [TOOL_META_KEY]: meta("error", "exception", classifyErrorText(structured))
+  }
+  let content = `Error: Tool '${name}' failed with ${structured}. ${RECOVERY_HINT}`
+  if (name === "task") {
+    content = `Task failed. Error: ${structured}${/[.!?]$/.test(structured) ? "" : "."} ` +
+      `The subagent did not finish; continue without its result or delegate a smaller task.`
+    kwargs.subagent_status = "failed"
+    kwargs.subagent_error = headTail(`${type}: ${full}`, 2000)
+  }
+  return { message: M.tool(content, id, { name, status: "error", additional_kwargs: kwargs }) }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Skill reads
+
+/** The file path argument of a call (`path`, `file_path` or `filepath`). */
+export const callPath = (call: ToolCall): string | undefined => {
+  for (const key of ["path", "file_path", "filepath"]) {
+    const value = call.args[key]
+    if (typeof value === "string" && value.trim() !== "") return value.trim()
+  }
+  return undefined
+}
+
+/** The normalised path when `path` is a `SKILL.md` under the skills root, else `undefined`. */
+export const skillFilePath = (path: string, skillsRoot: string): string | undefined => {
+  const root = Path.posix.normalize(skillsRoot).replace(/\/+$/, "")
+  const normalized = Path.posix.normalize(path)
+  if (!normalized.startsWith(`${root}/`) || Path.posix.basename(normalized) !== "SKILL.md") return undefined
+  return normalized
+}
+
+/** The `description` of a SKILL.md front matter, whitespace-collapsed and at most 500 characters. */
+export const skillDescription = (content: string): string => {
+  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  if (match === null) return ""
+  let data: unknown
+  try {
+    data = Yaml.parse(match[1]!)
+  } catch {
+    return ""
+  }
+  const description = typeof data === "object" && data !== null
+    ? (data as Record<string, unknown>).description
+    : undefined
+  if (typeof description !== "string") return ""
+  const collapsed = description.replace(/\s+/g, " ").trim()
+  return collapsed.length > 500 ? `${collapsed.slice(0, 497)}...` : collapsed
+}
+
+/** Stamps `skill_context_entry` on a successful string read of a skill file; otherwise the same message. */
+export const stampSkillRead = (
+  message: ToolMessage,
+  call: ToolCall,
+  readTools: ReadonlySet<string>,
+  skillsRoot: string
+): ToolMessage => {
+  if (!readTools.has(call.name) || message.status === "error" || typeof message.content !== "string") return message
+  if (message.content.startsWith("Error:")) return message
+  const path = callPath(call)
+  if (path === undefined) return message
+  const skillPath = skillFilePath(path, skillsRoot)
+  if (skillPath === undefined) return message
+  return {
+    ...message,
+    additional_kwargs: {
+      ...message.additional_kwargs,
+      [SKILL_CONTEXT_ENTRY_KEY]: { path: skillPath, description: skillDescription(message.content) }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The middleware
+
+/**
+ * Options: which tools read files (`summarization.skill_file_read_tool_names`) and where skills are mounted
+ * (`skills.container_path`).
+ */
+export interface Options {
+  readonly skillReadToolNames?: ReadonlyArray<string> | undefined
+  readonly skillsRoot?: string | undefined
+}
+
+/** The wrapper, as a plain function (usable without a layer). */
+export const wrap = (options: Options = {}) => {
+  const readTools = new Set(options.skillReadToolNames ?? ["read_file", "read", "view", "cat"])
+  const skillsRoot = options.skillsRoot ?? "/mnt/skills"
+  const onSuccess = (call: ToolCall) => (result: ToolResult): ToolResult => {
+    const stamped = normalize(stampSkillRead(result.message, call, readTools, skillsRoot))
+    return stamped === result.message ? result : { ...result, message: stamped }
+  }
+  return (
+    call: ToolCall,
+    next: Middleware.ToolNext
+  ): Effect.Effect<ToolResult, ToolError | Interrupt> =>
+    next(call).pipe(
+      Effect.map(onSuccess(call)),
+      Effect.catchAllCause((cause) => {
+        // Interruption of the fiber (the run was cancelled) is not a tool failure.
+        if (Cause.isInterrupted(cause)) return Effect.failCause(cause)
+        const failures = Cause.failures(cause)
+        for (const failure of failures) {
+          if (failure._tag === "Interrupt") return Effect.fail(failure)
+        }
+        const first = Cause.failureOption(cause)
+        const error = Option.isSome(first) ? first.value : Cause.squash(cause)
+        return Effect.as(
+          Effect.logWarning(`tool '${call.name}' failed`).pipe(Effect.annotateLogs("cause", Cause.pretty(cause))),
+          failureResult(call, error)
+        )
+      })
+    )
+}
+
+/** The middleware with explicit options. Requires nothing from the run. */
+export const layer = (options: Options = {}) => Middleware.make({ tool: wrap(options) })
+
+/**
+ * The middleware configured from `config.yaml` (`summarization.skill_file_read_tool_names`,
+ * `skills.container_path`). Requires `AppConfigService`.
+ */
+export const layerFromConfig = () =>
+  Middleware.make(Effect.map(AppConfigService, ({ config }) => ({
+    tool: wrap({
+      skillReadToolNames: config.summarization.skill_file_read_tool_names,
+      skillsRoot: config.skills.container_path
+    })
+  })))

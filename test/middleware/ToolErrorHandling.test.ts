@@ -1,0 +1,262 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FastCheck from "effect/FastCheck"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import * as Tool from "../../src/services/Tool.js"
+import { Interrupt, ToolError } from "../../src/services/ToolService.js"
+import type { ToolCall } from "../../src/state/Message.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const call = (name: string, args: Record<string, unknown> = {}, id = "call-1"): ToolCall => ({ id, name, args })
+
+const metaOf = (message: M.Message) => message.additional_kwargs?.[ToolErrorHandling.TOOL_META_KEY] as
+  | ToolErrorHandling.ToolMeta
+  | undefined
+
+/** A tool whose handler does what the test says. */
+type Handler = (
+  args: { readonly path?: string | undefined }
+) => Effect.Effect<Tool.HandlerOutput, ToolError | Interrupt>
+
+const tool = (name: string, handler: Handler) =>
+  Tool.make({
+    name,
+    description: name,
+    parameters: Schema.Struct({ path: Schema.optional(Schema.String) }),
+    handler
+  })
+
+const runOne = (t: Tool.Tool, args: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const outcome = yield* H.run({
+      script: [{ toolCalls: [{ name: t.name, args, id: "call-1" }] }, "done"],
+      tools: [t],
+      middlewares: () => [ToolErrorHandling.layer()]
+    })
+    const result = outcome.state.messages.findLast((m): m is M.ToolMessage => m.type === "tool")
+    return { outcome, result: result! }
+  })
+
+describe("ToolErrorHandling helpers", () => {
+  it.prop("truncateDetail keeps at most 500 characters: 497 and '...' when cut", [
+    FastCheck.string({ maxLength: 1200 })
+  ], ([detail]) => {
+    const cut = ToolErrorHandling.truncateDetail(detail)
+    if (detail.length <= 500) assert.strictEqual(cut, detail)
+    else {
+      assert.strictEqual(cut.length, 500)
+      assert.strictEqual(cut, `${detail.slice(0, 497)}...`)
+    }
+  })
+
+  it("classifies error texts by keyword, first rule wins, status codes as whole numbers", () => {
+    const type = (text: string) => ToolErrorHandling.classifyErrorText(text).error_type
+    assert.strictEqual(type("HTTP 401 Unauthorized"), "auth")
+    assert.strictEqual(type("rate limit exceeded"), "rate_limited")
+    assert.strictEqual(type("connection refused"), "transient")
+    assert.strictEqual(type("Tavily is not configured"), "config")
+    assert.strictEqual(type("Permission denied: /etc"), "permission")
+    assert.strictEqual(type("No results found for query"), "no_results")
+    assert.strictEqual(type("No such file or directory"), "not_found")
+    assert.strictEqual(type("Internal error 500"), "internal")
+    assert.strictEqual(type("request took 500ms then broke"), "unknown")
+    assert.deepStrictEqual(ToolErrorHandling.classifyErrorText("401 and not found"), {
+      error_type: "auth",
+      recoverable_by_model: false,
+      recommended_next_action: "stop"
+    })
+  })
+
+  it("reads the skill description from the YAML front matter", () => {
+    assert.strictEqual(
+      ToolErrorHandling.skillDescription(
+        "---\nname: pdf\ndescription: >\n  Read and   fill\n  PDF forms.\n---\n# PDF\n"
+      ),
+      "Read and fill PDF forms."
+    )
+    assert.strictEqual(ToolErrorHandling.skillDescription("# no front matter"), "")
+    assert.strictEqual(ToolErrorHandling.skillDescription("---\n: [broken\n---\n"), "")
+    assert.strictEqual(ToolErrorHandling.skillDescription(`---\ndescription: ${"w ".repeat(400)}\n---\n`).length, 500)
+  })
+
+  it("recognises skill files only under the skills root", () => {
+    const skillPath = ToolErrorHandling.skillFilePath
+    assert.strictEqual(skillPath("/mnt/skills/public/pdf/SKILL.md", "/mnt/skills"), "/mnt/skills/public/pdf/SKILL.md")
+    assert.strictEqual(skillPath("/mnt/skills/a/../b/x/SKILL.md", "/mnt/skills/"), "/mnt/skills/b/x/SKILL.md")
+    assert.isUndefined(ToolErrorHandling.skillFilePath("/mnt/skills/../user-data/SKILL.md", "/mnt/skills"))
+    assert.isUndefined(ToolErrorHandling.skillFilePath("/mnt/skills-evil/x/SKILL.md", "/mnt/skills"))
+    assert.isUndefined(ToolErrorHandling.skillFilePath("/mnt/skills/pdf/README.md", "/mnt/skills"))
+  })
+})
+
+describe("ToolErrorHandling middleware", () => {
+  it.effect("a ToolError becomes an error result naming the tool, the error class and the detail", () =>
+    Effect.gen(function*() {
+      const failing = tool("web_fetch", () =>
+        Effect.fail(
+          new ToolError({
+            tool: "web_fetch",
+            toolCallId: "call-1",
+            errorType: "TimeoutError",
+            message: " timed out after 30s "
+          })
+        ))
+      const { outcome, result } = yield* runOne(failing)
+      assert.strictEqual(result.status, "error")
+      assert.strictEqual(result.name, "web_fetch")
+      assert.strictEqual(result.tool_call_id, "call-1")
+      assert.match(M.text(result), /^Error: Tool 'web_fetch' failed with TimeoutError: timed out after 30s\. /)
+      assert.deepStrictEqual(metaOf(result), {
+        status: "error",
+        error_type: "transient",
+        recoverable_by_model: false,
+        recommended_next_action: "try_alternative",
+        source: "exception"
+      })
+      // The run goes on: the model reads the error and answers.
+      assert.strictEqual(outcome.end.status, "success")
+      assert.strictEqual(outcome.requests.length, 2)
+    }).pipe(H.withStore))
+
+  it.effect("a long detail is cut at 500 characters (497 + '...')", () =>
+    Effect.gen(function*() {
+      const detail = "x".repeat(600)
+      const failing = tool("grep", () =>
+        Effect.fail(new ToolError({ tool: "grep", toolCallId: "call-1", errorType: "GrepError", message: detail })))
+      const { result } = yield* runOne(failing)
+      assert.include(M.text(result), `failed with GrepError: ${"x".repeat(497)}.... `)
+      assert.notInclude(M.text(result), "x".repeat(498))
+    }).pipe(H.withStore))
+
+  it.effect("a defect (a bug in a tool) becomes an error result too", () =>
+    Effect.gen(function*() {
+      const buggy = tool("ls", () => Effect.die(new TypeError("Cannot read properties of undefined (reading 'x')")))
+      const { result } = yield* runOne(buggy)
+      assert.match(M.text(result), /^Error: Tool 'ls' failed with TypeError: Cannot read properties of undefined/)
+      assert.strictEqual(metaOf(result)?.source, "exception")
+      const empty = tool("ls", () => Effect.die(new RangeError("")))
+      const { result: second } = yield* runOne(empty)
+      assert.match(M.text(second), /failed with RangeError: RangeError\./)
+    }).pipe(H.withStore))
+
+  it.effect("a failing task gets the subagent failure text and a terminal status", () =>
+    Effect.gen(function*() {
+      const long = `${"head ".repeat(300)}${"tail ".repeat(300)}`
+      const task = tool("task", () =>
+        Effect.fail(new ToolError({ tool: "task", toolCallId: "call-1", errorType: "SubagentError", message: long })))
+      const { result } = yield* runOne(task)
+      assert.match(M.text(result), /^Task failed\. Error: SubagentError: head head/)
+      assert.strictEqual(result.additional_kwargs?.subagent_status, "failed")
+      const error = result.additional_kwargs?.subagent_error as string
+      assert.isAtMost(error.length, 2000)
+      assert.match(error, /^SubagentError: head/)
+      assert.match(error, /tail$/)
+    }).pipe(H.withStore))
+
+  it.effect("an Interrupt (a clarification) passes through: the run ends interrupted with its payload", () =>
+    Effect.gen(function*() {
+      const ask = tool("ask_clarification", () =>
+        Effect.fail(new Interrupt({
+          reason: "clarification",
+          payload: { question: "Which file?" },
+          result: { message: M.tool("Which file?", "call-1", { name: "ask_clarification" }) }
+        })))
+      const { outcome, result } = yield* runOne(ask)
+      assert.strictEqual(outcome.end.status, "interrupted")
+      assert.deepStrictEqual(outcome.end.interrupt, { question: "Which file?" })
+      assert.strictEqual(M.text(result), "Which file?")
+      assert.isUndefined(metaOf(result))
+    }).pipe(H.withStore))
+
+  it.effect("fiber interruption passes through untouched", () =>
+    Effect.gen(function*() {
+      const wrap = ToolErrorHandling.wrap()
+      const exit = yield* Effect.exit(wrap(call("bash"), () => Effect.interrupt))
+      assert.isTrue(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause))
+    }))
+
+  it.effect("successful results get deerflow_tool_meta, classified from their content", () =>
+    Effect.gen(function*() {
+      const wrap = ToolErrorHandling.wrap()
+      const stamp = (message: M.ToolMessage) =>
+        Effect.map(wrap(call("web_search"), () => Effect.succeed({ message })), (r) => metaOf(r.message))
+      assert.deepStrictEqual(yield* stamp(M.tool("3 results: ...", "c")), {
+        status: "success",
+        error_type: null,
+        recoverable_by_model: true,
+        recommended_next_action: "continue",
+        source: "content_analysis"
+      })
+      assert.deepStrictEqual(yield* stamp(M.tool("Error: 403 Forbidden", "c", { status: "error" })), {
+        status: "error",
+        error_type: "auth",
+        recoverable_by_model: false,
+        recommended_next_action: "stop",
+        source: "tool_return"
+      })
+      assert.strictEqual((yield* stamp(M.tool("Error: file not found", "c")))?.error_type, "not_found")
+      assert.deepStrictEqual((yield* stamp(M.tool("Output truncated at 20000 chars", "c")))?.status, "partial_success")
+      const jsonError = M.tool("{\"error\": \"rate limit hit\", \"query\": \"401\"}", "c")
+      assert.strictEqual((yield* stamp(jsonError))?.error_type, "rate_limited")
+      assert.strictEqual((yield* stamp(M.tool("{\"error\": \"none\", \"results\": []}", "c")))?.status, "success")
+      assert.strictEqual((yield* stamp(M.tool("{\"user_id\": 401}", "c", { status: "error" })))?.error_type, "unknown")
+      // A meta the tool set itself is kept, and the message is returned as is.
+      const own = M.tool("x", "c", {
+        additional_kwargs: { deerflow_tool_meta: { status: "success", source: "tool_return" } }
+      })
+      const result = yield* wrap(call("t"), () => Effect.succeed({ message: own }))
+      assert.strictEqual(result.message, own)
+    }))
+
+  it.effect("a successful read of /mnt/skills/**/SKILL.md is stamped with the skill's path and description", () =>
+    Effect.gen(function*() {
+      const skill = "---\nname: pdf-forms\ndescription: Fill PDF forms\n  from JSON data.\n---\n\n# PDF forms\n"
+      const readFile = tool("read_file", ({ path }) => Effect.succeed(path?.endsWith("SKILL.md") ? skill : "plain"))
+      const { result } = yield* runOne(readFile, { path: "/mnt/skills/public/pdf-forms/SKILL.md" })
+      assert.deepStrictEqual(result.additional_kwargs?.skill_context_entry, {
+        path: "/mnt/skills/public/pdf-forms/SKILL.md",
+        description: "Fill PDF forms from JSON data."
+      })
+      assert.strictEqual(metaOf(result)?.status, "success")
+
+      const other = yield* runOne(readFile, { path: "/mnt/user-data/workspace/SKILL.md" })
+      assert.isUndefined(other.result.additional_kwargs?.skill_context_entry)
+      const failed = tool("read_file", () => Effect.succeed("Error: File not found: /mnt/skills/x/SKILL.md"))
+      const missing = yield* runOne(failed, { path: "/mnt/skills/x/SKILL.md" })
+      assert.isUndefined(missing.result.additional_kwargs?.skill_context_entry)
+      const notReader = tool("write_file", () => Effect.succeed(skill))
+      const written = yield* runOne(notReader, { path: "/mnt/skills/public/pdf-forms/SKILL.md" })
+      assert.isUndefined(written.result.additional_kwargs?.skill_context_entry)
+    }).pipe(H.withStore))
+
+  it.effect("reads the skill-read tool names and the skills root from config", () =>
+    Effect.gen(function*() {
+      const config = defaults()
+      const custom = {
+        ...config,
+        skills: { ...config.skills, container_path: "/opt/skills" },
+        summarization: { ...config.summarization, skill_file_read_tool_names: ["view_file"] }
+      }
+      const viewFile = tool("view_file", () => Effect.succeed("---\ndescription: custom root\n---\n"))
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "view_file", args: { path: "/opt/skills/a/SKILL.md" } }] }, "done"],
+        tools: [viewFile],
+        middlewares: () => [ToolErrorHandling.layerFromConfig()]
+      }).pipe(
+        Effect.provide(
+          Layer.succeed(AppConfigService, { config: custom, source: undefined, ignored: [], home: "/tmp" })
+        )
+      )
+      const result = outcome.state.messages.find((m) => m.type === "tool")!
+      assert.deepStrictEqual(result.additional_kwargs?.skill_context_entry, {
+        path: "/opt/skills/a/SKILL.md",
+        description: "custom root"
+      })
+    }).pipe(H.withStore))
+})
