@@ -1,0 +1,317 @@
+/**
+ * SafetyFinishReason (SPEC-deerflow §5.32): when the provider ended a response with a safety signal, the
+ * tool calls in it are not run (their arguments may be cut off or unsafe), and the user is told why.
+ *
+ * It looks at a response only when it calls tools, or when it shows no text and calls none. Detectors read
+ * `response_metadata` first, then `additional_kwargs`; the first hit wins:
+ * - OpenAI-compatible: `finish_reason` in a configurable list (default `content_filter`; case-insensitive);
+ * - Anthropic: `stop_reason` in a list (default `refusal`);
+ * - Gemini: `finish_reason` in `SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII, RECITATION, IMAGE_SAFETY,
+ *   IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION` (upper-case compare).
+ * On a hit: the message (same id) loses every tool call but keeps the provider's finish reason, gets an
+ * explanation appended and `additional_kwargs.safety_termination`; a `safety_termination` custom event is
+ * emitted (names only, never arguments); the stop reason becomes `safety_capped`.
+ */
+import * as Either from "effect/Either"
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { SafetyFinishReasonConfig } from "../services/AppConfig.js"
+import type { ModelResponse } from "../services/ModelService.js"
+import { RunContext } from "../services/RunContext.js"
+import { emitCustom } from "../services/RunEvents.js"
+import type { AIMessage, JsonObject } from "../state/Message.js"
+import * as HardStop from "./HardStop.js"
+import * as Middleware from "./Middleware.js"
+
+/** A safety signal found on a response. */
+export interface SafetyTermination {
+  readonly detector: string
+  /** The metadata field that carried it (`finish_reason`, `stop_reason`). */
+  readonly reason_field: string
+  /** Its value as the provider sent it. */
+  readonly reason_value: string
+  /** Provider details worth keeping (Azure `content_filter_results`, Gemini `safety_ratings`). */
+  readonly extras: JsonObject
+}
+
+/** A detector: a name and a side-effect-free check of one message. */
+export interface Detector {
+  readonly name: string
+  readonly detect: (message: AIMessage) => SafetyTermination | undefined
+}
+
+const extrasFrom = (message: AIMessage, key: string): JsonObject => {
+  const value = message.response_metadata?.[key]
+  return value === undefined || value === null || value === false || value === "" ? {} : { [key]: value }
+}
+
+/** OpenAI-compatible `finish_reason` (OpenAI, Azure, DeepSeek, vLLM...); add gateway values via `finishReasons`. */
+export const openAiContentFilter = (finishReasons: ReadonlyArray<string> = ["content_filter"]): Detector => {
+  const wanted = new Set(finishReasons.map((r) => r.toLowerCase()))
+  const name = "openai_compatible_content_filter"
+  return {
+    name,
+    detect: (message) => {
+      const value = HardStop.metadataString(message, "finish_reason")
+      if (value === undefined || !wanted.has(value.toLowerCase())) return undefined
+      const extras = extrasFrom(message, "content_filter_results")
+      return { detector: name, reason_field: "finish_reason", reason_value: value, extras }
+    }
+  }
+}
+
+/** Anthropic `stop_reason` (default `refusal`). */
+export const anthropicRefusal = (stopReasons: ReadonlyArray<string> = ["refusal"]): Detector => {
+  const wanted = new Set(stopReasons.map((r) => r.toLowerCase()))
+  const name = "anthropic_refusal"
+  return {
+    name,
+    detect: (message) => {
+      const value = HardStop.metadataString(message, "stop_reason")
+      if (value === undefined || !wanted.has(value.toLowerCase())) return undefined
+      return { detector: name, reason_field: "stop_reason", reason_value: value, extras: {} }
+    }
+  }
+}
+
+/** Gemini's safety-related finish reasons. `MAX_TOKENS` is a length stop, not safety (see ModelLengthFinishReason). */
+export const GEMINI_SAFETY_REASONS: ReadonlyArray<string> = [
+  "SAFETY",
+  "BLOCKLIST",
+  "PROHIBITED_CONTENT",
+  "SPII",
+  "RECITATION",
+  "IMAGE_SAFETY",
+  "IMAGE_PROHIBITED_CONTENT",
+  "IMAGE_RECITATION"
+]
+
+/** Gemini / Vertex `finish_reason` (upper-case compare). */
+export const geminiSafety = (finishReasons: ReadonlyArray<string> = GEMINI_SAFETY_REASONS): Detector => {
+  const wanted = new Set(finishReasons.map((r) => r.toUpperCase()))
+  const name = "gemini_safety"
+  return {
+    name,
+    detect: (message) => {
+      const value = HardStop.metadataString(message, "finish_reason")
+      if (value === undefined || !wanted.has(value.toUpperCase())) return undefined
+      const extras = extrasFrom(message, "safety_ratings")
+      return { detector: name, reason_field: "finish_reason", reason_value: value, extras }
+    }
+  }
+}
+
+/** The built-in detectors, in the order they are tried. */
+export const defaultDetectors = (): ReadonlyArray<Detector> => [
+  openAiContentFilter(),
+  anthropicRefusal(),
+  geminiSafety()
+]
+
+// ---------------------------------------------------------------------------------------------------------
+// Configured detectors
+
+/** `safety_finish_reason.detectors` names a detector that does not exist, or gives it bad settings. */
+export class SafetyDetectorConfigError extends Schema.TaggedError<SafetyDetectorConfigError>()(
+  "SafetyDetectorConfigError",
+  {
+    reason: Schema.Literal("unknown_detector", "invalid_config"),
+    /** Where in the config: `safety_finish_reason.detectors[i]`. */
+    path: Schema.String,
+    use: Schema.String,
+    detail: Schema.String
+  }
+) {
+  override get message() {
+    return `${this.path} (use: ${JSON.stringify(this.use)}): ${this.detail}`
+  }
+}
+
+const Reasons = Schema.NonEmptyArray(Schema.NonEmptyTrimmedString)
+const FinishReasonsSettings = Schema.Struct({ finish_reasons: Schema.optional(Reasons) })
+const StopReasonsSettings = Schema.Struct({ stop_reasons: Schema.optional(Reasons) })
+
+type Builtin = (settings: unknown) => Either.Either<Detector, ParseResult.ParseError>
+
+const decodeSettings = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.decodeUnknownEither(schema, { onExcessProperty: "error" })
+
+const builtins: ReadonlyArray<readonly [ReadonlyArray<string>, Builtin]> = [
+  [
+    ["openai_compatible_content_filter", "OpenAICompatibleContentFilterDetector"],
+    (raw) => Either.map(decodeSettings(FinishReasonsSettings)(raw), (s) => openAiContentFilter(s.finish_reasons))
+  ],
+  [
+    ["anthropic_refusal", "AnthropicRefusalDetector"],
+    (raw) => Either.map(decodeSettings(StopReasonsSettings)(raw), (s) => anthropicRefusal(s.stop_reasons))
+  ],
+  [
+    ["gemini_safety", "GeminiSafetyDetector"],
+    (raw) => Either.map(decodeSettings(FinishReasonsSettings)(raw), (s) => geminiSafety(s.finish_reasons))
+  ]
+]
+
+const builtinNames = builtins.map(([names]) => names[0]).join(", ")
+
+/**
+ * The detectors a config asks for: the built-ins when `detectors` is absent, else each entry's `use` resolved to
+ * a built-in by its name (`gemini_safety`) or DeerFlow's class name, with or without a module path
+ * (`deerflow.agents.middlewares.safety_termination_detectors:GeminiSafetyDetector`). Settings go in `config`.
+ */
+export const resolveDetectors = (
+  config: SafetyFinishReasonConfig
+): Either.Either<ReadonlyArray<Detector>, SafetyDetectorConfigError> => {
+  if (config.detectors == null) return Either.right(defaultDetectors())
+  const out: Array<Detector> = []
+  for (let i = 0; i < config.detectors.length; i++) {
+    const entry = config.detectors[i]!
+    const path = `safety_finish_reason.detectors[${i}]`
+    const short = entry.use.split(/[:.]/).pop() ?? entry.use
+    const found = builtins.find(([names]) => names.includes(short))
+    if (found === undefined) {
+      return Either.left(new SafetyDetectorConfigError({
+        reason: "unknown_detector",
+        path,
+        use: entry.use,
+        detail: `no such detector; the built-in detectors are ${builtinNames}`
+      }))
+    }
+    const detector = found[1](entry.config ?? {})
+    if (Either.isLeft(detector)) {
+      return Either.left(new SafetyDetectorConfigError({
+        reason: "invalid_config",
+        path: `${path}.config`,
+        use: entry.use,
+        detail: ParseResult.TreeFormatter.formatErrorSync(detector.left)
+      }))
+    }
+    out.push(detector.right)
+  }
+  return Either.right(out)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Pure decision
+
+/** Whether a response is looked at: it calls tools, or it shows no text and calls none. */
+export const shouldInspect = (message: AIMessage): boolean =>
+  (message.tool_calls?.length ?? 0) > 0 || (message.invalid_tool_calls?.length ?? 0) > 0 ||
+  !HardStop.hasVisibleText(message)
+
+/** The first detector hit. A detector that throws counts as no hit (a bug there must not break the run). */
+export const detect = (message: AIMessage, detectors: ReadonlyArray<Detector>): SafetyTermination | undefined => {
+  for (const detector of detectors) {
+    try {
+      const hit = detector.detect(message)
+      if (hit !== undefined) return hit
+    } catch {
+      // fall through to the next detector
+    }
+  }
+  return undefined
+}
+
+/** The names of every tool call in the message (structured first, then invalid ones). */
+export const toolCallNames = (message: AIMessage): ReadonlyArray<string> => [
+  ...(message.tool_calls ?? []).map((call) => call.name),
+  ...(message.invalid_tool_calls ?? []).map((call) => call.name ?? "unknown")
+]
+
+/** The explanation appended to the message. */
+export const explanation = (hit: SafetyTermination, suppressed: ReadonlyArray<string>): string => {
+  const signal = `${hit.reason_field}=${JSON.stringify(hit.reason_value)}, detector ${hit.detector}`
+  if (suppressed.length > 0) {
+    return `The model provider ended this response with a safety signal (${signal}). The ${suppressed.length} tool ` +
+      `call(s) in it (${[...new Set(suppressed)].join(", ")}) were not run, because their arguments may be cut off ` +
+      `or unsafe. Try rephrasing the request, or ask for a narrower piece of output.`
+  }
+  return `The model provider ended this response with a safety signal (${signal}) and returned no content. Try ` +
+    `rephrasing the request, or start a new conversation.`
+}
+
+/** What is recorded in `additional_kwargs.safety_termination` (and, without `extras`, in the event). */
+export interface TerminationRecord {
+  readonly detector: string
+  readonly reason_field: string
+  readonly reason_value: string
+  readonly suppressed_tool_call_count: number
+  readonly suppressed_tool_call_names: ReadonlyArray<string>
+  readonly extras: JsonObject
+}
+
+/** The rewritten message and its record. */
+export const terminate = (
+  message: AIMessage,
+  hit: SafetyTermination
+): { readonly message: AIMessage; readonly record: TerminationRecord } => {
+  const names = toolCallNames(message)
+  const record: TerminationRecord = {
+    detector: hit.detector,
+    reason_field: hit.reason_field,
+    reason_value: hit.reason_value,
+    suppressed_tool_call_count: names.length,
+    suppressed_tool_call_names: names,
+    extras: hit.extras
+  }
+  const stopped = HardStop.hardStop(message, explanation(hit, names), { keepFinishReason: true })
+  return {
+    message: { ...stopped, additional_kwargs: { ...stopped.additional_kwargs, safety_termination: record } },
+    record
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Layer
+
+/** The name of the custom event. */
+export const EVENT_NAME = "safety_termination"
+
+/** Options of `layer`. */
+export interface Options {
+  readonly config?: SafetyFinishReasonConfig | undefined
+  /** Detectors to use instead of the configured ones (programmatic extension). */
+  readonly detectors?: ReadonlyArray<Detector> | undefined
+}
+
+/**
+ * The SafetyFinishReason middleware (SPEC §4.1 slot 35: the innermost model wrapper of the guards, so its
+ * after_model runs first and strips tool calls before loop or budget accounting). Requires `RunContext`; fails
+ * to build with `SafetyDetectorConfigError` when configured detectors do not resolve. Disabled config: wraps
+ * nothing.
+ */
+export const layer = (options: Options = {}): Middleware.Middleware<RunContext, SafetyDetectorConfigError> => {
+  const config = options.config ?? Schema.decodeSync(SafetyFinishReasonConfig)({})
+  if (!config.enabled) return Middleware.make({})
+  return Middleware.make(Effect.gen(function*() {
+    const detectors = options.detectors ?? (yield* resolveDetectors(config))
+    const context = yield* RunContext
+    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> => {
+      const message = response.message
+      if (!shouldInspect(message)) return Effect.succeed(response)
+      const hit = detect(message, detectors)
+      if (hit === undefined) return Effect.succeed(response)
+      const { message: rewritten, record } = terminate(message, hit)
+      return context.setStopReason("safety_capped").pipe(
+        Effect.zipRight(emitCustom(EVENT_NAME, {
+          type: EVENT_NAME,
+          detector: record.detector,
+          reason_field: record.reason_field,
+          reason_value: record.reason_value,
+          suppressed_tool_call_count: record.suppressed_tool_call_count,
+          suppressed_tool_call_names: record.suppressed_tool_call_names,
+          thread_id: context.threadId,
+          run_id: context.runId,
+          message_id: message.id
+        })),
+        Effect.zipRight(Effect.logWarning(`Safety termination (${record.reason_field}=${record.reason_value}); ` +
+          `${record.suppressed_tool_call_count} tool call(s) suppressed`)),
+        Effect.as(HardStop.replaceMessage(response, rewritten))
+      )
+    }
+    return {
+      model: (request, next) =>
+        request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
+    } satisfies Middleware.Wrappers
+  }))
+}

@@ -1,0 +1,209 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as S from "../../src/middleware/SafetyFinishReason.js"
+import { SafetyFinishReasonConfig } from "../../src/services/AppConfig.js"
+import * as Tool from "../../src/services/Tool.js"
+import type { AIMessage } from "../../src/state/Message.js"
+import * as M from "../../src/state/Message.js"
+import * as Harness from "../support/harness.js"
+
+const config = (input: Record<string, unknown> = {}) => Schema.decodeUnknownSync(SafetyFinishReasonConfig)(input)
+const defaults = S.defaultDetectors()
+
+const withMeta = (metadata: Record<string, unknown>, extra: Partial<AIMessage> = {}) =>
+  M.ai("", { id: "ai-1", response_metadata: metadata, ...extra })
+
+describe("SafetyFinishReason detectors", () => {
+  it("OpenAI-compatible content_filter, case-insensitive, with Azure filter results as extras", () => {
+    const azure = withMeta({ finish_reason: "Content_Filter", content_filter_results: { hate: { filtered: true } } })
+    const hit = S.detect(azure, defaults)
+    assert.deepStrictEqual(hit, {
+      detector: "openai_compatible_content_filter",
+      reason_field: "finish_reason",
+      reason_value: "Content_Filter",
+      extras: { content_filter_results: { hate: { filtered: true } } }
+    })
+  })
+
+  it("Anthropic refusal and Gemini safety reasons (with safety ratings)", () => {
+    assert.strictEqual(S.detect(withMeta({ stop_reason: "refusal" }), defaults)?.detector, "anthropic_refusal")
+    const gemini = S.detect(withMeta({ finish_reason: "safety", safety_ratings: [{ category: "HARM" }] }), defaults)
+    assert.strictEqual(gemini?.detector, "gemini_safety")
+    assert.deepStrictEqual(gemini?.extras, { safety_ratings: [{ category: "HARM" }] })
+    for (const reason of ["BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION", "IMAGE_SAFETY"]) {
+      assert.isDefined(S.detect(withMeta({ finish_reason: reason }), defaults), reason)
+    }
+  })
+
+  it("ignores length and ordinary stops; reads additional_kwargs only when response_metadata has no value", () => {
+    for (const finish of ["stop", "length", "MAX_TOKENS", "tool_calls", "OTHER"]) {
+      assert.isUndefined(S.detect(withMeta({ finish_reason: finish }), defaults), finish)
+    }
+    assert.isDefined(S.detect(M.ai("", { additional_kwargs: { finish_reason: "content_filter" } }), defaults))
+    const shadowed = M.ai("", {
+      response_metadata: { finish_reason: "stop" },
+      additional_kwargs: { finish_reason: "content_filter" }
+    })
+    assert.isUndefined(S.detect(shadowed, defaults))
+  })
+
+  it("a detector that throws counts as no hit", () => {
+    const broken: S.Detector = { name: "broken", detect: () => { throw new Error("bug") } }
+    const hit = S.detect(withMeta({ stop_reason: "refusal" }), [broken, ...defaults])
+    assert.strictEqual(hit?.detector, "anthropic_refusal")
+  })
+})
+
+describe("SafetyFinishReason.resolveDetectors", () => {
+  it("uses the built-ins when none are configured", () => {
+    const resolved = Either.getOrThrow(S.resolveDetectors(config()))
+    assert.deepStrictEqual(
+      resolved.map((d) => d.name),
+      ["openai_compatible_content_filter", "anthropic_refusal", "gemini_safety"]
+    )
+  })
+
+  it("resolves DeerFlow class paths and short names, with their settings", () => {
+    const resolved = Either.getOrThrow(S.resolveDetectors(config({
+      detectors: [
+        {
+          use: "deerflow.agents.middlewares.safety_termination_detectors:OpenAICompatibleContentFilterDetector",
+          config: { finish_reasons: ["content_filter", "sensitive"] }
+        },
+        { use: "anthropic_refusal" }
+      ]
+    })))
+    assert.deepStrictEqual(resolved.map((d) => d.name), ["openai_compatible_content_filter", "anthropic_refusal"])
+    assert.isDefined(S.detect(withMeta({ finish_reason: "SENSITIVE" }), resolved))
+    assert.isUndefined(S.detect(withMeta({ finish_reason: "SAFETY" }), resolved))
+  })
+
+  it("rejects an unknown detector or bad settings with a readable, located error", () => {
+    const unknown = S.resolveDetectors(
+      config({ detectors: [{ use: "anthropic_refusal" }, { use: "my.module:Custom" }] })
+    )
+    assert.isTrue(Either.isLeft(unknown))
+    const error = Either.flip(unknown).pipe(Either.getOrThrow)
+    assert.strictEqual(error.reason, "unknown_detector")
+    assert.include(error.message, "safety_finish_reason.detectors[1]")
+    assert.include(error.message, "gemini_safety")
+
+    const typo = config({ detectors: [{ use: "gemini_safety", config: { finish_reason: ["SAFETY"] } }] })
+    const bad = Either.flip(S.resolveDetectors(typo))
+    const badError = Either.getOrThrow(bad)
+    assert.strictEqual(badError.reason, "invalid_config")
+    assert.include(badError.message, "safety_finish_reason.detectors[0].config")
+    assert.include(badError.message, "finish_reason")
+  })
+
+  it("the config schema already refuses an explicit empty list", () => {
+    assert.isTrue(Either.isLeft(Schema.decodeUnknownEither(SafetyFinishReasonConfig)({ detectors: [] })))
+  })
+})
+
+describe("SafetyFinishReason decision", () => {
+  it("looks only at responses that call tools or show no text", () => {
+    const visible = M.ai("I can't help with that.", { response_metadata: { finish_reason: "content_filter" } })
+    assert.isFalse(S.shouldInspect(visible))
+    assert.isTrue(S.shouldInspect(M.ai("   ")))
+    assert.isTrue(S.shouldInspect(M.ai("text", { tool_calls: [{ id: "c", name: "bash", args: {} }] })))
+  })
+
+  it("terminate removes the calls, keeps the provider finish reason and records names only", () => {
+    const message = M.ai("Partial", {
+      id: "ai-9",
+      tool_calls: [{ id: "c1", name: "write_file", args: { path: "/x", content: "secret payload" } }],
+      invalid_tool_calls: [{ id: "c2", name: null, args: "{", error: "bad" }],
+      response_metadata: { finish_reason: "content_filter" }
+    })
+    const hit = S.detect(message, defaults)!
+    const { message: out, record } = S.terminate(message, hit)
+    assert.strictEqual(out.id, "ai-9")
+    assert.isFalse(M.hasToolCalls(out))
+    assert.strictEqual(out.response_metadata?.finish_reason, "content_filter")
+    assert.deepStrictEqual(record.suppressed_tool_call_names, ["write_file", "unknown"])
+    assert.strictEqual(record.suppressed_tool_call_count, 2)
+    assert.deepStrictEqual(out.additional_kwargs?.safety_termination, record)
+    const text = M.text(out)
+    assert.isTrue(text.startsWith("Partial\n\n"))
+    assert.include(text, "finish_reason=\"content_filter\"")
+    assert.include(text, "write_file")
+    assert.notInclude(JSON.stringify(record), "secret payload")
+  })
+})
+
+describe("SafetyFinishReason.layer", () => {
+  const bash = Tool.make({
+    name: "bash",
+    description: "Run",
+    parameters: Schema.Struct({ command: Schema.String }),
+    handler: () => Effect.succeed("ran")
+  })
+
+  it.effect("a refusal with no content gets an explanation and ends safety_capped", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: [{ content: "", responseMetadata: { stop_reason: "refusal" } }],
+        middlewares: () => [S.layer()]
+      })
+      assert.strictEqual(out.end.stop_reason, "safety_capped")
+      const text = M.text(out.state.messages.at(-1)!)
+      assert.include(text, "stop_reason=\"refusal\"")
+      assert.include(text, "no content")
+    }).pipe(Harness.withStore))
+
+  it.effect("a filtered response that still has text and no calls is left untouched", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: [{ content: "Here is a safe partial answer.", finishReason: "content_filter" }],
+        middlewares: () => [S.layer()]
+      })
+      assert.strictEqual(out.end.stop_reason, "completed")
+      assert.strictEqual(out.state.messages.at(-1)!.content, "Here is a safe partial answer.")
+      assert.isFalse(out.events.some((e) => e.type === "custom"))
+    }).pipe(Harness.withStore))
+
+  it.effect("programmatic detectors replace the configured ones", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const counted = Tool.make({ ...bash, handler: () => Effect.sync(() => (ran++, "ran")) })
+      const gateway: S.Detector = {
+        name: "gateway_violation",
+        detect: (m) =>
+          m.response_metadata?.finish_reason === "violation"
+            ? { detector: "gateway_violation", reason_field: "finish_reason", reason_value: "violation", extras: {} }
+            : undefined
+      }
+      const out = yield* Harness.run({
+        script: [{ toolCalls: [{ name: "bash", args: { command: "ls" } }], finishReason: "violation" }],
+        tools: [counted],
+        middlewares: () => [S.layer({ detectors: [gateway] })]
+      })
+      assert.strictEqual(ran, 0)
+      assert.strictEqual(out.end.stop_reason, "safety_capped")
+    }).pipe(Harness.withStore))
+
+  it.effect("a bad detector config fails the run with the typed error instead of running unguarded", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: ["hello"],
+        middlewares: () => [S.layer({ config: config({ detectors: [{ use: "nope" }] }) })]
+      })
+      assert.strictEqual(out.end.status, "error")
+      assert.strictEqual(out.end.error?.name, "SafetyDetectorConfigError")
+      assert.include(out.end.error?.message ?? "", "safety_finish_reason.detectors[0]")
+    }).pipe(Harness.withStore))
+
+  it.effect("disabled: tool calls of a filtered response run", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: [{ toolCalls: [{ name: "bash", args: { command: "ls" } }], finishReason: "content_filter" }, "done"],
+        tools: [bash],
+        middlewares: () => [S.layer({ config: config({ enabled: false }) })]
+      })
+      assert.strictEqual(out.end.stop_reason, "completed")
+      assert.strictEqual(out.state.messages.filter((m) => m.type === "tool").length, 1)
+    }).pipe(Harness.withStore))
+})
