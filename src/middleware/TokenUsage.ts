@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { TokenUsageConfig } from "../services/AppConfig.js"
 import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
+import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, JsonObject, Message, ToolCall } from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
@@ -305,12 +306,16 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
       const model = modelOf(message, request.settings.modelName, context.options.modelName)
       const own = usageDelta(message, model)
       if (request.internal !== undefined) {
-        return own === undefined ? Effect.succeed(response) : Effect.as(save({ token_usage: [own] }), response)
+        // The caller (e.g. Summarization) consumes this response itself, so the totals are saved directly.
+        return own === undefined
+          ? Effect.succeed(response)
+          : Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
       }
       return Effect.flatMap(state.get, (current) => {
         const rolled = rollUp(current.messages)
         const deltas: Array<TokenUsageDelta> = rolled.usage.map((u) => ({
           model: u.model ?? model,
+          purpose: "subagent",
           input_tokens: u.input_tokens,
           output_tokens: u.output_tokens,
           total_tokens: u.total_tokens
@@ -321,13 +326,11 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
         const stamped: AIMessage = { ...message, additional_kwargs: kwargs }
         const result = HardStop.replaceMessage(response, stamped)
         if (rolled.writes.length === 0 && deltas.length === 0) return Effect.succeed(result)
-        return Effect.as(
-          save({
-            ...(rolled.writes.length > 0 ? { messages: rolled.writes } : {}),
-            ...(deltas.length > 0 ? { token_usage: deltas } : {})
-          }),
-          result
-        )
+        // Written by the loop together with the message: one state update per step.
+        return Effect.succeed(withUpdate(result, {
+          ...(rolled.writes.length > 0 ? { messages: rolled.writes } : {}),
+          ...(deltas.length > 0 ? { token_usage: deltas } : {})
+        }))
       })
     }
 

@@ -257,7 +257,10 @@ const loop = (step: Step) =>
         settings
       })
       const message = response.message
-      yield* step.holder.service.update({ messages: [message] })
+      const extra = response.update
+      yield* step.holder.service.update(
+        extra === undefined ? { messages: [message] } : { ...extra, messages: [...(extra.messages ?? []), message] }
+      )
       if (!M.hasToolCalls(message)) {
         yield* step.checkpoint
         return yield* finish(step)

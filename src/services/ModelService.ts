@@ -6,6 +6,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { AIMessage, JsonObject, Message } from "../state/Message.js"
+import type { StateUpdate } from "../state/ThreadState.js"
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -41,6 +42,25 @@ export interface ModelRequest {
 /** The assembled response of one model call. */
 export interface ModelResponse {
   readonly message: AIMessage
+  /**
+   * State changes that belong with this message (token totals, rewritten earlier messages). The loop applies
+   * them in the same update as the message, so a step stays one write.
+   */
+  readonly update?: StateUpdate | undefined
+}
+
+/** Adds state changes to a response: message writes and token deltas accumulate, other fields are replaced. */
+export const withUpdate = (response: ModelResponse, update: StateUpdate): ModelResponse => {
+  const previous = response.update
+  if (previous === undefined) return { ...response, update }
+  const merged: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...previous, ...update }
+  if (previous.messages !== undefined && update.messages !== undefined) {
+    merged.messages = [...previous.messages, ...update.messages]
+  }
+  if (previous.token_usage !== undefined && update.token_usage !== undefined) {
+    merged.token_usage = [...previous.token_usage, ...update.token_usage]
+  }
+  return { ...response, update: merged }
 }
 
 /** Why a model call failed. */

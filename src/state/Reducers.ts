@@ -238,6 +238,7 @@ export const addTokenUsage = (
   if (deltas === undefined || deltas.length === 0) return existing
   let total = existing?.total ?? zeroTotals
   const byModel = { ...existing?.by_model }
+  const byPurpose = { ...existing?.by_purpose }
   for (const delta of deltas) {
     const add = (t: typeof zeroTotals) => ({
       input_tokens: t.input_tokens + delta.input_tokens,
@@ -247,8 +248,10 @@ export const addTokenUsage = (
     })
     total = add(total)
     byModel[delta.model] = add(byModel[delta.model] ?? zeroTotals)
+    const purpose = delta.purpose ?? "agent"
+    byPurpose[purpose] = add(byPurpose[purpose] ?? zeroTotals)
   }
-  return { total, by_model: byModel }
+  return { total, by_model: byModel, by_purpose: byPurpose }
 }
 
 // ---------------------------------------------------------------------------------------------------------

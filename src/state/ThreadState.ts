@@ -66,16 +66,19 @@ export const TokenTotals = Schema.Struct({
 })
 export type TokenTotals = typeof TokenTotals.Type
 
-/** Token usage of the thread: the grand total and one entry per model. */
+/** Token usage of the thread: the grand total, one entry per model, and one per purpose (`agent`, `summarization`...). */
 export const TokenUsage = Schema.Struct({
   total: TokenTotals,
-  by_model: Schema.Record({ key: Schema.String, value: TokenTotals })
+  by_model: Schema.Record({ key: Schema.String, value: TokenTotals }),
+  by_purpose: Schema.optional(Schema.Record({ key: Schema.String, value: TokenTotals }))
 })
 export type TokenUsage = typeof TokenUsage.Type
 
 /** One model call's usage, as written by TokenUsage; the reducer adds it to the totals. */
 export const TokenUsageDelta = Schema.Struct({
   model: Schema.String,
+  /** What the call was for: `agent` (the default), or an internal purpose such as `summarization`. */
+  purpose: Schema.optional(Schema.String),
   input_tokens: Schema.Number,
   output_tokens: Schema.Number,
   total_tokens: Schema.Number

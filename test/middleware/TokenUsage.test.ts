@@ -172,7 +172,8 @@ describe("TokenUsage.layer", () => {
         by_model: {
           scripted: { input_tokens: 100, output_tokens: 20, total_tokens: 120, calls: 1 },
           "gpt-big": { input_tokens: 150, output_tokens: 10, total_tokens: 160, calls: 1 }
-        }
+        },
+        by_purpose: { agent: { input_tokens: 250, output_tokens: 30, total_tokens: 280, calls: 2 } }
       })
       const ais = first.state.messages.filter((m) => m.type === "ai")
       assert.deepStrictEqual(ais.map(kindOf), ["tool_batch", "final_answer"])
@@ -204,6 +205,8 @@ describe("TokenUsage.layer", () => {
       })
       assert.deepStrictEqual(out.state.token_usage?.by_model["summary-model"], { ...usage(1000, 100), calls: 1 })
       assert.strictEqual(out.state.token_usage?.total.total_tokens, 1155)
+      assert.deepStrictEqual(out.state.token_usage?.by_purpose?.["summarization"], { ...usage(1000, 100), calls: 1 })
+      assert.strictEqual(out.state.token_usage?.by_purpose?.["agent"]?.total_tokens, 55)
       const answer = out.state.messages.at(-1)!
       assert.strictEqual((answer.additional_kwargs?.token_usage_attribution as TU.Attribution).kind, "final_answer")
     }).pipe(Harness.withStore))

@@ -1,0 +1,184 @@
+/**
+ * Shared pieces of the benchmark, on the workload contract of ../shared/bench/peer-langchain/README.md:
+ * - a step is one model turn returning exactly one `read_file({path})` call with a distinct path, plus its
+ *   execution (2 messages appended); the run ends with one text turn `done after N steps`;
+ * - the model is SCRIPTED and decides in O(1) from the last message only;
+ * - `read_file` returns exactly 100 characters computed from the path, instantly.
+ * Only the harness is measured: the lead agent's middleware chain, the loop, the reducers and the store.
+ */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as LocalSandbox from "../src/layers/LocalSandbox.js"
+import * as MemoryThreadStore from "../src/layers/MemoryThreadStore.js"
+import * as ScriptedModel from "../src/layers/ScriptedModel.js"
+import * as SqliteThreadStore from "../src/layers/SqliteThreadStore.js"
+import * as Toolkit from "../src/layers/Toolkit.js"
+import * as MW from "../src/middleware/Middleware.js"
+import * as LeadAgent from "../src/programs/LeadAgent.js"
+import * as Run from "../src/programs/Run.js"
+import type { AppConfig } from "../src/services/AppConfig.js"
+import { AppConfigService, AppConfigSchema } from "../src/services/AppConfig.js"
+import type { ModelRequest } from "../src/services/ModelService.js"
+import { ThreadStore } from "../src/services/ThreadStore.js"
+import * as Tool from "../src/services/Tool.js"
+import type { Message } from "../src/state/Message.js"
+import * as M from "../src/state/Message.js"
+
+export const TOOL_OUTPUT_CHARS = 100
+
+/** Deterministic 100-character tool output for a path. */
+export const fileContent = (p: string): string => `${p}:${"abcdefghij".repeat(12)}`.slice(0, TOOL_OUTPUT_CHARS)
+
+export const pathFor = (k: number): string => `/mnt/user-data/workspace/src/module_${k}.ts`
+
+/** Timestamps and counters the tool and the store record while a run goes. */
+export const probe = {
+  stamps: [] as Array<number>,
+  appendMs: 0,
+  appends: 0,
+  appendBytes: 0,
+  reset() {
+    this.stamps = []
+    this.appendMs = 0
+    this.appends = 0
+    this.appendBytes = 0
+  }
+}
+
+const readFile = Tool.make({
+  name: "read_file",
+  description: "Reads a file (benchmark stand-in: 100 characters from the path).",
+  parameters: Schema.Struct({ path: Schema.String }),
+  handler: ({ path: p }) => Effect.sync(() => (probe.stamps.push(performance.now()), fileContent(p)))
+})
+
+const usage = { input_tokens: 10, output_tokens: 5, total_tokens: 15 }
+
+/** The SCRIPTED model of the contract: O(1) from the last message. */
+export const script = (steps: number) => (request: ModelRequest) => {
+  const last = request.messages[request.messages.length - 1]
+  let k = 0
+  if (last?.type === "tool" && last.tool_call_id.startsWith("call_")) k = Number(last.tool_call_id.slice(5)) + 1
+  if (k < steps) {
+    return { toolCalls: [{ name: "read_file", args: { path: pathFor(k) }, id: `call_${k}` }], usage }
+  }
+  return { content: `done after ${k} steps`, usage }
+}
+
+/** A thread of `length` messages: a human message, then AI tool-call / 100-character result pairs. */
+export const seedThread = (length: number, tag: string): ReadonlyArray<Message> => {
+  const out: Array<Message> = [M.human("Refactor the workspace.", { id: `${tag}-h` })]
+  for (let i = 0; out.length < length; i++) {
+    out.push(M.ai("", {
+      id: `${tag}-a${i}`,
+      tool_calls: [{ id: `seed_${tag}_${i}`, name: "read_file", args: { path: `/seed/${i}` } }],
+      usage_metadata: usage
+    }))
+    if (out.length < length) out.push(M.tool(fileContent(`/seed/${i}`), `seed_${tag}_${i}`, { id: `${tag}-t${i}`, name: "read_file" }))
+  }
+  return out
+}
+
+export type Chain = "bare" | "full"
+export type Store = "memory" | "sqlite"
+
+/** The configuration the full chain runs with: every guard on, summarisation checking but never firing. */
+export const benchConfig = (home: string): AppConfig =>
+  Schema.decodeUnknownSync(AppConfigSchema)({
+    summarization: { enabled: true, trigger: [{ type: "tokens", value: 1_000_000_000 }] },
+    token_budget: { enabled: true, max_tokens: 1_000_000_000 },
+    models: [{ name: "scripted", model: "scripted" }],
+    sandbox: { allow_host_bash: false },
+    skills: { path: path.join(home, "skills") }
+  }) as AppConfig
+
+/** A harness set up for one benchmark job: a runtime with the store and app services, and `run`. */
+export const makeHarness = (chain: Chain, store: Store) => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "antler-bench-"))
+  const config = benchConfig(home)
+  const dbFile = path.join(home, "antler.sqlite")
+  const storeLayer = store === "memory"
+    ? MemoryThreadStore.layer()
+    : SqliteThreadStore.layer({ filename: dbFile })
+  const instrumented = Layer.effect(
+    ThreadStore,
+    Effect.map(ThreadStore, (inner) =>
+      ThreadStore.of({
+        ...inner,
+        append: (threadId, runId, updates) =>
+          Effect.suspend(() => {
+            const t0 = performance.now()
+            probe.appendBytes += JSON.stringify(updates).length
+            return Effect.ensuring(
+              inner.append(threadId, runId, updates),
+              Effect.sync(() => {
+                probe.appendMs += performance.now() - t0
+                probe.appends++
+              })
+            )
+          })
+      }))
+  ).pipe(Layer.provide(storeLayer))
+  const appLayer = Layer.mergeAll(
+    instrumented,
+    LocalSandbox.layer().pipe(Layer.provideMerge(Layer.succeed(AppConfigService, { config, source: undefined, ignored: [], home })))
+  )
+  const runtime = ManagedRuntime.make(appLayer)
+  const tools = Toolkit.make([readFile])
+  const options = { config, modelConfig: config.models[0], interactive: true }
+
+  const run = (threadId: string, steps: number, input: ReadonlyArray<Message>) => {
+    const model = ScriptedModel.make(script(steps))
+    const base = MW.base(model, tools)
+    const stack = chain === "bare" ? () => base : () => LeadAgent.stack(options, base)
+    return runtime.runPromise(
+      Run.execute({ threadId, input, options: { modelName: "scripted", recursionLimit: 100_000 } }, stack as any)
+    )
+  }
+
+  const seed = (threadId: string, messages: ReadonlyArray<Message>) =>
+    runtime.runPromise(Effect.flatMap(ThreadStore, (s) => s.append(threadId, "seed", [{ messages }])))
+
+  const messageCount = (threadId: string) =>
+    runtime.runPromise(
+      Effect.map(Effect.flatMap(ThreadStore, (s) => s.load(threadId)), (loaded) => {
+        const state = Option.getOrThrow(loaded).state
+        const last = state.messages[state.messages.length - 1]
+        return { count: state.messages.length, text: last ? M.text(last) : "" }
+      })
+    )
+
+  const dbBytes = () =>
+    store === "sqlite"
+      ? [dbFile, `${dbFile}-wal`].reduce((n, f) => n + (fs.existsSync(f) ? fs.statSync(f).size : 0), 0)
+      : 0
+
+  const close = async () => {
+    await runtime.dispose()
+    fs.rmSync(home, { recursive: true, force: true })
+  }
+
+  return { run, seed, messageCount, dbBytes, close, home }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// stats
+
+export const median = (xs: ReadonlyArray<number>): number => round(medianRaw(xs), 2)
+const medianRaw = (xs: ReadonlyArray<number>): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  const m = Math.floor(s.length / 2)
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+export const round = (x: number, digits = 1): number => Math.round(x * 10 ** digits) / 10 ** digits
+export const mib = (bytes: number): number => round(bytes / 2 ** 20, 1)
+export const intervalsUs = (stamps: ReadonlyArray<number>): Array<number> =>
+  stamps.slice(1).map((t, i) => (t - stamps[i]!) * 1000)
+export const gc = (): void => (globalThis as { gc?: () => void }).gc?.()
+export const cpuUs = (usage: NodeJS.CpuUsage): number => usage.user + usage.system

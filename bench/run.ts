@@ -1,0 +1,131 @@
+/**
+ * The benchmark orchestrator: runs every job in its own Node process, prints one JSON object on stdout and a
+ * human table on stderr. Same workloads and JSON shape as the peer harnesses in ../shared/bench/.
+ *   npm run bench                       # default profile
+ *   BENCH_PROFILE=quick npm run bench   # smoke test
+ *   npm run bench -- w1 w4              # only jobs whose id starts with one of the arguments
+ */
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.join(here, "..")
+const profile = (process.env.BENCH_PROFILE ?? "default") as "quick" | "default"
+const only = process.argv.slice(2)
+
+const P = {
+  quick: { n: 30, rep: 2, warm: 1, lengths: [1, 200], lenSteps: 6, lenRep: 1, grow: 200, threads: 20, tSteps: 5, w4rep: 1 },
+  default: { n: 200, rep: 5, warm: 2, lengths: [1, 1000, 2000], lenSteps: 11, lenRep: 3, grow: 2000, threads: 100, tSteps: 20, w4rep: 3 }
+}[profile]
+
+type Cfg = { chain: "bare" | "full"; store: "memory" | "sqlite" }
+const name = (c: Cfg) => `${c.chain}+${c.store}`
+const configs: Array<Cfg> = [
+  { chain: "bare", store: "memory" },
+  { chain: "full", store: "memory" },
+  { chain: "full", store: "sqlite" }
+]
+const jobs: Array<{ id: string; job: Record<string, unknown> | null; script?: string }> = []
+for (const c of configs) jobs.push({ id: `w1/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warm } })
+for (const c of configs) {
+  jobs.push({ id: `w2len/${name(c)}`, job: { kind: "w2len", ...c, lengths: P.lengths, steps: P.lenSteps, repeats: P.lenRep } })
+}
+for (const c of configs) jobs.push({ id: `w2grow/${name(c)}`, job: { kind: "w2grow", ...c, messages: P.grow } })
+for (const c of configs) {
+  jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
+}
+jobs.push({ id: "summarization-check", job: null, script: "summarization-check.ts" })
+
+const selected = only.length ? jobs.filter((j) => only.some((o) => j.id.startsWith(o))) : jobs
+const version = (pkg: string) => {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(root, "node_modules", pkg, "package.json"), "utf8")).version
+  } catch {
+    return "?"
+  }
+}
+
+const t0 = Date.now()
+const load0 = os.loadavg()
+const results: Record<string, any> = {}
+for (const spec of selected) {
+  const started = Date.now()
+  process.stderr.write(`[bench] ${spec.id} ... `)
+  const args = spec.script
+    ? ["--expose-gc", "--import", "tsx", path.join(here, spec.script)]
+    : ["--expose-gc", "--import", "tsx", path.join(here, "worker.ts"), JSON.stringify(spec.job)]
+  const r = spawnSync(process.execPath, args, { cwd: root, env: process.env, encoding: "utf8", maxBuffer: 64 << 20 })
+  const secs = ((Date.now() - started) / 1000).toFixed(1)
+  if (r.status !== 0) {
+    process.stderr.write(`FAILED (${secs}s)\n${r.stderr}\n`)
+    results[spec.id] = { error: (r.stderr || "").split("\n").slice(-12).join("\n") }
+    continue
+  }
+  process.stderr.write(`${secs}s\n`)
+  const lines = r.stdout.trim().split("\n")
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(lines[lines.length - 1]!)
+  } catch {
+    parsed = JSON.parse(r.stdout)
+  }
+  results[spec.id] = parsed
+}
+
+const out = {
+  harness: "antler",
+  profile,
+  meta: {
+    date: new Date(t0).toISOString(),
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadavgStart: load0.map((x) => Math.round(x * 100) / 100),
+    loadavgEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    totalSeconds: Math.round((Date.now() - t0) / 100) / 10,
+    versions: Object.fromEntries(["effect", "@effect/sql-sqlite-node", "better-sqlite3", "gpt-tokenizer"].map((p) => [p, version(p)])),
+    workload: {
+      step: "1 model turn returning 1 read_file tool call + its execution (2 messages appended); final turn returns text",
+      toolOutputChars: 100,
+      w1Steps: P.n,
+      w2Lengths: P.lengths,
+      w2StepsPerPoint: P.lenSteps - 1,
+      w4: `${P.threads} threads x ${P.tSteps} steps`,
+      chains: {
+        bare: "the loop over the base model and tool, no middleware",
+        full: "LeadAgent's whole chain with every guard on (summarisation checking on every call, never firing)"
+      },
+      stores: { memory: "in-memory ThreadStore", sqlite: "SQLite ThreadStore: every step written as one checkpoint (WAL)" }
+    }
+  },
+  results
+}
+process.stdout.write(JSON.stringify(out, null, 2) + "\n")
+
+// human summary
+const line = (...cols: Array<string | number>) => process.stderr.write(cols.map(String).join("  ") + "\n")
+line("\nW1 µs/step (N=" + P.n + ")      wall    cpu    checkpoint µs   bytes/step")
+for (const c of configs) {
+  const r = results[`w1/${name(c)}`]
+  if (r && !r.error) line(name(c).padEnd(18), r.wallUsPerStepMedian, r.cpuUsPerStepMedian, r.checkpointUsPerStepMedian, r.runs?.[0]?.bytesPerStep)
+}
+line("\nW2 µs/step by thread length   " + P.lengths.join(" / ") + "   growth")
+for (const c of configs) {
+  const r = results[`w2len/${name(c)}`]
+  if (r && !r.error) line(name(c).padEnd(18), r.points.map((p: any) => p.wallUsPerStepMedian).join(" / "), "x" + r.growthLastOverFirst)
+}
+line("\nW3 memory (grow to " + P.grow + " msgs)   peak RSS MiB   heap kept MiB")
+for (const c of configs) {
+  const r = results[`w2grow/${name(c)}`]
+  if (r && !r.error) line(name(c).padEnd(18), r.memory.peakRssMiB, r.memory.heapRetainedAfterGcMiB)
+}
+line("\nW4 " + P.threads + " threads x " + P.tSteps + " steps     steps/s   wall ms")
+for (const c of configs) {
+  const r = results[`w4/${name(c)}`]
+  if (r && !r.error) line(name(c).padEnd(18), r.stepsPerSecMedian, r.wallMsMedian)
+}
+if (Object.values(results).some((r: any) => r.error)) process.exitCode = 1
