@@ -1,0 +1,526 @@
+/**
+ * DanglingToolCall (SPEC §5.7): before each model call, the history is made well-formed for strict
+ * providers: every tool call (structured, invalid, or raw provider payload) is answered exactly once, right
+ * after its AI message, and no tool result is left without its call. Request-only: state is never changed.
+ *
+ * - blank call ids get synthetic ids `deerflow_synthetic_tool_call_{msgIndex}_{call|invalid|raw}_{position}`;
+ *   a result with a blank id is re-pointed to one only when the pairing is forced;
+ * - results move right after their AI message, in call order (the first result per call); orphan results
+ *   are dropped; a call without a result gets a synthetic error result saying why;
+ * - blank tool names become `unknown_tool`, invalid or raw arguments become a JSON-object string.
+ *
+ * A well-formed history (the common case) costs one pass with no allocation and returns the same request.
+ */
+import * as Effect from "effect/Effect"
+import type { ModelRequest } from "../services/ModelService.js"
+import type { AIMessage, InvalidToolCall, JsonObject, Message, ToolCall, ToolMessage } from "../state/Message.js"
+import * as Middleware from "./Middleware.js"
+
+/** The name given to calls whose name is missing or blank. */
+export const UNKNOWN_TOOL = "unknown_tool"
+/** The prefix of ids minted for calls that came without one. */
+export const SYNTHETIC_ID_PREFIX = "deerflow_synthetic_tool_call_"
+const MAX_ERROR_DETAIL = 500
+
+// ---------------------------------------------------------------------------------------------------------
+// Small predicates (no allocation)
+
+const isSpace = (code: number) =>
+  code === 32 || (code >= 9 && code <= 13) || code === 0x85 || code === 0xa0 || code === 0x1680 ||
+  (code >= 0x2000 && code <= 0x200a) || code === 0x2028 || code === 0x2029 || code === 0x202f ||
+  code === 0x205f || code === 0x3000 || code === 0xfeff
+
+/** Whether a value is a string with at least one non-whitespace character. */
+export const isPresent = (value: unknown): value is string => {
+  if (typeof value !== "string" || value.length === 0) return false
+  const first = value.charCodeAt(0)
+  if (first > 32 && first < 0x7f) return true
+  for (let i = 0; i < value.length; i++) if (!isSpace(value.charCodeAt(i))) return true
+  return false
+}
+
+/** A name that needs no normalisation: present, with no surrounding whitespace. */
+const isCleanName = (value: unknown): value is string => {
+  if (typeof value !== "string" || value.length === 0) return false
+  const first = value.charCodeAt(0)
+  const last = value.charCodeAt(value.length - 1)
+  return (first > 32 && first < 0x7f || !isSpace(first)) && (last > 32 && last < 0x7f || !isSpace(last))
+}
+
+/** A tool name as sent to the provider: trimmed, or `unknown_tool` when blank. */
+export const normalizeToolName = (name: unknown): string => isPresent(name) ? name.trim() : UNKNOWN_TOOL
+
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+
+const parseObject = (value: unknown): JsonObject | undefined => {
+  if (typeof value !== "string") return undefined
+  try {
+    return asRecord(JSON.parse(value)) as JsonObject | undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Tool-call arguments as a JSON-object string safe to replay: objects are serialised, anything else is `{}`. */
+export const normalizeToolArguments = (args: unknown): string => {
+  if (asRecord(args) !== undefined) {
+    try {
+      return JSON.stringify(args) ?? "{}"
+    } catch {
+      return "{}"
+    }
+  }
+  return typeof args === "string" && parseObject(args) !== undefined ? args : "{}"
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The calls of an AI message, as the provider will see them
+
+/** Where a call comes from. */
+export type CallSource = "call" | "invalid" | "raw"
+
+/** One call of an AI message, normalised for pairing. */
+export interface EffectiveCall {
+  readonly id: string | undefined
+  /** The normalised name (`unknown_tool` when blank). */
+  readonly name: string
+  readonly source: CallSource
+  /** The call had no usable name. */
+  readonly blankName: boolean
+  /** The parser's error, for invalid calls. */
+  readonly error?: string | null | undefined
+}
+
+const rawCallsOf = (message: AIMessage): ReadonlyArray<unknown> | undefined => {
+  const raw = message.additional_kwargs?.tool_calls
+  return Array.isArray(raw) ? raw : undefined
+}
+
+const rawName = (entry: Record<string, unknown>): unknown =>
+  isPresent(entry.name) ? entry.name : asRecord(entry.function)?.name ?? entry.name
+
+/**
+ * The calls of an AI message in the order their results must follow: structured calls, then invalid
+ * ones; the raw provider payload (`additional_kwargs.tool_calls`) only when both are empty, because a
+ * serializer only falls back to it then.
+ */
+export const effectiveCalls = (message: AIMessage): ReadonlyArray<EffectiveCall> => {
+  const out: Array<EffectiveCall> = []
+  const structured = message.tool_calls ?? []
+  const invalid = message.invalid_tool_calls ?? []
+  for (const call of structured) {
+    out.push({ id: call.id, name: normalizeToolName(call.name), source: "call", blankName: !isPresent(call.name) })
+  }
+  if (structured.length === 0 && invalid.length === 0) {
+    for (const raw of rawCallsOf(message) ?? []) {
+      const entry = asRecord(raw)
+      if (entry === undefined) continue
+      const name = rawName(entry)
+      out.push({
+        id: typeof entry.id === "string" ? entry.id : undefined,
+        name: normalizeToolName(name),
+        source: "raw",
+        blankName: !isPresent(name)
+      })
+    }
+  }
+  for (const call of invalid) {
+    out.push({
+      id: call.id ?? undefined,
+      name: normalizeToolName(call.name),
+      source: "invalid",
+      blankName: !isPresent(call.name),
+      error: call.error
+    })
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Synthetic results
+
+/** What the model reads for a call that has no result. */
+export const syntheticResultText = (call: EffectiveCall): string => {
+  if (call.blankName) {
+    return "[This tool call was not run: it had no tool name. Retry with the name of one of the available tools.]"
+  }
+  if (call.source === "invalid") {
+    const detail = typeof call.error === "string" && call.error !== "" ? call.error.slice(0, MAX_ERROR_DETAIL) : ""
+    if (call.name === "write_file") {
+      return "[write_file was not run: its arguments were not valid JSON, so nothing was written. Large Markdown " +
+        "payloads often break the JSON (unescaped quotes, inline JSON, backslashes, code fences). Do not send " +
+        "the same large write_file again: give the content as plain text in your next reply instead, or, if a " +
+        "file is really needed, write it in several smaller parts." +
+        (detail === "" ? "]" : ` Parser error: ${detail}]`)
+    }
+    return detail === ""
+      ? "[This tool call was not run: its arguments were not valid JSON.]"
+      : `[This tool call was not run: its arguments were not valid JSON: ${detail}]`
+  }
+  return "[This tool call was interrupted before it returned a result.]"
+}
+
+const syntheticResult = (call: EffectiveCall, id: string): ToolMessage => ({
+  type: "tool",
+  id: `${id}:synthetic-result`,
+  content: syntheticResultText(call),
+  tool_call_id: id,
+  name: call.name,
+  status: "error"
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// The fast path
+
+const EMPTY: ReadonlyArray<ToolCall> = []
+
+/** Where a well-formedness scan stands: the calls of the current turn and how many are answered so far. */
+export interface ScanState {
+  calls: ReadonlyArray<ToolCall>
+  answered: number
+}
+
+/**
+ * Continues a well-formedness scan over `messages[from:]` (see `isWellFormed`), updating `state` in place.
+ * Returns whether everything scanned is well-formed so far; pending calls at the end are not checked here.
+ */
+export const scanWellFormed = (messages: ReadonlyArray<Message>, from: number, state: ScanState): boolean => {
+  let calls = state.calls
+  let answered = state.answered
+  let ok = true
+  for (let i = from; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.type === "tool") {
+      if (answered >= calls.length || message.tool_call_id !== calls[answered]!.id) {
+        ok = false
+        break
+      }
+      answered++
+      continue
+    }
+    if (answered < calls.length) {
+      ok = false
+      break
+    }
+    answered = 0
+    if (message.type !== "ai") {
+      calls = EMPTY
+      continue
+    }
+    if ((message.invalid_tool_calls?.length ?? 0) > 0 || message.additional_kwargs?.tool_calls !== undefined) {
+      ok = false
+      break
+    }
+    calls = message.tool_calls ?? EMPTY
+    for (let j = 0; j < calls.length; j++) {
+      const call = calls[j]!
+      if (!isPresent(call.id) || !isCleanName(call.name)) {
+        ok = false
+        break
+      }
+    }
+    if (!ok) break
+  }
+  state.calls = calls
+  state.answered = answered
+  return ok
+}
+
+/**
+ * Whether the history is already what a strict provider accepts, so nothing needs to change: every AI
+ * message's structured calls have clean ids and names and are followed directly by their results in call
+ * order, and no other tool result exists. Messages with invalid calls or a raw payload always take the full
+ * path (their arguments may need normalising). One pass, no allocation beyond the scan state.
+ */
+export const isWellFormed = (messages: ReadonlyArray<Message>): boolean => {
+  const state: ScanState = { calls: EMPTY, answered: 0 }
+  return scanWellFormed(messages, 0, state) && state.answered >= state.calls.length
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The full path
+
+interface Claim {
+  readonly synthetic: string
+  readonly name: unknown
+}
+
+const namesCanPair = (callName: unknown, resultName: unknown) =>
+  !isPresent(callName) || !isPresent(resultName) || callName.trim() === resultName.trim()
+
+const relabelList = <C extends { readonly id?: unknown; readonly name?: unknown }>(
+  list: ReadonlyArray<C>,
+  index: number,
+  source: CallSource,
+  claims: Array<Claim>,
+  nameOf: (call: C) => unknown
+): ReadonlyArray<C> => {
+  let out: Array<C> | undefined
+  for (let position = 0; position < list.length; position++) {
+    const call = list[position]!
+    if (asRecord(call) === undefined || isPresent(call.id)) continue
+    const synthetic = `${SYNTHETIC_ID_PREFIX}${index}_${source}_${position}`
+    ;(out ??= list.slice())[position] = { ...call, id: synthetic }
+    claims.push({ synthetic, name: nameOf(call) })
+  }
+  return out ?? list
+}
+
+const malformedResults = (messages: ReadonlyArray<Message>, from: number) => {
+  let count = 0
+  for (let i = from + 1; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.type === "ai") break
+    if (message.type === "tool" && !isPresent(message.tool_call_id)) count++
+  }
+  return count
+}
+
+/**
+ * Gives blank call ids their synthetic ids, and re-points results with a blank id when the pairing is
+ * forced: within the turn of the AI message before them, exactly one open blank-id call whose name does
+ * not contradict the result's, or several when the turn has exactly as many blank-id results as blank-id
+ * calls (then by position). Any blank id counts as the same missing id. Otherwise the result stays
+ * unattributed and is dropped as an orphan, which is better than inventing a pairing.
+ */
+const repairIds = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  let out: Array<Message> | undefined
+  let open: Array<Claim> = []
+  let positional = false
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.type === "ai") {
+      const claims: Array<Claim> = []
+      const structured = message.tool_calls ?? []
+      const invalid = message.invalid_tool_calls ?? []
+      const tool_calls = relabelList(structured, i, "call", claims, (c) => c.name)
+      const invalid_tool_calls = relabelList(invalid, i, "invalid", claims, (c) => c.name)
+      let rawCalls: ReadonlyArray<unknown> | undefined
+      const raw = structured.length === 0 && invalid.length === 0 ? rawCallsOf(message) : undefined
+      if (raw !== undefined) {
+        rawCalls = relabelList(raw as ReadonlyArray<Record<string, unknown>>, i, "raw", claims, rawName)
+      }
+      open = claims
+      positional = claims.length > 0 && malformedResults(messages, i) === claims.length
+      if (tool_calls !== structured || invalid_tool_calls !== invalid || rawCalls !== raw) {
+        const next: AIMessage = {
+          ...message,
+          ...(tool_calls !== structured ? { tool_calls: tool_calls as ReadonlyArray<ToolCall> } : {}),
+          ...(invalid_tool_calls !== invalid ? { invalid_tool_calls } : {}),
+          ...(rawCalls !== raw ? { additional_kwargs: { ...message.additional_kwargs, tool_calls: rawCalls } } : {})
+        }
+        ;(out ??= messages.slice())[i] = next
+      }
+      continue
+    }
+    if (message.type !== "tool" || isPresent(message.tool_call_id) || open.length === 0) continue
+    let first = -1
+    let candidates = 0
+    for (let k = 0; k < open.length; k++) {
+      if (!namesCanPair(open[k]!.name, message.name)) continue
+      if (first < 0) first = k
+      candidates++
+    }
+    if (candidates === 0 || (candidates > 1 && !positional)) continue
+    const [claim] = open.splice(first, 1)
+    ;(out ??= messages.slice())[i] = { ...message, tool_call_id: claim!.synthetic }
+  }
+  return out ?? messages
+}
+
+/** The AI message with blank names replaced and invalid/raw arguments made JSON-object strings. */
+export const sanitizeAIMessage = (message: AIMessage): AIMessage => {
+  let tool_calls: Array<ToolCall> | undefined
+  const structured = message.tool_calls ?? []
+  for (let i = 0; i < structured.length; i++) {
+    const call = structured[i]!
+    const name = normalizeToolName(call.name)
+    if (name !== call.name) (tool_calls ??= structured.slice())[i] = { ...call, name }
+  }
+  let invalid_tool_calls: Array<InvalidToolCall> | undefined
+  const invalid = message.invalid_tool_calls ?? []
+  for (let i = 0; i < invalid.length; i++) {
+    const call = invalid[i]!
+    const name = normalizeToolName(call.name)
+    const args = normalizeToolArguments(call.args)
+    if (name !== call.name || args !== call.args) (invalid_tool_calls ??= invalid.slice())[i] = { ...call, name, args }
+  }
+  let rawCalls: Array<unknown> | undefined
+  const raw = rawCallsOf(message) ?? []
+  for (let i = 0; i < raw.length; i++) {
+    const entry = asRecord(raw[i])
+    if (entry === undefined) continue
+    const fn = asRecord(entry.function)
+    if (fn !== undefined) {
+      const name = normalizeToolName(fn.name)
+      const args = normalizeToolArguments(fn.arguments)
+      if (name !== fn.name || args !== fn.arguments) {
+        ;(rawCalls ??= raw.slice())[i] = { ...entry, function: { ...fn, name, arguments: args } }
+      }
+    } else {
+      const name = normalizeToolName(entry.name)
+      if (name !== entry.name) (rawCalls ??= raw.slice())[i] = { ...entry, name }
+    }
+  }
+  if (tool_calls === undefined && invalid_tool_calls === undefined && rawCalls === undefined) return message
+  return {
+    ...message,
+    ...(tool_calls !== undefined ? { tool_calls } : {}),
+    ...(invalid_tool_calls !== undefined ? { invalid_tool_calls } : {}),
+    ...(rawCalls !== undefined ? { additional_kwargs: { ...message.additional_kwargs, tool_calls: rawCalls } } : {})
+  }
+}
+
+interface Rebuilt {
+  readonly messages: ReadonlyArray<Message>
+  /** The call ids answered by a synthetic result. */
+  readonly synthesized: ReadonlySet<string>
+}
+
+/** The full path: repair ids, then re-emit results after their calls. `undefined` when nothing changed. */
+const rebuild = (messages: ReadonlyArray<Message>): Rebuilt | undefined => {
+  const repaired = repairIds(messages)
+
+  const results = new Map<string, Array<ToolMessage>>()
+  const callsOf = new Map<number, ReadonlyArray<EffectiveCall>>()
+  for (let i = 0; i < repaired.length; i++) {
+    const message = repaired[i]!
+    if (message.type === "tool") {
+      const queue = results.get(message.tool_call_id)
+      if (queue === undefined) results.set(message.tool_call_id, [message])
+      else queue.push(message)
+    } else if (message.type === "ai") callsOf.set(i, effectiveCalls(message))
+  }
+
+  const taken = new Map<string, number>()
+  const synthesized = new Set<string>()
+  const out: Array<Message> = []
+  for (let i = 0; i < repaired.length; i++) {
+    const message = repaired[i]!
+    // Results are re-emitted after their AI message; the ones no call claims (orphans, extra duplicates)
+    // are dropped.
+    if (message.type === "tool") continue
+    if (message.type !== "ai") {
+      out.push(message)
+      continue
+    }
+    out.push(sanitizeAIMessage(message))
+    for (const call of callsOf.get(i)!) {
+      const id = call.id
+      if (!isPresent(id)) continue
+      const next = taken.get(id) ?? 0
+      let result = results.get(id)?.[next]
+      if (result === undefined) {
+        synthesized.add(id)
+        out.push(syntheticResult(call, id))
+        continue
+      }
+      taken.set(id, next + 1)
+      if (call.blankName && !isPresent(result.name)) result = { ...result, name: call.name }
+      out.push(result)
+    }
+  }
+
+  if (out.length === messages.length) {
+    let same = true
+    for (let i = 0; i < out.length && same; i++) same = out[i] === messages[i]
+    if (same) return undefined
+  }
+  return { messages: out, synthesized }
+}
+
+/**
+ * The patched history, or `undefined` when it is already well-formed. Pure; see the module comment for
+ * what is patched.
+ */
+export const patchMessages = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> | undefined =>
+  isWellFormed(messages) ? undefined : rebuild(messages)?.messages
+
+/** The request with a well-formed history; the same object when nothing changes. */
+export const patchRequest = (request: ModelRequest): ModelRequest => {
+  const patched = patchMessages(request.messages)
+  return patched === undefined ? request : { ...request, messages: patched }
+}
+
+/**
+ * DanglingToolCall: no options; needs nothing from context.
+ *
+ * Within a run the history only grows, so each call remembers the last history it saw and what it sent:
+ * a history that extends it (the same message objects up to its length) is checked from where the last one
+ * ended. If the last one needed no change, the new part is scanned on; if it was patched, a new part that
+ * is well-formed on its own is appended to the patched one. Anything else takes the full path.
+ */
+export const layer = (): Middleware.Middleware =>
+  Middleware.make(Effect.sync(() => {
+    let lastIn: ReadonlyArray<Message> = []
+    let lastOut: ReadonlyArray<Message> = []
+    let synthesized: ReadonlySet<string> = new Set()
+    // Whether `lastIn` was not well-formed as it stood (its output may differ from it).
+    let patched = false
+    const end: ScanState = { calls: EMPTY, answered: 0 }
+    const scan: ScanState = { calls: EMPTY, answered: 0 }
+
+    const extendsLast = (messages: ReadonlyArray<Message>) => {
+      if (lastIn.length === 0 || messages.length < lastIn.length) return false
+      for (let i = lastIn.length - 1; i >= 0; i--) if (messages[i] !== lastIn[i]) return false
+      return true
+    }
+    const remember = (input: ReadonlyArray<Message>, output: ReadonlyArray<Message>) => {
+      lastIn = input
+      lastOut = output
+      end.calls = scan.calls
+      end.answered = scan.answered
+    }
+    // Whether the part after the last history can follow the last output as is.
+    const suffixFits = (messages: ReadonlyArray<Message>) => {
+      scan.calls = patched ? EMPTY : end.calls
+      scan.answered = patched ? 0 : end.answered
+      if (!scanWellFormed(messages, lastIn.length, scan) || scan.answered < scan.calls.length) return false
+      if (patched && synthesized.size > 0) {
+        for (let i = lastIn.length; i < messages.length; i++) {
+          const message = messages[i]!
+          // A result for a call answered synthetically earlier would pair with that call on the full path.
+          if (message.type === "tool" && synthesized.has(message.tool_call_id)) return false
+        }
+      }
+      return true
+    }
+
+    const patch = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+      if (extendsLast(messages)) {
+        if (suffixFits(messages)) {
+          const out = lastOut === lastIn
+            ? messages
+            : messages.length === lastIn.length
+            ? lastOut
+            : lastOut.concat(messages.slice(lastIn.length))
+          remember(messages, out)
+          return out
+        }
+      } else {
+        scan.calls = EMPTY
+        scan.answered = 0
+        if (scanWellFormed(messages, 0, scan) && scan.answered >= scan.calls.length) {
+          patched = false
+          remember(messages, messages)
+          return messages
+        }
+      }
+      // Not well-formed as it stands: from here on, new parts must be well-formed on their own.
+      const rebuilt = rebuild(messages)
+      patched = true
+      synthesized = rebuilt?.synthesized ?? new Set()
+      const out = rebuilt?.messages ?? messages
+      remember(messages, out)
+      return out
+    }
+
+    return {
+      model: (request, next) =>
+        Effect.suspend(() => {
+          const messages = patch(request.messages)
+          return next(messages === request.messages ? request : { ...request, messages })
+        })
+    }
+  }))

@@ -1,0 +1,283 @@
+/**
+ * InputSanitization (SPEC §5.1): before each model call, the last genuine user message is made inert as
+ * instructions. Framework and injection tags it contains are HTML-escaped, and its text is framed between
+ * `--- BEGIN USER INPUT ---` / `--- END USER INPUT ---`. Request-only (state keeps what the user typed) and
+ * fail-open: if sanitising throws, the original request goes to the model.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { ModelRequest } from "../services/ModelService.js"
+import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import { HumanInputResponse } from "./Clarification.js"
+import * as Middleware from "./Middleware.js"
+
+/**
+ * Tags the framework emits into model input (system prompt, hidden context and reminders). Any of them,
+ * forged in untrusted text, would pose as trusted framework context, so every one is blocked.
+ */
+export const FRAMEWORK_TAGS: ReadonlyArray<string> = [
+  "system-reminder",
+  "system_reminder",
+  "memory",
+  "current_date",
+  "think",
+  "analysis",
+  "role",
+  "soul",
+  "self_update",
+  "thinking_style",
+  "clarification_system",
+  "critical_reminders",
+  "response_style",
+  "citations",
+  "uploaded_files",
+  "current_uploads",
+  "subagent_system",
+  "skill_system",
+  "skill_index",
+  "available_skills",
+  "disabled_skills",
+  "memory_tool_system",
+  "todo_list_system",
+  "durable_context_data",
+  "slash_skill_activation",
+  "mcp_routing_hints",
+  "available-deferred-tools",
+  "goal_continuation",
+  "background_task_event",
+  "file_editing_workflow",
+  "guidelines",
+  "output_format",
+  "working_directory",
+  "tool_restrictions",
+  "confidentiality",
+  // The entries of <available_skills>.
+  "skill",
+  "name",
+  "description",
+  "location"
+]
+
+/**
+ * Tags that frame untrusted text in the harness's own model calls (the summarisation prompt). Blocking them
+ * lets `neutralizeUntrustedTags` keep a transcript from closing its frame there too.
+ */
+export const INTERNAL_PROMPT_TAGS: ReadonlyArray<string> = ["messages", "existing_summary", "new_messages"]
+
+/** Common prompt-injection tag names. */
+export const INJECTION_TAGS: ReadonlyArray<string> = [
+  "system",
+  "instruction",
+  "important",
+  "override",
+  "ignore",
+  "prompt"
+]
+
+/** Every blocked tag name (lower case; matching is case-insensitive). */
+export const BLOCKED_TAGS: ReadonlySet<string> = new Set([
+  ...FRAMEWORK_TAGS,
+  ...INTERNAL_PROMPT_TAGS,
+  ...INJECTION_TAGS
+])
+
+/** The boundary markers around the user's text. */
+export const BEGIN_USER_INPUT = "--- BEGIN USER INPUT ---"
+export const END_USER_INPUT = "--- END USER INPUT ---"
+/** What a boundary marker typed by the user becomes: it looks alike but frames nothing. */
+export const NEUTRALIZED_BEGIN = "[BEGIN USER INPUT]"
+export const NEUTRALIZED_END = "[END USER INPUT]"
+
+/** `additional_kwargs` key holding the user's own text, before uploads or sanitising changed the content. */
+export const ORIGINAL_USER_CONTENT = "original_user_content"
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
+
+// Longest names first, so `system-reminder` wins over `system` (either way the whole tag is escaped).
+const tagPattern = new RegExp(
+  `<\\s*/?\\s*(?:${[...BLOCKED_TAGS].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|")})\\b[^>]*>?`,
+  "gi"
+)
+const boundaryPattern = new RegExp(`${escapeRegExp(BEGIN_USER_INPUT)}|${escapeRegExp(END_USER_INPUT)}`, "g")
+
+const escapeTag = (tag: string) => tag.replace(/</g, "&lt;").replace(/>/g, "&gt;")
+
+const escapeBlockedTags = (text: string) => text.includes("<") ? text.replace(tagPattern, escapeTag) : text
+
+const neutralizeBoundaries = (text: string) =>
+  text.includes("USER INPUT ---")
+    ? text.replace(boundaryPattern, (marker) => marker === BEGIN_USER_INPUT ? NEUTRALIZED_BEGIN : NEUTRALIZED_END)
+    : text
+
+const isBlank = (text: string) => text.trim() === ""
+
+/**
+ * Makes untrusted text inert as framework structure: blocked tags are HTML-escaped (`<system>` →
+ * `&lt;system&gt;`; `<div>` is left alone) and user-input boundary markers are replaced by look-alikes. No
+ * framing. Blank text is returned as is. Used for user input, web results and upload metadata.
+ */
+export const neutralizeUntrustedTags = (text: string): string =>
+  isBlank(text) ? text : neutralizeBoundaries(escapeBlockedTags(text))
+
+/**
+ * Sanitises the user's text and frames it between the boundary markers. Idempotent: text already framed
+ * exactly (starts with the begin marker, ends with the end marker) keeps its frame, but markers inside it
+ * are still neutralised, so a forged outer frame cannot smuggle inner ones. Blank text is returned as is.
+ */
+export const frameUntrustedText = (text: string): string => {
+  if (isBlank(text)) return text
+  const escaped = escapeBlockedTags(text)
+  if (escaped.startsWith(BEGIN_USER_INPUT) && escaped.endsWith(END_USER_INPUT) &&
+    escaped.length >= BEGIN_USER_INPUT.length + END_USER_INPUT.length)
+  {
+    const inner = escaped.slice(BEGIN_USER_INPUT.length, escaped.length - END_USER_INPUT.length)
+    const neutral = neutralizeBoundaries(inner)
+    return neutral === inner ? escaped : `${BEGIN_USER_INPUT}${neutral}${END_USER_INPUT}`
+  }
+  return `${BEGIN_USER_INPUT}\n${neutralizeBoundaries(escaped)}\n${END_USER_INPUT}`
+}
+
+const isHumanInputResponse = Schema.is(HumanInputResponse)
+
+/**
+ * Whether a message is something the user typed: a human message that is not a summary and not hidden,
+ * except that a hidden clarification answer carrying a valid `human_input_response` counts as typed.
+ */
+export const isGenuineUserMessage = (message: Message): message is HumanMessage => {
+  if (message.type !== "human" || message.name === "summary") return false
+  const kwargs = message.additional_kwargs
+  if (kwargs === undefined || kwargs.hide_from_ui !== true) return true
+  return isHumanInputResponse(kwargs.human_input_response)
+}
+
+const isTextBlock = (block: ContentBlock): block is M.TextBlock =>
+  block.type === "text" && typeof block.text === "string" && block.text !== ""
+
+const withContent = (message: HumanMessage, content: M.Content, kwargs: M.JsonObject): HumanMessage => ({
+  ...message,
+  content,
+  additional_kwargs: kwargs
+})
+
+/** Replaces the text blocks by one merged block where the first one was; other blocks keep their order. */
+const rebuildBlocks = (blocks: ReadonlyArray<ContentBlock>, text: string): ReadonlyArray<ContentBlock> => {
+  let first = -1
+  let last = -1
+  for (let i = 0; i < blocks.length; i++) {
+    if (isTextBlock(blocks[i]!)) {
+      if (first < 0) first = i
+      last = i
+    }
+  }
+  if (first < 0) return blocks
+  const out: Array<ContentBlock> = blocks.slice(0, first)
+  out.push({ type: "text", text })
+  for (let i = first + 1; i <= last; i++) if (!isTextBlock(blocks[i]!)) out.push(blocks[i]!)
+  for (let i = last + 1; i < blocks.length; i++) out.push(blocks[i]!)
+  return out
+}
+
+/**
+ * The sanitised form of one user message, or `undefined` when it needs no change. With
+ * `original_user_content` (set by Uploads), only that suffix is framed and the `<current_uploads>` block
+ * before it stays verbatim; an empty original (upload without text) changes nothing.
+ */
+export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undefined => {
+  const content = message.content
+  let text: string
+  if (typeof content === "string") text = content
+  else {
+    text = ""
+    let any = false
+    for (const block of content) {
+      if (!isTextBlock(block)) continue
+      text = any ? `${text}\n${block.text}` : block.text
+      any = true
+    }
+    if (!any) return undefined
+  }
+  const kwargs = message.additional_kwargs ?? {}
+  const original = kwargs[ORIGINAL_USER_CONTENT]
+  let processed: string
+  if (typeof original === "string" && original !== "") {
+    const framed = frameUntrustedText(original)
+    if (framed === original) processed = text
+    else {
+      const at = text.lastIndexOf(original)
+      if (at >= 0) processed = text.slice(0, at) + framed
+      else if (Array.isArray(content) && content.length >= 2) {
+        // The prepended uploads block cannot be told apart by text: keep block 0 (the server's block)
+        // and neutralise the user's blocks one by one, without framing.
+        let changed = false
+        const blocks: Array<ContentBlock> = [content[0]!]
+        for (let i = 1; i < content.length; i++) {
+          const block = content[i]!
+          if (block.type === "text" && typeof block.text === "string") {
+            const neutral = neutralizeUntrustedTags(block.text)
+            if (neutral !== block.text) {
+              changed = true
+              blocks.push({ ...block, text: neutral } as ContentBlock)
+              continue
+            }
+          }
+          blocks.push(block)
+        }
+        return changed ? withContent(message, blocks, kwargs) : undefined
+      } else processed = frameUntrustedText(text)
+    }
+  } else if (typeof original === "string") processed = text
+  else processed = frameUntrustedText(text)
+  if (processed === text) return undefined
+  const next = typeof content === "string" ? processed : rebuildBlocks(content, processed)
+  return withContent(
+    message,
+    next,
+    typeof original === "string" ? kwargs : { ...kwargs, [ORIGINAL_USER_CONTENT]: M.contentText(content) }
+  )
+}
+
+// State messages are immutable and replaced by new objects when they change, so a result keyed by the
+// message object stays valid for the whole thread: the regexes run once per user message, not per call.
+const cache = new WeakMap<Message, HumanMessage | null>()
+
+const sanitizedOf = (message: HumanMessage): HumanMessage | undefined => {
+  const hit = cache.get(message)
+  if (hit !== undefined) return hit ?? undefined
+  const out = sanitizeUserMessage(message)
+  cache.set(message, out ?? null)
+  return out
+}
+
+/** The request with its last genuine user message sanitised; the same object when nothing changes. */
+export const sanitizeRequest = (request: ModelRequest): ModelRequest => {
+  const messages = request.messages
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (!isGenuineUserMessage(message)) continue
+    const sanitized = sanitizedOf(message)
+    if (sanitized === undefined) return request
+    const next = messages.slice()
+    next[i] = sanitized
+    return { ...request, messages: next }
+  }
+  return request
+}
+
+/** InputSanitization: no options; needs nothing from context. */
+export const layer = (): Middleware.Middleware =>
+  Middleware.make({
+    model: (request, next) =>
+      Effect.suspend(() => {
+        let sanitized: ModelRequest
+        try {
+          sanitized = sanitizeRequest(request)
+        } catch (error) {
+          return Effect.zipRight(
+            Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),
+            next(request)
+          )
+        }
+        return next(sanitized)
+      })
+  })

@@ -1,0 +1,312 @@
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as FastCheck from "effect/FastCheck"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SandboxMW from "../../src/middleware/Sandbox.js"
+import * as ThreadData from "../../src/middleware/ThreadData.js"
+import * as TOB from "../../src/middleware/ToolOutputBudget.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import type { Sandbox } from "../../src/services/Sandbox.js"
+import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import * as Tool from "../../src/services/Tool.js"
+import type { Message, ToolMessage } from "../../src/state/Message.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const withHome = (home: string) =>
+  Effect.provide(Layer.succeed(AppConfigService, { config: defaults(), source: undefined, ignored: [], home }))
+
+const tempHome = () => fs.mkdtempSync(path.join(os.tmpdir(), "antler-budget-"))
+
+const lines = (n: number, width = 60) =>
+  Array.from({ length: n }, (_, i) => `line ${String(i).padStart(5, "0")} ${"x".repeat(width - 11)}`).join("\n")
+
+/** A tool that returns whatever text it is asked for. */
+const emits = (name: string, text: string) =>
+  Tool.make({ name, description: "Emits text", parameters: Schema.Struct({}), handler: () => Effect.succeed(text) })
+
+const resultOf = (messages: ReadonlyArray<Message>, tool: string) =>
+  messages.find((m): m is ToolMessage => m.type === "tool" && m.name === tool)!
+
+const config = TOB.defaultConfig()
+const SAVED =
+  /^\[Full (\S+) output saved to (\/mnt\/user-data\/outputs\/\.tool-results\/\S+) \((\d+) chars, ~(\d+) tokens\)\.\]$/
+
+describe("head + tail truncation", () => {
+  it("keeps whole lines around a marker that counts what was left out", () => {
+    const text = lines(1000)
+    const out = TOB.truncateHeadTail(text, "bash", 30000, 8000, 3000)
+    assert.isAtMost(out.length, 30000)
+    const marker = /\n\n\[\.\.\. (\d+) chars omitted from bash output\. [^\]]*\]\n\n/.exec(out)!
+    const [head, tail] = out.split(marker[0])
+    assert.isTrue(head!.endsWith("\n") && text.startsWith(head!))
+    assert.isTrue(tail!.startsWith("line ") && text.endsWith(tail!))
+    assert.strictEqual(Number(marker[1]), text.length - head!.length - tail!.length)
+    assert.strictEqual(TOB.truncateHeadTail("short", "bash", 30000, 8000, 3000), "short")
+  })
+
+  it.prop("never exceeds the maximum, and keeps a real head and tail", [
+    FastCheck.string({ unit: FastCheck.constantFrom("a", "b", "\n", " "), minLength: 0, maxLength: 3000 }),
+    FastCheck.integer({ min: 1, max: 2000 }),
+    FastCheck.nat({ max: 1500 }),
+    FastCheck.nat({ max: 1500 })
+  ], ([text, max, head, tail]) => {
+    const out = TOB.truncateHeadTail(text, "t", max, head, tail)
+    assert.isAtMost(out.length, Math.max(max, 0))
+    if (text.length <= max) assert.strictEqual(out, text)
+    const at = out.indexOf("\n\n[... ")
+    if (at >= 0) {
+      assert.isTrue(text.startsWith(out.slice(0, at)))
+      assert.isTrue(text.endsWith(out.slice(out.indexOf("]\n\n", at) + 3)))
+    }
+  })
+})
+
+describe("typed synopsis", () => {
+  it("recognises each kind of output", () => {
+    const cases: Array<[string, TOB.PreviewKind]> = [
+      [JSON.stringify({ items: [{ id: 1, name: "a" }], total: 1 }), "json"],
+      ["{\"a\":1}\n{\"a\":2}\n{\"a\":3}", "json"],
+      ["<?xml version=\"1.0\"?><feed><entry>a</entry><entry>b</entry></feed>", "xml"],
+      ["name\tsize\n" + Array.from({ length: 8 }, (_, i) => `f${i}\t${i}`).join("\n"), "tsv"],
+      ["id,city,pop\n" + Array.from({ length: 8 }, (_, i) => `${i},"Paris, FR",${i * 10}`).join("\n"), "csv"],
+      ["server:\n  port: 80\n  host: x\nworkers: 4\nlogging:\n  level: info\n", "yaml"],
+      ["import os\n\ndef main():\n    return os.getcwd()\n", "code"],
+      ["INFO: started\nWARN: slow\nERROR: failed\nnothing else to say here", "text"],
+      ["total 8\n-rw-r--r-- 1 root root 0 a\n-rw-r--r-- 1 root root 0 b", "text"],
+      ["\u0000\u0001binary", "unknown"],
+      ["", "unknown"]
+    ]
+    for (const [text, kind] of cases) assert.strictEqual(TOB.synopsisOf(text).kind, kind, text.slice(0, 40))
+  })
+
+  it("describes JSON by its keys, paths and sample values", () => {
+    const s = TOB.synopsisOf(JSON.stringify({ users: [{ id: 1, email: "a@b.c" }], "next-page": null }))
+    assert.deepStrictEqual(s.summary, ["A JSON object with 2 top-level keys.", "Top-level keys: users, next-page"])
+    assert.include(s.structure, "$.users: array of 1, first item object")
+    assert.include(s.notable, "$.users[0].id: 1")
+    assert.include(s.notable, "$[\"next-page\"]: null")
+  })
+
+  it("renders a preview that names the file, the kind, a raw sample and how to read the rest", () => {
+    const text = JSON.stringify(Array.from({ length: 500 }, (_, i) => ({ i, v: "value" })), null, 1)
+    const virtualPath = "/mnt/user-data/outputs/.tool-results/api-0123456789ab.txt"
+    const preview = TOB.renderPreview(text, { tool: "api", virtualPath, headChars: 200, tailChars: 100 })
+    const [first, second] = preview.split("\n")
+    assert.deepStrictEqual(SAVED.exec(first!)?.slice(1), [
+      "api",
+      virtualPath,
+      String(text.length),
+      String(Math.floor(text.length / 4))
+    ])
+    assert.isTrue(second!.startsWith("[Preview kind: json."))
+    assert.include(preview, "A JSON array of 500 items.")
+    assert.include(preview, "Raw sample")
+    assert.include(preview, text.slice(0, 50))
+    assert.match(preview, /Access:\n- .*read_file.*start_line.*end_line/)
+    assert.isBelow(preview.length, 2000)
+  })
+})
+
+describe("file names and thresholds", () => {
+  it("names files after the tool and a hash of call and content", () => {
+    const a = TOB.externalizedFileName("bash", "call_1", "out")
+    assert.match(a, /^bash-[0-9a-f]{12}\.log$/)
+    assert.strictEqual(TOB.externalizedFileName("bash", "call_1", "out"), a)
+    assert.notStrictEqual(TOB.externalizedFileName("bash", "call_2", "out"), a)
+    assert.match(TOB.externalizedFileName("web_search", "c", "x"), /^web_search-[0-9a-f]{12}\.txt$/)
+    assert.match(TOB.externalizedFileName("../../etc/passwd", "c", "x"), /^___etc_passwd-[0-9a-f]{12}\.txt$/)
+    assert.strictEqual(TOB.safeToolName("..."), "unknown")
+  })
+
+  it("takes per-tool thresholds, where 0 disables saving", () => {
+    const c = { ...config, tool_overrides: { web_fetch: 5000, noisy: 0 } }
+    assert.strictEqual(TOB.thresholdOf(c, "web_fetch"), 5000)
+    assert.strictEqual(TOB.thresholdOf(c, "bash"), 12000)
+    assert.strictEqual(TOB.triggerOf(c, "noisy"), 30000)
+    assert.strictEqual(TOB.triggerOf({ ...c, fallback_max_chars: 0 }, "noisy"), -1)
+  })
+
+  it.effect("budgets tool messages inside a result's update too", () =>
+    Effect.gen(function*() {
+      const big = M.tool(lines(300), "c2", { name: "fetch" })
+      const result = { message: M.tool("ok", "c1", { name: "fetch" }), update: { messages: [big], artifacts: ["/x"] } }
+      assert.isTrue(TOB.needsBudget(result, config))
+      const out = yield* TOB.budgetResult(result, config, () => Effect.succeed(Option.some("/mnt/user-data/outputs/f")))
+      assert.strictEqual(out.message, result.message)
+      assert.isTrue(M.text(out.update!.messages![0] as ToolMessage).startsWith("[Full fetch output saved to"))
+      assert.deepStrictEqual(out.update!.artifacts, ["/x"])
+    }))
+})
+
+describe("ToolOutputBudget middleware", () => {
+  it.effect("saves a large result under the thread's outputs and shows the model a synopsis", () =>
+    Effect.gen(function*() {
+      const home = tempHome()
+      const full = lines(400)
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "search", args: {}, id: "call_1" }] }, "done"],
+        tools: [emits("search", full)],
+        middlewares: () => [TOB.layer(), ThreadData.layer()]
+      }).pipe(withHome(home))
+      const saved = resultOf(outcome.state.messages, "search")
+      const [, tool, virtualPath, chars] = SAVED.exec(M.text(saved).split("\n")[0]!)!
+      assert.strictEqual(tool, "search")
+      assert.strictEqual(Number(chars), full.length)
+      const file = path.join(
+        home,
+        "users/default/threads/test-thread/user-data/outputs",
+        virtualPath!.slice("/mnt/user-data/outputs/".length)
+      )
+      assert.strictEqual(fs.readFileSync(file, "utf8"), full)
+      assert.match(path.basename(file), /^search-[0-9a-f]{12}\.txt$/)
+      assert.strictEqual(fs.readdirSync(path.dirname(file)).length, 1, "no temporary file is left behind")
+      assert.isBelow(M.text(saved).length, 5000)
+      assert.strictEqual(M.text(resultOf(outcome.requests[1]!.messages, "search")), M.text(saved))
+    }).pipe(H.withStore))
+
+  it.effect("without thread_data in state, saves under the thread's directory in the data directory", () =>
+    Effect.gen(function*() {
+      const home = tempHome()
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "bash", args: {} }] }, "done"],
+        tools: [emits("bash", lines(400))],
+        middlewares: () => [TOB.layer()]
+      }).pipe(withHome(home))
+      const [, , virtualPath] = SAVED.exec(M.text(resultOf(outcome.state.messages, "bash")).split("\n")[0]!)!
+      assert.match(virtualPath!, /\/bash-[0-9a-f]{12}\.log$/)
+      const dir = path.join(home, "users/default/threads/test-thread/user-data/outputs/.tool-results")
+      const file = path.join(dir, path.basename(virtualPath!))
+      assert.strictEqual(fs.readFileSync(file, "utf8"), lines(400))
+    }).pipe(H.withStore))
+
+  it.effect("leaves read_file, small results and per-tool opt-outs alone", () =>
+    Effect.gen(function*() {
+      const home = tempHome()
+      const outcome = yield* H.run({
+        script: [{
+          toolCalls: [{ name: "read_file", args: {} }, { name: "small", args: {} }, { name: "noisy", args: {} }]
+        }, "done"],
+        tools: [emits("read_file", lines(800)), emits("small", "tiny"), emits("noisy", lines(300))],
+        middlewares: () => [TOB.layer({ tool_overrides: { noisy: 0 } })]
+      }).pipe(withHome(home))
+      assert.strictEqual(M.text(resultOf(outcome.state.messages, "read_file")), lines(800))
+      assert.strictEqual(M.text(resultOf(outcome.state.messages, "small")), "tiny")
+      assert.strictEqual(M.text(resultOf(outcome.state.messages, "noisy")), lines(300))
+    }).pipe(H.withStore))
+
+  it.effect("cuts to head and tail when the output cannot be saved", () =>
+    Effect.gen(function*() {
+      // The data directory is a file: nothing can be created under it.
+      const home = path.join(tempHome(), "not-a-directory")
+      fs.writeFileSync(home, "")
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "huge", args: {} }, { name: "medium", args: {} }] }, "done"],
+        tools: [emits("huge", lines(1000)), emits("medium", lines(300))],
+        middlewares: () => [TOB.layer()]
+      }).pipe(withHome(home))
+      const huge = M.text(resultOf(outcome.state.messages, "huge"))
+      assert.isAtMost(huge.length, 30000)
+      assert.match(huge, /\[\.\.\. \d+ chars omitted from huge output\./)
+      // Over the saving threshold but within the fallback limit: kept whole.
+      assert.strictEqual(M.text(resultOf(outcome.state.messages, "medium")), lines(300))
+    }).pipe(H.withStore))
+
+  it.effect("does nothing when disabled", () =>
+    Effect.gen(function*() {
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "huge", args: {} }] }, "done"],
+        tools: [emits("huge", lines(1000))],
+        middlewares: () => [TOB.layer({ enabled: false })]
+      }).pipe(withHome(tempHome()))
+      assert.strictEqual(M.text(resultOf(outcome.state.messages, "huge")), lines(1000))
+    }).pipe(H.withStore))
+
+  it.effect("cuts oversized results already in the history for the model only", () =>
+    Effect.gen(function*() {
+      const old = M.tool(lines(1000), "c0", { id: "t0", name: "bash" })
+      const history = [
+        M.human("q"),
+        M.ai("", { tool_calls: [{ id: "c0", name: "bash", args: {} }] }),
+        old,
+        M.human("next")
+      ]
+      const outcome = yield* H.run({ script: ["ok"], input: history, middlewares: () => [TOB.layer()] })
+        .pipe(withHome(tempHome()))
+      const seen = M.text(outcome.requests[0]!.messages[2]!)
+      assert.isAtMost(seen.length, 30000)
+      assert.include(seen, "chars omitted from bash output")
+      assert.strictEqual(M.text(outcome.state.messages[2]!), lines(1000))
+    }).pipe(H.withStore))
+
+  it("returns the same request when no historical result is over the limit", () => {
+    const request = {
+      systemPrompt: undefined,
+      messages: [
+        M.human("q"),
+        M.tool(lines(400), "c", { name: "bash" }),
+        M.tool(lines(2000), "r", { name: "read_file" })
+      ],
+      tools: [],
+      settings: {}
+    }
+    assert.strictEqual(TOB.budgetRequest(request, config), request)
+  })
+
+  it.effect("writes inside a sandbox that does not use the thread's host directories, and checks the write", () =>
+    Effect.gen(function*() {
+      const files = new Map<string, string>()
+      let corrupt = false
+      const unused = Effect.die("not used in this test")
+      const remote: Sandbox = {
+        id: "remote-1",
+        threadId: "test-thread",
+        userId: "default",
+        paths: threadPaths("/nowhere", "default", "test-thread"),
+        usesThreadDataMounts: false,
+        resolve: () => unused,
+        mask: (text) => text,
+        exec: () => unused,
+        readText: () => unused,
+        writeText: (p, content) => Effect.sync(() => void files.set(p, corrupt ? content.slice(1) : content)),
+        readBytes: () => unused,
+        stat: (p) => Effect.sync(() => ({ kind: "file" as const, size: Buffer.byteLength(files.get(p) ?? "") })),
+        walk: () => unused,
+        withFileLock: () => unused
+      }
+      let acquired = false
+      const provider = SandboxProvider.of({
+        acquire: () => Effect.sync(() => (acquired = true, remote)),
+        current: () => Effect.sync(() => acquired ? Option.some(remote) : Option.none()),
+        get: (id) => Effect.succeed(id === remote.id ? Option.some(remote) : Option.none()),
+        release: () => Effect.void
+      })
+      const remoteTool = (name: string) =>
+        Tool.make({
+          name,
+          description: "Runs in the sandbox",
+          parameters: Schema.Struct({}),
+          handler: () => Effect.as(Effect.orDie(provider.acquire("test-thread", "default")), lines(400))
+        })
+      const run = (tool: string) =>
+        H.run<AppConfigService | SandboxProvider | H.RunServices>({
+          script: [{ toolCalls: [{ name: tool, args: {} }] }, "done"],
+          tools: [remoteTool(tool)],
+          middlewares: () => [TOB.layer(), SandboxMW.layer()]
+        }).pipe(withHome(tempHome()), Effect.provide(Layer.succeed(SandboxProvider, provider)))
+
+      const good = yield* run("remote")
+      const [, , virtualPath] = SAVED.exec(M.text(resultOf(good.state.messages, "remote")).split("\n")[0]!)!
+      assert.strictEqual(files.get(virtualPath!), lines(400))
+
+      corrupt = true
+      const bad = yield* run("flaky")
+      // Saved incompletely: no path is given; the result is small enough to stay whole.
+      assert.strictEqual(M.text(resultOf(bad.state.messages, "flaky")), lines(400))
+    }).pipe(H.withStore))
+})
