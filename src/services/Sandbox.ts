@@ -1,7 +1,9 @@
 /**
  * The sandbox port. A thread's sandbox is where the model's files live and its commands run. The model sees
  * only virtual paths (`/mnt/user-data/{workspace,uploads,outputs}`, `/mnt/skills`); the sandbox maps them to
- * host directories and back, and refuses anything that would leave them.
+ * host directories and back, and refuses anything that would leave them. Every file operation of the port
+ * takes a virtual path and reports failures with virtual paths only, so tools built on it never show the
+ * model a host path.
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -41,6 +43,8 @@ export const threadPaths = (home: string, userId: string, threadId: string): Thr
 /** Why a sandbox operation failed. */
 export const SandboxErrorReason = Schema.Literal(
   "path_escape",
+  "read_only",
+  "invalid_id",
   "not_found",
   "permission",
   "is_directory",
@@ -61,32 +65,100 @@ export class SandboxError extends Schema.TaggedError<SandboxError>()("SandboxErr
   cause: Schema.optional(Schema.Defect)
 }) {}
 
+/** Options of one command. */
+export interface ExecOptions {
+  /** A shorter timeout than the configured one (`sandbox.bash_command_timeout`); a longer one is capped. */
+  readonly timeoutMs?: number
+  /** Extra environment variables for this command. */
+  readonly env?: Readonly<Record<string, string>>
+  /** Overrides `sandbox.bash_output_max_chars` (0 = unlimited). */
+  readonly maxOutputChars?: number
+}
+
 /** The outcome of a command. */
 export interface ExecResult {
-  /** stdout and stderr interleaved as the process wrote them, host paths masked. */
+  /**
+   * stdout and stderr interleaved as the process wrote them, host paths masked, and middle-truncated to the
+   * output cap with `\n... [middle truncated: {n} chars skipped] ...\n`.
+   */
   readonly output: string
+  /** The exit code; `null` when the process was killed by a signal (a timeout). */
   readonly exitCode: number | null
   readonly timedOut: boolean
+  /** The timeout that applied, in milliseconds. */
+  readonly timeoutMs: number
+}
+
+/** What a path is. */
+export interface FileInfo {
+  readonly kind: "file" | "directory" | "other"
+  /** Bytes, for files. */
+  readonly size: number
+}
+
+/** One entry found by `walk`. */
+export interface WalkEntry {
+  /** The entry's virtual path. */
+  readonly path: string
+  /** The path relative to the walked directory, `/`-separated. */
+  readonly relative: string
+  readonly kind: "file" | "directory"
+  /** 1 for direct children. */
+  readonly depth: number
+}
+
+/** Options of `walk`. */
+export interface WalkOptions {
+  /** How deep to go (1 = direct children only). Unlimited by default. */
+  readonly maxDepth?: number
+  /** Stop after this many entries (then `truncated` is true). */
+  readonly maxEntries?: number
+  /** Entries to leave out (and not descend into), by name. */
+  readonly skip?: (name: string, kind: "file" | "directory") => boolean
+}
+
+/** What `walk` found, in depth-first order with sorted siblings. */
+export interface WalkResult {
+  readonly entries: ReadonlyArray<WalkEntry>
+  readonly truncated: boolean
 }
 
 /** One thread's sandbox. Every path argument is a virtual path. */
 export interface Sandbox {
   readonly id: string
   readonly threadId: string
+  readonly userId: string
   readonly paths: ThreadPaths
   /** Whether this sandbox's files are the thread's host directories (true for the local sandbox). */
   readonly usesThreadDataMounts: boolean
-  /** Maps a virtual path to a host path, refusing escapes; `write` also refuses read-only mounts. */
+  /**
+   * Maps a virtual path to a host path, refusing escapes (`..`, encoded separators, NUL bytes, paths outside
+   * the virtual roots, symlinks leading out of the thread's directories); `write` also refuses read-only
+   * mounts. The result is the real path (symlinks resolved). For the host side only: never show it.
+   */
   readonly resolve: (virtualPath: string, access: "read" | "write") => Effect.Effect<string, SandboxError>
   /** Replaces host paths in text with their virtual paths. */
   readonly mask: (text: string) => string
-  /** Runs a shell command in the workspace. */
-  readonly exec: (
-    command: string,
-    options?: { readonly timeoutMs?: number; readonly env?: Readonly<Record<string, string>> }
-  ) => Effect.Effect<ExecResult, SandboxError>
+  /** Runs a shell command in the workspace (isolated; see the provider for how). */
+  readonly exec: (command: string, options?: ExecOptions) => Effect.Effect<ExecResult, SandboxError>
+  /** Reads a UTF-8 text file; binary or non-UTF-8 content fails with reason `binary`. */
   readonly readText: (virtualPath: string) => Effect.Effect<string, SandboxError>
+  /** Writes (or appends to) a file, creating parent directories. */
   readonly writeText: (virtualPath: string, content: string, append?: boolean) => Effect.Effect<void, SandboxError>
+  /** Reads a file's bytes; files over `maxBytes` fail with reason `too_large` without being read. */
+  readonly readBytes: (virtualPath: string, maxBytes: number) => Effect.Effect<Uint8Array, SandboxError>
+  /** What a path is. */
+  readonly stat: (virtualPath: string) => Effect.Effect<FileInfo, SandboxError>
+  /**
+   * Lists a directory tree. Symlinks are reported as what they point to when that stays inside the
+   * thread's directories and skipped otherwise; symlinked directories are never descended into.
+   */
+  readonly walk: (virtualPath: string, options?: WalkOptions) => Effect.Effect<WalkResult, SandboxError>
+  /** Runs `effect` holding the lock of one file (process-wide), so writes to a file never interleave. */
+  readonly withFileLock: <A, E, R>(
+    virtualPath: string,
+    effect: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | SandboxError, R>
 }
 
 /** Hands out per-thread sandboxes. App-level: built once per process. */

@@ -1,0 +1,609 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as SandboxTools from "../../src/layers/SandboxTools.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
+import type { SandboxConfig } from "../../src/services/AppConfig.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import { RunContext } from "../../src/services/RunContext.js"
+import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import { ToolService } from "../../src/services/ToolService.js"
+import type { JsonObject } from "../../src/state/Message.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// The real tools over a temp data directory.
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) Fs.rmSync(dir, { recursive: true, force: true })
+})
+const tempDir = (prefix: string) => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
+  dirs.push(dir)
+  return dir
+}
+
+const runContext = (threadId: string, userId: string) =>
+  RunContext.of({
+    threadId,
+    runId: "r1",
+    userId,
+    options: { recursionLimit: 100, toolConcurrency: 4 },
+    stopReason: Effect.succeed(undefined),
+    setStopReason: () => Effect.void
+  })
+
+const setup = (options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; skills?: string } = {}) => {
+  const home = tempDir("antler-tools-")
+  const base = defaults()
+  const app = AppConfigService.of({
+    config: {
+      ...base,
+      sandbox: { ...base.sandbox, ...options.sandbox },
+      skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills }
+    },
+    source: undefined,
+    home,
+    ignored: []
+  })
+  const provider = LocalSandbox.make(app, { bwrap: "off" })
+  type Needs = SandboxProvider | AppConfigService | RunContext
+  const provide = <A, E>(effect: Effect.Effect<A, E, Needs>, threadId = "t1") =>
+    effect.pipe(
+      Effect.provideService(SandboxProvider, provider),
+      Effect.provideService(AppConfigService, app),
+      Effect.provideService(RunContext, runContext(threadId, "u1"))
+    )
+  const call = (name: string, args: JsonObject, threadId = "t1") =>
+    provide(
+      Effect.flatMap(SandboxTools.tools({ vision: options.vision ?? true }), (tools) =>
+        Toolkit.make(tools).call({ id: `call-${name}`, name, args })),
+      threadId
+    ).pipe(
+      Effect.map((result) => ({
+        text: String(result.message.content),
+        status: result.message.status,
+        update: result.update
+      }))
+    )
+  const paths = threadPaths(home, "u1", "t1")
+  const write = (relative: string, content: string | Uint8Array, root = paths.workspace) => {
+    const file = Path.join(root, relative)
+    Fs.mkdirSync(Path.dirname(file), { recursive: true })
+    Fs.writeFileSync(file, content)
+    return file
+  }
+  return { home, app, provider, call, provide, paths, write }
+}
+
+/** A sandbox whose directories exist (the first call acquires it). */
+const ready = (options: Parameters<typeof setup>[0] = {}) =>
+  Effect.gen(function*() {
+    const env = setup(options)
+    yield* env.call("ls", { description: "init", path: "/mnt/user-data/workspace" })
+    return env
+  })
+
+const W = "/mnt/user-data/workspace"
+const O = "/mnt/user-data/outputs"
+
+type Call = ReturnType<typeof setup>["call"]
+const replace = (call: Call, file: string, old_str: string, new_str: string, extra: JsonObject = {}) =>
+  call("str_replace", { description: "x", path: `${W}/${file}`, old_str, new_str, ...extra })
+
+// ---------------------------------------------------------------------------------------------------------
+
+describe("tool list and schemas", () => {
+  it.effect("offers view_image only for vision models, bash unless switched off, in a stable order", () =>
+    Effect.gen(function*() {
+      const { provide } = setup()
+      const names = (options: SandboxTools.Options) =>
+        provide(Effect.map(SandboxTools.tools(options), (tools) => tools.map((t) => t.name)))
+      assert.deepStrictEqual(yield* names({ vision: false }), [
+        "bash",
+        "ls",
+        "read_file",
+        "write_file",
+        "str_replace",
+        "glob",
+        "grep",
+        "present_files"
+      ])
+      assert.deepStrictEqual((yield* names({ vision: true })).slice(-1), ["view_image"])
+      assert.notInclude(yield* names({ vision: false, bash: false }), "bash")
+      assert.deepStrictEqual(yield* names({ vision: true }), [...SandboxTools.toolNames({ vision: true })])
+    }))
+
+  it.effect("every argument is described, and the sandbox tools take `description` first", () =>
+    Effect.gen(function*() {
+      const { provide } = setup()
+      const service = yield* provide(
+        Effect.map(SandboxTools.tools({ vision: true }), Toolkit.make)
+      )
+      for (const definition of service.definitions) {
+        const properties = definition.parameters.properties as Record<string, { description?: string }>
+        for (const [field, schema] of Object.entries(properties)) {
+          assert.isString(schema.description, `${definition.name}.${field} has no description`)
+        }
+        if (!["present_files", "view_image"].includes(definition.name)) {
+          assert.strictEqual(Object.keys(properties)[0], "description", definition.name)
+          assert.include(definition.parameters.required as Array<string>, "description")
+        }
+      }
+    }))
+
+  it.effect("the layer is a ToolService that answers unknown tools and bad arguments readably", () =>
+    Effect.gen(function*() {
+      const { provider, app } = setup()
+      const result = yield* Effect.gen(function*() {
+        const tools = yield* ToolService
+        const unknown = yield* tools.call({ id: "c1", name: "rm_rf", args: {} })
+        const bad = yield* tools.call({ id: "c2", name: "read_file", args: { description: "x", path: 42 } })
+        return { unknown: String(unknown.message.content), bad: String(bad.message.content) }
+      }).pipe(
+        Effect.provide(SandboxTools.layer({ vision: false }).pipe(
+          Layer.provide(Layer.succeed(SandboxProvider, provider)),
+          Layer.provide(Layer.succeed(AppConfigService, app)),
+          Layer.provide(Layer.succeed(RunContext, runContext("t1", "u1")))
+        ))
+      )
+      assert.isTrue(result.unknown.startsWith("Error: Tool 'rm_rf' does not exist"))
+      assert.isTrue(result.bad.startsWith("Error: Invalid arguments for tool 'read_file'"))
+      assert.include(result.bad, "path")
+    }))
+
+  it.effect("acquires the run's thread sandbox lazily: the first call creates the thread's directories", () =>
+    Effect.gen(function*() {
+      const { call, paths } = setup()
+      assert.isFalse(Fs.existsSync(paths.workspace))
+      const result = yield* call("write_file", { description: "x", path: `${O}/a.txt`, content: "A" })
+      assert.strictEqual(result.text, "OK")
+      for (const dir of [paths.workspace, paths.uploads, paths.outputs]) assert.isTrue(Fs.statSync(dir).isDirectory())
+      assert.strictEqual(Fs.readFileSync(Path.join(paths.outputs, "a.txt"), "utf8"), "A")
+    }))
+
+  it.effect("refuses a run whose thread id is not a safe path segment", () =>
+    Effect.gen(function*() {
+      const { call } = setup()
+      const result = yield* call("ls", { description: "x", path: W }, "../escape")
+      assert.isTrue(result.text.startsWith("Error: Invalid thread id"))
+    }))
+})
+
+describe("read_file", () => {
+  it.effect("reads a whole file, or a 1-based inclusive line range with line endings stripped", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("f.txt", "one\r\ntwo\nthree\nfour\n")
+      const read = (args: JsonObject) =>
+        Effect.map(call("read_file", { description: "x", path: `${W}/f.txt`, ...args }), (r) => r.text)
+      assert.strictEqual(yield* read({}), "one\r\ntwo\nthree\nfour\n")
+      assert.strictEqual(yield* read({ start_line: 2, end_line: 3 }), "two\nthree")
+      assert.strictEqual(yield* read({ start_line: 3 }), "three\nfour")
+      assert.strictEqual(yield* read({ end_line: 1 }), "one")
+      assert.strictEqual(yield* read({ start_line: 4, end_line: 99 }), "four")
+      assert.strictEqual(yield* read({ start_line: 2, end_line: null }), "two\nthree\nfour")
+    }))
+
+  it.effect("explains bad ranges as errors", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("f.txt", "a\nb\nc\n")
+      const read = (args: JsonObject) => call("read_file", { description: "x", path: `${W}/f.txt`, ...args })
+      const cases: Array<[JsonObject, string]> = [
+        [{ start_line: 0 }, "Error: start_line must be >= 1"],
+        [{ end_line: 0 }, "Error: end_line must be >= 1"],
+        [{ start_line: 3, end_line: 2 }, "Error: start_line (3) is after end_line (2)"],
+        [{ start_line: 4 }, "Error: start_line 4 is past the end of the file (3 lines)"]
+      ]
+      for (const [args, expected] of cases) {
+        const result = yield* read(args)
+        assert.isTrue(result.text.startsWith(expected), `${JSON.stringify(args)}: ${result.text}`)
+        assert.strictEqual(result.status, "error")
+      }
+      const decimal = yield* read({ start_line: 1.5 })
+      assert.isTrue(decimal.text.startsWith("Error: Invalid arguments for tool 'read_file'"))
+    }))
+
+  it.effect("says (empty) for an empty file", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("empty.txt", "")
+      assert.strictEqual((yield* call("read_file", { description: "x", path: `${W}/empty.txt` })).text, "(empty)")
+      assert.strictEqual(
+        (yield* call("read_file", { description: "x", path: `${W}/empty.txt`, start_line: 1 })).text,
+        "(empty)"
+      )
+    }))
+
+  it.effect("head-truncates output over read_file_output_max_chars with the range hint", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready({ sandbox: { read_file_output_max_chars: 500 } })
+      const content = Array.from({ length: 400 }, (_, i) => `row ${i}`).join("\n")
+      write("big.txt", content)
+      const { text } = yield* call("read_file", { description: "x", path: `${W}/big.txt` })
+      assert.isAtMost(text.length, 500)
+      const marker = String.raw`\n\.\.\. \[truncated: showing first (\d+) of (\d+) chars\. ` +
+        String.raw`Use start_line/end_line to read a specific range\] \.\.\.$`
+      const match = new RegExp(marker).exec(text)
+      assert.isNotNull(match)
+      assert.strictEqual(Number(match![2]), content.length)
+      assert.strictEqual(text.slice(0, Number(match![1])), content.slice(0, Number(match![1])))
+    }))
+
+  it.effect("reports missing files, directories and binary files readably", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      write("bin.dat", new Uint8Array([0x89, 0x00, 0xff, 0x10]))
+      write("latin1.txt", new Uint8Array([0x63, 0x61, 0x66, 0xe9]))
+      Fs.mkdirSync(Path.join(paths.workspace, "dir"), { recursive: true })
+      const read = (path: string) => Effect.map(call("read_file", { description: "x", path }), (r) => r.text)
+      assert.strictEqual(yield* read(`${W}/nope.txt`), `Error: File not found: ${W}/nope.txt`)
+      assert.strictEqual(yield* read(`${W}/dir`), `Error: Path is a directory, not a file: ${W}/dir`)
+      for (const file of ["bin.dat", "latin1.txt"]) {
+        const text = yield* read(`${W}/${file}`)
+        assert.isTrue(text.startsWith(`Error: Cannot read ${W}/${file} as text`), text)
+        assert.include(text, "view_image")
+      }
+    }))
+})
+
+describe("write_file", () => {
+  it.effect("writes, creates parent directories, overwrites and appends", () =>
+    Effect.gen(function*() {
+      const { call, paths } = yield* ready()
+      const file = Path.join(paths.workspace, "deep/er/f.md")
+      const first = yield* call("write_file", { description: "x", path: `${W}/deep/er/f.md`, content: "first\n" })
+      assert.strictEqual(first.text, "OK")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "first\n")
+      yield* call("write_file", { description: "x", path: `${W}/deep/er/f.md`, content: "second\n", append: true })
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "first\nsecond\n")
+      yield* call("write_file", { description: "x", path: `${W}/deep/er/f.md`, content: "new" })
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "new")
+    }))
+
+  it.effect("refuses a single write over write_file_max_bytes with guidance, but allows appends in chunks", () =>
+    Effect.gen(function*() {
+      const { call, paths } = yield* ready({ sandbox: { write_file_max_bytes: 1000 } })
+      const big = "é".repeat(600) // 1200 bytes in UTF-8, 600 chars
+      const refused = yield* call("write_file", { description: "x", path: `${W}/big.txt`, content: big })
+      assert.isTrue(refused.text.startsWith("Error: The content is 1200 bytes, over the 1000-byte limit"))
+      assert.include(refused.text, "append=true")
+      assert.include(refused.text, "str_replace")
+      assert.isFalse(Fs.existsSync(Path.join(paths.workspace, "big.txt")))
+      const appended = yield* call("write_file", { description: "x", path: `${W}/big.txt`, content: big, append: true })
+      assert.strictEqual(appended.text, "OK")
+      assert.strictEqual(Fs.readFileSync(Path.join(paths.workspace, "big.txt"), "utf8"), big)
+    }))
+
+  it.effect("a cap of 0 disables the limit; the default limit is 80 KB", () =>
+    Effect.gen(function*() {
+      const unlimited = yield* ready({ sandbox: { write_file_max_bytes: 0 } })
+      const huge = "x".repeat(200 * 1024)
+      const written = yield* unlimited.call("write_file", { description: "x", path: `${W}/h.txt`, content: huge })
+      assert.strictEqual(written.text, "OK")
+      const standard = yield* ready()
+      const write = (path: string, bytes: number) =>
+        standard.call("write_file", { description: "x", path: `${W}/${path}`, content: "x".repeat(bytes) })
+      assert.strictEqual((yield* write("ok.txt", 80 * 1024)).text, "OK")
+      const over = yield* write("no.txt", 80 * 1024 + 1)
+      assert.isTrue(over.text.startsWith("Error: The content is 81921 bytes, over the 81920-byte limit"))
+    }))
+
+  it.effect("refuses to write a directory", () =>
+    Effect.gen(function*() {
+      const { call } = yield* ready()
+      yield* call("write_file", { description: "x", path: `${W}/d/f`, content: "x" })
+      const write = (path: string) =>
+        Effect.map(call("write_file", { description: "x", path, content: "x" }), (r) => r.text)
+      assert.strictEqual(yield* write(`${W}/d`), `Error: Path is a directory, not a file: ${W}/d`)
+      assert.isTrue((yield* write(W)).startsWith("Error: Path is a directory"))
+    }))
+
+  it.effect("concurrent appends to one file are serialised (none lost or interleaved)", () =>
+    Effect.gen(function*() {
+      const { call, paths } = yield* ready()
+      const lines = Array.from({ length: 40 }, (_, i) => `line-${i}-${"z".repeat(2000)}\n`)
+      yield* Effect.forEach(
+        lines,
+        (content) => call("write_file", { description: "x", path: `${W}/log.txt`, content, append: true }),
+        { concurrency: "unbounded" }
+      )
+      const written = Fs.readFileSync(Path.join(paths.workspace, "log.txt"), "utf8").split("\n").filter((l) => l !== "")
+      assert.strictEqual(written.length, 40)
+      assert.deepStrictEqual([...written].sort(), lines.map((l) => l.trimEnd()).sort())
+    }))
+})
+
+describe("str_replace", () => {
+  it.effect("replaces a unique occurrence literally ($ patterns are not special)", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      const file = write("code.ts", "const a = 1\nconst b = 2\n")
+      const result = yield* replace(call, "code.ts", "const b = 2", "const b = '$&$1'")
+      assert.strictEqual(result.text, "OK")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "const a = 1\nconst b = '$&$1'\n")
+    }))
+
+  it.effect("fails when the text is absent, naming the file", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("code.ts", "abc")
+      const result = yield* replace(call, "code.ts", "xyz", "q")
+      assert.strictEqual(result.text, `Error: String to replace not found in file: ${W}/code.ts`)
+      assert.strictEqual(result.status, "error")
+    }))
+
+  it.effect("fails when the text is not unique, says how many matches, and changes nothing", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      const file = write("dup.txt", "x = 1\nx = 1\nx = 1\n")
+      const result = yield* replace(call, "dup.txt", "x = 1", "x = 2")
+      assert.isTrue(result.text.startsWith(`Error: old_str occurs 3 times in ${W}/dup.txt`))
+      assert.include(result.text, "replace_all=true")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "x = 1\nx = 1\nx = 1\n")
+      const all = yield* replace(call, "dup.txt", "x = 1", "x = 2", { replace_all: true })
+      assert.strictEqual(all.text, "OK (replaced 3 occurrences)")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "x = 2\nx = 2\nx = 2\n")
+    }))
+
+  it.effect("refuses an empty old_str and a missing file", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("a.txt", "abc")
+      assert.isTrue((yield* replace(call, "a.txt", "", "q")).text.startsWith("Error: old_str is empty"))
+      assert.strictEqual((yield* replace(call, "none.txt", "a", "b")).text, `Error: File not found: ${W}/none.txt`)
+    }))
+
+  it.effect("concurrent edits of one file are serialised: no edit is lost", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      const markers = Array.from({ length: 30 }, (_, i) => `<slot-${i}>`)
+      const file = write("many.txt", markers.join("\n") + "\n" + "padding ".repeat(20_000))
+      const results = yield* Effect.forEach(
+        markers,
+        (marker, i) => replace(call, "many.txt", marker, `done-${i}`),
+        { concurrency: "unbounded" }
+      )
+      assert.isTrue(results.every((r) => r.text === "OK"))
+      const content = Fs.readFileSync(file, "utf8")
+      for (let i = 0; i < markers.length; i++) assert.include(content, `done-${i}\n`)
+      assert.notInclude(content, "<slot-")
+    }))
+})
+
+describe("ls", () => {
+  it.effect("lists two levels, directories with a trailing slash, sorted, junk left out", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("b.txt", "")
+      write("a/one.md", "")
+      write("a/deeper/hidden.md", "")
+      write("node_modules/pkg/index.js", "")
+      write(".git/HEAD", "")
+      write("run.log", "")
+      write("src/__pycache__/m.pyc", "")
+      write("src/main.py", "")
+      const { text } = yield* call("ls", { description: "x", path: W })
+      assert.strictEqual(
+        text,
+        [`${W}/a/`, `${W}/a/deeper/`, `${W}/a/one.md`, `${W}/b.txt`, `${W}/src/`, `${W}/src/main.py`].join("\n")
+      )
+    }))
+
+  it.effect("says (empty) for an empty directory and reports missing ones", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("f.txt", "x")
+      assert.strictEqual((yield* call("ls", { description: "x", path: O })).text, "(empty)")
+      const ls = (path: string) => Effect.map(call("ls", { description: "x", path }), (r) => r.text)
+      assert.strictEqual(yield* ls(`${W}/nope`), `Error: Directory not found: ${W}/nope`)
+      assert.strictEqual(yield* ls(`${W}/f.txt`), `Error: Not a directory: ${W}/f.txt`)
+    }))
+
+  it.effect("head-truncates long listings over ls_output_max_chars", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready({ sandbox: { ls_output_max_chars: 400 } })
+      for (let i = 0; i < 50; i++) write(`file-${String(i).padStart(2, "0")}.txt`, "")
+      const { text } = yield* call("ls", { description: "x", path: W })
+      assert.isAtMost(text.length, 400)
+      assert.isTrue(text.startsWith(`${W}/file-00.txt\n${W}/file-01.txt`))
+      assert.match(
+        text,
+        /\n\.\.\. \[truncated: showing first \d+ of \d+ chars\. Use a more specific path to see fewer results\] \.\.\.$/
+      )
+    }))
+
+  it.effect("shows symlinks that stay inside and skips those that leave", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      const outside = tempDir("antler-outside-")
+      write("real.txt", "x")
+      Fs.symlinkSync(Path.join(paths.workspace, "real.txt"), Path.join(paths.workspace, "inside-link"))
+      Fs.symlinkSync(outside, Path.join(paths.workspace, "outside-link"))
+      const { text } = yield* call("ls", { description: "x", path: W })
+      assert.strictEqual(text, `${W}/inside-link\n${W}/real.txt`)
+    }))
+})
+
+describe("glob", () => {
+  const tree = (write: (p: string, c: string) => string) => {
+    write("main.py", "")
+    write("src/app.py", "")
+    write("src/util/helpers.py", "")
+    write("src/readme.md", "")
+    write("docs/guide.md", "")
+    write("node_modules/x/skip.py", "")
+  }
+
+  it.effect("matches names at any depth without '/', paths relative to the root with '/', and skips junk", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      tree(write)
+      const glob = (pattern: string, extra: JsonObject = {}) =>
+        Effect.map(call("glob", { description: "x", pattern, path: W, ...extra }), (r) => r.text)
+      assert.strictEqual(
+        yield* glob("*.py"),
+        [`Found 3 paths under ${W}`, `1. ${W}/main.py`, `2. ${W}/src/app.py`, `3. ${W}/src/util/helpers.py`].join("\n")
+      )
+      assert.strictEqual(yield* glob("src/*.py"), [`Found 1 paths under ${W}`, `1. ${W}/src/app.py`].join("\n"))
+      assert.strictEqual(
+        yield* glob("**/*.{md,txt}"),
+        [`Found 2 paths under ${W}`, `1. ${W}/docs/guide.md`, `2. ${W}/src/readme.md`].join("\n")
+      )
+      assert.strictEqual(
+        yield* glob("src/util", { include_dirs: true }),
+        [`Found 1 paths under ${W}`, `1. ${W}/src/util/`].join("\n")
+      )
+      assert.strictEqual(yield* glob("*.rs"), `No files matched under ${W}`)
+    }))
+
+  it.effect("caps results (min of requested and 1000) and says the list was truncated", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      for (let i = 0; i < 12; i++) write(`f${String(i).padStart(2, "0")}.txt`, "")
+      const { text } = yield* call("glob", { description: "x", pattern: "*.txt", path: W, max_results: 5 })
+      const lines = text.split("\n")
+      assert.strictEqual(lines[0], `Found 12 paths under ${W} (showing first 5)`)
+      assert.strictEqual(lines.length, 7)
+      assert.strictEqual(lines[5], `5. ${W}/f04.txt`)
+      assert.isTrue(lines[6]!.startsWith("Results truncated."))
+      const zero = yield* call("glob", { description: "x", pattern: "*.txt", path: W, max_results: 0 })
+      assert.strictEqual(zero.text.split("\n")[0], `Found 12 paths under ${W}`)
+    }))
+
+  it("clampMax follows SPEC: <=0 means default, then clamp to [1, upper]", () => {
+    assert.strictEqual(SandboxTools.clampMax(undefined, 200, 1000), 200)
+    assert.strictEqual(SandboxTools.clampMax(0, 200, 1000), 200)
+    assert.strictEqual(SandboxTools.clampMax(-3, 100, 500), 100)
+    assert.strictEqual(SandboxTools.clampMax(5000, 200, 1000), 1000)
+    assert.strictEqual(SandboxTools.clampMax(7, 200, 1000), 7)
+  })
+})
+
+describe("grep", () => {
+  it.effect("prints path:line: text, case-insensitive by default, and honours glob and case_sensitive", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("a.py", "import os\nTODO: fix\nprint(1)\n")
+      write("notes/b.md", "nothing\ntodo later\n")
+      write("node_modules/c.js", "TODO junk\n")
+      const grep = (args: JsonObject) => Effect.map(call("grep", { description: "x", path: W, ...args }), (r) => r.text)
+      assert.strictEqual(
+        yield* grep({ pattern: "todo" }),
+        [`Found 2 matches under ${W}`, `${W}/a.py:2: TODO: fix`, `${W}/notes/b.md:2: todo later`].join("\n")
+      )
+      const one = (line: string) => [`Found 1 matches under ${W}`, line].join("\n")
+      assert.strictEqual(yield* grep({ pattern: "TODO", case_sensitive: true }), one(`${W}/a.py:2: TODO: fix`))
+      assert.strictEqual(yield* grep({ pattern: "todo", glob: "*.md" }), one(`${W}/notes/b.md:2: todo later`))
+      assert.strictEqual(yield* grep({ pattern: "print(1)", literal: true }), one(`${W}/a.py:3: print(1)`))
+      assert.strictEqual(yield* grep({ pattern: "^import \\w+$" }), one(`${W}/a.py:1: import os`))
+      assert.strictEqual(yield* grep({ pattern: "absent" }), `No matches found under ${W}`)
+      assert.strictEqual(
+        yield* grep({ pattern: "todo", path: `${W}/notes/b.md` }),
+        [`Found 1 matches under ${W}/notes/b.md`, `${W}/notes/b.md:2: todo later`].join("\n")
+      )
+    }))
+
+  it.effect("rejects an invalid regex, skips binary files, and caps results", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("bin.dat", new Uint8Array([0x68, 0x69, 0x00, 0x68, 0x69]))
+      write("many.txt", Array.from({ length: 30 }, (_, i) => `hit ${i}`).join("\n"))
+      const invalid = yield* call("grep", { description: "x", path: W, pattern: "(unclosed" })
+      assert.isTrue(invalid.text.startsWith("Error: Invalid regex pattern:"))
+      const { text } = yield* call("grep", { description: "x", path: W, pattern: "hi", max_results: 10 })
+      const lines = text.split("\n")
+      assert.strictEqual(lines[0], `Found 30 matches under ${W} (showing first 10)`)
+      assert.strictEqual(lines.length, 12)
+      assert.isTrue(lines.slice(1, 11).every((l) => l.startsWith(`${W}/many.txt:`)))
+      assert.isTrue(lines[11]!.startsWith("Results truncated."))
+    }))
+})
+
+describe("present_files", () => {
+  it.effect("presents files in outputs as artifacts (normalised, de-duplicated)", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      write("report.md", "# r", paths.outputs)
+      write("charts/c.png", "png", paths.outputs)
+      const result = yield* call("present_files", {
+        filepaths: [`${O}/report.md`, `${O}//charts/./c.png`, `${O}/report.md`, Path.join(paths.outputs, "report.md")]
+      })
+      assert.strictEqual(result.status, "success")
+      assert.deepStrictEqual(result.update, { artifacts: [`${O}/report.md`, `${O}/charts/c.png`] })
+      assert.notInclude(result.text, paths.outputs)
+    }))
+
+  it.effect("refuses the whole call when any file is outside outputs or missing", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      write("ok.md", "x", paths.outputs)
+      write("draft.md", "x")
+      const outside = yield* call("present_files", { filepaths: [`${O}/ok.md`, `${W}/draft.md`] })
+      assert.strictEqual(outside.text, `Error: Only files in ${O} can be presented: ${W}/draft.md`)
+      assert.isUndefined(outside.update)
+      const missing = yield* call("present_files", { filepaths: [`${O}/ok.md`, `${O}/gone.md`] })
+      assert.strictEqual(missing.text, `Error: File not found: ${O}/gone.md`)
+      assert.isUndefined(missing.update)
+      const dir = yield* call("present_files", { filepaths: [O] })
+      assert.isTrue(dir.text.startsWith("Error: Only files in"))
+    }))
+})
+
+describe("view_image", () => {
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52])
+  const jpeg = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46])
+
+  it.effect("loads a real image and records it in viewed_images", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      write("pic.png", png, paths.uploads)
+      const result = yield* call("view_image", { image_path: "/mnt/user-data/uploads/pic.png" })
+      assert.strictEqual(result.status, "success")
+      assert.deepStrictEqual(result.update, {
+        viewed_images: {
+          "/mnt/user-data/uploads/pic.png": {
+            mime_type: "image/png",
+            size: png.length,
+            actual_path: Fs.realpathSync(Path.join(paths.uploads, "pic.png"))
+          }
+        }
+      })
+      assert.notInclude(result.text, paths.uploads)
+    }))
+
+  it.effect("checks extension, magic bytes, size and location", () =>
+    Effect.gen(function*() {
+      const { call, write, paths } = yield* ready()
+      write("fake.png", jpeg)
+      write("text.jpg", "not an image")
+      write("pic.bmp", png)
+      const big = Path.join(paths.workspace, "huge.png")
+      Fs.writeFileSync(big, png)
+      Fs.truncateSync(big, 20 * 1024 * 1024 + 1)
+      const view = (image_path: string) => Effect.map(call("view_image", { image_path }), (r) => r.text)
+      assert.strictEqual(
+        yield* view(`${W}/fake.png`),
+        `Error: ${W}/fake.png is not a valid PNG image (its content is image/jpeg).`
+      )
+      assert.isTrue((yield* view(`${W}/text.jpg`)).startsWith(`Error: ${W}/text.jpg is not a valid JPG image`))
+      assert.isTrue((yield* view(`${W}/pic.bmp`)).startsWith("Error: Unsupported image type '.bmp'"))
+      const huge = yield* view(`${W}/huge.png`)
+      assert.isTrue(huge.startsWith(`Error: Image too large: ${W}/huge.png is 20971521 bytes`))
+      assert.isTrue((yield* view("/mnt/skills/x.png")).startsWith("Error: Images can only be viewed from"))
+      assert.strictEqual(yield* view(`${W}/none.png`), `Error: File not found: ${W}/none.png`)
+    }))
+
+  it("sniffs the four accepted formats", () => {
+    assert.strictEqual(SandboxTools.sniffImage(png), "image/png")
+    assert.strictEqual(SandboxTools.sniffImage(jpeg), "image/jpeg")
+    assert.strictEqual(SandboxTools.sniffImage(new TextEncoder().encode("GIF89a....")), "image/gif")
+    assert.strictEqual(SandboxTools.sniffImage(new TextEncoder().encode("RIFF\0\0\0\0WEBPVP8 ")), "image/webp")
+    assert.isUndefined(SandboxTools.sniffImage(new TextEncoder().encode("<svg></svg>")))
+  })
+})
