@@ -32,12 +32,19 @@ export const make = <A, I>(spec: {
 }): Tool<A> => spec
 
 const definitions = new WeakMap<Tool, ToolDefinition>()
+// Tools are often rebuilt per run around the same argument schemas: cache the (costly) JSON Schema by schema.
+const jsonSchemas = new WeakMap<object, JsonObject>()
 
 /** The definition the model sees: name, description, and the arguments' JSON Schema. */
 export const definition = (tool: Tool): ToolDefinition => {
   let def = definitions.get(tool)
   if (def === undefined) {
-    const { $schema: _, ...parameters } = JSONSchema.make(tool.parameters) as unknown as JsonObject
+    let parameters = jsonSchemas.get(tool.parameters)
+    if (parameters === undefined) {
+      const { $schema: _, ...rest } = JSONSchema.make(tool.parameters) as unknown as JsonObject
+      parameters = rest
+      jsonSchemas.set(tool.parameters, parameters)
+    }
     def = { name: tool.name, description: tool.description, parameters }
     definitions.set(tool, def)
   }
