@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const root = path.join(here, "..")
+const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
 const profile = (process.env.BENCH_PROFILE ?? "default") as "quick" | "default"
 const only = process.argv.slice(2)
 
@@ -37,7 +37,7 @@ for (const c of configs) jobs.push({ id: `w2grow/${name(c)}`, job: { kind: "w2gr
 for (const c of configs) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
-jobs.push({ id: "summarization-check", job: null, script: "summarization-check.ts" })
+jobs.push({ id: "summarization-check", job: null, script: "summarization-check.js" })
 
 const selected = only.length ? jobs.filter((j) => only.some((o) => j.id.startsWith(o))) : jobs
 const version = (pkg: string) => {
@@ -54,9 +54,10 @@ const results: Record<string, any> = {}
 for (const spec of selected) {
   const started = Date.now()
   process.stderr.write(`[bench] ${spec.id} ... `)
+  // compiled by `npm run bench` (tsc -p tsconfig.bench.json): the workers run plain JavaScript, as users do
   const args = spec.script
-    ? ["--expose-gc", "--import", "tsx", path.join(here, spec.script)]
-    : ["--expose-gc", "--import", "tsx", path.join(here, "worker.ts"), JSON.stringify(spec.job)]
+    ? ["--expose-gc", path.join(here, spec.script)]
+    : ["--expose-gc", path.join(here, "worker.js"), JSON.stringify(spec.job)]
   const r = spawnSync(process.execPath, args, { cwd: root, env: process.env, encoding: "utf8", maxBuffer: 64 << 20 })
   const secs = ((Date.now() - started) / 1000).toFixed(1)
   if (r.status !== 0) {
