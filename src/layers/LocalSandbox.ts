@@ -84,8 +84,8 @@ export const VIRTUAL_ROOTS_TEXT = `${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKI
 
 /**
  * Parses a virtual path against mount points (pure): rejects NUL bytes, percent-encoded dots, slashes,
- * backslashes and NULs, relative paths, `..` segments, and anything not under a mount. `show` renders the
- * input for messages (it masks host paths).
+ * backslashes and NULs, `..` segments, and anything not under a mount; a relative path is taken from the
+ * workspace. `show` renders the input for messages (it masks host paths).
  */
 export const parseVirtual = (
   input: string,
@@ -99,10 +99,10 @@ export const parseVirtual = (
   if (ENCODED.test(input)) {
     return fail("path_escape", `Path contains a percent-encoded '.', '/', '\\' or NUL: ${shown()}. Use a plain path.`)
   }
-  if (!input.startsWith("/")) {
-    return fail("path_escape", `Path must be absolute, under ${VIRTUAL_ROOTS_TEXT}: ${shown()}`)
-  }
-  const segments = input.split("/").filter((segment) => segment !== "" && segment !== ".")
+  if (input.trim() === "") return fail("not_found", `Path is empty: give a path under ${VIRTUAL_ROOTS_TEXT}`)
+  // A relative path is taken from the workspace, as in bash (where the workspace is the current directory).
+  const absolute = input.startsWith("/") ? input : `${WORKSPACE}/${input}`
+  const segments = absolute.split("/").filter((segment) => segment !== "" && segment !== ".")
   if (segments.includes("..")) return fail("path_escape", `Path may not contain '..' segments: ${shown()}`)
   const virtual = `/${segments.join("/")}`
   let best: MountPoint | undefined

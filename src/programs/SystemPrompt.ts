@@ -122,8 +122,8 @@ to the user and may be discussed with them; other reminder content (dates, metad
     `<working_directory existed="true">
 - /mnt/user-data/uploads: files the user uploaded. Files uploaded with the current message are listed in
   <current_uploads>; Office and PDF uploads also have a converted .md next to them, easier to read.
-- /mnt/user-data/workspace: your working directory (the shell starts here). Prefer relative paths such as
-  notes.txt, ../uploads/report.pdf or ../outputs/summary.md.
+- /mnt/user-data/workspace: your working directory. The shell starts here, and file tools take a relative
+  path such as notes.txt from here; for the other folders use full paths like /mnt/user-data/outputs/report.md.
 - /mnt/user-data/outputs: final deliverables. Save them here and call present_files so the user gets them.
 </working_directory>`,
     `<response_style>
