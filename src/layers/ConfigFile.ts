@@ -1,0 +1,364 @@
+/**
+ * Loading `config.yaml` into `AppConfigService`: find the file, parse the YAML, interpolate `$VAR` /
+ * `${VAR}` from the environment, decode with `AppConfigSchema`, and list the keys Antler does not read.
+ * Every failure is one `ConfigError` that names the file and, per problem, where and what was expected.
+ */
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as AST from "effect/SchemaAST"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Yaml from "yaml"
+import type { AppConfig } from "../services/AppConfig.js"
+import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
+
+/** One problem in a config file: where (a dotted key path, or a line and column) and what. */
+export const ConfigIssue = Schema.Struct({
+  /** Dotted key path (`models[0].api_key`); empty for the whole file. */
+  path: Schema.String,
+  message: Schema.String,
+  line: Schema.optional(Schema.Number),
+  column: Schema.optional(Schema.Number)
+})
+export type ConfigIssue = typeof ConfigIssue.Type
+
+/** Renders an issue as `<file>: <path>: <message>` (`<file>:<line>:<column>: <message>` for syntax errors). */
+export const formatIssue = (file: string, issue: ConfigIssue): string =>
+  issue.line !== undefined
+    ? `${file}:${issue.line}:${issue.column ?? 1}: ${issue.message}`
+    : issue.path === ""
+    ? `${file}: ${issue.message}`
+    : `${file}: ${issue.path}: ${issue.message}`
+
+/** The configuration could not be loaded. */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  reason: Schema.Literal("not_found", "read", "syntax", "env", "schema"),
+  file: Schema.String,
+  issues: Schema.Array(ConfigIssue),
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message() {
+    return this.issues.map((issue) => formatIssue(this.file, issue)).join("\n")
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Key paths
+
+/** Appends a key to a dotted path: `a` + `b` → `a.b`, `a` + 0 → `a[0]`. */
+export const joinPath = (path: string, key: string | number | symbol): string =>
+  typeof key === "number" ? `${path}[${key}]` : path === "" ? String(key) : `${path}.${String(key)}`
+
+// ---------------------------------------------------------------------------------------------------------
+// YAML
+
+/** Parses YAML text. Syntax errors come back as issues with line and column. */
+export const parseYaml = (text: string): Either.Either<unknown, ReadonlyArray<ConfigIssue>> => {
+  const doc = Yaml.parseDocument(text, { merge: true, prettyErrors: true })
+  if (doc.errors.length > 0) {
+    return Either.left(doc.errors.map((error) => {
+      const pos = error.linePos?.[0]
+      const first = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")
+      return {
+        path: "",
+        message: `YAML syntax error: ${first}`,
+        ...(pos !== undefined ? { line: pos.line, column: pos.col } : {})
+      }
+    }))
+  }
+  try {
+    return Either.right(doc.toJS({ maxAliasCount: 1000 }))
+  } catch (error) {
+    return Either.left([{ path: "", message: `YAML error: ${error instanceof Error ? error.message : String(error)}` }])
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Environment interpolation
+
+const VARIABLE = /\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/**
+ * Replaces `$VAR` and `${VAR}` in every string value with the variable's value (`$$` is a literal `$`).
+ * Keys are never interpolated. Each unset variable is an issue naming the key path and the variable.
+ */
+export const interpolate = (
+  value: unknown,
+  lookup: (name: string) => string | undefined
+): Either.Either<unknown, ReadonlyArray<ConfigIssue>> => {
+  const issues: Array<ConfigIssue> = []
+  const walk = (node: unknown, path: string): unknown => {
+    if (typeof node === "string") {
+      if (!node.includes("$")) return node
+      return node.replace(VARIABLE, (match, braced: string | undefined, bare: string | undefined) => {
+        if (match === "$$") return "$"
+        const name = braced ?? bare!
+        if (!NAME.test(name)) {
+          issues.push({ path, message: `'${match}' is not a valid variable reference (write $$ for a literal $)` })
+          return match
+        }
+        const found = lookup(name)
+        if (found === undefined) {
+          issues.push({ path, message: `environment variable ${name} is not set (referenced as ${match})` })
+          return match
+        }
+        return found
+      })
+    }
+    if (Array.isArray(node)) return node.map((item, i) => walk(item, joinPath(path, i)))
+    if (isRecord(node)) {
+      const out: Record<string, unknown> = {}
+      for (const [key, item] of Object.entries(node)) out[key] = walk(item, joinPath(path, key))
+      return out
+    }
+    return node
+  }
+  const out = walk(value, "")
+  return issues.length > 0 ? Either.left(issues) : Either.right(out)
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+// ---------------------------------------------------------------------------------------------------------
+// Ignored keys
+
+interface Shape {
+  /** Known keys and the schemas of their values; `undefined` when the node is not a mapping. */
+  readonly keys: Map<string, Array<AST.AST>> | undefined
+  /** The mapping accepts any key (a record). */
+  readonly open: boolean
+  /** Schemas of list elements. */
+  readonly elements: Array<AST.AST>
+}
+
+const shapeOf = (ast: AST.AST, shape: Shape = { keys: undefined, open: false, elements: [] }): Shape => {
+  switch (ast._tag) {
+    case "Transformation":
+      return shapeOf(ast.from, shape)
+    case "Refinement":
+      return shapeOf(ast.from, shape)
+    case "Suspend":
+      return shapeOf(ast.f(), shape)
+    case "Union":
+      return ast.types.reduce<Shape>((acc, member) => shapeOf(member, acc), shape)
+    case "TypeLiteral": {
+      const keys = shape.keys ?? new Map<string, Array<AST.AST>>()
+      for (const property of ast.propertySignatures) {
+        const name = String(property.name)
+        keys.set(name, [...(keys.get(name) ?? []), property.type])
+      }
+      return { keys, open: shape.open || ast.indexSignatures.length > 0, elements: shape.elements }
+    }
+    case "TupleType":
+      return {
+        ...shape,
+        elements: [...shape.elements, ...ast.elements.map((e) => e.type), ...ast.rest.map((r) => r.type)]
+      }
+    default:
+      return shape
+  }
+}
+
+const shapeOfAll = (asts: ReadonlyArray<AST.AST>): Shape =>
+  asts.reduce<Shape>((acc, ast) => shapeOf(ast, acc), { keys: undefined, open: false, elements: [] })
+
+/**
+ * The keys present in a raw config value that the schema does not read, as dotted paths (`memory`,
+ * `uploads.pdf_converter`, `models[].max_retries`), in file order and without duplicates.
+ */
+export const ignoredKeys = (raw: unknown, schema: Schema.Schema.Any = AppConfigSchema): ReadonlyArray<string> => {
+  const out = new Set<string>()
+  const walk = (node: unknown, asts: ReadonlyArray<AST.AST>, path: string) => {
+    const shape = shapeOfAll(asts)
+    if (Array.isArray(node)) {
+      if (shape.elements.length > 0) for (const item of node) walk(item, shape.elements, `${path}[]`)
+      return
+    }
+    if (!isRecord(node) || shape.keys === undefined || shape.open) return
+    for (const [key, value] of Object.entries(node)) {
+      const known = shape.keys.get(key)
+      if (known === undefined) out.add(joinPath(path, key))
+      else walk(value, known, joinPath(path, key))
+    }
+  }
+  walk(raw, [schema.ast], "")
+  return [...out]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Schema issues
+
+const REDACT = /(^|[._])(api_?key|secret|token|password)$/i
+
+const describeExpected = (expected: string): string => {
+  if (expected === "string") return "a string"
+  if (expected === "number") return "a number"
+  if (expected === "boolean") return "true or false"
+  if (expected.startsWith("ReadonlyArray<") || expected.startsWith("readonly [")) return "a list"
+  if (expected.startsWith("Struct") || expected.startsWith("{")) return "a mapping (key: value)"
+  if (expected.startsWith("a ") || expected.startsWith("an ") || expected.startsWith("\"")) return expected
+  return expected.length > 60 ? "a different value" : expected
+}
+
+const clip = (text: string, max = 60) => (text.length > max ? `${text.slice(0, max - 3)}...` : text)
+
+/**
+ * Turns a decode error into one readable issue per bad key. Union alternatives are merged ("expected
+ * "tokens", "messages" or "fraction"") and the `null` / missing alternatives of optional keys are dropped
+ * when a more specific problem exists; secret-looking values are never echoed.
+ */
+export const schemaIssues = (error: ParseResult.ParseError): ReadonlyArray<ConfigIssue> => {
+  const raw = ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
+    tag: issue._tag,
+    path: issue.path.reduce<string>((acc, key) => joinPath(acc, key), ""),
+    message: issue.message
+  }))
+  const under = (path: string, other: string) =>
+    other !== path && (path === "" || other.startsWith(`${path}.`) || other.startsWith(`${path}[`))
+  const hasDeeper = (path: string) => raw.some((other) => under(path, other.path))
+  const byPath = new Map<string, Array<(typeof raw)[number]>>()
+  for (const issue of raw) byPath.set(issue.path, [...(byPath.get(issue.path) ?? []), issue])
+  const issues: Array<ConfigIssue> = []
+  for (const [path, group] of byPath) {
+    const deeper = hasDeeper(path)
+    const optionalNoise = (m: string) => /^Expected (null|undefined), actual /.test(m)
+    let kept = group.filter((issue) => !optionalNoise(issue.message))
+    if (deeper) kept = kept.filter((issue) => issue.tag !== "Type")
+    if (kept.length === 0) continue
+    const expected: Array<string> = []
+    let actual: string | undefined
+    const others: Array<string> = []
+    for (const issue of kept) {
+      const match = /^Expected (.*), actual (.*)$/s.exec(issue.message)
+      if (match !== null) {
+        const what = describeExpected(match[1]!)
+        if (!expected.includes(what)) expected.push(what)
+        actual = match[2]!
+      } else if (issue.tag === "Missing") {
+        others.push("required key is missing")
+      } else if (!others.includes(issue.message)) others.push(issue.message)
+    }
+    const shown = actual === undefined
+      ? ""
+      : REDACT.test(path)
+      ? ", got a value of the wrong type"
+      : `, got ${clip(actual)}`
+    if (expected.length > 0) {
+      const list = expected.length === 1
+        ? expected[0]
+        : `${expected.slice(0, -1).join(", ")} or ${expected[expected.length - 1]}`
+      issues.push({ path, message: `expected ${list}${shown}` })
+    }
+    for (const message of others) issues.push({ path, message })
+  }
+  return issues
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Loading
+
+/** Where the configuration comes from: `--config`, else `ANTLER_CONFIG`, else `./config.yaml` if present. */
+export const resolvePath = (explicit?: string | undefined): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    if (explicit !== undefined && explicit !== "") return Path.resolve(explicit)
+    const fromEnv = yield* Config.option(Config.string("ANTLER_CONFIG")).pipe(Effect.orElseSucceed(() => Option.none()))
+    if (Option.isSome(fromEnv) && fromEnv.value !== "") return Path.resolve(fromEnv.value)
+    const local = Path.resolve("config.yaml")
+    return Fs.existsSync(local) ? local : undefined
+  })
+
+/** The data directory: `ANTLER_HOME`, default `./.antler`, absolute. */
+export const home: Effect.Effect<string> = Config.string("ANTLER_HOME").pipe(
+  Config.withDefault(".antler"),
+  Effect.orElseSucceed(() => ".antler"),
+  Effect.map((dir) => Path.resolve(dir === "" ? ".antler" : dir))
+)
+
+const lookupEnv = (name: string): Effect.Effect<string | undefined> =>
+  Config.option(Config.string(name)).pipe(
+    Effect.map(Option.getOrUndefined),
+    Effect.orElseSucceed(() => undefined)
+  )
+
+/** Decodes configuration text (YAML) as if read from `file`. */
+export const decode = (
+  text: string,
+  file: string
+): Effect.Effect<{ readonly config: AppConfig; readonly ignored: ReadonlyArray<string> }, ConfigError> =>
+  Effect.gen(function*() {
+    const parsed = parseYaml(text)
+    if (Either.isLeft(parsed)) return yield* new ConfigError({ reason: "syntax", file, issues: parsed.left })
+    const raw = parsed.right ?? {}
+    if (!isRecord(raw)) {
+      return yield* new ConfigError({
+        reason: "schema",
+        file,
+        issues: [{ path: "", message: "expected a mapping of sections (key: value) at the top of the file" }]
+      })
+    }
+    // Collect the variables first (the lookup is effectful), then interpolate purely.
+    const names = new Set<string>()
+    interpolate(raw, (name) => {
+      names.add(name)
+      return ""
+    })
+    const values = new Map<string, string | undefined>()
+    for (const name of names) values.set(name, yield* lookupEnv(name))
+    const interpolated = interpolate(raw, (name) => values.get(name))
+    if (Either.isLeft(interpolated)) {
+      return yield* new ConfigError({ reason: "env", file, issues: interpolated.left })
+    }
+    const decoded = Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(interpolated.right)
+    if (Either.isLeft(decoded)) {
+      return yield* new ConfigError({ reason: "schema", file, issues: schemaIssues(decoded.left) })
+    }
+    return { config: decoded.right, ignored: ignoredKeys(raw) }
+  })
+
+/**
+ * Loads the configuration: from `path` if given, else `ANTLER_CONFIG`, else `./config.yaml` when it exists,
+ * else the defaults (no file). `home` is `ANTLER_HOME` or `./.antler`, absolute.
+ */
+export const load = (path?: string | undefined): Effect.Effect<AppConfigService["Type"], ConfigError> =>
+  Effect.gen(function*() {
+    const file = yield* resolvePath(path)
+    const dataHome = yield* home
+    if (file === undefined) return { config: defaults(), source: undefined, home: dataHome, ignored: [] }
+    const text = yield* Effect.try({
+      try: () => Fs.readFileSync(file, "utf8"),
+      catch: (cause) => {
+        const code = (cause as NodeJS.ErrnoException).code
+        return new ConfigError({
+          reason: code === "ENOENT" ? "not_found" : "read",
+          file,
+          issues: [{
+            path: "",
+            message: code === "ENOENT"
+              ? "the file does not exist"
+              : `the file cannot be read (${cause instanceof Error ? cause.message : String(cause)})`
+          }],
+          cause
+        })
+      }
+    })
+    const { config, ignored } = yield* decode(text, file)
+    return { config, source: file, home: dataHome, ignored }
+  })
+
+/** A layer providing `AppConfigService` from `load(path)`. */
+export const layer = (path?: string | undefined): Layer.Layer<AppConfigService, ConfigError> =>
+  Layer.effect(AppConfigService, load(path))
+
+/** A layer providing `AppConfigService` from a config value (tests, embedding). */
+export const layerFrom = (
+  config: AppConfig,
+  options: { readonly home: string; readonly source?: string | undefined }
+): Layer.Layer<AppConfigService> =>
+  Layer.succeed(AppConfigService, { config, source: options.source, home: Path.resolve(options.home), ignored: [] })

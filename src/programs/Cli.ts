@@ -1,0 +1,269 @@
+/**
+ * The `antler` command line (@effect/cli):
+ *
+ *   antler run "<prompt>" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]
+ *   antler threads list [--json]
+ *   antler threads show ID [--json]
+ *   antler demo
+ *
+ * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
+ * 3 the run is waiting for the user; 130 cancelled with Ctrl-C (completed steps stay saved).
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as ConfigFile from "../layers/ConfigFile.js"
+import type { RunEndEvent } from "../services/RunEvents.js"
+import { SafeId } from "../services/Sandbox.js"
+import { ThreadStore } from "../services/ThreadStore.js"
+import * as M from "../state/Message.js"
+import * as App from "./App.js"
+import * as Demo from "./Demo.js"
+import * as Render from "./Render.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Output and exit codes
+
+/** Exit codes of the CLI. */
+export const ExitCode = {
+  ok: 0,
+  runFailed: 1,
+  usage: 2,
+  waiting: 3,
+  cancelled: 130
+} as const
+
+/** Ends the command with an exit code; its message (if any) has already been printed. */
+export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: number }> {}
+
+const fail = (code: number, message: string) =>
+  Effect.zipRight(
+    Render.writeError(message.endsWith("\n") ? message : `${message}\n`),
+    Effect.fail(new CliExit({ code }))
+  )
+
+const messageOf = (error: unknown): string => String((error as { message?: unknown } | undefined)?.message ?? error)
+
+/** Reports an unexpected failure (`what: message`) with exit code 1; a `CliExit` passes through. */
+const reportFailure = (what: string) => (error: unknown) =>
+  error instanceof CliExit ? Effect.fail(error) : fail(ExitCode.runFailed, `${what}: ${messageOf(error)}`)
+
+/** The exit code of a run that ended with `end`. */
+export const exitCodeOf = (end: RunEndEvent): number => {
+  switch (end.status) {
+    case "success":
+      return ExitCode.ok
+    case "interrupted":
+      return ExitCode.waiting
+    case "cancelled":
+      return ExitCode.cancelled
+    case "error":
+      return ExitCode.runFailed
+  }
+}
+
+const loadConfig = (path: string | undefined) =>
+  ConfigFile.load(path).pipe(
+    Effect.catchTag("ConfigError", (error) =>
+      fail(
+        ExitCode.usage,
+        `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n${error.message}`
+      )),
+    Effect.tap((app) =>
+      app.ignored.length > 0
+        ? Render.writeError(`warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`)
+        : Effect.void
+    )
+  )
+
+const threadIdFrom = (value: string) =>
+  Either.match(Schema.decodeUnknownEither(SafeId)(value), {
+    onLeft: () =>
+      fail(
+        ExitCode.usage,
+        `Invalid thread id "${value}": ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit.`
+      ),
+    onRight: Effect.succeed
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// antler run
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line instead of text"))
+
+const runCommand = Command.make(
+  "run",
+  {
+    prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to ask (words are joined)")),
+    thread: Options.text("thread").pipe(
+      Options.optional,
+      Options.withDescription("Continue this thread (default: a new one)")
+    ),
+    model: Options.text("model").pipe(
+      Options.optional,
+      Options.withDescription("A configured model name, or the model id for --base-url")
+    ),
+    baseUrl: Options.text("base-url").pipe(
+      Options.optional,
+      Options.withDescription("An OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
+    ),
+    apiKey: Options.text("api-key").pipe(Options.optional, Options.withDescription("The API key for --base-url")),
+    config: Options.text("config").pipe(
+      Options.optional,
+      Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
+    ),
+    json
+  },
+  (args) =>
+    Effect.gen(function*() {
+      const app = yield* loadConfig(Option.getOrUndefined(args.config))
+      const parts = yield* App.agent(app).pipe(
+        Effect.catchAll((error) =>
+          fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
+        )
+      )
+      const threadId = Option.isSome(args.thread) ? yield* threadIdFrom(args.thread.value) : M.newId()
+      const env = yield* App.openAiEnv
+      const choice = yield* Either.match(
+        App.chooseModel(app.config.models, {
+          model: Option.getOrUndefined(args.model),
+          baseUrl: Option.getOrUndefined(args.baseUrl),
+          apiKey: Option.getOrUndefined(args.apiKey)
+        }, env),
+        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
+      )
+      const model = yield* App.modelService(choice).pipe(
+        Effect.catchAll((error) => fail(ExitCode.usage, `Model configuration error: ${String(error)}`))
+      )
+      const runId = M.newId()
+      const program = Effect.gen(function*() {
+        const store = yield* ThreadStore
+        const existing = Option.isSome(args.thread) ? yield* store.load(threadId) : Option.none()
+        if (!args.json) {
+          const s = Render.style(Render.useColor())
+          const status = Option.match(existing, {
+            onNone: () => "new; continue it with --thread",
+            onSome: (t) => `continuing, ${t.state.messages.length} messages`
+          })
+          const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
+          yield* Render.write(s.dim(`thread ${threadId} (${status}) · model ${choice.model}${where}\n`))
+        }
+        const end = yield* Render.run(
+          App.turn({ threadId, runId, prompt: args.prompt.join(" "), model: choice.models[0] }, model, parts),
+          { json: args.json, threadId, runId }
+        )
+        return end
+      })
+      const end = yield* program.pipe(
+        Effect.provide(App.layer(app)),
+        Effect.catchAll(reportFailure("error"))
+      )
+      const code = exitCodeOf(end)
+      if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))
+    })
+).pipe(Command.withDescription("Run one turn of a thread and stream it"))
+
+// ---------------------------------------------------------------------------------------------------------
+// antler threads
+
+const withStore = <A, E>(effect: Effect.Effect<A, E, ThreadStore>) =>
+  Effect.gen(function*() {
+    const home = yield* ConfigFile.home
+    return yield* effect.pipe(Effect.provide(App.storeLayer(home)))
+  }).pipe(Effect.catchAll(reportFailure("error")))
+
+const listCommand = Command.make("list", { json }, (args) =>
+  withStore(Effect.gen(function*() {
+    const home = yield* ConfigFile.home
+    const threads = yield* (yield* ThreadStore).list
+    if (args.json) yield* Render.write(`${JSON.stringify(threads)}\n`)
+    else yield* Render.write(Render.threadList(threads, home, { color: Render.useColor() }))
+  }))).pipe(Command.withDescription("List saved threads"))
+
+const showCommand = Command.make(
+  "show",
+  { id: Args.text({ name: "id" }).pipe(Args.withDescription("The thread id")), json },
+  (args) =>
+    withStore(Effect.gen(function*() {
+      const threadId = yield* threadIdFrom(args.id)
+      const home = yield* ConfigFile.home
+      const loaded = yield* (yield* ThreadStore).load(threadId)
+      if (Option.isNone(loaded)) {
+        return yield* fail(
+          ExitCode.runFailed,
+          `No thread "${threadId}" in ${home}. List the saved threads with: antler threads list`
+        )
+      }
+      if (args.json) yield* Render.write(`${JSON.stringify(loaded.value)}\n`)
+      else yield* Render.write(Render.thread(loaded.value, { color: Render.useColor() }))
+    }))
+).pipe(Command.withDescription("Show a thread's full state"))
+
+const threadsCommand = Command.make("threads").pipe(
+  Command.withDescription("Saved threads"),
+  Command.withSubcommands([listCommand, showCommand])
+)
+
+// ---------------------------------------------------------------------------------------------------------
+// antler demo
+
+const demoCommand = Command.make("demo", {}, () =>
+  Demo.run.pipe(
+    Effect.flatMap((code) => (code === ExitCode.ok ? Effect.void : Effect.fail(new CliExit({ code })))),
+    Effect.catchAll(reportFailure("demo failed"))
+  )).pipe(Command.withDescription("A complete run, offline, with a SCRIPTED model on a local server"))
+
+// ---------------------------------------------------------------------------------------------------------
+// The root
+
+const root = Command.make("antler", {}, () =>
+  Render.write([
+    "antler: an agent harness on Effect. Commands:",
+    "  antler run \"<prompt>\" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]",
+    "  antler threads list [--json]",
+    "  antler threads show ID [--json]",
+    "  antler demo",
+    "Run `antler --help` for details.",
+    ""
+  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, demoCommand]))
+
+const version = (): string => {
+  try {
+    return JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version ?? "0.0.0"
+  } catch {
+    return "0.0.0"
+  }
+}
+
+/** The CLI as an effect over `process.argv`-shaped arguments. */
+export const cli = (argv: ReadonlyArray<string>) => Command.run(root, { name: "antler", version: version() })(argv)
+
+/** The exit code of a finished CLI effect. */
+export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return ExitCode.ok
+  if (Cause.isInterruptedOnly(exit.cause)) return ExitCode.cancelled
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof CliExit) return error.code
+    if (ValidationError.isValidationError(error)) return ExitCode.usage
+  }
+  return ExitCode.runFailed
+}
+
+/** Whether a failure was already reported to the user (so it must not be printed again). */
+export const isReported = (cause: Cause.Cause<unknown>): boolean => {
+  if (Cause.isInterruptedOnly(cause)) return true
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) &&
+    (failure.value instanceof CliExit || ValidationError.isValidationError(failure.value))
+}

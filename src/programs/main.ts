@@ -1,0 +1,31 @@
+/**
+ * The `antler` entry point: runs the CLI on `process.argv` with Node's platform services. Ctrl-C
+ * (SIGINT) interrupts the command, which cancels a running run after its completed steps are saved.
+ * Logs go to stderr (stdout carries the answer, or JSON lines), from level Warning unless `--log-level`.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Cli from "./Cli.js"
+
+const program = Cli.cli(process.argv).pipe(
+  Effect.tapErrorCause((cause) =>
+    Cli.isReported(cause) ? Effect.void : Effect.sync(() => void process.stderr.write(`${Cause.pretty(cause)}\n`))
+  ),
+  Logger.withMinimumLogLevel(LogLevel.Warning),
+  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: "auto" }))),
+  Effect.provide(NodeContext.layer)
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  disablePrettyLogger: true,
+  teardown: (exit, onExit) => {
+    const code = Cli.exitCode(exit)
+    // Let piped output drain before the process may be ended.
+    process.stdout.write("", () => process.stderr.write("", () => onExit(code)))
+  }
+})

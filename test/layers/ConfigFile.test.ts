@@ -1,0 +1,203 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as Redacted from "effect/Redacted"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import { defaults } from "../../src/services/AppConfig.js"
+
+const FIXTURE = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/config.example.yaml")
+
+const tempFile = (text: string, name = "config.yaml") => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-config-"))
+  const file = Path.join(dir, name)
+  Fs.writeFileSync(file, text)
+  return file
+}
+
+const withEnv = (env: Record<string, string>) =>
+  Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+const loadError = (path: string, env: Record<string, string> = {}) =>
+  ConfigFile.load(path).pipe(Effect.flip, withEnv(env))
+
+describe("ConfigFile", () => {
+  it.effect("a bad key is reported with the file, the dotted path and what was expected", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "models:",
+        "  - name: gpt",
+        "    model: gpt-4o",
+        "    supports_vision: yes",
+        "  - model: second",
+        "recursion_limit: -3",
+        "loop_detection:",
+        "  warn_threshold: 9",
+        "  hard_limit: 2",
+        ""
+      ].join("\n"))
+      const error = yield* loadError(file)
+      assert.strictEqual(error._tag, "ConfigError")
+      assert.strictEqual(error.reason, "schema")
+      const lines = error.message.split("\n")
+      assert.include(lines, `${file}: models[0].supports_vision: expected true or false, got "yes"`)
+      assert.include(lines, `${file}: models[1].name: required key is missing`)
+      assert.include(lines, `${file}: recursion_limit: expected a positive number, got -3`)
+      assert.include(lines, `${file}: loop_detection: hard_limit must be >= warn_threshold`)
+      assert.strictEqual(lines.length, 4, error.message)
+    }))
+
+  it.effect("a list where a mapping belongs, and one of several literals, read plainly", () =>
+    Effect.gen(function*() {
+      const file = tempFile("sandbox: [1]\nsummarization:\n  trigger: {type: tokenz, value: 3}\n")
+      const error = yield* loadError(file)
+      assert.deepStrictEqual(error.message.split("\n").sort(), [
+        `${file}: sandbox: expected a mapping (key: value), got [1]`,
+        `${file}: summarization.trigger.type: expected "tokens", "messages" or "fraction", got "tokenz"`
+      ])
+    }))
+
+  it.effect("an API key of the wrong type is not echoed back", () =>
+    Effect.gen(function*() {
+      const file = tempFile("models:\n  - name: a\n    model: b\n    api_key: 123456789\n")
+      const error = yield* loadError(file)
+      assert.include(error.message, "models[0].api_key: expected a string")
+      assert.notInclude(error.message, "123456789")
+    }))
+
+  it.effect("a YAML syntax error names the file, line and column", () =>
+    Effect.gen(function*() {
+      const file = tempFile("title:\n  enabled: true\nmodels: [a, b\nsandbox: {}\n")
+      const error = yield* loadError(file)
+      assert.strictEqual(error.reason, "syntax")
+      assert.isTrue(error.message.startsWith(`${file}:4:1: YAML syntax error: `), error.message)
+    }))
+
+  it.effect("$VAR and ${VAR} are read from the environment; $$ is a literal dollar", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "models:",
+        "  - name: main",
+        "    model: $MODEL_ID",
+        "    base_url: https://${API_HOST}/v1",
+        "    api_key: $OPENAI_API_KEY",
+        "summarization:",
+        "  summary_prompt: costs $$5 for ${MODEL_ID}",
+        ""
+      ].join("\n"))
+      const loaded = yield* ConfigFile.load(file).pipe(
+        withEnv({ MODEL_ID: "gpt-4o-mini", API_HOST: "llm.example.com", OPENAI_API_KEY: "sk-test-1" })
+      )
+      const model = loaded.config.models[0]!
+      assert.strictEqual(model.model, "gpt-4o-mini")
+      assert.strictEqual(model.base_url, "https://llm.example.com/v1")
+      assert.strictEqual(Redacted.value(model.api_key!), "sk-test-1")
+      assert.strictEqual(loaded.config.summarization.summary_prompt, "costs $5 for gpt-4o-mini")
+      assert.strictEqual(loaded.source, file)
+    }))
+
+  it.effect("an unset variable is an error naming the key path and the variable", () =>
+    Effect.gen(function*() {
+      const file = tempFile("models:\n  - name: a\n    model: b\n    api_key: ${MISSING_KEY_FOR_TEST}\n")
+      const error = yield* loadError(file)
+      assert.strictEqual(error.reason, "env")
+      assert.strictEqual(
+        error.message,
+        `${file}: models[0].api_key: environment variable MISSING_KEY_FOR_TEST is not set ` +
+          `(referenced as \${MISSING_KEY_FOR_TEST})`
+      )
+    }))
+
+  it.prop(
+    "interpolation leaves text without variables unchanged and substitutes any value",
+    [FastCheck.string().filter((s) => !s.includes("$")), FastCheck.string()],
+    ([plain, value]) => {
+      const lookup = (name: string) => (name === "V" ? value : undefined)
+      const unchanged = { a: [plain], b: plain }
+      assert.deepStrictEqual(ConfigFile.interpolate(unchanged, lookup), Either.right(unchanged))
+      const both = ConfigFile.interpolate({ a: `${plain}\${V}$V` }, lookup)
+      assert.deepStrictEqual(both, Either.right({ a: `${plain}${value}${value}` }))
+    }
+  )
+
+  it.effect("DeerFlow's example config loads, with its values for the shared keys", () =>
+    Effect.gen(function*() {
+      const loaded = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
+      const config = loaded.config
+      assert.isTrue(config.summarization.enabled)
+      assert.deepStrictEqual(config.summarization.keep, { type: "messages", value: 10 })
+      assert.deepStrictEqual(config.summarization.trigger, [{ type: "tokens", value: 32000 }])
+      assert.strictEqual(config.summarization.trim_tokens_to_summarize, 15564)
+      assert.isFalse(config.uploads.auto_convert_documents)
+      assert.strictEqual(config.sandbox.bash_command_timeout, 600)
+      assert.strictEqual(config.max_recursion_limit, 1000)
+      assert.deepStrictEqual(config.models, [])
+    }))
+
+  it.effect("the keys of DeerFlow's example that Antler does not read are named, and only those", () =>
+    Effect.gen(function*() {
+      const loaded = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
+      for (const key of ["config_version", "log_level", "memory", "tool_groups", "tools", "uploads.pdf_converter"]) {
+        assert.include(loaded.ignored, key)
+      }
+      for (const key of ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget"]) {
+        assert.notInclude(loaded.ignored, key)
+      }
+      assert.isFalse(loaded.ignored.some((key) => key.startsWith("summarization.") || key.startsWith("sandbox.")))
+    }))
+
+  it("ignored keys inside lists are named once per key", () => {
+    const raw = {
+      models: [{ name: "a", model: "b", max_retries: 2 }, { name: "c", model: "d", max_retries: 3 }],
+      extra: 1
+    }
+    assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].max_retries", "extra"])
+  })
+
+  it.effect("without a file the defaults apply, and the data directory comes from ANTLER_HOME, made absolute", () =>
+    Effect.gen(function*() {
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
+      const cwd = process.cwd()
+      process.chdir(dir)
+      try {
+        const loaded = yield* ConfigFile.load().pipe(withEnv({ ANTLER_HOME: "data/home" }))
+        assert.deepStrictEqual(loaded.config, defaults())
+        assert.isUndefined(loaded.source)
+        assert.strictEqual(loaded.home, Path.join(Fs.realpathSync(dir), "data/home"))
+        assert.deepStrictEqual(loaded.ignored, [])
+        const fallback = yield* ConfigFile.load().pipe(withEnv({}))
+        assert.strictEqual(fallback.home, Path.join(Fs.realpathSync(dir), ".antler"))
+        Fs.writeFileSync(Path.join(dir, "config.yaml"), "recursion_limit: 7\n")
+        const local = yield* ConfigFile.load().pipe(withEnv({}))
+        assert.strictEqual(local.config.recursion_limit, 7)
+        assert.strictEqual(local.source, Path.join(Fs.realpathSync(dir), "config.yaml"))
+      } finally {
+        process.chdir(cwd)
+      }
+    }))
+
+  it.effect("--config wins over ANTLER_CONFIG; a named file that does not exist is an error", () =>
+    Effect.gen(function*() {
+      const fromEnv = tempFile("recursion_limit: 11\n")
+      const explicit = tempFile("recursion_limit: 22\n")
+      const a = yield* ConfigFile.load().pipe(withEnv({ ANTLER_CONFIG: fromEnv }))
+      assert.strictEqual(a.config.recursion_limit, 11)
+      const b = yield* ConfigFile.load(explicit).pipe(withEnv({ ANTLER_CONFIG: fromEnv }))
+      assert.strictEqual(b.config.recursion_limit, 22)
+      const missing = Path.join(Path.dirname(explicit), "nope.yaml")
+      const error = yield* loadError(missing)
+      assert.strictEqual(error.reason, "not_found")
+      assert.strictEqual(error.message, `${missing}: the file does not exist`)
+    }))
+
+  it.effect("an empty file means the defaults", () =>
+    Effect.gen(function*() {
+      const loaded = yield* ConfigFile.load(tempFile("# nothing yet\n")).pipe(withEnv({}))
+      assert.deepStrictEqual(loaded.config, defaults())
+    }))
+})
