@@ -26,12 +26,14 @@ export type Script =
   | ReadonlyArray<Turn | string | ((request: ModelRequest) => Turn | string | AIMessage)>
   | ((request: ModelRequest, call: number) => Turn | string | AIMessage | undefined)
 
+// Ids must stay unique across processes: a thread resumed by another process must not reuse an id.
+const prefix = `scripted-${crypto.randomUUID().slice(0, 8)}`
 let counter = 0
 
 /** Builds the AI message of a turn. */
 export const message = (turn: Turn | string): AIMessage => {
   const t: Turn = typeof turn === "string" ? { content: turn } : turn
-  const id = `scripted-${++counter}`
+  const id = `${prefix}-${++counter}`
   const calls = (t.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `${id}-call-${i}`,
     name: call.name,

@@ -319,6 +319,14 @@ export const execute = <E, R>(
     const prepared = yield* Effect.either(restore(Effect.gen(function*() {
       yield* store.ensure(threadId)
       const loaded = yield* store.load(threadId)
+      // A run still marked running belongs to a process that died mid-run (runs of a thread do not overlap):
+      // its completed steps are in the checkpoints; record that it did not finish.
+      if (Option.isSome(loaded)) {
+        for (const stale of loaded.value.runs) {
+          if (stale.status !== "running" || stale.run_id === runId) continue
+          yield* store.saveRun({ ...stale, status: "cancelled", stop_reason: "cancelled", ended_at: startedAt })
+        }
+      }
       yield* store.saveRun({
         run_id: runId,
         thread_id: threadId,

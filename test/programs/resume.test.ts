@@ -177,5 +177,8 @@ describe("resume after a killed process", () => {
       assert.deepStrictEqual(unansweredCalls(messages), [])
       const resumedRun = after.runs.find((run) => run.run_id === "resumed-run")
       assert.deepStrictEqual([resumedRun?.status, resumedRun?.stop_reason], ["success", "completed"])
+      // the killed run does not stay "running" forever: the next run of the thread records that it died
+      const killedRun = after.runs.find((run) => run.run_id !== "resumed-run")
+      assert.deepStrictEqual([killedRun?.status, killedRun?.stop_reason], ["cancelled", "cancelled"])
     })), 240_000)
 })
