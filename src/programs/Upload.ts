@@ -1,0 +1,355 @@
+/**
+ * Uploading files into a thread (DeerFlow's gateway upload endpoint, SPEC §10), for `antler upload` and the
+ * gateway: the files are checked (bare names, `uploads.max_files`, `max_file_size`, `max_total_size`) before
+ * anything is written, staged as `.upload-*.part` files and renamed into the thread's uploads directory, and
+ * documents (PDF, DOCX, XLSX, PPTX, HTML) get a `{stem}.md` sibling when `uploads.auto_convert_documents` is
+ * on. The Uploads middleware (SPEC §5.5) then describes them to the model, with the sibling's headings as
+ * the outline, once they are attached to the next human message (`messageFiles`).
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as Path from "node:path"
+import * as DocumentConverter from "../layers/DocumentConverter.js"
+import { isBareFilename, isStagingFile, markdownSiblingOf } from "../middleware/Uploads.js"
+import { AppConfigService, type UploadsConfig } from "../services/AppConfig.js"
+import { SafeId, threadPaths, UPLOADS } from "../services/Sandbox.js"
+
+/** A file to upload: a host path (its base name is kept), or a name with its bytes (the gateway). */
+export type UploadInput = string | { readonly name: string; readonly bytes: Uint8Array }
+
+/** Options of `upload`. */
+export interface UploadOptions {
+  /** The thread's owner (default `default`, as runs use). */
+  readonly userId?: string
+  /** Write the Markdown siblings; default `uploads.auto_convert_documents`. */
+  readonly convert?: boolean
+}
+
+/** One uploaded file, as the gateway answers and the CLI prints it. Paths are virtual. */
+export const UploadResult = Schema.Struct({
+  filename: Schema.String,
+  size: Schema.Number,
+  /** `/mnt/user-data/uploads/{filename}` */
+  path: Schema.String,
+  /** The converted Markdown sibling, when one was written. */
+  markdown_path: Schema.optional(Schema.String),
+  /** Why the document has no Markdown sibling; the upload itself succeeded. */
+  conversion_error: Schema.optional(Schema.String)
+})
+export type UploadResult = typeof UploadResult.Type
+
+/** An entry of the next human message's `additional_kwargs.files`, which the Uploads middleware reads. */
+export interface MessageFile {
+  readonly filename: string
+  readonly size: number
+  readonly path: string
+  readonly status: "uploaded"
+}
+
+/** An upload that was refused (nothing of it was written) or that failed to write. */
+export class UploadError extends Schema.TaggedError<UploadError>()("UploadError", {
+  reason: Schema.Literal(
+    "invalid_thread",
+    "no_files",
+    "invalid_name",
+    "duplicate_name",
+    "too_many_files",
+    "file_too_large",
+    "total_too_large",
+    "not_found",
+    "not_a_file",
+    "io"
+  ),
+  message: Schema.String,
+  filename: Schema.optional(Schema.String),
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** A byte count for people: `512 bytes`, `12.3 KB`, `50.0 MB`. */
+export const formatBytes = (bytes: number): string =>
+  bytes < 1024
+    ? `${bytes} byte${bytes === 1 ? "" : "s"}`
+    : bytes < 1024 * 1024
+    ? `${(bytes / 1024).toFixed(1)} KB`
+    : `${(bytes / (1024 * 1024)).toFixed(1)} MB`
+
+const MAX_NAME_BYTES = 255
+
+/**
+ * Why a file name cannot be used in the uploads directory, or undefined when it can: it must be one bare
+ * name (no separators, not `.`/`..`), without control characters, not a staging name (`.upload-*.part`),
+ * and at most 255 bytes. Names are refused rather than rewritten, so the file is where the user expects.
+ */
+export const filenameProblem = (name: string): string | undefined => {
+  if (name === "") return "the name is empty"
+  if (name.includes("\0")) return "the name contains a NUL byte"
+  if (/[/\\]/.test(name)) return "the name contains a path separator; give a bare file name"
+  if (!isBareFilename(name)) return "the name is not a file name"
+  if (/[\u0000-\u001f\u007f]/.test(name)) return "the name contains control characters (such as a line break)"
+  if (isStagingFile(name)) return "names like .upload-*.part are reserved for uploads in progress"
+  if (Buffer.byteLength(name, "utf8") > MAX_NAME_BYTES) return `the name is longer than ${MAX_NAME_BYTES} bytes`
+  return undefined
+}
+
+/** A file about to be uploaded: its name in the uploads directory and its size. */
+export interface Candidate {
+  readonly filename: string
+  readonly size: number
+}
+
+/**
+ * The first limit a set of files breaks (`uploads.max_files`, `max_file_size`, `max_total_size`), or
+ * undefined when they fit. Limits apply to one upload (one call), as DeerFlow's endpoint applies them.
+ */
+export const limitProblem = (
+  files: ReadonlyArray<Candidate>,
+  limits: Pick<UploadsConfig, "max_files" | "max_file_size" | "max_total_size">
+): UploadError | undefined => {
+  if (files.length > limits.max_files) {
+    return new UploadError({
+      reason: "too_many_files",
+      message: `Too many files: ${files.length} given, at most ${limits.max_files} per upload (uploads.max_files).`
+    })
+  }
+  for (const file of files) {
+    if (file.size > limits.max_file_size) {
+      return new UploadError({
+        reason: "file_too_large",
+        filename: file.filename,
+        message: `${file.filename} is ${formatBytes(file.size)}; each file may be at most ` +
+          `${formatBytes(limits.max_file_size)} (uploads.max_file_size).`
+      })
+    }
+  }
+  const total = files.reduce((sum, file) => sum + file.size, 0)
+  if (total > limits.max_total_size) {
+    return new UploadError({
+      reason: "total_too_large",
+      message: `The ${files.length} files add up to ${formatBytes(total)}; one upload may be at most ` +
+        `${formatBytes(limits.max_total_size)} in all (uploads.max_total_size).`
+    })
+  }
+  return undefined
+}
+
+/** The `additional_kwargs.files` entries announcing uploads on the next human message. */
+export const messageFiles = (results: ReadonlyArray<UploadResult>): ReadonlyArray<MessageFile> =>
+  results.map((result) => ({ filename: result.filename, size: result.size, path: result.path, status: "uploaded" }))
+
+/** One line describing an uploaded file (for the CLI). */
+export const describeResult = (result: UploadResult): string =>
+  `${result.filename} (${formatBytes(result.size)}) -> ${result.path}` +
+  (result.markdown_path !== undefined
+    ? `, Markdown: ${result.markdown_path}`
+    : result.conversion_error !== undefined
+    ? `, not converted: ${result.conversion_error}`
+    : "")
+
+// ---------------------------------------------------------------------------------------------------------
+// The upload
+
+interface Source extends Candidate {
+  /** The host file to copy, or the bytes to write. */
+  readonly from: string | Uint8Array
+}
+
+const ioError = (message: string, cause: unknown, filename?: string) =>
+  new UploadError({
+    reason: "io",
+    message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`,
+    ...(filename === undefined ? {} : { filename }),
+    cause
+  })
+
+const invalidName = (name: string, problem: string) =>
+  new UploadError({
+    reason: "invalid_name",
+    filename: name,
+    message: `Cannot upload ${JSON.stringify(name)}: ${problem}.`
+  })
+
+const sourceOf = (input: UploadInput): Effect.Effect<Source, UploadError> => {
+  if (typeof input !== "string") {
+    const problem = filenameProblem(input.name)
+    return problem !== undefined
+      ? Effect.fail(invalidName(input.name, problem))
+      : Effect.succeed({ filename: input.name, size: input.bytes.byteLength, from: input.bytes })
+  }
+  const filename = Path.basename(input)
+  const problem = filenameProblem(filename)
+  if (problem !== undefined) return Effect.fail(invalidName(filename, problem))
+  return Effect.tryPromise({
+    try: () => fs.stat(input),
+    catch: (cause) =>
+      (cause as NodeJS.ErrnoException).code === "ENOENT"
+        ? new UploadError({ reason: "not_found", filename, message: `Cannot upload ${input}: no such file.`, cause })
+        : ioError(`Cannot read ${input}`, cause, filename)
+  }).pipe(Effect.flatMap((stat) => {
+    if (stat.isFile()) return Effect.succeed({ filename, size: stat.size, from: input })
+    const message = `Cannot upload ${input}: it is ${stat.isDirectory() ? "a directory" : "not a regular file"}.`
+    return Effect.fail(new UploadError({ reason: "not_a_file", filename, message }))
+  }))
+}
+
+const stagingName = () => `.upload-${randomUUID()}.part`
+
+/** Writes (or copies) into a new staging file next to the target; never follows or replaces an existing file. */
+const stage = async (
+  dir: string,
+  from: string | Uint8Array
+): Promise<{ readonly temp: string; readonly size: number }> => {
+  const temp = Path.join(dir, stagingName())
+  if (typeof from === "string") await fs.copyFile(from, temp, fs.constants.COPYFILE_EXCL)
+  else await fs.writeFile(temp, from, { flag: "wx" })
+  return { temp, size: (await fs.stat(temp)).size }
+}
+
+const removeQuietly = (file: string) => fs.rm(file, { force: true }).catch(() => undefined)
+
+/** Writes a file atomically: a staging file in the same directory, then a rename over the target. */
+const writeAtomically = async (dir: string, filename: string, content: string | Uint8Array): Promise<void> => {
+  const temp = Path.join(dir, stagingName())
+  try {
+    await fs.writeFile(temp, content, { flag: "wx" })
+    await fs.rename(temp, Path.join(dir, filename))
+  } catch (error) {
+    await removeQuietly(temp)
+    throw error
+  }
+}
+
+const ensureUploadsDir = (dir: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      await fs.mkdir(dir, { recursive: true })
+      // Staging files are renamed into place: the directory itself must be the thread's, not a link elsewhere.
+      if ((await fs.lstat(dir)).isSymbolicLink()) throw new Error("the uploads directory is a symbolic link")
+    },
+    catch: (cause) => ioError("Cannot prepare the thread's uploads directory", cause)
+  })
+
+/**
+ * Stages every file, then renames them all into place, and returns the sizes written. Nothing is renamed
+ * until every file is staged, and a failure removes whatever was staged.
+ */
+const commit = (dir: string, sources: ReadonlyArray<Source>, limits: UploadsConfig) =>
+  Effect.tryPromise({
+    try: async () => {
+      const staged: Array<{ readonly temp: string; readonly size: number }> = []
+      try {
+        for (const source of sources) staged.push(await stage(dir, source.from))
+        // A host file can change between the check and the copy: check what was really copied.
+        const problem = limitProblem(sources.map((source, i) => ({ ...source, size: staged[i]!.size })), limits)
+        if (problem !== undefined) throw problem
+        for (const [i, source] of sources.entries()) await fs.rename(staged[i]!.temp, Path.join(dir, source.filename))
+        return staged.map((file) => file.size)
+      } finally {
+        await Promise.all(staged.map((file) => removeQuietly(file.temp)))
+      }
+    },
+    catch: (cause) => cause instanceof UploadError ? cause : ioError("Cannot write the uploaded files", cause)
+  })
+
+/**
+ * Why each file of an upload must not get its Markdown sibling, if it must not: the sibling's name is one of
+ * the uploaded files, or an earlier document of the same upload already converts to it (`a.pdf`, `a.docx`).
+ */
+export const siblingConflicts = (filenames: ReadonlyArray<string>): ReadonlyArray<string | undefined> => {
+  const uploaded = new Set(filenames)
+  const claimed = new Map<string, string>()
+  return filenames.map((filename) => {
+    if (Option.isNone(DocumentConverter.formatOf(filename))) return undefined
+    const sibling = markdownSiblingOf(filename)
+    if (uploaded.has(sibling)) return `${sibling} is one of the uploaded files, so the conversion did not replace it`
+    const owner = claimed.get(sibling)
+    if (owner !== undefined) return `${sibling} already holds the conversion of ${owner}`
+    claimed.set(sibling, filename)
+    return undefined
+  })
+}
+
+const convert = (
+  dir: string,
+  source: Source,
+  conflict: string | undefined
+): Effect.Effect<Pick<UploadResult, "markdown_path" | "conversion_error">> => {
+  if (Option.isNone(DocumentConverter.formatOf(source.filename))) return Effect.succeed({})
+  if (conflict !== undefined) return Effect.succeed({ conversion_error: conflict })
+  const sibling = markdownSiblingOf(source.filename)
+  return Effect.gen(function*() {
+    const bytes = typeof source.from === "string"
+      ? new Uint8Array(yield* Effect.tryPromise(() => fs.readFile(Path.join(dir, source.filename))))
+      : source.from
+    const markdown = yield* DocumentConverter.toMarkdown({ name: source.filename, bytes })
+    if (Option.isNone(markdown)) return {}
+    if (markdown.value.trim() === "") return { conversion_error: "no text was found in the document" }
+    yield* Effect.tryPromise(() => writeAtomically(dir, sibling, markdown.value))
+    return { markdown_path: `${UPLOADS}/${sibling}` }
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.succeed({
+        conversion_error: error._tag === "ConversionError"
+          ? error.message
+          : `the Markdown file could not be written (${String((error.error as Error)?.message ?? error.error)})`
+      })
+    )
+  )
+}
+
+/**
+ * Uploads files into a thread's uploads directory (`{home}/users/{user}/threads/{thread}/user-data/uploads`).
+ * Every file is checked before anything is written (names, count, sizes) and a refused upload writes
+ * nothing; an existing file of the same name is replaced. Documents get a `{stem}.md` sibling when
+ * conversion is on; a document that cannot be converted is still uploaded, with `conversion_error` set.
+ */
+export const upload = Effect.fn("Upload.upload")(function*(
+  threadId: string,
+  files: ReadonlyArray<UploadInput>,
+  options: UploadOptions = {}
+) {
+  const app = yield* AppConfigService
+  const limits = app.config.uploads
+  const userId = options.userId ?? "default"
+  for (const [field, value] of [["thread", threadId], ["user", userId]] as const) {
+    if (!Schema.is(SafeId)(value)) {
+      return yield* new UploadError({
+        reason: "invalid_thread",
+        message: `Invalid ${field} id ${JSON.stringify(value)}: ids are 1-128 letters, digits, '.', '_' or '-', ` +
+          "starting with a letter or digit."
+      })
+    }
+  }
+  if (files.length === 0) return yield* new UploadError({ reason: "no_files", message: "No files to upload." })
+  const sources = yield* Effect.forEach(files, sourceOf)
+  const seen = new Set<string>()
+  for (const source of sources) {
+    if (seen.has(source.filename)) {
+      return yield* new UploadError({
+        reason: "duplicate_name",
+        filename: source.filename,
+        message: `Two files are named ${JSON.stringify(source.filename)}; the files of one upload need different names.`
+      })
+    }
+    seen.add(source.filename)
+  }
+  const problem = limitProblem(sources, limits)
+  if (problem !== undefined) return yield* problem
+  const dir = threadPaths(app.home, userId, threadId).uploads
+  yield* ensureUploadsDir(dir)
+  const sizes = yield* commit(dir, sources, limits)
+  const converting = options.convert ?? limits.auto_convert_documents
+  const conflicts = siblingConflicts(sources.map((source) => source.filename))
+  return yield* Effect.forEach(sources, (source, i) =>
+    Effect.map(
+      converting ? convert(dir, source, conflicts[i]) : Effect.succeed({}),
+      (conversion): UploadResult => ({
+        filename: source.filename,
+        size: sizes[i]!,
+        path: `${UPLOADS}/${source.filename}`,
+        ...conversion
+      })
+    ))
+})
