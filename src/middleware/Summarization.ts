@@ -569,7 +569,19 @@ export const layer = (
       }
       return summaryTokens
     }
-    const counted = (current: ThreadState) => totals.of(current.messages).total + tokensOfSummary(current.summary_text)
+    // Most checks are far below the limit: an upper bound (bytes) settles them without running the tokenizer.
+    const bounds = Tokens.makeTotals(Tokens.upperBoundCounter)
+    const tokenLimits = triggers.flatMap((t) =>
+      t.type === "tokens" ? [t.value] : t.type === "fraction" && window !== undefined ? [Math.floor(window * t.value)] : []
+    )
+    const lowestLimit = tokenLimits.length > 0 ? Math.min(...tokenLimits) : Infinity
+    const counted = (current: ThreadState) => {
+      const summary = current.summary_text
+      const bound = bounds.of(current.messages).total +
+        (summary === null || summary === "" ? 0 : Tokens.countBytes(summary) + Tokens.MESSAGE_OVERHEAD)
+      if (bound < lowestLimit) return bound
+      return totals.of(current.messages).total + tokensOfSummary(summary)
+    }
 
     // A messages array for which a compaction was found empty or failed: not retried until the thread changes
     // (a retry of the same model call would otherwise ask for the summary again).

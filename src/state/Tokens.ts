@@ -92,6 +92,15 @@ export const makeCounter = (count: (text: string) => number = countText): Counte
 /** The process-wide counter: messages are immutable values, so their counts can be shared by every run. */
 export const defaultCounter: Counter = makeCounter()
 
+/** UTF-8 bytes of a text: an upper bound of its o200k tokens (every token stands for at least one byte). */
+export const countBytes = (text: string): number => Buffer.byteLength(text, "utf8")
+
+/**
+ * A counter of upper bounds (bytes instead of tokens, same framing and image charges): never below the exact
+ * count, and far cheaper. A check against a limit that the bound stays under needs no tokenizing at all.
+ */
+export const upperBoundCounter: Counter = makeCounter(countBytes)
+
 /** Tokens of one message, cached per message object. */
 export const messageTokens = (message: Message): number => defaultCounter.message(message)
 

@@ -651,25 +651,34 @@ describe("Summarization", () => {
       assert.strictEqual(out.requests.length, 0)
     }).pipe(Harness.withStore, withConfig))
 
-  it.effect("a token trigger counts each message once across the steps of a run", () =>
+  it.effect("a token trigger counts each message once across the steps of a run, and not at all far below it", () =>
     Effect.gen(function*() {
-      const history = seedHistory()
-      yield* seed("t-count", history)
-      const counter = Tokens.makeCounter()
       const steps = 6
       const script = Array.from({ length: steps }, (_, i) =>
         i < steps - 1 ? { toolCalls: [{ name: "echo", args: { text: `step ${i}` } }] } : "done")
-      const out = yield* Harness.run({
-        threadId: "t-count",
-        script,
-        tools: [echo],
-        middlewares: () => [
-          Summarization.layer({ counter, config: config({ trigger: { type: "tokens", value: 1_000_000 } }) })
-        ]
-      })
-      assert.strictEqual(out.end.status, "success")
-      assert.strictEqual(out.requests.length, steps)
-      // Each message of the thread was tokenized exactly once (the last AI message was never checked).
-      assert.strictEqual(counter.tokenized(), out.state.messages.length - 1)
+      const runWith = (threadId: string, limit: number) =>
+        Effect.gen(function*() {
+          yield* seed(threadId, seedHistory())
+          const counter = Tokens.makeCounter()
+          const out = yield* Harness.run({
+            threadId,
+            script,
+            tools: [echo],
+            middlewares: () => [Summarization.layer({ counter, config: config({ trigger: { type: "tokens", value: limit } }) })]
+          })
+          return { out, counter }
+        })
+      // far below the limit, the byte bound settles every check: the tokenizer never runs
+      const far = yield* runWith("t-count-far", 1_000_000)
+      assert.strictEqual(far.out.end.status, "success")
+      assert.strictEqual(far.counter.tokenized(), 0)
+      // just above the thread's real size, the bound is not enough: each message is tokenized exactly once
+      const exact = far.out.state.messages.reduce((n, m) => n + Tokens.makeCounter().message(m), 0)
+      const near = yield* runWith("t-count-near", exact + 1)
+      assert.strictEqual(near.out.end.status, "success")
+      assert.strictEqual(near.out.requests.length, steps)
+      assert.isNull(near.out.state.summary_text)
+      // (the last AI message was never checked)
+      assert.strictEqual(near.counter.tokenized(), near.out.state.messages.length - 1)
     }).pipe(Harness.withStore, withConfig))
 })
