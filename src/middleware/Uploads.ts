@@ -49,6 +49,7 @@ export const isStagingFile = (name: string): boolean => /^\.upload-.*\.part$/.te
  * not bare names, or are staging files are skipped (existence is checked separately, on disk).
  */
 export const claimedFilenames = (files: unknown): ReadonlyArray<string> => {
+  if (files === undefined) return [] // the common case: no uploads, and no decoding error to build
   const entries = decodeEntries(files)
   if (entries._tag === "Left") return []
   const out: Array<string> = []
@@ -287,10 +288,12 @@ export const layer = () =>
     const state = yield* RunState
     const before = Effect.gen(function*() {
       const current = yield* state.get
+      // clears a stale list from an earlier run (nothing to write when it is already empty)
+      const none = current.uploaded_files?.length === 0 ? Effect.void : state.update({ uploaded_files: [] })
       const last = current.messages[current.messages.length - 1]
-      if (last?.type !== "human") return yield* state.update({ uploaded_files: [] })
+      if (last?.type !== "human") return yield* none
       const names = claimedFilenames(last.additional_kwargs?.files)
-      if (names.length === 0) return yield* state.update({ uploaded_files: [] })
+      if (names.length === 0) return yield* none
       const dir = current.thread_data?.uploads_path ??
         (yield* Effect.orDie(resolveThreadPaths(home, context.userId, context.threadId))).uploads
       const sizes = yield* Effect.forEach(names, (name) => regularFileSize(path.join(dir, name)), { concurrency: 8 })
@@ -299,7 +302,7 @@ export const layer = () =>
         const size = sizes[i]
         if (size !== undefined) files.push(uploadedFile(name, size))
       })
-      if (files.length === 0) return yield* state.update({ uploaded_files: [] })
+      if (files.length === 0) return yield* none
       if (hasUploadsBlock(last)) return yield* state.update({ uploaded_files: files })
       const described = yield* Effect.forEach(files.slice(0, MAX_FILES_IN_BLOCK), (file) => {
         const markdown = markdownSiblingOf(file.filename)
