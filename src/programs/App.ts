@@ -42,6 +42,7 @@ import * as M from "../state/Message.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as Run from "./Run.js"
 import * as SystemPrompt from "./SystemPrompt.js"
+import type * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Model selection
@@ -282,6 +283,8 @@ export interface TurnInput extends ToolOptions {
   readonly model?: ModelConfig | undefined
   /** Default: the agent's system prompt. */
   readonly systemPrompt?: string | undefined
+  /** Files uploaded with this message (`additional_kwargs.files`, read by the Uploads middleware). */
+  readonly files?: ReadonlyArray<Upload.MessageFile> | undefined
 }
 
 /**
@@ -305,7 +308,10 @@ export const turn = (
 ): Stream.Stream<RunEvent, never, Services> =>
   Stream.unwrap(Effect.gen(function*() {
     const app = yield* AppConfigService
-    const message = yield* Effect.either(inputMessage(input.threadId, input.prompt))
+    const message = yield* Effect.either(Effect.map(inputMessage(input.threadId, input.prompt), (m) =>
+      input.files === undefined || input.files.length === 0
+        ? m
+        : { ...m, additional_kwargs: { ...m.additional_kwargs, files: input.files } }))
     if (Either.isLeft(message)) {
       return Stream.make<Array<RunEvent>>(
         { type: "run_start", thread_id: input.threadId, run_id: input.runId },

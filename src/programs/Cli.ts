@@ -4,6 +4,7 @@
  *   antler run "<prompt>" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]
  *   antler threads list [--json]
  *   antler threads show ID [--json]
+ *   antler upload THREAD FILE... [--config FILE] [--json]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
@@ -22,6 +23,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as ConfigFile from "../layers/ConfigFile.js"
+import { AppConfigService } from "../services/AppConfig.js"
 import type { RunEndEvent } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
@@ -29,6 +31,7 @@ import * as M from "../state/Message.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Render from "./Render.js"
+import * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Output and exit codes
@@ -121,6 +124,10 @@ const runCommand = Command.make(
       Options.optional,
       Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
     ),
+    files: Options.file("file", { exists: "yes" }).pipe(
+      Options.repeated,
+      Options.withDescription("Upload this file with the message (repeatable); documents also get a Markdown copy")
+    ),
     json
   },
   (args) =>
@@ -157,8 +164,15 @@ const runCommand = Command.make(
           const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
           yield* Render.write(s.dim(`thread ${threadId} (${status}) · model ${choice.model}${where}\n`))
         }
+        const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         const end = yield* Render.run(
-          App.turn({ threadId, runId, prompt: args.prompt.join(" "), model: choice.models[0] }, model, parts),
+          App.turn({
+            threadId,
+            runId,
+            prompt: args.prompt.join(" "),
+            model: choice.models[0],
+            files: Upload.messageFiles(uploaded)
+          }, model, parts),
           { json: args.json, threadId, runId }
         )
         return end
@@ -171,6 +185,43 @@ const runCommand = Command.make(
       if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))
     })
 ).pipe(Command.withDescription("Run one turn of a thread and stream it"))
+
+// ---------------------------------------------------------------------------------------------------------
+// antler upload
+
+const uploadFiles = (app: AppConfigService["Type"], threadId: string, files: ReadonlyArray<string>, json: boolean) =>
+  Effect.gen(function*() {
+    const results = yield* Upload.upload(threadId, files).pipe(
+      Effect.provideService(AppConfigService, app),
+      Effect.catchTag("UploadError", (error) =>
+        fail(error.reason === "io" ? ExitCode.runFailed : ExitCode.usage, `upload refused: ${error.message}`))
+    )
+    if (!json) for (const result of results) yield* Render.write(`${Upload.describeResult(result)}\n`)
+    return results
+  })
+
+const uploadCommand = Command.make(
+  "upload",
+  {
+    thread: Args.text({ name: "thread" }).pipe(Args.withDescription("The thread to upload into")),
+    files: Args.file({ name: "file", exists: "yes" }).pipe(
+      Args.atLeast(1),
+      Args.withDescription("Files to upload (documents also get a Markdown copy)")
+    ),
+    config: Options.text("config").pipe(
+      Options.optional,
+      Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
+    ),
+    json
+  },
+  (args) =>
+    Effect.gen(function*() {
+      const app = yield* loadConfig(Option.getOrUndefined(args.config))
+      const threadId = yield* threadIdFrom(args.thread)
+      const results = yield* uploadFiles(app, threadId, args.files, args.json)
+      if (args.json) for (const result of results) yield* Render.write(`${JSON.stringify(result)}\n`)
+    }).pipe(Effect.catchAll(reportFailure("upload failed")))
+).pipe(Command.withDescription("Copy files into a thread's uploads (documents also get a Markdown copy)"))
 
 // ---------------------------------------------------------------------------------------------------------
 // antler threads
@@ -231,10 +282,11 @@ const root = Command.make("antler", {}, () =>
     "  antler run \"<prompt>\" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]",
     "  antler threads list [--json]",
     "  antler threads show ID [--json]",
+    "  antler upload THREAD FILE... [--json]",
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, demoCommand]))
+  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand]))
 
 const version = (): string => {
   try {

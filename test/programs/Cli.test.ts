@@ -338,6 +338,35 @@ describe("clarification", () => {
     })), SLOW)
 })
 
+describe("uploads", () => {
+  it.live("antler upload copies files into the thread with a Markdown copy; run --file shows them to the model", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const uploadHome = tempDir("antler-upload-")
+      const page = Path.join(uploadHome, "report.html")
+      Fs.writeFileSync(page, "<html><body><h1>Quarterly report</h1><p>Up.</p><h2>Costs</h2><p>Down.</p></body></html>")
+      const up = yield* antlerDone(uploadHome, ["upload", "u1", page])
+      assert.strictEqual(up.code, 0, up.stderr)
+      assert.include(up.stdout, "report.html")
+      assert.include(up.stdout, "Markdown: /mnt/user-data/uploads/report.md")
+      const uploads = Path.join(uploadHome, "users", "default", "threads", "u1", "user-data", "uploads")
+      assert.match(Fs.readFileSync(Path.join(uploads, "report.md"), "utf8"), /^# Quarterly report/)
+
+      const server = yield* ScriptedChatServer.start(["I see the report."])
+      const notes = Path.join(uploadHome, "notes.html")
+      Fs.writeFileSync(notes, "<h1>Meeting notes</h1><p>Ship it.</p>")
+      const run = yield* antlerDone(uploadHome, [
+        "run", "--base-url", server.url, "--api-key", "x", "--thread", "u1", "--file", notes, "summarise the notes"
+      ])
+      assert.strictEqual(run.code, 0, run.stderr)
+      const sent = server.requests[0]!.messages
+      const user = String(sent[sent.length - 1]!.content)
+      assert.include(user, "<current_uploads>")
+      assert.include(user, "/mnt/user-data/uploads/notes.html")
+      assert.include(user, "L1: Meeting notes")
+      assert.include(user, "summarise the notes")
+    })), SLOW)
+})
+
 describe("Ctrl-C", () => {
   it.live("SIGINT cancels the run, exits 130, and the completed step stays saved", () =>
     Effect.scoped(Effect.gen(function*() {
