@@ -398,10 +398,14 @@ export interface Options {
 }
 
 const decodeLlmCall = Schema.decodeUnknownSync(LlmCallConfig)
+const llmCallDefaults = decodeLlmCall({})
+// Settings are typed (config.yaml was decoded when loaded): merged over the defaults, not decoded again per run.
+const llmCallOf = (given: Partial<LlmCallConfig> | undefined): LlmCallConfig =>
+  given === undefined ? llmCallDefaults : { ...llmCallDefaults, ...given }
 
 /** The retry wrapper, as a plain function (usable without a layer). */
 export const wrap = (options: Options = {}) => {
-  const config: LlmCallConfig = decodeLlmCall(options.llmCall ?? {})
+  const config: LlmCallConfig = llmCallOf(options.llmCall)
   const breaker = options.breaker ?? makeCircuitBreaker(options.circuitBreaker)
   const limiter = options.limiter === null ? undefined : options.limiter ?? limiterFor(config.max_concurrent_calls)
   return (request: ModelRequest, next: Middleware.ModelNext): Effect.Effect<ModelResponse, ModelError> => {

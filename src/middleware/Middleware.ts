@@ -109,15 +109,44 @@ const wrapHooks = (inner: AgentHooks["Type"], w: Wrappers): AgentHooks["Type"] =
 /** Hooks that run the loop as is. */
 export const noHooks: AgentHooks["Type"] = { around: (run) => run }
 
+/** Layers whose ports can be built by a plain effect (no layer machinery): bases and stacks made here. */
+const direct = new WeakMap<object, Effect.Effect<Context.Context<Ports>, any, any>>()
+
+const portsOf = (model: ModelService["Type"], tools: ToolService["Type"], hooks: AgentHooks["Type"]) =>
+  Context.make(ModelService, model).pipe(Context.add(ToolService, tools), Context.add(AgentHooks, hooks))
+
 /** The base of a stack: the real model and tools, with no run hooks. */
 export const base = (
   model: ModelService["Type"],
   tools: ToolService["Type"],
   hooks: AgentHooks["Type"] = noHooks
-): Layer.Layer<Ports> =>
-  Layer.succeedContext(
-    Context.make(ModelService, model).pipe(Context.add(ToolService, tools), Context.add(AgentHooks, hooks))
-  )
+): Layer.Layer<Ports> => {
+  const ports = portsOf(model, tools, hooks)
+  const layer = Layer.succeedContext(ports)
+  direct.set(layer, Effect.succeed(ports))
+  return layer
+}
+
+/** A base whose ports are made per run by an effect (e.g. tools that read the run's context). */
+export const baseFrom = <E, R>(
+  make: Effect.Effect<{
+    readonly model: ModelService["Type"]
+    readonly tools: ToolService["Type"]
+    readonly hooks?: AgentHooks["Type"] | undefined
+  }, E, R>
+): Layer.Layer<Ports, E, Exclude<R, Scope.Scope>> => {
+  const build = Effect.map(make, (p) => portsOf(p.model, p.tools, p.hooks ?? noHooks))
+  const layer = Layer.scopedContext(build) as Layer.Layer<Ports, E, Exclude<R, Scope.Scope>>
+  direct.set(layer, build)
+  return layer
+}
+
+/**
+ * Builds a layer of ports in the current scope: directly for bases and stacks made by this module (a few
+ * microseconds), through `Layer.build` for any other layer.
+ */
+export const buildPorts = <E, R>(layer: Layer.Layer<Ports, E, R>): Effect.Effect<Context.Context<Ports>, E, R | Scope.Scope> =>
+  (direct.get(layer) as Effect.Effect<Context.Context<Ports>, E, R | Scope.Scope> | undefined) ?? Layer.build(layer)
 
 /**
  * Folds a list of middlewares over a base: `stack([a, b, c], base)` is `a(b(c(base)))`, so `a` is the
@@ -135,12 +164,13 @@ export const stack = <R, E, RB, EB>(
       baseLayer
     )
   }
-  const build = (inner: Context.Context<Ports>) => {
+  const fold = (inner: Context.Context<Ports>) => {
     let effect: Effect.Effect<Context.Context<Ports>, any, any> = Effect.succeed(inner)
     for (let i = fast.length - 1; i >= 0; i--) effect = Effect.flatMap(effect, fast[i]!)
     return effect
   }
-  const layer = Layer.scopedContext(Effect.flatMap(Layer.build(baseLayer), build)) as Layer.Layer<Ports, E | EB, R | RB>
-  builders.set(layer, (inner) => build(inner))
+  const whole = Effect.flatMap(buildPorts(baseLayer), fold)
+  const layer = Layer.scopedContext(whole) as Layer.Layer<Ports, E | EB, R | RB>
+  direct.set(layer, whole)
   return layer
 }

@@ -611,8 +611,10 @@ const writeSandboxFile = (sandbox: Sandbox, virtualPath: string, text: string): 
 /** ToolOutputBudget's settings: `tool_output` of config.yaml. */
 export type Config = ToolOutputConfig
 
+const defaults = Schema.decodeSync(ToolOutputConfigSchema)({})
+
 /** The defaults of `tool_output` (SPEC §13). */
-export const defaultConfig = (): Config => Schema.decodeSync(ToolOutputConfigSchema)({})
+export const defaultConfig = (): Config => defaults
 
 /** The externalisation threshold of a tool (its override, else `externalize_min_chars`; 0 = never). */
 export const thresholdOf = (config: Config, tool: string): number =>

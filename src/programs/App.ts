@@ -29,14 +29,12 @@ import * as MW from "../middleware/Middleware.js"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigService, ModelConfig } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
-import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunContext, StoreError } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type * as Tool from "../services/Tool.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
-import { ToolService } from "../services/ToolService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as LeadAgent from "./LeadAgent.js"
@@ -263,15 +261,10 @@ export const baseLayer = (
   model: ModelService["Type"],
   options: ToolOptions = {}
 ): Layer.Layer<Ports, never, SandboxProvider | RunContext | AppConfigService> =>
-  Layer.mergeAll(
-    Layer.succeed(ModelService, model),
-    Layer.effect(
-      ToolService,
-      Effect.map(SandboxTools.tools({ vision: options.vision === true }), (tools) =>
-        Toolkit.make([...tools, ...(options.extraTools ?? [])]))
-    ),
-    Layer.succeed(AgentHooks, MW.noHooks)
-  )
+  MW.baseFrom(Effect.map(SandboxTools.tools({ vision: options.vision === true }), (tools) => ({
+    model,
+    tools: Toolkit.make([...tools, ...(options.extraTools ?? [])])
+  })))
 
 /** One turn of a thread. */
 export interface TurnInput extends ToolOptions {

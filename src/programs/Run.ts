@@ -19,6 +19,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Ports } from "../middleware/Middleware.js"
+import { buildPorts } from "../middleware/Middleware.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
@@ -349,7 +350,7 @@ export const execute = <E, R>(
     })
 
     const body = Effect.scoped(Effect.gen(function*() {
-      const ports = yield* Layer.build(makeStack()).pipe(
+      const ports = yield* buildPorts(makeStack()).pipe(
         Effect.provide(
           Context.make(RunContext, context).pipe(Context.add(RunState, holder.service), Context.add(RunEvents, sink))
         )

@@ -52,13 +52,6 @@ export type ReducerError = SandboxConflict | UnknownMessageRemoval
  */
 const indexes = new WeakMap<ReadonlyArray<Message>, Map<string, number>>()
 
-/** For arrays made only by appending: the array they extend. Lets derived caches skip a prefix comparison. */
-const appendedFrom = new WeakMap<ReadonlyArray<Message>, ReadonlyArray<Message>>()
-
-/** The array `messages` was made from by appending only, if it was. */
-export const appendedTo = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> | undefined =>
-  appendedFrom.get(messages)
-
 const indexOf = (messages: ReadonlyArray<Message>): Map<string, number> => {
   let index = indexes.get(messages)
   if (index === undefined) {
@@ -125,7 +118,6 @@ export const addMessages = (
   if (replaced === undefined && deleted === undefined) {
     if (appended.length === 0) return Either.right(base)
     const next = base.concat(appended)
-    appendedFrom.set(next, base)
     if (base.length > 0) {
       const index = indexOf(base)
       for (let i = 0; i < appended.length; i++) index.set(appended[i]!.id, base.length + i)

@@ -6,7 +6,6 @@
  */
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import type { Message } from "./Message.js"
-import { appendedTo } from "./Reducers.js"
 
 const noSpecial = { disallowedSpecial: new Set<string>() }
 
@@ -153,14 +152,10 @@ export const makeTotals = (counter: Counter = defaultCounter): Totals => {
     let common = 0
     let sums: Array<number>
     if (last !== undefined && lastEntry !== undefined) {
-      // Usually the new version only appended to the last one: follow the append chain instead of comparing.
-      let from: ReadonlyArray<Message> | undefined = messages
-      for (let hops = 0; from !== undefined && from !== last && hops < 8; hops++) from = appendedTo(from)
-      if (from === last) common = last.length
-      else {
-        const limit = Math.min(last.length, messages.length)
-        while (common < limit && messages[common] === last[common]) common++
-      }
+      // A pointer comparison per message (about 2 µs at 2,000 messages). Remembering which array extends
+      // which would avoid it, but a map from each version to the one before keeps every version alive.
+      const limit = Math.min(last.length, messages.length)
+      while (common < limit && messages[common] === last[common]) common++
       // The shared sums can be extended in place only if nothing else extended them past `common`.
       sums = lastEntry.sums.length === common + 1 ? lastEntry.sums : lastEntry.sums.slice(0, common + 1)
     } else sums = [0]
