@@ -162,9 +162,12 @@ export const makeHarness = (chain: Chain, store: Store) => {
       ? [dbFile, `${dbFile}-wal`].reduce((n, f) => n + (fs.existsSync(f) ? fs.statSync(f).size : 0), 0)
       : 0
 
-  const close = async () => {
+  /** Closes the store (SQLite folds its write-ahead log into the file) and returns the database file's size. */
+  const close = async (): Promise<number> => {
     await runtime.dispose()
+    const size = store === "sqlite" && fs.existsSync(dbFile) ? fs.statSync(dbFile).size : 0
     fs.rmSync(home, { recursive: true, force: true })
+    return size
   }
 
   return { run, seed, messageCount, dbBytes, close, home }

@@ -16,8 +16,11 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -57,9 +60,11 @@ export const FILENAME = "antler.sqlite"
 
 /**
  * The schema, one entry per version: entry `i` takes a database from `user_version` i to i + 1. Entries are
- * only ever appended. `threads.last_seq` is the number of checkpoints (kept by a trigger), which numbers the
- * next one without a read of the checkpoints. `snapshots` holds one folded state per thread, a cache that
- * `load` may rebuild.
+ * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
+ * in step order within a thread) with an index by thread; an append inserts one row and touches nothing else.
+ * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
+ * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
+ * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
  */
 export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
   [
@@ -98,6 +103,23 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
       created_at TEXT NOT NULL,
       state TEXT NOT NULL
     )`
+  ],
+  [
+    `CREATE TABLE checkpoints_v2 (
+      seq INTEGER PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updates TEXT NOT NULL
+    )`,
+    `INSERT INTO checkpoints_v2 (thread_id, run_id, created_at, updates)
+      SELECT thread_id, run_id, created_at, updates FROM checkpoints ORDER BY thread_id, seq`,
+    `DROP TRIGGER IF EXISTS checkpoints_touch_thread`,
+    `DROP TABLE checkpoints`,
+    `ALTER TABLE checkpoints_v2 RENAME TO checkpoints`,
+    `CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id, seq)`,
+    // snapshots name the seq they were folded up to: renumbered checkpoints make them stale
+    `DELETE FROM snapshots`
   ]
 ]
 
@@ -256,7 +278,7 @@ const ThreadRow = Schema.Struct({
   title: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String,
-  last_seq: Schema.Number
+  checkpoints: Schema.Number
 })
 
 const RunRow = Schema.Struct({
@@ -286,13 +308,15 @@ const decodeRows = <A>(
 // ---------------------------------------------------------------------------------------------------------
 // SQL
 
-// Numbers the checkpoint from the thread row (no row: nothing inserted); the trigger then touches that row.
-const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, seq, run_id, created_at, updates)
-  SELECT thread_id, last_seq + 1, ?, ?, ? FROM threads WHERE thread_id = ?`
+// Inserts only when the thread row exists (a read of it, no write): no row, nothing inserted.
+const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, run_id, created_at, updates)
+  SELECT thread_id, ?, ?, ? FROM threads WHERE thread_id = ?`
 const SET_TITLE = `UPDATE threads SET title = ? WHERE thread_id = ?`
 const ENSURE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)
   ON CONFLICT (thread_id) DO NOTHING`
-const SELECT_THREAD = `SELECT thread_id, title, created_at, updated_at, last_seq FROM threads WHERE thread_id = ?`
+const COUNT_CHECKPOINTS = `(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.thread_id)`
+const LAST_CHECKPOINT_AT = `(SELECT c.created_at FROM checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
+const SELECT_THREAD = `SELECT t.thread_id, ${COUNT_CHECKPOINTS} AS checkpoints FROM threads t WHERE t.thread_id = ?`
 const SELECT_CHECKPOINTS = `SELECT seq, updates FROM checkpoints WHERE thread_id = ? AND seq > ? ORDER BY seq`
 const SELECT_SNAPSHOT = `SELECT seq, state FROM snapshots WHERE thread_id = ?`
 const UPSERT_SNAPSHOT = `INSERT INTO snapshots (thread_id, seq, created_at, state) VALUES (?, ?, ?, ?)
@@ -304,8 +328,9 @@ const UPSERT_RUN = `INSERT INTO runs (run_id, thread_id, status, stop_reason, st
   VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
   stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at`
-const LIST_THREADS = `SELECT thread_id, title, created_at, updated_at, last_seq FROM threads
-  ORDER BY updated_at DESC, rowid DESC`
+const LIST_THREADS = `SELECT t.thread_id, t.title, t.created_at,
+  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints
+  FROM threads t ORDER BY updated_at DESC, t.rowid DESC`
 
 const sqliteMessage = (error: SqlError): string => {
   const cause: unknown = error.cause
@@ -426,6 +451,74 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       `Cannot migrate ${where}`
     )
 
+    // Group commit. Every append waits for a commit that holds it (a completed step is durable when `append`
+    // returns), but appends of concurrent runs that arrive together share one transaction: the first caller
+    // leads, lets the others queue up for one scheduler turn, then writes the whole queue. Alone, a step is
+    // one auto-committed statement, as before.
+    interface Pending {
+      readonly threadId: string
+      readonly runId: string
+      readonly text: string
+      readonly title: string | null | undefined
+      readonly done: Deferred.Deferred<void, StoreError>
+    }
+    let queue: Array<Pending> = []
+    let leading = false
+
+    const whatOf = (threadId: string) => `Cannot save a checkpoint of thread "${threadId}"`
+
+    /** One checkpoint, inside a transaction the caller holds: creates the thread and sets its title as needed. */
+    const writeOne = (p: Pending, now: string) => {
+      const insert = conn.executeRaw(APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId])
+      const general = conn.executeRaw(ENSURE_THREAD, [p.threadId, now, now]).pipe(
+        Effect.zipRight(insert),
+        Effect.zipRight(p.title === undefined ? Effect.void : conn.executeRaw(SET_TITLE, [p.title, p.threadId]))
+      )
+      if (p.title !== undefined) return Effect.asVoid(general)
+      return Effect.flatMap(insert, (result) =>
+        (result as { readonly changes?: number }).changes === 1 ? Effect.void : Effect.asVoid(general))
+    }
+
+    /** A single checkpoint: the usual step is one statement (SQLite takes the write lock before reading). */
+    const writeAlone = (p: Pending, now: string) =>
+      p.title === undefined
+        ? Effect.flatMap(
+          exclusive(conn.executeRaw(APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId]), "append", whatOf(p.threadId)),
+          (result) =>
+            (result as { readonly changes?: number }).changes === 1
+              ? Effect.void
+              : transaction(writeOne(p, now), "append", whatOf(p.threadId))
+        )
+        : transaction(writeOne(p, now), "append", whatOf(p.threadId))
+
+    /** Writes a batch and settles each caller; a failed batch is retried one by one, so one bad step fails alone. */
+    const writeBatch = (batch: ReadonlyArray<Pending>) =>
+      Effect.clockWith((clock) => {
+        const now = iso(clock.unsafeCurrentTimeMillis())
+        const settle = (p: Pending) => (exit: Exit.Exit<void, StoreError>) => Deferred.done(p.done, exit)
+        const oneByOne = Effect.forEach(
+          batch,
+          (p) => Effect.flatMap(Effect.exit(writeAlone(p, now)), settle(p)),
+          { discard: true }
+        )
+        if (batch.length === 1) return oneByOne
+        return Effect.flatMap(
+          Effect.exit(transaction(Effect.forEach(batch, (p) => writeOne(p, now), { discard: true }), "append", whatOf(batch[0]!.threadId))),
+          (exit) => Exit.isSuccess(exit) ? Effect.forEach(batch, (p) => Deferred.done(p.done, exit), { discard: true }) : oneByOne
+        )
+      })
+
+    const lead = Effect.uninterruptible(
+      Effect.yieldNow().pipe(
+        Effect.zipRight(Effect.suspend(() => {
+          const batch = queue
+          queue = []
+          leading = false
+          return writeBatch(batch)
+        }))
+      )
+    )
+
     const append: ThreadStore["Type"]["append"] = (threadId, runId, updates) =>
       Effect.suspend(() => {
         const text = encodeUpdates(updates)
@@ -437,27 +530,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             })
           )
         }
-        const title = titleOf(updates)
-        const what = `Cannot save a checkpoint of thread "${threadId}"`
-        return Effect.clockWith((clock) => {
-          const now = iso(clock.unsafeCurrentTimeMillis())
-          const insert = conn.executeRaw(APPEND_CHECKPOINT, [runId, now, text.right, threadId])
-          // The general path: create the thread when missing, and set its title when a step changes it.
-          const general = transaction(
-            conn.executeRaw(ENSURE_THREAD, [threadId, now, now]).pipe(
-              Effect.zipRight(insert),
-              Effect.zipRight(title === undefined ? Effect.void : conn.executeRaw(SET_TITLE, [title, threadId]))
-            ),
-            "append",
-            what
-          )
-          if (title !== undefined) return general
-          // The usual step: one statement (SQLite takes the write lock before it reads the thread's counter).
-          return Effect.flatMap(
-            exclusive(insert, "append", what),
-            (result) => ((result as { readonly changes?: number }).changes === 1 ? Effect.void : general)
-          )
-        })
+        const done = Deferred.unsafeMake<void, StoreError>(FiberId.none)
+        queue.push({ threadId, runId, text: text.right, title: titleOf(updates), done })
+        if (leading) return Deferred.await(done)
+        leading = true
+        return Effect.zipRight(lead, Deferred.await(done))
       })
 
     const ensure: ThreadStore["Type"]["ensure"] = (threadId) =>
@@ -530,14 +607,15 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         }
         const state = yield* foldCheckpoints(threadId, checkpoints, base)
         const lastSeq = checkpoints.length > 0 ? Number(checkpoints[checkpoints.length - 1]!.seq) : baseSeq
+        const count = Number(read.threads[0]?.checkpoints ?? checkpoints.length)
         const records: ReadonlyArray<RunRecord> = yield* decodeRows(
           decodeRunRows,
           read.runs,
           "load",
           `The run table of thread "${threadId}"`
         )
-        if (snapshotEvery > 0 && lastSeq - baseSeq >= snapshotEvery) yield* writeSnapshot(threadId, lastSeq, state)
-        return Option.some<LoadedThread>({ thread_id: threadId, state, checkpoints: lastSeq, runs: records })
+        if (snapshotEvery > 0 && checkpoints.length >= snapshotEvery) yield* writeSnapshot(threadId, lastSeq, state)
+        return Option.some<LoadedThread>({ thread_id: threadId, state, checkpoints: count, runs: records })
       })
 
     const saveRun: ThreadStore["Type"]["saveRun"] = (run) =>
@@ -568,7 +646,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         title: row.title,
         created_at: row.created_at,
         updated_at: row.updated_at,
-        checkpoints: row.last_seq
+        checkpoints: row.checkpoints
       }))
     })
 

@@ -136,7 +136,7 @@ describe("SqliteThreadStore", () => {
       const seenByA = yield* loadState(a, "shared")
       assert.deepStrictEqual(seenByA.state, fold([...checkpointsOfThread[0]!, ...checkpointsOfThread[1]!]))
       assert.strictEqual(seenByA.checkpoints, 2)
-      // Both wrote concurrently: every step is kept, numbered without gaps.
+      // Both wrote concurrently: every step is kept, each with its own increasing number.
       yield* Effect.all([
         Effect.forEach([1, 2, 3], (i) => a.append("race", "run-a", [{ artifacts: [`/a/${i}`] }])),
         Effect.forEach([1, 2, 3], (i) => b.append("race", "run-b", [{ artifacts: [`/b/${i}`] }]))
@@ -146,7 +146,9 @@ describe("SqliteThreadStore", () => {
       assert.sameMembers([...race.state.artifacts], ["/a/1", "/a/2", "/a/3", "/b/1", "/b/2", "/b/3"])
       const rows = yield* withSql(filename, (sql) =>
         sql<{ seq: number }>`SELECT seq FROM checkpoints WHERE thread_id = 'race' ORDER BY seq`)
-      assert.deepStrictEqual(rows.map((r) => r.seq), [1, 2, 3, 4, 5, 6])
+      const seqs = rows.map((r) => r.seq)
+      assert.lengthOf(seqs, 6)
+      assert.deepStrictEqual(seqs, [...new Set(seqs)].sort((x, y) => x - y))
     })))
 
   it.effect("two stores of one process on one file never block each other inside a transaction", () =>
@@ -337,6 +339,36 @@ describe("SqliteThreadStore", () => {
       assert.strictEqual(error.operation, "open")
       assert.include(error.message, filename)
       assert.include(error.message, "schema version 99")
+    }))
+
+  it.effect("a version-1 database (checkpoints numbered per thread) migrates with every step kept in order", () =>
+    Effect.gen(function*() {
+      const filename = tempFile()
+      // a database as version 1 left it, written by hand: two interleaved threads, per-thread seqs, a snapshot
+      yield* withSql(filename, (sql) =>
+        Effect.gen(function*() {
+          for (const statement of SqliteThreadStore.migrations[0]!) yield* sql.unsafe(statement)
+          yield* sql`PRAGMA user_version = 1`
+          for (const t of ["x", "y"]) yield* sql`INSERT INTO threads (thread_id, created_at, updated_at) VALUES (${t}, 'a', 'a')`
+          const steps = [...checkpointsOfThread[0]!, ...checkpointsOfThread[1]!]
+          for (const [i, update] of steps.entries()) {
+            for (const t of ["x", "y"]) {
+              yield* sql`INSERT INTO checkpoints (thread_id, seq, run_id, created_at, updates)
+                VALUES (${t}, ${i + 1}, 'r', 'a', ${JSON.stringify([update])})`
+            }
+          }
+          yield* sql`INSERT INTO snapshots (thread_id, seq, created_at, state) VALUES ('x', 1, 'a', '{}')`
+        }))
+      const expected = fold([...checkpointsOfThread[0]!, ...checkpointsOfThread[1]!])
+      for (const t of ["x", "y"]) {
+        const loaded = yield* withStore(filename, (store) => loadState(store, t))
+        assert.deepStrictEqual(loaded.state, expected)
+        assert.strictEqual(loaded.checkpoints, checkpointsOfThread[0]!.length + checkpointsOfThread[1]!.length)
+      }
+      // and new steps go on after the migrated ones
+      yield* withStore(filename, (store) => store.append("x", "r2", [{ title: "after migration" }]))
+      const after = yield* withStore(filename, (store) => loadState(store, "x"))
+      assert.strictEqual(after.state.title, "after migration")
     }))
 
   it.effect("a file that is not a database is a StoreError, not a crash", () =>
