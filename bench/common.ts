@@ -7,6 +7,7 @@
  * Only the harness is measured: the lead agent's middleware chain, the loop, the reducers and the store.
  */
 import * as fs from "node:fs"
+import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
@@ -162,12 +163,24 @@ export const makeHarness = (chain: Chain, store: Store) => {
       ? [dbFile, `${dbFile}-wal`].reduce((n, f) => n + (fs.existsSync(f) ? fs.statSync(f).size : 0), 0)
       : 0
 
-  /** Closes the store (SQLite folds its write-ahead log into the file) and returns the database file's size. */
-  const close = async (): Promise<number> => {
+  /**
+   * Closes the store (SQLite folds its write-ahead log into the file) and returns the database file's size and
+   * the bytes of the pages holding checkpoints (table and index; the rest is thread, run and snapshot rows).
+   */
+  const close = async (): Promise<{ file: number; checkpoints: number }> => {
     await runtime.dispose()
-    const size = store === "sqlite" && fs.existsSync(dbFile) ? fs.statSync(dbFile).size : 0
+    let sizes = { file: 0, checkpoints: 0 }
+    if (store === "sqlite" && fs.existsSync(dbFile)) {
+      const Database = createRequire(import.meta.url)("better-sqlite3")
+      const db = new Database(dbFile, { readonly: true })
+      const pages = db.prepare(
+        "SELECT SUM(pgsize) AS bytes FROM dbstat WHERE name IN ('checkpoints', 'checkpoints_by_thread')"
+      ).get() as { bytes: number }
+      db.close()
+      sizes = { file: fs.statSync(dbFile).size, checkpoints: pages.bytes }
+    }
     fs.rmSync(home, { recursive: true, force: true })
-    return size
+    return sizes
   }
 
   return { run, seed, messageCount, dbBytes, close, home }

@@ -110,14 +110,18 @@ const out = {
   results
 }
 process.stdout.write(JSON.stringify(out, null, 2) + "\n")
+// also kept on disk (stdout of `npm run bench` starts with npm's own banner; `npm run -s bench` has none)
+const resultsDir = path.join(root, "bench", "results")
+fs.mkdirSync(resultsDir, { recursive: true })
+fs.writeFileSync(path.join(resultsDir, `antler-${profile}.json`), JSON.stringify(out, null, 2) + "\n")
 
 // human summary
 const line = (...cols: Array<string | number>) => process.stderr.write(cols.map(String).join("  ") + "\n")
-line("\nW1 µs/step (N=" + P.n + ")      wall    cpu    checkpoint µs   serialized B/step   file B/step")
+line("\nW1 µs/step (N=" + P.n + ")      wall    cpu    checkpoint µs   serialized B/step   on-disk B/step")
 for (const c of configs) {
   const r = results[`w1/${name(c)}`]
   if (r && !r.error) {
-    line(name(c).padEnd(18), r.wallUsPerStepMedian, r.cpuUsPerStepMedian, r.checkpointUsPerStepMedian, r.serializedBytesPerStep, r.fileBytesPerStep ?? "-")
+    line(name(c).padEnd(18), r.wallUsPerStepMedian, r.cpuUsPerStepMedian, r.checkpointUsPerStepMedian, r.serializedBytesPerStep, r.checkpointBytesPerStep ?? "-")
   }
   const warm = results[`w1warm/${name(c)}`]
   if (warm && !warm.error) line(`  after ${P.warmLong} warm-up runs`.padEnd(18), warm.wallUsPerStepMedian, warm.cpuUsPerStepMedian, warm.checkpointUsPerStepMedian)

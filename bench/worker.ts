@@ -222,9 +222,13 @@ try {
       throw new Error(`unknown job ${JSON.stringify(job)}`)
   }
 } finally {
-  const fileBytes = await h.close()
-  // the database file after closing (its write-ahead log folded in), per step written in this job
-  if (job.store === "sqlite" && stepsRun > 0) result.fileBytesPerStep = round(fileBytes / stepsRun)
+  const sizes = await h.close()
+  // on disk after closing (the write-ahead log folded in), per step written in this job: the checkpoint pages,
+  // and the whole file (which also holds the snapshots that loading a long thread caches)
+  if (job.store === "sqlite" && stepsRun > 0) {
+    result.checkpointBytesPerStep = round(sizes.checkpoints / stepsRun)
+    result.fileBytesPerStep = round(sizes.file / stepsRun)
+  }
 }
 result.jobWallS = round((performance.now() - t0) / 1000, 2)
 process.stdout.write(JSON.stringify(result) + "\n")
