@@ -145,8 +145,9 @@ export const formatParseError = (error: ParseResult.ParseError): string =>
     .map((issue) => `at ${formatPath(issue.path)}: ${clip(issue.message)}`)
     .join("; ")
 
-/** Parses and Schema-decodes the text of a checkpoint row; the failure says what was wrong and where. */
-export const decodeUpdates = (text: unknown): Either.Either<ReadonlyArray<TS.StateUpdate>, string> => {
+/** Parses the JSON text of a row and decodes it; the failure says what was wrong and where. */
+const decodeJsonText = <A>(decode: (json: unknown) => Either.Either<A, ParseResult.ParseError>) =>
+(text: unknown): Either.Either<A, string> => {
   if (typeof text !== "string") return Either.left(`expected JSON text, found ${text === null ? "NULL" : typeof text}`)
   let json: unknown
   try {
@@ -154,8 +155,13 @@ export const decodeUpdates = (text: unknown): Either.Either<ReadonlyArray<TS.Sta
   } catch (error) {
     return Either.left(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
   }
-  return Either.mapLeft(decodeStateUpdates(json), formatParseError)
+  return Either.mapLeft(decode(json), formatParseError)
 }
+
+/** Parses and Schema-decodes the text of a checkpoint row; the failure says what was wrong and where. */
+export const decodeUpdates: (text: unknown) => Either.Either<ReadonlyArray<TS.StateUpdate>, string> = decodeJsonText(
+  decodeStateUpdates
+)
 
 /**
  * The JSON text of a checkpoint. Values JSON cannot carry (NaN, Infinity, undefined in an array, functions)
@@ -194,16 +200,7 @@ export const titleOf = (updates: ReadonlyArray<TS.StateUpdate>): string | null |
 const decodeThreadState = Schema.decodeUnknownEither(TS.ThreadState, { onExcessProperty: "preserve" })
 
 /** Parses and Schema-decodes the text of a snapshot row. */
-export const decodeSnapshot = (text: unknown): Either.Either<ThreadState, string> => {
-  if (typeof text !== "string") return Either.left(`expected JSON text, found ${text === null ? "NULL" : typeof text}`)
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return Either.left(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
-  }
-  return Either.mapLeft(decodeThreadState(json), formatParseError)
-}
+export const decodeSnapshot: (text: unknown) => Either.Either<ThreadState, string> = decodeJsonText(decodeThreadState)
 
 const unreadable = (threadId: string, seq: unknown, problem: string) =>
   new StoreError({

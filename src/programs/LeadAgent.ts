@@ -45,8 +45,11 @@ export interface Options {
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
 
-/** The lead agent's middlewares, outermost first. Fresh layer values on every call (layers memoise by reference). */
-export const middlewares = (options: Options) => {
+/**
+ * The runtime base shared by the lead agent and its subagents (DeerFlow's `build_*_runtime_middlewares`):
+ * slots 1–14, outermost first. Only the lead agent reads uploads.
+ */
+const runtimeBase = (options: Options, lead: boolean) => {
   const c = options.config
   return [
     // 1: sanitise the latest user input before any other wrapper or the model reads the request
@@ -55,8 +58,8 @@ export const middlewares = (options: Options) => {
     ToolOutputBudget.layer(c.tool_output),
     // 4: before_agent: the thread's directories, and run id / timestamp on the new user message
     ThreadData.layer(),
-    // 5: before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
-    Uploads.layer(),
+    // 5 (lead only): before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
+    ...when(lead, () => Uploads.layer()),
     // 6: lazy sandbox: records the id a tool acquired, releases it after the run
     SandboxMW.layer(),
     // 7: repairs dangling / orphan tool results in the request, outside the retry loop (done once per call)
@@ -72,7 +75,15 @@ export const middlewares = (options: Options) => {
     ToolErrorHandling.layer({
       skillReadToolNames: c.summarization.skill_file_read_tool_names,
       skillsRoot: c.skills.container_path
-    }),
+    })
+  ]
+}
+
+/** The lead agent's middlewares, outermost first. Fresh layer values on every call (layers memoise by reference). */
+export const middlewares = (options: Options) => {
+  const c = options.config
+  return [
+    ...runtimeBase(options, true),
     // 18: projects the summary and loaded skills into every request (request-only)
     DurableContext.layer(),
     // 19: right inside DurableContext, so a request after a compaction carries the new summary
@@ -93,7 +104,7 @@ export const middlewares = (options: Options) => {
     SafetyFinishReason.layer({ config: c.safety_finish_reason }),
     // 36: last, so every tool wrapper sees ask_clarification; the run then waits for the user
     ClarificationMW.layer()
-  ] as const
+  ]
 }
 
 /** The subagent chain's token budget: on by default, 1M tokens with summarisation, else 2M (SPEC §4.2). */
@@ -109,26 +120,14 @@ export const subagentBudget = (config: AppConfig): TokenBudgetConfig => ({
 export const subagentMiddlewares = (options: Options) => {
   const c = options.config
   return [
-    InputSanitization.layer(),
-    ToolOutputBudget.layer(c.tool_output),
-    ThreadData.layer(),
-    SandboxMW.layer(),
-    DanglingToolCall.layer(),
-    LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker }),
-    ...when(options.guardrail !== undefined, () =>
-      GuardrailMW.layerWith(options.guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport })),
-    SandboxAudit.layer(),
-    ToolErrorHandling.layer({
-      skillReadToolNames: c.summarization.skill_file_read_tool_names,
-      skillsRoot: c.skills.container_path
-    }),
+    ...runtimeBase(options, false),
     LoopDetection.layer(c.loop_detection),
     TokenBudget.layer(subagentBudget(c)),
     SafetyFinishReason.layer({ config: c.safety_finish_reason }),
     DurableContext.layer(),
     Summarization.layer(),
     SystemMessageCoalescing.layer()
-  ] as const
+  ]
 }
 
 type Entry = ReturnType<typeof middlewares>[number] | ReturnType<typeof subagentMiddlewares>[number]

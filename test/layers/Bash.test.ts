@@ -14,6 +14,7 @@ import type { SandboxConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import { runContext } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // A thread sandbox with the real tools, over a temp data directory.
@@ -37,14 +38,7 @@ const setup = (options: { sandbox?: Partial<SandboxConfig>; bwrap?: "auto" | "of
     ignored: []
   })
   const provider = LocalSandbox.make(app, { bwrap: options.bwrap ?? "auto" })
-  const context = RunContext.of({
-    threadId: "t1",
-    runId: "r1",
-    userId: "u1",
-    options: { recursionLimit: 100, toolConcurrency: 4 },
-    stopReason: Effect.succeed(undefined),
-    setStopReason: () => Effect.void
-  })
+  const context = runContext("t1", "u1")
   const bash = (command: string) =>
     SandboxTools.tools({ vision: false }).pipe(
       Effect.flatMap((tools) =>

@@ -1,26 +1,18 @@
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Option from "effect/Option"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import type { SandboxConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import type { SandboxError } from "../../src/services/Sandbox.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import { tempDirs } from "../support/fixtures.js"
 
-const dirs: Array<string> = []
-afterAll(() => {
-  for (const dir of dirs) Fs.rmSync(dir, { recursive: true, force: true })
-})
-const tempDir = (prefix: string) => {
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs()
 
 const bwrapInstalled = (process.env.PATH ?? "").split(":").some((dir) => Fs.existsSync(Path.join(dir, "bwrap")))
 

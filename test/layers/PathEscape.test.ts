@@ -14,6 +14,7 @@ import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import type { JsonObject } from "../../src/state/Message.js"
+import { runContext } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Fixture: thread t1 (the model's), thread t2 (someone else's), a directory outside the data directory,
@@ -69,14 +70,7 @@ const app = AppConfigService.of({
   ignored: []
 })
 const provider = LocalSandbox.make(app, { bwrap: "auto" })
-const context = RunContext.of({
-  threadId: "t1",
-  runId: "r1",
-  userId: "u1",
-  options: { recursionLimit: 100, toolConcurrency: 4 },
-  stopReason: Effect.succeed(undefined),
-  setStopReason: () => Effect.void
-})
+const context = runContext("t1", "u1")
 
 const call = (name: string, args: JsonObject) =>
   SandboxTools.tools({ vision: true }).pipe(

@@ -1,8 +1,7 @@
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as SandboxTools from "../../src/layers/SandboxTools.js"
@@ -13,29 +12,13 @@ import { RunContext } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import { ToolService } from "../../src/services/ToolService.js"
 import type { JsonObject } from "../../src/state/Message.js"
+import { tempDirs, runContext } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The real tools over a temp data directory.
 
-const dirs: Array<string> = []
-afterAll(() => {
-  for (const dir of dirs) Fs.rmSync(dir, { recursive: true, force: true })
-})
-const tempDir = (prefix: string) => {
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix))
-  dirs.push(dir)
-  return dir
-}
+const tempDir = tempDirs()
 
-const runContext = (threadId: string, userId: string) =>
-  RunContext.of({
-    threadId,
-    runId: "r1",
-    userId,
-    options: { recursionLimit: 100, toolConcurrency: 4 },
-    stopReason: Effect.succeed(undefined),
-    setStopReason: () => Effect.void
-  })
 
 const setup = (options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; skills?: string } = {}) => {
   const home = tempDir("antler-tools-")
