@@ -158,11 +158,6 @@ export const makeHarness = (chain: Chain, store: Store) => {
       })
     )
 
-  const dbBytes = () =>
-    store === "sqlite"
-      ? [dbFile, `${dbFile}-wal`].reduce((n, f) => n + (fs.existsSync(f) ? fs.statSync(f).size : 0), 0)
-      : 0
-
   /**
    * Closes the store (SQLite folds its write-ahead log into the file) and returns the database file's size and
    * the bytes of the pages holding checkpoints (table and index; the rest is thread, run and snapshot rows).
@@ -183,7 +178,7 @@ export const makeHarness = (chain: Chain, store: Store) => {
     return sizes
   }
 
-  return { run, seed, messageCount, dbBytes, close, home }
+  return { run, seed, messageCount, close, home }
 }
 
 // ---------------------------------------------------------------------------------------------------------

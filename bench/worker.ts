@@ -37,7 +37,6 @@ async function w1(j: Extract<Job, { kind: "w1" }>) {
   for (let r = 0; r < j.warmupRuns + j.repeats; r++) {
     gc()
     probe.reset()
-    const b0 = h.dbBytes()
     const c0 = process.cpuUsage()
     const t0 = performance.now()
     await go(`w1-${r}`, j.steps)
@@ -55,7 +54,6 @@ async function w1(j: Extract<Job, { kind: "w1" }>) {
       checkpointUsPerStep: round((probe.appendMs * 1000) / j.steps),
       serializedBytesPerStep: round(probe.appendBytes / j.steps)
     })
-    void b0
   }
   return {
     steps: j.steps,
@@ -80,7 +78,6 @@ async function w2len(j: Extract<Job, { kind: "w2len" }>) {
   const points = []
   for (const L of j.lengths) {
     const iv: Array<number> = []
-    let bytes = 0
     let serialized = 0
     let appendMs = 0
     let steps = 0
@@ -89,13 +86,11 @@ async function w2len(j: Extract<Job, { kind: "w2len" }>) {
       await h.seed(id, seedThread(L, `s${L}r${r}`))
       gc()
       probe.reset()
-      const b0 = h.dbBytes()
       const end = await h.run(id, j.steps, [])
       if (end.status !== "success") throw new Error(JSON.stringify(end))
       await check(id, j.steps, L)
       iv.push(...intervalsUs(probe.stamps))
       steps += probe.stamps.length
-      bytes += h.dbBytes() - b0
       serialized += probe.appendBytes
       appendMs += probe.appendMs
     }
@@ -106,8 +101,7 @@ async function w2len(j: Extract<Job, { kind: "w2len" }>) {
       wallUsPerStepMedian: round(median(iv)),
       wallUsPerStepMean: round(iv.reduce((a, b) => a + b, 0) / iv.length),
       checkpointUsPerStep: round((appendMs * 1000) / steps),
-      serializedBytesPerStep: round(serialized / steps),
-      fileBytesPerStep: job.store === "sqlite" ? round(bytes / steps) : null
+      serializedBytesPerStep: round(serialized / steps)
     })
   }
   const first = points[0]!.wallUsPerStepMedian
@@ -124,7 +118,6 @@ async function w2grow(j: Extract<Job, { kind: "w2grow" }>) {
   gc()
   const heapBefore = process.memoryUsage().heapUsed
   probe.reset()
-  const b0 = h.dbBytes()
   const c0 = process.cpuUsage()
   const t0 = performance.now()
   await go("grow", steps)
@@ -149,7 +142,7 @@ async function w2grow(j: Extract<Job, { kind: "w2grow" }>) {
     meanWallUsPerStep: round((wall * 1000) / steps),
     windows,
     growthEndOverStart: round(windows[windows.length - 1]!.wallUsPerStepMedian / windows[0]!.wallUsPerStepMedian, 2),
-    checkpoint: { totalMs: round(probe.appendMs), appends: probe.appends, serializedMiB: mib(probe.appendBytes), fileMiB: mib(h.dbBytes() - b0) },
+    checkpoint: { totalMs: round(probe.appendMs), appends: probe.appends, serializedMiB: mib(probe.appendBytes) },
     memory: {
       peakRssMiB: mib(process.resourceUsage().maxRSS * 1024),
       rssAfterMiB: mib(mem.rss),

@@ -3,7 +3,6 @@
  * the model would see: every request the model received, every event, the end, and the saved state.
  */
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -70,7 +69,3 @@ export const withStore = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 /** Types a middleware list may require from the run. */
 export type RunServices = RunContext | RunState | RunEvents
 
-/** A layer is fresh per call: helper for building middleware lists in tests. */
-export const fresh = <A>(make: () => A) => make
-
-export { Layer }
