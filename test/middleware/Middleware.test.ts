@@ -1,9 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
 import * as FC from "effect/FastCheck"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as MW from "../../src/middleware/Middleware.js"
+import { AgentHooks } from "../../src/services/AgentHooks.js"
+import { ModelService } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
+import { ToolService } from "../../src/services/ToolService.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
 
@@ -65,6 +70,29 @@ describe("Middleware.stack", () => {
         "c:after_model"
       ])
       assert.deepStrictEqual(trace.slice(-3), ["c:after_agent", "b:after_agent", "a:after_agent"])
+    }).pipe(H.withStore))
+
+  it.effect("a middleware written as a plain layer stacks in the same order as ones made by make", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      // no Middleware.make: reads the inner ports and provides wrapped ones by hand
+      const plain = Layer.effectContext(Effect.gen(function*() {
+        const model = yield* ModelService
+        const tools = yield* ToolService
+        const hooks = yield* AgentHooks
+        return Context.make(ModelService, {
+          generate: (request) =>
+            Effect.sync(() => trace.push("p:before_model")).pipe(Effect.zipRight(model.generate(request)))
+        }).pipe(Context.add(ToolService, tools), Context.add(AgentHooks, hooks))
+      }))
+      const outcome = yield* H.run({
+        script,
+        tools: [echo],
+        middlewares: () => [tracer("a", trace), plain as MW.Middleware, tracer("c", trace)]
+      })
+      assert.strictEqual(outcome.end.status, "success")
+      const models = trace.filter((t) => t.endsWith(":before_model")).map((t) => t.split(":")[0]).join("")
+      assert.strictEqual(models, "apcapc")
     }).pipe(H.withStore))
 
   it.effect("a middleware that wraps only the model passes tools and hooks through unchanged", () =>
