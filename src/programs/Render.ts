@@ -264,6 +264,11 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
     for (const [model, u] of Object.entries(state.token_usage.by_model)) {
       lines.push(`  ${model}: ${u.input_tokens} in, ${u.output_tokens} out (${u.calls} calls)`)
     }
+    const purposes = Object.entries(state.token_usage.by_purpose ?? {})
+    // only worth a line when something besides the agent's own calls spent tokens (summaries, titles)
+    if (purposes.length > 1 || (purposes.length === 1 && purposes[0]![0] !== "agent")) {
+      for (const [purpose, u] of purposes) lines.push(`  for ${purpose}: ${u.total_tokens} total (${u.calls} calls)`)
+    }
   }
   if (state.sandbox?.sandbox_id) lines.push(section("sandbox", s), `  ${state.sandbox.sandbox_id}`)
   return `${lines.join("\n")}\n`

@@ -21,6 +21,7 @@ import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import * as M from "../../src/state/Message.js"
+import * as TS from "../../src/state/ThreadState.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -488,6 +489,32 @@ describe("Render.human", () => {
     const error = { name: "ModelError", message: "401" }
     const text = render({ type: "run_end", status: "error", stop_reason: "error", error })
     assert.strictEqual(text, "error: ModelError: 401\n— error · thread t1\n")
+  })
+
+  it("threads show gives the token usage per thread, per model and, when summaries or titles cost, per purpose", () => {
+    const totals = (input: number, output: number, calls: number) => ({
+      input_tokens: input,
+      output_tokens: output,
+      total_tokens: input + output,
+      calls
+    })
+    const text = Render.thread({
+      thread_id: "t1",
+      checkpoints: 3,
+      runs: [],
+      state: {
+        ...TS.empty,
+        messages: [M.human("hi"), M.ai("hello")],
+        token_usage: {
+          total: totals(1300, 130, 3),
+          by_model: { "gpt-4o-mini": totals(1000, 100, 2), small: totals(300, 30, 1) },
+          by_purpose: { agent: totals(1000, 100, 2), summarization: totals(300, 30, 1) }
+        }
+      }
+    }, { color: false })
+    assert.include(text, "total: 1300 in, 130 out, 1430 total (3 calls)")
+    assert.include(text, "gpt-4o-mini: 1000 in, 100 out (2 calls)")
+    assert.include(text, "for summarization: 330 total (1 calls)")
   })
 
   it("JSON lines carry the thread and run ids", () => {
