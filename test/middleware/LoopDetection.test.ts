@@ -3,7 +3,6 @@ import * as Effect from "effect/Effect"
 import * as FC from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import * as L from "../../src/middleware/LoopDetection.js"
-import * as Middleware from "../../src/middleware/Middleware.js"
 import { LoopDetectionConfig } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
@@ -185,16 +184,11 @@ describe("LoopDetection.layer", () => {
 
   it.effect("internal calls are neither tracked nor given warnings", () =>
     Effect.gen(function*() {
-      // An outer middleware makes an internal call (like a summary) before every agent call.
-      const summarizer = () =>
-        Middleware.make({
-          model: (request, next) => Effect.zipRight(next({ ...request, internal: "summarization" }), next(request))
-        })
       const out = yield* Harness.run({
         script: (request) =>
           request.internal !== undefined ? "summary" : { toolCalls: [{ name: "read_file", args: { path: "/a" } }] },
         tools: [readFile],
-        middlewares: () => [summarizer(), L.layer(config({ warn_threshold: 2, hard_limit: 3 }))]
+        middlewares: () => [Harness.internalCaller(), L.layer(config({ warn_threshold: 2, hard_limit: 3 }))]
       })
       const internal = out.requests.filter((r) => r.internal !== undefined)
       const agent = out.requests.filter((r) => r.internal === undefined)

@@ -54,14 +54,10 @@ describe("ModelLengthFinishReason.layer", () => {
 
   it.effect("an internal call cut off at its limit does not cap the run", () =>
     Effect.gen(function*() {
-      const summarizer = () =>
-        Middleware.make({
-          model: (request, next) => Effect.zipRight(next({ ...request, internal: "summarization" }), next(request))
-        })
       const out = yield* Harness.run({
         script: (request) =>
           request.internal !== undefined ? { content: "summary cut", finishReason: "length" } : "Answer.",
-        middlewares: () => [summarizer(), ML.layer()]
+        middlewares: () => [Harness.internalCaller(), ML.layer()]
       })
       assert.strictEqual(out.end.stop_reason, "completed")
     }).pipe(Harness.withStore))

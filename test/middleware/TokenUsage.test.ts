@@ -1,7 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as Middleware from "../../src/middleware/Middleware.js"
 import * as TU from "../../src/middleware/TokenUsage.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { AIMessage, Message, ToolCall } from "../../src/state/Message.js"
@@ -192,16 +191,12 @@ describe("TokenUsage.layer", () => {
 
   it.effect("internal calls are counted under their model but not stamped", () =>
     Effect.gen(function*() {
-      const summarizer = () =>
-        Middleware.make({
-          model: (request, next) => Effect.zipRight(next({ ...request, internal: "summarization" }), next(request))
-        })
       const out = yield* Harness.run({
         script: (request) =>
           request.internal !== undefined
             ? { content: "summary", usage: usage(1000, 100), responseMetadata: { model_name: "summary-model" } }
             : { content: "answer", usage: usage(50, 5) },
-        middlewares: () => [summarizer(), TU.layer()]
+        middlewares: () => [Harness.internalCaller(), TU.layer()]
       })
       assert.deepStrictEqual(out.state.token_usage?.by_model["summary-model"], { ...usage(1000, 100), calls: 1 })
       assert.strictEqual(out.state.token_usage?.total.total_tokens, 1155)

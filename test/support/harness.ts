@@ -69,3 +69,9 @@ export const withStore = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 /** Types a middleware list may require from the run. */
 export type RunServices = RunContext | RunState | RunEvents
 
+/**
+ * A middleware that makes an internal call (as Summarization does) before every agent call, so tests can check
+ * how the middlewares inside it treat calls the harness makes for itself.
+ */
+export const internalCaller = (purpose = "summarization") =>
+  MW.make({ model: (request, next) => Effect.zipRight(next({ ...request, internal: purpose }), next(request)) })
