@@ -20,6 +20,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { Ports } from "../middleware/Middleware.js"
 import { buildPorts } from "../middleware/Middleware.js"
+import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
@@ -138,15 +139,11 @@ const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMe
   )
 })
 
+// The last resort when no ToolErrorHandling is in the chain: the same description, without its metadata.
 const failedCallResult = (call: ToolCall, cause: Cause.Cause<unknown>): ToolResult => {
   const failure = Cause.failureOption(cause)
-  const error: any = Option.isSome(failure) ? failure.value : Cause.squash(cause)
-  const type = error?._tag === "ToolError" ? error.errorType : error instanceof Error ? error.name : "Error"
-  const detail = String(error?.message ?? error).trim() || type
-  return Tool.errorResult(
-    call,
-    `Error: Tool '${call.name}' failed with ${type}: ${detail.length > 500 ? `${detail.slice(0, 497)}...` : detail}`
-  )
+  const { type, detail } = describeFailure(Option.isSome(failure) ? failure.value : Cause.squash(cause))
+  return Tool.errorResult(call, `Error: Tool '${call.name}' failed with ${type}: ${truncateDetail(detail)}`)
 }
 
 interface Step {
