@@ -242,19 +242,21 @@ export const skillFilePath = (path: string, skillsRoot: string): string | undefi
   return normalized
 }
 
+/** The YAML front matter of a Markdown file such as SKILL.md; undefined when it has none or it does not parse. */
+export const frontMatter = (content: string): Record<string, unknown> | undefined => {
+  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  if (match === null) return undefined
+  try {
+    const data: unknown = Yaml.parse(match[1]!)
+    return typeof data === "object" && data !== null && !Array.isArray(data) ? data as Record<string, unknown> : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** The `description` of a SKILL.md front matter, whitespace-collapsed and at most 500 characters. */
 export const skillDescription = (content: string): string => {
-  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
-  if (match === null) return ""
-  let data: unknown
-  try {
-    data = Yaml.parse(match[1]!)
-  } catch {
-    return ""
-  }
-  const description = typeof data === "object" && data !== null
-    ? (data as Record<string, unknown>).description
-    : undefined
+  const description = frontMatter(content)?.description
   if (typeof description !== "string") return ""
   const collapsed = description.replace(/\s+/g, " ").trim()
   return collapsed.length > 500 ? `${collapsed.slice(0, 497)}...` : collapsed

@@ -5,6 +5,8 @@
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { escapeHtml as escape } from "../middleware/DurableContext.js"
+import { frontMatter, skillDescription } from "../middleware/ToolErrorHandling.js"
 
 /** A skill as the prompt lists it. */
 export interface SkillSummary {
@@ -23,19 +25,6 @@ export interface PromptOptions {
   readonly skillsContainer: string
 }
 
-const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-
-const frontMatter = (text: string): Record<string, string> => {
-  const match = /^---\r?\n([\s\S]*?)\r?\n---/.exec(text)
-  if (match === null) return {}
-  const out: Record<string, string> = {}
-  for (const line of match[1]!.split(/\r?\n/)) {
-    const kv = /^([A-Za-z0-9_-]+):\s*(.*)$/.exec(line)
-    if (kv) out[kv[1]!] = kv[2]!.replace(/^["']|["']$/g, "").trim()
-  }
-  return out
-}
-
 /**
  * Skills found under a host directory laid out as `{category}/{name}/SKILL.md` (DeerFlow's `skills/public`,
  * `skills/custom`), described by the `name` and `description` of their front matter.
@@ -49,10 +38,11 @@ export const loadSkills = (hostDir: string | undefined, container: string): Read
     for (const name of fs.readdirSync(categoryDir).sort()) {
       const file = path.join(categoryDir, name, "SKILL.md")
       if (!fs.existsSync(file)) continue
-      const meta = frontMatter(fs.readFileSync(file, "utf8"))
+      const text = fs.readFileSync(file, "utf8")
+      const declared = frontMatter(text)?.name
       out.push({
-        name: meta.name ?? name,
-        description: (meta.description ?? "").replace(/\s+/g, " ").slice(0, 500),
+        name: typeof declared === "string" && declared.trim() !== "" ? declared.trim() : name,
+        description: skillDescription(text),
         location: `${container}/${category}/${name}/SKILL.md`
       })
     }
