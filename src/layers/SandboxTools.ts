@@ -8,7 +8,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { AppConfigService } from "../services/AppConfig.js"
+import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
 import type { Sandbox } from "../services/Sandbox.js"
 import { OUTPUTS, SandboxError, SandboxProvider, SKILLS, UPLOADS, WORKSPACE } from "../services/Sandbox.js"
@@ -225,15 +225,11 @@ const Description = Schema.String.annotations({
 })
 
 const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { nullable: true })
-const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
-  Schema.optionalWith(schema, { nullable: true, default: value as any }) as Schema.optionalWith<
-    S,
-    { nullable: true; default: () => Schema.Schema.Type<S> }
-  >
 
 const VirtualPath = (what: string) =>
   Schema.String.annotations({
-    description: `${what} An absolute path under ${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKILLS}.`
+    description: `${what} A path under ${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKILLS} ` +
+      `(a relative path is taken from ${WORKSPACE}).`
   })
 
 // Argument schemas are built once: building them per run costs more than the rest of a run's setup.

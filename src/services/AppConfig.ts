@@ -5,7 +5,8 @@
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 
-const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
+/** An optional field that may also be `null`, taking `value()` when absent or null. */
+export const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
   Schema.optionalWith(schema, { default: value as any, nullable: true }) as Schema.optionalWith<
     S,
     { default: () => Schema.Schema.Type<S>; nullable: true }
@@ -212,9 +213,6 @@ export type AppConfig = typeof AppConfigSchema.Type
 
 /** The configuration with every default (what an empty `config.yaml` means). */
 export const defaults = (): AppConfig => Schema.decodeUnknownSync(AppConfigSchema)({})
-
-/** Keys of DeerFlow's config that Antler reads; every other key in a file is reported as ignored. */
-export const knownKeys = (): ReadonlyArray<string> => Object.keys(AppConfigSchema.fields)
 
 /** The loaded configuration, plus where it came from. */
 export class AppConfigService extends Context.Tag("antler/AppConfig")<

@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type { Content, JsonObject, ToolCall, ToolMessage } from "../state/Message.js"
+import type { Content, JsonObject, ToolCall } from "../state/Message.js"
 import { tool as toolMessage } from "../state/Message.js"
 import type { ToolDefinition } from "./ModelService.js"
 import type { Interrupt, ToolResult } from "./ToolService.js"
@@ -97,6 +97,3 @@ export const failure = (call: ToolCall, cause: unknown, errorType?: string): Too
     message: cause instanceof Error ? cause.message : String(cause),
     cause
   })
-
-/** The message of a result, for callers that only care about the text. */
-export const messageOf = (result: ToolResult): ToolMessage => result.message
