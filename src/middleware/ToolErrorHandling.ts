@@ -248,7 +248,8 @@ export const frontMatter = (content: string): Record<string, unknown> | undefine
   if (match === null) return undefined
   try {
     const data: unknown = Yaml.parse(match[1]!)
-    return typeof data === "object" && data !== null && !Array.isArray(data) ? data as Record<string, unknown> : undefined
+    const isMapping = typeof data === "object" && data !== null && !Array.isArray(data)
+    return isMapping ? data as Record<string, unknown> : undefined
   } catch {
     return undefined
   }

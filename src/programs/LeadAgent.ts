@@ -68,7 +68,10 @@ const runtimeBase = (options: Options, lead: boolean) => {
     LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker }),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
     ...when(options.guardrail !== undefined, () =>
-      GuardrailMW.layerWith(options.guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport })),
+      GuardrailMW.layerWith(options.guardrail!, {
+        failClosed: c.guardrails.fail_closed,
+        passport: c.guardrails.passport
+      })),
     // 11: bash audit: blocks high-risk commands, warns on medium-risk ones
     SandboxAudit.layer(),
     // 14: turns tool failures into results the model can read; inner short-circuits still get metadata

@@ -24,6 +24,7 @@ import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
+import type { StoreError } from "../services/RunContext.js"
 import { RecursionLimitReached, RunContext, RunState } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent, StopReason } from "../services/RunEvents.js"
 import { currentSink, RunEvents } from "../services/RunEvents.js"
@@ -133,7 +134,8 @@ const invalidCallResult = (call: M.InvalidToolCall, index: number, message: AIMe
     call.error
       ? `Error: The arguments of this tool call are not valid JSON (${call.error.slice(0, 500)}). Nothing was run. ` +
         `Send the call again with a JSON object as arguments.`
-      : `Error: The arguments of this tool call are not valid JSON. Nothing was run. Send the call again with a JSON object as arguments.`,
+      : `Error: The arguments of this tool call are not valid JSON. Nothing was run. ` +
+        `Send the call again with a JSON object as arguments.`,
     M.invalidCallId(message, call, index),
     { name: call.name || "unknown_tool", status: "error" }
   )
@@ -149,9 +151,11 @@ const failedCallResult = (call: ToolCall, cause: Cause.Cause<unknown>): ToolResu
 interface Step {
   readonly model: ModelService["Type"]
   readonly tools: ToolService["Type"]
+  /** The names of the run's tools (fixed for the run). */
+  readonly known: ReadonlySet<string>
   readonly holder: Holder
   readonly context: RunContext["Type"]
-  readonly checkpoint: Effect.Effect<void, import("../services/RunContext.js").StoreError>
+  readonly checkpoint: Effect.Effect<void, StoreError>
   readonly systemPrompt: string | undefined
   readonly options: RunOptions
 }
@@ -159,7 +163,8 @@ interface Step {
 const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =>
   Effect.gen(function*() {
     if (interrupt !== undefined) {
-      return { type: "run_end", status: "interrupted", stop_reason: "interrupted", interrupt: interrupt.payload } as const
+      const payload = interrupt.payload
+      return { type: "run_end", status: "interrupted", stop_reason: "interrupted", interrupt: payload } as const
     }
     const messages = step.holder.current().messages
     const last = messages[messages.length - 1]
@@ -178,7 +183,7 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
 const callTools = (step: Step, message: AIMessage) =>
   Effect.gen(function*() {
     const calls = M.toolCalls(message)
-    const known = new Set(step.tools.definitions.map((d) => d.name))
+    const known = step.known
     const results: Array<ToolResult | undefined> = new Array(calls.length)
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
@@ -189,7 +194,9 @@ const callTools = (step: Step, message: AIMessage) =>
             return Effect.succeed(i.result)
           }),
           Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.succeed(failedCallResult(call, cause))
+            Cause.isInterruptedOnly(cause)
+              ? Effect.failCause(cause as Cause.Cause<never>)
+              : Effect.succeed(failedCallResult(call, cause))
           )
         )
         : Effect.succeed(Tool.errorResult(
@@ -352,9 +359,11 @@ export const execute = <E, R>(
           Context.make(RunContext, context).pipe(Context.add(RunState, holder.service), Context.add(RunEvents, sink))
         )
       )
+      const tools = Context.get(ports, ToolService)
       const step: Step = {
         model: Context.get(ports, ModelService),
-        tools: Context.get(ports, ToolService),
+        tools,
+        known: new Set(tools.definitions.map((d) => d.name)),
         holder,
         context,
         checkpoint,
