@@ -46,34 +46,36 @@ const extrasFrom = (message: AIMessage, key: string): JsonObject => {
   return value === undefined || value === null || value === false || value === "" ? {} : { [key]: value }
 }
 
-/** OpenAI-compatible `finish_reason` (OpenAI, Azure, DeepSeek, vLLM...); add gateway values via `finishReasons`. */
-export const openAiContentFilter = (finishReasons: ReadonlyArray<string> = ["content_filter"]): Detector => {
-  const wanted = new Set(finishReasons.map((r) => r.toLowerCase()))
-  const name = "openai_compatible_content_filter"
+const lower = (s: string) => s.toLowerCase()
+const upper = (s: string) => s.toUpperCase()
+
+/** A detector that fires when a metadata field holds one of `values` (compared after `fold`). */
+const fieldDetector = (
+  name: string,
+  field: "finish_reason" | "stop_reason",
+  values: ReadonlyArray<string>,
+  fold: (value: string) => string,
+  extrasKey?: string
+): Detector => {
+  const wanted = new Set(values.map(fold))
   return {
     name,
     detect: (message) => {
-      const value = HardStop.metadataString(message, "finish_reason")
-      if (value === undefined || !wanted.has(value.toLowerCase())) return undefined
-      const extras = extrasFrom(message, "content_filter_results")
-      return { detector: name, reason_field: "finish_reason", reason_value: value, extras }
+      const value = HardStop.metadataString(message, field)
+      if (value === undefined || !wanted.has(fold(value))) return undefined
+      const extras = extrasKey === undefined ? {} : extrasFrom(message, extrasKey)
+      return { detector: name, reason_field: field, reason_value: value, extras }
     }
   }
 }
 
+/** OpenAI-compatible `finish_reason` (OpenAI, Azure, DeepSeek, vLLM...); add gateway values via `finishReasons`. */
+export const openAiContentFilter = (finishReasons: ReadonlyArray<string> = ["content_filter"]): Detector =>
+  fieldDetector("openai_compatible_content_filter", "finish_reason", finishReasons, lower, "content_filter_results")
+
 /** Anthropic `stop_reason` (default `refusal`). */
-export const anthropicRefusal = (stopReasons: ReadonlyArray<string> = ["refusal"]): Detector => {
-  const wanted = new Set(stopReasons.map((r) => r.toLowerCase()))
-  const name = "anthropic_refusal"
-  return {
-    name,
-    detect: (message) => {
-      const value = HardStop.metadataString(message, "stop_reason")
-      if (value === undefined || !wanted.has(value.toLowerCase())) return undefined
-      return { detector: name, reason_field: "stop_reason", reason_value: value, extras: {} }
-    }
-  }
-}
+export const anthropicRefusal = (stopReasons: ReadonlyArray<string> = ["refusal"]): Detector =>
+  fieldDetector("anthropic_refusal", "stop_reason", stopReasons, lower)
 
 /** Gemini's safety-related finish reasons. `MAX_TOKENS` is a length stop, not safety (see ModelLengthFinishReason). */
 export const GEMINI_SAFETY_REASONS: ReadonlyArray<string> = [
@@ -88,19 +90,8 @@ export const GEMINI_SAFETY_REASONS: ReadonlyArray<string> = [
 ]
 
 /** Gemini / Vertex `finish_reason` (upper-case compare). */
-export const geminiSafety = (finishReasons: ReadonlyArray<string> = GEMINI_SAFETY_REASONS): Detector => {
-  const wanted = new Set(finishReasons.map((r) => r.toUpperCase()))
-  const name = "gemini_safety"
-  return {
-    name,
-    detect: (message) => {
-      const value = HardStop.metadataString(message, "finish_reason")
-      if (value === undefined || !wanted.has(value.toUpperCase())) return undefined
-      const extras = extrasFrom(message, "safety_ratings")
-      return { detector: name, reason_field: "finish_reason", reason_value: value, extras }
-    }
-  }
-}
+export const geminiSafety = (finishReasons: ReadonlyArray<string> = GEMINI_SAFETY_REASONS): Detector =>
+  fieldDetector("gemini_safety", "finish_reason", finishReasons, upper, "safety_ratings")
 
 /** The built-in detectors, in the order they are tried. */
 export const defaultDetectors = (): ReadonlyArray<Detector> => [
