@@ -10,6 +10,7 @@ import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -26,6 +27,9 @@ import * as Run from "../src/programs/Run.js"
 import type { AppConfig } from "../src/services/AppConfig.js"
 import { AppConfigService, AppConfigSchema } from "../src/services/AppConfig.js"
 import type { ModelRequest } from "../src/services/ModelService.js"
+import { ModelService } from "../src/services/ModelService.js"
+import { AgentHooks } from "../src/services/AgentHooks.js"
+import { ToolService } from "../src/services/ToolService.js"
 import { ThreadStore } from "../src/services/ThreadStore.js"
 import * as Tool from "../src/services/Tool.js"
 import type { Message } from "../src/state/Message.js"
@@ -133,16 +137,27 @@ export const makeHarness = (chain: Chain, store: Store) => {
     instrumented,
     LocalSandbox.layer().pipe(Layer.provideMerge(Layer.succeed(AppConfigService, { config, source: undefined, ignored: [], home })))
   )
-  const runtime = ManagedRuntime.make(appLayer)
+  // The scripted model's run length: set before each run (every concurrent run of a job has the same).
+  let steps = 0
+  const model = ScriptedModel.make((request) => script(steps)(request))
   const tools = Toolkit.make([readFile])
-  const options = { config, modelConfig: config.models[0], interactive: true }
+  // bare: the loop over the model and the tool; full: the lead agent, built once, as an app builds it
+  const agentLayer = LeadAgent.layer({ sandboxTools: false, tools: [readFile], systemPrompt: "" }).pipe(
+    Layer.provide(Layer.succeed(ModelService, model))
+  )
+  const runtime = ManagedRuntime.make(Layer.merge(appLayer, agentLayer.pipe(Layer.provide(appLayer))))
+  const bare = Context.make(ModelService, model).pipe(
+    Context.add(ToolService, tools),
+    Context.add(AgentHooks, MW.noHooks)
+  )
+  const options = { modelName: "scripted", recursionLimit: 100_000 }
 
-  const run = (threadId: string, steps: number, input: ReadonlyArray<Message>) => {
-    const model = ScriptedModel.make(script(steps))
-    const base = MW.base(model, tools)
-    const stack = chain === "bare" ? () => base : () => LeadAgent.stack(options, base)
+  const run = (threadId: string, n: number, input: ReadonlyArray<Message>) => {
+    steps = n
     return runtime.runPromise(
-      Run.execute({ threadId, input, options: { modelName: "scripted", recursionLimit: 100_000 } }, stack as any)
+      chain === "bare"
+        ? Run.execute({ threadId, input, options }, bare)
+        : Effect.flatMap(LeadAgent.LeadAgent, (agent) => agent.turn({ threadId, messages: input, options }))
     )
   }
 

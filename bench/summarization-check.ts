@@ -18,7 +18,9 @@ import type { ContextSize } from "../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../src/services/AppConfig.js"
 import type { ModelRequest } from "../src/services/ModelService.js"
 import { ModelService } from "../src/services/ModelService.js"
+import { AgentHooks } from "../src/services/AgentHooks.js"
 import { RunContext, RunState } from "../src/services/RunContext.js"
+import { RunEvents } from "../src/services/RunEvents.js"
 import type { Message } from "../src/state/Message.js"
 import * as M from "../src/state/Message.js"
 import { addMessages } from "../src/state/Reducers.js"
@@ -142,8 +144,8 @@ const wrappers = (n: number) =>
     let state: ThreadState = { ...TS.empty, messages: start, summary_text: prose(1, 400) }
     const base = MW.base({ generate: () => Effect.succeed({ message: M.ai("ok") }) }, Toolkit.make([]))
     const config = { ...defaults(), summarization: { ...defaults().summarization, enabled: true, trigger: triggers } }
-    const context = Context.make(RunState, { get: Effect.sync(() => state), update: () => Effect.void }).pipe(
-      Context.add(AppConfigService, { config, source: undefined, home: "/tmp", ignored: [] }),
+    const app = Context.make(AppConfigService, { config, source: undefined, home: "/tmp", ignored: [] })
+    const run = Context.make(RunState, { get: Effect.sync(() => state), update: () => Effect.void }).pipe(
       Context.add(RunContext, {
         threadId: "bench",
         runId: "bench",
@@ -151,24 +153,32 @@ const wrappers = (n: number) =>
         options: { recursionLimit: 100, toolConcurrency: 1 },
         stopReason: Effect.succeed(undefined),
         setStopReason: () => Effect.void
-      })
+      }),
+      Context.add(RunEvents, RunEvents.discard)
     )
     const scope = yield* Scope.make()
     const stack = MW.stack([DurableContext.layer(), Summarization.layer()], base)
-    const ports = yield* Layer.buildWithScope(stack, scope).pipe(Effect.provide(context))
+    const ports = yield* Layer.buildWithScope(stack, scope).pipe(Effect.provide(app))
     const model = Context.get(ports, ModelService)
     const request = (): ModelRequest => ({ systemPrompt: "p", messages: state.messages, tools: [], settings: {} })
-    for (let s = 0; s < STEPS; s++) {
-      state = { ...state, messages: grow(state.messages, -1 - s) }
-      Effect.runSync(model.generate(request()))
-    }
     const samples: Array<number> = []
-    for (let s = 0; s < EPISODES * STEPS; s++) {
-      if (s % STEPS === 0) state = { ...state, messages: start }
-      state = { ...state, messages: grow(state.messages, s) }
-      const req = request()
-      samples.push(time(() => Effect.runSync(model.generate(req))))
-    }
+    // every call inside one run, as the loop makes them (the middlewares' per-run state lives there)
+    const calls = Effect.gen(function*() {
+      for (let s = 0; s < STEPS; s++) {
+        state = { ...state, messages: grow(state.messages, -1 - s) }
+        yield* model.generate(request())
+      }
+      for (let s = 0; s < EPISODES * STEPS; s++) {
+        if (s % STEPS === 0) state = { ...state, messages: start }
+        state = { ...state, messages: grow(state.messages, s) }
+        const req = request()
+        const t0 = process.hrtime.bigint()
+        yield* model.generate(req)
+        samples.push(Number(process.hrtime.bigint() - t0) / 1000)
+      }
+      return { type: "run_end", status: "success", stop_reason: "completed" } as const
+    })
+    yield* Context.get(ports, AgentHooks).around(Effect.orDie(calls)).pipe(Effect.provide(run), Effect.orDie)
     yield* Scope.close(scope, Exit.void)
     return { messages: n, ...stats(samples) }
   })

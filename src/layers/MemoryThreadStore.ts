@@ -7,8 +7,8 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
-import type { RunRecord } from "../services/ThreadStore.js"
-import { ThreadStore } from "../services/ThreadStore.js"
+import type { LeaseHolder, RunRecord } from "../services/ThreadStore.js"
+import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
 import { applyUpdates } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -24,6 +24,7 @@ interface Entry {
 /** A fresh in-memory store. */
 export const make = (): ThreadStore["Type"] => {
   const threads = new Map<string, Entry>()
+  const leases = new Map<string, LeaseHolder>()
   const get = (threadId: string) => {
     let entry = threads.get(threadId)
     if (entry === undefined) {
@@ -67,7 +68,22 @@ export const make = (): ThreadStore["Type"] => {
         updated_at: entry.updated_at,
         checkpoints: entry.checkpoints.length
       }))
-    )
+    ),
+    acquireLease: (request) =>
+      Effect.sync(() => {
+        const holder = leases.get(request.threadId)
+        if (leaseBlocks(holder, request)) return holder
+        leases.set(request.threadId, {
+          run_id: request.runId,
+          owner: leaseOwner(),
+          expires_at: request.now + request.ttlMs
+        })
+        return undefined
+      }),
+    releaseLease: (threadId, runId) =>
+      Effect.sync(() => {
+        if (leases.get(threadId)?.run_id === runId) leases.delete(threadId)
+      })
   })
 }
 

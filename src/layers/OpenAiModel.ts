@@ -15,7 +15,6 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -26,7 +25,7 @@ import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { ModelRequest, ToolDefinition } from "../services/ModelService.js"
 import { ModelError, ModelService } from "../services/ModelService.js"
-import { currentSink } from "../services/RunEvents.js"
+import { RunEvents } from "../services/RunEvents.js"
 import type {
   AIMessage,
   Content,
@@ -620,7 +619,7 @@ const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
     })
 
   return (request) =>
-    Effect.flatMap(FiberRef.get(currentSink), (sink) => {
+    Effect.flatMap(RunEvents, (sink) => {
       const messageId = `run-${crypto.randomUUID()}`
       const acc = accumulator(messageId, model)
       const silent = request.internal !== undefined

@@ -365,27 +365,26 @@ const statFile = (sandbox: Sandbox, path: string) =>
   )
 
 /**
- * The tools over the run's sandbox. Built per run: each call acquires the sandbox of the run's thread
- * (`RunContext.threadId`/`userId`) from the provider, which is idempotent.
+ * The tools over the sandbox of the run they are called in. Build them once (per agent): each call acquires
+ * the sandbox of the run's thread (`RunContext.threadId`/`userId`) from the provider, which is idempotent.
  */
 export const tools = (options: Options) =>
   Effect.gen(function*() {
     const provider = yield* SandboxProvider
-    const run = yield* RunContext
     const app = yield* AppConfigService
     const settings = app.config.sandbox
 
     // Runs a handler on the sandbox; sandbox errors and anything unexpected become `Error:` text with host
     // paths masked. Interruption passes through untouched.
-    const withSandbox = (name: string, body: Body) => (call: ToolCall): Effect.Effect<HandlerOutput> =>
-      provider.acquire(run.threadId, run.userId).pipe(
+    const withSandbox = (name: string, body: Body) => (call: ToolCall): Effect.Effect<HandlerOutput, never, RunContext> =>
+      Effect.flatMap(RunContext, (run) => provider.acquire(run.threadId, run.userId)).pipe(
         Effect.flatMap((sandbox) => recover(name, body(sandbox, call), sandbox.mask)),
         (effect) => recover(name, effect, (text) => text)
       )
 
-    const recover = (
+    const recover = <R>(
       name: string,
-      effect: Effect.Effect<HandlerOutput, SandboxError>,
+      effect: Effect.Effect<HandlerOutput, SandboxError, R>,
       mask: (text: string) => string
     ) =>
       Effect.catchAllCause(effect, (cause) =>
@@ -721,11 +720,8 @@ export const tools = (options: Options) =>
     return all as ReadonlyArray<Tool.Tool>
   })
 
-/**
- * The base ToolService of a run over the sandbox tools (build it per run: it reads RunContext). Unknown
- * tools are answered as Toolkit does.
- */
+/** The base ToolService over the sandbox tools. Unknown tools are answered as Toolkit does. */
 export const layer = (
   options: Options
-): Layer.Layer<ToolService, never, SandboxProvider | RunContext | AppConfigService> =>
+): Layer.Layer<ToolService, never, SandboxProvider | AppConfigService> =>
   Layer.effect(ToolService, Effect.map(tools(options), Toolkit.make))

@@ -4,11 +4,10 @@
  * so that renderers see the same events as with a real model.
  */
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import type { ModelRequest } from "../services/ModelService.js"
 import { ModelError, ModelService } from "../services/ModelService.js"
-import { currentSink } from "../services/RunEvents.js"
+import { RunEvents } from "../services/RunEvents.js"
 import type { AIMessage, JsonObject, UsageMetadata } from "../state/Message.js"
 import * as M from "../state/Message.js"
 
@@ -26,14 +25,10 @@ export type Script =
   | ReadonlyArray<Turn | string | ((request: ModelRequest) => Turn | string | AIMessage)>
   | ((request: ModelRequest, call: number) => Turn | string | AIMessage | undefined)
 
-// Ids must stay unique across processes: a thread resumed by another process must not reuse an id.
-const prefix = `scripted-${crypto.randomUUID().slice(0, 8)}`
-let counter = 0
-
-/** Builds the AI message of a turn. */
+/** Builds the AI message of a turn. Its id is fresh (unique across processes and model instances). */
 export const message = (turn: Turn | string): AIMessage => {
   const t: Turn = typeof turn === "string" ? { content: turn } : turn
-  const id = `${prefix}-${++counter}`
+  const id = `scripted-${crypto.randomUUID()}`
   const calls = (t.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `${id}-call-${i}`,
     name: call.name,
@@ -83,7 +78,7 @@ export const make = (script: Script): ModelService["Type"] => {
         const text = M.text(out)
         if (text === "" || request.internal !== undefined) return Effect.succeed({ message: out })
         return Effect.as(
-          Effect.flatMap(FiberRef.get(currentSink), (sink) =>
+          Effect.flatMap(RunEvents, (sink) =>
             sink.emit({ type: "token", message_id: out.id, text })),
           { message: out }
         )

@@ -8,15 +8,19 @@
  * and starts from a snapshot of the folded state when `load` stored one earlier.
  *
  * Durability: WAL journal with `synchronous = NORMAL`, so a committed step survives a killed process (not
- * necessarily a power cut). Several processes may share the file: each write statement or `BEGIN IMMEDIATE`
- * takes SQLite's write lock before reading anything, and waits up to `busyTimeout` for it.
+ * necessarily a power cut). Several processes (or stores) may share the file: each write statement or
+ * `BEGIN IMMEDIATE` takes SQLite's write lock before reading anything. While another connection holds it,
+ * the statement is retried after a short sleep, up to `busyTimeout`: SQLite's own busy wait would block the
+ * event loop, and with it every other run of the process.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -24,6 +28,7 @@ import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
@@ -31,7 +36,7 @@ import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
 import { RunStatus, StopReason } from "../services/RunEvents.js"
 import type { LoadedThread, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { ThreadStore } from "../services/ThreadStore.js"
+import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate } from "../state/Reducers.js"
@@ -62,6 +67,7 @@ export const FILENAME = "antler.sqlite"
  * The schema, one entry per version: entry `i` takes a database from `user_version` i to i + 1. Entries are
  * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
  * in step order within a thread) with an index by thread; an append inserts one row and touches nothing else.
+ * Version 3: `leases`, one row per thread with an active run (see `ThreadStore.acquireLease`).
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -120,6 +126,15 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
     `CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id, seq)`,
     // snapshots name the seq they were folded up to: renumbered checkpoints make them stale
     `DELETE FROM snapshots`
+  ],
+  [
+    // one active run per thread, across processes: the lease of the run that holds it (epoch ms)
+    `CREATE TABLE leases (
+      thread_id TEXT PRIMARY KEY NOT NULL,
+      run_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      expires_at INTEGER NOT NULL
+    )`
   ]
 ]
 
@@ -329,6 +344,15 @@ const LIST_THREADS = `SELECT t.thread_id, t.title, t.created_at,
   COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints
   FROM threads t ORDER BY updated_at DESC, t.rowid DESC`
 
+const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
+const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)
+  ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner,
+  expires_at = excluded.expires_at`
+const DELETE_LEASE = `DELETE FROM leases WHERE thread_id = ? AND run_id = ?`
+
+const LeaseRow = Schema.Struct({ run_id: Schema.String, owner: Schema.String, expires_at: Schema.Number })
+const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
+
 const sqliteMessage = (error: SqlError): string => {
   const cause: unknown = error.cause
   const detail = cause instanceof Error ? cause.message : undefined
@@ -342,21 +366,11 @@ const toStoreError = (operation: string, what: string) => (error: SqlError | Sto
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
-/**
- * One lock per database file in this process. Two stores on one file must not interleave: better-sqlite3
- * waits for SQLite's locks synchronously, so a store waiting for the write lock would block the event loop
- * while the transaction holding it, in the same process, could never finish.
- */
-const fileLocks = new Map<string, Effect.Semaphore>()
-const lockFor = (filename: string): Effect.Semaphore => {
-  if (filename === ":memory:" || filename === "") return Effect.unsafeMakeSemaphore(1)
-  const key = filename.startsWith("file:") ? filename : path.resolve(filename)
-  let lock = fileLocks.get(key)
-  if (lock === undefined) {
-    lock = Effect.unsafeMakeSemaphore(1)
-    fileLocks.set(key, lock)
-  }
-  return lock
+/** Whether SQLite refused a statement because another connection holds the lock it needs. */
+const isBusy = (error: SqlError | StoreError): boolean => {
+  if (error._tag !== "SqlError") return false
+  const code = (error.cause as { readonly code?: unknown } | undefined)?.code
+  return typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -398,11 +412,26 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     const conn: Connection = yield* Effect.scoped(client.reserve).pipe(
       Effect.mapError((error) => openFailed(sqliteMessage(error), error))
     )
-    const lock = lockFor(filename)
+    // The store's one connection: a fiber's statements (or transaction) run alone on it.
+    const lock = yield* Effect.makeSemaphore(1)
+    const busyTimeout = Math.max(0, Math.floor(options.busyTimeout ?? 5000))
+    // While another connection holds the lock: retry after 2, 4, 8... ms (at most 100), up to `busyTimeout`.
+    const whileBusy = Schedule.exponential("2 millis").pipe(
+      Schedule.union(Schedule.spaced("100 millis")),
+      Schedule.upTo(Duration.millis(busyTimeout)),
+      Schedule.whileInput(isBusy)
+    )
 
-    /** Runs `body` alone on the file: no other fiber of this process can put a statement in between. */
+    // Waiting for another connection is real time, whatever clock the caller runs on (a test's TestClock).
+    const wallClock = Clock.make()
+
+    /** Runs `body` alone on the connection: no other fiber of this store can put a statement in between. */
     const exclusive = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
-      lock.withPermits(1)(Effect.uninterruptible(body)).pipe(Effect.mapError(toStoreError(operation, what)))
+      lock.withPermits(1)(Effect.uninterruptible(body)).pipe(
+        Effect.retry(whileBusy),
+        Effect.withClock(wallClock),
+        Effect.mapError(toStoreError(operation, what))
+      )
 
     /** `body` in a transaction: `BEGIN IMMEDIATE` takes the write lock first, so a writer never deadlocks. */
     const transaction = <A>(
@@ -421,10 +450,9 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         what
       )
 
-    const busyTimeout = Math.max(0, Math.floor(options.busyTimeout ?? 5000))
     yield* exclusive(
       Effect.zipRight(
-        conn.executeRaw(`PRAGMA busy_timeout = ${busyTimeout}`, []),
+        conn.executeRaw("PRAGMA busy_timeout = 0", []),
         conn.executeRaw("PRAGMA synchronous = NORMAL", [])
       ),
       "open",
@@ -647,7 +675,26 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       }))
     })
 
-    return ThreadStore.of({ ensure, load, append, saveRun, list })
+    const owner = leaseOwner()
+    const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
+      transaction(
+        Effect.gen(function*() {
+          const rows = yield* conn.execute(SELECT_LEASE, [request.threadId], undefined)
+          const [holder] = yield* decodeRows(decodeLeaseRows, rows, "lease", "The lease table")
+          if (leaseBlocks(holder, request)) return holder
+          yield* conn.executeRaw(UPSERT_LEASE, [request.threadId, request.runId, owner, request.now + request.ttlMs])
+          return undefined
+        }),
+        "lease",
+        `Cannot take the lease of thread "${request.threadId}"`
+      )
+
+    const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
+      Effect.asVoid(
+        exclusive(conn.executeRaw(DELETE_LEASE, [threadId, runId]), "lease", `Cannot release the lease of thread "${threadId}"`)
+      )
+
+    return ThreadStore.of({ ensure, load, append, saveRun, list, acquireLease, releaseLease })
   })
 
 /** A SQLite thread store on this file, opened (and migrated) when the layer is built, closed with it. */

@@ -275,16 +275,19 @@ export const isAnswer = Schema.is(Schema.Struct({ human_input_response: HumanInp
 const NOBODY_THERE = "Nobody can answer questions in this run (it is not interactive). Do not wait for a reply: " +
   "make the most reasonable assumption, say clearly which assumption you made, and continue the task."
 
-/** The `ask_clarification` tool for a run. */
-export const tool = (interactive: boolean): Tool.Tool<Arguments> =>
-  Tool.make({
-    name: TOOL_NAME,
-    description: "Ask the user a question and wait for the answer. Use it when the request is missing information " +
-      "you cannot find yourself, is ambiguous, needs a choice between approaches, or before a risky action. " +
-      "The run stops after this call until the user answers.",
-    parameters: Arguments,
-    handler: (args, call) => {
-      if (!interactive) {
+/**
+ * The `ask_clarification` tool. In a run whose options say it is not interactive (nobody can answer), the call
+ * answers at once and the run goes on; otherwise the run stops and waits for the user.
+ */
+export const tool: Tool.Tool<Arguments> = Tool.make({
+  name: TOOL_NAME,
+  description: "Ask the user a question and wait for the answer. Use it when the request is missing information " +
+    "you cannot find yourself, is ambiguous, needs a choice between approaches, or before a risky action. " +
+    "The run stops after this call until the user answers.",
+  parameters: Arguments,
+  handler: (args, call) =>
+    Effect.flatMap(RunContext, (context) => {
+      if (context.options.nonInteractive === true) {
         return Effect.succeed({
           message: M.tool(NOBODY_THERE, call.id, { id: `clarification:${call.id}`, name: TOOL_NAME, status: "success" })
         })
@@ -293,12 +296,11 @@ export const tool = (interactive: boolean): Tool.Tool<Arguments> =>
       return Effect.fail(
         new Interrupt({ reason: "clarification", payload: req, result: { message: questionMessage(req, call) } })
       )
-    }
-  })
+    })
+})
 
 /**
  * The Clarification middleware: contributes `ask_clarification`. Last in the lead agent's chain, so every tool
- * wrapper sees the call. A run whose options say it is not interactive gets the non-blocking variant.
+ * wrapper sees the call.
  */
-export const layer = (): Middleware<RunContext> =>
-  MW.make(Effect.map(RunContext, (context) => ({ tools: [tool(context.options.nonInteractive !== true)] })))
+export const layer = (): Middleware => MW.make({ tools: [tool] })

@@ -140,7 +140,7 @@ export interface Options {}
  * The DurableContext middleware: projects `summary_text` and `skill_context` into every model request.
  * Requires `RunState`. Internal calls (`request.internal`, e.g. a summary being written) pass through untouched.
  */
-export const layer = (_options: Options = {}): Middleware<RunState> =>
+export const layer = (_options: Options = {}): Middleware =>
   MW.make(Effect.gen(function*() {
     const state = yield* RunState
     // The rendered projection depends only on these two values; re-render only when either changes.

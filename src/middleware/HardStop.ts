@@ -135,10 +135,10 @@ export interface WarningQueue {
    * `next` succeeds. A failed call leaves them queued, so a retry of the same request carries them again.
    * With nothing queued, `next` receives the request unchanged (the same object).
    */
-  readonly inject: (
+  readonly inject: <R>(
     request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
-  ) => Effect.Effect<ModelResponse, ModelError>
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+  ) => Effect.Effect<ModelResponse, ModelError, R>
 }
 
 /** A warning queue whose message is named `name` (`loop_warning`, `budget_warning`). Holds at most `max` warnings. */

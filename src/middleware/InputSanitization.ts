@@ -5,6 +5,7 @@
  * fail-open: if sanitising throws, the original request goes to the model.
  */
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
@@ -237,11 +238,14 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
   )
 }
 
-// State messages are immutable and replaced by new objects when they change, so a result keyed by the
-// message object stays valid for the whole thread: the regexes run once per user message, not per call.
-const cache = new WeakMap<Message, HumanMessage | null>()
+/**
+ * Sanitised messages by message object. State messages are immutable and replaced by new objects when they
+ * change, so a result keyed by the message object stays valid for the whole thread: with a cache kept by the
+ * middleware (one per agent), the regexes run once per user message, not once per call.
+ */
+export type Cache = WeakMap<Message, HumanMessage | null>
 
-const sanitizedOf = (message: HumanMessage): HumanMessage | undefined => {
+const sanitizedOf = (message: HumanMessage, cache: Cache): HumanMessage | undefined => {
   const hit = cache.get(message)
   if (hit !== undefined) return hit ?? undefined
   const out = sanitizeUserMessage(message)
@@ -250,12 +254,12 @@ const sanitizedOf = (message: HumanMessage): HumanMessage | undefined => {
 }
 
 /** The request with its last genuine user message sanitised; the same object when nothing changes. */
-export const sanitizeRequest = (request: ModelRequest): ModelRequest => {
+export const sanitizeRequest = (request: ModelRequest, cache: Cache = new WeakMap()): ModelRequest => {
   const messages = request.messages
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
     if (!isGenuineUserMessage(message)) continue
-    const sanitized = sanitizedOf(message)
+    const sanitized = sanitizedOf(message, cache)
     if (sanitized === undefined) return request
     const next = messages.slice()
     next[i] = sanitized
@@ -264,20 +268,23 @@ export const sanitizeRequest = (request: ModelRequest): ModelRequest => {
   return request
 }
 
-/** InputSanitization: no options; needs nothing from context. */
+/** InputSanitization: no options; needs nothing from context. Keeps its cache for the agent's life. */
 export const layer = (): Middleware.Middleware =>
-  Middleware.make({
-    model: (request, next) =>
-      Effect.suspend(() => {
-        let sanitized: ModelRequest
-        try {
-          sanitized = sanitizeRequest(request)
-        } catch (error) {
-          return Effect.zipRight(
-            Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),
-            next(request)
-          )
-        }
-        return next(sanitized)
-      })
+  Layer.unwrapEffect(Effect.sync(() => {
+    const cache: Cache = new WeakMap()
+    return Middleware.make({ model: (request, next) => sanitized(request, next, cache) })
+  }))
+
+const sanitized = (request: ModelRequest, next: Middleware.ModelNext, cache: Cache) =>
+  Effect.suspend(() => {
+    let sanitized: ModelRequest
+    try {
+      sanitized = sanitizeRequest(request, cache)
+    } catch (error) {
+      return Effect.zipRight(
+        Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),
+        next(request)
+      )
+    }
+    return next(sanitized)
   })

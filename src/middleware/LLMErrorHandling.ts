@@ -18,11 +18,11 @@
  *   exhausted their retries on a retriable error, burst throttling excluded) answers every call at once
  *   with a fallback (`error_type: "CircuitBreakerOpen"`, `error_reason: "circuit_open"`) until
  *   `recovery_timeout_sec` has passed; then one probe call goes through: success closes it, failure
- *   re-opens it. By default the breaker lives as long as the middleware, i.e. one run (DeerFlow's gateway
- *   behaviour); pass `breaker` to share one across runs (a long-lived CLI session, a gateway process).
- * - `llm_call.max_concurrent_calls > 0` bounds in-flight model calls across the whole process with one
- *   semaphore around each single attempt (never around the backoff waits). As in DeerFlow the first
- *   construction with a positive cap fixes it for the life of the process.
+ *   re-opens it. By default the breaker lives as long as the middleware, i.e. the agent that built it (its
+ *   runs share it, as in DeerFlow's embedded client); pass `breaker` to share one between agents.
+ * - `llm_call.max_concurrent_calls > 0` bounds in-flight model calls with one semaphore around each single
+ *   attempt (never around the backoff waits). The semaphore is the app's `ModelCallLimiter` when the app
+ *   provides one (one for every agent of the app, DeerFlow's process-wide cap); else the agent's own.
  * - Fiber interruption is never retried and never turned into a fallback; defects (bugs) pass through.
  *
  * Retries and one-shot injections (SPEC §14 item 16). The retry loop stands where DeerFlow puts it, so
@@ -35,12 +35,16 @@
  * Nothing here needs to know which inner wrappers inject what.
  */
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import { AppConfigService, CircuitBreakerConfig, LlmCallConfig } from "../services/AppConfig.js"
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
+import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { AIMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -247,7 +251,7 @@ export const retryEvent = (attempt: number, max: number, waitMs: number, reason:
 // ---------------------------------------------------------------------------------------------------------
 // Fallback messages
 
-/** The `additional_kwargs` key marking a fallback message; Run.ts ends such a run with status `error`. */
+/** The `additional_kwargs` key marking a fallback message (for UIs; the run's outcome is `ModelResponse.failure`). */
 export const FALLBACK_MARKER = "deerflow_error_fallback"
 
 /** The readable text of a fallback for an error of this class. */
@@ -284,6 +288,15 @@ export const fallbackMessage = (error: ModelError, classification: Classificatio
       error_detail: error.message
     }
   })
+
+/**
+ * The response that ends the run with an error: the marked message (kept in the thread, so the user and the
+ * model see what happened) and the typed failure the run ends with.
+ */
+export const failedResponse = (message: AIMessage): ModelResponse => ({
+  message,
+  failure: { name: String(message.additional_kwargs?.error_type ?? "ModelError"), message: M.text(message) }
+})
 
 /** The marked AI message that answers a call while the circuit is open. */
 export const circuitOpenMessage = (): AIMessage =>
@@ -371,17 +384,16 @@ export const makeCircuitBreaker = (config: Partial<CircuitBreakerConfig> = {}): 
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Process-wide concurrency limiter
-
-let processLimiter: Effect.Semaphore | undefined
+// The app's concurrency limiter
 
 /**
- * The process-wide limiter for a configured cap: created by the first call with `permits > 0` and then
- * fixed for the process (later caps are ignored, as in DeerFlow). `undefined` while no cap was configured.
+ * A bound on in-flight model calls shared by every agent of an app (DeerFlow's process-wide
+ * `max_concurrent_calls`). Provide it once per app with `ModelCallLimiter.layer(permits)`.
  */
-export const limiterFor = (permits: number): Effect.Semaphore | undefined => {
-  if (processLimiter === undefined && permits > 0) processLimiter = Effect.unsafeMakeSemaphore(permits)
-  return processLimiter
+export class ModelCallLimiter extends Context.Tag("antler/ModelCallLimiter")<ModelCallLimiter, Effect.Semaphore>() {
+  /** A limiter with this many permits. */
+  static readonly layer = (permits: number): Layer.Layer<ModelCallLimiter> =>
+    Layer.effect(ModelCallLimiter, Effect.makeSemaphore(Math.max(1, permits)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -391,9 +403,12 @@ export const limiterFor = (permits: number): Effect.Semaphore | undefined => {
 export interface Options {
   readonly llmCall?: Partial<LlmCallConfig> | undefined
   readonly circuitBreaker?: Partial<CircuitBreakerConfig> | undefined
-  /** A breaker shared across runs; by default each middleware (each run) has its own. */
+  /** A breaker shared with other agents; by default each middleware (each agent) has its own. */
   readonly breaker?: CircuitBreaker | undefined
-  /** A concurrency limiter to use instead of the process-wide one (`null`: none). */
+  /**
+   * The concurrency limiter (`null`: none). Default: the app's `ModelCallLimiter` if provided, else one of the
+   * middleware's own when `max_concurrent_calls > 0`.
+   */
   readonly limiter?: Effect.Semaphore | null | undefined
 }
 
@@ -407,8 +422,13 @@ const llmCallOf = (given: Partial<LlmCallConfig> | undefined): LlmCallConfig =>
 export const wrap = (options: Options = {}) => {
   const config: LlmCallConfig = llmCallOf(options.llmCall)
   const breaker = options.breaker ?? makeCircuitBreaker(options.circuitBreaker)
-  const limiter = options.limiter === null ? undefined : options.limiter ?? limiterFor(config.max_concurrent_calls)
-  return (request: ModelRequest, next: Middleware.ModelNext): Effect.Effect<ModelResponse, ModelError> => {
+  const limiter = options.limiter === null
+    ? undefined
+    : options.limiter ?? (config.max_concurrent_calls > 0 ? Effect.unsafeMakeSemaphore(config.max_concurrent_calls) : undefined)
+  return <R>(
+    request: ModelRequest,
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+  ): Effect.Effect<ModelResponse, ModelError, R | RunEvents> => {
     // `next` is called again for every attempt, so the inner wrappers really run again (see the header).
     const inner = Effect.suspend(() => next(request))
     const attemptOnce = Effect.map(
@@ -422,7 +442,7 @@ export const wrap = (options: Options = {}) => {
       error: ModelError,
       attempt: number,
       previousWait: number | undefined
-    ): Effect.Effect<ModelResponse> => {
+    ): Effect.Effect<ModelResponse, never, R | RunEvents> => {
       const classification = classify(error)
       const max = maxAttempts(config, error, classification)
       if (classification.retriable && attempt < max) {
@@ -457,14 +477,14 @@ export const wrap = (options: Options = {}) => {
               error: error.message
             })
           ),
-          { message: fallbackMessage(error, classification) }
+          failedResponse(fallbackMessage(error, classification))
         )
       })
     }
-    const loop = (attempt: number, previousWait: number | undefined): Effect.Effect<ModelResponse> =>
+    const loop = (attempt: number, previousWait: number | undefined): Effect.Effect<ModelResponse, never, R | RunEvents> =>
       Effect.catchAll(attemptOnce, (error) => onFailure(error, attempt, previousWait))
     const guarded = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      if (!breaker.tryAcquire(now)) return Effect.succeed({ message: circuitOpenMessage() })
+      if (!breaker.tryAcquire(now)) return Effect.succeed(failedResponse(circuitOpenMessage()))
       // Interruption or a defect leaves no verdict: free the probe so the next call can try.
       return loop(1, undefined).pipe(Effect.onError(() => Effect.sync(breaker.release)))
     })
@@ -473,14 +493,17 @@ export const wrap = (options: Options = {}) => {
   }
 }
 
-/** The middleware with explicit options. Requires nothing from the run. */
-export const layer = (options: Options = {}) => Middleware.make(Effect.sync(() => ({ model: wrap(options) })))
+/** The middleware with explicit options; the app's `ModelCallLimiter` is used when provided. */
+export const layer = (options: Options = {}): Middleware.Middleware =>
+  Layer.unwrapEffect(Effect.map(Effect.serviceOption(ModelCallLimiter), (shared) =>
+    Middleware.make({
+      model: wrap({ ...options, limiter: options.limiter !== undefined ? options.limiter : Option.getOrUndefined(shared) })
+    })))
 
 /**
  * The middleware configured from `config.yaml` (`llm_call`, `circuit_breaker`), with the same `breaker` /
  * `limiter` overrides. Requires `AppConfigService`.
  */
 export const layerFromConfig = (options: Pick<Options, "breaker" | "limiter"> = {}) =>
-  Middleware.make(Effect.map(AppConfigService, ({ config }) => ({
-    model: wrap({ ...options, llmCall: config.llm_call, circuitBreaker: config.circuit_breaker })
-  })))
+  Layer.unwrapEffect(Effect.map(AppConfigService, ({ config }) =>
+    layer({ ...options, llmCall: config.llm_call, circuitBreaker: config.circuit_breaker })))

@@ -276,7 +276,7 @@ export const defaultConfig = (): LoopDetectionConfig => Schema.decodeSync(LoopDe
  * The LoopDetection middleware (SPEC §4.1 slot 29: after Summarization/Todo/TokenUsage/Title, just outside
  * TokenBudget). Requires `RunContext` (stop reason). With `enabled: false` it wraps nothing.
  */
-export const layer = (config: LoopDetectionConfig = defaultConfig()): Middleware.Middleware<RunContext> => {
+export const layer = (config: LoopDetectionConfig = defaultConfig()): Middleware.Middleware => {
   if (!config.enabled) return Middleware.make({})
   return Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
     const history = tracker(config)

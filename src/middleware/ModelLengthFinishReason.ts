@@ -47,7 +47,7 @@ export const isLengthCapped = (message: AIMessage): boolean =>
  * The ModelLengthFinishReason middleware (SPEC §4.1 slot 34: inside TerminalResponse, outside Safety, so its
  * after_model runs right after Safety's). Requires `RunContext`. Internal calls are ignored.
  */
-export const layer = (): Middleware.Middleware<RunContext> =>
+export const layer = (): Middleware.Middleware =>
   Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
     const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> =>
       isLengthCapped(response.message)

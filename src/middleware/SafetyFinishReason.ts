@@ -14,6 +14,7 @@
  */
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { SafetyFinishReasonConfig } from "../services/AppConfig.js"
@@ -23,6 +24,7 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { AIMessage, JsonObject } from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import type { RunServices } from "../services/RunContext.js"
 
 /** A safety signal found on a response. */
 export interface SafetyTermination {
@@ -271,13 +273,19 @@ export interface Options {
  * to build with `SafetyDetectorConfigError` when configured detectors do not resolve. Disabled config: wraps
  * nothing.
  */
-export const layer = (options: Options = {}): Middleware.Middleware<RunContext, SafetyDetectorConfigError> => {
+export const layer = (options: Options = {}): Middleware.Middleware<never, SafetyDetectorConfigError> => {
   const config = options.config ?? Schema.decodeSync(SafetyFinishReasonConfig)({})
   if (!config.enabled) return Middleware.make({})
-  return Middleware.make(Effect.gen(function*() {
-    const detectors = options.detectors ?? (yield* resolveDetectors(config))
+  return Layer.unwrapEffect(Effect.map(
+    options.detectors !== undefined ? Effect.succeed(options.detectors) : resolveDetectors(config),
+    (detectors) => perRun(detectors)
+  ))
+}
+
+const perRun = (detectors: ReadonlyArray<Detector>) =>
+  Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext
-    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> => {
+    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse, never, RunServices> => {
       const message = response.message
       if (!shouldInspect(message)) return Effect.succeed(response)
       const hit = detect(message, detectors)
@@ -305,4 +313,3 @@ export const layer = (options: Options = {}): Middleware.Middleware<RunContext, 
         request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
     } satisfies Middleware.Wrappers
   }))
-}

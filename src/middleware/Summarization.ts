@@ -19,6 +19,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { posix } from "node:path"
@@ -518,7 +519,7 @@ export interface Options {
   readonly contextWindow?: number | undefined
   /** Bounds of the skill rescue (default `defaultSkillRescue`). */
   readonly skillRescue?: Partial<SkillRescue> | undefined
-  /** Token counter (default: the process-wide o200k counter). */
+  /** Token counter (default: an o200k counter of the middleware's own, kept for its agent's life). */
   readonly counter?: Tokens.Counter | undefined
   /**
    * Runs with the messages about to leave the state, before the compaction is committed (DeerFlow's memory
@@ -529,13 +530,16 @@ export interface Options {
 
 /**
  * The Summarization middleware. Requires `AppConfigService` (the `summarization`, `models` and `skills`
- * sections), `RunContext` (the run's model) and `RunState`. Fails to build with `SummarizationConfigError`
+ * sections); reads the run's model from `RunContext`. A run fails with `SummarizationConfigError`
  * when a `fraction` trigger or keep has no known context window. A disabled config makes it a pass-through.
  * Place it right inside DurableContext, so every request after a compaction carries the new summary.
  */
-export const layer = (
-  options: Options = {}
-): Middleware<AppConfigService | RunContext | RunState, SummarizationConfigError> =>
+export const layer = (options: Options = {}): Middleware<AppConfigService> =>
+  Layer.unwrapEffect(Effect.sync(() =>
+    perRun(options, options.counter ?? Tokens.makeCounter(), Tokens.makeUpperBoundCounter())
+  ))
+
+const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.Counter) =>
   MW.make(Effect.gen(function*() {
     const app = (yield* AppConfigService).config
     const context = yield* RunContext
@@ -549,7 +553,6 @@ export const layer = (
     yield* validate(triggers, config.keep, window, runModel)
     if (triggers.length === 0) return {}
 
-    const counter = options.counter ?? Tokens.defaultCounter
     const totals = Tokens.makeTotals(counter)
     const settings: PlanSettings = {
       keep: config.keep,
@@ -570,7 +573,7 @@ export const layer = (
       return summaryTokens
     }
     // Most checks are far below the limit: an upper bound (bytes) settles them without running the tokenizer.
-    const bounds = Tokens.makeTotals(Tokens.upperBoundCounter)
+    const bounds = Tokens.makeTotals(upperBounds)
     const tokenLimits = triggers.flatMap((t) =>
       t.type === "tokens" ? [t.value] : t.type === "fraction" && window !== undefined ? [Math.floor(window * t.value)] : []
     )

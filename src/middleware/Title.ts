@@ -47,7 +47,7 @@ export const cleanTitle = (raw: string, maxChars: number): string =>
   raw.replace(/<think>[\s\S]*?<\/think>/g, "").replace(/["'`]/g, "").replace(/\s+/g, " ").trim().slice(0, maxChars)
 
 /** The Title middleware (SPEC §4.1 slot 22). */
-export const layer = (config: TitleConfig): Middleware<RunState> => {
+export const layer = (config: TitleConfig): Middleware => {
   if (!config.enabled) return MW.make({})
   return MW.make(Effect.map(RunState, (state) => {
     let done = false

@@ -137,7 +137,7 @@ export const defaultConfig = (): TokenBudgetConfig => Schema.decodeSync(TokenBud
  * ModelLength and Safety). Requires `RunContext` (stop reason) and `RunState` (the tool results before the
  * response, for subagent usage). With `enabled: false` it wraps nothing.
  */
-export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.Middleware<RunContext | RunState> => {
+export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.Middleware => {
   if (!config.enabled) return Middleware.make({})
   return Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext

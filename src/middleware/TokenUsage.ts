@@ -290,7 +290,7 @@ export const defaultConfig = (): TokenUsageConfig => Schema.decodeSync(TokenUsag
  * `RunContext` (run model name) and `RunState` (todos, trailing tool results, totals update). With
  * `enabled: false` it wraps nothing.
  */
-export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Middleware<RunContext | RunState> => {
+export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Middleware => {
   if (!config.enabled) return Middleware.make({})
   return Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext

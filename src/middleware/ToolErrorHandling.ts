@@ -13,6 +13,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "node:path"
 import * as Yaml from "yaml"
@@ -305,10 +306,10 @@ export const wrap = (options: Options = {}) => {
     const stamped = normalize(stampSkillRead(result.message, call, readTools, skillsRoot))
     return stamped === result.message ? result : { ...result, message: stamped }
   }
-  return (
+  return <R>(
     call: ToolCall,
-    next: Middleware.ToolNext
-  ): Effect.Effect<ToolResult, ToolError | Interrupt> =>
+    next: (call: ToolCall) => Effect.Effect<ToolResult, ToolError | Interrupt, R>
+  ): Effect.Effect<ToolResult, ToolError | Interrupt, R> =>
     next(call).pipe(
       Effect.map(onSuccess(call)),
       Effect.catchAllCause((cause) => {
@@ -336,9 +337,8 @@ export const layer = (options: Options = {}) => Middleware.make({ tool: wrap(opt
  * `skills.container_path`). Requires `AppConfigService`.
  */
 export const layerFromConfig = () =>
-  Middleware.make(Effect.map(AppConfigService, ({ config }) => ({
-    tool: wrap({
+  Layer.unwrapEffect(Effect.map(AppConfigService, ({ config }) =>
+    layer({
       skillReadToolNames: config.summarization.skill_file_read_tool_names,
       skillsRoot: config.skills.container_path
-    })
-  })))
+    })))

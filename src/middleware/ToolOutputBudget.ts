@@ -15,6 +15,7 @@ import { createHash, randomBytes } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { XMLParser, XMLValidator } from "fast-xml-parser"
@@ -706,14 +707,18 @@ export const budgetResult = (result: ToolResult, config: Config, persist: Persis
     return { message, update: changed ? { ...result.update, messages: patched } : result.update }
   })
 
-// Cut results per config object (a layer's config lives for its run), so a cut is made once per message.
-const historyCaches = new WeakMap<Config, WeakMap<ToolMessage, ToolMessage>>()
+/** Cut results by message object (kept by the middleware for its agent's life), so a cut is made once. */
+export type HistoryCache = WeakMap<ToolMessage, ToolMessage>
 
 /**
  * The history pass: tool results longer than `fallback_max_chars` cut to head + tail; the same array when
  * none is (one pass over the messages, reading lengths only).
  */
-export const truncateHistory = (messages: ReadonlyArray<Message>, config: Config): ReadonlyArray<Message> => {
+export const truncateHistory = (
+  messages: ReadonlyArray<Message>,
+  config: Config,
+  cache: HistoryCache = new WeakMap()
+): ReadonlyArray<Message> => {
   const max = config.fallback_max_chars
   if (max <= 0) return messages
   let out: Array<Message> | undefined
@@ -722,8 +727,6 @@ export const truncateHistory = (messages: ReadonlyArray<Message>, config: Config
     if (message.type !== "tool" || resultTextLength(message.content) <= max) continue
     const tool = toolName(message)
     if (config.exempt_tools.includes(tool)) continue
-    let cache = historyCaches.get(config)
-    if (cache === undefined) historyCaches.set(config, cache = new WeakMap())
     let cut = cache.get(message)
     if (cut === undefined) {
       cut = {
@@ -744,8 +747,8 @@ export const truncateHistory = (messages: ReadonlyArray<Message>, config: Config
 }
 
 /** The request with its history within budget; the same object when nothing changes. */
-export const budgetRequest = (request: ModelRequest, config: Config): ModelRequest => {
-  const messages = truncateHistory(request.messages, config)
+export const budgetRequest = (request: ModelRequest, config: Config, cache?: HistoryCache): ModelRequest => {
+  const messages = truncateHistory(request.messages, config, cache)
   return messages === request.messages ? request : { ...request, messages }
 }
 
@@ -757,10 +760,14 @@ export const budgetRequest = (request: ModelRequest, config: Config): ModelReque
  * The thread's outputs directory is `thread_data.outputs_path` from state, else the sandbox's, else the one
  * under the data directory.
  */
-export const layer = (options: Partial<Config> = {}) =>
+export const layer = (options: Partial<Config> = {}): Middleware.Middleware<AppConfigService> => {
+  const config: Config = { ...defaultConfig(), ...options }
+  if (!config.enabled) return Middleware.make({})
+  return Layer.unwrapEffect(Effect.sync(() => perRun(config, new WeakMap())))
+}
+
+const perRun = (config: Config, cache: HistoryCache) =>
   Middleware.make(Effect.gen(function*() {
-    const config: Config = { ...defaultConfig(), ...options }
-    if (!config.enabled) return {}
     const { home } = yield* AppConfigService
     const context = yield* RunContext
     const state = yield* RunState
@@ -797,6 +804,6 @@ export const layer = (options: Partial<Config> = {}) =>
       tool: (call, next) =>
         Effect.flatMap(next(call), (result) =>
           needsBudget(result, config) ? budgetResult(result, config, persistFor(result)) : Effect.succeed(result)),
-      model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config)))
+      model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache)))
     }
   }))

@@ -1,11 +1,8 @@
 /**
- * The application's wiring, in one place: which configuration, thread store, model and tools a process
- * uses, and how one turn runs through the lead agent. The CLI, the demo (and later the gateway) use this
- * module instead of assembling layers themselves.
- *
- * App-level services (built once per process): `AppConfigService`, `ThreadStore` (SQLite under
- * `ANTLER_HOME`), the model clients. Per run: the base layer (model + tools, no hooks) under
- * `LeadAgent.stack`.
+ * The application's wiring for the CLI and the demo: which model a process talks to (from config, flags or
+ * the environment), and the app-level services over a loaded configuration — `AppConfigService`,
+ * `ThreadStore` (SQLite under `ANTLER_HOME`), the local `SandboxProvider` — under `LeadAgent.layer`. Built
+ * once per process; an Effect app composes the same public layers itself.
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -14,33 +11,16 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import * as Path from "node:path"
-import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
-import * as SandboxTools from "../layers/SandboxTools.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
-import * as Toolkit from "../layers/Toolkit.js"
-import type { Ports } from "../middleware/Middleware.js"
-import * as Clarification from "../middleware/Clarification.js"
-import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
-import * as MW from "../middleware/Middleware.js"
-import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigService, ModelConfig } from "../services/AppConfig.js"
-import * as Guardrail from "../services/Guardrail.js"
 import { ModelService } from "../services/ModelService.js"
-import type { RunContext, StoreError } from "../services/RunContext.js"
-import type { RunEvent } from "../services/RunEvents.js"
-import type * as Tool from "../services/Tool.js"
+import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
-import type { Message } from "../state/Message.js"
-import * as M from "../state/Message.js"
 import * as LeadAgent from "./LeadAgent.js"
-import * as Run from "./Run.js"
-import * as SystemPrompt from "./SystemPrompt.js"
-import type * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Model selection
@@ -175,6 +155,9 @@ export const openAiEnv: Effect.Effect<OpenAiEnv> = Effect.gen(function*() {
 /** The ModelService for a choice: one OpenAI client per model, built once, routing by `settings.modelName`. */
 export const modelService = (choice: ModelChoice) => OpenAiModel.fromConfig(choice.models)
 
+/** How building the model clients can fail. */
+export type ModelBuildError = Effect.Effect.Error<ReturnType<typeof modelService>>
+
 // ---------------------------------------------------------------------------------------------------------
 // App-level layers
 
@@ -197,141 +180,22 @@ export const layer = (app: AppConfigService["Type"]): Layer.Layer<Services, Stor
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The lead agent's per-process parts
+// The agent
 
 /**
- * What the lead agent shares across the runs of a process: the circuit breaker, the guardrail provider and
- * the static system prompt (which lists the skills found at start-up).
+ * The lead agent of a process over a loaded configuration and a model choice: the app's services (store,
+ * sandbox, configuration), the model clients, and `LeadAgent.layer` over them. Vision (`view_image`) follows
+ * the chosen model.
  */
-export interface Agent {
-  readonly breaker: LLMErrorHandling.CircuitBreaker
-  readonly guardrail: Guardrail.Service | undefined
-  readonly systemPrompt: string
+export const agentLayer = (
+  app: AppConfigService["Type"],
+  choice: ModelChoice,
+  options: LeadAgent.Options = {}
+): Layer.Layer<LeadAgent.LeadAgent | Services, LeadAgent.BuildError | StoreError | ModelBuildError> => {
+  const services = layer(app)
+  const model = Layer.effect(ModelService, modelService(choice))
+  return LeadAgent.layer({ vision: choice.models[0]?.supports_vision === true, ...options }).pipe(
+    Layer.provide(model),
+    Layer.provideMerge(services)
+  )
 }
-
-/** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
-export const guardrailOf = (
-  config: AppConfig
-): Either.Either<Guardrail.Service | undefined, Guardrail.GuardrailConfigError> => {
-  if (!config.guardrails.enabled) return Either.right(undefined)
-  return Either.flatMap(AllowlistGuardrail.fromConfig(config.guardrails), (guardrail) =>
-    guardrail === undefined
-      ? Either.left(
-        new Guardrail.GuardrailConfigError({
-          reason: "unknown_provider",
-          use: "",
-          message: "guardrails.enabled is true but no guardrails.provider is set (e.g. use: allowlist)"
-        })
-      )
-      : Either.right(guardrail))
-}
-
-/** Builds the per-process parts of the lead agent from the loaded configuration. */
-export const agent = (app: AppConfigService["Type"]): Effect.Effect<Agent, Guardrail.GuardrailConfigError> =>
-  Effect.flatMap(guardrailOf(app.config), (guardrail) =>
-    Effect.sync(() => {
-      const container = app.config.skills.container_path
-      return {
-        breaker: LLMErrorHandling.makeCircuitBreaker(app.config.circuit_breaker),
-        guardrail,
-        systemPrompt: SystemPrompt.make({
-          clarification: true,
-          skills: SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container),
-          skillsContainer: container
-        })
-      }
-    }))
-
-// ---------------------------------------------------------------------------------------------------------
-// Runs
-
-/** What the base tools are built for. */
-export interface ToolOptions {
-  /** Whether the model accepts images (`view_image` is offered only then). */
-  readonly vision?: boolean | undefined
-  /** Tools added after the sandbox tools (a program's own tools). */
-  readonly extraTools?: ReadonlyArray<Tool.Tool> | undefined
-}
-
-/**
- * The base of a run's stack: the model, the sandbox tools (plus `extraTools`), no run hooks. Fresh per run:
- * the tools read the run's context to find the thread's sandbox.
- */
-export const baseLayer = (
-  model: ModelService["Type"],
-  options: ToolOptions = {}
-): Layer.Layer<Ports, never, SandboxProvider | RunContext | AppConfigService> =>
-  MW.baseFrom(Effect.map(SandboxTools.tools({ vision: options.vision === true }), (tools) => ({
-    model,
-    tools: Toolkit.make([...tools, ...(options.extraTools ?? [])])
-  })))
-
-/** One turn of a thread. */
-export interface TurnInput extends ToolOptions {
-  readonly threadId: string
-  readonly runId: string
-  /** What the user says. When the thread waits for a clarification, this is the answer to it. */
-  readonly prompt: string
-  /** The model entry the run uses (`settings.modelName` is its name). */
-  readonly model?: ModelConfig | undefined
-  /** Default: the agent's system prompt. */
-  readonly systemPrompt?: string | undefined
-  /** Files uploaded with this message (`additional_kwargs.files`, read by the Uploads middleware). */
-  readonly files?: ReadonlyArray<Upload.MessageFile> | undefined
-}
-
-/**
- * The human message of a turn: an answer to the thread's pending clarification question when there is one
- * (marked so the model and the UI know what it answers), else a plain human message.
- */
-export const inputMessage = (threadId: string, prompt: string): Effect.Effect<Message, StoreError, ThreadStore> =>
-  Effect.map(Effect.flatMap(ThreadStore, (store) => store.load(threadId)), (loaded) => {
-    const pending = Option.isSome(loaded) ? Clarification.pending(loaded.value.state.messages) : undefined
-    return pending !== undefined ? Clarification.answer(pending, prompt) : M.human(prompt)
-  })
-
-/**
- * Runs one turn through the lead agent as a stream of events ending with `run_end`. A failure to read the
- * thread before the run is reported the way the run reports failures: as a `run_end` with status `error`.
- */
-export const turn = (
-  input: TurnInput,
-  model: ModelService["Type"],
-  parts: Agent
-): Stream.Stream<RunEvent, never, Services> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const app = yield* AppConfigService
-    const message = yield* Effect.either(Effect.map(inputMessage(input.threadId, input.prompt), (m) =>
-      input.files === undefined || input.files.length === 0
-        ? m
-        : { ...m, additional_kwargs: { ...m.additional_kwargs, files: input.files } }))
-    if (Either.isLeft(message)) {
-      return Stream.make<Array<RunEvent>>(
-        { type: "run_start", thread_id: input.threadId, run_id: input.runId },
-        {
-          type: "run_end",
-          status: "error",
-          stop_reason: "error",
-          error: { name: message.left._tag, message: message.left.message }
-        }
-      )
-    }
-    const options: LeadAgent.Options = {
-      config: app.config,
-      modelConfig: input.model,
-      interactive: true,
-      guardrail: parts.guardrail,
-      breaker: parts.breaker
-    }
-    const vision = input.vision ?? input.model?.supports_vision === true
-    return Run.stream(
-      {
-        threadId: input.threadId,
-        runId: input.runId,
-        input: [message.right],
-        systemPrompt: input.systemPrompt ?? parts.systemPrompt,
-        options: { modelName: input.model?.name, recursionLimit: app.config.recursion_limit }
-      },
-      () => LeadAgent.stack(options, baseLayer(model, { ...input, vision }))
-    )
-  }))

@@ -15,11 +15,13 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
+import * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as ConfigFile from "../layers/ConfigFile.js"
@@ -30,6 +32,7 @@ import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
+import * as LeadAgent from "./LeadAgent.js"
 import * as Render from "./Render.js"
 import * as Upload from "./Upload.js"
 
@@ -119,7 +122,10 @@ const runCommand = Command.make(
       Options.optional,
       Options.withDescription("An OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
     ),
-    apiKey: Options.text("api-key").pipe(Options.optional, Options.withDescription("The API key for --base-url")),
+    apiKey: Options.redacted("api-key").pipe(
+      Options.optional,
+      Options.withDescription("The API key for --base-url (visible in the process list; prefer OPENAI_API_KEY)")
+    ),
     config: Options.text("config").pipe(
       Options.optional,
       Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
@@ -133,52 +139,47 @@ const runCommand = Command.make(
   (args) =>
     Effect.gen(function*() {
       const app = yield* loadConfig(Option.getOrUndefined(args.config))
-      const parts = yield* App.agent(app).pipe(
-        Effect.catchAll((error) =>
-          fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
-        )
-      )
       const threadId = Option.isSome(args.thread) ? yield* threadIdFrom(args.thread.value) : M.newId()
       const env = yield* App.openAiEnv
       const choice = yield* Either.match(
         App.chooseModel(app.config.models, {
           model: Option.getOrUndefined(args.model),
           baseUrl: Option.getOrUndefined(args.baseUrl),
-          apiKey: Option.getOrUndefined(args.apiKey)
+          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const model = yield* App.modelService(choice).pipe(
-        Effect.catchAll((error) => fail(ExitCode.usage, `Model configuration error: ${String(error)}`))
-      )
       const runId = M.newId()
       const program = Effect.gen(function*() {
-        const store = yield* ThreadStore
-        const existing = Option.isSome(args.thread) ? yield* store.load(threadId) : Option.none()
+        const agent = yield* LeadAgent.LeadAgent
         if (!args.json) {
           const s = Render.style(Render.useColor())
-          const status = Option.match(existing, {
-            onNone: () => "new; continue it with --thread",
-            onSome: (t) => `continuing, ${t.state.messages.length} messages`
-          })
+          const status = Option.isSome(args.thread) ? "continuing" : "new; continue it with --thread"
           const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
           yield* Render.write(s.dim(`thread ${threadId} (${status}) · model ${choice.model}${where}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
-        const end = yield* Render.run(
-          App.turn({
+        return yield* Render.run(
+          agent.run({
             threadId,
             runId,
             prompt: args.prompt.join(" "),
-            model: choice.models[0],
-            files: Upload.messageFiles(uploaded)
-          }, model, parts),
+            files: Upload.messageFiles(uploaded),
+            options: { modelName: choice.models[0]?.name }
+          }),
           { json: args.json, threadId, runId }
         )
-        return end
       })
       const end = yield* program.pipe(
-        Effect.provide(App.layer(app)),
+        Effect.provide(App.agentLayer(app, choice)),
+        Effect.catchTags({
+          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
+          GuardrailConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+          SafetyDetectorConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+        }),
+        Effect.catchIf(ConfigError.isConfigError, (error) => fail(ExitCode.usage, `Model configuration error: ${String(error)}`)),
         Effect.catchAll(reportFailure("error"))
       )
       const code = exitCodeOf(end)

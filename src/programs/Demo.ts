@@ -5,15 +5,18 @@
  * back) and is saved to the real thread store under `ANTLER_HOME`. A second turn continues the same thread.
  */
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ConfigFile from "../layers/ConfigFile.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as ScriptedChatServer from "../layers/ScriptedChatServer.js"
 import { defaults } from "../services/AppConfig.js"
+import { ModelService } from "../services/ModelService.js"
 import { threadPaths, WORKSPACE } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as App from "./App.js"
+import * as LeadAgent from "./LeadAgent.js"
 import * as Render from "./Render.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -133,13 +136,13 @@ export const run = Effect.scoped(Effect.gen(function*() {
   // The demo ignores config.yaml: a configured title or summary model must not reach a real endpoint.
   const app = { config: defaults(), source: undefined, home, ignored: [] }
   const threadId = `demo-${M.newId().slice(0, 8)}`
-  const parts = yield* App.agent(app)
 
   return yield* Effect.gen(function*() {
+    const agent = yield* LeadAgent.LeadAgent
     for (const [i, prompt] of PROMPTS.entries()) {
       yield* Render.write(`${i > 0 ? "\n" : ""}${s.bold("you:")} ${prompt}\n`)
       const runId = M.newId()
-      const events = App.turn({ threadId, runId, prompt }, model, parts)
+      const events = agent.run({ threadId, runId, prompt })
       const end = yield* Render.run(events, { json: false, threadId, runId })
       if (end.status !== "success") return 1
     }
@@ -156,5 +159,10 @@ export const run = Effect.scoped(Effect.gen(function*() {
       ""
     ].join("\n"))
     return 0
-  }).pipe(Effect.provide(App.layer(app)))
+  }).pipe(
+    Effect.provide(LeadAgent.layer().pipe(
+      Layer.provide(Layer.succeed(ModelService, model)),
+      Layer.provideMerge(App.layer(app))
+    ))
+  )
 }))

@@ -1,10 +1,26 @@
 /**
- * The lead agent: the documented middleware order, one line per entry with the reason it stands there.
- * The first entry is the outermost wrapper: its `before` work runs first and its `after` work last; model
- * and tool wrappers run outer → inner on the way in and inner → outer on the way out (SPEC-deerflow §4.1).
- * Numbers are DeerFlow's slots; slots Antler does not have yet are left out (see README, "Status").
+ * The lead agent: the documented middleware chain, and the agent as a service an Effect app provides once and
+ * runs turns through.
+ *
+ * The chain is checked data (`Chain`): one entry per middleware, outermost first, each with a stable name, a
+ * line saying why it stands there, and the ordering facts it relies on. The first entry is the outermost
+ * wrapper: its `before` work runs first and its `after` work last; model and tool wrappers run outer → inner
+ * on the way in and inner → outer on the way out (SPEC-deerflow §4.1). Numbers are DeerFlow's slots; slots
+ * Antler does not have yet are left out (see README, "Status").
+ *
+ * `layer(options)` builds the chain once, over the app's `ModelService`, the sandbox tools and the app's own
+ * tools, and provides `LeadAgent`: `run(input)` streams a turn's events, `turn(input)` waits for its end.
  */
-import type * as Layer from "effect/Layer"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as SandboxTools from "../layers/SandboxTools.js"
+import * as Toolkit from "../layers/Toolkit.js"
+import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
+import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as Chain from "../middleware/Chain.js"
 import * as ClarificationMW from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
 import * as DurableContext from "../middleware/DurableContext.js"
@@ -12,7 +28,7 @@ import * as GuardrailMW from "../middleware/Guardrail.js"
 import * as InputSanitization from "../middleware/InputSanitization.js"
 import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import * as LoopDetection from "../middleware/LoopDetection.js"
-import type { Middleware, Ports } from "../middleware/Middleware.js"
+import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
 import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
@@ -27,129 +43,281 @@ import * as TokenUsage from "../middleware/TokenUsage.js"
 import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
 import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
 import * as Uploads from "../middleware/Uploads.js"
-import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
-import type { Service as GuardrailService } from "../services/Guardrail.js"
+import type { AppConfig } from "../services/AppConfig.js"
+import { AppConfigService } from "../services/AppConfig.js"
+import * as Guardrail from "../services/Guardrail.js"
+import type { ModelService, ToolDefinition } from "../services/ModelService.js"
+import type { RunOptions } from "../services/RunContext.js"
+import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
+import type { SandboxProvider } from "../services/Sandbox.js"
+import { ThreadStore } from "../services/ThreadStore.js"
+import type * as Tool from "../services/Tool.js"
+import { ToolService } from "../services/ToolService.js"
+import type { Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import type { ThreadState } from "../state/ThreadState.js"
+import * as Run from "./Run.js"
+import * as SystemPrompt from "./SystemPrompt.js"
 
-/** What the lead agent's chain is built from. App-level pieces (breaker, guardrail) are built once and shared. */
-export interface Options {
+// ---------------------------------------------------------------------------------------------------------
+// The chain
+
+/** What the lead agent's chain is built from. App-level pieces (breaker, guardrail) are shared by its runs. */
+export interface ChainOptions {
   readonly config: AppConfig
-  /** The run's model entry, when it comes from config. */
-  readonly modelConfig?: ModelConfig | undefined
-  /** Whether someone can answer `ask_clarification` (false for non-interactive runs). Default true. */
-  readonly interactive?: boolean | undefined
-  /** The configured guardrail provider, resolved once at start-up; none when guardrails are off. */
-  readonly guardrail?: GuardrailService | undefined
-  /** A circuit breaker shared by every run of the process; without one, each run has its own. */
+  /** The configured guardrail provider; none when guardrails are off. */
+  readonly guardrail?: Guardrail.Service | undefined
+  /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
 }
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
 
-/**
- * The runtime base shared by the lead agent and its subagents (DeerFlow's `build_*_runtime_middlewares`):
- * slots 1–14, outermost first. Only the lead agent reads uploads.
- */
-const runtimeBase = (options: Options, lead: boolean) => {
+/** The lead agent's chain, outermost first (SPEC §4.1). */
+export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
+  const guardrail = options.guardrail
   return [
     // 1: sanitise the latest user input before any other wrapper or the model reads the request
-    InputSanitization.layer(),
+    Chain.entry("InputSanitization", () => InputSanitization.layer(), [
+      { first: true, reason: "the user's input is sanitised before any other wrapper or the model reads it" }
+    ]),
     // 2: outermost tool wrap, so budgeting is the last transformation of every tool result
-    ToolOutputBudget.layer(c.tool_output),
+    Chain.entry("ToolOutputBudget", () => ToolOutputBudget.layer(c.tool_output), [
+      { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
+      { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
+    ]),
     // 4: before_agent: the thread's directories, and run id / timestamp on the new user message
-    ThreadData.layer(),
-    // 5 (lead only): before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
-    ...when(lead, () => Uploads.layer()),
+    Chain.entry("ThreadData", () => ThreadData.layer()),
+    // 5: before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
+    Chain.entry("Uploads", () => Uploads.layer(), [
+      { inside: "ThreadData", reason: "the uploads block needs the thread's directories ThreadData records" }
+    ]),
     // 6: lazy sandbox: records the id a tool acquired, releases it after the run
-    SandboxMW.layer(),
+    Chain.entry("Sandbox", () => SandboxMW.layer(), [
+      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+    ]),
     // 7: repairs dangling / orphan tool results in the request, outside the retry loop (done once per call)
-    DanglingToolCall.layer(),
+    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
+      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+    ]),
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
-    LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker }),
+    Chain.entry(
+      "LLMErrorHandling",
+      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+    ),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
-    ...when(options.guardrail !== undefined, () =>
-      GuardrailMW.layerWith(options.guardrail!, {
-        failClosed: c.guardrails.fail_closed,
-        passport: c.guardrails.passport
-      })),
+    ...when(guardrail !== undefined, () =>
+      Chain.entry("Guardrail", () =>
+        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
+        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+      ])),
     // 11: bash audit: blocks high-risk commands, warns on medium-risk ones
-    SandboxAudit.layer(),
+    Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
     // 14: turns tool failures into results the model can read; inner short-circuits still get metadata
-    ToolErrorHandling.layer({
-      skillReadToolNames: c.summarization.skill_file_read_tool_names,
-      skillsRoot: c.skills.container_path
-    })
-  ]
-}
-
-/** The lead agent's middlewares, outermost first. Fresh layer values on every call (layers memoise by reference). */
-export const middlewares = (options: Options) => {
-  const c = options.config
-  return [
-    ...runtimeBase(options, true),
+    Chain.entry("ToolErrorHandling", () =>
+      ToolErrorHandling.layer({
+        skillReadToolNames: c.summarization.skill_file_read_tool_names,
+        skillsRoot: c.skills.container_path
+      }), [
+      { outside: "Clarification", reason: "results of inner short-circuits (a question) still get tool metadata" }
+    ]),
     // 18: projects the summary and loaded skills into every request (request-only)
-    DurableContext.layer(),
+    Chain.entry("DurableContext", () => DurableContext.layer(), [
+      { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
+    ]),
     // 19: right inside DurableContext, so a request after a compaction carries the new summary
-    Summarization.layer(),
+    Chain.entry("Summarization", () => Summarization.layer(), [
+      { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
+    ]),
     // 21: after_model after the guards below, so it stamps the final form of the message
-    TokenUsage.layer(c.token_usage),
+    Chain.entry("TokenUsage", () => TokenUsage.layer(c.token_usage), [
+      { outside: "SafetyFinishReason", reason: "usage is stamped on the final form of the message" }
+    ]),
     // 22: names the thread after its first exchange
-    Title.layer(c.title),
+    Chain.entry("Title", () => Title.layer(c.title)),
     // 27: one leading system prompt for providers that accept only one
-    SystemMessageCoalescing.layer(),
+    Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
+      { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
+    ]),
     // 29: counts repeated tool calls after Safety stripped suppressed ones; warns, then stops
-    LoopDetection.layer(c.loop_detection),
+    Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
+    ]),
     // 30: per-run token budget (off by default for the lead agent)
-    TokenBudget.layer(c.token_budget),
+    Chain.entry("TokenBudget", () => TokenBudget.layer(c.token_budget), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
+    ]),
     // 34: notes a response cut by the length limit (stop reason only)
-    ModelLengthFinishReason.layer(),
+    Chain.entry("ModelLengthFinishReason", () => ModelLengthFinishReason.layer()),
     // 35: innermost model guard: its after_model runs first and suppresses tool calls of a safety stop
-    SafetyFinishReason.layer({ config: c.safety_finish_reason }),
+    Chain.entry("SafetyFinishReason", () => SafetyFinishReason.layer({ config: c.safety_finish_reason }), [
+      { inside: "LoopDetection", reason: "tool calls it suppresses must never be counted as repeats" },
+      { inside: "TokenBudget", reason: "its after_model runs first, before the budget accounts the message" }
+    ]),
     // 36: last, so every tool wrapper sees ask_clarification; the run then waits for the user
-    ClarificationMW.layer()
+    Chain.entry("ClarificationMiddleware", () => ClarificationMW.layer(), [
+      { last: true, reason: "every tool wrapper must see ask_clarification before the run stops to wait" }
+    ])
   ]
 }
 
-/** The subagent chain's token budget: on by default, 1M tokens with summarisation, else 2M (SPEC §4.2). */
-export const subagentBudget = (config: AppConfig): TokenBudgetConfig => ({
-  ...config.token_budget,
-  enabled: true,
-  warn_threshold: 0.7,
-  hard_stop_threshold: 1.0,
-  max_tokens: config.summarization.enabled ? 1_000_000 : 2_000_000
-})
+/** The names of the lead agent's chain for a configuration, outermost first. */
+export const order = (options: ChainOptions): ReadonlyArray<string> => Chain.names(chain(options))
 
-/** A subagent's middlewares (SPEC §4.2): no uploads, title, usage, clarification; a budget by default. */
-export const subagentMiddlewares = (options: Options) => {
-  const c = options.config
-  return [
-    ...runtimeBase(options, false),
-    LoopDetection.layer(c.loop_detection),
-    TokenBudget.layer(subagentBudget(c)),
-    SafetyFinishReason.layer({ config: c.safety_finish_reason }),
-    DurableContext.layer(),
-    Summarization.layer(),
-    SystemMessageCoalescing.layer()
-  ]
+// ---------------------------------------------------------------------------------------------------------
+// The agent as a service
+
+/** One turn of a thread. */
+export interface TurnInput {
+  /** The thread; a new one when absent (its id is in the `run_start` event). */
+  readonly threadId?: string | undefined
+  readonly runId?: string | undefined
+  readonly userId?: string | undefined
+  /**
+   * What the user says. When the thread waits for an answer to a clarification question, this is the answer
+   * (an option's number or label picks that option).
+   */
+  readonly prompt?: string | undefined
+  /** Messages to add instead of (or after) `prompt`. */
+  readonly messages?: ReadonlyArray<Message> | undefined
+  /** Files uploaded with this message (`additional_kwargs.files`, read by the Uploads middleware). */
+  readonly files?: ReadonlyArray<unknown> | undefined
+  /** Run options: the model name to route to, recursion limit, non-interactive, ... */
+  readonly options?: Partial<RunOptions> | undefined
 }
 
-type Entry = ReturnType<typeof middlewares>[number] | ReturnType<typeof subagentMiddlewares>[number]
+/** The lead agent, built once: its runs share its middleware chain, tools and system prompt. */
+export interface Service {
+  /** The chain's entry names, outermost first. */
+  readonly order: ReadonlyArray<string>
+  /** The static system prompt every request starts with. */
+  readonly systemPrompt: string
+  /** The tools the agent has (before per-call filtering by middlewares). */
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** Runs one turn as a stream of events ending with `run_end`; stopping the stream cancels the run. */
+  readonly run: (input: TurnInput) => Stream.Stream<RunEvent>
+  /** Runs one turn to its end, sending each event to `onEvent`. */
+  readonly turn: (input: TurnInput, onEvent?: (event: RunEvent) => void) => Effect.Effect<RunEndEvent>
+}
 
-/** What the lead agent's chain needs from the app and the run. */
-export type Requirements = Entry extends Middleware<infer R, any> ? R : never
-/** How building the chain can fail (a bad configuration). */
-export type BuildError = Entry extends Middleware<any, infer E> ? E : never
+/** The lead agent service. */
+export class LeadAgent extends Context.Tag("antler/LeadAgent")<LeadAgent, Service>() {}
 
-/** The lead agent's stack over a base (the real model and tools). */
-export const stack = <E, R>(
-  options: Options,
-  base: Layer.Layer<Ports, E, R>
-): Layer.Layer<Ports, E | BuildError, R | Requirements> =>
-  MW.stack(middlewares(options) as ReadonlyArray<Middleware<Requirements, BuildError>>, base)
+/** Options of `layer`. */
+export interface Options {
+  /** The app's own tools, added after the sandbox tools (a tool of the same name replaces a sandbox tool). */
+  readonly tools?: ReadonlyArray<Tool.Tool> | undefined
+  /** Whether the sandbox's file and bash tools are offered (default true). */
+  readonly sandboxTools?: boolean | undefined
+  /** Whether the model accepts images: `view_image` is offered only then (default false). */
+  readonly vision?: boolean | undefined
+  /** The system prompt; default: the configuration's (skills found under `skills.path`, clarification on). */
+  readonly systemPrompt?: string | undefined
+  /**
+   * Changes the chain before it is built: insert your own middleware at a named position, replace or drop an
+   * entry (`Chain.insert`, `Chain.replace`, `Chain.drop`). The result is checked against every entry's facts.
+   */
+  readonly chain?: ((chain: Chain.Chain) => Either.Either<Chain.Chain, Chain.ChainError>) | undefined
+  /** A circuit breaker shared with other agents of the app. */
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+}
 
-/** A subagent's stack over a base. */
-export const subagentStack = <E, R>(
-  options: Options,
-  base: Layer.Layer<Ports, E, R>
-): Layer.Layer<Ports, E | BuildError, R | Requirements> =>
-  MW.stack(subagentMiddlewares(options) as ReadonlyArray<Middleware<Requirements, BuildError>>, base)
+/** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
+export const guardrailOf = (
+  config: AppConfig
+): Either.Either<Guardrail.Service | undefined, Guardrail.GuardrailConfigError> => {
+  if (!config.guardrails.enabled) return Either.right(undefined)
+  return Either.flatMap(AllowlistGuardrail.fromConfig(config.guardrails), (guardrail) =>
+    guardrail === undefined
+      ? Either.left(
+        new Guardrail.GuardrailConfigError({
+          reason: "unknown_provider",
+          use: "",
+          message: "guardrails.enabled is true but no guardrails.provider is set (e.g. use: allowlist)"
+        })
+      )
+      : Either.right(guardrail))
+}
+
+/** The static system prompt of a configuration (the skills found under `skills.path` at start-up). */
+export const defaultSystemPrompt = (app: AppConfigService["Type"]): string => {
+  const container = app.config.skills.container_path
+  return SystemPrompt.make({
+    clarification: true,
+    skills: SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container),
+    skillsContainer: container
+  })
+}
+
+/**
+ * The human message of a turn: an answer to the thread's pending clarification question when there is one
+ * (marked so the model and the UI know what it answers), else a plain human message.
+ */
+export const inputMessage = (state: ThreadState, prompt: string): Message => {
+  const pending = ClarificationMW.pending(state.messages)
+  return pending !== undefined ? ClarificationMW.answer(pending, prompt) : M.human(prompt)
+}
+
+const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<Message> => {
+  const out: Array<Message> = []
+  if (input.prompt !== undefined) {
+    const message = inputMessage(state, input.prompt)
+    out.push(
+      input.files === undefined || input.files.length === 0
+        ? message
+        : { ...message, additional_kwargs: { ...message.additional_kwargs, files: input.files } } as Message
+    )
+  }
+  if (input.messages !== undefined) out.push(...input.messages)
+  return out
+}
+
+/** What building the agent can fail with: a chain that breaks an ordering fact, or an unusable configuration. */
+export type BuildError = Chain.ChainError | Guardrail.GuardrailConfigError | SafetyFinishReason.SafetyDetectorConfigError
+
+/** What the agent needs from the app. */
+export type Requirements = ModelService | ThreadStore | SandboxProvider | AppConfigService
+
+/**
+ * The lead agent as a layer: its chain is built once, over the app's `ModelService` with the sandbox tools and
+ * the app's own tools; the store, the sandbox provider and the configuration come from the app.
+ */
+export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError, Requirements> =>
+  Layer.scoped(
+    LeadAgent,
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      const store = yield* ThreadStore
+      const guardrail = yield* guardrailOf(app.config)
+      const base = options.sandboxTools === false ? [] : yield* SandboxTools.tools({ vision: options.vision === true })
+      const tools = Toolkit.make([
+        ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
+        ...(options.tools ?? [])
+      ])
+      const planned = chain({ config: app.config, guardrail, breaker: options.breaker })
+      const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
+      const checked = yield* Either.flatMap(customised, Chain.validate)
+      const ports: Context.Context<Ports> = yield* Layer.build(
+        MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
+      )
+      const systemPrompt = options.systemPrompt ?? defaultSystemPrompt(app)
+
+      const runInput = (input: TurnInput): Run.RunInput => ({
+        threadId: input.threadId ?? M.newId(),
+        runId: input.runId,
+        userId: input.userId,
+        input: turnMessages(input),
+        systemPrompt,
+        options: { recursionLimit: app.config.recursion_limit, ...input.options }
+      })
+      return LeadAgent.of({
+        order: Chain.names(checked),
+        systemPrompt,
+        tools: Context.get(ports, ToolService).definitions,
+        run: (input) => Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store)),
+        turn: (input, onEvent) =>
+          Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))
+      })
+    })
+  )

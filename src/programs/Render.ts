@@ -5,9 +5,13 @@
  * `run` writes a run's events to stdout as they arrive.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Clarification from "../middleware/Clarification.js"
-import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
+import type { RunEndEvent } from "../services/RunEvents.js"
+import { RunEvent as RunEventSchema } from "../services/RunEvents.js"
+type RunEvent = typeof RunEventSchema.Type
 import type { LoadedThread, ThreadSummary } from "../services/ThreadStore.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -182,11 +186,14 @@ export const human = (options: { readonly color: boolean }) => {
   }
 }
 
-/** One run event as a JSON line, carrying the thread id and run id. */
+/** One run event as a JSON line (encoded with the event Schema), carrying the thread id and run id. */
 export const jsonLine = (event: RunEvent, threadId: string, runId: string): string => {
-  const { type, ...rest } = event as { type: string } & Record<string, unknown>
+  const encoded = Either.getOrElse(encodeEvent(event), () => event)
+  const { type, ...rest } = encoded as { type: string } & Record<string, unknown>
   return `${JSON.stringify({ type, ...rest, thread_id: threadId, run_id: runId })}\n`
 }
+
+const encodeEvent = Schema.encodeEither(RunEventSchema)
 
 // ---------------------------------------------------------------------------------------------------------
 // Saved threads

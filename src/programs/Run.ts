@@ -6,28 +6,33 @@
  *         if no tool calls → done
  *         results ← ToolService.call for each call (concurrently, bounded) ; apply(results) ; checkpoint
  *
- * Every completed step is written to the ThreadStore as one append-only checkpoint. A run never fails: how
- * it ended (completed, capped, interrupted for a question, cancelled, failed) is its last event.
+ * Every step is written to the ThreadStore as append-only checkpoints: the model's message (with its tool
+ * calls) before any tool runs, the results after. A crash therefore never makes Antler run a call twice: on
+ * the next run, a call that started and has no result is answered "interrupted, may have partly run" and the
+ * model decides. A thread has one active run at a time, across processes (a lease in the store). A run never
+ * fails: how it ended (completed, capped, interrupted for a question, cancelled, failed) is its last event.
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Schedule from "effect/Schedule"
+import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
-import { buildPorts } from "../middleware/Middleware.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
-import type { RunOptions } from "../services/RunContext.js"
-import type { StoreError } from "../services/RunContext.js"
-import { RecursionLimitReached, RunContext, RunState } from "../services/RunContext.js"
+import type { RunOptions, RunServices } from "../services/RunContext.js"
+import { RecursionLimitReached, RunContext, RunState, StoreError } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent, StopReason } from "../services/RunEvents.js"
-import { currentSink, RunEvents } from "../services/RunEvents.js"
+import { RunEvents } from "../services/RunEvents.js"
+import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Tool from "../services/Tool.js"
 import type { Interrupt, ToolResult } from "../services/ToolService.js"
@@ -44,21 +49,37 @@ export interface RunInput {
   /** Defaults to a fresh id. */
   readonly runId?: string | undefined
   readonly userId?: string | undefined
-  /** The new messages of this run, usually one human message. */
-  readonly input: ReadonlyArray<Message>
+  /**
+   * The new messages of this run, usually one human message; or a function of the thread as loaded (e.g. to
+   * answer a pending clarification question), so a turn reads the thread once.
+   */
+  readonly input: ReadonlyArray<Message> | ((state: ThreadState) => ReadonlyArray<Message>)
   /** The static system prompt. */
   readonly systemPrompt?: string | undefined
   readonly options?: Partial<RunOptions> | undefined
 }
 
-/** Builds the per-run stack of ports. Called once per run, so it must return fresh layers each time. */
-export type StackFactory<E, R> = () => Layer.Layer<Ports, E, R | RunContext | RunState | RunEvents>
+/**
+ * What a run goes through: the agent's ports, built once (a stack built from layers, see `Middleware.stack`),
+ * or a layer of them, built for this run only (tests; costs a layer build per run).
+ */
+export type Agent<E = never, R = never> = Context.Context<Ports> | Layer.Layer<Ports, E, R>
 
 /** Default options of a run. */
 export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency: 8 }
 
-/** The content of the synthetic result written for a tool call that never finished. */
-export const INTERRUPTED_TOOL_RESULT = "[Tool call was interrupted and did not return a result.]"
+/** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
+export const LEASE_TTL_MS = 30_000
+
+/** The content of the synthetic result written for a tool call that started and never returned. */
+export const INTERRUPTED_TOOL_RESULT =
+  "[Tool call was interrupted before it returned a result (the run was cancelled or its process stopped). " +
+  "It may have partly run: check its effects before repeating it.]"
+
+/** A run refused because another run of the thread is active. */
+export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
+  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}). ` +
+  `Wait for it to end, or cancel it, then try again.`
 
 // ---------------------------------------------------------------------------------------------------------
 // The state holder
@@ -158,6 +179,38 @@ interface Step {
   readonly checkpoint: Effect.Effect<void, StoreError>
   readonly systemPrompt: string | undefined
   readonly options: RunOptions
+  /** The tool-call ids of the thread so far (every new call gets an id of its own). */
+  readonly callIds: Set<string>
+}
+
+/** The ids of every tool call in a history. */
+const callIdsOf = (messages: ReadonlyArray<Message>): Set<string> => {
+  const ids = new Set<string>()
+  for (const message of messages) {
+    if (message.type === "ai") for (const call of M.toolCalls(message)) ids.add(call.id)
+  }
+  return ids
+}
+
+/**
+ * The message with every tool call's id unique in the thread (a model may repeat an id within one response, or
+ * reuse `call_0` every turn): a repeated id gets a suffix, so each call is executed once and paired with its
+ * own result. Records the ids in `seen`.
+ */
+export const uniqueCallIds = (message: AIMessage, seen: Set<string>): AIMessage => {
+  const calls = M.toolCalls(message)
+  let changed = false
+  const renamed = calls.map((call) => {
+    let id = call.id
+    if (id === "" || seen.has(id)) {
+      const stem = id === "" ? "call" : id
+      for (let n = 2; seen.has(id) || id === ""; n++) id = `${stem}_${n}`
+      changed = true
+    }
+    seen.add(id)
+    return id === call.id ? call : { ...call, id }
+  })
+  return changed ? { ...message, tool_calls: renamed } : message
 }
 
 const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =>
@@ -165,16 +218,6 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     if (interrupt !== undefined) {
       const payload = interrupt.payload
       return { type: "run_end", status: "interrupted", stop_reason: "interrupted", interrupt: payload } as const
-    }
-    const messages = step.holder.current().messages
-    const last = messages[messages.length - 1]
-    if (last?.type === "ai" && last.additional_kwargs?.deerflow_error_fallback === true) {
-      return {
-        type: "run_end",
-        status: "error",
-        stop_reason: "error",
-        error: { name: String(last.additional_kwargs.error_type ?? "ModelError"), message: M.text(last) }
-      } as const
     }
     const reason: StopReason = (yield* step.context.stopReason) ?? "completed"
     return { type: "run_end", status: "success", stop_reason: reason } as const
@@ -187,7 +230,7 @@ const callTools = (step: Step, message: AIMessage) =>
     const results: Array<ToolResult | undefined> = new Array(calls.length)
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
-      const run: Effect.Effect<ToolResult> = known.has(call.name)
+      const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
         ? step.tools.call(call).pipe(
           Effect.catchTag("Interrupt", (i) => {
             interrupt ??= i
@@ -261,15 +304,17 @@ const loop = (step: Step) =>
         tools: step.tools.definitions,
         settings
       })
-      const message = response.message
+      const message = uniqueCallIds(response.message, step.callIds)
       const extra = response.update
       yield* step.holder.service.update(
         extra === undefined ? { messages: [message] } : { ...extra, messages: [...(extra.messages ?? []), message] }
       )
-      if (!M.hasToolCalls(message)) {
-        yield* step.checkpoint
-        return yield* finish(step)
+      // the model's message, with its tool calls, is durable before any tool runs
+      yield* step.checkpoint
+      if (response.failure !== undefined) {
+        return { type: "run_end", status: "error", stop_reason: "error", error: response.failure } as RunEndEvent
       }
+      if (!M.hasToolCalls(message)) return yield* finish(step)
       const interrupt = yield* callTools(step, message)
       if (interrupt !== undefined) {
         yield* step.checkpoint
@@ -289,24 +334,44 @@ const errorEnd = (cause: Cause.Cause<unknown>, reason: StopReason = "error"): Ru
   }
 }
 
+/** The tool results that close calls left open (by a crash, or a cancellation), marked interrupted. */
+const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> =>
+  danglingCalls(messages).map((call) => M.tool(INTERRUPTED_TOOL_RESULT, call.id, { name: call.name, status: "error" }))
+
 /**
  * Runs one turn of a thread to its end, sending every event to `emit`. Never fails: failures end the run
  * with status `error`. Interrupting the fiber saves what completed (unfinished tool calls get a result
- * saying so) and ends the run as `cancelled`.
+ * saying so) and ends the run as `cancelled`. A second run on a thread whose run is active (in this process
+ * or another sharing the store) is refused: it ends at once with status `error` (`ThreadBusy`).
  */
-export const execute = <E, R>(
+export const execute = <E = never, R = never>(
   input: RunInput,
-  makeStack: StackFactory<E, R>,
+  agent: Agent<E, R>,
   emit: (event: RunEvent) => void = () => {}
-): Effect.Effect<RunEndEvent, never, ThreadStore | Exclude<R, RunContext | RunState | RunEvents>> =>
+): Effect.Effect<RunEndEvent, never, ThreadStore | Exclude<R, RunServices>> =>
   Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
     const store = yield* ThreadStore
     const threadId = input.threadId
     const runId = input.runId ?? M.newId()
     const options: RunOptions = { ...defaultOptions, ...input.options }
-    const sink: RunEvents["Type"] = { emit: (event) => Effect.sync(() => emit(event)) }
+    const events: RunEvents["Type"] = { emit: (event) => Effect.sync(() => emit(event)) }
     emit({ type: "run_start", thread_id: threadId, run_id: runId })
-    const startedAt = new Date().toISOString()
+    const ended = (end: RunEndEvent) => Effect.sync(() => (emit(end), end))
+
+    // One active run per thread: take the lease before reading anything.
+    const lease = (now: number) => store.acquireLease({ threadId, runId, ttlMs: LEASE_TTL_MS, now })
+    const leased = yield* Effect.either(restore(Effect.flatMap(Clock.currentTimeMillis, lease)))
+    if (Either.isLeft(leased)) return yield* ended(errorEnd(Cause.fail(leased.left)))
+    if (leased.right !== undefined) {
+      return yield* ended({
+        type: "run_end",
+        status: "error",
+        stop_reason: "error",
+        error: { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
+      })
+    }
+    const release = Effect.ignore(store.releaseLease(threadId, runId))
+    const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
 
     let stopReason: StopReason | undefined
     const context = RunContext.of({
@@ -324,8 +389,8 @@ export const execute = <E, R>(
     const prepared = yield* Effect.either(restore(Effect.gen(function*() {
       yield* store.ensure(threadId)
       const loaded = yield* store.load(threadId)
-      // A run still marked running belongs to a process that died mid-run (runs of a thread do not overlap):
-      // its completed steps are in the checkpoints; record that it did not finish.
+      // A run still marked running belongs to a process that died mid-run (we hold the lease, so it is not
+      // running): its completed steps are in the checkpoints; record that it did not finish.
       if (Option.isSome(loaded)) {
         for (const stale of loaded.value.runs) {
           if (stale.status !== "running" || stale.run_id === runId) continue
@@ -343,22 +408,35 @@ export const execute = <E, R>(
       return Option.match(loaded, { onNone: () => TS.empty, onSome: (thread) => thread.state })
     })))
     if (Either.isLeft(prepared)) {
-      const end = errorEnd(Cause.fail(prepared.left))
-      emit(end)
-      return end
+      yield* release
+      return yield* ended(errorEnd(Cause.fail(prepared.left)))
     }
     const holder = makeHolder(prepared.right, emit)
+    // The lease is renewed while the run goes. Losing it (another process took the thread over after this
+    // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
+    let lost: LeaseHolder | undefined
+    const renew = Effect.flatMap(Clock.currentTimeMillis, lease).pipe(
+      Effect.tap((holder) => Effect.sync(() => (lost ??= holder))),
+      Effect.catchAll((error) => Effect.logWarning(`cannot renew the thread's lease: ${error.message}`)),
+      Effect.repeat(Schedule.spaced(LEASE_TTL_MS / 3)),
+      Effect.delay(LEASE_TTL_MS / 3)
+    )
     const checkpoint = Effect.suspend(() => {
+      if (lost !== undefined) {
+        return Effect.fail(new StoreError({ operation: "lease", message: busyMessage(threadId, lost) }))
+      }
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
+    const runServices = Context.make(RunContext, context).pipe(
+      Context.add(RunState, holder.service),
+      Context.add(RunEvents, events)
+    )
 
     const body = Effect.scoped(Effect.gen(function*() {
-      const ports = yield* buildPorts(makeStack()).pipe(
-        Effect.provide(
-          Context.make(RunContext, context).pipe(Context.add(RunState, holder.service), Context.add(RunEvents, sink))
-        )
-      )
+      const ports: Context.Context<Ports> = Layer.isLayer(agent)
+        ? yield* Layer.build(agent as Layer.Layer<Ports, E, R>).pipe(Effect.provide(runServices))
+        : agent as Context.Context<Ports>
       const tools = Context.get(ports, ToolService)
       const step: Step = {
         model: Context.get(ports, ModelService),
@@ -368,21 +446,25 @@ export const execute = <E, R>(
         context,
         checkpoint,
         systemPrompt: input.systemPrompt,
-        options
+        options,
+        callIds: callIdsOf(holder.current().messages)
       }
-      if (input.input.length > 0) yield* holder.service.update({ messages: input.input })
-      return yield* Context.get(ports, AgentHooks).around(loop(step))
+      // calls a crash left open are answered before anything else, so the model sees what may have partly run
+      const state = holder.current()
+      const open = interruptedResults(state.messages)
+      const messages = typeof input.input === "function" ? input.input(state) : input.input
+      if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
+      return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(Effect.provide(runServices))
     }))
 
     const closeDangling = Effect.suspend(() => {
-      const open = danglingCalls(holder.current().messages)
-      if (open.length === 0) return Effect.void
-      return Effect.ignore(holder.service.update({
-        messages: open.map((call) => M.tool(INTERRUPTED_TOOL_RESULT, call.id, { name: call.name, status: "error" }))
-      }))
+      const open = interruptedResults(holder.current().messages)
+      return open.length === 0 ? Effect.void : Effect.ignore(holder.service.update({ messages: open }))
     })
 
-    const exit = yield* Effect.exit(restore(body.pipe(Effect.locally(currentSink, sink))))
+    const renewing = yield* Effect.forkDaemon(Effect.interruptible(renew))
+    const exit = yield* Effect.exit(restore(body))
+    yield* Fiber.interrupt(renewing)
     let end: RunEndEvent = Exit.isSuccess(exit)
       ? exit.value
       : Exit.isInterrupted(exit)
@@ -391,30 +473,31 @@ export const execute = <E, R>(
     yield* closeDangling
     const saved = yield* Effect.exit(checkpoint)
     if (Exit.isFailure(saved) && end.status !== "error") end = errorEnd(saved.cause)
-    yield* Effect.ignore(store.saveRun({
-      run_id: runId,
-      thread_id: threadId,
-      status: end.status,
-      stop_reason: end.stop_reason,
-      started_at: startedAt,
-      ended_at: new Date().toISOString()
-    }))
-    emit(end)
-    return end
+    yield* Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      store.saveRun({
+        run_id: runId,
+        thread_id: threadId,
+        status: end.status,
+        stop_reason: end.stop_reason,
+        started_at: startedAt,
+        ended_at: new Date(now).toISOString()
+      })))
+    yield* release
+    return yield* ended(end)
   }))
 
 /**
  * Runs one turn of a thread as a stream of events, ending with `run_end`. Stopping the stream early
  * cancels the run (completed steps stay saved).
  */
-export const stream = <E, R>(
+export const stream = <E = never, R = never>(
   input: RunInput,
-  makeStack: StackFactory<E, R>
-): Stream.Stream<RunEvent, never, ThreadStore | Exclude<R, RunContext | RunState | RunEvents>> =>
+  agent: Agent<E, R>
+): Stream.Stream<RunEvent, never, ThreadStore | Exclude<R, RunServices>> =>
   Stream.unwrapScoped(
     Effect.gen(function*() {
       const mailbox = yield* Mailbox.make<RunEvent>()
-      yield* execute(input, makeStack, (event) => {
+      yield* execute(input, agent, (event) => {
         mailbox.unsafeOffer(event)
       }).pipe(Effect.ensuring(mailbox.end), Effect.forkScoped)
       return Mailbox.toStream(mailbox)

@@ -4,11 +4,11 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { RunFailure } from "./RunContext.js"
+import type { RunFailure, RunServices } from "./RunContext.js"
 import type { RunEndEvent } from "./RunEvents.js"
 
 /** The loop as the hooks see it: it ends with the run's end event or a typed failure. */
-export type RunLoop = Effect.Effect<RunEndEvent, RunFailure>
+export type RunLoop = Effect.Effect<RunEndEvent, RunFailure, RunServices>
 
 /** The run-level port. */
 export class AgentHooks extends Context.Tag("antler/AgentHooks")<

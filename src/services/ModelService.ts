@@ -7,6 +7,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { AIMessage, JsonObject, Message } from "../state/Message.js"
 import type { StateUpdate } from "../state/ThreadState.js"
+import type { RunServices } from "./RunContext.js"
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -47,6 +48,11 @@ export interface ModelResponse {
    * them in the same update as the message, so a step stays one write.
    */
   readonly update?: StateUpdate | undefined
+  /**
+   * Set when `message` is a stand-in written because the model could not answer (LLMErrorHandling's fallback
+   * after its retries): the run saves the message, then ends with status `error` and this error.
+   */
+  readonly failure?: { readonly name: string; readonly message: string } | undefined
 }
 
 /** Adds state changes to a response: message writes and token deltas accumulate, other fields are replaced. */
@@ -91,10 +97,13 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   cause: Schema.optional(Schema.Defect)
 }) {}
 
-/** The model port. */
+/**
+ * The model port. A call runs inside a run: a streaming model publishes its token deltas on the run's
+ * `RunEvents` while it assembles the response (calls marked `internal` publish nothing).
+ */
 export class ModelService extends Context.Tag("antler/ModelService")<
   ModelService,
   {
-    readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+    readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, RunServices>
   }
 >() {}

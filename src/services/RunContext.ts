@@ -8,7 +8,7 @@ import * as Schema from "effect/Schema"
 import type { ReducerError } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { ModelError } from "./ModelService.js"
-import type { StopReason } from "./RunEvents.js"
+import type { RunEvents, StopReason } from "./RunEvents.js"
 
 /** Options of one run (DeerFlow's merged `configurable` + `context`). */
 export interface RunOptions {
@@ -46,6 +46,13 @@ export class RunState extends Context.Tag("antler/RunState")<
     readonly update: (update: StateUpdate) => Effect.Effect<void, ReducerError>
   }
 >() {}
+
+/**
+ * The services of the run a call happens in. The ports' effects (a model call, a tool call, the run loop) run
+ * inside a run and may use them: the model publishes its token deltas on `RunEvents`, a tool finds its thread
+ * through `RunContext`, a hook reads and updates the thread through `RunState`.
+ */
+export type RunServices = RunContext | RunState | RunEvents
 
 /** The run hit its recursion limit (too many model calls). The run ends with this as its stop, not a crash. */
 export class RecursionLimitReached extends Schema.TaggedError<RecursionLimitReached>()("RecursionLimitReached", {

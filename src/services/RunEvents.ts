@@ -3,7 +3,6 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
 import * as Schema from "effect/Schema"
 import { Message } from "../state/Message.js"
 import { StateUpdate } from "../state/ThreadState.js"
@@ -69,20 +68,25 @@ export const RunEvent = Schema.Union(RunStart, TokenDelta, MessageEvent, StateEv
 export type RunEvent = typeof RunEvent.Type
 export type RunEndEvent = typeof RunEnd.Type
 
-/** The event sink of the current run. */
+/**
+ * The event channel of the current run: the only way anything (the model's token deltas, a middleware's custom
+ * events, the loop's own events) reaches the run's caller. Provided by the run for its duration.
+ */
 export class RunEvents extends Context.Tag("antler/RunEvents")<
   RunEvents,
   { readonly emit: (event: RunEvent) => Effect.Effect<void> }
->() {}
+>() {
+  /** A channel that drops every event (for calls made outside a run that still need one). */
+  static readonly discard: RunEvents["Type"] = { emit: () => Effect.void }
+}
 
-const discard: RunEvents["Type"] = { emit: () => Effect.void }
+/** Emits an event on the current run's channel. */
+export const emit = (event: RunEvent): Effect.Effect<void, never, RunEvents> =>
+  Effect.flatMap(RunEvents, (events) => events.emit(event))
 
-/**
- * The sink seen by code that is not built per run (the base model layer streams its tokens here). The run
- * sets it for its fiber; outside a run, events go nowhere.
- */
-export const currentSink: FiberRef.FiberRef<RunEvents["Type"]> = FiberRef.unsafeMake(discard)
+/** Emits a custom event (`llm_retry`, `sandbox_audit`, ...) on the current run's channel. */
+export const emitCustom = (name: string, data: unknown): Effect.Effect<void, never, RunEvents> =>
+  Effect.flatMap(RunEvents, (events) => events.emit({ type: "custom", name, data }))
 
-/** Emits a custom event on the current run's sink. */
-export const emitCustom = (name: string, data: unknown): Effect.Effect<void> =>
-  Effect.flatMap(FiberRef.get(currentSink), (sink) => sink.emit({ type: "custom", name, data }))
+/** Encodes an event to its JSON form (what `--json` prints and the gateway streams). */
+export const encode = Schema.encodeSync(RunEvent)

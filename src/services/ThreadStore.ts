@@ -5,6 +5,7 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import * as Os from "node:os"
 import type * as Option from "effect/Option"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { RunStatus, StopReason } from "./RunEvents.js"
@@ -37,6 +38,54 @@ export interface LoadedThread {
   readonly runs: ReadonlyArray<RunRecord>
 }
 
+/**
+ * Who holds a thread's lease: the run, and the process it runs in (`host:pid`), until when. A thread has at
+ * most one active run at a time, across processes: the run holds the lease and renews it while it goes.
+ */
+export interface LeaseHolder {
+  readonly run_id: string
+  readonly owner: string
+  /** Epoch milliseconds. */
+  readonly expires_at: number
+}
+
+/** A request for a thread's lease (or its renewal by the run that holds it). */
+export interface LeaseRequest {
+  readonly threadId: string
+  readonly runId: string
+  /** How long the lease lasts unless renewed, in milliseconds. */
+  readonly ttlMs: number
+  /** Now, epoch milliseconds. */
+  readonly now: number
+}
+
+/** This process as a lease owner: `host:pid`. */
+export const leaseOwner = (): string => `${Os.hostname()}:${process.pid}`
+
+/**
+ * Whether the holder of an unexpired lease may still be running: a holder on this host whose process is gone
+ * (killed, crashed) holds nothing, so a thread is usable again at once after a crash instead of after the
+ * lease's time-to-live. Holders on other hosts are trusted until their lease expires.
+ */
+export const holderAlive = (owner: string): boolean => {
+  const at = owner.lastIndexOf(":")
+  const host = owner.slice(0, at)
+  const pid = Number(owner.slice(at + 1))
+  if (at < 0 || host !== Os.hostname() || !Number.isInteger(pid) || pid <= 0) return true
+  if (pid === process.pid) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Whether `holder` blocks `request`: another run's lease, unexpired, held by a live process. */
+export const leaseBlocks = (holder: LeaseHolder | undefined, request: LeaseRequest): holder is LeaseHolder =>
+  holder !== undefined && holder.run_id !== request.runId && holder.expires_at > request.now &&
+  holderAlive(holder.owner)
+
 /** The thread store port. */
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,
@@ -50,5 +99,12 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     /** Records a run's start or end. */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
+    /**
+     * Takes (or renews) the thread's lease for a run: `undefined` when the run holds it now, else the holder
+     * that blocks it (see `leaseBlocks`). Atomic across processes sharing the store.
+     */
+    readonly acquireLease: (request: LeaseRequest) => Effect.Effect<LeaseHolder | undefined, StoreError>
+    /** Gives the lease back, if this run still holds it. */
+    readonly releaseLease: (threadId: string, runId: string) => Effect.Effect<void, StoreError>
   }
 >() {}

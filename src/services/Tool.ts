@@ -9,47 +9,55 @@ import * as Schema from "effect/Schema"
 import type { Content, JsonObject, ToolCall } from "../state/Message.js"
 import { tool as toolMessage } from "../state/Message.js"
 import type { ToolDefinition } from "./ModelService.js"
+import type { RunServices } from "./RunContext.js"
 import type { Interrupt, ToolResult } from "./ToolService.js"
 import { ToolError } from "./ToolService.js"
 
 /** What a handler may return: plain content, or a full result with a state update. */
 export type HandlerOutput = string | { readonly content: Content; readonly status?: "success" | "error" } | ToolResult
 
+/** What a handler may do: run inside the run (its context, state and events), fail readably, or interrupt. */
+export type Handler<A> = (args: A, call: ToolCall) => Effect.Effect<HandlerOutput, ToolError | Interrupt, RunServices>
+
 /** A tool whose arguments decode to `A`. */
 export interface Tool<A = any> {
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Schema<A, any, never>
-  readonly handler: (args: A, call: ToolCall) => Effect.Effect<HandlerOutput, ToolError | Interrupt>
+  readonly handler: Handler<A>
+  /** The definition the model sees (computed once by `make`; computed on demand for hand-written tools). */
+  readonly definition?: ToolDefinition | undefined
 }
 
-/** Defines a tool. */
+const toDefinition = (tool: Pick<Tool, "name" | "description" | "parameters">): ToolDefinition => {
+  const { $schema: _, ...parameters } = JSONSchema.make(tool.parameters) as unknown as JsonObject
+  return { name: tool.name, description: tool.description, parameters }
+}
+
+/**
+ * Defines a tool. Its JSON Schema is computed the first time the definition is read and kept on the tool, so
+ * build tools once (per agent), not per run.
+ */
 export const make = <A, I>(spec: {
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Schema<A, I, never>
-  readonly handler: (args: A, call: ToolCall) => Effect.Effect<HandlerOutput, ToolError | Interrupt>
-}): Tool<A> => spec
-
-const definitions = new WeakMap<Tool, ToolDefinition>()
-// Tools are often rebuilt per run around the same argument schemas: cache the (costly) JSON Schema by schema.
-const jsonSchemas = new WeakMap<object, JsonObject>()
+  readonly handler: Handler<A>
+}): Tool<A> => {
+  let cached: ToolDefinition | undefined
+  return {
+    name: spec.name,
+    description: spec.description,
+    parameters: spec.parameters,
+    handler: spec.handler,
+    get definition() {
+      return (cached ??= toDefinition(spec))
+    }
+  }
+}
 
 /** The definition the model sees: name, description, and the arguments' JSON Schema. */
-export const definition = (tool: Tool): ToolDefinition => {
-  let def = definitions.get(tool)
-  if (def === undefined) {
-    let parameters = jsonSchemas.get(tool.parameters)
-    if (parameters === undefined) {
-      const { $schema: _, ...rest } = JSONSchema.make(tool.parameters) as unknown as JsonObject
-      parameters = rest
-      jsonSchemas.set(tool.parameters, parameters)
-    }
-    def = { name: tool.name, description: tool.description, parameters }
-    definitions.set(tool, def)
-  }
-  return def
-}
+export const definition = (tool: Tool): ToolDefinition => tool.definition ?? toDefinition(tool)
 
 /** Renders decoding issues as `path: problem` lines, readable by a model. */
 export const formatIssues = (error: ParseResult.ParseError): string =>
@@ -78,7 +86,7 @@ export const errorResult = (call: ToolCall, text: string): ToolResult => ({
  * Runs a tool for a call: arguments are decoded with the tool's Schema first, and arguments that do not
  * match come back as an error result naming each bad field, without running the handler.
  */
-export const invoke = (tool: Tool, call: ToolCall): Effect.Effect<ToolResult, ToolError | Interrupt> => {
+export const invoke = (tool: Tool, call: ToolCall): Effect.Effect<ToolResult, ToolError | Interrupt, RunServices> => {
   const decoded = Schema.decodeUnknownEither(tool.parameters, { errors: "all", onExcessProperty: "ignore" })(call.args)
   if (decoded._tag === "Left") {
     return Effect.succeed(

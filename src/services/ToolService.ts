@@ -9,6 +9,7 @@ import type { ToolCall } from "../state/Message.js"
 import { ToolMessage } from "../state/Message.js"
 import { StateUpdate } from "../state/ThreadState.js"
 import type { ToolDefinition } from "./ModelService.js"
+import type { RunServices } from "./RunContext.js"
 
 /** What a tool call produced. `update` carries state changes other than the message (artifacts, todos...). */
 export const ToolResult = Schema.Struct({
@@ -43,6 +44,6 @@ export class ToolService extends Context.Tag("antler/ToolService")<
   {
     /** The tools that exist in this run, in a stable order. Visibility per model call is decided by wrappers. */
     readonly definitions: ReadonlyArray<ToolDefinition>
-    readonly call: (call: ToolCall) => Effect.Effect<ToolResult, ToolError | Interrupt>
+    readonly call: (call: ToolCall) => Effect.Effect<ToolResult, ToolError | Interrupt, RunServices>
   }
 >() {}

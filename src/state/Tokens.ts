@@ -88,9 +88,6 @@ export const makeCounter = (count: (text: string) => number = countText): Counte
   }
 }
 
-/** The process-wide counter: messages are immutable values, so their counts can be shared by every run. */
-export const defaultCounter: Counter = makeCounter()
-
 /** UTF-8 bytes of a text: an upper bound of its o200k tokens (every token stands for at least one byte). */
 export const countBytes = (text: string): number => Buffer.byteLength(text, "utf8")
 
@@ -98,10 +95,11 @@ export const countBytes = (text: string): number => Buffer.byteLength(text, "utf
  * A counter of upper bounds (bytes instead of tokens, same framing and image charges): never below the exact
  * count, and far cheaper. A check against a limit that the bound stays under needs no tokenizing at all.
  */
-export const upperBoundCounter: Counter = makeCounter(countBytes)
+export const makeUpperBoundCounter = (): Counter => makeCounter(countBytes)
 
-/** Tokens of one message, cached per message object. */
-export const messageTokens = (message: Message): number => defaultCounter.message(message)
+/** Tokens of one message (not cached; a `Counter` caches). */
+export const messageTokens = (message: Message): number =>
+  MESSAGE_OVERHEAD + countText(countedText(message)) + IMAGE_TOKENS * imagesIn(message)
 
 // ---------------------------------------------------------------------------------------------------------
 // Running totals
@@ -137,7 +135,7 @@ export interface Totals {
 }
 
 /** Running totals for one owner (a run's middleware): keep one per run, so concurrent threads do not interfere. */
-export const makeTotals = (counter: Counter = defaultCounter): Totals => {
+export const makeTotals = (counter: Counter = makeCounter()): Totals => {
   const entries = new WeakMap<ReadonlyArray<Message>, Entry>()
   let last: ReadonlyArray<Message> | undefined
   let lastEntry: Entry | undefined
@@ -182,9 +180,9 @@ export const makeTotals = (counter: Counter = defaultCounter): Totals => {
   }
 }
 
-/** Tokens of a list of messages with the default counter (no running-total cache). */
+/** Tokens of a list of messages (not cached). */
 export const totalTokens = (messages: ReadonlyArray<Message>): number => {
   let n = 0
-  for (const message of messages) n += defaultCounter.message(message)
+  for (const message of messages) n += messageTokens(message)
   return n
 }

@@ -12,9 +12,8 @@ import * as SandboxTools from "../../src/layers/SandboxTools.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import type { SandboxConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
-import { RunContext } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
-import { runContext } from "../support/fixtures.js"
+import { inRun } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // A thread sandbox with the real tools, over a temp data directory.
@@ -38,7 +37,6 @@ const setup = (options: { sandbox?: Partial<SandboxConfig>; bwrap?: "auto" | "of
     ignored: []
   })
   const provider = LocalSandbox.make(app, { bwrap: options.bwrap ?? "auto" })
-  const context = runContext("t1", "u1")
   const bash = (command: string) =>
     SandboxTools.tools({ vision: false }).pipe(
       Effect.flatMap((tools) =>
@@ -47,7 +45,7 @@ const setup = (options: { sandbox?: Partial<SandboxConfig>; bwrap?: "auto" | "of
       Effect.map((result) => ({ text: String(result.message.content), status: result.message.status })),
       Effect.provideService(SandboxProvider, provider),
       Effect.provideService(AppConfigService, app),
-      Effect.provideService(RunContext, context)
+      Effect.provide(inRun({ threadId: "t1", userId: "u1" }).context)
     )
   return { home, paths: threadPaths(home, "u1", "t1"), bash }
 }

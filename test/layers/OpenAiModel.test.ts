@@ -4,6 +4,7 @@ import * as ChildProcess from "node:child_process"
 import * as Net from "node:net"
 import * as Path from "node:path"
 import * as ConfigProvider from "effect/ConfigProvider"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -23,11 +24,12 @@ import { AppConfigService, defaults, ModelConfig } from "../../src/services/AppC
 import type { ModelError, ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
-import { currentSink } from "../../src/services/RunEvents.js"
+import { RunEvents } from "../../src/services/RunEvents.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
+import { inRun } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
@@ -45,7 +47,9 @@ const generate = (model: ModelService["Type"], req: ModelRequest) =>
   Effect.gen(function*() {
     const events: Array<RunEvent> = []
     const sink = { emit: (event: RunEvent) => Effect.sync(() => void events.push(event)) }
-    const response = yield* Effect.either(Effect.locally(model.generate(req), currentSink, sink))
+    const response = yield* Effect.either(
+      model.generate(req).pipe(Effect.provide(Context.add(inRun().context, RunEvents, sink)))
+    )
     return { response, events }
   })
 
@@ -158,7 +162,7 @@ describe("OpenAiModel against aimock", () => {
           input: [M.human("What is the weather in Paris?")],
           systemPrompt: "You are a weather bot."
         },
-        () => Middleware.base(model, Toolkit.make([weatherTool(seen)])),
+        Middleware.base(model, Toolkit.make([weatherTool(seen)])),
         (event) => events.push(event)
       )
       assert.strictEqual(end.status, "success")
@@ -470,7 +474,7 @@ describe("OpenAiModel against the scripted server", () => {
       const events: Array<RunEvent> = []
       const fiber = yield* Run.execute(
         { threadId: "cancelled-thread", input: [M.human("hi")] },
-        () => Middleware.base(model, Toolkit.make([])),
+        Middleware.base(model, Toolkit.make([])),
         (event) => {
           events.push(event)
           if (event.type === "token") Deferred.unsafeDone(firstToken, Effect.void)

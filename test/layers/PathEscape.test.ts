@@ -11,10 +11,9 @@ import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as SandboxTools from "../../src/layers/SandboxTools.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
-import { RunContext } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import type { JsonObject } from "../../src/state/Message.js"
-import { runContext } from "../support/fixtures.js"
+import { inRun } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Fixture: thread t1 (the model's), thread t2 (someone else's), a directory outside the data directory,
@@ -70,7 +69,6 @@ const app = AppConfigService.of({
   ignored: []
 })
 const provider = LocalSandbox.make(app, { bwrap: "auto" })
-const context = runContext("t1", "u1")
 
 const call = (name: string, args: JsonObject) =>
   SandboxTools.tools({ vision: true }).pipe(
@@ -82,7 +80,7 @@ const call = (name: string, args: JsonObject) =>
     })),
     Effect.provideService(SandboxProvider, provider),
     Effect.provideService(AppConfigService, app),
-    Effect.provideService(RunContext, context)
+    Effect.provide(inRun({ threadId: "t1", userId: "u1" }).context)
   )
 
 /** Everything under a directory: kind, content or link target (symlinks are not followed). */

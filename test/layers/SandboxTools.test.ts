@@ -8,11 +8,11 @@ import * as SandboxTools from "../../src/layers/SandboxTools.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import type { SandboxConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
-import { RunContext } from "../../src/services/RunContext.js"
+import type { RunServices } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import { ToolService } from "../../src/services/ToolService.js"
 import type { JsonObject } from "../../src/state/Message.js"
-import { tempDirs, runContext } from "../support/fixtures.js"
+import { inRun, tempDirs } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The real tools over a temp data directory.
@@ -34,12 +34,12 @@ const setup = (options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; sk
     ignored: []
   })
   const provider = LocalSandbox.make(app, { bwrap: "off" })
-  type Needs = SandboxProvider | AppConfigService | RunContext
+  type Needs = SandboxProvider | AppConfigService | RunServices
   const provide = <A, E>(effect: Effect.Effect<A, E, Needs>, threadId = "t1") =>
     effect.pipe(
       Effect.provideService(SandboxProvider, provider),
       Effect.provideService(AppConfigService, app),
-      Effect.provideService(RunContext, runContext(threadId, "u1"))
+      Effect.provide(inRun({ threadId, userId: "u1" }).context)
     )
   const call = (name: string, args: JsonObject, threadId = "t1") =>
     provide(
@@ -128,10 +128,10 @@ describe("tool list and schemas", () => {
         const bad = yield* tools.call({ id: "c2", name: "read_file", args: { description: "x", path: 42 } })
         return { unknown: String(unknown.message.content), bad: String(bad.message.content) }
       }).pipe(
+        Effect.provide(inRun({ threadId: "t1", userId: "u1" }).context),
         Effect.provide(SandboxTools.layer({ vision: false }).pipe(
           Layer.provide(Layer.succeed(SandboxProvider, provider)),
-          Layer.provide(Layer.succeed(AppConfigService, app)),
-          Layer.provide(Layer.succeed(RunContext, runContext("t1", "u1")))
+          Layer.provide(Layer.succeed(AppConfigService, app))
         ))
       )
       assert.isTrue(result.unknown.startsWith("Error: Tool 'rm_rf' does not exist"))

@@ -11,6 +11,7 @@ import { ModelService } from "../../src/services/ModelService.js"
 import type { AIMessage, InvalidToolCall, Message, ToolCall, ToolMessage } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
+import { insideRun } from "../support/fixtures.js"
 
 const request = (messages: ReadonlyArray<Message>): ModelRequest => ({
   systemPrompt: undefined,
@@ -320,7 +321,8 @@ const throughLayer = Effect.gen(function*() {
   }
   const ports = yield* Layer.build(MW.stack([D.layer()], MW.base(model, Toolkit.make([]))))
   const generate = Context.get(ports, ModelService).generate
-  return (req: ModelRequest) => Effect.map(generate(req), () => seen[seen.length - 1]!)
+  const call = (req: ModelRequest) => Effect.map(generate(req), () => seen[seen.length - 1]!)
+  return { call, inside: <A, E, R>(body: Effect.Effect<A, E, R>) => insideRun(ports, body) }
 })
 
 describe("DanglingToolCall laws", () => {
@@ -330,8 +332,9 @@ describe("DanglingToolCall laws", () => {
     ([spec, cuts, rewrite]) =>
       Effect.scoped(Effect.gen(function*() {
         const full = buildHistory(spec)
-        const call = yield* throughLayer
+        const { call, inside } = yield* throughLayer
         const ends = [...cuts.map((c) => c % (full.length + 1)), full.length].sort((a, b) => a - b)
+        yield* inside(Effect.gen(function*() {
         for (const end of ends) {
           const history = full.slice(0, end)
           if (end > 0 && rewrite % 3 === 0) {
@@ -346,6 +349,7 @@ describe("DanglingToolCall laws", () => {
           assert.deepStrictEqual(seen.messages, expected.messages)
           if (expected === req) assert.strictEqual(seen, req)
         }
+        }))
       })),
     { fastCheck: { numRuns: 150 } }
   )

@@ -15,6 +15,7 @@ import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
 import type { ThreadState } from "../../src/state/ThreadState.js"
 import * as TS from "../../src/state/ThreadState.js"
+import { inRun, insideRun } from "../support/fixtures.js"
 import * as Harness from "../support/harness.js"
 
 const skill = {
@@ -39,10 +40,10 @@ const direct = (state: ThreadState) =>
       { generate: (request) => Effect.sync(() => (seen.push(request), { message: M.ai("ok") })) },
       Toolkit.make([])
     )
-    const ports = yield* Layer.build(MW.stack([DurableContext.layer()], base)).pipe(
-      Effect.provide(Context.make(RunState, { get: Effect.succeed(state), update: () => Effect.void }))
-    )
-    return { model: Context.get(ports, ModelService), seen }
+    const ports = yield* Layer.build(MW.stack([DurableContext.layer()], base))
+    const services = Context.add(inRun().context, RunState, { get: Effect.succeed(state), update: () => Effect.void })
+    const model = Context.get(ports, ModelService)
+    return { model: { generate: (r: ModelRequest) => insideRun(ports, model.generate(r), services) }, seen }
   })
 
 const request = (messages: ReadonlyArray<Message>, internal?: string): ModelRequest => ({

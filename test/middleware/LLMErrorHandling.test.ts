@@ -1,10 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
@@ -17,12 +19,13 @@ import * as LLMErrorHandling from "../../src/middleware/LLMErrorHandling.js"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as Run from "../../src/programs/Run.js"
 import { LlmCallConfig } from "../../src/services/AppConfig.js"
-import type { ModelRequest, ModelResponse, ModelService } from "../../src/services/ModelService.js"
-import { ModelError } from "../../src/services/ModelService.js"
+import type { ModelRequest, ModelResponse } from "../../src/services/ModelService.js"
+import { ModelError, ModelService } from "../../src/services/ModelService.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
-import { currentSink } from "../../src/services/RunEvents.js"
+import { RunEvents } from "../../src/services/RunEvents.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
+import { inRun, insideRun } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
@@ -35,6 +38,9 @@ const request: ModelRequest = { systemPrompt: undefined, messages: [M.human("hi"
 const defaults = Schema.decodeUnknownSync(LlmCallConfig)({})
 
 /** Events emitted on the current sink, readable as they arrive (a queue) and afterwards (a list). */
+/** The services of a run whose events go to `sink`. */
+const withEvents = (sink: RunEvents["Type"]) => Context.add(inRun().context, RunEvents, sink)
+
 const recorder = Effect.gen(function*() {
   const queue = yield* Queue.unbounded<RunEvent>()
   const events: Array<RunEvent> = []
@@ -203,7 +209,7 @@ describe("LLMErrorHandling wrapper", () => {
       const model = inner([
         error({ status: 401, reason: "auth", errorType: "AuthenticationError", message: "Invalid API key" })
       ])
-      const response = yield* Effect.locally(LLMErrorHandling.wrap()(request, model.next), currentSink, rec.sink)
+      const response = yield* Effect.provide(LLMErrorHandling.wrap()(request, model.next), withEvents(rec.sink))
       assert.strictEqual(model.attempts(), 1)
       assert.deepStrictEqual(rec.custom("llm_retry"), [])
       assert.deepStrictEqual(kwargs(response), {
@@ -226,7 +232,7 @@ describe("LLMErrorHandling wrapper", () => {
       yield* TestClock.adjust("10 seconds")
       const response = yield* Fiber.join(fiber)
       assert.match(M.text(response.message), /smaller steps/)
-    }))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
   it.effect("burst throttling: at most 2 attempts, waits from the burst base, never trips the breaker", () =>
     Effect.gen(function*() {
@@ -235,7 +241,7 @@ describe("LLMErrorHandling wrapper", () => {
       const burst = error({ status: 429, code: "limit_burst_rate", errorType: "RateLimitError", message: "burst" })
       const model = inner([burst, burst, "unused"])
       const fiber = yield* Effect.fork(
-        Effect.locally(LLMErrorHandling.wrap({ breaker })(request, model.next), currentSink, rec.sink)
+        Effect.provide(LLMErrorHandling.wrap({ breaker })(request, model.next), withEvents(rec.sink))
       )
       const retry = yield* rec.next("llm_retry")
       assert.deepInclude(retry, { attempt: 1, max_attempts: 2, reason: "burst_rate" })
@@ -256,7 +262,7 @@ describe("LLMErrorHandling wrapper", () => {
       const started = yield* Deferred.make<void>()
       const model = inner([Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)])
       const fiber = yield* Effect.fork(
-        Effect.locally(LLMErrorHandling.wrap({ breaker })(request, model.next), currentSink, rec.sink)
+        Effect.provide(LLMErrorHandling.wrap({ breaker })(request, model.next), withEvents(rec.sink))
       )
       yield* Deferred.await(started)
       assert.strictEqual(breaker.state(), "half_open")
@@ -268,7 +274,7 @@ describe("LLMErrorHandling wrapper", () => {
       const response = yield* LLMErrorHandling.wrap({ breaker })(request, inner(["back"]).next)
       assert.strictEqual(M.text(response.message), "back")
       assert.strictEqual(breaker.state(), "closed")
-    }))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
   it.effect("a defect (a bug inside the chain) passes through; it is not retried or hidden", () =>
     Effect.gen(function*() {
@@ -276,7 +282,7 @@ describe("LLMErrorHandling wrapper", () => {
       const exit = yield* Effect.exit(LLMErrorHandling.wrap()(request, model.next))
       assert.isTrue(Exit.isFailure(exit) && Option.isSome(Cause.dieOption(exit.cause)))
       assert.strictEqual(model.attempts(), 1)
-    }))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
   it.effect("a retry re-runs the inner chain with the original request; one-shot injections survive (§14/16)", () =>
     Effect.gen(function*() {
@@ -310,7 +316,7 @@ describe("LLMErrorHandling wrapper", () => {
         "[LOOP WARNING] you repeated the same call 3 times"
       ])
       assert.deepStrictEqual(pending, [])
-    }))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
   it.effect("the concurrency limiter bounds attempts in flight but is not held during backoff waits", () =>
     Effect.gen(function*() {
@@ -349,16 +355,36 @@ describe("LLMErrorHandling wrapper", () => {
       assert.strictEqual(M.text((yield* Fiber.join(fb)).message), "B")
       assert.strictEqual(M.text((yield* Fiber.join(fa)).message), "A")
       assert.strictEqual(maxInFlight, 1)
-    }))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
-  it.effect("the process-wide limiter is fixed by the first positive cap", () =>
-    Effect.sync(() => {
-      assert.isUndefined(LLMErrorHandling.limiterFor(0))
-      const first = LLMErrorHandling.limiterFor(2)
-      assert.isDefined(first)
-      assert.strictEqual(LLMErrorHandling.limiterFor(5), first)
-      assert.strictEqual(LLMErrorHandling.limiterFor(0), first)
-    }))
+  it.effect("the app's ModelCallLimiter bounds the calls of every agent that uses it", () =>
+    Effect.gen(function*() {
+      let inFlight = 0
+      let maxInFlight = 0
+      const gate = yield* Deferred.make<void>()
+      const slow: ModelService["Type"] = {
+        generate: () =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => (inFlight++, maxInFlight = Math.max(maxInFlight, inFlight))),
+            () => Effect.as(Deferred.await(gate), { message: M.ai("ok") }),
+            () => Effect.sync(() => inFlight--)
+          )
+      }
+      // two agents (two middleware instances built separately), one app-level limiter with one permit
+      const shared = yield* Layer.build(LLMErrorHandling.ModelCallLimiter.layer(1))
+      const agent = () => MW.stack([LLMErrorHandling.layer()], MW.base(slow, Toolkit.make([])))
+      const a = yield* Layer.build(agent()).pipe(Effect.provide(shared))
+      const b = yield* Layer.build(agent()).pipe(Effect.provide(shared))
+      const call = (ports: Context.Context<MW.Ports>) => insideRun(ports, Context.get(ports, ModelService).generate(request))
+      const fa = yield* Effect.fork(call(a))
+      const fb = yield* Effect.fork(call(b))
+      yield* settle
+      assert.strictEqual(inFlight, 1, "the second agent's call waits for the first's permit")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(fa)
+      yield* Fiber.join(fb)
+      assert.strictEqual(maxInFlight, 1)
+    }).pipe(Effect.scoped))
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -389,7 +415,7 @@ const runTurn = (
 ) =>
   Run.execute(
     { threadId, input: [M.human("hello")] },
-    () => MW.stack([LLMErrorHandling.layer(options)], MW.base(model, Toolkit.make([]))),
+    MW.stack([LLMErrorHandling.layer(options)], MW.base(model, Toolkit.make([]))),
     emit
   )
 
@@ -402,7 +428,7 @@ describe("LLMErrorHandling against the real openai client", () => {
         "hello after the wait"
       ])
       const fiber = yield* Effect.fork(
-        Effect.locally(LLMErrorHandling.wrap()(request, model.generate), currentSink, rec.sink)
+        Effect.provide(LLMErrorHandling.wrap()(request, model.generate), withEvents(rec.sink))
       )
       const retry = yield* rec.next("llm_retry")
       assert.deepInclude(retry, { type: "llm_retry", attempt: 1, max_attempts: 3, wait_ms: 2000, reason: "transient" })
@@ -426,7 +452,7 @@ describe("LLMErrorHandling against the real openai client", () => {
       const rec = yield* recorder
       const { attempts, model, server } = yield* serve([{ status: 500 }, "recovered"])
       const fiber = yield* Effect.fork(
-        Effect.locally(LLMErrorHandling.wrap()(request, model.generate), currentSink, rec.sink)
+        Effect.provide(LLMErrorHandling.wrap()(request, model.generate), withEvents(rec.sink))
       )
       const retry = yield* rec.next("llm_retry")
       assert.deepInclude(retry, { attempt: 1, max_attempts: 3, reason: "transient" })

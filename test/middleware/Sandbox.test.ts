@@ -177,8 +177,7 @@ describe("Sandbox middleware", () => {
       })
       const fiber = yield* Run.execute(
         { threadId: "t", input: [M.human("go")] },
-        () =>
-          MW.stack(
+        MW.stack(
             [SandboxMW.layer()],
             MW.base(ScriptedModel.make([{ toolCalls: [{ name: "hangs", args: {} }] }]), Toolkit.make([hangs]))
           )

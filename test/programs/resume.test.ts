@@ -126,8 +126,9 @@ describe("resume after a killed process", () => {
       const written = child.lines.flatMap((line) => (line.event === "message" ? [line.message] : []))
       const lastCompleted = written.findIndex((m) => m.type === "tool" && m.tool_call_id === `call-${K - 1}`)
       const completed = written.slice(0, lastCompleted + 1)
-      // The kill came in the middle of step K: its AI message was written to the run's state, never saved.
+      // The kill came in the middle of step K: its AI message (with the call) was saved before the tool ran.
       assert.deepStrictEqual(written.slice(lastCompleted + 1).map((m) => M.toolCalls(m)[0]?.id), [`call-${K}`])
+      const stepK = written[lastCompleted + 1]!
       assert.strictEqual(completed.length, 1 + 2 * (K - 1))
 
       // A new process opens the same file (SQLite recovers the killed writer's WAL) and resumes the thread.
@@ -152,25 +153,34 @@ describe("resume after a killed process", () => {
         const before = Option.getOrThrow(yield* threads.load(threadId))
         const end = yield* Run.execute(
           { threadId, runId: "resumed-run", input: [] },
-          () => Middleware.base(resumedModel, Toolkit.make([work]))
+          Middleware.base(resumedModel, Toolkit.make([work]))
         )
         const after = Option.getOrThrow(yield* threads.load(threadId))
         return { before, end, after }
       }).pipe(Effect.provide(SqliteThreadStore.layer({ filename })))
 
-      // Every message of every completed step, in order, with its original id and content.
-      assert.deepStrictEqual(before.state.messages, completed)
-      assert.deepStrictEqual(unansweredCalls(before.state.messages), [])
-      // The resumed model saw exactly that history.
-      assert.deepStrictEqual(requests[0]!.messages.map((m) => m.id), completed.map((m) => m.id))
+      // Every message of every completed step, in order, with its original id and content, then step K's call.
+      assert.deepStrictEqual(before.state.messages, [...completed, stepK])
+      assert.deepStrictEqual(unansweredCalls(before.state.messages), [`call-${K}`])
+      // The resumed run answers the call the crash left open (it may have partly run) before the model is
+      // asked: the model sees that history and decides; Antler itself runs nothing twice.
+      const interrupted = requests[0]!.messages.at(-1)!
+      assert.strictEqual(interrupted.type, "tool")
+      assert.strictEqual((interrupted as M.ToolMessage).tool_call_id, `call-${K}`)
+      assert.strictEqual(M.text(interrupted), Run.INTERRUPTED_TOOL_RESULT)
+      assert.deepStrictEqual(
+        requests[0]!.messages.slice(0, -1).map((m) => m.id),
+        [...completed, stepK].map((m) => m.id)
+      )
 
       assert.strictEqual(end.status, "success")
       assert.strictEqual(end.stop_reason, "completed")
       const messages = after.state.messages
-      assert.deepStrictEqual(messages.slice(0, completed.length), completed)
-      assert.deepStrictEqual(messages.slice(completed.length).map((m) => [m.type, m.id]), [
+      assert.deepStrictEqual(messages.slice(0, completed.length + 1), [...completed, stepK])
+      assert.deepStrictEqual(messages.slice(completed.length + 1).map((m) => [m.type, m.id]), [
+        ["tool", interrupted.id],
         ["ai", "resume-ai-1"],
-        ["tool", messages[completed.length + 1]!.id],
+        ["tool", messages[completed.length + 3]!.id],
         ["ai", "resume-ai-2"]
       ])
       assert.strictEqual(M.text(messages.at(-1)!), `All ${K} steps are done.`)

@@ -1,5 +1,5 @@
 /**
- * Scenarios through the lead agent's WHOLE chain (LeadAgent.stack) over the real sandbox tools, with a
+ * Scenarios through the lead agent's WHOLE chain (LeadAgent.chain) over the real sandbox tools, with a
  * SCRIPTED model: what the model receives, what the user sees, and what is saved.
  */
 import * as fs from "node:fs"
@@ -7,6 +7,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll, assert, layer } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FC from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -14,7 +15,10 @@ import * as Schema from "effect/Schema"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import * as App from "../../src/programs/App.js"
+import * as SandboxTools from "../../src/layers/SandboxTools.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
+import * as Chain from "../../src/middleware/Chain.js"
+import * as MW from "../../src/middleware/Middleware.js"
 import * as LeadAgent from "../../src/programs/LeadAgent.js"
 import * as Run from "../../src/programs/Run.js"
 import type { AppConfig } from "../../src/services/AppConfig.js"
@@ -50,6 +54,8 @@ const run = (spec: {
     const scripted = ScriptedModel.make(spec.script)
     const model = { generate: (r: ModelRequest) => Effect.suspend(() => (requests.push(r), scripted.generate(r))) }
     const events: Array<RunEvent> = []
+    const tools = Toolkit.make(yield* SandboxTools.tools({ vision: false }))
+    const agent = Either.getOrThrow(Chain.build(LeadAgent.chain({ config }), MW.base(model, tools)))
     const end = yield* Run.execute(
       {
         threadId: spec.threadId,
@@ -57,7 +63,7 @@ const run = (spec: {
         systemPrompt: "You are a test agent.",
         options: { modelName: "scripted" }
       },
-      () => LeadAgent.stack({ config, interactive: true }, App.baseLayer(model)),
+      agent,
       (e) => events.push(e)
     )
     const state = Option.getOrThrow(yield* (yield* ThreadStore).load(spec.threadId)).state
@@ -159,7 +165,8 @@ layer(appLayer(configOf()), { timeout: "120 seconds" })("the lead agent, whole c
         script: [{ toolCalls: [{ name: "ask_clarification", args: { question: "Which format?", clarification_type: "approach_choice", options: ["CSV", "PDF"] } }] }]
       })
       assert.strictEqual(first.end.status, "interrupted")
-      const answer = yield* App.inputMessage("lead-clarify", "2")
+      const saved = Option.getOrThrow(yield* (yield* ThreadStore).load("lead-clarify")).state
+      const answer = LeadAgent.inputMessage(saved, "2")
       const second = yield* run({ threadId: "lead-clarify", input: [answer], script: ["Exporting as PDF."] })
       assert.strictEqual(second.end.stop_reason, "completed")
       const seen = second.requests[0]!.messages.filter((m) => !M.isHidden(m) || m.type === "human")

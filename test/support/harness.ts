@@ -53,7 +53,7 @@ export const run = <R = never>(spec: RunSpec<R>) =>
     const input = typeof spec.input === "string" ? [M.human(spec.input)] : spec.input ?? [M.human("hello")]
     const end = yield* Run.execute(
       { threadId, input, systemPrompt: spec.systemPrompt, options: spec.options },
-      () => MW.stack(spec.middlewares?.() ?? [], MW.base(model, Toolkit.make(spec.tools ?? []))),
+      MW.stack(spec.middlewares?.() ?? [], MW.base(model, Toolkit.make(spec.tools ?? []))),
       (event) => events.push(event)
     )
     const store = yield* ThreadStore
