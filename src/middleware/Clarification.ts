@@ -143,7 +143,7 @@ export type HumanInputResponse = typeof HumanInputResponse.Type
 // ---------------------------------------------------------------------------------------------------------
 // Normalisation (pure)
 
-// DeerFlow's pattern: only real tags (`<b>`, `</option>`, `<br/>`), so text such as `a < b` is kept.
+// DeerFlow's pattern: only real tags (opening, closing, self-closing), so text such as `a < b` is kept.
 const XML_TAG = /<\/?[A-Za-z_][\p{L}\p{N}\p{M}_:.-]*(?:\s[^<>]*?)?\s*\/?>/gu
 
 const clean = (text: string) => text.replace(XML_TAG, "").trim()
