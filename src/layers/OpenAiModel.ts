@@ -126,7 +126,10 @@ export const normaliseArguments = (raw: string | null): string => {
   return "args" in parsed ? JSON.stringify(parsed.args) : "{}"
 }
 
-const assistantMessage = (message: AIMessage): ChatMessage => {
+const assistantMessage = (original: AIMessage): ChatMessage => {
+  // Calls kept only in the raw provider payload are sent as calls (the parse DanglingToolCall counts with), so
+  // their results never reach the provider without them.
+  const message = M.parseRawToolCalls(original)
   const text = M.contentText(message.content)
   const calls: Array<OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall> = []
   for (const call of message.tool_calls ?? []) {

@@ -6,6 +6,10 @@
  * Decided explicitly where DeerFlow is ambiguous (SPEC §1.1, §14 items 9 and 15): other tool calls of the same
  * response still run, then the run ends; in non-interactive runs the tool answers that nobody is there and the
  * run goes on.
+ *
+ * Lenient at the model boundary, as DeerFlow is: `null` for optional arguments, options and fields encoded as
+ * JSON strings, options as objects or as a dictionary parsed from XML-ish output, and kinds of question outside
+ * the described list are all asked as meant; only a call without a question is refused.
  */
 import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
@@ -20,42 +24,91 @@ import * as M from "../state/Message.js"
 
 export const TOOL_NAME = "ask_clarification"
 
-/** The kinds of question. */
-export const ClarificationType = Schema.Literal(
+/** The kinds of question the tool describes. A call with another kind is still asked, with its kind kept as given. */
+export const CLARIFICATION_TYPES = [
   "missing_info",
   "ambiguous_requirement",
   "approach_choice",
   "risk_confirmation",
   "suggestion"
-)
+] as const
+export const ClarificationType = Schema.Literal(...CLARIFICATION_TYPES)
 export type ClarificationType = typeof ClarificationType.Type
 
-/** The tool's arguments, as the model sees them. `options` and `fields` are normalised leniently after decoding. */
+/** The types a form field may have; any other type is shown as `text`. */
+export const FIELD_TYPES = ["text", "textarea", "number", "select", "multi_select", "checkbox", "date"] as const
+export type FieldType = typeof FIELD_TYPES[number]
+
+const MAX_FIELDS = 16
+const MAX_FIELD_OPTIONS = 24
+const MAX_TEXT = 200
+const MAX_FORM_BYTES = 16384
+
+const stringList = (description: string, maxItems?: number) => ({
+  type: "array",
+  items: { type: "string" },
+  ...(maxItems !== undefined ? { maxItems } : {}),
+  description
+})
+
+/**
+ * The tool's arguments. Only `question` and `clarification_type` are checked strictly (and the type may be any
+ * text); `context`, `options` and `fields` take whatever models send (null, JSON-encoded strings, objects) and are
+ * normalised afterwards, while the JSON Schema the model sees describes their intended shape.
+ */
 export const Arguments = Schema.Struct({
   question: Schema.String.annotations({ description: "The question to ask the user, one clear sentence." }),
-  clarification_type: ClarificationType.annotations({ description: "What kind of clarification this is." }),
-  context: Schema.optional(Schema.String.annotations({ description: "Why you are asking: what you know so far." })),
-  options: Schema.optional(
-    Schema.Union(Schema.Array(Schema.Unknown), Schema.String).annotations({
-      description: "Choices to offer, as a list of short strings (the user may still answer freely)."
-    })
-  ),
-  fields: Schema.optional(
-    Schema.Array(Schema.Unknown).annotations({
-      description: "A small form instead of options: a list of {name, label?, type?: text|textarea|number|select|" +
-        "multi_select|checkbox|date, required?, options?, placeholder?}."
-    })
-  )
+  clarification_type: Schema.String.annotations({
+    description: "What kind of clarification this is.",
+    jsonSchema: { enum: CLARIFICATION_TYPES }
+  }),
+  context: Schema.optional(Schema.Unknown.annotations({
+    jsonSchema: { type: "string", description: "Why you are asking: what you know so far." }
+  })),
+  options: Schema.optional(Schema.Unknown.annotations({
+    jsonSchema: stringList("Choices to offer, as short strings (the user may still answer freely).")
+  })),
+  fields: Schema.optional(Schema.Unknown.annotations({
+    jsonSchema: {
+      type: "array",
+      maxItems: MAX_FIELDS,
+      description: "A small form to fill in, instead of options, when you need several answers at once.",
+      items: {
+        type: "object",
+        properties: {
+          name: { type: "string", description: "The key of this answer, unique within the form." },
+          label: { type: "string", description: "What the user sees (default: the name)." },
+          type: { type: "string", enum: FIELD_TYPES, description: "The kind of input (default: text)." },
+          required: { type: "boolean", description: "Whether the user must fill it in (default: false)." },
+          options: stringList("The choices of a select or multi_select field.", MAX_FIELD_OPTIONS),
+          placeholder: { type: "string", description: "An example value shown in the empty input." }
+        },
+        required: ["name"],
+        additionalProperties: false
+      }
+    }
+  }))
 })
 export type Arguments = typeof Arguments.Type
+
+/** One choice: what the user sees, and the answer it stands for. */
+export interface Choice {
+  readonly label: string
+  readonly value: string
+}
+
+/** A choice as carried in a request: with its id (`option-{i}`, or `{field}-option-{i}` in a form). */
+export interface RequestOption extends Choice {
+  readonly id: string
+}
 
 /** One field of a clarification form, after normalisation. */
 export interface FormField {
   readonly name: string
   readonly label: string
-  readonly type: "text" | "textarea" | "number" | "select" | "multi_select" | "checkbox" | "date"
+  readonly type: FieldType
   readonly required: boolean
-  readonly options?: ReadonlyArray<{ readonly id: string; readonly label: string; readonly value: string }>
+  readonly options?: ReadonlyArray<RequestOption>
   readonly placeholder?: string
 }
 
@@ -65,13 +118,14 @@ export interface HumanInputRequest {
   readonly kind: "human_input_request"
   readonly source: "ask_clarification"
   readonly request_id: string
-  readonly clarification_type: ClarificationType
+  /** One of `CLARIFICATION_TYPES`, or whatever other kind the model gave. */
+  readonly clarification_type: string
   readonly question: string
   readonly input_mode: "form" | "choice_with_other" | "free_text"
   readonly tool_call_id?: string
   readonly context?: string
   readonly fields?: ReadonlyArray<FormField>
-  readonly options?: ReadonlyArray<{ readonly id: string; readonly label: string; readonly value: string }>
+  readonly options?: ReadonlyArray<RequestOption>
 }
 
 /** The user's answer, carried in `additional_kwargs.human_input_response` of the next human message. */
@@ -89,31 +143,85 @@ export type HumanInputResponse = typeof HumanInputResponse.Type
 // ---------------------------------------------------------------------------------------------------------
 // Normalisation (pure)
 
-const stripTags = (text: string) => text.replace(/<[^>]*>/g, "").replace(/\s+/g, " ").trim()
+// DeerFlow's pattern: only real tags (opening, closing, self-closing), so text such as `a < b` is kept.
+const XML_TAG = /<\/?[A-Za-z_][\p{L}\p{N}\p{M}_:.-]*(?:\s[^<>]*?)?\s*\/?>/gu
 
-const scalarLeaves = (value: unknown, out: Array<string>) => {
-  if (value === null || value === undefined) return
-  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") out.push(String(value))
-  else if (Array.isArray(value)) value.forEach((v) => scalarLeaves(v, out))
-  else if (typeof value === "object") Object.values(value).forEach((v) => scalarLeaves(v, out))
+const clean = (text: string) => text.replace(XML_TAG, "").trim()
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const isScalar = (value: unknown): value is string | number | boolean =>
+  typeof value === "string" || (typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean"
+
+/** A string the model JSON-encoded (`"[\"a\"]"`, `"\"dev\""`, `"null"`), decoded; any other string as is. */
+const decodeJsonText = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
 }
 
-/** Options as clean, unique, non-blank strings: JSON-string arrays parsed, objects flattened to their values. */
-export const normalizeOptions = (raw: unknown): ReadonlyArray<string> => {
-  let value = raw
-  if (typeof value === "string") {
-    const trimmed = value.trim()
-    if (trimmed.startsWith("[")) {
-      try {
-        value = JSON.parse(trimmed)
-      } catch {
-        value = [trimmed]
-      }
-    } else value = trimmed === "" ? [] : [trimmed]
+/** The scalar leaves of a nested value, in source order (DeerFlow's flattening of XML-to-dict payloads). */
+const scalarLeaves = (value: unknown, out: Array<string | number | boolean>): void => {
+  if (isScalar(value)) out.push(value)
+  else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out)
+  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out)
+}
+
+const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
+
+/**
+ * The choices one list item stands for: a scalar is one choice (a JSON-quoted string loses its quotes); an
+ * object with a label (`label`, `text`, `title`, `name`, `value` or `option`) is one choice whose answer is its
+ * `value`; any other object gives its scalar leaves; nested lists are flattened.
+ */
+const choicesOf = (item: unknown, out: Array<Choice>): void => {
+  if (typeof item === "string") {
+    const trimmed = item.trim()
+    const decoded = trimmed.length >= 2 && trimmed.startsWith("\"") ? decodeJsonText(trimmed) : trimmed
+    const text = typeof decoded === "string" ? decoded : trimmed
+    out.push({ label: text, value: text })
+  } else if (isScalar(item)) out.push({ label: String(item), value: String(item) })
+  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out)
+  else if (isRecord(item)) {
+    const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
+    if (key !== undefined) {
+      const label = String(item[key])
+      out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? String(item.value) : label })
+    } else {
+      const leaves: Array<string | number | boolean> = []
+      scalarLeaves(item, leaves)
+      for (const leaf of leaves) out.push({ label: String(leaf), value: String(leaf) })
+    }
   }
-  const leaves: Array<string> = []
-  scalarLeaves(value, leaves)
-  return Array.from(new Set(leaves.map(stripTags).filter((o) => o !== "")))
+}
+
+/**
+ * Options as the user sees them, following DeerFlow: a string is JSON-decoded when it is JSON (a list, a
+ * quoted string, `null`), else taken as one option; `null` means none; a dictionary (options parsed from
+ * XML-ish output) gives its scalar leaves in source order; a list gives one choice per item (see `choicesOf`).
+ * Tags are stripped, text trimmed, blanks dropped, and repeated labels kept once.
+ */
+export const normalizeOptions = (raw: unknown): ReadonlyArray<Choice> => {
+  const value = typeof raw === "string" ? decodeJsonText(raw) : raw
+  const items: Array<unknown> = []
+  if (isRecord(value)) scalarLeaves(value, items as Array<string | number | boolean>)
+  else if (Array.isArray(value)) items.push(...value)
+  else if (value !== null && value !== undefined) items.push(value)
+  const choices: Array<Choice> = []
+  for (const item of items) choicesOf(item, choices)
+  const seen = new Set<string>()
+  const out: Array<Choice> = []
+  for (const choice of choices) {
+    const label = clean(choice.label)
+    if (label === "" || seen.has(label)) continue
+    seen.add(label)
+    const value = clean(choice.value)
+    out.push({ label, value: value === "" ? label : value })
+  }
+  return out
 }
 
 const FORBIDDEN_NAMES = new Set([
@@ -131,54 +239,55 @@ const FORBIDDEN_NAMES = new Set([
   "__lookupGetter__",
   "__lookupSetter__"
 ])
-const FIELD_TYPES = new Set(["text", "textarea", "number", "select", "multi_select", "checkbox", "date"])
-const MAX_FIELDS = 16
-const MAX_FIELD_OPTIONS = 24
-const MAX_TEXT = 200
-const MAX_FORM_BYTES = 16384
+const FIELD_TYPE_SET: ReadonlySet<string> = new Set(FIELD_TYPES)
 
 const coerceRequired = (value: unknown): boolean =>
   value === true || (typeof value === "number" && value !== 0) ||
   (typeof value === "string" && value.trim().toLowerCase() === "true")
 
+const isChoiceType = (type: FieldType) => type === "select" || type === "multi_select"
+
 /**
- * A form from the model's `fields`, or undefined when anything about it is structurally wrong (the whole form
- * is dropped, never half of it).
+ * A form from the model's `fields` (a list, or that list JSON-encoded in a string), or undefined when there is
+ * none or anything about it is structurally wrong: the whole form is dropped, never half of it (DeerFlow).
+ * Unknown field types become `text`, and so does a select without options; options count only for selects.
  */
-export const normalizeFields = (raw: ReadonlyArray<unknown> | undefined): ReadonlyArray<FormField> | undefined => {
-  if (raw === undefined || raw.length === 0 || raw.length > MAX_FIELDS) return undefined
+export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefined => {
+  const value = typeof raw === "string" ? decodeJsonText(raw) : raw
+  if (!Array.isArray(value) || value.length === 0 || value.length > MAX_FIELDS) return undefined
   const names = new Set<string>()
   const fields: Array<FormField> = []
-  for (const item of raw) {
-    if (typeof item !== "object" || item === null || Array.isArray(item)) return undefined
-    const f = item as Record<string, unknown>
-    const name = typeof f.name === "string" ? f.name.trim() : ""
+  for (const item of value) {
+    if (!isRecord(item)) return undefined
+    const name = typeof item.name === "string" ? item.name.trim() : ""
     if (name === "" || name.length > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
     names.add(name)
-    const label = typeof f.label === "string" && f.label.trim() !== "" ? f.label.trim() : name
+    const label = typeof item.label === "string" && item.label.trim() !== "" ? item.label.trim() : name
     if (label.length > MAX_TEXT) return undefined
-    let type = (typeof f.type === "string" && FIELD_TYPES.has(f.type) ? f.type : "text") as FormField["type"]
-    const options = f.options === undefined ? [] : normalizeOptions(f.options)
-    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => o.length > MAX_TEXT)) return undefined
-    if ((type === "select" || type === "multi_select") && options.length === 0) type = "text"
-    const placeholder = typeof f.placeholder === "string" ? f.placeholder : undefined
-    if (placeholder !== undefined && placeholder.length > MAX_TEXT) return undefined
+    let type = (typeof item.type === "string" && FIELD_TYPE_SET.has(item.type) ? item.type : "text") as FieldType
+    const options = isChoiceType(type) ? normalizeOptions(item.options) : []
+    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => o.label.length > MAX_TEXT)) return undefined
+    if (isChoiceType(type) && options.length === 0) type = "text"
+    const placeholder = typeof item.placeholder === "string" ? item.placeholder.trim() : ""
+    if (placeholder.length > MAX_TEXT) return undefined
     fields.push({
       name,
       label,
       type,
-      required: coerceRequired(f.required),
-      ...(type === "select" || type === "multi_select"
-        ? { options: options.map((o, i) => ({ id: `${name}-option-${i + 1}`, label: o, value: o })) }
-        : {}),
-      ...(placeholder !== undefined ? { placeholder } : {})
+      required: coerceRequired(item.required),
+      ...(isChoiceType(type) ? { options: options.map((o, i) => ({ id: `${name}-option-${i + 1}`, ...o })) } : {}),
+      ...(placeholder !== "" ? { placeholder } : {})
     })
   }
   if (Buffer.byteLength(JSON.stringify(fields), "utf8") > MAX_FORM_BYTES) return undefined
   return fields
 }
 
-const ICONS: Record<ClarificationType, string> = {
+/** The context of a call as text: absent, `null` or blank means none; a number or boolean is shown as text. */
+const contextText = (raw: unknown): string | undefined =>
+  isScalar(raw) && String(raw).trim() !== "" ? String(raw) : undefined
+
+const ICONS: Record<string, string> = {
   missing_info: "❓",
   ambiguous_requirement: "🤔",
   approach_choice: "🔀",
@@ -189,7 +298,8 @@ const ICONS: Record<ClarificationType, string> = {
 /** The structured request for a call. */
 export const request = (args: Arguments, toolCallId: string | undefined): HumanInputRequest => {
   const fields = normalizeFields(args.fields)
-  const options = fields === undefined && args.options !== undefined ? normalizeOptions(args.options) : []
+  const options = fields === undefined ? normalizeOptions(args.options) : []
+  const context = contextText(args.context)
   const id = toolCallId && toolCallId.trim() !== ""
     ? `clarification:${toolCallId}`
     : `clarification:${createHash("sha256").update(args.question).digest("hex").slice(0, 16)}`
@@ -202,15 +312,15 @@ export const request = (args: Arguments, toolCallId: string | undefined): HumanI
     question: args.question.trim(),
     input_mode: fields !== undefined ? "form" : options.length > 0 ? "choice_with_other" : "free_text",
     ...(toolCallId ? { tool_call_id: toolCallId } : {}),
-    ...(args.context !== undefined ? { context: args.context } : {}),
+    ...(context !== undefined ? { context } : {}),
     ...(fields !== undefined ? { fields } : {}),
-    ...(options.length > 0 ? { options: options.map((o, i) => ({ id: `option-${i + 1}`, label: o, value: o })) } : {})
+    ...(options.length > 0 ? { options: options.map((o, i) => ({ id: `option-${i + 1}`, ...o })) } : {})
   }
 }
 
 /** The text shown to the user (and kept as the ToolMessage content the model reads later). */
 export const display = (req: HumanInputRequest): string => {
-  const icon = ICONS[req.clarification_type]
+  const icon = Object.hasOwn(ICONS, req.clarification_type) ? ICONS[req.clarification_type] : "❓"
   const lines = req.context !== undefined && req.context.trim() !== ""
     ? [`${icon} ${req.context.trim()}`, req.question]
     : [`${icon} ${req.question}`]
@@ -245,13 +355,15 @@ export const pending = (messages: ReadonlyArray<Message>): HumanInputRequest | u
 }
 
 /**
- * The human message that answers a request. An answer that is an option's number or label selects that
- * option; anything else is a free-text answer.
+ * The human message that answers a request. An answer that is an option's number, label or value selects that
+ * option (and answers with its value); anything else is a free-text answer.
  */
 export const answer = (req: HumanInputRequest, text: string): HumanMessage => {
   const trimmed = text.trim()
   const byNumber = /^\d+$/.test(trimmed) ? req.options?.[Number(trimmed) - 1] : undefined
-  const option = byNumber ?? req.options?.find((o) => o.label.toLowerCase() === trimmed.toLowerCase())
+  const lower = trimmed.toLowerCase()
+  const option = byNumber ??
+    req.options?.find((o) => o.label.toLowerCase() === lower) ?? req.options?.find((o) => o.value.toLowerCase() === lower)
   const response: HumanInputResponse = {
     version: 1,
     kind: "human_input_response",

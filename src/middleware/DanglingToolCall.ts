@@ -7,13 +7,17 @@
  *   a result with a blank id is re-pointed to one only when the pairing is forced;
  * - results move right after their AI message, in call order (the first result per call); orphan results
  *   are dropped; a call without a result gets a synthetic error result saying why;
- * - blank tool names become `unknown_tool`, invalid or raw arguments become a JSON-object string.
+ * - blank tool names become `unknown_tool`, invalid arguments become a JSON-object string;
+ * - calls kept only in the raw provider payload (`additional_kwargs.tool_calls`, as in imported or
+ *   LangChain-serialised threads) are parsed into calls (`Message.parseRawToolCalls`, the parse the model
+ *   serializer applies too), so the request never holds a result whose call the provider does not receive.
  *
  * A well-formed history (the common case) costs one pass with no allocation and returns the same request.
  */
 import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { AIMessage, InvalidToolCall, JsonObject, Message, ToolCall, ToolMessage } from "../state/Message.js"
+import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
 
 /** The name given to calls whose name is missing or blank. */
@@ -92,40 +96,20 @@ export interface EffectiveCall {
   readonly error?: string | null | undefined
 }
 
-const rawCallsOf = (message: AIMessage): ReadonlyArray<unknown> | undefined => {
-  const raw = message.additional_kwargs?.tool_calls
-  return Array.isArray(raw) ? raw : undefined
-}
-
-const rawName = (entry: Record<string, unknown>): unknown =>
-  isPresent(entry.name) ? entry.name : asRecord(entry.function)?.name ?? entry.name
+const rawName = (entry: Record<string, unknown>): unknown => M.readRawToolCall(entry).name
 
 /**
- * The calls of an AI message in the order their results must follow: structured calls, then invalid
- * ones; the raw provider payload (`additional_kwargs.tool_calls`) only when both are empty, because a
- * serializer only falls back to it then.
+ * The calls of an AI message in the order their results must follow: structured calls, then invalid ones.
+ * Calls kept only in the raw provider payload (`additional_kwargs.tool_calls`) count as parsed by
+ * `Message.parseRawToolCalls`, the same parse the model serializer applies, so both see the same calls.
  */
 export const effectiveCalls = (message: AIMessage): ReadonlyArray<EffectiveCall> => {
+  const parsed = M.parseRawToolCalls(message)
   const out: Array<EffectiveCall> = []
-  const structured = message.tool_calls ?? []
-  const invalid = message.invalid_tool_calls ?? []
-  for (const call of structured) {
+  for (const call of parsed.tool_calls ?? []) {
     out.push({ id: call.id, name: normalizeToolName(call.name), source: "call", blankName: !isPresent(call.name) })
   }
-  if (structured.length === 0 && invalid.length === 0) {
-    for (const raw of rawCallsOf(message) ?? []) {
-      const entry = asRecord(raw)
-      if (entry === undefined) continue
-      const name = rawName(entry)
-      out.push({
-        id: typeof entry.id === "string" ? entry.id : undefined,
-        name: normalizeToolName(name),
-        source: "raw",
-        blankName: !isPresent(name)
-      })
-    }
-  }
-  for (const call of invalid) {
+  for (const call of parsed.invalid_tool_calls ?? []) {
     out.push({
       id: call.id ?? undefined,
       name: normalizeToolName(call.name),
@@ -208,7 +192,7 @@ export const scanWellFormed = (messages: ReadonlyArray<Message>, from: number, s
       calls = EMPTY
       continue
     }
-    if ((message.invalid_tool_calls?.length ?? 0) > 0 || message.additional_kwargs?.tool_calls !== undefined) {
+    if ((message.invalid_tool_calls?.length ?? 0) > 0 || M.rawToolCalls(message) !== undefined) {
       ok = false
       break
     }
@@ -297,7 +281,7 @@ const repairIds = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => 
       const tool_calls = relabelList(structured, i, "call", claims, (c) => c.name)
       const invalid_tool_calls = relabelList(invalid, i, "invalid", claims, (c) => c.name)
       let rawCalls: ReadonlyArray<unknown> | undefined
-      const raw = structured.length === 0 && invalid.length === 0 ? rawCallsOf(message) : undefined
+      const raw = M.rawToolCalls(message)
       if (raw !== undefined) {
         rawCalls = relabelList(raw as ReadonlyArray<Record<string, unknown>>, i, "raw", claims, rawName)
       }
@@ -329,7 +313,7 @@ const repairIds = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => 
   return out ?? messages
 }
 
-/** The AI message with blank names replaced and invalid/raw arguments made JSON-object strings. */
+/** The AI message with blank names replaced and invalid arguments made JSON-object strings. */
 export const sanitizeAIMessage = (message: AIMessage): AIMessage => {
   let tool_calls: Array<ToolCall> | undefined
   const structured = message.tool_calls ?? []
@@ -346,29 +330,11 @@ export const sanitizeAIMessage = (message: AIMessage): AIMessage => {
     const args = normalizeToolArguments(call.args)
     if (name !== call.name || args !== call.args) (invalid_tool_calls ??= invalid.slice())[i] = { ...call, name, args }
   }
-  let rawCalls: Array<unknown> | undefined
-  const raw = rawCallsOf(message) ?? []
-  for (let i = 0; i < raw.length; i++) {
-    const entry = asRecord(raw[i])
-    if (entry === undefined) continue
-    const fn = asRecord(entry.function)
-    if (fn !== undefined) {
-      const name = normalizeToolName(fn.name)
-      const args = normalizeToolArguments(fn.arguments)
-      if (name !== fn.name || args !== fn.arguments) {
-        ;(rawCalls ??= raw.slice())[i] = { ...entry, function: { ...fn, name, arguments: args } }
-      }
-    } else {
-      const name = normalizeToolName(entry.name)
-      if (name !== entry.name) (rawCalls ??= raw.slice())[i] = { ...entry, name }
-    }
-  }
-  if (tool_calls === undefined && invalid_tool_calls === undefined && rawCalls === undefined) return message
+  if (tool_calls === undefined && invalid_tool_calls === undefined) return message
   return {
     ...message,
     ...(tool_calls !== undefined ? { tool_calls } : {}),
-    ...(invalid_tool_calls !== undefined ? { invalid_tool_calls } : {}),
-    ...(rawCalls !== undefined ? { additional_kwargs: { ...message.additional_kwargs, tool_calls: rawCalls } } : {})
+    ...(invalid_tool_calls !== undefined ? { invalid_tool_calls } : {})
   }
 }
 
@@ -378,9 +344,24 @@ interface Rebuilt {
   readonly synthesized: ReadonlySet<string>
 }
 
-/** The full path: repair ids, then re-emit results after their calls. `undefined` when nothing changed. */
+/** The history with raw provider calls parsed into calls (see `effectiveCalls`). */
+const parseRaw = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  let out: Array<Message> | undefined
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.type !== "ai") continue
+    const parsed = M.parseRawToolCalls(message)
+    if (parsed !== message) (out ??= messages.slice())[i] = parsed
+  }
+  return out ?? messages
+}
+
+/**
+ * The full path: repair ids (raw calls keep DeerFlow's `_raw_` synthetic ids), parse raw calls into calls, then
+ * re-emit results after their calls. `undefined` when nothing changed.
+ */
 const rebuild = (messages: ReadonlyArray<Message>): Rebuilt | undefined => {
-  const repaired = repairIds(messages)
+  const repaired = parseRaw(repairIds(messages))
 
   const results = new Map<string, Array<ToolMessage>>()
   const callsOf = new Map<number, ReadonlyArray<EffectiveCall>>()

@@ -126,7 +126,10 @@ export const warningMessage = (name: string, warnings: ReadonlyArray<string>): H
 
 /** Warnings waiting for the next model request. One per middleware instance, i.e. per run. */
 export interface WarningQueue {
-  /** Queues a warning (ignored when the same text is already queued, or when the queue is full). */
+  /**
+   * Queues a warning (ignored when the same text is already queued). A full queue drops its oldest warning:
+   * the newest describe what the model is doing now.
+   */
   readonly push: (warning: string) => void
   /** The warnings queued now. */
   readonly pending: () => ReadonlyArray<string>
@@ -141,13 +144,16 @@ export interface WarningQueue {
   ) => Effect.Effect<ModelResponse, ModelError, R>
 }
 
-/** A warning queue whose message is named `name` (`loop_warning`, `budget_warning`). Holds at most `max` warnings. */
+/**
+ * A warning queue whose message is named `name` (`loop_warning`, `budget_warning`). Holds the newest `max`
+ * warnings.
+ */
 export const warningQueue = (name: string, max = 4): WarningQueue => {
   let queued: ReadonlyArray<string> = []
   return {
     push: (warning) => {
-      if (queued.length >= max || queued.includes(warning)) return
-      queued = [...queued, warning]
+      if (max <= 0 || queued.includes(warning)) return
+      queued = [...queued.slice(Math.max(0, queued.length - max + 1)), warning]
     },
     pending: () => queued,
     inject: (request, next) => {

@@ -17,7 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { SafetyFinishReasonConfig } from "../services/AppConfig.js"
+import { EMPTY_DETECTORS_MESSAGE, SafetyFinishReasonConfig } from "../services/AppConfig.js"
 import type { ModelResponse } from "../services/ModelService.js"
 import { RunContext } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
@@ -109,7 +109,7 @@ export const defaultDetectors = (): ReadonlyArray<Detector> => [
 export class SafetyDetectorConfigError extends Schema.TaggedError<SafetyDetectorConfigError>()(
   "SafetyDetectorConfigError",
   {
-    reason: Schema.Literal("unknown_detector", "invalid_config"),
+    reason: Schema.Literal("unknown_detector", "invalid_config", "no_detectors"),
     /** Where in the config: `safety_finish_reason.detectors[i]`. */
     path: Schema.String,
     use: Schema.String,
@@ -117,9 +117,14 @@ export class SafetyDetectorConfigError extends Schema.TaggedError<SafetyDetector
   }
 ) {
   override get message() {
-    return `${this.path} (use: ${JSON.stringify(this.use)}): ${this.detail}`
+    return this.reason === "no_detectors"
+      ? `${this.path}: ${this.detail}`
+      : `${this.path} (use: ${JSON.stringify(this.use)}): ${this.detail}`
   }
 }
+
+const noDetectors = (path: string) =>
+  new SafetyDetectorConfigError({ reason: "no_detectors", path, use: "", detail: EMPTY_DETECTORS_MESSAGE })
 
 const Reasons = Schema.NonEmptyArray(Schema.NonEmptyTrimmedString)
 const FinishReasonsSettings = Schema.Struct({ finish_reasons: Schema.optional(Reasons) })
@@ -156,6 +161,7 @@ export const resolveDetectors = (
   config: SafetyFinishReasonConfig
 ): Either.Either<ReadonlyArray<Detector>, SafetyDetectorConfigError> => {
   if (config.detectors == null) return Either.right(defaultDetectors())
+  if (config.detectors.length === 0) return Either.left(noDetectors("safety_finish_reason.detectors"))
   const out: Array<Detector> = []
   for (let i = 0; i < config.detectors.length; i++) {
     const entry = config.detectors[i]!
@@ -270,16 +276,21 @@ export interface Options {
 /**
  * The SafetyFinishReason middleware (SPEC §4.1 slot 35: the innermost model wrapper of the guards, so its
  * after_model runs first and strips tool calls before loop or budget accounting). Requires `RunContext`; fails
- * to build with `SafetyDetectorConfigError` when configured detectors do not resolve. Disabled config: wraps
- * nothing.
+ * to build with `SafetyDetectorConfigError` when configured detectors do not resolve, or when the detector list
+ * (configured or given) is empty: `enabled: false` is how to turn the guard off. Given detectors are copied.
+ * Disabled config: wraps nothing.
  */
 export const layer = (options: Options = {}): Middleware.Middleware<never, SafetyDetectorConfigError> => {
   const config = options.config ?? Schema.decodeSync(SafetyFinishReasonConfig)({})
   if (!config.enabled) return Middleware.make({})
-  return Layer.unwrapEffect(Effect.map(
-    options.detectors !== undefined ? Effect.succeed(options.detectors) : resolveDetectors(config),
-    (detectors) => perRun(detectors)
-  ))
+  // A copy: the guard must not change when the caller later changes its array.
+  const programmatic = options.detectors === undefined ? undefined : [...options.detectors]
+  const detectors = programmatic === undefined
+    ? resolveDetectors(config)
+    : programmatic.length === 0
+    ? noDetectors("detectors")
+    : Effect.succeed(programmatic)
+  return Layer.unwrapEffect(Effect.map(detectors, perRun))
 }
 
 const perRun = (detectors: ReadonlyArray<Detector>) =>

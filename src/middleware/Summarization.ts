@@ -434,28 +434,37 @@ export const renderMessage = (message: Message): string => {
   return line
 }
 
-/** The longest head or tail of a text within `max` tokens. */
+/**
+ * The longest head or tail of a text within `max` tokens, counted together with `suffix` (which the caller
+ * appends, so the result plus the suffix fits). Empty when even the suffix alone does not fit.
+ */
 export const clipTokens = (
   text: string,
   max: number,
   keep: "head" | "tail",
-  count: (text: string) => number
+  count: (text: string) => number,
+  suffix = ""
 ): string => {
   if (max <= 0) return ""
-  let tokens = count(text)
+  let tokens = count(text + suffix)
   let out = text
   while (tokens > max && out.length > 0) {
     const length = Math.floor(out.length * Math.min(0.95, max / tokens))
     out = keep === "head" ? out.slice(0, length) : out.slice(out.length - length)
-    tokens = count(out)
+    tokens = count(out + suffix)
   }
-  return out
+  return tokens > max ? "" : out
 }
+
+/** Appended to the message cut by the trim budget. */
+export const TRIM_MARKER = " [...]"
 
 /**
  * The history block of the summary prompt: the previous summary and the escaped transcript of the summarised
  * messages. With a budget, the previous summary gets at most half of it (its end is kept) and the transcript
- * the rest, filled from the newest message back (the newest may be cut to its beginning).
+ * the rest, filled from the newest message back (the newest may be cut to its beginning, marked with
+ * ` [...]`). What the budget covers (the kept summary and the transcript, with its line breaks and the marker)
+ * never exceeds it.
  */
 export const summaryInput = (
   previous: string | null,
@@ -477,13 +486,15 @@ export const summaryInput = (
   const lines: Array<string> = []
   for (let i = summarized.length - 1; i >= 0 && left > 0; i--) {
     const line = DurableContext.escapeHtml(renderMessage(summarized[i]!))
-    const tokens = budget === null ? 0 : count(line)
+    // Lines are joined newest last: every line but the newest is followed by a line break.
+    const separator = lines.length === 0 ? "" : "\n"
+    const tokens = budget === null ? 0 : count(line + separator)
     if (tokens <= left) {
       lines.push(line)
       left -= tokens
     } else {
-      const part = clipTokens(line, left, "head", count)
-      if (part !== "") lines.push(`${part} [...]`)
+      const part = clipTokens(line, left, "head", count, TRIM_MARKER + separator)
+      if (part !== "") lines.push(`${part}${TRIM_MARKER}`)
       break
     }
   }

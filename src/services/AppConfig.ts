@@ -172,16 +172,20 @@ export const TitleConfig = Schema.Struct({
 })
 export type TitleConfig = typeof TitleConfig.Type
 
+/** Why an explicit empty `safety_finish_reason.detectors` list is refused (it would silently disable the guard). */
+export const EMPTY_DETECTORS_MESSAGE = "an empty list of detectors would leave the safety guard checking nothing; " +
+  "leave `detectors` out to use the built-in ones, or set `enabled: false` to turn the guard off"
+
 export const SafetyFinishReasonConfig = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => true),
   detectors: Schema.optional(
     Schema.NullOr(
-      Schema.NonEmptyArray(
+      Schema.Array(
         Schema.Struct({
           use: Schema.String,
           config: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
         })
-      )
+      ).pipe(Schema.filter((detectors) => detectors.length > 0 || EMPTY_DETECTORS_MESSAGE))
     )
   )
 })

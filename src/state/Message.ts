@@ -79,14 +79,102 @@ export type HumanMessage = typeof HumanMessage.Type
 export const SystemMessage = Schema.Struct({ type: Schema.Literal("system"), ...common })
 export type SystemMessage = typeof SystemMessage.Type
 
-export const AIMessage = Schema.Struct({
+const AIMessageFields = Schema.Struct({
   type: Schema.Literal("ai"),
   ...common,
   tool_calls: Schema.optional(Schema.Array(ToolCall)),
   invalid_tool_calls: Schema.optional(Schema.Array(InvalidToolCall)),
   usage_metadata: Schema.optional(UsageMetadata)
 })
-export type AIMessage = typeof AIMessage.Type
+export type AIMessage = typeof AIMessageFields.Type
+
+// ---------------------------------------------------------------------------------------------------------
+// Raw provider tool calls (`additional_kwargs.tool_calls`)
+
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+
+/**
+ * The raw provider calls of an AI message, when they are the only calls it has: LangChain's rule, under which
+ * `additional_kwargs.tool_calls` counts only while `tool_calls` and `invalid_tool_calls` are both empty.
+ */
+export const rawToolCalls = (message: AIMessage): ReadonlyArray<unknown> | undefined => {
+  if ((message.tool_calls?.length ?? 0) > 0 || (message.invalid_tool_calls?.length ?? 0) > 0) return undefined
+  const raw = message.additional_kwargs?.tool_calls
+  return Array.isArray(raw) && raw.length > 0 ? raw : undefined
+}
+
+/** One raw call: OpenAI's `{ id, type, function: { name, arguments } }`, or a flat `{ id, name, args | arguments }`. */
+export const readRawToolCall = (entry: Record<string, unknown>): {
+  readonly id: unknown
+  readonly name: unknown
+  readonly args: unknown
+} => {
+  const fn = asRecord(entry.function)
+  return fn !== undefined
+    ? { id: entry.id, name: fn.name, args: fn.arguments }
+    : { id: entry.id, name: entry.name, args: entry.args ?? entry.arguments }
+}
+
+const parseArgs = (args: unknown): { readonly args: JsonObject } | { readonly error: string } => {
+  if (args === undefined || args === null) return { args: {} }
+  const record = asRecord(args)
+  if (record !== undefined) return { args: record }
+  if (typeof args !== "string") return { error: "the arguments are not a JSON object" }
+  try {
+    const parsed = asRecord(JSON.parse(args))
+    return parsed !== undefined ? { args: parsed } : { error: "the arguments are not a JSON object" }
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) }
+  }
+}
+
+/**
+ * The message with its raw provider calls parsed into `tool_calls` (arguments that are a JSON object) and
+ * `invalid_tool_calls` (the others), as LangChain does when it builds an AIMessage, and the raw copy dropped so
+ * that every reader sees the same calls. Every object entry becomes a call (one without an id or a name keeps
+ * it blank, for DanglingToolCall to repair); the same message when there is nothing to parse.
+ */
+export const parseRawToolCalls = (message: AIMessage): AIMessage => {
+  const raw = rawToolCalls(message)
+  if (raw === undefined) return message
+  const tool_calls: Array<ToolCall> = []
+  const invalid_tool_calls: Array<InvalidToolCall> = []
+  for (const item of raw) {
+    const entry = asRecord(item)
+    if (entry === undefined) continue
+    const { id, name, args } = readRawToolCall(entry)
+    const parsed = parseArgs(args)
+    if ("args" in parsed) {
+      tool_calls.push({
+        id: typeof id === "string" ? id : "",
+        name: typeof name === "string" ? name : "",
+        args: parsed.args,
+        type: "tool_call"
+      })
+    } else {
+      invalid_tool_calls.push({
+        id: typeof id === "string" ? id : null,
+        name: typeof name === "string" ? name : null,
+        args: typeof args === "string" ? args : null,
+        error: parsed.error,
+        type: "invalid_tool_call"
+      })
+    }
+  }
+  const { tool_calls: _raw, ...kwargs } = message.additional_kwargs ?? {}
+  return { ...message, tool_calls, invalid_tool_calls, additional_kwargs: kwargs }
+}
+
+/**
+ * An AI message. Decoding (a stored or imported thread, a request body) parses calls kept only in the raw
+ * provider payload into `tool_calls` / `invalid_tool_calls` (see `parseRawToolCalls`).
+ */
+export const AIMessage = Schema.transform(AIMessageFields, Schema.typeSchema(AIMessageFields), {
+  strict: true,
+  decode: parseRawToolCalls,
+  encode: (message) => message
+})
 
 export const ToolMessage = Schema.Struct({
   type: Schema.Literal("tool"),

@@ -4,13 +4,14 @@
  * overwrites. Nothing here performs I/O or uses services.
  */
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { Message, MessageWrite } from "./Message.js"
 import { REMOVE_ALL_MESSAGES } from "./Message.js"
 import type {
   Promoted,
+  PromotedUpdate,
   SandboxState,
-  SkillEntry,
   StateUpdate,
   ThreadState,
   TokenUsage,
@@ -18,6 +19,7 @@ import type {
   Todo,
   ViewedImages
 } from "./ThreadState.js"
+import { SkillEntry } from "./ThreadState.js"
 
 /** Two different sandbox ids were written to one thread. */
 export class SandboxConflict extends Schema.TaggedError<SandboxConflict>()("SandboxConflict", {
@@ -187,35 +189,59 @@ const dedupe = (names: ReadonlyArray<string>): ReadonlyArray<string> => Array.fr
 
 /**
  * Promotions for a catalog: a new catalog hash replaces (stale names are dropped), the same hash unions the
- * names in order; `null` keeps.
+ * names in order, and names without a hash join the current catalog's. `null` and `{}` keep what is there
+ * (the same object whenever nothing changes).
  */
-export const mergePromoted = (existing: Promoted | null, incoming: Promoted | null | undefined): Promoted | null => {
+export const mergePromoted = (
+  existing: Promoted | null,
+  incoming: PromotedUpdate | null | undefined
+): Promoted | null => {
   if (incoming == null) return existing
-  if (existing === null || existing.catalog_hash !== incoming.catalog_hash) {
-    return { catalog_hash: incoming.catalog_hash, names: dedupe(incoming.names) }
+  const names = incoming.names ?? []
+  const hash = incoming.catalog_hash
+  if (hash !== undefined && (existing === null || existing.catalog_hash !== hash)) {
+    return { catalog_hash: hash, names: dedupe(names) }
   }
-  return { catalog_hash: existing.catalog_hash, names: dedupe([...existing.names, ...incoming.names]) }
+  if (existing === null) return existing
+  const merged = dedupe([...existing.names, ...names])
+  const same = merged.length === existing.names.length && merged.every((name, i) => name === existing.names[i])
+  return same ? existing : { catalog_hash: existing.catalog_hash, names: merged }
 }
 
 const MAX_SKILL_ENTRIES = 8
+const MAX_SKILL_DESCRIPTION = 500
 
-const normalizeSkill = (entry: SkillEntry): SkillEntry => ({
-  name: entry.name,
-  path: entry.path,
-  description: entry.description.replace(/\s+/g, " ").trim().slice(0, 500),
-  loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
-})
+// Entries are decoded here rather than trusted: threads written by older versions hold entries without a
+// description (or with extra body keys), and a reducer must not throw on them.
+const decodeSkill = Schema.decodeUnknownOption(SkillEntry)
 
-/** Loaded skills by path: a re-read moves the entry to the end; only the last 8 are kept. */
+const normalizeSkill = (raw: unknown): SkillEntry | undefined => {
+  const entry = Option.getOrUndefined(decodeSkill(raw))
+  if (entry === undefined) return undefined
+  return {
+    name: entry.name,
+    path: entry.path,
+    description: entry.description.replace(/\s+/g, " ").trim().slice(0, MAX_SKILL_DESCRIPTION),
+    loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
+  }
+}
+
+/**
+ * Loaded skills by path: a re-read moves the entry to the end; only the last 8 are kept. Every entry is
+ * normalised (DeerFlow's `{name, path, description, loaded_at}`: description whitespace-collapsed and at most 500
+ * characters, loaded_at an integer or 0, legacy keys dropped); an entry without a path is skipped.
+ */
 export const mergeSkillContext = (
   existing: ReadonlyArray<SkillEntry>,
   incoming: ReadonlyArray<SkillEntry> | null | undefined
 ): ReadonlyArray<SkillEntry> => {
   if (incoming == null || incoming.length === 0) return existing
   const byPath = new Map<string, SkillEntry>()
-  for (const entry of [...existing, ...incoming]) {
+  for (const raw of [...existing, ...incoming]) {
+    const entry = normalizeSkill(raw)
+    if (entry === undefined) continue
     byPath.delete(entry.path)
-    byPath.set(entry.path, normalizeSkill(entry))
+    byPath.set(entry.path, entry)
   }
   return Array.from(byPath.values()).slice(-MAX_SKILL_ENTRIES)
 }

@@ -48,12 +48,26 @@ export type ViewedImages = typeof ViewedImages.Type
 export const Promoted = Schema.Struct({ catalog_hash: Schema.String, names: Schema.Array(Schema.String) })
 export type Promoted = typeof Promoted.Type
 
-/** A skill loaded earlier in the thread (a reference: the model re-reads the file). */
+/**
+ * An update to `promoted`; any part may be missing. `{}` changes nothing; names without a catalog hash are for
+ * the current catalog; a different hash replaces the promotions (see `Reducers.mergePromoted`).
+ */
+export const PromotedUpdate = Schema.Struct({
+  catalog_hash: Schema.optional(Schema.String),
+  names: Schema.optional(Schema.Array(Schema.String))
+})
+export type PromotedUpdate = typeof PromotedUpdate.Type
+
+/**
+ * A skill loaded earlier in the thread (a reference: the model re-reads the file). Legacy entries decode too:
+ * a missing or null `name` or `description` is empty, a missing or null `loaded_at` is 0, and old body keys are
+ * dropped. Only `path` is required.
+ */
 export const SkillEntry = Schema.Struct({
-  name: Schema.String,
+  name: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   path: Schema.String,
-  description: Schema.String,
-  loaded_at: Schema.Number
+  description: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  loaded_at: Schema.optionalWith(Schema.Number, { default: () => 0, nullable: true })
 })
 export type SkillEntry = typeof SkillEntry.Type
 
@@ -131,7 +145,7 @@ export const StateUpdate = Schema.Struct({
   todos: Schema.optional(Schema.NullOr(Schema.Array(Todo))),
   uploaded_files: Schema.optional(Schema.NullOr(Schema.Array(UploadedFile))),
   viewed_images: Schema.optional(Schema.NullOr(ViewedImages)),
-  promoted: Schema.optional(Schema.NullOr(Promoted)),
+  promoted: Schema.optional(Schema.NullOr(PromotedUpdate)),
   summary_text: Schema.optional(Schema.NullOr(Schema.String)),
   skill_context: Schema.optional(Schema.NullOr(Schema.Array(SkillEntry))),
   token_usage: Schema.optional(Schema.Array(TokenUsageDelta))

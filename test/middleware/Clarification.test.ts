@@ -19,13 +19,64 @@ const ask = (args: Record<string, unknown>, id = "call-ask") => ({
 })
 
 describe("Clarification helpers", () => {
-  it("options: JSON-string arrays parsed, objects flattened, tags stripped, blanks and duplicates dropped", () => {
-    assert.deepStrictEqual(Clarification.normalizeOptions("[\"a\", \"b\"]"), ["a", "b"])
-    assert.deepStrictEqual(Clarification.normalizeOptions([{ label: "<b>Fast</b>" }, { label: "Safe" }, " ", "Safe"]), [
-      "Fast",
-      "Safe"
+  const labels = (raw: unknown) => Clarification.normalizeOptions(raw).map((o) => o.label)
+
+  it("options: JSON-string arrays parsed, tags stripped, blanks and duplicates dropped", () => {
+    assert.deepStrictEqual(labels("[\"a\", \"b\"]"), ["a", "b"])
+    assert.deepStrictEqual(labels(["<b>Fast</b>", "Safe", " ", "Safe", "a < b"]), ["Fast", "Safe", "a < b"])
+    assert.deepStrictEqual(labels("just one"), ["just one"])
+  })
+
+  it("options: null is no options; a JSON-quoted string is its text, without the quotes", () => {
+    assert.deepStrictEqual(labels(null), [])
+    assert.deepStrictEqual(labels("null"), [])
+    assert.deepStrictEqual(labels("\"development\""), ["development"])
+    assert.deepStrictEqual(labels(["\"dev\"", "\"prod\""]), ["dev", "prod"])
+    assert.deepStrictEqual(labels(7), ["7"])
+  })
+
+  it("options: objects are one choice each (label shown, value answered); a dictionary gives its leaves in order", () => {
+    assert.deepStrictEqual(
+      Clarification.normalizeOptions([{ label: "Dev", value: "dev" }, { label: "<i>Prod</i>", value: "prod" }]),
+      [{ label: "Dev", value: "dev" }, { label: "Prod", value: "prod" }]
+    )
+    assert.deepStrictEqual(labels([{ value: "staging" }, { text: "QA" }]), ["staging", "QA"])
+    // What an XML-ish tool call parses to: `<options><option>Dev</option><option><b>Prod</b></option></options>`.
+    assert.deepStrictEqual(labels({ options: { option: ["Dev", "<b>Prod</b>"] }, other: { note: "QA", n: 3 } }), [
+      "Dev",
+      "Prod",
+      "QA",
+      "3"
     ])
-    assert.deepStrictEqual(Clarification.normalizeOptions("just one"), ["just one"])
+  })
+
+  it("fields: a JSON-encoded list is a form; options of a non-select field do not count against it", () => {
+    const form = Clarification.normalizeFields(JSON.stringify([
+      { name: "env", type: "select", options: "[\"dev\", \"prod\"]", required: 1 },
+      { name: "notes", options: Array.from({ length: 30 }, (_, i) => `o${i}`), placeholder: "  optional  " }
+    ]))!
+    assert.deepStrictEqual(form.map((f) => [f.name, f.type, f.required]), [["env", "select", true], ["notes", "text", false]])
+    assert.deepStrictEqual(form[0]!.options, [
+      { id: "env-option-1", label: "dev", value: "dev" },
+      { id: "env-option-2", label: "prod", value: "prod" }
+    ])
+    assert.strictEqual(form[1]!.placeholder, "optional")
+    assert.isUndefined(Clarification.normalizeFields("[{\"name\": "))
+    assert.isUndefined(Clarification.normalizeFields(null))
+  })
+
+  it("the tool's schema describes the form's fields, so models need not guess their shape", () => {
+    const parameters = Tool.definition(Clarification.tool).parameters as any
+    assert.deepStrictEqual(parameters.required, ["question", "clarification_type"])
+    assert.deepStrictEqual(parameters.properties.clarification_type.enum, [...Clarification.CLARIFICATION_TYPES])
+    assert.deepStrictEqual(parameters.properties.options.items, { type: "string" })
+    const item = parameters.properties.fields.items
+    assert.strictEqual(parameters.properties.fields.type, "array")
+    assert.deepStrictEqual(item.required, ["name"])
+    assert.deepStrictEqual(Object.keys(item.properties), ["name", "label", "type", "required", "options", "placeholder"])
+    assert.deepStrictEqual(item.properties.type.enum, [...Clarification.FIELD_TYPES])
+    assert.strictEqual(item.properties.required.type, "boolean")
+    assert.deepStrictEqual(item.properties.options.items, { type: "string" })
   })
 
   it("a form is all or nothing: one bad field drops the whole form", () => {
@@ -46,6 +97,9 @@ describe("Clarification helpers", () => {
     assert.isUndefined(Clarification.normalizeFields([{ name: "__proto__" }]))
     assert.isUndefined(Clarification.normalizeFields([{ name: "ok" }, "not an object"]))
     assert.isUndefined(Clarification.normalizeFields(Array.from({ length: 17 }, (_, i) => ({ name: `f${i}` }))))
+    assert.isUndefined(
+      Clarification.normalizeFields([{ name: "x", type: "select", options: Array.from({ length: 25 }, (_, i) => `${i}`) }])
+    )
   })
 
   it("the request and its display carry the question, the context and numbered options", () => {
@@ -81,6 +135,13 @@ describe("Clarification helpers", () => {
     assert.strictEqual((Clarification.answer(req, "csv").additional_kwargs?.human_input_response as any).option_id, "option-1")
     assert.strictEqual((Clarification.answer(req, "YAML please").additional_kwargs?.human_input_response as any).response_kind, "text")
     assert.isTrue(Clarification.isAnswer(byNumber.additional_kwargs))
+    const labelled = Clarification.request(
+      { question: "Where?", clarification_type: "approach_choice", options: [{ label: "Development", value: "dev" }] },
+      "d"
+    )
+    assert.strictEqual(Clarification.display(labelled), "🔀 Where?\n  1. Development")
+    assert.strictEqual(M.text(Clarification.answer(labelled, "1")), "dev")
+    assert.strictEqual(M.text(Clarification.answer(labelled, "DEV")), "dev")
   })
 })
 
@@ -146,16 +207,54 @@ describe("Clarification in a run", () => {
       assert.strictEqual(M.text(o.state.messages[3]!), "Assuming CSV.")
     }).pipe(H.withStore))
 
-  it.effect("a malformed call is refused with the bad field named, without stopping the run", () =>
+  it.effect("what models really send is asked, not refused: null options and context, an unknown type", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        script: [{
+          toolCalls: [{
+            name: "ask_clarification",
+            args: { question: "Which environment?", clarification_type: "env_choice", options: null, context: null },
+            id: "call-null"
+          }]
+        }],
+        middlewares: () => [Clarification.layer()]
+      })
+      assert.strictEqual(o.end.status, "interrupted")
+      const req = o.end.interrupt as Clarification.HumanInputRequest
+      assert.strictEqual(req.clarification_type, "env_choice")
+      assert.strictEqual(req.input_mode, "free_text")
+      assert.isUndefined(req.context)
+      assert.strictEqual(M.text(o.state.messages[2]!), "❓ Which environment?")
+    }).pipe(H.withStore))
+
+  it.effect("options as objects or a JSON-quoted string, fields as a JSON string: all asked as meant", () =>
+    Effect.gen(function*() {
+      const asked = (args: Record<string, unknown>) =>
+        Effect.map(
+          H.run({ script: [ask({ question: "Which?", ...args })], middlewares: () => [Clarification.layer()] }),
+          (o) => ({ req: o.end.interrupt as Clarification.HumanInputRequest, text: M.text(o.state.messages.at(-1)!) })
+        )
+      const objects = yield* asked({ options: [{ label: "Dev", value: "dev" }, { label: "Prod", value: "prod" }] })
+      assert.strictEqual(objects.text, "🔀 Which?\n  1. Dev\n  2. Prod")
+      assert.deepStrictEqual(objects.req.options?.map((o) => o.value), ["dev", "prod"])
+      const quoted = yield* asked({ options: "\"development\"" })
+      assert.strictEqual(quoted.text, "🔀 Which?\n  1. development")
+      const form = yield* asked({ fields: JSON.stringify([{ name: "env", type: "select", options: ["dev", "prod"] }]) })
+      assert.strictEqual(form.req.input_mode, "form")
+      assert.strictEqual(form.req.version, 2)
+      assert.strictEqual(form.text, "🔀 Which?\n  1. env — choose from: dev / prod\nPlease answer each field.")
+    }).pipe(H.withStore))
+
+  it.effect("a call without a question is refused with the field named, without stopping the run", () =>
     Effect.gen(function*() {
       const o = yield* H.run({
         script: [
-          { toolCalls: [{ name: "ask_clarification", args: { question: "Which?", clarification_type: "vibes" } }] },
+          { toolCalls: [{ name: "ask_clarification", args: { clarification_type: "missing_info", options: ["a"] } }] },
           "ok"
         ],
         middlewares: () => [Clarification.layer()]
       })
       assert.strictEqual(o.end.stop_reason, "completed")
-      assert.match(M.text(o.state.messages[2]!), /^Error: Invalid arguments for tool 'ask_clarification': clarification_type/)
+      assert.match(M.text(o.state.messages[2]!), /^Error: Invalid arguments for tool 'ask_clarification': question/)
     }).pipe(H.withStore))
 })

@@ -3,11 +3,17 @@ import * as Effect from "effect/Effect"
 import * as Context from "effect/Context"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
+import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as D from "../../src/middleware/DanglingToolCall.js"
+import * as Run from "../../src/programs/Run.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import { ThreadStore } from "../../src/services/ThreadStore.js"
 import type { AIMessage, InvalidToolCall, Message, ToolCall, ToolMessage } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
@@ -120,25 +126,28 @@ describe("DanglingToolCall patching", () => {
     assert.strictEqual((out[3] as ToolMessage).name, "unknown_tool")
   })
 
-  it("renames blank tool names and answers calls from a raw provider payload only when nothing else exists", () => {
+  it("parses calls kept only in the raw provider payload into calls, and answers them; junk entries are skipped", () => {
     const raw = M.ai("", {
       id: "a1",
       additional_kwargs: {
+        reasoning_content: "thinking",
         tool_calls: [
           { id: "", type: "function", function: { name: " ls ", arguments: "not json" } },
-          "junk"
+          "junk",
+          { id: "call_r", type: "function", function: { name: "read_file", arguments: "{\"path\":\"a\"}" } }
         ]
       }
     })
-    const out = patched([raw])
-    const rawCalls = out[0]!.additional_kwargs!.tool_calls as Array<any>
-    assert.deepStrictEqual(rawCalls[0], {
-      id: "deerflow_synthetic_tool_call_0_raw_0",
-      type: "function",
-      function: { name: "ls", arguments: "{}" }
-    })
-    assert.strictEqual(rawCalls[1], "junk")
-    assert.deepStrictEqual(shape(out), ["ai:a1", "tool:deerflow_synthetic_tool_call_0_raw_0"])
+    const out = patched([raw, M.tool("text of a", "call_r", { id: "r1" })])
+    const ai = out[0] as AIMessage
+    assert.deepStrictEqual(ai.additional_kwargs, { reasoning_content: "thinking" })
+    assert.deepStrictEqual(ai.tool_calls, [{ id: "call_r", name: "read_file", args: { path: "a" }, type: "tool_call" }])
+    assert.strictEqual(ai.invalid_tool_calls!.length, 1)
+    assert.deepInclude(ai.invalid_tool_calls![0]!, { id: "deerflow_synthetic_tool_call_0_raw_0", name: "ls", args: "{}" })
+    assert.deepStrictEqual(shape(out), ["ai:a1", "tool:call_r", "tool:deerflow_synthetic_tool_call_0_raw_0"])
+    assert.include(M.text(out[2]!), "not valid JSON")
+    assert.strictEqual(D.patchRequest(request(out)).messages, out, "a patched history is well-formed")
+    assert.lengthOf(raw.additional_kwargs!.tool_calls as Array<unknown>, 3, "the input is not changed")
 
     const shadowed = patched([
       M.ai("", { id: "a2", tool_calls: [call("c1", "  ")], additional_kwargs: { tool_calls: [{ id: "x" }] } }),
@@ -230,13 +239,10 @@ const buildHistory = (spec: typeof historySpec extends FastCheck.Arbitrary<infer
   return messages
 }
 
-/** The calls of an AI message as a provider serialises them (structured + invalid, else raw objects). */
+/** The calls of an AI message as the model serializer sends them to the provider. */
 const callIds = (message: AIMessage): Array<unknown> => {
-  const structured = message.tool_calls ?? []
-  const invalid = message.invalid_tool_calls ?? []
-  if (structured.length > 0 || invalid.length > 0) return [...structured.map((c) => c.id), ...invalid.map((c) => c.id)]
-  const raw = message.additional_kwargs?.tool_calls
-  return Array.isArray(raw) ? raw.filter((e) => typeof e === "object" && e !== null).map((e: any) => e.id) : []
+  const wire = OpenAiModel.toChatMessage(message) as { tool_calls?: ReadonlyArray<{ id: string }> }
+  return (wire.tool_calls ?? []).map((c) => c.id)
 }
 
 const isBlank = (value: unknown) => typeof value !== "string" || value.trim() === ""
@@ -369,4 +375,96 @@ describe("DanglingToolCall middleware", () => {
       assert.deepStrictEqual(shape(seen), ["human:h1", "ai:a1", "tool:c1", "human:h2"])
       assert.deepStrictEqual(shape(outcome.state.messages).slice(0, 4), ["human:h1", "ai:a1", "tool:gone", "human:h2"])
     }).pipe(H.withStore))
+})
+
+/** A strict provider: a tool message must answer a call of the assistant message before it, and every call is answered. */
+const strictProvider = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Turn => {
+  let open: Array<string> = []
+  for (const message of body.messages) {
+    if (message.role === "tool") {
+      const id = message.tool_call_id as string
+      if (!open.includes(id)) {
+        const text = "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with " +
+          `'tool_calls' (tool_call_id ${id}).`
+        return { status: 400, body: ScriptedChatServer.errorBody(text, "invalid_request_error") }
+      }
+      open = open.filter((o) => o !== id)
+      continue
+    }
+    if (open.length > 0) {
+      const text = `An assistant message with 'tool_calls' must be followed by tool messages (missing ${open.join(", ")}).`
+      return { status: 400, body: ScriptedChatServer.errorBody(text, "invalid_request_error") }
+    }
+    const calls = message.tool_calls as ReadonlyArray<{ id: string }> | undefined
+    open = message.role === "assistant" ? (calls ?? []).map((c) => c.id) : []
+  }
+  return "Carrying on."
+}
+
+describe("DanglingToolCall on the wire", () => {
+  it.scopedLive("calls kept only in the raw provider payload reach a strict provider with their results", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(strictProvider)
+      const model = yield* OpenAiModel.make({ baseURL: server.url, apiKey: "test-key", model: "strict" })
+      // An imported (LangChain-serialised) thread: the AI message has its calls only in additional_kwargs; one
+      // of them was answered, the other was interrupted.
+      const imported: Array<Message> = [
+        M.human("look at both files", { id: "h1" }),
+        M.ai("", {
+          id: "a1",
+          additional_kwargs: {
+            tool_calls: [
+              { id: "call_a", type: "function", function: { name: "read_file", arguments: "{\"path\":\"a.md\"}" } },
+              { id: "call_b", type: "function", function: { name: "read_file", arguments: "{\"path\":\"b.md\"}" } }
+            ]
+          }
+        }),
+        M.tool("# A", "call_a", { id: "t1", name: "read_file" }),
+        M.human("and now?", { id: "h2" })
+      ]
+      const end = yield* Run.execute(
+        { threadId: "imported", input: imported },
+        MW.stack([D.layer()], MW.base(model, Toolkit.make([])))
+      )
+      assert.strictEqual(end.status, "success", end.error?.message)
+      // The body the openai client really sent: both calls, each followed by its result.
+      const sent = server.requests[0]!.messages
+      assert.deepStrictEqual(sent.map((m) => m.role), ["user", "assistant", "tool", "tool", "user"])
+      assert.deepStrictEqual((sent[1]!.tool_calls as Array<any>).map((c) => [c.id, c.function.arguments]), [
+        ["call_a", "{\"path\":\"a.md\"}"],
+        ["call_b", "{\"path\":\"b.md\"}"]
+      ])
+      assert.deepInclude(sent[2]!, { tool_call_id: "call_a", content: "# A" })
+      assert.strictEqual(sent[3]!.tool_call_id, "call_b")
+      assert.include(String(sent[3]!.content), "interrupted")
+      // The thread keeps what was imported (repairs are request-only).
+      const thread = Option.getOrThrow(yield* (yield* ThreadStore).load("imported"))
+      assert.deepStrictEqual(shape(thread.state.messages).slice(0, 4), ["human:h1", "ai:a1", "tool:call_a", "human:h2"])
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.scopedLive("without the middleware, the serializer still sends raw calls with their results", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(strictProvider)
+      const model = yield* OpenAiModel.make({ baseURL: server.url, apiKey: "test-key", model: "strict" })
+      const end = yield* Run.execute(
+        {
+          threadId: "imported-bare",
+          input: [
+            M.human("read it", { id: "h1" }),
+            M.ai("", {
+              id: "a1",
+              additional_kwargs: { tool_calls: [{ id: "call_a", type: "function", function: { name: "ls", arguments: "" } }] }
+            }),
+            M.tool("a.md", "call_a", { id: "t1", name: "ls" }),
+            M.human("and now?", { id: "h2" })
+          ]
+        },
+        MW.base(model, Toolkit.make([]))
+      )
+      assert.strictEqual(end.status, "success", end.error?.message)
+      const assistant = server.requests[0]!.messages[1]!
+      assert.deepStrictEqual(assistant.tool_calls, [
+        { id: "call_a", type: "function", function: { name: "ls", arguments: "{}" } }
+      ])
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
 })

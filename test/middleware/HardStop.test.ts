@@ -172,9 +172,9 @@ describe("HardStop.warningQueue", () => {
       assert.deepStrictEqual(queue.pending(), ["new"])
     }))
 
-  it("holds at most `max` warnings", () => {
+  it("holds the newest `max` warnings: a full queue drops its oldest", () => {
     const queue = HardStop.warningQueue("loop_warning", 2)
-    for (const w of ["a", "b", "c"]) queue.push(w)
-    assert.deepStrictEqual(queue.pending(), ["a", "b"])
+    for (const w of ["a", "b", "c", "b", "d"]) queue.push(w)
+    assert.deepStrictEqual(queue.pending(), ["c", "d"])
   })
 })

@@ -198,6 +198,25 @@ describe("LoopDetection.layer", () => {
       assert.strictEqual(out.end.stop_reason, "loop_capped")
     }).pipe(Harness.withStore))
 
+  it.effect("with more than four warnings pending, the next request carries the newest four", () =>
+    Effect.gen(function*() {
+      const names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+      const tools = names.map((name) =>
+        Tool.make({ name, description: name, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+      )
+      const out = yield* Harness.run({
+        // One response calls six tools, each crossing its frequency warning at once: six warnings are queued.
+        script: [{ toolCalls: names.map((name) => ({ name, args: {} })) }, "done"],
+        tools,
+        middlewares: () => [L.layer(config({ tool_freq_warn: 1, tool_freq_hard_limit: 10 }))]
+      })
+      const warning = out.requests[1]!.messages.at(-1)!
+      assert.strictEqual(warning.name, "loop_warning")
+      const warned = names.filter((name) => M.text(warning).includes(`called ${name} `))
+      assert.deepStrictEqual(warned, ["charlie", "delta", "echo", "foxtrot"])
+      assert.strictEqual(out.end.stop_reason, "completed")
+    }).pipe(Harness.withStore))
+
   it.effect("disabled: wraps nothing", () =>
     Effect.gen(function*() {
       const out = yield* Harness.run({

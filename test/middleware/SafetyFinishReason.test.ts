@@ -2,8 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as S from "../../src/middleware/SafetyFinishReason.js"
-import { SafetyFinishReasonConfig } from "../../src/services/AppConfig.js"
+import { EMPTY_DETECTORS_MESSAGE, SafetyFinishReasonConfig } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { AIMessage } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
@@ -98,9 +99,18 @@ describe("SafetyFinishReason.resolveDetectors", () => {
     assert.include(badError.message, "finish_reason")
   })
 
-  it("the config schema already refuses an explicit empty list", () => {
-    assert.isTrue(Either.isLeft(Schema.decodeUnknownEither(SafetyFinishReasonConfig)({ detectors: [] })))
-  })
+  it.effect("an explicit empty list in config.yaml is refused, naming `detectors` and how to turn the guard off", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(
+        ConfigFile.decode("safety_finish_reason:\n  detectors: []\n", "/etc/antler/config.yaml")
+      )
+      assert.deepStrictEqual(error.issues, [{ path: "safety_finish_reason.detectors", message: EMPTY_DETECTORS_MESSAGE }])
+      assert.include(error.message, "/etc/antler/config.yaml: safety_finish_reason.detectors: ")
+      assert.include(error.message, "`enabled: false`")
+      const bypassed = Either.flip(S.resolveDetectors({ enabled: true, detectors: [] })).pipe(Either.getOrThrow)
+      assert.strictEqual(bypassed.reason, "no_detectors")
+      assert.strictEqual(bypassed.message, `safety_finish_reason.detectors: ${EMPTY_DETECTORS_MESSAGE}`)
+    }))
 })
 
 describe("SafetyFinishReason decision", () => {
@@ -183,6 +193,30 @@ describe("SafetyFinishReason.layer", () => {
       })
       assert.strictEqual(ran, 0)
       assert.strictEqual(out.end.stop_reason, "safety_capped")
+    }).pipe(Harness.withStore))
+
+  it.effect("given detectors are copied: changing the caller's array later does not change the guard", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const counted = Tool.make({ ...bash, handler: () => Effect.sync(() => (ran++, "ran")) })
+      const detectors: Array<S.Detector> = [S.openAiContentFilter()]
+      const guard = S.layer({ detectors })
+      detectors.length = 0
+      const out = yield* Harness.run({
+        script: [{ toolCalls: [{ name: "bash", args: { command: "ls" } }], finishReason: "content_filter" }, "done"],
+        tools: [counted],
+        middlewares: () => [guard]
+      })
+      assert.strictEqual(ran, 0)
+      assert.strictEqual(out.end.stop_reason, "safety_capped")
+    }).pipe(Harness.withStore))
+
+  it.effect("an empty list of given detectors fails the run, saying `enabled: false` turns the guard off", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({ script: ["hello"], middlewares: () => [S.layer({ detectors: [] })] })
+      assert.strictEqual(out.end.status, "error")
+      assert.strictEqual(out.end.error?.name, "SafetyDetectorConfigError")
+      assert.strictEqual(out.end.error?.message, `detectors: ${EMPTY_DETECTORS_MESSAGE}`)
     }).pipe(Harness.withStore))
 
   it.effect("a bad detector config fails the run with the typed error instead of running unguarded", () =>

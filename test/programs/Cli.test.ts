@@ -337,6 +337,40 @@ describe("clarification", () => {
       assert.match(String(last.content), /^(.*\n)?blue(\n.*)?$/s)
       assert.strictEqual(sent[sent.length - 2]!.role, "tool")
     })), SLOW)
+
+  it.live("a question with null options and an unknown kind (as small models send it) is asked and answered", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start([
+        {
+          toolCalls: [{
+            name: "ask_clarification",
+            arguments: {
+              question: "Which environment should I deploy to?",
+              clarification_type: "environment_choice",
+              context: null,
+              options: null
+            }
+          }]
+        },
+        "Deploying to staging."
+      ])
+      const clarifyHome = tempDir("antler-clarify-null-")
+      const endpoint = ["--base-url", server.url, "--api-key", "x", "--thread", "q2"]
+      const ask = yield* antlerDone(clarifyHome, ["run", ...endpoint, "deploy it"])
+      assert.strictEqual(ask.code, 3, ask.stderr + ask.stdout)
+      assert.include(ask.stdout, "❓ Which environment should I deploy to?\n")
+      assert.notInclude(ask.stdout, "Invalid arguments")
+      assert.match(ask.stdout, /— waiting for your answer \(interrupted\) · thread q2\n$/)
+      const answer = yield* antlerDone(clarifyHome, ["run", ...endpoint, "staging"])
+      assert.strictEqual(answer.code, 0, answer.stderr)
+      assert.include(answer.stdout, "Deploying to staging.")
+      // The model received the question as the call's result, then the answer.
+      const sent = server.requests[1]!.messages
+      assert.strictEqual(sent[sent.length - 2]!.role, "tool")
+      assert.match(String(sent[sent.length - 2]!.content), /Which environment should I deploy to\?/)
+      assert.strictEqual(sent[sent.length - 1]!.role, "user")
+      assert.match(String(sent[sent.length - 1]!.content), /^(.*\n)?staging(\n.*)?$/s)
+    })), SLOW)
 })
 
 describe("uploads", () => {

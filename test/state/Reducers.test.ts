@@ -234,6 +234,78 @@ const skillArb = FC.record({
   loaded_at: FC.nat()
 })
 
+/** Promotion updates as the schema admits them: any part may be missing. */
+const promotedUpdateArb: FC.Arbitrary<TS.PromotedUpdate> = Arbitrary.make(TS.PromotedUpdate).map((u) => ({
+  ...(u.catalog_hash !== undefined ? { catalog_hash: u.catalog_hash.length % 2 === 0 ? "h1" : "h2" } : {}),
+  ...(u.names !== undefined ? { names: u.names.map((n) => `t${n.length % 4}`) } : {})
+}))
+
+describe("promoted reducer: partial updates", () => {
+  it("an empty update changes nothing (it used to wipe the promotions)", () => {
+    const existing = { catalog_hash: "h1", names: ["t1", "t2"] }
+    assert.strictEqual(R.mergePromoted(existing, {}), existing)
+    assert.strictEqual(R.mergePromoted(existing, { names: [] }), existing)
+    assert.strictEqual(R.mergePromoted(existing, { catalog_hash: "h1" }), existing)
+    assert.deepStrictEqual(R.mergePromoted(existing, { names: ["t3"] }), { catalog_hash: "h1", names: ["t1", "t2", "t3"] })
+    assert.isNull(R.mergePromoted(null, {}))
+  })
+
+  it.prop(
+    "never throws, and no existing name is lost unless the update names a different catalog",
+    [FC.option(promotedArb, { nil: null }), promotedUpdateArb],
+    ([existing, update]) => {
+      const merged = R.mergePromoted(existing, update)
+      assert.isTrue(Schema.is(Schema.NullOr(TS.Promoted))(merged))
+      const replaced = update.catalog_hash !== undefined && update.catalog_hash !== existing?.catalog_hash
+      if (existing !== null && !replaced) {
+        for (const name of existing.names) assert.include(merged!.names, name)
+        assert.strictEqual(merged!.catalog_hash, existing.catalog_hash)
+      }
+      if (replaced) assert.deepStrictEqual(merged, { catalog_hash: update.catalog_hash!, names: [...new Set(update.names ?? [])] })
+    }
+  )
+})
+
+const skillPaths = Array.from({ length: 12 }, (_, i) => `/mnt/skills/s${i}/SKILL.md`)
+
+/** Entries as older threads stored them: the encoded side of SkillEntry (name, description, loaded_at may be missing or null) plus old body keys. */
+const legacySkillArb = FC.tuple(
+  Arbitrary.make(Schema.encodedSchema(TS.SkillEntry)),
+  FC.constantFrom(...skillPaths),
+  FC.option(FC.string({ maxLength: 10 }), { nil: undefined })
+).map(([entry, path, body]) => ({ ...entry, path, ...(body !== undefined ? { content: body } : {}) }) as unknown as TS.SkillEntry)
+
+describe("skill_context reducer: legacy entries", () => {
+  it("an entry without a description merges (it used to throw a TypeError)", () => {
+    const legacy = { name: "research", path: skillPaths[0], content: "# Research\n..." } as unknown as TS.SkillEntry
+    const fresh = { name: "charts", path: skillPaths[1]!, description: "Draw  charts\n", loaded_at: 5 }
+    assert.deepStrictEqual(R.mergeSkillContext([legacy], [fresh]), [
+      { name: "research", path: skillPaths[0]!, description: "", loaded_at: 0 },
+      { name: "charts", path: skillPaths[1]!, description: "Draw charts", loaded_at: 5 }
+    ])
+    // A stored thread with such an entry loads, too.
+    const state = Schema.decodeUnknownSync(TS.ThreadState)({ ...TS.empty, skill_context: [legacy] })
+    assert.deepStrictEqual(state.skill_context, [{ name: "research", path: skillPaths[0]!, description: "", loaded_at: 0 }])
+  })
+
+  it.prop(
+    "never throws on legacy entries; the result is normalised, Schema-valid, and keeps the 8 most recent paths",
+    [FC.array(legacySkillArb, { maxLength: 10 }), FC.array(legacySkillArb, { minLength: 1, maxLength: 10 })],
+    ([existing, incoming]) => {
+      const merged = R.mergeSkillContext(existing, incoming)
+      assert.isTrue(Schema.is(Schema.Array(TS.SkillEntry))(merged))
+      for (const entry of merged) assert.deepStrictEqual(Object.keys(entry), ["name", "path", "description", "loaded_at"])
+      const recency: Array<string> = []
+      for (const entry of [...existing, ...incoming]) {
+        const at = recency.indexOf(entry.path)
+        if (at >= 0) recency.splice(at, 1)
+        recency.push(entry.path)
+      }
+      assert.deepStrictEqual(merged.map((e) => e.path), recency.slice(-8))
+    }
+  )
+})
+
 describe("skill_context reducer", () => {
   it.prop("keeps one entry per path, a re-read moves it last, at most 8", [
     FC.array(skillArb, { maxLength: 10 }),
@@ -291,6 +363,18 @@ describe("whole state", () => {
       assert.strictEqual(state.token_usage!.by_model[model]?.total_tokens ?? 0, mine.reduce((n, d) => n + d.total_tokens, 0))
     }
   })
+
+  it.prop(
+    "a reducer never throws: any update the schema admits gives a Schema-valid state or a typed failure",
+    [FC.array(updateArb, { maxLength: 4 }), Arbitrary.make(TS.StateUpdate)],
+    ([updates, update]) => {
+      const state = Either.getOrThrow(R.applyUpdates(TS.empty, updates))
+      const result = R.applyUpdate(state, update)
+      if (Either.isRight(result)) assert.isTrue(isThreadState(result.right))
+      else assert.include(["SandboxConflict", "UnknownMessageRemoval"], result.left._tag)
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
 
   it("a sandbox conflict fails the update and leaves the state as it was", () => {
     const bound = Either.getOrThrow(R.applyUpdate(TS.empty, { sandbox: { sandbox_id: "s1" } }))
