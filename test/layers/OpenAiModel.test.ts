@@ -652,17 +652,21 @@ describe("OpenAiModel assembly", () => {
     })
   })
 
-  it("rejects usage that is not a token count, naming the field", () => {
-    const acc = OpenAiModel.accumulator("msg-4", "m")
-    acc.add({
-      choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }],
-      usage: { prompt_tokens: -3, completion_tokens: 1.5 }
+  it("keeps the answer when usage is malformed: counts that are not token counts are dropped", () => {
+    const answerWith = (usage: unknown) => {
+      const acc = OpenAiModel.accumulator("msg-4", "m")
+      acc.add({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }], usage })
+      return Either.getOrThrow(acc.finish())
+    }
+    assert.deepStrictEqual(answerWith({ prompt_tokens: -3, completion_tokens: 1.5 }).usage_metadata, {
+      input_tokens: 0,
+      output_tokens: 1,
+      total_tokens: 1
     })
-    const result = acc.finish()
-    assert.isTrue(Either.isLeft(result))
-    if (Either.isLeft(result)) {
-      assert.strictEqual(result.left.reason, "invalid_response")
-      assert.include(result.left.message, "usage_metadata")
+    for (const usage of ["lots", 12, [1, 2], { prompt_tokens: "12" }, { completion_tokens: Infinity }]) {
+      const message = answerWith(usage)
+      assert.strictEqual(message.content, "x")
+      assert.isUndefined(message.usage_metadata)
     }
   })
 })
