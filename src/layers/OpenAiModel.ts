@@ -51,8 +51,9 @@ export interface Options {
   /** The provider's model id. Default: `OPENAI_MODEL` (required when neither is set). */
   readonly model?: string | undefined
   /**
-   * How long to wait for the response headers, and then for each next stream chunk. Default:
-   * `OPENAI_TIMEOUT` (seconds), else 600 s.
+   * How long a call may stay silent: waiting for the response headers (first byte), then between two stream
+   * chunks. While it waits, an `llm_waiting` event says so every 15 s. Default: `OPENAI_TIMEOUT` (seconds),
+   * else 120 s (`request_timeout` of a configured model).
    */
   readonly timeoutMs?: number | undefined
   readonly maxTokens?: number | undefined
@@ -985,7 +986,9 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   baseURL: config.base_url ?? config.api_base,
   apiKey: config.api_key,
   model: config.model,
-  timeoutMs: config.timeout !== undefined ? config.timeout * 1000 : undefined,
+  timeoutMs: (config.request_timeout ?? config.timeout) !== undefined
+    ? (config.request_timeout ?? config.timeout)! * 1000
+    : undefined,
   maxTokens: config.max_tokens,
   temperature: config.temperature,
   supportsVision: config.supports_vision,

@@ -18,6 +18,12 @@ export const MARKER = "[redacted]"
  */
 export const MIN_SECRET_LENGTH = 8
 
+/** The longest word a stream holds back while it may still become a URL with credentials. */
+const MAX_HOLD = 4096
+
+/** The beginnings of `Bearer` and `Basic`: a word ending in one may be followed by a token. */
+const SCHEME_STARTS = ["bearer", "basic"].flatMap((word) => Array.from(word, (_, i) => word.slice(0, i + 1)))
+
 /** A streaming redactor for one piece of text that arrives in deltas (a message's tokens). */
 export interface TextStream {
   /** Adds a delta; returns the redacted text that is safe to show now (a suffix may be held back). */
@@ -44,10 +50,10 @@ type SecretInput = string | Redacted.Redacted<string> | null | undefined
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
-/** `scheme://userinfo@`: the userinfo (user, or user:password) of a URL. */
-const URL_CREDENTIALS = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@]+@/gi
+/** `://userinfo@`: the userinfo (user, or user:password) of a URL, whatever its scheme. */
+const URL_CREDENTIALS = /:\/\/[^\s/?#@]+@/g
 /** `Bearer <token>` / `Basic <token>`, as an Authorization header carries them. */
-const AUTH_TOKEN = /\b(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi
+const AUTH_TOKEN = /(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi
 
 /** The user name and password of a URL, when it has any (so that an echo of either alone is caught too). */
 export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
@@ -72,7 +78,7 @@ export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
 }
 
 /** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
-export const url = (text: string): string => text.replace(URL_CREDENTIALS, `$1${MARKER}@`)
+export const url = (text: string): string => text.replace(URL_CREDENTIALS, `://${MARKER}@`)
 
 /** Builds a redactor for these secrets (redacted values are read; short, empty and missing ones are skipped). */
 export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
@@ -129,15 +135,19 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
 
   /** Where `pending` may be cut: nothing after the cut can still grow into (or be part of) something to hide. */
   const safeCut = (pending: string): number => {
-    // URLs, secrets and tokens have no spaces: hold back the last word, which may still grow into one.
     let cut = pending.length
-    while (cut > 0 && !/\s/.test(pending[cut - 1]!)) cut--
-    const maxHold = Math.max(4096, longest)
-    if (pending.length - cut > maxHold) cut = pending.length - Math.max(256, longest)
-    // "Bearer " waits for its token.
-    const scheme = /\b(Bearer|Basic)\s+$/i.exec(pending.slice(0, cut))
-    if (scheme !== null) cut = scheme.index
-    // A secret with spaces in it: hold back any ending that starts it.
+    // The last word may still grow into a URL with credentials (it has a `:`) or an auth scheme.
+    let start = pending.length
+    while (start > 0 && !/\s/.test(pending[start - 1]!)) start--
+    const word = pending.slice(start)
+    const tail = word.slice(-6).toLowerCase()
+    if (word.includes(":") || SCHEME_STARTS.some((start) => tail.endsWith(start))) {
+      cut = word.length > MAX_HOLD ? pending.length - Math.max(256, longest) : start
+    }
+    // "Bearer " waits for its token, and the token for its end.
+    const scheme = /(Bearer|Basic)\s+$/i.exec(pending.slice(0, start))
+    if (scheme !== null) cut = Math.min(cut, scheme.index)
+    // Any ending that starts a secret waits for the rest.
     for (const secret of list) {
       for (let k = Math.min(secret.length - 1, pending.length); k > 0; k--) {
         if (pending.length - k >= cut) break
@@ -151,8 +161,8 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     for (const pattern of [secretPattern, URL_CREDENTIALS, AUTH_TOKEN]) {
       if (pattern === undefined) continue
       for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
-        const start = match.index
-        if (start < cut && start + match[0].length > cut) cut = start
+        const at = match.index
+        if (at < cut && at + match[0].length > cut) cut = at
       }
     }
     return cut
