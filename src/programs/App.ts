@@ -37,6 +37,7 @@ import type { SandboxProvider } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as Run from "./Run.js"
 import * as SystemPrompt from "./SystemPrompt.js"
@@ -172,6 +173,17 @@ export const openAiEnv: Effect.Effect<OpenAiEnv> = Effect.gen(function*() {
   }
 })
 
+/**
+ * The secrets of a process: every configured model's key and base-URL credentials, and the environment's;
+ * what the CLI prints and the store keeps is redacted with them.
+ */
+export const redactor = (models: ReadonlyArray<ModelConfig>, env: OpenAiEnv = {}): Redact.Redactor =>
+  Redact.make([
+    env.apiKey,
+    ...Redact.urlSecrets(env.baseUrl),
+    ...models.flatMap((m) => [m.api_key, ...Redact.urlSecrets(m.base_url), ...Redact.urlSecrets(m.api_base)])
+  ])
+
 /** The ModelService for a choice: one OpenAI client per model, built once, routing by `settings.modelName`. */
 export const modelService = (choice: ModelChoice) => OpenAiModel.fromConfig(choice.models)
 
@@ -181,8 +193,9 @@ export const modelService = (choice: ModelChoice) => OpenAiModel.fromConfig(choi
 /** Where the thread store of a data directory lives. */
 export const storeLocation = (home: string): string => Path.join(home, SqliteThreadStore.FILENAME)
 
-/** The thread store of a data directory (SQLite, `{home}/antler.sqlite`). */
-export const storeLayer = (home: string): Layer.Layer<ThreadStore, StoreError> => SqliteThreadStore.layerFromHome(home)
+/** The thread store of a data directory (SQLite, `{home}/antler.sqlite`), keeping no secret of `redact`. */
+export const storeLayer = (home: string, redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
+  SqliteThreadStore.layerFromHome(home, { redact })
 
 /** The app-level services a run needs besides the model. */
 export type Services = AppConfigService | ThreadStore | SandboxProvider
@@ -190,10 +203,11 @@ export type Services = AppConfigService | ThreadStore | SandboxProvider
 /**
  * App-level services over a loaded configuration, built once per process: the configuration, the thread
  * store under its data directory, and the local sandbox provider (threads' files under the same directory).
+ * `redact`: the secrets the store must never write (see `redactor`).
  */
-export const layer = (app: AppConfigService["Type"]): Layer.Layer<Services, StoreError> => {
+export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<Services, StoreError> => {
   const config = Layer.succeed(AppConfigService, app)
-  return Layer.mergeAll(config, storeLayer(app.home), LocalSandbox.layer().pipe(Layer.provide(config)))
+  return Layer.mergeAll(config, storeLayer(app.home, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -19,6 +19,10 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
@@ -28,6 +32,7 @@ import type { RunEndEvent } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
+import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Render from "./Render.js"
@@ -56,9 +61,14 @@ const fail = (code: number, message: string) =>
 
 const messageOf = (error: unknown): string => String((error as { message?: unknown } | undefined)?.message ?? error)
 
-/** Reports an unexpected failure (`what: message`) with exit code 1; a `CliExit` passes through. */
-const reportFailure = (what: string) => (error: unknown) =>
-  error instanceof CliExit ? Effect.fail(error) : fail(ExitCode.runFailed, `${what}: ${messageOf(error)}`)
+/**
+ * Reports an unexpected failure (`what: message`, secrets and control characters neutralised) with exit
+ * code 1; a `CliExit` passes through.
+ */
+const reportFailure = (what: string, redact?: Redact.Redactor) => (error: unknown) =>
+  error instanceof CliExit
+    ? Effect.fail(error)
+    : fail(ExitCode.runFailed, `${what}: ${Render.safeText(messageOf(error), redact)}`)
 
 /** The exit code of a run that ended with `end`. */
 export const exitCodeOf = (end: RunEndEvent): number => {
@@ -72,6 +82,22 @@ export const exitCodeOf = (end: RunEndEvent): number => {
     case "error":
       return ExitCode.runFailed
   }
+}
+
+/**
+ * Runs `effect` with the process's loggers (stderr, as `main` sets them up) cleaning what they print: log
+ * messages and annotations (a model error's message, a server's echo) have secrets hidden and control
+ * characters made visible.
+ */
+const withCleanLogs = (redact: Redact.Redactor) => <A, E, R>(effect: Effect.Effect<A, E, R>) => {
+  const clean = (value: unknown): unknown =>
+    typeof value === "string" ? Render.safeText(value, redact) : Array.isArray(value) ? value.map(clean) : value
+  return Effect.locallyWith(effect, FiberRef.currentLoggers, HashSet.map((logger) =>
+    Logger.mapInputOptions(logger, (options) => ({
+      ...options,
+      message: clean(options.message),
+      annotations: HashMap.map(options.annotations, clean)
+    }))))
 }
 
 const loadConfig = (path: string | undefined) =>
@@ -148,8 +174,11 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
+      const redact = App.redactor(choice.models, env)
       const model = yield* App.modelService(choice).pipe(
-        Effect.catchAll((error) => fail(ExitCode.usage, `Model configuration error: ${String(error)}`))
+        Effect.catchAll((error) =>
+          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)
+        )
       )
       const runId = M.newId()
       const program = Effect.gen(function*() {
@@ -162,7 +191,8 @@ const runCommand = Command.make(
             onSome: (t) => `continuing, ${t.state.messages.length} messages`
           })
           const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
-          yield* Render.write(s.dim(`thread ${threadId} (${status}) · model ${choice.model}${where}\n`))
+          const line = Render.safeText(`thread ${threadId} (${status}) · model ${choice.model}${where}`, redact)
+          yield* Render.write(s.dim(`${line}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         const end = yield* Render.run(
@@ -173,13 +203,14 @@ const runCommand = Command.make(
             model: choice.models[0],
             files: Upload.messageFiles(uploaded)
           }, model, parts),
-          { json: args.json, threadId, runId }
+          { json: args.json, threadId, runId, redact }
         )
         return end
       })
       const end = yield* program.pipe(
-        Effect.provide(App.layer(app)),
-        Effect.catchAll(reportFailure("error"))
+        Effect.provide(App.layer(app, redact)),
+        withCleanLogs(redact),
+        Effect.catchAll(reportFailure("error", redact))
       )
       const code = exitCodeOf(end)
       if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))

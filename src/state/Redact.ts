@@ -88,8 +88,10 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     const value = Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
     if (value.length < MIN_SECRET_LENGTH) continue
     set.add(value)
-    const encoded = encodeURIComponent(value)
-    if (encoded !== value) set.add(encoded)
+    // As a server may echo it (URL-encoded) and as JSON text holds it (escaped).
+    for (const form of [encodeURIComponent(value), JSON.stringify(value).slice(1, -1)]) {
+      if (form !== value) set.add(form)
+    }
   }
   const list = [...set].sort((a, b) => b.length - a.length)
   const secretPattern = list.length === 0 ? undefined : new RegExp(list.map(escapeRegExp).join("|"), "g")
