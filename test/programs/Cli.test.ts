@@ -21,6 +21,7 @@ import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import * as M from "../../src/state/Message.js"
+import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -587,6 +588,38 @@ describe("Render.human", () => {
     assert.include(text, "total: 1300 in, 130 out, 1430 total (3 calls)")
     assert.include(text, "gpt-4o-mini: 1000 in, 100 out (2 calls)")
     assert.include(text, "for summarization: 330 total (1 calls)")
+  })
+
+  it("tool arguments of any depth are previewed in bounded time and space (a saved thread may hold any)", () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    const line = Render.toolCallLine({ name: "f", args: { a: deep, b: "x".repeat(500) } })
+    assert.strictEqual(line, "f({\"a\":[[[[[[[[…]]]]]]]],\"b\":\"" + "x".repeat(91) + "…)")
+    const render = Render.human({ color: false })
+    render({ type: "run_start", thread_id: "t1", run_id: "r1" })
+    const ai = M.ai("", {
+      id: "m1",
+      tool_calls: [{ id: "c1", name: "f", args: { a: deep } }],
+      invalid_tool_calls: [{ id: "c2", name: "g\x1b]0;x\x07", args: "[[[", error: "The arguments nest more than 64 levels deep; flatten them." }]
+    })
+    assert.strictEqual(
+      render({ type: "message", message: ai }),
+      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest more than 64 levels deep; flatten them.)\n"
+    )
+    assert.include(Render.message(ai, Render.style(false)), "→ f({\"a\":[[[[[[[[…]]]]]]]]})")
+  })
+
+  it("custom events show their message; secrets split across token deltas never print", () => {
+    const render = Render.human({ color: false, redact: Redact.make(["sk-abcdefghijkl"]) })
+    render({ type: "run_start", thread_id: "t1", run_id: "r1" })
+    const retry = { type: "llm_retry", message: "Model call attempt 1 of 3 failed; trying again in 2s." }
+    assert.strictEqual(
+      render({ type: "custom", name: "llm_retry", data: retry }),
+      "[llm_retry] Model call attempt 1 of 3 failed; trying again in 2s.\n"
+    )
+    const out = ["key: sk-abc", "defghi", "jkl done"].map((text) => render({ type: "token", message_id: "m", text }))
+    assert.deepStrictEqual(out, ["key: ", "", "[redacted] done"])
+    assert.strictEqual(render({ type: "message", message: M.ai("key: sk-abcdefghijkl done", { id: "m" }) }), "")
   })
 
   it("JSON lines carry the thread and run ids", () => {
