@@ -10,6 +10,15 @@
  * The SDK's own retries are off (`maxRetries: 0`): retrying is the LLM error-handling middleware's job, and
  * every failure comes back as a classified `ModelError` (reason, SDK error class, status, code, retry
  * headers). Interrupting a call aborts its HTTP request.
+ *
+ * A hostile or broken server cannot take a run down: tool-call arguments are bounded in depth and size
+ * before they are parsed (refused ones become invalid tool calls with a readable error), repeated tool-call
+ * ids are made unique (`M.uniqueToolCallIds`), usage and other metadata are read best-effort, a 200 that is
+ * not an event stream is described (content type, an HTML page's title) or, when it is a whole completion,
+ * taken as one, and any bug left in here comes back as a `ModelError` rather than a defect. A watchdog on
+ * the Clock ends a call that stays silent for `timeoutMs` (before the first byte or mid-stream) and emits an
+ * `llm_waiting` event every 15 s while it waits. Error messages are cut to 2,000 characters, carry no
+ * control characters and none of the adapter's own secrets (its API key, its base URL's credentials).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
