@@ -317,7 +317,9 @@ const valueDepth = (value: unknown, limit: number): number => {
     if (typeof node !== "object" || node === null) continue
     if (depth > max) max = depth
     if (max > limit) return max
-    for (const child of Object.values(node)) if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    for (const child of Object.values(node)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    }
   }
   return max
 }
@@ -729,7 +731,10 @@ const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))}s`
 export const noticeEvery = (timeoutMs: number): number => Math.max(1, Math.min(15_000, Math.floor(timeoutMs / 2)))
 
 /** Reads at most `limit` bytes of a body (the rest is cancelled) as text. */
-const readBody = async (response: Response, limit: number): Promise<{ readonly text: string; readonly cut: boolean }> => {
+const readBody = async (
+  response: Response,
+  limit: number
+): Promise<{ readonly text: string; readonly cut: boolean }> => {
   const body = response.body
   if (body === null) return { text: "", cut: false }
   const reader = body.getReader()
@@ -848,20 +853,19 @@ const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
       message: `The model server sent a malformed stream chunk (${where}): ${issuesText(error)}`
     })
   // Nothing the server sent reaches a log, an event or the store with this adapter's secrets or raw controls.
+  const safe = (text: string) => Redact.controls(redactor.text(text.slice(0, MAX_ERROR_CHARS)))
   const clean = (error: ModelError): ModelError => {
-    const message = Redact.controls(redactor.text(error.message.slice(0, MAX_ERROR_CHARS)))
     const cause = error.cause as { name?: unknown; message?: unknown } | undefined
     return new ModelError({
       ...error,
-      message,
+      message: safe(error.message),
       cause: cause === undefined
         ? undefined
-        : Object.assign(new Error(Redact.controls(redactor.text(String(cause.message ?? cause).slice(0, MAX_ERROR_CHARS)))), {
-          name: String(cause.name ?? "Error")
-        })
+        : Object.assign(new Error(safe(String(cause.message ?? cause))), { name: String(cause.name ?? "Error") })
     })
   }
-  const failWith = (call: Call) => (error: unknown) => (call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL))
+  const failWith = (call: Call) => (error: unknown) =>
+    call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL)
 
   return (request) =>
     Effect.gen(function*() {

@@ -526,7 +526,7 @@ const assertPaired = (messages: ReadonlyArray<Message>) => {
 const ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\x9b31m"
 
 describe("OpenAiModel against a hostile server", () => {
-  it.scopedLive("arguments nested 5,000 levels deep become an invalid call with a readable error; the run goes on", () =>
+  it.scopedLive("arguments nested 5,000 levels deep become invalid calls with a readable error; run goes on", () =>
     Effect.gen(function*() {
       const deep = `{"city":${"[".repeat(5000)}${"]".repeat(5000)}}`
       assert.isAbove(deep.length, 10_000)
@@ -596,8 +596,13 @@ describe("OpenAiModel against a hostile server", () => {
         { content: "Kept.", usage: { prompt_tokens: "many", completion_tokens: -1, total_tokens: null } },
         { content: "Kept too.", usage: { prompt_tokens: 12, completion_tokens: 3.7, prompt_tokens_details: "x" } },
         {
-          raw: sse({ id: 7, model: ["m"], system_fingerprint: {}, choices: [{ index: 0, delta: { content: "Odd." }, finish_reason: 3 }], usage: "lots" }) +
-            "data: [DONE]\n\n"
+          raw: sse({
+            id: 7,
+            model: ["m"],
+            system_fingerprint: {},
+            choices: [{ index: 0, delta: { content: "Odd." }, finish_reason: 3 }],
+            usage: "lots"
+          }) + "data: [DONE]\n\n"
         }
       ])
       const first = yield* answer(model, request([M.human("hi")]))
@@ -612,7 +617,8 @@ describe("OpenAiModel against a hostile server", () => {
 
   it.scopedLive("a 200 that is not a stream says what came and from where; a whole completion is taken as is", () =>
     Effect.gen(function*() {
-      const page = "<!DOCTYPE html><html><head><title>Sign in - Corp Proxy</title></head><body>Please log in</body></html>"
+      const page = "<!DOCTYPE html><html><head><title>Sign in - Corp Proxy</title></head>" +
+        "<body>Please log in</body></html>"
       const completion = {
         id: "chatcmpl-1",
         object: "chat.completion",
@@ -622,7 +628,11 @@ describe("OpenAiModel against a hostile server", () => {
           message: {
             role: "assistant",
             content: "Not streamed.",
-            tool_calls: [{ id: "call_w", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } }]
+            tool_calls: [{
+              id: "call_w",
+              type: "function",
+              function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" }
+            }]
           },
           finish_reason: "tool_calls"
         }],
@@ -631,7 +641,10 @@ describe("OpenAiModel against a hostile server", () => {
       const { model, server } = yield* scripted([
         { raw: page, contentType: "text/html; charset=utf-8" },
         { raw: JSON.stringify(completion), contentType: "application/json" },
-        { raw: JSON.stringify({ error: { message: "model overloaded", code: "overloaded" } }), contentType: "application/json" },
+        {
+          raw: JSON.stringify({ error: { message: "model overloaded", code: "overloaded" } }),
+          contentType: "application/json"
+        },
         { raw: JSON.stringify({ status: "ok", version: "1.2" }), contentType: "application/json" },
         { raw: "hello there, this is not a stream", contentType: "text/plain" }
       ])
@@ -673,7 +686,10 @@ describe("OpenAiModel against a hostile server", () => {
       const o = yield* hostileTurn(model, "escapes")
       assert.strictEqual(o.end.status, "error")
       assert.notMatch(o.shown, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/)
-      assert.include(o.shown, "Hello ␛]52;c;ZXZpbA==␇␛]0;pwned␇␛[2J␛]8;;http://evil␛\\link␛]8;;␛\\\\u009b31m there")
+      assert.include(
+        o.shown,
+        "Hello ␛]52;c;ZXZpbA==␇␛]0;pwned␇␛[2J␛]8;;http://evil␛\\link␛]8;;␛\\\\u009b31m there"
+      )
       assert.include(o.shown, "→ get_weather␛]52;c;ZXZpbA==␇")
       assert.include(o.shown, "✗ Error: Tool 'get_weather␛]52;c;ZXZpbA==␇")
       // The model error is neutralised where it is made, so logs and the stored fallback are clean too.
@@ -686,7 +702,10 @@ describe("OpenAiModel against a hostile server", () => {
     Effect.gen(function*() {
       const key = "sk-adapter-secret-0042"
       const server = yield* ScriptedChatServer.start([
-        { status: 401, body: ScriptedChatServer.errorBody(`Incorrect API key provided: ${key}`, "invalid_request_error") }
+        {
+          status: 401,
+          body: ScriptedChatServer.errorBody(`Incorrect API key provided: ${key}`, "invalid_request_error")
+        }
       ])
       const plain = yield* OpenAiModel.make({ baseURL: server.url, apiKey: key, model: "m" })
       const echoed = failed((yield* generate(plain, request([M.human("hi")]))).response)
@@ -702,7 +721,10 @@ describe("OpenAiModel against a hostile server", () => {
   it.scopedLive("a stream cut in the middle of a frame is a connection error, not a crash", () =>
     Effect.gen(function*() {
       const { model } = yield* scripted([
-        { raw: `${sse({ id: "x", choices: [{ index: 0, delta: { content: "Half" } }] })}data: {"id":"x","choi`, cut: true }
+        {
+          raw: `${sse({ id: "x", choices: [{ index: 0, delta: { content: "Half" } }] })}data: {"id":"x","choi`,
+          cut: true
+        }
       ])
       const error = failed((yield* generate(model, request([M.human("hi")]))).response)
       assert.oneOf(error.reason, ["connection", "invalid_response"])

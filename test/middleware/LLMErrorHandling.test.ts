@@ -428,7 +428,7 @@ describe("LLMErrorHandling against the real openai client", () => {
       assert.strictEqual(rec.custom("llm_retry").length, 1)
     }).pipe(Effect.scoped))
 
-  it.effect("retry-after: 86400 is capped at llm_call.max_retry_after_ms (60 s by default), and the event says so", () =>
+  it.effect("retry-after: 86400 is capped by llm_call.max_retry_after_ms (60 s by default); the event says so", () =>
     Effect.gen(function*() {
       const rec = yield* recorder
       const { attempts, model, server } = yield* serve([

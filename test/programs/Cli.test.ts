@@ -600,11 +600,11 @@ describe("Render.human", () => {
     const ai = M.ai("", {
       id: "m1",
       tool_calls: [{ id: "c1", name: "f", args: { a: deep } }],
-      invalid_tool_calls: [{ id: "c2", name: "g\x1b]0;x\x07", args: "[[[", error: "The arguments nest more than 64 levels deep; flatten them." }]
+      invalid_tool_calls: [{ id: "c2", name: "g\x1b]0;x\x07", args: "[[[", error: "The arguments nest too deep." }]
     })
     assert.strictEqual(
       render({ type: "message", message: ai }),
-      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest more than 64 levels deep; flatten them.)\n"
+      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest too deep.)\n"
     )
     assert.include(Render.message(ai, Render.style(false)), "→ f({\"a\":[[[[[[[[…]]]]]]]]})")
   })

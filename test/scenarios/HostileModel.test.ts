@@ -128,7 +128,10 @@ const served = (turn: ScriptedChatServer.Turn): ScriptedChatServer.Turn =>
   typeof turn === "object" && "toolCalls" in turn && turn.toolCalls !== undefined
     ? {
       ...turn,
-      toolCalls: turn.toolCalls.map((call) => ({ ...call, arguments: argumentsOf(call.arguments as unknown as ArgSpec) }))
+      toolCalls: turn.toolCalls.map((call) => ({
+        ...call,
+        arguments: argumentsOf(call.arguments as unknown as ArgSpec)
+      }))
     }
     : turn
 const failure: FastCheck.Arbitrary<ScriptedChatServer.Turn> = fc.record({
@@ -151,7 +154,9 @@ const raw: FastCheck.Arbitrary<ScriptedChatServer.Turn> = fc.oneof(
     contentType: "text/html"
   })),
   content.map((text) => ({
-    raw: JSON.stringify({ choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }] }),
+    raw: JSON.stringify({
+      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }]
+    }),
     contentType: "application/json"
   })),
   fc.jsonValue({ maxDepth: 3 }).map((value) => ({ raw: JSON.stringify(value) ?? "", contentType: "application/json" })),
@@ -177,10 +182,19 @@ interface Case {
 }
 
 const hostileCase: FastCheck.Arbitrary<Case> = fc.oneof(
-  { weight: 30, arbitrary: fc.record({ slow: fc.constant(false), turns: fc.array(fc.oneof(reply, reply, failure, raw), { minLength: 1, maxLength: 3 }) }) },
+  {
+    weight: 30,
+    arbitrary: fc.record({
+      slow: fc.constant(false),
+      turns: fc.array(fc.oneof(reply, reply, failure, raw), { minLength: 1, maxLength: 3 })
+    })
+  },
   {
     weight: 1,
-    arbitrary: fc.record({ slow: fc.constant(true), turns: fc.array(fc.oneof(silence, reply), { minLength: 1, maxLength: 2 }) })
+    arbitrary: fc.record({
+      slow: fc.constant(true),
+      turns: fc.array(fc.oneof(silence, reply), { minLength: 1, maxLength: 2 })
+    })
   }
 )
 

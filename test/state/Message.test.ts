@@ -29,7 +29,10 @@ describe("Message.uniqueToolCallIds", () => {
       ["m1_call_2", "c"],
       ["call_1_2", "d"]
     ])
-    assert.deepStrictEqual(unique.invalid_tool_calls?.map((c) => [c.id, c.name]), [["call_1_4", "e"], ["m1_invalid_1", "f"]])
+    assert.deepStrictEqual(unique.invalid_tool_calls?.map((c) => [c.id, c.name]), [
+      ["call_1_4", "e"],
+      ["m1_invalid_1", "f"]
+    ])
     assert.strictEqual(message.tool_calls?.[1]?.id, "call_1", "the input is not changed")
   })
 
@@ -43,7 +46,10 @@ describe("Message.uniqueToolCallIds", () => {
     assert.strictEqual(M.uniqueToolCallIds(plain), plain)
   })
 
-  const id = FastCheck.oneof(FastCheck.constantFrom("c", "c", "c_2", "", "m_call_0", "m_invalid_0"), FastCheck.string({ maxLength: 3 }))
+  const id = FastCheck.oneof(
+    FastCheck.constantFrom("c", "c", "c_2", "", "m_call_0", "m_invalid_0"),
+    FastCheck.string({ maxLength: 3 })
+  )
   it.prop(
     "every call ends up with its own non-empty id; the first of each id keeps it; applying it again changes nothing",
     {

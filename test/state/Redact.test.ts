@@ -23,13 +23,18 @@ describe("Redact.make", () => {
     assert.strictEqual(redactor.text(`the password is ${PASSWORD}`), "the password is [redacted]")
     assert.strictEqual(redactor.text("Authorization: Basic dXNlcjpwYXNzd29yZA=="), "Authorization: Basic [redacted]")
     // "short" is too short to hide; nothing else changes.
-    assert.strictEqual(redactor.text("a short text, mailto:x@y.z, https://host/a@b"), "a short text, mailto:x@y.z, https://host/a@b")
+    const plain = "a short text, mailto:x@y.z, https://host/a@b"
+    assert.strictEqual(redactor.text(plain), plain)
     assert.isTrue(redactor.test(`x ${KEY}`))
     assert.isFalse(redactor.test("nothing here"))
   })
 
   it("finds the parts of a URL's credentials, so an echo of the password alone is hidden too", () => {
-    assert.deepStrictEqual(Redact.urlSecrets("http://admin:s3cr%40t-pass@host/v1"), ["admin", "s3cr%40t-pass", "s3cr@t-pass"])
+    assert.deepStrictEqual(Redact.urlSecrets("http://admin:s3cr%40t-pass@host/v1"), [
+      "admin",
+      "s3cr%40t-pass",
+      "s3cr@t-pass"
+    ])
     assert.deepStrictEqual(Redact.urlSecrets("http://host/v1"), [])
     assert.deepStrictEqual(Redact.urlSecrets("not a url"), [])
     const fromUrl = Redact.make(Redact.urlSecrets("http://admin:s3cr%40t-pass@host/v1"))
@@ -49,7 +54,7 @@ describe("Redact.make", () => {
 
   // Text made of words, secrets, URLs with credentials and bearer tokens, cut anywhere into deltas.
   const fragment = FastCheck.oneof(
-    FastCheck.constantFrom(KEY, PASSWORD, "http://user:pass@host/v1", "Bearer abcdefgh12345", " ", "\n", ":", "@", "//"),
+    FastCheck.constantFrom(KEY, PASSWORD, "http://user:pass@host/v1", "Bearer abcdefgh12345", " ", "\n", ":", "@"),
     FastCheck.string({ maxLength: 8 })
   )
   const pieces = (text: string, cuts: ReadonlyArray<number>) => {
@@ -95,7 +100,8 @@ describe("Redact.make", () => {
 
 describe("Redact.controls", () => {
   it("makes terminal escape sequences visible: clipboard, title, clear screen, links, bell, 8-bit CSI, bidi", () => {
-    const hostile = "a\x1b]52;c;ZXZpbA==\x07b\x1b]0;pwned\x07c\x1b[2Jd\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\e\x9b31mf\u202eg\r\n"
+    const hostile = "a\x1b]52;c;ZXZpbA==\x07b\x1b]0;pwned\x07c\x1b[2Jd" +
+      "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\e\x9b31mf\u202eg\r\n"
     const shown = Redact.controls(hostile)
     assert.strictEqual(
       shown,
