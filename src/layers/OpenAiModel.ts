@@ -10,6 +10,15 @@
  * The SDK's own retries are off (`maxRetries: 0`): retrying is the LLM error-handling middleware's job, and
  * every failure comes back as a classified `ModelError` (reason, SDK error class, status, code, retry
  * headers). Interrupting a call aborts its HTTP request.
+ *
+ * A hostile or broken server cannot take a run down: tool-call arguments are bounded in depth and size
+ * before they are parsed (refused ones become invalid tool calls with a readable error), repeated tool-call
+ * ids are made unique (`M.uniqueToolCallIds`), usage and other metadata are read best-effort, a 200 that is
+ * not an event stream is described (content type, an HTML page's title) or, when it is a whole completion,
+ * taken as one, and any bug left in here comes back as a `ModelError` rather than a defect. A watchdog on
+ * the Clock ends a call that stays silent for `timeoutMs` (before the first byte or mid-stream) and emits an
+ * `llm_waiting` event every 15 s while it waits. Error messages are cut to 2,000 characters, carry no
+ * control characters and none of the adapter's own secrets (its API key, its base URL's credentials).
  */
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -36,6 +45,7 @@ import type {
   UsageMetadata
 } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Options
@@ -49,8 +59,9 @@ export interface Options {
   /** The provider's model id. Default: `OPENAI_MODEL` (required when neither is set). */
   readonly model?: string | undefined
   /**
-   * How long to wait for the response headers, and then for each next stream chunk. Default:
-   * `OPENAI_TIMEOUT` (seconds), else 600 s.
+   * How long a call may stay silent: waiting for the response headers (first byte), then between two stream
+   * chunks. While it waits, an `llm_waiting` event says so every 15 s. Default: `OPENAI_TIMEOUT` (seconds),
+   * else 120 s (`request_timeout` of a configured model).
    */
   readonly timeoutMs?: number | undefined
   readonly maxTokens?: number | undefined
@@ -76,7 +87,9 @@ export interface ModelProfile {
 }
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1"
-const DEFAULT_TIMEOUT_MS = 600_000
+const DEFAULT_TIMEOUT_MS = 120_000
+/** How much longer than the watchdog the SDK's own timer waits (it should never be the one that fires). */
+const BACKSTOP_MS = 30_000
 /** Sent when no key is configured: keyless local servers ignore it, and OpenAI answers 401 (reason `auth`). */
 const NO_KEY = "sk-no-key-configured"
 
@@ -205,7 +218,6 @@ export const toChatRequest = (
 const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
 const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
-const Details = Schema.optional(Schema.NullOr(AnyObject))
 
 const ToolCallDelta = Schema.Struct({
   index: OptionalNumber,
@@ -217,37 +229,74 @@ const ToolCallDelta = Schema.Struct({
   })))
 })
 
-/** One streamed chunk, as far as we read it. Unknown fields are ignored. */
+/**
+ * One streamed chunk, as far as we read it. Unknown fields are ignored. What only describes the answer (ids,
+ * model name, fingerprint, finish reason, usage) is read best-effort: a malformed value there is dropped
+ * rather than costing the answer.
+ */
 export const Chunk = Schema.Struct({
-  id: OptionalString,
-  model: OptionalString,
-  system_fingerprint: OptionalString,
+  id: Schema.optional(Schema.Unknown),
+  model: Schema.optional(Schema.Unknown),
+  system_fingerprint: Schema.optional(Schema.Unknown),
   choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
-    index: OptionalNumber,
+    index: Schema.optional(Schema.Unknown),
     delta: Schema.optional(Schema.NullOr(Schema.Struct({
       content: OptionalString,
       reasoning_content: OptionalString,
       reasoning: OptionalString,
       tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
     }))),
-    finish_reason: OptionalString
+    finish_reason: Schema.optional(Schema.Unknown)
   })))),
-  usage: Schema.optional(Schema.NullOr(Schema.Struct({
-    prompt_tokens: OptionalNumber,
-    completion_tokens: OptionalNumber,
-    total_tokens: OptionalNumber,
-    prompt_tokens_details: Details,
-    completion_tokens_details: Details
-  })))
+  usage: Schema.optional(Schema.Unknown)
 })
 export type Chunk = typeof Chunk.Type
 
 const decodeChunk = Schema.decodeUnknownEither(Chunk)
 const validateMessage = Schema.decodeUnknownEither(M.AIMessage)
 
-/** Parses tool-call arguments: a JSON object (empty text counts as `{}`), or why not. */
+/** The deepest nesting of objects and arrays accepted in tool-call arguments. */
+export const MAX_ARGUMENT_DEPTH = 64
+
+/** The longest tool-call arguments accepted, in characters of JSON. */
+export const MAX_ARGUMENT_CHARS = 1_000_000
+
+/**
+ * How deep the JSON text nests (outside strings), scanning no further than one level past `limit`: a linear
+ * scan without recursion, so a hostile text cannot exhaust the stack before it is rejected.
+ */
+export const jsonDepth = (raw: string, limit = MAX_ARGUMENT_DEPTH): number => {
+  let depth = 0
+  let max = 0
+  let inString = false
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 || c === 91) {
+      if (++depth > max) max = depth
+      if (max > limit) return max
+    } else if (c === 125 || c === 93) depth--
+  }
+  return max
+}
+
+/**
+ * Parses tool-call arguments: a JSON object (empty text counts as `{}`), or why not. Arguments longer than
+ * `MAX_ARGUMENT_CHARS` or nested deeper than `MAX_ARGUMENT_DEPTH` are refused before they are parsed.
+ */
 export const parseArguments = (raw: string): { readonly args: JsonObject } | { readonly error: string } => {
   if (raw.trim() === "") return { args: {} }
+  if (raw.length > MAX_ARGUMENT_CHARS) {
+    return {
+      error: `The arguments are ${raw.length} characters long; at most ${MAX_ARGUMENT_CHARS} are accepted.`
+    }
+  }
+  if (jsonDepth(raw) > MAX_ARGUMENT_DEPTH) {
+    return { error: `The arguments nest more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them.` }
+  }
   let value: unknown
   try {
     value = JSON.parse(raw)
@@ -261,11 +310,29 @@ export const parseArguments = (raw: string): { readonly args: JsonObject } | { r
   return { args: value as JsonObject }
 }
 
+/** How deep a value nests (objects and arrays), counted without recursion and no further than `limit + 1`. */
+const valueDepth = (value: unknown, limit: number): number => {
+  let max = 0
+  const stack: Array<readonly [unknown, number]> = [[value, 1]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (typeof node !== "object" || node === null) continue
+    if (depth > max) max = depth
+    if (max > limit) return max
+    for (const child of Object.values(node)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1])
+    }
+  }
+  return max
+}
+
 interface PartialCall {
   readonly index: number
   id: string | undefined
   name: string
   args: string
+  /** Why the arguments are refused before they are complete (too long, too deep). */
+  refused: string | undefined
 }
 
 /** What one chunk carried for the user to see. */
@@ -280,24 +347,61 @@ export interface Accumulator {
   readonly add: (chunk: Chunk) => ChunkText
   /** The assembled, validated message, or why there is none. */
   readonly finish: () => Either.Either<AIMessage, ModelError>
+  /** Whether no chunk so far carried a choice. */
+  readonly empty: () => boolean
 }
 
 const INPUT_DETAILS = [["cached_tokens", "cache_read"], ["audio_tokens", "audio"]] as const
 const OUTPUT_DETAILS = [["reasoning_tokens", "reasoning"], ["audio_tokens", "audio"]] as const
 
-const numberOrZero = (value: number | null | undefined): number => (typeof value === "number" ? value : 0)
+/** A token count as the message schema takes it (a non-negative safe integer), or nothing. */
+const tokenCount = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= Number.MAX_SAFE_INTEGER
+    ? Math.floor(value)
+    : undefined
 
-const details = (
-  source: { readonly [key: string]: unknown } | null | undefined,
-  keys: ReadonlyArray<readonly [string, string]>
-): JsonObject | undefined => {
-  if (source == null) return undefined
+const details = (source: unknown, keys: ReadonlyArray<readonly [string, string]>): JsonObject | undefined => {
+  if (typeof source !== "object" || source === null) return undefined
   let out: Record<string, unknown> | undefined
   for (const [from, to] of keys) {
-    const value = source[from]
-    if (typeof value === "number") (out ??= {})[to] = value
+    const value = tokenCount((source as Record<string, unknown>)[from])
+    if (value !== undefined) (out ??= {})[to] = value
   }
   return out
+}
+
+/**
+ * The usage a server reported, best-effort: counts that are not non-negative numbers are left out, and
+ * nothing usable means no usage (never a failed answer).
+ */
+export const usageOf = (raw: unknown): UsageMetadata | undefined => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
+  const fields = raw as Record<string, unknown>
+  const input = tokenCount(fields.prompt_tokens)
+  const output = tokenCount(fields.completion_tokens)
+  if (input === undefined && output === undefined) return undefined
+  const inputDetails = details(fields.prompt_tokens_details, INPUT_DETAILS)
+  const outputDetails = details(fields.completion_tokens_details, OUTPUT_DETAILS)
+  const sum = (input ?? 0) + (output ?? 0)
+  return {
+    input_tokens: input ?? 0,
+    output_tokens: output ?? 0,
+    total_tokens: tokenCount(fields.total_tokens) ?? (Number.isSafeInteger(sum) ? sum : Number.MAX_SAFE_INTEGER),
+    ...(inputDetails !== undefined ? { input_token_details: inputDetails } : {}),
+    ...(outputDetails !== undefined ? { output_token_details: outputDetails } : {})
+  }
+}
+
+const stringOf = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+
+/** The first issues of a parse error, one line each with their path (a full tree can run to dozens of lines). */
+export const issuesText = (error: ParseResult.ParseError, max = 3): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const lines = issues.slice(0, max).map((issue) =>
+    `${issue.path.length === 0 ? "" : `at ${issue.path.join(".")}: `}${issue.message.slice(0, 200)}`
+  )
+  if (issues.length > max) lines.push(`(${issues.length - max} more)`)
+  return lines.join("; ")
 }
 
 /** A fresh accumulator for the message `messageId`; `model` is reported when the server names none. */
@@ -317,7 +421,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     if (typeof index === "number") {
       let call = byIndex.get(index)
       if (call === undefined) {
-        call = { index, id: undefined, name: "", args: "" }
+        call = { index, id: undefined, name: "", args: "", refused: undefined }
         byIndex.set(index, call)
         calls.push(call)
       }
@@ -326,35 +430,27 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     // No index (some servers): a new id starts a new call, otherwise the delta continues the last one.
     const last = calls[calls.length - 1]
     if (last !== undefined && (id == null || id === "" || id === last.id)) return last
-    const call: PartialCall = { index: -1 - calls.length, id: undefined, name: "", args: "" }
+    const call: PartialCall = { index: -1 - calls.length, id: undefined, name: "", args: "", refused: undefined }
     calls.push(call)
     return call
   }
 
   const add = (chunk: Chunk): ChunkText => {
-    if (chunk.id != null && completionId === undefined) completionId = chunk.id
-    if (chunk.model != null && chunk.model !== "") modelName = chunk.model
-    if (chunk.system_fingerprint != null) fingerprint = chunk.system_fingerprint
-    if (chunk.usage != null) {
-      const input = numberOrZero(chunk.usage.prompt_tokens)
-      const output = numberOrZero(chunk.usage.completion_tokens)
-      const inputDetails = details(chunk.usage.prompt_tokens_details, INPUT_DETAILS)
-      const outputDetails = details(chunk.usage.completion_tokens_details, OUTPUT_DETAILS)
-      usage = {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: typeof chunk.usage.total_tokens === "number" ? chunk.usage.total_tokens : input + output,
-        ...(inputDetails !== undefined ? { input_token_details: inputDetails } : {}),
-        ...(outputDetails !== undefined ? { output_token_details: outputDetails } : {})
-      }
-    }
+    const chunkId = stringOf(chunk.id)
+    if (chunkId !== undefined && completionId === undefined) completionId = chunkId
+    const chunkModel = stringOf(chunk.model)
+    if (chunkModel !== undefined && chunkModel !== "") modelName = chunkModel
+    const chunkFingerprint = stringOf(chunk.system_fingerprint)
+    if (chunkFingerprint !== undefined) fingerprint = chunkFingerprint
+    if (chunk.usage != null) usage = usageOf(chunk.usage) ?? usage
     let textDelta = ""
     let reasoningDelta = ""
     for (const choice of chunk.choices ?? []) {
       // Only the first choice is read (we never ask for several).
       if (choice.index != null && choice.index !== 0) continue
       sawChoice = true
-      if (choice.finish_reason != null) finishReason = choice.finish_reason
+      const reason = stringOf(choice.finish_reason)
+      if (reason !== undefined) finishReason = reason
       const delta = choice.delta
       if (delta == null) continue
       if (delta.content != null && delta.content !== "") textDelta += delta.content
@@ -366,8 +462,19 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
         const fn = part.function
         if (fn == null) continue
         if (fn.name != null && fn.name !== "" && call.name === "") call.name = fn.name
-        if (typeof fn.arguments === "string") call.args += fn.arguments
-        else if (fn.arguments != null) call.args += JSON.stringify(fn.arguments)
+        if (call.refused !== undefined || fn.arguments == null) continue
+        let piece: string
+        if (typeof fn.arguments === "string") piece = fn.arguments
+        else if (valueDepth(fn.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH) {
+          call.refused = `The arguments nest more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them.`
+          continue
+        } else piece = JSON.stringify(fn.arguments)
+        if (call.args.length + piece.length > MAX_ARGUMENT_CHARS) {
+          call.refused = `The arguments are longer than ${MAX_ARGUMENT_CHARS} characters.`
+          call.args = call.args.slice(0, 2000)
+          continue
+        }
+        call.args += piece
       }
     }
     text += textDelta
@@ -403,6 +510,10 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
         invalid.push({ id, name: null, args: call.args, error, type: "invalid_tool_call" })
         continue
       }
+      if (call.refused !== undefined) {
+        invalid.push({ id, name: call.name, args: call.args, error: call.refused, type: "invalid_tool_call" })
+        continue
+      }
       const parsed = parseArguments(call.args)
       if ("args" in parsed) toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
       else invalid.push({ id, name: call.name, args: call.args, error: parsed.error, type: "invalid_tool_call" })
@@ -411,7 +522,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     if (finishReason !== undefined) metadata.finish_reason = finishReason
     if (completionId !== undefined) metadata.id = completionId
     if (fingerprint !== undefined) metadata.system_fingerprint = fingerprint
-    const message: AIMessage = {
+    const message: AIMessage = M.uniqueToolCallIds({
       type: "ai",
       id: messageId,
       content: text,
@@ -420,21 +531,19 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       tool_calls: toolCalls,
       invalid_tool_calls: invalid,
       ...(usage !== undefined ? { usage_metadata: usage } : {})
-    }
+    })
     const valid = validateMessage(message)
     if (Either.isLeft(valid)) {
       return Either.left(new ModelError({
         reason: "invalid_response",
         errorType: "InvalidResponseError",
-        message: `The answer of model ${model} is not a valid message: ${
-          ParseResult.TreeFormatter.formatErrorSync(valid.left)
-        }`
+        message: `The answer of model ${model} is not a valid message: ${issuesText(valid.left)}`
       }))
     }
     return Either.right(message)
   }
 
-  return { add, finish }
+  return { add, finish, empty: () => !sawChoice }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -477,7 +586,7 @@ const statusReason = (status: number | undefined, code: string | undefined, text
  */
 export const toModelError = (error: unknown, model: string, baseURL: string): ModelError => {
   if (error instanceof ModelError) return error
-  const where = `model ${model} at ${baseURL}`
+  const where = `model ${model} at ${Redact.url(baseURL)}`
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return new ModelError({
       reason: "timeout",
@@ -549,6 +658,8 @@ interface Resolved extends ModelProfile {
   readonly client: OpenAI
   readonly baseURL: string
   readonly timeoutMs: number
+  /** The adapter's own secrets (its key, the credentials of its base URL), removed from every error. */
+  readonly redactor: Redact.Redactor
 }
 
 const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> =>
@@ -572,7 +683,8 @@ const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigEr
     const client = new OpenAI({
       apiKey: key === "" ? NO_KEY : key,
       baseURL,
-      timeout: timeoutMs,
+      // A backstop only: the call's own watchdog ends a silent request after `timeoutMs` (see `generateWith`).
+      timeout: timeoutMs + BACKSTOP_MS,
       maxRetries: 0,
       // The SDK logs unparsable stream events itself; they come back as ModelErrors, so stay quiet unless asked.
       logLevel: (logLevel ?? "off") as OpenAI["logLevel"]
@@ -581,6 +693,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigEr
       client,
       baseURL,
       timeoutMs,
+      redactor: Redact.make([key, ...Redact.urlSecrets(baseURL)]),
       model,
       maxTokens: options.maxTokens,
       temperature: options.temperature,
@@ -589,40 +702,177 @@ const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigEr
     }
   })
 
-/** The per-call HTTP resources: the request's abort controller and the stream's idle timer. */
+/** The per-call HTTP state: the request's abort controller, when something last arrived, why it was ended. */
 interface Call {
   readonly controller: AbortController
-  timer: ReturnType<typeof setTimeout> | undefined
-  idle: boolean
+  /** Clock time of the request, the headers or the last chunk. */
+  lastActivity: number
+  headers: boolean
+  timedOut: boolean
+}
+
+/** The longest error message kept (a server may answer with a whole HTML page). */
+const MAX_ERROR_CHARS = 2000
+
+/** The largest non-stream body read to say what it was (or to take a non-streamed answer from it). */
+const MAX_BODY_BYTES = 4 * 1024 * 1024
+
+/** The `llm_waiting` event: a model call has been silent for `waitedMs` (it gives up at `timeoutMs`). */
+export const waitingEvent = (model: string, waitedMs: number, timeoutMs: number, started: boolean) => ({
+  type: "llm_waiting" as const,
+  model,
+  waited_ms: waitedMs,
+  timeout_ms: timeoutMs,
+  message: `Waiting for model ${model}: ${started ? "its answer paused" : "no answer yet"}, ` +
+    `nothing received for ${seconds(waitedMs)} (gives up after ${seconds(timeoutMs)}).`
+})
+
+const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))}s`
+
+/** How often a silent call says it is still waiting: every 15 s (twice per timeout when that is shorter). */
+export const noticeEvery = (timeoutMs: number): number => Math.max(1, Math.min(15_000, Math.floor(timeoutMs / 2)))
+
+/** Reads at most `limit` bytes of a body (the rest is cancelled) as text. */
+const readBody = async (
+  response: Response,
+  limit: number
+): Promise<{ readonly text: string; readonly cut: boolean }> => {
+  const body = response.body
+  if (body === null) return { text: "", cut: false }
+  const reader = body.getReader()
+  const parts: Array<Uint8Array> = []
+  let size = 0
+  let cut = false
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    parts.push(value)
+    size += value.length
+    if (size > limit) {
+      cut = true
+      await reader.cancel().catch(() => undefined)
+      break
+    }
+  }
+  return { text: new TextDecoder().decode(Buffer.concat(parts)).slice(0, limit), cut }
+}
+
+const ASSISTANT_FIELDS = ["content", "reasoning_content", "reasoning", "tool_calls"] as const
+
+/**
+ * What a non-stream body with status 2xx is: a whole (non-streamed) completion, turned into one chunk; an
+ * error the server put in a 200; or anything else, described (content type, size, an HTML page's title).
+ */
+export const nonStreamBody = (
+  contentType: string,
+  text: string,
+  cut: boolean,
+  where: string
+): Either.Either<Chunk, ModelError> => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  if (typeof json === "object" && json !== null && !Array.isArray(json)) {
+    const body = json as Record<string, unknown>
+    const choice = Array.isArray(body.choices) ? body.choices[0] as Record<string, unknown> | undefined : undefined
+    const message = choice?.message as Record<string, unknown> | null | undefined
+    if (typeof message === "object" && message !== null) {
+      const delta: Record<string, unknown> = {}
+      for (const field of ASSISTANT_FIELDS) if (message[field] != null) delta[field] = message[field]
+      if (Array.isArray(delta.tool_calls)) {
+        delta.tool_calls = delta.tool_calls.map((call, index) => ({ index, ...(call as object) }))
+      }
+      const chunk = { ...body, choices: [{ index: 0, delta, finish_reason: choice?.finish_reason }] }
+      return Either.mapLeft(decodeChunk(chunk), (error) =>
+        new ModelError({
+          reason: "invalid_response",
+          errorType: "InvalidResponseError",
+          message: `The model server sent a malformed non-streamed answer (${where}): ${issuesText(error)}`
+        }))
+    }
+    const error = body.error as Record<string, unknown> | string | undefined
+    if (error !== undefined && error !== null) {
+      const detail = typeof error === "string" ? error : String(error.message ?? JSON.stringify(error))
+      const code = typeof error === "object" && error.code != null ? String(error.code) : undefined
+      return Either.left(
+        new ModelError({
+          reason: statusReason(undefined, code ?? String((error as { type?: unknown }).type ?? ""), detail),
+          errorType: "APIError",
+          message: `The model server answered with status 200 but with an error (${where}): ${detail}`,
+          ...(code !== undefined ? { code } : {})
+        })
+      )
+    }
+    const keys = Object.keys(body).slice(0, 8).join(", ")
+    return Either.left(
+      new ModelError({
+        reason: "invalid_response",
+        errorType: "InvalidResponseError",
+        message: `The model server answered with a JSON body that is not a chat completion (${where}): ` +
+          `keys ${keys === "" ? "(none)" : keys}.`
+      })
+    )
+  }
+  const size = `${cut ? "more than " : ""}${text.length} characters`
+  const title = /<title[^>]*>([^<]{0,200})/i.exec(text)?.[1]?.trim()
+  const html = /html/i.test(contentType) || /^\s*<(!doctype|html|head|body)/i.test(text)
+  const what = html
+    ? `an HTML page${title ? ` titled "${title}"` : ""} (${size})`
+    : `a ${contentType || "body without content type"} (${size}) beginning ${JSON.stringify(text.slice(0, 120))}`
+  return Either.left(
+    new ModelError({
+      reason: "invalid_response",
+      errorType: "InvalidResponseError",
+      message: `The model server answered with status 200 but sent ${what} instead of an event stream (${where}). ` +
+        `Check that the base URL points at an OpenAI-compatible API (it usually ends in /v1).`
+    })
+  )
 }
 
 const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
-  const { baseURL, client, model, timeoutMs } = resolved
-  const where = `model ${model} at ${baseURL}`
-  const idleError = () =>
-    new ModelError({
-      reason: "timeout",
-      errorType: "StreamChunkTimeoutError",
-      message: `The model server stopped sending its answer: nothing came for ${timeoutMs / 1000}s (${where}).`
-    })
+  const { baseURL, client, model, redactor, timeoutMs } = resolved
+  const where = `model ${model} at ${Redact.url(baseURL)}`
+  const every = noticeEvery(timeoutMs)
+  const timeoutError = (call: Call) =>
+    call.headers
+      ? new ModelError({
+        reason: "timeout",
+        errorType: "StreamChunkTimeoutError",
+        message: `The model server stopped sending its answer: nothing came for ${seconds(timeoutMs)} (${where}).`
+      })
+      : new ModelError({
+        reason: "timeout",
+        errorType: "APITimeoutError",
+        message: `The model server did not start answering within ${seconds(timeoutMs)} (${where}).`
+      })
   const malformed = (error: ParseResult.ParseError) =>
     new ModelError({
       reason: "invalid_response",
       errorType: "InvalidResponseError",
-      message: `The model server sent a malformed stream chunk (${where}): ${
-        ParseResult.TreeFormatter.formatErrorSync(error)
-      }`
+      message: `The model server sent a malformed stream chunk (${where}): ${issuesText(error)}`
     })
-  const open = Effect.sync((): Call => ({ controller: new AbortController(), timer: undefined, idle: false }))
-  // Ends the HTTP request when the call is interrupted or fails; after a complete answer it is a no-op.
-  const close = (call: Call) =>
-    Effect.sync(() => {
-      clearTimeout(call.timer)
-      call.controller.abort()
+  // Nothing the server sent reaches a log, an event or the store with this adapter's secrets or raw controls.
+  const safe = (text: string) => Redact.controls(redactor.text(text.slice(0, MAX_ERROR_CHARS)))
+  const clean = (error: ModelError): ModelError => {
+    const cause = error.cause as { name?: unknown; message?: unknown } | undefined
+    return new ModelError({
+      ...error,
+      message: safe(error.message),
+      cause: cause === undefined
+        ? undefined
+        : Object.assign(new Error(safe(String(cause.message ?? cause))), { name: String(cause.name ?? "Error") })
     })
+  }
+  const failWith = (call: Call) => (error: unknown) =>
+    call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL)
 
   return (request) =>
-    Effect.flatMap(RunEvents, (sink) => {
+    Effect.gen(function*() {
+      const sink = yield* RunEvents
+      const clock = yield* Effect.clock
       const messageId = `run-${crypto.randomUUID()}`
       const acc = accumulator(messageId, model)
       const silent = request.internal !== undefined
@@ -636,42 +886,105 @@ const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
             sink.emit({ type: "token", message_id: messageId, reasoning: delta.reasoning }),
             sink.emit({ type: "token", message_id: messageId, text: delta.text })
           )
+      const call: Call = {
+        controller: new AbortController(),
+        lastActivity: clock.unsafeCurrentTimeMillis(),
+        headers: false,
+        timedOut: false
+      }
+      const touch = () => {
+        call.lastActivity = clock.unsafeCurrentTimeMillis()
+      }
 
-      const use = (call: Call) =>
-        Effect.tryPromise({
-          try: () => client.chat.completions.create(body, { signal: call.controller.signal }),
-          catch: (error) => toModelError(error, model, baseURL)
-        }).pipe(
-          Effect.flatMap((stream) => {
-            const iterator = stream[Symbol.asyncIterator]()
-            // The SDK's timeout covers the wait for headers. Between chunks, one timer re-armed per chunk aborts
-            // a stalled stream (an Effect timeout per chunk would cost far more than the chunk itself).
-            call.timer = setTimeout(() => {
-              call.idle = true
-              call.controller.abort()
-            }, timeoutMs)
-            const next = Effect.tryPromise({
-              try: () => iterator.next(),
-              catch: (error) => (call.idle ? idleError() : toModelError(error, model, baseURL))
+      // The watchdog: says that the call is waiting while nothing arrives, and ends it after `timeoutMs` of
+      // silence (before the headers: a first-byte timeout; after: an idle stream). It runs on the Clock.
+      const watchdog = Effect.gen(function*() {
+        let since = call.lastActivity
+        let notices = 0
+        for (;;) {
+          if (call.lastActivity !== since) {
+            since = call.lastActivity
+            notices = 0
+          }
+          const now = clock.unsafeCurrentTimeMillis()
+          const waited = now - since
+          if (waited >= timeoutMs) {
+            call.timedOut = true
+            call.controller.abort()
+            return
+          }
+          if (waited >= every * (notices + 1)) {
+            notices = Math.floor(waited / every)
+            const data = waitingEvent(model, waited, timeoutMs, call.headers)
+            yield* sink.emit({ type: "custom", name: "llm_waiting", data })
+            continue
+          }
+          yield* Effect.sleep(Math.max(1, Math.min(since + timeoutMs, since + every * (notices + 1)) - now))
+        }
+      })
+
+      const add = (chunk: unknown): Effect.Effect<void, ModelError> => {
+        const decoded = decodeChunk(chunk)
+        if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
+        const delta = acc.add(decoded.right)
+        if (silent || (delta.text === "" && delta.reasoning === "")) return Effect.void
+        return token(delta)
+      }
+
+      const consume = Effect.gen(function*() {
+        const { data: stream, response } = yield* Effect.tryPromise({
+          try: () => client.chat.completions.create(body, { signal: call.controller.signal }).withResponse(),
+          catch: failWith(call)
+        })
+        call.headers = true
+        touch()
+        const contentType = response.headers.get("content-type") ?? ""
+        if (!/event-stream/i.test(contentType) && /json|html/i.test(contentType)) {
+          const { cut, text } = yield* Effect.tryPromise({
+            try: () => readBody(response, MAX_BODY_BYTES),
+            catch: failWith(call)
+          })
+          const chunk = nonStreamBody(contentType, text, cut, where)
+          if (Either.isLeft(chunk)) return yield* Effect.fail(chunk.left)
+          return yield* add(chunk.right)
+        }
+        const iterator = stream[Symbol.asyncIterator]()
+        const next = Effect.tryPromise({ try: () => iterator.next(), catch: failWith(call) })
+        for (;;) {
+          const result = yield* next
+          if (call.timedOut) return yield* Effect.fail(timeoutError(call))
+          if (result.done === true) break
+          touch()
+          yield* add(result.value)
+        }
+        if (acc.empty()) {
+          return yield* Effect.fail(
+            new ModelError({
+              reason: "empty_response",
+              errorType: "EmptyResponseError",
+              message: `The model server answered with status 200 and content type ` +
+                `${contentType === "" ? "(none)" : contentType}, but its stream held no answer (${where}).`
             })
-            const step = (): Effect.Effect<void, ModelError> =>
-              Effect.flatMap(next, (result) => {
-                if (call.idle) return Effect.fail(idleError())
-                if (result.done === true) return Effect.void
-                call.timer?.refresh()
-                const decoded = decodeChunk(result.value)
-                if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
-                const delta = acc.add(decoded.right)
-                if (silent || (delta.text === "" && delta.reasoning === "")) return Effect.suspend(step)
-                return Effect.zipRight(token(delta), Effect.suspend(step))
-              })
-            return step()
-          }),
-          Effect.flatMap(() =>
-            Either.match(acc.finish(), { onLeft: Effect.fail, onRight: (message) => Effect.succeed({ message }) })
           )
-        )
-      return Effect.acquireUseRelease(open, use, close)
+        }
+      })
+
+      const done = Effect.gen(function*() {
+        yield* Effect.forkScoped(watchdog)
+        yield* consume
+        return yield* Either.match(acc.finish(), {
+          onLeft: Effect.fail,
+          onRight: (message) => Effect.succeed({ message })
+        })
+      }).pipe(
+        Effect.scoped,
+        // Ends the HTTP request when the call is interrupted or fails; after a complete answer it is a no-op.
+        Effect.ensuring(Effect.sync(() => call.controller.abort())),
+        // A bug here must not take the run down: it is a failed model call like any other.
+        Effect.catchAllDefect((defect) => Effect.fail(toModelError(defect, model, baseURL))),
+        Effect.mapError(clean)
+      )
+      return yield* done
     }).pipe(Effect.withSpan("OpenAiModel.generate", { attributes: { model, internal: request.internal ?? false } }))
 }
 
@@ -688,7 +1001,9 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   baseURL: config.base_url ?? config.api_base,
   apiKey: config.api_key,
   model: config.model,
-  timeoutMs: config.timeout !== undefined ? config.timeout * 1000 : undefined,
+  timeoutMs: (config.request_timeout ?? config.timeout) !== undefined
+    ? (config.request_timeout ?? config.timeout)! * 1000
+    : undefined,
   maxTokens: config.max_tokens,
   temperature: config.temperature,
   supportsVision: config.supports_vision,

@@ -2,7 +2,9 @@
  * A SCRIPTED Chat Completions server: a loopback HTTP server (127.0.0.1, a free port) that speaks OpenAI's
  * Chat Completions protocol, for the offline `antler demo` and for tests. The model behind it is a script,
  * not a model: each request gets the next scripted turn (text, reasoning, tool calls, an HTTP failure, a
- * failure in the middle of the stream, or a raw body), streamed as proper server-sent events.
+ * failure in the middle of the stream, or a raw body), streamed as proper server-sent events. For tests of
+ * hostile servers a turn may also be any raw body with any status and content type (an HTML page, a JSON
+ * body where a stream was asked for), a stream cut in the middle, or no answer at all.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -36,8 +38,11 @@ export interface Reply {
   readonly toolCalls?: ReadonlyArray<ScriptedToolCall>
   /** Defaults to `tool_calls` when there are tool calls, else `stop`. */
   readonly finishReason?: string
-  /** Defaults to a rough count (4 characters a token) when the client asks for usage. */
-  readonly usage?: WireUsage
+  /**
+   * Defaults to a rough count (4 characters a token) when the client asks for usage. Anything else (a
+   * malformed `usage`, for hostile tests) is sent as is.
+   */
+  readonly usage?: WireUsage | unknown
   /** After the deltas, send an `error` event and end the stream (a provider failing mid-stream). */
   readonly streamError?: { readonly message: string; readonly type?: string; readonly code?: string }
   /** After the deltas, keep the connection open without finishing, until the client goes away. */
@@ -53,13 +58,26 @@ export interface Failure {
   readonly body?: unknown
 }
 
-/** A raw response body sent as `text/event-stream` with status 200 (for malformed streams). */
+/**
+ * A raw response body, by default sent as `text/event-stream` with status 200 (for malformed streams), else
+ * with the given status, content type and headers (an HTML page, a non-streamed JSON body...).
+ */
 export interface Raw {
   readonly raw: string
+  readonly status?: number
+  readonly contentType?: string
+  readonly headers?: { readonly [name: string]: string }
+  /** Destroy the connection after writing the body instead of ending the response (a stream cut off). */
+  readonly cut?: boolean
+}
+
+/** No answer at all: the request is read and the connection left open, without even headers. */
+export interface Hang {
+  readonly hang: true
 }
 
 /** One scripted turn. A plain string is a text reply. */
-export type Turn = Reply | Failure | Raw | string
+export type Turn = Reply | Failure | Raw | Hang | string
 
 /**
  * The request body as received. Only `messages` (an array of objects with a `role`) is checked; everything
@@ -112,6 +130,7 @@ const decodeBody = Schema.decodeUnknownEither(RequestBody)
 
 const isFailure = (turn: Turn): turn is Failure => typeof turn === "object" && "status" in turn
 const isRaw = (turn: Turn): turn is Raw => typeof turn === "object" && "raw" in turn
+const isHang = (turn: Turn): turn is Hang => typeof turn === "object" && "hang" in turn
 
 /** An OpenAI-shaped error body. */
 export const errorBody = (message: string, type: string, code: string | null = null) => ({
@@ -135,7 +154,7 @@ interface Planned {
   readonly reasoning: string
   readonly calls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: string }>
   readonly finishReason: string
-  readonly usage: WireUsage
+  readonly usage: unknown
 }
 
 const plan = (reply: Reply, body: ChatRequestBody, call: number): Planned => {
@@ -154,7 +173,9 @@ const plan = (reply: Reply, body: ChatRequestBody, call: number): Planned => {
     reasoning,
     calls,
     finishReason: reply.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"),
-    usage: reply.usage ?? { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+    usage: "usage" in reply
+      ? reply.usage
+      : { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
   }
 }
 
@@ -318,8 +339,18 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
         return sendJson(res, failure.status, payload, { ...failure.headers })
       }
       if (isRaw(turn)) {
-        res.writeHead(200, { "content-type": "text/event-stream", "x-scripted-model": "true" })
-        return res.end(turn.raw)
+        res.writeHead(turn.status ?? 200, {
+          "content-type": turn.contentType ?? "text/event-stream",
+          "x-scripted-model": "true",
+          ...turn.headers
+        })
+        if (turn.cut !== true) return res.end(turn.raw)
+        // Let the bytes leave before the socket is torn down.
+        return void res.write(turn.raw, () => res.destroy())
+      }
+      if (isHang(turn)) {
+        res.on("close", () => aborted.push(call))
+        return
       }
       const reply: Reply = typeof turn === "string" ? { content: turn } : turn
       const planned = plan(reply, body, call)

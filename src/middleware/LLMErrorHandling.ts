@@ -7,7 +7,8 @@
  *   patterns) → generic. quota, auth and generic are not retried.
  * - A retriable error is retried up to `llm_call.retry_max_attempts` attempts in all (2 at most for burst
  *   throttling and stream-chunk timeouts). The wait is the provider's `retry-after-ms` / `retry-after`
- *   (seconds or an HTTP date) exactly when present, else decorrelated jitter (`[base, min(cap, 3×previous)]`,
+ *   (seconds or an HTTP date) when present, at most `llm_call.max_retry_after_ms` (DeerFlow takes it as is,
+ *   so `retry-after: 86400` meant a day), else decorrelated jitter (`[base, min(cap, 3×previous)]`,
  *   `base` = `burst_retry_base_delay_ms` for burst throttling). Before each wait an `llm_retry` custom
  *   event tells the user what is happening. Waits use Effect's Clock, so tests run them on the TestClock.
  * - When retries run out, or the error is not retriable, the call does NOT fail: it answers with an AI
@@ -234,19 +235,45 @@ const REASON_TEXT: Record<ErrorReason, string> = {
   generic: "the request failed temporarily"
 }
 
-const formatWait = (ms: number): string =>
-  ms < 1000 ? `${ms}ms` : `${Number((ms / 1000).toFixed(1))}s`
+/** A wait, readable: `800ms`, `12.5s`, `15min`, `24h`. */
+export const formatWait = (ms: number): string => {
+  if (ms < 1000) return `${ms}ms`
+  if (ms < 120_000) return `${Number((ms / 1000).toFixed(1))}s`
+  if (ms < 7_200_000) return `${Number((ms / 60_000).toFixed(1))}min`
+  return `${Number((ms / 3_600_000).toFixed(1))}h`
+}
 
-/** The `llm_retry` event's data. */
-export const retryEvent = (attempt: number, max: number, waitMs: number, reason: ErrorReason) => ({
+/**
+ * The `llm_retry` event's data. `askedMs` is the provider's `retry-after` when it was longer than the wait
+ * (the wait was capped by `llm_call.max_retry_after_ms`); it is then reported as `retry_after_ms`.
+ */
+export const retryEvent = (
+  attempt: number,
+  max: number,
+  waitMs: number,
+  reason: ErrorReason,
+  askedMs?: number
+) => ({
   type: "llm_retry" as const,
   attempt,
   max_attempts: max,
   wait_ms: waitMs,
   reason,
+  ...(askedMs !== undefined && askedMs > waitMs ? { retry_after_ms: askedMs } : {}),
   message: `Model call attempt ${attempt} of ${max} failed (${REASON_TEXT[reason]}); ` +
-    `trying again in ${formatWait(waitMs)}.`
+    `trying again in ${formatWait(waitMs)}` +
+    (askedMs !== undefined && askedMs > waitMs
+      ? ` (the provider asked to wait ${formatWait(askedMs)}; llm_call.max_retry_after_ms caps it).`
+      : ".")
 })
+
+/** The wait before a retry: the provider's, at most `max_retry_after_ms`, else `fallback`'s jitter. */
+export const waitFor = (
+  config: LlmCallConfig,
+  asked: number | undefined,
+  fallback: Effect.Effect<number>
+): Effect.Effect<number> =>
+  asked !== undefined ? Effect.succeed(Math.min(asked, config.max_retry_after_ms)) : fallback
 
 // ---------------------------------------------------------------------------------------------------------
 // Fallback messages
@@ -448,11 +475,9 @@ export const wrap = (options: Options = {}) => {
       if (classification.retriable && attempt < max) {
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const asked = retryAfterMs(error.headers, now)
-          const waitFor = asked !== undefined
-            ? Effect.succeed(asked)
-            : jitteredDelay(config, classification.reason === "burst_rate", previousWait)
-          return Effect.flatMap(waitFor, (wait) =>
-            emitCustom("llm_retry", retryEvent(attempt, max, wait, classification.reason)).pipe(
+          const jitter = jitteredDelay(config, classification.reason === "burst_rate", previousWait)
+          return Effect.flatMap(waitFor(config, asked, jitter), (wait) =>
+            emitCustom("llm_retry", retryEvent(attempt, max, wait, classification.reason, asked)).pipe(
               Effect.zipRight(Effect.logWarning(`model call failed, retrying in ${wait}ms`).pipe(
                 Effect.annotateLogs({
                   attempt,

@@ -20,6 +20,7 @@ import { ModelService } from "../services/ModelService.js"
 import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
+import * as Redact from "../state/Redact.js"
 import * as LeadAgent from "./LeadAgent.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -152,6 +153,17 @@ export const openAiEnv: Effect.Effect<OpenAiEnv> = Effect.gen(function*() {
   }
 })
 
+/**
+ * The secrets of a process: every configured model's key and base-URL credentials, and the environment's;
+ * what the CLI prints and the store keeps is redacted with them.
+ */
+export const redactor = (models: ReadonlyArray<ModelConfig>, env: OpenAiEnv = {}): Redact.Redactor =>
+  Redact.make([
+    env.apiKey,
+    ...Redact.urlSecrets(env.baseUrl),
+    ...models.flatMap((m) => [m.api_key, ...Redact.urlSecrets(m.base_url), ...Redact.urlSecrets(m.api_base)])
+  ])
+
 /** The ModelService for a choice: one OpenAI client per model, built once, routing by `settings.modelName`. */
 export const modelService = (choice: ModelChoice) => OpenAiModel.fromConfig(choice.models)
 
@@ -164,8 +176,9 @@ export type ModelBuildError = Effect.Effect.Error<ReturnType<typeof modelService
 /** Where the thread store of a data directory lives. */
 export const storeLocation = (home: string): string => Path.join(home, SqliteThreadStore.FILENAME)
 
-/** The thread store of a data directory (SQLite, `{home}/antler.sqlite`). */
-export const storeLayer = (home: string): Layer.Layer<ThreadStore, StoreError> => SqliteThreadStore.layerFromHome(home)
+/** The thread store of a data directory (SQLite, `{home}/antler.sqlite`), keeping no secret of `redact`. */
+export const storeLayer = (home: string, redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
+  SqliteThreadStore.layerFromHome(home, { redact })
 
 /** The app-level services a run needs besides the model. */
 export type Services = AppConfigService | ThreadStore | SandboxProvider
@@ -173,10 +186,11 @@ export type Services = AppConfigService | ThreadStore | SandboxProvider
 /**
  * App-level services over a loaded configuration, built once per process: the configuration, the thread
  * store under its data directory, and the local sandbox provider (threads' files under the same directory).
+ * `redact`: the secrets the store must never write (see `redactor`).
  */
-export const layer = (app: AppConfigService["Type"]): Layer.Layer<Services, StoreError> => {
+export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<Services, StoreError> => {
   const config = Layer.succeed(AppConfigService, app)
-  return Layer.mergeAll(config, storeLayer(app.home), LocalSandbox.layer().pipe(Layer.provide(config)))
+  return Layer.mergeAll(config, storeLayer(app.home, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -185,14 +199,15 @@ export const layer = (app: AppConfigService["Type"]): Layer.Layer<Services, Stor
 /**
  * The lead agent of a process over a loaded configuration and a model choice: the app's services (store,
  * sandbox, configuration), the model clients, and `LeadAgent.layer` over them. Vision (`view_image`) follows
- * the chosen model.
+ * the chosen model. `redact`: the secrets the store must never write (see `redactor`).
  */
 export const agentLayer = (
   app: AppConfigService["Type"],
   choice: ModelChoice,
-  options: LeadAgent.Options = {}
+  options: LeadAgent.Options = {},
+  redact?: Redact.Redactor
 ): Layer.Layer<LeadAgent.LeadAgent | Services, LeadAgent.BuildError | StoreError | ModelBuildError> => {
-  const services = layer(app)
+  const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
   return LeadAgent.layer({ vision: choice.models[0]?.supports_vision === true, ...options }).pipe(
     Layer.provide(model),

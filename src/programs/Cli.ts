@@ -20,6 +20,10 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
+import * as HashMap from "effect/HashMap"
+import * as HashSet from "effect/HashSet"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -30,6 +34,7 @@ import type { RunEndEvent } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
+import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as LeadAgent from "./LeadAgent.js"
@@ -59,9 +64,14 @@ const fail = (code: number, message: string) =>
 
 const messageOf = (error: unknown): string => String((error as { message?: unknown } | undefined)?.message ?? error)
 
-/** Reports an unexpected failure (`what: message`) with exit code 1; a `CliExit` passes through. */
-const reportFailure = (what: string) => (error: unknown) =>
-  error instanceof CliExit ? Effect.fail(error) : fail(ExitCode.runFailed, `${what}: ${messageOf(error)}`)
+/**
+ * Reports an unexpected failure (`what: message`, secrets and control characters neutralised) with exit
+ * code 1; a `CliExit` passes through.
+ */
+const reportFailure = (what: string, redact?: Redact.Redactor) => (error: unknown) =>
+  error instanceof CliExit
+    ? Effect.fail(error)
+    : fail(ExitCode.runFailed, `${what}: ${Render.safeText(messageOf(error), redact)}`)
 
 /** The exit code of a run that ended with `end`. */
 export const exitCodeOf = (end: RunEndEvent): number => {
@@ -75,6 +85,22 @@ export const exitCodeOf = (end: RunEndEvent): number => {
     case "error":
       return ExitCode.runFailed
   }
+}
+
+/**
+ * Runs `effect` with the process's loggers (stderr, as `main` sets them up) cleaning what they print: log
+ * messages and annotations (a model error's message, a server's echo) have secrets hidden and control
+ * characters made visible.
+ */
+const withCleanLogs = (redact: Redact.Redactor) => <A, E, R>(effect: Effect.Effect<A, E, R>) => {
+  const clean = (value: unknown): unknown =>
+    typeof value === "string" ? Render.safeText(value, redact) : Array.isArray(value) ? value.map(clean) : value
+  return Effect.locallyWith(effect, FiberRef.currentLoggers, HashSet.map((logger) =>
+    Logger.mapInputOptions(logger, (options) => ({
+      ...options,
+      message: clean(options.message),
+      annotations: HashMap.map(options.annotations, clean)
+    }))))
 }
 
 const loadConfig = (path: string | undefined) =>
@@ -149,6 +175,7 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
+      const redact = App.redactor(choice.models, env)
       const runId = M.newId()
       const program = Effect.gen(function*() {
         const agent = yield* LeadAgent.LeadAgent
@@ -156,7 +183,8 @@ const runCommand = Command.make(
           const s = Render.style(Render.useColor())
           const status = Option.isSome(args.thread) ? "continuing" : "new; continue it with --thread"
           const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
-          yield* Render.write(s.dim(`thread ${threadId} (${status}) · model ${choice.model}${where}\n`))
+          const line = Render.safeText(`thread ${threadId} (${status}) · model ${choice.model}${where}`, redact)
+          yield* Render.write(s.dim(`${line}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         return yield* Render.run(
@@ -167,20 +195,22 @@ const runCommand = Command.make(
             files: Upload.messageFiles(uploaded),
             options: { modelName: choice.models[0]?.name }
           }),
-          { json: args.json, threadId, runId }
+          { json: args.json, threadId, runId, redact }
         )
       })
       const end = yield* program.pipe(
-        Effect.provide(App.agentLayer(app, choice)),
+        Effect.provide(App.agentLayer(app, choice, {}, redact)),
+        withCleanLogs(redact),
         Effect.catchTags({
           ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
           GuardrailConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
           SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
         }),
-        Effect.catchIf(ConfigError.isConfigError, (error) => fail(ExitCode.usage, `Model configuration error: ${String(error)}`)),
-        Effect.catchAll(reportFailure("error"))
+        Effect.catchIf(ConfigError.isConfigError, (error) =>
+          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
+        Effect.catchAll(reportFailure("error", redact))
       )
       const code = exitCodeOf(end)
       if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))

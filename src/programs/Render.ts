@@ -3,6 +3,11 @@
  * text to write (tokens as they arrive, each tool call and a clipped result, the end with its stop reason);
  * `thread` and `threadList` render saved threads. Colour is a flag: callers set it only for a TTY.
  * `run` writes a run's events to stdout as they arrive.
+ *
+ * Everything shown comes from a model, a server or a tool, so nothing is shown raw: control characters are
+ * made visible (`Redact.controls`: no escape sequence from a model reaches the terminal), secrets and URL
+ * credentials are replaced (`Redact`, with the secrets the caller knows), and tool arguments are previewed
+ * to a bounded depth and length.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -15,6 +20,7 @@ type RunEvent = typeof RunEventSchema.Type
 import type { LoadedThread, ThreadSummary } from "../services/ThreadStore.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 import type { ThreadState } from "../state/ThreadState.js"
 
 /** Styling: identity functions when colour is off. */
@@ -56,11 +62,43 @@ export const clip = (text: string, options: { readonly lines?: number; readonly 
   return omitted > 0 ? `${out}… (+${omitted} chars)` : out
 }
 
-/** One line for a tool call: `name(args)`, the arguments as compact JSON clipped to `chars`. */
-export const toolCallLine = (call: Pick<ToolCall, "name" | "args">, chars = 120): string => {
-  const args = JSON.stringify(call.args)
-  return `${call.name}(${args.length > chars ? `${args.slice(0, chars - 1)}…` : args})`
+/**
+ * Compact JSON of a value, cut at `chars` characters and at `depth` levels of nesting (deeper objects show as
+ * `{…}` / `[…]`): bounded work whatever the value, where `JSON.stringify` would walk all of it (and overflow
+ * the stack on a deeply nested one).
+ */
+export const preview = (value: unknown, chars = 120, depth = 8): string => {
+  let out = ""
+  const full = () => out.length >= chars
+  const walk = (node: unknown, level: number): void => {
+    if (full()) return
+    if (node === null || typeof node !== "object") {
+      out += node === undefined ? "null" : JSON.stringify(node) ?? "null"
+      return
+    }
+    const array = Array.isArray(node)
+    if (level >= depth) {
+      out += array ? "[…]" : "{…}"
+      return
+    }
+    out += array ? "[" : "{"
+    let first = true
+    for (const key of Object.keys(node)) {
+      if (full()) return
+      if (!first) out += ","
+      first = false
+      if (!array) out += `${JSON.stringify(key)}:`
+      walk((node as Record<string, unknown>)[key], level + 1)
+    }
+    out += array ? "]" : "}"
+  }
+  walk(value, 0)
+  return out.length > chars ? `${out.slice(0, chars - 1)}…` : out
 }
+
+/** One line for a tool call: `name(args)`, the arguments as compact JSON clipped to `chars`. */
+export const toolCallLine = (call: Pick<ToolCall, "name" | "args">, chars = 120): string =>
+  `${call.name}(${preview(call.args, chars)})`
 
 const indent = (text: string, prefix: string) => text.split("\n").map((line) => prefix + line).join("\n")
 
@@ -91,14 +129,42 @@ const isQuestion = (payload: unknown): payload is Clarification.HumanInputReques
 export const interruptText = (payload: unknown): string | undefined =>
   isQuestion(payload) ? Clarification.display(payload) : typeof payload === "string" ? payload : undefined
 
+/** Options of the renderers. */
+export interface RenderOptions {
+  readonly color: boolean
+  /** Secrets to hide (the configured keys); URL credentials and bearer tokens are hidden in any case. */
+  readonly redact?: Redact.Redactor | undefined
+}
+
+/** Text from outside made safe to print: secrets replaced, control characters made visible. */
+export const safeText = (text: string, redactor: Redact.Redactor = Redact.none): string =>
+  Redact.controls(redactor.text(text))
+
+/** The text of a custom event: its `message` when it has one (`llm_retry`, `llm_waiting`...), else its data. */
+const customText = (data: unknown): string => {
+  const message = (data as { message?: unknown } | null | undefined)?.message
+  if (typeof message === "string") return ` ${clip(message, { lines: 2, chars: 400 })}`
+  return data === undefined ? "" : ` ${preview(data, 160)}`
+}
+
 /**
  * A renderer for one run's events (stateful: it remembers what it has printed, so a message re-written
  * with the same id only adds its new text). Returns the text to write for each event.
  */
-export const human = (options: { readonly color: boolean }) => {
+export const human = (options: RenderOptions) => {
   const s = style(options.color)
+  const redactor = options.redact ?? Redact.none
+  const safe = (text: string) => safeText(text, redactor)
   const printed = new Map<string, string>()
   const shownCalls = new Set<string>()
+  // Token deltas go through a streaming redactor per message (text and reasoning apart): a secret split
+  // across two deltas is held back until it can be hidden.
+  const streams = new Map<string, Redact.TextStream>()
+  const streamOf = (key: string) => {
+    let stream = streams.get(key)
+    if (stream === undefined) streams.set(key, stream = redactor.stream())
+    return stream
+  }
   let threadId = ""
   let atLineStart = true
   let reasoning = false
@@ -112,11 +178,40 @@ export const human = (options: { readonly color: boolean }) => {
     reasoning = false
     return newline()
   }
+  const reasoningText = (shown: string) => {
+    if (shown === "") return ""
+    let text = ""
+    if (!reasoning) {
+      text += newline()
+      reasoning = true
+    }
+    return text + out(s.dim(Redact.controls(shown)))
+  }
+  const answerText = (messageId: string, shown: string) => {
+    if (shown === "") return ""
+    printed.set(messageId, (printed.get(messageId) ?? "") + shown)
+    return endReasoning() + out(Redact.controls(shown))
+  }
+  /** What is still held back for a message (its reasoning, then its text). */
+  const flush = (messageId: string) => {
+    let text = ""
+    const thought = streams.get(`r:${messageId}`)
+    if (thought !== undefined) {
+      text += reasoningText(thought.end())
+      streams.delete(`r:${messageId}`)
+    }
+    const answer = streams.get(`t:${messageId}`)
+    if (answer !== undefined) {
+      text += answerText(messageId, answer.end())
+      streams.delete(`t:${messageId}`)
+    }
+    return text
+  }
   const writeText = (messageId: string, full: string): string => {
     const before = printed.get(messageId) ?? ""
     if (full === before) return ""
     printed.set(messageId, full)
-    return out(full.startsWith(before) ? full.slice(before.length) : `${newline()}${full}`)
+    return out(Redact.controls(full.startsWith(before) ? full.slice(before.length) : `${newline()}${full}`))
   }
   return (event: RunEvent): string => {
     switch (event.type) {
@@ -126,38 +221,36 @@ export const human = (options: { readonly color: boolean }) => {
       case "token": {
         let text = ""
         if (event.reasoning !== undefined && event.reasoning !== "") {
-          if (!reasoning) {
-            text += newline()
-            reasoning = true
-          }
-          text += out(s.dim(event.reasoning))
+          text += reasoningText(streamOf(`r:${event.message_id}`).push(event.reasoning))
         }
         if (event.text !== undefined && event.text !== "") {
-          text += endReasoning()
-          const before = printed.get(event.message_id) ?? ""
-          printed.set(event.message_id, before + event.text)
-          text += out(event.text)
+          text += answerText(event.message_id, streamOf(`t:${event.message_id}`).push(event.text))
         }
         return text
       }
       case "message": {
         const message = event.message
         if (message.type === "ai") {
-          let text = endReasoning() + writeText(message.id, M.text(message))
+          let text = flush(message.id)
+          text += endReasoning() + writeText(message.id, redactor.text(M.text(message)))
           for (const call of M.toolCalls(message)) {
             if (shownCalls.has(call.id)) continue
             shownCalls.add(call.id)
-            text += newline() + out(`${s.cyan("→")} ${s.bold(toolCallLine(call))}\n`)
+            text += newline() + out(`${s.cyan("→")} ${s.bold(safe(toolCallLine(call)))}\n`)
           }
-          for (const call of M.invalidToolCalls(message)) {
-            text += newline() + out(`${s.red("→")} ${call.name ?? "?"}(${s.red("arguments are not valid JSON")})\n`)
-          }
+          message.invalid_tool_calls?.forEach((call, i) => {
+            const id = M.invalidCallId(message, call, i)
+            if (shownCalls.has(id)) return
+            shownCalls.add(id)
+            const why = clip(call.error ?? "the arguments are not valid JSON", { lines: 1, chars: 160 })
+            text += newline() + out(`${s.red("→")} ${safe(call.name ?? "?")}(${s.red(safe(why))})\n`)
+          })
           return text
         }
         if (message.type === "tool") {
           // A clarification question is shown whole when the run ends waiting for its answer.
           if (isQuestion((message.artifact as { human_input?: unknown } | undefined)?.human_input)) return ""
-          const body = clip(M.text(message))
+          const body = safe(clip(M.text(message)))
           const mark = message.status === "error" ? s.red("✗") : s.green("←")
           const paint = message.status === "error" ? s.red : s.dim
           return newline() + out(`${mark} ${paint(indent(body === "" ? "(empty result)" : body, "  ").slice(2))}\n`)
@@ -167,30 +260,83 @@ export const human = (options: { readonly color: boolean }) => {
       case "state":
         // Titles, token counts, sandbox and file bookkeeping: `threads show` presents them.
         return ""
-      case "custom": {
-        const data = event.data === undefined ? "" : ` ${clip(JSON.stringify(event.data), { lines: 1, chars: 160 })}`
-        return newline() + out(s.yellow(`[${event.name}]${data}\n`))
-      }
+      case "custom":
+        return newline() + out(s.yellow(`[${safe(event.name)}]${safe(customText(event.data))}\n`))
       case "run_end": {
-        let text = endReasoning() + newline()
+        let text = ""
+        for (const key of [...streams.keys()]) text += flush(key.slice(2))
+        text += endReasoning() + newline()
         if (event.status === "interrupted") {
           const question = interruptText(event.interrupt)
           if (question !== undefined) {
-            text += out(`${s.yellow(question)}\n`)
+            text += out(`${s.yellow(safe(question))}\n`)
             text += out(s.dim(`Answer with: antler run --thread ${threadId} "<your answer>"\n`))
           }
         }
-        return text + out(`${endLine(event, threadId, s)}\n`)
+        const end = event.error === undefined
+          ? event
+          : { ...event, error: { name: safe(event.error.name), message: safe(event.error.message) } }
+        return text + out(`${endLine(end, threadId, s)}\n`)
       }
     }
   }
 }
 
-/** One run event as a JSON line (encoded with the event Schema), carrying the thread id and run id. */
-export const jsonLine = (event: RunEvent, threadId: string, runId: string): string => {
+/**
+ * One run event as a JSON line (encoded with the event Schema), carrying the thread id and run id. Its strings are redacted (`redact`), and
+ * the control characters JSON leaves raw (DEL, C1, bidirectional overrides) are escaped.
+ */
+export const jsonLine = (event: RunEvent, threadId: string, runId: string, redact = Redact.none): string => {
   const encoded = Either.getOrElse(encodeEvent(event), () => event)
-  const { type, ...rest } = encoded as { type: string } & Record<string, unknown>
-  return `${JSON.stringify({ type, ...rest, thread_id: threadId, run_id: runId })}\n`
+  const { type, ...rest } = redact.value(encoded) as { type: string } & Record<string, unknown>
+  return `${Redact.jsonControls(JSON.stringify({ type, ...rest, thread_id: threadId, run_id: runId }))}\n`
+}
+
+/**
+ * A JSON-lines renderer for one run (stateful): like `jsonLine`, but token deltas go through a streaming
+ * redactor per message, so a secret split across deltas never appears; what it held back comes as one more
+ * token event just before the message (or the end of the run).
+ */
+export const json = (threadId: string, runId: string, redact = Redact.none) => {
+  const streams = new Map<string, Redact.TextStream>()
+  const line = (event: RunEvent) => jsonLine(event, threadId, runId, redact)
+  const flush = (messageId: string) => {
+    let text = ""
+    for (const kind of ["reasoning", "text"] as const) {
+      const stream = streams.get(`${kind}:${messageId}`)
+      if (stream === undefined) continue
+      streams.delete(`${kind}:${messageId}`)
+      const rest = stream.end()
+      if (rest !== "") text += line({ type: "token", message_id: messageId, [kind]: rest })
+    }
+    return text
+  }
+  return (event: RunEvent): string => {
+    switch (event.type) {
+      case "token": {
+        let text = ""
+        for (const kind of ["reasoning", "text"] as const) {
+          const delta = event[kind]
+          if (delta === undefined || delta === "") continue
+          const key = `${kind}:${event.message_id}`
+          let stream = streams.get(key)
+          if (stream === undefined) streams.set(key, stream = redact.stream())
+          const shown = stream.push(delta)
+          if (shown !== "") text += line({ type: "token", message_id: event.message_id, [kind]: shown })
+        }
+        return text
+      }
+      case "message":
+        return flush(event.message.id) + line(event)
+      case "run_end": {
+        let text = ""
+        for (const key of [...streams.keys()]) text += flush(key.slice(key.indexOf(":") + 1))
+        return text + line(event)
+      }
+      default:
+        return line(event)
+    }
+  }
 }
 
 const encodeEvent = Schema.encodeEither(RunEventSchema)
@@ -205,7 +351,7 @@ const roleOf = (message: Message): string => {
     case "ai":
       return "assistant"
     case "tool":
-      return `tool ${message.name ?? ""}`.trim()
+      return `tool ${Redact.controls(message.name ?? "")}`.trim()
     case "system":
       return "system"
   }
@@ -215,7 +361,7 @@ const roleOf = (message: Message): string => {
 export const message = (m: Message, s: Style, toolChars = 2000): string => {
   const hidden = M.isHidden(m) ? s.dim(" (hidden)") : ""
   const head = `${s.bold(`[${roleOf(m)}]`)}${hidden}`
-  let body = M.text(m)
+  let body = Redact.controls(M.text(m))
   if (typeof m.content !== "string") {
     const images = m.content.filter((b) => b.type === "image_url").length
     if (images > 0) body += `${body === "" ? "" : "\n"}(${images} image${images > 1 ? "s" : ""})`
@@ -225,9 +371,11 @@ export const message = (m: Message, s: Style, toolChars = 2000): string => {
     if (m.status === "error") return `${head} ${s.red("error")}\n${indent(body, "  ")}`
   }
   const lines = [body === "" ? head : `${head}\n${indent(body, "  ")}`]
-  for (const call of M.toolCalls(m)) lines.push(`  ${s.cyan("→")} ${toolCallLine(call, 400)}`)
+  for (const call of M.toolCalls(m)) lines.push(`  ${s.cyan("→")} ${Redact.controls(toolCallLine(call, 400))}`)
   for (const call of M.invalidToolCalls(m)) {
-    lines.push(`  ${s.red("→")} ${call.name ?? "?"}: invalid arguments ${call.args ?? ""}`)
+    const why = clip(call.error ?? "invalid arguments", { lines: 1, chars: 200 })
+    const args = clip(call.args ?? "", { lines: 1, chars: 200 })
+    lines.push(`  ${s.red("→")} ${Redact.controls(`${call.name ?? "?"}: ${why} ${args}`)}`)
   }
   return lines.join("\n")
 }
@@ -244,7 +392,7 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
   const state: ThreadState = loaded.state
   const lines: Array<string> = []
   lines.push(`${s.bold("thread")} ${loaded.thread_id}`)
-  lines.push(`${s.bold("title")}  ${state.title ?? s.dim("(none)")}`)
+  lines.push(`${s.bold("title")}  ${state.title === null ? s.dim("(none)") : Redact.controls(state.title)}`)
   lines.push(s.dim(`${plural(loaded.checkpoints, "checkpoint")}, ${plural(loaded.runs.length, "run")}`))
   for (const run of loaded.runs) {
     const reason = run.stop_reason ? ` (${run.stop_reason})` : ""
@@ -252,14 +400,17 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
   }
   lines.push(section(`messages (${state.messages.length})`, s))
   for (const m of state.messages) lines.push(message(m, s))
-  if (state.summary_text !== null) lines.push(section("summary", s), indent(state.summary_text, "  "))
-  lines.push(section("artifacts", s), list(state.artifacts.map((a) => `  ${a}`), s))
+  if (state.summary_text !== null) {
+    lines.push(section("summary", s), indent(Redact.controls(state.summary_text), "  "))
+  }
+  lines.push(section("artifacts", s), list(state.artifacts.map((a) => `  ${Redact.controls(a)}`), s))
   if (state.todos !== null) {
     const mark = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
-    lines.push(section("todos", s), list(state.todos.map((t) => `  ${mark[t.status]} ${t.content}`), s))
+    const todos = state.todos.map((t) => `  ${mark[t.status]} ${Redact.controls(t.content)}`)
+    lines.push(section("todos", s), list(todos, s))
   }
   if (state.uploaded_files !== null && state.uploaded_files.length > 0) {
-    const files = state.uploaded_files.map((f) => `  ${f.filename} (${f.size} bytes)`)
+    const files = state.uploaded_files.map((f) => `  ${Redact.controls(f.filename)} (${f.size} bytes)`)
     lines.push(section("uploaded files", s), list(files, s))
   }
   if (state.token_usage !== null) {
@@ -269,7 +420,7 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
       `  total: ${t.input_tokens} in, ${t.output_tokens} out, ${t.total_tokens} total (${t.calls} calls)`
     )
     for (const [model, u] of Object.entries(state.token_usage.by_model)) {
-      lines.push(`  ${model}: ${u.input_tokens} in, ${u.output_tokens} out (${u.calls} calls)`)
+      lines.push(`  ${Redact.controls(model)}: ${u.input_tokens} in, ${u.output_tokens} out (${u.calls} calls)`)
     }
     const purposes = Object.entries(state.token_usage.by_purpose ?? {})
     // only worth a line when something besides the agent's own calls spent tokens (summaries, titles)
@@ -277,7 +428,9 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
       for (const [purpose, u] of purposes) lines.push(`  for ${purpose}: ${u.total_tokens} total (${u.calls} calls)`)
     }
   }
-  if (state.sandbox?.sandbox_id) lines.push(section("sandbox", s), `  ${state.sandbox.sandbox_id}`)
+  if (state.sandbox?.sandbox_id) {
+    lines.push(section("sandbox", s), `  ${Redact.controls(state.sandbox.sandbox_id)}`)
+  }
   return `${lines.join("\n")}\n`
 }
 
@@ -296,7 +449,7 @@ export const threadList = (
       t.thread_id.padEnd(width),
       s.dim(t.updated_at),
       s.dim(`${t.checkpoints} steps`.padStart(9)),
-      t.title ?? s.dim("(untitled)")
+      t.title === null ? s.dim("(untitled)") : Redact.controls(t.title)
     ].join("  ")
   )
   return `${rows.join("\n")}\n${s.dim(`${threads.length} thread${threads.length === 1 ? "" : "s"} in ${home}`)}\n`
@@ -327,19 +480,26 @@ const cancelledEnd: RunEndEvent = { type: "run_end", status: "cancelled", stop_r
 /**
  * Streams a run to stdout (human text, or one JSON object per line with `json`) and returns its end.
  * Interrupting it (Ctrl-C) cancels the run: completed steps are saved before the interruption completes,
- * and a last line says so.
+ * and a last line says so. `redact` hides the caller's secrets from everything written.
  */
 export const run = <R>(
   events: Stream.Stream<RunEvent, never, R>,
-  options: { readonly json: boolean; readonly threadId: string; readonly runId: string }
+  options: {
+    readonly json: boolean
+    readonly threadId: string
+    readonly runId: string
+    readonly redact?: Redact.Redactor | undefined
+  }
 ): Effect.Effect<RunEndEvent, never, R> => {
   const color = useColor()
-  const render = human({ color })
+  const render = options.json
+    ? json(options.threadId, options.runId, options.redact)
+    : human({ color, redact: options.redact })
   let end: RunEndEvent | undefined
   return Stream.runForEach(events, (event) =>
     Effect.suspend(() => {
       if (event.type === "run_end") end = event
-      return write(options.json ? jsonLine(event, options.threadId, options.runId) : render(event))
+      return write(render(event))
     })).pipe(
       Effect.map(() => end ?? noEnd),
       Effect.onInterrupt(() =>

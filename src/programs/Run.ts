@@ -186,31 +186,15 @@ interface Step {
 /** The ids of every tool call in a history. */
 const callIdsOf = (messages: ReadonlyArray<Message>): Set<string> => {
   const ids = new Set<string>()
-  for (const message of messages) {
-    if (message.type === "ai") for (const call of M.toolCalls(message)) ids.add(call.id)
-  }
+  for (const message of messages) if (message.type === "ai") recordCallIds(message, ids)
   return ids
 }
 
-/**
- * The message with every tool call's id unique in the thread (a model may repeat an id within one response, or
- * reuse `call_0` every turn): a repeated id gets a suffix, so each call is executed once and paired with its
- * own result. Records the ids in `seen`.
- */
-export const uniqueCallIds = (message: AIMessage, seen: Set<string>): AIMessage => {
-  const calls = M.toolCalls(message)
-  let changed = false
-  const renamed = calls.map((call) => {
-    let id = call.id
-    if (id === "" || seen.has(id)) {
-      const stem = id === "" ? "call" : id
-      for (let n = 2; seen.has(id) || id === ""; n++) id = `${stem}_${n}`
-      changed = true
-    }
-    seen.add(id)
-    return id === call.id ? call : { ...call, id }
-  })
-  return changed ? { ...message, tool_calls: renamed } : message
+/** Records the ids of a message's tool calls (valid and invalid) in `seen`. */
+const recordCallIds = (message: AIMessage, seen: Set<string>): AIMessage => {
+  for (const call of M.toolCalls(message)) seen.add(call.id)
+  message.invalid_tool_calls?.forEach((call, i) => seen.add(M.invalidCallId(message, call, i)))
+  return message
 }
 
 const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =>
@@ -304,7 +288,8 @@ const loop = (step: Step) =>
         tools: step.tools.definitions,
         settings
       })
-      const message = uniqueCallIds(response.message, step.callIds)
+      // every call under an id of its own in the thread, so each runs once and is answered once
+      const message = recordCallIds(M.uniqueToolCallIds(response.message, step.callIds), step.callIds)
       const extra = response.update
       yield* step.holder.service.update(
         extra === undefined ? { messages: [message] } : { ...extra, messages: [...(extra.messages ?? []), message] }

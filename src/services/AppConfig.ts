@@ -28,6 +28,12 @@ export const ModelConfig = Schema.Struct({
   supports_vision: withDefault(Schema.Boolean, () => false),
   supports_thinking: withDefault(Schema.Boolean, () => false),
   supports_reasoning_effort: withDefault(Schema.Boolean, () => false),
+  /**
+   * Seconds a model call may stay silent (before the first byte, or between two chunks of the stream) before
+   * it is ended. `request_timeout` is DeerFlow's spelling for OpenAI-compatible models (langchain's
+   * `ChatOpenAI`), `timeout` its spelling for others; `request_timeout` wins when both are set.
+   */
+  request_timeout: Schema.optional(Schema.Number.pipe(Schema.positive())),
   timeout: Schema.optional(Schema.Number.pipe(Schema.positive())),
   max_tokens: Schema.optional(PositiveInt),
   temperature: Schema.optional(Schema.Number),
@@ -82,7 +88,12 @@ export const LlmCallConfig = Schema.Struct({
   retry_base_delay_ms: withDefault(NonNegativeInt, () => 1000),
   retry_cap_delay_ms: withDefault(NonNegativeInt, () => 8000),
   burst_retry_base_delay_ms: withDefault(NonNegativeInt, () => 5000),
-  max_concurrent_calls: withDefault(NonNegativeInt, () => 0)
+  max_concurrent_calls: withDefault(NonNegativeInt, () => 0),
+  /**
+   * The longest wait taken from a provider's `retry-after` / `retry-after-ms` (not in DeerFlow, which waits
+   * whatever it is told: `retry-after: 86400` would be a day). Longer requests wait this long.
+   */
+  max_retry_after_ms: withDefault(NonNegativeInt, () => 60_000)
 })
 export type LlmCallConfig = typeof LlmCallConfig.Type
 

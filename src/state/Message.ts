@@ -270,6 +270,60 @@ export const invalidToolCalls = (message: Message): ReadonlyArray<InvalidToolCal
 export const invalidCallId = (message: AIMessage, call: InvalidToolCall, index: number): string =>
   call.id ?? `${message.id}_invalid_${index}`
 
+/**
+ * The message with every tool call under its own id: a model may repeat an id within one response (or send
+ * an empty one), and a repeated id would run twice, be answered twice and come back on the next request.
+ * Repeats (among `tool_calls` and `invalid_tool_calls`, in that order) get `<id>_2`, `<id>_3`... (skipping
+ * ids already taken); an empty id gets one derived from the message. The first call keeps its id, so results
+ * already written under it stay paired. `earlier`: ids the thread used before this message (a model may send
+ * `call_0` every turn), taken too. Returns the same message when the ids were unique.
+ */
+export const uniqueToolCallIds = (message: AIMessage, earlier: ReadonlySet<string> = new Set()): AIMessage => {
+  const calls = message.tool_calls ?? []
+  const invalid = message.invalid_tool_calls ?? []
+  if (
+    calls.length + invalid.length < 2 && calls.every((c) => c.id !== "" && !earlier.has(c.id)) &&
+    invalid.every((c) => c.id !== "" && (c.id === null || !earlier.has(c.id)))
+  ) {
+    return message
+  }
+  const taken = new Set<string>(earlier)
+  const all: Array<string> = []
+  for (const call of calls) all.push(call.id)
+  invalid.forEach((call, i) => all.push(invalidCallId(message, call, i)))
+  const ids = new Set(all)
+  let changed = false
+  const fresh = (id: string, position: number): string => {
+    const base = id === "" ? `${message.id}_call_${position}` : id
+    if (id !== "" && !taken.has(id)) {
+      taken.add(id)
+      return id
+    }
+    changed = true
+    let candidate = base
+    for (let n = 2; taken.has(candidate) || (candidate !== id && ids.has(candidate)); n++) {
+      candidate = `${base}_${n}`
+    }
+    taken.add(candidate)
+    return candidate
+  }
+  const newCalls = calls.map((call, i) => {
+    const id = fresh(call.id, i)
+    return id === call.id ? call : { ...call, id }
+  })
+  const newInvalid = invalid.map((call, i) => {
+    const current = invalidCallId(message, call, i)
+    const id = fresh(current, calls.length + i)
+    return id === call.id ? call : { ...call, id }
+  })
+  if (!changed) return message
+  return {
+    ...message,
+    ...(message.tool_calls !== undefined ? { tool_calls: newCalls } : {}),
+    ...(message.invalid_tool_calls !== undefined ? { invalid_tool_calls: newInvalid } : {})
+  }
+}
+
 /** Whether an AI message asks for any tool (structured or invalid). */
 export const hasToolCalls = (message: Message): boolean =>
   message.type === "ai" && ((message.tool_calls?.length ?? 0) > 0 || (message.invalid_tool_calls?.length ?? 0) > 0)

@@ -18,7 +18,9 @@ import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
+import * as LLMErrorHandling from "../../src/middleware/LLMErrorHandling.js"
 import * as Middleware from "../../src/middleware/Middleware.js"
+import * as Render from "../../src/programs/Render.js"
 import * as Run from "../../src/programs/Run.js"
 import { AppConfigService, defaults, ModelConfig } from "../../src/services/AppConfig.js"
 import type { ModelError, ModelRequest } from "../../src/services/ModelService.js"
@@ -495,6 +497,244 @@ describe("OpenAiModel against the scripted server", () => {
 // ---------------------------------------------------------------------------------------------------------
 // Configuration
 
+// ---------------------------------------------------------------------------------------------------------
+// Hostile model output, through the real client against the scripted server
+
+/** Runs one turn over the real model with the weather tool; returns the end, events, thread and what it printed. */
+const hostileTurn = (model: ModelService["Type"], threadId: string, seen: Array<string> = []) =>
+  Effect.gen(function*() {
+    const events: Array<RunEvent> = []
+    const end = yield* Run.execute(
+      { threadId, input: [M.human("What is the weather?")] },
+      Middleware.base(model, Toolkit.make([weatherTool(seen)])),
+      (event) => events.push(event)
+    )
+    const thread = Option.getOrThrow(yield* (yield* ThreadStore).load(threadId))
+    const render = Render.human({ color: false })
+    return { end, events, messages: thread.state.messages, shown: events.map(render).join("") }
+  })
+
+/** Every tool call of the thread answered by exactly one tool message, and every id unique. */
+const assertPaired = (messages: ReadonlyArray<Message>) => {
+  const calls: Array<string> = []
+  for (const message of messages) {
+    if (message.type !== "ai") continue
+    for (const call of M.toolCalls(message)) calls.push(call.id)
+    message.invalid_tool_calls?.forEach((call, i) => calls.push(M.invalidCallId(message, call, i)))
+  }
+  const results = messages.flatMap((m) => (m.type === "tool" ? [m.tool_call_id] : []))
+  assert.strictEqual(new Set(calls).size, calls.length, `tool call ids are unique: ${calls}`)
+  assert.deepStrictEqual([...results].sort(), [...calls].sort())
+}
+
+const ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\\x9b31m"
+
+describe("OpenAiModel against a hostile server", () => {
+  it.scopedLive("arguments nested 5,000 levels deep become invalid calls with a readable error; run goes on", () =>
+    Effect.gen(function*() {
+      const deep = `{"city":${"[".repeat(5000)}${"]".repeat(5000)}}`
+      assert.isAbove(deep.length, 10_000)
+      // Built as text: JSON.stringify itself overflows the stack on a value this deep.
+      const deepObject = `{"a":${"{\"a\":".repeat(5000)}1${"}".repeat(5001)}`
+      const { model, server } = yield* scripted([
+        {
+          toolCalls: [
+            { name: "get_weather", arguments: deep, id: "call_deep" },
+            { name: "get_weather", arguments: { city: "Oslo" }, id: "call_ok" }
+          ]
+        },
+        // Arguments sent as an object rather than a JSON string (some servers do), just as deep.
+        {
+          raw: `data: {"id":"x","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_obj",` +
+            `"function":{"name":"get_weather","arguments":${deepObject}}}]},"finish_reason":"tool_calls"}]}\n\n` +
+            "data: [DONE]\n\n"
+        },
+        "Oslo is sunny."
+      ])
+      const seen: Array<string> = []
+      const o = yield* hostileTurn(model, "deep-args", seen)
+      assert.deepInclude(o.end, { type: "run_end", status: "success", stop_reason: "completed" })
+      assert.deepStrictEqual(seen, ["Oslo"])
+      assertPaired(o.messages)
+      const refused = o.messages.filter((m) => m.type === "tool" && m.status === "error").map(M.text)
+      assert.strictEqual(refused.length, 2)
+      for (const text of refused) assert.include(text, "The arguments nest more than 64 levels deep; flatten them.")
+      assert.include(o.shown, "→ get_weather(The arguments nest more than 64 levels deep; flatten them.)")
+      // The refused call goes back to the model with `{}` as its arguments, paired with its error.
+      const second = server.requests[1]!.messages as ReadonlyArray<any>
+      const deepCall = second[1].tool_calls.find((c: any) => c.id === "call_deep")
+      assert.strictEqual(deepCall.function.arguments, "{}")
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.scopedLive("repeated tool-call ids in one answer: each call runs once under its own id, results paired", () =>
+    Effect.gen(function*() {
+      const { model, server } = yield* scripted([
+        {
+          toolCalls: [
+            { name: "get_weather", arguments: { city: "Oslo" }, id: "call_1" },
+            { name: "get_weather", arguments: { city: "Rome" }, id: "call_1" },
+            { name: "get_weather", arguments: "{\"city\": ", id: "call_1" },
+            { name: "get_weather", arguments: { city: "Lima" }, id: "call_1_2" }
+          ]
+        },
+        "Done."
+      ])
+      const seen: Array<string> = []
+      const o = yield* hostileTurn(model, "dup-ids", seen)
+      assert.strictEqual(o.end.status, "success")
+      assert.deepStrictEqual([...seen].sort(), ["Lima", "Oslo", "Rome"])
+      assertPaired(o.messages)
+      const ai = o.messages[1] as M.AIMessage
+      assert.deepStrictEqual(ai.tool_calls?.map((c) => c.id), ["call_1", "call_1_3", "call_1_2"])
+      assert.deepStrictEqual(ai.invalid_tool_calls?.map((c) => c.id), ["call_1_4"])
+      // The next request carries each id once, each with its own result.
+      const sent = server.requests[1]!.messages as ReadonlyArray<any>
+      const ids = sent[1].tool_calls.map((c: any) => c.id)
+      assert.deepStrictEqual(ids, ["call_1", "call_1_3", "call_1_2", "call_1_4"])
+      assert.deepStrictEqual(sent.slice(2, 6).map((m: any) => m.tool_call_id).sort(), [...ids].sort())
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.scopedLive("a malformed usage or metadata field costs nothing but itself: the answer is kept", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([
+        { content: "Kept.", usage: { prompt_tokens: "many", completion_tokens: -1, total_tokens: null } },
+        { content: "Kept too.", usage: { prompt_tokens: 12, completion_tokens: 3.7, prompt_tokens_details: "x" } },
+        {
+          raw: sse({
+            id: 7,
+            model: ["m"],
+            system_fingerprint: {},
+            choices: [{ index: 0, delta: { content: "Odd." }, finish_reason: 3 }],
+            usage: "lots"
+          }) + "data: [DONE]\n\n"
+        }
+      ])
+      const first = yield* answer(model, request([M.human("hi")]))
+      assert.strictEqual(first.content, "Kept.")
+      assert.isUndefined(first.usage_metadata)
+      const second = yield* answer(model, request([M.human("hi")]))
+      assert.deepStrictEqual(second.usage_metadata, { input_tokens: 12, output_tokens: 3, total_tokens: 15 })
+      const third = yield* answer(model, request([M.human("hi")]))
+      assert.strictEqual(third.content, "Odd.")
+      assert.deepStrictEqual(third.response_metadata, { model_name: "test-model" })
+    }))
+
+  it.scopedLive("a 200 that is not a stream says what came and from where; a whole completion is taken as is", () =>
+    Effect.gen(function*() {
+      const page = "<!DOCTYPE html><html><head><title>Sign in - Corp Proxy</title></head>" +
+        "<body>Please log in</body></html>"
+      const completion = {
+        id: "chatcmpl-1",
+        object: "chat.completion",
+        model: "proxy-model",
+        choices: [{
+          index: 0,
+          message: {
+            role: "assistant",
+            content: "Not streamed.",
+            tool_calls: [{
+              id: "call_w",
+              type: "function",
+              function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" }
+            }]
+          },
+          finish_reason: "tool_calls"
+        }],
+        usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 }
+      }
+      const { model, server } = yield* scripted([
+        { raw: page, contentType: "text/html; charset=utf-8" },
+        { raw: JSON.stringify(completion), contentType: "application/json" },
+        {
+          raw: JSON.stringify({ error: { message: "model overloaded", code: "overloaded" } }),
+          contentType: "application/json"
+        },
+        { raw: JSON.stringify({ status: "ok", version: "1.2" }), contentType: "application/json" },
+        { raw: "hello there, this is not a stream", contentType: "text/plain" }
+      ])
+      const where = `model test-model at ${server.url}`
+      const html = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(html.reason, "invalid_response")
+      assert.strictEqual(
+        html.message,
+        `The model server answered with status 200 but sent an HTML page titled "Sign in - Corp Proxy" ` +
+          `(${page.length} characters) instead of an event stream (${where}). ` +
+          "Check that the base URL points at an OpenAI-compatible API (it usually ends in /v1)."
+      )
+      // Not a "provider unavailable": the fallback the user sees says what came.
+      const fallback = LLMErrorHandling.fallbackMessage(html, LLMErrorHandling.classify(html))
+      assert.include(M.text(fallback), "sent an HTML page titled \"Sign in - Corp Proxy\"")
+      const whole = succeed((yield* generate(model, request([M.human("hi")]))).response).message
+      assert.strictEqual(whole.content, "Not streamed.")
+      assert.deepStrictEqual(M.toolCalls(whole).map((c) => [c.id, c.args]), [["call_w", { city: "Oslo" }]])
+      assert.deepInclude(whole.usage_metadata!, { input_tokens: 5, output_tokens: 4 })
+      const inside = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.include(inside.message, `with status 200 but with an error (${where}): model overloaded`)
+      const other = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.include(other.message, `a JSON body that is not a chat completion (${where}): keys status, version.`)
+      const text = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.strictEqual(text.reason, "empty_response")
+      assert.include(text.message, `content type text/plain, but its stream held no answer (${where})`)
+    }))
+
+  it.scopedLive("escape sequences in text, reasoning, tool names and error bodies reach no terminal raw", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([
+        {
+          reasoning: `thinking ${ESCAPES}`,
+          content: `Hello ${ESCAPES} there\r\n`,
+          toolCalls: [{ name: `get_weather${ESCAPES}`, arguments: { city: `Oslo${ESCAPES}` }, id: "c1" }]
+        },
+        { status: 400, body: ScriptedChatServer.errorBody(`bad ${ESCAPES}`, "invalid_request_error") }
+      ])
+      const o = yield* hostileTurn(model, "escapes")
+      assert.strictEqual(o.end.status, "error")
+      assert.notMatch(o.shown, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/)
+      assert.include(
+        o.shown,
+        "Hello ␛]52;c;ZXZpbA==␇␛]0;pwned␇␛[2J␛]8;;http://evil␛\\link␛]8;;␛\\\\u009b31m there"
+      )
+      assert.include(o.shown, "→ get_weather␛]52;c;ZXZpbA==␇")
+      assert.include(o.shown, "✗ Error: Tool 'get_weather␛]52;c;ZXZpbA==␇")
+      // The model error is neutralised where it is made, so logs and the stored fallback are clean too.
+      const detail = o.end.error?.message ?? ""
+      assert.include(detail, "bad ␛]52;c;ZXZpbA==␇")
+      assert.notMatch(detail, /\x1b/)
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.live("the adapter's own key and base-URL credentials never appear in its errors", () =>
+    Effect.gen(function*() {
+      const key = "sk-adapter-secret-0042"
+      const server = yield* ScriptedChatServer.start([
+        {
+          status: 401,
+          body: ScriptedChatServer.errorBody(`Incorrect API key provided: ${key}`, "invalid_request_error")
+        }
+      ])
+      const plain = yield* OpenAiModel.make({ baseURL: server.url, apiKey: key, model: "m" })
+      const echoed = failed((yield* generate(plain, request([M.human("hi")]))).response)
+      assert.include(echoed.message, "Incorrect API key provided: [redacted]")
+      assert.notInclude(echoed.message + String((echoed.cause as Error).message), key)
+      const withUser = server.url.replace("http://", "http://admin:hunter2pass@")
+      const credentialed = yield* OpenAiModel.make({ baseURL: withUser, apiKey: key, model: "m" })
+      const refused = failed((yield* generate(credentialed, request([M.human("hi")]))).response)
+      assert.include(refused.message, "http://[redacted]@127.0.0.1")
+      assert.notInclude(`${refused.message} ${String((refused.cause as Error).message)}`, "hunter2pass")
+    }).pipe(Effect.scoped))
+
+  it.scopedLive("a stream cut in the middle of a frame is a connection error, not a crash", () =>
+    Effect.gen(function*() {
+      const { model } = yield* scripted([
+        {
+          raw: `${sse({ id: "x", choices: [{ index: 0, delta: { content: "Half" } }] })}data: {"id":"x","choi`,
+          cut: true
+        }
+      ])
+      const error = failed((yield* generate(model, request([M.human("hi")]))).response)
+      assert.oneOf(error.reason, ["connection", "invalid_response"])
+    }))
+})
+
 describe("OpenAiModel configuration", () => {
   it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
     Effect.gen(function*() {
@@ -656,17 +896,21 @@ describe("OpenAiModel assembly", () => {
     })
   })
 
-  it("rejects usage that is not a token count, naming the field", () => {
-    const acc = OpenAiModel.accumulator("msg-4", "m")
-    acc.add({
-      choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }],
-      usage: { prompt_tokens: -3, completion_tokens: 1.5 }
+  it("keeps the answer when usage is malformed: counts that are not token counts are dropped", () => {
+    const answerWith = (usage: unknown) => {
+      const acc = OpenAiModel.accumulator("msg-4", "m")
+      acc.add({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }], usage })
+      return Either.getOrThrow(acc.finish())
+    }
+    assert.deepStrictEqual(answerWith({ prompt_tokens: -3, completion_tokens: 1.5 }).usage_metadata, {
+      input_tokens: 0,
+      output_tokens: 1,
+      total_tokens: 1
     })
-    const result = acc.finish()
-    assert.isTrue(Either.isLeft(result))
-    if (Either.isLeft(result)) {
-      assert.strictEqual(result.left.reason, "invalid_response")
-      assert.include(result.left.message, "usage_metadata")
+    for (const usage of ["lots", 12, [1, 2], { prompt_tokens: "12" }, { completion_tokens: Infinity }]) {
+      const message = answerWith(usage)
+      assert.strictEqual(message.content, "x")
+      assert.isUndefined(message.usage_metadata)
     }
   })
 })

@@ -17,6 +17,7 @@ import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as LLMErrorHandling from "../../src/middleware/LLMErrorHandling.js"
 import * as MW from "../../src/middleware/Middleware.js"
+import * as Render from "../../src/programs/Render.js"
 import * as Run from "../../src/programs/Run.js"
 import { LlmCallConfig } from "../../src/services/AppConfig.js"
 import type { ModelRequest, ModelResponse } from "../../src/services/ModelService.js"
@@ -390,14 +391,14 @@ describe("LLMErrorHandling wrapper", () => {
 // ---------------------------------------------------------------------------------------------------------
 // Against a loopback Chat Completions server, with the real openai client
 
-const serve = (script: ScriptedChatServer.Script) =>
+const serve = (script: ScriptedChatServer.Script, timeoutMs = 10_000) =>
   Effect.gen(function*() {
     const server = yield* ScriptedChatServer.start(script)
     const model = yield* OpenAiModel.make({
       baseURL: server.url,
       apiKey: "test-key",
       model: "test-model",
-      timeoutMs: 10_000
+      timeoutMs
     })
     let attempts = 0
     const counted: ModelService["Type"] = {
@@ -405,6 +406,12 @@ const serve = (script: ScriptedChatServer.Script) =>
     }
     return { server, model: counted, attempts: () => attempts }
   })
+
+/** Waits (in real time, whatever the test clock says) until `check` holds: the server has seen a request... */
+const until = (check: () => boolean): Effect.Effect<void> =>
+  Effect.suspend(() =>
+    check() ? Effect.void : Effect.zipRight(Effect.promise(() => new Promise((r) => setTimeout(r, 5))), until(check))
+  )
 
 /** Runs one turn through `Run.execute` with the middleware over the real model; events go to the recorder. */
 const runTurn = (
@@ -446,6 +453,87 @@ describe("LLMErrorHandling against the real openai client", () => {
       assert.strictEqual(server.requests.length, 2)
       assert.strictEqual(rec.custom("llm_retry").length, 1)
     }).pipe(Effect.scoped))
+
+  it.effect("retry-after: 86400 is capped by llm_call.max_retry_after_ms (60 s by default); the event says so", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const { attempts, model, server } = yield* serve([
+        { status: 503, headers: { "retry-after": "86400" } },
+        "back after a minute",
+        { status: 429, headers: { "retry-after-ms": "9000" } },
+        "back after 5 seconds"
+      ])
+      const config = { max_retry_after_ms: 5000 }
+      const fiber = yield* Effect.fork(Effect.provide(
+        Effect.all([
+          LLMErrorHandling.wrap()(request, model.generate),
+          LLMErrorHandling.wrap({ llmCall: config })(request, model.generate)
+        ]),
+        withEvents(rec.sink)
+      ))
+      const retry = yield* rec.next("llm_retry")
+      assert.deepInclude(retry, { attempt: 1, wait_ms: 60_000, retry_after_ms: 86_400_000, reason: "transient" })
+      assert.strictEqual(
+        retry.message,
+        "Model call attempt 1 of 3 failed (the request failed temporarily); trying again in 60s " +
+          "(the provider asked to wait 24h; llm_call.max_retry_after_ms caps it)."
+      )
+      yield* TestClock.adjust(59_999)
+      yield* settle
+      assert.strictEqual(attempts(), 1)
+      yield* TestClock.adjust(1)
+      // The second call is capped by its own configuration: 9 s asked, 5 s taken.
+      const capped = yield* rec.next("llm_retry")
+      assert.deepInclude(capped, { wait_ms: 5000, retry_after_ms: 9000 })
+      assert.strictEqual(attempts(), 3)
+      yield* TestClock.adjust(5000)
+      const [first, second] = yield* Fiber.join(fiber)
+      assert.strictEqual(M.text(first.message), "back after a minute")
+      assert.strictEqual(M.text(second.message), "back after 5 seconds")
+      assert.strictEqual(server.requests.length, 4)
+    }).pipe(Effect.scoped))
+
+  it.effect("a hung server: the run says it is waiting, the first-byte timeout ends each attempt, the run ends", () =>
+    Effect.gen(function*() {
+      const rec = yield* recorder
+      const { model, server } = yield* serve([{ hang: true }, { content: "Half an", stall: true }], 30_000)
+      const fiber = yield* Effect.fork(runTurn(model, rec.emit, { llmCall: { retry_max_attempts: 2 } }))
+      yield* until(() => server.requests.length === 1)
+      yield* TestClock.adjust("15 seconds")
+      const waiting = yield* rec.next("llm_waiting")
+      assert.deepInclude(waiting, { model: "test-model", waited_ms: 15_000, timeout_ms: 30_000 })
+      assert.strictEqual(
+        waiting.message,
+        "Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s)."
+      )
+      yield* TestClock.adjust("15 seconds")
+      const retry = yield* rec.next("llm_retry")
+      assert.deepInclude(retry, { attempt: 1, max_attempts: 2, reason: "transient" })
+      yield* until(() => server.aborted.includes(0))
+      // The second attempt streams a little, then nothing: an idle stream, ended the same way.
+      yield* TestClock.adjust(retry.wait_ms)
+      yield* until(() => server.requests.length === 2)
+      yield* until(() => rec.events.some((e) => e.type === "token" && e.text === "Half "))
+      yield* TestClock.adjust("15 seconds")
+      assert.include((yield* rec.next("llm_waiting")).message, "its answer paused")
+      yield* TestClock.adjust("15 seconds")
+      const end = yield* Fiber.join(fiber)
+      assert.deepInclude(end, { type: "run_end", status: "error", stop_reason: "error" })
+      assert.strictEqual(end.error?.name, "StreamChunkTimeoutError")
+      assert.match(end.error!.message, /smaller steps/)
+      const saved = Option.getOrThrow(yield* (yield* ThreadStore).load("thread-1"))
+      const detail = String(saved.state.messages.at(-1)!.additional_kwargs?.error_detail)
+      assert.include(detail, "The model server stopped sending its answer: nothing came for 30s (model test-model")
+      yield* until(() => server.aborted.includes(1))
+      // What a person sees: the waiting lines, the retry, and the end.
+      const render = Render.human({ color: false })
+      const shown = rec.events.map(render).join("")
+      assert.include(
+        shown,
+        "[llm_waiting] Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
+      )
+      assert.include(shown, "[llm_retry] Model call attempt 1 of 2 failed")
+    }).pipe(Effect.scoped, Effect.provide(MemoryThreadStore.layer())))
 
   it.effect("a 500 is retried after a jittered backoff within its bounds, then succeeds", () =>
     Effect.gen(function*() {

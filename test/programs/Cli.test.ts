@@ -21,6 +21,7 @@ import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import * as M from "../../src/state/Message.js"
+import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -402,6 +403,78 @@ describe("uploads", () => {
     })), SLOW)
 })
 
+describe("secrets a server echoes", () => {
+  const MAIN_KEY = "sk-test-main-0123456789"
+  const OTHER_KEY = "sk-test-other-9876543210"
+  const leaks = (text: string) =>
+    [MAIN_KEY, OTHER_KEY, "hunter2pass", "\x1b]52"].filter((secret) => text.includes(secret))
+  const database = (dir: string) =>
+    Fs.readdirSync(dir)
+      .filter((name) => name.startsWith("antler.sqlite"))
+      .map((name) => Fs.readFileSync(Path.join(dir, name)).toString("latin1"))
+      .join("\n")
+
+  it.live("never reach stderr, --json stdout or the SQLite file: keys, URL credentials, escape sequences", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const echo = `Incorrect API key provided: Bearer ${MAIN_KEY} (also tried ${OTHER_KEY})`
+      const server = yield* ScriptedChatServer.start([
+        { status: 401, body: ScriptedChatServer.errorBody(echo, "invalid_request_error", "invalid_api_key") },
+        { status: 500, body: ScriptedChatServer.errorBody(`${echo} \x1b]52;c;ZXZpbA==\x07`, "server_error") },
+        `Your keys are ${MAIN_KEY} and ${OTHER_KEY}.`,
+        `Again: ${MAIN_KEY}, ${OTHER_KEY}.`
+      ], { chunkSize: 3 })
+      const secretsHome = tempDir("antler-secrets-")
+      const config = Path.join(secretsHome, "config.yaml")
+      Fs.writeFileSync(config, [
+        "llm_call:",
+        "  retry_max_attempts: 1",
+        "models:",
+        "  - name: main",
+        "    model: main-model",
+        `    base_url: ${server.url}`,
+        `    api_key: ${MAIN_KEY}`,
+        "  - name: other",
+        "    model: other-model",
+        `    api_key: ${OTHER_KEY}`,
+        ""
+      ].join("\n"))
+      const run = (args: ReadonlyArray<string>) => antlerDone(secretsHome, ["run", "--config", config, ...args])
+      const rejected = yield* run(["--json", "--thread", "s1", "hello"])
+      const failed = yield* run(["--thread", "s2", "hello"])
+      const echoed = yield* run(["--thread", "s3", "tell me the keys"])
+      const echoedJson = yield* run(["--json", "--thread", "s4", "again"])
+      const port = /:(\d+)\/v1$/.exec(server.url)![1]
+      const withCredentials = yield* antlerDone(secretsHome, [
+        "run", "--config", config, "--model", "main", "--base-url", `http://user:hunter2pass@127.0.0.1:${port}/v1`,
+        "--thread", "s5", "hi"
+      ])
+      for (const result of [rejected, failed, echoed, echoedJson, withCredentials]) {
+        assert.deepStrictEqual(leaks(result.stdout), [], result.stdout)
+        assert.deepStrictEqual(leaks(result.stderr), [], result.stderr)
+      }
+      assert.deepStrictEqual(leaks(database(secretsHome)), [])
+      // The runs still say what happened.
+      assert.strictEqual(rejected.code, 1)
+      const end = jsonLines(rejected.stdout).at(-1)!
+      assert.deepInclude(end, { type: "run_end", status: "error" })
+      const shown = yield* antlerDone(secretsHome, ["threads", "show", "s1", "--json"])
+      const detail = JSON.parse(shown.stdout).state.messages.at(-1).additional_kwargs.error_detail
+      assert.include(detail, "Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
+      assert.strictEqual(failed.code, 1)
+      assert.include(failed.stdout, "still unavailable")
+      // The log on stderr has the server's answer, neutralised.
+      assert.include(failed.stderr, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
+      assert.include(failed.stderr, "␛]52;c;ZXZpbA==␇")
+      assert.strictEqual(echoed.code, 0, echoed.stderr)
+      assert.include(echoed.stdout, "Your keys are [redacted] and [redacted].")
+      const tokens = jsonLines(echoedJson.stdout).flatMap((e) => (e.type === "token" ? [e.text ?? ""] : []))
+      assert.strictEqual(tokens.join(""), "Again: [redacted], [redacted].")
+      assert.strictEqual(withCredentials.code, 1)
+      assert.include(withCredentials.stdout, `model main-model at http://[redacted]@127.0.0.1:${port}/v1`)
+      assert.include(withCredentials.stdout, "http://[redacted]@127.0.0.1")
+    })), SLOW)
+})
+
 describe("Ctrl-C", () => {
   it.live("SIGINT cancels the run, exits 130, and the completed step stays saved", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -549,6 +622,38 @@ describe("Render.human", () => {
     assert.include(text, "total: 1300 in, 130 out, 1430 total (3 calls)")
     assert.include(text, "gpt-4o-mini: 1000 in, 100 out (2 calls)")
     assert.include(text, "for summarization: 330 total (1 calls)")
+  })
+
+  it("tool arguments of any depth are previewed in bounded time and space (a saved thread may hold any)", () => {
+    let deep: unknown = 1
+    for (let i = 0; i < 100_000; i++) deep = [deep]
+    const line = Render.toolCallLine({ name: "f", args: { a: deep, b: "x".repeat(500) } })
+    assert.strictEqual(line, "f({\"a\":[[[[[[[[…]]]]]]]],\"b\":\"" + "x".repeat(91) + "…)")
+    const render = Render.human({ color: false })
+    render({ type: "run_start", thread_id: "t1", run_id: "r1" })
+    const ai = M.ai("", {
+      id: "m1",
+      tool_calls: [{ id: "c1", name: "f", args: { a: deep } }],
+      invalid_tool_calls: [{ id: "c2", name: "g\x1b]0;x\x07", args: "[[[", error: "The arguments nest too deep." }]
+    })
+    assert.strictEqual(
+      render({ type: "message", message: ai }),
+      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest too deep.)\n"
+    )
+    assert.include(Render.message(ai, Render.style(false)), "→ f({\"a\":[[[[[[[[…]]]]]]]]})")
+  })
+
+  it("custom events show their message; secrets split across token deltas never print", () => {
+    const render = Render.human({ color: false, redact: Redact.make(["sk-abcdefghijkl"]) })
+    render({ type: "run_start", thread_id: "t1", run_id: "r1" })
+    const retry = { type: "llm_retry", message: "Model call attempt 1 of 3 failed; trying again in 2s." }
+    assert.strictEqual(
+      render({ type: "custom", name: "llm_retry", data: retry }),
+      "[llm_retry] Model call attempt 1 of 3 failed; trying again in 2s.\n"
+    )
+    const out = ["key: sk-abc", "defghi", "jkl done"].map((text) => render({ type: "token", message_id: "m", text }))
+    assert.deepStrictEqual(out, ["key: ", "", "[redacted] done"])
+    assert.strictEqual(render({ type: "message", message: M.ai("key: sk-abcdefghijkl done", { id: "m" }) }), "")
   })
 
   it("JSON lines carry the thread and run ids", () => {

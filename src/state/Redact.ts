@@ -1,0 +1,227 @@
+/**
+ * Making untrusted text safe to show or keep. A redactor replaces configured secrets, the credentials of
+ * URLs (`http://user:pass@host`) and `Bearer` / `Basic` tokens with a marker; `controls` makes control
+ * characters visible so that nothing a model or a server sends can drive a terminal (clipboard writes,
+ * titles, screen clears, links).
+ *
+ * Pure: a redactor is built from an explicit set of secrets, by whoever knows them (the model adapter its own
+ * key, the CLI every configured one). There is no registry.
+ */
+import * as Redacted from "effect/Redacted"
+
+/** What a secret or a credential is replaced with. */
+export const MARKER = "[redacted]"
+
+/**
+ * Secrets shorter than this are not searched for: replacing every `x` of a text would destroy it and hide
+ * nothing. Real API keys are far longer.
+ */
+export const MIN_SECRET_LENGTH = 8
+
+/** The longest word a stream holds back while it may still become a URL with credentials. */
+const MAX_HOLD = 4096
+
+/** The beginnings of `Bearer` and `Basic`: a word ending in one may be followed by a token. */
+const SCHEME_STARTS = ["bearer", "basic"].flatMap((word) => Array.from(word, (_, i) => word.slice(0, i + 1)))
+
+/** A streaming redactor for one piece of text that arrives in deltas (a message's tokens). */
+export interface TextStream {
+  /** Adds a delta; returns the redacted text that is safe to show now (a suffix may be held back). */
+  readonly push: (delta: string) => string
+  /** Ends the text: returns what was held back, redacted. */
+  readonly end: () => string
+}
+
+/** A redactor over a fixed set of secrets. */
+export interface Redactor {
+  /** The secrets searched for (the usable ones, longest first). */
+  readonly secrets: ReadonlyArray<string>
+  /** The text with secrets, URL credentials and bearer tokens replaced by `MARKER`. */
+  readonly text: (text: string) => string
+  /** Whether `text` holds anything `text` would replace. */
+  readonly test: (text: string) => boolean
+  /** Every string inside a JSON-like value redacted; the same value (by reference) when nothing changed. */
+  readonly value: <A>(value: A) => A
+  /** A redactor for text arriving in deltas: what it lets through never holds a secret split across deltas. */
+  readonly stream: () => TextStream
+}
+
+type SecretInput = string | Redacted.Redacted<string> | null | undefined
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** `://userinfo@`: the userinfo (user, or user:password) of a URL, whatever its scheme. */
+const URL_CREDENTIALS = /:\/\/[^\s/?#@]+@/g
+/** `Bearer <token>` / `Basic <token>`, as an Authorization header carries them. */
+const AUTH_TOKEN = /(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi
+
+/** The user name and password of a URL, when it has any (so that an echo of either alone is caught too). */
+export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
+  if (url === undefined) return []
+  try {
+    const parsed = new URL(url)
+    const out: Array<string> = []
+    for (const part of [parsed.username, parsed.password]) {
+      if (part === "") continue
+      out.push(part)
+      try {
+        const decoded = decodeURIComponent(part)
+        if (decoded !== part) out.push(decoded)
+      } catch {
+        // keep the encoded form only
+      }
+    }
+    return out
+  } catch {
+    return []
+  }
+}
+
+/** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
+export const url = (text: string): string => text.replace(URL_CREDENTIALS, `://${MARKER}@`)
+
+/** Builds a redactor for these secrets (redacted values are read; short, empty and missing ones are skipped). */
+export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
+  const set = new Set<string>()
+  for (const secret of secrets) {
+    if (secret === undefined || secret === null) continue
+    const value = Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
+    if (value.length < MIN_SECRET_LENGTH) continue
+    set.add(value)
+    // As a server may echo it (URL-encoded) and as JSON text holds it (escaped).
+    for (const form of [encodeURIComponent(value), JSON.stringify(value).slice(1, -1)]) {
+      if (form !== value) set.add(form)
+    }
+  }
+  const list = [...set].sort((a, b) => b.length - a.length)
+  const secretPattern = list.length === 0 ? undefined : new RegExp(list.map(escapeRegExp).join("|"), "g")
+  const longest = list.length === 0 ? 0 : list[0]!.length
+
+  const mayHold = (text: string) =>
+    text.includes("://") || /bearer|basic/i.test(text) || list.some((secret) => text.includes(secret))
+
+  const text = (input: string): string => {
+    if (!mayHold(input)) return input
+    let out = input
+    if (secretPattern !== undefined) out = out.replace(secretPattern, MARKER)
+    if (out.includes("://")) out = url(out)
+    return out.replace(AUTH_TOKEN, `$1$2${MARKER}`)
+  }
+
+  const test = (input: string) => text(input) !== input
+
+  const value = <A>(input: A): A => {
+    const walk = (node: unknown): unknown => {
+      if (typeof node === "string") return text(node)
+      if (Array.isArray(node)) {
+        let copy: Array<unknown> | undefined
+        for (let i = 0; i < node.length; i++) {
+          const next = walk(node[i])
+          if (next !== node[i]) (copy ??= [...node])[i] = next
+        }
+        return copy ?? node
+      }
+      if (typeof node === "object" && node !== null && Object.getPrototypeOf(node) === Object.prototype) {
+        let copy: Record<string, unknown> | undefined
+        for (const key of Object.keys(node)) {
+          const before = (node as Record<string, unknown>)[key]
+          const next = walk(before)
+          if (next !== before) (copy ??= { ...(node as Record<string, unknown>) })[key] = next
+        }
+        return copy ?? node
+      }
+      return node
+    }
+    return walk(input) as A
+  }
+
+  /** Where `pending` may be cut: nothing after the cut can still grow into (or be part of) something to hide. */
+  const safeCut = (pending: string): number => {
+    let cut = pending.length
+    // The last word may still grow into a URL with credentials (it has a `:`) or an auth scheme.
+    let start = pending.length
+    while (start > 0 && !/\s/.test(pending[start - 1]!)) start--
+    const word = pending.slice(start)
+    const tail = word.slice(-6).toLowerCase()
+    if (word.includes(":") || SCHEME_STARTS.some((start) => tail.endsWith(start))) {
+      cut = word.length > MAX_HOLD ? pending.length - Math.max(256, longest) : start
+    }
+    // "Bearer " waits for its token, and the token for its end.
+    const scheme = /(Bearer|Basic)\s+$/i.exec(pending.slice(0, start))
+    if (scheme !== null) cut = Math.min(cut, scheme.index)
+    // Any ending that starts a secret waits for the rest.
+    for (const secret of list) {
+      for (let k = Math.min(secret.length - 1, pending.length); k > 0; k--) {
+        if (pending.length - k >= cut) break
+        if (pending.endsWith(secret.slice(0, k))) {
+          cut = pending.length - k
+          break
+        }
+      }
+    }
+    // No complete match may straddle the cut.
+    for (const pattern of [secretPattern, URL_CREDENTIALS, AUTH_TOKEN]) {
+      if (pattern === undefined) continue
+      for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
+        const at = match.index
+        if (at < cut && at + match[0].length > cut) cut = at
+      }
+    }
+    return cut
+  }
+
+  const stream = (): TextStream => {
+    let pending = ""
+    return {
+      push: (delta) => {
+        pending += delta
+        const cut = safeCut(pending)
+        if (cut === 0) return ""
+        const out = pending.slice(0, cut)
+        pending = pending.slice(cut)
+        return text(out)
+      },
+      end: () => {
+        const out = pending
+        pending = ""
+        return text(out)
+      }
+    }
+  }
+
+  return { secrets: list, text, test, value, stream }
+}
+
+/** A redactor without secrets: URL credentials and bearer tokens only. */
+export const none: Redactor = make()
+
+// ---------------------------------------------------------------------------------------------------------
+// Control characters
+
+// C0 except tab and newline, DEL, C1 (8-bit CSI, OSC...), and the bidirectional overrides that reorder text.
+const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g
+const HAS_CONTROLS = new RegExp(CONTROLS.source)
+
+const visible = (char: string): string => {
+  const code = char.charCodeAt(0)
+  if (code === 0x0d) return ""
+  if (code < 0x20) return String.fromCharCode(0x2400 + code)
+  if (code === 0x7f) return "\u2421"
+  return `\\u${code.toString(16).padStart(4, "0")}`
+}
+
+/**
+ * The text with every control character made visible (ESC as `␛`, BEL as `␇`, C1 and bidirectional
+ * controls as `\u009b`-style escapes) and carriage returns dropped; tabs and newlines stay. Character by
+ * character, so `controls(a + b) === controls(a) + controls(b)`.
+ */
+export const controls = (text: string): string => (HAS_CONTROLS.test(text) ? text.replace(CONTROLS, visible) : text)
+
+const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+
+/**
+ * A JSON text made safe for a terminal: `JSON.stringify` escapes C0 controls but leaves DEL, C1 and
+ * bidirectional controls raw; they become `\u` escapes (the JSON means the same).
+ */
+export const jsonControls = (json: string): string =>
+  json.replace(JSON_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
