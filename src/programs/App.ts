@@ -27,7 +27,7 @@ import * as Clarification from "../middleware/Clarification.js"
 import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import * as MW from "../middleware/Middleware.js"
 import type { AppConfig } from "../services/AppConfig.js"
-import { AppConfigService, ModelConfig } from "../services/AppConfig.js"
+import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunContext, StoreError } from "../services/RunContext.js"
@@ -72,9 +72,9 @@ export interface ModelChoice {
   readonly models: ReadonlyArray<ModelConfig>
 }
 
-/** No usable model: nothing configured, or a name that matches nothing. */
+/** No usable model: nothing configured, a name that matches nothing, or a server address that is not a URL. */
 export class ModelChoiceError extends Schema.TaggedError<ModelChoiceError>()("ModelChoiceError", {
-  reason: Schema.Literal("none", "unknown_name"),
+  reason: Schema.Literal("none", "unknown_name", "invalid_base_url"),
   message: Schema.String
 }) {}
 
@@ -95,7 +95,8 @@ const nonEmpty = (value: string | undefined) => (value === undefined || value.tr
  * Chooses the model (pure). In order: `--model NAME` naming a configured model (with `--base-url` /
  * `--api-key` overriding its connection); `--base-url` / `--api-key` (and `--model` as the raw model id)
  * as an ad-hoc model; `--model ID` alone when nothing is configured; the first configured model;
- * `OPENAI_*` from the environment. Otherwise a readable error saying how to configure one.
+ * `OPENAI_*` from the environment. Otherwise a readable error saying how to configure one. A `--base-url` or
+ * `OPENAI_BASE_URL` that is not an http(s) URL is an error naming where it came from.
  */
 export const chooseModel = (
   configured: ReadonlyArray<ModelConfig>,
@@ -105,6 +106,12 @@ export const chooseModel = (
   const name = nonEmpty(flags.model)
   const baseUrl = nonEmpty(flags.baseUrl)
   const apiKey = nonEmpty(flags.apiKey)
+  for (const [where, value] of [["--base-url", baseUrl], ["OPENAI_BASE_URL", env.baseUrl]] as const) {
+    const problem = value === undefined ? undefined : baseUrlProblem(value)
+    if (problem !== undefined) {
+      return Either.left(new ModelChoiceError({ reason: "invalid_base_url", message: `${where}: ${problem}` }))
+    }
+  }
   const choose = (entry: ModelConfig, from: ModelChoice["from"]): ModelChoice => ({
     name: entry.name,
     model: entry.model,
