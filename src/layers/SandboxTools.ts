@@ -5,9 +5,12 @@
  * (idempotent), and every failure comes back as a readable `Error: ...` result naming virtual paths only.
  */
 import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import { RE2JS } from "re2js"
 import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
 import type { Sandbox } from "../services/Sandbox.js"
@@ -73,11 +76,11 @@ const JUNK_PATTERNS = [/\.log$/, /\.py[co]$/, /\.sw[po]$/, /~$/, /\.egg-info$/, 
 export const isJunk = (name: string): boolean => JUNK_NAMES.has(name) || JUNK_PATTERNS.some((re) => re.test(name))
 
 /**
- * A glob as a regular expression over `/`-separated relative paths: `*` and `?` stay within one segment,
- * `**` spans segments, `[...]` and `{a,b}` work as in shells. A pattern without `/` matches a name at any
- * depth (like `**\/NAME`).
+ * A glob as the source of an RE2 regular expression over `/`-separated relative paths: `*` and `?` stay
+ * within one segment, `**` spans segments, `[...]` and `{a,b}` work as in shells. A pattern without `/`
+ * matches a name at any depth (like `**\/NAME`). The result uses no look-arounds, so RE2 compiles it.
  */
-export const globToRegExp = (pattern: string): RegExp => {
+export const globSource = (pattern: string): string => {
   const source = pattern.includes("/") ? pattern.replace(/^\.\//, "") : `**/${pattern}`
   let out = ""
   let braces = 0
@@ -115,7 +118,75 @@ export const globToRegExp = (pattern: string): RegExp => {
       out += c.replace(/[.+^${}()|[\]\\]/g, "\\$&")
     }
   }
-  return new RegExp(`^${out}${")".repeat(braces)}$`)
+  return `^${out}${")".repeat(braces)}$`
+}
+
+/** A compiled pattern, or why it cannot be used (a sentence the model can act on). */
+export type Compiled = { readonly regex: RE2JS } | { readonly error: string }
+
+const syntaxMessage = (error: unknown): string =>
+  (error instanceof Error ? error.message : String(error)).replace(/^error parsing regexp: /, "")
+
+/** A glob compiled for matching relative paths (RE2: linear time in the path's length, whatever the glob). */
+export const compileGlob = (pattern: string): Compiled => {
+  try {
+    return { regex: RE2JS.compile(globSource(pattern)) }
+  } catch (error) {
+    return { error: syntaxMessage(error) }
+  }
+}
+
+// `\1`..`\9` or `\k<name>` outside a character class: a backreference (RE2 has none; its translation of
+// JavaScript syntax would quietly read `\k<name>` as the text `k<name>`).
+const hasBackreference = (pattern: string): boolean => {
+  let inClass = false
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i]!
+    if (c === "\\") {
+      const next = pattern[i + 1]
+      const numbered = next !== undefined && next >= "1" && next <= "9"
+      if (!inClass && (numbered || (next === "k" && pattern[i + 2] === "<"))) return true
+      i++
+    } else if (c === "[") inClass = true
+    else if (c === "]") inClass = false
+  }
+  return false
+}
+
+const LINEAR_ONLY = "the search runs in linear time (RE2 syntax: JavaScript's, without look-aheads and backreferences)"
+
+/**
+ * The regular expression `grep` runs, compiled with RE2 so that matching is linear in the line's length
+ * whatever the pattern (a pattern like `^(a+)+$` cannot hang the process). JavaScript syntax is translated
+ * (named groups, `\u{...}`, look-behinds work); look-aheads and backreferences are refused with a reason.
+ */
+export const compileSearch = (
+  pattern: string,
+  options: { readonly literal: boolean; readonly caseSensitive: boolean }
+): Compiled => {
+  const flags = options.caseSensitive ? 0 : RE2JS.CASE_INSENSITIVE
+  if (options.literal) return { regex: RE2JS.compile(RE2JS.quote(pattern), flags) }
+  if (hasBackreference(pattern)) {
+    return {
+      error: `backreferences (\\1, \\k<name>) are not supported: ${LINEAR_ONLY}. Match the repeated text ` +
+        "explicitly, or search more broadly and read the matching lines."
+    }
+  }
+  const compile = (flags: number) => RE2JS.compile(RE2JS.translateRegExp(pattern), flags | RE2JS.LOOKBEHINDS)
+  try {
+    return { regex: compile(flags) }
+  } catch (error) {
+    // Case folding is a `(?i)` prefix that would show in the message: report the error of the pattern as given.
+    const plain = Either.try(() => compile(0))
+    const message = syntaxMessage(Either.isLeft(plain) ? plain.left : error)
+    if (/`\(\?[=!]/.test(message)) {
+      return {
+        error: `look-aheads ((?=...), (?!...)) are not supported: ${LINEAR_ONLY}. Search without the ` +
+          "look-ahead and read the matching lines, or use literal=true for plain text."
+      }
+    }
+    return { error: message }
+  }
 }
 
 /** The effective result cap: the requested one (≤0 or absent → default), clamped to [1, upper]. */
@@ -350,6 +421,43 @@ const GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 const GREP_MAX_LINE_CHARS = 300
 const GREP_COUNT_LIMIT = 10_000
 const WALK_MAX_ENTRIES = 50_000
+
+/** How long one `glob` or `grep` may search; it then answers with what it found so far, saying so. */
+export const SEARCH_TIME_LIMIT = Duration.seconds(20)
+
+// A search hands the thread back to the event loop after about this much matching work (characters of
+// lines, or paths), so other runs of the process (and Ctrl-C) are served while a long search goes on.
+const SEARCH_SLICE_CHARS = 256 * 1024
+
+/**
+ * Runs a search that yields between slices of work for at most SEARCH_TIME_LIMIT; `true` when it ran to
+ * the end, `false` when the limit stopped it (what it collected so far stays valid).
+ */
+const searchWithin = <E>(search: Effect.Effect<void, E>): Effect.Effect<boolean, E> =>
+  Effect.timeoutTo(search, { duration: SEARCH_TIME_LIMIT, onSuccess: () => true, onTimeout: () => false })
+
+/** Counts matching work; `true` when a slice is complete and the search should yield to the scheduler. */
+const slicer = () => {
+  let work = 0
+  return (chars: number): boolean => {
+    work += chars
+    if (work < SEARCH_SLICE_CHARS) return false
+    work = 0
+    return true
+  }
+}
+
+// Yields to the event loop, not only to other fibers: `Effect.yieldNow` resumes through a microtask, so a
+// search yielding only that way would still hold back I/O callbacks (a model's streamed answer), timers and
+// signals until it ended.
+const breathe: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+const stoppedNote = (what: string) =>
+  `\n(The search stopped after ${Duration.toSeconds(SEARCH_TIME_LIMIT)} s, so ${what}; narrow the path, the ` +
+  "pattern or the glob.)"
 const WRITE_ERROR_MAX_CHARS = 2000
 
 const errorText = (error: SandboxError) => `Error: ${error.message}`
@@ -548,14 +656,22 @@ export const tools = (options: Options) =>
                 displayPath(sandbox.mask(args.pattern))
             }
             const max = clampMax(args.max_results, 200, 1000)
-            const regex = globToRegExp(args.pattern)
+            const compiled = compileGlob(args.pattern)
+            if ("error" in compiled) return `Error: Invalid glob pattern: ${compiled.error}`
             const walked = yield* sandbox.walk(args.path, { maxEntries: WALK_MAX_ENTRIES, skip: isJunk })
-            const matches = walked.entries.filter((e) =>
-              (e.kind === "file" || args.include_dirs) && regex.test(e.relative)
-            )
-            const stopped = walked.truncated
+            const matches: Array<(typeof walked.entries)[number]> = []
+            const slice = slicer()
+            const finished = yield* searchWithin(Effect.gen(function*() {
+              for (const entry of walked.entries) {
+                if (slice(entry.relative.length + 64)) yield* breathe
+                if ((entry.kind === "file" || args.include_dirs) && compiled.regex.test(entry.relative)) {
+                  matches.push(entry)
+                }
+              }
+            }))
+            const stopped = (walked.truncated
               ? `\n(The search stopped after ${WALK_MAX_ENTRIES} entries; narrow the path.)`
-              : ""
+              : "") + (finished ? "" : stoppedNote("not every path was checked"))
             if (matches.length === 0) return `No files matched under ${root}${stopped}`
             const shown = matches.slice(0, max)
             const lines = shown.map((e, i) => `${i + 1}. ${e.kind === "directory" ? `${e.path}/` : e.path}`)
@@ -570,23 +686,21 @@ export const tools = (options: Options) =>
 
     const grep = Tool.make({
       name: "grep",
-      description: "Search file contents for a regular expression (JavaScript syntax) under a directory or in one " +
-        "file. Prints `path:line: text` for each matching line. Case-insensitive unless case_sensitive=true. " +
-        "Binary files, large files and junk directories are skipped.",
+      description: "Search file contents for a regular expression under a directory or in one file. Prints " +
+        "`path:line: text` for each matching line. Case-insensitive unless case_sensitive=true. The syntax is " +
+        "JavaScript's without look-aheads and backreferences (RE2, which runs in linear time). Binary files, large " +
+        "files and junk directories are skipped.",
       parameters: GrepArgs,
       handler: (args, call) =>
         withSandbox("grep", (sandbox) =>
           Effect.gen(function*() {
             const root = sandbox.mask(normalizeVirtual(args.path))
             const max = clampMax(args.max_results, 100, 500)
-            let regex: RegExp
-            try {
-              const source = args.literal ? args.pattern.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&") : args.pattern
-              regex = new RegExp(source, args.case_sensitive ? "" : "i")
-            } catch (error) {
-              return `Error: Invalid regex pattern: ${(error as Error).message}`
-            }
-            const filter = args.glob === undefined ? undefined : globToRegExp(args.glob)
+            const compiled = compileSearch(args.pattern, { literal: args.literal, caseSensitive: args.case_sensitive })
+            if ("error" in compiled) return `Error: Invalid regex pattern: ${compiled.error}`
+            const regex = compiled.regex
+            const filter = args.glob === undefined ? undefined : compileGlob(args.glob)
+            if (filter !== undefined && "error" in filter) return `Error: Invalid glob pattern: ${filter.error}`
             const info = yield* sandbox.stat(args.path)
             const files = info.kind === "file"
               ? [{ path: normalizeVirtual(args.path), relative: normalizeVirtual(args.path).split("/").pop()! }]
@@ -595,36 +709,41 @@ export const tools = (options: Options) =>
             const decoder = new TextDecoder("utf-8", { fatal: true })
             const lines: Array<string> = []
             let count = 0
-            for (const file of files) {
-              if (count >= GREP_COUNT_LIMIT) break
-              if (filter !== undefined && !filter.test(file.relative)) continue
-              const bytes = yield* Effect.option(sandbox.readBytes(file.path, GREP_MAX_FILE_BYTES))
-              if (bytes._tag === "None" || bytes.value.includes(0)) continue
-              let text: string
-              try {
-                text = decoder.decode(bytes.value)
-              } catch {
-                continue
-              }
-              const fileLines = text.split(/\r?\n/)
-              for (let i = 0; i < fileLines.length && count < GREP_COUNT_LIMIT; i++) {
-                const line = fileLines[i]!
-                if (!regex.test(line)) continue
-                count++
-                if (lines.length < max) {
-                  const shown = line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line
-                  lines.push(`${file.path}:${i + 1}: ${sandbox.mask(shown)}`)
+            const slice = slicer()
+            const finished = yield* searchWithin(Effect.gen(function*() {
+              for (const file of files) {
+                if (count >= GREP_COUNT_LIMIT) break
+                if (filter !== undefined && !filter.regex.test(file.relative)) continue
+                const bytes = yield* Effect.option(sandbox.readBytes(file.path, GREP_MAX_FILE_BYTES))
+                if (bytes._tag === "None" || bytes.value.includes(0)) continue
+                let text: string
+                try {
+                  text = decoder.decode(bytes.value)
+                } catch {
+                  continue
+                }
+                const fileLines = text.split(/\r?\n/)
+                for (let i = 0; i < fileLines.length && count < GREP_COUNT_LIMIT; i++) {
+                  const line = fileLines[i]!
+                  if (slice(line.length + 1)) yield* breathe
+                  if (!regex.test(line)) continue
+                  count++
+                  if (lines.length < max) {
+                    const shown = line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line
+                    lines.push(`${file.path}:${i + 1}: ${sandbox.mask(shown)}`)
+                  }
                 }
               }
-            }
-            if (count === 0) return `No matches found under ${root}`
+            }))
+            const stopped = finished ? "" : stoppedNote("not every file was searched")
+            if (count === 0) return `No matches found under ${root}${stopped}`
             const total = count >= GREP_COUNT_LIMIT ? `${GREP_COUNT_LIMIT}+` : `${count}`
             const more = count > max
             return [
               `Found ${total} matches under ${root}${more ? ` (showing first ${max})` : ""}`,
               ...lines,
               ...(more ? ["Results truncated. Narrow the path, pattern or glob to see the rest."] : [])
-            ].join("\n")
+            ].join("\n") + stopped
           }))(call)
     })
 

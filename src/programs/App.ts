@@ -15,7 +15,7 @@ import * as Path from "node:path"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
-import { AppConfigService, ModelConfig } from "../services/AppConfig.js"
+import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
 import { ModelService } from "../services/ModelService.js"
 import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -53,9 +53,9 @@ export interface ModelChoice {
   readonly models: ReadonlyArray<ModelConfig>
 }
 
-/** No usable model: nothing configured, or a name that matches nothing. */
+/** No usable model: nothing configured, a name that matches nothing, or a server address that is not a URL. */
 export class ModelChoiceError extends Schema.TaggedError<ModelChoiceError>()("ModelChoiceError", {
-  reason: Schema.Literal("none", "unknown_name"),
+  reason: Schema.Literal("none", "unknown_name", "invalid_base_url"),
   message: Schema.String
 }) {}
 
@@ -76,7 +76,8 @@ const nonEmpty = (value: string | undefined) => (value === undefined || value.tr
  * Chooses the model (pure). In order: `--model NAME` naming a configured model (with `--base-url` /
  * `--api-key` overriding its connection); `--base-url` / `--api-key` (and `--model` as the raw model id)
  * as an ad-hoc model; `--model ID` alone when nothing is configured; the first configured model;
- * `OPENAI_*` from the environment. Otherwise a readable error saying how to configure one.
+ * `OPENAI_*` from the environment. Otherwise a readable error saying how to configure one. A `--base-url` or
+ * `OPENAI_BASE_URL` that is not an http(s) URL is an error naming where it came from.
  */
 export const chooseModel = (
   configured: ReadonlyArray<ModelConfig>,
@@ -86,6 +87,12 @@ export const chooseModel = (
   const name = nonEmpty(flags.model)
   const baseUrl = nonEmpty(flags.baseUrl)
   const apiKey = nonEmpty(flags.apiKey)
+  for (const [where, value] of [["--base-url", baseUrl], ["OPENAI_BASE_URL", env.baseUrl]] as const) {
+    const problem = value === undefined ? undefined : baseUrlProblem(value)
+    if (problem !== undefined) {
+      return Either.left(new ModelChoiceError({ reason: "invalid_base_url", message: `${where}: ${problem}` }))
+    }
+  }
   const choose = (entry: ModelConfig, from: ModelChoice["from"]): ModelChoice => ({
     name: entry.name,
     model: entry.model,

@@ -13,6 +13,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import type * as Usage from "@effect/cli/Usage"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
@@ -103,6 +104,17 @@ const withCleanLogs = (redact: Redact.Redactor) => <A, E, R>(effect: Effect.Effe
     }))))
 }
 
+/** The data directory, checked (and created when missing) before anything uses it; a usage error if unusable. */
+const dataHome = (home: string) =>
+  ConfigFile.ensureHome(home).pipe(
+    Effect.catchTag("HomeError", (error) =>
+      fail(
+        ExitCode.usage,
+        `Cannot use the data directory ${home} (ANTLER_HOME, default ./.antler): ${error.message}.\n` +
+          "Set ANTLER_HOME to a directory you can write to."
+      ))
+  )
+
 const loadConfig = (path: string | undefined) =>
   ConfigFile.load(path).pipe(
     Effect.catchTag("ConfigError", (error) =>
@@ -110,6 +122,7 @@ const loadConfig = (path: string | undefined) =>
         ExitCode.usage,
         `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n${error.message}`
       )),
+    Effect.tap((app) => dataHome(app.home)),
     Effect.tap((app) =>
       app.ignored.length > 0
         ? Render.writeError(`warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`)
@@ -231,6 +244,22 @@ const uploadFiles = (app: AppConfigService["Type"], threadId: string, files: Rea
     return results
   })
 
+/** Fails (exit 1) unless the thread is saved in the store: an upload never starts a thread by itself. */
+const requireThread = (home: string, threadId: string) =>
+  Effect.gen(function*() {
+    const saved = Fs.existsSync(App.storeLocation(home)) &&
+      Option.isSome(yield* Effect.flatMap(ThreadStore, (store) => store.load(threadId)).pipe(
+        Effect.provide(App.storeLayer(home))
+      ))
+    if (!saved) {
+      return yield* fail(
+        ExitCode.runFailed,
+        `No thread "${threadId}" in ${home}; nothing was uploaded. Start it with: antler run --thread ${threadId} ` +
+          `--file FILE "<prompt>", or list the saved threads with: antler threads list`
+      )
+    }
+  })
+
 const uploadCommand = Command.make(
   "upload",
   {
@@ -249,6 +278,7 @@ const uploadCommand = Command.make(
     Effect.gen(function*() {
       const app = yield* loadConfig(Option.getOrUndefined(args.config))
       const threadId = yield* threadIdFrom(args.thread)
+      yield* requireThread(app.home, threadId)
       const results = yield* uploadFiles(app, threadId, args.files, args.json)
       if (args.json) for (const result of results) yield* Render.write(`${JSON.stringify(result)}\n`)
     }).pipe(Effect.catchAll(reportFailure("upload failed")))
@@ -259,7 +289,7 @@ const uploadCommand = Command.make(
 
 const withStore = <A, E>(effect: Effect.Effect<A, E, ThreadStore>) =>
   Effect.gen(function*() {
-    const home = yield* ConfigFile.home
+    const home = yield* Effect.flatMap(ConfigFile.home, dataHome)
     return yield* effect.pipe(Effect.provide(App.storeLayer(home)))
   }).pipe(Effect.catchAll(reportFailure("error")))
 
@@ -299,7 +329,8 @@ const threadsCommand = Command.make("threads").pipe(
 // antler demo
 
 const demoCommand = Command.make("demo", {}, () =>
-  Demo.run.pipe(
+  Effect.flatMap(ConfigFile.home, dataHome).pipe(
+    Effect.zipRight(Demo.run),
     Effect.flatMap((code) => (code === ExitCode.ok ? Effect.void : Effect.fail(new CliExit({ code })))),
     Effect.catchAll(reportFailure("demo failed"))
   )).pipe(Command.withDescription("A complete run, offline, with a SCRIPTED model on a local server"))
@@ -327,8 +358,178 @@ const version = (): string => {
   }
 }
 
-/** The CLI as an effect over `process.argv`-shaped arguments. */
-export const cli = (argv: ReadonlyArray<string>) => Command.run(root, { name: "antler", version: version() })(argv)
+// ---------------------------------------------------------------------------------------------------------
+// Checking the command line before @effect/cli parses it: its `Args.text(...).pipe(Args.atLeast(1))` takes an
+// unknown option, an option without its value and everything after them as words of the prompt.
+
+/** What the check knows of a command: its options (each name, aliases included, and whether it takes a value). */
+export interface CommandSpec {
+  /** As the user types it: `antler run`. */
+  readonly name: string
+  readonly options: Readonly<Record<string, boolean>>
+  /** Whether it takes positional arguments (a prompt, ids, files). */
+  readonly args: boolean
+  readonly subcommands: Readonly<Record<string, CommandSpec>>
+}
+
+// A record's own entry only (a token such as `constructor` is not a command).
+const entry = <A>(record: Readonly<Record<string, A>>, key: string): A | undefined =>
+  Object.hasOwn(record, key) ? record[key] : undefined
+
+/** @effect/cli's own options, accepted by every command (`--completions` and `--log-level` take a value). */
+export const BUILT_IN_OPTIONS: Readonly<Record<string, boolean>> = {
+  "--help": false,
+  "-h": false,
+  "--version": false,
+  "--wizard": false,
+  "--completions": true,
+  "--log-level": true
+}
+
+/** The names in a command's usage: its options (with whether each takes a value) and whether it has arguments. */
+export const usageNames = (usage: Usage.Usage): { options: Record<string, boolean>; args: boolean } => {
+  const options: Record<string, boolean> = {}
+  let args = false
+  const walk = (node: Usage.Usage): void => {
+    switch (node._tag) {
+      case "Named":
+        for (const name of node.names) {
+          if (name.startsWith("-")) options[name] = Option.isSome(node.acceptedValues)
+          else if (name.startsWith("<")) args = true
+        }
+        return
+      case "Optional":
+      case "Repeated":
+        return walk(node.usage)
+      case "Concat":
+      case "Alternation":
+        walk(node.left)
+        return walk(node.right)
+      case "Empty":
+      case "Mixed":
+        return
+    }
+  }
+  walk(usage)
+  return { options, args }
+}
+
+const specOf = (
+  name: string,
+  command: Command.Command<any, any, any, any>,
+  subcommands: ReadonlyArray<readonly [string, CommandSpec]> = []
+): CommandSpec => ({ name, ...usageNames(Command.getUsage(command)), subcommands: Object.fromEntries(subcommands) })
+
+// Edit distance counting a swap of two neighbouring letters as one edit (`--thraed` is one edit from `--thread`).
+const editDistance = (a: string, b: string): number => {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => i + j))
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+      }
+    }
+  }
+  return d[a.length]![b.length]!
+}
+
+/**
+ * The known name closest to a mistyped one, if one is close: the only name it is a prefix of, else the
+ * nearest by edit distance (at most 1 for names of up to 4 letters, else 2). Dashes and case are ignored.
+ */
+export const closestName = (given: string, known: Iterable<string>): string | undefined => {
+  const bare = (name: string) => name.replace(/^-+/, "").toLowerCase()
+  const wanted = bare(given)
+  const names = [...known]
+  const extending = wanted.length >= 2 ? names.filter((name) => bare(name).startsWith(wanted)) : []
+  if (extending.length === 1) return extending[0]
+  let best: string | undefined
+  let bestDistance = wanted.length <= 4 ? 2 : 3
+  for (const name of names) {
+    const distance = editDistance(wanted, bare(name))
+    if (distance < bestDistance) {
+      best = name
+      bestDistance = distance
+    }
+  }
+  return best
+}
+
+/**
+ * The first problem of a command line (the arguments after the program), or undefined: an option the
+ * command does not have (with the closest one it does have), an option without its value, or an unknown
+ * command. Everything after `--` is an argument, so a prompt may start with a dash: `antler run -- "-x"`.
+ */
+export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string>): string | undefined => {
+  let command = spec
+  for (let i = 0; i < args.length; i++) {
+    const token = args[i]!
+    if (token === "--") return undefined
+    if (token.startsWith("-") && token !== "-") {
+      const equals = token.startsWith("--") ? token.indexOf("=") : -1
+      const name = equals > 2 ? token.slice(0, equals) : token
+      const takesValue = entry(command.options, name) ?? entry(BUILT_IN_OPTIONS, name)
+      if (takesValue === undefined) return unknownOption(command, name)
+      if (takesValue && equals === -1) {
+        const value = args[i + 1]
+        if (value === undefined || value.startsWith("--")) {
+          return `${command.name}: ${name} needs a value: ${name} VALUE (or ${name}=VALUE for a value that starts ` +
+            `with "--").\nRun \`${command.name} --help\` for its usage.`
+        }
+        i++
+      }
+    } else if (Object.keys(command.subcommands).length > 0 && !command.args) {
+      const next = entry(command.subcommands, token)
+      if (next === undefined) {
+        const commands = Object.keys(command.subcommands)
+        const near = closestName(token, commands)
+        return `${command.name}: unknown command ${token}` +
+          (near !== undefined ? `; did you mean ${near}?` : `. Commands: ${commands.join(", ")}.`) +
+          `\nRun \`${command.name} --help\` for its usage.`
+      }
+      command = next
+    }
+  }
+  return undefined
+}
+
+const unknownOption = (command: CommandSpec, name: string): string => {
+  const own = Object.keys(command.options).filter((option) => option.startsWith("--"))
+  const near = closestName(name, [...own, ...Object.keys(BUILT_IN_OPTIONS).filter((o) => o.startsWith("--"))])
+  const hint = near !== undefined
+    ? `; did you mean ${near}?`
+    : own.length > 0
+    ? `. Its options: ${own.join(", ")}.`
+    : "."
+  const dash = command.args && near === undefined
+    ? `\nAn argument that starts with "-" goes after --: ${command.name} -- "${name} ..."`
+    : ""
+  return `${command.name}: unknown option ${name}${hint}${dash}\nRun \`${command.name} --help\` for its usage.`
+}
+
+/** The command tree the check knows, read from the commands' own options and arguments. */
+export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"), [
+  ["run", specOf("antler run", runCommand)],
+  ["threads", specOf("antler threads", Command.make("threads"), [
+    ["list", specOf("antler threads list", listCommand)],
+    ["show", specOf("antler threads show", showCommand)]
+  ])],
+  ["upload", specOf("antler upload", uploadCommand)],
+  ["demo", specOf("antler demo", demoCommand)]
+])
+
+/**
+ * The CLI as an effect over `process.argv`-shaped arguments. The command line is checked first: a problem
+ * is a usage error (exit 2) and nothing runs.
+ */
+export const cli = (argv: ReadonlyArray<string>) => {
+  const problem = commandLineProblem(commandSpec, argv.slice(2))
+  return problem === undefined
+    ? Command.run(root, { name: "antler", version: version() })(argv)
+    : fail(ExitCode.usage, problem)
+}
 
 /** The exit code of a finished CLI effect. */
 export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {

@@ -196,14 +196,60 @@ const sourceOf = (input: UploadInput): Effect.Effect<Source, UploadError> => {
 
 const stagingName = () => `.upload-${randomUUID()}.part`
 
-/** Writes (or copies) into a new staging file next to the target; never follows or replaces an existing file. */
-const stage = async (
-  dir: string,
-  from: string | Uint8Array
-): Promise<{ readonly temp: string; readonly size: number }> => {
+const COPY_CHUNK_BYTES = 1024 * 1024
+
+/**
+ * Copies at most `limit` bytes of a host file into a new file (never following or replacing an existing one)
+ * and returns how many were copied. Read and written in chunks: `copyFile` hands the copy to the kernel,
+ * which copies nothing from a /proc file (whose size reads as 0) and never returns for a /sys file whose
+ * size reads as 4096.
+ */
+const copyAtMost = async (from: string, to: string, limit: number): Promise<number> => {
+  const input = await fs.open(from, "r")
+  try {
+    const output = await fs.open(to, "wx")
+    try {
+      const buffer = Buffer.alloc(Math.max(1, Math.min(COPY_CHUNK_BYTES, limit)))
+      let copied = 0
+      while (copied < limit) {
+        const { bytesRead } = await input.read(buffer, 0, Math.min(buffer.length, limit - copied), null)
+        if (bytesRead === 0) break
+        await output.write(buffer, 0, bytesRead)
+        copied += bytesRead
+      }
+      return copied
+    } finally {
+      await output.close()
+    }
+  } finally {
+    await input.close()
+  }
+}
+
+/** Why a host file's content did not match the size the system reported for it. */
+export const sizeMismatch = (path: string, filename: string, reported: number, read: number): string =>
+  `Cannot upload ${path}: the system reports ${formatBytes(reported)} for it, but reading it gives ` +
+  `${read > reported ? "more" : formatBytes(read)}. It is generated as it is read (as files under /proc and ` +
+  `/sys are) or it changed during the upload; copy it into a regular file first (cat ${path} > ${filename}) ` +
+  "and upload that."
+
+/**
+ * Writes (or copies) into a new staging file next to the target; never follows or replaces an existing file.
+ * A host file must give exactly the size it reported: one byte more is read to tell.
+ */
+const stage = async (dir: string, source: Source): Promise<{ readonly temp: string; readonly size: number }> => {
   const temp = Path.join(dir, stagingName())
-  if (typeof from === "string") await fs.copyFile(from, temp, fs.constants.COPYFILE_EXCL)
-  else await fs.writeFile(temp, from, { flag: "wx" })
+  if (typeof source.from === "string") {
+    const copied = await copyAtMost(source.from, temp, source.size + 1)
+    if (copied !== source.size) {
+      await removeQuietly(temp)
+      throw new UploadError({
+        reason: "not_a_file",
+        filename: source.filename,
+        message: sizeMismatch(source.from, source.filename, source.size, copied)
+      })
+    }
+  } else await fs.writeFile(temp, source.from, { flag: "wx" })
   return { temp, size: (await fs.stat(temp)).size }
 }
 
@@ -240,7 +286,7 @@ const commit = (dir: string, sources: ReadonlyArray<Source>, limits: UploadsConf
     try: async () => {
       const staged: Array<{ readonly temp: string; readonly size: number }> = []
       try {
-        for (const source of sources) staged.push(await stage(dir, source.from))
+        for (const source of sources) staged.push(await stage(dir, source))
         // A host file can change between the check and the copy: check what was really copied.
         const problem = limitProblem(sources.map((source, i) => ({ ...source, size: staged[i]!.size })), limits)
         if (problem !== undefined) throw problem

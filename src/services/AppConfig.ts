@@ -16,14 +16,37 @@ const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 const Fraction = Schema.Number.pipe(Schema.between(0, 1))
 
+/**
+ * Why a model server address cannot be used, or undefined when it can: it must be an `http://` or `https://`
+ * URL with a host. The value is not repeated (a key pasted into the wrong field must not be printed), except
+ * as the suggested fix when it looks like a host without its scheme (`localhost:11434/v1`).
+ */
+export const baseUrlProblem = (value: string): string | undefined => {
+  let url: URL | undefined
+  try {
+    url = new URL(value)
+  } catch {
+    url = undefined
+  }
+  if (url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") {
+    return undefined
+  }
+  const hostLike = /^[A-Za-z0-9.-]+(:\d+)?(\/\S*)?$/.test(value) && /[.:]|^localhost/.test(value)
+  return hostLike
+    ? `expected an http:// or https:// URL; did you mean http://${value}?`
+    : "expected an http:// or https:// URL, such as http://localhost:11434/v1"
+}
+
+const BaseUrl = Schema.String.pipe(Schema.filter((value) => baseUrlProblem(value) ?? true))
+
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
 export const ModelConfig = Schema.Struct({
   name: Schema.NonEmptyTrimmedString,
   model: Schema.NonEmptyTrimmedString,
   display_name: Schema.optional(Schema.String),
   use: Schema.optional(Schema.String),
-  base_url: Schema.optional(Schema.String),
-  api_base: Schema.optional(Schema.String),
+  base_url: Schema.optional(BaseUrl),
+  api_base: Schema.optional(BaseUrl),
   api_key: Schema.optional(Schema.Redacted(Schema.String)),
   supports_vision: withDefault(Schema.Boolean, () => false),
   supports_thinking: withDefault(Schema.Boolean, () => false),

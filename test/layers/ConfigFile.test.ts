@@ -9,7 +9,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
-import { defaults } from "../../src/services/AppConfig.js"
+import { baseUrlProblem, defaults } from "../../src/services/AppConfig.js"
 
 const FIXTURE = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/config.example.yaml")
 
@@ -200,4 +200,69 @@ describe("ConfigFile", () => {
       const loaded = yield* ConfigFile.load(tempFile("# nothing yet\n")).pipe(withEnv({}))
       assert.deepStrictEqual(loaded.config, defaults())
     }))
+})
+
+describe("model server addresses", () => {
+  it.effect("a base_url or api_base that is not an http(s) URL is a config error at its key", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "models:",
+        "  - name: a",
+        "    model: m",
+        "    base_url: notaurl",
+        "  - name: b",
+        "    model: m",
+        "    api_base: localhost:11434/v1",
+        "  - name: c",
+        "    model: m",
+        "    base_url: https://api.example.com/v1"
+      ].join("\n"))
+      const error = yield* loadError(file)
+      assert.strictEqual(error.reason, "schema")
+      assert.strictEqual(
+        error.message,
+        [
+          `${file}: models[0].base_url: expected an http:// or https:// URL, such as http://localhost:11434/v1`,
+          `${file}: models[1].api_base: expected an http:// or https:// URL; did you mean http://localhost:11434/v1?`
+        ].join("\n")
+      )
+    }))
+
+  it("baseUrlProblem accepts http(s) URLs and never repeats a value that is not host-like", () => {
+    assert.strictEqual(baseUrlProblem("http://localhost:11434/v1"), undefined)
+    assert.strictEqual(baseUrlProblem("https://user:pw@api.example.com/v1"), undefined)
+    assert.isString(baseUrlProblem("http://"))
+    for (const bad of ["notaurl", "sk-proj-Abc123xyz", "ftp://files.example.com", "file:///etc/passwd"]) {
+      const problem = baseUrlProblem(bad)
+      assert.isString(problem, bad)
+      assert.notInclude(problem!, bad)
+    }
+    assert.include(baseUrlProblem("api.example.com/v1")!, "did you mean http://api.example.com/v1?")
+  })
+})
+
+describe("the data directory (ANTLER_HOME)", () => {
+  it("is created level by level when missing, and a probe shows it can hold files", () => {
+    const parent = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-home-"))
+    const home = Path.join(parent, "a", "b", ".antler")
+    assert.strictEqual(ConfigFile.prepareHome(home), undefined)
+    assert.isTrue(Fs.statSync(home).isDirectory())
+    assert.deepStrictEqual(Fs.readdirSync(home), [])
+    assert.strictEqual(ConfigFile.prepareHome(home), undefined)
+  })
+
+  it("fails at once, naming the directory at fault, where directories cannot be made", () => {
+    // Node's recursive mkdir never returns for this one (mkdir under /proc fails with ENOENT).
+    const proc = ConfigFile.prepareHome("/proc/nope/.antler")
+    assert.deepInclude(proc, { reason: "cannot_create", path: "/proc/nope" })
+    assert.match(proc!.message, /^cannot create \/proc\/nope: ENOENT/)
+    const probe = ConfigFile.prepareHome("/proc")
+    assert.deepInclude(probe, { reason: "not_writable", path: "/proc" })
+    const file = tempFile("", "not-a-dir")
+    assert.deepInclude(ConfigFile.prepareHome(Path.join(file, "home")), {
+      reason: "not_a_directory",
+      path: file,
+      message: `${file} is not a directory`
+    })
+  })
 })

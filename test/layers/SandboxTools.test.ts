@@ -1,6 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
@@ -13,6 +16,7 @@ import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import { ToolService } from "../../src/services/ToolService.js"
 import type { JsonObject } from "../../src/state/Message.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
+import * as H from "../support/harness.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The real tools over a temp data directory.
@@ -506,6 +510,128 @@ describe("grep", () => {
       assert.isTrue(lines.slice(1, 11).every((l) => l.startsWith(`${W}/many.txt:`)))
       assert.isTrue(lines[11]!.startsWith("Results truncated."))
     }))
+})
+
+describe("patterns from the model (RE2: linear time)", () => {
+  const A48 = "a".repeat(48)
+  const GLOB_ATTACK = `${"*a".repeat(14)}*b`
+
+  it.effect("^(a+)+$ through grep and a 14-star glob through glob answer, while another run completes first", () =>
+    Effect.gen(function*() {
+      const { home, provide, write } = yield* ready()
+      // The tools work in the sandbox of the run that calls them: thread "hostile" of the default user.
+      const workspace = threadPaths(home, "default", "hostile").workspace
+      // About 3.4 MB of lines on which V8's backtracking engine takes minutes each, and one line that matches.
+      write("hostile.txt", `${Array.from({ length: 70_000 }, () => `${A48}!`).join("\n")}\n${A48}\n`, workspace)
+      write(A48, "", workspace)
+      write(`${"a".repeat(14)}b`, "", workspace)
+      const tools = yield* provide(SandboxTools.tools({ vision: false }))
+      const finished: Array<string> = []
+      const hostile = H.run({
+        threadId: "hostile",
+        tools,
+        script: [
+          {
+            toolCalls: [
+              { name: "grep", args: { description: "x", path: W, pattern: "^(a+)+$" } },
+              { name: "glob", args: { description: "x", path: W, pattern: GLOB_ATTACK } }
+            ]
+          },
+          "searched"
+        ]
+      }).pipe(Effect.tap(() => finished.push("hostile")))
+      const other = H.run({ threadId: "other", script: ["hello"] }).pipe(Effect.tap(() => finished.push("other")))
+      const [searched, answered] = yield* H.withStore(Effect.all([hostile, other], { concurrency: "unbounded" }))
+      assert.deepStrictEqual(finished, ["other", "hostile"])
+      assert.strictEqual(answered.end.status, "success")
+      assert.strictEqual(searched.end.status, "success")
+      const results = searched.state.messages.filter((m) => m.type === "tool").map((m) => String(m.content))
+      assert.deepStrictEqual(results, [
+        [`Found 1 matches under ${W}`, `${W}/hostile.txt:70001: ${A48}`].join("\n"),
+        [`Found 1 paths under ${W}`, `1. ${W}/${"a".repeat(14)}b`].join("\n")
+      ])
+    }))
+
+  it.effect("a search past the time limit stops and answers with what it has, saying so", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      for (let i = 0; i < 3; i++) write(`big${i}.txt`, Array.from({ length: 20_000 }, (_, j) => `line ${j}`).join("\n"))
+      const fiber = yield* Effect.fork(call("grep", { description: "x", path: W, pattern: "needle" }))
+      // The test clock moves only here: each turn of this loop is another SEARCH_TIME_LIMIT.
+      while (Option.isNone(yield* Fiber.poll(fiber))) {
+        yield* TestClock.adjust(SandboxTools.SEARCH_TIME_LIMIT)
+        yield* Effect.yieldNow()
+      }
+      const { text } = yield* Fiber.join(fiber)
+      assert.strictEqual(
+        text,
+        `No matches found under ${W}\n(The search stopped after 20 s, so not every file was searched; narrow the ` +
+          "path, the pattern or the glob.)"
+      )
+    }))
+
+  it("grep patterns: JavaScript syntax with look-behinds and named groups; literal and case options", () => {
+    const test = (pattern: string, text: string, options = { literal: false, caseSensitive: false }) => {
+      const compiled = SandboxTools.compileSearch(pattern, options)
+      if ("error" in compiled) throw new Error(compiled.error)
+      return compiled.regex.test(text)
+    }
+    assert.isTrue(test("^(a+)+$", A48))
+    assert.isFalse(test("^(a+)+$", `${A48}!`))
+    assert.isTrue(test("(?<=price: )\\d+", "price: 42"))
+    assert.isFalse(test("(?<!price: )\\b42", "price: 42"))
+    assert.isTrue(test("(?<word>\\w+) \\u0041", "hello A"))
+    assert.isTrue(test("todo", "TODO: x"))
+    assert.isFalse(test("todo", "TODO: x", { literal: false, caseSensitive: true }))
+    assert.isTrue(test("print(1)", "print(1)", { literal: true, caseSensitive: false }))
+    assert.isFalse(test("a.b", "axb", { literal: true, caseSensitive: false }))
+    assert.isTrue(test("(a)\\1", "x(a)\\1", { literal: true, caseSensitive: true }))
+  })
+
+  it("grep patterns RE2 cannot run are refused with a reason the model can act on", () => {
+    const error = (pattern: string) => {
+      const compiled = SandboxTools.compileSearch(pattern, { literal: false, caseSensitive: false })
+      return "error" in compiled ? compiled.error : undefined
+    }
+    assert.match(error("foo(?=bar)")!, /^look-aheads \(\(\?=\.\.\.\), \(\?!\.\.\.\)\) are not supported: /)
+    assert.match(error("foo(?!bar)")!, /^look-aheads/)
+    assert.match(error("(a)\\1")!, /^backreferences \(\\1, \\k<name>\) are not supported: /)
+    assert.match(error("(?<q>['\"]).*\\k<q>")!, /^backreferences/)
+    assert.strictEqual(error("(unclosed"), "missing closing ): `(unclosed`")
+  })
+
+  it.effect("the tools answer an unusable pattern or glob with an Error result", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("a.txt", "foobar\n")
+      const grep = (args: JsonObject) => Effect.map(call("grep", { description: "x", path: W, ...args }), (r) => r.text)
+      assert.match(yield* grep({ pattern: "foo(?=bar)" }), /^Error: Invalid regex pattern: look-aheads /)
+      assert.match(yield* grep({ pattern: "(o)\\1" }), /^Error: Invalid regex pattern: backreferences /)
+      assert.strictEqual(
+        yield* grep({ pattern: "foo", glob: "[z-a].txt" }),
+        "Error: Invalid glob pattern: invalid character class range: `z-a`"
+      )
+      const glob = yield* call("glob", { description: "x", path: W, pattern: "[z-a]" })
+      assert.strictEqual(glob.text, "Error: Invalid glob pattern: invalid character class range: `z-a`")
+    }))
+
+  it("globs become RE2 patterns without look-arounds, with the documented meaning", () => {
+    const matches = (glob: string, path: string) => {
+      const compiled = SandboxTools.compileGlob(glob)
+      if ("error" in compiled) throw new Error(compiled.error)
+      return compiled.regex.test(path)
+    }
+    assert.notInclude(SandboxTools.globSource("**/*.{ts,md}"), "(?=")
+    assert.isTrue(matches("*.py", "src/util/helpers.py"))
+    assert.isFalse(matches("src/*.py", "src/util/helpers.py"))
+    assert.isTrue(matches("src/**/*.py", "src/util/helpers.py"))
+    assert.isTrue(matches("**/*.{md,txt}", "docs/guide.md"))
+    assert.isTrue(matches("file?.[!a-c]x", "file1.dx"))
+    assert.isFalse(matches("file?.[!a-c]x", "file1.bx"))
+    assert.isTrue(matches("[[:digit:]]*.log", "logs/2024.log"))
+    assert.isTrue(matches("a+b(c).txt", "a+b(c).txt"))
+    assert.isFalse(matches(GLOB_ATTACK, A48))
+  })
 })
 
 describe("present_files", () => {

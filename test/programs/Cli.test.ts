@@ -16,6 +16,7 @@ import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as App from "../../src/programs/App.js"
+import * as Cli from "../../src/programs/Cli.js"
 import * as Demo from "../../src/programs/Demo.js"
 import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
@@ -375,19 +376,10 @@ describe("clarification", () => {
 })
 
 describe("uploads", () => {
-  it.live("antler upload copies files into the thread with a Markdown copy; run --file shows them to the model", () =>
+  it.live("run --file shows uploads to the model; antler upload copies into the thread with a Markdown copy", () =>
     Effect.scoped(Effect.gen(function*() {
       const uploadHome = tempDir("antler-upload-")
-      const page = Path.join(uploadHome, "report.html")
-      Fs.writeFileSync(page, "<html><body><h1>Quarterly report</h1><p>Up.</p><h2>Costs</h2><p>Down.</p></body></html>")
-      const up = yield* antlerDone(uploadHome, ["upload", "u1", page])
-      assert.strictEqual(up.code, 0, up.stderr)
-      assert.include(up.stdout, "report.html")
-      assert.include(up.stdout, "Markdown: /mnt/user-data/uploads/report.md")
-      const uploads = Path.join(uploadHome, "users", "default", "threads", "u1", "user-data", "uploads")
-      assert.match(Fs.readFileSync(Path.join(uploads, "report.md"), "utf8"), /^# Quarterly report/)
-
-      const server = yield* ScriptedChatServer.start(["I see the report."])
+      const server = yield* ScriptedChatServer.start(["I see the notes."])
       const notes = Path.join(uploadHome, "notes.html")
       Fs.writeFileSync(notes, "<h1>Meeting notes</h1><p>Ship it.</p>")
       const run = yield* antlerDone(uploadHome, [
@@ -400,6 +392,109 @@ describe("uploads", () => {
       assert.include(user, "/mnt/user-data/uploads/notes.html")
       assert.include(user, "L1: Meeting notes")
       assert.include(user, "summarise the notes")
+
+      const page = Path.join(uploadHome, "report.html")
+      Fs.writeFileSync(page, "<html><body><h1>Quarterly report</h1><p>Up.</p><h2>Costs</h2><p>Down.</p></body></html>")
+      const up = yield* antlerDone(uploadHome, ["upload", "u1", page])
+      assert.strictEqual(up.code, 0, up.stderr)
+      assert.include(up.stdout, "report.html")
+      assert.include(up.stdout, "Markdown: /mnt/user-data/uploads/report.md")
+      const uploads = Path.join(uploadHome, "users", "default", "threads", "u1", "user-data", "uploads")
+      assert.match(Fs.readFileSync(Path.join(uploads, "report.md"), "utf8"), /^# Quarterly report/)
+    })), SLOW)
+})
+
+describe("careless input", () => {
+  it.live("unknown options and options without their value are usage errors with a suggestion; nothing runs", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["answered"])
+      const careless = tempDir("antler-careless-")
+      const run = (...args: ReadonlyArray<string>) =>
+        antlerDone(careless, ["run", "--base-url", server.url, "--api-key", "x", ...args])
+      const bogus = yield* run("--bogus", "1", "hi")
+      assert.strictEqual(bogus.code, 2, bogus.stderr)
+      assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --model, --base-url")
+      assert.include(bogus.stderr, `goes after --: antler run -- "--bogus ..."`)
+      const typo = yield* run("--thraed", "X", "--model", "M", "hi")
+      assert.strictEqual(typo.code, 2, typo.stderr)
+      assert.include(typo.stderr, "antler run: unknown option --thraed; did you mean --thread?")
+      const bare = yield* run("--thread")
+      assert.strictEqual(bare.code, 2, bare.stderr)
+      assert.include(bare.stderr, "antler run: --thread needs a value")
+      const swallowed = yield* run("--thread", "--model", "M", "hi")
+      assert.strictEqual(swallowed.code, 2, swallowed.stderr)
+      assert.include(swallowed.stderr, "antler run: --thread needs a value")
+      const command = yield* antlerDone(careless, ["threads", "lst"])
+      assert.strictEqual(command.code, 2, command.stderr)
+      assert.include(command.stderr, "antler threads: unknown command lst; did you mean list?")
+      for (const result of [bogus, typo, bare, swallowed, command]) assert.strictEqual(result.stdout, "")
+      assert.strictEqual(server.requests.length, 0)
+      assert.isFalse(Fs.existsSync(Path.join(careless, "users")))
+
+      // After `--`, a prompt may start with a dash.
+      const dashed = yield* run("--", "--not a flag")
+      assert.strictEqual(dashed.code, 0, dashed.stderr)
+      const sent = server.requests[0]!.messages
+      assert.include(String(sent[sent.length - 1]!.content), "\n--not a flag\n")
+    })), SLOW)
+
+  it.live("an ANTLER_HOME that cannot be a directory fails at once with the path (exit 2)", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir("antler-homecwd-")
+      const inCwd = (dataHome: string, args: ReadonlyArray<string>) =>
+        Effect.promise(() => antler(dataHome, args, {}, cwd).done)
+      const proc = yield* inCwd("/proc/nope", ["run", "--base-url", "http://127.0.0.1:9/v1", "hi"])
+      assert.strictEqual(proc.code, 2, proc.stderr)
+      assert.include(proc.stderr, "Cannot use the data directory /proc/nope (ANTLER_HOME, default ./.antler): ")
+      assert.include(proc.stderr, "cannot create /proc/nope: ENOENT")
+      const listed = yield* inCwd("/proc/nope", ["threads", "list"])
+      assert.strictEqual(listed.code, 2, listed.stderr)
+      assert.include(listed.stderr, "/proc/nope")
+      const file = Path.join(tempDir("antler-homefile-"), "not-a-dir")
+      Fs.writeFileSync(file, "")
+      const notDir = yield* inCwd(Path.join(file, "home"), ["threads", "list"])
+      assert.strictEqual(notDir.code, 2, notDir.stderr)
+      assert.include(notDir.stderr, `${file} is not a directory`)
+    }), SLOW)
+
+  it.live("a base URL that is not a URL is a configuration error naming where it came from (exit 2)", () =>
+    Effect.gen(function*() {
+      const flag = yield* antlerDone(home, ["run", "--base-url", "notaurl", "hi"])
+      assert.strictEqual(flag.code, 2, flag.stderr)
+      assert.include(flag.stderr, "--base-url: expected an http:// or https:// URL, such as http://localhost:11434/v1")
+      assert.strictEqual(flag.stdout, "")
+      const env = yield* antlerDone(home, ["run", "hi"], { OPENAI_BASE_URL: "localhost:11434/v1" })
+      assert.strictEqual(env.code, 2, env.stderr)
+      assert.include(
+        env.stderr,
+        "OPENAI_BASE_URL: expected an http:// or https:// URL; did you mean http://localhost:11434/v1?"
+      )
+      const config = Path.join(tempDir("antler-urlconfig-"), "config.yaml")
+      Fs.writeFileSync(config, "models:\n  - name: main\n    model: m\n    base_url: notaurl\n")
+      const file = yield* antlerDone(home, ["run", "--config", config, "hi"])
+      assert.strictEqual(file.code, 2, file.stderr)
+      assert.include(file.stderr, `${config}: models[0].base_url: expected an http:// or https:// URL`)
+    }), SLOW)
+
+  it.live("upload refuses an unknown thread (nothing created) and a /proc file that reads as empty", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const uploadHome = tempDir("antler-upload-careless-")
+      const threads = Path.join(uploadHome, "users", "default", "threads")
+      const page = Path.join(uploadHome, "page.txt")
+      Fs.writeFileSync(page, "hello")
+      const unknown = yield* antlerDone(uploadHome, ["upload", "no-such-thread", page])
+      assert.strictEqual(unknown.code, 1, unknown.stderr)
+      assert.include(unknown.stderr, `No thread "no-such-thread" in ${uploadHome}; nothing was uploaded.`)
+      assert.isFalse(Fs.existsSync(Path.join(threads, "no-such-thread")))
+
+      const server = yield* ScriptedChatServer.start(["hello"])
+      const started = yield* antlerDone(uploadHome, ["run", "--base-url", server.url, "--thread", "t1", "hi"])
+      assert.strictEqual(started.code, 0, started.stderr)
+      const proc = yield* antlerDone(uploadHome, ["upload", "t1", "/proc/self/status"])
+      assert.strictEqual(proc.code, 2, proc.stderr)
+      assert.include(proc.stderr, "Cannot upload /proc/self/status: the system reports 0 bytes for it, but reading")
+      assert.include(proc.stderr, "cat /proc/self/status > status")
+      assert.deepStrictEqual(Fs.readdirSync(Path.join(threads, "t1", "user-data", "uploads")), [])
     })), SLOW)
 })
 
@@ -520,6 +615,21 @@ const model = (name: string, extra: Record<string, unknown> = {}) =>
 describe("App.chooseModel", () => {
   const configured = [model("main", { base_url: "https://a.example/v1" }), model("small")]
 
+  it("a --base-url or OPENAI_BASE_URL that is not an http(s) URL is an error naming it, not a TypeError later", () => {
+    const message = (result: ReturnType<typeof App.chooseModel>) =>
+      Either.match(result, { onLeft: (e) => `${e.reason}: ${e.message}`, onRight: () => "chosen" })
+    assert.strictEqual(
+      message(App.chooseModel(configured, { baseUrl: "notaurl" }, {})),
+      "invalid_base_url: --base-url: expected an http:// or https:// URL, such as http://localhost:11434/v1"
+    )
+    assert.strictEqual(
+      message(App.chooseModel([], {}, { baseUrl: "localhost:11434/v1", apiKey: "k" })),
+      "invalid_base_url: OPENAI_BASE_URL: expected an http:// or https:// URL; did you mean http://localhost:11434/v1?"
+    )
+    assert.strictEqual(message(App.chooseModel([], { baseUrl: "ftp://host/v1" }, {})).split(":")[0], "invalid_base_url")
+    assert.strictEqual(message(App.chooseModel([], { baseUrl: " http://127.0.0.1:8000/v1 " }, {})), "chosen")
+  })
+
   it("--model NAME picks that configured model, and --base-url / --api-key override its connection", () => {
     const picked = Either.getOrThrow(App.chooseModel(configured, { model: "small" }, {}))
     assert.strictEqual(picked.name, "small")
@@ -559,6 +669,84 @@ describe("App.chooseModel", () => {
       assert.include(result.left.message, "Configured models: main, small")
     }
     assert.strictEqual(Either.getOrThrow(App.chooseModel([], { model: "gpt-4.1" }, {})).model, "gpt-4.1")
+  })
+})
+
+describe("checking the command line", () => {
+  const problem = (...args: ReadonlyArray<string>) => Cli.commandLineProblem(Cli.commandSpec, args)
+
+  it("knows each command's options from the commands themselves, with whether they take a value", () => {
+    const run = Cli.commandSpec.subcommands.run!
+    assert.deepStrictEqual(Object.entries(run.options), [
+      ["--thread", true],
+      ["--model", true],
+      ["--base-url", true],
+      ["--api-key", true],
+      ["--config", true],
+      ["--file", true],
+      ["--json", false]
+    ])
+    assert.isTrue(run.args)
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
+  })
+
+  it("accepts well-formed lines, options anywhere, --name=value, built-in options, and anything after --", () => {
+    for (
+      const line of [
+        ["run", "hi"],
+        ["run", "hi", "there", "--thread", "t1", "--json"],
+        ["run", "--model=m", "--file", "a.pdf", "--file", "b.pdf", "hi"],
+        ["run", "--", "--not a flag", "-x"],
+        ["run", "-", "hi"],
+        ["--log-level", "debug", "run", "hi"],
+        ["run", "--help"],
+        ["--version"],
+        ["threads", "show", "t1", "--json"],
+        ["upload", "t1", "a.txt", "b.txt"],
+        []
+      ]
+    ) assert.strictEqual(problem(...line), undefined, line.join(" "))
+  })
+
+  it("an unknown option is named, with the closest known one or the list; a missing value is named", () => {
+    assert.strictEqual(
+      problem("run", "--thraed", "X", "--model", "M", "hi"),
+      "antler run: unknown option --thraed; did you mean --thread?\nRun `antler run --help` for its usage."
+    )
+    assert.include(problem("run", "--base_url", "x", "hi")!, "did you mean --base-url?")
+    assert.include(problem("run", "--thr", "x", "hi")!, "did you mean --thread?")
+    assert.include(problem("--verison")!, "antler: unknown option --verison; did you mean --version?")
+    assert.strictEqual(
+      problem("run", "--bogus", "1", "hi"),
+      "antler run: unknown option --bogus. Its options: --thread, --model, --base-url, --api-key, --config, " +
+        "--file, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+        "Run `antler run --help` for its usage."
+    )
+    assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
+    assert.include(problem("threads", "list", "--jsno")!, "unknown option --jsno; did you mean --json?")
+    for (const line of [["run", "--thread"], ["run", "hi", "--thread"], ["run", "--thread", "--model", "M", "hi"]]) {
+      assert.strictEqual(
+        problem(...line),
+        "antler run: --thread needs a value: --thread VALUE (or --thread=VALUE for a value that starts with \"--\")." +
+          "\nRun `antler run --help` for its usage.",
+        line.join(" ")
+      )
+    }
+    assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
+    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, demo.")
+    assert.include(problem("constructor")!, "antler: unknown command constructor.")
+  })
+
+  it("closestName prefers the one name a prefix extends, else the nearest within a small distance", () => {
+    const names = ["--thread", "--model", "--base-url", "--json"]
+    assert.strictEqual(Cli.closestName("--thraed", names), "--thread")
+    assert.strictEqual(Cli.closestName("--MODEL", names), "--model")
+    assert.strictEqual(Cli.closestName("--mdoel", names), "--model")
+    assert.strictEqual(Cli.closestName("--base", names), "--base-url")
+    assert.strictEqual(Cli.closestName("--jsn", names), "--json")
+    assert.strictEqual(Cli.closestName("--bogus", names), undefined)
+    assert.strictEqual(Cli.closestName("--x", names), undefined)
   })
 })
 

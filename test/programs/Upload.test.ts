@@ -250,6 +250,34 @@ describe("Upload", () => {
       assert.deepStrictEqual(listDir(uploads), [])
     }))
 
+  it.effect("a host file that reads unlike its reported size (/proc, /sys) is refused; nothing is written", () =>
+    Effect.gen(function*() {
+      const { home, uploads } = freshHome()
+      const regular = path.join(home, "regular.txt")
+      fs.writeFileSync(regular, "fine")
+      // The kernel's copy used to store /proc files as 0 bytes, and never returned for /sys files.
+      const sysfs = ["/sys/kernel/mm/transparent_hugepage/enabled", "/sys/kernel/uevent_seqnum", "/sys/power/state"]
+        .find((file) => fs.existsSync(file) && fs.statSync(file).size !== fs.readFileSync(file).length)
+      for (const file of ["/proc/self/status", ...(sysfs === undefined ? [] : [sysfs])]) {
+        const error = yield* Effect.flip(Upload.upload("t1", [regular, file]).pipe(withConfig(home)))
+        assert.strictEqual(error.reason, "not_a_file", file)
+        assert.strictEqual(error.filename, path.basename(file))
+        assert.include(error.message, `Cannot upload ${file}: the system reports `)
+        assert.include(error.message, `copy it into a regular file first (cat ${file} > ${path.basename(file)})`)
+        assert.deepStrictEqual(listDir(uploads), [])
+      }
+      assert.strictEqual(
+        Upload.sizeMismatch("/proc/self/status", "status", 0, 1),
+        "Cannot upload /proc/self/status: the system reports 0 bytes for it, but reading it gives more. It is " +
+          "generated as it is read (as files under /proc and /sys are) or it changed during the upload; copy it " +
+          "into a regular file first (cat /proc/self/status > status) and upload that."
+      )
+      const empty = path.join(home, "empty.txt")
+      fs.writeFileSync(empty, "")
+      const [uploaded] = yield* Upload.upload("t1", [empty]).pipe(withConfig(home))
+      assert.strictEqual(uploaded!.size, 0)
+    }))
+
   it.effect("re-uploading replaces the file; a symlink in its place is replaced, never followed", () =>
     Effect.gen(function*() {
       const { home, uploads } = freshHome()
