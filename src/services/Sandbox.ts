@@ -53,6 +53,7 @@ export const SandboxErrorReason = Schema.Literal(
   "binary",
   "bash_disabled",
   "timeout",
+  "quota",
   "io"
 )
 export type SandboxErrorReason = typeof SandboxErrorReason.Type
@@ -87,6 +88,13 @@ export interface ExecResult {
   readonly timedOut: boolean
   /** The timeout that applied, in milliseconds. */
   readonly timeoutMs: number
+  /**
+   * Why the command was stopped before it finished, other than the timeout (a resource limit), in words the
+   * model can act on.
+   */
+  readonly stopped?: string
+  /** Resource limits the command's output suggests it ran into, in words the model can act on. */
+  readonly notes?: ReadonlyArray<string>
 }
 
 /** What a path is. */
