@@ -434,20 +434,32 @@ const findExecutable = (name: string): string | undefined => {
 }
 
 /**
- * Spawns a process in its own process group: the wrapper that raises the OOM score (the kernel's OOM killer
- * then picks sandboxed processes first), joins the command's cgroup when there is one (`procs`, the group's
- * `cgroup.procs`; before anything is forked, so every descendant is in it), lowers the CPU priority, and
- * execs the program.
+ * How a command is started (in its own process group): a bash wrapper closes every descriptor it inherited
+ * beyond stdio and the `keep` descriptors meant for the program (Antler may itself have inherited descriptors
+ * without close-on-exec, which the sandbox must not get), raises the OOM score (the kernel's OOM killer then
+ * picks sandboxed processes first), joins the command's cgroup when there is one (`procs`, the group's
+ * `cgroup.procs`, before anything is forked, so every descendant is in it), lowers the CPU priority, and execs
+ * the program.
  */
-export const wrapped = (procs: string | undefined, file: string, args: ReadonlyArray<string>) => ({
-  file: "/bin/sh",
+export const wrapped = (
+  procs: string | undefined,
+  keep: number,
+  file: string,
+  args: ReadonlyArray<string>
+) => ({
+  file: "/bin/bash",
   args: [
     "-c",
-    `echo 1000 2>/dev/null >/proc/self/oom_score_adj
-if [ -n "$1" ]; then echo $$ >"$1" || { echo "antler: could not join the command's cgroup" >&2; exit 125; }; fi
-shift
+    `for fd in /proc/self/fd/*; do
+  fd=\${fd##*/}
+  [ "$fd" -le 2 ] || [ "$fd" -lt "$1" ] || eval "exec $fd>&-" 2>/dev/null
+done
+echo 1000 2>/dev/null >/proc/self/oom_score_adj
+if [ -n "$2" ]; then echo $$ >"$2" || { echo "antler: could not join the command's cgroup" >&2; exit 125; }; fi
+shift 2
 exec nice -n 10 "$@"`,
     "antler-sandbox",
+    String(3 + keep),
     procs ?? "",
     file,
     ...args

@@ -904,7 +904,7 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
             if (diskLimit > 0 && (yield* Effect.promise(() => usage.estimate())) > diskLimit) {
               diskLimit = Math.max(diskLimit, yield* Effect.promise(() => usage.exact()))
             }
-            const launch = Bash.wrapped(group?.procs, file, args)
+            const launch = Bash.wrapped(group?.procs, inputs.length + (statusFd === undefined ? 0 : 1), file, args)
             const outcome = yield* Bash.run({
               file: launch.file,
               args: launch.args,
