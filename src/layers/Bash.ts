@@ -1,8 +1,9 @@
 /**
- * The process runner behind the sandbox's `bash`: bubblewrap isolation (argument building and a one-time
- * probe), the host-bash guard used when isolation is knowingly switched off, and a runner that spawns a real
- * child process, captures stdout and stderr together, enforces a timeout that kills the whole process tree,
- * and kills it too when the calling fiber is interrupted.
+ * The process runner behind the sandbox's `bash`: bubblewrap isolation (the system view, the setup script that
+ * mounts the thread's directories and drops to the unprivileged sandbox user, resource limits, and a probe),
+ * the host-bash guard used when isolation is knowingly switched off, and a runner that spawns a real child
+ * process, captures stdout and stderr together, enforces a timeout that kills the whole process tree, stops it
+ * when a guard (a resource limit) says so, and kills it too when the calling fiber is interrupted.
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -231,7 +232,7 @@ export const SETUP_SCRIPT = `set -u
 status=$1 cwd=$2 mem=$3 fsize=$4 nproc=$5 cmd=$6 n=$7
 shift 7
 fail() { echo "fail $*" >&"$status"; exit 125; }
-overlay() { command -p mount -t overlay overlay -o "nosuid,nodev,userxattr,$1" "$2" 2>/dev/null; }
+overlay() { command -p mount -t overlay overlay -o "nosuid,nodev,userxattr,index=off,$1" "$2" 2>/dev/null; }
 bind() { command -p mount --bind -o "$1" "$2" "$3" 2>/dev/null && echo "bind $3" >&"$status"; }
 while [ "$n" -gt 0 ]; do
   kind=$1 src=$2 dst=$3 work=$4
@@ -404,7 +405,9 @@ export const hostBashArgs = (command: string, limits: Limits): Array<string> => 
 }
 
 /** What a staged setup reported: targets that fell back to bind mounts, and why it failed (if it did). */
-export const parseSetupStatus = (text: string): { readonly bound: ReadonlyArray<string>; readonly failure?: string } => {
+export const parseSetupStatus = (
+  text: string
+): { readonly bound: ReadonlyArray<string>; readonly failure?: string } => {
   const bound: Array<string> = []
   let failure: string | undefined
   for (const line of text.split("\n")) {
@@ -472,7 +475,9 @@ exec nice -n 10 "$@"`,
  */
 export const probeBwrap: Effect.Effect<BwrapStatus> = Effect.suspend(() => {
   const path = findExecutable("bwrap")
-  if (path === undefined) return Effect.succeed<BwrapStatus>({ available: false, reason: "`bwrap` was not found on PATH" })
+  if (path === undefined) {
+    return Effect.succeed<BwrapStatus>({ available: false, reason: "`bwrap` was not found on PATH" })
+  }
   const layout = hostRootLayout()
   const attempt = (mode: BwrapMode) =>
     Effect.acquireUseRelease(
@@ -684,7 +689,13 @@ export const run = (spec: ProcessSpec): Effect.Effect<ProcessOutcome, SandboxErr
         cwd: spec.cwd,
         env: { ...spec.env },
         detached: true,
-        stdio: ["ignore", "pipe", "pipe", ...inputs.map(() => "pipe" as const), ...(spec.statusFd === undefined ? [] : ["pipe" as const])]
+        stdio: [
+          "ignore",
+          "pipe",
+          "pipe",
+          ...inputs.map(() => "pipe" as const),
+          ...(spec.statusFd === undefined ? [] : ["pipe" as const])
+        ]
       })
     } catch (cause) {
       resume(Effect.fail(new SandboxError({ reason: "io", message: "Could not start the command", cause })))

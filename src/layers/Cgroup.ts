@@ -33,7 +33,9 @@ export interface Candidates {
   readonly v1Pids?: string
 }
 
-const unescape = (field: string) => field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+// mountinfo escapes spaces, tabs, newlines and backslashes as octal.
+const unescape = (field: string) =>
+  field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
 
 const under = (mountpoint: string, root: string, path: string): string | undefined => {
   if (root === "/") return path === "/" ? mountpoint : `${mountpoint.replace(/\/$/, "")}${path}`

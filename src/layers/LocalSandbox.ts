@@ -8,6 +8,12 @@
  * is opened (the open descriptor's real path, on Linux), so a symlink swapped in between by a concurrent
  * command cannot redirect a read or a write. Commands run under bubblewrap (see `Bash.ts`); without it, bash
  * is refused unless `sandbox.allow_host_bash` is set.
+ *
+ * Resource limits (`sandbox.max_processes`, `max_memory_mb`, `tmp_size_mb`, `max_file_size_mb`,
+ * `disk_quota_mb`): each command gets its own cgroup where one can be made (`Cgroup.ts`) and rlimits; a watcher
+ * stops a command that hits the process cap or grows the thread's files past the quota (`DiskQuota.ts`), and
+ * the file tools refuse writes past the file size limit or the quota. What the host cannot enforce is warned
+ * about once per provider.
  */
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
@@ -224,7 +230,7 @@ const isDirectoryError = (virtual: string) =>
 
 const execResult = (outcome: Bash.ProcessOutcome, timeoutMs: number): ExecResult => ({
   output: outcome.output,
-  exitCode: outcome.timedOut ? null : outcome.exitCode,
+  exitCode: outcome.timedOut || outcome.stopped !== undefined ? null : outcome.exitCode,
   timedOut: outcome.timedOut,
   timeoutMs
 })
@@ -335,11 +341,22 @@ const nprocPerNamespace = (): boolean => {
   return major > 5 || (major === 5 && minor >= 14)
 }
 
-const MEMORY_FAILURE =
-  /\bMemoryError\b|Cannot allocate memory|[Oo]ut of memory|\bOOM\b|std::bad_alloc|[Aa]llocation failed|memory exhausted|Failed to reserve virtual memory/
+const MEMORY_FAILURE = new RegExp(
+  [
+    String.raw`\bMemoryError\b`,
+    "Cannot allocate memory",
+    "[Oo]ut of memory",
+    String.raw`\bOOM\b`,
+    "std::bad_alloc",
+    "[Aa]llocation failed",
+    "memory exhausted",
+    "Failed to reserve virtual memory"
+  ].join("|")
+)
 const FILE_SIZE_FAILURE = /File size limit exceeded|File too large/
 const NO_SPACE = /No space left on device/
-const FORK_FAILURE = /fork: (retry: )?Resource temporarily unavailable|[Cc]annot fork|can't fork|BlockingIOError: \[Errno 11\]/
+const FORK_FAILURE =
+  /fork: (retry: )?Resource temporarily unavailable|[Cc]annot fork|can't fork|BlockingIOError: \[Errno 11\]/
 const SIGXFSZ_EXIT = 128 + 25
 
 const realOrSelf = (path: string) => {
@@ -748,7 +765,9 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
       return { group, work }
     })
 
-  const releaseResources = (resources: { readonly group: Cgroup.Group | undefined; readonly work: string | undefined }) =>
+  const releaseResources = (
+    resources: { readonly group: Cgroup.Group | undefined; readonly work: string | undefined }
+  ) =>
     Effect.zipRight(
       resources.group?.destroy ?? Effect.void,
       Effect.sync(() => {
@@ -850,7 +869,12 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
               const bwrapMounts: Array<Bash.Mount & { readonly work?: string }> = writable.map(([host, target], i) =>
                 work === undefined
                   ? { host: host!, target: target!, writable: true }
-                  : { host: realOrSelf(host!), target: target!, writable: true, work: Path.join(realOrSelf(work), `${i}`) }
+                  : {
+                    host: realOrSelf(host!),
+                    target: target!,
+                    writable: true,
+                    work: Path.join(realOrSelf(work), `${i}`)
+                  }
               )
               if (spec.skills !== undefined) bwrapMounts.push({ host: spec.skills, target: SKILLS, writable: false })
               // Staged only when every writable directory is inside the thread's directory (overlayfs needs its

@@ -83,7 +83,7 @@ export interface ExecResult {
    * output cap with `\n... [middle truncated: {n} chars skipped] ...\n`.
    */
   readonly output: string
-  /** The exit code; `null` when the process was killed by a signal (a timeout). */
+  /** The exit code; `null` when the command was stopped (a timeout or a limit in `stopped`). */
   readonly exitCode: number | null
   readonly timedOut: boolean
   /** The timeout that applied, in milliseconds. */

@@ -395,7 +395,10 @@ describe.skipIf(!bwrapInstalled)("sandbox hardening (real bash tool)", () => {
       )
       const text = unrev(result.text)
       // The thread's directories are there (the reads worked), and named only by sandbox paths.
-      assert.match(text, / \/mnt\/user-data\/workspace rw,.* - overlay overlay .*upperdir=\/\.stage\/thread\/user-data\/workspace/)
+      assert.match(
+        text,
+        / \/mnt\/user-data\/workspace rw,.* - overlay overlay .*upperdir=\/\.stage\/thread\/user-data\/workspace/
+      )
       assert.include(text, " /mnt/user-data/outputs ")
       for (const host of [home, Fs.realpathSync(home), paths.root, Path.basename(home), "antler-bash-"]) {
         assert.notInclude(text, host)
@@ -406,7 +409,8 @@ describe.skipIf(!bwrapInstalled)("sandbox hardening (real bash tool)", () => {
     Effect.gen(function*() {
       const result = yield* setup().bash(
         "cat /etc/passwd; echo ===; cat /etc/group; echo ===; cat /etc/hostname; hostname; echo ===; " +
-          "getent passwd root || echo NO-ROOT; whoami; ls /etc/shadow /etc/ssh /etc/npmrc /etc/machine-id 2>&1 | wc -l; " +
+          "getent passwd root || echo NO-ROOT; whoami; " +
+          "ls /etc/shadow /etc/ssh /etc/npmrc /etc/machine-id 2>&1 | wc -l; " +
           "ls /etc/ | tr '\\n' ' '"
       )
       const [passwd, group, names, rest] = result.text.split("===\n")
@@ -459,8 +463,8 @@ describe.skipIf(!bwrapInstalled || !isRoot)("the sandbox built by an unprivilege
       homes.push(stage)
       Fs.mkdirSync(Path.join(stage, "user-data/workspace"), { recursive: true })
       Fs.mkdirSync(Path.join(stage, "work/0"), { recursive: true })
-      for (const dir of [stage, `${stage}/user-data`, `${stage}/user-data/workspace`, `${stage}/work`, `${stage}/work/0`]) {
-        Fs.chownSync(dir, 65534, 65534)
+      for (const dir of ["", "/user-data", "/user-data/workspace", "/work", "/work/0"]) {
+        Fs.chownSync(`${stage}${dir}`, 65534, 65534)
       }
       Fs.chmodSync(stage, 0o755)
       const invocation = Bash.bwrapInvocation({
@@ -584,7 +588,9 @@ describe.skipIf(!bwrapInstalled)("resource limits (real bash tool)", () => {
       const { bash, call, paths } = setup({
         sandbox: { disk_quota_mb: 16, max_file_size_mb: 4, bash_command_timeout: 120 }
       })
-      const result = yield* bash("for i in $(seq 1 60); do head -c 2M /dev/zero > f$i.bin; sleep 0.05; done; echo finished")
+      const result = yield* bash(
+        "for i in $(seq 1 60); do head -c 2M /dev/zero > f$i.bin; sleep 0.05; done; echo finished"
+      )
       assert.isTrue(
         result.text.startsWith(
           "Error: The command was stopped, together with every process it started: the thread's files grew to "

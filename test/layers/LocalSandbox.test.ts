@@ -134,7 +134,7 @@ describe("paths", () => {
       assert.strictEqual(sandbox.mask(`${app.home}/users/other`), "<antler-home>/users/other")
     }))
 
-  it("masks whole path segments only: a longer name or path that merely contains a host directory is left alone", () => {
+  it("masks whole path segments only: a longer name or path merely containing a host directory is left alone", () => {
     const mask = LocalSandbox.makeMask([
       ["/srv/skills", "/mnt/skills"],
       ["/srv/data/ws", "/mnt/user-data/workspace"],

@@ -270,7 +270,8 @@ describe("write_file", () => {
     Effect.gen(function*() {
       const { call, paths } = yield* ready()
       const file = Path.join(paths.workspace, "log.txt")
-      assert.strictEqual((yield* call("write_file", { description: "x", path: `${W}/log.txt`, content: "start\n" })).text, "OK")
+      const started = yield* call("write_file", { description: "x", path: `${W}/log.txt`, content: "start\n" })
+      assert.strictEqual(started.text, "OK")
       const huge = "x".repeat(10 * 1024 * 1024)
       const refused = yield* call("write_file", { description: "x", path: `${W}/log.txt`, content: huge, append: true })
       assert.strictEqual(
@@ -285,11 +286,11 @@ describe("write_file", () => {
     Effect.gen(function*() {
       const { call, paths } = yield* ready({ sandbox: { max_file_size_mb: 1 } })
       const chunk = "y".repeat(80 * 1024)
-      assert.strictEqual((yield* call("write_file", { description: "x", path: `${W}/grow.txt`, content: "MARK\n" })).text, "OK")
+      const grow = (content: string, append: boolean) =>
+        Effect.map(call("write_file", { description: "x", path: `${W}/grow.txt`, content, append }), (r) => r.text)
+      assert.strictEqual(yield* grow("MARK\n", false), "OK")
       const texts: Array<string> = []
-      for (let i = 0; i < 14; i++) {
-        texts.push((yield* call("write_file", { description: "x", path: `${W}/grow.txt`, content: chunk, append: true })).text)
-      }
+      for (let i = 0; i < 14; i++) texts.push(yield* grow(chunk, true))
       // 12 chunks (960 KB) fit; the 13th would make 1040 KB.
       assert.deepStrictEqual(texts.slice(0, 12), Array(12).fill("OK"))
       assert.strictEqual(
@@ -315,7 +316,10 @@ describe("write_file", () => {
       write("existing.bin", new Uint8Array(600 * 1024), paths.outputs) // counted too
       const content = "q".repeat(500 * 1024)
       const refused = yield* call("write_file", { description: "x", path: `${W}/more.txt`, content })
-      assert.isTrue(refused.text.startsWith(`Error: Writing ${W}/more.txt would take the thread's files to 1.`), refused.text)
+      assert.isTrue(
+        refused.text.startsWith(`Error: Writing ${W}/more.txt would take the thread's files to 1.`),
+        refused.text
+      )
       assert.include(refused.text, "MB, over the disk quota of 1 MB (sandbox.disk_quota_mb). Delete files")
       assert.isFalse(Fs.existsSync(Path.join(paths.workspace, "more.txt")))
       Fs.rmSync(Path.join(paths.outputs, "existing.bin"))
