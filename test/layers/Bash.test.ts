@@ -456,6 +456,42 @@ describe.skipIf(!bwrapInstalled)("sandbox hardening (real bash tool)", () => {
     }))
 })
 
+describe.skipIf(!bwrapInstalled)("the direct sandbox (bubblewrap alone, where the staged setup cannot run)", () => {
+  it.live("is hardened the same way; only mountinfo shows the bound directory's host path", () =>
+    Effect.gen(function*() {
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-direct-"))
+      homes.push(dir)
+      const invocation = Bash.bwrapInvocation({
+        mode: "direct",
+        layout: Bash.hostRootLayout(),
+        mounts: [{ host: dir, target: WORKSPACE, writable: true }],
+        cwd: WORKSPACE,
+        env: { PATH: Bash.SANDBOX_PATH, HOME: WORKSPACE },
+        command: "id -un; echo made > file; echo 1 > /proc/sys/vm/stat_interval; " +
+          "unshare --user true 2>/dev/null || echo NO-USERNS; cat /etc/passwd; " +
+          "grep ' /mnt/user-data/workspace ' /proc/self/mountinfo; head -c 2M /dev/zero > /tmp/x",
+        limits: { ...Bash.NO_LIMITS, tmpBytes: 1024 * 1024 }
+      })
+      const outcome = yield* Bash.run({
+        file: "bwrap",
+        args: invocation.argv,
+        inputs: [invocation.options.join("\0"), ...invocation.files],
+        env: { PATH: Bash.SANDBOX_PATH },
+        timeoutMs: 20_000,
+        maxOutputChars: 0
+      })
+      assert.isUndefined(invocation.statusFd)
+      assert.isTrue(outcome.output.startsWith("sandbox\n"), outcome.output)
+      assert.include(outcome.output, "/proc/sys/vm/stat_interval: Read-only file system")
+      assert.include(outcome.output, "NO-USERNS")
+      assert.include(outcome.output, "\nsandbox:x:65534:65534:sandbox:/mnt/user-data/workspace:/bin/bash\n")
+      assert.include(outcome.output, "No space left on device")
+      // What the staged sandbox avoids: a bind mount shows its host directory.
+      assert.include(outcome.output, `${Path.basename(dir)} /mnt/user-data/workspace rw,`)
+      assert.strictEqual(Fs.readFileSync(Path.join(dir, "file"), "utf8"), "made\n")
+    }))
+})
+
 describe.skipIf(!bwrapInstalled || !isRoot)("the sandbox built by an unprivileged user", () => {
   it.live("a staged sandbox works as uid 65534 on the host (no cgroups, no root)", () =>
     Effect.gen(function*() {
