@@ -684,7 +684,7 @@ describe.skipIf(!bwrapInstalled)("resource limits (real bash tool)", () => {
     }))
 })
 
-describe("cgroup detection (pure)", () => {
+describe("cgroup detection", () => {
   it("finds Antler's own group in cgroup v2, a hybrid unified mount, and the v1 pids hierarchy", () => {
     const v2 = Cgroup.locate(
       "30 1 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n",
@@ -708,6 +708,46 @@ describe("cgroup detection (pure)", () => {
     assert.deepStrictEqual(container, { v1Pids: "/sys/fs/cgroup/my pids/antler" })
     assert.deepStrictEqual(Cgroup.locate("", "0::/\n"), {})
   })
+
+  it.effect("cgroup v2 with delegated pids and memory: a command group gets pids.max, memory.max and no swap", () =>
+    Effect.gen(function*() {
+      // A stand-in hierarchy of plain files (what Antler writes is checked, not what the kernel does with it).
+      const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cgroup-"))
+      homes.push(root)
+      const own = Path.join(root, "antler.service")
+      Fs.mkdirSync(own)
+      Fs.writeFileSync(Path.join(own, "cgroup.controllers"), "cpu memory pids\n")
+      Fs.writeFileSync(Path.join(own, "cgroup.subtree_control"), "memory pids\n")
+      const found = yield* Cgroup.detect({
+        mountinfo: `30 1 0:26 / ${root} rw,nosuid - cgroup2 cgroup2 rw\n`,
+        selfCgroup: "0::/antler.service\n"
+      })
+      assert.deepStrictEqual(found, { available: true, hierarchy: { version: 2, dir: own, memory: true } })
+      if (!found.available) return
+      const group = yield* Cgroup.create(found.hierarchy, { processes: 40, memoryBytes: 256 * 1024 * 1024 })
+      const dir = Path.dirname(group.procs)
+      assert.strictEqual(Path.dirname(dir), own)
+      assert.match(Path.basename(dir), new RegExp(`^antler-${process.pid}-[0-9a-f]+$`))
+      assert.strictEqual(Fs.readFileSync(Path.join(dir, "pids.max"), "utf8"), "40")
+      assert.strictEqual(Fs.readFileSync(Path.join(dir, "memory.max"), "utf8"), String(256 * 1024 * 1024))
+      assert.strictEqual(Fs.readFileSync(Path.join(dir, "memory.swap.max"), "utf8"), "0")
+      Fs.writeFileSync(Path.join(dir, "pids.events"), "max 3\n")
+      Fs.writeFileSync(Path.join(dir, "memory.events"), "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n")
+      assert.deepStrictEqual([group.forkFailures(), group.oomKills()], [3, 1])
+    }))
+
+  it.effect("without the pids controller for Antler's group, detection says why", () =>
+    Effect.gen(function*() {
+      const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cgroup-"))
+      homes.push(root)
+      Fs.writeFileSync(Path.join(root, "cgroup.controllers"), "cpu memory\n")
+      const found = yield* Cgroup.detect({
+        mountinfo: `30 1 0:26 / ${root} rw - cgroup2 cgroup2 rw\n`,
+        selfCgroup: "0::/\n"
+      })
+      const reason = `cgroup v2 (${root}) has no pids controller for Antler`
+      assert.deepStrictEqual(found, { available: false, reason })
+    }))
 })
 
 describe("bash without bubblewrap", () => {
