@@ -300,8 +300,17 @@ export interface BwrapInvocation {
 
 // Writable /proc entries that concern the whole machine. bubblewrap itself covers irq, bus and sysrq-trigger
 // when it finds them writable, but not /proc/sys (its directory is never writable, its files are).
-const PROC_COVERS = ["/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/acpi", "/proc/driver",
-  "/proc/scsi", "/proc/mtrr"]
+const PROC_COVERS = [
+  "/proc/sysrq-trigger",
+  "/proc/irq",
+  "/proc/bus",
+  "/proc/fs",
+  "/proc/acpi",
+  "/proc/driver",
+  "/proc/scsi",
+  "/proc/mtrr",
+  "/proc/pressure"
+]
 
 /**
  * bubblewrap's invocation for one command (ECOSYSTEM §6). The system view: `/usr` and the merged-/usr symlinks
