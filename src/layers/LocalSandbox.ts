@@ -8,9 +8,17 @@
  * is opened (the open descriptor's real path, on Linux), so a symlink swapped in between by a concurrent
  * command cannot redirect a read or a write. Commands run under bubblewrap (see `Bash.ts`); without it, bash
  * is refused unless `sandbox.allow_host_bash` is set.
+ *
+ * Resource limits (`sandbox.max_processes`, `max_memory_mb`, `tmp_size_mb`, `max_file_size_mb`,
+ * `disk_quota_mb`): each command gets its own cgroup where one can be made (`Cgroup.ts`) and rlimits; a watcher
+ * stops a command that hits the process cap or grows the thread's files past the quota (`DiskQuota.ts`), and
+ * the file tools refuse writes past the file size limit or the quota. What the host cannot enforce is warned
+ * about once per provider.
  */
+import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Fsp from "node:fs/promises"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -40,6 +48,8 @@ import {
   WORKSPACE
 } from "../services/Sandbox.js"
 import * as Bash from "./Bash.js"
+import * as Cgroup from "./Cgroup.js"
+import * as DiskQuota from "./DiskQuota.js"
 
 /** Options of the local provider. */
 export interface Options {
@@ -50,6 +60,8 @@ export interface Options {
   readonly bwrap?: "auto" | "off"
   /** How many thread sandboxes to keep cached (least recently used are dropped; they are re-made on use). */
   readonly maxCached?: number
+  /** `"auto"` (default) gives each command a cgroup where one can be made; `"off"` never does. */
+  readonly cgroup?: "auto" | "off"
 }
 
 /** What `mask` shows instead of the data directory (outside the thread's own directories). */
@@ -141,15 +153,30 @@ export const displayPath = (masked: string): string => {
   return masked.startsWith("/") && !masked.startsWith("/mnt/") ? OUTSIDE_PATH : cut
 }
 
-/** Replaces host directories in text with virtual roots, longest first (pure). */
+// Characters that continue a path segment: a host directory followed (or preceded) by one of these is part of
+// a different name (`/srv/skills-extra`, `/x/srv/skills`), not that directory.
+const SEGMENT_CHAR = "A-Za-z0-9_.~+@%#-"
+
+/**
+ * Replaces host directories in text with virtual roots (pure), whole path segments only: a directory matches
+ * where it starts a path (not inside a longer name or path) and is followed by `/`, the end, or a character
+ * that cannot continue its last segment (a period counts only when no such character follows it, as at the end
+ * of a sentence). One pass, longest directory first, so a replacement is never rewritten again.
+ */
 export const makeMask = (pairs: ReadonlyArray<readonly [host: string, virtual: string]>) => {
   const sorted = [...new Map(pairs.filter(([host]) => host.length > 1)).entries()]
+    .map(([host, virtual]) => [host.replace(/\/+$/, ""), virtual] as const)
+    .filter(([host]) => host.length > 1)
     .sort((a, b) => b[0].length - a[0].length)
-  return (text: string): string => {
-    let out = text
-    for (const [host, virtual] of sorted) if (out.includes(host)) out = out.split(host).join(virtual)
-    return out
-  }
+  if (sorted.length === 0) return (text: string): string => text
+  const virtuals = new Map(sorted)
+  const alternatives = sorted.map(([host]) => host.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|")
+  const pattern = new RegExp(
+    `(?<![${SEGMENT_CHAR}])(${alternatives})(?=$|/|[^${SEGMENT_CHAR}]|\\.(?![${SEGMENT_CHAR}]))`,
+    "g"
+  )
+  return (text: string): string =>
+    sorted.some(([host]) => text.includes(host)) ? text.replace(pattern, (host) => virtuals.get(host)!) : text
 }
 
 type ErrnoError = NodeJS.ErrnoException
@@ -203,7 +230,7 @@ const isDirectoryError = (virtual: string) =>
 
 const execResult = (outcome: Bash.ProcessOutcome, timeoutMs: number): ExecResult => ({
   output: outcome.output,
-  exitCode: outcome.timedOut ? null : outcome.exitCode,
+  exitCode: outcome.timedOut || outcome.stopped !== undefined ? null : outcome.exitCode,
   timedOut: outcome.timedOut,
   timeoutMs
 })
@@ -264,8 +291,73 @@ export interface SandboxSpec {
   readonly home: string
   readonly config: AppConfig["sandbox"]
   readonly bwrap: Effect.Effect<Bash.BwrapStatus>
+  /** Where command cgroups can be made (detected once per provider). */
+  readonly cgroups: Effect.Effect<Cgroup.Availability>
+  readonly layout: () => Bash.RootLayout
+  /** Logs a warning once per provider and key. */
+  readonly warn: (key: string, message: string) => Effect.Effect<void>
   readonly lock: ReturnType<typeof makeKeyedLock>
 }
+
+const MB = 1024 * 1024
+
+/** Where overlayfs work directories of running commands are made, inside the thread's directory. */
+export const WORK_DIR = ".sandbox-work"
+
+const sweepWorkDirs = (root: string) => {
+  let names: Array<string> = []
+  try {
+    names = Fs.readdirSync(root)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = Number(/^(\d+)-/.exec(name)?.[1])
+    let alive = false
+    try {
+      process.kill(pid, 0)
+      alive = true
+    } catch (cause) {
+      alive = codeOf(cause) === "EPERM"
+    }
+    if (!alive) Bash.removeTree(Path.join(root, name))
+  }
+}
+
+/** The limits of a configuration, in bytes. */
+export const limitsOf = (config: AppConfig["sandbox"]) => ({
+  processes: config.max_processes,
+  memoryBytes: config.max_memory_mb * MB,
+  tmpBytes: config.tmp_size_mb * MB,
+  fileSizeBytes: config.max_file_size_mb * MB,
+  diskQuotaBytes: config.disk_quota_mb * MB
+})
+
+// RLIMIT_NPROC is counted per user namespace since Linux 5.14 (and never applies to root): only then does it
+// cap one sandbox rather than every process of the host user.
+const nprocPerNamespace = (): boolean => {
+  if (typeof process.getuid !== "function" || process.getuid() === 0) return false
+  const [major = 0, minor = 0] = Os.release().split(".").map((part) => parseInt(part, 10))
+  return major > 5 || (major === 5 && minor >= 14)
+}
+
+const MEMORY_FAILURE = new RegExp(
+  [
+    String.raw`\bMemoryError\b`,
+    "Cannot allocate memory",
+    "[Oo]ut of memory",
+    String.raw`\bOOM\b`,
+    "std::bad_alloc",
+    "[Aa]llocation failed",
+    "memory exhausted",
+    "Failed to reserve virtual memory"
+  ].join("|")
+)
+const FILE_SIZE_FAILURE = /File size limit exceeded|File too large/
+const NO_SPACE = /No space left on device/
+const FORK_FAILURE =
+  /fork: (retry: )?Resource temporarily unavailable|[Cc]annot fork|can't fork|BlockingIOError: \[Errno 11\]/
+const SIGXFSZ_EXIT = 128 + 25
 
 const realOrSelf = (path: string) => {
   try {
@@ -304,6 +396,12 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
     [realOrSelf(home), HIDDEN_HOME]
   ])
   const show = (text: string) => displayPath(mask(text.replace(/\0/g, "\\0")))
+
+  const limits = limitsOf(spec.config)
+  const usage = DiskQuota.meter([paths.root])
+  const quotaMessage = (bytes: number) =>
+    `${DiskQuota.megabytes(bytes)} MB, over the disk quota of ${spec.config.disk_quota_mb} MB ` +
+    "(sandbox.disk_quota_mb). Delete files you no longer need (e.g. with rm in bash) first."
 
   const parse = (input: string) => Effect.suspend(() => parseVirtual(input, mounts, show))
 
@@ -464,6 +562,35 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
       catch: (cause) => fsError(cause, virtual)
     })
 
+  // The per-file limit and the thread's disk quota, for a write that makes a file `kept + content` bytes long
+  // where it was `before` bytes.
+  const checkWrite = async (
+    virtual: string,
+    kept: number,
+    before: number,
+    content: string
+  ): Promise<SandboxError | undefined> => {
+    const after = kept + Buffer.byteLength(content, "utf8")
+    if (limits.fileSizeBytes > 0 && after > limits.fileSizeBytes) {
+      return new SandboxError({
+        reason: "too_large",
+        message: `${virtual} would be ${DiskQuota.megabytes(after)} MB, over the limit of ` +
+          `${spec.config.max_file_size_mb} MB for one file (sandbox.max_file_size_mb).`,
+        path: virtual
+      })
+    }
+    const growth = after - before
+    if (limits.diskQuotaBytes <= 0 || growth <= 0) return undefined
+    if ((await usage.estimate()) + growth <= limits.diskQuotaBytes) return undefined
+    const used = await usage.exact()
+    if (used + growth <= limits.diskQuotaBytes) return undefined
+    return new SandboxError({
+      reason: "quota",
+      message: `Writing ${virtual} would take the thread's files to ${quotaMessage(used + growth)}`,
+      path: virtual
+    })
+  }
+
   const writeText = (input: string, content: string, append = false): Effect.Effect<void, SandboxError> =>
     Effect.gen(function*() {
       const { parsed, resolved } = yield* resolveParsed(input, "write")
@@ -494,6 +621,11 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
             const stat = await handle.stat()
             if (!stat.isFile()) {
               throw new SandboxError({ reason: "permission", message: `Not a regular file: ${virtual}`, path: virtual })
+            }
+            const refusal = await checkWrite(virtual, append ? stat.size : 0, stat.size, content)
+            if (refusal !== undefined) {
+              if (created) await Fsp.unlink(resolved.real).catch(() => undefined)
+              throw refusal
             }
             if (!append && !created) await handle.truncate(0)
             await handle.writeFile(content, "utf8")
@@ -583,6 +715,121 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
   ): Effect.Effect<A, E | SandboxError, R> =>
     Effect.flatMap(resolveParsed(input, "write"), ({ resolved }) => spec.lock(resolved.real, effect))
 
+  // Overlayfs work directories of running commands live next to user-data (same filesystem, not visible to the
+  // model); those of an Antler process that died are removed when the sandbox is made.
+  const threadDir = Path.dirname(paths.root)
+  const workRoot = Path.join(threadDir, WORK_DIR)
+  sweepWorkDirs(workRoot)
+
+  // One-time warnings about limits this host cannot enforce.
+  const warnLimits = (groups: Cgroup.Availability) =>
+    Effect.gen(function*() {
+      if (limits.processes > 0 && !groups.available) {
+        yield* spec.warn(
+          "processes",
+          nprocPerNamespace()
+            ? `sandbox.max_processes is enforced with RLIMIT_NPROC in the sandbox's user namespace, as no cgroup ` +
+              `can be used (${groups.reason}); a command that reaches it is not stopped early`
+            : `sandbox.max_processes cannot be enforced (${groups.reason}): a command can start processes without ` +
+              "limit until it times out"
+        )
+      }
+      if (limits.memoryBytes > 0 && !(groups.available && groups.hierarchy.memory)) {
+        yield* spec.warn(
+          "memory",
+          "sandbox.max_memory_mb limits the memory of each process only: the total of a command's processes is " +
+            "capped only with a cgroup v2 memory controller, which Antler cannot use here"
+        )
+      }
+    })
+
+  const acquireResources = (groups: Cgroup.Availability, staged: boolean) =>
+    Effect.gen(function*() {
+      let group: Cgroup.Group | undefined
+      if (groups.available && (limits.processes > 0 || limits.memoryBytes > 0)) {
+        const made = yield* Effect.either(
+          Cgroup.create(groups.hierarchy, { processes: limits.processes, memoryBytes: limits.memoryBytes })
+        )
+        if (made._tag === "Right") group = made.right
+        else yield* spec.warn("cgroup", `sandbox limits: ${made.left.message}; the command runs without it`)
+      }
+      let work: string | undefined
+      if (staged) {
+        try {
+          work = Path.join(workRoot, `${process.pid}-${randomBytes(6).toString("hex")}`)
+          for (const name of ["0", "1", "2"]) Fs.mkdirSync(Path.join(work, name), { recursive: true })
+        } catch {
+          work = undefined
+        }
+      }
+      return { group, work }
+    })
+
+  const releaseResources = (
+    resources: { readonly group: Cgroup.Group | undefined; readonly work: string | undefined }
+  ) =>
+    Effect.zipRight(
+      resources.group?.destroy ?? Effect.void,
+      Effect.sync(() => {
+        if (resources.work !== undefined) Bash.removeTree(resources.work)
+      })
+    )
+
+  // Stops the command when it hits the process cap, or when the thread's files pass `diskLimit`.
+  const guardOf = (group: Cgroup.Group | undefined, diskLimit: number): Bash.Guard | undefined => {
+    if (group === undefined && diskLimit <= 0) return undefined
+    let walked = Date.now()
+    return {
+      intervalMs: 100,
+      check: async () => {
+        if (group !== undefined && group.forkFailures() > 0) {
+          return `it tried to run more than ${spec.config.max_processes} processes and threads at once, the ` +
+            "sandbox's limit (sandbox.max_processes). A fork bomb or a loop that keeps starting processes does " +
+            "this; start fewer at a time."
+        }
+        if (diskLimit <= 0) return undefined
+        const estimate = await usage.estimate()
+        const due = Date.now() - walked > Math.max(5000, 20 * usage.lastWalkMs())
+        if (estimate <= diskLimit && !due) return undefined
+        const used = await usage.exact()
+        walked = Date.now()
+        return used > diskLimit ? `the thread's files grew to ${quotaMessage(used)}` : undefined
+      }
+    }
+  }
+
+  const notesOf = (outcome: Bash.ProcessOutcome, group: Cgroup.Group | undefined, isolated: boolean) => {
+    const notes: Array<string> = []
+    if (outcome.timedOut || outcome.stopped !== undefined) return notes
+    const text = outcome.output
+    if (limits.memoryBytes > 0 && (MEMORY_FAILURE.test(text) || (group?.oomKills() ?? 0) > 0)) {
+      notes.push(
+        `Each process may use at most ${spec.config.max_memory_mb} MB of memory (sandbox.max_memory_mb): work ` +
+          "on the data in smaller pieces."
+      )
+    }
+    if (limits.fileSizeBytes > 0 && (outcome.exitCode === SIGXFSZ_EXIT || FILE_SIZE_FAILURE.test(text))) {
+      notes.push(`A file may be at most ${spec.config.max_file_size_mb} MB (sandbox.max_file_size_mb).`)
+    }
+    if (NO_SPACE.test(text)) {
+      notes.push(
+        (isolated && limits.tmpBytes > 0
+          ? `/tmp and /dev/shm hold at most ${spec.config.tmp_size_mb} MB each (sandbox.tmp_size_mb). `
+          : "") +
+          (limits.diskQuotaBytes > 0
+            ? `The thread's files may use ${spec.config.disk_quota_mb} MB in all (sandbox.disk_quota_mb).`
+            : "")
+      )
+    }
+    if (limits.processes > 0 && FORK_FAILURE.test(text)) {
+      notes.push(
+        `A command may run at most ${spec.config.max_processes} processes and threads at once ` +
+          "(sandbox.max_processes)."
+      )
+    }
+    return notes.filter((note) => note !== "")
+  }
+
   const exec = (command: string, options: ExecOptions = {}): Effect.Effect<ExecResult, SandboxError> =>
     Effect.gen(function*() {
       const configuredMs = Math.round(spec.config.bash_command_timeout * 1000)
@@ -590,49 +837,143 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
       const maxOutputChars = options.maxOutputChars ?? spec.config.bash_output_max_chars
       const status = yield* spec.bwrap
       const env = { ...options.env }
-      if (status.available) {
-        const bwrapMounts: Array<Bash.Mount> = [
-          { host: paths.workspace, target: WORKSPACE, writable: true },
-          { host: paths.uploads, target: UPLOADS, writable: true },
-          { host: paths.outputs, target: OUTPUTS, writable: true }
-        ]
-        if (spec.skills !== undefined) bwrapMounts.push({ host: spec.skills, target: SKILLS, writable: false })
-        const args = Bash.bwrapArgs({
-          layout: layout(),
-          mounts: bwrapMounts,
-          cwd: WORKSPACE,
-          env: { PATH: Bash.SANDBOX_PATH, HOME: WORKSPACE, LANG: "C.UTF-8", TMPDIR: "/tmp", ...env },
-          command
-        })
-        const outcome = yield* Bash.run({
-          file: status.path,
-          args,
-          env: { PATH: Bash.SANDBOX_PATH },
-          timeoutMs,
-          maxOutputChars,
-          mask
-        })
-        return execResult(outcome, timeoutMs)
+      let rewritten: string | undefined
+      if (!status.available) {
+        if (!spec.config.allow_host_bash) {
+          return yield* new SandboxError({ reason: "bash_disabled", message: bashDisabledMessage(status.reason) })
+        }
+        const problem = Bash.validateHostCommand(command, mounts.map((m) => m.virtual))
+        if (problem !== undefined) {
+          return yield* new SandboxError({ reason: "path_escape", message: `Command refused: ${problem}.` })
+        }
+        rewritten = Bash.rewriteHostCommand(command, mounts.map((m) => [m.virtual, m.host] as const))
+      } else if (status.warning !== undefined) {
+        yield* spec.warn("bwrap", `bash sandbox: ${status.warning}`)
       }
-      if (!spec.config.allow_host_bash) {
-        return yield* new SandboxError({ reason: "bash_disabled", message: bashDisabledMessage(status.reason) })
-      }
-      const problem = Bash.validateHostCommand(command, mounts.map((m) => m.virtual))
-      if (problem !== undefined) {
-        return yield* new SandboxError({ reason: "path_escape", message: `Command refused: ${problem}.` })
-      }
-      const rewritten = Bash.rewriteHostCommand(command, mounts.map((m) => [m.virtual, m.host] as const))
-      const outcome = yield* Bash.run({
-        file: "/bin/bash",
-        args: ["-c", `cd ${Bash.shellQuote(paths.workspace)} && ${rewritten}`],
-        cwd: paths.workspace,
-        // Never the agent's own environment: it holds API keys.
-        env: { PATH: Bash.SANDBOX_PATH, HOME: paths.workspace, LANG: "C.UTF-8", ...env },
-        timeoutMs,
-        maxOutputChars,
-        mask
-      })
-      return execResult(outcome, timeoutMs)
+      const groups = yield* spec.cgroups
+      yield* warnLimits(groups)
+      const staged = status.available && status.mode === "staged"
+      return yield* Effect.acquireUseRelease(
+        acquireResources(groups, staged),
+        ({ group, work }) =>
+          Effect.gen(function*() {
+            let file: string
+            let args: ReadonlyArray<string>
+            let inputs: ReadonlyArray<string> = []
+            let statusFd: number | undefined
+            let childEnv: Record<string, string> = { PATH: Bash.SANDBOX_PATH }
+            let cwd: string | undefined
+            if (status.available) {
+              const stage = realOrSelf(threadDir)
+              const writable = [[paths.workspace, WORKSPACE], [paths.uploads, UPLOADS], [paths.outputs, OUTPUTS]]
+              const bwrapMounts: Array<Bash.Mount & { readonly work?: string }> = writable.map(([host, target], i) =>
+                work === undefined
+                  ? { host: host!, target: target!, writable: true }
+                  : {
+                    host: realOrSelf(host!),
+                    target: target!,
+                    writable: true,
+                    work: Path.join(realOrSelf(work), `${i}`)
+                  }
+              )
+              if (spec.skills !== undefined) bwrapMounts.push({ host: spec.skills, target: SKILLS, writable: false })
+              // Staged only when every writable directory is inside the thread's directory (overlayfs needs its
+              // work directory on the same mount); otherwise bind-mounted directly.
+              const mode = work !== undefined &&
+                  bwrapMounts.every((m) => !m.writable || (isInside(m.host, stage) && m.work !== undefined))
+                ? "staged"
+                : "direct"
+              const invocation = Bash.bwrapInvocation({
+                mode,
+                layout: spec.layout(),
+                mounts: bwrapMounts,
+                stage,
+                cwd: WORKSPACE,
+                env: {
+                  PATH: Bash.SANDBOX_PATH,
+                  HOME: WORKSPACE,
+                  USER: Bash.SANDBOX_USER.name,
+                  LOGNAME: Bash.SANDBOX_USER.name,
+                  LANG: "C.UTF-8",
+                  TMPDIR: "/tmp",
+                  ...env
+                },
+                command,
+                limits: {
+                  tmpBytes: limits.tmpBytes,
+                  memoryBytes: limits.memoryBytes,
+                  fileSizeBytes: limits.fileSizeBytes,
+                  processes: nprocPerNamespace() ? limits.processes : 0
+                }
+              })
+              file = status.path
+              args = invocation.argv
+              inputs = [invocation.options.join("\0"), ...invocation.files]
+              statusFd = invocation.statusFd
+            } else {
+              file = "/bin/bash"
+              // RLIMIT_NPROC would count every process of the host user here, so it is not set.
+              args = Bash.hostBashArgs(`cd ${Bash.shellQuote(paths.workspace)} && ${rewritten}`, {
+                tmpBytes: 0,
+                memoryBytes: limits.memoryBytes,
+                fileSizeBytes: limits.fileSizeBytes,
+                processes: 0
+              })
+              cwd = paths.workspace
+              // Never the agent's own environment: it holds API keys.
+              childEnv = { PATH: Bash.SANDBOX_PATH, HOME: paths.workspace, LANG: "C.UTF-8", ...env }
+            }
+            // A command may shrink a thread that is over its quota, not grow it.
+            let diskLimit = limits.diskQuotaBytes
+            if (diskLimit > 0 && (yield* Effect.promise(() => usage.estimate())) > diskLimit) {
+              diskLimit = Math.max(diskLimit, yield* Effect.promise(() => usage.exact()))
+            }
+            const launch = Bash.wrapped(group?.procs, inputs.length + (statusFd === undefined ? 0 : 1), file, args)
+            const outcome = yield* Bash.run({
+              file: launch.file,
+              args: launch.args,
+              ...(cwd === undefined ? {} : { cwd }),
+              env: childEnv,
+              timeoutMs,
+              maxOutputChars,
+              mask,
+              inputs,
+              statusFd,
+              ...(() => {
+                const guard = guardOf(group, diskLimit)
+                return guard === undefined ? {} : { guard }
+              })()
+            })
+            const setup = Bash.parseSetupStatus(outcome.status)
+            if (setup.bound.length > 0) {
+              yield* spec.warn(
+                "overlay",
+                "bash sandbox: overlayfs could not be mounted for the thread's directories, so they are " +
+                  "bind-mounted and /proc/self/mountinfo in the sandbox shows their host paths"
+              )
+            }
+            if (setup.failure !== undefined && outcome.exitCode === 125) {
+              return yield* new SandboxError({
+                reason: "io",
+                message: `The sandbox could not be set up (${mask(setup.failure)}); the command did not run.`
+              })
+            }
+            const notes = notesOf(outcome, group, status.available)
+            // A command that ends before the watcher's next look may have passed the quota all the same.
+            if (diskLimit > 0 && outcome.stopped === undefined && !outcome.timedOut) {
+              if ((yield* Effect.promise(() => usage.estimate())) > diskLimit) {
+                const used = yield* Effect.promise(() => usage.exact())
+                if (used > diskLimit) notes.push(`The thread's files now use ${quotaMessage(used)}`)
+              }
+            }
+            return {
+              ...execResult(outcome, timeoutMs),
+              ...(outcome.stopped === undefined ? {} : { stopped: outcome.stopped }),
+              ...(notes.length === 0 ? {} : { notes })
+            }
+          }),
+        releaseResources
+      )
     })
 
   return {
@@ -653,8 +994,7 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
   }
 }
 
-let cachedLayout: Bash.RootLayout | undefined
-const layout = () => (cachedLayout ??= Bash.hostRootLayout())
+const BWRAP_OFF: Bash.BwrapStatus = { available: false, reason: "bubblewrap is switched off for this provider" }
 
 /** The id of a thread's local sandbox. */
 export const sandboxId = (userId: string, threadId: string): string => `local:${userId}:${threadId}`
@@ -683,10 +1023,30 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
   const cache = new Map<string, Sandbox>()
   const maxCached = Math.max(1, options.maxCached ?? 1000)
   const lock = makeKeyedLock()
-  const bwrap: Effect.Effect<Bash.BwrapStatus> = options.bwrap === "off"
-    ? Effect.succeed({ available: false, reason: "bubblewrap is switched off for this provider" })
-    : Bash.detectBwrap
   const skills = skillsDirectory(app)
+  // What the host offers is found out once per provider, on first use.
+  const once = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
+    const semaphore = Effect.unsafeMakeSemaphore(1)
+    let found: { readonly value: A } | undefined
+    return semaphore.withPermits(1)(Effect.suspend(() =>
+      found !== undefined ? Effect.succeed(found.value) : Effect.tap(effect, (value) => {
+        found = { value }
+      })
+    ))
+  }
+  const bwrap = options.bwrap === "off" ? Effect.succeed(BWRAP_OFF) : once(Bash.probeBwrap)
+  const cgroups = options.cgroup === "off"
+    ? Effect.succeed<Cgroup.Availability>({ available: false, reason: "cgroups are switched off for this provider" })
+    : once(Cgroup.detect())
+  let rootLayout: Bash.RootLayout | undefined
+  const layout = () => (rootLayout ??= Bash.hostRootLayout())
+  const warned = new Set<string>()
+  const warn = (key: string, message: string) =>
+    Effect.suspend(() => {
+      if (warned.has(key)) return Effect.void
+      warned.add(key)
+      return Effect.logWarning(message)
+    })
 
   const touch = (id: string) => {
     const sandbox = cache.get(id)
@@ -727,6 +1087,9 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
             home: Path.resolve(app.home),
             config: app.config.sandbox,
             bwrap,
+            cgroups,
+            layout,
+            warn,
             lock
           })
           cache.set(id, sandbox)
@@ -759,9 +1122,7 @@ export type BashMode =
 /** The bash mode for a configuration (probes bubblewrap once per process), e.g. for a startup notice. */
 export const bashMode = (app: AppConfigService["Type"], options: Options = {}): Effect.Effect<BashMode> =>
   Effect.map(
-    options.bwrap === "off"
-      ? Effect.succeed<Bash.BwrapStatus>({ available: false, reason: "bubblewrap is switched off for this provider" })
-      : Bash.detectBwrap,
+    options.bwrap === "off" ? Effect.succeed(BWRAP_OFF) : Bash.probeBwrap,
     (status): BashMode =>
       status.available
         ? { mode: "bwrap", path: status.path }

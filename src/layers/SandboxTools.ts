@@ -11,6 +11,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { RE2JS } from "re2js"
+import type { SandboxConfig } from "../services/AppConfig.js"
 import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
 import type { Sandbox } from "../services/Sandbox.js"
@@ -462,6 +463,18 @@ const WRITE_ERROR_MAX_CHARS = 2000
 
 const errorText = (error: SandboxError) => `Error: ${error.message}`
 
+/** The resource limits of bash commands, as the bash tool's description states them (empty when none). */
+export const limitsText = (settings: SandboxConfig): string => {
+  const parts = [
+    settings.max_memory_mb > 0 ? `${settings.max_memory_mb} MB of memory per process` : "",
+    settings.max_processes > 0 ? `${settings.max_processes} processes and threads at once` : "",
+    settings.tmp_size_mb > 0 ? `${settings.tmp_size_mb} MB in /tmp` : "",
+    settings.max_file_size_mb > 0 ? `${settings.max_file_size_mb} MB per file` : "",
+    settings.disk_quota_mb > 0 ? `${settings.disk_quota_mb} MB for all of the thread's files` : ""
+  ].filter((part) => part !== "")
+  return parts.length === 0 ? "" : ` Limits: ${parts.join(", ")}; a command that exceeds one fails or is stopped.`
+}
+
 type Body = (sandbox: Sandbox, call: ToolCall) => Effect.Effect<HandlerOutput, SandboxError>
 
 // `stat` for a path that should be a file: a missing one is reported as a missing file.
@@ -514,19 +527,26 @@ export const tools = (options: Options) =>
       description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
         `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${SKILLS}. There is ` +
         "no network access, /tmp is private to the command, and anything the command starts is stopped when it " +
-        `ends. Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.`,
+        `ends. Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.` +
+        limitsText(settings),
       parameters: BashArgs,
       handler: (args, call) =>
         withSandbox("bash", (sandbox) =>
           Effect.map(sandbox.exec(args.command), (result) => {
+            const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
             if (result.timedOut) {
               const seconds = Math.round(result.timeoutMs / 100) / 10
               return `Error: The command did not finish within ${seconds} s and was stopped, together with every ` +
-                `process it started.${result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`}`
+                `process it started.${before}`
+            }
+            if (result.stopped !== undefined) {
+              return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
+                before
             }
             const body = result.output === "" ? "(no output)" : result.output
-            if (result.exitCode === 0) return body
-            return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]`
+            const notes = (result.notes ?? []).map((note) => `\n[limit: ${note}]`).join("")
+            if (result.exitCode === 0) return body + notes
+            return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]${notes}`
           }))(call)
     })
 
@@ -593,19 +613,23 @@ export const tools = (options: Options) =>
       name: "write_file",
       description: "Write a text file, creating parent directories; with append=true, add to its end instead. " +
         (settings.write_file_max_bytes > 0
-          ? `A single write (not append) is limited to ${settings.write_file_max_bytes} bytes: write a large file ` +
-            "as a first section, then add the rest with append=true or edit with str_replace."
-          : ""),
+          ? `One call writes at most ${settings.write_file_max_bytes} bytes: write a large file as a first ` +
+            "section, then add the rest in further calls with append=true, or edit with str_replace."
+          : "") +
+        (settings.max_file_size_mb > 0 ? ` A file may grow to at most ${settings.max_file_size_mb} MB.` : ""),
       parameters: WriteFileArgs,
       handler: (args, call) =>
         withSandbox("write_file", (sandbox) => {
           const max = settings.write_file_max_bytes
           const bytes = Buffer.byteLength(args.content, "utf8")
-          if (!args.append && max > 0 && bytes > max) {
+          if (max > 0 && bytes > max) {
             return Effect.succeed(
-              `Error: The content is ${bytes} bytes, over the ${max}-byte limit for one write. Write the first ` +
-                `section (under ${max} bytes) with write_file, then add the rest in chunks with append=true, ` +
-                "or make targeted edits with str_replace."
+              args.append
+                ? `Error: The content is ${bytes} bytes, over the ${max}-byte limit for one write (appends ` +
+                  `included). Add it in several calls with append=true, each under ${max} bytes.`
+                : `Error: The content is ${bytes} bytes, over the ${max}-byte limit for one write. Write the first ` +
+                  `section (under ${max} bytes) with write_file, then add the rest in chunks with append=true, ` +
+                  "or make targeted edits with str_replace."
             )
           }
           return sandbox.withFileLock(args.path, sandbox.writeText(args.path, args.content, args.append)).pipe(

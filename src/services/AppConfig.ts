@@ -71,7 +71,18 @@ export const SandboxConfig = Schema.Struct({
   read_file_output_max_chars: withDefault(NonNegativeInt, () => 50000),
   ls_output_max_chars: withDefault(NonNegativeInt, () => 20000),
   bash_command_timeout: withDefault(Schema.Number.pipe(Schema.positive()), () => 600),
-  write_file_max_bytes: withDefault(Schema.Number.pipe(Schema.int()), () => 80 * 1024)
+  write_file_max_bytes: withDefault(Schema.Number.pipe(Schema.int()), () => 80 * 1024),
+  // Resource limits of the sandbox (0 = no limit); see README "Configuration".
+  /** Tasks (processes and threads) one command may run at once (a cgroup pids limit). */
+  max_processes: withDefault(NonNegativeInt, () => 256),
+  /** Memory of each process of a command (address space), and of the whole command where cgroup v2 allows. */
+  max_memory_mb: withDefault(NonNegativeInt, () => 4096),
+  /** Size of the command's private /tmp (and of /dev/shm), which live in the host's memory. */
+  tmp_size_mb: withDefault(NonNegativeInt, () => 256),
+  /** The largest file a command or a file tool may write. */
+  max_file_size_mb: withDefault(NonNegativeInt, () => 512),
+  /** The most disk the thread's files (workspace, uploads, outputs) may use together. */
+  disk_quota_mb: withDefault(NonNegativeInt, () => 2048)
 })
 export type SandboxConfig = typeof SandboxConfig.Type
 

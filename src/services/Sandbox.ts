@@ -53,6 +53,7 @@ export const SandboxErrorReason = Schema.Literal(
   "binary",
   "bash_disabled",
   "timeout",
+  "quota",
   "io"
 )
 export type SandboxErrorReason = typeof SandboxErrorReason.Type
@@ -82,11 +83,18 @@ export interface ExecResult {
    * output cap with `\n... [middle truncated: {n} chars skipped] ...\n`.
    */
   readonly output: string
-  /** The exit code; `null` when the process was killed by a signal (a timeout). */
+  /** The exit code; `null` when the command was stopped (a timeout or a limit in `stopped`). */
   readonly exitCode: number | null
   readonly timedOut: boolean
   /** The timeout that applied, in milliseconds. */
   readonly timeoutMs: number
+  /**
+   * Why the command was stopped before it finished, other than the timeout (a resource limit), in words the
+   * model can act on.
+   */
+  readonly stopped?: string
+  /** Resource limits the command's output suggests it ran into, in words the model can act on. */
+  readonly notes?: ReadonlyArray<string>
 }
 
 /** What a path is. */

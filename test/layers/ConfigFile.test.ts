@@ -195,6 +195,24 @@ describe("ConfigFile", () => {
       assert.strictEqual(error.message, `${missing}: the file does not exist`)
     }))
 
+  it.effect("sandbox resource limits: defaults, 0 for none, negative or fractional values refused", () =>
+    Effect.gen(function*() {
+      const defaulted = (yield* ConfigFile.load(tempFile("sandbox: {}\n")).pipe(withEnv({}))).config.sandbox
+      assert.deepStrictEqual(
+        [defaulted.max_processes, defaulted.max_memory_mb, defaulted.tmp_size_mb, defaulted.max_file_size_mb],
+        [256, 4096, 256, 512]
+      )
+      assert.strictEqual(defaulted.disk_quota_mb, 2048)
+      const off = yield* ConfigFile.load(tempFile("sandbox:\n  max_processes: 0\n  disk_quota_mb: 0\n")).pipe(
+        withEnv({})
+      )
+      assert.deepStrictEqual([off.config.sandbox.max_processes, off.config.sandbox.disk_quota_mb], [0, 0])
+      const file = tempFile("sandbox:\n  max_memory_mb: -1\n  tmp_size_mb: 1.5\n")
+      const lines = (yield* loadError(file)).message.split("\n")
+      assert.isTrue(lines.some((line) => line.startsWith(`${file}: sandbox.max_memory_mb: `)), lines.join("\n"))
+      assert.isTrue(lines.some((line) => line.startsWith(`${file}: sandbox.tmp_size_mb: `)), lines.join("\n"))
+    }))
+
   it.effect("an empty file means the defaults", () =>
     Effect.gen(function*() {
       const loaded = yield* ConfigFile.load(tempFile("# nothing yet\n")).pipe(withEnv({}))

@@ -134,6 +134,30 @@ describe("paths", () => {
       assert.strictEqual(sandbox.mask(`${app.home}/users/other`), "<antler-home>/users/other")
     }))
 
+  it("masks whole path segments only: a longer name or path merely containing a host directory is left alone", () => {
+    const mask = LocalSandbox.makeMask([
+      ["/srv/skills", "/mnt/skills"],
+      ["/srv/data/ws", "/mnt/user-data/workspace"],
+      ["/srv/data", "<antler-home>"]
+    ])
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["/srv/skills-extra/x", "/srv/skills-extra/x"],
+      ["/srv/skills.bak/x", "/srv/skills.bak/x"],
+      ["/srv/skillsx", "/srv/skillsx"],
+      ["/x/srv/skills/y", "/x/srv/skills/y"],
+      ["./srv/skills/y", "./srv/skills/y"],
+      ["/srv/skills", "/mnt/skills"],
+      ["/srv/skills/", "/mnt/skills/"],
+      ["cat /srv/skills/a.md:3: text", "cat /mnt/skills/a.md:3: text"],
+      ["see /srv/skills.", "see /mnt/skills."],
+      ["'/srv/skills' \"/srv/data/ws/a\" (/srv/data)", "'/mnt/skills' \"/mnt/user-data/workspace/a\" (<antler-home>)"],
+      ["HOME=/srv/data/ws PATH=/bin:/srv/skills/bin", "HOME=/mnt/user-data/workspace PATH=/bin:/mnt/skills/bin"],
+      ["/srv/data/ws2/a /srv/data/ws/a", "<antler-home>/ws2/a /mnt/user-data/workspace/a"],
+      ["file:///srv/data/ws/a", "file:///mnt/user-data/workspace/a"]
+    ]
+    for (const [text, expected] of cases) assert.strictEqual(mask(text), expected, text)
+  })
+
   it.effect("mounts the configured skills directory read-only at /mnt/skills (relative to the config file)", () =>
     Effect.gen(function*() {
       const configDir = tempDir("antler-config-")

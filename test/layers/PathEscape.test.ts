@@ -248,6 +248,20 @@ describe("walks never follow links out", () => {
     }))
 })
 
+describe.skipIf(!bwrapInstalled)("output masking through the real bash tool", () => {
+  it.live("rewrites the skills directory only as a whole path segment, not as the prefix of another name", () =>
+    Effect.gen(function*() {
+      const result = yield* call("bash", {
+        description: d,
+        command: `echo ${skills}-extra/x ${skills}/demo/SKILL.md ${skills}2 at ${skills}.`
+      })
+      assert.strictEqual(
+        result.text,
+        `${skills}-extra/x /mnt/skills/demo/SKILL.md ${skills}2 at /mnt/skills.\n`
+      )
+    }))
+})
+
 describe.skipIf(!bwrapInstalled)("links made by bash inside the sandbox", () => {
   it.effect("a symlink created by a sandboxed command cannot be used to read or write host files", () =>
     Effect.gen(function*() {

@@ -262,9 +262,74 @@ describe("write_file", () => {
       assert.include(refused.text, "append=true")
       assert.include(refused.text, "str_replace")
       assert.isFalse(Fs.existsSync(Path.join(paths.workspace, "big.txt")))
-      const appended = yield* call("write_file", { description: "x", path: `${W}/big.txt`, content: big, append: true })
-      assert.strictEqual(appended.text, "OK")
-      assert.strictEqual(Fs.readFileSync(Path.join(paths.workspace, "big.txt"), "utf8"), big)
+      const half = big.slice(0, 300) // 600 bytes
+      for (const append of [false, true]) {
+        const written = yield* call("write_file", { description: "x", path: `${W}/big.txt`, content: half, append })
+        assert.strictEqual(written.text, "OK")
+      }
+      assert.strictEqual(Fs.readFileSync(Path.join(paths.workspace, "big.txt"), "utf8"), half + half)
+    }))
+
+  it.effect("an append over write_file_max_bytes is refused too (it once let 10 MB through)", () =>
+    Effect.gen(function*() {
+      const { call, paths } = yield* ready()
+      const file = Path.join(paths.workspace, "log.txt")
+      const started = yield* call("write_file", { description: "x", path: `${W}/log.txt`, content: "start\n" })
+      assert.strictEqual(started.text, "OK")
+      const huge = "x".repeat(10 * 1024 * 1024)
+      const refused = yield* call("write_file", { description: "x", path: `${W}/log.txt`, content: huge, append: true })
+      assert.strictEqual(
+        refused.text,
+        "Error: The content is 10485760 bytes, over the 81920-byte limit for one write (appends included). " +
+          "Add it in several calls with append=true, each under 81920 bytes."
+      )
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "start\n")
+    }))
+
+  it.effect("appends stop at sandbox.max_file_size_mb: the append that would pass it is refused", () =>
+    Effect.gen(function*() {
+      const { call, paths } = yield* ready({ sandbox: { max_file_size_mb: 1 } })
+      const chunk = "y".repeat(80 * 1024)
+      const grow = (content: string, append: boolean) =>
+        Effect.map(call("write_file", { description: "x", path: `${W}/grow.txt`, content, append }), (r) => r.text)
+      assert.strictEqual(yield* grow("MARK\n", false), "OK")
+      const texts: Array<string> = []
+      for (let i = 0; i < 14; i++) texts.push(yield* grow(chunk, true))
+      // 12 chunks (960 KB) fit; the 13th would make 1040 KB.
+      assert.deepStrictEqual(texts.slice(0, 12), Array(12).fill("OK"))
+      assert.strictEqual(
+        texts[12],
+        `Error: ${W}/grow.txt would be 1.0 MB, over the limit of 1 MB for one file (sandbox.max_file_size_mb).`
+      )
+      assert.strictEqual(texts[13], texts[12])
+      assert.strictEqual(Fs.statSync(Path.join(paths.workspace, "grow.txt")).size, 5 + 12 * 80 * 1024)
+      // str_replace cannot grow it past the limit either.
+      const edited = yield* call("str_replace", {
+        description: "x",
+        path: `${W}/grow.txt`,
+        old_str: "MARK",
+        new_str: "z".repeat(70 * 1024),
+        replace_all: false
+      })
+      assert.isTrue(edited.text.startsWith(`Error: ${W}/grow.txt would be 1.0 MB, over the limit of 1 MB`), edited.text)
+    }))
+
+  it.effect("the file tools refuse writes that would take the thread's files past sandbox.disk_quota_mb", () =>
+    Effect.gen(function*() {
+      const { call, paths, write } = yield* ready({ sandbox: { disk_quota_mb: 1, write_file_max_bytes: 0 } })
+      write("existing.bin", new Uint8Array(600 * 1024), paths.outputs) // counted too
+      const content = "q".repeat(500 * 1024)
+      const refused = yield* call("write_file", { description: "x", path: `${W}/more.txt`, content })
+      assert.isTrue(
+        refused.text.startsWith(`Error: Writing ${W}/more.txt would take the thread's files to 1.`),
+        refused.text
+      )
+      assert.include(refused.text, "MB, over the disk quota of 1 MB (sandbox.disk_quota_mb). Delete files")
+      assert.isFalse(Fs.existsSync(Path.join(paths.workspace, "more.txt")))
+      Fs.rmSync(Path.join(paths.outputs, "existing.bin"))
+      assert.strictEqual((yield* call("write_file", { description: "x", path: `${W}/more.txt`, content })).text, "OK")
+      // Rewriting a file with content of the same size does not grow the thread.
+      assert.strictEqual((yield* call("write_file", { description: "x", path: `${W}/more.txt`, content })).text, "OK")
     }))
 
   it.effect("a cap of 0 disables the limit; the default limit is 80 KB", () =>
