@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config"
 
 export default defineConfig({
+  // `import "antler"` (the package's own name, as the examples use it) resolves to the sources in tests
+  resolve: { conditions: ["antler-source"] },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

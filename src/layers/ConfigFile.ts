@@ -437,3 +437,31 @@ export const layerFrom = (
   options: { readonly home: string; readonly source?: string | undefined }
 ): Layer.Layer<AppConfigService> =>
   Layer.succeed(AppConfigService, { config, source: options.source, home: Path.resolve(options.home), ignored: [] })
+
+/**
+ * The configuration from a value in `config.yaml`'s shape (keys as DeerFlow spells them; what is left out
+ * takes the defaults), decoded with the same checks and readable errors as the file. For apps that embed
+ * Antler: `layerFromObject({ models: [...], sandbox: { allow_host_bash: false } }, { home: "./data" })`.
+ */
+export const fromObject = (
+  raw: unknown,
+  options: { readonly home: string; readonly source?: string | undefined }
+): Effect.Effect<AppConfigService["Type"], ConfigError> => {
+  const file = options.source ?? "(configuration)"
+  if (!isRecord(raw)) {
+    return Effect.fail(
+      new ConfigError({ reason: "schema", file, issues: [{ path: "", message: "expected an object of sections" }] })
+    )
+  }
+  return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(raw), {
+    onLeft: (error) => Effect.fail(new ConfigError({ reason: "schema", file, issues: schemaIssues(error) })),
+    onRight: (config) =>
+      Effect.succeed({ config, source: options.source, home: Path.resolve(options.home), ignored: ignoredKeys(raw) })
+  })
+}
+
+/** A layer providing `AppConfigService` from a value in `config.yaml`'s shape (see `fromObject`). */
+export const layerFromObject = (
+  raw: unknown,
+  options: { readonly home: string; readonly source?: string | undefined }
+): Layer.Layer<AppConfigService, ConfigError> => Layer.effect(AppConfigService, fromObject(raw, options))

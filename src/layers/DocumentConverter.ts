@@ -478,8 +478,8 @@ const slideItems = (tree: XmlNode | undefined, out: Array<SlideItem> = []): Arra
   return out
 }
 
-const TITLE_PLACEHOLDERS = new Set(["title", "ctrTitle"])
-const BODY_PLACEHOLDERS = new Set(["body", "obj"])
+const TITLE_PLACEHOLDERS: ReadonlySet<string> = new Set(["title", "ctrTitle"])
+const BODY_PLACEHOLDERS: ReadonlySet<string> = new Set(["body", "obj"])
 
 const renderParagraphs = (item: Extract<SlideItem, { _tag: "text" }>): string =>
   item.paragraphs.map((p) => {

@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
 import type { LeaseHolder, RunRecord } from "../services/ThreadStore.js"
 import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
-import { applyUpdates } from "../state/Reducers.js"
+import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 
@@ -24,6 +24,7 @@ interface Entry {
 /** A fresh in-memory store. */
 export const make = (): ThreadStore["Type"] => {
   const threads = new Map<string, Entry>()
+  const indexes = makeIndexes()
   const leases = new Map<string, LeaseHolder>()
   const get = (threadId: string) => {
     let entry = threads.get(threadId)
@@ -50,7 +51,7 @@ export const make = (): ThreadStore["Type"] => {
     append: (threadId, _runId, updates) =>
       Effect.suspend(() => {
         const entry = get(threadId)
-        const next = applyUpdates(entry.state, updates)
+        const next = applyUpdates(entry.state, updates, indexes)
         if (Either.isLeft(next)) {
           return Effect.fail(new StoreError({ operation: "append", message: next.left.message, cause: next.left }))
         }

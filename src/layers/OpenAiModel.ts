@@ -96,7 +96,7 @@ const NO_KEY = "sk-no-key-configured"
 const present = (name: string) =>
   Config.option(Config.string(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
 
-const LOG_LEVELS = new Set(["off", "error", "warn", "info", "debug"])
+const LOG_LEVELS: ReadonlySet<string> = new Set(["off", "error", "warn", "info", "debug"])
 
 // ---------------------------------------------------------------------------------------------------------
 // Request building (pure)

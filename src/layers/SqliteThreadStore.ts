@@ -40,7 +40,7 @@ import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import * as Redact from "../state/Redact.js"
-import { applyUpdate } from "../state/Reducers.js"
+import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 
@@ -250,10 +250,11 @@ export const foldCheckpoints = (
   initial: ThreadState = TS.empty
 ): Either.Either<ThreadState, StoreError> => {
   let state = initial
+  const indexes = makeIndexes()
   let pending: Array<MessageWrite> = []
   const flush = (seq: unknown): StoreError | undefined => {
     if (pending.length === 0) return undefined
-    const next = applyUpdate(state, { messages: pending })
+    const next = applyUpdate(state, { messages: pending }, indexes)
     pending = []
     if (Either.isLeft(next)) return inapplicable(threadId, seq, next.left)
     state = next.right
@@ -278,7 +279,7 @@ export const foldCheckpoints = (
         if (error !== undefined) return Either.left(error)
       }
       if (Object.keys(others).length > 0) {
-        const next = applyUpdate(state, others)
+        const next = applyUpdate(state, others, indexes)
         if (Either.isLeft(next)) return Either.left(inapplicable(threadId, seq, next.left))
         state = next.right
       }

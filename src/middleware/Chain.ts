@@ -4,8 +4,9 @@
  * replace an entry or drop one; a chain that breaks a declared fact fails when it is built, with a typed error
  * naming both entries and the reason, before any run can go wrong in a subtle way.
  */
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Middleware, Ports } from "./Middleware.js"
 import * as MW from "./Middleware.js"
@@ -150,3 +151,23 @@ export const build = <R, E, EB, RB>(
   baseLayer: Layer.Layer<Ports, EB, RB>
 ): Either.Either<Layer.Layer<Ports, E | EB, Exclude<R, Ports> | RB>, ChainError> =>
   Either.map(validate(chain), (valid) => MW.stack(valid.map((e) => e.make()), baseLayer))
+
+/**
+ * The chain with a probe standing just outside each entry, calling `record(name, port)` whenever a model or tool
+ * call passes into that entry: a trace of the order a built chain really applies (tests, debugging).
+ */
+export const traced = <R, E>(
+  chain: Chain<R, E>,
+  record: (name: string, port: "model" | "tool") => void
+): Chain<R, E> =>
+  chain.map((e) => ({
+    ...e,
+    make: () =>
+      Layer.provide(
+        MW.make({
+          model: (request, next) => Effect.suspend(() => (record(e.name, "model"), next(request))),
+          tool: (call, next) => Effect.suspend(() => (record(e.name, "tool"), next(call)))
+        }),
+        e.make()
+      )
+  }))

@@ -224,7 +224,7 @@ export const normalizeOptions = (raw: unknown): ReadonlyArray<Choice> => {
   return out
 }
 
-const FORBIDDEN_NAMES = new Set([
+const FORBIDDEN_NAMES: ReadonlySet<string> = new Set([
   "__proto__",
   "constructor",
   "prototype",

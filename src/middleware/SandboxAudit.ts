@@ -350,7 +350,7 @@ const readDouble = (s: string, i: number, scan: Scan, depth: number): number => 
   return end
 }
 
-const OPERATOR_CHARS = new Set([";", "|", "(", ")", "\n"])
+const OPERATOR_CHARS: ReadonlySet<string> = new Set([";", "|", "(", ")", "\n"])
 
 /** Reads one word at `i`. Stops at blanks, operators and a heredoc operator. */
 const readWord = (s: string, start: number, depth: number): Scan => {
@@ -581,7 +581,7 @@ const RANK: Record<Verdict, number> = { pass: 0, warn: 1, block: 2 }
 const PASS: Finding = { verdict: "pass" }
 const worse = (a: Finding, b: Finding): Finding => (RANK[b.verdict] > RANK[a.verdict] ? b : a)
 
-const KEYWORDS = new Set(["if", "then", "do", "else", "elif", "while", "until", "!", "{", "time", "coproc"])
+const KEYWORDS: ReadonlySet<string> = new Set(["if", "then", "do", "else", "elif", "while", "until", "!", "{", "time", "coproc"])
 /** Wrappers that keep the next word in command position, with their options that take an argument. */
 const WRAPPERS: Record<string, ReadonlySet<string>> = {
   env: new Set(["-u", "--unset", "-C", "--chdir", "-S", "--split-string"]),
@@ -596,7 +596,7 @@ const WRAPPERS: Record<string, ReadonlySet<string>> = {
   setsid: new Set(),
   timeout: new Set(["-s", "--signal", "-k", "--kill-after"])
 }
-const SHELLS = new Set(["sh", "bash", "dash", "ksh", "zsh"])
+const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "dash", "ksh", "zsh"])
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/
 
 const basename = (word: string) => word.slice(word.lastIndexOf("/") + 1)

@@ -93,7 +93,7 @@ const UNKNOWN: Category = {
 }
 
 // Bare status codes match as whole numbers only ("took 500ms" is not an internal error).
-const numeric = new Map(
+const numeric: ReadonlyMap<string, RegExp> = new Map(
   RULES.flatMap(([keywords]) =>
     keywords.filter((k) => /^\d+$/.test(k)).map((k) => [k, new RegExp(`\\b${k}\\b`)] as const)
   )
@@ -103,7 +103,7 @@ const numeric = new Map(
 const PARTIAL_MARKERS =
   /partial results|limited results|truncated|results may be incomplete|no results found|no content found|no images found/i
 
-const NO_ERROR = new Set(["none", "null", "false", "no", "ok", "success", "n/a", ""])
+const NO_ERROR: ReadonlySet<string> = new Set(["none", "null", "false", "no", "ok", "success", "n/a", ""])
 
 /** The category of an error text, by keywords (first rule wins). */
 export const classifyErrorText = (text: string): Category => {

@@ -565,7 +565,7 @@ export const safeToolName = (name: string): string => {
   return safe === "" ? "unknown" : safe
 }
 
-const LOG_TOOLS = new Set(["bash", "bash_tool", "web_fetch"])
+const LOG_TOOLS: ReadonlySet<string> = new Set(["bash", "bash_tool", "web_fetch"])
 
 /**
  * `{tool}-{12 hex}.{log|txt}`: the hash covers the call id and the content, so two calls never share a file

@@ -39,7 +39,7 @@ import type { Interrupt, ToolResult } from "../services/ToolService.js"
 import { ToolService } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import { applyUpdate } from "../state/Reducers.js"
+import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 
@@ -107,13 +107,14 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
 
 const makeHolder = (initial: ThreadState, emit: (event: RunEvent) => void): Holder => {
   let state = initial
+  const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
   return {
     service: {
       get: Effect.sync(() => state),
       update: (update) =>
         Effect.suspend(() => {
-          const next = applyUpdate(state, update)
+          const next = applyUpdate(state, update, indexes)
           if (Either.isLeft(next)) return Effect.fail(next.left)
           state = next.right
           journal.push(update)

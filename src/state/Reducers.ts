@@ -50,11 +50,16 @@ export type ReducerError = SandboxConflict | UnknownMessageRemoval
 /**
  * An id → position index per messages array, so a write costs O(size of the write) instead of O(thread).
  * Arrays made by appending share their parent's map; a lookup is verified against the array itself, and
- * falls back to a scan when another array derived from the same parent claimed that id.
+ * falls back to a scan when another array derived from the same parent claimed that id. An optimisation only:
+ * the owner of a thread's successive states (a run, a store's fold) keeps one and passes it to every write;
+ * without one, each write indexes its array afresh.
  */
-const indexes = new WeakMap<ReadonlyArray<Message>, Map<string, number>>()
+export type Indexes = WeakMap<ReadonlyArray<Message>, Map<string, number>>
 
-const indexOf = (messages: ReadonlyArray<Message>): Map<string, number> => {
+/** A fresh index cache for one owner of successive states. */
+export const makeIndexes = (): Indexes => new WeakMap()
+
+const indexOf = (messages: ReadonlyArray<Message>, indexes: Indexes): Map<string, number> => {
   let index = indexes.get(messages)
   if (index === undefined) {
     index = new Map()
@@ -65,8 +70,8 @@ const indexOf = (messages: ReadonlyArray<Message>): Map<string, number> => {
 }
 
 /** The position of the message with this id, or -1. */
-export const findMessage = (messages: ReadonlyArray<Message>, id: string): number => {
-  const position = indexOf(messages).get(id)
+export const findMessage = (messages: ReadonlyArray<Message>, id: string, indexes: Indexes = makeIndexes()): number => {
+  const position = indexOf(messages, indexes).get(id)
   if (position === undefined) return -1
   if (position < messages.length && messages[position]!.id === id) return position
   for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.id === id) return i
@@ -80,7 +85,8 @@ export const findMessage = (messages: ReadonlyArray<Message>, id: string): numbe
  */
 export const addMessages = (
   existing: ReadonlyArray<Message>,
-  write: ReadonlyArray<MessageWrite>
+  write: ReadonlyArray<MessageWrite>,
+  indexes: Indexes = makeIndexes()
 ): Either.Either<ReadonlyArray<Message>, UnknownMessageRemoval> => {
   let start = 0
   let base = existing
@@ -101,7 +107,7 @@ export const addMessages = (
 
   for (let i = start; i < write.length; i++) {
     const item = write[i]!
-    const inBase = findMessage(base, item.id)
+    const inBase = findMessage(base, item.id, indexes)
     const inAppended = inBase === -1 ? appendedAt.get(item.id) : undefined
     if (item.type === "remove") {
       if (inBase === -1 && inAppended === undefined) return Either.left(new UnknownMessageRemoval({ id: item.id }))
@@ -121,7 +127,7 @@ export const addMessages = (
     if (appended.length === 0) return Either.right(base)
     const next = base.concat(appended)
     if (base.length > 0) {
-      const index = indexOf(base)
+      const index = indexOf(base, indexes)
       for (let i = 0; i < appended.length; i++) index.set(appended[i]!.id, base.length + i)
       indexes.set(next, index)
     }
@@ -132,7 +138,7 @@ export const addMessages = (
   if (replaced !== undefined) for (const [position, message] of replaced) next[position] = message
   if (deleted !== undefined && deleted.size > 0) next = next.filter((message) => !deleted.has(message.id))
   else if (base.length > 0) {
-    const index = indexOf(base)
+    const index = indexOf(base, indexes)
     for (let i = 0; i < appended.length; i++) index.set(appended[i]!.id, base.length + i)
     indexes.set(next, index)
   }
@@ -276,13 +282,17 @@ export const addTokenUsage = (
 // whole state
 
 /** Applies one update to a state, field by field. */
-export const applyUpdate = (state: ThreadState, update: StateUpdate): Either.Either<ThreadState, ReducerError> => {
+export const applyUpdate = (
+  state: ThreadState,
+  update: StateUpdate,
+  indexes?: Indexes
+): Either.Either<ThreadState, ReducerError> => {
   let next = state
   const set = <K extends keyof ThreadState>(key: K, value: ThreadState[K]) => {
     if (next[key] !== value) next = next === state ? { ...state, [key]: value } : Object.assign(next, { [key]: value })
   }
   if (update.messages !== undefined) {
-    const messages = addMessages(state.messages, update.messages)
+    const messages = addMessages(state.messages, update.messages, indexes)
     if (Either.isLeft(messages)) return Either.left(messages.left)
     set("messages", messages.right)
   }
@@ -307,11 +317,12 @@ export const applyUpdate = (state: ThreadState, update: StateUpdate): Either.Eit
 /** Applies updates in order; the first failure stops. */
 export const applyUpdates = (
   state: ThreadState,
-  updates: ReadonlyArray<StateUpdate>
+  updates: ReadonlyArray<StateUpdate>,
+  indexes: Indexes = makeIndexes()
 ): Either.Either<ThreadState, ReducerError> => {
   let current = state
   for (const update of updates) {
-    const next = applyUpdate(current, update)
+    const next = applyUpdate(current, update, indexes)
     if (Either.isLeft(next)) return next
     current = next.right
   }

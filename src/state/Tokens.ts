@@ -7,13 +7,12 @@
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import type { Message } from "./Message.js"
 
-const noSpecial = { disallowedSpecial: new Set<string>() }
-
 /**
  * The o200k token count of a text. Special-token text such as `<|endoftext|>` in user content is counted as
  * ordinary text (the tokenizer would throw on it by default).
  */
-export const countText = (text: string): number => (text === "" ? 0 : countTokens(text, noSpecial))
+export const countText = (text: string): number =>
+  text === "" ? 0 : countTokens(text, { disallowedSpecial: new Set<string>() })
 
 /** Framing tokens of one chat message (role, separators), as in OpenAI's chat format. */
 export const MESSAGE_OVERHEAD = 4

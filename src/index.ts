@@ -1,0 +1,74 @@
+/**
+ * Antler: DeerFlow's lead agent for Effect applications. Every module is a namespace, as in Effect itself:
+ *
+ * ```ts
+ * import { LeadAgent, OpenAiModel, MemoryThreadStore, LocalSandbox, AppConfig } from "antler"
+ * ```
+ *
+ * The agent is a service: provide `LeadAgent.layer(options)` over a `ModelService`, a `ThreadStore`, a
+ * `SandboxProvider` and the `AppConfigService`, then `run` (a `Stream` of events) or `turn` (its end).
+ */
+
+// The agent and its run
+export * as LeadAgent from "./programs/LeadAgent.js"
+export * as Run from "./programs/Run.js"
+export * as SystemPrompt from "./programs/SystemPrompt.js"
+export * as Render from "./programs/Render.js"
+export * as Upload from "./programs/Upload.js"
+
+// Ports
+export * as AgentHooks from "./services/AgentHooks.js"
+export * as AppConfig from "./services/AppConfig.js"
+export * as Guardrail from "./services/Guardrail.js"
+export * as ModelService from "./services/ModelService.js"
+export * as RunContext from "./services/RunContext.js"
+export * as RunEvents from "./services/RunEvents.js"
+export * as Sandbox from "./services/Sandbox.js"
+export * as ThreadStore from "./services/ThreadStore.js"
+export * as Tool from "./services/Tool.js"
+export * as ToolService from "./services/ToolService.js"
+
+// Implementations of the ports
+export * as AllowlistGuardrail from "./layers/AllowlistGuardrail.js"
+export * as ConfigFile from "./layers/ConfigFile.js"
+export * as LocalSandbox from "./layers/LocalSandbox.js"
+export * as MemoryThreadStore from "./layers/MemoryThreadStore.js"
+export * as OpenAiModel from "./layers/OpenAiModel.js"
+export * as SandboxTools from "./layers/SandboxTools.js"
+export * as SqliteThreadStore from "./layers/SqliteThreadStore.js"
+export * as Toolkit from "./layers/Toolkit.js"
+/** A SCRIPTED model (it replays turns you give it): for tests and demos, never a real model. */
+export * as ScriptedModel from "./layers/ScriptedModel.js"
+/** A SCRIPTED Chat Completions server on loopback: for tests and demos, never a real model. */
+export * as ScriptedChatServer from "./layers/ScriptedChatServer.js"
+
+// Middleware: the layer helpers, the checked chain, and every middleware of the lead chain
+export * as Middleware from "./middleware/Middleware.js"
+export * as Chain from "./middleware/Chain.js"
+export * as Clarification from "./middleware/Clarification.js"
+export * as DanglingToolCall from "./middleware/DanglingToolCall.js"
+export * as DurableContext from "./middleware/DurableContext.js"
+export * as GuardrailMiddleware from "./middleware/Guardrail.js"
+export * as InputSanitization from "./middleware/InputSanitization.js"
+export * as LLMErrorHandling from "./middleware/LLMErrorHandling.js"
+export * as LoopDetection from "./middleware/LoopDetection.js"
+export * as ModelLengthFinishReason from "./middleware/ModelLengthFinishReason.js"
+export * as SafetyFinishReason from "./middleware/SafetyFinishReason.js"
+export * as SandboxMiddleware from "./middleware/Sandbox.js"
+export * as SandboxAudit from "./middleware/SandboxAudit.js"
+export * as Summarization from "./middleware/Summarization.js"
+export * as SystemMessageCoalescing from "./middleware/SystemMessageCoalescing.js"
+export * as ThreadData from "./middleware/ThreadData.js"
+export * as Title from "./middleware/Title.js"
+export * as TokenBudget from "./middleware/TokenBudget.js"
+export * as TokenUsage from "./middleware/TokenUsage.js"
+export * as ToolErrorHandling from "./middleware/ToolErrorHandling.js"
+export * as ToolOutputBudget from "./middleware/ToolOutputBudget.js"
+export * as Uploads from "./middleware/Uploads.js"
+
+// State: messages, thread state and its reducers
+export * as Message from "./state/Message.js"
+export * as Redact from "./state/Redact.js"
+export * as Reducers from "./state/Reducers.js"
+export * as ThreadState from "./state/ThreadState.js"
+export * as Tokens from "./state/Tokens.js"

@@ -1,0 +1,162 @@
+/**
+ * The lead agent as a service: its chain as checked data (names, declared ordering facts, a typed error for a
+ * chain that breaks one), the order a request really takes through the built chain, and an app's own
+ * middleware inserted by name.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as Chain from "../../src/middleware/Chain.js"
+import * as MW from "../../src/middleware/Middleware.js"
+import * as LeadAgent from "../../src/programs/LeadAgent.js"
+import { defaults } from "../../src/services/AppConfig.js"
+import type { ModelRequest } from "../../src/services/ModelService.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import * as M from "../../src/state/Message.js"
+import { tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+
+/** The lead agent over a scripted model, an in-memory store, the local sandbox and a configuration. */
+const agentLayer = (script: ScriptedModel.Script, options: LeadAgent.Options = {}, config: unknown = {}) =>
+  LeadAgent.layer({ sandboxTools: false, systemPrompt: "You are a test agent.", ...options }).pipe(
+    Layer.provide(Layer.succeed(ModelService, ScriptedModel.make(script))),
+    Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+    Layer.provide(ConfigFile.layerFromObject(config, { home: tempDir("antler-agent-") }))
+  )
+
+const buildAgent = (layer: ReturnType<typeof agentLayer>) =>
+  Effect.map(Layer.build(layer), (context) => Context.get(context, LeadAgent.LeadAgent))
+
+describe("the lead chain as data", () => {
+  it("every entry has a stable name, and the order is DeerFlow's", () => {
+    assert.deepStrictEqual(LeadAgent.order({ config: defaults() }), [
+      "InputSanitization",
+      "ToolOutputBudget",
+      "ThreadData",
+      "Uploads",
+      "Sandbox",
+      "DanglingToolCall",
+      "LLMErrorHandling",
+      "SandboxAudit",
+      "ToolErrorHandling",
+      "DurableContext",
+      "Summarization",
+      "TokenUsage",
+      "Title",
+      "SystemMessageCoalescing",
+      "LoopDetection",
+      "TokenBudget",
+      "ModelLengthFinishReason",
+      "SafetyFinishReason",
+      "ClarificationMiddleware"
+    ])
+    const chain = LeadAgent.chain({ config: defaults() })
+    assert.isTrue(Either.isRight(Chain.validate(chain)))
+  })
+
+  it("a chain that breaks a declared fact is refused with both entries and the reason", () => {
+    const chain = LeadAgent.chain({ config: defaults() })
+    const safety = chain.find((e) => e.name === "SafetyFinishReason")!
+    const moved = Either.getOrThrow(Chain.insert(
+      Either.getOrThrow(Chain.drop(chain, "SafetyFinishReason")),
+      { before: "LoopDetection" },
+      safety
+    ))
+    const error = Either.getLeft(Chain.validate(moved)).pipe((o) => o._tag === "Some" ? o.value : assert.fail("valid"))
+    assert.strictEqual(error._tag, "ChainError")
+    assert.strictEqual(error.reason, "order")
+    assert.strictEqual(error.entry, "SafetyFinishReason")
+    assert.strictEqual(error.other, "LoopDetection")
+    assert.include(error.message, "SafetyFinishReason must stand inside LoopDetection")
+    assert.include(error.message, "never be counted as repeats")
+  })
+
+  it("positions, replacements and drops name entries; an unknown name or a duplicate is an error", () => {
+    const chain = LeadAgent.chain({ config: defaults() })
+    const mine = Chain.entry("Mine", () => MW.make({}))
+    assert.strictEqual(Either.getLeft(Chain.insert(chain, { before: "Nope" }, mine)).pipe((o) => o._tag === "Some" && o.value.reason), "unknown_entry")
+    const twice = Either.getOrThrow(Chain.insert(chain, { after: "Title" }, Chain.entry("Title", () => MW.make({}))))
+    assert.strictEqual(Either.getLeft(Chain.validate(twice)).pipe((o) => o._tag === "Some" && o.value.reason), "duplicate")
+    const last = Either.getOrThrow(Chain.insert(chain, { last: true }, mine))
+    const broken = Either.getLeft(Chain.validate(last)).pipe((o) => o._tag === "Some" ? o.value : assert.fail("valid"))
+    assert.strictEqual(broken.entry, "ClarificationMiddleware")
+    assert.strictEqual(broken.other, "Mine")
+    const dropped = Either.getOrThrow(Chain.drop(chain, "Title"))
+    assert.notInclude(Chain.names(dropped), "Title")
+    const replaced = Either.getOrThrow(Chain.replace(chain, "Title", mine))
+    assert.strictEqual(Chain.names(replaced).indexOf("Mine"), Chain.names(chain).indexOf("Title"))
+  })
+})
+
+describe("LeadAgent.layer", () => {
+  it.scoped("a misordered chain fails when the agent is built, with the typed error", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(buildAgent(agentLayer(["hi"], {
+        chain: (chain) => Chain.insert(chain, { first: true }, Chain.entry("Outer", () => MW.make({})))
+      })))
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) ? exit.cause : undefined
+      assert.include(String(error), "ChainError")
+      assert.include(String(error), "InputSanitization must stand first (outermost), but Outer is outside it")
+    }))
+
+  it.scoped("a request passes the real chain's entries in the declared order, and tool calls theirs", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      const agent = yield* buildAgent(agentLayer(
+        [{ toolCalls: [{ name: "ask_clarification", args: { question: "Which one?", clarification_type: "approach_choice" } }] }],
+        { chain: (chain) => Either.right(Chain.traced(chain, (name, port) => trace.push(`${port}:${name}`))) }
+      ))
+      const end = yield* agent.turn({ threadId: "traced", prompt: "Pick one" })
+      assert.strictEqual(end.status, "interrupted")
+      const model = trace.filter((t) => t.startsWith("model:")).map((t) => t.slice(6))
+      const tool = trace.filter((t) => t.startsWith("tool:")).map((t) => t.slice(5))
+      assert.deepStrictEqual(model, agent.order)
+      assert.deepStrictEqual(tool, agent.order)
+    }))
+
+  it.scoped("an app's own middleware inserted by name runs at its position: after retries, before the loop guard", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      const seen: Array<ModelRequest> = []
+      const audit = Chain.entry("RequestAudit", () =>
+        MW.make({
+          model: (request, next) => Effect.suspend(() => (seen.push(request), next(request)))
+        }), [{ inside: "LLMErrorHandling", reason: "it must see every retry" }])
+      const agent = yield* buildAgent(agentLayer(["Hello."], {
+        chain: (chain) =>
+          Either.map(Chain.insert(chain, { before: "LoopDetection" }, audit), (c) =>
+            Chain.traced(c, (name, port) => port === "model" && trace.push(name)))
+      }))
+      const end = yield* agent.turn({ threadId: "audited", prompt: "Hi" })
+      assert.strictEqual(end.status, "success")
+      const at = agent.order.indexOf("RequestAudit")
+      assert.strictEqual(agent.order[at + 1], "LoopDetection")
+      assert.deepStrictEqual(trace, agent.order)
+      // it saw the request as it was at its position: sanitised, coalesced, with the system prompt
+      assert.strictEqual(seen.length, 1)
+      assert.strictEqual(seen[0]!.systemPrompt, "You are a test agent.")
+      assert.include(M.text(seen[0]!.messages.at(-1)!), "Hi")
+    }))
+
+  it.scoped("the agent is built once: its runs, on one thread or several, each see their own thread", () =>
+    Effect.gen(function*() {
+      const agent = yield* buildAgent(agentLayer((request) => `I saw ${request.messages.length} messages`))
+      const said: Array<string> = []
+      const turn = (threadId: string, prompt: string) =>
+        agent.turn({ threadId, prompt }, (event) => {
+          if (event.type === "message" && event.message.type === "ai") said.push(M.text(event.message))
+        })
+      const ends = yield* Effect.all([turn("a", "one"), turn("b", "two"), turn("a", "three")])
+      assert.deepStrictEqual(ends.map((e) => e.status), ["success", "success", "success"])
+      assert.deepStrictEqual(said, ["I saw 1 messages", "I saw 1 messages", "I saw 3 messages"])
+    }))
+})
