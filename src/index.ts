@@ -11,6 +11,7 @@
 
 // The agent and its run
 export * as LeadAgent from "./programs/LeadAgent.js"
+export * as Factory from "./programs/Factory.js"
 export * as Run from "./programs/Run.js"
 export * as SystemPrompt from "./programs/SystemPrompt.js"
 export * as Render from "./programs/Render.js"

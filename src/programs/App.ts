@@ -21,7 +21,7 @@ import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
-import * as LeadAgent from "./LeadAgent.js"
+import * as Factory from "./Factory.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Model selection
@@ -204,19 +204,20 @@ export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): 
 // The agent
 
 /**
- * The lead agent of a process over a loaded configuration and a model choice: the app's services (store,
- * sandbox, configuration), the model clients, and `LeadAgent.layer` over them. Vision (`view_image`) follows
- * the chosen model. `redact`: the secrets the store must never write (see `redactor`).
+ * The lead agent factory of a process over a loaded configuration and a model choice: the app's services
+ * (store, sandbox, configuration), the model clients, and `Factory.layer` over them, choosing among the
+ * choice's models (the chosen one is the default). `redact`: the secrets the store must never write (see
+ * `redactor`).
  */
-export const agentLayer = (
+export const factoryLayer = (
   app: AppConfigService["Type"],
   choice: ModelChoice,
-  options: LeadAgent.Options = {},
+  options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<LeadAgent.LeadAgent | Services, LeadAgent.BuildError | StoreError | ModelBuildError> => {
+): Layer.Layer<Factory.AgentFactory | Services, StoreError | ModelBuildError> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
-  return LeadAgent.layer({ vision: choice.models[0]?.supports_vision === true, ...options }).pipe(
+  return Factory.layer({ models: choice.models, ...options }).pipe(
     Layer.provide(model),
     Layer.provideMerge(services)
   )

@@ -38,7 +38,7 @@ import * as M from "../state/Message.js"
 import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
-import * as LeadAgent from "./LeadAgent.js"
+import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
 import * as Upload from "./Upload.js"
 
@@ -190,8 +190,12 @@ const runCommand = Command.make(
       )
       const redact = App.redactor(choice.models, env)
       const runId = M.newId()
+      const settings = { model_name: choice.name }
       const program = Effect.gen(function*() {
-        const agent = yield* LeadAgent.LeadAgent
+        const factory = yield* Factory.AgentFactory
+        // the run's agent is built before anything is printed: a configuration it cannot be built from is a
+        // configuration error (exit 2), not a failed run
+        yield* Effect.flatMap(factory.resolve(settings), factory.agent)
         if (!args.json) {
           const s = Render.style(Render.useColor())
           const status = Option.isSome(args.thread) ? "continuing" : "new; continue it with --thread"
@@ -201,20 +205,21 @@ const runCommand = Command.make(
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         return yield* Render.run(
-          agent.run({
+          factory.run({
             threadId,
             runId,
             prompt: args.prompt.join(" "),
             files: Upload.messageFiles(uploaded),
-            options: { modelName: choice.models[0]?.name }
+            settings
           }),
           { json: args.json, threadId, runId, redact }
         )
       })
       const end = yield* program.pipe(
-        Effect.provide(App.agentLayer(app, choice, {}, redact)),
+        Effect.provide(App.factoryLayer(app, choice, {}, redact)),
         withCleanLogs(redact),
         Effect.catchTags({
+          SettingsError: (error) => fail(ExitCode.usage, `Invalid run settings: ${error.message}`),
           ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
           GuardrailConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),

@@ -1,0 +1,289 @@
+/**
+ * The lead agent factory (SPEC §3): one function from the app's configuration and a run's settings to the
+ * agent that serves the run. The CLI and the gateway both call it.
+ *
+ * - The runtime merge: LangGraph's `configurable` and `context` as one settings object, `context` winning,
+ *   keys starting with `__` (internal) dropped; decoded with Schema (a bad value is a typed, readable error).
+ * - Model resolution: the requested model (`model_name` or `model`), else the agent's, else the default
+ *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
+ *   back silently). Thinking follows the request when it says so, else the agent, else on; a model that
+ *   does not support thinking or reasoning effort gets neither, with a warning.
+ * - Agents are built once per shape (what changes the chain, the tools or the prompt: vision, plan mode,
+ *   subagents, custom agent, bootstrap, non-interactive) and kept for the app's life; what only changes a run
+ *   (model name, thinking, effort, recursion limit) goes into the run's options.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { ModelConfig } from "../services/AppConfig.js"
+import { AppConfigService } from "../services/AppConfig.js"
+import type { ModelService } from "../services/ModelService.js"
+import type { RunOptions } from "../services/RunContext.js"
+import type { RunEvent } from "../services/RunEvents.js"
+import type { SandboxProvider } from "../services/Sandbox.js"
+import type { ThreadStore } from "../services/ThreadStore.js"
+import * as M from "../state/Message.js"
+import * as LeadAgent from "./LeadAgent.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Run settings
+
+const Effort = Schema.Literal("minimal", "low", "medium", "high")
+
+/** What a run may ask for (DeerFlow's runtime keys, SPEC §3.1). Unknown keys are ignored. */
+export const RunSettings = Schema.Struct({
+  model_name: Schema.optional(Schema.NullOr(Schema.String)),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  is_plan_mode: Schema.optional(Schema.Boolean),
+  subagent_enabled: Schema.optional(Schema.Boolean),
+  max_concurrent_subagents: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  max_total_subagents: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  is_bootstrap: Schema.optional(Schema.Boolean),
+  non_interactive: Schema.optional(Schema.Boolean),
+  agent_name: Schema.optional(Schema.NullOr(Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9-]+$/, { message: () => "agent names are letters, digits and '-'" })
+  ))),
+  thinking_enabled: Schema.optional(Schema.Boolean),
+  reasoning_effort: Schema.optional(Schema.NullOr(Effort)),
+  recursion_limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
+})
+export type RunSettings = typeof RunSettings.Type
+
+/** Run settings that do not decode: what was wrong, where. */
+export class SettingsError extends Schema.TaggedError<SettingsError>()("SettingsError", {
+  message: Schema.String
+}) {}
+
+/**
+ * The runtime merge (SPEC §3.1): `configurable` then `context` (context wins); keys starting with `__` are
+ * internal and never taken from a caller.
+ */
+export const mergeRuntime = (configurable: unknown, context: unknown): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const source of [configurable, context]) {
+    if (typeof source !== "object" || source === null || Array.isArray(source)) continue
+    for (const [key, value] of Object.entries(source)) if (!key.startsWith("__")) out[key] = value
+  }
+  return out
+}
+
+const decodeSettings = Schema.decodeUnknownEither(RunSettings, { errors: "all", onExcessProperty: "ignore" })
+
+/** Decodes merged settings; a bad value is a `SettingsError` naming each key and problem. */
+export const settingsOf = (raw: unknown): Either.Either<RunSettings, SettingsError> =>
+  Either.mapLeft(decodeSettings(raw ?? {}), (error) =>
+    new SettingsError({
+      message: ParseResult.ArrayFormatter.formatErrorSync(error)
+        .map((issue) => `${issue.path.join(".") || "(settings)"}: ${issue.message}`)
+        .join("; ")
+    }))
+
+// ---------------------------------------------------------------------------------------------------------
+// Resolution
+
+/** What a run resolves to. */
+export interface Resolved {
+  /** The configured model's name (`settings.modelName` of requests), when models are configured. */
+  readonly modelName: string | undefined
+  readonly model: ModelConfig | undefined
+  readonly thinkingEnabled: boolean
+  readonly reasoningEffort: string | undefined
+  readonly planMode: boolean
+  readonly subagents: { readonly enabled: boolean; readonly maxConcurrent: number; readonly maxTotal: number }
+  readonly agentName: string | undefined
+  readonly bootstrap: boolean
+  readonly nonInteractive: boolean
+  readonly vision: boolean
+  readonly recursionLimit: number | undefined
+  /** What the caller should be told (an unknown model, thinking forced off...). */
+  readonly warnings: ReadonlyArray<string>
+}
+
+/** Defaults an agent of its own may set (a custom agent's `config.yaml`, SPEC §3.2). */
+export interface AgentDefaults {
+  readonly model?: string | undefined
+  readonly thinkingEnabled?: boolean | undefined
+  readonly reasoningEffort?: string | undefined
+}
+
+/**
+ * Resolves a run's settings against the models (the first is the default) and, for a custom agent, its
+ * defaults. Pure.
+ */
+export const resolve = (
+  models: ReadonlyArray<ModelConfig>,
+  settings: RunSettings,
+  agent: AgentDefaults = {}
+): Resolved => {
+  const warnings: Array<string> = []
+  const requested = settings.model_name ?? settings.model ?? agent.model ?? undefined
+  let model = requested === undefined ? models[0] : models.find((m) => m.name === requested)
+  if (model === undefined && requested !== undefined && models.length > 0) {
+    model = models[0]!
+    warnings.push(
+      `No configured model is named "${requested}"; using the default model "${model.name}". ` +
+        `Configured models: ${models.map((m) => m.name).join(", ")}.`
+    )
+  }
+  let thinking = settings.thinking_enabled ?? agent.thinkingEnabled ?? true
+  if (thinking && model !== undefined && !model.supports_thinking) {
+    // DeerFlow warns only when thinking was asked for explicitly; the default "on" is quietly off here.
+    if (settings.thinking_enabled === true) {
+      warnings.push(`The model "${model.name}" does not support thinking; it runs without it.`)
+    }
+    thinking = false
+  }
+  let effort = settings.reasoning_effort ?? agent.reasoningEffort ?? undefined
+  if (effort !== undefined && model !== undefined && !model.supports_reasoning_effort) {
+    if (settings.reasoning_effort != null) {
+      warnings.push(`The model "${model.name}" does not take a reasoning effort; "${effort}" is ignored.`)
+    }
+    effort = undefined
+  }
+  const bootstrap = settings.is_bootstrap === true
+  return {
+    modelName: model?.name,
+    model,
+    thinkingEnabled: thinking,
+    reasoningEffort: bootstrap ? undefined : effort,
+    planMode: settings.is_plan_mode === true,
+    subagents: {
+      enabled: settings.subagent_enabled === true,
+      maxConcurrent: settings.max_concurrent_subagents ?? 3,
+      maxTotal: settings.max_total_subagents ?? 6
+    },
+    agentName: bootstrap ? undefined : settings.agent_name ?? undefined,
+    bootstrap,
+    nonInteractive: settings.non_interactive === true,
+    vision: model?.supports_vision === true,
+    recursionLimit: settings.recursion_limit,
+    warnings
+  }
+}
+
+/** What makes two resolved runs need different agents (their chain, tools or prompt differ). */
+export const shapeKey = (r: Resolved): string =>
+  JSON.stringify([r.vision, r.planMode, r.subagents.enabled && r.subagents.maxConcurrent, r.agentName ?? null,
+    r.bootstrap, r.nonInteractive])
+
+/** The run options of a resolved run. */
+export const runOptions = (r: Resolved): Partial<RunOptions> => ({
+  modelName: r.modelName,
+  thinkingEnabled: r.thinkingEnabled,
+  reasoningEffort: r.reasoningEffort,
+  isPlanMode: r.planMode,
+  nonInteractive: r.nonInteractive,
+  ...(r.recursionLimit !== undefined ? { recursionLimit: r.recursionLimit } : {})
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// The factory service
+
+/** One turn, with its run's settings (`configurable` / `context` merged, or already merged). */
+export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
+  readonly settings?: unknown
+}
+
+/** The lead agent factory of an app. */
+export interface Service {
+  /** Decodes and resolves a run's settings. */
+  readonly resolve: (settings: unknown) => Effect.Effect<Resolved, SettingsError>
+  /** The agent for a resolved run: built on first use for its shape, then kept. */
+  readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
+  /**
+   * One turn: settings resolved, the agent chosen, the run streamed. Warnings of the resolution come as
+   * `warning` custom events right after `run_start`; settings or an agent that cannot be built end the
+   * stream at once with a `run_end` of status `error`.
+   */
+  readonly run: (input: TurnInput) => Stream.Stream<RunEvent>
+}
+
+/** The factory service. */
+export class AgentFactory extends Context.Tag("antler/AgentFactory")<AgentFactory, Service>() {}
+
+/** How a resolved run becomes the options of its agent (the extension point of the features). */
+export type AgentOptions = (resolved: Resolved) => LeadAgent.Options
+
+/** Options of the factory. */
+export interface Options {
+  /** The models runs may choose from (the first is the default); default: the configuration's. */
+  readonly models?: ReadonlyArray<ModelConfig> | undefined
+  /** Options shared by every agent the factory builds (an app's own tools, a chain customisation...). */
+  readonly agent?: LeadAgent.Options | undefined
+}
+
+/** The factory over the app's services. Agents it builds live as long as the layer. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<AgentFactory, never, ModelService | ThreadStore | SandboxProvider | AppConfigService> =>
+  Layer.scoped(
+    AgentFactory,
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      const services = yield* Effect.context<ModelService | ThreadStore | SandboxProvider | AppConfigService>()
+      const models = options.models ?? app.config.models
+      const scope = yield* Effect.scope
+      const agents = new Map<string, LeadAgent.Service>()
+      const lock = yield* Effect.makeSemaphore(1)
+
+      const agentOptions = (r: Resolved): LeadAgent.Options => ({ ...options.agent, vision: r.vision })
+
+      const build = (r: Resolved) =>
+        Effect.gen(function*() {
+          const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          const context = yield* Layer.buildWithScope(LeadAgent.layer(agentOptions(r)), child).pipe(
+            Effect.provide(services),
+            Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
+          )
+          return Context.get(context, LeadAgent.LeadAgent)
+        })
+
+      const agent = (r: Resolved) =>
+        lock.withPermits(1)(Effect.suspend(() => {
+          const key = shapeKey(r)
+          const known = agents.get(key)
+          if (known !== undefined) return Effect.succeed(known)
+          return Effect.tap(build(r), (built) => Effect.sync(() => agents.set(key, built)))
+        }))
+
+      const resolveSettings = (raw: unknown) =>
+        Effect.map(settingsOf(raw), (settings) => resolve(models, settings))
+
+      const failedRun = (threadId: string, runId: string, error: { readonly _tag: string; readonly message: string }) =>
+        Stream.make<Array<RunEvent>>(
+          { type: "run_start", thread_id: threadId, run_id: runId },
+          { type: "run_end", status: "error", stop_reason: "error", error: { name: error._tag, message: error.message } }
+        )
+
+      const run = (input: TurnInput): Stream.Stream<RunEvent> => {
+        const threadId = input.threadId ?? M.newId()
+        const runId = input.runId ?? M.newId()
+        return Stream.unwrap(Effect.gen(function*() {
+          const resolved = yield* Effect.either(resolveSettings(input.settings))
+          if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
+          const built = yield* Effect.either(agent(resolved.right))
+          if (Either.isLeft(built)) return failedRun(threadId, runId, built.left)
+          const { settings: _, ...turn } = input
+          const events = built.right.run({ ...turn, threadId, runId, options: runOptions(resolved.right) })
+          const warnings = resolved.right.warnings.map((message): RunEvent => ({
+            type: "custom",
+            name: "warning",
+            data: { message }
+          }))
+          if (warnings.length === 0) return events
+          return Stream.mapAccum(events, true, (first, event) => [false, first ? [event, ...warnings] : [event]]).pipe(
+            Stream.flattenIterables
+          )
+        }))
+      }
+
+      return AgentFactory.of({ resolve: resolveSettings, agent, run })
+    })
+  )

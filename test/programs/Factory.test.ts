@@ -1,0 +1,109 @@
+/**
+ * The lead agent factory: the runtime merge, model resolution (an unknown model is a warning, not a silent
+ * fallback), thinking and effort per model, a bad setting refused readably, and agents built once per shape.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as Factory from "../../src/programs/Factory.js"
+import { ModelConfig } from "../../src/services/AppConfig.js"
+import type { ModelRequest } from "../../src/services/ModelService.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import { tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+const model = (fields: Record<string, unknown>) => Schema.decodeUnknownSync(ModelConfig)(fields)
+const models = [
+  model({ name: "fast", model: "gpt-fast" }),
+  model({ name: "deep", model: "gpt-deep", supports_thinking: true, supports_reasoning_effort: true }),
+  model({ name: "eyes", model: "gpt-eyes", supports_vision: true })
+]
+
+describe("Factory: settings", () => {
+  it("context wins over configurable; internal keys are dropped", () => {
+    const merged = Factory.mergeRuntime(
+      { model_name: "fast", is_plan_mode: true, __pregel_internal: 1 },
+      { model_name: "deep", __checkpoint_ns: "x" }
+    )
+    assert.deepStrictEqual(merged, { model_name: "deep", is_plan_mode: true })
+  })
+
+  it("a bad setting is refused with the key and the problem", () => {
+    const bad = Factory.settingsOf({ agent_name: "../etc", max_concurrent_subagents: 0, is_plan_mode: "yes" })
+    assert.isTrue(Either.isLeft(bad))
+    const message = Either.isLeft(bad) ? bad.left.message : ""
+    assert.include(message, "agent_name: agent names are letters, digits and '-'")
+    assert.include(message, "max_concurrent_subagents")
+    assert.include(message, "is_plan_mode")
+  })
+
+  it("an unknown model is a warning and the default is used; thinking and effort follow the model", () => {
+    const unknown = Factory.resolve(models, { model_name: "gpt-9" })
+    assert.strictEqual(unknown.modelName, "fast")
+    assert.match(unknown.warnings[0]!, /No configured model is named "gpt-9"; using the default model "fast"/)
+    const fast = Factory.resolve(models, { model: "fast", thinking_enabled: true, reasoning_effort: "high" })
+    assert.isFalse(fast.thinkingEnabled)
+    assert.isUndefined(fast.reasoningEffort)
+    assert.lengthOf(fast.warnings, 2)
+    const deep = Factory.resolve(models, { model_name: "deep", reasoning_effort: "high" })
+    assert.deepStrictEqual([deep.thinkingEnabled, deep.reasoningEffort, deep.warnings], [true, "high", []])
+    const quiet = Factory.resolve(models, { model_name: "deep", thinking_enabled: false })
+    assert.isFalse(quiet.thinkingEnabled)
+    const byAgent = Factory.resolve(models, {}, { model: "eyes" })
+    assert.deepStrictEqual([byAgent.modelName, byAgent.vision], ["eyes", true])
+  })
+})
+
+const factoryLayer = (seen: Array<ModelRequest>) =>
+  Factory.layer({ models }).pipe(
+    Layer.provide(Layer.succeed(ModelService, ScriptedModel.make((request) => (seen.push(request), "ok")))),
+    Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+    Layer.provide(ConfigFile.layerFromObject({}, { home: tempDir("antler-factory-") }))
+  )
+
+describe("Factory: the service", () => {
+  it.scoped("runs go to the resolved model; a warning comes right after run_start; agents are kept per shape", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const factory = Context.get(yield* Layer.build(factoryLayer(seen)), Factory.AgentFactory)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(
+        factory.run({ threadId: "t1", prompt: "hi", settings: { model_name: "gpt-9" } })
+      ))
+      assert.strictEqual(events[0]!.type, "run_start")
+      assert.deepInclude(events[1]!, { type: "custom", name: "warning" })
+      assert.strictEqual(events.at(-1)!.type, "run_end")
+      assert.strictEqual(seen[0]!.settings.modelName, "fast")
+
+      yield* Stream.runDrain(factory.run({ threadId: "t2", prompt: "hi", settings: { model: "deep" } }))
+      assert.strictEqual(seen.at(-1)!.settings.modelName, "deep")
+      assert.isTrue(seen.at(-1)!.settings.thinkingEnabled)
+
+      const a = yield* factory.agent(Factory.resolve(models, { model_name: "fast" }))
+      const b = yield* factory.agent(Factory.resolve(models, { model_name: "deep" }))
+      const c = yield* factory.agent(Factory.resolve(models, { model_name: "eyes" }))
+      assert.strictEqual(a, b, "same shape, same agent")
+      assert.notStrictEqual(a, c, "vision changes the tools")
+      assert.include(c.tools.map((t) => t.name), "view_image")
+      assert.notInclude(a.tools.map((t) => t.name), "view_image")
+    }))
+
+  it.scoped("settings that do not decode end the run at once, readably", () =>
+    Effect.gen(function*() {
+      const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(
+        factory.run({ threadId: "t3", prompt: "hi", settings: { agent_name: "no/slashes" } })
+      ))
+      assert.deepStrictEqual(events.map((e) => e.type), ["run_start", "run_end"])
+      const end = events[1]!
+      assert.strictEqual(end.type === "run_end" && end.error?.name, "SettingsError")
+    }))
+})
