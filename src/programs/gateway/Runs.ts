@@ -218,7 +218,8 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
           finished: () => finished,
           after: (cursor) => {
             const first = frames[0]
-            if (first !== undefined && cursor > 0 && cursor < first.id - 1) {
+            // a cursor older than the buffer, or one the run never reached (an id of something else)
+            if (first !== undefined && cursor > 0 && (cursor < first.id - 1 || cursor >= nextId)) {
               const gap = Protocol.gapPayload(runId, cursor, first.id, frames[frames.length - 1]!.id)
               return { frames: [], gap: { id: frames[frames.length - 1]!.id, event: "gap", data: json(gap) } }
             }

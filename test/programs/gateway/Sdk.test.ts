@@ -116,3 +116,246 @@ describe("the LangGraph SDK client against antler's gateway", () => {
     assert.deepStrictEqual((state.values as any).messages.map((m: any) => m.type), ["human", "ai", "tool", "ai"])
   })
 })
+
+/** Polls until `check` holds (for states reached by another party: a run getting under way). */
+const until = async (check: () => Promise<boolean>, what: string) => {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`never happened: ${what}`)
+}
+
+describe("reconnecting, cancelling, clarifying, reading state and history", () => {
+  it("a client that disconnects mid-run rejoins with its last event id: nothing lost, nothing repeated", async () => {
+    const thread = await client.threads.create()
+    const controller = new AbortController()
+    let runId = ""
+    const first: Array<{ event: string; data: any; id?: string }> = []
+    for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "Count slowly" }] },
+      streamMode: ["values", "messages-tuple"],
+      onDisconnect: "continue",
+      signal: controller.signal,
+      onRunCreated: (meta) => (runId = meta.run_id)
+    })) {
+      first.push(part as any)
+      if (first.filter((p) => p.event === "messages").length >= 8) {
+        controller.abort()
+        break
+      }
+    }
+    const lastEventId = first[first.length - 1]!.id!
+    const rest: Array<{ event: string; data: any; id?: string }> = []
+    for await (const part of client.runs.joinStream(thread.thread_id, runId, { lastEventId })) rest.push(part as any)
+
+    const all = [...first, ...rest]
+    const ids = all.map((p) => Number(p.id))
+    // every event once, in order: ids 1, 2, 3, ... across the two connections
+    assert.deepStrictEqual(ids, ids.map((_, i) => i + 1))
+    assert.strictEqual(rest[rest.length - 1]!.event, "end")
+    const texts = [...reassemble(all.filter((p) => p.event === "messages").map((p) => p.data)).values()]
+    assert.include(texts, LONG)
+    assert.strictEqual((await client.runs.get(thread.thread_id, runId)).status, "success")
+  })
+
+  it("a joiner whose cursor fell out of the replay window gets the gap event and reloads state", async () => {
+    // a gateway that keeps only the last 20 events of a run (the run streams about 65)
+    const small = await Support.start({
+      script,
+      server: { delayMs: 15 },
+      config: { gateway: { replay_buffer_events: 20, heartbeat_seconds: 1 } }
+    })
+    try {
+      const smallClient = new Client({ apiUrl: small.url, apiKey: null })
+      const thread = await smallClient.threads.create()
+      let runId = ""
+      const seen: Array<any> = []
+      for await (const part of smallClient.runs.stream(thread.thread_id, "lead_agent", {
+        input: { messages: [{ type: "human", content: "Say it slowly" }] },
+        streamMode: ["messages-tuple"],
+        onRunCreated: (meta) => (runId = meta.run_id)
+      })) seen.push(part)
+      const latest = Number(seen.at(-1).id)
+      assert.strictEqual(seen.at(-1).event, "end")
+      assert.deepStrictEqual(seen.map((p) => Number(p.id)), seen.map((_, i) => i + 1))
+      // a cursor inside the window replays what follows it
+      const replay: Array<any> = []
+      for await (const part of smallClient.runs.joinStream(thread.thread_id, runId, { lastEventId: String(latest - 2) })) {
+        replay.push(part)
+      }
+      assert.deepStrictEqual(replay.map((p) => Number(p.id)), [latest - 1, latest])
+      // one before it gets the gap, and the stream closes
+      const response = await fetch(`${small.url}/threads/${thread.thread_id}/runs/${runId}/stream`, {
+        headers: { "Last-Event-ID": "2" }
+      })
+      const { events } = await Support.readSse(response)
+      assert.deepStrictEqual(events.map((e) => e.event), ["gap"])
+      const gap = events[0]!.data as Record<string, string>
+      assert.deepStrictEqual({ ...gap, earliest_available_event_id: "" }, {
+        code: "stream_replay_gap",
+        run_id: runId,
+        requested_event_id: "2",
+        earliest_available_event_id: "",
+        latest_available_event_id: String(latest),
+        recovery: "reload_durable_state"
+      })
+      const earliest = Number(gap.earliest_available_event_id)
+      assert.isTrue(earliest > 3 && earliest <= latest - 19, `earliest ${earliest} of ${latest}`)
+      // a cursor the run never reached is no cursor of it
+      const bogus = await fetch(`${small.url}/threads/${thread.thread_id}/runs/${runId}/stream`, {
+        headers: { "Last-Event-ID": String(latest + 100) }
+      })
+      assert.deepStrictEqual((await Support.readSse(bogus)).events.map((e) => e.event), ["gap"])
+    } finally {
+      await small.stop()
+    }
+  })
+
+  it("cancel: interrupt keeps the completed steps, rollback restores the thread as it was; disconnecting cancels", async () => {
+    const thread = await client.threads.create()
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "hello" }] } })
+    const before = (await client.threads.getState(thread.thread_id)).values as any
+
+    const hanging = await client.runs.create(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "hang on" }] }
+    })
+    await until(async () => (await client.runs.get(thread.thread_id, hanging.run_id)).status === "running", "running")
+    // a second run is refused while this one runs (multitask_strategy reject, the default)
+    const refused = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "x" }] } })
+    })
+    assert.strictEqual(refused.status, 409)
+    await client.runs.cancel(thread.thread_id, hanging.run_id, true, "interrupt")
+    assert.strictEqual((await client.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
+    const interrupted = (await client.threads.getState(thread.thread_id)).values as any
+    assert.strictEqual(interrupted.messages.length, before.messages.length + 1)
+    assert.strictEqual(interrupted.messages.at(-1).content, "hang on")
+
+    const rolled = await client.runs.create(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "hang again" }] }
+    })
+    await until(async () => (await client.runs.get(thread.thread_id, rolled.run_id)).status === "running", "running")
+    await client.runs.cancel(thread.thread_id, rolled.run_id, true, "rollback")
+    const record = await client.runs.get(thread.thread_id, rolled.run_id) as any
+    assert.strictEqual(record.status, "error")
+    assert.strictEqual(record.error, "Rolled back by user")
+    assert.deepStrictEqual((await client.threads.getState(thread.thread_id)).values, interrupted)
+
+    // a new run with multitask_strategy "interrupt" stops the active one and goes ahead
+    const old = await client.runs.create(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "hang once more" }] }
+    })
+    await until(async () => (await client.runs.get(thread.thread_id, old.run_id)).status === "running", "running")
+    const result = await client.runs.wait(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "over" }] },
+      multitaskStrategy: "interrupt"
+    }) as any
+    assert.strictEqual((await client.runs.get(thread.thread_id, old.run_id)).status, "interrupted")
+    assert.match(result.messages.at(-1).content, /^You said: [\s\S]*over/)
+
+    // on_disconnect "cancel" (the default): a stream client going away cancels its run
+    const controller = new AbortController()
+    let runId = ""
+    for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "hang forever" }] },
+      streamMode: ["messages-tuple"],
+      signal: controller.signal,
+      onRunCreated: (meta) => (runId = meta.run_id)
+    })) {
+      if ((part as any).event === "messages") {
+        controller.abort()
+        break
+      }
+    }
+    await until(async () => (await client.runs.get(thread.thread_id, runId)).status === "interrupted", "cancelled")
+    const runs = await client.runs.list(thread.thread_id, { limit: 10 })
+    assert.deepStrictEqual(runs.map((r) => r.status), ["interrupted", "success", "interrupted", "error", "interrupted", "success"])
+  })
+
+  it("a clarification question ends the run; the next message answers it and the run goes on", async () => {
+    const thread = await client.threads.create()
+    const asked = await client.runs.wait(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "Which city should I visit?" }] }
+    }) as any
+    const question = asked.messages.at(-1)
+    assert.strictEqual(question.type, "tool")
+    assert.strictEqual(question.name, "ask_clarification")
+    assert.deepStrictEqual(question.artifact.human_input.options.map((o: any) => o.label), ["Paris", "Rome"])
+    const runs = await client.runs.list(thread.thread_id)
+    assert.strictEqual(runs[0]!.status, "success")
+    // the answer, as a LangGraph resume command (a plain human message works too)
+    const answered = await client.runs.wait(thread.thread_id, "lead_agent", { command: { resume: "2" } }) as any
+    const answer = answered.messages.at(-2)
+    assert.strictEqual(answer.type, "human")
+    assert.strictEqual(answer.content, "Rome")
+    assert.strictEqual(answer.additional_kwargs.human_input_response.option_id !== undefined, true)
+    assert.strictEqual(answered.messages.at(-1).content, "Rome it is: the Colosseum opens at 9.")
+  })
+
+  it("state and history: each checkpoint's state, newest first, by id; state updates and metadata patches", async () => {
+    const thread = await client.threads.create({ metadata: { project: "trip" } })
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "one" }] } })
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "two" }] } })
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 100 })
+    const counts = history.map((s) => (s.values as any).messages.length)
+    // newest first, each state at most as long as the one after it
+    assert.isTrue(counts.every((n, i) => i === 0 || n <= counts[i - 1]!))
+    assert.strictEqual(counts[0], 4)
+    const current = await client.threads.getState(thread.thread_id)
+    assert.deepStrictEqual(history[0]!.values, current.values)
+    assert.strictEqual(history[0]!.checkpoint.checkpoint_id, current.checkpoint.checkpoint_id)
+    const older = history[history.length - 1]!
+    const fetched = await client.threads.getState(thread.thread_id, older.checkpoint.checkpoint_id!)
+    assert.deepStrictEqual(fetched.values, older.values)
+    assert.strictEqual(history[1]!.parent_checkpoint?.checkpoint_id, history[2]!.checkpoint.checkpoint_id)
+
+    await client.threads.updateState(thread.thread_id, { values: { title: "Trip planning" } })
+    assert.strictEqual(((await client.threads.getState(thread.thread_id)).values as any).title, "Trip planning")
+    const bad = await fetch(`${gateway.url}/threads/${thread.thread_id}/state`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ values: { todos: "not a list" } })
+    })
+    assert.strictEqual(bad.status, 422)
+    assert.include((await bad.json()).detail, "todos")
+
+    await client.threads.update(thread.thread_id, { metadata: { stage: "done" } })
+    const found = await client.threads.search({ metadata: { project: "trip", stage: "done" } })
+    assert.deepStrictEqual(found.map((t) => t.thread_id), [thread.thread_id])
+    assert.strictEqual((found[0]!.values as any).title, "Trip planning")
+    await client.threads.delete(thread.thread_id)
+    const gone = await fetch(`${gateway.url}/threads/${thread.thread_id}`)
+    assert.strictEqual(gone.status, 404)
+  })
+
+  it("stateless runs, assistants, models, and bodies that are refused with what was wrong", async () => {
+    const out = await client.runs.wait(null, "lead_agent", { input: { messages: [{ role: "user", content: "stateless" }] } })
+    assert.isObject(out)
+    const assistants = await client.assistants.search()
+    assert.deepStrictEqual(assistants.map((a) => a.assistant_id), ["lead_agent"])
+    const models = await (await fetch(`${gateway.url}/api/models`)).json()
+    assert.deepStrictEqual(models.models.map((m: any) => m.name), ["scripted"])
+    assert.notProperty(models.models[0], "api_key")
+    const thread = await client.threads.create()
+    const unknownModel = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "lead_agent", context: { model_name: "gpt-nope" } })
+    })
+    assert.strictEqual(unknownModel.status, 400)
+    assert.include((await unknownModel.json()).detail, "gpt-nope")
+    const badMode = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "lead_agent", stream_mode: ["values", "bogus"] })
+    })
+    assert.strictEqual(badMode.status, 422)
+    assert.include((await badMode.json()).detail, "stream_mode")
+    const notJson = await fetch(`${gateway.url}/threads`, { method: "POST", body: "{nope" })
+    assert.strictEqual(notJson.status, 400)
+    assert.strictEqual(notJson.headers.get("content-type"), "application/problem+json")
+  })
+})
