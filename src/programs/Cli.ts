@@ -6,6 +6,7 @@
  *   antler threads show ID [--json]
  *   antler upload THREAD FILE... [--config FILE] [--json]
  *   antler demo
+ *   antler serve [--host HOST] [--port PORT] [--config FILE]   (src/programs/Serve.ts)
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
  * 3 the run is waiting for the user; 130 cancelled with Ctrl-C (completed steps stay saved).
@@ -40,6 +41,7 @@ import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
+import * as Serve from "./Serve.js"
 import * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -343,6 +345,8 @@ const demoCommand = Command.make("demo", {}, () =>
 // ---------------------------------------------------------------------------------------------------------
 // The root
 
+const serveCommand = Serve.command((code) => new CliExit({ code }))
+
 const root = Command.make("antler", {}, () =>
   Render.write([
     "antler: an agent harness on Effect. Commands:",
@@ -351,9 +355,10 @@ const root = Command.make("antler", {}, () =>
     "  antler threads show ID [--json]",
     "  antler upload THREAD FILE... [--json]",
     "  antler demo",
+    "  antler serve [--host HOST] [--port PORT] [--config FILE]",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand]))
+  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand, serveCommand]))
 
 const version = (): string => {
   try {
@@ -522,7 +527,8 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
     ["show", specOf("antler threads show", showCommand)]
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
-  ["demo", specOf("antler demo", demoCommand)]
+  ["demo", specOf("antler demo", demoCommand)],
+  ["serve", specOf("antler serve", serveCommand)]
 ])
 
 /**

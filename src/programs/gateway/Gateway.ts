@@ -97,7 +97,7 @@ export interface Options {
   /** Secrets that never leave the process (streamed events) or reach the store. */
   readonly redact?: Redact.Redactor | undefined
   /** The model service (default: OpenAI-compatible clients of `models`). */
-  readonly model?: Layer.Layer<ModelService, unknown> | undefined
+  readonly model?: Layer.Layer<ModelService> | undefined
   /** Spans go here instead of the configured exporter (tests). */
   readonly spanProcessor?: SpanProcessor | undefined
   /** Options of every agent the factory builds. */
@@ -151,6 +151,9 @@ export const layer = (options: Options) => {
   }).pipe(Layer.provideMerge(factory))
 
   const recovered = Layer.effectDiscard(Effect.gen(function*() {
+    // the default agent is built now: a configuration it cannot be built from stops the start, not a run
+    const agents = yield* Factory.AgentFactory
+    yield* Effect.flatMap(agents.resolve({}), agents.agent)
     const manager = yield* Runs.Runs
     const settled = yield* manager.recover
     if (settled.length > 0) {

@@ -320,7 +320,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
       body: JSON.stringify({ values: { todos: "not a list" } })
     })
     assert.strictEqual(bad.status, 422)
-    assert.include((await bad.json()).detail, "todos")
+    assert.include(((await bad.json()) as any).detail, "todos")
 
     await client.threads.update(thread.thread_id, { metadata: { stage: "done" } })
     const found = await client.threads.search({ metadata: { project: "trip", stage: "done" } })
@@ -336,7 +336,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     assert.isObject(out)
     const assistants = await client.assistants.search()
     assert.deepStrictEqual(assistants.map((a) => a.assistant_id), ["lead_agent"])
-    const models = await (await fetch(`${gateway.url}/api/models`)).json()
+    const models = (await (await fetch(`${gateway.url}/api/models`)).json()) as any
     assert.deepStrictEqual(models.models.map((m: any) => m.name), ["scripted"])
     assert.notProperty(models.models[0], "api_key")
     const thread = await client.threads.create()
@@ -346,14 +346,14 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
       body: JSON.stringify({ assistant_id: "lead_agent", context: { model_name: "gpt-nope" } })
     })
     assert.strictEqual(unknownModel.status, 400)
-    assert.include((await unknownModel.json()).detail, "gpt-nope")
+    assert.include(((await unknownModel.json()) as any).detail, "gpt-nope")
     const badMode = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/stream`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ assistant_id: "lead_agent", stream_mode: ["values", "bogus"] })
     })
     assert.strictEqual(badMode.status, 422)
-    assert.include((await badMode.json()).detail, "stream_mode")
+    assert.include(((await badMode.json()) as any).detail, "stream_mode")
     const notJson = await fetch(`${gateway.url}/threads`, { method: "POST", body: "{nope" })
     assert.strictEqual(notJson.status, 400)
     assert.strictEqual(notJson.headers.get("content-type"), "application/problem+json")
