@@ -786,7 +786,7 @@ export const router = (options: Options) =>
         }
       }).join("/")}`.replace(/^\/+/, "/")
       if (!virtual.startsWith(`${USER_DATA}/`)) {
-        return yield* notFound(`Artifact ${virtual} (artifacts are files under ${USER_DATA})`)
+        return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
       }
       const sandbox = yield* Effect.mapError(sandboxes.acquire(threadId, userId), (error) => fail("internal", error.message))
       const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
