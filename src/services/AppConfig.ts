@@ -296,8 +296,10 @@ export const GatewayConfig = Schema.Struct({
   heartbeat_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 15),
   /** Events of a run kept for `Last-Event-ID` replay; a client further behind gets the `gap` event. */
   replay_buffer_events: withDefault(PositiveInt, () => 10_000),
+  /** And at most this many MiB of them (a `values` event holds the whole thread). */
+  replay_buffer_mb: withDefault(Schema.Number.pipe(Schema.positive()), () => 16),
   /** Finished runs whose events stay joinable (the oldest are forgotten first). */
-  finished_runs_kept: withDefault(NonNegativeInt, () => 100)
+  finished_runs_kept: withDefault(NonNegativeInt, () => 20)
 })
 export type GatewayConfig = typeof GatewayConfig.Type
 

@@ -11,10 +11,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -22,7 +19,6 @@ import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
 import * as LocalSandbox from "../../layers/LocalSandbox.js"
 import * as OpenAiModel from "../../layers/OpenAiModel.js"
-import * as PgThreadStore from "../../layers/PgThreadStore.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, ModelConfig } from "../../services/AppConfig.js"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -30,6 +26,7 @@ import { ModelService } from "../../services/ModelService.js"
 import type { StoreError } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Redact from "../../state/Redact.js"
+import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -46,21 +43,28 @@ export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("
 export const databaseUrl = (config: AppConfig): Redacted.Redacted<string> | undefined =>
   config.database.url ?? config.database.postgres_url ?? undefined
 
+/** Where a Postgres URL points, without its credentials. */
+export const describeUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    return `PostgreSQL database ${parsed.pathname.replace(/^\//, "") || "(default)"} at ${parsed.hostname}` +
+      (parsed.port ? `:${parsed.port}` : "")
+  } catch {
+    return "PostgreSQL (database.url is not a URL)"
+  }
+}
+
 /** Where a configuration keeps threads, for people (never the URL's credentials). */
 export const describeStore = (app: AppConfigService["Type"]): string => {
   const url = databaseUrl(app.config)
   return url === undefined
     ? `SQLite ${SqliteThreadStore.FILENAME} in ${app.home}`
-    : PgThreadStore.describeUrl(Redacted.value(url))
+    : describeUrl(Redacted.value(url))
 }
 
 /** The thread store a configuration chooses: PostgreSQL at `database.url`, else SQLite under the data directory. */
-export const storeLayer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> => {
-  const url = databaseUrl(app.config)
-  return url === undefined
-    ? SqliteThreadStore.layerFromHome(app.home, { redact })
-    : PgThreadStore.layer({ url, redact })
-}
+export const storeLayer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
+  App.configuredStoreLayer(app, redact)
 
 /** The secrets of a gateway configuration, beyond the models' (tokens, the database URL's password). */
 export const secrets = (config: AppConfig): ReadonlyArray<string> => {
@@ -72,18 +76,23 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
   ]
 }
 
-/** The tracing layer of a configuration: OTLP/HTTP when `tracing.enabled`, else none. */
+/**
+ * The tracing layer of a configuration: OTLP/HTTP when `tracing.enabled` (or spans to `processor`, for tests),
+ * else none. `@effect/opentelemetry` is an optional peer, loaded only then.
+ */
 export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> => {
-  if (processor !== undefined) {
-    return Layer.discard(NodeSdk.layer(() => ({ resource: { serviceName: config.tracing.service_name }, spanProcessor: processor })))
-  }
-  if (!config.tracing.enabled) return Layer.empty
+  if (processor === undefined && !config.tracing.enabled) return Layer.empty
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(config.tracing.headers)) headers[name] = Redacted.value(value)
-  return Layer.discard(NodeSdk.layer(() => ({
-    resource: { serviceName: config.tracing.service_name },
-    spanProcessor: new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracing.otlp_endpoint, headers }))
-  })))
+  return Layer.unwrapEffect(Effect.promise(async () => {
+    const NodeSdk = await import("@effect/opentelemetry/NodeSdk")
+    const spanProcessor = processor ?? await (async () => {
+      const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http")
+      const { BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
+      return new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracing.otlp_endpoint, headers }))
+    })()
+    return Layer.discard(NodeSdk.layer(() => ({ resource: { serviceName: config.tracing.service_name }, spanProcessor })))
+  }))
 }
 
 /** Options of the gateway. */
@@ -144,6 +153,7 @@ export const layer = (options: Options) => {
   )
   const runs = Runs.layer({
     bufferSize: gateway.replay_buffer_events,
+    bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
     keepFinished: gateway.finished_runs_kept,
     heartbeatSeconds: gateway.heartbeat_seconds,
     redact,

@@ -136,6 +136,8 @@ export class Runs extends Context.Tag("antler/gateway/Runs")<Runs, Service>() {}
 export interface Options {
   /** Events kept per run for replay. */
   readonly bufferSize: number
+  /** Characters of event data kept per run for replay (the oldest events go first). */
+  readonly bufferBytes: number
   /** Finished runs whose buffers are kept. */
   readonly keepFinished: number
   /** Seconds between heartbeats. */
@@ -195,15 +197,24 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
           initial,
           modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined
         })
+        let bytes = 0
         const append = (outs: ReadonlyArray<Protocol.Out>) => {
           if (outs.length === 0) return
           for (const out of outs) {
-            frames.push({ id: nextId++, event: out.event, data: json(out.data) })
+            const frame = { id: nextId++, event: out.event, data: json(out.data) }
+            frames.push(frame)
+            bytes += frame.data.length
             if (out.event === "end") finished = true
           }
           // trimmed in batches (a quarter of the buffer), so a long run does not move the array per event
-          if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4)) {
-            frames.splice(0, frames.length - options.bufferSize)
+          if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
+            let drop = Math.max(0, frames.length - options.bufferSize)
+            let kept = bytes
+            for (let i = 0; i < drop; i++) kept -= frames[i]!.data.length
+            // by size too (values snapshots of a long thread are large), always keeping the newest frame
+            while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= frames[drop++]!.data.length
+            frames.splice(0, drop)
+            bytes = kept
           }
           const wake = changed
           changed = Deferred.unsafeMake<void>(FiberId.none)
@@ -262,9 +273,9 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
               })
             )
           )
-          const action = Option.getOrUndefined(yield* Deferred.poll(stop).pipe(Effect.flatMap((o) =>
-            Option.isSome(o) ? Effect.map(o.value, Option.some) : Effect.succeed(Option.none<CancelAction>())
-          )))
+          const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
+            Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
+          )
           let record = yield* finalRecord(runId)
           const at = yield* now
           if (action === "rollback") {
@@ -377,7 +388,19 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
           }
           known.set(runId, made.run)
           active.set(request.threadId, entry)
-          const body = execute({ ...request, messages }, runId, made, stop)
+          // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
+          // waiters and subscribers learn the run ended
+          const settle = Effect.gen(function*() {
+            if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+            yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+            if (!made.run.finished()) made.append([{ event: "end", data: null }])
+            const record = yield* finalRecord(runId)
+            yield* Deferred.succeed(made.run.done, record ?? baseRecord(request.threadId, runId, new Date().toISOString()))
+          })
+          const body = execute({ ...request, messages }, runId, made, stop).pipe(
+            Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
+            Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
+          )
           yield* FiberMap.run(
             fibers,
             runId,
