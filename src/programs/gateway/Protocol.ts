@@ -18,12 +18,12 @@ import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 // ---------------------------------------------------------------------------------------------------------
 // Requests
 
-/** The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. */
+/**
+ * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
+ * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
+ */
 export const StreamMode = Schema.Literal("values", "messages-tuple", "updates", "custom", "debug", "tasks", "checkpoints")
 export type StreamMode = typeof StreamMode.Type
-
-/** Modes the gateway produces events for; the others are accepted and stay silent. */
-export const PRODUCED_MODES: ReadonlySet<StreamMode> = new Set(["values", "messages-tuple", "updates", "custom"])
 
 const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 

@@ -228,6 +228,14 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
       body: JSON.stringify({ assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "x" }] } })
     })
     assert.strictEqual(refused.status, 409)
+    // while the model is silent, the stream stays alive with heartbeat comments (every second in this gateway)
+    const joined = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/${hanging.run_id}/stream`)
+    assert.strictEqual(joined.headers.get("content-type"), "text/event-stream")
+    const reader = joined.body!.pipeThrough(new TextDecoderStream()).getReader()
+    let raw = ""
+    while (!raw.includes(": heartbeat\n\n")) raw += (await reader.read()).value ?? ""
+    await reader.cancel()
+    assert.match(raw, /^event: metadata\ndata: \{[^\n]*\}\nid: 1\n\n/)
     await client.runs.cancel(thread.thread_id, hanging.run_id, true, "interrupt")
     assert.strictEqual((await client.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
     const interrupted = (await client.threads.getState(thread.thread_id)).values as any
