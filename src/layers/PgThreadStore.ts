@@ -171,7 +171,9 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         const error = Cause.squash(cause)
         const detail = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
-        return Effect.fail(new StoreError({ operation: "open", message: `Cannot open ${where}: ${detail}`, cause: error }))
+        return Effect.fail(
+          new StoreError({ operation: "open", message: `Cannot open ${where}: ${detail}`, cause: error })
+        )
       })
     )
 
@@ -364,7 +366,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           Effect.gen(function*() {
             const rows = yield* q(`SELECT metadata FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
             if (rows.length === 0) return false
-            const current = yield* decodeRows(decodeMetadata, rows[0]!.metadata, "patchMetadata", `Thread "${threadId}"`)
+            const current = yield* decodeRows(
+              decodeMetadata,
+              rows[0]!.metadata,
+              "patchMetadata",
+              `Thread "${threadId}"`
+            )
             yield* q(`UPDATE antler_threads SET metadata = $2, updated_at = $3 WHERE thread_id = $1`, [
               threadId,
               JSON.stringify(mergeMetadata(current ?? {}, patch)),
@@ -410,7 +417,10 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             `DELETE FROM antler_checkpoints WHERE thread_id = $1 AND run_id = $2 RETURNING seq`,
             [threadId, runId]
           )
-          const rows = yield* q(`SELECT seq, updates FROM antler_checkpoints WHERE thread_id = $1 ORDER BY seq`, [threadId])
+          const rows = yield* q(
+            `SELECT seq, updates FROM antler_checkpoints WHERE thread_id = $1 ORDER BY seq`,
+            [threadId]
+          )
           const state = yield* foldCheckpoints(threadId, rows)
           yield* q(`UPDATE antler_threads SET title = $2 WHERE thread_id = $1`, [threadId, state.title])
           return deleted.length
@@ -497,4 +507,5 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
   })
 
 /** A Postgres thread store, opened (and migrated) when the layer is built, closed with it. */
-export const layer = (options: Options): Layer.Layer<ThreadStore, StoreError> => Layer.scoped(ThreadStore, make(options))
+export const layer = (options: Options): Layer.Layer<ThreadStore, StoreError> =>
+  Layer.scoped(ThreadStore, make(options))

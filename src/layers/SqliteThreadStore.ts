@@ -302,7 +302,9 @@ export const foldCheckpoints = (
 // Rows
 
 /** A JSON object stored as text (thread and run metadata); `NULL` is none. */
-export const MetadataText = Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+export const MetadataText = Schema.NullOr(
+  Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+)
 
 /** A thread row (also the Postgres store's). */
 export const ThreadRow = Schema.Struct({
@@ -412,7 +414,8 @@ const DELETE_THREAD = [
   `DELETE FROM leases WHERE thread_id = ?`,
   `DELETE FROM threads WHERE thread_id = ?`
 ]
-const SELECT_ALL_CHECKPOINTS = `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
+const SELECT_ALL_CHECKPOINTS =
+  `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
 const DELETE_RUN_CHECKPOINTS = `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`
 
 const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
@@ -769,7 +772,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
 
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
-        const rows = yield* exclusive(conn.execute(THREAD_INFO, [threadId], undefined), "info", `Cannot read thread "${threadId}"`)
+        const rows = yield* exclusive(
+          conn.execute(THREAD_INFO, [threadId], undefined),
+          "info",
+          `Cannot read thread "${threadId}"`
+        )
         const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
         return threads.length === 0 ? Option.none() : Option.some(summaryOf(threads[0]!))
       })

@@ -30,6 +30,8 @@ export class ServeExit extends Error {
   }
 }
 
+const messageOf = (error: unknown): string => String((error as { message?: unknown } | undefined)?.message ?? error)
+
 const fail = (code: number, message: string) =>
   Effect.zipRight(Render.writeError(`${message}\n`), Effect.fail(new ServeExit(code)))
 
@@ -38,28 +40,49 @@ export const command = <E>(exit: (code: number) => E) =>
   Command.make(
     "serve",
     {
-      host: Options.text("host").pipe(Options.optional, Options.withDescription("Address to listen on (default gateway.host, 127.0.0.1)")),
-      port: Options.integer("port").pipe(Options.optional, Options.withDescription("Port (default gateway.port, 8001; 0: any free port)")),
+      host: Options.text("host").pipe(
+        Options.optional,
+        Options.withDescription("Address to listen on (default gateway.host, 127.0.0.1)")
+      ),
+      port: Options.integer("port").pipe(
+        Options.optional,
+        Options.withDescription("Port (default gateway.port, 8001; 0: any free port)")
+      ),
       config: Options.text("config").pipe(
         Options.optional,
         Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
       ),
-      model: Options.text("model").pipe(Options.optional, Options.withDescription("The default model (a configured name)")),
-      baseUrl: Options.text("base-url").pipe(Options.optional, Options.withDescription("An OpenAI-compatible endpoint")),
+      model: Options.text("model").pipe(
+        Options.optional,
+        Options.withDescription("The default model (a configured name)")
+      ),
+      baseUrl: Options.text("base-url").pipe(
+        Options.optional,
+        Options.withDescription("An OpenAI-compatible endpoint")
+      ),
       apiKey: Options.redacted("api-key").pipe(Options.optional, Options.withDescription("The API key for --base-url"))
     },
     (args) =>
       Effect.gen(function*() {
         const app = yield* ConfigFile.load(Option.getOrUndefined(args.config)).pipe(
           Effect.catchTag("ConfigError", (error) =>
-            fail(USAGE, `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n${error.message}`))
+            fail(
+              USAGE,
+              `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n` +
+                error.message
+            ))
         )
         yield* ConfigFile.ensureHome(app.home).pipe(
           Effect.catchTag("HomeError", (error) =>
-            fail(USAGE, `Cannot use the data directory ${app.home} (ANTLER_HOME, default ./.antler): ${error.message}.`))
+            fail(
+              USAGE,
+              `Cannot use the data directory ${app.home} (ANTLER_HOME, default ./.antler): ${error.message}.`
+            ))
         )
         if (app.ignored.length > 0) {
-          yield* Render.writeError(`warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`)
+          yield* Render.writeError(
+            `warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`
+          )
         }
         const env = yield* App.openAiEnv
         const choice = yield* Either.match(
@@ -105,7 +128,7 @@ export const command = <E>(exit: (code: number) => E) =>
           Effect.catchAll((error) =>
             error instanceof ServeExit
               ? Effect.fail(error)
-              : fail(FAILED, `antler serve: ${Render.safeText(String((error as unknown as { message?: unknown } | undefined)?.message ?? error), redact)}`))
+              : fail(FAILED, `antler serve: ${Render.safeText(messageOf(error), redact)}`))
         )
       }).pipe(Effect.catchAll((error) => Effect.fail(exit(error.code))))
   ).pipe(Command.withDescription("Serve the LangGraph-compatible API and the web page"))

@@ -74,13 +74,19 @@ const memory: Backend = {
   shared: false
 }
 
-const withStore = <A, E>(layer: Layer.Layer<ThreadStore, StoreError>, f: (store: ThreadStore["Type"]) => Effect.Effect<A, E>) =>
+const withStore = <A, E>(
+  layer: Layer.Layer<ThreadStore, StoreError>,
+  f: (store: ThreadStore["Type"]) => Effect.Effect<A, E>
+) =>
   Effect.flatMap(ThreadStore, f).pipe(Effect.provide(layer))
 
 const fold = (updates: ReadonlyArray<StateUpdate>) => Either.getOrThrow(applyUpdates(TS.empty, updates))
 
 const steps: ReadonlyArray<ReadonlyArray<StateUpdate>> = [
-  [{ messages: [M.human("Hello", { id: "h1" })] }, { messages: [M.ai("", { id: "a1", tool_calls: [{ id: "c1", name: "ls", args: {} }] })] }],
+  [
+    { messages: [M.human("Hello", { id: "h1" })] },
+    { messages: [M.ai("", { id: "a1", tool_calls: [{ id: "c1", name: "ls", args: {} }] })] }
+  ],
   [{ messages: [M.tool("a.txt", "c1", { id: "t1", name: "ls" })] }, { artifacts: ["/mnt/user-data/outputs/a.md"] }],
   [{ messages: [M.ai("Done, with a NUL \u0000 and emoji 🦌", { id: "a2" })], title: "Greeting" }]
 ]
@@ -219,10 +225,11 @@ const conformance = (backend: Backend) =>
           writers,
           (who) =>
             withStore(db.open(), (store) =>
-              Effect.forEach(Array.from({ length: N }, (_, i) => i), (n) => store.append("t-busy", `run-${who}`, step(n, who)), {
-                concurrency: 8,
-                discard: true
-              })),
+              Effect.forEach(
+                Array.from({ length: N }, (_, i) => i),
+                (n) => store.append("t-busy", `run-${who}`, step(n, who)),
+                { concurrency: 8, discard: true }
+              )),
           { concurrency: "unbounded", discard: true }
         )
         yield* withStore(db.open(), (store) =>
@@ -279,7 +286,12 @@ const conformance = (backend: Backend) =>
               // the run the dead process left is still marked running: the gateway or the next run settles it
               assert.deepStrictEqual(loaded.runs.map((r) => r.status), ["running"])
               // the dead process's lease blocks nobody
-              const holder = yield* store.acquireLease({ threadId: "t-crash", runId: "next", ttlMs: 1_000, now: Date.now() })
+              const holder = yield* store.acquireLease({
+                threadId: "t-crash",
+                runId: "next",
+                ttlMs: 1_000,
+                now: Date.now()
+              })
               assert.isUndefined(holder)
               // and the thread takes more steps
               yield* store.append("t-crash", "next", [{ messages: [M.human("again", { id: "again" })] }])

@@ -62,8 +62,19 @@ const psql = (bin: string, url: string, statement: string) => {
 let counter = 0
 const databaseName = () => `antler_test_${process.pid}_${Date.now().toString(36)}_${++counter}`
 
-/** A server to test against, or the reason there is none. */
+/**
+ * A server to test against, or the reason there is none. With `ANTLER_REQUIRE_POSTGRES=1` (set by `.ci/run`)
+ * having none is an error, so CI never skips the suites silently.
+ */
 export const start = async (): Promise<Postgres | { readonly skip: string }> => {
+  const found = await find()
+  if ("skip" in found && process.env.ANTLER_REQUIRE_POSTGRES === "1") {
+    throw new Error(`PostgreSQL is required here (ANTLER_REQUIRE_POSTGRES=1): ${found.skip}`)
+  }
+  return found
+}
+
+const find = async (): Promise<Postgres | { readonly skip: string }> => {
   const bin = binaries()
   const given = process.env.ANTLER_TEST_DATABASE_URL
   if (given !== undefined && given !== "") {

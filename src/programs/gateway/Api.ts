@@ -95,7 +95,10 @@ const json = (body: unknown, status = 200, headers: Record<string, string> = {})
 const body = <A, I>(schema: Schema.Schema<A, I>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* Effect.mapError(request.text, (error) => fail("bad_request", `Cannot read the body: ${error.message}`))
+    const text = yield* Effect.mapError(
+      request.text,
+      (error) => fail("bad_request", `Cannot read the body: ${error.message}`)
+    )
     let raw: unknown = {}
     if (text.trim() !== "") {
       try {
@@ -171,7 +174,10 @@ export const router = (options: Options) =>
 
     const loadState = (threadId: string) =>
       Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>
-        Option.match(loaded, { onNone: () => ({ state: TS.empty, runs: [] as ReadonlyArray<RunRecord> }), onSome: (t) => t }))
+        Option.match(loaded, {
+          onNone: () => ({ state: TS.empty, runs: [] as ReadonlyArray<RunRecord> }),
+          onSome: (t) => t
+        }))
 
     const threadStatus = (threadId: string, records: ReadonlyArray<RunRecord>) => {
       if (runs.activeOf(threadId) !== undefined) return "busy" as const
@@ -183,7 +189,11 @@ export const router = (options: Options) =>
 
     const fullThread = (summary: ThreadSummary) =>
       Effect.map(loadState(summary.thread_id), (loaded) =>
-        Protocol.threadObject(summary, threadStatus(summary.thread_id, loaded.runs), Protocol.publicValues(loaded.state)))
+        Protocol.threadObject(
+          summary,
+          threadStatus(summary.thread_id, loaded.runs),
+          Protocol.publicValues(loaded.state)
+        ))
 
     const ownedRun = (threadId: string, runId: string) =>
       Effect.flatMap(Effect.mapError(store.runs({ runId }), storeFailed), (records) => {
@@ -207,11 +217,21 @@ export const router = (options: Options) =>
       Effect.gen(function*() {
         const strategy = request.multitask_strategy ?? "reject"
         if (strategy === "enqueue") {
-          return yield* fail("unprocessable", `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`)
+          return yield* fail(
+            "unprocessable",
+            `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`
+          )
         }
-        for (const [key, value] of [["interrupt_before", request.interrupt_before], ["interrupt_after", request.interrupt_after]] as const) {
+        const stops = [
+          ["interrupt_before", request.interrupt_before],
+          ["interrupt_after", request.interrupt_after]
+        ] as const
+        for (const [key, value] of stops) {
           if (value != null && !(Array.isArray(value) && value.length === 0)) {
-            return yield* fail("unprocessable", `${key} is not supported: Antler's agent has no graph nodes to stop at.`)
+            return yield* fail(
+              "unprocessable",
+              `${key} is not supported: Antler's agent has no graph nodes to stop at.`
+            )
           }
         }
         if (request.checkpoint_id != null || request.checkpoint != null) {
@@ -242,7 +262,10 @@ export const router = (options: Options) =>
             )
           }
         }
-        yield* Effect.mapError(factory.resolve(settings), (error) => fail("unprocessable", `Run settings: ${error.message}`))
+        yield* Effect.mapError(
+          factory.resolve(settings),
+          (error) => fail("unprocessable", `Run settings: ${error.message}`)
+        )
         let thread = threadId
         let deleteThread = false
         if (thread === undefined) {
@@ -329,7 +352,10 @@ export const router = (options: Options) =>
       const lastEventId = http.headers["last-event-id"]
       const cursor = lastEventId === undefined || lastEventId.trim() === "" ? 0 : Number(lastEventId)
       if (!Number.isInteger(cursor) || cursor < 0) {
-        return yield* fail("bad_request", `Last-Event-ID must be an event id of this run, got ${JSON.stringify(lastEventId)}.`)
+        return yield* fail(
+          "bad_request",
+          `Last-Event-ID must be an event id of this run, got ${JSON.stringify(lastEventId)}.`
+        )
       }
       const requested = queryList(params, "stream_mode")
       const modes = requested.length === 0 ? undefined : yield* Either.match(decodeStreamModes(requested), {
@@ -354,9 +380,11 @@ export const router = (options: Options) =>
         }))
       } else {
         const loaded = yield* loadState(threadId)
-        frames.push(Protocol.sse({ id: 1, event: "metadata", data: JSON.stringify({ run_id: runId, thread_id: threadId }) }))
+        const metadata = JSON.stringify({ run_id: runId, thread_id: threadId })
+        frames.push(Protocol.sse({ id: 1, event: "metadata", data: metadata }))
         if (modes === undefined || modes.includes("values")) {
-          frames.push(Protocol.sse({ id: 2, event: "values", data: JSON.stringify(Protocol.publicValues(loaded.state)) }))
+          const values = JSON.stringify(Protocol.publicValues(loaded.state))
+          frames.push(Protocol.sse({ id: 2, event: "values", data: values }))
         }
         frames.push(Protocol.sse({ id: 3, event: "end", data: "null" }))
       }
@@ -582,12 +610,16 @@ export const router = (options: Options) =>
       }
       const { messages: rawMessages, ...fields } = values as Record<string, unknown>
       const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(fields)
-      if (Either.isLeft(decoded)) return yield* fail("unprocessable", `values: ${Protocol.describeParseError(decoded.left)}`)
+      if (Either.isLeft(decoded)) {
+        return yield* fail("unprocessable", `values: ${Protocol.describeParseError(decoded.left)}`)
+      }
       if ("thread_data" in fields) return yield* fail("unprocessable", "values.thread_data is the server's own field.")
       const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
       if (rawMessages !== undefined) {
         const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
-        const removals = list.filter((m) => typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove")
+        const removals = list.filter((m) =>
+          typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove"
+        )
         const others = list.filter((m) => !removals.includes(m))
         const messages = yield* Either.match(Protocol.inputMessages({ messages: others }), {
           onLeft: (message) => Effect.fail(fail("unprocessable", `values.${message.replace(/^input\./, "")}`)),
@@ -606,7 +638,9 @@ export const router = (options: Options) =>
         store.acquireLease({ threadId, runId: writer, ttlMs: 30_000, now: Date.now() }),
         storeFailed
       )
-      if (holder !== undefined) return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
+      if (holder !== undefined) {
+        return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
+      }
       const appended = yield* Effect.either(store.append(threadId, writer, [update])).pipe(
         Effect.ensuring(Effect.ignore(store.releaseLease(threadId, writer)))
       )
@@ -675,7 +709,13 @@ export const router = (options: Options) =>
               ]
             })
           case "schemas":
-            return json({ graph_id: Protocol.LEAD_AGENT, input_schema: {}, output_schema: {}, state_schema: {}, config_schema: {} })
+            return json({
+              graph_id: Protocol.LEAD_AGENT,
+              input_schema: {},
+              output_schema: {},
+              state_schema: {},
+              config_schema: {}
+            })
         }
       })
 
@@ -716,7 +756,10 @@ export const router = (options: Options) =>
       )
       const inputs = yield* Effect.forEach(files, (file) =>
         Effect.map(
-          Effect.tryPromise({ try: () => Fs.promises.readFile(file.path), catch: () => fail("internal", "Cannot read an uploaded part.") }),
+          Effect.tryPromise({
+            try: () => Fs.promises.readFile(file.path),
+            catch: () => fail("internal", "Cannot read an uploaded part.")
+          }),
           (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
         ))
       const results = yield* Upload.upload(threadId, inputs, { userId }).pipe(
@@ -730,7 +773,10 @@ export const router = (options: Options) =>
           virtual_path: result.path,
           artifact_url: artifactUrl(threadId, result.path),
           ...(result.markdown_path !== undefined
-            ? { markdown_virtual_path: result.markdown_path, markdown_artifact_url: artifactUrl(threadId, result.markdown_path) }
+            ? {
+              markdown_virtual_path: result.markdown_path,
+              markdown_artifact_url: artifactUrl(threadId, result.markdown_path)
+            }
             : {})
         })),
         message: `Uploaded ${results.length} file${results.length === 1 ? "" : "s"}.`
@@ -788,14 +834,20 @@ export const router = (options: Options) =>
       if (!virtual.startsWith(`${USER_DATA}/`)) {
         return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
       }
-      const sandbox = yield* Effect.mapError(sandboxes.acquire(threadId, userId), (error) => fail("internal", error.message))
+      const sandbox = yield* Effect.mapError(
+        sandboxes.acquire(threadId, userId),
+        (error) => fail("internal", error.message)
+      )
       const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
       const stat = yield* Effect.try({ try: () => Fs.statSync(host), catch: () => notFound(`Artifact ${virtual}`) })
       if (!stat.isFile()) return yield* notFound(`Artifact ${virtual}`)
       const search = yield* query
       const download = queryFlag(search, "download")
       const name = Path.basename(virtual)
-      const bytes = yield* Effect.tryPromise({ try: () => Fs.promises.readFile(host), catch: () => notFound(`Artifact ${virtual}`) })
+      const bytes = yield* Effect.tryPromise({
+        try: () => Fs.promises.readFile(host),
+        catch: () => notFound(`Artifact ${virtual}`)
+      })
       return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
         contentType: contentTypeOf(name),
         headers: {
@@ -880,7 +932,9 @@ export const router = (options: Options) =>
     )
 
     return HttpRouter.concatAll(
-      ...LANGGRAPH_PREFIXES.map((prefix) => (prefix === "" ? langgraph : HttpRouter.prefixAll(langgraph, prefix as `/${string}`))),
+      ...LANGGRAPH_PREFIXES.map((prefix) =>
+        prefix === "" ? langgraph : HttpRouter.prefixAll(langgraph, prefix as `/${string}`)
+      ),
       HttpRouter.prefixAll(deerflow, "/api")
     ).pipe(HttpRouter.catchAllCause(respondError))
   })

@@ -63,7 +63,10 @@ export const describeStore = (app: AppConfigService["Type"]): string => {
 }
 
 /** The thread store a configuration chooses: PostgreSQL at `database.url`, else SQLite under the data directory. */
-export const storeLayer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
+export const storeLayer = (
+  app: AppConfigService["Type"],
+  redact?: Redact.Redactor
+): Layer.Layer<ThreadStore, StoreError> =>
   App.configuredStoreLayer(app, redact)
 
 /** The secrets of a gateway configuration, beyond the models' (tokens, the database URL's password). */
@@ -91,7 +94,8 @@ export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Laye
       const { BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
       return new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracing.otlp_endpoint, headers }))
     })()
-    return Layer.discard(NodeSdk.layer(() => ({ resource: { serviceName: config.tracing.service_name }, spanProcessor })))
+    const resource = { serviceName: config.tracing.service_name }
+    return Layer.discard(NodeSdk.layer(() => ({ resource, spanProcessor })))
   }))
 }
 

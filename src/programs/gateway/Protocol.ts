@@ -22,7 +22,15 @@ import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
  * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
  * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
  */
-export const StreamMode = Schema.Literal("values", "messages-tuple", "updates", "custom", "debug", "tasks", "checkpoints")
+export const StreamMode = Schema.Literal(
+  "values",
+  "messages-tuple",
+  "updates",
+  "custom",
+  "debug",
+  "tasks",
+  "checkpoints"
+)
 export type StreamMode = typeof StreamMode.Type
 
 const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -108,7 +116,9 @@ export const describeParseError = (error: ParseResult.ParseError): string =>
     .join("; ")
 
 /** The modes asked for, in order, without repeats (default `["values"]`). */
-export const modesOf = (value: StreamMode | ReadonlyArray<StreamMode> | null | undefined): ReadonlyArray<StreamMode> => {
+export const modesOf = (
+  value: StreamMode | ReadonlyArray<StreamMode> | null | undefined
+): ReadonlyArray<StreamMode> => {
   if (value == null) return ["values"]
   const list = typeof value === "string" ? [value] : value
   return list.length === 0 ? ["values"] : [...new Set(list)]
@@ -174,7 +184,12 @@ const InputMessages = Schema.Struct({ messages: Schema.optional(Schema.NullOr(Sc
 })
 
 /** Server-owned keys a client may not set on its messages (SPEC §12.1). */
-const SERVER_KEYS = ["original_user_content", "dynamic_context_reminder", "view_image_marker", "deerflow_error_fallback"]
+const SERVER_KEYS = [
+  "original_user_content",
+  "dynamic_context_reminder",
+  "view_image_marker",
+  "deerflow_error_fallback"
+]
 
 const decodeMessage = Schema.decodeUnknownEither(M.Message)
 
@@ -249,7 +264,9 @@ export const publicValues = (state: ThreadState): Record<string, unknown> => {
 }
 
 /** LangGraph's run status for a stored run (SPEC §12.3). */
-export const runStatus = (record: Pick<RunRecord, "status">): "pending" | "running" | "success" | "error" | "interrupted" => {
+export const runStatus = (
+  record: Pick<RunRecord, "status">
+): "pending" | "running" | "success" | "error" | "interrupted" => {
   switch (record.status) {
     case "pending":
     case "running":
@@ -299,13 +316,21 @@ export const threadObject = (
 
 /** LangGraph's checkpoint reference. */
 export const checkpointRef = (threadId: string, seq: number | undefined) =>
-  seq === undefined ? null : { thread_id: threadId, checkpoint_ns: "", checkpoint_id: String(seq), checkpoint_map: null }
+  seq === undefined
+    ? null
+    : { thread_id: threadId, checkpoint_ns: "", checkpoint_id: String(seq), checkpoint_map: null }
 
 /** LangGraph's ThreadState object. */
 export const stateObject = (
   threadId: string,
   state: ThreadState,
-  at: { readonly seq?: number | undefined; readonly parent?: number | undefined; readonly created_at?: string | null; readonly run_id?: string | undefined; readonly step?: number }
+  at: {
+    readonly seq?: number | undefined
+    readonly parent?: number | undefined
+    readonly created_at?: string | null
+    readonly run_id?: string | undefined
+    readonly step?: number
+  }
 ) => ({
   values: publicValues(state),
   next: [],
@@ -335,7 +360,11 @@ export const HEARTBEAT = ": heartbeat\n\n"
 
 /** Which mode a frame belongs to, for filtering a join by `stream_mode`; control frames belong to all. */
 export const modeOfEvent = (event: string): StreamMode | undefined =>
-  event === "messages" ? "messages-tuple" : event === "values" || event === "updates" || event === "custom" ? event : undefined
+  event === "messages"
+    ? "messages-tuple"
+    : event === "values" || event === "updates" || event === "custom"
+    ? event
+    : undefined
 
 /** The `gap` event's payload (SPEC §12.2): the cursor fell out of the replay window. */
 export const gapPayload = (runId: string, requested: number, earliest: number, latest: number) => ({
@@ -435,7 +464,11 @@ export const makeProjector = (options: ProjectorOptions) => {
     dirty = false
     if (wants("updates") && pending.length > 0) {
       const messages = pending.flatMap((u) => u.messages ?? [])
-      const node = messages.some((m) => m.type === "ai") ? "model" : messages.some((m) => m.type === "tool") ? "tools" : "agent"
+      const node = messages.some((m) => m.type === "ai")
+        ? "model"
+        : messages.some((m) => m.type === "tool")
+        ? "tools"
+        : "agent"
       const merged: Record<string, unknown> = {}
       for (const update of pending) {
         for (const [key, value] of Object.entries(update)) if (key !== "messages") merged[key] = value
@@ -480,7 +513,8 @@ export const makeProjector = (options: ProjectorOptions) => {
               out.push({ event: "messages", data: [finalChunk(message, sofar), meta("model")] })
             } else {
               if (message.type === "ai") step++
-              out.push({ event: "messages", data: [messageDict(message), meta(message.type === "tool" ? "tools" : "model")] })
+              const node = message.type === "tool" ? "tools" : "model"
+              out.push({ event: "messages", data: [messageDict(message), meta(node)] })
             }
           }
           apply({ messages: [message] })

@@ -132,6 +132,12 @@ export interface Service {
 /** The run manager service. */
 export class Runs extends Context.Tag("antler/gateway/Runs")<Runs, Service>() {}
 
+/** Wraps a run's fiber (e.g. in the root span of its trace). */
+export type Traced = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  run: RunRequest & { readonly runId: string }
+) => Effect.Effect<A, E, R>
+
 /** Options of the run manager. */
 export interface Options {
   /** Events kept per run for replay. */
@@ -145,7 +151,7 @@ export interface Options {
   /** What never leaves the server (secrets in streamed events). */
   readonly redact?: Redact.Redactor | undefined
   /** Runs its fibers with this wrapper (a trace root span). */
-  readonly traced?: (<A, E, R>(effect: Effect.Effect<A, E, R>, run: RunRequest & { readonly runId: string }) => Effect.Effect<A, E, R>) | undefined
+  readonly traced?: Traced | undefined
 }
 
 /** The message of a run ended by `action=rollback`. */
@@ -155,7 +161,9 @@ export const ROLLED_BACK = "Rolled back by user"
 export const SERVER_RESTARTED = "server restarted"
 
 /** The run manager over the app's factory, store and configuration; its runs end with its scope. */
-export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentFactory | ThreadStore | AppConfigService> =>
+export const layer = (
+  options: Options
+): Layer.Layer<Runs, never, Factory.AgentFactory | ThreadStore | AppConfigService> =>
   Layer.scoped(
     Runs,
     Effect.gen(function*() {
@@ -395,7 +403,8 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
             yield* Effect.ignore(store.releaseLease(request.threadId, runId))
             if (!made.run.finished()) made.append([{ event: "end", data: null }])
             const record = yield* finalRecord(runId)
-            yield* Deferred.succeed(made.run.done, record ?? baseRecord(request.threadId, runId, new Date().toISOString()))
+            const fallback = baseRecord(request.threadId, runId, new Date().toISOString())
+            yield* Deferred.succeed(made.run.done, record ?? fallback)
           })
           const body = execute({ ...request, messages }, runId, made, stop).pipe(
             Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
@@ -477,7 +486,12 @@ export const layer = (options: Options): Layer.Layer<Runs, never, Factory.AgentF
         for (const record of stale) {
           const probe = `recover-${M.newId()}`
           const millis = yield* Clock.currentTimeMillis
-          const holder = yield* store.acquireLease({ threadId: record.thread_id, runId: probe, ttlMs: 60_000, now: millis })
+          const holder = yield* store.acquireLease({
+            threadId: record.thread_id,
+            runId: probe,
+            ttlMs: 60_000,
+            now: millis
+          })
           // a live process (this one, or another sharing the store) holds the thread: its run is running
           if (holder !== undefined) continue
           const ended: RunRecord = {

@@ -39,7 +39,8 @@ const serve = (dir: string, name: string) =>
         }
       }))
     } catch {
-      return Effect.succeed(HttpServerResponse.text(`The web page is not installed (${name} is missing).`, { status: 404 }))
+      const missing = `The web page is not installed (${name} is missing).`
+      return Effect.succeed(HttpServerResponse.text(missing, { status: 404 }))
     }
   })
 

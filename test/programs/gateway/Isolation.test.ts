@@ -54,14 +54,18 @@ beforeAll(async () => {
     script,
     config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
   })
-  const thread = await (await alice("/threads", { method: "POST", body: JSON.stringify({ metadata: { owner: "alice" } }) })).json() as any
+  const created = await alice("/threads", { method: "POST", body: JSON.stringify({ metadata: { owner: "alice" } }) })
+  const thread = await created.json() as any
   threadId = thread.thread_id
   const form = new FormData()
   form.append("files", new Blob(["alice's notes\n"]), "notes.txt")
   assert.strictEqual((await alice(`/api/threads/${threadId}/uploads`, { method: "POST", body: form })).status, 200)
   const waited = await alice(`/threads/${threadId}/runs/wait`, {
     method: "POST",
-    body: JSON.stringify({ assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "save my plan" }] } })
+    body: JSON.stringify({
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "save my plan" }] }
+    })
   })
   assert.strictEqual(waited.status, 200)
   runId = waited.headers.get("content-location")!.split("/").pop()!
@@ -84,7 +88,11 @@ describe("two users", () => {
   it("bob gets 404 from every endpoint of alice's thread, under every prefix; alice's thread is untouched", async () => {
     const before = await (await alice(`/threads/${threadId}/state`)).json()
     const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) })
-    const run = { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "steal" }] }, if_not_exists: "create" }
+    const run = {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "steal" }] },
+      if_not_exists: "create"
+    }
     const form = () => {
       const data = new FormData()
       data.append("files", new Blob(["bob's file"]), "evil.txt")
@@ -145,7 +153,8 @@ describe("two users", () => {
     assert.deepStrictEqual(await (await alice(`/threads/${threadId}/state`)).json(), before)
     const thread = await (await alice(`/threads/${threadId}`)).json() as any
     assert.deepStrictEqual(thread.metadata, { owner: "alice" })
-    assert.strictEqual(((await (await alice(`/threads/${threadId}/runs/${hangingRun}`)).json()) as any).status, "running")
+    const still = await (await alice(`/threads/${threadId}/runs/${hangingRun}`)).json() as any
+    assert.strictEqual(still.status, "running")
     const uploads = await (await alice(`/api/threads/${threadId}/uploads/list`)).json() as any
     assert.deepStrictEqual(uploads.files.map((f: any) => f.filename), ["notes.txt"])
     const plan = await alice(`/api/threads/${threadId}/artifacts/mnt/user-data/outputs/plan.md`)
@@ -175,11 +184,16 @@ describe("two users", () => {
       assert.strictEqual(response.status, 401)
       assert.strictEqual(response.headers.get("www-authenticate"), "Bearer")
     }
-    const sdkStyle = await fetch(`${gateway.url}/threads/search`, { method: "POST", body: "{}", headers: { "x-api-key": BOB } })
+    const sdkStyle = await fetch(`${gateway.url}/threads/search`, {
+      method: "POST",
+      body: "{}",
+      headers: { "x-api-key": BOB }
+    })
     assert.strictEqual(sdkStyle.status, 200)
     assert.strictEqual((await fetch(`${gateway.url}/`)).status, 200)
     // the hanging run is alice's to stop
-    assert.strictEqual((await alice(`/threads/${threadId}/runs/${hangingRun}/cancel?wait=1`, { method: "POST" })).status, 200)
+    const cancelled = await alice(`/threads/${threadId}/runs/${hangingRun}/cancel?wait=1`, { method: "POST" })
+    assert.strictEqual(cancelled.status, 200)
   })
 })
 
@@ -192,7 +206,8 @@ describe("binding", () => {
     assert.include(Auth.bindProblem("192.168.1.4", []), "refusing to serve on 192.168.1.4")
     const home = Support.tempDir("antler-bind-")
     const exit = await Effect.runPromiseExit(Effect.gen(function*() {
-      const app = yield* ConfigFile.fromObject({ models: [{ name: "m", model: "m", api_key: "sk-000000000000" }] }, { home })
+      const models = [{ name: "m", model: "m", api_key: "sk-000000000000" }]
+      const app = yield* ConfigFile.fromObject({ models }, { home })
       return yield* Layer.launch(Gateway.layer({ app, models: app.config.models, host: "0.0.0.0", port: 0 }))
     }))
     assert.isTrue(Exit.isFailure(exit))

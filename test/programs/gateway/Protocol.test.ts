@@ -31,9 +31,11 @@ describe("requests", () => {
   })
 
   it("a lone message (or command.resume) answers a pending clarification, keeping the client's id", () => {
-    const request = Clarification.request({ question: "Which?", clarification_type: "approach_choice", options: ["A", "B"] } as any, "c1")
+    const args = { question: "Which?", clarification_type: "approach_choice", options: ["A", "B"] } as any
+    const request = Clarification.request(args, "c1")
     const question = Clarification.questionMessage(request, { id: "c1", name: "ask_clarification", args: {} })
-    const state = { ...TS.empty, messages: [M.human("go"), M.ai("", { tool_calls: [{ id: "c1", name: "ask_clarification", args: {} }] }), question] }
+    const asked = M.ai("", { tool_calls: [{ id: "c1", name: "ask_clarification", args: {} }] })
+    const state = { ...TS.empty, messages: [M.human("go"), asked, question] }
     const [answer] = Protocol.withClarificationAnswer(state, [M.human("2", { id: "mine" })], undefined)
     assert.strictEqual(answer!.id, "mine")
     assert.strictEqual(answer!.content, "B")
@@ -72,7 +74,10 @@ describe("projection of run events", () => {
     [{ type: "token", message_id: "a", text: "Look" }, { type: "token", message_id: "a", text: "ing" }],
     [{ type: "message", message: M.ai("Looking", { id: "a", tool_calls: [call] }) }],
     [{ type: "custom", name: "sandbox_audit", data: { verdict: "pass" } }],
-    [{ type: "message", message: M.tool("a.txt", "c1", { id: "t1", name: "ls" }) }, { type: "state", update: { title: "Files", thread_data: { workspace_path: "/host/secret" } } }],
+    [
+      { type: "message", message: M.tool("a.txt", "c1", { id: "t1", name: "ls" }) },
+      { type: "state", update: { title: "Files", thread_data: { workspace_path: "/host/secret" } } }
+    ],
     [{ type: "run_end", status: "error", stop_reason: "error", error: { name: "ModelError", message: "boom" } }]
   ]
 
@@ -95,14 +100,18 @@ describe("projection of run events", () => {
     // the streamed message's last chunk carries only what the deltas did not: its tool call
     const last = (out[6]!.data as [any])[0]
     assert.strictEqual(last.content, "")
-    assert.deepStrictEqual(last.tool_call_chunks, [{ name: "ls", args: "{\"path\":\"/mnt\"}", id: "c1", index: 0, type: "tool_call_chunk" }])
+    assert.deepStrictEqual(last.tool_call_chunks, [
+      { name: "ls", args: "{\"path\":\"/mnt\"}", id: "c1", index: 0, type: "tool_call_chunk" }
+    ])
     assert.deepStrictEqual(out[7]!.data, { model: { messages: [M.ai("Looking", { id: "a", tool_calls: [call] })] } })
     assert.deepStrictEqual(out[9]!.data, { type: "sandbox_audit", verdict: "pass" })
     const tool = out[10]!.data as [any, any]
     assert.strictEqual(tool[0].type, "tool")
     assert.strictEqual(tool[1].langgraph_node, "tools")
     // host paths never leave: not in updates, not in values
-    assert.deepStrictEqual(out[11]!.data, { tools: { title: "Files", messages: [M.tool("a.txt", "c1", { id: "t1", name: "ls" })] } })
+    assert.deepStrictEqual(out[11]!.data, {
+      tools: { title: "Files", messages: [M.tool("a.txt", "c1", { id: "t1", name: "ls" })] }
+    })
     const values = out[12]!.data as any
     assert.notProperty(values, "thread_data")
     assert.strictEqual(values.title, "Files")

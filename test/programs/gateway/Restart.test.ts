@@ -32,7 +32,8 @@ const serve = (home: string, config: string): Server => {
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
   }
-  const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, "serve", "--port", "0", "--config", config], {
+  const args = ["--import", TSX, MAIN, "serve", "--port", "0", "--config", config]
+  const child = ChildProcess.spawn(process.execPath, args, {
     cwd: home,
     env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"]
@@ -113,7 +114,8 @@ describe("antler serve killed mid-run", () => {
       const state = await (await fetch(`${url}/threads/${thread.thread_id}/state`)).json() as any
       return state.values.messages.some((m: any) => m.type === "tool") && scripted.requests.length >= 2
     }, "the first step saved")
-    assert.strictEqual(((await (await fetch(`${url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json()) as any).status, "running")
+    const running = await (await fetch(`${url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
+    assert.strictEqual(running.status, "running")
 
     first.child.kill("SIGKILL")
     await new Promise((resolve) => first.child.once("exit", resolve))
@@ -129,7 +131,8 @@ describe("antler serve killed mid-run", () => {
     const state = await (await fetch(`${again}/threads/${thread.thread_id}/state`)).json() as any
     assert.deepStrictEqual(state.values.messages.map((m: any) => m.type), ["human", "ai", "tool"])
     assert.strictEqual(state.values.messages[2].content, "OK")
-    assert.isTrue(Fs.existsSync(Path.join(home, "users/default/threads", thread.thread_id, "user-data/workspace/part1.md")))
+    const part1 = Path.join(home, "users/default/threads", thread.thread_id, "user-data/workspace/part1.md")
+    assert.isTrue(Fs.existsSync(part1))
     const info = await (await fetch(`${again}/threads/${thread.thread_id}`)).json() as any
     assert.strictEqual(info.status, "error")
     // and the thread continues

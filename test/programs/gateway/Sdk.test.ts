@@ -181,7 +181,8 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
       assert.deepStrictEqual(seen.map((p) => Number(p.id)), seen.map((_, i) => i + 1))
       // a cursor inside the window replays what follows it
       const replay: Array<any> = []
-      for await (const part of smallClient.runs.joinStream(thread.thread_id, runId, { lastEventId: String(latest - 2) })) {
+      const cursor = { lastEventId: String(latest - 2) }
+      for await (const part of smallClient.runs.joinStream(thread.thread_id, runId, cursor)) {
         replay.push(part)
       }
       assert.deepStrictEqual(replay.map((p) => Number(p.id)), [latest - 1, latest])
@@ -280,7 +281,10 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     }
     await until(async () => (await client.runs.get(thread.thread_id, runId)).status === "interrupted", "cancelled")
     const runs = await client.runs.list(thread.thread_id, { limit: 10 })
-    assert.deepStrictEqual(runs.map((r) => r.status), ["interrupted", "success", "interrupted", "error", "interrupted", "success"])
+    assert.deepStrictEqual(
+      runs.map((r) => r.status),
+      ["interrupted", "success", "interrupted", "error", "interrupted", "success"]
+    )
   })
 
   it("a clarification question ends the run; the next message answers it and the run goes on", async () => {

@@ -136,11 +136,16 @@ describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () 
     await page.click("#send")
     await page.locator(".msg.ai", { hasText: "I see notes.txt" }).waitFor({ timeout: 60_000 })
     // the model's request carried the uploads block naming the file's virtual path
-    const request = gateway.scripted.requests.find((r) => JSON.stringify(r.messages).includes("/mnt/user-data/uploads/notes.txt"))
+    const request = gateway.scripted.requests.find((r) =>
+      JSON.stringify(r.messages).includes("/mnt/user-data/uploads/notes.txt")
+    )
     assert.isDefined(request)
   })
 })
 
+if (CHROMIUM === undefined && process.env.ANTLER_REQUIRE_CHROMIUM === "1") {
+  throw new Error("Chromium is required here (ANTLER_REQUIRE_CHROMIUM=1): no /usr/bin/chromium")
+}
 if (CHROMIUM === undefined) {
   console.warn("[Web.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`, as .ci/run does)")
 }
