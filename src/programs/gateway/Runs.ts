@@ -13,6 +13,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
@@ -25,6 +26,7 @@ import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
+import { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
 import { threadPaths } from "../../services/Sandbox.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
@@ -154,6 +156,8 @@ export interface Options {
   readonly traced?: Traced | undefined
 }
 
+const encodeEvent = Schema.encodeEither(RunEventSchema)
+
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
 
@@ -275,9 +279,22 @@ export const layer = (
           yield* events.pipe(
             Stream.interruptWhen(Deferred.await(stop)),
             Stream.runForEachChunk((chunk) =>
-              Effect.sync(() => {
-                for (const event of chunk) if (event.type === "run_end") end = event
-                append(made.projector.push(Chunk.toReadonlyArray(chunk)))
+              Effect.suspend(() => {
+                // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
+                // is left out and logged, never sent half-formed
+                const encoded: Array<RunEvent> = []
+                const invalid: Array<string> = []
+                for (const event of chunk) {
+                  if (event.type === "run_end") end = event
+                  Either.match(encodeEvent(event), {
+                    onLeft: (error) => invalid.push(`${event.type}: ${error.message}`),
+                    onRight: (json) => encoded.push(json as RunEvent)
+                  })
+                }
+                append(made.projector.push(encoded))
+                return invalid.length === 0
+                  ? Effect.void
+                  : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
               })
             )
           )

@@ -214,3 +214,39 @@ describe("binding", () => {
     assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "GatewayStartError")
   })
 })
+
+describe("CORS", () => {
+  it("answers browsers of the configured origins only", async () => {
+    const cors = await Support.start({
+      script,
+      config: { gateway: { cors: { allow_origins: ["http://ui.example"] } } }
+    })
+    try {
+      const preflight = (origin: string) =>
+        fetch(`${cors.url}/threads/search`, {
+          method: "OPTIONS",
+          headers: {
+            origin,
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type, authorization"
+          }
+        })
+      const allowed = await preflight("http://ui.example")
+      assert.strictEqual(allowed.headers.get("access-control-allow-origin"), "http://ui.example")
+      assert.include(allowed.headers.get("access-control-allow-headers") ?? "", "authorization")
+      const other = await preflight("http://evil.example")
+      assert.notStrictEqual(other.headers.get("access-control-allow-origin"), "http://evil.example")
+      const created = await fetch(`${cors.url}/threads`, { method: "POST", body: "{}", headers: { origin: "http://ui.example" } })
+      assert.include(created.headers.get("access-control-expose-headers") ?? "", "content-location")
+    } finally {
+      await cors.stop()
+    }
+    // without the key, no cross-origin browser gets an answer it may read
+    const plain = await fetch(`${gateway.url}/threads/search`, {
+      method: "POST",
+      body: "{}",
+      headers: { origin: "http://ui.example", authorization: `Bearer ${ALICE}` }
+    })
+    assert.isNull(plain.headers.get("access-control-allow-origin"))
+  })
+})

@@ -351,6 +351,9 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     const models = (await (await fetch(`${gateway.url}/api/models`)).json()) as any
     assert.deepStrictEqual(models.models.map((m: any) => m.name), ["scripted"])
     assert.notProperty(models.models[0], "api_key")
+    assert.notProperty(models.models[0], "base_url")
+    const skills = (await (await fetch(`${gateway.url}/api/skills`)).json()) as any
+    assert.deepStrictEqual(skills, { skills: [] })
     const thread = await client.threads.create()
     const unknownModel = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs`, {
       method: "POST",

@@ -33,7 +33,19 @@ describe("traces", () => {
         fetch(`${gateway.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
       const thread = await (await post("/threads", {})).json() as any
       const runIds: Array<string> = []
-      for (const text of ["first", "second"]) {
+      // the first run streamed: the title comes from an internal model call, whose tokens are never streamed
+      const streamed = await post(`/threads/${thread.thread_id}/runs/stream`, {
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: "first" }] },
+        stream_mode: ["messages-tuple", "values"]
+      })
+      runIds.push(streamed.headers.get("content-location")!.split("/").pop()!)
+      const { events } = await Support.readSse(streamed)
+      const chunks = events.filter((e) => e.event === "messages").map((e) => JSON.stringify(e.data))
+      assert.isTrue(chunks.some((c) => c.includes("done.")))
+      assert.isFalse(chunks.some((c) => c.includes("Traced thread")))
+      assert.strictEqual((events.filter((e) => e.event === "values").at(-1)!.data as any).title, "Traced thread")
+      for (const text of ["second"]) {
         const response = await post(`/threads/${thread.thread_id}/runs/wait`, {
           assistant_id: "lead_agent",
           input: { messages: [{ type: "human", content: text }] }
