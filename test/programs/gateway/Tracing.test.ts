@@ -41,9 +41,13 @@ describe("traces", () => {
       })
       runIds.push(streamed.headers.get("content-location")!.split("/").pop()!)
       const { events } = await Support.readSse(streamed)
-      const chunks = events.filter((e) => e.event === "messages").map((e) => JSON.stringify(e.data))
-      assert.isTrue(chunks.some((c) => c.includes("done.")))
-      assert.isFalse(chunks.some((c) => c.includes("Traced thread")))
+      const texts = new Map<string, string>()
+      for (const event of events.filter((e) => e.event === "messages")) {
+        const [message] = event.data as [{ id: string; content: unknown }]
+        if (typeof message.content === "string") texts.set(message.id, (texts.get(message.id) ?? "") + message.content)
+      }
+      assert.include([...texts.values()], "All done.")
+      assert.isFalse([...texts.values()].some((text) => text.includes("Traced")), JSON.stringify([...texts.values()]))
       assert.strictEqual((events.filter((e) => e.event === "values").at(-1)!.data as any).title, "Traced thread")
       for (const text of ["second"]) {
         const response = await post(`/threads/${thread.thread_id}/runs/wait`, {
