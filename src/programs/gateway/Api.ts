@@ -6,6 +6,7 @@
  * (`{type, title, status, detail}`). Every thread, upload and artifact belongs to a user: another user's is
  * "not found" (404), never "forbidden".
  */
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -91,13 +92,16 @@ const respondError = (cause: Cause.Cause<unknown>) => {
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
+/** The largest JSON body read (uploads have their own limits, `uploads.*`). */
+const MAX_JSON_BODY = 16 * 1024 * 1024
+
 /** Reads a JSON body (empty means `{}`) and decodes it; bad JSON is 400, a bad shape 422 naming the fields. */
 const body = <A, I>(schema: Schema.Schema<A, I>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* Effect.mapError(
-      request.text,
-      (error) => fail("bad_request", `Cannot read the body: ${error.message}`)
+    const text = yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_JSON_BODY)),
+      Effect.mapError((error) => fail("bad_request", `Cannot read the body (at most 16 MiB of JSON): ${error.message}`))
     )
     let raw: unknown = {}
     if (text.trim() !== "") {

@@ -139,7 +139,7 @@ export const layer = (options: Options) => {
   const gateway = app.config.gateway
   const host = options.host ?? gateway.host
   const port = options.port ?? gateway.port
-  const redact = options.redact ?? Redact.make(secrets(app.config))
+  const redact = options.redact ?? Redact.make([...App.redactor(options.models).secrets, ...secrets(app.config)])
 
   const checks = Effect.gen(function*() {
     const bind = Auth.bindProblem(host, gateway.auth.tokens)

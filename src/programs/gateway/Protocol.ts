@@ -12,6 +12,7 @@ import type { RunEvent } from "../../services/RunEvents.js"
 import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import type { AIMessage, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 
@@ -398,13 +399,15 @@ const chunkBase = (id: string) => ({
   name: null
 })
 
-/** The last piece of a streamed AI message: what the deltas did not carry (tool calls, usage, finish). */
-const finalChunk = (message: AIMessage, streamed: string) => {
-  const text = M.text(message)
+/**
+ * The last piece of a streamed AI message: what the deltas did not carry (text held back or written after the
+ * stream, tool calls, usage, finish reason).
+ */
+const finalChunk = (message: AIMessage, content: string) => {
   const calls = message.tool_calls ?? []
   return {
     ...chunkBase(message.id),
-    content: text.startsWith(streamed) ? text.slice(streamed.length) : "",
+    content,
     response_metadata: message.response_metadata ?? {},
     tool_call_chunks: calls.map((call, index) => ({
       name: call.name,
@@ -425,6 +428,11 @@ export interface ProjectorOptions {
   /** The thread's state before the run (its values are streamed from there). */
   readonly initial: ThreadState
   readonly modelName?: string | undefined
+  /**
+   * Secrets never streamed: token deltas go through a streaming redactor per message, so a secret split across
+   * deltas is caught too (whole events are redacted by the caller).
+   */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /**
@@ -440,6 +448,17 @@ export const makeProjector = (options: ProjectorOptions) => {
   let state = options.initial
   const indexes = makeIndexes()
   const streamed = new Map<string, string>()
+  const redactors = new Map<string, Redact.TextStream>()
+  const redactorOf = (key: string) => {
+    let stream = redactors.get(key)
+    if (stream === undefined && options.redact !== undefined) redactors.set(key, stream = options.redact.stream())
+    return stream
+  }
+  const endOf = (key: string) => {
+    const stream = redactors.get(key)
+    redactors.delete(key)
+    return stream === undefined ? "" : stream.end()
+  }
   let step = 0
   let dirty = false
   let pending: Array<StateUpdate> = []
@@ -490,16 +509,23 @@ export const makeProjector = (options: ProjectorOptions) => {
           break
         case "token": {
           flush(out)
-          const text = event.text ?? ""
-          if (!streamed.has(event.message_id)) step++
-          streamed.set(event.message_id, (streamed.get(event.message_id) ?? "") + text)
-          if (wants("messages-tuple")) {
+          const id = event.message_id
+          const raw = event.text ?? ""
+          const text = redactorOf(`t:${id}`)?.push(raw) ?? raw
+          const reasoning = event.reasoning === undefined
+            ? undefined
+            : redactorOf(`r:${id}`)?.push(event.reasoning) ?? event.reasoning
+          if (!streamed.has(id)) step++
+          streamed.set(id, (streamed.get(id) ?? "") + text)
+          if (wants("messages-tuple") && (text !== "" || (reasoning !== undefined && reasoning !== ""))) {
             out.push({
               event: "messages",
               data: [{
-                ...chunkBase(event.message_id),
+                ...chunkBase(id),
                 content: text,
-                ...(event.reasoning !== undefined ? { additional_kwargs: { reasoning_content: event.reasoning } } : {})
+                ...(reasoning !== undefined && reasoning !== ""
+                  ? { additional_kwargs: { reasoning_content: reasoning } }
+                  : {})
               }, meta("model")]
             })
           }
@@ -507,10 +533,22 @@ export const makeProjector = (options: ProjectorOptions) => {
         }
         case "message": {
           const message = event.message
+          const sofar = streamed.get(message.id)
+          const held = sofar === undefined ? "" : endOf(`t:${message.id}`)
+          const thought = sofar === undefined ? "" : endOf(`r:${message.id}`)
           if (wants("messages-tuple")) {
-            const sofar = streamed.get(message.id)
             if (message.type === "ai" && sofar !== undefined) {
-              out.push({ event: "messages", data: [finalChunk(message, sofar), meta("model")] })
+              const full = options.redact?.text(M.text(message)) ?? M.text(message)
+              const sent = sofar + held
+              const content = held + (full.startsWith(sent) ? full.slice(sent.length) : "")
+              const chunk = finalChunk(message, content)
+              out.push({
+                event: "messages",
+                data: [
+                  thought === "" ? chunk : { ...chunk, additional_kwargs: { reasoning_content: thought } },
+                  meta("model")
+                ]
+              })
             } else {
               if (message.type === "ai") step++
               const node = message.type === "tool" ? "tools" : "model"

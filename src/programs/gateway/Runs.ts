@@ -207,7 +207,8 @@ export const layer = (
           threadId: request.threadId,
           modes: request.modes,
           initial,
-          modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined
+          modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
+          redact
         })
         let bytes = 0
         const append = (outs: ReadonlyArray<Protocol.Out>) => {

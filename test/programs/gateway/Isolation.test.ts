@@ -22,6 +22,7 @@ const script = (body: ChatRequestBody): Turn => {
   const last = body.messages[body.messages.length - 1]
   const text = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
   if (text.includes("hang")) return { content: "working", stall: true }
+  if (text.includes("echo")) return `Your token is ${ALICE}, and bob's is ${BOB}.`
   if (last?.role === "tool") return "Saved your secret plan."
   return {
     toolCalls: [{
@@ -212,6 +213,27 @@ describe("binding", () => {
     }))
     assert.isTrue(Exit.isFailure(exit))
     assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "GatewayStartError")
+  })
+})
+
+describe("secrets", () => {
+  it("configured tokens never leave the server: not streamed, not stored", async () => {
+    const thread = await (await alice("/threads", { method: "POST", body: "{}" })).json() as any
+    const streamed = await alice(`/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: "echo the tokens" }] },
+        stream_mode: ["values", "messages-tuple"]
+      })
+    })
+    const text = await streamed.text()
+    assert.include(text, "[redacted]")
+    assert.notInclude(text, ALICE)
+    assert.notInclude(text, BOB)
+    const state = JSON.stringify(await (await alice(`/threads/${thread.thread_id}/state`)).json())
+    assert.include(state, "Your token is [redacted]")
+    assert.notInclude(state, ALICE)
   })
 })
 

@@ -143,3 +143,25 @@ describe("projection of run events", () => {
     })
   })
 })
+
+describe("secrets in token deltas", () => {
+  it("a secret split across deltas never streams; the text still reassembles, redacted", async () => {
+    const Redact = await import("../../../src/state/Redact.js")
+    const secret = "sk-live-0123456789abcdef"
+    const projector = Protocol.makeProjector({
+      runId: "r",
+      threadId: "t",
+      modes: ["messages-tuple"],
+      initial: TS.empty,
+      redact: Redact.make([secret])
+    })
+    const deltas = ["The key is sk-live-0123", "456789abcdef, keep", " it safe."]
+    const out = [
+      ...deltas.flatMap((text) => projector.push([{ type: "token", message_id: "a", text }])),
+      ...projector.push([{ type: "message", message: M.ai(deltas.join(""), { id: "a" }) }])
+    ]
+    const text = out.map((o) => (o.data as [any])[0].content).join("")
+    assert.strictEqual(text, "The key is [redacted], keep it safe.")
+    assert.notInclude(JSON.stringify(out), "0123")
+  })
+})
