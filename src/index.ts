@@ -16,6 +16,9 @@ export * as Run from "./programs/Run.js"
 export * as SystemPrompt from "./programs/SystemPrompt.js"
 export * as Render from "./programs/Render.js"
 export * as Upload from "./programs/Upload.js"
+/** The LangGraph-compatible gateway (`antler serve`) as a layer, and its wire format. */
+export * as Gateway from "./programs/gateway/Gateway.js"
+export * as GatewayProtocol from "./programs/gateway/Protocol.js"
 
 // Ports
 export * as AgentHooks from "./services/AgentHooks.js"
@@ -37,6 +40,7 @@ export * as MemoryThreadStore from "./layers/MemoryThreadStore.js"
 export * as OpenAiModel from "./layers/OpenAiModel.js"
 export * as SandboxTools from "./layers/SandboxTools.js"
 export * as SqliteThreadStore from "./layers/SqliteThreadStore.js"
+// PgThreadStore needs the optional peer @effect/sql-pg: import it from "antler/PgThreadStore"
 export * as Toolkit from "./layers/Toolkit.js"
 /** A SCRIPTED model (it replays turns you give it): for tests and demos, never a real model. */
 export * as ScriptedModel from "./layers/ScriptedModel.js"
