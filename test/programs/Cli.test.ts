@@ -687,7 +687,7 @@ describe("checking the command line", () => {
       ["--json", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo", "serve"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
   })
 
@@ -704,6 +704,7 @@ describe("checking the command line", () => {
         ["--version"],
         ["threads", "show", "t1", "--json"],
         ["upload", "t1", "a.txt", "b.txt"],
+        ["serve", "--host", "127.0.0.1", "--port", "0", "--config", "c.yaml"],
         []
       ]
     ) assert.strictEqual(problem(...line), undefined, line.join(" "))
@@ -734,7 +735,9 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, demo.")
+    assert.include(problem("deploy")!, "antler: unknown command deploy. Commands: run, threads, upload, demo, serve.")
+    assert.include(problem("serv")!, "antler: unknown command serv; did you mean serve?")
+    assert.include(problem("serve", "--prot", "8001")!, "antler serve: unknown option --prot; did you mean --port?")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 

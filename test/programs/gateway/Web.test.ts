@@ -63,7 +63,7 @@ let page: Page
 
 describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () => {
   beforeAll(async () => {
-    gateway = await Support.start({ script, server: { delayMs: 20 } })
+    gateway = await Support.start({ script, server: { delayMs: 40 } })
     context = await chromium.launchPersistentContext(Support.tempDir("antler-chromium-"), {
       executablePath: CHROMIUM!,
       headless: true,
@@ -90,7 +90,9 @@ describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () 
     await page.goto(gateway.url)
     await page.fill("#input", "Write a haiku about deer")
     await page.click("#send")
-    // the answer is streamed into the page; the tool call and its result are folded
+    // the answer is streamed into the page as it comes (a growing bubble), then settles; the tool call and its
+    // result are folded
+    await page.locator(".msg.ai.streaming").first().waitFor({ timeout: 60_000 })
     await page.locator(".msg.ai", { hasText: "saves the poem" }).waitFor({ timeout: 60_000 })
     await page.locator("#status", { hasText: "Done" }).waitFor()
     const call = page.locator("[data-testid=tool-call]")
