@@ -307,13 +307,13 @@ export const router = (options: Options) =>
         headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
       })
 
+    const withError = (values: Record<string, unknown>, record: RunRecord) =>
+      record.status === "error"
+        ? { ...values, __error__: { error: "RunError", message: record.error ?? "The run failed" } }
+        : values
+
     const finalValues = (threadId: string, record: RunRecord) =>
-      Effect.map(loadState(threadId), (loaded) => {
-        const values = Protocol.publicValues(loaded.state)
-        return record.status === "error"
-          ? { ...values, __error__: { error: "RunError", message: record.error ?? "The run failed" } }
-          : values
-      })
+      Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
 
     const createRun = (kind: "background" | "stream" | "wait", stateless: boolean) =>
       Effect.gen(function*() {
@@ -340,7 +340,10 @@ export const router = (options: Options) =>
             const record = yield* Deferred.await(run.done).pipe(
               Effect.onInterrupt(() => disconnect ?? Effect.void)
             )
-            const values = stateless ? {} : yield* finalValues(run.threadId, record)
+            // a stateless run's thread is gone by now: its values are what its events left
+            const values = stateless
+              ? withError(Protocol.publicValues(run.state()), record)
+              : yield* finalValues(run.threadId, record)
             return json(values, 200, { "content-location": location })
           }
         }

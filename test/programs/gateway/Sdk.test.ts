@@ -344,8 +344,14 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
   })
 
   it("stateless runs, assistants, models, and bodies that are refused with what was wrong", async () => {
-    const out = await client.runs.wait(null, "lead_agent", { input: { messages: [{ role: "user", content: "stateless" }] } })
-    assert.isObject(out)
+    const out = await client.runs.wait(null, "lead_agent", {
+      input: { messages: [{ role: "user", content: "stateless" }] }
+    }) as any
+    assert.deepStrictEqual(out.messages.map((m: any) => m.type), ["human", "ai"])
+    assert.match(out.messages[1].content, /stateless/)
+    // the stateless thread is gone
+    assert.deepStrictEqual(await client.threads.search({ metadata: {}, limit: 1000 }).then((all) =>
+      all.filter((t) => (t.values as any)?.title === "stateless")), [])
     const assistants = await client.assistants.search()
     assert.deepStrictEqual(assistants.map((a) => a.assistant_id), ["lead_agent"])
     const models = (await (await fetch(`${gateway.url}/api/models`)).json()) as any
