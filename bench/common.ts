@@ -60,6 +60,7 @@ const readFile = Tool.make({
   name: "read_file",
   description: "Reads a file (benchmark stand-in: 100 characters from the path).",
   parameters: Schema.Struct({ path: Schema.String }),
+  readOnly: true,
   handler: ({ path: p }) => Effect.sync(() => (probe.stamps.push(performance.now()), fileContent(p)))
 })
 

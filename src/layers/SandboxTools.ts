@@ -552,6 +552,7 @@ export const tools = (options: Options) =>
 
     const ls = Tool.make({
       name: "ls",
+      readOnly: true,
       description: "List a directory two levels deep (its entries and their entries), as absolute paths with `/` " +
         "after directories. Version-control, dependency, cache and build directories and log files are left out.",
       parameters: LsArgs,
@@ -576,6 +577,7 @@ export const tools = (options: Options) =>
 
     const readFile = Tool.make({
       name: "read_file",
+      readOnly: true,
       description: "Read a text file. Give start_line and/or end_line (1-based, inclusive) to read only those " +
         "lines." + (settings.read_file_output_max_chars > 0
           ? ` Output over ${settings.read_file_output_max_chars} characters is cut, with a note saying so.`
@@ -667,6 +669,7 @@ export const tools = (options: Options) =>
 
     const glob = Tool.make({
       name: "glob",
+      readOnly: true,
       description: "Find files whose path matches a glob pattern under a directory: `*` and `?` match within a " +
         "name, `**` across directories, `{a,b}` either. A pattern without `/` matches names at any depth " +
         "(`*.py` finds every Python file). Junk directories (.git, node_modules, ...) are skipped.",
@@ -710,6 +713,7 @@ export const tools = (options: Options) =>
 
     const grep = Tool.make({
       name: "grep",
+      readOnly: true,
       description: "Search file contents for a regular expression under a directory or in one file. Prints " +
         "`path:line: text` for each matching line. Case-insensitive unless case_sensitive=true. The syntax is " +
         "JavaScript's without look-aheads and backreferences (RE2, which runs in linear time). Binary files, large " +
@@ -773,6 +777,7 @@ export const tools = (options: Options) =>
 
     const presentFiles = Tool.make({
       name: "present_files",
+      readOnly: true,
       description: `Show finished files to the user as downloadable results. Only files in ${OUTPUTS} can be ` +
         "presented: write or copy them there first. Call it once with every file to present.",
       parameters: PresentFilesArgs,
@@ -811,6 +816,7 @@ export const tools = (options: Options) =>
 
     const viewImage = Tool.make({
       name: "view_image",
+      readOnly: true,
       description: "Look at an image file (jpg, jpeg, png, webp or gif, at most 20 MB) in the workspace, uploads " +
         "or outputs. The image is shown to you with your next turn.",
       parameters: ViewImageArgs,
