@@ -104,7 +104,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
     Chain.entry(
       "LLMErrorHandling",
-      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+      () =>
+        LLMErrorHandling.layer({
+          llmCall: c.llm_call,
+          circuitBreaker: c.circuit_breaker,
+          breaker: options.breaker,
+          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+        })
     ),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
     ...when(guardrail !== undefined, () =>
