@@ -40,6 +40,7 @@ import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
+import * as ToolAssembly from "./ToolAssembly.js"
 import * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -130,6 +131,18 @@ const loadConfig = (path: string | undefined) =>
     )
   )
 
+/** Configured tools that cannot work are a configuration error (exit 2), before anything runs. */
+export const checkTools = (app: AppConfigService["Type"]) => {
+  const issues = ToolAssembly.check(app.config)
+  if (issues.length === 0) return Effect.void
+  const file = app.source ?? "config.yaml"
+  return fail(
+    ExitCode.usage,
+    `Configuration error (${issues.length} problem${issues.length === 1 ? "" : "s"}):\n` +
+      issues.map((issue) => `${file}: ${issue.path}: ${issue.message}`).join("\n")
+  )
+}
+
 const threadIdFrom = (value: string) =>
   Either.match(Schema.decodeUnknownEither(SafeId)(value), {
     onLeft: () =>
@@ -178,6 +191,7 @@ const runCommand = Command.make(
   (args) =>
     Effect.gen(function*() {
       const app = yield* loadConfig(Option.getOrUndefined(args.config))
+      yield* checkTools(app)
       const threadId = Option.isSome(args.thread) ? yield* threadIdFrom(args.thread.value) : M.newId()
       const env = yield* App.openAiEnv
       const choice = yield* Either.match(
@@ -188,7 +202,7 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const redact = App.redactor(choice.models, env)
+      const redact = App.redactor(choice.models, env, ToolAssembly.secrets(app.config))
       const runId = M.newId()
       const settings = { model_name: choice.name }
       const program = Effect.gen(function*() {
@@ -224,7 +238,8 @@ const runCommand = Command.make(
           GuardrailConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
           SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+          ConfigError: (error) => fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`)
         }),
         Effect.catchIf(ConfigError.isConfigError, (error) =>
           fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
