@@ -5,6 +5,7 @@
  *   antler threads list [--json]
  *   antler threads show ID [--json]
  *   antler upload THREAD FILE... [--config FILE] [--json]
+ *   antler tools list [--model NAME] [--config FILE] [--json]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
@@ -41,6 +42,7 @@ import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
 import * as ToolAssembly from "./ToolAssembly.js"
+import * as ToolsCommand from "./ToolsCommand.js"
 import * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -346,6 +348,11 @@ const threadsCommand = Command.make("threads").pipe(
 )
 
 // ---------------------------------------------------------------------------------------------------------
+// antler tools
+
+const toolsCommand = ToolsCommand.command({ loadConfig, checkTools, onError: reportFailure("error") })
+
+// ---------------------------------------------------------------------------------------------------------
 // antler demo
 
 const demoCommand = Command.make("demo", {}, () =>
@@ -365,10 +372,11 @@ const root = Command.make("antler", {}, () =>
     "  antler threads list [--json]",
     "  antler threads show ID [--json]",
     "  antler upload THREAD FILE... [--json]",
+    "  antler tools list [--model NAME] [--config FILE] [--json]",
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand]))
+  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, toolsCommand.root, demoCommand]))
 
 const version = (): string => {
   try {
@@ -537,6 +545,7 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
     ["show", specOf("antler threads show", showCommand)]
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
+  ["tools", specOf("antler tools", Command.make("tools"), [["list", specOf("antler tools list", toolsCommand.list)]])],
   ["demo", specOf("antler demo", demoCommand)]
 ])
 

@@ -63,14 +63,14 @@ export const DEFAULT_GROUPS: Readonly<Record<string, string>> = {
 }
 
 const FETCHERS: Readonly<Record<string, string>> = {
-  jina_ai: "Jina AI's reader",
+  jina_ai: "Jina AI reader",
   infoquest: "InfoQuest",
   firecrawl: "Firecrawl",
   exa: "Exa",
   groundroute: "GroundRoute",
   fastcrw: "fastCRW",
-  browserless: "Browserless (a headless browser: pages that need JavaScript come back without it)",
-  crawl4ai: "Crawl4AI (a headless browser: pages that need JavaScript come back without it)"
+  browserless: "Browserless; pages that need JavaScript come back without it",
+  crawl4ai: "Crawl4AI; pages that need JavaScript come back without it"
 }
 
 const SEARCHERS: Readonly<Record<string, Provider>> = { ddg_search: "duckduckgo", tavily: "tavily", searxng: "searxng" }
@@ -91,7 +91,7 @@ export const mapping = (use: string): Mapping => {
     const provider = FETCHERS[module]
     return provider === undefined
       ? { kind: "unknown" }
-      : { kind: "web_fetch", note: `DeerFlow's ${provider} is replaced by Antler's own fetcher` }
+      : { kind: "web_fetch", note: `Antler's own fetcher (instead of DeerFlow's ${provider})` }
   }
   if (name === "web_search_tool") {
     const provider = SEARCHERS[module]
