@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import { schemaIssues } from "../layers/ConfigFile.js"
 import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
@@ -164,10 +165,7 @@ const settingsOf = (entry: ToolConfig) => {
 }
 
 const issuesOf = (error: ParseResult.ParseError, at: string) =>
-  ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
-    path: `${at}.${issue.path.join(".")}`,
-    message: issue.message
-  }))
+  schemaIssues(error).map((issue) => ({ path: issue.path === "" ? at : `${at}.${issue.path}`, message: issue.message }))
 
 /** The secrets of configured tools (their `api_key`s), which nothing may print or store. */
 export const secrets = (config: AppConfig): ReadonlyArray<string> =>
