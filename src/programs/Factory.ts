@@ -8,9 +8,13 @@
  *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
  *   back silently). Thinking follows the request when it says so, else the agent, else on; a model that
  *   does not support thinking or reasoning effort gets neither, with a warning.
+ * - Tools come from `ToolAssembly` (configured tools filtered by the agent's tool groups, built-ins, the app's
+ *   MCP tools, deferred behind `tool_search` when enabled); its warnings (a tool left out, an MCP server that
+ *   failed) come with every run of the agent, and an agent that misses a failed MCP server's tools is built
+ *   again for the next run.
  * - Agents are built once per shape (what changes the chain, the tools or the prompt: vision, plan mode,
- *   subagents, custom agent, bootstrap, non-interactive) and kept for the app's life; what only changes a run
- *   (model name, thinking, effort, recursion limit) goes into the run's options.
+ *   subagents, custom agent, tool groups, bootstrap, non-interactive) and kept for the app's life; what only
+ *   changes a run (model name, thinking, effort, recursion limit) goes into the run's options.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
