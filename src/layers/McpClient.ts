@@ -28,6 +28,7 @@ import { routingOf, serverProblem, transportOf } from "../services/Extensions.js
 import type { McpCatalog, McpContent, McpResult, McpTool, ServerStatus, Service } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 import { interpolate } from "./ConfigFile.js"
 import { clean } from "./SearchProviders.js"
 
@@ -172,6 +173,36 @@ const resolveEntry = (
     (values) => ({ ...server, ...(values as Partial<McpServerConfig>) })
   )
 
+const lookupAll = (names: ReadonlyArray<string>) =>
+  Effect.map(
+    Effect.forEach(names, (name) =>
+      Effect.map(
+        Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()),
+        (value) => [name, Option.getOrUndefined(value)] as const
+      )),
+    (entries) => new Map<string, string | undefined>(entries)
+  )
+
+/**
+ * The secrets of the enabled servers, with their `$VAR`s resolved: header and env values and URL credentials,
+ * which nothing the app prints or stores may contain.
+ */
+export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    for (const config of Object.values(servers)) {
+      if (!config.enabled) continue
+      const values = yield* lookupAll(variablesOf(config))
+      const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
+      out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
+      for (const value of Object.values(resolved.headers)) {
+        const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
+        if (token !== undefined) out.push(token)
+      }
+    }
+    return out
+  })
+
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -180,15 +211,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const retryAfterMs = options.retryAfterMs ?? 30_000
     const connections: Array<Connection> = []
     for (const [name, config] of Object.entries(options.servers)) {
-      const values = new Map<string, string | undefined>()
-      if (config.enabled) {
-        for (const variable of variablesOf(config)) {
-          values.set(
-            variable,
-            Option.getOrUndefined(yield* Effect.orElseSucceed(Config.option(Config.string(variable)), () => Option.none()))
-          )
-        }
-      }
+      const values = config.enabled ? yield* lookupAll(variablesOf(config)) : new Map<string, string | undefined>()
       const problem = serverProblem(name, config)
       connections.push({
         name,

@@ -15,6 +15,7 @@ import * as Path from "node:path"
 import type { ConfigError } from "../layers/ConfigFile.js"
 import * as ExtensionsFile from "../layers/ExtensionsFile.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as McpClient from "../layers/McpClient.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
@@ -236,6 +237,13 @@ export const factoryLayer = (
     Layer.provideMerge(services)
   )
 }
+
+/** The secrets of the MCP servers of the `extensions_config.json` beside `app`'s configuration (see `McpClient.secrets`). */
+export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
+  ExtensionsFile.find(app.source).pipe(
+    Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
+    Effect.orElseSucceed(() => [])
+  )
 
 /**
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see

@@ -204,7 +204,7 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const redact = App.redactor(choice.models, env, ToolAssembly.secrets(app.config))
+      const redact = App.redactor(choice.models, env, [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)])
       const runId = M.newId()
       const settings = { model_name: choice.name }
       const program = Effect.gen(function*() {

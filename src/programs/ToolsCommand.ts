@@ -19,7 +19,7 @@ import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
-import type * as ToolAssembly from "./ToolAssembly.js"
+import * as ToolAssembly from "./ToolAssembly.js"
 
 /** One tool of the report. */
 export interface Row {
@@ -144,7 +144,7 @@ export const command = (deps: Deps) => {
         const app = yield* deps.loadConfig(Option.getOrUndefined(args.config))
         yield* deps.checkTools(app)
         const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model)))
-        const redact = App.redactor(app.config.models)
+        const redact = App.redactor(app.config.models, {}, [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)])
         if (args.json) yield* Render.write(`${Render.safeText(JSON.stringify(result), redact)}\n`)
         else yield* Render.write(render(result, { color: Render.useColor(), redact }))
       }).pipe(Effect.catchAll(deps.onError))

@@ -179,6 +179,21 @@ describe("MCP over streamable HTTP (a server started by the test)", () => {
     }), SLOW)
 })
 
+describe("MCP over SSE (a server started by the test)", () => {
+  it.scopedLive("tools listed and called; headers reach both the event stream and the posted messages", () =>
+    Effect.gen(function*() {
+      const sse = yield* Servers.sseServer
+      const mcp = yield* McpClient.make({
+        servers: { loud: Servers.server({ transport: "sse", url: sse.url, headers: { Authorization: "Bearer ${SSE_TOKEN}" } }) }
+      }).pipe(withEnv({ SSE_TOKEN: "t0k" }))
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.tools.map((t) => t.name), ["loud_shout"])
+      assert.strictEqual((yield* invoke(McpTools.tools(mcp, catalog.tools)[0]!, { text: "antlers" })).text, "ANTLERS")
+      assert.isTrue(sse.headers.length >= 2)
+      assert.isTrue(sse.headers.every((h) => h.authorization === "Bearer t0k"))
+    }), SLOW)
+})
+
 describe("MCP helpers", () => {
   it("names are model-safe and namespaced; schemas must describe objects", () => {
     assert.strictEqual(McpClient.exposedName("my server", "read.file", true), "my_server_read_file")
@@ -189,6 +204,17 @@ describe("MCP helpers", () => {
     })
     assert.strictEqual((McpClient.inputSchemaOf({ type: "string" }) as any).left, "its input schema does not describe an object")
   })
+
+  it.effect("the secrets of enabled servers are resolved for redaction: headers, bearer tokens, env, URL credentials", () =>
+    Effect.gen(function*() {
+      const found = yield* McpClient.secrets({
+        api: Servers.server({ type: "http", url: "https://bot:pa55word@mcp.example.com/mcp", headers: { Authorization: "Bearer $TOK" } }),
+        off: Servers.server({ enabled: false, type: "stdio", command: "x", env: { HIDDEN: "never-read" } }),
+        local: Servers.everything({ env: { GITHUB_TOKEN: "${GH}" } })
+      }).pipe(withEnv({ TOK: "tok-123456789", GH: "ghp-abcdefgh" }))
+      assert.includeMembers([...found], ["Bearer tok-123456789", "tok-123456789", "bot", "pa55word", "ghp-abcdefgh"])
+      assert.notInclude(found, "never-read")
+    }))
 
   it("results: isError becomes an error message; structured content shows when nothing else does", () => {
     const error = McpTools.contentOf(McpClient.resultOf({ content: [{ type: "text", text: "bad input" }], isError: true }))

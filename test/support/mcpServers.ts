@@ -4,6 +4,7 @@
  * every request it gets.
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -75,6 +76,41 @@ export const httpServer = Effect.acquireRelease(
     http.listen(0, "127.0.0.1", () => {
       const port = (http.address() as AddressInfo).port
       resume(Effect.succeed({ http, info: { url: `http://127.0.0.1:${port}/mcp`, headers } }))
+    })
+  }),
+  ({ http }) =>
+    Effect.async<void>((resume) => {
+      http.closeAllConnections()
+      http.close(() => resume(Effect.void))
+    })
+).pipe(Effect.map(({ info }) => info))
+
+/** An SSE MCP server (the SDK's older transport) with one tool, `shout(text)`; it records request headers. */
+export const sseServer = Effect.acquireRelease(
+  Effect.async<{ readonly http: Http.Server; readonly info: HttpMcp }>((resume) => {
+    const headers: Array<Http.IncomingHttpHeaders> = []
+    const sessions = new Map<string, SSEServerTransport>()
+    const http = Http.createServer((req, res) => {
+      headers.push(req.headers)
+      const url = new URL(req.url ?? "/", "http://127.0.0.1")
+      if (req.method === "GET" && url.pathname === "/sse") {
+        const transport = new SSEServerTransport("/messages", res)
+        sessions.set(transport.sessionId, transport)
+        const mcp = new McpServer({ name: "test-sse", version: "1.0.0" })
+        mcp.registerTool("shout", { description: "Says it louder", inputSchema: { text: z.string() } }, async ({ text }) => ({
+          content: [{ type: "text", text: text.toUpperCase() }]
+        }))
+        res.on("close", () => sessions.delete(transport.sessionId))
+        void mcp.connect(transport)
+        return
+      }
+      const transport = sessions.get(url.searchParams.get("sessionId") ?? "")
+      if (req.method === "POST" && transport !== undefined) return void transport.handlePostMessage(req, res)
+      res.writeHead(404).end()
+    })
+    http.listen(0, "127.0.0.1", () => {
+      const port = (http.address() as AddressInfo).port
+      resume(Effect.succeed({ http, info: { url: `http://127.0.0.1:${port}/sse`, headers } }))
     })
   }),
   ({ http }) =>
