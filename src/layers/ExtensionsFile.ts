@@ -68,19 +68,23 @@ export const load = (file: string): Effect.Effect<ExtensionsConfig, ConfigError>
   Effect.flatMap(
     Effect.try({
       try: () => Fs.readFileSync(file, "utf8"),
-      catch: (cause) =>
-        new ConfigError({
-          reason: (cause as NodeJS.ErrnoException).code === "ENOENT" ? "not_found" : "read",
+      catch: (cause) => {
+        const missing = (cause as NodeJS.ErrnoException).code === "ENOENT"
+        return new ConfigError({
+          reason: missing ? "not_found" : "read",
           file,
-          issues: [{ path: "", message: (cause as NodeJS.ErrnoException).code === "ENOENT" ? "the file does not exist" : "the file cannot be read" }],
+          issues: [{ path: "", message: missing ? "the file does not exist" : "the file cannot be read" }],
           cause
         })
+      }
     }),
     (text) => decode(text, file)
   )
 
 /** The extensions of an app: the file's content and where it came from (empty when there is no file). */
-export const find = (configSource: string | undefined): Effect.Effect<{ readonly config: ExtensionsConfig; readonly source: string | undefined }, ConfigError> =>
+export const find = (
+  configSource: string | undefined
+): Effect.Effect<{ readonly config: ExtensionsConfig; readonly source: string | undefined }, ConfigError> =>
   Effect.gen(function*() {
     const file = yield* resolvePath(configSource)
     if (file === undefined) return { config: { mcpServers: {} }, source: undefined }
@@ -91,7 +95,9 @@ export const find = (configSource: string | undefined): Effect.Effect<{ readonly
  * The app's MCP service from its extensions file (found beside the loaded `config.yaml`). Servers start when
  * their tools are first asked for and stop when the layer is released.
  */
-export const layer = (options: Omit<McpClient.Options, "servers"> = {}): Layer.Layer<Mcp, ConfigError, AppConfigService> =>
+export const layer = (
+  options: Omit<McpClient.Options, "servers"> = {}
+): Layer.Layer<Mcp, ConfigError, AppConfigService> =>
   Layer.scoped(
     Mcp,
     Effect.gen(function*() {

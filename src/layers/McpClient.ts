@@ -71,7 +71,9 @@ export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> =
   if (raw === undefined || raw === null) return Either.right({ type: "object", properties: {} })
   if (!isRecord(raw)) return Either.left("its input schema is not an object")
   const { $schema: _, ...rest } = raw
-  if (rest.type !== undefined && rest.type !== "object") return Either.left("its input schema does not describe an object")
+  if (rest.type !== undefined && rest.type !== "object") {
+    return Either.left("its input schema does not describe an object")
+  }
   let text: string
   try {
     text = JSON.stringify(rest)
@@ -263,7 +265,13 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       const url = new URL(entry.url!)
       const requestInit = { headers: { ...entry.headers } }
       return c.transport === "sse"
-        ? new SSEClientTransport(url, { requestInit, eventSourceInit: { fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...entry.headers } }) } })
+        ? new SSEClientTransport(url, {
+          requestInit,
+          // The event stream is opened by its own fetch: the configured headers go there too.
+          eventSourceInit: {
+            fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...entry.headers } })
+          }
+        })
         : new StreamableHTTPClientTransport(url, { requestInit })
     }
 
@@ -319,8 +327,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         let cursor: string | undefined
         for (let page = 0; page < 50; page++) {
           const answer = yield* Effect.tryPromise({
-            try: (signal) => client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: initMs(c), signal }),
-            catch: (error) => fail(c, codeOf(error) === -32001 ? "timeout" : "protocol", `MCP server '${c.name}' did not list its tools: ${errorText(error)}`)
+            try: (signal) =>
+              client.listTools(cursor === undefined ? undefined : { cursor }, { timeout: initMs(c), signal }),
+            catch: (error) =>
+              fail(
+                c,
+                codeOf(error) === -32001 ? "timeout" : "protocol",
+                `MCP server '${c.name}' did not list its tools: ${errorText(error)}`
+              )
           })
           raw.push(...answer.tools)
           cursor = answer.nextCursor
@@ -399,19 +413,31 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const call = (server: string, tool: string, args: JsonObject): Effect.Effect<McpResult, McpError> => {
       const c = byName.get(server)
       if (c === undefined) {
-        return Effect.fail(new McpError({ server, reason: "config", message: `no MCP server is named '${server}'`, firstInOutage: true }))
+        const message = `no MCP server is named '${server}'`
+        return Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
       }
       return Effect.gen(function*() {
         const client = yield* connect(c)
         const ms = callMs(c)
         const raw = yield* Effect.tryPromise({
           try: (signal) =>
-            client.callTool({ name: tool, arguments: args }, undefined, { timeout: ms, signal, resetTimeoutOnProgress: true }),
+            client.callTool({ name: tool, arguments: args }, undefined, {
+              timeout: ms,
+              signal,
+              resetTimeoutOnProgress: true
+            }),
           catch: (error) => {
             const code = codeOf(error)
-            if (code === -32001) return fail(c, "timeout", `MCP server '${c.name}' did not answer within ${ms / 1000} s`)
+            if (code === -32001) {
+              return fail(c, "timeout", `MCP server '${c.name}' did not answer within ${ms / 1000} s`)
+            }
             if (code === -32000 || c.client !== client) {
-              return fail(c, "closed", `the connection to MCP server '${c.name}' closed during the call (it will be started again on the next call)`)
+              return fail(
+                c,
+                "closed",
+                `the connection to MCP server '${c.name}' closed during the call ` +
+                  "(it will be started again on the next call)"
+              )
             }
             return fail(c, "protocol", `MCP server '${c.name}' failed the call: ${errorText(error)}`)
           }

@@ -21,10 +21,20 @@ const Args = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 const base64Bytes = (data: string) => Math.floor((data.replace(/=+$/, "").length * 3) / 4)
 
 const sizeText = (bytes: number) =>
-  bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`
+  bytes >= 1024 * 1024
+    ? `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+    : bytes >= 1024
+    ? `${(bytes / 1024).toFixed(1)} KiB`
+    : `${bytes} bytes`
+
+/** The content and status of a tool message. */
+export interface ToolContent {
+  readonly content: string | ReadonlyArray<ContentBlock>
+  readonly status: "success" | "error"
+}
 
 /** The tool message content of an MCP result (see the module header). */
-export const contentOf = (result: McpResult): { readonly content: string | ReadonlyArray<ContentBlock>; readonly status: "success" | "error" } => {
+export const contentOf = (result: McpResult): ToolContent => {
   const blocks: Array<ContentBlock> = []
   const text = (value: string) => blocks.push({ type: "text", text: value })
   for (const block of result.content) {
@@ -47,7 +57,8 @@ export const contentOf = (result: McpResult): { readonly content: string | Reado
         break
       case "resource": {
         const r = block.resource
-        if (r.text !== undefined) text(`Resource ${r.uri}${r.mimeType !== undefined ? ` (${r.mimeType})` : ""}:\n${r.text}`)
+        const kind = r.mimeType !== undefined ? ` (${r.mimeType})` : ""
+        if (r.text !== undefined) text(`Resource ${r.uri}${kind}:\n${r.text}`)
         else text(`[resource ${r.uri}: ${r.mimeType ?? "binary data"}, ${sizeText(base64Bytes(r.blob ?? ""))}]`)
         break
       }
@@ -63,7 +74,8 @@ export const contentOf = (result: McpResult): { readonly content: string | Reado
         break
     }
   }
-  if (!blocks.some((b) => b.type === "text" && String(b.text).trim() !== "") && result.structuredContent !== undefined) {
+  const said = blocks.some((b) => b.type === "text" && String(b.text).trim() !== "")
+  if (!said && result.structuredContent !== undefined) {
     text(JSON.stringify(result.structuredContent, null, 2))
   }
   if (result.isError) {

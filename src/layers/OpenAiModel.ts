@@ -123,7 +123,10 @@ export const deepMerge = (
  * `chat_template_kwargs` thinking flags become false). `extra_body` entries are merged into the body, other
  * keys (`reasoning_effort`, `temperature`, a provider's own field) become body fields.
  */
-export const thinkingFields = (profile: ModelProfile, thinkingEnabled: boolean | undefined): Record<string, unknown> => {
+export const thinkingFields = (
+  profile: ModelProfile,
+  thinkingEnabled: boolean | undefined
+): Record<string, unknown> => {
   const enabled = profile.whenThinkingEnabled
   if (thinkingEnabled === true) {
     return enabled !== undefined && profile.supportsThinking === true ? { ...enabled } : {}

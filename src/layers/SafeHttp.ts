@@ -65,7 +65,8 @@ export const embeddedIpv4 = (address: string): string | undefined => {
   if (words === undefined) return undefined
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
   if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) return v4(words[6]!, words[7]!)
-  if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)) return v4(words[6]!, words[7]!)
+  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)
+  if (nat64) return v4(words[6]!, words[7]!)
   if (words[0] === 0x2002) return v4(words[1]!, words[2]!)
   return undefined
 }
@@ -196,7 +197,9 @@ const guardedLookup = (policy: AddressPolicy): Net.LookupFunction =>
           return callback(new Blocked(`${hostname} resolves to ${entry.address}, ${problem}`))
         }
       }
-      if (list.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }))
+      if (list.length === 0) {
+        return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }))
+      }
       if (options.all === true) return callback(null, list)
       return callback(null, list[0]!.address, list[0]!.family)
     })
@@ -315,6 +318,9 @@ const hop = (url: URL, spec: RequestSpec, method: "GET" | "POST", body: string |
     request.end()
   })
 
+// Headers that carry credentials: never sent on to another origin after a redirect.
+const CREDENTIAL_HEADERS = /^(authorization|cookie|x-api-key|x-subscription-token)$/i
+
 /** Checks a URL before any connection: http(s) only, and an IP-literal host against the policy. */
 export const urlProblem = (raw: string, policy: AddressPolicy): WebRequestError | URL => {
   let url: URL
@@ -324,7 +330,10 @@ export const urlProblem = (raw: string, policy: AddressPolicy): WebRequestError 
     return new WebRequestError({ reason: "bad_url", message: `not a valid URL: ${JSON.stringify(raw.slice(0, 200))}` })
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return new WebRequestError({ reason: "bad_url", message: `only http:// and https:// URLs can be fetched, not ${url.protocol}` })
+    return new WebRequestError({
+      reason: "bad_url",
+      message: `only http:// and https:// URLs can be fetched, not ${url.protocol}`
+    })
   }
   const host = url.hostname.startsWith("[") ? url.hostname.slice(1, -1) : url.hostname
   if (familyOf(host) !== undefined) {
@@ -352,7 +361,8 @@ export const request = (spec: RequestSpec): Effect.Effect<Response, WebRequestEr
       const result = yield* hop(url, { ...spec, headers }, method, body)
       const location = result.status >= 300 && result.status < 400 ? result.headers.location : undefined
       if (location === undefined) {
-        return { status: result.status, headers: result.headers, body: result.body, truncated: result.truncated, url: url.href }
+        const { body: bytes, headers: received, status, truncated } = result
+        return { status, headers: received, body: bytes, truncated, url: url.href }
       }
       if (redirects >= spec.maxRedirects) {
         return yield* new WebRequestError({
@@ -364,16 +374,17 @@ export const request = (spec: RequestSpec): Effect.Effect<Response, WebRequestEr
       try {
         next = new URL(location, url)
       } catch {
-        return yield* new WebRequestError({ reason: "bad_url", message: `a redirect to an invalid URL: ${location.slice(0, 200)}` })
+        return yield* new WebRequestError({
+          reason: "bad_url",
+          message: `a redirect to an invalid URL: ${location.slice(0, 200)}`
+        })
       }
       if (result.status === 303 || ((result.status === 301 || result.status === 302) && method === "POST")) {
         method = "GET"
         body = undefined
       }
       if (next.origin !== url.origin && headers !== undefined) {
-        headers = Object.fromEntries(
-          Object.entries(headers).filter(([name]) => !/^(authorization|cookie|x-api-key|x-subscription-token)$/i.test(name))
-        )
+        headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.test(name)))
       }
       current = urlProblem(next.href, spec.policy)
     }
@@ -381,6 +392,9 @@ export const request = (spec: RequestSpec): Effect.Effect<Response, WebRequestEr
     Effect.timeoutFail({
       duration: spec.timeoutMs,
       onTimeout: () =>
-        new WebRequestError({ reason: "timeout", message: `no complete answer within ${Math.round(spec.timeoutMs / 100) / 10} s` })
+        new WebRequestError({
+          reason: "timeout",
+          message: `no complete answer within ${Math.round(spec.timeoutMs / 100) / 10} s`
+        })
     })
   )

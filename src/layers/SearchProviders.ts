@@ -44,8 +44,16 @@ const httpUrl = (value: string | undefined): string | undefined => {
 
 const join = (base: string, path: string): string => `${base.replace(/\/+$/, "")}${path}`
 
-const call = (provider: string, connection: Connection, spec: Omit<SafeHttp.RequestSpec, "timeoutMs" | "maxBytes" | "maxRedirects" | "policy">) =>
-  SafeHttp.request({ ...spec, timeoutMs: connection.timeoutMs, maxBytes: MAX_BYTES, maxRedirects: 3, policy: SafeHttp.anyAddress }).pipe(
+type Call = Omit<SafeHttp.RequestSpec, "timeoutMs" | "maxBytes" | "maxRedirects" | "policy">
+
+const call = (provider: string, connection: Connection, spec: Call) =>
+  SafeHttp.request({
+    ...spec,
+    timeoutMs: connection.timeoutMs,
+    maxBytes: MAX_BYTES,
+    maxRedirects: 3,
+    policy: SafeHttp.anyAddress
+  }).pipe(
     Effect.mapError((error) =>
       new SearchError({
         provider,
@@ -65,7 +73,8 @@ const call = (provider: string, connection: Connection, spec: Omit<SafeHttp.Requ
         : reason === "rate_limited"
         ? " (too many requests: wait a moment)"
         : ""
-      return Effect.fail(new SearchError({ provider, reason, message: `${provider} answered HTTP ${response.status}${advice}` }))
+      const message = `${provider} answered HTTP ${response.status}${advice}`
+      return Effect.fail(new SearchError({ provider, reason, message }))
     })
   )
 
@@ -74,29 +83,39 @@ const decodeJson = <A, I>(provider: string, schema: Schema.Schema<A, I>, body: U
   try {
     raw = JSON.parse(new TextDecoder().decode(body))
   } catch {
-    return Effect.fail(new SearchError({ provider, reason: "invalid_response", message: `${provider} did not answer JSON` }))
+    return Effect.fail(
+      new SearchError({ provider, reason: "invalid_response", message: `${provider} did not answer JSON` })
+    )
   }
   return Either.match(Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(raw), {
     onLeft: () =>
-      Effect.fail(new SearchError({ provider, reason: "invalid_response", message: `${provider} answered JSON of an unexpected shape` })),
+      Effect.fail(
+        new SearchError({
+          provider,
+          reason: "invalid_response",
+          message: `${provider} answered JSON of an unexpected shape`
+        })
+      ),
     onRight: Effect.succeed
   })
 }
 
-const result = (title: string | undefined, url: string | undefined, snippet: string | undefined): SearchResult | undefined => {
-  const href = httpUrl(url)
+type Text = string | null | undefined
+
+const result = (title: Text, url: Text, snippet: Text): SearchResult | undefined => {
+  const href = httpUrl(url ?? undefined)
   if (href === undefined) return undefined
   return { title: clean(title ?? href, MAX_TITLE), url: href, snippet: clean(snippet ?? "", MAX_SNIPPET) }
 }
 
-const image = (title: string | undefined, src: string | undefined, thumb?: string, page?: string): ImageResult | undefined => {
-  const imageUrl = httpUrl(src)
+const image = (title: Text, src: Text, thumb?: Text, page?: Text): ImageResult | undefined => {
+  const imageUrl = httpUrl(src ?? undefined)
   if (imageUrl === undefined) return undefined
   return {
     title: clean(title ?? "", MAX_TITLE),
     image_url: imageUrl,
-    thumbnail_url: httpUrl(thumb),
-    source_url: httpUrl(page)
+    thumbnail_url: httpUrl(thumb ?? undefined),
+    source_url: httpUrl(page ?? undefined)
   }
 }
 
@@ -109,7 +128,10 @@ const Str = Schema.optional(Schema.NullOr(Schema.String))
 // Tavily
 
 const TavilyAnswer = Schema.Struct({
-  results: Schema.optionalWith(Schema.Array(Schema.Struct({ title: Str, url: Str, content: Str })), { default: () => [] }),
+  results: Schema.optionalWith(
+    Schema.Array(Schema.Struct({ title: Str, url: Str, content: Str })),
+    { default: () => [] }
+  ),
   images: Schema.optionalWith(
     Schema.Array(Schema.Union(Schema.String, Schema.Struct({ url: Str, description: Str }))),
     { default: () => [] }
@@ -128,19 +150,24 @@ export const tavily = (connection: Connection): Service => {
           "content-type": "application/json",
           ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
         },
-        body: JSON.stringify({ query, max_results: maxResults, ...(images ? { include_images: true, include_image_descriptions: true } : {}) })
+        body: JSON.stringify({
+          query,
+          max_results: maxResults,
+          ...(images ? { include_images: true, include_image_descriptions: true } : {})
+        })
       }),
       (response) => decodeJson("Tavily", TavilyAnswer, response.body)
     )
   return {
     name: "Tavily",
     search: (query, max) =>
-      Effect.map(post(query, max, false), (answer) => defined(answer.results.map((r) => result(r.title ?? undefined, r.url ?? undefined, r.content ?? undefined)), max)),
+      Effect.map(post(query, max, false), (answer) =>
+        defined(answer.results.map((r) => result(r.title, r.url, r.content)), max)),
     images: (query, max) =>
       Effect.map(post(query, max, true), (answer) =>
         defined(
           answer.images.map((entry) =>
-            typeof entry === "string" ? image(undefined, entry) : image(entry.description ?? undefined, entry.url ?? undefined)
+            typeof entry === "string" ? image(undefined, entry) : image(entry.description, entry.url)
           ),
           max
         ))
@@ -161,8 +188,13 @@ const SearxAnswer = Schema.Struct({
 export const searxng = (connection: Connection): Service => {
   const base = connection.baseUrl ?? "http://localhost:8088"
   const get = (query: string, categories: string | undefined) => {
-    const params = new URLSearchParams({ q: query, format: "json", ...(categories !== undefined ? { categories } : {}) })
-    return call("SearXNG", connection, { url: join(base, `/search?${params}`), headers: { accept: "application/json" } }).pipe(
+    const params = new URLSearchParams({
+      q: query,
+      format: "json",
+      ...(categories !== undefined ? { categories } : {})
+    })
+    const url = join(base, `/search?${params}`)
+    return call("SearXNG", connection, { url, headers: { accept: "application/json" } }).pipe(
       Effect.catchTag("SearchError", (error) =>
         error.reason === "auth"
           ? Effect.fail(new SearchError({
@@ -178,12 +210,12 @@ export const searxng = (connection: Connection): Service => {
     name: "SearXNG",
     search: (query, max) =>
       Effect.map(get(query, undefined), (answer) =>
-        defined(answer.results.map((r) => result(r.title ?? undefined, r.url ?? undefined, r.content ?? undefined)), max)),
+        defined(answer.results.map((r) => result(r.title, r.url, r.content)), max)),
     images: (query, max) =>
       Effect.map(get(query, "images"), (answer) =>
         defined(
           answer.results.map((r) =>
-            image(r.title ?? undefined, r.img_src ?? undefined, r.thumbnail_src ?? undefined, r.url ?? undefined)
+            image(r.title, r.img_src, r.thumbnail_src, r.url)
           ),
           max
         ))
@@ -326,7 +358,7 @@ export const duckduckgo = (connection: Connection): Service => {
         )
         return defined(
           answer.results.map((r) =>
-            image(r.title ?? undefined, r.image ?? undefined, r.thumbnail ?? undefined, r.url ?? undefined)
+            image(r.title, r.image, r.thumbnail, r.url)
           ),
           max
         )

@@ -67,16 +67,22 @@ const documentName = (mime: string): string | undefined => {
   }
 }
 
-const sizeText = (bytes: number) => (bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`)
+const sizeText = (bytes: number) =>
+  bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`
 
 /** What `web_fetch` returns for a response: the page as Markdown with its title and final URL, or an error text. */
-export const pageText = (response: SafeHttp.Response, options: { readonly maxChars: number; readonly maxBytes: number }) =>
+export const pageText = (
+  response: SafeHttp.Response,
+  options: { readonly maxChars: number; readonly maxBytes: number }
+) =>
   Effect.gen(function*() {
     if (response.status >= 400) {
       return `Error: ${response.url} answered HTTP ${response.status}; nothing was read.`
     }
     const mime = mimeOf(response.headers["content-type"])
-    const cut = response.truncated ? `\n\n[The page is longer than ${sizeText(options.maxBytes)}; the rest was not read.]` : ""
+    const cut = response.truncated
+      ? `\n\n[The page is longer than ${sizeText(options.maxBytes)}; the rest was not read.]`
+      : ""
     let title: string | undefined
     let markdown: string
     if (mime === "" || mime === "text/html" || mime === "application/xhtml+xml") {
@@ -108,6 +114,7 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
   const timeoutMs = options.timeoutMs ?? DEFAULT_FETCH.timeoutMs
   const maxBytes = options.maxBytes ?? DEFAULT_FETCH.maxBytes
   const maxChars = options.maxChars ?? DEFAULT_FETCH.maxChars
+  const maxRedirects = options.maxRedirects ?? DEFAULT_FETCH.maxRedirects
   const allow = options.allowPrivateAddresses
   const policy: SafeHttp.AddressPolicy = allow === true
     ? SafeHttp.anyAddress
@@ -119,7 +126,7 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
       `gave. Only public http(s) addresses can be read; the fetch gives up after ${Math.round(timeoutMs / 1000)} s.`,
     parameters: FetchArgs,
     handler: (args) =>
-      SafeHttp.request({ url: args.url.trim(), timeoutMs, maxBytes, maxRedirects: options.maxRedirects ?? DEFAULT_FETCH.maxRedirects, policy }).pipe(
+      SafeHttp.request({ url: args.url.trim(), timeoutMs, maxBytes, maxRedirects, policy }).pipe(
         Effect.flatMap((response) => pageText(response, { maxChars, maxBytes })),
         Effect.catchTag("WebRequestError", (error) =>
           Effect.succeed(

@@ -151,7 +151,8 @@ export interface Options {
 export const layer = (options: Options): Middleware => {
   const hash = catalogHash(options.deferred)
   const names: ReadonlySet<string> = new Set(options.deferred.map((t) => t.name))
-  const stillHidden = Effect.flatMap(RunState, (holder) => Effect.map(holder.get, (state) => hidden(names, state.promoted, hash)))
+  const stillHidden = Effect.flatMap(RunState, (holder) =>
+    Effect.map(holder.get, (state) => hidden(names, state.promoted, hash)))
   return MW.make({
     tools: [tool(options.deferred, hash)],
     model: (request, next) =>

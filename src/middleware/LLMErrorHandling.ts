@@ -488,10 +488,10 @@ export const wrap = (options: Options = {}) => {
     ): Effect.Effect<ModelResponse, never, R | RunEvents> => {
       const classification = classify(error)
       const name = request.settings.modelName
-      const own = name !== undefined && options.attemptsByModel !== undefined && Object.hasOwn(options.attemptsByModel, name)
-        ? options.attemptsByModel[name]
-        : undefined
-      const max = maxAttempts(own === undefined ? config : { ...config, retry_max_attempts: own }, error, classification)
+      const byModel = options.attemptsByModel
+      const own = name !== undefined && byModel !== undefined && Object.hasOwn(byModel, name) ? byModel[name] : undefined
+      const effective = own === undefined ? config : { ...config, retry_max_attempts: own }
+      const max = maxAttempts(effective, error, classification)
       if (classification.retriable && attempt < max) {
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const asked = retryAfterMs(error.headers, now)

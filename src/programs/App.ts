@@ -238,7 +238,10 @@ export const factoryLayer = (
   )
 }
 
-/** The secrets of the MCP servers of the `extensions_config.json` beside `app`'s configuration (see `McpClient.secrets`). */
+/**
+ * The secrets of the MCP servers in the `extensions_config.json` beside `app`'s configuration (see
+ * `McpClient.secrets`).
+ */
 export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
   ExtensionsFile.find(app.source).pipe(
     Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),

@@ -204,7 +204,8 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const redact = App.redactor(choice.models, env, [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)])
+      const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+      const redact = App.redactor(choice.models, env, secrets)
       const runId = M.newId()
       const settings = { model_name: choice.name }
       const program = Effect.gen(function*() {
@@ -241,7 +242,8 @@ const runCommand = Command.make(
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
           SafetyDetectorConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
-          ConfigError: (error) => fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`)
+          ConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`)
         }),
         Effect.catchIf(ConfigError.isConfigError, (error) =>
           fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
@@ -376,7 +378,9 @@ const root = Command.make("antler", {}, () =>
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, toolsCommand.root, demoCommand]))
+  ].join("\n"))).pipe(
+    Command.withSubcommands([runCommand, threadsCommand, uploadCommand, toolsCommand.root, demoCommand])
+  )
 
 const version = (): string => {
   try {

@@ -166,12 +166,18 @@ export const chain = (options: ChainOptions): Chain.Chain => {
           catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
           topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
         }), [
-        { outside: "DeferredToolFilter", reason: "promotions it writes before a call must be seen by that call's filter" }
+        {
+          outside: "DeferredToolFilter",
+          reason: "promotions it writes before a call must be seen by that call's filter"
+        }
       ])),
     // 26: hides deferred MCP tools until tool_search promotes them, and refuses calls to hidden ones
     ...when(deferred !== undefined, () =>
       Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
-        { inside: "ToolErrorHandling", reason: "a refused call to a deferred tool is still a result with tool metadata" },
+        {
+          inside: "ToolErrorHandling",
+          reason: "a refused call to a deferred tool is still a result with tool metadata"
+        },
         { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" },
         { outside: "ClarificationMiddleware", reason: "a call to a hidden tool is refused before any tool runs" }
       ])),
@@ -297,7 +303,12 @@ export const defaultSystemPrompt = (
     skillsContainer: container,
     tools: extra.tools,
     deferredTools: deferred?.tools.map((t) => t.name),
-    mcpRoutingHints: deferred?.routes?.map((r) => ({ tool: r.name, keywords: r.keywords, priority: r.priority, deferred: true }))
+    mcpRoutingHints: deferred?.routes?.map((r) => ({
+      tool: r.name,
+      keywords: r.keywords,
+      priority: r.priority,
+      deferred: true
+    }))
   })
 }
 

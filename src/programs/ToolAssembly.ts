@@ -107,7 +107,11 @@ export const mapping = (use: string): Mapping => {
   if (name === "image_search_tool") {
     return module === "image_search"
       ? { kind: "image_search", provider: "duckduckgo" }
-      : { kind: "unsupported", why: `Antler has no ${module} image search; use deerflow.community.image_search.tools:image_search_tool (DuckDuckGo)` }
+      : {
+        kind: "unsupported",
+        why: `Antler has no ${module} image search; use deerflow.community.image_search.tools:image_search_tool ` +
+          "(DuckDuckGo)"
+      }
   }
   if (module === "browser_automation" || name === "web_capture_tool") {
     return { kind: "unsupported", why: "Antler has no browser tools" }
@@ -137,7 +141,9 @@ export const FetchSettings = Schema.Struct({
   max_chars: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
   allow_private_addresses: Schema.optional(Schema.Union(
     Schema.Boolean,
-    Schema.Array(Schema.String.pipe(Schema.filter((r) => SafeHttp.isRange(r) || "expected an address or CIDR range such as 10.0.0.0/8")))
+    Schema.Array(Schema.String.pipe(
+      Schema.filter((r) => SafeHttp.isRange(r) || "expected an address or CIDR range such as 10.0.0.0/8")
+    ))
   ))
 })
 
@@ -188,9 +194,11 @@ export const check = (config: AppConfig): ReadonlyArray<Issue> => {
     const mapped = mapping(entry.use)
     const settings = settingsOf(entry)
     if (mapped.kind === "web_fetch") {
-      Either.mapLeft(Schema.decodeUnknownEither(FetchSettings, { errors: "all" })(settings), (e) => issues.push(...issuesOf(e, at)))
+      const decoded = Schema.decodeUnknownEither(FetchSettings, { errors: "all" })(settings)
+      if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
     } else if (mapped.kind === "web_search" || mapped.kind === "image_search") {
-      Either.mapLeft(Schema.decodeUnknownEither(SearchSettings, { errors: "all" })(settings), (e) => issues.push(...issuesOf(e, at)))
+      const decoded = Schema.decodeUnknownEither(SearchSettings, { errors: "all" })(settings)
+      if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
       if (mapped.provider === undefined && settings.provider === undefined) {
         issues.push({ path: `${at}.provider`, message: `${entry.use} needs a provider: ${PROVIDERS.join(", ")}` })
       }
@@ -260,7 +268,9 @@ const providerOf = (
     switch (provider) {
       case "tavily":
         return connection.apiKey === undefined
-          ? Either.left(`Tavily needs an API key: set api_key: $TAVILY_API_KEY in its entry, or TAVILY_API_KEY in the environment`)
+          ? Either.left(
+            "Tavily needs an API key: set api_key: $TAVILY_API_KEY in its entry, or TAVILY_API_KEY in the environment"
+          )
           : Either.right(SearchProviders.tavily(connection))
       case "searxng":
         return Either.right(SearchProviders.searxng(connection))
@@ -269,7 +279,11 @@ const providerOf = (
     }
   })
 
-const PROVIDER_LABEL: Readonly<Record<Provider, string>> = { duckduckgo: "DuckDuckGo", tavily: "Tavily", searxng: "SearXNG" }
+const PROVIDER_LABEL: Readonly<Record<Provider, string>> = {
+  duckduckgo: "DuckDuckGo",
+  tavily: "Tavily",
+  searxng: "SearXNG"
+}
 
 /** The tools of an agent (see the module header). MCP tools come from the app's `Mcp` service when there is one. */
 export const assemble = (
@@ -280,7 +294,8 @@ export const assemble = (
     const config = app.config
     const sandbox = new Map((yield* SandboxTools.tools({ vision: options.vision })).map((t) => [t.name, t]))
     const groups = options.groups ?? undefined
-    const inGroups = (group: string | undefined) => groups === undefined || (group !== undefined && groups.includes(group))
+    const inGroups = (group: string | undefined) =>
+      groups === undefined || (group !== undefined && groups.includes(group))
     const declared = new Set(config.tool_groups.map((g) => g.name))
     const tools: Array<Tool.Tool> = []
     const entries: Array<Entry> = []
@@ -289,7 +304,8 @@ export const assemble = (
     const add = (tool: Tool.Tool, entry: Entry, where: string) => {
       const holder = taken.get(tool.name)
       if (holder !== undefined) {
-        entries.push({ ...entry, name: tool.name, state: "missing", note: `a second ${tool.name}: ${holder} comes first` })
+        const note = `a second ${tool.name}: ${holder} comes first`
+        entries.push({ ...entry, name: tool.name, state: "missing", note })
         warnings.push(`${where}: a second tool named ${tool.name} is left out (${holder} comes first)`)
         return
       }
@@ -304,7 +320,8 @@ export const assemble = (
         if (tool === undefined) continue
         const group = DEFAULT_GROUPS[name]
         if (!inGroups(group)) {
-          entries.push({ name, source: "sandbox", group, state: "missing", note: `its group ${group} is not among the agent's tool groups` })
+          const note = `its group ${group} is not among the agent's tool groups`
+          entries.push({ name, source: "sandbox", group, state: "missing", note })
           continue
         }
         add(tool, { name, source: "sandbox", group, state: "available" }, `the sandbox's ${name}`)
@@ -374,7 +391,8 @@ export const assemble = (
             } else if (service.images === undefined) {
               missing(`${service.name} has no image search`)
             } else {
-              add(WebTools.imageSearch({ ...service, images: service.images }, max), { ...base, state: "available", note }, where)
+              const tool = WebTools.imageSearch({ ...service, images: service.images }, max)
+              add(tool, { ...base, state: "available", note }, where)
             }
             break
           }

@@ -47,7 +47,8 @@ export interface Report {
 
 // Never called: listing builds the agent but runs nothing.
 const noModel = Layer.succeed(ModelService, {
-  generate: () => Effect.fail(new ModelError({ reason: "other", errorType: "NoModel", message: "tools list calls no model" }))
+  generate: () =>
+    Effect.fail(new ModelError({ reason: "other", errorType: "NoModel", message: "tools list calls no model" }))
 })
 
 /** Builds the agent for `model` (default: the first configured) and reports its tools. */
@@ -91,7 +92,10 @@ const sourceText = (row: Row) =>
   row.source === "mcp" ? `mcp:${row.server ?? "?"}` : row.source === "builtin" ? "built-in" : row.source
 
 /** The report as text. */
-export const render = (r: Report, options: { readonly color: boolean; readonly redact?: Redact.Redactor | undefined }): string => {
+export const render = (
+  r: Report,
+  options: { readonly color: boolean; readonly redact?: Redact.Redactor | undefined }
+): string => {
   const s = Render.style(options.color)
   const clean = (text: string) => Render.safeText(text, options.redact)
   const width = Math.min(40, Math.max(12, ...[...r.tools, ...r.missing].map((row) => row.name.length + 2)))
@@ -99,7 +103,8 @@ export const render = (r: Report, options: { readonly color: boolean; readonly r
     (`  ${pad(clean(row.name), width)}${pad(sourceText(row), 16)}${pad(row.group ?? "", 12)}` +
       `${row.state === "deferred" ? "deferred: " : ""}${clean(row.note ?? "")}`).trimEnd()
   const out: Array<string> = []
-  out.push(s.bold(`Tools the agent gets${r.model !== undefined ? ` (model ${clean(r.model)})` : ""}: ${r.tools.length}`))
+  const forModel = r.model !== undefined ? ` (model ${clean(r.model)})` : ""
+  out.push(s.bold(`Tools the agent gets${forModel}: ${r.tools.length}`))
   out.push(...r.tools.map(line))
   if (r.missing.length > 0) {
     out.push("", s.bold(`Left out: ${r.missing.length}`))
@@ -144,7 +149,8 @@ export const command = (deps: Deps) => {
         const app = yield* deps.loadConfig(Option.getOrUndefined(args.config))
         yield* deps.checkTools(app)
         const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model)))
-        const redact = App.redactor(app.config.models, {}, [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)])
+        const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+        const redact = App.redactor(app.config.models, {}, secrets)
         if (args.json) yield* Render.write(`${Render.safeText(JSON.stringify(result), redact)}\n`)
         else yield* Render.write(render(result, { color: Render.useColor(), redact }))
       }).pipe(Effect.catchAll(deps.onError))

@@ -46,7 +46,10 @@ export const McpServerConfig = Schema.Struct(
     tools: Schema.optionalWith(
       Schema.Record({
         key: Schema.String,
-        value: Schema.Struct({ routing: Schema.optional(McpRouting) }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+        value: Schema.Struct(
+          { routing: Schema.optional(McpRouting) },
+          Schema.Record({ key: Schema.String, value: Schema.Unknown })
+        )
       }),
       { default: () => ({}) }
     )
@@ -58,7 +61,10 @@ export type McpServerConfig = typeof McpServerConfig.Type
 /** The whole file. Other keys (`skills`, `middlewares`, `mcpInterceptors`) are kept but not read here. */
 export const ExtensionsConfig = Schema.Struct(
   {
-    mcpServers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: McpServerConfig }), { default: () => ({}) })
+    mcpServers: Schema.optionalWith(
+      Schema.Record({ key: Schema.String, value: McpServerConfig }),
+      { default: () => ({}) }
+    )
   },
   Schema.Record({ key: Schema.String, value: Schema.Unknown })
 )
@@ -91,7 +97,9 @@ export const serverProblem = (name: string, server: McpServerConfig): string | u
     return `MCP server '${name}' uses stdio but has no command`
   }
   if (transport !== "stdio") {
-    if (server.url === undefined || server.url.trim() === "") return `MCP server '${name}' uses ${transport} but has no url`
+    if (server.url === undefined || server.url.trim() === "") {
+      return `MCP server '${name}' uses ${transport} but has no url`
+    }
     try {
       const url = new URL(server.url)
       if (url.protocol !== "http:" && url.protocol !== "https:") {

@@ -54,7 +54,12 @@ export type McpContent =
   | { readonly type: "image" | "audio"; readonly data: string; readonly mimeType: string }
   | {
     readonly type: "resource"
-    readonly resource: { readonly uri: string; readonly mimeType?: string | undefined; readonly text?: string | undefined; readonly blob?: string | undefined }
+    readonly resource: {
+      readonly uri: string
+      readonly mimeType?: string | undefined
+      readonly text?: string | undefined
+      readonly blob?: string | undefined
+    }
   }
   | {
     readonly type: "resource_link"

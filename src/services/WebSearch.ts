@@ -36,7 +36,9 @@ export interface Service {
   readonly name: string
   readonly search: (query: string, maxResults: number) => Effect.Effect<ReadonlyArray<SearchResult>, SearchError>
   /** Image search, when the provider has it. */
-  readonly images?: ((query: string, maxResults: number) => Effect.Effect<ReadonlyArray<ImageResult>, SearchError>) | undefined
+  readonly images?:
+    | ((query: string, maxResults: number) => Effect.Effect<ReadonlyArray<ImageResult>, SearchError>)
+    | undefined
 }
 
 /** A search provider an app provides for its own `web_search` (configured tools name theirs in `config.yaml`). */
