@@ -12,10 +12,14 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Path from "node:path"
+import type { ConfigError } from "../layers/ConfigFile.js"
+import * as ExtensionsFile from "../layers/ExtensionsFile.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as McpClient from "../layers/McpClient.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
+import type { Mcp } from "../services/Mcp.js"
 import { ModelService } from "../services/ModelService.js"
 import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -164,11 +168,21 @@ export const openAiEnv: Effect.Effect<OpenAiEnv> = Effect.gen(function*() {
  * The secrets of a process: every configured model's key and base-URL credentials, and the environment's;
  * what the CLI prints and the store keeps is redacted with them.
  */
-export const redactor = (models: ReadonlyArray<ModelConfig>, env: OpenAiEnv = {}): Redact.Redactor =>
+export const redactor = (
+  models: ReadonlyArray<ModelConfig>,
+  env: OpenAiEnv = {},
+  extra: ReadonlyArray<string | Redacted.Redacted<string> | undefined> = []
+): Redact.Redactor =>
   Redact.make([
     env.apiKey,
     ...Redact.urlSecrets(env.baseUrl),
-    ...models.flatMap((m) => [m.api_key, ...Redact.urlSecrets(m.base_url), ...Redact.urlSecrets(m.api_base)])
+    ...models.flatMap((m) => [
+      m.api_key,
+      ...Redact.urlSecrets(m.base_url),
+      ...Redact.urlSecrets(m.api_base),
+      ...Object.values(m.default_headers ?? {})
+    ]),
+    ...extra
   ])
 
 /** The ModelService for a choice: one OpenAI client per model, built once, routing by `settings.modelName`. */
@@ -214,11 +228,29 @@ export const factoryLayer = (
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<Factory.AgentFactory | Services, StoreError | ModelBuildError> => {
+): Layer.Layer<Factory.AgentFactory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
   return Factory.layer({ models: choice.models, ...options }).pipe(
     Layer.provide(model),
+    Layer.provideMerge(mcpLayer(app)),
     Layer.provideMerge(services)
   )
 }
+
+/**
+ * The secrets of the MCP servers in the `extensions_config.json` beside `app`'s configuration (see
+ * `McpClient.secrets`).
+ */
+export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
+  ExtensionsFile.find(app.source).pipe(
+    Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
+    Effect.orElseSucceed(() => [])
+  )
+
+/**
+ * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see
+ * `ExtensionsFile`): servers start when an agent first asks for their tools and stop with the layer.
+ */
+export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError> =>
+  ExtensionsFile.layer().pipe(Layer.provide(Layer.succeed(AppConfigService, app)))

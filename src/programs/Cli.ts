@@ -5,6 +5,7 @@
  *   antler threads list [--json]
  *   antler threads show ID [--json]
  *   antler upload THREAD FILE... [--config FILE] [--json]
+ *   antler tools list [--model NAME] [--config FILE] [--json]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
@@ -40,6 +41,8 @@ import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
+import * as ToolAssembly from "./ToolAssembly.js"
+import * as ToolsCommand from "./ToolsCommand.js"
 import * as Upload from "./Upload.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -130,6 +133,18 @@ const loadConfig = (path: string | undefined) =>
     )
   )
 
+/** Configured tools that cannot work are a configuration error (exit 2), before anything runs. */
+export const checkTools = (app: AppConfigService["Type"]) => {
+  const issues = ToolAssembly.check(app.config)
+  if (issues.length === 0) return Effect.void
+  const file = app.source ?? "config.yaml"
+  return fail(
+    ExitCode.usage,
+    `Configuration error (${issues.length} problem${issues.length === 1 ? "" : "s"}):\n` +
+      issues.map((issue) => `${file}: ${issue.path}: ${issue.message}`).join("\n")
+  )
+}
+
 const threadIdFrom = (value: string) =>
   Either.match(Schema.decodeUnknownEither(SafeId)(value), {
     onLeft: () =>
@@ -178,6 +193,7 @@ const runCommand = Command.make(
   (args) =>
     Effect.gen(function*() {
       const app = yield* loadConfig(Option.getOrUndefined(args.config))
+      yield* checkTools(app)
       const threadId = Option.isSome(args.thread) ? yield* threadIdFrom(args.thread.value) : M.newId()
       const env = yield* App.openAiEnv
       const choice = yield* Either.match(
@@ -188,7 +204,8 @@ const runCommand = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const redact = App.redactor(choice.models, env)
+      const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+      const redact = App.redactor(choice.models, env, secrets)
       const runId = M.newId()
       const settings = { model_name: choice.name }
       const program = Effect.gen(function*() {
@@ -224,7 +241,9 @@ const runCommand = Command.make(
           GuardrailConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
           SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+          ConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`)
         }),
         Effect.catchIf(ConfigError.isConfigError, (error) =>
           fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
@@ -331,6 +350,11 @@ const threadsCommand = Command.make("threads").pipe(
 )
 
 // ---------------------------------------------------------------------------------------------------------
+// antler tools
+
+const toolsCommand = ToolsCommand.command({ loadConfig, checkTools, onError: reportFailure("error") })
+
+// ---------------------------------------------------------------------------------------------------------
 // antler demo
 
 const demoCommand = Command.make("demo", {}, () =>
@@ -350,10 +374,13 @@ const root = Command.make("antler", {}, () =>
     "  antler threads list [--json]",
     "  antler threads show ID [--json]",
     "  antler upload THREAD FILE... [--json]",
+    "  antler tools list [--model NAME] [--config FILE] [--json]",
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand]))
+  ].join("\n"))).pipe(
+    Command.withSubcommands([runCommand, threadsCommand, uploadCommand, toolsCommand.root, demoCommand])
+  )
 
 const version = (): string => {
   try {
@@ -522,6 +549,7 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
     ["show", specOf("antler threads show", showCommand)]
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
+  ["tools", specOf("antler tools", Command.make("tools"), [["list", specOf("antler tools list", toolsCommand.list)]])],
   ["demo", specOf("antler demo", demoCommand)]
 ])
 

@@ -23,11 +23,13 @@ import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as Chain from "../middleware/Chain.js"
 import * as ClarificationMW from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
+import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
 import * as DurableContext from "../middleware/DurableContext.js"
 import * as GuardrailMW from "../middleware/Guardrail.js"
 import * as InputSanitization from "../middleware/InputSanitization.js"
 import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import * as LoopDetection from "../middleware/LoopDetection.js"
+import * as McpRouting from "../middleware/McpRouting.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
@@ -69,6 +71,18 @@ export interface ChainOptions {
   readonly guardrail?: Guardrail.Service | undefined
   /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
+}
+
+/** Tools deferred behind `tool_search` (SPEC §5.24, §5.25, §7.14). */
+export interface Deferred {
+  /** The deferred tools' definitions (the tools themselves are among the agent's tools). */
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** Routing keywords of deferred tools (`mode: prefer`), for McpRouting and the prompt's hints. */
+  readonly routes?: ReadonlyArray<McpRouting.Route> | undefined
+  /** `tool_search.auto_promote_top_k`. */
+  readonly topK?: number | undefined
 }
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
@@ -77,6 +91,8 @@ const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condi
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
   const guardrail = options.guardrail
+  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+  const routes = deferred?.routes ?? []
   return [
     // 1: sanitise the latest user input before any other wrapper or the model reads the request
     Chain.entry("InputSanitization", () => InputSanitization.layer(), [
@@ -104,7 +120,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
     Chain.entry(
       "LLMErrorHandling",
-      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+      () =>
+        LLMErrorHandling.layer({
+          llmCall: c.llm_call,
+          circuitBreaker: c.circuit_breaker,
+          breaker: options.breaker,
+          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+        })
     ),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
     ...when(guardrail !== undefined, () =>
@@ -136,6 +158,29 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     ]),
     // 22: names the thread after its first exchange
     Chain.entry("Title", () => Title.layer(c.title)),
+    // 25: promotes deferred MCP tools the user's words route to, before the filter reads the promotions
+    ...when(deferred !== undefined && routes.length > 0, () =>
+      Chain.entry("McpRouting", () =>
+        McpRouting.layer({
+          routes,
+          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
+          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
+        }), [
+        {
+          outside: "DeferredToolFilter",
+          reason: "promotions it writes before a call must be seen by that call's filter"
+        }
+      ])),
+    // 26: hides deferred MCP tools until tool_search promotes them, and refuses calls to hidden ones
+    ...when(deferred !== undefined, () =>
+      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
+        {
+          inside: "ToolErrorHandling",
+          reason: "a refused call to a deferred tool is still a result with tool metadata"
+        },
+        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" },
+        { outside: "ClarificationMiddleware", reason: "a call to a hidden tool is refused before any tool runs" }
+      ])),
     // 27: one leading system prompt for providers that accept only one
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
       { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
@@ -221,6 +266,8 @@ export interface Options {
   readonly chain?: ((chain: Chain.Chain) => Either.Either<Chain.Chain, Chain.ChainError>) | undefined
   /** A circuit breaker shared with other agents of the app. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** Tools among `tools` to defer behind `tool_search` (MCP tools when `tool_search.enabled`). */
+  readonly deferred?: Deferred | undefined
 }
 
 /** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
@@ -240,13 +287,28 @@ export const guardrailOf = (
       : Either.right(guardrail))
 }
 
-/** The static system prompt of a configuration (the skills found under `skills.path` at start-up). */
-export const defaultSystemPrompt = (app: AppConfigService["Type"]): string => {
+/**
+ * The static system prompt of a configuration (the skills found under `skills.path` at start-up); `tools`
+ * (names of the agent's tools) and `deferred` fill the sections about tools.
+ */
+export const defaultSystemPrompt = (
+  app: AppConfigService["Type"],
+  extra: { readonly tools?: ReadonlyArray<string> | undefined; readonly deferred?: Deferred | undefined } = {}
+): string => {
   const container = app.config.skills.container_path
+  const deferred = extra.deferred
   return SystemPrompt.make({
     clarification: true,
     skills: SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container),
-    skillsContainer: container
+    skillsContainer: container,
+    tools: extra.tools,
+    deferredTools: deferred?.tools.map((t) => t.name),
+    mcpRoutingHints: deferred?.routes?.map((r) => ({
+      tool: r.name,
+      keywords: r.keywords,
+      priority: r.priority,
+      deferred: true
+    }))
   })
 }
 
@@ -295,13 +357,15 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
         ...(options.tools ?? [])
       ])
-      const planned = chain({ config: app.config, guardrail, breaker: options.breaker })
+      const planned = chain({ config: app.config, guardrail, breaker: options.breaker, deferred: options.deferred })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
-      const systemPrompt = options.systemPrompt ?? defaultSystemPrompt(app)
+      const definitions = Context.get(ports, ToolService).definitions
+      const systemPrompt = options.systemPrompt ??
+        defaultSystemPrompt(app, { tools: definitions.map((d) => d.name), deferred: options.deferred })
 
       const runInput = (input: TurnInput): Run.RunInput => ({
         threadId: input.threadId ?? M.newId(),
@@ -314,7 +378,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       return LeadAgent.of({
         order: Chain.names(checked),
         systemPrompt,
-        tools: Context.get(ports, ToolService).definitions,
+        tools: definitions,
         run: (input) => Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store)),
         turn: (input, onEvent) =>
           Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))

@@ -23,7 +23,61 @@ export interface PromptOptions {
   readonly clarification: boolean
   readonly skills: ReadonlyArray<SkillSummary>
   readonly skillsContainer: string
+  /** Names of MCP tools deferred behind `tool_search` (SPEC §6 item 10). */
+  readonly deferredTools?: ReadonlyArray<string> | undefined
+  /** MCP routing hints (SPEC §6 item 11). */
+  readonly mcpRoutingHints?: ReadonlyArray<RoutingHint> | undefined
+  /** The names of the tools the agent has, when known: sections about tools it lacks are left out. */
+  readonly tools?: ReadonlyArray<string> | undefined
 }
+
+/** One MCP routing hint: when the request involves one of the keywords, prefer the tool. */
+export interface RoutingHint {
+  readonly tool: string
+  readonly keywords: ReadonlyArray<string>
+  readonly priority: number
+  /** Whether the tool is deferred (the model must load it with `tool_search` first). */
+  readonly deferred: boolean
+}
+
+/** `<available-deferred-tools>`: the deferred tools' names, sorted and escaped, one a line; empty without any. */
+export const deferredToolsSection = (names: ReadonlyArray<string>): string =>
+  names.length === 0
+    ? ""
+    : `The tools listed in available-deferred-tools exist, but their schemas are not loaded: call tool_search
+first (e.g. "select:name"); a tool it returns can be called from your next step on.
+<available-deferred-tools>
+${[...names].sort().map(escape).join("\n")}
+</available-deferred-tools>`
+
+const keywordList = (keywords: ReadonlyArray<string>): string => {
+  const shown = keywords.map(escape)
+  return shown.length <= 1 ? shown.join("") : `${shown.slice(0, -1).join(", ")}, or ${shown[shown.length - 1]}`
+}
+
+/** `<mcp_routing_hints>`: one hint per routed MCP tool, by priority then name; empty without any. */
+export const mcpRoutingHintsSection = (hints: ReadonlyArray<RoutingHint>): string => {
+  const routed = hints.filter((h) => h.keywords.length > 0)
+    .sort((a, b) => b.priority - a.priority || (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0))
+  if (routed.length === 0) return ""
+  const lines = routed.map((h) =>
+    `- When the user's request involves ${keywordList(h.keywords)}: ` +
+    (h.deferred
+      ? `use \`tool_search\` to fetch \`${escape(h.tool)}\`, then prefer that MCP tool.`
+      : `prefer the \`${escape(h.tool)}\` tool.`)
+  )
+  return `<mcp_routing_hints>\n${lines.join("\n")}\n</mcp_routing_hints>`
+}
+
+/** `<citations>`, only when the agent can search or fetch the web. */
+export const citationsSection = (tools: ReadonlyArray<string> | undefined): string =>
+  tools === undefined || !tools.some((name) => name === "web_search" || name === "web_fetch")
+    ? ""
+    : `<citations>
+After using web_search or web_fetch, cite what you use: put [citation:Title](URL) right after the claim it
+supports, and end with a "Sources" section listing each page as a plain Markdown link [Title](URL) with a short
+description. Read a page with web_fetch before relying on it; do not cite pages you have not seen.
+</citations>`
 
 /**
  * Skills found under a host directory laid out as `{category}/{name}/SKILL.md` (DeerFlow's `skills/public`,
@@ -109,6 +163,8 @@ to the user and may be discussed with them; other reminder content (dates, metad
 </thinking_style>`,
     clarificationSection(options),
     skillsSection(options),
+    deferredToolsSection(options.deferredTools ?? []),
+    mcpRoutingHintsSection(options.mcpRoutingHints ?? []),
     `<working_directory existed="true">
 - /mnt/user-data/uploads: files the user uploaded. Files uploaded with the current message are listed in
   <current_uploads>; Office and PDF uploads also have a converted .md next to them, easier to read.
@@ -119,6 +175,7 @@ to the user and may be discussed with them; other reminder content (dates, metad
     `<response_style>
 Be clear and concise. Prefer short prose to long bullet lists. Lead with the result, then what you did.
 </response_style>`,
+    citationsSection(options.tools),
     `<critical_reminders>
 - Ask before acting when the request is unclear.
 - When a skill matches the task, read it first and follow it.

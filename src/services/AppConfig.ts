@@ -4,6 +4,7 @@
  */
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
+import { useProblem } from "./ModelUse.js"
 
 /** An optional field that may also be `null`, taking `value()` when absent or null. */
 export const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
@@ -37,6 +38,8 @@ export const baseUrlProblem = (value: string): string | undefined => {
     : "expected an http:// or https:// URL, such as http://localhost:11434/v1"
 }
 
+const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 const BaseUrl = Schema.String.pipe(Schema.filter((value) => baseUrlProblem(value) ?? true))
 
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
@@ -60,8 +63,30 @@ export const ModelConfig = Schema.Struct({
   timeout: Schema.optional(Schema.Number.pipe(Schema.positive())),
   max_tokens: Schema.optional(PositiveInt),
   temperature: Schema.optional(Schema.Number),
-  context_window: Schema.optional(PositiveInt)
-})
+  context_window: Schema.optional(PositiveInt),
+  /**
+   * Retries of a failed call to this model (langchain's `max_retries`): the call is tried `max_retries + 1`
+   * times in all by the LLM error-handling middleware, instead of `llm_call.retry_max_attempts`. The client
+   * itself never retries, so the two do not multiply as they do in DeerFlow.
+   */
+  max_retries: Schema.optional(NonNegativeInt),
+  /** Headers sent with every request to this model (langchain's `default_headers`). */
+  default_headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /** Fields merged into every request body (langchain's `extra_body`), e.g. a provider's own switches. */
+  extra_body: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Settings applied when thinking is on: `extra_body`, `reasoning_effort`, other request fields. */
+  when_thinking_enabled: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Settings applied when thinking is off (default: DeerFlow's switch-off derived from the enabled ones). */
+  when_thinking_disabled: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Shortcut for `when_thinking_enabled.thinking`. */
+  thinking: Schema.optional(Schema.NullOr(JsonRecord))
+}).pipe(
+  // The `use` class must be one Antler can speak: the entry is named, with the way to reach the model.
+  Schema.filter((entry) => {
+    const problem = useProblem(entry)
+    return problem === undefined ? true : { path: ["use"], message: problem }
+  })
+)
 export type ModelConfig = typeof ModelConfig.Type
 
 export const SandboxConfig = Schema.Struct({
@@ -238,6 +263,34 @@ export type SafetyFinishReasonConfig = typeof SafetyFinishReasonConfig.Type
 
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 
+/**
+ * One configured tool (`tools[]`): its name, group and DeerFlow class path, plus the provider's own keys
+ * (`max_results`, `timeout`, `api_key`, `base_url`...), read by the tool the `use` maps to.
+ */
+export const ToolConfig = Schema.Struct(
+  {
+    name: Schema.NonEmptyTrimmedString,
+    group: Schema.optional(Schema.String),
+    use: Schema.NonEmptyTrimmedString
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ToolConfig = typeof ToolConfig.Type
+
+/** One tool group (`tool_groups[]`). */
+export const ToolGroupConfig = Schema.Struct(
+  { name: Schema.NonEmptyTrimmedString },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ToolGroupConfig = typeof ToolGroupConfig.Type
+
+/** Deferred tools (SPEC §5.24, §5.25, §7.14): MCP tools hidden behind `tool_search` until promoted. */
+export const ToolSearchConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  auto_promote_top_k: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(1, 5)), () => 3)
+})
+export type ToolSearchConfig = typeof ToolSearchConfig.Type
+
 /** The whole `config.yaml`. Sections missing from the file take DeerFlow's code defaults. */
 export const AppConfigSchema = Schema.Struct({
   models: withDefault(Schema.Array(ModelConfig), () => []),
@@ -256,7 +309,11 @@ export const AppConfigSchema = Schema.Struct({
   token_budget: withDefault(TokenBudgetConfig, () => Schema.decodeSync(TokenBudgetConfig)({})),
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
-  read_before_write: withDefault(EnabledFlag, () => ({ enabled: true }))
+  read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
+  /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
+  tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
+  tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),
+  tool_search: withDefault(ToolSearchConfig, () => Schema.decodeSync(ToolSearchConfig)({}))
 })
 export type AppConfig = typeof AppConfigSchema.Type
 

@@ -142,21 +142,25 @@ describe("ConfigFile", () => {
   it.effect("the keys of DeerFlow's example that Antler does not read are named, and only those", () =>
     Effect.gen(function*() {
       const loaded = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
-      for (const key of ["config_version", "log_level", "memory", "tool_groups", "tools", "uploads.pdf_converter"]) {
+      for (const key of ["config_version", "log_level", "memory", "uploads.pdf_converter"]) {
         assert.include(loaded.ignored, key)
       }
-      for (const key of ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget"]) {
+      for (
+        const key of ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget", "tools",
+          "tool_groups", "tool_search"]
+      ) {
         assert.notInclude(loaded.ignored, key)
       }
+      assert.isFalse(loaded.ignored.some((key) => key.startsWith("tools") || key.startsWith("tool_search")))
       assert.isFalse(loaded.ignored.some((key) => key.startsWith("summarization.") || key.startsWith("sandbox.")))
     }))
 
   it("ignored keys inside lists are named once per key", () => {
     const raw = {
-      models: [{ name: "a", model: "b", max_retries: 2 }, { name: "c", model: "d", max_retries: 3 }],
+      models: [{ name: "a", model: "b", num_predict: 2 }, { name: "c", model: "d", num_predict: 3 }],
       extra: 1
     }
-    assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].max_retries", "extra"])
+    assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].num_predict", "extra"])
   })
 
   it.effect("without a file the defaults apply, and the data directory comes from ANTLER_HOME, made absolute", () =>

@@ -687,7 +687,7 @@ describe("checking the command line", () => {
       ["--json", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "demo"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
   })
 
@@ -734,7 +734,7 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, demo.")
+    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, tools, demo.")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 
