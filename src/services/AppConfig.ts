@@ -263,10 +263,8 @@ const TimeZone = Schema.String.pipe(
 export const MemoryBackendConfig = Schema.Struct({
   /** The root directory of memory files; empty: the data directory. Per user: `{root}/users/{user}/memory.json`. */
   storage_path: withDefault(Schema.String, () => ""),
-  storage_class: withDefault(
-    Schema.Literal("file").annotations({ message: () => "Antler stores memory in files: use storage_class: file" }),
-    () => "file" as const
-  ),
+  /** Antler stores memory in files only. */
+  storage_class: withDefault(Schema.Literal("file"), () => "file" as const),
   manifest_filename: withDefault(
     Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]+$/), Schema.filter((s) => s !== "." && s !== "..")),
     () => "memory.json"
@@ -298,12 +296,8 @@ export const MemoryConfig = Schema.Struct({
   mode: withDefault(Schema.Literal("middleware", "tool"), () => "middleware" as const),
   /** Seconds pending updates may take when the app stops. */
   shutdown_flush_timeout_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
-  manager_class: withDefault(
-    Schema.Literal("deermem", "noop").annotations({
-      message: () => "Antler has the deermem (file) and noop memory backends"
-    }),
-    () => "deermem" as const
-  ),
+  /** `deermem` (memory files) or `noop` (no memory): the backends Antler has. */
+  manager_class: withDefault(Schema.Literal("deermem", "noop"), () => "deermem" as const),
   /** The configured model that writes memory (Antler's key); default: the model of the run. */
   model_name: Schema.optional(Schema.NullOr(Schema.String)),
   backend_config: withDefault(MemoryBackendConfig, () => Schema.decodeSync(MemoryBackendConfig)({}))

@@ -79,7 +79,7 @@ export interface Registry {
 // Slash activation
 
 /** Words that start a message with `/` but are commands, never skills. */
-export const RESERVED = new Set(["bootstrap", "goal", "help", "memory", "models", "new", "status"])
+export const RESERVED: ReadonlySet<string> = new Set(["bootstrap", "goal", "help", "memory", "models", "new", "status"])
 
 const SLASH = /^\/([a-z0-9]+(?:-[a-z0-9]+)*)(?:\s+|$)/
 
