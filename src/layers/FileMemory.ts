@@ -86,16 +86,16 @@ export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, Me
   )
 
 /**
- * Writes a memory document atomically: a temporary file in the same directory, flushed, then renamed over
- * the target (and the directory flushed), so the target is always a whole document, old or new.
+ * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
+ * the directory flushed), so the target is always whole, the old text or the new.
  */
-export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void => {
+export const writeTextAtomicSync = (file: string, text: string): void => {
   const dir = Path.dirname(file)
   Fs.mkdirSync(dir, { recursive: true })
   const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
   const fd = Fs.openSync(temp, "wx", 0o600)
   try {
-    Fs.writeFileSync(fd, `${JSON.stringify(doc, null, 2)}\n`)
+    Fs.writeFileSync(fd, text)
     Fs.fsyncSync(fd)
   } finally {
     Fs.closeSync(fd)
@@ -118,6 +118,13 @@ export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =
   }
 }
 
+/** The text of a memory document as stored. */
+export const documentText = (doc: MemoryDoc.Document): string => `${JSON.stringify(doc, null, 2)}\n`
+
+/** Writes a memory document atomically (see `writeTextAtomicSync`). */
+export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =>
+  writeTextAtomicSync(file, documentText(doc))
+
 /** `writeDocumentSync` as an effect. */
 export const writeDocument = (file: string, doc: MemoryDoc.Document): Effect.Effect<void, MemoryError> =>
   Effect.try({ try: () => writeDocumentSync(file, doc), catch: ioError("write", file) })
@@ -133,8 +140,8 @@ const processAlive = (pid: number): boolean => {
   }
 }
 
-/** Temporary files left by processes that died while writing (they are never a document's only copy). */
-const removeStaleTemps = (file: string) => {
+/** Removes temporary files left by processes that died while writing (never a document's only copy). */
+export const removeStaleTemps = (file: string): void => {
   const dir = Path.dirname(file)
   const prefix = `.${Path.basename(file)}.`
   let names: Array<string>
