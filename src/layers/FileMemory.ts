@@ -397,9 +397,11 @@ export const make = (
 
     const flush = Effect.zipRight(stopTimer, drain)
 
+    // Finalizers run uninterruptibly; the flush must not (a model call forks a watchdog it interrupts, and the
+    // shutdown timeout interrupts the flush).
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() =>
-        pending.size === 0 && urgent.length === 0 ? Effect.void : flush.pipe(
+        pending.size === 0 && urgent.length === 0 ? Effect.void : Effect.interruptible(flush).pipe(
           Effect.timeout(`${config.shutdown_flush_timeout_seconds} seconds`),
           Effect.catchAll(() => Effect.logWarning("Memory updates still pending when the app stopped were dropped"))
         )

@@ -133,9 +133,9 @@ const thinkingStyle = (o: PromptOptions) => {
       ? "- If something essential is unclear, ask for clarification FIRST, before doing any work."
       : "- If something is unclear, choose the most reasonable reading and say which assumption you made.",
     ...(s === undefined ? [] : [
-      `- DELEGATION CHECK: by default do the work yourself. Use task only when delegating clearly pays off, ` +
-      `never more than ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} in one response and ` +
-      `${s.maxTotal} in one run${s.maxConcurrent > 1 ? ", and only for pieces that do not depend on each other " +
+      `- DELEGATION CHECK: by default do the work yourself. Use task only when delegating clearly pays off:\n` +
+      `  never more than ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} in one response and ` +
+      `${s.maxTotal} in one run${s.maxConcurrent > 1 ? ",\n  and only for pieces that do not depend on each other " +
         "and do not touch the same files or state" : ""}.`
     ]),
     "- Never write the whole answer in your thinking: the user sees only your visible reply, so always give one."
@@ -207,9 +207,10 @@ ${[...enabled.map((s) => s.name)].sort().map(escape).join(", ")}
   )
   return `<skill_system>
 Skills are written procedures for kinds of work. They load progressively:
-- Progressive Loading Pattern: when a request matches a skill's description, ${
-    readFile ? "read its SKILL.md with read_file" : "read its SKILL.md"
-  } from its location before doing anything else, then follow it.
+- Progressive Loading Pattern: when a request matches a skill's description, read its SKILL.md${
+    readFile ? " with read_file" : ""
+  }
+  from its location before doing anything else, then follow it.
 - Read the files a skill refers to (under the same folder) only when you need them.
 ${slash}
 Skills are located at: ${escape(o.skillsContainer)}
@@ -255,10 +256,11 @@ const subagentSection = (o: PromptOptions) => {
   return `<subagent_system>
 Subagent Routing: Delegate Only for Clear Net Benefit
 You can hand self-contained work to a subagent with the task tool. By default, do the work yourself.
-DELEGATION CHECK before any task call: delegate only when the benefit (${
+DELEGATION CHECK before any task call: delegate only when the benefit clearly outweighs the cost.
+- Benefit: ${
     n > 1 ? "parallel work saving wall-clock time, " : ""
-  }a specialist's ability, keeping a long side investigation out of this conversation) clearly outweighs the cost
-(starting the subagent, repeating discovery it must redo, combining its results, the risk of conflicting changes).
+  }a specialist's ability, keeping a long side investigation out of this conversation.
+- Cost: starting the subagent, discovery it must redo, combining its results, the risk of conflicting changes.
 Do not delegate small tasks, tasks that need the conversation so far, or work you are already halfway through.
 Clarify with the user first if the request is unclear; never delegate a question to a subagent.
 HARD LIMITS:
@@ -293,9 +295,10 @@ ${mounts.map((m) => `- ${escape(m.containerPath)} (${m.readOnly ? "read-only" : 
   them, easier to read.
 - /mnt/user-data/workspace: your working directory. ${
     tools.has("bash") ? "The shell starts here, and file tools" : "File tools"
-  } take a relative path such as notes.txt from here (../uploads/x and ../outputs/y reach the other folders).
-- /mnt/user-data/outputs: final deliverables. ${present} Skills are not deliverables: never write a
-  SKILL.md here or in the workspace.${mountLines}
+  } take a relative path
+  such as notes.txt from here (../uploads/x and ../outputs/y reach the other folders).
+- /mnt/user-data/outputs: final deliverables. ${present}
+  Skills are not deliverables: never write a SKILL.md here or in the workspace.${mountLines}
 </working_directory>`
 }
 
@@ -325,9 +328,9 @@ const criticalReminders = (o: PromptOptions) => {
       ? "- Clarification first: ask before acting when the request is unclear, not halfway through."
       : "- Nobody can answer questions in this run: state your assumptions and continue.",
     ...(s === undefined ? [] : [
-      `- Benefit-Based Delegation: do the work yourself unless delegating clearly pays off. HARD LIMITS: at most ` +
-      `${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} per response and ${s.maxTotal} per run; ` +
-      "excess calls are discarded."
+      "- Benefit-Based Delegation: do the work yourself unless delegating clearly pays off.\n" +
+      `  HARD LIMITS: at most ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} per response and ` +
+      `${s.maxTotal} per run; excess calls are discarded.`
     ]),
     ...(o.skills.length === 0 ? [] : [
       o.skillDiscovery === "deferred" && tools.has("describe_skill")
@@ -341,14 +344,14 @@ const criticalReminders = (o: PromptOptions) => {
       ? [
         "- Editing files: " + [
           tools.has("str_replace") ? "change existing files with str_replace rather than rewriting them" : "",
-          tools.has("write_file") ? "write long files in sections (write_file, then append=true)" : ""
+          tools.has("write_file") ? "write long files in sections\n  (write_file, then append=true)" : ""
         ].filter((p) => p !== "").join("; ") + "."
       ]
       : []),
     "- Be clear: say what you did, what you found, and what is left.",
-    "- Images and diagrams: reference files by their full virtual path, e.g. ![Chart](/mnt/user-data/outputs/chart.png)" +
-    (tools.has("present_files") ? " (present the file first)" : "") + "; write diagrams in fenced code blocks " +
-    "tagged mermaid.",
+    "- Images and diagrams: reference files by their full virtual path, e.g.\n" +
+    "  ![Chart](/mnt/user-data/outputs/chart.png)" + (tools.has("present_files") ? " (present the file first)" : "") +
+    ";\n  write diagrams in fenced code blocks tagged mermaid.",
     "- Independent tool calls can go in one response: they run in parallel.",
     "- Answer in the user's language, and always end with a visible reply."
   ]
