@@ -15,6 +15,7 @@
  *   update changes nothing and is retried with the thread's next run. When the app stops, pending updates
  *   run within `shutdown_flush_timeout_seconds`.
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -347,9 +348,14 @@ export const make = (
           return [undefined, next] as const
         })
       }).pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.logWarning(`Memory not updated for thread ${item.threadId}; it is retried after its next run`, cause)
-        )
+        // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).
+        Effect.catchAllCause((cause) => {
+          const error = Cause.squash(cause) as { message?: unknown }
+          const why = Cause.isInterruptedOnly(cause) ? "interrupted" : String(error?.message ?? error)
+          return Effect.logWarning(
+            `Memory not updated for thread ${item.threadId} (it is retried after its next run): ${why}`
+          )
+        })
       )
 
     // The queue: one pending update per (thread, user, agent); a debounce timer; one update at a time.

@@ -5,10 +5,12 @@
  * to the thread under `memory`, and pending updates run when the app stops.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
@@ -189,6 +191,26 @@ describe("the memory update queue", () => {
       yield* memory.flush
       assert.lengthOf(requests, 2)
       assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
+    }))
+
+  it.effect("a failed update logs a plain message (the CLI's log redaction sees all of it), never a cause object", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup([])
+      const logged: Array<unknown> = []
+      const causes: Array<Cause.Cause<unknown>> = []
+      const logger = Logger.make(({ cause, message }) => {
+        logged.push(message)
+        causes.push(cause)
+      })
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      assert.isAtLeast(logged.length, 1)
+      for (const message of logged) {
+        const parts = Array.isArray(message) ? message : [message]
+        assert.isTrue(parts.every((p) => typeof p === "string"), JSON.stringify(parts))
+      }
+      assert.isTrue(causes.every(Cause.isEmpty), "no cause object is logged")
+      assert.match(String((logged[0] as ReadonlyArray<string>)[0] ?? logged[0]), /^Memory not updated for thread t1/)
     }))
 
   it.effect("a custom agent has its own memory; memory off (or noop) makes no call and injects nothing", () =>
