@@ -49,19 +49,29 @@ import * as Tokens from "../state/Tokens.js"
 const isSafeId = Schema.is(SafeId)
 
 /** The memory file of a scope under a root directory. */
-export const fileOf = (root: string, scope: MemoryScope, filename = "memory.json"): Either.Either<string, MemoryError> => {
-  if (!isSafeId(scope.userId)) {
-    return Either.left(new MemoryError({ reason: "io", message: `The user id ${JSON.stringify(scope.userId)} cannot name a directory` }))
-  }
-  if (scope.agentName !== undefined && !isSafeId(scope.agentName)) {
-    return Either.left(new MemoryError({ reason: "io", message: `The agent name ${JSON.stringify(scope.agentName)} cannot name a directory` }))
-  }
+export const fileOf = (
+  root: string,
+  scope: MemoryScope,
+  filename = "memory.json"
+): Either.Either<string, MemoryError> => {
+  const unsafe = (what: string, value: string) =>
+    Either.left(
+      new MemoryError({ reason: "io", message: `The ${what} ${JSON.stringify(value)} cannot name a directory` })
+    )
+  if (!isSafeId(scope.userId)) return unsafe("user id", scope.userId)
+  if (scope.agentName !== undefined && !isSafeId(scope.agentName)) return unsafe("agent name", scope.agentName)
   const user = Path.join(root, "users", scope.userId)
-  return Either.right(scope.agentName === undefined ? Path.join(user, filename) : Path.join(user, "agents", scope.agentName, filename))
+  return Either.right(
+    scope.agentName === undefined ? Path.join(user, filename) : Path.join(user, "agents", scope.agentName, filename)
+  )
 }
 
 const ioError = (what: string, file: string) => (cause: unknown) =>
-  new MemoryError({ reason: "io", message: `Cannot ${what} ${file}: ${(cause as Error).message ?? String(cause)}`, cause })
+  new MemoryError({
+    reason: "io",
+    message: `Cannot ${what} ${file}: ${(cause as Error).message ?? String(cause)}`,
+    cause
+  })
 
 /** Reads a memory document; a missing file is an empty memory, a damaged one a `corrupt` error. */
 export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, MemoryError> =>
@@ -80,7 +90,8 @@ export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, Me
     (text) => {
       if (text === undefined) return Effect.succeed(MemoryDoc.empty())
       return Either.match(MemoryDoc.decodeDocument(text), {
-        onLeft: (problem) => Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` })),
+        onLeft: (problem) =>
+          Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` })),
         onRight: Effect.succeed
       })
     }
@@ -329,7 +340,8 @@ export const make = (
           Effect.withSpan("FileMemory.update", { attributes: { thread: item.threadId } })
         )
         const answer = response.message
-        yield* recordUsage(item, answer.usage_metadata, String(answer.response_metadata?.model_name ?? modelName ?? "unknown"))
+        const usedModel = String(answer.response_metadata?.model_name ?? modelName ?? "unknown")
+        yield* recordUsage(item, answer.usage_metadata, usedModel)
         const parsed = MemoryDoc.parseUpdate(M.text(answer))
         if (Either.isLeft(parsed)) {
           return yield* Effect.logWarning(`Memory not updated for thread ${item.threadId}: ${parsed.left}`)
@@ -428,5 +440,6 @@ export const make = (
   })
 
 /** The memory service as a layer (one per app). */
-export const layer = (options: Options = {}): Layer.Layer<Memory, never, ModelService | AppConfigService | ThreadStore> =>
-  Layer.scoped(Memory, make(options))
+export const layer = (
+  options: Options = {}
+): Layer.Layer<Memory, never, ModelService | AppConfigService | ThreadStore> => Layer.scoped(Memory, make(options))

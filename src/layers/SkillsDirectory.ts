@@ -88,7 +88,8 @@ export const readStates = (file: string): { states: ReadonlyMap<string, boolean>
   try {
     raw = JSON.parse(text)
   } catch (error) {
-    return { states: new Map(), warnings: [`${file}: not valid JSON (${(error as Error).message}); skills stay enabled`] }
+    const problem = `${file}: not valid JSON (${(error as Error).message}); skills stay enabled`
+    return { states: new Map(), warnings: [problem] }
   }
   const skills = (raw as { skills?: unknown } | null)?.skills
   const states = new Map<string, boolean>()
@@ -110,7 +111,12 @@ export const readStates = (file: string): { states: ReadonlyMap<string, boolean>
 
 /** What a SKILL.md declares, or why it is not a skill. */
 export type Parsed =
-  | { readonly ok: true; readonly name: string; readonly description: string; readonly allowedTools: ReadonlyArray<string> | undefined }
+  | {
+    readonly ok: true
+    readonly name: string
+    readonly description: string
+    readonly allowedTools: ReadonlyArray<string> | undefined
+  }
   | { readonly ok: false; readonly problem: string }
 
 /** Reads and checks a SKILL.md's front matter (SPEC §9). */

@@ -34,10 +34,12 @@ export const activePaths = (
 }
 
 /** The refusal of a tool the policy does not allow. */
-export const refusalText = (name: string, policy: Extract<Policy, { _tag: "Restricted" }>): string =>
-  `Error: Tool '${name}' is not allowed by the active skill policy. The active skill` +
-  `${policy.skills.length === 1 ? "" : "s"} ${policy.skills.join(", ")} allow${policy.skills.length === 1 ? "s" : ""} ` +
-  `only: ${[...policy.allowed].sort().join(", ")}. Use one of those tools, or answer without this one.`
+export const refusalText = (name: string, policy: Extract<Policy, { _tag: "Restricted" }>): string => {
+  const one = policy.skills.length === 1
+  return `Error: Tool '${name}' is not allowed by the active skill policy. The active skill${one ? "" : "s"} ` +
+    `${policy.skills.join(", ")} allow${one ? "s" : ""} only: ${[...policy.allowed].sort().join(", ")}. ` +
+    "Use one of those tools, or answer without this one."
+}
 
 /** Options of `layer`. */
 export interface Options {
@@ -78,7 +80,9 @@ export const layer = (options: Options): Middleware =>
         })
       },
       tool: (call, next) => {
-        const known = decision !== undefined ? Effect.succeed(decision) : Effect.flatMap(state.get, (s) => decide(s.messages))
+        const known = decision !== undefined
+          ? Effect.succeed(decision)
+          : Effect.flatMap(state.get, (s) => decide(s.messages))
         return Effect.flatMap(known, (policy) =>
           policy._tag === "Restricted" && !policy.allowed.has(call.name)
             ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))

@@ -33,4 +33,5 @@ export const coalesce = (request: ModelRequest): ModelRequest => {
 }
 
 /** The SystemMessageCoalescing middleware (SPEC §4.1 slot 27). */
-export const layer = (): Middleware => MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request))) })
+export const layer = (): Middleware =>
+  MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request))) })

@@ -81,7 +81,10 @@ export const writeTodos = Tool.make({
         }
         const list = todos.map((t) => ({ content: t.content, status: t.status }))
         return {
-          message: M.tool(`Updated todo list to ${JSON.stringify(list)}`, call.id, { name: TOOL_NAME, status: "success" }),
+          message: M.tool(`Updated todo list to ${JSON.stringify(list)}`, call.id, {
+            name: TOOL_NAME,
+            status: "success"
+          }),
           update: { todos: list }
         }
       })

@@ -46,7 +46,10 @@ export const imageMessage = (
     for (const [path, image] of Object.entries(images)) {
       const bytes = yield* Effect.promise(() => read(image.actual_path).then((b) => b, () => undefined))
       if (bytes === undefined || bytes.length !== image.size) {
-        blocks.push({ type: "text", text: `\n- **${path}**: (file unavailable or changed on disk since it was viewed: view it again)` })
+        blocks.push({
+          type: "text",
+          text: `\n- **${path}**: (file unavailable or changed on disk since it was viewed: view it again)`
+        })
         continue
       }
       if (spent + bytes.length > budget) {
@@ -86,7 +89,9 @@ export const layer = (options: Options = {}): Middleware =>
         return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
           Effect.flatMap((message) => next({ ...request, messages: [...request.messages, message] })),
           // sent: the images are not sent again (a failed call leaves them for the next attempt)
-          Effect.map((response) => response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response)
+          Effect.map((response) =>
+            response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response
+          )
         )
       })
     }

@@ -552,7 +552,9 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
     ["show", specOf("antler threads show", showCommand)]
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
-  ["skills", specOf("antler skills", Command.make("skills"), [["list", specOf("antler skills list", skillsCommands.list)]])],
+  ["skills", specOf("antler skills", Command.make("skills"), [
+    ["list", specOf("antler skills list", skillsCommands.list)]
+  ])],
   ["memory", specOf("antler memory", Command.make("memory"), [
     ["show", specOf("antler memory show", memoryCommands.show)],
     ["clear", specOf("antler memory clear", memoryCommands.clear)]

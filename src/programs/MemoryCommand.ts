@@ -37,11 +37,14 @@ export const render = (doc: MemoryDoc.Document, file: string, color: boolean): s
     guaranteedBudget: 0,
     includeFacts: false
   })
-  if (body !== "") lines.push("", ...body.split("\n").map((l) => (l.endsWith(":") ? s.bold(l) : `  ${Render.safeText(l)}`)))
+  if (body !== "") {
+    lines.push("", ...body.split("\n").map((l) => (l.endsWith(":") ? s.bold(l) : `  ${Render.safeText(l)}`)))
+  }
   if (doc.facts.length > 0) {
     lines.push("", s.bold(`Facts (${doc.facts.length}):`))
     for (const fact of [...doc.facts].sort((a, b) => b.confidence - a.confidence)) {
-      lines.push(`  ${s.dim(`[${fact.category} ${fact.confidence.toFixed(2)}]`)} ${Render.safeText(fact.content)} ${s.dim(fact.id)}`)
+      const mark = s.dim(`[${Render.safeText(fact.category)} ${fact.confidence.toFixed(2)}]`)
+      lines.push(`  ${mark} ${Render.safeText(fact.content)} ${s.dim(fact.id)}`)
     }
   }
   return `${lines.join("\n")}\n`
@@ -52,7 +55,10 @@ const scopeOptions = {
     Options.optional,
     Options.withDescription("A custom agent's own memory (default: the user's)")
   ),
-  user: Options.text("user").pipe(Options.withDefault("default"), Options.withDescription("The user (default: default)")),
+  user: Options.text("user").pipe(
+    Options.withDefault("default"),
+    Options.withDescription("The user (default: default)")
+  ),
   config: Options.text("config").pipe(
     Options.optional,
     Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
@@ -61,7 +67,11 @@ const scopeOptions = {
 
 /** The `memory` command, and its subcommands (the CLI checks command lines against them). */
 export const make = (cli: CliHelpers) => {
-  const fileFor = (args: { readonly agent: Option.Option<string>; readonly user: string; readonly config: Option.Option<string> }) =>
+  const fileFor = (args: {
+    readonly agent: Option.Option<string>
+    readonly user: string
+    readonly config: Option.Option<string>
+  }) =>
     Effect.gen(function*() {
       const app = yield* cli.loadConfig(Option.getOrUndefined(args.config))
       const scope: Scope = { userId: args.user, agentName: Option.getOrUndefined(args.agent) }

@@ -31,11 +31,14 @@ export const render = (
     lines.push(s.dim("Set skills.path in config.yaml, or put skills/public/<name>/SKILL.md next to it."))
   } else {
     const enabled = catalog.skills.filter((k) => k.enabled).length
-    lines.push(`${s.bold("skills")} in ${where.path} (${where.from}): ${catalog.skills.length} found, ${enabled} enabled`)
+    const counts = `${catalog.skills.length} found, ${enabled} enabled`
+    lines.push(`${s.bold("skills")} in ${where.path} (${where.from}): ${counts}`)
     lines.push(s.dim(`mounted for the model at ${catalog.container}; enabled state from ${extensions}`))
     for (const skill of catalog.skills) {
       const state = skill.enabled ? s.green("enabled ") : s.yellow("disabled")
-      const tools = skill.allowedTools === undefined ? "" : s.dim(`  allowed-tools: ${skill.allowedTools.join(", ") || "(none)"}`)
+      const tools = skill.allowedTools === undefined
+        ? ""
+        : s.dim(`  allowed-tools: ${skill.allowedTools.join(", ") || "(none)"}`)
       lines.push(`  ${state} ${Render.safeText(skill.name)} ${s.dim(`(${skill.category})`)}  ${skill.location}${tools}`)
     }
   }

@@ -339,7 +339,8 @@ const criticalReminders = (o: PromptOptions) => {
         : "- Skill First: always load the relevant skill (read its SKILL.md) before starting a complex task.",
       "- Progressive loading: read a skill's other files only when its instructions call for them."
     ]),
-    "- Deliverables go in /mnt/user-data/outputs" + (tools.has("present_files") ? ", presented with present_files." : "."),
+    "- Deliverables go in /mnt/user-data/outputs" +
+    (tools.has("present_files") ? ", presented with present_files." : "."),
     ...(tools.has("str_replace") || tools.has("write_file")
       ? [
         "- Editing files: " + [

@@ -125,7 +125,12 @@ export const closeMatches = (name: string, names: ReadonlyArray<string>): Readon
 // The allowed-tools policy
 
 /** Tools an active skill's `allowed-tools` never takes away (reading the skill itself, finding tools). */
-export const FRAMEWORK_TOOLS: ReadonlyArray<string> = ["describe_skill", "read_file", "review_skill_package", "tool_search"]
+export const FRAMEWORK_TOOLS: ReadonlyArray<string> = [
+  "describe_skill",
+  "read_file",
+  "review_skill_package",
+  "tool_search"
+]
 
 /** What the active skills allow: every tool (no active skill declares `allowed-tools`), or only these. */
 export type Policy =

@@ -165,11 +165,17 @@ describe("the memory update queue", () => {
       assert.strictEqual(request.settings.modelName, "main")
       assert.include(M.text(request.messages[0]!), "I always use uv, never pip.")
       const doc = yield* memory.load({ userId: "default" })
-      assert.deepStrictEqual(doc.facts.map((f) => [f.content, f.category, f.source]), [["Prefers uv over pip", "preference", "t1"]])
+      assert.deepStrictEqual(
+        doc.facts.map((f) => [f.content, f.category, f.source]),
+        [["Prefers uv over pip", "preference", "t1"]]
+      )
       assert.strictEqual(doc.threads.t1, conversation[1]!.id)
       assert.isTrue(Fs.existsSync(Path.join(home, "users", "default", "memory.json")))
       const block = yield* memory.context({ userId: "default" })
-      assert.strictEqual(block, "User Context:\n- Work: Data engineer at Acme.\n\nFacts:\n- [preference | 0.95] Prefers uv over pip")
+      assert.strictEqual(
+        block,
+        "User Context:\n- Work: Data engineer at Acme.\n\nFacts:\n- [preference | 0.95] Prefers uv over pip"
+      )
       // the call's tokens are the thread's, under the purpose `memory`
       const thread = Option.getOrThrow(yield* store.load("t1"))
       assert.deepInclude(thread.state.token_usage?.by_purpose?.memory, { total_tokens: 340, calls: 1 })

@@ -24,7 +24,8 @@ const write = (root: string, relative: string, content: string) => {
   Fs.writeFileSync(file, content)
 }
 
-const skill = (name: string, extra = "") => `---\nname: ${name}\ndescription: Does ${name} things.\n${extra}---\n\n# ${name}\n`
+const skill = (name: string, extra = "") =>
+  `---\nname: ${name}\ndescription: Does ${name} things.\n${extra}---\n\n# ${name}\n`
 
 const appAt = (dir: string, config: Record<string, unknown> = {}): AppConfigService["Type"] => ({
   config: { ...defaults(), ...config } as AppConfigService["Type"]["config"],
@@ -50,8 +51,9 @@ describe("SkillsDirectory", () => {
         assert.isTrue(Fs.existsSync(s.file))
       }
       // the name comes from the front matter, not the folder
-      assert.strictEqual(catalog.skills.find((s) => s.relativePath === "vercel-deploy-claimable")?.name, "vercel-deploy")
-      assert.deepStrictEqual(catalog.skills.find((s) => s.name === "skill-reviewer")?.allowedTools, ["review_skill_package"])
+      const find = (name: string) => catalog.skills.find((s) => s.name === name)
+      assert.strictEqual(find("vercel-deploy")?.relativePath, "vercel-deploy-claimable")
+      assert.deepStrictEqual(find("skill-reviewer")?.allowedTools, ["review_skill_package"])
       const deep = catalog.skills.find((s) => s.name === "deep-research")!
       const text = yield* SkillsDirectory.make(app).read(deep)
       assert.strictEqual(text, Fs.readFileSync(deep.file, "utf8"))
@@ -69,7 +71,8 @@ describe("SkillsDirectory", () => {
     write(root, "public/badtools/SKILL.md", skill("badtools", "allowed-tools: bash\n"))
     write(root, "public/badyaml/SKILL.md", "---\nname: [unclosed\n---\n")
     write(root, "custom/good/SKILL.md", skill("good").replace("things", "my own things"))
-    const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills/", states: new Map([["team-review", false]]) })
+    const states = new Map([["team-review", false]])
+    const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills/", states })
     assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.category, s.relativePath, s.enabled]), [
       ["team-review", "public", "team/review", false],
       ["good", "custom", "good", true]
@@ -108,7 +111,8 @@ describe("SkillsDirectory", () => {
 
   it("skills.path (relative to the config file) wins over the environment, which wins over skills/ next to it", () => {
     const dir = tempDir("antler-skills-where-")
-    const configured = appAt(dir, { skills: { container_path: "/mnt/skills", deferred_discovery: false, path: "my-skills" } })
+    const skills = { container_path: "/mnt/skills", deferred_discovery: false, path: "my-skills" }
+    const configured = appAt(dir, { skills })
     assert.deepStrictEqual(SkillsDirectory.location(configured, { DEER_FLOW_SKILLS_PATH: "/elsewhere" }), {
       path: Path.join(dir, "my-skills"),
       from: "skills.path"

@@ -70,7 +70,12 @@ describe("Memory middleware", () => {
         threadId: "mem-2",
         input: "Remember that I prefer tea.",
         script: [
-          { toolCalls: [{ name: "memory_add", args: { content: "Prefers tea", category: "preference", confidence: 0.9 } }] },
+          {
+            toolCalls: [{
+              name: "memory_add",
+              args: { content: "Prefers tea", category: "preference", confidence: 0.9 }
+            }]
+          },
           { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
           (request) => {
             const found = JSON.parse(M.text(request.messages.at(-1)!)) as { facts: Array<{ id: string }> }

@@ -19,6 +19,9 @@ import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
 
+const escapeXml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
 const SKILLS = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/skills")
 
 const registryOf = (states: ReadonlyMap<string, boolean> = new Map()): Registry => {
@@ -83,7 +86,7 @@ describe("SkillActivation", () => {
         assert.include(text, "The user explicitly activated the `deep-research` skill for this turn.")
         assert.include(text, "<user_request>what is a &lt;b&gt;prefix cache&lt;/b&gt;?</user_request>")
         assert.include(text, 'path="/mnt/skills/public/deep-research/SKILL.md"')
-        assert.include(text, body.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;"))
+        assert.include(text, escapeXml(body))
       }
       // both requests carry the same bytes for it (a common prefix), and the thread keeps what the user typed
       assert.deepStrictEqual(o.requests[0]!.messages, o.requests[1]!.messages.slice(0, o.requests[0]!.messages.length))
@@ -116,7 +119,10 @@ describe("SkillActivation", () => {
         script: [],
         middlewares: chain(registryOf(), ["deep-research"])
       })
-      assert.strictEqual(M.text(notHere.state.messages.at(-1)!), "Skill `/chart-visualization` is not available for this agent.")
+      assert.strictEqual(
+        M.text(notHere.state.messages.at(-1)!),
+        "Skill `/chart-visualization` is not available for this agent."
+      )
     }).pipe(H.withStore))
 
   it.effect("a very long SKILL.md is cut, and the model is told where to read the rest", () =>
@@ -129,7 +135,8 @@ describe("SkillActivation", () => {
       const o = yield* H.run({ input: "/deep-research go", script: ["ok"], middlewares: chain(registry) })
       const text = M.text(o.requests[0]!.messages.find((m) => m.additional_kwargs?.slash_skill_activation === true)!)
       assert.isBelow(text.length, SkillActivation.MAX_SKILL_CHARS + 2000)
-      assert.match(text, /SKILL\.md is \d+ characters; the rest is not shown here: read it from \/mnt\/skills\/public\/deep-research\/SKILL\.md/)
+      assert.match(text, /SKILL\.md is \d+ characters; the rest is not shown here: read it from /)
+      assert.include(text, "read it from /mnt/skills/public/deep-research/SKILL.md with read_file")
     }).pipe(H.withStore))
 })
 
@@ -150,8 +157,9 @@ describe("SkillToolPolicy", () => {
       assert.strictEqual(results[0]!.status, "error")
       assert.strictEqual(
         M.text(results[0]!),
-        "Error: Tool 'bash' is not allowed by the active skill policy. The active skill skill-reviewer allows only: " +
-          "describe_skill, read_file, review_skill_package, tool_search. Use one of those tools, or answer without this one."
+        "Error: Tool 'bash' is not allowed by the active skill policy. The active skill skill-reviewer allows " +
+          "only: describe_skill, read_file, review_skill_package, tool_search. Use one of those tools, or answer " +
+          "without this one."
       )
       assert.strictEqual(M.text(results[1]!), "review_skill_package ran")
       // the refusal went through ToolErrorHandling (it carries the tool metadata)

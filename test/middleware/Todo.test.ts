@@ -17,7 +17,10 @@ import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
 
 const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.provide(effect, Layer.succeed(AppConfigService, { config: defaults(), source: undefined, home: "/tmp", ignored: [] }))
+  Effect.provide(
+    effect,
+    Layer.succeed(AppConfigService, { config: defaults(), source: undefined, home: "/tmp", ignored: [] })
+  )
 
 const write = (todos: ReadonlyArray<{ content: string; status: string }>, id?: string) => ({
   name: "write_todos",
@@ -32,8 +35,18 @@ describe("Todo", () => {
         systemPrompt: "You are a test agent.",
         input: "Plan the trip",
         script: [
-          { toolCalls: [write([{ content: "Book train", status: "in_progress" }, { content: "Pack", status: "pending" }])] },
-          { toolCalls: [write([{ content: "Book train", status: "completed" }, { content: "Pack", status: "in_progress" }])] },
+          {
+            toolCalls: [write([
+              { content: "Book train", status: "in_progress" },
+              { content: "Pack", status: "pending" }
+            ])]
+          },
+          {
+            toolCalls: [write([
+              { content: "Book train", status: "completed" },
+              { content: "Pack", status: "in_progress" }
+            ])]
+          },
           "Train booked; packing next."
         ],
         middlewares: () => [Todo.layer()]
@@ -81,7 +94,12 @@ describe("Todo", () => {
         if (agentCalls <= 4) return { toolCalls: [{ name: "echo", args: {} }] }
         return "Done for now."
       }
-      const echo = Tool.make({ name: "echo", description: "e", parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+      const echo = Tool.make({
+        name: "echo",
+        description: "e",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.succeed("ok")
+      })
       const middlewares = () => [
         DurableContext.layer(),
         Summarization.layer({
@@ -98,7 +116,9 @@ describe("Todo", () => {
       assert.isTrue(M.isHidden(reminders[0]!))
       assert.include(M.text(reminders[0]!), "- [in_progress] Book train")
       // the request after the compaction carried it, and later requests still do (it is in the thread)
-      const withReminder = o.requests.filter((r) => r.internal === undefined && r.messages.some((m) => m.name === Todo.REMINDER_NAME))
+      const withReminder = o.requests.filter((r) =>
+        r.internal === undefined && r.messages.some((m) => m.name === Todo.REMINDER_NAME)
+      )
       assert.isAtLeast(withReminder.length, 1)
       assert.isTrue(o.requests.at(-1)!.messages.some((m) => m.name === Todo.REMINDER_NAME))
     }).pipe(H.withStore))

@@ -86,6 +86,7 @@ describe("ViewImage", () => {
         "/b.png": { mime_type: "image/png", size: PNG.length, actual_path: changed.replace("changed", "b") }
       }, { maxBytes: PNG.length + 10, read: () => Promise.resolve(PNG) })
       assert.lengthOf(imagesIn(big), 1)
-      assert.include(M.text(big), `/b.png**: (not sent: the images of one request may total at most ${PNG.length + 10} bytes`)
+      const budget = PNG.length + 10
+      assert.include(M.text(big), `/b.png**: (not sent: the images of one request may total at most ${budget} bytes`)
     }))
 })

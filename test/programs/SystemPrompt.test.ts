@@ -50,7 +50,11 @@ describe("SystemPrompt", () => {
       disabledSkills: [{ name: "old-one", category: "public" }],
       memoryTools: true,
       deferredTools: ["mcp_z", "mcp_a"],
-      subagents: { maxConcurrent: 3, maxTotal: 6, types: [{ name: "general-purpose", description: "Anything.\nMore." }] },
+      subagents: {
+        maxConcurrent: 3,
+        maxTotal: 6,
+        types: [{ name: "general-purpose", description: "Anything.\nMore." }]
+      },
       mounts: [{ containerPath: "/mnt/data", readOnly: true }]
     })
     assert.deepStrictEqual(sectionOrder(prompt), [

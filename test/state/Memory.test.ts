@@ -51,7 +51,7 @@ describe("a model's update", () => {
     const fenced = MemoryDoc.parseUpdate("Sure!\n```json\n{\"newFacts\": [{\"content\": \"x\"}]}\n```")
     assert.deepStrictEqual(Either.getOrThrow(fenced).newFacts, [{ content: "x" }])
     assert.isTrue(Either.isRight(MemoryDoc.parseUpdate("{\"factsToRemove\": []} trailing")))
-    assert.strictEqual(Either.getLeft(MemoryDoc.parseUpdate("no")).pipe((o) => o._tag === "Some" && o.value), "the answer holds no JSON object")
+    assert.deepStrictEqual(MemoryDoc.parseUpdate("no"), Either.left("the answer holds no JSON object"))
     assert.match(
       Either.getLeft(MemoryDoc.parseUpdate("{\"newFacts\": 3}")).pipe((o) => (o._tag === "Some" ? o.value : "")),
       /^the answer's JSON is not a memory update/
@@ -60,7 +60,10 @@ describe("a model's update", () => {
 
   it("keeps confident new facts once, removes facts by id, rewrites summaries it marks", () => {
     const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
-      user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true }, topOfMind: { summary: "x", shouldUpdate: false } },
+      user: {
+        workContext: { summary: "Data engineer at Acme.", shouldUpdate: true },
+        topOfMind: { summary: "x", shouldUpdate: false }
+      },
       newFacts: [
         { content: "Prefers uv over pip", category: "preference", confidence: 0.95 },
         { content: "prefers  UV over pip", category: "preference", confidence: 0.9 },
@@ -81,11 +84,19 @@ describe("a model's update", () => {
 
   it.prop(
     "never keeps more than max_facts facts, and those kept are the most confident",
-    [FC.array(FC.record({ content: FC.string({ minLength: 1 }), confidence: FC.double({ min: 0, max: 1, noNaN: true }) }), { maxLength: 40 }), FC.integer({ min: 1, max: 10 })],
+    [
+      FC.array(
+        FC.record({ content: FC.string({ minLength: 1 }), confidence: FC.double({ min: 0, max: 1, noNaN: true }) }),
+        { maxLength: 40 }
+      ),
+      FC.integer({ min: 1, max: 10 })
+    ],
     ([candidates, max]) => {
-      const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), { newFacts: candidates }, options({ maxFacts: max, threshold: 0 }))
+      const apply = (maxFacts: number) =>
+        MemoryDoc.applyUpdate(MemoryDoc.empty(), { newFacts: candidates }, options({ maxFacts, threshold: 0 }))
+      const doc = apply(max)
       assert.isAtMost(doc.facts.length, max)
-      const all = MemoryDoc.applyUpdate(MemoryDoc.empty(), { newFacts: candidates }, options({ maxFacts: 1000, threshold: 0 }))
+      const all = apply(1000)
       const kept = MemoryDoc.bound(all.facts, max)
       const keptIds = new Set(kept.map((f) => f.id))
       const lowestKept = Math.min(...kept.map((f) => f.confidence))
@@ -129,7 +140,10 @@ describe("the injected block", () => {
     const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
       user: { workContext: { summary: "Data engineer." } },
       history: { recentMonths: { summary: "Moved to Lyon." } },
-      newFacts: [{ content: "Likes tea", confidence: 0.8 }, { content: "Uses uv", category: "preference", confidence: 0.9 }]
+      newFacts: [
+        { content: "Likes tea", confidence: 0.8 },
+        { content: "Uses uv", category: "preference", confidence: 0.9 }
+      ]
     }, options())
     assert.strictEqual(
       inject(doc, 2000),
