@@ -415,7 +415,9 @@ export type Requirements = ModelService | ThreadStore | SandboxProvider | AppCon
 
 /**
  * The lead agent as a layer: its chain is built once, over the app's `ModelService` with the sandbox tools and
- * the app's own tools; the store, the sandbox provider and the configuration come from the app.
+ * the app's own tools; the store, the sandbox provider and the configuration come from the app. Skills come
+ * from the configuration's skills directory. Long-term memory is on when the app also provides `Memory`
+ * (one per app, e.g. `FileMemory.layer()`, as `App.factoryLayer` does); without it the agent has no memory.
  */
 export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError, Requirements> =>
   Layer.scoped(

@@ -96,6 +96,23 @@ describe("Factory: the service", () => {
       assert.notInclude(a.tools.map((t) => t.name), "view_image")
     }))
 
+  it.scoped("plan mode changes the agent's shape: the Todo middleware and write_todos exist only there", () =>
+    Effect.gen(function*() {
+      const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)
+      const plain = yield* factory.agent(Factory.resolve(models, { model_name: "fast" }))
+      const planned = yield* factory.agent(Factory.resolve(models, { model_name: "fast", is_plan_mode: true }))
+      assert.notStrictEqual(plain, planned)
+      assert.notInclude(plain.order, "Todo")
+      assert.notInclude(plain.tools.map((t) => t.name), "write_todos")
+      assert.include(planned.tools.map((t) => t.name), "write_todos")
+      // at its slot: inside Summarization, outside TokenUsage
+      const at = planned.order.indexOf("Todo")
+      assert.strictEqual(planned.order[at - 1], "Summarization")
+      assert.strictEqual(planned.order[at + 1], "TokenUsage")
+      // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
+      assert.strictEqual(planned.systemPrompt, plain.systemPrompt)
+    }))
+
   it.scoped("settings that do not decode end the run at once, readably", () =>
     Effect.gen(function*() {
       const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)
