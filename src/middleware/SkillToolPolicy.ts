@@ -19,14 +19,19 @@ import * as Tool from "../services/Tool.js"
 import type { Message } from "../state/Message.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
-import { ACTIVATION_KEY, PATH_KEY } from "./SkillActivation.js"
+import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
 
-/** The SKILL.md paths a request makes active: its slash activation, else the thread's loaded skills. */
+/**
+ * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,
+ * where SkillActivation puts it; only the messages after that one are scanned), else the thread's loaded
+ * skills.
+ */
 export const activePaths = (
   messages: ReadonlyArray<Message>,
   loaded: ReadonlyArray<{ readonly path: string }>
 ): ReadonlyArray<string> => {
-  for (let i = messages.length - 1; i >= 0; i--) {
+  const user = targetIndex(messages)
+  for (let i = Math.max(0, user - 1); i < messages.length; i++) {
     const kwargs = messages[i]!.additional_kwargs
     if (kwargs?.[ACTIVATION_KEY] === true && typeof kwargs[PATH_KEY] === "string") return [kwargs[PATH_KEY]]
   }

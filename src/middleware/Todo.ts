@@ -49,9 +49,10 @@ export const reminderText = (todos: ReadonlyArray<Todo>): string =>
     "</system_reminder>"
   ].join("\n")
 
+const showsList = (m: Message) => m.name === REMINDER_NAME || M.toolCalls(m).some((c) => c.name === TOOL_NAME)
+
 /** Whether the model can still see a `write_todos` call, or was already reminded. */
-export const listVisible = (messages: ReadonlyArray<Message>): boolean =>
-  messages.some((m) => m.name === REMINDER_NAME || M.toolCalls(m).some((c) => c.name === TOOL_NAME))
+export const listVisible = (messages: ReadonlyArray<Message>): boolean => messages.some(showsList)
 
 const TodoArg = Schema.Struct({
   content: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "What the step is, in a few words." }),
@@ -94,25 +95,37 @@ export const writeTodos = Tool.make({
 /** The Todo middleware (plan mode). Requires `RunState`. Contributes `write_todos`. */
 export const layer = (): Middleware =>
   MW.make(
-    Effect.map(RunState, (state) => ({
-      model: (request: ModelRequest, next) => {
-        if (request.internal !== undefined) return next(request)
-        const systemPrompt = request.systemPrompt === undefined || request.systemPrompt === ""
-          ? SYSTEM_PROMPT
-          : `${request.systemPrompt}\n\n${SYSTEM_PROMPT}`
-        return Effect.flatMap(state.get, (current) => {
-          const todos = current.todos ?? []
-          if (todos.length === 0 || listVisible(current.messages)) return next({ ...request, systemPrompt })
-          const reminder = M.human(reminderText(todos), {
-            name: REMINDER_NAME,
-            additional_kwargs: { hide_from_ui: true }
-          })
-          return Effect.zipRight(
-            Effect.orDie(state.update({ messages: [reminder] })),
-            next({ ...request, systemPrompt, messages: [...request.messages, reminder] })
-          )
-        })
+    Effect.map(RunState, (state) => {
+      // Where the list was last seen (an index and the message's id): checked in O(1) on the next call, so a
+      // long thread is scanned again only after a compaction moved things.
+      let seen: { readonly at: number; readonly id: string } | undefined
+      const visible = (messages: ReadonlyArray<Message>) => {
+        const at = seen === undefined ? undefined : messages[seen.at]
+        if (at !== undefined && at.id === seen!.id && showsList(at)) return true
+        const found = messages.findLastIndex(showsList)
+        seen = found < 0 ? undefined : { at: found, id: messages[found]!.id }
+        return found >= 0
       }
-    }) satisfies MW.Wrappers),
+      return {
+        model: (request: ModelRequest, next) => {
+          if (request.internal !== undefined) return next(request)
+          const systemPrompt = request.systemPrompt === undefined || request.systemPrompt === ""
+            ? SYSTEM_PROMPT
+            : `${request.systemPrompt}\n\n${SYSTEM_PROMPT}`
+          return Effect.flatMap(state.get, (current) => {
+            const todos = current.todos ?? []
+            if (todos.length === 0 || visible(current.messages)) return next({ ...request, systemPrompt })
+            const reminder = M.human(reminderText(todos), {
+              name: REMINDER_NAME,
+              additional_kwargs: { hide_from_ui: true }
+            })
+            return Effect.zipRight(
+              Effect.orDie(state.update({ messages: [reminder] })),
+              next({ ...request, systemPrompt, messages: [...request.messages, reminder] })
+            )
+          })
+        }
+      } satisfies MW.Wrappers
+    }),
     { name: "Todo", tools: [writeTodos] }
   )
