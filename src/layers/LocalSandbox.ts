@@ -48,6 +48,7 @@ import {
   WORKSPACE
 } from "../services/Sandbox.js"
 import * as Bash from "./Bash.js"
+import * as SkillsDirectory from "./SkillsDirectory.js"
 import * as Cgroup from "./Cgroup.js"
 import * as DiskQuota from "./DiskQuota.js"
 
@@ -127,7 +128,7 @@ export const parseVirtual = (
     if (isInside(virtual, SKILLS)) {
       return fail(
         "not_found",
-        `${virtual} does not exist: no skills directory is configured (skills.path in config.yaml)`
+        `${virtual} does not exist: there is no skills directory (skills.path in config.yaml, or skills/ next to it)`
       )
     }
     const masked = shown()
@@ -999,18 +1000,11 @@ const BWRAP_OFF: Bash.BwrapStatus = { available: false, reason: "bubblewrap is s
 /** The id of a thread's local sandbox. */
 export const sandboxId = (userId: string, threadId: string): string => `local:${userId}:${threadId}`
 
-/** The host skills directory from config (`skills.path`, relative to the config file's directory), if present. */
-export const skillsDirectory = (config: AppConfigService["Type"]): string | undefined => {
-  const configured = config.config.skills.path
-  if (configured === undefined || configured === "") return undefined
-  const base = config.source !== undefined ? Path.dirname(Path.resolve(config.source)) : process.cwd()
-  const dir = Path.resolve(base, configured)
-  try {
-    return Fs.statSync(dir).isDirectory() ? dir : undefined
-  } catch {
-    return undefined
-  }
-}
+/**
+ * The host skills directory mounted at `/mnt/skills`, if present: `skills.path` (relative to the config file's
+ * directory), else `$DEER_FLOW_SKILLS_PATH` / `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file.
+ */
+export const skillsDirectory = (config: AppConfigService["Type"]): string | undefined => SkillsDirectory.root(config)
 
 const decodeId = Schema.decodeUnknownEither(SafeId)
 

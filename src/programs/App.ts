@@ -14,12 +14,14 @@ import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import type { ConfigError } from "../layers/ConfigFile.js"
 import * as ExtensionsFile from "../layers/ExtensionsFile.js"
+import * as FileMemory from "../layers/FileMemory.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as McpClient from "../layers/McpClient.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
 import type { Mcp } from "../services/Mcp.js"
+import type { Memory } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
 import type { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -219,7 +221,8 @@ export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): 
 
 /**
  * The lead agent factory of a process over a loaded configuration and a model choice: the app's services
- * (store, sandbox, configuration), the model clients, and `Factory.layer` over them, choosing among the
+ * (store, sandbox, configuration), the model clients, long-term memory (one update queue for the process), and
+ * `Factory.layer` over them, choosing among the
  * choice's models (the chosen one is the default). `redact`: the secrets the store must never write (see
  * `redactor`).
  */
@@ -228,12 +231,15 @@ export const factoryLayer = (
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<Factory.AgentFactory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
+): Layer.Layer<Factory.AgentFactory | Memory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
+  // one memory queue for the app, shared by every agent the factory builds
+  const memory = FileMemory.layer().pipe(Layer.provide(model), Layer.provide(services))
   return Factory.layer({ models: choice.models, ...options }).pipe(
     Layer.provide(model),
     Layer.provideMerge(mcpLayer(app)),
+    Layer.provideMerge(memory),
     Layer.provideMerge(services)
   )
 }

@@ -6,6 +6,8 @@
  *   antler threads show ID [--json]
  *   antler upload THREAD FILE... [--config FILE] [--json]
  *   antler tools list [--model NAME] [--config FILE] [--json]
+ *   antler skills list [--config FILE] [--json]
+ *   antler memory show|clear [--agent NAME] [--user ID] [--config FILE]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
@@ -32,6 +34,7 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as ConfigFile from "../layers/ConfigFile.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import { Memory } from "../services/Memory.js"
 import type { RunEndEvent } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
@@ -40,7 +43,9 @@ import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
+import * as MemoryCommand from "./MemoryCommand.js"
 import * as Render from "./Render.js"
+import * as SkillsCommand from "./SkillsCommand.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 import * as ToolsCommand from "./ToolsCommand.js"
 import * as Upload from "./Upload.js"
@@ -188,6 +193,9 @@ const runCommand = Command.make(
       Options.repeated,
       Options.withDescription("Upload this file with the message (repeatable); documents also get a Markdown copy")
     ),
+    plan: Options.boolean("plan").pipe(
+      Options.withDescription("Plan mode: the agent keeps a todo list of multi-step work, shown as it changes")
+    ),
     json
   },
   (args) =>
@@ -207,7 +215,7 @@ const runCommand = Command.make(
       const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
       const redact = App.redactor(choice.models, env, secrets)
       const runId = M.newId()
-      const settings = { model_name: choice.name }
+      const settings = { model_name: choice.name, ...(args.plan ? { is_plan_mode: true } : {}) }
       const program = Effect.gen(function*() {
         const factory = yield* Factory.AgentFactory
         // the run's agent is built before anything is printed: a configuration it cannot be built from is a
@@ -221,7 +229,7 @@ const runCommand = Command.make(
           yield* Render.write(s.dim(`${line}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
-        return yield* Render.run(
+        const end = yield* Render.run(
           factory.run({
             threadId,
             runId,
@@ -231,6 +239,13 @@ const runCommand = Command.make(
           }),
           { json: args.json, threadId, runId, redact }
         )
+        // the process ends here: the memory update of this run is made now rather than after its debounce
+        const memory = yield* Memory
+        if ((yield* memory.pending) > 0) {
+          if (!args.json) yield* Render.write(Render.style(Render.useColor()).dim("updating long-term memory…\n"))
+          yield* memory.flush
+        }
+        return end
       })
       const end = yield* program.pipe(
         Effect.provide(App.factoryLayer(app, choice, {}, redact)),
@@ -365,6 +380,12 @@ const demoCommand = Command.make("demo", {}, () =>
   )).pipe(Command.withDescription("A complete run, offline, with a SCRIPTED model on a local server"))
 
 // ---------------------------------------------------------------------------------------------------------
+// antler skills, antler memory (their own modules)
+
+const skillsCommands = SkillsCommand.make({ loadConfig })
+const memoryCommands = MemoryCommand.make({ loadConfig, fail })
+
+// ---------------------------------------------------------------------------------------------------------
 // The root
 
 const root = Command.make("antler", {}, () =>
@@ -375,12 +396,20 @@ const root = Command.make("antler", {}, () =>
     "  antler threads show ID [--json]",
     "  antler upload THREAD FILE... [--json]",
     "  antler tools list [--model NAME] [--config FILE] [--json]",
+    "  antler skills list [--json]",
+    "  antler memory show|clear [--agent NAME]",
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(
-    Command.withSubcommands([runCommand, threadsCommand, uploadCommand, toolsCommand.root, demoCommand])
-  )
+  ].join("\n"))).pipe(Command.withSubcommands([
+    runCommand,
+    threadsCommand,
+    uploadCommand,
+    toolsCommand.root,
+    skillsCommands.command,
+    memoryCommands.command,
+    demoCommand
+  ]))
 
 const version = (): string => {
   try {
@@ -550,6 +579,13 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
   ["tools", specOf("antler tools", Command.make("tools"), [["list", specOf("antler tools list", toolsCommand.list)]])],
+  ["skills", specOf("antler skills", Command.make("skills"), [
+    ["list", specOf("antler skills list", skillsCommands.list)]
+  ])],
+  ["memory", specOf("antler memory", Command.make("memory"), [
+    ["show", specOf("antler memory show", memoryCommands.show)],
+    ["clear", specOf("antler memory clear", memoryCommands.clear)]
+  ])],
   ["demo", specOf("antler demo", demoCommand)]
 ])
 

@@ -256,7 +256,12 @@ export const layer = (
       const agents = new Map<string, Built>()
       const lock = yield* Effect.makeSemaphore(1)
 
-      const agentOptions = (r: Resolved): LeadAgent.Options => ({ ...options.agent, vision: r.vision })
+      const agentOptions = (r: Resolved): LeadAgent.Options => ({
+        ...options.agent,
+        vision: r.vision,
+        // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
+        planMode: r.planMode
+      })
 
       const build = (r: Resolved) =>
         Effect.gen(function*() {

@@ -21,7 +21,7 @@ import type { LoadedThread, ThreadSummary } from "../services/ThreadStore.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
-import type { ThreadState } from "../state/ThreadState.js"
+import type { ThreadState, Todo } from "../state/ThreadState.js"
 
 /** Styling: identity functions when colour is off. */
 export interface Style {
@@ -257,9 +257,13 @@ export const human = (options: RenderOptions) => {
         }
         return ""
       }
-      case "state":
-        // Titles, token counts, sandbox and file bookkeeping: `threads show` presents them.
-        return ""
+      case "state": {
+        // The todo list (plan mode) is shown each time it changes; titles, token counts, sandbox and file
+        // bookkeeping are for `threads show`.
+        const todos = event.update.todos
+        if (todos == null) return ""
+        return endReasoning() + newline() + out(`${s.bold("todos")}\n${todoLines(todos, s).join("\n")}\n`)
+      }
       case "custom":
         return newline() + out(s.yellow(`[${safe(event.name)}]${safe(customText(event.data))}\n`))
       case "run_end": {
@@ -382,6 +386,15 @@ export const message = (m: Message, s: Style, toolChars = 2000): string => {
 
 const section = (title: string, s: Style) => `\n${s.bold(title)}`
 
+const TODO_MARK = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
+
+/** A todo list, one indented line per item: `[ ]` pending, `[~]` in progress, `[x]` completed. */
+export const todoLines = (todos: ReadonlyArray<Todo>, s: Style = style(false)): ReadonlyArray<string> =>
+  todos.map((t) => {
+    const line = `  ${TODO_MARK[t.status]} ${Redact.controls(t.content)}`
+    return t.status === "completed" ? s.dim(line) : line
+  })
+
 const list = (lines: ReadonlyArray<string>, s: Style) => (lines.length === 0 ? s.dim("  (none)") : lines.join("\n"))
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
@@ -404,11 +417,7 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
     lines.push(section("summary", s), indent(Redact.controls(state.summary_text), "  "))
   }
   lines.push(section("artifacts", s), list(state.artifacts.map((a) => `  ${Redact.controls(a)}`), s))
-  if (state.todos !== null) {
-    const mark = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
-    const todos = state.todos.map((t) => `  ${mark[t.status]} ${Redact.controls(t.content)}`)
-    lines.push(section("todos", s), list(todos, s))
-  }
+  if (state.todos !== null) lines.push(section("todos", s), list(todoLines(state.todos, s), s))
   if (state.uploaded_files !== null && state.uploaded_files.length > 0) {
     const files = state.uploaded_files.map((f) => `  ${Redact.controls(f.filename)} (${f.size} bytes)`)
     lines.push(section("uploaded files", s), list(files, s))

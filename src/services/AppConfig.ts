@@ -129,8 +129,15 @@ export const ToolOutputConfig = Schema.Struct({
 export type ToolOutputConfig = typeof ToolOutputConfig.Type
 
 export const SkillsConfig = Schema.Struct({
+  /** Where the model sees skills (the sandbox mount). */
   container_path: withDefault(Schema.String, () => "/mnt/skills"),
-  path: Schema.optional(Schema.String)
+  /**
+   * The host skills directory (relative to the config file's directory). Default: `$DEER_FLOW_SKILLS_PATH`
+   * or `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (DeerFlow's layout).
+   */
+  path: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Only skill names in the prompt; the model asks `describe_skill` for the rest. */
+  deferred_discovery: withDefault(Schema.Boolean, () => false)
 })
 export type SkillsConfig = typeof SkillsConfig.Type
 
@@ -261,6 +268,67 @@ export const SafetyFinishReasonConfig = Schema.Struct({
 })
 export type SafetyFinishReasonConfig = typeof SafetyFinishReasonConfig.Type
 
+/** Whether an IANA time zone name is known to this runtime. */
+export const isTimeZone = (name: string): boolean => {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: name })
+    return true
+  } catch {
+    return false
+  }
+}
+
+const TimeZone = Schema.String.pipe(
+  Schema.filter((name) =>
+    isTimeZone(name) || `unknown time zone "${name}" (use an IANA name such as Europe/Paris or UTC)`
+  )
+)
+
+/** DeerMem's settings (`memory.backend_config`), as far as Antler's file memory uses them. */
+export const MemoryBackendConfig = Schema.Struct({
+  /** The root directory of memory files; empty: the data directory. Per user: `{root}/users/{user}/memory.json`. */
+  storage_path: withDefault(Schema.String, () => ""),
+  /** Antler stores memory in files only. */
+  storage_class: withDefault(Schema.Literal("file"), () => "file" as const),
+  manifest_filename: withDefault(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]+$/), Schema.filter((s) => s !== "." && s !== "..")),
+    () => "memory.json"
+  ),
+  /** Seconds a memory file lock is waited for before the update gives up (it is retried after the next run). */
+  file_lock_timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 10),
+  /** Seconds to wait after a run before its memory update (a new run of the same thread restarts the wait). */
+  debounce_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
+  /** Pending updates at most (0 = no limit); new threads beyond it are dropped until the queue drains. */
+  queue_max_depth: withDefault(NonNegativeInt, () => 1000),
+  max_facts: withDefault(PositiveInt, () => 100),
+  fact_confidence_threshold: withDefault(Fraction, () => 0.7),
+  /** Budget of the memory block injected at the start of a thread, in tokens. */
+  max_injection_tokens: withDefault(PositiveInt, () => 2000),
+  /** `tiktoken`: count with the o200k tokenizer (bundled, offline); `char`: a character estimate. */
+  token_counting: withDefault(Schema.Literal("tiktoken", "char"), () => "tiktoken" as const),
+  /** Fact categories injected first, from their own budget (`guaranteed_token_budget`). */
+  guaranteed_categories: withDefault(Schema.Array(Schema.String), () => ["correction"]),
+  guaranteed_token_budget: withDefault(NonNegativeInt, () => 500)
+})
+export type MemoryBackendConfig = typeof MemoryBackendConfig.Type
+
+/** Long-term memory (`memory:`, SPEC §11). */
+export const MemoryConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  /** Whether the memory block is injected at the start of a thread. */
+  injection_enabled: withDefault(Schema.Boolean, () => true),
+  /** `middleware`: updated after each run; `tool`: the model reads and writes it with memory_* tools. */
+  mode: withDefault(Schema.Literal("middleware", "tool"), () => "middleware" as const),
+  /** Seconds pending updates may take when the app stops. */
+  shutdown_flush_timeout_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
+  /** `deermem` (memory files) or `noop` (no memory): the backends Antler has. */
+  manager_class: withDefault(Schema.Literal("deermem", "noop"), () => "deermem" as const),
+  /** The configured model that writes memory (Antler's key); default: the model of the run. */
+  model_name: Schema.optional(Schema.NullOr(Schema.String)),
+  backend_config: withDefault(MemoryBackendConfig, () => Schema.decodeSync(MemoryBackendConfig)({}))
+})
+export type MemoryConfig = typeof MemoryConfig.Type
+
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 
 /**
@@ -313,7 +381,10 @@ export const AppConfigSchema = Schema.Struct({
   /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
   tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
   tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),
-  tool_search: withDefault(ToolSearchConfig, () => Schema.decodeSync(ToolSearchConfig)({}))
+  tool_search: withDefault(ToolSearchConfig, () => Schema.decodeSync(ToolSearchConfig)({})),
+  memory: withDefault(MemoryConfig, () => Schema.decodeSync(MemoryConfig)({})),
+  /** The time zone of the date the model is told (an IANA name); default: the machine's. */
+  timezone: Schema.optional(Schema.NullOr(TimeZone))
 })
 export type AppConfig = typeof AppConfigSchema.Type
 

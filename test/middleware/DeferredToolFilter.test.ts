@@ -143,7 +143,7 @@ describe("deferred tools in the chain and the prompt", () => {
         { tool: "postgres_query", keywords: ["SQL", "orders"], priority: 10, deferred: true },
         { tool: "slack_post", keywords: ["slack"], priority: 50, deferred: true }
       ],
-      tools: ["web_search", "read_file"]
+      tools: ["web_search", "read_file", "tool_search"]
     })
     assert.include(prompt, "<available-deferred-tools>\na&lt;b\nslack_post\n</available-deferred-tools>")
     assert.include(

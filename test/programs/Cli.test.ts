@@ -68,9 +68,19 @@ const spawn = (
   return { child, output: () => stdout, done }
 }
 
+/**
+ * The config children read unless a test gives its own: long-term memory off, since its update after each run
+ * is one more model call that would take a turn of a test's script (memory has its own tests below).
+ */
+const QUIET_CONFIG = Path.join(tempDir("antler-quiet-"), "config.yaml")
+Fs.writeFileSync(QUIET_CONFIG, "memory:\n  enabled: false\n")
+
 /** Runs `antler ...` from sources with `home` as its data directory, in `cwd` (a temp dir by default). */
 const antler = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}, cwd = home) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ ANTLER_HOME: home, ...extra }), cwd })
+  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+    env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG, ...extra }),
+    cwd
+  })
 
 const antlerDone = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
   Effect.promise(() => antler(home, args, extra).done)
@@ -218,8 +228,10 @@ describe("antler run (against aimock, a separate process)", () => {
       const thread = JSON.parse(shown.stdout)
       assert.strictEqual(thread.thread_id, threadId)
       const types = thread.state.messages.map((m: M.Message) => m.type)
-      assert.deepStrictEqual(types, ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"])
-      assert.strictEqual(thread.state.messages[0].content, "please save a greeting")
+      // the thread's first message is its date reminder (hidden), which took the user's message's id
+      assert.deepStrictEqual(types, ["system", "human", "ai", "tool", "ai", "human", "ai", "tool", "ai"])
+      assert.include(thread.state.messages[0].content, "<current_date>")
+      assert.strictEqual(thread.state.messages[1].content, "please save a greeting")
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["success", "success"])
       const human = yield* antlerDone(home, ["threads", "show", threadId])
       assert.strictEqual(human.code, 0, human.stderr)
@@ -302,7 +314,7 @@ describe("antler demo", () => {
       assert.strictEqual(shown.code, 0, shown.stderr)
       const state = JSON.parse(shown.stdout).state
       assert.deepStrictEqual(state.messages.filter((m: M.Message) => m.type === "human").map(M.text), [...Demo.PROMPTS])
-      assert.strictEqual(state.messages.length, 12)
+      assert.strictEqual(state.messages.length, 13)
     }), SLOW)
 })
 
@@ -521,6 +533,9 @@ describe("secrets a server echoes", () => {
       const secretsHome = tempDir("antler-secrets-")
       const config = Path.join(secretsHome, "config.yaml")
       Fs.writeFileSync(config, [
+        // memory off: its update after each run would take a turn of the script
+        "memory:",
+        "  enabled: false",
         "llm_call:",
         "  retry_max_attempts: 1",
         "models:",
@@ -600,8 +615,8 @@ describe("Ctrl-C", () => {
       const shown = yield* antlerDone(cancelHome, ["threads", "show", "cancel-me", "--json"])
       assert.strictEqual(shown.code, 0, shown.stderr)
       const thread = JSON.parse(shown.stdout)
-      assert.deepStrictEqual(thread.state.messages.map((m: M.Message) => m.type), ["human", "ai", "tool"])
-      assert.strictEqual(M.text(thread.state.messages[2]), "OK")
+      assert.deepStrictEqual(thread.state.messages.map((m: M.Message) => m.type), ["system", "human", "ai", "tool"])
+      assert.strictEqual(M.text(thread.state.messages[3]), "OK")
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["cancelled"])
     })), SLOW)
 })
@@ -611,6 +626,96 @@ describe("Ctrl-C", () => {
 
 const model = (name: string, extra: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(ModelConfig)({ name, model: `${name}-id`, ...extra })
+
+describe("context commands", () => {
+  it.live("run --plan shows the todo list as it changes; threads show keeps it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const todos = (statuses: ReadonlyArray<string>) => ({
+        toolCalls: [{
+          name: "write_todos",
+          arguments: { todos: ["Find a route", "Pack"].map((content, i) => ({ content, status: statuses[i] })) }
+        }]
+      })
+      const server = yield* ScriptedChatServer.start([
+        todos(["in_progress", "pending"]),
+        todos(["completed", "in_progress"]),
+        "Route found; packing next."
+      ])
+      const planHome = tempDir("antler-plan-")
+      const run = yield* antlerDone(planHome, [
+        "run", "--plan", "--base-url", server.url, "--api-key", "x", "--thread", "p1", "plan a hike"
+      ])
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.include(run.stdout, "todos\n  [~] Find a route\n  [ ] Pack\n")
+      assert.include(run.stdout, "todos\n  [x] Find a route\n  [~] Pack\n")
+      // plan mode gave the model write_todos and its guidance
+      assert.isTrue((server.requests[0]!.tools ?? []).some((t) => JSON.stringify(t).includes("\"write_todos\"")))
+      assert.include(String(server.requests[0]!.messages[0]!.content), "<todo_list_system>")
+      const shown = yield* antlerDone(planHome, ["threads", "show", "p1"])
+      assert.include(shown.stdout, "todos\n  [x] Find a route\n  [~] Pack")
+    })), SLOW)
+
+  it.live("memory: run 1 states a fact; run 2 (a new thread) gets it; memory show lists it, memory clear forgets it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start((body) => {
+        const first = String(body.messages[0]?.content ?? "")
+        if (first.startsWith("You maintain the long-term memory")) {
+          return JSON.stringify({
+            user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
+            newFacts: [{ content: "Uses uv, never pip", category: "preference", confidence: 0.95 }]
+          })
+        }
+        return "Noted."
+      })
+      const memHome = tempDir("antler-memory-cli-")
+      const config = Path.join(memHome, "config.yaml")
+      Fs.writeFileSync(config, "memory:\n  enabled: true\n")
+      const endpoint = ["--base-url", server.url, "--api-key", "x", "--config", config]
+      const first = yield* antlerDone(memHome, ["run", ...endpoint, "--thread", "m1", "I'm a data engineer at Acme; I use uv, never pip."])
+      assert.strictEqual(first.code, 0, first.stderr)
+      assert.include(first.stdout, "updating long-term memory…")
+      const second = yield* antlerDone(memHome, ["run", ...endpoint, "--thread", "m2", "Start a Python project"])
+      assert.strictEqual(second.code, 0, second.stderr)
+      const sent = server.requests.find((r) => r.messages.some((m) => String(m.content).includes("Start a Python project")))!
+      assert.isTrue(sent.messages.some((m) => String(m.content).includes("- [preference | 0.95] Uses uv, never pip")))
+      const shown = yield* antlerDone(memHome, ["memory", "show", "--config", config])
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.include(shown.stdout, `memory ${Path.join(memHome, "users", "default", "memory.json")}`)
+      assert.include(shown.stdout, "- Work: Data engineer at Acme.")
+      assert.match(shown.stdout, /\[preference 0\.95\] Uses uv, never pip fact_/)
+      const json = yield* antlerDone(memHome, ["memory", "show", "--json", "--config", config])
+      assert.strictEqual(JSON.parse(json.stdout).facts[0].content, "Uses uv, never pip")
+      const cleared = yield* antlerDone(memHome, ["memory", "clear", "--config", config])
+      assert.strictEqual(cleared.code, 0, cleared.stderr)
+      const after = yield* antlerDone(memHome, ["memory", "show", "--config", config])
+      assert.include(after.stdout, "(nothing remembered yet)")
+      const unsafe = yield* antlerDone(memHome, ["memory", "show", "--user", "../x", "--config", config])
+      assert.strictEqual(unsafe.code, 2)
+    })), SLOW)
+
+  it.live("skills list shows what was found next to the config, enabled or not, and why a skill was rejected", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-skills-cli-")
+      const write = (relative: string, content: string) => {
+        Fs.mkdirSync(Path.dirname(Path.join(dir, relative)), { recursive: true })
+        Fs.writeFileSync(Path.join(dir, relative), content)
+      }
+      write("config.yaml", "title:\n  enabled: true\n")
+      write("skills/public/notes/SKILL.md", "---\nname: notes\ndescription: Take notes.\nallowed-tools: [read_file]\n---\n")
+      write("skills/custom/mine/SKILL.md", "---\nname: mine\ndescription: Mine.\n---\n")
+      write("skills/custom/broken/SKILL.md", "no front matter here\n")
+      write("extensions_config.json", JSON.stringify({ skills: { mine: { enabled: false } } }))
+      const result = yield* antlerDone(dir, ["skills", "list", "--config", Path.join(dir, "config.yaml")])
+      assert.strictEqual(result.code, 0, result.stderr)
+      const out = result.stdout
+      assert.include(out, `skills in ${Path.join(dir, "skills")} (skills/ next to the config file): 2 found, 1 enabled`)
+      assert.match(out, /enabled  notes \(public\)  \/mnt\/skills\/public\/notes\/SKILL\.md  allowed-tools: read_file/)
+      assert.match(out, /disabled mine \(custom\)  \/mnt\/skills\/custom\/mine\/SKILL\.md/)
+      assert.include(out, `${Path.join(dir, "skills/custom/broken/SKILL.md")}: no YAML front matter`)
+      const json = yield* antlerDone(dir, ["skills", "list", "--json", "--config", Path.join(dir, "config.yaml")])
+      assert.lengthOf(JSON.parse(json.stdout).skills, 2)
+    }), SLOW)
+})
 
 describe("App.chooseModel", () => {
   const configured = [model("main", { base_url: "https://a.example/v1" }), model("small")]
@@ -684,10 +789,12 @@ describe("checking the command line", () => {
       ["--api-key", true],
       ["--config", true],
       ["--file", true],
+      ["--plan", false],
       ["--json", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "skills", "memory", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
   })
 
@@ -720,7 +827,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --model, --base-url, --api-key, --config, " +
-        "--file, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+        "--file, --plan, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
     assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
@@ -734,7 +841,7 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, tools, demo.")
+    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, demo.")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 

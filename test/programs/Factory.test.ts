@@ -125,6 +125,23 @@ describe("Factory: the service", () => {
       assert.deepStrictEqual(seen[0]!.tools.map((t) => t.name).slice(0, 2), ["read_file", "bash"])
     }))
 
+  it.scoped("plan mode changes the agent's shape: the Todo middleware and write_todos exist only there", () =>
+    Effect.gen(function*() {
+      const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)
+      const plain = yield* factory.agent(Factory.resolve(models, { model_name: "fast" }))
+      const planned = yield* factory.agent(Factory.resolve(models, { model_name: "fast", is_plan_mode: true }))
+      assert.notStrictEqual(plain, planned)
+      assert.notInclude(plain.order, "Todo")
+      assert.notInclude(plain.tools.map((t) => t.name), "write_todos")
+      assert.include(planned.tools.map((t) => t.name), "write_todos")
+      // at its slot: inside Summarization, outside TokenUsage
+      const at = planned.order.indexOf("Todo")
+      assert.strictEqual(planned.order[at - 1], "Summarization")
+      assert.strictEqual(planned.order[at + 1], "TokenUsage")
+      // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
+      assert.strictEqual(planned.systemPrompt, plain.systemPrompt)
+    }))
+
   it.scoped("settings that do not decode end the run at once, readably", () =>
     Effect.gen(function*() {
       const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)

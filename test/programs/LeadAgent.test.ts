@@ -60,6 +60,9 @@ describe("the lead chain as data", () => {
       "LLMErrorHandling",
       "SandboxAudit",
       "ToolErrorHandling",
+      "DynamicContext",
+      "SkillActivation",
+      "SkillToolPolicy",
       "DurableContext",
       "Summarization",
       "TokenUsage",
@@ -193,6 +196,7 @@ describe("LeadAgent.layer", () => {
         })
       const ends = yield* Effect.all([turn("a", "one"), turn("b", "two"), turn("a", "three")])
       assert.deepStrictEqual(ends.map((e) => e.status), ["success", "success", "success"])
-      assert.deepStrictEqual(said, ["I saw 1 messages", "I saw 1 messages", "I saw 3 messages"])
+      // a thread's first turn also carries its date reminder (a hidden message before the user's)
+      assert.deepStrictEqual(said, ["I saw 2 messages", "I saw 2 messages", "I saw 4 messages"])
     }))
 })
