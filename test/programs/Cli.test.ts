@@ -11,6 +11,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -29,6 +30,7 @@ const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
 const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 const AIMOCK = Path.join(ROOT, "node_modules/@copilotkit/aimock/dist/cli.js")
+const HELP_FIXTURE = Path.join(ROOT, "test/fixtures/cli-help.ts")
 const SLOW = 180_000
 
 const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
@@ -57,9 +59,13 @@ interface Spawned {
 const spawn = (
   command: string,
   args: ReadonlyArray<string>,
-  options: { readonly env: NodeJS.ProcessEnv; readonly cwd: string }
+  options: { readonly env: NodeJS.ProcessEnv; readonly cwd: string; readonly input?: string }
 ): Spawned => {
-  const child = ChildProcess.spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+  // Every antler a test starts has its own data directory: never the user's ~/.antler.
+  if (args.includes(MAIN)) assert.isTrue(options.env.ANTLER_HOME !== undefined || options.env.HOME !== Os.homedir())
+  const { input, ...rest } = options
+  const child = ChildProcess.spawn(command, args, { ...rest, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] })
+  if (input !== undefined) child.stdin!.end(input)
   let stdout = ""
   let stderr = ""
   child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
@@ -69,8 +75,18 @@ const spawn = (
 }
 
 /** Runs `antler ...` from sources with `home` as its data directory, in `cwd` (a temp dir by default). */
-const antler = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}, cwd = home) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ ANTLER_HOME: home, ...extra }), cwd })
+const antler = (
+  home: string,
+  args: ReadonlyArray<string>,
+  extra: Record<string, string> = {},
+  cwd = home,
+  input?: string
+) =>
+  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+    env: childEnv({ ANTLER_HOME: home, ...extra }),
+    cwd,
+    ...(input === undefined ? {} : { input })
+  })
 
 const antlerDone = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
   Effect.promise(() => antler(home, args, extra).done)
@@ -161,12 +177,12 @@ describe("antler run (against aimock, a separate process)", () => {
       assert.strictEqual(result.code, 0, result.stderr)
       const out = result.stdout
       const server = "http:\\/\\/127\\.0\\.0\\.1:\\d+\\/v1"
-      const pattern = `^thread (\\S+) \\(new; continue it with --thread\\) · model gpt-4o-mini at ${server}$`
+      const pattern = `^thread (\\S+) \\(new; continue it with --continue\\) · model gpt-4o-mini at ${server}$`
       const header = new RegExp(pattern, "m").exec(out)
       assert.isNotNull(header, out)
       threadId = header![1]!
       const lines = out.split("\n")
-      const call = lines.findIndex((l) => l.startsWith("→ write_file({\"description\":\"Save the greeting\""))
+      const call = lines.indexOf("→ Save the greeting · write_file /mnt/user-data/workspace/hello.txt")
       assert.isAbove(call, 0, out)
       assert.strictEqual(lines[call - 1], "I'll save it now.")
       assert.strictEqual(lines[call + 1], "← OK")
@@ -193,7 +209,10 @@ describe("antler run (against aimock, a separate process)", () => {
       }
       const last = events[events.length - 1]!
       assert.deepInclude(last, { type: "run_end", status: "success", stop_reason: "completed" })
-      // A message may be written again with the same id (the run stamps the human one): keep the last write.
+      // The user's message comes once, as stored (stamped with its name and the run).
+      const humans = events.flatMap((e) => (e.type === "message" && e.message.type === "human" ? [e.message] : []))
+      assert.strictEqual(humans.length, 1)
+      assert.deepInclude(humans[0]!, { name: "user-input", content: "check the greeting" })
       const byId = new Map<string, M.Message>()
       for (const e of events) if (e.type === "message") byId.set(e.message.id, e.message)
       const messages = [...byId.values()]
@@ -286,13 +305,14 @@ describe("antler demo", () => {
       assert.strictEqual(result.code, 0, result.stderr + result.stdout)
       const out = result.stdout
       assert.include(out, "This demo uses a SCRIPTED model on a local server; no real model is called.")
-      assert.include(out, "I'll write the list to your workspace. \n→ write_file(")
-      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ read_file(")
+      assert.include(out, "I'll write the list to your workspace. \n→ Save the packing list · write_file /mnt/")
+      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ Read the list back to check it · read_file ")
       assert.include(out, "packing-list.md now has 3 items: water (2 litres), rain jacket, map and compass.")
       assert.include(out, "now has 4 items: water (2 litres), rain jacket, map and compass, headlamp.")
       const threadId = /^Saved: thread (\S+) /m.exec(out)?.[1]
       assert.isDefined(threadId, out)
-      assert.include(out, `antler threads show ${threadId}`)
+      assert.include(out, `antler.js threads show ${threadId}`)
+      assert.include(out, `Data:         ${demoHome}`)
       const file = Path.join(demoHome, "users/default/threads", threadId!, "user-data/workspace/packing-list.md")
       assert.strictEqual(
         Fs.readFileSync(file, "utf8"),
@@ -327,7 +347,7 @@ describe("clarification", () => {
       const ask = yield* antlerDone(clarifyHome, ["run", ...endpoint, "make a note"])
       assert.strictEqual(ask.code, 3, ask.stderr)
       assert.include(ask.stdout, "Which colour should the note be?\n  1. red\n  2. blue\n")
-      assert.include(ask.stdout, `Answer with: antler run --thread q1 "<your answer>"`)
+      assert.include(ask.stdout, ` run --thread q1 "<your answer>"`)
       assert.match(ask.stdout, /— waiting for your answer \(interrupted\) · thread q1\n$/)
       const answer = yield* antlerDone(clarifyHome, ["run", ...endpoint, "2"])
       assert.strictEqual(answer.code, 0, answer.stderr)
@@ -413,7 +433,7 @@ describe("careless input", () => {
         antlerDone(careless, ["run", "--base-url", server.url, "--api-key", "x", ...args])
       const bogus = yield* run("--bogus", "1", "hi")
       assert.strictEqual(bogus.code, 2, bogus.stderr)
-      assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --model, --base-url")
+      assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --continue, --model")
       assert.include(bogus.stderr, `goes after --: antler run -- "--bogus ..."`)
       const typo = yield* run("--thraed", "X", "--model", "M", "hi")
       assert.strictEqual(typo.code, 2, typo.stderr)
@@ -445,7 +465,7 @@ describe("careless input", () => {
         Effect.promise(() => antler(dataHome, args, {}, cwd).done)
       const proc = yield* inCwd("/proc/nope", ["run", "--base-url", "http://127.0.0.1:9/v1", "hi"])
       assert.strictEqual(proc.code, 2, proc.stderr)
-      assert.include(proc.stderr, "Cannot use the data directory /proc/nope (ANTLER_HOME, default ./.antler): ")
+      assert.include(proc.stderr, "Cannot use the data directory /proc/nope (ANTLER_HOME, default ~/.antler): ")
       assert.include(proc.stderr, "cannot create /proc/nope: ENOENT")
       const listed = yield* inCwd("/proc/nope", ["threads", "list"])
       assert.strictEqual(listed.code, 2, listed.stderr)
@@ -557,9 +577,11 @@ describe("secrets a server echoes", () => {
       assert.include(detail, "Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
       assert.strictEqual(failed.code, 1)
       assert.include(failed.stdout, "still unavailable")
-      // The log on stderr has the server's answer, neutralised.
-      assert.include(failed.stderr, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
-      assert.include(failed.stderr, "␛]52;c;ZXZpbA==␇")
+      // The error line gives the server's answer as its cause, neutralised (once: no log line repeats it).
+      assert.include(failed.stdout, "Cause: ")
+      assert.include(failed.stdout, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
+      assert.include(failed.stdout, "␛]52;c;ZXZpbA==␇")
+      assert.notInclude(failed.stderr, "Incorrect API key")
       assert.strictEqual(echoed.code, 0, echoed.stderr)
       assert.include(echoed.stdout, "Your keys are [redacted] and [redacted].")
       const tokens = jsonLines(echoedJson.stdout).flatMap((e) => (e.type === "token" ? [e.text ?? ""] : []))
@@ -604,6 +626,257 @@ describe("Ctrl-C", () => {
       assert.strictEqual(M.text(thread.state.messages[2]), "OK")
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["cancelled"])
     })), SLOW)
+})
+
+describe("what a run prints", () => {
+  const script = (): ReadonlyArray<ScriptedChatServer.Turn> => [
+    { status: 503, body: ScriptedChatServer.errorBody("The server is overloaded", "server_error") },
+    {
+      content: "Cleaning up. ",
+      toolCalls: [{ name: "bash", arguments: { description: "Remove everything", command: "rm -rf /" } }]
+    },
+    {
+      status: 401,
+      body: ScriptedChatServer.errorBody("Incorrect API key provided", "invalid_request_error", "invalid_api_key")
+    }
+  ]
+  const configFor = (dir: string, url: string) => {
+    const config = Path.join(dir, "config.yaml")
+    Fs.writeFileSync(config, [
+      "llm_call:",
+      "  retry_base_delay_ms: 200",
+      "  retry_cap_delay_ms: 200",
+      "models:",
+      "  - name: main",
+      "    model: main-model",
+      `    base_url: ${url}`,
+      "    api_key: sk-snapshot-0123456789",
+      ""
+    ].join("\n"))
+    return config
+  }
+
+  it.live("a retry, a blocked command and a failure: one readable line each, the error once with its cause", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(script())
+      const dir = tempDir("antler-snapshot-")
+      const result = yield* antlerDone(dir, ["run", "--config", configFor(dir, server.url), "--thread", "snap", "clean up"])
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stdout.replaceAll(server.url, "URL"),
+        [
+          "thread snap (new; continue it with --continue) · model main-model at URL",
+          "↻ Model call attempt 1 of 3 failed (the request failed temporarily); trying again in 200ms.",
+          "Cleaning up. ",
+          "→ Remove everything · bash rm -rf /",
+          "⛔ Blocked `rm -rf /`: recursive delete of the root, home or /root directory.",
+          "error: The model provider turned the request down because the credentials are invalid or lack access. " +
+          "Check the API key and its permissions, then try again. Cause: The model call failed (model main-model " +
+          "at URL): 401 Incorrect API key provided",
+          "— failed · thread snap",
+          ""
+        ].join("\n")
+      )
+      // Nothing of it again on stderr (the log lines that repeat the events are left out).
+      for (const repeated of ["model call failed", "401", "sandbox audit", "Blocked"]) {
+        assert.notInclude(result.stderr, repeated)
+      }
+    })), SLOW)
+
+  it.live("--verbose adds the raw forms (event data, full arguments, log lines); --json keeps every event as it was", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-verbose-")
+      const verboseServer = yield* ScriptedChatServer.start(script())
+      const verbose = yield* antlerDone(dir, ["run", "--config", configFor(dir, verboseServer.url), "--verbose", "x"])
+      assert.strictEqual(verbose.code, 1, verbose.stderr)
+      assert.include(verbose.stdout, "↻ Model call attempt 1 of 3 failed")
+      assert.match(verbose.stdout, /^\[llm_retry\] \{"type":"llm_retry","attempt":1,"max_attempts":3,"wait_ms":200,/m)
+      assert.include(verbose.stdout, "→ Remove everything · bash rm -rf /\n  {\"description\":\"Remove everything\",\"command\":\"rm -rf /\"}")
+      assert.match(verbose.stdout, /^\[sandbox_audit\] \{.*"verdict":"block"/m)
+      assert.include(verbose.stderr, "model call failed")
+
+      const jsonServer = yield* ScriptedChatServer.start(script())
+      const json = yield* antlerDone(dir, ["run", "--config", configFor(dir, jsonServer.url), "--json", "x"])
+      assert.strictEqual(json.code, 1, json.stderr)
+      const events = jsonLines(json.stdout)
+      const custom = events.flatMap((e) => (e.type === "custom" ? [e] : []))
+      assert.deepStrictEqual(custom.map((e) => e.name), ["llm_retry", "sandbox_audit"])
+      assert.deepInclude(custom[0]!.data as object, { type: "llm_retry", attempt: 1, max_attempts: 3, wait_ms: 200 })
+      assert.deepInclude(custom[1]!.data as object, { command: "rm -rf /", verdict: "block" })
+      assert.deepInclude(events.at(-1)!, { type: "run_end", status: "error", stop_reason: "error" })
+    })), SLOW)
+
+  it.live("a run that cannot reach its model says why once, and a new thread it started is not kept", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-unreachable-")
+      const port = yield* Effect.promise(() => closedPort())
+      const config = Path.join(dir, "config.yaml")
+      Fs.writeFileSync(config, "llm_call:\n  retry_max_attempts: 1\n")
+      const url = `http://127.0.0.1:${port}/v1`
+      const failed = yield* antlerDone(dir, ["run", "--config", config, "--base-url", url, "--api-key", "x", "hello"])
+      assert.strictEqual(failed.code, 1, failed.stderr)
+      const both = failed.stdout + failed.stderr
+      assert.strictEqual(both.split(`ECONNREFUSED 127.0.0.1:${port}`).length - 1, 1, both)
+      assert.match(failed.stdout, /^error: .* Cause: Could not connect to the model server .*ECONNREFUSED/m)
+      assert.match(failed.stdout, /— failed before the model replied; nothing was saved\n$/)
+      const listed = yield* antlerDone(dir, ["threads", "list"])
+      assert.include(listed.stdout, "No threads yet")
+      assert.isFalse(Fs.existsSync(Path.join(dir, "users", "default", "threads")) &&
+        Fs.readdirSync(Path.join(dir, "users", "default", "threads")).length > 0)
+
+      // A thread with a history is kept when a later run fails, and listed as failed.
+      const server = yield* ScriptedChatServer.start(["Hello!"])
+      const ok = yield* antlerDone(dir, ["run", "--base-url", server.url, "--api-key", "x", "--thread", "keep", "hi"])
+      assert.strictEqual(ok.code, 0, ok.stderr)
+      const later = yield* antlerDone(dir, [
+        "run", "--config", config, "--base-url", url, "--api-key", "x", "--thread", "keep", "again"
+      ])
+      assert.strictEqual(later.code, 1)
+      assert.match(later.stdout, /— failed · thread keep\n$/)
+      const after = yield* antlerDone(dir, ["threads", "list"])
+      assert.match(after.stdout, /^keep {2}\S+ \S+ {2}failed {2}/m)
+    })), SLOW)
+})
+
+/** A loopback port nobody listens on. */
+const closedPort = () =>
+  new Promise<number>((resolve) => {
+    const server = Net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+describe("threads you can find again", () => {
+  it.live("from another directory threads list finds the thread; --continue continues it; delete removes it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["Paris.", "About two million."])
+      // No ANTLER_HOME: the data directory is the user's (~/.antler), here in a HOME of the test's own.
+      const user = tempDir("antler-user-")
+      const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
+      const inDir = (cwd: string, args: ReadonlyArray<string>) =>
+        Effect.promise(() => spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user }), cwd }).done)
+      const endpoint = ["--base-url", server.url, "--api-key", "x"]
+      const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
+      assert.strictEqual(first.code, 0, first.stderr)
+      const threadId = /^thread (\S+) \(new; continue it with --continue\)/m.exec(first.stdout)?.[1]
+      assert.isDefined(threadId, first.stdout)
+      assert.isTrue(Fs.existsSync(Path.join(user, ".antler", "antler.sqlite")))
+      assert.isFalse(Fs.existsSync(Path.join(a, ".antler")))
+
+      const listed = yield* inDir(b, ["threads", "list"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.match(
+        listed.stdout,
+        new RegExp(`^${threadId} {2}\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d {2}completed {2} +\\d+ steps {2}Capital of France\\?$`, "m")
+      )
+      assert.include(listed.stdout, `1 thread in ${Path.join(user, ".antler")}`)
+
+      const next = yield* inDir(b, ["run", ...endpoint, "--continue", "How many people?"])
+      assert.strictEqual(next.code, 0, next.stderr)
+      assert.include(next.stdout, `thread ${threadId} (continuing)`)
+      assert.include(next.stdout, "About two million.")
+      const sent = server.requests[1]!.messages.map((m) => JSON.stringify(m.content))
+      assert.isTrue(sent.some((c) => c.includes("Capital of France?")) && sent.some((c) => c.includes("Paris.")))
+
+      const files = Path.join(user, ".antler", "users", "default", "threads", threadId!)
+      Fs.mkdirSync(Path.join(files, "user-data", "workspace"), { recursive: true })
+      Fs.writeFileSync(Path.join(files, "user-data", "workspace", "notes.txt"), "x")
+      const deleted = yield* inDir(a, ["threads", "delete", threadId!])
+      assert.strictEqual(deleted.code, 0, deleted.stderr)
+      assert.include(deleted.stdout, `Deleted thread ${threadId} and its files.`)
+      assert.isFalse(Fs.existsSync(files))
+      const after = yield* inDir(b, ["threads", "list"])
+      assert.include(after.stdout, "No threads yet")
+      const shown = yield* inDir(b, ["threads", "show", threadId!])
+      assert.strictEqual(shown.code, 1)
+      const again = yield* inDir(a, ["threads", "delete", threadId!])
+      assert.strictEqual(again.code, 1)
+      assert.include(again.stderr, `No thread "${threadId}"`)
+      const nothing = yield* inDir(a, ["run", ...endpoint, "--continue", "hi"])
+      assert.strictEqual(nothing.code, 1)
+      assert.include(nothing.stderr, "No thread to continue")
+    })), SLOW)
+
+  it.live("a prompt from stdin: a pipe with no prompt, or - among the words; an empty one is a usage error", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["one", "two"])
+      const dir = tempDir("antler-stdin-")
+      const endpoint = ["run", "--base-url", server.url, "--api-key", "x"]
+      const lastUser = (i: number) => String(server.requests[i]!.messages.at(-1)!.content)
+      const piped = yield* Effect.promise(() => antler(dir, endpoint, {}, dir, "Summarise this text\n").done)
+      assert.strictEqual(piped.code, 0, piped.stderr)
+      assert.match(lastUser(0), /\nSummarise this text\n/)
+      const dashed = yield* Effect.promise(() => antler(dir, [...endpoint, "Review:", "-"], {}, dir, "line 1\nline 2\n").done)
+      assert.strictEqual(dashed.code, 0, dashed.stderr)
+      assert.match(lastUser(1), /\nReview: line 1\nline 2\n/)
+      const empty = yield* antlerDone(dir, endpoint)
+      assert.strictEqual(empty.code, 2)
+      assert.include(empty.stderr, "antler run: the prompt is empty.")
+      const both = yield* antlerDone(dir, [...endpoint, "--continue", "--thread", "t", "hi"])
+      assert.strictEqual(both.code, 2)
+      assert.include(both.stderr, "give only one of them")
+      assert.strictEqual(server.requests.length, 2)
+    })), SLOW)
+})
+
+describe("help", () => {
+  const paths = [[], ["run"], ["threads"], ["threads", "list"], ["threads", "show"], ["threads", "delete"], ["upload"], [
+    "demo"
+  ]]
+
+  it.live("antler --help and every command's help, piped: plain text, every option described, examples", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-help-")
+      const lines = [...paths.map((path) => [...path, "--help"]), [], ["threads"], ["--version"]]
+      // NO_COLOR unset: piped output has no colour all the same. The program's and run's help from the real
+      // command; every command's from one process that answers each the same way (see test/fixtures/cli-help.ts).
+      const root = yield* antlerDone(dir, ["--help"], { NO_COLOR: "" })
+      const run = yield* antlerDone(dir, ["run", "--help"], { NO_COLOR: "" })
+      const all = yield* Effect.promise(() =>
+        spawn(process.execPath, ["--import", TSX, HELP_FIXTURE, JSON.stringify(lines)], {
+          env: childEnv({ ANTLER_HOME: dir, NO_COLOR: "" }),
+          cwd: dir
+        }).done
+      )
+      assert.strictEqual(all.code, 0, all.stderr)
+      const outputs = all.stdout.split("=====\n").slice(0, -1)
+      assert.strictEqual(outputs.length, lines.length)
+      const texts = outputs.slice(0, paths.length)
+      // `antler` alone and a group without its subcommand give their help; --version the version.
+      const [bare, group, version] = outputs.slice(paths.length)
+      assert.strictEqual(bare, texts[0])
+      assert.strictEqual(group, texts[2])
+      assert.match(version!, /^antler \d+\.\d+\.\d+\n$/)
+      assert.strictEqual(texts[0], root.stdout)
+      assert.strictEqual(texts[1], run.stdout)
+      for (const [i, text] of texts.entries()) {
+        const path = paths[i]!
+        const what = path.join(" ")
+        for (const result of i === 0 ? [root] : i === 1 ? [run] : []) assert.strictEqual(result.code, 0, result.stderr)
+        assert.notInclude(text, "\x1b", what)
+        assert.notInclude(text, "A user-defined piece of text", what)
+        assert.notInclude(text, "--wizard", what)
+        let spec = Cli.commandSpec
+        for (const name of path) spec = spec.subcommands[name]!
+        for (const option of Object.keys(spec.options)) {
+          assert.match(text, new RegExp(`^  ${option}( [A-Z]+)? +\\S`, "m"), `${what} ${option}`)
+        }
+        if (path.length === 0) {
+          assert.include(
+            text.replace(/\s+/g, " "),
+            `Threads, uploads and the agent's files: $ANTLER_HOME, else ~/.antler (here: ${dir})`
+          )
+          for (const name of Object.keys(Cli.commandSpec.subcommands)) assert.match(text, new RegExp(`^  ${name}`, "m"))
+        }
+        if (Object.keys(spec.subcommands).length === 0) assert.include(text, "Examples", what)
+      }
+      // @effect/cli's own messages are plain too.
+      const missing = yield* antlerDone(dir, ["run", "--file", Path.join(dir, "no-such-file"), "hi"], { NO_COLOR: "" })
+      assert.strictEqual(missing.code, 2)
+      assert.notInclude(missing.stdout + missing.stderr, "\x1b")
+      assert.include(missing.stderr, "no-such-file")
+    }), SLOW)
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -679,16 +952,18 @@ describe("checking the command line", () => {
     const run = Cli.commandSpec.subcommands.run!
     assert.deepStrictEqual(Object.entries(run.options), [
       ["--thread", true],
+      ["--continue", false],
       ["--model", true],
       ["--base-url", true],
       ["--api-key", true],
       ["--config", true],
       ["--file", true],
-      ["--json", false]
+      ["--json", false],
+      ["--verbose", false]
     ])
     assert.isTrue(run.args)
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo"])
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
   })
 
   it("accepts well-formed lines, options anywhere, --name=value, built-in options, and anything after --", () => {
@@ -719,8 +994,8 @@ describe("checking the command line", () => {
     assert.include(problem("--verison")!, "antler: unknown option --verison; did you mean --version?")
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
-      "antler run: unknown option --bogus. Its options: --thread, --model, --base-url, --api-key, --config, " +
-        "--file, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+      "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
+        "--config, --file, --json, --verbose.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
     assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
@@ -763,7 +1038,14 @@ describe("Render.human", () => {
       render({ type: "message", message: M.ai("Hello.\n\n[stopped: loop]", { id: "m1" }) }),
       render({ type: "run_end", status: "success", stop_reason: "loop_capped" })
     ]
-    assert.deepStrictEqual(out, ["", "Hel", "lo.", "", "\n\n[stopped: loop]", "\n— loop_capped · thread t1\n"])
+    assert.deepStrictEqual(out, [
+      "",
+      "Hel",
+      "lo.",
+      "",
+      "\n\n[stopped: loop]",
+      "\n— stopped: the model kept repeating the same tool calls (loop_capped) · thread t1\n"
+    ])
   })
 
   it("shows each tool call once and clips long results to their first lines", () => {
@@ -771,7 +1053,7 @@ describe("Render.human", () => {
     const call = { id: "c1", name: "bash", args: { command: "seq 1 100" } }
     const ai = M.ai("", { id: "m1", tool_calls: [call] })
     const first = render(runStart) + render({ type: "message", message: ai })
-    assert.strictEqual(first, "→ bash({\"command\":\"seq 1 100\"})\n")
+    assert.strictEqual(first, "→ bash seq 1 100\n")
     assert.strictEqual(render({ type: "message", message: ai }), "")
     const long = Array.from({ length: 100 }, (_, i) => String(i + 1)).join("\n")
     const shown = render({ type: "message", message: M.tool(long, "c1", { name: "bash" }) })
@@ -783,7 +1065,7 @@ describe("Render.human", () => {
     render(runStart)
     const error = { name: "ModelError", message: "401" }
     const text = render({ type: "run_end", status: "error", stop_reason: "error", error })
-    assert.strictEqual(text, "error: ModelError: 401\n— error · thread t1\n")
+    assert.strictEqual(text, "error: ModelError: 401\n— failed · thread t1\n")
   })
 
   it("threads show gives the token usage per thread, per model and, when summaries or titles cost, per purpose", () => {
@@ -826,7 +1108,7 @@ describe("Render.human", () => {
     })
     assert.strictEqual(
       render({ type: "message", message: ai }),
-      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest too deep.)\n"
+      "→ f {\"a\":[[[[[[[[…]]]]]]]]}\n→ g␛]0;x␇(The arguments nest too deep.)\n"
     )
     assert.include(Render.message(ai, Render.style(false)), "→ f({\"a\":[[[[[[[[…]]]]]]]]})")
   })
@@ -837,7 +1119,7 @@ describe("Render.human", () => {
     const retry = { type: "llm_retry", message: "Model call attempt 1 of 3 failed; trying again in 2s." }
     assert.strictEqual(
       render({ type: "custom", name: "llm_retry", data: retry }),
-      "[llm_retry] Model call attempt 1 of 3 failed; trying again in 2s.\n"
+      "↻ Model call attempt 1 of 3 failed; trying again in 2s.\n"
     )
     const out = ["key: sk-abc", "defghi", "jkl done"].map((text) => render({ type: "token", message_id: "m", text }))
     assert.deepStrictEqual(out, ["key: ", "", "[redacted] done"])
