@@ -112,7 +112,7 @@ export const toolCallLine = (call: Pick<ToolCall, "name" | "args">, chars = 120)
 // Compact tool calls
 
 /** The arguments that say most about a call, in order of preference (the first one present is shown). */
-export const KEY_ARGUMENTS = ["command", "path", "pattern", "query", "url", "filepaths", "image_path"] as const
+export const KEY_ARGUMENTS = ["command", "pattern", "path", "query", "url", "filepaths", "image_path"] as const
 
 const oneLine = (text: string, chars: number): string => {
   const lines = text.trim().split("\n")
@@ -128,7 +128,11 @@ const oneLine = (text: string, chars: number): string => {
 export const keyArgument = (args: Readonly<Record<string, unknown>>, chars = 100): string | undefined => {
   for (const name of KEY_ARGUMENTS) {
     const value = args[name]
-    if (typeof value === "string" && value.trim() !== "") return oneLine(value, chars)
+    if (typeof value === "string" && value.trim() !== "") {
+      // A search says where: `TODO in /mnt/user-data/workspace`.
+      const where = name === "pattern" && typeof args.path === "string" && args.path !== "" ? ` in ${args.path}` : ""
+      return oneLine(`${value}${where}`, chars)
+    }
     if (Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === "string")) {
       return oneLine(value.join(" "), chars)
     }

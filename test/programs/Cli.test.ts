@@ -18,10 +18,12 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as App from "../../src/programs/App.js"
 import * as Cli from "../../src/programs/Cli.js"
+import type * as CliCommand from "../../src/programs/CliCommand.js"
 import * as Demo from "../../src/programs/Demo.js"
 import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
-import type { RunEvent } from "../../src/services/RunEvents.js"
+import type { RunEndEvent, RunEvent } from "../../src/services/RunEvents.js"
+import type { ThreadStatus } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
@@ -1013,6 +1015,22 @@ describe("checking the command line", () => {
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 
+  it("every command's help describes each of its options and arguments (a new option without help fails here)", () => {
+    const check = (entries: ReadonlyArray<CliCommand.Entry>, parent: Cli.CommandSpec) => {
+      for (const entry of entries) {
+        const spec = parent.subcommands[entry.name]!
+        const described = (entry.help.options ?? []).map(([flag]) => flag.split(" ")[0])
+        assert.deepStrictEqual(described.toSorted(), Object.keys(spec.options).toSorted(), spec.name)
+        for (const [, text] of [...(entry.help.options ?? []), ...(entry.help.arguments ?? [])]) {
+          assert.isAbove(text.length, 10, spec.name)
+        }
+        assert.strictEqual((entry.help.arguments ?? []).length > 0, spec.args, spec.name)
+        check(entry.subcommands ?? [], spec)
+      }
+    }
+    check(Cli.COMMANDS, Cli.commandSpec)
+  })
+
   it("closestName prefers the one name a prefix extends, else the nearest within a small distance", () => {
     const names = ["--thread", "--model", "--base-url", "--json"]
     assert.strictEqual(Cli.closestName("--thraed", names), "--thread")
@@ -1124,6 +1142,177 @@ describe("Render.human", () => {
     const out = ["key: sk-abc", "defghi", "jkl done"].map((text) => render({ type: "token", message_id: "m", text }))
     assert.deepStrictEqual(out, ["key: ", "", "[redacted] done"])
     assert.strictEqual(render({ type: "message", message: M.ai("key: sk-abcdefghijkl done", { id: "m" }) }), "")
+  })
+
+  it("custom events read as one sentence each; passed audits and the raw data only with --verbose", () => {
+    const say = (name: string, data: unknown, verbose = false) => Render.eventSentence(name, data, { verbose })
+    assert.strictEqual(
+      say("llm_retry", { attempt: 1, message: "Model call attempt 1 of 3 failed (busy); trying again in 2s." }),
+      "↻ Model call attempt 1 of 3 failed (busy); trying again in 2s."
+    )
+    assert.strictEqual(say("llm_waiting", { message: "Waiting for model m: no answer yet." }), "… Waiting for model m: no answer yet.")
+    const audit = { thread_id: "t", command: "ls -la\nrm x", verdict: "pass" }
+    assert.isUndefined(say("sandbox_audit", audit))
+    assert.strictEqual(say("sandbox_audit", audit, true), "✓ Audit passed `ls -la …`.")
+    assert.strictEqual(
+      say("sandbox_audit", { ...audit, command: "rm -rf /", verdict: "block", reason: "recursive delete" }),
+      "⛔ Blocked `rm -rf /`: recursive delete."
+    )
+    assert.strictEqual(
+      say("sandbox_audit", { ...audit, command: "pip install x", verdict: "warn", reason: "installs packages" }),
+      "⚠ Ran `pip install x` with a warning: installs packages."
+    )
+    const guard = { tool_name: "bash", reason_codes: ["oap.denied"], reason_messages: ["not on the allowlist"] }
+    assert.strictEqual(
+      say("guardrail", { ...guard, action: "deny_tool_call" }),
+      "⛔ The guardrail refused bash: not on the allowlist."
+    )
+    assert.strictEqual(
+      say("guardrail", { ...guard, action: "allow_tool_call_after_provider_error", reason_messages: [] }),
+      "⚠ The guardrail provider failed, so bash was allowed (oap.denied)."
+    )
+    assert.strictEqual(
+      say("summarization", { status: "completed", summarized_messages: 12, tokens_before: 9000, tokens_after: 2100 }),
+      "Summarised 12 earlier messages to keep the context small (9000 → 2100 tokens)."
+    )
+    assert.strictEqual(
+      say("summarization", { status: "failed", errors: ["the model timed out"] }),
+      "⚠ Could not summarise earlier messages: the model timed out."
+    )
+    assert.strictEqual(
+      say("safety_termination", { reason_field: "finish_reason", reason_value: "content_filter", suppressed_tool_call_count: 2 }),
+      "⛔ The model provider stopped the answer for safety (finish_reason: content_filter); 2 tool calls were not run."
+    )
+    assert.strictEqual(say("task_started", { message: "Subagent started." }), "· Subagent started.")
+    assert.isUndefined(say("task_started", { id: 1 }))
+    // In a run: the sentence, and with verbose the raw form too.
+    const quiet = Render.human({ color: false })
+    const loud = Render.human({ color: false, verbose: true })
+    const event: RunEvent = { type: "custom", name: "sandbox_audit", data: audit }
+    assert.strictEqual(quiet(event), "")
+    assert.strictEqual(
+      loud(event),
+      "✓ Audit passed `ls -la …`.\n[sandbox_audit] {\"thread_id\":\"t\",\"command\":\"ls -la\\nrm x\",\"verdict\":\"pass\"}\n"
+    )
+  })
+
+  it("a tool call is one line: its description, the tool and its key argument", () => {
+    const line = (name: string, args: Record<string, unknown>) => Render.toolLine({ name, args })
+    assert.strictEqual(
+      line("write_file", { description: "Save the list", path: "/mnt/user-data/workspace/a.md", content: "x".repeat(9e3) }),
+      "Save the list · write_file /mnt/user-data/workspace/a.md"
+    )
+    assert.strictEqual(
+      line("bash", { description: "Build", command: "cd app &&   npm run build\nnpm test" }),
+      "Build · bash cd app && npm run build …"
+    )
+    assert.strictEqual(line("grep", { pattern: "TODO", path: "/mnt/user-data" }), "grep TODO in /mnt/user-data")
+    assert.strictEqual(line("ls", { description: "Look", path: "/mnt/user-data" }), "Look · ls /mnt/user-data")
+    assert.strictEqual(line("present_files", { filepaths: ["/a", "/b"] }), "present_files /a /b")
+    assert.strictEqual(line("multiply", { a: 6, b: 7 }), "multiply {\"a\":6,\"b\":7}")
+    assert.strictEqual(line("now", {}), "now")
+    assert.strictEqual(line("bash", { command: "x".repeat(300) }), `bash ${"x".repeat(99)}…`)
+  })
+
+  it("a command's output shows as it comes, under its call; the result then adds only what is new", () => {
+    const render = Render.human({ color: false, redact: Redact.make(["sk-secret-123456"]) })
+    render(runStart)
+    const call = { id: "c1", name: "bash", args: { description: "Build", command: "make" } }
+    assert.strictEqual(render({ type: "message", message: M.ai("", { id: "a1", tool_calls: [call] }) }), "→ Build · bash make\n")
+    assert.strictEqual(render.activity(), "running bash")
+    const output = (text: string, id = "c1"): RunEvent => ({
+      type: "custom",
+      name: "tool_output",
+      data: { type: "tool_output", tool_call_id: id, tool_name: "bash", text }
+    })
+    assert.strictEqual(render(output("compiling\n")), "  │ compiling\n")
+    assert.strictEqual(render(output("50%\r100%\r")), "  │ 50%\n  │ 100%\n")
+    assert.strictEqual(render(output("key sk-secret")), "  │ key ")
+    assert.strictEqual(render(output("-123456 ok\n\x1b]52;x\x07\n")), "[redacted] ok\n  │ ␛]52;x␇\n")
+    const result = "compiling\n50%\r100%\rkey sk-secret-123456 ok\n\x1b]52;x\x07\n"
+    assert.strictEqual(render({ type: "message", message: M.tool(result, "c1", { name: "bash" }) }), "← done\n")
+    assert.strictEqual(render.activity(), "waiting for the model")
+    // A failing command: the result line says what the output did not.
+    render({ type: "message", message: M.ai("", { id: "a2", tool_calls: [{ ...call, id: "c2" }] }) })
+    render(output("oops\n", "c2"))
+    assert.strictEqual(
+      render({ type: "message", message: M.tool("oops\n[exit code: 2]", "c2", { name: "bash" }) }),
+      "← [exit code: 2]\n"
+    )
+    // Long output: the first lines, then a note; the result keeps its start and end.
+    render({ type: "message", message: M.ai("", { id: "a3", tool_calls: [{ ...call, id: "c3" }] }) })
+    const many = Array.from({ length: Render.LIVE_OUTPUT_LINES + 5 }, (_, i) => `line ${i}\n`).join("")
+    const shown = render(output(many, "c3"))
+    assert.strictEqual(shown.split("\n").length - 1, Render.LIVE_OUTPUT_LINES + 1)
+    assert.match(shown, /  │ … \(more output; the result keeps its start and end\)\n$/)
+  })
+
+  it("a run that could not reach its model: the error once, with its cause; a new thread is not kept", () => {
+    const render = Render.human({ color: false, newThread: true })
+    render(runStart)
+    const fallback = M.ai("The model provider is still unavailable after several attempts.", {
+      additional_kwargs: {
+        deerflow_error_fallback: true,
+        error_detail: "Could not connect to the model server (model m at http://127.0.0.1:9/v1): ECONNREFUSED"
+      }
+    })
+    assert.strictEqual(render({ type: "message", message: fallback }), "")
+    const error = { name: "APIConnectionError", message: M.text(fallback) }
+    const end: RunEvent = { type: "run_end", status: "error", stop_reason: "error", error }
+    assert.strictEqual(
+      render(end),
+      "error: The model provider is still unavailable after several attempts. Cause: Could not connect to the model " +
+        "server (model m at http://127.0.0.1:9/v1): ECONNREFUSED\n— failed before the model replied; nothing was saved\n"
+    )
+    assert.isFalse(render.replied())
+    assert.isTrue(Render.discardable(end as RunEndEvent, render.replied(), true))
+    assert.isFalse(Render.discardable(end as RunEndEvent, render.replied(), false))
+    assert.isFalse(Render.discardable(end as RunEndEvent, true, true))
+  })
+
+  it("--json sends the user's message once, as stored (the run writes it, then stamps it with the same id)", () => {
+    const render = Render.json("t1", "r1")
+    const raw = M.human("hi", { id: "h1" })
+    const stamped = { ...raw, name: "user-input", additional_kwargs: { run_id: "r1" } }
+    const lines = [
+      render(runStart),
+      render({ type: "message", message: raw }),
+      render({ type: "message", message: stamped }),
+      render({ type: "state", update: { title: "hi" } }),
+      render({ type: "message", message: M.human("answer", { id: "h2" }) }),
+      render({ type: "run_end", status: "success", stop_reason: "completed" })
+    ].join("").trim().split("\n").map((line) => JSON.parse(line))
+    assert.deepStrictEqual(lines.map((l) => l.type), ["run_start", "message", "state", "message", "run_end"])
+    assert.deepStrictEqual(lines[1].message, stamped)
+    assert.strictEqual(lines[3].message.id, "h2")
+  })
+
+  it("threads list: one line per thread with its status in words, newest first, and how to go on", () => {
+    const thread = (id: string, updated: string, status?: ThreadStatus, stop_reason?: string) => ({
+      thread_id: id,
+      title: id === "t3" ? null : `About ${id}`,
+      created_at: updated,
+      updated_at: updated,
+      checkpoints: 3,
+      ...(status === undefined ? {} : { status, stop_reason: (stop_reason ?? null) as never })
+    })
+    const text = Render.threadList([
+      thread("t1", "2026-01-01T10:00:00.000Z", "success", "completed"),
+      thread("t2", "2026-01-03T10:00:00.000Z", "interrupted", "interrupted"),
+      thread("t3", "2026-01-02T10:00:00.000Z", "error", "error"),
+      thread("t4", "2026-01-04T10:00:00.000Z", "running")
+    ], "/home/u/.antler", { color: false, invocation: "npx antler" })
+    const rows = text.split("\n").map((line) => line.split(/ {2,}/))
+    assert.deepStrictEqual(rows.slice(0, 4).map((r) => [r[0], r[2], r[4]]), [
+      ["t4", "running", "About t4"],
+      ["t2", "waiting for your answer", "About t2"],
+      ["t3", "failed", "(untitled)"],
+      ["t1", "completed", "About t1"]
+    ])
+    assert.include(text, "4 threads in /home/u/.antler · show one: npx antler threads show ID")
+    assert.strictEqual(Render.statusWords("success", "loop_capped"), "completed (loop_capped)")
+    assert.strictEqual(Render.statusWords("stopped"), "stopped (its process ended)")
+    assert.include(Render.threadList([], "/h", { color: false, invocation: "antler" }), "Start one with: antler run")
   })
 
   it("JSON lines carry the thread and run ids", () => {
