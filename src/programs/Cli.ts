@@ -299,7 +299,10 @@ export const cli = (argv: ReadonlyArray<string>) => {
   const asked = request(args)
   if (asked?.kind === "version") return Render.write(`antler ${version()}\n`)
   if (asked?.kind === "help") {
-    return Effect.flatMap(ConfigFile.home, (home) => Render.write(helpText(asked.path, { color: Render.useColor(), home })))
+    return Effect.flatMap(
+      ConfigFile.home,
+      (home) => Render.write(helpText(asked.path, { color: Render.useColor(), home }))
+    )
   }
   const problem = commandLineProblem(commandSpec, args)
   return problem === undefined

@@ -146,7 +146,8 @@ export const run = (invocation = "antler") => Effect.scoped(Effect.gen(function*
       yield* Render.write(`${i > 0 ? "\n" : ""}${s.bold("you:")} ${prompt}\n`)
       const runId = M.newId()
       const events = agent.run({ threadId, runId, prompt })
-      const { end } = yield* Render.run(events, { json: false, threadId, runId, model: "the scripted model", invocation })
+      const options = { json: false, threadId, runId, model: "the scripted model", invocation }
+      const { end } = yield* Render.run(events, options)
       if (end.status !== "success") return 1
     }
     const store = yield* ThreadStore

@@ -10,7 +10,10 @@ import type { Style } from "./Render.js"
 export const GLOBAL_OPTIONS: ReadonlyArray<readonly [string, string]> = [
   ["-h, --help", "Show help (for a command: antler run --help)"],
   ["--version", "Print Antler's version"],
-  ["--log-level LEVEL", "How much Antler logs on stderr: all, trace, debug, info, warning (the default), error, fatal or none"],
+  [
+    "--log-level LEVEL",
+    "How much Antler logs on stderr: all, trace, debug, info, warning (the default), error, fatal or none"
+  ],
   ["--completions SHELL", "Print a completion script for sh, bash, fish or zsh"]
 ]
 
@@ -105,7 +108,8 @@ export const root = (
       width,
       0
     ),
-    `${heading("Usage", options)}\n  ${options.invocation} <command> [options]\n  ${options.invocation} <command> --help`,
+    `${heading("Usage", options)}\n  ${options.invocation} <command> [options]\n` +
+    `  ${options.invocation} <command> --help`,
     `${heading("Commands", options)}\n${table(rows, options)}`,
     `${heading("Global options", options)}\n${table(GLOBAL_OPTIONS, options)}`,
     `${heading("Where things are", options)}\n${
@@ -118,7 +122,10 @@ export const root = (
     `${heading("Examples", options)}\n${
       examples([
         ["demo", "A complete run, offline, with a scripted model"],
-        ["run --base-url http://localhost:11434/v1 --model llama3.2 \"What is in this directory?\"", "Ask a local model"],
+        [
+          "run --base-url http://localhost:11434/v1 --model llama3.2 \"What is in this directory?\"",
+          "Ask a local model"
+        ],
         ["run --continue \"And now in French\"", "Continue the most recent thread"],
         ["threads list", "The saved threads, newest first, with their status"]
       ], options)

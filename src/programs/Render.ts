@@ -169,10 +169,14 @@ export const toolLineParts = (
 // Custom events as sentences
 
 /** How a custom event reads to a person: one short sentence, or undefined when it is not worth a line. */
-export type EventSentence = (data: Record<string, unknown>, options: { readonly verbose: boolean }) => string | undefined
+export type EventSentence = (
+  data: Record<string, unknown>,
+  options: { readonly verbose: boolean }
+) => string | undefined
 
 const str = (value: unknown): string | undefined => (typeof value === "string" && value !== "" ? value : undefined)
-const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined
 const quoted = (command: unknown) => `\`${oneLine(str(command) ?? "", 80)}\``
 
 /**
@@ -195,8 +199,10 @@ export const EVENT_SENTENCES: Readonly<Record<string, EventSentence>> = {
   },
   guardrail: (data, { verbose }) => {
     const tool = str(data.tool_name) ?? "a tool"
-    const messages = Array.isArray(data.reason_messages) ? data.reason_messages.filter((m) => typeof m === "string") : []
-    const codes = Array.isArray(data.reason_codes) ? data.reason_codes.filter((c) => typeof c === "string") : []
+    const strings = (value: unknown): ReadonlyArray<string> =>
+      Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []
+    const messages = strings(data.reason_messages)
+    const codes = strings(data.reason_codes)
     const why = oneLine(messages[0] ?? codes.join(", ") ?? "", 160)
     switch (data.action) {
       case "deny_tool_call":
@@ -317,8 +323,10 @@ export interface RenderOptions {
   readonly newThread?: boolean | undefined
 }
 
-// How the result of a command the sandbox audit blocked starts (SandboxAudit.blockedText).
+// How the result of a command the sandbox audit blocked starts, and the warning a risky one's ends with
+// (SandboxAudit.blockedText, SandboxAudit.warningText).
 const BLOCKED_PREFIX = "Command blocked: "
+const WARNING_PREFIX = "⚠️ Warning: `"
 
 // Styling codes after a line's end (`s.dim("...\n")`): the line has ended all the same.
 const TRAILING_STYLE = /(?:\x1b\[[0-9;]*m)+$/
@@ -370,6 +378,7 @@ export const human = (options: RenderOptions): HumanRenderer => {
   let activity: string | undefined
   let replied = false
   let blocked = 0
+  let warned = 0
   let fallback: { readonly text: string; readonly detail: string | undefined } | undefined
   let threadId = ""
   let atLineStart = true
@@ -456,6 +465,12 @@ export const human = (options: RenderOptions): HumanRenderer => {
   /** A tool's result: clipped; after live output, only what the output did not already show. */
   const resultText = (message: ToolMessage): string => {
     let body = M.text(message)
+    // The warning a risky command's result ends with is what its audit line said.
+    const warning = body.lastIndexOf(WARNING_PREFIX)
+    if (warned > 0 && warning >= 0) {
+      warned--
+      body = body.slice(0, warning).replace(/\n+$/, "\n")
+    }
     const streamed = live.get(message.tool_call_id)
     let before = ""
     if (streamed !== undefined) {
@@ -469,13 +484,16 @@ export const human = (options: RenderOptions): HumanRenderer => {
     const shown = safe(clip(body))
     const mark = message.status === "error" ? s.red("✗") : s.green("←")
     const paint = message.status === "error" ? s.red : s.dim
-    return before + newline() + out(`${mark} ${paint(indent(shown === "" ? "(empty result)" : shown, "  ").slice(2))}\n`)
+    const body_ = indent(shown === "" ? "(empty result)" : shown, "  ").slice(2)
+    return before + newline() + out(`${mark} ${paint(body_)}\n`)
   }
   const custom = (name: string, data: unknown): string => {
     if (name === TOOL_OUTPUT_EVENT && typeof data === "object" && data !== null) {
       return liveOutput(data as Record<string, unknown>)
     }
-    if (name === "sandbox_audit" && (data as { verdict?: unknown } | null)?.verdict === "block") blocked++
+    const verdict = name === "sandbox_audit" ? (data as { verdict?: unknown } | null)?.verdict : undefined
+    if (verdict === "block") blocked++
+    if (verdict === "warn") warned++
     if (name === "llm_retry") {
       const attempt = num((data as { attempt?: unknown } | null)?.attempt)
       const max = num((data as { max_attempts?: unknown } | null)?.max_attempts)
@@ -886,7 +904,10 @@ export interface Outcome {
  * Interrupting it (Ctrl-C) cancels the run: completed steps are saved before the interruption completes,
  * and a last line says so. `redact` hides the caller's secrets from everything written.
  */
-export const run = <R>(events: Stream.Stream<RunEvent, never, R>, options: RunOptions): Effect.Effect<Outcome, never, R> =>
+export const run = <R>(
+  events: Stream.Stream<RunEvent, never, R>,
+  options: RunOptions
+): Effect.Effect<Outcome, never, R> =>
   Effect.scoped(Effect.gen(function*() {
     const color = useColor()
     const s = style(color)
@@ -899,7 +920,10 @@ export const run = <R>(events: Stream.Stream<RunEvent, never, R>, options: RunOp
     let end: RunEndEvent | undefined
     let replied = false
     const show = (text: string, ended = false) =>
-      Effect.sync(() => (status === undefined ? writeOut(text) : status.write(text, ended ? undefined : human_?.activity())))
+      Effect.sync(() => {
+        if (status === undefined) writeOut(text)
+        else status.write(text, ended ? undefined : human_?.activity())
+      })
     // A log line (stderr, the same terminal) goes on a line of its own: the status line is cleared first.
     const logging = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
       status === undefined ? effect : Effect.locallyWith(effect, FiberRef.currentLoggers, HashSet.map((logger) =>

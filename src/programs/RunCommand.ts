@@ -115,7 +115,9 @@ const command = Command.make(
           "antler run: --continue picks the most recent thread and --thread names one; give only one of them."
         )
       }
-      const given = Option.isSome(args.thread) ? Option.some(yield* CliCommand.threadIdFrom(args.thread.value)) : args.thread
+      const given = Option.isSome(args.thread)
+        ? Option.some(yield* CliCommand.threadIdFrom(args.thread.value))
+        : Option.none<string>()
       const prompt = yield* promptOf(args.prompt)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       const env = yield* App.openAiEnv

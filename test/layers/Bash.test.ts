@@ -802,9 +802,13 @@ describe("Bash.LineBuffer (output shown while a command runs)", () => {
     assert.strictEqual(lines.end(), "")
   })
 
-  it.prop("what comes out, ended, is what went in, in order", [FastCheck.array(FastCheck.string({ unit: "binary" }))], ([chunks]) => {
-    const lines = new Bash.LineBuffer(16)
-    const out = chunks.map((chunk) => lines.push(chunk)).join("") + lines.end()
-    return out === chunks.join("")
-  })
+  it.prop(
+    "what comes out, ended, is what went in, in order",
+    [FastCheck.array(FastCheck.string({ unit: "binary" }))],
+    ([chunks]) => {
+      const lines = new Bash.LineBuffer(16)
+      const out = chunks.map((chunk) => lines.push(chunk)).join("") + lines.end()
+      return out === chunks.join("")
+    }
+  )
 })

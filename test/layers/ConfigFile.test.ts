@@ -159,7 +159,7 @@ describe("ConfigFile", () => {
     assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].max_retries", "extra"])
   })
 
-  it.effect("without a file the defaults apply, and the data directory comes from ANTLER_HOME (made absolute), else ~/.antler", () =>
+  it.effect("without a file the defaults apply; the data directory is ANTLER_HOME, made absolute, else ~/.antler", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
       const cwd = process.cwd()

@@ -473,7 +473,8 @@ const statusAndDelete = (store: ThreadStore["Type"]) =>
     assert.isTrue(Option.isSome(yield* store.load("live")))
     yield* store.releaseLease("live", "r5")
     assert.isTrue(yield* store.delete("live"))
-    assert.deepStrictEqual((yield* store.list).map((t) => t.thread_id).toSorted(), ["asking", "crashed", "failed", "fresh"])
+    const left = (yield* store.list).map((t) => t.thread_id).toSorted()
+    assert.deepStrictEqual(left, ["asking", "crashed", "failed", "fresh"])
     // A thread started again under a deleted id starts empty.
     yield* run("done", "r6", "success", "completed")
     const again = yield* loadState(store, "done")

@@ -16,6 +16,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as SandboxAudit from "../../src/middleware/SandboxAudit.js"
 import * as App from "../../src/programs/App.js"
 import * as Cli from "../../src/programs/Cli.js"
 import type * as CliCommand from "../../src/programs/CliCommand.js"
@@ -66,7 +67,8 @@ const spawn = (
   // Every antler a test starts has its own data directory: never the user's ~/.antler.
   if (args.includes(MAIN)) assert.isTrue(options.env.ANTLER_HOME !== undefined || options.env.HOME !== Os.homedir())
   const { input, ...rest } = options
-  const child = ChildProcess.spawn(command, args, { ...rest, stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] })
+  const stdin = input === undefined ? "ignore" : "pipe"
+  const child = ChildProcess.spawn(command, args, { ...rest, stdio: [stdin, "pipe", "pipe"] })
   if (input !== undefined) child.stdin!.end(input)
   let stdout = ""
   let stderr = ""
@@ -308,7 +310,7 @@ describe("antler demo", () => {
       const out = result.stdout
       assert.include(out, "This demo uses a SCRIPTED model on a local server; no real model is called.")
       assert.include(out, "I'll write the list to your workspace. \n→ Save the packing list · write_file /mnt/")
-      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ Read the list back to check it · read_file ")
+      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ Read the list back to check it · read_")
       assert.include(out, "packing-list.md now has 3 items: water (2 litres), rain jacket, map and compass.")
       assert.include(out, "now has 4 items: water (2 litres), rain jacket, map and compass, headlamp.")
       const threadId = /^Saved: thread (\S+) /m.exec(out)?.[1]
@@ -662,7 +664,8 @@ describe("what a run prints", () => {
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(script())
       const dir = tempDir("antler-snapshot-")
-      const result = yield* antlerDone(dir, ["run", "--config", configFor(dir, server.url), "--thread", "snap", "clean up"])
+      const config = configFor(dir, server.url)
+      const result = yield* antlerDone(dir, ["run", "--config", config, "--thread", "snap", "clean up"])
       assert.strictEqual(result.code, 1, result.stderr)
       assert.strictEqual(
         result.stdout.replaceAll(server.url, "URL"),
@@ -685,7 +688,7 @@ describe("what a run prints", () => {
       }
     })), SLOW)
 
-  it.live("--verbose adds the raw forms (event data, full arguments, log lines); --json keeps every event as it was", () =>
+  it.live("--verbose adds the raw forms (event data, full arguments, log lines); --json keeps the events as is", () =>
     Effect.scoped(Effect.gen(function*() {
       const dir = tempDir("antler-verbose-")
       const verboseServer = yield* ScriptedChatServer.start(script())
@@ -693,7 +696,8 @@ describe("what a run prints", () => {
       assert.strictEqual(verbose.code, 1, verbose.stderr)
       assert.include(verbose.stdout, "↻ Model call attempt 1 of 3 failed")
       assert.match(verbose.stdout, /^\[llm_retry\] \{"type":"llm_retry","attempt":1,"max_attempts":3,"wait_ms":200,/m)
-      assert.include(verbose.stdout, "→ Remove everything · bash rm -rf /\n  {\"description\":\"Remove everything\",\"command\":\"rm -rf /\"}")
+      const args = JSON.stringify({ description: "Remove everything", command: "rm -rf /" })
+      assert.include(verbose.stdout, `→ Remove everything · bash rm -rf /\n  ${args}\n`)
       assert.match(verbose.stdout, /^\[sandbox_audit\] \{.*"verdict":"block"/m)
       assert.include(verbose.stderr, "model call failed")
 
@@ -757,7 +761,9 @@ describe("threads you can find again", () => {
       const user = tempDir("antler-user-")
       const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
       const inDir = (cwd: string, args: ReadonlyArray<string>) =>
-        Effect.promise(() => spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user }), cwd }).done)
+        Effect.promise(() =>
+          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user }), cwd }).done
+        )
       const endpoint = ["--base-url", server.url, "--api-key", "x"]
       const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
       assert.strictEqual(first.code, 0, first.stderr)
@@ -770,7 +776,10 @@ describe("threads you can find again", () => {
       assert.strictEqual(listed.code, 0, listed.stderr)
       assert.match(
         listed.stdout,
-        new RegExp(`^${threadId} {2}\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d {2}completed {2} +\\d+ steps {2}Capital of France\\?$`, "m")
+        new RegExp(
+          `^${threadId} {2}\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d {2}completed {2} +\\d+ steps {2}Capital of France\\?$`,
+          "m"
+        )
       )
       assert.include(listed.stdout, `1 thread in ${Path.join(user, ".antler")}`)
 
@@ -809,7 +818,9 @@ describe("threads you can find again", () => {
       const piped = yield* Effect.promise(() => antler(dir, endpoint, {}, dir, "Summarise this text\n").done)
       assert.strictEqual(piped.code, 0, piped.stderr)
       assert.match(lastUser(0), /\nSummarise this text\n/)
-      const dashed = yield* Effect.promise(() => antler(dir, [...endpoint, "Review:", "-"], {}, dir, "line 1\nline 2\n").done)
+      const dashed = yield* Effect.promise(() =>
+        antler(dir, [...endpoint, "Review:", "-"], {}, dir, "line 1\nline 2\n").done
+      )
       assert.strictEqual(dashed.code, 0, dashed.stderr)
       assert.match(lastUser(1), /\nReview: line 1\nline 2\n/)
       const empty = yield* antlerDone(dir, endpoint)
@@ -823,9 +834,16 @@ describe("threads you can find again", () => {
 })
 
 describe("help", () => {
-  const paths = [[], ["run"], ["threads"], ["threads", "list"], ["threads", "show"], ["threads", "delete"], ["upload"], [
-    "demo"
-  ]]
+  const paths = [
+    [],
+    ["run"],
+    ["threads"],
+    ["threads", "list"],
+    ["threads", "show"],
+    ["threads", "delete"],
+    ["upload"],
+    ["demo"]
+  ]
 
   it.live("antler --help and every command's help, piped: plain text, every option described, examples", () =>
     Effect.gen(function*() {
@@ -997,7 +1015,8 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
-        "--config, --file, --json, --verbose.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+        "--config, --file, --json, --verbose.\n" +
+        "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
     assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
@@ -1150,7 +1169,10 @@ describe("Render.human", () => {
       say("llm_retry", { attempt: 1, message: "Model call attempt 1 of 3 failed (busy); trying again in 2s." }),
       "↻ Model call attempt 1 of 3 failed (busy); trying again in 2s."
     )
-    assert.strictEqual(say("llm_waiting", { message: "Waiting for model m: no answer yet." }), "… Waiting for model m: no answer yet.")
+    assert.strictEqual(
+      say("llm_waiting", { message: "Waiting for model m: no answer yet." }),
+      "… Waiting for model m: no answer yet."
+    )
     const audit = { thread_id: "t", command: "ls -la\nrm x", verdict: "pass" }
     assert.isUndefined(say("sandbox_audit", audit))
     assert.strictEqual(say("sandbox_audit", audit, true), "✓ Audit passed `ls -la …`.")
@@ -1180,7 +1202,11 @@ describe("Render.human", () => {
       "⚠ Could not summarise earlier messages: the model timed out."
     )
     assert.strictEqual(
-      say("safety_termination", { reason_field: "finish_reason", reason_value: "content_filter", suppressed_tool_call_count: 2 }),
+      say("safety_termination", {
+        reason_field: "finish_reason",
+        reason_value: "content_filter",
+        suppressed_tool_call_count: 2
+      }),
       "⛔ The model provider stopped the answer for safety (finish_reason: content_filter); 2 tool calls were not run."
     )
     assert.strictEqual(say("task_started", { message: "Subagent started." }), "· Subagent started.")
@@ -1192,14 +1218,14 @@ describe("Render.human", () => {
     assert.strictEqual(quiet(event), "")
     assert.strictEqual(
       loud(event),
-      "✓ Audit passed `ls -la …`.\n[sandbox_audit] {\"thread_id\":\"t\",\"command\":\"ls -la\\nrm x\",\"verdict\":\"pass\"}\n"
+      `✓ Audit passed \`ls -la …\`.\n[sandbox_audit] ${JSON.stringify(audit)}\n`
     )
   })
 
   it("a tool call is one line: its description, the tool and its key argument", () => {
     const line = (name: string, args: Record<string, unknown>) => Render.toolLine({ name, args })
     assert.strictEqual(
-      line("write_file", { description: "Save the list", path: "/mnt/user-data/workspace/a.md", content: "x".repeat(9e3) }),
+      line("write_file", { description: "Save the list", path: "/mnt/user-data/workspace/a.md", content: "x" }),
       "Save the list · write_file /mnt/user-data/workspace/a.md"
     )
     assert.strictEqual(
@@ -1218,7 +1244,8 @@ describe("Render.human", () => {
     const render = Render.human({ color: false, redact: Redact.make(["sk-secret-123456"]) })
     render(runStart)
     const call = { id: "c1", name: "bash", args: { description: "Build", command: "make" } }
-    assert.strictEqual(render({ type: "message", message: M.ai("", { id: "a1", tool_calls: [call] }) }), "→ Build · bash make\n")
+    const ai = M.ai("", { id: "a1", tool_calls: [call] })
+    assert.strictEqual(render({ type: "message", message: ai }), "→ Build · bash make\n")
     assert.strictEqual(render.activity(), "running bash")
     const output = (text: string, id = "c1"): RunEvent => ({
       type: "custom",
@@ -1247,6 +1274,44 @@ describe("Render.human", () => {
     assert.match(shown, /  │ … \(more output; the result keeps its start and end\)\n$/)
   })
 
+  it("a blocked or risky command: the audit's sentence, and the result does not say it again", () => {
+    const render = Render.human({ color: false })
+    render(runStart)
+    const call = (id: string, command: string) => ({ id, name: "bash", args: { description: "Do it", command } })
+    const audit = (command: string, verdict: string, reason: string): RunEvent => ({
+      type: "custom",
+      name: "sandbox_audit",
+      data: { thread_id: "t1", command, verdict, reason }
+    })
+    const out = [
+      render({ type: "message", message: M.ai("", { id: "a1", tool_calls: [call("c1", "rm -rf /")] }) }),
+      render(audit("rm -rf /", "block", "recursive delete of the root")),
+      render({
+        type: "message",
+        message: M.tool(SandboxAudit.blockedText("recursive delete of the root"), "c1", { name: "bash", status: "error" })
+      }),
+      render({ type: "message", message: M.ai("", { id: "a2", tool_calls: [call("c2", "pip install x")] }) }),
+      render(audit("pip install x", "warn", "installs packages")),
+      render({
+        type: "message",
+        message: M.tool(`installed\n\n${SandboxAudit.warningText("pip install x", "installs packages")}`, "c2", {
+          name: "bash"
+        })
+      })
+    ].join("")
+    assert.strictEqual(
+      out,
+      [
+        "→ Do it · bash rm -rf /",
+        "⛔ Blocked `rm -rf /`: recursive delete of the root.",
+        "→ Do it · bash pip install x",
+        "⚠ Ran `pip install x` with a warning: installs packages.",
+        "← installed",
+        ""
+      ].join("\n")
+    )
+  })
+
   it("a run that could not reach its model: the error once, with its cause; a new thread is not kept", () => {
     const render = Render.human({ color: false, newThread: true })
     render(runStart)
@@ -1262,7 +1327,8 @@ describe("Render.human", () => {
     assert.strictEqual(
       render(end),
       "error: The model provider is still unavailable after several attempts. Cause: Could not connect to the model " +
-        "server (model m at http://127.0.0.1:9/v1): ECONNREFUSED\n— failed before the model replied; nothing was saved\n"
+        "server (model m at http://127.0.0.1:9/v1): ECONNREFUSED\n" +
+        "— failed before the model replied; nothing was saved\n"
     )
     assert.isFalse(render.replied())
     assert.isTrue(Render.discardable(end as RunEndEvent, render.replied(), true))

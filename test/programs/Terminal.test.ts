@@ -179,7 +179,8 @@ describe("antler run in a terminal", () => {
       assert.strictEqual(code, 0, stdout)
       assert.include(
         stdout,
-        "Running it. \n→ Print twice · bash echo first; sleep 1; echo second\n  │ first\n  │ second\n← done\nBoth printed.\n"
+        "Running it. \n→ Print twice · bash echo first; sleep 1; echo second\n" +
+          "  │ first\n  │ second\n← done\nBoth printed.\n"
       )
       assert.notMatch(stdout, SPINNER)
       assert.notInclude(stdout, "\r")
