@@ -537,9 +537,9 @@ describe("secrets a server echoes", () => {
     Effect.scoped(Effect.gen(function*() {
       const echo = `Incorrect API key provided: Bearer ${MAIN_KEY} (also tried ${OTHER_KEY})`
       const server = yield* ScriptedChatServer.start([
+        `Your keys are ${MAIN_KEY} and ${OTHER_KEY}.`,
         { status: 401, body: ScriptedChatServer.errorBody(echo, "invalid_request_error", "invalid_api_key") },
         { status: 500, body: ScriptedChatServer.errorBody(`${echo} \x1b]52;c;ZXZpbA==\x07`, "server_error") },
-        `Your keys are ${MAIN_KEY} and ${OTHER_KEY}.`,
         `Again: ${MAIN_KEY}, ${OTHER_KEY}.`
       ], { chunkSize: 3 })
       const secretsHome = tempDir("antler-secrets-")
@@ -558,9 +558,10 @@ describe("secrets a server echoes", () => {
         ""
       ].join("\n"))
       const run = (args: ReadonlyArray<string>) => antlerDone(secretsHome, ["run", "--config", config, ...args])
+      const echoed = yield* run(["--thread", "s1", "tell me the keys"])
+      // On a thread with a history (a failed run on a new thread keeps nothing), the failure is stored.
       const rejected = yield* run(["--json", "--thread", "s1", "hello"])
       const failed = yield* run(["--thread", "s2", "hello"])
-      const echoed = yield* run(["--thread", "s3", "tell me the keys"])
       const echoedJson = yield* run(["--json", "--thread", "s4", "again"])
       const port = /:(\d+)\/v1$/.exec(server.url)![1]
       const withCredentials = yield* antlerDone(secretsHome, [
