@@ -66,6 +66,31 @@ export class OutputCollector {
   }
 }
 
+/**
+ * Cuts a stream of text into lines for showing it as it comes: `push` returns the complete lines (each with
+ * its `\n` or `\r`) and, past `max` chars without a line end, the pending text; `end` returns what is left.
+ * Lines are what masking needs: a host path is never split between two pieces, unless a line is that long.
+ */
+export class LineBuffer {
+  private pending = ""
+  constructor(readonly max = 4096) {}
+  push(chunk: string): string {
+    const text = this.pending + chunk
+    const cut = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r")) + 1
+    if (text.length - cut > this.max) {
+      this.pending = ""
+      return text
+    }
+    this.pending = text.slice(cut)
+    return text.slice(0, cut)
+  }
+  end(): string {
+    const rest = this.pending
+    this.pending = ""
+    return rest
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // bubblewrap
 
@@ -651,6 +676,8 @@ export interface ProcessSpec {
   readonly statusFd?: number | undefined
   /** Stops the process (and its group) when its check gives a reason. */
   readonly guard?: Guard
+  /** Called with each piece of output (stdout or stderr, decoded) as it arrives; not masked, not capped. */
+  readonly onOutput?: (chunk: string) => void
 }
 
 /** What a process did. */
@@ -731,8 +758,12 @@ export const run = (spec: ProcessSpec): Effect.Effect<ProcessOutcome, SandboxErr
     let grace: NodeJS.Timeout | undefined
     let guardTimer: NodeJS.Timeout | undefined
     const decoders = [new StringDecoder("utf8"), new StringDecoder("utf8")] as const
-    child.stdout!.on("data", (chunk: Buffer) => collector.push(decoders[0].write(chunk)))
-    child.stderr!.on("data", (chunk: Buffer) => collector.push(decoders[1].write(chunk)))
+    const collect = (text: string) => {
+      collector.push(text)
+      if (spec.onOutput !== undefined && text !== "") spec.onOutput(text)
+    }
+    child.stdout!.on("data", (chunk: Buffer) => collect(decoders[0].write(chunk)))
+    child.stderr!.on("data", (chunk: Buffer) => collect(decoders[1].write(chunk)))
     const timer = setTimeout(() => {
       timedOut = true
       killGroup(child.pid)
@@ -770,8 +801,8 @@ export const run = (spec: ProcessSpec): Effect.Effect<ProcessOutcome, SandboxErr
       finished = true
       stopTimers()
       if (grace !== undefined) clearTimeout(grace)
-      collector.push(decoders[0].end())
-      collector.push(decoders[1].end())
+      collect(decoders[0].end())
+      collect(decoders[1].end())
       const output = collector.render(spec.maxOutputChars, spec.mask)
       resume(Effect.succeed({
         output,

@@ -930,6 +930,11 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
               diskLimit = Math.max(diskLimit, yield* Effect.promise(() => usage.exact()))
             }
             const launch = Bash.wrapped(group?.procs, inputs.length + (statusFd === undefined ? 0 : 1), file, args)
+            const onOutput = options.onOutput
+            const lines = new Bash.LineBuffer()
+            const show = (text: string) => {
+              if (onOutput !== undefined && text !== "") onOutput(mask(text))
+            }
             const outcome = yield* Bash.run({
               file: launch.file,
               args: launch.args,
@@ -943,8 +948,10 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
               ...(() => {
                 const guard = guardOf(group, diskLimit)
                 return guard === undefined ? {} : { guard }
-              })()
+              })(),
+              ...(onOutput === undefined ? {} : { onOutput: (chunk: string) => show(lines.push(chunk)) })
             })
+            show(lines.end())
             const setup = Bash.parseSetupStatus(outcome.status)
             if (setup.bound.length > 0) {
               yield* spec.warn(

@@ -8,7 +8,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
 import type { LeaseHolder, RunRecord } from "../services/ThreadStore.js"
-import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -83,15 +83,34 @@ export const make = (): ThreadStore["Type"] => {
         entry.updated_at = new Date().toISOString()
       }),
     saveRun: (run) => Effect.sync(() => void get(run.thread_id).runs.set(run.run_id, run)),
-    list: Effect.sync(() =>
-      [...threads.entries()].map(([thread_id, entry]) => ({
-        thread_id,
-        title: titleOf(entry),
-        created_at: entry.created_at,
-        updated_at: entry.updated_at,
-        checkpoints: entry.checkpoints.length
-      }))
+    list: Effect.clockWith((clock) =>
+      Effect.sync(() =>
+        [...threads.entries()].map(([thread_id, entry]) => {
+          const last = [...entry.runs.values()].at(-1)
+          const status = threadStatus(last, leases.get(thread_id), clock.unsafeCurrentTimeMillis())
+          return {
+            thread_id,
+            title: titleOf(entry),
+            created_at: entry.created_at,
+            updated_at: entry.updated_at,
+            checkpoints: entry.checkpoints.length,
+            ...(status === undefined ? {} : { status, stop_reason: last?.stop_reason ?? null })
+          }
+        })
+      )
     ),
+    delete: (threadId) =>
+      Effect.clockWith((clock) =>
+        Effect.suspend(() => {
+          const holder = leases.get(threadId)
+          const request = { threadId, runId: "", ttlMs: 0, now: clock.unsafeCurrentTimeMillis() }
+          if (leaseBlocks(holder, request)) {
+            return Effect.fail(new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) }))
+          }
+          leases.delete(threadId)
+          return Effect.succeed(threads.delete(threadId))
+        })
+      ),
     acquireLease: (request) =>
       Effect.sync(() => {
         const holder = leases.get(request.threadId)

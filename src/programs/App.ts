@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ConfigError } from "../layers/ConfigFile.js"
 import * as ExtensionsFile from "../layers/ExtensionsFile.js"
@@ -23,8 +24,9 @@ import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppCo
 import type { Mcp } from "../services/Mcp.js"
 import type { Memory } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
-import type { StoreError } from "../services/RunContext.js"
+import { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
+import { threadPaths } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as Factory from "./Factory.js"
@@ -202,6 +204,63 @@ export const storeLocation = (home: string): string => Path.join(home, SqliteThr
 /** The thread store of a data directory (SQLite, `{home}/antler.sqlite`), keeping no secret of `redact`. */
 export const storeLayer = (home: string, redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
   SqliteThreadStore.layerFromHome(home, { redact })
+
+/**
+ * Removes a directory tree. Directories a sandboxed command left without permissions (overlayfs work
+ * directories) are opened up first, as their owner may.
+ */
+export const removeTree = (dir: string): void => {
+  try {
+    Fs.rmSync(dir, { recursive: true, force: true })
+    return
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== "EACCES" && code !== "EPERM" && code !== "ENOTEMPTY") throw error
+  }
+  const open = (path: string): void => {
+    try {
+      Fs.chmodSync(path, 0o700)
+    } catch {
+      // not ours: rmSync below says so
+    }
+    for (const entry of Fs.readdirSync(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) open(Path.join(path, entry.name))
+    }
+  }
+  open(dir)
+  Fs.rmSync(dir, { recursive: true, force: true })
+}
+
+/** The directory of a thread's files (`{home}/users/{user}/threads/{thread}`). */
+export const threadDirectory = (home: string, threadId: string, userId = "default"): string =>
+  Path.dirname(threadPaths(home, userId, threadId).root)
+
+/**
+ * Deletes a thread: from the store (refused while one of its runs is in progress) and its files under the
+ * data directory (workspace, uploads, outputs). `true` when there was something to delete.
+ */
+export const deleteThread = (
+  home: string,
+  threadId: string,
+  userId = "default"
+): Effect.Effect<boolean, StoreError, ThreadStore> =>
+  Effect.gen(function*() {
+    const stored = yield* Effect.flatMap(ThreadStore, (store) => store.delete(threadId))
+    const dir = threadDirectory(home, threadId, userId)
+    const files = Fs.existsSync(dir)
+    yield* Effect.try({
+      try: () => removeTree(dir),
+      catch: (cause) =>
+        new StoreError({
+          operation: "delete",
+          message: `Cannot remove the files of thread "${threadId}" (${dir}): ${
+            cause instanceof Error ? cause.message : String(cause)
+          }`,
+          cause
+        })
+    })
+    return stored || files
+  })
 
 /** The app-level services a run needs besides the model. */
 export type Services = AppConfigService | ThreadStore | SandboxProvider

@@ -8,18 +8,11 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as FileMemory from "../layers/FileMemory.js"
-import type { AppConfigService } from "../services/AppConfig.js"
 import type { Scope } from "../services/Memory.js"
 import * as MemoryDoc from "../state/Memory.js"
-import type { CliExit } from "./Cli.js"
+import * as CliCommand from "./CliCommand.js"
+import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
-
-/** What the command uses from the CLI (passed in, so this module does not import it). */
-export interface CliHelpers {
-  readonly loadConfig: (path: string | undefined) => Effect.Effect<AppConfigService["Type"], CliExit>
-  /** Prints the message on stderr and ends the command with the exit code. */
-  readonly fail: (code: number, message: string) => Effect.Effect<never, CliExit>
-}
 
 /** A memory document, readable. */
 export const render = (doc: MemoryDoc.Document, file: string, color: boolean): string => {
@@ -51,62 +44,76 @@ export const render = (doc: MemoryDoc.Document, file: string, color: boolean): s
 }
 
 const scopeOptions = {
-  agent: Options.text("agent").pipe(
-    Options.optional,
-    Options.withDescription("A custom agent's own memory (default: the user's)")
-  ),
-  user: Options.text("user").pipe(
-    Options.withDefault("default"),
-    Options.withDescription("The user (default: default)")
-  ),
-  config: Options.text("config").pipe(
-    Options.optional,
-    Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
-  )
+  agent: Options.text("agent").pipe(Options.optional),
+  user: Options.text("user").pipe(Options.withDefault("default")),
+  config: CliCommand.config
 }
 
-/** The `memory` command, and its subcommands (the CLI checks command lines against them). */
-export const make = (cli: CliHelpers) => {
-  const fileFor = (args: {
-    readonly agent: Option.Option<string>
-    readonly user: string
-    readonly config: Option.Option<string>
-  }) =>
+const SCOPE_HELP: ReadonlyArray<readonly [string, string]> = [
+  ["--agent NAME", "A custom agent's own memory (default: the user's)"],
+  ["--user ID", "The user (default: default)"],
+  CliCommand.CONFIG_HELP
+]
+
+const fileFor = (args: {
+  readonly agent: Option.Option<string>
+  readonly user: string
+  readonly config: Option.Option<string>
+}) =>
+  Effect.gen(function*() {
+    const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
+    const scope: Scope = { userId: args.user, agentName: Option.getOrUndefined(args.agent) }
+    const file = FileMemory.fileOf(FileMemory.rootOf(app), scope, app.config.memory.backend_config.manifest_filename)
+    if (Either.isLeft(file)) return yield* fail(ExitCode.usage, file.left.message)
+    return { app, file: file.right }
+  })
+
+const show: CliCommand.Entry = {
+  name: "show",
+  command: Command.make("show", { ...scopeOptions, json: CliCommand.json }, (args) =>
     Effect.gen(function*() {
-      const app = yield* cli.loadConfig(Option.getOrUndefined(args.config))
-      const scope: Scope = { userId: args.user, agentName: Option.getOrUndefined(args.agent) }
-      const file = FileMemory.fileOf(FileMemory.rootOf(app), scope, app.config.memory.backend_config.manifest_filename)
-      if (Either.isLeft(file)) return yield* cli.fail(2, file.left.message)
-      return { app, file: file.right }
-    })
+      const { file } = yield* fileFor(args)
+      const doc = yield* FileMemory.readDocument(file).pipe(
+        Effect.catchTag("MemoryError", (error) => fail(ExitCode.runFailed, error.message))
+      )
+      if (args.json) yield* Render.write(`${JSON.stringify(doc)}\n`)
+      else yield* Render.write(render(doc, file, Render.useColor()))
+    })),
+  help: {
+    summary: "Show what the agent remembers about the user",
+    usage: ["memory show [--agent NAME] [--user ID] [--config FILE] [--json]"],
+    description: "The summaries and facts the agent keeps across threads (memory.json in the data directory).",
+    options: [...SCOPE_HELP, ["--json", "Print the memory file as JSON"]],
+    examples: [["memory show", "What the agent knows about you"]]
+  }
+}
 
-  const show = Command.make(
-    "show",
-    { ...scopeOptions, json: Options.boolean("json").pipe(Options.withDescription("Print the memory file as JSON")) },
-    (args) =>
-      Effect.gen(function*() {
-        const { file } = yield* fileFor(args)
-        const doc = yield* FileMemory.readDocument(file).pipe(
-          Effect.catchTag("MemoryError", (error) => cli.fail(1, error.message))
-        )
-        if (args.json) yield* Render.write(`${JSON.stringify(doc)}\n`)
-        else yield* Render.write(render(doc, file, Render.useColor()))
-      })
-  ).pipe(Command.withDescription("Show what the agent remembers about the user"))
-
-  const clear = Command.make("clear", scopeOptions, (args) =>
+const clear: CliCommand.Entry = {
+  name: "clear",
+  command: Command.make("clear", scopeOptions, (args) =>
     Effect.gen(function*() {
       const { app, file } = yield* fileFor(args)
       const timeout = app.config.memory.backend_config.file_lock_timeout_seconds * 1000
       yield* FileMemory.withLock(file, timeout, FileMemory.writeDocument(file, MemoryDoc.empty())).pipe(
-        Effect.catchTag("MemoryError", (error) => cli.fail(1, error.message))
+        Effect.catchTag("MemoryError", (error) => fail(ExitCode.runFailed, error.message))
       )
       yield* Render.write(`Memory cleared: ${file}\n`)
-    })).pipe(Command.withDescription("Forget everything the agent remembers about the user"))
+    })),
+  help: {
+    summary: "Forget everything the agent remembers about the user",
+    usage: ["memory clear [--agent NAME] [--user ID] [--config FILE]"],
+    options: SCOPE_HELP,
+    examples: [["memory clear", "Start from a blank memory"]]
+  }
+}
 
-  const command = Command.make("memory").pipe(
-    Command.withDescription("The agent's long-term memory of the user"),
-    Command.withSubcommands([show, clear])
-  )
-  return { command, show, clear }
+/** `antler memory`. */
+export const entry: CliCommand.Entry = {
+  name: "memory",
+  command: Command.make("memory").pipe(Command.withSubcommands([show.command, clear.command])),
+  subcommands: [show, clear],
+  help: {
+    summary: "The agent's long-term memory of the user: show, clear",
+    usage: ["memory show [--agent NAME] [--user ID] [--json]", "memory clear [--agent NAME] [--user ID]"]
+  }
 }

@@ -3,19 +3,12 @@
  * is enabled, and why a SKILL.md was rejected.
  */
 import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
-import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog } from "../services/Skills.js"
-import type { CliExit } from "./Cli.js"
+import * as CliCommand from "./CliCommand.js"
 import * as Render from "./Render.js"
-
-/** What the command uses from the CLI (passed in, so this module does not import it). */
-export interface CliHelpers {
-  readonly loadConfig: (path: string | undefined) => Effect.Effect<AppConfigService["Type"], CliExit>
-}
 
 /** The listing, readable. */
 export const render = (
@@ -53,31 +46,32 @@ export const render = (
   return `${lines.join("\n")}\n`
 }
 
-/** The `skills` command, and its `list` subcommand (the CLI checks command lines against it). */
-export const make = (cli: CliHelpers) => {
-  const list = Command.make(
-    "list",
-    {
-      config: Options.text("config").pipe(
-        Options.optional,
-        Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
-      ),
-      json: Options.boolean("json").pipe(Options.withDescription("Print JSON instead of text"))
-    },
-    (args) =>
-      Effect.gen(function*() {
-        const app = yield* cli.loadConfig(Option.getOrUndefined(args.config))
-        const catalog = SkillsDirectory.catalogOf(app)
-        const where = SkillsDirectory.location(app)
-        const extensions = SkillsDirectory.extensionsConfigPath(app)
-        if (args.json) {
-          yield* Render.write(`${JSON.stringify({ ...catalog, searched: where, extensions_config: extensions })}\n`)
-        } else yield* Render.write(render(catalog, where, extensions, Render.useColor()))
-      })
-  ).pipe(Command.withDescription("List the skills found, where, enabled or not, and why any was rejected"))
-  const command = Command.make("skills").pipe(
-    Command.withDescription("The agent's skills"),
-    Command.withSubcommands([list])
-  )
-  return { command, list }
+const list: CliCommand.Entry = {
+  name: "list",
+  command: Command.make("list", { config: CliCommand.config, json: CliCommand.json }, (args) =>
+    Effect.gen(function*() {
+      const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
+      const catalog = SkillsDirectory.catalogOf(app)
+      const where = SkillsDirectory.location(app)
+      const extensions = SkillsDirectory.extensionsConfigPath(app)
+      if (args.json) {
+        yield* Render.write(`${JSON.stringify({ ...catalog, searched: where, extensions_config: extensions })}\n`)
+      } else yield* Render.write(render(catalog, where, extensions, Render.useColor()))
+    }).pipe(Effect.catchAll(CliCommand.reportFailure("error")))),
+  help: {
+    summary: "List the skills found, where, enabled or not, and why any was rejected",
+    usage: ["skills list [--config FILE] [--json]"],
+    description: "Skills are folders with a SKILL.md, found under skills.path (default: skills/ next to " +
+      "config.yaml). A message that starts with /<skill-name> activates one for the run.",
+    options: [CliCommand.CONFIG_HELP, ["--json", "Print the catalog as one JSON object"]],
+    examples: [["skills list", "Which skills the agent can use"]]
+  }
+}
+
+/** `antler skills`. */
+export const entry: CliCommand.Entry = {
+  name: "skills",
+  command: Command.make("skills").pipe(Command.withSubcommands([list.command])),
+  subcommands: [list],
+  help: { summary: "The agent's skills: found, enabled, rejected", usage: ["skills list [--config FILE] [--json]"] }
 }

@@ -17,6 +17,7 @@ import { Mcp } from "../services/Mcp.js"
 import { ModelError, ModelService } from "../services/ModelService.js"
 import type * as Redact from "../state/Redact.js"
 import * as App from "./App.js"
+import * as CliCommand from "./CliCommand.js"
 import * as Factory from "./Factory.js"
 import * as Render from "./Render.js"
 import * as ToolAssembly from "./ToolAssembly.js"
@@ -125,39 +126,45 @@ export const render = (
   return `${out.join("\n")}\n`
 }
 
-/** What the command needs from the CLI. */
-export interface Deps {
-  readonly loadConfig: (path: string | undefined) => Effect.Effect<AppConfigService["Type"], unknown>
-  readonly checkTools: (app: AppConfigService["Type"]) => Effect.Effect<void, unknown>
-  readonly onError: (error: unknown) => Effect.Effect<never, unknown>
-}
-
-/** The `tools` command (`root`) with its `list` subcommand. */
-export const command = (deps: Deps) => {
-  const list = Command.make(
+const list: CliCommand.Entry = {
+  name: "list",
+  command: Command.make(
     "list",
-    {
-      model: Options.text("model").pipe(Options.optional, Options.withDescription("List for this configured model")),
-      config: Options.text("config").pipe(
-        Options.optional,
-        Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
-      ),
-      json: Options.boolean("json").pipe(Options.withDescription("Print the report as one JSON object"))
-    },
+    { model: Options.text("model").pipe(Options.optional), config: CliCommand.config, json: CliCommand.json },
     (args) =>
       Effect.gen(function*() {
-        const app = yield* deps.loadConfig(Option.getOrUndefined(args.config))
-        yield* deps.checkTools(app)
+        const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
+        yield* CliCommand.checkTools(app)
         const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model)))
         const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
         const redact = App.redactor(app.config.models, {}, secrets)
         if (args.json) yield* Render.write(`${Render.safeText(JSON.stringify(result), redact)}\n`)
         else yield* Render.write(render(result, { color: Render.useColor(), redact }))
-      }).pipe(Effect.catchAll(deps.onError))
-  ).pipe(Command.withDescription("Show every tool the agent would get, where it comes from, and why any is missing"))
-  const root = Command.make("tools").pipe(
-    Command.withDescription("The agent's tools"),
-    Command.withSubcommands([list])
-  )
-  return { root, list }
+      }).pipe(Effect.catchAll(CliCommand.reportFailure("error")))
+  ),
+  help: {
+    summary: "Show every tool the agent would get, where it comes from, and why any is missing",
+    usage: ["tools list [--model NAME] [--config FILE] [--json]"],
+    description: "Lists the tools in the order the model sees them, with where each comes from (config, sandbox, " +
+      "built-in, mcp:SERVER, middleware), which MCP tools are deferred behind tool_search, which configured tools " +
+      "are left out and why, and what each MCP server is doing. MCP servers are started to list their tools, then " +
+      "stopped. No model is called.",
+    options: [
+      ["--model NAME", "List for this configured model (a vision model adds view_image)"],
+      CliCommand.CONFIG_HELP,
+      ["--json", "Print the report as one JSON object"]
+    ],
+    examples: [["tools list", "What the agent can do with this configuration"]]
+  }
+}
+
+/** `antler tools`. */
+export const entry: CliCommand.Entry = {
+  name: "tools",
+  command: Command.make("tools").pipe(Command.withSubcommands([list.command])),
+  subcommands: [list],
+  help: {
+    summary: "The agent's tools: where each comes from, and why any is missing",
+    usage: ["tools list [--model NAME] [--config FILE] [--json]"]
+  }
 }

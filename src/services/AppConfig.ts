@@ -398,7 +398,7 @@ export class AppConfigService extends Context.Tag("antler/AppConfig")<
     readonly config: AppConfig
     /** The file it was read from, if any. */
     readonly source: string | undefined
-    /** The data directory (`ANTLER_HOME`, default `./.antler`), absolute. Threads, sandboxes and the database live here. */
+    /** The data directory (`ANTLER_HOME`, default `~/.antler`), absolute. Threads, sandboxes and the database live here. */
     readonly home: string
     /** Keys found in the file that Antler does not use (dotted paths). */
     readonly ignored: ReadonlyArray<string>

@@ -212,7 +212,7 @@ describe("ConfigFile", () => {
     assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].num_predict", "extra"])
   })
 
-  it.effect("without a file the defaults apply, and the data directory comes from ANTLER_HOME, made absolute", () =>
+  it.effect("without a file the defaults apply; the data directory is ANTLER_HOME, made absolute, else ~/.antler", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
       const cwd = process.cwd()
@@ -223,8 +223,10 @@ describe("ConfigFile", () => {
         assert.isUndefined(loaded.source)
         assert.strictEqual(loaded.home, Path.join(Fs.realpathSync(dir), "data/home"))
         assert.deepStrictEqual(loaded.ignored, [])
+        // Without ANTLER_HOME: the user's own data directory, whatever the working directory.
         const fallback = yield* ConfigFile.load().pipe(withEnv({}))
-        assert.strictEqual(fallback.home, Path.join(Fs.realpathSync(dir), ".antler"))
+        assert.strictEqual(fallback.home, Path.join(Os.homedir(), ".antler"))
+        assert.strictEqual((yield* ConfigFile.load().pipe(withEnv({ ANTLER_HOME: "" }))).home, fallback.home)
         Fs.writeFileSync(Path.join(dir, "config.yaml"), "recursion_limit: 7\n")
         const local = yield* ConfigFile.load().pipe(withEnv({}))
         assert.strictEqual(local.config.recursion_limit, 7)

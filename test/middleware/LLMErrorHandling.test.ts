@@ -550,9 +550,9 @@ describe("LLMErrorHandling against the real openai client", () => {
       const shown = rec.events.map(render).join("")
       assert.include(
         shown,
-        "[llm_waiting] Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
+        "… Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
       )
-      assert.include(shown, "[llm_retry] Model call attempt 1 of 2 failed")
+      assert.include(shown, "↻ Model call attempt 1 of 2 failed")
     }).pipe(Effect.scoped, Effect.provide(MemoryThreadStore.layer())))
 
   it.effect("a 500 is retried after a jittered backoff within its bounds, then succeeds", () =>
