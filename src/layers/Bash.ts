@@ -240,7 +240,7 @@ const ulimitArgs = (limits: Limits): Array<string> => {
 const LIMITS_PRELUDE = `limit() { [ -z "$2" ] || ulimit -H -S "$1" "$2"; }
 ulimit -H -S -c 0 && limit -v "$1" && limit -f "$2" && limit -u "$3" ||
   { echo "antler: could not apply the sandbox's resource limits" >&2; exit 126; }
-exec /bin/bash -c "$4"`
+exec /bin/bash -c "$4" 2>&1`
 
 /**
  * The first command of a staged sandbox, run as root of the sandbox's user namespace (capabilities over that
@@ -280,7 +280,7 @@ ulimit -H -S -c 0 && limit -v "$mem" && limit -f "$fsize" && limit -u "$nproc" |
 cd "$cwd" 2>/dev/null || fail "could not enter $cwd"
 unshare=$(command -p -v unshare) || fail "unshare (util-linux) is missing"
 exec {status}>&-
-exec "$unshare" --user --map-user=${SANDBOX_USER.uid} --map-group=${SANDBOX_USER.gid} -- /bin/bash -c "$cmd"`
+exec "$unshare" --user --map-user=${SANDBOX_USER.uid} --map-group=${SANDBOX_USER.gid} -- /bin/bash -c "$cmd" 2>&1`
 
 /** Where a staged sandbox sees its staging area (detached before the command runs). */
 export const STAGE = "/.stage"
@@ -707,7 +707,8 @@ const killGroup = (pid: number | undefined) => {
 }
 
 /**
- * Runs a process in its own process group, stdout and stderr captured together. On timeout, when the guard
+ * Runs a process in its own process group, stdout and stderr captured together (the sandbox's command writes both
+ * to one pipe, so they keep the order the command wrote them in). On timeout, when the guard
  * says so, on interruption of the fiber and after the main process exits, the whole group is killed (under
  * bwrap the PID namespace then takes every descendant with it, including `setsid`/`nohup` children).
  */

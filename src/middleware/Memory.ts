@@ -43,7 +43,8 @@ export const layer = (options: Options): Middleware => {
           messages: current.messages,
           modelName: context.options.modelName
         }))
-      return { run: (loop) => Effect.tap(loop, () => after) }
+      // as DeerFlow's `after_agent`: a run that failed or was cancelled is not remembered
+      return { run: (loop) => Effect.tap(loop, (end) => (end.status === "success" || end.status === "interrupted" ? after : Effect.void)) }
     }),
     { name: "Memory", tools }
   )

@@ -775,7 +775,7 @@ describe("threads you can find again", () => {
       const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
       const inDir = (cwd: string, args: ReadonlyArray<string>) =>
         Effect.promise(() =>
-          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user }), cwd }).done
+          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
         )
       const endpoint = ["--base-url", server.url, "--api-key", "x"]
       const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
