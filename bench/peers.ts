@@ -3,7 +3,7 @@
  * installed under ../shared/bench/peer-* (see its README), interleaved job by job (Antler, AI SDK, LangChain,
  * OpenAI Agents, then the next job...; the order rotates each repetition) so that the machine's load drifts
  * over all of them alike. Prints the load average at start and end, one table of medians and ratios
- * (Antler ÷ peer) on stderr, and the JSON on stdout (also written to bench/results/peers-<profile>.json).
+ * (Antler ÷ peer) on stderr, and the JSON on stdout (also written to bench/results/peers-<profile>[-<args>].json).
  *   npm run bench:peers                       # default profile (3 repetitions; minutes with LangChain)
  *   BENCH_PROFILE=quick npm run bench:peers   # smoke test, about a minute
  *   npm run bench:peers -- aisdk w1           # only these peers and/or comparisons (prefixes: w1, w4/durable)
@@ -165,6 +165,7 @@ say(`bench:peers (${profile}): ${os.cpus().length} cores, load average ${loadSta
 for (const s of statuses) say(`  ${s.note}\n`)
 say(`  running: ${harnesses.map((h) => h.label).join(", ")}; ${params.repetitions} repetition(s) of ` +
   `${comparisons.map(comparisonId).join(", ")}\n`)
+if (profile === "quick") say("  quick: a smoke test (short runs, little warm-up): quote the default profile's figures\n")
 
 const collected: Record<string, Record<string, Array<WorkerResult>>> = {}
 const attempts: Record<string, Record<string, Array<Attempt>>> = {}
@@ -232,7 +233,9 @@ const out = {
 process.stdout.write(JSON.stringify(out, null, 2) + "\n")
 const resultsDir = path.join(root, "bench", "results")
 fs.mkdirSync(resultsDir, { recursive: true })
-const file = path.join(resultsDir, `peers-${profile}.json`)
+// a run of some peers or comparisons only does not overwrite the file of a whole run
+const suffix = filters.length > 0 ? `-${filters.join("-").replace(/[^A-Za-z0-9-]/g, "_")}` : ""
+const file = path.join(resultsDir, `peers-${profile}${suffix}.json`)
 fs.writeFileSync(file, JSON.stringify(out, null, 2) + "\n")
 
 say(`\nbench:peers (${profile}) — ${out.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +

@@ -164,8 +164,14 @@ export const PEERS: ReadonlyArray<Harness> = [
   }
 ]
 
+/** A worker's job (JSON): the workload, the harness's configuration fields and the sizes. */
+export interface Job {
+  readonly kind: Workload
+  readonly [field: string]: unknown
+}
+
 /** The job JSON a harness's worker takes for one comparison. */
-export const jobFor = (harness: Harness, comparison: Comparison, params: Params, quick: boolean) => {
+export const jobFor = (harness: Harness, comparison: Comparison, params: Params, quick: boolean): Job => {
   const config = harness.configs[comparison.variant].fields
   switch (comparison.workload) {
     case "w1":
