@@ -7,8 +7,9 @@
  *   antler upload THREAD FILE... [--config FILE] [--json]
  *   antler demo
  *
- * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
- * 3 the run is waiting for the user; 130 cancelled with Ctrl-C (completed steps stay saved).
+ * Exit codes: 0 success; 1 the run failed, or was refused (another run holds the thread), or a thread was not
+ * found; 2 usage or configuration error; 3 the run is waiting for the user; 130 cancelled with Ctrl-C
+ * (completed steps stay saved).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
