@@ -254,6 +254,13 @@ describe("two runs on one thread", () => {
       // A run killed with SIGKILL in the middle of a tool leaves its lease behind...
       const held = yield* antlerScoped(home, args("hold"))
       yield* waitFor(() => Fs.existsSync(Path.join(workspace, "release.started")), "the held run's bash to start")
+      // (meanwhile another run is refused; in JSON its end is `ThreadBusy`)
+      const refused = yield* antlerDone(home, [...args("refused").slice(0, -1), "--json", "refused"])
+      assert.strictEqual(refused.code, 1, output(refused))
+      const end = JSON.parse(refused.stdout.trim().split("\n").at(-1)!)
+      assert.deepInclude(end, { type: "run_end", status: "error", thread_id: threadId })
+      assert.strictEqual(end.error.name, "ThreadBusy")
+      assert.include(end.error.message, `process ${Os.hostname()}:${held.child.pid})`)
       held.child.kill("SIGKILL")
       assert.strictEqual((yield* Effect.promise(() => held.done)).signal, "SIGKILL")
       const [left] = yield* leasesOf(home)
