@@ -191,7 +191,8 @@ describe("two runs on one thread", () => {
           toolCalls: [bashCall(`Step ${step}`, step === 0 ? `${gate("go")}; ${log}` : log)]
         }
       }, { delayMs: 5 })
-      const args = (prompt: string) => ["run", "--base-url", server.url, "--api-key", "x", "--thread", threadId, prompt]
+      const args = (prompt: string, ...flags: ReadonlyArray<string>) =>
+        ["run", ...flags, "--base-url", server.url, "--api-key", "x", "--thread", threadId, prompt]
       // whatever happens, no sandboxed loop outlives the test
       yield* Effect.addFinalizer(() =>
         Effect.sync(() => {
@@ -255,7 +256,7 @@ describe("two runs on one thread", () => {
       const held = yield* antlerScoped(home, args("hold"))
       yield* waitFor(() => Fs.existsSync(Path.join(workspace, "release.started")), "the held run's bash to start")
       // (meanwhile another run is refused; in JSON its end is `ThreadBusy`)
-      const refused = yield* antlerDone(home, [...args("refused").slice(0, -1), "--json", "refused"])
+      const refused = yield* antlerDone(home, args("refused", "--json"))
       assert.strictEqual(refused.code, 1, output(refused))
       const end = JSON.parse(refused.stdout.trim().split("\n").at(-1)!)
       assert.deepInclude(end, { type: "run_end", status: "error", thread_id: threadId })
