@@ -12,6 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -57,13 +58,46 @@ interface Spawned {
   readonly done: Promise<Result>
 }
 
+/**
+ * What a test did so far (processes started and ended, phases), with times: printed when the test fails or
+ * times out, to tell a hang from a slow machine.
+ */
+interface Trail {
+  readonly note: (what: string) => void
+  readonly text: () => string
+}
+
+const makeTrail = (): Trail => {
+  const started = Date.now()
+  const notes: Array<string> = []
+  return {
+    note: (what) => void notes.push(`${((Date.now() - started) / 1000).toFixed(1)}s ${what}`),
+    text: () => notes.join("\n")
+  }
+}
+
+/** Runs `test(trail)`, printing the trail (and `context`) when it fails or is interrupted (a timeout). */
+const traced = <A, E>(name: string, test: (trail: Trail) => Effect.Effect<A, E>, context = () => "") =>
+  Effect.suspend(() => {
+    const trail = makeTrail()
+    return test(trail).pipe(
+      Effect.onExit((exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.void
+          : Effect.sync(() => console.error(`${name} failed${context()}; what it did:\n${trail.text()}`))
+      )
+    )
+  })
+
 /** Runs `antler ...` from sources with `home` as its data directory (and working directory). */
-const antler = (home: string, args: ReadonlyArray<string>): Spawned => {
+const antler = (trail: Trail, home: string, args: ReadonlyArray<string>): Spawned => {
   const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
     env: childEnv({ ANTLER_HOME: home }),
     cwd: home,
     stdio: ["ignore", "pipe", "pipe"]
   })
+  const what = `${args[0]} … ${args.slice(-3).join(" ")} (pid ${child.pid})`
+  trail.note(`started ${what}`)
   let stdout = ""
   let stderr = ""
   let exited = false
@@ -72,29 +106,35 @@ const antler = (home: string, args: ReadonlyArray<string>): Spawned => {
   const done = new Promise<Result>((resolve) =>
     child.on("close", (code, signal) => {
       exited = true
+      trail.note(`ended ${what}: ${signal ?? `exit ${code}`}`)
       resolve({ code, signal, stdout, stderr })
     })
   )
   return { child, exited: () => exited, done }
 }
 
-const antlerDone = (home: string, args: ReadonlyArray<string>) => Effect.promise(() => antler(home, args).done)
-
 /** `antler` in the scope: killed when the scope closes before it ends (a failed test leaves no process behind). */
-const antlerScoped = (home: string, args: ReadonlyArray<string>) =>
-  Effect.acquireRelease(Effect.sync(() => antler(home, args)), (run) =>
+const antlerScoped = (trail: Trail, home: string, args: ReadonlyArray<string>) =>
+  Effect.acquireRelease(Effect.sync(() => antler(trail, home, args)), (run) =>
     Effect.sync(() => {
       if (!run.exited()) run.child.kill("SIGKILL")
     }))
 
+/** Runs `antler ...` to its end. */
+const antlerDone = (trail: Trail, home: string, args: ReadonlyArray<string>) =>
+  Effect.scoped(Effect.flatMap(antlerScoped(trail, home, args), (run) => Effect.promise(() => run.done)))
+
+/** Waits until `check()` holds (polling), at most `ms`. */
 const waitFor = (check: () => boolean, what: string, ms = 120_000) =>
-  Effect.promise(async () => {
+  Effect.promise(async (signal) => {
     const started = Date.now()
-    while (!check()) {
+    while (!check() && !signal.aborted) {
       if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`)
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
   })
+
+const output = (r: Result) => `${r.signal ?? `exit ${r.code}`}\n${r.stdout}${r.stderr}`
 
 /** Where the sandbox's `/mnt/user-data/workspace` of a thread is on the host. */
 const workspaceOf = (home: string, threadId: string) =>
@@ -165,118 +205,126 @@ const WS = "/mnt/user-data/workspace"
 
 describe("two runs on one thread", () => {
   const STEPS = 4
+  const threadId = "shared"
 
-  it.live("the second is refused (ThreadBusy, exit 1); the lease is given back, and taken over after a SIGKILL", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const home = tempDir("antler-attack-busy-")
-      const threadId = "shared"
-      const workspace = workspaceOf(home, threadId)
-      // The first step waits in bash until the test opens its gate, so both processes are alive together
-      // whatever the scheduling: the gate opens when one of them has exited, or when the model was asked
-      // twice without a step (two runs got in: the attack worked).
-      const gate = (name: string) => `touch ${WS}/${name}.started; while [ ! -e ${WS}/${name} ]; do sleep 0.02; done`
-      const server = yield* ScriptedChatServer.start((body): Turn => {
-        const prompt = lastUserText(body)
-        if (prompt.startsWith("third")) return "The third run answers."
-        if (prompt === "hold") {
-          return stepsOfRun(body) === 0
-            ? { content: "Holding.", toolCalls: [bashCall("Hold the thread", gate("release"))] }
-            : "Released."
-        }
-        const step = stepsOfRun(body)
-        if (step >= STEPS) return `All ${STEPS} steps done for ${prompt}.`
-        const log = `echo ${prompt}-step-${step} >> ${WS}/exec.log`
-        return {
-          content: `Step ${step}.`,
-          toolCalls: [bashCall(`Step ${step}`, step === 0 ? `${gate("go")}; ${log}` : log)]
-        }
-      }, { delayMs: 5 })
-      const args = (prompt: string, ...flags: ReadonlyArray<string>) =>
-        ["run", ...flags, "--base-url", server.url, "--api-key", "x", "--thread", threadId, prompt]
-      // whatever happens, no sandboxed loop outlives the test
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          Fs.mkdirSync(workspace, { recursive: true })
-          for (const name of ["go", "release"]) Fs.writeFileSync(Path.join(workspace, name), "")
-        })
-      )
-
-      const one = yield* antlerScoped(home, args("one"))
-      const two = yield* antlerScoped(home, args("two"))
-      const openGate = () => {
-        const askedWithoutStep = server.requests.filter((body) => stepsOfRun(body) === 0).length
-        if (!one.exited() && !two.exited() && askedWithoutStep < 2) return false
-        Fs.mkdirSync(workspace, { recursive: true })
-        Fs.writeFileSync(Path.join(workspace, "go"), "")
-        return true
+  /** A data directory and a slow scripted model for `shared`; bash steps wait at gates the test opens. */
+  const setup = Effect.gen(function*() {
+    const home = tempDir("antler-attack-busy-")
+    const workspace = workspaceOf(home, threadId)
+    const open = (name: string) => {
+      Fs.mkdirSync(workspace, { recursive: true })
+      Fs.writeFileSync(Path.join(workspace, name), "")
+    }
+    const gate = (name: string) => `touch ${WS}/${name}.started; while [ ! -e ${WS}/${name} ]; do sleep 0.02; done`
+    // The model: "hold" waits at the `release` gate; "third..." answers at once; any other prompt P logs
+    // P-step-0..3 with bash, step 0 waiting at the `go` gate first, then answers.
+    const server = yield* ScriptedChatServer.start((body): Turn => {
+      const prompt = lastUserText(body)
+      const step = stepsOfRun(body)
+      if (prompt.startsWith("third")) return "The third run answers."
+      if (prompt === "hold") {
+        const hold = bashCall("Hold the thread", gate("release"))
+        return step === 0 ? { content: "Holding.", toolCalls: [hold] } : "Released."
       }
-      yield* waitFor(openGate, "one of the two runs to end, or both to ask the model")
-      const [first, second] = yield* Effect.promise(() => Promise.all([one.done, two.done]))
-      const output = (r: Result) => `exit ${r.code}\n${r.stdout}${r.stderr}`
-      assert.deepStrictEqual([first!.code, second!.code].sort(), [0, 1], `${output(first!)}\n----\n${output(second!)}`)
-      const [winner, winnerPid, loser] = first!.code === 0
-        ? ["one", one.child.pid, second!]
-        : ["two", two.child.pid, first!]
+      if (step >= STEPS) return `All ${STEPS} steps done for ${prompt}.`
+      const log = `echo ${prompt}-step-${step} >> ${WS}/exec.log`
+      const command = step === 0 ? `${gate("go")}; ${log}` : log
+      return { content: `Step ${step}.`, toolCalls: [bashCall(`Step ${step}`, command)] }
+    }, { delayMs: 5 })
+    // whatever happens, no sandboxed loop outlives the test
+    yield* Effect.addFinalizer(() => Effect.sync(() => ["go", "release"].forEach(open)))
+    const args = (prompt: string, ...flags: ReadonlyArray<string>) =>
+      ["run", ...flags, "--base-url", server.url, "--api-key", "x", "--thread", threadId, prompt]
+    return { home, workspace, open, server, args }
+  })
 
-      // The model was asked only by the run that got the thread: one conversation, one step more each time.
-      assert.strictEqual(server.requests.length, STEPS + 1)
-      server.requests.forEach((body, i) => {
-        assert.strictEqual(lastUserText(body), winner, `request ${i} comes from the other run`)
-        assert.strictEqual(stepsOfRun(body), i)
-      })
-      // Every step ran once, in order; the saved thread is that one run, not interleaved with another.
-      assert.deepStrictEqual(lines(Path.join(workspace, "exec.log")), [0, 1, 2, 3].map((i) => `${winner}-step-${i}`))
-      const thread = yield* loadThread(home, threadId)
-      const messages = thread.state.messages
-      assert.deepStrictEqual(messages.map((m) => m.type), ["human", ...Array(STEPS).fill(["ai", "tool"]).flat(), "ai"])
-      assert.strictEqual(M.text(messages.at(-1)!), `All ${STEPS} steps done for ${winner}.`)
-      assert.deepStrictEqual(
-        messages.flatMap((m) => (m.type === "tool" ? [m.status ?? "success"] : [])),
-        Array(STEPS).fill("success")
-      )
-      assert.deepStrictEqual(thread.runs.map((r) => r.status), ["success"])
+  it.live("at once: one runs, the other is refused in one line (exit 1); the steps are saved once each, in order", () =>
+    traced("two runs at once", (trail) =>
+      Effect.scoped(Effect.gen(function*() {
+        const { args, home, open, server, workspace } = yield* setup
+        // Both processes are alive together whatever the scheduling: the first step of a run waits at the gate,
+        // opened when one of them has exited, or when the model was asked twice without a step (two runs got
+        // in: the attack worked).
+        const one = yield* antlerScoped(trail, home, args("one"))
+        const two = yield* antlerScoped(trail, home, args("two"))
+        yield* waitFor(
+          () => one.exited() || two.exited() || server.requests.filter((body) => stepsOfRun(body) === 0).length >= 2,
+          "one of the two runs to end, or both to ask the model"
+        )
+        trail.note("gate opened")
+        open("go")
+        const [first, second] = yield* Effect.promise(() => Promise.all([one.done, two.done]))
+        assert.deepStrictEqual([first!.code, second!.code].sort(), [0, 1], `${output(first!)}\n--\n${output(second!)}`)
+        const [winner, winnerPid, loser] = first!.code === 0
+          ? ["one", one.child.pid, second!]
+          : ["two", two.child.pid, first!]
 
-      // The refused run says so in one line naming the thread and the run that holds it; no stack, nothing else.
-      const holder = `run ${thread.runs[0]!.run_id}, process ${Os.hostname()}:${winnerPid}`
-      assert.deepStrictEqual(loser.stdout.split("\n").slice(1), [
-        `error: Thread ${threadId} already has a run in progress (${holder}); wait for it to end or stop it, ` +
-        `then try again.`,
-        ""
-      ])
-      assert.match(loser.stdout, new RegExp(`^thread ${threadId} \\(continuing\\)`))
-      assert.strictEqual(loser.stderr, "")
-      assert.deepStrictEqual(yield* leasesOf(home), [])
+        // The model was asked only by the run that got the thread: one conversation, one step more each time.
+        assert.strictEqual(server.requests.length, STEPS + 1)
+        server.requests.forEach((body, i) => {
+          assert.strictEqual(lastUserText(body), winner, `request ${i} comes from the other run`)
+          assert.strictEqual(stepsOfRun(body), i)
+        })
+        // Every step ran once, in order; the saved thread is that one run, not interleaved with another.
+        assert.deepStrictEqual(lines(Path.join(workspace, "exec.log")), [0, 1, 2, 3].map((i) => `${winner}-step-${i}`))
+        const thread = yield* loadThread(home, threadId)
+        const messages = thread.state.messages
+        const shape = ["human", ...Array(STEPS).fill(["ai", "tool"]).flat(), "ai"]
+        assert.deepStrictEqual(messages.map((m) => m.type), shape)
+        assert.strictEqual(M.text(messages.at(-1)!), `All ${STEPS} steps done for ${winner}.`)
+        assert.deepStrictEqual(
+          messages.flatMap((m) => (m.type === "tool" ? [m.status ?? "success"] : [])),
+          Array(STEPS).fill("success")
+        )
+        assert.deepStrictEqual(thread.runs.map((r) => r.status), ["success"])
 
-      // The lease was given back: a third run on the thread goes through.
-      const third = yield* antlerDone(home, args("third"))
-      assert.strictEqual(third.code, 0, output(third))
-      assert.include(third.stdout, "The third run answers.")
+        // The refused run says so in one line naming the thread and the run that holds it; no stack, nothing else.
+        const holder = `run ${thread.runs[0]!.run_id}, process ${Os.hostname()}:${winnerPid}`
+        assert.deepStrictEqual(loser.stdout.split("\n").slice(1), [
+          `error: Thread ${threadId} already has a run in progress (${holder}); wait for it to end or stop it, ` +
+          `then try again.`,
+          ""
+        ])
+        assert.match(loser.stdout, new RegExp(`^thread ${threadId} \\(continuing\\)`))
+        assert.strictEqual(loser.stderr, "")
 
-      // A run killed with SIGKILL in the middle of a tool leaves its lease behind...
-      const held = yield* antlerScoped(home, args("hold"))
-      yield* waitFor(() => Fs.existsSync(Path.join(workspace, "release.started")), "the held run's bash to start")
-      // (meanwhile another run is refused; in JSON its end is `ThreadBusy`)
-      const refused = yield* antlerDone(home, args("refused", "--json"))
-      assert.strictEqual(refused.code, 1, output(refused))
-      const end = JSON.parse(refused.stdout.trim().split("\n").at(-1)!)
-      assert.deepInclude(end, { type: "run_end", status: "error", thread_id: threadId })
-      assert.strictEqual(end.error.name, "ThreadBusy")
-      assert.include(end.error.message, `process ${Os.hostname()}:${held.child.pid})`)
-      held.child.kill("SIGKILL")
-      assert.strictEqual((yield* Effect.promise(() => held.done)).signal, "SIGKILL")
-      const [left] = yield* leasesOf(home)
-      assert.strictEqual(left?.owner, `${Os.hostname()}:${held.child.pid}`)
-      // ...which the next run on this host takes over at once: the holder's process is gone.
-      const after = yield* antlerDone(home, args("third, after the kill"))
-      assert.strictEqual(after.code, 0, output(after))
-      const resumed = yield* loadThread(home, threadId)
-      const takeover = resumed.runs.at(-1)!
-      assert.isBelow(Date.parse(takeover.started_at), left!.expires_at, "taken over before the lease expired")
-      assert.deepStrictEqual(resumed.runs.map((r) => r.status), ["success", "success", "cancelled", "success"])
-      const open = resumed.state.messages.filter((m) => m.type === "tool").at(-1)!
-      assert.strictEqual(M.text(open), Run.INTERRUPTED_TOOL_RESULT)
-      assert.deepStrictEqual(yield* leasesOf(home), [])
-    })), SLOW)
+        // The lease was given back: a third run on the thread goes through.
+        assert.deepStrictEqual(yield* leasesOf(home), [])
+        const third = yield* antlerDone(trail, home, args("third"))
+        assert.strictEqual(third.code, 0, output(third))
+        assert.include(third.stdout, "The third run answers.")
+      }))), SLOW)
+
+  it.live("a run killed with SIGKILL leaves its lease; the next run on this host takes the thread over at once", () =>
+    traced("takeover after SIGKILL", (trail) =>
+      Effect.scoped(Effect.gen(function*() {
+        const { args, home, workspace } = yield* setup
+        // A run killed with SIGKILL in the middle of a tool leaves its lease behind...
+        const held = yield* antlerScoped(trail, home, args("hold"))
+        yield* waitFor(() => Fs.existsSync(Path.join(workspace, "release.started")), "the held run's bash to start")
+        // (while it is alive, another run is refused; in JSON its end is `ThreadBusy`)
+        const refused = yield* antlerDone(trail, home, args("refused", "--json"))
+        assert.strictEqual(refused.code, 1, output(refused))
+        const end = JSON.parse(refused.stdout.trim().split("\n").at(-1)!)
+        assert.deepInclude(end, { type: "run_end", status: "error", thread_id: threadId })
+        assert.strictEqual(end.error.name, "ThreadBusy")
+        assert.include(end.error.message, `process ${Os.hostname()}:${held.child.pid})`)
+        held.child.kill("SIGKILL")
+        assert.strictEqual((yield* Effect.promise(() => held.done)).signal, "SIGKILL")
+        const [left] = yield* leasesOf(home)
+        assert.strictEqual(left?.owner, `${Os.hostname()}:${held.child.pid}`)
+        // ...which the next run on this host takes over at once, before it expires: the holder's process is gone.
+        const after = yield* antlerDone(trail, home, args("third, after the kill"))
+        assert.strictEqual(after.code, 0, output(after))
+        assert.include(after.stdout, "The third run answers.")
+        const resumed = yield* loadThread(home, threadId)
+        assert.isBelow(Date.parse(resumed.runs.at(-1)!.started_at), left!.expires_at, "taken over before expiry")
+        assert.deepStrictEqual(resumed.runs.map((r) => r.status), ["cancelled", "success"])
+        // the call the killed run left open is answered: interrupted, may have partly run
+        const results = resumed.state.messages.filter((m) => m.type === "tool")
+        assert.deepStrictEqual(results.map(M.text), [Run.INTERRUPTED_TOOL_RESULT])
+        assert.deepStrictEqual(yield* leasesOf(home), [])
+      }))), SLOW)
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -306,20 +354,23 @@ describe("SIGKILL during bash", () => {
   it.live("resumed after every kill, nothing runs twice and every call has exactly one result", () => {
     const seed = Number(process.env.ATTACK_SEED ?? Math.floor(Math.random() * 2 ** 31))
     const reproduce = `seed ${seed} (reproduce with ATTACK_SEED=${seed})`
-    return Effect.scoped(Effect.gen(function*() {
+    return traced("SIGKILL during bash", (trail) => Effect.scoped(Effect.gen(function*() {
       const home = tempDir("antler-attack-kill-")
       const firstPrompt = (threadId: string) => `Log markers for thread ${threadId}, one per step.`
       // Each model call asks bash to log a marker of its own and sleep; in the last run, after a few more
       // steps, the model answers instead.
-      const threadOf = (body: ChatRequestBody) =>
-        THREADS.find((threadId) => JSON.stringify(body.messages).includes(firstPrompt(threadId)))
       const finishing = new Set<string>()
-      const server = yield* ScriptedChatServer.start((body, call): Turn =>
-        finishing.has(threadOf(body)!) && stepsOfRun(body) >= FINAL_STEPS ? "All markers are logged." : {
+      const requests = new Map<string, number>()
+      const server = yield* ScriptedChatServer.start((body, call): Turn => {
+        const text = JSON.stringify(body.messages)
+        const threadId = THREADS.find((id) => text.includes(firstPrompt(id)))!
+        requests.set(threadId, (requests.get(threadId) ?? 0) + 1)
+        return finishing.has(threadId) && stepsOfRun(body) >= FINAL_STEPS ? "All markers are logged." : {
           content: `Logging marker ${call}.`,
           toolCalls: [bashCall(`Log marker ${call}`, `echo m-${call} >> ${WS}/exec.log; sleep 0.3`)]
-        }, { delayMs: 8 })
-      const asked = (threadId: string) => server.requests.filter((body) => threadOf(body) === threadId).length
+        }
+      }, { delayMs: 8 })
+      const asked = (threadId: string) => requests.get(threadId) ?? 0
       const args = (threadId: string, prompt: string) =>
         ["run", "--base-url", server.url, "--api-key", "x", "--thread", threadId, prompt]
 
@@ -334,19 +385,21 @@ describe("SIGKILL during bash", () => {
             const delay = Math.floor(random() * (aim === "streaming" ? 120 : aim === "bash" ? 250 : 1000))
             aims.push(`${aim}+${delay}ms`)
             const before = { asked: asked(threadId), logged: lines(execLog).length }
-            const run = yield* antlerScoped(home, args(threadId, kill === 0 ? firstPrompt(threadId) : "continue"))
-            const where = `${reproduce}: ${threadId} run ${kill}`
+            const where = `${threadId} run ${kill}`
+            trail.note(`${where}: kill aimed ${aim}+${delay}ms`)
+            const prompt = kill === 0 ? firstPrompt(threadId) : "continue"
+            const run = yield* antlerScoped(trail, home, args(threadId, prompt))
             // past its start-up (the lease taken, the thread loaded): it asks the model
             yield* waitFor(() => run.exited() || asked(threadId) > before.asked, `${where} to ask the model`)
             if (aim === "bash") yield* waitFor(() => run.exited() || lines(execLog).length > before.logged, where)
             yield* Effect.sleep(delay)
             run.child.kill("SIGKILL")
             const result = yield* Effect.promise(() => run.done)
-            assert.strictEqual(result.signal, "SIGKILL", `${where} ended by itself: ${result.stdout}${result.stderr}`)
+            assert.strictEqual(result.signal, "SIGKILL", `${reproduce}: ${where} ended by itself: ${output(result)}`)
           }
           finishing.add(threadId)
-          const last = yield* antlerDone(home, args(threadId, "continue"))
-          assert.strictEqual(last.code, 0, `${reproduce}: ${last.stdout}${last.stderr}`)
+          const last = yield* antlerDone(trail, home, args(threadId, "continue"))
+          assert.strictEqual(last.code, 0, `${reproduce}: ${output(last)}`)
           assert.include(last.stdout, "All markers are logged.")
           return { threadId, execLog, aims }
         })
@@ -393,6 +446,6 @@ describe("SIGKILL during bash", () => {
         { integrity_check: "ok" }
       ])
       assert.deepStrictEqual(yield* leasesOf(home), [])
-    })).pipe(Effect.tapDefect(() => Effect.sync(() => console.error(`SIGKILL during bash failed with ${reproduce}`))))
+    })), () => ` with ${reproduce}`)
   }, SLOWER)
 })
