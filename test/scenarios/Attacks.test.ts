@@ -441,6 +441,8 @@ describe("SIGKILL during bash", () => {
         console.log(`SIGKILL during bash, ${reproduce}: ${counts}`)
       }
 
+      console.log(`SIGKILL during bash, ${reproduce}: ${server.aborted.length} model streams cut by a kill`)
+
       // The SQLite file survived every kill; no lease is left.
       assert.deepStrictEqual(yield* query<{ integrity_check: string }>(home, "PRAGMA integrity_check"), [
         { integrity_check: "ok" }
