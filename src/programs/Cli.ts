@@ -12,8 +12,9 @@
  *   antler memory show|clear [--agent NAME] [--user ID] [--config FILE] [--json]
  *   antler demo
  *
- * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
- * 3 the run is waiting for the user; 130 cancelled with Ctrl-C (completed steps stay saved).
+ * Exit codes: 0 success; 1 the run failed, or was refused (another run holds the thread), or a thread was not
+ * found; 2 usage or configuration error; 3 the run is waiting for the user; 130 cancelled with Ctrl-C
+ * (completed steps stay saved).
  */
 import * as Command from "@effect/cli/Command"
 import type * as Usage from "@effect/cli/Usage"

@@ -273,6 +273,8 @@ export const endLine = (end: RunEndEvent, threadId: string, s: Style): string =>
     case "cancelled":
       return s.yellow(`— cancelled; completed steps are saved · ${where}`)
     case "error":
+      // a run refused because another one holds the thread did nothing: its message says all, once
+      if (end.error?.name === "ThreadBusy") return s.red(`error: ${end.error.message}`)
       return `${s.red(`error: ${errorText(end.error)}`)}\n${s.dim(`— failed · ${where}`)}`
   }
 }

@@ -78,8 +78,8 @@ export const INTERRUPTED_TOOL_RESULT =
 
 /** A run refused because another run of the thread is active. */
 export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
-  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}). ` +
-  `Wait for it to end, or cancel it, then try again.`
+  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
+  `wait for it to end or stop it, then try again.`
 
 // ---------------------------------------------------------------------------------------------------------
 // The state holder
