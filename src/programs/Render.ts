@@ -597,6 +597,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
         }
         if (event.status === "error") {
           const error = event.error
+          // a run refused because another one holds the thread did nothing: its message says all, once
+          if (error?.name === "ThreadBusy") return text + out(`${s.red(`error: ${safe(error.message)}`)}\n`)
           const known = fallback
           const message = known === undefined || error?.message !== known.text
             ? errorText(error)

@@ -36,6 +36,10 @@ const SLOWER = 600_000
 
 const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
 
+/** The config children read: long-term memory off (its update would be one more model call per run). */
+const QUIET_CONFIG = Path.join(tempDir("antler-attack-config-"), "config.yaml")
+Fs.writeFileSync(QUIET_CONFIG, "memory:\n  enabled: false\n")
+
 /** The environment of a child: no OPENAI_* / ANTLER_* from outside, no colour. */
 const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = {}
@@ -92,7 +96,7 @@ const traced = <A, E>(name: string, test: (trail: Trail) => Effect.Effect<A, E>,
 /** Runs `antler ...` from sources with `home` as its data directory (and working directory). */
 const antler = (trail: Trail, home: string, args: ReadonlyArray<string>): Spawned => {
   const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
-    env: childEnv({ ANTLER_HOME: home }),
+    env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG }),
     cwd: home,
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -268,7 +272,8 @@ describe("two runs on one thread", () => {
         // Every step ran once, in order; the saved thread is that one run, not interleaved with another.
         assert.deepStrictEqual(lines(Path.join(workspace, "exec.log")), [0, 1, 2, 3].map((i) => `${winner}-step-${i}`))
         const thread = yield* loadThread(home, threadId)
-        const messages = thread.state.messages
+        // (the date reminder DynamicContext adds before the first question is hidden from the user)
+        const messages = thread.state.messages.filter((m) => m.additional_kwargs?.hide_from_ui !== true)
         const shape = ["human", ...Array(STEPS).fill(["ai", "tool"]).flat(), "ai"]
         assert.deepStrictEqual(messages.map((m) => m.type), shape)
         assert.strictEqual(M.text(messages.at(-1)!), `All ${STEPS} steps done for ${winner}.`)
