@@ -1,6 +1,6 @@
 /**
  * An in-memory ThreadStore, for tests and embedded use. Same semantics as the SQLite store: checkpoints are
- * deltas, and loading folds them through the reducers.
+ * deltas, and loading folds them through the reducers (the ones not folded yet: appends cost O(1)).
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -8,7 +8,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
 import type { CheckpointRecord, LeaseHolder, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -16,11 +16,25 @@ import * as TS from "../state/ThreadState.js"
 interface Entry {
   readonly created_at: string
   updated_at: string
+  /** The state folded from the first `folded` checkpoints. */
   state: ThreadState
+  folded: number
   readonly checkpoints: Array<CheckpointRecord>
   readonly runs: Map<string, RunRecord>
   readonly owner: string | null
   metadata: Metadata
+}
+
+/** The thread's title: the last one its checkpoints set. */
+const titleOf = (entry: Entry): string | null => {
+  for (let i = entry.checkpoints.length - 1; i >= entry.folded; i--) {
+    const updates = entry.checkpoints[i]!.updates
+    for (let j = updates.length - 1; j >= 0; j--) {
+      const title = updates[j]!.title
+      if (title !== undefined) return title
+    }
+  }
+  return entry.state.title
 }
 
 /** A fresh in-memory store. */
@@ -37,6 +51,7 @@ export const make = (): ThreadStore["Type"] => {
         created_at: now,
         updated_at: now,
         state: TS.empty,
+        folded: 0,
         checkpoints: [],
         runs: new Map(),
         owner,
@@ -46,24 +61,49 @@ export const make = (): ThreadStore["Type"] => {
     }
     return entry
   }
-  const summary = (thread_id: string, entry: Entry): ThreadSummary => ({
-    thread_id,
-    title: entry.state.title,
-    created_at: entry.created_at,
-    updated_at: entry.updated_at,
-    checkpoints: entry.checkpoints.length,
-    owner: entry.owner,
-    metadata: entry.metadata
-  })
-  const fold = (checkpoints: ReadonlyArray<CheckpointRecord>) =>
-    applyUpdates(TS.empty, checkpoints.flatMap((c) => c.updates), makeIndexes())
+  const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
+    const last = [...entry.runs.values()].at(-1)
+    const status = threadStatus(last, leases.get(thread_id), now)
+    return {
+      thread_id,
+      title: titleOf(entry),
+      created_at: entry.created_at,
+      updated_at: entry.updated_at,
+      checkpoints: entry.checkpoints.length,
+      owner: entry.owner,
+      metadata: entry.metadata,
+      ...(status === undefined ? {} : { status, stop_reason: last?.stop_reason ?? null })
+    }
+  }
+  // Checkpoints are folded when the thread is read, as the SQLite store does: an append stays O(1).
+  const fold = (threadId: string, entry: Entry): Either.Either<ThreadState, StoreError> => {
+    for (; entry.folded < entry.checkpoints.length; entry.folded++) {
+      const next = applyUpdates(entry.state, entry.checkpoints[entry.folded]!.updates, indexes)
+      if (Either.isLeft(next)) {
+        return Either.left(
+          new StoreError({
+            operation: "load",
+            message: `Thread "${threadId}" cannot be loaded: its checkpoint ${entry.folded + 1} does not apply ` +
+              `to the state before it: ${next.left.message}`,
+            cause: next.left
+          })
+        )
+      }
+      entry.state = next.right
+    }
+    return Either.right(entry.state)
+  }
   return ThreadStore.of({
     ensure: (threadId, init) => Effect.sync(() => void get(threadId, init?.owner ?? null, init?.metadata ?? {})),
     info: (threadId) =>
-      Effect.sync(() => {
-        const entry = threads.get(threadId)
-        return entry === undefined ? Option.none() : Option.some(summary(threadId, entry))
-      }),
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const entry = threads.get(threadId)
+          return entry === undefined
+            ? Option.none()
+            : Option.some(summary(threadId, entry, clock.unsafeCurrentTimeMillis()))
+        })
+      ),
     patchMetadata: (threadId, patch) =>
       Effect.sync(() => {
         const entry = threads.get(threadId)
@@ -77,24 +117,18 @@ export const make = (): ThreadStore["Type"] => {
         entry.updated_at = new Date().toISOString()
         return true
       }),
-    remove: (threadId) =>
-      Effect.sync(() => {
-        leases.delete(threadId)
-        return threads.delete(threadId)
-      }),
     checkpoints: (threadId) => Effect.sync(() => threads.get(threadId)?.checkpoints.slice() ?? []),
     rollback: (threadId, runId) =>
       Effect.suspend(() => {
         const entry = threads.get(threadId)
         if (entry === undefined) return Effect.succeed(0)
         const kept = entry.checkpoints.filter((c) => c.run_id !== runId)
-        const state = fold(kept)
-        if (Either.isLeft(state)) {
-          return Effect.fail(new StoreError({ operation: "rollback", message: state.left.message, cause: state.left }))
-        }
         const deleted = entry.checkpoints.length - kept.length
+        if (deleted === 0) return Effect.succeed(0)
         entry.checkpoints.splice(0, entry.checkpoints.length, ...kept)
-        entry.state = state.right
+        // folded again from the start on the next read
+        entry.state = TS.empty
+        entry.folded = 0
         return Effect.succeed(deleted)
       }),
     runs: (filter) =>
@@ -111,28 +145,26 @@ export const make = (): ThreadStore["Type"] => {
         return out.sort((a, b) => a.started_at.localeCompare(b.started_at))
       }),
     load: (threadId) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
         const entry = threads.get(threadId)
-        if (entry === undefined) return Option.none()
-        return Option.some({
-          thread_id: threadId,
-          state: entry.state,
-          checkpoints: entry.checkpoints.length,
-          runs: [...entry.runs.values()]
+        if (entry === undefined) return Effect.succeed(Option.none())
+        return Either.match(fold(threadId, entry), {
+          onLeft: Effect.fail,
+          onRight: (state) =>
+            Effect.succeed(Option.some({
+              thread_id: threadId,
+              state,
+              checkpoints: entry.checkpoints.length,
+              runs: [...entry.runs.values()]
+            }))
         })
       }),
     append: (threadId, runId, updates) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         const entry = get(threadId)
-        const next = applyUpdates(entry.state, updates, indexes)
-        if (Either.isLeft(next)) {
-          return Effect.fail(new StoreError({ operation: "append", message: next.left.message, cause: next.left }))
-        }
         const now = new Date().toISOString()
-        entry.state = next.right
         entry.checkpoints.push({ seq: ++seq, run_id: runId, created_at: now, updates })
         entry.updated_at = now
-        return Effect.void
       }),
     saveRun: (run) =>
       Effect.sync(() => {
@@ -144,11 +176,26 @@ export const make = (): ThreadStore["Type"] => {
           metadata: run.metadata ?? before?.metadata ?? null
         })
       }),
-    list: Effect.sync(() =>
-      [...threads.entries()]
-        .map(([thread_id, entry]) => summary(thread_id, entry))
-        .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+    list: Effect.clockWith((clock) =>
+      Effect.sync(() => {
+        const now = clock.unsafeCurrentTimeMillis()
+        return [...threads.entries()]
+          .map(([thread_id, entry]) => summary(thread_id, entry, now))
+          .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      })
     ),
+    delete: (threadId) =>
+      Effect.clockWith((clock) =>
+        Effect.suspend(() => {
+          const holder = leases.get(threadId)
+          const request = { threadId, runId: "", ttlMs: 0, now: clock.unsafeCurrentTimeMillis() }
+          if (leaseBlocks(holder, request)) {
+            return Effect.fail(new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) }))
+          }
+          leases.delete(threadId)
+          return Effect.succeed(threads.delete(threadId))
+        })
+      ),
     acquireLease: (request) =>
       Effect.sync(() => {
         const holder = leases.get(request.threadId)

@@ -25,8 +25,8 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { StoreError } from "../services/RunContext.js"
-import type { LoadedThread, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import type * as TS from "../state/ThreadState.js"
 import {
@@ -38,6 +38,7 @@ import {
   MetadataText,
   RunRow,
   ThreadRow,
+  threadSummary,
   titleOf
 } from "./SqliteThreadStore.js"
 
@@ -105,8 +106,13 @@ const MIGRATION_LOCK = 7_246_114_337
 const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_at, error, metadata`
 const LAST_CHECKPOINT_AT =
   `(SELECT c.created_at FROM antler_checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
+const LAST_RUN = (column: string) =>
+  `(SELECT r.${column} FROM antler_runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.ord DESC LIMIT 1)`
 const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at, COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at,
-  (SELECT COUNT(*) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id) AS checkpoints, t.owner, t.metadata`
+  (SELECT COUNT(*) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id) AS checkpoints, t.owner, t.metadata,
+  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
+const THREADS_FROM = `antler_threads t LEFT JOIN antler_leases l ON l.thread_id = t.thread_id`
 
 const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRow))
 const decodeRunRows = Schema.decodeUnknownEither(Schema.Array(RunRow))
@@ -330,34 +336,28 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           `Cannot save run "${record.run_id}" of thread "${record.thread_id}"`
         ))
 
-    const summaryOf = (row: typeof ThreadRow.Type): ThreadSummary => ({
-      thread_id: row.thread_id,
-      title: row.title,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-      checkpoints: row.checkpoints,
-      owner: row.owner,
-      metadata: row.metadata ?? {}
-    })
-
     const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
       const rows = yield* run(
-        q(`SELECT ${THREAD_COLUMNS} FROM antler_threads t ORDER BY updated_at DESC, t.ord DESC`),
+        q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.ord DESC`),
         "list",
         "Cannot list threads"
       )
-      return (yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")).map(summaryOf)
+      const millis = yield* Clock.currentTimeMillis
+      return (yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")).map((row) =>
+        threadSummary(row, millis)
+      )
     })
 
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
         const rows = yield* run(
-          q(`SELECT ${THREAD_COLUMNS} FROM antler_threads t WHERE t.thread_id = $1`, [threadId]),
+          q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = $1`, [threadId]),
           "info",
           `Cannot read thread "${threadId}"`
         )
         const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
-        return threads.length === 0 ? Option.none() : Option.some(summaryOf(threads[0]!))
+        const millis = yield* Clock.currentTimeMillis
+        return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, millis))
       })
 
     const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
@@ -383,18 +383,28 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           `Cannot update the metadata of thread "${threadId}"`
         ))
 
-    const remove: ThreadStore["Type"]["remove"] = (threadId) =>
-      transaction(
-        Effect.gen(function*() {
-          yield* q(`DELETE FROM antler_checkpoints WHERE thread_id = $1`, [threadId])
-          yield* q(`DELETE FROM antler_runs WHERE thread_id = $1`, [threadId])
-          yield* q(`DELETE FROM antler_leases WHERE thread_id = $1`, [threadId])
-          const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
-          return deleted.length > 0
-        }),
-        "remove",
-        `Cannot delete thread "${threadId}"`
-      )
+    const deleteThread: ThreadStore["Type"]["delete"] = (threadId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (millis) =>
+        transaction(
+          Effect.gen(function*() {
+            // the lease row (when there is one) locked: its run cannot renew it while the thread is deleted
+            const leases = yield* q(
+              `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR UPDATE`,
+              [threadId]
+            )
+            const [holder] = yield* decodeRows(decodeLeaseRows, leases, "delete", "The lease table")
+            if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now: millis })) {
+              return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
+            }
+            yield* q(`DELETE FROM antler_checkpoints WHERE thread_id = $1`, [threadId])
+            yield* q(`DELETE FROM antler_runs WHERE thread_id = $1`, [threadId])
+            yield* q(`DELETE FROM antler_leases WHERE thread_id = $1`, [threadId])
+            const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
+            return deleted.length > 0
+          }),
+          "delete",
+          `Cannot delete thread "${threadId}"`
+        ))
 
     const checkpoints: ThreadStore["Type"]["checkpoints"] = (threadId) =>
       Effect.gen(function*() {
@@ -493,7 +503,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       ensure,
       info,
       patchMetadata,
-      remove,
+      delete: deleteThread,
       checkpoints,
       rollback,
       runs,

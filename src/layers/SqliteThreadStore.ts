@@ -36,7 +36,7 @@ import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
 import { RunStatus, StopReason } from "../services/RunEvents.js"
 import type { CheckpointRecord, LoadedThread, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import * as Redact from "../state/Redact.js"
@@ -314,7 +314,14 @@ export const ThreadRow = Schema.Struct({
   updated_at: Schema.String,
   checkpoints: Schema.Union(Schema.Number, Schema.NumberFromString),
   owner: Schema.NullOr(Schema.String),
-  metadata: MetadataText
+  metadata: MetadataText,
+  /** The thread's last run, and the holder of its lease (for its status). */
+  run_id: Schema.NullOr(Schema.String),
+  status: Schema.NullOr(Schema.Union(RunStatus, Schema.Literal("pending", "running"))),
+  stop_reason: Schema.NullOr(StopReason),
+  lease_run_id: Schema.NullOr(Schema.String),
+  lease_owner: Schema.NullOr(Schema.String),
+  lease_expires_at: Schema.NullOr(Schema.Union(Schema.Number, Schema.NumberFromString))
 })
 
 /** A run row (also the Postgres store's). */
@@ -341,6 +348,25 @@ export const mergeMetadata = (current: Metadata, patch: Metadata): Metadata => {
     else out[key] = value
   }
   return out
+}
+
+/** A thread row as listed, its status read at `now` from its last run and the holder of its lease. */
+export const threadSummary = (row: typeof ThreadRow.Type, now: number): ThreadSummary => {
+  const holder = row.lease_run_id === null || row.lease_owner === null || row.lease_expires_at === null
+    ? undefined
+    : { run_id: row.lease_run_id, owner: row.lease_owner, expires_at: row.lease_expires_at }
+  const last = row.run_id === null || row.status === null ? undefined : { run_id: row.run_id, status: row.status }
+  const status = threadStatus(last, holder, now)
+  return {
+    thread_id: row.thread_id,
+    title: row.title,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    checkpoints: row.checkpoints,
+    owner: row.owner,
+    metadata: row.metadata ?? {},
+    ...(status === undefined ? {} : { status, stop_reason: row.stop_reason })
+  }
 }
 
 /** Decodes checkpoint rows (`seq, run_id, created_at, updates`); an unreadable row fails naming it. */
@@ -401,19 +427,24 @@ const UPSERT_RUN = `INSERT INTO runs (${RUN_COLUMNS})
   ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
   stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
   error = COALESCE(excluded.error, runs.error), metadata = COALESCE(excluded.metadata, runs.metadata)`
+const LAST_RUN = (column: string) =>
+  `(SELECT r.${column} FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1)`
 const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at,
-  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints, t.owner, t.metadata`
-const LIST_THREADS = `SELECT ${THREAD_COLUMNS} FROM threads t ORDER BY updated_at DESC, t.rowid DESC`
-const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM threads t WHERE t.thread_id = ?`
+  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints, t.owner, t.metadata,
+  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
+const THREADS_FROM = `threads t LEFT JOIN leases l ON l.thread_id = t.thread_id`
+const LIST_THREADS = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.rowid DESC`
+const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
 const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`
 const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?`
 const DELETE_THREAD = [
   `DELETE FROM checkpoints WHERE thread_id = ?`,
-  `DELETE FROM snapshots WHERE thread_id = ?`,
   `DELETE FROM runs WHERE thread_id = ?`,
-  `DELETE FROM leases WHERE thread_id = ?`,
-  `DELETE FROM threads WHERE thread_id = ?`
+  `DELETE FROM snapshots WHERE thread_id = ?`,
+  `DELETE FROM leases WHERE thread_id = ?`
 ]
+const DELETE_THREAD_ROW = `DELETE FROM threads WHERE thread_id = ? RETURNING thread_id`
 const SELECT_ALL_CHECKPOINTS =
   `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
 const DELETE_RUN_CHECKPOINTS = `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`
@@ -754,20 +785,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         )
       })
 
-    const summaryOf = (row: typeof ThreadRow.Type): ThreadSummary => ({
-      thread_id: row.thread_id,
-      title: row.title,
-      created_at: row.created_at,
-      updated_at: row.updated_at,
-      checkpoints: row.checkpoints,
-      owner: row.owner,
-      metadata: row.metadata ?? {}
-    })
-
     const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
       const rows = yield* exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads")
       const threads = yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")
-      return threads.map(summaryOf)
+      const now = yield* Clock.currentTimeMillis
+      return threads.map((row) => threadSummary(row, now))
     })
 
     const info: ThreadStore["Type"]["info"] = (threadId) =>
@@ -778,7 +800,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           `Cannot read thread "${threadId}"`
         )
         const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
-        return threads.length === 0 ? Option.none() : Option.some(summaryOf(threads[0]!))
+        const now = yield* Clock.currentTimeMillis
+        return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, now))
       })
 
     const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
@@ -795,17 +818,6 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           "patchMetadata",
           `Cannot update the metadata of thread "${threadId}"`
         )
-      )
-
-    const remove: ThreadStore["Type"]["remove"] = (threadId) =>
-      transaction(
-        Effect.gen(function*() {
-          const rows = yield* conn.execute(SELECT_METADATA, [threadId], undefined)
-          for (const statement of DELETE_THREAD) yield* conn.executeRaw(statement, [threadId])
-          return rows.length > 0
-        }),
-        "remove",
-        `Cannot delete thread "${threadId}"`
       )
 
     const checkpoints: ThreadStore["Type"]["checkpoints"] = (threadId) =>
@@ -856,6 +868,22 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return yield* decodeRows(decodeRunRows, rows, "runs", "The run table")
       })
 
+    const deleteThread: ThreadStore["Type"]["delete"] = (threadId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => transaction(
+        Effect.gen(function*() {
+          const rows = yield* conn.execute(SELECT_LEASE, [threadId], undefined)
+          const [holder] = yield* decodeRows(decodeLeaseRows, rows, "delete", "The lease table")
+          if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now })) {
+            return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
+          }
+          for (const statement of DELETE_THREAD) yield* conn.executeRaw(statement, [threadId])
+          const deleted = yield* conn.execute(DELETE_THREAD_ROW, [threadId], undefined)
+          return Array.isArray(deleted) && deleted.length > 0
+        }),
+        "delete",
+        `Cannot delete thread "${threadId}"`
+      ))
+
     const owner = leaseOwner()
     const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
       transaction(
@@ -879,7 +907,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       ensure,
       info,
       patchMetadata,
-      remove,
+      delete: deleteThread,
       checkpoints,
       rollback,
       runs,

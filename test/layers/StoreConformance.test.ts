@@ -131,7 +131,7 @@ const conformance = (backend: Backend) =>
         }
       }))
 
-    it.live("list, info, owner and metadata: created with ensure, patched (null removes a key), removed", () =>
+    it.live("list, info, owner and metadata: created with ensure, patched (null removes a key), deleted", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)
         yield* withStore(db.open(), (store) =>
@@ -152,11 +152,58 @@ const conformance = (backend: Backend) =>
             const listed = yield* store.list
             assert.deepStrictEqual(listed.map((t) => t.thread_id).sort(), ["t-alice", "t-plain"])
             assert.strictEqual(listed.find((t) => t.thread_id === "t-alice")!.owner, "alice")
-            assert.isTrue(yield* store.remove("t-alice"))
-            assert.isFalse(yield* store.remove("t-alice"))
+            assert.isTrue(yield* store.delete("t-alice"))
+            assert.isFalse(yield* store.delete("t-alice"))
             assert.isTrue(Option.isNone(yield* store.info("t-alice")))
             assert.isTrue(Option.isNone(yield* store.load("t-alice")))
             assert.deepStrictEqual((yield* store.list).map((t) => t.thread_id), ["t-plain"])
+          }))
+      }))
+
+    it.live("a thread's status comes from its last run and its lease; delete is refused while a run holds it", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            const statusOf = (threadId: string) =>
+              Effect.map(store.info(threadId), (info) => {
+                const { status, stop_reason } = Option.getOrThrow(info)
+                return { status, stop_reason }
+              })
+            const listed = (threadId: string) =>
+              Effect.map(store.list, (all) => {
+                const { status, stop_reason } = all.find((t) => t.thread_id === threadId)!
+                return { status, stop_reason }
+              })
+            yield* store.ensure("t-s")
+            assert.isUndefined((yield* statusOf("t-s")).status)
+            // accepted and running: the run holds the thread
+            const now = Date.now()
+            assert.isUndefined(yield* store.acquireLease({ threadId: "t-s", runId: "r1", ttlMs: 60_000, now }))
+            yield* store.saveRun(run("r1", "t-s", "pending"))
+            assert.strictEqual((yield* statusOf("t-s")).status, "running")
+            yield* store.saveRun(run("r1", "t-s", "running"))
+            assert.strictEqual((yield* statusOf("t-s")).status, "running")
+            assert.strictEqual((yield* listed("t-s")).status, "running")
+            const refused = yield* Effect.flip(store.delete("t-s"))
+            assert.strictEqual(refused.operation, "delete")
+            assert.include(refused.message, "run r1")
+            assert.isTrue(Option.isSome(yield* store.info("t-s")))
+            // it ends
+            yield* store.saveRun(run("r1", "t-s", "success"))
+            yield* store.releaseLease("t-s", "r1")
+            assert.deepStrictEqual(yield* statusOf("t-s"), { status: "success", stop_reason: "completed" })
+            assert.deepStrictEqual(yield* listed("t-s"), { status: "success", stop_reason: "completed" })
+            // a later run whose lease expired without its end being saved (its process went away): stopped
+            yield* store.saveRun(run("r2", "t-s", "running"))
+            assert.isUndefined(yield* store.acquireLease({ threadId: "t-s", runId: "r2", ttlMs: 1, now: now - 60_000 }))
+            assert.strictEqual((yield* statusOf("t-s")).status, "stopped")
+            assert.strictEqual((yield* listed("t-s")).status, "stopped")
+            assert.isTrue(yield* store.delete("t-s"))
+            assert.isTrue(Option.isNone(yield* store.info("t-s")))
+            assert.deepStrictEqual(yield* store.runs({ threadId: "t-s" }), [])
+            // its lease went with it
+            assert.isUndefined(yield* store.acquireLease({ threadId: "t-s", runId: "r3", ttlMs: 1_000, now }))
           }))
       }))
 

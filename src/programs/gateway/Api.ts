@@ -20,7 +20,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as LocalSandbox from "../../layers/LocalSandbox.js"
+import * as SkillsDirectory from "../../layers/SkillsDirectory.js"
 import { isStagingFile } from "../../middleware/Uploads.js"
 import type { ModelConfig } from "../../services/AppConfig.js"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -31,8 +31,8 @@ import * as M from "../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import * as TS from "../../state/ThreadState.js"
+import * as App from "../App.js"
 import * as Factory from "../Factory.js"
-import * as SystemPrompt from "../SystemPrompt.js"
 import * as Upload from "../Upload.js"
 import type { Authenticator } from "./Auth.js"
 import * as Protocol from "./Protocol.js"
@@ -206,11 +206,6 @@ export const router = (options: Options) =>
           ? Effect.succeed(record)
           : Effect.fail(notFound(`Run ${runId}`))
       })
-
-    const deleteThreadFiles = (userId: string, threadId: string) =>
-      Effect.sync(() => {
-        Fs.rmSync(Path.dirname(threadPaths(app.home, userId, threadId).root), { recursive: true, force: true })
-      }).pipe(Effect.ignore)
 
     // -------------------------------------------------------------------------------------------------------
     // Runs
@@ -514,8 +509,17 @@ export const router = (options: Options) =>
       yield* ownedThread(userId, threadId)
       const active = runs.activeOf(threadId)
       if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
-      yield* Effect.mapError(store.remove(threadId), storeFailed)
-      yield* deleteThreadFiles(userId, threadId)
+      // a run of another gateway process sharing the store still holds the thread
+      if ((yield* ownedThread(userId, threadId)).status === "running") {
+        return yield* fail(
+          "conflict",
+          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete the thread.`
+        )
+      }
+      yield* App.deleteThread(app.home, threadId, userId).pipe(
+        Effect.provideService(ThreadStore, store),
+        Effect.mapError(storeFailed)
+      )
       return HttpServerResponse.empty({ status: 204 })
     })
 
@@ -882,13 +886,12 @@ export const router = (options: Options) =>
 
     const listSkills = Effect.gen(function*() {
       yield* user
-      const container = config.skills.container_path
-      const skills = SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container).map((skill) => ({
+      const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
         name: skill.name,
         description: skill.description,
-        category: skill.location.slice(container.length + 1).split("/")[0] ?? "public",
+        category: skill.category,
         location: skill.location,
-        enabled: true
+        enabled: skill.enabled
       }))
       return json({ skills })
     })

@@ -1,7 +1,9 @@
 /**
- * The gateway as a layer: the app's services (configuration, the thread store chosen by `database.url`, the
- * local sandbox, the model clients, the agent factory), the run manager, the API and the web page on a Node
- * HTTP server, and traces when `tracing.enabled`. `antler serve` launches it; tests build it on port 0.
+ * The gateway as a layer: the app's agent factory (`App.factoryLayer`: configuration, the thread store chosen by
+ * `database.url`, the local sandbox, the model clients, MCP servers, long-term memory), the run manager, the API
+ * and the web page on a Node HTTP server, and traces when `tracing.enabled`. `antler serve` launches it; tests
+ * build it on port 0. Runs go through `Factory.AgentFactory`, so a run's `configurable` / `context` (model,
+ * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
  *
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
  * the runs a previous process left running (recorded as `error`, "server restarted").
@@ -17,12 +19,8 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
-import * as LocalSandbox from "../../layers/LocalSandbox.js"
-import * as OpenAiModel from "../../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
-import type { AppConfig, ModelConfig } from "../../services/AppConfig.js"
-import { AppConfigService } from "../../services/AppConfig.js"
-import { ModelService } from "../../services/ModelService.js"
+import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Redact from "../../state/Redact.js"
@@ -102,15 +100,13 @@ export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Laye
 /** Options of the gateway. */
 export interface Options {
   readonly app: AppConfigService["Type"]
-  /** The models runs may choose (the first is the default). */
-  readonly models: ReadonlyArray<ModelConfig>
+  /** The default model, and every model runs may choose by name (see `App.chooseModel`). */
+  readonly choice: App.ModelChoice
   /** Overrides `gateway.host` / `gateway.port` (0: any free port). */
   readonly host?: string | undefined
   readonly port?: number | undefined
   /** Secrets that never leave the process (streamed events) or reach the store. */
   readonly redact?: Redact.Redactor | undefined
-  /** The model service (default: OpenAI-compatible clients of `models`). */
-  readonly model?: Layer.Layer<ModelService> | undefined
   /** Spans go here instead of the configured exporter (tests). */
   readonly spanProcessor?: SpanProcessor | undefined
   /** Options of every agent the factory builds. */
@@ -139,7 +135,7 @@ export const layer = (options: Options) => {
   const gateway = app.config.gateway
   const host = options.host ?? gateway.host
   const port = options.port ?? gateway.port
-  const redact = options.redact ?? Redact.make([...App.redactor(options.models).secrets, ...secrets(app.config)])
+  const redact = options.redact ?? App.redactor(options.choice.models, {}, secrets(app.config))
 
   const checks = Effect.gen(function*() {
     const bind = Auth.bindProblem(host, gateway.auth.tokens)
@@ -148,13 +144,7 @@ export const layer = (options: Options) => {
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
   })
 
-  const config = Layer.succeed(AppConfigService, app)
-  const services = Layer.mergeAll(config, storeLayer(app, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
-  const model = options.model ?? Layer.effect(ModelService, OpenAiModel.fromConfig(options.models))
-  const factory = Factory.layer({ models: options.models, ...options.factory }).pipe(
-    Layer.provide(model),
-    Layer.provideMerge(services)
-  )
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact)
   const runs = Runs.layer({
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
@@ -179,7 +169,7 @@ export const layer = (options: Options) => {
   }))
 
   const http = Layer.unwrapEffect(Effect.gen(function*() {
-    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.models })
+    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
     const origins = gateway.cors.allow_origins
     const routes = HttpRouter.concat(api, Web.router())
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({

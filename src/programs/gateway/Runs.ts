@@ -22,12 +22,9 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as Fs from "node:fs/promises"
-import * as Path from "node:path"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
-import { threadPaths } from "../../services/Sandbox.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -35,6 +32,7 @@ import * as M from "../../state/Message.js"
 import * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import * as TS from "../../state/ThreadState.js"
+import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
 import * as Protocol from "./Protocol.js"
@@ -191,12 +189,6 @@ export const layer = (
         return redact.test(text) ? JSON.stringify(redact.value(data)) : text
       }
 
-      const removeThreadFiles = (threadId: string, userId: string) =>
-        Effect.promise(() =>
-          Fs.rm(Path.dirname(threadPaths(app.home, userId, threadId).root), { recursive: true, force: true })
-            .catch(() => undefined)
-        )
-
       const makeRun = (request: RunRequest, runId: string, initial: ThreadState) => {
         const frames: Array<Protocol.Frame> = []
         let nextId = 1
@@ -338,8 +330,10 @@ export const layer = (
           outs.push({ event: "end", data: null })
           active.delete(request.threadId)
           if (request.deleteThread === true) {
-            yield* Effect.ignore(store.remove(request.threadId))
-            yield* removeThreadFiles(request.threadId, request.userId)
+            yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(
+              Effect.provideService(ThreadStore, store),
+              Effect.ignoreLogged
+            )
           }
           append(outs)
           forget(runId)

@@ -6,9 +6,11 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
+import * as App from "../../../src/programs/App.js"
 import * as Auth from "../../../src/programs/gateway/Auth.js"
 import * as Gateway from "../../../src/programs/gateway/Gateway.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -209,7 +211,8 @@ describe("binding", () => {
     const exit = await Effect.runPromiseExit(Effect.gen(function*() {
       const models = [{ name: "m", model: "m", api_key: "sk-000000000000" }]
       const app = yield* ConfigFile.fromObject({ models }, { home })
-      return yield* Layer.launch(Gateway.layer({ app, models: app.config.models, host: "0.0.0.0", port: 0 }))
+      const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
+      return yield* Layer.launch(Gateway.layer({ app, choice, host: "0.0.0.0", port: 0 }))
     }))
     assert.isTrue(Exit.isFailure(exit))
     assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "GatewayStartError")

@@ -106,14 +106,18 @@ describe("the LangGraph SDK client against antler's gateway", () => {
     // the last values snapshot is the thread: human, the call, its result, the answer
     const values = parts.filter((p) => p.event === "values").map((p) => p.data)
     const last = values[values.length - 1]
-    assert.deepStrictEqual(last.messages.map((m: any) => m.type), ["human", "ai", "tool", "ai"])
-    assert.strictEqual(last.messages[3].content, ANSWER)
+    assert.deepStrictEqual(Support.visibleTypes(last.messages), ["human", "ai", "tool", "ai"])
+    assert.strictEqual(Support.visible(last.messages)[3].content, ANSWER)
+    // the only hidden message is the date reminder the first turn of a thread gets (the UI does not show it)
+    const hidden = last.messages.filter((m: any) => m.additional_kwargs?.hide_from_ui === true)
+    assert.deepStrictEqual(hidden.map((m: any) => m.type), ["system"])
+    assert.match(hidden[0].content, /<current_date>\d{4}-\d{2}-\d{2}, \w+day<\/current_date>/)
     assert.notProperty(last, "thread_data")
     // the run is recorded as a success
     const run = await client.runs.get(thread.thread_id, created!.run_id)
     assert.strictEqual(run.status, "success")
     const state = await client.threads.getState(thread.thread_id)
-    assert.deepStrictEqual((state.values as any).messages.map((m: any) => m.type), ["human", "ai", "tool", "ai"])
+    assert.deepStrictEqual(Support.visibleTypes((state.values as any).messages), ["human", "ai", "tool", "ai"])
   })
 })
 
@@ -312,7 +316,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "one" }] } })
     await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "two" }] } })
     const history = await client.threads.getHistory(thread.thread_id, { limit: 100 })
-    const counts = history.map((s) => (s.values as any).messages.length)
+    const counts = history.map((s) => Support.visible((s.values as any).messages).length)
     // newest first, each state at most as long as the one after it
     assert.isTrue(counts.every((n, i) => i === 0 || n <= counts[i - 1]!))
     assert.strictEqual(counts[0], 4)
@@ -347,8 +351,8 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     const out = await client.runs.wait(null, "lead_agent", {
       input: { messages: [{ role: "user", content: "stateless" }] }
     }) as any
-    assert.deepStrictEqual(out.messages.map((m: any) => m.type), ["human", "ai"])
-    assert.match(out.messages[1].content, /stateless/)
+    assert.deepStrictEqual(Support.visibleTypes(out.messages), ["human", "ai"])
+    assert.match(Support.visible(out.messages)[1].content, /stateless/)
     // the stateless thread is gone
     assert.deepStrictEqual(await client.threads.search({ metadata: {}, limit: 1000 }).then((all) =>
       all.filter((t) => (t.values as any)?.title === "stateless")), [])

@@ -7,6 +7,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Fs from "node:fs"
@@ -14,6 +15,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as App from "../../../src/programs/App.js"
 import * as Gateway from "../../../src/programs/gateway/Gateway.js"
 import * as Runs from "../../../src/programs/gateway/Runs.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
@@ -36,8 +38,8 @@ export interface TestGateway {
 export interface StartOptions {
   readonly script: ScriptedChatServer.Script
   readonly server?: ScriptedChatServer.Options
-  /** More of `config.yaml` (merged over the test's defaults). */
-  readonly config?: Record<string, unknown>
+  /** More of `config.yaml` (merged over the test's defaults), or a function of the scripted server's URL. */
+  readonly config?: Record<string, unknown> | ((url: string) => Record<string, unknown>)
   readonly home?: string
   readonly spanProcessor?: SpanProcessor
 }
@@ -50,7 +52,9 @@ export const baseConfig = (url: string): Record<string, unknown> => ({
   models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000" }],
   llm_call: { retry_base_delay_ms: 5, retry_cap_delay_ms: 10, burst_retry_base_delay_ms: 5 },
   sandbox: { allow_host_bash: false },
-  gateway: { heartbeat_seconds: 1 }
+  gateway: { heartbeat_seconds: 1 },
+  // tests that are not about memory: no memory update call after a run
+  memory: { enabled: false }
 })
 
 /** Starts a gateway (stopped with `stop`). */
@@ -59,10 +63,11 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
   const layer = Layer.unwrapScoped(Effect.gen(function*() {
     const scripted = yield* ScriptedChatServer.start(options.script, options.server)
     const base = baseConfig(scripted.url)
-    const app = yield* ConfigFile.fromObject({ ...base, ...options.config }, { home })
+    const more = typeof options.config === "function" ? options.config(scripted.url) : options.config
+    const app = yield* ConfigFile.fromObject({ ...base, ...more }, { home })
     return Gateway.layer({
       app,
-      models: app.config.models,
+      choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
       host: "127.0.0.1",
       port: 0,
       ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {})
@@ -134,3 +139,10 @@ export const readSse = async (
   }
   return { events, comments }
 }
+
+/** The messages of a state that a user sees: hidden ones (the date reminder of a thread's first turn) left out. */
+export const visible = (messages: ReadonlyArray<any>): ReadonlyArray<any> =>
+  messages.filter((m) => m.additional_kwargs?.hide_from_ui !== true)
+
+/** The types of the messages a user sees. */
+export const visibleTypes = (messages: ReadonlyArray<any>): ReadonlyArray<string> => visible(messages).map((m) => m.type)
