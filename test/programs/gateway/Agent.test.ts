@@ -147,3 +147,33 @@ describe("long-term memory in the gateway", () => {
     assert.isFalse(bob.messages.some((m) => text(m.content).includes("Uses uv, never pip")))
   })
 })
+
+describe("internal model calls", () => {
+  it("a summary of the thread is made by an internal call that is never streamed", async () => {
+    const SUMMARY = "SUMMARY-OF-THE-EARLIER-TALK"
+    const gateway = await Support.start({
+      script: (body) => (body.tools ?? []).length === 0 && lastUser(body).includes("<new_messages>")
+        ? SUMMARY
+        : `Answer to: ${lastUser(body).slice(-40)}`,
+      config: {
+        summarization: { enabled: true, trigger: { type: "messages", value: 3 }, keep: { type: "messages", value: 2 } }
+      }
+    })
+    gateways.push(gateway)
+    const client = new Client({ apiUrl: gateway.url, apiKey: null })
+    const thread = await client.threads.create()
+    const summaries = () =>
+      gateway.scripted.requests.filter((r) => (r.tools ?? []).length === 0 && lastUser(r).includes("<new_messages>"))
+    const streamed: Array<{ event: string; data: any }> = []
+    for (const question of ["first question", "second question", "third question"]) {
+      for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+        input: { messages: [{ type: "human", content: question }] },
+        streamMode: ["messages-tuple", "custom"]
+      })) streamed.push(part as any)
+    }
+    assert.isAbove(summaries().length, 0)
+    const chunks = streamed.filter((p) => p.event === "messages")
+    assert.isTrue(chunks.some((p) => text(p.data[0].content).includes("Answer to")))
+    assert.notInclude(JSON.stringify(streamed), SUMMARY)
+  })
+})
