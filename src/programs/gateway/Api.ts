@@ -513,7 +513,8 @@ export const router = (options: Options) =>
       if ((yield* ownedThread(userId, threadId)).status === "running") {
         return yield* fail(
           "conflict",
-          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete the thread.`
+          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete ` +
+            "the thread."
         )
       }
       yield* App.deleteThread(app.home, threadId, userId).pipe(
