@@ -1,9 +1,8 @@
 /**
- * The application's wiring for the CLI and the demo: which model a process talks to (from config, flags or
- * the environment), and the app-level services over a loaded configuration — `AppConfigService`,
+ * The application's wiring for the CLI, the gateway and the demo: which model a process talks to (from config,
+ * flags or the environment), and the app-level services over a loaded configuration — `AppConfigService`,
  * `ThreadStore` (SQLite under `ANTLER_HOME`, or PostgreSQL at `database.url`), the local `SandboxProvider` —
- * under `LeadAgent.layer`. Built
- * once per process; an Effect app composes the same public layers itself.
+ * under `LeadAgent.layer`. Built once per process; an Effect app composes the same public layers itself.
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
