@@ -17,7 +17,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
-import type { AIMessage, Message } from "../state/Message.js"
+import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { isTerminal } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
@@ -140,9 +140,30 @@ export const pendingEntry = (
 export const taskCalls = (message: AIMessage) => M.toolCalls(message).filter((c) => c.name === TASK_TOOL && c.id !== "")
 
 /**
+ * The entry with what a `task` result says about it: status, stop reason, a brief of the result or error, its
+ * sha256 and the result message's id. The same entry when the result carries no status contract.
+ */
+export const settle = (entry: DelegationEntry, result: ToolMessage): DelegationEntry => {
+  const structured = SubagentStatus.read(result.additional_kwargs)
+  if (structured === undefined) return entry
+  const text = structured.resultBrief ?? structured.error ?? STATUS_ONLY[structured.status]
+  return {
+    ...entry,
+    status: structured.status,
+    ...(structured.stopReason !== undefined ? { stop_reason: structured.stopReason } : {}),
+    ...(text !== undefined
+      ? {
+        result_brief: SubagentStatus.bound(text),
+        result_sha256: structured.resultSha256 ?? SubagentStatus.sha256(text),
+        result_ref: result.id !== "" ? result.id : result.tool_call_id
+      }
+      : {})
+  }
+}
+
+/**
  * The delegations found in these messages (DeerFlow's `extract_delegations`): every `task` call with an id, in
- * progress, updated by a paired result that carries the status contract (status, stop reason, a brief of the
- * result or error, its sha256, and the result message's id).
+ * progress, settled by a paired result that carries the status contract.
  */
 export const extractDelegations = (
   messages: ReadonlyArray<Message>,
@@ -158,22 +179,7 @@ export const extractDelegations = (
   for (const message of messages) {
     if (message.type !== "tool") continue
     const entry = byId.get(message.tool_call_id)
-    if (entry === undefined) continue
-    const structured = SubagentStatus.read(message.additional_kwargs)
-    if (structured === undefined) continue
-    const text = structured.resultBrief ?? structured.error ?? STATUS_ONLY[structured.status]
-    byId.set(entry.id, {
-      ...entry,
-      status: structured.status,
-      ...(structured.stopReason !== undefined ? { stop_reason: structured.stopReason } : {}),
-      ...(text !== undefined
-        ? {
-          result_brief: SubagentStatus.bound(text),
-          result_sha256: structured.resultSha256 ?? SubagentStatus.sha256(text),
-          result_ref: message.id !== "" ? message.id : message.tool_call_id
-        }
-        : {})
-    })
+    if (entry !== undefined) byId.set(entry.id, settle(entry, message))
   }
   return Array.from(byId.values())
 }

@@ -34,6 +34,7 @@ import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.
 import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import * as SandboxMW from "../middleware/Sandbox.js"
 import * as SandboxAudit from "../middleware/SandboxAudit.js"
+import * as SubagentLimit from "../middleware/SubagentLimit.js"
 import * as Summarization from "../middleware/Summarization.js"
 import * as SystemMessageCoalescing from "../middleware/SystemMessageCoalescing.js"
 import * as ThreadData from "../middleware/ThreadData.js"
@@ -43,13 +44,14 @@ import * as TokenUsage from "../middleware/TokenUsage.js"
 import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
 import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
 import * as Uploads from "../middleware/Uploads.js"
-import type { AppConfig } from "../services/AppConfig.js"
+import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
 import type { ModelService, ToolDefinition } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
+import { SubagentRunner, SubagentRunnerMissing } from "../services/SubagentRunner.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import type * as Tool from "../services/Tool.js"
 import { ToolService } from "../services/ToolService.js"
@@ -58,6 +60,7 @@ import * as M from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as Run from "./Run.js"
 import * as SystemPrompt from "./SystemPrompt.js"
+import * as ToolGroups from "./ToolGroups.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The chain
@@ -69,6 +72,8 @@ export interface ChainOptions {
   readonly guardrail?: Guardrail.Service | undefined
   /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
+  readonly subagents?: SubagentLimit.Options | undefined
 }
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
@@ -140,6 +145,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
       { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
     ]),
+    // 28: cuts task calls to the limits after the guards inside it; contributes `task`
+    ...when(options.subagents !== undefined, () =>
+      Chain.entry("SubagentLimit", () => SubagentLimit.layer(options.subagents!), [
+        { inside: "DurableContext", reason: "the delegation ledger records only the task calls the limit kept" },
+        { inside: "ToolErrorHandling", reason: "a task that fails is answered with subagent_status failed" },
+        { outside: "LoopDetection", reason: "a loop stop strips every tool call before the limit counts them" }
+      ])),
     // 29: counts repeated tool calls after Safety stripped suppressed ones; warns, then stops
     Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
@@ -158,6 +170,113 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 36: last, so every tool wrapper sees ask_clarification; the run then waits for the user
     Chain.entry("ClarificationMiddleware", () => ClarificationMW.layer(), [
       { last: true, reason: "every tool wrapper must see ask_clarification before the run stops to wait" }
+    ])
+  ]
+}
+
+/** What a subagent's chain is built from. */
+export interface SubagentChainOptions {
+  readonly config: AppConfig
+  readonly guardrail?: Guardrail.Service | undefined
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /**
+   * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
+   * switched off, 1,000,000 tokens when summarization is on, else 2,000,000.
+   */
+  readonly tokenBudget?: TokenBudgetConfig | undefined
+}
+
+/**
+ * The token budget of a subagent (SPEC §4.2 slot 20): on by default; `max_tokens` 1,000,000 when summarization
+ * is on, else 2,000,000; warn at 70%, stop at 100%. `override` (`subagents.agents.<name>.token_budget`) wins
+ * field by field over `subagents.token_budget`.
+ */
+export const subagentTokenBudget = (
+  config: AppConfig,
+  override?: AppConfig["subagents"]["token_budget"] | null | undefined
+): TokenBudgetConfig => {
+  const global = config.subagents.token_budget
+  const pick = <K extends keyof typeof global>(key: K) => override?.[key] ?? global[key] ?? undefined
+  return {
+    enabled: pick("enabled") ?? true,
+    max_tokens: pick("max_tokens") ?? (config.summarization.enabled ? 1_000_000 : 2_000_000),
+    warn_threshold: pick("warn_threshold") ?? 0.7,
+    hard_stop_threshold: pick("hard_stop_threshold") ?? 1.0
+  }
+}
+
+/**
+ * A subagent's chain (SPEC §4.2), outermost first: over the same middleware modules as the lead chain, without
+ * the lead-only ones (uploads, title, token usage, memory, clarification, the subagent limit: subagents cannot
+ * delegate), with its own token budget and the system messages coalesced innermost.
+ */
+export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
+  const c = options.config
+  const guardrail = options.guardrail
+  return [
+    // 1: the task prompt is framed as input before anything reads it
+    Chain.entry("InputSanitization", () => InputSanitization.layer(), [
+      { first: true, reason: "the task prompt is sanitised before any other wrapper or the model reads it" }
+    ]),
+    // 2: outermost tool wrap: budgeting is the last transformation of every tool result
+    Chain.entry("ToolOutputBudget", () => ToolOutputBudget.layer(c.tool_output), [
+      { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
+      { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
+    ]),
+    // 4: the parent thread's directories (no uploads block for subagents)
+    Chain.entry("ThreadData", () => ThreadData.layer()),
+    // 5: the parent thread's sandbox, bound by the first tool that needs it
+    Chain.entry("Sandbox", () => SandboxMW.layer(), [
+      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+    ]),
+    // 6: repairs the history once per call, outside the retry loop
+    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
+      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+    ]),
+    // 7: the retry loop and circuit breaker; everything inside is re-run per attempt
+    Chain.entry(
+      "LLMErrorHandling",
+      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+    ),
+    // 9: the configured guardrail applies to subagents too
+    ...when(guardrail !== undefined, () =>
+      Chain.entry("Guardrail", () =>
+        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
+        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+      ])),
+    // 10: bash audit
+    Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
+    // 13: tool failures become results the subagent can read
+    Chain.entry("ToolErrorHandling", () =>
+      ToolErrorHandling.layer({
+        skillReadToolNames: c.summarization.skill_file_read_tool_names,
+        skillsRoot: c.skills.container_path
+      })),
+    // 19: a subagent that repeats itself is warned, then stopped (`loop_capped`)
+    Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
+    ]),
+    // 20: the subagent's own token budget (on by default)
+    Chain.entry("TokenBudget", () => TokenBudget.layer(options.tokenBudget ?? subagentTokenBudget(c)), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
+    ]),
+    // 22: suppresses the tool calls of a safety stop before the loop and budget account the message
+    Chain.entry("SafetyFinishReason", () => SafetyFinishReason.layer({ config: c.safety_finish_reason }), [
+      { inside: "LoopDetection", reason: "tool calls it suppresses must never be counted as repeats" },
+      { inside: "TokenBudget", reason: "its after_model runs first, before the budget accounts the message" }
+    ]),
+    // 23: the summary and loaded skills survive a compaction of a long subagent run
+    Chain.entry("DurableContext", () => DurableContext.layer(), [
+      { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
+    ]),
+    // 24: compacts with the subagent's own model
+    Chain.entry("Summarization", () => Summarization.layer(), [
+      { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
+    ]),
+    // 26: innermost: one leading system prompt
+    Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
+      { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" },
+      { last: true, reason: "it merges every system message the wrappers outside it add" }
     ])
   ]
 }
@@ -221,6 +340,21 @@ export interface Options {
   readonly chain?: ((chain: Chain.Chain) => Either.Either<Chain.Chain, Chain.ChainError>) | undefined
   /** A circuit breaker shared with other agents of the app. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /**
+   * Subagents: the `task` tool, SubagentLimit and the prompt's subagent section. Needs a `SubagentRunner` in
+   * the context (`Subagents.layer()`, one per app).
+   */
+  readonly subagents?: { readonly maxConcurrent?: number | undefined; readonly maxTotal?: number | undefined } | undefined
+  /** Who the agent is (a custom agent): its name, its SOUL.md, whether `<self_update>` is in its prompt. */
+  readonly identity?: {
+    readonly name?: string | undefined
+    readonly soul?: string | undefined
+    readonly selfUpdate?: boolean | undefined
+  } | undefined
+  /** The skills the agent may use (a custom agent's allowlist): undefined = all, [] = none. */
+  readonly skills?: ReadonlyArray<string> | undefined
+  /** The tool groups the sandbox and app tools are limited to (a custom agent's `tool_groups`); undefined = all. */
+  readonly toolGroups?: ReadonlyArray<string> | undefined
 }
 
 /** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
@@ -240,13 +374,22 @@ export const guardrailOf = (
       : Either.right(guardrail))
 }
 
-/** The static system prompt of a configuration (the skills found under `skills.path` at start-up). */
-export const defaultSystemPrompt = (app: AppConfigService["Type"]): string => {
+/**
+ * The static system prompt of a configuration (the skills found under `skills.path` at start-up, limited to an
+ * allowlist when given), with what the agent adds: its identity, subagents.
+ */
+export const defaultSystemPrompt = (
+  app: AppConfigService["Type"],
+  extra: Partial<Omit<SystemPrompt.PromptOptions, "skills">> & { readonly allowedSkills?: ReadonlyArray<string> | undefined } = {}
+): string => {
   const container = app.config.skills.container_path
+  const { allowedSkills, ...rest } = extra
+  const skills = SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container)
   return SystemPrompt.make({
     clarification: true,
-    skills: SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container),
-    skillsContainer: container
+    skillsContainer: container,
+    ...rest,
+    skills: allowedSkills === undefined ? skills : skills.filter((s) => allowedSkills.includes(s.name))
   })
 }
 
@@ -274,7 +417,11 @@ const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<M
 }
 
 /** What building the agent can fail with: a chain that breaks an ordering fact, or an unusable configuration. */
-export type BuildError = Chain.ChainError | Guardrail.GuardrailConfigError | SafetyFinishReason.SafetyDetectorConfigError
+export type BuildError =
+  | Chain.ChainError
+  | Guardrail.GuardrailConfigError
+  | SafetyFinishReason.SafetyDetectorConfigError
+  | SubagentRunnerMissing
 
 /** What the agent needs from the app. */
 export type Requirements = ModelService | ThreadStore | SandboxProvider | AppConfigService
@@ -291,17 +438,44 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const store = yield* ThreadStore
       const guardrail = yield* guardrailOf(app.config)
       const base = options.sandboxTools === false ? [] : yield* SandboxTools.tools({ vision: options.vision === true })
-      const tools = Toolkit.make([
+      const tools = Toolkit.make(ToolGroups.filter([
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
         ...(options.tools ?? [])
-      ])
-      const planned = chain({ config: app.config, guardrail, breaker: options.breaker })
+      ], options.toolGroups))
+      const runner = options.subagents === undefined ? undefined : yield* Effect.flatMap(
+        Effect.serviceOption(SubagentRunner),
+        (found) =>
+          found._tag === "Some" ? Effect.succeed(found.value) : Effect.fail(
+            new SubagentRunnerMissing({
+              message: "Subagents are enabled but the app provides no SubagentRunner: provide Subagents.layer() " +
+                "(one per app) under the lead agent's layer"
+            })
+          )
+      )
+      const subagents = options.subagents === undefined || runner === undefined ? undefined : {
+        runner,
+        maxConcurrent: options.subagents.maxConcurrent,
+        maxTotal: options.subagents.maxTotal,
+        toolGroups: options.toolGroups,
+        skills: options.skills
+      }
+      const planned = chain({ config: app.config, guardrail, breaker: options.breaker, subagents })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
-      const systemPrompt = options.systemPrompt ?? defaultSystemPrompt(app)
+      const systemPrompt = options.systemPrompt ?? defaultSystemPrompt(app, {
+        agentName: options.identity?.name,
+        soul: options.identity?.soul,
+        selfUpdate: options.identity?.selfUpdate,
+        allowedSkills: options.skills,
+        subagents: subagents === undefined ? undefined : {
+          maxConcurrent: subagents.maxConcurrent ?? 3,
+          maxTotal: subagents.maxTotal ?? 6,
+          types: subagents.runner.types
+        }
+      })
 
       const runInput = (input: TurnInput): Run.RunInput => ({
         threadId: input.threadId ?? M.newId(),
