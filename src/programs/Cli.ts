@@ -2,9 +2,11 @@
  * The `antler` command line (@effect/cli):
  *
  *   antler run "<prompt>" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]
+ *              [--agent NAME] [--subagents]
  *   antler threads list [--json]
  *   antler threads show ID [--json]
  *   antler upload THREAD FILE... [--config FILE] [--json]
+ *   antler agents list | show NAME | create NAME (see AgentsCommand)
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
@@ -36,6 +38,7 @@ import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import type * as Redact from "../state/Redact.js"
+import * as AgentsCommand from "./AgentsCommand.js"
 import * as App from "./App.js"
 import * as Demo from "./Demo.js"
 import * as Factory from "./Factory.js"
@@ -173,6 +176,13 @@ const runCommand = Command.make(
       Options.repeated,
       Options.withDescription("Upload this file with the message (repeatable); documents also get a Markdown copy")
     ),
+    agent: Options.text("agent").pipe(
+      Options.optional,
+      Options.withDescription("Run this custom agent (see antler agents list)")
+    ),
+    subagents: Options.boolean("subagents").pipe(
+      Options.withDescription("Let the agent delegate sub-tasks to subagents (the task tool)")
+    ),
     json
   },
   (args) =>
@@ -190,7 +200,11 @@ const runCommand = Command.make(
       )
       const redact = App.redactor(choice.models, env)
       const runId = M.newId()
-      const settings = { model_name: choice.name }
+      const settings = AgentsCommand.runSettings(choice.name, {
+        model: Option.getOrUndefined(args.model),
+        agent: Option.getOrUndefined(args.agent),
+        subagents: args.subagents
+      })
       const program = Effect.gen(function*() {
         const factory = yield* Factory.AgentFactory
         // the run's agent is built before anything is printed: a configuration it cannot be built from is a
@@ -341,6 +355,20 @@ const demoCommand = Command.make("demo", {}, () =>
   )).pipe(Command.withDescription("A complete run, offline, with a SCRIPTED model on a local server"))
 
 // ---------------------------------------------------------------------------------------------------------
+// antler agents
+
+const agents = AgentsCommand.make({
+  exitCode: ExitCode,
+  fail,
+  exit: (code) => Effect.fail(new CliExit({ code })),
+  loadConfig,
+  home: Effect.flatMap(ConfigFile.home, dataHome),
+  threadIdFrom,
+  reportFailure,
+  exitCodeOf
+})
+
+// ---------------------------------------------------------------------------------------------------------
 // The root
 
 const root = Command.make("antler", {}, () =>
@@ -350,10 +378,11 @@ const root = Command.make("antler", {}, () =>
     "  antler threads list [--json]",
     "  antler threads show ID [--json]",
     "  antler upload THREAD FILE... [--json]",
+    "  antler agents list | show NAME | create NAME",
     "  antler demo",
     "Run `antler --help` for details.",
     ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, demoCommand]))
+  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, agents.command, demoCommand]))
 
 const version = (): string => {
   try {
@@ -522,6 +551,8 @@ export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"),
     ["show", specOf("antler threads show", showCommand)]
   ])],
   ["upload", specOf("antler upload", uploadCommand)],
+  ["agents", specOf("antler agents", Command.make("agents"), agents.subcommands.map(([name, command]) =>
+    [name, specOf(`antler agents ${name}`, command)] as const))],
   ["demo", specOf("antler demo", demoCommand)]
 ])
 

@@ -22,6 +22,7 @@ import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import type { ThreadState } from "../state/ThreadState.js"
+import * as TaskRender from "./TaskRender.js"
 
 /** Styling: identity functions when colour is off. */
 export interface Style {
@@ -157,6 +158,8 @@ export const human = (options: RenderOptions) => {
   const safe = (text: string) => safeText(text, redactor)
   const printed = new Map<string, string>()
   const shownCalls = new Set<string>()
+  // A result re-written under its id (TokenUsage marks a subagent's usage as counted) is shown once.
+  const shownResults = new Set<string>()
   // Token deltas go through a streaming redactor per message (text and reasoning apart): a secret split
   // across two deltas is held back until it can be hidden.
   const streams = new Map<string, Redact.TextStream>()
@@ -248,6 +251,8 @@ export const human = (options: RenderOptions) => {
           return text
         }
         if (message.type === "tool") {
+          if (shownResults.has(message.id)) return ""
+          shownResults.add(message.id)
           // A clarification question is shown whole when the run ends waiting for its answer.
           if (isQuestion((message.artifact as { human_input?: unknown } | undefined)?.human_input)) return ""
           const body = safe(clip(M.text(message)))
@@ -261,6 +266,10 @@ export const human = (options: RenderOptions) => {
         // Titles, token counts, sandbox and file bookkeeping: `threads show` presents them.
         return ""
       case "custom":
+        if (TaskRender.isTaskEvent(event.name)) {
+          const line = TaskRender.line(event.name, event.data, s, safe)
+          return line === "" ? "" : newline() + out(line)
+        }
         return newline() + out(s.yellow(`[${safe(event.name)}]${safe(customText(event.data))}\n`))
       case "run_end": {
         let text = ""
