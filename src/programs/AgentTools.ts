@@ -27,7 +27,7 @@ export const agentNameOf = (context: RunContext["Type"]): string | undefined => 
   return typeof name === "string" && CustomAgents.AGENT_NAME.test(name) ? name : undefined
 }
 
-const NULLS = new Set(["null", "none", "undefined"])
+const NULLS: ReadonlySet<string> = new Set(["null", "none", "undefined"])
 
 /** A string argument, or undefined when left out or sent as "null" / "none" / "undefined". */
 export const given = (value: string | null | undefined): string | undefined =>
