@@ -141,20 +141,25 @@ export const taskCalls = (message: AIMessage) => M.toolCalls(message).filter((c)
 
 /**
  * The entry with what a `task` result says about it: status, stop reason, a brief of the result or error, its
- * sha256 and the result message's id. The same entry when the result carries no status contract.
+ * sha256 and the result message's id. A result without the status contract (the task never ran: refused
+ * arguments, a guardrail, a call left open by a crash and answered "interrupted") still settles the entry:
+ * `failed` for an error result, else `completed` (DeerFlow leaves such entries in progress forever).
  */
 export const settle = (entry: DelegationEntry, result: ToolMessage): DelegationEntry => {
-  const structured = SubagentStatus.read(result.additional_kwargs)
-  if (structured === undefined) return entry
-  const text = structured.resultBrief ?? structured.error ?? STATUS_ONLY[structured.status]
+  const text = M.text(result).trim()
+  const structured: SubagentStatus.Structured = SubagentStatus.read(result.additional_kwargs) ?? {
+    status: result.status === "error" ? "failed" : "completed",
+    ...(text === "" ? {} : result.status === "error" ? { error: text } : { resultBrief: text })
+  }
+  const brief = structured.resultBrief ?? structured.error ?? STATUS_ONLY[structured.status]
   return {
     ...entry,
     status: structured.status,
     ...(structured.stopReason !== undefined ? { stop_reason: structured.stopReason } : {}),
-    ...(text !== undefined
+    ...(brief !== undefined
       ? {
-        result_brief: SubagentStatus.bound(text),
-        result_sha256: structured.resultSha256 ?? SubagentStatus.sha256(text),
+        result_brief: SubagentStatus.bound(brief),
+        result_sha256: structured.resultSha256 ?? SubagentStatus.sha256(brief),
         result_ref: result.id !== "" ? result.id : result.tool_call_id
       }
       : {})
@@ -182,6 +187,40 @@ export const extractDelegations = (
     if (entry !== undefined) byId.set(entry.id, settle(entry, message))
   }
   return Array.from(byId.values())
+}
+
+/**
+ * Unfinished entries of earlier runs settled by their results, wherever those are in the thread (a run that
+ * crashed or was cancelled mid-task gets the results of its open calls at the start of the next run).
+ */
+export const settleOpen = (
+  open: ReadonlyArray<DelegationEntry>,
+  messages: ReadonlyArray<Message>
+): ReadonlyArray<DelegationEntry> => {
+  if (open.length === 0) return open
+  const byId = new Map(open.map((e) => [e.id, e]))
+  const out: Array<DelegationEntry> = []
+  for (const message of messages) {
+    if (message.type !== "tool") continue
+    const entry = byId.get(message.tool_call_id)
+    if (entry !== undefined) out.push(settle(entry, message))
+  }
+  return out
+}
+
+/**
+ * The task calls of a response whose ids the run keeps as they are: the run gives a call whose id is empty,
+ * repeated in the response, or already used in the thread an id of its own (`Message.uniqueToolCallIds`), and
+ * such a call is recorded once it has that id.
+ */
+export const keptIds = (message: AIMessage, thread: ReadonlyArray<Message>) => {
+  const calls = taskCalls(message)
+  if (calls.length === 0) return calls
+  const used = new Set<string>()
+  for (const m of thread) if (m.type === "ai" && m.id !== message.id) for (const c of M.toolCalls(m)) used.add(c.id)
+  const counts = new Map<string, number>()
+  for (const c of M.toolCalls(message)) counts.set(c.id, (counts.get(c.id) ?? 0) + 1)
+  return calls.filter((c) => !used.has(c.id) && counts.get(c.id) === 1)
 }
 
 const sameFacts = (a: DelegationEntry, b: DelegationEntry): boolean =>
@@ -373,10 +412,13 @@ export const layer = (_options: Options = {}): Middleware =>
 
     // before the call: this run's task calls and their results
     const capture = Effect.flatMap(state.get, (current) => {
-      if (!current.messages.some((m) => m.type === "ai" && taskCalls(m).length > 0)) return Effect.succeed(current)
+      const run = currentRun(current.messages, context.runId)
+      const delegating = run.some((m) => m.type === "ai" && taskCalls(m).length > 0)
+      const open = current.delegations.filter((e) => !isTerminal(e.status) && e.run_id !== context.runId)
+      if (!delegating && open.length === 0) return Effect.succeed(current)
       return Effect.flatMap(now, (at) => {
-        const found = extractDelegations(currentRun(current.messages, context.runId), context.runId, at)
-        const changed = changedEntries(current.delegations, found)
+        const found = delegating ? extractDelegations(run, context.runId, at) : []
+        const changed = changedEntries(current.delegations, [...settleOpen(open, current.messages), ...found])
         if (changed.length === 0) return Effect.succeed(current)
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
       })
@@ -395,7 +437,7 @@ export const layer = (_options: Options = {}): Middleware =>
           const call = injected === undefined ? next(request) : next({ ...request, messages: insert(request.messages, injected) })
           // after the call: the response's task calls are in progress
           return Effect.flatMap(call, (response) => {
-            const calls = taskCalls(response.message)
+            const calls = keptIds(response.message, current.messages)
             if (calls.length === 0) return Effect.succeed(response)
             return Effect.map(now, (at) => {
               const entries = changedEntries(current.delegations, calls.map((c) => pendingEntry(c, context.runId, at)))

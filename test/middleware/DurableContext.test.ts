@@ -183,12 +183,12 @@ describe("DurableContext: the delegation ledger", () => {
         name: "task",
         additional_kwargs: SubagentStatus.metadata({ status: "completed", result: "three sources", stopReason: "loop_capped" })
       }),
-      M.tool("Error: interrupted", "t2", { name: "task", status: "error" })
+      M.tool("Error: Invalid arguments for tool 'task': description is missing", "t2", { name: "task", status: "error" })
     ]
     const found = DurableContext.extractDelegations(messages, "r1", "2026-05-08T10:00:00.000Z")
     assert.deepStrictEqual(found.map((e) => [e.id, e.status, e.run_id, e.subagent_type]), [
       ["t1", "completed", "r1", "general-purpose"],
-      ["t2", "in_progress", "r1", "bash"],
+      ["t2", "failed", "r1", "bash"],
       ["t3", "in_progress", "r1", "general-purpose"]
     ])
     assert.deepInclude(found[0]!, {
@@ -198,6 +198,8 @@ describe("DurableContext: the delegation ledger", () => {
       result_ref: messages[2]!.id
     })
     assert.strictEqual(found[1]!.description, "Only a prompt here")
+    // a result without the status contract still settles it: the task never ran
+    assert.strictEqual(found[1]!.result_brief, "Error: Invalid arguments for tool 'task': description is missing")
     assert.lengthOf(found[2]!.description, 200)
     assert.isTrue(found[2]!.description.endsWith(" ... [truncated]"))
   })
@@ -211,6 +213,24 @@ describe("DurableContext: the delegation ledger", () => {
     ]
     const current = DurableContext.currentRun(messages, "r2")
     assert.deepStrictEqual(DurableContext.extractDelegations(current, "r2", "t").map((e) => e.id), ["new"])
+  })
+
+  it("an earlier run's open entry is settled by its result wherever it is; a renamed call is recorded under its new id", () => {
+    const open = [entry("crashed", { run_id: "r0" })]
+    const messages: ReadonlyArray<Message> = [
+      M.ai("", { tool_calls: [taskCall("crashed", { description: "d", prompt: "p", subagent_type: "g" })] }),
+      M.tool("[Tool call was interrupted before it returned a result]", "crashed", { name: "task", status: "error" })
+    ]
+    assert.deepStrictEqual(DurableContext.settleOpen(open, messages).map((e) => e.status), ["failed"])
+    const response = M.ai("", {
+      tool_calls: [
+        taskCall("crashed", { prompt: "again" }),
+        taskCall("twice", { prompt: "a" }),
+        taskCall("twice", { prompt: "b" }),
+        taskCall("fresh", { prompt: "c" })
+      ]
+    })
+    assert.deepStrictEqual(DurableContext.keptIds(response, messages).map((c) => c.id), ["fresh"])
   })
 
   it("only entries that change the ledger are written; a finished entry is never offered back as in progress", () => {
