@@ -98,7 +98,8 @@ export const keepTaskCalls = (
       )
     }
     : message.additional_kwargs
-  return { message: { ...message, tool_calls: kept, ...(kwargs !== undefined ? { additional_kwargs: kwargs } : {}) }, dropped }
+  const rest = kwargs !== undefined ? { additional_kwargs: kwargs } : {}
+  return { message: { ...message, tool_calls: kept, ...rest }, dropped }
 }
 
 const describe = (call: ToolCall): string => {
@@ -231,7 +232,11 @@ export const layer = (options: Options): Middleware =>
               message: warning,
               requested,
               allowed,
-              dropped: dropped.map((c) => ({ id: c.id, description: c.args.description, subagent_type: c.args.subagent_type }))
+              dropped: dropped.map((c) => ({
+                id: c.id,
+                description: c.args.description,
+                subagent_type: c.args.subagent_type
+              }))
             }
           })
           if (remaining === 0) {

@@ -53,7 +53,11 @@ export const shapeOf = (agent: CustomAgents.CustomAgent | undefined): string | n
 /** The lead agent options of a custom agent, or of the bootstrap agent. */
 export const agentOptions = (
   r: { readonly custom?: CustomAgents.CustomAgent | undefined; readonly bootstrap: boolean },
-  app: { readonly home: string; readonly models: ReadonlyArray<ModelConfig>; readonly tools?: LeadAgent.Options["tools"] }
+  app: {
+    readonly home: string
+    readonly models: ReadonlyArray<ModelConfig>
+    readonly tools?: LeadAgent.Options["tools"]
+  }
 ): Partial<LeadAgent.Options> => {
   if (r.bootstrap) {
     return {

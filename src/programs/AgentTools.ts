@@ -71,14 +71,20 @@ export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
     handler: (args) =>
       Effect.gen(function*() {
         const context = yield* RunContext
-        if (args.soul.trim() === "") return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
+        if (args.soul.trim() === "") {
+          return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
+        }
         const skills = givenList(args.skills, "skills")
         if ("error" in skills) return skills.error
         const name = agentNameOf(context)
         if (name === undefined) {
           yield* CustomAgents.saveGlobalSoul(home, args.soul)
           yield* Effect.flatMap(RunEvents, (events) =>
-            events.emit({ type: "custom", name: AGENT_CREATED_EVENT, data: { name: null, message: "The default agent's SOUL.md was written." } }))
+            events.emit({
+              type: "custom",
+              name: AGENT_CREATED_EVENT,
+              data: { name: null, message: "The default agent's SOUL.md was written." }
+            }))
           return "The default agent's SOUL.md was saved. It takes effect from the next conversation."
         }
         const existing = yield* Effect.either(CustomAgents.load(home, context.userId, name))
@@ -107,7 +113,9 @@ export const UpdateArgs = Schema.Struct({
   soul: Schema.optional(Schema.NullOr(Schema.String)).annotations({
     description: "The complete new SOUL.md (it replaces the old one whole). Leave out to keep it."
   }),
-  description: Schema.optional(Schema.NullOr(Schema.String)).annotations({ description: "A new one-line description." }),
+  description: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "A new one-line description."
+  }),
   skills: Schema.optional(StringList).annotations({ description: "The skills you may use; [] for none." }),
   tool_groups: Schema.optional(StringList).annotations({
     description: "The tool groups you get (e.g. web, file:read, file:write, bash); [] for none."
@@ -143,9 +151,12 @@ export const updateAgent = (
         if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
           return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."
         }
-        if (soul !== undefined && soul.trim() === "") return "Error: soul is empty; leave it out to keep the current one."
+        if (soul !== undefined && soul.trim() === "") {
+          return "Error: soul is empty; leave it out to keep the current one."
+        }
         if (model !== undefined && !models.some((m) => m.name === model)) {
-          return `Error: Unknown model "${model}". Configured models: ${models.map((m) => m.name).join(", ") || "(none)"}.`
+          const names = models.map((m) => m.name).join(", ") || "(none)"
+          return `Error: Unknown model "${model}". Configured models: ${names}.`
         }
         const agent = yield* CustomAgents.load(home, context.userId, name)
         const raw = agent.raw

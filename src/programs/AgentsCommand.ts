@@ -3,7 +3,8 @@
  *
  *   antler agents list [--json]
  *   antler agents show NAME [--json]
- *   antler agents create NAME [MESSAGE...] [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE]
+ *   antler agents create NAME [MESSAGE...] [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY]
+ *                        [--config FILE]
  *
  * `create` is a conversation with the bootstrap agent (the `bootstrap` skill and `setup_agent`): each line read
  * from stdin is one turn; it ends when the agent has been written (exit 0), or when stdin ends first (exit 1,
@@ -54,7 +55,8 @@ const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
 
 const summary = (agent: CustomAgents.CustomAgent): string => {
   const c = agent.config
-  const list = (v: ReadonlyArray<string> | null | undefined) => (v == null ? "all" : v.length === 0 ? "none" : v.join(", "))
+  const list = (v: ReadonlyArray<string> | null | undefined) =>
+    v == null ? "all" : v.length === 0 ? "none" : v.join(", ")
   return `model: ${c.model ?? "default"} · tool groups: ${list(c.tool_groups)} · skills: ${list(c.skills)}` +
     (agent.legacy ? " · shared layout (read-only)" : "")
 }
@@ -74,7 +76,8 @@ export const make = <E>(support: Support<E>) => {
       const { agents, problems } = yield* CustomAgents.list(home, "default")
       for (const problem of problems) yield* Render.writeError(`warning: ${Render.safeText(problem.message)}\n`)
       if (args.json) {
-        return yield* Render.write(`${JSON.stringify(agents.map((a) => ({ name: a.name, config: a.raw, legacy: a.legacy })))}\n`)
+        const rows = agents.map((a) => ({ name: a.name, config: a.raw, legacy: a.legacy }))
+        return yield* Render.write(`${JSON.stringify(rows)}\n`)
       }
       const s = Render.style(Render.useColor())
       if (agents.length === 0) {
@@ -83,7 +86,8 @@ export const make = <E>(support: Support<E>) => {
       const width = Math.max(...agents.map((a) => a.name.length))
       for (const agent of agents) {
         const description = Render.safeText(firstLine(agent.config.description)) || s.dim("(no description)")
-        yield* Render.write(`${agent.name.padEnd(width)}  ${description}\n${" ".repeat(width)}  ${s.dim(Render.safeText(summary(agent)))}\n`)
+        const details = s.dim(Render.safeText(summary(agent)))
+        yield* Render.write(`${agent.name.padEnd(width)}  ${description}\n${" ".repeat(width)}  ${details}\n`)
       }
     })).pipe(Command.withDescription("List your custom agents"))
 
@@ -93,10 +97,14 @@ export const make = <E>(support: Support<E>) => {
       const name = yield* checkName(args.name)
       const agent = yield* CustomAgents.load(home, "default", name).pipe(
         Effect.catchTag("AgentError", (error) =>
-          support.fail(error.reason === "invalid_config" ? support.exitCode.usage : support.exitCode.runFailed, Render.safeText(error.message)))
+          support.fail(
+            error.reason === "invalid_config" ? support.exitCode.usage : support.exitCode.runFailed,
+            Render.safeText(error.message)
+          ))
       )
       if (args.json) {
-        return yield* Render.write(`${JSON.stringify({ name, config: agent.raw, soul: agent.soul ?? null, legacy: agent.legacy, dir: agent.dir })}\n`)
+        const shown = { name, config: agent.raw, soul: agent.soul ?? null, legacy: agent.legacy, dir: agent.dir }
+        return yield* Render.write(`${JSON.stringify(shown)}\n`)
       }
       const s = Render.style(Render.useColor())
       const lines = [
@@ -105,7 +113,9 @@ export const make = <E>(support: Support<E>) => {
         s.dim(Render.safeText(summary(agent))),
         s.dim(agent.dir),
         s.bold("SOUL.md"),
-        agent.soul === undefined ? s.dim("  (none)") : Render.safeText(agent.soul).split("\n").map((l) => `  ${l}`).join("\n")
+        agent.soul === undefined
+          ? s.dim("  (none)")
+          : Render.safeText(agent.soul).split("\n").map((l) => `  ${l}`).join("\n")
       ]
       yield* Render.write(`${lines.join("\n")}\n`)
     })).pipe(Command.withDescription("Show a custom agent: its settings and its SOUL.md"))
@@ -120,7 +130,10 @@ export const make = <E>(support: Support<E>) => {
       ),
       thread: Options.text("thread").pipe(Options.optional, Options.withDescription("Continue this conversation")),
       model: Options.text("model").pipe(Options.optional, Options.withDescription("A configured model name")),
-      baseUrl: Options.text("base-url").pipe(Options.optional, Options.withDescription("An OpenAI-compatible endpoint")),
+      baseUrl: Options.text("base-url").pipe(
+        Options.optional,
+        Options.withDescription("An OpenAI-compatible endpoint")
+      ),
       apiKey: Options.redacted("api-key").pipe(Options.optional, Options.withDescription("The API key for --base-url")),
       config: Options.text("config").pipe(Options.optional, Options.withDescription("config.yaml to use"))
     },

@@ -95,7 +95,11 @@ const isDir = (path: string) => {
 }
 
 /** The directory of an agent: the user's when it exists, else the shared one when that exists, else the user's. */
-export const agentDir = (home: string, userId: string, name: string): { readonly dir: string; readonly legacy: boolean } => {
+export const agentDir = (
+  home: string,
+  userId: string,
+  name: string
+): { readonly dir: string; readonly legacy: boolean } => {
   const own = Path.join(agentsDir(home, userId), name)
   if (isDir(own)) return { dir: own, legacy: false }
   const legacy = Path.join(legacyAgentsDir(home), name)
@@ -120,7 +124,9 @@ export const parseConfig = (
   file: string
 ): Either.Either<{ readonly config: AgentConfig; readonly raw: Record<string, unknown> }, string> => {
   const parsed = ConfigFile.parseYaml(text)
-  if (Either.isLeft(parsed)) return Either.left(parsed.left.map((issue) => ConfigFile.formatIssue(file, issue)).join("\n"))
+  if (Either.isLeft(parsed)) {
+    return Either.left(parsed.left.map((issue) => ConfigFile.formatIssue(file, issue)).join("\n"))
+  }
   const raw = parsed.right ?? {}
   if (typeof raw !== "object" || Array.isArray(raw)) return Either.left(`${file}: expected a mapping of settings`)
   return Either.match(decodeConfig(raw), {
@@ -142,7 +148,8 @@ export const load = (home: string, userId: string, name: string): Effect.Effect<
     const file = Path.join(dir, CONFIG_FILE)
     return Effect.try({
       try: () => ({ text: readText(file), soul: readText(Path.join(dir, SOUL_FILE)) }),
-      catch: (cause) => new AgentError({ reason: "io", name, message: `Cannot read the agent ${name}: ${String(cause)}`, cause })
+      catch: (cause) =>
+        new AgentError({ reason: "io", name, message: `Cannot read the agent ${name}: ${String(cause)}`, cause })
     }).pipe(Effect.flatMap(({ soul, text }) => {
       if (text === undefined) {
         return Effect.fail(
@@ -243,12 +250,19 @@ export interface AgentWrite {
  * then renamed into place, so it appears whole; an existing agent has each file replaced whole. The settings
  * must decode. Agents only in the shared layout are refused (DeerFlow does not write there either).
  */
-export const save = (home: string, userId: string, name: string, write: AgentWrite): Effect.Effect<string, AgentError> =>
+export const save = (
+  home: string,
+  userId: string,
+  name: string,
+  write: AgentWrite
+): Effect.Effect<string, AgentError> =>
   Effect.suspend(() => {
     if (!AGENT_NAME.test(name)) return Effect.fail(invalidName(name))
     const text = configText({ ...write.config, name })
     const checked = parseConfig(text, `${name}/${CONFIG_FILE}`)
-    if (Either.isLeft(checked)) return Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
+    if (Either.isLeft(checked)) {
+      return Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
+    }
     const where = agentDir(home, userId, name)
     if (where.legacy) {
       return Effect.fail(
@@ -269,7 +283,9 @@ export const save = (home: string, userId: string, name: string, write: AgentWri
           const staging = Fs.mkdtempSync(Path.join(root, `.${name}.`))
           try {
             Fs.writeFileSync(Path.join(staging, CONFIG_FILE), text, "utf8")
-            if (write.soul !== undefined) Fs.writeFileSync(Path.join(staging, SOUL_FILE), `${write.soul.trim()}\n`, "utf8")
+            if (write.soul !== undefined) {
+              Fs.writeFileSync(Path.join(staging, SOUL_FILE), `${write.soul.trim()}\n`, "utf8")
+            }
             Fs.renameSync(staging, dir)
             return dir
           } catch (cause) {
@@ -291,7 +307,8 @@ export const save = (home: string, userId: string, name: string, write: AgentWri
 export const saveGlobalSoul = (home: string, soul: string): Effect.Effect<void, AgentError> =>
   Effect.try({
     try: () => writeAtomic(globalSoulPath(home), `${soul.trim()}\n`),
-    catch: (cause) => new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${String(cause)}`, cause })
+    catch: (cause) =>
+      new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${String(cause)}`, cause })
   })
 
 /** A short fingerprint of what an agent is (settings and soul): a changed agent gets an agent of its own. */

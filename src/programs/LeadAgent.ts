@@ -344,7 +344,10 @@ export interface Options {
    * Subagents: the `task` tool, SubagentLimit and the prompt's subagent section. Needs a `SubagentRunner` in
    * the context (`Subagents.layer()`, one per app).
    */
-  readonly subagents?: { readonly maxConcurrent?: number | undefined; readonly maxTotal?: number | undefined } | undefined
+  readonly subagents?: {
+    readonly maxConcurrent?: number | undefined
+    readonly maxTotal?: number | undefined
+  } | undefined
   /** Who the agent is (a custom agent): its name, its SOUL.md, whether `<self_update>` is in its prompt. */
   readonly identity?: {
     readonly name?: string | undefined
@@ -380,7 +383,9 @@ export const guardrailOf = (
  */
 export const defaultSystemPrompt = (
   app: AppConfigService["Type"],
-  extra: Partial<Omit<SystemPrompt.PromptOptions, "skills">> & { readonly allowedSkills?: ReadonlyArray<string> | undefined } = {}
+  extra: Partial<Omit<SystemPrompt.PromptOptions, "skills">> & {
+    readonly allowedSkills?: ReadonlyArray<string> | undefined
+  } = {}
 ): string => {
   const container = app.config.skills.container_path
   const { allowedSkills, ...rest } = extra

@@ -90,7 +90,10 @@ export const BASH_DISABLED_MESSAGE = "The bash subagent is disabled: commands ca
  * The registry of a configuration (SPEC §8.1): built-ins (`bash` only when `bash` is true), then custom
  * types, each with its per-agent override.
  */
-export const registry = (config: AppConfig, options: { readonly bash: boolean }): ReadonlyMap<string, SubagentConfig> => {
+export const registry = (
+  config: AppConfig,
+  options: { readonly bash: boolean }
+): ReadonlyMap<string, SubagentConfig> => {
   const settings = config.subagents
   const out = new Map<string, SubagentConfig>()
   const withOverride = (base: SubagentConfig): SubagentConfig => {
@@ -162,7 +165,9 @@ export const toolsOf = <T extends { readonly name: string }>(
   config: Pick<SubagentConfig, "tools" | "disallowedTools">,
   tools: ReadonlyArray<T>
 ): ReadonlyArray<T> =>
-  tools.filter((t) => (config.tools === undefined || config.tools.includes(t.name)) && !config.disallowedTools.includes(t.name))
+  tools.filter((t) =>
+    (config.tools === undefined || config.tools.includes(t.name)) && !config.disallowedTools.includes(t.name)
+  )
 
 // ---------------------------------------------------------------------------------------------------------
 // Outcomes
@@ -228,7 +233,11 @@ export const outcomeOf = (
     case "cancelled":
       return { ...base, status: "cancelled", error: "Task cancelled by user." }
     case "interrupted":
-      return { ...base, status: "failed", error: "The subagent stopped to wait for an answer, which subagents cannot get." }
+      return {
+        ...base,
+        status: "failed",
+        error: "The subagent stopped to wait for an answer, which subagents cannot get."
+      }
   }
 }
 
@@ -265,7 +274,10 @@ export const make = (options: Options = {}) =>
     const models = options.models ?? app.config.models
     const container = app.config.skills.container_path
     const allSkills = SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container)
-    const types: ReadonlyArray<SubagentType> = [...configs.values()].map((c) => ({ name: c.name, description: c.description }))
+    const types: ReadonlyArray<SubagentType> = [...configs.values()].map((c) => ({
+      name: c.name,
+      description: c.description
+    }))
 
     // One chain per (type, parent tool groups, vision), built on first use and kept.
     const agentFor = (config: SubagentConfig, toolGroups: ReadonlyArray<string> | undefined, vision: boolean) =>
@@ -290,7 +302,10 @@ export const make = (options: Options = {}) =>
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
           const ports = yield* Effect.either(
-            Layer.buildWithScope(MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))), scope)
+            Layer.buildWithScope(
+              MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))),
+              scope
+            )
           )
           const result = Either.mapLeft(ports, (error) => String((error as { message?: unknown }).message ?? error))
           built.set(key, result)
@@ -394,7 +409,8 @@ export const make = (options: Options = {}) =>
               usage: usageOf([...seen.values()])
             } as Outcome
           }
-          return outcomeOf(end ?? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }, [...seen.values()], info)
+          const ended = end ?? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }
+          return outcomeOf(ended, [...seen.values()], info)
         })
 
         yield* emit(TaskEvent.started, common)
@@ -416,7 +432,11 @@ export const make = (options: Options = {}) =>
             })
           }),
           Effect.onInterrupt(() =>
-            emit(TaskEvent.cancelled, { ...common, error: "Task cancelled by user.", usage: usageOf([...seen.values()]) ?? null })
+            emit(TaskEvent.cancelled, {
+              ...common,
+              error: "Task cancelled by user.",
+              usage: usageOf([...seen.values()]) ?? null
+            })
           )
         )
         const usage = outcome.usage ?? null
@@ -437,7 +457,12 @@ export const make = (options: Options = {}) =>
             yield* emit(TaskEvent.cancelled, { ...common, error: outcome.error ?? "", usage })
             break
           case "failed":
-            yield* emit(TaskEvent.failed, { ...common, error: outcome.error ?? "", stop_reason: outcome.stopReason ?? null, usage })
+            yield* emit(TaskEvent.failed, {
+              ...common,
+              error: outcome.error ?? "",
+              stop_reason: outcome.stopReason ?? null,
+              usage
+            })
         }
         return outcome
       })

@@ -77,7 +77,8 @@ export const line = (name: string, data: unknown, s: Style, safe: (text: string)
       const status = name === TaskEvent.failed ? "failed" : name === TaskEvent.timedOut ? "timed out" : "cancelled"
       const error = oneLine(str(d.error), 120)
       const paint = name === TaskEvent.cancelled ? s.yellow : s.red
-      return `  ${paint("└")} ${s.bold(label)} ${paint(status)}${error === "" ? "" : ` ${s.dim(`— ${safe(error)}`)}`}\n`
+      const detail = error === "" ? "" : ` ${s.dim(`— ${safe(error)}`)}`
+      return `  ${paint("└")} ${s.bold(label)} ${paint(status)}${detail}\n`
     }
   }
   return ""
