@@ -238,7 +238,10 @@ describe("ConfigFile", () => {
       const file = tempFile("subagents:\n  max_total_per_run: 51\n  custom_agents:\n    x:\n      system_prompt: p\n")
       const lines = (yield* loadError(file)).message.split("\n")
       assert.isTrue(lines.some((line) => line.startsWith(`${file}: subagents.max_total_per_run: `)), lines.join("\n"))
-      assert.isTrue(lines.some((line) => line.startsWith(`${file}: subagents.custom_agents.x.description: `)), lines.join("\n"))
+      assert.isTrue(
+        lines.some((line) => line.startsWith(`${file}: subagents.custom_agents.x.description: `)),
+        lines.join("\n")
+      )
     }))
 
   it.effect("an empty file means the defaults", () =>

@@ -181,9 +181,15 @@ describe("DurableContext: the delegation ledger", () => {
       }),
       M.tool("Task Succeeded. Result: three sources", "t1", {
         name: "task",
-        additional_kwargs: SubagentStatus.metadata({ status: "completed", result: "three sources", stopReason: "loop_capped" })
+        additional_kwargs: SubagentStatus.metadata(
+          { status: "completed", result: "three sources", stopReason: "loop_capped" }
+        )
       }),
-      M.tool("Error: Invalid arguments for tool 'task': description is missing", "t2", { name: "task", status: "error" })
+      M.tool(
+        "Error: Invalid arguments for tool 'task': description is missing",
+        "t2",
+        { name: "task", status: "error" }
+      )
     ]
     const found = DurableContext.extractDelegations(messages, "r1", "2026-05-08T10:00:00.000Z")
     assert.deepStrictEqual(found.map((e) => [e.id, e.status, e.run_id, e.subagent_type]), [
@@ -249,13 +255,22 @@ describe("DurableContext: the delegation ledger", () => {
     ])
     const lines = rendered.split("\n")
     assert.strictEqual(lines[0], DurableContext.LEDGER_HEADING)
-    assert.match(lines[2]!, /^- \[in_progress\] task c \(via general-purpose; already delegated; do NOT delegate it again/)
-    assert.match(lines[3]!, /^- \[completed\] task b \(via general-purpose; stopped early by a guard with a partial result/)
+    assert.match(
+      lines[2]!,
+      /^- \[in_progress\] task c \(via general-purpose; already delegated; do NOT delegate it again/
+    )
+    assert.match(
+      lines[3]!,
+      /^- \[completed\] task b \(via general-purpose; stopped early by a guard with a partial result/
+    )
     assert.strictEqual(
       lines[4],
       "- [completed] Read &lt;the&gt; spec (via general-purpose; finished; do NOT delegate it again; reuse this result) -> It says &amp; more"
     )
-    const many = Array.from({ length: 50 }, (_, i) => entry(`t${i}`, { description: `task t${i} ${"d".repeat(170)}`, status: "failed" }))
+    const many = Array.from(
+      { length: 50 },
+      (_, i) => entry(`t${i}`, { description: `task t${i} ${"d".repeat(170)}`, status: "failed" })
+    )
     const bounded = DurableContext.renderLedger(many)
     assert.isAtMost(bounded.length, DurableContext.MAX_LEDGER_CHARS)
     assert.match(bounded, /\n- \.\.\. \d+ older delegation entries are not shown \(context budget\)$/)

@@ -54,7 +54,9 @@ describe("SubagentLimit: which calls are kept", () => {
   })
 
   it("raw provider calls stay in step; a message left without calls finishes with stop", () => {
-    const raw = [task("a"), task("b")].map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: "{}" } }))
+    const raw = [task("a"), task("b")].map(
+      (c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: "{}" } })
+    )
     const message: AIMessage = M.ai("", {
       tool_calls: [task("a"), task("b"), { id: "r", name: "read_file", args: {} }],
       additional_kwargs: { tool_calls: [...raw, { id: "r" }] }
@@ -85,7 +87,9 @@ describe("SubagentLimit in a run", () => {
       })
       // 2 of 4 (per response), then 1 of 2 (the run has 1 left), then none
       assert.deepStrictEqual(seen.map((r) => r.toolCallId), ["a1", "a2", "b1"])
-      const reports = out.events.flatMap((e) => (e.type === "custom" && e.name === "subagent_limit" ? [e.data as any] : []))
+      const reports = out.events.flatMap(
+        (e) => (e.type === "custom" && e.name === "subagent_limit" ? [e.data as any] : [])
+      )
       assert.deepStrictEqual(reports.map((r) => [r.requested, r.allowed]), [[4, 2], [2, 1], [1, 0]])
       assert.include(reports[0].message, "at most 2 task calls run per response")
       assert.include(reports[1].message, "may start at most 3 subagents in all and 2 already ran")
@@ -112,12 +116,19 @@ describe("SubagentLimit in a run", () => {
     Harness.withStore(Effect.gen(function*() {
       const { runner } = fakeRunner((r) =>
         r.subagentType === "general-purpose"
-          ? { status: "completed", result: "the answer", modelName: "m", usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } }
+          ? {
+            status: "completed",
+            result: "the answer",
+            modelName: "m",
+            usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }
+          }
           : { status: "failed", error: `Unknown subagent type '${r.subagentType}'. Available: general-purpose` }
       )
       const out = yield* Harness.run({
         script: [
-          { toolCalls: [task("ok"), { id: "bad", name: "task", args: { description: "odd", prompt: "p", subagent_type: "wizard" } }] },
+          {
+            toolCalls: [task("ok"), { id: "bad", name: "task", args: { description: "odd", prompt: "p", subagent_type: "wizard" } }]
+          },
           "done"
         ],
         middlewares: () => [DurableContext.layer(), SubagentLimit.layer({ runner })]
@@ -130,13 +141,19 @@ describe("SubagentLimit in a run", () => {
         subagent_token_usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 }
       })
       assert.strictEqual(results[1]!.type === "tool" && results[1]!.status, "error")
-      assert.strictEqual(M.text(results[1]!), "Task failed. Error: Unknown subagent type 'wizard'. Available: general-purpose")
+      assert.strictEqual(
+        M.text(results[1]!),
+        "Task failed. Error: Unknown subagent type 'wizard'. Available: general-purpose"
+      )
       assert.deepStrictEqual(out.state.delegations.map((d) => [d.id, d.status, d.result_brief]), [
         ["ok", "completed", "the answer"],
         ["bad", "failed", "Unknown subagent type 'wizard'. Available: general-purpose"]
       ])
       // the task tool is offered with its three arguments
       const definition = out.requests[0]!.tools.find((t) => t.name === "task")!
-      assert.deepStrictEqual(Object.keys((definition.parameters as any).properties), ["description", "prompt", "subagent_type"])
+      assert.deepStrictEqual(
+        Object.keys((definition.parameters as any).properties),
+        ["description", "prompt", "subagent_type"]
+      )
     })))
 })

@@ -55,7 +55,9 @@ const script = (body: ChatRequestBody): Turn => {
   const step = body.messages.filter((m) => m.role === "assistant").length
   if (system.includes("The lead agent gave you one task")) {
     return step === 0
-      ? { toolCalls: [{ id: "w1", name: "write_file", arguments: { description: "save", path: "notes.md", content: "n" } }] }
+      ? {
+        toolCalls: [{ id: "w1", name: "write_file", arguments: { description: "save", path: "notes.md", content: "n" } }]
+      }
       : "Notes saved in notes.md."
   }
   if (user.includes("I want a partner")) return "Lovely. What should it be called?"
@@ -79,7 +81,11 @@ describe("antler agents", () => {
       const home = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-agents-cli-")))
       const model = ["--base-url", server.url, "--api-key", "sk-cli-agents"]
       try {
-        const created = yield* antler(home, ["agents", "create", "ada", ...model, "Hi, I want a partner"], "Call it Ada\n")
+        const created = yield* antler(
+          home,
+          ["agents", "create", "ada", ...model, "Hi, I want a partner"],
+          "Call it Ada\n"
+        )
         assert.strictEqual(created.code, 0, created.stderr)
         assert.include(created.stdout, "Lovely. What should it be called?")
         assert.include(created.stdout, "→ setup_agent(")

@@ -28,7 +28,12 @@ describe("custom agents on disk", () => {
     Effect.gen(function*() {
       const home = tempDir("antler-ca-")
       const mine = CustomAgents.agentsDir(home, "default")
-      writeAgent(mine, "writer", "description: Writes\ntool_groups: [file:write]\ngithub: { repo: x }\n", "  Be brief.  \n")
+      writeAgent(
+        mine,
+        "writer",
+        "description: Writes\ntool_groups: [file:write]\ngithub: { repo: x }\n",
+        "  Be brief.  \n"
+      )
       writeAgent(mine, "broken", "model_settings:\n  temperature: 7\n")
       writeAgent(CustomAgents.legacyAgentsDir(home), "writer", "description: the old writer\n")
       writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: From before\n")
@@ -63,14 +68,21 @@ describe("custom agents on disk", () => {
   it.effect("saving a new agent makes it appear whole; saving again replaces its files, leaving nothing behind", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-ca-")
-      const dir = yield* CustomAgents.save(home, "default", "ada", { config: { description: "first" }, soul: "Soul one" })
+      const dir = yield* CustomAgents.save(
+        home,
+        "default",
+        "ada",
+        { config: { description: "first" }, soul: "Soul one" }
+      )
       assert.strictEqual(dir, Path.join(home, "users", "default", "agents", "ada"))
       yield* CustomAgents.save(home, "default", "ada", { config: { description: "second", github: { repo: "y" } } })
       const ada = yield* CustomAgents.load(home, "default", "ada")
       assert.deepStrictEqual([ada.config.description, ada.soul, ada.raw.name], ["second", "Soul one", "ada"])
       assert.sameMembers(Fs.readdirSync(dir), ["config.yaml", "SOUL.md"])
       assert.deepStrictEqual(Fs.readdirSync(Path.dirname(dir)), ["ada"])
-      const invalid = yield* Effect.flip(CustomAgents.save(home, "default", "ada", { config: { reasoning_effort: "extreme" } }))
+      const invalid = yield* Effect.flip(
+        CustomAgents.save(home, "default", "ada", { config: { reasoning_effort: "extreme" } })
+      )
       assert.strictEqual(invalid.reason, "invalid_config")
       assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).config.description, "second")
     }))
@@ -111,7 +123,10 @@ describe("setup_agent and update_agent", () => {
       assert.strictEqual(made.text, "Agent 'ada' created successfully!")
       assert.deepInclude(made.events[0]!, { type: "custom", name: "agent_created" })
       const ada = yield* CustomAgents.load(home, "default", "ada")
-      assert.deepStrictEqual([ada.config.description, ada.config.skills, ada.soul], ["Research", ["deep-research"], "# Ada"])
+      assert.deepStrictEqual(
+        [ada.config.description, ada.config.skills, ada.soul],
+        ["Research", ["deep-research"], "# Ada"]
+      )
       const global = yield* callTool(setup, { soul: "The default soul", description: "d" })
       assert.match(global.text, /default agent's SOUL\.md was saved/)
       assert.strictEqual(CustomAgents.globalSoul(home), "The default soul")
@@ -133,7 +148,11 @@ describe("setup_agent and update_agent", () => {
       assert.match(notList.text, /^Error: skills must be a list/)
       const noAgent = yield* callTool(update, { description: "x" })
       assert.match(noAgent.text, /there is no agent to update/)
-      const done = yield* callTool(update, { model: "deep", tool_groups: ["web"], soul: "New soul", description: "Research" }, "ada")
+      const done = yield* callTool(
+        update,
+        { model: "deep", tool_groups: ["web"], soul: "New soul", description: "Research" },
+        "ada"
+      )
       assert.strictEqual(
         done.text,
         "Agent 'ada' updated successfully. Changed: model, tool_groups, soul. The new configuration takes effect on the next user turn."
@@ -146,7 +165,10 @@ describe("setup_agent and update_agent", () => {
     }))
 
   it("agent names in a run's settings are validated before any path is made from them", () => {
-    const context = { ...runContext(), options: { recursionLimit: 1, toolConcurrency: 1, extra: { agent_name: "../../etc" } } }
+    const context = {
+      ...runContext(),
+      options: { recursionLimit: 1, toolConcurrency: 1, extra: { agent_name: "../../etc" } }
+    }
     assert.isUndefined(AgentTools.agentNameOf(context))
     assert.isTrue(Either.isLeft(CustomAgents.parseConfig("- a list", "x/config.yaml")))
   })

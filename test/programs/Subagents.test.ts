@@ -50,7 +50,10 @@ describe("the subagent registry", () => {
       ["bash", "ls", "read_file", "write_file", "str_replace"]
     ])
     const analyst = registry.get("analyst")!
-    assert.deepStrictEqual([analyst.timeoutSeconds, analyst.maxTurns, analyst.model, analyst.skills], [900, 7, "deep", ["data-analysis"]])
+    assert.deepStrictEqual(
+      [analyst.timeoutSeconds, analyst.maxTurns, analyst.model, analyst.skills],
+      [900, 7, "deep", ["data-analysis"]]
+    )
     assert.deepStrictEqual([registry.get("writer")!.maxTurns, registry.get("writer")!.timeoutSeconds], [50, 900])
     // bash is only offered when commands can run
     assert.isFalse(Subagents.registry(config, { bash: false }).has("bash"))
@@ -60,7 +63,10 @@ describe("the subagent registry", () => {
     const registry = Subagents.registry(configOf(), { bash: true })
     assert.deepStrictEqual([registry.get("general-purpose")!.maxTurns, registry.get("bash")!.maxTurns], [150, 60])
     assert.strictEqual(registry.get("general-purpose")!.timeoutSeconds, 1800)
-    assert.deepInclude(registry.get("general-purpose")!.tokenBudget, { enabled: true, max_tokens: 2_000_000, warn_threshold: 0.7 })
+    assert.deepInclude(
+      registry.get("general-purpose")!.tokenBudget,
+      { enabled: true, max_tokens: 2_000_000, warn_threshold: 0.7 }
+    )
     const summarizing = LeadAgent.subagentTokenBudget(configOf({ summarization: { enabled: true } }))
     assert.strictEqual(summarizing.max_tokens, 1_000_000)
   })
@@ -83,7 +89,9 @@ describe("the subagent registry", () => {
 })
 
 describe("a subagent's end as a status", () => {
-  const end = (fields: Partial<RunEndEvent>): RunEndEvent => ({ type: "run_end", status: "success", stop_reason: "completed", ...fields })
+  const end = (fields: Partial<RunEndEvent>): RunEndEvent => (
+    { type: "run_end", status: "success", stop_reason: "completed", ...fields }
+  )
   const used = M.ai("Found it.", { usage_metadata: { input_tokens: 10, output_tokens: 5, total_tokens: 15 } })
   const info = { maxTurns: 9, modelName: "main" }
 
@@ -95,14 +103,22 @@ describe("a subagent's end as a status", () => {
       modelName: "main",
       usage: { input_tokens: 10, output_tokens: 5, total_tokens: 15 }
     })
-    assert.strictEqual(Subagents.outcomeOf(end({ stop_reason: "token_capped" }), [used], info).stopReason, "token_capped")
+    assert.strictEqual(
+      Subagents.outcomeOf(end({ stop_reason: "token_capped" }), [used], info).stopReason,
+      "token_capped"
+    )
     assert.strictEqual(Subagents.outcomeOf(end({}), [], info).result, "No response generated")
   })
 
   it("the turn limit is turn_capped: completed with the last text when there is one, else failed", () => {
-    const capped = end({ status: "error", stop_reason: "recursion_limit", error: { name: "RecursionLimitReached", message: "x" } })
+    const capped = end(
+      { status: "error", stop_reason: "recursion_limit", error: { name: "RecursionLimitReached", message: "x" } }
+    )
     const calling = M.ai("", { tool_calls: [{ id: "c", name: "ls", args: {} }] })
-    assert.deepInclude(Subagents.outcomeOf(capped, [used, calling], info), { status: "completed", stopReason: "turn_capped", result: "Found it." })
+    assert.deepInclude(
+      Subagents.outcomeOf(capped, [used, calling], info),
+      { status: "completed", stopReason: "turn_capped", result: "Found it." }
+    )
     assert.deepInclude(Subagents.outcomeOf(capped, [calling], info), {
       status: "failed",
       stopReason: "turn_capped",
@@ -111,9 +127,14 @@ describe("a subagent's end as a status", () => {
   })
 
   it("a model failure is failed with its message; a cancelled run is cancelled", () => {
-    const failed = end({ status: "error", stop_reason: "error", error: { name: "ModelError", message: "the provider is down" } })
+    const failed = end(
+      { status: "error", stop_reason: "error", error: { name: "ModelError", message: "the provider is down" } }
+    )
     assert.deepInclude(Subagents.outcomeOf(failed, [], info), { status: "failed", error: "the provider is down" })
-    assert.strictEqual(Subagents.outcomeOf(end({ status: "cancelled", stop_reason: "cancelled" }), [], info).status, "cancelled")
+    assert.strictEqual(
+      Subagents.outcomeOf(end({ status: "cancelled", stop_reason: "cancelled" }), [], info).status,
+      "cancelled"
+    )
   })
 })
 
@@ -161,13 +182,17 @@ describe("the runner", () => {
       const config = Layer.succeed(AppConfigService, app)
       const context = yield* Layer.build(
         Subagents.layer({ bash: false, ...options }).pipe(
-          Layer.provide(Layer.mergeAll(config, Layer.succeed(ModelService, model), LocalSandbox.layer().pipe(Layer.provide(config))))
+          Layer.provide(
+            Layer.mergeAll(config, Layer.succeed(ModelService, model), LocalSandbox.layer().pipe(Layer.provide(config)))
+          )
         )
       )
       return Context.get(context, SubagentRunner)
     })
 
-  const request = (id: string, type = "general-purpose") => ({ toolCallId: id, description: `job ${id}`, prompt: `do ${id}`, subagentType: type })
+  const request = (id: string, type = "general-purpose") => (
+    { toolCallId: id, description: `job ${id}`, prompt: `do ${id}`, subagentType: type }
+  )
 
   it.scoped("max_turns is the subagent's recursion limit through the real chain: turn_capped", () =>
     Effect.gen(function*() {
@@ -176,7 +201,10 @@ describe("the runner", () => {
       const model = ScriptedModel.make((r) => {
         seen.push(r)
         n++
-        return { content: n === 1 ? "Let me look." : "", toolCalls: [{ name: "ls", args: { description: "look", path: `/mnt/user-data/workspace/d${n}` } }] }
+        return {
+          content: n === 1 ? "Let me look." : "",
+          toolCalls: [{ name: "ls", args: { description: "look", path: `/mnt/user-data/workspace/d${n}` } }]
+        }
       })
       const runner = yield* runnerWith(model, { subagents: { agents: { "general-purpose": { max_turns: 3 } } } })
       const run = inRun({ threadId: "parent" })
@@ -199,7 +227,10 @@ describe("the runner", () => {
       const runner = yield* runnerWith(ScriptedModel.make([]), {})
       const run = inRun()
       const unknown = yield* runner.run(request("t1", "wizard")).pipe(Effect.provide(run.context))
-      assert.deepStrictEqual(unknown, { status: "failed", error: "Unknown subagent type 'wizard'. Available: general-purpose" })
+      assert.deepStrictEqual(
+        unknown,
+        { status: "failed", error: "Unknown subagent type 'wizard'. Available: general-purpose" }
+      )
       const bash = yield* runner.run(request("t2", "bash")).pipe(Effect.provide(run.context))
       assert.strictEqual(bash.error, Subagents.BASH_DISABLED_MESSAGE)
       assert.deepStrictEqual(runner.types.map((t) => t.name), ["general-purpose"])

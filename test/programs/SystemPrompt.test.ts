@@ -61,7 +61,10 @@ describe("SystemPrompt: custom agents and subagents", () => {
     assert.include(prompt, "MAXIMUM 2 `task` CALLS PER RUN")
     assert.include(prompt, "- general-purpose: Does all.\n- a&lt;b: x\n")
     assert.match(prompt, /<thinking_style>[\s\S]*DELEGATION CHECK[\s\S]*<\/thinking_style>/)
-    assert.match(prompt, /<critical_reminders>[\s\S]*at most 4 task calls per response and 2 per run[\s\S]*<\/critical_reminders>/)
+    assert.match(
+      prompt,
+      /<critical_reminders>[\s\S]*at most 4 task calls per response and 2 per run[\s\S]*<\/critical_reminders>/
+    )
     // static: the same options give the same text
     assert.strictEqual(SystemPrompt.make(options), prompt)
     const one = SystemPrompt.make({ ...options, subagents: { ...options.subagents, maxConcurrent: 1 } })

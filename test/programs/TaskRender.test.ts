@@ -18,9 +18,13 @@ describe("subagent progress in the terminal", () => {
         message: M.ai("thinking", { tool_calls: [{ id: "x", name: "read_file", args: { path: "a.md" } }] })
       })),
       render(custom("task_running", { ...task, message: M.ai("just text") })),
-      render(custom("task_running", { ...task, message: M.tool("line one\nline two \x1b[31m sk-secret-value-1", "x", { name: "read_file" }) })),
+      render(
+        custom("task_running", { ...task, message: M.tool("line one\nline two \x1b[31m sk-secret-value-1", "x", { name: "read_file" }) })
+      ),
       render(custom("task_completed", { ...task, result: `${"long ".repeat(40)}end`, usage: { total_tokens: 42 } })),
-      render(custom("task_timed_out", { ...task, task_id: "c2", description: "Slow one", error: "Execution timed out after 5 seconds" }))
+      render(
+        custom("task_timed_out", { ...task, task_id: "c2", description: "Slow one", error: "Execution timed out after 5 seconds" })
+      )
     ].join("")
     const lines = out.split("\n")
     assert.deepStrictEqual(lines.slice(0, 3), [

@@ -53,7 +53,9 @@ const script = (body: ChatRequestBody): Turn => {
   }
   if (user.includes("Only read files from now on")) {
     return step === 0
-      ? { toolCalls: [{ id: "call_update", name: "update_agent", arguments: { tool_groups: ["file:read"], model: "null" } }] }
+      ? {
+        toolCalls: [{ id: "call_update", name: "update_agent", arguments: { tool_groups: ["file:read"], model: "null" } }]
+      }
       : "Done: from your next message I can only read files."
   }
   return "Hello, I am Ada."
@@ -80,7 +82,9 @@ describe("custom agents", () => {
       assert.include(systemOf(first), "<name>bootstrap</name>")
       assert.notInclude(systemOf(first), "<name>deep-research</name>")
       assert.isFalse(Fs.existsSync(Path.join(CustomAgents.agentsDir(home, "default"), "researcher")))
-      const created = yield* collect(factory.run({ threadId: "boot", prompt: "Call it Ada, curious and precise", settings: bootstrap }))
+      const created = yield* collect(
+        factory.run({ threadId: "boot", prompt: "Call it Ada, curious and precise", settings: bootstrap })
+      )
       const announced = created.flatMap((e) => (e.type === "custom" && e.name === "agent_created" ? [e.data] : []))
       assert.deepInclude(announced[0] as object, { name: "researcher" })
 
@@ -109,7 +113,9 @@ describe("custom agents", () => {
       assert.isUndefined(updated.config.model)
       assert.strictEqual(updated.config.description, "A curious and precise research partner")
       assert.strictEqual(updated.soul, SOUL)
-      yield* collect(factory.run({ threadId: "ada-2", prompt: "Hello", settings: { model_name: "scripted", agent_name: "researcher" } }))
+      yield* collect(
+        factory.run({ threadId: "ada-2", prompt: "Hello", settings: { model_name: "scripted", agent_name: "researcher" } })
+      )
       const limited = toolNames(server.requests.at(-1)!)
       assert.includeMembers(limited, ["read_file", "ls", "glob", "grep", "update_agent", "present_files"])
       for (const gone of ["bash", "write_file", "str_replace"]) assert.notInclude(limited, gone)
@@ -119,13 +125,19 @@ describe("custom agents", () => {
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(["never"])
       const home = tempDir("antler-agents-")
-      const app = yield* ConfigFile.fromObject({ models: [{ name: "m", model: "m", base_url: server.url, api_key: "k-123456789" }] }, { home })
+      const app = yield* ConfigFile.fromObject(
+        { models: [{ name: "m", model: "m", base_url: server.url, api_key: "k-123456789" }] },
+        { home }
+      )
       const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
       const factory = Context.get(yield* Layer.build(App.factoryLayer(app, choice)), Factory.AgentFactory)
       const events = yield* collect(factory.run({ threadId: "t", prompt: "hi", settings: { agent_name: "nobody" } }))
       const end = events.at(-1)!
       assert.strictEqual(end.type === "run_end" && end.status, "error")
-      assert.match(end.type === "run_end" ? end.error!.message : "", /agent_name: No agent named "nobody".*antler agents create nobody/)
+      assert.match(
+        end.type === "run_end" ? end.error!.message : "",
+        /agent_name: No agent named "nobody".*antler agents create nobody/
+      )
       assert.lengthOf(server.requests, 0)
     })), 60_000)
 })

@@ -88,7 +88,12 @@ const setup = (plan: Plan, config: Record<string, unknown> = {}, tools: Readonly
     }, { home })
     const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
     const context = yield* Layer.build(App.factoryLayer(app, choice, { agent: { tools } }))
-    return { server, home, factory: Context.get(context, Factory.AgentFactory), store: Context.get(context, ThreadStore) }
+    return {
+      server,
+      home,
+      factory: Context.get(context, Factory.AgentFactory),
+      store: Context.get(context, ThreadStore)
+    }
   })
 
 const settings = { model_name: "scripted", subagent_enabled: true }
@@ -188,7 +193,9 @@ describe("delegation through task", () => {
       const a = span("call_A")
       const b = span("call_B")
       assert.isTrue(a.start <= b.end && b.start <= a.end, JSON.stringify({ a, b }))
-      const met = customs(events, "task_running").filter((d) => d.message.type === "tool" && d.message.name === "rendezvous")
+      const met = customs(events, "task_running").filter(
+        (d) => d.message.type === "tool" && d.message.name === "rendezvous"
+      )
       assert.sameMembers(met.map((d) => M.text(d.message)), ["met B", "met A"])
 
       // their tool calls landed in the parent thread's workspace
@@ -213,7 +220,10 @@ describe("delegation through task", () => {
       // the ledger knows both, finished, for this run
       assert.deepStrictEqual(
         state.delegations.map((d) => [d.id, d.status, d.subagent_type, d.description]),
-        [["call_A", "completed", "general-purpose", "Write part A"], ["call_B", "completed", "general-purpose", "Write part B"]]
+        [
+          ["call_A", "completed", "general-purpose", "Write part A"],
+          ["call_B", "completed", "general-purpose", "Write part B"]
+        ]
       )
       assert.isTrue(Schema.is(TS.ThreadState)(state))
     })), SLOW)
@@ -223,7 +233,9 @@ describe("delegation through task", () => {
       const { factory, home, store } = yield* setup({
         lead: (step) =>
           step === 0
-            ? { toolCalls: [task("call_loop", "TASK-LOOP", "Read the data"), task("call_slow", "TASK-SLOW", "Think long", "slow")] }
+            ? {
+              toolCalls: [task("call_loop", "TASK-LOOP", "Read the data"), task("call_slow", "TASK-SLOW", "Think long", "slow")]
+            }
             : "One looped, one timed out.",
         "TASK-LOOP": (step) => ({
           toolCalls: [{ id: `read_${step}`, name: "read_file", arguments: { description: "read", path: "data.txt" } }]
@@ -232,7 +244,11 @@ describe("delegation through task", () => {
       }, {
         subagents: {
           custom_agents: {
-            slow: { description: "A subagent that takes its time", system_prompt: "The lead agent gave you one task. Take your time.", timeout_seconds: 1 }
+            slow: {
+              description: "A subagent that takes its time",
+              system_prompt: "The lead agent gave you one task. Take your time.",
+              timeout_seconds: 1
+            }
           }
         }
       })

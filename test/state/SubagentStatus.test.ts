@@ -74,7 +74,9 @@ describe("the subagent status contract", () => {
       stopReason: "turn_capped",
       error: "ran out"
     })
-    assert.isUndefined(SubagentStatus.usageOf({ subagent_token_usage: { input_tokens: -1, output_tokens: 0, total_tokens: 0 } }))
+    assert.isUndefined(
+      SubagentStatus.usageOf({ subagent_token_usage: { input_tokens: -1, output_tokens: 0, total_tokens: 0 } })
+    )
   })
 
   it.prop("bound keeps the head two thirds and the tail within the limit", [FC.string({ maxLength: 5000 })], ([text]) => {
