@@ -19,10 +19,11 @@ import type { AppConfig } from "../../src/services/AppConfig.js"
 import { AppConfigSchema, AppConfigService } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import { RunContext } from "../../src/services/RunContext.js"
 import type { RunEndEvent } from "../../src/services/RunEvents.js"
 import { SubagentRunner } from "../../src/services/SubagentRunner.js"
 import * as M from "../../src/state/Message.js"
-import { inRun, tempDirs } from "../support/fixtures.js"
+import { inRun, runContext, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 const configOf = (raw: Record<string, unknown> = {}): AppConfig => Schema.decodeUnknownSync(AppConfigSchema)(raw)
@@ -234,6 +235,26 @@ describe("the runner", () => {
       const bash = yield* runner.run(request("t2", "bash")).pipe(Effect.provide(run.context))
       assert.strictEqual(bash.error, Subagents.BASH_DISABLED_MESSAGE)
       assert.deepStrictEqual(runner.types.map((t) => t.name), ["general-purpose"])
+    }))
+
+  it.scoped("each subagent runs on its own model: inherit is the parent run's, else the type's", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const model = ScriptedModel.make((r) => (seen.push(r), "done"))
+      const runner = yield* runnerWith(model, {
+        models: [{ name: "main", model: "m1" }, { name: "deep", model: "m2" }],
+        subagents: { custom_agents: { thinker: { description: "Thinks", system_prompt: "Think.", model: "deep" } } }
+      })
+      const run = inRun()
+      const parent = Context.add(run.context, RunContext, {
+        ...runContext(),
+        options: { recursionLimit: 10, toolConcurrency: 1, modelName: "main" }
+      })
+      const inherited = yield* runner.run(request("a")).pipe(Effect.provide(parent))
+      const own = yield* runner.run(request("b", "thinker")).pipe(Effect.provide(parent))
+      assert.deepStrictEqual(seen.map((r) => r.settings.modelName), ["main", "deep"])
+      assert.deepStrictEqual([inherited.modelName, own.modelName], ["main", "deep"])
+      assert.strictEqual(seen[1]!.systemPrompt, "Think.")
     }))
 
   it.scoped("a pool of one runs tasks one after the other", () =>
