@@ -720,7 +720,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --model, --base-url, --api-key, --config, " +
-        "--file, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+        "--file, --agent, --subagents, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
     assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
@@ -734,7 +734,7 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, demo.")
+    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, agents, demo.")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 
