@@ -60,6 +60,7 @@ const readFile = Tool.make({
   name: "read_file",
   description: "Reads a file (benchmark stand-in: 100 characters from the path).",
   parameters: Schema.Struct({ path: Schema.String }),
+  readOnly: true,
   handler: ({ path: p }) => Effect.sync(() => (probe.stamps.push(performance.now()), fileContent(p)))
 })
 
@@ -76,17 +77,21 @@ export const script = (steps: number) => (request: ModelRequest) => {
   return { content: `done after ${k} steps`, usage }
 }
 
-/** A thread of `length` messages: a human message, then AI tool-call / 100-character result pairs. */
+/**
+ * A thread of `length` messages, as the peers seed theirs: a human message, AI tool-call / 100-character
+ * result pairs, then human "continue" messages up to the length (so no tool call is left without its result).
+ */
 export const seedThread = (length: number, tag: string): ReadonlyArray<Message> => {
   const out: Array<Message> = [M.human("Refactor the workspace.", { id: `${tag}-h` })]
-  for (let i = 0; out.length < length; i++) {
+  for (let i = 0; out.length + 2 <= length - 1; i++) {
     out.push(M.ai("", {
       id: `${tag}-a${i}`,
       tool_calls: [{ id: `seed_${tag}_${i}`, name: "read_file", args: { path: `/seed/${i}` } }],
       usage_metadata: usage
     }))
-    if (out.length < length) out.push(M.tool(fileContent(`/seed/${i}`), `seed_${tag}_${i}`, { id: `${tag}-t${i}`, name: "read_file" }))
+    out.push(M.tool(fileContent(`/seed/${i}`), `seed_${tag}_${i}`, { id: `${tag}-t${i}`, name: "read_file" }))
   }
+  for (let i = 0; out.length < length; i++) out.push(M.human("continue", { id: `${tag}-c${i}` }))
   return out
 }
 

@@ -17,8 +17,14 @@ const profile = (process.env.BENCH_PROFILE ?? "default") as "quick" | "default"
 const only = process.argv.slice(2)
 
 const P = {
-  quick: { n: 30, rep: 2, warm: 1, warmLong: 3, lengths: [1, 200], lenSteps: 6, lenRep: 1, grow: 200, threads: 20, tSteps: 5, w4rep: 1 },
-  default: { n: 200, rep: 5, warm: 2, warmLong: 40, lengths: [1, 1000, 2000], lenSteps: 11, lenRep: 3, grow: 2000, threads: 100, tSteps: 20, w4rep: 3 }
+  quick: {
+    n: 30, rep: 2, warm: 1, warmLong: 3, lengths: [1, 200], lenSteps: 6, lenRep: 1, grow: 200, threads: 20, tSteps: 5,
+    w4rep: 1, startupRuns: 3, startupProfiles: 1
+  },
+  default: {
+    n: 200, rep: 5, warm: 2, warmLong: 40, lengths: [1, 1000, 2000], lenSteps: 11, lenRep: 3, grow: 2000, threads: 100,
+    tSteps: 20, w4rep: 3, startupRuns: 10, startupProfiles: 3
+  }
 }[profile]
 
 type Cfg = { chain: "bare" | "full"; store: "memory" | "sqlite" }
@@ -42,6 +48,14 @@ for (const c of configs) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
 jobs.push({ id: "summarization-check", job: null, script: "summarization-check.js" })
+// start-up of the CLI as users run it (node bin/antler.js over dist/), each with CPU profiles (bench/startup.ts)
+for (const command of ["version", "threads-list", "run"]) {
+  jobs.push({
+    id: `startup/${command}`,
+    job: { kind: "startup", command, runs: P.startupRuns, profiles: P.startupProfiles, threads: 100 },
+    script: "startup.js"
+  })
+}
 
 const selected = only.length ? jobs.filter((j) => only.some((o) => j.id.startsWith(o))) : jobs
 const version = (pkg: string) => {
@@ -52,16 +66,36 @@ const version = (pkg: string) => {
   }
 }
 
+/** Builds dist/ (what bin/antler.js runs) when it is missing or older than a source file. */
+const ensureBuilt = () => {
+  const main = path.join(root, "dist", "programs", "main.js")
+  const newest = (dir: string): number =>
+    fs.readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
+      const file = path.join(dir, entry.name)
+      return Math.max(latest, entry.isDirectory() ? newest(file) : fs.statSync(file).mtimeMs)
+    }, 0)
+  if (fs.existsSync(main) && fs.statSync(main).mtimeMs >= newest(path.join(root, "src"))) return
+  process.stderr.write("[bench] building dist/ (npm run build) for the start-up jobs ... ")
+  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
+  const r = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: root, encoding: "utf8" })
+  if (r.status !== 0) throw new Error(`the build failed:\n${r.stdout}${r.stderr}`)
+  process.stderr.write("done\n")
+}
+
 const t0 = Date.now()
 const load0 = os.loadavg()
+process.stderr.write(`[bench] ${profile}: ${os.cpus().length} cores, load average ${load0.map((x) => x.toFixed(2)).join(" ")}\n`)
+if (selected.some((j) => j.id.startsWith("startup/"))) ensureBuilt()
 const results: Record<string, any> = {}
 for (const spec of selected) {
   const started = Date.now()
   process.stderr.write(`[bench] ${spec.id} ... `)
   // compiled by `npm run bench` (tsc -p tsconfig.bench.json): the workers run plain JavaScript, as users do
-  const args = spec.script
-    ? ["--expose-gc", path.join(here, spec.script)]
-    : ["--expose-gc", path.join(here, "worker.js"), JSON.stringify(spec.job)]
+  const args = [
+    "--expose-gc",
+    path.join(here, spec.script ?? "worker.js"),
+    ...(spec.job === null ? [] : [JSON.stringify(spec.job)])
+  ]
   const r = spawnSync(process.execPath, args, { cwd: root, env: process.env, encoding: "utf8", maxBuffer: 64 << 20 })
   const secs = ((Date.now() - started) / 1000).toFixed(1)
   if (r.status !== 0) {
@@ -141,4 +175,16 @@ for (const c of configs) {
   const r = results[`w4/${name(c)}`]
   if (r && !r.error) line(name(c).padEnd(18), r.stepsPerSecMedian, r.wallMsMedian)
 }
+line("\nStart-up, node bin/antler.js (" + P.startupRuns + " runs)     wall ms median (min)   first request ms   cpu ms")
+for (const command of ["version", "threads-list", "run"]) {
+  const r = results[`startup/${command}`]
+  if (r && !r.error) {
+    line(r.command.padEnd(40), `${r.wallMsMedian} (${r.wallMsMin})`.padEnd(22), String(r.firstRequestMsMedian ?? "-").padEnd(16), r.cpuMsMedian ?? "-")
+    const phases = r.profile.phases
+    line("  profile ms: load", phases.load, "evaluate", phases.evaluate, "run", phases.run, "node", phases.node, "gc", phases.gc, `(${r.profile.summary})`)
+    line("  costliest to evaluate:", r.profile.topPackages.map((p: any) => `${p.package} ${p.evaluateMs}+${p.runMs}`).join(", "))
+    line(`  loads ${r.modulesLoaded.count} modules, ${r.modulesLoaded.kB} kB:`, r.modulesLoaded.topPackages.slice(0, 5).map((p: any) => `${p.package} ${p.modules}/${p.kB} kB`).join(", "))
+  }
+}
+process.stderr.write(`\nload average ${load0.map((x) => x.toFixed(2)).join(" ")} at start, ${os.loadavg().map((x) => x.toFixed(2)).join(" ")} at end\n`)
 if (Object.values(results).some((r: any) => r.error)) process.exitCode = 1

@@ -66,6 +66,31 @@ export class OutputCollector {
   }
 }
 
+/**
+ * Cuts a stream of text into lines for showing it as it comes: `push` returns the complete lines (each with
+ * its `\n` or `\r`) and, past `max` chars without a line end, the pending text; `end` returns what is left.
+ * Lines are what masking needs: a host path is never split between two pieces, unless a line is that long.
+ */
+export class LineBuffer {
+  private pending = ""
+  constructor(readonly max = 4096) {}
+  push(chunk: string): string {
+    const text = this.pending + chunk
+    const cut = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r")) + 1
+    if (text.length - cut > this.max) {
+      this.pending = ""
+      return text
+    }
+    this.pending = text.slice(cut)
+    return text.slice(0, cut)
+  }
+  end(): string {
+    const rest = this.pending
+    this.pending = ""
+    return rest
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // bubblewrap
 
@@ -215,7 +240,7 @@ const ulimitArgs = (limits: Limits): Array<string> => {
 const LIMITS_PRELUDE = `limit() { [ -z "$2" ] || ulimit -H -S "$1" "$2"; }
 ulimit -H -S -c 0 && limit -v "$1" && limit -f "$2" && limit -u "$3" ||
   { echo "antler: could not apply the sandbox's resource limits" >&2; exit 126; }
-exec /bin/bash -c "$4"`
+exec /bin/bash -c "$4" 2>&1`
 
 /**
  * The first command of a staged sandbox, run as root of the sandbox's user namespace (capabilities over that
@@ -255,7 +280,7 @@ ulimit -H -S -c 0 && limit -v "$mem" && limit -f "$fsize" && limit -u "$nproc" |
 cd "$cwd" 2>/dev/null || fail "could not enter $cwd"
 unshare=$(command -p -v unshare) || fail "unshare (util-linux) is missing"
 exec {status}>&-
-exec "$unshare" --user --map-user=${SANDBOX_USER.uid} --map-group=${SANDBOX_USER.gid} -- /bin/bash -c "$cmd"`
+exec "$unshare" --user --map-user=${SANDBOX_USER.uid} --map-group=${SANDBOX_USER.gid} -- /bin/bash -c "$cmd" 2>&1`
 
 /** Where a staged sandbox sees its staging area (detached before the command runs). */
 export const STAGE = "/.stage"
@@ -651,6 +676,8 @@ export interface ProcessSpec {
   readonly statusFd?: number | undefined
   /** Stops the process (and its group) when its check gives a reason. */
   readonly guard?: Guard
+  /** Called with each piece of output (stdout or stderr, decoded) as it arrives; not masked, not capped. */
+  readonly onOutput?: (chunk: string) => void
 }
 
 /** What a process did. */
@@ -680,7 +707,8 @@ const killGroup = (pid: number | undefined) => {
 }
 
 /**
- * Runs a process in its own process group, stdout and stderr captured together. On timeout, when the guard
+ * Runs a process in its own process group, stdout and stderr captured together (the sandbox's command writes both
+ * to one pipe, so they keep the order the command wrote them in). On timeout, when the guard
  * says so, on interruption of the fiber and after the main process exits, the whole group is killed (under
  * bwrap the PID namespace then takes every descendant with it, including `setsid`/`nohup` children).
  */
@@ -731,8 +759,12 @@ export const run = (spec: ProcessSpec): Effect.Effect<ProcessOutcome, SandboxErr
     let grace: NodeJS.Timeout | undefined
     let guardTimer: NodeJS.Timeout | undefined
     const decoders = [new StringDecoder("utf8"), new StringDecoder("utf8")] as const
-    child.stdout!.on("data", (chunk: Buffer) => collector.push(decoders[0].write(chunk)))
-    child.stderr!.on("data", (chunk: Buffer) => collector.push(decoders[1].write(chunk)))
+    const collect = (text: string) => {
+      collector.push(text)
+      if (spec.onOutput !== undefined && text !== "") spec.onOutput(text)
+    }
+    child.stdout!.on("data", (chunk: Buffer) => collect(decoders[0].write(chunk)))
+    child.stderr!.on("data", (chunk: Buffer) => collect(decoders[1].write(chunk)))
     const timer = setTimeout(() => {
       timedOut = true
       killGroup(child.pid)
@@ -770,8 +802,8 @@ export const run = (spec: ProcessSpec): Effect.Effect<ProcessOutcome, SandboxErr
       finished = true
       stopTimers()
       if (grace !== undefined) clearTimeout(grace)
-      collector.push(decoders[0].end())
-      collector.push(decoders[1].end())
+      collect(decoders[0].end())
+      collect(decoders[1].end())
       const output = collector.render(spec.maxOutputChars, spec.mask)
       resume(Effect.succeed({
         output,

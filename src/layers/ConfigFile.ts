@@ -12,6 +12,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Yaml from "yaml"
 import type { AppConfig } from "../services/AppConfig.js"
@@ -274,11 +275,17 @@ export const resolvePath = (explicit?: string | undefined): Effect.Effect<string
     return Fs.existsSync(local) ? local : undefined
   })
 
-/** The data directory: `ANTLER_HOME`, default `./.antler`, absolute. */
+/**
+ * The data directory when `ANTLER_HOME` is not set: `.antler` in the user's home directory, the same whatever
+ * directory a command runs in (so `antler threads list` finds every thread of the user).
+ */
+export const defaultHome = (): string => Path.join(Os.homedir(), ".antler")
+
+/** The data directory: `ANTLER_HOME`, default `~/.antler` (`defaultHome`), absolute. */
 export const home: Effect.Effect<string> = Config.string("ANTLER_HOME").pipe(
-  Config.withDefault(".antler"),
-  Effect.orElseSucceed(() => ".antler"),
-  Effect.map((dir) => Path.resolve(dir === "" ? ".antler" : dir))
+  Config.withDefault(""),
+  Effect.orElseSucceed(() => ""),
+  Effect.map((dir) => (dir === "" ? defaultHome() : Path.resolve(dir)))
 )
 
 /** The data directory cannot be used. */
@@ -399,7 +406,7 @@ export const decode = (
 
 /**
  * Loads the configuration: from `path` if given, else `ANTLER_CONFIG`, else `./config.yaml` when it exists,
- * else the defaults (no file). `home` is `ANTLER_HOME` or `./.antler`, absolute.
+ * else the defaults (no file). `home` is `ANTLER_HOME` or `~/.antler`, absolute.
  */
 export const load = (path?: string | undefined): Effect.Effect<AppConfigService["Type"], ConfigError> =>
   Effect.gen(function*() {

@@ -48,6 +48,7 @@ import {
   WORKSPACE
 } from "../services/Sandbox.js"
 import * as Bash from "./Bash.js"
+import * as SkillsDirectory from "./SkillsDirectory.js"
 import * as Cgroup from "./Cgroup.js"
 import * as DiskQuota from "./DiskQuota.js"
 
@@ -127,7 +128,7 @@ export const parseVirtual = (
     if (isInside(virtual, SKILLS)) {
       return fail(
         "not_found",
-        `${virtual} does not exist: no skills directory is configured (skills.path in config.yaml)`
+        `${virtual} does not exist: there is no skills directory (skills.path in config.yaml, or skills/ next to it)`
       )
     }
     const masked = shown()
@@ -929,6 +930,11 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
               diskLimit = Math.max(diskLimit, yield* Effect.promise(() => usage.exact()))
             }
             const launch = Bash.wrapped(group?.procs, inputs.length + (statusFd === undefined ? 0 : 1), file, args)
+            const onOutput = options.onOutput
+            const lines = new Bash.LineBuffer()
+            const show = (text: string) => {
+              if (onOutput !== undefined && text !== "") onOutput(mask(text))
+            }
             const outcome = yield* Bash.run({
               file: launch.file,
               args: launch.args,
@@ -942,8 +948,10 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
               ...(() => {
                 const guard = guardOf(group, diskLimit)
                 return guard === undefined ? {} : { guard }
-              })()
+              })(),
+              ...(onOutput === undefined ? {} : { onOutput: (chunk: string) => show(lines.push(chunk)) })
             })
+            show(lines.end())
             const setup = Bash.parseSetupStatus(outcome.status)
             if (setup.bound.length > 0) {
               yield* spec.warn(
@@ -999,18 +1007,11 @@ const BWRAP_OFF: Bash.BwrapStatus = { available: false, reason: "bubblewrap is s
 /** The id of a thread's local sandbox. */
 export const sandboxId = (userId: string, threadId: string): string => `local:${userId}:${threadId}`
 
-/** The host skills directory from config (`skills.path`, relative to the config file's directory), if present. */
-export const skillsDirectory = (config: AppConfigService["Type"]): string | undefined => {
-  const configured = config.config.skills.path
-  if (configured === undefined || configured === "") return undefined
-  const base = config.source !== undefined ? Path.dirname(Path.resolve(config.source)) : process.cwd()
-  const dir = Path.resolve(base, configured)
-  try {
-    return Fs.statSync(dir).isDirectory() ? dir : undefined
-  } catch {
-    return undefined
-  }
-}
+/**
+ * The host skills directory mounted at `/mnt/skills`, if present: `skills.path` (relative to the config file's
+ * directory), else `$DEER_FLOW_SKILLS_PATH` / `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file.
+ */
+export const skillsDirectory = (config: AppConfigService["Type"]): string | undefined => SkillsDirectory.root(config)
 
 const decodeId = Schema.decodeUnknownEither(SafeId)
 

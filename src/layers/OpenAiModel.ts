@@ -32,6 +32,7 @@ import * as Schema from "effect/Schema"
 import OpenAI from "openai"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import * as ModelUse from "../services/ModelUse.js"
 import type { ModelRequest, ToolDefinition } from "../services/ModelService.js"
 import { ModelError, ModelService } from "../services/ModelService.js"
 import { RunEvents } from "../services/RunEvents.js"
@@ -75,6 +76,14 @@ export interface Options {
   readonly supportsThinking?: boolean | undefined
   /** When `true`, `settings.reasoningEffort` is sent as `reasoning_effort`. */
   readonly supportsReasoningEffort?: boolean | undefined
+  /** Headers sent with every request (`default_headers`). */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  /** Fields merged into every request body (`extra_body`). */
+  readonly extraBody?: Readonly<Record<string, unknown>> | undefined
+  /** Settings applied when the request has thinking on (`when_thinking_enabled`, with `thinking` merged in). */
+  readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
+  /** Settings applied when the request has thinking off (`when_thinking_disabled`). */
+  readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
 }
 
 /** What a request is built with: the model id and its defaults and capabilities. */
@@ -84,6 +93,57 @@ export interface ModelProfile {
   readonly temperature?: number | undefined
   readonly supportsVision?: boolean | undefined
   readonly supportsReasoningEffort?: boolean | undefined
+  readonly supportsThinking?: boolean | undefined
+  readonly extraBody?: Readonly<Record<string, unknown>> | undefined
+  readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
+  readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Merges `override` into `base` recursively (objects merge, anything else replaces); inputs are not changed. */
+export const deepMerge = (
+  base: Readonly<Record<string, unknown>> | undefined,
+  override: Readonly<Record<string, unknown>>
+): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...base }
+  for (const [key, value] of Object.entries(override)) {
+    const existing = out[key]
+    out[key] = isPlainObject(value) && isPlainObject(existing) ? deepMerge(existing, value) : value
+  }
+  return out
+}
+
+/**
+ * The request fields a model's thinking settings add for one call (DeerFlow's `create_chat_model`): with
+ * thinking on, `when_thinking_enabled` (only for a model that supports thinking); with it off,
+ * `when_thinking_disabled`, else the switch-off DeerFlow derives from the enabled settings (an
+ * `extra_body.thinking.type` becomes `disabled` with `reasoning_effort: minimal`; vLLM's
+ * `chat_template_kwargs` thinking flags become false). `extra_body` entries are merged into the body, other
+ * keys (`reasoning_effort`, `temperature`, a provider's own field) become body fields.
+ */
+export const thinkingFields = (
+  profile: ModelProfile,
+  thinkingEnabled: boolean | undefined
+): Record<string, unknown> => {
+  const enabled = profile.whenThinkingEnabled
+  if (thinkingEnabled === true) {
+    return enabled !== undefined && profile.supportsThinking === true ? { ...enabled } : {}
+  }
+  if (thinkingEnabled === undefined) return {}
+  if (profile.whenThinkingDisabled !== undefined) return { ...profile.whenThinkingDisabled }
+  if (enabled === undefined) return {}
+  const extra = isPlainObject(enabled.extra_body) ? enabled.extra_body : {}
+  const thinking = isPlainObject(extra.thinking) ? extra.thinking : undefined
+  if (thinking?.type !== undefined) {
+    return { extra_body: { thinking: { type: "disabled" } }, reasoning_effort: "minimal" }
+  }
+  const template = isPlainObject(extra.chat_template_kwargs) ? extra.chat_template_kwargs : {}
+  const off: Record<string, boolean> = {}
+  if ("thinking" in template) off.thinking = false
+  if ("enable_thinking" in template) off.enable_thinking = false
+  return Object.keys(off).length > 0 ? { extra_body: { chat_template_kwargs: off } } : {}
 }
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -197,10 +257,15 @@ export const toChatRequest = (
   profile: ModelProfile
 ): OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming => {
   const settings = request.settings
+  const { extra_body: thinkingBody, ...thinking } = thinkingFields(profile, settings.thinkingEnabled)
+  const extraBody = isPlainObject(thinkingBody) ? deepMerge(profile.extraBody, thinkingBody) : profile.extraBody
   const maxTokens = settings.maxTokens ?? profile.maxTokens
   const temperature = settings.temperature ?? profile.temperature
   const effort = profile.supportsReasoningEffort === true ? settings.reasoningEffort : undefined
+  // Provider fields first, so what the run asks for (and the protocol's own fields) always win.
   return {
+    ...extraBody,
+    ...thinking,
     model: profile.model,
     messages: toChatMessages(request, profile.supportsVision !== false),
     stream: true,
@@ -209,7 +274,7 @@ export const toChatRequest = (
     ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
     ...(effort !== undefined ? { reasoning_effort: effort as OpenAI.ReasoningEffort } : {})
-  }
+  } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -686,6 +751,7 @@ const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigEr
       // A backstop only: the call's own watchdog ends a silent request after `timeoutMs` (see `generateWith`).
       timeout: timeoutMs + BACKSTOP_MS,
       maxRetries: 0,
+      ...(options.headers !== undefined ? { defaultHeaders: { ...options.headers } } : {}),
       // The SDK logs unparsable stream events itself; they come back as ModelErrors, so stay quiet unless asked.
       logLevel: (logLevel ?? "off") as OpenAI["logLevel"]
     })
@@ -698,7 +764,11 @@ const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigEr
       maxTokens: options.maxTokens,
       temperature: options.temperature,
       supportsVision: options.supportsVision,
-      supportsReasoningEffort: options.supportsReasoningEffort
+      supportsReasoningEffort: options.supportsReasoningEffort,
+      supportsThinking: options.supportsThinking,
+      extraBody: options.extraBody,
+      whenThinkingEnabled: options.whenThinkingEnabled,
+      whenThinkingDisabled: options.whenThinkingDisabled
     }
   })
 
@@ -998,7 +1068,7 @@ export const make = (options: Options = {}): Effect.Effect<ModelService["Type"],
 
 /** The options of a configured model (`models[]` entry of `config.yaml`). */
 export const optionsFromConfig = (config: ModelConfig): Options => ({
-  baseURL: config.base_url ?? config.api_base,
+  baseURL: config.base_url ?? config.api_base ?? ModelUse.defaultBaseUrl(config.use),
   apiKey: config.api_key,
   model: config.model,
   timeoutMs: (config.request_timeout ?? config.timeout) !== undefined
@@ -1008,8 +1078,20 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   temperature: config.temperature,
   supportsVision: config.supports_vision,
   supportsThinking: config.supports_thinking,
-  supportsReasoningEffort: config.supports_reasoning_effort
+  supportsReasoningEffort: config.supports_reasoning_effort,
+  headers: config.default_headers,
+  extraBody: config.extra_body ?? undefined,
+  whenThinkingEnabled: whenThinkingEnabled(config),
+  whenThinkingDisabled: config.when_thinking_disabled ?? undefined
 })
+
+/** `when_thinking_enabled` with DeerFlow's `thinking` shortcut merged into its `thinking` field. */
+const whenThinkingEnabled = (config: ModelConfig): Readonly<Record<string, unknown>> | undefined => {
+  const base = config.when_thinking_enabled ?? undefined
+  if (config.thinking == null) return base
+  const merged = { ...(isPlainObject(base?.thinking) ? base.thinking : {}), ...config.thinking }
+  return { ...base, thinking: merged }
+}
 
 /**
  * A ModelService over the configured models, one client each, routing every request by

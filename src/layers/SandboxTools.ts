@@ -8,12 +8,15 @@ import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import { RE2JS } from "re2js"
 import type { SandboxConfig } from "../services/AppConfig.js"
 import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
+import { RunEvents } from "../services/RunEvents.js"
 import type { Sandbox } from "../services/Sandbox.js"
 import { OUTPUTS, SandboxError, SandboxProvider, SKILLS, UPLOADS, WORKSPACE } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
@@ -475,7 +478,55 @@ export const limitsText = (settings: SandboxConfig): string => {
   return parts.length === 0 ? "" : ` Limits: ${parts.join(", ")}; a command that exceeds one fails or is stopped.`
 }
 
-type Body = (sandbox: Sandbox, call: ToolCall) => Effect.Effect<HandlerOutput, SandboxError>
+type Body = (sandbox: Sandbox, call: ToolCall) => Effect.Effect<HandlerOutput, SandboxError, RunEvents>
+
+/**
+ * The custom event that shows a running command's output as it comes (`bash`): `{ type: "tool_output",
+ * tool_call_id, tool_name, text }`, a line or a few at a time, before the call's result (which is unchanged:
+ * the model sees only the result). DeerFlow has no such event; the name is Antler's.
+ */
+export const TOOL_OUTPUT_EVENT = "tool_output"
+
+/** The most output of one call sent as `tool_output` events; past it, one last event says `truncated: true`. */
+export const TOOL_OUTPUT_MAX_CHARS = 64 * 1024
+
+/**
+ * Runs `body` with an output callback whose pieces go out as `tool_output` events of `call`, in order, from a
+ * fiber of their own (the callback is called from a process's stream handlers, outside any fiber); the last
+ * pieces are sent before `body`'s result is returned.
+ */
+export const publishingOutput = <A, E, R>(
+  call: ToolCall,
+  body: (onOutput: (text: string) => void) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R | RunEvents> =>
+  Effect.gen(function*() {
+    const events = yield* RunEvents
+    const queue = yield* Queue.unbounded<string>()
+    let sent = 0
+    let truncated = false
+    const event = (data: Record<string, unknown>) =>
+      events.emit({
+        type: "custom",
+        name: TOOL_OUTPUT_EVENT,
+        data: { type: TOOL_OUTPUT_EVENT, tool_call_id: call.id, tool_name: call.name, ...data }
+      })
+    const publish = (pieces: Iterable<string>) =>
+      Effect.suspend(() => {
+        if (truncated) return Effect.void
+        let text = [...pieces].join("")
+        if (text === "") return Effect.void
+        if (sent + text.length <= TOOL_OUTPUT_MAX_CHARS) {
+          sent += text.length
+          return event({ text })
+        }
+        text = text.slice(0, TOOL_OUTPUT_MAX_CHARS - sent)
+        truncated = true
+        return Effect.zipRight(text === "" ? Effect.void : event({ text }), event({ text: "", truncated: true }))
+      })
+    const pump = yield* Effect.fork(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, Infinity), publish)))
+    const rest = Fiber.interrupt(pump).pipe(Effect.zipRight(Queue.takeAll(queue)), Effect.flatMap(publish))
+    return yield* body((text) => void Queue.unsafeOffer(queue, text)).pipe(Effect.ensuring(rest))
+  })
 
 // `stat` for a path that should be a file: a missing one is reported as a missing file.
 const statFile = (sandbox: Sandbox, path: string) =>
@@ -497,7 +548,8 @@ export const tools = (options: Options) =>
 
     // Runs a handler on the sandbox; sandbox errors and anything unexpected become `Error:` text with host
     // paths masked. Interruption passes through untouched.
-    const withSandbox = (name: string, body: Body) => (call: ToolCall): Effect.Effect<HandlerOutput, never, RunContext> =>
+    const withSandbox = (name: string, body: Body) =>
+    (call: ToolCall): Effect.Effect<HandlerOutput, never, RunContext | RunEvents> =>
       Effect.flatMap(RunContext, (run) => provider.acquire(run.threadId, run.userId)).pipe(
         Effect.flatMap((sandbox) => recover(name, body(sandbox, call), sandbox.mask)),
         (effect) => recover(name, effect, (text) => text)
@@ -532,7 +584,7 @@ export const tools = (options: Options) =>
       parameters: BashArgs,
       handler: (args, call) =>
         withSandbox("bash", (sandbox) =>
-          Effect.map(sandbox.exec(args.command), (result) => {
+          Effect.map(publishingOutput(call, (onOutput) => sandbox.exec(args.command, { onOutput })), (result) => {
             const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
             if (result.timedOut) {
               const seconds = Math.round(result.timeoutMs / 100) / 10
@@ -552,6 +604,7 @@ export const tools = (options: Options) =>
 
     const ls = Tool.make({
       name: "ls",
+      readOnly: true,
       description: "List a directory two levels deep (its entries and their entries), as absolute paths with `/` " +
         "after directories. Version-control, dependency, cache and build directories and log files are left out.",
       parameters: LsArgs,
@@ -576,6 +629,7 @@ export const tools = (options: Options) =>
 
     const readFile = Tool.make({
       name: "read_file",
+      readOnly: true,
       description: "Read a text file. Give start_line and/or end_line (1-based, inclusive) to read only those " +
         "lines." + (settings.read_file_output_max_chars > 0
           ? ` Output over ${settings.read_file_output_max_chars} characters is cut, with a note saying so.`
@@ -667,6 +721,7 @@ export const tools = (options: Options) =>
 
     const glob = Tool.make({
       name: "glob",
+      readOnly: true,
       description: "Find files whose path matches a glob pattern under a directory: `*` and `?` match within a " +
         "name, `**` across directories, `{a,b}` either. A pattern without `/` matches names at any depth " +
         "(`*.py` finds every Python file). Junk directories (.git, node_modules, ...) are skipped.",
@@ -710,6 +765,7 @@ export const tools = (options: Options) =>
 
     const grep = Tool.make({
       name: "grep",
+      readOnly: true,
       description: "Search file contents for a regular expression under a directory or in one file. Prints " +
         "`path:line: text` for each matching line. Case-insensitive unless case_sensitive=true. The syntax is " +
         "JavaScript's without look-aheads and backreferences (RE2, which runs in linear time). Binary files, large " +
@@ -773,6 +829,7 @@ export const tools = (options: Options) =>
 
     const presentFiles = Tool.make({
       name: "present_files",
+      readOnly: true,
       description: `Show finished files to the user as downloadable results. Only files in ${OUTPUTS} can be ` +
         "presented: write or copy them there first. Call it once with every file to present.",
       parameters: PresentFilesArgs,
@@ -811,6 +868,7 @@ export const tools = (options: Options) =>
 
     const viewImage = Tool.make({
       name: "view_image",
+      readOnly: true,
       description: "Look at an image file (jpg, jpeg, png, webp or gif, at most 20 MB) in the workspace, uploads " +
         "or outputs. The image is shown to you with your next turn.",
       parameters: ViewImageArgs,

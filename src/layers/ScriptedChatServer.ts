@@ -113,6 +113,8 @@ export interface ScriptedChatServer {
   readonly url: string
   /** The received request bodies (valid ones), in order. */
   readonly requests: ReadonlyArray<ChatRequestBody>
+  /** The same bodies as the exact text received (UTF-8), for byte-level checks. */
+  readonly bodies: ReadonlyArray<string>
   /** The headers of those requests (lower-cased names), in the same order. */
   readonly headers: ReadonlyArray<Readonly<Record<string, string>>>
   /** Call numbers of streams the client abandoned before they were complete (it closed the socket early). */
@@ -189,6 +191,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export const start = (script: Script, options: Options = {}): Effect.Effect<ScriptedChatServer, never, Scope.Scope> =>
   Effect.suspend(() => {
     const requests: Array<ChatRequestBody> = []
+    const bodies: Array<string> = []
     const headers: Array<Record<string, string>> = []
     const aborted: Array<number> = []
     const model = options.model ?? "scripted"
@@ -316,6 +319,7 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
       const body = parsed as ChatRequestBody
       const call = requests.length
       requests.push(body)
+      bodies.push(raw)
       const seen: Record<string, string> = {}
       for (const [name, value] of Object.entries(req.headers)) {
         seen[name] = Array.isArray(value) ? value.join(", ") : value ?? ""
@@ -370,7 +374,7 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
         server.once("error", (error) => resume(Effect.die(error)))
         server.listen(0, "127.0.0.1", () => {
           const { port } = server.address() as AddressInfo
-          resume(Effect.succeed({ url: `http://127.0.0.1:${port}/v1`, requests, headers, aborted }))
+          resume(Effect.succeed({ url: `http://127.0.0.1:${port}/v1`, requests, bodies, headers, aborted }))
         })
       }),
       () =>

@@ -36,7 +36,7 @@ import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
 import { RunStatus, StopReason } from "../services/RunEvents.js"
 import type { LoadedThread, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import * as Redact from "../state/Redact.js"
@@ -297,7 +297,13 @@ const ThreadRow = Schema.Struct({
   title: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String,
-  checkpoints: Schema.Number
+  checkpoints: Schema.Number,
+  run_id: Schema.NullOr(Schema.String),
+  status: Schema.NullOr(Schema.Union(RunStatus, Schema.Literal("running"))),
+  stop_reason: Schema.NullOr(StopReason),
+  lease_run_id: Schema.NullOr(Schema.String),
+  lease_owner: Schema.NullOr(Schema.String),
+  lease_expires_at: Schema.NullOr(Schema.Number)
 })
 
 const RunRow = Schema.Struct({
@@ -347,9 +353,20 @@ const UPSERT_RUN = `INSERT INTO runs (run_id, thread_id, status, stop_reason, st
   VALUES (?, ?, ?, ?, ?, ?)
   ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
   stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at`
+const LAST_RUN = (column: string) =>
+  `(SELECT r.${column} FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1)`
 const LIST_THREADS = `SELECT t.thread_id, t.title, t.created_at,
-  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints
-  FROM threads t ORDER BY updated_at DESC, t.rowid DESC`
+  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints,
+  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at
+  FROM threads t LEFT JOIN leases l ON l.thread_id = t.thread_id ORDER BY updated_at DESC, t.rowid DESC`
+const DELETE_THREAD = [
+  `DELETE FROM checkpoints WHERE thread_id = ?`,
+  `DELETE FROM runs WHERE thread_id = ?`,
+  `DELETE FROM snapshots WHERE thread_id = ?`,
+  `DELETE FROM leases WHERE thread_id = ?`
+]
+const DELETE_THREAD_ROW = `DELETE FROM threads WHERE thread_id = ? RETURNING thread_id`
 
 const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
 const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)
@@ -680,14 +697,39 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
       const rows = yield* exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads")
       const threads = yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")
-      return threads.map((row): ThreadSummary => ({
-        thread_id: row.thread_id,
-        title: row.title,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-        checkpoints: row.checkpoints
-      }))
+      const now = yield* Clock.currentTimeMillis
+      return threads.map((row): ThreadSummary => {
+        const holder = row.lease_run_id === null || row.lease_owner === null || row.lease_expires_at === null
+          ? undefined
+          : { run_id: row.lease_run_id, owner: row.lease_owner, expires_at: row.lease_expires_at }
+        const last = row.run_id === null || row.status === null ? undefined : { run_id: row.run_id, status: row.status }
+        const status = threadStatus(last, holder, now)
+        return {
+          thread_id: row.thread_id,
+          title: row.title,
+          created_at: row.created_at,
+          updated_at: row.updated_at,
+          checkpoints: row.checkpoints,
+          ...(status === undefined ? {} : { status, stop_reason: row.stop_reason })
+        }
+      })
     })
+
+    const deleteThread: ThreadStore["Type"]["delete"] = (threadId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => transaction(
+        Effect.gen(function*() {
+          const rows = yield* conn.execute(SELECT_LEASE, [threadId], undefined)
+          const [holder] = yield* decodeRows(decodeLeaseRows, rows, "delete", "The lease table")
+          if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now })) {
+            return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
+          }
+          for (const statement of DELETE_THREAD) yield* conn.executeRaw(statement, [threadId])
+          const deleted = yield* conn.execute(DELETE_THREAD_ROW, [threadId], undefined)
+          return Array.isArray(deleted) && deleted.length > 0
+        }),
+        "delete",
+        `Cannot delete thread "${threadId}"`
+      ))
 
     const owner = leaseOwner()
     const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
@@ -708,7 +750,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         exclusive(conn.executeRaw(DELETE_LEASE, [threadId, runId]), "lease", `Cannot release the lease of thread "${threadId}"`)
       )
 
-    return ThreadStore.of({ ensure, load, append, saveRun, list, acquireLease, releaseLease })
+    return ThreadStore.of({ ensure, load, append, saveRun, list, delete: deleteThread, acquireLease, releaseLease })
   })
 
 /** A SQLite thread store on this file, opened (and migrated) when the layer is built, closed with it. */

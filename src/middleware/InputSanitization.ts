@@ -53,6 +53,9 @@ export const FRAMEWORK_TAGS: ReadonlyArray<string> = [
   "working_directory",
   "tool_restrictions",
   "confidentiality",
+  // Inside <slash_skill_activation>.
+  "user_request",
+  "skill_content",
   // The entries of <available_skills>.
   "skill",
   "name",
@@ -64,7 +67,14 @@ export const FRAMEWORK_TAGS: ReadonlyArray<string> = [
  * Tags that frame untrusted text in the harness's own model calls (the summarisation prompt). Blocking them
  * lets `neutralizeUntrustedTags` keep a transcript from closing its frame there too.
  */
-export const INTERNAL_PROMPT_TAGS: ReadonlyArray<string> = ["messages", "existing_summary", "new_messages"]
+export const INTERNAL_PROMPT_TAGS: ReadonlyArray<string> = [
+  "messages",
+  "existing_summary",
+  "new_messages",
+  // the memory update prompt
+  "current_memory",
+  "conversation"
+]
 
 /** Common prompt-injection tag names. */
 export const INJECTION_TAGS: ReadonlyArray<string> = [

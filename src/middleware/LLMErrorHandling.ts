@@ -437,6 +437,22 @@ export interface Options {
    * middleware's own when `max_concurrent_calls > 0`.
    */
   readonly limiter?: Effect.Semaphore | null | undefined
+  /**
+   * Attempts in all for calls to a configured model, by name (its `max_retries + 1`); other calls take
+   * `retry_max_attempts`.
+   */
+  readonly attemptsByModel?: Readonly<Record<string, number>> | undefined
+}
+
+/** The attempts of each configured model that sets `max_retries` (`max_retries + 1`, so 0 means no retry). */
+export const attemptsByModel = (
+  models: ReadonlyArray<{ readonly name: string; readonly max_retries?: number | undefined }>
+): Readonly<Record<string, number>> => {
+  const out: Record<string, number> = {}
+  for (const model of models) {
+    if (model.max_retries !== undefined && !Object.hasOwn(out, model.name)) out[model.name] = model.max_retries + 1
+  }
+  return out
 }
 
 const decodeLlmCall = Schema.decodeUnknownSync(LlmCallConfig)
@@ -471,7 +487,11 @@ export const wrap = (options: Options = {}) => {
       previousWait: number | undefined
     ): Effect.Effect<ModelResponse, never, R | RunEvents> => {
       const classification = classify(error)
-      const max = maxAttempts(config, error, classification)
+      const name = request.settings.modelName
+      const byModel = options.attemptsByModel
+      const own = name !== undefined && byModel !== undefined && Object.hasOwn(byModel, name) ? byModel[name] : undefined
+      const effective = own === undefined ? config : { ...config, retry_max_attempts: own }
+      const max = maxAttempts(effective, error, classification)
       if (classification.retriable && attempt < max) {
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const asked = retryAfterMs(error.headers, now)

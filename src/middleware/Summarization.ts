@@ -27,6 +27,7 @@ import type { ContextSize, SummarizationConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
+import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -536,7 +537,9 @@ export interface Options {
    * Runs with the messages about to leave the state, before the compaction is committed (DeerFlow's memory
    * flush hook). A failure here is ignored.
    */
-  readonly beforeCommit?: ((summarized: ReadonlyArray<Message>) => Effect.Effect<void>) | undefined
+  readonly beforeCommit?:
+    | ((summarized: ReadonlyArray<Message>) => Effect.Effect<void, never, RunContext | RunState | RunEvents>)
+    | undefined
 }
 
 /**

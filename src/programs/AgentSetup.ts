@@ -1,8 +1,8 @@
 /**
  * What custom agents and the bootstrap agent add to the factory (SPEC §3.2, §3.6): the custom agent of a run is
  * loaded from the data directory for every run (so what `update_agent` changed applies from the next run), its
- * settings are defaults of the run (model, thinking, effort, model settings), and its identity, skills, tool
- * groups and `update_agent` shape its agent. The bootstrap agent gets `setup_agent`, only the `bootstrap`
+ * settings are defaults of the run (model, thinking, effort, model settings, tool groups), and its name, SOUL,
+ * skills and `update_agent` shape its agent. The bootstrap agent gets `setup_agent`, only the `bootstrap`
  * skill, and the default agent's soul.
  */
 import * as Effect from "effect/Effect"
@@ -25,11 +25,12 @@ export const load = (
     ? Effect.succeed(undefined)
     : CustomAgents.load(home, userId, settings.agent_name)
 
-/** The defaults a custom agent sets for its runs. */
+/** The defaults a custom agent sets for its runs (its tool groups go through the factory's tool assembly). */
 export const defaultsOf = (agent: CustomAgents.CustomAgent | undefined) => ({
   model: agent?.config.model ?? undefined,
   thinkingEnabled: agent?.config.thinking_enabled ?? undefined,
-  reasoningEffort: agent?.config.reasoning_effort ?? undefined
+  reasoningEffort: agent?.config.reasoning_effort ?? undefined,
+  toolGroups: agent?.config.tool_groups ?? undefined
 })
 
 /** What a run needs to know of its agent: its name (for the agent tools) and its model settings. */
@@ -50,7 +51,10 @@ export const runOptions = (
 export const shapeOf = (agent: CustomAgents.CustomAgent | undefined): string | null =>
   agent === undefined ? null : CustomAgents.fingerprint(agent)
 
-/** The lead agent options of a custom agent, or of the bootstrap agent. */
+/**
+ * The lead agent options of a custom agent, or of the bootstrap agent (the default agent and the bootstrap
+ * agent get the data directory's SOUL.md from `LeadAgent.layer`).
+ */
 export const agentOptions = (
   r: { readonly custom?: CustomAgents.CustomAgent | undefined; readonly bootstrap: boolean },
   app: {
@@ -60,18 +64,15 @@ export const agentOptions = (
   }
 ): Partial<LeadAgent.Options> => {
   if (r.bootstrap) {
-    return {
-      tools: [...(app.tools ?? []), AgentTools.setupAgent(app.home)],
-      skills: [BOOTSTRAP_SKILL],
-      identity: { soul: CustomAgents.globalSoul(app.home) }
-    }
+    return { tools: [...(app.tools ?? []), AgentTools.setupAgent(app.home)], skills: [BOOTSTRAP_SKILL] }
   }
   const agent = r.custom
-  if (agent === undefined) return { identity: { soul: CustomAgents.globalSoul(app.home) } }
+  if (agent === undefined) return {}
   return {
     tools: [...(app.tools ?? []), AgentTools.updateAgent(app.home, app.models)],
-    identity: { name: agent.name, soul: agent.soul, selfUpdate: true },
-    skills: agent.config.skills ?? undefined,
-    toolGroups: agent.config.tool_groups ?? undefined
+    agentName: agent.name,
+    soul: agent.soul,
+    selfUpdate: true,
+    skills: agent.config.skills ?? undefined
   }
 }

@@ -11,14 +11,22 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
+import type { ConfigError } from "../layers/ConfigFile.js"
+import * as ExtensionsFile from "../layers/ExtensionsFile.js"
+import * as FileMemory from "../layers/FileMemory.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as McpClient from "../layers/McpClient.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
+import type { Mcp } from "../services/Mcp.js"
+import type { Memory } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
-import type { StoreError } from "../services/RunContext.js"
+import { StoreError } from "../services/RunContext.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
+import { threadPaths } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as Factory from "./Factory.js"
@@ -164,11 +172,21 @@ export const openAiEnv: Effect.Effect<OpenAiEnv> = Effect.gen(function*() {
  * The secrets of a process: every configured model's key and base-URL credentials, and the environment's;
  * what the CLI prints and the store keeps is redacted with them.
  */
-export const redactor = (models: ReadonlyArray<ModelConfig>, env: OpenAiEnv = {}): Redact.Redactor =>
+export const redactor = (
+  models: ReadonlyArray<ModelConfig>,
+  env: OpenAiEnv = {},
+  extra: ReadonlyArray<string | Redacted.Redacted<string> | undefined> = []
+): Redact.Redactor =>
   Redact.make([
     env.apiKey,
     ...Redact.urlSecrets(env.baseUrl),
-    ...models.flatMap((m) => [m.api_key, ...Redact.urlSecrets(m.base_url), ...Redact.urlSecrets(m.api_base)])
+    ...models.flatMap((m) => [
+      m.api_key,
+      ...Redact.urlSecrets(m.base_url),
+      ...Redact.urlSecrets(m.api_base),
+      ...Object.values(m.default_headers ?? {})
+    ]),
+    ...extra
   ])
 
 /** The ModelService for a choice: one OpenAI client per model, built once, routing by `settings.modelName`. */
@@ -186,6 +204,63 @@ export const storeLocation = (home: string): string => Path.join(home, SqliteThr
 /** The thread store of a data directory (SQLite, `{home}/antler.sqlite`), keeping no secret of `redact`. */
 export const storeLayer = (home: string, redact?: Redact.Redactor): Layer.Layer<ThreadStore, StoreError> =>
   SqliteThreadStore.layerFromHome(home, { redact })
+
+/**
+ * Removes a directory tree. Directories a sandboxed command left without permissions (overlayfs work
+ * directories) are opened up first, as their owner may.
+ */
+export const removeTree = (dir: string): void => {
+  try {
+    Fs.rmSync(dir, { recursive: true, force: true })
+    return
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== "EACCES" && code !== "EPERM" && code !== "ENOTEMPTY") throw error
+  }
+  const open = (path: string): void => {
+    try {
+      Fs.chmodSync(path, 0o700)
+    } catch {
+      // not ours: rmSync below says so
+    }
+    for (const entry of Fs.readdirSync(path, { withFileTypes: true })) {
+      if (entry.isDirectory()) open(Path.join(path, entry.name))
+    }
+  }
+  open(dir)
+  Fs.rmSync(dir, { recursive: true, force: true })
+}
+
+/** The directory of a thread's files (`{home}/users/{user}/threads/{thread}`). */
+export const threadDirectory = (home: string, threadId: string, userId = "default"): string =>
+  Path.dirname(threadPaths(home, userId, threadId).root)
+
+/**
+ * Deletes a thread: from the store (refused while one of its runs is in progress) and its files under the
+ * data directory (workspace, uploads, outputs). `true` when there was something to delete.
+ */
+export const deleteThread = (
+  home: string,
+  threadId: string,
+  userId = "default"
+): Effect.Effect<boolean, StoreError, ThreadStore> =>
+  Effect.gen(function*() {
+    const stored = yield* Effect.flatMap(ThreadStore, (store) => store.delete(threadId))
+    const dir = threadDirectory(home, threadId, userId)
+    const files = Fs.existsSync(dir)
+    yield* Effect.try({
+      try: () => removeTree(dir),
+      catch: (cause) =>
+        new StoreError({
+          operation: "delete",
+          message: `Cannot remove the files of thread "${threadId}" (${dir}): ${
+            cause instanceof Error ? cause.message : String(cause)
+          }`,
+          cause
+        })
+    })
+    return stored || files
+  })
 
 /** The app-level services a run needs besides the model. */
 export type Services = AppConfigService | ThreadStore | SandboxProvider
@@ -205,7 +280,8 @@ export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): 
 
 /**
  * The lead agent factory of a process over a loaded configuration and a model choice: the app's services
- * (store, sandbox, configuration), the model clients, and `Factory.layer` over them, choosing among the
+ * (store, sandbox, configuration), the model clients, long-term memory (one update queue for the process), and
+ * `Factory.layer` over them, choosing among the
  * choice's models (the chosen one is the default). `redact`: the secrets the store must never write (see
  * `redactor`).
  */
@@ -214,11 +290,32 @@ export const factoryLayer = (
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<Factory.AgentFactory | Services, StoreError | ModelBuildError> => {
+): Layer.Layer<Factory.AgentFactory | Memory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
+  // one memory queue for the app, shared by every agent the factory builds
+  const memory = FileMemory.layer().pipe(Layer.provide(model), Layer.provide(services))
   return Factory.layer({ models: choice.models, ...options }).pipe(
     Layer.provide(model),
+    Layer.provideMerge(mcpLayer(app)),
+    Layer.provideMerge(memory),
     Layer.provideMerge(services)
   )
 }
+
+/**
+ * The secrets of the MCP servers in the `extensions_config.json` beside `app`'s configuration (see
+ * `McpClient.secrets`).
+ */
+export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
+  ExtensionsFile.find(app.source).pipe(
+    Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
+    Effect.orElseSucceed(() => [])
+  )
+
+/**
+ * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see
+ * `ExtensionsFile`): servers start when an agent first asks for their tools and stop with the layer.
+ */
+export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError> =>
+  ExtensionsFile.layer().pipe(Layer.provide(Layer.succeed(AppConfigService, app)))

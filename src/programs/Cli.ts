@@ -1,388 +1,60 @@
 /**
- * The `antler` command line (@effect/cli):
+ * The `antler` command line: the commands (`COMMANDS`, one module each under src/programs/), a check of
+ * the command line before @effect/cli parses it (unknown options with the closest known one, options without
+ * their value), and help written from each command's `Help`:
  *
- *   antler run "<prompt>" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]
- *              [--agent NAME] [--subagents]
- *   antler threads list [--json]
- *   antler threads show ID [--json]
+ *   antler run "<prompt>" [--thread ID | --continue] [--model NAME] [--base-url URL] [--api-key KEY]
+ *              [--config FILE] [--file PATH]... [--plan] [--agent NAME] [--subagents] [--json] [--verbose]
+ *   antler threads list | show ID | delete ID
  *   antler upload THREAD FILE... [--config FILE] [--json]
- *   antler agents list | show NAME | create NAME (see AgentsCommand)
+ *   antler tools list [--model NAME] [--config FILE] [--json]
+ *   antler skills list [--config FILE] [--json]
+ *   antler memory show|clear [--agent NAME] [--user ID] [--config FILE] [--json]
+ *   antler agents list | show NAME | create NAME [MESSAGE...]
  *   antler demo
  *
- * Exit codes: 0 success; 1 the run failed (or a thread was not found); 2 usage or configuration error;
- * 3 the run is waiting for the user; 130 cancelled with Ctrl-C (completed steps stay saved).
+ * Exit codes: 0 success; 1 the run failed, or was refused (another run holds the thread), or a thread was not
+ * found; 2 usage or configuration error; 3 the run is waiting for the user; 130 cancelled with Ctrl-C
+ * (completed steps stay saved).
  */
-import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import type * as Usage from "@effect/cli/Usage"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as Cause from "effect/Cause"
-import * as ConfigError from "effect/ConfigError"
-import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as FiberRef from "effect/FiberRef"
-import * as HashMap from "effect/HashMap"
-import * as HashSet from "effect/HashSet"
-import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as ConfigFile from "../layers/ConfigFile.js"
-import { AppConfigService } from "../services/AppConfig.js"
-import type { RunEndEvent } from "../services/RunEvents.js"
-import { SafeId } from "../services/Sandbox.js"
-import { ThreadStore } from "../services/ThreadStore.js"
-import * as M from "../state/Message.js"
-import type * as Redact from "../state/Redact.js"
 import * as AgentsCommand from "./AgentsCommand.js"
-import * as App from "./App.js"
-import * as Demo from "./Demo.js"
-import * as Factory from "./Factory.js"
+import * as CliCommand from "./CliCommand.js"
+import { CliExit, ExitCode, fail } from "./CliCommand.js"
+import * as DemoCommand from "./DemoCommand.js"
+import * as Help from "./Help.js"
+import * as MemoryCommand from "./MemoryCommand.js"
 import * as Render from "./Render.js"
-import * as Upload from "./Upload.js"
+import * as RunCommand from "./RunCommand.js"
+import * as SkillsCommand from "./SkillsCommand.js"
+import * as ThreadsCommand from "./ThreadsCommand.js"
+import * as ToolsCommand from "./ToolsCommand.js"
+import * as UploadCommand from "./UploadCommand.js"
+
+export { CliExit, ExitCode, exitCodeOf } from "./CliCommand.js"
 
 // ---------------------------------------------------------------------------------------------------------
-// Output and exit codes
+// The commands: add a command here (its module exports an `Entry`; see CliCommand.ts)
 
-/** Exit codes of the CLI. */
-export const ExitCode = {
-  ok: 0,
-  runFailed: 1,
-  usage: 2,
-  waiting: 3,
-  cancelled: 130
-} as const
-
-/** Ends the command with an exit code; its message (if any) has already been printed. */
-export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: number }> {}
-
-const fail = (code: number, message: string) =>
-  Effect.zipRight(
-    Render.writeError(message.endsWith("\n") ? message : `${message}\n`),
-    Effect.fail(new CliExit({ code }))
-  )
-
-const messageOf = (error: unknown): string => String((error as { message?: unknown } | undefined)?.message ?? error)
-
-/**
- * Reports an unexpected failure (`what: message`, secrets and control characters neutralised) with exit
- * code 1; a `CliExit` passes through.
- */
-const reportFailure = (what: string, redact?: Redact.Redactor) => (error: unknown) =>
-  error instanceof CliExit
-    ? Effect.fail(error)
-    : fail(ExitCode.runFailed, `${what}: ${Render.safeText(messageOf(error), redact)}`)
-
-/** The exit code of a run that ended with `end`. */
-export const exitCodeOf = (end: RunEndEvent): number => {
-  switch (end.status) {
-    case "success":
-      return ExitCode.ok
-    case "interrupted":
-      return ExitCode.waiting
-    case "cancelled":
-      return ExitCode.cancelled
-    case "error":
-      return ExitCode.runFailed
-  }
-}
-
-/**
- * Runs `effect` with the process's loggers (stderr, as `main` sets them up) cleaning what they print: log
- * messages and annotations (a model error's message, a server's echo) have secrets hidden and control
- * characters made visible.
- */
-const withCleanLogs = (redact: Redact.Redactor) => <A, E, R>(effect: Effect.Effect<A, E, R>) => {
-  const clean = (value: unknown): unknown =>
-    typeof value === "string" ? Render.safeText(value, redact) : Array.isArray(value) ? value.map(clean) : value
-  return Effect.locallyWith(effect, FiberRef.currentLoggers, HashSet.map((logger) =>
-    Logger.mapInputOptions(logger, (options) => ({
-      ...options,
-      message: clean(options.message),
-      annotations: HashMap.map(options.annotations, clean)
-    }))))
-}
-
-/** The data directory, checked (and created when missing) before anything uses it; a usage error if unusable. */
-const dataHome = (home: string) =>
-  ConfigFile.ensureHome(home).pipe(
-    Effect.catchTag("HomeError", (error) =>
-      fail(
-        ExitCode.usage,
-        `Cannot use the data directory ${home} (ANTLER_HOME, default ./.antler): ${error.message}.\n` +
-          "Set ANTLER_HOME to a directory you can write to."
-      ))
-  )
-
-const loadConfig = (path: string | undefined) =>
-  ConfigFile.load(path).pipe(
-    Effect.catchTag("ConfigError", (error) =>
-      fail(
-        ExitCode.usage,
-        `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n${error.message}`
-      )),
-    Effect.tap((app) => dataHome(app.home)),
-    Effect.tap((app) =>
-      app.ignored.length > 0
-        ? Render.writeError(`warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`)
-        : Effect.void
-    )
-  )
-
-const threadIdFrom = (value: string) =>
-  Either.match(Schema.decodeUnknownEither(SafeId)(value), {
-    onLeft: () =>
-      fail(
-        ExitCode.usage,
-        `Invalid thread id "${value}": ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit.`
-      ),
-    onRight: Effect.succeed
-  })
-
-// ---------------------------------------------------------------------------------------------------------
-// antler run
-
-const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line instead of text"))
-
-const runCommand = Command.make(
-  "run",
-  {
-    prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to ask (words are joined)")),
-    thread: Options.text("thread").pipe(
-      Options.optional,
-      Options.withDescription("Continue this thread (default: a new one)")
-    ),
-    model: Options.text("model").pipe(
-      Options.optional,
-      Options.withDescription("A configured model name, or the model id for --base-url")
-    ),
-    baseUrl: Options.text("base-url").pipe(
-      Options.optional,
-      Options.withDescription("An OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
-    ),
-    apiKey: Options.redacted("api-key").pipe(
-      Options.optional,
-      Options.withDescription("The API key for --base-url (visible in the process list; prefer OPENAI_API_KEY)")
-    ),
-    config: Options.text("config").pipe(
-      Options.optional,
-      Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
-    ),
-    files: Options.file("file", { exists: "yes" }).pipe(
-      Options.repeated,
-      Options.withDescription("Upload this file with the message (repeatable); documents also get a Markdown copy")
-    ),
-    agent: Options.text("agent").pipe(
-      Options.optional,
-      Options.withDescription("Run this custom agent (see antler agents list)")
-    ),
-    subagents: Options.boolean("subagents").pipe(
-      Options.withDescription("Let the agent delegate sub-tasks to subagents (the task tool)")
-    ),
-    json
-  },
-  (args) =>
-    Effect.gen(function*() {
-      const app = yield* loadConfig(Option.getOrUndefined(args.config))
-      const threadId = Option.isSome(args.thread) ? yield* threadIdFrom(args.thread.value) : M.newId()
-      const env = yield* App.openAiEnv
-      const choice = yield* Either.match(
-        App.chooseModel(app.config.models, {
-          model: Option.getOrUndefined(args.model),
-          baseUrl: Option.getOrUndefined(args.baseUrl),
-          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
-        }, env),
-        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
-      )
-      const redact = App.redactor(choice.models, env)
-      const runId = M.newId()
-      const settings = AgentsCommand.runSettings(choice.name, {
-        model: Option.getOrUndefined(args.model),
-        agent: Option.getOrUndefined(args.agent),
-        subagents: args.subagents
-      })
-      const program = Effect.gen(function*() {
-        const factory = yield* Factory.AgentFactory
-        // the run's agent is built before anything is printed: a configuration it cannot be built from is a
-        // configuration error (exit 2), not a failed run
-        yield* Effect.flatMap(factory.resolve(settings), factory.agent)
-        if (!args.json) {
-          const s = Render.style(Render.useColor())
-          const status = Option.isSome(args.thread) ? "continuing" : "new; continue it with --thread"
-          const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
-          const line = Render.safeText(`thread ${threadId} (${status}) · model ${choice.model}${where}`, redact)
-          yield* Render.write(s.dim(`${line}\n`))
-        }
-        const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
-        return yield* Render.run(
-          factory.run({
-            threadId,
-            runId,
-            prompt: args.prompt.join(" "),
-            files: Upload.messageFiles(uploaded),
-            settings
-          }),
-          { json: args.json, threadId, runId, redact }
-        )
-      })
-      const end = yield* program.pipe(
-        Effect.provide(App.factoryLayer(app, choice, {}, redact)),
-        withCleanLogs(redact),
-        Effect.catchTags({
-          SettingsError: (error) => fail(ExitCode.usage, `Invalid run settings: ${error.message}`),
-          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          GuardrailConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
-          SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
-        }),
-        Effect.catchIf(ConfigError.isConfigError, (error) =>
-          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
-        Effect.catchAll(reportFailure("error", redact))
-      )
-      const code = exitCodeOf(end)
-      if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))
-    })
-).pipe(Command.withDescription("Run one turn of a thread and stream it"))
-
-// ---------------------------------------------------------------------------------------------------------
-// antler upload
-
-const uploadFiles = (app: AppConfigService["Type"], threadId: string, files: ReadonlyArray<string>, json: boolean) =>
-  Effect.gen(function*() {
-    const results = yield* Upload.upload(threadId, files).pipe(
-      Effect.provideService(AppConfigService, app),
-      Effect.catchTag("UploadError", (error) =>
-        fail(error.reason === "io" ? ExitCode.runFailed : ExitCode.usage, `upload refused: ${error.message}`))
-    )
-    if (!json) for (const result of results) yield* Render.write(`${Upload.describeResult(result)}\n`)
-    return results
-  })
-
-/** Fails (exit 1) unless the thread is saved in the store: an upload never starts a thread by itself. */
-const requireThread = (home: string, threadId: string) =>
-  Effect.gen(function*() {
-    const saved = Fs.existsSync(App.storeLocation(home)) &&
-      Option.isSome(yield* Effect.flatMap(ThreadStore, (store) => store.load(threadId)).pipe(
-        Effect.provide(App.storeLayer(home))
-      ))
-    if (!saved) {
-      return yield* fail(
-        ExitCode.runFailed,
-        `No thread "${threadId}" in ${home}; nothing was uploaded. Start it with: antler run --thread ${threadId} ` +
-          `--file FILE "<prompt>", or list the saved threads with: antler threads list`
-      )
-    }
-  })
-
-const uploadCommand = Command.make(
-  "upload",
-  {
-    thread: Args.text({ name: "thread" }).pipe(Args.withDescription("The thread to upload into")),
-    files: Args.file({ name: "file", exists: "yes" }).pipe(
-      Args.atLeast(1),
-      Args.withDescription("Files to upload (documents also get a Markdown copy)")
-    ),
-    config: Options.text("config").pipe(
-      Options.optional,
-      Options.withDescription("config.yaml to use (default: ANTLER_CONFIG, else ./config.yaml)")
-    ),
-    json
-  },
-  (args) =>
-    Effect.gen(function*() {
-      const app = yield* loadConfig(Option.getOrUndefined(args.config))
-      const threadId = yield* threadIdFrom(args.thread)
-      yield* requireThread(app.home, threadId)
-      const results = yield* uploadFiles(app, threadId, args.files, args.json)
-      if (args.json) for (const result of results) yield* Render.write(`${JSON.stringify(result)}\n`)
-    }).pipe(Effect.catchAll(reportFailure("upload failed")))
-).pipe(Command.withDescription("Copy files into a thread's uploads (documents also get a Markdown copy)"))
-
-// ---------------------------------------------------------------------------------------------------------
-// antler threads
-
-const withStore = <A, E>(effect: Effect.Effect<A, E, ThreadStore>) =>
-  Effect.gen(function*() {
-    const home = yield* Effect.flatMap(ConfigFile.home, dataHome)
-    return yield* effect.pipe(Effect.provide(App.storeLayer(home)))
-  }).pipe(Effect.catchAll(reportFailure("error")))
-
-const listCommand = Command.make("list", { json }, (args) =>
-  withStore(Effect.gen(function*() {
-    const home = yield* ConfigFile.home
-    const threads = yield* (yield* ThreadStore).list
-    if (args.json) yield* Render.write(`${JSON.stringify(threads)}\n`)
-    else yield* Render.write(Render.threadList(threads, home, { color: Render.useColor() }))
-  }))).pipe(Command.withDescription("List saved threads"))
-
-const showCommand = Command.make(
-  "show",
-  { id: Args.text({ name: "id" }).pipe(Args.withDescription("The thread id")), json },
-  (args) =>
-    withStore(Effect.gen(function*() {
-      const threadId = yield* threadIdFrom(args.id)
-      const home = yield* ConfigFile.home
-      const loaded = yield* (yield* ThreadStore).load(threadId)
-      if (Option.isNone(loaded)) {
-        return yield* fail(
-          ExitCode.runFailed,
-          `No thread "${threadId}" in ${home}. List the saved threads with: antler threads list`
-        )
-      }
-      if (args.json) yield* Render.write(`${JSON.stringify(loaded.value)}\n`)
-      else yield* Render.write(Render.thread(loaded.value, { color: Render.useColor() }))
-    }))
-).pipe(Command.withDescription("Show a thread's full state"))
-
-const threadsCommand = Command.make("threads").pipe(
-  Command.withDescription("Saved threads"),
-  Command.withSubcommands([listCommand, showCommand])
-)
-
-// ---------------------------------------------------------------------------------------------------------
-// antler demo
-
-const demoCommand = Command.make("demo", {}, () =>
-  Effect.flatMap(ConfigFile.home, dataHome).pipe(
-    Effect.zipRight(Demo.run),
-    Effect.flatMap((code) => (code === ExitCode.ok ? Effect.void : Effect.fail(new CliExit({ code })))),
-    Effect.catchAll(reportFailure("demo failed"))
-  )).pipe(Command.withDescription("A complete run, offline, with a SCRIPTED model on a local server"))
-
-// ---------------------------------------------------------------------------------------------------------
-// antler agents
-
-const agents = AgentsCommand.make({
-  exitCode: ExitCode,
-  fail,
-  exit: (code) => Effect.fail(new CliExit({ code })),
-  loadConfig,
-  home: Effect.flatMap(ConfigFile.home, dataHome),
-  threadIdFrom,
-  reportFailure,
-  exitCodeOf
-})
-
-// ---------------------------------------------------------------------------------------------------------
-// The root
-
-const root = Command.make("antler", {}, () =>
-  Render.write([
-    "antler: an agent harness on Effect. Commands:",
-    "  antler run \"<prompt>\" [--thread ID] [--model NAME] [--base-url URL] [--api-key KEY] [--config FILE] [--json]",
-    "  antler threads list [--json]",
-    "  antler threads show ID [--json]",
-    "  antler upload THREAD FILE... [--json]",
-    "  antler agents list | show NAME | create NAME",
-    "  antler demo",
-    "Run `antler --help` for details.",
-    ""
-  ].join("\n"))).pipe(Command.withSubcommands([runCommand, threadsCommand, uploadCommand, agents.command, demoCommand]))
+/** The commands of `antler`, in the order its help lists them. */
+export const COMMANDS: ReadonlyArray<CliCommand.Entry> = [
+  RunCommand.entry,
+  ThreadsCommand.entry,
+  UploadCommand.entry,
+  ToolsCommand.entry,
+  SkillsCommand.entry,
+  MemoryCommand.entry,
+  AgentsCommand.entry,
+  DemoCommand.entry
+]
 
 const version = (): string => {
   try {
@@ -391,6 +63,10 @@ const version = (): string => {
     return "0.0.0"
   }
 }
+
+const root = Command.make("antler").pipe(
+  Command.withSubcommands(COMMANDS.map((entry) => entry.command) as [CliCommand.Entry["command"]])
+)
 
 // ---------------------------------------------------------------------------------------------------------
 // Checking the command line before @effect/cli parses it: its `Args.text(...).pipe(Args.atLeast(1))` takes an
@@ -410,12 +86,14 @@ export interface CommandSpec {
 const entry = <A>(record: Readonly<Record<string, A>>, key: string): A | undefined =>
   Object.hasOwn(record, key) ? record[key] : undefined
 
-/** @effect/cli's own options, accepted by every command (`--completions` and `--log-level` take a value). */
+/**
+ * The options every command accepts (`--completions` and `--log-level` take a value). @effect/cli's
+ * `--wizard` is not among them: it is not offered.
+ */
 export const BUILT_IN_OPTIONS: Readonly<Record<string, boolean>> = {
   "--help": false,
   "-h": false,
   "--version": false,
-  "--wizard": false,
   "--completions": true,
   "--log-level": true
 }
@@ -448,11 +126,15 @@ export const usageNames = (usage: Usage.Usage): { options: Record<string, boolea
   return { options, args }
 }
 
-const specOf = (
-  name: string,
-  command: Command.Command<any, any, any, any>,
-  subcommands: ReadonlyArray<readonly [string, CommandSpec]> = []
-): CommandSpec => ({ name, ...usageNames(Command.getUsage(command)), subcommands: Object.fromEntries(subcommands) })
+/** What the check knows of a command entry (and its subcommands), read from its own options and arguments. */
+export const specOf = (entry: CliCommand.Entry, prefix = "antler"): CommandSpec => {
+  const name = `${prefix} ${entry.name}`
+  return {
+    name,
+    ...usageNames(Command.getUsage(entry.command)),
+    subcommands: Object.fromEntries((entry.subcommands ?? []).map((sub) => [sub.name, specOf(sub, name)]))
+  }
+}
 
 // Edit distance counting a swap of two neighbouring letters as one edit (`--thraed` is one edit from `--thread`).
 const editDistance = (a: string, b: string): number => {
@@ -544,26 +226,100 @@ const unknownOption = (command: CommandSpec, name: string): string => {
 }
 
 /** The command tree the check knows, read from the commands' own options and arguments. */
-export const commandSpec: CommandSpec = specOf("antler", Command.make("antler"), [
-  ["run", specOf("antler run", runCommand)],
-  ["threads", specOf("antler threads", Command.make("threads"), [
-    ["list", specOf("antler threads list", listCommand)],
-    ["show", specOf("antler threads show", showCommand)]
-  ])],
-  ["upload", specOf("antler upload", uploadCommand)],
-  ["agents", specOf("antler agents", Command.make("agents"), agents.subcommands.map(([name, command]) =>
-    [name, specOf(`antler agents ${name}`, command)] as const))],
-  ["demo", specOf("antler demo", demoCommand)]
-])
+export const commandSpec: CommandSpec = {
+  name: "antler",
+  options: {},
+  args: false,
+  subcommands: Object.fromEntries(COMMANDS.map((entry) => [entry.name, specOf(entry)]))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Help and version
 
 /**
- * The CLI as an effect over `process.argv`-shaped arguments. The command line is checked first: a problem
- * is a usage error (exit 2) and nothing runs.
+ * What a command line asks for before anything runs: help (of the command it names: `--help` anywhere before
+ * `--`, no command at all, or a group without its subcommand such as `antler threads`), or the version.
+ */
+export const request = (
+  args: ReadonlyArray<string>
+): { readonly kind: "help"; readonly path: ReadonlyArray<string> } | { readonly kind: "version" } | undefined => {
+  const path: Array<string> = []
+  let entries: ReadonlyArray<CliCommand.Entry> = COMMANDS
+  let help = false
+  let words = 0
+  for (let i = 0; i < args.length; i++) {
+    const token = args[i]!
+    if (token === "--") break
+    if (token === "--help" || token === "-h") help = true
+    else if (token === "--version" && path.length === 0) return { kind: "version" }
+    else if (token === "--log-level" || token === "--completions") i++
+    else if (!token.startsWith("-") || token === "-") {
+      words++
+      const next = entries.find((entry) => entry.name === token)
+      if (next !== undefined && words === path.length + 1) {
+        path.push(next.name)
+        entries = next.subcommands ?? []
+      }
+    }
+  }
+  if (help || args.length === 0) return { kind: "help", path }
+  if (path.length > 0 && entries.length > 0 && words === path.length) return { kind: "help", path }
+  return undefined
+}
+
+const findEntry = (path: ReadonlyArray<string>): CliCommand.Entry | undefined => {
+  let entries: ReadonlyArray<CliCommand.Entry> = COMMANDS
+  let found: CliCommand.Entry | undefined
+  for (const name of path) {
+    found = entries.find((entry) => entry.name === name)
+    if (found === undefined) return undefined
+    entries = found.subcommands ?? []
+  }
+  return found
+}
+
+/** The help text for a command path (`[]`: the program's; `["threads", "list"]`). */
+export const helpText = (path: ReadonlyArray<string>, options: { readonly color: boolean; readonly home: string }) => {
+  const style = Render.style(options.color)
+  const invocation = CliCommand.invocation()
+  const entry = findEntry(path)
+  return entry === undefined
+    ? Help.root(COMMANDS, { style, invocation, version: version(), home: options.home })
+    : Help.command(entry, path.join(" "), { style, invocation })
+}
+
+// @effect/cli writes its own messages (a file that does not exist...) in colour: plain text unless colour is on.
+const ANSI = /\x1b\[[0-9;]*m/g
+const plain = (value: unknown) => (typeof value === "string" ? value.replace(ANSI, "") : value)
+const withPlainConsole = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Render.useColor()
+    ? effect
+    : Effect.flatMap(Effect.console, (console) =>
+      Effect.withConsole(effect, {
+        ...console,
+        log: (...args: ReadonlyArray<unknown>) => console.log(...args.map(plain)),
+        error: (...args: ReadonlyArray<unknown>) => console.error(...args.map(plain)),
+        info: (...args: ReadonlyArray<unknown>) => console.info(...args.map(plain)),
+        warn: (...args: ReadonlyArray<unknown>) => console.warn(...args.map(plain))
+      }))
+
+/**
+ * The CLI as an effect over `process.argv`-shaped arguments. Help and the version are answered first; then
+ * the command line is checked: a problem is a usage error (exit 2) and nothing runs.
  */
 export const cli = (argv: ReadonlyArray<string>) => {
-  const problem = commandLineProblem(commandSpec, argv.slice(2))
+  const args = argv.slice(2)
+  const asked = request(args)
+  if (asked?.kind === "version") return Render.write(`antler ${version()}\n`)
+  if (asked?.kind === "help") {
+    return Effect.flatMap(
+      ConfigFile.home,
+      (home) => Render.write(helpText(asked.path, { color: Render.useColor(), home }))
+    )
+  }
+  const problem = commandLineProblem(commandSpec, args)
   return problem === undefined
-    ? Command.run(root, { name: "antler", version: version() })(argv)
+    ? withPlainConsole(Command.run(root, { name: "antler", version: version() })(argv))
     : fail(ExitCode.usage, problem)
 }
 

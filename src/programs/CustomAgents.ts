@@ -206,16 +206,6 @@ export const list = (home: string, userId: string): Effect.Effect<{
     return { agents, problems }
   })
 
-/** The default agent's soul (`{home}/SOUL.md`), if there is one. */
-export const globalSoul = (home: string): string | undefined => {
-  try {
-    const text = Fs.readFileSync(globalSoulPath(home), "utf8").trim()
-    return text === "" ? undefined : text
-  } catch {
-    return undefined
-  }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Writing
 

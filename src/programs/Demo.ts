@@ -120,8 +120,11 @@ export const script: ScriptedChatServer.Script = (body) => {
 // ---------------------------------------------------------------------------------------------------------
 // The demo
 
-/** Runs the demo; returns the exit code (0 when both turns succeed). */
-export const run = Effect.scoped(Effect.gen(function*() {
+/**
+ * Runs the demo; returns the exit code (0 when both turns succeed). `invocation` is how the user runs Antler
+ * here (`antler`, `npx antler`), for the commands it suggests at the end.
+ */
+export const run = (invocation = "antler") => Effect.scoped(Effect.gen(function*() {
   const color = Render.useColor()
   const s = Render.style(color)
   const home = yield* ConfigFile.home
@@ -143,7 +146,8 @@ export const run = Effect.scoped(Effect.gen(function*() {
       yield* Render.write(`${i > 0 ? "\n" : ""}${s.bold("you:")} ${prompt}\n`)
       const runId = M.newId()
       const events = agent.run({ threadId, runId, prompt })
-      const end = yield* Render.run(events, { json: false, threadId, runId })
+      const options = { json: false, threadId, runId, model: "the scripted model", invocation }
+      const { end } = yield* Render.run(events, options)
       if (end.status !== "success") return 1
     }
     const store = yield* ThreadStore
@@ -153,9 +157,11 @@ export const run = Effect.scoped(Effect.gen(function*() {
       "",
       `Saved: thread ${threadId} (${messages} messages, ${server.requests.length} model calls) in ` +
       App.storeLocation(home),
-      `Inspect it:   antler threads show ${threadId}`,
+      `Data:         ${home}  (threads, uploads, files; set ANTLER_HOME to use another directory)`,
+      `Inspect it:   ${invocation} threads show ${threadId}`,
+      `All threads:  ${invocation} threads list`,
       `The file:     ${threadPaths(home, "default", threadId).workspace}/packing-list.md`,
-      `Continue it:  antler run --thread ${threadId} "..."  (needs a real model: see README)`,
+      `Continue it:  ${invocation} run --thread ${threadId} "..."  (needs a real model: see ${invocation} run --help)`,
       ""
     ].join("\n"))
     return 0

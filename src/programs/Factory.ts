@@ -8,9 +8,13 @@
  *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
  *   back silently). Thinking follows the request when it says so, else the agent, else on; a model that
  *   does not support thinking or reasoning effort gets neither, with a warning.
+ * - Tools come from `ToolAssembly` (configured tools filtered by the agent's tool groups, built-ins, the app's
+ *   MCP tools, deferred behind `tool_search` when enabled); its warnings (a tool left out, an MCP server that
+ *   failed) come with every run of the agent, and an agent that misses a failed MCP server's tools is built
+ *   again for the next run.
  * - Agents are built once per shape (what changes the chain, the tools or the prompt: vision, plan mode,
- *   subagents, custom agent, bootstrap, non-interactive) and kept for the app's life; what only changes a run
- *   (model name, thinking, effort, recursion limit) goes into the run's options.
+ *   subagents, custom agent, tool groups, bootstrap, non-interactive) and kept for the app's life; what only
+ *   changes a run (model name, thinking, effort, recursion limit) goes into the run's options.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -18,12 +22,14 @@ import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import { Mcp } from "../services/Mcp.js"
 import type { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
@@ -35,6 +41,13 @@ import * as AgentSetup from "./AgentSetup.js"
 import type * as CustomAgents from "./CustomAgents.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as Subagents from "./Subagents.js"
+import * as ToolAssembly from "./ToolAssembly.js"
+
+/** An agent of the factory, with how it got its tools. */
+interface Built {
+  readonly agent: LeadAgent.Service
+  readonly assembly: ToolAssembly.Assembly
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Run settings
@@ -110,6 +123,8 @@ export interface Resolved {
   readonly nonInteractive: boolean
   readonly vision: boolean
   readonly recursionLimit: number | undefined
+  /** The tool groups of the agent (a custom agent's `tool_groups`); undefined: all groups. */
+  readonly toolGroups?: ReadonlyArray<string> | undefined
   /** What the caller should be told (an unknown model, thinking forced off...). */
   readonly warnings: ReadonlyArray<string>
 }
@@ -119,6 +134,8 @@ export interface AgentDefaults {
   readonly model?: string | undefined
   readonly thinkingEnabled?: boolean | undefined
   readonly reasoningEffort?: string | undefined
+  /** Tool groups to keep (undefined or null: all; `[]`: no configured tools). */
+  readonly toolGroups?: ReadonlyArray<string> | null | undefined
 }
 
 /**
@@ -174,6 +191,8 @@ export const resolve = (
     nonInteractive: settings.non_interactive === true,
     vision: model?.supports_vision === true,
     recursionLimit: settings.recursion_limit,
+    // The bootstrap agent is not filtered by groups (SPEC §3.6).
+    ...(!bootstrap && agent.toolGroups != null ? { toolGroups: agent.toolGroups } : {}),
     warnings
   }
 }
@@ -187,7 +206,8 @@ export const shapeKey = (r: Resolved): string =>
     r.agentName ?? null,
     AgentSetup.shapeOf(r.custom),
     r.bootstrap,
-    r.nonInteractive
+    r.nonInteractive,
+    r.toolGroups ?? null
   ])
 
 /** The run options of a resolved run. */
@@ -215,6 +235,8 @@ export interface Service {
   readonly resolve: (settings: unknown, userId?: string) => Effect.Effect<Resolved, SettingsError>
   /** The agent for a resolved run: built on first use for its shape, then kept. */
   readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
+  /** How the agent of a resolved run got its tools (sources, what is missing and why). */
+  readonly tools: (resolved: Resolved) => Effect.Effect<ToolAssembly.Assembly, LeadAgent.BuildError>
   /**
    * One turn: settings resolved, the agent chosen, the run streamed. Warnings of the resolution come as
    * `warning` custom events right after `run_start`; settings or an agent that cannot be built end the
@@ -248,9 +270,11 @@ export const layer = (
     Effect.gen(function*() {
       const app = yield* AppConfigService
       const services = yield* Effect.context<ModelService | ThreadStore | SandboxProvider | AppConfigService>()
+      // The app's MCP connections, when it has them (optional: an app without MCP servers provides none).
+      const mcp = yield* Effect.serviceOption(Mcp)
       const models = options.models ?? app.config.models
       const scope = yield* Effect.scope
-      const agents = new Map<string, LeadAgent.Service>()
+      const agents = new Map<string, Built>()
       const lock = yield* Effect.makeSemaphore(1)
 
       // One subagent runner (one pool) per app, built when a run first enables subagents.
@@ -259,7 +283,7 @@ export const layer = (
           Layer.buildWithScope(
             Subagents.layer({ tools: options.agent?.tools, models, ...options.subagents }),
             scope
-          ).pipe(Effect.provide(services)),
+          ).pipe(Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)),
           (context) => Context.get(context, SubagentRunner)
         )
       )
@@ -268,31 +292,51 @@ export const layer = (
         ...options.agent,
         ...AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools }),
         vision: r.vision,
+        // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
+        planMode: r.planMode,
         ...(r.subagents.enabled
-          ? { subagents: { maxConcurrent: r.subagents.maxConcurrent, maxTotal: r.subagents.maxTotal } }
+          ? {
+            subagents: {
+              maxConcurrent: r.subagents.maxConcurrent,
+              maxTotal: r.subagents.maxTotal,
+              toolGroups: r.toolGroups
+            }
+          }
           : {})
       })
 
       const build = (r: Resolved) =>
         Effect.gen(function*() {
+          const assembly = yield* ToolAssembly.assemble({ vision: r.vision, groups: r.toolGroups }).pipe(
+            Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
+          )
+          const base = agentOptions(r)
+          const own = base.tools ?? []
+          const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
           const withRunner = r.subagents.enabled
             ? Effect.map(runner, (found) => Context.add(services, SubagentRunner, found))
             : Effect.succeed(services)
-          const context = yield* Layer.buildWithScope(LeadAgent.layer(agentOptions(r)), child).pipe(
+          const context = yield* Layer.buildWithScope(
+            LeadAgent.layer({ ...base, tools, sandboxTools: false, deferred: assembly.deferred }),
+            child
+          ).pipe(
             Effect.provide(yield* withRunner),
             Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
           )
-          return Context.get(context, LeadAgent.LeadAgent)
+          return { agent: Context.get(context, LeadAgent.LeadAgent), assembly }
         })
 
-      const agent = (r: Resolved) =>
+      const built = (r: Resolved) =>
         lock.withPermits(1)(Effect.suspend(() => {
           const key = shapeKey(r)
           const known = agents.get(key)
           if (known !== undefined) return Effect.succeed(known)
-          return Effect.tap(build(r), (built) => Effect.sync(() => agents.set(key, built)))
+          // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
+          return Effect.tap(build(r), (made) => Effect.sync(() => made.assembly.incomplete || agents.set(key, made)))
         }))
+
+      const agent = (r: Resolved) => Effect.map(built(r), (made) => made.agent)
 
       const resolveSettings = (raw: unknown, userId = "default") =>
         Effect.gen(function*() {
@@ -318,11 +362,12 @@ export const layer = (
         return Stream.unwrap(Effect.gen(function*() {
           const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId))
           if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
-          const built = yield* Effect.either(agent(resolved.right))
-          if (Either.isLeft(built)) return failedRun(threadId, runId, built.left)
+          const made = yield* Effect.either(built(resolved.right))
+          if (Either.isLeft(made)) return failedRun(threadId, runId, made.left)
           const { settings: _, ...turn } = input
-          const events = built.right.run({ ...turn, threadId, runId, options: runOptions(resolved.right) })
-          const warnings = resolved.right.warnings.map((message): RunEvent => ({
+          const events = made.right.agent.run({ ...turn, threadId, runId, options: runOptions(resolved.right) })
+          const messages = [...resolved.right.warnings, ...made.right.assembly.warnings]
+          const warnings = messages.map((message): RunEvent => ({
             type: "custom",
             name: "warning",
             data: { message }
@@ -334,6 +379,11 @@ export const layer = (
         }))
       }
 
-      return AgentFactory.of({ resolve: resolveSettings, agent, run })
+      return AgentFactory.of({
+        resolve: resolveSettings,
+        agent,
+        tools: (r) => Effect.map(built(r), (made) => made.assembly),
+        run
+      })
     })
   )

@@ -11,46 +11,59 @@
  * `layer(options)` builds the chain once, over the app's `ModelService`, the sandbox tools and the app's own
  * tools, and provides `LeadAgent`: `run(input)` streams a turn's events, `turn(input)` waits for its end.
  */
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
-import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Chain from "../middleware/Chain.js"
 import * as ClarificationMW from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
+import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
 import * as DurableContext from "../middleware/DurableContext.js"
+import * as DynamicContext from "../middleware/DynamicContext.js"
 import * as GuardrailMW from "../middleware/Guardrail.js"
 import * as InputSanitization from "../middleware/InputSanitization.js"
 import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import * as LoopDetection from "../middleware/LoopDetection.js"
+import * as McpRouting from "../middleware/McpRouting.js"
+import * as MemoryMW from "../middleware/Memory.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
 import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import * as SandboxMW from "../middleware/Sandbox.js"
 import * as SandboxAudit from "../middleware/SandboxAudit.js"
+import * as SkillActivation from "../middleware/SkillActivation.js"
+import * as SkillToolPolicy from "../middleware/SkillToolPolicy.js"
 import * as SubagentLimit from "../middleware/SubagentLimit.js"
 import * as Summarization from "../middleware/Summarization.js"
 import * as SystemMessageCoalescing from "../middleware/SystemMessageCoalescing.js"
 import * as ThreadData from "../middleware/ThreadData.js"
 import * as Title from "../middleware/Title.js"
+import * as Todo from "../middleware/Todo.js"
 import * as TokenBudget from "../middleware/TokenBudget.js"
 import * as TokenUsage from "../middleware/TokenUsage.js"
 import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
 import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
 import * as Uploads from "../middleware/Uploads.js"
+import * as ViewImage from "../middleware/ViewImage.js"
 import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
+import { Memory } from "../services/Memory.js"
 import type { ModelService, ToolDefinition } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
+import type * as Skills from "../services/Skills.js"
 import { SubagentRunner, SubagentRunnerMissing } from "../services/SubagentRunner.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import type * as Tool from "../services/Tool.js"
@@ -60,7 +73,6 @@ import * as M from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as Run from "./Run.js"
 import * as SystemPrompt from "./SystemPrompt.js"
-import * as ToolGroups from "./ToolGroups.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The chain
@@ -72,8 +84,44 @@ export interface ChainOptions {
   readonly guardrail?: Guardrail.Service | undefined
   /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
+  /** The app's skills (slash activation, `allowed-tools`); by default none. */
+  readonly skills?: Skills.Registry | undefined
+  /** The skills this agent may use (a custom agent's list); all when undefined. */
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** The app's long-term memory; none: no memory. */
+  readonly memory?: Memory["Type"] | undefined
+  /** Plan mode: the todo list (`write_todos`). */
+  readonly planMode?: boolean | undefined
+  /** The model accepts images: viewed images reach it. */
+  readonly vision?: boolean | undefined
+  /** A custom agent's name (its own memory). */
+  readonly agentName?: string | undefined
   /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
   readonly subagents?: SubagentLimit.Options | undefined
+}
+
+/** Tools deferred behind `tool_search` (SPEC §5.24, §5.25, §7.14). */
+export interface Deferred {
+  /** The deferred tools' definitions (the tools themselves are among the agent's tools). */
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** Routing keywords of deferred tools (`mode: prefer`), for McpRouting and the prompt's hints. */
+  readonly routes?: ReadonlyArray<McpRouting.Route> | undefined
+  /** `tool_search.auto_promote_top_k`. */
+  readonly topK?: number | undefined
+}
+
+const noSkills: Skills.Registry = {
+  catalog: Effect.sync(() => ({
+    root: undefined,
+    container: "/mnt/skills",
+    skills: [],
+    rejected: [],
+    shadowed: [],
+    warnings: []
+  })),
+  read: () => Effect.die(new Error("no skills"))
 }
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
@@ -82,6 +130,10 @@ const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condi
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
   const guardrail = options.guardrail
+  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+  const routes = deferred?.routes ?? []
+  const skills = options.skills ?? noSkills
+  const memory = options.memory
   return [
     // 1: sanitise the latest user input before any other wrapper or the model reads the request
     Chain.entry("InputSanitization", () => InputSanitization.layer(), [
@@ -109,7 +161,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
     Chain.entry(
       "LLMErrorHandling",
-      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+      () =>
+        LLMErrorHandling.layer({
+          llmCall: c.llm_call,
+          circuitBreaker: c.circuit_breaker,
+          breaker: options.breaker,
+          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+        })
     ),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
     ...when(guardrail !== undefined, () =>
@@ -127,20 +185,88 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       }), [
       { outside: "Clarification", reason: "results of inner short-circuits (a question) still get tool metadata" }
     ]),
+    // 15: before_agent: the date (and, first turn, memory) as hidden messages, never in the system prompt
+    Chain.entry("DynamicContext", () =>
+      DynamicContext.layer({
+        timeZone: c.timezone ?? undefined,
+        memory: memory?.enabled === true ? memory : undefined,
+        injectMemory: c.memory.injection_enabled,
+        agentName: options.agentName
+      }), [
+      { inside: "Uploads", reason: "the user's message is moved after the context with its uploads block" },
+      { inside: "ThreadData", reason: "the user's message is moved after the context with its run stamp" }
+    ]),
+    // 16: a leading /<skill-name> puts that skill in every request of the run (inside the retries)
+    Chain.entry("SkillActivation", () =>
+      SkillActivation.layer({
+        registry: skills,
+        allowlist: options.skillAllowlist,
+        describeTool: c.skills.deferred_discovery
+      }), [
+      { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
+      { inside: "InputSanitization", reason: "it reads the user's own words, kept by the sanitiser" }
+    ]),
+    // 17: an active skill's allowed-tools: the model is offered only those, other calls are refused
+    Chain.entry("SkillToolPolicy", () =>
+      SkillToolPolicy.layer({ registry: skills, allowlist: options.skillAllowlist }), [
+      { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
+      { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
+    ]),
     // 18: projects the summary and loaded skills into every request (request-only)
     Chain.entry("DurableContext", () => DurableContext.layer(), [
       { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
     ]),
     // 19: right inside DurableContext, so a request after a compaction carries the new summary
-    Chain.entry("Summarization", () => Summarization.layer(), [
+    Chain.entry("Summarization", () =>
+      Summarization.layer(
+        memory?.enabled === true
+          ? { beforeCommit: MemoryMW.beforeCompaction({ memory, agentName: options.agentName }) }
+          : {}
+      ), [
       { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
     ]),
+    // 20: plan mode: write_todos, and the list reminded when a compaction took it out of view
+    ...when(options.planMode === true, () =>
+      Chain.entry("Todo", () => Todo.layer(), [
+        { inside: "Summarization", reason: "it checks whether the list is still in view after a compaction" }
+      ])),
     // 21: after_model after the guards below, so it stamps the final form of the message
     Chain.entry("TokenUsage", () => TokenUsage.layer(c.token_usage), [
       { outside: "SafetyFinishReason", reason: "usage is stamped on the final form of the message" }
     ]),
     // 22: names the thread after its first exchange
     Chain.entry("Title", () => Title.layer(c.title)),
+    // 23: after the run, the conversation goes to the app's memory queue (or memory tools, in tool mode)
+    ...when(memory?.enabled === true, () =>
+      Chain.entry("Memory", () => MemoryMW.layer({ memory: memory!, agentName: options.agentName }))),
+    // 24: vision models: the images viewed reach the next request (inside the retries), then are cleared
+    ...when(options.vision === true, () =>
+      Chain.entry("ViewImage", () => ViewImage.layer(), [
+        { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
+      ])),
+    // 25: promotes deferred MCP tools the user's words route to, before the filter reads the promotions
+    ...when(deferred !== undefined && routes.length > 0, () =>
+      Chain.entry("McpRouting", () =>
+        McpRouting.layer({
+          routes,
+          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
+          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
+        }), [
+        {
+          outside: "DeferredToolFilter",
+          reason: "promotions it writes before a call must be seen by that call's filter"
+        }
+      ])),
+    // 26: hides deferred MCP tools until tool_search promotes them, and refuses calls to hidden ones
+    ...when(deferred !== undefined, () =>
+      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
+        {
+          inside: "ToolErrorHandling",
+          reason: "a refused call to a deferred tool is still a result with tool metadata"
+        },
+        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" },
+        { outside: "ClarificationMiddleware", reason: "a call to a hidden tool is refused before any tool runs" }
+      ])),
     // 27: one leading system prompt for providers that accept only one
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
       { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
@@ -184,6 +310,14 @@ export interface SubagentChainOptions {
    * switched off, 1,000,000 tokens when summarization is on, else 2,000,000.
    */
   readonly tokenBudget?: TokenBudgetConfig | undefined
+  /** The app's skills (slash activation in the task prompt, `allowed-tools`); by default none. */
+  readonly skills?: Skills.Registry | undefined
+  /** The skills the subagent may use (the parent's allowlist ∩ the type's); all when undefined. */
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** The subagent's model accepts images: viewed images reach it. */
+  readonly vision?: boolean | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
 }
 
 /**
@@ -207,12 +341,16 @@ export const subagentTokenBudget = (
 
 /**
  * A subagent's chain (SPEC §4.2), outermost first: over the same middleware modules as the lead chain, without
- * the lead-only ones (uploads, title, token usage, memory, clarification, the subagent limit: subagents cannot
- * delegate), with its own token budget and the system messages coalesced innermost.
+ * the lead-only ones (uploads, memory and its date swap, todos, title, token usage, clarification, the subagent
+ * limit: subagents cannot delegate), with its own token budget, a date-only reminder, and the system messages
+ * coalesced innermost.
  */
 export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
   const c = options.config
   const guardrail = options.guardrail
+  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+  const routes = deferred?.routes ?? []
+  const skills = options.skills ?? noSkills
   return [
     // 1: the task prompt is framed as input before anything reads it
     Chain.entry("InputSanitization", () => InputSanitization.layer(), [
@@ -236,7 +374,13 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
     // 7: the retry loop and circuit breaker; everything inside is re-run per attempt
     Chain.entry(
       "LLMErrorHandling",
-      () => LLMErrorHandling.layer({ llmCall: c.llm_call, circuitBreaker: c.circuit_breaker, breaker: options.breaker })
+      () =>
+        LLMErrorHandling.layer({
+          llmCall: c.llm_call,
+          circuitBreaker: c.circuit_breaker,
+          breaker: options.breaker,
+          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+        })
     ),
     // 9: the configured guardrail applies to subagents too
     ...when(guardrail !== undefined, () =>
@@ -252,6 +396,49 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
         skillReadToolNames: c.summarization.skill_file_read_tool_names,
         skillsRoot: c.skills.container_path
       })),
+    // 14: a task prompt starting with /<skill-name> puts that skill in every request of the subagent's run
+    Chain.entry("SkillActivation", () =>
+      SkillActivation.layer({
+        registry: skills,
+        allowlist: options.skillAllowlist,
+        describeTool: c.skills.deferred_discovery
+      }), [
+      { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
+      { inside: "InputSanitization", reason: "it reads the task prompt's own words, kept by the sanitiser" }
+    ]),
+    // 15: an active skill's allowed-tools limit the subagent's tools too
+    Chain.entry("SkillToolPolicy", () =>
+      SkillToolPolicy.layer({ registry: skills, allowlist: options.skillAllowlist }), [
+      { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
+      { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
+    ]),
+    // 16: vision models: the images the subagent viewed reach its next request
+    ...when(options.vision === true, () =>
+      Chain.entry("ViewImage", () => ViewImage.layer(), [
+        { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
+      ])),
+    // 17: promotes deferred MCP tools the task prompt routes to, before the filter reads the promotions
+    ...when(deferred !== undefined && routes.length > 0, () =>
+      Chain.entry("McpRouting", () =>
+        McpRouting.layer({
+          routes,
+          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
+          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
+        }), [
+        {
+          outside: "DeferredToolFilter",
+          reason: "promotions it writes before a call must be seen by that call's filter"
+        }
+      ])),
+    // 18: hides deferred MCP tools until tool_search promotes them
+    ...when(deferred !== undefined, () =>
+      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
+        {
+          inside: "ToolErrorHandling",
+          reason: "a refused call to a deferred tool is still a result with tool metadata"
+        },
+        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" }
+      ])),
     // 19: a subagent that repeats itself is warned, then stopped (`loop_capped`)
     Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
@@ -272,6 +459,10 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
     // 24: compacts with the subagent's own model
     Chain.entry("Summarization", () => Summarization.layer(), [
       { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
+    ]),
+    // 25: the date, alone, in one hidden reminder per subagent run (no memory)
+    Chain.entry("SubagentDateContext", () => DynamicContext.subagentLayer({ timeZone: c.timezone ?? undefined }), [
+      { inside: "ThreadData", reason: "the reminder follows the task prompt ThreadData stamped" }
     ]),
     // 26: innermost: one leading system prompt
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
@@ -340,24 +531,28 @@ export interface Options {
   readonly chain?: ((chain: Chain.Chain) => Either.Either<Chain.Chain, Chain.ChainError>) | undefined
   /** A circuit breaker shared with other agents of the app. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** Tools among `tools` to defer behind `tool_search` (MCP tools when `tool_search.enabled`). */
+  readonly deferred?: Deferred | undefined
+  /** Plan mode: the agent keeps a todo list with `write_todos` (default false). */
+  readonly planMode?: boolean | undefined
+  /** A custom agent's name: the prompt's name and the agent's own memory (default: the default agent). */
+  readonly agentName?: string | undefined
+  /** The agent's personality (SOUL.md text); default: `SOUL.md` in the data directory, for the default agent. */
+  readonly soul?: string | undefined
+  /** The skills this agent may use (a custom agent's list); default: every enabled skill. */
+  readonly skills?: ReadonlyArray<string> | undefined
+  /** A custom agent that may change itself: `<self_update>` in its prompt (it needs `update_agent` in `tools`). */
+  readonly selfUpdate?: boolean | undefined
   /**
    * Subagents: the `task` tool, SubagentLimit and the prompt's subagent section. Needs a `SubagentRunner` in
-   * the context (`Subagents.layer()`, one per app).
+   * the context (`Subagents.layer()`, one per app). `toolGroups` are the agent's tool groups, passed on to its
+   * subagents (undefined: all).
    */
   readonly subagents?: {
     readonly maxConcurrent?: number | undefined
     readonly maxTotal?: number | undefined
+    readonly toolGroups?: ReadonlyArray<string> | undefined
   } | undefined
-  /** Who the agent is (a custom agent): its name, its SOUL.md, whether `<self_update>` is in its prompt. */
-  readonly identity?: {
-    readonly name?: string | undefined
-    readonly soul?: string | undefined
-    readonly selfUpdate?: boolean | undefined
-  } | undefined
-  /** The skills the agent may use (a custom agent's allowlist): undefined = all, [] = none. */
-  readonly skills?: ReadonlyArray<string> | undefined
-  /** The tool groups the sandbox and app tools are limited to (a custom agent's `tool_groups`); undefined = all. */
-  readonly toolGroups?: ReadonlyArray<string> | undefined
 }
 
 /** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
@@ -377,26 +572,74 @@ export const guardrailOf = (
       : Either.right(guardrail))
 }
 
-/**
- * The static system prompt of a configuration (the skills found under `skills.path` at start-up, limited to an
- * allowlist when given), with what the agent adds: its identity, subagents.
- */
-export const defaultSystemPrompt = (
-  app: AppConfigService["Type"],
-  extra: Partial<Omit<SystemPrompt.PromptOptions, "skills">> & {
-    readonly allowedSkills?: ReadonlyArray<string> | undefined
-  } = {}
-): string => {
-  const container = app.config.skills.container_path
-  const { allowedSkills, ...rest } = extra
-  const skills = SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container)
-  return SystemPrompt.make({
-    clarification: true,
-    skillsContainer: container,
-    ...rest,
-    skills: allowedSkills === undefined ? skills : skills.filter((s) => allowedSkills.includes(s.name))
-  })
+/** The default agent's personality: `SOUL.md` in the data directory, when there is one. */
+export const defaultSoul = (app: AppConfigService["Type"]): string | undefined => {
+  try {
+    const text = Fs.readFileSync(Path.join(app.home, "SOUL.md"), "utf8")
+    return text.trim() === "" ? undefined : text
+  } catch {
+    return undefined
+  }
 }
+
+/** What the prompt of an agent is made from, besides the configuration and the skills catalog. */
+export interface PromptInputs {
+  /** The names of the agent's tools (sections about other tools are left out). */
+  readonly tools?: ReadonlyArray<string> | undefined
+  readonly agentName?: string | undefined
+  readonly soul?: string | undefined
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** Whether someone can answer clarification questions (default true). */
+  readonly clarification?: boolean | undefined
+  /** Tools deferred behind `tool_search` and their routing hints. */
+  readonly deferred?: Deferred | undefined
+  /** A custom agent that may change itself (`<self_update>`). */
+  readonly selfUpdate?: boolean | undefined
+  /** The subagent section: limits and subagent types (shown only when the agent has `task`). */
+  readonly subagents?: SystemPrompt.Subagents | undefined
+}
+
+/** The prompt options of an agent: its configuration's skills (enabled, allowlisted; disabled ones listed). */
+export const promptOptions = (
+  config: AppConfig,
+  catalog: Skills.Catalog,
+  inputs: PromptInputs = {}
+): SystemPrompt.PromptOptions => {
+  const allowed = (name: string) => inputs.skillAllowlist === undefined || inputs.skillAllowlist.includes(name)
+  const tools = inputs.tools
+  return {
+    agentName: inputs.agentName,
+    soul: inputs.soul,
+    selfUpdate: inputs.selfUpdate,
+    clarification: inputs.clarification ?? true,
+    tools,
+    skills: catalog.skills.filter((s) => s.enabled && allowed(s.name)).map((s) => ({
+      name: s.name,
+      description: s.description,
+      location: s.location,
+      category: s.category
+    })),
+    disabledSkills: catalog.skills.filter((s) => !s.enabled && allowed(s.name)).map((s) => ({
+      name: s.name,
+      category: s.category
+    })),
+    skillsContainer: config.skills.container_path,
+    skillDiscovery: config.skills.deferred_discovery ? "deferred" : "full",
+    memoryTools: config.memory.enabled && config.memory.mode === "tool",
+    deferredTools: inputs.deferred?.tools.map((t) => t.name),
+    mcpRoutingHints: inputs.deferred?.routes?.map((r) => ({
+      tool: r.name,
+      keywords: r.keywords,
+      priority: r.priority,
+      deferred: true
+    })),
+    subagents: inputs.subagents
+  }
+}
+
+/** The static system prompt of a configuration (its skills as found now, the sandbox tools, clarification on). */
+export const defaultSystemPrompt = (app: AppConfigService["Type"], inputs: PromptInputs = {}): string =>
+  SystemPrompt.make(promptOptions(app.config, SkillsDirectory.catalogOf(app), { soul: defaultSoul(app), ...inputs }))
 
 /**
  * The human message of a turn: an answer to the thread's pending clarification question when there is one
@@ -433,7 +676,9 @@ export type Requirements = ModelService | ThreadStore | SandboxProvider | AppCon
 
 /**
  * The lead agent as a layer: its chain is built once, over the app's `ModelService` with the sandbox tools and
- * the app's own tools; the store, the sandbox provider and the configuration come from the app.
+ * the app's own tools; the store, the sandbox provider and the configuration come from the app. Skills come
+ * from the configuration's skills directory. Long-term memory is on when the app also provides `Memory`
+ * (one per app, e.g. `FileMemory.layer()`, as `App.factoryLayer` does); without it the agent has no memory.
  */
 export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError, Requirements> =>
   Layer.scoped(
@@ -442,15 +687,18 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const app = yield* AppConfigService
       const store = yield* ThreadStore
       const guardrail = yield* guardrailOf(app.config)
+      const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
+      const registry = SkillsDirectory.make(app)
+      const catalog = SkillsDirectory.catalogOf(app)
       const base = options.sandboxTools === false ? [] : yield* SandboxTools.tools({ vision: options.vision === true })
-      const tools = Toolkit.make(ToolGroups.filter([
+      const tools = Toolkit.make([
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
         ...(options.tools ?? [])
-      ], options.toolGroups))
+      ])
       const runner = options.subagents === undefined ? undefined : yield* Effect.flatMap(
         Effect.serviceOption(SubagentRunner),
         (found) =>
-          found._tag === "Some" ? Effect.succeed(found.value) : Effect.fail(
+          Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(
             new SubagentRunnerMissing({
               message: "Subagents are enabled but the app provides no SubagentRunner: provide Subagents.layer() " +
                 "(one per app) under the lead agent's layer"
@@ -461,26 +709,41 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         runner,
         maxConcurrent: options.subagents.maxConcurrent,
         maxTotal: options.subagents.maxTotal,
-        toolGroups: options.toolGroups,
+        toolGroups: options.subagents.toolGroups,
         skills: options.skills
       }
-      const planned = chain({ config: app.config, guardrail, breaker: options.breaker, subagents })
+      const planned = chain({
+        config: app.config,
+        guardrail,
+        breaker: options.breaker,
+        skills: registry,
+        skillAllowlist: options.skills,
+        memory,
+        planMode: options.planMode,
+        vision: options.vision,
+        agentName: options.agentName,
+        deferred: options.deferred,
+        subagents
+      })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
-      const systemPrompt = options.systemPrompt ?? defaultSystemPrompt(app, {
-        agentName: options.identity?.name,
-        soul: options.identity?.soul,
-        selfUpdate: options.identity?.selfUpdate,
-        allowedSkills: options.skills,
+      const definitions = Context.get(ports, ToolService).definitions
+      const systemPrompt = options.systemPrompt ?? SystemPrompt.make(promptOptions(app.config, catalog, {
+        tools: definitions.map((d) => d.name),
+        agentName: options.agentName,
+        soul: options.soul ?? (options.agentName === undefined ? defaultSoul(app) : undefined),
+        selfUpdate: options.selfUpdate,
+        skillAllowlist: options.skills,
+        deferred: options.deferred,
         subagents: subagents === undefined ? undefined : {
           maxConcurrent: subagents.maxConcurrent ?? 3,
           maxTotal: subagents.maxTotal ?? 6,
           types: subagents.runner.types
         }
-      })
+      }))
 
       const runInput = (input: TurnInput): Run.RunInput => ({
         threadId: input.threadId ?? M.newId(),
@@ -493,7 +756,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       return LeadAgent.of({
         order: Chain.names(checked),
         systemPrompt,
-        tools: Context.get(ports, ToolService).definitions,
+        tools: definitions,
         run: (input) => Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store)),
         turn: (input, onEvent) =>
           Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))

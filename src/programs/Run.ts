@@ -78,8 +78,8 @@ export const INTERRUPTED_TOOL_RESULT =
 
 /** A run refused because another run of the thread is active. */
 export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
-  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}). ` +
-  `Wait for it to end, or cancel it, then try again.`
+  `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
+  `wait for it to end or stop it, then try again.`
 
 // ---------------------------------------------------------------------------------------------------------
 // The state holder
@@ -175,6 +175,8 @@ interface Step {
   readonly tools: ToolService["Type"]
   /** The names of the run's tools (fixed for the run). */
   readonly known: ReadonlySet<string>
+  /** The names of the run's read-only tools (their calls need no durable record before they run). */
+  readonly readOnly: ReadonlySet<string>
   readonly holder: Holder
   readonly context: RunContext["Type"]
   readonly checkpoint: Effect.Effect<void, StoreError>
@@ -297,12 +299,17 @@ const loop = (step: Step) =>
       yield* step.holder.service.update(
         extra === undefined ? { messages: [message] } : { ...extra, messages: [...(extra.messages ?? []), message] }
       )
-      // the model's message, with its tool calls, is durable before any tool runs
-      yield* step.checkpoint
       if (response.failure !== undefined) {
+        yield* step.checkpoint
         return { type: "run_end", status: "error", stop_reason: "error", error: response.failure } as RunEndEvent
       }
-      if (!M.hasToolCalls(message)) return yield* finish(step)
+      if (!M.hasToolCalls(message)) {
+        yield* step.checkpoint
+        return yield* finish(step)
+      }
+      // The model's message, with its tool calls, is durable before a tool that may change something runs:
+      // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
+      if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
       const interrupt = yield* callTools(step, message)
       if (interrupt !== undefined) {
         yield* step.checkpoint
@@ -430,6 +437,7 @@ export const execute = <E = never, R = never>(
         model: Context.get(ports, ModelService),
         tools,
         known: new Set(tools.definitions.map((d) => d.name)),
+        readOnly: new Set(tools.definitions.flatMap((d) => (d.readOnly === true ? [d.name] : []))),
         holder,
         context,
         checkpoint,

@@ -26,7 +26,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
-import * as SandboxTools from "../layers/SandboxTools.js"
+import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as Chain from "../middleware/Chain.js"
 import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
@@ -34,6 +34,7 @@ import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import { Mcp } from "../services/Mcp.js"
 import type { ModelService } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
@@ -50,8 +51,7 @@ import type { StateUpdate } from "../state/ThreadState.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as Run from "./Run.js"
 import * as SubagentPrompt from "./SubagentPrompt.js"
-import * as SystemPrompt from "./SystemPrompt.js"
-import * as ToolGroups from "./ToolGroups.js"
+import * as ToolAssembly from "./ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The registry
@@ -264,7 +264,10 @@ const POLLING_GRACE_SECONDS = 60
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const app = yield* AppConfigService
-    const services = yield* Effect.context<ModelService | SandboxProvider | AppConfigService>()
+    const base = yield* Effect.context<ModelService | SandboxProvider | AppConfigService>()
+    // The app's MCP connections, when it has them: subagents get the MCP tools the lead agent gets.
+    const mcp = yield* Effect.serviceOption(Mcp)
+    const services = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
     const scope = yield* Effect.scope
     const pool = yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3))
     const building = yield* Effect.makeSemaphore(1)
@@ -273,32 +276,51 @@ export const make = (options: Options = {}) =>
     const configs = registry(app.config, { bash })
     const models = options.models ?? app.config.models
     const container = app.config.skills.container_path
-    const allSkills = SystemPrompt.loadSkills(LocalSandbox.skillsDirectory(app), container)
+    const skillRegistry = SkillsDirectory.make(app)
+    const allSkills = SkillsDirectory.catalogOf(app).skills.filter((s) => s.enabled)
     const types: ReadonlyArray<SubagentType> = [...configs.values()].map((c) => ({
       name: c.name,
       description: c.description
     }))
 
-    // One chain per (type, parent tool groups, vision), built on first use and kept.
-    const agentFor = (config: SubagentConfig, toolGroups: ReadonlyArray<string> | undefined, vision: boolean) =>
+    // One chain per (type, parent tool groups, skills, vision), built on first use and kept. An agent that
+    // misses the tools of a failed MCP server is not kept: the next task tries the server again.
+    const agentFor = (
+      config: SubagentConfig,
+      toolGroups: ReadonlyArray<string> | undefined,
+      skills: ReadonlyArray<string> | undefined,
+      vision: boolean
+    ) =>
       building.withPermits(1)(Effect.suspend(() => {
-        const key = JSON.stringify([config.name, toolGroups ?? null, vision])
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision])
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
           const guardrail = LeadAgent.guardrailOf(app.config)
           if (Either.isLeft(guardrail)) return Either.left(guardrail.left.message)
-          const sandbox = yield* SandboxTools.tools({ vision })
+          // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
+          // allowlist and denylist.
+          const assembly = yield* ToolAssembly.assemble({ vision, groups: toolGroups })
           const own = options.tools ?? []
-          const tools = toolsOf(config, ToolGroups.filter([
-            ...sandbox.filter((t) => !own.some((o) => o.name === t.name)),
-            ...own
-          ], toolGroups))
+          const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
+          const names = new Set(tools.map((t) => t.name))
+          const deferredTools = assembly.deferred?.tools.filter((t) => names.has(t.name)) ?? []
+          const deferred = assembly.deferred === undefined || deferredTools.length === 0
+            ? undefined
+            : {
+              ...assembly.deferred,
+              tools: deferredTools,
+              routes: assembly.deferred.routes?.filter((r) => names.has(r.name))
+            }
           const chain = Chain.validate(LeadAgent.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
             breaker: options.breaker,
-            tokenBudget: config.tokenBudget
+            tokenBudget: config.tokenBudget,
+            skills: skillRegistry,
+            skillAllowlist: skills,
+            vision,
+            deferred
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
           const ports = yield* Effect.either(
@@ -308,7 +330,7 @@ export const make = (options: Options = {}) =>
             )
           )
           const result = Either.mapLeft(ports, (error) => String((error as { message?: unknown }).message ?? error))
-          built.set(key, result)
+          if (!assembly.incomplete) built.set(key, result)
           return result
         }).pipe(Effect.provide(services))
       }))
@@ -367,7 +389,8 @@ export const make = (options: Options = {}) =>
         }
 
         const execute = Effect.gen(function*() {
-          const agent = yield* agentFor(config, request.toolGroups, vision)
+          const skills = effectiveSkills(request.skills, config.skills)
+          const agent = yield* agentFor(config, request.toolGroups, skills, vision)
           if (Either.isLeft(agent)) {
             return { status: "failed", error: `The subagent could not be built: ${agent.left}`, modelName } as Outcome
           }

@@ -16,7 +16,11 @@ const program = Cli.cli(process.argv).pipe(
     Cli.isReported(cause) ? Effect.void : Effect.sync(() => void process.stderr.write(`${Cause.pretty(cause)}\n`))
   ),
   Logger.withMinimumLogLevel(LogLevel.Warning),
-  Effect.provide(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true, colors: "auto" }))),
+  Effect.provide(Logger.replace(
+    Logger.defaultLogger,
+    // colour only on a terminal, and never with NO_COLOR
+    Logger.prettyLogger({ stderr: true, colors: (process.env.NO_COLOR ?? "") === "" ? "auto" : false })
+  )),
   Effect.provide(NodeContext.layer)
 )
 

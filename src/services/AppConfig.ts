@@ -4,6 +4,7 @@
  */
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
+import { useProblem } from "./ModelUse.js"
 
 /** An optional field that may also be `null`, taking `value()` when absent or null. */
 export const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
@@ -37,6 +38,8 @@ export const baseUrlProblem = (value: string): string | undefined => {
     : "expected an http:// or https:// URL, such as http://localhost:11434/v1"
 }
 
+const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 const BaseUrl = Schema.String.pipe(Schema.filter((value) => baseUrlProblem(value) ?? true))
 
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
@@ -60,8 +63,30 @@ export const ModelConfig = Schema.Struct({
   timeout: Schema.optional(Schema.Number.pipe(Schema.positive())),
   max_tokens: Schema.optional(PositiveInt),
   temperature: Schema.optional(Schema.Number),
-  context_window: Schema.optional(PositiveInt)
-})
+  context_window: Schema.optional(PositiveInt),
+  /**
+   * Retries of a failed call to this model (langchain's `max_retries`): the call is tried `max_retries + 1`
+   * times in all by the LLM error-handling middleware, instead of `llm_call.retry_max_attempts`. The client
+   * itself never retries, so the two do not multiply as they do in DeerFlow.
+   */
+  max_retries: Schema.optional(NonNegativeInt),
+  /** Headers sent with every request to this model (langchain's `default_headers`). */
+  default_headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  /** Fields merged into every request body (langchain's `extra_body`), e.g. a provider's own switches. */
+  extra_body: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Settings applied when thinking is on: `extra_body`, `reasoning_effort`, other request fields. */
+  when_thinking_enabled: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Settings applied when thinking is off (default: DeerFlow's switch-off derived from the enabled ones). */
+  when_thinking_disabled: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Shortcut for `when_thinking_enabled.thinking`. */
+  thinking: Schema.optional(Schema.NullOr(JsonRecord))
+}).pipe(
+  // The `use` class must be one Antler can speak: the entry is named, with the way to reach the model.
+  Schema.filter((entry) => {
+    const problem = useProblem(entry)
+    return problem === undefined ? true : { path: ["use"], message: problem }
+  })
+)
 export type ModelConfig = typeof ModelConfig.Type
 
 export const SandboxConfig = Schema.Struct({
@@ -104,8 +129,15 @@ export const ToolOutputConfig = Schema.Struct({
 export type ToolOutputConfig = typeof ToolOutputConfig.Type
 
 export const SkillsConfig = Schema.Struct({
+  /** Where the model sees skills (the sandbox mount). */
   container_path: withDefault(Schema.String, () => "/mnt/skills"),
-  path: Schema.optional(Schema.String)
+  /**
+   * The host skills directory (relative to the config file's directory). Default: `$DEER_FLOW_SKILLS_PATH`
+   * or `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (DeerFlow's layout).
+   */
+  path: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Only skill names in the prompt; the model asks `describe_skill` for the rest. */
+  deferred_discovery: withDefault(Schema.Boolean, () => false)
 })
 export type SkillsConfig = typeof SkillsConfig.Type
 
@@ -236,6 +268,67 @@ export const SafetyFinishReasonConfig = Schema.Struct({
 })
 export type SafetyFinishReasonConfig = typeof SafetyFinishReasonConfig.Type
 
+/** Whether an IANA time zone name is known to this runtime. */
+export const isTimeZone = (name: string): boolean => {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: name })
+    return true
+  } catch {
+    return false
+  }
+}
+
+const TimeZone = Schema.String.pipe(
+  Schema.filter((name) =>
+    isTimeZone(name) || `unknown time zone "${name}" (use an IANA name such as Europe/Paris or UTC)`
+  )
+)
+
+/** DeerMem's settings (`memory.backend_config`), as far as Antler's file memory uses them. */
+export const MemoryBackendConfig = Schema.Struct({
+  /** The root directory of memory files; empty: the data directory. Per user: `{root}/users/{user}/memory.json`. */
+  storage_path: withDefault(Schema.String, () => ""),
+  /** Antler stores memory in files only. */
+  storage_class: withDefault(Schema.Literal("file"), () => "file" as const),
+  manifest_filename: withDefault(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]+$/), Schema.filter((s) => s !== "." && s !== "..")),
+    () => "memory.json"
+  ),
+  /** Seconds a memory file lock is waited for before the update gives up (it is retried after the next run). */
+  file_lock_timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 10),
+  /** Seconds to wait after a run before its memory update (a new run of the same thread restarts the wait). */
+  debounce_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
+  /** Pending updates at most (0 = no limit); new threads beyond it are dropped until the queue drains. */
+  queue_max_depth: withDefault(NonNegativeInt, () => 1000),
+  max_facts: withDefault(PositiveInt, () => 100),
+  fact_confidence_threshold: withDefault(Fraction, () => 0.7),
+  /** Budget of the memory block injected at the start of a thread, in tokens. */
+  max_injection_tokens: withDefault(PositiveInt, () => 2000),
+  /** `tiktoken`: count with the o200k tokenizer (bundled, offline); `char`: a character estimate. */
+  token_counting: withDefault(Schema.Literal("tiktoken", "char"), () => "tiktoken" as const),
+  /** Fact categories injected first, from their own budget (`guaranteed_token_budget`). */
+  guaranteed_categories: withDefault(Schema.Array(Schema.String), () => ["correction"]),
+  guaranteed_token_budget: withDefault(NonNegativeInt, () => 500)
+})
+export type MemoryBackendConfig = typeof MemoryBackendConfig.Type
+
+/** Long-term memory (`memory:`, SPEC §11). */
+export const MemoryConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  /** Whether the memory block is injected at the start of a thread. */
+  injection_enabled: withDefault(Schema.Boolean, () => true),
+  /** `middleware`: updated after each run; `tool`: the model reads and writes it with memory_* tools. */
+  mode: withDefault(Schema.Literal("middleware", "tool"), () => "middleware" as const),
+  /** Seconds pending updates may take when the app stops. */
+  shutdown_flush_timeout_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
+  /** `deermem` (memory files) or `noop` (no memory): the backends Antler has. */
+  manager_class: withDefault(Schema.Literal("deermem", "noop"), () => "deermem" as const),
+  /** The configured model that writes memory (Antler's key); default: the model of the run. */
+  model_name: Schema.optional(Schema.NullOr(Schema.String)),
+  backend_config: withDefault(MemoryBackendConfig, () => Schema.decodeSync(MemoryBackendConfig)({}))
+})
+export type MemoryConfig = typeof MemoryConfig.Type
+
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 
 /**
@@ -293,6 +386,34 @@ export const SubagentsConfig = Schema.Struct({
 })
 export type SubagentsConfig = typeof SubagentsConfig.Type
 
+/**
+ * One configured tool (`tools[]`): its name, group and DeerFlow class path, plus the provider's own keys
+ * (`max_results`, `timeout`, `api_key`, `base_url`...), read by the tool the `use` maps to.
+ */
+export const ToolConfig = Schema.Struct(
+  {
+    name: Schema.NonEmptyTrimmedString,
+    group: Schema.optional(Schema.String),
+    use: Schema.NonEmptyTrimmedString
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ToolConfig = typeof ToolConfig.Type
+
+/** One tool group (`tool_groups[]`). */
+export const ToolGroupConfig = Schema.Struct(
+  { name: Schema.NonEmptyTrimmedString },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ToolGroupConfig = typeof ToolGroupConfig.Type
+
+/** Deferred tools (SPEC §5.24, §5.25, §7.14): MCP tools hidden behind `tool_search` until promoted. */
+export const ToolSearchConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  auto_promote_top_k: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(1, 5)), () => 3)
+})
+export type ToolSearchConfig = typeof ToolSearchConfig.Type
+
 /** The whole `config.yaml`. Sections missing from the file take DeerFlow's code defaults. */
 export const AppConfigSchema = Schema.Struct({
   models: withDefault(Schema.Array(ModelConfig), () => []),
@@ -312,6 +433,13 @@ export const AppConfigSchema = Schema.Struct({
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
   read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
+  /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
+  tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
+  tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),
+  tool_search: withDefault(ToolSearchConfig, () => Schema.decodeSync(ToolSearchConfig)({})),
+  memory: withDefault(MemoryConfig, () => Schema.decodeSync(MemoryConfig)({})),
+  /** The time zone of the date the model is told (an IANA name); default: the machine's. */
+  timezone: Schema.optional(Schema.NullOr(TimeZone)),
   subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({}))
 })
 export type AppConfig = typeof AppConfigSchema.Type
@@ -326,7 +454,7 @@ export class AppConfigService extends Context.Tag("antler/AppConfig")<
     readonly config: AppConfig
     /** The file it was read from, if any. */
     readonly source: string | undefined
-    /** The data directory (`ANTLER_HOME`, default `./.antler`), absolute. Threads, sandboxes and the database live here. */
+    /** The data directory (`ANTLER_HOME`, default `~/.antler`), absolute. Threads, sandboxes and the database live here. */
     readonly home: string
     /** Keys found in the file that Antler does not use (dotted paths). */
     readonly ignored: ReadonlyArray<string>

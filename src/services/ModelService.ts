@@ -14,6 +14,11 @@ export interface ToolDefinition {
   readonly name: string
   readonly description: string
   readonly parameters: JsonObject
+  /**
+   * The tool only reads (files, the web): running a call again changes nothing, so a run need not save the
+   * call durably before it runs it (a crash at worst makes the model ask again). Never sent to the model.
+   */
+  readonly readOnly?: boolean | undefined
 }
 
 /** Per-call model settings. */

@@ -74,6 +74,12 @@ export interface ExecOptions {
   readonly env?: Readonly<Record<string, string>>
   /** Overrides `sandbox.bash_output_max_chars` (0 = unlimited). */
   readonly maxOutputChars?: number
+  /**
+   * Called with the command's output while it runs (stdout and stderr as written, host paths masked), a line
+   * at a time: `\n` or `\r` ends one, a longer stretch without either comes in pieces, and what is left comes
+   * when the command ends. For showing progress only: the result's `output` is the same with or without it.
+   */
+  readonly onOutput?: (text: string) => void
 }
 
 /** The outcome of a command. */

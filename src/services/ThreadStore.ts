@@ -11,6 +11,13 @@ import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { RunStatus, StopReason } from "./RunEvents.js"
 import type { StoreError } from "./RunContext.js"
 
+/**
+ * How a thread stands, from its last run: `running` while that run holds the thread, how it ended
+ * (`success`, `interrupted` when it waits for an answer, `cancelled`, `error`), or `stopped` when the process
+ * running it went away mid-run (killed, crashed).
+ */
+export type ThreadStatus = RunStatus | "running" | "stopped"
+
 /** A thread as listed. */
 export interface ThreadSummary {
   readonly thread_id: string
@@ -18,6 +25,10 @@ export interface ThreadSummary {
   readonly created_at: string
   readonly updated_at: string
   readonly checkpoints: number
+  /** How its last run stands (see `ThreadStatus`); absent when no run was recorded (or the store does not say). */
+  readonly status?: ThreadStatus | undefined
+  /** The last run's stop reason, once it ended. */
+  readonly stop_reason?: StopReason | null | undefined
 }
 
 /** One run of a thread. */
@@ -86,6 +97,27 @@ export const leaseBlocks = (holder: LeaseHolder | undefined, request: LeaseReque
   holder !== undefined && holder.run_id !== request.runId && holder.expires_at > request.now &&
   holderAlive(holder.owner)
 
+/**
+ * A thread's status from its last run and the holder of its lease (if any) at `now`: a run still marked
+ * running is `running` only while it holds an unexpired lease from a live process, else `stopped`.
+ */
+export const threadStatus = (
+  last: Pick<RunRecord, "run_id" | "status"> | undefined,
+  holder: LeaseHolder | undefined,
+  now: number
+): ThreadStatus | undefined => {
+  if (last === undefined) return undefined
+  if (last.status !== "running") return last.status
+  return holder !== undefined && holder.run_id === last.run_id && holder.expires_at > now && holderAlive(holder.owner)
+    ? "running"
+    : "stopped"
+}
+
+/** Why a thread cannot be deleted now: one of its runs is in progress (`holder`). */
+export const deleteBusyMessage = (threadId: string, holder: LeaseHolder): string =>
+  `Thread "${threadId}" has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
+  "stop it (Ctrl-C) or wait for it to end, then delete the thread."
+
 /** The thread store port. */
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,
@@ -99,6 +131,12 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     /** Records a run's start or end. */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
+    /**
+     * Deletes a thread: its checkpoints, runs and cached state (its files are the sandbox's, not the store's).
+     * `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its
+     * runs holds the thread's lease.
+     */
+    readonly delete: (threadId: string) => Effect.Effect<boolean, StoreError>
     /**
      * Takes (or renews) the thread's lease for a run: `undefined` when the run holds it now, else the holder
      * that blocks it (see `leaseBlocks`). Atomic across processes sharing the store.

@@ -25,13 +25,20 @@ export interface Tool<A = any> {
   readonly description: string
   readonly parameters: Schema.Schema<A, any, never>
   readonly handler: Handler<A>
+  /** Whether the tool only reads (see `ToolDefinition.readOnly`). */
+  readonly readOnly?: boolean | undefined
   /** The definition the model sees (computed once by `make`; computed on demand for hand-written tools). */
   readonly definition?: ToolDefinition | undefined
 }
 
-const toDefinition = (tool: Pick<Tool, "name" | "description" | "parameters">): ToolDefinition => {
+const toDefinition = (tool: Pick<Tool, "name" | "description" | "parameters" | "readOnly">): ToolDefinition => {
   const { $schema: _, ...parameters } = JSONSchema.make(tool.parameters) as unknown as JsonObject
-  return { name: tool.name, description: tool.description, parameters }
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters,
+    ...(tool.readOnly === true ? { readOnly: true } : {})
+  }
 }
 
 /**
@@ -43,6 +50,8 @@ export const make = <A, I>(spec: {
   readonly description: string
   readonly parameters: Schema.Schema<A, I, never>
   readonly handler: Handler<A>
+  /** The tool only reads: a call run again after a crash changes nothing (see `ToolDefinition.readOnly`). */
+  readonly readOnly?: boolean | undefined
 }): Tool<A> => {
   let cached: ToolDefinition | undefined
   return {
@@ -50,6 +59,7 @@ export const make = <A, I>(spec: {
     description: spec.description,
     parameters: spec.parameters,
     handler: spec.handler,
+    readOnly: spec.readOnly === true,
     get definition() {
       return (cached ??= toDefinition(spec))
     }

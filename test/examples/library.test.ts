@@ -49,6 +49,12 @@ const script: ScriptedChatServer.Script = [
 ]
 
 describe("Antler as a library", () => {
+  it("the README's library section shows examples/library.ts exactly", () => {
+    const readme = Fs.readFileSync(Path.join(ROOT, "README.md"), "utf8")
+    const example = Fs.readFileSync(Path.join(ROOT, "examples/library.ts"), "utf8").trim()
+    assert.include(readme, "```ts\n" + example + "\n```")
+  })
+
   it.scopedLive("the README's example runs as written: a custom tool, an OpenAI-compatible model, events printed", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(script)

@@ -789,3 +789,26 @@ describe("bash without bubblewrap", () => {
       yield* eventually("the sleeps are gone", () => sleepsGone(seconds))
     }))
 })
+
+describe("Bash.LineBuffer (output shown while a command runs)", () => {
+  it("passes whole lines (\\n or \\r), holds a partial one, and lets a line past its limit through in pieces", () => {
+    const lines = new Bash.LineBuffer(8)
+    assert.strictEqual(lines.push("one\ntw"), "one\n")
+    assert.strictEqual(lines.push("o\r50%"), "two\r")
+    assert.strictEqual(lines.push("..."), "")
+    assert.strictEqual(lines.push("......"), "50%.........")
+    assert.strictEqual(lines.push("tail"), "")
+    assert.strictEqual(lines.end(), "tail")
+    assert.strictEqual(lines.end(), "")
+  })
+
+  it.prop(
+    "what comes out, ended, is what went in, in order",
+    [FastCheck.array(FastCheck.string({ unit: "binary" }))],
+    ([chunks]) => {
+      const lines = new Bash.LineBuffer(16)
+      const out = chunks.map((chunk) => lines.push(chunk)).join("") + lines.end()
+      return out === chunks.join("")
+    }
+  )
+})

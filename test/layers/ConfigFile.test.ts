@@ -142,24 +142,77 @@ describe("ConfigFile", () => {
   it.effect("the keys of DeerFlow's example that Antler does not read are named, and only those", () =>
     Effect.gen(function*() {
       const loaded = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
-      for (const key of ["config_version", "log_level", "memory", "tool_groups", "tools", "uploads.pdf_converter"]) {
+      for (const key of ["config_version", "log_level", "uploads.pdf_converter"]) {
         assert.include(loaded.ignored, key)
       }
-      for (const key of ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget"]) {
-        assert.notInclude(loaded.ignored, key)
+      const read = ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget", "memory", "skills",
+        "tools", "tool_groups", "tool_search"]
+      for (const key of read) assert.notInclude(loaded.ignored, key)
+      assert.isFalse(loaded.ignored.some((key) =>
+        key.startsWith("summarization.") || key.startsWith("sandbox.") || key.startsWith("skills.") ||
+        key.startsWith("tools") || key.startsWith("tool_search") ||
+        key.startsWith("title.")
+      ))
+      // memory: the keys of DeerMem's options Antler implements are read; its eviction, staleness and
+      // consolidation policies are not (and are named)
+      for (const key of ["enabled", "injection_enabled", "mode", "manager_class", "shutdown_flush_timeout_seconds"]) {
+        assert.notInclude(loaded.ignored, `memory.${key}`)
       }
-      assert.isFalse(loaded.ignored.some((key) => key.startsWith("summarization.") || key.startsWith("sandbox.")))
+      for (const key of ["debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens"]) {
+        assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
+      }
+      assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
+      const memory = loaded.config.memory
+      assert.deepInclude(memory, { enabled: true, injection_enabled: true, mode: "middleware", manager_class: "deermem" })
+      assert.deepInclude(memory.backend_config, {
+        debounce_seconds: 30,
+        max_facts: 100,
+        fact_confidence_threshold: 0.7,
+        max_injection_tokens: 2000,
+        guaranteed_categories: ["correction"],
+        guaranteed_token_budget: 500
+      })
+      assert.deepStrictEqual(loaded.config.skills, { container_path: "/mnt/skills", deferred_discovery: false })
+    }))
+
+  it.effect("memory, skills and timezone values are checked, with readable errors", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "memory:",
+        "  mode: passive",
+        "  manager_class: mem0",
+        "  backend_config:",
+        "    max_facts: 0",
+        "    fact_confidence_threshold: 1.5",
+        "skills:",
+        "  deferred_discovery: sometimes",
+        "timezone: Mars/Olympus_Mons",
+        ""
+      ].join("\n"))
+      const error = yield* loadError(file)
+      const lines = error.message.split("\n")
+      assert.strictEqual(lines.length, 6, error.message)
+      assert.include(lines, `${file}: memory.mode: expected "middleware" or "tool", got "passive"`)
+      assert.include(lines, `${file}: memory.manager_class: expected "deermem" or "noop", got "mem0"`)
+      assert.include(lines, `${file}: memory.backend_config.max_facts: expected a positive number, got 0`)
+      assert.include(lines, `${file}: skills.deferred_discovery: expected true or false, got "sometimes"`)
+      assert.isTrue(lines.some((l) => l.startsWith(`${file}: memory.backend_config.fact_confidence_threshold: `)), error.message)
+      assert.include(error.message, `unknown time zone "Mars/Olympus_Mons"`)
+      const good = tempFile("timezone: Asia/Tokyo\nmemory:\n  enabled: false\n")
+      const loaded = yield* ConfigFile.load(good).pipe(withEnv({}))
+      assert.strictEqual(loaded.config.timezone, "Asia/Tokyo")
+      assert.isFalse(loaded.config.memory.enabled)
     }))
 
   it("ignored keys inside lists are named once per key", () => {
     const raw = {
-      models: [{ name: "a", model: "b", max_retries: 2 }, { name: "c", model: "d", max_retries: 3 }],
+      models: [{ name: "a", model: "b", num_predict: 2 }, { name: "c", model: "d", num_predict: 3 }],
       extra: 1
     }
-    assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].max_retries", "extra"])
+    assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].num_predict", "extra"])
   })
 
-  it.effect("without a file the defaults apply, and the data directory comes from ANTLER_HOME, made absolute", () =>
+  it.effect("without a file the defaults apply; the data directory is ANTLER_HOME, made absolute, else ~/.antler", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
       const cwd = process.cwd()
@@ -170,8 +223,10 @@ describe("ConfigFile", () => {
         assert.isUndefined(loaded.source)
         assert.strictEqual(loaded.home, Path.join(Fs.realpathSync(dir), "data/home"))
         assert.deepStrictEqual(loaded.ignored, [])
+        // Without ANTLER_HOME: the user's own data directory, whatever the working directory.
         const fallback = yield* ConfigFile.load().pipe(withEnv({}))
-        assert.strictEqual(fallback.home, Path.join(Fs.realpathSync(dir), ".antler"))
+        assert.strictEqual(fallback.home, Path.join(Os.homedir(), ".antler"))
+        assert.strictEqual((yield* ConfigFile.load().pipe(withEnv({ ANTLER_HOME: "" }))).home, fallback.home)
         Fs.writeFileSync(Path.join(dir, "config.yaml"), "recursion_limit: 7\n")
         const local = yield* ConfigFile.load().pipe(withEnv({}))
         assert.strictEqual(local.config.recursion_limit, 7)

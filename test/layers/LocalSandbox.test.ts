@@ -173,7 +173,7 @@ describe("paths", () => {
       const plain = yield* LocalSandbox.make(appConfig(), { bwrap: "off" }).acquire("t1", "u1")
       const missing = yield* failure(plain.readText("/mnt/skills/s/SKILL.md"))
       assert.strictEqual(missing.reason, "not_found")
-      assert.include(missing.message, "no skills directory is configured")
+      assert.include(missing.message, "there is no skills directory")
     }))
 
   it.effect("file operations: stat, walk, readBytes limits", () =>

@@ -736,6 +736,63 @@ describe("OpenAiModel against a hostile server", () => {
 })
 
 describe("OpenAiModel configuration", () => {
+  it.scopedLive("default_headers, extra_body and the thinking settings of DeerFlow's model entries reach the wire", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(() => "ok")
+      const [doubao, vllm] = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        {
+          name: "doubao",
+          use: "deerflow.models.patched_deepseek:PatchedChatDeepSeek",
+          model: "doubao-seed",
+          api_base: server.url,
+          default_headers: { "X-Tenant": "antlers" },
+          extra_body: { service_tier: "flex", thinking: { budget: 100 } },
+          supports_thinking: true,
+          when_thinking_enabled: { extra_body: { thinking: { type: "enabled" } } }
+        },
+        {
+          name: "qwen",
+          use: "deerflow.models.vllm_provider:VllmChatModel",
+          model: "qwen3",
+          base_url: server.url,
+          supports_thinking: true,
+          when_thinking_enabled: { extra_body: { chat_template_kwargs: { enable_thinking: true } } }
+        }
+      ])
+      const model = yield* OpenAiModel.fromConfig([doubao!, vllm!])
+      const call = (modelName: string, thinkingEnabled: boolean) =>
+        generate(model, request([M.human("hi")], { settings: { modelName, thinkingEnabled } }))
+      yield* call("doubao", true)
+      yield* call("doubao", false)
+      yield* call("qwen", false)
+      const [on, off, qwen] = server.requests as ReadonlyArray<any>
+      assert.deepStrictEqual(on.thinking, { budget: 100, type: "enabled" })
+      assert.strictEqual(on.service_tier, "flex")
+      assert.deepStrictEqual(off.thinking, { budget: 100, type: "disabled" })
+      assert.strictEqual(off.reasoning_effort, "minimal")
+      assert.deepStrictEqual(qwen.chat_template_kwargs, { enable_thinking: false })
+      assert.strictEqual(server.headers[0]!["x-tenant"], "antlers")
+      assert.strictEqual(on.model, "doubao-seed", "a provider field never replaces the protocol's own")
+    }))
+
+  it("a model class Antler cannot speak is refused, naming the entry and the OpenAI-compatible way", () => {
+    const decode = Schema.decodeUnknownEither(ModelConfig)
+    const claude = decode({ name: "claude", use: "langchain_anthropic:ChatAnthropic", model: "claude-sonnet-4" })
+    assert.isTrue(Either.isLeft(claude))
+    const message = Either.isLeft(claude) ? claude.left.message : ""
+    assert.include(message, "the model \"claude\" uses langchain_anthropic:ChatAnthropic")
+    assert.include(message, "https://api.anthropic.com/v1/")
+    const ollama = decode({ name: "local", use: "langchain_ollama:ChatOllama", model: "qwen3" })
+    assert.include(Either.isLeft(ollama) ? ollama.left.message : "", "http://localhost:11434/v1")
+    const mine = decode({ name: "mine", use: "my_company.models:Special", model: "x" })
+    assert.include(Either.isLeft(mine) ? mine.left.message : "", "a class Antler does not know")
+    const vllm = decode({ name: "v", use: "deerflow.models.vllm_provider:VllmChatModel", model: "x" })
+    assert.include(Either.isLeft(vllm) ? vllm.left.message : "", "needs its server's address")
+    assert.isTrue(Either.isRight(decode({ name: "gpt", use: "langchain_openai:ChatOpenAI", model: "gpt-4o" })))
+    const deepseek = Schema.decodeUnknownSync(ModelConfig)({ name: "ds", use: "langchain_deepseek:ChatDeepSeek", model: "deepseek-chat" })
+    assert.strictEqual(OpenAiModel.optionsFromConfig(deepseek).baseURL, "https://api.deepseek.com/v1")
+  })
+
   it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(() => "ok")

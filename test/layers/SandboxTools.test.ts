@@ -781,3 +781,44 @@ describe("view_image", () => {
     assert.isUndefined(SandboxTools.sniffImage(new TextEncoder().encode("<svg></svg>")))
   })
 })
+
+describe("bash output as it comes (tool_output events)", () => {
+  const runBash = (command: string) =>
+    Effect.gen(function*() {
+      const env = setup({ sandbox: { allow_host_bash: true } })
+      const run = inRun({ threadId: "t1", userId: "u1" })
+      const result = yield* Effect.flatMap(SandboxTools.tools({ vision: false }), (tools) =>
+        Toolkit.make(tools).call({ id: "c1", name: "bash", args: { description: "test", command } })).pipe(
+          Effect.provideService(SandboxProvider, env.provider),
+          Effect.provideService(AppConfigService, env.app),
+          Effect.provide(run.context)
+        )
+      const outputs = run.events.flatMap((event) =>
+        event.type === "custom" && event.name === SandboxTools.TOOL_OUTPUT_EVENT
+          ? [event.data as { tool_call_id: string; tool_name: string; text: string; truncated?: boolean }]
+          : []
+      )
+      return { result: String(result.message.content), outputs, env }
+    })
+
+  it.live("carry the command's output in order, host paths masked, before the result, which is as it was", () =>
+    Effect.gen(function*() {
+      const { env, outputs, result } = yield* runBash("echo one; echo two >&2; echo \"$PWD\"; printf three")
+      assert.strictEqual(result, "one\ntwo\n/mnt/user-data/workspace\nthree")
+      assert.strictEqual(outputs.map((o) => o.text).join(""), result)
+      for (const output of outputs) assert.deepInclude(output, { tool_call_id: "c1", tool_name: "bash" })
+      assert.notInclude(JSON.stringify(outputs), env.home)
+    }))
+
+  it.live("send at most TOOL_OUTPUT_MAX_CHARS of a call's output, then one event saying the rest was left out", () =>
+    Effect.gen(function*() {
+      const { outputs, result } = yield* runBash("yes 0123456789 | head -c 100000")
+      const sent = outputs.map((o) => o.text).join("")
+      assert.strictEqual(sent.length, SandboxTools.TOOL_OUTPUT_MAX_CHARS)
+      assert.isTrue(sent.startsWith("0123456789\n0123456789\n"))
+      assert.deepInclude(outputs.at(-1)!, { text: "", truncated: true })
+      assert.strictEqual(outputs.filter((o) => o.truncated === true).length, 1)
+      // the result keeps its own cap (start and end), as without events
+      assert.include(result, "[middle truncated:")
+    }))
+})

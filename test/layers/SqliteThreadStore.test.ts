@@ -13,8 +13,11 @@ import * as TestClock from "effect/TestClock"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as SqliteThreadStore from "../../src/layers/SqliteThreadStore.js"
 import type { StoreError } from "../../src/services/RunContext.js"
+import type { StopReason } from "../../src/services/RunEvents.js"
+import type { RunRecord, ThreadSummary } from "../../src/services/ThreadStore.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import type { Message, MessageWrite } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
@@ -216,6 +219,9 @@ describe("SqliteThreadStore", () => {
         yield* store.saveRun({ ...started, run_id: "r9", thread_id: "fresh" })
         assert.isTrue(Option.isSome(yield* store.load("fresh")))
       })))
+
+  it.effect("list says how each thread's last run stands; delete removes a thread, not while a run holds it", () =>
+    withStore(tempFile(), statusAndDelete))
 
   it.effect("a corrupt checkpoint row fails load with a StoreError naming the thread, the seq and the problem", () =>
     Effect.gen(function*() {
@@ -432,6 +438,53 @@ const validOnly = (checkpoints: ReadonlyArray<ReadonlyArray<StateUpdate>>) => {
     )
     .filter((checkpoint) => checkpoint.length > 0)
 }
+
+/** The same for every store: `status` in `list`, and `delete`. */
+const statusAndDelete = (store: ThreadStore["Type"]) =>
+  Effect.gen(function*() {
+    const run = (thread_id: string, run_id: string, status: RunRecord["status"], stop_reason: StopReason | null) =>
+      store.saveRun({ run_id, thread_id, status, stop_reason, started_at: "2025-01-01T00:00:00.000Z", ended_at: null })
+    yield* store.append("done", "r1", [{ messages: [M.human("hi", { id: "d1" })] }])
+    yield* run("done", "r1", "success", "completed")
+    yield* run("asking", "r2", "interrupted", "interrupted")
+    yield* run("failed", "r3", "error", "error")
+    yield* run("crashed", "r4", "running", null)
+    yield* store.acquireLease({ threadId: "live", runId: "r5", ttlMs: 60_000, now: 0 })
+    yield* run("live", "r5", "running", null)
+    yield* store.ensure("fresh")
+    const status = (listed: ReadonlyArray<ThreadSummary>) =>
+      Object.fromEntries(listed.map((t) => [t.thread_id, [t.status, t.stop_reason]]))
+    assert.deepStrictEqual(status(yield* store.list), {
+      done: ["success", "completed"],
+      asking: ["interrupted", "interrupted"],
+      failed: ["error", "error"],
+      crashed: ["stopped", null],
+      live: ["running", null],
+      fresh: [undefined, undefined]
+    })
+
+    assert.isTrue(yield* store.delete("done"))
+    assert.isTrue(Option.isNone(yield* store.load("done")))
+    assert.isFalse(yield* store.delete("done"))
+    assert.isFalse(yield* store.delete("never"))
+    const busy = yield* Effect.flip(store.delete("live"))
+    assert.strictEqual(busy.operation, "delete")
+    assert.include(busy.message, `Thread "live" has a run in progress (run r5`)
+    assert.isTrue(Option.isSome(yield* store.load("live")))
+    yield* store.releaseLease("live", "r5")
+    assert.isTrue(yield* store.delete("live"))
+    const left = (yield* store.list).map((t) => t.thread_id).toSorted()
+    assert.deepStrictEqual(left, ["asking", "crashed", "failed", "fresh"])
+    // A thread started again under a deleted id starts empty.
+    yield* run("done", "r6", "success", "completed")
+    const again = yield* loadState(store, "done")
+    assert.deepStrictEqual([again.state.messages, again.runs.map((r) => r.run_id)], [[], ["r6"]])
+  })
+
+describe("MemoryThreadStore", () => {
+  it.effect("list says how each thread's last run stands; delete removes a thread, not while a run holds it", () =>
+    statusAndDelete(MemoryThreadStore.make()))
+})
 
 describe("SqliteThreadStore laws", () => {
   const dir = tempDir()

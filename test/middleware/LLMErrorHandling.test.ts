@@ -223,6 +223,26 @@ describe("LLMErrorHandling wrapper", () => {
       assert.isFalse(M.hasToolCalls(response.message))
     }))
 
+  it.effect("a model's max_retries sets its attempts (max_retries + 1); other models keep retry_max_attempts", () =>
+    Effect.gen(function*() {
+      const attempts = LLMErrorHandling.attemptsByModel([{ name: "strict", max_retries: 0 }, { name: "patient", max_retries: 4 }, { name: "plain" }])
+      assert.deepStrictEqual(attempts, { strict: 1, patient: 5 })
+      const busy = () => error({ status: 503, reason: "server", message: "overloaded" })
+      const wrap = LLMErrorHandling.wrap({ attemptsByModel: attempts, llmCall: { retry_base_delay_ms: 0, retry_cap_delay_ms: 0 } })
+      const strict = inner([busy(), "never reached"])
+      yield* wrap({ ...request, settings: { modelName: "strict" } }, strict.next)
+      assert.strictEqual(strict.attempts(), 1, "max_retries: 0 means no retry")
+      const patient = inner([busy(), busy(), busy(), busy(), "fifth time lucky"])
+      const fiber = yield* Effect.fork(wrap({ ...request, settings: { modelName: "patient" } }, patient.next))
+      yield* TestClock.adjust("1 minute")
+      assert.strictEqual(M.text((yield* Fiber.join(fiber)).message), "fifth time lucky")
+      const plain = inner([busy(), busy(), busy(), "unused"])
+      const other = yield* Effect.fork(wrap({ ...request, settings: { modelName: "plain" } }, plain.next))
+      yield* TestClock.adjust("1 minute")
+      yield* Fiber.join(other)
+      assert.strictEqual(plain.attempts(), 3, "llm_call.retry_max_attempts (3)")
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
+
   it.effect("generic errors show their detail; stream-chunk timeouts suggest smaller steps", () =>
     Effect.gen(function*() {
       const notFound = inner([error({ message: "model not found: gpt-9" })])
@@ -530,9 +550,9 @@ describe("LLMErrorHandling against the real openai client", () => {
       const shown = rec.events.map(render).join("")
       assert.include(
         shown,
-        "[llm_waiting] Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
+        "… Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
       )
-      assert.include(shown, "[llm_retry] Model call attempt 1 of 2 failed")
+      assert.include(shown, "↻ Model call attempt 1 of 2 failed")
     }).pipe(Effect.scoped, Effect.provide(MemoryThreadStore.layer())))
 
   it.effect("a 500 is retried after a jittered backoff within its bounds, then succeeds", () =>

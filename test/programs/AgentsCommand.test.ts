@@ -12,7 +12,7 @@ import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import * as AgentsCommand from "../../src/programs/AgentsCommand.js"
+import * as RunCommand from "../../src/programs/RunCommand.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -24,7 +24,10 @@ const childEnv = (home: string): NodeJS.ProcessEnv => {
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
   }
-  return { ...env, NO_COLOR: "1", ANTLER_HOME: home }
+  // memory off: its update would be one more (unscripted) model call per run
+  const config = Path.join(home, "config.yaml")
+  if (!Fs.existsSync(config)) Fs.writeFileSync(config, "memory:\n  enabled: false\n")
+  return { ...env, NO_COLOR: "1", ANTLER_HOME: home, ANTLER_CONFIG: config }
 }
 
 /** Runs `antler ...` with `stdin` written to its standard input (then closed). */
@@ -123,11 +126,11 @@ describe("antler agents", () => {
     })), SLOW)
 
   it("run settings: a custom agent keeps its own model unless --model is given", () => {
-    assert.deepStrictEqual(AgentsCommand.runSettings("main", {}), { model_name: "main" })
-    assert.deepStrictEqual(AgentsCommand.runSettings("main", { agent: "ada" }), { agent_name: "ada" })
+    assert.deepStrictEqual(RunCommand.runSettings("main", {}), { model_name: "main" })
+    assert.deepStrictEqual(RunCommand.runSettings("main", { agent: "ada" }), { agent_name: "ada" })
     assert.deepStrictEqual(
-      AgentsCommand.runSettings("main", { agent: "ada", model: "main", subagents: true }),
-      { model_name: "main", agent_name: "ada", subagent_enabled: true }
+      RunCommand.runSettings("main", { agent: "ada", modelGiven: true, subagents: true, plan: true }),
+      { model_name: "main", is_plan_mode: true, agent_name: "ada", subagent_enabled: true }
     )
   })
 })

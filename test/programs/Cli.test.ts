@@ -11,16 +11,20 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
+import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as SandboxAudit from "../../src/middleware/SandboxAudit.js"
 import * as App from "../../src/programs/App.js"
 import * as Cli from "../../src/programs/Cli.js"
+import type * as CliCommand from "../../src/programs/CliCommand.js"
 import * as Demo from "../../src/programs/Demo.js"
 import * as Render from "../../src/programs/Render.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
-import type { RunEvent } from "../../src/services/RunEvents.js"
+import type { RunEndEvent, RunEvent } from "../../src/services/RunEvents.js"
+import type { ThreadStatus } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
@@ -29,6 +33,7 @@ const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
 const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 const AIMOCK = Path.join(ROOT, "node_modules/@copilotkit/aimock/dist/cli.js")
+const HELP_FIXTURE = Path.join(ROOT, "test/fixtures/cli-help.ts")
 const SLOW = 180_000
 
 const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
@@ -57,9 +62,14 @@ interface Spawned {
 const spawn = (
   command: string,
   args: ReadonlyArray<string>,
-  options: { readonly env: NodeJS.ProcessEnv; readonly cwd: string }
+  options: { readonly env: NodeJS.ProcessEnv; readonly cwd: string; readonly input?: string }
 ): Spawned => {
-  const child = ChildProcess.spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] })
+  // Every antler a test starts has its own data directory: never the user's ~/.antler.
+  if (args.includes(MAIN)) assert.isTrue(options.env.ANTLER_HOME !== undefined || options.env.HOME !== Os.homedir())
+  const { input, ...rest } = options
+  const stdin = input === undefined ? "ignore" : "pipe"
+  const child = ChildProcess.spawn(command, args, { ...rest, stdio: [stdin, "pipe", "pipe"] })
+  if (input !== undefined) child.stdin!.end(input)
   let stdout = ""
   let stderr = ""
   child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
@@ -68,9 +78,26 @@ const spawn = (
   return { child, output: () => stdout, done }
 }
 
+/**
+ * The config children read unless a test gives its own: long-term memory off, since its update after each run
+ * is one more model call that would take a turn of a test's script (memory has its own tests below).
+ */
+const QUIET_CONFIG = Path.join(tempDir("antler-quiet-"), "config.yaml")
+Fs.writeFileSync(QUIET_CONFIG, "memory:\n  enabled: false\n")
+
 /** Runs `antler ...` from sources with `home` as its data directory, in `cwd` (a temp dir by default). */
-const antler = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}, cwd = home) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ ANTLER_HOME: home, ...extra }), cwd })
+const antler = (
+  home: string,
+  args: ReadonlyArray<string>,
+  extra: Record<string, string> = {},
+  cwd = home,
+  input?: string
+) =>
+  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+    env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG, ...extra }),
+    cwd,
+    ...(input === undefined ? {} : { input })
+  })
 
 const antlerDone = (home: string, args: ReadonlyArray<string>, extra: Record<string, string> = {}) =>
   Effect.promise(() => antler(home, args, extra).done)
@@ -161,12 +188,12 @@ describe("antler run (against aimock, a separate process)", () => {
       assert.strictEqual(result.code, 0, result.stderr)
       const out = result.stdout
       const server = "http:\\/\\/127\\.0\\.0\\.1:\\d+\\/v1"
-      const pattern = `^thread (\\S+) \\(new; continue it with --thread\\) · model gpt-4o-mini at ${server}$`
+      const pattern = `^thread (\\S+) \\(new; continue it with --continue\\) · model gpt-4o-mini at ${server}$`
       const header = new RegExp(pattern, "m").exec(out)
       assert.isNotNull(header, out)
       threadId = header![1]!
       const lines = out.split("\n")
-      const call = lines.findIndex((l) => l.startsWith("→ write_file({\"description\":\"Save the greeting\""))
+      const call = lines.indexOf("→ Save the greeting · write_file /mnt/user-data/workspace/hello.txt")
       assert.isAbove(call, 0, out)
       assert.strictEqual(lines[call - 1], "I'll save it now.")
       assert.strictEqual(lines[call + 1], "← OK")
@@ -193,7 +220,10 @@ describe("antler run (against aimock, a separate process)", () => {
       }
       const last = events[events.length - 1]!
       assert.deepInclude(last, { type: "run_end", status: "success", stop_reason: "completed" })
-      // A message may be written again with the same id (the run stamps the human one): keep the last write.
+      // The user's message comes once, as stored (stamped with its name and the run).
+      const humans = events.flatMap((e) => (e.type === "message" && e.message.type === "human" ? [e.message] : []))
+      assert.strictEqual(humans.length, 1)
+      assert.deepInclude(humans[0]!, { name: "user-input", content: "check the greeting" })
       const byId = new Map<string, M.Message>()
       for (const e of events) if (e.type === "message") byId.set(e.message.id, e.message)
       const messages = [...byId.values()]
@@ -218,8 +248,10 @@ describe("antler run (against aimock, a separate process)", () => {
       const thread = JSON.parse(shown.stdout)
       assert.strictEqual(thread.thread_id, threadId)
       const types = thread.state.messages.map((m: M.Message) => m.type)
-      assert.deepStrictEqual(types, ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"])
-      assert.strictEqual(thread.state.messages[0].content, "please save a greeting")
+      // the thread's first message is its date reminder (hidden), which took the user's message's id
+      assert.deepStrictEqual(types, ["system", "human", "ai", "tool", "ai", "human", "ai", "tool", "ai"])
+      assert.include(thread.state.messages[0].content, "<current_date>")
+      assert.strictEqual(thread.state.messages[1].content, "please save a greeting")
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["success", "success"])
       const human = yield* antlerDone(home, ["threads", "show", threadId])
       assert.strictEqual(human.code, 0, human.stderr)
@@ -286,13 +318,14 @@ describe("antler demo", () => {
       assert.strictEqual(result.code, 0, result.stderr + result.stdout)
       const out = result.stdout
       assert.include(out, "This demo uses a SCRIPTED model on a local server; no real model is called.")
-      assert.include(out, "I'll write the list to your workspace. \n→ write_file(")
-      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ read_file(")
+      assert.include(out, "I'll write the list to your workspace. \n→ Save the packing list · write_file /mnt/")
+      assert.include(out, "\n← OK\nSaved. Reading it back to check. \n→ Read the list back to check it · read_")
       assert.include(out, "packing-list.md now has 3 items: water (2 litres), rain jacket, map and compass.")
       assert.include(out, "now has 4 items: water (2 litres), rain jacket, map and compass, headlamp.")
       const threadId = /^Saved: thread (\S+) /m.exec(out)?.[1]
       assert.isDefined(threadId, out)
-      assert.include(out, `antler threads show ${threadId}`)
+      assert.include(out, `antler.js threads show ${threadId}`)
+      assert.include(out, `Data:         ${demoHome}`)
       const file = Path.join(demoHome, "users/default/threads", threadId!, "user-data/workspace/packing-list.md")
       assert.strictEqual(
         Fs.readFileSync(file, "utf8"),
@@ -302,7 +335,7 @@ describe("antler demo", () => {
       assert.strictEqual(shown.code, 0, shown.stderr)
       const state = JSON.parse(shown.stdout).state
       assert.deepStrictEqual(state.messages.filter((m: M.Message) => m.type === "human").map(M.text), [...Demo.PROMPTS])
-      assert.strictEqual(state.messages.length, 12)
+      assert.strictEqual(state.messages.length, 13)
     }), SLOW)
 })
 
@@ -327,7 +360,7 @@ describe("clarification", () => {
       const ask = yield* antlerDone(clarifyHome, ["run", ...endpoint, "make a note"])
       assert.strictEqual(ask.code, 3, ask.stderr)
       assert.include(ask.stdout, "Which colour should the note be?\n  1. red\n  2. blue\n")
-      assert.include(ask.stdout, `Answer with: antler run --thread q1 "<your answer>"`)
+      assert.include(ask.stdout, ` run --thread q1 "<your answer>"`)
       assert.match(ask.stdout, /— waiting for your answer \(interrupted\) · thread q1\n$/)
       const answer = yield* antlerDone(clarifyHome, ["run", ...endpoint, "2"])
       assert.strictEqual(answer.code, 0, answer.stderr)
@@ -413,7 +446,7 @@ describe("careless input", () => {
         antlerDone(careless, ["run", "--base-url", server.url, "--api-key", "x", ...args])
       const bogus = yield* run("--bogus", "1", "hi")
       assert.strictEqual(bogus.code, 2, bogus.stderr)
-      assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --model, --base-url")
+      assert.include(bogus.stderr, "antler run: unknown option --bogus. Its options: --thread, --continue, --model")
       assert.include(bogus.stderr, `goes after --: antler run -- "--bogus ..."`)
       const typo = yield* run("--thraed", "X", "--model", "M", "hi")
       assert.strictEqual(typo.code, 2, typo.stderr)
@@ -445,7 +478,7 @@ describe("careless input", () => {
         Effect.promise(() => antler(dataHome, args, {}, cwd).done)
       const proc = yield* inCwd("/proc/nope", ["run", "--base-url", "http://127.0.0.1:9/v1", "hi"])
       assert.strictEqual(proc.code, 2, proc.stderr)
-      assert.include(proc.stderr, "Cannot use the data directory /proc/nope (ANTLER_HOME, default ./.antler): ")
+      assert.include(proc.stderr, "Cannot use the data directory /proc/nope (ANTLER_HOME, default ~/.antler): ")
       assert.include(proc.stderr, "cannot create /proc/nope: ENOENT")
       const listed = yield* inCwd("/proc/nope", ["threads", "list"])
       assert.strictEqual(listed.code, 2, listed.stderr)
@@ -513,14 +546,17 @@ describe("secrets a server echoes", () => {
     Effect.scoped(Effect.gen(function*() {
       const echo = `Incorrect API key provided: Bearer ${MAIN_KEY} (also tried ${OTHER_KEY})`
       const server = yield* ScriptedChatServer.start([
+        `Your keys are ${MAIN_KEY} and ${OTHER_KEY}.`,
         { status: 401, body: ScriptedChatServer.errorBody(echo, "invalid_request_error", "invalid_api_key") },
         { status: 500, body: ScriptedChatServer.errorBody(`${echo} \x1b]52;c;ZXZpbA==\x07`, "server_error") },
-        `Your keys are ${MAIN_KEY} and ${OTHER_KEY}.`,
         `Again: ${MAIN_KEY}, ${OTHER_KEY}.`
       ], { chunkSize: 3 })
       const secretsHome = tempDir("antler-secrets-")
       const config = Path.join(secretsHome, "config.yaml")
       Fs.writeFileSync(config, [
+        // memory off: its update after each run would take a turn of the script
+        "memory:",
+        "  enabled: false",
         "llm_call:",
         "  retry_max_attempts: 1",
         "models:",
@@ -534,9 +570,10 @@ describe("secrets a server echoes", () => {
         ""
       ].join("\n"))
       const run = (args: ReadonlyArray<string>) => antlerDone(secretsHome, ["run", "--config", config, ...args])
+      const echoed = yield* run(["--thread", "s1", "tell me the keys"])
+      // On a thread with a history (a failed run on a new thread keeps nothing), the failure is stored.
       const rejected = yield* run(["--json", "--thread", "s1", "hello"])
       const failed = yield* run(["--thread", "s2", "hello"])
-      const echoed = yield* run(["--thread", "s3", "tell me the keys"])
       const echoedJson = yield* run(["--json", "--thread", "s4", "again"])
       const port = /:(\d+)\/v1$/.exec(server.url)![1]
       const withCredentials = yield* antlerDone(secretsHome, [
@@ -557,9 +594,11 @@ describe("secrets a server echoes", () => {
       assert.include(detail, "Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
       assert.strictEqual(failed.code, 1)
       assert.include(failed.stdout, "still unavailable")
-      // The log on stderr has the server's answer, neutralised.
-      assert.include(failed.stderr, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
-      assert.include(failed.stderr, "␛]52;c;ZXZpbA==␇")
+      // The error line gives the server's answer as its cause, neutralised (once: no log line repeats it).
+      assert.include(failed.stdout, "Cause: ")
+      assert.include(failed.stdout, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
+      assert.include(failed.stdout, "␛]52;c;ZXZpbA==␇")
+      assert.notInclude(failed.stderr, "Incorrect API key")
       assert.strictEqual(echoed.code, 0, echoed.stderr)
       assert.include(echoed.stdout, "Your keys are [redacted] and [redacted].")
       const tokens = jsonLines(echoedJson.stdout).flatMap((e) => (e.type === "token" ? [e.text ?? ""] : []))
@@ -600,10 +639,277 @@ describe("Ctrl-C", () => {
       const shown = yield* antlerDone(cancelHome, ["threads", "show", "cancel-me", "--json"])
       assert.strictEqual(shown.code, 0, shown.stderr)
       const thread = JSON.parse(shown.stdout)
-      assert.deepStrictEqual(thread.state.messages.map((m: M.Message) => m.type), ["human", "ai", "tool"])
-      assert.strictEqual(M.text(thread.state.messages[2]), "OK")
+      assert.deepStrictEqual(thread.state.messages.map((m: M.Message) => m.type), ["system", "human", "ai", "tool"])
+      assert.strictEqual(M.text(thread.state.messages[3]), "OK")
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["cancelled"])
     })), SLOW)
+})
+
+describe("what a run prints", () => {
+  const script = (): ReadonlyArray<ScriptedChatServer.Turn> => [
+    { status: 503, body: ScriptedChatServer.errorBody("The server is overloaded", "server_error") },
+    {
+      content: "Cleaning up. ",
+      toolCalls: [{ name: "bash", arguments: { description: "Remove everything", command: "rm -rf /" } }]
+    },
+    {
+      status: 401,
+      body: ScriptedChatServer.errorBody("Incorrect API key provided", "invalid_request_error", "invalid_api_key")
+    }
+  ]
+  const configFor = (dir: string, url: string) => {
+    const config = Path.join(dir, "config.yaml")
+    Fs.writeFileSync(config, [
+      "llm_call:",
+      "  retry_base_delay_ms: 200",
+      "  retry_cap_delay_ms: 200",
+      "models:",
+      "  - name: main",
+      "    model: main-model",
+      `    base_url: ${url}`,
+      "    api_key: sk-snapshot-0123456789",
+      ""
+    ].join("\n"))
+    return config
+  }
+
+  it.live("a retry, a blocked command and a failure: one readable line each, the error once with its cause", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(script())
+      const dir = tempDir("antler-snapshot-")
+      const config = configFor(dir, server.url)
+      const result = yield* antlerDone(dir, ["run", "--config", config, "--thread", "snap", "clean up"])
+      assert.strictEqual(result.code, 1, result.stderr)
+      assert.strictEqual(
+        result.stdout.replaceAll(server.url, "URL"),
+        [
+          "thread snap (new; continue it with --continue) · model main-model at URL",
+          "↻ Model call attempt 1 of 3 failed (the request failed temporarily); trying again in 200ms.",
+          "Cleaning up. ",
+          "→ Remove everything · bash rm -rf /",
+          "⛔ Blocked `rm -rf /`: recursive delete of the root, home or /root directory.",
+          "error: The model provider turned the request down because the credentials are invalid or lack access. " +
+          "Check the API key and its permissions, then try again. Cause: The model call failed (model main-model " +
+          "at URL): 401 Incorrect API key provided",
+          "— failed · thread snap",
+          ""
+        ].join("\n")
+      )
+      // Nothing of it again on stderr (the log lines that repeat the events are left out).
+      for (const repeated of ["model call failed", "401", "sandbox audit", "Blocked"]) {
+        assert.notInclude(result.stderr, repeated)
+      }
+    })), SLOW)
+
+  it.live("--verbose adds the raw forms (event data, full arguments, log lines); --json keeps the events as is", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-verbose-")
+      const verboseServer = yield* ScriptedChatServer.start(script())
+      const verbose = yield* antlerDone(dir, ["run", "--config", configFor(dir, verboseServer.url), "--verbose", "x"])
+      assert.strictEqual(verbose.code, 1, verbose.stderr)
+      assert.include(verbose.stdout, "↻ Model call attempt 1 of 3 failed")
+      assert.match(verbose.stdout, /^\[llm_retry\] \{"type":"llm_retry","attempt":1,"max_attempts":3,"wait_ms":200,/m)
+      const args = JSON.stringify({ description: "Remove everything", command: "rm -rf /" })
+      assert.include(verbose.stdout, `→ Remove everything · bash rm -rf /\n  ${args}\n`)
+      assert.match(verbose.stdout, /^\[sandbox_audit\] \{.*"verdict":"block"/m)
+      assert.include(verbose.stderr, "model call failed")
+
+      const jsonServer = yield* ScriptedChatServer.start(script())
+      const json = yield* antlerDone(dir, ["run", "--config", configFor(dir, jsonServer.url), "--json", "x"])
+      assert.strictEqual(json.code, 1, json.stderr)
+      const events = jsonLines(json.stdout)
+      const custom = events.flatMap((e) => (e.type === "custom" ? [e] : []))
+      assert.deepStrictEqual(custom.map((e) => e.name), ["llm_retry", "sandbox_audit"])
+      assert.deepInclude(custom[0]!.data as object, { type: "llm_retry", attempt: 1, max_attempts: 3, wait_ms: 200 })
+      assert.deepInclude(custom[1]!.data as object, { command: "rm -rf /", verdict: "block" })
+      assert.deepInclude(events.at(-1)!, { type: "run_end", status: "error", stop_reason: "error" })
+    })), SLOW)
+
+  it.live("a run that cannot reach its model says why once, and a new thread it started is not kept", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-unreachable-")
+      const port = yield* Effect.promise(() => closedPort())
+      const config = Path.join(dir, "config.yaml")
+      Fs.writeFileSync(config, "llm_call:\n  retry_max_attempts: 1\n")
+      const url = `http://127.0.0.1:${port}/v1`
+      const failed = yield* antlerDone(dir, ["run", "--config", config, "--base-url", url, "--api-key", "x", "hello"])
+      assert.strictEqual(failed.code, 1, failed.stderr)
+      const both = failed.stdout + failed.stderr
+      assert.strictEqual(both.split(`ECONNREFUSED 127.0.0.1:${port}`).length - 1, 1, both)
+      assert.match(failed.stdout, /^error: .* Cause: Could not connect to the model server .*ECONNREFUSED/m)
+      assert.match(failed.stdout, /— failed before the model replied; nothing was saved\n$/)
+      const listed = yield* antlerDone(dir, ["threads", "list"])
+      assert.include(listed.stdout, "No threads yet")
+      assert.isFalse(Fs.existsSync(Path.join(dir, "users", "default", "threads")) &&
+        Fs.readdirSync(Path.join(dir, "users", "default", "threads")).length > 0)
+
+      // A thread with a history is kept when a later run fails, and listed as failed.
+      const server = yield* ScriptedChatServer.start(["Hello!"])
+      const ok = yield* antlerDone(dir, ["run", "--base-url", server.url, "--api-key", "x", "--thread", "keep", "hi"])
+      assert.strictEqual(ok.code, 0, ok.stderr)
+      const later = yield* antlerDone(dir, [
+        "run", "--config", config, "--base-url", url, "--api-key", "x", "--thread", "keep", "again"
+      ])
+      assert.strictEqual(later.code, 1)
+      assert.match(later.stdout, /— failed · thread keep\n$/)
+      const after = yield* antlerDone(dir, ["threads", "list"])
+      assert.match(after.stdout, /^keep {2}\S+ \S+ {2}failed {2}/m)
+    })), SLOW)
+})
+
+/** A loopback port nobody listens on. */
+const closedPort = () =>
+  new Promise<number>((resolve) => {
+    const server = Net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+describe("threads you can find again", () => {
+  it.live("from another directory threads list finds the thread; --continue continues it; delete removes it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["Paris.", "About two million."])
+      // No ANTLER_HOME: the data directory is the user's (~/.antler), here in a HOME of the test's own.
+      const user = tempDir("antler-user-")
+      const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
+      const inDir = (cwd: string, args: ReadonlyArray<string>) =>
+        Effect.promise(() =>
+          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
+        )
+      const endpoint = ["--base-url", server.url, "--api-key", "x"]
+      const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
+      assert.strictEqual(first.code, 0, first.stderr)
+      const threadId = /^thread (\S+) \(new; continue it with --continue\)/m.exec(first.stdout)?.[1]
+      assert.isDefined(threadId, first.stdout)
+      assert.isTrue(Fs.existsSync(Path.join(user, ".antler", "antler.sqlite")))
+      assert.isFalse(Fs.existsSync(Path.join(a, ".antler")))
+
+      const listed = yield* inDir(b, ["threads", "list"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.match(
+        listed.stdout,
+        new RegExp(
+          `^${threadId} {2}\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d {2}completed {2} +\\d+ steps {2}Capital of France\\?$`,
+          "m"
+        )
+      )
+      assert.include(listed.stdout, `1 thread in ${Path.join(user, ".antler")}`)
+
+      const next = yield* inDir(b, ["run", ...endpoint, "--continue", "How many people?"])
+      assert.strictEqual(next.code, 0, next.stderr)
+      assert.include(next.stdout, `thread ${threadId} (continuing)`)
+      assert.include(next.stdout, "About two million.")
+      const sent = server.requests[1]!.messages.map((m) => JSON.stringify(m.content))
+      assert.isTrue(sent.some((c) => c.includes("Capital of France?")) && sent.some((c) => c.includes("Paris.")))
+
+      const files = Path.join(user, ".antler", "users", "default", "threads", threadId!)
+      Fs.mkdirSync(Path.join(files, "user-data", "workspace"), { recursive: true })
+      Fs.writeFileSync(Path.join(files, "user-data", "workspace", "notes.txt"), "x")
+      const deleted = yield* inDir(a, ["threads", "delete", threadId!])
+      assert.strictEqual(deleted.code, 0, deleted.stderr)
+      assert.include(deleted.stdout, `Deleted thread ${threadId} and its files.`)
+      assert.isFalse(Fs.existsSync(files))
+      const after = yield* inDir(b, ["threads", "list"])
+      assert.include(after.stdout, "No threads yet")
+      const shown = yield* inDir(b, ["threads", "show", threadId!])
+      assert.strictEqual(shown.code, 1)
+      const again = yield* inDir(a, ["threads", "delete", threadId!])
+      assert.strictEqual(again.code, 1)
+      assert.include(again.stderr, `No thread "${threadId}"`)
+      const nothing = yield* inDir(a, ["run", ...endpoint, "--continue", "hi"])
+      assert.strictEqual(nothing.code, 1)
+      assert.include(nothing.stderr, "No thread to continue")
+    })), SLOW)
+
+  it.live("a prompt from stdin: a pipe with no prompt, or - among the words; an empty one is a usage error", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["one", "two"])
+      const dir = tempDir("antler-stdin-")
+      const endpoint = ["run", "--base-url", server.url, "--api-key", "x"]
+      const lastUser = (i: number) => String(server.requests[i]!.messages.at(-1)!.content)
+      const piped = yield* Effect.promise(() => antler(dir, endpoint, {}, dir, "Summarise this text\n").done)
+      assert.strictEqual(piped.code, 0, piped.stderr)
+      assert.match(lastUser(0), /\nSummarise this text\n/)
+      const dashed = yield* Effect.promise(() =>
+        antler(dir, [...endpoint, "Review:", "-"], {}, dir, "line 1\nline 2\n").done
+      )
+      assert.strictEqual(dashed.code, 0, dashed.stderr)
+      assert.match(lastUser(1), /\nReview: line 1\nline 2\n/)
+      const empty = yield* antlerDone(dir, endpoint)
+      assert.strictEqual(empty.code, 2)
+      assert.include(empty.stderr, "antler run: the prompt is empty.")
+      const both = yield* antlerDone(dir, [...endpoint, "--continue", "--thread", "t", "hi"])
+      assert.strictEqual(both.code, 2)
+      assert.include(both.stderr, "give only one of them")
+      assert.strictEqual(server.requests.length, 2)
+    })), SLOW)
+})
+
+describe("help", () => {
+  const paths = [
+    [],
+    ["run"],
+    ["threads"],
+    ["threads", "list"],
+    ["threads", "show"],
+    ["threads", "delete"],
+    ["upload"],
+    ["demo"]
+  ]
+
+  it.live("antler --help and every command's help, piped: plain text, every option described, examples", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-help-")
+      const lines = [...paths.map((path) => [...path, "--help"]), [], ["threads"], ["--version"]]
+      // NO_COLOR unset: piped output has no colour all the same. The program's and run's help from the real
+      // command; every command's from one process that answers each the same way (see test/fixtures/cli-help.ts).
+      const root = yield* antlerDone(dir, ["--help"], { NO_COLOR: "" })
+      const run = yield* antlerDone(dir, ["run", "--help"], { NO_COLOR: "" })
+      const all = yield* Effect.promise(() =>
+        spawn(process.execPath, ["--import", TSX, HELP_FIXTURE, JSON.stringify(lines)], {
+          env: childEnv({ ANTLER_HOME: dir, NO_COLOR: "" }),
+          cwd: dir
+        }).done
+      )
+      assert.strictEqual(all.code, 0, all.stderr)
+      const outputs = all.stdout.split("=====\n").slice(0, -1)
+      assert.strictEqual(outputs.length, lines.length)
+      const texts = outputs.slice(0, paths.length)
+      // `antler` alone and a group without its subcommand give their help; --version the version.
+      const [bare, group, version] = outputs.slice(paths.length)
+      assert.strictEqual(bare, texts[0])
+      assert.strictEqual(group, texts[2])
+      assert.match(version!, /^antler \d+\.\d+\.\d+\n$/)
+      assert.strictEqual(texts[0], root.stdout)
+      assert.strictEqual(texts[1], run.stdout)
+      for (const [i, text] of texts.entries()) {
+        const path = paths[i]!
+        const what = path.join(" ")
+        for (const result of i === 0 ? [root] : i === 1 ? [run] : []) assert.strictEqual(result.code, 0, result.stderr)
+        assert.notInclude(text, "\x1b", what)
+        assert.notInclude(text, "A user-defined piece of text", what)
+        assert.notInclude(text, "--wizard", what)
+        let spec = Cli.commandSpec
+        for (const name of path) spec = spec.subcommands[name]!
+        for (const option of Object.keys(spec.options)) {
+          assert.match(text, new RegExp(`^  ${option}( [A-Z]+)? +\\S`, "m"), `${what} ${option}`)
+        }
+        if (path.length === 0) {
+          assert.include(
+            text.replace(/\s+/g, " "),
+            `Threads, uploads and the agent's files: $ANTLER_HOME, else ~/.antler (here: ${dir})`
+          )
+          for (const name of Object.keys(Cli.commandSpec.subcommands)) assert.match(text, new RegExp(`^  ${name}`, "m"))
+        }
+        if (Object.keys(spec.subcommands).length === 0) assert.include(text, "Examples", what)
+      }
+      // @effect/cli's own messages are plain too.
+      const missing = yield* antlerDone(dir, ["run", "--file", Path.join(dir, "no-such-file"), "hi"], { NO_COLOR: "" })
+      assert.strictEqual(missing.code, 2)
+      assert.notInclude(missing.stdout + missing.stderr, "\x1b")
+      assert.include(missing.stderr, "no-such-file")
+    }), SLOW)
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -611,6 +917,96 @@ describe("Ctrl-C", () => {
 
 const model = (name: string, extra: Record<string, unknown> = {}) =>
   Schema.decodeUnknownSync(ModelConfig)({ name, model: `${name}-id`, ...extra })
+
+describe("context commands", () => {
+  it.live("run --plan shows the todo list as it changes; threads show keeps it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const todos = (statuses: ReadonlyArray<string>) => ({
+        toolCalls: [{
+          name: "write_todos",
+          arguments: { todos: ["Find a route", "Pack"].map((content, i) => ({ content, status: statuses[i] })) }
+        }]
+      })
+      const server = yield* ScriptedChatServer.start([
+        todos(["in_progress", "pending"]),
+        todos(["completed", "in_progress"]),
+        "Route found; packing next."
+      ])
+      const planHome = tempDir("antler-plan-")
+      const run = yield* antlerDone(planHome, [
+        "run", "--plan", "--base-url", server.url, "--api-key", "x", "--thread", "p1", "plan a hike"
+      ])
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.include(run.stdout, "todos\n  [~] Find a route\n  [ ] Pack\n")
+      assert.include(run.stdout, "todos\n  [x] Find a route\n  [~] Pack\n")
+      // plan mode gave the model write_todos and its guidance
+      assert.isTrue((server.requests[0]!.tools ?? []).some((t) => JSON.stringify(t).includes("\"write_todos\"")))
+      assert.include(String(server.requests[0]!.messages[0]!.content), "<todo_list_system>")
+      const shown = yield* antlerDone(planHome, ["threads", "show", "p1"])
+      assert.include(shown.stdout, "todos\n  [x] Find a route\n  [~] Pack")
+    })), SLOW)
+
+  it.live("memory: run 1 states a fact; run 2 (a new thread) gets it; memory show lists it, memory clear forgets it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start((body) => {
+        const first = String(body.messages[0]?.content ?? "")
+        if (first.startsWith("You maintain the long-term memory")) {
+          return JSON.stringify({
+            user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
+            newFacts: [{ content: "Uses uv, never pip", category: "preference", confidence: 0.95 }]
+          })
+        }
+        return "Noted."
+      })
+      const memHome = tempDir("antler-memory-cli-")
+      const config = Path.join(memHome, "config.yaml")
+      Fs.writeFileSync(config, "memory:\n  enabled: true\n")
+      const endpoint = ["--base-url", server.url, "--api-key", "x", "--config", config]
+      const first = yield* antlerDone(memHome, ["run", ...endpoint, "--thread", "m1", "I'm a data engineer at Acme; I use uv, never pip."])
+      assert.strictEqual(first.code, 0, first.stderr)
+      assert.include(first.stdout, "updating long-term memory…")
+      const second = yield* antlerDone(memHome, ["run", ...endpoint, "--thread", "m2", "Start a Python project"])
+      assert.strictEqual(second.code, 0, second.stderr)
+      const sent = server.requests.find((r) => r.messages.some((m) => String(m.content).includes("Start a Python project")))!
+      assert.isTrue(sent.messages.some((m) => String(m.content).includes("- [preference | 0.95] Uses uv, never pip")))
+      const shown = yield* antlerDone(memHome, ["memory", "show", "--config", config])
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.include(shown.stdout, `memory ${Path.join(memHome, "users", "default", "memory.json")}`)
+      assert.include(shown.stdout, "- Work: Data engineer at Acme.")
+      assert.match(shown.stdout, /\[preference 0\.95\] Uses uv, never pip fact_/)
+      const json = yield* antlerDone(memHome, ["memory", "show", "--json", "--config", config])
+      assert.strictEqual(JSON.parse(json.stdout).facts[0].content, "Uses uv, never pip")
+      const cleared = yield* antlerDone(memHome, ["memory", "clear", "--config", config])
+      assert.strictEqual(cleared.code, 0, cleared.stderr)
+      const after = yield* antlerDone(memHome, ["memory", "show", "--config", config])
+      assert.include(after.stdout, "(nothing remembered yet)")
+      const unsafe = yield* antlerDone(memHome, ["memory", "show", "--user", "../x", "--config", config])
+      assert.strictEqual(unsafe.code, 2)
+    })), SLOW)
+
+  it.live("skills list shows what was found next to the config, enabled or not, and why a skill was rejected", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-skills-cli-")
+      const write = (relative: string, content: string) => {
+        Fs.mkdirSync(Path.dirname(Path.join(dir, relative)), { recursive: true })
+        Fs.writeFileSync(Path.join(dir, relative), content)
+      }
+      write("config.yaml", "title:\n  enabled: true\n")
+      write("skills/public/notes/SKILL.md", "---\nname: notes\ndescription: Take notes.\nallowed-tools: [read_file]\n---\n")
+      write("skills/custom/mine/SKILL.md", "---\nname: mine\ndescription: Mine.\n---\n")
+      write("skills/custom/broken/SKILL.md", "no front matter here\n")
+      write("extensions_config.json", JSON.stringify({ skills: { mine: { enabled: false } } }))
+      const result = yield* antlerDone(dir, ["skills", "list", "--config", Path.join(dir, "config.yaml")])
+      assert.strictEqual(result.code, 0, result.stderr)
+      const out = result.stdout
+      assert.include(out, `skills in ${Path.join(dir, "skills")} (skills/ next to the config file): 2 found, 1 enabled`)
+      assert.match(out, /enabled  notes \(public\)  \/mnt\/skills\/public\/notes\/SKILL\.md  allowed-tools: read_file/)
+      assert.match(out, /disabled mine \(custom\)  \/mnt\/skills\/custom\/mine\/SKILL\.md/)
+      assert.include(out, `${Path.join(dir, "skills/custom/broken/SKILL.md")}: no YAML front matter`)
+      const json = yield* antlerDone(dir, ["skills", "list", "--json", "--config", Path.join(dir, "config.yaml")])
+      assert.lengthOf(JSON.parse(json.stdout).skills, 2)
+    }), SLOW)
+})
 
 describe("App.chooseModel", () => {
   const configured = [model("main", { base_url: "https://a.example/v1" }), model("small")]
@@ -679,16 +1075,20 @@ describe("checking the command line", () => {
     const run = Cli.commandSpec.subcommands.run!
     assert.deepStrictEqual(Object.entries(run.options), [
       ["--thread", true],
+      ["--continue", false],
       ["--model", true],
       ["--base-url", true],
       ["--api-key", true],
       ["--config", true],
       ["--file", true],
-      ["--json", false]
+      ["--plan", false],
+      ["--json", false],
+      ["--verbose", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "demo"])
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "skills", "memory", "demo"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
   })
 
   it("accepts well-formed lines, options anywhere, --name=value, built-in options, and anything after --", () => {
@@ -719,8 +1119,9 @@ describe("checking the command line", () => {
     assert.include(problem("--verison")!, "antler: unknown option --verison; did you mean --version?")
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
-      "antler run: unknown option --bogus. Its options: --thread, --model, --base-url, --api-key, --config, " +
-        "--file, --agent, --subagents, --json.\nAn argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
+      "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
+        "--config, --file, --plan, --agent, --subagents, --json, --verbose.\n" +
+        "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
     assert.include(problem("run", "-5 degrees?")!, "antler run: unknown option -5 degrees?.")
@@ -734,8 +1135,27 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, agents, demo.")
+    assert.include(
+      problem("serve")!,
+      "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, agents, demo."
+    )
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
+  })
+
+  it("every command's help describes each of its options and arguments (a new option without help fails here)", () => {
+    const check = (entries: ReadonlyArray<CliCommand.Entry>, parent: Cli.CommandSpec) => {
+      for (const entry of entries) {
+        const spec = parent.subcommands[entry.name]!
+        const described = (entry.help.options ?? []).map(([flag]) => flag.split(" ")[0])
+        assert.deepStrictEqual(described.toSorted(), Object.keys(spec.options).toSorted(), spec.name)
+        for (const [, text] of [...(entry.help.options ?? []), ...(entry.help.arguments ?? [])]) {
+          assert.isAbove(text.length, 10, spec.name)
+        }
+        assert.strictEqual((entry.help.arguments ?? []).length > 0, spec.args, spec.name)
+        check(entry.subcommands ?? [], spec)
+      }
+    }
+    check(Cli.COMMANDS, Cli.commandSpec)
   })
 
   it("closestName prefers the one name a prefix extends, else the nearest within a small distance", () => {
@@ -763,7 +1183,14 @@ describe("Render.human", () => {
       render({ type: "message", message: M.ai("Hello.\n\n[stopped: loop]", { id: "m1" }) }),
       render({ type: "run_end", status: "success", stop_reason: "loop_capped" })
     ]
-    assert.deepStrictEqual(out, ["", "Hel", "lo.", "", "\n\n[stopped: loop]", "\n— loop_capped · thread t1\n"])
+    assert.deepStrictEqual(out, [
+      "",
+      "Hel",
+      "lo.",
+      "",
+      "\n\n[stopped: loop]",
+      "\n— stopped: the model kept repeating the same tool calls (loop_capped) · thread t1\n"
+    ])
   })
 
   it("shows each tool call once and clips long results to their first lines", () => {
@@ -771,7 +1198,7 @@ describe("Render.human", () => {
     const call = { id: "c1", name: "bash", args: { command: "seq 1 100" } }
     const ai = M.ai("", { id: "m1", tool_calls: [call] })
     const first = render(runStart) + render({ type: "message", message: ai })
-    assert.strictEqual(first, "→ bash({\"command\":\"seq 1 100\"})\n")
+    assert.strictEqual(first, "→ bash seq 1 100\n")
     assert.strictEqual(render({ type: "message", message: ai }), "")
     const long = Array.from({ length: 100 }, (_, i) => String(i + 1)).join("\n")
     const shown = render({ type: "message", message: M.tool(long, "c1", { name: "bash" }) })
@@ -783,7 +1210,7 @@ describe("Render.human", () => {
     render(runStart)
     const error = { name: "ModelError", message: "401" }
     const text = render({ type: "run_end", status: "error", stop_reason: "error", error })
-    assert.strictEqual(text, "error: ModelError: 401\n— error · thread t1\n")
+    assert.strictEqual(text, "error: ModelError: 401\n— failed · thread t1\n")
   })
 
   it("threads show gives the token usage per thread, per model and, when summaries or titles cost, per purpose", () => {
@@ -826,7 +1253,7 @@ describe("Render.human", () => {
     })
     assert.strictEqual(
       render({ type: "message", message: ai }),
-      "→ f({\"a\":[[[[[[[[…]]]]]]]]})\n→ g␛]0;x␇(The arguments nest too deep.)\n"
+      "→ f {\"a\":[[[[[[[[…]]]]]]]]}\n→ g␛]0;x␇(The arguments nest too deep.)\n"
     )
     assert.include(Render.message(ai, Render.style(false)), "→ f({\"a\":[[[[[[[[…]]]]]]]]})")
   })
@@ -837,11 +1264,229 @@ describe("Render.human", () => {
     const retry = { type: "llm_retry", message: "Model call attempt 1 of 3 failed; trying again in 2s." }
     assert.strictEqual(
       render({ type: "custom", name: "llm_retry", data: retry }),
-      "[llm_retry] Model call attempt 1 of 3 failed; trying again in 2s.\n"
+      "↻ Model call attempt 1 of 3 failed; trying again in 2s.\n"
     )
     const out = ["key: sk-abc", "defghi", "jkl done"].map((text) => render({ type: "token", message_id: "m", text }))
     assert.deepStrictEqual(out, ["key: ", "", "[redacted] done"])
     assert.strictEqual(render({ type: "message", message: M.ai("key: sk-abcdefghijkl done", { id: "m" }) }), "")
+  })
+
+  it("custom events read as one sentence each; passed audits and the raw data only with --verbose", () => {
+    const say = (name: string, data: unknown, verbose = false) => Render.eventSentence(name, data, { verbose })
+    assert.strictEqual(
+      say("llm_retry", { attempt: 1, message: "Model call attempt 1 of 3 failed (busy); trying again in 2s." }),
+      "↻ Model call attempt 1 of 3 failed (busy); trying again in 2s."
+    )
+    assert.strictEqual(
+      say("llm_waiting", { message: "Waiting for model m: no answer yet." }),
+      "… Waiting for model m: no answer yet."
+    )
+    const audit = { thread_id: "t", command: "ls -la\nrm x", verdict: "pass" }
+    assert.isUndefined(say("sandbox_audit", audit))
+    assert.strictEqual(say("sandbox_audit", audit, true), "✓ Audit passed `ls -la …`.")
+    assert.strictEqual(
+      say("sandbox_audit", { ...audit, command: "rm -rf /", verdict: "block", reason: "recursive delete" }),
+      "⛔ Blocked `rm -rf /`: recursive delete."
+    )
+    assert.strictEqual(
+      say("sandbox_audit", { ...audit, command: "pip install x", verdict: "warn", reason: "installs packages" }),
+      "⚠ Ran `pip install x` with a warning: installs packages."
+    )
+    const guard = { tool_name: "bash", reason_codes: ["oap.denied"], reason_messages: ["not on the allowlist"] }
+    assert.strictEqual(
+      say("guardrail", { ...guard, action: "deny_tool_call" }),
+      "⛔ The guardrail refused bash: not on the allowlist."
+    )
+    assert.strictEqual(
+      say("guardrail", { ...guard, action: "allow_tool_call_after_provider_error", reason_messages: [] }),
+      "⚠ The guardrail provider failed, so bash was allowed (oap.denied)."
+    )
+    assert.strictEqual(
+      say("summarization", { status: "completed", summarized_messages: 12, tokens_before: 9000, tokens_after: 2100 }),
+      "Summarised 12 earlier messages to keep the context small (9000 → 2100 tokens)."
+    )
+    assert.strictEqual(
+      say("summarization", { status: "failed", errors: ["the model timed out"] }),
+      "⚠ Could not summarise earlier messages: the model timed out."
+    )
+    assert.strictEqual(
+      say("safety_termination", {
+        reason_field: "finish_reason",
+        reason_value: "content_filter",
+        suppressed_tool_call_count: 2
+      }),
+      "⛔ The model provider stopped the answer for safety (finish_reason: content_filter); 2 tool calls were not run."
+    )
+    assert.strictEqual(say("task_started", { message: "Subagent started." }), "· Subagent started.")
+    assert.isUndefined(say("task_started", { id: 1 }))
+    // In a run: the sentence, and with verbose the raw form too.
+    const quiet = Render.human({ color: false })
+    const loud = Render.human({ color: false, verbose: true })
+    const event: RunEvent = { type: "custom", name: "sandbox_audit", data: audit }
+    assert.strictEqual(quiet(event), "")
+    assert.strictEqual(
+      loud(event),
+      `✓ Audit passed \`ls -la …\`.\n[sandbox_audit] ${JSON.stringify(audit)}\n`
+    )
+  })
+
+  it("a tool call is one line: its description, the tool and its key argument", () => {
+    const line = (name: string, args: Record<string, unknown>) => Render.toolLine({ name, args })
+    assert.strictEqual(
+      line("write_file", { description: "Save the list", path: "/mnt/user-data/workspace/a.md", content: "x" }),
+      "Save the list · write_file /mnt/user-data/workspace/a.md"
+    )
+    assert.strictEqual(
+      line("bash", { description: "Build", command: "cd app &&   npm run build\nnpm test" }),
+      "Build · bash cd app && npm run build …"
+    )
+    assert.strictEqual(line("grep", { pattern: "TODO", path: "/mnt/user-data" }), "grep TODO in /mnt/user-data")
+    assert.strictEqual(line("ls", { description: "Look", path: "/mnt/user-data" }), "Look · ls /mnt/user-data")
+    assert.strictEqual(line("present_files", { filepaths: ["/a", "/b"] }), "present_files /a /b")
+    assert.strictEqual(line("multiply", { a: 6, b: 7 }), "multiply {\"a\":6,\"b\":7}")
+    assert.strictEqual(line("now", {}), "now")
+    assert.strictEqual(line("bash", { command: "x".repeat(300) }), `bash ${"x".repeat(99)}…`)
+  })
+
+  it("a command's output shows as it comes, under its call; the result then adds only what is new", () => {
+    const render = Render.human({ color: false, redact: Redact.make(["sk-secret-123456"]) })
+    render(runStart)
+    const call = { id: "c1", name: "bash", args: { description: "Build", command: "make" } }
+    const ai = M.ai("", { id: "a1", tool_calls: [call] })
+    assert.strictEqual(render({ type: "message", message: ai }), "→ Build · bash make\n")
+    assert.strictEqual(render.activity(), "running bash")
+    const output = (text: string, id = "c1"): RunEvent => ({
+      type: "custom",
+      name: "tool_output",
+      data: { type: "tool_output", tool_call_id: id, tool_name: "bash", text }
+    })
+    assert.strictEqual(render(output("compiling\n")), "  │ compiling\n")
+    assert.strictEqual(render(output("50%\r100%\r")), "  │ 50%\n  │ 100%\n")
+    assert.strictEqual(render(output("key sk-secret")), "  │ key ")
+    assert.strictEqual(render(output("-123456 ok\n\x1b]52;x\x07\n")), "[redacted] ok\n  │ ␛]52;x␇\n")
+    const result = "compiling\n50%\r100%\rkey sk-secret-123456 ok\n\x1b]52;x\x07\n"
+    assert.strictEqual(render({ type: "message", message: M.tool(result, "c1", { name: "bash" }) }), "← done\n")
+    assert.strictEqual(render.activity(), "waiting for the model")
+    // A failing command: the result line says what the output did not.
+    render({ type: "message", message: M.ai("", { id: "a2", tool_calls: [{ ...call, id: "c2" }] }) })
+    render(output("oops\n", "c2"))
+    assert.strictEqual(
+      render({ type: "message", message: M.tool("oops\n[exit code: 2]", "c2", { name: "bash" }) }),
+      "← [exit code: 2]\n"
+    )
+    // Long output: the first lines, then a note; the result keeps its start and end.
+    render({ type: "message", message: M.ai("", { id: "a3", tool_calls: [{ ...call, id: "c3" }] }) })
+    const many = Array.from({ length: Render.LIVE_OUTPUT_LINES + 5 }, (_, i) => `line ${i}\n`).join("")
+    const shown = render(output(many, "c3"))
+    assert.strictEqual(shown.split("\n").length - 1, Render.LIVE_OUTPUT_LINES + 1)
+    assert.match(shown, /  │ … \(more output; the result keeps its start and end\)\n$/)
+  })
+
+  it("a blocked or risky command: the audit's sentence, and the result does not say it again", () => {
+    const render = Render.human({ color: false })
+    render(runStart)
+    const call = (id: string, command: string) => ({ id, name: "bash", args: { description: "Do it", command } })
+    const audit = (command: string, verdict: string, reason: string): RunEvent => ({
+      type: "custom",
+      name: "sandbox_audit",
+      data: { thread_id: "t1", command, verdict, reason }
+    })
+    const out = [
+      render({ type: "message", message: M.ai("", { id: "a1", tool_calls: [call("c1", "rm -rf /")] }) }),
+      render(audit("rm -rf /", "block", "recursive delete of the root")),
+      render({
+        type: "message",
+        message: M.tool(SandboxAudit.blockedText("recursive delete of the root"), "c1", { name: "bash", status: "error" })
+      }),
+      render({ type: "message", message: M.ai("", { id: "a2", tool_calls: [call("c2", "pip install x")] }) }),
+      render(audit("pip install x", "warn", "installs packages")),
+      render({
+        type: "message",
+        message: M.tool(`installed\n\n${SandboxAudit.warningText("pip install x", "installs packages")}`, "c2", {
+          name: "bash"
+        })
+      })
+    ].join("")
+    assert.strictEqual(
+      out,
+      [
+        "→ Do it · bash rm -rf /",
+        "⛔ Blocked `rm -rf /`: recursive delete of the root.",
+        "→ Do it · bash pip install x",
+        "⚠ Ran `pip install x` with a warning: installs packages.",
+        "← installed",
+        ""
+      ].join("\n")
+    )
+  })
+
+  it("a run that could not reach its model: the error once, with its cause; a new thread is not kept", () => {
+    const render = Render.human({ color: false, newThread: true })
+    render(runStart)
+    const fallback = M.ai("The model provider is still unavailable after several attempts.", {
+      additional_kwargs: {
+        deerflow_error_fallback: true,
+        error_detail: "Could not connect to the model server (model m at http://127.0.0.1:9/v1): ECONNREFUSED"
+      }
+    })
+    assert.strictEqual(render({ type: "message", message: fallback }), "")
+    const error = { name: "APIConnectionError", message: M.text(fallback) }
+    const end: RunEvent = { type: "run_end", status: "error", stop_reason: "error", error }
+    assert.strictEqual(
+      render(end),
+      "error: The model provider is still unavailable after several attempts. Cause: Could not connect to the model " +
+        "server (model m at http://127.0.0.1:9/v1): ECONNREFUSED\n" +
+        "— failed before the model replied; nothing was saved\n"
+    )
+    assert.isFalse(render.replied())
+    assert.isTrue(Render.discardable(end as RunEndEvent, render.replied(), true))
+    assert.isFalse(Render.discardable(end as RunEndEvent, render.replied(), false))
+    assert.isFalse(Render.discardable(end as RunEndEvent, true, true))
+  })
+
+  it("--json sends the user's message once, as stored (the run writes it, then stamps it with the same id)", () => {
+    const render = Render.json("t1", "r1")
+    const raw = M.human("hi", { id: "h1" })
+    const stamped = { ...raw, name: "user-input", additional_kwargs: { run_id: "r1" } }
+    const lines = [
+      render(runStart),
+      render({ type: "message", message: raw }),
+      render({ type: "message", message: stamped }),
+      render({ type: "state", update: { title: "hi" } }),
+      render({ type: "message", message: M.human("answer", { id: "h2" }) }),
+      render({ type: "run_end", status: "success", stop_reason: "completed" })
+    ].join("").trim().split("\n").map((line) => JSON.parse(line))
+    assert.deepStrictEqual(lines.map((l) => l.type), ["run_start", "message", "state", "message", "run_end"])
+    assert.deepStrictEqual(lines[1].message, stamped)
+    assert.strictEqual(lines[3].message.id, "h2")
+  })
+
+  it("threads list: one line per thread with its status in words, newest first, and how to go on", () => {
+    const thread = (id: string, updated: string, status?: ThreadStatus, stop_reason?: string) => ({
+      thread_id: id,
+      title: id === "t3" ? null : `About ${id}`,
+      created_at: updated,
+      updated_at: updated,
+      checkpoints: 3,
+      ...(status === undefined ? {} : { status, stop_reason: (stop_reason ?? null) as never })
+    })
+    const text = Render.threadList([
+      thread("t1", "2026-01-01T10:00:00.000Z", "success", "completed"),
+      thread("t2", "2026-01-03T10:00:00.000Z", "interrupted", "interrupted"),
+      thread("t3", "2026-01-02T10:00:00.000Z", "error", "error"),
+      thread("t4", "2026-01-04T10:00:00.000Z", "running")
+    ], "/home/u/.antler", { color: false, invocation: "npx antler" })
+    const rows = text.split("\n").map((line) => line.split(/ {2,}/))
+    assert.deepStrictEqual(rows.slice(0, 4).map((r) => [r[0], r[2], r[4]]), [
+      ["t4", "running", "About t4"],
+      ["t2", "waiting for your answer", "About t2"],
+      ["t3", "failed", "(untitled)"],
+      ["t1", "completed", "About t1"]
+    ])
+    assert.include(text, "4 threads in /home/u/.antler · show one: npx antler threads show ID")
+    assert.strictEqual(Render.statusWords("success", "loop_capped"), "completed (loop_capped)")
+    assert.strictEqual(Render.statusWords("stopped"), "stopped (its process ended)")
+    assert.include(Render.threadList([], "/h", { color: false, invocation: "antler" }), "Start one with: antler run")
   })
 
   it("JSON lines carry the thread and run ids", () => {

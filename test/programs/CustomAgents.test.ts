@@ -129,7 +129,7 @@ describe("setup_agent and update_agent", () => {
       )
       const global = yield* callTool(setup, { soul: "The default soul", description: "d" })
       assert.match(global.text, /default agent's SOUL\.md was saved/)
-      assert.strictEqual(CustomAgents.globalSoul(home), "The default soul")
+      assert.strictEqual(Fs.readFileSync(CustomAgents.globalSoulPath(home), "utf8").trim(), "The default soul")
     }))
 
   it.effect("update_agent changes only what it is given, keeps unmanaged settings, treats 'null' as left out", () =>

@@ -96,6 +96,52 @@ describe("Factory: the service", () => {
       assert.notInclude(a.tools.map((t) => t.name), "view_image")
     }))
 
+  it.scoped("a custom agent's tool groups filter its tools (an agent of its own); left-out tools are warned per run", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const layer = Factory.layer({ models }).pipe(
+        Layer.provide(Layer.succeed(ModelService, ScriptedModel.make((request) => (seen.push(request), "ok")))),
+        Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+        Layer.provide(ConfigFile.layerFromObject({
+          tools: [
+            { name: "read_file", group: "file:read", use: "deerflow.sandbox.tools:read_file_tool" },
+            { name: "bash", group: "bash", use: "deerflow.sandbox.tools:bash_tool" },
+            { name: "web_capture", group: "web", use: "deerflow.community.browserless.tools:web_capture_tool" }
+          ]
+        }, { home: tempDir("antler-factory-groups-") }))
+      )
+      const factory = Context.get(yield* Layer.build(layer), Factory.AgentFactory)
+      const all = Factory.resolve(models, {})
+      const reader = Factory.resolve(models, {}, { toolGroups: ["file:read"] })
+      assert.deepStrictEqual(reader.toolGroups, ["file:read"])
+      assert.notStrictEqual(Factory.shapeKey(all), Factory.shapeKey(reader))
+      const names = (yield* factory.agent(reader)).tools.map((t) => t.name)
+      assert.include(names, "read_file")
+      assert.notInclude(names, "bash")
+      assert.include((yield* factory.agent(all)).tools.map((t) => t.name), "bash")
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(factory.run({ threadId: "t9", prompt: "hi" })))
+      const warnings = events.flatMap((e) => (e.type === "custom" && e.name === "warning" ? [(e.data as any).message] : []))
+      assert.deepStrictEqual(warnings, ["tools[2] (web_capture): left out: Antler has no browser tools"])
+      assert.deepStrictEqual(seen[0]!.tools.map((t) => t.name).slice(0, 2), ["read_file", "bash"])
+    }))
+
+  it.scoped("plan mode changes the agent's shape: the Todo middleware and write_todos exist only there", () =>
+    Effect.gen(function*() {
+      const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)
+      const plain = yield* factory.agent(Factory.resolve(models, { model_name: "fast" }))
+      const planned = yield* factory.agent(Factory.resolve(models, { model_name: "fast", is_plan_mode: true }))
+      assert.notStrictEqual(plain, planned)
+      assert.notInclude(plain.order, "Todo")
+      assert.notInclude(plain.tools.map((t) => t.name), "write_todos")
+      assert.include(planned.tools.map((t) => t.name), "write_todos")
+      // at its slot: inside Summarization, outside TokenUsage
+      const at = planned.order.indexOf("Todo")
+      assert.strictEqual(planned.order[at - 1], "Summarization")
+      assert.strictEqual(planned.order[at + 1], "TokenUsage")
+      // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
+      assert.strictEqual(planned.systemPrompt, plain.systemPrompt)
+    }))
+
   it.scoped("settings that do not decode end the run at once, readably", () =>
     Effect.gen(function*() {
       const factory = Context.get(yield* Layer.build(factoryLayer([])), Factory.AgentFactory)

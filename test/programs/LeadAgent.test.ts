@@ -19,18 +19,31 @@ import * as LeadAgent from "../../src/programs/LeadAgent.js"
 import { defaults } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import { tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 
 /** The lead agent over a scripted model, an in-memory store, the local sandbox and a configuration. */
-const agentLayer = (script: ScriptedModel.Script, options: LeadAgent.Options = {}, config: unknown = {}) =>
+const agentLayer = (
+  script: ScriptedModel.Script,
+  options: LeadAgent.Options = {},
+  config: unknown = {},
+  store: Layer.Layer<ThreadStore> = MemoryThreadStore.layer()
+) =>
   LeadAgent.layer({ sandboxTools: false, systemPrompt: "You are a test agent.", ...options }).pipe(
     Layer.provide(Layer.succeed(ModelService, ScriptedModel.make(script))),
-    Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+    Layer.provide(Layer.merge(store, LocalSandbox.layer())),
     Layer.provide(ConfigFile.layerFromObject(config, { home: tempDir("antler-agent-") }))
   )
+
+/** An in-memory store that counts how often a thread is loaded. */
+const countingStore = (loads: { n: number }) =>
+  Layer.sync(ThreadStore, () => {
+    const inner = MemoryThreadStore.make()
+    return ThreadStore.of({ ...inner, load: (id) => Effect.suspend(() => (loads.n++, inner.load(id))) })
+  })
 
 const buildAgent = (layer: ReturnType<typeof agentLayer>) =>
   Effect.map(Layer.build(layer), (context) => Context.get(context, LeadAgent.LeadAgent))
@@ -47,6 +60,9 @@ describe("the lead chain as data", () => {
       "LLMErrorHandling",
       "SandboxAudit",
       "ToolErrorHandling",
+      "DynamicContext",
+      "SkillActivation",
+      "SkillToolPolicy",
       "DurableContext",
       "Summarization",
       "TokenUsage",
@@ -147,6 +163,29 @@ describe("LeadAgent.layer", () => {
       assert.include(M.text(seen[0]!.messages.at(-1)!), "Hi")
     }))
 
+  it.scoped("a turn that answers a pending question loads the thread once", () =>
+    Effect.gen(function*() {
+      const loads = { n: 0 }
+      const agent = yield* buildAgent(agentLayer(
+        [
+          { toolCalls: [{ name: "ask_clarification", args: { question: "CSV or PDF?", clarification_type: "approach_choice", options: ["CSV", "PDF"] } }] },
+          (request) => `You chose: ${M.text(request.messages.at(-1)!)}`
+        ],
+        {},
+        {},
+        countingStore(loads)
+      ))
+      assert.strictEqual((yield* agent.turn({ threadId: "q", prompt: "Export it" })).status, "interrupted")
+      loads.n = 0
+      const said: Array<string> = []
+      const end = yield* agent.turn({ threadId: "q", prompt: "2" }, (event) => {
+        if (event.type === "message" && event.message.type === "ai") said.push(M.text(event.message))
+      })
+      assert.strictEqual(end.status, "success")
+      assert.strictEqual(loads.n, 1)
+      assert.include(said[0]!, "PDF")
+    }))
+
   it.scoped("the agent is built once: its runs, on one thread or several, each see their own thread", () =>
     Effect.gen(function*() {
       const agent = yield* buildAgent(agentLayer((request) => `I saw ${request.messages.length} messages`))
@@ -157,6 +196,7 @@ describe("LeadAgent.layer", () => {
         })
       const ends = yield* Effect.all([turn("a", "one"), turn("b", "two"), turn("a", "three")])
       assert.deepStrictEqual(ends.map((e) => e.status), ["success", "success", "success"])
-      assert.deepStrictEqual(said, ["I saw 1 messages", "I saw 1 messages", "I saw 3 messages"])
+      // a thread's first turn also carries its date reminder (a hidden message before the user's)
+      assert.deepStrictEqual(said, ["I saw 2 messages", "I saw 2 messages", "I saw 4 messages"])
     }))
 })

@@ -151,14 +151,31 @@ describe("the subagent chain", () => {
       "LLMErrorHandling",
       "SandboxAudit",
       "ToolErrorHandling",
+      "SkillActivation",
+      "SkillToolPolicy",
       "LoopDetection",
       "TokenBudget",
       "SafetyFinishReason",
       "DurableContext",
       "Summarization",
+      "SubagentDateContext",
       "SystemMessageCoalescing"
     ])
     assert.isTrue(Either.isRight(Chain.validate(chain)))
+    // a vision model gets ViewImage; deferred MCP tools get their filter (and routing when keywords are set)
+    const full = Chain.names(LeadAgent.subagentChain({
+      config: configOf(),
+      vision: true,
+      deferred: {
+        tools: [{ name: "mcp_x", description: "x", parameters: {} }],
+        routes: [{ name: "mcp_x", priority: 1, keywords: ["x"] }]
+      }
+    }))
+    assert.deepStrictEqual(
+      full.slice(full.indexOf("SkillToolPolicy") + 1, full.indexOf("LoopDetection")),
+      ["ViewImage", "McpRouting", "DeferredToolFilter"]
+    )
+    assert.isTrue(Either.isRight(Chain.validate(LeadAgent.subagentChain({ config: configOf(), vision: true }))))
     // moving the coalescing out of its innermost place breaks a declared fact
     const moved = Either.flatMap(Chain.drop(chain, "SystemMessageCoalescing"), (rest) =>
       Chain.insert(rest, { before: "LoopDetection" }, chain.at(-1)!))

@@ -68,7 +68,8 @@ describe("custom agents", () => {
       const home = tempDir("antler-agents-")
       const app = yield* ConfigFile.fromObject({
         models: [{ name: "scripted", model: "scripted-model", base_url: server.url, api_key: "sk-test-agents" }],
-        skills: { path: SKILLS }
+        skills: { path: SKILLS },
+        memory: { enabled: false }
       }, { home })
       const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
       const factory = Context.get(yield* Layer.build(App.factoryLayer(app, choice)), Factory.AgentFactory)

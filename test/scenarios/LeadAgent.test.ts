@@ -96,11 +96,12 @@ layer(appLayer(configOf()), { timeout: "120 seconds" })("the lead agent, whole c
       assert.strictEqual(o.state.title, "Write a note and read it back")
       assert.strictEqual(o.state.token_usage?.total.total_tokens, 268)
       // the model saw the user's words framed as untrusted input, and one system prompt
-      const user = o.requests[0]!.messages.find((m) => m.type === "human")!
+      const user = o.requests[0]!.messages.find((m) => m.type === "human" && !M.isHidden(m))!
       assert.match(M.text(user), /^--- BEGIN USER INPUT ---\nWrite a note and read it back\n--- END USER INPUT ---$/)
       assert.isFalse(o.requests.some((r) => r.messages.some((m) => m.type === "system")))
-      // but the saved message is what the user wrote
-      assert.strictEqual(M.text(o.state.messages[0]!), "Write a note and read it back")
+      // but the saved message is what the user wrote (after the thread's date reminder, which took its id)
+      assert.strictEqual(o.state.messages[0]!.type, "system")
+      assert.strictEqual(M.text(o.state.messages[1]!), "Write a note and read it back")
       assert.isTrue(Schema.is(TS.ThreadState)(o.state))
     }))
 

@@ -84,6 +84,8 @@ const setup = (plan: Plan, config: Record<string, unknown> = {}, tools: Readonly
     const home = tempDir("antler-subagents-")
     const app = yield* ConfigFile.fromObject({
       models: [{ name: "scripted", model: "scripted-model", base_url: server.url, api_key: "sk-test-subagents" }],
+      // memory off: its update would be one more model call the script does not expect
+      memory: { enabled: false },
       ...config
     }, { home })
     const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))

@@ -1,0 +1,108 @@
+/**
+ * Finding and reading DeerFlow's `extensions_config.json` (its MCP servers), and the app's MCP service over it.
+ *
+ * The file is `$ANTLER_EXTENSIONS_CONFIG`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else `extensions_config.json`
+ * (then `mcp_config.json`, DeerFlow's older name) beside the `config.yaml` in use, else in the working
+ * directory. A file named by a variable must exist; none found means no MCP servers. It is read once, when the
+ * app starts (DeerFlow re-reads it for each agent build; Antler builds its agents once).
+ */
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { AppConfigService } from "../services/AppConfig.js"
+import { ExtensionsConfig } from "../services/Extensions.js"
+import { Mcp } from "../services/Mcp.js"
+import { ConfigError, schemaIssues } from "./ConfigFile.js"
+import * as McpClient from "./McpClient.js"
+
+const NAMES = ["extensions_config.json", "mcp_config.json"]
+
+const variable = (name: string) =>
+  Config.option(Config.string(name)).pipe(
+    Effect.map((value) => Option.filter(value, (v) => v.trim() !== "")),
+    Effect.orElseSucceed(() => Option.none<string>())
+  )
+
+/** Where the extensions file is (see the module header), or undefined when there is none. */
+export const resolvePath = (configSource: string | undefined): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    for (const name of ["ANTLER_EXTENSIONS_CONFIG", "DEER_FLOW_EXTENSIONS_CONFIG_PATH"]) {
+      const value = yield* variable(name)
+      if (Option.isSome(value)) return Path.resolve(value.value)
+    }
+    const dirs = [...(configSource !== undefined ? [Path.dirname(configSource)] : []), process.cwd()]
+    for (const dir of dirs) {
+      for (const name of NAMES) {
+        const file = Path.join(dir, name)
+        if (Fs.existsSync(file)) return file
+      }
+    }
+    return undefined
+  })
+
+/** Decodes the file's text; a bad file is a `ConfigError` naming each bad key. */
+export const decode = (text: string, file: string): Either.Either<ExtensionsConfig, ConfigError> => {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (cause) {
+    return Either.left(new ConfigError({
+      reason: "syntax",
+      file,
+      issues: [{ path: "", message: `not valid JSON (${cause instanceof Error ? cause.message : String(cause)})` }]
+    }))
+  }
+  return Either.mapLeft(
+    Schema.decodeUnknownEither(ExtensionsConfig, { errors: "all" })(raw),
+    (error) => new ConfigError({ reason: "schema", file, issues: schemaIssues(error) })
+  )
+}
+
+/** Reads the extensions file at `file`. */
+export const load = (file: string): Effect.Effect<ExtensionsConfig, ConfigError> =>
+  Effect.flatMap(
+    Effect.try({
+      try: () => Fs.readFileSync(file, "utf8"),
+      catch: (cause) => {
+        const missing = (cause as NodeJS.ErrnoException).code === "ENOENT"
+        return new ConfigError({
+          reason: missing ? "not_found" : "read",
+          file,
+          issues: [{ path: "", message: missing ? "the file does not exist" : "the file cannot be read" }],
+          cause
+        })
+      }
+    }),
+    (text) => decode(text, file)
+  )
+
+/** The extensions of an app: the file's content and where it came from (empty when there is no file). */
+export const find = (
+  configSource: string | undefined
+): Effect.Effect<{ readonly config: ExtensionsConfig; readonly source: string | undefined }, ConfigError> =>
+  Effect.gen(function*() {
+    const file = yield* resolvePath(configSource)
+    if (file === undefined) return { config: { mcpServers: {} }, source: undefined }
+    return { config: yield* load(file), source: file }
+  })
+
+/**
+ * The app's MCP service from its extensions file (found beside the loaded `config.yaml`). Servers start when
+ * their tools are first asked for and stop when the layer is released.
+ */
+export const layer = (
+  options: Omit<McpClient.Options, "servers"> = {}
+): Layer.Layer<Mcp, ConfigError, AppConfigService> =>
+  Layer.scoped(
+    Mcp,
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      const { config } = yield* find(app.source)
+      return yield* McpClient.make({ ...options, servers: config.mcpServers })
+    })
+  )

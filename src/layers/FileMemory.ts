@@ -1,0 +1,445 @@
+/**
+ * Long-term memory in files (DeerFlow's DeerMem layout, SPEC §11): one JSON document per user,
+ * `{root}/users/{user}/memory.json`, and one per custom agent, `{root}/users/{user}/agents/{agent}/memory.json`;
+ * `root` is `memory.backend_config.storage_path`, else the data directory.
+ *
+ * - Writes are atomic: the new document goes to a temporary file in the same directory, is flushed to disk,
+ *   then renamed over the old one, so a process killed at any point leaves the previous document or the new
+ *   one, never a mix. Read-modify-write cycles hold a lock file (`memory.json.lock`, with the holder's pid: a
+ *   lock left by a dead process is taken over), so two processes do not lose each other's updates.
+ * - Updates go through one queue per app (this layer): after a run, its conversation waits
+ *   `debounce_seconds` (a new run of the same thread restarts the wait and replaces it); then one internal
+ *   model call (`internal: "memory"`, never streamed) reads the current memory and the turns not read yet
+ *   (a watermark per thread) and answers with the changes, which are applied (confident facts only, at most
+ *   `max_facts`) and stored. Its token usage is added to the thread under the purpose `memory`. A failed
+ *   update changes nothing and is retried with the thread's next run. When the app stops, pending updates
+ *   run within `shutdown_flush_timeout_seconds`.
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { randomBytes, randomUUID } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { AppConfigService } from "../services/AppConfig.js"
+import type { MemoryConfig } from "../services/AppConfig.js"
+import { Memory, MemoryError } from "../services/Memory.js"
+import type { Pending, Scope as MemoryScope, Service } from "../services/Memory.js"
+import { ModelService } from "../services/ModelService.js"
+import type { ModelRequest } from "../services/ModelService.js"
+import { RunContext, RunState } from "../services/RunContext.js"
+import { RunEvents } from "../services/RunEvents.js"
+import { SafeId } from "../services/Sandbox.js"
+import { ThreadStore } from "../services/ThreadStore.js"
+import * as M from "../state/Message.js"
+import * as MemoryDoc from "../state/Memory.js"
+import { applyUpdate as applyState } from "../state/Reducers.js"
+import * as TS from "../state/ThreadState.js"
+import * as Tokens from "../state/Tokens.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Files
+
+const isSafeId = Schema.is(SafeId)
+
+/** The memory file of a scope under a root directory. */
+export const fileOf = (
+  root: string,
+  scope: MemoryScope,
+  filename = "memory.json"
+): Either.Either<string, MemoryError> => {
+  const unsafe = (what: string, value: string) =>
+    Either.left(
+      new MemoryError({ reason: "io", message: `The ${what} ${JSON.stringify(value)} cannot name a directory` })
+    )
+  if (!isSafeId(scope.userId)) return unsafe("user id", scope.userId)
+  if (scope.agentName !== undefined && !isSafeId(scope.agentName)) return unsafe("agent name", scope.agentName)
+  const user = Path.join(root, "users", scope.userId)
+  return Either.right(
+    scope.agentName === undefined ? Path.join(user, filename) : Path.join(user, "agents", scope.agentName, filename)
+  )
+}
+
+const ioError = (what: string, file: string) => (cause: unknown) =>
+  new MemoryError({
+    reason: "io",
+    message: `Cannot ${what} ${file}: ${(cause as Error).message ?? String(cause)}`,
+    cause
+  })
+
+/** Reads a memory document; a missing file is an empty memory, a damaged one a `corrupt` error. */
+export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, MemoryError> =>
+  Effect.flatMap(
+    Effect.try({
+      try: () => {
+        try {
+          return Fs.readFileSync(file, "utf8")
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined
+          throw error
+        }
+      },
+      catch: ioError("read", file)
+    }),
+    (text) => {
+      if (text === undefined) return Effect.succeed(MemoryDoc.empty())
+      return Either.match(MemoryDoc.decodeDocument(text), {
+        onLeft: (problem) =>
+          Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` })),
+        onRight: Effect.succeed
+      })
+    }
+  )
+
+/**
+ * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
+ * the directory flushed), so the target is always whole, the old text or the new.
+ */
+export const writeTextAtomicSync = (file: string, text: string): void => {
+  const dir = Path.dirname(file)
+  Fs.mkdirSync(dir, { recursive: true })
+  const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
+  const fd = Fs.openSync(temp, "wx", 0o600)
+  try {
+    Fs.writeFileSync(fd, text)
+    Fs.fsyncSync(fd)
+  } finally {
+    Fs.closeSync(fd)
+  }
+  try {
+    Fs.renameSync(temp, file)
+  } catch (error) {
+    Fs.rmSync(temp, { force: true })
+    throw error
+  }
+  try {
+    const dirFd = Fs.openSync(dir, "r")
+    try {
+      Fs.fsyncSync(dirFd)
+    } finally {
+      Fs.closeSync(dirFd)
+    }
+  } catch {
+    // some file systems cannot flush a directory; the rename is still atomic
+  }
+}
+
+/** The text of a memory document as stored. */
+export const documentText = (doc: MemoryDoc.Document): string => `${JSON.stringify(doc, null, 2)}\n`
+
+/** Writes a memory document atomically (see `writeTextAtomicSync`). */
+export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =>
+  writeTextAtomicSync(file, documentText(doc))
+
+/** `writeDocumentSync` as an effect. */
+export const writeDocument = (file: string, doc: MemoryDoc.Document): Effect.Effect<void, MemoryError> =>
+  Effect.try({ try: () => writeDocumentSync(file, doc), catch: ioError("write", file) })
+
+const processAlive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  if (pid === process.pid) return true
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Removes temporary files left by processes that died while writing (never a document's only copy). */
+export const removeStaleTemps = (file: string): void => {
+  const dir = Path.dirname(file)
+  const prefix = `.${Path.basename(file)}.`
+  let names: Array<string>
+  try {
+    names = Fs.readdirSync(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue
+    const pid = Number(name.slice(prefix.length).split(".")[0])
+    if (!processAlive(pid)) Fs.rmSync(Path.join(dir, name), { force: true })
+  }
+}
+
+const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+/**
+ * Runs `body` holding the lock of a memory file (`<file>.lock`, created exclusively, holding the pid). A lock
+ * whose holder is dead is taken over; one held longer than `timeoutMs` (real time: the lock is between
+ * processes) fails with `locked`.
+ */
+export const withLock = <A, E, R>(
+  file: string,
+  timeoutMs: number,
+  body: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | MemoryError, R> => {
+  const lock = `${file}.lock`
+  const started = Date.now()
+  const take: Effect.Effect<void, MemoryError> = Effect.suspend(() => {
+    try {
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(lock, String(process.pid), { flag: "wx" })
+      return Effect.void
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") return Effect.fail(ioError("lock", file)(error))
+    }
+    let holder = Number.NaN
+    try {
+      holder = Number(Fs.readFileSync(lock, "utf8").trim())
+    } catch {
+      // removed in between: try again
+    }
+    if (!Number.isNaN(holder) && !processAlive(holder)) {
+      Fs.rmSync(lock, { force: true })
+      return take
+    }
+    if (Date.now() - started > timeoutMs) {
+      return Effect.fail(
+        new MemoryError({ reason: "locked", message: `${file} is being updated by process ${holder}; try again later` })
+      )
+    }
+    return Effect.zipRight(sleepReal(25), take)
+  })
+  return Effect.acquireUseRelease(take, () => body, () => Effect.sync(() => Fs.rmSync(lock, { force: true })))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The service
+
+/** Where memory files live for a configuration: `storage_path` (relative to the config file), else `home`. */
+export const rootOf = (app: AppConfigService["Type"]): string => {
+  const storage = app.config.memory.backend_config.storage_path
+  if (storage === "") return app.home
+  const base = app.source !== undefined ? Path.dirname(Path.resolve(app.source)) : process.cwd()
+  return Path.resolve(base, storage)
+}
+
+/** The internal request of a memory update. */
+export const updateRequest = (prompt: string, modelName: string | undefined): ModelRequest => ({
+  systemPrompt: undefined,
+  messages: [M.human(prompt)],
+  tools: [],
+  settings: { modelName },
+  internal: "memory"
+})
+
+/** The services a model call needs outside any run: a context of its own, a scratch state, no events. */
+const callServices = (threadId: string, userId: string, modelName: string | undefined) => {
+  let state = TS.empty
+  return Context.make(RunContext, {
+    threadId,
+    runId: `memory-${randomUUID()}`,
+    userId,
+    options: { recursionLimit: 1, toolConcurrency: 1, modelName },
+    stopReason: Effect.succeed(undefined),
+    setStopReason: () => Effect.void
+  }).pipe(
+    Context.add(RunState, {
+      get: Effect.sync(() => state),
+      update: (update) =>
+        Effect.suspend(() => {
+          const next = applyState(state, update)
+          if (Either.isLeft(next)) return Effect.fail(next.left)
+          state = next.right
+          return Effect.void
+        })
+    }),
+    Context.add(RunEvents, RunEvents.discard)
+  )
+}
+
+const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName ?? null])
+
+/** Options of `make`. */
+export interface Options {
+  /** Overrides of the `memory` section of the app config. */
+  readonly config?: Partial<MemoryConfig> | undefined
+}
+
+/**
+ * The memory service over the app's model, configuration and thread store. Its update queue lives in the
+ * scope: closing it runs what is pending (within `shutdown_flush_timeout_seconds`).
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<Service, never, ModelService | AppConfigService | ThreadStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const app = yield* AppConfigService
+    const model = yield* ModelService
+    const store = yield* ThreadStore
+    const config: MemoryConfig = { ...app.config.memory, ...options.config }
+    const backend = config.backend_config
+    const enabled = config.enabled && config.manager_class !== "noop"
+    const root = rootOf(app)
+    const count = backend.token_counting === "char" ? MemoryDoc.charTokens : Tokens.countText
+    const lockMs = backend.file_lock_timeout_seconds * 1000
+    const scope = yield* Effect.scope
+
+    const file = (s: MemoryScope) => Either.match(fileOf(root, s, backend.manifest_filename), {
+      onLeft: Effect.fail,
+      onRight: Effect.succeed
+    })
+
+    const load = (s: MemoryScope) => Effect.flatMap(file(s), readDocument)
+
+    const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
+      Effect.flatMap(file(s), (path) =>
+        withLock(path, lockMs, Effect.gen(function*() {
+          removeStaleTemps(path)
+          const [result, next] = f(yield* readDocument(path))
+          yield* writeDocument(path, next)
+          return result
+        })))
+
+    const context = (s: MemoryScope) =>
+      !enabled || !config.injection_enabled
+        ? Effect.succeed("")
+        : load(s).pipe(
+          Effect.map((doc) =>
+            MemoryDoc.formatForInjection(doc, {
+              maxTokens: backend.max_injection_tokens,
+              count,
+              guaranteedCategories: backend.guaranteed_categories,
+              guaranteedBudget: backend.guaranteed_token_budget,
+              includeFacts: config.mode !== "tool"
+            })
+          ),
+          Effect.catchAll((error) => Effect.as(Effect.logWarning(`Memory not injected: ${error.message}`), ""))
+        )
+
+    const recordUsage = (item: Pending, usage: M.UsageMetadata | undefined, modelName: string) =>
+      usage === undefined ? Effect.void : store.append(item.threadId, `memory-${randomUUID()}`, [{
+        token_usage: [{
+          model: modelName,
+          purpose: "memory",
+          input_tokens: usage.input_tokens,
+          output_tokens: usage.output_tokens,
+          total_tokens: usage.total_tokens
+        }]
+      }]).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
+
+    /** One update: the unread turns of the item, one model call, the changes applied and stored. */
+    const update = (item: Pending) =>
+      Effect.gen(function*() {
+        const s: MemoryScope = { userId: item.userId, agentName: item.agentName }
+        const before = yield* load(s)
+        const turns = MemoryDoc.conversation(item.messages, item.immediate ? undefined : before.threads[item.threadId])
+        if (turns.length === 0) return
+        const modelName = config.model_name ?? item.modelName ?? undefined
+        const prompt = MemoryDoc.updatePrompt(before, turns, { threshold: backend.fact_confidence_threshold })
+        const response = yield* model.generate(updateRequest(prompt, modelName)).pipe(
+          Effect.provide(callServices(item.threadId, item.userId, modelName)),
+          Effect.withSpan("FileMemory.update", { attributes: { thread: item.threadId } })
+        )
+        const answer = response.message
+        const usedModel = String(answer.response_metadata?.model_name ?? modelName ?? "unknown")
+        yield* recordUsage(item, answer.usage_metadata, usedModel)
+        const parsed = MemoryDoc.parseUpdate(M.text(answer))
+        if (Either.isLeft(parsed)) {
+          return yield* Effect.logWarning(`Memory not updated for thread ${item.threadId}: ${parsed.left}`)
+        }
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+        const last = MemoryDoc.lastMessageId(item.messages)
+        yield* modify(s, (doc) => {
+          let next = MemoryDoc.applyUpdate(doc, parsed.right, {
+            now,
+            maxFacts: backend.max_facts,
+            threshold: backend.fact_confidence_threshold,
+            newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
+            source: item.threadId
+          })
+          if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
+          return [undefined, next] as const
+        })
+      }).pipe(
+        // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).
+        Effect.catchAllCause((cause) => {
+          const error = Cause.squash(cause) as { message?: unknown }
+          const why = Cause.isInterruptedOnly(cause) ? "interrupted" : String(error?.message ?? error)
+          return Effect.logWarning(
+            `Memory not updated for thread ${item.threadId} (it is retried after its next run): ${why}`
+          )
+        })
+      )
+
+    // The queue: one pending update per (thread, user, agent); a debounce timer; one update at a time.
+    const pending = new Map<string, Pending>()
+    const urgent: Array<Pending> = []
+    const running = yield* Effect.makeSemaphore(1)
+    let timer: Fiber.RuntimeFiber<void, never> | undefined
+
+    // An item leaves the queue once its update is done: one interrupted (the app stopping) is still pending.
+    const drain = running.withPermits(1)(Effect.gen(function*() {
+      for (;;) {
+        const next: Pending | undefined = urgent[0] ?? pending.values().next().value
+        if (next === undefined) return
+        yield* update(next)
+        if (urgent[0] === next) urgent.shift()
+        else if (pending.get(keyOf(next)) === next) pending.delete(keyOf(next))
+      }
+    }))
+
+    const stopTimer = Effect.suspend(() => {
+      const current = timer
+      timer = undefined
+      return current === undefined ? Effect.void : Fiber.interrupt(current)
+    })
+
+    const enqueue = (item: Pending): Effect.Effect<void> => {
+      if (!enabled || config.mode === "tool") return Effect.void
+      if (item.immediate) {
+        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sync(() => void urgent.push(item)), drain), scope))
+      }
+      return Effect.gen(function*() {
+        const key = keyOf(item)
+        if (!pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth) {
+          return yield* Effect.logWarning(
+            `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
+          )
+        }
+        pending.set(key, item)
+        yield* stopTimer
+        // the timer only waits: stopping it never interrupts an update already running
+        const wait = Effect.sleep(`${backend.debounce_seconds} seconds`)
+        timer = yield* Effect.forkIn(Effect.zipRight(wait, Effect.asVoid(Effect.forkIn(drain, scope))), scope)
+      })
+    }
+
+    const flush = Effect.zipRight(stopTimer, drain)
+
+    // Finalizers run uninterruptibly; the flush must not (a model call forks a watchdog it interrupts, and the
+    // shutdown timeout interrupts the flush).
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() =>
+        pending.size === 0 && urgent.length === 0 ? Effect.void : Effect.interruptible(flush).pipe(
+          Effect.timeout(`${config.shutdown_flush_timeout_seconds} seconds`),
+          Effect.catchAll(() => Effect.logWarning("Memory updates still pending when the app stopped were dropped"))
+        )
+      )
+    )
+
+    return {
+      enabled,
+      mode: config.mode,
+      context,
+      enqueue,
+      flush,
+      pending: Effect.sync(() => pending.size + urgent.length),
+      load,
+      clear: (s) => Effect.asVoid(modify(s, () => [undefined, MemoryDoc.empty()] as const)),
+      modify
+    } satisfies Service
+  })
+
+/** The memory service as a layer (one per app). */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<Memory, never, ModelService | AppConfigService | ThreadStore> => Layer.scoped(Memory, make(options))

@@ -1,0 +1,283 @@
+/**
+ * Skills on disk, in DeerFlow's layout (SPEC §9): a skills directory with `public/` (built in) and `custom/`
+ * (the user's own) categories; a folder holding a `SKILL.md` is a skill package (SKILL.md files deeper inside
+ * it are its data), other folders are namespaces searched further, hidden folders are skipped. Each SKILL.md
+ * must open with YAML front matter giving a `name` and a `description` (and, optionally, `allowed-tools` as a
+ * list of tool names); a file that does not is rejected with a reason naming it. Whether a skill is enabled
+ * comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent = enabled).
+ *
+ * The directory is `skills.path` (relative to the config file), else `$DEER_FLOW_SKILLS_PATH` or
+ * `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (or in the working directory without one).
+ */
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Yaml from "yaml"
+import type { AppConfigService } from "../services/AppConfig.js"
+import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
+import { SkillReadError } from "../services/Skills.js"
+
+/** The categories searched, in order (a later skill of the same name replaces an earlier one). */
+export const CATEGORIES: ReadonlyArray<Category> = ["public", "custom"]
+
+/** Deepest namespace nesting searched under a category. */
+const MAX_DEPTH = 6
+
+const isDirectory = (path: string): boolean => {
+  try {
+    return Fs.statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** The directory of the config file (the working directory without one). */
+const baseDir = (app: AppConfigService["Type"]): string =>
+  app.source !== undefined ? Path.dirname(Path.resolve(app.source)) : process.cwd()
+
+/** Where the skills directory should be, and what said so (whether or not it exists). */
+export const location = (
+  app: AppConfigService["Type"],
+  env: Readonly<Record<string, string | undefined>> = process.env
+): { readonly path: string; readonly from: string } => {
+  const configured = app.config.skills.path
+  if (configured != null && configured !== "") {
+    return { path: Path.resolve(baseDir(app), configured), from: "skills.path" }
+  }
+  for (const name of ["DEER_FLOW_SKILLS_PATH", "ANTLER_SKILLS_PATH"]) {
+    const value = env[name]
+    if (value !== undefined && value !== "") return { path: Path.resolve(value), from: `$${name}` }
+  }
+  return {
+    path: Path.join(baseDir(app), "skills"),
+    from: app.source !== undefined ? "skills/ next to the config file" : "skills/ in the working directory"
+  }
+}
+
+/** The skills directory when it exists. */
+export const root = (app: AppConfigService["Type"]): string | undefined => {
+  const { path } = location(app)
+  return isDirectory(path) ? path : undefined
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Skill states
+
+/** Where `extensions_config.json` is: `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else next to the config file. */
+export const extensionsConfigPath = (
+  app: AppConfigService["Type"],
+  env: Readonly<Record<string, string | undefined>> = process.env
+): string => {
+  const given = env.DEER_FLOW_EXTENSIONS_CONFIG_PATH
+  return given !== undefined && given !== "" ? Path.resolve(given) : Path.join(baseDir(app), "extensions_config.json")
+}
+
+/**
+ * The enabled state of each skill named in an `extensions_config.json` (a missing file: none), and the
+ * problems met reading it (a broken file counts as naming no skill).
+ */
+export const readStates = (file: string): { states: ReadonlyMap<string, boolean>; warnings: ReadonlyArray<string> } => {
+  let text: string
+  try {
+    text = Fs.readFileSync(file, "utf8")
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { states: new Map(), warnings: [] }
+    return { states: new Map(), warnings: [`${file}: cannot be read (${(error as Error).message})`] }
+  }
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (error) {
+    const problem = `${file}: not valid JSON (${(error as Error).message}); skills stay enabled`
+    return { states: new Map(), warnings: [problem] }
+  }
+  const skills = (raw as { skills?: unknown } | null)?.skills
+  const states = new Map<string, boolean>()
+  const warnings: Array<string> = []
+  if (skills === undefined || skills === null) return { states, warnings }
+  if (typeof skills !== "object" || Array.isArray(skills)) {
+    return { states, warnings: [`${file}: skills: expected a mapping of skill names; skills stay enabled`] }
+  }
+  for (const [name, entry] of Object.entries(skills)) {
+    const enabled = (entry as { enabled?: unknown } | null)?.enabled
+    if (typeof enabled === "boolean") states.set(name, enabled)
+    else if (enabled !== undefined) warnings.push(`${file}: skills.${name}.enabled: expected true or false`)
+  }
+  return { states, warnings }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Front matter
+
+/** What a SKILL.md declares, or why it is not a skill. */
+export type Parsed =
+  | {
+    readonly ok: true
+    readonly name: string
+    readonly description: string
+    readonly allowedTools: ReadonlyArray<string> | undefined
+  }
+  | { readonly ok: false; readonly problem: string }
+
+/** Reads and checks a SKILL.md's front matter (SPEC §9). */
+export const parseSkill = (content: string): Parsed => {
+  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  if (match === null) return { ok: false, problem: "no YAML front matter (the file must start with a --- block)" }
+  let data: unknown
+  try {
+    data = Yaml.parse(match[1]!)
+  } catch (error) {
+    const first = ((error as Error).message ?? String(error)).split("\n")[0]
+    return { ok: false, problem: `the front matter is not valid YAML (${first})` }
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) {
+    return { ok: false, problem: "the front matter is not a mapping of keys" }
+  }
+  const fields = data as Record<string, unknown>
+  const text = (key: string) => {
+    const value = fields[key]
+    return typeof value === "string" ? value.replace(/\s+/g, " ").trim() : undefined
+  }
+  const name = text("name")
+  if (name === undefined || name === "") return { ok: false, problem: "the front matter has no `name`" }
+  const description = text("description")
+  if (description === undefined || description === "") {
+    return { ok: false, problem: "the front matter has no `description`" }
+  }
+  const tools = fields["allowed-tools"]
+  let allowedTools: ReadonlyArray<string> | undefined
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools) || !tools.every((t) => typeof t === "string" && t.trim() !== "")) {
+      return { ok: false, problem: "`allowed-tools` must be a list of tool names" }
+    }
+    allowedTools = tools.map((t: string) => t.trim())
+  }
+  return { ok: true, name, description, allowedTools }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Discovery
+
+interface Found {
+  readonly category: Category
+  readonly relativePath: string
+  readonly file: string
+}
+
+const packages = (categoryDir: string, category: Category): { found: Array<Found>; rejected: Array<Rejected> } => {
+  const found: Array<Found> = []
+  const rejected: Array<Rejected> = []
+  const realRoot = Fs.realpathSync(categoryDir)
+  const walk = (dir: string, relative: string, depth: number) => {
+    let entries: Array<Fs.Dirent>
+    try {
+      entries = Fs.readdirSync(dir, { withFileTypes: true })
+    } catch (error) {
+      rejected.push({ file: dir, problem: `cannot be listed (${(error as Error).message})` })
+      return
+    }
+    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (entry.name.startsWith(".")) continue
+      const path = Path.join(dir, entry.name)
+      if (!isDirectory(path)) continue
+      // a folder linked from elsewhere is followed only when it stays inside the category
+      if (entry.isSymbolicLink()) {
+        const real = Fs.realpathSync(path)
+        if (real !== realRoot && !real.startsWith(`${realRoot}${Path.sep}`)) {
+          rejected.push({ file: path, problem: "a link to a folder outside the skills directory (skipped)" })
+          continue
+        }
+      }
+      const rel = relative === "" ? entry.name : `${relative}/${entry.name}`
+      const skillFile = Path.join(path, "SKILL.md")
+      if (Fs.existsSync(skillFile)) found.push({ category, relativePath: rel, file: skillFile })
+      else if (depth < MAX_DEPTH) walk(path, rel, depth + 1)
+    }
+  }
+  walk(categoryDir, "", 1)
+  return { found, rejected }
+}
+
+/** Reads the skills of a directory (`undefined`: none), with their states. */
+export const discover = (
+  dir: string | undefined,
+  options: { readonly container: string; readonly states?: ReadonlyMap<string, boolean> | undefined }
+): Catalog => {
+  const container = options.container.replace(/\/+$/, "")
+  const states = options.states ?? new Map<string, boolean>()
+  const byName = new Map<string, Skill>()
+  const shadowed: Array<Skill> = []
+  const rejected: Array<Rejected> = []
+  if (dir === undefined) return { root: undefined, container, skills: [], rejected, shadowed, warnings: [] }
+  for (const category of CATEGORIES) {
+    const categoryDir = Path.join(dir, category)
+    if (!isDirectory(categoryDir)) continue
+    const listed = packages(categoryDir, category)
+    rejected.push(...listed.rejected)
+    for (const found of listed.found) {
+      let content: string
+      try {
+        content = Fs.readFileSync(found.file, "utf8")
+      } catch (error) {
+        rejected.push({ file: found.file, problem: `cannot be read (${(error as Error).message})` })
+        continue
+      }
+      const parsed = parseSkill(content)
+      if (!parsed.ok) {
+        rejected.push({ file: found.file, problem: parsed.problem })
+        continue
+      }
+      const skill: Skill = {
+        name: parsed.name,
+        description: parsed.description,
+        category,
+        relativePath: found.relativePath,
+        location: `${container}/${category}/${found.relativePath}/SKILL.md`,
+        file: found.file,
+        enabled: states.get(parsed.name) ?? true,
+        allowedTools: parsed.allowedTools
+      }
+      const earlier = byName.get(skill.name)
+      if (earlier !== undefined) {
+        shadowed.push(earlier)
+        byName.delete(skill.name)
+      }
+      byName.set(skill.name, skill)
+    }
+  }
+  return { root: dir, container, skills: [...byName.values()], rejected, shadowed, warnings: [] }
+}
+
+/** The catalog of an app's skills directory, with the states of its `extensions_config.json`. */
+export const catalogOf = (app: AppConfigService["Type"]): Catalog => {
+  const { states, warnings } = readStates(extensionsConfigPath(app))
+  const catalog = discover(root(app), { container: app.config.skills.container_path, states })
+  return { ...catalog, warnings }
+}
+
+const MAX_SKILL_BYTES = 1024 * 1024
+
+/** The registry of an app's skills: the directory is read again on each `catalog`. */
+export const make = (app: AppConfigService["Type"]): Registry => ({
+  catalog: Effect.sync(() => catalogOf(app)),
+  read: (skill) =>
+    Effect.try({
+      try: () => {
+        const dir = root(app)
+        const real = Fs.realpathSync(skill.file)
+        const realRoot = dir === undefined ? undefined : Fs.realpathSync(dir)
+        if (realRoot === undefined || !real.startsWith(`${realRoot}${Path.sep}`)) {
+          throw new Error("the file is not inside the skills directory")
+        }
+        const size = Fs.statSync(real).size
+        if (size > MAX_SKILL_BYTES) throw new Error(`the file is ${size} bytes (at most ${MAX_SKILL_BYTES})`)
+        return Fs.readFileSync(real, "utf8")
+      },
+      catch: (cause) =>
+        new SkillReadError({
+          name: skill.name,
+          message: `The SKILL.md of ${skill.name} cannot be read: ${(cause as Error).message ?? String(cause)}`,
+          cause
+        })
+    })
+})

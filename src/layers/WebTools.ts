@@ -1,0 +1,198 @@
+/**
+ * The web tools: `web_fetch` (a page as Markdown, over `SafeHttp`: deadline, size cap, bounded redirects,
+ * private addresses refused unless allowed), `web_search` and `image_search` (over a `WebSearch` provider).
+ * Every failure is a readable `Error: ...` result, never a failed run.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as WebSearch from "../services/WebSearch.js"
+import * as Tool from "../services/Tool.js"
+import * as DocumentConverter from "./DocumentConverter.js"
+import * as SafeHttp from "./SafeHttp.js"
+import { clean, htmlText } from "./SearchProviders.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// web_fetch
+
+/** Options of `web_fetch`. */
+export interface FetchOptions {
+  /** The whole fetch, redirects included (DeerFlow's `timeout`, seconds). Default 10 s. */
+  readonly timeoutMs?: number | undefined
+  /** Bytes read at most. Default 5 MiB. */
+  readonly maxBytes?: number | undefined
+  /** Default 5. */
+  readonly maxRedirects?: number | undefined
+  /** Private, loopback and link-local addresses: refused (default), all allowed, or the listed ranges. */
+  readonly allowPrivateAddresses?: boolean | ReadonlyArray<string> | undefined
+  /** Characters of Markdown returned at most. Default 200,000 (longer output is cut with a note). */
+  readonly maxChars?: number | undefined
+}
+
+const DEFAULT_FETCH = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, maxRedirects: 5, maxChars: 200_000 }
+
+/** The arguments of `web_fetch`. */
+export const FetchArgs = Schema.Struct({
+  url: Schema.String.annotations({ description: "The http:// or https:// URL of the page to read." })
+})
+
+/** The `<title>` of an HTML page, if it has one. */
+export const htmlTitle = (html: string): string | undefined => {
+  const lower = html.slice(0, 200_000).toLowerCase()
+  const open = lower.indexOf("<title")
+  if (open < 0) return undefined
+  const start = lower.indexOf(">", open)
+  const end = lower.indexOf("</title>", start)
+  if (start < 0 || end < 0) return undefined
+  const title = clean(htmlText(html.slice(start + 1, end)), 300)
+  return title === "" ? undefined : title
+}
+
+const mimeOf = (contentType: string | undefined): string => (contentType ?? "").split(";")[0]!.trim().toLowerCase()
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|x-javascript|ld\+json|rss\+xml|atom\+xml|x-yaml|yaml))/
+
+const documentName = (mime: string): string | undefined => {
+  switch (mime) {
+    case "application/pdf":
+      return "page.pdf"
+    case "application/vnd.openxmlformats-officedocument.wordprocessingml.document":
+      return "page.docx"
+    case "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet":
+      return "page.xlsx"
+    case "application/vnd.openxmlformats-officedocument.presentationml.presentation":
+      return "page.pptx"
+    default:
+      return undefined
+  }
+}
+
+const sizeText = (bytes: number) =>
+  bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`
+
+/** What `web_fetch` returns for a response: the page as Markdown with its title and final URL, or an error text. */
+export const pageText = (
+  response: SafeHttp.Response,
+  options: { readonly maxChars: number; readonly maxBytes: number }
+) =>
+  Effect.gen(function*() {
+    if (response.status >= 400) {
+      return `Error: ${response.url} answered HTTP ${response.status}; nothing was read.`
+    }
+    const mime = mimeOf(response.headers["content-type"])
+    const cut = response.truncated
+      ? `\n\n[The page is longer than ${sizeText(options.maxBytes)}; the rest was not read.]`
+      : ""
+    let title: string | undefined
+    let markdown: string
+    if (mime === "" || mime === "text/html" || mime === "application/xhtml+xml") {
+      const html = DocumentConverter.decodeHtml(response.body)
+      title = htmlTitle(html)
+      markdown = DocumentConverter.htmlToMarkdown(html)
+    } else if (TEXT_TYPES.test(mime)) {
+      markdown = new TextDecoder().decode(response.body)
+    } else {
+      const name = documentName(mime)
+      if (name === undefined || response.truncated) {
+        return `Error: ${response.url} is ${mime || "binary data"} (${sizeText(response.body.length)}${
+          response.truncated ? " or more" : ""
+        }), not a page web_fetch can read (HTML, text, PDF or Office documents).`
+      }
+      const converted = yield* Effect.either(DocumentConverter.toMarkdown({ name, bytes: response.body }))
+      if (converted._tag === "Left") return `Error: ${response.url} could not be read: ${converted.left.detail}.`
+      markdown = Option.getOrElse(converted.right, () => "")
+    }
+    if (markdown.length > options.maxChars) {
+      markdown = `${markdown.slice(0, options.maxChars)}\n\n[Cut at ${options.maxChars} characters.]`
+    }
+    const head = title !== undefined ? `# ${title}\n\n` : ""
+    return `${head}URL: ${response.url}\n\n${markdown.trim()}${cut}\n`
+  })
+
+/** The `web_fetch` tool. */
+export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_FETCH.timeoutMs
+  const maxBytes = options.maxBytes ?? DEFAULT_FETCH.maxBytes
+  const maxChars = options.maxChars ?? DEFAULT_FETCH.maxChars
+  const maxRedirects = options.maxRedirects ?? DEFAULT_FETCH.maxRedirects
+  const allow = options.allowPrivateAddresses
+  const policy: SafeHttp.AddressPolicy = allow === true
+    ? SafeHttp.anyAddress
+    : SafeHttp.publicOnly(Array.isArray(allow) ? allow : undefined)
+  return Tool.make({
+    name: "web_fetch",
+    description: "Fetch a web page (or a text, PDF or Office document on the web) and return its content as " +
+      "Markdown, with its title and final URL. Use it to read a page found with web_search, or a URL the user " +
+      `gave. Only public http(s) addresses can be read; the fetch gives up after ${Math.round(timeoutMs / 1000)} s.`,
+    parameters: FetchArgs,
+    handler: (args) =>
+      SafeHttp.request({ url: args.url.trim(), timeoutMs, maxBytes, maxRedirects, policy }).pipe(
+        Effect.flatMap((response) => pageText(response, { maxChars, maxBytes })),
+        Effect.catchTag("WebRequestError", (error) =>
+          Effect.succeed(
+            error.reason === "blocked_address"
+              ? `Error: web_fetch refused ${clean(args.url, 300)}: ${error.message}. Only public addresses can be ` +
+                "fetched (an operator can allow others with allow_private_addresses)."
+              : `Error: web_fetch could not read ${clean(args.url, 300)}: ${error.message}.`
+          ))
+      )
+  })
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// web_search, image_search
+
+/** The arguments of `web_search`. */
+export const SearchArgs = Schema.Struct({
+  query: Schema.String.annotations({ description: "What to search the web for." })
+})
+
+/** The arguments of `image_search`. */
+export const ImageSearchArgs = Schema.Struct({
+  query: Schema.String.annotations({ description: "What the images should show." })
+})
+
+const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${tool} failed: ${error.message}.`
+
+/** The `web_search` tool over a provider; results are a JSON list of `{title, url, snippet}`. */
+export const webSearch = (provider: WebSearch.Service, maxResults = 5): Tool.Tool =>
+  Tool.make({
+    name: "web_search",
+    description: `Search the web (${provider.name}) and return up to ${maxResults} results as a JSON list of ` +
+      "{title, url, snippet}. Read a promising result in full with web_fetch, and cite the pages you use.",
+    parameters: SearchArgs,
+    handler: (args) => {
+      const query = args.query.trim()
+      if (query === "") return Effect.succeed("Error: web_search needs a non-empty query.")
+      return provider.search(query, maxResults).pipe(
+        Effect.map((results) =>
+          results.length === 0 ? `No results found for: ${clean(query, 300)}` : JSON.stringify(results, null, 2)
+        ),
+        Effect.catchTag("SearchError", (error) => Effect.succeed(searchFailed("web_search", error)))
+      )
+    }
+  })
+
+/** The `image_search` tool over a provider with image search; results are a JSON object listing the images. */
+export const imageSearch = (
+  provider: WebSearch.Service & { readonly images: NonNullable<WebSearch.Service["images"]> },
+  maxResults = 5
+): Tool.Tool =>
+  Tool.make({
+    name: "image_search",
+    description: `Search the web for images (${provider.name}) and return up to ${maxResults} of them with ` +
+      "their image and thumbnail URLs, e.g. as references before generating an image.",
+    parameters: ImageSearchArgs,
+    handler: (args) => {
+      const query = args.query.trim()
+      if (query === "") return Effect.succeed("Error: image_search needs a non-empty query.")
+      return provider.images(query, maxResults).pipe(
+        Effect.map((results) =>
+          results.length === 0
+            ? `No images found for: ${clean(query, 300)}`
+            : JSON.stringify({ query: clean(query, 300), total_results: results.length, results }, null, 2)
+        ),
+        Effect.catchTag("SearchError", (error) => Effect.succeed(searchFailed("image_search", error)))
+      )
+    }
+  })

@@ -1,0 +1,184 @@
+/**
+ * DynamicContext (SPEC §5.14, lead chain slot #15): what changes with time reaches the model in hidden
+ * messages of the thread, never in the system prompt, so the prompt stays byte-identical across turns, runs
+ * and days and providers can cache its prefix.
+ *
+ * Before each run, with the date from Effect's `Clock` (in `timezone`, else the machine's zone):
+ * - first turn of a thread: the user's new message is swapped out for the context. A hidden system reminder
+ *   `<system-reminder><current_date>…</current_date></system-reminder>` takes its id (so it sits where the
+ *   message was, and replaying the write changes nothing), the memory block follows as a hidden human
+ *   message `<id>__memory` (user-influenceable data stays at user level), and the message itself comes back
+ *   last as `<id>__user`. The snapshot is then frozen for the thread: memory is read once per thread.
+ * - later turns on the same day: nothing.
+ * - the first turn after the date changed: the same swap, with the date only.
+ *
+ * Reminders carry `dynamic_context_reminder: true` (Summarization keeps them when it compacts the history;
+ * the date one also `reminder_date`). `subagentLayer` gives subagents the date alone, in one reminder per run.
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { Memory } from "../services/Memory.js"
+import { RunContext, RunState } from "../services/RunContext.js"
+import type { Message, MessageWrite } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import { escapeHtml } from "./DurableContext.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+
+/** `additional_kwargs` key marking a dynamic-context reminder. */
+export const REMINDER_KEY = "dynamic_context_reminder"
+
+/** `additional_kwargs` key holding the date a date reminder gave. */
+export const DATE_KEY = "reminder_date"
+
+/** Suffix of the id under which the user's message comes back after the swap. */
+export const USER_SUFFIX = "__user"
+
+/** Suffix of the id of the memory message. */
+export const MEMORY_SUFFIX = "__memory"
+
+/** How long reading memory may take before a turn goes without it. */
+export const MEMORY_TIMEOUT = Duration.seconds(5)
+
+/**
+ * The date a reminder gives: `YYYY-MM-DD, Weekday` in a time zone (an IANA name; undefined: the machine's).
+ * Pure: the time is given.
+ */
+export const dateString = (millis: number, timeZone?: string | undefined): string => {
+  const parts = new Intl.DateTimeFormat("en-US", {
+    timeZone,
+    year: "numeric",
+    month: "2-digit",
+    day: "2-digit",
+    weekday: "long"
+  }).formatToParts(new Date(millis))
+  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? ""
+  return `${part("year")}-${part("month")}-${part("day")}, ${part("weekday")}`
+}
+
+/** The content of a date reminder. */
+export const dateReminder = (date: string): string =>
+  `<system-reminder>\n<current_date>${date}</current_date>\n</system-reminder>`
+
+/** The content of the memory message (the body is escaped: the user can influence it). */
+export const memoryBlock = (body: string): string =>
+  `<system-reminder>\n<memory>\n${escapeHtml(body.trim())}\n</memory>\n</system-reminder>`
+
+/** Whether a message is a dynamic-context reminder (date or memory). */
+export const isReminder = (message: Message): boolean => message.additional_kwargs?.[REMINDER_KEY] === true
+
+/** The date the thread was last told, if any (a legacy reminder without the key is read from its text). */
+export const lastInjectedDate = (messages: ReadonlyArray<Message>): string | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (!isReminder(message)) continue
+    const date = message.additional_kwargs?.[DATE_KEY]
+    if (typeof date === "string") return date
+    if (message.type === "system") {
+      const legacy = /<current_date>([^<]*)<\/current_date>/.exec(M.text(message))
+      if (legacy !== null) return legacy[1]!.trim()
+    }
+  }
+  return undefined
+}
+
+/**
+ * The message the context goes with: the last human message, when it is the current turn's (nothing but tool
+ * traffic after it is impossible at a run's start, so: no AI message after it), not a reminder, not a summary,
+ * and not already swapped.
+ */
+export const target = (messages: ReadonlyArray<Message>): Message | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.type === "ai") return undefined
+    if (message.type !== "human") continue
+    if (isReminder(message) || message.name === "summary" || message.id.endsWith(USER_SUFFIX)) return undefined
+    return message
+  }
+  return undefined
+}
+
+/**
+ * The writes that give a thread its context before a run, or none: the swap (a date reminder under the
+ * target's id, the memory message when there is a memory body and the thread was never told anything, the
+ * user's message again under `<id>__user`) when the thread was never told a date or was told another one.
+ */
+export const injection = (
+  messages: ReadonlyArray<Message>,
+  date: string,
+  memory: string | undefined
+): ReadonlyArray<MessageWrite> | undefined => {
+  const last = lastInjectedDate(messages)
+  if (last === date) return undefined
+  const user = target(messages)
+  if (user === undefined) return undefined
+  const writes: Array<MessageWrite> = [
+    M.system(dateReminder(date), {
+      id: user.id,
+      additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
+    })
+  ]
+  if (last === undefined && memory !== undefined && memory.trim() !== "") {
+    writes.push(M.human(memoryBlock(memory), {
+      id: `${user.id}${MEMORY_SUFFIX}`,
+      additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true }
+    }))
+  }
+  writes.push({ ...user, id: `${user.id}${USER_SUFFIX}` } as Message)
+  return writes
+}
+
+/** Options of `layer`. */
+export interface Options {
+  /** The time zone of the date (an IANA name); default: the machine's. */
+  readonly timeZone?: string | undefined
+  /** Where the memory block comes from; none: no memory block. */
+  readonly memory?: Memory["Type"] | undefined
+  /** Whether the memory block is injected (`memory.enabled` and `memory.injection_enabled`). */
+  readonly injectMemory?: boolean | undefined
+  /** The custom agent whose memory is read (default: the user's). */
+  readonly agentName?: string | undefined
+}
+
+/** The DynamicContext middleware (lead agent). Requires `RunContext` and `RunState`. */
+export const layer = (options: Options = {}): Middleware =>
+  MW.make(Effect.gen(function*() {
+    const context = yield* RunContext
+    const state = yield* RunState
+    const memory = options.memory
+    const before = Effect.gen(function*() {
+      const messages = (yield* state.get).messages
+      const date = dateString(yield* Clock.currentTimeMillis, options.timeZone)
+      if (lastInjectedDate(messages) === date || target(messages) === undefined) return
+      let body: string | undefined
+      if (memory !== undefined && options.injectMemory !== false && lastInjectedDate(messages) === undefined) {
+        const read = yield* memory.context({ userId: context.userId, agentName: options.agentName }).pipe(
+          Effect.timeoutOption(MEMORY_TIMEOUT)
+        )
+        body = Option.getOrUndefined(read)
+      }
+      const writes = injection(messages, date, body)
+      if (writes !== undefined) yield* state.update({ messages: writes })
+    }).pipe(Effect.withSpan("DynamicContext.inject"))
+    return { run: (loop) => Effect.zipRight(before, loop) }
+  }))
+
+/**
+ * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone is
+ * appended (no memory, no swap).
+ */
+export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middleware =>
+  MW.make(Effect.gen(function*() {
+    const state = yield* RunState
+    const before = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const date = dateString(now, options.timeZone)
+      return state.update({
+        messages: [M.system(dateReminder(date), {
+          additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
+        })]
+      })
+    })
+    return { run: (loop) => Effect.zipRight(before, loop) }
+  }))

@@ -1,0 +1,175 @@
+/**
+ * Memory (SPEC §5.22, lead chain slot #23): after each run, the thread's conversation goes to the app's memory
+ * update queue (debounced there; one internal model call per update, never streamed to the user). In memory
+ * tool mode (`memory.mode: tool`) the model reads and writes facts itself with `memory_search`, `memory_add`,
+ * `memory_update` and `memory_delete`, and nothing is queued.
+ *
+ * Subagents have no memory: this middleware belongs to the lead agent only.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { Memory, Scope } from "../services/Memory.js"
+import { RunContext, RunState } from "../services/RunContext.js"
+import * as Tool from "../services/Tool.js"
+import type { Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import * as MemoryDoc from "../state/Memory.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+
+/** Options of `layer`. */
+export interface Options {
+  readonly memory: Memory["Type"]
+  /** The custom agent whose memory this is (default: the user's). */
+  readonly agentName?: string | undefined
+}
+
+/** The Memory middleware. Requires `RunContext` and `RunState`. */
+export const layer = (options: Options): Middleware => {
+  const memory = options.memory
+  if (!memory.enabled) return MW.make({})
+  const tools = memory.mode === "tool" ? memoryTools(options) : []
+  return MW.make(
+    Effect.gen(function*() {
+      const context = yield* RunContext
+      const state = yield* RunState
+      if (memory.mode === "tool") return {}
+      const after = Effect.flatMap(state.get, (current) =>
+        current.messages.length === 0 ? Effect.void : memory.enqueue({
+          threadId: context.threadId,
+          userId: context.userId,
+          agentName: options.agentName,
+          messages: current.messages,
+          modelName: context.options.modelName
+        }))
+      // as DeerFlow's `after_agent`: a run that failed or was cancelled is not remembered
+      return { run: (loop) => Effect.tap(loop, (end) => (end.status === "success" || end.status === "interrupted" ? after : Effect.void)) }
+    }),
+    { name: "Memory", tools }
+  )
+}
+
+/**
+ * What Summarization hands over before it removes messages from the thread: they are read for memory at once,
+ * since they will not be in the thread when its run ends.
+ */
+export const beforeCompaction = (options: Options) =>
+(summarized: ReadonlyArray<Message>) =>
+  !options.memory.enabled || options.memory.mode === "tool"
+    ? Effect.void
+    : Effect.flatMap(RunContext, (context) =>
+      options.memory.enqueue({
+        threadId: context.threadId,
+        userId: context.userId,
+        agentName: options.agentName,
+        messages: summarized,
+        modelName: context.options.modelName,
+        immediate: true
+      }))
+
+// ---------------------------------------------------------------------------------------------------------
+// Tool mode
+
+const json = (value: unknown) => JSON.stringify(value)
+
+const factView = (fact: MemoryDoc.Fact) => ({
+  id: fact.id,
+  content: fact.content,
+  category: fact.category,
+  confidence: fact.confidence
+})
+
+const Confidence = Schema.Number.pipe(Schema.between(0, 1))
+
+const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
+  const memory = options.memory
+  const scopeOf = Effect.map(RunContext, (c): Scope => ({ userId: c.userId, agentName: options.agentName }))
+  const change = <A>(f: (doc: MemoryDoc.Document, now: string) => readonly [A, MemoryDoc.Document]) =>
+    Effect.gen(function*() {
+      const scope = yield* scopeOf
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      return yield* memory.modify(scope, (doc) => f(doc, now))
+    }).pipe(Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message }))))
+  return [
+    Tool.make({
+      name: "memory_search",
+      description: "Search the facts remembered about the user across conversations. Returns JSON: matching facts " +
+        "with their ids (for memory_update / memory_delete), best first.",
+      parameters: Schema.Struct({
+        query: Schema.String.annotations({ description: "Words to look for." }),
+        category: Schema.optional(Schema.String).annotations({ description: "Only facts of this category." }),
+        limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 50)))
+      }),
+      handler: (args) =>
+        Effect.flatMap(scopeOf, (scope) =>
+          memory.load(scope).pipe(
+            Effect.map((doc) =>
+              json({
+                facts: MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
+                  .map(factView)
+              })
+            ),
+            Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message })))
+          ))
+    }),
+    Tool.make({
+      name: "memory_add",
+      description: "Remember a fact about the user for later conversations (a short, self-contained statement). " +
+        `Categories: ${MemoryDoc.CATEGORIES.join(", ")}. Never store secrets.`,
+      parameters: Schema.Struct({
+        content: Schema.String.pipe(Schema.minLength(1)),
+        category: Schema.optional(Schema.String),
+        confidence: Schema.optional(Confidence)
+      }),
+      handler: (args) =>
+        change((doc, now) => {
+          const fact: MemoryDoc.Fact = {
+            id: `fact_${M.newId().replace(/-/g, "").slice(0, 12)}`,
+            content: args.content.trim(),
+            category: args.category ?? "context",
+            confidence: args.confidence ?? 0.7,
+            createdAt: now,
+            source: "tool"
+          }
+          return [json({ added: factView(fact) }), { ...doc, lastUpdated: now, facts: [...doc.facts, fact] }]
+        })
+    }),
+    Tool.make({
+      name: "memory_update",
+      description: "Change a remembered fact (by id, from memory_search).",
+      parameters: Schema.Struct({
+        fact_id: Schema.String,
+        content: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+        category: Schema.optional(Schema.String),
+        confidence: Schema.optional(Confidence)
+      }),
+      handler: (args) =>
+        change((doc, now) => {
+          const fact = doc.facts.find((f) => f.id === args.fact_id)
+          if (fact === undefined) return [json({ error: `No fact has the id ${args.fact_id}.` }), doc]
+          const updated: MemoryDoc.Fact = {
+            ...fact,
+            ...(args.content !== undefined ? { content: args.content.trim() } : {}),
+            ...(args.category !== undefined ? { category: args.category } : {}),
+            ...(args.confidence !== undefined ? { confidence: args.confidence } : {})
+          }
+          const facts = doc.facts.map((f) => (f.id === fact.id ? updated : f))
+          return [json({ updated: factView(updated) }), { ...doc, lastUpdated: now, facts }]
+        })
+    }),
+    Tool.make({
+      name: "memory_delete",
+      description: "Forget a remembered fact (by id, from memory_search).",
+      parameters: Schema.Struct({ fact_id: Schema.String }),
+      handler: (args) =>
+        change((doc, now) => {
+          if (!doc.facts.some((f) => f.id === args.fact_id)) {
+            return [json({ error: `No fact has the id ${args.fact_id}.` }), doc]
+          }
+          const facts = doc.facts.filter((f) => f.id !== args.fact_id)
+          return [json({ deleted: args.fact_id }), { ...doc, lastUpdated: now, facts }]
+        })
+    })
+  ]
+}

@@ -1,0 +1,249 @@
+/**
+ * SkillActivation (SPEC §5.15, lead chain slot #16): a user message that starts with `/<skill-name>` activates
+ * that skill for the run. Its SKILL.md (bounded) goes into every request of the run, in a hidden message right
+ * before the user's, with the rest of the user's message as the request; SkillToolPolicy then enforces the
+ * skill's `allowed-tools`. Request-only: the thread keeps what the user typed.
+ *
+ * A name that cannot be activated ends the run with a reply instead of a model call: not installed (with the
+ * closest installed names), disabled, not available to this agent, or unreadable. Reserved words (`/help`,
+ * `/new`, ...) are never skills. Unlike DeerFlow, the activation is in every request of the run (not only the
+ * first): a retried call and the calls after a tool result still carry the skill, and the requests of the run
+ * keep a common prefix.
+ *
+ * With `skills.deferred_discovery`, this middleware also contributes `describe_skill`.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { createHash } from "node:crypto"
+import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
+import type { RunEvents } from "../services/RunEvents.js"
+import { emitCustom } from "../services/RunEvents.js"
+import type { Catalog, Registry, Skill } from "../services/Skills.js"
+import { closeMatches, parseSlash } from "../services/Skills.js"
+import * as Tool from "../services/Tool.js"
+import type { Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+
+/** `additional_kwargs` key marking the activation message. */
+export const ACTIVATION_KEY = "slash_skill_activation"
+
+/** `additional_kwargs` key of the id of the user message the activation belongs to. */
+export const TARGET_KEY = "slash_skill_activation_target_id"
+
+/** `additional_kwargs` key of the activated SKILL.md's container path (read by SkillToolPolicy). */
+export const PATH_KEY = "slash_skill_path"
+
+/** Longest SKILL.md injected, in characters; a longer one is cut and the model reads the rest itself. */
+export const MAX_SKILL_CHARS = 60_000
+
+const escapeXml = (text: string): string =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
+/** A real user message: human, not hidden, not a summary. */
+const isRealUser = (message: Message): boolean =>
+  message.type === "human" && !M.isHidden(message) && message.name !== "summary"
+
+/** Index of the latest real user message of a request, or -1. */
+export const targetIndex = (messages: ReadonlyArray<Message>): number => {
+  for (let i = messages.length - 1; i >= 0; i--) if (isRealUser(messages[i]!)) return i
+  return -1
+}
+
+/** What the user typed (before the harness framed or extended it). */
+export const userText = (message: Message): string => {
+  const original = message.additional_kwargs?.original_user_content
+  return typeof original === "string" ? original : M.text(message)
+}
+
+/** The activation message for a skill and the rest of the user's message. */
+export const activationMessage = (skill: Skill, body: string, rest: string, targetId: string): Message => {
+  const cut = body.length > MAX_SKILL_CHARS
+  const shown = cut ? body.slice(0, MAX_SKILL_CHARS) : body
+  const sha = createHash("sha256").update(body).digest("hex")
+  const request = rest.trim() === ""
+    ? "(The user gave no request with it: ask what they want to do with this skill.)"
+    : escapeXml(rest.trim())
+  const content = [
+    "<slash_skill_activation>",
+    `The user explicitly activated the \`${escapeXml(skill.name)}\` skill for this turn.`,
+    `<user_request>${request}</user_request>`,
+    "Follow the skill's instructions below to carry out the request. Its SKILL.md is already here: do not read " +
+    "it again. Read the other files it refers to (under its folder) only when you need them.",
+    `<skill name="${escapeXml(skill.name)}" category="${skill.category}" path="${escapeXml(skill.location)}" ` +
+    `sha256="${sha}" editable="${skill.category === "custom"}"><skill_content encoding="xml-escaped">` +
+    escapeXml(shown) +
+    (cut
+      ? `\n[... SKILL.md is ${body.length} characters; the rest is not shown here: read it from ` +
+        `${escapeXml(skill.location)} with read_file, from line ${shown.split("\n").length}.]`
+      : "") +
+    "</skill_content></skill>",
+    "</slash_skill_activation>"
+  ].join("\n")
+  return M.human(content, {
+    id: `${targetId}__slash_activation`,
+    additional_kwargs: {
+      hide_from_ui: true,
+      [ACTIVATION_KEY]: true,
+      [TARGET_KEY]: targetId,
+      [PATH_KEY]: skill.location
+    }
+  })
+}
+
+/** Why a slash command activates nothing: the reply the user gets. */
+export const refusal = (
+  name: string,
+  catalog: Catalog,
+  allowlist: ReadonlyArray<string> | undefined
+): string | undefined => {
+  const skill = catalog.skills.find((s) => s.name === name)
+  if (skill === undefined) {
+    const usable = catalog.skills.filter((s) => s.enabled && (allowlist === undefined || allowlist.includes(s.name)))
+    const near = closeMatches(name, usable.map((s) => s.name))
+    const hint = near.length > 0
+      ? ` Did you mean ${near.map((n) => `\`/${n}\``).join(", ")}?`
+      : usable.length > 0
+      ? ` Installed skills: ${usable.slice(0, 30).map((s) => `\`/${s.name}\``).join(", ")}` +
+        `${usable.length > 30 ? ` (and ${usable.length - 30} more)` : ""}.`
+      : " No skills are installed."
+    return `Skill \`/${name}\` is not installed.${hint}`
+  }
+  if (!skill.enabled) {
+    return `Skill \`/${name}\` is installed but disabled. Enable it before using slash activation ` +
+      `(set skills.${name}.enabled to true in extensions_config.json).`
+  }
+  if (allowlist !== undefined && !allowlist.includes(name)) return `Skill \`/${name}\` is not available for this agent.`
+  return undefined
+}
+
+/** A reply given instead of a model call. */
+const reply = (text: string): ModelResponse => ({
+  message: M.ai(text, { additional_kwargs: { slash_skill_refusal: true } })
+})
+
+/** Options of `layer`. */
+export interface Options {
+  readonly registry: Registry
+  /** The skills this agent may use (a custom agent's list); all when undefined. */
+  readonly allowlist?: ReadonlyArray<string> | undefined
+  /** Contribute `describe_skill` (deferred skill discovery). */
+  readonly describeTool?: boolean | undefined
+}
+
+type Resolution =
+  | { readonly _tag: "none" }
+  | { readonly _tag: "refused"; readonly text: string }
+  | { readonly _tag: "active"; readonly message: Message; readonly skill: Skill }
+
+/** The SkillActivation middleware. */
+export const layer = (options: Options): Middleware =>
+  MW.make(
+    Effect.sync(() => {
+      // One resolution per run, for the user message it was made for.
+      let resolved: { readonly targetId: string; readonly resolution: Resolution } | undefined
+
+      const resolve = (target: Message): Effect.Effect<Resolution, never, RunEvents> => {
+        const slash = parseSlash(userText(target))
+        if (slash === undefined) return Effect.succeed({ _tag: "none" })
+        return Effect.gen(function*(): Effect.fn.Return<Resolution, never, RunEvents> {
+          const catalog = yield* options.registry.catalog
+          const refused = refusal(slash.name, catalog, options.allowlist)
+          if (refused !== undefined) return { _tag: "refused", text: refused }
+          const skill = catalog.skills.find((s) => s.name === slash.name)!
+          const body = yield* Effect.either(options.registry.read(skill))
+          if (Either.isLeft(body)) {
+            yield* Effect.logWarning(body.left.message)
+            return {
+              _tag: "refused",
+              text: `Skill \`/${slash.name}\` could not be loaded safely. Please check the skill installation.`
+            }
+          }
+          yield* emitCustom("skill_activation", { name: skill.name, path: skill.location })
+          return { _tag: "active", skill, message: activationMessage(skill, body.right, slash.rest, target.id) }
+        })
+      }
+
+      return {
+        model: (request: ModelRequest, next) => {
+          if (request.internal !== undefined) return next(request)
+          const at = targetIndex(request.messages)
+          if (at < 0) return next(request)
+          const target = request.messages[at]!
+          const known = resolved !== undefined && resolved.targetId === target.id
+            ? Effect.succeed(resolved.resolution)
+            : Effect.tap(resolve(target), (resolution) =>
+              Effect.sync(() => {
+                resolved = { targetId: target.id, resolution }
+              }))
+          return Effect.flatMap(known, (resolution) => {
+            switch (resolution._tag) {
+              case "none":
+                return next(request)
+              case "refused":
+                return Effect.succeed(reply(resolution.text))
+              case "active": {
+                const messages = [...request.messages.slice(0, at), resolution.message, ...request.messages.slice(at)]
+                return next({ ...request, messages })
+              }
+            }
+          })
+        }
+      } satisfies MW.Wrappers
+    }),
+    { name: "SkillActivation", tools: options.describeTool === true ? [describeSkill(options)] : [] }
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// describe_skill (deferred discovery)
+
+/** What `describe_skill` says about one skill. */
+export const describe = (skill: Skill): string =>
+  [
+    `## Skill: ${skill.name}`,
+    `- Description: ${skill.description} ${skill.category === "custom" ? "[custom, editable]" : "[built-in]"}`,
+    `- Allowed tools: ${skill.allowedTools === undefined ? "(all)" : skill.allowedTools.join(", ") || "(none)"}`,
+    `- Location: ${skill.location}`
+  ].join("\n")
+
+/** Skills matching a query: `select:a,b` (exact names), else words matched in names (first) and descriptions. */
+export const findSkills = (skills: ReadonlyArray<Skill>, query: string): ReadonlyArray<Skill> => {
+  const q = query.trim()
+  if (q.startsWith("select:")) {
+    const names = q.slice(7).split(",").map((n) => n.trim()).filter((n) => n !== "")
+    return names.flatMap((n) => skills.filter((s) => s.name === n))
+  }
+  const words = q.toLowerCase().split(/\s+/).filter((w) => w !== "")
+  return skills
+    .map((skill) => {
+      const name = skill.name.toLowerCase()
+      const description = skill.description.toLowerCase()
+      const score = words.reduce((sum, w) => sum + (name.includes(w) ? 10 : 0) + (description.includes(w) ? 1 : 0), 0)
+      return { skill, score }
+    })
+    .filter((r) => r.score > 0)
+    .sort((a, b) => b.score - a.score || a.skill.name.localeCompare(b.skill.name))
+    .slice(0, 5)
+    .map((r) => r.skill)
+}
+
+const describeSkill = (options: Options) =>
+  Tool.make({
+    name: "describe_skill",
+    description: "Describe skills from the skill index: what each is for, the tools it may use, and where its " +
+      "SKILL.md is (read it with read_file before following it). `select:name1,name2` gives those skills; other " +
+      "words search names and descriptions (up to 5 results).",
+    parameters: Schema.Struct({
+      name: Schema.String.annotations({ description: "A skill name, `select:a,b`, or words to search for." })
+    }),
+    handler: ({ name }) =>
+      Effect.map(options.registry.catalog, (catalog) => {
+        const usable = catalog.skills.filter((s) =>
+          s.enabled && (options.allowlist === undefined || options.allowlist.includes(s.name))
+        )
+        const found = findSkills(usable, name)
+        return found.length === 0 ? `No skills matched: ${name}` : found.map(describe).join("\n\n")
+      })
+  })

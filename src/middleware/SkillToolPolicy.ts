@@ -1,0 +1,97 @@
+/**
+ * SkillToolPolicy (SPEC §5.16, lead chain slot #17): while a skill is active, its `allowed-tools` is enforced.
+ * A skill is active when it was slash-activated for this run (that one alone counts), else when the thread
+ * loaded it earlier (`skill_context`, the SKILL.md reads DurableContext keeps). The tools allowed are the union
+ * of the `allowed-tools` of the active skills that declare one, plus the framework tools that never go away
+ * (`read_file`, `describe_skill`, `review_skill_package`, `tool_search`); no restriction when none declares
+ * one. Active skills that cannot be found (removed, disabled, not for this agent) fail closed to the framework
+ * tools.
+ *
+ * The model is offered only the allowed tools; a call to another one is refused with a result the model can
+ * read (which skill restricts it, and what it allows), without running.
+ */
+import * as Effect from "effect/Effect"
+import type { ModelRequest } from "../services/ModelService.js"
+import { RunState } from "../services/RunContext.js"
+import type { Catalog, Policy, Registry } from "../services/Skills.js"
+import { policyOf } from "../services/Skills.js"
+import * as Tool from "../services/Tool.js"
+import type { Message } from "../state/Message.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
+
+/**
+ * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,
+ * where SkillActivation puts it; only the messages after that one are scanned), else the thread's loaded
+ * skills.
+ */
+export const activePaths = (
+  messages: ReadonlyArray<Message>,
+  loaded: ReadonlyArray<{ readonly path: string }>
+): ReadonlyArray<string> => {
+  const user = targetIndex(messages)
+  for (let i = Math.max(0, user - 1); i < messages.length; i++) {
+    const kwargs = messages[i]!.additional_kwargs
+    if (kwargs?.[ACTIVATION_KEY] === true && typeof kwargs[PATH_KEY] === "string") return [kwargs[PATH_KEY]]
+  }
+  return loaded.map((entry) => entry.path)
+}
+
+/** The refusal of a tool the policy does not allow. */
+export const refusalText = (name: string, policy: Extract<Policy, { _tag: "Restricted" }>): string => {
+  const one = policy.skills.length === 1
+  return `Error: Tool '${name}' is not allowed by the active skill policy. The active skill${one ? "" : "s"} ` +
+    `${policy.skills.join(", ")} allow${one ? "s" : ""} only: ${[...policy.allowed].sort().join(", ")}. ` +
+    "Use one of those tools, or answer without this one."
+}
+
+/** Options of `layer`. */
+export interface Options {
+  readonly registry: Registry
+  /** The skills this agent may use (a custom agent's list); all when undefined. */
+  readonly allowlist?: ReadonlyArray<string> | undefined
+}
+
+/** The SkillToolPolicy middleware. Requires `RunState` (the thread's loaded skills). */
+export const layer = (options: Options): Middleware =>
+  MW.make(Effect.gen(function*() {
+    const state = yield* RunState
+    // The catalog is read once per run, and only when a skill is active.
+    let catalog: Catalog | undefined
+    const catalogOnce = Effect.suspend(() =>
+      catalog !== undefined ? Effect.succeed(catalog) : Effect.tap(options.registry.catalog, (c) => {
+        catalog = c
+      })
+    )
+    // The decision of the last model call serves the tool calls that answer it.
+    let decision: Policy | undefined
+
+    const decide = (messages: ReadonlyArray<Message>) =>
+      Effect.gen(function*() {
+        const current = yield* state.get
+        const paths = activePaths(messages, current.skill_context)
+        if (paths.length === 0) return { _tag: "Unrestricted" } as Policy
+        return policyOf(paths, yield* catalogOnce, options.allowlist)
+      })
+
+    return {
+      model: (request: ModelRequest, next) => {
+        if (request.internal !== undefined) return next(request)
+        return Effect.flatMap(decide(request.messages), (policy) => {
+          decision = policy
+          if (policy._tag === "Unrestricted") return next(request)
+          return next({ ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) })
+        })
+      },
+      tool: (call, next) => {
+        const known = decision !== undefined
+          ? Effect.succeed(decision)
+          : Effect.flatMap(state.get, (s) => decide(s.messages))
+        return Effect.flatMap(known, (policy) =>
+          policy._tag === "Restricted" && !policy.allowed.has(call.name)
+            ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))
+            : next(call))
+      }
+    } satisfies MW.Wrappers
+  }), { name: "SkillToolPolicy" })

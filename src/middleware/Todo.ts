@@ -1,0 +1,131 @@
+/**
+ * Todo (SPEC §5.19, lead chain slot #20), plan mode only: the agent keeps a visible todo list for multi-step
+ * work with `write_todos`. The list lives in the thread's `todos` (replaced whole on each write), so the user
+ * sees it change and `threads show` prints it.
+ *
+ * - Every request gets `<todo_list_system>` (how to use the list) appended to the system prompt: the same text
+ *   on every request of a plan-mode agent, so the prompt stays cacheable.
+ * - When the list is no longer visible to the model (a compaction removed the `write_todos` calls) and no
+ *   reminder was given since, a hidden `todo_reminder` message listing it is added to the thread, at the end,
+ *   before the request is sent.
+ * - Several `write_todos` calls in one response are refused (each of them): the list is written once a turn.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { ModelRequest } from "../services/ModelService.js"
+import { RunState } from "../services/RunContext.js"
+import * as Tool from "../services/Tool.js"
+import type { Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import type { Todo } from "../state/ThreadState.js"
+import * as TS from "../state/ThreadState.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+
+/** The tool's name. */
+export const TOOL_NAME = "write_todos"
+
+/** The `name` of the reminder message. */
+export const REMINDER_NAME = "todo_reminder"
+
+/** Appended to the system prompt of a plan-mode agent. */
+export const SYSTEM_PROMPT = `<todo_list_system>
+You are in plan mode: keep a todo list of the work with the write_todos tool, which the user sees as it changes.
+- Use it for tasks of three or more distinct steps, or when the user asks for a plan. Skip it for simple requests.
+- Write the whole list each time (it replaces the previous one), as soon as you know the steps.
+- Keep exactly one item in_progress while you work; mark an item completed as soon as it is done, never before.
+- If a step is blocked or fails, keep it in_progress (or add an item for what unblocks it) and say why.
+- Call write_todos at most once per response, and do not end your turn with items left unfinished unless you
+  tell the user why.
+</todo_list_system>`
+
+/** The reminder's content: the list, and what to do with it. */
+export const reminderText = (todos: ReadonlyArray<Todo>): string =>
+  [
+    "<system_reminder>",
+    "Your todo list from earlier in this conversation is no longer shown above. It still stands:",
+    ...todos.map((t) => `- [${t.status}] ${t.content}`),
+    "Keep it up to date with write_todos as you work.",
+    "</system_reminder>"
+  ].join("\n")
+
+const showsList = (m: Message) => m.name === REMINDER_NAME || M.toolCalls(m).some((c) => c.name === TOOL_NAME)
+
+/** Whether the model can still see a `write_todos` call, or was already reminded. */
+export const listVisible = (messages: ReadonlyArray<Message>): boolean => messages.some(showsList)
+
+const TodoArg = Schema.Struct({
+  content: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "What the step is, in a few words." }),
+  status: TS.Todo.fields.status.annotations({ description: "pending, in_progress or completed." })
+})
+
+/** `write_todos`: replaces the thread's todo list. */
+export const writeTodos = Tool.make({
+  name: TOOL_NAME,
+  description: "Write the todo list of the current work (plan mode). Give the whole list each time: it replaces " +
+    "the previous one. Use it for tasks of three or more steps; keep exactly one item in_progress, and mark items " +
+    "completed as soon as they are done. Call it at most once per response.",
+  parameters: Schema.Struct({
+    todos: Schema.Array(TodoArg).annotations({ description: "The whole list, in order." })
+  }),
+  handler: ({ todos }, call) =>
+    Effect.flatMap(RunState, (state) =>
+      Effect.map(state.get, (current) => {
+        const issuer = [...current.messages].reverse().find((m) => M.toolCalls(m).some((c) => c.id === call.id))
+        const writes = issuer === undefined ? 1 : M.toolCalls(issuer).filter((c) => c.name === TOOL_NAME).length
+        if (writes > 1) {
+          return Tool.errorResult(
+            call,
+            `Error: write_todos was called ${writes} times in one response, so none of the calls was applied. ` +
+              "It should never be called multiple times in parallel: call it once, with the whole list."
+          )
+        }
+        const list = todos.map((t) => ({ content: t.content, status: t.status }))
+        return {
+          message: M.tool(`Updated todo list to ${JSON.stringify(list)}`, call.id, {
+            name: TOOL_NAME,
+            status: "success"
+          }),
+          update: { todos: list }
+        }
+      })
+    )
+})
+
+/** The Todo middleware (plan mode). Requires `RunState`. Contributes `write_todos`. */
+export const layer = (): Middleware =>
+  MW.make(
+    Effect.map(RunState, (state) => {
+      // Where the list was last seen (an index and the message's id): checked in O(1) on the next call, so a
+      // long thread is scanned again only after a compaction moved things.
+      let seen: { readonly at: number; readonly id: string } | undefined
+      const visible = (messages: ReadonlyArray<Message>) => {
+        const at = seen === undefined ? undefined : messages[seen.at]
+        if (at !== undefined && at.id === seen!.id && showsList(at)) return true
+        const found = messages.findLastIndex(showsList)
+        seen = found < 0 ? undefined : { at: found, id: messages[found]!.id }
+        return found >= 0
+      }
+      return {
+        model: (request: ModelRequest, next) => {
+          if (request.internal !== undefined) return next(request)
+          const systemPrompt = request.systemPrompt === undefined || request.systemPrompt === ""
+            ? SYSTEM_PROMPT
+            : `${request.systemPrompt}\n\n${SYSTEM_PROMPT}`
+          return Effect.flatMap(state.get, (current) => {
+            const todos = current.todos ?? []
+            if (todos.length === 0 || visible(current.messages)) return next({ ...request, systemPrompt })
+            const reminder = M.human(reminderText(todos), {
+              name: REMINDER_NAME,
+              additional_kwargs: { hide_from_ui: true }
+            })
+            return Effect.zipRight(
+              Effect.orDie(state.update({ messages: [reminder] })),
+              next({ ...request, systemPrompt, messages: [...request.messages, reminder] })
+            )
+          })
+        }
+      } satisfies MW.Wrappers
+    }),
+    { name: "Todo", tools: [writeTodos] }
+  )

@@ -1,0 +1,98 @@
+/**
+ * ViewImage (SPEC §5.23, lead chain slot #24), for models that accept images only (the agent of a model
+ * without vision has neither this middleware nor `view_image`): the images the model looked at with
+ * `view_image` (kept in `viewed_images`) reach it with its next request, as image parts of a hidden human
+ * message after the tool results; once that request succeeded, `viewed_images` is cleared, so each image is
+ * sent once (DeerFlow re-sends every image of the thread on every later call).
+ *
+ * Request-only: the thread never stores the pixels. An image that changed on disk since it was viewed, is
+ * gone, or would take the request past `maxRequestBytes` is replaced by a line saying so.
+ */
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs/promises"
+import { withUpdate } from "../services/ModelService.js"
+import type { ModelRequest } from "../services/ModelService.js"
+import { RunState } from "../services/RunContext.js"
+import type { ContentBlock, Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import type { ViewedImages } from "../state/ThreadState.js"
+import type { Middleware } from "./Middleware.js"
+import * as MW from "./Middleware.js"
+
+/** `additional_kwargs` key marking the image message. */
+export const CONTEXT_KEY = "deerflow_view_image_context"
+
+/** The most image bytes one request carries (20 MB, view_image's limit for one image). */
+export const MAX_REQUEST_BYTES = 20 * 1024 * 1024
+
+/** Reads an image's bytes (injectable for tests). */
+export type Reader = (path: string) => Promise<Uint8Array>
+
+const readFile: Reader = (path) => Fs.readFile(path)
+
+/**
+ * The hidden message carrying the viewed images, read from disk. An image whose size changed, that cannot be
+ * read, or that would pass the byte budget becomes a text line instead.
+ */
+export const imageMessage = (
+  images: ViewedImages,
+  options: { readonly read?: Reader | undefined; readonly maxBytes?: number | undefined } = {}
+): Effect.Effect<Message> =>
+  Effect.gen(function*() {
+    const read = options.read ?? readFile
+    const budget = options.maxBytes ?? MAX_REQUEST_BYTES
+    const blocks: Array<ContentBlock> = [{ type: "text", text: "Here are the images you've viewed:" }]
+    let spent = 0
+    for (const [path, image] of Object.entries(images)) {
+      const bytes = yield* Effect.promise(() => read(image.actual_path).then((b) => b, () => undefined))
+      if (bytes === undefined || bytes.length !== image.size) {
+        blocks.push({
+          type: "text",
+          text: `\n- **${path}**: (file unavailable or changed on disk since it was viewed: view it again)`
+        })
+        continue
+      }
+      if (spent + bytes.length > budget) {
+        blocks.push({
+          type: "text",
+          text: `\n- **${path}**: (not sent: the images of one request may total at most ${budget} bytes; ` +
+            "view it again on its own)"
+        })
+        continue
+      }
+      spent += bytes.length
+      blocks.push({ type: "text", text: `\n- **${path}** (${image.mime_type})` })
+      blocks.push({
+        type: "image_url",
+        image_url: { url: `data:${image.mime_type};base64,${Buffer.from(bytes).toString("base64")}` }
+      })
+    }
+    return M.human(blocks, {
+      id: `view-image-context:${M.newId()}`,
+      additional_kwargs: { hide_from_ui: true, [CONTEXT_KEY]: true }
+    })
+  })
+
+/** Options of `layer`. */
+export interface Options {
+  readonly read?: Reader | undefined
+  readonly maxRequestBytes?: number | undefined
+}
+
+/** The ViewImage middleware. Requires `RunState`. */
+export const layer = (options: Options = {}): Middleware =>
+  MW.make(Effect.map(RunState, (state) => ({
+    model: (request: ModelRequest, next) => {
+      if (request.internal !== undefined) return next(request)
+      return Effect.flatMap(state.get, (current) => {
+        if (Object.keys(current.viewed_images).length === 0) return next(request)
+        return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
+          Effect.flatMap((message) => next({ ...request, messages: [...request.messages, message] })),
+          // sent: the images are not sent again (a failed call leaves them for the next attempt)
+          Effect.map((response) =>
+            response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response
+          )
+        )
+      })
+    }
+  }) satisfies MW.Wrappers))

@@ -1,0 +1,452 @@
+/**
+ * The lead agent's tools, from their three sources (SPEC §3.5, §7.1), in DeerFlow's order, first name wins:
+ *
+ * 1. Configured tools (`tools:` in `config.yaml`), in file order, filtered by tool groups. Each DeerFlow `use:`
+ *    maps to an Antler tool: the sandbox's file and bash tools, `web_fetch` (every DeerFlow fetch provider maps
+ *    to Antler's own fetcher), `web_search` (DuckDuckGo, Tavily, SearXNG), `image_search` (DuckDuckGo). A
+ *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
+ *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools.
+ * 2. Built-ins: `present_files`, and `view_image` for vision models.
+ * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
+ *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted.
+ *
+ * Middlewares add their own tools later (`ask_clarification`, `tool_search`). `assemble` is the function a
+ * custom agent's `tool_groups` go through; `check` reports configured tools that cannot work as
+ * configuration issues (a CLI exits 2 on them before anything runs).
+ */
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import { schemaIssues } from "../layers/ConfigFile.js"
+import * as McpTools from "../layers/McpTools.js"
+import * as SafeHttp from "../layers/SafeHttp.js"
+import * as SandboxTools from "../layers/SandboxTools.js"
+import * as SearchProviders from "../layers/SearchProviders.js"
+import * as WebTools from "../layers/WebTools.js"
+import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
+import { AppConfigService } from "../services/AppConfig.js"
+import { Mcp } from "../services/Mcp.js"
+import type { SandboxProvider } from "../services/Sandbox.js"
+import * as Tool from "../services/Tool.js"
+import type * as WebSearch from "../services/WebSearch.js"
+import type * as LeadAgent from "./LeadAgent.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// What a `use:` maps to
+
+/** Search providers Antler has. */
+export type Provider = "duckduckgo" | "tavily" | "searxng"
+
+/** What a configured tool's `use:` is to Antler. */
+export type Mapping =
+  | { readonly kind: "sandbox"; readonly tool: string }
+  | { readonly kind: "web_fetch"; readonly note?: string | undefined }
+  | { readonly kind: "web_search"; readonly provider: Provider | undefined }
+  | { readonly kind: "image_search"; readonly provider: Provider | undefined }
+  | { readonly kind: "unsupported"; readonly why: string }
+  | { readonly kind: "unknown" }
+
+const SANDBOX_TOOLS = ["ls", "read_file", "glob", "grep", "write_file", "str_replace", "bash"]
+
+/** The group a sandbox tool has when `config.yaml` has no `tools:` section (DeerFlow's example groups). */
+export const DEFAULT_GROUPS: Readonly<Record<string, string>> = {
+  ls: "file:read",
+  read_file: "file:read",
+  glob: "file:read",
+  grep: "file:read",
+  write_file: "file:write",
+  str_replace: "file:write",
+  bash: "bash"
+}
+
+const FETCHERS: Readonly<Record<string, string>> = {
+  jina_ai: "Jina AI reader",
+  infoquest: "InfoQuest",
+  firecrawl: "Firecrawl",
+  exa: "Exa",
+  groundroute: "GroundRoute",
+  fastcrw: "fastCRW",
+  browserless: "Browserless; pages that need JavaScript come back without it",
+  crawl4ai: "Crawl4AI; pages that need JavaScript come back without it"
+}
+
+const SEARCHERS: Readonly<Record<string, Provider>> = { ddg_search: "duckduckgo", tavily: "tavily", searxng: "searxng" }
+
+const PROVIDERS: ReadonlyArray<Provider> = ["duckduckgo", "tavily", "searxng"]
+
+/** What a `use:` value maps to. */
+export const mapping = (use: string): Mapping => {
+  const sandbox = /^deerflow\.sandbox\.tools:([a-z_]+)_tool$/.exec(use)
+  if (sandbox !== null && SANDBOX_TOOLS.includes(sandbox[1]!)) return { kind: "sandbox", tool: sandbox[1]! }
+  if (use === "antler:web_fetch") return { kind: "web_fetch" }
+  if (use === "antler:web_search") return { kind: "web_search", provider: undefined }
+  if (use === "antler:image_search") return { kind: "image_search", provider: undefined }
+  const community = /^deerflow\.community\.([a-z0-9_]+)\.tools:([a-z_]+)$/.exec(use)
+  if (community === null) return { kind: "unknown" }
+  const [, module, name] = community as unknown as [string, string, string]
+  if (name === "web_fetch_tool") {
+    const provider = FETCHERS[module]
+    return provider === undefined
+      ? { kind: "unknown" }
+      : { kind: "web_fetch", note: `Antler's own fetcher (instead of DeerFlow's ${provider})` }
+  }
+  if (name === "web_search_tool") {
+    const provider = SEARCHERS[module]
+    return provider !== undefined
+      ? { kind: "web_search", provider }
+      : {
+        kind: "unsupported",
+        why: `Antler has no ${module} search provider; use deerflow.community.tavily.tools:web_search_tool, ` +
+          "deerflow.community.searxng.tools:web_search_tool or deerflow.community.ddg_search.tools:web_search_tool"
+      }
+  }
+  if (name === "image_search_tool") {
+    return module === "image_search"
+      ? { kind: "image_search", provider: "duckduckgo" }
+      : {
+        kind: "unsupported",
+        why: `Antler has no ${module} image search; use deerflow.community.image_search.tools:image_search_tool ` +
+          "(DuckDuckGo)"
+      }
+  }
+  if (module === "browser_automation" || name === "web_capture_tool") {
+    return { kind: "unsupported", why: "Antler has no browser tools" }
+  }
+  return { kind: "unknown" }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Options of configured tools (decoded, with readable issues)
+
+const Seconds = Schema.Number.pipe(Schema.positive())
+const HttpUrl = Schema.String.pipe(Schema.filter((value) => {
+  try {
+    const url = new URL(value)
+    return url.protocol === "http:" || url.protocol === "https:" || "expected an http:// or https:// URL"
+  } catch {
+    return "expected an http:// or https:// URL"
+  }
+}))
+
+/** Keys a configured `web_fetch` reads. */
+export const FetchSettings = Schema.Struct({
+  timeout: Schema.optional(Seconds),
+  timeout_s: Schema.optional(Seconds),
+  max_redirects: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(0, 20))),
+  max_bytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  max_chars: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
+  allow_private_addresses: Schema.optional(Schema.Union(
+    Schema.Boolean,
+    Schema.Array(Schema.String.pipe(
+      Schema.filter((r) => SafeHttp.isRange(r) || "expected an address or CIDR range such as 10.0.0.0/8")
+    ))
+  ))
+})
+
+/** Keys a configured `web_search` / `image_search` reads. */
+export const SearchSettings = Schema.Struct({
+  provider: Schema.optional(Schema.Literal(...PROVIDERS)),
+  max_results: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 20))),
+  api_key: Schema.optional(Schema.String),
+  base_url: Schema.optional(HttpUrl),
+  timeout: Schema.optional(Seconds)
+})
+
+const KNOWN_KEYS: Readonly<Record<Mapping["kind"], ReadonlyArray<string>>> = {
+  sandbox: [],
+  web_fetch: Object.keys(FetchSettings.fields),
+  web_search: Object.keys(SearchSettings.fields),
+  image_search: Object.keys(SearchSettings.fields),
+  unsupported: [],
+  unknown: []
+}
+
+const settingsOf = (entry: ToolConfig) => {
+  const { name: _n, group: _g, use: _u, ...rest } = entry
+  return rest
+}
+
+const issuesOf = (error: ParseResult.ParseError, at: string) =>
+  schemaIssues(error).map((issue) => ({ path: issue.path === "" ? at : `${at}.${issue.path}`, message: issue.message }))
+
+/** The secrets of configured tools (their `api_key`s), which nothing may print or store. */
+export const secrets = (config: AppConfig): ReadonlyArray<string> =>
+  (config.tools ?? []).flatMap((entry) => {
+    const key = entry.api_key ?? entry.token
+    return typeof key === "string" && key !== "" ? [key] : []
+  })
+
+/** A problem with a configured tool, at a key path of `config.yaml`. */
+export interface Issue {
+  readonly path: string
+  readonly message: string
+}
+
+/** Values in configured tools that cannot work (bad types, a provider Antler does not have). */
+export const check = (config: AppConfig): ReadonlyArray<Issue> => {
+  const issues: Array<Issue> = []
+  ;(config.tools ?? []).forEach((entry, i) => {
+    const at = `tools[${i}]`
+    const mapped = mapping(entry.use)
+    const settings = settingsOf(entry)
+    if (mapped.kind === "web_fetch") {
+      const decoded = Schema.decodeUnknownEither(FetchSettings, { errors: "all" })(settings)
+      if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
+    } else if (mapped.kind === "web_search" || mapped.kind === "image_search") {
+      const decoded = Schema.decodeUnknownEither(SearchSettings, { errors: "all" })(settings)
+      if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
+      if (mapped.provider === undefined && settings.provider === undefined) {
+        issues.push({ path: `${at}.provider`, message: `${entry.use} needs a provider: ${PROVIDERS.join(", ")}` })
+      }
+    }
+  })
+  return issues
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Assembly
+
+/** Where a tool comes from. */
+export type Source = "config" | "sandbox" | "builtin" | "mcp"
+
+/** One tool of the report: present, deferred, or missing and why. */
+export interface Entry {
+  readonly name: string
+  readonly source: Source
+  readonly state: "available" | "deferred" | "missing"
+  readonly group?: string | undefined
+  readonly use?: string | undefined
+  readonly server?: string | undefined
+  /** Why it is missing, or a note on how it works. */
+  readonly note?: string | undefined
+}
+
+/** The tools of an agent, and the report on them. */
+export interface Assembly {
+  /** The tools, in order (deferred ones included: the filter hides them). */
+  readonly tools: ReadonlyArray<Tool.Tool>
+  readonly deferred: LeadAgent.Deferred | undefined
+  readonly entries: ReadonlyArray<Entry>
+  /** One line per configured tool left out and per MCP server that failed. */
+  readonly warnings: ReadonlyArray<string>
+  /** Whether an MCP server failed (an agent built from this should be built again later). */
+  readonly incomplete: boolean
+}
+
+/** Options of `assemble`. */
+export interface Options {
+  readonly vision: boolean
+  /** Tool groups to keep (a custom agent's `tool_groups`): undefined or null = all; `[]` = no configured tools. */
+  readonly groups?: ReadonlyArray<string> | null | undefined
+}
+
+const ENV_KEYS: Readonly<Record<Provider, string | undefined>> = {
+  tavily: "TAVILY_API_KEY",
+  searxng: undefined,
+  duckduckgo: undefined
+}
+
+const providerOf = (
+  provider: Provider,
+  settings: typeof SearchSettings.Type
+): Effect.Effect<Either.Either<WebSearch.Service, string>> =>
+  Effect.gen(function*() {
+    const envName = ENV_KEYS[provider]
+    const fromEnv = envName === undefined
+      ? Option.none<string>()
+      : yield* Effect.orElseSucceed(Config.option(Config.string(envName)), () => Option.none<string>())
+    const key = settings.api_key ?? Option.getOrUndefined(Option.filter(fromEnv, (v) => v.trim() !== ""))
+    const connection = {
+      baseUrl: settings.base_url,
+      apiKey: key === undefined || key === "" ? undefined : Redacted.make(key),
+      timeoutMs: (settings.timeout ?? 15) * 1000
+    }
+    switch (provider) {
+      case "tavily":
+        return connection.apiKey === undefined
+          ? Either.left(
+            "Tavily needs an API key: set api_key: $TAVILY_API_KEY in its entry, or TAVILY_API_KEY in the environment"
+          )
+          : Either.right(SearchProviders.tavily(connection))
+      case "searxng":
+        return Either.right(SearchProviders.searxng(connection))
+      case "duckduckgo":
+        return Either.right(SearchProviders.duckduckgo(connection))
+    }
+  })
+
+const PROVIDER_LABEL: Readonly<Record<Provider, string>> = {
+  duckduckgo: "DuckDuckGo",
+  tavily: "Tavily",
+  searxng: "SearXNG"
+}
+
+/** The tools of an agent (see the module header). MCP tools come from the app's `Mcp` service when there is one. */
+export const assemble = (
+  options: Options
+): Effect.Effect<Assembly, never, SandboxProvider | AppConfigService> =>
+  Effect.gen(function*() {
+    const app = yield* AppConfigService
+    const config = app.config
+    const sandbox = new Map((yield* SandboxTools.tools({ vision: options.vision })).map((t) => [t.name, t]))
+    const groups = options.groups ?? undefined
+    const inGroups = (group: string | undefined) =>
+      groups === undefined || (group !== undefined && groups.includes(group))
+    const declared = new Set(config.tool_groups.map((g) => g.name))
+    const tools: Array<Tool.Tool> = []
+    const entries: Array<Entry> = []
+    const warnings: Array<string> = []
+    const taken = new Map<string, string>()
+    const add = (tool: Tool.Tool, entry: Entry, where: string) => {
+      const holder = taken.get(tool.name)
+      if (holder !== undefined) {
+        const note = `a second ${tool.name}: ${holder} comes first`
+        entries.push({ ...entry, name: tool.name, state: "missing", note })
+        warnings.push(`${where}: a second tool named ${tool.name} is left out (${holder} comes first)`)
+        return
+      }
+      taken.set(tool.name, where)
+      tools.push(tool)
+      entries.push({ ...entry, name: tool.name })
+    }
+
+    if (config.tools == null) {
+      for (const name of SANDBOX_TOOLS) {
+        const tool = sandbox.get(name)
+        if (tool === undefined) continue
+        const group = DEFAULT_GROUPS[name]
+        if (!inGroups(group)) {
+          const note = `its group ${group} is not among the agent's tool groups`
+          entries.push({ name, source: "sandbox", group, state: "missing", note })
+          continue
+        }
+        add(tool, { name, source: "sandbox", group, state: "available" }, `the sandbox's ${name}`)
+      }
+    } else {
+      for (const [i, entry] of config.tools.entries()) {
+        const where = `tools[${i}] (${entry.name})`
+        const base = { name: entry.name, source: "config" as const, group: entry.group, use: entry.use }
+        const missing = (note: string, warn = true) => {
+          entries.push({ ...base, state: "missing", note })
+          if (warn) warnings.push(`${where}: left out: ${note}`)
+        }
+        if (entry.group !== undefined && declared.size > 0 && !declared.has(entry.group)) {
+          warnings.push(`${where}: its group ${entry.group} is not declared in tool_groups`)
+        }
+        if (!inGroups(entry.group)) {
+          missing(`its group ${entry.group ?? "(none)"} is not among the agent's tool groups`, false)
+          continue
+        }
+        const mapped = mapping(entry.use)
+        const settings = settingsOf(entry)
+        switch (mapped.kind) {
+          case "sandbox": {
+            const tool = sandbox.get(mapped.tool)
+            if (tool !== undefined) add(tool, { ...base, state: "available" }, where)
+            break
+          }
+          case "web_fetch": {
+            const decoded = Schema.decodeUnknownEither(FetchSettings)(settings)
+            if (Either.isLeft(decoded)) {
+              missing(`its settings are invalid (${ParseResult.TreeFormatter.formatErrorSync(decoded.left)})`)
+              break
+            }
+            const s = decoded.right
+            const timeout = s.timeout ?? s.timeout_s
+            add(WebTools.webFetch({
+              timeoutMs: timeout === undefined ? undefined : timeout * 1000,
+              maxRedirects: s.max_redirects,
+              maxBytes: s.max_bytes,
+              maxChars: s.max_chars,
+              allowPrivateAddresses: s.allow_private_addresses
+            }), { ...base, state: "available", note: mapped.note }, where)
+            break
+          }
+          case "web_search":
+          case "image_search": {
+            const decoded = Schema.decodeUnknownEither(SearchSettings)(settings)
+            if (Either.isLeft(decoded)) {
+              missing(`its settings are invalid (${ParseResult.TreeFormatter.formatErrorSync(decoded.left)})`)
+              break
+            }
+            const provider = mapped.provider ?? decoded.right.provider
+            if (provider === undefined) {
+              missing(`it needs a provider (${PROVIDERS.join(", ")})`)
+              break
+            }
+            const built = yield* providerOf(provider, decoded.right)
+            if (Either.isLeft(built)) {
+              missing(built.left)
+              break
+            }
+            const service = built.right
+            const max = decoded.right.max_results ?? 5
+            const note = `${PROVIDER_LABEL[provider]}, up to ${max} results`
+            if (mapped.kind === "web_search") {
+              add(WebTools.webSearch(service, max), { ...base, state: "available", note }, where)
+            } else if (service.images === undefined) {
+              missing(`${service.name} has no image search`)
+            } else {
+              const tool = WebTools.imageSearch({ ...service, images: service.images }, max)
+              add(tool, { ...base, state: "available", note }, where)
+            }
+            break
+          }
+          case "unsupported":
+            missing(mapped.why)
+            break
+          case "unknown":
+            missing(`Antler has no tool for use: ${entry.use}`)
+            break
+        }
+        const unread = mapped.kind === "sandbox" || mapped.kind === "unknown" || mapped.kind === "unsupported"
+          ? []
+          : Object.keys(settings).filter((key) => !KNOWN_KEYS[mapped.kind].includes(key))
+        if (unread.length > 0) warnings.push(`${where}: keys not used by Antler (ignored): ${unread.join(", ")}`)
+      }
+    }
+
+    for (const name of ["present_files", "view_image"]) {
+      const tool = sandbox.get(name)
+      if (tool !== undefined) add(tool, { name, source: "builtin", state: "available" }, `the built-in ${name}`)
+    }
+
+    // MCP tools: not filtered by groups (DeerFlow filters configured tools only).
+    const mcp = yield* Effect.serviceOption(Mcp)
+    let incomplete = false
+    const deferredDefs: Array<Tool.Tool> = []
+    const routes: Array<{ name: string; priority: number; keywords: ReadonlyArray<string> }> = []
+    if (Option.isSome(mcp)) {
+      const catalog = yield* mcp.value.catalog
+      for (const problem of catalog.problems) {
+        warnings.push(problem.message)
+        incomplete = true
+      }
+      const defer = config.tool_search.enabled
+      for (const spec of catalog.tools) {
+        const tool = McpTools.tool(mcp.value, spec)
+        const before = tools.length
+        add(tool, {
+          name: spec.name,
+          source: "mcp",
+          server: spec.server,
+          state: defer ? "deferred" : "available",
+          note: defer ? "found with tool_search" : undefined
+        }, `MCP server '${spec.server}'`)
+        if (defer && tools.length > before) {
+          deferredDefs.push(tool)
+          if (spec.routing.mode === "prefer" && spec.routing.keywords.length > 0) {
+            routes.push({ name: spec.name, priority: spec.routing.priority, keywords: spec.routing.keywords })
+          }
+        }
+      }
+    }
+    const deferred: LeadAgent.Deferred | undefined = deferredDefs.length === 0
+      ? undefined
+      : { tools: deferredDefs.map(Tool.definition), routes, topK: config.tool_search.auto_promote_top_k }
+    return { tools, deferred, entries, warnings, incomplete }
+  })

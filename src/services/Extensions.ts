@@ -1,0 +1,113 @@
+/**
+ * DeerFlow's `extensions_config.json` (MCP servers and skill states), as Antler reads it: its Schema with
+ * DeerFlow's field names and defaults. Loading the file lives in `layers/ExtensionsFile.ts`; the MCP client
+ * service in `services/Mcp.ts`.
+ */
+import * as Schema from "effect/Schema"
+
+const Seconds = Schema.Number.pipe(Schema.positive())
+
+/** Soft routing hints for an MCP tool (SPEC §5.24): keywords that make it preferred, with a priority 0–100. */
+export const McpRouting = Schema.Struct({
+  mode: Schema.optional(Schema.Literal("off", "prefer")),
+  priority: Schema.optional(Schema.Number.pipe(Schema.int())),
+  keywords: Schema.optional(Schema.Array(Schema.String))
+})
+export type McpRouting = typeof McpRouting.Type
+
+/** Routing with every field settled. */
+export interface EffectiveRouting {
+  readonly mode: "off" | "prefer"
+  readonly priority: number
+  readonly keywords: ReadonlyArray<string>
+}
+
+/** One MCP server (`mcpServers.<name>`). `transport` is accepted as the MCP spec's spelling of `type`. */
+export const McpServerConfig = Schema.Struct(
+  {
+    enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    type: Schema.optional(Schema.Literal("stdio", "sse", "http", "streamable_http", "streamable-http")),
+    transport: Schema.optional(Schema.Literal("stdio", "sse", "http", "streamable_http", "streamable-http")),
+    command: Schema.optional(Schema.String),
+    args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+    env: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+    /** The working directory of a stdio server (default: the process's). */
+    cwd: Schema.optional(Schema.String),
+    url: Schema.optional(Schema.String),
+    headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+    description: Schema.optionalWith(Schema.String, { default: () => "" }),
+    /** Prefix tool names with `<server>_` (DeerFlow's default), so two servers' tools never collide. */
+    tool_name_prefix: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    /** Seconds to start the server and finish the MCP handshake. */
+    session_init_timeout: Schema.optional(Schema.NullOr(Seconds)),
+    /** Seconds one tool call may take. */
+    tool_call_timeout: Schema.optional(Schema.NullOr(Seconds)),
+    routing: Schema.optional(McpRouting),
+    tools: Schema.optionalWith(
+      Schema.Record({
+        key: Schema.String,
+        value: Schema.Struct(
+          { routing: Schema.optional(McpRouting) },
+          Schema.Record({ key: Schema.String, value: Schema.Unknown })
+        )
+      }),
+      { default: () => ({}) }
+    )
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type McpServerConfig = typeof McpServerConfig.Type
+
+/** The whole file. Other keys (`skills`, `middlewares`, `mcpInterceptors`) are kept but not read here. */
+export const ExtensionsConfig = Schema.Struct(
+  {
+    mcpServers: Schema.optionalWith(
+      Schema.Record({ key: Schema.String, value: McpServerConfig }),
+      { default: () => ({}) }
+    )
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type ExtensionsConfig = typeof ExtensionsConfig.Type
+
+/** A server's transport: `stdio`, `sse`, or streamable HTTP (`http`). */
+export const transportOf = (server: McpServerConfig): "stdio" | "sse" | "http" => {
+  const kind = server.type ?? server.transport ?? "stdio"
+  return kind === "stdio" ? "stdio" : kind === "sse" ? "sse" : "http"
+}
+
+/**
+ * The routing of one of a server's tools: the server's, with the fields the tool's own entry sets over it
+ * (SPEC §5.24); the priority is clamped to 0–100.
+ */
+export const routingOf = (server: McpServerConfig, tool: string): EffectiveRouting => {
+  const own = Object.hasOwn(server.tools, tool) ? server.tools[tool]?.routing : undefined
+  const pick = <K extends keyof McpRouting>(key: K) => own?.[key] ?? server.routing?.[key]
+  return {
+    mode: pick("mode") ?? "off",
+    priority: Math.min(100, Math.max(0, pick("priority") ?? 0)),
+    keywords: pick("keywords") ?? []
+  }
+}
+
+/** Why a server's entry cannot start (missing command or URL), or undefined. */
+export const serverProblem = (name: string, server: McpServerConfig): string | undefined => {
+  const transport = transportOf(server)
+  if (transport === "stdio" && (server.command === undefined || server.command.trim() === "")) {
+    return `MCP server '${name}' uses stdio but has no command`
+  }
+  if (transport !== "stdio") {
+    if (server.url === undefined || server.url.trim() === "") {
+      return `MCP server '${name}' uses ${transport} but has no url`
+    }
+    try {
+      const url = new URL(server.url)
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        return `MCP server '${name}': url must be http:// or https://`
+      }
+    } catch {
+      return `MCP server '${name}': url is not a valid URL`
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,98 @@
+/**
+ * The MCP port: the app's connections to its MCP servers (`extensions_config.json`), one service per app.
+ * Servers start lazily (the first time their tools are asked for), are shared by every agent and run of the
+ * app, are started again after a crash, and stop when the app's scope closes. A server that fails never fails
+ * the app: its tools are missing (with the reason) or its calls return a readable error.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { JsonObject } from "../state/Message.js"
+import type { EffectiveRouting } from "./Extensions.js"
+
+/** A tool one of the servers offers, under the name the model sees. */
+export interface McpTool {
+  readonly server: string
+  /** The name the model sees (`<server>_<tool>` unless the server sets `tool_name_prefix: false`). */
+  readonly name: string
+  /** The tool's own name on its server. */
+  readonly original: string
+  readonly description: string
+  /** Its arguments' JSON Schema (an object schema). */
+  readonly inputSchema: JsonObject
+  readonly routing: EffectiveRouting
+}
+
+/** What a server is doing. */
+export interface ServerStatus {
+  readonly name: string
+  readonly transport: "stdio" | "sse" | "http"
+  readonly enabled: boolean
+  readonly state: "disabled" | "idle" | "running" | "failed"
+  /** Tools it offers (when it has been listed). */
+  readonly tools: number
+  /** How often it was started (a restart after a crash counts). */
+  readonly starts: number
+  /** Why it failed, or why some of its tools are left out. */
+  readonly problems: ReadonlyArray<string>
+  /** The process id of a running stdio server. */
+  readonly pid?: number | undefined
+}
+
+/** A call that failed for a reason of the server's, not of the tool's (which answers with `isError`). */
+export class McpError extends Schema.TaggedError<McpError>()("McpError", {
+  server: Schema.String,
+  reason: Schema.Literal("config", "start", "timeout", "closed", "protocol"),
+  message: Schema.String,
+  /** Whether this is the first failure since the server last worked (callers warn once per outage). */
+  firstInOutage: Schema.Boolean
+}) {}
+
+/** One content block of a tool result, as MCP sends it (decoded leniently: unknown kinds are kept as data). */
+export type McpContent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image" | "audio"; readonly data: string; readonly mimeType: string }
+  | {
+    readonly type: "resource"
+    readonly resource: {
+      readonly uri: string
+      readonly mimeType?: string | undefined
+      readonly text?: string | undefined
+      readonly blob?: string | undefined
+    }
+  }
+  | {
+    readonly type: "resource_link"
+    readonly uri: string
+    readonly name?: string | undefined
+    readonly description?: string | undefined
+    readonly mimeType?: string | undefined
+  }
+  | { readonly type: "other"; readonly value: unknown }
+
+/** A tool result. */
+export interface McpResult {
+  readonly content: ReadonlyArray<McpContent>
+  readonly isError: boolean
+  readonly structuredContent?: unknown
+}
+
+/** The tools of the enabled servers, and what went wrong with the others. */
+export interface McpCatalog {
+  readonly tools: ReadonlyArray<McpTool>
+  /** One line per server that could not be listed (or tool left out), for warnings and `antler tools list`. */
+  readonly problems: ReadonlyArray<{ readonly server: string; readonly message: string }>
+}
+
+/** The app's MCP connections. */
+export interface Service {
+  /** The tools of every enabled server; starts the servers not started yet (a failed one is retried later). */
+  readonly catalog: Effect.Effect<McpCatalog>
+  /** Calls a tool by its name on its server (starting the server again if it died). */
+  readonly call: (server: string, tool: string, args: JsonObject) => Effect.Effect<McpResult, McpError>
+  /** What each configured server is doing (starts nothing). */
+  readonly status: Effect.Effect<ReadonlyArray<ServerStatus>>
+}
+
+/** The MCP connections of an app. */
+export class Mcp extends Context.Tag("antler/Mcp")<Mcp, Service>() {}

@@ -1,0 +1,45 @@
+/**
+ * The web search port: what `web_search` and `image_search` ask of a search provider (Tavily, SearXNG,
+ * DuckDuckGo... in `layers/SearchProviders.ts`, or an app's own). Results are plain data; what a provider sends
+ * is untrusted and decoded by the adapter.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+
+/** One web result. */
+export interface SearchResult {
+  readonly title: string
+  readonly url: string
+  readonly snippet: string
+}
+
+/** One image result. */
+export interface ImageResult {
+  readonly title: string
+  readonly image_url: string
+  readonly thumbnail_url?: string | undefined
+  /** The page the image is on. */
+  readonly source_url?: string | undefined
+}
+
+/** A search that failed: the provider could not be reached, refused the key, or answered something unreadable. */
+export class SearchError extends Schema.TaggedError<SearchError>()("SearchError", {
+  provider: Schema.String,
+  reason: Schema.Literal("unreachable", "auth", "rate_limited", "http", "invalid_response"),
+  message: Schema.String
+}) {}
+
+/** A search provider. */
+export interface Service {
+  /** Its name, as users know it (`Tavily`, `SearXNG`). */
+  readonly name: string
+  readonly search: (query: string, maxResults: number) => Effect.Effect<ReadonlyArray<SearchResult>, SearchError>
+  /** Image search, when the provider has it. */
+  readonly images?:
+    | ((query: string, maxResults: number) => Effect.Effect<ReadonlyArray<ImageResult>, SearchError>)
+    | undefined
+}
+
+/** A search provider an app provides for its own `web_search` (configured tools name theirs in `config.yaml`). */
+export class WebSearch extends Context.Tag("antler/WebSearch")<WebSearch, Service>() {}

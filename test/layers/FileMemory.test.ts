@@ -1,0 +1,249 @@
+/**
+ * File memory: writes that survive a SIGKILL mid-write (a child process killed while it rewrites the file),
+ * the lock between processes, and the app's update queue: debounced on the Clock, one internal model call per
+ * update (never streamed), the thread's turns read once, failures leaving memory as it was, token usage added
+ * to the thread under `memory`, and pending updates run when the app stops.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as FileMemory from "../../src/layers/FileMemory.js"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import { Memory } from "../../src/services/Memory.js"
+import type { ModelRequest } from "../../src/services/ModelService.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import { ThreadStore } from "../../src/services/ThreadStore.js"
+import * as M from "../../src/state/Message.js"
+import * as MemoryDoc from "../../src/state/Memory.js"
+import { tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
+const WRITER = Path.join(ROOT, "test/fixtures/memory-writer.ts")
+
+const decode = (file: string) => MemoryDoc.decodeDocument(Fs.readFileSync(file, "utf8"))
+
+/** Starts the writer and kills it with SIGKILL right after it announces revision `at` (0-3 ms later). */
+const killDuringWrite = (file: string, at: number) =>
+  new Promise<{ killedAt: number }>((resolve, reject) => {
+    const child = ChildProcess.spawn(process.execPath, ["--import", TSX, WRITER, file], {
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let out = ""
+    let killedAt = -1
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8")
+      if (killedAt >= 0) return
+      const match = new RegExp(`writing (${at})\\n`).exec(out)
+      if (match === null) return
+      killedAt = at
+      const kill = () => child.kill("SIGKILL")
+      const delay = Math.floor(Math.random() * 4)
+      if (delay === 0) kill()
+      else setTimeout(kill, delay)
+    })
+    child.on("error", reject)
+    child.on("close", (_code, signal) => {
+      if (signal !== "SIGKILL") reject(new Error(`the writer ended without being killed: ${out.slice(-200)}`))
+      else resolve({ killedAt })
+    })
+  })
+
+describe("memory files", () => {
+  it.live("a SIGKILL during the write leaves the previous memory file whole (or the new one), never a mix", () =>
+    Effect.promise(async () => {
+      const file = Path.join(tempDir("antler-memkill-"), "users", "default", "memory.json")
+      for (let round = 0; round < 4; round++) {
+        const { killedAt } = await killDuringWrite(file, 2 + (round % 2))
+        const doc = Either.getOrThrow(decode(file))
+        const revision = Number(doc.lastUpdated)
+        // the file holds a revision that was completely written: the one before the kill, or the one killed
+        assert.oneOf(revision, [killedAt - 1, killedAt], `round ${round}`)
+        assert.strictEqual(doc.facts.length, 2500)
+        assert.isTrue(doc.facts.every((f) => f.content.startsWith(`revision ${revision} `)))
+      }
+      // temporary files of the killed writers are removed by the next update
+      FileMemory.removeStaleTemps(file)
+      assert.deepStrictEqual(Fs.readdirSync(Path.dirname(file)).filter((n) => n.endsWith(".tmp")), [])
+    }), 120_000)
+
+  it.effect("a lock left by a dead process is taken over; a live holder makes the update wait, then give up", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-memlock-"), "memory.json")
+      Fs.writeFileSync(`${file}.lock`, "999999999")
+      const value = yield* FileMemory.withLock(file, 1000, Effect.succeed("done"))
+      assert.strictEqual(value, "done")
+      assert.isFalse(Fs.existsSync(`${file}.lock`))
+      Fs.writeFileSync(`${file}.lock`, String(process.pid))
+      const error = yield* Effect.flip(FileMemory.withLock(file, 100, Effect.succeed("never")))
+      assert.strictEqual(error._tag, "MemoryError")
+      assert.strictEqual((error as { reason: string }).reason, "locked")
+      assert.include(error.message, `process ${process.pid}`)
+    }))
+
+  it.effect("a damaged file is reported as such, with the file's name; unsafe ids never name a directory", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-memcorrupt-"), "memory.json")
+      Fs.writeFileSync(file, "{\"facts\": [")
+      const error = yield* Effect.flip(FileMemory.readDocument(file))
+      assert.strictEqual(error.reason, "corrupt")
+      assert.include(error.message, file)
+      assert.isTrue(Either.isLeft(FileMemory.fileOf("/data", { userId: "../etc" })))
+      assert.isTrue(Either.isLeft(FileMemory.fileOf("/data", { userId: "u", agentName: "a/b" })))
+      assert.deepStrictEqual(
+        FileMemory.fileOf("/data", { userId: "u1", agentName: "writer" }),
+        Either.right("/data/users/u1/agents/writer/memory.json")
+      )
+    }))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// The queue
+
+const UPDATE = JSON.stringify({
+  user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
+  newFacts: [{ content: "Prefers uv over pip", category: "preference", confidence: 0.95 }]
+})
+
+const conversation = [M.human("I'm a data engineer at Acme and I always use uv, never pip."), M.ai("Noted!")]
+
+const setup = (script: ScriptedModel.Script, config: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const home = tempDir("antler-memq-")
+    const requests: Array<ModelRequest> = []
+    const scripted = ScriptedModel.make(script)
+    const model = ModelService.of({ generate: (r) => Effect.suspend(() => (requests.push(r), scripted.generate(r))) })
+    const store = MemoryThreadStore.make()
+    yield* store.ensure("t1")
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(
+      FileMemory.layer().pipe(
+        Layer.provide(Layer.succeed(ModelService, model)),
+        Layer.provide(Layer.succeed(ThreadStore, store)),
+        Layer.provide(ConfigFile.layerFromObject({ memory: config }, { home }))
+      ),
+      scope
+    )
+    const memory = context.pipe((c) => c.unsafeMap.get(Memory.key) as Memory["Type"])
+    return { home, memory, requests, store, scope }
+  })
+
+const usage = { input_tokens: 300, output_tokens: 40, total_tokens: 340 }
+
+describe("the memory update queue", () => {
+  it.effect("waits debounce_seconds on the Clock, then makes one internal call; the fact is remembered", () =>
+    Effect.gen(function*() {
+      const { home, memory, requests, store } = yield* setup([{ content: UPDATE, usage }])
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation, modelName: "main" })
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation, modelName: "main" })
+      assert.strictEqual(yield* memory.pending, 1)
+      yield* TestClock.adjust("29 seconds")
+      assert.lengthOf(requests, 0)
+      yield* TestClock.adjust("1 second")
+      // the timer's update runs on its own (no flush)
+      for (let i = 0; i < 200 && (yield* memory.pending) > 0; i++) yield* Effect.yieldNow()
+      assert.strictEqual(yield* memory.pending, 0)
+      assert.lengthOf(requests, 1)
+      const request = requests[0]!
+      assert.strictEqual(request.internal, "memory")
+      assert.deepStrictEqual(request.tools, [])
+      assert.isUndefined(request.systemPrompt)
+      assert.strictEqual(request.settings.modelName, "main")
+      assert.include(M.text(request.messages[0]!), "I always use uv, never pip.")
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(
+        doc.facts.map((f) => [f.content, f.category, f.source]),
+        [["Prefers uv over pip", "preference", "t1"]]
+      )
+      assert.strictEqual(doc.threads.t1, conversation[1]!.id)
+      assert.isTrue(Fs.existsSync(Path.join(home, "users", "default", "memory.json")))
+      const block = yield* memory.context({ userId: "default" })
+      assert.strictEqual(
+        block,
+        "User Context:\n- Work: Data engineer at Acme.\n\nFacts:\n- [preference | 0.95] Prefers uv over pip"
+      )
+      // the call's tokens are the thread's, under the purpose `memory`
+      const thread = Option.getOrThrow(yield* store.load("t1"))
+      assert.deepInclude(thread.state.token_usage?.by_purpose?.memory, { total_tokens: 340, calls: 1 })
+      // the same conversation again: nothing new to read, no call
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush
+      assert.lengthOf(requests, 1)
+    }))
+
+  it.effect("an answer that is not an update changes nothing, and the turns are read again next time", () =>
+    Effect.gen(function*() {
+      const { memory, requests } = yield* setup(["I cannot do that.", UPDATE])
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush
+      const before = yield* memory.load({ userId: "default" })
+      assert.isTrue(MemoryDoc.isEmpty(before))
+      assert.isUndefined(before.threads.t1)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush
+      assert.lengthOf(requests, 2)
+      assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
+    }))
+
+  it.effect("a failed update logs a plain message (the CLI's log redaction sees all of it), never a cause object", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup([])
+      const logged: Array<unknown> = []
+      const causes: Array<Cause.Cause<unknown>> = []
+      const logger = Logger.make(({ cause, message }) => {
+        logged.push(message)
+        causes.push(cause)
+      })
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      assert.isAtLeast(logged.length, 1)
+      for (const message of logged) {
+        const parts = Array.isArray(message) ? message : [message]
+        assert.isTrue(parts.every((p) => typeof p === "string"), JSON.stringify(parts))
+      }
+      assert.isTrue(causes.every(Cause.isEmpty), "no cause object is logged")
+      assert.match(String((logged[0] as ReadonlyArray<string>)[0] ?? logged[0]), /^Memory not updated for thread t1/)
+    }))
+
+  it.effect("a custom agent has its own memory; memory off (or noop) makes no call and injects nothing", () =>
+    Effect.gen(function*() {
+      const { home, memory } = yield* setup([UPDATE])
+      yield* memory.enqueue({ threadId: "t1", userId: "default", agentName: "writer", messages: conversation })
+      yield* memory.flush
+      assert.lengthOf((yield* memory.load({ userId: "default", agentName: "writer" })).facts, 1)
+      assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 0)
+      assert.isTrue(Fs.existsSync(Path.join(home, "users", "default", "agents", "writer", "memory.json")))
+      for (const config of [{ enabled: false }, { manager_class: "noop" }]) {
+        const off = yield* setup([UPDATE], config)
+        assert.isFalse(off.memory.enabled)
+        yield* off.memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+        yield* off.memory.flush
+        assert.lengthOf(off.requests, 0)
+        assert.strictEqual(yield* off.memory.context({ userId: "default" }), "")
+      }
+    }))
+
+  it.effect("updates still waiting when the app stops are made before it ends", () =>
+    Effect.gen(function*() {
+      const { memory, requests, scope } = yield* setup([UPDATE])
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      assert.lengthOf(requests, 0)
+      yield* Scope.close(scope, Exit.void)
+      assert.lengthOf(requests, 1)
+      assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
+    }))
+})

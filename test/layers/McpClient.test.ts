@@ -1,0 +1,227 @@
+/**
+ * The MCP service against real servers: the npm reference servers over stdio (server-everything,
+ * server-filesystem) and a streamable HTTP server started by the test. Tools are listed under DeerFlow's
+ * `<server>_<tool>` names and called; results (text, image, resources, links) become tool messages; `$VAR` in
+ * env and headers comes from the environment; a killed server is started again by the next call; a server
+ * that never finishes its handshake, and a call that never answers, time out; a broken server is a readable
+ * tool error with one warning.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as McpClient from "../../src/layers/McpClient.js"
+import * as McpTools from "../../src/layers/McpTools.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import { inRun, tempDirs } from "../support/fixtures.js"
+import * as Servers from "../support/mcpServers.js"
+
+const tempDir = tempDirs()
+const SLOW = 120_000
+
+const withEnv = (env: Record<string, string>) => Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+
+const invoke = (tool: Tool.Tool, args: Record<string, unknown>) => {
+  const run = inRun()
+  return Tool.invoke(tool, { id: "call_1", name: tool.name, args }).pipe(
+    Effect.provide(run.context),
+    Effect.map((result) => ({ message: result.message, text: M.contentText(result.message.content), events: run.events }))
+  )
+}
+
+describe("MCP over stdio (server-everything, server-filesystem)", () => {
+  it.scopedLive("lists the tools under <server>_<tool> and calls them; results become tool messages", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-mcp-fs-")
+      Fs.writeFileSync(Path.join(dir, "notes.txt"), "antlers grow back every year\n")
+      const mcp = yield* McpClient.make({
+        servers: {
+          everything: Servers.everything(),
+          fs: Servers.server({ command: process.execPath, args: [Servers.FILESYSTEM, dir] }),
+          off: Servers.everything({ enabled: false })
+        }
+      })
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.problems, [])
+      const names = catalog.tools.map((t) => t.name)
+      for (const name of ["everything_echo", "everything_get-sum", "everything_get-tiny-image", "fs_read_text_file"]) {
+        assert.include(names, name)
+      }
+      assert.isFalse(names.some((n) => n.startsWith("off_")), "a disabled server is not started")
+      const byName = new Map(McpTools.tools(mcp, catalog.tools).map((t) => [t.name, t]))
+      const sum = byName.get("everything_get-sum")!
+      assert.deepInclude(Tool.definition(sum).parameters, { type: "object", required: ["a", "b"] })
+
+      assert.strictEqual((yield* invoke(sum, { a: 2, b: 3 })).text, "The sum of 2 and 3 is 5.")
+      const image = yield* invoke(byName.get("everything_get-tiny-image")!, {})
+      assert.include(image.text, "[image: image/png,")
+      const blocks = image.message.content as ReadonlyArray<M.ContentBlock>
+      assert.isTrue(blocks.some((b) => b.type === "image_url" && String((b as any).image_url.url).startsWith("data:image/png;base64,")))
+      const resource = yield* invoke(byName.get("everything_get-resource-reference")!, {})
+      assert.include(resource.text, "Resource demo://resource/dynamic/text/1 (text/plain):\nResource 1: This is a plaintext resource")
+      const links = yield* invoke(byName.get("everything_get-resource-links")!, { count: 2 })
+      assert.include(links.text, "Resource link: Blob Resource 1 <demo://resource/dynamic/blob/1> (text/plain)")
+
+      const read = yield* invoke(byName.get("fs_read_text_file")!, { path: Path.join(dir, "notes.txt") })
+      assert.strictEqual(read.text, "antlers grow back every year\n")
+      assert.strictEqual(read.message.status, "success")
+      const outside = yield* invoke(byName.get("fs_read_text_file")!, { path: "/etc/hostname" })
+      assert.strictEqual(outside.message.status, "error")
+      assert.match(outside.text, /^Error: .*(denied|outside)/i)
+      const statuses = yield* mcp.status
+      assert.deepStrictEqual(statuses.map((s) => [s.name, s.state]), [["everything", "running"], ["fs", "running"], ["off", "disabled"]])
+    }), SLOW)
+
+  it.scopedLive("$VAR in env comes from the environment; an unset one keeps only that server from starting", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: {
+          everything: Servers.everything({ env: { ANTLER_PROBE: "$PROBE_TOKEN", PLAIN: "x${PROBE_TOKEN}y" } }),
+          broken: Servers.everything({ env: { TOKEN: "$NOT_SET_ANYWHERE" } })
+        }
+      }).pipe(withEnv({ PROBE_TOKEN: "s3cret-value" }))
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.problems, [{
+        server: "broken",
+        message: "MCP server 'broken': env.TOKEN: environment variable NOT_SET_ANYWHERE is not set (referenced as $NOT_SET_ANYWHERE)"
+      }])
+      const getEnv = McpTools.tools(mcp, catalog.tools).find((t) => t.name === "everything_get-env")!
+      const env = JSON.parse((yield* invoke(getEnv, {})).text)
+      assert.strictEqual(env.ANTLER_PROBE, "s3cret-value")
+      assert.strictEqual(env.PLAIN, "xs3cret-valuey")
+    }), SLOW)
+
+  it.scopedLive("a killed server is started again by the next call", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({ servers: { everything: Servers.everything() } })
+      const echo = McpTools.tools(mcp, (yield* mcp.catalog).tools).find((t) => t.name === "everything_echo")!
+      assert.strictEqual((yield* invoke(echo, { message: "one" })).text, "Echo: one")
+      const before = (yield* mcp.status)[0]!
+      assert.isDefined(before.pid)
+      process.kill(before.pid!, "SIGKILL")
+      // The connection notices the exit; no timing is asserted, only that the state is seen.
+      while ((yield* mcp.status)[0]!.state === "running") yield* Effect.sleep("20 millis")
+      const again = yield* invoke(echo, { message: "two" })
+      assert.strictEqual(again.text, "Echo: two")
+      const after = (yield* mcp.status)[0]!
+      assert.strictEqual(after.starts, 2)
+      assert.notStrictEqual(after.pid, before.pid)
+      assert.lengthOf(again.events, 0, "a restart before the call is no failure")
+    }), SLOW)
+
+  it.scopedLive("a server that never finishes its handshake times out; a call that never answers times out", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: {
+          mute: Servers.silent({ session_init_timeout: 1 }),
+          everything: Servers.everything({ tool_call_timeout: 1 })
+        }
+      })
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.problems, [{ server: "mute", message: "MCP server 'mute' did not finish starting within 1 s" }])
+      assert.strictEqual((yield* mcp.status).find((s) => s.name === "mute")!.state, "failed")
+      const long = McpTools.tools(mcp, catalog.tools).find((t) => t.name === "everything_trigger-long-running-operation")!
+      const slow = yield* invoke(long, { duration: 30, steps: 1 })
+      assert.strictEqual(slow.text, "Error: everything_trigger-long-running-operation could not run: MCP server 'everything' did not answer within 1 s.")
+      assert.deepStrictEqual(slow.events.map((e) => e.type === "custom" && e.name), ["warning"])
+      const echo = McpTools.tools(mcp, catalog.tools).find((t) => t.name === "everything_echo")!
+      assert.strictEqual((yield* invoke(echo, { message: "still here" })).text, "Echo: still here")
+    }), SLOW)
+
+  it.scopedLive("a server that cannot start: each call is a readable error, with one warning per outage", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: { dead: Servers.server({ command: process.execPath, args: ["-e", "console.error('no licence'); process.exit(3)"] }) },
+        retryAfterMs: 0
+      })
+      const tool = McpTools.tool(mcp, {
+        server: "dead",
+        name: "dead_thing",
+        original: "thing",
+        description: "",
+        inputSchema: { type: "object" },
+        routing: { mode: "off", priority: 0, keywords: [] }
+      })
+      const first = yield* invoke(tool, {})
+      assert.match(first.text, /^Error: dead_thing could not run: MCP server 'dead' could not be started/)
+      assert.strictEqual(first.message.status, "error")
+      assert.lengthOf(first.events, 1)
+      const second = yield* invoke(tool, {})
+      assert.lengthOf(second.events, 0, "the same outage warns once")
+      const catalog = yield* mcp.catalog
+      assert.lengthOf(catalog.tools, 0)
+      assert.include(catalog.problems[0]!.message, "MCP server 'dead' could not be started")
+      assert.include(catalog.problems[0]!.message, "no licence", "its stderr says why")
+    }), SLOW)
+})
+
+describe("MCP over streamable HTTP (a server started by the test)", () => {
+  it.scopedLive("tools listed and called; $VAR in headers is sent; tool_name_prefix: false keeps the names", () =>
+    Effect.gen(function*() {
+      const http = yield* Servers.httpServer
+      const mcp = yield* McpClient.make({
+        servers: {
+          warehouse: Servers.server({ type: "http", url: http.url, headers: { "X-API-Key": "$WAREHOUSE_KEY" }, tool_name_prefix: false })
+        }
+      }).pipe(withEnv({ WAREHOUSE_KEY: "wh-123" }))
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.tools.map((t) => t.name), ["add", "lookup"])
+      const tools = McpTools.tools(mcp, catalog.tools)
+      assert.strictEqual((yield* invoke(tools[0]!, { a: 40, b: 2 })).text, "40 + 2 = 42")
+      const lookup = yield* invoke(tools[1]!, { key: "antlers" })
+      assert.include(lookup.text, "inventory[antlers] = 42 crates")
+      assert.include(lookup.text, "[image: image/png, 16 bytes]")
+      assert.isTrue(http.headers.length > 0)
+      assert.isTrue(http.headers.every((h) => h["x-api-key"] === "wh-123"))
+    }), SLOW)
+})
+
+describe("MCP over SSE (a server started by the test)", () => {
+  it.scopedLive("tools listed and called; headers reach both the event stream and the posted messages", () =>
+    Effect.gen(function*() {
+      const sse = yield* Servers.sseServer
+      const mcp = yield* McpClient.make({
+        servers: { loud: Servers.server({ transport: "sse", url: sse.url, headers: { Authorization: "Bearer ${SSE_TOKEN}" } }) }
+      }).pipe(withEnv({ SSE_TOKEN: "t0k" }))
+      const catalog = yield* mcp.catalog
+      assert.deepStrictEqual(catalog.tools.map((t) => t.name), ["loud_shout"])
+      assert.strictEqual((yield* invoke(McpTools.tools(mcp, catalog.tools)[0]!, { text: "antlers" })).text, "ANTLERS")
+      assert.isTrue(sse.headers.length >= 2)
+      assert.isTrue(sse.headers.every((h) => h.authorization === "Bearer t0k"))
+    }), SLOW)
+})
+
+describe("MCP helpers", () => {
+  it("names are model-safe and namespaced; schemas must describe objects", () => {
+    assert.strictEqual(McpClient.exposedName("my server", "read.file", true), "my_server_read_file")
+    assert.strictEqual(McpClient.exposedName("s", "x".repeat(100), true).length, 64)
+    assert.deepStrictEqual(Either.getOrThrow(McpClient.inputSchemaOf({ $schema: "x", properties: { a: {} } })), {
+      type: "object",
+      properties: { a: {} }
+    })
+    assert.strictEqual((McpClient.inputSchemaOf({ type: "string" }) as any).left, "its input schema does not describe an object")
+  })
+
+  it.effect("the secrets of enabled servers are resolved for redaction: headers, bearer tokens, env, URL credentials", () =>
+    Effect.gen(function*() {
+      const found = yield* McpClient.secrets({
+        api: Servers.server({ type: "http", url: "https://bot:pa55word@mcp.example.com/mcp", headers: { Authorization: "Bearer $TOK" } }),
+        off: Servers.server({ enabled: false, type: "stdio", command: "x", env: { HIDDEN: "never-read" } }),
+        local: Servers.everything({ env: { GITHUB_TOKEN: "${GH}" } })
+      }).pipe(withEnv({ TOK: "tok-123456789", GH: "ghp-abcdefgh" }))
+      assert.includeMembers([...found], ["Bearer tok-123456789", "tok-123456789", "bot", "pa55word", "ghp-abcdefgh"])
+      assert.notInclude(found, "never-read")
+    }))
+
+  it("results: isError becomes an error message; structured content shows when nothing else does", () => {
+    const error = McpTools.contentOf(McpClient.resultOf({ content: [{ type: "text", text: "bad input" }], isError: true }))
+    assert.deepStrictEqual(error, { content: "Error: bad input", status: "error" })
+    const structured = McpTools.contentOf(McpClient.resultOf({ content: [], structuredContent: { t: 1 } }))
+    assert.strictEqual(structured.content, "{\n  \"t\": 1\n}")
+    const odd = McpTools.contentOf(McpClient.resultOf({ content: [{ type: "hologram", beam: 1 }, "junk"] }))
+    assert.strictEqual(odd.content, "{\"type\":\"hologram\",\"beam\":1}\n\"junk\"")
+  })
+})

@@ -1,0 +1,151 @@
+/**
+ * Skills on disk in DeerFlow's layout: found next to the config file (all 23 of DeerFlow's public skills),
+ * categories, nested packages, hidden folders, front-matter checks with a reason per rejected file, enabled
+ * state from extensions_config.json, shadowing, and where the directory comes from.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as ConfigProvider from "effect/ConfigProvider"
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
+import { defaults } from "../../src/services/AppConfig.js"
+import type { AppConfigService } from "../../src/services/AppConfig.js"
+import { tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+const FIXTURE = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/config.example.yaml")
+
+const write = (root: string, relative: string, content: string) => {
+  const file = Path.join(root, relative)
+  Fs.mkdirSync(Path.dirname(file), { recursive: true })
+  Fs.writeFileSync(file, content)
+}
+
+const skill = (name: string, extra = "") =>
+  `---\nname: ${name}\ndescription: Does ${name} things.\n${extra}---\n\n# ${name}\n`
+
+const appAt = (dir: string, config: Record<string, unknown> = {}): AppConfigService["Type"] => ({
+  config: { ...defaults(), ...config } as AppConfigService["Type"]["config"],
+  source: Path.join(dir, "config.yaml"),
+  home: Path.join(dir, "home"),
+  ignored: []
+})
+
+describe("SkillsDirectory", () => {
+  it.effect("all 23 public DeerFlow skills are found from DeerFlow's layout: skills/ next to config.yaml", () =>
+    Effect.gen(function*() {
+      const app = yield* ConfigFile.load(FIXTURE).pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map())))
+      const where = SkillsDirectory.location(app, {})
+      assert.strictEqual(where.path, Path.join(Path.dirname(FIXTURE), "skills"))
+      assert.strictEqual(where.from, "skills/ next to the config file")
+      const catalog = SkillsDirectory.catalogOf(app)
+      assert.lengthOf(catalog.skills, 23)
+      assert.deepStrictEqual(catalog.rejected, [])
+      for (const s of catalog.skills) {
+        assert.strictEqual(s.category, "public")
+        assert.isTrue(s.enabled)
+        assert.strictEqual(s.location, `/mnt/skills/public/${s.relativePath}/SKILL.md`)
+        assert.isTrue(Fs.existsSync(s.file))
+      }
+      // the name comes from the front matter, not the folder
+      const find = (name: string) => catalog.skills.find((s) => s.name === name)
+      assert.strictEqual(find("vercel-deploy")?.relativePath, "vercel-deploy-claimable")
+      assert.deepStrictEqual(find("skill-reviewer")?.allowedTools, ["review_skill_package"])
+      const deep = catalog.skills.find((s) => s.name === "deep-research")!
+      const text = yield* SkillsDirectory.make(app).read(deep)
+      assert.strictEqual(text, Fs.readFileSync(deep.file, "utf8"))
+    }))
+
+  it("rejects what is not a skill, each with its file and the problem; skips hidden folders; finds nested ones", () => {
+    const root = tempDir("antler-skills-")
+    write(root, "public/good/SKILL.md", skill("good"))
+    write(root, "public/good/nested/SKILL.md", skill("inner-data"))
+    write(root, "public/team/review/SKILL.md", skill("team-review", "allowed-tools:\n  - read_file\n  - bash\n"))
+    write(root, "public/.hidden/SKILL.md", skill("hidden"))
+    write(root, "public/plain/SKILL.md", "# no front matter\n")
+    write(root, "public/noname/SKILL.md", "---\ndescription: x\n---\n")
+    write(root, "public/nodesc/SKILL.md", "---\nname: nodesc\n---\n")
+    write(root, "public/badtools/SKILL.md", skill("badtools", "allowed-tools: bash\n"))
+    write(root, "public/badyaml/SKILL.md", "---\nname: [unclosed\n---\n")
+    write(root, "custom/good/SKILL.md", skill("good").replace("things", "my own things"))
+    const states = new Map([["team-review", false]])
+    const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills/", states })
+    assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.category, s.relativePath, s.enabled]), [
+      ["team-review", "public", "team/review", false],
+      ["good", "custom", "good", true]
+    ])
+    assert.deepStrictEqual(catalog.skills[0]!.allowedTools, ["read_file", "bash"])
+    assert.strictEqual(catalog.skills[1]!.location, "/mnt/skills/custom/good/SKILL.md")
+    assert.strictEqual(catalog.skills[1]!.description, "Does good my own things.")
+    assert.deepStrictEqual(catalog.shadowed.map((s) => s.location), ["/mnt/skills/public/good/SKILL.md"])
+    const problems = Object.fromEntries(catalog.rejected.map((r) => [Path.relative(root, r.file), r.problem]))
+    assert.deepStrictEqual(Object.keys(problems).sort(), [
+      "public/badtools/SKILL.md",
+      "public/badyaml/SKILL.md",
+      "public/nodesc/SKILL.md",
+      "public/noname/SKILL.md",
+      "public/plain/SKILL.md"
+    ])
+    assert.strictEqual(problems["public/plain/SKILL.md"], "no YAML front matter (the file must start with a --- block)")
+    assert.strictEqual(problems["public/noname/SKILL.md"], "the front matter has no `name`")
+    assert.strictEqual(problems["public/nodesc/SKILL.md"], "the front matter has no `description`")
+    assert.strictEqual(problems["public/badtools/SKILL.md"], "`allowed-tools` must be a list of tool names")
+    assert.match(problems["public/badyaml/SKILL.md"]!, /^the front matter is not valid YAML/)
+  })
+
+  it("enabled state comes from extensions_config.json next to the config; a broken file is a warning", () => {
+    const dir = tempDir("antler-skills-cfg-")
+    write(dir, "skills/public/alpha/SKILL.md", skill("alpha"))
+    write(dir, "skills/public/beta/SKILL.md", skill("beta"))
+    write(dir, "extensions_config.json", JSON.stringify({ mcpServers: {}, skills: { beta: { enabled: false } } }))
+    const catalog = SkillsDirectory.catalogOf(appAt(dir))
+    assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.enabled]), [["alpha", true], ["beta", false]])
+    write(dir, "extensions_config.json", "{ not json")
+    const broken = SkillsDirectory.catalogOf(appAt(dir))
+    assert.isTrue(broken.skills.every((s) => s.enabled))
+    assert.match(broken.warnings[0]!, /extensions_config\.json: not valid JSON/)
+  })
+
+  it("skills.path (relative to the config file) wins over the environment, which wins over skills/ next to it", () => {
+    const dir = tempDir("antler-skills-where-")
+    const skills = { container_path: "/mnt/skills", deferred_discovery: false, path: "my-skills" }
+    const configured = appAt(dir, { skills })
+    assert.deepStrictEqual(SkillsDirectory.location(configured, { DEER_FLOW_SKILLS_PATH: "/elsewhere" }), {
+      path: Path.join(dir, "my-skills"),
+      from: "skills.path"
+    })
+    assert.deepStrictEqual(SkillsDirectory.location(appAt(dir), { DEER_FLOW_SKILLS_PATH: "/elsewhere" }), {
+      path: "/elsewhere",
+      from: "$DEER_FLOW_SKILLS_PATH"
+    })
+    assert.strictEqual(SkillsDirectory.location(appAt(dir), {}).path, Path.join(dir, "skills"))
+    assert.isUndefined(SkillsDirectory.root(appAt(dir)))
+  })
+
+  it.effect("a skill file outside the skills directory (through a link) is not read", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-skills-link-")
+      const outside = tempDir("antler-outside-")
+      write(outside, "evil/SKILL.md", skill("evil"))
+      Fs.mkdirSync(Path.join(dir, "skills", "public"), { recursive: true })
+      Fs.symlinkSync(Path.join(outside, "evil"), Path.join(dir, "skills", "public", "evil"))
+      const catalog = SkillsDirectory.catalogOf(appAt(dir))
+      assert.deepStrictEqual(catalog.skills, [])
+      assert.match(catalog.rejected[0]!.problem, /outside the skills directory/)
+      const error = yield* Effect.flip(SkillsDirectory.make(appAt(dir)).read({
+        name: "evil",
+        description: "",
+        category: "public",
+        relativePath: "evil",
+        location: "/mnt/skills/public/evil/SKILL.md",
+        file: Path.join(outside, "evil", "SKILL.md"),
+        enabled: true,
+        allowedTools: undefined
+      }))
+      assert.strictEqual(error._tag, "SkillReadError")
+      assert.include(error.message, "not inside the skills directory")
+    }))
+})

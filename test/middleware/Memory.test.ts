@@ -1,0 +1,101 @@
+/**
+ * The Memory middleware: a run's conversation goes to the app's queue when the run ends (not before, and not
+ * in tool mode); in tool mode the model searches and writes facts with the memory tools.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as FileMemory from "../../src/layers/FileMemory.js"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as MemoryMW from "../../src/middleware/Memory.js"
+import type { Pending } from "../../src/services/Memory.js"
+import { Memory } from "../../src/services/Memory.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import * as M from "../../src/state/Message.js"
+import { tempDirs } from "../support/fixtures.js"
+import * as H from "../support/harness.js"
+
+const tempDir = tempDirs()
+
+const recording = () => {
+  const queued: Array<Pending> = []
+  const service = {
+    enabled: true,
+    mode: "middleware",
+    context: () => Effect.succeed(""),
+    enqueue: (p: Pending) => Effect.sync(() => void queued.push(p)),
+    flush: Effect.void,
+    pending: Effect.sync(() => queued.length),
+    load: () => Effect.die("unused"),
+    clear: () => Effect.die("unused"),
+    modify: () => Effect.die("unused")
+  } as unknown as Memory["Type"]
+  return { service, queued }
+}
+
+const fileMemory = (mode: "middleware" | "tool") =>
+  Effect.map(
+    Layer.build(FileMemory.layer().pipe(
+      Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
+      Layer.provide(MemoryThreadStore.layer()),
+      Layer.provide(ConfigFile.layerFromObject({ memory: { mode } }, { home: tempDir("antler-memmw-") }))
+    )),
+    (context) => context.unsafeMap.get(Memory.key) as Memory["Type"]
+  )
+
+describe("Memory middleware", () => {
+  it.effect("when the run ends, its whole conversation is queued for the thread, user and agent", () =>
+    Effect.gen(function*() {
+      const memory = recording()
+      const o = yield* H.run({
+        threadId: "mem-1",
+        input: "I live in Lyon.",
+        script: ["Noted."],
+        options: { modelName: "main" },
+        middlewares: () => [MemoryMW.layer({ memory: memory.service, agentName: "writer" })]
+      })
+      assert.lengthOf(memory.queued, 1)
+      const queued = memory.queued[0]!
+      assert.deepInclude(queued, { threadId: "mem-1", userId: "default", agentName: "writer", modelName: "main" })
+      assert.deepStrictEqual(queued.messages.map(M.text), o.state.messages.map(M.text))
+    }).pipe(H.withStore))
+
+  it.scoped("tool mode: nothing is queued; memory_add, memory_search, memory_update and memory_delete work", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool")
+      let factId = ""
+      const o = yield* H.run({
+        threadId: "mem-2",
+        input: "Remember that I prefer tea.",
+        script: [
+          {
+            toolCalls: [{
+              name: "memory_add",
+              args: { content: "Prefers tea", category: "preference", confidence: 0.9 }
+            }]
+          },
+          { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
+          (request) => {
+            const found = JSON.parse(M.text(request.messages.at(-1)!)) as { facts: Array<{ id: string }> }
+            factId = found.facts[0]!.id
+            return { toolCalls: [{ name: "memory_update", args: { fact_id: factId, content: "Prefers green tea" } }] }
+          },
+          () => ({ toolCalls: [{ name: "memory_delete", args: { fact_id: "nope" } }] }),
+          "Done."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      assert.strictEqual(yield* memory.pending, 0)
+      const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
+      assert.strictEqual(results[0].added.content, "Prefers tea")
+      assert.strictEqual(results[1].facts[0].content, "Prefers tea")
+      assert.strictEqual(results[2].updated.content, "Prefers green tea")
+      assert.strictEqual(results[3].error, "No fact has the id nope.")
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "tool"]])
+      // in tool mode the injected block has the summaries only, not the facts
+      assert.strictEqual(yield* memory.context({ userId: "default" }), "")
+    }).pipe(H.withStore))
+})

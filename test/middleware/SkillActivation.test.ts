@@ -1,0 +1,184 @@
+/**
+ * Slash activation and the allowed-tools policy: `/name rest` puts the skill in every request of the run
+ * (bounded, escaped), unknown / disabled / not-allowed names get a reply instead of a model call, reserved
+ * words are not skills, and an active skill's allowed-tools decides what the model is offered and may run.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
+import * as SkillActivation from "../../src/middleware/SkillActivation.js"
+import * as SkillToolPolicy from "../../src/middleware/SkillToolPolicy.js"
+import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
+import type { Catalog, Registry } from "../../src/services/Skills.js"
+import { closeMatches, parseSlash, policyOf } from "../../src/services/Skills.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const escapeXml = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+
+const SKILLS = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/skills")
+
+const registryOf = (states: ReadonlyMap<string, boolean> = new Map()): Registry => {
+  const catalog = SkillsDirectory.discover(SKILLS, { container: "/mnt/skills", states })
+  return {
+    catalog: Effect.succeed(catalog),
+    read: (skill) => Effect.sync(() => Fs.readFileSync(skill.file, "utf8"))
+  }
+}
+
+const echo = (name: string) =>
+  Tool.make({
+    name,
+    description: `The ${name} tool.`,
+    parameters: Schema.Struct({}),
+    handler: () => Effect.succeed(`${name} ran`)
+  })
+
+const tools = [echo("bash"), echo("read_file"), echo("review_skill_package"), echo("web_search")]
+
+const chain = (registry: Registry, allowlist?: ReadonlyArray<string>) => () => [
+  ToolErrorHandling.layer(),
+  SkillActivation.layer({ registry, allowlist }),
+  SkillToolPolicy.layer({ registry, allowlist })
+]
+
+describe("slash parsing", () => {
+  it("a leading /name (hyphen-case) and the rest; reserved words and other text are not skills", () => {
+    assert.deepStrictEqual(parseSlash("/deep-research what is X?"), { name: "deep-research", rest: "what is X?" })
+    assert.deepStrictEqual(parseSlash("  /chart-visualization"), { name: "chart-visualization", rest: "" })
+    for (const text of ["/help me", "/new", "/memory", "deep-research", "/Deep", "/a--b x", "look at /tmp/x"]) {
+      assert.isUndefined(parseSlash(text), text)
+    }
+  })
+
+  it("close matches are offered for a mistyped name", () => {
+    const names = ["deep-research", "github-deep-research", "data-analysis", "chart-visualization"]
+    assert.deepStrictEqual(closeMatches("deep-reserch", names).slice(0, 1), ["deep-research"])
+    assert.include(closeMatches("research", names), "deep-research")
+    assert.deepStrictEqual(closeMatches("zzzzzz", names), [])
+  })
+})
+
+describe("SkillActivation", () => {
+  it.effect("/deep-research <question> puts that SKILL.md in every request of the run, before the user's message", () =>
+    Effect.gen(function*() {
+      const body = Fs.readFileSync(Path.join(SKILLS, "public/deep-research/SKILL.md"), "utf8")
+      const o = yield* H.run({
+        input: "/deep-research what is a <b>prefix cache</b>?",
+        tools,
+        script: [{ toolCalls: [{ name: "web_search", args: {} }] }, "Done."],
+        middlewares: chain(registryOf())
+      })
+      assert.strictEqual(o.end.stop_reason, "completed")
+      assert.lengthOf(o.requests, 2)
+      for (const request of o.requests) {
+        const at = request.messages.findIndex((m) => m.additional_kwargs?.slash_skill_activation === true)
+        const activation = request.messages[at]!
+        assert.strictEqual(request.messages[at + 1]!.type, "human")
+        assert.isTrue(M.isHidden(activation))
+        const text = M.text(activation)
+        assert.include(text, "The user explicitly activated the `deep-research` skill for this turn.")
+        assert.include(text, "<user_request>what is a &lt;b&gt;prefix cache&lt;/b&gt;?</user_request>")
+        assert.include(text, 'path="/mnt/skills/public/deep-research/SKILL.md"')
+        assert.include(text, escapeXml(body))
+      }
+      // both requests carry the same bytes for it (a common prefix), and the thread keeps what the user typed
+      assert.deepStrictEqual(o.requests[0]!.messages, o.requests[1]!.messages.slice(0, o.requests[0]!.messages.length))
+      assert.isFalse(o.state.messages.some((m) => m.additional_kwargs?.slash_skill_activation === true))
+      const events = o.events.filter((e) => e.type === "custom" && e.name === "skill_activation")
+      assert.lengthOf(events, 1)
+    }).pipe(H.withStore))
+
+  it.effect("an unknown skill gets a reply with close matches, and no model call", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({ input: "/deep-reserch something", script: [], middlewares: chain(registryOf()) })
+      assert.strictEqual(o.end.stop_reason, "completed")
+      assert.lengthOf(o.requests, 0)
+      const reply = M.text(o.state.messages.at(-1)!)
+      assert.strictEqual(reply.split(" Did you mean")[0], "Skill `/deep-reserch` is not installed.")
+      assert.include(reply, "`/deep-research`")
+    }).pipe(H.withStore))
+
+  it.effect("a disabled skill, and one this agent may not use, are refused readably", () =>
+    Effect.gen(function*() {
+      const disabled = yield* H.run({
+        input: "/chart-visualization sales",
+        script: [],
+        middlewares: chain(registryOf(new Map([["chart-visualization", false]])))
+      })
+      assert.include(M.text(disabled.state.messages.at(-1)!), "is installed but disabled. Enable it")
+      const notHere = yield* H.run({
+        threadId: "other",
+        input: "/chart-visualization sales",
+        script: [],
+        middlewares: chain(registryOf(), ["deep-research"])
+      })
+      assert.strictEqual(
+        M.text(notHere.state.messages.at(-1)!),
+        "Skill `/chart-visualization` is not available for this agent."
+      )
+    }).pipe(H.withStore))
+
+  it.effect("a very long SKILL.md is cut, and the model is told where to read the rest", () =>
+    Effect.gen(function*() {
+      const catalog = SkillsDirectory.discover(SKILLS, { container: "/mnt/skills" })
+      const registry: Registry = {
+        catalog: Effect.succeed(catalog),
+        read: () => Effect.succeed(`---\nname: x\n---\n${"line\n".repeat(30_000)}`)
+      }
+      const o = yield* H.run({ input: "/deep-research go", script: ["ok"], middlewares: chain(registry) })
+      const text = M.text(o.requests[0]!.messages.find((m) => m.additional_kwargs?.slash_skill_activation === true)!)
+      assert.isBelow(text.length, SkillActivation.MAX_SKILL_CHARS + 2000)
+      assert.match(text, /SKILL\.md is \d+ characters; the rest is not shown here: read it from /)
+      assert.include(text, "read it from /mnt/skills/public/deep-research/SKILL.md with read_file")
+    }).pipe(H.withStore))
+})
+
+describe("SkillToolPolicy", () => {
+  it.effect("/skill-reviewer: the model is offered its allowed-tools only, and any other tool is refused", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "/skill-reviewer review my skill",
+        tools,
+        script: [
+          { toolCalls: [{ name: "bash", args: {} }, { name: "review_skill_package", args: {} }] },
+          "Reviewed."
+        ],
+        middlewares: chain(registryOf())
+      })
+      assert.deepStrictEqual(o.requests[0]!.tools.map((t) => t.name).sort(), ["read_file", "review_skill_package"])
+      const results = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.strictEqual(results[0]!.status, "error")
+      assert.strictEqual(
+        M.text(results[0]!),
+        "Error: Tool 'bash' is not allowed by the active skill policy. The active skill skill-reviewer allows " +
+          "only: describe_skill, read_file, review_skill_package, tool_search. Use one of those tools, or answer " +
+          "without this one."
+      )
+      assert.strictEqual(M.text(results[1]!), "review_skill_package ran")
+      // the refusal went through ToolErrorHandling (it carries the tool metadata)
+      assert.isDefined(results[0]!.additional_kwargs?.deerflow_tool_meta)
+    }).pipe(H.withStore))
+
+  it.effect("a skill without allowed-tools restricts nothing; a thread's loaded skill is enforced too", () =>
+    Effect.gen(function*() {
+      const free = yield* H.run({ input: "/deep-research x", tools, script: ["ok"], middlewares: chain(registryOf()) })
+      assert.lengthOf(free.requests[0]!.tools, tools.length)
+      const catalog: Catalog = SkillsDirectory.discover(SKILLS, { container: "/mnt/skills" })
+      const loaded = [{ path: "/mnt/skills/public/skill-reviewer/SKILL.md" }]
+      const policy = policyOf(SkillToolPolicy.activePaths([], loaded), catalog, undefined)
+      assert.deepStrictEqual(
+        policy._tag === "Restricted" ? [...policy.allowed].sort() : [],
+        ["describe_skill", "read_file", "review_skill_package", "tool_search"]
+      )
+      // a loaded skill that is gone fails closed to the framework tools
+      const gone = policyOf(["/mnt/skills/public/nope/SKILL.md"], catalog, undefined)
+      assert.strictEqual(gone._tag, "Restricted")
+    }).pipe(H.withStore))
+})

@@ -1,0 +1,125 @@
+/**
+ * Plan mode's todo list: write_todos replaces the thread's list; the guidance is appended to the system prompt
+ * (the same text on every request); parallel writes are refused; after a compaction removed the writes, the
+ * list comes back as a hidden reminder, once.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as DurableContext from "../../src/middleware/DurableContext.js"
+import * as Summarization from "../../src/middleware/Summarization.js"
+import * as Todo from "../../src/middleware/Todo.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import type { ModelRequest } from "../../src/services/ModelService.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provide(
+    effect,
+    Layer.succeed(AppConfigService, { config: defaults(), source: undefined, home: "/tmp", ignored: [] })
+  )
+
+const write = (todos: ReadonlyArray<{ content: string; status: string }>, id?: string) => ({
+  name: "write_todos",
+  args: { todos },
+  ...(id !== undefined ? { id } : {})
+})
+
+describe("Todo", () => {
+  it.effect("write_todos replaces the list; every request carries the same guidance after the system prompt", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        systemPrompt: "You are a test agent.",
+        input: "Plan the trip",
+        script: [
+          {
+            toolCalls: [write([
+              { content: "Book train", status: "in_progress" },
+              { content: "Pack", status: "pending" }
+            ])]
+          },
+          {
+            toolCalls: [write([
+              { content: "Book train", status: "completed" },
+              { content: "Pack", status: "in_progress" }
+            ])]
+          },
+          "Train booked; packing next."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.deepStrictEqual(o.state.todos, [
+        { content: "Book train", status: "completed" },
+        { content: "Pack", status: "in_progress" }
+      ])
+      const prompts = new Set(o.requests.map((r) => r.systemPrompt))
+      assert.deepStrictEqual([...prompts], [`You are a test agent.\n\n${Todo.SYSTEM_PROMPT}`])
+      assert.isTrue(o.requests.every((r) => r.tools.some((t) => t.name === "write_todos")))
+      const states = o.events.filter((e) => e.type === "state" && e.update.todos !== undefined)
+      assert.lengthOf(states, 2)
+      const first = o.state.messages.find((m) => m.type === "tool")!
+      assert.match(M.text(first), /^Updated todo list to \[/)
+    }).pipe(H.withStore))
+
+  it.effect("two write_todos in one response: both refused, the list unchanged", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Plan",
+        script: [
+          { toolCalls: [write([{ content: "A", status: "pending" }]), write([{ content: "B", status: "pending" }])] },
+          "ok"
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.isNull(o.state.todos)
+      const results = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.deepStrictEqual(results.map((r) => r.status), ["error", "error"])
+      assert.include(M.text(results[0]!), "should never be called multiple times in parallel")
+    }).pipe(H.withStore))
+
+  it.effect("a compaction that removed the writes brings the list back as a reminder, once, kept in the thread", () =>
+    Effect.gen(function*() {
+      const internal: Array<ModelRequest> = []
+      let agentCalls = 0
+      const script = (request: ModelRequest) => {
+        if (request.internal !== undefined) {
+          internal.push(request)
+          return "## Summary\nPlanned the trip."
+        }
+        agentCalls++
+        if (agentCalls === 1) return { toolCalls: [write([{ content: "Book train", status: "in_progress" }])] }
+        if (agentCalls <= 4) return { toolCalls: [{ name: "echo", args: {} }] }
+        return "Done for now."
+      }
+      const echo = Tool.make({
+        name: "echo",
+        description: "e",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.succeed("ok")
+      })
+      const middlewares = () => [
+        DurableContext.layer(),
+        Summarization.layer({
+          config: { enabled: true, trigger: [{ type: "messages", value: 7 }], keep: { type: "messages", value: 2 } }
+        }),
+        Todo.layer()
+      ]
+      const o = yield* H.run({ input: "Plan the trip", script, tools: [echo], middlewares }).pipe(withConfig)
+      assert.isAtLeast(internal.length, 1)
+      assert.deepStrictEqual(o.state.todos, [{ content: "Book train", status: "in_progress" }])
+      assert.isFalse(o.state.messages.some((m) => M.toolCalls(m).some((c) => c.name === "write_todos")))
+      const reminders = o.state.messages.filter((m) => m.name === Todo.REMINDER_NAME)
+      assert.lengthOf(reminders, 1)
+      assert.isTrue(M.isHidden(reminders[0]!))
+      assert.include(M.text(reminders[0]!), "- [in_progress] Book train")
+      // the request after the compaction carried it, and later requests still do (it is in the thread)
+      const withReminder = o.requests.filter((r) =>
+        r.internal === undefined && r.messages.some((m) => m.name === Todo.REMINDER_NAME)
+      )
+      assert.isAtLeast(withReminder.length, 1)
+      assert.isTrue(o.requests.at(-1)!.messages.some((m) => m.name === Todo.REMINDER_NAME))
+    }).pipe(H.withStore))
+})

@@ -1,0 +1,171 @@
+/**
+ * The memory document and its pure functions: what an update reads, how a model's answer is parsed and
+ * applied (confident facts only, bounded, no repeats), and the injected block within its token budget.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import * as FC from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import * as M from "../../src/state/Message.js"
+import * as MemoryDoc from "../../src/state/Memory.js"
+import * as Tokens from "../../src/state/Tokens.js"
+
+let n = 0
+const options = (extra: Partial<MemoryDoc.ApplyOptions> = {}): MemoryDoc.ApplyOptions => ({
+  now: "2026-05-08T10:00:00.000Z",
+  maxFacts: 100,
+  threshold: 0.7,
+  newId: () => `f${++n}`,
+  source: "t1",
+  ...extra
+})
+
+describe("the conversation an update reads", () => {
+  it("keeps the user's words and final answers; drops tool traffic, hidden messages and uploads blocks", () => {
+    const messages = [
+      M.system("<system-reminder>date</system-reminder>", { additional_kwargs: { hide_from_ui: true } }),
+      M.human("<current_uploads>\n- a.pdf\n</current_uploads>\nI work at Acme as a data engineer."),
+      M.ai("", { tool_calls: [{ id: "c1", name: "ls", args: {} }] }),
+      M.tool("a.pdf", "c1"),
+      M.ai("<think>hmm</think>Nice to meet you."),
+      M.human("loop warning", { name: "loop_warning", additional_kwargs: { hide_from_ui: true } }),
+      M.human("<current_uploads>\n- b.png\n</current_uploads>"),
+      M.ai("I see an image."),
+      M.human("answer", { additional_kwargs: { hide_from_ui: true, human_input_response: { value: "CSV" } } }),
+      M.ai("CSV it is.")
+    ]
+    assert.deepStrictEqual(MemoryDoc.conversation(messages), [
+      { role: "user", text: "I work at Acme as a data engineer." },
+      { role: "assistant", text: "Nice to meet you." },
+      { role: "user", text: "answer" },
+      { role: "assistant", text: "CSV it is." }
+    ])
+    // after the watermark only; nothing without both a user and an assistant line
+    assert.deepStrictEqual(MemoryDoc.conversation(messages, messages[8]!.id), [])
+    assert.lengthOf(MemoryDoc.conversation(messages, messages[5]!.id), 2)
+  })
+})
+
+describe("a model's update", () => {
+  it("is found in fenced or bare JSON; anything else is a readable error", () => {
+    const fenced = MemoryDoc.parseUpdate("Sure!\n```json\n{\"newFacts\": [{\"content\": \"x\"}]}\n```")
+    assert.deepStrictEqual(Either.getOrThrow(fenced).newFacts, [{ content: "x" }])
+    assert.isTrue(Either.isRight(MemoryDoc.parseUpdate("{\"factsToRemove\": []} trailing")))
+    assert.deepStrictEqual(MemoryDoc.parseUpdate("no"), Either.left("the answer holds no JSON object"))
+    assert.match(
+      Either.getLeft(MemoryDoc.parseUpdate("{\"newFacts\": 3}")).pipe((o) => (o._tag === "Some" ? o.value : "")),
+      /^the answer's JSON is not a memory update/
+    )
+  })
+
+  it("keeps confident new facts once, removes facts by id, rewrites summaries it marks", () => {
+    const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
+      user: {
+        workContext: { summary: "Data engineer at Acme.", shouldUpdate: true },
+        topOfMind: { summary: "x", shouldUpdate: false }
+      },
+      newFacts: [
+        { content: "Prefers uv over pip", category: "preference", confidence: 0.95 },
+        { content: "prefers  UV over pip", category: "preference", confidence: 0.9 },
+        { content: "Might like tea", confidence: 0.4 },
+        { content: "Works at Acme", category: "context", confidence: 0.8 }
+      ]
+    }, options())
+    assert.deepStrictEqual(doc.facts.map((f) => [f.content, f.category]), [
+      ["Prefers uv over pip", "preference"],
+      ["Works at Acme", "context"]
+    ])
+    assert.strictEqual(doc.user.workContext.summary, "Data engineer at Acme.")
+    assert.strictEqual(doc.user.workContext.updatedAt, "2026-05-08T10:00:00.000Z")
+    assert.strictEqual(doc.user.topOfMind.summary, "")
+    const removed = MemoryDoc.applyUpdate(doc, { factsToRemove: [doc.facts[0]!.id] }, options())
+    assert.deepStrictEqual(removed.facts.map((f) => f.content), ["Works at Acme"])
+  })
+
+  it.prop(
+    "never keeps more than max_facts facts, and those kept are the most confident",
+    [
+      FC.array(
+        FC.record({ content: FC.string({ minLength: 1 }), confidence: FC.double({ min: 0, max: 1, noNaN: true }) }),
+        { maxLength: 40 }
+      ),
+      FC.integer({ min: 1, max: 10 })
+    ],
+    ([candidates, max]) => {
+      const apply = (maxFacts: number) =>
+        MemoryDoc.applyUpdate(MemoryDoc.empty(), { newFacts: candidates }, options({ maxFacts, threshold: 0 }))
+      const doc = apply(max)
+      assert.isAtMost(doc.facts.length, max)
+      const all = apply(1000)
+      const kept = MemoryDoc.bound(all.facts, max)
+      const keptIds = new Set(kept.map((f) => f.id))
+      const lowestKept = Math.min(...kept.map((f) => f.confidence))
+      for (const fact of all.facts) if (!keptIds.has(fact.id)) assert.isAtMost(fact.confidence, lowestKept)
+      // the order of the document is kept
+      assert.deepStrictEqual(kept.map((f) => f.id), all.facts.filter((f) => keptIds.has(f.id)).map((f) => f.id))
+      assert.isTrue(Schema.is(MemoryDoc.Document)(doc))
+    }
+  )
+
+  it("watermarks are bounded per document", () => {
+    let doc = MemoryDoc.empty()
+    for (let i = 0; i < MemoryDoc.MAX_WATERMARKS + 20; i++) doc = MemoryDoc.withWatermark(doc, `t${i}`, `m${i}`)
+    assert.strictEqual(Object.keys(doc.threads).length, MemoryDoc.MAX_WATERMARKS)
+    assert.strictEqual(doc.threads[`t${MemoryDoc.MAX_WATERMARKS + 19}`], `m${MemoryDoc.MAX_WATERMARKS + 19}`)
+    assert.isUndefined(doc.threads.t0)
+  })
+})
+
+describe("the injected block", () => {
+  const facts = (count: number, category = "knowledge"): ReadonlyArray<MemoryDoc.Fact> =>
+    Array.from({ length: count }, (_, i) => ({
+      id: `${category}${i}`,
+      content: `Fact number ${i} about the user's long running project with several details to remember`,
+      category,
+      confidence: 0.7 + (i % 30) / 100,
+      createdAt: "",
+      source: ""
+    }))
+
+  const inject = (doc: MemoryDoc.Document, maxTokens: number) =>
+    MemoryDoc.formatForInjection(doc, {
+      maxTokens,
+      count: Tokens.countText,
+      guaranteedCategories: ["correction"],
+      guaranteedBudget: 60,
+      includeFacts: true
+    })
+
+  it("has DeerMem's sections; facts by confidence", () => {
+    const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
+      user: { workContext: { summary: "Data engineer." } },
+      history: { recentMonths: { summary: "Moved to Lyon." } },
+      newFacts: [
+        { content: "Likes tea", confidence: 0.8 },
+        { content: "Uses uv", category: "preference", confidence: 0.9 }
+      ]
+    }, options())
+    assert.strictEqual(
+      inject(doc, 2000),
+      "User Context:\n- Work: Data engineer.\n\nHistory:\n- Recent: Moved to Lyon.\n\n" +
+        "Facts:\n- [preference | 0.90] Uses uv\n- [context | 0.80] Likes tea"
+    )
+    assert.strictEqual(inject(MemoryDoc.empty(), 2000), "")
+  })
+
+  it("stays within max_injection_tokens (o200k-counted); corrections come first from their own budget", () => {
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      user: { ...MemoryDoc.empty().user, workContext: { summary: "word ".repeat(400), updatedAt: "" } },
+      facts: [...facts(80), ...facts(2, "correction").map((f) => ({ ...f, confidence: 0.71 }))]
+    }
+    for (const budget of [150, 400, 1000]) {
+      const block = inject(doc, budget)
+      assert.isAtMost(Tokens.countText(block), budget + 60, `budget ${budget}`)
+      assert.include(block, "[correction | 0.71]")
+    }
+    // facts are protected: the summary is cut before facts are dropped
+    const small = inject(doc, 400)
+    assert.isAbove(small.split("\n").filter((l) => l.startsWith("- [")).length, 5)
+  })
+})
