@@ -91,9 +91,9 @@ describe("antler agents", () => {
         )
         assert.strictEqual(created.code, 0, created.stderr)
         assert.include(created.stdout, "Lovely. What should it be called?")
-        assert.include(created.stdout, "→ setup_agent(")
+        assert.include(created.stdout, "→ Ada, a research partner · setup_agent")
         assert.include(created.stdout, "Agent ada created in")
-        assert.include(created.stdout, "Run it with: antler run --agent ada")
+        assert.match(created.stdout, /\nRun it with: .*run --agent ada "<your message>"\n/)
         assert.isTrue(Fs.existsSync(Path.join(home, "users/default/agents/ada/SOUL.md")))
 
         const again = yield* antler(home, ["agents", "create", "ada", ...model, "hello"])

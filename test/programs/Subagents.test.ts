@@ -9,6 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -26,6 +28,7 @@ import * as M from "../../src/state/Message.js"
 import { inRun, runContext, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
+const SKILLS = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "..", "fixtures", "deerflow", "skills")
 const configOf = (raw: Record<string, unknown> = {}): AppConfig => Schema.decodeUnknownSync(AppConfigSchema)(raw)
 
 describe("the subagent registry", () => {
@@ -272,6 +275,37 @@ describe("the runner", () => {
       assert.deepStrictEqual(seen.map((r) => r.settings.modelName), ["main", "deep"])
       assert.deepStrictEqual([inherited.modelName, own.modelName], ["main", "deep"])
       assert.strictEqual(seen[1]!.systemPrompt, "Think.")
+    }))
+
+  it.scoped("a subagent gets the parent's tools in its groups (configured web tools too), its skills, the date", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const model = ScriptedModel.make((r) => (seen.push(r), "done"))
+      const runner = yield* runnerWith(model, {
+        skills: { path: SKILLS },
+        tools: [
+          { name: "read_file", group: "file:read", use: "deerflow.sandbox.tools:read_file_tool" },
+          { name: "write_file", group: "file:write", use: "deerflow.sandbox.tools:write_file_tool" },
+          { name: "web_fetch", group: "web", use: "deerflow.community.jina_ai.tools:web_fetch_tool" }
+        ]
+      })
+      const run = inRun()
+      yield* runner.run({ ...request("a"), toolGroups: ["file:read", "web"], skills: ["deep-research", "nope"] }).pipe(
+        Effect.provide(run.context)
+      )
+      const tools = seen[0]!.tools.map((t) => t.name)
+      assert.includeMembers(tools, ["read_file", "web_fetch"])
+      assert.notInclude(tools, "write_file")
+      // the parent's skills allowlist: only deep-research is listed in the subagent's prompt
+      assert.include(seen[0]!.systemPrompt!, "<name>deep-research</name>")
+      assert.notInclude(seen[0]!.systemPrompt!, "<name>data-analysis</name>")
+      // the date, in a hidden reminder after the task prompt (SubagentDateContext), never in the system prompt
+      const texts = seen[0]!.messages.map((m) => M.text(m))
+      assert.isTrue(texts.some((t) => /<current_date>\d{4}-\d{2}-\d{2}, \w+<\/current_date>/.test(t)), texts.join("\n"))
+      assert.notMatch(seen[0]!.systemPrompt!, /\d{4}-\d{2}-\d{2}/)
+      // without groups: every configured tool
+      yield* runner.run(request("b")).pipe(Effect.provide(run.context))
+      assert.includeMembers(seen[1]!.tools.map((t) => t.name), ["read_file", "write_file", "web_fetch"])
     }))
 
   it.scoped("a pool of one runs tasks one after the other", () =>
