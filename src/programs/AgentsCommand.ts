@@ -281,7 +281,7 @@ const create: CliCommand.Entry = {
     ],
     examples: [
       ["agents create ada \"A research assistant who cites sources\"", "Start creating ada; answer on stdin"],
-      ["agents create ada --thread 0b1c… \"Yes, that is right\"", "Continue a conversation that was cut short"]
+      ["agents create ada --thread 5f0c2d1e \"Yes, that is right\"", "Continue a conversation that was cut short"]
     ]
   }
 }

@@ -1082,11 +1082,25 @@ describe("checking the command line", () => {
       ["--config", true],
       ["--file", true],
       ["--plan", false],
+      ["--agent", true],
+      ["--subagents", false],
       ["--json", false],
       ["--verbose", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "skills", "memory", "demo"])
+    assert.deepStrictEqual(
+      Object.keys(Cli.commandSpec.subcommands),
+      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "demo"]
+    )
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.agents!.subcommands), ["list", "show", "create"])
+    assert.deepStrictEqual(Object.entries(Cli.commandSpec.subcommands.agents!.subcommands.create!.options), [
+      ["--thread", true],
+      ["--model", true],
+      ["--base-url", true],
+      ["--api-key", true],
+      ["--config", true],
+      ["--verbose", false]
+    ])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
   })
