@@ -303,9 +303,11 @@ export const isReply = (message: Message): boolean => message.type === "ai" && !
 /**
  * Whether a run leaves nothing worth keeping: it failed before the model replied, on a thread it created.
  * The CLI deletes such a thread (an `(untitled)` thread holding only the question would be left otherwise).
+ * A run refused because another run holds the thread never created it: that thread (and its files, which the
+ * other run's sandbox is using) is the other run's.
  */
 export const discardable = (end: RunEndEvent, replied: boolean, newThread: boolean): boolean =>
-  newThread && end.status === "error" && !replied
+  newThread && end.status === "error" && !replied && end.error?.name !== "ThreadBusy"
 
 /** Text from outside made safe to print: secrets replaced, control characters made visible. */
 export const safeText = (text: string, redactor: Redact.Redactor = Redact.none): string =>

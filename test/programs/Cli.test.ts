@@ -930,7 +930,10 @@ describe("context commands", () => {
       const server = yield* ScriptedChatServer.start([
         todos(["in_progress", "pending"]),
         todos(["completed", "in_progress"]),
-        "Route found; packing next."
+        "Route found; packing next.",
+        // "Pack" is still open: the model is reminded of it twice (hidden), and answers each time
+        "Packing is left for tomorrow.",
+        "Packing is left for tomorrow, as planned."
       ])
       const planHome = tempDir("antler-plan-")
       const run = yield* antlerDone(planHome, [
@@ -1456,6 +1459,9 @@ describe("Render.human", () => {
     assert.isTrue(Render.discardable(end as RunEndEvent, render.replied(), true))
     assert.isFalse(Render.discardable(end as RunEndEvent, render.replied(), false))
     assert.isFalse(Render.discardable(end as RunEndEvent, true, true))
+    // a run refused because another run holds the thread: the thread (and its files) are the other run's
+    const busy = { ...end, error: { name: "ThreadBusy", message: "Thread t already has a run in progress" } }
+    assert.isFalse(Render.discardable(busy as RunEndEvent, false, true))
   })
 
   it("--json sends the user's message once, as stored (the run writes it, then stamps it with the same id)", () => {

@@ -215,11 +215,15 @@ describe("two runs on one thread", () => {
   const setup = Effect.gen(function*() {
     const home = tempDir("antler-attack-busy-")
     const workspace = workspaceOf(home, threadId)
+    // A gate is its `<name>.started` file: the command makes it (empty) and waits until it has content, which the
+    // test appends on the host. A file the host creates while the command waits may stay invisible in the
+    // sandbox (overlayfs keeps the name it looked up as missing), so the gate writes into a file both see.
     const open = (name: string) => {
       Fs.mkdirSync(workspace, { recursive: true })
-      Fs.writeFileSync(Path.join(workspace, name), "")
+      Fs.appendFileSync(Path.join(workspace, `${name}.started`), "open\n")
     }
-    const gate = (name: string) => `touch ${WS}/${name}.started; while [ ! -e ${WS}/${name} ]; do sleep 0.02; done`
+    const gate = (name: string) =>
+      `touch ${WS}/${name}.started; while [ ! -s ${WS}/${name}.started ]; do sleep 0.02; done`
     // The model: "hold" waits at the `release` gate; "third..." answers at once; any other prompt P logs
     // P-step-0..3 with bash, step 0 waiting at the `go` gate first, then answers.
     const server = yield* ScriptedChatServer.start((body): Turn => {
