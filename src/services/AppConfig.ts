@@ -207,6 +207,25 @@ export const LoopDetectionConfig = Schema.Struct({
 )
 export type LoopDetectionConfig = typeof LoopDetectionConfig.Type
 
+/** Tool progress (SPEC §5.12): the per-(thread, tool) stagnation guard. Off by default. */
+export const ToolProgressConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  /** Consecutive problem results of one tool before it is WARNED. */
+  stagnation_threshold: withDefault(PositiveInt, () => 3),
+  /** Further problems after WARNED before a tool the model cannot fix by retrying is BLOCKED. */
+  warn_escalation_count: withDefault(PositiveInt, () => 2),
+  /** Whether hints reach the model. */
+  inject_assessment: withDefault(Schema.Boolean, () => true),
+  jaccard_similarity_threshold: withDefault(Fraction, () => 0.8),
+  min_word_count_for_similarity: withDefault(PositiveInt, () => 10),
+  exempt_tools: withDefault(
+    Schema.Array(Schema.String),
+    () => ["ask_clarification", "write_todos", "present_files", "task"]
+  ),
+  max_tracked_threads: withDefault(PositiveInt, () => 100)
+})
+export type ToolProgressConfig = typeof ToolProgressConfig.Type
+
 /** A context size: `{ type: tokens | messages | fraction, value }`. */
 export const ContextSize = Schema.Struct({
   type: Schema.Literal("tokens", "messages", "fraction"),
@@ -378,6 +397,7 @@ export const AppConfigSchema = Schema.Struct({
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
   read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
+  tool_progress: withDefault(ToolProgressConfig, () => Schema.decodeSync(ToolProgressConfig)({})),
   /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
   tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
   tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),
