@@ -32,7 +32,10 @@ const setup = () => {
   const workspace = threadPaths(home, "default", THREAD).workspace
   const onHost = (name: string) => Path.join(workspace, name)
   /** Runs one turn of the thread: the model makes these calls, one response each, then says "done". */
-  const turn = (responses: ReadonlyArray<ReadonlyArray<readonly [string, JsonObject]>>, between?: (i: number) => void) =>
+  const turn = (
+    responses: ReadonlyArray<ReadonlyArray<readonly [string, JsonObject]>>,
+    between?: (i: number) => void
+  ) =>
     Effect.gen(function*() {
       const tools = yield* SandboxTools.tools({ vision: false, bash: false })
       const script: ScriptedModel.Script = (_request, i) => {
@@ -102,7 +105,10 @@ describe("ReadBeforeWrite", () => {
   it.effect("relative and absolute spellings of a path are one file; a mark from an earlier run still counts", () =>
     Effect.gen(function*() {
       const { onHost, turn } = setup()
-      yield* turn([[["write_file", { path: "plan.txt", content: "step 1\n" }]], [["read_file", { path: "./plan.txt" }]]])
+      yield* turn([
+        [["write_file", { path: "plan.txt", content: "step 1\n" }]],
+        [["read_file", { path: "./plan.txt" }]]
+      ])
       const out = yield* turn([[["write_file", { path: `${W}//plan.txt`, content: "step 2\n", append: true }]]])
       const [appended] = results(out).slice(-1)
       assert.strictEqual(M.text(appended!), "OK")

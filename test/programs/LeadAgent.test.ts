@@ -81,7 +81,7 @@ describe("the lead chain as data", () => {
     assert.isTrue(Either.isRight(Chain.validate(chain)))
   })
 
-  it("read_before_write and tool_progress switch their entries; tool progress stands outside tool error handling", () => {
+  it("read_before_write and tool_progress switch their entries; tool progress stays outside error handling", () => {
     const config = { ...defaults(), read_before_write: { enabled: false } }
     assert.notInclude(LeadAgent.order({ config }), "ReadBeforeWrite")
     const progress = { ...defaults(), tool_progress: { ...defaults().tool_progress, enabled: true } }
