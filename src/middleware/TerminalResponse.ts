@@ -107,7 +107,7 @@ export const layer = (): Middleware.Middleware =>
           if (!toolResultInCurrentTurn(current.messages)) return response
           if (budget !== "unused") return fallbackResponse(response)
           budget = "armed"
-          yield* Effect.logInfo("The model's final answer after its tool calls was empty; asking it again once")
+          yield* Effect.logDebug("The model's final answer after its tool calls was empty; asking it again once")
           const again = yield* askAgain(request, next)
           return yield* afterModel(request, carryUpdate(response, again), next)
         })
