@@ -4,15 +4,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as Run from "../../src/programs/Run.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
 import * as ToolProgress from "../../src/middleware/ToolProgress.js"
-import { ToolProgressConfig } from "../../src/services/AppConfig.js"
+import { defaults, ToolProgressConfig } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
@@ -173,6 +175,30 @@ describe("ToolProgress", () => {
       assert.isTrue(out.requests.every((r) => hintsIn(r).length === 0))
       assert.strictEqual(fetch.calls.n, 5)
     }).pipe(H.withStore))
+})
+
+describe("tool_progress configuration", () => {
+  it("DeerFlow's keys and defaults; wrong values are refused; unknown keys are reported", () => {
+    assert.deepStrictEqual(Schema.decodeUnknownSync(ToolProgressConfig)({}), {
+      enabled: false,
+      stagnation_threshold: 3,
+      warn_escalation_count: 2,
+      inject_assessment: true,
+      jaccard_similarity_threshold: 0.8,
+      min_word_count_for_similarity: 10,
+      exempt_tools: ["ask_clarification", "write_todos", "present_files", "task"],
+      max_tracked_threads: 100
+    })
+    assert.isFalse(defaults().tool_progress.enabled)
+    for (const bad of [{ min_word_count_for_similarity: true }, { jaccard_similarity_threshold: 1.5 }, {
+      stagnation_threshold: 0
+    }]) {
+      assert.isTrue(Either.isLeft(Schema.decodeUnknownEither(ToolProgressConfig)(bad)), JSON.stringify(bad))
+    }
+    assert.deepStrictEqual(ConfigFile.ignoredKeys({ tool_progress: { enabled: true, stagnation: 2 } }), [
+      "tool_progress.stagnation"
+    ])
+  })
 })
 
 describe("ToolProgress state machine", () => {
