@@ -29,6 +29,7 @@ import type { Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import type { ThreadState, Todo } from "../state/ThreadState.js"
+import * as TaskRender from "./TaskRender.js"
 import * as Terminal from "./Terminal.js"
 
 /** Styling: identity functions when colour is off. */
@@ -366,6 +367,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
   const safe = (text: string) => safeText(text, redactor)
   const printed = new Map<string, string>()
   const shownCalls = new Set<string>()
+  // A result re-written under its id (TokenUsage marks a subagent's usage as counted) is shown once.
+  const shownResults = new Set<string>()
   // Token deltas go through a streaming redactor per message (text and reasoning apart): a secret split
   // across two deltas is held back until it can be hidden.
   const streams = new Map<string, Redact.TextStream>()
@@ -501,8 +504,15 @@ export const human = (options: RenderOptions): HumanRenderer => {
       const max = num((data as { max_attempts?: unknown } | null)?.max_attempts)
       activity = attempt !== undefined && max !== undefined ? `${waiting} (attempt ${attempt + 1} of ${max})` : waiting
     }
-    const sentence = eventSentence(name, data, { verbose })
     let text = ""
+    // Subagent progress: nested, compact lines under the task call.
+    if (TaskRender.isTaskEvent(name)) {
+      const line = TaskRender.line(name, data, s, safe)
+      if (line !== "") text += newline() + out(line)
+      if (verbose) text += newline() + out(`${s.dim(safe(eventRaw(name, data)))}\n`)
+      return text
+    }
+    const sentence = eventSentence(name, data, { verbose })
     if (sentence !== undefined) {
       const paint = sentence.startsWith("⛔") ? s.red : s.yellow
       text += newline() + out(`${paint(safe(sentence))}\n`)
@@ -563,6 +573,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
         if (message.type === "tool") {
           pending.delete(message.tool_call_id)
           activity = running()
+          if (shownResults.has(message.id)) return ""
+          shownResults.add(message.id)
           // A clarification question is shown whole when the run ends waiting for its answer.
           if (isQuestion((message.artifact as { human_input?: unknown } | undefined)?.human_input)) return ""
           // A blocked command's result says what its audit line said.

@@ -271,7 +271,9 @@ const loop = (step: Step) =>
     const settings = {
       modelName: step.options.modelName,
       thinkingEnabled: step.options.thinkingEnabled,
-      reasoningEffort: step.options.reasoningEffort
+      reasoningEffort: step.options.reasoningEffort,
+      ...(step.options.temperature !== undefined ? { temperature: step.options.temperature } : {}),
+      ...(step.options.maxTokens !== undefined ? { maxTokens: step.options.maxTokens } : {})
     }
     for (let calls = 0;; calls++) {
       yield* step.checkpoint

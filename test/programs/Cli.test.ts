@@ -1082,11 +1082,25 @@ describe("checking the command line", () => {
       ["--config", true],
       ["--file", true],
       ["--plan", false],
+      ["--agent", true],
+      ["--subagents", false],
       ["--json", false],
       ["--verbose", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "skills", "memory", "demo"])
+    assert.deepStrictEqual(
+      Object.keys(Cli.commandSpec.subcommands),
+      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "demo"]
+    )
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.agents!.subcommands), ["list", "show", "create"])
+    assert.deepStrictEqual(Object.entries(Cli.commandSpec.subcommands.agents!.subcommands.create!.options), [
+      ["--thread", true],
+      ["--model", true],
+      ["--base-url", true],
+      ["--api-key", true],
+      ["--config", true],
+      ["--verbose", false]
+    ])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
   })
@@ -1120,7 +1134,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
-        "--config, --file, --plan, --json, --verbose.\n" +
+        "--config, --file, --plan, --agent, --subagents, --json, --verbose.\n" +
         "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
@@ -1135,7 +1149,10 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, demo.")
+    assert.include(
+      problem("serve")!,
+      "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, agents, demo."
+    )
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 

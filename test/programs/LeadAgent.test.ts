@@ -151,6 +151,13 @@ describe("LeadAgent.layer", () => {
       assert.include(String(error), "InputSanitization must stand first (outermost), but Outer is outside it")
     }))
 
+  it.scoped("subagents without a SubagentRunner in the app fail when the agent is built, saying what to provide", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(buildAgent(agentLayer(["hi"], { subagents: { maxConcurrent: 2 } })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "provide Subagents.layer()")
+    }))
+
   it.scoped("a request passes the real chain's entries in the declared order, and tool calls theirs", () =>
     Effect.gen(function*() {
       const trace: Array<string> = []
