@@ -19,6 +19,9 @@ export * as Upload from "./programs/Upload.js"
 export * as Subagents from "./programs/Subagents.js"
 export * as CustomAgents from "./programs/CustomAgents.js"
 export * as AgentTools from "./programs/AgentTools.js"
+/** The LangGraph-compatible gateway (`antler serve`) as a layer, and its wire format. */
+export * as Gateway from "./programs/gateway/Gateway.js"
+export * as GatewayProtocol from "./programs/gateway/Protocol.js"
 export * as ToolAssembly from "./programs/ToolAssembly.js"
 
 // Ports
@@ -55,6 +58,7 @@ export * as SandboxTools from "./layers/SandboxTools.js"
 export * as SearchProviders from "./layers/SearchProviders.js"
 export * as SkillsDirectory from "./layers/SkillsDirectory.js"
 export * as SqliteThreadStore from "./layers/SqliteThreadStore.js"
+// PgThreadStore needs the optional peer @effect/sql-pg: import it from "antler/PgThreadStore"
 export * as Toolkit from "./layers/Toolkit.js"
 export * as WebTools from "./layers/WebTools.js"
 /** A SCRIPTED model (it replays turns you give it): for tests and demos, never a real model. */

@@ -219,6 +219,7 @@ const callTools = (step: Step, message: AIMessage) =>
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
         ? step.tools.call(call).pipe(
+          Effect.withSpan("Tool.call", { attributes: { "tool.name": call.name, "tool.call_id": call.id } }),
           Effect.catchTag("Interrupt", (i) => {
             interrupt ??= i
             return Effect.succeed(i.result)
@@ -476,7 +477,8 @@ export const execute = <E = never, R = never>(
         status: end.status,
         stop_reason: end.stop_reason,
         started_at: startedAt,
-        ended_at: new Date(now).toISOString()
+        ended_at: new Date(now).toISOString(),
+        ...(end.error !== undefined ? { error: end.error.message } : {})
       })))
     yield* release
     return yield* ended(end)

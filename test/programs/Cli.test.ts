@@ -1090,7 +1090,7 @@ describe("checking the command line", () => {
     assert.isTrue(run.args)
     assert.deepStrictEqual(
       Object.keys(Cli.commandSpec.subcommands),
-      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "demo"]
+      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "serve", "demo"]
     )
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.agents!.subcommands), ["list", "show", "create"])
     assert.deepStrictEqual(Object.entries(Cli.commandSpec.subcommands.agents!.subcommands.create!.options), [
@@ -1118,6 +1118,7 @@ describe("checking the command line", () => {
         ["--version"],
         ["threads", "show", "t1", "--json"],
         ["upload", "t1", "a.txt", "b.txt"],
+        ["serve", "--host", "127.0.0.1", "--port", "0", "--config", "c.yaml"],
         []
       ]
     ) assert.strictEqual(problem(...line), undefined, line.join(" "))
@@ -1150,9 +1151,11 @@ describe("checking the command line", () => {
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
     assert.include(
-      problem("serve")!,
-      "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, agents, demo."
+      problem("deploy")!,
+      "antler: unknown command deploy. Commands: run, threads, upload, tools, skills, memory, agents, serve, demo."
     )
+    assert.include(problem("serv")!, "antler: unknown command serv; did you mean serve?")
+    assert.include(problem("serve", "--prot", "8001")!, "antler serve: unknown option --prot; did you mean --port?")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 
