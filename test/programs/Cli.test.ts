@@ -930,7 +930,10 @@ describe("context commands", () => {
       const server = yield* ScriptedChatServer.start([
         todos(["in_progress", "pending"]),
         todos(["completed", "in_progress"]),
-        "Route found; packing next."
+        "Route found; packing next.",
+        // an answer with open items is asked again (Todo's completion reminder, at most twice a run)
+        "Packing is still open: it needs your gear list.",
+        "Packing is still open: it needs your gear list."
       ])
       const planHome = tempDir("antler-plan-")
       const run = yield* antlerDone(planHome, [
