@@ -176,7 +176,7 @@ const measureOnce = async (
 ): Promise<Measured> => {
   if (command === "version") {
     const r = await cli(["--version"], { nodeArgs, env })
-    if (r.code !== 0 || r.stdout.trim() !== version) fail(`antler --version printed no ${version}`, r)
+    if (r.code !== 0 || !r.stdout.trim().split(/\s+/).includes(version)) fail(`antler --version printed no ${version}`, r)
     return r
   }
   if (command === "threads-list") {
