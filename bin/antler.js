@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// The `antler` command: runs the compiled CLI (dist/, built by `npm run build`; `npm ci` builds it too).
-import { existsSync, readFileSync } from "node:fs"
+// The `antler` command. It runs the bundled CLI (dist/cli/main.js, made by scripts/bundle-cli.mjs) when it is
+// there and not older than the compiled program, else the compiled program (dist/programs/main.js); both are
+// built by `npm run build`, and `npm ci` builds them too.
+import { existsSync, readFileSync, statSync } from "node:fs"
 
 // `antler --version` alone is answered here, without loading the program (as src/programs/Cli.ts answers it).
 if (process.argv.length === 3 && process.argv[2] === "--version") {
@@ -12,7 +14,19 @@ if (process.argv.length === 3 && process.argv[2] === "--version") {
   }
   process.stdout.write(`antler ${version}\n`)
 } else {
-  const main = new URL("../dist/programs/main.js", import.meta.url)
+  const mtime = (url) => {
+    try {
+      return statSync(url).mtimeMs
+    } catch {
+      return undefined
+    }
+  }
+  const compiled = new URL("../dist/programs/main.js", import.meta.url)
+  const bundled = new URL("../dist/cli/main.js", import.meta.url)
+  const compiledAt = mtime(compiled)
+  const bundledAt = mtime(bundled)
+  // a bundle older than the compiled program is stale (dist/ rebuilt with tsc alone): the compiled program wins
+  const main = bundledAt !== undefined && (compiledAt === undefined || bundledAt >= compiledAt) ? bundled : compiled
   if (!existsSync(main)) {
     process.stderr.write(
       "antler is not built yet (dist/programs/main.js is missing).\n" +
