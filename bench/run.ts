@@ -88,7 +88,7 @@ const ensureBuilt = () => {
     steps.push(["dist/ (tsc)", [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"]])
   }
   // with its source map, which the start-up jobs read to say which module a profiled frame came from
-  const bundle = path.join(root, "dist", "cli", "main.js")
+  const bundle = path.join(root, "dist", "cli", "main.cjs")
   if (steps.length > 0 || !fresh(bundle) || !fs.existsSync(`${bundle}.map`)) {
     steps.push(["dist/cli/ (the bundle)", [path.join(root, "scripts", "bundle-cli.mjs"), "--sourcemap"]])
   }

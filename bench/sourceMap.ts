@@ -1,5 +1,5 @@
 /**
- * Source maps for start-up profiles of the bundled CLI: a frame in dist/cli/main.js is mapped back to the module
+ * Source maps for start-up profiles of the bundled CLI: a frame in dist/cli/main.cjs is mapped back to the module
  * it came from (`node_modules/effect/dist/esm/Schema.js`, `src/programs/Cli.ts`), so that the summary of
  * bench/cpuProfile.ts says which package and module cost what, as it does for the unbundled program. A small
  * reader of source map v3 (`mappings` in base64 VLQ); pure functions.
@@ -89,7 +89,9 @@ export const makeMapper = (map: SourceMapV3, mapFile: string) => {
 /**
  * The profile with the frames of the bundle `bundleUrl` mapped to their sources, except the bundle's own body
  * (its top-level code, which runs the top-level code of every module bundled in it): that frame keeps the
- * bundle's URL, so `summarize` charges what runs under it to the module of the innermost mapped frame.
+ * bundle's URL, so `summarize` charges what runs under it to the module of the innermost mapped frame. A
+ * CommonJS bundle compiled by bin/cli-loader.js has its body in the wrapper function on line 1: that frame is
+ * made the module body (column 0), as Node's own loader would show it.
  */
 export const mapProfile = (
   profile: CpuProfile,
@@ -103,7 +105,9 @@ export const mapProfile = (
     nodes: profile.nodes.map((node) => {
       const frame = node.callFrame
       if (frame.url !== bundleUrl) return node
-      if (frame.functionName === "" && frame.lineNumber === 0 && frame.columnNumber === 0) return node
+      if (frame.functionName === "" && frame.lineNumber === 0) {
+        return frame.columnNumber === 0 ? node : { ...node, callFrame: { ...frame, columnNumber: 0 } }
+      }
       const mapped = mapper(frame.lineNumber, frame.columnNumber)
       return mapped === undefined
         ? node

@@ -6,9 +6,9 @@
  *                 through the public API over the SQLite store, one short turn each)
  *   run           `antler run "..."` against the loopback scripted Chat Completions server, from spawn to
  *                 the arrival of its first model request (and to its exit)
- * `entry` says what runs: `bin` (default) `node bin/antler.js`, which runs the bundle dist/cli/main.js when it is
- * built (else dist/programs/main.js) and answers `--version` alone itself; `compiled` `node dist/programs/main.js`;
- * `bundle` `node dist/cli/main.js`.
+ * `entry` says what runs: `bin` (default) `node bin/antler.js`, which runs the bundle dist/cli/main.cjs with its V8
+ * code cache when it is built (else dist/programs/main.js) and answers `--version` alone itself; `compiled`
+ * `node dist/programs/main.js`; `bundle` `node dist/cli/main.cjs` (the bundle without its code cache).
  * Then CPU profiles of the same command (`--cpu-prof`; for `run` cut at the first request), summarised by
  * phase, package, module and function (bench/cpuProfile.ts), and an inventory of the modules it loads; the
  * raw profile and the summary are written to bench/results/startup-<command>.*. Prints one JSON object.
@@ -56,7 +56,7 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
 const BIN = path.join(root, "bin", "antler.js")
 const MAIN = path.join(root, "dist", "programs", "main.js")
-const BUNDLE = path.join(root, "dist", "cli", "main.js")
+const BUNDLE = path.join(root, "dist", "cli", "main.cjs")
 const TIME = "/usr/bin/time"
 const PROFILE_INTERVAL_US = 200
 const job = JSON.parse(process.argv[2] ?? "{}") as Job
