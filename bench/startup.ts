@@ -62,8 +62,12 @@ const PROFILE_INTERVAL_US = 200
 const job = JSON.parse(process.argv[2] ?? "{}") as Job
 const entry: Entry = job.entry ?? "bin"
 const ENTRY = { bin: BIN, compiled: MAIN, bundle: BUNDLE }[entry]
-/** The program bin/antler.js runs (as it chooses: the bundle unless missing or older than dist/programs/). */
+/**
+ * The program bin/antler.js runs (as it chooses: the bundle unless missing or older than dist/programs/; itself
+ * for `--version` alone).
+ */
 const binRuns = (): string => {
+  if (job.command === "version") return BIN
   const at = (file: string) => (fs.existsSync(file) ? fs.statSync(file).mtimeMs : undefined)
   const bundled = at(BUNDLE)
   const compiled = at(MAIN)
