@@ -42,11 +42,20 @@ export const MEMORY_SUFFIX = "__memory"
 /** How long reading memory may take before a turn goes without it. */
 export const MEMORY_TIMEOUT = Duration.seconds(5)
 
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] as const
+
+const twoDigits = (n: number) => String(n).padStart(2, "0")
+
 /**
  * The date a reminder gives: `YYYY-MM-DD, Weekday` in a time zone (an IANA name; undefined: the machine's).
- * Pure: the time is given.
+ * Pure: the time is given. The machine's zone needs no `Intl.DateTimeFormat`, whose first use costs tens of
+ * milliseconds (before a run's first model request).
  */
 export const dateString = (millis: number, timeZone?: string | undefined): string => {
+  if (timeZone === undefined) {
+    const date = new Date(millis)
+    return `${date.getFullYear()}-${twoDigits(date.getMonth() + 1)}-${twoDigits(date.getDate())}, ${WEEKDAYS[date.getDay()]}`
+  }
   const parts = new Intl.DateTimeFormat("en-US", {
     timeZone,
     year: "numeric",
