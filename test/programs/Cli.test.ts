@@ -28,6 +28,7 @@ import type { ThreadStatus } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
+import { antlerCommand } from "../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -93,7 +94,7 @@ const antler = (
   cwd = home,
   input?: string
 ) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+  spawn(process.execPath, [...antlerCommand, ...args], {
     env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG, ...extra }),
     cwd,
     ...(input === undefined ? {} : { input })
@@ -310,7 +311,7 @@ describe("antler demo", () => {
       // Where `unshare` and `ip` work (root on Linux), the demo runs in a network namespace with only loopback.
       const offline = ChildProcess.spawnSync("unshare", ["-n", "sh", "-c", "ip link set lo up"]).status === 0
       const script = `ip link set lo up && exec "$0" "$@"`
-      const inNamespace = ["-n", "sh", "-c", script, process.execPath, "--import", TSX, MAIN]
+      const inNamespace = ["-n", "sh", "-c", script, process.execPath, ...antlerCommand]
       const command = offline
         ? spawn("unshare", [...inNamespace, "demo"], { env: childEnv({ ANTLER_HOME: demoHome }), cwd: demoHome })
         : antler(demoHome, ["demo"])
@@ -775,7 +776,7 @@ describe("threads you can find again", () => {
       const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
       const inDir = (cwd: string, args: ReadonlyArray<string>) =>
         Effect.promise(() =>
-          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
+          spawn(process.execPath, [...antlerCommand, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
         )
       const endpoint = ["--base-url", server.url, "--api-key", "x"]
       const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
