@@ -107,7 +107,8 @@ const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_a
 const LAST_CHECKPOINT_AT =
   `(SELECT c.created_at FROM antler_checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
 const LAST_RUN = (column: string) =>
-  `(SELECT r.${column} FROM antler_runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.ord DESC LIMIT 1)`
+  `(SELECT r.${column} FROM antler_runs r WHERE r.thread_id = t.thread_id
+    ORDER BY r.started_at DESC, r.ord DESC LIMIT 1)`
 const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at, COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at,
   (SELECT COUNT(*) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id) AS checkpoints, t.owner, t.metadata,
   ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,

@@ -44,7 +44,11 @@ const command = Command.make(
         }, env),
         { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
       )
-      const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app), ...Gateway.secrets(app.config)]
+      const secrets = [
+        ...ToolAssembly.secrets(app.config),
+        ...yield* App.mcpSecrets(app),
+        ...Gateway.secrets(app.config)
+      ]
       const redact = App.redactor(choice.models, env, secrets)
       const host = Option.getOrElse(args.host, () => app.config.gateway.host)
       const port = Option.getOrElse(args.port, () => app.config.gateway.port)
@@ -72,7 +76,8 @@ const command = Command.make(
           GatewayStartError: (error) => fail(ExitCode.usage, `antler serve: ${error.message}`),
           StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),
           SettingsError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          ConfigError: (error) => fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
+          ConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
           ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
           GuardrailConfigError: (error) =>
             fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),

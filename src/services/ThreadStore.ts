@@ -161,7 +161,10 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   {
     /** Creates the thread if it does not exist (owned by `init.owner`, with `init.metadata`). */
     readonly ensure: (threadId: string, init?: ThreadInit) => Effect.Effect<void, StoreError>
-    /** The thread as listed (owner, metadata, title), without folding its state; none when it does not exist. */
+    /**
+     * The thread as listed (owner, metadata, title, status), without folding its state; none when it does not
+     * exist.
+     */
     readonly info: (threadId: string) => Effect.Effect<Option.Option<ThreadSummary>, StoreError>
     /** Merges keys into the thread's metadata (a `null` value removes its key); false when there is no thread. */
     readonly patchMetadata: (threadId: string, patch: Metadata) => Effect.Effect<boolean, StoreError>
@@ -180,6 +183,7 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
     /** Records a run's start or end (`error` and `metadata` left out keep what was saved). */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
+    /** Every thread, most recently updated first. */
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
     /**
      * Deletes a thread: its checkpoints, runs and cached state (its files are the sandbox's, not the store's).

@@ -183,21 +183,23 @@ export const router = (options: Options) =>
           onSome: (t) => t
         }))
 
-    const threadStatus = (threadId: string, records: ReadonlyArray<RunRecord>) => {
-      if (runs.activeOf(threadId) !== undefined) return "busy" as const
-      const last = records[records.length - 1]
-      if (last === undefined) return "idle" as const
-      if (last.status === "running" || last.status === "pending") return "busy" as const
-      return last.status === "error" ? "error" as const : "idle" as const
+    /** LangGraph's status of a thread: `busy` while a run holds it, `error` when its last run failed or died. */
+    const threadStatus = (summary: ThreadSummary) => {
+      if (runs.activeOf(summary.thread_id) !== undefined) return "busy" as const
+      switch (summary.status) {
+        case "running":
+          return "busy" as const
+        case "error":
+        case "stopped":
+          return "error" as const
+        default:
+          return "idle" as const
+      }
     }
 
     const fullThread = (summary: ThreadSummary) =>
       Effect.map(loadState(summary.thread_id), (loaded) =>
-        Protocol.threadObject(
-          summary,
-          threadStatus(summary.thread_id, loaded.runs),
-          Protocol.publicValues(loaded.state)
-        ))
+        Protocol.threadObject(summary, threadStatus(summary), Protocol.publicValues(loaded.state)))
 
     const ownedRun = (threadId: string, runId: string) =>
       Effect.flatMap(Effect.mapError(store.runs({ runId }), storeFailed), (records) => {
@@ -477,9 +479,7 @@ export const router = (options: Options) =>
         (ids === undefined || ids.has(thread.thread_id)) &&
         Object.entries(wanted).every(([key, value]) => JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value))
       ).map((thread) =>
-        Protocol.threadObject(thread, runs.activeOf(thread.thread_id) !== undefined ? "busy" : "idle", {
-          title: thread.title
-        })
+        Protocol.threadObject(thread, threadStatus(thread), { title: thread.title })
       ).filter((thread) => request.status == null || thread.status === request.status)
       const sortBy = request.sort_by ?? "updated_at"
       const order = request.sort_order === "asc" ? 1 : -1
@@ -513,7 +513,8 @@ export const router = (options: Options) =>
       if ((yield* ownedThread(userId, threadId)).status === "running") {
         return yield* fail(
           "conflict",
-          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete the thread.`
+          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete ` +
+            "the thread."
         )
       }
       yield* App.deleteThread(app.home, threadId, userId).pipe(

@@ -578,7 +578,12 @@ export const makeProjector = (options: ProjectorOptions) => {
           if (event.status === "error") {
             out.push({
               event: "error",
-              data: { error: event.error?.name ?? "Error", message: event.error?.message ?? "The run failed" }
+              // DeerFlow's `{message, name}`, and LangGraph's `error` (the name) for its clients
+              data: {
+                message: event.error?.message ?? "The run failed",
+                name: event.error?.name ?? "Error",
+                error: event.error?.name ?? "Error"
+              }
             })
           }
           break

@@ -104,10 +104,13 @@ const memoryScript = (body: ChatRequestBody): Turn => {
 }
 
 describe("long-term memory in the gateway", () => {
-  it("a user's run is remembered (at the latest when the gateway stops), never streamed, and only for that user", async () => {
+  it("a user's run is remembered (when the gateway stops at the latest), never streamed, for that user only", async () => {
     const home = Support.tempDir("antler-gw-memory-")
     const config = {
-      gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
+      gateway: {
+        heartbeat_seconds: 1,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+      },
       // the default debounce (30 s) is longer than the test: the update is the one made when the gateway stops
       memory: { enabled: true }
     }
@@ -138,7 +141,8 @@ describe("long-term memory in the gateway", () => {
     const askAs = async (token: string, prompt: string) => {
       const client = new Client({ apiUrl: again.url, apiKey: token })
       const fresh = await client.threads.create()
-      await client.runs.wait(fresh.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: prompt }] } })
+      const input = { messages: [{ type: "human", content: prompt }] }
+      await client.runs.wait(fresh.thread_id, "lead_agent", { input })
       return again.scripted.requests.find((r) => lastUser(r).includes(prompt) && (r.tools ?? []).length > 0)!
     }
     const aliceAgain = await askAs(ALICE, "Start a Python project")

@@ -116,7 +116,7 @@ describe("projection of run events", () => {
     assert.notProperty(values, "thread_data")
     assert.strictEqual(values.title, "Files")
     assert.deepStrictEqual(values.messages.map((m: any) => m.id), ["h", "a", "t1"])
-    assert.deepStrictEqual(out[13]!.data, { error: "ModelError", message: "boom" })
+    assert.deepStrictEqual(out[13]!.data, { message: "boom", name: "ModelError", error: "ModelError" })
   })
 
   it("only the modes asked for", () => {

@@ -134,6 +134,8 @@ describe("antler serve killed mid-run", () => {
     assert.isTrue(Fs.existsSync(part1))
     const info = await (await fetch(`${again}/threads/${thread.thread_id}`)).json() as any
     assert.strictEqual(info.status, "error")
+    const failed = await (await post(again, "/threads/search", { status: "error" })).json() as any
+    assert.deepStrictEqual(failed.map((t: any) => t.thread_id), [thread.thread_id])
     // and the thread continues
     const next = await post(again, `/threads/${thread.thread_id}/runs/wait`, {
       assistant_id: "lead_agent",
@@ -144,5 +146,7 @@ describe("antler serve killed mid-run", () => {
     assert.strictEqual(values.messages.at(-1).content, "Picking up where we left off.")
     const runs = await (await fetch(`${again}/threads/${thread.thread_id}/runs`)).json() as any
     assert.deepStrictEqual(runs.map((r: any) => r.status), ["success", "error"])
+    const idle = await (await post(again, "/threads/search", { status: "idle" })).json() as any
+    assert.deepStrictEqual(idle.map((t: any) => t.thread_id), [thread.thread_id])
   }, 180_000)
 })

@@ -5,6 +5,8 @@
  * history. The model is SCRIPTED (a loopback Chat Completions server behind the real `openai` client).
  */
 import { Client } from "@langchain/langgraph-sdk"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import type { TestGateway } from "./support.js"
@@ -382,5 +384,42 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     const notJson = await fetch(`${gateway.url}/threads`, { method: "POST", body: "{nope" })
     assert.strictEqual(notJson.status, 400)
     assert.strictEqual(notJson.headers.get("content-type"), "application/problem+json")
+  })
+
+  it("the rest of the client: assistants (custom agents too), a thread by id, a background run joined, updates", async () => {
+    // a custom agent is a directory of the data directory's agents
+    Fs.mkdirSync(Path.join(gateway.home, "agents", "trip-planner"), { recursive: true })
+    const assistants = await client.assistants.search()
+    assert.deepStrictEqual(assistants.map((a) => a.assistant_id), ["lead_agent", "trip-planner"])
+    const planner = await client.assistants.get("trip-planner")
+    assert.deepStrictEqual(planner.context, { agent_name: "trip-planner" })
+    const graph = await client.assistants.getGraph("lead_agent") as any
+    assert.includeMembers(graph.nodes.map((n: any) => n.id), ["model", "tools"])
+    assert.strictEqual((await client.assistants.getSchemas("lead_agent")).graph_id, "lead_agent")
+    const missing = await fetch(`${gateway.url}/assistants/nobody`)
+    assert.strictEqual(missing.status, 404)
+
+    const thread = await client.threads.create({ metadata: { kind: "join" } })
+    assert.deepStrictEqual((await client.threads.get(thread.thread_id)).metadata, { kind: "join" })
+    // a background run on the custom agent, then joined: the join answers with the thread's final values
+    const run = await client.runs.create(thread.thread_id, "trip-planner", {
+      input: { messages: [{ type: "human", content: "Make a packing list for Oslo" }] }
+    })
+    assert.strictEqual(run.assistant_id, "trip-planner")
+    const joined = await client.runs.join(thread.thread_id, run.run_id) as any
+    assert.strictEqual(Support.visible(joined.messages).at(-1).content, ANSWER)
+    assert.strictEqual((await client.runs.get(thread.thread_id, run.run_id)).status, "success")
+    assert.strictEqual((await client.threads.get(thread.thread_id)).status, "idle")
+
+    // updates mode: one update per step, keyed by what made it (the model, the tools)
+    const parts: Array<{ event: string; data: any }> = []
+    for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "Say hello" }] },
+      streamMode: "updates"
+    })) parts.push(part as any)
+    assert.deepStrictEqual([...new Set(parts.map((p) => p.event))], ["metadata", "updates", "end"])
+    const updates = parts.filter((p) => p.event === "updates").map((p) => p.data)
+    const written = updates.flatMap((u) => Object.values(u).flatMap((v: any) => v?.messages ?? []))
+    assert.isTrue(written.some((m: any) => m.type === "ai" && String(m.content).includes("Say hello")))
   })
 })
