@@ -12,6 +12,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
@@ -68,17 +69,71 @@ export interface PerRunOptions {
 const portsOf = (model: ModelService["Type"], tools: ToolService["Type"], hooks: AgentHooks["Type"]) =>
   Context.make(ModelService, model).pipe(Context.add(ToolService, tools), Context.add(AgentHooks, hooks))
 
+// ---------------------------------------------------------------------------------------------------------
+// Resolving a run's ports
+//
+// A port a middleware provides is shared by every run of the agent, so each call of a per-run middleware reads
+// that run's wrappers off the fiber. A run's loop makes many calls through the same wrappers: the ports made
+// here also say how to resolve them for one run (`forRun`, read once inside the run), giving plain functions
+// that call each wrapper directly and skip the layers that do not wrap that port. A port made elsewhere (the
+// base model and tools, a hand-written layer) resolves to itself.
+
+const forRun: unique symbol = Symbol.for("antler/Middleware/forRun")
+
+type RunFiber = Fiber.RuntimeFiber<unknown, unknown>
+
+type Resolvable<A> = A & { readonly [forRun]?: (fiber: RunFiber) => A[keyof A] }
+
+const modelPort = (generate: ModelNext, resolve: (fiber: RunFiber) => ModelNext): ModelService["Type"] =>
+  ({ generate, [forRun]: resolve }) as Resolvable<{ generate: ModelNext }>
+
+const toolPort = (
+  definitions: ToolService["Type"]["definitions"],
+  call: ToolNext,
+  resolve: (fiber: RunFiber) => ToolNext
+): ToolService["Type"] => ({ definitions, call, [forRun]: resolve }) as ToolService["Type"]
+
+const resolveModel = (model: ModelService["Type"], fiber: RunFiber): ModelNext => {
+  const resolve = (model as Resolvable<{ generate: ModelNext }>)[forRun]
+  return resolve === undefined ? model.generate : resolve(fiber)
+}
+
+const resolveTool = (tools: ToolService["Type"], fiber: RunFiber): ToolNext => {
+  const resolve = (tools as Resolvable<{ call: ToolNext }>)[forRun]
+  return resolve === undefined ? tools.call : resolve(fiber)
+}
+
+/** A run's model and tool calls, resolved through its middlewares' wrappers. */
+export interface Resolved {
+  readonly generate: ModelNext
+  readonly call: ToolNext
+}
+
+/**
+ * The model and tool calls of the current run through these ports, resolved once: the same wrappers as calling
+ * the ports themselves would use, read now. Use inside `AgentHooks.around` (where the run's wrappers exist), in
+ * the run's fiber; the functions serve that run only.
+ */
+export const resolve = (model: ModelService["Type"], tools: ToolService["Type"]): Effect.Effect<Resolved> =>
+  Effect.withFiberRuntime((fiber) =>
+    Effect.succeed({
+      generate: resolveModel(model, fiber as RunFiber),
+      call: resolveTool(tools, fiber as RunFiber)
+    })
+  )
+
 const withTools = (inner: ToolService["Type"], tools: ReadonlyArray<Tool.Tool> | undefined): ToolService["Type"] => {
   if (tools === undefined || tools.length === 0) return inner
   const own = new Map(tools.map((tool) => [tool.name, tool]))
-  const below = inner.call
-  return {
-    definitions: [...inner.definitions.filter((d) => !own.has(d.name)), ...tools.map(Tool.definition)],
-    call: (call) => {
-      const tool = own.get(call.name)
-      return tool === undefined ? below(call) : Tool.invoke(tool, call)
-    }
+  const over = (below: ToolNext): ToolNext => (call) => {
+    const tool = own.get(call.name)
+    return tool === undefined ? below(call) : Tool.invoke(tool, call)
   }
+  return toolPort(
+    [...inner.definitions.filter((d) => !own.has(d.name)), ...tools.map(Tool.definition)],
+    over(inner.call),
+    (fiber) => over(resolveTool(inner, fiber))
+  )
 }
 
 const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<Ports> => {
@@ -89,8 +144,14 @@ const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<
   const next = model.generate
   const below = tools.call
   return portsOf(
-    wrapModel === undefined ? model : { generate: (request) => wrapModel(request, next) },
-    wrapTool === undefined ? tools : { definitions: tools.definitions, call: (call) => wrapTool(call, below) },
+    wrapModel === undefined ? model : modelPort((request) => wrapModel(request, next), (fiber) => {
+      const inner = resolveModel(model, fiber)
+      return (request) => wrapModel(request, inner)
+    }),
+    wrapTool === undefined ? tools : toolPort(tools.definitions, (call) => wrapTool(call, below), (fiber) => {
+      const inner = resolveTool(tools, fiber)
+      return (call) => wrapTool(call, inner)
+    }),
     wrapRun === undefined ? hooks : { around: (run) => wrapRun(hooks.around(run)) }
   )
 }
@@ -133,18 +194,33 @@ export const make = <E = never, R = never>(
     const next = model.generate
     const below = tools.call
     const start = Effect.orDie(Effect.provide(perRun, app) as Effect.Effect<Wrappers, E, RunServices | Scope.Scope>)
+    // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
+    // instruction, not a FiberRef.get and a flatMap).
+    const generate: ModelNext = (request) =>
+      Effect.withFiberRuntime((fiber) => {
+        const w = fiber.getFiberRef(slot)
+        return w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next)
+      })
+    const call: ToolNext = (call) =>
+      Effect.withFiberRuntime((fiber) => {
+        const w = fiber.getFiberRef(slot)
+        return w === undefined ? outside : w.tool === undefined ? below(call) : w.tool(call, below)
+      })
     return portsOf(
-      {
-        generate: (request) =>
-          Effect.flatMap(FiberRef.get(slot), (w) =>
-            w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next))
-      },
-      {
-        definitions: tools.definitions,
-        call: (call) =>
-          Effect.flatMap(FiberRef.get(slot), (w) =>
-            w === undefined ? outside : w.tool === undefined ? below(call) : w.tool(call, below))
-      },
+      modelPort(generate, (fiber) => {
+        const w = fiber.getFiberRef(slot)
+        if (w === undefined) return generate
+        const inner = resolveModel(model, fiber)
+        const wrap = w.model
+        return wrap === undefined ? inner : (request) => wrap(request, inner)
+      }),
+      toolPort(tools.definitions, call, (fiber) => {
+        const w = fiber.getFiberRef(slot)
+        if (w === undefined) return call
+        const inner = resolveTool(tools, fiber)
+        const wrap = w.tool
+        return wrap === undefined ? inner : (call) => wrap(call, inner)
+      }),
       {
         around: (run) =>
           Effect.scoped(Effect.flatMap(start, (w) => {

@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import * as Schedule from "effect/Schedule"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
+import * as MW from "../middleware/Middleware.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
@@ -210,7 +211,7 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     return { type: "run_end", status: "success", stop_reason: reason } as const
   })
 
-const callTools = (step: Step, message: AIMessage) =>
+const callTools = (step: Step, ports: MW.Resolved, message: AIMessage) =>
   Effect.gen(function*() {
     const calls = M.toolCalls(message)
     const known = step.known
@@ -218,7 +219,7 @@ const callTools = (step: Step, message: AIMessage) =>
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? step.tools.call(call).pipe(
+        ? ports.call(call).pipe(
           Effect.catchTag("Interrupt", (i) => {
             interrupt ??= i
             return Effect.succeed(i.result)
@@ -273,6 +274,8 @@ const loop = (step: Step) =>
       thinkingEnabled: step.options.thinkingEnabled,
       reasoningEffort: step.options.reasoningEffort
     }
+    // the run's wrappers, resolved once: every call of the loop goes straight through them
+    const ports = yield* MW.resolve(step.model, step.tools)
     for (let calls = 0;; calls++) {
       yield* step.checkpoint
       if (calls >= step.options.recursionLimit) {
@@ -285,7 +288,7 @@ const loop = (step: Step) =>
         } as RunEndEvent
       }
       const state = step.holder.current()
-      const response = yield* step.model.generate({
+      const response = yield* ports.generate({
         systemPrompt: step.systemPrompt,
         messages: state.messages,
         tools: step.tools.definitions,
@@ -308,7 +311,7 @@ const loop = (step: Step) =>
       // The model's message, with its tool calls, is durable before a tool that may change something runs:
       // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
       if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
-      const interrupt = yield* callTools(step, message)
+      const interrupt = yield* callTools(step, ports, message)
       if (interrupt !== undefined) {
         yield* step.checkpoint
         return yield* finish(step, interrupt)
