@@ -13,9 +13,9 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
-import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import { AgentHooks, type RunLoop } from "../services/AgentHooks.js"
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
 import { ModelService } from "../services/ModelService.js"
@@ -156,8 +156,26 @@ const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<
   )
 }
 
-/** The run's services are the run's own: never taken from where a layer happened to be built. */
-const withoutRunServices = <R>(context: Context.Context<R>) => Context.omit(RunContext, RunState, RunEvents)(context)
+/**
+ * The run's services and its scope are the run's own: never taken from where a layer happened to be built (the
+ * layer's scope lives as long as the agent).
+ */
+const withoutRunServices = <R>(context: Context.Context<R>) =>
+  Context.omit(RunContext, RunState, RunEvents, Scope.Scope)(context)
+
+/**
+ * The wrappers of a run's per-run middlewares, by middleware: one mutable map per run, in the run's context.
+ * `Run.execute` provides it with the run's services; when a run's hooks are called without one, the outermost
+ * per-run middleware provides it. Each middleware sets its entry for the length of its `around` (as a
+ * `FiberRef` set locally would, without copying the fiber's references on every run, once per middleware).
+ */
+export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame, Map<object, Wrappers>>() {}
+
+/** A fresh frame for one run. */
+export const makeRunFrame = (): RunFrame["Type"] => new Map()
+
+const frameOf = (context: Context.Context<never>): RunFrame["Type"] | undefined =>
+  Option.getOrUndefined(Context.getOption(context, RunFrame))
 
 /** Wrappers used outside a run: the middleware's per-run state does not exist there. */
 class OutsideRun extends Error {
@@ -189,45 +207,69 @@ export const make = <E = never, R = never>(
     const model = Context.get(inner, ModelService)
     const hooks = Context.get(inner, AgentHooks)
     const tools = withTools(Context.get(inner, ToolService), options.tools)
-    const slot = yield* FiberRef.make<Wrappers | undefined>(undefined)
+    // this middleware's entry in a run's frame
+    const key = {}
+    const wrappersOf = (fiber: RunFiber): Wrappers | undefined => frameOf(fiber.currentContext)?.get(key)
     const outside = Effect.die(new OutsideRun(options.name ?? "(unnamed)"))
     const next = model.generate
     const below = tools.call
-    const start = Effect.orDie(Effect.provide(perRun, app) as Effect.Effect<Wrappers, E, RunServices | Scope.Scope>)
+    const around = (run: RunLoop): RunLoop =>
+      Effect.contextWithEffect((context: Context.Context<never>) => {
+        const frame = frameOf(context)
+        if (frame === undefined) return Effect.provideService(around(run), RunFrame, makeRunFrame())
+        // the entry stands while the run's wrapper runs; then the previous one is back, and the scope closes
+        let entered = false
+        let previous: Wrappers | undefined
+        return Effect.flatMap(Scope.make(), (scope) =>
+          Effect.onExit(
+            Effect.flatMap(start(scope), (w) => {
+              previous = frame.get(key)
+              frame.set(key, w)
+              entered = true
+              const loop = hooks.around(run)
+              return w.run === undefined ? loop : w.run(loop)
+            }),
+            (exit) => {
+              if (entered) previous === undefined ? frame.delete(key) : frame.set(key, previous)
+              return Scope.close(scope, exit)
+            }
+          ))
+      })
+    // The per-run effect sees the app's services and a scope of its own, closed when the run ends (one
+    // `provide` for both: each costs a copy of the fiber's references, on every run).
+    const start = (scope: Scope.Scope) =>
+      Effect.orDie(
+        Effect.provide(perRun, Context.add(app, Scope.Scope, scope)) as Effect.Effect<Wrappers, E, RunServices>
+      )
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>
       Effect.withFiberRuntime((fiber) => {
-        const w = fiber.getFiberRef(slot)
+        const w = wrappersOf(fiber as RunFiber)
         return w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next)
       })
     const call: ToolNext = (call) =>
       Effect.withFiberRuntime((fiber) => {
-        const w = fiber.getFiberRef(slot)
+        const w = wrappersOf(fiber as RunFiber)
         return w === undefined ? outside : w.tool === undefined ? below(call) : w.tool(call, below)
       })
     return portsOf(
       modelPort(generate, (fiber) => {
-        const w = fiber.getFiberRef(slot)
+        const w = wrappersOf(fiber)
         if (w === undefined) return generate
         const inner = resolveModel(model, fiber)
         const wrap = w.model
         return wrap === undefined ? inner : (request) => wrap(request, inner)
       }),
       toolPort(tools.definitions, call, (fiber) => {
-        const w = fiber.getFiberRef(slot)
+        const w = wrappersOf(fiber)
         if (w === undefined) return call
         const inner = resolveTool(tools, fiber)
         const wrap = w.tool
         return wrap === undefined ? inner : (call) => wrap(call, inner)
       }),
-      {
-        around: (run) =>
-          Effect.scoped(Effect.flatMap(start, (w) => {
-            const loop = hooks.around(run)
-            return Effect.locally(w.run === undefined ? loop : w.run(loop), slot, w)
-          }))
-      }
+      { around }
+
     )
   }))
 }

@@ -424,9 +424,11 @@ export const execute = <E = never, R = never>(
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
-    const runServices = Context.make(RunContext, context).pipe(
+    // (the frame of the run's per-run middlewares goes with them: see `Middleware.RunFrame`)
+    const runServices: Context.Context<RunServices> = Context.make(RunContext, context).pipe(
       Context.add(RunState, holder.service),
-      Context.add(RunEvents, events)
+      Context.add(RunEvents, events),
+      Context.add(MW.RunFrame, MW.makeRunFrame())
     )
 
     const body = Effect.scoped(Effect.gen(function*() {
