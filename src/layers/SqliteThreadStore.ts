@@ -182,24 +182,46 @@ export const decodeUpdates: (text: unknown) => Either.Either<ReadonlyArray<TS.St
 )
 
 /**
+ * Whether JSON would not carry a value as it is (NaN, Infinity, undefined, a function), looking where
+ * `JSON.stringify` looks: own enumerable keys, array items, not inside what a `toJSON` replaces.
+ */
+const lossyIn = (value: unknown): boolean => {
+  switch (typeof value) {
+    case "number":
+      return !Number.isFinite(value)
+    case "undefined":
+    case "function":
+      return true
+    case "object": {
+      if (value === null) return false
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (lossyIn(value[i])) return true
+        return false
+      }
+      if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return false
+      const record = value as Record<string, unknown>
+      for (const key of Object.keys(record)) if (lossyIn(record[key])) return true
+      return false
+    }
+    default:
+      return false
+  }
+}
+
+/**
  * The JSON text of a checkpoint. Values JSON cannot carry (NaN, Infinity, undefined in an array, functions)
  * are flagged while writing; a flagged checkpoint is decoded once more, and refused when the row could not
  * be loaded again (a `NaN` file size would be `null`), so `append` never writes what `load` would reject.
  */
 export const encodeUpdates = (updates: ReadonlyArray<TS.StateUpdate>): Either.Either<string, string> => {
-  let lossy = false
   let text: string
   try {
-    text = JSON.stringify(updates, (_key, value) => {
-      if (typeof value === "number" ? !Number.isFinite(value) : value === undefined || typeof value === "function") {
-        lossy = true
-      }
-      return value
-    })
+    // (no replacer: `JSON.stringify` keeps its fast path; the values JSON cannot carry are looked for apart)
+    text = JSON.stringify(updates)
   } catch (error) {
     return Either.left(`not representable as JSON (${error instanceof Error ? error.message : String(error)})`)
   }
-  if (!lossy) return Either.right(text)
+  if (!lossyIn(updates)) return Either.right(text)
   return Either.match(decodeUpdates(text), {
     onLeft: (problem) => Either.left(`holds a value JSON cannot carry (NaN, Infinity, ...): once written, ${problem}`),
     onRight: () => Either.right(text)
