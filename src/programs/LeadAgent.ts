@@ -130,6 +130,34 @@ const noSkills: Skills.Registry = {
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
 
+// Entries the lead chain and the subagent chain share, with the same facts.
+
+const sandboxEntry = () =>
+  Chain.entry("Sandbox", () => SandboxMW.layer(), [
+    { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+  ])
+
+const danglingToolCallEntry = () =>
+  Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
+    { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+  ])
+
+const llmErrorHandlingEntry = (c: AppConfig, breaker: LLMErrorHandling.CircuitBreaker | undefined) =>
+  Chain.entry("LLMErrorHandling", () =>
+    LLMErrorHandling.layer({
+      llmCall: c.llm_call,
+      circuitBreaker: c.circuit_breaker,
+      breaker,
+      attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+    }))
+
+const guardrailEntry = (c: AppConfig, guardrail: Guardrail.Service | undefined) =>
+  when(guardrail !== undefined, () =>
+    Chain.entry("Guardrail", () =>
+      GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
+      { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+    ]))
+
 /** The lead agent's chain, outermost first (SPEC §4.1). */
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
@@ -160,30 +188,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { inside: "ThreadData", reason: "the uploads block needs the thread's directories ThreadData records" }
     ]),
     // 6: lazy sandbox: records the id a tool acquired, releases it after the run
-    Chain.entry("Sandbox", () => SandboxMW.layer(), [
-      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
-    ]),
+    sandboxEntry(),
     // 7: repairs dangling / orphan tool results in the request, outside the retry loop (done once per call)
-    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
-      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
-    ]),
+    danglingToolCallEntry(),
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
-    Chain.entry(
-      "LLMErrorHandling",
-      () =>
-        LLMErrorHandling.layer({
-          llmCall: c.llm_call,
-          circuitBreaker: c.circuit_breaker,
-          breaker: options.breaker,
-          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
-        })
-    ),
+    llmErrorHandlingEntry(c, options.breaker),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
-    ...when(guardrail !== undefined, () =>
-      Chain.entry("Guardrail", () =>
-        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
-        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
-      ])),
+    ...guardrailEntry(c, guardrail),
     // 11: bash audit: blocks high-risk commands, warns on medium-risk ones
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
     // 12: a write to an existing file runs only after a read of its current version (marks on read results)
@@ -391,30 +402,13 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
     // 4: the parent thread's directories (no uploads block for subagents)
     Chain.entry("ThreadData", () => ThreadData.layer()),
     // 5: the parent thread's sandbox, bound by the first tool that needs it
-    Chain.entry("Sandbox", () => SandboxMW.layer(), [
-      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
-    ]),
+    sandboxEntry(),
     // 6: repairs the history once per call, outside the retry loop
-    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
-      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
-    ]),
+    danglingToolCallEntry(),
     // 7: the retry loop and circuit breaker; everything inside is re-run per attempt
-    Chain.entry(
-      "LLMErrorHandling",
-      () =>
-        LLMErrorHandling.layer({
-          llmCall: c.llm_call,
-          circuitBreaker: c.circuit_breaker,
-          breaker: options.breaker,
-          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
-        })
-    ),
+    llmErrorHandlingEntry(c, options.breaker),
     // 9: the configured guardrail applies to subagents too
-    ...when(guardrail !== undefined, () =>
-      Chain.entry("Guardrail", () =>
-        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
-        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
-      ])),
+    ...guardrailEntry(c, guardrail),
     // 10: bash audit
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
     // 13: tool failures become results the subagent can read
