@@ -11,6 +11,7 @@
  *   antler skills list [--config FILE] [--json]
  *   antler memory show|clear [--agent NAME] [--user ID] [--config FILE] [--json]
  *   antler agents list | show NAME | create NAME [MESSAGE...]
+ *   antler serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed, or was refused (another run holds the thread), or a thread was not
@@ -34,6 +35,7 @@ import * as Help from "./Help.js"
 import * as MemoryCommand from "./MemoryCommand.js"
 import * as Render from "./Render.js"
 import * as RunCommand from "./RunCommand.js"
+import * as ServeCommand from "./ServeCommand.js"
 import * as SkillsCommand from "./SkillsCommand.js"
 import * as ThreadsCommand from "./ThreadsCommand.js"
 import * as ToolsCommand from "./ToolsCommand.js"
@@ -53,6 +55,7 @@ export const COMMANDS: ReadonlyArray<CliCommand.Entry> = [
   SkillsCommand.entry,
   MemoryCommand.entry,
   AgentsCommand.entry,
+  ServeCommand.entry,
   DemoCommand.entry
 ]
 

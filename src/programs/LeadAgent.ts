@@ -38,6 +38,7 @@ import * as MemoryMW from "../middleware/Memory.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
+import * as ReadBeforeWrite from "../middleware/ReadBeforeWrite.js"
 import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import * as SandboxMW from "../middleware/Sandbox.js"
 import * as SandboxAudit from "../middleware/SandboxAudit.js"
@@ -46,6 +47,7 @@ import * as SkillToolPolicy from "../middleware/SkillToolPolicy.js"
 import * as SubagentLimit from "../middleware/SubagentLimit.js"
 import * as Summarization from "../middleware/Summarization.js"
 import * as SystemMessageCoalescing from "../middleware/SystemMessageCoalescing.js"
+import * as TerminalResponse from "../middleware/TerminalResponse.js"
 import * as ThreadData from "../middleware/ThreadData.js"
 import * as Title from "../middleware/Title.js"
 import * as Todo from "../middleware/Todo.js"
@@ -53,6 +55,8 @@ import * as TokenBudget from "../middleware/TokenBudget.js"
 import * as TokenUsage from "../middleware/TokenUsage.js"
 import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
 import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
+import * as ToolProgress from "../middleware/ToolProgress.js"
+import * as ToolResultSanitization from "../middleware/ToolResultSanitization.js"
 import * as Uploads from "../middleware/Uploads.js"
 import * as ViewImage from "../middleware/ViewImage.js"
 import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
@@ -126,6 +130,34 @@ const noSkills: Skills.Registry = {
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
 
+// Entries the lead chain and the subagent chain share, with the same facts.
+
+const sandboxEntry = () =>
+  Chain.entry("Sandbox", () => SandboxMW.layer(), [
+    { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+  ])
+
+const danglingToolCallEntry = () =>
+  Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
+    { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+  ])
+
+const llmErrorHandlingEntry = (c: AppConfig, breaker: LLMErrorHandling.CircuitBreaker | undefined) =>
+  Chain.entry("LLMErrorHandling", () =>
+    LLMErrorHandling.layer({
+      llmCall: c.llm_call,
+      circuitBreaker: c.circuit_breaker,
+      breaker,
+      attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+    }))
+
+const guardrailEntry = (c: AppConfig, guardrail: Guardrail.Service | undefined) =>
+  when(guardrail !== undefined, () =>
+    Chain.entry("Guardrail", () =>
+      GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
+      { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+    ]))
+
 /** The lead agent's chain, outermost first (SPEC §4.1). */
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
@@ -144,6 +176,11 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
       { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
     ]),
+    // 3: web tool results are neutralised (framework tags escaped) before the budget previews them
+    Chain.entry("ToolResultSanitization", () => ToolResultSanitization.layer(), [
+      { inside: "ToolOutputBudget", reason: "the budget previews and saves the neutralised text, as its last step" },
+      { outside: "ToolErrorHandling", reason: "a web tool's failure, made a result there, carries page text too" }
+    ]),
     // 4: before_agent: the thread's directories, and run id / timestamp on the new user message
     Chain.entry("ThreadData", () => ThreadData.layer()),
     // 5: before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
@@ -151,32 +188,28 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { inside: "ThreadData", reason: "the uploads block needs the thread's directories ThreadData records" }
     ]),
     // 6: lazy sandbox: records the id a tool acquired, releases it after the run
-    Chain.entry("Sandbox", () => SandboxMW.layer(), [
-      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
-    ]),
+    sandboxEntry(),
     // 7: repairs dangling / orphan tool results in the request, outside the retry loop (done once per call)
-    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
-      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
-    ]),
+    danglingToolCallEntry(),
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
-    Chain.entry(
-      "LLMErrorHandling",
-      () =>
-        LLMErrorHandling.layer({
-          llmCall: c.llm_call,
-          circuitBreaker: c.circuit_breaker,
-          breaker: options.breaker,
-          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
-        })
-    ),
+    llmErrorHandlingEntry(c, options.breaker),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
-    ...when(guardrail !== undefined, () =>
-      Chain.entry("Guardrail", () =>
-        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
-        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
-      ])),
+    ...guardrailEntry(c, guardrail),
     // 11: bash audit: blocks high-risk commands, warns on medium-risk ones
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
+    // 12: a write to an existing file runs only after a read of its current version (marks on read results)
+    ...when(c.read_before_write.enabled, () =>
+      Chain.entry("ReadBeforeWrite", () => ReadBeforeWrite.layer(), [
+        { inside: "Sandbox", reason: "a sandbox it acquires to inspect a file is bound and released with the run's" },
+        { inside: "Guardrail", reason: "a call the guardrail denies never has its file read" },
+        { outside: "ToolProgress", reason: "a write it refuses never ran, so it never counts as the tool stagnating" }
+      ])),
+    // 13: per-(thread, tool) stagnation guard: hints, then blocks a tool that stopped producing anything new
+    ...when(c.tool_progress.enabled, () =>
+      Chain.entry("ToolProgress", () => ToolProgress.layer(c.tool_progress), [
+        { outside: "ToolErrorHandling", reason: "it reads the deerflow_tool_meta ToolErrorHandling stamps on results" },
+        { inside: "LLMErrorHandling", reason: "a retried request still carries the pending progress hints" }
+      ])),
     // 14: turns tool failures into results the model can read; inner short-circuits still get metadata
     Chain.entry("ToolErrorHandling", () =>
       ToolErrorHandling.layer({
@@ -286,6 +319,11 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     Chain.entry("TokenBudget", () => TokenBudget.layer(c.token_budget), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
     ]),
+    // 33: an empty final answer after tool calls is asked again once per run, then ends the run as an error
+    Chain.entry("TerminalResponse", () => TerminalResponse.layer(), [
+      { inside: "LLMErrorHandling", reason: "a failed re-ask is retried, and the retry still carries the reminder" },
+      { outside: "SafetyFinishReason", reason: "its after_model runs after Safety's: a safety notice is an answer" }
+    ]),
     // 34: notes a response cut by the length limit (stop reason only)
     Chain.entry("ModelLengthFinishReason", () => ModelLengthFinishReason.layer()),
     // 35: innermost model guard: its after_model runs first and suppresses tool calls of a safety stop
@@ -364,30 +402,13 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
     // 4: the parent thread's directories (no uploads block for subagents)
     Chain.entry("ThreadData", () => ThreadData.layer()),
     // 5: the parent thread's sandbox, bound by the first tool that needs it
-    Chain.entry("Sandbox", () => SandboxMW.layer(), [
-      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
-    ]),
+    sandboxEntry(),
     // 6: repairs the history once per call, outside the retry loop
-    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
-      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
-    ]),
+    danglingToolCallEntry(),
     // 7: the retry loop and circuit breaker; everything inside is re-run per attempt
-    Chain.entry(
-      "LLMErrorHandling",
-      () =>
-        LLMErrorHandling.layer({
-          llmCall: c.llm_call,
-          circuitBreaker: c.circuit_breaker,
-          breaker: options.breaker,
-          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
-        })
-    ),
+    llmErrorHandlingEntry(c, options.breaker),
     // 9: the configured guardrail applies to subagents too
-    ...when(guardrail !== undefined, () =>
-      Chain.entry("Guardrail", () =>
-        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
-        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
-      ])),
+    ...guardrailEntry(c, guardrail),
     // 10: bash audit
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
     // 13: tool failures become results the subagent can read

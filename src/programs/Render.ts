@@ -864,7 +864,8 @@ export const threadList = (
 Start one with: ${invocation} run "<prompt>"   (or try: ${invocation} demo)
 `
   }
-  const sorted = [...threads].sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+  // ISO 8601 times sort as strings (no localeCompare: its first use loads a collator, tens of milliseconds)
+  const sorted = [...threads].sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0))
   const width = Math.max(...sorted.map((t) => t.thread_id.length))
   const words = sorted.map((t) => statusWords(t.status, t.stop_reason))
   const statusWidth = Math.max(...words.map((w) => w.length))

@@ -101,7 +101,10 @@ const chooseThread = (home: string, given: Option.Option<string>, latest: boolea
   Effect.gen(function*() {
     const store = yield* ThreadStore
     if (latest) {
-      const threads = [...yield* store.list].sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      // ISO 8601 times sort as strings (localeCompare's first use loads a collator)
+      const threads = [...yield* store.list].sort((a, b) =>
+        a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0
+      )
       if (threads[0] === undefined) {
         return yield* fail(
           ExitCode.runFailed,

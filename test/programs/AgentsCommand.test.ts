@@ -9,14 +9,11 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as RunCommand from "../../src/programs/RunCommand.js"
+import { antlerCommand } from "../support/cli.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const MAIN = Path.join(ROOT, "src/programs/main.ts")
-const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 const SLOW = 180_000
 
 const childEnv = (home: string): NodeJS.ProcessEnv => {
@@ -34,7 +31,7 @@ const childEnv = (home: string): NodeJS.ProcessEnv => {
 const antler = (home: string, args: ReadonlyArray<string>, stdin = "") =>
   Effect.promise(() =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
         env: childEnv(home),
         cwd: home,
         stdio: ["pipe", "pipe", "pipe"]

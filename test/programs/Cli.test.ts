@@ -28,6 +28,7 @@ import type { ThreadStatus } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
+import { antlerCommand } from "../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -93,7 +94,7 @@ const antler = (
   cwd = home,
   input?: string
 ) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+  spawn(process.execPath, [...antlerCommand, ...args], {
     env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG, ...extra }),
     cwd,
     ...(input === undefined ? {} : { input })
@@ -310,7 +311,7 @@ describe("antler demo", () => {
       // Where `unshare` and `ip` work (root on Linux), the demo runs in a network namespace with only loopback.
       const offline = ChildProcess.spawnSync("unshare", ["-n", "sh", "-c", "ip link set lo up"]).status === 0
       const script = `ip link set lo up && exec "$0" "$@"`
-      const inNamespace = ["-n", "sh", "-c", script, process.execPath, "--import", TSX, MAIN]
+      const inNamespace = ["-n", "sh", "-c", script, process.execPath, ...antlerCommand]
       const command = offline
         ? spawn("unshare", [...inNamespace, "demo"], { env: childEnv({ ANTLER_HOME: demoHome }), cwd: demoHome })
         : antler(demoHome, ["demo"])
@@ -775,7 +776,7 @@ describe("threads you can find again", () => {
       const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
       const inDir = (cwd: string, args: ReadonlyArray<string>) =>
         Effect.promise(() =>
-          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
+          spawn(process.execPath, [...antlerCommand, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
         )
       const endpoint = ["--base-url", server.url, "--api-key", "x"]
       const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
@@ -931,9 +932,9 @@ describe("context commands", () => {
         todos(["in_progress", "pending"]),
         todos(["completed", "in_progress"]),
         "Route found; packing next.",
-        // "Pack" is still open: the model is reminded of it twice (hidden), and answers each time
-        "Packing is left for tomorrow.",
-        "Packing is left for tomorrow, as planned."
+        // an answer with open items is asked again (Todo's completion reminder, at most twice a run)
+        "Packing is still open: it needs your gear list.",
+        "Packing is still open: it needs your gear list."
       ])
       const planHome = tempDir("antler-plan-")
       const run = yield* antlerDone(planHome, [
@@ -1093,7 +1094,7 @@ describe("checking the command line", () => {
     assert.isTrue(run.args)
     assert.deepStrictEqual(
       Object.keys(Cli.commandSpec.subcommands),
-      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "demo"]
+      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "serve", "demo"]
     )
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.agents!.subcommands), ["list", "show", "create"])
     assert.deepStrictEqual(Object.entries(Cli.commandSpec.subcommands.agents!.subcommands.create!.options), [
@@ -1121,6 +1122,7 @@ describe("checking the command line", () => {
         ["--version"],
         ["threads", "show", "t1", "--json"],
         ["upload", "t1", "a.txt", "b.txt"],
+        ["serve", "--host", "127.0.0.1", "--port", "0", "--config", "c.yaml"],
         []
       ]
     ) assert.strictEqual(problem(...line), undefined, line.join(" "))
@@ -1153,9 +1155,11 @@ describe("checking the command line", () => {
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
     assert.include(
-      problem("serve")!,
-      "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, agents, demo."
+      problem("deploy")!,
+      "antler: unknown command deploy. Commands: run, threads, upload, tools, skills, memory, agents, serve, demo."
     )
+    assert.include(problem("serv")!, "antler: unknown command serv; did you mean serve?")
+    assert.include(problem("serve", "--prot", "8001")!, "antler serve: unknown option --prot; did you mean --port?")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 

@@ -18,7 +18,6 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as SqliteThreadStore from "../../src/layers/SqliteThreadStore.js"
@@ -26,10 +25,8 @@ import * as Run from "../../src/programs/Run.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
+import { antlerCommand } from "../support/cli.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const MAIN = Path.join(ROOT, "src/programs/main.ts")
-const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 // Each CLI process takes a few seconds of CPU to start (tsx); on a loaded machine much longer.
 const SLOW = 300_000
 const SLOWER = 600_000
@@ -95,7 +92,7 @@ const traced = <A, E>(name: string, test: (trail: Trail) => Effect.Effect<A, E>,
 
 /** Runs `antler ...` from sources with `home` as its data directory (and working directory). */
 const antler = (trail: Trail, home: string, args: ReadonlyArray<string>): Spawned => {
-  const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+  const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
     env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG }),
     cwd: home,
     stdio: ["ignore", "pipe", "pipe"]
