@@ -17,6 +17,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as LocalSandbox from "../src/layers/LocalSandbox.js"
+import * as DynamicContext from "../src/middleware/DynamicContext.js"
 import * as MemoryThreadStore from "../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../src/layers/ScriptedModel.js"
 import * as SqliteThreadStore from "../src/layers/SqliteThreadStore.js"
@@ -172,9 +173,10 @@ export const makeHarness = (chain: Chain, store: Store) => {
   const messageCount = (threadId: string) =>
     runtime.runPromise(
       Effect.map(Effect.flatMap(ThreadStore, (s) => s.load(threadId)), (loaded) => {
-        const state = Option.getOrThrow(loaded).state
-        const last = state.messages[state.messages.length - 1]
-        return { count: state.messages.length, text: last ? M.text(last) : "" }
+        // the full chain's hidden date reminder (DynamicContext, once per thread and day) is not the workload's
+        const messages = Option.getOrThrow(loaded).state.messages.filter((m) => !DynamicContext.isReminder(m))
+        const last = messages[messages.length - 1]
+        return { count: messages.length, text: last ? M.text(last) : "" }
       })
     )
 

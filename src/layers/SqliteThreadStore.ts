@@ -13,11 +13,7 @@
  * the statement is retried after a short sleep, up to `busyTimeout`: SQLite's own busy wait would block the
  * event loop, and with it every other run of the process.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -40,6 +36,7 @@ import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore }
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import * as Redact from "../state/Redact.js"
+import * as SqliteConnection from "./SqliteConnection.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -194,24 +191,46 @@ export const decodeUpdates: (text: unknown) => Either.Either<ReadonlyArray<TS.St
 )
 
 /**
+ * Whether JSON would not carry a value as it is (NaN, Infinity, undefined, a function), looking where
+ * `JSON.stringify` looks: own enumerable keys, array items, not inside what a `toJSON` replaces.
+ */
+const lossyIn = (value: unknown): boolean => {
+  switch (typeof value) {
+    case "number":
+      return !Number.isFinite(value)
+    case "undefined":
+    case "function":
+      return true
+    case "object": {
+      if (value === null) return false
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (lossyIn(value[i])) return true
+        return false
+      }
+      if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return false
+      const record = value as Record<string, unknown>
+      for (const key of Object.keys(record)) if (lossyIn(record[key])) return true
+      return false
+    }
+    default:
+      return false
+  }
+}
+
+/**
  * The JSON text of a checkpoint. Values JSON cannot carry (NaN, Infinity, undefined in an array, functions)
  * are flagged while writing; a flagged checkpoint is decoded once more, and refused when the row could not
  * be loaded again (a `NaN` file size would be `null`), so `append` never writes what `load` would reject.
  */
 export const encodeUpdates = (updates: ReadonlyArray<TS.StateUpdate>): Either.Either<string, string> => {
-  let lossy = false
   let text: string
   try {
-    text = JSON.stringify(updates, (_key, value) => {
-      if (typeof value === "number" ? !Number.isFinite(value) : value === undefined || typeof value === "function") {
-        lossy = true
-      }
-      return value
-    })
+    // (no replacer: `JSON.stringify` keeps its fast path; the values JSON cannot carry are looked for apart)
+    text = JSON.stringify(updates)
   } catch (error) {
     return Either.left(`not representable as JSON (${error instanceof Error ? error.message : String(error)})`)
   }
-  if (!lossy) return Either.right(text)
+  if (!lossyIn(updates)) return Either.right(text)
   return Either.match(decodeUpdates(text), {
     onLeft: (problem) => Either.left(`holds a value JSON cannot carry (NaN, Infinity, ...): once written, ${problem}`),
     onRight: () => Either.right(text)
@@ -503,23 +522,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       })
     }
 
-    // better-sqlite3 throws from its constructor (a defect of `make`): every failure to open is a StoreError.
-    const client = yield* SqliteClient.make({ filename }).pipe(
-      Effect.provide(Reactivity.layer),
-      Effect.catchAllCause((cause) => {
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-        const error = Cause.squash(cause)
-        return Effect.fail(openFailed(error instanceof Error ? error.message : String(error), error))
-      })
-    )
-    // SQLite has one connection per client; the client's permit is only needed by its own statement API,
-    // which nothing else can reach, so the store keeps the connection and serialises access with the file's
-    // lock.
-    const conn: Connection = yield* Effect.scoped(client.reserve).pipe(
+    // The store's own connection (closed with the store), its access serialised by the lock below.
+    const conn = yield* SqliteConnection.open(filename).pipe(
       Effect.mapError((error) => openFailed(sqliteMessage(error), error))
     )
     // The store's one connection: a fiber's statements (or transaction) run alone on it.
-    const lock = yield* Effect.makeSemaphore(1)
+    const lock = SqliteConnection.makeLock()
     const busyTimeout = Math.max(0, Math.floor(options.busyTimeout ?? 5000))
     // While another connection holds the lock: retry after 2, 4, 8... ms (at most 100), up to `busyTimeout`.
     const whileBusy = Schedule.exponential("2 millis").pipe(
@@ -531,13 +539,26 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     // Waiting for another connection is real time, whatever clock the caller runs on (a test's TestClock).
     const wallClock = Clock.make()
 
+    /**
+     * Retries an attempt that `first` refused while the file stays busy. The refusal is replayed as the
+     * schedule's first failure, so the waits are the schedule's; an attempt that succeeds at once (the usual
+     * case) never sets a schedule up.
+     */
+    const retryBusy = <A>(attempt: Effect.Effect<A, SqlError | StoreError>, first: SqlError | StoreError) =>
+      Effect.suspend(() => {
+        let replayed = false
+        const again = Effect.suspend(() => replayed ? attempt : ((replayed = true), Effect.fail(first)))
+        return Effect.retry(again, whileBusy)
+      }).pipe(Effect.withClock(wallClock))
+
     /** Runs `body` alone on the connection: no other fiber of this store can put a statement in between. */
-    const exclusive = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
-      lock.withPermits(1)(Effect.uninterruptible(body)).pipe(
-        Effect.retry(whileBusy),
-        Effect.withClock(wallClock),
+    const exclusive = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) => {
+      const attempt = lock.exclusively(body)
+      return attempt.pipe(
+        Effect.catchIf(isBusy, (first) => retryBusy(attempt, first)),
         Effect.mapError(toStoreError(operation, what))
       )
+    }
 
     /** `body` in a transaction: `BEGIN IMMEDIATE` takes the write lock first, so a writer never deadlocks. */
     const transaction = <A>(
@@ -591,7 +612,10 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       readonly runId: string
       readonly text: string
       readonly title: string | null | undefined
-      readonly done: Deferred.Deferred<void, StoreError>
+      /** How its write ended, once it did. */
+      exit: Exit.Exit<void, StoreError> | undefined
+      /** A follower's wait for the leader's commit (the leader reads `exit` itself). */
+      done: Deferred.Deferred<void, StoreError> | undefined
     }
     let queue: Array<Pending> = []
     let leading = false
@@ -622,33 +646,35 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         )
         : transaction(writeOne(p, now), "append", whatOf(p.threadId))
 
+    const settle = (p: Pending, exit: Exit.Exit<void, StoreError>) => {
+      p.exit = exit
+      if (p.done !== undefined) Deferred.unsafeDone(p.done, exit)
+    }
+
     /** Writes a batch and settles each caller; a failed batch is retried one by one, so one bad step fails alone. */
     const writeBatch = (batch: ReadonlyArray<Pending>) =>
       Effect.clockWith((clock) => {
         const now = iso(clock.unsafeCurrentTimeMillis())
-        const settle = (p: Pending) => (exit: Exit.Exit<void, StoreError>) => Deferred.done(p.done, exit)
-        const oneByOne = Effect.forEach(
-          batch,
-          (p) => Effect.flatMap(Effect.exit(writeAlone(p, now)), settle(p)),
-          { discard: true }
-        )
-        if (batch.length === 1) return oneByOne
+        const alone = (p: Pending) => Effect.map(Effect.exit(writeAlone(p, now)), (exit) => settle(p, exit))
+        if (batch.length === 1) return alone(batch[0]!)
+        const oneByOne = Effect.forEach(batch, alone, { discard: true })
         return Effect.flatMap(
           Effect.exit(transaction(Effect.forEach(batch, (p) => writeOne(p, now), { discard: true }), "append", whatOf(batch[0]!.threadId))),
-          (exit) => Exit.isSuccess(exit) ? Effect.forEach(batch, (p) => Deferred.done(p.done, exit), { discard: true }) : oneByOne
+          (exit) => Exit.isSuccess(exit) ? Effect.sync(() => batch.forEach((p) => settle(p, exit))) : oneByOne
         )
       })
 
-    const lead = Effect.uninterruptible(
-      Effect.yieldNow().pipe(
-        Effect.zipRight(Effect.suspend(() => {
-          const batch = queue
-          queue = []
-          leading = false
-          return writeBatch(batch)
-        }))
-      )
-    )
+    const lead = (own: Pending) =>
+      Effect.uninterruptible(
+        Effect.yieldNow().pipe(
+          Effect.zipRight(Effect.suspend(() => {
+            const batch = queue
+            queue = []
+            leading = false
+            return writeBatch(batch)
+          }))
+        )
+      ).pipe(Effect.zipRight(Effect.suspend(() => own.exit!)))
 
     const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
       Effect.suspend(() => {
@@ -667,11 +693,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             })
           )
         }
-        const done = Deferred.unsafeMake<void, StoreError>(FiberId.none)
-        queue.push({ threadId, runId, text: text.right, title: titleOf(updates), done })
-        if (leading) return Deferred.await(done)
+        const pending: Pending = { threadId, runId, text: text.right, title: titleOf(updates), exit: undefined, done: undefined }
+        queue.push(pending)
+        if (leading) return Deferred.await(pending.done = Deferred.unsafeMake<void, StoreError>(FiberId.none))
         leading = true
-        return Effect.zipRight(lead, Deferred.await(done))
+        return lead(pending)
       })
 
     const ensure: ThreadStore["Type"]["ensure"] = (threadId, init) =>

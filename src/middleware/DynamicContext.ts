@@ -42,20 +42,42 @@ export const MEMORY_SUFFIX = "__memory"
 /** How long reading memory may take before a turn goes without it. */
 export const MEMORY_TIMEOUT = Duration.seconds(5)
 
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] as const
+
+const twoDigits = (n: number) => String(n).padStart(2, "0")
+
 /**
  * The date a reminder gives: `YYYY-MM-DD, Weekday` in a time zone (an IANA name; undefined: the machine's).
- * Pure: the time is given.
+ * Pure: the time is given. The machine's zone needs no `Intl.DateTimeFormat`, whose first use costs tens of
+ * milliseconds (before a run's first model request).
  */
-export const dateString = (millis: number, timeZone?: string | undefined): string => {
-  const parts = new Intl.DateTimeFormat("en-US", {
+export const dateString = (millis: number, timeZone?: string | undefined): string => dateFormat(timeZone)(millis)
+
+const localDate = (millis: number): string => {
+  const date = new Date(millis)
+  return `${date.getFullYear()}-${twoDigits(date.getMonth() + 1)}-${twoDigits(date.getDate())}, ${
+    WEEKDAYS[date.getDay()]
+  }`
+}
+
+/**
+ * `dateString` in one time zone, its formatter made once (making an `Intl.DateTimeFormat` costs far more than
+ * formatting with it); the machine's zone needs none. Throws, as `Intl` does, on an unknown time zone.
+ */
+export const dateFormat = (timeZone?: string | undefined): (millis: number) => string => {
+  if (timeZone === undefined) return localDate
+  const format = new Intl.DateTimeFormat("en-US", {
     timeZone,
     year: "numeric",
     month: "2-digit",
     day: "2-digit",
     weekday: "long"
-  }).formatToParts(new Date(millis))
-  const part = (type: string) => parts.find((p) => p.type === type)?.value ?? ""
-  return `${part("year")}-${part("month")}-${part("day")}, ${part("weekday")}`
+  })
+  return (millis) => {
+    const parts = format.formatToParts(new Date(millis))
+    const part = (type: string) => parts.find((p) => p.type === type)?.value ?? ""
+    return `${part("year")}-${part("month")}-${part("day")}, ${part("weekday")}`
+  }
 }
 
 /** The content of a date reminder. */
@@ -143,14 +165,16 @@ export interface Options {
 }
 
 /** The DynamicContext middleware (lead agent). Requires `RunContext` and `RunState`. */
-export const layer = (options: Options = {}): Middleware =>
-  MW.make(Effect.gen(function*() {
+export const layer = (options: Options = {}): Middleware => {
+  // made at the first run (an unknown time zone fails that run, as before), then kept for the agent's life
+  let format: ((millis: number) => string) | undefined
+  return MW.make(Effect.gen(function*() {
     const context = yield* RunContext
     const state = yield* RunState
     const memory = options.memory
     const before = Effect.gen(function*() {
       const messages = (yield* state.get).messages
-      const date = dateString(yield* Clock.currentTimeMillis, options.timeZone)
+      const date = (format ??= dateFormat(options.timeZone))(yield* Clock.currentTimeMillis)
       if (lastInjectedDate(messages) === date || target(messages) === undefined) return
       let body: string | undefined
       if (memory !== undefined && options.injectMemory !== false && lastInjectedDate(messages) === undefined) {
@@ -164,16 +188,18 @@ export const layer = (options: Options = {}): Middleware =>
     }).pipe(Effect.withSpan("DynamicContext.inject"))
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
+}
 
 /**
  * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone is
  * appended (no memory, no swap).
  */
-export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middleware =>
-  MW.make(Effect.gen(function*() {
+export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middleware => {
+  let format: ((millis: number) => string) | undefined
+  return MW.make(Effect.gen(function*() {
     const state = yield* RunState
     const before = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const date = dateString(now, options.timeZone)
+      const date = (format ??= dateFormat(options.timeZone))(now)
       return state.update({
         messages: [M.system(dateReminder(date), {
           additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
@@ -182,3 +208,4 @@ export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middlewa
     })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
+}

@@ -143,9 +143,22 @@ export interface CallLike {
 }
 
 /** The hash of one response's calls: the same multiset of `name:key` gives the same hash in any order. */
-export const responseHash = (calls: ReadonlyArray<CallLike>): string => {
-  const signatures = calls.map((call) => `${call.name}:${stableKey(call.name, call.args)}`).sort()
-  return createHash("md5").update(JSON.stringify(signatures)).digest("hex").slice(0, 12)
+export const responseHash = (calls: ReadonlyArray<CallLike>): string => md5(responseText(calls))
+
+/** The sorted `name:key` signatures of a response's calls, as JSON (what `responseHash` hashes). */
+const responseText = (calls: ReadonlyArray<CallLike>): string =>
+  JSON.stringify(calls.map((call) => `${call.name}:${stableKey(call.name, call.args)}`).sort())
+
+const md5 = (text: string): string => createHash("md5").update(text).digest("hex").slice(0, 12)
+
+/**
+ * What the tracker compares: the signatures themselves when short (no hashing on the usual step), their hash
+ * when long (a window of whole file payloads would be kept otherwise). The two never meet: a text starts
+ * with `[`, a hash is hex.
+ */
+const responseKey = (calls: ReadonlyArray<CallLike>): string => {
+  const text = responseText(calls)
+  return text.length <= 256 ? text : md5(text)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -227,7 +240,7 @@ export const tracker = (config: LoopDetectionConfig): Tracker => {
   return {
     observe: (calls) => {
       if (calls.length === 0) return NONE
-      const hash = responseHash(calls)
+      const hash = responseKey(calls)
       hashes.push(hash)
       if (hashes.length > config.window_size) hashes.splice(0, hashes.length - config.window_size)
       for (const old of warned) if (!hashes.includes(old)) warned.delete(old)

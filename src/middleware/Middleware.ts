@@ -12,9 +12,10 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
+import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import { AgentHooks, type RunLoop } from "../services/AgentHooks.js"
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
 import { ModelService } from "../services/ModelService.js"
@@ -68,17 +69,71 @@ export interface PerRunOptions {
 const portsOf = (model: ModelService["Type"], tools: ToolService["Type"], hooks: AgentHooks["Type"]) =>
   Context.make(ModelService, model).pipe(Context.add(ToolService, tools), Context.add(AgentHooks, hooks))
 
+// ---------------------------------------------------------------------------------------------------------
+// Resolving a run's ports
+//
+// A port a middleware provides is shared by every run of the agent, so each call of a per-run middleware reads
+// that run's wrappers off the fiber. A run's loop makes many calls through the same wrappers: the ports made
+// here also say how to resolve them for one run (`forRun`, read once inside the run), giving plain functions
+// that call each wrapper directly and skip the layers that do not wrap that port. A port made elsewhere (the
+// base model and tools, a hand-written layer) resolves to itself.
+
+const forRun: unique symbol = Symbol.for("antler/Middleware/forRun")
+
+type RunFiber = Fiber.RuntimeFiber<unknown, unknown>
+
+type Resolvable<A> = A & { readonly [forRun]?: (fiber: RunFiber) => A[keyof A] }
+
+const modelPort = (generate: ModelNext, resolve: (fiber: RunFiber) => ModelNext): ModelService["Type"] =>
+  ({ generate, [forRun]: resolve }) as Resolvable<{ generate: ModelNext }>
+
+const toolPort = (
+  definitions: ToolService["Type"]["definitions"],
+  call: ToolNext,
+  resolve: (fiber: RunFiber) => ToolNext
+): ToolService["Type"] => ({ definitions, call, [forRun]: resolve }) as ToolService["Type"]
+
+const resolveModel = (model: ModelService["Type"], fiber: RunFiber): ModelNext => {
+  const resolve = (model as Resolvable<{ generate: ModelNext }>)[forRun]
+  return resolve === undefined ? model.generate : resolve(fiber)
+}
+
+const resolveTool = (tools: ToolService["Type"], fiber: RunFiber): ToolNext => {
+  const resolve = (tools as Resolvable<{ call: ToolNext }>)[forRun]
+  return resolve === undefined ? tools.call : resolve(fiber)
+}
+
+/** A run's model and tool calls, resolved through its middlewares' wrappers. */
+export interface Resolved {
+  readonly generate: ModelNext
+  readonly call: ToolNext
+}
+
+/**
+ * The model and tool calls of the current run through these ports, resolved once: the same wrappers as calling
+ * the ports themselves would use, read now. Use inside `AgentHooks.around` (where the run's wrappers exist), in
+ * the run's fiber; the functions serve that run only.
+ */
+export const resolve = (model: ModelService["Type"], tools: ToolService["Type"]): Effect.Effect<Resolved> =>
+  Effect.withFiberRuntime((fiber) =>
+    Effect.succeed({
+      generate: resolveModel(model, fiber as RunFiber),
+      call: resolveTool(tools, fiber as RunFiber)
+    })
+  )
+
 const withTools = (inner: ToolService["Type"], tools: ReadonlyArray<Tool.Tool> | undefined): ToolService["Type"] => {
   if (tools === undefined || tools.length === 0) return inner
   const own = new Map(tools.map((tool) => [tool.name, tool]))
-  const below = inner.call
-  return {
-    definitions: [...inner.definitions.filter((d) => !own.has(d.name)), ...tools.map(Tool.definition)],
-    call: (call) => {
-      const tool = own.get(call.name)
-      return tool === undefined ? below(call) : Tool.invoke(tool, call)
-    }
+  const over = (below: ToolNext): ToolNext => (call) => {
+    const tool = own.get(call.name)
+    return tool === undefined ? below(call) : Tool.invoke(tool, call)
   }
+  return toolPort(
+    [...inner.definitions.filter((d) => !own.has(d.name)), ...tools.map(Tool.definition)],
+    over(inner.call),
+    (fiber) => over(resolveTool(inner, fiber))
+  )
 }
 
 const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<Ports> => {
@@ -89,14 +144,38 @@ const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<
   const next = model.generate
   const below = tools.call
   return portsOf(
-    wrapModel === undefined ? model : { generate: (request) => wrapModel(request, next) },
-    wrapTool === undefined ? tools : { definitions: tools.definitions, call: (call) => wrapTool(call, below) },
+    wrapModel === undefined ? model : modelPort((request) => wrapModel(request, next), (fiber) => {
+      const inner = resolveModel(model, fiber)
+      return (request) => wrapModel(request, inner)
+    }),
+    wrapTool === undefined ? tools : toolPort(tools.definitions, (call) => wrapTool(call, below), (fiber) => {
+      const inner = resolveTool(tools, fiber)
+      return (call) => wrapTool(call, inner)
+    }),
     wrapRun === undefined ? hooks : { around: (run) => wrapRun(hooks.around(run)) }
   )
 }
 
-/** The run's services are the run's own: never taken from where a layer happened to be built. */
-const withoutRunServices = <R>(context: Context.Context<R>) => Context.omit(RunContext, RunState, RunEvents)(context)
+/**
+ * The run's services and its scope are the run's own: never taken from where a layer happened to be built (the
+ * layer's scope lives as long as the agent).
+ */
+const withoutRunServices = <R>(context: Context.Context<R>) =>
+  Context.omit(RunContext, RunState, RunEvents, Scope.Scope)(context)
+
+/**
+ * The wrappers of a run's per-run middlewares, by middleware: one mutable map per run, in the run's context.
+ * `Run.execute` provides it with the run's services; when a run's hooks are called without one, the outermost
+ * per-run middleware provides it. Each middleware sets its entry for the length of its `around` (as a
+ * `FiberRef` set locally would, without copying the fiber's references on every run, once per middleware).
+ */
+export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame, Map<object, Wrappers>>() {}
+
+/** A fresh frame for one run. */
+export const makeRunFrame = (): RunFrame["Type"] => new Map()
+
+const frameOf = (context: Context.Context<never>): RunFrame["Type"] | undefined =>
+  Option.getOrUndefined(Context.getOption(context, RunFrame))
 
 /** Wrappers used outside a run: the middleware's per-run state does not exist there. */
 class OutsideRun extends Error {
@@ -128,30 +207,69 @@ export const make = <E = never, R = never>(
     const model = Context.get(inner, ModelService)
     const hooks = Context.get(inner, AgentHooks)
     const tools = withTools(Context.get(inner, ToolService), options.tools)
-    const slot = yield* FiberRef.make<Wrappers | undefined>(undefined)
+    // this middleware's entry in a run's frame
+    const key = {}
+    const wrappersOf = (fiber: RunFiber): Wrappers | undefined => frameOf(fiber.currentContext)?.get(key)
     const outside = Effect.die(new OutsideRun(options.name ?? "(unnamed)"))
     const next = model.generate
     const below = tools.call
-    const start = Effect.orDie(Effect.provide(perRun, app) as Effect.Effect<Wrappers, E, RunServices | Scope.Scope>)
+    const around = (run: RunLoop): RunLoop =>
+      Effect.contextWithEffect((context: Context.Context<never>) => {
+        const frame = frameOf(context)
+        if (frame === undefined) return Effect.provideService(around(run), RunFrame, makeRunFrame())
+        // the entry stands while the run's wrapper runs; then the previous one is back, and the scope closes
+        let entered = false
+        let previous: Wrappers | undefined
+        return Effect.flatMap(Scope.make(), (scope) =>
+          Effect.onExit(
+            Effect.flatMap(start(scope), (w) => {
+              previous = frame.get(key)
+              frame.set(key, w)
+              entered = true
+              const loop = hooks.around(run)
+              return w.run === undefined ? loop : w.run(loop)
+            }),
+            (exit) => {
+              if (entered) previous === undefined ? frame.delete(key) : frame.set(key, previous)
+              return Scope.close(scope, exit)
+            }
+          ))
+      })
+    // The per-run effect sees the app's services and a scope of its own, closed when the run ends (one
+    // `provide` for both: each costs a copy of the fiber's references, on every run).
+    const start = (scope: Scope.Scope) =>
+      Effect.orDie(
+        Effect.provide(perRun, Context.add(app, Scope.Scope, scope)) as Effect.Effect<Wrappers, E, RunServices>
+      )
+    // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
+    // instruction, not a FiberRef.get and a flatMap).
+    const generate: ModelNext = (request) =>
+      Effect.withFiberRuntime((fiber) => {
+        const w = wrappersOf(fiber as RunFiber)
+        return w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next)
+      })
+    const call: ToolNext = (call) =>
+      Effect.withFiberRuntime((fiber) => {
+        const w = wrappersOf(fiber as RunFiber)
+        return w === undefined ? outside : w.tool === undefined ? below(call) : w.tool(call, below)
+      })
     return portsOf(
-      {
-        generate: (request) =>
-          Effect.flatMap(FiberRef.get(slot), (w) =>
-            w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next))
-      },
-      {
-        definitions: tools.definitions,
-        call: (call) =>
-          Effect.flatMap(FiberRef.get(slot), (w) =>
-            w === undefined ? outside : w.tool === undefined ? below(call) : w.tool(call, below))
-      },
-      {
-        around: (run) =>
-          Effect.scoped(Effect.flatMap(start, (w) => {
-            const loop = hooks.around(run)
-            return Effect.locally(w.run === undefined ? loop : w.run(loop), slot, w)
-          }))
-      }
+      modelPort(generate, (fiber) => {
+        const w = wrappersOf(fiber)
+        if (w === undefined) return generate
+        const inner = resolveModel(model, fiber)
+        const wrap = w.model
+        return wrap === undefined ? inner : (request) => wrap(request, inner)
+      }),
+      toolPort(tools.definitions, call, (fiber) => {
+        const w = wrappersOf(fiber)
+        if (w === undefined) return call
+        const inner = resolveTool(tools, fiber)
+        const wrap = w.tool
+        return wrap === undefined ? inner : (call) => wrap(call, inner)
+      }),
+      { around }
+
     )
   }))
 }

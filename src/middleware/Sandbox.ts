@@ -4,6 +4,7 @@
  * first need it, and the tool wrap persists its id (`sandbox: { sandbox_id }`) with that tool's result.
  * After the run, whatever way it ends, the sandbox is released to the provider.
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { RunContext, RunState } from "../services/RunContext.js"
@@ -67,25 +68,30 @@ export const layer = (options: Options = {}) =>
       tool: (call, next) =>
         Effect.flatMap(boundId, (id) => {
           if (id !== undefined) return next(call)
-          return next(call).pipe(
-            Effect.flatMap((result) =>
-              Effect.map(lookup, (found) => Option.isNone(found) ? result : withSandboxBinding(result, found.value))
-            ),
-            Effect.catchIf(
-              (error): error is Interrupt => error instanceof Interrupt,
-              (interrupt) =>
-                Effect.flatMap(lookup, (found) =>
-                  Effect.fail(
-                    Option.isNone(found) ? interrupt : new Interrupt({
-                      reason: interrupt.reason,
-                      payload: interrupt.payload,
-                      result: withSandboxBinding(interrupt.result, found.value)
-                    })
-                  ))
-            ),
-            // A failed or cancelled tool may still have acquired the sandbox: remember it, so it is released.
-            Effect.tapErrorTag("ToolError", () => lookup),
-            Effect.onInterrupt(() => lookup)
+          // One handler for every way the call ends (each tool call of a run without a sandbox comes here).
+          return Effect.uninterruptibleMask((restore) =>
+            Effect.matchCauseEffect(restore(next(call)), {
+              onSuccess: (result) =>
+                Effect.map(lookup, (found) => Option.isNone(found) ? result : withSandboxBinding(result, found.value)),
+              onFailure: (cause) => {
+                // A failed or cancelled tool may still have acquired the sandbox: remember it, so it is released.
+                if (Cause.isInterruptedOnly(cause)) return Effect.zipRight(lookup, Effect.failCause(cause))
+                const failure = Cause.failureOption(cause)
+                if (Option.isNone(failure)) return Effect.failCause(cause)
+                const error = failure.value
+                if (error instanceof Interrupt) {
+                  return Effect.flatMap(lookup, (found) =>
+                    Effect.fail(
+                      Option.isNone(found) ? error : new Interrupt({
+                        reason: error.reason,
+                        payload: error.payload,
+                        result: withSandboxBinding(error.result, found.value)
+                      })
+                    ))
+                }
+                return error._tag === "ToolError" ? Effect.zipRight(lookup, Effect.failCause(cause)) : Effect.failCause(cause)
+              }
+            })
           )
         })
     }

@@ -16,7 +16,7 @@ import { RunState } from "../services/RunContext.js"
 import type { Catalog, Policy, Registry } from "../services/Skills.js"
 import { policyOf } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
-import type { Message } from "../state/Message.js"
+import type { Message, ToolCall } from "../state/Message.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
@@ -67,13 +67,17 @@ export const layer = (options: Options): Middleware =>
     // The decision of the last model call serves the tool calls that answer it.
     let decision: Policy | undefined
 
+    const unrestricted: Policy = { _tag: "Unrestricted" }
     const decide = (messages: ReadonlyArray<Message>) =>
-      Effect.gen(function*() {
-        const current = yield* state.get
+      Effect.flatMap(state.get, (current) => {
         const paths = activePaths(messages, current.skill_context)
-        if (paths.length === 0) return { _tag: "Unrestricted" } as Policy
-        return policyOf(paths, yield* catalogOnce, options.allowlist)
+        if (paths.length === 0) return Effect.succeed(unrestricted)
+        return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
       })
+    const enforce = (policy: Policy, call: ToolCall, next: MW.ToolNext) =>
+      policy._tag === "Restricted" && !policy.allowed.has(call.name)
+        ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))
+        : next(call)
 
     return {
       model: (request: ModelRequest, next) => {
@@ -84,14 +88,9 @@ export const layer = (options: Options): Middleware =>
           return next({ ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) })
         })
       },
-      tool: (call, next) => {
-        const known = decision !== undefined
-          ? Effect.succeed(decision)
-          : Effect.flatMap(state.get, (s) => decide(s.messages))
-        return Effect.flatMap(known, (policy) =>
-          policy._tag === "Restricted" && !policy.allowed.has(call.name)
-            ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))
-            : next(call))
-      }
+      tool: (call, next) =>
+        decision !== undefined
+          ? enforce(decision, call, next)
+          : Effect.flatMap(Effect.flatMap(state.get, (s) => decide(s.messages)), (policy) => enforce(policy, call, next))
     } satisfies MW.Wrappers
   }), { name: "SkillToolPolicy" })

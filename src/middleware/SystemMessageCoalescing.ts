@@ -12,6 +12,7 @@
  * Request-only; a request without in-history system messages passes through as the same object.
  */
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -26,12 +27,30 @@ export const asHidden = (message: Message): Message =>
     additional_kwargs: { ...message.additional_kwargs, hide_from_ui: true, coalesced_system_message: true }
   })
 
-/** The request with the system prompt alone at the top: every in-history system message sent in place as user. */
-export const coalesce = (request: ModelRequest): ModelRequest => {
-  if (!request.messages.some((m) => m.type === "system")) return request
-  return { ...request, messages: request.messages.map((m) => (m.type === "system" ? asHidden(m) : m)) }
+/**
+ * The request with the system prompt alone at the top: every in-history system message sent in place as user.
+ * With a cache (kept by the middleware for its agent's life), each system message is converted once: the same
+ * hidden message object every call, so what keys on message objects downstream (token counts) stays cached.
+ */
+export const coalesce = (request: ModelRequest, cache?: WeakMap<Message, Message>): ModelRequest => {
+  const messages = request.messages
+  let out: Array<Message> | undefined
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!
+    if (message.type !== "system") continue
+    let hidden = cache?.get(message)
+    if (hidden === undefined) {
+      hidden = asHidden(message)
+      cache?.set(message, hidden)
+    }
+    ;(out ??= messages.slice())[i] = hidden
+  }
+  return out === undefined ? request : { ...request, messages: out }
 }
 
 /** The SystemMessageCoalescing middleware (SPEC §4.1 slot 27). */
 export const layer = (): Middleware =>
-  MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request))) })
+  Layer.unwrapEffect(Effect.sync(() => {
+    const cache = new WeakMap<Message, Message>()
+    return MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request, cache))) })
+  }))

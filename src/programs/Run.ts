@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import * as Schedule from "effect/Schedule"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
+import * as MW from "../middleware/Middleware.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
@@ -39,6 +40,7 @@ import type { Interrupt, ToolResult } from "../services/ToolService.js"
 import { ToolService } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -91,6 +93,12 @@ interface Holder {
   readonly current: () => ThreadState
 }
 
+/** Whether an update sets anything besides messages (most updates of a step only add messages). */
+const setsMoreThanMessages = (update: StateUpdate): boolean => {
+  for (const key in update) if (key !== "messages" && Object.hasOwn(update, key)) return true
+  return false
+}
+
 const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
   let rest: StateUpdate | undefined
   if (update.messages !== undefined) {
@@ -98,6 +106,10 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
     for (const item of update.messages) {
       if (item.type === "remove") (removals ??= []).push(item)
       else emit({ type: "message", message: item })
+    }
+    if (!setsMoreThanMessages(update)) {
+      if (removals !== undefined) emit({ type: "state", update: { messages: removals } })
+      return
     }
     const { messages: _, ...others } = update
     rest = removals === undefined ? others : { ...others, messages: removals }
@@ -210,26 +222,30 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     return { type: "run_end", status: "success", stop_reason: reason } as const
   })
 
-const callTools = (step: Step, message: AIMessage) =>
-  Effect.gen(function*() {
+const toolSpan = (call: ToolCall) => ({ "tool.name": call.name, "tool.call_id": call.id })
+
+const callTools = (
+  step: Step,
+  ports: MW.Resolved,
+  message: AIMessage
+): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
+  Effect.suspend(() => {
     const calls = M.toolCalls(message)
     const known = step.known
     const results: Array<ToolResult | undefined> = new Array(calls.length)
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? step.tools.call(call).pipe(
-          Effect.withSpan("Tool.call", { attributes: { "tool.name": call.name, "tool.call_id": call.id } }),
-          Effect.catchTag("Interrupt", (i) => {
-            interrupt ??= i
-            return Effect.succeed(i.result)
-          }),
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(cause as Cause.Cause<never>)
-              : Effect.succeed(failedCallResult(call, cause))
-          )
-        )
+        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", { attributes: toolSpan(call) })), (cause) => {
+          const failure = Cause.failureOption(cause)
+          if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
+            interrupt ??= failure.value
+            return Effect.succeed(failure.value.result)
+          }
+          return Cause.isInterruptedOnly(cause)
+            ? Effect.failCause(cause as Cause.Cause<never>)
+            : Effect.succeed(failedCallResult(call, cause))
+        })
         : Effect.succeed(Tool.errorResult(
           call,
           `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.`
@@ -239,9 +255,9 @@ const callTools = (step: Step, message: AIMessage) =>
       })
     }
     const applyAll = (synthesizeMissing: boolean) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const writes: Array<Message> = []
-        const updates: Array<StateUpdate> = []
+        let updates: Array<StateUpdate> | undefined
         for (let i = 0; i < calls.length; i++) {
           const result = results[i]
           if (result === undefined) {
@@ -251,20 +267,23 @@ const callTools = (step: Step, message: AIMessage) =>
             continue
           }
           writes.push(result.message)
-          if (result.update !== undefined) updates.push(result.update)
+          if (result.update !== undefined) (updates ??= []).push(result.update)
         }
         message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
-        if (writes.length > 0) yield* step.holder.service.update({ messages: writes })
-        for (const update of updates) yield* step.holder.service.update(update)
+        const update = step.holder.service.update
+        const written = writes.length > 0 ? update({ messages: writes }) : Effect.void
+        return updates === undefined
+          ? written
+          : Effect.zipRight(written, Effect.forEach(updates, update, { discard: true }))
       })
-    if (calls.length === 1) yield* one(calls[0]!, 0).pipe(Effect.onInterrupt(() => Effect.ignore(applyAll(true))))
-    else {
-      yield* Effect.forEach(calls, one, { concurrency: step.options.toolConcurrency, discard: true }).pipe(
-        Effect.onInterrupt(() => Effect.ignore(applyAll(true)))
-      )
-    }
-    yield* applyAll(false)
-    return interrupt
+    const running = calls.length === 1
+      ? one(calls[0]!, 0)
+      : Effect.forEach(calls, one, { concurrency: step.options.toolConcurrency, discard: true })
+    return running.pipe(
+      Effect.onInterrupt(() => Effect.ignore(applyAll(true))),
+      Effect.zipRight(applyAll(false)),
+      Effect.map(() => interrupt)
+    )
   })
 
 const loop = (step: Step) =>
@@ -272,8 +291,12 @@ const loop = (step: Step) =>
     const settings = {
       modelName: step.options.modelName,
       thinkingEnabled: step.options.thinkingEnabled,
-      reasoningEffort: step.options.reasoningEffort
+      reasoningEffort: step.options.reasoningEffort,
+      ...(step.options.temperature !== undefined ? { temperature: step.options.temperature } : {}),
+      ...(step.options.maxTokens !== undefined ? { maxTokens: step.options.maxTokens } : {})
     }
+    // the run's wrappers, resolved once: every call of the loop goes straight through them
+    const ports = yield* MW.resolve(step.model, step.tools)
     for (let calls = 0;; calls++) {
       yield* step.checkpoint
       if (calls >= step.options.recursionLimit) {
@@ -286,7 +309,7 @@ const loop = (step: Step) =>
         } as RunEndEvent
       }
       const state = step.holder.current()
-      const response = yield* step.model.generate({
+      const response = yield* ports.generate({
         systemPrompt: step.systemPrompt,
         messages: state.messages,
         tools: step.tools.definitions,
@@ -309,7 +332,7 @@ const loop = (step: Step) =>
       // The model's message, with its tool calls, is durable before a tool that may change something runs:
       // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
       if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
-      const interrupt = yield* callTools(step, message)
+      const interrupt = yield* callTools(step, ports, message)
       if (interrupt !== undefined) {
         yield* step.checkpoint
         return yield* finish(step, interrupt)
@@ -422,9 +445,11 @@ export const execute = <E = never, R = never>(
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
-    const runServices = Context.make(RunContext, context).pipe(
+    // (the frame of the run's per-run middlewares goes with them: see `Middleware.RunFrame`)
+    const runServices: Context.Context<RunServices> = Context.make(RunContext, context).pipe(
       Context.add(RunState, holder.service),
-      Context.add(RunEvents, events)
+      Context.add(RunEvents, events),
+      Context.add(MW.RunFrame, MW.makeRunFrame())
     )
 
     const body = Effect.scoped(Effect.gen(function*() {

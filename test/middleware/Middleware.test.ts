@@ -4,7 +4,10 @@ import * as Context from "effect/Context"
 import * as FC from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as MW from "../../src/middleware/Middleware.js"
+import * as Run from "../../src/programs/Run.js"
 import { AgentHooks } from "../../src/services/AgentHooks.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -126,6 +129,35 @@ describe("Middleware.stack", () => {
       assert.deepStrictEqual(outcome.requests[0]!.tools.map((t) => t.name), ["echo", "shout"])
       assert.strictEqual(M.text(outcome.state.messages.find((m) => m.type === "tool")!), "HEY")
     }).pipe(H.withStore))
+
+  it.effect("an agent built once: each run has its own per-run state, and its scope closes when that run ends", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      let runs = 0
+      const counting = MW.make(Effect.gen(function*() {
+        const run = ++runs
+        let calls = 0
+        yield* Effect.addFinalizer(() => Effect.sync(() => trace.push(`run ${run}: closed after ${calls} calls`)))
+        return {
+          model: (request, next) => Effect.suspend(() => (calls++, next(request))),
+          tool: (call, next) => Effect.suspend(() => (trace.push(`run ${run}: ${call.name}`), next(call)))
+        }
+      }))
+      const ports = yield* Layer.build(MW.stack(
+        [counting],
+        MW.base(ScriptedModel.make([...script, ...script]), Toolkit.make([echo]))
+      ))
+      const first = yield* Run.execute({ threadId: "once", input: [M.human("one")] }, ports)
+      const second = yield* Run.execute({ threadId: "once", input: [M.human("two")] }, ports)
+      assert.strictEqual(first.status, "success")
+      assert.strictEqual(second.status, "success")
+      assert.deepStrictEqual(trace, [
+        "run 1: echo",
+        "run 1: closed after 2 calls",
+        "run 2: echo",
+        "run 2: closed after 2 calls"
+      ])
+    }).pipe(Effect.scoped, H.withStore))
 
   it.effect.prop(
     "an identity middleware changes nothing the model or the user sees",

@@ -38,6 +38,7 @@ import type { Authenticator } from "./Auth.js"
 import * as Protocol from "./Protocol.js"
 import type { ActiveRun } from "./Runs.js"
 import { GatewayError, Runs, statusOf } from "./Runs.js"
+import * as CustomAgents from "../CustomAgents.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
 export const LANGGRAPH_PREFIXES: ReadonlyArray<string> = ["", "/api", "/api/langgraph"]
@@ -670,7 +671,11 @@ export const router = (options: Options) =>
       for (const dir of dirs) {
         try {
           for (const entry of Fs.readdirSync(dir, { withFileTypes: true })) {
-            if (entry.isDirectory() && /^[A-Za-z0-9-]+$/.test(entry.name)) names.add(entry.name.toLowerCase())
+            // an agent is a directory with its config.yaml (as `antler agents` and the factory read it)
+            if (
+              entry.isDirectory() && /^[A-Za-z0-9-]+$/.test(entry.name) &&
+              Fs.existsSync(Path.join(dir, entry.name, CustomAgents.CONFIG_FILE))
+            ) names.add(entry.name.toLowerCase())
           }
         } catch {
           // no agents directory

@@ -11,14 +11,11 @@ import * as Exit from "effect/Exit"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
+import { antlerCommand } from "../../support/cli.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const MAIN = Path.join(ROOT, "src/programs/main.ts")
-const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 
 interface Server {
   readonly url: Promise<string>
@@ -32,7 +29,7 @@ const serve = (home: string, config: string): Server => {
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
   }
-  const args = ["--import", TSX, MAIN, "serve", "--port", "0", "--config", config]
+  const args = [...antlerCommand, "serve", "--port", "0", "--config", config]
   const child = ChildProcess.spawn(process.execPath, args, {
     cwd: home,
     env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },

@@ -387,8 +387,11 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
   })
 
   it("the rest of the client: assistants (custom agents too), a thread by id, a background run joined, updates", async () => {
-    // a custom agent is a directory of the data directory's agents
+    // a custom agent is a directory of the data directory's agents with its config.yaml; a directory without
+    // one is not an agent
     Fs.mkdirSync(Path.join(gateway.home, "agents", "trip-planner"), { recursive: true })
+    Fs.writeFileSync(Path.join(gateway.home, "agents", "trip-planner", "config.yaml"), "name: trip-planner\n")
+    Fs.mkdirSync(Path.join(gateway.home, "agents", "half-made"), { recursive: true })
     const assistants = await client.assistants.search()
     assert.deepStrictEqual(assistants.map((a) => a.assistant_id), ["lead_agent", "trip-planner"])
     const planner = await client.assistants.get("trip-planner")
