@@ -125,19 +125,22 @@ export const makeLock = (): Lock => {
     held = false
     waiting.shift()?.()
   }
-  const wait = Effect.async<void>((resume) => {
-    const wake = () => resume(Effect.void)
-    waiting.push(wake)
-    return Effect.sync(() => {
-      const at = waiting.indexOf(wake)
-      if (at >= 0) waiting.splice(at, 1)
-      else if (!held) release()
+  // (a waiter woken and beaten to the lock waits again first in line)
+  const wait = (first: boolean) =>
+    Effect.async<void>((resume) => {
+      const wake = () => resume(Effect.void)
+      if (first) waiting.unshift(wake)
+      else waiting.push(wake)
+      return Effect.sync(() => {
+        const at = waiting.indexOf(wake)
+        if (at >= 0) waiting.splice(at, 1)
+        else if (!held) release()
+      })
     })
-  })
-  const exclusively = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  const exclusively = <A, E, R>(body: Effect.Effect<A, E, R>, woken = false): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
-        if (held) return Effect.zipRight(restore(wait), exclusively(body))
+        if (held) return Effect.zipRight(restore(wait(woken)), exclusively(body, true))
         held = true
         return Effect.flatMap(Effect.exit(body), (exit) => {
           release()
@@ -145,5 +148,5 @@ export const makeLock = (): Lock => {
         })
       })
     )
-  return { exclusively }
+  return { exclusively: (body) => exclusively(body) }
 }

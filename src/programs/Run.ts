@@ -117,7 +117,7 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
   if (Object.keys(rest).length > 0) emit({ type: "state", update: rest })
 }
 
-const makeHolder = (initial: ThreadState, emit: (event: RunEvent) => void): Holder => {
+const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | undefined): Holder => {
   let state = initial
   const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
@@ -130,7 +130,7 @@ const makeHolder = (initial: ThreadState, emit: (event: RunEvent) => void): Hold
           if (Either.isLeft(next)) return Effect.fail(next.left)
           state = next.right
           journal.push(update)
-          eventsOf(update, emit)
+          if (emit !== undefined) eventsOf(update, emit)
           return Effect.void
         })
     },
@@ -360,9 +360,11 @@ const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Mes
 export const execute = <E = never, R = never>(
   input: RunInput,
   agent: Agent<E, R>,
-  emit: (event: RunEvent) => void = () => {}
+  listener?: ((event: RunEvent) => void) | undefined
 ): Effect.Effect<RunEndEvent, never, ThreadStore | Exclude<R, RunServices>> =>
   Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+    // (without a listener, the state's changes are not turned into events at all)
+    const emit = listener ?? (() => {})
     const store = yield* ThreadStore
     const threadId = input.threadId
     const runId = input.runId ?? M.newId()
@@ -424,7 +426,7 @@ export const execute = <E = never, R = never>(
       yield* release
       return yield* ended(errorEnd(Cause.fail(prepared.left)))
     }
-    const holder = makeHolder(prepared.right, emit)
+    const holder = makeHolder(prepared.right, listener)
     // The lease is renewed while the run goes. Losing it (another process took the thread over after this
     // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
     let lost: LeaseHolder | undefined
