@@ -5,6 +5,8 @@ export default defineConfig({
   resolve: { conditions: ["antler-source"] },
   test: {
     include: ["test/**/*.test.ts"],
+    // the CLI bundled once from the sources, for tests that start it as a process (test/support/cli.ts)
+    globalSetup: ["test/support/cliBundle.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks"

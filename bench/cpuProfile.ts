@@ -143,11 +143,21 @@ const contexts = (profile: CpuProfile): Map<number, Context> => {
  * evaluation); else inside Node's loader it is loading; else GC, program, idle, or the run, counted for the
  * package of the innermost frame with a script (`node` when there is none). A profile's `untilUs` (on the
  * profile's clock) drops its later samples.
+ *
+ * `bundles`: the URLs of bundled files (esbuild's output, one module body running the top-level code of every
+ * module bundled in it) whose other frames were mapped to their sources (see sourceMap.ts): time in such a body
+ * is charged to the module of the innermost mapped frame, so evaluation is counted per original module.
  */
 export const summarize = (
   profiles: ReadonlyArray<{ readonly profile: CpuProfile; readonly untilUs?: number | undefined }>,
-  options: { readonly root: string; readonly capUs?: number; readonly top?: number }
+  options: {
+    readonly root: string
+    readonly capUs?: number
+    readonly top?: number
+    readonly bundles?: ReadonlyArray<string>
+  }
 ): Summary => {
+  const bundles = new Set(options.bundles ?? [])
   const top = options.top ?? 15
   const cap = options.capUs ?? Number.POSITIVE_INFINITY
   const phases: Record<Phase, number> = { load: 0, evaluate: 0, run: 0, node: 0, gc: 0, program: 0, idle: 0 }
@@ -184,7 +194,10 @@ export const summarize = (
       else if (ctx.script !== undefined) phase = "run"
       else phase = "node"
       phases[phase] += weight
-      if (phase === "evaluate") evaluate.set(ctx.module!, (evaluate.get(ctx.module!) ?? 0) + weight)
+      if (phase === "evaluate") {
+        const module = bundles.has(ctx.module!) && ctx.script !== undefined ? ctx.script : ctx.module!
+        evaluate.set(module, (evaluate.get(module) ?? 0) + weight)
+      }
       if (phase === "run") run.set(ctx.script!, (run.get(ctx.script!) ?? 0) + weight)
       if (phase === "evaluate" || phase === "run") {
         const fn = frame.functionName === "" ? (isModuleBody(frame) ? "(module body)" : "(anonymous)") : frame.functionName

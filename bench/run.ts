@@ -48,13 +48,18 @@ for (const c of configs) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
 jobs.push({ id: "summarization-check", job: null, script: "summarization-check.js" })
-// start-up of the CLI as users run it (node bin/antler.js over dist/), each with CPU profiles (bench/startup.ts)
-for (const command of ["version", "threads-list", "run"]) {
-  jobs.push({
-    id: `startup/${command}`,
-    job: { kind: "startup", command, runs: P.startupRuns, profiles: P.startupProfiles, threads: 100 },
-    script: "startup.js"
-  })
+// start-up of the CLI as users run it (node bin/antler.js: the bundle dist/cli/), each with CPU profiles
+// (bench/startup.ts); then the same commands from the unbundled dist/programs/main.js, what bin/antler.js falls
+// back to without the bundle
+const STARTUP_COMMANDS = ["version", "threads-list", "run"]
+for (const entry of ["bin", "compiled"]) {
+  for (const command of STARTUP_COMMANDS) {
+    jobs.push({
+      id: entry === "bin" ? `startup/${command}` : `startup/${entry}/${command}`,
+      job: { kind: "startup", command, entry, runs: P.startupRuns, profiles: P.startupProfiles, threads: 100 },
+      script: "startup.js"
+    })
+  }
 }
 
 const selected = only.length ? jobs.filter((j) => only.some((o) => j.id.startsWith(o))) : jobs
@@ -66,20 +71,33 @@ const version = (pkg: string) => {
   }
 }
 
-/** Builds dist/ (what bin/antler.js runs) when it is missing or older than a source file. */
+/**
+ * Builds dist/ (what bin/antler.js runs: the bundle dist/cli/, over the compiled dist/programs/) when either is
+ * missing or older than a source file, as `npm run build` does.
+ */
 const ensureBuilt = () => {
-  const main = path.join(root, "dist", "programs", "main.js")
   const newest = (dir: string): number =>
     fs.readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
       const file = path.join(dir, entry.name)
       return Math.max(latest, entry.isDirectory() ? newest(file) : fs.statSync(file).mtimeMs)
     }, 0)
-  if (fs.existsSync(main) && fs.statSync(main).mtimeMs >= newest(path.join(root, "src"))) return
-  process.stderr.write("[bench] building dist/ (npm run build) for the start-up jobs ... ")
-  const tsc = path.join(root, "node_modules", "typescript", "bin", "tsc")
-  const r = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: root, encoding: "utf8" })
-  if (r.status !== 0) throw new Error(`the build failed:\n${r.stdout}${r.stderr}`)
-  process.stderr.write("done\n")
+  const sources = newest(path.join(root, "src"))
+  const fresh = (file: string) => fs.existsSync(file) && fs.statSync(file).mtimeMs >= sources
+  const steps: Array<[string, Array<string>]> = []
+  if (!fresh(path.join(root, "dist", "programs", "main.js"))) {
+    steps.push(["dist/ (tsc)", [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"]])
+  }
+  // with its source map, which the start-up jobs read to say which module a profiled frame came from
+  const bundle = path.join(root, "dist", "cli", "main.cjs")
+  if (steps.length > 0 || !fresh(bundle) || !fs.existsSync(`${bundle}.map`)) {
+    steps.push(["dist/cli/ (the bundle)", [path.join(root, "scripts", "bundle-cli.mjs"), "--sourcemap"]])
+  }
+  for (const [what, args] of steps) {
+    process.stderr.write(`[bench] building ${what} for the start-up jobs ... `)
+    const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" })
+    if (r.status !== 0) throw new Error(`the build failed:\n${r.stdout}${r.stderr}`)
+    process.stderr.write("done\n")
+  }
 }
 
 const t0 = Date.now()
@@ -175,15 +193,17 @@ for (const c of configs) {
   const r = results[`w4/${name(c)}`]
   if (r && !r.error) line(name(c).padEnd(18), r.stepsPerSecMedian, r.wallMsMedian)
 }
-line("\nStart-up, node bin/antler.js (" + P.startupRuns + " runs)     wall ms median (min)   first request ms   cpu ms")
-for (const command of ["version", "threads-list", "run"]) {
-  const r = results[`startup/${command}`]
-  if (r && !r.error) {
-    line(r.command.padEnd(40), `${r.wallMsMedian} (${r.wallMsMin})`.padEnd(22), String(r.firstRequestMsMedian ?? "-").padEnd(16), r.cpuMsMedian ?? "-")
-    const phases = r.profile.phases
-    line("  profile ms: load", phases.load, "evaluate", phases.evaluate, "run", phases.run, "node", phases.node, "gc", phases.gc, `(${r.profile.summary})`)
-    line("  costliest to evaluate:", r.profile.topPackages.map((p: any) => `${p.package} ${p.evaluateMs}+${p.runMs}`).join(", "))
-    line(`  loads ${r.modulesLoaded.count} modules, ${r.modulesLoaded.kB} kB:`, r.modulesLoaded.topPackages.slice(0, 5).map((p: any) => `${p.package} ${p.modules}/${p.kB} kB`).join(", "))
+for (const [id, title] of [["startup", "node bin/antler.js"], ["startup/compiled", "node dist/programs/main.js"]]) {
+  line(`\nStart-up, ${title} (${P.startupRuns} runs)`.padEnd(41), "wall ms median (min)   first request ms   cpu ms")
+  for (const command of STARTUP_COMMANDS) {
+    const r = results[`${id}/${command}`]
+    if (r && !r.error) {
+      line(r.command.padEnd(40), `${r.wallMsMedian} (${r.wallMsMin})`.padEnd(22), String(r.firstRequestMsMedian ?? "-").padEnd(16), r.cpuMsMedian ?? "-")
+      const phases = r.profile.phases
+      line("  profile ms: load", phases.load, "evaluate", phases.evaluate, "run", phases.run, "node", phases.node, "gc", phases.gc, `(${r.profile.summary})`)
+      line("  costliest to evaluate:", r.profile.topPackages.map((p: any) => `${p.package} ${p.evaluateMs}+${p.runMs}`).join(", "))
+      line(`  loads ${r.modulesLoaded.count} modules, ${r.modulesLoaded.kB} kB:`, r.modulesLoaded.topPackages.slice(0, 5).map((p: any) => `${p.package} ${p.modules}/${p.kB} kB`).join(", "))
+    }
   }
 }
 process.stderr.write(`\nload average ${load0.map((x) => x.toFixed(2)).join(" ")} at start, ${os.loadavg().map((x) => x.toFixed(2)).join(" ")} at end\n`)

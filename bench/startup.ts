@@ -6,6 +6,9 @@
  *                 through the public API over the SQLite store, one short turn each)
  *   run           `antler run "..."` against the loopback scripted Chat Completions server, from spawn to
  *                 the arrival of its first model request (and to its exit)
+ * `entry` says what runs: `bin` (default) `node bin/antler.js`, which runs the bundle dist/cli/main.cjs with its V8
+ * code cache when it is built (else dist/programs/main.js) and answers `--version` alone itself; `compiled`
+ * `node dist/programs/main.js`; `bundle` `node dist/cli/main.cjs` (the bundle without its code cache).
  * Then CPU profiles of the same command (`--cpu-prof`; for `run` cut at the first request), summarised by
  * phase, package, module and function (bench/cpuProfile.ts), and an inventory of the modules it loads; the
  * raw profile and the summary are written to bench/results/startup-<command>.*. Prints one JSON object.
@@ -31,11 +34,16 @@ import * as M from "../src/state/Message.js"
 import type { CpuProfile } from "./cpuProfile.js"
 import { groupModules, summarize } from "./cpuProfile.js"
 import { median, round } from "./common.js"
+import type { SourceMapV3 } from "./sourceMap.js"
+import { mapProfile } from "./sourceMap.js"
 
 type Command = "version" | "threads-list" | "run"
+type Entry = "bin" | "compiled" | "bundle"
 interface Job {
   readonly kind: "startup"
   readonly command: Command
+  /** What runs (default `bin`). */
+  readonly entry?: Entry
   /** Measured runs. */
   readonly runs: number
   /** Profiled runs (summarised together). */
@@ -48,9 +56,23 @@ const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
 const BIN = path.join(root, "bin", "antler.js")
 const MAIN = path.join(root, "dist", "programs", "main.js")
+const BUNDLE = path.join(root, "dist", "cli", "main.cjs")
 const TIME = "/usr/bin/time"
 const PROFILE_INTERVAL_US = 200
 const job = JSON.parse(process.argv[2] ?? "{}") as Job
+const entry: Entry = job.entry ?? "bin"
+const ENTRY = { bin: BIN, compiled: MAIN, bundle: BUNDLE }[entry]
+/**
+ * The program bin/antler.js runs (as it chooses: the bundle unless missing or older than dist/programs/; itself
+ * for `--version` alone).
+ */
+const binRuns = (): string => {
+  if (job.command === "version") return BIN
+  const at = (file: string) => (fs.existsSync(file) ? fs.statSync(file).mtimeMs : undefined)
+  const bundled = at(BUNDLE)
+  const compiled = at(MAIN)
+  return bundled !== undefined && (compiled === undefined || bundled >= compiled) ? BUNDLE : MAIN
+}
 const threadCount = job.threads ?? 100
 const version = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8")).version as string
 
@@ -89,7 +111,7 @@ const cli = (
 ): Promise<Spawned> =>
   new Promise((resolve, reject) => {
     const timeFile = timeAvailable ? path.join(scratch, `time-${spawnCount++}`) : undefined
-    const argv = [...(options.nodeArgs ?? []), BIN, ...args]
+    const argv = [...(options.nodeArgs ?? []), ENTRY, ...args]
     const [command, commandArgs] = timeFile === undefined
       ? [process.execPath, argv]
       : [TIME, ["-f", "%U %S", "-o", timeFile, process.execPath, ...argv]]
@@ -176,7 +198,7 @@ const measureOnce = async (
 ): Promise<Measured> => {
   if (command === "version") {
     const r = await cli(["--version"], { nodeArgs, env })
-    if (r.code !== 0 || r.stdout.trim() !== version) fail(`antler --version printed no ${version}`, r)
+    if (r.code !== 0 || !r.stdout.trim().split(/\s+/).includes(version)) fail(`antler --version printed no ${version}`, r)
     return r
   }
   if (command === "threads-list") {
@@ -207,7 +229,13 @@ const measureAll = async (url: string, pending: Pending) => {
   const runs: Array<Measured> = []
   for (let i = 0; i < job.runs; i++) runs.push(await measureOnce(job.command, url, pending, [], {}, seeded))
 
-  // CPU profiles: samples every PROFILE_INTERVAL_US; a sample counts at most 2 intervals (see cpuProfile.ts)
+  // CPU profiles: samples every PROFILE_INTERVAL_US; a sample counts at most 2 intervals (see cpuProfile.ts).
+  // The bundle's frames are mapped to their modules with its source map (scripts/bundle-cli.mjs --sourcemap).
+  const program = entry === "bin" ? binRuns() : ENTRY
+  const bundleUrl = pathToFileURL(program).href
+  const sourceMap = program === BUNDLE && fs.existsSync(`${program}.map`)
+    ? JSON.parse(fs.readFileSync(`${program}.map`, "utf8")) as SourceMapV3
+    : undefined
   const profileDir = path.join(scratch, "profiles")
   fs.mkdirSync(profileDir, { recursive: true })
   const profiles: Array<{ profile: CpuProfile; untilUs?: number | undefined; file: string }> = []
@@ -218,14 +246,20 @@ const measureAll = async (url: string, pending: Pending) => {
     const m = await measureOnce(job.command, url, pending, nodeArgs, {}, seeded)
     const file = newProfiles(profileDir, before)[0]
     if (file === undefined) throw new Error("--cpu-prof wrote no profile")
-    const profile = JSON.parse(fs.readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile
+    const raw = JSON.parse(fs.readFileSync(path.join(profileDir, file), "utf8")) as CpuProfile
+    const profile = sourceMap === undefined ? raw : mapProfile(raw, bundleUrl, sourceMap, `${program}.map`)
     // the profile's clock is the monotonic clock of process.hrtime: cut at the first request if it falls inside
     const aligned = m.firstRequestUs === undefined ||
       (profile.startTime >= m.spawnedUs && m.firstRequestUs > profile.startTime && m.firstRequestUs <= profile.endTime)
     clockAligned &&= aligned
     profiles.push({ profile, untilUs: aligned ? m.firstRequestUs : undefined, file: path.join(profileDir, file) })
   }
-  const summary = summarize(profiles, { root, capUs: 2 * PROFILE_INTERVAL_US, top: 20 })
+  const summary = summarize(profiles, {
+    root,
+    capUs: 2 * PROFILE_INTERVAL_US,
+    top: 20,
+    bundles: sourceMap === undefined ? [] : [bundleUrl]
+  })
 
   // the modules it loads (an untimed run with resolve hooks)
   const listFile = path.join(scratch, "modules.txt")
@@ -243,7 +277,7 @@ const measureAll = async (url: string, pending: Pending) => {
     }
   })
   const modules = groupModules(sized, root)
-  return { runs, summary, modules, profiles, clockAligned }
+  return { runs, summary, modules, profiles, clockAligned, mapped: sourceMap !== undefined }
 }
 
 const LABELS: { readonly [c in Command]: string } = {
@@ -255,7 +289,9 @@ const LABELS: { readonly [c in Command]: string } = {
 const t0 = performance.now()
 let result: Record<string, unknown>
 try {
-  if (!fs.existsSync(MAIN)) throw new Error(`${MAIN} is missing: build with npm run build`)
+  for (const file of entry === "bin" ? [MAIN] : [ENTRY]) {
+    if (!fs.existsSync(file)) throw new Error(`${file} is missing: build with npm run build`)
+  }
   const pending: Pending = { t0: 0, firstMs: undefined, firstUs: undefined }
   const script: ScriptedChatServer.Script = () => {
     if (pending.firstMs === undefined) {
@@ -268,17 +304,22 @@ try {
     const server = yield* ScriptedChatServer.start(script)
     return yield* Effect.promise(() => measureAll(server.url, pending))
   })))
-  const { runs, summary, modules, profiles, clockAligned } = measured
+  const { runs, summary, modules, profiles, clockAligned, mapped } = measured
 
   const resultsDir = path.join(root, "bench", "results")
   fs.mkdirSync(resultsDir, { recursive: true })
-  const rawFile = path.join(resultsDir, `startup-${job.command}.cpuprofile`)
-  const summaryFile = path.join(resultsDir, `startup-${job.command}.profile.json`)
+  const suffix = entry === "bin" ? "" : `-${entry}`
+  const rawFile = path.join(resultsDir, `startup-${job.command}${suffix}.cpuprofile`)
+  const summaryFile = path.join(resultsDir, `startup-${job.command}${suffix}.profile.json`)
   fs.copyFileSync(profiles[0]!.file, rawFile)
   const count = modules.reduce((a, m) => a + m.modules, 0)
   const kB = modules.reduce((a, m) => a + m.kB, 0)
+  const program = path.relative(root, entry === "bin" ? binRuns() : ENTRY)
   fs.writeFileSync(summaryFile, JSON.stringify({
     command: LABELS[job.command],
+    entry,
+    program,
+    sourceMapped: mapped,
     date: new Date().toISOString(),
     loadavg: os.loadavg().map((x) => round(x, 2)),
     intervalUs: PROFILE_INTERVAL_US,
@@ -292,6 +333,9 @@ try {
   const firsts = runs.flatMap((r) => (r.firstRequestMs === undefined ? [] : [r.firstRequestMs]))
   result = {
     command: LABELS[job.command],
+    entry,
+    // what loads the program (for bin: the bundle when built, else dist/programs/main.js)
+    program,
     runs: job.runs,
     wallMsMedian: round(median(walls)),
     wallMsMin: round(Math.min(...walls)),
@@ -315,8 +359,10 @@ try {
       cutAtFirstRequest: job.command === "run" ? clockAligned : undefined,
       sampledMs: summary.sampledMs,
       phases: summary.phases,
+      sourceMapped: mapped,
       topPackages: summary.packages.slice(0, 5),
-      topModules: summary.modules.slice(0, 5)
+      topModules: summary.modules.slice(0, 5),
+      topFunctions: summary.functions.slice(0, 5)
     },
     modulesLoaded: { count, kB, topPackages: modules.slice(0, 8) }
   }

@@ -19,17 +19,21 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import ExcelJS from "exceljs"
+import type ExcelJS from "exceljs"
 import { XMLParser } from "fast-xml-parser"
-import JSZip from "jszip"
-import mammoth from "mammoth"
+import type JSZip from "jszip"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import TurndownService from "turndown"
-import { extractText, getDocumentProxy } from "unpdf"
+import type TurndownService from "turndown"
 
-// The GFM plugin ships without types; it exports plain turndown plugins.
-const { gfm } = createRequire(import.meta.url)("@joplin/turndown-plugin-gfm") as { gfm: TurndownService.Plugin }
+// The converters' libraries (several MB of JavaScript) load when a document of their format is first converted,
+// not with this module: a command that converts nothing does not pay for them. turndown (CommonJS) is required
+// synchronously, as `htmlToMarkdown` is synchronous; the GFM plugin ships without types (plain turndown plugins).
+const requireCjs = createRequire(import.meta.url)
+const turndown = () => ({
+  TurndownService: requireCjs("turndown") as typeof TurndownService,
+  gfm: (requireCjs("@joplin/turndown-plugin-gfm") as { gfm: TurndownService.Plugin }).gfm
+})
 
 /** A format that can be converted. */
 export const Format = Schema.Literal("html", "docx", "xlsx", "pptx", "pdf")
@@ -225,6 +229,7 @@ const tableRules = (service: TurndownService) => {
 }
 
 const makeTurndown = () => {
+  const { TurndownService, gfm } = turndown()
   const service = new TurndownService({
     headingStyle: "atx",
     bulletListMarker: "-",
@@ -296,6 +301,7 @@ export const decodeHtml = (bytes: Uint8Array): string => {
 const DOCX_STYLES = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"]
 
 const docxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
+  const { default: mammoth } = await import("mammoth")
   const result = await mammoth.convertToHtml(
     { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
     {
@@ -360,6 +366,7 @@ const sheetTable = (sheet: ExcelJS.Worksheet): ReadonlyArray<ReadonlyArray<strin
 }
 
 const xlsxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
+  const { default: ExcelJS } = await import("exceljs")
   const workbook = new ExcelJS.Workbook()
   await workbook.xlsx.load(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as never)
   const blocks: Array<string> = []
@@ -567,6 +574,7 @@ const notesOf = async (zip: JSZip, slidePart: string): Promise<ReadonlyArray<str
 }
 
 const pptxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
+  const { default: JSZip } = await import("jszip")
   const zip = await JSZip.loadAsync(bytes)
   const parts = await slideParts(zip)
   if (parts.length === 0 && zip.file("ppt/presentation.xml") === null) throw new Error("not a PowerPoint file")
@@ -583,6 +591,7 @@ const pptxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
 // PDF
 
 const pdfToMarkdown = async (bytes: Uint8Array): Promise<string> => {
+  const { extractText, getDocumentProxy } = await import("unpdf")
   // pdf.js may take over (detach) the buffer it is given: hand it a copy.
   const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, isEvalSupported: false })
   try {

@@ -37,6 +37,7 @@ import type {
   WalkOptions
 } from "../services/Sandbox.js"
 import {
+  absoluteVirtual,
   OUTPUTS,
   SafeId,
   SandboxError,
@@ -114,10 +115,8 @@ export const parseVirtual = (
   }
   if (input.trim() === "") return fail("not_found", `Path is empty: give a path under ${VIRTUAL_ROOTS_TEXT}`)
   // A relative path is taken from the workspace, as in bash (where the workspace is the current directory).
-  const absolute = input.startsWith("/") ? input : `${WORKSPACE}/${input}`
-  const segments = absolute.split("/").filter((segment) => segment !== "" && segment !== ".")
-  if (segments.includes("..")) return fail("path_escape", `Path may not contain '..' segments: ${shown()}`)
-  const virtual = `/${segments.join("/")}`
+  const virtual = absoluteVirtual(input)
+  if (virtual.split("/").includes("..")) return fail("path_escape", `Path may not contain '..' segments: ${shown()}`)
   let best: MountPoint | undefined
   for (const mount of mounts) {
     if (isInside(virtual, mount.virtual) && (best === undefined || mount.virtual.length > best.virtual.length)) {

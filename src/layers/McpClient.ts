@@ -10,10 +10,7 @@
  * server's command, args, env, url and headers come from the environment; an unset one keeps that server from
  * starting (with the reason), never the app.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -45,6 +42,22 @@ export interface Options {
   /** The client's name in the MCP handshake. */
   readonly clientName?: string | undefined
 }
+
+/** The SDK's client and transports, loaded when a server first starts (an app without MCP servers never does). */
+const loadSdk = () =>
+  Promise.all([
+    import("@modelcontextprotocol/sdk/client/index.js"),
+    import("@modelcontextprotocol/sdk/client/sse.js"),
+    import("@modelcontextprotocol/sdk/client/stdio.js"),
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js")
+  ]).then(([client, sse, stdio, http]) => ({
+    Client: client.Client,
+    SSEClientTransport: sse.SSEClientTransport,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport
+  }))
+
+type Sdk = Awaited<ReturnType<typeof loadSdk>>
 
 const MAX_NAME = 64
 const MAX_DESCRIPTION = 4000
@@ -248,9 +261,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return error
     }
 
-    const makeTransport = (c: Connection, entry: McpServerConfig): Transport => {
+    const makeTransport = (sdk: Sdk, c: Connection, entry: McpServerConfig): Transport => {
       if (c.transport === "stdio") {
-        const transport = new StdioClientTransport({
+        const transport = new sdk.StdioClientTransport({
           command: entry.command!,
           args: [...entry.args],
           env: { ...entry.env },
@@ -265,14 +278,14 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       const url = new URL(entry.url!)
       const requestInit = { headers: { ...entry.headers } }
       return c.transport === "sse"
-        ? new SSEClientTransport(url, {
+        ? new sdk.SSEClientTransport(url, {
           requestInit,
           // The event stream is opened by its own fetch: the configured headers go there too.
           eventSourceInit: {
             fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...entry.headers } })
           }
         })
-        : new StreamableHTTPClientTransport(url, { requestInit })
+        : new sdk.StreamableHTTPClientTransport(url, { requestInit })
     }
 
     const closeClient = (client: Client) => Effect.promise(() => client.close().catch(() => undefined))
@@ -284,10 +297,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (Either.isLeft(c.resolved)) return Effect.fail(fail(c, "config", c.resolved.left))
         const entry = c.resolved.right
         return Effect.gen(function*() {
+          const sdk = yield* Effect.promise(loadSdk)
           c.starts++
           c.stderr = ""
-          const client = new Client({ name: options.clientName ?? "antler", version: "0.1.0" })
-          const transport = makeTransport(c, entry)
+          const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
+          const transport = makeTransport(sdk, c, entry)
           const ms = initMs(c)
           const connected = yield* Effect.tryPromise({
             try: (signal) => client.connect(transport, { timeout: ms, signal }),
@@ -314,7 +328,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             }
           }
           c.client = client
-          c.pid = transport instanceof StdioClientTransport ? transport.pid ?? undefined : undefined
+          c.pid = transport instanceof sdk.StdioClientTransport ? transport.pid ?? undefined : undefined
           c.failure = undefined
           return client
         })

@@ -7,10 +7,10 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
-import type { LeaseHolder, RunRecord } from "../services/ThreadStore.js"
+import type { CheckpointRecord, LeaseHolder, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
-import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
+import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 
 interface Entry {
@@ -19,15 +19,18 @@ interface Entry {
   /** The state folded from the first `folded` checkpoints. */
   state: ThreadState
   folded: number
-  readonly checkpoints: Array<ReadonlyArray<StateUpdate>>
+  readonly checkpoints: Array<CheckpointRecord>
   readonly runs: Map<string, RunRecord>
+  readonly owner: string | null
+  metadata: Metadata
 }
 
 /** The thread's title: the last one its checkpoints set. */
 const titleOf = (entry: Entry): string | null => {
   for (let i = entry.checkpoints.length - 1; i >= entry.folded; i--) {
-    for (let j = entry.checkpoints[i]!.length - 1; j >= 0; j--) {
-      const title = entry.checkpoints[i]![j]!.title
+    const updates = entry.checkpoints[i]!.updates
+    for (let j = updates.length - 1; j >= 0; j--) {
+      const title = updates[j]!.title
       if (title !== undefined) return title
     }
   }
@@ -39,65 +42,147 @@ export const make = (): ThreadStore["Type"] => {
   const threads = new Map<string, Entry>()
   const indexes = makeIndexes()
   const leases = new Map<string, LeaseHolder>()
-  const get = (threadId: string) => {
+  let seq = 0
+  const get = (threadId: string, owner: string | null = null, metadata: Metadata = {}) => {
     let entry = threads.get(threadId)
     if (entry === undefined) {
       const now = new Date().toISOString()
-      entry = { created_at: now, updated_at: now, state: TS.empty, folded: 0, checkpoints: [], runs: new Map() }
+      entry = {
+        created_at: now,
+        updated_at: now,
+        state: TS.empty,
+        folded: 0,
+        checkpoints: [],
+        runs: new Map(),
+        owner,
+        metadata
+      }
       threads.set(threadId, entry)
     }
     return entry
   }
+  const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
+    const last = [...entry.runs.values()].at(-1)
+    const status = threadStatus(last, leases.get(thread_id), now)
+    return {
+      thread_id,
+      title: titleOf(entry),
+      created_at: entry.created_at,
+      updated_at: entry.updated_at,
+      checkpoints: entry.checkpoints.length,
+      owner: entry.owner,
+      metadata: entry.metadata,
+      ...(status === undefined ? {} : { status, stop_reason: last?.stop_reason ?? null })
+    }
+  }
+  // Checkpoints are folded when the thread is read, as the SQLite store does: an append stays O(1).
+  const fold = (threadId: string, entry: Entry): Either.Either<ThreadState, StoreError> => {
+    for (; entry.folded < entry.checkpoints.length; entry.folded++) {
+      const next = applyUpdates(entry.state, entry.checkpoints[entry.folded]!.updates, indexes)
+      if (Either.isLeft(next)) {
+        return Either.left(
+          new StoreError({
+            operation: "load",
+            message: `Thread "${threadId}" cannot be loaded: its checkpoint ${entry.folded + 1} does not apply ` +
+              `to the state before it: ${next.left.message}`,
+            cause: next.left
+          })
+        )
+      }
+      entry.state = next.right
+    }
+    return Either.right(entry.state)
+  }
   return ThreadStore.of({
-    ensure: (threadId) => Effect.sync(() => void get(threadId)),
+    ensure: (threadId, init) => Effect.sync(() => void get(threadId, init?.owner ?? null, init?.metadata ?? {})),
+    info: (threadId) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const entry = threads.get(threadId)
+          return entry === undefined
+            ? Option.none()
+            : Option.some(summary(threadId, entry, clock.unsafeCurrentTimeMillis()))
+        })
+      ),
+    patchMetadata: (threadId, patch) =>
+      Effect.sync(() => {
+        const entry = threads.get(threadId)
+        if (entry === undefined) return false
+        const next: Record<string, unknown> = { ...entry.metadata }
+        for (const [key, value] of Object.entries(patch)) {
+          if (value === null) delete next[key]
+          else next[key] = value
+        }
+        entry.metadata = next
+        entry.updated_at = new Date().toISOString()
+        return true
+      }),
+    checkpoints: (threadId) => Effect.sync(() => threads.get(threadId)?.checkpoints.slice() ?? []),
+    rollback: (threadId, runId) =>
+      Effect.suspend(() => {
+        const entry = threads.get(threadId)
+        if (entry === undefined) return Effect.succeed(0)
+        const kept = entry.checkpoints.filter((c) => c.run_id !== runId)
+        const deleted = entry.checkpoints.length - kept.length
+        if (deleted === 0) return Effect.succeed(0)
+        entry.checkpoints.splice(0, entry.checkpoints.length, ...kept)
+        // folded again from the start on the next read
+        entry.state = TS.empty
+        entry.folded = 0
+        return Effect.succeed(deleted)
+      }),
+    runs: (filter) =>
+      Effect.sync(() => {
+        const out: Array<RunRecord> = []
+        for (const [threadId, entry] of threads) {
+          if (filter.threadId !== undefined && filter.threadId !== threadId) continue
+          for (const run of entry.runs.values()) {
+            if (filter.runId !== undefined && filter.runId !== run.run_id) continue
+            if (filter.status !== undefined && filter.status !== run.status) continue
+            out.push(run)
+          }
+        }
+        return out.sort((a, b) => a.started_at.localeCompare(b.started_at))
+      }),
     load: (threadId) =>
       Effect.suspend(() => {
         const entry = threads.get(threadId)
         if (entry === undefined) return Effect.succeed(Option.none())
-        // Checkpoints are folded when the thread is read, as the SQLite store does: an append stays O(1).
-        for (; entry.folded < entry.checkpoints.length; entry.folded++) {
-          const next = applyUpdates(entry.state, entry.checkpoints[entry.folded]!, indexes)
-          if (Either.isLeft(next)) {
-            return Effect.fail(
-              new StoreError({
-                operation: "load",
-                message: `Thread "${threadId}" cannot be loaded: its checkpoint ${entry.folded + 1} does not apply ` +
-                  `to the state before it: ${next.left.message}`,
-                cause: next.left
-              })
-            )
-          }
-          entry.state = next.right
-        }
-        return Effect.succeed(Option.some({
-          thread_id: threadId,
-          state: entry.state,
-          checkpoints: entry.checkpoints.length,
-          runs: [...entry.runs.values()]
-        }))
+        return Either.match(fold(threadId, entry), {
+          onLeft: Effect.fail,
+          onRight: (state) =>
+            Effect.succeed(Option.some({
+              thread_id: threadId,
+              state,
+              checkpoints: entry.checkpoints.length,
+              runs: [...entry.runs.values()]
+            }))
+        })
       }),
-    append: (threadId, _runId, updates) =>
+    append: (threadId, runId, updates) =>
       Effect.sync(() => {
         const entry = get(threadId)
-        entry.checkpoints.push(updates)
-        entry.updated_at = new Date().toISOString()
+        const now = new Date().toISOString()
+        entry.checkpoints.push({ seq: ++seq, run_id: runId, created_at: now, updates })
+        entry.updated_at = now
       }),
-    saveRun: (run) => Effect.sync(() => void get(run.thread_id).runs.set(run.run_id, run)),
-    list: Effect.clockWith((clock) =>
-      Effect.sync(() =>
-        [...threads.entries()].map(([thread_id, entry]) => {
-          const last = [...entry.runs.values()].at(-1)
-          const status = threadStatus(last, leases.get(thread_id), clock.unsafeCurrentTimeMillis())
-          return {
-            thread_id,
-            title: titleOf(entry),
-            created_at: entry.created_at,
-            updated_at: entry.updated_at,
-            checkpoints: entry.checkpoints.length,
-            ...(status === undefined ? {} : { status, stop_reason: last?.stop_reason ?? null })
-          }
+    saveRun: (run) =>
+      Effect.sync(() => {
+        const runs = get(run.thread_id).runs
+        const before = runs.get(run.run_id)
+        runs.set(run.run_id, {
+          ...run,
+          error: run.error ?? before?.error ?? null,
+          metadata: run.metadata ?? before?.metadata ?? null
         })
-      )
+      }),
+    list: Effect.clockWith((clock) =>
+      Effect.sync(() => {
+        const now = clock.unsafeCurrentTimeMillis()
+        return [...threads.entries()]
+          .map(([thread_id, entry]) => summary(thread_id, entry, now))
+          .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      })
     ),
     delete: (threadId) =>
       Effect.clockWith((clock) =>

@@ -1054,8 +1054,19 @@ const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
         Effect.catchAllDefect((defect) => Effect.fail(toModelError(defect, model, baseURL))),
         Effect.mapError(clean)
       )
-      return yield* done
-    }).pipe(Effect.withSpan("OpenAiModel.generate", { attributes: { model, internal: request.internal ?? false } }))
+      const response = yield* done
+      // what a trace viewer shows per call (OpenTelemetry's GenAI attribute names)
+      const usage = response.message.usage_metadata
+      if (usage !== undefined) {
+        yield* Effect.annotateCurrentSpan({
+          "gen_ai.usage.input_tokens": usage.input_tokens,
+          "gen_ai.usage.output_tokens": usage.output_tokens
+        })
+      }
+      return response
+    }).pipe(Effect.withSpan("OpenAiModel.generate", {
+      attributes: { model, "gen_ai.request.model": model, internal: request.internal ?? false }
+    }))
 }
 
 /**

@@ -31,7 +31,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
 import { RunStatus, StopReason } from "../services/RunEvents.js"
-import type { LoadedThread, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
+import type { CheckpointRecord, LoadedThread, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
@@ -71,6 +71,7 @@ export const FILENAME = "antler.sqlite"
  * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
  * in step order within a thread) with an index by thread; an append inserts one row and touches nothing else.
  * Version 3: `leases`, one row per thread with an active run (see `ThreadStore.acquireLease`).
+ * Version 4: a thread's `owner` and `metadata`, a run's `error` and `metadata` (the gateway's).
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -138,6 +139,14 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
       owner TEXT NOT NULL,
       expires_at INTEGER NOT NULL
     )`
+  ],
+  [
+    // the gateway's: who owns a thread and its metadata (JSON); why a run failed and what it was asked with
+    `ALTER TABLE threads ADD COLUMN owner TEXT`,
+    `ALTER TABLE threads ADD COLUMN metadata TEXT`,
+    `ALTER TABLE runs ADD COLUMN error TEXT`,
+    `ALTER TABLE runs ADD COLUMN metadata TEXT`,
+    `CREATE INDEX runs_by_status ON runs (status)`
   ]
 ]
 
@@ -311,31 +320,93 @@ export const foldCheckpoints = (
 // ---------------------------------------------------------------------------------------------------------
 // Rows
 
-const ThreadRow = Schema.Struct({
+/** A JSON object stored as text (thread and run metadata); `NULL` is none. */
+export const MetadataText = Schema.NullOr(
+  Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+)
+
+/** A thread row (also the Postgres store's). */
+export const ThreadRow = Schema.Struct({
   thread_id: Schema.String,
   title: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String,
-  checkpoints: Schema.Number,
+  checkpoints: Schema.Union(Schema.Number, Schema.NumberFromString),
+  owner: Schema.NullOr(Schema.String),
+  metadata: MetadataText,
+  /** The thread's last run, and the holder of its lease (for its status). */
   run_id: Schema.NullOr(Schema.String),
-  status: Schema.NullOr(Schema.Union(RunStatus, Schema.Literal("running"))),
+  status: Schema.NullOr(Schema.Union(RunStatus, Schema.Literal("pending", "running"))),
   stop_reason: Schema.NullOr(StopReason),
   lease_run_id: Schema.NullOr(Schema.String),
   lease_owner: Schema.NullOr(Schema.String),
-  lease_expires_at: Schema.NullOr(Schema.Number)
+  lease_expires_at: Schema.NullOr(Schema.Union(Schema.Number, Schema.NumberFromString))
 })
 
-const RunRow = Schema.Struct({
+/** A run row (also the Postgres store's). */
+export const RunRow = Schema.Struct({
   run_id: Schema.String,
   thread_id: Schema.String,
-  status: Schema.Union(RunStatus, Schema.Literal("running")),
+  status: Schema.Union(RunStatus, Schema.Literal("pending", "running")),
   stop_reason: Schema.NullOr(StopReason),
   started_at: Schema.String,
-  ended_at: Schema.NullOr(Schema.String)
+  ended_at: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  metadata: MetadataText
 })
 
 const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRow))
 const decodeRunRows = Schema.decodeUnknownEither(Schema.Array(RunRow))
+const decodeMetadata = Schema.decodeUnknownEither(MetadataText)
+
+/** A metadata patch applied: keys set, `null` values removed. */
+export const mergeMetadata = (current: Metadata, patch: Metadata): Metadata => {
+  const out: Record<string, unknown> = { ...current }
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key]
+    else out[key] = value
+  }
+  return out
+}
+
+/** A thread row as listed, its status read at `now` from its last run and the holder of its lease. */
+export const threadSummary = (row: typeof ThreadRow.Type, now: number): ThreadSummary => {
+  const holder = row.lease_run_id === null || row.lease_owner === null || row.lease_expires_at === null
+    ? undefined
+    : { run_id: row.lease_run_id, owner: row.lease_owner, expires_at: row.lease_expires_at }
+  const last = row.run_id === null || row.status === null ? undefined : { run_id: row.run_id, status: row.status }
+  const status = threadStatus(last, holder, now)
+  return {
+    thread_id: row.thread_id,
+    title: row.title,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    checkpoints: row.checkpoints,
+    owner: row.owner,
+    metadata: row.metadata ?? {},
+    ...(status === undefined ? {} : { status, stop_reason: row.stop_reason })
+  }
+}
+
+/** Decodes checkpoint rows (`seq, run_id, created_at, updates`); an unreadable row fails naming it. */
+export const checkpointRecords = (
+  threadId: string,
+  rows: ReadonlyArray<{ readonly [key: string]: unknown }>
+): Effect.Effect<ReadonlyArray<CheckpointRecord>, StoreError> =>
+  Effect.suspend(() => {
+    const out: Array<CheckpointRecord> = []
+    for (const row of rows) {
+      const updates = decodeUpdates(row.updates)
+      if (Either.isLeft(updates)) return Effect.fail(unreadable(threadId, row.seq, updates.left))
+      out.push({
+        seq: Number(row.seq),
+        run_id: String(row.run_id),
+        created_at: String(row.created_at),
+        updates: updates.right
+      })
+    }
+    return Effect.succeed(out)
+  })
 
 const decodeRows = <A>(
   decode: (rows: unknown) => Either.Either<A, ParseResult.ParseError>,
@@ -358,6 +429,8 @@ const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, run_id, created_a
 const SET_TITLE = `UPDATE threads SET title = ? WHERE thread_id = ?`
 const ENSURE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)
   ON CONFLICT (thread_id) DO NOTHING`
+const CREATE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at, owner, metadata) VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (thread_id) DO NOTHING`
 const COUNT_CHECKPOINTS = `(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.thread_id)`
 const LAST_CHECKPOINT_AT = `(SELECT c.created_at FROM checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
 const SELECT_THREAD = `SELECT t.thread_id, ${COUNT_CHECKPOINTS} AS checkpoints FROM threads t WHERE t.thread_id = ?`
@@ -366,19 +439,24 @@ const SELECT_SNAPSHOT = `SELECT seq, state FROM snapshots WHERE thread_id = ?`
 const UPSERT_SNAPSHOT = `INSERT INTO snapshots (thread_id, seq, created_at, state) VALUES (?, ?, ?, ?)
   ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at, state = excluded.state
   WHERE excluded.seq >= snapshots.seq`
-const SELECT_RUNS = `SELECT run_id, thread_id, status, stop_reason, started_at, ended_at FROM runs
-  WHERE thread_id = ? ORDER BY started_at, rowid`
-const UPSERT_RUN = `INSERT INTO runs (run_id, thread_id, status, stop_reason, started_at, ended_at)
-  VALUES (?, ?, ?, ?, ?, ?)
+const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_at, error, metadata`
+const SELECT_RUNS = `SELECT ${RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid`
+const UPSERT_RUN = `INSERT INTO runs (${RUN_COLUMNS})
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
-  stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at`
+  stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
+  error = COALESCE(excluded.error, runs.error), metadata = COALESCE(excluded.metadata, runs.metadata)`
 const LAST_RUN = (column: string) =>
   `(SELECT r.${column} FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1)`
-const LIST_THREADS = `SELECT t.thread_id, t.title, t.created_at,
-  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints,
+const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at,
+  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints, t.owner, t.metadata,
   ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
-  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at
-  FROM threads t LEFT JOIN leases l ON l.thread_id = t.thread_id ORDER BY updated_at DESC, t.rowid DESC`
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
+const THREADS_FROM = `threads t LEFT JOIN leases l ON l.thread_id = t.thread_id`
+const LIST_THREADS = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.rowid DESC`
+const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
+const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`
+const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?`
 const DELETE_THREAD = [
   `DELETE FROM checkpoints WHERE thread_id = ?`,
   `DELETE FROM runs WHERE thread_id = ?`,
@@ -386,6 +464,9 @@ const DELETE_THREAD = [
   `DELETE FROM leases WHERE thread_id = ?`
 ]
 const DELETE_THREAD_ROW = `DELETE FROM threads WHERE thread_id = ? RETURNING thread_id`
+const SELECT_ALL_CHECKPOINTS =
+  `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
+const DELETE_RUN_CHECKPOINTS = `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`
 
 const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
 const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)
@@ -619,11 +700,19 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return lead(pending)
       })
 
-    const ensure: ThreadStore["Type"]["ensure"] = (threadId) =>
+    const ensure: ThreadStore["Type"]["ensure"] = (threadId, init) =>
       Effect.clockWith((clock) => {
         const now = iso(clock.unsafeCurrentTimeMillis())
         return exclusive(
-          conn.executeRaw(ENSURE_THREAD, [threadId, now, now]),
+          init === undefined
+            ? conn.executeRaw(ENSURE_THREAD, [threadId, now, now])
+            : conn.executeRaw(CREATE_THREAD, [
+              threadId,
+              now,
+              now,
+              init.owner ?? null,
+              init.metadata === undefined ? null : JSON.stringify(init.metadata)
+            ]),
           "ensure",
           `Cannot create thread "${threadId}"`
         )
@@ -712,7 +801,9 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               run.status,
               run.stop_reason,
               run.started_at,
-              run.ended_at
+              run.ended_at,
+              run.error ?? null,
+              run.metadata == null ? null : JSON.stringify(run.metadata)
             ])
           ),
           "saveRun",
@@ -724,22 +815,84 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       const rows = yield* exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads")
       const threads = yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")
       const now = yield* Clock.currentTimeMillis
-      return threads.map((row): ThreadSummary => {
-        const holder = row.lease_run_id === null || row.lease_owner === null || row.lease_expires_at === null
-          ? undefined
-          : { run_id: row.lease_run_id, owner: row.lease_owner, expires_at: row.lease_expires_at }
-        const last = row.run_id === null || row.status === null ? undefined : { run_id: row.run_id, status: row.status }
-        const status = threadStatus(last, holder, now)
-        return {
-          thread_id: row.thread_id,
-          title: row.title,
-          created_at: row.created_at,
-          updated_at: row.updated_at,
-          checkpoints: row.checkpoints,
-          ...(status === undefined ? {} : { status, stop_reason: row.stop_reason })
-        }
-      })
+      return threads.map((row) => threadSummary(row, now))
     })
+
+    const info: ThreadStore["Type"]["info"] = (threadId) =>
+      Effect.gen(function*() {
+        const rows = yield* exclusive(
+          conn.execute(THREAD_INFO, [threadId], undefined),
+          "info",
+          `Cannot read thread "${threadId}"`
+        )
+        const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
+        const now = yield* Clock.currentTimeMillis
+        return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, now))
+      })
+
+    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
+      Effect.clockWith((clock) =>
+        transaction(
+          Effect.gen(function*() {
+            const rows = yield* conn.execute(SELECT_METADATA, [threadId], undefined)
+            if (rows.length === 0) return false
+            const current = yield* decodeRows(decodeMetadata, rows[0].metadata, "patchMetadata", `Thread "${threadId}"`)
+            const next = mergeMetadata(current ?? {}, patch)
+            yield* conn.executeRaw(SET_METADATA, [JSON.stringify(next), iso(clock.unsafeCurrentTimeMillis()), threadId])
+            return true
+          }),
+          "patchMetadata",
+          `Cannot update the metadata of thread "${threadId}"`
+        )
+      )
+
+    const checkpoints: ThreadStore["Type"]["checkpoints"] = (threadId) =>
+      Effect.gen(function*() {
+        const rows = yield* transaction(
+          conn.execute(SELECT_ALL_CHECKPOINTS, [threadId], undefined),
+          "checkpoints",
+          `Cannot read the checkpoints of thread "${threadId}"`,
+          "BEGIN"
+        )
+        return yield* checkpointRecords(threadId, rows)
+      })
+
+    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId) =>
+      Effect.gen(function*() {
+        const deleted = yield* transaction(
+          Effect.gen(function*() {
+            const result = yield* conn.executeRaw(DELETE_RUN_CHECKPOINTS, [threadId, runId])
+            // the snapshot may hold what the run wrote: the next load folds from the start
+            yield* conn.executeRaw(`DELETE FROM snapshots WHERE thread_id = ?`, [threadId])
+            return Number((result as { readonly changes?: number }).changes ?? 0)
+          }),
+          "rollback",
+          `Cannot roll back run "${runId}" of thread "${threadId}"`
+        )
+        // the thread's title is the one its remaining checkpoints leave
+        const loaded = yield* load(threadId)
+        if (Option.isSome(loaded)) {
+          yield* exclusive(
+            conn.executeRaw(SET_TITLE, [loaded.value.state.title, threadId]),
+            "rollback",
+            `Cannot roll back run "${runId}" of thread "${threadId}"`
+          )
+        }
+        return deleted
+      })
+
+    const runs: ThreadStore["Type"]["runs"] = (filter) =>
+      Effect.gen(function*() {
+        const where: Array<string> = []
+        const params: Array<string> = []
+        if (filter.threadId !== undefined) (where.push("thread_id = ?"), params.push(filter.threadId))
+        if (filter.runId !== undefined) (where.push("run_id = ?"), params.push(filter.runId))
+        if (filter.status !== undefined) (where.push("status = ?"), params.push(filter.status))
+        const sql = `SELECT ${RUN_COLUMNS} FROM runs${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ` +
+          `ORDER BY started_at, rowid`
+        const rows = yield* exclusive(conn.execute(sql, params, undefined), "runs", "Cannot read runs")
+        return yield* decodeRows(decodeRunRows, rows, "runs", "The run table")
+      })
 
     const deleteThread: ThreadStore["Type"]["delete"] = (threadId) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => transaction(
@@ -776,7 +929,21 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         exclusive(conn.executeRaw(DELETE_LEASE, [threadId, runId]), "lease", `Cannot release the lease of thread "${threadId}"`)
       )
 
-    return ThreadStore.of({ ensure, load, append, saveRun, list, delete: deleteThread, acquireLease, releaseLease })
+    return ThreadStore.of({
+      ensure,
+      info,
+      patchMetadata,
+      delete: deleteThread,
+      checkpoints,
+      rollback,
+      runs,
+      load,
+      append,
+      saveRun,
+      list,
+      acquireLease,
+      releaseLease
+    })
   })
 
 /** A SQLite thread store on this file, opened (and migrated) when the layer is built, closed with it. */

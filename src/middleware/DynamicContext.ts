@@ -42,17 +42,30 @@ export const MEMORY_SUFFIX = "__memory"
 /** How long reading memory may take before a turn goes without it. */
 export const MEMORY_TIMEOUT = Duration.seconds(5)
 
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"] as const
+
+const twoDigits = (n: number) => String(n).padStart(2, "0")
+
 /**
  * The date a reminder gives: `YYYY-MM-DD, Weekday` in a time zone (an IANA name; undefined: the machine's).
- * Pure: the time is given.
+ * Pure: the time is given. The machine's zone needs no `Intl.DateTimeFormat`, whose first use costs tens of
+ * milliseconds (before a run's first model request).
  */
 export const dateString = (millis: number, timeZone?: string | undefined): string => dateFormat(timeZone)(millis)
 
+const localDate = (millis: number): string => {
+  const date = new Date(millis)
+  return `${date.getFullYear()}-${twoDigits(date.getMonth() + 1)}-${twoDigits(date.getDate())}, ${
+    WEEKDAYS[date.getDay()]
+  }`
+}
+
 /**
  * `dateString` in one time zone, its formatter made once (making an `Intl.DateTimeFormat` costs far more than
- * formatting with it). Throws, as `Intl` does, on an unknown time zone.
+ * formatting with it); the machine's zone needs none. Throws, as `Intl` does, on an unknown time zone.
  */
 export const dateFormat = (timeZone?: string | undefined): (millis: number) => string => {
+  if (timeZone === undefined) return localDate
   const format = new Intl.DateTimeFormat("en-US", {
     timeZone,
     year: "numeric",

@@ -357,7 +357,7 @@ export const compactionUpdate = (compaction: Plan, summary: string): StateUpdate
 export const rebuildRequest = (
   request: ModelRequest,
   compaction: Plan,
-  state: Pick<ThreadState, "summary_text" | "skill_context">
+  state: Pick<ThreadState, "summary_text" | "skill_context"> & Partial<Pick<ThreadState, "delegations">>
 ): ModelRequest => {
   const gone = new Set<string>()
   const goneCalls = new Set<string>()

@@ -9,10 +9,15 @@
  *   reminder was given since, a hidden `todo_reminder` message listing it is added to the thread, at the end,
  *   before the request is sent.
  * - Several `write_todos` calls in one response are refused (each of them): the list is written once a turn.
+ * - When the model gives a final answer (no tool calls) while items are not completed, it is asked once more with
+ *   a hidden `todo_completion_reminder` listing them (request-only; DeerFlow's `jump_to: model`), at most
+ *   `MAX_COMPLETION_REMINDERS` times a run. Its first answer stays in the thread, before the one that follows.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { ModelRequest } from "../services/ModelService.js"
+import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
+import { withUpdate } from "../services/ModelService.js"
+import type { RunServices } from "../services/RunContext.js"
 import { RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
 import type { Message } from "../state/Message.js"
@@ -27,6 +32,12 @@ export const TOOL_NAME = "write_todos"
 
 /** The `name` of the reminder message. */
 export const REMINDER_NAME = "todo_reminder"
+
+/** The `name` of the completion reminder (sent with one request, never stored). */
+export const COMPLETION_REMINDER_NAME = "todo_completion_reminder"
+
+/** Completion reminders at most per run (DeerFlow's limit). */
+export const MAX_COMPLETION_REMINDERS = 2
 
 /** Appended to the system prompt of a plan-mode agent. */
 export const SYSTEM_PROMPT = `<todo_list_system>
@@ -48,6 +59,26 @@ export const reminderText = (todos: ReadonlyArray<Todo>): string =>
     "Keep it up to date with write_todos as you work.",
     "</system_reminder>"
   ].join("\n")
+
+/** The completion reminder's content: the items not completed, and what to do about them. */
+export const completionReminderText = (open: ReadonlyArray<Todo>): string =>
+  [
+    "<system_reminder>",
+    "You are ending your turn, but these items of your todo list are not completed:",
+    ...open.map((t) => `- [${t.status}] ${t.content}`),
+    "Finish them (and mark them completed with write_todos), or update the list to say why they cannot be done, " +
+    "before you give your final answer.",
+    "</system_reminder>"
+  ].join("\n")
+
+/** Whether a response ends the turn cleanly: no tool calls (valid, invalid or raw) and no tool finish reason. */
+const isFinalAnswer = (message: M.AIMessage): boolean => {
+  if (M.hasToolCalls(message) || (message.invalid_tool_calls?.length ?? 0) > 0) return false
+  const kwargs = message.additional_kwargs ?? {}
+  if (kwargs.tool_calls !== undefined || kwargs.function_call !== undefined) return false
+  const reason = message.response_metadata?.finish_reason
+  return reason !== "tool_calls" && reason !== "function_call"
+}
 
 const showsList = (m: Message) => m.name === REMINDER_NAME || M.toolCalls(m).some((c) => c.name === TOOL_NAME)
 
@@ -106,6 +137,38 @@ export const layer = (): Middleware =>
         seen = found < 0 ? undefined : { at: found, id: messages[found]!.id }
         return found >= 0
       }
+      // completion reminders given in this run
+      let reminded = 0
+      /**
+       * Asks again while the answer is final and items are open (at most MAX_COMPLETION_REMINDERS a run): each
+       * earlier answer goes to the thread before the last one (with its own state changes), the reminder only
+       * to the request.
+       */
+      const completed = (
+        request: ModelRequest,
+        response: ModelResponse,
+        next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, RunServices>
+      ): Effect.Effect<ModelResponse, ModelError, RunServices> =>
+        Effect.flatMap(state.get, (current) => {
+          const open = (current.todos ?? []).filter((t) => t.status !== "completed")
+          if (
+            open.length === 0 || reminded >= MAX_COMPLETION_REMINDERS || response.failure !== undefined ||
+            !isFinalAnswer(response.message)
+          ) return Effect.succeed(response)
+          reminded++
+          const reminder = M.human(completionReminderText(open), {
+            name: COMPLETION_REMINDER_NAME,
+            additional_kwargs: { hide_from_ui: true }
+          })
+          const carried = withUpdate(response, { messages: [response.message] }).update!
+          const asked = { ...request, messages: [...request.messages, response.message, reminder] }
+          return Effect.flatMap(next(asked), (again) =>
+            completed(
+              asked,
+              again.update === undefined ? { ...again, update: carried } : withUpdate({ ...again, update: carried }, again.update),
+              next
+            ))
+        })
       return {
         model: (request: ModelRequest, next) => {
           if (request.internal !== undefined) return next(request)
@@ -114,14 +177,18 @@ export const layer = (): Middleware =>
             : `${request.systemPrompt}\n\n${SYSTEM_PROMPT}`
           return Effect.flatMap(state.get, (current) => {
             const todos = current.todos ?? []
-            if (todos.length === 0 || visible(current.messages)) return next({ ...request, systemPrompt })
+            if (todos.length === 0 || visible(current.messages)) {
+              const planned = { ...request, systemPrompt }
+              return Effect.flatMap(next(planned), (response) => completed(planned, response, next))
+            }
             const reminder = M.human(reminderText(todos), {
               name: REMINDER_NAME,
               additional_kwargs: { hide_from_ui: true }
             })
+            const planned = { ...request, systemPrompt, messages: [...request.messages, reminder] }
             return Effect.zipRight(
               Effect.orDie(state.update({ messages: [reminder] })),
-              next({ ...request, systemPrompt, messages: [...request.messages, reminder] })
+              Effect.flatMap(next(planned), (response) => completed(planned, response, next))
             )
           })
         }

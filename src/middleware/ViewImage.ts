@@ -5,7 +5,11 @@
  * message after the tool results; once that request succeeded, `viewed_images` is cleared, so each image is
  * sent once (DeerFlow re-sends every image of the thread on every later call).
  *
- * Request-only: the thread never stores the pixels. An image that changed on disk since it was viewed, is
+ * Images a tool returned in its result (an MCP tool's image content) reach the model the same way: Chat
+ * Completions tool messages carry text only, so the images of the latest tool results go in a hidden human
+ * message after them, in the request that reads those results (once: the next request has a newer answer).
+ *
+ * Request-only: the thread never stores the pixels of viewed images. An image that changed on disk since it was viewed, is
  * gone, or would take the request past `maxRequestBytes` is replaced by a line saying so.
  */
 import * as Effect from "effect/Effect"
@@ -73,6 +77,48 @@ export const imageMessage = (
     })
   })
 
+/** The image blocks of the tool results that follow the latest AI message (the results the next call reads). */
+export const latestToolImages = (
+  messages: ReadonlyArray<Message>
+): ReadonlyArray<{ readonly tool: string; readonly url: string }> => {
+  const out: Array<{ tool: string; url: string }> = []
+  const start = messages.findLastIndex((m) => m.type === "ai") + 1
+  for (const message of messages.slice(start)) {
+    if (message.type !== "tool" || typeof message.content === "string") continue
+    for (const block of message.content) {
+      const image = (block as { readonly image_url?: unknown }).image_url
+      const url = block.type !== "image_url" ? undefined : typeof image === "string"
+        ? image
+        : (image as { readonly url?: unknown } | undefined)?.url
+      if (typeof url === "string" && url.startsWith("data:image/")) out.push({ tool: message.name ?? "tool", url })
+    }
+  }
+  return out
+}
+
+/** The hidden message carrying the images tool results returned, within the byte budget. */
+export const toolImageMessage = (
+  images: ReadonlyArray<{ readonly tool: string; readonly url: string }>,
+  maxBytes: number = MAX_REQUEST_BYTES
+): Message => {
+  const blocks: Array<ContentBlock> = [{ type: "text", text: "Here are the images the tool results above returned:" }]
+  let spent = 0
+  for (const image of images) {
+    const bytes = Math.floor((image.url.length - image.url.indexOf(",") - 1) * 3 / 4)
+    if (spent + bytes > maxBytes) {
+      blocks.push({ type: "text", text: `\n- an image from ${image.tool}: not sent (over the request's image budget)` })
+      continue
+    }
+    spent += bytes
+    blocks.push({ type: "text", text: `\n- from ${image.tool}:` })
+    blocks.push({ type: "image_url", image_url: { url: image.url } })
+  }
+  return M.human(blocks, {
+    id: `tool-image-context:${M.newId()}`,
+    additional_kwargs: { hide_from_ui: true, [CONTEXT_KEY]: true }
+  })
+}
+
 /** Options of `layer`. */
 export interface Options {
   readonly read?: Reader | undefined
@@ -84,10 +130,14 @@ export const layer = (options: Options = {}): Middleware =>
   MW.make(Effect.map(RunState, (state) => ({
     model: (request: ModelRequest, next) => {
       if (request.internal !== undefined) return next(request)
+      const fromTools = latestToolImages(request.messages)
+      const withToolImages = fromTools.length === 0
+        ? request
+        : { ...request, messages: [...request.messages, toolImageMessage(fromTools, options.maxRequestBytes)] }
       return Effect.flatMap(state.get, (current) => {
-        if (Object.keys(current.viewed_images).length === 0) return next(request)
+        if (Object.keys(current.viewed_images).length === 0) return next(withToolImages)
         return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
-          Effect.flatMap((message) => next({ ...request, messages: [...request.messages, message] })),
+          Effect.flatMap((message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })),
           // sent: the images are not sent again (a failed call leaves them for the next attempt)
           Effect.map((response) =>
             response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response

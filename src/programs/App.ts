@@ -1,7 +1,8 @@
 /**
  * The application's wiring for the CLI and the demo: which model a process talks to (from config, flags or
  * the environment), and the app-level services over a loaded configuration — `AppConfigService`,
- * `ThreadStore` (SQLite under `ANTLER_HOME`), the local `SandboxProvider` — under `LeadAgent.layer`. Built
+ * `ThreadStore` (SQLite under `ANTLER_HOME`, or PostgreSQL at `database.url`), the local `SandboxProvider` —
+ * under `LeadAgent.layer`. Built
  * once per process; an Effect app composes the same public layers itself.
  */
 import * as Config from "effect/Config"
@@ -206,6 +207,32 @@ export const storeLayer = (home: string, redact?: Redact.Redactor): Layer.Layer<
   SqliteThreadStore.layerFromHome(home, { redact })
 
 /**
+ * The thread store a configuration chooses: PostgreSQL at `database.url` (several processes share its threads),
+ * else SQLite under the data directory.
+ */
+export const configuredStoreLayer = (
+  app: AppConfigService["Type"],
+  redact?: Redact.Redactor
+): Layer.Layer<ThreadStore, StoreError> => {
+  const url = app.config.database.url ?? app.config.database.postgres_url ?? undefined
+  if (url === undefined) return storeLayer(app.home, redact)
+  // @effect/sql-pg is an optional peer: loaded only when PostgreSQL is configured
+  return Layer.unwrapEffect(Effect.map(
+    Effect.tryPromise({
+      try: () => import("../layers/PgThreadStore.js"),
+      catch: (cause) =>
+        new StoreError({
+          operation: "open",
+          message: "database.url names a PostgreSQL database, but @effect/sql-pg cannot be loaded " +
+            `(npm install @effect/sql-pg@^0.53): ${cause instanceof Error ? cause.message : String(cause)}`,
+          cause
+        })
+    }),
+    (PgThreadStore) => PgThreadStore.layer({ url, redact })
+  ))
+}
+
+/**
  * Removes a directory tree. Directories a sandboxed command left without permissions (overlayfs work
  * directories) are opened up first, as their owner may.
  */
@@ -272,7 +299,7 @@ export type Services = AppConfigService | ThreadStore | SandboxProvider
  */
 export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<Services, StoreError> => {
   const config = Layer.succeed(AppConfigService, app)
-  return Layer.mergeAll(config, storeLayer(app.home, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
+  return Layer.mergeAll(config, configuredStoreLayer(app, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
 }
 
 // ---------------------------------------------------------------------------------------------------------

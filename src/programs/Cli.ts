@@ -4,12 +4,14 @@
  * their value), and help written from each command's `Help`:
  *
  *   antler run "<prompt>" [--thread ID | --continue] [--model NAME] [--base-url URL] [--api-key KEY]
- *              [--config FILE] [--file PATH]... [--json] [--verbose]
+ *              [--config FILE] [--file PATH]... [--plan] [--agent NAME] [--subagents] [--json] [--verbose]
  *   antler threads list | show ID | delete ID
  *   antler upload THREAD FILE... [--config FILE] [--json]
  *   antler tools list [--model NAME] [--config FILE] [--json]
  *   antler skills list [--config FILE] [--json]
  *   antler memory show|clear [--agent NAME] [--user ID] [--config FILE] [--json]
+ *   antler agents list | show NAME | create NAME [MESSAGE...]
+ *   antler serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]
  *   antler demo
  *
  * Exit codes: 0 success; 1 the run failed, or was refused (another run holds the thread), or a thread was not
@@ -25,6 +27,7 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as ConfigFile from "../layers/ConfigFile.js"
+import * as AgentsCommand from "./AgentsCommand.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as DemoCommand from "./DemoCommand.js"
@@ -32,6 +35,7 @@ import * as Help from "./Help.js"
 import * as MemoryCommand from "./MemoryCommand.js"
 import * as Render from "./Render.js"
 import * as RunCommand from "./RunCommand.js"
+import * as ServeCommand from "./ServeCommand.js"
 import * as SkillsCommand from "./SkillsCommand.js"
 import * as ThreadsCommand from "./ThreadsCommand.js"
 import * as ToolsCommand from "./ToolsCommand.js"
@@ -50,6 +54,8 @@ export const COMMANDS: ReadonlyArray<CliCommand.Entry> = [
   ToolsCommand.entry,
   SkillsCommand.entry,
   MemoryCommand.entry,
+  AgentsCommand.entry,
+  ServeCommand.entry,
   DemoCommand.entry
 ]
 

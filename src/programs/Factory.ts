@@ -34,9 +34,13 @@ import type { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
+import { SubagentRunner } from "../services/SubagentRunner.js"
 import type { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
+import * as AgentSetup from "./AgentSetup.js"
+import type * as CustomAgents from "./CustomAgents.js"
 import * as LeadAgent from "./LeadAgent.js"
+import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
 /** An agent of the factory, with how it got its tools. */
@@ -112,6 +116,10 @@ export interface Resolved {
   readonly subagents: { readonly enabled: boolean; readonly maxConcurrent: number; readonly maxTotal: number }
   readonly agentName: string | undefined
   readonly bootstrap: boolean
+  /** The agent a bootstrap conversation creates (its `agent_name`). */
+  readonly bootstrapName?: string | undefined
+  /** The custom agent of the run, as loaded for it (`agentName`). */
+  readonly custom?: CustomAgents.CustomAgent | undefined
   readonly nonInteractive: boolean
   readonly vision: boolean
   readonly recursionLimit: number | undefined
@@ -137,7 +145,8 @@ export interface AgentDefaults {
 export const resolve = (
   models: ReadonlyArray<ModelConfig>,
   settings: RunSettings,
-  agent: AgentDefaults = {}
+  agent: AgentDefaults = {},
+  app: { readonly maxTotalSubagents?: number | undefined } = {}
 ): Resolved => {
   const warnings: Array<string> = []
   const requested = settings.model_name ?? settings.model ?? agent.model ?? undefined
@@ -174,10 +183,11 @@ export const resolve = (
     subagents: {
       enabled: settings.subagent_enabled === true,
       maxConcurrent: settings.max_concurrent_subagents ?? 3,
-      maxTotal: settings.max_total_subagents ?? 6
+      maxTotal: settings.max_total_subagents ?? app.maxTotalSubagents ?? 6
     },
     agentName: bootstrap ? undefined : settings.agent_name ?? undefined,
     bootstrap,
+    bootstrapName: bootstrap ? settings.agent_name ?? undefined : undefined,
     nonInteractive: settings.non_interactive === true,
     vision: model?.supports_vision === true,
     recursionLimit: settings.recursion_limit,
@@ -189,8 +199,16 @@ export const resolve = (
 
 /** What makes two resolved runs need different agents (their chain, tools or prompt differ). */
 export const shapeKey = (r: Resolved): string =>
-  JSON.stringify([r.vision, r.planMode, r.subagents.enabled && r.subagents.maxConcurrent, r.agentName ?? null,
-    r.bootstrap, r.nonInteractive, r.toolGroups ?? null])
+  JSON.stringify([
+    r.vision,
+    r.planMode,
+    r.subagents.enabled && [r.subagents.maxConcurrent, r.subagents.maxTotal],
+    r.agentName ?? null,
+    AgentSetup.shapeOf(r.custom),
+    r.bootstrap,
+    r.nonInteractive,
+    r.toolGroups ?? null
+  ])
 
 /** The run options of a resolved run. */
 export const runOptions = (r: Resolved): Partial<RunOptions> => ({
@@ -199,7 +217,8 @@ export const runOptions = (r: Resolved): Partial<RunOptions> => ({
   reasoningEffort: r.reasoningEffort,
   isPlanMode: r.planMode,
   nonInteractive: r.nonInteractive,
-  ...(r.recursionLimit !== undefined ? { recursionLimit: r.recursionLimit } : {})
+  ...(r.recursionLimit !== undefined ? { recursionLimit: r.recursionLimit } : {}),
+  ...AgentSetup.runOptions(r.agentName ?? r.bootstrapName, r.custom, r.bootstrap)
 })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -212,8 +231,8 @@ export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
 
 /** The lead agent factory of an app. */
 export interface Service {
-  /** Decodes and resolves a run's settings. */
-  readonly resolve: (settings: unknown) => Effect.Effect<Resolved, SettingsError>
+  /** Decodes and resolves a run's settings (loading the custom agent it names, for `userId`). */
+  readonly resolve: (settings: unknown, userId?: string) => Effect.Effect<Resolved, SettingsError>
   /** The agent for a resolved run: built on first use for its shape, then kept. */
   readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
   /** How the agent of a resolved run got its tools (sources, what is missing and why). */
@@ -238,6 +257,8 @@ export interface Options {
   readonly models?: ReadonlyArray<ModelConfig> | undefined
   /** Options shared by every agent the factory builds (an app's own tools, a chain customisation...). */
   readonly agent?: LeadAgent.Options | undefined
+  /** Options of the app's subagent runner (built on first use by a run with `subagent_enabled`). */
+  readonly subagents?: Subagents.Options | undefined
 }
 
 /** The factory over the app's services. Agents it builds live as long as the layer. */
@@ -256,11 +277,32 @@ export const layer = (
       const agents = new Map<string, Built>()
       const lock = yield* Effect.makeSemaphore(1)
 
+      // One subagent runner (one pool) per app, built when a run first enables subagents.
+      const runner = yield* Effect.cached(
+        Effect.map(
+          Layer.buildWithScope(
+            Subagents.layer({ tools: options.agent?.tools, models, ...options.subagents }),
+            scope
+          ).pipe(Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)),
+          (context) => Context.get(context, SubagentRunner)
+        )
+      )
+
       const agentOptions = (r: Resolved): LeadAgent.Options => ({
         ...options.agent,
+        ...AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools }),
         vision: r.vision,
         // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
-        planMode: r.planMode
+        planMode: r.planMode,
+        ...(r.subagents.enabled
+          ? {
+            subagents: {
+              maxConcurrent: r.subagents.maxConcurrent,
+              maxTotal: r.subagents.maxTotal,
+              toolGroups: r.toolGroups
+            }
+          }
+          : {})
       })
 
       const build = (r: Resolved) =>
@@ -272,11 +314,14 @@ export const layer = (
           const own = base.tools ?? []
           const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          const withRunner = r.subagents.enabled
+            ? Effect.map(runner, (found) => Context.add(services, SubagentRunner, found))
+            : Effect.succeed(services)
           const context = yield* Layer.buildWithScope(
             LeadAgent.layer({ ...base, tools, sandboxTools: false, deferred: assembly.deferred }),
             child
           ).pipe(
-            Effect.provide(services),
+            Effect.provide(yield* withRunner),
             Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
           )
           return { agent: Context.get(context, LeadAgent.LeadAgent), assembly }
@@ -293,8 +338,17 @@ export const layer = (
 
       const agent = (r: Resolved) => Effect.map(built(r), (made) => made.agent)
 
-      const resolveSettings = (raw: unknown) =>
-        Effect.map(settingsOf(raw), (settings) => resolve(models, settings))
+      const resolveSettings = (raw: unknown, userId = "default") =>
+        Effect.gen(function*() {
+          const settings = yield* settingsOf(raw)
+          const custom = yield* AgentSetup.load(app.home, userId, settings).pipe(
+            Effect.mapError((error) => new SettingsError({ message: `agent_name: ${error.message}` }))
+          )
+          const resolved = resolve(models, settings, AgentSetup.defaultsOf(custom), {
+            maxTotalSubagents: app.config.subagents.max_total_per_run
+          })
+          return custom === undefined ? resolved : { ...resolved, custom }
+        })
 
       const failedRun = (threadId: string, runId: string, error: { readonly _tag: string; readonly message: string }) =>
         Stream.make<Array<RunEvent>>(
@@ -306,7 +360,7 @@ export const layer = (
         const threadId = input.threadId ?? M.newId()
         const runId = input.runId ?? M.newId()
         return Stream.unwrap(Effect.gen(function*() {
-          const resolved = yield* Effect.either(resolveSettings(input.settings))
+          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId))
           if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
           const made = yield* Effect.either(built(resolved.right))
           if (Either.isLeft(made)) return failedRun(threadId, runId, made.left)

@@ -38,13 +38,16 @@ import * as MemoryMW from "../middleware/Memory.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
+import * as ReadBeforeWrite from "../middleware/ReadBeforeWrite.js"
 import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import * as SandboxMW from "../middleware/Sandbox.js"
 import * as SandboxAudit from "../middleware/SandboxAudit.js"
 import * as SkillActivation from "../middleware/SkillActivation.js"
 import * as SkillToolPolicy from "../middleware/SkillToolPolicy.js"
+import * as SubagentLimit from "../middleware/SubagentLimit.js"
 import * as Summarization from "../middleware/Summarization.js"
 import * as SystemMessageCoalescing from "../middleware/SystemMessageCoalescing.js"
+import * as TerminalResponse from "../middleware/TerminalResponse.js"
 import * as ThreadData from "../middleware/ThreadData.js"
 import * as Title from "../middleware/Title.js"
 import * as Todo from "../middleware/Todo.js"
@@ -52,9 +55,11 @@ import * as TokenBudget from "../middleware/TokenBudget.js"
 import * as TokenUsage from "../middleware/TokenUsage.js"
 import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
 import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
+import * as ToolProgress from "../middleware/ToolProgress.js"
+import * as ToolResultSanitization from "../middleware/ToolResultSanitization.js"
 import * as Uploads from "../middleware/Uploads.js"
 import * as ViewImage from "../middleware/ViewImage.js"
-import type { AppConfig } from "../services/AppConfig.js"
+import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
 import { Memory } from "../services/Memory.js"
@@ -63,6 +68,7 @@ import type { RunOptions } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import type * as Skills from "../services/Skills.js"
+import { SubagentRunner, SubagentRunnerMissing } from "../services/SubagentRunner.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import type * as Tool from "../services/Tool.js"
 import { ToolService } from "../services/ToolService.js"
@@ -96,6 +102,8 @@ export interface ChainOptions {
   readonly vision?: boolean | undefined
   /** A custom agent's name (its own memory). */
   readonly agentName?: string | undefined
+  /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
+  readonly subagents?: SubagentLimit.Options | undefined
 }
 
 /** Tools deferred behind `tool_search` (SPEC §5.24, §5.25, §7.14). */
@@ -122,6 +130,34 @@ const noSkills: Skills.Registry = {
 
 const when = <A>(condition: boolean, entry: () => A): ReadonlyArray<A> => (condition ? [entry()] : [])
 
+// Entries the lead chain and the subagent chain share, with the same facts.
+
+const sandboxEntry = () =>
+  Chain.entry("Sandbox", () => SandboxMW.layer(), [
+    { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+  ])
+
+const danglingToolCallEntry = () =>
+  Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
+    { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+  ])
+
+const llmErrorHandlingEntry = (c: AppConfig, breaker: LLMErrorHandling.CircuitBreaker | undefined) =>
+  Chain.entry("LLMErrorHandling", () =>
+    LLMErrorHandling.layer({
+      llmCall: c.llm_call,
+      circuitBreaker: c.circuit_breaker,
+      breaker,
+      attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
+    }))
+
+const guardrailEntry = (c: AppConfig, guardrail: Guardrail.Service | undefined) =>
+  when(guardrail !== undefined, () =>
+    Chain.entry("Guardrail", () =>
+      GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
+      { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+    ]))
+
 /** The lead agent's chain, outermost first (SPEC §4.1). */
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
@@ -140,6 +176,11 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
       { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
     ]),
+    // 3: web tool results are neutralised (framework tags escaped) before the budget previews them
+    Chain.entry("ToolResultSanitization", () => ToolResultSanitization.layer(), [
+      { inside: "ToolOutputBudget", reason: "the budget previews and saves the neutralised text, as its last step" },
+      { outside: "ToolErrorHandling", reason: "a web tool's failure, made a result there, carries page text too" }
+    ]),
     // 4: before_agent: the thread's directories, and run id / timestamp on the new user message
     Chain.entry("ThreadData", () => ThreadData.layer()),
     // 5: before_agent, after ThreadData (it needs the uploads dir): the <current_uploads> block
@@ -147,32 +188,28 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { inside: "ThreadData", reason: "the uploads block needs the thread's directories ThreadData records" }
     ]),
     // 6: lazy sandbox: records the id a tool acquired, releases it after the run
-    Chain.entry("Sandbox", () => SandboxMW.layer(), [
-      { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
-    ]),
+    sandboxEntry(),
     // 7: repairs dangling / orphan tool results in the request, outside the retry loop (done once per call)
-    Chain.entry("DanglingToolCall", () => DanglingToolCall.layer(), [
-      { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
-    ]),
+    danglingToolCallEntry(),
     // 8: the retry loop and circuit breaker; everything inside is re-run per attempt
-    Chain.entry(
-      "LLMErrorHandling",
-      () =>
-        LLMErrorHandling.layer({
-          llmCall: c.llm_call,
-          circuitBreaker: c.circuit_breaker,
-          breaker: options.breaker,
-          attemptsByModel: LLMErrorHandling.attemptsByModel(c.models)
-        })
-    ),
+    llmErrorHandlingEntry(c, options.breaker),
     // 10: configured guardrail, before the audit so a denied tool is never audited as run
-    ...when(guardrail !== undefined, () =>
-      Chain.entry("Guardrail", () =>
-        GuardrailMW.layerWith(guardrail!, { failClosed: c.guardrails.fail_closed, passport: c.guardrails.passport }), [
-        { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
-      ])),
+    ...guardrailEntry(c, guardrail),
     // 11: bash audit: blocks high-risk commands, warns on medium-risk ones
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
+    // 12: a write to an existing file runs only after a read of its current version (marks on read results)
+    ...when(c.read_before_write.enabled, () =>
+      Chain.entry("ReadBeforeWrite", () => ReadBeforeWrite.layer(), [
+        { inside: "Sandbox", reason: "a sandbox it acquires to inspect a file is bound and released with the run's" },
+        { inside: "Guardrail", reason: "a call the guardrail denies never has its file read" },
+        { outside: "ToolProgress", reason: "a write it refuses never ran, so it never counts as the tool stagnating" }
+      ])),
+    // 13: per-(thread, tool) stagnation guard: hints, then blocks a tool that stopped producing anything new
+    ...when(c.tool_progress.enabled, () =>
+      Chain.entry("ToolProgress", () => ToolProgress.layer(c.tool_progress), [
+        { outside: "ToolErrorHandling", reason: "it reads the deerflow_tool_meta ToolErrorHandling stamps on results" },
+        { inside: "LLMErrorHandling", reason: "a retried request still carries the pending progress hints" }
+      ])),
     // 14: turns tool failures into results the model can read; inner short-circuits still get metadata
     Chain.entry("ToolErrorHandling", () =>
       ToolErrorHandling.layer({
@@ -267,6 +304,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
       { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
     ]),
+    // 28: cuts task calls to the limits after the guards inside it; contributes `task`
+    ...when(options.subagents !== undefined, () =>
+      Chain.entry("SubagentLimit", () => SubagentLimit.layer(options.subagents!), [
+        { inside: "DurableContext", reason: "the delegation ledger records only the task calls the limit kept" },
+        { inside: "ToolErrorHandling", reason: "a task that fails is answered with subagent_status failed" },
+        { outside: "LoopDetection", reason: "a loop stop strips every tool call before the limit counts them" }
+      ])),
     // 29: counts repeated tool calls after Safety stripped suppressed ones; warns, then stops
     Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
@@ -274,6 +318,11 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 30: per-run token budget (off by default for the lead agent)
     Chain.entry("TokenBudget", () => TokenBudget.layer(c.token_budget), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
+    ]),
+    // 33: an empty final answer after tool calls is asked again once per run, then ends the run as an error
+    Chain.entry("TerminalResponse", () => TerminalResponse.layer(), [
+      { inside: "LLMErrorHandling", reason: "a failed re-ask is retried, and the retry still carries the reminder" },
+      { outside: "SafetyFinishReason", reason: "its after_model runs after Safety's: a safety notice is an answer" }
     ]),
     // 34: notes a response cut by the length limit (stop reason only)
     Chain.entry("ModelLengthFinishReason", () => ModelLengthFinishReason.layer()),
@@ -285,6 +334,161 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     // 36: last, so every tool wrapper sees ask_clarification; the run then waits for the user
     Chain.entry("ClarificationMiddleware", () => ClarificationMW.layer(), [
       { last: true, reason: "every tool wrapper must see ask_clarification before the run stops to wait" }
+    ])
+  ]
+}
+
+/** What a subagent's chain is built from. */
+export interface SubagentChainOptions {
+  readonly config: AppConfig
+  readonly guardrail?: Guardrail.Service | undefined
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /**
+   * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
+   * switched off, 1,000,000 tokens when summarization is on, else 2,000,000.
+   */
+  readonly tokenBudget?: TokenBudgetConfig | undefined
+  /** The app's skills (slash activation in the task prompt, `allowed-tools`); by default none. */
+  readonly skills?: Skills.Registry | undefined
+  /** The skills the subagent may use (the parent's allowlist ∩ the type's); all when undefined. */
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** The subagent's model accepts images: viewed images reach it. */
+  readonly vision?: boolean | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
+}
+
+/**
+ * The token budget of a subagent (SPEC §4.2 slot 20): on by default; `max_tokens` 1,000,000 when summarization
+ * is on, else 2,000,000; warn at 70%, stop at 100%. `override` (`subagents.agents.<name>.token_budget`) wins
+ * field by field over `subagents.token_budget`.
+ */
+export const subagentTokenBudget = (
+  config: AppConfig,
+  override?: AppConfig["subagents"]["token_budget"] | null | undefined
+): TokenBudgetConfig => {
+  const global = config.subagents.token_budget
+  const pick = <K extends keyof typeof global>(key: K) => override?.[key] ?? global[key] ?? undefined
+  return {
+    enabled: pick("enabled") ?? true,
+    max_tokens: pick("max_tokens") ?? (config.summarization.enabled ? 1_000_000 : 2_000_000),
+    warn_threshold: pick("warn_threshold") ?? 0.7,
+    hard_stop_threshold: pick("hard_stop_threshold") ?? 1.0
+  }
+}
+
+/**
+ * A subagent's chain (SPEC §4.2), outermost first: over the same middleware modules as the lead chain, without
+ * the lead-only ones (uploads, memory and its date swap, todos, title, token usage, clarification, the subagent
+ * limit: subagents cannot delegate), with its own token budget, a date-only reminder, and the system messages
+ * coalesced innermost.
+ */
+export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
+  const c = options.config
+  const guardrail = options.guardrail
+  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+  const routes = deferred?.routes ?? []
+  const skills = options.skills ?? noSkills
+  return [
+    // 1: the task prompt is framed as input before anything reads it
+    Chain.entry("InputSanitization", () => InputSanitization.layer(), [
+      { first: true, reason: "the task prompt is sanitised before any other wrapper or the model reads it" }
+    ]),
+    // 2: outermost tool wrap: budgeting is the last transformation of every tool result
+    Chain.entry("ToolOutputBudget", () => ToolOutputBudget.layer(c.tool_output), [
+      { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
+      { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
+    ]),
+    // 4: the parent thread's directories (no uploads block for subagents)
+    Chain.entry("ThreadData", () => ThreadData.layer()),
+    // 5: the parent thread's sandbox, bound by the first tool that needs it
+    sandboxEntry(),
+    // 6: repairs the history once per call, outside the retry loop
+    danglingToolCallEntry(),
+    // 7: the retry loop and circuit breaker; everything inside is re-run per attempt
+    llmErrorHandlingEntry(c, options.breaker),
+    // 9: the configured guardrail applies to subagents too
+    ...guardrailEntry(c, guardrail),
+    // 10: bash audit
+    Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
+    // 13: tool failures become results the subagent can read
+    Chain.entry("ToolErrorHandling", () =>
+      ToolErrorHandling.layer({
+        skillReadToolNames: c.summarization.skill_file_read_tool_names,
+        skillsRoot: c.skills.container_path
+      })),
+    // 14: a task prompt starting with /<skill-name> puts that skill in every request of the subagent's run
+    Chain.entry("SkillActivation", () =>
+      SkillActivation.layer({
+        registry: skills,
+        allowlist: options.skillAllowlist,
+        describeTool: c.skills.deferred_discovery
+      }), [
+      { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
+      { inside: "InputSanitization", reason: "it reads the task prompt's own words, kept by the sanitiser" }
+    ]),
+    // 15: an active skill's allowed-tools limit the subagent's tools too
+    Chain.entry("SkillToolPolicy", () =>
+      SkillToolPolicy.layer({ registry: skills, allowlist: options.skillAllowlist }), [
+      { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
+      { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
+    ]),
+    // 16: vision models: the images the subagent viewed reach its next request
+    ...when(options.vision === true, () =>
+      Chain.entry("ViewImage", () => ViewImage.layer(), [
+        { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
+      ])),
+    // 17: promotes deferred MCP tools the task prompt routes to, before the filter reads the promotions
+    ...when(deferred !== undefined && routes.length > 0, () =>
+      Chain.entry("McpRouting", () =>
+        McpRouting.layer({
+          routes,
+          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
+          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
+        }), [
+        {
+          outside: "DeferredToolFilter",
+          reason: "promotions it writes before a call must be seen by that call's filter"
+        }
+      ])),
+    // 18: hides deferred MCP tools until tool_search promotes them
+    ...when(deferred !== undefined, () =>
+      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
+        {
+          inside: "ToolErrorHandling",
+          reason: "a refused call to a deferred tool is still a result with tool metadata"
+        },
+        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" }
+      ])),
+    // 19: a subagent that repeats itself is warned, then stopped (`loop_capped`)
+    Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
+    ]),
+    // 20: the subagent's own token budget (on by default)
+    Chain.entry("TokenBudget", () => TokenBudget.layer(options.tokenBudget ?? subagentTokenBudget(c)), [
+      { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
+    ]),
+    // 22: suppresses the tool calls of a safety stop before the loop and budget account the message
+    Chain.entry("SafetyFinishReason", () => SafetyFinishReason.layer({ config: c.safety_finish_reason }), [
+      { inside: "LoopDetection", reason: "tool calls it suppresses must never be counted as repeats" },
+      { inside: "TokenBudget", reason: "its after_model runs first, before the budget accounts the message" }
+    ]),
+    // 23: the summary and loaded skills survive a compaction of a long subagent run
+    Chain.entry("DurableContext", () => DurableContext.layer(), [
+      { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
+    ]),
+    // 24: compacts with the subagent's own model
+    Chain.entry("Summarization", () => Summarization.layer(), [
+      { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
+    ]),
+    // 25: the date, alone, in one hidden reminder per subagent run (no memory)
+    Chain.entry("SubagentDateContext", () => DynamicContext.subagentLayer({ timeZone: c.timezone ?? undefined }), [
+      { inside: "ThreadData", reason: "the reminder follows the task prompt ThreadData stamped" }
+    ]),
+    // 26: innermost: one leading system prompt
+    Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
+      { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" },
+      { last: true, reason: "it merges every system message the wrappers outside it add" }
     ])
   ]
 }
@@ -358,6 +562,18 @@ export interface Options {
   readonly soul?: string | undefined
   /** The skills this agent may use (a custom agent's list); default: every enabled skill. */
   readonly skills?: ReadonlyArray<string> | undefined
+  /** A custom agent that may change itself: `<self_update>` in its prompt (it needs `update_agent` in `tools`). */
+  readonly selfUpdate?: boolean | undefined
+  /**
+   * Subagents: the `task` tool, SubagentLimit and the prompt's subagent section. Needs a `SubagentRunner` in
+   * the context (`Subagents.layer()`, one per app). `toolGroups` are the agent's tool groups, passed on to its
+   * subagents (undefined: all).
+   */
+  readonly subagents?: {
+    readonly maxConcurrent?: number | undefined
+    readonly maxTotal?: number | undefined
+    readonly toolGroups?: ReadonlyArray<string> | undefined
+  } | undefined
 }
 
 /** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
@@ -398,6 +614,10 @@ export interface PromptInputs {
   readonly clarification?: boolean | undefined
   /** Tools deferred behind `tool_search` and their routing hints. */
   readonly deferred?: Deferred | undefined
+  /** A custom agent that may change itself (`<self_update>`). */
+  readonly selfUpdate?: boolean | undefined
+  /** The subagent section: limits and subagent types (shown only when the agent has `task`). */
+  readonly subagents?: SystemPrompt.Subagents | undefined
 }
 
 /** The prompt options of an agent: its configuration's skills (enabled, allowlisted; disabled ones listed). */
@@ -411,6 +631,7 @@ export const promptOptions = (
   return {
     agentName: inputs.agentName,
     soul: inputs.soul,
+    selfUpdate: inputs.selfUpdate,
     clarification: inputs.clarification ?? true,
     tools,
     skills: catalog.skills.filter((s) => s.enabled && allowed(s.name)).map((s) => ({
@@ -432,7 +653,8 @@ export const promptOptions = (
       keywords: r.keywords,
       priority: r.priority,
       deferred: true
-    }))
+    })),
+    subagents: inputs.subagents
   }
 }
 
@@ -464,7 +686,11 @@ const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<M
 }
 
 /** What building the agent can fail with: a chain that breaks an ordering fact, or an unusable configuration. */
-export type BuildError = Chain.ChainError | Guardrail.GuardrailConfigError | SafetyFinishReason.SafetyDetectorConfigError
+export type BuildError =
+  | Chain.ChainError
+  | Guardrail.GuardrailConfigError
+  | SafetyFinishReason.SafetyDetectorConfigError
+  | SubagentRunnerMissing
 
 /** What the agent needs from the app. */
 export type Requirements = ModelService | ThreadStore | SandboxProvider | AppConfigService
@@ -490,6 +716,23 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
         ...(options.tools ?? [])
       ])
+      const runner = options.subagents === undefined ? undefined : yield* Effect.flatMap(
+        Effect.serviceOption(SubagentRunner),
+        (found) =>
+          Option.isSome(found) ? Effect.succeed(found.value) : Effect.fail(
+            new SubagentRunnerMissing({
+              message: "Subagents are enabled but the app provides no SubagentRunner: provide Subagents.layer() " +
+                "(one per app) under the lead agent's layer"
+            })
+          )
+      )
+      const subagents = options.subagents === undefined || runner === undefined ? undefined : {
+        runner,
+        maxConcurrent: options.subagents.maxConcurrent,
+        maxTotal: options.subagents.maxTotal,
+        toolGroups: options.subagents.toolGroups,
+        skills: options.skills
+      }
       const planned = chain({
         config: app.config,
         guardrail,
@@ -500,7 +743,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         planMode: options.planMode,
         vision: options.vision,
         agentName: options.agentName,
-        deferred: options.deferred
+        deferred: options.deferred,
+        subagents
       })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)
@@ -512,8 +756,14 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         tools: definitions.map((d) => d.name),
         agentName: options.agentName,
         soul: options.soul ?? (options.agentName === undefined ? defaultSoul(app) : undefined),
+        selfUpdate: options.selfUpdate,
         skillAllowlist: options.skills,
-        deferred: options.deferred
+        deferred: options.deferred,
+        subagents: subagents === undefined ? undefined : {
+          maxConcurrent: subagents.maxConcurrent ?? 3,
+          maxTotal: subagents.maxTotal ?? 6,
+          types: subagents.runner.types
+        }
       }))
 
       const runInput = (input: TurnInput): Run.RunInput => ({

@@ -29,6 +29,7 @@ import type { Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import type { ThreadState, Todo } from "../state/ThreadState.js"
+import * as TaskRender from "./TaskRender.js"
 import * as Terminal from "./Terminal.js"
 
 /** Styling: identity functions when colour is off. */
@@ -302,9 +303,11 @@ export const isReply = (message: Message): boolean => message.type === "ai" && !
 /**
  * Whether a run leaves nothing worth keeping: it failed before the model replied, on a thread it created.
  * The CLI deletes such a thread (an `(untitled)` thread holding only the question would be left otherwise).
+ * A run refused because another run holds the thread never created it: that thread (and its files, which the
+ * other run's sandbox is using) is the other run's.
  */
 export const discardable = (end: RunEndEvent, replied: boolean, newThread: boolean): boolean =>
-  newThread && end.status === "error" && !replied
+  newThread && end.status === "error" && !replied && end.error?.name !== "ThreadBusy"
 
 /** Text from outside made safe to print: secrets replaced, control characters made visible. */
 export const safeText = (text: string, redactor: Redact.Redactor = Redact.none): string =>
@@ -366,6 +369,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
   const safe = (text: string) => safeText(text, redactor)
   const printed = new Map<string, string>()
   const shownCalls = new Set<string>()
+  // A result re-written under its id (TokenUsage marks a subagent's usage as counted) is shown once.
+  const shownResults = new Set<string>()
   // Token deltas go through a streaming redactor per message (text and reasoning apart): a secret split
   // across two deltas is held back until it can be hidden.
   const streams = new Map<string, Redact.TextStream>()
@@ -501,8 +506,15 @@ export const human = (options: RenderOptions): HumanRenderer => {
       const max = num((data as { max_attempts?: unknown } | null)?.max_attempts)
       activity = attempt !== undefined && max !== undefined ? `${waiting} (attempt ${attempt + 1} of ${max})` : waiting
     }
-    const sentence = eventSentence(name, data, { verbose })
     let text = ""
+    // Subagent progress: nested, compact lines under the task call.
+    if (TaskRender.isTaskEvent(name)) {
+      const line = TaskRender.line(name, data, s, safe)
+      if (line !== "") text += newline() + out(line)
+      if (verbose) text += newline() + out(`${s.dim(safe(eventRaw(name, data)))}\n`)
+      return text
+    }
+    const sentence = eventSentence(name, data, { verbose })
     if (sentence !== undefined) {
       const paint = sentence.startsWith("⛔") ? s.red : s.yellow
       text += newline() + out(`${paint(safe(sentence))}\n`)
@@ -563,6 +575,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
         if (message.type === "tool") {
           pending.delete(message.tool_call_id)
           activity = running()
+          if (shownResults.has(message.id)) return ""
+          shownResults.add(message.id)
           // A clarification question is shown whole when the run ends waiting for its answer.
           if (isQuestion((message.artifact as { human_input?: unknown } | undefined)?.human_input)) return ""
           // A blocked command's result says what its audit line said.
@@ -850,7 +864,8 @@ export const threadList = (
 Start one with: ${invocation} run "<prompt>"   (or try: ${invocation} demo)
 `
   }
-  const sorted = [...threads].sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+  // ISO 8601 times sort as strings (no localeCompare: its first use loads a collator, tens of milliseconds)
+  const sorted = [...threads].sort((a, b) => (a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0))
   const width = Math.max(...sorted.map((t) => t.thread_id.length))
   const words = sorted.map((t) => statusWords(t.status, t.stop_reason))
   const statusWidth = Math.max(...words.map((w) => w.length))

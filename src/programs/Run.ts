@@ -222,6 +222,8 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     return { type: "run_end", status: "success", stop_reason: reason } as const
   })
 
+const toolSpan = (call: ToolCall) => ({ "tool.name": call.name, "tool.call_id": call.id })
+
 const callTools = (
   step: Step,
   ports: MW.Resolved,
@@ -234,7 +236,7 @@ const callTools = (
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? Effect.catchAllCause(ports.call(call), (cause) => {
+        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", { attributes: toolSpan(call) })), (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
             interrupt ??= failure.value
@@ -289,7 +291,9 @@ const loop = (step: Step) =>
     const settings = {
       modelName: step.options.modelName,
       thinkingEnabled: step.options.thinkingEnabled,
-      reasoningEffort: step.options.reasoningEffort
+      reasoningEffort: step.options.reasoningEffort,
+      ...(step.options.temperature !== undefined ? { temperature: step.options.temperature } : {}),
+      ...(step.options.maxTokens !== undefined ? { maxTokens: step.options.maxTokens } : {})
     }
     // the run's wrappers, resolved once: every call of the loop goes straight through them
     const ports = yield* MW.resolve(step.model, step.tools)
@@ -498,7 +502,8 @@ export const execute = <E = never, R = never>(
         status: end.status,
         stop_reason: end.stop_reason,
         started_at: startedAt,
-        ended_at: new Date(now).toISOString()
+        ended_at: new Date(now).toISOString(),
+        ...(end.error !== undefined ? { error: end.error.message } : {})
       })))
     yield* release
     return yield* ended(end)

@@ -2,6 +2,8 @@
  * `antler run "<prompt>"`: one turn of a thread, streamed. The prompt comes from the words after `run`, or
  * from stdin (`-`, or no words and a pipe). The thread is new, named (`--thread ID`) or the most recent one
  * (`--continue`). A run on a new thread that fails before the model replies leaves no thread behind.
+ * `--agent NAME` runs a custom agent (its SOUL, model, tool groups and skills); `--subagents` lets the agent
+ * delegate with `task`; both are run settings the factory resolves (`agent_name`, `subagent_enabled`).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -75,12 +77,34 @@ const promptOf = (words: ReadonlyArray<string>) =>
     return prompt
   })
 
+/**
+ * The run settings of the command line: the chosen model (left to a custom agent when it is given without
+ * `--model` or `--base-url`, so the agent's own model is used), plan mode, the custom agent, subagents.
+ */
+export const runSettings = (
+  modelName: string,
+  flags: {
+    readonly modelGiven?: boolean | undefined
+    readonly plan?: boolean | undefined
+    readonly agent?: string | undefined
+    readonly subagents?: boolean | undefined
+  }
+): Factory.RunSettings => ({
+  ...(flags.agent === undefined || flags.modelGiven === true ? { model_name: modelName } : {}),
+  ...(flags.plan === true ? { is_plan_mode: true } : {}),
+  ...(flags.agent !== undefined ? { agent_name: flags.agent } : {}),
+  ...(flags.subagents === true ? { subagent_enabled: true } : {})
+})
+
 /** The thread a run continues (`--continue`: the most recently updated one) or starts. */
 const chooseThread = (home: string, given: Option.Option<string>, latest: boolean) =>
   Effect.gen(function*() {
     const store = yield* ThreadStore
     if (latest) {
-      const threads = [...yield* store.list].sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      // ISO 8601 times sort as strings (localeCompare's first use loads a collator)
+      const threads = [...yield* store.list].sort((a, b) =>
+        a.updated_at < b.updated_at ? 1 : a.updated_at > b.updated_at ? -1 : 0
+      )
       if (threads[0] === undefined) {
         return yield* fail(
           ExitCode.runFailed,
@@ -107,6 +131,8 @@ const command = Command.make(
     config: CliCommand.config,
     files: Options.file("file", { exists: "yes" }).pipe(Options.repeated),
     plan: Options.boolean("plan"),
+    agent: Options.text("agent").pipe(Options.optional),
+    subagents: Options.boolean("subagents"),
     json: CliCommand.json,
     verbose: Options.boolean("verbose")
   },
@@ -137,18 +163,31 @@ const command = Command.make(
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()
-      const settings = { model_name: choice.name, ...(args.plan ? { is_plan_mode: true } : {}) }
+      const settings = runSettings(choice.name, {
+        modelGiven: Option.isSome(args.model) || Option.isSome(args.baseUrl),
+        plan: args.plan,
+        agent: Option.getOrUndefined(args.agent),
+        subagents: args.subagents
+      })
       const program = Effect.gen(function*() {
         const factory = yield* Factory.AgentFactory
         // the run's agent is built before anything is printed: a configuration it cannot be built from is a
-        // configuration error (exit 2), not a failed run
-        yield* Effect.flatMap(factory.resolve(settings), factory.agent)
+        // configuration error (exit 2), not a failed run; so is a custom agent that does not exist
+        const resolved = yield* factory.resolve(settings)
+        yield* factory.agent(resolved)
         const { newThread, threadId } = yield* chooseThread(app.home, given, args.continue)
         if (!args.json) {
           const s = Render.style(Render.useColor())
           const status = newThread ? "new; continue it with --continue" : "continuing"
-          const where = choice.baseUrl ? ` at ${choice.baseUrl}` : ""
-          const line = Render.safeText(`thread ${threadId} (${status}) · model ${choice.model}${where}`, redact)
+          const model = resolved.model ?? choice.models.find((m) => m.name === choice.name)
+          const baseUrl = model?.base_url ?? model?.api_base ?? choice.baseUrl
+          const where = baseUrl ? ` at ${baseUrl}` : ""
+          const agent = resolved.agentName === undefined ? "" : ` · agent ${resolved.agentName}`
+          const subagents = resolved.subagents.enabled ? " · subagents on" : ""
+          const line = Render.safeText(
+            `thread ${threadId} (${status})${agent} · model ${model?.model ?? choice.model}${where}${subagents}`,
+            redact
+          )
           yield* Render.write(s.dim(`${line}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
@@ -160,7 +199,7 @@ const command = Command.make(
             runId,
             redact,
             verbose: args.verbose,
-            model: choice.model,
+            model: resolved.model?.model ?? choice.model,
             invocation,
             newThread
           }
@@ -233,6 +272,16 @@ export const entry: CliCommand.Entry = {
         "get a Markdown copy"
       ],
       ["--plan", "Plan mode: the agent keeps a todo list of multi-step work, printed each time it changes"],
+      [
+        "--agent NAME",
+        "Run this custom agent (see agents list): its SOUL.md, model (unless --model is given), tool groups and " +
+        "skills; it can change itself with update_agent"
+      ],
+      [
+        "--subagents",
+        "Let the agent delegate self-contained sub-tasks to subagents with the task tool (at most 3 at once per " +
+        "response; their progress is shown nested under the call)"
+      ],
       ["--json", "Print every run event as one JSON object per line (for programs), ending with run_end"],
       [
         "--verbose",
@@ -245,6 +294,8 @@ export const entry: CliCommand.Entry = {
       ["run --base-url http://localhost:11434/v1 --model llama3.2 \"Hello\"", "Use a local Ollama server"],
       ["run --continue \"Now shorter\"", "Continue the most recent thread"],
       ["run --file notes.pdf \"What are the action items?\"", "Ask about a document"],
+      ["run --agent ada \"What should I read next?\"", "Talk to your custom agent ada (see agents create)"],
+      ["run --subagents \"Compare these three libraries\"", "Let the agent hand parts of the work to subagents"],
       ["run \"Explain this diff:\" - < changes.diff", "Add stdin to the prompt"],
       ["run --json \"Hello\" | jq -r 'select(.type==\"token\") | .text'", "Only the streamed text, with jq"]
     ]

@@ -207,6 +207,25 @@ export const LoopDetectionConfig = Schema.Struct({
 )
 export type LoopDetectionConfig = typeof LoopDetectionConfig.Type
 
+/** Tool progress (SPEC §5.12): the per-(thread, tool) stagnation guard. Off by default. */
+export const ToolProgressConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  /** Consecutive problem results of one tool before it is WARNED. */
+  stagnation_threshold: withDefault(PositiveInt, () => 3),
+  /** Further problems after WARNED before a tool the model cannot fix by retrying is BLOCKED. */
+  warn_escalation_count: withDefault(PositiveInt, () => 2),
+  /** Whether hints reach the model. */
+  inject_assessment: withDefault(Schema.Boolean, () => true),
+  jaccard_similarity_threshold: withDefault(Fraction, () => 0.8),
+  min_word_count_for_similarity: withDefault(PositiveInt, () => 10),
+  exempt_tools: withDefault(
+    Schema.Array(Schema.String),
+    () => ["ask_clarification", "write_todos", "present_files", "task"]
+  ),
+  max_tracked_threads: withDefault(PositiveInt, () => 100)
+})
+export type ToolProgressConfig = typeof ToolProgressConfig.Type
+
 /** A context size: `{ type: tokens | messages | fraction, value }`. */
 export const ContextSize = Schema.Struct({
   type: Schema.Literal("tokens", "messages", "fraction"),
@@ -331,6 +350,139 @@ export type MemoryConfig = typeof MemoryConfig.Type
 
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 
+const PostgresUrl = Schema.String.pipe(
+  Schema.filter((url) => /^postgres(ql)?:\/\/\S+$/.test(url) || "expected a postgres:// or postgresql:// URL")
+)
+
+/**
+ * Where threads are stored (DeerFlow's `database` section): SQLite under the data directory by default, or
+ * PostgreSQL at `url` (`postgres_url` is DeerFlow's spelling), so several gateway processes share threads.
+ * The URL is a secret (it may hold a password): it is never printed.
+ */
+export const DatabaseConfig = Schema.Struct({
+  backend: Schema.optional(Schema.NullOr(Schema.Literal("sqlite", "postgres"))),
+  url: Schema.optional(Schema.NullOr(Schema.Redacted(PostgresUrl))),
+  postgres_url: Schema.optional(Schema.NullOr(Schema.Redacted(PostgresUrl)))
+}).pipe(
+  Schema.filter((c) =>
+    c.backend !== "postgres" || c.url != null || c.postgres_url != null ||
+    "backend postgres needs database.url (postgres://user:password@host:port/database)"
+  ),
+  Schema.filter((c) =>
+    c.backend !== "sqlite" || (c.url == null && c.postgres_url == null) ||
+    "backend sqlite takes no database.url; remove it, or set backend: postgres"
+  )
+)
+export type DatabaseConfig = typeof DatabaseConfig.Type
+
+/** A token of the gateway and the user it stands for (`gateway.auth.tokens[]`). */
+export const GatewayToken = Schema.Struct({
+  token: Schema.Redacted(
+    Schema.String.pipe(Schema.minLength(16, { message: () => "a token must be at least 16 characters long" }))
+  ),
+  user: Schema.String.pipe(
+    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
+      message: () => "user ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+    })
+  )
+})
+export type GatewayToken = typeof GatewayToken.Type
+
+/**
+ * `antler serve` (Antler's own section; DeerFlow configures its gateway through the environment). Bound to
+ * a loopback address it may run without tokens (every request is user `default`, the CLI's user); bound to
+ * any other address it refuses to start without `auth.tokens`.
+ */
+export const GatewayConfig = Schema.Struct({
+  host: withDefault(Schema.NonEmptyTrimmedString, () => "127.0.0.1"),
+  port: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535)), () => 8001),
+  auth: withDefault(
+    Schema.Struct({ tokens: withDefault(Schema.Array(GatewayToken), () => []) }),
+    () => ({ tokens: [] })
+  ),
+  cors: withDefault(
+    Schema.Struct({ allow_origins: withDefault(Schema.Array(Schema.String), () => []) }),
+    () => ({ allow_origins: [] })
+  ),
+  /** Seconds between `: heartbeat` comments on an idle stream. */
+  heartbeat_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 15),
+  /** Events of a run kept for `Last-Event-ID` replay; a client further behind gets the `gap` event. */
+  replay_buffer_events: withDefault(PositiveInt, () => 10_000),
+  /** And at most this many MiB of them (a `values` event holds the whole thread). */
+  replay_buffer_mb: withDefault(Schema.Number.pipe(Schema.positive()), () => 16),
+  /** Finished runs whose events stay joinable (the oldest are forgotten first). */
+  finished_runs_kept: withDefault(NonNegativeInt, () => 20)
+})
+export type GatewayConfig = typeof GatewayConfig.Type
+
+/**
+ * OpenTelemetry traces (Antler's own section): one trace per run, with model and tool calls as child spans,
+ * exported over OTLP/HTTP. Off by default.
+ */
+export const TracingConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => false),
+  /** The OTLP/HTTP traces endpoint. */
+  otlp_endpoint: withDefault(BaseUrl, () => "http://localhost:4318/v1/traces"),
+  service_name: withDefault(Schema.NonEmptyTrimmedString, () => "antler"),
+  /** Extra headers of the export requests (an API key...): secrets, never printed. */
+  headers: withDefault(Schema.Record({ key: Schema.String, value: Schema.Redacted(Schema.String) }), () => ({}))
+})
+export type TracingConfig = typeof TracingConfig.Type
+/**
+ * A subagent token budget (`subagents.token_budget`, or per agent): on by default; `max_tokens` defaults to
+ * 1,000,000 when summarization is on, else 2,000,000 (SPEC §4.2 slot 20).
+ */
+export const SubagentTokenBudgetConfig = Schema.Struct({
+  enabled: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  max_tokens: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000)))),
+  warn_threshold: Schema.optional(Schema.NullOr(Fraction)),
+  hard_stop_threshold: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.positive())))
+})
+export type SubagentTokenBudgetConfig = typeof SubagentTokenBudgetConfig.Type
+
+/** Per-agent overrides (`subagents.agents.<name>`), for built-in and custom subagents alike. */
+export const SubagentOverride = Schema.Struct({
+  timeout_seconds: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.positive()))),
+  max_turns: Schema.optional(Schema.NullOr(PositiveInt)),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  skills: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  token_budget: Schema.optional(Schema.NullOr(SubagentTokenBudgetConfig))
+})
+export type SubagentOverride = typeof SubagentOverride.Type
+
+/** A custom subagent type (`subagents.custom_agents.<name>`). */
+export const CustomSubagentConfig = Schema.Struct({
+  description: Schema.NonEmptyTrimmedString,
+  system_prompt: Schema.NonEmptyTrimmedString,
+  /** Tool allowlist; absent or null = every tool the parent has. */
+  tools: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  disallowed_tools: withDefault(Schema.Array(Schema.String), () => ["task", "ask_clarification", "present_files"]),
+  /** Skills allowlist; absent or null = all enabled skills, [] = none. */
+  skills: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  model: withDefault(Schema.String, () => "inherit"),
+  max_turns: withDefault(PositiveInt, () => 50),
+  timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 900)
+})
+export type CustomSubagentConfig = typeof CustomSubagentConfig.Type
+
+const SubagentName = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_-]*$/, { message: () => "subagent names are letters, digits, '-' and '_'" })
+)
+
+/** `subagents`: timeouts, turns and budgets of subagents, per-agent overrides and custom types (SPEC §8.1). */
+export const SubagentsConfig = Schema.Struct({
+  /** Timeout of built-in subagents, in seconds (custom ones keep their own unless overridden). */
+  timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 1800),
+  /** A max-turns override for the built-in subagents (their defaults: general-purpose 150, bash 60). */
+  max_turns: Schema.optional(Schema.NullOr(PositiveInt)),
+  /** Delegations one lead-agent run may make (1-50); a run's `max_total_subagents` overrides it. */
+  max_total_per_run: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(1, 50)), () => 6),
+  token_budget: withDefault(SubagentTokenBudgetConfig, () => ({})),
+  agents: withDefault(Schema.Record({ key: SubagentName, value: SubagentOverride }), () => ({})),
+  custom_agents: withDefault(Schema.Record({ key: SubagentName, value: CustomSubagentConfig }), () => ({}))
+})
+export type SubagentsConfig = typeof SubagentsConfig.Type
+
 /**
  * One configured tool (`tools[]`): its name, group and DeerFlow class path, plus the provider's own keys
  * (`max_results`, `timeout`, `api_key`, `base_url`...), read by the tool the `use` maps to.
@@ -378,13 +530,18 @@ export const AppConfigSchema = Schema.Struct({
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
   read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
+  tool_progress: withDefault(ToolProgressConfig, () => Schema.decodeSync(ToolProgressConfig)({})),
+  database: withDefault(DatabaseConfig, () => ({})),
+  gateway: withDefault(GatewayConfig, () => Schema.decodeSync(GatewayConfig)({})),
+  tracing: withDefault(TracingConfig, () => Schema.decodeSync(TracingConfig)({})),
   /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
   tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
   tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),
   tool_search: withDefault(ToolSearchConfig, () => Schema.decodeSync(ToolSearchConfig)({})),
   memory: withDefault(MemoryConfig, () => Schema.decodeSync(MemoryConfig)({})),
   /** The time zone of the date the model is told (an IANA name); default: the machine's. */
-  timezone: Schema.optional(Schema.NullOr(TimeZone))
+  timezone: Schema.optional(Schema.NullOr(TimeZone)),
+  subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({}))
 })
 export type AppConfig = typeof AppConfigSchema.Type
 

@@ -18,6 +18,9 @@ export interface RunOptions {
   readonly isPlanMode?: boolean | undefined
   readonly thinkingEnabled?: boolean | undefined
   readonly reasoningEffort?: string | undefined
+  /** A custom agent's `model_settings.temperature` / `max_tokens`, over the model's own. */
+  readonly temperature?: number | undefined
+  readonly maxTokens?: number | undefined
   readonly nonInteractive?: boolean | undefined
   /** Anything else a middleware reads by name. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined

@@ -18,6 +18,15 @@ export const OUTPUTS = "/mnt/user-data/outputs"
 /** Where skills are mounted (read-only). */
 export const SKILLS = "/mnt/skills"
 
+/**
+ * A path argument as the file tools take it, made absolute and normalised: a relative path is taken from the
+ * workspace, empty and `.` segments are dropped (`..` is kept: a sandbox refuses it). Pure; checks nothing else.
+ */
+export const absoluteVirtual = (input: string): string => {
+  const absolute = input.startsWith("/") ? input : `${WORKSPACE}/${input}`
+  return `/${absolute.split("/").filter((segment) => segment !== "" && segment !== ".").join("/")}`
+}
+
 /** Host directories of one thread. */
 export interface ThreadPaths {
   /** `{home}/users/{user}/threads/{thread}/user-data` */

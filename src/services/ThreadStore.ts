@@ -11,6 +11,9 @@ import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { RunStatus, StopReason } from "./RunEvents.js"
 import type { StoreError } from "./RunContext.js"
 
+/** A JSON object kept with a thread or a run (its metadata). */
+export type Metadata = Readonly<Record<string, unknown>>
+
 /**
  * How a thread stands, from its last run: `running` while that run holds the thread, how it ended
  * (`success`, `interrupted` when it waits for an answer, `cancelled`, `error`), or `stopped` when the process
@@ -25,20 +28,53 @@ export interface ThreadSummary {
   readonly created_at: string
   readonly updated_at: string
   readonly checkpoints: number
+  /** The user the thread belongs to; `null` for threads made without one (the CLI's, which are `default`'s). */
+  readonly owner?: string | null | undefined
+  /** The thread's metadata (set by its creator, patched through the gateway). */
+  readonly metadata?: Metadata | undefined
   /** How its last run stands (see `ThreadStatus`); absent when no run was recorded (or the store does not say). */
   readonly status?: ThreadStatus | undefined
   /** The last run's stop reason, once it ended. */
   readonly stop_reason?: StopReason | null | undefined
 }
 
+/** What a new thread starts with (`ensure` ignores it when the thread exists). */
+export interface ThreadInit {
+  readonly owner?: string | null | undefined
+  readonly metadata?: Metadata | undefined
+}
+
+/** How a run stands: its end status, or `pending` (accepted, not started) / `running`. */
+export type RunRecordStatus = RunStatus | "pending" | "running"
+
 /** One run of a thread. */
 export interface RunRecord {
   readonly run_id: string
   readonly thread_id: string
-  readonly status: RunStatus | "running"
+  readonly status: RunRecordStatus
   readonly stop_reason: StopReason | null
   readonly started_at: string
   readonly ended_at: string | null
+  /** Why the run failed, when it did. Saving `undefined` or `null` keeps what was saved before. */
+  readonly error?: string | null | undefined
+  /** What the run was asked with (assistant, strategy, the caller's metadata). Saving `undefined` keeps it. */
+  readonly metadata?: Metadata | null | undefined
+}
+
+/** Which runs `runs` returns (every given field must match). */
+export interface RunFilter {
+  readonly threadId?: string | undefined
+  readonly runId?: string | undefined
+  readonly status?: RunRecordStatus | undefined
+}
+
+/** One stored checkpoint: the updates of one completed step, in order. */
+export interface CheckpointRecord {
+  /** Increasing in step order within a thread (not necessarily contiguous). */
+  readonly seq: number
+  readonly run_id: string
+  readonly created_at: string
+  readonly updates: ReadonlyArray<StateUpdate>
 }
 
 /** A loaded thread: its state and how many checkpoints made it. */
@@ -107,7 +143,8 @@ export const threadStatus = (
   now: number
 ): ThreadStatus | undefined => {
   if (last === undefined) return undefined
-  if (last.status !== "running") return last.status
+  // a run accepted (pending) holds the thread as a running one does
+  if (last.status !== "running" && last.status !== "pending") return last.status
   return holder !== undefined && holder.run_id === last.run_id && holder.expires_at > now && holderAlive(holder.owner)
     ? "running"
     : "stopped"
@@ -122,14 +159,31 @@ export const deleteBusyMessage = (threadId: string, holder: LeaseHolder): string
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,
   {
-    /** Creates the thread if it does not exist. */
-    readonly ensure: (threadId: string) => Effect.Effect<void, StoreError>
+    /** Creates the thread if it does not exist (owned by `init.owner`, with `init.metadata`). */
+    readonly ensure: (threadId: string, init?: ThreadInit) => Effect.Effect<void, StoreError>
+    /**
+     * The thread as listed (owner, metadata, title, status), without folding its state; none when it does not
+     * exist.
+     */
+    readonly info: (threadId: string) => Effect.Effect<Option.Option<ThreadSummary>, StoreError>
+    /** Merges keys into the thread's metadata (a `null` value removes its key); false when there is no thread. */
+    readonly patchMetadata: (threadId: string, patch: Metadata) => Effect.Effect<boolean, StoreError>
+    /** The thread's checkpoints in step order (for history); empty when there is no thread. */
+    readonly checkpoints: (threadId: string) => Effect.Effect<ReadonlyArray<CheckpointRecord>, StoreError>
+    /**
+     * Deletes the checkpoints a run wrote, restoring the state the thread had before it (rollback of the
+     * thread's latest run: call it only once the run has ended). Returns how many were deleted.
+     */
+    readonly rollback: (threadId: string, runId: string) => Effect.Effect<number, StoreError>
+    /** Runs matching the filter, oldest first. */
+    readonly runs: (filter: RunFilter) => Effect.Effect<ReadonlyArray<RunRecord>, StoreError>
     /** The thread's current state, folded from its checkpoints. */
     readonly load: (threadId: string) => Effect.Effect<Option.Option<LoadedThread>, StoreError>
     /** Appends one checkpoint: the updates of one completed step, in order. */
     readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
-    /** Records a run's start or end. */
+    /** Records a run's start or end (`error` and `metadata` left out keep what was saved). */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
+    /** Every thread, most recently updated first. */
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
     /**
      * Deletes a thread: its checkpoints, runs and cached state (its files are the sandbox's, not the store's).

@@ -9,6 +9,10 @@ import * as Schema from "effect/Schema"
 import type { Message, MessageWrite } from "./Message.js"
 import { REMOVE_ALL_MESSAGES } from "./Message.js"
 import type {
+  DelegationEntry,
+  DelegationStatus,
+  GoalState,
+  GoalUpdate,
   Promoted,
   PromotedUpdate,
   SandboxState,
@@ -286,6 +290,82 @@ export const addTokenUsage = (
   return { total, by_model: byModel, by_purpose: byPurpose }
 }
 
+/** How many delegation entries a thread keeps (the newest). */
+export const MAX_DELEGATIONS = 50
+
+const TERMINAL: ReadonlySet<DelegationStatus> = new Set([
+  "completed",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "polling_timed_out"
+])
+
+/** Whether a delegation status is final (a subagent result came back, or it ended without one). */
+export const isTerminal = (status: DelegationStatus): boolean => TERMINAL.has(status)
+
+/**
+ * The delegation ledger (DeerFlow's `merge_delegations`): entries keyed by id in first-seen order; a later
+ * entry replaces an earlier one of the same id, except that a terminal status is never replaced by a
+ * non-terminal one (a late `in_progress` capture cannot undo a result). A replacement keeps the original
+ * `created_at` and inherits a `run_id` it lacks. Only the last 50 entries are kept. `null` or `[]` keep what is
+ * there (the same array).
+ */
+export const mergeDelegations = (
+  existing: ReadonlyArray<DelegationEntry>,
+  incoming: ReadonlyArray<DelegationEntry> | null | undefined
+): ReadonlyArray<DelegationEntry> => {
+  if (incoming == null || incoming.length === 0) return existing
+  const byId = new Map<string, DelegationEntry>()
+  let changed = false
+  for (const entry of existing) byId.set(entry.id, entry)
+  for (const entry of incoming) {
+    const previous = byId.get(entry.id)
+    if (previous === undefined) {
+      byId.set(entry.id, entry)
+      changed = true
+      continue
+    }
+    if (isTerminal(previous.status) && !isTerminal(entry.status)) continue
+    const runId = entry.run_id ?? previous.run_id
+    const next: DelegationEntry = {
+      ...entry,
+      created_at: previous.created_at,
+      ...(runId !== undefined ? { run_id: runId } : {})
+    }
+    if (sameEntry(previous, next)) continue
+    byId.set(entry.id, next)
+    changed = true
+  }
+  if (!changed && byId.size <= MAX_DELEGATIONS) return existing
+  return Array.from(byId.values()).slice(-MAX_DELEGATIONS)
+}
+
+const ENTRY_KEYS = [
+  "id",
+  "run_id",
+  "description",
+  "subagent_type",
+  "status",
+  "result_brief",
+  "result_sha256",
+  "result_ref",
+  "stop_reason",
+  "created_at"
+] as const
+
+const sameEntry = (a: DelegationEntry, b: DelegationEntry): boolean => ENTRY_KEYS.every((key) => a[key] === b[key])
+
+/** The goal (DeerFlow's `merge_goal`): `null` keeps it, a goal replaces it, `{ clear: true }` removes it. */
+export const mergeGoal = (
+  existing: GoalState | null,
+  incoming: GoalUpdate | null | undefined
+): GoalState | null => {
+  if (incoming == null) return existing
+  if ("clear" in incoming) return null
+  return incoming
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // whole state
 
@@ -319,6 +399,8 @@ export const applyUpdate = (
   if (update.summary_text !== undefined) set("summary_text", update.summary_text)
   if (update.skill_context !== undefined) set("skill_context", mergeSkillContext(state.skill_context, update.skill_context))
   if (update.token_usage !== undefined) set("token_usage", addTokenUsage(state.token_usage, update.token_usage))
+  if (update.delegations !== undefined) set("delegations", mergeDelegations(state.delegations, update.delegations))
+  if (update.goal !== undefined) set("goal", mergeGoal(state.goal, update.goal))
   return Either.right(next)
 }
 

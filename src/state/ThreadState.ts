@@ -99,6 +99,81 @@ export const TokenUsageDelta = Schema.Struct({
 })
 export type TokenUsageDelta = typeof TokenUsageDelta.Type
 
+/** Where a delegated task stands: in progress, or one of the subagent status contract's terminal values. */
+export const DelegationStatus = Schema.Literal(
+  "in_progress",
+  "completed",
+  "failed",
+  "cancelled",
+  "timed_out",
+  "polling_timed_out"
+)
+export type DelegationStatus = typeof DelegationStatus.Type
+
+/** Why a guard cap ended a subagent early (SPEC §2.3). */
+export const SubagentStopReason = Schema.Literal("token_capped", "turn_capped", "loop_capped")
+export type SubagentStopReason = typeof SubagentStopReason.Type
+
+/**
+ * One entry of the delegation ledger (DeerFlow's `DelegationEntry`): a `task` call of the lead agent, by its
+ * tool-call id, with where it stands and a bounded brief of its result.
+ */
+export const DelegationEntry = Schema.Struct({
+  id: Schema.String,
+  /** The run that delegated it. */
+  run_id: Schema.optional(Schema.String),
+  description: Schema.String,
+  subagent_type: Schema.String,
+  status: DelegationStatus,
+  /** At most 2000 characters of the result (or error), head and tail. */
+  result_brief: Schema.optional(Schema.String),
+  /** sha256 (hex) of the full result. */
+  result_sha256: Schema.optional(Schema.String),
+  /** The id of the tool message that carries the full result. */
+  result_ref: Schema.optional(Schema.String),
+  stop_reason: Schema.optional(SubagentStopReason),
+  created_at: Schema.String
+})
+export type DelegationEntry = typeof DelegationEntry.Type
+
+/** How the goal loop judged the last turn (DeerFlow's `last_evaluation`). */
+export const GoalEvaluation = Schema.Struct({
+  satisfied: Schema.Boolean,
+  blocker: Schema.Literal(
+    "none",
+    "missing_evidence",
+    "needs_user_input",
+    "run_failed",
+    "external_wait",
+    "goal_not_met_yet"
+  ),
+  reason: Schema.String,
+  evidence_summary: Schema.optional(Schema.String),
+  run_id: Schema.optional(Schema.String),
+  evaluated_at: Schema.optional(Schema.String),
+  progress_key: Schema.optional(Schema.String),
+  stand_down_reason: Schema.optional(Schema.String)
+})
+export type GoalEvaluation = typeof GoalEvaluation.Type
+
+/** The thread's goal (DeerFlow's `GoalState`, SPEC §2.3): what the thread works towards across turns. */
+export const GoalState = Schema.Struct({
+  objective: Schema.String,
+  status: Schema.Literal("active"),
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  continuation_count: Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  max_continuations: Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  no_progress_count: Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  max_no_progress_continuations: Schema.Number.pipe(Schema.int(), Schema.nonNegative()),
+  last_evaluation: Schema.optional(GoalEvaluation)
+})
+export type GoalState = typeof GoalState.Type
+
+/** An update to `goal`: a goal replaces the current one; `{ clear: true }` removes it (`null` keeps it). */
+export const GoalUpdate = Schema.Union(GoalState, Schema.Struct({ clear: Schema.Literal(true) }))
+export type GoalUpdate = typeof GoalUpdate.Type
+
 /** The whole state of a thread. */
 export const ThreadState = Schema.Struct({
   messages: Schema.Array(Message),
@@ -112,7 +187,10 @@ export const ThreadState = Schema.Struct({
   promoted: Schema.NullOr(Promoted),
   summary_text: Schema.NullOr(Schema.String),
   skill_context: Schema.Array(SkillEntry),
-  token_usage: Schema.NullOr(TokenUsage)
+  token_usage: Schema.NullOr(TokenUsage),
+  /** The delegation ledger (threads saved before it existed decode with an empty one). */
+  delegations: Schema.optionalWith(Schema.Array(DelegationEntry), { default: () => [] }),
+  goal: Schema.optionalWith(Schema.NullOr(GoalState), { default: () => null })
 })
 export type ThreadState = typeof ThreadState.Type
 
@@ -129,7 +207,9 @@ export const empty: ThreadState = {
   promoted: null,
   summary_text: null,
   skill_context: [],
-  token_usage: null
+  token_usage: null,
+  delegations: [],
+  goal: null
 }
 
 /**
@@ -148,6 +228,8 @@ export const StateUpdate = Schema.Struct({
   promoted: Schema.optional(Schema.NullOr(PromotedUpdate)),
   summary_text: Schema.optional(Schema.NullOr(Schema.String)),
   skill_context: Schema.optional(Schema.NullOr(Schema.Array(SkillEntry))),
-  token_usage: Schema.optional(Schema.Array(TokenUsageDelta))
+  token_usage: Schema.optional(Schema.Array(TokenUsageDelta)),
+  delegations: Schema.optional(Schema.NullOr(Schema.Array(DelegationEntry))),
+  goal: Schema.optional(Schema.NullOr(GoalUpdate))
 })
 export type StateUpdate = typeof StateUpdate.Type

@@ -4,15 +4,23 @@
  * the message), and running totals are kept per messages array so a thread that grew by a few messages is
  * summed from the previous total. Pure: no Effect services, no I/O.
  */
-import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
+import type { countTokens } from "gpt-tokenizer/encoding/o200k_base"
+import { createRequire } from "node:module"
 import type { Message } from "./Message.js"
+
+// The o200k encoding is 3 MB of JavaScript (its BPE ranks): it loads when a text is first tokenized, not with
+// this module, so a command (or a run whose checks never need an exact count) does not pay for it. Node caches
+// the module after the first `require`.
+const requireCjs = createRequire(import.meta.url)
+const tokenizer = (): typeof countTokens =>
+  (requireCjs("gpt-tokenizer/encoding/o200k_base") as { countTokens: typeof countTokens }).countTokens
 
 /**
  * The o200k token count of a text. Special-token text such as `<|endoftext|>` in user content is counted as
  * ordinary text (the tokenizer would throw on it by default).
  */
 export const countText = (text: string): number =>
-  text === "" ? 0 : countTokens(text, { disallowedSpecial: new Set<string>() })
+  text === "" ? 0 : tokenizer()(text, { disallowedSpecial: new Set<string>() })
 
 /** Framing tokens of one chat message (role, separators), as in OpenAI's chat format. */
 export const MESSAGE_OVERHEAD = 4

@@ -109,6 +109,14 @@ describe("Antler as a library", () => {
       assert.strictEqual(events[0].type, "run_start")
       assert.deepInclude(events.at(-1), { type: "run_end", status: "success", stop_reason: "completed" })
       assert.isTrue(events.some((e: any) => e.type === "message" && e.message.type === "tool" && e.message.content === "42"))
+      // the command ships bundled, with its code cache (no source map), and runs from the install
+      const cli = Path.join(app, "node_modules/antler/dist/cli")
+      assert.includeMembers(Fs.readdirSync(cli), ["main.cjs", "main.cjs.cache"])
+      assert.isFalse(Fs.readdirSync(cli).some((file) => file.endsWith(".map")))
+      const bin = Path.join(app, "node_modules/antler/bin/antler.js")
+      const help = yield* run(process.execPath, [bin, "--help"], { cwd: app, env: childEnv({ ANTLER_HOME: app }) })
+      assert.strictEqual(help.code, 0, help.stderr)
+      assert.include(help.stdout, "threads list")
       // and the exports map lets nothing else in
       const deep = yield* run(
         process.execPath,

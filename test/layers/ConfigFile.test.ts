@@ -268,6 +268,37 @@ describe("ConfigFile", () => {
       assert.isTrue(lines.some((line) => line.startsWith(`${file}: sandbox.tmp_size_mb: `)), lines.join("\n"))
     }))
 
+  it.effect("subagents: DeerFlow's commented example block, uncommented, loads; bad values are named", () =>
+    Effect.gen(function*() {
+      // the `subagents:` block of DeerFlow's example, comment marks removed
+      const example = Fs.readFileSync(FIXTURE, "utf8").split("\n")
+      const start = example.findIndex((line) => line === "# subagents:")
+      const block: Array<string> = []
+      for (const line of example.slice(start)) {
+        if (!line.startsWith("#")) break
+        const text = line.replace(/^# ?/, "")
+        if (text.trimStart().startsWith("#")) continue
+        block.push(text)
+      }
+      const custom = "  custom_agents:\n    analysis:\n      description: Data analysis\n      system_prompt: You analyse.\n" +
+        "      tools: [bash, read_file]\n      max_turns: 80\n      timeout_seconds: 600\n"
+      const loaded = yield* ConfigFile.load(tempFile(`${block.join("\n")}\n${custom}`)).pipe(withEnv({}))
+      assert.deepStrictEqual(loaded.ignored, [])
+      const subagents = loaded.config.subagents
+      assert.deepStrictEqual([subagents.timeout_seconds, subagents.max_total_per_run], [1800, 6])
+      assert.deepStrictEqual(subagents.agents["general-purpose"], { timeout_seconds: 2700, max_turns: 250 })
+      assert.deepInclude(subagents.custom_agents.analysis!, { model: "inherit", max_turns: 80, timeout_seconds: 600 })
+      assert.deepStrictEqual(defaults().subagents.custom_agents, {})
+
+      const file = tempFile("subagents:\n  max_total_per_run: 51\n  custom_agents:\n    x:\n      system_prompt: p\n")
+      const lines = (yield* loadError(file)).message.split("\n")
+      assert.isTrue(lines.some((line) => line.startsWith(`${file}: subagents.max_total_per_run: `)), lines.join("\n"))
+      assert.isTrue(
+        lines.some((line) => line.startsWith(`${file}: subagents.custom_agents.x.description: `)),
+        lines.join("\n")
+      )
+    }))
+
   it.effect("an empty file means the defaults", () =>
     Effect.gen(function*() {
       const loaded = yield* ConfigFile.load(tempFile("# nothing yet\n")).pipe(withEnv({}))

@@ -13,6 +13,7 @@ import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
+import * as SubagentStatus from "../../src/state/SubagentStatus.js"
 import type { ThreadState } from "../../src/state/ThreadState.js"
 import * as TS from "../../src/state/ThreadState.js"
 import { inRun, insideRun } from "../support/fixtures.js"
@@ -152,4 +153,138 @@ describe("DurableContext", () => {
     const none = DurableContext.reproject(second, { summary_text: null, skill_context: [] })
     assert.deepStrictEqual(none.map(M.text), ["q"])
   })
+})
+
+const entry = (id: string, fields: Partial<TS.DelegationEntry> = {}): TS.DelegationEntry => ({
+  id,
+  description: `task ${id}`,
+  subagent_type: "general-purpose",
+  status: "in_progress",
+  created_at: "2026-05-08T10:00:00.000Z",
+  ...fields
+})
+
+const taskCall = (id: string, args: Record<string, unknown>) => ({ id, name: "task", args })
+
+describe("DurableContext: the delegation ledger", () => {
+  it("extracts this run's task calls, settled by results that carry the status contract", () => {
+    const longDescription = "x".repeat(250)
+    const messages: ReadonlyArray<Message> = [
+      M.human("go", { additional_kwargs: { run_id: "r1" } }),
+      M.ai("", {
+        tool_calls: [
+          taskCall("t1", { description: "Find sources", prompt: "p", subagent_type: "general-purpose" }),
+          taskCall("t2", { prompt: "Only a prompt here", subagent_type: "bash" }),
+          taskCall("t3", { description: longDescription, prompt: "p", subagent_type: "general-purpose" }),
+          { id: "x", name: "read_file", args: {} }
+        ]
+      }),
+      M.tool("Task Succeeded. Result: three sources", "t1", {
+        name: "task",
+        additional_kwargs: SubagentStatus.metadata(
+          { status: "completed", result: "three sources", stopReason: "loop_capped" }
+        )
+      }),
+      M.tool(
+        "Error: Invalid arguments for tool 'task': description is missing",
+        "t2",
+        { name: "task", status: "error" }
+      )
+    ]
+    const found = DurableContext.extractDelegations(messages, "r1", "2026-05-08T10:00:00.000Z")
+    assert.deepStrictEqual(found.map((e) => [e.id, e.status, e.run_id, e.subagent_type]), [
+      ["t1", "completed", "r1", "general-purpose"],
+      ["t2", "failed", "r1", "bash"],
+      ["t3", "in_progress", "r1", "general-purpose"]
+    ])
+    assert.deepInclude(found[0]!, {
+      stop_reason: "loop_capped",
+      result_brief: "three sources",
+      result_sha256: SubagentStatus.sha256("three sources"),
+      result_ref: messages[2]!.id
+    })
+    assert.strictEqual(found[1]!.description, "Only a prompt here")
+    // a result without the status contract still settles it: the task never ran
+    assert.strictEqual(found[1]!.result_brief, "Error: Invalid arguments for tool 'task': description is missing")
+    assert.lengthOf(found[2]!.description, 200)
+    assert.isTrue(found[2]!.description.endsWith(" ... [truncated]"))
+  })
+
+  it("only the current run's calls are captured (an earlier run's are history)", () => {
+    const messages: ReadonlyArray<Message> = [
+      M.human("first", { additional_kwargs: { run_id: "r1" } }),
+      M.ai("", { tool_calls: [taskCall("old", { description: "old", prompt: "p", subagent_type: "g" })] }),
+      M.human("second", { additional_kwargs: { run_id: "r2" } }),
+      M.ai("", { tool_calls: [taskCall("new", { description: "new", prompt: "p", subagent_type: "g" })] })
+    ]
+    const current = DurableContext.currentRun(messages, "r2")
+    assert.deepStrictEqual(DurableContext.extractDelegations(current, "r2", "t").map((e) => e.id), ["new"])
+  })
+
+  it("an earlier run's open entry is settled by its result wherever it is; a renamed call is recorded under its new id", () => {
+    const open = [entry("crashed", { run_id: "r0" })]
+    const messages: ReadonlyArray<Message> = [
+      M.ai("", { tool_calls: [taskCall("crashed", { description: "d", prompt: "p", subagent_type: "g" })] }),
+      M.tool("[Tool call was interrupted before it returned a result]", "crashed", { name: "task", status: "error" })
+    ]
+    assert.deepStrictEqual(DurableContext.settleOpen(open, messages).map((e) => e.status), ["failed"])
+    const response = M.ai("", {
+      tool_calls: [
+        taskCall("crashed", { prompt: "again" }),
+        taskCall("twice", { prompt: "a" }),
+        taskCall("twice", { prompt: "b" }),
+        taskCall("fresh", { prompt: "c" })
+      ]
+    })
+    assert.deepStrictEqual(DurableContext.keptIds(response, messages).map((c) => c.id), ["fresh"])
+  })
+
+  it("only entries that change the ledger are written; a finished entry is never offered back as in progress", () => {
+    const ledger = [entry("a", { status: "completed", result_brief: "r" }), entry("b")]
+    const found = [entry("a"), entry("b"), entry("c")]
+    assert.deepStrictEqual(DurableContext.changedEntries(ledger, found).map((e) => e.id), ["c"])
+    const settled = [entry("b", { status: "failed", result_brief: "boom" })]
+    assert.deepStrictEqual(DurableContext.changedEntries(ledger, settled).map((e) => e.status), ["failed"])
+  })
+
+  it("renders newest first with what to do about each entry, escaped, within its budget", () => {
+    const rendered = DurableContext.renderLedger([
+      entry("a", { status: "completed", description: "Read <the> spec", result_brief: "It says & more" }),
+      entry("b", { status: "completed", stop_reason: "turn_capped", result_brief: "partial" }),
+      entry("c")
+    ])
+    const lines = rendered.split("\n")
+    assert.strictEqual(lines[0], DurableContext.LEDGER_HEADING)
+    assert.match(
+      lines[2]!,
+      /^- \[in_progress\] task c \(via general-purpose; already delegated; do NOT delegate it again/
+    )
+    assert.match(
+      lines[3]!,
+      /^- \[completed\] task b \(via general-purpose; stopped early by a guard with a partial result/
+    )
+    assert.strictEqual(
+      lines[4],
+      "- [completed] Read &lt;the&gt; spec (via general-purpose; finished; do NOT delegate it again; reuse this result) -> It says &amp; more"
+    )
+    const many = Array.from(
+      { length: 50 },
+      (_, i) => entry(`t${i}`, { description: `task t${i} ${"d".repeat(170)}`, status: "failed" })
+    )
+    const bounded = DurableContext.renderLedger(many)
+    assert.isAtMost(bounded.length, DurableContext.MAX_LEDGER_CHARS)
+    assert.match(bounded, /\n- \.\.\. \d+ older delegation entries are not shown \(context budget\)$/)
+    assert.include(bounded, "task t49")
+    assert.notInclude(bounded, "task t0 ")
+  })
+
+  it.scoped("the ledger alone is projected into a request", () =>
+    Effect.gen(function*() {
+      const { model, seen } = yield* direct({ ...TS.empty, delegations: [entry("a", { status: "timed_out" })] })
+      yield* model.generate(request([M.human("hi")]))
+      const data = M.text(dataOf(seen[0]!.messages)!)
+      assert.include(data, "## Work already delegated")
+      assert.include(data, "- [timed_out] task a (via general-purpose; timed out; you may retry with a changed plan)")
+      assert.notInclude(data, DurableContext.SUMMARY_HEADING)
+    }))
 })

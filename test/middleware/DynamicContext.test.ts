@@ -39,6 +39,14 @@ describe("DynamicContext (pure)", () => {
     assert.strictEqual(DynamicContext.dateString(FRIDAY_EVENING, "America/Los_Angeles"), "2026-05-08, Friday")
   })
 
+  it("without a time zone, gives the date in the machine's zone, as Intl names it", () => {
+    const machine = new Intl.DateTimeFormat().resolvedOptions().timeZone
+    const hour = 3_600_000
+    for (let t = FRIDAY_EVENING - 40 * hour; t <= FRIDAY_EVENING + 40 * hour; t += 7 * hour) {
+      assert.strictEqual(DynamicContext.dateString(t), DynamicContext.dateString(t, machine))
+    }
+  })
+
   it("swaps the user's message for the context; replaying the writes gives the same thread", () => {
     const user = M.human("Plan my week", { id: "u1", additional_kwargs: { run_id: "r1" } })
     const writes = DynamicContext.injection([user], "2026-05-08, Friday", "Facts:\n- [preference | 0.90] <b>tea</b>")!

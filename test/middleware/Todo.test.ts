@@ -80,6 +80,53 @@ describe("Todo", () => {
       assert.include(M.text(results[0]!), "should never be called multiple times in parallel")
     }).pipe(H.withStore))
 
+  it.effect("a final answer with open items is asked again with a hidden reminder, at most twice a run", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Plan the trip",
+        script: [
+          {
+            toolCalls: [write([
+              { content: "Book train", status: "completed" },
+              { content: "Pack", status: "in_progress" },
+              { content: "Tell Sam", status: "pending" }
+            ])]
+          },
+          "All done.",
+          "Packing now.",
+          "Really done."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.lengthOf(o.requests, 4)
+      const last = (r: ModelRequest) => r.messages.at(-1)!
+      assert.strictEqual(last(o.requests[2]!).name, Todo.COMPLETION_REMINDER_NAME)
+      assert.strictEqual(last(o.requests[2]!).additional_kwargs?.hide_from_ui, true)
+      assert.include(M.text(last(o.requests[2]!)), "- [in_progress] Pack\n- [pending] Tell Sam")
+      assert.notInclude(M.text(last(o.requests[2]!)), "Book train")
+      assert.strictEqual(M.text(o.requests[2]!.messages.at(-2)!), "All done.")
+      assert.strictEqual(last(o.requests[3]!).name, Todo.COMPLETION_REMINDER_NAME)
+      // the answers stay in the thread, in order; the reminders were only sent
+      const answers = o.state.messages.filter((m) => m.type === "ai" && !M.hasToolCalls(m)).map(M.text)
+      assert.deepStrictEqual(answers, ["All done.", "Packing now.", "Really done."])
+      assert.isFalse(o.state.messages.some((m) => m.name === Todo.COMPLETION_REMINDER_NAME))
+      assert.strictEqual(o.end.status, "success")
+    }).pipe(H.withStore))
+
+  it.effect("no completion reminder when every item is completed, or for a response with tool calls", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Plan",
+        script: [
+          { toolCalls: [write([{ content: "A", status: "completed" }])] },
+          "Done."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.lengthOf(o.requests, 2)
+      assert.isFalse(o.requests.some((r) => r.messages.some((m) => m.name === Todo.COMPLETION_REMINDER_NAME)))
+    }).pipe(H.withStore))
+
   it.effect("a compaction that removed the writes brings the list back as a reminder, once, kept in the thread", () =>
     Effect.gen(function*() {
       const internal: Array<ModelRequest> = []

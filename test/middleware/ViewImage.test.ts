@@ -69,6 +69,41 @@ describe("ViewImage", () => {
       assert.isFalse(o.state.messages.some((m) => imagesIn(m).length > 0))
     }).pipe(H.withStore))
 
+  it.effect("images a tool returned (an MCP tool's image content) reach the request that reads the result, once", () =>
+    Effect.gen(function*() {
+      const url = `data:image/png;base64,${PNG.toString("base64")}`
+      const screenshot = Tool.make({
+        name: "screenshot",
+        description: "screenshot",
+        parameters: Schema.Struct({}),
+        handler: (_, call) =>
+          Effect.succeed({
+            message: M.tool([
+              { type: "text", text: "[image: image/png, 68 B]" },
+              { type: "image_url", image_url: { url } }
+            ], call.id, { name: "screenshot" })
+          })
+      })
+      const o = yield* H.run({
+        input: "what is on screen?",
+        tools: [screenshot],
+        script: [{ toolCalls: [{ name: "screenshot", args: {} }] }, { toolCalls: [{ name: "screenshot", args: {} }] }, "A dot."],
+        middlewares: () => [ViewImage.layer()]
+      })
+      assert.lengthOf(o.requests, 3)
+      const carrier = o.requests[1]!.messages.at(-1)!
+      assert.strictEqual(carrier.type, "human")
+      assert.isTrue(M.isHidden(carrier))
+      assert.include(M.text(carrier), "from screenshot")
+      assert.deepStrictEqual(imagesIn(carrier), [{ type: "image_url", image_url: { url } }])
+      // the third request carries the second result's image only: the first one was read already
+      const third = o.requests[2]!.messages
+      assert.strictEqual(third.filter((m) => m.type === "human" && M.isHidden(m) && imagesIn(m).length > 0).length, 1)
+      assert.strictEqual(third.at(-1)!.type, "human")
+      // nothing of the carriers is stored
+      assert.isFalse(o.state.messages.some((m) => m.type === "human" && M.isHidden(m) && imagesIn(m).length > 0))
+    }).pipe(H.withStore))
+
   it.effect("an image changed on disk, or past the request's byte budget, is a line instead of pixels", () =>
     Effect.gen(function*() {
       const dir = tempDir("antler-view-")

@@ -28,6 +28,7 @@ import type { ThreadStatus } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Redact from "../../src/state/Redact.js"
 import * as TS from "../../src/state/ThreadState.js"
+import { antlerCommand } from "../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -93,7 +94,7 @@ const antler = (
   cwd = home,
   input?: string
 ) =>
-  spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+  spawn(process.execPath, [...antlerCommand, ...args], {
     env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: QUIET_CONFIG, ...extra }),
     cwd,
     ...(input === undefined ? {} : { input })
@@ -310,7 +311,7 @@ describe("antler demo", () => {
       // Where `unshare` and `ip` work (root on Linux), the demo runs in a network namespace with only loopback.
       const offline = ChildProcess.spawnSync("unshare", ["-n", "sh", "-c", "ip link set lo up"]).status === 0
       const script = `ip link set lo up && exec "$0" "$@"`
-      const inNamespace = ["-n", "sh", "-c", script, process.execPath, "--import", TSX, MAIN]
+      const inNamespace = ["-n", "sh", "-c", script, process.execPath, ...antlerCommand]
       const command = offline
         ? spawn("unshare", [...inNamespace, "demo"], { env: childEnv({ ANTLER_HOME: demoHome }), cwd: demoHome })
         : antler(demoHome, ["demo"])
@@ -775,7 +776,7 @@ describe("threads you can find again", () => {
       const [a, b] = [tempDir("antler-cwd-a-"), tempDir("antler-cwd-b-")]
       const inDir = (cwd: string, args: ReadonlyArray<string>) =>
         Effect.promise(() =>
-          spawn(process.execPath, ["--import", TSX, MAIN, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
+          spawn(process.execPath, [...antlerCommand, ...args], { env: childEnv({ HOME: user, ANTLER_CONFIG: QUIET_CONFIG }), cwd }).done
         )
       const endpoint = ["--base-url", server.url, "--api-key", "x"]
       const first = yield* inDir(a, ["run", ...endpoint, "Capital of France?"])
@@ -930,7 +931,10 @@ describe("context commands", () => {
       const server = yield* ScriptedChatServer.start([
         todos(["in_progress", "pending"]),
         todos(["completed", "in_progress"]),
-        "Route found; packing next."
+        "Route found; packing next.",
+        // an answer with open items is asked again (Todo's completion reminder, at most twice a run)
+        "Packing is still open: it needs your gear list.",
+        "Packing is still open: it needs your gear list."
       ])
       const planHome = tempDir("antler-plan-")
       const run = yield* antlerDone(planHome, [
@@ -1082,11 +1086,25 @@ describe("checking the command line", () => {
       ["--config", true],
       ["--file", true],
       ["--plan", false],
+      ["--agent", true],
+      ["--subagents", false],
       ["--json", false],
       ["--verbose", false]
     ])
     assert.isTrue(run.args)
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands), ["run", "threads", "upload", "tools", "skills", "memory", "demo"])
+    assert.deepStrictEqual(
+      Object.keys(Cli.commandSpec.subcommands),
+      ["run", "threads", "upload", "tools", "skills", "memory", "agents", "serve", "demo"]
+    )
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.agents!.subcommands), ["list", "show", "create"])
+    assert.deepStrictEqual(Object.entries(Cli.commandSpec.subcommands.agents!.subcommands.create!.options), [
+      ["--thread", true],
+      ["--model", true],
+      ["--base-url", true],
+      ["--api-key", true],
+      ["--config", true],
+      ["--verbose", false]
+    ])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
   })
@@ -1104,6 +1122,7 @@ describe("checking the command line", () => {
         ["--version"],
         ["threads", "show", "t1", "--json"],
         ["upload", "t1", "a.txt", "b.txt"],
+        ["serve", "--host", "127.0.0.1", "--port", "0", "--config", "c.yaml"],
         []
       ]
     ) assert.strictEqual(problem(...line), undefined, line.join(" "))
@@ -1120,7 +1139,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
-        "--config, --file, --plan, --json, --verbose.\n" +
+        "--config, --file, --plan, --agent, --subagents, --json, --verbose.\n" +
         "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
@@ -1135,7 +1154,12 @@ describe("checking the command line", () => {
       )
     }
     assert.include(problem("rnu", "hi")!, "antler: unknown command rnu; did you mean run?")
-    assert.include(problem("serve")!, "antler: unknown command serve. Commands: run, threads, upload, tools, skills, memory, demo.")
+    assert.include(
+      problem("deploy")!,
+      "antler: unknown command deploy. Commands: run, threads, upload, tools, skills, memory, agents, serve, demo."
+    )
+    assert.include(problem("serv")!, "antler: unknown command serv; did you mean serve?")
+    assert.include(problem("serve", "--prot", "8001")!, "antler serve: unknown option --prot; did you mean --port?")
     assert.include(problem("constructor")!, "antler: unknown command constructor.")
   })
 
@@ -1439,6 +1463,9 @@ describe("Render.human", () => {
     assert.isTrue(Render.discardable(end as RunEndEvent, render.replied(), true))
     assert.isFalse(Render.discardable(end as RunEndEvent, render.replied(), false))
     assert.isFalse(Render.discardable(end as RunEndEvent, true, true))
+    // a run refused because another run holds the thread: the thread (and its files) are the other run's
+    const busy = { ...end, error: { name: "ThreadBusy", message: "Thread t already has a run in progress" } }
+    assert.isFalse(Render.discardable(busy as RunEndEvent, false, true))
   })
 
   it("--json sends the user's message once, as stored (the run writes it, then stamps it with the same id)", () => {

@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as CustomAgents from "../../src/programs/CustomAgents.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -140,6 +141,55 @@ describe("Factory: the service", () => {
       assert.strictEqual(planned.order[at + 1], "TokenUsage")
       // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
       assert.strictEqual(planned.systemPrompt, plain.systemPrompt)
+    }))
+
+  it.scoped("subagents and custom agents: agents of their own, the limits and the agent's files in the prompt", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-factory-agents-")
+      const layer = Factory.layer({ models }).pipe(
+        Layer.provide(Layer.succeed(ModelService, ScriptedModel.make(() => "ok"))),
+        Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+        Layer.provide(ConfigFile.layerFromObject({ subagents: { max_total_per_run: 4 } }, { home }))
+      )
+      const factory = Context.get(yield* Layer.build(layer), Factory.AgentFactory)
+      const plain = yield* factory.agent(yield* factory.resolve({}))
+      assert.notInclude(plain.tools.map((t) => t.name), "task")
+
+      // subagents: the task tool, SubagentLimit, and the prompt stating the limits it enforces
+      const delegating = yield* factory.resolve({ subagent_enabled: true, max_concurrent_subagents: 2 })
+      assert.deepStrictEqual(delegating.subagents, { enabled: true, maxConcurrent: 2, maxTotal: 4 })
+      const withTask = yield* factory.agent(delegating)
+      assert.notStrictEqual(withTask, plain)
+      assert.include(withTask.tools.map((t) => t.name), "task")
+      assert.include(withTask.order, "SubagentLimit")
+      assert.include(withTask.systemPrompt, "MAXIMUM 2 `task` CALLS PER RESPONSE")
+      assert.include(withTask.systemPrompt, "MAXIMUM 4 `task` CALLS PER RUN")
+      assert.include(withTask.systemPrompt, "- general-purpose: ")
+
+      // a custom agent: its model, tool groups, skills and SOUL from its files; update_agent; no group-less bash
+      yield* CustomAgents.save(home, "default", "ada", {
+        config: { description: "Ada", model: "deep", tool_groups: ["file:read"], skills: [] },
+        soul: "I am Ada."
+      })
+      const ada = yield* factory.resolve({ agent_name: "ada" })
+      assert.deepStrictEqual([ada.modelName, ada.agentName, ada.toolGroups], ["deep", "ada", ["file:read"]])
+      const adaAgent = yield* factory.agent(ada)
+      const names = adaAgent.tools.map((t) => t.name)
+      assert.includeMembers(names, ["read_file", "update_agent"])
+      assert.notInclude(names, "bash")
+      assert.include(adaAgent.systemPrompt, "You are ada,")
+      assert.include(adaAgent.systemPrompt, "<soul>\nI am Ada.\n</soul>")
+      assert.include(adaAgent.systemPrompt, "<self_update>")
+      // what update_agent (or anyone) changes in its files is the next run's agent
+      yield* CustomAgents.save(home, "default", "ada", {
+        config: { description: "Ada", model: "deep", tool_groups: ["file:read"], skills: [] },
+        soul: "I am Ada, shorter."
+      })
+      const changed = yield* factory.agent(yield* factory.resolve({ agent_name: "ada" }))
+      assert.include(changed.systemPrompt, "I am Ada, shorter.")
+      // a name with no agent behind it is a settings error naming it
+      const missing = yield* Effect.flip(factory.resolve({ agent_name: "nobody" }))
+      assert.match(missing.message, /^agent_name: .*nobody/)
     }))
 
   it.scoped("settings that do not decode end the run at once, readably", () =>

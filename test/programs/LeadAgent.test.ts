@@ -53,12 +53,14 @@ describe("the lead chain as data", () => {
     assert.deepStrictEqual(LeadAgent.order({ config: defaults() }), [
       "InputSanitization",
       "ToolOutputBudget",
+      "ToolResultSanitization",
       "ThreadData",
       "Uploads",
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
       "SandboxAudit",
+      "ReadBeforeWrite",
       "ToolErrorHandling",
       "DynamicContext",
       "SkillActivation",
@@ -70,12 +72,37 @@ describe("the lead chain as data", () => {
       "SystemMessageCoalescing",
       "LoopDetection",
       "TokenBudget",
+      "TerminalResponse",
       "ModelLengthFinishReason",
       "SafetyFinishReason",
       "ClarificationMiddleware"
     ])
     const chain = LeadAgent.chain({ config: defaults() })
     assert.isTrue(Either.isRight(Chain.validate(chain)))
+  })
+
+  it("read_before_write and tool_progress switch their entries; tool progress stays outside error handling", () => {
+    const config = { ...defaults(), read_before_write: { enabled: false } }
+    assert.notInclude(LeadAgent.order({ config }), "ReadBeforeWrite")
+    const progress = { ...defaults(), tool_progress: { ...defaults().tool_progress, enabled: true } }
+    const order = LeadAgent.order({ config: progress })
+    assert.deepStrictEqual(order.slice(order.indexOf("SandboxAudit"), order.indexOf("ToolErrorHandling") + 1), [
+      "SandboxAudit",
+      "ReadBeforeWrite",
+      "ToolProgress",
+      "ToolErrorHandling"
+    ])
+    const chain = LeadAgent.chain({ config: progress })
+    const entry = chain.find((e) => e.name === "ToolProgress")!
+    const moved = Either.getOrThrow(Chain.insert(
+      Either.getOrThrow(Chain.drop(chain, "ToolProgress")),
+      { after: "ToolErrorHandling" },
+      entry
+    ))
+    const error = Either.getLeft(Chain.validate(moved)).pipe((o) => o._tag === "Some" ? o.value : assert.fail("valid"))
+    assert.strictEqual(error.entry, "ToolProgress")
+    assert.strictEqual(error.other, "ToolErrorHandling")
+    assert.include(error.message, "deerflow_tool_meta")
   })
 
   it("a chain that breaks a declared fact is refused with both entries and the reason", () => {
@@ -122,6 +149,13 @@ describe("LeadAgent.layer", () => {
       const error = Exit.isFailure(exit) ? exit.cause : undefined
       assert.include(String(error), "ChainError")
       assert.include(String(error), "InputSanitization must stand first (outermost), but Outer is outside it")
+    }))
+
+  it.scoped("subagents without a SubagentRunner in the app fail when the agent is built, saying what to provide", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(buildAgent(agentLayer(["hi"], { subagents: { maxConcurrent: 2 } })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "provide Subagents.layer()")
     }))
 
   it.scoped("a request passes the real chain's entries in the declared order, and tool calls theirs", () =>

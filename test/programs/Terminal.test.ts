@@ -11,13 +11,10 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as Terminal from "../../src/programs/Terminal.js"
+import { antlerCommand } from "../support/cli.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const MAIN = Path.join(ROOT, "src/programs/main.ts")
-const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 const SLOW = 180_000
 
 const CLEAR = "\r\x1b[2K"
@@ -108,7 +105,7 @@ describe("antler run in a terminal", () => {
       const home = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-tty-")))
       const config = Path.join(home, "config.yaml")
       Fs.writeFileSync(config, "sandbox:\n  allow_host_bash: true\n")
-      const argv = [process.execPath, "--import", TSX, MAIN, "run", "--config", config, "--base-url", server.url]
+      const argv = [process.execPath, ...antlerCommand, "run", "--config", config, "--base-url", server.url]
       const command = [...argv, "--api-key", "x", "--thread", "tty", "go"].map(shellQuote).join(" ")
       // `script` gives the command a pseudo-terminal; what it shows comes out on script's stdout.
       const child = ChildProcess.spawn("script", ["-qec", command, "/dev/null"], {
@@ -171,7 +168,7 @@ describe("antler run in a terminal", () => {
       const config = Path.join(home, "config.yaml")
       Fs.writeFileSync(config, "sandbox:\n  allow_host_bash: true\n")
       const child = ChildProcess.spawn(process.execPath, [
-        "--import", TSX, MAIN, "run", "--config", config, "--base-url", server.url, "--api-key", "x", "go"
+        ...antlerCommand, "run", "--config", config, "--base-url", server.url, "--api-key", "x", "go"
       ], { env: childEnv({ ANTLER_HOME: home, NO_COLOR: "" }), cwd: home, stdio: ["ignore", "pipe", "pipe"] })
       let stdout = ""
       child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))

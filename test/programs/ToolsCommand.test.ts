@@ -10,12 +10,11 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { fileURLToPath } from "node:url"
 import * as Servers from "../support/mcpServers.js"
+import { antlerCommand } from "../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const MAIN = Path.join(ROOT, "src/programs/main.ts")
-const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
 const FIXTURE = Path.join(ROOT, "test/fixtures/deerflow/config.example.yaml")
 const SLOW = 180_000
 
@@ -34,7 +33,7 @@ const antler = (args: ReadonlyArray<string>, cwd: string, extra: Record<string, 
       for (const [key, value] of Object.entries(process.env)) {
         if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_") && !key.startsWith("DEER_FLOW")) env[key] = value
       }
-      const child = ChildProcess.spawn(process.execPath, ["--import", TSX, MAIN, ...args], {
+      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
         cwd,
         env: { ...env, NO_COLOR: "1", ANTLER_HOME: Path.join(cwd, "home"), ...extra },
         stdio: ["ignore", "pipe", "pipe"]

@@ -336,6 +336,16 @@ describe("skill_context reducer", () => {
   })
 })
 
+// Ids from a small pool, so updates collide with the ledger; any status, terminal or not.
+const delegationArb: FC.Arbitrary<TS.DelegationEntry> = FC.tuple(
+  Arbitrary.make(TS.DelegationEntry),
+  FC.constantFrom("c1", "c2", "c3", "c4")
+).map(([entry, id]) => ({ ...entry, id }))
+const ledgerArb = FC.array(delegationArb, { maxLength: 8 }).map((entries) =>
+  R.mergeDelegations([], entries)
+)
+const goalArb = Arbitrary.make(TS.GoalState)
+
 const updateArb: FC.Arbitrary<TS.StateUpdate> = FC.record(
   {
     messages: FC.array(messageArb, { maxLength: 3 }),
@@ -349,10 +359,89 @@ const updateArb: FC.Arbitrary<TS.StateUpdate> = FC.record(
     token_usage: FC.array(
       FC.record({ model: FC.constantFrom("a", "b"), input_tokens: FC.nat(99), output_tokens: FC.nat(99), total_tokens: FC.nat(200) }),
       { maxLength: 2 }
-    )
+    ),
+    delegations: FC.option(FC.array(delegationArb, { maxLength: 3 }), { nil: null }),
+    goal: FC.option(FC.oneof(goalArb, FC.constant({ clear: true as const })), { nil: null })
   },
   { requiredKeys: [] }
 )
+
+
+describe("delegations reducer", () => {
+  it.prop("a terminal status is never downgraded", [ledgerArb, FC.array(delegationArb, { maxLength: 6 })], ([ledger, update]) => {
+    const merged = R.mergeDelegations(ledger, update)
+    for (const before of ledger) {
+      const after = merged.find((e) => e.id === before.id)
+      if (after !== undefined && R.isTerminal(before.status)) assert.isTrue(R.isTerminal(after.status))
+    }
+  })
+
+  it.prop("one entry per id, first-seen order, created_at and a missing run_id kept from the first", [
+    ledgerArb,
+    FC.array(delegationArb, { maxLength: 6 })
+  ], ([ledger, update]) => {
+    const merged = R.mergeDelegations(ledger, update)
+    const ids = merged.map((e) => e.id)
+    assert.strictEqual(new Set(ids).size, ids.length)
+    const firstSeen = [...new Set([...ledger, ...update].map((e) => e.id))]
+    assert.deepStrictEqual(ids, firstSeen)
+    for (const before of ledger) {
+      const after = merged.find((e) => e.id === before.id)!
+      assert.strictEqual(after.created_at, before.created_at)
+      if (before.run_id !== undefined) assert.isDefined(after.run_id)
+    }
+  })
+
+  it.prop("a later entry replaces an earlier one unless that would downgrade it", [ledgerArb, delegationArb], ([ledger, entry]) => {
+    const before = ledger.find((e) => e.id === entry.id)
+    const after = R.mergeDelegations(ledger, [entry]).find((e) => e.id === entry.id)!
+    if (before !== undefined && R.isTerminal(before.status) && !R.isTerminal(entry.status)) {
+      assert.strictEqual(after, before)
+    } else {
+      assert.strictEqual(after.status, entry.status)
+      assert.strictEqual(after.result_brief, entry.result_brief)
+    }
+  })
+
+  it.prop("null and [] keep the same array; merging the same update twice changes nothing more", [
+    ledgerArb,
+    FC.array(delegationArb, { maxLength: 6 })
+  ], ([ledger, update]) => {
+    assert.strictEqual(R.mergeDelegations(ledger, null), ledger)
+    assert.strictEqual(R.mergeDelegations(ledger, []), ledger)
+    const once = R.mergeDelegations(ledger, update)
+    assert.deepStrictEqual(R.mergeDelegations(once, update), once)
+  })
+
+  it("keeps the newest 50 entries", () => {
+    const entries = Array.from({ length: 60 }, (_, i): TS.DelegationEntry => ({
+      id: `t${i}`,
+      description: `task ${i}`,
+      subagent_type: "general-purpose",
+      status: "completed",
+      created_at: "2026-01-01T00:00:00.000Z"
+    }))
+    const merged = R.mergeDelegations([], entries)
+    assert.lengthOf(merged, R.MAX_DELEGATIONS)
+    assert.strictEqual(merged[0]!.id, "t10")
+    assert.strictEqual(merged.at(-1)!.id, "t59")
+  })
+})
+
+describe("goal reducer", () => {
+  it.prop("null keeps, a goal replaces, { clear: true } removes", [FC.option(goalArb, { nil: null }), goalArb], ([existing, goal]) => {
+    assert.strictEqual(R.mergeGoal(existing, null), existing)
+    assert.strictEqual(R.mergeGoal(existing, undefined), existing)
+    assert.strictEqual(R.mergeGoal(existing, goal), goal)
+    assert.isNull(R.mergeGoal(existing, { clear: true }))
+  })
+
+  it("threads saved before the ledger and the goal existed decode with an empty ledger and no goal", () => {
+    const { delegations: _, goal: __, ...old } = TS.empty
+    const state = Schema.decodeUnknownSync(TS.ThreadState)(old)
+    assert.deepStrictEqual([state.delegations, state.goal], [[], null])
+  })
+})
 
 const isThreadState = Schema.is(TS.ThreadState)
 

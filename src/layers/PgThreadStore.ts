@@ -1,0 +1,522 @@
+/**
+ * The ThreadStore on PostgreSQL (`@effect/sql-pg`), so several `antler serve` processes (or apps) share threads.
+ * Chosen by `database.url` in `config.yaml`. Same semantics as the SQLite store, checked by the same
+ * conformance suite: a checkpoint is the JSON text of one completed step's updates (text, not `jsonb`, so a
+ * NUL character or a key order a provider sent survives), appended in one transaction; `load` folds them
+ * through the reducers after decoding each with Schema; a thread has one active run at a time through a lease
+ * row taken under a row lock.
+ *
+ * Tables are prefixed `antler_` so the store can live in a database other programs use. Appends to one thread
+ * lock its row first, so their `seq` order is their commit order even when two processes append at once.
+ * A database written by a newer build (a higher schema version) is refused rather than misread.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { StoreError } from "../services/RunContext.js"
+import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import * as Redact from "../state/Redact.js"
+import type * as TS from "../state/ThreadState.js"
+import {
+  checkpointRecords,
+  encodeUpdates,
+  foldCheckpoints,
+  formatParseError,
+  mergeMetadata,
+  MetadataText,
+  RunRow,
+  ThreadRow,
+  threadSummary,
+  titleOf
+} from "./SqliteThreadStore.js"
+
+/** Options of the Postgres store. */
+export interface Options {
+  /** `postgres://user:password@host:port/database` (a secret: it is never printed). */
+  readonly url: string | Redacted.Redacted<string>
+  /** Most connections the store's pool opens (default 10). */
+  readonly maxConnections?: number | undefined
+  /** What never reaches the database (see `SqliteThreadStore.Options.redact`). */
+  readonly redact?: Redact.Redactor | undefined
+}
+
+/**
+ * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
+ * SQLite store's tables as of its version 4.
+ */
+export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
+  [
+    `CREATE TABLE antler_threads (
+      thread_id TEXT PRIMARY KEY,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      title TEXT,
+      owner TEXT,
+      metadata TEXT,
+      ord BIGSERIAL
+    )`,
+    `CREATE TABLE antler_checkpoints (
+      seq BIGSERIAL PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updates TEXT NOT NULL
+    )`,
+    `CREATE INDEX antler_checkpoints_by_thread ON antler_checkpoints (thread_id, seq)`,
+    `CREATE TABLE antler_runs (
+      run_id TEXT PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      status TEXT NOT NULL,
+      stop_reason TEXT,
+      started_at TEXT NOT NULL,
+      ended_at TEXT,
+      error TEXT,
+      metadata TEXT,
+      ord BIGSERIAL
+    )`,
+    `CREATE INDEX antler_runs_by_thread ON antler_runs (thread_id, started_at)`,
+    `CREATE INDEX antler_runs_by_status ON antler_runs (status)`,
+    `CREATE TABLE antler_leases (
+      thread_id TEXT PRIMARY KEY,
+      run_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`
+  ]
+]
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = migrations.length
+
+// An arbitrary constant: the advisory lock that serialises migrations of processes starting at once.
+const MIGRATION_LOCK = 7_246_114_337
+
+const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_at, error, metadata`
+const LAST_CHECKPOINT_AT =
+  `(SELECT c.created_at FROM antler_checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
+const LAST_RUN = (column: string) =>
+  `(SELECT r.${column} FROM antler_runs r WHERE r.thread_id = t.thread_id
+    ORDER BY r.started_at DESC, r.ord DESC LIMIT 1)`
+const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at, COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at,
+  (SELECT COUNT(*) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id) AS checkpoints, t.owner, t.metadata,
+  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
+const THREADS_FROM = `antler_threads t LEFT JOIN antler_leases l ON l.thread_id = t.thread_id`
+
+const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRow))
+const decodeRunRows = Schema.decodeUnknownEither(Schema.Array(RunRow))
+const decodeMetadata = Schema.decodeUnknownEither(MetadataText)
+const LeaseRow = Schema.Struct({
+  run_id: Schema.String,
+  owner: Schema.String,
+  expires_at: Schema.Union(Schema.Number, Schema.NumberFromString)
+})
+const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
+
+const decodeRows = <A>(
+  decode: (rows: unknown) => Either.Either<A, ParseResult.ParseError>,
+  rows: unknown,
+  operation: string,
+  what: string
+): Effect.Effect<A, StoreError> =>
+  Either.match(decode(rows), {
+    onLeft: (error) =>
+      Effect.fail(new StoreError({ operation, message: `${what} has an unreadable row: ${formatParseError(error)}` })),
+    onRight: Effect.succeed
+  })
+
+const pgMessage = (error: SqlError): string => {
+  const cause: unknown = error.cause
+  const detail = cause instanceof Error ? cause.message : undefined
+  return detail !== undefined && detail !== "" ? detail : error.message
+}
+
+const toStoreError = (operation: string, what: string) => (error: SqlError | StoreError): StoreError =>
+  error._tag === "StoreError"
+    ? error
+    : new StoreError({ operation, message: `${what}: ${pgMessage(error)}`, cause: error })
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+/** Where a URL points, without its credentials (for messages). */
+export const describeUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    return `postgres database ${parsed.pathname.replace(/^\//, "") || "(default)"} at ${parsed.hostname}` +
+      (parsed.port ? `:${parsed.port}` : "")
+  } catch {
+    return "the postgres database (database.url is not a URL)"
+  }
+}
+
+/** Opens the store (creating and migrating its tables when needed); closed with the scope. */
+export const make = (options: Options): Effect.Effect<ThreadStore["Type"], StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
+    const where = describeUrl(Redacted.value(url))
+    const redactor = options.redact ?? Redact.none
+    const sql: SqlClient.SqlClient = yield* PgClient.make({
+      url,
+      maxConnections: options.maxConnections ?? 10,
+      applicationName: "antler",
+      connectTimeout: "10 seconds"
+    }).pipe(
+      Effect.provide(Reactivity.layer),
+      Effect.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const error = Cause.squash(cause)
+        const detail = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
+        return Effect.fail(
+          new StoreError({ operation: "open", message: `Cannot open ${where}: ${detail}`, cause: error })
+        )
+      })
+    )
+
+    const run = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
+      Effect.mapError(body, toStoreError(operation, what))
+    const transaction = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
+      run(sql.withTransaction(body), operation, what)
+    /** A read transaction that sees one snapshot of the database. */
+    const snapshot = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
+      transaction(Effect.zipRight(sql.unsafe("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), body), operation, what)
+    const q = (text: string, params: ReadonlyArray<unknown> = []) =>
+      sql.unsafe<{ readonly [column: string]: unknown; readonly seq: unknown; readonly updates: unknown }>(
+        text,
+        params as Array<unknown>
+      )
+
+    yield* transaction(
+      Effect.gen(function*() {
+        yield* q(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
+        yield* q(`CREATE TABLE IF NOT EXISTS antler_schema (version INTEGER NOT NULL)`)
+        const rows = yield* q(`SELECT version FROM antler_schema`)
+        const version = rows.length === 0 ? 0 : Number(rows[0]!.version)
+        if (version > SCHEMA_VERSION) {
+          return yield* new StoreError({
+            operation: "open",
+            message: `Cannot open ${where}: it has schema version ${version}, written by a newer Antler; ` +
+              `this build reads up to ${SCHEMA_VERSION}`
+          })
+        }
+        for (let v = version; v < SCHEMA_VERSION; v++) for (const statement of migrations[v]!) yield* q(statement)
+        if (rows.length === 0) yield* q(`INSERT INTO antler_schema (version) VALUES ($1)`, [SCHEMA_VERSION])
+        else if (version < SCHEMA_VERSION) yield* q(`UPDATE antler_schema SET version = $1`, [SCHEMA_VERSION])
+      }),
+      "open",
+      `Cannot migrate ${where}`
+    )
+
+    const now = Effect.map(Clock.currentTimeMillis, iso)
+    const ensureThread = (threadId: string, at: string, owner: string | null = null, metadata: string | null = null) =>
+      q(
+        `INSERT INTO antler_threads (thread_id, created_at, updated_at, owner, metadata) VALUES ($1, $2, $2, $3, $4)
+          ON CONFLICT (thread_id) DO NOTHING`,
+        [threadId, at, owner, metadata]
+      )
+
+    const ensure: ThreadStore["Type"]["ensure"] = (threadId, init) =>
+      Effect.flatMap(now, (at) =>
+        run(
+          ensureThread(
+            threadId,
+            at,
+            init?.owner ?? null,
+            init?.metadata === undefined ? null : JSON.stringify(init.metadata)
+          ),
+          "ensure",
+          `Cannot create thread "${threadId}"`
+        ))
+
+    const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
+      Effect.suspend(() => {
+        let updates: ReadonlyArray<TS.StateUpdate> = given
+        let text = encodeUpdates(updates)
+        if (Either.isRight(text) && redactor.test(text.right)) {
+          updates = redactor.value(updates)
+          text = encodeUpdates(updates)
+        }
+        if (Either.isLeft(text)) {
+          return Effect.fail(
+            new StoreError({
+              operation: "append",
+              message: `Cannot save a checkpoint of thread "${threadId}": the step's updates ${text.left}`
+            })
+          )
+        }
+        const body = text.right
+        const title = titleOf(updates)
+        return Effect.flatMap(now, (at) =>
+          transaction(
+            Effect.gen(function*() {
+              yield* ensureThread(threadId, at)
+              // one appender of a thread at a time: seq order is commit order
+              yield* q(`SELECT 1 FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
+              yield* q(
+                `INSERT INTO antler_checkpoints (thread_id, run_id, created_at, updates) VALUES ($1, $2, $3, $4)`,
+                [threadId, runId, at, body]
+              )
+              yield* title === undefined
+                ? q(`UPDATE antler_threads SET updated_at = $2 WHERE thread_id = $1`, [threadId, at])
+                : q(`UPDATE antler_threads SET updated_at = $2, title = $3 WHERE thread_id = $1`, [threadId, at, title])
+            }),
+            "append",
+            `Cannot save a checkpoint of thread "${threadId}"`
+          ))
+      })
+
+    const load: ThreadStore["Type"]["load"] = (threadId) =>
+      Effect.gen(function*() {
+        const read = yield* snapshot(
+          Effect.gen(function*() {
+            const threads = yield* q(`SELECT thread_id FROM antler_threads WHERE thread_id = $1`, [threadId])
+            const checkpoints = yield* q(
+              `SELECT seq, updates FROM antler_checkpoints WHERE thread_id = $1 ORDER BY seq`,
+              [threadId]
+            )
+            const runs = yield* q(
+              `SELECT ${RUN_COLUMNS} FROM antler_runs WHERE thread_id = $1 ORDER BY started_at, ord`,
+              [threadId]
+            )
+            return { threads, checkpoints, runs }
+          }),
+          "load",
+          `Cannot load thread "${threadId}"`
+        )
+        if (read.threads.length === 0 && read.checkpoints.length === 0) return Option.none<LoadedThread>()
+        const state = yield* foldCheckpoints(threadId, read.checkpoints)
+        const records: ReadonlyArray<RunRecord> = yield* decodeRows(
+          decodeRunRows,
+          read.runs,
+          "load",
+          `The run table of thread "${threadId}"`
+        )
+        return Option.some<LoadedThread>({
+          thread_id: threadId,
+          state,
+          checkpoints: read.checkpoints.length,
+          runs: records
+        })
+      })
+
+    const saveRun: ThreadStore["Type"]["saveRun"] = (record) =>
+      Effect.flatMap(now, (at) =>
+        transaction(
+          Effect.zipRight(
+            ensureThread(record.thread_id, at),
+            q(
+              `INSERT INTO antler_runs (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
+                stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
+                error = COALESCE(excluded.error, antler_runs.error),
+                metadata = COALESCE(excluded.metadata, antler_runs.metadata)`,
+              [
+                record.run_id,
+                record.thread_id,
+                record.status,
+                record.stop_reason,
+                record.started_at,
+                record.ended_at,
+                record.error ?? null,
+                record.metadata == null ? null : JSON.stringify(record.metadata)
+              ]
+            )
+          ),
+          "saveRun",
+          `Cannot save run "${record.run_id}" of thread "${record.thread_id}"`
+        ))
+
+    const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
+      const rows = yield* run(
+        q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.ord DESC`),
+        "list",
+        "Cannot list threads"
+      )
+      const millis = yield* Clock.currentTimeMillis
+      return (yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")).map((row) =>
+        threadSummary(row, millis)
+      )
+    })
+
+    const info: ThreadStore["Type"]["info"] = (threadId) =>
+      Effect.gen(function*() {
+        const rows = yield* run(
+          q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = $1`, [threadId]),
+          "info",
+          `Cannot read thread "${threadId}"`
+        )
+        const threads = yield* decodeRows(decodeThreadRows, rows, "info", "The thread table")
+        const millis = yield* Clock.currentTimeMillis
+        return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, millis))
+      })
+
+    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
+      Effect.flatMap(now, (at) =>
+        transaction(
+          Effect.gen(function*() {
+            const rows = yield* q(`SELECT metadata FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
+            if (rows.length === 0) return false
+            const current = yield* decodeRows(
+              decodeMetadata,
+              rows[0]!.metadata,
+              "patchMetadata",
+              `Thread "${threadId}"`
+            )
+            yield* q(`UPDATE antler_threads SET metadata = $2, updated_at = $3 WHERE thread_id = $1`, [
+              threadId,
+              JSON.stringify(mergeMetadata(current ?? {}, patch)),
+              at
+            ])
+            return true
+          }),
+          "patchMetadata",
+          `Cannot update the metadata of thread "${threadId}"`
+        ))
+
+    const deleteThread: ThreadStore["Type"]["delete"] = (threadId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (millis) =>
+        transaction(
+          Effect.gen(function*() {
+            // the lease row (when there is one) locked: its run cannot renew it while the thread is deleted
+            const leases = yield* q(
+              `SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR UPDATE`,
+              [threadId]
+            )
+            const [holder] = yield* decodeRows(decodeLeaseRows, leases, "delete", "The lease table")
+            if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now: millis })) {
+              return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
+            }
+            yield* q(`DELETE FROM antler_checkpoints WHERE thread_id = $1`, [threadId])
+            yield* q(`DELETE FROM antler_runs WHERE thread_id = $1`, [threadId])
+            yield* q(`DELETE FROM antler_leases WHERE thread_id = $1`, [threadId])
+            const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
+            return deleted.length > 0
+          }),
+          "delete",
+          `Cannot delete thread "${threadId}"`
+        ))
+
+    const checkpoints: ThreadStore["Type"]["checkpoints"] = (threadId) =>
+      Effect.gen(function*() {
+        const rows = yield* run(
+          q(
+            `SELECT seq, run_id, created_at, updates FROM antler_checkpoints WHERE thread_id = $1 ORDER BY seq`,
+            [threadId]
+          ),
+          "checkpoints",
+          `Cannot read the checkpoints of thread "${threadId}"`
+        )
+        return yield* checkpointRecords(threadId, rows)
+      })
+
+    const rollback: ThreadStore["Type"]["rollback"] = (threadId, runId) =>
+      transaction(
+        Effect.gen(function*() {
+          yield* q(`SELECT 1 FROM antler_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
+          const deleted = yield* q(
+            `DELETE FROM antler_checkpoints WHERE thread_id = $1 AND run_id = $2 RETURNING seq`,
+            [threadId, runId]
+          )
+          const rows = yield* q(
+            `SELECT seq, updates FROM antler_checkpoints WHERE thread_id = $1 ORDER BY seq`,
+            [threadId]
+          )
+          const state = yield* foldCheckpoints(threadId, rows)
+          yield* q(`UPDATE antler_threads SET title = $2 WHERE thread_id = $1`, [threadId, state.title])
+          return deleted.length
+        }),
+        "rollback",
+        `Cannot roll back run "${runId}" of thread "${threadId}"`
+      )
+
+    const runs: ThreadStore["Type"]["runs"] = (filter) =>
+      Effect.gen(function*() {
+        const where: Array<string> = []
+        const params: Array<string> = []
+        const add = (column: string, value: string | undefined) => {
+          if (value === undefined) return
+          params.push(value)
+          where.push(`${column} = $${params.length}`)
+        }
+        add("thread_id", filter.threadId)
+        add("run_id", filter.runId)
+        add("status", filter.status)
+        const rows = yield* run(
+          q(
+            `SELECT ${RUN_COLUMNS} FROM antler_runs${where.length > 0 ? ` WHERE ${where.join(" AND ")}` : ""} ` +
+              `ORDER BY started_at, ord`,
+            params
+          ),
+          "runs",
+          "Cannot read runs"
+        )
+        return yield* decodeRows(decodeRunRows, rows, "runs", "The run table")
+      })
+
+    const owner = leaseOwner()
+    const acquireLease: ThreadStore["Type"]["acquireLease"] = (request) =>
+      transaction(
+        Effect.gen(function*() {
+          const expires = request.now + request.ttlMs
+          const inserted = yield* q(
+            `INSERT INTO antler_leases (thread_id, run_id, owner, expires_at) VALUES ($1, $2, $3, $4)
+              ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id`,
+            [request.threadId, request.runId, owner, expires]
+          )
+          if (inserted.length > 0) return undefined
+          // the row exists: lock it, then decide
+          const rows = yield* q(`SELECT run_id, owner, expires_at FROM antler_leases WHERE thread_id = $1 FOR UPDATE`, [
+            request.threadId
+          ])
+          const [holder] = yield* decodeRows(decodeLeaseRows, rows, "lease", "The lease table")
+          if (leaseBlocks(holder, request)) return holder
+          yield* q(`UPDATE antler_leases SET run_id = $2, owner = $3, expires_at = $4 WHERE thread_id = $1`, [
+            request.threadId,
+            request.runId,
+            owner,
+            expires
+          ])
+          return undefined
+        }),
+        "lease",
+        `Cannot take the lease of thread "${request.threadId}"`
+      )
+
+    const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
+      Effect.asVoid(run(
+        q(`DELETE FROM antler_leases WHERE thread_id = $1 AND run_id = $2`, [threadId, runId]),
+        "lease",
+        `Cannot release the lease of thread "${threadId}"`
+      ))
+
+    return ThreadStore.of({
+      ensure,
+      info,
+      patchMetadata,
+      delete: deleteThread,
+      checkpoints,
+      rollback,
+      runs,
+      load,
+      append,
+      saveRun,
+      list,
+      acquireLease,
+      releaseLease
+    })
+  })
+
+/** A Postgres thread store, opened (and migrated) when the layer is built, closed with it. */
+export const layer = (options: Options): Layer.Layer<ThreadStore, StoreError> =>
+  Layer.scoped(ThreadStore, make(options))

@@ -1,0 +1,234 @@
+/**
+ * ReadBeforeWrite (SPEC §5.11, lead chain slot 12; `read_before_write.enabled`, default on): changing a file
+ * that exists requires having read its current version. It stops blind appends and edits made from a stale
+ * picture of a file (the same section appended five times).
+ *
+ * - A successful `read_file` gets `additional_kwargs.deerflow_read_mark = { path, hash }`: the file's virtual
+ *   path and the sha256 of its whole current content (a ranged read hashes the whole file too). The mark lives
+ *   on the message in the thread, so a summary that drops the read drops the mark with it.
+ * - `write_file` / `str_replace` on a file that exists run only when the latest read mark for that path in the
+ *   thread has the hash of the file as it is now; otherwise the call does not run and the model gets an error
+ *   result saying to read the file again first. Writes never refresh marks, so two edits in a row need a read
+ *   in between. A missing file may be created; when the file cannot be inspected the write goes ahead (fail
+ *   open) and the tool reports its own error.
+ * - Paths are the sandbox's virtual paths (a relative path is taken from the workspace, as the file tools do),
+ *   and files are read through the run's sandbox, as the tools read them.
+ * - The check and the call (and a read and its mark) hold a lock per (thread, path), kept by the agent: the
+ *   calls of one response run concurrently, and two writes must not both pass on one stale mark.
+ */
+import { createHash } from "node:crypto"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import { RunContext, RunState } from "../services/RunContext.js"
+import type { SandboxError } from "../services/Sandbox.js"
+import { absoluteVirtual, SandboxProvider } from "../services/Sandbox.js"
+import type { ToolResult } from "../services/ToolService.js"
+import type { Message, ToolCall } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import * as Middleware from "./Middleware.js"
+import type { ToolMeta } from "./ToolErrorHandling.js"
+import { TOOL_META_KEY } from "./ToolErrorHandling.js"
+
+/** The `additional_kwargs` key of a read mark. */
+export const READ_MARK_KEY = "deerflow_read_mark"
+
+/** Tools whose successful results are marked. */
+export const READ_TOOLS: ReadonlySet<string> = new Set(["read_file"])
+/** Tools that change an existing file only after a read of its current version. */
+export const GATED_WRITE_TOOLS: ReadonlySet<string> = new Set(["write_file", "str_replace"])
+
+/** A read mark: which file was read, and the hash of its whole content then. */
+export interface ReadMark {
+  readonly path: string
+  readonly hash: string
+}
+
+/** The sha256 of a file's text (UTF-8), hex. */
+export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex")
+
+/** The `path` argument of a call, when it is a non-empty string. */
+export const requestedPath = (call: ToolCall): string | undefined => {
+  const path = call.args.path
+  return typeof path === "string" && path !== "" ? path : undefined
+}
+
+/** The path a mark records for a path argument: absolute (relative ones from the workspace) and normalised. */
+export const markPath = (path: string): string => absoluteVirtual(path)
+
+/** The hash of the latest read mark for `path` in the messages (newest first), if any. */
+export const latestMarkHash = (messages: ReadonlyArray<Message>, path: string): string | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!
+    if (message.type !== "tool") continue
+    const mark = message.additional_kwargs?.[READ_MARK_KEY]
+    if (typeof mark !== "object" || mark === null || (mark as { path?: unknown }).path !== path) continue
+    const hash = (mark as { hash?: unknown }).hash
+    return typeof hash === "string" ? hash : undefined
+  }
+  return undefined
+}
+
+/** The number of lines of a text, as read_file counts them (a final newline ends the last line). */
+export const lineCount = (content: string): number => {
+  if (content === "") return 0
+  const lines = content.split(/\r?\n/)
+  return lines[lines.length - 1] === "" ? lines.length - 1 : lines.length
+}
+
+/** What the model reads when a write is blocked. */
+export const blockedText = (tool: string, path: string, lines: number): string => {
+  const size = lines === 1 ? "1 line" : `${lines} lines`
+  const how = lines === 0
+    ? "Call read_file on it"
+    : `Call read_file on it (a range is enough, e.g. start_line=${Math.max(1, lines - 29)}, end_line=${lines} ` +
+      "for its end before an append)"
+  return `Error: ${tool} was not run: ${path} already exists (${size}) and you have not read its current version. ` +
+    "Every write changes the file and makes earlier reads stale, so read it again before each change. " +
+    `${how}, check what is there now, then retry.`
+}
+
+// The metadata is set here: the text has a line count, which keyword classification could read as a status
+// code ("401 lines"), and ToolErrorHandling stands inside this middleware, so it never sees this result.
+const BLOCKED_META: ToolMeta = {
+  status: "error",
+  error_type: null,
+  recoverable_by_model: true,
+  recommended_next_action: "try_alternative",
+  source: "tool_return"
+}
+
+/** The error result of a blocked write. */
+export const blockedResult = (call: ToolCall, path: string, content: string): ToolResult => ({
+  message: M.tool(blockedText(call.name, path, lineCount(content)), call.id, {
+    name: call.name,
+    status: "error",
+    additional_kwargs: { [TOOL_META_KEY]: BLOCKED_META }
+  })
+})
+
+/** The result with a read mark on its message. */
+export const withMark = (result: ToolResult, mark: ReadMark): ToolResult => ({
+  ...result,
+  message: { ...result.message, additional_kwargs: { ...result.message.additional_kwargs, [READ_MARK_KEY]: mark } }
+})
+
+/** Locks by key, for the runs of one agent; a key's entry exists only while a fiber holds or waits for it. */
+export interface Locks {
+  readonly withLock: <A, E, R>(key: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}
+
+/** A fresh set of locks. */
+export const makeLocks = (): Locks => {
+  const held = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+  return {
+    withLock: (key, effect) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          let entry = held.get(key)
+          if (entry === undefined) {
+            entry = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+            held.set(key, entry)
+          }
+          entry.users++
+          return entry
+        }),
+        (entry) => entry.lock.withPermits(1)(effect),
+        (entry) =>
+          Effect.sync(() => {
+            if (--entry.users === 0) held.delete(key)
+          })
+      )
+  }
+}
+
+/** What reading a file's current content gave. */
+type Inspection =
+  | { readonly _tag: "content"; readonly content: string }
+  | { readonly _tag: "missing" }
+  | { readonly _tag: "unreadable"; readonly why: string }
+
+/**
+ * ReadBeforeWrite. Needs the app's `SandboxProvider` (files are read through the run's sandbox) and, per run,
+ * `RunContext` and `RunState`. The locks belong to the agent (one set per built layer).
+ */
+export const layer = (): Middleware.Middleware<SandboxProvider> =>
+  Layer.unwrapEffect(Effect.sync(() => {
+    const locks = makeLocks()
+    return Middleware.make(
+      Effect.gen(function*() {
+        const provider = yield* SandboxProvider
+        const context = yield* RunContext
+        const state = yield* RunState
+
+        const inspect = (path: string): Effect.Effect<Inspection> =>
+          provider.acquire(context.threadId, context.userId).pipe(
+            Effect.flatMap((sandbox) => sandbox.readText(path)),
+            Effect.either,
+            Effect.map((read): Inspection =>
+              Either.isRight(read)
+                // Sandboxes that report failures in-band ("Error: ...") cannot be told apart from content.
+                ? read.right.startsWith("Error:")
+                  ? { _tag: "unreadable", why: "the sandbox answered with an error text" }
+                  : { _tag: "content", content: read.right }
+                : notRead(read.left)
+            ),
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause as Cause.Cause<never>)
+                : Effect.succeed<Inspection>({ _tag: "unreadable", why: Cause.pretty(cause) })
+            )
+          )
+
+        const lockKey = (path: string) => `${context.threadId}\u0000${path}`
+
+        const gate = (call: ToolCall, requested: string, next: Middleware.ToolNext) => {
+          const path = markPath(requested)
+          return locks.withLock(
+            lockKey(path),
+            Effect.gen(function*() {
+              const found = yield* inspect(requested)
+              if (found._tag === "missing") return yield* next(call)
+              if (found._tag === "unreadable") {
+                yield* Effect.logDebug(`read-before-write could not inspect ${path}; the write goes ahead`, found.why)
+                return yield* next(call)
+              }
+              const current = yield* state.get
+              if (latestMarkHash(current.messages, path) === contentHash(found.content)) return yield* next(call)
+              return blockedResult(call, path, found.content)
+            })
+          )
+        }
+
+        const mark = (call: ToolCall, requested: string, next: Middleware.ToolNext) => {
+          const path = markPath(requested)
+          return locks.withLock(
+            lockKey(path),
+            Effect.flatMap(next(call), (result) => {
+              const message = result.message
+              if (message.status === "error" || M.contentText(message.content).startsWith("Error:")) {
+                return Effect.succeed(result)
+              }
+              return Effect.map(inspect(requested), (found) =>
+                found._tag === "content" ? withMark(result, { path, hash: contentHash(found.content) }) : result)
+            })
+          )
+        }
+
+        return {
+          tool: (call, next) => {
+            const requested = requestedPath(call)
+            if (requested === undefined) return next(call)
+            if (GATED_WRITE_TOOLS.has(call.name)) return gate(call, requested, next)
+            if (READ_TOOLS.has(call.name)) return mark(call, requested, next)
+            return next(call)
+          }
+        } satisfies Middleware.Wrappers
+      }),
+      { name: "ReadBeforeWrite" }
+    )
+  }))
+
+const notRead = (error: SandboxError): Inspection =>
+  error.reason === "not_found" ? { _tag: "missing" } : { _tag: "unreadable", why: error.message }

@@ -1,0 +1,191 @@
+/**
+ * The tools that write custom agents (SPEC §7.12–7.13):
+ *
+ * - `setup_agent(soul, description, skills?)`, the bootstrap agent's: writes the agent the conversation was
+ *   started for (`agent_name` of the run), or the default agent's `SOUL.md` when none was named, and emits an
+ *   `agent_created` event.
+ * - `update_agent(soul?, description?, skills?, tool_groups?, model?)`, a custom agent's: changes the agent
+ *   itself; unchanged fields are left out, `"null"` / `"none"` / `"undefined"` count as left out, unmanaged
+ *   settings (`github:`, `thinking_enabled`, `model_settings`...) are kept. Changes apply from the next run.
+ *
+ * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { ModelConfig } from "../services/AppConfig.js"
+import { RunContext } from "../services/RunContext.js"
+import { RunEvents } from "../services/RunEvents.js"
+import * as Tool from "../services/Tool.js"
+import * as CustomAgents from "./CustomAgents.js"
+
+/** Name of the event `setup_agent` emits when it wrote an agent. */
+export const AGENT_CREATED_EVENT = "agent_created"
+
+/** The run's agent name (`RunOptions.extra.agent_name`), when it is a valid name. */
+export const agentNameOf = (context: RunContext["Type"]): string | undefined => {
+  const name = context.options.extra?.agent_name
+  return typeof name === "string" && CustomAgents.AGENT_NAME.test(name) ? name : undefined
+}
+
+const NULLS: ReadonlySet<string> = new Set(["null", "none", "undefined"])
+
+/** A string argument, or undefined when left out or sent as "null" / "none" / "undefined". */
+export const given = (value: string | null | undefined): string | undefined =>
+  value == null || NULLS.has(value.trim().toLowerCase()) ? undefined : value
+
+/** A list argument: undefined when left out (or a null word); an error text for any other string. */
+export const givenList = (
+  value: ReadonlyArray<string> | string | null | undefined,
+  field: string
+): { readonly value: ReadonlyArray<string> | undefined } | { readonly error: string } => {
+  if (value == null) return { value: undefined }
+  if (typeof value === "string") {
+    return NULLS.has(value.trim().toLowerCase())
+      ? { value: undefined }
+      : { error: `Error: ${field} must be a list of names (e.g. ["a", "b"]), or left out.` }
+  }
+  return { value: value.map((v) => v.trim()).filter((v) => v !== "") }
+}
+
+const StringList = Schema.Union(Schema.Array(Schema.String), Schema.String, Schema.Null)
+
+/** The arguments of `setup_agent`. */
+export const SetupArgs = Schema.Struct({
+  soul: Schema.String.annotations({
+    description: "The complete SOUL.md of the new agent (its identity, personality, values and ways of working), " +
+      "as confirmed by the user."
+  }),
+  description: Schema.String.annotations({ description: "One line saying what the agent is for." }),
+  skills: Schema.optional(StringList).annotations({
+    description: "The skills the agent may use (names); leave out for all skills, [] for none."
+  })
+})
+
+/** `setup_agent` over a data directory. */
+export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
+  Tool.make({
+    name: "setup_agent",
+    description: "Create the agent from the SOUL.md you wrote with the user, once they confirmed it. Call it " +
+      "once, at the end of the onboarding conversation.",
+    parameters: SetupArgs,
+    handler: (args) =>
+      Effect.gen(function*() {
+        const context = yield* RunContext
+        if (args.soul.trim() === "") {
+          return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
+        }
+        const skills = givenList(args.skills, "skills")
+        if ("error" in skills) return skills.error
+        const name = agentNameOf(context)
+        if (name === undefined) {
+          yield* CustomAgents.saveGlobalSoul(home, args.soul)
+          yield* Effect.flatMap(RunEvents, (events) =>
+            events.emit({
+              type: "custom",
+              name: AGENT_CREATED_EVENT,
+              data: { name: null, message: "The default agent's SOUL.md was written." }
+            }))
+          return "The default agent's SOUL.md was saved. It takes effect from the next conversation."
+        }
+        const existing = yield* Effect.either(CustomAgents.load(home, context.userId, name))
+        const base = existing._tag === "Right" ? existing.right.raw : {}
+        yield* CustomAgents.save(home, context.userId, name, {
+          config: {
+            ...base,
+            name,
+            description: args.description.trim(),
+            ...(skills.value !== undefined ? { skills: skills.value } : {})
+          },
+          soul: args.soul
+        })
+        yield* Effect.flatMap(RunEvents, (events) =>
+          events.emit({
+            type: "custom",
+            name: AGENT_CREATED_EVENT,
+            data: { name, message: `Agent '${name}' created. Run it with: antler run --agent ${name} "..."` }
+          }))
+        return `Agent '${name}' created successfully!`
+      }).pipe(Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)))
+  })
+
+/** The arguments of `update_agent`. */
+export const UpdateArgs = Schema.Struct({
+  soul: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "The complete new SOUL.md (it replaces the old one whole). Leave out to keep it."
+  }),
+  description: Schema.optional(Schema.NullOr(Schema.String)).annotations({
+    description: "A new one-line description."
+  }),
+  skills: Schema.optional(StringList).annotations({ description: "The skills you may use; [] for none." }),
+  tool_groups: Schema.optional(StringList).annotations({
+    description: "The tool groups you get (e.g. web, file:read, file:write, bash); [] for none."
+  }),
+  model: Schema.optional(Schema.NullOr(Schema.String)).annotations({ description: "A configured model name." })
+})
+
+const sameList = (a: unknown, b: ReadonlyArray<string>) =>
+  Array.isArray(a) && a.length === b.length && a.every((x, i) => x === b[i])
+
+/** `update_agent` over a data directory and the configured models. */
+export const updateAgent = (
+  home: string,
+  models: ReadonlyArray<Pick<ModelConfig, "name">>
+): Tool.Tool<typeof UpdateArgs.Type> =>
+  Tool.make({
+    name: "update_agent",
+    description: "Change yourself for good: your SOUL.md, description, skills, tool groups or model. Send only the " +
+      "fields that change. Changes apply from the user's next message.",
+    parameters: UpdateArgs,
+    handler: (args) =>
+      Effect.gen(function*() {
+        const context = yield* RunContext
+        const name = agentNameOf(context)
+        if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
+        const soul = given(args.soul)
+        const description = given(args.description)
+        const model = given(args.model)
+        const skills = givenList(args.skills, "skills")
+        if ("error" in skills) return skills.error
+        const groups = givenList(args.tool_groups, "tool_groups")
+        if ("error" in groups) return groups.error
+        if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
+          return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."
+        }
+        if (soul !== undefined && soul.trim() === "") {
+          return "Error: soul is empty; leave it out to keep the current one."
+        }
+        if (model !== undefined && !models.some((m) => m.name === model)) {
+          const names = models.map((m) => m.name).join(", ") || "(none)"
+          return `Error: Unknown model "${model}". Configured models: ${names}.`
+        }
+        const agent = yield* CustomAgents.load(home, context.userId, name)
+        const raw = agent.raw
+        const next: Record<string, unknown> = { ...raw }
+        const changed: Array<string> = []
+        if (description !== undefined && description !== raw.description) {
+          next.description = description
+          changed.push("description")
+        }
+        if (model !== undefined && model !== raw.model) {
+          next.model = model
+          changed.push("model")
+        }
+        if (skills.value !== undefined && !sameList(raw.skills, skills.value)) {
+          next.skills = skills.value
+          changed.push("skills")
+        }
+        if (groups.value !== undefined && !sameList(raw.tool_groups, groups.value)) {
+          next.tool_groups = groups.value
+          changed.push("tool_groups")
+        }
+        const soulChanged = soul !== undefined && soul.trim() !== (agent.soul ?? "")
+        if (soulChanged) changed.push("soul")
+        if (changed.length === 0) return `No changes applied to agent '${name}': the values given are the current ones.`
+        yield* CustomAgents.save(home, context.userId, name, {
+          config: next,
+          ...(soulChanged ? { soul } : {})
+        })
+        return `Agent '${name}' updated successfully. Changed: ${changed.join(", ")}. ` +
+          "The new configuration takes effect on the next user turn."
+      }).pipe(Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)))
+  })

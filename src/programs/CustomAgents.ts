@@ -1,0 +1,306 @@
+/**
+ * Custom agents (SPEC §3.2), in DeerFlow's layout under the data directory: each user's agents live in
+ * `{home}/users/{user}/agents/{name}/` (`config.yaml` and `SOUL.md`); DeerFlow's older shared layout
+ * `{home}/agents/{name}/` is still read (the per-user agent of the same name wins), never written. The default
+ * agent's soul is `{home}/SOUL.md`.
+ *
+ * `config.yaml` is untrusted input: it is decoded with Schema, and a bad value is an error naming the file,
+ * the key and the problem. Keys Antler does not manage (`github:`, `icon:`, ...) are kept when the agent
+ * updates itself. Every write is atomic (a new agent appears whole, a file is replaced whole), so a reader
+ * never sees half an agent.
+ */
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Yaml from "yaml"
+import * as ConfigFile from "../layers/ConfigFile.js"
+
+/** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`). */
+export const AGENT_NAME = /^[A-Za-z0-9-]+$/
+
+/** The file of an agent's soul. */
+export const SOUL_FILE = "SOUL.md"
+
+/** The file of an agent's settings. */
+export const CONFIG_FILE = "config.yaml"
+
+/** Per-agent model settings. */
+export const ModelSettings = Schema.Struct({
+  temperature: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 2)))),
+  max_tokens: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 200000))))
+})
+
+/** An agent's `config.yaml` (DeerFlow's `AgentConfig`; other keys are kept but not read). */
+export const AgentConfig = Schema.Struct({
+  name: Schema.optional(Schema.NullOr(Schema.String)),
+  description: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  model: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Tool groups of the configured tools (absent or null = all, [] = none). */
+  tool_groups: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  /** Skills allowlist (absent or null = all enabled skills, [] = none). */
+  skills: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  model_settings: Schema.optional(Schema.NullOr(ModelSettings)),
+  thinking_enabled: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  reasoning_effort: Schema.optional(Schema.NullOr(Schema.Literal("low", "medium", "high")))
+})
+export type AgentConfig = typeof AgentConfig.Type
+
+/** A custom agent as loaded. */
+export interface CustomAgent {
+  readonly name: string
+  /** Its directory. */
+  readonly dir: string
+  /** Whether it lives in the old shared layout (read-only for Antler). */
+  readonly legacy: boolean
+  readonly config: AgentConfig
+  /** The whole `config.yaml` as read, unmanaged keys included. */
+  readonly raw: Readonly<Record<string, unknown>>
+  readonly soul: string | undefined
+}
+
+/** A custom agent that cannot be used. */
+export class AgentError extends Schema.TaggedError<AgentError>()("AgentError", {
+  reason: Schema.Literal("invalid_name", "not_found", "invalid_config", "legacy", "io"),
+  name: Schema.String,
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** Where a user's agents live. */
+export const agentsDir = (home: string, userId: string): string => Path.join(home, "users", userId, "agents")
+
+/** Where agents lived before agents were per user (read only). */
+export const legacyAgentsDir = (home: string): string => Path.join(home, "agents")
+
+/** The default agent's soul. */
+export const globalSoulPath = (home: string): string => Path.join(home, SOUL_FILE)
+
+const invalidName = (name: string) =>
+  new AgentError({
+    reason: "invalid_name",
+    name,
+    message: `Invalid agent name ${JSON.stringify(name)}: names are letters, digits and '-'`
+  })
+
+const isDir = (path: string) => {
+  try {
+    return Fs.statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** The directory of an agent: the user's when it exists, else the shared one when that exists, else the user's. */
+export const agentDir = (
+  home: string,
+  userId: string,
+  name: string
+): { readonly dir: string; readonly legacy: boolean } => {
+  const own = Path.join(agentsDir(home, userId), name)
+  if (isDir(own)) return { dir: own, legacy: false }
+  const legacy = Path.join(legacyAgentsDir(home), name)
+  if (isDir(legacy)) return { dir: legacy, legacy: true }
+  return { dir: own, legacy: false }
+}
+
+const readText = (file: string): string | undefined => {
+  try {
+    return Fs.readFileSync(file, "utf8")
+  } catch (cause) {
+    if ((cause as { code?: string }).code === "ENOENT") return undefined
+    throw cause
+  }
+}
+
+const decodeConfig = Schema.decodeUnknownEither(AgentConfig, { errors: "all", onExcessProperty: "ignore" })
+
+/** Decodes the text of a `config.yaml`; a problem names the file, the key and what was wrong. */
+export const parseConfig = (
+  text: string,
+  file: string
+): Either.Either<{ readonly config: AgentConfig; readonly raw: Record<string, unknown> }, string> => {
+  const parsed = ConfigFile.parseYaml(text)
+  if (Either.isLeft(parsed)) {
+    return Either.left(parsed.left.map((issue) => ConfigFile.formatIssue(file, issue)).join("\n"))
+  }
+  const raw = parsed.right ?? {}
+  if (typeof raw !== "object" || Array.isArray(raw)) return Either.left(`${file}: expected a mapping of settings`)
+  return Either.match(decodeConfig(raw), {
+    onLeft: (error) =>
+      Either.left(
+        ParseResult.ArrayFormatter.formatErrorSync(error)
+          .map((issue) => `${file}: ${issue.path.join(".") || "(file)"}: ${issue.message}`)
+          .join("\n")
+      ),
+    onRight: (config) => Either.right({ config, raw: raw as Record<string, unknown> })
+  })
+}
+
+/** Loads an agent: its settings (decoded) and its soul. */
+export const load = (home: string, userId: string, name: string): Effect.Effect<CustomAgent, AgentError> =>
+  Effect.suspend(() => {
+    if (!AGENT_NAME.test(name)) return Effect.fail(invalidName(name))
+    const { dir, legacy } = agentDir(home, userId, name)
+    const file = Path.join(dir, CONFIG_FILE)
+    return Effect.try({
+      try: () => ({ text: readText(file), soul: readText(Path.join(dir, SOUL_FILE)) }),
+      catch: (cause) =>
+        new AgentError({ reason: "io", name, message: `Cannot read the agent ${name}: ${String(cause)}`, cause })
+    }).pipe(Effect.flatMap(({ soul, text }) => {
+      if (text === undefined) {
+        return Effect.fail(
+          new AgentError({
+            reason: "not_found",
+            name,
+            message: `No agent named "${name}" (looked in ${Path.join(agentsDir(home, userId), name)}). ` +
+              `Create one with: antler agents create ${name}`
+          })
+        )
+      }
+      return Either.match(parseConfig(text, file), {
+        onLeft: (message) => Effect.fail(new AgentError({ reason: "invalid_config", name, message })),
+        onRight: ({ config, raw }) => {
+          const trimmed = soul?.trim()
+          return Effect.succeed<CustomAgent>({
+            name,
+            dir,
+            legacy,
+            config,
+            raw,
+            soul: trimmed === undefined || trimmed === "" ? undefined : trimmed
+          })
+        }
+      })
+    }))
+  })
+
+/** A user's agents (and the shared ones they do not shadow), by name; those that cannot be read are reported. */
+export const list = (home: string, userId: string): Effect.Effect<{
+  readonly agents: ReadonlyArray<CustomAgent>
+  readonly problems: ReadonlyArray<AgentError>
+}> =>
+  Effect.gen(function*() {
+    const names = new Set<string>()
+    for (const root of [agentsDir(home, userId), legacyAgentsDir(home)]) {
+      let entries: Array<string> = []
+      try {
+        entries = Fs.readdirSync(root)
+      } catch {
+        continue
+      }
+      for (const entry of entries) {
+        if (AGENT_NAME.test(entry) && Fs.existsSync(Path.join(root, entry, CONFIG_FILE))) names.add(entry)
+      }
+    }
+    const agents: Array<CustomAgent> = []
+    const problems: Array<AgentError> = []
+    for (const name of [...names].sort()) {
+      const loaded = yield* Effect.either(load(home, userId, name))
+      if (Either.isRight(loaded)) agents.push(loaded.right)
+      else problems.push(loaded.left)
+    }
+    return { agents, problems }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Writing
+
+/** Writes a file whole: a temporary file next to it, then a rename over it. */
+export const writeAtomic = (file: string, content: string): void => {
+  Fs.mkdirSync(Path.dirname(file), { recursive: true })
+  const temp = Path.join(Path.dirname(file), `.${Path.basename(file)}.${Crypto.randomUUID()}.tmp`)
+  try {
+    Fs.writeFileSync(temp, content, { encoding: "utf8", flag: "wx" })
+    Fs.renameSync(temp, file)
+  } catch (cause) {
+    Fs.rmSync(temp, { force: true })
+    throw cause
+  }
+}
+
+/** The YAML text of an agent's settings (null and undefined values left out). */
+export const configText = (raw: Readonly<Record<string, unknown>>): string => {
+  const clean: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(raw)) if (value !== undefined && value !== null) clean[key] = value
+  return Yaml.stringify(clean)
+}
+
+/** What to write: the agent's settings (the whole file) and, when given, its soul. */
+export interface AgentWrite {
+  readonly config: Readonly<Record<string, unknown>>
+  readonly soul?: string | undefined
+}
+
+/**
+ * Writes an agent in the user's layout, atomically: a new agent is written into a temporary directory that is
+ * then renamed into place, so it appears whole; an existing agent has each file replaced whole. The settings
+ * must decode. Agents only in the shared layout are refused (DeerFlow does not write there either).
+ */
+export const save = (
+  home: string,
+  userId: string,
+  name: string,
+  write: AgentWrite
+): Effect.Effect<string, AgentError> =>
+  Effect.suspend(() => {
+    if (!AGENT_NAME.test(name)) return Effect.fail(invalidName(name))
+    const text = configText({ ...write.config, name })
+    const checked = parseConfig(text, `${name}/${CONFIG_FILE}`)
+    if (Either.isLeft(checked)) {
+      return Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
+    }
+    const where = agentDir(home, userId, name)
+    if (where.legacy) {
+      return Effect.fail(
+        new AgentError({
+          reason: "legacy",
+          name,
+          message: `The agent ${name} is in the old shared layout (${where.dir}); move it to ` +
+            `${Path.join(agentsDir(home, userId), name)} to change it`
+        })
+      )
+    }
+    return Effect.try({
+      try: () => {
+        const dir = where.dir
+        if (!isDir(dir)) {
+          const root = agentsDir(home, userId)
+          Fs.mkdirSync(root, { recursive: true })
+          const staging = Fs.mkdtempSync(Path.join(root, `.${name}.`))
+          try {
+            Fs.writeFileSync(Path.join(staging, CONFIG_FILE), text, "utf8")
+            if (write.soul !== undefined) {
+              Fs.writeFileSync(Path.join(staging, SOUL_FILE), `${write.soul.trim()}\n`, "utf8")
+            }
+            Fs.renameSync(staging, dir)
+            return dir
+          } catch (cause) {
+            Fs.rmSync(staging, { recursive: true, force: true })
+            // another writer made the agent first: fall through to replacing its files
+            if (!isDir(dir)) throw cause
+          }
+        }
+        if (write.soul !== undefined) writeAtomic(Path.join(dir, SOUL_FILE), `${write.soul.trim()}\n`)
+        writeAtomic(Path.join(dir, CONFIG_FILE), text)
+        return dir
+      },
+      catch: (cause) =>
+        new AgentError({ reason: "io", name, message: `Cannot write the agent ${name}: ${String(cause)}`, cause })
+    })
+  })
+
+/** Writes the default agent's soul (`{home}/SOUL.md`) atomically. */
+export const saveGlobalSoul = (home: string, soul: string): Effect.Effect<void, AgentError> =>
+  Effect.try({
+    try: () => writeAtomic(globalSoulPath(home), `${soul.trim()}\n`),
+    catch: (cause) =>
+      new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${String(cause)}`, cause })
+  })
+
+/** A short fingerprint of what an agent is (settings and soul): a changed agent gets an agent of its own. */
+export const fingerprint = (agent: CustomAgent): string =>
+  Crypto.createHash("sha256").update(JSON.stringify([agent.raw, agent.soul ?? null])).digest("hex").slice(0, 16)

@@ -1,0 +1,130 @@
+/**
+ * `antler serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]`:
+ * the LangGraph-compatible gateway (SPEC §12) and its web page, until Ctrl-C or SIGTERM (running runs are then
+ * cancelled with their completed steps saved, and pending memory updates made). The model is chosen as
+ * `antler run` chooses it; the others in `config.yaml` stay available to runs by name. The first line on
+ * stdout is the address it listens on.
+ */
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as App from "./App.js"
+import * as CliCommand from "./CliCommand.js"
+import { ExitCode, fail } from "./CliCommand.js"
+import * as Gateway from "./gateway/Gateway.js"
+import * as Render from "./Render.js"
+import * as ToolAssembly from "./ToolAssembly.js"
+
+const command = Command.make(
+  "serve",
+  {
+    host: Options.text("host").pipe(Options.optional),
+    port: Options.integer("port").pipe(Options.optional),
+    config: CliCommand.config,
+    model: Options.text("model").pipe(Options.optional),
+    baseUrl: Options.text("base-url").pipe(Options.optional),
+    apiKey: Options.redacted("api-key").pipe(Options.optional)
+  },
+  (args) =>
+    Effect.gen(function*() {
+      const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
+      yield* CliCommand.checkTools(app)
+      const env = yield* App.openAiEnv
+      const choice = yield* Either.match(
+        App.chooseModel(app.config.models, {
+          model: Option.getOrUndefined(args.model),
+          baseUrl: Option.getOrUndefined(args.baseUrl),
+          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
+        }, env),
+        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
+      )
+      const secrets = [
+        ...ToolAssembly.secrets(app.config),
+        ...yield* App.mcpSecrets(app),
+        ...Gateway.secrets(app.config)
+      ]
+      const redact = App.redactor(choice.models, env, secrets)
+      const host = Option.getOrElse(args.host, () => app.config.gateway.host)
+      const port = Option.getOrElse(args.port, () => app.config.gateway.port)
+      if (port < 0 || port > 65535) {
+        return yield* fail(ExitCode.usage, `antler serve: --port must be between 0 and 65535, got ${port}.`)
+      }
+      const tokens = app.config.gateway.auth.tokens.length
+      const announce = Effect.gen(function*() {
+        const address = (yield* HttpServer.HttpServer).address
+        const where = address._tag === "TcpAddress"
+          ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}`
+          : address.path
+        yield* Render.write(`antler gateway listening on ${where}\n`)
+        yield* Render.write(
+          `  threads: ${Gateway.describeStore(app)} · model: ${Render.safeText(choice.name, redact)} · ` +
+            (tokens > 0 ? `${tokens} API token${tokens === 1 ? "" : "s"}` : "open (no API tokens; loopback only)") +
+            "\n"
+        )
+      })
+      return yield* Layer.launch(
+        Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer({ app, choice, host, port, redact })))
+      ).pipe(
+        CliCommand.withCleanLogs(redact),
+        Effect.catchTags({
+          GatewayStartError: (error) => fail(ExitCode.usage, `antler serve: ${error.message}`),
+          StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),
+          SettingsError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
+          ConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
+          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
+          GuardrailConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
+          SafetyDetectorConfigError: (error) =>
+            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
+        }),
+        Effect.catchIf(ConfigError.isConfigError, (error) =>
+          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
+        Effect.catchAll(CliCommand.reportFailure("antler serve", redact))
+      )
+    })
+)
+
+/** `antler serve`. */
+export const entry: CliCommand.Entry = {
+  name: "serve",
+  command,
+  help: {
+    summary: "Serve the agent over HTTP: the LangGraph API (SDK, DeerFlow's frontend) and a web page",
+    usage: ["serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]"],
+    description: "Starts the gateway: the LangGraph Platform API that @langchain/langgraph-sdk clients and " +
+      "DeerFlow's frontend use (assistants, threads, runs streamed as server-sent events, rejoin with " +
+      "Last-Event-ID, cancel, stateless runs, uploads, artifacts, models, skills), and a small chat page at /. " +
+      "It prints the address it listens on, then serves until Ctrl-C or SIGTERM; runs still going are then " +
+      "cancelled with their completed steps saved.\n\n" +
+      "Runs execute in the server, not in the request: a client may disconnect and join again. Runs a previous " +
+      "process left unfinished are recorded as error (\"server restarted\") when it starts. Threads are kept in " +
+      "the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share it).\n\n" +
+      "Bound to a loopback address it may run without API tokens (every request is user default, the CLI's); " +
+      "bound anywhere else it refuses to start unless gateway.auth.tokens maps tokens to users, and each user " +
+      "sees only their own threads. Exit codes: 0 stopped; 1 the store cannot be opened; 2 a usage or " +
+      "configuration error (an unsafe address included).",
+    options: [
+      ["--host HOST", "The address to listen on (default gateway.host, 127.0.0.1)"],
+      ["--port PORT", "The port (default gateway.port, 8001; 0 picks a free port)"],
+      CliCommand.CONFIG_HELP,
+      ["--model NAME", "The default model of runs: a model named in config.yaml, or the model id for --base-url"],
+      ["--base-url URL", "An OpenAI-compatible endpoint, such as http://localhost:11434/v1 (Ollama)"],
+      [
+        "--api-key KEY",
+        "The key for --base-url. Visible in the process list: prefer OPENAI_API_KEY or $VAR in config.yaml"
+      ]
+    ],
+    examples: [
+      ["serve", "Serve on http://127.0.0.1:8001 (open: loopback only); open it in a browser"],
+      ["serve --port 0", "Serve on any free port (the first line says which)"],
+      ["serve --host 0.0.0.0 --config prod.yaml", "Serve on every interface (needs gateway.auth.tokens)"]
+    ]
+  }
+}

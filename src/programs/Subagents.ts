@@ -1,0 +1,501 @@
+/**
+ * Subagents (SPEC §8): the registry of subagent types and the app's `SubagentRunner`.
+ *
+ * - Types: the built-in `general-purpose` and `bash` (offered only when bash can run), and custom ones from
+ *   `subagents.custom_agents`, with per-agent overrides from `subagents.agents` (timeout, turns, model, skills,
+ *   token budget); built-ins also take the global `subagents.timeout_seconds` and `subagents.max_turns`.
+ * - A task runs the subagent chain (`LeadAgent.subagentChain`) over the app's model, and the parent's thread:
+ *   the same sandbox and directories, its own messages (kept in memory, not in the thread), its own system
+ *   prompt, its tools (the parent's, limited by the type's allowlist and denylist and the parent's tool groups),
+ *   its model (`inherit` = the parent run's), thinking off, `max_turns` as its recursion limit, its own
+ *   timeout. Each type's chain is built once, on first use.
+ * - At most `poolSize` (3) subagents run at once in the app; others wait for a slot. A task that has not
+ *   finished `timeout + 60` seconds after it was submitted (it waited too long for a slot) ends
+ *   `polling_timed_out`.
+ * - Progress goes to the parent run's events: `task_started`, `task_running` (each new step message), then
+ *   `task_completed` / `task_failed` / `task_cancelled` / `task_timed_out`, each with `task_id` (the call id)
+ *   and a `timestamp`. Interrupting the parent's tool call (the parent run is cancelled) cancels the subagent.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
+import * as SkillsDirectory from "../layers/SkillsDirectory.js"
+import * as Toolkit from "../layers/Toolkit.js"
+import * as Chain from "../middleware/Chain.js"
+import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
+import type { Ports } from "../middleware/Middleware.js"
+import * as MW from "../middleware/Middleware.js"
+import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
+import { AppConfigService } from "../services/AppConfig.js"
+import { Mcp } from "../services/Mcp.js"
+import type { ModelService } from "../services/ModelService.js"
+import { RunContext, RunState } from "../services/RunContext.js"
+import type { RunEndEvent, RunEvent } from "../services/RunEvents.js"
+import { RunEvents } from "../services/RunEvents.js"
+import type { SandboxProvider } from "../services/Sandbox.js"
+import type { SubagentType, TaskRequest } from "../services/SubagentRunner.js"
+import { SubagentRunner, TaskEvent } from "../services/SubagentRunner.js"
+import type * as Tool from "../services/Tool.js"
+import { ThreadStore } from "../services/ThreadStore.js"
+import type { AIMessage, Message } from "../state/Message.js"
+import * as M from "../state/Message.js"
+import type { Outcome, TokenUsage } from "../state/SubagentStatus.js"
+import type { StateUpdate } from "../state/ThreadState.js"
+import * as LeadAgent from "./LeadAgent.js"
+import * as Run from "./Run.js"
+import * as SubagentPrompt from "./SubagentPrompt.js"
+import * as ToolAssembly from "./ToolAssembly.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// The registry
+
+/** A subagent type, resolved (SPEC §8.1 `SubagentConfig`). */
+export interface SubagentConfig {
+  readonly name: string
+  readonly description: string
+  readonly systemPrompt: string
+  /** Tool allowlist; undefined = every tool the parent has. */
+  readonly tools?: ReadonlyArray<string> | undefined
+  readonly disallowedTools: ReadonlyArray<string>
+  /** Skills allowlist; undefined = all enabled, [] = none. */
+  readonly skills?: ReadonlyArray<string> | undefined
+  /** A configured model name, or `inherit` (the parent run's model). */
+  readonly model: string
+  readonly maxTurns: number
+  readonly timeoutSeconds: number
+  readonly tokenBudget: TokenBudgetConfig
+}
+
+/** What no subagent may use: it cannot delegate, ask the user, or present deliverables. */
+export const DEFAULT_DISALLOWED: ReadonlyArray<string> = ["task", "ask_clarification", "present_files"]
+
+/** The built-in `general-purpose` subagent. */
+export const GENERAL_PURPOSE = "general-purpose"
+
+/** The built-in `bash` subagent. */
+export const BASH = "bash"
+
+/** Why `bash` is refused when bash cannot run in the sandbox. */
+export const BASH_DISABLED_MESSAGE = "The bash subagent is disabled: commands cannot run in this sandbox (bubblewrap " +
+  "is not available and sandbox.allow_host_bash is false). Use general-purpose instead."
+
+/**
+ * The registry of a configuration (SPEC §8.1): built-ins (`bash` only when `bash` is true), then custom
+ * types, each with its per-agent override.
+ */
+export const registry = (
+  config: AppConfig,
+  options: { readonly bash: boolean }
+): ReadonlyMap<string, SubagentConfig> => {
+  const settings = config.subagents
+  const out = new Map<string, SubagentConfig>()
+  const withOverride = (base: SubagentConfig): SubagentConfig => {
+    const o = settings.agents[base.name]
+    if (o === undefined) return base
+    return {
+      ...base,
+      ...(o.timeout_seconds != null ? { timeoutSeconds: o.timeout_seconds } : {}),
+      ...(o.max_turns != null ? { maxTurns: o.max_turns } : {}),
+      ...(o.model != null ? { model: o.model } : {}),
+      ...(o.skills !== undefined ? { skills: o.skills ?? undefined } : {}),
+      ...(o.token_budget != null ? { tokenBudget: LeadAgent.subagentTokenBudget(config, o.token_budget) } : {})
+    }
+  }
+  const builtin = (spec: Omit<SubagentConfig, "timeoutSeconds" | "tokenBudget" | "model" | "disallowedTools">) =>
+    withOverride({
+      ...spec,
+      maxTurns: settings.max_turns ?? spec.maxTurns,
+      model: "inherit",
+      disallowedTools: DEFAULT_DISALLOWED,
+      timeoutSeconds: settings.timeout_seconds,
+      tokenBudget: LeadAgent.subagentTokenBudget(config)
+    })
+  out.set(GENERAL_PURPOSE, builtin({
+    name: GENERAL_PURPOSE,
+    description: "A capable agent for self-contained, multi-step tasks that need both exploring and acting: " +
+      "research, analysis, writing or changing files. Use it when a part of the work is independent and " +
+      "benefits from a context of its own.",
+    systemPrompt: SubagentPrompt.GENERAL_PURPOSE_PROMPT,
+    maxTurns: 150
+  }))
+  if (options.bash) {
+    out.set(BASH, builtin({
+      name: BASH,
+      description: "A command-line specialist for a series of shell commands (builds, tests, git, data " +
+        "processing), whose long output would otherwise fill your context.",
+      systemPrompt: SubagentPrompt.BASH_PROMPT,
+      tools: ["bash", "ls", "read_file", "write_file", "str_replace"],
+      maxTurns: 60
+    }))
+  }
+  for (const [name, custom] of Object.entries(settings.custom_agents)) {
+    if (out.has(name)) continue
+    out.set(name, withOverride({
+      name,
+      description: custom.description,
+      systemPrompt: custom.system_prompt,
+      tools: custom.tools ?? undefined,
+      disallowedTools: custom.disallowed_tools,
+      skills: custom.skills ?? undefined,
+      model: custom.model,
+      maxTurns: custom.max_turns,
+      timeoutSeconds: custom.timeout_seconds,
+      tokenBudget: LeadAgent.subagentTokenBudget(config)
+    }))
+  }
+  return out
+}
+
+/** The skills of a subagent: the parent's allowlist ∩ the type's (undefined = no limit on either side). */
+export const effectiveSkills = (
+  parent: ReadonlyArray<string> | undefined,
+  own: ReadonlyArray<string> | undefined
+): ReadonlyArray<string> | undefined =>
+  parent === undefined ? own : own === undefined ? parent : own.filter((name) => parent.includes(name))
+
+/** A type's tools: its allowlist (if any) minus its denylist. */
+export const toolsOf = <T extends { readonly name: string }>(
+  config: Pick<SubagentConfig, "tools" | "disallowedTools">,
+  tools: ReadonlyArray<T>
+): ReadonlyArray<T> =>
+  tools.filter((t) =>
+    (config.tools === undefined || config.tools.includes(t.name)) && !config.disallowedTools.includes(t.name)
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// Outcomes
+
+/** Token usage summed over AI messages. */
+export const usageOf = (messages: ReadonlyArray<Message>): TokenUsage | undefined => {
+  let input = 0
+  let output = 0
+  let total = 0
+  let found = false
+  for (const m of messages) {
+    if (m.type !== "ai" || m.usage_metadata === undefined) continue
+    found = true
+    input += m.usage_metadata.input_tokens
+    output += m.usage_metadata.output_tokens
+    total += m.usage_metadata.total_tokens
+  }
+  return found ? { input_tokens: input, output_tokens: output, total_tokens: total } : undefined
+}
+
+const lastAi = (messages: ReadonlyArray<Message>): AIMessage | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.type === "ai") return m
+  }
+  return undefined
+}
+
+/**
+ * How a subagent's run ended, as the status contract says it (SPEC §8.2 item 8): a normal end is `completed`
+ * with the last answer (a loop or token cap as its stop reason); the recursion limit is `turn_capped`,
+ * `completed` with the last text if there is one, else `failed`; a model failure is `failed`.
+ */
+export const outcomeOf = (
+  end: RunEndEvent,
+  messages: ReadonlyArray<Message>,
+  info: { readonly maxTurns: number; readonly modelName?: string | undefined }
+): Outcome => {
+  const usage = usageOf(messages)
+  const base = { modelName: info.modelName, usage }
+  const last = lastAi(messages)
+  const lastText = last === undefined ? "" : M.text(last).trim()
+  switch (end.status) {
+    case "success": {
+      const stopReason = end.stop_reason === "loop_capped" || end.stop_reason === "token_capped"
+        ? end.stop_reason
+        : undefined
+      return { ...base, status: "completed", stopReason, result: lastText === "" ? "No response generated" : lastText }
+    }
+    case "error": {
+      if (end.stop_reason === "recursion_limit") {
+        let text = ""
+        for (let i = messages.length - 1; i >= 0 && text === ""; i--) {
+          const m = messages[i]!
+          if (m.type === "ai") text = M.text(m).trim()
+        }
+        return text !== ""
+          ? { ...base, status: "completed", stopReason: "turn_capped", result: text }
+          : { ...base, status: "failed", stopReason: "turn_capped", error: `Reached max_turns=${info.maxTurns}` }
+      }
+      return { ...base, status: "failed", error: end.error?.message ?? "The subagent failed" }
+    }
+    case "cancelled":
+      return { ...base, status: "cancelled", error: "Task cancelled by user." }
+    case "interrupted":
+      return {
+        ...base,
+        status: "failed",
+        error: "The subagent stopped to wait for an answer, which subagents cannot get."
+      }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The runner
+
+/** Options of the runner. */
+export interface Options {
+  /** How many subagents may run at once in the app (default 3, DeerFlow's pool). */
+  readonly poolSize?: number | undefined
+  /** The app's own tools, offered to subagents too (limited like the sandbox tools). */
+  readonly tools?: ReadonlyArray<Tool.Tool> | undefined
+  /** Whether the `bash` subagent is offered; default: when bash can run in the sandbox. */
+  readonly bash?: boolean | undefined
+  /** The models runs may name (for `supports_vision`); default: the configuration's. */
+  readonly models?: ReadonlyArray<ModelConfig> | undefined
+  /** A circuit breaker shared with the app's other agents; by default each subagent type has its own. */
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+}
+
+const POLLING_GRACE_SECONDS = 60
+
+/** The runner over the app's services; the subagent chains it builds live as long as its scope. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const app = yield* AppConfigService
+    const base = yield* Effect.context<ModelService | SandboxProvider | AppConfigService>()
+    // The app's MCP connections, when it has them: subagents get the MCP tools the lead agent gets.
+    const mcp = yield* Effect.serviceOption(Mcp)
+    const services = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
+    const scope = yield* Effect.scope
+    const pool = yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3))
+    const building = yield* Effect.makeSemaphore(1)
+    const built = new Map<string, Either.Either<Context.Context<Ports>, string>>()
+    const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
+    const configs = registry(app.config, { bash })
+    const models = options.models ?? app.config.models
+    const container = app.config.skills.container_path
+    const skillRegistry = SkillsDirectory.make(app)
+    const allSkills = SkillsDirectory.catalogOf(app).skills.filter((s) => s.enabled)
+    const types: ReadonlyArray<SubagentType> = [...configs.values()].map((c) => ({
+      name: c.name,
+      description: c.description
+    }))
+
+    // One chain per (type, parent tool groups, skills, vision), built on first use and kept. An agent that
+    // misses the tools of a failed MCP server is not kept: the next task tries the server again.
+    const agentFor = (
+      config: SubagentConfig,
+      toolGroups: ReadonlyArray<string> | undefined,
+      skills: ReadonlyArray<string> | undefined,
+      vision: boolean
+    ) =>
+      building.withPermits(1)(Effect.suspend(() => {
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision])
+        const known = built.get(key)
+        if (known !== undefined) return Effect.succeed(known)
+        return Effect.gen(function*() {
+          const guardrail = LeadAgent.guardrailOf(app.config)
+          if (Either.isLeft(guardrail)) return Either.left(guardrail.left.message)
+          // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
+          // allowlist and denylist.
+          const assembly = yield* ToolAssembly.assemble({ vision, groups: toolGroups })
+          const own = options.tools ?? []
+          const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
+          const names = new Set(tools.map((t) => t.name))
+          const deferredTools = assembly.deferred?.tools.filter((t) => names.has(t.name)) ?? []
+          const deferred = assembly.deferred === undefined || deferredTools.length === 0
+            ? undefined
+            : {
+              ...assembly.deferred,
+              tools: deferredTools,
+              routes: assembly.deferred.routes?.filter((r) => names.has(r.name))
+            }
+          const chain = Chain.validate(LeadAgent.subagentChain({
+            config: app.config,
+            guardrail: guardrail.right,
+            breaker: options.breaker,
+            tokenBudget: config.tokenBudget,
+            skills: skillRegistry,
+            skillAllowlist: skills,
+            vision,
+            deferred
+          }))
+          if (Either.isLeft(chain)) return Either.left(chain.left.message)
+          const ports = yield* Effect.either(
+            Layer.buildWithScope(
+              MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))),
+              scope
+            )
+          )
+          const result = Either.mapLeft(ports, (error) => String((error as { message?: unknown }).message ?? error))
+          if (!assembly.incomplete) built.set(key, result)
+          return result
+        }).pipe(Effect.provide(services))
+      }))
+
+    const promptOf = (config: SubagentConfig, parentSkills: ReadonlyArray<string> | undefined) => {
+      const allowed = effectiveSkills(parentSkills, config.skills)
+      const skills = allowed === undefined ? allSkills : allSkills.filter((s) => allowed.includes(s.name))
+      return [config.systemPrompt, SubagentPrompt.subagentSkillsSection(skills, container)]
+        .filter((part) => part !== "")
+        .join("\n\n")
+    }
+
+    const run = (request: TaskRequest): Effect.Effect<Outcome, never, RunContext | RunState | RunEvents> =>
+      Effect.gen(function*() {
+        const parent = yield* RunContext
+        const parentState = yield* RunState
+        const events = yield* RunEvents
+        const emit = (name: string, data: Record<string, unknown>) =>
+          Effect.flatMap(Clock.currentTimeMillis, (ms) =>
+            events.emit({
+              type: "custom",
+              name,
+              data: { task_id: request.toolCallId, ...data, timestamp: new Date(ms).toISOString() }
+            }))
+
+        const config = configs.get(request.subagentType)
+        if (config === undefined) {
+          const error = request.subagentType === BASH && !bash
+            ? BASH_DISABLED_MESSAGE
+            : `Unknown subagent type '${request.subagentType}'. Available: ${[...configs.keys()].join(", ")}`
+          yield* emit(TaskEvent.failed, { description: request.description, error })
+          return { status: "failed", error } satisfies Outcome
+        }
+        const modelName = config.model === "inherit" ? parent.options.modelName ?? models[0]?.name : config.model
+        const vision = models.find((m) => m.name === modelName)?.supports_vision === true
+        const info = { maxTurns: config.maxTurns, modelName }
+        const common = { description: request.description, subagent_type: config.name, model_name: modelName ?? null }
+
+        // Messages of the subagent's run, by id in first-seen order (a message re-written keeps its place).
+        const seen = new Map<string, Message>()
+        const step = (event: RunEvent): Effect.Effect<void> => {
+          if (event.type !== "message" || event.message.type === "human" || event.message.type === "system") {
+            return Effect.void
+          }
+          const message = event.message
+          const fresh = !seen.has(message.id)
+          seen.set(message.id, message)
+          if (!fresh) return Effect.void
+          return emit(TaskEvent.running, {
+            ...common,
+            message,
+            message_index: seen.size,
+            total_messages: seen.size,
+            usage: usageOf([...seen.values()]) ?? null
+          })
+        }
+
+        const execute = Effect.gen(function*() {
+          const skills = effectiveSkills(request.skills, config.skills)
+          const agent = yield* agentFor(config, request.toolGroups, skills, vision)
+          if (Either.isLeft(agent)) {
+            return { status: "failed", error: `The subagent could not be built: ${agent.left}`, modelName } as Outcome
+          }
+          const current = yield* parentState.get
+          const store = MemoryThreadStore.make()
+          const seed: StateUpdate = {
+            ...(current.sandbox !== null ? { sandbox: current.sandbox } : {}),
+            ...(current.thread_data !== null ? { thread_data: current.thread_data } : {})
+          }
+          if (Object.keys(seed).length > 0) yield* Effect.ignore(store.append(parent.threadId, parent.runId, [seed]))
+          let end: RunEndEvent | undefined
+          const input: Run.RunInput = {
+            threadId: parent.threadId,
+            runId: parent.runId,
+            userId: parent.userId,
+            input: [M.human(request.prompt)],
+            systemPrompt: promptOf(config, request.skills),
+            options: {
+              modelName,
+              recursionLimit: config.maxTurns,
+              thinkingEnabled: false,
+              nonInteractive: true,
+              extra: { ...parent.options.extra, is_subagent: true, subagent_type: config.name }
+            }
+          }
+          const finished = yield* Run.stream(input, agent.right).pipe(
+            Stream.runForEach((event) => {
+              if (event.type === "run_end") end = event
+              return step(event)
+            }),
+            Effect.provideService(ThreadStore, store),
+            Effect.timeoutOption(Duration.seconds(config.timeoutSeconds))
+          )
+          if (Option.isNone(finished)) {
+            return {
+              status: "timed_out",
+              error: `Execution timed out after ${config.timeoutSeconds} seconds`,
+              modelName,
+              usage: usageOf([...seen.values()])
+            } as Outcome
+          }
+          const ended = end ?? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }
+          return outcomeOf(ended, [...seen.values()], info)
+        })
+
+        yield* emit(TaskEvent.started, common)
+        let started = false
+        const bound = config.timeoutSeconds + POLLING_GRACE_SECONDS
+        const outcome: Outcome = yield* pool.withPermits(1)(Effect.suspend(() => {
+          started = true
+          return execute
+        })).pipe(
+          Effect.timeoutTo({
+            duration: Duration.seconds(bound),
+            onSuccess: (o): Outcome => o,
+            onTimeout: (): Outcome => ({
+              status: "polling_timed_out",
+              error: `Task polling timed out after ${Math.round(bound / 60)} minutes. This may indicate the ` +
+                `background task is stuck. Status: ${started ? "running" : "pending"}`,
+              modelName,
+              usage: usageOf([...seen.values()])
+            })
+          }),
+          Effect.onInterrupt(() =>
+            emit(TaskEvent.cancelled, {
+              ...common,
+              error: "Task cancelled by user.",
+              usage: usageOf([...seen.values()]) ?? null
+            })
+          )
+        )
+        const usage = outcome.usage ?? null
+        switch (outcome.status) {
+          case "completed":
+            yield* emit(TaskEvent.completed, {
+              ...common,
+              result: outcome.result ?? "",
+              stop_reason: outcome.stopReason ?? null,
+              usage
+            })
+            break
+          case "timed_out":
+          case "polling_timed_out":
+            yield* emit(TaskEvent.timedOut, { ...common, error: outcome.error ?? "", usage })
+            break
+          case "cancelled":
+            yield* emit(TaskEvent.cancelled, { ...common, error: outcome.error ?? "", usage })
+            break
+          case "failed":
+            yield* emit(TaskEvent.failed, {
+              ...common,
+              error: outcome.error ?? "",
+              stop_reason: outcome.stopReason ?? null,
+              usage
+            })
+        }
+        return outcome
+      })
+
+    return SubagentRunner.of({ types, run })
+  })
+
+/** The app's subagent runner (one pool per app), over the app's model, sandbox and configuration. */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<SubagentRunner, never, ModelService | SandboxProvider | AppConfigService> =>
+  Layer.scoped(SubagentRunner, make(options))
+

@@ -1,0 +1,976 @@
+/**
+ * The gateway's HTTP routes (`@effect/platform` HttpRouter): the LangGraph Platform subset the LangGraph SDK and
+ * DeerFlow's frontend use (assistants, threads, state, history, runs: background, stream, wait, join, cancel;
+ * stateless runs), served at `/`, `/api` and `/api/langgraph`, and DeerFlow's own endpoints under `/api`
+ * (uploads, artifacts, models, skills). Bodies are decoded with Schema; every failure is a JSON problem response
+ * (`{type, title, status, detail}`). Every thread, upload and artifact belongs to a user: another user's is
+ * "not found" (404), never "forbidden".
+ */
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Multipart from "@effect/platform/Multipart"
+import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as SkillsDirectory from "../../layers/SkillsDirectory.js"
+import { isStagingFile } from "../../middleware/Uploads.js"
+import type { ModelConfig } from "../../services/AppConfig.js"
+import { AppConfigService } from "../../services/AppConfig.js"
+import { SafeId, SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../services/Sandbox.js"
+import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import * as M from "../../state/Message.js"
+import { applyUpdates, makeIndexes } from "../../state/Reducers.js"
+import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
+import * as TS from "../../state/ThreadState.js"
+import * as App from "../App.js"
+import * as Factory from "../Factory.js"
+import * as Upload from "../Upload.js"
+import type { Authenticator } from "./Auth.js"
+import * as Protocol from "./Protocol.js"
+import type { ActiveRun } from "./Runs.js"
+import { GatewayError, Runs, statusOf } from "./Runs.js"
+import * as CustomAgents from "../CustomAgents.js"
+
+/** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
+export const LANGGRAPH_PREFIXES: ReadonlyArray<string> = ["", "/api", "/api/langgraph"]
+
+/** What the routes need besides the app's services. */
+export interface Options {
+  readonly auth: Authenticator
+  /** The models runs may choose (names); the first is the default. */
+  readonly models: ReadonlyArray<ModelConfig>
+}
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Payload Too Large",
+  422: "Unprocessable Entity",
+  500: "Internal Server Error"
+}
+
+/** A JSON problem response (RFC 9457). */
+export const problem = (status: number, detail: string, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(
+    { type: "about:blank", title: TITLES[status] ?? "Error", status, detail },
+    { status, contentType: "application/problem+json", headers }
+  )
+
+const fail = (reason: GatewayError["reason"], message: string) => new GatewayError({ reason, message })
+const notFound = (what: string) => fail("not_found", `${what} not found.`)
+
+/** The response of a failed handler: a gateway error as its status, anything else as a 500 (logged). */
+const respondError = (cause: Cause.Cause<unknown>) => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && failure.value instanceof GatewayError) {
+    const error = failure.value
+    return Effect.succeed(
+      problem(
+        statusOf(error.reason),
+        error.message,
+        error.reason === "unauthorized" ? { "www-authenticate": "Bearer" } : {}
+      )
+    )
+  }
+  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  return Effect.as(
+    Effect.logError("gateway request failed", cause),
+    problem(500, "The server failed to handle this request; see its log.")
+  )
+}
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  HttpServerResponse.unsafeJson(body, { status, headers })
+
+/** The largest JSON body read (uploads have their own limits, `uploads.*`). */
+const MAX_JSON_BODY = 16 * 1024 * 1024
+
+/** Reads a JSON body (empty means `{}`) and decodes it; bad JSON is 400, a bad shape 422 naming the fields. */
+const body = <A, I>(schema: Schema.Schema<A, I>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const text = yield* request.text.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_JSON_BODY)),
+      Effect.mapError((error) => fail("bad_request", `Cannot read the body (at most 16 MiB of JSON): ${error.message}`))
+    )
+    let raw: unknown = {}
+    if (text.trim() !== "") {
+      try {
+        raw = JSON.parse(text)
+      } catch (error) {
+        return yield* fail("bad_request", `The body is not valid JSON: ${(error as Error).message}`)
+      }
+    }
+    return yield* Either.match(Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })(raw), {
+      onLeft: (error) => Effect.fail(fail("unprocessable", Protocol.describeParseError(error))),
+      onRight: Effect.succeed
+    })
+  })
+
+const param = (name: string) =>
+  Effect.flatMap(HttpRouter.params, (params) => {
+    const value = params[name]
+    return value === undefined ? Effect.fail(fail("bad_request", `Missing ${name}.`)) : Effect.succeed(value)
+  })
+
+/** A thread or run id from the path; ids are also directory names, so only safe ones exist. */
+const idParam = (name: string, what: string) =>
+  Effect.flatMap(param(name), (value) =>
+    Schema.is(SafeId)(value) ? Effect.succeed(value) : Effect.fail(notFound(`${what} ${JSON.stringify(value)}`)))
+
+const query = Effect.map(HttpServerRequest.ParsedSearchParams, (params) => params)
+
+const queryFlag = (params: Readonly<Record<string, string | ReadonlyArray<string>>>, name: string) => {
+  const value = params[name]
+  const text = Array.isArray(value) ? value[0] : value
+  return text === "1" || text === "true"
+}
+
+const queryList = (params: Readonly<Record<string, string | ReadonlyArray<string>>>, name: string) => {
+  const value = params[name]
+  return value === undefined ? [] : typeof value === "string" ? [value] : [...value]
+}
+
+/** The path prefix a request came in under (`""`, `/api`, `/api/langgraph`), for the URLs it is given back. */
+const prefixOf = (url: string) => {
+  const at = url.search(/\/(threads|runs)(\/|\?|$)/)
+  return at > 0 ? url.slice(0, at) : ""
+}
+
+const decodeStreamModes = Schema.decodeUnknownEither(Schema.Array(Protocol.StreamMode))
+
+/** The routes of a gateway over the app's services. */
+export const router = (options: Options) =>
+  Effect.gen(function*() {
+    const store = yield* ThreadStore
+    const runs = yield* Runs
+    const app = yield* AppConfigService
+    const factory = yield* Factory.AgentFactory
+    const sandboxes = yield* SandboxProvider
+    const config = app.config
+
+    /** The user of the request, or 401. */
+    const user = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Either.match(options.auth.user(request.headers), {
+        onLeft: (message) => Effect.fail(fail("unauthorized", message)),
+        onRight: Effect.succeed
+      }))
+
+    const storeFailed = (error: { readonly message: string }) =>
+      new GatewayError({ reason: "internal", message: error.message, cause: error })
+
+    /** The user's thread, or 404 (also for another user's). */
+    const ownedThread = (userId: string, threadId: string) =>
+      Effect.flatMap(Effect.mapError(store.info(threadId), storeFailed), (info) =>
+        Option.isSome(info) && (info.value.owner ?? "default") === userId
+          ? Effect.succeed(info.value)
+          : Effect.fail(notFound(`Thread ${threadId}`)))
+
+    const loadState = (threadId: string) =>
+      Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>
+        Option.match(loaded, {
+          onNone: () => ({ state: TS.empty, runs: [] as ReadonlyArray<RunRecord> }),
+          onSome: (t) => t
+        }))
+
+    /** LangGraph's status of a thread: `busy` while a run holds it, `error` when its last run failed or died. */
+    const threadStatus = (summary: ThreadSummary) => {
+      if (runs.activeOf(summary.thread_id) !== undefined) return "busy" as const
+      switch (summary.status) {
+        case "running":
+          return "busy" as const
+        case "error":
+        case "stopped":
+          return "error" as const
+        default:
+          return "idle" as const
+      }
+    }
+
+    const fullThread = (summary: ThreadSummary) =>
+      Effect.map(loadState(summary.thread_id), (loaded) =>
+        Protocol.threadObject(summary, threadStatus(summary), Protocol.publicValues(loaded.state)))
+
+    const ownedRun = (threadId: string, runId: string) =>
+      Effect.flatMap(Effect.mapError(store.runs({ runId }), storeFailed), (records) => {
+        const record = records[0]
+        return record !== undefined && record.thread_id === threadId
+          ? Effect.succeed(record)
+          : Effect.fail(notFound(`Run ${runId}`))
+      })
+
+    // -------------------------------------------------------------------------------------------------------
+    // Runs
+
+    const modelNames = new Set(options.models.map((m) => m.name))
+
+    const prepareRun = (userId: string, threadId: string | undefined, request: Protocol.RunCreate) =>
+      Effect.gen(function*() {
+        const strategy = request.multitask_strategy ?? "reject"
+        if (strategy === "enqueue") {
+          return yield* fail(
+            "unprocessable",
+            `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`
+          )
+        }
+        const stops = [
+          ["interrupt_before", request.interrupt_before],
+          ["interrupt_after", request.interrupt_after]
+        ] as const
+        for (const [key, value] of stops) {
+          if (value != null && !(Array.isArray(value) && value.length === 0)) {
+            return yield* fail(
+              "unprocessable",
+              `${key} is not supported: Antler's agent has no graph nodes to stop at.`
+            )
+          }
+        }
+        if (request.checkpoint_id != null || request.checkpoint != null) {
+          return yield* fail("unprocessable", "Starting a run from an older checkpoint (forking) is not supported.")
+        }
+        const messages = yield* Either.match(Protocol.inputMessages(request.input), {
+          onLeft: (message) => Effect.fail(fail("unprocessable", message)),
+          onRight: Effect.succeed
+        })
+        const settings: Record<string, unknown> = Factory.mergeRuntime(
+          request.config?.configurable,
+          Protocol.allowedContext(request.context)
+        )
+        delete settings.non_interactive
+        const agentName = Protocol.agentNameOf(request.assistant_id)
+        if (agentName !== undefined && settings.agent_name === undefined) settings.agent_name = agentName
+        settings.recursion_limit = Protocol.recursionLimit(
+          request.config?.recursion_limit,
+          config.recursion_limit,
+          config.max_recursion_limit
+        )
+        for (const key of ["model_name", "model"]) {
+          const name = settings[key]
+          if (typeof name === "string" && modelNames.size > 0 && !modelNames.has(name)) {
+            return yield* fail(
+              "bad_request",
+              `Unknown model "${name}". Configured models: ${[...modelNames].join(", ")}.`
+            )
+          }
+        }
+        yield* Effect.mapError(
+          factory.resolve(settings),
+          (error) => fail("unprocessable", `Run settings: ${error.message}`)
+        )
+        let thread = threadId
+        let deleteThread = false
+        if (thread === undefined) {
+          thread = M.newId()
+          deleteThread = request.on_completion !== "keep"
+          yield* Effect.mapError(store.ensure(thread, { owner: userId, metadata: {} }), storeFailed)
+        } else {
+          const exists = yield* Effect.either(ownedThread(userId, thread))
+          if (Either.isLeft(exists)) {
+            const info = yield* Effect.mapError(store.info(thread), storeFailed)
+            if (request.if_not_exists !== "create" || Option.isSome(info)) return yield* exists.left
+            yield* Effect.mapError(store.ensure(thread, { owner: userId, metadata: {} }), storeFailed)
+          }
+        }
+        const modes = Protocol.modesOf(request.stream_mode)
+        return yield* runs.start({
+          threadId: thread,
+          userId,
+          assistantId: request.assistant_id ?? Protocol.LEAD_AGENT,
+          messages,
+          ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
+          settings,
+          modes,
+          multitaskStrategy: strategy,
+          metadata: request.metadata ?? {},
+          deleteThread
+        })
+      })
+
+    const runLocation = (prefix: string, run: ActiveRun) => `${prefix}/threads/${run.threadId}/runs/${run.runId}`
+
+    const sseResponse = (stream: Stream.Stream<string>, headers: Record<string, string>) =>
+      HttpServerResponse.stream(Stream.encodeText(stream), {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
+      })
+
+    const withError = (values: Record<string, unknown>, record: RunRecord) =>
+      record.status === "error"
+        ? { ...values, __error__: { error: "RunError", message: record.error ?? "The run failed" } }
+        : values
+
+    const finalValues = (threadId: string, record: RunRecord) =>
+      Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
+
+    const createRun = (kind: "background" | "stream" | "wait", stateless: boolean) =>
+      Effect.gen(function*() {
+        const userId = yield* user
+        const threadId = stateless ? undefined : yield* idParam("thread_id", "Thread")
+        const request = yield* body(Protocol.RunCreate)
+        const http = yield* HttpServerRequest.HttpServerRequest
+        const prefix = prefixOf(http.url)
+        const run = yield* prepareRun(userId, threadId, request)
+        const location = runLocation(prefix, run)
+        const cancelOnDisconnect = (request.on_disconnect ?? "cancel") === "cancel"
+        const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
+        switch (kind) {
+          case "background": {
+            const record = (yield* Effect.mapError(store.runs({ runId: run.runId }), storeFailed))[0]
+            return json(record === undefined ? {} : Protocol.runObject(record), 200, { "content-location": location })
+          }
+          case "stream":
+            return sseResponse(runs.subscribe(run, 0, undefined, disconnect), {
+              "content-location": location,
+              location: `${location}/stream`
+            })
+          case "wait": {
+            const record = yield* Deferred.await(run.done).pipe(
+              Effect.onInterrupt(() => disconnect ?? Effect.void)
+            )
+            // a stateless run's thread is gone by now: its values are what its events left
+            const values = stateless
+              ? withError(Protocol.publicValues(run.state()), record)
+              : yield* finalValues(run.threadId, record)
+            return json(values, 200, { "content-location": location })
+          }
+        }
+      })
+
+    const joinStream = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      const runId = yield* idParam("run_id", "Run")
+      yield* ownedThread(userId, threadId)
+      const http = yield* HttpServerRequest.HttpServerRequest
+      const params = yield* query
+      const lastEventId = http.headers["last-event-id"]
+      const cursor = lastEventId === undefined || lastEventId.trim() === "" ? 0 : Number(lastEventId)
+      if (!Number.isInteger(cursor) || cursor < 0) {
+        return yield* fail(
+          "bad_request",
+          `Last-Event-ID must be an event id of this run, got ${JSON.stringify(lastEventId)}.`
+        )
+      }
+      const requested = queryList(params, "stream_mode")
+      const modes = requested.length === 0 ? undefined : yield* Either.match(decodeStreamModes(requested), {
+        onLeft: (error) => Effect.fail(fail("unprocessable", `stream_mode: ${Protocol.describeParseError(error)}`)),
+        onRight: (list) => Effect.succeed(Protocol.modesOf(list))
+      })
+      const run = runs.get(runId)
+      if (run !== undefined && run.threadId === threadId) {
+        const disconnect = queryFlag(params, "cancel_on_disconnect")
+          ? Effect.ignore(runs.cancel(runId, "interrupt", false))
+          : undefined
+        return sseResponse(runs.subscribe(run, cursor, modes, disconnect), {})
+      }
+      // not buffered here (finished long ago, run by another process, or before a restart)
+      const record = yield* ownedRun(threadId, runId)
+      const frames: Array<string> = []
+      if (cursor > 0 || record.status === "running" || record.status === "pending") {
+        frames.push(Protocol.sse({
+          id: cursor,
+          event: "gap",
+          data: JSON.stringify(Protocol.gapPayload(runId, cursor, cursor + 1, cursor))
+        }))
+      } else {
+        const loaded = yield* loadState(threadId)
+        const metadata = JSON.stringify({ run_id: runId, thread_id: threadId })
+        frames.push(Protocol.sse({ id: 1, event: "metadata", data: metadata }))
+        if (modes === undefined || modes.includes("values")) {
+          const values = JSON.stringify(Protocol.publicValues(loaded.state))
+          frames.push(Protocol.sse({ id: 2, event: "values", data: values }))
+        }
+        frames.push(Protocol.sse({ id: 3, event: "end", data: "null" }))
+      }
+      return sseResponse(Stream.fromIterable(frames), {})
+    })
+
+    const joinRun = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      const runId = yield* idParam("run_id", "Run")
+      yield* ownedThread(userId, threadId)
+      const run = runs.get(runId)
+      const record = run !== undefined && run.threadId === threadId
+        ? yield* Deferred.await(run.done)
+        : yield* ownedRun(threadId, runId)
+      return json(yield* finalValues(threadId, record))
+    })
+
+    const cancelRun = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      const runId = yield* idParam("run_id", "Run")
+      yield* ownedThread(userId, threadId)
+      yield* ownedRun(threadId, runId)
+      const params = yield* query
+      const action = (typeof params.action === "string" ? params.action : "interrupt") as string
+      if (action !== "interrupt" && action !== "rollback") {
+        return yield* fail("unprocessable", `action must be interrupt or rollback, got ${JSON.stringify(action)}.`)
+      }
+      const wait = queryFlag(params, "wait")
+      yield* runs.cancel(runId, action, wait)
+      if (!wait) return HttpServerResponse.empty({ status: 202 })
+      return json(Protocol.runObject(yield* ownedRun(threadId, runId)))
+    })
+
+    const listRuns = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const params = yield* query
+      const limit = Math.max(1, Math.min(1000, Number(params.limit ?? 10) || 10))
+      const offset = Math.max(0, Number(params.offset ?? 0) || 0)
+      const status = typeof params.status === "string" ? params.status : undefined
+      const records = (yield* Effect.mapError(store.runs({ threadId }), storeFailed))
+        .map(Protocol.runObject)
+        .filter((run) => status === undefined || run.status === status)
+        .reverse()
+      return json(records.slice(offset, offset + limit))
+    })
+
+    const getRun = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      const runId = yield* idParam("run_id", "Run")
+      yield* ownedThread(userId, threadId)
+      return json(Protocol.runObject(yield* ownedRun(threadId, runId)))
+    })
+
+    // -------------------------------------------------------------------------------------------------------
+    // Threads
+
+    const createThread = Effect.gen(function*() {
+      const userId = yield* user
+      const request = yield* body(Protocol.ThreadCreate)
+      const threadId = request.thread_id ?? M.newId()
+      if (!Schema.is(SafeId)(threadId)) {
+        return yield* fail("unprocessable", "thread_id: ids are 1-128 letters, digits, '.', '_' or '-'.")
+      }
+      const existing = yield* Effect.mapError(store.info(threadId), storeFailed)
+      if (Option.isSome(existing)) {
+        if ((existing.value.owner ?? "default") !== userId || request.if_exists !== "do_nothing") {
+          return yield* fail("conflict", `Thread ${threadId} already exists.`)
+        }
+        return json(yield* fullThread(existing.value))
+      }
+      yield* Effect.mapError(store.ensure(threadId, { owner: userId, metadata: request.metadata ?? {} }), storeFailed)
+      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+    })
+
+    const searchThreads = Effect.gen(function*() {
+      const userId = yield* user
+      const request = yield* body(Protocol.ThreadSearch)
+      const all = yield* Effect.mapError(store.list, storeFailed)
+      const wanted = request.metadata ?? {}
+      const ids = request.ids == null ? undefined : new Set(request.ids)
+      const matches = all.filter((thread) =>
+        (thread.owner ?? "default") === userId &&
+        (ids === undefined || ids.has(thread.thread_id)) &&
+        Object.entries(wanted).every(([key, value]) => JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value))
+      ).map((thread) =>
+        Protocol.threadObject(thread, threadStatus(thread), { title: thread.title })
+      ).filter((thread) => request.status == null || thread.status === request.status)
+      const sortBy = request.sort_by ?? "updated_at"
+      const order = request.sort_order === "asc" ? 1 : -1
+      matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
+      const offset = request.offset ?? 0
+      return json(matches.slice(offset, offset + (request.limit ?? 10)))
+    })
+
+    const getThread = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+    })
+
+    const patchThread = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const request = yield* body(Protocol.ThreadPatch)
+      yield* Effect.mapError(store.patchMetadata(threadId, request.metadata ?? {}), storeFailed)
+      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+    })
+
+    const deleteThread = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const active = runs.activeOf(threadId)
+      if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
+      // a run of another gateway process sharing the store still holds the thread
+      if ((yield* ownedThread(userId, threadId)).status === "running") {
+        return yield* fail(
+          "conflict",
+          `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then delete ` +
+            "the thread."
+        )
+      }
+      yield* App.deleteThread(app.home, threadId, userId).pipe(
+        Effect.provideService(ThreadStore, store),
+        Effect.mapError(storeFailed)
+      )
+      return HttpServerResponse.empty({ status: 204 })
+    })
+
+    /** The states after each of the thread's checkpoints, newest first: the last `limit` (before `before`). */
+    const history = (threadId: string, limit: number, before?: number) =>
+      Effect.gen(function*() {
+        const all = yield* Effect.mapError(store.checkpoints(threadId), storeFailed)
+        const records: ReadonlyArray<CheckpointRecord> = before === undefined ? all : all.filter((r) => r.seq < before)
+        const from = Math.max(0, records.length - limit)
+        const indexes = makeIndexes()
+        let state: ThreadState = TS.empty
+        const prefix = applyUpdates(state, records.slice(0, from).flatMap((r) => r.updates), indexes)
+        if (Either.isLeft(prefix)) return yield* fail("internal", prefix.left.message)
+        state = prefix.right
+        const out: Array<ReturnType<typeof Protocol.stateObject>> = []
+        for (let i = from; i < records.length; i++) {
+          const record = records[i]!
+          const next = applyUpdates(state, record.updates, indexes)
+          if (Either.isLeft(next)) return yield* fail("internal", next.left.message)
+          state = next.right
+          out.push(Protocol.stateObject(threadId, state, {
+            seq: record.seq,
+            parent: i > 0 ? records[i - 1]!.seq : undefined,
+            created_at: record.created_at,
+            run_id: record.run_id,
+            step: i
+          }))
+        }
+        return out.reverse()
+      })
+
+    const currentState = (threadId: string) =>
+      Effect.gen(function*() {
+        const [latest] = yield* history(threadId, 1)
+        if (latest !== undefined) return latest
+        return Protocol.stateObject(threadId, TS.empty, {})
+      })
+
+    const getState = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      return json(yield* currentState(threadId))
+    })
+
+    const stateAt = (threadId: string, checkpointId: unknown) =>
+      Effect.gen(function*() {
+        const seq = Number(checkpointId)
+        if (!Number.isInteger(seq)) return yield* notFound(`Checkpoint ${JSON.stringify(checkpointId)}`)
+        const [state] = yield* history(threadId, 1, seq + 1)
+        if (state === undefined || state.checkpoint.checkpoint_id !== String(seq)) {
+          return yield* notFound(`Checkpoint ${seq}`)
+        }
+        return state
+      })
+
+    const getStateAt = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      return json(yield* stateAt(threadId, yield* param("checkpoint_id")))
+    })
+
+    const postStateAt = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const request = yield* body(Schema.Struct({
+        checkpoint: Schema.Struct({ checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)) })
+      }))
+      if (request.checkpoint.checkpoint_id == null) return json(yield* currentState(threadId))
+      return json(yield* stateAt(threadId, request.checkpoint.checkpoint_id))
+    })
+
+    const getHistory = (fromBody: boolean) =>
+      Effect.gen(function*() {
+        const userId = yield* user
+        const threadId = yield* idParam("thread_id", "Thread")
+        yield* ownedThread(userId, threadId)
+        const params = yield* query
+        const request = fromBody ? yield* body(Protocol.HistoryRequest) : { limit: Number(params.limit ?? 10) || 10 }
+        const before = (request as { before?: unknown }).before as { checkpoint_id?: unknown } | undefined
+        const beforeSeq = before != null && typeof before === "object" && before.checkpoint_id != null
+          ? Number(before.checkpoint_id)
+          : undefined
+        return json(yield* history(threadId, request.limit ?? 10, Number.isInteger(beforeSeq) ? beforeSeq : undefined))
+      })
+
+    const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
+
+    const updateState = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const request = yield* body(Protocol.StateUpdateRequest)
+      const values = request.values ?? {}
+      if (typeof values !== "object" || Array.isArray(values)) {
+        return yield* fail("unprocessable", "values: expected an object of state fields")
+      }
+      const { messages: rawMessages, ...fields } = values as Record<string, unknown>
+      const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(fields)
+      if (Either.isLeft(decoded)) {
+        return yield* fail("unprocessable", `values: ${Protocol.describeParseError(decoded.left)}`)
+      }
+      if ("thread_data" in fields) return yield* fail("unprocessable", "values.thread_data is the server's own field.")
+      const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
+      if (rawMessages !== undefined) {
+        const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
+        const removals = list.filter((m) =>
+          typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove"
+        )
+        const others = list.filter((m) => !removals.includes(m))
+        const messages = yield* Either.match(Protocol.inputMessages({ messages: others }), {
+          onLeft: (message) => Effect.fail(fail("unprocessable", `values.${message.replace(/^input\./, "")}`)),
+          onRight: Effect.succeed
+        })
+        update.messages = [
+          ...messages,
+          ...removals.map((m) => M.remove(String((m as { id?: unknown }).id)))
+        ]
+      }
+      const writer = `update-state-${M.newId()}`
+      if (runs.activeOf(threadId) !== undefined) {
+        return yield* fail("conflict", `Thread ${threadId} has a run in progress; update its state after the run.`)
+      }
+      const holder = yield* Effect.mapError(
+        store.acquireLease({ threadId, runId: writer, ttlMs: 30_000, now: Date.now() }),
+        storeFailed
+      )
+      if (holder !== undefined) {
+        return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
+      }
+      const appended = yield* Effect.either(store.append(threadId, writer, [update])).pipe(
+        Effect.ensuring(Effect.ignore(store.releaseLease(threadId, writer)))
+      )
+      if (Either.isLeft(appended)) return yield* fail("unprocessable", appended.left.message)
+      const latest = yield* currentState(threadId)
+      return json({ checkpoint: latest.checkpoint })
+    })
+
+    // -------------------------------------------------------------------------------------------------------
+    // Assistants
+
+    const agentNames = (userId: string): ReadonlyArray<string> => {
+      const dirs = [Path.join(app.home, "users", userId, "agents"), Path.join(app.home, "agents")]
+      const names = new Set<string>()
+      for (const dir of dirs) {
+        try {
+          for (const entry of Fs.readdirSync(dir, { withFileTypes: true })) {
+            // an agent is a directory with its config.yaml (as `antler agents` and the factory read it)
+            if (
+              entry.isDirectory() && /^[A-Za-z0-9-]+$/.test(entry.name) &&
+              Fs.existsSync(Path.join(dir, entry.name, CustomAgents.CONFIG_FILE))
+            ) names.add(entry.name.toLowerCase())
+          }
+        } catch {
+          // no agents directory
+        }
+      }
+      return [...names].sort()
+    }
+
+    const assistant = (id: string) => ({
+      assistant_id: id,
+      graph_id: Protocol.LEAD_AGENT,
+      name: id,
+      description: id === Protocol.LEAD_AGENT ? "DeerFlow's lead agent" : `Custom agent ${id}`,
+      config: {},
+      context: id === Protocol.LEAD_AGENT ? {} : { agent_name: id },
+      metadata: {},
+      version: 1,
+      created_at: new Date(0).toISOString(),
+      updated_at: new Date(0).toISOString()
+    })
+
+    const searchAssistants = Effect.gen(function*() {
+      const userId = yield* user
+      const request = yield* body(Protocol.AssistantSearch)
+      const all = [Protocol.LEAD_AGENT, ...agentNames(userId)].map(assistant)
+        .filter((a) => request.name == null || a.name.includes(request.name))
+        .filter((a) => request.graph_id == null || a.graph_id === request.graph_id)
+      const offset = request.offset ?? 0
+      return json(all.slice(offset, offset + (request.limit ?? 10)))
+    })
+
+    const getAssistant = (what: "assistant" | "graph" | "schemas") =>
+      Effect.gen(function*() {
+        const userId = yield* user
+        const id = yield* param("assistant_id")
+        if (id !== Protocol.LEAD_AGENT && !agentNames(userId).includes(id)) return yield* notFound(`Assistant ${id}`)
+        switch (what) {
+          case "assistant":
+            return json(assistant(id))
+          case "graph":
+            return json({
+              nodes: [{ id: "__start__" }, { id: "model" }, { id: "tools" }, { id: "__end__" }],
+              edges: [
+                { source: "__start__", target: "model" },
+                { source: "model", target: "tools", conditional: true },
+                { source: "tools", target: "model" },
+                { source: "model", target: "__end__", conditional: true }
+              ]
+            })
+          case "schemas":
+            return json({
+              graph_id: Protocol.LEAD_AGENT,
+              input_schema: {},
+              output_schema: {},
+              state_schema: {},
+              config_schema: {}
+            })
+        }
+      })
+
+    // -------------------------------------------------------------------------------------------------------
+    // DeerFlow: uploads, artifacts, models, skills
+
+    const artifactUrl = (threadId: string, virtualPath: string) =>
+      `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
+
+    const uploadFiles = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const limits = config.uploads
+      const form = yield* request.multipart.pipe(
+        Multipart.withLimits({
+          maxParts: Option.some(limits.max_files + 20),
+          maxFileSize: Option.some(limits.max_file_size),
+          maxTotalSize: Option.some(limits.max_total_size + 1024 * 1024)
+        }),
+        Effect.mapError((error) =>
+          fail(
+            error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" || error.reason === "TooManyParts"
+              ? "unprocessable"
+              : "bad_request",
+            `The upload was refused: ${error.reason === "FileTooLarge"
+              ? `a file is larger than ${Upload.formatBytes(limits.max_file_size)} (uploads.max_file_size)`
+              : error.reason === "BodyTooLarge"
+              ? `the files are larger than ${Upload.formatBytes(limits.max_total_size)} in all (uploads.max_total_size)`
+              : error.reason === "TooManyParts"
+              ? `more than ${limits.max_files} files (uploads.max_files)`
+              : "it is not a multipart form with files"}.`
+          ))
+      )
+      const files = Object.values(form).flatMap((value) =>
+        Array.isArray(value) ? value.filter(Multipart.isPersistedFile) : Multipart.isPersistedFile(value) ? [value] : []
+      )
+      const inputs = yield* Effect.forEach(files, (file) =>
+        Effect.map(
+          Effect.tryPromise({
+            try: () => Fs.promises.readFile(file.path),
+            catch: () => fail("internal", "Cannot read an uploaded part.")
+          }),
+          (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
+        ))
+      const results = yield* Upload.upload(threadId, inputs, { userId }).pipe(
+        Effect.provideService(AppConfigService, app),
+        Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message))
+      )
+      return json({
+        success: true,
+        files: results.map((result) => ({
+          ...result,
+          virtual_path: result.path,
+          artifact_url: artifactUrl(threadId, result.path),
+          ...(result.markdown_path !== undefined
+            ? {
+              markdown_virtual_path: result.markdown_path,
+              markdown_artifact_url: artifactUrl(threadId, result.markdown_path)
+            }
+            : {})
+        })),
+        message: `Uploaded ${results.length} file${results.length === 1 ? "" : "s"}.`
+      })
+    })
+
+    const listUploads = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const dir = threadPaths(app.home, userId, threadId).uploads
+      const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir, { withFileTypes: true }) : []
+      const files = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((entry) => {
+        const stat = Fs.statSync(Path.join(dir, entry.name))
+        const path = `${UPLOADS}/${entry.name}`
+        return {
+          filename: entry.name,
+          size: stat.size,
+          path,
+          virtual_path: path,
+          artifact_url: artifactUrl(threadId, path),
+          extension: Path.extname(entry.name),
+          modified: stat.mtime.toISOString()
+        }
+      })
+      return json({ files, count: files.length })
+    })
+
+    const deleteUpload = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const filename = decodeURIComponent(yield* param("filename"))
+      const problemText = Upload.filenameProblem(filename)
+      if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
+      const file = Path.join(threadPaths(app.home, userId, threadId).uploads, filename)
+      if (!Fs.existsSync(file)) return yield* notFound(`Upload ${filename}`)
+      Fs.rmSync(file, { force: true })
+      return json({ success: true, message: `Deleted ${filename}.` })
+    })
+
+    const getArtifact = Effect.gen(function*() {
+      const userId = yield* user
+      const threadId = yield* idParam("thread_id", "Thread")
+      yield* ownedThread(userId, threadId)
+      const params = yield* HttpRouter.params
+      const raw = params["*"] ?? ""
+      const virtual = `/${raw.split("/").map((segment) => {
+        try {
+          return decodeURIComponent(segment)
+        } catch {
+          return segment
+        }
+      }).join("/")}`.replace(/^\/+/, "/")
+      if (!virtual.startsWith(`${USER_DATA}/`)) {
+        return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
+      }
+      const sandbox = yield* Effect.mapError(
+        sandboxes.acquire(threadId, userId),
+        (error) => fail("internal", error.message)
+      )
+      const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
+      const stat = yield* Effect.try({ try: () => Fs.statSync(host), catch: () => notFound(`Artifact ${virtual}`) })
+      if (!stat.isFile()) return yield* notFound(`Artifact ${virtual}`)
+      const search = yield* query
+      const download = queryFlag(search, "download")
+      const name = Path.basename(virtual)
+      const bytes = yield* Effect.tryPromise({
+        try: () => Fs.promises.readFile(host),
+        catch: () => notFound(`Artifact ${virtual}`)
+      })
+      return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
+        contentType: contentTypeOf(name),
+        headers: {
+          // a model-written page must not run scripts in the gateway's origin (where the API token lives)
+          "content-security-policy": "sandbox",
+          "x-content-type-options": "nosniff",
+          "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${encodeURIComponent(name)}`
+        }
+      })
+    })
+
+    const listModels = Effect.gen(function*() {
+      yield* user
+      return json({
+        models: options.models.map((m) => ({
+          name: m.name,
+          model: m.model,
+          display_name: m.display_name ?? m.name,
+          supports_thinking: m.supports_thinking,
+          supports_reasoning_effort: m.supports_reasoning_effort,
+          supports_vision: m.supports_vision
+        }))
+      })
+    })
+
+    const listSkills = Effect.gen(function*() {
+      yield* user
+      const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
+        name: skill.name,
+        description: skill.description,
+        category: skill.category,
+        location: skill.location,
+        enabled: skill.enabled
+      }))
+      return json({ skills })
+    })
+
+    // -------------------------------------------------------------------------------------------------------
+    // The router
+
+    const langgraph = HttpRouter.empty.pipe(
+      HttpRouter.post("/assistants/search", searchAssistants),
+      HttpRouter.get("/assistants/:assistant_id", getAssistant("assistant")),
+      HttpRouter.get("/assistants/:assistant_id/graph", getAssistant("graph")),
+      HttpRouter.get("/assistants/:assistant_id/schemas", getAssistant("schemas")),
+      HttpRouter.post("/threads", createThread),
+      HttpRouter.post("/threads/search", searchThreads),
+      HttpRouter.get("/threads/:thread_id", getThread),
+      HttpRouter.patch("/threads/:thread_id", patchThread),
+      HttpRouter.del("/threads/:thread_id", deleteThread),
+      HttpRouter.get("/threads/:thread_id/state", getState),
+      HttpRouter.post("/threads/:thread_id/state", updateState),
+      HttpRouter.post("/threads/:thread_id/state/checkpoint", postStateAt),
+      HttpRouter.get("/threads/:thread_id/state/:checkpoint_id", getStateAt),
+      HttpRouter.get("/threads/:thread_id/history", getHistory(false)),
+      HttpRouter.post("/threads/:thread_id/history", getHistory(true))
+    ).pipe(
+      HttpRouter.post("/threads/:thread_id/runs", createRun("background", false)),
+      HttpRouter.post("/threads/:thread_id/runs/stream", createRun("stream", false)),
+      HttpRouter.post("/threads/:thread_id/runs/wait", createRun("wait", false)),
+      HttpRouter.get("/threads/:thread_id/runs", listRuns),
+      HttpRouter.get("/threads/:thread_id/runs/:run_id", getRun),
+      HttpRouter.get("/threads/:thread_id/runs/:run_id/stream", joinStream),
+      HttpRouter.post("/threads/:thread_id/runs/:run_id/stream", joinStream),
+      HttpRouter.get("/threads/:thread_id/runs/:run_id/join", joinRun),
+      HttpRouter.post("/threads/:thread_id/runs/:run_id/cancel", cancelRun),
+      HttpRouter.post("/runs", createRun("background", true)),
+      HttpRouter.post("/runs/stream", createRun("stream", true)),
+      HttpRouter.post("/runs/wait", createRun("wait", true)),
+      HttpRouter.get("/ok", Effect.succeed(json({ ok: true }))),
+      HttpRouter.get("/info", Effect.succeed(json({ version: "antler", flags: { assistants: true, crons: false } })))
+    )
+
+    const deerflow = HttpRouter.empty.pipe(
+      HttpRouter.post("/threads/:thread_id/uploads", uploadFiles),
+      HttpRouter.get("/threads/:thread_id/uploads/list", listUploads),
+      HttpRouter.del("/threads/:thread_id/uploads/:filename", deleteUpload),
+      HttpRouter.get("/threads/:thread_id/artifacts/*", getArtifact),
+      HttpRouter.get("/models", listModels),
+      HttpRouter.get("/skills", listSkills)
+    )
+
+    return HttpRouter.concatAll(
+      ...LANGGRAPH_PREFIXES.map((prefix) =>
+        prefix === "" ? langgraph : HttpRouter.prefixAll(langgraph, prefix as `/${string}`)
+      ),
+      HttpRouter.prefixAll(deerflow, "/api")
+    ).pipe(HttpRouter.catchAllCause(respondError))
+  })
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".md": "text/markdown; charset=utf-8",
+  ".txt": "text/plain; charset=utf-8",
+  ".json": "application/json",
+  ".csv": "text/csv; charset=utf-8",
+  ".html": "text/html; charset=utf-8",
+  ".htm": "text/html; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf"
+}
+
+/** The content type of an artifact by its extension (unknown ones are bytes). */
+export const contentTypeOf = (name: string): string =>
+  CONTENT_TYPES[Path.extname(name).toLowerCase()] ?? "application/octet-stream"

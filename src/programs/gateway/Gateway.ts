@@ -1,0 +1,193 @@
+/**
+ * The gateway as a layer: the app's agent factory (`App.factoryLayer`: configuration, the thread store chosen by
+ * `database.url`, the local sandbox, the model clients, MCP servers, long-term memory), the run manager, the API
+ * and the web page on a Node HTTP server, and traces when `tracing.enabled`. `antler serve` launches it; tests
+ * build it on port 0. Runs go through `Factory.AgentFactory`, so a run's `configurable` / `context` (model,
+ * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
+ *
+ * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
+ * the runs a previous process left running (recorded as `error`, "server restarted").
+ */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import { createServer } from "node:http"
+import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
+import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
+import type { StoreError } from "../../services/RunContext.js"
+import type { ThreadStore } from "../../services/ThreadStore.js"
+import * as Redact from "../../state/Redact.js"
+import * as App from "../App.js"
+import * as Factory from "../Factory.js"
+import * as Api from "./Api.js"
+import * as Auth from "./Auth.js"
+import * as Runs from "./Runs.js"
+import * as Web from "./Web.js"
+
+/** The gateway cannot start as configured. */
+export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("GatewayStartError", {
+  reason: Schema.Literal("unsafe_bind", "tokens"),
+  message: Schema.String
+}) {}
+
+/** The Postgres URL of a configuration, when threads live in PostgreSQL. */
+export const databaseUrl = (config: AppConfig): Redacted.Redacted<string> | undefined =>
+  config.database.url ?? config.database.postgres_url ?? undefined
+
+/** Where a Postgres URL points, without its credentials. */
+export const describeUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    return `PostgreSQL database ${parsed.pathname.replace(/^\//, "") || "(default)"} at ${parsed.hostname}` +
+      (parsed.port ? `:${parsed.port}` : "")
+  } catch {
+    return "PostgreSQL (database.url is not a URL)"
+  }
+}
+
+/** Where a configuration keeps threads, for people (never the URL's credentials). */
+export const describeStore = (app: AppConfigService["Type"]): string => {
+  const url = databaseUrl(app.config)
+  return url === undefined
+    ? `SQLite ${SqliteThreadStore.FILENAME} in ${app.home}`
+    : describeUrl(Redacted.value(url))
+}
+
+/** The thread store a configuration chooses: PostgreSQL at `database.url`, else SQLite under the data directory. */
+export const storeLayer = (
+  app: AppConfigService["Type"],
+  redact?: Redact.Redactor
+): Layer.Layer<ThreadStore, StoreError> =>
+  App.configuredStoreLayer(app, redact)
+
+/** The secrets of a gateway configuration, beyond the models' (tokens, the database URL's password). */
+export const secrets = (config: AppConfig): ReadonlyArray<string> => {
+  const url = databaseUrl(config)
+  return [
+    ...config.gateway.auth.tokens.map((t) => Redacted.value(t.token)),
+    ...(url === undefined ? [] : Redact.urlSecrets(Redacted.value(url))),
+    ...Object.values(config.tracing.headers).map(Redacted.value)
+  ]
+}
+
+/**
+ * The tracing layer of a configuration: OTLP/HTTP when `tracing.enabled` (or spans to `processor`, for tests),
+ * else none. `@effect/opentelemetry` is an optional peer, loaded only then.
+ */
+export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> => {
+  if (processor === undefined && !config.tracing.enabled) return Layer.empty
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(config.tracing.headers)) headers[name] = Redacted.value(value)
+  return Layer.unwrapEffect(Effect.promise(async () => {
+    const NodeSdk = await import("@effect/opentelemetry/NodeSdk")
+    const spanProcessor = processor ?? await (async () => {
+      const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http")
+      const { BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
+      return new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracing.otlp_endpoint, headers }))
+    })()
+    const resource = { serviceName: config.tracing.service_name }
+    return Layer.discard(NodeSdk.layer(() => ({ resource, spanProcessor })))
+  }))
+}
+
+/** Options of the gateway. */
+export interface Options {
+  readonly app: AppConfigService["Type"]
+  /** The default model, and every model runs may choose by name (see `App.chooseModel`). */
+  readonly choice: App.ModelChoice
+  /** Overrides `gateway.host` / `gateway.port` (0: any free port). */
+  readonly host?: string | undefined
+  readonly port?: number | undefined
+  /** Secrets that never leave the process (streamed events) or reach the store. */
+  readonly redact?: Redact.Redactor | undefined
+  /** Spans go here instead of the configured exporter (tests). */
+  readonly spanProcessor?: SpanProcessor | undefined
+  /** Options of every agent the factory builds. */
+  readonly factory?: Factory.Options | undefined
+}
+
+/** The span every run is traced under: the root of its own trace, with the thread, run and model. */
+const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
+  Effect.withSpan(effect, "antler.run", {
+    root: true,
+    attributes: {
+      "antler.thread_id": run.threadId,
+      "antler.run_id": run.runId,
+      "antler.user_id": run.userId,
+      "antler.assistant_id": run.assistantId,
+      ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
+    }
+  })
+
+/**
+ * The gateway: its HTTP server (read its address from `HttpServer.HttpServer`), the run manager and the store.
+ * Runs end (cancelled, their completed steps saved) when the layer is released.
+ */
+export const layer = (options: Options) => {
+  const { app } = options
+  const gateway = app.config.gateway
+  const host = options.host ?? gateway.host
+  const port = options.port ?? gateway.port
+  const redact = options.redact ?? App.redactor(options.choice.models, {}, secrets(app.config))
+
+  const checks = Effect.gen(function*() {
+    const bind = Auth.bindProblem(host, gateway.auth.tokens)
+    if (bind !== undefined) return yield* new GatewayStartError({ reason: "unsafe_bind", message: bind })
+    const tokens = Auth.tokensProblem(gateway.auth.tokens)
+    if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
+  })
+
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact)
+  const runs = Runs.layer({
+    bufferSize: gateway.replay_buffer_events,
+    bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
+    keepFinished: gateway.finished_runs_kept,
+    heartbeatSeconds: gateway.heartbeat_seconds,
+    redact,
+    traced
+  }).pipe(Layer.provideMerge(factory))
+
+  const recovered = Layer.effectDiscard(Effect.gen(function*() {
+    // the default agent is built now: a configuration it cannot be built from stops the start, not a run
+    const agents = yield* Factory.AgentFactory
+    yield* Effect.flatMap(agents.resolve({}), agents.agent)
+    const manager = yield* Runs.Runs
+    const settled = yield* manager.recover
+    if (settled.length > 0) {
+      yield* Effect.logWarning(
+        `${settled.length} run(s) a previous process left unfinished recorded as error (server restarted): ` +
+          settled.map((r) => `${r.run_id} of thread ${r.thread_id}`).join(", ")
+      )
+    }
+  }))
+
+  const http = Layer.unwrapEffect(Effect.gen(function*() {
+    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
+    const origins = gateway.cors.allow_origins
+    const routes = HttpRouter.concat(api, Web.router())
+    const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
+      allowedOrigins: origins.includes("*") ? undefined : origins,
+      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id"],
+      exposedHeaders: ["content-location", "location"],
+      allowedMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"]
+    }))
+    return HttpServer.serve(handler)
+  }))
+
+  // built bottom up: the checks, the store and run manager, the recovery, then the server binds and serves
+  return http.pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { host, port })),
+    Layer.provideMerge(recovered),
+    Layer.provideMerge(runs),
+    Layer.provide(Layer.effectDiscard(checks)),
+    Layer.provide(NodeContext.layer),
+    Layer.provide(tracingLayer(app.config, options.spanProcessor))
+  )
+}

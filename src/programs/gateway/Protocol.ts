@@ -1,0 +1,601 @@
+/**
+ * The LangGraph Platform wire format the gateway speaks (SPEC §12): request bodies (Schema-decoded), the thread,
+ * run and state objects, and the projection of a run's events onto the stream modes `values`,
+ * `messages-tuple` (SSE event `messages`), `updates` and `custom`, framed as server-sent events. Pure: no
+ * services, no I/O.
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Clarification from "../../middleware/Clarification.js"
+import type { RunEvent } from "../../services/RunEvents.js"
+import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
+import type { AIMessage, Message } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+import type * as Redact from "../../state/Redact.js"
+import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
+import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Requests
+
+/**
+ * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
+ * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
+ */
+export const StreamMode = Schema.Literal(
+  "values",
+  "messages-tuple",
+  "updates",
+  "custom",
+  "debug",
+  "tasks",
+  "checkpoints"
+)
+export type StreamMode = typeof StreamMode.Type
+
+const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** `stream_mode`: one mode or a list (default `["values"]`). */
+export const StreamModes = Schema.Union(StreamMode, Schema.Array(StreamMode))
+
+/** `POST /threads/{id}/runs[/stream|/wait]` and the stateless `/runs...` (SPEC §12.1). */
+export const RunCreate = Schema.Struct({
+  assistant_id: Schema.optional(Schema.NullOr(Schema.String)),
+  input: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  command: Schema.optional(Schema.NullOr(Schema.Struct({ resume: Schema.optional(Schema.Unknown) }))),
+  config: Schema.optional(Schema.NullOr(Schema.Struct({
+    recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
+    configurable: Schema.optional(Schema.NullOr(JsonRecord)),
+    tags: Schema.optional(Schema.Unknown)
+  }))),
+  context: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
+  stream_subgraphs: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  stream_resumable: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  on_disconnect: Schema.optional(Schema.NullOr(Schema.Literal("cancel", "continue"))),
+  multitask_strategy: Schema.optional(Schema.NullOr(Schema.Literal("reject", "interrupt", "rollback", "enqueue"))),
+  on_completion: Schema.optional(Schema.NullOr(Schema.Literal("delete", "keep"))),
+  if_not_exists: Schema.optional(Schema.NullOr(Schema.Literal("create", "reject"))),
+  interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  interrupt_after: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)),
+  checkpoint: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  webhook: Schema.optional(Schema.NullOr(Schema.String)),
+  after_seconds: Schema.optional(Schema.NullOr(Schema.Number))
+})
+export type RunCreate = typeof RunCreate.Type
+
+/** `POST /threads` */
+export const ThreadCreate = Schema.Struct({
+  thread_id: Schema.optional(Schema.NullOr(Schema.String)),
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  if_exists: Schema.optional(Schema.NullOr(Schema.Literal("raise", "do_nothing")))
+})
+
+/** `PATCH /threads/{id}` */
+export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(JsonRecord)) })
+
+/** `POST /threads/search` */
+export const ThreadSearch = Schema.Struct({
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  status: Schema.optional(Schema.NullOr(Schema.String)),
+  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
+  offset: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.nonNegative()))),
+  sort_by: Schema.optional(Schema.NullOr(Schema.Literal("thread_id", "created_at", "updated_at", "status"))),
+  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc")))
+})
+
+/** `POST /threads/{id}/state` */
+export const StateUpdateRequest = Schema.Struct({
+  values: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  as_node: Schema.optional(Schema.NullOr(Schema.String)),
+  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+/** `POST /threads/{id}/history` */
+export const HistoryRequest = Schema.Struct({
+  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
+  before: Schema.optional(Schema.NullOr(Schema.Unknown))
+})
+
+/** `POST /assistants/search` */
+export const AssistantSearch = Schema.Struct({
+  graph_id: Schema.optional(Schema.NullOr(Schema.String)),
+  name: Schema.optional(Schema.NullOr(Schema.String)),
+  limit: Schema.optional(Schema.NullOr(Schema.Number)),
+  offset: Schema.optional(Schema.NullOr(Schema.Number))
+})
+
+/** Renders a decoding failure as `where: what` lines. */
+export const describeParseError = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`)
+    .join("; ")
+
+/** The modes asked for, in order, without repeats (default `["values"]`). */
+export const modesOf = (
+  value: StreamMode | ReadonlyArray<StreamMode> | null | undefined
+): ReadonlyArray<StreamMode> => {
+  if (value == null) return ["values"]
+  const list = typeof value === "string" ? [value] : value
+  return list.length === 0 ? ["values"] : [...new Set(list)]
+}
+
+/** A custom agent's name from an assistant id (SPEC §12.1: lower-case, hyphenated); none for the lead agent. */
+export const agentNameOf = (assistantId: string | null | undefined): string | undefined => {
+  if (assistantId == null || assistantId === "" || assistantId === LEAD_AGENT) return undefined
+  const name = assistantId.trim().toLowerCase().replace(/[\s_]+/g, "-")
+  return name === LEAD_AGENT.replace("_", "-") ? undefined : name
+}
+
+/** The assistant (graph) every run maps to (SPEC §3). */
+export const LEAD_AGENT = "lead_agent"
+
+/**
+ * Context keys copied from a run's `context` into its settings (SPEC §12.1); `__`-prefixed keys never pass.
+ * `non_interactive` is for internal callers only and is dropped.
+ */
+export const CONTEXT_KEYS: ReadonlyArray<string> = [
+  "model_name",
+  "mode",
+  "thinking_enabled",
+  "reasoning_effort",
+  "is_plan_mode",
+  "subagent_enabled",
+  "max_concurrent_subagents",
+  "max_total_subagents",
+  "agent_name",
+  "is_bootstrap"
+]
+
+/** `context` restricted to the keys a caller may set. */
+export const allowedContext = (context: Readonly<Record<string, unknown>> | null | undefined) => {
+  const out: Record<string, unknown> = {}
+  if (context == null) return out
+  for (const key of CONTEXT_KEYS) if (Object.hasOwn(context, key)) out[key] = context[key]
+  return out
+}
+
+/** The recursion limit of a run: the client's (clamped to `max`), else `fallback` (SPEC §12.1). */
+export const recursionLimit = (requested: number | null | undefined, fallback: number, max: number): number =>
+  requested == null || !Number.isFinite(requested) || requested <= 0
+    ? Math.min(fallback, max)
+    : Math.min(Math.floor(requested), max)
+
+// ---------------------------------------------------------------------------------------------------------
+// Input messages
+
+const Role = Schema.Literal("human", "user", "ai", "assistant", "system", "tool")
+
+/** A message as clients send it: LangChain's dict (`type`) or OpenAI's (`role`); id optional. */
+const InputMessage = Schema.Struct({
+  type: Schema.optional(Role),
+  role: Schema.optional(Role),
+  id: Schema.optional(Schema.NullOr(Schema.String)),
+  content: M.Content
+}, { key: Schema.String, value: Schema.Unknown })
+
+const InputMessages = Schema.Struct({ messages: Schema.optional(Schema.NullOr(Schema.Array(InputMessage))) }, {
+  key: Schema.String,
+  value: Schema.Unknown
+})
+
+/** Server-owned keys a client may not set on its messages (SPEC §12.1). */
+const SERVER_KEYS = [
+  "original_user_content",
+  "dynamic_context_reminder",
+  "view_image_marker",
+  "deerflow_error_fallback"
+]
+
+const decodeMessage = Schema.decodeUnknownEither(M.Message)
+
+/**
+ * The messages of a run's `input` (`{messages: [...]}`), as thread messages: roles mapped to types, missing
+ * ids made, server-owned metadata removed. A value that is not a message is a readable error.
+ */
+export const inputMessages = (input: unknown): Either.Either<ReadonlyArray<Message>, string> => {
+  if (input == null) return Either.right([])
+  const decoded = Schema.decodeUnknownEither(InputMessages)(input)
+  if (Either.isLeft(decoded)) return Either.left(`input: ${describeParseError(decoded.left)}`)
+  const out: Array<Message> = []
+  for (const [i, raw] of (decoded.right.messages ?? []).entries()) {
+    const role = raw.type ?? raw.role ?? "human"
+    const type = role === "user" ? "human" : role === "assistant" ? "ai" : role
+    const { role: _role, ...rest } = raw
+    const kwargs = typeof rest.additional_kwargs === "object" && rest.additional_kwargs !== null
+      ? { ...(rest.additional_kwargs as Record<string, unknown>) }
+      : undefined
+    if (kwargs !== undefined) for (const key of SERVER_KEYS) delete kwargs[key]
+    const candidate = {
+      ...rest,
+      type,
+      id: raw.id ?? M.newId(),
+      ...(kwargs !== undefined ? { additional_kwargs: kwargs } : {})
+    }
+    const message = decodeMessage(candidate)
+    if (Either.isLeft(message)) return Either.left(`input.messages.${i}: ${describeParseError(message.left)}`)
+    out.push(message.right)
+  }
+  return Either.right(out)
+}
+
+/**
+ * The messages of a run as the thread should get them: a lone human message while a clarification question
+ * is pending becomes its answer (as the CLI does; DeerFlow's UI marks the answer itself), keeping the client's
+ * id; `command.resume` answers the pending question too.
+ */
+export const withClarificationAnswer = (
+  state: ThreadState,
+  messages: ReadonlyArray<Message>,
+  resume: unknown
+): ReadonlyArray<Message> => {
+  const pending = Clarification.pending(state.messages)
+  if (pending === undefined) return messages
+  if (messages.length === 0 && resume !== undefined) {
+    const text = typeof resume === "string" ? resume : JSON.stringify(resume)
+    return [Clarification.answer(pending, text)]
+  }
+  const [only] = messages
+  if (messages.length !== 1 || only!.type !== "human" || Clarification.isAnswer(only!.additional_kwargs ?? {})) {
+    return messages
+  }
+  const answer = Clarification.answer(pending, M.text(only!))
+  return [{ ...answer, id: only!.id, additional_kwargs: { ...only!.additional_kwargs, ...answer.additional_kwargs } }]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Objects
+
+/**
+ * The thread's values as clients see them: the state without host paths (`thread_data`, viewed images'
+ * `actual_path`).
+ */
+export const publicValues = (state: ThreadState): Record<string, unknown> => {
+  const { thread_data: _hostPaths, viewed_images, ...rest } = state
+  const images: Record<string, unknown> = {}
+  for (const [path, image] of Object.entries(viewed_images)) {
+    images[path] = { mime_type: image.mime_type, size: image.size }
+  }
+  return { ...rest, viewed_images: images }
+}
+
+/** LangGraph's run status for a stored run (SPEC §12.3). */
+export const runStatus = (
+  record: Pick<RunRecord, "status">
+): "pending" | "running" | "success" | "error" | "interrupted" => {
+  switch (record.status) {
+    case "pending":
+    case "running":
+    case "success":
+    case "error":
+      return record.status
+    // a run waiting for a clarification answer completed (DeerFlow's clarification ends the run with success)
+    case "interrupted":
+      return "success"
+    case "cancelled":
+      return "interrupted"
+  }
+}
+
+/** LangGraph's Run object. */
+export const runObject = (record: RunRecord) => {
+  const metadata = (record.metadata ?? {}) as Record<string, unknown>
+  return {
+    run_id: record.run_id,
+    thread_id: record.thread_id,
+    assistant_id: typeof metadata.assistant_id === "string" ? metadata.assistant_id : LEAD_AGENT,
+    created_at: record.started_at,
+    updated_at: record.ended_at ?? record.started_at,
+    status: runStatus(record),
+    metadata: metadata.metadata ?? {},
+    multitask_strategy: metadata.multitask_strategy ?? "reject",
+    kwargs: {},
+    stop_reason: record.stop_reason,
+    ...(record.error != null ? { error: record.error } : {})
+  }
+}
+
+/** LangGraph's Thread object. */
+export const threadObject = (
+  summary: ThreadSummary,
+  status: "idle" | "busy" | "interrupted" | "error",
+  values: Record<string, unknown>
+) => ({
+  thread_id: summary.thread_id,
+  created_at: summary.created_at,
+  updated_at: summary.updated_at,
+  metadata: summary.metadata ?? {},
+  status,
+  values,
+  interrupts: {}
+})
+
+/** LangGraph's checkpoint reference. */
+export const checkpointRef = (threadId: string, seq: number | undefined) =>
+  seq === undefined
+    ? null
+    : { thread_id: threadId, checkpoint_ns: "", checkpoint_id: String(seq), checkpoint_map: null }
+
+/** LangGraph's ThreadState object. */
+export const stateObject = (
+  threadId: string,
+  state: ThreadState,
+  at: {
+    readonly seq?: number | undefined
+    readonly parent?: number | undefined
+    readonly created_at?: string | null
+    readonly run_id?: string | undefined
+    readonly step?: number
+  }
+) => ({
+  values: publicValues(state),
+  next: [],
+  tasks: [],
+  checkpoint: checkpointRef(threadId, at.seq) ?? { thread_id: threadId, checkpoint_ns: "", checkpoint_id: null },
+  parent_checkpoint: checkpointRef(threadId, at.parent),
+  metadata: { source: "loop", step: at.step ?? -1, ...(at.run_id !== undefined ? { run_id: at.run_id } : {}) },
+  created_at: at.created_at ?? null,
+  interrupts: []
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Server-sent events
+
+/** One event of a run's stream, with the id it is replayed by. `data` is JSON text. */
+export interface Frame {
+  readonly id: number
+  readonly event: string
+  readonly data: string
+}
+
+/** The SSE text of a frame: `event: …\ndata: <json>\nid: <id>\n\n` (SPEC §12.2). */
+export const sse = (frame: Frame): string => `event: ${frame.event}\ndata: ${frame.data}\nid: ${frame.id}\n\n`
+
+/** The SSE heartbeat comment. */
+export const HEARTBEAT = ": heartbeat\n\n"
+
+/** Which mode a frame belongs to, for filtering a join by `stream_mode`; control frames belong to all. */
+export const modeOfEvent = (event: string): StreamMode | undefined =>
+  event === "messages"
+    ? "messages-tuple"
+    : event === "values" || event === "updates" || event === "custom"
+    ? event
+    : undefined
+
+/** The `gap` event's payload (SPEC §12.2): the cursor fell out of the replay window. */
+export const gapPayload = (runId: string, requested: number, earliest: number, latest: number) => ({
+  code: "stream_replay_gap",
+  run_id: runId,
+  requested_event_id: String(requested),
+  earliest_available_event_id: String(earliest),
+  latest_available_event_id: String(latest),
+  recovery: "reload_durable_state"
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Projection of run events onto stream modes
+
+/** An event to frame (its id is given when it is buffered). */
+export interface Out {
+  readonly event: string
+  readonly data: unknown
+}
+
+const messageDict = (message: Message): Record<string, unknown> => ({ ...message })
+
+const chunkBase = (id: string) => ({
+  type: "AIMessageChunk",
+  id,
+  additional_kwargs: {},
+  response_metadata: {},
+  tool_calls: [],
+  invalid_tool_calls: [],
+  tool_call_chunks: [],
+  name: null
+})
+
+/**
+ * The last piece of a streamed AI message: what the deltas did not carry (text held back or written after the
+ * stream, tool calls, usage, finish reason).
+ */
+const finalChunk = (message: AIMessage, content: string) => {
+  const calls = message.tool_calls ?? []
+  return {
+    ...chunkBase(message.id),
+    content,
+    response_metadata: message.response_metadata ?? {},
+    tool_call_chunks: calls.map((call, index) => ({
+      name: call.name,
+      args: JSON.stringify(call.args),
+      id: call.id,
+      index,
+      type: "tool_call_chunk"
+    })),
+    ...(message.usage_metadata !== undefined ? { usage_metadata: message.usage_metadata } : {})
+  }
+}
+
+/** Options of a projector. */
+export interface ProjectorOptions {
+  readonly runId: string
+  readonly threadId: string
+  readonly modes: ReadonlyArray<StreamMode>
+  /** The thread's state before the run (its values are streamed from there). */
+  readonly initial: ThreadState
+  readonly modelName?: string | undefined
+  /**
+   * Secrets never streamed: token deltas go through a streaming redactor per message, so a secret split across
+   * deltas is caught too (whole events are redacted by the caller).
+   */
+  readonly redact?: Redact.Redactor | undefined
+}
+
+/**
+ * The stream of one run in LangGraph's shape. `push` takes a batch of run events (what arrived together, e.g.
+ * the messages and fields of one state update) and returns the events to send, in order: `metadata` first;
+ * token deltas as `messages` chunks (accumulated by message id), messages written whole as `messages` tuples;
+ * one `values` snapshot and one `updates` entry per batch of state changes, sent before anything that follows
+ * them; custom events as `{type: name, ...data}`; an `error` for a failed run. The caller adds `end`.
+ */
+export const makeProjector = (options: ProjectorOptions) => {
+  const modes = new Set(options.modes)
+  const wants = (mode: StreamMode) => modes.has(mode)
+  let state = options.initial
+  const indexes = makeIndexes()
+  const streamed = new Map<string, string>()
+  const redactors = new Map<string, Redact.TextStream>()
+  const redactorOf = (key: string) => {
+    let stream = redactors.get(key)
+    if (stream === undefined && options.redact !== undefined) redactors.set(key, stream = options.redact.stream())
+    return stream
+  }
+  const endOf = (key: string) => {
+    const stream = redactors.get(key)
+    redactors.delete(key)
+    return stream === undefined ? "" : stream.end()
+  }
+  let step = 0
+  let dirty = false
+  let pending: Array<StateUpdate> = []
+  const meta = (node: string) => ({
+    run_id: options.runId,
+    thread_id: options.threadId,
+    langgraph_node: node,
+    langgraph_step: step,
+    tags: [],
+    ...(options.modelName !== undefined ? { ls_model_name: options.modelName } : {})
+  })
+
+  const apply = (update: StateUpdate) => {
+    const next = applyUpdate(state, update, indexes)
+    if (Either.isRight(next)) state = next.right
+    dirty = true
+    if (wants("updates")) pending.push(update)
+  }
+
+  const flush = (out: Array<Out>) => {
+    if (!dirty) return
+    dirty = false
+    if (wants("updates") && pending.length > 0) {
+      const messages = pending.flatMap((u) => u.messages ?? [])
+      const node = messages.some((m) => m.type === "ai")
+        ? "model"
+        : messages.some((m) => m.type === "tool")
+        ? "tools"
+        : "agent"
+      const merged: Record<string, unknown> = {}
+      for (const update of pending) {
+        for (const [key, value] of Object.entries(update)) if (key !== "messages") merged[key] = value
+      }
+      if (messages.length > 0) merged.messages = messages
+      delete merged.thread_data
+      out.push({ event: "updates", data: { [node]: merged } })
+      pending = []
+    }
+    if (wants("values")) out.push({ event: "values", data: publicValues(state) })
+  }
+
+  const push = (events: Iterable<RunEvent>): Array<Out> => {
+    const out: Array<Out> = []
+    for (const event of events) {
+      switch (event.type) {
+        case "run_start":
+          out.push({ event: "metadata", data: { run_id: options.runId, thread_id: options.threadId, attempt: 1 } })
+          break
+        case "token": {
+          flush(out)
+          const id = event.message_id
+          const raw = event.text ?? ""
+          const text = redactorOf(`t:${id}`)?.push(raw) ?? raw
+          const reasoning = event.reasoning === undefined
+            ? undefined
+            : redactorOf(`r:${id}`)?.push(event.reasoning) ?? event.reasoning
+          if (!streamed.has(id)) step++
+          streamed.set(id, (streamed.get(id) ?? "") + text)
+          if (wants("messages-tuple") && (text !== "" || (reasoning !== undefined && reasoning !== ""))) {
+            out.push({
+              event: "messages",
+              data: [{
+                ...chunkBase(id),
+                content: text,
+                ...(reasoning !== undefined && reasoning !== ""
+                  ? { additional_kwargs: { reasoning_content: reasoning } }
+                  : {})
+              }, meta("model")]
+            })
+          }
+          break
+        }
+        case "message": {
+          const message = event.message
+          const sofar = streamed.get(message.id)
+          const held = sofar === undefined ? "" : endOf(`t:${message.id}`)
+          const thought = sofar === undefined ? "" : endOf(`r:${message.id}`)
+          if (wants("messages-tuple")) {
+            if (message.type === "ai" && sofar !== undefined) {
+              const full = options.redact?.text(M.text(message)) ?? M.text(message)
+              const sent = sofar + held
+              const content = held + (full.startsWith(sent) ? full.slice(sent.length) : "")
+              const chunk = finalChunk(message, content)
+              out.push({
+                event: "messages",
+                data: [
+                  thought === "" ? chunk : { ...chunk, additional_kwargs: { reasoning_content: thought } },
+                  meta("model")
+                ]
+              })
+            } else {
+              if (message.type === "ai") step++
+              const node = message.type === "tool" ? "tools" : "model"
+              out.push({ event: "messages", data: [messageDict(message), meta(node)] })
+            }
+          }
+          apply({ messages: [message] })
+          break
+        }
+        case "state":
+          apply(event.update)
+          break
+        case "custom":
+          flush(out)
+          if (wants("custom")) {
+            const data = event.data
+            out.push({
+              event: "custom",
+              data: typeof data === "object" && data !== null && !Array.isArray(data)
+                ? { type: event.name, ...data }
+                : { type: event.name, data }
+            })
+          }
+          break
+        case "run_end":
+          flush(out)
+          if (event.status === "error") {
+            out.push({
+              event: "error",
+              // DeerFlow's `{message, name}`, and LangGraph's `error` (the name) for its clients
+              data: {
+                message: event.error?.message ?? "The run failed",
+                name: event.error?.name ?? "Error",
+                error: event.error?.name ?? "Error"
+              }
+            })
+          }
+          break
+      }
+    }
+    flush(out)
+    return out
+  }
+
+  return {
+    push,
+    /** The state as the run's events left it. */
+    state: () => state
+  }
+}

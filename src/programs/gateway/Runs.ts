@@ -1,0 +1,532 @@
+/**
+ * The gateway's runs (SPEC §12.3): each run executes in a fiber of the server (a `FiberMap` keyed by run id,
+ * living as long as the server), never in the fiber of the request that started it, so a client that goes
+ * away and comes back loses nothing. Every event of a run gets an id and is kept in a bounded buffer of its
+ * run; a subscriber streams from any cursor (`Last-Event-ID`) without loss or repetition, and one whose
+ * cursor fell out of the buffer gets the `gap` event. A thread has one active run at a time: the manager
+ * takes the thread's lease in the store when it accepts a run (so a second gateway process sharing the store
+ * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
+ * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
+ */
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberMap from "effect/FiberMap"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { AppConfigService } from "../../services/AppConfig.js"
+import type { RunEvent } from "../../services/RunEvents.js"
+import { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
+import type { RunRecord } from "../../services/ThreadStore.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import type { Message } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+import * as Redact from "../../state/Redact.js"
+import type { ThreadState } from "../../state/ThreadState.js"
+import * as TS from "../../state/ThreadState.js"
+import * as App from "../App.js"
+import * as Factory from "../Factory.js"
+import * as Run from "../Run.js"
+import * as Protocol from "./Protocol.js"
+
+/** A request the gateway refuses or cannot serve; `reason` decides the HTTP status. */
+export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayError", {
+  reason: Schema.Literal("bad_request", "unauthorized", "not_found", "conflict", "unprocessable", "internal"),
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** The HTTP status of a gateway error. */
+export const statusOf = (reason: GatewayError["reason"]): number => {
+  switch (reason) {
+    case "bad_request":
+      return 400
+    case "unauthorized":
+      return 401
+    case "not_found":
+      return 404
+    case "conflict":
+      return 409
+    case "unprocessable":
+      return 422
+    case "internal":
+      return 500
+  }
+}
+
+const internal = (error: { readonly message: string }) =>
+  new GatewayError({ reason: "internal", message: error.message, cause: error })
+
+/** What a new run is. */
+export interface RunRequest {
+  readonly threadId: string
+  readonly userId: string
+  readonly assistantId: string
+  /** The run's new messages (already decoded). */
+  readonly messages: ReadonlyArray<Message>
+  /** `command.resume`, when given. */
+  readonly resume?: unknown
+  /** Merged run settings (configurable + context, recursion limit). */
+  readonly settings: Record<string, unknown>
+  readonly modes: ReadonlyArray<Protocol.StreamMode>
+  readonly multitaskStrategy: "reject" | "interrupt" | "rollback" | "enqueue"
+  readonly metadata: Readonly<Record<string, unknown>>
+  /** Delete the thread once the run ends (a stateless run's `on_completion: delete`). */
+  readonly deleteThread?: boolean | undefined
+}
+
+/** How a run is being stopped by a client. */
+export type CancelAction = "interrupt" | "rollback"
+
+/** A run this process executes, or executed recently: its event buffer and its end. */
+export interface ActiveRun {
+  readonly runId: string
+  readonly threadId: string
+  readonly userId: string
+  readonly modes: ReadonlyArray<Protocol.StreamMode>
+  /** Ends with the run's final record once everything (rollback, deletion) is done. */
+  readonly done: Deferred.Deferred<RunRecord>
+  /** Whether the run's last event (`end`) is in the buffer. */
+  readonly finished: () => boolean
+  /** The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer. */
+  readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
+  /** Resolves when a frame is appended after this call. */
+  readonly changed: () => Deferred.Deferred<void>
+  /** The state as the run's events left it. */
+  readonly state: () => ThreadState
+}
+
+/** The run manager of a gateway. */
+export interface Service {
+  /** Accepts a run and starts it in the server's fiber; refuses (409) when the thread is busy. */
+  readonly start: (request: RunRequest) => Effect.Effect<ActiveRun, GatewayError>
+  /** The run this process knows (running, or finished and still buffered). */
+  readonly get: (runId: string) => ActiveRun | undefined
+  /** The active run of a thread in this process. */
+  readonly activeOf: (threadId: string) => ActiveRun | undefined
+  /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
+  readonly cancel: (runId: string, action: CancelAction, wait: boolean) => Effect.Effect<void, GatewayError>
+  /**
+   * A run's stream as SSE text from `cursor` (0: from its first event), filtered to `modes` (all of the run's
+   * when absent), with heartbeats; ends after `end`, or after `gap`. `onEnd` runs when the client is gone
+   * before that (a disconnect).
+   */
+  readonly subscribe: (
+    run: ActiveRun,
+    cursor: number,
+    modes?: ReadonlyArray<Protocol.StreamMode> | undefined,
+    onDisconnect?: Effect.Effect<void> | undefined
+  ) => Stream.Stream<string>
+  /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
+  readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
+}
+
+/** The run manager service. */
+export class Runs extends Context.Tag("antler/gateway/Runs")<Runs, Service>() {}
+
+/** Wraps a run's fiber (e.g. in the root span of its trace). */
+export type Traced = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  run: RunRequest & { readonly runId: string }
+) => Effect.Effect<A, E, R>
+
+/** Options of the run manager. */
+export interface Options {
+  /** Events kept per run for replay. */
+  readonly bufferSize: number
+  /** Characters of event data kept per run for replay (the oldest events go first). */
+  readonly bufferBytes: number
+  /** Finished runs whose buffers are kept. */
+  readonly keepFinished: number
+  /** Seconds between heartbeats. */
+  readonly heartbeatSeconds: number
+  /** What never leaves the server (secrets in streamed events). */
+  readonly redact?: Redact.Redactor | undefined
+  /** Runs its fibers with this wrapper (a trace root span). */
+  readonly traced?: Traced | undefined
+}
+
+const encodeEvent = Schema.encodeEither(RunEventSchema)
+
+/** The message of a run ended by `action=rollback`. */
+export const ROLLED_BACK = "Rolled back by user"
+
+/** The message of a run a previous gateway process left unfinished. */
+export const SERVER_RESTARTED = "server restarted"
+
+/** The run manager over the app's factory, store and configuration; its runs end with its scope. */
+export const layer = (
+  options: Options
+): Layer.Layer<Runs, never, Factory.AgentFactory | ThreadStore | AppConfigService> =>
+  Layer.scoped(
+    Runs,
+    Effect.gen(function*() {
+      const factory = yield* Factory.AgentFactory
+      const store = yield* ThreadStore
+      const app = yield* AppConfigService
+      const redact = options.redact ?? Redact.none
+      const fibers = yield* FiberMap.make<string>()
+      const known = new Map<string, ActiveRun>()
+      const finishedOrder: Array<string> = []
+      const active = new Map<string, ActiveRun & { readonly stop: (action: CancelAction) => Effect.Effect<void> }>()
+      const lock = yield* Effect.makeSemaphore(1)
+
+      const forget = (runId: string) => {
+        finishedOrder.push(runId)
+        while (finishedOrder.length > options.keepFinished) known.delete(finishedOrder.shift()!)
+      }
+
+      const json = (data: unknown): string => {
+        const text = JSON.stringify(data)
+        return redact.test(text) ? JSON.stringify(redact.value(data)) : text
+      }
+
+      const makeRun = (request: RunRequest, runId: string, initial: ThreadState) => {
+        const frames: Array<Protocol.Frame> = []
+        let nextId = 1
+        let finished = false
+        let changed = Deferred.unsafeMake<void>(FiberId.none)
+        const projector = Protocol.makeProjector({
+          runId,
+          threadId: request.threadId,
+          modes: request.modes,
+          initial,
+          modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
+          redact
+        })
+        let bytes = 0
+        const append = (outs: ReadonlyArray<Protocol.Out>) => {
+          if (outs.length === 0) return
+          for (const out of outs) {
+            const frame = { id: nextId++, event: out.event, data: json(out.data) }
+            frames.push(frame)
+            bytes += frame.data.length
+            if (out.event === "end") finished = true
+          }
+          // trimmed in batches (a quarter of the buffer), so a long run does not move the array per event
+          if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
+            let drop = Math.max(0, frames.length - options.bufferSize)
+            let kept = bytes
+            for (let i = 0; i < drop; i++) kept -= frames[i]!.data.length
+            // by size too (values snapshots of a long thread are large), always keeping the newest frame
+            while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= frames[drop++]!.data.length
+            frames.splice(0, drop)
+            bytes = kept
+          }
+          const wake = changed
+          changed = Deferred.unsafeMake<void>(FiberId.none)
+          Deferred.unsafeDone(wake, Exit.void)
+        }
+        const run: ActiveRun = {
+          runId,
+          threadId: request.threadId,
+          userId: request.userId,
+          modes: request.modes,
+          done: Deferred.unsafeMake<RunRecord>(FiberId.none),
+          finished: () => finished,
+          after: (cursor) => {
+            const first = frames[0]
+            // a cursor older than the buffer, or one the run never reached (an id of something else)
+            if (first !== undefined && cursor > 0 && (cursor < first.id - 1 || cursor >= nextId)) {
+              const gap = Protocol.gapPayload(runId, cursor, first.id, frames[frames.length - 1]!.id)
+              return { frames: [], gap: { id: frames[frames.length - 1]!.id, event: "gap", data: json(gap) } }
+            }
+            if (first === undefined || cursor < first.id) return { frames }
+            return { frames: frames.slice(cursor - first.id + 1) }
+          },
+          changed: () => changed,
+          state: projector.state
+        }
+        return { run, append, projector }
+      }
+
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+      const finalRecord = (runId: string) =>
+        Effect.map(store.runs({ runId }), (records) => records[0]).pipe(Effect.orElseSucceed(() => undefined))
+
+      const execute = (
+        request: RunRequest,
+        runId: string,
+        made: ReturnType<typeof makeRun>,
+        stop: Deferred.Deferred<CancelAction>
+      ) =>
+        Effect.gen(function*() {
+          const { run, append } = made
+          let end: (RunEvent & { readonly type: "run_end" }) | undefined
+          const events = factory.run({
+            threadId: request.threadId,
+            runId,
+            userId: request.userId,
+            messages: request.messages,
+            settings: request.settings
+          })
+          yield* events.pipe(
+            Stream.interruptWhen(Deferred.await(stop)),
+            Stream.runForEachChunk((chunk) =>
+              Effect.suspend(() => {
+                // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
+                // is left out and logged, never sent half-formed
+                const encoded: Array<RunEvent> = []
+                const invalid: Array<string> = []
+                for (const event of chunk) {
+                  if (event.type === "run_end") end = event
+                  Either.match(encodeEvent(event), {
+                    onLeft: (error) => invalid.push(`${event.type}: ${error.message}`),
+                    onRight: (json) => encoded.push(json as RunEvent)
+                  })
+                }
+                append(made.projector.push(encoded))
+                return invalid.length === 0
+                  ? Effect.void
+                  : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
+              })
+            )
+          )
+          const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
+            Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
+          )
+          let record = yield* finalRecord(runId)
+          const at = yield* now
+          if (action === "rollback") {
+            yield* Effect.ignore(store.rollback(request.threadId, runId))
+            record = {
+              ...(record ?? baseRecord(request.threadId, runId, at)),
+              status: "error",
+              stop_reason: "error",
+              ended_at: at,
+              error: ROLLED_BACK
+            }
+            yield* Effect.ignore(store.saveRun(record))
+          } else if (record === undefined || record.status === "pending" || record.status === "running") {
+            // the run never started (settings or agent refused), or ended without saying so
+            const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
+            record = {
+              ...(record ?? baseRecord(request.threadId, runId, at)),
+              status,
+              stop_reason: end?.stop_reason ?? (status === "cancelled" ? "cancelled" : "error"),
+              ended_at: at,
+              error: end?.error?.message ?? null
+            }
+            yield* Effect.ignore(store.saveRun(record))
+          }
+          yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+          const outs: Array<Protocol.Out> = []
+          if (action !== undefined) {
+            // what the cancelled run left (or the rollback restored): the client reloads nothing
+            const loaded = yield* Effect.orElseSucceed(store.load(request.threadId), () => Option.none())
+            if (Option.isSome(loaded) && request.modes.includes("values")) {
+              outs.push({ event: "values", data: Protocol.publicValues(loaded.value.state) })
+            }
+          }
+          outs.push({ event: "end", data: null })
+          active.delete(request.threadId)
+          if (request.deleteThread === true) {
+            yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(
+              Effect.provideService(ThreadStore, store),
+              Effect.ignoreLogged
+            )
+          }
+          append(outs)
+          forget(runId)
+          yield* Deferred.succeed(run.done, record)
+        })
+
+      const baseRecord = (threadId: string, runId: string, at: string): RunRecord => ({
+        run_id: runId,
+        thread_id: threadId,
+        status: "pending",
+        stop_reason: null,
+        started_at: at,
+        ended_at: null
+      })
+
+      const stopRun = (runId: string, action: CancelAction) => {
+        for (const entry of active.values()) if (entry.runId === runId) return entry.stop(action)
+        return Effect.void
+      }
+
+      const start: Service["start"] = (request) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          const runId = M.newId()
+          const current = active.get(request.threadId)
+          if (current !== undefined) {
+            if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
+              yield* current.stop(request.multitaskStrategy)
+              yield* Deferred.await(current.done)
+            } else {
+              return yield* new GatewayError({
+                reason: "conflict",
+                message: `Thread ${request.threadId} already has a run in progress (run ${current.runId}). Wait for ` +
+                  `it to end, cancel it, or start this run with multitask_strategy "interrupt" or "rollback".`
+              })
+            }
+          }
+          // the lease, taken now under this run's id: a gateway process sharing the store refuses the thread too
+          const millis = yield* Clock.currentTimeMillis
+          const holder = yield* store.acquireLease({
+            threadId: request.threadId,
+            runId,
+            ttlMs: Run.LEASE_TTL_MS,
+            now: millis
+          }).pipe(Effect.mapError(internal))
+          if (holder !== undefined) {
+            return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(request.threadId, holder) })
+          }
+          const loaded = yield* store.load(request.threadId).pipe(
+            Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
+            Effect.mapError(internal)
+          )
+          const state = Option.match(loaded, { onNone: () => TS.empty, onSome: (t) => t.state })
+          const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
+          const at = new Date(millis).toISOString()
+          yield* store.saveRun({
+            ...baseRecord(request.threadId, runId, at),
+            metadata: {
+              assistant_id: request.assistantId,
+              multitask_strategy: request.multitaskStrategy,
+              metadata: request.metadata,
+              user_id: request.userId
+            }
+          }).pipe(
+            Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
+            Effect.mapError(internal)
+          )
+          const made = makeRun({ ...request, messages }, runId, state)
+          const stop = Deferred.unsafeMake<CancelAction>(FiberId.none)
+          const entry = {
+            ...made.run,
+            stop: (action: CancelAction) => Effect.asVoid(Deferred.succeed(stop, action))
+          }
+          known.set(runId, made.run)
+          active.set(request.threadId, entry)
+          // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
+          // waiters and subscribers learn the run ended
+          const settle = Effect.gen(function*() {
+            if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+            yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+            if (!made.run.finished()) made.append([{ event: "end", data: null }])
+            const record = yield* finalRecord(runId)
+            const fallback = baseRecord(request.threadId, runId, new Date().toISOString())
+            yield* Deferred.succeed(made.run.done, record ?? fallback)
+          })
+          const body = execute({ ...request, messages }, runId, made, stop).pipe(
+            Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
+            Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
+          )
+          yield* FiberMap.run(
+            fibers,
+            runId,
+            options.traced === undefined ? body : options.traced(body, { ...request, runId })
+          )
+          return made.run
+        }))
+
+      const cancel: Service["cancel"] = (runId, action, wait) =>
+        Effect.gen(function*() {
+          const run = known.get(runId)
+          if (run === undefined || run.finished() || active.get(run.threadId)?.runId !== runId) {
+            const record = (yield* store.runs({ runId }).pipe(Effect.mapError(internal)))[0]
+            if (record !== undefined && (record.status === "running" || record.status === "pending")) {
+              return yield* new GatewayError({
+                reason: "conflict",
+                message: `Run ${runId} runs in another gateway process; cancel it there.`
+              })
+            }
+            return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} is not running.` })
+          }
+          yield* stopRun(runId, action)
+          if (wait) yield* Deferred.await(run.done)
+        })
+
+      const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
+        const wanted = modes === undefined ? undefined : new Set(modes)
+        const keep = (frame: Protocol.Frame) => {
+          if (wanted === undefined) return true
+          const mode = Protocol.modeOfEvent(frame.event)
+          return mode === undefined || wanted.has(mode)
+        }
+        let complete = false
+        const frames = Stream.paginateChunkEffect(cursor, (position: number) =>
+          Effect.gen(function*() {
+            for (;;) {
+              const changed = run.changed()
+              const available = run.after(position)
+              if (available.gap !== undefined) {
+                complete = true
+                return [Chunk.of(available.gap), Option.none<number>()] as const
+              }
+              if (available.frames.length > 0) {
+                const last = available.frames[available.frames.length - 1]!
+                const ended = last.event === "end"
+                if (ended) complete = true
+                return [
+                  Chunk.fromIterable(available.frames.filter(keep)),
+                  ended ? Option.none<number>() : Option.some(last.id)
+                ] as const
+              }
+              if (run.finished()) {
+                complete = true
+                return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+              }
+              yield* Deferred.await(changed)
+            }
+          })
+        ).pipe(Stream.map(Protocol.sse))
+        const heartbeats = Stream.fromSchedule(Schedule.spaced(`${options.heartbeatSeconds} seconds`)).pipe(
+          Stream.map(() => Protocol.HEARTBEAT)
+        )
+        return Stream.merge(frames, heartbeats, { haltStrategy: "left" }).pipe(
+          Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
+        )
+      }
+
+      const recover: Service["recover"] = Effect.gen(function*() {
+        const stale = [
+          ...(yield* store.runs({ status: "running" })),
+          ...(yield* store.runs({ status: "pending" }))
+        ]
+        const settled: Array<RunRecord> = []
+        for (const record of stale) {
+          const probe = `recover-${M.newId()}`
+          const millis = yield* Clock.currentTimeMillis
+          const holder = yield* store.acquireLease({
+            threadId: record.thread_id,
+            runId: probe,
+            ttlMs: 60_000,
+            now: millis
+          })
+          // a live process (this one, or another sharing the store) holds the thread: its run is running
+          if (holder !== undefined) continue
+          const ended: RunRecord = {
+            ...record,
+            status: "error",
+            stop_reason: "error",
+            ended_at: new Date(millis).toISOString(),
+            error: SERVER_RESTARTED
+          }
+          yield* store.saveRun(ended)
+          yield* store.releaseLease(record.thread_id, probe)
+          settled.push(ended)
+        }
+        return settled
+      }).pipe(Effect.mapError(internal))
+
+      return Runs.of({
+        start,
+        get: (runId) => known.get(runId),
+        activeOf: (threadId) => active.get(threadId),
+        cancel,
+        subscribe,
+        recover
+      })
+    })
+  )

@@ -1,0 +1,175 @@
+/**
+ * Custom agents on disk (DeerFlow's layout, real files in temp dirs) and the tools that write them.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as AgentTools from "../../src/programs/AgentTools.js"
+import * as CustomAgents from "../../src/programs/CustomAgents.js"
+import { RunContext } from "../../src/services/RunContext.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import { inRun, runContext, tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+
+const writeAgent = (root: string, name: string, config: string, soul?: string) => {
+  const dir = Path.join(root, name)
+  Fs.mkdirSync(dir, { recursive: true })
+  Fs.writeFileSync(Path.join(dir, "config.yaml"), config)
+  if (soul !== undefined) Fs.writeFileSync(Path.join(dir, "SOUL.md"), soul)
+}
+
+describe("custom agents on disk", () => {
+  it.effect("the user's agents, and the shared layout's they do not shadow; a bad config is a readable problem", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      const mine = CustomAgents.agentsDir(home, "default")
+      writeAgent(
+        mine,
+        "writer",
+        "description: Writes\ntool_groups: [file:write]\ngithub: { repo: x }\n",
+        "  Be brief.  \n"
+      )
+      writeAgent(mine, "broken", "model_settings:\n  temperature: 7\n")
+      writeAgent(CustomAgents.legacyAgentsDir(home), "writer", "description: the old writer\n")
+      writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: From before\n")
+      Fs.mkdirSync(Path.join(mine, "no-config"))
+      const { agents, problems } = yield* CustomAgents.list(home, "default")
+      assert.deepStrictEqual(agents.map((a) => [a.name, a.config.description, a.legacy]), [
+        ["old", "From before", true],
+        ["writer", "Writes", false]
+      ])
+      const writer = agents[1]!
+      assert.strictEqual(writer.soul, "Be brief.")
+      assert.deepStrictEqual(writer.config.tool_groups, ["file:write"])
+      assert.deepStrictEqual(writer.raw.github, { repo: "x" })
+      assert.lengthOf(problems, 1)
+      assert.strictEqual(problems[0]!.reason, "invalid_config")
+      assert.match(problems[0]!.message, /broken\/config\.yaml: model_settings\.temperature: .*between 0 and 2/)
+    }))
+
+  it.effect("loading: a name that is not a name, a missing agent, a YAML error with its line", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      const bad = yield* Effect.flip(CustomAgents.load(home, "default", "../etc"))
+      assert.strictEqual(bad.reason, "invalid_name")
+      const missing = yield* Effect.flip(CustomAgents.load(home, "default", "ghost"))
+      assert.strictEqual(missing.reason, "not_found")
+      assert.include(missing.message, "antler agents create ghost")
+      writeAgent(CustomAgents.agentsDir(home, "default"), "yaml", "description: [unclosed\n")
+      const syntax = yield* Effect.flip(CustomAgents.load(home, "default", "yaml"))
+      assert.match(syntax.message, /yaml\/config\.yaml:\d+:\d+: YAML syntax error/)
+    }))
+
+  it.effect("saving a new agent makes it appear whole; saving again replaces its files, leaving nothing behind", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      const dir = yield* CustomAgents.save(
+        home,
+        "default",
+        "ada",
+        { config: { description: "first" }, soul: "Soul one" }
+      )
+      assert.strictEqual(dir, Path.join(home, "users", "default", "agents", "ada"))
+      yield* CustomAgents.save(home, "default", "ada", { config: { description: "second", github: { repo: "y" } } })
+      const ada = yield* CustomAgents.load(home, "default", "ada")
+      assert.deepStrictEqual([ada.config.description, ada.soul, ada.raw.name], ["second", "Soul one", "ada"])
+      assert.sameMembers(Fs.readdirSync(dir), ["config.yaml", "SOUL.md"])
+      assert.deepStrictEqual(Fs.readdirSync(Path.dirname(dir)), ["ada"])
+      const invalid = yield* Effect.flip(
+        CustomAgents.save(home, "default", "ada", { config: { reasoning_effort: "extreme" } })
+      )
+      assert.strictEqual(invalid.reason, "invalid_config")
+      assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).config.description, "second")
+    }))
+
+  it.effect("an agent only in the shared layout is read, never written", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: From before\n")
+      const refused = yield* Effect.flip(CustomAgents.save(home, "default", "old", { config: { description: "new" } }))
+      assert.strictEqual(refused.reason, "legacy")
+      assert.strictEqual((yield* CustomAgents.load(home, "default", "old")).config.description, "From before")
+    }))
+})
+
+const callTool = (tool: Tool.Tool, args: Record<string, unknown>, agentName?: string) => {
+  const run = inRun()
+  const context = agentName === undefined
+    ? run.context
+    : Context.add(run.context, RunContext, {
+      ...runContext("t1", "default"),
+      options: { recursionLimit: 10, toolConcurrency: 1, extra: { agent_name: agentName } }
+    })
+  return Effect.map(
+    Tool.invoke(tool, { id: "c1", name: tool.name, args }).pipe(Effect.provide(context)),
+    (result) => ({ text: M.text(result.message), events: run.events })
+  )
+}
+
+describe("setup_agent and update_agent", () => {
+  it.effect("setup_agent writes the named agent, or the default agent's soul; an empty soul writes nothing", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-")
+      const setup = AgentTools.setupAgent(home)
+      const empty = yield* callTool(setup, { soul: "  ", description: "d" }, "ada")
+      assert.match(empty.text, /^Error: soul is empty/)
+      assert.isFalse(Fs.existsSync(CustomAgents.agentsDir(home, "default")))
+      const made = yield* callTool(setup, { soul: "# Ada", description: "Research", skills: ["deep-research"] }, "ada")
+      assert.strictEqual(made.text, "Agent 'ada' created successfully!")
+      assert.deepInclude(made.events[0]!, { type: "custom", name: "agent_created" })
+      const ada = yield* CustomAgents.load(home, "default", "ada")
+      assert.deepStrictEqual(
+        [ada.config.description, ada.config.skills, ada.soul],
+        ["Research", ["deep-research"], "# Ada"]
+      )
+      const global = yield* callTool(setup, { soul: "The default soul", description: "d" })
+      assert.match(global.text, /default agent's SOUL\.md was saved/)
+      assert.strictEqual(Fs.readFileSync(CustomAgents.globalSoulPath(home), "utf8").trim(), "The default soul")
+    }))
+
+  it.effect("update_agent changes only what it is given, keeps unmanaged settings, treats 'null' as left out", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-")
+      yield* CustomAgents.save(home, "default", "ada", {
+        config: { description: "Research", thinking_enabled: false, github: { repo: "x" } },
+        soul: "Old soul"
+      })
+      const update = AgentTools.updateAgent(home, [{ name: "main" }, { name: "deep" }])
+      const nothing = yield* callTool(update, { soul: "null", model: "None", skills: "undefined" }, "ada")
+      assert.match(nothing.text, /^Error: No fields to update/)
+      const unknown = yield* callTool(update, { model: "gpt-9" }, "ada")
+      assert.strictEqual(unknown.text, `Error: Unknown model "gpt-9". Configured models: main, deep.`)
+      const notList = yield* callTool(update, { skills: "deep-research" }, "ada")
+      assert.match(notList.text, /^Error: skills must be a list/)
+      const noAgent = yield* callTool(update, { description: "x" })
+      assert.match(noAgent.text, /there is no agent to update/)
+      const done = yield* callTool(
+        update,
+        { model: "deep", tool_groups: ["web"], soul: "New soul", description: "Research" },
+        "ada"
+      )
+      assert.strictEqual(
+        done.text,
+        "Agent 'ada' updated successfully. Changed: model, tool_groups, soul. The new configuration takes effect on the next user turn."
+      )
+      const ada = yield* CustomAgents.load(home, "default", "ada")
+      assert.deepStrictEqual([ada.config.model, ada.config.tool_groups, ada.soul], ["deep", ["web"], "New soul"])
+      assert.deepStrictEqual([ada.config.thinking_enabled, ada.raw.github], [false, { repo: "x" }])
+      const same = yield* callTool(update, { model: "deep" }, "ada")
+      assert.match(same.text, /^No changes applied/)
+    }))
+
+  it("agent names in a run's settings are validated before any path is made from them", () => {
+    const context = {
+      ...runContext(),
+      options: { recursionLimit: 1, toolConcurrency: 1, extra: { agent_name: "../../etc" } }
+    }
+    assert.isUndefined(AgentTools.agentNameOf(context))
+    assert.isTrue(Either.isLeft(CustomAgents.parseConfig("- a list", "x/config.yaml")))
+  })
+})

@@ -1,0 +1,167 @@
+/**
+ * The gateway's wire format, as pure functions: input messages as clients send them, clarification answers,
+ * settings from a request, and the projection of run events onto the stream modes (order, shapes, what a client
+ * must not see).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import * as Clarification from "../../../src/middleware/Clarification.js"
+import * as Protocol from "../../../src/programs/gateway/Protocol.js"
+import type { RunEvent } from "../../../src/services/RunEvents.js"
+import * as M from "../../../src/state/Message.js"
+import * as TS from "../../../src/state/ThreadState.js"
+
+describe("requests", () => {
+  it("input messages: roles mapped, ids made, server-owned metadata dropped, bad ones refused with where", () => {
+    const messages = Either.getOrThrow(Protocol.inputMessages({
+      messages: [
+        { role: "user", content: "hi", additional_kwargs: { original_user_content: "forged", files: [] } },
+        { type: "ai", id: "a1", content: [{ type: "text", text: "hello" }] }
+      ]
+    }))
+    assert.deepStrictEqual(messages.map((m) => m.type), ["human", "ai"])
+    assert.match(messages[0]!.id, /^[0-9a-f-]{36}$/)
+    assert.deepStrictEqual(messages[0]!.additional_kwargs, { files: [] })
+    assert.strictEqual(messages[1]!.id, "a1")
+    assert.deepStrictEqual(Protocol.inputMessages(null), Either.right([]))
+    const bad = Protocol.inputMessages({ messages: [{ role: "user", content: 42 }] })
+    assert.isTrue(Either.isLeft(bad))
+    assert.include(Either.isLeft(bad) ? bad.left : "", "messages.0")
+    assert.isTrue(Either.isLeft(Protocol.inputMessages({ messages: [{ role: "wizard", content: "x" }] })))
+  })
+
+  it("a lone message (or command.resume) answers a pending clarification, keeping the client's id", () => {
+    const args = { question: "Which?", clarification_type: "approach_choice", options: ["A", "B"] } as any
+    const request = Clarification.request(args, "c1")
+    const question = Clarification.questionMessage(request, { id: "c1", name: "ask_clarification", args: {} })
+    const asked = M.ai("", { tool_calls: [{ id: "c1", name: "ask_clarification", args: {} }] })
+    const state = { ...TS.empty, messages: [M.human("go"), asked, question] }
+    const [answer] = Protocol.withClarificationAnswer(state, [M.human("2", { id: "mine" })], undefined)
+    assert.strictEqual(answer!.id, "mine")
+    assert.strictEqual(answer!.content, "B")
+    assert.isTrue(Clarification.isAnswer(answer!.additional_kwargs ?? {}))
+    const [resumed] = Protocol.withClarificationAnswer(state, [], "A")
+    assert.strictEqual(resumed!.content, "A")
+    // nothing pending: messages pass as they are
+    const plain = [M.human("2")]
+    assert.strictEqual(Protocol.withClarificationAnswer(TS.empty, plain, undefined), plain)
+  })
+
+  it("settings: recursion limit clamped, assistant ids as agent names, context keys whitelisted", () => {
+    assert.strictEqual(Protocol.recursionLimit(5000, 100, 1000), 1000)
+    assert.strictEqual(Protocol.recursionLimit(undefined, 100, 1000), 100)
+    assert.strictEqual(Protocol.recursionLimit(-3, 100, 1000), 100)
+    assert.strictEqual(Protocol.recursionLimit(250.7, 100, 1000), 250)
+    assert.isUndefined(Protocol.agentNameOf("lead_agent"))
+    assert.strictEqual(Protocol.agentNameOf("Research_Agent"), "research-agent")
+    assert.deepStrictEqual(
+      Protocol.allowedContext({ model_name: "m", non_interactive: true, __internal: 1, is_plan_mode: true }),
+      { model_name: "m", is_plan_mode: true }
+    )
+    assert.deepStrictEqual(Protocol.modesOf(undefined), ["values"])
+    assert.deepStrictEqual(Protocol.modesOf(["custom", "values", "custom"]), ["custom", "values"])
+  })
+})
+
+describe("projection of run events", () => {
+  const run = (modes: ReadonlyArray<Protocol.StreamMode>, batches: ReadonlyArray<ReadonlyArray<RunEvent>>) => {
+    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes, initial: TS.empty, modelName: "m" })
+    return batches.flatMap((batch) => projector.push(batch))
+  }
+  const call = { id: "c1", name: "ls", args: { path: "/mnt" } }
+  const events: ReadonlyArray<ReadonlyArray<RunEvent>> = [
+    [{ type: "run_start", thread_id: "t", run_id: "r" }, { type: "message", message: M.human("list", { id: "h" }) }],
+    [{ type: "token", message_id: "a", text: "Look" }, { type: "token", message_id: "a", text: "ing" }],
+    [{ type: "message", message: M.ai("Looking", { id: "a", tool_calls: [call] }) }],
+    [{ type: "custom", name: "sandbox_audit", data: { verdict: "pass" } }],
+    [
+      { type: "message", message: M.tool("a.txt", "c1", { id: "t1", name: "ls" }) },
+      { type: "state", update: { title: "Files", thread_data: { workspace_path: "/host/secret" } } }
+    ],
+    [{ type: "run_end", status: "error", stop_reason: "error", error: { name: "ModelError", message: "boom" } }]
+  ]
+
+  it("metadata first; state changes as one values and one updates before what follows them; custom and error shapes", () => {
+    const out = run(["values", "messages-tuple", "updates", "custom"], events)
+    assert.deepStrictEqual(out.map((o) => o.event), [
+      "metadata",
+      "messages", "updates", "values",
+      "messages", "messages",
+      "messages", "updates", "values",
+      "custom",
+      "messages", "updates", "values",
+      "error"
+    ])
+    assert.deepStrictEqual(out[0]!.data, { run_id: "r", thread_id: "t", attempt: 1 })
+    const [first, meta] = out[4]!.data as [any, any]
+    assert.strictEqual(first.type, "AIMessageChunk")
+    assert.strictEqual(first.content, "Look")
+    assert.strictEqual(meta.langgraph_node, "model")
+    // the streamed message's last chunk carries only what the deltas did not: its tool call
+    const last = (out[6]!.data as [any])[0]
+    assert.strictEqual(last.content, "")
+    assert.deepStrictEqual(last.tool_call_chunks, [
+      { name: "ls", args: "{\"path\":\"/mnt\"}", id: "c1", index: 0, type: "tool_call_chunk" }
+    ])
+    assert.deepStrictEqual(out[7]!.data, { model: { messages: [M.ai("Looking", { id: "a", tool_calls: [call] })] } })
+    assert.deepStrictEqual(out[9]!.data, { type: "sandbox_audit", verdict: "pass" })
+    const tool = out[10]!.data as [any, any]
+    assert.strictEqual(tool[0].type, "tool")
+    assert.strictEqual(tool[1].langgraph_node, "tools")
+    // host paths never leave: not in updates, not in values
+    assert.deepStrictEqual(out[11]!.data, {
+      tools: { title: "Files", messages: [M.tool("a.txt", "c1", { id: "t1", name: "ls" })] }
+    })
+    const values = out[12]!.data as any
+    assert.notProperty(values, "thread_data")
+    assert.strictEqual(values.title, "Files")
+    assert.deepStrictEqual(values.messages.map((m: any) => m.id), ["h", "a", "t1"])
+    assert.deepStrictEqual(out[13]!.data, { message: "boom", name: "ModelError", error: "ModelError" })
+  })
+
+  it("only the modes asked for", () => {
+    assert.deepStrictEqual(run(["custom"], events).map((o) => o.event), ["metadata", "custom", "error"])
+    const reassembled = run(["messages-tuple"], events)
+      .filter((o) => o.event === "messages")
+      .map((o) => (o.data as [any])[0])
+      .filter((m) => m.id === "a")
+      .map((m) => m.content)
+      .join("")
+    assert.strictEqual(reassembled, "Looking")
+  })
+
+  it("SSE framing and the gap payload", () => {
+    assert.strictEqual(Protocol.sse({ id: 7, event: "values", data: "{}" }), "event: values\ndata: {}\nid: 7\n\n")
+    assert.strictEqual(Protocol.HEARTBEAT, ": heartbeat\n\n")
+    assert.deepStrictEqual(Protocol.gapPayload("r", 2, 10, 20), {
+      code: "stream_replay_gap",
+      run_id: "r",
+      requested_event_id: "2",
+      earliest_available_event_id: "10",
+      latest_available_event_id: "20",
+      recovery: "reload_durable_state"
+    })
+  })
+})
+
+describe("secrets in token deltas", () => {
+  it("a secret split across deltas never streams; the text still reassembles, redacted", async () => {
+    const Redact = await import("../../../src/state/Redact.js")
+    const secret = "sk-live-0123456789abcdef"
+    const projector = Protocol.makeProjector({
+      runId: "r",
+      threadId: "t",
+      modes: ["messages-tuple"],
+      initial: TS.empty,
+      redact: Redact.make([secret])
+    })
+    const deltas = ["The key is sk-live-0123", "456789abcdef, keep", " it safe."]
+    const out = [
+      ...deltas.flatMap((text) => projector.push([{ type: "token", message_id: "a", text }])),
+      ...projector.push([{ type: "message", message: M.ai(deltas.join(""), { id: "a" }) }])
+    ]
+    const text = out.map((o) => (o.data as [any])[0].content).join("")
+    assert.strictEqual(text, "The key is [redacted], keep it safe.")
+    assert.notInclude(JSON.stringify(out), "0123")
+  })
+})

@@ -1,0 +1,148 @@
+/**
+ * A gateway for tests: `Gateway.layer` on 127.0.0.1 (a free port) over a SCRIPTED Chat Completions server,
+ * reached through the real `openai` client, with its data in a temp directory. Also an SSE reader for plain
+ * `fetch` clients.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as ConfigFile from "../../../src/layers/ConfigFile.js"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as App from "../../../src/programs/App.js"
+import * as Gateway from "../../../src/programs/gateway/Gateway.js"
+import * as Runs from "../../../src/programs/gateway/Runs.js"
+import { ThreadStore } from "../../../src/services/ThreadStore.js"
+
+/** The scripted server of a test gateway. */
+export class Scripted extends Context.Tag("test/Scripted")<Scripted, ScriptedChatServer.ScriptedChatServer>() {}
+
+/** A running test gateway. */
+export interface TestGateway {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  readonly home: string
+  readonly scripted: ScriptedChatServer.ScriptedChatServer
+  readonly store: ThreadStore["Type"]
+  readonly runs: Runs.Service
+  readonly stop: () => Promise<void>
+}
+
+/** Options of `start`. */
+export interface StartOptions {
+  readonly script: ScriptedChatServer.Script
+  readonly server?: ScriptedChatServer.Options
+  /** More of `config.yaml` (merged over the test's defaults), or a function of the scripted server's URL. */
+  readonly config?: Record<string, unknown> | ((url: string) => Record<string, unknown>)
+  readonly home?: string
+  readonly spanProcessor?: SpanProcessor
+}
+
+/** A fresh temp directory. */
+export const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
+
+/** The test's defaults: fast retries, no title model, no summaries. */
+export const baseConfig = (url: string): Record<string, unknown> => ({
+  models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000" }],
+  llm_call: { retry_base_delay_ms: 5, retry_cap_delay_ms: 10, burst_retry_base_delay_ms: 5 },
+  sandbox: { allow_host_bash: false },
+  gateway: { heartbeat_seconds: 1 },
+  // tests that are not about memory: no memory update call after a run
+  memory: { enabled: false }
+})
+
+/** Starts a gateway (stopped with `stop`). */
+export const start = async (options: StartOptions): Promise<TestGateway> => {
+  const home = options.home ?? tempDir("antler-gw-")
+  const layer = Layer.unwrapScoped(Effect.gen(function*() {
+    const scripted = yield* ScriptedChatServer.start(options.script, options.server)
+    const base = baseConfig(scripted.url)
+    const more = typeof options.config === "function" ? options.config(scripted.url) : options.config
+    const app = yield* ConfigFile.fromObject({ ...base, ...more }, { home })
+    return Gateway.layer({
+      app,
+      choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
+      host: "127.0.0.1",
+      port: 0,
+      ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {})
+    }).pipe(Layer.merge(Layer.succeed(Scripted, scripted)))
+  }))
+  const runtime = ManagedRuntime.make(layer)
+  const { address, scripted, store, runs } = await runtime.runPromise(Effect.gen(function*() {
+    return {
+      address: (yield* HttpServer.HttpServer).address,
+      scripted: yield* Scripted,
+      store: yield* ThreadStore,
+      runs: yield* Runs.Runs
+    }
+  }))
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  return {
+    url: `http://127.0.0.1:${address.port}`,
+    home,
+    scripted,
+    store,
+    runs,
+    stop: () => runtime.dispose()
+  }
+}
+
+/** One server-sent event. */
+export interface SseEvent {
+  readonly event: string
+  readonly id: string | undefined
+  readonly data: unknown
+}
+
+/** Reads SSE events from a fetch response until it ends (or `stop` says so); comments are counted. */
+export const readSse = async (
+  response: Response,
+  stop: (event: SseEvent, all: ReadonlyArray<SseEvent>) => boolean = () => false
+): Promise<{ events: ReadonlyArray<SseEvent>; comments: number }> => {
+  const events: Array<SseEvent> = []
+  let comments = 0
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ""
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    buffer += value
+    let end: number
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end)
+      buffer = buffer.slice(end + 2)
+      if (block.startsWith(":")) {
+        comments++
+        continue
+      }
+      let event = ""
+      let id: string | undefined
+      const data: Array<string> = []
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7)
+        else if (line.startsWith("data: ")) data.push(line.slice(6))
+        else if (line.startsWith("id: ")) id = line.slice(4)
+      }
+      const parsed: SseEvent = { event, id, data: data.length > 0 ? JSON.parse(data.join("\n")) : null }
+      events.push(parsed)
+      if (stop(parsed, events)) {
+        await reader.cancel()
+        return { events, comments }
+      }
+    }
+  }
+  return { events, comments }
+}
+
+/** The messages of a state that a user sees: hidden ones (the date reminder of a thread's first turn) left out. */
+export const visible = (messages: ReadonlyArray<any>): ReadonlyArray<any> =>
+  messages.filter((m) => m.additional_kwargs?.hide_from_ui !== true)
+
+/** The types of the messages a user sees. */
+export const visibleTypes = (messages: ReadonlyArray<any>): ReadonlyArray<string> => visible(messages).map((m) => m.type)
