@@ -222,7 +222,11 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     return { type: "run_end", status: "success", stop_reason: reason } as const
   })
 
-const toolSpan = (call: ToolCall) => ({ "tool.name": call.name, "tool.call_id": call.id })
+// (no stack trace: capturing one for every tool call costs more than the rest of the span)
+const toolSpan = (call: ToolCall) => ({
+  attributes: { "tool.name": call.name, "tool.call_id": call.id },
+  captureStackTrace: false
+})
 
 const callTools = (
   step: Step,
@@ -236,7 +240,7 @@ const callTools = (
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", { attributes: toolSpan(call) })), (cause) => {
+        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", toolSpan(call))), (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
             interrupt ??= failure.value
