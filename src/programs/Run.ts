@@ -458,10 +458,7 @@ export const execute = <E = never, R = never>(
       Context.add(MW.RunFrame, MW.makeRunFrame())
     )
 
-    const body = Effect.scoped(Effect.gen(function*() {
-      const ports: Context.Context<Ports> = Layer.isLayer(agent)
-        ? yield* Layer.build(agent as Layer.Layer<Ports, E, R>).pipe(Effect.provide(runServices))
-        : agent as Context.Context<Ports>
+    const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {
       const tools = Context.get(ports, ToolService)
       const step: Step = {
         model: Context.get(ports, ModelService),
@@ -481,7 +478,13 @@ export const execute = <E = never, R = never>(
       const messages = typeof input.input === "function" ? input.input(state) : input.input
       if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
       return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(Effect.provide(runServices))
-    }))
+    })
+    // an agent given as a layer is built for this run, in a scope of the run's; built ports need no scope
+    const body = Layer.isLayer(agent)
+      ? Effect.scoped(
+        Effect.flatMap(Layer.build(agent as Layer.Layer<Ports, E, R>).pipe(Effect.provide(runServices)), withPorts)
+      )
+      : withPorts(agent as Context.Context<Ports>)
 
     const closeDangling = Effect.suspend(() => {
       const open = interruptedResults(holder.current().messages)
