@@ -14,6 +14,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -22,6 +23,7 @@ import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import * as Schedule from "effect/Schedule"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
@@ -228,6 +230,13 @@ const toolSpan = (call: ToolCall) => ({
   captureStackTrace: false
 })
 
+/** Effect's own tracer, used when the app provides none: its spans go nowhere. */
+const untraced = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+
+/** A tool call in a `Tool.call` span, when the app traces (a span costs about as much as the rest of a call). */
+const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
+  Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, "Tool.call", toolSpan(call)))
+
 const callTools = (
   step: Step,
   ports: MW.Resolved,
@@ -240,7 +249,7 @@ const callTools = (
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", toolSpan(call))), (cause) => {
+        ? Effect.catchAllCause(traced(call, ports.call(call)), (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
             interrupt ??= failure.value
