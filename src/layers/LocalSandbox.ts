@@ -194,7 +194,9 @@ export const fsError = (
   const noun = what === "file" ? "File" : what === "directory" ? "Directory" : "Path"
   switch (code) {
     case "ENOENT":
-      return new SandboxError({ reason: "not_found", message: `${noun} not found: ${virtual}`, path: virtual })
+      // (the common failure, e.g. every check of a file before it is written: its fields are ours, valid by
+      // construction, so the constructor does not validate them again)
+      return new SandboxError({ reason: "not_found", message: `${noun} not found: ${virtual}`, path: virtual }, true)
     case "EACCES":
     case "EPERM":
     case "EROFS":

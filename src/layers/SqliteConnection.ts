@@ -11,6 +11,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
+import * as Mutex from "../services/Mutex.js"
 
 /** What a write statement reports. */
 export interface RunResult {
@@ -107,43 +108,7 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
   )
 
 /** Mutual exclusion between the fibers of one store (one connection: one statement or transaction at a time). */
-export interface Lock {
-  /**
-   * Runs `body` uninterruptibly while no other fiber runs a body of this lock; waits (interruptibly) while one
-   * does. Taking a free lock costs a few effect steps (`Semaphore.withPermits` costs about thirty).
-   */
-  readonly exclusively: <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-}
+export type Lock = Mutex.Mutex
 
 /** A fresh lock. */
-export const makeLock = (): Lock => {
-  let held = false
-  const waiting: Array<() => void> = []
-  // A waiter is woken and tries again (it takes the lock only if still free when it runs): a waiter interrupted
-  // after being woken never holds the lock it was woken for.
-  const release = () => {
-    held = false
-    waiting.shift()?.()
-  }
-  const wait = Effect.async<void>((resume) => {
-    const wake = () => resume(Effect.void)
-    waiting.push(wake)
-    return Effect.sync(() => {
-      const at = waiting.indexOf(wake)
-      if (at >= 0) waiting.splice(at, 1)
-      else if (!held) release()
-    })
-  })
-  const exclusively = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.suspend(() => {
-        if (held) return Effect.zipRight(restore(wait), exclusively(body))
-        held = true
-        return Effect.flatMap(Effect.exit(body), (exit) => {
-          release()
-          return exit
-        })
-      })
-    )
-  return { exclusively }
-}
+export const makeLock = (): Lock => Mutex.make()

@@ -209,7 +209,7 @@ const lossyIn = (value: unknown): boolean => {
       }
       if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return false
       const record = value as Record<string, unknown>
-      for (const key of Object.keys(record)) if (lossyIn(record[key])) return true
+      for (const key in record) if (Object.hasOwn(record, key) && lossyIn(record[key])) return true
       return false
     }
     default:

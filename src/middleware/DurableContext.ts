@@ -22,6 +22,7 @@ import * as M from "../state/Message.js"
 import { isTerminal } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import type { DelegationEntry, DelegationStatus, SkillEntry, SubagentStopReason } from "../state/ThreadState.js"
+import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 
@@ -139,6 +140,10 @@ export const pendingEntry = (
 
 /** The `task` calls of an AI message that have an id. */
 export const taskCalls = (message: AIMessage) => M.toolCalls(message).filter((c) => c.name === TASK_TOOL && c.id !== "")
+
+/** Whether a message is an AI message with a `task` call (with an id). */
+const delegates = (message: Message): boolean =>
+  message.type === "ai" && (message.tool_calls ?? []).some((c) => c.name === TASK_TOOL && c.id !== "")
 
 /**
  * The entry with what a `task` result says about it: status, stop reason, a brief of the result or error, its
@@ -401,8 +406,11 @@ const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString
  * `skill_context` into every model request. Requires `RunContext` and `RunState`. Internal calls
  * (`request.internal`, e.g. a summary being written) pass through untouched.
  */
-export const layer = (_options: Options = {}): Middleware =>
-  MW.make(Effect.gen(function*() {
+export const layer = (_options: Options = {}): Middleware => {
+  // per thread: where the latest message with a `task` call is (most threads have none, and then the run's
+  // messages need no look at all)
+  const lastTask = Incremental.makeMemo<number>()
+  return MW.make(Effect.gen(function*() {
     const state = yield* RunState
     const context = yield* RunContext
     // The rendered projection depends only on these three values; re-render only when one changes.
@@ -413,12 +421,15 @@ export const layer = (_options: Options = {}): Middleware =>
 
     // before the call: this run's task calls and their results
     const capture = Effect.flatMap(state.get, (current) => {
-      const run = currentRun(current.messages, context.runId)
-      const delegating = run.some((m) => m.type === "ai" && taskCalls(m).length > 0)
+      const messages = current.messages
+      const last = Incremental.lastIndexOf(messages, delegates, lastTask)
+      // the run's messages hold a task call when the latest one is in them
+      const run = last < 0 ? undefined : currentRun(messages, context.runId)
+      const delegating = run !== undefined && last >= messages.length - run.length
       const open = current.delegations.filter((e) => !isTerminal(e.status) && e.run_id !== context.runId)
       if (!delegating && open.length === 0) return Effect.succeed(current)
       return Effect.flatMap(now, (at) => {
-        const found = delegating ? extractDelegations(run, context.runId, at) : []
+        const found = delegating ? extractDelegations(run!, context.runId, at) : []
         const changed = changedEntries(current.delegations, [...settleOpen(open, current.messages), ...found])
         if (changed.length === 0) return Effect.succeed(current)
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
@@ -450,3 +461,4 @@ export const layer = (_options: Options = {}): Middleware =>
         })
     }
   }))
+}

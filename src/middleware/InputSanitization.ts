@@ -11,6 +11,7 @@ import type { ModelRequest } from "../services/ModelService.js"
 import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { HumanInputResponse } from "./Clarification.js"
+import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 
 /**
@@ -263,33 +264,43 @@ const sanitizedOf = (message: HumanMessage, cache: Cache): HumanMessage | undefi
   return out
 }
 
-/** The request with its last genuine user message sanitised; the same object when nothing changes. */
-export const sanitizeRequest = (request: ModelRequest, cache: Cache = new WeakMap()): ModelRequest => {
+/**
+ * The request with its last genuine user message sanitised; the same object when nothing changes. With a memo
+ * (kept by the middleware), where that message is is found from the new messages only (see `Incremental`).
+ */
+export const sanitizeRequest = (
+  request: ModelRequest,
+  cache: Cache = new WeakMap(),
+  memo?: Incremental.Memo<number>
+): ModelRequest => {
   const messages = request.messages
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!
-    if (!isGenuineUserMessage(message)) continue
-    const sanitized = sanitizedOf(message, cache)
-    if (sanitized === undefined) return request
-    const next = messages.slice()
-    next[i] = sanitized
-    return { ...request, messages: next }
-  }
-  return request
+  const i = Incremental.lastIndexOf(messages, isGenuineUserMessage, memo)
+  if (i < 0) return request
+  const sanitized = sanitizedOf(messages[i] as HumanMessage, cache)
+  if (sanitized === undefined) return request
+  const next = messages.slice()
+  next[i] = sanitized
+  return { ...request, messages: next }
 }
 
-/** InputSanitization: no options; needs nothing from context. Keeps its cache for the agent's life. */
+/** InputSanitization: no options; needs nothing from context. Keeps its caches for the agent's life. */
 export const layer = (): Middleware.Middleware =>
   Layer.unwrapEffect(Effect.sync(() => {
     const cache: Cache = new WeakMap()
-    return Middleware.make({ model: (request, next) => sanitized(request, next, cache) })
+    const memo = Incremental.makeMemo<number>()
+    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo) })
   }))
 
-const sanitized = (request: ModelRequest, next: Middleware.ModelNext, cache: Cache) =>
+const sanitized = (
+  request: ModelRequest,
+  next: Middleware.ModelNext,
+  cache: Cache,
+  memo: Incremental.Memo<number>
+) =>
   Effect.suspend(() => {
     let sanitized: ModelRequest
     try {
-      sanitized = sanitizeRequest(request, cache)
+      sanitized = sanitizeRequest(request, cache, memo)
     } catch (error) {
       return Effect.zipRight(
         Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),

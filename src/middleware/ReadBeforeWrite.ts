@@ -22,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { RunContext, RunState } from "../services/RunContext.js"
+import * as Mutex from "../services/Mutex.js"
 import type { SandboxError } from "../services/Sandbox.js"
 import { absoluteVirtual, SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
@@ -119,26 +120,27 @@ export interface Locks {
   readonly withLock: <A, E, R>(key: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
-/** A fresh set of locks. */
+/** A fresh set of locks (each read_file call takes one: a free lock costs a few effect steps, see `Mutex`). */
 export const makeLocks = (): Locks => {
-  const held = new Map<string, { readonly lock: Effect.Semaphore; users: number }>()
+  const held = new Map<string, { readonly lock: Mutex.Mutex; users: number }>()
   return {
     withLock: (key, effect) =>
-      Effect.acquireUseRelease(
-        Effect.sync(() => {
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
           let entry = held.get(key)
           if (entry === undefined) {
-            entry = { lock: Effect.unsafeMakeSemaphore(1), users: 0 }
+            entry = { lock: Mutex.make(), users: 0 }
             held.set(key, entry)
           }
           entry.users++
-          return entry
-        }),
-        (entry) => entry.lock.withPermits(1)(effect),
-        (entry) =>
-          Effect.sync(() => {
-            if (--entry.users === 0) held.delete(key)
-          })
+          const taken = entry
+          return Effect.ensuring(
+            restore(taken.lock.locked(effect)),
+            Effect.sync(() => {
+              if (--taken.users === 0) held.delete(key)
+            })
+          )
+        })
       )
   }
 }
@@ -162,8 +164,13 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
         const context = yield* RunContext
         const state = yield* RunState
 
+        // the run's sandbox: the one already acquired for the thread, else acquired now
+        const sandbox = Effect.flatMap(
+          provider.current(context.threadId, context.userId),
+          (current) => current._tag === "Some" ? Effect.succeed(current.value) : provider.acquire(context.threadId, context.userId)
+        )
         const inspect = (path: string): Effect.Effect<Inspection> =>
-          provider.acquire(context.threadId, context.userId).pipe(
+          sandbox.pipe(
             Effect.flatMap((sandbox) => sandbox.readText(path)),
             Effect.either,
             Effect.map((read): Inspection =>

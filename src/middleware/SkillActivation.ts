@@ -24,6 +24,7 @@ import { closeMatches, parseSlash } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 
@@ -47,10 +48,8 @@ const isRealUser = (message: Message): boolean =>
   message.type === "human" && !M.isHidden(message) && message.name !== "summary"
 
 /** Index of the latest real user message of a request, or -1. */
-export const targetIndex = (messages: ReadonlyArray<Message>): number => {
-  for (let i = messages.length - 1; i >= 0; i--) if (isRealUser(messages[i]!)) return i
-  return -1
-}
+export const targetIndex = (messages: ReadonlyArray<Message>, memo?: Incremental.Memo<number>): number =>
+  Incremental.lastIndexOf(messages, isRealUser, memo)
 
 /** What the user typed (before the harness framed or extended it). */
 export const userText = (message: Message): string => {
@@ -139,8 +138,10 @@ type Resolution =
   | { readonly _tag: "active"; readonly message: Message; readonly skill: Skill }
 
 /** The SkillActivation middleware. */
-export const layer = (options: Options): Middleware =>
-  MW.make(
+export const layer = (options: Options): Middleware => {
+  // where the latest real user message is, per thread, for the agent's life
+  const memo = Incremental.makeMemo<number>()
+  return MW.make(
     Effect.sync(() => {
       // One resolution per run, for the user message it was made for.
       let resolved: { readonly targetId: string; readonly resolution: Resolution } | undefined
@@ -169,7 +170,7 @@ export const layer = (options: Options): Middleware =>
       return {
         model: (request: ModelRequest, next) => {
           if (request.internal !== undefined) return next(request)
-          const at = targetIndex(request.messages)
+          const at = targetIndex(request.messages, memo)
           if (at < 0) return next(request)
           const target = request.messages[at]!
           const known = resolved !== undefined && resolved.targetId === target.id
@@ -195,6 +196,7 @@ export const layer = (options: Options): Middleware =>
     }),
     { name: "SkillActivation", tools: options.describeTool === true ? [describeSkill(options)] : [] }
   )
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // describe_skill (deferred discovery)

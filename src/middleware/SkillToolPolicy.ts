@@ -17,6 +17,7 @@ import type { Catalog, Policy, Registry } from "../services/Skills.js"
 import { policyOf } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
 import type { Message, ToolCall } from "../state/Message.js"
+import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
@@ -28,15 +29,34 @@ import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
  */
 export const activePaths = (
   messages: ReadonlyArray<Message>,
-  loaded: ReadonlyArray<{ readonly path: string }>
+  loaded: ReadonlyArray<{ readonly path: string }>,
+  memo?: Memo
 ): ReadonlyArray<string> => {
-  const user = targetIndex(messages)
-  for (let i = Math.max(0, user - 1); i < messages.length; i++) {
-    const kwargs = messages[i]!.additional_kwargs
-    if (kwargs?.[ACTIVATION_KEY] === true && typeof kwargs[PATH_KEY] === "string") return [kwargs[PATH_KEY]]
+  const user = targetIndex(messages, memo?.user)
+  const last = memo?.activation.get(messages)
+  let from = Math.max(0, user - 1)
+  let path: string | undefined
+  // the messages the last call looked at for this user message need no second look
+  if (last !== undefined && last.value.user === user) {
+    path = last.value.path
+    from = Math.max(from, last.input.length)
   }
-  return loaded.map((entry) => entry.path)
+  for (let i = from; path === undefined && i < messages.length; i++) {
+    const kwargs = messages[i]!.additional_kwargs
+    if (kwargs?.[ACTIVATION_KEY] === true && typeof kwargs[PATH_KEY] === "string") path = kwargs[PATH_KEY]
+  }
+  memo?.activation.set(messages, { user, path })
+  return path !== undefined ? [path] : loaded.map((entry) => entry.path)
 }
+
+/** What `activePaths` remembers per thread (see `Incremental`). */
+export interface Memo {
+  readonly user: Incremental.Memo<number>
+  readonly activation: Incremental.Memo<{ readonly user: number; readonly path: string | undefined }>
+}
+
+/** A fresh memo for `activePaths`. */
+export const makeMemo = (): Memo => ({ user: Incremental.makeMemo(), activation: Incremental.makeMemo() })
 
 /** The refusal of a tool the policy does not allow. */
 export const refusalText = (name: string, policy: Extract<Policy, { _tag: "Restricted" }>): string => {
@@ -54,8 +74,9 @@ export interface Options {
 }
 
 /** The SkillToolPolicy middleware. Requires `RunState` (the thread's loaded skills). */
-export const layer = (options: Options): Middleware =>
-  MW.make(Effect.gen(function*() {
+export const layer = (options: Options): Middleware => {
+  const memo = makeMemo()
+  return MW.make(Effect.gen(function*() {
     const state = yield* RunState
     // The catalog is read once per run, and only when a skill is active.
     let catalog: Catalog | undefined
@@ -70,7 +91,7 @@ export const layer = (options: Options): Middleware =>
     const unrestricted: Policy = { _tag: "Unrestricted" }
     const decide = (messages: ReadonlyArray<Message>) =>
       Effect.flatMap(state.get, (current) => {
-        const paths = activePaths(messages, current.skill_context)
+        const paths = activePaths(messages, current.skill_context, memo)
         if (paths.length === 0) return Effect.succeed(unrestricted)
         return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
       })
@@ -94,3 +115,4 @@ export const layer = (options: Options): Middleware =>
           : Effect.flatMap(Effect.flatMap(state.get, (s) => decide(s.messages)), (policy) => enforce(policy, call, next))
     } satisfies MW.Wrappers
   }), { name: "SkillToolPolicy" })
+}

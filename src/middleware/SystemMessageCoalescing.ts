@@ -16,6 +16,7 @@ import * as Layer from "effect/Layer"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 
@@ -32,25 +33,27 @@ export const asHidden = (message: Message): Message =>
  * With a cache (kept by the middleware for its agent's life), each system message is converted once: the same
  * hidden message object every call, so what keys on message objects downstream (token counts) stays cached.
  */
-export const coalesce = (request: ModelRequest, cache?: WeakMap<Message, Message>): ModelRequest => {
-  const messages = request.messages
-  let out: Array<Message> | undefined
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i]!
-    if (message.type !== "system") continue
+export const coalesce = (
+  request: ModelRequest,
+  cache?: WeakMap<Message, Message>,
+  memo?: Incremental.Memo<ReadonlyArray<Message>>
+): ModelRequest => {
+  const messages = Incremental.mapMessages(request.messages, (message) => {
+    if (message.type !== "system") return message
     let hidden = cache?.get(message)
     if (hidden === undefined) {
       hidden = asHidden(message)
       cache?.set(message, hidden)
     }
-    ;(out ??= messages.slice())[i] = hidden
-  }
-  return out === undefined ? request : { ...request, messages: out }
+    return hidden
+  }, memo)
+  return messages === request.messages ? request : { ...request, messages }
 }
 
 /** The SystemMessageCoalescing middleware (SPEC §4.1 slot 27). */
 export const layer = (): Middleware =>
   Layer.unwrapEffect(Effect.sync(() => {
     const cache = new WeakMap<Message, Message>()
-    return MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request, cache))) })
+    const memo = Incremental.makeMemo<ReadonlyArray<Message>>()
+    return MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request, cache, memo))) })
   }))

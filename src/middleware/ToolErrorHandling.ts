@@ -237,6 +237,9 @@ export const callPath = (call: ToolCall): string | undefined => {
 
 /** The normalised path when `path` is a `SKILL.md` under the skills root, else `undefined`. */
 export const skillFilePath = (path: string, skillsRoot: string): string | undefined => {
+  // (normalising cannot make a SKILL.md basename out of a path that does not name one: the usual read is
+  // settled without normalising anything)
+  if (!path.includes("SKILL.md")) return undefined
   const root = Path.posix.normalize(skillsRoot).replace(/\/+$/, "")
   const normalized = Path.posix.normalize(path)
   if (!normalized.startsWith(`${root}/`) || Path.posix.basename(normalized) !== "SKILL.md") return undefined

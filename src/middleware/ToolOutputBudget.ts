@@ -28,6 +28,7 @@ import type { Sandbox } from "../services/Sandbox.js"
 import { OUTPUTS, SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
 import type { Content, Message, ToolMessage } from "../state/Message.js"
+import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 import { resolveThreadPaths } from "./ThreadData.js"
 
@@ -717,16 +718,15 @@ export type HistoryCache = WeakMap<ToolMessage, ToolMessage>
 export const truncateHistory = (
   messages: ReadonlyArray<Message>,
   config: Config,
-  cache: HistoryCache = new WeakMap()
+  cache: HistoryCache = new WeakMap(),
+  memo?: Incremental.Memo<ReadonlyArray<Message>>
 ): ReadonlyArray<Message> => {
   const max = config.fallback_max_chars
   if (max <= 0) return messages
-  let out: Array<Message> | undefined
-  for (let i = 0; i < messages.length; i++) {
-    const message = messages[i]!
-    if (message.type !== "tool" || resultTextLength(message.content) <= max) continue
+  return Incremental.mapMessages(messages, (message) => {
+    if (message.type !== "tool" || resultTextLength(message.content) <= max) return message
     const tool = toolName(message)
-    if (config.exempt_tools.includes(tool)) continue
+    if (config.exempt_tools.includes(tool)) return message
     let cut = cache.get(message)
     if (cut === undefined) {
       cut = {
@@ -741,14 +741,21 @@ export const truncateHistory = (
       }
       cache.set(message, cut)
     }
-    ;(out ??= messages.slice())[i] = cut
-  }
-  return out ?? messages
+    return cut
+  }, memo)
 }
 
-/** The request with its history within budget; the same object when nothing changes. */
-export const budgetRequest = (request: ModelRequest, config: Config, cache?: HistoryCache): ModelRequest => {
-  const messages = truncateHistory(request.messages, config, cache)
+/**
+ * The request with its history within budget; the same object when nothing changes. With a memo (kept by the
+ * middleware), only the messages new since the last request are looked at (see `Incremental`).
+ */
+export const budgetRequest = (
+  request: ModelRequest,
+  config: Config,
+  cache?: HistoryCache,
+  memo?: Incremental.Memo<ReadonlyArray<Message>>
+): ModelRequest => {
+  const messages = truncateHistory(request.messages, config, cache, memo)
   return messages === request.messages ? request : { ...request, messages }
 }
 
@@ -763,10 +770,10 @@ export const budgetRequest = (request: ModelRequest, config: Config, cache?: His
 export const layer = (options: Partial<Config> = {}): Middleware.Middleware<AppConfigService> => {
   const config: Config = { ...defaultConfig(), ...options }
   if (!config.enabled) return Middleware.make({})
-  return Layer.unwrapEffect(Effect.sync(() => perRun(config, new WeakMap())))
+  return Layer.unwrapEffect(Effect.sync(() => perRun(config, new WeakMap(), Incremental.makeMemo())))
 }
 
-const perRun = (config: Config, cache: HistoryCache) =>
+const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<ReadonlyArray<Message>>) =>
   Middleware.make(Effect.gen(function*() {
     const { home } = yield* AppConfigService
     const context = yield* RunContext
@@ -804,6 +811,6 @@ const perRun = (config: Config, cache: HistoryCache) =>
       tool: (call, next) =>
         Effect.flatMap(next(call), (result) =>
           needsBudget(result, config) ? budgetResult(result, config, persistFor(result)) : Effect.succeed(result)),
-      model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache)))
+      model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache, memo)))
     }
   }))

@@ -14,6 +14,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -22,6 +23,7 @@ import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Tracer from "effect/Tracer"
 import * as Schedule from "effect/Schedule"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
@@ -117,7 +119,7 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
   if (Object.keys(rest).length > 0) emit({ type: "state", update: rest })
 }
 
-const makeHolder = (initial: ThreadState, emit: (event: RunEvent) => void): Holder => {
+const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | undefined): Holder => {
   let state = initial
   const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
@@ -130,7 +132,7 @@ const makeHolder = (initial: ThreadState, emit: (event: RunEvent) => void): Hold
           if (Either.isLeft(next)) return Effect.fail(next.left)
           state = next.right
           journal.push(update)
-          eventsOf(update, emit)
+          if (emit !== undefined) eventsOf(update, emit)
           return Effect.void
         })
     },
@@ -222,7 +224,18 @@ const finish = (step: Step, interrupt?: Interrupt): Effect.Effect<RunEndEvent> =
     return { type: "run_end", status: "success", stop_reason: reason } as const
   })
 
-const toolSpan = (call: ToolCall) => ({ "tool.name": call.name, "tool.call_id": call.id })
+// (no stack trace: capturing one for every tool call costs more than the rest of the span)
+const toolSpan = (call: ToolCall) => ({
+  attributes: { "tool.name": call.name, "tool.call_id": call.id },
+  captureStackTrace: false
+})
+
+/** Effect's own tracer, used when the app provides none: its spans go nowhere. */
+const untraced = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+
+/** A tool call in a `Tool.call` span, when the app traces (a span costs about as much as the rest of a call). */
+const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
+  Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, "Tool.call", toolSpan(call)))
 
 const callTools = (
   step: Step,
@@ -236,7 +249,7 @@ const callTools = (
     let interrupt: Interrupt | undefined
     const one = (call: ToolCall, index: number) => {
       const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? Effect.catchAllCause(ports.call(call).pipe(Effect.withSpan("Tool.call", { attributes: toolSpan(call) })), (cause) => {
+        ? Effect.catchAllCause(traced(call, ports.call(call)), (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
             interrupt ??= failure.value
@@ -364,9 +377,11 @@ const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Mes
 export const execute = <E = never, R = never>(
   input: RunInput,
   agent: Agent<E, R>,
-  emit: (event: RunEvent) => void = () => {}
+  listener?: ((event: RunEvent) => void) | undefined
 ): Effect.Effect<RunEndEvent, never, ThreadStore | Exclude<R, RunServices>> =>
   Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+    // (without a listener, the state's changes are not turned into events at all)
+    const emit = listener ?? (() => {})
     const store = yield* ThreadStore
     const threadId = input.threadId
     const runId = input.runId ?? M.newId()
@@ -428,7 +443,7 @@ export const execute = <E = never, R = never>(
       yield* release
       return yield* ended(errorEnd(Cause.fail(prepared.left)))
     }
-    const holder = makeHolder(prepared.right, emit)
+    const holder = makeHolder(prepared.right, listener)
     // The lease is renewed while the run goes. Losing it (another process took the thread over after this
     // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
     let lost: LeaseHolder | undefined
@@ -452,10 +467,7 @@ export const execute = <E = never, R = never>(
       Context.add(MW.RunFrame, MW.makeRunFrame())
     )
 
-    const body = Effect.scoped(Effect.gen(function*() {
-      const ports: Context.Context<Ports> = Layer.isLayer(agent)
-        ? yield* Layer.build(agent as Layer.Layer<Ports, E, R>).pipe(Effect.provide(runServices))
-        : agent as Context.Context<Ports>
+    const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {
       const tools = Context.get(ports, ToolService)
       const step: Step = {
         model: Context.get(ports, ModelService),
@@ -475,7 +487,13 @@ export const execute = <E = never, R = never>(
       const messages = typeof input.input === "function" ? input.input(state) : input.input
       if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
       return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(Effect.provide(runServices))
-    }))
+    })
+    // an agent given as a layer is built for this run, in a scope of the run's; built ports need no scope
+    const body = Layer.isLayer(agent)
+      ? Effect.scoped(
+        Effect.flatMap(Layer.build(agent as Layer.Layer<Ports, E, R>).pipe(Effect.provide(runServices)), withPorts)
+      )
+      : withPorts(agent as Context.Context<Ports>)
 
     const closeDangling = Effect.suspend(() => {
       const open = interruptedResults(holder.current().messages)

@@ -107,12 +107,19 @@ export const addMessages = (
   let replaced: Map<number, Message> | undefined
   let deleted: Set<string> | undefined
   const appended: Array<Message> = []
-  const appendedAt = new Map<string, number>()
+  // Where an id was appended: a scan of the few appended so far (a step writes one to a handful), an index
+  // once there are more.
+  let appendedAt: Map<string, number> | undefined
+  const appendedIndex = (id: string): number | undefined => {
+    if (appendedAt !== undefined) return appendedAt.get(id)
+    for (let j = 0; j < appended.length; j++) if (appended[j]!.id === id) return j
+    return undefined
+  }
 
   for (let i = start; i < write.length; i++) {
     const item = write[i]!
     const inBase = findMessage(base, item.id, indexes)
-    const inAppended = inBase === -1 ? appendedAt.get(item.id) : undefined
+    const inAppended = inBase === -1 ? appendedIndex(item.id) : undefined
     if (item.type === "remove") {
       if (inBase === -1 && inAppended === undefined) return Either.left(new UnknownMessageRemoval({ id: item.id }))
       ;(deleted ??= new Set()).add(item.id)
@@ -122,7 +129,8 @@ export const addMessages = (
     if (inBase !== -1) (replaced ??= new Map()).set(inBase, item)
     else if (inAppended !== undefined) appended[inAppended] = item
     else {
-      appendedAt.set(item.id, appended.length)
+      if (appendedAt === undefined && appended.length === 16) appendedAt = new Map(appended.map((m, j) => [m.id, j]))
+      appendedAt?.set(item.id, appended.length)
       appended.push(item)
     }
   }

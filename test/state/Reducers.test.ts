@@ -21,6 +21,11 @@ const writeItemArb: FC.Arbitrary<MessageWrite> = FC.oneof(
   { weight: 1, arbitrary: FC.constant(M.remove(M.REMOVE_ALL_MESSAGES)) }
 )
 const writeArb = FC.array(writeItemArb, { maxLength: 6 })
+const longIdArb = FC.integer({ min: 1, max: 40 }).map((n) => `l${n}`)
+const longMessageArb: FC.Arbitrary<Message> = FC.tuple(Arbitrary.make(M.Message), longIdArb).map(([message, id]) => ({
+  ...message,
+  id
+}))
 const uniqueMessagesArb = FC.uniqueArray(messageArb, { selector: (m) => m.id, maxLength: 6 })
 
 /** The obviously-correct reference for add_messages: linear scans, no index. */
@@ -62,6 +67,18 @@ describe("messages reducer (add_messages)", () => {
   it.prop("matches the reference semantics for any write", [uniqueMessagesArb, writeArb], ([existing, write]) => {
     same(R.addMessages(existing, write), reference(existing, write))
   })
+
+  it.prop(
+    "matches the reference for long writes (many new ids, repeated within the write)",
+    [
+      FC.uniqueArray(longMessageArb, { selector: (m) => m.id, maxLength: 10 }),
+      FC.array(
+        FC.oneof({ weight: 8, arbitrary: longMessageArb }, { weight: 1, arbitrary: longIdArb.map(M.remove) }),
+        { minLength: 10, maxLength: 60 }
+      )
+    ],
+    ([existing, write]) => same(R.addMessages(existing, write), reference(existing, write))
+  )
 
   it.prop(
     "matches the reference over a sequence of writes, including writes to older versions (branches)",
