@@ -35,6 +35,8 @@ import { ThreadStore } from "../src/services/ThreadStore.js"
 import * as Tool from "../src/services/Tool.js"
 import type { Message } from "../src/state/Message.js"
 import * as M from "../src/state/Message.js"
+import * as ReadMark from "../src/state/ReadMark.js"
+import { absoluteVirtual } from "../src/services/Sandbox.js"
 
 export const TOOL_OUTPUT_CHARS = 100
 
@@ -62,7 +64,15 @@ const readFile = Tool.make({
   description: "Reads a file (benchmark stand-in: 100 characters from the path).",
   parameters: Schema.Struct({ path: Schema.String }),
   readOnly: true,
-  handler: ({ path: p }) => Effect.sync(() => (probe.stamps.push(performance.now()), fileContent(p)))
+  // Like the sandbox's read_file, it stamps its result with the read mark of what it read (ReadBeforeWrite
+  // then has nothing to read again): the step measured is the lead agent's read_file step, minus the disk.
+  handler: ({ path: p }, call) =>
+    Effect.sync(() => {
+      probe.stamps.push(performance.now())
+      const content = fileContent(p)
+      const { message } = Tool.toResult(call, content)
+      return { message: ReadMark.withMark(message, { path: absoluteVirtual(p), hash: ReadMark.contentHash(content) }) }
+    })
 })
 
 const usage = { input_tokens: 10, output_tokens: 5, total_tokens: 15 }

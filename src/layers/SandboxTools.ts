@@ -18,12 +18,13 @@ import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import type { Sandbox } from "../services/Sandbox.js"
-import { OUTPUTS, SandboxError, SandboxProvider, SKILLS, UPLOADS, WORKSPACE } from "../services/Sandbox.js"
+import { absoluteVirtual, OUTPUTS, SandboxError, SandboxProvider, SKILLS, UPLOADS, WORKSPACE } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
 import type { HandlerOutput } from "../services/Tool.js"
 import { ToolService } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as ReadMark from "../state/ReadMark.js"
 import { displayPath } from "./LocalSandbox.js"
 import * as Toolkit from "./Toolkit.js"
 
@@ -545,6 +546,7 @@ export const tools = (options: Options) =>
     const provider = yield* SandboxProvider
     const app = yield* AppConfigService
     const settings = app.config.sandbox
+    const markReads = app.config.read_before_write.enabled
 
     // Runs a handler on the sandbox; sandbox errors and anything unexpected become `Error:` text with host
     // paths masked. Interruption passes through untouched.
@@ -638,19 +640,28 @@ export const tools = (options: Options) =>
       handler: (args, call) =>
         withSandbox("read_file", (sandbox) =>
           sandbox.readText(args.path).pipe(
-            Effect.map((content) => {
+            Effect.map((content): HandlerOutput => {
               let text = content
               if (args.start_line !== undefined || args.end_line !== undefined) {
                 const selected = selectLines(content, args.start_line, args.end_line)
                 if ("error" in selected) return `Error: ${selected.error}.`
                 text = selected.text
               }
-              if (text === "") return "(empty)"
-              return headTruncate(
+              const output = text === "" ? "(empty)" : headTruncate(
                 text,
                 settings.read_file_output_max_chars,
                 "Use start_line/end_line to read a specific range"
               )
+              if (!markReads) return output
+              // the read mark (ReadBeforeWrite) is of the whole content read here, also for a range
+              const result = Tool.toResult(call, output)
+              return {
+                ...result,
+                message: ReadMark.withMark(result.message, {
+                  path: absoluteVirtual(args.path),
+                  hash: ReadMark.contentHash(content)
+                })
+              }
             }),
             Effect.catchIf(
               (e) => e.reason === "binary",

@@ -4,8 +4,10 @@
  * picture of a file (the same section appended five times).
  *
  * - A successful `read_file` gets `additional_kwargs.deerflow_read_mark = { path, hash }`: the file's virtual
- *   path and the sha256 of its whole current content (a ranged read hashes the whole file too). The mark lives
- *   on the message in the thread, so a summary that drops the read drops the mark with it.
+ *   path and the sha256 of its whole content (a ranged read hashes the whole file too). The sandbox's read_file
+ *   stamps it from the bytes it read (`state/ReadMark.ts`); a read result without one (another tool named
+ *   read_file) is marked here from the file read through the run's sandbox. The mark lives on the message in
+ *   the thread, so a summary that drops the read drops the mark with it.
  * - `write_file` / `str_replace` on a file that exists run only when the latest read mark for that path in the
  *   thread has the hash of the file as it is now; otherwise the call does not run and the model gets an error
  *   result saying to read the file again first. Writes never refresh marks, so two edits in a row need a read
@@ -16,7 +18,6 @@
  * - The check and the call (and a read and its mark) hold a lock per (thread, path), kept by the agent: the
  *   calls of one response run concurrently, and two writes must not both pass on one stale mark.
  */
-import { createHash } from "node:crypto"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -28,12 +29,13 @@ import { absoluteVirtual, SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Marks from "../state/ReadMark.js"
 import * as Middleware from "./Middleware.js"
 import type { ToolMeta } from "./ToolErrorHandling.js"
 import { TOOL_META_KEY } from "./ToolErrorHandling.js"
 
 /** The `additional_kwargs` key of a read mark. */
-export const READ_MARK_KEY = "deerflow_read_mark"
+export const READ_MARK_KEY = Marks.READ_MARK_KEY
 
 /** Tools whose successful results are marked. */
 export const READ_TOOLS: ReadonlySet<string> = new Set(["read_file"])
@@ -41,13 +43,10 @@ export const READ_TOOLS: ReadonlySet<string> = new Set(["read_file"])
 export const GATED_WRITE_TOOLS: ReadonlySet<string> = new Set(["write_file", "str_replace"])
 
 /** A read mark: which file was read, and the hash of its whole content then. */
-export interface ReadMark {
-  readonly path: string
-  readonly hash: string
-}
+export type ReadMark = Marks.ReadMark
 
 /** The sha256 of a file's text (UTF-8), hex. */
-export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex")
+export const contentHash = Marks.contentHash
 
 /** The `path` argument of a call, when it is a non-empty string. */
 export const requestedPath = (call: ToolCall): string | undefined => {
@@ -112,7 +111,7 @@ export const blockedResult = (call: ToolCall, path: string, content: string): To
 /** The result with a read mark on its message. */
 export const withMark = (result: ToolResult, mark: ReadMark): ToolResult => ({
   ...result,
-  message: { ...result.message, additional_kwargs: { ...result.message.additional_kwargs, [READ_MARK_KEY]: mark } }
+  message: Marks.withMark(result.message, mark)
 })
 
 /** Locks by key, for the runs of one agent; a key's entry exists only while a fiber holds or waits for it. */
@@ -217,6 +216,8 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
               if (message.status === "error" || M.contentText(message.content).startsWith("Error:")) {
                 return Effect.succeed(result)
               }
+              // stamped by the tool from the bytes it read (under this lock, so no write came between)
+              if (Marks.markOf(message)?.path === path) return Effect.succeed(result)
               return Effect.map(inspect(requested), (found) =>
                 found._tag === "content" ? withMark(result, { path, hash: contentHash(found.content) }) : result)
             })

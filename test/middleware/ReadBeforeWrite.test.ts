@@ -8,6 +8,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as SandboxTools from "../../src/layers/SandboxTools.js"
 import * as ReadBeforeWrite from "../../src/middleware/ReadBeforeWrite.js"
@@ -15,6 +16,7 @@ import * as SandboxMW from "../../src/middleware/Sandbox.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import * as Tool from "../../src/services/Tool.js"
 import type { ScriptedModel } from "../../src/index.js"
 import type { JsonObject } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
@@ -34,10 +36,13 @@ const setup = () => {
   /** Runs one turn of the thread: the model makes these calls, one response each, then says "done". */
   const turn = (
     responses: ReadonlyArray<ReadonlyArray<readonly [string, JsonObject]>>,
-    between?: (i: number) => void
+    between?: (i: number) => void,
+    custom: ReadonlyArray<Tool.Tool> = []
   ) =>
     Effect.gen(function*() {
-      const tools = yield* SandboxTools.tools({ vision: false, bash: false })
+      const sandboxTools = yield* SandboxTools.tools({ vision: false, bash: false })
+      // a custom tool replaces the sandbox tool of its name
+      const tools = [...sandboxTools.filter((t) => !custom.some((c) => c.name === t.name)), ...custom]
       const script: ScriptedModel.Script = (_request, i) => {
         between?.(i)
         const calls = responses[i]
@@ -168,6 +173,35 @@ describe("ReadBeforeWrite", () => {
       assert.isFalse(out.state.messages.some((m) => m.additional_kwargs?.[ReadBeforeWrite.READ_MARK_KEY] !== undefined))
       assert.strictEqual(write!.status, "error")
       assert.isFalse(isBlocked(write!))
+    }).pipe(H.withStore))
+})
+
+describe("ReadBeforeWrite with a read_file of the app's own", () => {
+  it.effect("a read result that comes without a mark is marked from the file as the sandbox reads it", () =>
+    Effect.gen(function*() {
+      const { onHost, turn } = setup()
+      const file = `${W}/log.txt`
+      // the app's read_file reads the host file itself and stamps nothing
+      const readFile = Tool.make({
+        name: "read_file",
+        description: "Read a file.",
+        parameters: Schema.Struct({ path: Schema.String }),
+        readOnly: true,
+        handler: ({ path }) => Effect.sync(() => Fs.readFileSync(onHost(Path.basename(path)), "utf8"))
+      })
+      const out = yield* turn(
+        [
+          [["write_file", { path: file, content: "one\n" }]],
+          [["read_file", { path: file }]],
+          [["write_file", { path: file, content: "two\n", append: true }]]
+        ],
+        undefined,
+        [readFile]
+      )
+      const [, read, appended] = results(out)
+      assert.deepStrictEqual(read!.additional_kwargs?.[ReadBeforeWrite.READ_MARK_KEY], { path: file, hash: sha256("one\n") })
+      assert.strictEqual(M.text(appended!), "OK")
+      assert.strictEqual(Fs.readFileSync(onHost("log.txt"), "utf8"), "one\ntwo\n")
     }).pipe(H.withStore))
 })
 
