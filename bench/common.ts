@@ -50,12 +50,18 @@ export const probe = {
   stamps: [] as Array<number>,
   appendMs: 0,
   appends: 0,
-  appendBytes: 0,
+  /** What was appended, serialised only when `appendBytes` is read (after the timed run, not inside it). */
+  appended: [] as Array<unknown>,
+  get appendBytes(): number {
+    let bytes = 0
+    for (const updates of this.appended) bytes += JSON.stringify(updates).length
+    return bytes
+  },
   reset() {
     this.stamps = []
     this.appendMs = 0
     this.appends = 0
-    this.appendBytes = 0
+    this.appended = []
   }
 }
 
@@ -138,7 +144,7 @@ export const makeHarness = (chain: Chain, store: Store) => {
         append: (threadId, runId, updates) =>
           Effect.suspend(() => {
             const t0 = performance.now()
-            probe.appendBytes += JSON.stringify(updates).length
+            probe.appended.push(updates)
             return Effect.ensuring(
               inner.append(threadId, runId, updates),
               Effect.sync(() => {

@@ -124,6 +124,9 @@ async function w2grow(j: Extract<Job, { kind: "w2grow" }>) {
   const wall = performance.now() - t0
   const cpu = cpuUs(process.cpuUsage(c0))
   await check("grow", steps, 1)
+  // counted now, and let go of, so the heap kept below is the harness's alone
+  const serializedMiB = mib(probe.appendBytes)
+  probe.appended = []
   const mem = process.memoryUsage()
   const win = (L: number) => {
     const end = Math.min(Math.max(Math.floor((L - 3) / 2), 21), probe.stamps.length - 1)
@@ -142,7 +145,7 @@ async function w2grow(j: Extract<Job, { kind: "w2grow" }>) {
     meanWallUsPerStep: round((wall * 1000) / steps),
     windows,
     growthEndOverStart: round(windows[windows.length - 1]!.wallUsPerStepMedian / windows[0]!.wallUsPerStepMedian, 2),
-    checkpoint: { totalMs: round(probe.appendMs), appends: probe.appends, serializedMiB: mib(probe.appendBytes) },
+    checkpoint: { totalMs: round(probe.appendMs), appends: probe.appends, serializedMiB },
     memory: {
       peakRssMiB: mib(process.resourceUsage().maxRSS * 1024),
       rssAfterMiB: mib(mem.rss),
