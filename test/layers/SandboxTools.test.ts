@@ -15,6 +15,7 @@ import type { RunServices } from "../../src/services/RunContext.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import { ToolService } from "../../src/services/ToolService.js"
 import type { JsonObject } from "../../src/state/Message.js"
+import * as ReadMark from "../../src/state/ReadMark.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
 
@@ -24,14 +25,17 @@ import * as H from "../support/harness.js"
 const tempDir = tempDirs()
 
 
-const setup = (options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; skills?: string } = {}) => {
+const setup = (
+  options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; skills?: string; readBeforeWrite?: boolean } = {}
+) => {
   const home = tempDir("antler-tools-")
   const base = defaults()
   const app = AppConfigService.of({
     config: {
       ...base,
       sandbox: { ...base.sandbox, ...options.sandbox },
-      skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills }
+      skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills },
+      read_before_write: { enabled: options.readBeforeWrite ?? true }
     },
     source: undefined,
     home,
@@ -54,7 +58,8 @@ const setup = (options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; sk
       Effect.map((result) => ({
         text: String(result.message.content),
         status: result.message.status,
-        update: result.update
+        update: result.update,
+        mark: result.message.additional_kwargs?.[ReadMark.READ_MARK_KEY]
       }))
     )
   const paths = threadPaths(home, "u1", "t1")
@@ -194,6 +199,23 @@ describe("read_file", () => {
       }
       const decimal = yield* read({ start_line: 1.5 })
       assert.isTrue(decimal.text.startsWith("Error: Invalid arguments for tool 'read_file'"))
+    }))
+
+  it.effect("stamps its result with the read mark of the whole file as read (ReadBeforeWrite reads it there)", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready()
+      write("notes/f.txt", "one\ntwo\n")
+      const ranged = yield* call("read_file", { description: "x", path: "notes//f.txt", start_line: 2 })
+      assert.strictEqual(ranged.text, "two")
+      // the path as ReadBeforeWrite compares it (absolute, normalised), the hash of all of the file
+      assert.deepStrictEqual(ranged.mark, { path: `${W}/notes/f.txt`, hash: ReadMark.contentHash("one\ntwo\n") })
+      // a failed read is not a read
+      assert.isUndefined((yield* call("read_file", { description: "x", path: `${W}/missing.txt` })).mark)
+      assert.isUndefined((yield* call("read_file", { description: "x", path: `${W}/notes/f.txt`, start_line: 9 })).mark)
+      // with read_before_write off, results carry no marks
+      const off = yield* ready({ readBeforeWrite: false })
+      off.write("f.txt", "x")
+      assert.isUndefined((yield* off.call("read_file", { description: "x", path: `${W}/f.txt` })).mark)
     }))
 
   it.effect("says (empty) for an empty file", () =>
