@@ -15,8 +15,10 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as LocalSandbox from "../src/layers/LocalSandbox.js"
+import * as ChainM from "../src/middleware/Chain.js"
 import * as DynamicContext from "../src/middleware/DynamicContext.js"
 import * as MemoryThreadStore from "../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../src/layers/ScriptedModel.js"
@@ -128,6 +130,16 @@ export const benchConfig = (home: string): AppConfig =>
     skills: { path: path.join(home, "skills") }
   }) as AppConfig
 
+/**
+ * `BENCH_DROP=A,B` leaves these entries out of the full chain (by name, as `LeadAgent.order` lists them): what a
+ * middleware costs is the difference it makes (e.g. `BENCH_DROP=ReadBeforeWrite npm run bench -- w1/full`).
+ */
+const dropped = (chain: ChainM.Chain): Either.Either<ChainM.Chain, ChainM.ChainError> =>
+  (process.env.BENCH_DROP ?? "").split(",").map((name) => name.trim()).filter((name) => name !== "").reduce(
+    (acc, name) => Either.flatMap(acc, (c) => ChainM.drop(c, name)),
+    Either.right(chain) as Either.Either<ChainM.Chain, ChainM.ChainError>
+  )
+
 /** A harness set up for one benchmark job: a runtime with the store and app services, and `run`. */
 export const makeHarness = (chain: Chain, store: Store) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "antler-bench-"))
@@ -164,7 +176,7 @@ export const makeHarness = (chain: Chain, store: Store) => {
   const model = ScriptedModel.make((request) => script(steps)(request))
   const tools = Toolkit.make([readFile])
   // bare: the loop over the model and the tool; full: the lead agent, built once, as an app builds it
-  const agentLayer = LeadAgent.layer({ sandboxTools: false, tools: [readFile], systemPrompt: "" }).pipe(
+  const agentLayer = LeadAgent.layer({ sandboxTools: false, tools: [readFile], systemPrompt: "", chain: dropped }).pipe(
     Layer.provide(Layer.succeed(ModelService, model))
   )
   const runtime = ManagedRuntime.make(Layer.merge(appLayer, agentLayer.pipe(Layer.provide(appLayer))))

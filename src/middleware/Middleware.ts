@@ -14,7 +14,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import { AgentHooks, type RunLoop } from "../services/AgentHooks.js"
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
@@ -174,8 +173,9 @@ export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame
 /** A fresh frame for one run. */
 export const makeRunFrame = (): RunFrame["Type"] => new Map()
 
-const frameOf = (context: Context.Context<never>): RunFrame["Type"] | undefined =>
-  Option.getOrUndefined(Context.getOption(context, RunFrame))
+// (read straight off the context's map: `Context.getOption` allocates an Option, and a run looks once per
+// per-run middleware and call)
+const frameOf = (context: Context.Context<never>): RunFrame["Type"] | undefined => context.unsafeMap.get(RunFrame.key)
 
 /** Wrappers used outside a run: the middleware's per-run state does not exist there. */
 class OutsideRun extends Error {
