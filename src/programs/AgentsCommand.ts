@@ -18,7 +18,6 @@ import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import * as Readline from "node:readline"
 import * as ConfigFile from "../layers/ConfigFile.js"
 import { Memory } from "../services/Memory.js"
@@ -162,15 +161,7 @@ const createCommand = Command.make(
         )
       }
       const threadId = Option.getOrElse(given, M.newId)
-      const env = yield* App.openAiEnv
-      const choice = yield* Either.match(
-        App.chooseModel(app.config.models, {
-          model: Option.getOrUndefined(args.model),
-          baseUrl: Option.getOrUndefined(args.baseUrl),
-          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
-        }, env),
-        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
-      )
+      const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()

@@ -16,6 +16,8 @@ import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
 import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -90,6 +92,28 @@ export const reportFailure = (what: string, redact?: Redact.Redactor) => (error:
   error instanceof CliExit
     ? Effect.fail(error)
     : fail(ExitCode.runFailed, `${what}: ${Render.safeText(messageOf(error), redact)}`)
+
+/** The model flags of the commands that talk to a model. */
+export interface ModelOptions {
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly apiKey: Option.Option<Redacted.Redacted<string>>
+}
+
+/**
+ * The model a command talks to, from its flags, the configuration and the environment (which is returned too:
+ * the redactor needs it). A choice that cannot be made is a usage error (exit 2) saying why.
+ */
+export const chooseModel = (app: AppConfigService["Type"], flags: ModelOptions) =>
+  Effect.flatMap(App.openAiEnv, (env) =>
+    Either.match(
+      App.chooseModel(app.config.models, {
+        model: Option.getOrUndefined(flags.model),
+        baseUrl: Option.getOrUndefined(flags.baseUrl),
+        apiKey: Option.getOrUndefined(Option.map(flags.apiKey, Redacted.value))
+      }, env),
+      { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: (choice) => Effect.succeed({ env, choice }) }
+    ))
 
 /** The exit code of a run that ended with `end`. */
 export const exitCodeOf = (end: RunEndEvent): number => {

@@ -10,9 +10,7 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import { Memory } from "../services/Memory.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
@@ -150,15 +148,7 @@ const command = Command.make(
       const prompt = yield* promptOf(args.prompt)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
-      const env = yield* App.openAiEnv
-      const choice = yield* Either.match(
-        App.chooseModel(app.config.models, {
-          model: Option.getOrUndefined(args.model),
-          baseUrl: Option.getOrUndefined(args.baseUrl),
-          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
-        }, env),
-        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
-      )
+      const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()

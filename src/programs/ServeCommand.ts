@@ -10,10 +10,8 @@ import * as Options from "@effect/cli/Options"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
 import * as App from "./App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
@@ -35,15 +33,7 @@ const command = Command.make(
     Effect.gen(function*() {
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
-      const env = yield* App.openAiEnv
-      const choice = yield* Either.match(
-        App.chooseModel(app.config.models, {
-          model: Option.getOrUndefined(args.model),
-          baseUrl: Option.getOrUndefined(args.baseUrl),
-          apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
-        }, env),
-        { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: Effect.succeed }
-      )
+      const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const secrets = [
         ...ToolAssembly.secrets(app.config),
         ...yield* App.mcpSecrets(app),
