@@ -14,7 +14,6 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -227,18 +226,7 @@ const createCommand = Command.make(
       const code = yield* conversation.pipe(
         Effect.provide(App.factoryLayer(app, choice, {}, redact)),
         CliCommand.withCleanLogs(redact, { quiet: !args.verbose, home: app.home }),
-        Effect.catchTags({
-          SettingsError: (error) => fail(ExitCode.usage, `Invalid run settings: ${error.message}`),
-          ConfigError: (error) => fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
-          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          GuardrailConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
-          SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
-        }),
-        Effect.catchIf(ConfigError.isConfigError, (error) =>
-          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
-        Effect.catchAll(CliCommand.reportFailure("error", redact))
+        CliCommand.reportAgentFailures(app, redact, "error", "Invalid run settings")
       )
       if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))
     })

@@ -9,6 +9,7 @@
 import type * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import type * as ValidationError from "@effect/cli/ValidationError"
+import * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -114,6 +115,38 @@ export const chooseModel = (app: AppConfigService["Type"], flags: ModelOptions) 
       }, env),
       { onLeft: (error) => fail(ExitCode.usage, error.message), onRight: (choice) => Effect.succeed({ env, choice }) }
     ))
+
+/**
+ * Ends a command whose agent could not be built, or that failed otherwise: a configuration the agent cannot be
+ * built from is a usage error (exit 2) with a line saying what is wrong (`settings` heads a `SettingsError`'s);
+ * anything else is reported as `what: message` (exit 1, see `reportFailure`).
+ */
+export const reportAgentFailures = (
+  app: AppConfigService["Type"],
+  redact: Redact.Redactor,
+  what: string,
+  settings: string
+) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, CliExit, R> =>
+  Effect.catchAll(effect, (error: E) => {
+    const tag = typeof error === "object" && error !== null && "_tag" in error ? error._tag : undefined
+    const message = () => String((error as { readonly message?: unknown }).message)
+    switch (tag) {
+      case "SettingsError":
+        return fail(ExitCode.usage, `${settings}: ${message()}`)
+      case "ConfigError":
+        return fail(ExitCode.usage, `Configuration error:\n${Render.safeText(message(), redact)}`)
+      case "ChainError":
+        return fail(ExitCode.usage, `Configuration error: ${message()}`)
+      case "GuardrailConfigError":
+      case "SafetyDetectorConfigError":
+        return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${message()}`)
+    }
+    if (ConfigError.isConfigError(error)) {
+      return fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)
+    }
+    return reportFailure(what, redact)(error)
+  })
 
 /** The exit code of a run that ended with `end`. */
 export const exitCodeOf = (end: RunEndEvent): number => {

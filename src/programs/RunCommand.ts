@@ -8,7 +8,6 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { Memory } from "../services/Memory.js"
@@ -209,18 +208,7 @@ const command = Command.make(
       const end = yield* program.pipe(
         Effect.provide(App.factoryLayer(app, choice, {}, redact)),
         CliCommand.withCleanLogs(redact, { quiet: !args.json && !args.verbose, home: app.home }),
-        Effect.catchTags({
-          SettingsError: (error) => fail(ExitCode.usage, `Invalid run settings: ${error.message}`),
-          ConfigError: (error) => fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
-          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          GuardrailConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
-          SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
-        }),
-        Effect.catchIf(ConfigError.isConfigError, (error) =>
-          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
-        Effect.catchAll(CliCommand.reportFailure("error", redact))
+        CliCommand.reportAgentFailures(app, redact, "error", "Invalid run settings")
       )
       const code = CliCommand.exitCodeOf(end)
       if (code !== ExitCode.ok) return yield* Effect.fail(new CliExit({ code }))

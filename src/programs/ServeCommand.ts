@@ -8,7 +8,6 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as HttpServer from "@effect/platform/HttpServer"
-import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -65,18 +64,8 @@ const command = Command.make(
         Effect.catchTags({
           GatewayStartError: (error) => fail(ExitCode.usage, `antler serve: ${error.message}`),
           StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),
-          SettingsError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          ConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${Render.safeText(error.message, redact)}`),
-          ChainError: (error) => fail(ExitCode.usage, `Configuration error: ${error.message}`),
-          GuardrailConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`),
-          SafetyDetectorConfigError: (error) =>
-            fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${error.message}`)
         }),
-        Effect.catchIf(ConfigError.isConfigError, (error) =>
-          fail(ExitCode.usage, `Model configuration error: ${Render.safeText(String(error), redact)}`)),
-        Effect.catchAll(CliCommand.reportFailure("antler serve", redact))
+        CliCommand.reportAgentFailures(app, redact, "antler serve", "Configuration error")
       )
     })
 )
