@@ -158,12 +158,42 @@ const guardrailEntry = (c: AppConfig, guardrail: Guardrail.Service | undefined) 
       { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
     ]))
 
+/** The deferred tools, when there are any. */
+const deferredOf = (options: { readonly deferred?: Deferred | undefined }): Deferred | undefined =>
+  options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+
+const viewImageEntry = (vision: boolean | undefined) =>
+  when(vision === true, () =>
+    Chain.entry("ViewImage", () => ViewImage.layer(), [
+      { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
+    ]))
+
+const mcpRoutingEntry = (c: AppConfig, deferred: Deferred | undefined) => {
+  const routes = deferred?.routes ?? []
+  return when(deferred !== undefined && routes.length > 0, () =>
+    Chain.entry("McpRouting", () =>
+      McpRouting.layer({
+        routes,
+        catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
+        topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
+      }), [
+      { outside: "DeferredToolFilter", reason: "promotions it writes before a call must be seen by that call's filter" }
+    ]))
+}
+
+const deferredToolFilterEntry = (deferred: Deferred | undefined, facts: ReadonlyArray<Chain.Fact> = []) =>
+  when(deferred !== undefined, () =>
+    Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
+      { inside: "ToolErrorHandling", reason: "a refused call to a deferred tool is still a result with tool metadata" },
+      { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" },
+      ...facts
+    ]))
+
 /** The lead agent's chain, outermost first (SPEC §4.1). */
 export const chain = (options: ChainOptions): Chain.Chain => {
   const c = options.config
   const guardrail = options.guardrail
-  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
-  const routes = deferred?.routes ?? []
+  const deferred = deferredOf(options)
   const skills = options.skills ?? noSkills
   const memory = options.memory
   return [
@@ -273,33 +303,13 @@ export const chain = (options: ChainOptions): Chain.Chain => {
     ...when(memory?.enabled === true, () =>
       Chain.entry("Memory", () => MemoryMW.layer({ memory: memory!, agentName: options.agentName }))),
     // 24: vision models: the images viewed reach the next request (inside the retries), then are cleared
-    ...when(options.vision === true, () =>
-      Chain.entry("ViewImage", () => ViewImage.layer(), [
-        { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
-      ])),
+    ...viewImageEntry(options.vision),
     // 25: promotes deferred MCP tools the user's words route to, before the filter reads the promotions
-    ...when(deferred !== undefined && routes.length > 0, () =>
-      Chain.entry("McpRouting", () =>
-        McpRouting.layer({
-          routes,
-          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
-          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
-        }), [
-        {
-          outside: "DeferredToolFilter",
-          reason: "promotions it writes before a call must be seen by that call's filter"
-        }
-      ])),
+    ...mcpRoutingEntry(c, deferred),
     // 26: hides deferred MCP tools until tool_search promotes them, and refuses calls to hidden ones
-    ...when(deferred !== undefined, () =>
-      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
-        {
-          inside: "ToolErrorHandling",
-          reason: "a refused call to a deferred tool is still a result with tool metadata"
-        },
-        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" },
-        { outside: "ClarificationMiddleware", reason: "a call to a hidden tool is refused before any tool runs" }
-      ])),
+    ...deferredToolFilterEntry(deferred, [
+      { outside: "ClarificationMiddleware", reason: "a call to a hidden tool is refused before any tool runs" }
+    ]),
     // 27: one leading system prompt for providers that accept only one
     Chain.entry("SystemMessageCoalescing", () => SystemMessageCoalescing.layer(), [
       { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" }
@@ -386,8 +396,7 @@ export const subagentTokenBudget = (
 export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
   const c = options.config
   const guardrail = options.guardrail
-  const deferred = options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
-  const routes = deferred?.routes ?? []
+  const deferred = deferredOf(options)
   const skills = options.skills ?? noSkills
   return [
     // 1: the task prompt is framed as input before anything reads it
@@ -434,32 +443,11 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
       { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
     ]),
     // 16: vision models: the images the subagent viewed reach its next request
-    ...when(options.vision === true, () =>
-      Chain.entry("ViewImage", () => ViewImage.layer(), [
-        { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
-      ])),
+    ...viewImageEntry(options.vision),
     // 17: promotes deferred MCP tools the task prompt routes to, before the filter reads the promotions
-    ...when(deferred !== undefined && routes.length > 0, () =>
-      Chain.entry("McpRouting", () =>
-        McpRouting.layer({
-          routes,
-          catalogHash: DeferredToolFilter.catalogHash(deferred!.tools),
-          topK: deferred!.topK ?? c.tool_search.auto_promote_top_k
-        }), [
-        {
-          outside: "DeferredToolFilter",
-          reason: "promotions it writes before a call must be seen by that call's filter"
-        }
-      ])),
+    ...mcpRoutingEntry(c, deferred),
     // 18: hides deferred MCP tools until tool_search promotes them
-    ...when(deferred !== undefined, () =>
-      Chain.entry("DeferredToolFilter", () => DeferredToolFilter.layer({ deferred: deferred!.tools }), [
-        {
-          inside: "ToolErrorHandling",
-          reason: "a refused call to a deferred tool is still a result with tool metadata"
-        },
-        { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" }
-      ])),
+    ...deferredToolFilterEntry(deferred),
     // 19: a subagent that repeats itself is warned, then stopped (`loop_capped`)
     Chain.entry("LoopDetection", () => LoopDetection.layer(c.loop_detection), [
       { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
