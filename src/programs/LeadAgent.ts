@@ -158,6 +158,32 @@ const guardrailEntry = (c: AppConfig, guardrail: Guardrail.Service | undefined) 
       { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
     ]))
 
+const toolErrorHandlingEntry = (c: AppConfig, facts: ReadonlyArray<Chain.Fact> = []) =>
+  Chain.entry("ToolErrorHandling", () =>
+    ToolErrorHandling.layer({
+      skillReadToolNames: c.summarization.skill_file_read_tool_names,
+      skillsRoot: c.skills.container_path
+    }), facts)
+
+/** `whose`: whose words start the run (the user's; a subagent's task prompt's). */
+const skillActivationEntry = (
+  c: AppConfig,
+  skills: Skills.Registry,
+  allowlist: ReadonlyArray<string> | undefined,
+  whose: string
+) =>
+  Chain.entry("SkillActivation", () =>
+    SkillActivation.layer({ registry: skills, allowlist, describeTool: c.skills.deferred_discovery }), [
+    { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
+    { inside: "InputSanitization", reason: `it reads ${whose} own words, kept by the sanitiser` }
+  ])
+
+const skillToolPolicyEntry = (skills: Skills.Registry, allowlist: ReadonlyArray<string> | undefined) =>
+  Chain.entry("SkillToolPolicy", () => SkillToolPolicy.layer({ registry: skills, allowlist }), [
+    { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
+    { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
+  ])
+
 /** The deferred tools, when there are any. */
 const deferredOf = (options: { readonly deferred?: Deferred | undefined }): Deferred | undefined =>
   options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
@@ -241,11 +267,7 @@ export const chain = (options: ChainOptions): Chain.Chain => {
         { inside: "LLMErrorHandling", reason: "a retried request still carries the pending progress hints" }
       ])),
     // 14: turns tool failures into results the model can read; inner short-circuits still get metadata
-    Chain.entry("ToolErrorHandling", () =>
-      ToolErrorHandling.layer({
-        skillReadToolNames: c.summarization.skill_file_read_tool_names,
-        skillsRoot: c.skills.container_path
-      }), [
+    toolErrorHandlingEntry(c, [
       { outside: "Clarification", reason: "results of inner short-circuits (a question) still get tool metadata" }
     ]),
     // 15: before_agent: the date (and, first turn, memory) as hidden messages, never in the system prompt
@@ -260,21 +282,9 @@ export const chain = (options: ChainOptions): Chain.Chain => {
       { inside: "ThreadData", reason: "the user's message is moved after the context with its run stamp" }
     ]),
     // 16: a leading /<skill-name> puts that skill in every request of the run (inside the retries)
-    Chain.entry("SkillActivation", () =>
-      SkillActivation.layer({
-        registry: skills,
-        allowlist: options.skillAllowlist,
-        describeTool: c.skills.deferred_discovery
-      }), [
-      { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
-      { inside: "InputSanitization", reason: "it reads the user's own words, kept by the sanitiser" }
-    ]),
+    skillActivationEntry(c, skills, options.skillAllowlist, "the user's"),
     // 17: an active skill's allowed-tools: the model is offered only those, other calls are refused
-    Chain.entry("SkillToolPolicy", () =>
-      SkillToolPolicy.layer({ registry: skills, allowlist: options.skillAllowlist }), [
-      { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
-      { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
-    ]),
+    skillToolPolicyEntry(skills, options.skillAllowlist),
     // 18: projects the summary and loaded skills into every request (request-only)
     Chain.entry("DurableContext", () => DurableContext.layer(), [
       { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
@@ -421,27 +431,11 @@ export const subagentChain = (options: SubagentChainOptions): Chain.Chain => {
     // 10: bash audit
     Chain.entry("SandboxAudit", () => SandboxAudit.layer()),
     // 13: tool failures become results the subagent can read
-    Chain.entry("ToolErrorHandling", () =>
-      ToolErrorHandling.layer({
-        skillReadToolNames: c.summarization.skill_file_read_tool_names,
-        skillsRoot: c.skills.container_path
-      })),
+    toolErrorHandlingEntry(c),
     // 14: a task prompt starting with /<skill-name> puts that skill in every request of the subagent's run
-    Chain.entry("SkillActivation", () =>
-      SkillActivation.layer({
-        registry: skills,
-        allowlist: options.skillAllowlist,
-        describeTool: c.skills.deferred_discovery
-      }), [
-      { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
-      { inside: "InputSanitization", reason: "it reads the task prompt's own words, kept by the sanitiser" }
-    ]),
+    skillActivationEntry(c, skills, options.skillAllowlist, "the task prompt's"),
     // 15: an active skill's allowed-tools limit the subagent's tools too
-    Chain.entry("SkillToolPolicy", () =>
-      SkillToolPolicy.layer({ registry: skills, allowlist: options.skillAllowlist }), [
-      { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
-      { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
-    ]),
+    skillToolPolicyEntry(skills, options.skillAllowlist),
     // 16: vision models: the images the subagent viewed reach its next request
     ...viewImageEntry(options.vision),
     // 17: promotes deferred MCP tools the task prompt routes to, before the filter reads the promotions
