@@ -20,7 +20,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -28,18 +27,17 @@ import { StoreError } from "../services/RunContext.js"
 import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
-import type * as TS from "../state/ThreadState.js"
 import {
+  checkpointOf,
   checkpointRecords,
-  encodeUpdates,
+  decodeRows,
   foldCheckpoints,
-  formatParseError,
   mergeMetadata,
   MetadataText,
   RunRow,
   ThreadRow,
   threadSummary,
-  titleOf
+  toStoreError
 } from "./SqliteThreadStore.js"
 
 /** Options of the Postgres store. */
@@ -125,28 +123,6 @@ const LeaseRow = Schema.Struct({
 })
 const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
 
-const decodeRows = <A>(
-  decode: (rows: unknown) => Either.Either<A, ParseResult.ParseError>,
-  rows: unknown,
-  operation: string,
-  what: string
-): Effect.Effect<A, StoreError> =>
-  Either.match(decode(rows), {
-    onLeft: (error) =>
-      Effect.fail(new StoreError({ operation, message: `${what} has an unreadable row: ${formatParseError(error)}` })),
-    onRight: Effect.succeed
-  })
-
-const pgMessage = (error: SqlError): string => {
-  const cause: unknown = error.cause
-  const detail = cause instanceof Error ? cause.message : undefined
-  return detail !== undefined && detail !== "" ? detail : error.message
-}
-
-const toStoreError = (operation: string, what: string) => (error: SqlError | StoreError): StoreError =>
-  error._tag === "StoreError"
-    ? error
-    : new StoreError({ operation, message: `${what}: ${pgMessage(error)}`, cause: error })
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
@@ -241,22 +217,9 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
 
     const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
       Effect.suspend(() => {
-        let updates: ReadonlyArray<TS.StateUpdate> = given
-        let text = encodeUpdates(updates)
-        if (Either.isRight(text) && redactor.test(text.right)) {
-          updates = redactor.value(updates)
-          text = encodeUpdates(updates)
-        }
-        if (Either.isLeft(text)) {
-          return Effect.fail(
-            new StoreError({
-              operation: "append",
-              message: `Cannot save a checkpoint of thread "${threadId}": the step's updates ${text.left}`
-            })
-          )
-        }
-        const body = text.right
-        const title = titleOf(updates)
+        const checkpoint = checkpointOf(threadId, given, redactor)
+        if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
+        const { text: body, title } = checkpoint.right
         return Effect.flatMap(now, (at) =>
           transaction(
             Effect.gen(function*() {

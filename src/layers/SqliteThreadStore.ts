@@ -237,6 +237,32 @@ export const encodeUpdates = (updates: ReadonlyArray<TS.StateUpdate>): Either.Ei
   })
 }
 
+/**
+ * A step's checkpoint as the stores write it: its JSON text with configured secrets redacted (the common case
+ * costs one scan of the text; only a checkpoint holding a secret is rebuilt), and the title it sets, if any.
+ * Updates JSON cannot carry are a `StoreError` naming the thread.
+ */
+export const checkpointOf = (
+  threadId: string,
+  given: ReadonlyArray<TS.StateUpdate>,
+  redactor: Redact.Redactor
+): Either.Either<{ readonly text: string; readonly title: string | null | undefined }, StoreError> => {
+  let updates = given
+  let text = encodeUpdates(updates)
+  if (Either.isRight(text) && redactor.test(text.right)) {
+    updates = redactor.value(updates)
+    text = encodeUpdates(updates)
+  }
+  return Either.isLeft(text)
+    ? Either.left(
+      new StoreError({
+        operation: "append",
+        message: `Cannot save a checkpoint of thread "${threadId}": the step's updates ${text.left}`
+      })
+    )
+    : Either.right({ text: text.right, title: titleOf(updates) })
+}
+
 /** The title the updates leave on the thread: `undefined` when none of them sets one. */
 export const titleOf = (updates: ReadonlyArray<TS.StateUpdate>): string | null | undefined => {
   for (let i = updates.length - 1; i >= 0; i--) {
@@ -408,7 +434,8 @@ export const checkpointRecords = (
     return Effect.succeed(out)
   })
 
-const decodeRows = <A>(
+/** Rows decoded with `decode`; rows that do not decode are a `StoreError` saying what was unreadable. */
+export const decodeRows = <A>(
   decode: (rows: unknown) => Either.Either<A, ParseResult.ParseError>,
   rows: unknown,
   operation: string,
@@ -477,16 +504,18 @@ const DELETE_LEASE = `DELETE FROM leases WHERE thread_id = ? AND run_id = ?`
 const LeaseRow = Schema.Struct({ run_id: Schema.String, owner: Schema.String, expires_at: Schema.Number })
 const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
 
-const sqliteMessage = (error: SqlError): string => {
+// the database's own words (the driver's error), else the SQL layer's
+const driverMessage = (error: SqlError): string => {
   const cause: unknown = error.cause
   const detail = cause instanceof Error ? cause.message : undefined
   return detail !== undefined && detail !== "" ? detail : error.message
 }
 
-const toStoreError = (operation: string, what: string) => (error: SqlError | StoreError): StoreError =>
+/** A store operation's failure: `what: <the database's message>`, the SQL error as the cause. */
+export const toStoreError = (operation: string, what: string) => (error: SqlError | StoreError): StoreError =>
   error._tag === "StoreError"
     ? error
-    : new StoreError({ operation, message: `${what}: ${sqliteMessage(error)}`, cause: error })
+    : new StoreError({ operation, message: `${what}: ${driverMessage(error)}`, cause: error })
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
@@ -524,7 +553,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
 
     // The store's own connection (closed with the store), its access serialised by the lock below.
     const conn = yield* SqliteConnection.open(filename).pipe(
-      Effect.mapError((error) => openFailed(sqliteMessage(error), error))
+      Effect.mapError((error) => openFailed(driverMessage(error), error))
     )
     // The store's one connection: a fiber's statements (or transaction) run alone on it.
     const lock = SqliteConnection.makeLock()
@@ -678,22 +707,10 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
 
     const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
       Effect.suspend(() => {
-        let updates = given
-        let text = encodeUpdates(updates)
-        // The common case costs one scan of the text; only a checkpoint holding a secret is rebuilt.
-        if (Either.isRight(text) && redactor.test(text.right)) {
-          updates = redactor.value(updates)
-          text = encodeUpdates(updates)
-        }
-        if (Either.isLeft(text)) {
-          return Effect.fail(
-            new StoreError({
-              operation: "append",
-              message: `Cannot save a checkpoint of thread "${threadId}": the step's updates ${text.left}`
-            })
-          )
-        }
-        const pending: Pending = { threadId, runId, text: text.right, title: titleOf(updates), exit: undefined, done: undefined }
+        const checkpoint = checkpointOf(threadId, given, redactor)
+        if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
+        const { text, title } = checkpoint.right
+        const pending: Pending = { threadId, runId, text, title, exit: undefined, done: undefined }
         queue.push(pending)
         if (leading) return Deferred.await(pending.done = Deferred.unsafeMake<void, StoreError>(FiberId.none))
         leading = true
