@@ -52,8 +52,12 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&
 
 /** `://userinfo@`: the userinfo (user, or user:password) of a URL, whatever its scheme. */
 const URL_CREDENTIALS = /:\/\/[^\s/?#@]+@/g
-/** `Bearer <token>` / `Basic <token>`, as an Authorization header carries them. */
-const AUTH_TOKEN = /(Bearer|Basic)(\s+)[A-Za-z0-9._~+/=-]{8,}/gi
+/**
+ * `Bearer <token>` / `Basic <token>`, as an Authorization header carries them. A token ends where another
+ * `Bearer `/`Basic ` starts (tokens glued together): swallowing that scheme word would leave its own token
+ * shown.
+ */
+const AUTH_TOKEN = /(Bearer|Basic)(\s+)(?:(?!(?:Bearer|Basic)\s)[A-Za-z0-9._~+/=-]){8,}/gi
 
 /** The user name and password of a URL, when it has any (so that an echo of either alone is caught too). */
 export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {

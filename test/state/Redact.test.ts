@@ -22,6 +22,11 @@ describe("Redact.make", () => {
     )
     assert.strictEqual(redactor.text(`the password is ${PASSWORD}`), "the password is [redacted]")
     assert.strictEqual(redactor.text("Authorization: Basic dXNlcjpwYXNzd29yZA=="), "Authorization: Basic [redacted]")
+    // tokens glued together: each one is hidden (the first must not swallow the next one's scheme)
+    assert.strictEqual(
+      redactor.text("Bearer abcdefgh12345Bearer abcdefgh12345Basic  zyxwvuts98765"),
+      "Bearer [redacted]Bearer [redacted]Basic  [redacted]"
+    )
     // "short" is too short to hide; nothing else changes.
     const plain = "a short text, mailto:x@y.z, https://host/a@b"
     assert.strictEqual(redactor.text(plain), plain)
