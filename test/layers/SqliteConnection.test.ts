@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -25,5 +27,31 @@ describe("SqliteConnection.open", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(SqliteConnection.open(path.join(tempFile(), "missing-dir", "a.sqlite")))
       assert.strictEqual(error._tag, "SqlError")
+    }))
+
+  it.live("the write-ahead log is checkpointed into the file by a worker while the connection stays open", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const rows = 2_000
+      yield* Effect.scoped(Effect.gen(function*() {
+        const conn = yield* SqliteConnection.open(file)
+        // the connection itself never checkpoints (that work is off its thread)
+        assert.deepStrictEqual(yield* conn.execute("PRAGMA wal_autocheckpoint", []), [{ wal_autocheckpoint: 0 }])
+        yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])
+        const empty = fs.statSync(file).size
+        for (let i = 0; i < rows; i++) yield* conn.executeRaw("INSERT INTO t (a) VALUES (?)", ["x".repeat(500)])
+        // the rows reach the database file itself (not only the log) while the connection is open
+        yield* Effect.suspend(() => Effect.succeed(fs.statSync(file).size)).pipe(
+          Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (size) => size > empty + rows * 400 }),
+          Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the log was never checkpointed") })
+        )
+        assert.deepStrictEqual(yield* conn.execute("SELECT COUNT(*) AS n FROM t", []), [{ n: rows }])
+      }))
+      // closed: every row is in the file, the log is gone, and another connection reads them all
+      assert.isFalse(fs.existsSync(`${file}-wal`))
+      const Sqlite = createRequire(import.meta.url)("better-sqlite3")
+      const db = new Sqlite(file, { readonly: true })
+      assert.deepStrictEqual(db.prepare("SELECT COUNT(*) AS n FROM t").get(), { n: rows })
+      db.close()
     }))
 })

@@ -1,0 +1,18 @@
+// node --expose-gc hotprof.mjs chain store steps runs out.cpuprofile : CPU profile of the timed runs only (after warm-up)
+import inspector from "node:inspector"; import fs from "node:fs"
+const [chain, store, steps, runs, out] = [process.argv[2], process.argv[3], +process.argv[4], +process.argv[5], process.argv[6]]
+const { makeHarness } = await import("/work/main/dist-bench/bench/common.js")
+const M = await import("/work/main/dist-bench/src/state/Message.js")
+const h = makeHarness(chain, store)
+const go = (id) => h.run(id, steps, [M.human("Refactor the workspace.")])
+for (let r = 0; r < 10; r++) await go(`warm-${r}`)
+gc()
+const s = new inspector.Session(); s.connect()
+const post = (m, p) => new Promise((res, rej) => s.post(m, p, (e, r) => e ? rej(e) : res(r)))
+await post("Profiler.enable"); await post("Profiler.setSamplingInterval", { interval: 100 }); await post("Profiler.start")
+const t0 = performance.now(); const c0 = process.cpuUsage()
+for (let r = 0; r < runs; r++) await go(`r-${r}`)
+const wall = performance.now() - t0; const cpu = process.cpuUsage(c0)
+const { profile } = await post("Profiler.stop")
+fs.writeFileSync(out, JSON.stringify(profile))
+console.log(JSON.stringify({ wallUsPerStep: (wall * 1000 / (runs * steps)).toFixed(1), cpuUsPerStep: ((cpu.user + cpu.system) / (runs * steps)).toFixed(1) }))
