@@ -115,12 +115,14 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
   }
   const start = (): Worker => {
     const w = new Worker(CHECKPOINTER, { eval: true, workerData: { filename, driver } })
-    w.unref()
     w.on("message", (message: unknown) => {
       if (message === "done") busy = false
       else fallBack()
     })
     w.on("error", fallBack)
+    // after the listeners (adding a "message" listener refs the worker's port again): the worker never keeps
+    // the process alive
+    w.unref()
     return w
   }
   return {

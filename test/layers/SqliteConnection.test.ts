@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import { spawnSync } from "node:child_process"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -54,4 +55,25 @@ describe("SqliteConnection.open", () => {
       assert.deepStrictEqual(db.prepare("SELECT COUNT(*) AS n FROM t").get(), { n: rows })
       db.close()
     }))
+
+  it("a process that leaves its connection open still exits: the checkpointing worker never keeps it alive", () => {
+    const file = tempFile()
+    const script = path.join(path.dirname(file), "leave-open.mjs")
+    fs.writeFileSync(script, `
+      import * as Effect from ${JSON.stringify(path.resolve("node_modules/effect/dist/esm/Effect.js"))}
+      import * as SqliteConnection from ${JSON.stringify(path.resolve("src/layers/SqliteConnection.ts"))}
+      await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const conn = yield* SqliteConnection.open(${JSON.stringify(file)})
+        yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])
+        for (let i = 0; i < 1000; i++) yield* conn.executeRaw("INSERT INTO t (a) VALUES (?)", ["x"])
+        yield* Effect.sleep("200 millis")
+        console.log("written")
+        // the scope's release is never reached: with nothing left to do, the process ends here
+        yield* Effect.promise(() => new Promise(() => {}))
+      })))
+    `)
+    const child = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 20_000 })
+    assert.strictEqual(child.signal, null, `the process had to be killed: ${child.stderr}`)
+    assert.include(child.stdout, "written")
+  })
 })
