@@ -11,8 +11,9 @@
  * bin/antler.js runs the bundle when it is there and at least as new as dist/programs/ (else
  * dist/programs/main.js); the library (dist/index.js) is not bundled. Packages stay outside the bundle, loaded
  * from node_modules as from dist/, when they are native (better-sqlite3) or loaded only at first use (the
- * document converters' libraries, the MCP SDK, the tokenizer): all are dependencies of the package. What the
- * sources load with `import()` is loaded with `require()` here (every such package has a CommonJS build).
+ * document converters' libraries, the MCP SDK, the tokenizer, the parsers of src/layers/OnDemand.ts): all are
+ * dependencies of the package. What the sources load with `import()` is loaded with `require()` here (every
+ * such package has a CommonJS build).
  *
  *   node scripts/bundle-cli.mjs [--sourcemap] [outdir]        # default dist/cli
  *
@@ -42,7 +43,10 @@ const EXTERNAL = [
   "unpdf",
   "turndown",
   "@joplin/turndown-plugin-gfm",
-  "gpt-tokenizer"
+  "gpt-tokenizer",
+  "yaml",
+  "re2js",
+  "fast-xml-parser"
 ]
 
 let esbuild

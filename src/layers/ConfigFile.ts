@@ -14,9 +14,9 @@ import type * as AST from "effect/SchemaAST"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as Yaml from "yaml"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
+import * as OnDemand from "./OnDemand.js"
 
 /** One problem in a config file: where (a dotted key path, or a line and column) and what. */
 export const ConfigIssue = Schema.Struct({
@@ -60,7 +60,7 @@ export const joinPath = (path: string, key: string | number | symbol): string =>
 
 /** Parses YAML text. Syntax errors come back as issues with line and column. */
 export const parseYaml = (text: string): Either.Either<unknown, ReadonlyArray<ConfigIssue>> => {
-  const doc = Yaml.parseDocument(text, { merge: true, prettyErrors: true })
+  const doc = OnDemand.yaml().parseDocument(text, { merge: true, prettyErrors: true })
   if (doc.errors.length > 0) {
     return Either.left(doc.errors.map((error) => {
       const pos = error.linePos?.[0]

@@ -20,9 +20,9 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type ExcelJS from "exceljs"
-import { XMLParser } from "fast-xml-parser"
 import type JSZip from "jszip"
 import { createRequire } from "node:module"
+import * as OnDemand from "./OnDemand.js"
 import * as Path from "node:path"
 import type TurndownService from "turndown"
 
@@ -383,15 +383,6 @@ const xlsxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
 /** A node of fast-xml-parser's `preserveOrder` output: `{ [tag]: children, ":@"?: attributes }`. */
 type XmlNode = Record<string, unknown>
 
-const xmlParser = new XMLParser({
-  preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: "",
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: false
-})
-
 const tagOf = (node: XmlNode): string | undefined => {
   for (const key in node) if (key !== ":@") return key
   return undefined
@@ -411,7 +402,17 @@ const childrenNamed = (node: XmlNode | undefined, tag: string): ReadonlyArray<Xm
   node === undefined ? [] : childrenOf(node).filter((child) => tagOf(child) === tag)
 const textOf = (node: XmlNode): string =>
   childrenOf(node).map((child) => typeof child["#text"] === "string" ? child["#text"] : "").join("")
-const parseXml = (text: string): XmlNode => ({ "#document": xmlParser.parse(text) as unknown })
+const parseXml = (text: string): XmlNode => {
+  const parser = new (OnDemand.fastXmlParser().XMLParser)({
+    preserveOrder: true,
+    ignoreAttributes: false,
+    attributeNamePrefix: "",
+    parseTagValue: false,
+    parseAttributeValue: false,
+    trimValues: false
+  })
+  return { "#document": parser.parse(text) as unknown }
+}
 
 interface Paragraph {
   readonly text: string

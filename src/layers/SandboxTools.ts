@@ -12,7 +12,8 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
-import { RE2JS } from "re2js"
+import type { RE2JS } from "re2js"
+import * as OnDemand from "./OnDemand.js"
 import type { SandboxConfig } from "../services/AppConfig.js"
 import { AppConfigService, withDefault } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
@@ -134,6 +135,7 @@ const syntaxMessage = (error: unknown): string =>
 
 /** A glob compiled for matching relative paths (RE2: linear time in the path's length, whatever the glob). */
 export const compileGlob = (pattern: string): Compiled => {
+  const { RE2JS } = OnDemand.re2js()
   try {
     return { regex: RE2JS.compile(globSource(pattern)) }
   } catch (error) {
@@ -169,6 +171,7 @@ export const compileSearch = (
   pattern: string,
   options: { readonly literal: boolean; readonly caseSensitive: boolean }
 ): Compiled => {
+  const { RE2JS } = OnDemand.re2js()
   const flags = options.caseSensitive ? 0 : RE2JS.CASE_INSENSITIVE
   if (options.literal) return { regex: RE2JS.compile(RE2JS.quote(pattern), flags) }
   if (hasBackreference(pattern)) {

@@ -12,10 +12,10 @@
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as Yaml from "yaml"
 import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
 import { SkillReadError } from "../services/Skills.js"
+import * as OnDemand from "./OnDemand.js"
 
 /** The categories searched, in order (a later skill of the same name replaces an earlier one). */
 export const CATEGORIES: ReadonlyArray<Category> = ["public", "custom"]
@@ -125,7 +125,7 @@ export const parseSkill = (content: string): Parsed => {
   if (match === null) return { ok: false, problem: "no YAML front matter (the file must start with a --- block)" }
   let data: unknown
   try {
-    data = Yaml.parse(match[1]!)
+    data = OnDemand.yaml().parse(match[1]!)
   } catch (error) {
     const first = ((error as Error).message ?? String(error)).split("\n")[0]
     return { ok: false, problem: `the front matter is not valid YAML (${first})` }

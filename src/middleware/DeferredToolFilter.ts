@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { RE2JS } from "re2js"
+import * as OnDemand from "../layers/OnDemand.js"
 import type { ToolDefinition } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
@@ -50,6 +50,7 @@ export const catalogHash = (tools: ReadonlyArray<ToolDefinition>): string => {
 }
 
 const compile = (pattern: string) => {
+  const { RE2JS } = OnDemand.re2js()
   try {
     return RE2JS.compile(RE2JS.translateRegExp(pattern), RE2JS.CASE_INSENSITIVE)
   } catch {

@@ -16,12 +16,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "node:path"
-import * as Yaml from "yaml"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
+import * as OnDemand from "../layers/OnDemand.js"
 
 /** The `additional_kwargs` key of the result metadata. */
 export const TOOL_META_KEY = "deerflow_tool_meta"
@@ -251,7 +251,7 @@ export const frontMatter = (content: string): Record<string, unknown> | undefine
   const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
   if (match === null) return undefined
   try {
-    const data: unknown = Yaml.parse(match[1]!)
+    const data: unknown = OnDemand.yaml().parse(match[1]!)
     const isMapping = typeof data === "object" && data !== null && !Array.isArray(data)
     return isMapping ? data as Record<string, unknown> : undefined
   } catch {

@@ -18,8 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { XMLParser, XMLValidator } from "fast-xml-parser"
-import * as YAML from "yaml"
+import * as OnDemand from "../layers/OnDemand.js"
 import type { ToolOutputConfig } from "../services/AppConfig.js"
 import { AppConfigService, ToolOutputConfig as ToolOutputConfigSchema } from "../services/AppConfig.js"
 import type { ModelRequest } from "../services/ModelService.js"
@@ -265,14 +264,15 @@ const tryJson = (text: string): Synopsis | undefined => {
   }
 }
 
-const xmlParser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", processEntities: false })
-
 const tryXml = (text: string): Synopsis | undefined => {
   const trimmed = text.trim()
-  if (trimmed[0] !== "<" || XMLValidator.validate(trimmed) !== true) return undefined
+  if (trimmed[0] !== "<") return undefined
+  const { XMLParser, XMLValidator } = OnDemand.fastXmlParser()
+  if (XMLValidator.validate(trimmed) !== true) return undefined
   let parsed: Record<string, unknown>
   try {
-    parsed = xmlParser.parse(trimmed) as Record<string, unknown>
+    const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", processEntities: false })
+    parsed = parser.parse(trimmed) as Record<string, unknown>
   } catch {
     return undefined
   }
@@ -378,7 +378,7 @@ const tryYaml = (text: string): Synopsis | undefined => {
   if (!looksYaml(text)) return undefined
   let value: unknown
   try {
-    value = YAML.parse(text, { maxAliasCount: 100 })
+    value = OnDemand.yaml().parse(text, { maxAliasCount: 100 })
   } catch {
     return undefined
   }

@@ -16,8 +16,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import * as Yaml from "yaml"
 import * as ConfigFile from "../layers/ConfigFile.js"
+import * as OnDemand from "../layers/OnDemand.js"
 
 /** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`). */
 export const AGENT_NAME = /^[A-Za-z0-9-]+$/
@@ -226,7 +226,7 @@ export const writeAtomic = (file: string, content: string): void => {
 export const configText = (raw: Readonly<Record<string, unknown>>): string => {
   const clean: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(raw)) if (value !== undefined && value !== null) clean[key] = value
-  return Yaml.stringify(clean)
+  return OnDemand.yaml().stringify(clean)
 }
 
 /** What to write: the agent's settings (the whole file) and, when given, its soul. */
