@@ -185,7 +185,8 @@ export const layer = (options: Options = {}): Middleware => {
       }
       const writes = injection(messages, date, body)
       if (writes !== undefined) yield* state.update({ messages: writes })
-    }).pipe(Effect.withSpan("DynamicContext.inject"))
+      // (no stack trace: capturing one costs more than the rest of the span, at the start of every run)
+    }).pipe(Effect.withSpan("DynamicContext.inject", { captureStackTrace: false }))
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
 }
