@@ -59,7 +59,7 @@ const failed = (cause: unknown, message: string) => new SqlError({ cause, messag
 //
 // In WAL mode a commit appends pages to the log; now and then a checkpoint copies them into the database file
 // and syncs both. SQLite runs that checkpoint inside whichever commit crosses 1,000 pages, on the caller's
-// thread: about half of what an append cost (measured: 75 µs per append with it, 36 without). Here the store's
+// thread: about half of what an insert cost (measured on a step's row: 75 µs with it, 36 without). Here the store's
 // connection never checkpoints; a worker thread with its own connection to the same file does (PASSIVE: it
 // never blocks a writer or a reader), asked after every CHECKPOINT_EVERY writes, one checkpoint at a time. The
 // worker starts at the first request, so a short-lived store (a CLI command) never starts one; closing the last
@@ -106,6 +106,7 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
   const fallBack = () => {
     if (failedOnce) return
     failedOnce = true
+    void worker?.terminate()
     worker = undefined
     try {
       db.pragma("wal_autocheckpoint = 1000")

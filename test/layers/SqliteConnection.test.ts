@@ -56,6 +56,24 @@ describe("SqliteConnection.open", () => {
       db.close()
     }))
 
+  it.scopedLive("when the worker cannot open the file, the connection goes back to checkpointing by itself", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      const conn = yield* SqliteConnection.open(file)
+      yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])
+      // the worker opens the file by name, which is gone; this connection keeps its open file
+      fs.unlinkSync(file)
+      for (let i = 0; i < 400; i++) yield* conn.executeRaw("INSERT INTO t (a) VALUES (?)", ["x"])
+      const setting = conn.execute("PRAGMA wal_autocheckpoint", []).pipe(
+        Effect.map((rows) => (rows[0] as { wal_autocheckpoint: number }).wal_autocheckpoint)
+      )
+      yield* setting.pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (value) => value === 1000 }),
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("no fallback to autocheckpoint") })
+      )
+      assert.deepStrictEqual(yield* conn.execute("SELECT COUNT(*) AS n FROM t", []), [{ n: 400 }])
+    }))
+
   it("a process that leaves its connection open still exits: the checkpointing worker never keeps it alive", () => {
     const file = tempFile()
     const script = path.join(path.dirname(file), "leave-open.mjs")
