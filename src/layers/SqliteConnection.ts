@@ -11,6 +11,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
+import * as Path from "node:path"
 import { Worker } from "node:worker_threads"
 import * as Mutex from "../services/Mutex.js"
 
@@ -171,7 +172,8 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
             db.pragma("journal_mode = WAL")
             if (onDisk(filename)) {
               db.pragma("wal_autocheckpoint = 0")
-              checkpointer = makeCheckpointer(db, filename, requireCjs.resolve("better-sqlite3"))
+              // (the absolute path: the worker opens the file later, when the process may have changed directory)
+              checkpointer = makeCheckpointer(db, Path.resolve(filename), requireCjs.resolve("better-sqlite3"))
             }
           } catch (error) {
             db.close()

@@ -56,6 +56,27 @@ describe("SqliteConnection.open", () => {
       db.close()
     }))
 
+  it.scopedLive("a file named by a relative path is checkpointed even after the process changed directory", () =>
+    Effect.gen(function*() {
+      const dir = path.dirname(tempFile())
+      const cwd = process.cwd()
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.chdir(cwd)))
+      process.chdir(dir)
+      const conn = yield* SqliteConnection.open("a.sqlite")
+      yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])
+      const file = path.join(dir, "a.sqlite")
+      const empty = fs.statSync(file).size
+      // elsewhere, a file of the same name that the worker must not take for this one
+      const elsewhere = path.dirname(tempFile())
+      fs.copyFileSync(file, path.join(elsewhere, "a.sqlite"))
+      process.chdir(elsewhere)
+      for (let i = 0; i < 1_000; i++) yield* conn.executeRaw("INSERT INTO t (a) VALUES (?)", ["x".repeat(500)])
+      yield* Effect.suspend(() => Effect.succeed(fs.statSync(file).size)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (size) => size > empty + 1_000 * 400 }),
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("the log was never checkpointed") })
+      )
+    }))
+
   it.scopedLive("when the worker cannot open the file, the connection goes back to checkpointing by itself", () =>
     Effect.gen(function*() {
       const file = tempFile()
