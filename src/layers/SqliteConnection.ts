@@ -9,6 +9,7 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
@@ -45,6 +46,11 @@ export interface Connection {
   ) => Effect.Effect<ReadonlyArray<any>, SqlError>
   /** Rows of a query, or a write's `RunResult` (`changes`, `lastInsertRowid`). */
   readonly executeRaw: (sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError>
+  /**
+   * Runs a write statement now, synchronously (no effect step): its `RunResult`, or the `SqlError` it failed
+   * with. For the hot path of a caller that already holds the connection (see `Mutex.ifFree`).
+   */
+  readonly writeNow: (sql: string, params: ReadonlyArray<unknown>) => Either.Either<RunResult, SqlError>
 }
 
 /** Prepared statements kept at most (the store has a few dozen distinct statements). */
@@ -216,9 +222,25 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
             return Effect.fail(failed(cause, "Failed to execute statement"))
           }
         })
+      const writeNow = (sql: string, params: ReadonlyArray<unknown>): Either.Either<RunResult, SqlError> => {
+        let s: Statement
+        try {
+          s = statement(sql)
+        } catch (cause) {
+          return Either.left(failed(cause, "Failed to prepare statement"))
+        }
+        try {
+          const result = s.run(...params)
+          checkpointer?.wrote()
+          return Either.right(result)
+        } catch (cause) {
+          return Either.left(failed(cause, "Failed to execute statement"))
+        }
+      }
       return {
         execute: (sql, params) => run(sql, params, false),
-        executeRaw: (sql, params) => run(sql, params, true)
+        executeRaw: (sql, params) => run(sql, params, true),
+        writeNow
       }
     }
   )

@@ -705,12 +705,34 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         )
       ).pipe(Effect.zipRight(Effect.suspend(() => own.exit!)))
 
+    // The runs of this process that hold a lease through this store (by thread and run): while it is the only one,
+    // no other append can arrive to share a commit, and waiting a scheduler turn for one would be wasted.
+    const leased = new Set<string>()
+    const leaseKey = (threadId: string, runId: string) => `${threadId}\u0000${runId}`
+
+    /**
+     * The usual step of a run alone on the store, written now: one auto-committed statement, run synchronously
+     * while the connection is free (no effect step, no scheduler turn). `undefined` when it cannot be written
+     * this way: the connection is busy, another process holds the file's write lock, or the thread row is
+     * missing; the caller then takes the general path, which handles each of these.
+     */
+    const writeNow = (p: Pending, now: string): Exit.Exit<void, StoreError> | undefined =>
+      lock.ifFree(() => {
+        const written = conn.writeNow(APPEND_CHECKPOINT, [p.runId, now, p.text, p.threadId])
+        if (Either.isRight(written)) return written.right.changes === 1 ? Exit.void : undefined
+        return isBusy(written.left) ? undefined : Exit.fail(toStoreError("append", whatOf(p.threadId))(written.left))
+      })
+
     const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
-      Effect.suspend(() => {
+      Effect.clockWith((clock) => {
         const checkpoint = checkpointOf(threadId, given, redactor)
         if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
         const { text, title } = checkpoint.right
         const pending: Pending = { threadId, runId, text, title, exit: undefined, done: undefined }
+        if (!leading && title === undefined && leased.size <= 1) {
+          const exit = writeNow(pending, iso(clock.unsafeCurrentTimeMillis()))
+          if (exit !== undefined) return exit
+        }
         queue.push(pending)
         if (leading) return Deferred.await(pending.done = Deferred.unsafeMake<void, StoreError>(FiberId.none))
         leading = true
@@ -935,6 +957,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           const [holder] = yield* decodeRows(decodeLeaseRows, rows, "lease", "The lease table")
           if (leaseBlocks(holder, request)) return holder
           yield* conn.executeRaw(UPSERT_LEASE, [request.threadId, request.runId, owner, request.now + request.ttlMs])
+          leased.add(leaseKey(request.threadId, request.runId))
           return undefined
         }),
         "lease",
@@ -944,7 +967,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     const releaseLease: ThreadStore["Type"]["releaseLease"] = (threadId, runId) =>
       Effect.asVoid(
         exclusive(conn.executeRaw(DELETE_LEASE, [threadId, runId]), "lease", `Cannot release the lease of thread "${threadId}"`)
-      )
+      ).pipe(Effect.ensuring(Effect.sync(() => leased.delete(leaseKey(threadId, runId)))))
 
     return ThreadStore.of({
       ensure,

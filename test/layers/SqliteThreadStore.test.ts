@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
 import * as fs from "node:fs"
 import * as os from "node:os"
+import { createRequire } from "node:module"
 import * as path from "node:path"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as SqliteThreadStore from "../../src/layers/SqliteThreadStore.js"
@@ -172,6 +173,58 @@ describe("SqliteThreadStore", () => {
       ).pipe(Effect.withMaxOpsBeforeYield(32))
       const listed = yield* stores[0]!.list
       assert.strictEqual(listed.reduce((n, t) => n + t.checkpoints, 0), 100)
+    })))
+
+  it.live("a run alone on the store has each step on disk when append returns, also while another process holds the write lock", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const filename = tempFile()
+      const store = Context.get(yield* Layer.build(SqliteThreadStore.layer({ filename })), ThreadStore)
+      const lease = { threadId: "alone", runId: "r1", ttlMs: 30_000, now: Date.now() }
+      assert.isUndefined(yield* store.acquireLease(lease))
+      yield* store.ensure("alone")
+      // what another program sees, on its own connection, right after each append returned
+      const Sqlite = createRequire(import.meta.url)("better-sqlite3")
+      const other = new Sqlite(filename)
+      yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
+      const count = () => Number(other.prepare("SELECT COUNT(*) AS n FROM checkpoints WHERE thread_id = 'alone'").get().n)
+      for (let i = 0; i < 5; i++) {
+        yield* store.append("alone", "r1", [{ artifacts: [`/a/${i}`] }])
+        assert.strictEqual(count(), i + 1)
+      }
+      // another process holds the file's write lock: the step waits for it (it is not lost, nor failed)
+      other.exec("BEGIN IMMEDIATE")
+      const waiting = yield* Effect.fork(store.append("alone", "r1", [{ artifacts: ["/a/while-locked"] }]))
+      yield* Effect.sleep("40 millis")
+      assert.isNull(waiting.unsafePoll())
+      other.exec("COMMIT")
+      yield* waiting.await
+      assert.strictEqual(count(), 6)
+      // a step of a thread whose row is gone still lands (the general path creates the row first)
+      other.exec("DELETE FROM threads WHERE thread_id = 'alone'")
+      yield* store.append("alone", "r1", [{ artifacts: ["/a/after-delete"] }])
+      assert.strictEqual(count(), 7)
+      const state = yield* loadState(store, "alone")
+      assert.deepStrictEqual([...state.state.artifacts], [0, 1, 2, 3, 4].map((i) => `/a/${i}`).concat("/a/while-locked", "/a/after-delete"))
+      yield* store.releaseLease("alone", "r1")
+    })), { timeout: 20_000 })
+
+  it.live("concurrent runs holding leases: every step of every run lands, in each run's order", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const filename = tempFile()
+      const store = Context.get(yield* Layer.build(SqliteThreadStore.layer({ filename })), ThreadStore)
+      const runs = Array.from({ length: 12 }, (_, i) => i)
+      yield* Effect.forEach(runs, (i) =>
+        Effect.gen(function*() {
+          assert.isUndefined(yield* store.acquireLease({ threadId: `t${i}`, runId: `r${i}`, ttlMs: 30_000, now: Date.now() }))
+          yield* store.ensure(`t${i}`)
+          for (let k = 0; k < 10; k++) yield* store.append(`t${i}`, `r${i}`, [{ artifacts: [`/t${i}/${k}`] }])
+          yield* store.releaseLease(`t${i}`, `r${i}`)
+        }), { concurrency: "unbounded", discard: true })
+      for (const i of runs) {
+        const loaded = yield* loadState(store, `t${i}`)
+        assert.strictEqual(loaded.checkpoints, 10)
+        assert.deepStrictEqual([...loaded.state.artifacts], Array.from({ length: 10 }, (_, k) => `/t${i}/${k}`))
+      }
     })))
 
   it.effect("list is newest first with titles and checkpoint counts; runs are upserted and returned", () =>

@@ -62,4 +62,20 @@ describe("Mutex", () => {
       assert.strictEqual(yield* lock.exclusively(Effect.succeed("next")), "next")
       assert.deepStrictEqual(trace, ["holder done"])
     }))
+
+  it.live("ifFree runs synchronous code when the lock is free, never while a body holds it, and gives the lock back", () =>
+    Effect.gen(function*() {
+      const lock = Mutex.make()
+      assert.strictEqual(lock.ifFree(() => "now"), "now")
+      const holder = yield* Effect.fork(lock.locked(Effect.never))
+      yield* Effect.sleep("5 millis")
+      let ran = false
+      assert.isUndefined(lock.ifFree(() => (ran = true)))
+      assert.isFalse(ran)
+      yield* Fiber.interrupt(holder)
+      assert.throws(() => lock.ifFree(() => { throw new Error("thrown inside") }), "thrown inside")
+      // thrown or not, the lock is free again for bodies and for ifFree
+      assert.strictEqual(yield* lock.exclusively(Effect.succeed("body")), "body")
+      assert.strictEqual(lock.ifFree(() => 1), 1)
+    }))
 })
