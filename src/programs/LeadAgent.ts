@@ -76,6 +76,7 @@ import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as Run from "./Run.js"
+import * as Shapes from "./Shapes.js"
 import * as SystemPrompt from "./SystemPrompt.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -733,6 +734,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
+      // the runtime's short-lived shapes stay known to V8 between runs (see Shapes)
+      yield* Shapes.keep
       const definitions = Context.get(ports, ToolService).definitions
       const systemPrompt = options.systemPrompt ?? SystemPrompt.make(promptOptions(app.config, catalog, {
         tools: definitions.map((d) => d.name),
