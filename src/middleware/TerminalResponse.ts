@@ -100,17 +100,19 @@ export const layer = (): Middleware.Middleware =>
         request: ModelRequest,
         response: ModelResponse,
         next: Middleware.ModelNext
-      ): Effect.Effect<ModelResponse, ModelError, RunServices> =>
-        Effect.gen(function*() {
-          if (response.failure !== undefined || !isEmptyTerminal(response.message)) return response
-          const current = yield* state.get
-          if (!toolResultInCurrentTurn(current.messages)) return response
-          if (budget !== "unused") return fallbackResponse(response)
+      ): Effect.Effect<ModelResponse, ModelError, RunServices> => {
+        // (the usual response, with text or tool calls, passes without an effect step: no generator per call)
+        if (response.failure !== undefined || !isEmptyTerminal(response.message)) return Effect.succeed(response)
+        return Effect.flatMap(state.get, (current) => {
+          if (!toolResultInCurrentTurn(current.messages)) return Effect.succeed(response)
+          if (budget !== "unused") return Effect.succeed(fallbackResponse(response))
           budget = "armed"
-          yield* Effect.logDebug("The model's final answer after its tool calls was empty; asking it again once")
-          const again = yield* askAgain(request, next)
-          return yield* afterModel(request, carryUpdate(response, again), next)
+          return Effect.logDebug("The model's final answer after its tool calls was empty; asking it again once").pipe(
+            Effect.zipRight(askAgain(request, next)),
+            Effect.flatMap((again) => afterModel(request, carryUpdate(response, again), next))
+          )
         })
+      }
 
       return {
         model: (request, next) => {

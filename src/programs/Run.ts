@@ -46,6 +46,7 @@ import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
+import { extend } from "../state/Objects.js"
 
 /** What to run. */
 export interface RunInput {
@@ -332,7 +333,7 @@ const loop = (step: Step) =>
       const message = recordCallIds(M.uniqueToolCallIds(response.message, step.callIds), step.callIds)
       const extra = response.update
       yield* step.holder.service.update(
-        extra === undefined ? { messages: [message] } : { ...extra, messages: [...(extra.messages ?? []), message] }
+        extra === undefined ? { messages: [message] } : extend(extra, { messages: [...(extra.messages ?? []), message] })
       )
       if (response.failure !== undefined) {
         yield* step.checkpoint

@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import type { AIMessage, JsonObject, Message } from "../state/Message.js"
 import type { StateUpdate } from "../state/ThreadState.js"
 import type { RunServices } from "./RunContext.js"
+import { extend } from "../state/Objects.js"
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -63,7 +64,7 @@ export interface ModelResponse {
 /** Adds state changes to a response: message writes and token deltas accumulate, other fields are replaced. */
 export const withUpdate = (response: ModelResponse, update: StateUpdate): ModelResponse => {
   const previous = response.update
-  if (previous === undefined) return { ...response, update }
+  if (previous === undefined) return extend(response, { update })
   const merged: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...previous, ...update }
   if (previous.messages !== undefined && update.messages !== undefined) {
     merged.messages = [...previous.messages, ...update.messages]
@@ -71,7 +72,7 @@ export const withUpdate = (response: ModelResponse, update: StateUpdate): ModelR
   if (previous.token_usage !== undefined && update.token_usage !== undefined) {
     merged.token_usage = [...previous.token_usage, ...update.token_usage]
   }
-  return { ...response, update: merged }
+  return extend(response, { update: merged })
 }
 
 /** Why a model call failed. */

@@ -9,6 +9,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Message, ToolMessage } from "./Message.js"
+import { extend } from "./Objects.js"
 
 /** The `additional_kwargs` key of a read mark. */
 export const READ_MARK_KEY = "deerflow_read_mark"
@@ -23,10 +24,8 @@ export interface ReadMark {
 export const contentHash = (content: string): string => createHash("sha256").update(content, "utf8").digest("hex")
 
 /** The message with a read mark. */
-export const withMark = <A extends ToolMessage>(message: A, mark: ReadMark): A => ({
-  ...message,
-  additional_kwargs: { ...message.additional_kwargs, [READ_MARK_KEY]: mark }
-})
+export const withMark = <A extends ToolMessage>(message: A, mark: ReadMark): A =>
+  extend(message, { additional_kwargs: extend(message.additional_kwargs ?? {}, { [READ_MARK_KEY]: mark }) }) as unknown as A
 
 /** The read mark on a message, if it has a well-formed one. */
 export const markOf = (message: Message): ReadMark | undefined => {
