@@ -42,6 +42,8 @@ export const make = (): ThreadStore["Type"] => {
   const threads = new Map<string, Entry>()
   const indexes = makeIndexes()
   const leases = new Map<string, LeaseHolder>()
+  // (this process, as lease owner: the host name is a system call, asked once)
+  const owner = leaseOwner()
   let seq = 0
   const get = (threadId: string, owner: string | null = null, metadata: Metadata = {}) => {
     let entry = threads.get(threadId)
@@ -202,7 +204,7 @@ export const make = (): ThreadStore["Type"] => {
         if (leaseBlocks(holder, request)) return holder
         leases.set(request.threadId, {
           run_id: request.runId,
-          owner: leaseOwner(),
+          owner,
           expires_at: request.now + request.ttlMs
         })
         return undefined

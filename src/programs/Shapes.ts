@@ -11,13 +11,17 @@
  * full chain with SQLite went from 330 to 281 µs per step with one exemplar of each shape below kept alive,
  * against nothing kept (10 interleaved runs each). The exemplars cost a few hundred bytes.
  */
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberStatus from "effect/FiberStatus"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Scope from "effect/Scope"
 
 class Parked extends Context.Tag("antler/Shapes/Parked")<Parked, true>() {}
@@ -40,8 +44,9 @@ export const keep: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function
     )
   )
   const exemplars: ReadonlyArray<unknown> = [
-    // the adapter `yield*` goes through in every generator
+    // the adapters `yield*` goes through in every generator: of an effect, and of a service tag (`yield* RunState`)
     Effect.void[Symbol.iterator](),
+    (Parked as unknown as Iterable<unknown>)[Symbol.iterator](),
     Either.left(0),
     Either.right(0),
     Option.some(0),
@@ -49,6 +54,13 @@ export const keep: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function
     Exit.succeed(0),
     Exit.die(0),
     yield* Effect.exit(Effect.fail(0)),
+    // how runs and fibers end: an interrupted fiber (the lease renewal's), errors combined
+    Cause.sequential(Cause.interrupt(FiberId.none), Cause.fail(0)),
+    Cause.parallel(Cause.die(0), Cause.empty),
+    FiberStatus.running(RuntimeFlags.none),
+    FiberStatus.suspended(RuntimeFlags.none, FiberId.none),
+    // a span, as a run's `withSpan` makes with Effect's own tracer
+    yield* Effect.makeSpan("antler.shapes"),
     yield* Deferred.make<void>(),
     yield* Mailbox.make<void>(),
     scope,
