@@ -72,6 +72,7 @@ const readFile = Tool.make({
   description: "Reads a file (benchmark stand-in: 100 characters from the path).",
   parameters: Schema.Struct({ path: Schema.String }),
   readOnly: true,
+  marksReads: true,
   // Like the sandbox's read_file, it stamps its result with the read mark of what it read (ReadBeforeWrite
   // then has nothing to read again): the step measured is the lead agent's read_file step, minus the disk.
   handler: ({ path: p }, call) =>

@@ -635,6 +635,8 @@ export const tools = (options: Options) =>
     const readFile = Tool.make({
       name: "read_file",
       readOnly: true,
+      // its results carry the read mark of the bytes it read (ReadBeforeWrite needs no lock for them)
+      marksReads: true,
       description: "Read a text file. Give start_line and/or end_line (1-based, inclusive) to read only those " +
         "lines." + (settings.read_file_output_max_chars > 0
           ? ` Output over ${settings.read_file_output_max_chars} characters is cut, with a note saying so.`

@@ -16,7 +16,10 @@
  * - Paths are the sandbox's virtual paths (a relative path is taken from the workspace, as the file tools do),
  *   and files are read through the run's sandbox, as the tools read them.
  * - The check and the call (and a read and its mark) hold a lock per (thread, path), kept by the agent: the
- *   calls of one response run concurrently, and two writes must not both pass on one stale mark.
+ *   calls of one response run concurrently, and two writes must not both pass on one stale mark. A read by a
+ *   tool that stamps its own marks (`marksReads`, the sandbox's read_file) takes no lock: its mark is of the
+ *   bytes the model sees, so a write running beside it can only make that mark stale, which blocks the next
+ *   write until a new read, never lets one through.
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -27,6 +30,7 @@ import * as Mutex from "../services/Mutex.js"
 import type { SandboxError } from "../services/Sandbox.js"
 import { absoluteVirtual, SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
+import { ToolService } from "../services/ToolService.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Marks from "../state/ReadMark.js"
@@ -155,8 +159,13 @@ type Inspection =
  * `RunContext` and `RunState`. The locks belong to the agent (one set per built layer).
  */
 export const layer = (): Middleware.Middleware<SandboxProvider> =>
-  Layer.unwrapEffect(Effect.sync(() => {
+  Layer.unwrapEffect(Effect.map(ToolService, (inner) => {
     const locks = makeLocks()
+    // Tools that stamp their results from the bytes they read: the mark is of what the model sees, whatever
+    // a concurrent write does, so their calls need neither the lock nor a second read.
+    const selfMarking: ReadonlySet<string> = new Set(
+      inner.definitions.filter((d) => d.marksReads === true).map((d) => d.name)
+    )
     return Middleware.make(
       Effect.gen(function*() {
         const provider = yield* SandboxProvider
@@ -229,7 +238,7 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
             const requested = requestedPath(call)
             if (requested === undefined) return next(call)
             if (GATED_WRITE_TOOLS.has(call.name)) return gate(call, requested, next)
-            if (READ_TOOLS.has(call.name)) return mark(call, requested, next)
+            if (READ_TOOLS.has(call.name)) return selfMarking.has(call.name) ? next(call) : mark(call, requested, next)
             return next(call)
           }
         } satisfies Middleware.Wrappers

@@ -20,6 +20,12 @@ export interface ToolDefinition {
    * call durably before it runs it (a crash at worst makes the model ask again). Never sent to the model.
    */
   readonly readOnly?: boolean | undefined
+  /**
+   * The tool's successful results carry the read mark of the file they read (`ReadMark`), stamped from the bytes
+   * the tool itself read: ReadBeforeWrite takes no lock and reads nothing again for its calls. Never sent to the
+   * model.
+   */
+  readonly marksReads?: boolean | undefined
 }
 
 /** Per-call model settings. */

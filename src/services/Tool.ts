@@ -27,17 +27,22 @@ export interface Tool<A = any> {
   readonly handler: Handler<A>
   /** Whether the tool only reads (see `ToolDefinition.readOnly`). */
   readonly readOnly?: boolean | undefined
+  /** Whether its results carry their own read marks (see `ToolDefinition.marksReads`). */
+  readonly marksReads?: boolean | undefined
   /** The definition the model sees (computed once by `make`; computed on demand for hand-written tools). */
   readonly definition?: ToolDefinition | undefined
 }
 
-const toDefinition = (tool: Pick<Tool, "name" | "description" | "parameters" | "readOnly">): ToolDefinition => {
+const toDefinition = (
+  tool: Pick<Tool, "name" | "description" | "parameters" | "readOnly" | "marksReads">
+): ToolDefinition => {
   const { $schema: _, ...parameters } = JSONSchema.make(tool.parameters) as unknown as JsonObject
   return {
     name: tool.name,
     description: tool.description,
     parameters,
-    ...(tool.readOnly === true ? { readOnly: true } : {})
+    ...(tool.readOnly === true ? { readOnly: true } : {}),
+    ...(tool.marksReads === true ? { marksReads: true } : {})
   }
 }
 
@@ -52,6 +57,8 @@ export const make = <A, I>(spec: {
   readonly handler: Handler<A>
   /** The tool only reads: a call run again after a crash changes nothing (see `ToolDefinition.readOnly`). */
   readonly readOnly?: boolean | undefined
+  /** Its successful results carry the read mark of what it read (see `ToolDefinition.marksReads`). */
+  readonly marksReads?: boolean | undefined
 }): Tool<A> => {
   let cached: ToolDefinition | undefined
   return {
@@ -60,6 +67,7 @@ export const make = <A, I>(spec: {
     parameters: spec.parameters,
     handler: spec.handler,
     readOnly: spec.readOnly === true,
+    marksReads: spec.marksReads === true,
     get definition() {
       return (cached ??= toDefinition(spec))
     }

@@ -158,6 +158,37 @@ describe("ReadBeforeWrite", () => {
       assert.strictEqual(lines.length, 2)
     }).pipe(H.withStore))
 
+  it.effect("a read beside a write of the same file: its mark is of what it returned, and a later write runs only on a current one", () =>
+    Effect.gen(function*() {
+      // The sandbox's read_file stamps its own marks and takes no lock: whichever way the read and the write of
+      // one response interleave, the mark is of the bytes the model got, and the next write passes only if those
+      // are the file as it is then.
+      for (let round = 0; round < 6; round++) {
+        const { onHost, turn } = setup()
+        const file = `${W}/race-${round}.md`
+        const out = yield* turn([
+          [["write_file", { path: file, content: "one\n" }]],
+          [["read_file", { path: file }]],
+          [["read_file", { path: file }], ["write_file", { path: file, content: "two\n", append: true }]],
+          [["write_file", { path: file, content: "three\n", append: true }]]
+        ])
+        const [, , read, beside, last] = results(out).slice(-5)
+        assert.strictEqual(M.text(beside!), "OK", "the write beside the read had read the file before")
+        const mark = read!.additional_kwargs?.[ReadBeforeWrite.READ_MARK_KEY] as { path: string; hash: string }
+        assert.strictEqual(mark.path, file)
+        const seen = M.text(read!) === "one\n" ? "one\n" : "one\ntwo\n"
+        assert.strictEqual(mark.hash, sha256(seen), "the mark is of the content the read returned")
+        const after = Fs.readFileSync(onHost(`race-${round}.md`), "utf8")
+        if (seen === "one\ntwo\n") {
+          assert.strictEqual(M.text(last!), "OK")
+          assert.strictEqual(after, "one\ntwo\nthree\n")
+        } else {
+          assert.isTrue(isBlocked(last!), "a mark made stale by the write beside it blocks the next write")
+          assert.strictEqual(after, "one\ntwo\n")
+        }
+      }
+    }).pipe(H.withStore))
+
   it.effect("a failed read marks nothing; a file that cannot be inspected is left to the tool's own error", () =>
     Effect.gen(function*() {
       const { onHost, turn } = setup()
