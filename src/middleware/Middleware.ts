@@ -12,6 +12,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
@@ -156,26 +157,65 @@ const wrapStatic = (inner: Context.Context<Ports>, spec: Spec): Context.Context<
 }
 
 /**
- * The run's services and its scope are the run's own: never taken from where a layer happened to be built (the
- * layer's scope lives as long as the agent).
+ * What a per-run effect sees of where its layer was built: the app's services. The run's services and its
+ * scope are the run's own, never taken from there (the layer's scope lives as long as the agent), and the
+ * ports are not services of the run (wrappers get the inner port as `next`).
  */
-const withoutRunServices = <R>(context: Context.Context<R>) =>
-  Context.omit(RunContext, RunState, RunEvents, Scope.Scope)(context)
+const appServices = <R>(context: Context.Context<R>) =>
+  Context.omit(
+    RunContext,
+    RunState,
+    RunEvents,
+    Scope.Scope,
+    ModelService,
+    ToolService,
+    AgentHooks,
+    // (the building of layers' own: not a service of the app)
+    Layer.CurrentMemoMap
+  )(context)
 
 /**
- * The wrappers of a run's per-run middlewares, by middleware: one mutable map per run, in the run's context.
- * `Run.execute` provides it with the run's services; when a run's hooks are called without one, the outermost
- * per-run middleware provides it. Each middleware sets its entry for the length of its `around` (as a
- * `FiberRef` set locally would, without copying the fiber's references on every run, once per middleware).
+ * What a run's per-run middlewares keep for the run: each one's wrappers (set for the run by its own
+ * `AgentHooks.around`), and the scope their per-run effects share, made when the first one starts and closed
+ * when the run ends (`closeRunFrame`). `Run.execute` provides it with the run's services; when a run's hooks
+ * are called without one, the outermost per-run middleware provides and closes it. One frame per run, in the
+ * run's context: no `FiberRef` set locally and no scope made per middleware (each cost about twenty effect
+ * steps, on every run, for each of the chain's per-run middlewares).
  */
-export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame, Map<object, Wrappers>>() {}
+export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame, Frame>() {}
 
-/** A fresh frame for one run. */
-export const makeRunFrame = (): RunFrame["Type"] => new Map()
+/** The frame of one run (see `RunFrame`). */
+export interface Frame {
+  readonly wrappers: Map<object, Wrappers>
+  /** The run's per-run scope, once a per-run middleware started (made lazily: a run of a static chain has none). */
+  scope: Scope.CloseableScope | undefined
+}
+
+/** A fresh frame for one run; with the run's scope when the run has one (else it is made when first needed). */
+export const makeRunFrame = (scope?: Scope.CloseableScope): Frame => ({ wrappers: new Map(), scope })
+
+/**
+ * Ends a run's frame: its scope closes (finalizers of the per-run effects run, the last added first: inner
+ * middlewares before outer ones) and the wrappers are forgotten, so a fiber that outlives the run finds none.
+ */
+export const closeRunFrame = (frame: Frame, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    frame.wrappers.clear()
+    const scope = frame.scope
+    if (scope === undefined) return Effect.void
+    frame.scope = undefined
+    return Scope.close(scope, exit)
+  })
+
+/** The frame's scope, made now if it has none yet. */
+const scopeOf = (frame: Frame): Effect.Effect<Scope.CloseableScope> =>
+  frame.scope !== undefined
+    ? Effect.succeed(frame.scope)
+    : Effect.map(Scope.make(), (scope) => (frame.scope = scope))
 
 // (read straight off the context's map: `Context.getOption` allocates an Option, and a run looks once per
 // per-run middleware and call)
-const frameOf = (context: Context.Context<never>): RunFrame["Type"] | undefined => context.unsafeMap.get(RunFrame.key)
+const frameOf = (context: Context.Context<never>): Frame | undefined => context.unsafeMap.get(RunFrame.key)
 
 /** Wrappers used outside a run: the middleware's per-run state does not exist there. */
 class OutsideRun extends Error {
@@ -189,8 +229,9 @@ class OutsideRun extends Error {
  *
  * - `make(spec)`: fixed wrappers (and contributed tools), with no per-run state.
  * - `make(effect, options)`: `effect` runs at the start of every run, inside the run, and returns that run's
- *   wrappers; state it creates lives for the run. It may use a `Scope` (closed when the run ends) and any
- *   service of the app, which the layer requires when it is built. It fails the run if it fails.
+ *   wrappers; state it creates lives for the run. It may use a `Scope`: the run's, shared by its per-run
+ *   effects and closed when the run ends (finalizers of inner middlewares first). It may use any service of the
+ *   app, which the layer requires when it is built. It fails the run if it fails.
  */
 export const make = <E = never, R = never>(
   source: Spec | Effect.Effect<Wrappers, E, R>,
@@ -202,45 +243,52 @@ export const make = <E = never, R = never>(
   const perRun = source
   return Layer.scopedContext(Effect.gen(function*() {
     const context = yield* Effect.context<Ports | Exclude<R, RunServices | Scope.Scope>>()
-    const app = withoutRunServices(context)
+    const app = appServices(context)
+    const appEntries = [...app.unsafeMap]
     const inner = Context.pick(ModelService, ToolService, AgentHooks)(context)
     const model = Context.get(inner, ModelService)
     const hooks = Context.get(inner, AgentHooks)
     const tools = withTools(Context.get(inner, ToolService), options.tools)
     // this middleware's entry in a run's frame
     const key = {}
-    const wrappersOf = (fiber: RunFiber): Wrappers | undefined => frameOf(fiber.currentContext)?.get(key)
+    const wrappersOf = (fiber: RunFiber): Wrappers | undefined => frameOf(fiber.currentContext)?.wrappers.get(key)
     const outside = Effect.die(new OutsideRun(options.name ?? "(unnamed)"))
     const next = model.generate
     const below = tools.call
     const around = (run: RunLoop): RunLoop =>
       Effect.contextWithEffect((context: Context.Context<never>) => {
         const frame = frameOf(context)
-        if (frame === undefined) return Effect.provideService(around(run), RunFrame, makeRunFrame())
-        // the entry stands while the run's wrapper runs; then the previous one is back, and the scope closes
-        let entered = false
-        let previous: Wrappers | undefined
-        return Effect.flatMap(Scope.make(), (scope) =>
-          Effect.onExit(
-            Effect.flatMap(start(scope), (w) => {
-              previous = frame.get(key)
-              frame.set(key, w)
-              entered = true
-              const loop = hooks.around(run)
-              return w.run === undefined ? loop : w.run(loop)
-            }),
-            (exit) => {
-              if (entered) previous === undefined ? frame.delete(key) : frame.set(key, previous)
-              return Scope.close(scope, exit)
-            }
-          ))
+        if (frame === undefined) {
+          const own = makeRunFrame()
+          return Effect.onExit(Effect.provideService(around(run), RunFrame, own), (exit) => closeRunFrame(own, exit))
+        }
+        // The entry stands for the rest of the run (the frame forgets it when the run ends). Entered again
+        // within one run (the same agent's hooks nested), the outer entry is back when the inner one ends.
+        const previous = frame.wrappers.get(key)
+        const entered = Effect.flatMap(start(frame, context), (w) => {
+          frame.wrappers.set(key, w)
+          const loop = hooks.around(run)
+          return w.run === undefined ? loop : w.run(loop)
+        })
+        return previous === undefined ? entered : Effect.ensuring(entered, Effect.sync(() => frame.wrappers.set(key, previous)))
       })
-    // The per-run effect sees the app's services and a scope of its own, closed when the run ends (one
-    // `provide` for both: each costs a copy of the fiber's references, on every run).
-    const start = (scope: Scope.Scope) =>
-      Effect.orDie(
-        Effect.provide(perRun, Context.add(app, Scope.Scope, scope)) as Effect.Effect<Wrappers, E, RunServices>
-      )
+    // The per-run effect sees the app's services and the run's scope. Inside `Run.execute` the run's context
+    // usually holds both already (the app runs its agent in its own context, and the run's scope is a run
+    // service): then it runs as it is. Otherwise one `provide` adds them (about 25 effect steps and a copy of
+    // the context, on every run, for each per-run middleware of the chain).
+    const holds = (context: Context.Context<never>, frame: Frame): boolean => {
+      const map = context.unsafeMap
+      if (frame.scope === undefined || map.get(Scope.Scope.key) !== frame.scope) return false
+      for (const [key, service] of appEntries) if (map.get(key) !== service) return false
+      return true
+    }
+    const start = (frame: Frame, context: Context.Context<never>) =>
+      holds(context, frame)
+        ? Effect.orDie(perRun as Effect.Effect<Wrappers, E, RunServices>)
+        : Effect.flatMap(scopeOf(frame), (scope) =>
+          Effect.orDie(
+            Effect.provide(perRun, Context.add(app, Scope.Scope, scope)) as Effect.Effect<Wrappers, E, RunServices>
+          ))
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>

@@ -25,6 +25,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
@@ -461,12 +462,18 @@ export const execute = <E = never, R = never>(
       const journal = holder.drain()
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
-    // (the frame of the run's per-run middlewares goes with them: see `Middleware.RunFrame`)
+    // The frame of the run's per-run middlewares, with the run's scope (their per-run effects' finalizers), ends
+    // with the run: see `Middleware.RunFrame`.
+    const runScope = yield* Scope.make()
+    const frame = MW.makeRunFrame(runScope)
     const runServices: Context.Context<RunServices> = Context.make(RunContext, context).pipe(
       Context.add(RunState, holder.service),
       Context.add(RunEvents, events),
-      Context.add(MW.RunFrame, MW.makeRunFrame())
+      Context.add(MW.RunFrame, frame)
     )
+    // the run's hooks and loop also see the run's scope (typed as the run's services: it is there for the
+    // per-run effects, not something the run requires)
+    const inRun = Context.add(runServices, Scope.Scope, runScope) as Context.Context<RunServices>
 
     const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {
       const tools = Context.get(ports, ToolService)
@@ -487,7 +494,10 @@ export const execute = <E = never, R = never>(
       const open = interruptedResults(state.messages)
       const messages = typeof input.input === "function" ? input.input(state) : input.input
       if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
-      return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(Effect.provide(runServices))
+      return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(
+        Effect.provide(inRun),
+        Effect.onExit((exit) => MW.closeRunFrame(frame, exit))
+      )
     })
     // an agent given as a layer is built for this run, in a scope of the run's; built ports need no scope
     const body = Layer.isLayer(agent)

@@ -159,6 +159,33 @@ describe("Middleware.stack", () => {
       ])
     }).pipe(Effect.scoped, H.withStore))
 
+  it.effect("per-run effects share the run's scope: inner finalizers first, after every hook; app services come from the build", () =>
+    Effect.gen(function*() {
+      const trace: Array<string> = []
+      // a service the agent was built with, which the run's own context does not have
+      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+      const perRun = (name: string) =>
+        MW.make(Effect.gen(function*() {
+          const greeting = yield* Greeting
+          yield* Effect.addFinalizer(() => Effect.sync(() => trace.push(`${name}: finalized`)))
+          return {
+            run: (loop) => Effect.ensuring(loop, Effect.sync(() => trace.push(`${name}: ${greeting}, after_agent`)))
+          }
+        }))
+      const ports = yield* Layer.build(MW.stack(
+        [perRun("outer"), perRun("inner")],
+        MW.base(ScriptedModel.make(["done"]), Toolkit.make([echo]))
+      )).pipe(Effect.provideService(Greeting, "hello"))
+      const end = yield* Run.execute({ threadId: "scoped", input: [M.human("hi")] }, ports)
+      assert.strictEqual(end.status, "success")
+      assert.deepStrictEqual(trace, [
+        "inner: hello, after_agent",
+        "outer: hello, after_agent",
+        "inner: finalized",
+        "outer: finalized"
+      ])
+    }).pipe(Effect.scoped, H.withStore))
+
   it.effect.prop(
     "an identity middleware changes nothing the model or the user sees",
     [FC.array(FC.constantFrom("echo", "text"), { minLength: 1, maxLength: 5 }), FC.nat(3)],
