@@ -154,17 +154,15 @@ export const makeHarness = (chain: Chain, store: Store) => {
     Effect.map(ThreadStore, (inner) =>
       ThreadStore.of({
         ...inner,
+        // (timed on success only, with one effect step: a failed append fails the run, and the job with it)
         append: (threadId, runId, updates) =>
           Effect.suspend(() => {
             const t0 = performance.now()
             probe.appended.push(updates)
-            return Effect.ensuring(
-              inner.append(threadId, runId, updates),
-              Effect.sync(() => {
-                probe.appendMs += performance.now() - t0
-                probe.appends++
-              })
-            )
+            return Effect.map(inner.append(threadId, runId, updates), () => {
+              probe.appendMs += performance.now() - t0
+              probe.appends++
+            })
           })
       }))
   ).pipe(Layer.provide(storeLayer))

@@ -38,8 +38,11 @@ export const layer = (options: Options = {}) =>
     const context = yield* RunContext
     const state = yield* RunState
     let acquired: string | undefined
+    // The thread's binding, once seen in state: a thread is bound to one sandbox (a second id is a reducer
+    // conflict), so from then on a tool call goes straight through.
+    let bound: string | undefined
 
-    const boundId = Effect.map(state.get, (s) => s.sandbox?.sandbox_id ?? undefined)
+    const boundId = Effect.map(state.get, (s) => (bound = s.sandbox?.sandbox_id ?? undefined))
     const lookup = Effect.map(provider.current(context.threadId, context.userId), (sandbox) => {
       if (Option.isSome(sandbox)) acquired ??= sandbox.value.id
       return Option.map(sandbox, (s) => s.id)
@@ -66,7 +69,7 @@ export const layer = (options: Options = {}) =>
     return {
       run: (loop) => Effect.ensuring(Effect.zipRight(before, loop), release),
       tool: (call, next) =>
-        Effect.flatMap(boundId, (id) => {
+        bound !== undefined ? next(call) : Effect.flatMap(boundId, (id) => {
           if (id !== undefined) return next(call)
           // One handler for every way the call ends (each tool call of a run without a sandbox comes here).
           return Effect.uninterruptibleMask((restore) =>
