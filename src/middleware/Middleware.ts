@@ -7,8 +7,8 @@
  * A stack is built once per agent, not per run. A middleware that needs per-run state (counters, the run's
  * context, a sandbox to release) gives `make` an effect instead of plain wrappers: the effect runs at the start
  * of every run, inside the run (so it may read `RunContext`, `RunState` and `RunEvents`), and the wrappers it
- * returns serve that run's calls. They are found through a `FiberRef` the layer creates when it is built, set
- * for the run's fiber by the middleware's own `AgentHooks.around`: no registry, no per-run layer build.
+ * returns serve that run's calls. They are kept in the run's frame (`RunFrame`, a run service), set there by the
+ * middleware's own `AgentHooks.around`: no registry, no per-run layer build.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
