@@ -205,24 +205,8 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
         }
         return found
       }
-      const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean): Effect.Effect<any, SqlError> =>
-        Effect.suspend((): Effect.Effect<unknown, SqlError> => {
-          let s: Statement
-          try {
-            s = statement(sql)
-          } catch (cause) {
-            return Effect.fail(failed(cause, "Failed to prepare statement"))
-          }
-          try {
-            if (s.reader) return Effect.succeed(s.all(...params))
-            const result = s.run(...params)
-            checkpointer?.wrote()
-            return Effect.succeed(raw ? result : [])
-          } catch (cause) {
-            return Effect.fail(failed(cause, "Failed to execute statement"))
-          }
-        })
-      const writeNow = (sql: string, params: ReadonlyArray<unknown>): Either.Either<RunResult, SqlError> => {
+      // Runs a statement now: its rows (a query), its `RunResult` (a write, `raw`) or `[]`, or the error.
+      const runNow = (sql: string, params: ReadonlyArray<unknown>, raw: boolean): Either.Either<unknown, SqlError> => {
         let s: Statement
         try {
           s = statement(sql)
@@ -230,13 +214,19 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
           return Either.left(failed(cause, "Failed to prepare statement"))
         }
         try {
+          if (s.reader) return Either.right(s.all(...params))
           const result = s.run(...params)
           checkpointer?.wrote()
-          return Either.right(result)
+          return Either.right(raw ? result : [])
         } catch (cause) {
           return Either.left(failed(cause, "Failed to execute statement"))
         }
       }
+      // (an Either is an effect: a Left fails with its error)
+      const run = (sql: string, params: ReadonlyArray<unknown>, raw: boolean): Effect.Effect<any, SqlError> =>
+        Effect.suspend(() => runNow(sql, params, raw))
+      const writeNow = (sql: string, params: ReadonlyArray<unknown>) =>
+        runNow(sql, params, true) as Either.Either<RunResult, SqlError>
       return {
         execute: (sql, params) => run(sql, params, false),
         executeRaw: (sql, params) => run(sql, params, true),
