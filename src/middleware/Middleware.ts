@@ -166,6 +166,7 @@ const appServices = <R>(context: Context.Context<R>) =>
     RunContext,
     RunState,
     RunEvents,
+    RunFrame,
     Scope.Scope,
     ModelService,
     ToolService,
