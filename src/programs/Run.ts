@@ -294,10 +294,16 @@ const callTools = (
     const running = calls.length === 1
       ? one(calls[0]!, 0)
       : Effect.forEach(calls, one, { concurrency: step.options.toolConcurrency, discard: true })
-    return running.pipe(
-      Effect.onInterrupt(() => Effect.ignore(applyAll(true))),
-      Effect.zipRight(applyAll(false)),
-      Effect.map(() => interrupt)
+    // (one handler for both endings: `onInterrupt` then `zipRight` cost ten effect steps more, on every step)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.matchCauseEffect(restore(running), {
+        // cancelled: what completed is saved, the rest answered "interrupted"
+        onFailure: (cause) =>
+          Cause.isInterruptedOnly(cause)
+            ? Effect.zipRight(Effect.ignore(applyAll(true)), Effect.failCause(cause))
+            : Effect.failCause(cause),
+        onSuccess: () => Effect.as(applyAll(false), interrupt)
+      })
     )
   })
 
