@@ -22,6 +22,7 @@ import type { ModelResponse } from "../services/ModelService.js"
 import { RunContext } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { AIMessage, JsonObject } from "../state/Message.js"
+import * as M from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import type { RunServices } from "../services/RunContext.js"
@@ -255,7 +256,7 @@ export const terminate = (
   }
   const stopped = HardStop.hardStop(message, explanation(hit, names), { keepFinishReason: true })
   return {
-    message: { ...stopped, additional_kwargs: { ...stopped.additional_kwargs, safety_termination: record } },
+    message: M.withKwargs(stopped, { safety_termination: record }),
     record
   }
 }

@@ -24,10 +24,10 @@ import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
 import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, JsonObject, Message, ToolCall } from "../state/Message.js"
+import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
-import { extend } from "../state/Objects.js"
 
 /** `additional_kwargs` key of the step attribution. */
 export const ATTRIBUTION_KEY = "token_usage_attribution"
@@ -323,8 +323,7 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
         }))
         if (own !== undefined) deltas.push(own)
         const stamp = attribution(message, current.todos ?? [])
-        const kwargs = extend(message.additional_kwargs ?? {}, { [ATTRIBUTION_KEY]: stamp })
-        const stamped: AIMessage = extend(message, { additional_kwargs: kwargs })
+        const stamped = M.withKwargs(message, { [ATTRIBUTION_KEY]: stamp })
         const result = HardStop.replaceMessage(response, stamped)
         if (rolled.writes.length === 0 && deltas.length === 0) return Effect.succeed(result)
         // Written by the loop together with the message: one state update per step.

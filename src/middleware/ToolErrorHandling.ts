@@ -22,7 +22,6 @@ import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
 import * as OnDemand from "../layers/OnDemand.js"
-import { extend } from "../state/Objects.js"
 
 /** The `additional_kwargs` key of the result metadata. */
 export const TOOL_META_KEY = "deerflow_tool_meta"
@@ -172,9 +171,7 @@ export const classifyResult = (message: ToolMessage): ToolMeta => {
 /** Adds `deerflow_tool_meta` when absent; returns the same message when it is already there. */
 export const normalize = (message: ToolMessage): ToolMessage => {
   if (message.additional_kwargs?.[TOOL_META_KEY] !== undefined) return message
-  return extend(message, {
-    additional_kwargs: extend(message.additional_kwargs ?? {}, { [TOOL_META_KEY]: classifyResult(message) })
-  })
+  return M.withKwargs(message, { [TOOL_META_KEY]: classifyResult(message) })
 }
 
 /** Cuts an error detail to `MAX_DETAIL_CHARS` (497 characters and "..."). */

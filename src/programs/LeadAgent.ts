@@ -661,7 +661,7 @@ const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<M
     out.push(
       input.files === undefined || input.files.length === 0
         ? message
-        : { ...message, additional_kwargs: { ...message.additional_kwargs, files: input.files } } as Message
+        : M.withKwargs(message, { files: input.files })
     )
   }
   if (input.messages !== undefined) out.push(...input.messages)

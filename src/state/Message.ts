@@ -3,6 +3,7 @@
  * stay readable by LangGraph clients and DeerFlow's UI. Pure schemas and helpers: no services, no I/O.
  */
 import * as Schema from "effect/Schema"
+import { extend } from "./Objects.js"
 
 /** A free-form JSON object (`additional_kwargs`, `response_metadata`, tool arguments). */
 export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -330,6 +331,13 @@ export const hasToolCalls = (message: Message): boolean =>
 
 /** A key of `additional_kwargs`, if present. */
 export const kwarg = (message: Message, key: string): unknown => message.additional_kwargs?.[key]
+
+/**
+ * The message with these keys set in its `additional_kwargs` (the others kept), built with `Objects.extend`: the
+ * result shares its hidden class with every message of the same shape (see `Objects`).
+ */
+export const withKwargs = <A extends Message>(message: A, fields: Readonly<Record<string, unknown>>): A =>
+  extend(message, { additional_kwargs: extend(message.additional_kwargs ?? {}, fields) }) as unknown as A
 
 /** Whether the message is hidden from the UI and from memory (`additional_kwargs.hide_from_ui`). */
 export const isHidden = (message: Message): boolean => message.additional_kwargs?.hide_from_ui === true

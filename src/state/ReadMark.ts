@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto"
 import type { Message, ToolMessage } from "./Message.js"
-import { extend } from "./Objects.js"
+import { withKwargs } from "./Message.js"
 
 /** The `additional_kwargs` key of a read mark. */
 export const READ_MARK_KEY = "deerflow_read_mark"
@@ -25,7 +25,7 @@ export const contentHash = (content: string): string => createHash("sha256").upd
 
 /** The message with a read mark. */
 export const withMark = <A extends ToolMessage>(message: A, mark: ReadMark): A =>
-  extend(message, { additional_kwargs: extend(message.additional_kwargs ?? {}, { [READ_MARK_KEY]: mark }) }) as unknown as A
+  withKwargs(message, { [READ_MARK_KEY]: mark })
 
 /** The read mark on a message, if it has a well-formed one. */
 export const markOf = (message: Message): ReadMark | undefined => {
