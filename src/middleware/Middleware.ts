@@ -177,8 +177,8 @@ const appServices = <R>(context: Context.Context<R>) =>
 
 /**
  * What a run's per-run middlewares keep for the run: each one's wrappers (set for the run by its own
- * `AgentHooks.around`), and the scope their per-run effects share, made when the first one starts and closed
- * when the run ends (`closeRunFrame`). `Run.execute` provides it with the run's services; when a run's hooks
+ * `AgentHooks.around`), and the run's scope, which their per-run effects share and which closes when the run
+ * ends (`closeRunFrame`). `Run.execute` provides it with the run's services; when a run's hooks
  * are called without one, the outermost per-run middleware provides and closes it. One frame per run, in the
  * run's context: no `FiberRef` set locally and no scope made per middleware (each cost about twenty effect
  * steps, on every run, for each of the chain's per-run middlewares).
@@ -188,12 +188,12 @@ export class RunFrame extends Context.Tag("antler/Middleware/RunFrame")<RunFrame
 /** The frame of one run (see `RunFrame`). */
 export interface Frame {
   readonly wrappers: Map<object, Wrappers>
-  /** The run's per-run scope, once a per-run middleware started (made lazily: a run of a static chain has none). */
-  scope: Scope.CloseableScope | undefined
+  /** The run's scope: its per-run effects' finalizers. */
+  readonly scope: Scope.CloseableScope
 }
 
-/** A fresh frame for one run; with the run's scope when the run has one (else it is made when first needed). */
-export const makeRunFrame = (scope?: Scope.CloseableScope): Frame => ({ wrappers: new Map(), scope })
+/** A fresh frame for one run, over the run's scope. */
+export const makeRunFrame = (scope: Scope.CloseableScope): Frame => ({ wrappers: new Map(), scope })
 
 /**
  * Ends a run's frame: its scope closes (finalizers of the per-run effects run, the last added first: inner
@@ -202,17 +202,8 @@ export const makeRunFrame = (scope?: Scope.CloseableScope): Frame => ({ wrappers
 export const closeRunFrame = (frame: Frame, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
   Effect.suspend(() => {
     frame.wrappers.clear()
-    const scope = frame.scope
-    if (scope === undefined) return Effect.void
-    frame.scope = undefined
-    return Scope.close(scope, exit)
+    return Scope.close(frame.scope, exit)
   })
-
-/** The frame's scope, made now if it has none yet. */
-const scopeOf = (frame: Frame): Effect.Effect<Scope.CloseableScope> =>
-  frame.scope !== undefined
-    ? Effect.succeed(frame.scope)
-    : Effect.map(Scope.make(), (scope) => (frame.scope = scope))
 
 // (read straight off the context's map: `Context.getOption` allocates an Option, and a run looks once per
 // per-run middleware and call)
@@ -260,8 +251,10 @@ export const make = <E = never, R = never>(
       Effect.contextWithEffect((context: Context.Context<never>) => {
         const frame = frameOf(context)
         if (frame === undefined) {
-          const own = makeRunFrame()
-          return Effect.onExit(Effect.provideService(around(run), RunFrame, own), (exit) => closeRunFrame(own, exit))
+          return Effect.flatMap(Scope.make(), (scope) => {
+            const own = makeRunFrame(scope)
+            return Effect.onExit(Effect.provideService(around(run), RunFrame, own), (exit) => closeRunFrame(own, exit))
+          })
         }
         // The entry stands for the rest of the run (the frame forgets it when the run ends). Entered again
         // within one run (the same agent's hooks nested), the outer entry is back when the inner one ends.
@@ -279,17 +272,16 @@ export const make = <E = never, R = never>(
     // the context, on every run, for each per-run middleware of the chain).
     const holds = (context: Context.Context<never>, frame: Frame): boolean => {
       const map = context.unsafeMap
-      if (frame.scope === undefined || map.get(Scope.Scope.key) !== frame.scope) return false
+      if (map.get(Scope.Scope.key) !== frame.scope) return false
       for (const [key, service] of appEntries) if (map.get(key) !== service) return false
       return true
     }
     const start = (frame: Frame, context: Context.Context<never>) =>
       holds(context, frame)
         ? Effect.orDie(perRun as Effect.Effect<Wrappers, E, RunServices>)
-        : Effect.flatMap(scopeOf(frame), (scope) =>
-          Effect.orDie(
-            Effect.provide(perRun, Context.add(app, Scope.Scope, scope)) as Effect.Effect<Wrappers, E, RunServices>
-          ))
+        : Effect.orDie(
+          Effect.provide(perRun, Context.add(app, Scope.Scope, frame.scope)) as Effect.Effect<Wrappers, E, RunServices>
+        )
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>

@@ -36,11 +36,10 @@ export const keep: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function
   const scope = yield* Scope.make()
   const parked = yield* Effect.forkScoped(
     Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.succeed(scope), (inner) =>
-        Effect.onExit(
-          Effect.catchAllCause(Effect.provideService(restore(Effect.async<void>(() => {})), Parked, true), () => Effect.void),
-          (exit) => Scope.close(inner, exit)
-        ))
+      Effect.onExit(
+        Effect.catchAllCause(Effect.provideService(restore(Effect.async<void>(() => {})), Parked, true), () => Effect.void),
+        (exit) => Scope.close(scope, exit)
+      )
     )
   )
   const exemplars: ReadonlyArray<unknown> = [
