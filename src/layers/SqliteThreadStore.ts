@@ -36,6 +36,7 @@ import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore }
 import type { MessageWrite } from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import * as Redact from "../state/Redact.js"
+import * as FastDecode from "../state/FastDecode.js"
 import * as SqliteConnection from "./SqliteConnection.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
@@ -156,9 +157,9 @@ export const SCHEMA_VERSION = migrations.length
 // ---------------------------------------------------------------------------------------------------------
 // Pure helpers: the checkpoint codec
 
-const StateUpdates = Schema.Array(TS.StateUpdate)
-// "preserve": provider fields the schemas do not name (a text block's `citations`) must survive a reload.
-const decodeStateUpdates = Schema.decodeUnknownEither(StateUpdates, { onExcessProperty: "preserve" })
+// Schema-decoded with "preserve": provider fields the schemas do not name (a text block's `citations`) must
+// survive a reload. FastDecode keeps plain parsed messages as they are, and gives Schema's result otherwise.
+const decodeStateUpdates = FastDecode.decodeStateUpdates
 
 const formatPath = (segments: ReadonlyArray<PropertyKey>): string =>
   segments.map((s) => (typeof s === "number" ? `[${s}]` : `.${String(s)}`)).join("") || "(root)"
@@ -272,7 +273,7 @@ export const titleOf = (updates: ReadonlyArray<TS.StateUpdate>): string | null |
   return undefined
 }
 
-const decodeThreadState = Schema.decodeUnknownEither(TS.ThreadState, { onExcessProperty: "preserve" })
+const decodeThreadState = FastDecode.decodeThreadState
 
 /** Parses and Schema-decodes the text of a snapshot row. */
 export const decodeSnapshot: (text: unknown) => Either.Either<ThreadState, string> = decodeJsonText(decodeThreadState)
