@@ -9,7 +9,7 @@ import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
@@ -44,6 +44,14 @@ for (const c of configs) {
   jobs.push({ id: `w2len/${name(c)}`, job: { kind: "w2len", ...c, lengths: P.lengths, steps: P.lenSteps, repeats: P.lenRep } })
 }
 for (const c of configs) jobs.push({ id: `w2grow/${name(c)}`, job: { kind: "w2grow", ...c, messages: P.grow } })
+// W3 again with the program in one bundle, as `antler` runs it (dist/cli/ is built the same way): the heap kept
+// is mostly program code, and the bundle holds less of it (tree-shaken, without the comments of the sources)
+const W3_BUNDLED: Cfg = { chain: "full", store: "sqlite" }
+jobs.push({
+  id: `w2grow-bundled/${name(W3_BUNDLED)}`,
+  job: { kind: "w2grow", ...W3_BUNDLED, messages: P.grow },
+  script: "worker.bundle.mjs"
+})
 for (const c of configs) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
@@ -100,10 +108,37 @@ const ensureBuilt = () => {
   }
 }
 
+/**
+ * bench/worker.ts in one ES module (esbuild, the packages bundle-cli.mjs leaves out left out too), beside the
+ * compiled worker; without esbuild the bundled jobs fail saying so.
+ */
+const bundleWorker = async () => {
+  const esbuild = await import("esbuild")
+  const { external } = await import(pathToFileURL(path.join(root, "scripts", "bundle-externals.mjs")).href)
+  await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: ["bench/worker.ts"],
+    outfile: path.join(here, "worker.bundle.mjs"),
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
+    external: external(),
+    // what the CommonJS packages inside the bundle require
+    banner: { js: `import { createRequire as __antlerRequire } from "node:module"; const require = __antlerRequire(import.meta.url);` },
+    logLevel: "warning"
+  })
+}
+
 const t0 = Date.now()
 const load0 = os.loadavg()
 process.stderr.write(`[bench] ${profile}: ${os.cpus().length} cores, load average ${load0.map((x) => x.toFixed(2)).join(" ")}\n`)
 if (selected.some((j) => j.id.startsWith("startup/"))) ensureBuilt()
+if (selected.some((j) => j.script === "worker.bundle.mjs")) {
+  process.stderr.write("[bench] bundling the worker ... ")
+  await bundleWorker()
+  process.stderr.write("done\n")
+}
 const results: Record<string, any> = {}
 for (const spec of selected) {
   const started = Date.now()
@@ -188,6 +223,8 @@ for (const c of configs) {
   const r = results[`w2grow/${name(c)}`]
   if (r && !r.error) line(name(c).padEnd(18), r.memory.peakRssMiB, r.memory.heapRetainedAfterGcMiB)
 }
+const bundled = results[`w2grow-bundled/${name(W3_BUNDLED)}`]
+if (bundled && !bundled.error) line(`${name(W3_BUNDLED)}, bundled`.padEnd(18), bundled.memory.peakRssMiB, bundled.memory.heapRetainedAfterGcMiB)
 line("\nW4 " + P.threads + " threads x " + P.tSteps + " steps     steps/s   wall ms")
 for (const c of configs) {
   const r = results[`w4/${name(c)}`]

@@ -26,6 +26,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { external } from "./bundle-externals.mjs"
 
 const root = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
 const args = process.argv.slice(2)
@@ -33,21 +34,6 @@ const sourcemap = args.includes("--sourcemap")
 const outdir = Path.resolve(root, args.find((arg) => !arg.startsWith("--")) ?? "dist/cli")
 const bundle = Path.join(outdir, "main.cjs")
 
-/** Loaded from node_modules at run time, never bundled. */
-const EXTERNAL = [
-  "better-sqlite3",
-  "@modelcontextprotocol/sdk",
-  "exceljs",
-  "mammoth",
-  "jszip",
-  "unpdf",
-  "turndown",
-  "@joplin/turndown-plugin-gfm",
-  "gpt-tokenizer",
-  "yaml",
-  "re2js",
-  "fast-xml-parser"
-]
 
 let esbuild
 try {
@@ -74,7 +60,7 @@ const result = await esbuild.build({
   // not minified: no measurable gain in start-up here (V8 parses lazily), and stack traces stay readable
   sourcemap: sourcemap ? "external" : false,
   sourcesContent: false,
-  external: EXTERNAL.flatMap((name) => [name, `${name}/*`]),
+  external: external(),
   legalComments: "linked",
   logLevel: "warning"
 })
