@@ -107,7 +107,7 @@ const body = <A, I>(schema: Schema.Schema<A, I>) =>
     let raw: unknown = {}
     if (text.trim() !== "") {
       try {
-        raw = JSON.parse(text)
+        raw = Protocol.parseBody(text)
       } catch (error) {
         return yield* fail("bad_request", `The body is not valid JSON: ${(error as Error).message}`)
       }

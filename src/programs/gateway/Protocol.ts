@@ -167,6 +167,18 @@ export const recursionLimit = (requested: number | null | undefined, fallback: n
     : Math.min(Math.floor(requested), max)
 
 // ---------------------------------------------------------------------------------------------------------
+// Bodies
+
+/**
+ * The JSON of a request body, without its `__proto__` keys. `JSON.parse` keeps such a key as an own property,
+ * but Schema, decoding a record, assigns it, which sets the prototype of the object it builds. A client could
+ * then give a message's `additional_kwargs` server-owned keys that the server never sees as its own (and so
+ * never strips), such as the date reminder's mark. Throws as `JSON.parse` does.
+ */
+export const parseBody = (text: string): unknown =>
+  JSON.parse(text, (key, value) => (key === "__proto__" ? undefined : value))
+
+// ---------------------------------------------------------------------------------------------------------
 // Input messages
 
 const Role = Schema.Literal("human", "user", "ai", "assistant", "system", "tool")
