@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { AIMessage, InvalidToolCall, JsonObject, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 
 /** The name given to calls whose name is missing or blank. */
@@ -424,6 +425,76 @@ export const patchRequest = (request: ModelRequest): ModelRequest => {
   return patched === undefined ? request : { ...request, messages: patched }
 }
 
+/** What one run's DanglingToolCall remembers between its model calls. */
+interface Seen {
+  /** The last history it was given, and what it sent for it. */
+  lastIn: ReadonlyArray<Message>
+  lastOut: ReadonlyArray<Message>
+  /** The ids of the calls the last full path answered synthetically. */
+  synthesized: ReadonlySet<string>
+  /** Whether `lastIn` was not well-formed as it stood (its output may differ from it). */
+  patched: boolean
+  /** Where the scan of `lastIn` ended, and a scan in progress. */
+  readonly end: ScanState
+  readonly scan: ScanState
+}
+
+// Module functions over the run's state rather than closures made per run: a closure made per run starts
+// in the interpreter every run, and these loop over the whole history.
+
+const remember = (seen: Seen, input: ReadonlyArray<Message>, output: ReadonlyArray<Message>) => {
+  seen.lastIn = input
+  seen.lastOut = output
+  seen.end.calls = seen.scan.calls
+  seen.end.answered = seen.scan.answered
+}
+
+/** Whether the part after the last history can follow the last output as is. */
+const suffixFits = (seen: Seen, messages: ReadonlyArray<Message>): boolean => {
+  const { scan, lastIn, synthesized } = seen
+  scan.calls = seen.patched ? EMPTY : seen.end.calls
+  scan.answered = seen.patched ? 0 : seen.end.answered
+  if (!scanWellFormed(messages, lastIn.length, scan) || scan.answered < scan.calls.length) return false
+  if (seen.patched && synthesized.size > 0) {
+    for (let i = lastIn.length; i < messages.length; i++) {
+      const message = messages[i]!
+      // A result for a call answered synthetically earlier would pair with that call on the full path.
+      if (message.type === "tool" && synthesized.has(message.tool_call_id)) return false
+    }
+  }
+  return true
+}
+
+const patchSeen = (seen: Seen, messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  const { lastIn, lastOut, scan } = seen
+  if (lastIn.length > 0 && Incremental.extendsHistory(messages, lastIn)) {
+    if (suffixFits(seen, messages)) {
+      const out = lastOut === lastIn
+        ? messages
+        : messages.length === lastIn.length
+        ? lastOut
+        : lastOut.concat(messages.slice(lastIn.length))
+      remember(seen, messages, out)
+      return out
+    }
+  } else {
+    scan.calls = EMPTY
+    scan.answered = 0
+    if (scanWellFormed(messages, 0, scan) && scan.answered >= scan.calls.length) {
+      seen.patched = false
+      remember(seen, messages, messages)
+      return messages
+    }
+  }
+  // Not well-formed as it stands: from here on, new parts must be well-formed on their own.
+  const rebuilt = rebuild(messages)
+  seen.patched = true
+  seen.synthesized = rebuilt?.synthesized ?? new Set()
+  const out = rebuilt?.messages ?? messages
+  remember(seen, messages, out)
+  return out
+}
+
 /**
  * DanglingToolCall: no options; needs nothing from context.
  *
@@ -434,73 +505,18 @@ export const patchRequest = (request: ModelRequest): ModelRequest => {
  */
 export const layer = (): Middleware.Middleware =>
   Middleware.make(Effect.sync(() => {
-    let lastIn: ReadonlyArray<Message> = []
-    let lastOut: ReadonlyArray<Message> = []
-    let synthesized: ReadonlySet<string> = new Set()
-    // Whether `lastIn` was not well-formed as it stood (its output may differ from it).
-    let patched = false
-    const end: ScanState = { calls: EMPTY, answered: 0 }
-    const scan: ScanState = { calls: EMPTY, answered: 0 }
-
-    const extendsLast = (messages: ReadonlyArray<Message>) => {
-      if (lastIn.length === 0 || messages.length < lastIn.length) return false
-      for (let i = lastIn.length - 1; i >= 0; i--) if (messages[i] !== lastIn[i]) return false
-      return true
+    const seen: Seen = {
+      lastIn: [],
+      lastOut: [],
+      synthesized: new Set(),
+      patched: false,
+      end: { calls: EMPTY, answered: 0 },
+      scan: { calls: EMPTY, answered: 0 }
     }
-    const remember = (input: ReadonlyArray<Message>, output: ReadonlyArray<Message>) => {
-      lastIn = input
-      lastOut = output
-      end.calls = scan.calls
-      end.answered = scan.answered
-    }
-    // Whether the part after the last history can follow the last output as is.
-    const suffixFits = (messages: ReadonlyArray<Message>) => {
-      scan.calls = patched ? EMPTY : end.calls
-      scan.answered = patched ? 0 : end.answered
-      if (!scanWellFormed(messages, lastIn.length, scan) || scan.answered < scan.calls.length) return false
-      if (patched && synthesized.size > 0) {
-        for (let i = lastIn.length; i < messages.length; i++) {
-          const message = messages[i]!
-          // A result for a call answered synthetically earlier would pair with that call on the full path.
-          if (message.type === "tool" && synthesized.has(message.tool_call_id)) return false
-        }
-      }
-      return true
-    }
-
-    const patch = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
-      if (extendsLast(messages)) {
-        if (suffixFits(messages)) {
-          const out = lastOut === lastIn
-            ? messages
-            : messages.length === lastIn.length
-            ? lastOut
-            : lastOut.concat(messages.slice(lastIn.length))
-          remember(messages, out)
-          return out
-        }
-      } else {
-        scan.calls = EMPTY
-        scan.answered = 0
-        if (scanWellFormed(messages, 0, scan) && scan.answered >= scan.calls.length) {
-          patched = false
-          remember(messages, messages)
-          return messages
-        }
-      }
-      // Not well-formed as it stands: from here on, new parts must be well-formed on their own.
-      const rebuilt = rebuild(messages)
-      patched = true
-      synthesized = rebuilt?.synthesized ?? new Set()
-      const out = rebuilt?.messages ?? messages
-      remember(messages, out)
-      return out
-    }
-
     return {
       model: (request, next) =>
         Effect.suspend(() => {
-          const messages = patch(request.messages)
+          const messages = patchSeen(seen, request.messages)
           return next(messages === request.messages ? request : { ...request, messages })
         })
     }
