@@ -68,8 +68,8 @@ const failed = (cause: unknown, message: string) => new SqlError({ cause, messag
 // and syncs both. SQLite runs that checkpoint inside whichever commit crosses 1,000 pages, on the caller's
 // thread: about half of what an insert cost (measured on a step's row: 75 µs with it, 36 without). Here the store's
 // connection never checkpoints; a worker thread with its own connection to the same file does (PASSIVE: it
-// never blocks a writer or a reader), asked after every CHECKPOINT_EVERY writes, one checkpoint at a time; the
-// writes made while one runs count towards the next, asked as soon as it ends if they are enough. The worker
+// never blocks a writer or a reader), asked after every CHECKPOINT_EVERY writes, one checkpoint at a time (a flag
+// in shared memory says when one is done); the writes made while one runs count towards the next. The worker
 // starts at the first request, so a short-lived store (a CLI command) never starts one; closing the last
 // connection checkpoints what is left, as SQLite always does. Durability is the same: a commit is in the log
 // (and so survives SIGKILL) when it returns, checkpointed or not. Should the worker fail, the connection goes
@@ -95,6 +95,8 @@ parentPort.on("message", (message) => {
   } catch {
     // busy, or a transient error: the next request tries again
   }
+  // read by the connection's thread at its next write, whether or not its event loop has turned since
+  Atomics.store(workerData.busy, 0, 0)
   parentPort.postMessage("done")
 })
 `
@@ -109,7 +111,10 @@ interface Checkpointer {
 const makeCheckpointer = (db: Database, filename: string, driver: string): Checkpointer => {
   let worker: Worker | undefined
   let writes = 0
-  let busy = false
+  // 1 while a checkpoint is asked for and not done. Shared with the worker, which clears it: its "done" message
+  // waits for this thread's event loop, which a busy store may not turn for seconds (then no checkpoint would
+  // be asked for all that time, and the log would grow).
+  const busy = new Int32Array(new SharedArrayBuffer(4))
   let failedOnce = false
   const fallBack = () => {
     if (failedOnce) return
@@ -124,7 +129,7 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
   }
   const request = () => {
     writes = 0
-    busy = true
+    Atomics.store(busy, 0, 1)
     try {
       ;(worker ??= start()).postMessage("checkpoint")
     } catch {
@@ -132,12 +137,12 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
     }
   }
   const start = (): Worker => {
-    const w = new Worker(CHECKPOINTER, { eval: true, workerData: { filename, driver } })
+    const w = new Worker(CHECKPOINTER, { eval: true, workerData: { filename, driver, busy } })
     w.on("message", (message: unknown) => {
       if (message !== "done") return fallBack()
-      busy = false
-      // the writes made while it ran are not all in the file: another checkpoint when there are enough
-      if (writes >= CHECKPOINT_EVERY) request()
+      // the writes made while it ran are not all in the file: another checkpoint when there are enough (a
+      // burst that ended during this one would otherwise leave its tail in the log until the next write)
+      if (writes >= CHECKPOINT_EVERY && Atomics.load(busy, 0) === 0) request()
     })
     w.on("error", fallBack)
     // after the listeners (adding a "message" listener refs the worker's port again): the worker never keeps
@@ -147,7 +152,7 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
   }
   return {
     wrote: () => {
-      if (failedOnce || ++writes < CHECKPOINT_EVERY || busy) return
+      if (failedOnce || ++writes < CHECKPOINT_EVERY || Atomics.load(busy, 0) === 1) return
       request()
     },
     close: () => {

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schedule from "effect/Schedule"
 import { spawnSync } from "node:child_process"
 import { createRequire } from "node:module"
@@ -54,6 +55,33 @@ describe("SqliteConnection.open", () => {
       const db = new Sqlite(file, { readonly: true })
       assert.deepStrictEqual(db.prepare("SELECT COUNT(*) AS n FROM t").get(), { n: rows })
       db.close()
+    }))
+
+  it.live("checkpoints go on while the connection's thread is busy and its event loop never turns", () =>
+    Effect.gen(function*() {
+      const file = tempFile()
+      yield* Effect.scoped(Effect.gen(function*() {
+        const conn = yield* SqliteConnection.open(file)
+        yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])
+        const empty = fs.statSync(file).size
+        // one synchronous stretch, as a CPU-bound burst of runs is: the worker's messages are not read until
+        // it ends, so only what the worker shares in memory can tell that a checkpoint is done
+        const reached = Effect.sync(() => {
+          const write = (n: number) => {
+            for (let i = 0; i < n; i++) Either.getOrThrow(conn.writeNow("INSERT INTO t (a) VALUES (?)", ["x".repeat(500)]))
+          }
+          const fileHolds = (rows: number) => {
+            const until = Date.now() + 10_000
+            while (Date.now() < until) if (fs.statSync(file).size > empty + rows * 400) return true
+            return false
+          }
+          write(400)
+          const first = fileHolds(300)
+          write(900)
+          return { first, second: fileHolds(900) }
+        })
+        assert.deepStrictEqual(yield* reached, { first: true, second: true })
+      }))
     }))
 
   it.scopedLive("a file named by a relative path is checkpointed even after the process changed directory", () =>
