@@ -70,14 +70,21 @@ describe("SqliteConnection.open", () => {
           const write = (n: number) => {
             for (let i = 0; i < n; i++) Either.getOrThrow(conn.writeNow("INSERT INTO t (a) VALUES (?)", ["x".repeat(500)]))
           }
+          // waits (writing a row a millisecond: each write may ask for the next checkpoint) until the file
+          // holds that many rows; how soon depends on how fast the worker is, never on this thread's loop
           const fileHolds = (rows: number) => {
-            const until = Date.now() + 10_000
-            while (Date.now() < until) if (fs.statSync(file).size > empty + rows * 400) return true
+            const until = Date.now() + 20_000
+            while (Date.now() < until) {
+              if (fs.statSync(file).size > empty + rows * 400) return true
+              const pause = Date.now() + 1
+              while (Date.now() < pause);
+              write(1)
+            }
             return false
           }
           write(400)
           const first = fileHolds(300)
-          write(900)
+          write(600)
           return { first, second: fileHolds(900) }
         })
         assert.deepStrictEqual(yield* reached, { first: true, second: true })
