@@ -6,7 +6,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // the CLI bundled once from the sources, for tests that start it as a process (test/support/cli.ts)
-    globalSetup: ["test/support/cliBundle.ts"],
+    // and the run's temporary files in one directory, removed at the end (test/support/tmpDir.ts)
+    globalSetup: ["test/support/tmpDir.ts", "test/support/cliBundle.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: "forks"
