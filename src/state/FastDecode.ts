@@ -120,17 +120,10 @@ export const isPlainMessage = (value: unknown): value is Message => {
 export const isPlainMessageWrite = (value: unknown): value is MessageWrite =>
   isRecord(value) && value.type === "remove" ? typeof value.id === "string" : isPlainMessage(value)
 
-const allPlain = (items: ReadonlyArray<unknown>, check: (value: unknown) => boolean): boolean => {
-  for (let i = 0; i < items.length; i++) if (!check(items[i])) return false
-  return true
-}
-
-/** `value` without its `messages` key, or undefined when it has no other key. */
-const others = (value: Rec): Rec | undefined => {
-  let rest: Rec | undefined
-  for (const key in value) {
-    if (key !== "messages" && Object.hasOwn(value, key)) (rest ??= {})[key] = value[key]
-  }
+/** `value` without its `messages` key. */
+const others = (value: Rec): Rec => {
+  const rest: Rec = {}
+  for (const key in value) if (key !== "messages" && Object.hasOwn(value, key)) rest[key] = value[key]
   return rest
 }
 
@@ -149,9 +142,9 @@ const withPlainMessages = <A extends { readonly messages?: ReadonlyArray<unknown
   check: (value: unknown) => boolean
 ): Decode<A> =>
 (value) => {
-  if (!isRecord(value) || !Array.isArray(value.messages) || !allPlain(value.messages, check)) return whole(value)
-  // only messages: Schema fills in the other fields (optional or defaulted) or says which one is missing
-  return mergeRest(value.messages, rest(others(value) ?? {}), whole, value)
+  if (!isRecord(value) || !isArrayOf(value.messages, check)) return whole(value)
+  // (only messages: Schema fills in the other fields, optional or defaulted, or says which one is missing)
+  return mergeRest(value.messages as ReadonlyArray<unknown>, rest(others(value)), whole, value)
 }
 
 const mergeRest = <A>(
