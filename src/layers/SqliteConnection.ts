@@ -77,13 +77,17 @@ const failed = (cause: unknown, message: string) => new SqlError({ cause, messag
 
 const CHECKPOINTER = `
 const { parentPort, workerData } = require("node:worker_threads")
-let db
-try {
-  db = new (require(workerData.driver))(workerData.filename, { fileMustExist: true })
-  db.pragma("busy_timeout = 1000")
-} catch (error) {
-  parentPort.postMessage({ failed: String(error && error.message || error) })
-}
+// the worker's own connection (undefined when it could not open: the connection is told, and falls back)
+const db = (() => {
+  try {
+    const opened = new (require(workerData.driver))(workerData.filename, { fileMustExist: true })
+    opened.pragma("busy_timeout = 1000")
+    return opened
+  } catch (error) {
+    parentPort.postMessage({ failed: String(error && error.message || error) })
+    return undefined
+  }
+})()
 parentPort.on("message", (message) => {
   if (message === "close") {
     if (db !== undefined) db.close()
