@@ -34,7 +34,6 @@ const sourcemap = args.includes("--sourcemap")
 const outdir = Path.resolve(root, args.find((arg) => !arg.startsWith("--")) ?? "dist/cli")
 const bundle = Path.join(outdir, "main.cjs")
 
-
 let esbuild
 try {
   esbuild = await import("esbuild")
