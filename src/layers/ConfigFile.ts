@@ -16,6 +16,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
+import * as Json from "../state/Json.js"
 import * as OnDemand from "./OnDemand.js"
 
 /** One problem in a config file: where (a dotted key path, or a line and column) and what. */
@@ -73,7 +74,8 @@ export const parseYaml = (text: string): Either.Either<unknown, ReadonlyArray<Co
     }))
   }
   try {
-    return Either.right(doc.toJS({ maxAliasCount: 1000 }))
+    // (a `__proto__` key is kept as an own key, which Schema would turn into a prototype: see Json.parse)
+    return Either.right(Json.withoutProto(doc.toJS({ maxAliasCount: 1000 })))
   } catch (error) {
     return Either.left([{ path: "", message: `YAML error: ${error instanceof Error ? error.message : String(error)}` }])
   }

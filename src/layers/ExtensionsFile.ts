@@ -19,6 +19,7 @@ import { ExtensionsConfig } from "../services/Extensions.js"
 import { Mcp } from "../services/Mcp.js"
 import { ConfigError, schemaIssues } from "./ConfigFile.js"
 import * as McpClient from "./McpClient.js"
+import * as Json from "../state/Json.js"
 
 const NAMES = ["extensions_config.json", "mcp_config.json"]
 
@@ -49,7 +50,7 @@ export const resolvePath = (configSource: string | undefined): Effect.Effect<str
 export const decode = (text: string, file: string): Either.Either<ExtensionsConfig, ConfigError> => {
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = Json.parse(text)
   } catch (cause) {
     return Either.left(new ConfigError({
       reason: "syntax",

@@ -28,6 +28,7 @@ import type { JsonObject } from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import { interpolate } from "./ConfigFile.js"
 import { clean } from "./SearchProviders.js"
+import * as Json from "../state/Json.js"
 
 /** Options of the service. */
 export interface Options {
@@ -94,7 +95,7 @@ export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> =
     return Either.left("its input schema is not JSON")
   }
   if (text.length > MAX_SCHEMA_CHARS) return Either.left(`its input schema is over ${MAX_SCHEMA_CHARS} characters`)
-  return Either.right({ type: "object", ...JSON.parse(text) } as JsonObject)
+  return Either.right({ type: "object", ...(Json.parse(text) as JsonObject) })
 }
 
 const Block = Schema.Union(
@@ -119,8 +120,12 @@ const Block = Schema.Union(
 )
 const decodeBlock = Schema.decodeUnknownOption(Block, { onExcessProperty: "ignore" })
 
-/** A tool result as a server sent it, decoded leniently (a block of an unknown kind is kept as `other`). */
-export const resultOf = (raw: unknown): McpResult => {
+/**
+ * A tool result as a server sent it, decoded leniently (a block of an unknown kind is kept as `other`), without
+ * `__proto__` keys (the blocks kept as they are reach the thread's state: see `Json.parse`).
+ */
+export const resultOf = (given: unknown): McpResult => {
+  const raw = Json.withoutProto(given)
   const record = isRecord(raw) ? raw : {}
   const content = Array.isArray(record.content) ? record.content : []
   return {

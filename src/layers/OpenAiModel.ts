@@ -47,6 +47,7 @@ import type {
 } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
+import * as Json from "../state/Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Options
@@ -364,7 +365,7 @@ export const parseArguments = (raw: string): { readonly args: JsonObject } | { r
   }
   let value: unknown
   try {
-    value = JSON.parse(raw)
+    value = Json.parse(raw)
   } catch (error) {
     return { error: `The arguments are not valid JSON (${(error as Error).message}).` }
   }
@@ -841,7 +842,7 @@ export const nonStreamBody = (
 ): Either.Either<Chunk, ModelError> => {
   let json: unknown
   try {
-    json = JSON.parse(text)
+    json = Json.parse(text)
   } catch {
     json = undefined
   }

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import type { ImageResult, SearchResult, Service } from "../services/WebSearch.js"
 import { SearchError } from "../services/WebSearch.js"
 import * as SafeHttp from "./SafeHttp.js"
+import * as Json from "../state/Json.js"
 
 /** How a provider is reached. */
 export interface Connection {
@@ -81,7 +82,7 @@ const call = (provider: string, connection: Connection, spec: Call) =>
 const decodeJson = <A, I>(provider: string, schema: Schema.Schema<A, I>, body: Uint8Array) => {
   let raw: unknown
   try {
-    raw = JSON.parse(new TextDecoder().decode(body))
+    raw = Json.parse(new TextDecoder().decode(body))
   } catch {
     return Effect.fail(
       new SearchError({ provider, reason: "invalid_response", message: `${provider} did not answer JSON` })

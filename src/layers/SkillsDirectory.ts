@@ -16,6 +16,7 @@ import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
 import { SkillReadError } from "../services/Skills.js"
 import * as OnDemand from "./OnDemand.js"
+import * as Json from "../state/Json.js"
 
 /** The categories searched, in order (a later skill of the same name replaces an earlier one). */
 export const CATEGORIES: ReadonlyArray<Category> = ["public", "custom"]
@@ -86,7 +87,7 @@ export const readStates = (file: string): { states: ReadonlyMap<string, boolean>
   }
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = Json.parse(text)
   } catch (error) {
     const problem = `${file}: not valid JSON (${(error as Error).message}); skills stay enabled`
     return { states: new Map(), warnings: [problem] }

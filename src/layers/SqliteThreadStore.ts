@@ -41,6 +41,7 @@ import * as SqliteConnection from "./SqliteConnection.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
+import * as Json from "../state/Json.js"
 
 /** Options of the SQLite store. */
 export interface Options {
@@ -179,7 +180,7 @@ const decodeJsonText = <A>(decode: (json: unknown) => Either.Either<A, ParseResu
   if (typeof text !== "string") return Either.left(`expected JSON text, found ${text === null ? "NULL" : typeof text}`)
   let json: unknown
   try {
-    json = JSON.parse(text)
+    json = Json.parse(text)
   } catch (error) {
     return Either.left(`not valid JSON (${error instanceof Error ? error.message : String(error)})`)
   }

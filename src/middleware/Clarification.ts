@@ -21,6 +21,7 @@ import * as Tool from "../services/Tool.js"
 import { Interrupt } from "../services/ToolService.js"
 import type { HumanMessage, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Json from "../state/Json.js"
 
 export const TOOL_NAME = "ask_clarification"
 
@@ -157,7 +158,7 @@ const isScalar = (value: unknown): value is string | number | boolean =>
 /** A string the model JSON-encoded (`"[\"a\"]"`, `"\"dev\""`, `"null"`), decoded; any other string as is. */
 const decodeJsonText = (text: string): unknown => {
   try {
-    return JSON.parse(text)
+    return Json.parse(text)
   } catch {
     return text
   }

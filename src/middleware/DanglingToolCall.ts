@@ -20,6 +20,7 @@ import type { AIMessage, InvalidToolCall, JsonObject, Message, ToolCall, ToolMes
 import * as M from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
+import * as Json from "../state/Json.js"
 
 /** The name given to calls whose name is missing or blank. */
 export const UNKNOWN_TOOL = "unknown_tool"
@@ -61,7 +62,7 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
 const parseObject = (value: unknown): JsonObject | undefined => {
   if (typeof value !== "string") return undefined
   try {
-    return asRecord(JSON.parse(value)) as JsonObject | undefined
+    return asRecord(Json.parse(value)) as JsonObject | undefined
   } catch {
     return undefined
   }

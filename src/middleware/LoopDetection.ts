@@ -22,6 +22,7 @@ import type { ModelResponse } from "../services/ModelService.js"
 import { RunContext } from "../services/RunContext.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import * as Json from "../state/Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Stable keys
@@ -87,7 +88,7 @@ export const normalizeArgs = (raw: unknown): NormalizedArgs => {
   if (typeof raw === "string") {
     let parsed: unknown
     try {
-      parsed = JSON.parse(raw)
+      parsed = Json.parse(raw)
     } catch {
       return { args: {}, fallback: raw }
     }

@@ -10,6 +10,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { Message } from "./Message.js"
 import * as M from "./Message.js"
+import * as Json from "./Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // The document
@@ -87,7 +88,7 @@ export const isEmpty = (doc: Document): boolean =>
 export const decodeDocument = (text: string): Either.Either<Document, string> => {
   let raw: unknown
   try {
-    raw = JSON.parse(text)
+    raw = Json.parse(text)
   } catch (error) {
     return Either.left(`not valid JSON (${(error as Error).message})`)
   }
@@ -190,7 +191,7 @@ export const parseUpdate = (text: string): Either.Either<Update, string> => {
   if (start < 0 || end <= start) return Either.left("the answer holds no JSON object")
   let raw: unknown
   try {
-    raw = JSON.parse(body.slice(start, end + 1))
+    raw = Json.parse(body.slice(start, end + 1))
   } catch (error) {
     return Either.left(`the answer's JSON does not parse (${(error as Error).message})`)
   }

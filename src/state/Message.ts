@@ -4,6 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 import { extend } from "./Objects.js"
+import * as Json from "./Json.js"
 
 /** A free-form JSON object (`additional_kwargs`, `response_metadata`, tool arguments). */
 export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -123,7 +124,7 @@ const parseArgs = (args: unknown): { readonly args: JsonObject } | { readonly er
   if (record !== undefined) return { args: record }
   if (typeof args !== "string") return { error: "the arguments are not a JSON object" }
   try {
-    const parsed = asRecord(JSON.parse(args))
+    const parsed = asRecord(Json.parse(args))
     return parsed !== undefined ? { args: parsed } : { error: "the arguments are not a JSON object" }
   } catch (error) {
     return { error: error instanceof Error ? error.message : String(error) }

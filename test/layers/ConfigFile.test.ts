@@ -204,6 +204,20 @@ describe("ConfigFile", () => {
       assert.isFalse(loaded.config.memory.enabled)
     }))
 
+  it.effect("a __proto__ key in the file is dropped, not made the prototype of a record", () =>
+    Effect.gen(function*() {
+      const text = "tool_output:\n  tool_overrides:\n    __proto__:\n      bash: 5\n    web_fetch: 3\n"
+      // parsed (for the config and for custom agents' files) without the key
+      const parsed = Either.getOrThrow(ConfigFile.parseYaml(text)) as { tool_output: { tool_overrides: object } }
+      assert.deepStrictEqual(Object.keys(parsed.tool_output.tool_overrides), ["web_fetch"])
+      const file = tempFile(text)
+      const overrides: Record<string, number> = (yield* ConfigFile.load(file).pipe(withEnv({}))).config.tool_output
+        .tool_overrides
+      assert.deepStrictEqual(overrides, { web_fetch: 3 })
+      assert.strictEqual(Object.getPrototypeOf(overrides), Object.prototype)
+      assert.isUndefined(overrides.bash)
+    }))
+
   it("ignored keys inside lists are named once per key", () => {
     const raw = {
       models: [{ name: "a", model: "b", num_predict: 2 }, { name: "c", model: "d", num_predict: 3 }],

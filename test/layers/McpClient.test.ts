@@ -223,5 +223,12 @@ describe("MCP helpers", () => {
     assert.strictEqual(structured.content, "{\n  \"t\": 1\n}")
     const odd = McpTools.contentOf(McpClient.resultOf({ content: [{ type: "hologram", beam: 1 }, "junk"] }))
     assert.strictEqual(odd.content, "{\"type\":\"hologram\",\"beam\":1}\n\"junk\"")
+    // what a server sends is kept as sent, less any `__proto__` key (the SDK parses it with JSON.parse)
+    const sent = JSON.parse(`{"content": [{"type": "hologram", "__proto__": {"hide_from_ui": true}}],
+      "structuredContent": {"t": 1, "__proto__": {"x": 2}}}`)
+    const kept = McpClient.resultOf(sent)
+    assert.deepStrictEqual(kept.content, [{ type: "other", value: { type: "hologram" } }])
+    assert.deepStrictEqual(kept.structuredContent, { t: 1 })
+    assert.strictEqual(McpTools.contentOf(kept).content, "{\"type\":\"hologram\"}")
   })
 })

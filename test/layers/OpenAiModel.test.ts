@@ -17,6 +17,7 @@ import * as Schema from "effect/Schema"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as SqliteThreadStore from "../../src/layers/SqliteThreadStore.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as LLMErrorHandling from "../../src/middleware/LLMErrorHandling.js"
 import * as Middleware from "../../src/middleware/Middleware.js"
@@ -31,7 +32,9 @@ import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
-import { inRun } from "../support/fixtures.js"
+import { inRun, tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
@@ -593,6 +596,40 @@ describe("OpenAiModel against a hostile server", () => {
       assert.deepStrictEqual(ids, ["call_1", "call_1_3", "call_1_2", "call_1_4"])
       assert.deepStrictEqual(sent.slice(2, 6).map((m: any) => m.tool_call_id).sort(), [...ids].sort())
     }).pipe(Effect.provide(MemoryThreadStore.layer())))
+
+  it.scopedLive("a __proto__ key in the arguments is dropped: the tool, the next request and a reload see the rest", () =>
+    Effect.gen(function*() {
+      const filename = Path.join(tempDir("antler-proto-"), "threads.sqlite")
+      const { model, server } = yield* scripted([
+        {
+          toolCalls: [{
+            name: "get_weather",
+            arguments: `{"city":"Oslo","__proto__":{"city":"Atlantis","units":"imperial"}}`,
+            id: "call_p"
+          }]
+        },
+        "Oslo is sunny."
+      ])
+      const seen: Array<string> = []
+      const o = yield* hostileTurn(model, "proto-args", seen).pipe(
+        Effect.provide(SqliteThreadStore.layer({ filename }))
+      )
+      assert.strictEqual(o.end.status, "success")
+      assert.deepStrictEqual(seen, ["Oslo"])
+      const sent = server.requests[1]!.messages as ReadonlyArray<any>
+      assert.strictEqual(sent[1].tool_calls[0].function.arguments, `{"city":"Oslo"}`)
+      // read back by another store on the same file: plain arguments, nothing inherited
+      const loaded = yield* Effect.scoped(
+        Effect.flatMap(ThreadStore, (store) => store.load("proto-args")).pipe(
+          Effect.provide(SqliteThreadStore.layer({ filename }))
+        )
+      )
+      const ai = Option.getOrThrow(loaded).state.messages.find((m) => m.type === "ai") as M.AIMessage
+      const args = ai.tool_calls![0]!.args as Record<string, unknown>
+      assert.deepStrictEqual(args, { city: "Oslo" })
+      assert.strictEqual(Object.getPrototypeOf(args), Object.prototype)
+      assert.isUndefined(args.units)
+    }))
 
   it.scopedLive("a malformed usage or metadata field costs nothing but itself: the answer is kept", () =>
     Effect.gen(function*() {

@@ -15,6 +15,7 @@ import * as M from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
+import * as Json from "../../state/Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests
@@ -170,13 +171,11 @@ export const recursionLimit = (requested: number | null | undefined, fallback: n
 // Bodies
 
 /**
- * The JSON of a request body, without its `__proto__` keys. `JSON.parse` keeps such a key as an own property,
- * but Schema, decoding a record, assigns it, which sets the prototype of the object it builds. A client could
- * then give a message's `additional_kwargs` server-owned keys that the server never sees as its own (and so
- * never strips), such as the date reminder's mark. Throws as `JSON.parse` does.
+ * The JSON of a request body, without its `__proto__` keys (see `Json.parse`): a client could otherwise give a
+ * message's `additional_kwargs` server-owned keys that the server never sees as its own (and so never strips),
+ * such as the date reminder's mark. Throws as `JSON.parse` does.
  */
-export const parseBody = (text: string): unknown =>
-  JSON.parse(text, (key, value) => (key === "__proto__" ? undefined : value))
+export const parseBody: (text: string) => unknown = Json.parse
 
 // ---------------------------------------------------------------------------------------------------------
 // Input messages

@@ -1,0 +1,105 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as FC from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import { isDeepStrictEqual } from "node:util"
+import * as Json from "../../src/state/Json.js"
+
+const PROTO = "__proto__"
+
+/** Whether a `__proto__` own key, or an object that is not a plain one, is anywhere in the value. */
+const tainted = (value: unknown): boolean => {
+  if (typeof value !== "object" || value === null) return false
+  if (Array.isArray(value)) return value.some(tainted)
+  if (Object.getPrototypeOf(value) !== Object.prototype || Object.hasOwn(value, PROTO)) return true
+  return Object.values(value).some(tainted)
+}
+
+/** The value without its `__proto__` own keys: what the functions must give (a plain reference version). */
+const reference = (value: unknown): unknown => {
+  if (typeof value !== "object" || value === null) return value
+  if (Array.isArray(value)) return value.map(reference)
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) if (key !== PROTO) out[key] = reference(item)
+  return out
+}
+
+/**
+ * JSON text of a value in which some objects carry an extra `__proto__` member (spelt plainly or with `\u`
+ * escapes), anywhere among their members.
+ */
+const withProtoKeys = FC.record({
+  value: FC.jsonValue(),
+  payloads: FC.array(FC.jsonValue(), { maxLength: 4 }),
+  where: FC.array(FC.nat(), { minLength: 4, maxLength: 4 }),
+  escaped: FC.boolean()
+}).map(({ escaped, payloads, value, where }) => {
+  const key = escaped ? "\\u005f_proto\\u005f_" : PROTO
+  let n = 0
+  const render = (v: unknown): string => {
+    if (Array.isArray(v)) return `[${v.map(render).join(",")}]`
+    if (typeof v !== "object" || v === null) return JSON.stringify(v)
+    const members = Object.entries(v).map(([k, item]) => `${JSON.stringify(k)}:${render(item)}`)
+    if (n < payloads.length) {
+      members.splice(where[n]! % (members.length + 1), 0, `"${key}":${JSON.stringify(payloads[n])}`)
+      n++
+    }
+    return `{${members.join(",")}}`
+  }
+  return { text: render(value), value }
+})
+
+describe("Json.parse", () => {
+  it.prop("is JSON.parse on text without __proto__ keys", [FC.jsonValue()], ([value]) => {
+    const text = JSON.stringify(value)
+    assert.isTrue(isDeepStrictEqual(Json.parse(text), reference(JSON.parse(text))))
+  })
+
+  it.prop("drops every __proto__ key, however spelt, and keeps the rest", [withProtoKeys], ([{ text, value }]) => {
+    const parsed = Json.parse(text)
+    assert.isFalse(tainted(parsed), text)
+    assert.isTrue(isDeepStrictEqual(parsed, reference(JSON.parse(JSON.stringify(value)))), text)
+  })
+
+  it("refuses what JSON.parse refuses", () => {
+    assert.throws(() => Json.parse("{"))
+    assert.throws(() => Json.parse(`{"__proto__": }`))
+  })
+
+  it("without it, Schema turns the key into a prototype: the attack it stops", () => {
+    const text = `{"a": 1, "__proto__": {"hide_from_ui": true}}`
+    const decode = Schema.decodeUnknownSync(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+    const forged = decode(JSON.parse(text)) as Record<string, unknown>
+    assert.deepStrictEqual(Object.keys(forged), ["a"])
+    assert.strictEqual(forged.hide_from_ui, true)
+    const safe = decode(Json.parse(text)) as Record<string, unknown>
+    assert.strictEqual(safe.hide_from_ui, undefined)
+    assert.strictEqual(Object.getPrototypeOf(safe), Object.prototype)
+    assert.strictEqual((Object.assign({}, JSON.parse(text)) as Record<string, unknown>).hide_from_ui, true)
+    assert.strictEqual((Object.assign({}, Json.parse(text)) as Record<string, unknown>).hide_from_ui, undefined)
+  })
+})
+
+describe("Json.withoutProto", () => {
+  it.prop("returns a value without __proto__ keys as it is (the same object)", [FC.jsonValue()], ([value]) => {
+    const parsed = Json.parse(JSON.stringify(value))
+    assert.strictEqual(Json.withoutProto(parsed), parsed)
+  })
+
+  it.prop("drops own __proto__ keys at any depth without touching its input", [withProtoKeys], ([{ text, value }]) => {
+    // JSON.parse keeps them as own keys, as a YAML parser does
+    const input = JSON.parse(text)
+    const before = JSON.stringify(input)
+    const out = Json.withoutProto(input)
+    assert.isFalse(tainted(out), text)
+    assert.isTrue(isDeepStrictEqual(out, reference(input)), text)
+    assert.strictEqual(JSON.stringify(input), before)
+  })
+
+  it("leaves class instances and cycles alone", () => {
+    const date = new Date(0)
+    assert.strictEqual(Json.withoutProto(date), date)
+    const cycle: Record<string, unknown> = { a: 1 }
+    cycle.self = cycle
+    assert.strictEqual(Json.withoutProto(cycle), cycle)
+  })
+})
