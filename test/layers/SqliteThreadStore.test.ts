@@ -5,6 +5,8 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FC from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -206,6 +208,34 @@ describe("SqliteThreadStore", () => {
       const state = yield* loadState(store, "alone")
       assert.deepStrictEqual([...state.state.artifacts], [0, 1, 2, 3, 4].map((i) => `/a/${i}`).concat("/a/while-locked", "/a/after-delete"))
       yield* store.releaseLease("alone", "r1")
+    })), { timeout: 20_000 })
+
+  it.live("steps queued behind a busy file: one interrupted while it waits stops waiting, every step still lands", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const filename = tempFile()
+      const store = Context.get(yield* Layer.build(SqliteThreadStore.layer({ filename })), ThreadStore)
+      const threads = ["q0", "q1", "q2", "q3"]
+      for (const threadId of threads) {
+        assert.isUndefined(yield* store.acquireLease({ threadId, runId: "r", ttlMs: 30_000, now: Date.now() }))
+        yield* store.ensure(threadId)
+      }
+      const Sqlite = createRequire(import.meta.url)("better-sqlite3")
+      const other = new Sqlite(filename)
+      yield* Effect.addFinalizer(() => Effect.sync(() => other.close()))
+      // another process holds the write lock: the first step leads a commit that waits, the others queue behind it
+      other.exec("BEGIN IMMEDIATE")
+      const fibers = yield* Effect.forEach(threads, (threadId) =>
+        Effect.fork(store.append(threadId, "r", [{ artifacts: [`/${threadId}`] }])))
+      yield* Effect.sleep("40 millis")
+      for (const fiber of fibers) assert.isNull(fiber.unsafePoll())
+      const interrupted = yield* Fiber.interrupt(fibers[2]!)
+      assert.isTrue(Exit.isInterrupted(interrupted))
+      other.exec("COMMIT")
+      for (const [i, fiber] of fibers.entries()) if (i !== 2) assert.isTrue(Exit.isSuccess(yield* fiber.await))
+      // the interrupted caller's step was queued before it stopped waiting: it is written with the others
+      for (const threadId of threads) {
+        assert.deepStrictEqual([...(yield* loadState(store, threadId)).state.artifacts], [`/${threadId}`])
+      }
     })), { timeout: 20_000 })
 
   it.live("concurrent runs holding leases: every step of every run lands, in each run's order", () =>
