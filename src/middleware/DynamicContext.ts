@@ -21,6 +21,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Memory } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
+import * as Tracing from "../services/Tracing.js"
 import type { Message, MessageWrite } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { escapeHtml } from "./DurableContext.js"
@@ -172,7 +173,7 @@ export const layer = (options: Options = {}): Middleware => {
     const context = yield* RunContext
     const state = yield* RunState
     const memory = options.memory
-    const before = Effect.gen(function*() {
+    const before = Tracing.withSpanWhenTraced(Effect.gen(function*() {
       const messages = (yield* state.get).messages
       const date = (format ??= dateFormat(options.timeZone))(yield* Clock.currentTimeMillis)
       if (lastInjectedDate(messages) === date || target(messages) === undefined) return
@@ -186,7 +187,7 @@ export const layer = (options: Options = {}): Middleware => {
       const writes = injection(messages, date, body)
       if (writes !== undefined) yield* state.update({ messages: writes })
       // (no stack trace: capturing one costs more than the rest of the span, at the start of every run)
-    }).pipe(Effect.withSpan("DynamicContext.inject", { captureStackTrace: false }))
+    }), "DynamicContext.inject", { captureStackTrace: false })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
 }

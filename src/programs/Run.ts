@@ -14,7 +14,6 @@
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -23,7 +22,6 @@ import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as Tracer from "effect/Tracer"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Clock from "effect/Clock"
@@ -39,6 +37,7 @@ import { RunEvents } from "../services/RunEvents.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Tool from "../services/Tool.js"
+import * as Tracing from "../services/Tracing.js"
 import type { Interrupt, ToolResult } from "../services/ToolService.js"
 import { ToolService } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
@@ -232,12 +231,9 @@ const toolSpan = (call: ToolCall) => ({
   captureStackTrace: false
 })
 
-/** Effect's own tracer, used when the app provides none: its spans go nowhere. */
-const untraced = Context.get(DefaultServices.liveServices, Tracer.Tracer)
-
-/** A tool call in a `Tool.call` span, when the app traces (a span costs about as much as the rest of a call). */
+/** A tool call in a `Tool.call` span, when the app traces. */
 const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
-  Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, "Tool.call", toolSpan(call)))
+  Tracing.withSpanWhenTraced(effect, "Tool.call", toolSpan(call))
 
 const callTools = (
   step: Step,

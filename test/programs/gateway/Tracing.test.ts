@@ -79,6 +79,8 @@ describe("traces", () => {
         assert.isTrue(models.every((m) => typeof m.attributes["gen_ai.usage.input_tokens"] === "number"))
         assert.isTrue(models.every((m) => m.attributes["gen_ai.request.model"] === "scripted"))
         assert.deepStrictEqual(tools.map((t) => t.attributes["tool.name"]), ["write_file"])
+        // (made only when the app traces: Effect's own tracer would drop them)
+        assert.strictEqual(trace.filter((s) => s.name === "DynamicContext.inject").length, 1)
       }
       // the title is an internal call, in the first run's trace only
       const internal = spans.filter((s) => s.name === "OpenAiModel.generate" && s.attributes.internal === "title")

@@ -1,0 +1,20 @@
+/**
+ * Spans only when the app traces. Without a tracer of its own, an Effect program runs with Effect's native
+ * tracer, whose spans go nowhere. Making one still costs: it is about as much as a tool call's own work, and
+ * about 35 effect steps at the start of every run for the date reminder's span.
+ */
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
+import * as Effect from "effect/Effect"
+import * as Tracer from "effect/Tracer"
+
+/** Effect's own tracer, used when the app provides none. */
+const untraced = Context.get(DefaultServices.liveServices, Tracer.Tracer)
+
+/** `Effect.withSpan(effect, name, options)` when the app provides a tracer; `effect` as it is otherwise. */
+export const withSpanWhenTraced = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  name: string,
+  options?: Tracer.SpanOptions
+): Effect.Effect<A, E, R> =>
+  Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, name, options))
