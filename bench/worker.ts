@@ -11,7 +11,7 @@ type Job =
   | (Cfg & { kind: "w1"; steps: number; repeats: number; warmupRuns: number })
   | (Cfg & { kind: "w2len"; lengths: Array<number>; steps: number; repeats: number })
   | (Cfg & { kind: "w2grow"; messages: number })
-  | (Cfg & { kind: "w4"; threads: number; steps: number; repeats: number })
+  | (Cfg & { kind: "w4"; threads: number; steps: number; repeats: number; gcBetweenRounds?: boolean })
 
 const job = JSON.parse(process.argv[2] ?? "{}") as Job
 const h = makeHarness(job.chain, job.store)
@@ -183,11 +183,14 @@ async function w4(j: Extract<Job, { kind: "w4" }>) {
   await round_("warmup")
   const runs = []
   for (let r = 0; r < j.repeats; r++) {
-    gc()
+    // (the contract's full GC before each round; `gcBetweenRounds: false` measures rounds back to back, as a busy
+    // server runs them: V8 re-optimises about a hundred functions after a forced full GC)
+    if (j.gcBetweenRounds !== false) gc()
     runs.push(await round_(`r${r}`))
   }
   return {
     threads: j.threads,
+    gcBetweenRounds: j.gcBetweenRounds !== false,
     stepsPerThread: j.steps,
     repeats: j.repeats,
     wallMsMedian: median(runs.map((r) => r.wallMs)),
