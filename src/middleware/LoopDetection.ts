@@ -14,7 +14,7 @@
  * The middleware is built per run, so the history is per run. Internal calls (summaries, titles) are
  * neither tracked nor given warnings.
  */
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { LoopDetectionConfig } from "../services/AppConfig.js"
@@ -150,7 +150,8 @@ export const responseHash = (calls: ReadonlyArray<CallLike>): string => md5(resp
 const responseText = (calls: ReadonlyArray<CallLike>): string =>
   JSON.stringify(calls.map((call) => `${call.name}:${stableKey(call.name, call.args)}`).sort())
 
-const md5 = (text: string): string => createHash("md5").update(text).digest("hex").slice(0, 12)
+// (one call, no `Hash` object: see ReadMark.contentHash)
+const md5 = (text: string): string => hash("md5", text, "hex").slice(0, 12)
 
 /**
  * What the tracker compares: the signatures themselves when short (no hashing on the usual step), their hash
