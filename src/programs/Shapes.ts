@@ -19,12 +19,18 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberStatus from "effect/FiberStatus"
+import * as Hash from "effect/Hash"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Scope from "effect/Scope"
 
 class Parked extends Context.Tag("antler/Shapes/Parked")<Parked, true>() {}
+
+const hashed = <A extends object>(value: A): A => {
+  Hash.hash(value)
+  return value
+}
 
 /**
  * Makes the exemplars and keeps them until the caller's scope closes (an agent's layer: as long as the agent).
@@ -56,6 +62,9 @@ export const keep: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function
     // how runs and fibers end: an interrupted fiber (the lease renewal's), errors combined
     Cause.sequential(Cause.interrupt(FiberId.none), Cause.fail(0)),
     Cause.parallel(Cause.die(0), Cause.empty),
+    // a fiber id once hashed (the hash is cached on it: a hidden class of its own, which interruption's sets
+    // of fiber ids and equality checks are compiled against)
+    hashed(FiberId.runtime(0, 0)),
     FiberStatus.running(RuntimeFlags.none),
     FiberStatus.suspended(RuntimeFlags.none, FiberId.none),
     // a span, as a run's `withSpan` makes with Effect's own tracer
