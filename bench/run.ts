@@ -55,6 +55,9 @@ jobs.push({
 for (const c of configs) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
+// the loop alone over SQLite: the durable floor under the same contract
+const BARE_SQLITE: Cfg = { chain: "bare", store: "sqlite" }
+jobs.push({ id: `w4/${name(BARE_SQLITE)}`, job: { kind: "w4", ...BARE_SQLITE, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 // W4 again without the full GC the contract forces before each round (not a peer figure: the peers' harnesses
 // force it): a round right after a forced GC runs while V8 optimises the chain's code again
 for (const c of configs.slice(1)) {
@@ -208,7 +211,9 @@ process.stdout.write(JSON.stringify(out, null, 2) + "\n")
 // also kept on disk (stdout of `npm run bench` starts with npm's own banner; `npm run -s bench` has none)
 const resultsDir = path.join(root, "bench", "results")
 fs.mkdirSync(resultsDir, { recursive: true })
-fs.writeFileSync(path.join(resultsDir, `antler-${profile}.json`), JSON.stringify(out, null, 2) + "\n")
+// a run of some jobs only does not overwrite the file of a whole run (as bench:peers names its files)
+const suffix = only.length > 0 ? `-${only.join("-").replace(/[^A-Za-z0-9-]/g, "_")}` : ""
+fs.writeFileSync(path.join(resultsDir, `antler-${profile}${suffix}.json`), JSON.stringify(out, null, 2) + "\n")
 
 // human summary
 const line = (...cols: Array<string | number>) => process.stderr.write(cols.map(String).join("  ") + "\n")
@@ -234,7 +239,7 @@ for (const c of configs) {
 const bundled = results[`w2grow-bundled/${name(W3_BUNDLED)}`]
 if (bundled && !bundled.error) line(`${name(W3_BUNDLED)}, bundled`.padEnd(18), bundled.memory.peakRssMiB, bundled.memory.heapRetainedAfterGcMiB)
 line("\nW4 " + P.threads + " threads x " + P.tSteps + " steps     steps/s   wall ms")
-for (const c of configs) {
+for (const c of [configs[0]!, BARE_SQLITE, ...configs.slice(1)]) {
   const r = results[`w4/${name(c)}`]
   if (r && !r.error) line(name(c).padEnd(18), r.stepsPerSecMedian, r.wallMsMedian)
   const steady = results[`w4steady/${name(c)}`]
