@@ -31,9 +31,13 @@ const withProtoKeys = FC.record({
   value: FC.jsonValue(),
   payloads: FC.array(FC.jsonValue(), { maxLength: 4 }),
   where: FC.array(FC.nat(), { minLength: 4, maxLength: 4 }),
-  escaped: FC.boolean()
+  // which letters of the key are written as `\u` escapes, in lower- or upper-case hex
+  escaped: FC.array(FC.constantFrom("plain", "lower", "upper"), { minLength: PROTO.length, maxLength: PROTO.length })
 }).map(({ escaped, payloads, value, where }) => {
-  const key = escaped ? "\\u005f_proto\\u005f_" : PROTO
+  const key = [...PROTO].map((char, i) => {
+    const hex = char.charCodeAt(0).toString(16).padStart(4, "0")
+    return escaped[i] === "plain" ? char : `\\u${escaped[i] === "upper" ? hex.toUpperCase() : hex}`
+  }).join("")
   let n = 0
   const render = (v: unknown): string => {
     if (Array.isArray(v)) return `[${v.map(render).join(",")}]`
@@ -58,6 +62,20 @@ describe("Json.parse", () => {
     const parsed = Json.parse(text)
     assert.isFalse(tainted(parsed), text)
     assert.isTrue(isDeepStrictEqual(parsed, reference(JSON.parse(JSON.stringify(value)))), text)
+  })
+
+  it("drops the key with any one of its letters escaped, in either case", () => {
+    for (let i = 0; i < PROTO.length; i++) {
+      for (const upper of [false, true]) {
+        const hex = PROTO.charCodeAt(i).toString(16).padStart(4, "0")
+        const key = `${PROTO.slice(0, i)}\\u${upper ? hex.toUpperCase() : hex}${PROTO.slice(i + 1)}`
+        const text = `{"a": 1, "${key}": {"polluted": true}}`
+        assert.strictEqual(Object.keys(JSON.parse(text)).length, 2, text)
+        assert.deepStrictEqual(Json.parse(text), { a: 1 }, text)
+      }
+    }
+    // other escapes take the fast path and stay as they are
+    assert.deepStrictEqual(Json.parse(`{"c": "\\u001b[31m"}`), { c: "\x1b[31m" })
   })
 
   it("refuses what JSON.parse refuses", () => {
