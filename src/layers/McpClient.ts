@@ -20,6 +20,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import type { ChildProcess } from "node:child_process"
+import { EventEmitter } from "node:events"
 import type { McpServerConfig } from "../services/Extensions.js"
 import { routingOf, serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpContent, McpResult, McpTool, ServerStatus, Service } from "../services/Mcp.js"
@@ -140,6 +142,31 @@ export const resultOf = (given: unknown): McpResult => {
 // ---------------------------------------------------------------------------------------------------------
 // Connections
 
+/** A server being started: its client, and the process the stdio transport spawned for it (once it has). */
+interface Start {
+  readonly client: Client
+  child: ChildProcess | undefined
+}
+
+/**
+ * Ends a process of ours: SIGTERM, then SIGKILL if it is still there after a second. Resolves when it has exited
+ * (or two seconds at most).
+ */
+const terminate = (child: ChildProcess): Promise<void> => {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(hard)
+      clearTimeout(last)
+      resolve()
+    }
+    child.once("exit", done)
+    const hard = setTimeout(() => child.kill("SIGKILL"), 1000)
+    const last = setTimeout(done, 2000)
+    child.kill("SIGTERM")
+  })
+}
+
 interface Connection {
   readonly name: string
   readonly config: McpServerConfig
@@ -148,6 +175,8 @@ interface Connection {
   readonly resolved: Either.Either<McpServerConfig, string>
   readonly lock: Effect.Semaphore
   client: Client | undefined
+  /** A start under way (its process started, its handshake not done): given up if the service closes. */
+  starting: Start | undefined
   pid: number | undefined
   tools: ReadonlyArray<McpTool> | undefined
   toolProblems: ReadonlyArray<string>
@@ -242,6 +271,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           : Either.mapLeft(resolveEntry(config, (v) => values.get(v)), (m) => `MCP server '${name}': ${m}`),
         lock: yield* Effect.makeSemaphore(1),
         client: undefined,
+        starting: undefined,
         pid: undefined,
         tools: undefined,
         toolProblems: [],
@@ -266,7 +296,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return error
     }
 
-    const makeTransport = (sdk: Sdk, c: Connection, entry: McpServerConfig): Transport => {
+    const makeTransport = (sdk: Sdk, c: Connection, entry: McpServerConfig, start: Start): Transport => {
       if (c.transport === "stdio") {
         const transport = new sdk.StdioClientTransport({
           command: entry.command!,
@@ -278,6 +308,18 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         transport.stderr?.on("data", (chunk: Buffer) => {
           c.stderr = (c.stderr + chunk.toString("utf8")).slice(-2000)
         })
+        // The process, kept to end it when a start is given up. The SDK's own close, which the client calls
+        // when its handshake fails, waits up to 4 s for the process to exit, on timers that do not keep Node
+        // alive: a CLI that exits sooner would leave the server running. (Read off the transport once it
+        // has spawned: the SDK does not hand the process out.)
+        const spawn = transport.start.bind(transport)
+        transport.start = async () => {
+          await spawn()
+          const child = (transport as unknown as { readonly _process?: unknown })._process
+          if (child instanceof EventEmitter && typeof (child as ChildProcess).kill === "function") {
+            start.child = child as ChildProcess
+          }
+        }
         return transport
       }
       const url = new URL(entry.url!)
@@ -294,6 +336,16 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     }
 
     const closeClient = (client: Client) => Effect.promise(() => client.close().catch(() => undefined))
+    /** Gives a start up: its client closed and its process ended now. */
+    const abandon = (start: Start) =>
+      Effect.promise(() =>
+        Promise.all([
+          start.client.close().catch(() => undefined),
+          start.child === undefined ? undefined : terminate(start.child)
+        ])
+      )
+    // set when the service closes: a start still under way then stops its server instead of keeping it
+    let closed = false
 
     // Connects (or reuses the live connection). A closed connection (crash) is replaced.
     const connect = (c: Connection): Effect.Effect<Client, McpError> =>
@@ -306,17 +358,28 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           c.starts++
           c.stderr = ""
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
-          const transport = makeTransport(sdk, c, entry)
+          const start: Start = { client, child: undefined }
+          const transport = makeTransport(sdk, c, entry, start)
           const ms = initMs(c)
+          c.starting = start
           const connected = yield* Effect.tryPromise({
             try: (signal) => client.connect(transport, { timeout: ms, signal }),
             catch: (error) => error
           }).pipe(
             Effect.timeoutFail({ duration: ms + 1000, onTimeout: () => new Error("timeout") }),
-            Effect.either
+            Effect.either,
+            // (interrupted, the start is given up: its process must not outlive it)
+            Effect.onInterrupt(() => abandon(start)),
+            Effect.ensuring(Effect.sync(() => {
+              if (c.starting === start) c.starting = undefined
+            }))
           )
+          if (Either.isRight(connected) && closed) {
+            yield* abandon(start)
+            return yield* Effect.fail(fail(c, "start", `MCP server '${c.name}' was started after the service closed`))
+          }
           if (Either.isLeft(connected)) {
-            yield* closeClient(client)
+            yield* abandon(start)
             const timedOut = codeOf(connected.left) === -32001 || errorText(connected.left) === "timeout"
             const tail = clean(c.stderr, 300)
             const message = timedOut
@@ -491,9 +554,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     yield* Effect.addFinalizer(() =>
       Effect.forEach(connections, (c) => {
+        closed = true
         const client = c.client
+        const start = c.starting
         c.client = undefined
-        return client === undefined ? Effect.void : closeClient(client)
+        c.starting = undefined
+        return Effect.zipRight(
+          client === undefined ? Effect.void : closeClient(client),
+          start === undefined ? Effect.void : abandon(start)
+        )
       }, { concurrency: "unbounded", discard: true })
     )
 

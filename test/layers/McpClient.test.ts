@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as McpClient from "../../src/layers/McpClient.js"
@@ -129,6 +130,50 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
       assert.deepStrictEqual(slow.events.map((e) => e.type === "custom" && e.name), ["warning"])
       const echo = McpTools.tools(mcp, catalog.tools).find((t) => t.name === "everything_echo")!
       assert.strictEqual((yield* invoke(echo, { message: "still here" })).text, "Echo: still here")
+    }), SLOW)
+
+  it.scopedLive("a start given up (timed out, interrupted, or the service closed) leaves no process behind", () =>
+    Effect.gen(function*() {
+      // a process that never answers, found again by the marker in its command line
+      const marker = `antler-mute-${process.pid}-${Date.now()}`
+      const running = () =>
+        Fs.readdirSync("/proc").filter((pid) => /^\d+$/.test(pid)).some((pid) => {
+          try {
+            return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)
+          } catch {
+            return false
+          }
+        })
+      const mute = Servers.server({
+        type: "stdio",
+        command: process.execPath,
+        args: ["-e", `/* ${marker} */ process.stdin.resume(); setInterval(() => {}, 1e6)`],
+        session_init_timeout: 60
+      })
+      const waitFor = (want: boolean) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 250 && running() !== want; i++) yield* Effect.sleep("20 millis")
+          return running()
+        })
+      // its handshake timed out: when the catalog says so, the process has been ended (not left to the SDK's own
+      // stop, which waits seconds for it on timers that do not keep Node alive: an app exiting sooner kept it)
+      const timedOut = yield* McpClient.make({ servers: { mute: { ...mute, session_init_timeout: 1 } } })
+      const catalog = yield* timedOut.catalog
+      assert.deepStrictEqual(catalog.problems.map((p) => p.message), ["MCP server 'mute' did not finish starting within 1 s"])
+      assert.isFalse(running(), "the server was stopped with its failed start")
+      // interrupted while the server starts
+      const mcp = yield* McpClient.make({ servers: { mute } })
+      const listing = yield* Effect.fork(mcp.catalog)
+      assert.isTrue(yield* waitFor(true), "the server was started")
+      yield* Fiber.interrupt(listing)
+      assert.isFalse(yield* waitFor(false), "the server was stopped")
+      // the service closed while the server starts
+      yield* Effect.scoped(Effect.gen(function*() {
+        const again = yield* McpClient.make({ servers: { mute } })
+        yield* Effect.forkDaemon(again.catalog)
+        assert.isTrue(yield* waitFor(true), "the server was started")
+      }))
+      assert.isFalse(yield* waitFor(false), "the server was stopped with the service")
     }), SLOW)
 
   it.scopedLive("a server that cannot start: each call is a readable error, with one warning per outage", () =>
