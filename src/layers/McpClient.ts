@@ -310,8 +310,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         })
         // The process, kept to end it when a start is given up. The SDK's own close, which the client calls
         // when its handshake fails, waits up to 4 s for the process to exit, on timers that do not keep Node
-        // alive: a CLI that exits sooner would leave the server running. (Read off the transport once it
-        // has spawned: the SDK does not hand the process out.)
+        // alive: an app that exits sooner leaves the server running. (Read off the transport once it has
+        // spawned: the SDK does not hand the process out.)
         const spawn = transport.start.bind(transport)
         transport.start = async () => {
           await spawn()
@@ -552,9 +552,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       }))
     )
 
-    yield* Effect.addFinalizer(() =>
-      Effect.forEach(connections, (c) => {
-        closed = true
+    yield* Effect.addFinalizer(() => {
+      closed = true
+      return Effect.forEach(connections, (c) => {
         const client = c.client
         const start = c.starting
         c.client = undefined
@@ -564,7 +564,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           start === undefined ? Effect.void : abandon(start)
         )
       }, { concurrency: "unbounded", discard: true })
-    )
+    })
 
     return { catalog, call, status }
   })
