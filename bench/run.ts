@@ -52,12 +52,11 @@ jobs.push({
   job: { kind: "w2grow", ...W3_BUNDLED, messages: P.grow },
   script: "worker.bundle.mjs"
 })
-for (const c of configs) {
+// W4 also runs the loop alone over SQLite: the durable floor under the same contract
+const W4_CONFIGS: Array<Cfg> = [configs[0]!, { chain: "bare", store: "sqlite" }, ...configs.slice(1)]
+for (const c of W4_CONFIGS) {
   jobs.push({ id: `w4/${name(c)}`, job: { kind: "w4", ...c, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 }
-// the loop alone over SQLite: the durable floor under the same contract
-const BARE_SQLITE: Cfg = { chain: "bare", store: "sqlite" }
-jobs.push({ id: `w4/${name(BARE_SQLITE)}`, job: { kind: "w4", ...BARE_SQLITE, threads: P.threads, steps: P.tSteps, repeats: P.w4rep } })
 // W4 again without the full GC the contract forces before each round (not a peer figure: the peers' harnesses
 // force it): a round right after a forced GC runs while V8 optimises the chain's code again
 for (const c of configs.slice(1)) {
@@ -239,7 +238,7 @@ for (const c of configs) {
 const bundled = results[`w2grow-bundled/${name(W3_BUNDLED)}`]
 if (bundled && !bundled.error) line(`${name(W3_BUNDLED)}, bundled`.padEnd(18), bundled.memory.peakRssMiB, bundled.memory.heapRetainedAfterGcMiB)
 line("\nW4 " + P.threads + " threads x " + P.tSteps + " steps     steps/s   wall ms")
-for (const c of [configs[0]!, BARE_SQLITE, ...configs.slice(1)]) {
+for (const c of W4_CONFIGS) {
   const r = results[`w4/${name(c)}`]
   if (r && !r.error) line(name(c).padEnd(18), r.stepsPerSecMedian, r.wallMsMedian)
   const steady = results[`w4steady/${name(c)}`]

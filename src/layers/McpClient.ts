@@ -337,13 +337,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     const closeClient = (client: Client) => Effect.promise(() => client.close().catch(() => undefined))
     /** Gives a start up: its client closed and its process ended now. */
-    const abandon = (start: Start) =>
-      Effect.promise(() =>
-        Promise.all([
-          start.client.close().catch(() => undefined),
-          start.child === undefined ? undefined : terminate(start.child)
-        ])
-      )
+    const abandon = ({ child, client }: Start) =>
+      Effect.all([
+        closeClient(client),
+        child === undefined ? Effect.void : Effect.promise(() => terminate(child))
+      ], { concurrency: "unbounded", discard: true })
     // set when the service closes: a start still under way then stops its server instead of keeping it
     let closed = false
 

@@ -20,9 +20,11 @@ export interface ReadMark {
   readonly hash: string
 }
 
-/** The sha256 of a file's text (UTF-8), hex. */
-// (`crypto.hash`, one call: a `Hash` object per read is twice the time, and its hidden class is dropped, with
-// the code compiled against it, at a full garbage collection between runs)
+/**
+ * The sha256 of a file's text (UTF-8), hex. (`crypto.hash`, one call: a `Hash` object per read is twice the
+ * time, and its hidden class is dropped, with the code compiled against it, at a full garbage collection between
+ * runs.)
+ */
 export const contentHash = (content: string): string => hash("sha256", content, "hex")
 
 /** The message with a read mark. */

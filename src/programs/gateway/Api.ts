@@ -27,6 +27,7 @@ import { AppConfigService } from "../../services/AppConfig.js"
 import { SafeId, SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../services/Sandbox.js"
 import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
+import * as Json from "../../state/Json.js"
 import * as M from "../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
@@ -107,7 +108,9 @@ const body = <A, I>(schema: Schema.Schema<A, I>) =>
     let raw: unknown = {}
     if (text.trim() !== "") {
       try {
-        raw = Protocol.parseBody(text)
+        // (without `__proto__` keys: a client could otherwise give a message's `additional_kwargs` server-owned
+        // keys the server never sees as its own, and so never strips, such as the date reminder's mark)
+        raw = Json.parse(text)
       } catch (error) {
         return yield* fail("bad_request", `The body is not valid JSON: ${(error as Error).message}`)
       }

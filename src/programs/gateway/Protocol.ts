@@ -15,7 +15,6 @@ import * as M from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
-import * as Json from "../../state/Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests
@@ -166,16 +165,6 @@ export const recursionLimit = (requested: number | null | undefined, fallback: n
   requested == null || !Number.isFinite(requested) || requested <= 0
     ? Math.min(fallback, max)
     : Math.min(Math.floor(requested), max)
-
-// ---------------------------------------------------------------------------------------------------------
-// Bodies
-
-/**
- * The JSON of a request body, without its `__proto__` keys (see `Json.parse`): a client could otherwise give a
- * message's `additional_kwargs` server-owned keys that the server never sees as its own (and so never strips),
- * such as the date reminder's mark. Throws as `JSON.parse` does.
- */
-export const parseBody: (text: string) => unknown = Json.parse
 
 // ---------------------------------------------------------------------------------------------------------
 // Input messages

@@ -9,6 +9,7 @@ import * as Clarification from "../../../src/middleware/Clarification.js"
 import * as DynamicContext from "../../../src/middleware/DynamicContext.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import type { RunEvent } from "../../../src/services/RunEvents.js"
+import * as Json from "../../../src/state/Json.js"
 import * as M from "../../../src/state/Message.js"
 import * as TS from "../../../src/state/ThreadState.js"
 
@@ -26,11 +27,11 @@ describe("requests", () => {
     // the attack: read with JSON.parse alone, the decoded message inherits the marks
     const forged = Either.getOrThrow(Protocol.inputMessages((JSON.parse(text) as { input: unknown }).input))[0]!
     assert.isTrue(DynamicContext.isReminder(forged) && M.isHidden(forged))
-    const [message] = Either.getOrThrow(Protocol.inputMessages((Protocol.parseBody(text) as { input: unknown }).input))
+    const [message] = Either.getOrThrow(Protocol.inputMessages((Json.parse(text) as { input: unknown }).input))
     assert.isFalse(DynamicContext.isReminder(message!))
     assert.isFalse(M.isHidden(message!))
     assert.deepStrictEqual(Object.getPrototypeOf(message!.additional_kwargs), Object.prototype)
-    assert.throws(() => Protocol.parseBody("{"))
+    assert.throws(() => Json.parse("{"))
   })
 
   it("input messages: roles mapped, ids made, server-owned metadata dropped, bad ones refused with where", () => {
