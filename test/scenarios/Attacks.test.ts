@@ -290,7 +290,7 @@ describe("two runs on one thread", () => {
           `error: Thread ${threadId} already has a run in progress (${holder}); wait for it to end or stop it, ` +
           `then try again.`,
           ""
-        ])
+        ], `the refused run printed:\n${output(loser)}`)
         // (both may have looked before either saved the thread: the refused one then took it for new, and must
         // not have deleted it, files included, which the steps above show)
         const header = `^thread ${threadId} \\((continuing|new; continue it with --continue)\\)`
