@@ -16,7 +16,8 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 // (its own helpers: importing the harness would load Antler and Effect into the heap the GC walks)
-const gc = (): void => (globalThis as { gc?: () => void }).gc?.()
+const gc = (globalThis as { gc?: () => void }).gc
+if (gc === undefined) throw new Error("run with node --expose-gc")
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits
 const median = (xs: ReadonlyArray<number>): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
 
@@ -70,7 +71,6 @@ const measure = (makers: ReadonlyArray<Maker>) => {
   }
 }
 
-if (typeof (globalThis as { gc?: unknown }).gc !== "function") throw new Error("run with node --expose-gc")
 const result = {
   what: `${CALLS} continuations per batch over ${SITES} sites; medians of ${ROUNDS} rounds; the batches after gc() in order`,
   node: process.version,
