@@ -2,7 +2,8 @@
  * The tools that write custom agents (SPEC §7.12–7.13):
  *
  * - `setup_agent(soul, description, skills?)`, the bootstrap agent's: writes the agent the conversation was
- *   started for (`agent_name` of the run), or the default agent's `SOUL.md` when none was named, and emits an
+ *   started for (`agent_name` of the run, the run's user's agent), or the default agent's `SOUL.md` when none
+ *   was named (only in an admin's run, `RunOptions.admin`: every user's default agent reads it), and emits an
  *   `agent_created` event.
  * - `update_agent(soul?, description?, skills?, tool_groups?, model?)`, a custom agent's: changes the agent
  *   itself; unchanged fields are left out, `"null"` / `"none"` / `"undefined"` count as left out, unmanaged
@@ -24,7 +25,7 @@ export const AGENT_CREATED_EVENT = "agent_created"
 /** The run's agent name (`RunOptions.extra.agent_name`), when it is a valid name. */
 export const agentNameOf = (context: RunContext["Type"]): string | undefined => {
   const name = context.options.extra?.agent_name
-  return typeof name === "string" && CustomAgents.AGENT_NAME.test(name) ? name : undefined
+  return typeof name === "string" && CustomAgents.isAgentName(name) ? name : undefined
 }
 
 const NULLS: ReadonlySet<string> = new Set(["null", "none", "undefined"])
@@ -61,6 +62,11 @@ export const SetupArgs = Schema.Struct({
   })
 })
 
+/** `setup_agent`'s answer in a run without an agent name that is not an admin's: nothing is written. */
+export const NOT_ADMIN = "Error: This conversation was started without an agent name, so it would write the default " +
+  "agent's SOUL.md, which every user's default agent reads; only an admin may change it. Nothing was written. " +
+  "Start the conversation for a named agent (agent_name) to create an agent of your own."
+
 /** `setup_agent` over a data directory. */
 export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
   Tool.make({
@@ -78,6 +84,8 @@ export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
         if ("error" in skills) return skills.error
         const name = agentNameOf(context)
         if (name === undefined) {
+          // every user's default agent reads this file: only an admin's run writes it (see gateway/Auth.ts)
+          if (context.options.admin !== true) return NOT_ADMIN
           yield* CustomAgents.saveGlobalSoul(home, args.soul)
           yield* Effect.flatMap(RunEvents, (events) =>
             events.emit({

@@ -43,10 +43,12 @@ const home = Effect.flatMap(ConfigFile.home, CliCommand.dataHome)
 
 const nameArg = Args.text({ name: "name" })
 
-const checkName = (name: string) =>
-  CustomAgents.AGENT_NAME.test(name)
+const checkName = (name: string) => {
+  const problem = CustomAgents.nameProblem(name)
+  return problem === undefined
     ? Effect.succeed(name)
-    : fail(ExitCode.usage, `Invalid agent name "${Render.safeText(name)}": names are letters, digits and '-'.`)
+    : fail(ExitCode.usage, `Invalid agent name "${Render.safeText(name)}": ${problem}.`)
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // agents list
@@ -195,7 +197,7 @@ const createCommand = Command.make(
           if (line === undefined || line.trim() === "") break
           const runId = M.newId()
           const outcome = yield* Render.run(
-            factory.run({ threadId, runId, prompt: line, settings }),
+            factory.run({ threadId, runId, prompt: line, settings, admin: true }),
             { json: false, threadId, runId, redact, verbose: args.verbose, model: choice.model, invocation }
           )
           const end = outcome.end

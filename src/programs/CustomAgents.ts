@@ -19,8 +19,38 @@ import * as Schema from "effect/Schema"
 import * as ConfigFile from "../layers/ConfigFile.js"
 import * as OnDemand from "../layers/OnDemand.js"
 
-/** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`). */
+/** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`); see `nameProblem` for the whole rule. */
 export const AGENT_NAME = /^[A-Za-z0-9-]+$/
+
+/** The longest agent name (a name is a directory name). */
+export const MAX_NAME_LENGTH = 64
+
+/**
+ * Names no custom agent may have, in any case: `lead-agent` is the lead agent's assistant id (hyphenated, as
+ * assistant ids become agent names), `default` is what DeerFlow calls the default agent (in run metadata), and
+ * `bootstrap` the agent that creates agents.
+ */
+export const RESERVED_NAMES: ReadonlySet<string> = new Set(["lead-agent", "default", "bootstrap"])
+
+/**
+ * Why a name cannot name an agent, if it cannot: names come from clients (`agent_name`, `assistant_id`) and
+ * become directory names, so only letters, digits and `-` (no `.`, `/` or `\`: no way out of the agents
+ * directory), at most `MAX_NAME_LENGTH` of them, and none of `RESERVED_NAMES`.
+ */
+export const nameProblem = (name: string): string | undefined => {
+  if (!AGENT_NAME.test(name)) return "agent names are letters, digits and '-'"
+  if (name.length > MAX_NAME_LENGTH) return `agent names are at most ${MAX_NAME_LENGTH} characters`
+  if (RESERVED_NAMES.has(name.toLowerCase())) return `"${name.toLowerCase()}" is a reserved name`
+  return undefined
+}
+
+/** Whether a name can name an agent (see `nameProblem`). */
+export const isAgentName = (name: string): boolean => nameProblem(name) === undefined
+
+/** An agent name, decoded (see `nameProblem`). */
+export const AgentName = Schema.String.pipe(
+  Schema.filter((name) => nameProblem(name) ?? true, { identifier: "AgentName" })
+)
 
 /** The file of an agent's soul. */
 export const SOUL_FILE = "SOUL.md"
@@ -83,7 +113,7 @@ const invalidName = (name: string) =>
   new AgentError({
     reason: "invalid_name",
     name,
-    message: `Invalid agent name ${JSON.stringify(name)}: names are letters, digits and '-'`
+    message: `Invalid agent name ${JSON.stringify(name)}: ${nameProblem(name) ?? "not a name"}`
   })
 
 const isDir = (path: string) => {
@@ -94,16 +124,20 @@ const isDir = (path: string) => {
   }
 }
 
-/** The directory of an agent: the user's when it exists, else the shared one when that exists, else the user's. */
+/**
+ * The directory of an agent: the user's when it holds the agent (its `config.yaml`), else the shared one when
+ * that does, else the user's. (The user's directory of a shared agent may exist without being an agent: the
+ * user's memory of it lives there.)
+ */
 export const agentDir = (
   home: string,
   userId: string,
   name: string
 ): { readonly dir: string; readonly legacy: boolean } => {
   const own = Path.join(agentsDir(home, userId), name)
-  if (isDir(own)) return { dir: own, legacy: false }
+  if (Fs.existsSync(Path.join(own, CONFIG_FILE))) return { dir: own, legacy: false }
   const legacy = Path.join(legacyAgentsDir(home), name)
-  if (isDir(legacy)) return { dir: legacy, legacy: true }
+  if (Fs.existsSync(Path.join(legacy, CONFIG_FILE))) return { dir: legacy, legacy: true }
   return { dir: own, legacy: false }
 }
 
@@ -143,7 +177,7 @@ export const parseConfig = (
 /** Loads an agent: its settings (decoded) and its soul. */
 export const load = (home: string, userId: string, name: string): Effect.Effect<CustomAgent, AgentError> =>
   Effect.suspend(() => {
-    if (!AGENT_NAME.test(name)) return Effect.fail(invalidName(name))
+    if (!isAgentName(name)) return Effect.fail(invalidName(name))
     const { dir, legacy } = agentDir(home, userId, name)
     const file = Path.join(dir, CONFIG_FILE)
     return Effect.try({
@@ -156,7 +190,9 @@ export const load = (home: string, userId: string, name: string): Effect.Effect<
           new AgentError({
             reason: "not_found",
             name,
-            message: `No agent named "${name}" (looked in ${Path.join(agentsDir(home, userId), name)}). ` +
+            // the data directory is not named: the message may go to a gateway's client
+            message: `No agent named "${name}" (looked in users/${userId}/agents/${name} and agents/${name} of the ` +
+              "data directory). " +
               `Create one with: antler agents create ${name}`
           })
         )
@@ -193,7 +229,7 @@ export const list = (home: string, userId: string): Effect.Effect<{
         continue
       }
       for (const entry of entries) {
-        if (AGENT_NAME.test(entry) && Fs.existsSync(Path.join(root, entry, CONFIG_FILE))) names.add(entry)
+        if (isAgentName(entry) && Fs.existsSync(Path.join(root, entry, CONFIG_FILE))) names.add(entry)
       }
     }
     const agents: Array<CustomAgent> = []
@@ -247,7 +283,7 @@ export const save = (
   write: AgentWrite
 ): Effect.Effect<string, AgentError> =>
   Effect.suspend(() => {
-    if (!AGENT_NAME.test(name)) return Effect.fail(invalidName(name))
+    if (!isAgentName(name)) return Effect.fail(invalidName(name))
     const text = configText({ ...write.config, name })
     const checked = parseConfig(text, `${name}/${CONFIG_FILE}`)
     if (Either.isLeft(checked)) {

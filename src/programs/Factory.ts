@@ -38,7 +38,7 @@ import { SubagentRunner } from "../services/SubagentRunner.js"
 import type { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as AgentSetup from "./AgentSetup.js"
-import type * as CustomAgents from "./CustomAgents.js"
+import * as CustomAgents from "./CustomAgents.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
@@ -64,9 +64,7 @@ export const RunSettings = Schema.Struct({
   max_total_subagents: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
   is_bootstrap: Schema.optional(Schema.Boolean),
   non_interactive: Schema.optional(Schema.Boolean),
-  agent_name: Schema.optional(Schema.NullOr(Schema.String.pipe(
-    Schema.pattern(/^[A-Za-z0-9-]+$/, { message: () => "agent names are letters, digits and '-'" })
-  ))),
+  agent_name: Schema.optional(Schema.NullOr(CustomAgents.AgentName)),
   thinking_enabled: Schema.optional(Schema.Boolean),
   reasoning_effort: Schema.optional(Schema.NullOr(Effort)),
   recursion_limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
@@ -227,6 +225,11 @@ export const runOptions = (r: Resolved): Partial<RunOptions> => ({
 /** One turn, with its run's settings (`configurable` / `context` merged, or already merged). */
 export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
   readonly settings?: unknown
+  /**
+   * Whether the run is an admin's (`RunOptions.admin`: it may change what every user's agent reads). Never taken
+   * from the settings; default false.
+   */
+  readonly admin?: boolean | undefined
 }
 
 /** The lead agent factory of an app. */
@@ -364,8 +367,9 @@ export const layer = (
           if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
           const made = yield* Effect.either(built(resolved.right))
           if (Either.isLeft(made)) return failedRun(threadId, runId, made.left)
-          const { settings: _, ...turn } = input
-          const events = made.right.agent.run({ ...turn, threadId, runId, options: runOptions(resolved.right) })
+          const { admin, settings: _, ...turn } = input
+          const options = { ...runOptions(resolved.right), admin: admin === true }
+          const events = made.right.agent.run({ ...turn, threadId, runId, options })
           const messages = [...resolved.right.warnings, ...made.right.assembly.warnings]
           const warnings = messages.map((message): RunEvent => ({
             type: "custom",

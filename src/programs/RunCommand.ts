@@ -181,7 +181,8 @@ const command = Command.make(
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         const outcome = yield* Render.run(
-          factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings }),
+          // the CLI's user owns the data directory: its runs are an admin's (see gateway/Auth.ts)
+          factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings, admin: true }),
           {
             json: args.json,
             threadId,

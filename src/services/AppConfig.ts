@@ -375,7 +375,11 @@ export const DatabaseConfig = Schema.Struct({
 )
 export type DatabaseConfig = typeof DatabaseConfig.Type
 
-/** A token of the gateway and the user it stands for (`gateway.auth.tokens[]`). */
+/**
+ * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`). An `admin` token's runs may also
+ * change what every user's agent reads (the default agent's `SOUL.md`); no other token's may (see
+ * `gateway/Auth.ts`).
+ */
 export const GatewayToken = Schema.Struct({
   token: Schema.Redacted(
     Schema.String.pipe(Schema.minLength(16, { message: () => "a token must be at least 16 characters long" }))
@@ -384,7 +388,8 @@ export const GatewayToken = Schema.Struct({
     Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
       message: () => "user ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
     })
-  )
+  ),
+  admin: withDefault(Schema.Boolean, () => false)
 })
 export type GatewayToken = typeof GatewayToken.Type
 

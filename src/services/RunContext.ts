@@ -22,6 +22,12 @@ export interface RunOptions {
   readonly temperature?: number | undefined
   readonly maxTokens?: number | undefined
   readonly nonInteractive?: boolean | undefined
+  /**
+   * Whether the run is an admin's: one that may change what every user's agent reads (the default agent's
+   * `SOUL.md`, through `setup_agent`). Set by whoever starts the run, never from its settings: the CLI's runs
+   * (its local user owns the data directory), a gateway token marked `admin`. Absent: not an admin's.
+   */
+  readonly admin?: boolean | undefined
   /** Anything else a middleware reads by name. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined
 }

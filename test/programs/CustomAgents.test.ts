@@ -9,6 +9,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as AgentTools from "../../src/programs/AgentTools.js"
 import * as CustomAgents from "../../src/programs/CustomAgents.js"
+import * as Factory from "../../src/programs/Factory.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
@@ -95,15 +96,53 @@ describe("custom agents on disk", () => {
       assert.strictEqual(refused.reason, "legacy")
       assert.strictEqual((yield* CustomAgents.load(home, "default", "old")).config.description, "From before")
     }))
+
+  it.effect("a user's memory of a shared agent (its directory without config.yaml) neither hides nor unlocks it", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: From before\n", "Old soul")
+      const memoryDir = Path.join(CustomAgents.agentsDir(home, "bob"), "old")
+      Fs.mkdirSync(memoryDir, { recursive: true })
+      Fs.writeFileSync(Path.join(memoryDir, "memory.json"), "{}")
+      const old = yield* CustomAgents.load(home, "bob", "old")
+      assert.deepStrictEqual([old.legacy, old.soul], [true, "Old soul"])
+      const refused = yield* Effect.flip(CustomAgents.save(home, "bob", "old", { config: {}, soul: "Bob's soul" }))
+      assert.strictEqual(refused.reason, "legacy")
+      assert.deepStrictEqual(Fs.readdirSync(memoryDir), ["memory.json"])
+    }))
+
+  it.effect("agent names: letters, digits and '-', at most 64, none reserved; refused when loading and saving", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-ca-")
+      for (const name of ["../etc", "a/b", "a.b", "", "default", "Lead-Agent", "bootstrap", "x".repeat(65)]) {
+        assert.isDefined(CustomAgents.nameProblem(name), name)
+        const loaded = yield* Effect.flip(CustomAgents.load(home, "default", name))
+        assert.strictEqual(loaded.reason, "invalid_name", name)
+        const saved = yield* Effect.flip(CustomAgents.save(home, "default", name, { config: {} }))
+        assert.strictEqual(saved.reason, "invalid_name", name)
+      }
+      assert.include(CustomAgents.nameProblem("Default"), `"default" is a reserved name`)
+      for (const name of ["ada", "Research-Bot-2", "x".repeat(64)]) assert.isUndefined(CustomAgents.nameProblem(name))
+      assert.isFalse(Fs.existsSync(Path.join(home, "users")))
+      // a run's settings name agents by the same rule
+      const settings = Factory.settingsOf({ agent_name: "default" })
+      assert.isTrue(Either.isLeft(settings))
+      assert.include(Either.isLeft(settings) ? settings.left.message : "", `agent_name: "default" is a reserved name`)
+    }))
 })
 
-const callTool = (tool: Tool.Tool, args: Record<string, unknown>, agentName?: string) => {
+const callTool = (tool: Tool.Tool, args: Record<string, unknown>, agentName?: string, admin?: boolean) => {
   const run = inRun()
-  const context = agentName === undefined
+  const context = agentName === undefined && admin === undefined
     ? run.context
     : Context.add(run.context, RunContext, {
       ...runContext("t1", "default"),
-      options: { recursionLimit: 10, toolConcurrency: 1, extra: { agent_name: agentName } }
+      options: {
+        recursionLimit: 10,
+        toolConcurrency: 1,
+        ...(agentName !== undefined ? { extra: { agent_name: agentName } } : {}),
+        ...(admin !== undefined ? { admin } : {})
+      }
     })
   return Effect.map(
     Tool.invoke(tool, { id: "c1", name: tool.name, args }).pipe(Effect.provide(context)),
@@ -112,7 +151,7 @@ const callTool = (tool: Tool.Tool, args: Record<string, unknown>, agentName?: st
 }
 
 describe("setup_agent and update_agent", () => {
-  it.effect("setup_agent writes the named agent, or the default agent's soul; an empty soul writes nothing", () =>
+  it.effect("setup_agent writes the named agent, or (an admin's run) the default soul; an empty soul: nothing", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-tools-")
       const setup = AgentTools.setupAgent(home)
@@ -127,7 +166,14 @@ describe("setup_agent and update_agent", () => {
         [ada.config.description, ada.config.skills, ada.soul],
         ["Research", ["deep-research"], "# Ada"]
       )
-      const global = yield* callTool(setup, { soul: "The default soul", description: "d" })
+      // every user's default agent reads the default soul: a run that is not an admin's writes nothing
+      for (const admin of [undefined, false]) {
+        const refused = yield* callTool(setup, { soul: "Not an admin's soul", description: "d" }, undefined, admin)
+        assert.strictEqual(refused.text, AgentTools.NOT_ADMIN)
+        assert.lengthOf(refused.events, 0)
+        assert.isFalse(Fs.existsSync(CustomAgents.globalSoulPath(home)))
+      }
+      const global = yield* callTool(setup, { soul: "The default soul", description: "d" }, undefined, true)
       assert.match(global.text, /default agent's SOUL\.md was saved/)
       assert.strictEqual(Fs.readFileSync(CustomAgents.globalSoulPath(home), "utf8").trim(), "The default soul")
     }))
