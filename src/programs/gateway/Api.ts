@@ -4,7 +4,8 @@
  * stateless runs), served at `/`, `/api` and `/api/langgraph`, and DeerFlow's own endpoints under `/api`
  * (uploads, artifacts, models, skills). Bodies are decoded with Schema; every failure is a JSON problem response
  * (`{type, title, status, detail}`). Every thread, upload and artifact belongs to a user: another user's is
- * "not found" (404), never "forbidden".
+ * "not found" (404), never "forbidden". What a user owns, and what no run of a non-admin token may change: see
+ * `Auth.ts`.
  */
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -35,7 +36,7 @@ import * as TS from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Upload from "../Upload.js"
-import type { Authenticator } from "./Auth.js"
+import type { Authenticator, Identity } from "./Auth.js"
 import * as Protocol from "./Protocol.js"
 import type { ActiveRun } from "./Runs.js"
 import { GatewayError, Runs, statusOf } from "./Runs.js"
@@ -163,12 +164,15 @@ export const router = (options: Options) =>
     const sandboxes = yield* SandboxProvider
     const config = app.config
 
-    /** The user of the request, or 401. */
-    const user = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Either.match(options.auth.user(request.headers), {
+    /** Who the request is, or 401. */
+    const identity = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Either.match(options.auth.identify(request.headers), {
         onLeft: (message) => Effect.fail(fail("unauthorized", message)),
-        onRight: Effect.succeed
+        onRight: (found): Effect.Effect<Identity, GatewayError> => Effect.succeed(found)
       }))
+
+    /** The user of the request, or 401. */
+    const user = Effect.map(identity, (found) => found.user)
 
     const storeFailed = (error: { readonly message: string }) =>
       new GatewayError({ reason: "internal", message: error.message, cause: error })
@@ -218,8 +222,9 @@ export const router = (options: Options) =>
 
     const modelNames = new Set(options.models.map((m) => m.name))
 
-    const prepareRun = (userId: string, threadId: string | undefined, request: Protocol.RunCreate) =>
+    const prepareRun = (who: Identity, threadId: string | undefined, request: Protocol.RunCreate) =>
       Effect.gen(function*() {
+        const userId = who.user
         const strategy = request.multitask_strategy ?? "reject"
         if (strategy === "enqueue") {
           return yield* fail(
@@ -267,8 +272,19 @@ export const router = (options: Options) =>
             )
           }
         }
+        // the bootstrap agent without an agent name writes the default agent's SOUL.md, which every user's
+        // default agent reads: only an admin's run may (see Auth.ts); DeerFlow's clients always name the agent
+        if (settings.is_bootstrap === true && settings.agent_name == null && !who.admin) {
+          return yield* fail(
+            "bad_request",
+            "context.is_bootstrap without context.agent_name would change the default agent's SOUL.md, which " +
+              "every user's agent reads, and only an admin token may do that. Give context.agent_name (the agent " +
+              "to create, one of your own)."
+          )
+        }
+        // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be
         yield* Effect.mapError(
-          factory.resolve(settings),
+          factory.resolve(settings, userId),
           (error) => fail("unprocessable", `Run settings: ${error.message}`)
         )
         let thread = threadId
@@ -289,6 +305,7 @@ export const router = (options: Options) =>
         return yield* runs.start({
           threadId: thread,
           userId,
+          admin: who.admin,
           assistantId: request.assistant_id ?? Protocol.LEAD_AGENT,
           messages,
           ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
@@ -318,12 +335,12 @@ export const router = (options: Options) =>
 
     const createRun = (kind: "background" | "stream" | "wait", stateless: boolean) =>
       Effect.gen(function*() {
-        const userId = yield* user
+        const who = yield* identity
         const threadId = stateless ? undefined : yield* idParam("thread_id", "Thread")
         const request = yield* body(Protocol.RunCreate)
         const http = yield* HttpServerRequest.HttpServerRequest
         const prefix = prefixOf(http.url)
-        const run = yield* prepareRun(userId, threadId, request)
+        const run = yield* prepareRun(who, threadId, request)
         const location = runLocation(prefix, run)
         const cancelOnDisconnect = (request.on_disconnect ?? "cancel") === "cancel"
         const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
@@ -676,7 +693,7 @@ export const router = (options: Options) =>
           for (const entry of Fs.readdirSync(dir, { withFileTypes: true })) {
             // an agent is a directory with its config.yaml (as `antler agents` and the factory read it)
             if (
-              entry.isDirectory() && /^[A-Za-z0-9-]+$/.test(entry.name) &&
+              entry.isDirectory() && CustomAgents.isAgentName(entry.name) &&
               Fs.existsSync(Path.join(dir, entry.name, CustomAgents.CONFIG_FILE))
             ) names.add(entry.name.toLowerCase())
           }

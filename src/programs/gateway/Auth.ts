@@ -3,6 +3,24 @@
  * Bearer <token>` or `X-Api-Key` (what the LangGraph SDK sends). Without tokens the gateway is open and every
  * request is user `default` (the CLI's user), which is allowed only on a loopback address: bound anywhere else
  * it refuses to start. Tokens are compared in constant time and never printed.
+ *
+ * What a gateway user owns, and what no run of theirs may change:
+ *
+ * - Owned (created, read, changed and deleted by that user only; another user's answers 404, as if it did not
+ *   exist): their threads, the runs, checkpoints, uploads and artifacts of those threads (under
+ *   `{home}/users/{user}/threads/`), their long-term memory (`{home}/users/{user}/memory.json`, and per agent
+ *   under `{home}/users/{user}/agents/{name}/`) and their custom agents (`{home}/users/{user}/agents/{name}/`:
+ *   `config.yaml`, `SOUL.md`), written by the bootstrap agent's `setup_agent` and by `update_agent`. A run
+ *   names an agent (`agent_name`, `assistant_id`) of its own user only: another user's agent is an agent that
+ *   does not exist.
+ * - Shared, read by every user's agent, and never written through a run of a non-admin token: the default
+ *   agent's soul (`{home}/SOUL.md`), `config.yaml`, `extensions_config.json`, the skills directory, and the old
+ *   shared agents (`{home}/agents/{name}/`, read-only for everyone: DeerFlow's layout before per-user agents).
+ *   Only `setup_agent` could write one of them (the default agent's soul, in a bootstrap run without
+ *   `agent_name`): the gateway refuses such a run with 400 unless its token has `admin: true`, and the tool
+ *   itself refuses unless the run is an admin's (`RunOptions.admin`). The CLI's runs are its local user's, who
+ *   owns the data directory, and count as an admin's; an open gateway's (no tokens) do not, since anything
+ *   that can reach its port (another local account, a page in a browser) makes them.
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
@@ -30,16 +48,22 @@ export const bindProblem = (host: string, tokens: ReadonlyArray<GatewayToken>): 
     "or bind to 127.0.0.1 (--host 127.0.0.1)."
 }
 
-/** Why two tokens cannot be used together, if they cannot (the same token for two users). */
+/**
+ * Why two tokens cannot be used together, if they cannot: the same token for two users, or listed twice, with
+ * `admin: true` and without.
+ */
 export const tokensProblem = (tokens: ReadonlyArray<GatewayToken>): string | undefined => {
-  const seen = new Map<string, string>()
+  const seen = new Map<string, GatewayToken>()
   for (const entry of tokens) {
     const value = Redacted.value(entry.token)
     const other = seen.get(value)
-    if (other !== undefined && other !== entry.user) {
-      return `gateway.auth.tokens: one token is given to two users (${other} and ${entry.user})`
+    if (other !== undefined && other.user !== entry.user) {
+      return `gateway.auth.tokens: one token is given to two users (${other.user} and ${entry.user})`
     }
-    seen.set(value, entry.user)
+    if (other !== undefined && other.admin !== entry.admin) {
+      return `gateway.auth.tokens: one token of ${entry.user} is listed twice, once with admin: true and once without`
+    }
+    seen.set(value, entry)
   }
   return undefined
 }
@@ -57,30 +81,39 @@ export const tokenOf = (headers: Readonly<Record<string, string | undefined>>): 
   return key !== undefined && key.trim() !== "" ? key.trim() : undefined
 }
 
+/** Who a request is: its user, and whether its token is an admin's (see the top of this module). */
+export interface Identity {
+  readonly user: string
+  readonly admin: boolean
+}
+
 /** Resolves requests to users. */
 export interface Authenticator {
   /** Whether requests need a token. */
   readonly required: boolean
-  /** The user a request's headers stand for, or why not. */
-  readonly user: (headers: Readonly<Record<string, string | undefined>>) => Either.Either<string, string>
+  /** Who a request's headers stand for, or why not. */
+  readonly identify: (headers: Readonly<Record<string, string | undefined>>) => Either.Either<Identity, string>
 }
 
 /** An authenticator over the configured tokens. */
 export const make = (tokens: ReadonlyArray<GatewayToken>): Authenticator => {
-  const entries = tokens.map((t) => ({ hash: digest(Redacted.value(t.token)), user: t.user }))
+  const entries = tokens.map((t) => ({ hash: digest(Redacted.value(t.token)), user: t.user, admin: t.admin }))
   return {
     required: entries.length > 0,
-    user: (headers) => {
-      if (entries.length === 0) return Either.right(DEFAULT_USER)
+    identify: (headers) => {
+      // an open gateway's requests are the CLI's user's, but not an admin's (see the top of this module)
+      if (entries.length === 0) return Either.right({ user: DEFAULT_USER, admin: false })
       const token = tokenOf(headers)
       if (token === undefined) {
         return Either.left("This gateway needs an API token: send `Authorization: Bearer <token>` (or `X-Api-Key`).")
       }
       const hash = digest(token)
       // every entry is compared, so the time taken says nothing about which one matched
-      let user: string | undefined
-      for (const entry of entries) if (Crypto.timingSafeEqual(entry.hash, hash)) user ??= entry.user
-      return user === undefined ? Either.left("The API token is not valid.") : Either.right(user)
+      let found: Identity | undefined
+      for (const entry of entries) {
+        if (Crypto.timingSafeEqual(entry.hash, hash)) found ??= { user: entry.user, admin: entry.admin }
+      }
+      return found === undefined ? Either.left("The API token is not valid.") : Either.right(found)
     }
   }
 }

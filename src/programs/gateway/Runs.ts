@@ -69,6 +69,8 @@ const internal = (error: { readonly message: string }) =>
 export interface RunRequest {
   readonly threadId: string
   readonly userId: string
+  /** Whether the run is an admin's (`RunOptions.admin`, from the request's token). */
+  readonly admin?: boolean | undefined
   readonly assistantId: string
   /** The run's new messages (already decoded). */
   readonly messages: ReadonlyArray<Message>
@@ -267,7 +269,8 @@ export const layer = (
             runId,
             userId: request.userId,
             messages: request.messages,
-            settings: request.settings
+            settings: request.settings,
+            admin: request.admin === true
           })
           yield* events.pipe(
             Stream.interruptWhen(Deferred.await(stop)),
