@@ -4,8 +4,9 @@
  * stateless runs), served at `/`, `/api` and `/api/langgraph`, and DeerFlow's own endpoints under `/api`
  * (uploads, artifacts, models, skills). Bodies are decoded with Schema; every failure is a JSON problem response
  * (`{type, title, status, detail}`). Every thread, upload and artifact belongs to a user: another user's is
- * "not found" (404), never "forbidden". What a user owns, and what no run of a non-admin token may change: see
- * `Auth.ts`.
+ * "not found" (404), never "forbidden", and a thread id another user has is, for this one, an id nobody has
+ * (threads are stored under ids of their user's own, `ThreadIds`). What a user owns, and what no run of a
+ * non-admin token may change: see `Auth.ts`.
  */
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -40,6 +41,7 @@ import type { Authenticator, Identity } from "./Auth.js"
 import * as Protocol from "./Protocol.js"
 import type { ActiveRun } from "./Runs.js"
 import { GatewayError, Runs, statusOf } from "./Runs.js"
+import * as ThreadIds from "./ThreadIds.js"
 import * as CustomAgents from "../CustomAgents.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
@@ -177,12 +179,24 @@ export const router = (options: Options) =>
     const storeFailed = (error: { readonly message: string }) =>
       new GatewayError({ reason: "internal", message: error.message, cause: error })
 
-    /** The user's thread, or 404 (also for another user's). */
+    /**
+     * The user's thread the client calls `threadId`, or 404 (also when only another user has a thread of that
+     * id). Its `thread_id` is the stored id: the one for the store, the runs and the thread's files; clients are
+     * shown `threadId`.
+     */
     const ownedThread = (userId: string, threadId: string) =>
-      Effect.flatMap(Effect.mapError(store.info(threadId), storeFailed), (info) =>
-        Option.isSome(info) && (info.value.owner ?? "default") === userId
-          ? Effect.succeed(info.value)
-          : Effect.fail(notFound(`Thread ${threadId}`)))
+      Effect.flatMap(Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed), (info) =>
+        Option.isSome(info) ? Effect.succeed(info.value) : Effect.fail(notFound(`Thread ${threadId}`)))
+
+    /** Makes the user's thread `threadId` (the user has none of that id: see `ownedThread`). */
+    const newThread = (userId: string, threadId: string, metadata: Readonly<Record<string, unknown>>) =>
+      Effect.gen(function*() {
+        const problemText = ThreadIds.newIdProblem(threadId)
+        if (problemText !== undefined) return yield* fail("unprocessable", `thread_id: ${problemText}.`)
+        const made = yield* Effect.mapError(ThreadIds.create(store, userId, threadId, metadata), storeFailed)
+        if (Option.isNone(made)) return yield* fail("conflict", `Thread ${threadId} already exists.`)
+        return made.value
+      })
 
     const loadState = (threadId: string) =>
       Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>
@@ -205,9 +219,17 @@ export const router = (options: Options) =>
       }
     }
 
-    const fullThread = (summary: ThreadSummary) =>
+    /** The thread object of a stored thread, as its user's client knows it (`threadId`). */
+    const fullThread = (summary: ThreadSummary, threadId: string) =>
       Effect.map(loadState(summary.thread_id), (loaded) =>
-        Protocol.threadObject(summary, threadStatus(summary), Protocol.publicValues(loaded.state)))
+        Protocol.threadObject(
+          { ...summary, thread_id: threadId },
+          threadStatus(summary),
+          Protocol.publicValues(loaded.state)
+        ))
+
+    /** A stored run as its thread's client knows it. */
+    const runObject = (record: RunRecord, threadId: string) => Protocol.runObject({ ...record, thread_id: threadId })
 
     const ownedRun = (threadId: string, runId: string) =>
       Effect.flatMap(Effect.mapError(store.runs({ runId }), storeFailed), (records) => {
@@ -287,23 +309,24 @@ export const router = (options: Options) =>
           factory.resolve(settings, userId),
           (error) => fail("unprocessable", `Run settings: ${error.message}`)
         )
-        let thread = threadId
+        let thread: ThreadSummary
+        let publicId: string
         let deleteThread = false
-        if (thread === undefined) {
-          thread = M.newId()
+        if (threadId === undefined) {
+          publicId = M.newId()
           deleteThread = request.on_completion !== "keep"
-          yield* Effect.mapError(store.ensure(thread, { owner: userId, metadata: {} }), storeFailed)
+          thread = yield* newThread(userId, publicId, {})
         } else {
-          const exists = yield* Effect.either(ownedThread(userId, thread))
-          if (Either.isLeft(exists)) {
-            const info = yield* Effect.mapError(store.info(thread), storeFailed)
-            if (request.if_not_exists !== "create" || Option.isSome(info)) return yield* exists.left
-            yield* Effect.mapError(store.ensure(thread, { owner: userId, metadata: {} }), storeFailed)
-          }
+          publicId = threadId
+          const exists = yield* Effect.either(ownedThread(userId, threadId))
+          if (Either.isRight(exists)) thread = exists.right
+          else if (request.if_not_exists !== "create") return yield* exists.left
+          else thread = yield* newThread(userId, threadId, {})
         }
         const modes = Protocol.modesOf(request.stream_mode)
         return yield* runs.start({
-          threadId: thread,
+          threadId: thread.thread_id,
+          publicThreadId: publicId,
           userId,
           admin: who.admin,
           assistantId: request.assistant_id ?? Protocol.LEAD_AGENT,
@@ -317,7 +340,8 @@ export const router = (options: Options) =>
         })
       })
 
-    const runLocation = (prefix: string, run: ActiveRun) => `${prefix}/threads/${run.threadId}/runs/${run.runId}`
+    const runLocation = (prefix: string, run: ActiveRun) =>
+      `${prefix}/threads/${run.publicThreadId}/runs/${run.runId}`
 
     const sseResponse = (stream: Stream.Stream<string>, headers: Record<string, string>) =>
       HttpServerResponse.stream(Stream.encodeText(stream), {
@@ -347,7 +371,9 @@ export const router = (options: Options) =>
         switch (kind) {
           case "background": {
             const record = (yield* Effect.mapError(store.runs({ runId: run.runId }), storeFailed))[0]
-            return json(record === undefined ? {} : Protocol.runObject(record), 200, { "content-location": location })
+            return json(record === undefined ? {} : runObject(record, run.publicThreadId), 200, {
+              "content-location": location
+            })
           }
           case "stream":
             return sseResponse(runs.subscribe(run, 0, undefined, disconnect), {
@@ -371,7 +397,7 @@ export const router = (options: Options) =>
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
-      yield* ownedThread(userId, threadId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
       const http = yield* HttpServerRequest.HttpServerRequest
       const params = yield* query
       const lastEventId = http.headers["last-event-id"]
@@ -388,14 +414,14 @@ export const router = (options: Options) =>
         onRight: (list) => Effect.succeed(Protocol.modesOf(list))
       })
       const run = runs.get(runId)
-      if (run !== undefined && run.threadId === threadId) {
+      if (run !== undefined && run.threadId === stored) {
         const disconnect = queryFlag(params, "cancel_on_disconnect")
           ? Effect.ignore(runs.cancel(runId, "interrupt", false))
           : undefined
         return sseResponse(runs.subscribe(run, cursor, modes, disconnect), {})
       }
       // not buffered here (finished long ago, run by another process, or before a restart)
-      const record = yield* ownedRun(threadId, runId)
+      const record = yield* ownedRun(stored, runId)
       const frames: Array<string> = []
       if (cursor > 0 || record.status === "running" || record.status === "pending") {
         frames.push(Protocol.sse({
@@ -404,7 +430,7 @@ export const router = (options: Options) =>
           data: JSON.stringify(Protocol.gapPayload(runId, cursor, cursor + 1, cursor))
         }))
       } else {
-        const loaded = yield* loadState(threadId)
+        const loaded = yield* loadState(stored)
         const metadata = JSON.stringify({ run_id: runId, thread_id: threadId })
         frames.push(Protocol.sse({ id: 1, event: "metadata", data: metadata }))
         if (modes === undefined || modes.includes("values")) {
@@ -420,20 +446,20 @@ export const router = (options: Options) =>
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
-      yield* ownedThread(userId, threadId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
       const run = runs.get(runId)
-      const record = run !== undefined && run.threadId === threadId
+      const record = run !== undefined && run.threadId === stored
         ? yield* Deferred.await(run.done)
-        : yield* ownedRun(threadId, runId)
-      return json(yield* finalValues(threadId, record))
+        : yield* ownedRun(stored, runId)
+      return json(yield* finalValues(stored, record))
     })
 
     const cancelRun = Effect.gen(function*() {
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
-      yield* ownedThread(userId, threadId)
-      yield* ownedRun(threadId, runId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
+      yield* ownedRun(stored, runId)
       const params = yield* query
       const action = (typeof params.action === "string" ? params.action : "interrupt") as string
       if (action !== "interrupt" && action !== "rollback") {
@@ -442,19 +468,19 @@ export const router = (options: Options) =>
       const wait = queryFlag(params, "wait")
       yield* runs.cancel(runId, action, wait)
       if (!wait) return HttpServerResponse.empty({ status: 202 })
-      return json(Protocol.runObject(yield* ownedRun(threadId, runId)))
+      return json(runObject(yield* ownedRun(stored, runId), threadId))
     })
 
     const listRuns = Effect.gen(function*() {
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
       const params = yield* query
       const limit = Math.max(1, Math.min(1000, Number(params.limit ?? 10) || 10))
       const offset = Math.max(0, Number(params.offset ?? 0) || 0)
       const status = typeof params.status === "string" ? params.status : undefined
-      const records = (yield* Effect.mapError(store.runs({ threadId }), storeFailed))
-        .map(Protocol.runObject)
+      const records = (yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
+        .map((record) => runObject(record, threadId))
         .filter((run) => status === undefined || run.status === status)
         .reverse()
       return json(records.slice(offset, offset + limit))
@@ -464,29 +490,27 @@ export const router = (options: Options) =>
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
-      yield* ownedThread(userId, threadId)
-      return json(Protocol.runObject(yield* ownedRun(threadId, runId)))
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
+      return json(runObject(yield* ownedRun(stored, runId), threadId))
     })
 
     // -------------------------------------------------------------------------------------------------------
     // Threads
 
+    // LangGraph's `if_exists` (`raise`, the default: 409; `do_nothing`: the existing thread) is about the
+    // caller's own thread of that id; another user's is, for the caller, a thread that does not exist
     const createThread = Effect.gen(function*() {
       const userId = yield* user
       const request = yield* body(Protocol.ThreadCreate)
       const threadId = request.thread_id ?? M.newId()
-      if (!Schema.is(SafeId)(threadId)) {
-        return yield* fail("unprocessable", "thread_id: ids are 1-128 letters, digits, '.', '_' or '-'.")
-      }
-      const existing = yield* Effect.mapError(store.info(threadId), storeFailed)
+      const existing = Schema.is(SafeId)(threadId)
+        ? yield* Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed)
+        : Option.none<ThreadSummary>()
       if (Option.isSome(existing)) {
-        if ((existing.value.owner ?? "default") !== userId || request.if_exists !== "do_nothing") {
-          return yield* fail("conflict", `Thread ${threadId} already exists.`)
-        }
-        return json(yield* fullThread(existing.value))
+        if (request.if_exists !== "do_nothing") return yield* fail("conflict", `Thread ${threadId} already exists.`)
+        return json(yield* fullThread(existing.value, threadId))
       }
-      yield* Effect.mapError(store.ensure(threadId, { owner: userId, metadata: request.metadata ?? {} }), storeFailed)
-      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+      return json(yield* fullThread(yield* newThread(userId, threadId, request.metadata ?? {}), threadId))
     })
 
     const searchThreads = Effect.gen(function*() {
@@ -495,13 +519,16 @@ export const router = (options: Options) =>
       const all = yield* Effect.mapError(store.list, storeFailed)
       const wanted = request.metadata ?? {}
       const ids = request.ids == null ? undefined : new Set(request.ids)
-      const matches = all.filter((thread) =>
-        (thread.owner ?? "default") === userId &&
-        (ids === undefined || ids.has(thread.thread_id)) &&
-        Object.entries(wanted).every(([key, value]) => JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value))
-      ).map((thread) =>
-        Protocol.threadObject(thread, threadStatus(thread), { title: thread.title })
-      ).filter((thread) => request.status == null || thread.status === request.status)
+      const matches = all.filter((thread) => (thread.owner ?? "default") === userId)
+        .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
+        .filter(({ thread, threadId }) =>
+          (ids === undefined || ids.has(threadId)) &&
+          Object.entries(wanted).every(([key, value]) =>
+            JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value)
+          )
+        ).map(({ thread, threadId }) =>
+          Protocol.threadObject({ ...thread, thread_id: threadId }, threadStatus(thread), { title: thread.title })
+        ).filter((thread) => request.status == null || thread.status === request.status)
       const sortBy = request.sort_by ?? "updated_at"
       const order = request.sort_order === "asc" ? 1 : -1
       matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
@@ -512,23 +539,23 @@ export const router = (options: Options) =>
     const getThread = Effect.gen(function*() {
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
-      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+      return json(yield* fullThread(yield* ownedThread(userId, threadId), threadId))
     })
 
     const patchThread = Effect.gen(function*() {
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
       const request = yield* body(Protocol.ThreadPatch)
-      yield* Effect.mapError(store.patchMetadata(threadId, request.metadata ?? {}), storeFailed)
-      return json(yield* fullThread(yield* ownedThread(userId, threadId)))
+      yield* Effect.mapError(store.patchMetadata(stored, request.metadata ?? {}), storeFailed)
+      return json(yield* fullThread(yield* ownedThread(userId, threadId), threadId))
     })
 
     const deleteThread = Effect.gen(function*() {
       const userId = yield* user
       const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
-      const active = runs.activeOf(threadId)
+      const stored = (yield* ownedThread(userId, threadId)).thread_id
+      const active = runs.activeOf(stored)
       if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
       // a run of another gateway process sharing the store still holds the thread
       if ((yield* ownedThread(userId, threadId)).status === "running") {
@@ -538,17 +565,31 @@ export const router = (options: Options) =>
             "the thread."
         )
       }
-      yield* App.deleteThread(app.home, threadId, userId).pipe(
+      yield* App.deleteThread(app.home, stored, userId).pipe(
         Effect.provideService(ThreadStore, store),
         Effect.mapError(storeFailed)
       )
       return HttpServerResponse.empty({ status: 204 })
     })
 
-    /** The states after each of the thread's checkpoints, newest first: the last `limit` (before `before`). */
-    const history = (threadId: string, limit: number, before?: number) =>
+    /** A user's thread: as stored, and as the client calls it. */
+    interface ThreadRef {
+      readonly stored: string
+      readonly threadId: string
+    }
+
+    /** The user's thread the request's path names, or 404. */
+    const threadRef = (userId: string) =>
       Effect.gen(function*() {
-        const all = yield* Effect.mapError(store.checkpoints(threadId), storeFailed)
+        const threadId = yield* idParam("thread_id", "Thread")
+        const stored = (yield* ownedThread(userId, threadId)).thread_id
+        return { stored, threadId } satisfies ThreadRef
+      })
+
+    /** The states after each of the thread's checkpoints, newest first: the last `limit` (before `before`). */
+    const history = ({ stored, threadId }: ThreadRef, limit: number, before?: number) =>
+      Effect.gen(function*() {
+        const all = yield* Effect.mapError(store.checkpoints(stored), storeFailed)
         const records: ReadonlyArray<CheckpointRecord> = before === undefined ? all : all.filter((r) => r.seq < before)
         const from = Math.max(0, records.length - limit)
         const indexes = makeIndexes()
@@ -573,25 +614,23 @@ export const router = (options: Options) =>
         return out.reverse()
       })
 
-    const currentState = (threadId: string) =>
+    const currentState = (thread: ThreadRef) =>
       Effect.gen(function*() {
-        const [latest] = yield* history(threadId, 1)
+        const [latest] = yield* history(thread, 1)
         if (latest !== undefined) return latest
-        return Protocol.stateObject(threadId, TS.empty, {})
+        return Protocol.stateObject(thread.threadId, TS.empty, {})
       })
 
     const getState = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
-      return json(yield* currentState(threadId))
+      return json(yield* currentState(yield* threadRef(userId)))
     })
 
-    const stateAt = (threadId: string, checkpointId: unknown) =>
+    const stateAt = (thread: ThreadRef, checkpointId: unknown) =>
       Effect.gen(function*() {
         const seq = Number(checkpointId)
         if (!Number.isInteger(seq)) return yield* notFound(`Checkpoint ${JSON.stringify(checkpointId)}`)
-        const [state] = yield* history(threadId, 1, seq + 1)
+        const [state] = yield* history(thread, 1, seq + 1)
         if (state === undefined || state.checkpoint.checkpoint_id !== String(seq)) {
           return yield* notFound(`Checkpoint ${seq}`)
         }
@@ -600,42 +639,39 @@ export const router = (options: Options) =>
 
     const getStateAt = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
-      return json(yield* stateAt(threadId, yield* param("checkpoint_id")))
+      const thread = yield* threadRef(userId)
+      return json(yield* stateAt(thread, yield* param("checkpoint_id")))
     })
 
     const postStateAt = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const thread = yield* threadRef(userId)
       const request = yield* body(Schema.Struct({
         checkpoint: Schema.Struct({ checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)) })
       }))
-      if (request.checkpoint.checkpoint_id == null) return json(yield* currentState(threadId))
-      return json(yield* stateAt(threadId, request.checkpoint.checkpoint_id))
+      if (request.checkpoint.checkpoint_id == null) return json(yield* currentState(thread))
+      return json(yield* stateAt(thread, request.checkpoint.checkpoint_id))
     })
 
     const getHistory = (fromBody: boolean) =>
       Effect.gen(function*() {
         const userId = yield* user
-        const threadId = yield* idParam("thread_id", "Thread")
-        yield* ownedThread(userId, threadId)
+        const thread = yield* threadRef(userId)
         const params = yield* query
         const request = fromBody ? yield* body(Protocol.HistoryRequest) : { limit: Number(params.limit ?? 10) || 10 }
         const before = (request as { before?: unknown }).before as { checkpoint_id?: unknown } | undefined
         const beforeSeq = before != null && typeof before === "object" && before.checkpoint_id != null
           ? Number(before.checkpoint_id)
           : undefined
-        return json(yield* history(threadId, request.limit ?? 10, Number.isInteger(beforeSeq) ? beforeSeq : undefined))
+        return json(yield* history(thread, request.limit ?? 10, Number.isInteger(beforeSeq) ? beforeSeq : undefined))
       })
 
     const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 
     const updateState = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const thread = yield* threadRef(userId)
+      const { stored, threadId } = thread
       const request = yield* body(Protocol.StateUpdateRequest)
       const values = request.values ?? {}
       if (typeof values !== "object" || Array.isArray(values)) {
@@ -664,21 +700,21 @@ export const router = (options: Options) =>
         ]
       }
       const writer = `update-state-${M.newId()}`
-      if (runs.activeOf(threadId) !== undefined) {
+      if (runs.activeOf(stored) !== undefined) {
         return yield* fail("conflict", `Thread ${threadId} has a run in progress; update its state after the run.`)
       }
       const holder = yield* Effect.mapError(
-        store.acquireLease({ threadId, runId: writer, ttlMs: 30_000, now: Date.now() }),
+        store.acquireLease({ threadId: stored, runId: writer, ttlMs: 30_000, now: Date.now() }),
         storeFailed
       )
       if (holder !== undefined) {
         return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
       }
-      const appended = yield* Effect.either(store.append(threadId, writer, [update])).pipe(
-        Effect.ensuring(Effect.ignore(store.releaseLease(threadId, writer)))
+      const appended = yield* Effect.either(store.append(stored, writer, [update])).pipe(
+        Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer)))
       )
       if (Either.isLeft(appended)) return yield* fail("unprocessable", appended.left.message)
-      const latest = yield* currentState(threadId)
+      const latest = yield* currentState(thread)
       return json({ checkpoint: latest.checkpoint })
     })
 
@@ -764,8 +800,7 @@ export const router = (options: Options) =>
 
     const uploadFiles = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const { stored, threadId } = yield* threadRef(userId)
       const request = yield* HttpServerRequest.HttpServerRequest
       const limits = config.uploads
       const form = yield* request.multipart.pipe(
@@ -799,7 +834,7 @@ export const router = (options: Options) =>
           }),
           (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
         ))
-      const results = yield* Upload.upload(threadId, inputs, { userId }).pipe(
+      const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
         Effect.provideService(AppConfigService, app),
         Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message))
       )
@@ -822,9 +857,8 @@ export const router = (options: Options) =>
 
     const listUploads = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
-      const dir = threadPaths(app.home, userId, threadId).uploads
+      const { stored, threadId } = yield* threadRef(userId)
+      const dir = threadPaths(app.home, userId, stored).uploads
       const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir, { withFileTypes: true }) : []
       const files = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((entry) => {
         const stat = Fs.statSync(Path.join(dir, entry.name))
@@ -844,12 +878,11 @@ export const router = (options: Options) =>
 
     const deleteUpload = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const { stored } = yield* threadRef(userId)
       const filename = decodeURIComponent(yield* param("filename"))
       const problemText = Upload.filenameProblem(filename)
       if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
-      const file = Path.join(threadPaths(app.home, userId, threadId).uploads, filename)
+      const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
       if (!Fs.existsSync(file)) return yield* notFound(`Upload ${filename}`)
       Fs.rmSync(file, { force: true })
       return json({ success: true, message: `Deleted ${filename}.` })
@@ -857,8 +890,7 @@ export const router = (options: Options) =>
 
     const getArtifact = Effect.gen(function*() {
       const userId = yield* user
-      const threadId = yield* idParam("thread_id", "Thread")
-      yield* ownedThread(userId, threadId)
+      const { stored } = yield* threadRef(userId)
       const params = yield* HttpRouter.params
       const raw = params["*"] ?? ""
       const virtual = `/${raw.split("/").map((segment) => {
@@ -872,7 +904,7 @@ export const router = (options: Options) =>
         return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
       }
       const sandbox = yield* Effect.mapError(
-        sandboxes.acquire(threadId, userId),
+        sandboxes.acquire(stored, userId),
         (error) => fail("internal", error.message)
       )
       const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))

@@ -7,7 +7,8 @@
  * What a gateway user owns, and what no run of theirs may change:
  *
  * - Owned (created, read, changed and deleted by that user only; another user's answers 404, as if it did not
- *   exist): their threads, the runs, checkpoints, uploads and artifacts of those threads (under
+ *   exist): their threads (stored under an id of their own, so that two users may use the same thread id; see
+ *   `ThreadIds.ts`), the runs, checkpoints, uploads and artifacts of those threads (under
  *   `{home}/users/{user}/threads/`), their long-term memory (`{home}/users/{user}/memory.json`, and per agent
  *   under `{home}/users/{user}/agents/{name}/`) and their custom agents (`{home}/users/{user}/agents/{name}/`:
  *   `config.yaml`, `SOUL.md`), written by the bootstrap agent's `setup_agent` and by `update_agent`. A run

@@ -67,7 +67,10 @@ const internal = (error: { readonly message: string }) =>
 
 /** What a new run is. */
 export interface RunRequest {
+  /** The thread as stored (see `ThreadIds`). */
   readonly threadId: string
+  /** The thread as its user's client names it (what the run's stream and messages say); default `threadId`. */
+  readonly publicThreadId?: string | undefined
   readonly userId: string
   /** Whether the run is an admin's (`RunOptions.admin`, from the request's token). */
   readonly admin?: boolean | undefined
@@ -91,7 +94,10 @@ export type CancelAction = "interrupt" | "rollback"
 /** A run this process executes, or executed recently: its event buffer and its end. */
 export interface ActiveRun {
   readonly runId: string
+  /** The thread as stored. */
   readonly threadId: string
+  /** The thread as its user's client names it. */
+  readonly publicThreadId: string
   readonly userId: string
   readonly modes: ReadonlyArray<Protocol.StreamMode>
   /** Ends with the run's final record once everything (rollback, deletion) is done. */
@@ -198,7 +204,7 @@ export const layer = (
         let changed = Deferred.unsafeMake<void>(FiberId.none)
         const projector = Protocol.makeProjector({
           runId,
-          threadId: request.threadId,
+          threadId: request.publicThreadId ?? request.threadId,
           modes: request.modes,
           initial,
           modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
@@ -230,6 +236,7 @@ export const layer = (
         const run: ActiveRun = {
           runId,
           threadId: request.threadId,
+          publicThreadId: request.publicThreadId ?? request.threadId,
           userId: request.userId,
           modes: request.modes,
           done: Deferred.unsafeMake<RunRecord>(FiberId.none),
@@ -264,6 +271,14 @@ export const layer = (
         Effect.gen(function*() {
           const { run, append } = made
           let end: (RunEvent & { readonly type: "run_end" }) | undefined
+          // a custom event naming the thread (a safety stop's) names it as the client does
+          const publicEvent = (event: RunEvent): RunEvent => {
+            if (event.type !== "custom" || run.publicThreadId === request.threadId) return event
+            const data = event.data as { readonly thread_id?: unknown } | null | undefined
+            return typeof data === "object" && data !== null && data.thread_id === request.threadId
+              ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
+              : event
+          }
           const events = factory.run({
             threadId: request.threadId,
             runId,
@@ -282,7 +297,7 @@ export const layer = (
                 const invalid: Array<string> = []
                 for (const event of chunk) {
                   if (event.type === "run_end") end = event
-                  Either.match(encodeEvent(event), {
+                  Either.match(encodeEvent(publicEvent(event)), {
                     onLeft: (error) => invalid.push(`${event.type}: ${error.message}`),
                     onRight: (json) => encoded.push(json as RunEvent)
                   })
@@ -360,6 +375,7 @@ export const layer = (
       const start: Service["start"] = (request) =>
         lock.withPermits(1)(Effect.gen(function*() {
           const runId = M.newId()
+          const shown = request.publicThreadId ?? request.threadId
           const current = active.get(request.threadId)
           if (current !== undefined) {
             if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
@@ -368,7 +384,7 @@ export const layer = (
             } else {
               return yield* new GatewayError({
                 reason: "conflict",
-                message: `Thread ${request.threadId} already has a run in progress (run ${current.runId}). Wait for ` +
+                message: `Thread ${shown} already has a run in progress (run ${current.runId}). Wait for ` +
                   `it to end, cancel it, or start this run with multitask_strategy "interrupt" or "rollback".`
               })
             }
@@ -382,7 +398,7 @@ export const layer = (
             now: millis
           }).pipe(Effect.mapError(internal))
           if (holder !== undefined) {
-            return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(request.threadId, holder) })
+            return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
           }
           const loaded = yield* store.load(request.threadId).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),

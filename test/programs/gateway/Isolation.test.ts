@@ -1,8 +1,10 @@
 /**
  * Two users of one gateway (API tokens standing for alice and bob): neither can read, change, stream, cancel,
  * upload to or download from the other's thread, through any endpoint under any prefix; every such request
- * gets 404 as if the thread did not exist, and the thread is untouched afterwards. Requests without a valid
- * token get 401. A gateway bound beyond loopback without tokens refuses to start.
+ * gets 404 as if the thread did not exist, and the thread is untouched afterwards. The other's thread id is, for
+ * each, an id nobody has: bob may make a thread of his own with it (no 409 saying it is taken), and the two
+ * threads stay apart. Requests without a valid token get 401. A gateway bound beyond loopback without tokens
+ * refuses to start.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -25,6 +27,11 @@ const script = (body: ChatRequestBody): Turn => {
   const text = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
   if (text.includes("hang")) return { content: "working", stall: true }
   if (text.includes("echo")) return `Your token is ${ALICE}, and bob's is ${BOB}.`
+  // a provider's safety stop on a response calling tools: the run's safety_termination event names the thread
+  if (text.includes("unsafe")) {
+    const call = { name: "bash", arguments: { description: "x", command: "true" } }
+    return { toolCalls: [call], finishReason: "content_filter" }
+  }
   if (last?.role === "tool") return "Saved your secret plan."
   return {
     toolCalls: [{
@@ -91,11 +98,7 @@ describe("two users", () => {
   it("bob gets 404 from every endpoint of alice's thread, under every prefix; alice's thread is untouched", async () => {
     const before = await (await alice(`/threads/${threadId}/state`)).json()
     const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) })
-    const run = {
-      assistant_id: "lead_agent",
-      input: { messages: [{ type: "human", content: "steal" }] },
-      if_not_exists: "create"
-    }
+    const run = { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "steal" }] } }
     const form = () => {
       const data = new FormData()
       data.append("files", new Blob(["bob's file"]), "evil.txt")
@@ -146,9 +149,7 @@ describe("two users", () => {
       assert.strictEqual(response.status, 404, `${request.method ?? "GET"} ${path}`)
     }
     assert.strictEqual(tried.length, langgraph.length * 3 + deerflow.length)
-    // bob cannot take the id over either, nor see it in a search
-    const taken = await bob("/threads", json({ thread_id: threadId, if_exists: "do_nothing" }))
-    assert.strictEqual(taken.status, 409)
+    // nor see it in a search
     const found = await (await bob("/threads/search", json({ limit: 100 }))).json() as any
     assert.deepStrictEqual(found, [])
 
@@ -166,6 +167,92 @@ describe("two users", () => {
     assert.strictEqual(plan.headers.get("content-security-policy"), "sandbox")
     const mine = await (await alice("/threads/search", json({ limit: 100 }))).json() as any
     assert.deepStrictEqual(mine.map((t: any) => t.thread_id), [threadId])
+  })
+
+  it("alice's thread id is, for bob, an id nobody has: his thread of that id is his own, hers stays hers", async () => {
+    const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) })
+    const before = await (await alice(`/threads/${threadId}/state`)).json()
+    // as for an id nobody has: made (LangGraph's default if_exists is raise), with what bob asked for
+    const fresh = await bob("/threads", json({ thread_id: "an-id-nobody-has", metadata: { owner: "bob" } }))
+    const made = await bob("/threads", json({ thread_id: threadId, metadata: { owner: "bob" } }))
+    assert.strictEqual(made.status, fresh.status)
+    const thread = await made.json() as any
+    assert.deepInclude(thread, { thread_id: threadId, metadata: { owner: "bob" }, status: "idle" })
+    assert.deepStrictEqual(Object.keys(thread).sort(), Object.keys(await fresh.json() as any).sort())
+    // if_exists is about his own thread now: raise is 409, do_nothing gives his thread back
+    assert.strictEqual((await bob("/threads", json({ thread_id: threadId }))).status, 409)
+    const again = await bob("/threads", json({ thread_id: threadId, if_exists: "do_nothing" }))
+    assert.strictEqual(((await again.json()) as any).created_at, thread.created_at)
+
+    // his thread takes his runs (alice's run on hers is still going), his uploads; nothing of hers shows
+    const form = new FormData()
+    form.append("files", new Blob(["bob's notes\n"]), "bob.txt")
+    assert.strictEqual((await bob(`/api/threads/${threadId}/uploads`, { method: "POST", body: form })).status, 200)
+    const streamed = await bob(`/threads/${threadId}/runs/stream`, json({
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "bob's first words" }] },
+      stream_mode: ["values"]
+    }))
+    assert.strictEqual(streamed.status, 200)
+    assert.include(streamed.headers.get("content-location") ?? "", `/threads/${threadId}/runs/`)
+    const { events } = await Support.readSse(streamed)
+    assert.deepInclude(events[0]!.data, { thread_id: threadId })
+    assert.strictEqual(events.at(-1)!.event, "end")
+    // events of the run that name the thread name it by bob's id
+    const stopped = await bob(`/threads/${threadId}/runs/stream`, json({
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "something unsafe" }] },
+      stream_mode: ["custom"]
+    }))
+    const custom = (await Support.readSse(stopped)).events.filter((e) => e.event === "custom")
+    const safety = custom.map((e) => e.data as any).find((d) => d.type === "safety_termination")
+    assert.strictEqual(safety?.thread_id, threadId, JSON.stringify(custom))
+    const state = await (await bob(`/threads/${threadId}/state`)).json() as any
+    assert.strictEqual(state.checkpoint.thread_id, threadId)
+    const said = JSON.stringify(state.values.messages)
+    assert.include(said, "bob's first words")
+    assert.notInclude(said, "save my plan")
+    const runs = await (await bob(`/threads/${threadId}/runs`)).json() as any
+    assert.deepStrictEqual(runs.map((r: any) => [r.thread_id, r.status]), [
+      [threadId, "success"],
+      [threadId, "success"]
+    ])
+    const bobFiles = await (await bob(`/api/threads/${threadId}/uploads/list`)).json() as any
+    assert.deepStrictEqual(bobFiles.files.map((f: any) => f.filename), ["bob.txt"])
+    const mine = await (await bob("/threads/search", json({ ids: [threadId] }))).json() as any
+    assert.deepStrictEqual(mine.map((t: any) => [t.thread_id, t.metadata.owner]), [[threadId, "bob"]])
+
+    // alice's thread is as it was, and bob deleting his leaves hers
+    assert.strictEqual((await bob(`/threads/${threadId}`, { method: "DELETE" })).status, 204)
+    assert.strictEqual((await bob(`/threads/${threadId}`)).status, 404)
+    assert.deepStrictEqual(await (await alice(`/threads/${threadId}/state`)).json(), before)
+    const hers = await (await alice(`/threads/${threadId}`)).json() as any
+    assert.deepStrictEqual(hers.metadata, { owner: "alice" })
+    assert.strictEqual(hers.status, "busy")
+    const aliceFiles = await (await alice(`/api/threads/${threadId}/uploads/list`)).json() as any
+    assert.deepStrictEqual(aliceFiles.files.map((f: any) => f.filename), ["notes.txt"])
+
+    // a run with if_not_exists: create makes bob's thread again, as for an id nobody has
+    const created = await bob(`/threads/${threadId}/runs/wait`, json({
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "bob again" }] },
+      if_not_exists: "create"
+    }))
+    assert.strictEqual(created.status, 200)
+    assert.strictEqual((await bob(`/threads/${threadId}`, { method: "DELETE" })).status, 204)
+    assert.strictEqual((await bob("/threads", json({ thread_id: "an-id-nobody-has" }))).status, 409)
+
+    // a thread stored under its plain id (as before threads were stored under their user's ids) is still its
+    // owner's under that id, and for the other user an id nobody has
+    await Effect.runPromise(gateway.store.ensure("made-before", { owner: "bob", metadata: { owner: "bob" } }))
+    assert.deepInclude(await (await bob("/threads/made-before")).json() as any, { metadata: { owner: "bob" } })
+    assert.strictEqual((await alice("/threads/made-before")).status, 404)
+    const hersNow = await alice("/threads", json({ thread_id: "made-before", metadata: { owner: "alice" } }))
+    assert.deepInclude(await hersNow.json() as any, { thread_id: "made-before", metadata: { owner: "alice" } })
+    assert.deepInclude(await (await bob("/threads/made-before")).json() as any, { metadata: { owner: "bob" } })
+    // ids of the server's own form are not a client's to give
+    const reserved = await bob("/threads", json({ thread_id: "x.u0123456789ab" }))
+    assert.strictEqual(reserved.status, 422)
   })
 
   it("artifacts are virtual paths inside the thread's user data only", async () => {
