@@ -10,6 +10,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Redacted from "effect/Redacted"
 import * as Layer from "effect/Layer"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import * as App from "../../../src/programs/App.js"
@@ -303,6 +304,22 @@ describe("binding", () => {
     }))
     assert.isTrue(Exit.isFailure(exit))
     assert.include(String(Exit.isFailure(exit) ? exit.cause : ""), "GatewayStartError")
+  })
+})
+
+describe("admin tokens", () => {
+  it("only a token marked admin is an admin's; an open gateway's requests are not; a token is admin or not", () => {
+    const token = (value: string, user: string, admin: boolean) => ({ token: Redacted.make(value), user, admin })
+    const auth = Auth.make([token(ALICE, "alice", false), token(BOB, "bob", true)])
+    const headers = (value: string) => ({ authorization: `Bearer ${value}` })
+    assert.deepStrictEqual(auth.identify(headers(ALICE)), Either.right({ user: "alice", admin: false }))
+    assert.deepStrictEqual(auth.identify(headers(BOB)), Either.right({ user: "bob", admin: true }))
+    assert.deepStrictEqual(Auth.make([]).identify({}), Either.right({ user: "default", admin: false }))
+    assert.include(
+      Auth.tokensProblem([token(ALICE, "alice", false), token(ALICE, "alice", true)]),
+      "once with admin: true and once without"
+    )
+    assert.isUndefined(Auth.tokensProblem([token(ALICE, "alice", true), token(ALICE, "alice", true)]))
   })
 })
 
