@@ -12,8 +12,8 @@ import * as Support from "./support.js"
 let gateway: TestGateway
 let threadId = ""
 
-const post = (path: string, body: BodyInit | undefined, headers: Record<string, string> = {}) =>
-  fetch(`${gateway.url}${path}`, { method: "POST", ...(body === undefined ? {} : { body }), headers })
+const post = (path: string, body: RequestInit["body"], headers: Record<string, string> = {}) =>
+  fetch(`${gateway.url}${path}`, { method: "POST", ...(body == null ? {} : { body }), headers })
 const postJson = (path: string, text: string) => post(path, text, { "content-type": "application/json" })
 
 /** The problem a refused request got: its status and detail. */
@@ -120,7 +120,7 @@ describe("content types", () => {
   it("refuses JSON sent as text/plain, a form or without a content type (415), and makes nothing", async () => {
     const before = await threadIds()
     const json = JSON.stringify({ metadata: { via: "simple request" } })
-    const cases: Array<[string, BodyInit, Record<string, string>]> = [
+    const cases: Array<[string, RequestInit["body"], Record<string, string>]> = [
       ["text/plain", json, { "content-type": "text/plain;charset=UTF-8" }],
       ["application/x-www-form-urlencoded", `${json}=`, { "content-type": "application/x-www-form-urlencoded" }],
       ["multipart/form-data", (() => {
