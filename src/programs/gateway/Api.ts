@@ -816,7 +816,8 @@ export const router = (options: Options) =>
       yield* noBody
       const threadId = yield* idParam("thread_id", "Thread")
       yield* ownedThread(userId, threadId)
-      const filename = decodeURIComponent(yield* param("filename"))
+      // (the router has decoded the path once; a name is taken literally from there: `%2e` stays `%2e`)
+      const filename = yield* param("filename")
       const problemText = Upload.filenameProblem(filename)
       if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
       const file = Path.join(threadPaths(app.home, userId, threadId).uploads, filename)
@@ -830,14 +831,8 @@ export const router = (options: Options) =>
       const threadId = yield* idParam("thread_id", "Thread")
       yield* ownedThread(userId, threadId)
       const params = yield* HttpRouter.params
-      const raw = params["*"] ?? ""
-      const virtual = `/${raw.split("/").map((segment) => {
-        try {
-          return decodeURIComponent(segment)
-        } catch {
-          return segment
-        }
-      }).join("/")}`.replace(/^\/+/, "/")
+      // (decoded once, by the router; decoding again would make `%252e%252e` a `..`)
+      const virtual = `/${params["*"] ?? ""}`.replace(/^\/+/, "/")
       if (!virtual.startsWith(`${USER_DATA}/`)) {
         return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
       }

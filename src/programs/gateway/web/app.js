@@ -185,9 +185,12 @@ function render() {
   }
 }
 
+// each segment encoded once (a name may hold `%`, `#` or `?`); the gateway decodes it once
+const encodePath = (path) => path.split("/").map(encodeURIComponent).join("/")
+
 async function openArtifact(path) {
   try {
-    const response = await api(`/api/threads/${state.threadId}/artifacts${path}`)
+    const response = await api(`/api/threads/${state.threadId}/artifacts${encodePath(path)}`)
     const blob = await response.blob()
     window.open(URL.createObjectURL(blob), "_blank", "noopener")
   } catch (error) {
