@@ -31,7 +31,10 @@ export const bindProblem = (host: string, tokens: ReadonlyArray<GatewayToken>): 
 }
 
 /** Why the gateway must not answer browsers of every origin with these tokens, if it must not. */
-export const corsProblem = (origins: ReadonlyArray<string>, tokens: ReadonlyArray<GatewayToken>): string | undefined => {
+export const corsProblem = (
+  origins: ReadonlyArray<string>,
+  tokens: ReadonlyArray<GatewayToken>
+): string | undefined => {
   if (tokens.length > 0 || !origins.includes("*")) return undefined
   return "refusing gateway.cors.allow_origins \"*\" without API tokens: every web page you visit could run the " +
     "agent and read your threads. List the origins of your pages instead, or configure gateway.auth.tokens."

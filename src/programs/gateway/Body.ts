@@ -177,7 +177,10 @@ export const multipartProblem = (headers: Readonly<Record<string, string | undef
   }
   const boundary = type.params["boundary"]
   if (boundary === undefined || boundary.length === 0 || boundary.length > 70) {
-    return fail("bad_request", "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=...).")
+    return fail(
+      "bad_request",
+      "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=...)."
+    )
   }
   return undefined
 }

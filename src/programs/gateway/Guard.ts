@@ -62,9 +62,8 @@ export const hostProblem = (header: string | undefined, options: Options): strin
   if (host === undefined) return `The Host header ${JSON.stringify(header)} is not a host name with an optional port.`
   for (const entry of options.allowedHosts) {
     const allowed = parseHost(entry)
-    if (allowed !== undefined && allowed.name === host.name && (allowed.port === undefined || allowed.port === host.port)) {
-      return undefined
-    }
+    const matches = allowed !== undefined && allowed.name === host.name
+    if (matches && (allowed.port === undefined || allowed.port === host.port)) return undefined
   }
   const bound = options.host.replace(/^\[|\]$/g, "").toLowerCase()
   const port = host.port ?? 80
@@ -72,9 +71,13 @@ export const hostProblem = (header: string | undefined, options: Options): strin
     (isLoopback(bound) && isLoopback(host.name)) ||
     (WILDCARDS.has(bound) && (isLoopback(host.name) || localAddresses().has(host.name)))
   if (named && port === options.port) return undefined
-  return `This gateway does not answer to the host ${JSON.stringify(header)}: it serves ${
-    WILDCARDS.has(bound) ? "this machine's addresses" : isLoopback(bound) ? "loopback (127.0.0.1, localhost, [::1])" : bound
-  } on port ${options.port}. A name it should answer to (behind a proxy, say) goes in gateway.allowed_hosts.`
+  const serves = WILDCARDS.has(bound)
+    ? "this machine's addresses"
+    : isLoopback(bound)
+    ? "loopback (127.0.0.1, localhost, [::1])"
+    : bound
+  return `This gateway does not answer to the host ${JSON.stringify(header)}: it serves ${serves} on port ` +
+    `${options.port}. A name it should answer to (behind a proxy, say) goes in gateway.allowed_hosts.`
 }
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])

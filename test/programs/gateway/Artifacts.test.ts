@@ -120,7 +120,7 @@ describe.skipIf(CHROMIUM === undefined)("a model-written HTML artifact opened fr
     await gateway?.stop()
   })
 
-  it("runs none of its script: it reads no thread, creates none, starts no run, and leaves the page alone", async () => {
+  it("runs none of its script: reads no thread, creates none, starts no run, leaves the page alone", async () => {
     await page.goto(gateway.url)
     await page.fill("#input", "Write the report page")
     await page.click("#send")

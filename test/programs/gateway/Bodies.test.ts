@@ -157,7 +157,8 @@ describe("content types", () => {
 describe("uploads", () => {
   it("a multipart form without a boundary is a 400 saying so; a non-multipart body a 415", async () => {
     const path = `/api/threads/${threadId}/uploads`
-    const noBoundary = await problem(await post(path, "--x\r\n\r\n--x--\r\n", { "content-type": "multipart/form-data" }))
+    const form = "--x\r\n\r\n--x--\r\n"
+    const noBoundary = await problem(await post(path, form, { "content-type": "multipart/form-data" }))
     assert.strictEqual(noBoundary.status, 400)
     assert.include(noBoundary.detail, "boundary")
     const plain = await problem(await post(path, "hello", { "content-type": "text/plain" }))

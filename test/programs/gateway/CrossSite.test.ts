@@ -99,7 +99,8 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
       )).then((settled) => {
         window.results = settled.map((s) => s.status)
         // and a CORS request, which needs a preflight the gateway does not grant
-        return fetch("${gw}/threads/search", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })
+        const json = { "content-type": "application/json" }
+        return fetch("${gw}/threads/search", { method: "POST", headers: json, body: "{}" })
           .then((r) => r.text(), (e) => "blocked: " + e.message)
       }).then((read) => { window.read = read; document.title = "done" })
     </script>`)
@@ -117,7 +118,11 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
       </script>`
     pages.set(
       "/form-urlencoded.html",
-      form("/threads", "application/x-www-form-urlencoded", `<input name='{"metadata":{"attack":"form","x":"' value='"}}'>`)
+      form(
+        "/threads",
+        "application/x-www-form-urlencoded",
+        `<input name='{"metadata":{"attack":"form","x":"' value='"}}'>`
+      )
     )
     pages.set(
       "/form-text.html",
@@ -185,7 +190,7 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
     assert.isFalse(Fs.existsSync(`${gateway.home}/users/default/threads/${threadId}/user-data/uploads/planted.txt`))
   })
 
-  it("a page on a rebound name (resolving to 127.0.0.1) reads nothing and writes nothing, though same-origin", async () => {
+  it("a page on a rebound name (resolving to 127.0.0.1) reads and writes nothing, though same-origin", async () => {
     const before = await snapshot()
     const origin = `http://${REBIND}:${new URL(gateway.url).port}`
     // the gateway's own page is not served under that name
@@ -196,11 +201,12 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
       route.fulfill({
         contentType: "text/html",
         body: `<!doctype html><title>rebound</title><script>
+          const headers = { "content-type": "application/json" }
           const calls = [
-            ["/threads/search", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }],
+            ["/threads/search", { method: "POST", headers, body: "{}" }],
             ["/threads/${threadId}/state", {}],
-            ["/threads", { method: "POST", headers: { "content-type": "application/json" }, body: '{"metadata":{"attack":"rebind"}}' }],
-            ["/threads/${threadId}/runs/wait", { method: "POST", headers: { "content-type": "application/json" }, body: ${JSON.stringify(runBody)} }]
+            ["/threads", { method: "POST", headers, body: '{"metadata":{"attack":"rebind"}}' }],
+            ["/threads/${threadId}/runs/wait", { method: "POST", headers, body: ${JSON.stringify(runBody)} }]
           ]
           Promise.all(calls.map(([path, init]) =>
             fetch(path, init).then(async (r) => [r.status, await r.text()], (e) => [0, "failed: " + e.message])))

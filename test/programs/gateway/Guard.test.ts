@@ -58,6 +58,8 @@ const detail = (answer: Answer) => {
   return (JSON.parse(answer.body) as { detail: string }).detail
 }
 
+const runBody = JSON.stringify({ input: { messages: [{ type: "human", content: "hi" }] } })
+
 let gateway: TestGateway
 let port = 0
 let threadId = ""
@@ -94,14 +96,21 @@ describe("the Host header", () => {
 
   it("another name is refused on every route, reads and the page included: DNS rebinding reads nothing", async () => {
     const before = await threadIds()
-    for (const host of [`attacker.example:${port}`, `127.0.0.1:${port + 1}`, "127.0.0.1", "pinned.example", `pinned.example:${port}`]) {
+    const hosts = [
+      `attacker.example:${port}`,
+      `127.0.0.1:${port + 1}`,
+      "127.0.0.1",
+      "pinned.example",
+      `pinned.example:${port}`
+    ]
+    for (const host of hosts) {
       const requests: Array<[string, string, string | undefined]> = [
         ["GET", "/", undefined],
         ["GET", `/threads/${threadId}/state`, undefined],
         ["GET", `/api/threads/${threadId}/uploads/list`, undefined],
         ["POST", "/threads/search", "{}"],
         ["POST", "/threads", JSON.stringify({ metadata: { rebound: true } })],
-        ["POST", `/threads/${threadId}/runs/wait`, JSON.stringify({ input: { messages: [{ type: "human", content: "hi" }] } })],
+        ["POST", `/threads/${threadId}/runs/wait`, runBody],
         ["DELETE", `/threads/${threadId}`, undefined]
       ]
       for (const [method, path, body] of requests) {
@@ -163,7 +172,7 @@ describe("the Origin of state-changing requests", () => {
     for (const headers of pages) {
       const requests: Array<[string, string, string | undefined]> = [
         ["POST", "/threads", json],
-        ["POST", `/threads/${threadId}/runs`, JSON.stringify({ input: { messages: [{ type: "human", content: "x" }] } })],
+        ["POST", `/threads/${threadId}/runs`, runBody],
         ["PATCH", `/threads/${threadId}`, JSON.stringify({ metadata: { owner: "attacker" } })],
         ["DELETE", `/threads/${threadId}`, undefined],
         ["POST", `/api/threads/${threadId}/uploads`, undefined]
@@ -182,12 +191,14 @@ describe("the Origin of state-changing requests", () => {
 
   it("the gateway's own page (any loopback spelling it was opened by) and clients without an Origin may", async () => {
     for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
-      const own = await raw(gateway, "POST", "/threads", { host, origin: `http://${host}`, "sec-fetch-site": "same-origin" }, json)
+      const headers = { host, origin: `http://${host}`, "sec-fetch-site": "same-origin" }
+      const own = await raw(gateway, "POST", "/threads", headers, json)
       assert.strictEqual(own.status, 200, host)
     }
     assert.strictEqual((await raw(gateway, "POST", "/threads", {}, json)).status, 200)
     // a page opened by one spelling is not the page of another
-    const other = await raw(gateway, "POST", "/threads", { host: `127.0.0.1:${port}`, origin: `http://localhost:${port}` }, json)
+    const spelling = { host: `127.0.0.1:${port}`, origin: `http://localhost:${port}` }
+    const other = await raw(gateway, "POST", "/threads", spelling, json)
     assert.strictEqual(other.status, 403)
     // reads from other origins reach the route (CORS decides whether a browser may read the answer)
     const read = await raw(gateway, "GET", `/threads/${threadId}`, { origin: "http://attacker.example" })
@@ -210,7 +221,7 @@ describe("the Origin of state-changing requests", () => {
     }
   })
 
-  it("allow_origins \"*\" needs API tokens: without them the gateway does not start; with them it answers any origin", async () => {
+  it("allow_origins \"*\" needs API tokens: without, no start; with, any origin is answered", async () => {
     assert.include(
       await startError({ gateway: { cors: { allow_origins: ["*"] } } }),
       "refusing gateway.cors.allow_origins \"*\" without API tokens"
@@ -221,7 +232,8 @@ describe("the Origin of state-changing requests", () => {
       config: { gateway: { cors: { allow_origins: ["*"] }, auth: { tokens: [{ token, user: "ui" }] } } }
     })
     try {
-      const created = await raw(open, "POST", "/threads", { origin: "http://anywhere.example", authorization: `Bearer ${token}` }, json)
+      const headers = { origin: "http://anywhere.example", authorization: `Bearer ${token}` }
+      const created = await raw(open, "POST", "/threads", headers, json)
       assert.strictEqual(created.status, 200)
       assert.strictEqual(created.headers["access-control-allow-origin"], "*")
     } finally {

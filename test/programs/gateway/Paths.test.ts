@@ -72,7 +72,7 @@ describe("upload names", () => {
     assert.deepStrictEqual(await uploadNames(), [])
   })
 
-  it("double-encoded traversal in a delete is a literal name, not found, or refused; nothing outside is touched", async () => {
+  it("double-encoded traversal in a delete: a literal name not found, or refused; nothing outside hit", async () => {
     const paths = threadPaths(gateway.home, "default", threadId)
     const other = threadPaths(gateway.home, "default", otherThread)
     Fs.mkdirSync(paths.outputs, { recursive: true })
@@ -131,7 +131,8 @@ describe("artifact paths", () => {
     const base = `/api/threads/${threadId}/artifacts/mnt/user-data`
     const attempts = [
       `outputs/%252e%252e/%252e%252e/%252e%252e/%252e%252e/${otherThread}/user-data/outputs/secret.md`,
-      `outputs/%252e%252e%252f%252e%252e%252f%252e%252e%252f%252e%252e%252f${otherThread}%252fuser-data%252foutputs%252fsecret.md`,
+      "outputs/%252e%252e%252f%252e%252e%252f%252e%252e%252f%252e%252e%252f" +
+      `${otherThread}%252fuser-data%252foutputs%252fsecret.md`,
       "outputs/%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/secret.md",
       "%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/secret.md",
       "outputs/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/secret.md",
