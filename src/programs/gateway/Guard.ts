@@ -49,7 +49,7 @@ export const parseHost = (value: string): HostName | undefined => {
   return { name, port }
 }
 
-const WILDCARDS = new Set(["0.0.0.0", "::", "[::]", ""])
+const WILDCARDS: ReadonlySet<string> = new Set(["0.0.0.0", "::", "[::]", ""])
 
 /** The addresses of this machine's interfaces, in lower case (for a gateway bound to all of them). */
 const localAddresses = (): ReadonlySet<string> =>
@@ -80,7 +80,7 @@ export const hostProblem = (header: string | undefined, options: Options): strin
     `${options.port}. A name it should answer to (behind a proxy, say) goes in gateway.allowed_hosts.`
 }
 
-const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"])
+const STATE_CHANGING: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
 /** An origin as CORS compares it (`scheme://host[:port]`), or the text as it is when it is no URL. */
 export const normalizeOrigin = (origin: string): string => {
