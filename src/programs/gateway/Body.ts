@@ -54,15 +54,12 @@ const contentTypeOf = (headers: Readonly<Record<string, string | undefined>>) =>
   return header === undefined || header.trim() === "" ? undefined : parseContentType(header)
 }
 
-/** Whether a request says it has a body (a length above 0, or a chunked one). */
-const announcesBody = (headers: Readonly<Record<string, string | undefined>>) =>
-  headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
-
 /** Why a request's body is not JSON the gateway reads (by its headers), if it is not. */
 export const jsonHeadersProblem = (headers: Readonly<Record<string, string | undefined>>): GatewayError | undefined => {
   const type = contentTypeOf(headers)
   if (type === undefined) {
-    return announcesBody(headers)
+    // (a chunked body says nothing of its length: it is refused once read, when it is not empty)
+    return Number(headers["content-length"] ?? 0) > 0
       ? fail("unsupported_media_type", "The body must be JSON sent with Content-Type: application/json; it had none.")
       : undefined
   }

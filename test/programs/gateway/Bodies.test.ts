@@ -137,6 +137,13 @@ describe("content types", () => {
         assert.include(refused.detail, "Content-Type: application/json")
       }
     }
+    // chunked, so without a length, and without a type: refused once read
+    const chunked = await fetch(`${gateway.url}/threads`, {
+      method: "POST",
+      body: new Blob([json]).stream(),
+      duplex: "half"
+    } as RequestInit)
+    assert.strictEqual((await problem(chunked)).status, 415)
     assert.deepStrictEqual(await threadIds(), before)
     const runs = await fetch(`${gateway.url}/threads/${threadId}/runs`)
     assert.deepStrictEqual(await runs.json(), [])
