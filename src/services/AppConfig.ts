@@ -393,6 +393,13 @@ export const GatewayToken = Schema.Struct({
 })
 export type GatewayToken = typeof GatewayToken.Type
 
+/** An entry of `gateway.allowed_hosts`: `name`, `name:port`, `[v6]` or `[v6]:port`. */
+const AllowedHost = Schema.String.pipe(
+  Schema.pattern(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$/, {
+    message: () => "an allowed host is a host name or address, with an optional :port (no scheme, no path)"
+  })
+)
+
 /**
  * `antler serve` (Antler's own section; DeerFlow configures its gateway through the environment). Bound to
  * a loopback address it may run without tokens (every request is user `default`, the CLI's user); bound to
@@ -409,6 +416,11 @@ export const GatewayConfig = Schema.Struct({
     Schema.Struct({ allow_origins: withDefault(Schema.Array(Schema.String), () => []) }),
     () => ({ allow_origins: [] })
   ),
+  /**
+   * Host names (or addresses) the gateway answers to besides the address it is bound to, each `name` (any port)
+   * or `name:port`: the names it is reached by behind a proxy. Any other `Host` is refused (DNS rebinding).
+   */
+  allowed_hosts: withDefault(Schema.Array(AllowedHost), () => []),
   /** Seconds between `: heartbeat` comments on an idle stream. */
   heartbeat_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 15),
   /** Events of a run kept for `Last-Event-ID` replay; a client further behind gets the `gap` event. */

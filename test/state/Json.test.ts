@@ -97,6 +97,47 @@ describe("Json.parse", () => {
   })
 })
 
+/** How deeply arrays and objects nest in a value (a reference version of `Json.nestingDepth`). */
+const depthOf = (value: unknown): number =>
+  typeof value !== "object" || value === null
+    ? 0
+    : 1 + Math.max(0, ...(Array.isArray(value) ? value : Object.values(value)).map(depthOf))
+
+describe("Json.parse of deeply nested text", () => {
+  it("drops __proto__ keys from text nested 100,000 deep without overflowing the stack", () => {
+    const depth = 100_000
+    const text = `{"__proto__": {"hide_from_ui": true}, "a": ${"[".repeat(depth)}{"__proto__": 1, "b": 2}${
+      "]".repeat(depth)
+    }}`
+    const parsed = Json.parse(text) as Record<string, unknown>
+    assert.isFalse(Object.hasOwn(parsed, PROTO))
+    assert.strictEqual(parsed.hide_from_ui, undefined)
+    let inner: unknown = parsed.a
+    for (let i = 0; i < depth; i++) inner = (inner as Array<unknown>)[0]
+    assert.deepStrictEqual(Object.keys(inner as object), ["b"])
+  })
+})
+
+describe("Json.nestingDepth", () => {
+  it.prop("is the nesting depth of the value the text holds", [FC.jsonValue()], ([value]) => {
+    const text = JSON.stringify(value, null, 1)
+    assert.strictEqual(Json.nestingDepth(text), depthOf(value), text)
+  })
+
+  it("ignores brackets and escaped quotes inside strings", () => {
+    const text = String.raw`{"a": "[[[{{\"]]]", "b": ["\\", [1]]}`
+    assert.deepStrictEqual(JSON.parse(text), { a: "[[[{{\"]]]", b: ["\\", [1]] })
+    assert.strictEqual(Json.nestingDepth(text), 3)
+    assert.strictEqual(Json.nestingDepth(`"{[{["`), 0)
+  })
+
+  it("stops counting past the limit", () => {
+    const text = "[".repeat(1_000_000) + "]".repeat(1_000_000)
+    assert.strictEqual(Json.nestingDepth(text, 100), 101)
+    assert.strictEqual(Json.nestingDepth(text), 1_000_000)
+  })
+})
+
 describe("Json.withoutProto", () => {
   it.prop("returns a value without __proto__ keys as it is (the same object)", [FC.jsonValue()], ([value]) => {
     const parsed = Json.parse(JSON.stringify(value))

@@ -8,7 +8,6 @@
  * (threads are stored under ids of their user's own, `ThreadIds`). What a user owns, and what no run of a
  * non-admin token may change: see `Auth.ts`.
  */
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -29,7 +28,6 @@ import { AppConfigService } from "../../services/AppConfig.js"
 import { SafeId, SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../services/Sandbox.js"
 import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
-import * as Json from "../../state/Json.js"
 import * as M from "../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
@@ -38,6 +36,7 @@ import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Upload from "../Upload.js"
 import type { Authenticator, Identity } from "./Auth.js"
+import * as Body from "./Body.js"
 import * as Protocol from "./Protocol.js"
 import type { ActiveRun } from "./Runs.js"
 import { GatewayError, Runs, statusOf } from "./Runs.js"
@@ -57,9 +56,11 @@ export interface Options {
 const TITLES: Record<number, string> = {
   400: "Bad Request",
   401: "Unauthorized",
+  403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
   413: "Payload Too Large",
+  415: "Unsupported Media Type",
   422: "Unprocessable Entity",
   500: "Internal Server Error"
 }
@@ -97,32 +98,11 @@ const respondError = (cause: Cause.Cause<unknown>) => {
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-/** The largest JSON body read (uploads have their own limits, `uploads.*`). */
-const MAX_JSON_BODY = 16 * 1024 * 1024
+/** Reads a JSON body and decodes it (see `Body.json`). */
+const body = Body.json
 
-/** Reads a JSON body (empty means `{}`) and decodes it; bad JSON is 400, a bad shape 422 naming the fields. */
-const body = <A, I>(schema: Schema.Schema<A, I>) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const text = yield* request.text.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_JSON_BODY)),
-      Effect.mapError((error) => fail("bad_request", `Cannot read the body (at most 16 MiB of JSON): ${error.message}`))
-    )
-    let raw: unknown = {}
-    if (text.trim() !== "") {
-      try {
-        // (without `__proto__` keys: a client could otherwise give a message's `additional_kwargs` server-owned
-        // keys the server never sees as its own, and so never strips, such as the date reminder's mark)
-        raw = Json.parse(text)
-      } catch (error) {
-        return yield* fail("bad_request", `The body is not valid JSON: ${(error as Error).message}`)
-      }
-    }
-    return yield* Either.match(Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })(raw), {
-      onLeft: (error) => Effect.fail(fail("unprocessable", Protocol.describeParseError(error))),
-      onRight: Effect.succeed
-    })
-  })
+/** A body, if any, of a request that takes none: JSON, or refused as any other body is (and then ignored). */
+const noBody = Body.json(Schema.Unknown)
 
 const param = (name: string) =>
   Effect.flatMap(HttpRouter.params, (params) => {
@@ -395,6 +375,7 @@ export const router = (options: Options) =>
 
     const joinStream = Effect.gen(function*() {
       const userId = yield* user
+      yield* noBody
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
       const stored = (yield* ownedThread(userId, threadId)).thread_id
@@ -456,6 +437,7 @@ export const router = (options: Options) =>
 
     const cancelRun = Effect.gen(function*() {
       const userId = yield* user
+      yield* noBody
       const threadId = yield* idParam("thread_id", "Thread")
       const runId = yield* idParam("run_id", "Run")
       const stored = (yield* ownedThread(userId, threadId)).thread_id
@@ -553,6 +535,7 @@ export const router = (options: Options) =>
 
     const deleteThread = Effect.gen(function*() {
       const userId = yield* user
+      yield* noBody
       const threadId = yield* idParam("thread_id", "Thread")
       const stored = (yield* ownedThread(userId, threadId)).thread_id
       const active = runs.activeOf(stored)
@@ -802,6 +785,9 @@ export const router = (options: Options) =>
       const userId = yield* user
       const { stored, threadId } = yield* threadRef(userId)
       const request = yield* HttpServerRequest.HttpServerRequest
+      // (the multipart parser throws, outside the effect, on a form without a boundary)
+      const refused = Body.multipartProblem(request.headers)
+      if (refused !== undefined) return yield* refused
       const limits = config.uploads
       const form = yield* request.multipart.pipe(
         Multipart.withLimits({
@@ -878,8 +864,10 @@ export const router = (options: Options) =>
 
     const deleteUpload = Effect.gen(function*() {
       const userId = yield* user
+      yield* noBody
       const { stored } = yield* threadRef(userId)
-      const filename = decodeURIComponent(yield* param("filename"))
+      // (the router has decoded the path once; a name is taken literally from there: `%2e` stays `%2e`)
+      const filename = yield* param("filename")
       const problemText = Upload.filenameProblem(filename)
       if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
       const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
@@ -892,14 +880,8 @@ export const router = (options: Options) =>
       const userId = yield* user
       const { stored } = yield* threadRef(userId)
       const params = yield* HttpRouter.params
-      const raw = params["*"] ?? ""
-      const virtual = `/${raw.split("/").map((segment) => {
-        try {
-          return decodeURIComponent(segment)
-        } catch {
-          return segment
-        }
-      }).join("/")}`.replace(/^\/+/, "/")
+      // (decoded once, by the router; decoding again would make `%252e%252e` a `..`)
+      const virtual = `/${params["*"] ?? ""}`.replace(/^\/+/, "/")
       if (!virtual.startsWith(`${USER_DATA}/`)) {
         return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
       }

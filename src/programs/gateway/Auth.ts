@@ -49,6 +49,16 @@ export const bindProblem = (host: string, tokens: ReadonlyArray<GatewayToken>): 
     "or bind to 127.0.0.1 (--host 127.0.0.1)."
 }
 
+/** Why the gateway must not answer browsers of every origin with these tokens, if it must not. */
+export const corsProblem = (
+  origins: ReadonlyArray<string>,
+  tokens: ReadonlyArray<GatewayToken>
+): string | undefined => {
+  if (tokens.length > 0 || !origins.includes("*")) return undefined
+  return "refusing gateway.cors.allow_origins \"*\" without API tokens: every web page you visit could run the " +
+    "agent and read your threads. List the origins of your pages instead, or configure gateway.auth.tokens."
+}
+
 /**
  * Why two tokens cannot be used together, if they cannot: the same token for two users, or listed twice, with
  * `admin: true` and without.

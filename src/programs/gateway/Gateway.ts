@@ -6,7 +6,9 @@
  * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
  *
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
- * the runs a previous process left running (recorded as `error`, "server restarted").
+ * the runs a previous process left running (recorded as `error`, "server restarted"). Every request passes
+ * `Guard` first: a `Host` that does not name the gateway, or a state-changing request from another site's page,
+ * reaches no route.
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
@@ -28,12 +30,13 @@ import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
+import * as Guard from "./Guard.js"
 import * as Runs from "./Runs.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
 export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("GatewayStartError", {
-  reason: Schema.Literal("unsafe_bind", "tokens"),
+  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens"),
   message: Schema.String
 }) {}
 
@@ -140,6 +143,8 @@ export const layer = (options: Options) => {
   const checks = Effect.gen(function*() {
     const bind = Auth.bindProblem(host, gateway.auth.tokens)
     if (bind !== undefined) return yield* new GatewayStartError({ reason: "unsafe_bind", message: bind })
+    const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens)
+    if (cors !== undefined) return yield* new GatewayStartError({ reason: "unsafe_cors", message: cors })
     const tokens = Auth.tokensProblem(gateway.auth.tokens)
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
   })
@@ -170,15 +175,24 @@ export const layer = (options: Options) => {
 
   const http = Layer.unwrapEffect(Effect.gen(function*() {
     const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
-    const origins = gateway.cors.allow_origins
+    const address = (yield* HttpServer.HttpServer).address
+    const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router())
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
-      allowedOrigins: origins.includes("*") ? undefined : origins,
+      // (an empty list answers any origin with `*`)
+      allowedOrigins: origins.includes("*") ? [] : origins,
       allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id"],
       exposedHeaders: ["content-location", "location"],
       allowedMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"]
     }))
-    return HttpServer.serve(handler)
+    // the Host and Origin checks come first: a refused request reaches neither the routes nor CORS
+    const guarded = handler.pipe(Guard.middleware({
+      host,
+      port: address._tag === "TcpAddress" ? address.port : port,
+      allowedHosts: gateway.allowed_hosts,
+      allowOrigins: origins
+    }))
+    return HttpServer.serve(guarded)
   }))
 
   // built bottom up: the checks, the store and run manager, the recovery, then the server binds and serves

@@ -39,7 +39,17 @@ import * as Protocol from "./Protocol.js"
 
 /** A request the gateway refuses or cannot serve; `reason` decides the HTTP status. */
 export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayError", {
-  reason: Schema.Literal("bad_request", "unauthorized", "not_found", "conflict", "unprocessable", "internal"),
+  reason: Schema.Literal(
+    "bad_request",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "conflict",
+    "too_large",
+    "unsupported_media_type",
+    "unprocessable",
+    "internal"
+  ),
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
@@ -51,10 +61,16 @@ export const statusOf = (reason: GatewayError["reason"]): number => {
       return 400
     case "unauthorized":
       return 401
+    case "forbidden":
+      return 403
     case "not_found":
       return 404
     case "conflict":
       return 409
+    case "too_large":
+      return 413
+    case "unsupported_media_type":
+      return 415
     case "unprocessable":
       return 422
     case "internal":

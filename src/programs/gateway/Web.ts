@@ -33,8 +33,10 @@ const serve = (dir: string, name: string) =>
         headers: {
           "cache-control": "no-cache",
           "x-content-type-options": "nosniff",
-          // the page runs only its own script, talks only to this server, and cannot be framed
-          "content-security-policy": "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'",
+          // the page runs only its own script, talks only to this server, and cannot be framed; it frames only
+          // the artifacts it fetched (blob URLs, in a sandboxed frame)
+          "content-security-policy":
+            "default-src 'self'; img-src 'self' data: blob:; frame-src blob:; frame-ancestors 'none'",
           "referrer-policy": "no-referrer"
         }
       }))

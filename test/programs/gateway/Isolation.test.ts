@@ -278,7 +278,7 @@ describe("two users", () => {
     const sdkStyle = await fetch(`${gateway.url}/threads/search`, {
       method: "POST",
       body: "{}",
-      headers: { "x-api-key": BOB }
+      headers: { "x-api-key": BOB, "content-type": "application/json" }
     })
     assert.strictEqual(sdkStyle.status, 200)
     assert.strictEqual((await fetch(`${gateway.url}/`)).status, 200)
@@ -365,7 +365,12 @@ describe("CORS", () => {
       assert.include(allowed.headers.get("access-control-allow-headers") ?? "", "authorization")
       const other = await preflight("http://evil.example")
       assert.notStrictEqual(other.headers.get("access-control-allow-origin"), "http://evil.example")
-      const created = await fetch(`${cors.url}/threads`, { method: "POST", body: "{}", headers: { origin: "http://ui.example" } })
+      const created = await fetch(`${cors.url}/threads`, {
+        method: "POST",
+        body: "{}",
+        headers: { origin: "http://ui.example", "content-type": "application/json" }
+      })
+      assert.strictEqual(created.status, 200)
       assert.include(created.headers.get("access-control-expose-headers") ?? "", "content-location")
     } finally {
       await cors.stop()

@@ -381,7 +381,11 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     })
     assert.strictEqual(badMode.status, 422)
     assert.include(((await badMode.json()) as any).detail, "stream_mode")
-    const notJson = await fetch(`${gateway.url}/threads`, { method: "POST", body: "{nope" })
+    const notJson = await fetch(`${gateway.url}/threads`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{nope"
+    })
     assert.strictEqual(notJson.status, 400)
     assert.strictEqual(notJson.headers.get("content-type"), "application/problem+json")
   })

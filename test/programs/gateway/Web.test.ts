@@ -1,7 +1,8 @@
 /**
  * The gateway's web page in a real headless Chromium (Debian's `chromium`, driven by playwright-core): a message
  * sent, the answer streamed in, the tool call folded, the thread listed, a clarification answered with an option
- * button, a file uploaded with a message and the artifact listed; a screenshot saved under test-results/.
+ * button, a file uploaded with a message and the artifact listed and shown in the sandboxed frame; a screenshot saved
+ * under test-results/.
  * Skipped, saying why, when no Chromium is installed (`apt-get install -y chromium`, as `.ci/run` does).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -111,6 +112,10 @@ describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () 
     await page.fill("#input", "Please present the haiku")
     await page.click("#send")
     await page.locator("#artifact-list a", { hasText: "haiku.md" }).waitFor({ timeout: 60_000 })
+    // opened, it is shown as text in the page's sandboxed frame
+    await page.locator("#artifact-list a", { hasText: "haiku.md" }).click()
+    await page.frameLocator("#viewer-frame").locator("body", { hasText: "saves the poem" }).waitFor()
+    assert.strictEqual(await page.locator("#viewer-name").innerText(), "haiku.md")
     assert.deepStrictEqual(errors, [])
   })
 

@@ -14,7 +14,9 @@ const state = {
   artifacts: [],
   runId: null,
   controller: null,
-  files: []
+  files: [],
+  // blob URLs of the artifact shown, revoked when it is closed
+  viewerUrls: []
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -185,14 +187,56 @@ function render() {
   }
 }
 
+// each segment encoded once (a name may hold `%`, `#` or `?`); the gateway decodes it once
+const encodePath = (path) => path.split("/").map(encodeURIComponent).join("/")
+
+// What the viewer previews: pages and images as they are, other text as plain text; anything else (a PDF, an
+// archive) is only offered for download.
+const PREVIEWED = new Set(["text/html", "image/svg+xml", "image/png", "image/jpeg", "image/gif", "image/webp"])
+const AS_TEXT = new Set(["application/json"])
+
+// The artifact is fetched with the page's credentials, then shown in the sandboxed frame (`sandbox=""`: an
+// opaque origin of its own, no script, no form, no window) from a blob URL. Never opened as a blob URL or a
+// page of its own: those are in this page's origin, where a script the model wrote could call the API.
 async function openArtifact(path) {
   try {
-    const response = await api(`/api/threads/${state.threadId}/artifacts${path}`)
+    const response = await api(`/api/threads/${state.threadId}/artifacts${encodePath(path)}`)
     const blob = await response.blob()
-    window.open(URL.createObjectURL(blob), "_blank", "noopener")
+    showArtifact(path.split("/").pop(), blob)
   } catch (error) {
     setStatus(error.message, true)
   }
+}
+
+function showArtifact(name, blob) {
+  closeArtifact()
+  const type = (blob.type || "").split(";")[0].trim().toLowerCase()
+  const preview = PREVIEWED.has(type)
+    ? blob
+    : type.startsWith("text/") || AS_TEXT.has(type)
+    ? new Blob([blob], { type: "text/plain;charset=utf-8" })
+    : null
+  // the download is typed as bytes, so that even opened in a tab of its own it is not rendered
+  const download = URL.createObjectURL(new Blob([blob], { type: "application/octet-stream" }))
+  state.viewerUrls.push(download)
+  $("viewer-name").textContent = name
+  $("viewer-download").href = download
+  $("viewer-download").download = name
+  $("viewer-note").hidden = preview !== null
+  $("viewer-frame").hidden = preview === null
+  if (preview !== null) {
+    const url = URL.createObjectURL(preview)
+    state.viewerUrls.push(url)
+    $("viewer-frame").src = url
+  }
+  $("viewer").hidden = false
+}
+
+function closeArtifact() {
+  $("viewer").hidden = true
+  $("viewer-frame").removeAttribute("src")
+  for (const url of state.viewerUrls) URL.revokeObjectURL(url)
+  state.viewerUrls = []
 }
 
 function applyValues(values) {
@@ -221,6 +265,7 @@ async function openThread(threadId) {
   if (state.controller) return
   state.threadId = threadId
   state.streaming.clear()
+  closeArtifact()
   const current = await api(`/threads/${threadId}/state`)
   $("thread-title").textContent = current.values.title || "Untitled thread"
   applyValues(current.values)
@@ -235,6 +280,7 @@ function newThread() {
   state.messages = []
   state.artifacts = []
   state.streaming.clear()
+  closeArtifact()
   $("thread-title").textContent = "New thread"
   setStatus("")
   render()
@@ -339,6 +385,7 @@ $("files").addEventListener("change", () => {
   $("attached").textContent = state.files.length ? `To upload: ${state.files.map((f) => f.name).join(", ")}` : ""
 })
 $("new-thread").addEventListener("click", newThread)
+$("viewer-close").addEventListener("click", closeArtifact)
 $("stop").addEventListener("click", stop)
 $("auth-form").addEventListener("submit", (event) => {
   event.preventDefault()
