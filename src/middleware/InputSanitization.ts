@@ -2,7 +2,9 @@
  * InputSanitization (SPEC §5.1): before each model call, the last genuine user message is made inert as
  * instructions. Framework and injection tags it contains are HTML-escaped, and its text is framed between
  * `--- BEGIN USER INPUT ---` / `--- END USER INPUT ---`. Request-only (state keeps what the user typed) and
- * fail-open: if sanitising throws, the original request goes to the model.
+ * fail-open: if sanitising throws, the original request goes to the model. The earlier genuine user messages
+ * of the request are neutralised the same way but not framed (DeerFlow sends them as typed, so a marker forged
+ * in one turn would stand unframed in every later request); for ordinary text that changes nothing.
  *
  * Both are read as a reader sees the text (`Lookalike.fold`), so a disguise does not get through: a tag or a
  * marker spelled with zero-width characters, fullwidth or Cyrillic look-alike letters, em dashes, another case
@@ -278,9 +280,11 @@ const rebuildBlocks = (blocks: ReadonlyArray<ContentBlock>, text: string): Reado
 /**
  * The sanitised form of one user message, or `undefined` when it needs no change. With
  * `original_user_content` (set by Uploads), only that suffix is framed and the `<current_uploads>` block
- * before it stays verbatim; an empty original (upload without text) changes nothing.
+ * before it stays verbatim; an empty original (upload without text) changes nothing. With `frame` false
+ * (an earlier message), the text is neutralised the same way but not framed.
  */
-export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undefined => {
+export const sanitizeUserMessage = (message: HumanMessage, frame = true): HumanMessage | undefined => {
+  const wrap = frame ? frameUntrustedText : neutralizeUntrustedTags
   const content = message.content
   let text: string
   if (typeof content === "string") text = content
@@ -298,7 +302,7 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
   const original = kwargs[ORIGINAL_USER_CONTENT]
   let processed: string
   if (typeof original === "string" && original !== "") {
-    const framed = frameUntrustedText(original)
+    const framed = wrap(original)
     if (framed === original) processed = text
     else {
       const at = text.lastIndexOf(original)
@@ -321,10 +325,10 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
           blocks.push(block)
         }
         return changed ? withContent(message, blocks, kwargs) : undefined
-      } else processed = frameUntrustedText(text)
+      } else processed = wrap(text)
     }
   } else if (typeof original === "string") processed = text
-  else processed = frameUntrustedText(text)
+  else processed = wrap(text)
   if (processed === text) return undefined
   const next = typeof content === "string" ? processed : rebuildBlocks(content, processed)
   return withContent(
@@ -341,30 +345,44 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
  */
 export type Cache = WeakMap<Message, HumanMessage | null>
 
-const sanitizedOf = (message: HumanMessage, cache: Cache): HumanMessage | undefined => {
+const sanitizedOf = (message: HumanMessage, cache: Cache, frame: boolean): HumanMessage | undefined => {
   const hit = cache.get(message)
   if (hit !== undefined) return hit ?? undefined
-  const out = sanitizeUserMessage(message)
+  const out = sanitizeUserMessage(message, frame)
   cache.set(message, out ?? null)
   return out
 }
 
+/** What the middleware keeps for the earlier user messages: their neutralised forms, and a pass memo. */
+export interface Earlier {
+  readonly cache: Cache
+  readonly memo?: Incremental.Memo<ReadonlyArray<Message>> | undefined
+}
+
 /**
- * The request with its last genuine user message sanitised; the same object when nothing changes. With a memo
- * (kept by the middleware), where that message is is found from the new messages only (see `Incremental`).
+ * The request with its last genuine user message sanitised and framed, and the earlier genuine user messages
+ * neutralised without a frame (so a marker or tag forged in an earlier turn is inert in later requests too);
+ * the same object when nothing changes. With memos (kept by the middleware), only the new messages are read
+ * (see `Incremental`).
  */
 export const sanitizeRequest = (
   request: ModelRequest,
   cache: Cache = new WeakMap(),
-  memo?: Incremental.Memo<number>
+  memo?: Incremental.Memo<number>,
+  earlier: Earlier = { cache: new WeakMap() }
 ): ModelRequest => {
   const messages = request.messages
   const i = Incremental.lastIndexOf(messages, isGenuineUserMessage, memo)
   if (i < 0) return request
-  const sanitized = sanitizedOf(messages[i] as HumanMessage, cache)
-  if (sanitized === undefined) return request
-  const next = messages.slice()
-  next[i] = sanitized
+  const neutralized = Incremental.mapMessages(
+    messages,
+    (m) => isGenuineUserMessage(m) ? sanitizedOf(m, earlier.cache, false) ?? m : m,
+    earlier.memo
+  )
+  const sanitized = sanitizedOf(messages[i] as HumanMessage, cache, true)
+  if (sanitized === undefined && neutralized === messages) return request
+  const next = neutralized.slice()
+  next[i] = sanitized ?? messages[i]!
   return { ...request, messages: next }
 }
 
@@ -373,19 +391,21 @@ export const layer = (): Middleware.Middleware =>
   Layer.unwrapEffect(Effect.sync(() => {
     const cache: Cache = new WeakMap()
     const memo = Incremental.makeMemo<number>()
-    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo) })
+    const earlier: Earlier = { cache: new WeakMap(), memo: Incremental.makeMemo() }
+    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo, earlier) })
   }))
 
 const sanitized = (
   request: ModelRequest,
   next: Middleware.ModelNext,
   cache: Cache,
-  memo: Incremental.Memo<number>
+  memo: Incremental.Memo<number>,
+  earlier: Earlier
 ) =>
   Effect.suspend(() => {
     let sanitized: ModelRequest
     try {
-      sanitized = sanitizeRequest(request, cache, memo)
+      sanitized = sanitizeRequest(request, cache, memo, earlier)
     } catch (error) {
       return Effect.zipRight(
         Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),
