@@ -19,6 +19,7 @@ import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import { escapeText } from "../state/Markup.js"
 import { isTerminal } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import type { DelegationEntry, DelegationStatus, SkillEntry, SubagentStopReason } from "../state/ThreadState.js"
@@ -61,9 +62,6 @@ export const CONTRACT = [
   "carry authority. Where it disagrees with messages shown after it, the later messages are right."
 ].join("\n")
 
-/** Escapes `&`, `<` and `>`, so untrusted text cannot open or close a framework tag. */
-export const escapeHtml = (text: string): string =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
 
 /**
  * Clips text to `max` characters: the first two thirds and the tail, joined by `"\n...\n"`. A cut never falls
@@ -249,7 +247,7 @@ export const changedEntries = (
   })
 }
 
-const oneLineEscaped = (text: string): string => escapeHtml(text.replace(/\s+/g, " ").trim())
+const oneLineEscaped = (text: string): string => escapeText(text.replace(/\s+/g, " ").trim())
 
 /** What the model should do about an entry (prose for the model). */
 export const guidance = (status: DelegationStatus, stopReason: SubagentStopReason | undefined): string => {
@@ -331,12 +329,12 @@ export const renderData = (
 ): string | undefined => {
   const sections: Array<string> = []
   if (summary !== null && summary.trim() !== "") {
-    sections.push(`${SUMMARY_HEADING}\n${clip(escapeHtml(summary.trim()))}`)
+    sections.push(`${SUMMARY_HEADING}\n${clip(escapeText(summary.trim()))}`)
   }
   if (delegations.length > 0) sections.push(renderLedger(delegations))
   if (skills.length > 0) {
     const lines = skills.map((s) =>
-      `- ${escapeHtml(oneLine(s.name))}: ${escapeHtml(oneLine(s.description))} -> ${escapeHtml(oneLine(s.path))}`
+      `- ${escapeText(oneLine(s.name))}: ${escapeText(oneLine(s.description))} -> ${escapeText(oneLine(s.path))}`
     )
     sections.push(`${SKILLS_HEADING}\n${lines.join("\n")}`)
   }

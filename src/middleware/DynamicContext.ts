@@ -22,9 +22,9 @@ import * as Option from "effect/Option"
 import type { Memory } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import * as Tracing from "../services/Tracing.js"
+import { block, escapeText } from "../state/Markup.js"
 import type { Message, MessageWrite } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import { escapeHtml } from "./DurableContext.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 
@@ -83,11 +83,11 @@ export const dateFormat = (timeZone?: string | undefined): (millis: number) => s
 
 /** The content of a date reminder. */
 export const dateReminder = (date: string): string =>
-  `<system-reminder>\n<current_date>${date}</current_date>\n</system-reminder>`
+  `<system-reminder>\n<current_date>${escapeText(date)}</current_date>\n</system-reminder>`
 
 /** The content of the memory message (the body is escaped: the user can influence it). */
 export const memoryBlock = (body: string): string =>
-  `<system-reminder>\n<memory>\n${escapeHtml(body.trim())}\n</memory>\n</system-reminder>`
+  `<system-reminder>\n${block("memory", body.trim())}\n</system-reminder>`
 
 /** Whether a message is a dynamic-context reminder (date or memory). */
 export const isReminder = (message: Message): boolean => message.additional_kwargs?.[REMINDER_KEY] === true

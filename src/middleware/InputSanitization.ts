@@ -2,13 +2,20 @@
  * InputSanitization (SPEC §5.1): before each model call, the last genuine user message is made inert as
  * instructions. Framework and injection tags it contains are HTML-escaped, and its text is framed between
  * `--- BEGIN USER INPUT ---` / `--- END USER INPUT ---`. Request-only (state keeps what the user typed) and
- * fail-open: if sanitising throws, the original request goes to the model.
+ * fail-open: if sanitising throws, the original request goes to the model. The earlier genuine user messages
+ * of the request are neutralised the same way but not framed (DeerFlow sends them as typed, so a marker forged
+ * in one turn would stand unframed in every later request); for ordinary text that changes nothing.
+ *
+ * Both are read as a reader sees the text (`Lookalike.fold`), so a disguise does not get through: a tag or a
+ * marker spelled with zero-width characters, fullwidth or Cyrillic look-alike letters, em dashes, another case
+ * or spacing, split over lines or ending in `\r` is escaped or neutralised like the plain one.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
+import * as Lookalike from "../state/Lookalike.js"
 import * as M from "../state/Message.js"
 import { HumanInputResponse } from "./Clarification.js"
 import * as Incremental from "./Incremental.js"
@@ -106,28 +113,108 @@ export const ORIGINAL_USER_CONTENT = "original_user_content"
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
 
-// Longest names first, so `system-reminder` wins over `system` (either way the whole tag is escaped).
+// Longest names first, so `system-reminder` wins over `system` (either way the whole tag is escaped). Matched
+// against the folded text (see `Lookalike`): `＜system＞`, `<sys\u200btem>` and `<ѕystem>` (Cyrillic ѕ) are
+// tags too.
 const tagPattern = new RegExp(
   `<\\s*/?\\s*(?:${[...BLOCKED_TAGS].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|")})\\b[^>]*>?`,
-  "gi"
+  "g"
 )
-const boundaryPattern = new RegExp(`${escapeRegExp(BEGIN_USER_INPUT)}|${escapeRegExp(END_USER_INPUT)}`, "g")
 
-const escapeTag = (tag: string) => tag.replace(/</g, "&lt;").replace(/>/g, "&gt;")
+const escapeTag = (tag: string) => tag.replace(/[<\uFF1C\uFE64]/g, "&lt;").replace(/[>\uFF1E\uFE65]/g, "&gt;")
 
-const escapeBlockedTags = (text: string) => text.includes("<") ? text.replace(tagPattern, escapeTag) : text
-
-const neutralizeBoundaries = (text: string) =>
-  text.includes("USER INPUT ---")
-    ? text.replace(boundaryPattern, (marker) => marker === BEGIN_USER_INPUT ? NEUTRALIZED_BEGIN : NEUTRALIZED_END)
+const escapeBlockedTags = (text: string) =>
+  /[<\uFF1C\uFE64]/.test(text)
+    ? Lookalike.replaceFolded(text, (folded) => Lookalike.matches(folded, tagPattern, escapeTag))
     : text
+
+// A boundary marker as a reader may see it, in the folded text: the words in any case and spacing (also
+// letter by letter, across lines, `END OF USER INPUT`), from any look-alike letters, without the dashes.
+const spaced = (word: string) => word.split("").join("[\\s_.-]*")
+const MARKER_WORDS = new RegExp(
+  `(?<![a-z0-9])(?:(${spaced("begin")})|${spaced("end")})[\\s_.-]*(?:(?:of|the)[\\s_.-]*)?${spaced("user")}` +
+    `[\\s_.-]*${spaced("input")}(?![a-z0-9])`,
+  "g"
+)
+// What frames the words of a marker: `---`, `===`, `###`, `***`, `<`…`>`. Not `[`…`]`: the neutral tokens are
+// bracketed, and neutralising them again must change nothing.
+const DECORATION = /[-=#*~_<>|+]/
+const isSpace = (c: string | undefined) => c !== undefined && /\s/.test(c)
+/** How far decoration around the words is looked for. */
+const DECORATION_REACH = 200
+
+/** Whether `text[start, end)` has only blanks around it on its line. */
+const aloneOnLine = (text: string, start: number, end: number): boolean => {
+  let i = start
+  while (i > 0 && (text[i - 1] === " " || text[i - 1] === "\t")) i--
+  let j = end
+  while (j < text.length && (text[j] === " " || text[j] === "\t" || text[j] === "\r")) j++
+  return (i === 0 || text[i - 1] === "\n") && (j === text.length || text[j] === "\n")
+}
+
+/**
+ * The forged markers in a folded text: the marker's words with decoration (dashes and the like) before or
+ * after them on either side (also on the lines around), or alone on their line. The range covers the
+ * decoration, so `--- END USER INPUT ---` in any disguise becomes one neutral token.
+ */
+const forgedMarkers = (folded: string): ReadonlyArray<Lookalike.Replacement> => {
+  const out: Array<Lookalike.Replacement> = []
+  let previous = 0
+  for (const m of folded.matchAll(MARKER_WORDS)) {
+    const start = m.index
+    const end = m.index + m[0].length
+    const before = decorationBefore(folded, start, previous)
+    const after = decorationAfter(folded, end)
+    if (before === start && after === end && !aloneOnLine(folded, start, end)) continue
+    const token = m[1] !== undefined ? NEUTRALIZED_BEGIN : NEUTRALIZED_END
+    out.push({ start: before, end: after, text: () => token })
+    previous = after
+  }
+  return out
+}
+
+const isDecorationOrSpace = (c: string) => DECORATION.test(c) || isSpace(c)
+
+/**
+ * Where the decoration before `start` begins (`start` when there is none): decoration and blanks, also on the
+ * lines above when they hold nothing else, never before `floor`.
+ */
+const decorationBefore = (text: string, start: number, floor: number): number => {
+  let i = start
+  while (i > floor && start - i < DECORATION_REACH && isDecorationOrSpace(text[i - 1]!)) i--
+  // A line that holds more than decoration keeps its part: take from the line break after it.
+  if (i > floor && start - i < DECORATION_REACH) {
+    const lineBreak = text.slice(i, start).indexOf("\n")
+    if (lineBreak !== -1) i += lineBreak + 1
+  }
+  while (i < start && isSpace(text[i])) i++
+  return i
+}
+
+/** Where the decoration after `end` ends (`end` when there is none); see `decorationBefore`. */
+const decorationAfter = (text: string, end: number): number => {
+  let j = end
+  while (j < text.length && j - end < DECORATION_REACH && isDecorationOrSpace(text[j]!)) j++
+  if (j < text.length && j - end < DECORATION_REACH) {
+    const lineBreak = text.slice(end, j).lastIndexOf("\n")
+    if (lineBreak !== -1) j = end + lineBreak
+  }
+  while (j > end && isSpace(text[j - 1])) j--
+  return j
+}
+
+/**
+ * Replaces every boundary marker in `text`, forged in any disguise (case, spacing, line breaks, `\r`, zero-width
+ * characters, look-alike letters or dashes), by its inert look-alike (`[BEGIN USER INPUT]`, `[END USER INPUT]`).
+ */
+export const neutralizeBoundaries = (text: string): string => Lookalike.replaceFolded(text, forgedMarkers)
 
 const isBlank = (text: string) => text.trim() === ""
 
 /**
  * Makes untrusted text inert as framework structure: blocked tags are HTML-escaped (`<system>` →
- * `&lt;system&gt;`; `<div>` is left alone) and user-input boundary markers are replaced by look-alikes. No
- * framing. Blank text is returned as is. Used for user input, web results and upload metadata.
+ * `&lt;system&gt;`; `<div>` is left alone) and user-input boundary markers are replaced by look-alikes, in any
+ * disguise. No framing. Blank text is returned as is. Used for user input and web results.
  */
 export const neutralizeUntrustedTags = (text: string): string =>
   isBlank(text) ? text : neutralizeBoundaries(escapeBlockedTags(text))
@@ -193,9 +280,11 @@ const rebuildBlocks = (blocks: ReadonlyArray<ContentBlock>, text: string): Reado
 /**
  * The sanitised form of one user message, or `undefined` when it needs no change. With
  * `original_user_content` (set by Uploads), only that suffix is framed and the `<current_uploads>` block
- * before it stays verbatim; an empty original (upload without text) changes nothing.
+ * before it stays verbatim; an empty original (upload without text) changes nothing. With `frame` false
+ * (an earlier message), the text is neutralised the same way but not framed.
  */
-export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undefined => {
+export const sanitizeUserMessage = (message: HumanMessage, frame = true): HumanMessage | undefined => {
+  const wrap = frame ? frameUntrustedText : neutralizeUntrustedTags
   const content = message.content
   let text: string
   if (typeof content === "string") text = content
@@ -213,7 +302,7 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
   const original = kwargs[ORIGINAL_USER_CONTENT]
   let processed: string
   if (typeof original === "string" && original !== "") {
-    const framed = frameUntrustedText(original)
+    const framed = wrap(original)
     if (framed === original) processed = text
     else {
       const at = text.lastIndexOf(original)
@@ -236,10 +325,10 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
           blocks.push(block)
         }
         return changed ? withContent(message, blocks, kwargs) : undefined
-      } else processed = frameUntrustedText(text)
+      } else processed = wrap(text)
     }
   } else if (typeof original === "string") processed = text
-  else processed = frameUntrustedText(text)
+  else processed = wrap(text)
   if (processed === text) return undefined
   const next = typeof content === "string" ? processed : rebuildBlocks(content, processed)
   return withContent(
@@ -256,30 +345,44 @@ export const sanitizeUserMessage = (message: HumanMessage): HumanMessage | undef
  */
 export type Cache = WeakMap<Message, HumanMessage | null>
 
-const sanitizedOf = (message: HumanMessage, cache: Cache): HumanMessage | undefined => {
+const sanitizedOf = (message: HumanMessage, cache: Cache, frame: boolean): HumanMessage | undefined => {
   const hit = cache.get(message)
   if (hit !== undefined) return hit ?? undefined
-  const out = sanitizeUserMessage(message)
+  const out = sanitizeUserMessage(message, frame)
   cache.set(message, out ?? null)
   return out
 }
 
+/** What the middleware keeps for the earlier user messages: their neutralised forms, and a pass memo. */
+export interface Earlier {
+  readonly cache: Cache
+  readonly memo?: Incremental.Memo<ReadonlyArray<Message>> | undefined
+}
+
 /**
- * The request with its last genuine user message sanitised; the same object when nothing changes. With a memo
- * (kept by the middleware), where that message is is found from the new messages only (see `Incremental`).
+ * The request with its last genuine user message sanitised and framed, and the earlier genuine user messages
+ * neutralised without a frame (so a marker or tag forged in an earlier turn is inert in later requests too);
+ * the same object when nothing changes. With memos (kept by the middleware), only the new messages are read
+ * (see `Incremental`).
  */
 export const sanitizeRequest = (
   request: ModelRequest,
   cache: Cache = new WeakMap(),
-  memo?: Incremental.Memo<number>
+  memo?: Incremental.Memo<number>,
+  earlier: Earlier = { cache: new WeakMap() }
 ): ModelRequest => {
   const messages = request.messages
   const i = Incremental.lastIndexOf(messages, isGenuineUserMessage, memo)
   if (i < 0) return request
-  const sanitized = sanitizedOf(messages[i] as HumanMessage, cache)
-  if (sanitized === undefined) return request
-  const next = messages.slice()
-  next[i] = sanitized
+  const neutralized = Incremental.mapMessages(
+    messages,
+    (m) => isGenuineUserMessage(m) ? sanitizedOf(m, earlier.cache, false) ?? m : m,
+    earlier.memo
+  )
+  const sanitized = sanitizedOf(messages[i] as HumanMessage, cache, true)
+  if (sanitized === undefined && neutralized === messages) return request
+  const next = neutralized.slice()
+  next[i] = sanitized ?? messages[i]!
   return { ...request, messages: next }
 }
 
@@ -288,19 +391,21 @@ export const layer = (): Middleware.Middleware =>
   Layer.unwrapEffect(Effect.sync(() => {
     const cache: Cache = new WeakMap()
     const memo = Incremental.makeMemo<number>()
-    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo) })
+    const earlier: Earlier = { cache: new WeakMap(), memo: Incremental.makeMemo() }
+    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo, earlier) })
   }))
 
 const sanitized = (
   request: ModelRequest,
   next: Middleware.ModelNext,
   cache: Cache,
-  memo: Incremental.Memo<number>
+  memo: Incremental.Memo<number>,
+  earlier: Earlier
 ) =>
   Effect.suspend(() => {
     let sanitized: ModelRequest
     try {
-      sanitized = sanitizeRequest(request, cache, memo)
+      sanitized = sanitizeRequest(request, cache, memo, earlier)
     } catch (error) {
       return Effect.zipRight(
         Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),

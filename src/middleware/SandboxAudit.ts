@@ -6,24 +6,26 @@
  *
  * How a command is read (`classify`):
  * 1. Input checks: empty, longer than 10,000 characters, or holding a NUL byte → block.
- * 2. The command is lexed like a shell would: quotes, escapes, `$(…)`, backticks, `<(…)`, `$((…))`,
- *    comments, heredocs (`<<` and `<<-`; `<<<` is a here-string and `((… << …))` arithmetic, neither starts
- *    a heredoc). Quoted text that is more than one word is data and is masked (`echo "rm -rf /"` and
+ * 2. The command is lexed like bash would (`ShellLexer`): quotes (also `$'…'` with its escapes decoded),
+ *    escapes, `$(…)`, backticks, `<(…)`, `>(…)`, `${…}`, arithmetic, comments, redirections, heredocs, brace
+ *    lists. Quoted text that is more than one word is data and is masked (`echo "rm -rf /"` and
  *    `grep 'dd if=' notes.txt` pass), while a quoted single word is read as the word itself, so quoting
  *    cannot hide a command (`r''m -rf "/"` is `rm -rf /`). Heredoc bodies are data.
  * 3. Pass 1: the whole masked command (whitespace-normalised) against the high-risk rules; this catches
  *    shapes that span statements (fork bombs, `while true; do … & done`, `curl … | sh`).
- * 4. Pass 2: the command is split into sub-commands on `&&`, `||`, `;`, `|`, `&`, unquoted newlines and
- *    subshell parentheses. Each part is checked against the high-risk rules, then against the
- *    command-position rule — a risky substitution (`$(`, backtick or `<(` opening curl, wget, bash, sh,
- *    python*, ruby, perl or base64) that *is* the command, after optional `VAR=val` assignments, shell
- *    keywords and wrappers (env, command, builtin, exec, nohup, time, sudo, doas, nice, setsid, timeout) —
- *    and then against the medium-risk rules. `x=$(curl …)` and `echo $(curl …)` pass.
- * 5. Code inside code is audited too (DeerFlow reads it as text only): the inner command of every
- *    substitution, the script of `sh|bash|… -c '…'` and of `eval …`, a heredoc fed to a shell, and the
- *    substitutions of an unquoted heredoc body. The most severe verdict wins.
- * If the quotes do not balance, the lexer cannot be trusted: the raw command is checked as one part
- * (fail closed).
+ * 4. Pass 2: every simple command of every list, pipeline, subshell, brace group, `if`/`while`/`for`/`case`
+ *    body and function is checked against the high-risk rules, then against the command-position rule — a
+ *    risky substitution (`$(`, backtick or `<(` opening curl, wget, bash, sh, python*, ruby, perl or base64)
+ *    that *is* the command, after optional `VAR=val` assignments, redirections, reserved words and wrappers
+ *    (env, command, builtin, exec, nohup, time, sudo, doas, nice, setsid, timeout, xargs, …) — and then
+ *    against the medium-risk rules. `x=$(curl …)` and `echo $(curl …)` pass.
+ * 5. Code inside code is audited too (DeerFlow reads it as text only): every substitution; the script of
+ *    `sh|bash|… -c` wherever the shell appears (`xargs sh -c`, `find -exec bash -c`, `$SHELL -c`), of
+ *    `eval`, `su -c`, `env -S`, `trap`, `watch` and `alias`; what a shell or `source` reads from a heredoc,
+ *    a here-string or a process substitution that prints code; what a substitution in command position
+ *    prints. The most severe verdict of all the parts wins: one part that is blocked alone blocks the whole.
+ * If a quote or substitution does not close, or bash could read the text two ways (`$((…))` that is not
+ * arithmetic), the raw command is checked as one part as well (fail closed).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -32,6 +34,9 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { ToolResult } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type { Lexed, Part, Word } from "../state/ShellLexer.js"
+export type { Lexed, Part, Word } from "../state/ShellLexer.js"
+import * as ShellLexer from "../state/ShellLexer.js"
 import * as Middleware from "./Middleware.js"
 
 /** The verdict on a command. */
@@ -49,8 +54,6 @@ export const MAX_COMMAND_LENGTH = 10_000
 export const AUDIT_COMMAND_LIMIT = 200
 /** How deep code inside code (substitutions, `bash -c`, `eval`) is followed before giving up (block). */
 export const MAX_DEPTH = 4
-// Quotes inside substitutions inside quotes...: past this, the command counts as unbalanced.
-const MAX_NESTING = 64
 
 // ---------------------------------------------------------------------------------------------------------
 // Rules
@@ -108,12 +111,14 @@ export const HIGH_RISK: ReadonlyArray<Rule> = [
   rule("filesystem creation (mkfs)", String.raw`\bmkfs`),
   rule(
     "reading the password hashes in /etc/shadow",
-    String.raw`\b(?:cat|head|tail|less|more|cp|base64|xxd|od|strings|grep|awk|sed)\b[^;&|]*\s/etc/g?shadow\b`
+    String.raw`\b(?:cat|head|tail|less|more|cp|base64|xxd|od|strings|grep|awk|sed)\b[^;&|]*[\s<]/etc/g?shadow\b|` +
+      String.raw`(?:^|[\s(])<\s*/etc/g?shadow\b`
   ),
   rule("writing into /etc", String.raw`(?:>+\s*|\btee\s+(?:-${W}+\s+)*)/etc/`),
   rule(
     "piping into a shell",
-    String.raw`(?:^|[^|])\|&?\s*(?:(?:sudo|env|exec|command|nohup)\s+(?:-${W}+\s+)*)*(?:/usr/bin/|/bin/)?${SHELL}\b`
+    String.raw`(?:(?:^|[^|])\|&?|>\()\s*(?:(?:sudo|env|exec|command|nohup)\s+(?:-${W}+\s+)*)*` +
+      String.raw`(?:/usr/bin/|/bin/)?${SHELL}\b`
   ),
   rule(
     "eval or source of downloaded or generated code",
@@ -140,7 +145,7 @@ export const HIGH_RISK: ReadonlyArray<Rule> = [
     String.raw`\b(?:LD_PRELOAD|LD_LIBRARY_PATH|LD_AUDIT)\s*=`
   ),
   rule("raw network sockets through /dev/tcp or /dev/udp", String.raw`/dev/(?:tcp|udp)/`),
-  rule("fork bomb", String.raw`(?:^|[\s;&|{])[^\s();&|]+\s*\(\)\s*\{[^}]*\|\s*[^\s;&|]+\s*&`),
+  rule("fork bomb", String.raw`(?:^|[\s;&|{(])[^\s();&|]+\s*\(\)\s*\{[^}]*\|\s*[^\s;&|]+\s*&`),
   rule("fork bomb", String.raw`\bwhile\s+(?:true\b|:).*&\s*;?\s*done\b`)
 ]
 
@@ -161,410 +166,22 @@ const RAW_COMMAND_POSITION = new RegExp(
 )
 const RISKY_SUBSTITUTION_WORD = new RegExp(String.raw`^["']?${SUBST}\s*${RISKY}`)
 
+/** Lexes a command (see `ShellLexer`). */
+export const lex = ShellLexer.lex
+
 const firstMatch = (rules: ReadonlyArray<Rule>, text: string): Rule | undefined => {
   for (const r of rules) if (r.test(text)) return r
   return undefined
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// Lexer
-
-/** One shell word: its source, its value with quotes removed, and its masked form (quoted data hidden). */
-export interface Word {
-  readonly raw: string
-  readonly value: string
-  readonly masked: string
-}
-
-/** One sub-command: its words, and the heredoc bodies it reads. */
-export interface Part {
-  readonly words: Array<Word>
-  readonly heredocs: Array<{ readonly body: string; readonly quoted: boolean }>
-}
-
-/** A lexed command. */
-export interface Lexed {
-  /** The text that was lexed. */
-  readonly source: string
-  /** False when a quote, substitution or escape does not close. */
-  readonly balanced: boolean
-  /** The command with quoted data masked and heredoc bodies removed (not yet whitespace-normalised). */
-  readonly view: string
-  readonly parts: ReadonlyArray<Part>
-  /** The commands inside `$(…)`, backticks and `<(…)` / `>(…)`, lexed. */
-  readonly substitutions: ReadonlyArray<Lexed>
-}
-
-const isBlank = (c: string | undefined) => c === " " || c === "\t"
-
-const tokenLike = (content: string, single: boolean): boolean =>
-  content !== "" && !/[\s;&|<>()`'"*?~\\]/.test(content) && !(single && content.includes("$"))
-
-const safeEscaped = (c: string): string => (/[A-Za-z0-9_./+=:@%,-]/.test(c) ? c : "_")
-
-/** The index after the `)` that closes the `(` at `open`, or -1. Quotes and escapes inside are skipped. */
-const closeParen = (s: string, open: number, nesting = 0): number => {
-  if (nesting > MAX_NESTING) return -1
-  let depth = 0
-  for (let i = open; i < s.length; i++) {
-    const c = s[i]!
-    if (c === "\\") {
-      i++
-      continue
-    }
-    if (c === "'") {
-      const j = s.indexOf("'", i + 1)
-      if (j === -1) return -1
-      i = j
-      continue
-    }
-    if (c === "\"") {
-      const j = closeDouble(s, i, nesting + 1)
-      if (j === -1) return -1
-      i = j - 1
-      continue
-    }
-    if (c === "`") {
-      const j = closeBacktick(s, i)
-      if (j === -1) return -1
-      i = j - 1
-      continue
-    }
-    if (c === "(") depth++
-    else if (c === ")") {
-      depth--
-      if (depth === 0) return i + 1
-    }
-  }
-  return -1
-}
-
-/** The index after the backtick that closes the one at `open`, or -1. */
-const closeBacktick = (s: string, open: number): number => {
-  for (let i = open + 1; i < s.length; i++) {
-    if (s[i] === "\\") i++
-    else if (s[i] === "`") return i + 1
-  }
-  return -1
-}
-
-/** The index after the `"` that closes the one at `open`, or -1. */
-const closeDouble = (s: string, open: number, nesting = 0): number => {
-  for (let i = open + 1; i < s.length; i++) {
-    const c = s[i]
-    if (c === "\\") i++
-    else if (c === "\"") return i + 1
-    else if (c === "$" && s[i + 1] === "(") {
-      const j = closeParen(s, i + 1, nesting + 1)
-      if (j === -1) return -1
-      i = j - 1
-    } else if (c === "`") {
-      const j = closeBacktick(s, i)
-      if (j === -1) return -1
-      i = j - 1
-    }
-  }
-  return -1
-}
-
-interface Scan {
-  end: number
-  balanced: boolean
-  raw: string
-  value: string
-  masked: string
-  subs: Array<Lexed>
-}
-
-/** Reads a substitution starting at `i` (`$(`, `` ` ``, `<(`, `>(`, `$((`) into the scan. */
-const readSubstitution = (s: string, i: number, scan: Scan, depth: number): number => {
-  if (s[i] === "`") {
-    const end = closeBacktick(s, i)
-    if (end === -1) {
-      scan.balanced = false
-      return s.length
-    }
-    const inner = lexNested(s.slice(i + 1, end - 1).replace(/\\([`$\\])/g, "$1"), depth + 1)
-    scan.subs.push(inner)
-    scan.value += s.slice(i, end)
-    scan.masked += `\`${inner.view}\``
-    return end
-  }
-  const open = i + 1
-  const end = closeParen(s, open)
-  if (end === -1) {
-    scan.balanced = false
-    return s.length
-  }
-  const raw = s.slice(i, end)
-  scan.value += raw
-  if (s[i] === "$" && s[open + 1] === "(") {
-    // `$((…))` is arithmetic, not a command.
-    scan.masked += raw
-    return end
-  }
-  const inner = lexNested(s.slice(open + 1, end - 1), depth + 1)
-  scan.subs.push(inner)
-  scan.masked += `${s.slice(i, open + 1)}${inner.view})`
-  return end
-}
-
-/** Reads a double-quoted string at `i`. */
-const readDouble = (s: string, i: number, scan: Scan, depth: number): number => {
-  const end = closeDouble(s, i)
-  if (end === -1) {
-    scan.balanced = false
-    return s.length
-  }
-  const content = s.slice(i + 1, end - 1)
-  if (!content.includes("$(") && !content.includes("`")) {
-    const unescaped = content.replace(/\\([$`"\\\n])/g, "$1")
-    scan.value += unescaped
-    scan.masked += tokenLike(unescaped, false) ? unescaped : "_"
-    return end
-  }
-  // Substitutions inside double quotes run: keep them (and the quotes), mask the literal text around them.
-  scan.masked += "\""
-  let literal = ""
-  const flush = () => {
-    if (literal !== "") scan.masked += tokenLike(literal, false) ? literal : "_"
-    literal = ""
-  }
-  for (let k = i + 1; k < end - 1;) {
-    const c = s[k]!
-    if (c === "\\") {
-      literal += s[k + 1] ?? ""
-      scan.value += s[k + 1] ?? ""
-      k += 2
-    } else if ((c === "$" && s[k + 1] === "(") || c === "`") {
-      flush()
-      k = readSubstitution(s, k, scan, depth)
-    } else {
-      literal += c
-      scan.value += c
-      k++
-    }
-  }
-  flush()
-  scan.masked += "\""
-  return end
-}
-
-const OPERATOR_CHARS: ReadonlySet<string> = new Set([";", "|", "(", ")", "\n"])
-
-/** Reads one word at `i`. Stops at blanks, operators and a heredoc operator. */
-const readWord = (s: string, start: number, depth: number): Scan => {
-  const scan: Scan = { end: start, balanced: true, raw: "", value: "", masked: "", subs: [] }
-  let i = start
-  while (i < s.length) {
-    const c = s[i]!
-    const next = s[i + 1]
-    if (isBlank(c) || OPERATOR_CHARS.has(c)) break
-    if (c === "&") {
-      // `&>`, `>&2`, `<&0` are redirections; any other `&` ends the word.
-      if (next === ">" || s[i - 1] === ">" || s[i - 1] === "<") {
-        scan.value += c
-        scan.masked += c
-        i++
-        continue
-      }
-      break
-    }
-    if (c === "<" && next === "<") {
-      if (s[i + 2] === "<") {
-        scan.value += "<<<"
-        scan.masked += "<<<"
-        i += 3
-        continue
-      }
-      if (i > start) break
-    }
-    if (c === "\\") {
-      if (next === undefined) {
-        scan.balanced = false
-        i++
-        break
-      }
-      if (next === "\n") {
-        i += 2
-        continue
-      }
-      scan.value += next
-      scan.masked += safeEscaped(next)
-      i += 2
-      continue
-    }
-    if (c === "'") {
-      const j = s.indexOf("'", i + 1)
-      if (j === -1) {
-        scan.balanced = false
-        i = s.length
-        break
-      }
-      const content = s.slice(i + 1, j)
-      scan.value += content
-      scan.masked += tokenLike(content, true) ? content : content === "" ? "" : "_"
-      i = j + 1
-      continue
-    }
-    if (c === "\"") {
-      i = readDouble(s, i, scan, depth)
-      continue
-    }
-    if ((c === "$" && next === "(") || c === "`" || ((c === "<" || c === ">") && next === "(")) {
-      i = readSubstitution(s, i, scan, depth)
-      continue
-    }
-    if (c === "$" && next === "{") {
-      const j = s.indexOf("}", i)
-      const end = j === -1 ? s.length : j + 1
-      if (j === -1) scan.balanced = false
-      scan.value += s.slice(i, end)
-      scan.masked += s.slice(i, end)
-      i = end
-      continue
-    }
-    scan.value += c
-    scan.masked += c
-    i++
-  }
-  scan.end = i
-  scan.raw = s.slice(start, i)
-  return scan
-}
-
-/** Substitutions inside an unquoted heredoc body (they run when the heredoc is read). */
-const bodySubstitutions = (body: string, depth: number): Array<Lexed> => {
-  const scan: Scan = { end: 0, balanced: true, raw: "", value: "", masked: "", subs: [] }
-  for (let k = 0; k < body.length;) {
-    const c = body[k]
-    if (c === "\\") k += 2
-    else if ((c === "$" && body[k + 1] === "(") || c === "`") k = readSubstitution(body, k, scan, depth)
-    else k++
-  }
-  return scan.subs
-}
-
-// Past the audit depth the inner text is not lexed: classification blocks it anyway.
-const lexNested = (s: string, depth: number): Lexed =>
-  depth > MAX_DEPTH ? { source: s, balanced: true, view: s, parts: [], substitutions: [] } : lexAt(s, depth)
-
-const TWO_CHAR_OPS = ["&&", "||", ";;", "|&"]
-
-const lexAt = (s: string, depth: number): Lexed => {
-  let balanced = true
-  let view = ""
-  const parts: Array<Part> = []
-  const substitutions: Array<Lexed> = []
-  let part: Part = { words: [], heredocs: [] }
-  const pending: Array<{ delim: string; strip: boolean; quoted: boolean; part: Part }> = []
-  const endPart = () => {
-    if (part.words.length > 0) parts.push(part)
-    part = { words: [], heredocs: [] }
-  }
-  const pushWord = (scan: Scan) => {
-    part.words.push({ raw: scan.raw, value: scan.value, masked: scan.masked })
-    substitutions.push(...scan.subs)
-    if (!scan.balanced) balanced = false
-    view += scan.masked
-  }
-  let i = 0
-  while (i < s.length) {
-    const c = s[i]!
-    if (isBlank(c)) {
-      view += " "
-      i++
-      continue
-    }
-    if (c === "\\" && s[i + 1] === "\n") {
-      i += 2
-      continue
-    }
-    if (c === "\n") {
-      view += "\n"
-      endPart()
-      i++
-      // Heredoc bodies start on the line after their operator and are not commands.
-      for (const doc of pending) {
-        let body = ""
-        for (;;) {
-          if (i >= s.length) break
-          const nl = s.indexOf("\n", i)
-          const line = s.slice(i, nl === -1 ? s.length : nl)
-          i = nl === -1 ? s.length : nl + 1
-          if ((doc.strip ? line.replace(/^\t+/, "") : line) === doc.delim) break
-          body += `${line}\n`
-        }
-        doc.part.heredocs.push({ body, quoted: doc.quoted })
-        if (!doc.quoted) substitutions.push(...bodySubstitutions(body, depth))
-      }
-      pending.length = 0
-      continue
-    }
-    if (c === "#") {
-      const nl = s.indexOf("\n", i)
-      i = nl === -1 ? s.length : nl
-      continue
-    }
-    const two = s.slice(i, i + 2)
-    if (TWO_CHAR_OPS.includes(two)) {
-      view += two
-      endPart()
-      i += 2
-      continue
-    }
-    if (two === "((" && part.words.length === 0) {
-      // An arithmetic command: `<<` inside is a shift, not a heredoc.
-      const end = closeParen(s, i)
-      const stop = end === -1 ? s.length : end
-      if (end === -1) balanced = false
-      const raw = s.slice(i, stop)
-      part.words.push({ raw, value: raw, masked: raw })
-      view += raw
-      i = stop
-      continue
-    }
-    if (c === ";" || c === "|" || c === "(" || c === ")" || (c === "&" && s[i + 1] !== ">")) {
-      view += c
-      endPart()
-      i++
-      continue
-    }
-    if (two === "<<" && s[i + 2] !== "<") {
-      let j = i + 2
-      const strip = s[j] === "-"
-      if (strip) j++
-      while (isBlank(s[j])) j++
-      const delimiter = readWord(s, j, depth)
-      const quoted = /['"\\]/.test(delimiter.raw)
-      if (delimiter.raw !== "") pending.push({ delim: delimiter.value, strip, quoted, part })
-      pushWord({ ...delimiter, raw: s.slice(i, delimiter.end), masked: `<<${strip ? "-" : ""}${delimiter.masked}` })
-      i = Math.max(delimiter.end, j)
-      continue
-    }
-    const scan = readWord(s, i, depth)
-    if (scan.end === i) {
-      // Not reachable for well-formed input; never loop forever.
-      view += c
-      i++
-      continue
-    }
-    pushWord(scan)
-    i = scan.end
-  }
-  endPart()
-  return { source: s, balanced, view, parts, substitutions }
-}
-
-/** Lexes a command (pure). */
-export const lex = (command: string): Lexed => lexAt(command, 0)
-
 /** Splits a command into its sub-commands' texts (masked), as pass 2 sees them. */
 export const splitCommand = (command: string): ReadonlyArray<string> => {
   const lexed = lex(command)
   if (!lexed.balanced) return [command]
-  return lexed.parts.map((p) => p.words.map((w) => w.masked).join(" "))
+  return lexed.parts.map(partText)
 }
+
+const partText = (part: Part): string => part.words.map((w) => w.masked).join(" ")
 
 // ---------------------------------------------------------------------------------------------------------
 // Classification
@@ -581,7 +198,24 @@ const RANK: Record<Verdict, number> = { pass: 0, warn: 1, block: 2 }
 const PASS: Finding = { verdict: "pass" }
 const worse = (a: Finding, b: Finding): Finding => (RANK[b.verdict] > RANK[a.verdict] ? b : a)
 
-const KEYWORDS: ReadonlySet<string> = new Set(["if", "then", "do", "else", "elif", "while", "until", "!", "{", "time", "coproc"])
+// Words that keep the next word in command position: reserved words that open or join a command.
+const KEYWORDS: ReadonlySet<string> = new Set([
+  "if",
+  "then",
+  "do",
+  "else",
+  "elif",
+  "while",
+  "until",
+  "!",
+  "{",
+  "}",
+  "fi",
+  "done",
+  "esac",
+  "time",
+  "coproc"
+])
 /** Wrappers that keep the next word in command position, with their options that take an argument. */
 const WRAPPERS: Record<string, ReadonlySet<string>> = {
   env: new Set(["-u", "--unset", "-C", "--chdir", "-S", "--split-string"]),
@@ -594,24 +228,49 @@ const WRAPPERS: Record<string, ReadonlySet<string>> = {
   doas: new Set(["-u", "-C"]),
   nice: new Set(["-n", "--adjustment"]),
   setsid: new Set(),
-  timeout: new Set(["-s", "--signal", "-k", "--kill-after"])
+  timeout: new Set(["-s", "--signal", "-k", "--kill-after"]),
+  xargs: new Set(["-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-e", "-a", "--arg-file", "--delimiter"]),
+  stdbuf: new Set(["-i", "-o", "-e"]),
+  ionice: new Set(["-c", "-n", "-p", "-P", "-u"]),
+  strace: new Set(["-e", "-o", "-p", "-s", "-u", "-E"]),
+  unshare: new Set()
 }
-const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "dash", "ksh", "zsh"])
+const SHELLS: ReadonlySet<string> = new Set(["sh", "bash", "dash", "ksh", "zsh", "ash", "mksh", "yash", "posh"])
+/** A shell named by a variable: `$SHELL -c …`, `"${BASH}" -c …`. */
+const SHELL_VARIABLE = /^\$\{?(?:SHELL|BASH|0)\}?$/
+/** Commands other than shells that run a string argument through a shell, and the flags that give it. */
+const STRING_RUNNERS: Record<string, ReadonlySet<string>> = {
+  su: new Set(["-c", "--command"]),
+  runuser: new Set(["-c", "--command"]),
+  script: new Set(["-c", "--command"]),
+  flock: new Set(["-c", "--command"]),
+  env: new Set(["-S", "--split-string"])
+}
+const SHELL_SCRIPT_FLAG: ReadonlySet<string> = new Set(["-c"])
+const SHELL_OPTIONS_WITH_ARGUMENT: ReadonlySet<string> = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"])
+const NONE: ReadonlySet<string> = new Set()
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/
 
 const basename = (word: string) => word.slice(word.lastIndexOf("/") + 1)
 
-/** The index of the word in command position: after keywords, assignments and wrappers. */
+const isShell = (word: Word) => SHELLS.has(basename(word.value)) || SHELL_VARIABLE.test(word.value)
+
+/** The index of the word in command position: after keywords, assignments, redirections and wrappers. */
 export const commandIndex = (words: ReadonlyArray<Word>): number => {
   let i = 0
   for (let guard = 0; i < words.length && guard < 64; guard++) {
     const word = words[i]!
-    if (KEYWORDS.has(word.raw)) {
+    if (word.redirect !== undefined || ASSIGNMENT.test(word.raw)) {
       i++
       continue
     }
-    if (ASSIGNMENT.test(word.raw)) {
-      i++
+    if (KEYWORDS.has(word.raw)) {
+      // `coproc NAME { …; }` names the coprocess before its command.
+      i += word.raw === "coproc" && words[i + 2]?.raw === "{" ? 2 : 1
+      continue
+    }
+    if (word.raw === "function") {
+      i += 2 // `function NAME { …; }`: the body follows the name
       continue
     }
     const name = basename(word.value)
@@ -628,37 +287,144 @@ export const commandIndex = (words: ReadonlyArray<Word>): number => {
   return i
 }
 
+/** The value of the option `flags` (`-c x`, `-lc x`, `--command x`, `--command=x`) in `words` from `from`. */
+const optionValue = (
+  words: ReadonlyArray<Word>,
+  from: number,
+  flags: ReadonlySet<string>,
+  stopAtOperand: boolean,
+  withArgument: ReadonlySet<string> = NONE
+): string | undefined => {
+  const short = [...flags].filter((f) => f.length === 2).map((f) => f[1]!)
+  for (let k = from; k < words.length; k++) {
+    const word = words[k]!
+    if (word.redirect !== undefined) continue
+    const flag = word.value
+    if (flags.has(flag)) return words[k + 1]?.value
+    if (withArgument.has(flag)) {
+      k++
+      continue
+    }
+    if (/^\+[A-Za-z]+$/.test(flag)) continue // `+o`, `+e`: options turned off
+    const long = [...flags].find((f) => f.startsWith("--") && flag.startsWith(`${f}=`))
+    if (long !== undefined) return flag.slice(long.length + 1)
+    if (/^-[A-Za-z]+$/.test(flag) && short.some((f) => flag.includes(f))) {
+      // A cluster (`-lc`, `-ec`): the argument is the next word; attached (`-Scmd`) for env.
+      const at = flag.indexOf(short.find((f) => flag.includes(f))!)
+      return at === flag.length - 1 ? words[k + 1]?.value : flag.slice(at + 1)
+    }
+    if (flag === "--" || (stopAtOperand && !flag.startsWith("-"))) return undefined
+  }
+  return undefined
+}
+
+const ECHO_FLAGS = /^-[neE]+$/
+
+/**
+ * The code a command prints, when its output is run by a shell (`source <(echo …)`, `bash <(printf …)`):
+ * the arguments of `echo` and `printf` and the heredocs and here-strings of `cat`.
+ */
+const printedCode = (lexed: Lexed): Array<string> => {
+  const out: Array<string> = []
+  for (const part of lexed.parts) {
+    const index = commandIndex(part.words)
+    const name = basename(part.words[index]?.value ?? "")
+    const args = part.words.slice(index + 1).filter((w) => w.redirect === undefined)
+    if (name === "echo") {
+      let k = 0
+      while (k < args.length && ECHO_FLAGS.test(args[k]!.value)) k++
+      out.push(args.slice(k).map((w) => w.value).join(" "))
+    } else if (name === "printf" && args.length > 0) {
+      // The format with its arguments in place (`printf '%s\n' 'cmd'`, `printf 'rm -rf %s' /`).
+      const values = args.slice(1).map((w) => w.value)
+      let next = 0
+      const filled = ShellLexer.decodeAnsiC(args[0]!.value)
+        .replace(/%[-+ #0-9.]*[sbqdiouxXcfeEgG]/g, () => values[next++] ?? "")
+      out.push([filled, ...values.slice(next)].join(" "))
+    }
+    else if (name === "cat") {
+      for (const doc of part.heredocs) out.push(doc.body)
+      for (const word of part.words) if (word.redirect === "<<<") out.push(word.value)
+    }
+  }
+  return out
+}
+
+/**
+ * The shell code a part hands to a shell as text, to be audited as commands: `eval`'s arguments, the script
+ * of `sh|bash|… -c` (wherever the shell appears: `xargs sh -c`, `find -exec bash -c`), `su -c`, `env -S`,
+ * `trap`'s action, `watch`'s command, an `alias` value, and what a shell or `source` reads from a heredoc,
+ * a here-string or a process substitution printing code.
+ */
+export const scriptsOf = (part: Part): Array<string> => {
+  const words = part.words
+  const scripts: Array<string> = []
+  const index = commandIndex(words)
+  const command = words[index]
+  const name = command === undefined ? "" : basename(command.value)
+  const rest = words.slice(index + 1).filter((w) => w.redirect === undefined)
+  if (name === "eval") scripts.push(rest.map((w) => w.value).join(" "))
+  else if (name === "trap") {
+    const action = rest.find((w) => !w.value.startsWith("-"))
+    if (action !== undefined && rest.length > 1) scripts.push(action.value)
+  } else if (name === "watch") {
+    let k = 0
+    while (k < rest.length && rest[k]!.value.startsWith("-")) {
+      k += /^(?:-n|--interval|-d|-q|--equexit)$/.test(rest[k]!.value) ? 2 : 1
+    }
+    scripts.push(rest.slice(k).map((w) => w.value).join(" "))
+  } else if (name === "alias") {
+    for (const word of rest) {
+      const at = word.value.indexOf("=")
+      if (at > 0) scripts.push(word.value.slice(at + 1))
+    }
+  }
+  // `$(printf 'cmd')` as the command: what the substitution prints is run.
+  if (command !== undefined && /^"?(?:\$\(|`)/.test(command.raw)) {
+    for (const sub of command.substitutions) scripts.push(...printedCode(sub))
+  }
+  let readsStdin = name === "source" || name === "."
+  for (let k = 0; k < words.length; k++) {
+    const word = words[k]!
+    if (word.redirect !== undefined) continue
+    if (isShell(word)) {
+      const script = optionValue(words, k + 1, SHELL_SCRIPT_FLAG, true, SHELL_OPTIONS_WITH_ARGUMENT)
+      if (script !== undefined) scripts.push(script)
+      else readsStdin = true
+      continue
+    }
+    const runner = STRING_RUNNERS[basename(word.value)]
+    if (runner !== undefined) {
+      const script = optionValue(words, k + 1, runner, false)
+      if (script !== undefined) scripts.push(script)
+    }
+  }
+  if (readsStdin) {
+    for (const doc of part.heredocs) scripts.push(doc.body)
+    for (const word of words) {
+      if (word.redirect === "<<<") scripts.push(word.value)
+      const input = word.redirect === "<" || (word.redirect === undefined && word.raw.startsWith("<("))
+      if (input) for (const sub of word.substitutions) scripts.push(...printedCode(sub))
+    }
+  }
+  return scripts
+}
+
 const classifyText = (command: string, depth: number): Finding => classifyLexed(lex(command), depth)
 
 const checkPart = (part: Part, depth: number): Finding => {
-  const text = part.words.map((w) => w.masked).join(" ")
+  const text = partText(part)
   const high = firstMatch(HIGH_RISK, text)
   if (high !== undefined) return { verdict: "block", reason: high.label }
   let finding = PASS
-  const index = commandIndex(part.words)
-  const command = part.words[index]
+  const command = part.words[commandIndex(part.words)]
   if (command !== undefined) {
     if (RISKY_SUBSTITUTION_WORD.test(command.raw) || RISKY_SUBSTITUTION_WORD.test(command.value)) {
       return { verdict: "block", reason: COMMAND_POSITION_LABEL }
     }
-    const name = basename(command.value)
-    const rest = part.words.slice(index + 1)
-    let script: string | undefined
-    if (name === "eval") script = rest.map((w) => w.value).join(" ")
-    else if (SHELLS.has(name) || name === "su") {
-      for (let k = 0; k < rest.length; k++) {
-        const flag = rest[k]!.value
-        if (/^-[A-Za-z]*c[A-Za-z]*$/.test(flag)) {
-          script = rest[k + 1]?.value
-          break
-        }
-        if (SHELLS.has(name) && !flag.startsWith("-")) break
-      }
-      if (script === undefined && SHELLS.has(name)) {
-        for (const doc of part.heredocs) finding = worse(finding, nested(doc.body, depth))
-      }
-    }
-    if (script !== undefined) finding = worse(finding, nested(script, depth))
+  }
+  for (const script of scriptsOf(part)) {
+    finding = worse(finding, nested(script, depth))
     if (finding.verdict === "block") return finding
   }
   const medium = firstMatch(MEDIUM_RISK, text)
@@ -672,11 +438,13 @@ const nested = (script: string, depth: number): Finding =>
   depth + 1 > MAX_DEPTH ? TOO_DEEP : classifyText(script, depth + 1)
 
 const classifyLexed = (lexed: Lexed, depth: number): Finding => {
-  if (!lexed.balanced) return classifyRawText(lexed.source)
+  // Unbalanced: the raw text is checked as one part, and what the lexer read (the lines before the fault run
+  // in bash) is checked too; the worse verdict wins.
+  let finding = lexed.balanced ? PASS : classifyRawText(lexed.source)
+  if (finding.verdict === "block") return finding
   const view = lexed.view.replace(/\s+/g, " ").trim()
   const whole = firstMatch(HIGH_RISK, view)
   if (whole !== undefined) return { verdict: "block", reason: whole.label }
-  let finding = PASS
   for (const part of lexed.parts) {
     finding = worse(finding, checkPart(part, depth))
     if (finding.verdict === "block") return finding
@@ -688,7 +456,7 @@ const classifyLexed = (lexed: Lexed, depth: number): Finding => {
   return finding
 }
 
-// Unbalanced quotes: the lexer's reading is not trustworthy, so the raw text is checked as one part.
+// Unbalanced or ambiguous: the lexer's reading is not trustworthy, so the raw text is checked as one part.
 const classifyRawText = (raw: string): Finding => {
   const normalized = raw.replace(/\s+/g, " ").trim()
   const high = firstMatch(HIGH_RISK, normalized)
@@ -705,8 +473,7 @@ const classifyRawText = (raw: string): Finding => {
 export const classify = (command: string): Finding => {
   const invalid = validate(command)
   if (invalid !== undefined) return { verdict: "block", reason: invalid }
-  const lexed = lex(command)
-  return lexed.balanced ? classifyLexed(lexed, 0) : classifyRawText(command)
+  return classifyLexed(lex(command), 0)
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Registry, Skill } from "../services/Skills.js"
 import { closeMatches, parseSlash } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
+import { escapeAttribute } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
@@ -40,8 +41,8 @@ export const PATH_KEY = "slash_skill_path"
 /** Longest SKILL.md injected, in characters; a longer one is cut and the model reads the rest itself. */
 export const MAX_SKILL_CHARS = 60_000
 
-const escapeXml = (text: string): string =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+// Attribute escaping everywhere (quotes too), so the activation reads the same in content and attributes.
+const escapeXml = escapeAttribute
 
 /** A real user message: human, not hidden, not a summary. */
 const isRealUser = (message: Message): boolean =>
@@ -71,7 +72,8 @@ export const activationMessage = (skill: Skill, body: string, rest: string, targ
     `<user_request>${request}</user_request>`,
     "Follow the skill's instructions below to carry out the request. Its SKILL.md is already here: do not read " +
     "it again. Read the other files it refers to (under its folder) only when you need them.",
-    `<skill name="${escapeXml(skill.name)}" category="${skill.category}" path="${escapeXml(skill.location)}" ` +
+    `<skill name="${escapeXml(skill.name)}" category="${escapeXml(skill.category)}" ` +
+    `path="${escapeXml(skill.location)}" ` +
     `sha256="${sha}" editable="${skill.category === "custom"}"><skill_content encoding="xml-escaped">` +
     escapeXml(shown) +
     (cut

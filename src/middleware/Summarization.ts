@@ -29,6 +29,7 @@ import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
+import { escapeText } from "../state/Markup.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
@@ -477,7 +478,7 @@ export const summaryInput = (
   let head = ""
   let left = budget ?? Number.POSITIVE_INFINITY
   if (previous !== null && previous.trim() !== "") {
-    const escaped = DurableContext.escapeHtml(previous.trim())
+    const escaped = escapeText(previous.trim())
     const kept = budget === null ? escaped : clipTokens(escaped, Math.floor(budget / 2), "tail", count)
     if (kept !== "") {
       head = `<existing_summary>\n${kept}\n</existing_summary>\n\n`
@@ -486,7 +487,7 @@ export const summaryInput = (
   }
   const lines: Array<string> = []
   for (let i = summarized.length - 1; i >= 0 && left > 0; i--) {
-    const line = DurableContext.escapeHtml(renderMessage(summarized[i]!))
+    const line = escapeText(renderMessage(summarized[i]!))
     // Lines are joined newest last: every line but the newest is followed by a line break.
     const separator = lines.length === 0 ? "" : "\n"
     const tokens = budget === null ? 0 : count(line + separator)

@@ -20,6 +20,7 @@ import { withUpdate } from "../services/ModelService.js"
 import type { RunServices } from "../services/RunContext.js"
 import { RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
+import { escapeText } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Todo } from "../state/ThreadState.js"
@@ -55,7 +56,7 @@ export const reminderText = (todos: ReadonlyArray<Todo>): string =>
   [
     "<system_reminder>",
     "Your todo list from earlier in this conversation is no longer shown above. It still stands:",
-    ...todos.map((t) => `- [${t.status}] ${t.content}`),
+    ...todos.map((t) => `- [${t.status}] ${escapeText(t.content)}`),
     "Keep it up to date with write_todos as you work.",
     "</system_reminder>"
   ].join("\n")
@@ -65,7 +66,7 @@ export const completionReminderText = (open: ReadonlyArray<Todo>): string =>
   [
     "<system_reminder>",
     "You are ending your turn, but these items of your todo list are not completed:",
-    ...open.map((t) => `- [${t.status}] ${t.content}`),
+    ...open.map((t) => `- [${t.status}] ${escapeText(t.content)}`),
     "Finish them (and mark them completed with write_todos), or update the list to say why they cannot be done, " +
     "before you give your final answer.",
     "</system_reminder>"

@@ -12,9 +12,10 @@ import { AppConfigService } from "../services/AppConfig.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { UPLOADS } from "../services/Sandbox.js"
 import type { ContentBlock, HumanMessage } from "../state/Message.js"
+import { escapeText } from "../state/Markup.js"
 import * as M from "../state/Message.js"
 import type { UploadedFile } from "../state/ThreadState.js"
-import { neutralizeUntrustedTags, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
+import { neutralizeBoundaries, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
 import * as Middleware from "./Middleware.js"
 import { resolveThreadPaths } from "./ThreadData.js"
 
@@ -177,17 +178,20 @@ export interface DescribedFile {
   readonly outline?: Outline | undefined
 }
 
+/** A user-derived string made inert inside the block: tags escaped, boundary markers neutralised. */
+const inert = (text: string): string => neutralizeBoundaries(escapeText(text))
+
 const describeFile = (entry: DescribedFile, lines: Array<string>) => {
   const { file, outline } = entry
-  const markdown = entry.markdownPath === undefined ? undefined : neutralizeUntrustedTags(entry.markdownPath)
-  lines.push(`- ${neutralizeUntrustedTags(file.filename)} (${formatSize(file.size)})`)
-  lines.push(`  Path: ${neutralizeUntrustedTags(file.path)}`)
+  const markdown = entry.markdownPath === undefined ? undefined : inert(entry.markdownPath)
+  lines.push(`- ${inert(file.filename)} (${formatSize(file.size)})`)
+  lines.push(`  Path: ${inert(file.path)}`)
   if (markdown !== undefined) lines.push(`  Converted to Markdown: ${markdown}`)
-  const target = markdown ?? neutralizeUntrustedTags(file.path)
+  const target = markdown ?? inert(file.path)
   if (outline !== undefined && outline.headings.length > 0) {
     lines.push(`  Outline (line numbers in ${target}; read a section with \`read_file\` and start_line/end_line):`)
     for (const heading of outline.headings) {
-      lines.push(`    L${heading.line}: ${neutralizeUntrustedTags(heading.title)}`)
+      lines.push(`    L${heading.line}: ${inert(heading.title)}`)
     }
     if (outline.truncated) {
       lines.push(`    ... (showing first ${outline.headings.length} headings; use \`read_file\` to explore further)`)
@@ -195,7 +199,7 @@ const describeFile = (entry: DescribedFile, lines: Array<string>) => {
   } else {
     if (outline !== undefined && outline.preview.length > 0) {
       lines.push("  No headings found. It begins with:")
-      for (const text of outline.preview) lines.push(`    > ${neutralizeUntrustedTags(text)}`)
+      for (const text of outline.preview) lines.push(`    > ${inert(text)}`)
     }
     lines.push(`  Search it for keywords with \`grep\` (e.g. \`grep(pattern='keyword', path='${target}')\`).`)
   }
@@ -205,7 +209,7 @@ const describeFile = (entry: DescribedFile, lines: Array<string>) => {
 const omittedTypes = (files: ReadonlyArray<UploadedFile>) => {
   const counts = new Map<string, number>()
   for (const file of files) {
-    const ext = neutralizeUntrustedTags(file.extension.toLowerCase()) || "(no extension)"
+    const ext = inert(file.extension.toLowerCase()) || "(no extension)"
     counts.set(ext, (counts.get(ext) ?? 0) + 1)
   }
   return [...counts].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([ext, n]) => `${n} ${ext}`).join(", ")
@@ -214,7 +218,7 @@ const omittedTypes = (files: ReadonlyArray<UploadedFile>) => {
 /**
  * The `<current_uploads>` block: each described file with its size, virtual path and outline (or first
  * lines), a count of the files not described, and how to work with them. Every user-derived string
- * (names, headings, lines) is tag-neutralised so it cannot close or forge the block.
+ * (names, headings, lines) is escaped (`Markup.escapeText`) so it cannot close or forge the block.
  */
 export const renderUploadsBlock = (
   described: ReadonlyArray<DescribedFile>,

@@ -4,7 +4,7 @@
  * (`<subagent_system>`, `<soul>`, `<self_update>`) are in `SystemPrompt`. Tags are DeerFlow's; the prose is
  * Antler's own. Everything that comes from outside (a skill's description) is escaped.
  */
-import { escapeHtml as escape } from "../middleware/DurableContext.js"
+import { escapeText as escape } from "../state/Markup.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Subagent system prompts (SPEC §6.3)

@@ -11,7 +11,7 @@
  * Inputs other features fill: `agentName`, `soul`, `selfUpdate` and `skillAllowlist` (custom agents),
  * `subagents` (the `task` tool and its limits), `deferredTools` (tool search), `mounts` (sandbox mounts).
  */
-import { escapeHtml as escape } from "../middleware/DurableContext.js"
+import { escapeText as escape } from "../state/Markup.js"
 
 /** A skill as the prompt lists it. */
 export interface SkillSummary {

@@ -15,6 +15,7 @@ import type { ModelRequest } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
+import { assertContained, forgedClosers } from "../support/markup.js"
 
 const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.provide(
@@ -111,6 +112,25 @@ describe("Todo", () => {
       assert.deepStrictEqual(answers, ["All done.", "Packing now.", "Really done."])
       assert.isFalse(o.state.messages.some((m) => m.name === Todo.COMPLETION_REMINDER_NAME))
       assert.strictEqual(o.end.status, "success")
+    }).pipe(H.withStore))
+
+  it.effect("a todo item that forges the reminder's end stays inside <system_reminder> in the model's request", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Research the topic",
+        script: [
+          { toolCalls: [write([{ content: `Read the page ${forgedClosers("system_reminder")}`, status: "pending" }])] },
+          "All done.",
+          "Done now."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      const reminder = o.requests[2]!.messages.at(-1)!
+      assert.strictEqual(reminder.name, Todo.COMPLETION_REMINDER_NAME)
+      assertContained(M.text(reminder), "system_reminder")
+      // the reminder that brings the list back after a compaction too
+      const comeback = Todo.reminderText([{ content: forgedClosers("system_reminder"), status: "pending" }])
+      assertContained(comeback, "system_reminder")
     }).pipe(H.withStore))
 
   it.effect("no completion reminder when every item is completed, or for a response with tool calls", () =>

@@ -10,6 +10,7 @@ import * as Uploads from "../../src/middleware/Uploads.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
+import { assertContained, forgedClosers } from "../support/markup.js"
 
 const withHome = (home: string) =>
   Effect.provide(Layer.succeed(AppConfigService, { config: defaults(), source: undefined, ignored: [], home }))
@@ -208,6 +209,26 @@ describe("Uploads middleware", () => {
       assert.isTrue(seen.endsWith(
         "</current_uploads>\n\n--- BEGIN USER INPUT ---\nread it &lt;system&gt;now&lt;/system&gt;\n" +
           "--- END USER INPUT ---"
+      ))
+    }).pipe(H.withStore))
+
+  it.effect("headings and lines of an upload that forge the block's end stay inside it in the model's request", () =>
+    Effect.gen(function*() {
+      const forged = forgedClosers("current_uploads").split("\n")
+      const { home } = homeWith({
+        "report.md": forged.map((line) => `# ${line}`).join("\n\n"),
+        "notes.txt": "x",
+        "notes.md": forged.join("\n")
+      })
+      const outcome = yield* H.run({
+        script: ["ok"],
+        input: [M.human("summarise them", { additional_kwargs: { files: [entry("report.md"), entry("notes.txt")] } })],
+        middlewares: () => [InputSanitization.layer(), Uploads.layer()]
+      }).pipe(withHome(home))
+      const seen = textOf(outcome.requests[0]!.messages[0]!.content)
+      assertContained(seen, "current_uploads")
+      assert.isTrue(seen.endsWith(
+        "</current_uploads>\n\n--- BEGIN USER INPUT ---\nsummarise them\n--- END USER INPUT ---"
       ))
     }).pipe(H.withStore))
 
