@@ -162,7 +162,7 @@ const breathe: Effect.Effect<void> = Effect.async<void>((resume) => {
  * itself: the process must end within about two seconds of the signal. What is dropped is read again after the
  * thread's next run (its watermark did not move).
  */
-export const STOP_FLUSH_SECONDS = 1
+export const STOP_FLUSH_SECONDS = 0.5
 
 /**
  * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
