@@ -157,6 +157,9 @@ const breathe: Effect.Effect<void> = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(handle))
 })
 
+/** Characters tokenized between two yields to the event loop while a memory block is prepared (tens of ms). */
+const WARM_SLICE_CHARS = 4096
+
 /**
  * How long pending updates may take when the app is stopped (a signal: SIGTERM, Ctrl-C) rather than ending by
  * itself: the process must end within about two seconds of the signal. What is dropped is read again after the
@@ -399,11 +402,36 @@ export const make = (
     const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
       write(s, f)
 
+    // Tokenizing is slow on some text (over 5 µs a character for CJK text never seen before: a second for a hostile
+    // memory at the default limits). The texts of the block are counted first in slices, yielding to the event loop
+    // between them; formatting the block then counts them again from the tokenizer's cache (by chunk).
+    const warm = (doc: MemoryDoc.Document): Effect.Effect<void> =>
+      backend.token_counting === "char" ? Effect.void : Effect.gen(function*() {
+        const most = backend.max_injection_tokens * MemoryDoc.MAX_CHARS_PER_TOKEN
+        const texts = [
+          ...[...Object.values(doc.user), ...Object.values(doc.history)].map((section) => section.summary),
+          ...(config.mode === "tool" ? [] : doc.facts.map((fact) => fact.content))
+        ]
+        let since = 0
+        for (const text of texts) {
+          const bounded = MemoryDoc.head(text, most)
+          for (let at = 0; at < bounded.length; at += WARM_SLICE_CHARS) {
+            const piece = bounded.slice(at, at + WARM_SLICE_CHARS)
+            count(piece)
+            since += piece.length
+            if (since >= WARM_SLICE_CHARS) {
+              since = 0
+              yield* breathe
+            }
+          }
+        }
+      })
+
     const context = (s: MemoryScope) =>
       !enabled || !config.injection_enabled
         ? Effect.succeed("")
         : load(s).pipe(
-          Effect.zipLeft(breathe),
+          Effect.tap((doc) => Effect.zipRight(breathe, warm(doc))),
           Effect.map((doc) =>
             MemoryDoc.formatForInjection(doc, {
               maxTokens: backend.max_injection_tokens,

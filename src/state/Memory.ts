@@ -400,7 +400,7 @@ const sectionLines = (title: string, entries: ReadonlyArray<readonly [string, Se
  * letter): a head of `max` × this many characters holds more than `max` tokens, so what follows it is never
  * counted (counting costs time in proportion to the text).
  */
-const MAX_CHARS_PER_TOKEN = 16
+export const MAX_CHARS_PER_TOKEN = 16
 
 /** The head of a text of at most `max` UTF-16 units, not ending between the halves of a surrogate pair. */
 export const head = (text: string, max: number): string => {

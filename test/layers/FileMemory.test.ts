@@ -338,6 +338,35 @@ describe("what memory stores", () => {
       assert.include(error.message, `more than a memory file may be (${FileMemory.MAX_FILE_BYTES})`)
     }))
 
+  it.live("the block of a memory at its limits is prepared in slices: the event loop runs (signals, I/O) meanwhile", () =>
+    Effect.gen(function*() {
+      const { home, memory } = yield* setup([])
+      // CJK text never tokenized before: over 5 µs a character, a second of tokenizing at the default limits
+      let seed = 7
+      const cjk = (n: number) =>
+        Array.from({ length: n }, () => String.fromCharCode(0x4e00 + ((seed = (seed * 48271) % 2147483647) % 20000)))
+          .join("")
+      const section = () => ({ summary: cjk(4000) })
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(file, JSON.stringify({
+        user: { workContext: section(), personalContext: section(), topOfMind: section() },
+        history: { recentMonths: section(), earlierContext: section(), longTermBackground: section() },
+        facts: Array.from({ length: 100 }, (_, i) => ({ id: `f${i}`, content: cjk(1000), confidence: 0.8 }))
+      }))
+      // turns of the event loop while the block is made (each callback schedules the next)
+      let turns = 0
+      let going = true
+      const tick = () => {
+        turns++
+        if (going) setImmediate(tick)
+      }
+      setImmediate(tick)
+      const block = yield* memory.context({ userId: "default" }).pipe(Effect.ensuring(Effect.sync(() => (going = false))))
+      assert.isAbove(block.length, 1000)
+      assert.isAtLeast(turns, 20)
+    }))
+
   it.live("an app stopped from outside (interrupted) gives a pending update at most STOP_FLUSH_SECONDS", () =>
     Effect.gen(function*() {
       // the memory model never answers; the default shutdown_flush_timeout_seconds is 30
