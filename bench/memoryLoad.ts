@@ -9,8 +9,9 @@
  *   after-hostile-update  the memory.json a 2 MB hostile update left (run 1, its memory model answering with 2 MB of
  *                         summaries and facts without spaces), then run 2 measured
  * The median of `--runs` (default 3) per scenario; a run still without a request after `--timeout` seconds (default
- * 120) is stopped and recorded as timed out. Results are merged into bench/results/memory-load.json under
- * `--label` (default `current`), so the figures of another build sit beside them (`--note` says what it is):
+ * 120) is stopped and recorded as timed out; `--only a,b` runs only those scenarios. Results are merged into
+ * bench/results/memory-load.json under `--label` (default `current`), so the figures of another build sit beside
+ * them (`--note` says what it is):
  *   node dist-bench/bench/memoryLoad.js --label before --cli /path/to/old/main.cjs --note "6b66e4c" --runs 1
  */
 import { spawn, spawnSync } from "node:child_process"
@@ -172,7 +173,8 @@ const out = {
       ...(note === undefined ? {} : { note }),
       date: new Date().toISOString(),
       runsPerScenario: runs,
-      results
+      // `--only` adds to (or replaces some of) the label's figures
+      results: { ...(only === undefined ? {} : previous.labels?.[label]?.results), ...results }
     }
   }
 }
