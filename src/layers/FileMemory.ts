@@ -129,8 +129,9 @@ export const readCapped = (
 /** Reads a memory document (see `readCapped`). */
 export const readDocument = (
   file: string,
-  limits?: MemoryLimits.Limits | undefined
-): Effect.Effect<MemoryDoc.Document, MemoryError> => Effect.map(readCapped(file, limits), (read) => read.value)
+  limits?: MemoryLimits.Limits | undefined,
+  redact?: Redact.Redactor | undefined
+): Effect.Effect<MemoryDoc.Document, MemoryError> => Effect.map(readCapped(file, limits, redact), (read) => read.value)
 
 /** The limits of a memory configuration. */
 export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({

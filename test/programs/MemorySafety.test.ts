@@ -167,6 +167,28 @@ describe("a hostile memory model", () => {
     })), SLOW)
 })
 
+describe("antler memory show", () => {
+  it.live("shows a memory.json over the limits as the agent reads it: cut to them, without the configured key", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-show-memory-")
+      const config = writeConfig(home)
+      Fs.appendFileSync(config, ["models:", "  - name: main", "    model: main-model", `    api_key: ${KEY}`, ""].join("\n"))
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(file, JSON.stringify({
+        user: { workContext: { summary: `Key ${KEY}. ${"w".repeat(10_000)}` } },
+        facts: Array.from({ length: 150 }, (_, i) => ({ id: `f${i}`, content: `${i} ${"x".repeat(2000)}`, confidence: 0.8 }))
+      }))
+      const show = antler(home, ["memory", "show", "--json", "--config", config])
+      assert.strictEqual(yield* Effect.promise(() => show.exited), 0, show.output())
+      assert.notInclude(show.output(), KEY)
+      const doc = JSON.parse(show.output().split("\n").find((line) => line.startsWith("{"))!)
+      assert.strictEqual(doc.user.workContext.summary, `Key [redacted]. ${"w".repeat(4000 - 16)}`)
+      assert.lengthOf(doc.facts, 100)
+      assert.isTrue(doc.facts.every((f: { content: string }) => f.content.length === 1000))
+    }), SLOW)
+})
+
 describe("SIGTERM", () => {
   it.live("stops `antler run` within seconds in the phase that held it (a 2 MB memory.json to read and count)", () =>
     Effect.scoped(Effect.gen(function*() {
