@@ -15,8 +15,6 @@ const requireCjs = createRequire(import.meta.url)
 const tokenizer = (): typeof countTokens =>
   (requireCjs("gpt-tokenizer/encoding/o200k_base") as { countTokens: typeof countTokens }).countTokens
 
-const COUNT_OPTIONS = { disallowedSpecial: new Set<string>() }
-
 /**
  * The longest run of one kind (whitespace, or anything else) tokenized in one piece. BPE merging is quadratic
  * in the length of a pre-tokenized chunk, and o200k's chunks have no bound for letters without spaces (CJK text,
@@ -37,7 +35,8 @@ const isSpace = (code: number): boolean =>
 export const countText = (text: string): number => {
   if (text === "") return 0
   const count = tokenizer()
-  if (text.length <= MAX_RUN) return count(text, COUNT_OPTIONS)
+  const options = { disallowedSpecial: new Set<string>() }
+  if (text.length <= MAX_RUN) return count(text, options)
   let total = 0
   let start = 0
   let runStart = 0
@@ -49,12 +48,12 @@ export const countText = (text: string): number => {
       runSpace = space
       runStart = i
     } else if (i - runStart >= MAX_RUN && (code < 0xdc00 || code > 0xdfff)) {
-      total += count(text.slice(start, i), COUNT_OPTIONS)
+      total += count(text.slice(start, i), options)
       start = i
       runStart = i
     }
   }
-  return total + count(text.slice(start), COUNT_OPTIONS)
+  return total + count(text.slice(start), options)
 }
 
 /** Framing tokens of one chat message (role, separators), as in OpenAI's chat format. */
