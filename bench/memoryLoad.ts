@@ -125,11 +125,8 @@ const measure = (cli: string, scenario: Scenario) =>
         pending = { prompt, resolve: () => (toFirstRequestMs ??= performance.now() - started) }
         const env: NodeJS.ProcessEnv = { ...process.env, ANTLER_HOME: home, NO_COLOR: "1" }
         for (const key of Object.keys(env)) if (key.startsWith("OPENAI_")) delete env[key]
-        const child = spawn(process.execPath, [cli, "run", "--base-url", server.url, "--api-key", "x", "--config", config, prompt], {
-          env,
-          cwd: home,
-          stdio: ["ignore", "ignore", "ignore"]
-        })
+        const args = [cli, "run", "--base-url", server.url, "--api-key", "x", "--config", config, prompt]
+        const child = spawn(process.execPath, args, { env, cwd: home, stdio: ["ignore", "ignore", "ignore"] })
         const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs)
         child.on("close", (code) => {
           clearTimeout(timer)

@@ -110,8 +110,12 @@ export const capDocument = (doc: Document, limits: Limits): Capped<Document> => 
   const valid = entries.filter(([thread, message]) =>
     thread.length <= MAX_LABEL_CHARS && message.length <= MAX_LABEL_CHARS
   )
-  if (valid.length < entries.length) cuts.count("watermarks with an id too long to keep (dropped)", entries.length - valid.length)
-  if (valid.length > MAX_WATERMARKS) cuts.count(`watermarks over ${MAX_WATERMARKS} (the oldest)`, valid.length - MAX_WATERMARKS)
+  if (valid.length < entries.length) {
+    cuts.count("watermarks with an id too long to keep (dropped)", entries.length - valid.length)
+  }
+  if (valid.length > MAX_WATERMARKS) {
+    cuts.count(`watermarks over ${MAX_WATERMARKS} (the oldest)`, valid.length - MAX_WATERMARKS)
+  }
   if (valid.length < entries.length || valid.length > MAX_WATERMARKS) {
     threads = Object.fromEntries(valid.slice(Math.max(0, valid.length - MAX_WATERMARKS)))
   }
@@ -136,7 +140,9 @@ export const capRawDocument = (raw: unknown, limits: Limits): Capped<unknown> =>
   const facts = record.facts
   if (Array.isArray(facts) && facts.length > limits.maxFacts) {
     const confidence = (fact: unknown) => {
-      const value = typeof fact === "object" && fact !== null ? (fact as { confidence?: unknown }).confidence : undefined
+      const value = typeof fact === "object" && fact !== null
+        ? (fact as { confidence?: unknown }).confidence
+        : undefined
       return typeof value === "number" ? value : 0.5
     }
     const kept = new Set(
@@ -172,14 +178,19 @@ export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
   for (const key of ["newFacts", "factsToRemove"]) {
     const list = record[key]
     if (Array.isArray(list) && list.length > limits.maxFacts) {
-      cut.push(`${list.length - limits.maxFacts} of the update's ${list.length} ${key} (at most max_facts, ${limits.maxFacts})`)
+      cut.push(
+        `${list.length - limits.maxFacts} of the update's ${list.length} ${key} (at most max_facts, ${limits.maxFacts})`
+      )
       ;(out ??= { ...record })[key] = list.slice(0, limits.maxFacts)
     }
   }
   return { value: out ?? raw, cut }
 }
 
-type SectionUpdate = { readonly summary?: string | null | undefined; readonly shouldUpdate?: boolean | null | undefined }
+type SectionUpdate = {
+  readonly summary?: string | null | undefined
+  readonly shouldUpdate?: boolean | null | undefined
+}
 
 const capSectionUpdate = (
   where: string,

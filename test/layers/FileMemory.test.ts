@@ -266,7 +266,7 @@ const logsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 describe("what memory stores", () => {
   const KEY = "sk-test-memory-key-0123456789"
 
-  it.effect("a hostile update (2 MB, the configured key echoed) is stored within its limits, without the key, and one warning names what was cut", () =>
+  it.effect("a hostile 2 MB update echoing the key is stored within the limits, redacted; one warning names cuts", () =>
     Effect.gen(function*() {
       const hostile = JSON.stringify({
         user: { workContext: { summary: `Their key is ${KEY}. ${"w".repeat(1_000_000)}`, shouldUpdate: true } },
@@ -278,7 +278,8 @@ describe("what memory stores", () => {
         }))
       })
       assert.isAbove(hostile.length, 2_000_000)
-      const { home, memory } = yield* setup([hostile], { backend_config: { max_fact_chars: 80, max_summary_chars: 2000 } }, {
+      const limits = { backend_config: { max_fact_chars: 80, max_summary_chars: 2000 } }
+      const { home, memory } = yield* setup([hostile], limits, {
         app: { models: [{ name: "main", model: "main-model", api_key: KEY }] }
       })
       yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
@@ -310,7 +311,8 @@ describe("what memory stores", () => {
 
   it.effect("a file over the limits is read cut to them (and redacted); one over MAX_FILE_BYTES is refused", () =>
     Effect.gen(function*() {
-      const { home, memory } = yield* setup([UPDATE], {}, { app: { models: [{ name: "m", model: "m", api_key: KEY }] } })
+      const app = { models: [{ name: "m", model: "m", api_key: KEY }] }
+      const { home, memory } = yield* setup([UPDATE], {}, { app })
       const file = Path.join(home, "users", "default", "memory.json")
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
       Fs.writeFileSync(file, JSON.stringify({
@@ -332,13 +334,14 @@ describe("what memory stores", () => {
       assert.notInclude(stored, KEY)
       assert.isBelow(stored.length, 200_000)
 
-      Fs.writeFileSync(file, JSON.stringify({ user: { topOfMind: { summary: "t".repeat(FileMemory.MAX_FILE_BYTES) } } }))
+      const huge = "t".repeat(FileMemory.MAX_FILE_BYTES)
+      Fs.writeFileSync(file, JSON.stringify({ user: { topOfMind: { summary: huge } } }))
       const error = yield* Effect.flip(memory.load({ userId: "default" }))
       assert.strictEqual(error.reason, "corrupt")
       assert.include(error.message, `more than a memory file may be (${FileMemory.MAX_FILE_BYTES})`)
     }))
 
-  it.live("the block of a memory at its limits is prepared in slices: the event loop runs (signals, I/O) meanwhile", () =>
+  it.live("the block of a memory at its limits is prepared in slices: the event loop runs meanwhile", () =>
     Effect.gen(function*() {
       const { home, memory } = yield* setup([])
       // CJK text never tokenized before: over 5 µs a character, a second of tokenizing at the default limits
@@ -362,7 +365,9 @@ describe("what memory stores", () => {
         if (going) setImmediate(tick)
       }
       setImmediate(tick)
-      const block = yield* memory.context({ userId: "default" }).pipe(Effect.ensuring(Effect.sync(() => (going = false))))
+      const block = yield* memory.context({ userId: "default" }).pipe(
+        Effect.ensuring(Effect.sync(() => (going = false)))
+      )
       assert.isAbove(block.length, 1000)
       assert.isAtLeast(turns, 20)
     }))

@@ -39,7 +39,9 @@ interface Child {
 
 const children: Array<ChildProcess.ChildProcess> = []
 afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  }
 })
 
 const antler = (home: string, args: ReadonlyArray<string>): Child => {
@@ -80,7 +82,9 @@ const endsWithin = (child: Child, ms: number, what: string) =>
     ])
   ).pipe(
     Effect.flatMap((ended) =>
-      ended === undefined ? Effect.die(new Error(`${what}: still running ${ms} ms after SIGTERM`)) : Effect.succeed(ended.code)
+      ended === undefined
+        ? Effect.die(new Error(`${what}: still running ${ms} ms after SIGTERM`))
+        : Effect.succeed(ended.code)
     )
   )
 
@@ -98,7 +102,7 @@ const writeMemory = (home: string, chars: number) => {
   Fs.mkdirSync(Path.dirname(file), { recursive: true })
   Fs.writeFileSync(file, JSON.stringify({
     user: { workContext: { summary: "a".repeat(chars) } },
-    facts: [{ id: "f1", content: "数据工程师".repeat(Math.floor(chars / 20)), category: "context", confidence: 0.9 }]
+    facts: [{ id: "f1", content: "数据工程师".repeat(Math.floor(chars / 20)), confidence: 0.9 }]
   }))
   return file
 }
@@ -147,7 +151,8 @@ describe("a hostile memory model", () => {
       const request = server.requests.find((r) =>
         !isMemoryCall(r) && r.messages.some((m) => text(m.content).includes("Start a Python project"))
       )!
-      const memory = request.messages.map((m) => text(m.content)).find((t) => t.startsWith("<system-reminder>\n<memory>"))!
+      const memory = request.messages.map((m) => text(m.content))
+        .find((t) => t.startsWith("<system-reminder>\n<memory>"))!
       assert.match(memory, /- \[context \| 0\.90\] \d+ \[redacted\] f+\n/)
       assert.notInclude(JSON.stringify(server.requests.slice(-2)), KEY)
     })), SLOW)
@@ -156,7 +161,11 @@ describe("a hostile memory model", () => {
     Effect.scoped(Effect.gen(function*() {
       const server = yield* Scripted.start((body): Turn => (isMemoryCall(body) ? "{}" : "Noted."))
       const home = tempDir("antler-long-memory-")
-      const config = writeConfig(home, ["  backend_config:", "    max_summary_chars: 1000000", "    max_fact_chars: 1000000"])
+      const config = writeConfig(home, [
+        "  backend_config:",
+        "    max_summary_chars: 1000000",
+        "    max_fact_chars: 1000000"
+      ])
       writeMemory(home, 256 * 1024)
       const run = antler(home, ["run", "--base-url", server.url, "--api-key", "x", "--config", config, "hello there"])
       yield* until(threadLine(run), "the run's thread line", 60_000)
@@ -172,12 +181,17 @@ describe("antler memory show", () => {
     Effect.gen(function*() {
       const home = tempDir("antler-show-memory-")
       const config = writeConfig(home)
-      Fs.appendFileSync(config, ["models:", "  - name: main", "    model: main-model", `    api_key: ${KEY}`, ""].join("\n"))
+      const models = ["models:", "  - name: main", "    model: main-model", `    api_key: ${KEY}`, ""]
+      Fs.appendFileSync(config, models.join("\n"))
       const file = Path.join(home, "users", "default", "memory.json")
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
       Fs.writeFileSync(file, JSON.stringify({
         user: { workContext: { summary: `Key ${KEY}. ${"w".repeat(10_000)}` } },
-        facts: Array.from({ length: 150 }, (_, i) => ({ id: `f${i}`, content: `${i} ${"x".repeat(2000)}`, confidence: 0.8 }))
+        facts: Array.from({ length: 150 }, (_, i) => ({
+          id: `f${i}`,
+          content: `${i} ${"x".repeat(2000)}`,
+          confidence: 0.8
+        }))
       }))
       const show = antler(home, ["memory", "show", "--json", "--config", config])
       assert.strictEqual(yield* Effect.promise(() => show.exited), 0, show.output())
@@ -227,7 +241,9 @@ describe("SIGTERM", () => {
       const home = tempDir("antler-stop-serve-")
       // debounce 0: the update starts after the run, and its model call hangs
       const config = writeConfig(home, ["  backend_config:", "    debounce_seconds: 0"])
-      const serve = antler(home, ["serve", "--port", "0", "--base-url", server.url, "--api-key", "x", "--config", config])
+      const serve = antler(home, [
+        "serve", "--port", "0", "--base-url", server.url, "--api-key", "x", "--config", config
+      ])
       yield* until(() => /listening on http:\/\/\S+/.test(serve.output()), "the gateway to listen", 60_000)
       const url = /listening on (http:\/\/\S+)/.exec(serve.output())![1]!
       const post = (path: string, body: unknown) =>

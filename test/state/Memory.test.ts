@@ -212,7 +212,10 @@ describe("text from the model or the user", () => {
       ], true),
       "hi there"
     )
-    const messages = [M.human(`${"<current_uploads>".repeat(20_000)}I use uv`), M.ai("<think>".repeat(20_000) + "Noted.")]
+    const messages = [
+      M.human(`${"<current_uploads>".repeat(20_000)}I use uv`),
+      M.ai("<think>".repeat(20_000) + "Noted.")
+    ]
     const turns = MemoryDoc.conversation(messages)
     assert.deepStrictEqual(turns.map((t) => t.role), ["user", "assistant"])
     assert.isTrue(turns[0]!.text.endsWith("I use uv") && turns[1]!.text.endsWith("<think>Noted."))

@@ -26,7 +26,13 @@ describe("a memory document within its limits", () => {
       lastUpdated: "x".repeat(1000),
       user: { ...empty.user, workContext: { summary: "w".repeat(5000), updatedAt: "" } },
       history: { ...empty.history, longTermBackground: { summary: "😀".repeat(80), updatedAt: "" } },
-      facts: [fact(1, "c".repeat(60)), fact(2), fact(3, "d".repeat(70)), fact(4), { ...fact(5), category: "k".repeat(300) }],
+      facts: [
+        fact(1, "c".repeat(60)),
+        fact(2),
+        fact(3, "d".repeat(70)),
+        fact(4),
+        { ...fact(5), category: "k".repeat(300) }
+      ],
       threads: Object.fromEntries([
         ...Array.from({ length: MemoryDoc.MAX_WATERMARKS + 5 }, (_, i) => [`t${i}`, `m${i}`]),
         ["t".repeat(500), "m"]
@@ -59,7 +65,11 @@ describe("a memory document within its limits", () => {
   it("a file's JSON of 100,000 facts and a 2 MB summary decodes to the limits", () => {
     const text = JSON.stringify({
       user: { topOfMind: { summary: "s".repeat(2_000_000) } },
-      facts: Array.from({ length: 100_000 }, (_, i) => ({ id: `f${i}`, content: "c".repeat(20), confidence: (i % 100) / 100 })),
+      facts: Array.from({ length: 100_000 }, (_, i) => ({
+        id: `f${i}`,
+        content: "c".repeat(20),
+        confidence: (i % 100) / 100
+      })),
       threads: Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`t${i}`, `m${i}`]))
     })
     const { cut, value } = Either.getOrThrow(MemoryLimits.decodeDocument(text, LIMITS))
@@ -93,7 +103,10 @@ describe("a memory model's answer within the limits", () => {
     const { cut, value } = MemoryLimits.capUpdate(update, LIMITS)
     assert.lengthOf(value.user!.topOfMind!.summary!, 100)
     assert.isTrue(value.user!.topOfMind!.shouldUpdate!)
-    assert.deepStrictEqual(value.newFacts!.map((f) => [f.content.length, f.category!.length]), [[50, 200], [50, 200], [50, 200]])
+    assert.deepStrictEqual(
+      value.newFacts!.map((f) => [f.content.length, f.category!.length]),
+      [[50, 200], [50, 200], [50, 200]]
+    )
     assert.deepStrictEqual(cut, [
       "the summary user.topOfMind (300 characters, kept 100 characters)",
       "3 new facts over 50 characters (cut to it)",
