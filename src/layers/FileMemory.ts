@@ -12,14 +12,18 @@
  *   model call (`internal: "memory"`, never streamed) reads the current memory and the turns not read yet
  *   (a watermark per thread) and answers with the changes, which are applied (confident facts only, at most
  *   `max_facts`) and stored. Its token usage is added to the thread under the purpose `memory`. A failed
- *   update changes nothing and is retried with the thread's next run. When the app stops, pending updates
- *   run within `shutdown_flush_timeout_seconds`.
+ *   update changes nothing and is retried with the thread's next run. When the app ends, pending updates
+ *   run within `shutdown_flush_timeout_seconds`; when it is stopped (a signal), within `STOP_FLUSH_SECONDS`.
+ * - What is stored is bounded and holds no secret: every write is redacted (the configured keys) and cut to
+ *   `max_facts`, `max_fact_chars` and `max_summary_chars` (see `state/MemoryLimits.ts`), and so is every file
+ *   read (one written by hand or by an older version), with one warning naming what was cut.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -39,6 +43,8 @@ import { SafeId } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
+import * as MemoryLimits from "../state/MemoryLimits.js"
+import * as Redact from "../state/Redact.js"
 import { applyUpdate as applyState } from "../state/Reducers.js"
 import * as TS from "../state/ThreadState.js"
 import * as Tokens from "../state/Tokens.js"
@@ -73,13 +79,29 @@ const ioError = (what: string, file: string) => (cause: unknown) =>
     cause
   })
 
-/** Reads a memory document; a missing file is an empty memory, a damaged one a `corrupt` error. */
-export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, MemoryError> =>
+/**
+ * The largest memory file read: parsing a larger one would hold the process for too long (Antler writes files
+ * within `max_facts`, `max_fact_chars` and `max_summary_chars`, far smaller).
+ */
+export const MAX_FILE_BYTES = 16 * 1024 * 1024
+
+/**
+ * Reads a memory document, within `limits` when given (what is over them is cut, and named in `cut`) and
+ * redacted with `redact` when given; a missing file is an empty memory, a damaged one (or one over
+ * `MAX_FILE_BYTES`) a `corrupt` error.
+ */
+export const readCapped = (
+  file: string,
+  limits?: MemoryLimits.Limits | undefined,
+  redact?: Redact.Redactor | undefined
+): Effect.Effect<MemoryLimits.Capped<MemoryDoc.Document>, MemoryError> =>
   Effect.flatMap(
     Effect.try({
       try: () => {
         try {
-          return Fs.readFileSync(file, "utf8")
+          const size = Fs.statSync(file).size
+          if (size > MAX_FILE_BYTES) return { size }
+          return { text: Fs.readFileSync(file, "utf8") }
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined
           throw error
@@ -87,15 +109,64 @@ export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, Me
       },
       catch: ioError("read", file)
     }),
-    (text) => {
-      if (text === undefined) return Effect.succeed(MemoryDoc.empty())
-      return Either.match(MemoryDoc.decodeDocument(text), {
-        onLeft: (problem) =>
-          Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` })),
-        onRight: Effect.succeed
-      })
+    (read) => {
+      if (read === undefined) return Effect.succeed({ value: MemoryDoc.empty(), cut: [] })
+      const corrupt = (problem: string) =>
+        Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` }))
+      if (read.text === undefined) {
+        return corrupt(
+          `it is ${read.size} bytes, more than a memory file may be (${MAX_FILE_BYTES}); ` +
+            "antler memory clear starts it afresh"
+        )
+      }
+      const decoded = limits === undefined
+        ? Either.map(MemoryDoc.decodeDocument(read.text), (value) => ({ value, cut: [] }))
+        : MemoryLimits.decodeDocument(read.text, limits, redact?.value)
+      return Either.match(decoded, { onLeft: corrupt, onRight: Effect.succeed })
     }
   )
+
+/** Reads a memory document (see `readCapped`). */
+export const readDocument = (
+  file: string,
+  limits?: MemoryLimits.Limits | undefined,
+  redact?: Redact.Redactor | undefined
+): Effect.Effect<MemoryDoc.Document, MemoryError> => Effect.map(readCapped(file, limits, redact), (read) => read.value)
+
+/** The limits of a memory configuration. */
+export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
+  maxFacts: config.backend_config.max_facts,
+  maxFactChars: config.backend_config.max_fact_chars,
+  maxSummaryChars: config.backend_config.max_summary_chars
+})
+
+/**
+ * The secrets memory never stores unless told others (`Options.redact`): the configured models' keys and
+ * base-URL credentials.
+ */
+export const defaultRedactor = (app: AppConfigService["Type"]): Redact.Redactor =>
+  Redact.make(app.config.models.flatMap((m) => [
+    m.api_key,
+    ...Redact.urlSecrets(m.base_url),
+    ...Redact.urlSecrets(m.api_base)
+  ]))
+
+// Yields to the event loop, not only to other fibers (`Effect.yieldNow` resumes through a microtask): between
+// reading a memory file (up to `MAX_FILE_BYTES` parsed) and formatting its block, signals and I/O get their turn.
+const breathe: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/** Characters tokenized between two yields to the event loop while a memory block is prepared (tens of ms). */
+const WARM_SLICE_CHARS = 4096
+
+/**
+ * How long pending updates may take when the app is stopped (a signal: SIGTERM, Ctrl-C) rather than ending by
+ * itself: the process must end within about two seconds of the signal. What is dropped is read again after the
+ * thread's next run (its watermark did not move).
+ */
+export const STOP_FLUSH_SECONDS = 0.5
 
 /**
  * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
@@ -262,6 +333,8 @@ const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName 
 export interface Options {
   /** Overrides of the `memory` section of the app config. */
   readonly config?: Partial<MemoryConfig> | undefined
+  /** The secrets no memory file may hold (default: `defaultRedactor`). */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /**
@@ -281,6 +354,8 @@ export const make = (
     const root = rootOf(app)
     const count = backend.token_counting === "char" ? MemoryDoc.charTokens : Tokens.countText
     const lockMs = backend.file_lock_timeout_seconds * 1000
+    const limits = limitsOf(config)
+    const redact = options.redact ?? defaultRedactor(app)
     const scope = yield* Effect.scope
 
     const file = (s: MemoryScope) => Either.match(fileOf(root, s, backend.manifest_filename), {
@@ -288,21 +363,76 @@ export const make = (
       onRight: Effect.succeed
     })
 
-    const load = (s: MemoryScope) => Effect.flatMap(file(s), readDocument)
+    const whose = (s: MemoryScope) =>
+      s.agentName === undefined ? `user ${s.userId}` : `agent ${s.agentName} of user ${s.userId}`
 
-    const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
+    const warnCut = (s: MemoryScope, cut: ReadonlyArray<string>, note = "") =>
+      cut.length === 0 ? Effect.void : Effect.logWarning(
+        `Memory of ${whose(s)} over its limits (memory.backend_config: max_facts ${limits.maxFacts}, ` +
+          `max_fact_chars ${limits.maxFactChars}, max_summary_chars ${limits.maxSummaryChars})${note}; cut: ` +
+          cut.join("; ")
+      )
+
+    /** The document of a scope, within the limits (quietly: the caller reports what was cut). */
+    const read = (s: MemoryScope) => Effect.flatMap(file(s), (path) => readCapped(path, limits, redact))
+
+    const load = (s: MemoryScope) =>
+      Effect.flatMap(read(s), (doc) =>
+        Effect.as(warnCut(s, doc.cut, " when read (its file is cut at its next update)"), doc.value))
+
+    /**
+     * Every write: the new document redacted (no secret is stored) and within the limits, with one warning naming
+     * what was cut (`cut`: what the caller cut before, such as an update's excess).
+     */
+    const write = <A>(
+      s: MemoryScope,
+      f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document],
+      cut: ReadonlyArray<string> = []
+    ) =>
       Effect.flatMap(file(s), (path) =>
         withLock(path, lockMs, Effect.gen(function*() {
           removeStaleTemps(path)
-          const [result, next] = f(yield* readDocument(path))
-          yield* writeDocument(path, next)
+          const current = yield* readCapped(path, limits, redact)
+          const [result, next] = f(current.value)
+          const stored = MemoryLimits.capDocument(redact.value(next), limits)
+          yield* warnCut(s, [...cut, ...current.cut, ...stored.cut])
+          yield* writeDocument(path, stored.value)
           return result
         })))
+
+    const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
+      write(s, f)
+
+    // Tokenizing is slow on some text (over 5 µs a character for CJK text never seen before: a second for a hostile
+    // memory at the default limits). The texts of the block are counted first in slices, yielding to the event loop
+    // between them; formatting the block then counts them again from the tokenizer's cache (by chunk).
+    const warm = (doc: MemoryDoc.Document): Effect.Effect<void> =>
+      backend.token_counting === "char" ? Effect.void : Effect.gen(function*() {
+        const most = backend.max_injection_tokens * MemoryDoc.MAX_CHARS_PER_TOKEN
+        const texts = [
+          ...[...Object.values(doc.user), ...Object.values(doc.history)].map((section) => section.summary),
+          ...(config.mode === "tool" ? [] : doc.facts.map((fact) => fact.content))
+        ]
+        let since = 0
+        for (const text of texts) {
+          const bounded = MemoryDoc.head(text, most)
+          for (let at = 0; at < bounded.length; at += WARM_SLICE_CHARS) {
+            const piece = bounded.slice(at, at + WARM_SLICE_CHARS)
+            count(piece)
+            since += piece.length
+            if (since >= WARM_SLICE_CHARS) {
+              since = 0
+              yield* breathe
+            }
+          }
+        }
+      })
 
     const context = (s: MemoryScope) =>
       !enabled || !config.injection_enabled
         ? Effect.succeed("")
         : load(s).pipe(
+          Effect.tap((doc) => Effect.zipRight(breathe, warm(doc))),
           Effect.map((doc) =>
             MemoryDoc.formatForInjection(doc, {
               maxTokens: backend.max_injection_tokens,
@@ -330,7 +460,7 @@ export const make = (
     const update = (item: Pending) =>
       Effect.gen(function*() {
         const s: MemoryScope = { userId: item.userId, agentName: item.agentName }
-        const before = yield* load(s)
+        const before = (yield* read(s)).value
         const turns = MemoryDoc.conversation(item.messages, item.immediate ? undefined : before.threads[item.threadId])
         if (turns.length === 0) return
         const modelName = config.model_name ?? item.modelName ?? undefined
@@ -342,14 +472,20 @@ export const make = (
         const answer = response.message
         const usedModel = String(answer.response_metadata?.model_name ?? modelName ?? "unknown")
         yield* recordUsage(item, answer.usage_metadata, usedModel)
-        const parsed = MemoryDoc.parseUpdate(M.text(answer))
-        if (Either.isLeft(parsed)) {
-          return yield* Effect.logWarning(`Memory not updated for thread ${item.threadId}: ${parsed.left}`)
+        // the answer is untrusted: no more facts than can be kept are decoded, and what is kept is cut to its limits
+        const json = MemoryDoc.updateJson(M.text(answer))
+        const raw = Either.map(json, (value) => MemoryLimits.capRawUpdate(value, limits))
+        const decoded = Either.flatMap(raw, (r) => MemoryDoc.decodeUpdate(r.value))
+        if (Either.isLeft(decoded)) {
+          return yield* Effect.logWarning(`Memory not updated for thread ${item.threadId}: ${decoded.left}`)
         }
+        // redacted before it is cut: a key cut in half would no longer be recognised
+        const capped = MemoryLimits.capUpdate(redact.value(decoded.right), limits)
+        const excess = Either.isRight(raw) ? raw.right.cut : []
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const last = MemoryDoc.lastMessageId(item.messages)
-        yield* modify(s, (doc) => {
-          let next = MemoryDoc.applyUpdate(doc, parsed.right, {
+        yield* write(s, (doc) => {
+          let next = MemoryDoc.applyUpdate(doc, capped.value, {
             now,
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,
@@ -358,7 +494,7 @@ export const make = (
           })
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
           return [undefined, next] as const
-        })
+        }, [...excess, ...capped.cut])
       }).pipe(
         // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).
         Effect.catchAllCause((cause) => {
@@ -416,14 +552,25 @@ export const make = (
     const flush = Effect.zipRight(stopTimer, drain)
 
     // Finalizers run uninterruptibly; the flush must not (a model call forks a watchdog it interrupts, and the
-    // shutdown timeout interrupts the flush).
-    yield* Effect.addFinalizer(() =>
-      Effect.suspend(() =>
-        pending.size === 0 && urgent.length === 0 ? Effect.void : Effect.interruptible(flush).pipe(
-          Effect.timeout(`${config.shutdown_flush_timeout_seconds} seconds`),
-          Effect.catchAll(() => Effect.logWarning("Memory updates still pending when the app stopped were dropped"))
+    // shutdown timeout interrupts the flush). An app stopped from outside (interrupted: a signal) must end at once:
+    // its flush gets `STOP_FLUSH_SECONDS` at most.
+    yield* Effect.addFinalizer((exit) =>
+      Effect.suspend(() => {
+        if (pending.size === 0 && urgent.length === 0) return Effect.void
+        const stopped = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+        const seconds = stopped
+          ? Math.min(STOP_FLUSH_SECONDS, config.shutdown_flush_timeout_seconds)
+          : config.shutdown_flush_timeout_seconds
+        return Effect.interruptible(flush).pipe(
+          Effect.timeout(`${seconds} seconds`),
+          Effect.catchAll(() =>
+            Effect.logWarning(
+              "Memory updates still pending when the app stopped were dropped (their turns are read after their " +
+                "threads' next run)"
+            )
+          )
         )
-      )
+      })
     )
 
     return {

@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../services/AppConfig.js"
 import type { RunOptions } from "../services/RunContext.js"
+import type * as Redact from "../state/Redact.js"
 import * as AgentTools from "./AgentTools.js"
 import * as CustomAgents from "./CustomAgents.js"
 import type * as LeadAgent from "./LeadAgent.js"
@@ -61,15 +62,17 @@ export const agentOptions = (
     readonly home: string
     readonly models: ReadonlyArray<ModelConfig>
     readonly tools?: LeadAgent.Options["tools"]
+    /** The secrets the agent tools must not write into an agent's files. */
+    readonly redact?: Redact.Redactor | undefined
   }
 ): Partial<LeadAgent.Options> => {
   if (r.bootstrap) {
-    return { tools: [...(app.tools ?? []), AgentTools.setupAgent(app.home)], skills: [BOOTSTRAP_SKILL] }
+    return { tools: [...(app.tools ?? []), AgentTools.setupAgent(app.home, app.redact)], skills: [BOOTSTRAP_SKILL] }
   }
   const agent = r.custom
   if (agent === undefined) return {}
   return {
-    tools: [...(app.tools ?? []), AgentTools.updateAgent(app.home, app.models)],
+    tools: [...(app.tools ?? []), AgentTools.updateAgent(app.home, app.models, app.redact)],
     agentName: agent.name,
     soul: agent.soul,
     selfUpdate: true,

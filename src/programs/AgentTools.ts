@@ -9,7 +9,8 @@
  *   itself; unchanged fields are left out, `"null"` / `"none"` / `"undefined"` count as left out, unmanaged
  *   settings (`github:`, `thinking_enabled`, `model_settings`...) are kept. Changes apply from the next run.
  *
- * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results.
+ * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results. What the model
+ * writes (the SOUL, the description) is redacted first: no secret of the process reaches an agent's files.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -17,6 +18,7 @@ import type { ModelConfig } from "../services/AppConfig.js"
 import { RunContext } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import * as Tool from "../services/Tool.js"
+import * as Redact from "../state/Redact.js"
 import * as CustomAgents from "./CustomAgents.js"
 
 /** Name of the event `setup_agent` emits when it wrote an agent. */
@@ -67,8 +69,8 @@ export const NOT_ADMIN = "Error: This conversation was started without an agent 
   "agent's SOUL.md, which every user's default agent reads; only an admin may change it. Nothing was written. " +
   "Start the conversation for a named agent (agent_name) to create an agent of your own."
 
-/** `setup_agent` over a data directory. */
-export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
+/** `setup_agent` over a data directory; `redact`: the secrets the files it writes must not hold. */
+export const setupAgent = (home: string, redact: Redact.Redactor = Redact.none): Tool.Tool<typeof SetupArgs.Type> =>
   Tool.make({
     name: "setup_agent",
     description: "Create the agent from the SOUL.md you wrote with the user, once they confirmed it. Call it " +
@@ -83,10 +85,11 @@ export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
         const skills = givenList(args.skills, "skills")
         if ("error" in skills) return skills.error
         const name = agentNameOf(context)
+        const soul = redact.text(args.soul)
         if (name === undefined) {
           // every user's default agent reads this file: only an admin's run writes it (see gateway/Auth.ts)
           if (context.options.admin !== true) return NOT_ADMIN
-          yield* CustomAgents.saveGlobalSoul(home, args.soul)
+          yield* CustomAgents.saveGlobalSoul(home, soul)
           yield* Effect.flatMap(RunEvents, (events) =>
             events.emit({
               type: "custom",
@@ -101,10 +104,10 @@ export const setupAgent = (home: string): Tool.Tool<typeof SetupArgs.Type> =>
           config: {
             ...base,
             name,
-            description: args.description.trim(),
-            ...(skills.value !== undefined ? { skills: skills.value } : {})
+            description: redact.text(args.description.trim()),
+            ...(skills.value !== undefined ? { skills: redact.value(skills.value) } : {})
           },
-          soul: args.soul
+          soul
         })
         yield* Effect.flatMap(RunEvents, (events) =>
           events.emit({
@@ -131,13 +134,20 @@ export const UpdateArgs = Schema.Struct({
   model: Schema.optional(Schema.NullOr(Schema.String)).annotations({ description: "A configured model name." })
 })
 
+const mapDefined = <A, B>(value: A | undefined, f: (a: A) => B): B | undefined =>
+  value === undefined ? undefined : f(value)
+
 const sameList = (a: unknown, b: ReadonlyArray<string>) =>
   Array.isArray(a) && a.length === b.length && a.every((x, i) => x === b[i])
 
-/** `update_agent` over a data directory and the configured models. */
+/**
+ * `update_agent` over a data directory and the configured models; `redact`: the secrets the files it writes
+ * must not hold.
+ */
 export const updateAgent = (
   home: string,
-  models: ReadonlyArray<Pick<ModelConfig, "name">>
+  models: ReadonlyArray<Pick<ModelConfig, "name">>,
+  redact: Redact.Redactor = Redact.none
 ): Tool.Tool<typeof UpdateArgs.Type> =>
   Tool.make({
     name: "update_agent",
@@ -149,12 +159,12 @@ export const updateAgent = (
         const context = yield* RunContext
         const name = agentNameOf(context)
         if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
-        const soul = given(args.soul)
-        const description = given(args.description)
+        const soul = mapDefined(given(args.soul), redact.text)
+        const description = mapDefined(given(args.description), redact.text)
         const model = given(args.model)
-        const skills = givenList(args.skills, "skills")
+        const skills = redact.value(givenList(args.skills, "skills"))
         if ("error" in skills) return skills.error
-        const groups = givenList(args.tool_groups, "tool_groups")
+        const groups = redact.value(givenList(args.tool_groups, "tool_groups"))
         if ("error" in groups) return groups.error
         if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
           return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."

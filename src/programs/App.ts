@@ -308,8 +308,8 @@ export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): 
  * The lead agent factory of a process over a loaded configuration and a model choice: the app's services
  * (store, sandbox, configuration), the model clients, long-term memory (one update queue for the process), and
  * `Factory.layer` over them, choosing among the
- * choice's models (the chosen one is the default). `redact`: the secrets the store must never write (see
- * `redactor`).
+ * choice's models (the chosen one is the default). `redact`: the secrets the store, memory files and agents'
+ * files must never hold (see `redactor`).
  */
 export const factoryLayer = (
   app: AppConfigService["Type"],
@@ -320,8 +320,8 @@ export const factoryLayer = (
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
-  const memory = FileMemory.layer().pipe(Layer.provide(model), Layer.provide(services))
-  return Factory.layer({ models: choice.models, ...options }).pipe(
+  const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
+  return Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
     Layer.provideMerge(mcpLayer(app)),
     Layer.provideMerge(memory),

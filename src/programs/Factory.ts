@@ -37,6 +37,7 @@ import type { SandboxProvider } from "../services/Sandbox.js"
 import { SubagentRunner } from "../services/SubagentRunner.js"
 import type { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
+import * as Redact from "../state/Redact.js"
 import * as AgentSetup from "./AgentSetup.js"
 import * as CustomAgents from "./CustomAgents.js"
 import * as LeadAgent from "./LeadAgent.js"
@@ -262,6 +263,8 @@ export interface Options {
   readonly agent?: LeadAgent.Options | undefined
   /** Options of the app's subagent runner (built on first use by a run with `subagent_enabled`). */
   readonly subagents?: Subagents.Options | undefined
+  /** The secrets `setup_agent` and `update_agent` must not write into an agent's files (default: the models' keys). */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /** The factory over the app's services. Agents it builds live as long as the layer. */
@@ -276,6 +279,7 @@ export const layer = (
       // The app's MCP connections, when it has them (optional: an app without MCP servers provides none).
       const mcp = yield* Effect.serviceOption(Mcp)
       const models = options.models ?? app.config.models
+      const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
       const agents = new Map<string, Built>()
       const lock = yield* Effect.makeSemaphore(1)
@@ -293,7 +297,7 @@ export const layer = (
 
       const agentOptions = (r: Resolved): LeadAgent.Options => ({
         ...options.agent,
-        ...AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools }),
+        ...AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools, redact }),
         vision: r.vision,
         // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
         planMode: r.planMode,

@@ -72,8 +72,10 @@ const show: CliCommand.Entry = {
   name: "show",
   command: Command.make("show", { ...scopeOptions, json: CliCommand.json }, (args) =>
     Effect.gen(function*() {
-      const { file } = yield* fileFor(args)
-      const doc = yield* FileMemory.readDocument(file).pipe(
+      const { app, file } = yield* fileFor(args)
+      // as the agent reads it: within the memory limits, without the configured keys
+      const limits = FileMemory.limitsOf(app.config.memory)
+      const doc = yield* FileMemory.readDocument(file, limits, FileMemory.defaultRedactor(app)).pipe(
         Effect.catchTag("MemoryError", (error) => fail(ExitCode.runFailed, error.message))
       )
       if (args.json) yield* Render.write(`${JSON.stringify(doc)}\n`)
@@ -82,7 +84,9 @@ const show: CliCommand.Entry = {
   help: {
     summary: "Show what the agent remembers about the user",
     usage: ["memory show [--agent NAME] [--user ID] [--config FILE] [--json]"],
-    description: "The summaries and facts the agent keeps across threads (memory.json in the data directory).",
+    description: "The summaries and facts the agent keeps across threads (memory.json in the data directory), as " +
+      "the agent reads them: within the memory limits (memory.backend_config max_facts, max_fact_chars, " +
+      "max_summary_chars) and without the configured keys.",
     options: [...SCOPE_HELP, ["--json", "Print the memory file as JSON"]],
     examples: [["memory show", "What the agent knows about you"]]
   }

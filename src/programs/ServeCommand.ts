@@ -1,7 +1,8 @@
 /**
  * `antler serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]`:
  * the LangGraph-compatible gateway (SPEC §12) and its web page, until Ctrl-C or SIGTERM (running runs are then
- * cancelled with their completed steps saved, and pending memory updates made). The model is chosen as
+ * cancelled with their completed steps saved, pending memory updates get half a second, and the process ends
+ * within about two seconds). The model is chosen as
  * `antler run` chooses it; the others in `config.yaml` stay available to runs by name. The first line on
  * stdout is the address it listens on.
  */

@@ -320,6 +320,12 @@ export const MemoryBackendConfig = Schema.Struct({
   /** Pending updates at most (0 = no limit); new threads beyond it are dropped until the queue drains. */
   queue_max_depth: withDefault(NonNegativeInt, () => 1000),
   max_facts: withDefault(PositiveInt, () => 100),
+  /**
+   * Characters of one fact at most, and of one summary (Antler's keys): a memory model's answer, and a memory
+   * file, over them is cut (with a warning naming what was cut).
+   */
+  max_fact_chars: withDefault(PositiveInt, () => 1000),
+  max_summary_chars: withDefault(PositiveInt, () => 4000),
   fact_confidence_threshold: withDefault(Fraction, () => 0.7),
   /** Budget of the memory block injected at the start of a thread, in tokens. */
   max_injection_tokens: withDefault(PositiveInt, () => 2000),

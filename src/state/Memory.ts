@@ -108,7 +108,34 @@ export interface Turn {
   readonly text: string
 }
 
-const UPLOADS_BLOCK = /<(current_uploads|uploaded_files)>[\s\S]*?<\/\1>\s*/g
+/**
+ * The text without its `<tag>…</tag>` blocks (and the whitespace after each when `trailing`), by search rather
+ * than a lazy regex, which rescans to the end of the text for each opening tag without a closing one (quadratic
+ * in a text the user or the model wrote).
+ */
+export const removeBlocks = (text: string, tags: ReadonlyArray<string>, trailing = false): string => {
+  let out = text
+  for (const tag of tags) {
+    const open = `<${tag}>`
+    const close = `</${tag}>`
+    let from = 0
+    let result = ""
+    for (;;) {
+      const start = out.indexOf(open, from)
+      if (start < 0) break
+      const end = out.indexOf(close, start + open.length)
+      if (end < 0) break
+      let after = end + close.length
+      if (trailing) while (after < out.length && /\s/.test(out[after]!)) after++
+      result += out.slice(from, start)
+      from = after
+    }
+    if (from > 0) out = result + out.slice(from)
+  }
+  return out
+}
+
+const UPLOADS_TAGS = ["current_uploads", "uploaded_files"]
 
 /** A user message worth remembering from: visible, or a hidden answer to a clarification question. */
 const isUserTurn = (message: Message): boolean =>
@@ -134,11 +161,11 @@ export const conversation = (messages: ReadonlyArray<Message>, afterId?: string)
     if (isUserTurn(message)) {
       const original = message.additional_kwargs?.original_user_content
       const raw = typeof original === "string" ? original : M.text(message)
-      const text = raw.replace(UPLOADS_BLOCK, "").trim()
+      const text = removeBlocks(raw, UPLOADS_TAGS, true).trim()
       skipReply = text === ""
       if (!skipReply) out.push({ role: "user", text })
     } else if (message.type === "ai" && !M.hasToolCalls(message)) {
-      const text = M.text(message).replace(/<think>[\s\S]*?<\/think>/g, "").trim()
+      const text = removeBlocks(M.text(message), ["think"]).trim()
       if (text !== "" && !skipReply) out.push({ role: "assistant", text })
       skipReply = false
     }
@@ -181,26 +208,38 @@ export const Update = Schema.Struct({
 export type Update = typeof Update.Type
 
 /**
- * The update in a model's answer: the JSON object it contains (a fenced block, or the text from its first `{`
- * to its last `}`), decoded. A readable error when there is none.
+ * The JSON value in a model's answer, parsed but not decoded: the first fenced block's, else the text's, from
+ * its first `{` to its last `}`. A readable error when there is none. (Found by search: a lazy regex over a
+ * fence that never closes is quadratic in the answer.)
  */
-export const parseUpdate = (text: string): Either.Either<Update, string> => {
-  const fenced = /```(?:json)?\s*([\s\S]*?)```/.exec(text)
-  const body = fenced?.[1] ?? text
+export const updateJson = (text: string): Either.Either<unknown, string> => {
+  let body = text
+  const fence = text.indexOf("```")
+  if (fence >= 0) {
+    const from = text.startsWith("json", fence + 3) ? fence + 7 : fence + 3
+    const close = text.indexOf("```", from)
+    if (close >= 0) body = text.slice(from, close)
+  }
   const start = body.indexOf("{")
   const end = body.lastIndexOf("}")
   if (start < 0 || end <= start) return Either.left("the answer holds no JSON object")
-  let raw: unknown
   try {
-    raw = Json.parse(body.slice(start, end + 1))
+    return Either.right(Json.parse(body.slice(start, end + 1)))
   } catch (error) {
     return Either.left(`the answer's JSON does not parse (${(error as Error).message})`)
   }
-  return Either.mapLeft(
+}
+
+/** Decodes the JSON of an update (see `updateJson`); a readable error when it is not one. */
+export const decodeUpdate = (raw: unknown): Either.Either<Update, string> =>
+  Either.mapLeft(
     Schema.decodeUnknownEither(Update, { onExcessProperty: "ignore" })(raw),
     (error) => `the answer's JSON is not a memory update: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
   )
-}
+
+/** The update in a model's answer (`updateJson`, then `decodeUpdate`). A readable error when there is none. */
+export const parseUpdate = (text: string): Either.Either<Update, string> =>
+  Either.flatMap(updateJson(text), decodeUpdate)
 
 /** How an update is applied. */
 export interface ApplyOptions {
@@ -356,14 +395,52 @@ const sectionLines = (title: string, entries: ReadonlyArray<readonly [string, Se
   return lines.length === 0 ? undefined : `${title}:\n${lines.join("\n")}`
 }
 
-/** Cuts text to the longest head within `max` tokens (whole lines when possible). */
+/**
+ * Characters per token that no ordinary text exceeds on average (o200k: about 4 for English, 8 for a run of one
+ * letter): a head of `max` × this many characters holds more than `max` tokens, so what follows it is never
+ * counted (counting costs time in proportion to the text).
+ */
+export const MAX_CHARS_PER_TOKEN = 16
+
+/** The head of a text of at most `max` UTF-16 units, not ending between the halves of a surrogate pair. */
+export const head = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  let end = Math.max(0, Math.floor(max))
+  const last = text.charCodeAt(end - 1)
+  if (end > 0 && last >= 0xd800 && last <= 0xdbff) end--
+  return text.slice(0, end)
+}
+
+/**
+ * Cuts text to the longest head within `max` tokens (whole lines when possible). Each line is counted once and
+ * a line cut is sized from its count, so the work is about linear in the text (it was quadratic in its lines).
+ */
 const clipToTokens = (text: string, max: number, count: (text: string) => number): string => {
   if (max <= 0) return ""
-  if (count(text) <= max) return text
-  const lines = text.split("\n")
-  while (lines.length > 1 && count(lines.join("\n")) > max) lines.pop()
-  let out = lines.join("\n")
-  while (out.length > 0 && count(out) > max) out = out.slice(0, Math.floor(out.length * 0.9))
+  const bounded = head(text, max * MAX_CHARS_PER_TOKEN)
+  if (count(bounded) <= max) return bounded
+  const lines = bounded.split("\n")
+  let kept = 0
+  let spent = 0
+  for (const line of lines) {
+    const cost = count(line) + (kept > 0 ? 1 : 0)
+    if (spent + cost > max) break
+    spent += cost
+    kept++
+  }
+  // a newline may merge with its neighbours: the sum of the lines' counts is checked on the joined text
+  while (kept > 0) {
+    const out = lines.slice(0, kept).join("\n")
+    if (count(out) <= max) return out
+    kept--
+  }
+  // not even the first line fits: its head, sized from its count (at least 5% shorter each time)
+  let out = lines[0]!
+  let tokens = count(out)
+  while (out.length > 0 && tokens > max) {
+    out = head(out, Math.min(Math.floor(out.length * 0.95), Math.floor((out.length * max) / tokens)))
+    tokens = count(out)
+  }
   return out
 }
 
@@ -389,20 +466,33 @@ export const formatForInjection = (doc: Document, options: InjectionOptions): st
 
   const guaranteed = new Set(options.guaranteedCategories)
   const byConfidence = [...doc.facts].sort((a, b) => b.confidence - a.confidence)
+  const costs = new Map<Fact, number>()
+  // each fact counted once; one longer than the budget allows is not counted at all
+  const costOf = (fact: Fact, budget: number) => {
+    let cost = costs.get(fact)
+    if (cost === undefined) {
+      const line = factLine(fact)
+      cost = line.length > budget * MAX_CHARS_PER_TOKEN ? Number.POSITIVE_INFINITY : options.count(line) + 1
+      costs.set(fact, cost)
+    }
+    return cost
+  }
   const chosen: Array<Fact> = []
+  const taken = new Set<Fact>()
   let guaranteedSpent = 0
   for (const fact of byConfidence) {
     if (!guaranteed.has(fact.category)) continue
-    const cost = options.count(factLine(fact)) + 1
+    const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
     if (guaranteedSpent + cost > options.guaranteedBudget) continue
     guaranteedSpent += cost
     chosen.push(fact)
+    taken.add(fact)
   }
   const header = "Facts:"
   let spent = options.count(header) + 1
   for (const fact of byConfidence) {
-    if (chosen.includes(fact)) continue
-    const cost = options.count(factLine(fact)) + 1
+    if (taken.has(fact)) continue
+    const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
     if (spent + cost > options.maxTokens) continue
     spent += cost
     chosen.push(fact)

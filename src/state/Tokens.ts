@@ -16,11 +16,45 @@ const tokenizer = (): typeof countTokens =>
   (requireCjs("gpt-tokenizer/encoding/o200k_base") as { countTokens: typeof countTokens }).countTokens
 
 /**
- * The o200k token count of a text. Special-token text such as `<|endoftext|>` in user content is counted as
- * ordinary text (the tokenizer would throw on it by default).
+ * The longest run of one kind (whitespace, or anything else) tokenized in one piece. BPE merging is quadratic
+ * in the length of a pre-tokenized chunk, and o200k's chunks have no bound for letters without spaces (CJK text,
+ * `aaaa…`), punctuation or whitespace: 256 KB of one letter took half a minute, 16 KB of CJK text over a second.
+ * A longer run is counted in pieces of this length, which keeps counting linear in the text's length; a cut
+ * inside such a run may change the count by a token.
  */
-export const countText = (text: string): number =>
-  text === "" ? 0 : tokenizer()(text, { disallowedSpecial: new Set<string>() })
+export const MAX_RUN = 128
+
+const isSpace = (code: number): boolean =>
+  code === 32 || (code >= 9 && code <= 13) || code === 0xa0 || code === 0x3000 || code === 0x2028 || code === 0x2029
+
+/**
+ * The o200k token count of a text. Special-token text such as `<|endoftext|>` in user content is counted as
+ * ordinary text (the tokenizer would throw on it by default). Runs longer than `MAX_RUN` without a change
+ * between whitespace and the rest are counted in pieces (never between the halves of a surrogate pair).
+ */
+export const countText = (text: string): number => {
+  if (text === "") return 0
+  const count = tokenizer()
+  const options = { disallowedSpecial: new Set<string>() }
+  if (text.length <= MAX_RUN) return count(text, options)
+  let total = 0
+  let start = 0
+  let runStart = 0
+  let runSpace = isSpace(text.charCodeAt(0))
+  for (let i = 1; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    const space = isSpace(code)
+    if (space !== runSpace) {
+      runSpace = space
+      runStart = i
+    } else if (i - runStart >= MAX_RUN && (code < 0xdc00 || code > 0xdfff)) {
+      total += count(text.slice(start, i), options)
+      start = i
+      runStart = i
+    }
+  }
+  return total + count(text.slice(start), options)
+}
 
 /** Framing tokens of one chat message (role, separators), as in OpenAI's chat format. */
 export const MESSAGE_OVERHEAD = 4

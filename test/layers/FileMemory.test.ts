@@ -9,6 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
@@ -121,12 +122,17 @@ const UPDATE = JSON.stringify({
 
 const conversation = [M.human("I'm a data engineer at Acme and I always use uv, never pip."), M.ai("Noted!")]
 
-const setup = (script: ScriptedModel.Script, config: Record<string, unknown> = {}) =>
+const setup = (
+  script: ScriptedModel.Script,
+  config: Record<string, unknown> = {},
+  more: { readonly app?: Record<string, unknown>; readonly generate?: ModelService["Type"]["generate"] } = {}
+) =>
   Effect.gen(function*() {
     const home = tempDir("antler-memq-")
     const requests: Array<ModelRequest> = []
     const scripted = ScriptedModel.make(script)
-    const model = ModelService.of({ generate: (r) => Effect.suspend(() => (requests.push(r), scripted.generate(r))) })
+    const generate = more.generate ?? scripted.generate
+    const model = ModelService.of({ generate: (r) => Effect.suspend(() => (requests.push(r), generate(r))) })
     const store = MemoryThreadStore.make()
     yield* store.ensure("t1")
     const scope = yield* Scope.make()
@@ -134,7 +140,7 @@ const setup = (script: ScriptedModel.Script, config: Record<string, unknown> = {
       FileMemory.layer().pipe(
         Layer.provide(Layer.succeed(ModelService, model)),
         Layer.provide(Layer.succeed(ThreadStore, store)),
-        Layer.provide(ConfigFile.layerFromObject({ memory: config }, { home }))
+        Layer.provide(ConfigFile.layerFromObject({ ...more.app, memory: config }, { home }))
       ),
       scope
     )
@@ -247,3 +253,138 @@ describe("the memory update queue", () => {
       assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
     }))
 })
+
+/** Captures the log lines of an effect (messages only). */
+const logsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const logs: Array<string> = []
+    const logger = Logger.make(({ message }) => logs.push(Array.isArray(message) ? message.join(" ") : String(message)))
+    const result = yield* effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+    return { logs, result }
+  })
+
+describe("what memory stores", () => {
+  const KEY = "sk-test-memory-key-0123456789"
+
+  it.effect("a hostile 2 MB update echoing the key is stored within the limits, redacted; one warning names cuts", () =>
+    Effect.gen(function*() {
+      const hostile = JSON.stringify({
+        user: { workContext: { summary: `Their key is ${KEY}. ${"w".repeat(1_000_000)}`, shouldUpdate: true } },
+        history: { recentMonths: { summary: "r".repeat(500_000), shouldUpdate: true } },
+        newFacts: Array.from({ length: 4000 }, (_, i) => ({
+          content: `${i} uses ${KEY} ${"f".repeat(100)}`,
+          category: "c".repeat(1000),
+          confidence: 0.9
+        }))
+      })
+      assert.isAbove(hostile.length, 2_000_000)
+      const limits = { backend_config: { max_fact_chars: 80, max_summary_chars: 2000 } }
+      const { home, memory } = yield* setup([hostile], limits, {
+        app: { models: [{ name: "main", model: "main-model", api_key: KEY }] }
+      })
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      const { logs } = yield* logsOf(memory.flush)
+      const text = Fs.readFileSync(Path.join(home, "users", "default", "memory.json"), "utf8")
+      assert.notInclude(text, KEY)
+      const doc = JSON.parse(text)
+      assert.strictEqual(doc.user.workContext.summary, `Their key is [redacted]. ${"w".repeat(2000 - 25)}`)
+      assert.lengthOf(doc.history.recentMonths.summary, 2000)
+      assert.lengthOf(doc.facts, 100)
+      for (const fact of doc.facts) {
+        assert.isAtMost(fact.content.length, 80)
+        assert.include(fact.content, " uses [redacted] ")
+        assert.lengthOf(fact.category, 200)
+      }
+      assert.isBelow(text.length, 250_000)
+      const warnings = logs.filter((l) => l.startsWith("Memory of user default over its limits"))
+      assert.lengthOf(warnings, 1, logs.join("\n"))
+      for (
+        const part of [
+          "3900 of the update's 4000 newFacts (at most max_facts, 100)",
+          "the summary history.recentMonths (500,000 characters, kept 2,000 characters)",
+          "100 new facts over 80 characters (cut to it)"
+        ]
+      ) assert.include(warnings[0], part)
+      assert.match(warnings[0]!, /the summary user\.workContext \(1,000,\d{3} characters, kept 2,000 characters\)/)
+      assert.notInclude(logs.join("\n"), KEY)
+    }))
+
+  it.effect("a file over the limits is read cut to them (and redacted); one over MAX_FILE_BYTES is refused", () =>
+    Effect.gen(function*() {
+      const app = { models: [{ name: "m", model: "m", api_key: KEY }] }
+      const { home, memory } = yield* setup([UPDATE], {}, { app })
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(file, JSON.stringify({
+        user: { personalContext: { summary: `${KEY} ${"p".repeat(100_000)}` } },
+        facts: Array.from({ length: 1000 }, (_, i) => ({ id: `f${i}`, content: "x".repeat(5000), confidence: 0.8 }))
+      }))
+      const { logs, result: doc } = yield* logsOf(memory.load({ userId: "default" }))
+      assert.strictEqual(doc.user.personalContext.summary, `[redacted] ${"p".repeat(4000 - 11)}`)
+      assert.lengthOf(doc.facts, 100)
+      assert.isTrue(doc.facts.every((f) => f.content.length === 1000))
+      assert.lengthOf(logs, 1)
+      assert.include(logs[0], "when read (its file is cut at its next update); cut: 900 facts over max_facts (100")
+      const block = yield* memory.context({ userId: "default" })
+      assert.notInclude(block, KEY)
+      // the next write stores it within the limits
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush
+      const stored = Fs.readFileSync(file, "utf8")
+      assert.notInclude(stored, KEY)
+      assert.isBelow(stored.length, 200_000)
+
+      const huge = "t".repeat(FileMemory.MAX_FILE_BYTES)
+      Fs.writeFileSync(file, JSON.stringify({ user: { topOfMind: { summary: huge } } }))
+      const error = yield* Effect.flip(memory.load({ userId: "default" }))
+      assert.strictEqual(error.reason, "corrupt")
+      assert.include(error.message, `more than a memory file may be (${FileMemory.MAX_FILE_BYTES})`)
+    }))
+
+  it.live("the block of a memory at its limits is prepared in slices: the event loop runs meanwhile", () =>
+    Effect.gen(function*() {
+      const { home, memory } = yield* setup([])
+      // CJK text never tokenized before: over 5 µs a character, a second of tokenizing at the default limits
+      let seed = 7
+      const cjk = (n: number) =>
+        Array.from({ length: n }, () => String.fromCharCode(0x4e00 + ((seed = (seed * 48271) % 2147483647) % 20000)))
+          .join("")
+      const section = () => ({ summary: cjk(4000) })
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(file, JSON.stringify({
+        user: { workContext: section(), personalContext: section(), topOfMind: section() },
+        history: { recentMonths: section(), earlierContext: section(), longTermBackground: section() },
+        facts: Array.from({ length: 100 }, (_, i) => ({ id: `f${i}`, content: cjk(1000), confidence: 0.8 }))
+      }))
+      // turns of the event loop while the block is made (each callback schedules the next)
+      let turns = 0
+      let going = true
+      const tick = () => {
+        turns++
+        if (going) setImmediate(tick)
+      }
+      setImmediate(tick)
+      const block = yield* memory.context({ userId: "default" }).pipe(
+        Effect.ensuring(Effect.sync(() => (going = false)))
+      )
+      assert.isAbove(block.length, 1000)
+      assert.isAtLeast(turns, 20)
+    }))
+
+  it.live("an app stopped from outside (interrupted) gives a pending update at most STOP_FLUSH_SECONDS", () =>
+    Effect.gen(function*() {
+      // the memory model never answers; the default shutdown_flush_timeout_seconds is 30
+      // (a finalizer logs with the loggers of when it was added)
+      const { logs, result } = yield* logsOf(setup([], {}, { generate: () => Effect.never }))
+      const { memory, requests, scope } = result
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* Scope.close(scope, Exit.interrupt(FiberId.none))
+      assert.lengthOf(requests, 1)
+      assert.deepStrictEqual(logs, [
+        "Memory updates still pending when the app stopped were dropped (their turns are read after their threads' " +
+        "next run)"
+      ])
+    }), { timeout: 10_000 })
+})
+

@@ -185,4 +185,56 @@ describe("the injected block", () => {
     const small = inject(doc, 400)
     assert.isAbove(small.split("\n").filter((l) => l.startsWith("- [")).length, 5)
   })
+
+  it("is made in work linear in the memory: each line and fact counted about once, whatever their number", () => {
+    // a summary of thousands of lines (the model wrote it) used to be cut one line at a time, recounting the rest
+    const summary = Array.from({ length: 4000 }, (_, i) => `line ${i} of a summary the memory model wrote`).join("\n")
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      user: { ...MemoryDoc.empty().user, workContext: { summary, updatedAt: "" } },
+      history: { ...MemoryDoc.empty().history, recentMonths: { summary: `${"x".repeat(30_000)}`, updatedAt: "" } },
+      facts: facts(300)
+    }
+    const size = summary.length + 30_000 + facts(300).reduce((n, f) => n + f.content.length + 30, 0)
+    for (const budget of [50, 500, 2000]) {
+      let counted = 0
+      const block = MemoryDoc.formatForInjection(doc, {
+        maxTokens: budget,
+        count: (text) => {
+          counted += text.length
+          return Tokens.countText(text)
+        },
+        guaranteedCategories: ["correction"],
+        guaranteedBudget: 60,
+        includeFacts: true
+      })
+      assert.isAtMost(Tokens.countText(block), budget, `budget ${budget}`)
+      assert.isAtMost(counted, 3 * size, `budget ${budget}: ${counted} characters counted for ${size}`)
+    }
+  })
+})
+
+describe("text from the model or the user", () => {
+  it("an update is found past a fence that never closes; blocks are removed only when closed", () => {
+    const unclosed = `\`\`\`json${" ".repeat(50_000)}{"newFacts": [{"content": "x"}]}`
+    assert.deepStrictEqual(Either.getOrThrow(MemoryDoc.parseUpdate(unclosed)).newFacts, [{ content: "x" }])
+    assert.strictEqual(
+      MemoryDoc.removeBlocks("a<think>b</think> c<think>never closed", ["think"]),
+      "a c<think>never closed"
+    )
+    assert.strictEqual(
+      MemoryDoc.removeBlocks("<current_uploads>x</current_uploads>\n  hi <uploaded_files>y</uploaded_files> there", [
+        "current_uploads",
+        "uploaded_files"
+      ], true),
+      "hi there"
+    )
+    const messages = [
+      M.human(`${"<current_uploads>".repeat(20_000)}I use uv`),
+      M.ai("<think>".repeat(20_000) + "Noted.")
+    ]
+    const turns = MemoryDoc.conversation(messages)
+    assert.deepStrictEqual(turns.map((t) => t.role), ["user", "assistant"])
+    assert.isTrue(turns[0]!.text.endsWith("I use uv") && turns[1]!.text.endsWith("<think>Noted."))
+  })
 })

@@ -152,6 +152,81 @@ describe("long-term memory in the gateway", () => {
   })
 })
 
+describe("secrets stay out of the files the agent writes", () => {
+  it("the model key and a gateway token, echoed by the memory model and put into a SOUL, are not stored", async () => {
+    const home = Support.tempDir("antler-gw-secrets-")
+    const echo = `key ${KEY}, token ${ALICE}`
+    const script = (body: ChatRequestBody): Turn => {
+      if (text(body.messages[0]?.content).startsWith(MEMORY_PROMPT)) {
+        return JSON.stringify({
+          user: { workContext: { summary: `Their credentials: ${echo}.`, shouldUpdate: true } },
+          newFacts: [{ content: `Authenticates with ${echo}`, category: "context", confidence: 0.95 }]
+        })
+      }
+      const tools = toolNames(body)
+      const answered = body.messages.at(-1)?.role === "tool"
+      if (tools.includes("setup_agent") && !answered) {
+        return {
+          toolCalls: [{
+            name: "setup_agent",
+            arguments: { soul: `# Ada\nUse ${echo} for everything.`, description: `Ada (${echo})` }
+          }]
+        }
+      }
+      if (tools.includes("update_agent") && !answered) {
+        return {
+          toolCalls: [{
+            name: "update_agent",
+            arguments: { soul: `# Ada\nNow remember ${echo}.`, description: `Ada, updated (${echo})` }
+          }]
+        }
+      }
+      return "Done."
+    }
+    const gateway = await Support.start({
+      script,
+      home,
+      config: {
+        // (the token's user is `default`: the gateway resolves a run's custom agent for that user only)
+        gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ALICE, user: "default" }] } },
+        memory: { enabled: true }
+      }
+    })
+    gateways.push(gateway)
+    const client = new Client({ apiUrl: gateway.url, apiKey: ALICE })
+    const ask = async (prompt: string, configurable: Record<string, unknown>) => {
+      const thread = await client.threads.create()
+      await client.runs.wait(thread.thread_id, "lead_agent", {
+        input: { messages: [{ type: "human", content: prompt }] },
+        config: { configurable }
+      })
+    }
+    const soul = Path.join(home, "users", "default", "agents", "ada", "SOUL.md")
+    const config = Path.join(home, "users", "default", "agents", "ada", "config.yaml")
+    await ask("Create Ada, my research partner", { is_bootstrap: true, agent_name: "ada" })
+    assert.include(Fs.readFileSync(soul, "utf8"), "Use key [redacted], token [redacted] for everything.")
+    assert.include(Fs.readFileSync(config, "utf8"), "Ada (key [redacted], token [redacted])")
+    await ask("Change your soul", { agent_name: "ada" })
+    assert.include(Fs.readFileSync(soul, "utf8"), "Now remember key [redacted], token [redacted].")
+    assert.include(Fs.readFileSync(config, "utf8"), "Ada, updated (key [redacted], token [redacted])")
+    await ask("My key is in the config", {})
+    await gateway.stop()
+    const memory = Path.join(home, "users", "default", "memory.json")
+    assert.include(Fs.readFileSync(memory, "utf8"), "Authenticates with key [redacted], token [redacted]")
+    const files = (dir: string): Array<string> =>
+      Fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? files(Path.join(dir, e.name)) : [Path.join(dir, e.name)]
+      )
+    const written = files(Path.join(home, "users")).filter((f) => /\.(md|json|ya?ml)$/.test(f))
+    assert.includeMembers(written.map((f) => Path.basename(f)), ["SOUL.md", "config.yaml", "memory.json"])
+    for (const file of written) {
+      const content = Fs.readFileSync(file, "utf8")
+      assert.notInclude(content, KEY, file)
+      assert.notInclude(content, ALICE, file)
+    }
+  })
+})
+
 describe("internal model calls", () => {
   it("a summary of the thread is made by an internal call that is never streamed", async () => {
     const SUMMARY = "SUMMARY-OF-THE-EARLIER-TALK"

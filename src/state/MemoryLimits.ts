@@ -1,0 +1,266 @@
+/**
+ * The size limits of long-term memory: what a memory document may hold (facts: how many and how long each;
+ * each summary's length; the short fields and the watermarks), and what a memory model's answer may bring
+ * before it is decoded. A model's answer is untrusted (it echoes what a conversation says, and a hostile
+ * server answers anything), and so is a `memory.json` someone else wrote: over the limits, text is cut, and
+ * what was cut is named (one line each) for the warning the caller logs. Pure; the limits come from
+ * `memory.backend_config` (`max_facts`, `max_fact_chars`, `max_summary_chars`).
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Json from "./Json.js"
+import type { Fact, Section, Update } from "./Memory.js"
+import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
+
+/** The limits of a memory document. */
+export interface Limits {
+  /** Facts kept at most (the most confident). */
+  readonly maxFacts: number
+  /** Characters of one fact's content at most. */
+  readonly maxFactChars: number
+  /** Characters of one summary at most. */
+  readonly maxSummaryChars: number
+}
+
+/** Characters of a short field (an id, a category, a source, a timestamp, the version, a watermark) at most. */
+export const MAX_LABEL_CHARS = 200
+
+/** A value within its limits, and what was cut to get there (empty when nothing was). */
+export interface Capped<A> {
+  readonly value: A
+  readonly cut: ReadonlyArray<string>
+}
+
+const chars = (n: number) => `${n.toLocaleString("en-US")} characters`
+
+/** Counts what was cut of one kind, and names it once with how many. */
+class Cuts {
+  private readonly lines: Array<string> = []
+  private readonly counts = new Map<string, number>()
+  add(line: string) {
+    this.lines.push(line)
+  }
+  count(what: string, n = 1) {
+    this.counts.set(what, (this.counts.get(what) ?? 0) + n)
+  }
+  all(): ReadonlyArray<string> {
+    return [...this.lines, ...[...this.counts].map(([what, n]) => `${n} ${what}`)]
+  }
+}
+
+const label = (text: string, cuts: Cuts): string => {
+  if (text.length <= MAX_LABEL_CHARS) return text
+  cuts.count(`short fields (ids, categories, sources, timestamps) over ${chars(MAX_LABEL_CHARS)}`)
+  return head(text, MAX_LABEL_CHARS)
+}
+
+const capSection = (where: string, section: Section, limits: Limits, cuts: Cuts): Section => {
+  let { summary, updatedAt } = section
+  if (summary.length > limits.maxSummaryChars) {
+    cuts.add(`the summary ${where} (${chars(summary.length)}, kept ${chars(limits.maxSummaryChars)})`)
+    summary = head(summary, limits.maxSummaryChars)
+  }
+  updatedAt = label(updatedAt, cuts)
+  return summary === section.summary && updatedAt === section.updatedAt ? section : { summary, updatedAt }
+}
+
+const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
+  let content = fact.content
+  if (content.length > limits.maxFactChars) {
+    cuts.count(`fact contents over ${chars(limits.maxFactChars)} (cut to it)`)
+    content = head(content, limits.maxFactChars)
+  }
+  const id = label(fact.id, cuts)
+  const category = label(fact.category, cuts)
+  const createdAt = label(fact.createdAt, cuts)
+  const source = label(fact.source, cuts)
+  return content === fact.content && id === fact.id && category === fact.category &&
+      createdAt === fact.createdAt && source === fact.source
+    ? fact
+    : { ...fact, id, content, category, createdAt, source }
+}
+
+/**
+ * A document within its limits: each summary and fact cut to its length, the most confident `maxFacts` facts,
+ * the short fields cut, the newest `MAX_WATERMARKS` watermarks (a watermark whose thread or message id is over
+ * `MAX_LABEL_CHARS` is dropped: a cut id would name another message). The same document when nothing is over.
+ */
+export const capDocument = (doc: Document, limits: Limits): Capped<Document> => {
+  const cuts = new Cuts()
+  const user = {
+    workContext: capSection("user.workContext", doc.user.workContext, limits, cuts),
+    personalContext: capSection("user.personalContext", doc.user.personalContext, limits, cuts),
+    topOfMind: capSection("user.topOfMind", doc.user.topOfMind, limits, cuts)
+  }
+  const history = {
+    recentMonths: capSection("history.recentMonths", doc.history.recentMonths, limits, cuts),
+    earlierContext: capSection("history.earlierContext", doc.history.earlierContext, limits, cuts),
+    longTermBackground: capSection("history.longTermBackground", doc.history.longTermBackground, limits, cuts)
+  }
+  let facts = doc.facts
+  if (facts.length > limits.maxFacts) {
+    cuts.add(`${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; the least confident)`)
+    facts = bound(facts, limits.maxFacts)
+  }
+  const cappedFacts = facts.map((fact) => capFact(fact, limits, cuts))
+  if (cappedFacts.some((fact, i) => fact !== facts[i])) facts = cappedFacts
+  let threads = doc.threads
+  const entries = Object.entries(threads)
+  const valid = entries.filter(([thread, message]) =>
+    thread.length <= MAX_LABEL_CHARS && message.length <= MAX_LABEL_CHARS
+  )
+  if (valid.length < entries.length) {
+    cuts.count("watermarks with an id too long to keep (dropped)", entries.length - valid.length)
+  }
+  if (valid.length > MAX_WATERMARKS) {
+    cuts.count(`watermarks over ${MAX_WATERMARKS} (the oldest)`, valid.length - MAX_WATERMARKS)
+  }
+  if (valid.length < entries.length || valid.length > MAX_WATERMARKS) {
+    threads = Object.fromEntries(valid.slice(Math.max(0, valid.length - MAX_WATERMARKS)))
+  }
+  const version = label(doc.version, cuts)
+  const lastUpdated = label(doc.lastUpdated, cuts)
+  const cut = cuts.all()
+  if (cut.length === 0) return { value: doc, cut }
+  return { value: { ...doc, version, lastUpdated, user, history, facts, threads }, cut }
+}
+
+/**
+ * A memory file's JSON (parsed, not decoded) with at most `maxFacts` facts (the most confident; a confidence
+ * that is not a number counts as 0.5, its default) and `MAX_WATERMARKS` watermarks (the last ones), so that
+ * decoding a file someone filled with a hundred thousand facts does not hold the process; `capDocument` does the
+ * rest once it is decoded.
+ */
+export const capRawDocument = (raw: unknown, limits: Limits): Capped<unknown> => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { value: raw, cut: [] }
+  const record = raw as Record<string, unknown>
+  const cut: Array<string> = []
+  let out: Record<string, unknown> | undefined
+  const facts = record.facts
+  if (Array.isArray(facts) && facts.length > limits.maxFacts) {
+    const confidence = (fact: unknown) => {
+      const value = typeof fact === "object" && fact !== null
+        ? (fact as { confidence?: unknown }).confidence
+        : undefined
+      return typeof value === "number" ? value : 0.5
+    }
+    const kept = new Set(
+      facts.map((fact, index) => ({ c: confidence(fact), index }))
+        .sort((a, b) => b.c - a.c || b.index - a.index)
+        .slice(0, limits.maxFacts)
+        .map((r) => r.index)
+    )
+    cut.push(`${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; the least confident)`)
+    ;(out ??= { ...record }).facts = facts.filter((_, index) => kept.has(index))
+  }
+  const threads = record.threads
+  if (typeof threads === "object" && threads !== null && !Array.isArray(threads)) {
+    const entries = Object.entries(threads)
+    if (entries.length > MAX_WATERMARKS) {
+      cut.push(`${entries.length - MAX_WATERMARKS} watermarks over ${MAX_WATERMARKS} (the oldest)`)
+      ;(out ??= { ...record }).threads = Object.fromEntries(entries.slice(entries.length - MAX_WATERMARKS))
+    }
+  }
+  return { value: out ?? raw, cut }
+}
+
+/**
+ * A memory model's answer (its JSON, parsed but not decoded) with at most `maxFacts` new facts and fact ids to
+ * remove: no update can keep more, and decoding a hostile answer's hundred thousand facts would hold the
+ * process for seconds. Anything that is not an object with such arrays is left for the decoder to refuse.
+ */
+export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { value: raw, cut: [] }
+  const record = raw as Record<string, unknown>
+  const cut: Array<string> = []
+  let out: Record<string, unknown> | undefined
+  for (const key of ["newFacts", "factsToRemove"]) {
+    const list = record[key]
+    if (Array.isArray(list) && list.length > limits.maxFacts) {
+      cut.push(
+        `${list.length - limits.maxFacts} of the update's ${list.length} ${key} (at most max_facts, ${limits.maxFacts})`
+      )
+      ;(out ??= { ...record })[key] = list.slice(0, limits.maxFacts)
+    }
+  }
+  return { value: out ?? raw, cut }
+}
+
+type SectionUpdate = {
+  readonly summary?: string | null | undefined
+  readonly shouldUpdate?: boolean | null | undefined
+}
+
+const capSectionUpdate = (
+  where: string,
+  section: SectionUpdate | null | undefined,
+  limits: Limits,
+  cuts: Cuts
+): SectionUpdate | null | undefined => {
+  const summary = section?.summary
+  if (section == null || summary == null || summary.length <= limits.maxSummaryChars) return section
+  cuts.add(`the summary ${where} (${chars(summary.length)}, kept ${chars(limits.maxSummaryChars)})`)
+  return { ...section, summary: head(summary, limits.maxSummaryChars) }
+}
+
+/**
+ * A decoded update within the limits of what it may store: summaries and fact contents cut to their lengths,
+ * categories to `MAX_LABEL_CHARS` (so that repeats are recognised on what is stored).
+ */
+export const capUpdate = (update: Update, limits: Limits): Capped<Update> => {
+  const cuts = new Cuts()
+  const user = update.user == null ? update.user : {
+    workContext: capSectionUpdate("user.workContext", update.user.workContext, limits, cuts),
+    personalContext: capSectionUpdate("user.personalContext", update.user.personalContext, limits, cuts),
+    topOfMind: capSectionUpdate("user.topOfMind", update.user.topOfMind, limits, cuts)
+  }
+  const history = update.history == null ? update.history : {
+    recentMonths: capSectionUpdate("history.recentMonths", update.history.recentMonths, limits, cuts),
+    earlierContext: capSectionUpdate("history.earlierContext", update.history.earlierContext, limits, cuts),
+    longTermBackground: capSectionUpdate(
+      "history.longTermBackground",
+      update.history.longTermBackground,
+      limits,
+      cuts
+    )
+  }
+  const newFacts = update.newFacts?.map((fact) => {
+    let content = fact.content
+    if (content.length > limits.maxFactChars) {
+      cuts.count(`new facts over ${chars(limits.maxFactChars)} (cut to it)`)
+      content = head(content, limits.maxFactChars)
+    }
+    const category = fact.category == null ? fact.category : label(fact.category, cuts)
+    return content === fact.content && category === fact.category ? fact : { ...fact, content, category }
+  })
+  const cut = cuts.all()
+  if (cut.length === 0) return { value: update, cut }
+  return { value: { ...update, user, history, newFacts }, cut }
+}
+
+/**
+ * Decodes a memory file's text within `limits` (`capRawDocument` before decoding, `capDocument` after), with
+ * `prepare` applied to the decoded document before it is cut (a redactor: a secret cut in half would no longer
+ * be recognised); a readable error when it is not a memory document.
+ */
+export const decodeDocument = (
+  text: string,
+  limits: Limits,
+  prepare: (doc: Document) => Document = (doc) => doc
+): Either.Either<Capped<Document>, string> => {
+  let raw: unknown
+  try {
+    raw = Json.parse(text)
+  } catch (error) {
+    return Either.left(`not valid JSON (${(error as Error).message})`)
+  }
+  const bounded = capRawDocument(raw, limits)
+  return Either.match(Schema.decodeUnknownEither(Document)(bounded.value), {
+    onLeft: (error) => Either.left(ParseResult.TreeFormatter.formatErrorSync(error)),
+    onRight: (doc) => {
+      const capped = capDocument(prepare(doc), limits)
+      return Either.right({ value: capped.value, cut: [...bounded.cut, ...capped.cut] })
+    }
+  })
+}
