@@ -36,7 +36,7 @@ import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
-import { ThreadStore } from "../services/ThreadStore.js"
+import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import { applyUpdate as applyState } from "../state/Reducers.js"
@@ -141,16 +141,8 @@ export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =
 export const writeDocument = (file: string, doc: MemoryDoc.Document): Effect.Effect<void, MemoryError> =>
   Effect.try({ try: () => writeDocumentSync(file, doc), catch: ioError("write", file) })
 
-const processAlive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  if (pid === process.pid) return true
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+// (a zombie holds no lock: see `processAlive`)
+const processAlive = (pid: number): boolean => pid === process.pid || processRunning(pid)
 
 /** Removes temporary files left by processes that died while writing (never a document's only copy). */
 export const removeStaleTemps = (file: string): void => {
