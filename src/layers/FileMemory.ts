@@ -42,6 +42,7 @@ import * as MemoryDoc from "../state/Memory.js"
 import { applyUpdate as applyState } from "../state/Reducers.js"
 import * as TS from "../state/ThreadState.js"
 import * as Tokens from "../state/Tokens.js"
+import * as TextFile from "./TextFile.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Files
@@ -73,19 +74,21 @@ const ioError = (what: string, file: string) => (cause: unknown) =>
     cause
   })
 
+/**
+ * The largest memory document read: 16 MiB (its facts are bounded by `memory.max_facts`, so only a file written
+ * by something else gets there). A larger one, or one that is not a regular file, is an `io` error: memory is
+ * then neither injected nor updated (the file is left as it is), and the run goes on without it.
+ */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+
 /** Reads a memory document; a missing file is an empty memory, a damaged one a `corrupt` error. */
 export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, MemoryError> =>
   Effect.flatMap(
-    Effect.try({
-      try: () => {
-        try {
-          return Fs.readFileSync(file, "utf8")
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined
-          throw error
-        }
-      },
-      catch: ioError("read", file)
+    Effect.suspend(() => {
+      const read = TextFile.read(file, MAX_DOCUMENT_BYTES)
+      if (Either.isRight(read)) return Effect.succeed<string | undefined>(read.right)
+      if (read.left.reason === "missing") return Effect.succeed(undefined)
+      return Effect.fail(new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}`, cause: read.left }))
     }),
     (text) => {
       if (text === undefined) return Effect.succeed(MemoryDoc.empty())
@@ -183,12 +186,11 @@ export const withLock = <A, E, R>(
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") return Effect.fail(ioError("lock", file)(error))
     }
-    let holder = Number.NaN
-    try {
-      holder = Number(Fs.readFileSync(lock, "utf8").trim())
-    } catch {
-      // removed in between: try again
-    }
+    // (removed in between: tried again; not a small regular file: held by nobody we know, waited for)
+    const holder = Either.match(TextFile.read(lock, 64), {
+      onLeft: () => Number.NaN,
+      onRight: (text) => Number(text.trim())
+    })
     if (!Number.isNaN(holder) && !processAlive(holder)) {
       Fs.rmSync(lock, { force: true })
       return take
