@@ -88,7 +88,9 @@ export const readDocument = (file: string): Effect.Effect<MemoryDoc.Document, Me
       const read = TextFile.read(file, MAX_DOCUMENT_BYTES)
       if (Either.isRight(read)) return Effect.succeed<string | undefined>(read.right)
       if (read.left.reason === "missing") return Effect.succeed(undefined)
-      return Effect.fail(new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}`, cause: read.left }))
+      return Effect.fail(
+        new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}`, cause: read.left })
+      )
     }),
     (text) => {
       if (text === undefined) return Effect.succeed(MemoryDoc.empty())

@@ -666,8 +666,8 @@ const warnAboutSkills = (catalog: Skills.Catalog, leftOut: ReadonlyArray<string>
     ...catalog.warnings.map((w) => `skills: ${w}`),
     ...(leftOut.length === 0 ? [] : [
       `skills: the prompt's skills section is full (${SystemPrompt.MAX_SKILL_ENTRIES_CHARS} characters): ` +
-      `${leftOut.length} skill${leftOut.length === 1 ? " is" : "s are"} not listed (${leftOut.slice(0, 10).join(", ")}` +
-      `${leftOut.length > 10 ? ", ..." : ""})`
+      `${leftOut.length} skill${leftOut.length === 1 ? " is" : "s are"} not listed ` +
+      `(${leftOut.slice(0, 10).join(", ")}${leftOut.length > 10 ? ", ..." : ""})`
     ])
   ], (line) => Effect.logWarning(line), { discard: true })
 
