@@ -18,6 +18,7 @@ import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
 import * as Json from "../state/Json.js"
 import * as OnDemand from "./OnDemand.js"
+import * as TextFile from "./TextFile.js"
 
 /** One problem in a config file: where (a dotted key path, or a line and column) and what. */
 export const ConfigIssue = Schema.Struct({
@@ -39,7 +40,7 @@ export const formatIssue = (file: string, issue: ConfigIssue): string =>
 
 /** The configuration could not be loaded. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
-  reason: Schema.Literal("not_found", "read", "syntax", "env", "schema"),
+  reason: Schema.Literal("not_found", "read", "not_a_file", "too_large", "syntax", "env", "schema"),
   file: Schema.String,
   issues: Schema.Array(ConfigIssue),
   cause: Schema.optional(Schema.Defect)
@@ -406,6 +407,27 @@ export const decode = (
     return { config: decoded.right, ignored: ignoredKeys(raw) }
   })
 
+/** The largest `config.yaml` (and `extensions_config.json`, an agent's `config.yaml`) read: 1 MiB. */
+export const MAX_CONFIG_BYTES = 1024 * 1024
+
+/** A `TextFileError` as a `ConfigError` naming the file (a missing file is `not_found`). */
+export const fromTextFileError = (error: TextFile.TextFileError): ConfigError =>
+  new ConfigError({
+    reason: error.reason === "missing" ? "not_found" : error.reason === "unreadable" ? "read" : error.reason,
+    file: error.file,
+    issues: [{ path: "", message: error.problem }],
+    cause: error
+  })
+
+/** The text of a configuration file: a regular file of at most `limit` bytes, else a `ConfigError` saying why. */
+export const readConfigText = (file: string, limit: number): Effect.Effect<string, ConfigError> =>
+  Effect.suspend(() =>
+    Either.match(TextFile.read(file, limit), {
+      onLeft: (error) => Effect.fail(fromTextFileError(error)),
+      onRight: Effect.succeed
+    })
+  )
+
 /**
  * Loads the configuration: from `path` if given, else `ANTLER_CONFIG`, else `./config.yaml` when it exists,
  * else the defaults (no file). `home` is `ANTLER_HOME` or `~/.antler`, absolute.
@@ -415,23 +437,7 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
     const file = yield* resolvePath(path)
     const dataHome = yield* home
     if (file === undefined) return { config: defaults(), source: undefined, home: dataHome, ignored: [] }
-    const text = yield* Effect.try({
-      try: () => Fs.readFileSync(file, "utf8"),
-      catch: (cause) => {
-        const code = (cause as NodeJS.ErrnoException).code
-        return new ConfigError({
-          reason: code === "ENOENT" ? "not_found" : "read",
-          file,
-          issues: [{
-            path: "",
-            message: code === "ENOENT"
-              ? "the file does not exist"
-              : `the file cannot be read (${cause instanceof Error ? cause.message : String(cause)})`
-          }],
-          cause
-        })
-      }
-    })
+    const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
     const { config, ignored } = yield* decode(text, file)
     return { config, source: file, home: dataHome, ignored }
   })

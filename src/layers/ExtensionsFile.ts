@@ -17,7 +17,7 @@ import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
 import { Mcp } from "../services/Mcp.js"
-import { ConfigError, schemaIssues } from "./ConfigFile.js"
+import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import * as McpClient from "./McpClient.js"
 import * as Json from "../state/Json.js"
 
@@ -66,21 +66,7 @@ export const decode = (text: string, file: string): Either.Either<ExtensionsConf
 
 /** Reads the extensions file at `file`. */
 export const load = (file: string): Effect.Effect<ExtensionsConfig, ConfigError> =>
-  Effect.flatMap(
-    Effect.try({
-      try: () => Fs.readFileSync(file, "utf8"),
-      catch: (cause) => {
-        const missing = (cause as NodeJS.ErrnoException).code === "ENOENT"
-        return new ConfigError({
-          reason: missing ? "not_found" : "read",
-          file,
-          issues: [{ path: "", message: missing ? "the file does not exist" : "the file cannot be read" }],
-          cause
-        })
-      }
-    }),
-    (text) => decode(text, file)
-  )
+  Effect.flatMap(readConfigText(file, MAX_CONFIG_BYTES), (text) => decode(text, file))
 
 /** The extensions of an app: the file's content and where it came from (empty when there is no file). */
 export const find = (

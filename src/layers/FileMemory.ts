@@ -40,7 +40,7 @@ import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
-import { ThreadStore } from "../services/ThreadStore.js"
+import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
@@ -48,6 +48,7 @@ import * as Redact from "../state/Redact.js"
 import { applyUpdate as applyState } from "../state/Reducers.js"
 import * as TS from "../state/ThreadState.js"
 import * as Tokens from "../state/Tokens.js"
+import * as TextFile from "./TextFile.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Files
@@ -80,8 +81,10 @@ const ioError = (what: string, file: string) => (cause: unknown) =>
   })
 
 /**
- * The largest memory file read: parsing a larger one would hold the process for too long (Antler writes files
- * within `max_facts`, `max_fact_chars` and `max_summary_chars`, far smaller).
+ * The largest memory file read: 16 MiB. Parsing a larger one would hold the process for too long (Antler writes
+ * files within `max_facts`, `max_fact_chars` and `max_summary_chars`, far smaller), so only a file written by
+ * something else gets there. A larger one is a `corrupt` error; one that is not a regular file (a FIFO, a device)
+ * an `io` error: memory is then neither injected nor updated (the file is left as it is).
  */
 export const MAX_FILE_BYTES = 16 * 1024 * 1024
 
@@ -96,26 +99,23 @@ export const readCapped = (
   redact?: Redact.Redactor | undefined
 ): Effect.Effect<MemoryLimits.Capped<MemoryDoc.Document>, MemoryError> =>
   Effect.flatMap(
-    Effect.try({
-      try: () => {
-        try {
-          const size = Fs.statSync(file).size
-          if (size > MAX_FILE_BYTES) return { size }
-          return { text: Fs.readFileSync(file, "utf8") }
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined
-          throw error
-        }
-      },
-      catch: ioError("read", file)
+    Effect.suspend(() => {
+      const read = TextFile.read(file, MAX_FILE_BYTES)
+      type Read = { readonly text: string } | { readonly tooLarge: string } | undefined
+      if (Either.isRight(read)) return Effect.succeed<Read>({ text: read.right })
+      if (read.left.reason === "missing") return Effect.succeed<Read>(undefined)
+      if (read.left.reason === "too_large") return Effect.succeed<Read>({ tooLarge: read.left.problem })
+      return Effect.fail(
+        new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}`, cause: read.left })
+      )
     }),
     (read) => {
       if (read === undefined) return Effect.succeed({ value: MemoryDoc.empty(), cut: [] })
       const corrupt = (problem: string) =>
         Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` }))
-      if (read.text === undefined) {
+      if ("tooLarge" in read) {
         return corrupt(
-          `it is ${read.size} bytes, more than a memory file may be (${MAX_FILE_BYTES}); ` +
+          `it is ${read.tooLarge}: more than a memory file may be (${MAX_FILE_BYTES}); ` +
             "antler memory clear starts it afresh"
         )
       }
@@ -212,16 +212,8 @@ export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =
 export const writeDocument = (file: string, doc: MemoryDoc.Document): Effect.Effect<void, MemoryError> =>
   Effect.try({ try: () => writeDocumentSync(file, doc), catch: ioError("write", file) })
 
-const processAlive = (pid: number): boolean => {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  if (pid === process.pid) return true
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
+// (a zombie holds no lock: see `processAlive`)
+const processAlive = (pid: number): boolean => pid === process.pid || processRunning(pid)
 
 /** Removes temporary files left by processes that died while writing (never a document's only copy). */
 export const removeStaleTemps = (file: string): void => {
@@ -262,12 +254,11 @@ export const withLock = <A, E, R>(
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") return Effect.fail(ioError("lock", file)(error))
     }
-    let holder = Number.NaN
-    try {
-      holder = Number(Fs.readFileSync(lock, "utf8").trim())
-    } catch {
-      // removed in between: try again
-    }
+    // (removed in between: tried again; not a small regular file: held by nobody we know, waited for)
+    const holder = Either.match(TextFile.read(lock, 64), {
+      onLeft: () => Number.NaN,
+      onRight: (text) => Number(text.trim())
+    })
     if (!Number.isNaN(holder) && !processAlive(holder)) {
       Fs.rmSync(lock, { force: true })
       return take

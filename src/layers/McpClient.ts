@@ -8,7 +8,8 @@
  * and namespaced `<server>_<tool>` as DeerFlow does, input schemas must be JSON object schemas of reasonable
  * size, descriptions are cleaned and clipped, and results are decoded leniently. `$VAR` / `${VAR}` in a
  * server's command, args, env, url and headers come from the environment; an unset one keeps that server from
- * starting (with the reason), never the app.
+ * starting (with the reason), never the app. A stdio server dies with the app however it ends, a SIGKILL
+ * included: it is started with a parent-death signal (see `ParentDeath`; without one, a warning says so).
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -29,6 +30,7 @@ import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import { interpolate } from "./ConfigFile.js"
+import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
 import * as Json from "../state/Json.js"
 
@@ -44,6 +46,8 @@ export interface Options {
   readonly retryAfterMs?: number | undefined
   /** The client's name in the MCP handshake. */
   readonly clientName?: string | undefined
+  /** The `setpriv` giving stdio servers a parent-death signal (default: found on PATH); `false`: none. */
+  readonly setpriv?: string | false | undefined
 }
 
 /** The SDK's client and transports, loaded when a server first starts (an app without MCP servers never does). */
@@ -57,6 +61,7 @@ const loadSdk = () =>
     Client: client.Client,
     SSEClientTransport: sse.SSEClientTransport,
     StdioClientTransport: stdio.StdioClientTransport,
+    getDefaultEnvironment: stdio.getDefaultEnvironment,
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport
   }))
 
@@ -296,11 +301,31 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return error
     }
 
-    const makeTransport = (sdk: Sdk, c: Connection, entry: McpServerConfig, start: Start): Transport => {
+    // found once, when the first stdio server starts
+    const parentDeath = yield* Effect.cached(Effect.tap(ParentDeath.find(options.setpriv), (wrapper) =>
+      wrapper._tag === "none" && options.setpriv !== false
+        ? Effect.logWarning(
+          `MCP stdio servers start without a parent-death signal (${wrapper.reason}): a server may outlive ` +
+            "Antler if Antler is killed"
+        )
+        : Effect.void))
+
+    const makeTransport = (
+      sdk: Sdk,
+      c: Connection,
+      entry: McpServerConfig,
+      start: Start,
+      wrapper: ParentDeath.Wrapper
+    ): Transport => {
       if (c.transport === "stdio") {
+        const env = { ...sdk.getDefaultEnvironment(), ...entry.env }
+        const { args, command } = ParentDeath.wrap(wrapper, entry.command!, entry.args, {
+          path: env.PATH,
+          cwd: entry.cwd ?? process.cwd()
+        })
         const transport = new sdk.StdioClientTransport({
-          command: entry.command!,
-          args: [...entry.args],
+          command,
+          args: [...args],
           env: { ...entry.env },
           ...(entry.cwd !== undefined ? { cwd: entry.cwd } : {}),
           stderr: "pipe"
@@ -357,7 +382,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           c.stderr = ""
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
           const start: Start = { client, child: undefined }
-          const transport = makeTransport(sdk, c, entry, start)
+          const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
+          const transport = makeTransport(sdk, c, entry, start, wrapper)
           const ms = initMs(c)
           c.starting = start
           const connected = yield* Effect.tryPromise({

@@ -53,22 +53,29 @@ const RANGES: ReadonlyArray<readonly [string, number, "ipv4" | "ipv6", string]> 
   ["fe80::", 10, "ipv6", "a link-local address"],
   ["fec0::", 10, "ipv6", "a site-local address"],
   ["ff00::", 8, "ipv6", "a multicast address"],
-  ["2001:db8::", 32, "ipv6", "a documentation address"]
+  ["2001:db8::", 32, "ipv6", "a documentation address"],
+  // RFC 8215: translated inside one operator's network, to addresses it chooses, placed as its prefix length says
+  ["64:ff9b:1::", 48, "ipv6", "a local-use NAT64 address (it may reach any IPv4 address of its network)"]
 ]
 
-/** The IPv4 address an IPv6 address carries (mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`). */
-export const embeddedIpv4 = (address: string): string | undefined => {
-  const lower = address.toLowerCase()
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)
-  if (mapped !== null) return mapped[1]
-  const words = expandIpv6(lower)
-  if (words === undefined) return undefined
+/**
+ * The IPv4 addresses an IPv6 address carries, each of which its packets may end up at: IPv4-compatible
+ * `::a.b.c.d`, IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated `::ffff:0:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4
+ * `2002::/16` (bits 16-48) and Teredo `2001::/32` (its server, bits 32-64, and its client, the last 32 bits
+ * inverted). Empty for any other address. (`::` and `::1` are IPv6's own unspecified and loopback addresses.)
+ */
+export const embeddedIpv4 = (address: string): ReadonlyArray<string> => {
+  const words = expandIpv6(address.toLowerCase())
+  if (words === undefined) return []
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`
-  if (words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff) return v4(words[6]!, words[7]!)
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0)
-  if (nat64) return v4(words[6]!, words[7]!)
-  if (words[0] === 0x2002) return v4(words[1]!, words[2]!)
-  return undefined
+  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0)
+  const [w0, w1, w2, w3, w4, w5, w6, w7] = words as [number, number, number, number, number, number, number, number]
+  if (zero(0, 5) && (w5 === 0xffff || w5 === 0)) return w5 === 0 && w6 === 0 && w7 <= 1 ? [] : [v4(w6, w7)]
+  if (zero(0, 4) && w4 === 0xffff && w5 === 0) return [v4(w6, w7)]
+  if (w0 === 0x64 && w1 === 0xff9b && zero(2, 6)) return [v4(w6, w7)]
+  if (w0 === 0x2002) return [v4(w1, w2)]
+  if (w0 === 0x2001 && w1 === 0) return [v4(w2, w3), v4(~w6 & 0xffff, ~w7 & 0xffff)]
+  return []
 }
 
 const expandIpv6 = (address: string): Array<number> | undefined => {
@@ -92,11 +99,7 @@ const expandIpv6 = (address: string): Array<number> | undefined => {
 const familyOf = (address: string): "ipv4" | "ipv6" | undefined =>
   Net.isIPv4(address) ? "ipv4" : Net.isIPv6(address) ? "ipv6" : undefined
 
-const classify = (address: string): string | undefined => {
-  const family = familyOf(address)
-  if (family === undefined) return "not an IP address"
-  const inner = family === "ipv6" ? embeddedIpv4(address) : undefined
-  if (inner !== undefined) return classify(inner)
+const inRanges = (address: string, family: "ipv4" | "ipv6"): string | undefined => {
   for (const [base, prefix, kind, what] of RANGES) {
     if (kind !== family) continue
     const list = new Net.BlockList()
@@ -106,33 +109,38 @@ const classify = (address: string): string | undefined => {
   return undefined
 }
 
-const allowedBy = (address: string, allow: ReadonlyArray<string>): boolean => {
-  const family = familyOf(address)
-  if (family === undefined) return false
-  const inner = family === "ipv6" ? embeddedIpv4(address) : undefined
-  const candidates: ReadonlyArray<readonly [string, "ipv4" | "ipv6"]> = inner !== undefined
-    ? [[address, family], [inner, "ipv4"]]
-    : [[address, family]]
+const inAllow = (address: string, family: "ipv4" | "ipv6", allow: ReadonlyArray<string>): boolean => {
   for (const range of allow) {
     const [base, bits] = range.split("/") as [string, string | undefined]
     const kind = familyOf(base)
-    if (kind === undefined) continue
+    if (kind !== family) continue
     const list = new Net.BlockList()
     const prefix = bits === undefined ? (kind === "ipv4" ? 32 : 128) : Number(bits)
     if (!Number.isInteger(prefix)) continue
     list.addSubnet(base, prefix, kind)
-    if (candidates.some(([a, f]) => f === kind && list.check(a, f))) return true
+    if (list.check(address, family)) return true
   }
   return false
 }
 
-/** Why `address` may not be connected to under `policy` ("a loopback address"), or undefined when it may. */
+/**
+ * Why `address` may not be connected to under `policy` ("a loopback address"), or undefined when it may. An IPv6
+ * address that carries IPv4 addresses (see `embeddedIpv4`) is judged by each of them too: it is refused when
+ * any is not public, unless `allow` covers that one (or the IPv6 address itself).
+ */
 export const addressProblem = (address: string, policy: AddressPolicy): string | undefined => {
   if (policy._tag === "any") return undefined
-  const what = classify(address)
-  if (what === undefined) return undefined
-  if (policy.allow !== undefined && allowedBy(address, policy.allow)) return undefined
-  return what
+  const family = familyOf(address)
+  if (family === undefined) return "not an IP address"
+  const allow = policy.allow ?? []
+  if (inAllow(address, family, allow)) return undefined
+  const own = inRanges(address, family)
+  if (own !== undefined || family === "ipv4") return own
+  for (const inner of embeddedIpv4(address)) {
+    const what = inRanges(inner, "ipv4")
+    if (what !== undefined && !inAllow(inner, "ipv4", allow)) return what
+  }
+  return undefined
 }
 
 /** Whether a range in `allow_private_addresses` is well formed (`10.0.0.0/8`, `127.0.0.1`, `fd00::/8`). */

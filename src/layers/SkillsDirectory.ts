@@ -3,23 +3,31 @@
  * (the user's own) categories; a folder holding a `SKILL.md` is a skill package (SKILL.md files deeper inside
  * it are its data), other folders are namespaces searched further, hidden folders are skipped. Each SKILL.md
  * must open with YAML front matter giving a `name` and a `description` (and, optionally, `allowed-tools` as a
- * list of tool names); a file that does not is rejected with a reason naming it. Whether a skill is enabled
- * comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent = enabled).
+ * list of tool names); a file that does not is rejected with a reason naming it. A SKILL.md is read only as a
+ * regular file of at most `MAX_SKILL_BYTES`; a name is at most 64 characters, and a description longer than
+ * 1024 is cut to it (with a warning in the catalog): the prompt lists every skill on every request. Whether a
+ * skill is enabled comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent = enabled).
  *
  * The directory is `skills.path` (relative to the config file), else `$DEER_FLOW_SKILLS_PATH` or
  * `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (or in the working directory without one).
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
-import { SkillReadError } from "../services/Skills.js"
+import { clipDescription, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SkillReadError } from "../services/Skills.js"
+import { MAX_CONFIG_BYTES } from "./ConfigFile.js"
 import * as OnDemand from "./OnDemand.js"
+import * as TextFile from "./TextFile.js"
 import * as Json from "../state/Json.js"
 
 /** The categories searched, in order (a later skill of the same name replaces an earlier one). */
 export const CATEGORIES: ReadonlyArray<Category> = ["public", "custom"]
+
+/** The largest SKILL.md read (discovered or loaded whole): 1 MiB; a larger one is rejected. */
+export const MAX_SKILL_BYTES = 1024 * 1024
 
 /** Deepest namespace nesting searched under a category. */
 const MAX_DEPTH = 6
@@ -78,13 +86,12 @@ export const extensionsConfigPath = (
  * problems met reading it (a broken file counts as naming no skill).
  */
 export const readStates = (file: string): { states: ReadonlyMap<string, boolean>; warnings: ReadonlyArray<string> } => {
-  let text: string
-  try {
-    text = Fs.readFileSync(file, "utf8")
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { states: new Map(), warnings: [] }
-    return { states: new Map(), warnings: [`${file}: cannot be read (${(error as Error).message})`] }
+  const read = TextFile.read(file, MAX_CONFIG_BYTES)
+  if (Either.isLeft(read)) {
+    if (read.left.reason === "missing") return { states: new Map(), warnings: [] }
+    return { states: new Map(), warnings: [`${read.left.message}; skills stay enabled`] }
   }
+  const text = read.right
   let raw: unknown
   try {
     raw = Json.parse(text)
@@ -117,6 +124,8 @@ export type Parsed =
     readonly name: string
     readonly description: string
     readonly allowedTools: ReadonlyArray<string> | undefined
+    /** The length of the description as written, when it was cut to `MAX_DESCRIPTION_CHARS`. */
+    readonly cutFrom?: number | undefined
   }
   | { readonly ok: false; readonly problem: string }
 
@@ -141,6 +150,9 @@ export const parseSkill = (content: string): Parsed => {
   }
   const name = text("name")
   if (name === undefined || name === "") return { ok: false, problem: "the front matter has no `name`" }
+  if (name.length > MAX_NAME_CHARS) {
+    return { ok: false, problem: `the name is ${name.length} characters long (at most ${MAX_NAME_CHARS})` }
+  }
   const description = text("description")
   if (description === undefined || description === "") {
     return { ok: false, problem: "the front matter has no `description`" }
@@ -153,7 +165,9 @@ export const parseSkill = (content: string): Parsed => {
     }
     allowedTools = tools.map((t: string) => t.trim())
   }
-  return { ok: true, name, description, allowedTools }
+  return description.length > MAX_DESCRIPTION_CHARS
+    ? { ok: true, name, description: clipDescription(description), allowedTools, cutFrom: description.length }
+    : { ok: true, name, description, allowedTools }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -209,24 +223,29 @@ export const discover = (
   const byName = new Map<string, Skill>()
   const shadowed: Array<Skill> = []
   const rejected: Array<Rejected> = []
-  if (dir === undefined) return { root: undefined, container, skills: [], rejected, shadowed, warnings: [] }
+  const warnings: Array<string> = []
+  if (dir === undefined) return { root: undefined, container, skills: [], rejected, shadowed, warnings }
   for (const category of CATEGORIES) {
     const categoryDir = Path.join(dir, category)
     if (!isDirectory(categoryDir)) continue
     const listed = packages(categoryDir, category)
     rejected.push(...listed.rejected)
     for (const found of listed.found) {
-      let content: string
-      try {
-        content = Fs.readFileSync(found.file, "utf8")
-      } catch (error) {
-        rejected.push({ file: found.file, problem: `cannot be read (${(error as Error).message})` })
+      const content = TextFile.read(found.file, MAX_SKILL_BYTES)
+      if (Either.isLeft(content)) {
+        rejected.push({ file: found.file, problem: content.left.problem })
         continue
       }
-      const parsed = parseSkill(content)
+      const parsed = parseSkill(content.right)
       if (!parsed.ok) {
         rejected.push({ file: found.file, problem: parsed.problem })
         continue
+      }
+      if (parsed.cutFrom !== undefined) {
+        warnings.push(
+          `${found.file}: the description of ${parsed.name} is ${parsed.cutFrom} characters long; the prompt shows ` +
+            `its first ${MAX_DESCRIPTION_CHARS}`
+        )
       }
       const skill: Skill = {
         name: parsed.name,
@@ -246,17 +265,16 @@ export const discover = (
       byName.set(skill.name, skill)
     }
   }
-  return { root: dir, container, skills: [...byName.values()], rejected, shadowed, warnings: [] }
+  return { root: dir, container, skills: [...byName.values()], rejected, shadowed, warnings }
 }
 
 /** The catalog of an app's skills directory, with the states of its `extensions_config.json`. */
 export const catalogOf = (app: AppConfigService["Type"]): Catalog => {
   const { states, warnings } = readStates(extensionsConfigPath(app))
   const catalog = discover(root(app), { container: app.config.skills.container_path, states })
-  return { ...catalog, warnings }
+  return { ...catalog, warnings: [...warnings, ...catalog.warnings] }
 }
 
-const MAX_SKILL_BYTES = 1024 * 1024
 
 /** The registry of an app's skills: the directory is read again on each `catalog`. */
 export const make = (app: AppConfigService["Type"]): Registry => ({
@@ -270,9 +288,7 @@ export const make = (app: AppConfigService["Type"]): Registry => ({
         if (realRoot === undefined || !real.startsWith(`${realRoot}${Path.sep}`)) {
           throw new Error("the file is not inside the skills directory")
         }
-        const size = Fs.statSync(real).size
-        if (size > MAX_SKILL_BYTES) throw new Error(`the file is ${size} bytes (at most ${MAX_SKILL_BYTES})`)
-        return Fs.readFileSync(real, "utf8")
+        return Either.getOrThrowWith(TextFile.read(real, MAX_SKILL_BYTES), (error) => new Error(error.problem))
       },
       catch: (cause) =>
         new SkillReadError({

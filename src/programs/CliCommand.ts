@@ -24,6 +24,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../layers/ConfigFile.js"
+import * as TextFile from "../layers/TextFile.js"
 import type { AppConfigService } from "../services/AppConfig.js"
 import type { RunEndEvent } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
@@ -297,10 +298,10 @@ const noticesOf = (home: string) => {
   const file = Path.join(home, NOTICES_FILE)
   let shown: Array<string> = []
   try {
-    const parsed: unknown = JSON.parse(Fs.readFileSync(file, "utf8"))
+    const parsed: unknown = JSON.parse(Either.getOrThrow(TextFile.read(file, 64 * 1024)))
     if (Array.isArray(parsed)) shown = parsed.filter((item): item is string => typeof item === "string")
   } catch {
-    // none yet (or unreadable: shown again)
+    // none yet (or unreadable, or not a small regular file: shown again)
   }
   return {
     seen: (text: string) => shown.includes(text),

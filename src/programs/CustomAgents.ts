@@ -7,7 +7,9 @@
  * `config.yaml` is untrusted input: it is decoded with Schema, and a bad value is an error naming the file,
  * the key and the problem. Keys Antler does not manage (`github:`, `icon:`, ...) are kept when the agent
  * updates itself. Every write is atomic (a new agent appears whole, a file is replaced whole), so a reader
- * never sees half an agent.
+ * never sees half an agent. Both files are read only as regular files, `config.yaml` up to 1 MiB and `SOUL.md`
+ * (which every request of the agent carries) up to `MAX_SOUL_BYTES`; a larger one is refused with an error
+ * naming it, and is never written.
  */
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
@@ -18,6 +20,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ConfigFile from "../layers/ConfigFile.js"
 import * as OnDemand from "../layers/OnDemand.js"
+import * as TextFile from "../layers/TextFile.js"
 
 /** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`); see `nameProblem` for the whole rule. */
 export const AGENT_NAME = /^[A-Za-z0-9-]+$/
@@ -57,6 +60,9 @@ export const SOUL_FILE = "SOUL.md"
 
 /** The file of an agent's settings. */
 export const CONFIG_FILE = "config.yaml"
+
+/** The largest SOUL.md read or written: 128 KiB (it is in the system prompt of every request). */
+export const MAX_SOUL_BYTES = 128 * 1024
 
 /** Per-agent model settings. */
 export const ModelSettings = Schema.Struct({
@@ -141,13 +147,25 @@ export const agentDir = (
   return { dir: own, legacy: false }
 }
 
-const readText = (file: string): string | undefined => {
-  try {
-    return Fs.readFileSync(file, "utf8")
-  } catch (cause) {
-    if ((cause as { code?: string }).code === "ENOENT") return undefined
-    throw cause
-  }
+/** The text of an agent's file (undefined when there is none); a `TextFileError` is thrown. */
+const readText = (file: string, limit: number): string | undefined =>
+  Either.match(TextFile.read(file, limit), {
+    onLeft: (error) => {
+      if (error.reason === "missing") return undefined
+      throw error
+    },
+    onRight: (text) => text
+  })
+
+/** A soul too large to be written: the message says by how much. */
+const soulTooLarge = (name: string, soul: string): AgentError | undefined => {
+  const bytes = Buffer.byteLength(soul, "utf8")
+  return bytes <= MAX_SOUL_BYTES ? undefined : new AgentError({
+    reason: "invalid_config",
+    name,
+    message: `The soul is ${TextFile.formatBytes(bytes)}; a ${SOUL_FILE} holds at most ` +
+      `${TextFile.formatBytes(MAX_SOUL_BYTES)}. Write a shorter one.`
+  })
 }
 
 const decodeConfig = Schema.decodeUnknownEither(AgentConfig, { errors: "all", onExcessProperty: "ignore" })
@@ -181,9 +199,17 @@ export const load = (home: string, userId: string, name: string): Effect.Effect<
     const { dir, legacy } = agentDir(home, userId, name)
     const file = Path.join(dir, CONFIG_FILE)
     return Effect.try({
-      try: () => ({ text: readText(file), soul: readText(Path.join(dir, SOUL_FILE)) }),
+      try: () => ({
+        text: readText(file, ConfigFile.MAX_CONFIG_BYTES),
+        soul: readText(Path.join(dir, SOUL_FILE), MAX_SOUL_BYTES)
+      }),
       catch: (cause) =>
-        new AgentError({ reason: "io", name, message: `Cannot read the agent ${name}: ${String(cause)}`, cause })
+        new AgentError({
+          reason: "io",
+          name,
+          message: `Cannot read the agent ${name}: ${cause instanceof Error ? cause.message : String(cause)}`,
+          cause
+        })
     }).pipe(Effect.flatMap(({ soul, text }) => {
       if (text === undefined) {
         return Effect.fail(
@@ -289,6 +315,17 @@ export const save = (
     if (Either.isLeft(checked)) {
       return Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
     }
+    if (Buffer.byteLength(text, "utf8") > ConfigFile.MAX_CONFIG_BYTES) {
+      return Effect.fail(
+        new AgentError({
+          reason: "invalid_config",
+          name,
+          message: `The settings of ${name} would be larger than ${TextFile.formatBytes(ConfigFile.MAX_CONFIG_BYTES)}`
+        })
+      )
+    }
+    const large = write.soul === undefined ? undefined : soulTooLarge(name, write.soul.trim())
+    if (large !== undefined) return Effect.fail(large)
     const where = agentDir(home, userId, name)
     if (where.legacy) {
       return Effect.fail(
@@ -330,12 +367,14 @@ export const save = (
   })
 
 /** Writes the default agent's soul (`{home}/SOUL.md`) atomically. */
-export const saveGlobalSoul = (home: string, soul: string): Effect.Effect<void, AgentError> =>
-  Effect.try({
+export const saveGlobalSoul = (home: string, soul: string): Effect.Effect<void, AgentError> => {
+  const large = soulTooLarge("", soul.trim())
+  return large !== undefined ? Effect.fail(large) : Effect.try({
     try: () => writeAtomic(globalSoulPath(home), `${soul.trim()}\n`),
     catch: (cause) =>
       new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${String(cause)}`, cause })
   })
+}
 
 /** A short fingerprint of what an agent is (settings and soul): a changed agent gets an agent of its own. */
 export const fingerprint = (agent: CustomAgent): string =>

@@ -11,8 +11,6 @@
  * `layer(options)` builds the chain once, over the app's `ModelService`, the sandbox tools and the app's own
  * tools, and provides `LeadAgent`: `run(input)` streams a turn's events, `turn(input)` waits for its end.
  */
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -22,7 +20,10 @@ import * as Stream from "effect/Stream"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
+import type { ConfigError } from "../layers/ConfigFile.js"
+import { fromTextFileError } from "../layers/ConfigFile.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
+import * as TextFile from "../layers/TextFile.js"
 import * as Chain from "../middleware/Chain.js"
 import * as ClarificationMW from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
@@ -75,6 +76,7 @@ import { ToolService } from "../services/ToolService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
+import * as CustomAgents from "./CustomAgents.js"
 import * as Run from "./Run.js"
 import * as Shapes from "./Shapes.js"
 import * as SystemPrompt from "./SystemPrompt.js"
@@ -576,15 +578,19 @@ export const guardrailOf = (
       : Either.right(guardrail))
 }
 
-/** The default agent's personality: `SOUL.md` in the data directory, when there is one. */
-export const defaultSoul = (app: AppConfigService["Type"]): string | undefined => {
-  try {
-    const text = Fs.readFileSync(Path.join(app.home, "SOUL.md"), "utf8")
-    return text.trim() === "" ? undefined : text
-  } catch {
-    return undefined
-  }
-}
+/**
+ * The default agent's personality: `SOUL.md` in the data directory, when there is one. One that is not a regular
+ * file, or larger than `CustomAgents.MAX_SOUL_BYTES`, or unreadable, is a `ConfigError` naming it: the agent is
+ * not run without the personality its user gave it.
+ */
+export const defaultSoul = (app: AppConfigService["Type"]): Effect.Effect<string | undefined, ConfigError> =>
+  Effect.suspend(() => {
+    const read = TextFile.read(CustomAgents.globalSoulPath(app.home), CustomAgents.MAX_SOUL_BYTES)
+    if (Either.isLeft(read)) {
+      return read.left.reason === "missing" ? Effect.succeed(undefined) : Effect.fail(fromTextFileError(read.left))
+    }
+    return Effect.succeed(read.right.trim() === "" ? undefined : read.right)
+  })
 
 /** What the prompt of an agent is made from, besides the configuration and the skills catalog. */
 export interface PromptInputs {
@@ -642,8 +648,28 @@ export const promptOptions = (
 }
 
 /** The static system prompt of a configuration (its skills as found now, the sandbox tools, clarification on). */
-export const defaultSystemPrompt = (app: AppConfigService["Type"], inputs: PromptInputs = {}): string =>
-  SystemPrompt.make(promptOptions(app.config, SkillsDirectory.catalogOf(app), { soul: defaultSoul(app), ...inputs }))
+export const defaultSystemPrompt = (
+  app: AppConfigService["Type"],
+  inputs: PromptInputs = {}
+): Effect.Effect<string, ConfigError> =>
+  Effect.map(defaultSoul(app), (soul) =>
+    SystemPrompt.make(promptOptions(app.config, SkillsDirectory.catalogOf(app), { soul, ...inputs })))
+
+/**
+ * Logs, once per agent built, each skill the agent goes without or gets cut: a SKILL.md that was rejected (too
+ * large, not a regular file, bad front matter), a description cut to its limit, a problem with the skill
+ * states, and skills left out of a full skills section. A broken skill costs the agent that skill, nothing more.
+ */
+const warnAboutSkills = (catalog: Skills.Catalog, leftOut: ReadonlyArray<string>) =>
+  Effect.forEach([
+    ...catalog.rejected.map((r) => `skill skipped: ${r.file}: ${r.problem}`),
+    ...catalog.warnings.map((w) => `skills: ${w}`),
+    ...(leftOut.length === 0 ? [] : [
+      `skills: the prompt's skills section is full (${SystemPrompt.MAX_SKILL_ENTRIES_CHARS} characters): ` +
+      `${leftOut.length} skill${leftOut.length === 1 ? " is" : "s are"} not listed ` +
+      `(${leftOut.slice(0, 10).join(", ")}${leftOut.length > 10 ? ", ..." : ""})`
+    ])
+  ], (line) => Effect.logWarning(line), { discard: true })
 
 /**
  * The human message of a turn: an answer to the thread's pending clarification question when there is one
@@ -670,6 +696,7 @@ const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<M
 
 /** What building the agent can fail with: a chain that breaks an ordering fact, or an unusable configuration. */
 export type BuildError =
+  | ConfigError
   | Chain.ChainError
   | Guardrail.GuardrailConfigError
   | SafetyFinishReason.SafetyDetectorConfigError
@@ -737,10 +764,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       // the runtime's short-lived shapes stay known to V8 between runs (see Shapes)
       yield* Shapes.keep
       const definitions = Context.get(ports, ToolService).definitions
-      const systemPrompt = options.systemPrompt ?? SystemPrompt.make(promptOptions(app.config, catalog, {
+      const prompted = promptOptions(app.config, catalog, {
         tools: definitions.map((d) => d.name),
         agentName: options.agentName,
-        soul: options.soul ?? (options.agentName === undefined ? defaultSoul(app) : undefined),
+        soul: options.soul ?? (options.agentName === undefined ? yield* defaultSoul(app) : undefined),
         selfUpdate: options.selfUpdate,
         skillAllowlist: options.skills,
         deferred: options.deferred,
@@ -749,7 +776,9 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
           maxTotal: subagents.maxTotal ?? 6,
           types: subagents.runner.types
         }
-      }))
+      })
+      const systemPrompt = options.systemPrompt ?? SystemPrompt.make(prompted)
+      yield* warnAboutSkills(catalog, options.systemPrompt === undefined ? SystemPrompt.skillsLeftOut(prompted) : [])
 
       const runInput = (input: TurnInput): Run.RunInput => ({
         threadId: input.threadId ?? M.newId(),

@@ -11,6 +11,7 @@
  * Inputs other features fill: `agentName`, `soul`, `selfUpdate` and `skillAllowlist` (custom agents),
  * `subagents` (the `task` tool and its limits), `deferredTools` (tool search), `mounts` (sandbox mounts).
  */
+import { clipDescription } from "../services/Skills.js"
 import { escapeText as escape } from "../state/Markup.js"
 
 /** A skill as the prompt lists it. */
@@ -186,19 +187,65 @@ The run stops after the call and continues when the user answers.
 
 const skillTag = (s: SkillSummary) => (s.category === "custom" ? "[custom, editable]" : "[built-in]")
 
+/**
+ * The characters the skills section's entries (skills, the index, disabled skills) may take together: every
+ * request carries the section, so a skills directory with very many (or very wordy) skills cannot make each
+ * request huge. Entries past it are left out, and the section says how many.
+ */
+export const MAX_SKILL_ENTRIES_CHARS = 64_000
+
+/** The skills section's entries, as many as fit in `MAX_SKILL_ENTRIES_CHARS`, and the names left out. */
+const skillEntries = (o: PromptOptions) => {
+  const deferred = o.skillDiscovery === "deferred" && toolsOf(o).has("describe_skill")
+  let room = MAX_SKILL_ENTRIES_CHARS
+  const leftOut: Array<string> = []
+  // (each entry costs its text and its separator: ", " in the index, a new line elsewhere)
+  const take = <A extends { readonly name: string }>(
+    items: ReadonlyArray<A>,
+    line: (item: A) => string,
+    separator = 1
+  ) => {
+    const kept: Array<string> = []
+    for (const item of items) {
+      const text = leftOut.length > 0 ? undefined : line(item)
+      if (text === undefined || text.length + separator > room) {
+        leftOut.push(item.name)
+        continue
+      }
+      room -= text.length + separator
+      kept.push(text)
+    }
+    return kept
+  }
+  const enabled = deferred
+    ? take([...o.skills].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)), (s) => escape(s.name), 2)
+    : take(o.skills, (s) =>
+      `<skill><name>${escape(s.name)}</name><description>${escape(clipDescription(s.description))} ${
+        skillTag(s)
+      }</description><location>${escape(s.location)}</location></skill>`)
+  const disabled = take(o.disabledSkills ?? [], (d) => `- ${escape(d.name)} (${escape(d.category)})`)
+  return { deferred, enabled, disabled, leftOut }
+}
+
+/** The skills the prompt does not list because its skills section is full (see `MAX_SKILL_ENTRIES_CHARS`). */
+export const skillsLeftOut = (o: PromptOptions): ReadonlyArray<string> => skillEntries(o).leftOut
+
 const skillsSection = (o: PromptOptions) => {
-  const enabled = o.skills
-  const disabled = o.disabledSkills ?? []
-  if (enabled.length === 0 && disabled.length === 0) return ""
+  if (o.skills.length === 0 && (o.disabledSkills ?? []).length === 0) return ""
+  const entries = skillEntries(o)
   const readFile = toolsOf(o).has("read_file")
-  const disabledBlock = disabled.length === 0 ? "" : `
+  const leftOut = entries.leftOut.length === 0 ? "" : `
+${entries.leftOut.length} more installed skill${
+    entries.leftOut.length === 1 ? " is" : "s are"
+  } not listed here: the list has a size limit.`
+  const disabledBlock = entries.disabled.length === 0 ? "" : `
 <disabled_skills>
 These skills are installed but switched off. Never read, load or follow them:
-${disabled.map((d) => `- ${escape(d.name)} (${escape(d.category)})`).join("\n")}
+${entries.disabled.join("\n")}
 </disabled_skills>`
   const slash = `Explicit Slash Skill Activation: a user message that starts with /<skill-name> means the harness has
 already put that skill's SKILL.md in the conversation for you. Follow it; do not read the file again.`
-  if (o.skillDiscovery === "deferred" && toolsOf(o).has("describe_skill")) {
+  if (entries.deferred) {
     return `<skill_system>
 Skills are written procedures for kinds of work. To use one:
 1. Check <skill_index> for a skill whose name fits the task.
@@ -208,14 +255,10 @@ Skills are written procedures for kinds of work. To use one:
 ${slash}
 Skills are located at: ${escape(o.skillsContainer)}
 <skill_index>
-${[...enabled.map((s) => s.name)].sort().map(escape).join(", ")}
-</skill_index>${disabledBlock}
+${entries.enabled.join(", ")}
+</skill_index>${disabledBlock}${leftOut}
 </skill_system>`
   }
-  const entries = enabled.map((s) =>
-    `<skill><name>${escape(s.name)}</name><description>${escape(s.description)} ${skillTag(s)}</description>` +
-    `<location>${escape(s.location)}</location></skill>`
-  )
   return `<skill_system>
 Skills are written procedures for kinds of work. They load progressively:
 - Progressive Loading Pattern: when a request matches a skill's description, read its SKILL.md${
@@ -226,8 +269,8 @@ Skills are written procedures for kinds of work. They load progressively:
 ${slash}
 Skills are located at: ${escape(o.skillsContainer)}
 <available_skills>
-${entries.join("\n")}
-</available_skills>${disabledBlock}
+${entries.enabled.join("\n")}
+</available_skills>${disabledBlock}${leftOut}
 </skill_system>`
 }
 

@@ -11,11 +11,25 @@ import * as Schema from "effect/Schema"
 /** Where a skill comes from: `public` (built in, read-only) or `custom` (the user's own, editable). */
 export type Category = "public" | "custom"
 
+/** The longest skill name accepted (SPEC §9: DeerFlow's install check); a longer one rejects its SKILL.md. */
+export const MAX_NAME_CHARS = 64
+
+/** The longest description the prompt shows (SPEC §9); a longer one is cut to it, with a warning. */
+export const MAX_DESCRIPTION_CHARS = 1024
+
+/** A description cut to `MAX_DESCRIPTION_CHARS` (the last character an ellipsis when cut). */
+export const clipDescription = (text: string): string => {
+  if (text.length <= MAX_DESCRIPTION_CHARS) return text
+  // (never half of a surrogate pair)
+  const head = text.slice(0, MAX_DESCRIPTION_CHARS - 1).replace(/[\uD800-\uDBFF]$/, "")
+  return `${head}…`
+}
+
 /** A skill as discovered. */
 export interface Skill {
   /** Its `name` (front matter). */
   readonly name: string
-  /** Its `description` (front matter), whitespace-collapsed. */
+  /** Its `description` (front matter), whitespace-collapsed, at most `MAX_DESCRIPTION_CHARS`. */
   readonly description: string
   readonly category: Category
   /** The package's folder under its category (`deep-research`, or `team/review` when nested). */
@@ -47,7 +61,7 @@ export interface Catalog {
   readonly rejected: ReadonlyArray<Rejected>
   /** Skills replaced by a later one of the same name (a custom skill shadowing a public one). */
   readonly shadowed: ReadonlyArray<Skill>
-  /** Problems reading the skill states (`extensions_config.json`). */
+  /** Problems reading the skill states (`extensions_config.json`) and skills loaded with a cut description. */
   readonly warnings: ReadonlyArray<string>
 }
 

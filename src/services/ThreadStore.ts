@@ -5,6 +5,7 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
 import * as Os from "node:os"
 import type * as Option from "effect/Option"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
@@ -119,13 +120,30 @@ export const holderAlive = (owner: string): boolean => {
   const host = owner.slice(0, at)
   const pid = Number(owner.slice(at + 1))
   if (at < 0 || host !== Os.hostname() || !Number.isInteger(pid) || pid <= 0) return true
-  if (pid === process.pid) return true
+  return pid === process.pid || processAlive(pid)
+}
+
+/**
+ * Whether a process of this host is running: it exists (`kill(pid, 0)`; a process of another user counts) and
+ * is not a zombie, a process that has ended but that its parent has not reaped yet (an init that never reaps,
+ * as in many containers, keeps one for good). Where `/proc` cannot tell, an existing process counts as running.
+ */
+export const processAlive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return true
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false
   }
+  let stat: string
+  try {
+    stat = Fs.readFileSync(`/proc/${pid}/stat`, "latin1")
+  } catch {
+    return true
+  }
+  // `pid (comm) state ...`: the name may hold spaces and parentheses, the state follows the last `)`
+  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3)
+  return state !== "Z" && state !== "X"
 }
 
 /** Whether `holder` blocks `request`: another run's lease, unexpired, held by a live process. */

@@ -225,6 +225,37 @@ describe("the memory update queue", () => {
       assert.match(String((logged[0] as ReadonlyArray<string>)[0] ?? logged[0]), /^Memory not updated for thread t1/)
     }))
 
+  it.effect("a memory.json too large, or a FIFO, is neither injected nor updated, with a warning naming it and the limit", () =>
+    Effect.gen(function*() {
+      const { home, memory, requests } = yield* setup([UPDATE, UPDATE])
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      )
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      // a valid document over the limit (facts a model never wrote: 17 MiB of them), that would otherwise be injected
+      const fact = (i: number) => ({ id: `f${i}`, content: `Remembered fact ${i}: ${"deer ".repeat(36)}`, confidence: 0.9 })
+      const big = JSON.stringify({ facts: Array.from({ length: 80_000 }, (_, i) => fact(i)) })
+      assert.isAbove(big.length, 17 * 1024 * 1024)
+      Fs.writeFileSync(file, big)
+      assert.strictEqual(yield* memory.context({ userId: "default" }).pipe(Effect.provide(capture)), "")
+      assert.lengthOf(logged, 1)
+      assert.include(logged[0], `Memory not injected: Cannot read ${file}: too large`)
+      assert.include(logged[0], "over the limit of 16 MiB")
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      yield* memory.flush.pipe(Effect.provide(capture))
+      assert.lengthOf(requests, 0, "no update is asked for")
+      assert.include(logged[1], "Memory not updated for thread t1")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), big, "the file is left as it was")
+      // a FIFO (nobody writing) is refused at once: the run is not held up
+      Fs.rmSync(file)
+      ChildProcess.execFileSync("mkfifo", [file])
+      assert.strictEqual(yield* memory.context({ userId: "default" }).pipe(Effect.provide(capture)), "")
+      assert.include(logged[2], `Cannot read ${file}: not a regular file (a FIFO)`)
+    }), 60_000)
+
   it.effect("a custom agent has its own memory; memory off (or noop) makes no call and injects nothing", () =>
     Effect.gen(function*() {
       const { home, memory } = yield* setup([UPDATE])

@@ -11,6 +11,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import * as Logger from "effect/Logger"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as McpClient from "../../src/layers/McpClient.js"
@@ -74,6 +75,26 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
       assert.match(outside.text, /^Error: .*(denied|outside)/i)
       const statuses = yield* mcp.status
       assert.deepStrictEqual(statuses.map((s) => [s.name, s.state]), [["everything", "running"], ["fs", "running"], ["off", "disabled"]])
+    }), SLOW)
+
+  it.scopedLive("without setpriv a stdio server still starts, with one warning that it may outlive Antler", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      )
+      const mcp = yield* McpClient.make({
+        servers: { one: Servers.everything(), two: Servers.everything() },
+        setpriv: "/nonexistent/setpriv"
+      })
+      const catalog = yield* mcp.catalog.pipe(Effect.provide(capture))
+      assert.deepStrictEqual(catalog.problems, [])
+      assert.include(catalog.tools.map((t) => t.name), "two_echo")
+      assert.deepStrictEqual(logged, [
+        "MCP stdio servers start without a parent-death signal (setpriv (util-linux) was not found at " +
+        "/nonexistent/setpriv): a server may outlive Antler if Antler is killed"
+      ])
     }), SLOW)
 
   it.scopedLive("$VAR in env comes from the environment; an unset one keeps only that server from starting", () =>

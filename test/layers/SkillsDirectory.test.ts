@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -108,6 +109,41 @@ describe("SkillsDirectory", () => {
     assert.isTrue(broken.skills.every((s) => s.enabled))
     assert.match(broken.warnings[0]!, /extensions_config\.json: not valid JSON/)
   })
+
+  it.effect("bounded: a name over 64 characters, a SKILL.md over 1 MiB or a FIFO is rejected; a long description is cut, with a warning", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-skills-bounds-")
+      const root = Path.join(dir, "skills")
+      write(root, "public/ok/SKILL.md", skill("ok"))
+      write(root, "public/long-name/SKILL.md", skill("n".repeat(65)))
+      write(root, "public/wordy/SKILL.md", `---\nname: wordy\ndescription: ${"very ".repeat(1000)}\n---\n`)
+      write(root, "public/huge/SKILL.md", `${skill("huge")}${"padding\n".repeat(140_000)}`)
+      Fs.mkdirSync(Path.join(root, "public/pipe"))
+      ChildProcess.execFileSync("mkfifo", [Path.join(root, "public/pipe/SKILL.md")])
+      write(dir, "extensions_config.json", JSON.stringify({ skills: {}, padding: "x".repeat(1024 * 1024) }))
+      const catalog = SkillsDirectory.catalogOf(appAt(dir))
+      assert.deepStrictEqual(catalog.skills.map((s) => s.name), ["ok", "wordy"])
+      const wordy = catalog.skills[1]!
+      assert.strictEqual(wordy.description.length, 1024)
+      assert.isTrue(wordy.description.endsWith("…"))
+      const problems = Object.fromEntries(catalog.rejected.map((r) => [Path.relative(root, r.file), r.problem]))
+      assert.deepStrictEqual(problems, {
+        "public/huge/SKILL.md": "too large: 1.1 MiB, over the limit of 1 MiB",
+        "public/long-name/SKILL.md": "the name is 65 characters long (at most 64)",
+        "public/pipe/SKILL.md": "not a regular file (a FIFO)"
+      })
+      assert.deepStrictEqual(catalog.warnings, [
+        `${Path.join(dir, "extensions_config.json")}: too large: 1.0 MiB, over the limit of 1 MiB; skills stay enabled`,
+        `${Path.join(root, "public/wordy/SKILL.md")}: the description of wordy is 4999 characters long; the prompt ` +
+        "shows its first 1024"
+      ])
+      // reading a skill whose file became a FIFO since it was found is refused, not a hang
+      const ok = catalog.skills[0]!
+      Fs.rmSync(ok.file)
+      ChildProcess.execFileSync("mkfifo", [ok.file])
+      const error = yield* Effect.flip(SkillsDirectory.make(appAt(dir)).read(ok))
+      assert.strictEqual(error.message, "The SKILL.md of ok cannot be read: not a regular file (a FIFO)")
+    }))
 
   it("skills.path (relative to the config file) wins over the environment, which wins over skills/ next to it", () => {
     const dir = tempDir("antler-skills-where-")

@@ -12,6 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as TestClock from "effect/TestClock"
+import * as ChildProcess from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import { createRequire } from "node:module"
@@ -256,6 +257,37 @@ describe("SqliteThreadStore", () => {
         assert.deepStrictEqual([...loaded.state.artifacts], Array.from({ length: 10 }, (_, k) => `/t${i}/${k}`))
       }
     })))
+
+  it.live("a lease whose holder is a zombie (dead, not yet reaped by its parent) blocks nobody; a live holder does", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // `true` exits at once; `sleep`, which sh becomes, never reaps it: a real zombie, as under an init that
+      // does not reap (a container's), right after a crash.
+      const parent = yield* Effect.acquireRelease(
+        Effect.sync(() => ChildProcess.spawn("sh", ["-c", "true & echo $!; exec sleep 600"], { stdio: ["ignore", "pipe", "ignore"] })),
+        (child) => Effect.sync(() => child.kill("SIGKILL"))
+      )
+      const zombie = yield* Effect.promise(() =>
+        new Promise<number>((resolve) => parent.stdout!.once("data", (chunk: Buffer) => resolve(Number(chunk.toString().trim()))))
+      )
+      const state = () => /\) (\S)/.exec(fs.readFileSync(`/proc/${zombie}/stat`, "utf8"))?.[1]
+      while (state() !== "Z") yield* Effect.sleep("10 millis")
+      const filename = tempFile()
+      yield* withStore(filename, (store) => store.ensure("zombie"))
+      const now = Date.now()
+      const lease = (thread: string, pid: number) =>
+        withSql(filename, (sql) =>
+          sql`INSERT INTO leases (thread_id, run_id, owner, expires_at)
+              VALUES (${thread}, 'crashed', ${`${os.hostname()}:${pid}`}, ${now + 30_000})`)
+      yield* lease("zombie", zombie)
+      yield* lease("alive", parent.pid!)
+      yield* withStore(filename, (store) =>
+        Effect.gen(function*() {
+          assert.isUndefined(yield* store.acquireLease({ threadId: "zombie", runId: "next", ttlMs: 30_000, now }))
+          const held = yield* store.acquireLease({ threadId: "alive", runId: "next", ttlMs: 30_000, now })
+          assert.strictEqual(held?.owner, `${os.hostname()}:${parent.pid}`)
+        }))
+      assert.strictEqual(state(), "Z", "the holder was a zombie all along")
+    })), { timeout: 20_000 })
 
   it.effect("list is newest first with titles and checkpoint counts; runs are upserted and returned", () =>
     withStore(tempFile(), (store) =>

@@ -122,6 +122,52 @@ describe("the address policy", () => {
   })
 })
 
+describe("IPv4 addresses carried inside IPv6", () => {
+  // Each spelling of an IPv6 address that embeds a non-public IPv4 address, and the address it carries.
+  const refused: ReadonlyArray<readonly [string, string]> = [
+    ["::127.0.0.1", "a loopback address"], // IPv4-compatible
+    ["::7f00:1", "a loopback address"],
+    ["::10.0.0.1", "a private address"],
+    ["::ffff:127.0.0.1", "a loopback address"], // IPv4-mapped, every spelling
+    ["::ffff:7f00:1", "a loopback address"],
+    ["0:0:0:0:0:FFFF:7F00:0001", "a loopback address"],
+    ["0::ffff:169.254.169.254", "a link-local address (cloud metadata lives here)"],
+    ["::ffff:0:7f00:1", "a loopback address"], // IPv4-translated (SIIT)
+    ["64:ff9b::127.0.0.1", "a loopback address"], // NAT64, well-known prefix
+    ["64:ff9b::a9fe:a9fe", "a link-local address (cloud metadata lives here)"],
+    ["64:ff9b:1::7f00:1", "a local-use NAT64 address (it may reach any IPv4 address of its network)"],
+    ["64:ff9b:1:7f00:1::", "a local-use NAT64 address (it may reach any IPv4 address of its network)"],
+    ["2002:7f00:1::1", "a loopback address"], // 6to4: bits 16-48
+    ["2002:a00:1:ffff::", "a private address"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "a loopback address"], // Teredo, client 127.0.0.1 (bits inverted)
+    ["2001:0:4136:e378:8000:63bf:f5ff:fffe", "a private address"], // Teredo, client 10.0.0.1
+    ["2001:0:a00:1:8000:63bf:f7f7:f7f7", "a private address"] // Teredo, server 10.0.0.1
+  ]
+
+  it.scoped("web_fetch refuses each spelling before connecting, naming what the embedded address is", () =>
+    Effect.gen(function*() {
+      const fetch = WebTools.webFetch()
+      for (const [address, what] of refused) {
+        const text = yield* callTool(fetch, { url: `http://[${address}]:8080/` })
+        assert.match(text, /^Error: web_fetch refused http:\/\/\[/, address)
+        assert.include(text, `is ${what}`, address)
+      }
+    }))
+
+  it("an embedded public address is allowed where the rules allow it; a range in allow covers the carried address", () => {
+    const strict = SafeHttp.publicOnly()
+    for (const address of ["::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7"]) {
+      assert.isUndefined(SafeHttp.addressProblem(address, strict), address)
+    }
+    assert.strictEqual(SafeHttp.addressProblem("::1", strict), "a loopback address")
+    assert.strictEqual(SafeHttp.addressProblem("::", strict), "an unspecified address")
+    assert.isUndefined(SafeHttp.addressProblem("64:ff9b::a00:5", SafeHttp.publicOnly(["10.0.0.0/24"])))
+    assert.isUndefined(SafeHttp.addressProblem("2001:0:4136:e378:8000:63bf:f5ff:fffe", SafeHttp.publicOnly(["10.0.0.1"])))
+    assert.isDefined(SafeHttp.addressProblem("64:ff9b:1::808:808", strict), "local-use NAT64 is refused whole")
+    assert.isUndefined(SafeHttp.addressProblem("64:ff9b:1::808:808", SafeHttp.publicOnly(["64:ff9b:1::/48"])))
+  })
+})
+
 describe("web_search providers", () => {
   it.scoped("Tavily: a POST with the key as a bearer token; results as {title, url, snippet}", () =>
     Effect.gen(function*() {

@@ -178,6 +178,24 @@ describe("setup_agent and update_agent", () => {
       assert.strictEqual(Fs.readFileSync(CustomAgents.globalSoulPath(home), "utf8").trim(), "The default soul")
     }))
 
+  it.effect("a soul over 128 KiB is refused by setup_agent and update_agent (it could not be read back); nothing is written", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-big-")
+      const setup = AgentTools.setupAgent(home)
+      const huge = "Be thorough. ".repeat(12_000)
+      const refused = yield* callTool(setup, { soul: huge, description: "d" }, "ada")
+      assert.strictEqual(refused.text, "Error: The soul is 152.3 KiB; a SOUL.md holds at most 128 KiB. Write a shorter one.")
+      assert.isFalse(Fs.existsSync(Path.join(CustomAgents.agentsDir(home, "default"), "ada")))
+      const global = yield* callTool(setup, { soul: huge, description: "d" })
+      assert.match(global.text, /^Error: The soul is 152\.3 KiB/)
+      assert.isFalse(Fs.existsSync(CustomAgents.globalSoulPath(home)))
+      assert.strictEqual((yield* callTool(setup, { soul: "# Ada", description: "d" }, "ada")).text, "Agent 'ada' created successfully!")
+      const update = AgentTools.updateAgent(home, [])
+      const again = yield* callTool(update, { soul: huge }, "ada")
+      assert.match(again.text, /^Error: The soul is 152\.3 KiB/)
+      assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).soul, "# Ada")
+    }))
+
   it.effect("update_agent changes only what it is given, keeps unmanaged settings, treats 'null' as left out", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-tools-")

@@ -142,6 +142,47 @@ describe("SystemPrompt", () => {
   })
 })
 
+describe("SystemPrompt: the skills section is bounded", () => {
+  const many = (n: number, description: string) =>
+    Array.from({ length: n }, (_, i) => ({
+      name: `skill-${String(i).padStart(4, "0")}`,
+      description,
+      location: `/mnt/skills/public/skill-${i}/SKILL.md`
+    }))
+
+  it("a description longer than 1024 characters is cut to 1024 (its last an ellipsis)", () => {
+    const prompt = SystemPrompt.make({ ...base, skills: many(1, `Begins here. ${"word ".repeat(100_000)}`) })
+    const shown = /<description>([^<]*) \[built-in\]<\/description>/.exec(prompt)![1]!
+    assert.strictEqual(shown.length, 1024)
+    assert.isTrue(shown.startsWith("Begins here. word"))
+    assert.isTrue(shown.endsWith("…"))
+    assert.isBelow(prompt.length, 20_000)
+  })
+
+  it("skills past the section's budget are left out, counted in the section, and named by skillsLeftOut", () => {
+    for (const discovery of ["full", "deferred"] as const) {
+      const options: SystemPrompt.PromptOptions = {
+        ...base,
+        tools: [...base.tools!, "describe_skill"],
+        skillDiscovery: discovery,
+        skills: many(8000, "d".repeat(1000)),
+        disabledSkills: [{ name: "switched-off", category: "public" }]
+      }
+      const prompt = SystemPrompt.make(options)
+      const section = /<skill_system>[\s\S]*<\/skill_system>/.exec(prompt)![0]
+      assert.isBelow(section.length, SystemPrompt.MAX_SKILL_ENTRIES_CHARS + 3_000, discovery)
+      const leftOut = SystemPrompt.skillsLeftOut(options)
+      assert.isAbove(leftOut.length, 0, discovery)
+      assert.include(section, `${leftOut.length} more installed skills are not listed here: the list has a size limit.`)
+      for (const name of leftOut.slice(0, 20)) assert.notInclude(section, `${name}<`, discovery)
+      assert.include(section, "skill-0000")
+      // the same options give the same text
+      assert.strictEqual(SystemPrompt.make(options), prompt)
+    }
+    assert.deepStrictEqual(SystemPrompt.skillsLeftOut({ ...base, skills: many(3, "short") }), [])
+  })
+})
+
 describe("SystemPrompt: custom agents and subagents", () => {
   const base = { clarification: true, skills: [], skillsContainer: "/mnt/skills" }
   const tools = ["bash", "read_file", "write_file", "ask_clarification"]
