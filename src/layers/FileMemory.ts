@@ -83,15 +83,15 @@ const ioError = (what: string, file: string) => (cause: unknown) =>
 /**
  * The largest memory file read: 16 MiB. Parsing a larger one would hold the process for too long (Antler writes
  * files within `max_facts`, `max_fact_chars` and `max_summary_chars`, far smaller), so only a file written by
- * something else gets there. A larger one is a `corrupt` error; one that is not a regular file (a FIFO, a device)
- * an `io` error: memory is then neither injected nor updated (the file is left as it is).
+ * something else gets there. A larger one, or one that is not a regular file (a FIFO, a device), is an `io` error:
+ * memory is then neither injected nor updated (the file is left as it is).
  */
 export const MAX_FILE_BYTES = 16 * 1024 * 1024
 
 /**
  * Reads a memory document, within `limits` when given (what is over them is cut, and named in `cut`) and
- * redacted with `redact` when given; a missing file is an empty memory, a damaged one (or one over
- * `MAX_FILE_BYTES`) a `corrupt` error.
+ * redacted with `redact` when given; a missing file is an empty memory, a damaged one a `corrupt` error, one over
+ * `MAX_FILE_BYTES` or not a regular file an `io` error.
  */
 export const readCapped = (
   file: string,
@@ -101,27 +101,20 @@ export const readCapped = (
   Effect.flatMap(
     Effect.suspend(() => {
       const read = TextFile.read(file, MAX_FILE_BYTES)
-      type Read = { readonly text: string } | { readonly tooLarge: string } | undefined
-      if (Either.isRight(read)) return Effect.succeed<Read>({ text: read.right })
-      if (read.left.reason === "missing") return Effect.succeed<Read>(undefined)
-      if (read.left.reason === "too_large") return Effect.succeed<Read>({ tooLarge: read.left.problem })
+      if (Either.isRight(read)) return Effect.succeed<string | undefined>(read.right)
+      if (read.left.reason === "missing") return Effect.succeed(undefined)
+      const hint = read.left.reason === "too_large" ? "; antler memory clear starts it afresh" : ""
       return Effect.fail(
-        new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}`, cause: read.left })
+        new MemoryError({ reason: "io", message: `Cannot read ${read.left.message}${hint}`, cause: read.left })
       )
     }),
-    (read) => {
-      if (read === undefined) return Effect.succeed({ value: MemoryDoc.empty(), cut: [] })
+    (text) => {
+      if (text === undefined) return Effect.succeed({ value: MemoryDoc.empty(), cut: [] })
       const corrupt = (problem: string) =>
         Effect.fail(new MemoryError({ reason: "corrupt", message: `${file} is not a memory document: ${problem}` }))
-      if ("tooLarge" in read) {
-        return corrupt(
-          `it is ${read.tooLarge}: more than a memory file may be (${MAX_FILE_BYTES}); ` +
-            "antler memory clear starts it afresh"
-        )
-      }
       const decoded = limits === undefined
-        ? Either.map(MemoryDoc.decodeDocument(read.text), (value) => ({ value, cut: [] }))
-        : MemoryLimits.decodeDocument(read.text, limits, redact?.value)
+        ? Either.map(MemoryDoc.decodeDocument(text), (value) => ({ value, cut: [] }))
+        : MemoryLimits.decodeDocument(text, limits, redact?.value)
       return Either.match(decoded, { onLeft: corrupt, onRight: Effect.succeed })
     }
   )

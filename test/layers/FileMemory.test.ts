@@ -340,7 +340,7 @@ describe("what memory stores", () => {
       assert.notInclude(logs.join("\n"), KEY)
     }))
 
-  it.effect("a file over the limits is read cut to them (and redacted); one over MAX_FILE_BYTES is refused", () =>
+  it.effect("a file over the limits is read cut to them (and redacted); one over MAX_FILE_BYTES is refused (not read at all)", () =>
     Effect.gen(function*() {
       const app = { models: [{ name: "m", model: "m", api_key: KEY }] }
       const { home, memory } = yield* setup([UPDATE], {}, { app })
@@ -368,8 +368,8 @@ describe("what memory stores", () => {
       const huge = "t".repeat(FileMemory.MAX_FILE_BYTES)
       Fs.writeFileSync(file, JSON.stringify({ user: { topOfMind: { summary: huge } } }))
       const error = yield* Effect.flip(memory.load({ userId: "default" }))
-      assert.strictEqual(error.reason, "corrupt")
-      assert.include(error.message, `more than a memory file may be (${FileMemory.MAX_FILE_BYTES})`)
+      assert.strictEqual(error.reason, "io")
+      assert.include(error.message, "over the limit of 16 MiB; antler memory clear starts it afresh")
     }))
 
   it.live("the block of a memory at its limits is prepared in slices: the event loop runs meanwhile", () =>

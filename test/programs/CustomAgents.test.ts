@@ -186,7 +186,7 @@ describe("setup_agent and update_agent", () => {
       const refused = yield* callTool(setup, { soul: huge, description: "d" }, "ada")
       assert.strictEqual(refused.text, "Error: The soul is 152.3 KiB; a SOUL.md holds at most 128 KiB. Write a shorter one.")
       assert.isFalse(Fs.existsSync(Path.join(CustomAgents.agentsDir(home, "default"), "ada")))
-      const global = yield* callTool(setup, { soul: huge, description: "d" })
+      const global = yield* callTool(setup, { soul: huge, description: "d" }, undefined, true)
       assert.match(global.text, /^Error: The soul is 152\.3 KiB/)
       assert.isFalse(Fs.existsSync(CustomAgents.globalSoulPath(home)))
       assert.strictEqual((yield* callTool(setup, { soul: "# Ada", description: "d" }, "ada")).text, "Agent 'ada' created successfully!")
