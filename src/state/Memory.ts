@@ -109,7 +109,7 @@ export interface Turn {
 }
 
 /**
- * The text without its `<tag>…</tag>` blocks (and the whitespace after each when `trailing`), by search rather
+ * The text without its blocks of the given tags, opening to closing (and the whitespace after each when `trailing`), by search rather
  * than a lazy regex, which rescans to the end of the text for each opening tag without a closing one (quadratic
  * in a text the user or the model wrote).
  */

@@ -260,10 +260,11 @@ describe("SqliteThreadStore", () => {
 
   it.live("a lease whose holder is a zombie (dead, not yet reaped by its parent) blocks nobody; a live holder does", () =>
     Effect.scoped(Effect.gen(function*() {
-      // `true` exits at once; `sleep`, which sh becomes, never reaps it: a real zombie, as under an init that
-      // does not reap (a container's), right after a crash.
+      // the background `sleep 0.3` is still running when sh becomes `sleep 600` (so sh cannot have reaped it),
+      // and `sleep 600` never reaps it: a real zombie once it exits, as under an init that does not reap (a
+      // container's), right after a crash.
       const parent = yield* Effect.acquireRelease(
-        Effect.sync(() => ChildProcess.spawn("sh", ["-c", "true & echo $!; exec sleep 600"], { stdio: ["ignore", "pipe", "ignore"] })),
+        Effect.sync(() => ChildProcess.spawn("sh", ["-c", "sleep 0.3 & echo $!; exec sleep 600"], { stdio: ["ignore", "pipe", "ignore"] })),
         (child) => Effect.sync(() => child.kill("SIGKILL"))
       )
       const zombie = yield* Effect.promise(() =>
