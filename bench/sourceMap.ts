@@ -1,6 +1,6 @@
 /**
  * Source maps for start-up profiles of the bundled CLI: a frame in dist/cli/main.cjs is mapped back to the module
- * it came from (`node_modules/effect/dist/esm/Schema.js`, `src/programs/Cli.ts`), so that the summary of
+ * it came from (`node_modules/effect/dist/esm/Schema.js`, `src/programs/cli/Cli.ts`), so that the summary of
  * bench/cpuProfile.ts says which package and module cost what, as it does for the unbundled program. A small
  * reader of source map v3 (`mappings` in base64 VLQ); pure functions.
  */

@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 
-// `antler --version` alone is answered here, without loading the program (as src/programs/Cli.ts answers it).
+// `antler --version` alone is answered here, without loading the program (as src/programs/cli/Cli.ts answers it).
 if (process.argv.length === 3 && process.argv[2] === "--version") {
   let version = "0.0.0"
   try {

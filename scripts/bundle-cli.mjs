@@ -11,7 +11,7 @@
  * bin/antler.js runs the bundle when it is there and at least as new as dist/programs/ (else
  * dist/programs/main.js); the library (dist/index.js) is not bundled. Packages stay outside the bundle, loaded
  * from node_modules as from dist/, when they are native (better-sqlite3) or loaded only at first use (the
- * document converters' libraries, the MCP SDK, the tokenizer, the parsers of src/layers/OnDemand.ts): all are
+ * document converters' libraries, the MCP SDK, the tokenizer, the parsers of src/internal/OnDemand.ts): all are
  * dependencies of the package. What the sources load with `import()` is loaded with `require()` here (every
  * such package has a CommonJS build).
  *

@@ -1,7 +1,7 @@
 /**
  * The packages the bundles leave outside (loaded from node_modules at run time): native (better-sqlite3), or
  * loaded only at first use (the document converters' libraries, the MCP SDK, the tokenizer, the parsers of
- * src/layers/OnDemand.ts). Used by scripts/bundle-cli.mjs (the CLI) and bench/run.ts (the bundled bench worker).
+ * src/internal/OnDemand.ts). Used by scripts/bundle-cli.mjs (the CLI) and bench/run.ts (the bundled bench worker).
  */
 export const EXTERNAL = [
   "better-sqlite3",

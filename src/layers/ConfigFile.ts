@@ -17,7 +17,7 @@ import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
 import * as Json from "../state/Json.js"
-import * as OnDemand from "./OnDemand.js"
+import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
 
 /** One problem in a config file: where (a dotted key path, or a line and column) and what. */

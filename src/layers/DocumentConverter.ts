@@ -24,7 +24,7 @@ import type JSZip from "jszip"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type TurndownService from "turndown"
-import * as OnDemand from "./OnDemand.js"
+import * as OnDemand from "../internal/OnDemand.js"
 
 // The converters' libraries (several MB of JavaScript) load when a document of their format is first converted,
 // not with this module: a command that converts nothing does not pay for them. turndown (CommonJS) is required

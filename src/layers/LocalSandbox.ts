@@ -48,10 +48,10 @@ import {
   USER_DATA,
   WORKSPACE
 } from "../services/Sandbox.js"
-import * as Bash from "./Bash.js"
+import * as Bash from "./sandbox/Bash.js"
 import * as SkillsDirectory from "./SkillsDirectory.js"
-import * as Cgroup from "./Cgroup.js"
-import * as DiskQuota from "./DiskQuota.js"
+import * as Cgroup from "./sandbox/Cgroup.js"
+import * as DiskQuota from "./sandbox/DiskQuota.js"
 
 /** Options of the local provider. */
 export interface Options {

@@ -11,7 +11,7 @@
 import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as OnDemand from "../layers/OnDemand.js"
+import * as OnDemand from "../internal/OnDemand.js"
 import type { ToolDefinition } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"

@@ -21,7 +21,7 @@ import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.j
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
-import * as OnDemand from "../layers/OnDemand.js"
+import * as OnDemand from "../internal/OnDemand.js"
 
 /** The `additional_kwargs` key of the result metadata. */
 export const TOOL_META_KEY = "deerflow_tool_meta"

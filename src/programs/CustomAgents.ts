@@ -19,7 +19,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ConfigFile from "../layers/ConfigFile.js"
-import * as OnDemand from "../layers/OnDemand.js"
+import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "../layers/TextFile.js"
 
 /** Agent names: letters, digits and `-` (DeerFlow's `^[A-Za-z0-9-]+$`); see `nameProblem` for the whole rule. */

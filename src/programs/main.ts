@@ -9,7 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as Cli from "./Cli.js"
+import * as Cli from "./cli/Cli.js"
 
 const program = Cli.cli(process.argv).pipe(
   Effect.tapErrorCause((cause) =>

@@ -8,7 +8,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
+import * as PackageRoot from "../PackageRoot.js"
 
 /** The page's files: name → content type. */
 const FILES: Readonly<Record<string, string>> = {
@@ -17,12 +17,11 @@ const FILES: Readonly<Record<string, string>> = {
   "style.css": "text/css; charset=utf-8"
 }
 
-/** The directory holding the page's files (next to this module in `src/`, or in `src/` when run from `dist/`). */
-export const directory = (): string => {
-  const here = Path.dirname(fileURLToPath(import.meta.url))
-  const candidates = [Path.join(here, "web"), Path.resolve(here, "../../../src/programs/gateway/web")]
-  return candidates.find((dir) => Fs.existsSync(Path.join(dir, "index.html"))) ?? candidates[0]!
-}
+/**
+ * The directory holding the page's files: in the package's `src/programs/gateway/web/`, whether this code runs
+ * from `src/`, from `dist/` or bundled into `dist/cli/`.
+ */
+export const directory = (): string => Path.join(PackageRoot.root(), "src", "programs", "gateway", "web")
 
 const serve = (dir: string, name: string) =>
   Effect.suspend(() => {

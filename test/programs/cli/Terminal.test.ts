@@ -11,9 +11,9 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import * as Terminal from "../../src/programs/Terminal.js"
-import { antlerCommand } from "../support/cli.js"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as Terminal from "../../../src/programs/cli/Terminal.js"
+import { antlerCommand } from "../../support/cli.js"
 
 const SLOW = 180_000
 

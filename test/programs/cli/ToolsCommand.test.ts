@@ -11,10 +11,10 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
-import * as Servers from "../support/mcpServers.js"
-import { antlerCommand } from "../support/cli.js"
+import * as Servers from "../../support/mcpServers.js"
+import { antlerCommand } from "../../support/cli.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const FIXTURE = Path.join(ROOT, "test/fixtures/deerflow/config.example.yaml")
 const SLOW = 180_000
 

@@ -9,10 +9,10 @@ import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
-import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import * as RunCommand from "../../src/programs/RunCommand.js"
-import { antlerCommand } from "../support/cli.js"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as RunCommand from "../../../src/programs/cli/RunCommand.js"
+import { antlerCommand } from "../../support/cli.js"
 
 const SLOW = 180_000
 

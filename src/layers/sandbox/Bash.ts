@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import { StringDecoder } from "node:string_decoder"
 import * as Effect from "effect/Effect"
-import { SandboxError } from "../services/Sandbox.js"
+import { SandboxError } from "../../services/Sandbox.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Output

@@ -7,13 +7,13 @@ import * as Command from "@effect/cli/Command"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Fs from "node:fs"
-import { AppConfigService } from "../services/AppConfig.js"
-import { ThreadStore } from "../services/ThreadStore.js"
-import * as App from "./App.js"
+import { AppConfigService } from "../../services/AppConfig.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
-import * as Upload from "./Upload.js"
+import * as Upload from "../Upload.js"
 
 /** Uploads `files` into the thread, printing one line per file (none with `json`); a refusal is a usage error. */
 export const uploadFiles = (

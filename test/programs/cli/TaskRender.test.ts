@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Render from "../../src/programs/Render.js"
-import type { RunEvent } from "../../src/services/RunEvents.js"
-import * as M from "../../src/state/Message.js"
-import * as Redact from "../../src/state/Redact.js"
+import * as Render from "../../../src/programs/cli/Render.js"
+import type { RunEvent } from "../../../src/services/RunEvents.js"
+import * as M from "../../../src/state/Message.js"
+import * as Redact from "../../../src/state/Redact.js"
 
 const custom = (name: string, data: Record<string, unknown>): RunEvent => ({ type: "custom", name, data })
 

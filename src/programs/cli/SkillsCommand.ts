@@ -5,8 +5,8 @@
 import * as Command from "@effect/cli/Command"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as SkillsDirectory from "../layers/SkillsDirectory.js"
-import type { Catalog } from "../services/Skills.js"
+import * as SkillsDirectory from "../../layers/SkillsDirectory.js"
+import type { Catalog } from "../../services/Skills.js"
 import * as CliCommand from "./CliCommand.js"
 import * as Render from "./Render.js"
 

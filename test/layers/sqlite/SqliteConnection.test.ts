@@ -7,7 +7,7 @@ import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as SqliteConnection from "../../src/layers/SqliteConnection.js"
+import * as SqliteConnection from "../../../src/layers/sqlite/SqliteConnection.js"
 
 const tempFile = () => path.join(fs.mkdtempSync(path.join(os.tmpdir(), "antler-sqlite-connection-")), "a.sqlite")
 
@@ -135,7 +135,7 @@ describe("SqliteConnection.open", () => {
     const script = path.join(path.dirname(file), "leave-open.mjs")
     fs.writeFileSync(script, `
       import * as Effect from ${JSON.stringify(path.resolve("node_modules/effect/dist/esm/Effect.js"))}
-      import * as SqliteConnection from ${JSON.stringify(path.resolve("src/layers/SqliteConnection.ts"))}
+      import * as SqliteConnection from ${JSON.stringify(path.resolve("src/layers/sqlite/SqliteConnection.ts"))}
       await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
         const conn = yield* SqliteConnection.open(${JSON.stringify(file)})
         yield* conn.executeRaw("CREATE TABLE t (a TEXT)", [])

@@ -4,9 +4,9 @@
  * in `Render`'s style; every text from a model or a tool goes through the caller's `safe` (secrets hidden,
  * control characters made visible) and is clipped to one line.
  */
-import { TaskEvent } from "../services/SubagentRunner.js"
-import type { Message } from "../state/Message.js"
-import * as M from "../state/Message.js"
+import { TaskEvent } from "../../services/SubagentRunner.js"
+import type { Message } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
 import type { Style } from "./Render.js"
 
 const NAMES: ReadonlySet<string> = new Set(Object.values(TaskEvent))

@@ -22,17 +22,17 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
-import * as ConfigFile from "../layers/ConfigFile.js"
-import * as TextFile from "../layers/TextFile.js"
-import type { AppConfigService } from "../services/AppConfig.js"
-import type { RunEndEvent } from "../services/RunEvents.js"
-import { SafeId } from "../services/Sandbox.js"
-import { ThreadStore } from "../services/ThreadStore.js"
-import type * as Redact from "../state/Redact.js"
-import * as App from "./App.js"
+import * as ConfigFile from "../../layers/ConfigFile.js"
+import * as TextFile from "../../layers/TextFile.js"
+import type { AppConfigService } from "../../services/AppConfig.js"
+import type { RunEndEvent } from "../../services/RunEvents.js"
+import { SafeId } from "../../services/Sandbox.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import type * as Redact from "../../state/Redact.js"
+import * as PackageRoot from "../PackageRoot.js"
+import * as App from "../App.js"
 import * as Render from "./Render.js"
-import * as ToolAssembly from "./ToolAssembly.js"
+import * as ToolAssembly from "../ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Commands and their help
@@ -241,7 +241,7 @@ export const withStore = <A, E>(effect: (home: string) => Effect.Effect<A, E, Th
 // ---------------------------------------------------------------------------------------------------------
 // Hints
 
-const PACKAGE_ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const PACKAGE_ROOT = PackageRoot.root()
 
 const realpath = (path: string): string | undefined => {
   try {

@@ -12,12 +12,12 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as App from "./App.js"
+import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
-import * as Gateway from "./gateway/Gateway.js"
+import * as Gateway from "../gateway/Gateway.js"
 import * as Render from "./Render.js"
-import * as ToolAssembly from "./ToolAssembly.js"
+import * as ToolAssembly from "../ToolAssembly.js"
 
 const command = Command.make(
   "serve",

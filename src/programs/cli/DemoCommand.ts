@@ -1,7 +1,7 @@
 /** `antler demo`: a complete run, offline, with a SCRIPTED model on a local server (see Demo.ts). */
 import * as Command from "@effect/cli/Command"
 import * as Effect from "effect/Effect"
-import * as ConfigFile from "../layers/ConfigFile.js"
+import * as ConfigFile from "../../layers/ConfigFile.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode } from "./CliCommand.js"
 import * as Demo from "./Demo.js"

@@ -26,7 +26,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Fs from "node:fs"
-import * as ConfigFile from "../layers/ConfigFile.js"
+import * as Path from "node:path"
+import * as PackageRoot from "../PackageRoot.js"
+import * as ConfigFile from "../../layers/ConfigFile.js"
 import * as AgentsCommand from "./AgentsCommand.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
@@ -61,7 +63,7 @@ export const COMMANDS: ReadonlyArray<CliCommand.Entry> = [
 
 const version = (): string => {
   try {
-    return JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version ?? "0.0.0"
+    return JSON.parse(Fs.readFileSync(Path.join(PackageRoot.root(), "package.json"), "utf8")).version ?? "0.0.0"
   } catch {
     return "0.0.0"
   }
