@@ -13,6 +13,7 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
@@ -116,6 +117,15 @@ export interface Options {
   readonly factory?: Factory.Options | undefined
 }
 
+/** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
+const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const asked = `${request.method} ${request.url}`
+  return Api.problem(
+    404,
+    `The gateway has no route for ${asked.length > 200 ? `${asked.slice(0, 200)}...` : asked}.`
+  )
+}
+
 /** The span every run is traced under: the root of its own trace, with the thread, run and model. */
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
   Effect.withSpan(effect, "antler.run", {
@@ -177,7 +187,9 @@ export const layer = (options: Options) => {
     const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
-    const routes = HttpRouter.concat(api, Web.router())
+    const routes = HttpRouter.concat(api, Web.router()).pipe(
+      Effect.catchTag("RouteNotFound", (error) => Effect.succeed(notRouted(error.request)))
+    )
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
