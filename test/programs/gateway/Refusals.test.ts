@@ -1,10 +1,13 @@
 /**
- * Requests the gateway takes no route for: a path it does not serve, a method a path does not take. Each gets a
- * JSON problem saying so (as every other refusal does), not an empty answer a client cannot tell from a broken
- * proxy; and the gateway serves the next request as before. Raw HTTP requests (node:http) against a real gateway.
+ * Requests the gateway takes no route for: a path it does not serve, a method a path does not take; and requests
+ * Node's HTTP parser refuses before any route sees them: a method it does not know, headers over its limit, no
+ * Host header. Each gets a JSON problem saying so (as every other refusal does), not an empty answer a client
+ * cannot tell from a broken proxy; and the gateway serves the next request as before. Raw HTTP requests
+ * (node:http, or a socket where node:http would not send the request) against a real gateway.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -17,8 +20,8 @@ interface Answer {
 let gateway: TestGateway
 let port = 0
 
-/** A raw request with exactly these headers (`host` added unless given). */
-const raw = (method: string, path: string, headers: Record<string, string> = {}) =>
+/** A raw request with exactly these headers (`host` added unless given as null). */
+const raw = (method: string, path: string, headers: Record<string, string | null> = {}) =>
   new Promise<Answer>((resolve, reject) => {
     const request = Http.request({ host: "127.0.0.1", port, method, path, setHost: false, agent: false }, (response) => {
       let text = ""
@@ -28,9 +31,29 @@ const raw = (method: string, path: string, headers: Record<string, string> = {})
     })
     request.on("error", reject)
     for (const [name, value] of Object.entries({ host: `127.0.0.1:${port}`, ...headers })) {
-      request.setHeader(name, value)
+      if (value !== null) request.setHeader(name, value)
     }
     request.end()
+  })
+
+/** The text of a request written to a socket as is, and the answer read until the server closes it. */
+const socket = (text: string) =>
+  new Promise<Answer>((resolve, reject) => {
+    const connection = Net.connect(port, "127.0.0.1", () => connection.end(text))
+    let received = ""
+    connection.setEncoding("latin1")
+    connection.on("data", (chunk) => (received += chunk))
+    connection.on("error", reject)
+    connection.on("close", () => {
+      const [head = "", ...rest] = received.split("\r\n\r\n")
+      const [statusLine = "", ...lines] = head.split("\r\n")
+      const headers: Http.IncomingHttpHeaders = {}
+      for (const line of lines) {
+        const colon = line.indexOf(":")
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim()
+      }
+      resolve({ status: Number(statusLine.split(" ")[1]), headers, body: rest.join("\r\n\r\n") })
+    })
   })
 
 /** The problem an answer is: its status and detail. */
@@ -74,5 +97,32 @@ describe("requests no route takes", () => {
     const refused = problem(await raw("GET", path))
     assert.strictEqual(refused.status, 404)
     assert.isBelow(refused.detail.length, 500)
+  })
+})
+
+describe("requests Node's HTTP parser refuses", () => {
+  it("a method Node does not know is a 400 problem", async () => {
+    for (const method of ["FOO", "PROPFIND2", "BREW"]) {
+      const refused = problem(await socket(`${method} /ok HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`))
+      assert.strictEqual(refused.status, 400)
+      assert.include(refused.detail, "not an HTTP request")
+    }
+    assert.strictEqual((await raw("GET", "/ok")).status, 200)
+  })
+
+  it("headers over Node's limit are a 431 problem", async () => {
+    for (const name of ["x-fill", "authorization", "cookie"]) {
+      const refused = problem(await raw("GET", "/ok", { [name]: "f".repeat(20_000) }))
+      assert.strictEqual(refused.status, 431)
+      assert.include(refused.detail, "headers")
+    }
+    assert.strictEqual((await raw("GET", "/ok")).status, 200)
+  })
+
+  it("a request without a Host header is a 400 problem saying so", async () => {
+    const refused = problem(await raw("GET", "/ok", { host: null }))
+    assert.strictEqual(refused.status, 400)
+    assert.include(refused.detail, "no Host header")
+    assert.strictEqual(problem(await raw("POST", "/threads", { host: null })).status, 400)
   })
 })
