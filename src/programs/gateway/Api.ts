@@ -784,19 +784,15 @@ export const router = (options: Options) =>
     const uploadFiles = Effect.gen(function*() {
       const userId = yield* user
       const { stored, threadId } = yield* threadRef(userId)
-      const request = yield* HttpServerRequest.HttpServerRequest
-      // (the multipart parser throws, outside the effect, on a form without a boundary)
-      const refused = Body.multipartProblem(request.headers)
-      if (refused !== undefined) return yield* refused
       const limits = config.uploads
-      const form = yield* request.multipart.pipe(
+      const form = yield* Body.multipart.pipe(
         Multipart.withLimits({
           maxParts: Option.some(limits.max_files + 20),
           maxFileSize: Option.some(limits.max_file_size),
           maxTotalSize: Option.some(limits.max_total_size + 1024 * 1024)
         }),
         Effect.mapError((error) =>
-          fail(
+          error instanceof GatewayError ? error : fail(
             error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" || error.reason === "TooManyParts"
               ? "unprocessable"
               : "bad_request",

@@ -2,15 +2,20 @@
  * The bodies the gateway reads. JSON comes only with `Content-Type: application/json` (a form or `text/plain`
  * is what a web page may send anywhere without asking, so it is refused), at most `MAX_JSON_BYTES` of it,
  * nested at most `MAX_JSON_DEPTH` deep; a request without a body needs no content type (the LangGraph SDK's
- * cancel). Uploads come as `multipart/form-data` with a boundary. Every refusal is a `GatewayError` saying what
- * was wrong: 400 (malformed), 413 (too large), 415 (wrong content type), 422 (wrong shape).
+ * cancel). Uploads come as `multipart/form-data` with a boundary, ending with the form's closing boundary. Every
+ * refusal is a `GatewayError` saying what was wrong: 400 (malformed), 413 (too large), 415 (wrong content type),
+ * 422 (wrong shape).
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Http from "node:http"
+import { Transform } from "node:stream"
 import * as Json from "../../state/Json.js"
 import * as Protocol from "./Protocol.js"
 import { GatewayError } from "./Runs.js"
@@ -181,3 +186,52 @@ export const multipartProblem = (headers: Readonly<Record<string, string | undef
   }
   return undefined
 }
+
+/**
+ * Passes a form's body through, calling `unclosed` when it ends without the form's closing boundary
+ * (`CRLF--boundary--`, or `--boundary--` first thing): the only end the multipart parser knows, which waits
+ * forever for the rest of a form cut short.
+ */
+const watchClosing = (boundary: string, unclosed: () => void) => {
+  const delimiter = Buffer.from(`\r\n--${boundary}--`)
+  let seen = false
+  // (the parser reads the body as if after a line break, so that a boundary may come first)
+  let tail = Buffer.from("\r\n")
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      if (!seen) {
+        const window = Buffer.concat([tail, chunk])
+        seen = window.includes(delimiter)
+        tail = window.subarray(Math.max(0, window.length - delimiter.length + 1))
+      }
+      callback(null, chunk)
+    },
+    flush(callback) {
+      if (!seen) unclosed()
+      callback()
+    }
+  })
+}
+
+/**
+ * An upload's form, its files saved as temporary files (bounded by `Multipart.withLimits`). Refused when its
+ * headers are not a form's (`multipartProblem`), and when its body ends before the form's closing boundary (400).
+ */
+export const multipart = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  // (the multipart parser throws, outside the effect, on a form without a boundary)
+  const refused = multipartProblem(request.headers)
+  if (refused !== undefined) return yield* refused
+  const boundary = contentTypeOf(request.headers)!.params["boundary"]!
+  const cut = yield* Deferred.make<never, GatewayError>()
+  const source = NodeHttpServerRequest.toIncomingMessage(request).pipe(watchClosing(boundary, () =>
+    Deferred.unsafeDone(
+      cut,
+      Exit.fail(fail(
+        "bad_request",
+        "The multipart form ends before its closing boundary (--boundary--): the body was cut short."
+      ))
+    )
+  ))
+  return yield* Effect.raceFirst(NodeMultipart.persisted(source, request.headers), Deferred.await(cut))
+})

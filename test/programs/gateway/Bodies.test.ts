@@ -175,4 +175,37 @@ describe("uploads", () => {
     assert.strictEqual(((await list.json()) as { count: number }).count, 0)
     await stillServing()
   })
+
+  it("a form whose body ends before its closing boundary is a 400 saying so (it was never answered)", async () => {
+    const path = `/api/threads/${threadId}/uploads`
+    const head = "--bb\r\nContent-Disposition: form-data; name=\"files\"; filename=\"cut.txt\"\r\n"
+    const cut = [
+      ["ended in a file", `${head}Content-Type: text/plain\r\n\r\nhello\r\n`],
+      ["ended in a part's headers", head],
+      ["ended after a boundary", `${head}\r\nhello\r\n--bb\r\n`],
+      ["empty", ""]
+    ]
+    for (const [name, form] of cut) {
+      for (const type of ["multipart/form-data; boundary=bb", "multipart/form-data; boundary=\"bb\""]) {
+        const response = await fetch(`${gateway.url}${path}`, {
+          method: "POST",
+          body: form,
+          headers: { "content-type": type },
+          // (without the fix no answer ever came)
+          signal: AbortSignal.timeout(10_000)
+        })
+        const refused = await problem(response)
+        assert.strictEqual(refused.status, 400, `${name}: ${refused.detail}`)
+        assert.include(refused.detail, "closing boundary")
+      }
+    }
+    const closed = `${head}\r\nhello\r\n--bb--\r\n`
+    const taken = await post(path, closed, { "content-type": "multipart/form-data; boundary=bb" })
+    assert.strictEqual(taken.status, 200)
+    const list = await fetch(`${gateway.url}/api/threads/${threadId}/uploads/list`)
+    assert.deepStrictEqual(((await list.json()) as { files: Array<{ filename: string }> }).files.map((f) => f.filename), [
+      "cut.txt"
+    ])
+    await stillServing()
+  })
 })
