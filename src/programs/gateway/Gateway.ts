@@ -139,10 +139,16 @@ const unparsedProblem = (error: NodeJS.ErrnoException): readonly [number, string
   }
 }
 
+/** Whether the bytes Node failed to parse are a HEAD request's (whose answer has no body), as far as they show. */
+const isHead = (error: Error): boolean => {
+  const packet = (error as { readonly rawPacket?: unknown }).rawPacket
+  return Buffer.isBuffer(packet) && /^\s*HEAD /.test(packet.subarray(0, 16).toString("latin1"))
+}
+
 /**
  * Answers what Node's parser refused (a method it does not know, headers over its limit, malformed HTTP) with a
  * JSON problem, as every other refusal is answered; Node's own answer was an empty 400 or 431. Written to the
- * socket as Node's is: only when nothing of an answer went out on it yet.
+ * socket as Node's is: only when nothing of an answer went out on it yet; without the body to a HEAD request.
  */
 const refuseUnparsed = (error: NodeJS.ErrnoException, socket: Stream.Duplex) => {
   const inFlight = (socket as { readonly _httpMessage?: { readonly headersSent?: boolean } })._httpMessage
@@ -154,7 +160,7 @@ const refuseUnparsed = (error: NodeJS.ErrnoException, socket: Stream.Duplex) => 
   const body = JSON.stringify({ type: "about:blank", title, status, detail })
   socket.end(
     `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${isHead(error) ? "" : body}`,
     () => socket.destroy()
   )
 }

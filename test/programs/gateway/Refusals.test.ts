@@ -119,6 +119,13 @@ describe("requests Node's HTTP parser refuses", () => {
     assert.strictEqual((await raw("GET", "/ok")).status, 200)
   })
 
+  it("the answer to a HEAD request over the limit has no body (a client reads none, and would fail on one)", async () => {
+    const refused = await raw("HEAD", "/ok", { "x-fill": "f".repeat(40_000) })
+    assert.strictEqual(refused.status, 431)
+    assert.strictEqual(refused.headers["content-type"], "application/problem+json")
+    assert.strictEqual(refused.body, "")
+  })
+
   it("a request without a Host header is a 400 problem saying so", async () => {
     const refused = problem(await raw("GET", "/ok", { host: null }))
     assert.strictEqual(refused.status, 400)
