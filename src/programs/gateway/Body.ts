@@ -178,14 +178,18 @@ export const multipartProblem = (headers: Readonly<Record<string, string | undef
     )
   }
   const boundary = type.params["boundary"]
-  if (boundary === undefined || boundary.length === 0 || boundary.length > 70) {
+  if (boundary === undefined || !BOUNDARY.test(boundary)) {
     return fail(
       "bad_request",
-      "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=...)."
+      "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=..., 1-70 letters, " +
+        "digits or '()+_,-./:=? and spaces, not ending with a space)."
     )
   }
   return undefined
 }
+
+/** What a multipart boundary may be (RFC 2046: `bchars`, 1-70 of them, not ending with a space). */
+const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/
 
 /**
  * Passes a form's body through, calling `unclosed` when it ends without the form's closing boundary
@@ -219,10 +223,13 @@ const watchClosing = (boundary: string, unclosed: () => void) => {
  */
 export const multipart = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  // (the multipart parser throws, outside the effect, on a form without a boundary)
+  // (the multipart parser throws, outside the effect, on a form without a boundary it reads)
   const refused = multipartProblem(request.headers)
   if (refused !== undefined) return yield* refused
   const boundary = contentTypeOf(request.headers)!.params["boundary"]!
+  // the parser is given the boundary as read here, in the one spelling it reads (it reads some others not at all:
+  // `boundary=x;` or `;;boundary=x` made it throw), so that it splits the form where the watch looks for its end
+  const headers = { ...request.headers, "content-type": `multipart/form-data; boundary="${boundary}"` }
   const cut = yield* Deferred.make<never, GatewayError>()
   const source = NodeHttpServerRequest.toIncomingMessage(request).pipe(watchClosing(boundary, () =>
     Deferred.unsafeDone(
@@ -233,5 +240,5 @@ export const multipart = Effect.gen(function*() {
       ))
     )
   ))
-  return yield* Effect.raceFirst(NodeMultipart.persisted(source, request.headers), Deferred.await(cut))
+  return yield* Effect.raceFirst(NodeMultipart.persisted(source, headers), Deferred.await(cut))
 })

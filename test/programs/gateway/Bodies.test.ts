@@ -208,4 +208,33 @@ describe("uploads", () => {
     ])
     await stillServing()
   })
+
+  it("takes a form whatever way its Content-Type spells the boundary; refuses one no form may have (400)", async () => {
+    const path = `/api/threads/${threadId}/uploads`
+    const form = (name: string) =>
+      `--bb\r\nContent-Disposition: form-data; name="files"; filename="${name}"\r\n\r\nhello\r\n--bb--\r\n`
+    const spellings = [
+      "multipart/form-data; boundary=bb;",
+      "multipart/form-data;;boundary=bb",
+      "multipart/form-data ; boundary=bb",
+      "Multipart/Form-Data; BOUNDARY=bb",
+      "multipart/form-data; boundary=\"bb\"x",
+      "multipart/form-data; boundary= bb",
+      "multipart/form-data; charset=utf-8; boundary=bb; boundary=other"
+    ]
+    for (const [i, type] of spellings.entries()) {
+      const response = await post(path, form(`spelled-${i}.txt`), { "content-type": type })
+      assert.strictEqual(response.status, 200, `${type}: ${await response.text()}`)
+    }
+    for (const type of ["multipart/form-data; boundary=\"b\\\"b\"", "multipart/form-data; boundary=b{b}", "multipart/form-data; boundary=\"bb \""]) {
+      const refused = await problem(await post(path, form("never.txt"), { "content-type": type }))
+      assert.strictEqual(refused.status, 400, `${type}: ${refused.detail}`)
+      assert.include(refused.detail, "boundary")
+    }
+    const list = await fetch(`${gateway.url}/api/threads/${threadId}/uploads/list`)
+    const names = ((await list.json()) as { files: Array<{ filename: string }> }).files.map((f) => f.filename)
+    assert.deepStrictEqual(names.filter((n) => n.startsWith("spelled-")).sort(), spellings.map((_, i) => `spelled-${i}.txt`))
+    assert.notInclude(names, "never.txt")
+    await stillServing()
+  })
 })
