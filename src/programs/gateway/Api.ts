@@ -650,6 +650,7 @@ export const router = (options: Options) =>
       })
 
     const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
+    const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
 
     const updateState = Effect.gen(function*() {
       const userId = yield* user
@@ -661,11 +662,19 @@ export const router = (options: Options) =>
         return yield* fail("unprocessable", "values: expected an object of state fields")
       }
       const { messages: rawMessages, ...fields } = values as Record<string, unknown>
+      // fields that name host resources: ViewImage reads `viewed_images` files and sends them to the model, a run
+      // writes large tool outputs to the `sandbox` bound, `thread_data` holds the thread's directories
+      const serverOwn = SERVER_FIELDS.find((field) => Object.hasOwn(fields, field))
+      if (serverOwn !== undefined) {
+        return yield* fail(
+          "unprocessable",
+          `values.${serverOwn} is the server's own field (it names host resources); clients cannot set it.`
+        )
+      }
       const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(fields)
       if (Either.isLeft(decoded)) {
         return yield* fail("unprocessable", `values: ${Protocol.describeParseError(decoded.left)}`)
       }
-      if ("thread_data" in fields) return yield* fail("unprocessable", "values.thread_data is the server's own field.")
       const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
       if (rawMessages !== undefined) {
         const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
