@@ -702,10 +702,19 @@ export const router = (options: Options) =>
       if (holder !== undefined) {
         return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
       }
-      const appended = yield* Effect.either(store.append(stored, writer, [update])).pipe(
-        Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer)))
-      )
-      if (Either.isLeft(appended)) return yield* fail("unprocessable", appended.left.message)
+      // an update that does not apply to the thread (removing a message it does not have) is refused, not
+      // stored: stored, it would make every later load of the thread fail
+      const appended = yield* Effect.either(Effect.gen(function*() {
+        const current = yield* loadState(stored)
+        const applied = applyUpdates(current.state, [update])
+        if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
+        return yield* store.append(stored, writer, [update])
+      })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
+      if (Either.isLeft(appended)) {
+        return yield* appended.left instanceof GatewayError
+          ? appended.left
+          : fail("unprocessable", appended.left.message)
+      }
       const latest = yield* currentState(thread)
       return json({ checkpoint: latest.checkpoint })
     })

@@ -6,6 +6,9 @@
  * `config.yaml` and at `/etc/passwd`, and his next run sent their bytes to the model; he bound his thread to
  * alice's sandbox. Each such update is now a 422 naming the field; the thread is unchanged, and his next run's
  * model call carries none of those files. Other fields (title, todos, messages) are still a client's to set.
+ *
+ * An update that does not apply to the thread (removing a message it does not have) is a 422 too; it was stored,
+ * and every later read of the thread was a 500.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -123,5 +126,32 @@ describe("state fields that name host resources", () => {
     const state = (await bob("GET", "/threads/mine/state")).json()
     assert.strictEqual(state.values.title, "My plans")
     assert.deepStrictEqual(state.values.todos, [{ content: "pack", status: "pending" }])
+  })
+})
+
+describe("updates that do not apply to the thread", () => {
+  it("removing a message the thread does not have is a 422; the thread stays readable, and a real removal works", async () => {
+    assert.strictEqual((await bob("POST", "/threads", { thread_id: "notes" })).status, 200)
+    const added = await bob("POST", "/threads/notes/state", {
+      values: { messages: [{ type: "human", content: "keep me", id: "m1" }, { type: "human", content: "drop me", id: "m2" }] }
+    })
+    assert.strictEqual(added.status, 200, added.text)
+    const before = (await bob("GET", "/threads/notes/state")).json()
+    for (const messages of [[{ type: "remove", id: "nope" }], [{ type: "human", content: "x", id: "m3" }, {
+      type: "remove",
+      id: "missing"
+    }]]) {
+      const refused = await bob("POST", "/threads/notes/state", { values: { messages } })
+      assert.strictEqual(refused.status, 422, refused.text)
+      assert.include(refused.json().detail, "does not exist in the thread")
+    }
+    const after = await bob("GET", "/threads/notes/state")
+    assert.strictEqual(after.status, 200, after.text)
+    assert.deepStrictEqual(after.json(), before)
+    assert.strictEqual((await bob("GET", "/threads/notes/history")).status, 200)
+    const removed = await bob("POST", "/threads/notes/state", { values: { messages: [{ type: "remove", id: "m2" }] } })
+    assert.strictEqual(removed.status, 200, removed.text)
+    const state = (await bob("GET", "/threads/notes/state")).json()
+    assert.deepStrictEqual(state.values.messages.map((m: { id: string }) => m.id), ["m1"])
   })
 })
