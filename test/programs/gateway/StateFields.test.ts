@@ -130,10 +130,12 @@ describe("state fields that name host resources", () => {
 })
 
 describe("updates that do not apply to the thread", () => {
-  it("removing a message the thread does not have is a 422; the thread stays readable, and a real removal works", async () => {
+  it("removing a message the thread does not have is a 422, the thread stays readable; real removals work", async () => {
     assert.strictEqual((await bob("POST", "/threads", { thread_id: "notes" })).status, 200)
     const added = await bob("POST", "/threads/notes/state", {
-      values: { messages: [{ type: "human", content: "keep me", id: "m1" }, { type: "human", content: "drop me", id: "m2" }] }
+      values: {
+        messages: [{ type: "human", content: "keep me", id: "m1" }, { type: "human", content: "drop me", id: "m2" }]
+      }
     })
     assert.strictEqual(added.status, 200, added.text)
     const before = (await bob("GET", "/threads/notes/state")).json()
