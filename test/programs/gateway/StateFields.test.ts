@@ -130,7 +130,7 @@ describe("state fields that name host resources", () => {
 })
 
 describe("updates that do not apply to the thread", () => {
-  it("removing a message the thread does not have is a 422, the thread stays readable; real removals work", async () => {
+  it("removing a message the thread lacks is a 422, the thread stays readable; real removals work", async () => {
     assert.strictEqual((await bob("POST", "/threads", { thread_id: "notes" })).status, 200)
     const added = await bob("POST", "/threads/notes/state", {
       values: {
