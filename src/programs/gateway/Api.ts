@@ -650,6 +650,7 @@ export const router = (options: Options) =>
       })
 
     const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
+    const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
 
     const updateState = Effect.gen(function*() {
       const userId = yield* user
@@ -661,11 +662,19 @@ export const router = (options: Options) =>
         return yield* fail("unprocessable", "values: expected an object of state fields")
       }
       const { messages: rawMessages, ...fields } = values as Record<string, unknown>
+      // fields that name host resources: ViewImage reads `viewed_images` files and sends them to the model, a run
+      // writes large tool outputs to the `sandbox` bound, `thread_data` holds the thread's directories
+      const serverOwn = SERVER_FIELDS.find((field) => Object.hasOwn(fields, field))
+      if (serverOwn !== undefined) {
+        return yield* fail(
+          "unprocessable",
+          `values.${serverOwn} is the server's own field (it names host resources); clients cannot set it.`
+        )
+      }
       const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(fields)
       if (Either.isLeft(decoded)) {
         return yield* fail("unprocessable", `values: ${Protocol.describeParseError(decoded.left)}`)
       }
-      if ("thread_data" in fields) return yield* fail("unprocessable", "values.thread_data is the server's own field.")
       const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
       if (rawMessages !== undefined) {
         const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
@@ -693,10 +702,19 @@ export const router = (options: Options) =>
       if (holder !== undefined) {
         return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
       }
-      const appended = yield* Effect.either(store.append(stored, writer, [update])).pipe(
-        Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer)))
-      )
-      if (Either.isLeft(appended)) return yield* fail("unprocessable", appended.left.message)
+      // an update that does not apply to the thread (removing a message it does not have) is refused, not
+      // stored: stored, it would make every later load of the thread fail
+      const appended = yield* Effect.either(Effect.gen(function*() {
+        const current = yield* loadState(stored)
+        const applied = applyUpdates(current.state, [update])
+        if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
+        return yield* store.append(stored, writer, [update])
+      })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
+      if (Either.isLeft(appended)) {
+        return yield* appended.left instanceof GatewayError
+          ? appended.left
+          : fail("unprocessable", appended.left.message)
+      }
       const latest = yield* currentState(thread)
       return json({ checkpoint: latest.checkpoint })
     })
@@ -784,19 +802,15 @@ export const router = (options: Options) =>
     const uploadFiles = Effect.gen(function*() {
       const userId = yield* user
       const { stored, threadId } = yield* threadRef(userId)
-      const request = yield* HttpServerRequest.HttpServerRequest
-      // (the multipart parser throws, outside the effect, on a form without a boundary)
-      const refused = Body.multipartProblem(request.headers)
-      if (refused !== undefined) return yield* refused
       const limits = config.uploads
-      const form = yield* request.multipart.pipe(
+      const form = yield* Body.multipart.pipe(
         Multipart.withLimits({
           maxParts: Option.some(limits.max_files + 20),
           maxFileSize: Option.some(limits.max_file_size),
           maxTotalSize: Option.some(limits.max_total_size + 1024 * 1024)
         }),
         Effect.mapError((error) =>
-          fail(
+          error instanceof GatewayError ? error : fail(
             error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" || error.reason === "TooManyParts"
               ? "unprocessable"
               : "bad_request",

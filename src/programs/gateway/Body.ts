@@ -2,15 +2,20 @@
  * The bodies the gateway reads. JSON comes only with `Content-Type: application/json` (a form or `text/plain`
  * is what a web page may send anywhere without asking, so it is refused), at most `MAX_JSON_BYTES` of it,
  * nested at most `MAX_JSON_DEPTH` deep; a request without a body needs no content type (the LangGraph SDK's
- * cancel). Uploads come as `multipart/form-data` with a boundary. Every refusal is a `GatewayError` saying what
- * was wrong: 400 (malformed), 413 (too large), 415 (wrong content type), 422 (wrong shape).
+ * cancel). Uploads come as `multipart/form-data` with a boundary, ending with the form's closing boundary. Every
+ * refusal is a `GatewayError` saying what was wrong: 400 (malformed), 413 (too large), 415 (wrong content type),
+ * 422 (wrong shape).
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Http from "node:http"
+import { Transform } from "node:stream"
 import * as Json from "../../state/Json.js"
 import * as Protocol from "./Protocol.js"
 import { GatewayError } from "./Runs.js"
@@ -173,11 +178,67 @@ export const multipartProblem = (headers: Readonly<Record<string, string | undef
     )
   }
   const boundary = type.params["boundary"]
-  if (boundary === undefined || boundary.length === 0 || boundary.length > 70) {
+  if (boundary === undefined || !BOUNDARY.test(boundary)) {
     return fail(
       "bad_request",
-      "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=...)."
+      "The multipart form has no valid boundary (Content-Type: multipart/form-data; boundary=..., 1-70 letters, " +
+        "digits or '()+_,-./:=? and spaces, not ending with a space)."
     )
   }
   return undefined
 }
+
+/** What a multipart boundary may be (RFC 2046: `bchars`, 1-70 of them, not ending with a space). */
+const BOUNDARY = /^[0-9A-Za-z'()+_,\-./:=? ]{0,69}[0-9A-Za-z'()+_,\-./:=?]$/
+
+/**
+ * Passes a form's body through, calling `unclosed` when it ends without the form's closing boundary
+ * (`CRLF--boundary--`, or `--boundary--` first thing): the only end the multipart parser knows, which waits
+ * forever for the rest of a form cut short.
+ */
+const watchClosing = (boundary: string, unclosed: () => void) => {
+  const delimiter = Buffer.from(`\r\n--${boundary}--`)
+  let seen = false
+  // (the parser reads the body as if after a line break, so that a boundary may come first)
+  let tail = Buffer.from("\r\n")
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      if (!seen) {
+        const window = Buffer.concat([tail, chunk])
+        seen = window.includes(delimiter)
+        tail = window.subarray(Math.max(0, window.length - delimiter.length + 1))
+      }
+      callback(null, chunk)
+    },
+    flush(callback) {
+      if (!seen) unclosed()
+      callback()
+    }
+  })
+}
+
+/**
+ * An upload's form, its files saved as temporary files (bounded by `Multipart.withLimits`). Refused when its
+ * headers are not a form's (`multipartProblem`), and when its body ends before the form's closing boundary (400).
+ */
+export const multipart = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  // (the multipart parser throws, outside the effect, on a form without a boundary it reads)
+  const refused = multipartProblem(request.headers)
+  if (refused !== undefined) return yield* refused
+  const boundary = contentTypeOf(request.headers)!.params["boundary"]!
+  // the parser is given the boundary as read here, in the one spelling it reads (it reads some others not at all:
+  // `boundary=x;` or `;;boundary=x` made it throw), so that it splits the form where the watch looks for its end
+  const headers = { ...request.headers, "content-type": `multipart/form-data; boundary="${boundary}"` }
+  const cut = yield* Deferred.make<never, GatewayError>()
+  const source = NodeHttpServerRequest.toIncomingMessage(request).pipe(watchClosing(boundary, () =>
+    Deferred.unsafeDone(
+      cut,
+      Exit.fail(fail(
+        "bad_request",
+        "The multipart form ends before its closing boundary (--boundary--): the body was cut short."
+      ))
+    )
+  ))
+  return yield* Effect.raceFirst(NodeMultipart.persisted(source, headers), Deferred.await(cut))
+})

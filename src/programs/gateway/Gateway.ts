@@ -13,6 +13,7 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
@@ -20,7 +21,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
-import { createServer } from "node:http"
+import * as Http from "node:http"
+import type * as Stream from "node:stream"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
@@ -116,6 +118,63 @@ export interface Options {
   readonly factory?: Factory.Options | undefined
 }
 
+/** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
+const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
+  const asked = `${request.method} ${request.url}`
+  return Api.problem(
+    404,
+    `The gateway has no route for ${asked.length > 200 ? `${asked.slice(0, 200)}...` : asked}.`
+  )
+}
+
+/** What Node's HTTP parser refuses before any route sees it, as the status, title and detail of a problem. */
+const unparsedProblem = (error: NodeJS.ErrnoException): readonly [number, string, string] => {
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      return [431, "Request Header Fields Too Large", "The request's headers are larger than the gateway reads."]
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return [408, "Request Timeout", "The request did not arrive in time."]
+    default:
+      return [400, "Bad Request", `This is not an HTTP request the gateway reads (${error.code ?? "malformed"}).`]
+  }
+}
+
+/** Whether the bytes Node failed to parse are a HEAD request's (whose answer has no body), as far as they show. */
+const isHead = (error: Error): boolean => {
+  const packet = (error as { readonly rawPacket?: unknown }).rawPacket
+  return Buffer.isBuffer(packet) && /^\s*HEAD /.test(packet.subarray(0, 16).toString("latin1"))
+}
+
+/**
+ * Answers what Node's parser refused (a method it does not know, headers over its limit, malformed HTTP) with a
+ * JSON problem, as every other refusal is answered; Node's own answer was an empty 400 or 431. Written to the
+ * socket as Node's is: only when nothing of an answer went out on it yet; without the body to a HEAD request.
+ */
+const refuseUnparsed = (error: NodeJS.ErrnoException, socket: Stream.Duplex) => {
+  const inFlight = (socket as { readonly _httpMessage?: { readonly headersSent?: boolean } })._httpMessage
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent === true) {
+    socket.destroy()
+    return
+  }
+  const [status, title, detail] = unparsedProblem(error)
+  const body = JSON.stringify({ type: "about:blank", title, status, detail })
+  socket.end(
+    `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${isHead(error) ? "" : body}`,
+    () => socket.destroy()
+  )
+}
+
+/**
+ * The gateway's Node HTTP server. Node's own check of the Host header is off: `Guard` checks it on every request
+ * and answers one without it with a JSON problem (Node answered an empty 400).
+ */
+const makeServer = (): Http.Server => {
+  const server = Http.createServer({ requireHostHeader: false })
+  server.on("clientError", refuseUnparsed)
+  return server
+}
+
 /** The span every run is traced under: the root of its own trace, with the thread, run and model. */
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
   Effect.withSpan(effect, "antler.run", {
@@ -177,7 +236,9 @@ export const layer = (options: Options) => {
     const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
-    const routes = HttpRouter.concat(api, Web.router())
+    const routes = HttpRouter.concat(api, Web.router()).pipe(
+      Effect.catchTag("RouteNotFound", (error) => Effect.succeed(notRouted(error.request)))
+    )
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
@@ -197,7 +258,7 @@ export const layer = (options: Options) => {
 
   // built bottom up: the checks, the store and run manager, the recovery, then the server binds and serves
   return http.pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { host, port })),
+    Layer.provideMerge(NodeHttpServer.layer(makeServer, { host, port })),
     Layer.provideMerge(recovered),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),

@@ -175,4 +175,71 @@ describe("uploads", () => {
     assert.strictEqual(((await list.json()) as { count: number }).count, 0)
     await stillServing()
   })
+
+  it("a form whose body ends before its closing boundary is a 400 saying so (it was never answered)", async () => {
+    const path = `/api/threads/${threadId}/uploads`
+    const head = "--bb\r\nContent-Disposition: form-data; name=\"files\"; filename=\"cut.txt\"\r\n"
+    const cut = [
+      ["ended in a file", `${head}Content-Type: text/plain\r\n\r\nhello\r\n`],
+      ["ended in a part's headers", head],
+      ["ended after a boundary", `${head}\r\nhello\r\n--bb\r\n`],
+      ["empty", ""]
+    ]
+    for (const [name, form] of cut) {
+      for (const type of ["multipart/form-data; boundary=bb", "multipart/form-data; boundary=\"bb\""]) {
+        const response = await fetch(`${gateway.url}${path}`, {
+          method: "POST",
+          body: form,
+          headers: { "content-type": type },
+          // (without the fix no answer ever came)
+          signal: AbortSignal.timeout(10_000)
+        })
+        const refused = await problem(response)
+        assert.strictEqual(refused.status, 400, `${name}: ${refused.detail}`)
+        assert.include(refused.detail, "closing boundary")
+      }
+    }
+    const closed = `${head}\r\nhello\r\n--bb--\r\n`
+    const taken = await post(path, closed, { "content-type": "multipart/form-data; boundary=bb" })
+    assert.strictEqual(taken.status, 200)
+    const list = await fetch(`${gateway.url}/api/threads/${threadId}/uploads/list`)
+    const files = ((await list.json()) as { files: Array<{ filename: string }> }).files
+    assert.deepStrictEqual(files.map((f) => f.filename), ["cut.txt"])
+    await stillServing()
+  })
+
+  it("takes a form whatever way its Content-Type spells the boundary; refuses one no form may have (400)", async () => {
+    const path = `/api/threads/${threadId}/uploads`
+    const form = (name: string) =>
+      `--bb\r\nContent-Disposition: form-data; name="files"; filename="${name}"\r\n\r\nhello\r\n--bb--\r\n`
+    const spellings = [
+      "multipart/form-data; boundary=bb;",
+      "multipart/form-data;;boundary=bb",
+      "multipart/form-data ; boundary=bb",
+      "Multipart/Form-Data; BOUNDARY=bb",
+      "multipart/form-data; boundary=\"bb\"x",
+      "multipart/form-data; boundary= bb",
+      "multipart/form-data; charset=utf-8; boundary=bb; boundary=other"
+    ]
+    for (const [i, type] of spellings.entries()) {
+      const response = await post(path, form(`spelled-${i}.txt`), { "content-type": type })
+      assert.strictEqual(response.status, 200, `${type}: ${await response.text()}`)
+    }
+    const impossible = [
+      "multipart/form-data; boundary=\"b\\\"b\"",
+      "multipart/form-data; boundary=b{b}",
+      "multipart/form-data; boundary=\"bb \""
+    ]
+    for (const type of impossible) {
+      const refused = await problem(await post(path, form("never.txt"), { "content-type": type }))
+      assert.strictEqual(refused.status, 400, `${type}: ${refused.detail}`)
+      assert.include(refused.detail, "boundary")
+    }
+    const list = await fetch(`${gateway.url}/api/threads/${threadId}/uploads/list`)
+    const names = ((await list.json()) as { files: Array<{ filename: string }> }).files.map((f) => f.filename)
+    const spelled = names.filter((n) => n.startsWith("spelled-")).sort()
+    assert.deepStrictEqual(spelled, spellings.map((_, i) => `spelled-${i}.txt`))
+    assert.notInclude(names, "never.txt")
+    await stillServing()
+  })
 })
