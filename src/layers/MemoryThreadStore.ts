@@ -12,6 +12,8 @@ import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore }
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
+import { titleOf } from "./store/Codec.js"
+import { mergeMetadata } from "./store/Rows.js"
 
 interface Entry {
   readonly created_at: string
@@ -26,13 +28,10 @@ interface Entry {
 }
 
 /** The thread's title: the last one its checkpoints set. */
-const titleOf = (entry: Entry): string | null => {
+const entryTitle = (entry: Entry): string | null => {
   for (let i = entry.checkpoints.length - 1; i >= entry.folded; i--) {
-    const updates = entry.checkpoints[i]!.updates
-    for (let j = updates.length - 1; j >= 0; j--) {
-      const title = updates[j]!.title
-      if (title !== undefined) return title
-    }
+    const title = titleOf(entry.checkpoints[i]!.updates)
+    if (title !== undefined) return title
   }
   return entry.state.title
 }
@@ -68,7 +67,7 @@ export const make = (): ThreadStore["Type"] => {
     const status = threadStatus(last, leases.get(thread_id), now)
     return {
       thread_id,
-      title: titleOf(entry),
+      title: entryTitle(entry),
       created_at: entry.created_at,
       updated_at: entry.updated_at,
       checkpoints: entry.checkpoints.length,
@@ -110,12 +109,7 @@ export const make = (): ThreadStore["Type"] => {
       Effect.sync(() => {
         const entry = threads.get(threadId)
         if (entry === undefined) return false
-        const next: Record<string, unknown> = { ...entry.metadata }
-        for (const [key, value] of Object.entries(patch)) {
-          if (value === null) delete next[key]
-          else next[key] = value
-        }
-        entry.metadata = next
+        entry.metadata = mergeMetadata(entry.metadata, patch)
         entry.updated_at = new Date().toISOString()
         return true
       }),

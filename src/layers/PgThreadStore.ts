@@ -27,18 +27,18 @@ import { StoreError } from "../services/RunContext.js"
 import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
+import { checkpointOf } from "./store/Codec.js"
+import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
 import {
-  checkpointOf,
-  checkpointRecords,
+  decodeMetadata,
   decodeRows,
-  foldCheckpoints,
+  decodeRunRows,
+  decodeThreadRows,
+  iso,
   mergeMetadata,
-  MetadataText,
-  RunRow,
-  ThreadRow,
   threadSummary,
   toStoreError
-} from "./SqliteThreadStore.js"
+} from "./store/Rows.js"
 
 /** Options of the Postgres store. */
 export interface Options {
@@ -113,18 +113,13 @@ const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at, COALESCE(${LAST_CHEC
   l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
 const THREADS_FROM = `antler_threads t LEFT JOIN antler_leases l ON l.thread_id = t.thread_id`
 
-const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRow))
-const decodeRunRows = Schema.decodeUnknownEither(Schema.Array(RunRow))
-const decodeMetadata = Schema.decodeUnknownEither(MetadataText)
+// the driver gives a BIGINT as text
 const LeaseRow = Schema.Struct({
   run_id: Schema.String,
   owner: Schema.String,
   expires_at: Schema.Union(Schema.Number, Schema.NumberFromString)
 })
 const decodeLeaseRows = Schema.decodeUnknownEither(Schema.Array(LeaseRow))
-
-
-const iso = (millis: number) => new Date(millis).toISOString()
 
 /** Where a URL points, without its credentials (for messages). */
 export const describeUrl = (url: string): string => {

@@ -4,11 +4,13 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import type { AIMessage, JsonObject, Message } from "../state/Message.js"
 import type { StateUpdate } from "../state/ThreadState.js"
 import type { RunServices } from "./RunContext.js"
 import { extend } from "../state/Objects.js"
+import type { ModelError } from "./ModelError.js"
+
+export { ModelError, ModelErrorReason } from "./ModelError.js"
 
 /** A tool as the model sees it: name, description and a JSON Schema for its arguments. */
 export interface ToolDefinition {
@@ -80,34 +82,6 @@ export const withUpdate = (response: ModelResponse, update: StateUpdate): ModelR
   }
   return extend(response, { update: merged })
 }
-
-/** Why a model call failed. */
-export const ModelErrorReason = Schema.Literal(
-  "connection",
-  "timeout",
-  "rate_limit",
-  "server",
-  "auth",
-  "quota",
-  "bad_request",
-  "invalid_response",
-  "empty_response",
-  "other"
-)
-export type ModelErrorReason = typeof ModelErrorReason.Type
-
-/** A failed model call, with what a retry policy needs to classify it. */
-export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
-  reason: ModelErrorReason,
-  message: Schema.String,
-  /** The provider's error class, e.g. `APIConnectionError`, `RateLimitError`. */
-  errorType: Schema.String,
-  status: Schema.optional(Schema.Number),
-  code: Schema.optional(Schema.String),
-  /** `retry-after` / `retry-after-ms` response headers, lower-cased, when the provider sent them. */
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  cause: Schema.optional(Schema.Defect)
-}) {}
 
 /**
  * The model port. A call runs inside a run: a streaming model publishes its token deltas on the run's

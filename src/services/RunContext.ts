@@ -7,7 +7,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ReducerError } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
-import type { ModelError } from "./ModelService.js"
+import type { ModelError } from "./ModelError.js"
 import type { RunEvents, StopReason } from "./RunEvents.js"
 
 /** Options of one run (DeerFlow's merged `configurable` + `context`). */

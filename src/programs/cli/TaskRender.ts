@@ -7,7 +7,7 @@
 import { TaskEvent } from "../../services/SubagentRunner.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
-import type { Style } from "./Render.js"
+import type { Style } from "./render/Style.js"
 
 const NAMES: ReadonlySet<string> = new Set(Object.values(TaskEvent))
 

@@ -1,0 +1,118 @@
+/**
+ * The SQLite store's schema and its migrations: `PRAGMA user_version` is the version a database is at, and
+ * opening the store takes it to this build's version, one entry of `migrations` after another, in the
+ * transaction that opens it. A database written by a newer build is refused rather than misread.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import type { StoreError } from "../../services/RunContext.js"
+import type { Connection } from "./SqliteConnection.js"
+
+/**
+ * The schema, one entry per version: entry `i` takes a database from `user_version` i to i + 1. Entries are
+ * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
+ * in step order within a thread) with an index by thread; an append inserts one row and touches nothing else.
+ * Version 3: `leases`, one row per thread with an active run (see `ThreadStore.acquireLease`).
+ * Version 4: a thread's `owner` and `metadata`, a run's `error` and `metadata` (the gateway's).
+ * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
+ * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
+ * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
+ */
+export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
+  [
+    `CREATE TABLE IF NOT EXISTS threads (
+      thread_id TEXT PRIMARY KEY NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      title TEXT,
+      last_seq INTEGER NOT NULL DEFAULT 0
+    )`,
+    `CREATE TABLE IF NOT EXISTS checkpoints (
+      thread_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      run_id TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updates TEXT NOT NULL,
+      PRIMARY KEY (thread_id, seq)
+    )`,
+    `CREATE TABLE IF NOT EXISTS runs (
+      run_id TEXT PRIMARY KEY NOT NULL,
+      thread_id TEXT NOT NULL,
+      status TEXT NOT NULL,
+      stop_reason TEXT,
+      started_at TEXT NOT NULL,
+      ended_at TEXT
+    )`,
+    `CREATE INDEX IF NOT EXISTS runs_by_thread ON runs (thread_id, started_at)`,
+    // Every checkpoint touches its thread in the same statement, so a step is one statement and one commit.
+    `CREATE TRIGGER IF NOT EXISTS checkpoints_touch_thread AFTER INSERT ON checkpoints BEGIN
+      UPDATE threads SET last_seq = max(last_seq, NEW.seq), updated_at = NEW.created_at
+      WHERE thread_id = NEW.thread_id;
+    END`,
+    `CREATE TABLE IF NOT EXISTS snapshots (
+      thread_id TEXT PRIMARY KEY NOT NULL,
+      seq INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      state TEXT NOT NULL
+    )`
+  ],
+  [
+    `CREATE TABLE checkpoints_v2 (
+      seq INTEGER PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updates TEXT NOT NULL
+    )`,
+    `INSERT INTO checkpoints_v2 (thread_id, run_id, created_at, updates)
+      SELECT thread_id, run_id, created_at, updates FROM checkpoints ORDER BY thread_id, seq`,
+    `DROP TRIGGER IF EXISTS checkpoints_touch_thread`,
+    `DROP TABLE checkpoints`,
+    `ALTER TABLE checkpoints_v2 RENAME TO checkpoints`,
+    `CREATE INDEX checkpoints_by_thread ON checkpoints (thread_id, seq)`,
+    // snapshots name the seq they were folded up to: renumbered checkpoints make them stale
+    `DELETE FROM snapshots`
+  ],
+  [
+    // one active run per thread, across processes: the lease of the run that holds it (epoch ms)
+    `CREATE TABLE leases (
+      thread_id TEXT PRIMARY KEY NOT NULL,
+      run_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      expires_at INTEGER NOT NULL
+    )`
+  ],
+  [
+    // the gateway's: who owns a thread and its metadata (JSON); why a run failed and what it was asked with
+    `ALTER TABLE threads ADD COLUMN owner TEXT`,
+    `ALTER TABLE threads ADD COLUMN metadata TEXT`,
+    `ALTER TABLE runs ADD COLUMN error TEXT`,
+    `ALTER TABLE runs ADD COLUMN metadata TEXT`,
+    `CREATE INDEX runs_by_status ON runs (status)`
+  ]
+]
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = migrations.length
+
+/**
+ * Takes the database to `SCHEMA_VERSION`, inside a transaction the caller holds; `newer` is the error for a
+ * database at a higher version.
+ */
+export const migrate = (
+  conn: Connection,
+  newer: (message: string) => StoreError
+): Effect.Effect<void, SqlError | StoreError> =>
+  Effect.gen(function*() {
+    const rows = yield* conn.execute("PRAGMA user_version", [], undefined)
+    const version = Number(rows[0]?.user_version ?? 0)
+    if (version > SCHEMA_VERSION) {
+      return yield* newer(
+        `it has schema version ${version}, written by a newer Antler; this build reads up to ${SCHEMA_VERSION}`
+      )
+    }
+    for (let v = version; v < SCHEMA_VERSION; v++) {
+      for (const statement of migrations[v]!) yield* conn.executeRaw(statement, [])
+    }
+    if (version < SCHEMA_VERSION) yield* conn.executeRaw(`PRAGMA user_version = ${SCHEMA_VERSION}`, [])
+  })

@@ -1,0 +1,60 @@
+/**
+ * The SQL text of the SQLite thread store (tables as of `Migrations.SCHEMA_VERSION`), one constant per statement:
+ * prepared once by the connection and kept by their text.
+ */
+
+// Inserts only when the thread row exists (a read of it, no write): no row, nothing inserted.
+export const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, run_id, created_at, updates)
+  SELECT thread_id, ?, ?, ? FROM threads WHERE thread_id = ?`
+export const SET_TITLE = `UPDATE threads SET title = ? WHERE thread_id = ?`
+export const ENSURE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)
+  ON CONFLICT (thread_id) DO NOTHING`
+export const CREATE_THREAD =
+  `INSERT INTO threads (thread_id, created_at, updated_at, owner, metadata) VALUES (?, ?, ?, ?, ?)
+  ON CONFLICT (thread_id) DO NOTHING`
+const COUNT_CHECKPOINTS = `(SELECT COUNT(*) FROM checkpoints c WHERE c.thread_id = t.thread_id)`
+const LAST_CHECKPOINT_AT =
+  `(SELECT c.created_at FROM checkpoints c WHERE c.thread_id = t.thread_id ORDER BY c.seq DESC LIMIT 1)`
+export const SELECT_THREAD =
+  `SELECT t.thread_id, ${COUNT_CHECKPOINTS} AS checkpoints FROM threads t WHERE t.thread_id = ?`
+export const SELECT_CHECKPOINTS =
+  `SELECT seq, updates FROM checkpoints WHERE thread_id = ? AND seq > ? ORDER BY seq`
+export const SELECT_SNAPSHOT = `SELECT seq, state FROM snapshots WHERE thread_id = ?`
+export const UPSERT_SNAPSHOT = `INSERT INTO snapshots (thread_id, seq, created_at, state) VALUES (?, ?, ?, ?)
+  ON CONFLICT (thread_id) DO UPDATE SET seq = excluded.seq, created_at = excluded.created_at, state = excluded.state
+  WHERE excluded.seq >= snapshots.seq`
+export const RUN_COLUMNS = `run_id, thread_id, status, stop_reason, started_at, ended_at, error, metadata`
+export const SELECT_RUNS = `SELECT ${RUN_COLUMNS} FROM runs WHERE thread_id = ? ORDER BY started_at, rowid`
+export const UPSERT_RUN = `INSERT INTO runs (${RUN_COLUMNS})
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, status = excluded.status,
+  stop_reason = excluded.stop_reason, started_at = excluded.started_at, ended_at = excluded.ended_at,
+  error = COALESCE(excluded.error, runs.error), metadata = COALESCE(excluded.metadata, runs.metadata)`
+const LAST_RUN = (column: string) =>
+  `(SELECT r.${column} FROM runs r WHERE r.thread_id = t.thread_id ORDER BY r.started_at DESC, r.rowid DESC LIMIT 1)`
+const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at,
+  COALESCE(${LAST_CHECKPOINT_AT}, t.updated_at) AS updated_at, ${COUNT_CHECKPOINTS} AS checkpoints, t.owner, t.metadata,
+  ${LAST_RUN("run_id")} AS run_id, ${LAST_RUN("status")} AS status, ${LAST_RUN("stop_reason")} AS stop_reason,
+  l.run_id AS lease_run_id, l.owner AS lease_owner, l.expires_at AS lease_expires_at`
+const THREADS_FROM = `threads t LEFT JOIN leases l ON l.thread_id = t.thread_id`
+export const LIST_THREADS =
+  `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.rowid DESC`
+export const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
+export const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`
+export const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?`
+export const DELETE_THREAD: ReadonlyArray<string> = [
+  `DELETE FROM checkpoints WHERE thread_id = ?`,
+  `DELETE FROM runs WHERE thread_id = ?`,
+  `DELETE FROM snapshots WHERE thread_id = ?`,
+  `DELETE FROM leases WHERE thread_id = ?`
+]
+export const DELETE_THREAD_ROW = `DELETE FROM threads WHERE thread_id = ? RETURNING thread_id`
+export const SELECT_ALL_CHECKPOINTS =
+  `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
+export const DELETE_RUN_CHECKPOINTS = `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`
+
+export const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
+export const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)
+  ON CONFLICT (thread_id) DO UPDATE SET run_id = excluded.run_id, owner = excluded.owner,
+  expires_at = excluded.expires_at`
+export const DELETE_LEASE = `DELETE FROM leases WHERE thread_id = ? AND run_id = ?`
