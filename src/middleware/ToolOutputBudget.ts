@@ -30,6 +30,7 @@ import type { Content, Message, ToolMessage } from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 import { resolveThreadPaths } from "./ThreadData.js"
+import * as Chain from "./Chain.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Text of a result
@@ -814,3 +815,10 @@ const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<Read
       model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache, memo)))
     }
   }))
+
+/** Its chain entry: the outermost tool wrap, so budgeting is the last transformation of every tool result. */
+export const entry = (options: Partial<Config> = {}) =>
+  Chain.entry("ToolOutputBudget", () => layer(options), [
+    { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
+    { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
+  ])
