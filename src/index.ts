@@ -11,6 +11,9 @@
 
 // The agent and its run
 export * as LeadAgent from "./programs/LeadAgent.js"
+/** The lead and subagent middleware orders, and the chains built from them. */
+export * as Chains from "./programs/Chains.js"
+export * as AgentPrompt from "./programs/AgentPrompt.js"
 export * as Factory from "./programs/Factory.js"
 export * as Run from "./programs/Run.js"
 export * as SystemPrompt from "./programs/SystemPrompt.js"

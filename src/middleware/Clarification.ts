@@ -22,6 +22,7 @@ import { Interrupt } from "../services/ToolService.js"
 import type { HumanMessage, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Json from "../state/Json.js"
+import * as Chain from "./Chain.js"
 
 export const TOOL_NAME = "ask_clarification"
 
@@ -417,3 +418,11 @@ export const tool: Tool.Tool<Arguments> = Tool.make({
  * wrapper sees the call.
  */
 export const layer = (): Middleware => MW.make({ tools: [tool] })
+
+/** Its chain entry: last, so every tool wrapper sees ask_clarification; the run then waits. */
+export const entry = () =>
+  Chain.entry("ClarificationMiddleware", () => layer(), [
+    { last: true, reason: "every tool wrapper must see ask_clarification before the run stops to wait" },
+    { inside: "ToolErrorHandling", reason: "its question, an inner short-circuit, still gets tool metadata" },
+    { inside: "DeferredToolFilter", reason: "a call to a hidden tool is refused before any tool runs" }
+  ])

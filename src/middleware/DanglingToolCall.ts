@@ -21,6 +21,7 @@ import * as M from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 import * as Json from "../state/Json.js"
+import * as Chain from "./Chain.js"
 
 /** The name given to calls whose name is missing or blank. */
 export const UNKNOWN_TOOL = "unknown_tool"
@@ -522,3 +523,9 @@ export const layer = (): Middleware.Middleware =>
         })
     }
   }))
+
+/** Its chain entry: outside the retry loop, so the history is repaired once per call. */
+export const entry = () =>
+  Chain.entry("DanglingToolCall", () => layer(), [
+    { outside: "LLMErrorHandling", reason: "the history is repaired once per call, not once per retry" }
+  ])

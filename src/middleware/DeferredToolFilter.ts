@@ -19,6 +19,7 @@ import type { Promoted } from "../state/ThreadState.js"
 import * as M from "../state/Message.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 export const TOOL_NAME = "tool_search"
 
@@ -166,3 +167,10 @@ export const layer = (options: Options): Middleware => {
         : next(call)
   })
 }
+
+/** Its chain entry: hides deferred tools until promoted, inside the retries and error handling. */
+export const entry = (options: Options) =>
+  Chain.entry("DeferredToolFilter", () => layer(options), [
+    { inside: "ToolErrorHandling", reason: "a refused call to a deferred tool is still a result with tool metadata" },
+    { inside: "LLMErrorHandling", reason: "every attempt of a retried call sees the current promotions" }
+  ])

@@ -26,6 +26,7 @@ import type { DelegationEntry, DelegationStatus, SkillEntry, SubagentStopReason 
 import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** Id of the injected authority-contract system message. */
 export const CONTRACT_ID = "durable_context__contract"
@@ -460,3 +461,9 @@ export const layer = (_options: Options = {}): Middleware => {
     }
   }))
 }
+
+/** Its chain entry: projects the summary and loaded skills into every attempt of every request. */
+export const entry = () =>
+  Chain.entry("DurableContext", () => layer(), [
+    { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
+  ])

@@ -27,6 +27,7 @@ import type { Message, MessageWrite } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key marking a dynamic-context reminder. */
 export const REMINDER_KEY = "dynamic_context_reminder"
@@ -211,3 +212,16 @@ export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middlewa
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
 }
+
+/** Its chain entry: before_agent, the date (and memory) as hidden messages, never in the prompt. */
+export const entry = (options: Options = {}) =>
+  Chain.entry("DynamicContext", () => layer(options), [
+    { inside: "Uploads", reason: "the user's message is moved after the context with its uploads block" },
+    { inside: "ThreadData", reason: "the user's message is moved after the context with its run stamp" }
+  ])
+
+/** The subagent's chain entry: the date, alone, in one hidden reminder per run (no memory). */
+export const subagentEntry = (options: Pick<Options, "timeZone"> = {}) =>
+  Chain.entry("SubagentDateContext", () => subagentLayer(options), [
+    { inside: "ThreadData", reason: "the reminder follows the task prompt ThreadData stamped" }
+  ])

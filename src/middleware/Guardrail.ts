@@ -13,6 +13,7 @@ import type { ToolResult } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** Options of the middleware (DeerFlow's `guardrails.fail_closed`, `guardrails.passport`). */
 export interface Options {
@@ -174,3 +175,9 @@ export const layer = (options: Options = {}) =>
  */
 export const layerWith = (provider: Guardrail.Service, options: Options = {}) =>
   Middleware.make(wrappers(provider, options))
+
+/** Its chain entry, over the configured provider: before the audit, so a denied tool is never audited as run. */
+export const entry = (provider: Guardrail.Service, options: Options = {}) =>
+  Chain.entry("Guardrail", () => layerWith(provider, options), [
+    { outside: "SandboxAudit", reason: "a denied tool is never audited as if it ran" }
+  ])

@@ -20,6 +20,7 @@ import * as M from "../state/Message.js"
 import { HumanInputResponse } from "./Clarification.js"
 import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /**
  * Tags the framework emits into model input (system prompt, hidden context and reminders). Any of them,
@@ -414,3 +415,13 @@ const sanitized = (
     }
     return next(sanitized)
   })
+
+/** Its chain entry: outermost, so nothing reads the run's input before it is sanitised. */
+export const entry = () =>
+  Chain.entry("InputSanitization", () => layer(), [
+    {
+      first: true,
+      reason: "the run's input (the user's words, a subagent's task prompt) is sanitised before any other wrapper " +
+        "or the model reads it"
+    }
+  ])

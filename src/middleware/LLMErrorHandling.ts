@@ -50,6 +50,7 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { AIMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Classification
@@ -552,3 +553,6 @@ export const layer = (options: Options = {}): Middleware.Middleware =>
 export const layerFromConfig = (options: Pick<Options, "breaker" | "limiter"> = {}) =>
   Layer.unwrapEffect(Effect.map(AppConfigService, ({ config }) =>
     layer({ ...options, llmCall: config.llm_call, circuitBreaker: config.circuit_breaker })))
+
+/** Its chain entry: the retry loop and circuit breaker; everything inside it is re-run per attempt. */
+export const entry = (options: Options = {}) => Chain.entry("LLMErrorHandling", () => layer(options))

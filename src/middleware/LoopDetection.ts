@@ -23,6 +23,7 @@ import { RunContext } from "../services/RunContext.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import * as Json from "../state/Json.js"
+import * as Chain from "./Chain.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Stable keys
@@ -311,3 +312,9 @@ export const layer = (config: LoopDetectionConfig = defaultConfig()): Middleware
     }
   }))
 }
+
+/** Its chain entry: counts tool calls after Safety stripped suppressed ones; inside the retries. */
+export const entry = (config?: LoopDetectionConfig) =>
+  Chain.entry("LoopDetection", () => layer(config), [
+    { inside: "LLMErrorHandling", reason: "a retried request still carries the pending loop warning" }
+  ])

@@ -12,6 +12,7 @@ import * as M from "../state/Message.js"
 import { isGenuineUserMessage } from "./InputSanitization.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** A deferred tool with routing keywords. */
 export interface Route {
@@ -67,3 +68,9 @@ export const layer = (options: Options): Middleware =>
           )
         }))
   })
+
+/** Its chain entry: promotes routed tools before the deferred-tool filter reads the promotions. */
+export const entry = (options: Options) =>
+  Chain.entry("McpRouting", () => layer(options), [
+    { outside: "DeferredToolFilter", reason: "promotions it writes before a call must be seen by that call's filter" }
+  ])

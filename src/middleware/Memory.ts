@@ -17,6 +17,7 @@ import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** Options of `layer`. */
 export interface Options {
@@ -173,3 +174,6 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
     })
   ]
 }
+
+/** Its chain entry: after the run, the conversation goes to the app's memory queue. */
+export const entry = (options: Options) => Chain.entry("Memory", () => layer(options))

@@ -13,6 +13,7 @@ import { RunContext } from "../services/RunContext.js"
 import type { AIMessage } from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** A length stop found on a response. */
 export interface LengthTermination {
@@ -58,3 +59,6 @@ export const layer = (): Middleware.Middleware =>
         request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
     }
   }))
+
+/** Its chain entry: notes a response cut by the length limit (stop reason only). */
+export const entry = () => Chain.entry("ModelLengthFinishReason", () => layer())

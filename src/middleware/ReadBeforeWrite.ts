@@ -37,6 +37,7 @@ import * as Marks from "../state/ReadMark.js"
 import * as Middleware from "./Middleware.js"
 import type { ToolMeta } from "./ToolErrorHandling.js"
 import { TOOL_META_KEY } from "./ToolErrorHandling.js"
+import * as Chain from "./Chain.js"
 
 /** The `additional_kwargs` key of a read mark. */
 export const READ_MARK_KEY = Marks.READ_MARK_KEY
@@ -249,3 +250,11 @@ export const layer = (): Middleware.Middleware<SandboxProvider> =>
 
 const notRead = (error: SandboxError): Inspection =>
   error.reason === "not_found" ? { _tag: "missing" } : { _tag: "unreadable", why: error.message }
+
+/** Its chain entry: inside the sandbox and the guardrail, outside the stagnation guard. */
+export const entry = () =>
+  Chain.entry("ReadBeforeWrite", () => layer(), [
+    { inside: "Sandbox", reason: "a sandbox it acquires to inspect a file is bound and released with the run's" },
+    { inside: "Guardrail", reason: "a call the guardrail denies never has its file read" },
+    { outside: "ToolProgress", reason: "a write it refuses never ran, so it never counts as the tool stagnating" }
+  ])

@@ -26,6 +26,7 @@ import * as M from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import type { RunServices } from "../services/RunContext.js"
+import * as Chain from "./Chain.js"
 
 /** A safety signal found on a response. */
 export interface SafetyTermination {
@@ -325,3 +326,10 @@ const perRun = (detectors: ReadonlyArray<Detector>) =>
         request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
     } satisfies Middleware.Wrappers
   }))
+
+/** Its chain entry: the innermost model guard; its after_model runs first. */
+export const entry = (options: Options = {}) =>
+  Chain.entry("SafetyFinishReason", () => layer(options), [
+    { inside: "LoopDetection", reason: "tool calls it suppresses must never be counted as repeats" },
+    { inside: "TokenBudget", reason: "its after_model runs first, before the budget accounts the message" }
+  ])

@@ -12,6 +12,7 @@ import { SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
 import { Interrupt } from "../services/ToolService.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /**
  * The result with `sandbox: { sandbox_id }` merged into its update, unless the update already binds a
@@ -99,3 +100,9 @@ export const layer = (options: Options = {}) =>
         })
     }
   }))
+
+/** Its chain entry: records the sandbox a tool acquired, releases it after the run. */
+export const entry = () =>
+  Chain.entry("Sandbox", () => layer(), [
+    { inside: "ThreadData", reason: "the sandbox is made over the thread's directories ThreadData records" }
+  ])

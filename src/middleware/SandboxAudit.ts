@@ -38,6 +38,7 @@ import type { Lexed, Part, Word } from "../state/ShellLexer.js"
 export type { Lexed, Part, Word } from "../state/ShellLexer.js"
 import * as ShellLexer from "../state/ShellLexer.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The verdict on a command. */
 export type Verdict = "block" | "warn" | "pass"
@@ -543,3 +544,6 @@ export const layer = (options: Options = {}) =>
       }
     }
   }))
+
+/** Its chain entry: audits the bash commands that get past the guardrail. */
+export const entry = () => Chain.entry("SandboxAudit", () => layer())

@@ -28,6 +28,7 @@ import * as M from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key marking the activation message. */
 export const ACTIVATION_KEY = "slash_skill_activation"
@@ -251,3 +252,13 @@ const describeSkill = (options: Options) =>
         return found.length === 0 ? `No skills matched: ${name}` : found.map(describe).join("\n\n")
       })
   })
+
+/** Its chain entry: a leading /<skill-name> puts the skill in every request of the run. */
+export const entry = (options: Options) =>
+  Chain.entry("SkillActivation", () => layer(options), [
+    { inside: "LLMErrorHandling", reason: "a retried call still carries the activated skill" },
+    {
+      inside: "InputSanitization",
+      reason: "it reads the run's own words (the user's, a subagent's task prompt), kept by the sanitiser"
+    }
+  ])

@@ -21,6 +21,7 @@ import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
+import * as Chain from "./Chain.js"
 
 /**
  * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,
@@ -116,3 +117,10 @@ export const layer = (options: Options): Middleware => {
     } satisfies MW.Wrappers
   }), { name: "SkillToolPolicy" })
 }
+
+/** Its chain entry: inside SkillActivation, whose skill decides which tools are offered. */
+export const entry = (options: Options) =>
+  Chain.entry("SkillToolPolicy", () => layer(options), [
+    { inside: "SkillActivation", reason: "the skill activated for the run decides the policy" },
+    { inside: "ToolErrorHandling", reason: "its refusals still get tool metadata" }
+  ])

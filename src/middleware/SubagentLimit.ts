@@ -29,6 +29,7 @@ import * as DurableContext from "./DurableContext.js"
 import * as HardStop from "./HardStop.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The name of the tool. */
 export const TASK_TOOL = DurableContext.TASK_TOOL
@@ -258,3 +259,11 @@ export const layer = (options: Options): Middleware =>
     }),
     { tools: [taskTool(options)], name: "SubagentLimit" }
   )
+
+/** Its chain entry: cuts task calls to the limits after the guards inside it; contributes `task`. */
+export const entry = (options: Options) =>
+  Chain.entry("SubagentLimit", () => layer(options), [
+    { inside: "DurableContext", reason: "the delegation ledger records only the task calls the limit kept" },
+    { inside: "ToolErrorHandling", reason: "a task that fails is answered with subagent_status failed" },
+    { outside: "LoopDetection", reason: "a loop stop strips every tool call before the limit counts them" }
+  ])

@@ -37,6 +37,7 @@ import * as Tokens from "../state/Tokens.js"
 import * as DurableContext from "./DurableContext.js"
 import type { Middleware, ModelNext } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The summarization settings cannot work with the run's model. */
 export class SummarizationConfigError extends Schema.TaggedError<SummarizationConfigError>()(
@@ -701,3 +702,9 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
         })
     }
   }))
+
+/** Its chain entry: right inside DurableContext, so a request after a compaction carries the summary. */
+export const entry = (options: Options = {}) =>
+  Chain.entry("Summarization", () => layer(options), [
+    { inside: "DurableContext", reason: "a request made after a compaction must carry the new summary" }
+  ])

@@ -19,6 +19,7 @@ import * as M from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** An in-history system message as the hidden user-role message it is sent as. */
 export const asHidden = (message: Message): Message =>
@@ -57,3 +58,15 @@ export const layer = (): Middleware =>
     const memo = Incremental.makeMemo<ReadonlyArray<Message>>()
     return MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request, cache, memo))) })
   }))
+
+/**
+ * Its chain entry: inside the context middlewares whose system messages it sends as user.
+ * `innermost` (a subagent's chain, SPEC §4.2): it also stands last, after every wrapper that adds one.
+ */
+export const entry = (options: { readonly innermost?: boolean | undefined } = {}) =>
+  Chain.entry("SystemMessageCoalescing", () => layer(), [
+    { inside: "DurableContext", reason: "it merges the system messages the context middlewares add" },
+    ...(options.innermost === true
+      ? [{ last: true as const, reason: "it merges every system message the wrappers outside it add" }]
+      : [])
+  ])

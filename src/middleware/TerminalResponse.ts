@@ -24,6 +24,7 @@ import * as M from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import { FALLBACK_MARKER } from "./LLMErrorHandling.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The `name` of the request-only reminder sent with the retry. */
 export const RECOVERY_NAME = "terminal_response_recovery"
@@ -124,3 +125,10 @@ export const layer = (): Middleware.Middleware =>
     }),
     { name: "TerminalResponse" }
   )
+
+/** Its chain entry: an empty final answer is asked again inside the retries, after Safety's verdict. */
+export const entry = () =>
+  Chain.entry("TerminalResponse", () => layer(), [
+    { inside: "LLMErrorHandling", reason: "a failed re-ask is retried, and the retry still carries the reminder" },
+    { outside: "SafetyFinishReason", reason: "its after_model runs after Safety's: a safety notice is an answer" }
+  ])

@@ -14,6 +14,7 @@ import { SafeId, threadPaths } from "../services/Sandbox.js"
 import type { HumanMessage } from "../state/Message.js"
 import type { ThreadData } from "../state/ThreadState.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** A thread or user id that cannot be used as a directory name (it would leave the data directory). */
 export class UnsafeThreadPath extends Schema.TaggedError<UnsafeThreadPath>()("UnsafeThreadPath", {
@@ -87,3 +88,6 @@ export const layer = (options: Options = {}) =>
     })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
+
+/** Its chain entry: before_agent, the thread's directories and the run stamp the entries inside it read. */
+export const entry = () => Chain.entry("ThreadData", () => layer())

@@ -11,6 +11,7 @@ import { withUpdate } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as Chain from "./Chain.js"
 
 const isUserMessage = (message: Message) =>
   message.type === "human" && message.additional_kwargs?.dynamic_context_reminder !== true
@@ -81,3 +82,6 @@ export const layer = (config: TitleConfig): Middleware => {
     }
   }))
 }
+
+/** Its chain entry: names the thread after its first exchange. */
+export const entry = (config: TitleConfig) => Chain.entry("Title", () => layer(config))

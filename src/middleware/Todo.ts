@@ -27,6 +27,7 @@ import type { Todo } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The tool's name. */
 export const TOOL_NAME = "write_todos"
@@ -197,3 +198,9 @@ export const layer = (): Middleware =>
     }),
     { name: "Todo", tools: [writeTodos] }
   )
+
+/** Its chain entry (plan mode): inside Summarization, so it sees whether a compaction hid the list. */
+export const entry = () =>
+  Chain.entry("Todo", () => layer(), [
+    { inside: "Summarization", reason: "it checks whether the list is still in view after a compaction" }
+  ])

@@ -25,6 +25,7 @@ import type { AIMessage, Message } from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import { normalizeUsage, SUBAGENT_ATTRIBUTED_KEY, SUBAGENT_USAGE_KEY } from "./TokenUsage.js"
+import * as Chain from "./Chain.js"
 
 /** Tokens used so far in the run. */
 export interface Used {
@@ -172,3 +173,9 @@ export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.M
     } satisfies Middleware.Wrappers
   }))
 }
+
+/** Its chain entry: inside the retries, so a retried request still carries the budget warning. */
+export const entry = (config?: TokenBudgetConfig) =>
+  Chain.entry("TokenBudget", () => layer(config), [
+    { inside: "LLMErrorHandling", reason: "a retried request still carries the pending budget warning" }
+  ])

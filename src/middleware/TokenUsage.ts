@@ -28,6 +28,7 @@ import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key of the step attribution. */
 export const ATTRIBUTION_KEY = "token_usage_attribution"
@@ -339,3 +340,9 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
     } satisfies Middleware.Wrappers
   }))
 }
+
+/** Its chain entry: its after_model runs after the guards inside it, on the message's final form. */
+export const entry = (config?: TokenUsageConfig) =>
+  Chain.entry("TokenUsage", () => layer(config), [
+    { outside: "SafetyFinishReason", reason: "usage is stamped on the final form of the message" }
+  ])

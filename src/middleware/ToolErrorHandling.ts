@@ -22,6 +22,7 @@ import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
 import * as OnDemand from "../internal/OnDemand.js"
+import * as Chain from "./Chain.js"
 
 /** The `additional_kwargs` key of the result metadata. */
 export const TOOL_META_KEY = "deerflow_tool_meta"
@@ -345,3 +346,6 @@ export const layerFromConfig = () =>
       skillReadToolNames: config.summarization.skill_file_read_tool_names,
       skillsRoot: config.skills.container_path
     })))
+
+/** Its chain entry: turns tool failures into results; inner short-circuits still get metadata. */
+export const entry = (options: Options = {}) => Chain.entry("ToolErrorHandling", () => layer(options))

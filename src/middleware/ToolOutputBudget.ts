@@ -31,6 +31,7 @@ import * as Incremental from "./Incremental.js"
 import * as Middleware from "./Middleware.js"
 import { renderPreview } from "./internal/Synopsis.js"
 import { resolveThreadPaths } from "./ThreadData.js"
+import * as Chain from "./Chain.js"
 
 export type { PreviewKind, PreviewOptions, Synopsis } from "./internal/Synopsis.js"
 export { MAX_PARSE_CHARS, rawSample, renderPreview, synopsisOf } from "./internal/Synopsis.js"
@@ -366,3 +367,10 @@ const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<Read
       model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache, memo)))
     }
   }))
+
+/** Its chain entry: the outermost tool wrap, so budgeting is the last transformation of every tool result. */
+export const entry = (options: Partial<Config> = {}) =>
+  Chain.entry("ToolOutputBudget", () => layer(options), [
+    { outside: "SandboxAudit", reason: "budgeting is the last transformation of every tool result" },
+    { outside: "ToolErrorHandling", reason: "budgeting is the last transformation of every tool result" }
+  ])

@@ -35,6 +35,7 @@ import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import type { ToolMeta } from "./ToolErrorHandling.js"
 import { TOOL_META_KEY } from "./ToolErrorHandling.js"
+import * as Chain from "./Chain.js"
 
 /** The `name` of the request-only message that carries hints. */
 export const HINT_NAME = "progress_hint"
@@ -288,3 +289,10 @@ export const layer = (config: ToolProgressConfig = defaultConfig()): Middleware.
     )
   }))
 }
+
+/** Its chain entry: outside ToolErrorHandling, whose metadata it reads; inside the retries. */
+export const entry = (config?: ToolProgressConfig) =>
+  Chain.entry("ToolProgress", () => layer(config), [
+    { outside: "ToolErrorHandling", reason: "it reads the deerflow_tool_meta ToolErrorHandling stamps on results" },
+    { inside: "LLMErrorHandling", reason: "a retried request still carries the pending progress hints" }
+  ])

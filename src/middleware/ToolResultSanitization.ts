@@ -10,6 +10,7 @@ import type { ToolResult } from "../services/ToolService.js"
 import type { ContentBlock, Content, Message, ToolMessage } from "../state/Message.js"
 import { neutralizeUntrustedTags } from "./InputSanitization.js"
 import * as Middleware from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** The tools whose results are sanitised. */
 export const SANITIZED_TOOLS: ReadonlySet<string> = new Set(["web_fetch", "web_search", "image_search", "web_capture"])
@@ -56,3 +57,10 @@ export const layer = (): Middleware.Middleware =>
   Middleware.make({
     tool: (call, next) => (SANITIZED_TOOLS.has(call.name) ? Effect.map(next(call), sanitizeResult) : next(call))
   })
+
+/** Its chain entry: web tool results are neutralised (framework tags escaped) before the budget previews them. */
+export const entry = () =>
+  Chain.entry("ToolResultSanitization", () => layer(), [
+    { inside: "ToolOutputBudget", reason: "the budget previews and saves the neutralised text, as its last step" },
+    { outside: "ToolErrorHandling", reason: "a web tool's failure, made a result there, carries page text too" }
+  ])

@@ -18,6 +18,7 @@ import type { UploadedFile } from "../state/ThreadState.js"
 import { neutralizeBoundaries, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
 import * as Middleware from "./Middleware.js"
 import { resolveThreadPaths } from "./ThreadData.js"
+import * as Chain from "./Chain.js"
 
 /** How many files the block describes; the rest are only counted. */
 export const MAX_FILES_IN_BLOCK = 10
@@ -321,3 +322,9 @@ export const layer = () =>
     })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
+
+/** Its chain entry: before_agent, after ThreadData (it needs the uploads directory). */
+export const entry = () =>
+  Chain.entry("Uploads", () => layer(), [
+    { inside: "ThreadData", reason: "the uploads block needs the thread's directories ThreadData records" }
+  ])

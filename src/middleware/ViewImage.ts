@@ -22,6 +22,7 @@ import * as M from "../state/Message.js"
 import type { ViewedImages } from "../state/ThreadState.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key marking the image message. */
 export const CONTEXT_KEY = "deerflow_view_image_context"
@@ -146,3 +147,9 @@ export const layer = (options: Options = {}): Middleware =>
       })
     }
   }) satisfies MW.Wrappers))
+
+/** Its chain entry (vision models): inside the retries, so every attempt carries the viewed images. */
+export const entry = () =>
+  Chain.entry("ViewImage", () => layer(), [
+    { inside: "LLMErrorHandling", reason: "a retried call still carries the images" }
+  ])

@@ -4,7 +4,7 @@
  * - Types: the built-in `general-purpose` and `bash` (offered only when bash can run), and custom ones from
  *   `subagents.custom_agents`, with per-agent overrides from `subagents.agents` (timeout, turns, model, skills,
  *   token budget); built-ins also take the global `subagents.timeout_seconds` and `subagents.max_turns`.
- * - A task runs the subagent chain (`LeadAgent.subagentChain`) over the app's model, and the parent's thread:
+ * - A task runs the subagent chain (`Chains.subagentChain`) over the app's model, and the parent's thread:
  *   the same sandbox and directories, its own messages (kept in memory, not in the thread), its own system
  *   prompt, its tools (the parent's, limited by the type's allowlist and denylist and the parent's tool groups),
  *   its model (`inherit` = the parent run's), thinking off, `max_turns` as its recursion limit, its own
@@ -48,7 +48,7 @@ import type { AIMessage, Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Outcome, TokenUsage } from "../state/SubagentStatus.js"
 import type { StateUpdate } from "../state/ThreadState.js"
-import * as LeadAgent from "./LeadAgent.js"
+import * as Chains from "./Chains.js"
 import * as Run from "./Run.js"
 import * as SubagentPrompt from "./SubagentPrompt.js"
 import * as ToolAssembly from "./ToolAssembly.js"
@@ -105,7 +105,7 @@ export const registry = (
       ...(o.max_turns != null ? { maxTurns: o.max_turns } : {}),
       ...(o.model != null ? { model: o.model } : {}),
       ...(o.skills !== undefined ? { skills: o.skills ?? undefined } : {}),
-      ...(o.token_budget != null ? { tokenBudget: LeadAgent.subagentTokenBudget(config, o.token_budget) } : {})
+      ...(o.token_budget != null ? { tokenBudget: Chains.subagentTokenBudget(config, o.token_budget) } : {})
     }
   }
   const builtin = (spec: Omit<SubagentConfig, "timeoutSeconds" | "tokenBudget" | "model" | "disallowedTools">) =>
@@ -115,7 +115,7 @@ export const registry = (
       model: "inherit",
       disallowedTools: DEFAULT_DISALLOWED,
       timeoutSeconds: settings.timeout_seconds,
-      tokenBudget: LeadAgent.subagentTokenBudget(config)
+      tokenBudget: Chains.subagentTokenBudget(config)
     })
   out.set(GENERAL_PURPOSE, builtin({
     name: GENERAL_PURPOSE,
@@ -147,7 +147,7 @@ export const registry = (
       model: custom.model,
       maxTurns: custom.max_turns,
       timeoutSeconds: custom.timeout_seconds,
-      tokenBudget: LeadAgent.subagentTokenBudget(config)
+      tokenBudget: Chains.subagentTokenBudget(config)
     }))
   }
   return out
@@ -296,7 +296,7 @@ export const make = (options: Options = {}) =>
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
-          const guardrail = LeadAgent.guardrailOf(app.config)
+          const guardrail = Chains.guardrailOf(app.config)
           if (Either.isLeft(guardrail)) return Either.left(guardrail.left.message)
           // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
           // allowlist and denylist.
@@ -312,7 +312,7 @@ export const make = (options: Options = {}) =>
               tools: deferredTools,
               routes: assembly.deferred.routes?.filter((r) => names.has(r.name))
             }
-          const chain = Chain.validate(LeadAgent.subagentChain({
+          const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
             breaker: options.breaker,

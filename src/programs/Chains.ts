@@ -1,0 +1,374 @@
+/**
+ * The lead agent's and a subagent's middleware orders, in one place: two lists of entry names, outermost first,
+ * each with the configuration switch that puts it in the chain. The entries themselves, with their ordering facts
+ * and why each stands where it does, are exported by the middleware modules (`entry`); the first entry is the
+ * outermost wrapper: its `before` work runs first and its `after` work last (SPEC-deerflow §4.1). Numbers are
+ * DeerFlow's slots (§4.1, §4.2); slots Antler does not have yet are left out (see README, "Status").
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
+import * as Chain from "../middleware/Chain.js"
+import * as Clarification from "../middleware/Clarification.js"
+import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
+import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
+import * as DurableContext from "../middleware/DurableContext.js"
+import * as DynamicContext from "../middleware/DynamicContext.js"
+import * as GuardrailMW from "../middleware/Guardrail.js"
+import * as InputSanitization from "../middleware/InputSanitization.js"
+import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
+import * as LoopDetection from "../middleware/LoopDetection.js"
+import * as McpRouting from "../middleware/McpRouting.js"
+import * as MemoryMW from "../middleware/Memory.js"
+import * as ModelLengthFinishReason from "../middleware/ModelLengthFinishReason.js"
+import * as ReadBeforeWrite from "../middleware/ReadBeforeWrite.js"
+import * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
+import * as SandboxMW from "../middleware/Sandbox.js"
+import * as SandboxAudit from "../middleware/SandboxAudit.js"
+import * as SkillActivation from "../middleware/SkillActivation.js"
+import * as SkillToolPolicy from "../middleware/SkillToolPolicy.js"
+import * as SubagentLimit from "../middleware/SubagentLimit.js"
+import * as Summarization from "../middleware/Summarization.js"
+import * as SystemMessageCoalescing from "../middleware/SystemMessageCoalescing.js"
+import * as TerminalResponse from "../middleware/TerminalResponse.js"
+import * as ThreadData from "../middleware/ThreadData.js"
+import * as Title from "../middleware/Title.js"
+import * as Todo from "../middleware/Todo.js"
+import * as TokenBudget from "../middleware/TokenBudget.js"
+import * as TokenUsage from "../middleware/TokenUsage.js"
+import * as ToolErrorHandling from "../middleware/ToolErrorHandling.js"
+import * as ToolOutputBudget from "../middleware/ToolOutputBudget.js"
+import * as ToolProgress from "../middleware/ToolProgress.js"
+import * as ToolResultSanitization from "../middleware/ToolResultSanitization.js"
+import * as Uploads from "../middleware/Uploads.js"
+import * as ViewImage from "../middleware/ViewImage.js"
+import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
+import * as Guardrail from "../services/Guardrail.js"
+import type { Memory } from "../services/Memory.js"
+import type { ToolDefinition } from "../services/ModelService.js"
+import type * as Skills from "../services/Skills.js"
+
+/** Tools deferred behind `tool_search` (SPEC §5.24, §5.25, §7.14). */
+export interface Deferred {
+  /** The deferred tools' definitions (the tools themselves are among the agent's tools). */
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** Routing keywords of deferred tools (`mode: prefer`), for McpRouting and the prompt's hints. */
+  readonly routes?: ReadonlyArray<McpRouting.Route> | undefined
+  /** `tool_search.auto_promote_top_k`. */
+  readonly topK?: number | undefined
+}
+
+/** What the lead agent's chain is built from. App-level pieces (breaker, guardrail) are shared by its runs. */
+export interface ChainOptions {
+  readonly config: AppConfig
+  /** The configured guardrail provider; none when guardrails are off. */
+  readonly guardrail?: Guardrail.Service | undefined
+  /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
+  /** The app's skills (slash activation, `allowed-tools`); by default none. */
+  readonly skills?: Skills.Registry | undefined
+  /** The skills this agent may use (a custom agent's list); all when undefined. */
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** The app's long-term memory; none: no memory. */
+  readonly memory?: Memory["Type"] | undefined
+  /** Plan mode: the todo list (`write_todos`). */
+  readonly planMode?: boolean | undefined
+  /** The model accepts images: viewed images reach it. */
+  readonly vision?: boolean | undefined
+  /** A custom agent's name (its own memory). */
+  readonly agentName?: string | undefined
+  /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
+  readonly subagents?: SubagentLimit.Options | undefined
+}
+
+/** What a subagent's chain is built from. */
+export interface SubagentChainOptions {
+  readonly config: AppConfig
+  readonly guardrail?: Guardrail.Service | undefined
+  readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
+  /**
+   * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
+   * switched off, 1,000,000 tokens when summarization is on, else 2,000,000.
+   */
+  readonly tokenBudget?: TokenBudgetConfig | undefined
+  /** The app's skills (slash activation in the task prompt, `allowed-tools`); by default none. */
+  readonly skills?: Skills.Registry | undefined
+  /** The skills the subagent may use (the parent's allowlist ∩ the type's); all when undefined. */
+  readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** The subagent's model accepts images: viewed images reach it. */
+  readonly vision?: boolean | undefined
+  /** MCP tools deferred behind `tool_search` (none: no deferral). */
+  readonly deferred?: Deferred | undefined
+}
+
+/** Everything an entry of either chain is made from, resolved from the options. */
+export interface Parts {
+  readonly config: AppConfig
+  readonly guardrail: Guardrail.Service | undefined
+  readonly breaker: LLMErrorHandling.CircuitBreaker | undefined
+  /** The deferred tools, when there are any. */
+  readonly deferred: Deferred | undefined
+  readonly skills: Skills.Registry
+  readonly skillAllowlist: ReadonlyArray<string> | undefined
+  /** The app's memory, when it is enabled. */
+  readonly memory: Memory["Type"] | undefined
+  readonly planMode: boolean
+  readonly vision: boolean
+  readonly agentName: string | undefined
+  readonly subagents: SubagentLimit.Options | undefined
+  readonly tokenBudget: TokenBudgetConfig
+  /** A subagent's chain: its system messages are coalesced innermost (SPEC §4.2). */
+  readonly subagent: boolean
+}
+
+/** The entry of each name, made from the parts. */
+const entries = {
+  InputSanitization: () => InputSanitization.entry(),
+  ToolOutputBudget: (p: Parts) => ToolOutputBudget.entry(p.config.tool_output),
+  ToolResultSanitization: () => ToolResultSanitization.entry(),
+  ThreadData: () => ThreadData.entry(),
+  Uploads: () => Uploads.entry(),
+  Sandbox: () => SandboxMW.entry(),
+  DanglingToolCall: () => DanglingToolCall.entry(),
+  LLMErrorHandling: (p: Parts) =>
+    LLMErrorHandling.entry({
+      llmCall: p.config.llm_call,
+      circuitBreaker: p.config.circuit_breaker,
+      breaker: p.breaker,
+      attemptsByModel: LLMErrorHandling.attemptsByModel(p.config.models)
+    }),
+  Guardrail: (p: Parts) =>
+    GuardrailMW.entry(p.guardrail!, {
+      failClosed: p.config.guardrails.fail_closed,
+      passport: p.config.guardrails.passport
+    }),
+  SandboxAudit: () => SandboxAudit.entry(),
+  ReadBeforeWrite: () => ReadBeforeWrite.entry(),
+  ToolProgress: (p: Parts) => ToolProgress.entry(p.config.tool_progress),
+  ToolErrorHandling: (p: Parts) =>
+    ToolErrorHandling.entry({
+      skillReadToolNames: p.config.summarization.skill_file_read_tool_names,
+      skillsRoot: p.config.skills.container_path
+    }),
+  DynamicContext: (p: Parts) =>
+    DynamicContext.entry({
+      timeZone: p.config.timezone ?? undefined,
+      memory: p.memory,
+      injectMemory: p.config.memory.injection_enabled,
+      agentName: p.agentName
+    }),
+  SkillActivation: (p: Parts) =>
+    SkillActivation.entry({
+      registry: p.skills,
+      allowlist: p.skillAllowlist,
+      describeTool: p.config.skills.deferred_discovery
+    }),
+  SkillToolPolicy: (p: Parts) => SkillToolPolicy.entry({ registry: p.skills, allowlist: p.skillAllowlist }),
+  DurableContext: () => DurableContext.entry(),
+  Summarization: (p: Parts) =>
+    Summarization.entry(
+      p.memory === undefined
+        ? {}
+        : { beforeCommit: MemoryMW.beforeCompaction({ memory: p.memory, agentName: p.agentName }) }
+    ),
+  Todo: () => Todo.entry(),
+  TokenUsage: (p: Parts) => TokenUsage.entry(p.config.token_usage),
+  Title: (p: Parts) => Title.entry(p.config.title),
+  Memory: (p: Parts) => MemoryMW.entry({ memory: p.memory!, agentName: p.agentName }),
+  ViewImage: () => ViewImage.entry(),
+  McpRouting: (p: Parts) =>
+    McpRouting.entry({
+      routes: p.deferred!.routes!,
+      catalogHash: DeferredToolFilter.catalogHash(p.deferred!.tools),
+      topK: p.deferred!.topK ?? p.config.tool_search.auto_promote_top_k
+    }),
+  DeferredToolFilter: (p: Parts) => DeferredToolFilter.entry({ deferred: p.deferred!.tools }),
+  SystemMessageCoalescing: (p: Parts) => SystemMessageCoalescing.entry({ innermost: p.subagent }),
+  SubagentLimit: (p: Parts) => SubagentLimit.entry(p.subagents!),
+  LoopDetection: (p: Parts) => LoopDetection.entry(p.config.loop_detection),
+  TokenBudget: (p: Parts) => TokenBudget.entry(p.tokenBudget),
+  TerminalResponse: () => TerminalResponse.entry(),
+  ModelLengthFinishReason: () => ModelLengthFinishReason.entry(),
+  SafetyFinishReason: (p: Parts) => SafetyFinishReason.entry({ config: p.config.safety_finish_reason }),
+  ClarificationMiddleware: () => Clarification.entry(),
+  SubagentDateContext: (p: Parts) => DynamicContext.subagentEntry({ timeZone: p.config.timezone ?? undefined })
+} satisfies Record<string, (parts: Parts) => Chain.Entry>
+
+/** The name of an entry of the lead or the subagent chain. */
+export type Name = keyof typeof entries
+
+/** A place in an order: an entry's name and, for an optional entry, when it is in the chain. */
+export interface Item {
+  readonly name: Name
+  readonly when?: ((parts: Parts) => boolean) | undefined
+}
+
+const routed = (p: Parts) => (p.deferred?.routes ?? []).length > 0
+
+/** The lead agent's order, outermost first (SPEC §4.1), with DeerFlow's slot numbers. */
+export const leadOrder: ReadonlyArray<Item> = [
+  { name: "InputSanitization" }, // 1
+  { name: "ToolOutputBudget" }, // 2
+  { name: "ToolResultSanitization" }, // 3
+  { name: "ThreadData" }, // 4
+  { name: "Uploads" }, // 5
+  { name: "Sandbox" }, // 6
+  { name: "DanglingToolCall" }, // 7
+  { name: "LLMErrorHandling" }, // 8
+  { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 10
+  { name: "SandboxAudit" }, // 11
+  { name: "ReadBeforeWrite", when: (p) => p.config.read_before_write.enabled }, // 12
+  { name: "ToolProgress", when: (p) => p.config.tool_progress.enabled }, // 13
+  { name: "ToolErrorHandling" }, // 14
+  { name: "DynamicContext" }, // 15
+  { name: "SkillActivation" }, // 16
+  { name: "SkillToolPolicy" }, // 17
+  { name: "DurableContext" }, // 18
+  { name: "Summarization" }, // 19
+  { name: "Todo", when: (p) => p.planMode }, // 20
+  { name: "TokenUsage" }, // 21
+  { name: "Title" }, // 22
+  { name: "Memory", when: (p) => p.memory !== undefined }, // 23
+  { name: "ViewImage", when: (p) => p.vision }, // 24
+  { name: "McpRouting", when: routed }, // 25
+  { name: "DeferredToolFilter", when: (p) => p.deferred !== undefined }, // 26
+  { name: "SystemMessageCoalescing" }, // 27
+  { name: "SubagentLimit", when: (p) => p.subagents !== undefined }, // 28
+  { name: "LoopDetection" }, // 29
+  { name: "TokenBudget" }, // 30
+  { name: "TerminalResponse" }, // 33
+  { name: "ModelLengthFinishReason" }, // 34
+  { name: "SafetyFinishReason" }, // 35
+  { name: "ClarificationMiddleware" } // 36
+]
+
+/**
+ * A subagent's order, outermost first (SPEC §4.2): the lead chain's entries without the lead-only ones (uploads,
+ * memory and its date swap, todos, title, token usage, clarification, the subagent limit: subagents cannot
+ * delegate), with its own token budget, a date-only reminder, and the system messages coalesced innermost.
+ */
+export const subagentOrder: ReadonlyArray<Item> = [
+  { name: "InputSanitization" }, // 1
+  { name: "ToolOutputBudget" }, // 2
+  { name: "ThreadData" }, // 4
+  { name: "Sandbox" }, // 5
+  { name: "DanglingToolCall" }, // 6
+  { name: "LLMErrorHandling" }, // 7
+  { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 9
+  { name: "SandboxAudit" }, // 10
+  { name: "ToolErrorHandling" }, // 13
+  { name: "SkillActivation" }, // 14
+  { name: "SkillToolPolicy" }, // 15
+  { name: "ViewImage", when: (p) => p.vision }, // 16
+  { name: "McpRouting", when: routed }, // 17
+  { name: "DeferredToolFilter", when: (p) => p.deferred !== undefined }, // 18
+  { name: "LoopDetection" }, // 19
+  { name: "TokenBudget" }, // 20
+  { name: "SafetyFinishReason" }, // 22
+  { name: "DurableContext" }, // 23
+  { name: "Summarization" }, // 24
+  { name: "SubagentDateContext" }, // 25
+  { name: "SystemMessageCoalescing" } // 26
+]
+
+/** The chain of an order for these parts: the entries whose switch is on, outermost first. */
+export const build = (order: ReadonlyArray<Item>, parts: Parts): Chain.Chain =>
+  order.filter((item) => item.when === undefined || item.when(parts)).map((item) => entries[item.name](parts))
+
+const noSkills: Skills.Registry = {
+  catalog: Effect.sync(() => ({
+    root: undefined,
+    container: "/mnt/skills",
+    skills: [],
+    rejected: [],
+    shadowed: [],
+    warnings: []
+  })),
+  read: () => Effect.die(new Error("no skills"))
+}
+
+/** The deferred tools, when there are any. */
+const deferredOf = (options: { readonly deferred?: Deferred | undefined }): Deferred | undefined =>
+  options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
+
+/** The parts of the lead agent's chain. */
+export const leadParts = (options: ChainOptions): Parts => ({
+  config: options.config,
+  guardrail: options.guardrail,
+  breaker: options.breaker,
+  deferred: deferredOf(options),
+  skills: options.skills ?? noSkills,
+  skillAllowlist: options.skillAllowlist,
+  memory: options.memory?.enabled === true ? options.memory : undefined,
+  planMode: options.planMode === true,
+  vision: options.vision === true,
+  agentName: options.agentName,
+  subagents: options.subagents,
+  tokenBudget: options.config.token_budget,
+  subagent: false
+})
+
+/** The parts of a subagent's chain. */
+export const subagentParts = (options: SubagentChainOptions): Parts => ({
+  config: options.config,
+  guardrail: options.guardrail,
+  breaker: options.breaker,
+  deferred: deferredOf(options),
+  skills: options.skills ?? noSkills,
+  skillAllowlist: options.skillAllowlist,
+  memory: undefined,
+  planMode: false,
+  vision: options.vision === true,
+  agentName: undefined,
+  subagents: undefined,
+  tokenBudget: options.tokenBudget ?? subagentTokenBudget(options.config),
+  subagent: true
+})
+
+/** The lead agent's chain, outermost first (SPEC §4.1). */
+export const chain = (options: ChainOptions): Chain.Chain => build(leadOrder, leadParts(options))
+
+/** A subagent's chain, outermost first (SPEC §4.2). */
+export const subagentChain = (options: SubagentChainOptions): Chain.Chain =>
+  build(subagentOrder, subagentParts(options))
+
+/** The names of the lead agent's chain for a configuration, outermost first. */
+export const order = (options: ChainOptions): ReadonlyArray<string> => Chain.names(chain(options))
+
+/**
+ * The token budget of a subagent (SPEC §4.2 slot 20): on by default; `max_tokens` 1,000,000 when summarization
+ * is on, else 2,000,000; warn at 70%, stop at 100%. `override` (`subagents.agents.<name>.token_budget`) wins
+ * field by field over `subagents.token_budget`.
+ */
+export const subagentTokenBudget = (
+  config: AppConfig,
+  override?: AppConfig["subagents"]["token_budget"] | null | undefined
+): TokenBudgetConfig => {
+  const global = config.subagents.token_budget
+  const pick = <K extends keyof typeof global>(key: K) => override?.[key] ?? global[key] ?? undefined
+  return {
+    enabled: pick("enabled") ?? true,
+    max_tokens: pick("max_tokens") ?? (config.summarization.enabled ? 1_000_000 : 2_000_000),
+    warn_threshold: pick("warn_threshold") ?? 0.7,
+    hard_stop_threshold: pick("hard_stop_threshold") ?? 1.0
+  }
+}
+
+/** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
+export const guardrailOf = (
+  config: AppConfig
+): Either.Either<Guardrail.Service | undefined, Guardrail.GuardrailConfigError> => {
+  if (!config.guardrails.enabled) return Either.right(undefined)
+  return Either.flatMap(AllowlistGuardrail.fromConfig(config.guardrails), (guardrail) =>
+    guardrail === undefined
+      ? Either.left(
+        new Guardrail.GuardrailConfigError({
+          reason: "unknown_provider",
+          use: "",
+          message: "guardrails.enabled is true but no guardrails.provider is set (e.g. use: allowlist)"
+        })
+      )
+      : Either.right(guardrail))
+}

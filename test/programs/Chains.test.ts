@@ -1,0 +1,221 @@
+/**
+ * The lead and subagent orders as written in `Chains`: the names in order for the default configuration and
+ * with every switch turned, every name of both lists making an entry of that name, and every ordering fact of
+ * an entry naming an entry of each list the entry is in (a fact about a name no chain has would always hold,
+ * silently).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as AllowlistGuardrail from "../../src/layers/AllowlistGuardrail.js"
+import * as Chain from "../../src/middleware/Chain.js"
+import * as Chains from "../../src/programs/Chains.js"
+import type { AppConfig } from "../../src/services/AppConfig.js"
+import { AppConfigSchema } from "../../src/services/AppConfig.js"
+import type { Memory } from "../../src/services/Memory.js"
+
+const configOf = (raw: Record<string, unknown> = {}): AppConfig => Schema.decodeUnknownSync(AppConfigSchema)(raw)
+
+/** A memory that is on; the chains only hand it to their entries, which these tests never build. */
+const memory: Memory["Type"] = {
+  enabled: true,
+  mode: "middleware",
+  context: () => Effect.succeed(""),
+  enqueue: () => Effect.void,
+  flush: Effect.void,
+  pending: Effect.succeed(0),
+  load: () => Effect.die("unused"),
+  clear: () => Effect.void,
+  modify: () => Effect.die("unused")
+}
+
+const deferred: Chains.Deferred = {
+  tools: [{ name: "mcp_query", description: "query", parameters: {} }],
+  routes: [{ name: "mcp_query", priority: 1, keywords: ["sql"] }]
+}
+
+/** Every optional entry of the lead chain switched on. */
+const leadAllOn = (): Chains.ChainOptions => ({
+  config: configOf({ tool_progress: { enabled: true } }),
+  guardrail: AllowlistGuardrail.make({}),
+  memory,
+  planMode: true,
+  vision: true,
+  deferred,
+  subagents: { runner: { types: [], run: () => Effect.die("unused") } }
+})
+
+/** Every optional entry of a subagent's chain switched on. */
+const subagentAllOn = (): Chains.SubagentChainOptions => ({
+  config: configOf(),
+  guardrail: AllowlistGuardrail.make({}),
+  vision: true,
+  deferred
+})
+
+const names = (order: ReadonlyArray<Chains.Item>) => order.map((item) => item.name)
+
+describe("the lead order", () => {
+  it("is the documented list: the default configuration's entries, and every switched entry in its place", () => {
+    assert.deepStrictEqual(Chain.names(Chains.chain({ config: configOf() })), [
+      "InputSanitization",
+      "ToolOutputBudget",
+      "ToolResultSanitization",
+      "ThreadData",
+      "Uploads",
+      "Sandbox",
+      "DanglingToolCall",
+      "LLMErrorHandling",
+      "SandboxAudit",
+      "ReadBeforeWrite",
+      "ToolErrorHandling",
+      "DynamicContext",
+      "SkillActivation",
+      "SkillToolPolicy",
+      "DurableContext",
+      "Summarization",
+      "TokenUsage",
+      "Title",
+      "SystemMessageCoalescing",
+      "LoopDetection",
+      "TokenBudget",
+      "TerminalResponse",
+      "ModelLengthFinishReason",
+      "SafetyFinishReason",
+      "ClarificationMiddleware"
+    ])
+    const all = Chains.chain(leadAllOn())
+    assert.deepStrictEqual(Chain.names(all), [
+      "InputSanitization",
+      "ToolOutputBudget",
+      "ToolResultSanitization",
+      "ThreadData",
+      "Uploads",
+      "Sandbox",
+      "DanglingToolCall",
+      "LLMErrorHandling",
+      "Guardrail",
+      "SandboxAudit",
+      "ReadBeforeWrite",
+      "ToolProgress",
+      "ToolErrorHandling",
+      "DynamicContext",
+      "SkillActivation",
+      "SkillToolPolicy",
+      "DurableContext",
+      "Summarization",
+      "Todo",
+      "TokenUsage",
+      "Title",
+      "Memory",
+      "ViewImage",
+      "McpRouting",
+      "DeferredToolFilter",
+      "SystemMessageCoalescing",
+      "SubagentLimit",
+      "LoopDetection",
+      "TokenBudget",
+      "TerminalResponse",
+      "ModelLengthFinishReason",
+      "SafetyFinishReason",
+      "ClarificationMiddleware"
+    ])
+    assert.deepStrictEqual(Chain.names(all), names(Chains.leadOrder), "every entry of the list switched on")
+    assert.isTrue(Either.isRight(Chain.validate(all)))
+  })
+
+  it("leaves out what the configuration switches off, and routing without keywords or a memory that is off", () => {
+    const off = Chain.names(Chains.chain({
+      config: configOf({ read_before_write: { enabled: false } }),
+      deferred: { tools: deferred.tools },
+      memory: { ...memory, enabled: false },
+      planMode: false,
+      vision: false
+    }))
+    for (const name of ["ReadBeforeWrite", "ToolProgress", "Guardrail", "McpRouting", "Memory", "Todo", "ViewImage"]) {
+      assert.notInclude(off, name)
+    }
+    assert.include(off, "DeferredToolFilter")
+    assert.notInclude(Chain.names(Chains.chain({ config: configOf(), deferred: { tools: [] } })), "DeferredToolFilter")
+  })
+})
+
+describe("a subagent's order", () => {
+  it("is the documented list: the default configuration's entries, and every switched entry in its place", () => {
+    assert.deepStrictEqual(Chain.names(Chains.subagentChain({ config: configOf() })), [
+      "InputSanitization",
+      "ToolOutputBudget",
+      "ThreadData",
+      "Sandbox",
+      "DanglingToolCall",
+      "LLMErrorHandling",
+      "SandboxAudit",
+      "ToolErrorHandling",
+      "SkillActivation",
+      "SkillToolPolicy",
+      "LoopDetection",
+      "TokenBudget",
+      "SafetyFinishReason",
+      "DurableContext",
+      "Summarization",
+      "SubagentDateContext",
+      "SystemMessageCoalescing"
+    ])
+    const all = Chains.subagentChain(subagentAllOn())
+    assert.deepStrictEqual(Chain.names(all), [
+      "InputSanitization",
+      "ToolOutputBudget",
+      "ThreadData",
+      "Sandbox",
+      "DanglingToolCall",
+      "LLMErrorHandling",
+      "Guardrail",
+      "SandboxAudit",
+      "ToolErrorHandling",
+      "SkillActivation",
+      "SkillToolPolicy",
+      "ViewImage",
+      "McpRouting",
+      "DeferredToolFilter",
+      "LoopDetection",
+      "TokenBudget",
+      "SafetyFinishReason",
+      "DurableContext",
+      "Summarization",
+      "SubagentDateContext",
+      "SystemMessageCoalescing"
+    ])
+    assert.deepStrictEqual(Chain.names(all), names(Chains.subagentOrder), "every entry of the list switched on")
+    assert.isTrue(Either.isRight(Chain.validate(all)))
+  })
+
+  it("its entries are the lead chain's own: the same facts, only coalescing also stands innermost", () => {
+    const lead = new Map(Chains.chain(leadAllOn()).map((e) => [e.name, e.facts]))
+    for (const entry of Chains.subagentChain(subagentAllOn())) {
+      if (entry.name === "SubagentDateContext") continue
+      const facts = entry.name === "SystemMessageCoalescing" ? entry.facts.filter((f) => !("last" in f)) : entry.facts
+      assert.deepStrictEqual(facts, lead.get(entry.name), entry.name)
+    }
+    const coalescing = Chains.subagentChain(subagentAllOn()).at(-1)!
+    assert.isTrue(coalescing.facts.some((f) => "last" in f))
+  })
+})
+
+describe("both orders", () => {
+  it("every fact of an entry names an entry of each order the entry stands in", () => {
+    const checks = [
+      { order: Chains.leadOrder, chain: Chains.chain(leadAllOn()) },
+      { order: Chains.subagentOrder, chain: Chains.subagentChain(subagentAllOn()) }
+    ]
+    for (const { chain, order } of checks) {
+      const known = new Set<string>(names(order))
+      for (const entry of chain) {
+        for (const fact of entry.facts) {
+          const named = "inside" in fact ? fact.inside : "outside" in fact ? fact.outside : undefined
+          if (named !== undefined) assert.isTrue(known.has(named), `${entry.name}'s fact names ${named}, not in the order`)
+        }
+      }
+    }
+  })
+})
