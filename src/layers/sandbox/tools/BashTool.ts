@@ -1,0 +1,104 @@
+/**
+ * The `bash` tool: runs a command in the thread's sandbox and answers with its output (or why it was stopped, and
+ * the limits it ran into), while the output goes out as `tool_output` events as it comes.
+ */
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import type { SandboxConfig } from "../../../services/AppConfig.js"
+import { RunEvents } from "../../../services/RunEvents.js"
+import { OUTPUTS, SKILLS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
+import * as Tool from "../../../services/Tool.js"
+import type { ToolCall } from "../../../state/Message.js"
+import { BashArgs } from "./Args.js"
+import type { ToolContext } from "./ToolContext.js"
+
+/** The resource limits of bash commands, as the bash tool's description states them (empty when none). */
+export const limitsText = (settings: SandboxConfig): string => {
+  const parts = [
+    settings.max_memory_mb > 0 ? `${settings.max_memory_mb} MB of memory per process` : "",
+    settings.max_processes > 0 ? `${settings.max_processes} processes and threads at once` : "",
+    settings.tmp_size_mb > 0 ? `${settings.tmp_size_mb} MB in /tmp` : "",
+    settings.max_file_size_mb > 0 ? `${settings.max_file_size_mb} MB per file` : "",
+    settings.disk_quota_mb > 0 ? `${settings.disk_quota_mb} MB for all of the thread's files` : ""
+  ].filter((part) => part !== "")
+  return parts.length === 0 ? "" : ` Limits: ${parts.join(", ")}; a command that exceeds one fails or is stopped.`
+}
+
+/**
+ * The custom event that shows a running command's output as it comes (`bash`): `{ type: "tool_output",
+ * tool_call_id, tool_name, text }`, a line or a few at a time, before the call's result (which is unchanged:
+ * the model sees only the result). DeerFlow has no such event; the name is Antler's.
+ */
+export const TOOL_OUTPUT_EVENT = "tool_output"
+
+/** The most output of one call sent as `tool_output` events; past it, one last event says `truncated: true`. */
+export const TOOL_OUTPUT_MAX_CHARS = 64 * 1024
+
+/**
+ * Runs `body` with an output callback whose pieces go out as `tool_output` events of `call`, in order, from a
+ * fiber of their own (the callback is called from a process's stream handlers, outside any fiber); the last
+ * pieces are sent before `body`'s result is returned.
+ */
+export const publishingOutput = <A, E, R>(
+  call: ToolCall,
+  body: (onOutput: (text: string) => void) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R | RunEvents> =>
+  Effect.gen(function*() {
+    const events = yield* RunEvents
+    const queue = yield* Queue.unbounded<string>()
+    let sent = 0
+    let truncated = false
+    const event = (data: Record<string, unknown>) =>
+      events.emit({
+        type: "custom",
+        name: TOOL_OUTPUT_EVENT,
+        data: { type: TOOL_OUTPUT_EVENT, tool_call_id: call.id, tool_name: call.name, ...data }
+      })
+    const publish = (pieces: Iterable<string>) =>
+      Effect.suspend(() => {
+        if (truncated) return Effect.void
+        let text = [...pieces].join("")
+        if (text === "") return Effect.void
+        if (sent + text.length <= TOOL_OUTPUT_MAX_CHARS) {
+          sent += text.length
+          return event({ text })
+        }
+        text = text.slice(0, TOOL_OUTPUT_MAX_CHARS - sent)
+        truncated = true
+        return Effect.zipRight(text === "" ? Effect.void : event({ text }), event({ text: "", truncated: true }))
+      })
+    const pump = yield* Effect.fork(Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, Infinity), publish)))
+    const rest = Fiber.interrupt(pump).pipe(Effect.zipRight(Queue.takeAll(queue)), Effect.flatMap(publish))
+    return yield* body((text) => void Queue.unsafeOffer(queue, text)).pipe(Effect.ensuring(rest))
+  })
+
+/** The `bash` tool. */
+export const bash = ({ settings, withSandbox }: ToolContext) =>
+  Tool.make({
+    name: "bash",
+    description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
+      `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${SKILLS}. There is ` +
+      "no network access, /tmp is private to the command, and anything the command starts is stopped when it " +
+      `ends. Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.` +
+      limitsText(settings),
+    parameters: BashArgs,
+    handler: (args, call) =>
+      withSandbox("bash", (sandbox) =>
+        Effect.map(publishingOutput(call, (onOutput) => sandbox.exec(args.command, { onOutput })), (result) => {
+          const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
+          if (result.timedOut) {
+            const seconds = Math.round(result.timeoutMs / 100) / 10
+            return `Error: The command did not finish within ${seconds} s and was stopped, together with every ` +
+              `process it started.${before}`
+          }
+          if (result.stopped !== undefined) {
+            return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
+              before
+          }
+          const body = result.output === "" ? "(no output)" : result.output
+          const notes = (result.notes ?? []).map((note) => `\n[limit: ${note}]`).join("")
+          if (result.exitCode === 0) return body + notes
+          return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]${notes}`
+        }))(call)
+  })

@@ -1,0 +1,44 @@
+/** What listings and searches (`ls`, `glob`, `grep`) leave out, and how many entries they walk at most. */
+
+/** Names left out of listings and searches (version control, dependencies, caches, build output, logs). */
+export const JUNK_NAMES: ReadonlySet<string> = new Set([
+  ".git",
+  ".svn",
+  ".hg",
+  ".bzr",
+  "node_modules",
+  "bower_components",
+  "__pycache__",
+  ".venv",
+  "venv",
+  ".tox",
+  ".nox",
+  ".eggs",
+  ".mypy_cache",
+  ".pytest_cache",
+  ".ruff_cache",
+  ".ipynb_checkpoints",
+  ".cache",
+  ".next",
+  ".nuxt",
+  ".turbo",
+  ".parcel-cache",
+  "dist",
+  "build",
+  "coverage",
+  ".nyc_output",
+  "htmlcov",
+  ".idea",
+  ".vscode",
+  ".DS_Store",
+  "Thumbs.db",
+  "desktop.ini"
+])
+
+const JUNK_PATTERNS = [/\.log$/, /\.py[co]$/, /\.sw[po]$/, /~$/, /\.egg-info$/, /^\.upload-.*\.part$/, /\.tmp$/]
+
+/** Whether a file or directory name is junk to leave out (`.git`, `node_modules`, `*.log`, ...). */
+export const isJunk = (name: string): boolean => JUNK_NAMES.has(name) || JUNK_PATTERNS.some((re) => re.test(name))
+
+/** The most entries one listing or search walks. */
+export const WALK_MAX_ENTRIES = 50_000

@@ -1,0 +1,140 @@
+/** The tools that read files: `ls`, `read_file` and, for vision models, `view_image`. */
+import * as Effect from "effect/Effect"
+import { absoluteVirtual, OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
+import * as Tool from "../../../services/Tool.js"
+import type { HandlerOutput } from "../../../services/Tool.js"
+import * as M from "../../../state/Message.js"
+import * as ReadMark from "../../../state/ReadMark.js"
+import { displayPath } from "../VirtualPaths.js"
+import { LsArgs, ReadFileArgs, ViewImageArgs } from "./Args.js"
+import { extensionOf, IMAGE_TYPES, MAX_IMAGE_BYTES, sniffImage } from "./Images.js"
+import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
+import { headTruncate, normalizeVirtual, selectLines, under } from "./Text.js"
+import type { ToolContext } from "./ToolContext.js"
+import { statFile } from "./ToolContext.js"
+
+/** The `ls` tool. */
+export const ls = ({ settings, withSandbox }: ToolContext) =>
+  Tool.make({
+    name: "ls",
+    readOnly: true,
+    description: "List a directory two levels deep (its entries and their entries), as absolute paths with `/` " +
+      "after directories. Version-control, dependency, cache and build directories and log files are left out.",
+    parameters: LsArgs,
+    handler: (args, call) =>
+      withSandbox("ls", (sandbox) =>
+        sandbox.walk(args.path, { maxDepth: 2, maxEntries: WALK_MAX_ENTRIES, skip: isJunk }).pipe(
+          Effect.map(({ entries }) => {
+            if (entries.length === 0) return "(empty)"
+            const lines = entries.map((e) => (e.kind === "directory" ? `${e.path}/` : e.path)).sort()
+            return headTruncate(
+              lines.join("\n"),
+              settings.ls_output_max_chars,
+              "Use a more specific path to see fewer results"
+            )
+          }),
+          Effect.catchIf(
+            (e) => e.reason === "not_found",
+            () => Effect.succeed(`Error: Directory not found: ${sandbox.mask(normalizeVirtual(args.path))}`)
+          )
+        ))(call)
+  })
+
+/** The `read_file` tool. */
+export const readFile = ({ markReads, settings, withSandbox }: ToolContext) =>
+  Tool.make({
+    name: "read_file",
+    readOnly: true,
+    // its results carry the read mark of the bytes it read (ReadBeforeWrite needs no lock for them)
+    marksReads: true,
+    description: "Read a text file. Give start_line and/or end_line (1-based, inclusive) to read only those " +
+      "lines." + (settings.read_file_output_max_chars > 0
+        ? ` Output over ${settings.read_file_output_max_chars} characters is cut, with a note saying so.`
+        : ""),
+    parameters: ReadFileArgs,
+    handler: (args, call) =>
+      withSandbox("read_file", (sandbox) =>
+        sandbox.readText(args.path).pipe(
+          Effect.map((content): HandlerOutput => {
+            let text = content
+            if (args.start_line !== undefined || args.end_line !== undefined) {
+              const selected = selectLines(content, args.start_line, args.end_line)
+              if ("error" in selected) return `Error: ${selected.error}.`
+              text = selected.text
+            }
+            const output = text === "" ? "(empty)" : headTruncate(
+              text,
+              settings.read_file_output_max_chars,
+              "Use start_line/end_line to read a specific range"
+            )
+            if (!markReads) return output
+            // the read mark (ReadBeforeWrite) is of the whole content read here, also for a range
+            const result = Tool.toResult(call, output)
+            return {
+              ...result,
+              message: ReadMark.withMark(result.message, {
+                path: absoluteVirtual(args.path),
+                hash: ReadMark.contentHash(content)
+              })
+            }
+          }),
+          Effect.catchIf(
+            (e) => e.reason === "binary",
+            (e) =>
+              Effect.succeed(
+                `Error: ${e.message} Use bash with a suitable tool (file, xxd, python) to inspect it, ` +
+                  "or view_image for images."
+              )
+          )
+        ))(call)
+  })
+
+/** The `view_image` tool. */
+export const viewImage = ({ withSandbox }: ToolContext) =>
+  Tool.make({
+    name: "view_image",
+    readOnly: true,
+    description: "Look at an image file (jpg, jpeg, png, webp or gif, at most 20 MB) in the workspace, uploads " +
+      "or outputs. The image is shown to you with your next turn.",
+    parameters: ViewImageArgs,
+    handler: (args, call) =>
+      withSandbox("view_image", (sandbox) =>
+        Effect.gen(function*() {
+          const masked = sandbox.mask(args.image_path)
+          const virtual = normalizeVirtual(masked)
+          const allowed = [WORKSPACE, UPLOADS, OUTPUTS].some((root) => under(virtual, root) && virtual !== root)
+          if (!masked.startsWith("/") || !allowed) {
+            return `Error: Images can only be viewed from ${WORKSPACE}, ${UPLOADS} or ${OUTPUTS}: ` +
+              displayPath(masked)
+          }
+          const extension = extensionOf(virtual)
+          const expected = IMAGE_TYPES[extension]
+          if (expected === undefined) {
+            return `Error: Unsupported image type '${extension || "(none)"}' for ${virtual}; view_image accepts ` +
+              `${Object.keys(IMAGE_TYPES).join(", ")}.`
+          }
+          const info = yield* statFile(sandbox, args.image_path)
+          if (info.kind !== "file") return `Error: Not a file: ${virtual}`
+          if (info.size > MAX_IMAGE_BYTES) {
+            return `Error: Image too large: ${virtual} is ${info.size} bytes; ` +
+              `view_image accepts at most ${MAX_IMAGE_BYTES}.`
+          }
+          const bytes = yield* sandbox.readBytes(args.image_path, MAX_IMAGE_BYTES)
+          const actual = sniffImage(bytes)
+          if (actual !== expected) {
+            return `Error: ${virtual} is not a valid ${extension.slice(1).toUpperCase()} image` +
+              (actual === undefined
+                ? " (its content is not a recognised image format)."
+                : ` (its content is ${actual}).`)
+          }
+          const real = yield* sandbox.resolve(args.image_path, "read")
+          return {
+            message: M.tool(
+              `Loaded image ${virtual} (${actual}, ${bytes.length} bytes); it is shown to you with your next turn.`,
+              call.id,
+              { name: call.name, status: "success" }
+            ),
+            update: { viewed_images: { [virtual]: { mime_type: actual, size: bytes.length, actual_path: real } } }
+          }
+        }))(call)
+  })

@@ -1,0 +1,60 @@
+/** Pure text helpers of the file tools: truncation, line ranges, literal replacement, result caps, paths. */
+
+/** Head-truncates to `max` chars (0 = unlimited) with SPEC's marker; the result never exceeds `max`. */
+export const headTruncate = (text: string, max: number, hint: string): string => {
+  if (max <= 0 || text.length <= max) return text
+  const marker = (kept: number) => `\n... [truncated: showing first ${kept} of ${text.length} chars. ${hint}] ...`
+  const kept = Math.max(0, max - marker(text.length).length)
+  if (kept === 0) return text.slice(0, max)
+  return text.slice(0, kept) + marker(kept)
+}
+
+/** The effective result cap: the requested one (≤0 or absent → default), clamped to [1, upper]. */
+export const clampMax = (requested: number | undefined, fallback: number, upper: number): number => {
+  const value = requested === undefined || requested <= 0 ? fallback : Math.floor(requested)
+  return Math.min(Math.max(value, 1), upper)
+}
+
+/** Lines `start..end` (1-based, inclusive) of a text, or why that range is wrong. */
+export const selectLines = (
+  content: string,
+  start: number | undefined,
+  end: number | undefined
+): { readonly text: string } | { readonly error: string } => {
+  if (start !== undefined && start < 1) return { error: `start_line must be >= 1 (got ${start})` }
+  if (end !== undefined && end < 1) return { error: `end_line must be >= 1 (got ${end})` }
+  if (start !== undefined && end !== undefined && start > end) {
+    return { error: `start_line (${start}) is after end_line (${end}); no lines in that range` }
+  }
+  const lines = content.split(/\r?\n/)
+  if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop()
+  const first = start ?? 1
+  if (first > lines.length) {
+    return lines.length === 0 && first === 1
+      ? { text: "" }
+      : { error: `start_line ${first} is past the end of the file (${lines.length} lines)` }
+  }
+  return { text: lines.slice(first - 1, Math.min(end ?? lines.length, lines.length)).join("\n") }
+}
+
+/** How many times `needle` occurs in `text` (non-overlapping). */
+export const countOccurrences = (text: string, needle: string): number => {
+  if (needle === "") return 0
+  let count = 0
+  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++
+  return count
+}
+
+/** Replaces literally (no `$` patterns): the first occurrence, or all of them. */
+export const replaceLiteral = (text: string, needle: string, replacement: string, all: boolean): string => {
+  if (all) return text.split(needle).join(replacement)
+  const at = text.indexOf(needle)
+  return at === -1 ? text : text.slice(0, at) + replacement + text.slice(at + needle.length)
+}
+
+/** A virtual path with duplicate slashes and `.` segments removed (call after the sandbox has accepted it). */
+export const normalizeVirtual = (path: string): string =>
+  `/${path.split("/").filter((segment) => segment !== "" && segment !== ".").join("/")}`
+
+/** Whether a virtual path is `root` or below it. */
+export const under = (path: string, root: string) => path === root || path.startsWith(`${root}/`)

@@ -1,0 +1,80 @@
+/**
+ * What every sandbox tool's handler shares: the settings, and the runner that acquires the sandbox of the run's
+ * thread (lazily; idempotent) and turns sandbox errors and anything unexpected into `Error:` text with host paths
+ * masked, letting interruption through.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import type { SandboxConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import { RunContext } from "../../../services/RunContext.js"
+import type { RunEvents } from "../../../services/RunEvents.js"
+import type { Sandbox } from "../../../services/Sandbox.js"
+import { SandboxError, SandboxProvider } from "../../../services/Sandbox.js"
+import type { HandlerOutput } from "../../../services/Tool.js"
+import type { ToolCall } from "../../../state/Message.js"
+import { normalizeVirtual } from "./Text.js"
+
+/** A tool's work on the run's sandbox. */
+export type Body = (sandbox: Sandbox, call: ToolCall) => Effect.Effect<HandlerOutput, SandboxError, RunEvents>
+
+/** A sandbox error as the model sees it. */
+export const errorText = (error: SandboxError) => `Error: ${error.message}`
+
+/** `stat` for a path that should be a file: a missing one is reported as a missing file. */
+export const statFile = (sandbox: Sandbox, path: string) =>
+  Effect.catchIf(
+    sandbox.stat(path),
+    (e) => e.reason === "not_found",
+    (e) => Effect.fail(new SandboxError({ ...e, message: `File not found: ${e.path ?? normalizeVirtual(path)}` }))
+  )
+
+const recover = <R>(
+  name: string,
+  effect: Effect.Effect<HandlerOutput, SandboxError, R>,
+  mask: (text: string) => string
+) =>
+  Effect.catchAllCause(effect, (cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.failCause(cause as Cause.Cause<never>)
+      : Effect.succeed(unexpected(name, cause, mask)))
+
+const unexpected = (name: string, cause: Cause.Cause<unknown>, mask: (text: string) => string): string => {
+  const failure = Cause.squash(cause)
+  if (failure instanceof SandboxError) return errorText(failure)
+  const message = failure instanceof Error ? failure.message : String(failure)
+  // A message from outside the sandbox code may carry a host path: mask it, and drop anything absolute left.
+  const safe = mask(message).replace(/(^|[\s'"(])\/(?!mnt\/)[^\s'")]*/g, "$1<path>")
+  return `Error: ${name} failed unexpectedly: ${safe}`
+}
+
+/** What the tools are built with. */
+export interface ToolContext {
+  readonly settings: SandboxConfig
+  /** Whether `read_file` marks its results with what it read (`read_before_write.enabled`). */
+  readonly markReads: boolean
+  /**
+   * Runs a handler on the sandbox; sandbox errors and anything unexpected become `Error:` text with host paths
+   * masked. Interruption passes through untouched.
+   */
+  readonly withSandbox: (
+    name: string,
+    body: Body
+  ) => (call: ToolCall) => Effect.Effect<HandlerOutput, never, RunContext | RunEvents>
+}
+
+/** The context over the provider and the configuration. */
+export const make = Effect.gen(function*() {
+  const provider = yield* SandboxProvider
+  const app = yield* AppConfigService
+  const withSandbox: ToolContext["withSandbox"] = (name, body) => (call) =>
+    Effect.flatMap(RunContext, (run) => provider.acquire(run.threadId, run.userId)).pipe(
+      Effect.flatMap((sandbox) => recover(name, body(sandbox, call), sandbox.mask)),
+      (effect) => recover(name, effect, (text) => text)
+    )
+  return {
+    settings: app.config.sandbox,
+    markReads: app.config.read_before_write.enabled,
+    withSandbox
+  } satisfies ToolContext
+})
