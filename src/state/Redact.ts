@@ -228,4 +228,5 @@ export const controls = (text: string): string =>
  * bidirectional controls raw; they become `\u` escapes (the JSON means the same).
  */
 export const jsonControls = (json: string): string =>
-  json.replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  json.replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) =>
+    `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
