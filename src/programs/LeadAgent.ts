@@ -6,7 +6,7 @@
  * line saying why it stands there, and the ordering facts it relies on. The first entry is the outermost
  * wrapper: its `before` work runs first and its `after` work last; model and tool wrappers run outer → inner
  * on the way in and inner → outer on the way out (SPEC-deerflow §4.1). Numbers are DeerFlow's slots; slots
- * Antler does not have yet are left out (see README, "Status").
+ * Antler does not have yet are left out (see docs/status.md).
  *
  * `layer(options)` builds the chain once, over the app's `ModelService`, the sandbox tools and the app's own
  * tools, and provides `LeadAgent`: `run(input)` streams a turn's events, `turn(input)` waits for its end.
