@@ -36,7 +36,7 @@ const configs: Array<Cfg> = [
 ]
 const jobs: Array<{ id: string; job: Record<string, unknown> | null; script?: string }> = []
 for (const c of configs) jobs.push({ id: `w1/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warm } })
-// The same after a long warm-up: V8 takes thousands of steps to optimise the chain fully (see README).
+// The same after a long warm-up: V8 takes thousands of steps to optimise the chain fully (see bench/README.md).
 for (const c of configs.slice(1)) {
   jobs.push({ id: `w1warm/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warmLong } })
 }

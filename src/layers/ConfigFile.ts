@@ -85,7 +85,6 @@ export const parseYaml = (text: string): Either.Either<unknown, ReadonlyArray<Co
 // ---------------------------------------------------------------------------------------------------------
 // Environment interpolation
 
-const VARIABLE = /\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /**
@@ -100,7 +99,8 @@ export const interpolate = (
   const walk = (node: unknown, path: string): unknown => {
     if (typeof node === "string") {
       if (!node.includes("$")) return node
-      return node.replace(VARIABLE, (match, braced: string | undefined, bare: string | undefined) => {
+      const variables = /\$\$|\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
+      return node.replace(variables, (match, braced: string | undefined, bare: string | undefined) => {
         if (match === "$$") return "$"
         const name = braced ?? bare!
         if (!NAME.test(name)) {

@@ -148,8 +148,9 @@ interface TableShape {
 /**
  * The shape of a table. Measured once and cached: the GFM plugin's own table rules re-read `table.rows` for
  * every row, which domino rebuilds on each access, so a 2,000-row table took 20 s; these rules are linear.
+ * One cache per converter (a converter is made per conversion), never one shared by the process.
  */
-const tableShape = (() => {
+const tableShapes = () => {
   const cache = new WeakMap<DomNode, TableShape>()
   return (table: DomNode): TableShape => {
     const cached = cache.get(table)
@@ -171,11 +172,6 @@ const tableShape = (() => {
     cache.set(table, shape)
     return shape
   }
-})()
-
-const shapeOf = (node: DomNode): TableShape | undefined => {
-  const table = node.nodeName === "TABLE" ? node : closest(node, "TABLE")
-  return table === null ? undefined : tableShape(table)
 }
 
 /**
@@ -185,6 +181,11 @@ const shapeOf = (node: DomNode): TableShape | undefined => {
  */
 const tableRules = (service: TurndownService) => {
   const dom = (node: unknown) => node as DomNode
+  const tableShape = tableShapes()
+  const shapeOf = (node: DomNode): TableShape | undefined => {
+    const table = node.nodeName === "TABLE" ? node : closest(node, "TABLE")
+    return table === null ? undefined : tableShape(table)
+  }
   service.addRule("tableCell", {
     filter: (node) => isCell(dom(node)),
     replacement: (content, node) => {

@@ -146,9 +146,7 @@ export type HumanInputResponse = typeof HumanInputResponse.Type
 // Normalisation (pure)
 
 // DeerFlow's pattern: only real tags (opening, closing, self-closing), so text such as `a < b` is kept.
-const XML_TAG = /<\/?[A-Za-z_][\p{L}\p{N}\p{M}_:.-]*(?:\s[^<>]*?)?\s*\/?>/gu
-
-const clean = (text: string) => text.replace(XML_TAG, "").trim()
+const clean = (text: string) => text.replace(/<\/?[A-Za-z_][\p{L}\p{N}\p{M}_:.-]*(?:\s[^<>]*?)?\s*\/?>/gu, "").trim()
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)

@@ -118,15 +118,14 @@ const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
 // against the folded text (see `Lookalike`): `＜system＞`, `<sys\u200btem>` and `<ѕystem>` (Cyrillic ѕ) are
 // tags too.
 const tagPattern = new RegExp(
-  `<\\s*/?\\s*(?:${[...BLOCKED_TAGS].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|")})\\b[^>]*>?`,
-  "g"
+  `<\\s*/?\\s*(?:${[...BLOCKED_TAGS].sort((a, b) => b.length - a.length).map(escapeRegExp).join("|")})\\b[^>]*>?`
 )
 
 const escapeTag = (tag: string) => tag.replace(/[<\uFF1C\uFE64]/g, "&lt;").replace(/[>\uFF1E\uFE65]/g, "&gt;")
 
 const escapeBlockedTags = (text: string) =>
   /[<\uFF1C\uFE64]/.test(text)
-    ? Lookalike.replaceFolded(text, (folded) => Lookalike.matches(folded, tagPattern, escapeTag))
+    ? Lookalike.replaceFolded(text, (folded) => Lookalike.matches(folded, new RegExp(tagPattern, "g"), escapeTag))
     : text
 
 // A boundary marker as a reader may see it, in the folded text: the words in any case and spacing (also
@@ -134,8 +133,7 @@ const escapeBlockedTags = (text: string) =>
 const spaced = (word: string) => word.split("").join("[\\s_.-]*")
 const MARKER_WORDS = new RegExp(
   `(?<![a-z0-9])(?:(${spaced("begin")})|${spaced("end")})[\\s_.-]*(?:(?:of|the)[\\s_.-]*)?${spaced("user")}` +
-    `[\\s_.-]*${spaced("input")}(?![a-z0-9])`,
-  "g"
+    `[\\s_.-]*${spaced("input")}(?![a-z0-9])`
 )
 // What frames the words of a marker: `---`, `===`, `###`, `***`, `<`…`>`. Not `[`…`]`: the neutral tokens are
 // bracketed, and neutralising them again must change nothing.
@@ -161,7 +159,7 @@ const aloneOnLine = (text: string, start: number, end: number): boolean => {
 const forgedMarkers = (folded: string): ReadonlyArray<Lookalike.Replacement> => {
   const out: Array<Lookalike.Replacement> = []
   let previous = 0
-  for (const m of folded.matchAll(MARKER_WORDS)) {
+  for (const m of folded.matchAll(new RegExp(MARKER_WORDS, "g"))) {
     const start = m.index
     const end = m.index + m[0].length
     const before = decorationBefore(folded, start, previous)

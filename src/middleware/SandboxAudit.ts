@@ -77,7 +77,6 @@ const rule = (label: string, source: string): Rule => {
   return { label, test: (text) => re.test(text) }
 }
 
-const RM = /\brm(?=\s)/g
 const RM_TARGET = /^(?:\/\*?|~\/?\*?|\$\{?HOME\}?\/?\*?|\/home\/?\*?|\/root\/?\*?)[)}]*$/
 
 /**
@@ -86,8 +85,8 @@ const RM_TARGET = /^(?:\/\*?|~\/?\*?|\$\{?HOME\}?\/?\*?|\/home\/?\*?|\/root\/?\*
  * a target" backtracks exponentially on long inputs.
  */
 export const recursiveRootDelete = (text: string): boolean => {
-  RM.lastIndex = 0
-  for (let m = RM.exec(text); m !== null; m = RM.exec(text)) {
+  const rm = /\brm(?=\s)/g
+  for (let m = rm.exec(text); m !== null; m = rm.exec(text)) {
     const start = m.index + 2
     let end = start
     while (end < text.length && text[end] !== ";" && text[end] !== "&" && text[end] !== "|") end++
@@ -100,7 +99,7 @@ export const recursiveRootDelete = (text: string): boolean => {
       } else if (RM_TARGET.test(token)) target = true
     }
     if (recursive && target) return true
-    RM.lastIndex = end
+    rm.lastIndex = end
   }
   return false
 }

@@ -97,7 +97,7 @@ export const SandboxConfig = Schema.Struct({
   ls_output_max_chars: withDefault(NonNegativeInt, () => 20000),
   bash_command_timeout: withDefault(Schema.Number.pipe(Schema.positive()), () => 600),
   write_file_max_bytes: withDefault(Schema.Number.pipe(Schema.int()), () => 80 * 1024),
-  // Resource limits of the sandbox (0 = no limit); see README "Configuration".
+  // Resource limits of the sandbox (0 = no limit); see docs/configuration.md, "The sandbox's resource limits".
   /** Tasks (processes and threads) one command may run at once (a cgroup pids limit). */
   max_processes: withDefault(NonNegativeInt, () => 256),
   /** Memory of each process of a command (address space), and of the whole command where cgroup v2 allows. */

@@ -26,21 +26,20 @@ const ENTITIES: Readonly<Record<string, string>> = {
   "'": "&#39;"
 }
 
-const TEXT = /[&<>\uFF1C\uFE64\uFF1E\uFE65]/g
-const ATTRIBUTE = /[&<>\uFF1C\uFE64\uFF1E\uFE65"]/g
 // Angle-bracket look-alikes that do not fold to `<` but read like one, before a `/` (blanks and invisible
-// format characters allowed in between).
-const LOOKALIKE_CLOSER = /[\u2039\u3008\u2329\u27E8\u27EA\u02C2\u1438\u276E\u29FC\u2991\u276C\u2770](?=[\s\p{Cf}]*\/)/gu
+// format characters allowed in between). A new regex per use: a module-level global one keeps its lastIndex.
+const lookalikeClosers = () =>
+  /[\u2039\u3008\u2329\u27E8\u27EA\u02C2\u1438\u276E\u29FC\u2991\u276C\u2770](?=[\s\p{Cf}]*\/)/gu
 
 const entity = (c: string): string => ENTITIES[c] ?? c
 
 /** Text made safe to place inside a harness block: it cannot close or open a tag. */
 export const escapeText = (text: string): string =>
-  text.replace(TEXT, entity).replace(LOOKALIKE_CLOSER, "&lt;")
+  text.replace(/[&<>\uFF1C\uFE64\uFF1E\uFE65]/g, entity).replace(lookalikeClosers(), "&lt;")
 
 /** Text made safe to place in a quoted attribute value of a harness tag (quotes escaped too). */
 export const escapeAttribute = (text: string): string =>
-  text.replace(ATTRIBUTE, entity).replace(LOOKALIKE_CLOSER, "&lt;")
+  text.replace(/[&<>\uFF1C\uFE64\uFF1E\uFE65"]/g, entity).replace(lookalikeClosers(), "&lt;")
 
 /** The closing tag of a block. */
 export const closingTag = (tag: string): string => `</${tag}>`

@@ -50,14 +50,16 @@ type SecretInput = string | Redacted.Redacted<string> | null | undefined
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
+// Global regular expressions are made per use (these functions): a module-level one keeps its lastIndex.
+
 /** `://userinfo@`: the userinfo (user, or user:password) of a URL, whatever its scheme. */
-const URL_CREDENTIALS = /:\/\/[^\s/?#@]+@/g
+const urlCredentials = () => /:\/\/[^\s/?#@]+@/g
 /**
  * `Bearer <token>` / `Basic <token>`, as an Authorization header carries them. A token ends where another
  * `Bearer `/`Basic ` starts (tokens glued together): swallowing that scheme word would leave its own token
  * shown.
  */
-const AUTH_TOKEN = /(Bearer|Basic)(\s+)(?:(?!(?:Bearer|Basic)\s)[A-Za-z0-9._~+/=-]){8,}/gi
+const authTokens = () => /(Bearer|Basic)(\s+)(?:(?!(?:Bearer|Basic)\s)[A-Za-z0-9._~+/=-]){8,}/gi
 
 /** The user name and password of a URL, when it has any (so that an echo of either alone is caught too). */
 export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
@@ -82,7 +84,7 @@ export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
 }
 
 /** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
-export const url = (text: string): string => text.replace(URL_CREDENTIALS, `://${MARKER}@`)
+export const url = (text: string): string => text.replace(urlCredentials(), `://${MARKER}@`)
 
 /** Builds a redactor for these secrets (redacted values are read; short, empty and missing ones are skipped). */
 export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
@@ -109,7 +111,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     let out = input
     if (secretPattern !== undefined) out = out.replace(secretPattern, MARKER)
     if (out.includes("://")) out = url(out)
-    return out.replace(AUTH_TOKEN, `$1$2${MARKER}`)
+    return out.replace(authTokens(), `$1$2${MARKER}`)
   }
 
   const test = (input: string) => text(input) !== input
@@ -164,7 +166,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
       }
     }
     // No complete match may straddle the cut.
-    for (const pattern of [secretPattern, URL_CREDENTIALS, AUTH_TOKEN]) {
+    for (const pattern of [secretPattern, urlCredentials(), authTokens()]) {
       if (pattern === undefined) continue
       for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
         const at = match.index
@@ -203,8 +205,7 @@ export const none: Redactor = make()
 // Control characters
 
 // C0 except tab and newline, DEL, C1 (8-bit CSI, OSC...), and the bidirectional overrides that reorder text.
-const CONTROLS = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g
-const HAS_CONTROLS = new RegExp(CONTROLS.source)
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
 
 const visible = (char: string): string => {
   const code = char.charCodeAt(0)
@@ -219,13 +220,13 @@ const visible = (char: string): string => {
  * controls as `\u009b`-style escapes) and carriage returns dropped; tabs and newlines stay. Character by
  * character, so `controls(a + b) === controls(a) + controls(b)`.
  */
-export const controls = (text: string): string => (HAS_CONTROLS.test(text) ? text.replace(CONTROLS, visible) : text)
-
-const JSON_UNSAFE = /[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+export const controls = (text: string): string =>
+  CONTROL.test(text) ? text.replace(new RegExp(CONTROL, "g"), visible) : text
 
 /**
  * A JSON text made safe for a terminal: `JSON.stringify` escapes C0 controls but leaves DEL, C1 and
  * bidirectional controls raw; they become `\u` escapes (the JSON means the same).
  */
 export const jsonControls = (json: string): string =>
-  json.replace(JSON_UNSAFE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  json.replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (char) =>
+    `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`)

@@ -1,7 +1,7 @@
 /**
- * "Use as a library", as a user has it: the README's example program (examples/library.ts, importing only from
- * "antler") run as written in a child process against the scripted Chat Completions server; and the packed
- * package installed into a fresh folder, where a program that imports only from "antler" runs one turn.
+ * "Use as a library", as a user has it: the example program of docs/library.md (examples/library.ts, importing
+ * only from "antler") run as written in a child process against the scripted Chat Completions server; and the
+ * packed package installed into a fresh folder, where a program that imports only from "antler" runs one turn.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -49,13 +49,13 @@ const script: ScriptedChatServer.Script = [
 ]
 
 describe("Antler as a library", () => {
-  it("the README's library section shows examples/library.ts exactly", () => {
-    const readme = Fs.readFileSync(Path.join(ROOT, "README.md"), "utf8")
+  it("docs/library.md shows examples/library.ts exactly", () => {
+    const page = Fs.readFileSync(Path.join(ROOT, "docs/library.md"), "utf8")
     const example = Fs.readFileSync(Path.join(ROOT, "examples/library.ts"), "utf8").trim()
-    assert.include(readme, "```ts\n" + example + "\n```")
+    assert.include(page, "```ts\n" + example + "\n```")
   })
 
-  it.scopedLive("the README's example runs as written: a custom tool, an OpenAI-compatible model, events printed", () =>
+  it.scopedLive("the documented example runs as written: a custom tool, an OpenAI-compatible model, events printed", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(script)
       const home = tempDir("antler-example-")
@@ -78,6 +78,34 @@ describe("Antler as a library", () => {
       assert.include(JSON.stringify(server.requests[0]!.tools), "\"multiply\"")
       assert.include(JSON.stringify(server.requests[1]!.messages.at(-1)), "6 × 7 = 42")
       // the thread was saved in SQLite under ANTLER_HOME (the child's default: ./.antler)
+      assert.isTrue(Fs.existsSync(Path.join(home, ".antler", "antler.sqlite")))
+    }), 120_000)
+
+  it("the README's library example is examples/quickstart.ts exactly (typechecked with the examples)", () => {
+    const readme = Fs.readFileSync(Path.join(ROOT, "README.md"), "utf8")
+    const example = Fs.readFileSync(Path.join(ROOT, "examples/quickstart.ts"), "utf8").trim()
+    assert.include(readme, "```ts\n" + example + "\n```")
+  })
+
+  it.scopedLive("the README's example runs as written: the app's tool is called, the run ends", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(script)
+      const home = tempDir("antler-quickstart-")
+      const result = yield* run(
+        process.execPath,
+        ["--conditions=antler-source", "--import", TSX, Path.join(ROOT, "examples/quickstart.ts")],
+        {
+          cwd: home,
+          env: childEnv({ OPENAI_BASE_URL: server.url, OPENAI_API_KEY: "sk-example", OPENAI_MODEL: "scripted" })
+        }
+      )
+      assert.strictEqual(result.code, 0, result.stderr)
+      const types = result.stdout.trim().split("\n")
+      assert.strictEqual(types[0], "run_start")
+      assert.strictEqual(types.at(-1), "run_end")
+      assert.strictEqual(server.requests.length, 2)
+      assert.include(JSON.stringify(server.requests[0]!.tools), "\"multiply\"")
+      assert.include(JSON.stringify(server.requests[1]!.messages.at(-1)), "6 × 7 = 42")
       assert.isTrue(Fs.existsSync(Path.join(home, ".antler", "antler.sqlite")))
     }), 120_000)
 

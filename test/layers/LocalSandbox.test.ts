@@ -10,11 +10,12 @@ import type { SandboxConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import type { SandboxError } from "../../src/services/Sandbox.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
+import * as Bwrap from "../support/bwrap.js"
 import { tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 
-const bwrapInstalled = (process.env.PATH ?? "").split(":").some((dir) => Fs.existsSync(Path.join(dir, "bwrap")))
+const bwrapInstalled = await Bwrap.installed()
 
 const appConfig = (options: { sandbox?: Partial<SandboxConfig>; skills?: string; source?: string } = {}) => {
   const home = tempDir("antler-local-")

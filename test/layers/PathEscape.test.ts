@@ -13,6 +13,7 @@ import * as Toolkit from "../../src/layers/Toolkit.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import type { JsonObject } from "../../src/state/Message.js"
+import * as Bwrap from "../support/bwrap.js"
 import { inRun } from "../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -101,7 +102,7 @@ const snapshot = (dir: string): Record<string, string> => {
   return out
 }
 
-const bwrapInstalled = (process.env.PATH ?? "").split(":").some((dir) => Fs.existsSync(Path.join(dir, "bwrap")))
+const bwrapInstalled = await Bwrap.installed()
 
 const hostMarkers = [...new Set([root, Fs.realpathSync(root), home, outside, skills, "/tmp/antler-"])]
 const etcProbe = "/etc/antler-escape-probe"

@@ -294,8 +294,7 @@ export const helpText = (path: ReadonlyArray<string>, options: { readonly color:
 }
 
 // @effect/cli writes its own messages (a file that does not exist...) in colour: plain text unless colour is on.
-const ANSI = /\x1b\[[0-9;]*m/g
-const plain = (value: unknown) => (typeof value === "string" ? value.replace(ANSI, "") : value)
+const plain = (value: unknown) => (typeof value === "string" ? value.replace(/\x1b\[[0-9;]*m/g, "") : value)
 const withPlainConsole = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Render.useColor()
     ? effect

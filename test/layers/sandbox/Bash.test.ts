@@ -17,6 +17,7 @@ import type { SandboxConfig } from "../../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../../src/services/AppConfig.js"
 import { SandboxProvider, threadPaths, WORKSPACE } from "../../../src/services/Sandbox.js"
 import type { JsonObject } from "../../../src/state/Message.js"
+import * as Bwrap from "../../support/bwrap.js"
 import { inRun } from "../../support/fixtures.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -27,8 +28,9 @@ afterAll(() => {
   for (const home of homes) Fs.rmSync(home, { recursive: true, force: true })
 })
 
-// Skipped only where bubblewrap is not installed at all; installed but broken fails the tests.
-const bwrapInstalled = (process.env.PATH ?? "").split(":").some((dir) => Fs.existsSync(Path.join(dir, "bwrap")))
+// Skipped only where bubblewrap is not installed at all; installed but broken fails the tests (and with
+// ANTLER_REQUIRE_BWRAP=1, as in CI, not installed fails them too: test/support/bwrap.ts).
+const bwrapInstalled = await Bwrap.installed()
 
 const setup = (
   options: { sandbox?: Partial<SandboxConfig>; bwrap?: "auto" | "off"; cgroup?: "auto" | "off" } = {}

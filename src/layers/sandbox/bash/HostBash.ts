@@ -18,8 +18,8 @@ export const SYSTEM_PREFIXES = ["/bin/", "/usr/bin/", "/usr/sbin/", "/sbin/", "/
 // An absolute path starts a word: at the start, or after whitespace, a quote, `=`, `:`, a redirection or an
 // operator. URLs are taken out first so their `//host/path` is not read as a path.
 const BOUNDARY = String.raw`(^|[\s"'\x60=:(<>|;&])`
-const ABSOLUTE = new RegExp(`${BOUNDARY}(/[^\\s"'\\x60;&|<>()]*)`, "g")
-const URL = /\b[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s"'`;&|<>()]*/g
+const ABSOLUTE = new RegExp(`${BOUNDARY}(/[^\\s"'\\x60;&|<>()]*)`)
+const URL = /\b[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s"'`;&|<>()]*/
 const DOTDOT = /(^|[\s/"'`=:(<>|;&])\.\.(?=$|[\s/"'`;&|<>)])/
 
 /**
@@ -30,8 +30,9 @@ export const validateHostCommand = (command: string, roots: ReadonlyArray<string
   if (/\bfile:\/\//i.test(command)) return "file:// URLs are not allowed in commands"
   if (command.includes("\0")) return "the command contains a NUL byte"
   if (DOTDOT.test(command)) return "'..' path segments are not allowed in commands; use absolute virtual paths"
-  const withoutUrls = command.replace(URL, " ")
-  for (const match of withoutUrls.matchAll(ABSOLUTE)) {
+  // global copies made here: a module-level global regex would carry its lastIndex from one caller to the next
+  const withoutUrls = command.replace(new RegExp(URL, "g"), " ")
+  for (const match of withoutUrls.matchAll(new RegExp(ABSOLUTE, "g"))) {
     const path = match[2]!
     if (path === "/") return "the path / is outside the sandbox"
     const allowed = roots.some((root) => path === root || path.startsWith(`${root}/`)) ||
