@@ -49,6 +49,7 @@ import { AppConfigService, CircuitBreakerConfig, LlmCallConfig } from "../servic
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
 import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
+import * as Tracing from "../services/Tracing.js"
 import type { CircuitBreaker } from "./llm/CircuitBreaker.js"
 import { make as makeBreaker } from "./llm/CircuitBreaker.js"
 import { circuitOpenMessage, failedResponse, fallbackMessage, retryEvent } from "./llm/Notices.js"
@@ -136,7 +137,8 @@ export const wrap = (options: Options = {}) => {
     return emitCustom("llm_retry", retryEvent(attempt, max, waitMs, reason, decision.askedMs)).pipe(
       Effect.zipRight(Effect.logWarning(`model call failed, retrying in ${waitMs}ms`).pipe(
         Effect.annotateLogs({ attempt, max_attempts: max, reason, error: decision.error.message })
-      ))
+      )),
+      Effect.zipRight(Effect.annotateCurrentSpan("antler.llm.attempts", attempt + 1))
     )
   }
   const scheduleOf = (llmCall: LlmCallConfig) => Schedule.tapOutput(RetryPolicy.policy(llmCall), announce)
@@ -153,7 +155,11 @@ export const wrap = (options: Options = {}) => {
       if (classification.retriable && classification.reason !== "burst_rate") breaker.onFailure(now)
       else breaker.release()
       const logged = Effect.logError(`model call failed after ${attempt} attempt(s)`).pipe(
-        Effect.annotateLogs({ reason: classification.reason, error_type: error.errorType, error: error.message })
+        Effect.annotateLogs({ reason: classification.reason, error_type: error.errorType, error: error.message }),
+        Effect.zipRight(Effect.annotateCurrentSpan({
+          "antler.llm.attempts": attempt,
+          "antler.llm.error_reason": classification.reason
+        }))
       )
       return Effect.as(logged, failedResponse(fallbackMessage(error, classification)))
     })
@@ -185,12 +191,20 @@ export const wrap = (options: Options = {}) => {
       })
     const call = Effect.catchAll(attemptOnce, retry)
     const guarded = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      if (!breaker.tryAcquire(now)) return Effect.succeed(failedResponse(circuitOpenMessage()))
+      if (!breaker.tryAcquire(now)) {
+        return Effect.as(
+          Effect.annotateCurrentSpan("antler.llm.error_reason", "circuit_open"),
+          failedResponse(circuitOpenMessage())
+        )
+      }
       // Interruption or a defect leaves no verdict: free the probe so the next call can try.
       return call.pipe(Effect.onError(() => Effect.sync(breaker.release)))
     })
     // Hot path: a closed circuit needs neither the clock nor a probe guard.
-    return Effect.suspend(() => (breaker.state() === "closed" ? call : guarded))
+    return Tracing.withSpanWhenTraced(
+      Effect.suspend(() => (breaker.state() === "closed" ? call : guarded)),
+      "LLMErrorHandling.call"
+    )
   }
 }
 
