@@ -25,6 +25,7 @@
  *   attempt (never around the backoff waits). The semaphore is the app's `ModelCallLimiter` when the app
  *   provides one (one for every agent of the app, DeerFlow's process-wide cap); else the agent's own.
  * - Fiber interruption is never retried and never turned into a fallback; defects (bugs) pass through.
+ * - When the app traces, each call is one `LLMErrorHandling.call` span over its attempts.
  *
  * Retries and one-shot injections (SPEC §14 item 16). The retry loop stands where DeerFlow puts it, so
  * every retry re-runs the whole inner chain (SkillActivation … TerminalResponse) with the ORIGINAL request,
