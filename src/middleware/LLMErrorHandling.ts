@@ -128,9 +128,10 @@ const llmCallOf = (given: Partial<LlmCallConfig> | undefined): LlmCallConfig =>
 export const wrap = (options: Options = {}) => {
   const config: LlmCallConfig = llmCallOf(options.llmCall)
   const breaker = options.breaker ?? makeBreaker(options.circuitBreaker)
+  const permits = config.max_concurrent_calls
   const limiter = options.limiter === null
     ? undefined
-    : options.limiter ?? (config.max_concurrent_calls > 0 ? Effect.unsafeMakeSemaphore(config.max_concurrent_calls) : undefined)
+    : options.limiter ?? (permits > 0 ? Effect.unsafeMakeSemaphore(permits) : undefined)
   // Before each wait the user is told what is happening (an `llm_retry` event), and the log says why.
   const announce = (decision: RetryPolicy.Decision): Effect.Effect<void, never, RunEvents> => {
     if (decision._tag === "GiveUp") return Effect.void
@@ -213,7 +214,10 @@ export const wrap = (options: Options = {}) => {
 export const layer = (options: Options = {}): Middleware.Middleware =>
   Layer.unwrapEffect(Effect.map(Effect.serviceOption(ModelCallLimiter), (shared) =>
     Middleware.make({
-      model: wrap({ ...options, limiter: options.limiter !== undefined ? options.limiter : Option.getOrUndefined(shared) })
+      model: wrap({
+        ...options,
+        limiter: options.limiter !== undefined ? options.limiter : Option.getOrUndefined(shared)
+      })
     })))
 
 /**

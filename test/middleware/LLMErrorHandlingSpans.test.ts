@@ -26,11 +26,12 @@ const scripted = (outcomes: ReadonlyArray<ModelError | string>) => {
     }).pipe(Effect.withSpan("model.attempt"))
 }
 
-const busy = new ModelError({ reason: "server", errorType: "InternalServerError", status: 503, message: "busy" })
-const denied = new ModelError({ reason: "auth", errorType: "AuthenticationError", status: 401, message: "Invalid API key" })
+const error = (fields: ConstructorParameters<typeof ModelError>[0]) => new ModelError(fields)
+const busy = error({ reason: "server", errorType: "InternalServerError", status: 503, message: "busy" })
+const denied = error({ reason: "auth", errorType: "AuthenticationError", status: 401, message: "Invalid API key" })
 
 describe("LLMErrorHandling spans", () => {
-  it.effect("one LLMErrorHandling.call span per call, over its attempts, with their number and the final reason", () => {
+  it.effect("one LLMErrorHandling.call span per call over its attempts, with their number and the final reason", () => {
     const exporter = new InMemorySpanExporter()
     return Effect.gen(function*() {
       const wrap = LLMErrorHandling.wrap()
