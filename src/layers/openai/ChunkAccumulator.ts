@@ -1,0 +1,275 @@
+/**
+ * Chunk accumulation (pure): the stream chunks of one completion, decoded leniently with Schema (servers
+ * differ; what only describes the answer is read best-effort), assembled into one validated AI message —
+ * text, reasoning (`reasoning_content` / `reasoning`), tool calls by index or id with their arguments bounded
+ * as they grow, usage, and the completion's metadata. Each chunk's text and reasoning deltas are handed back
+ * for the run's `token` events.
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { ModelError } from "../../services/ModelService.js"
+import type { AIMessage, InvalidToolCall, JsonObject, ToolCall, UsageMetadata } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+import { MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, parseArguments, valueDepth } from "./ToolArguments.js"
+
+const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
+const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
+
+const ToolCallDelta = Schema.Struct({
+  index: OptionalNumber,
+  id: OptionalString,
+  function: Schema.optional(Schema.NullOr(Schema.Struct({
+    name: OptionalString,
+    // Some servers send arguments as an object rather than a JSON string.
+    arguments: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, AnyObject)))
+  })))
+})
+
+/**
+ * One streamed chunk, as far as we read it. Unknown fields are ignored. What only describes the answer (ids,
+ * model name, fingerprint, finish reason, usage) is read best-effort: a malformed value there is dropped
+ * rather than costing the answer.
+ */
+export const Chunk = Schema.Struct({
+  id: Schema.optional(Schema.Unknown),
+  model: Schema.optional(Schema.Unknown),
+  system_fingerprint: Schema.optional(Schema.Unknown),
+  choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    index: Schema.optional(Schema.Unknown),
+    delta: Schema.optional(Schema.NullOr(Schema.Struct({
+      content: OptionalString,
+      reasoning_content: OptionalString,
+      reasoning: OptionalString,
+      tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
+    }))),
+    finish_reason: Schema.optional(Schema.Unknown)
+  })))),
+  usage: Schema.optional(Schema.Unknown)
+})
+export type Chunk = typeof Chunk.Type
+
+/** Decodes one chunk (unknown input) without throwing. */
+export const decodeChunk = Schema.decodeUnknownEither(Chunk)
+const validateMessage = Schema.decodeUnknownEither(M.AIMessage)
+
+interface PartialCall {
+  readonly index: number
+  id: string | undefined
+  name: string
+  args: string
+  /** Why the arguments are refused before they are complete (too long, too deep). */
+  refused: string | undefined
+}
+
+/** What one chunk carried for the user to see. */
+export interface ChunkText {
+  readonly text: string
+  readonly reasoning: string
+}
+
+/** Assembles the chunks of one streamed completion into an AI message. */
+export interface Accumulator {
+  /** Adds a decoded chunk; returns its text and reasoning deltas. */
+  readonly add: (chunk: Chunk) => ChunkText
+  /** The assembled, validated message, or why there is none. */
+  readonly finish: () => Either.Either<AIMessage, ModelError>
+  /** Whether no chunk so far carried a choice. */
+  readonly empty: () => boolean
+}
+
+const INPUT_DETAILS = [["cached_tokens", "cache_read"], ["audio_tokens", "audio"]] as const
+const OUTPUT_DETAILS = [["reasoning_tokens", "reasoning"], ["audio_tokens", "audio"]] as const
+
+/** A token count as the message schema takes it (a non-negative safe integer), or nothing. */
+const tokenCount = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) && value >= 0 && value <= Number.MAX_SAFE_INTEGER
+    ? Math.floor(value)
+    : undefined
+
+const details = (source: unknown, keys: ReadonlyArray<readonly [string, string]>): JsonObject | undefined => {
+  if (typeof source !== "object" || source === null) return undefined
+  let out: Record<string, unknown> | undefined
+  for (const [from, to] of keys) {
+    const value = tokenCount((source as Record<string, unknown>)[from])
+    if (value !== undefined) (out ??= {})[to] = value
+  }
+  return out
+}
+
+/**
+ * The usage a server reported, best-effort: counts that are not non-negative numbers are left out, and
+ * nothing usable means no usage (never a failed answer).
+ */
+export const usageOf = (raw: unknown): UsageMetadata | undefined => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
+  const fields = raw as Record<string, unknown>
+  const input = tokenCount(fields.prompt_tokens)
+  const output = tokenCount(fields.completion_tokens)
+  if (input === undefined && output === undefined) return undefined
+  const inputDetails = details(fields.prompt_tokens_details, INPUT_DETAILS)
+  const outputDetails = details(fields.completion_tokens_details, OUTPUT_DETAILS)
+  const sum = (input ?? 0) + (output ?? 0)
+  return {
+    input_tokens: input ?? 0,
+    output_tokens: output ?? 0,
+    total_tokens: tokenCount(fields.total_tokens) ?? (Number.isSafeInteger(sum) ? sum : Number.MAX_SAFE_INTEGER),
+    ...(inputDetails !== undefined ? { input_token_details: inputDetails } : {}),
+    ...(outputDetails !== undefined ? { output_token_details: outputDetails } : {})
+  }
+}
+
+const stringOf = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
+
+/** The first issues of a parse error, one line each with their path (a full tree can run to dozens of lines). */
+export const issuesText = (error: ParseResult.ParseError, max = 3): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const lines = issues.slice(0, max).map((issue) =>
+    `${issue.path.length === 0 ? "" : `at ${issue.path.join(".")}: `}${issue.message.slice(0, 200)}`
+  )
+  if (issues.length > max) lines.push(`(${issues.length - max} more)`)
+  return lines.join("; ")
+}
+
+/** A fresh accumulator for the message `messageId`; `model` is reported when the server names none. */
+export const accumulator = (messageId: string, model: string): Accumulator => {
+  let completionId: string | undefined
+  let modelName: string | undefined
+  let fingerprint: string | undefined
+  let sawChoice = false
+  let text = ""
+  let reasoning = ""
+  let finishReason: string | undefined
+  let usage: UsageMetadata | undefined
+  const calls: Array<PartialCall> = []
+  const byIndex = new Map<number, PartialCall>()
+
+  const callFor = (index: number | null | undefined, id: string | null | undefined): PartialCall => {
+    if (typeof index === "number") {
+      let call = byIndex.get(index)
+      if (call === undefined) {
+        call = { index, id: undefined, name: "", args: "", refused: undefined }
+        byIndex.set(index, call)
+        calls.push(call)
+      }
+      return call
+    }
+    // No index (some servers): a new id starts a new call, otherwise the delta continues the last one.
+    const last = calls[calls.length - 1]
+    if (last !== undefined && (id == null || id === "" || id === last.id)) return last
+    const call: PartialCall = { index: -1 - calls.length, id: undefined, name: "", args: "", refused: undefined }
+    calls.push(call)
+    return call
+  }
+
+  const add = (chunk: Chunk): ChunkText => {
+    const chunkId = stringOf(chunk.id)
+    if (chunkId !== undefined && completionId === undefined) completionId = chunkId
+    const chunkModel = stringOf(chunk.model)
+    if (chunkModel !== undefined && chunkModel !== "") modelName = chunkModel
+    const chunkFingerprint = stringOf(chunk.system_fingerprint)
+    if (chunkFingerprint !== undefined) fingerprint = chunkFingerprint
+    if (chunk.usage != null) usage = usageOf(chunk.usage) ?? usage
+    let textDelta = ""
+    let reasoningDelta = ""
+    for (const choice of chunk.choices ?? []) {
+      // Only the first choice is read (we never ask for several).
+      if (choice.index != null && choice.index !== 0) continue
+      sawChoice = true
+      const reason = stringOf(choice.finish_reason)
+      if (reason !== undefined) finishReason = reason
+      const delta = choice.delta
+      if (delta == null) continue
+      if (delta.content != null && delta.content !== "") textDelta += delta.content
+      const thought = delta.reasoning_content ?? delta.reasoning
+      if (thought != null && thought !== "") reasoningDelta += thought
+      for (const part of delta.tool_calls ?? []) {
+        const call = callFor(part.index, part.id)
+        if (part.id != null && part.id !== "" && call.id === undefined) call.id = part.id
+        const fn = part.function
+        if (fn == null) continue
+        if (fn.name != null && fn.name !== "" && call.name === "") call.name = fn.name
+        if (call.refused !== undefined || fn.arguments == null) continue
+        let piece: string
+        if (typeof fn.arguments === "string") piece = fn.arguments
+        else if (valueDepth(fn.arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH) {
+          call.refused = `The arguments nest more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them.`
+          continue
+        } else piece = JSON.stringify(fn.arguments)
+        if (call.args.length + piece.length > MAX_ARGUMENT_CHARS) {
+          call.refused = `The arguments are longer than ${MAX_ARGUMENT_CHARS} characters.`
+          call.args = call.args.slice(0, 2000)
+          continue
+        }
+        call.args += piece
+      }
+    }
+    text += textDelta
+    reasoning += reasoningDelta
+    return { text: textDelta, reasoning: reasoningDelta }
+  }
+
+  const finish = (): Either.Either<AIMessage, ModelError> => {
+    if (!sawChoice) {
+      return Either.left(new ModelError({
+        reason: "empty_response",
+        errorType: "EmptyResponseError",
+        message: `The model server's answer for model ${model} held no choices.`
+      }))
+    }
+    // An empty answer cut off by the provider (length, content_filter) is returned: its finish reason matters.
+    const cut = finishReason !== undefined && finishReason !== "stop"
+    if (text === "" && reasoning === "" && calls.length === 0 && !cut) {
+      return Either.left(new ModelError({
+        reason: "empty_response",
+        errorType: "EmptyResponseError",
+        message: `Model ${model} generated nothing (no text and no tool calls).`
+      }))
+    }
+    const toolCalls: Array<ToolCall> = []
+    const invalid: Array<InvalidToolCall> = []
+    const indexed = calls.length > 1 && calls.every((call) => call.index >= 0)
+    const sorted = indexed ? [...calls].sort((a, b) => a.index - b.index) : calls
+    for (const call of sorted) {
+      const id = call.id ?? `call_${crypto.randomUUID()}`
+      if (call.name === "") {
+        const error = "The tool call has no function name."
+        invalid.push({ id, name: null, args: call.args, error, type: "invalid_tool_call" })
+        continue
+      }
+      if (call.refused !== undefined) {
+        invalid.push({ id, name: call.name, args: call.args, error: call.refused, type: "invalid_tool_call" })
+        continue
+      }
+      const parsed = parseArguments(call.args)
+      if ("args" in parsed) toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
+      else invalid.push({ id, name: call.name, args: call.args, error: parsed.error, type: "invalid_tool_call" })
+    }
+    const metadata: Record<string, unknown> = { model_name: modelName ?? model }
+    if (finishReason !== undefined) metadata.finish_reason = finishReason
+    if (completionId !== undefined) metadata.id = completionId
+    if (fingerprint !== undefined) metadata.system_fingerprint = fingerprint
+    const message: AIMessage = M.uniqueToolCallIds({
+      type: "ai",
+      id: messageId,
+      content: text,
+      additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
+      response_metadata: metadata,
+      tool_calls: toolCalls,
+      invalid_tool_calls: invalid,
+      ...(usage !== undefined ? { usage_metadata: usage } : {})
+    })
+    const valid = validateMessage(message)
+    if (Either.isLeft(valid)) {
+      return Either.left(new ModelError({
+        reason: "invalid_response",
+        errorType: "InvalidResponseError",
+        message: `The answer of model ${model} is not a valid message: ${issuesText(valid.left)}`
+      }))
+    }
+    return Either.right(message)
+  }
+
+  return { add, finish, empty: () => !sawChoice }
+}

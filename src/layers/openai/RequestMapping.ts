@@ -1,0 +1,188 @@
+/**
+ * Request mapping (pure): a `ModelRequest` and the model's profile as a streaming Chat Completions request —
+ * the messages (images as parts, or a note for a model without vision; calls kept only in the raw provider
+ * payload sent as calls), the tools, the run's settings over the model's defaults, and the provider fields
+ * its thinking settings add (DeerFlow's `when_thinking_enabled` / `when_thinking_disabled`).
+ */
+import type OpenAI from "openai"
+import type { ModelRequest, ToolDefinition } from "../../services/ModelService.js"
+import type { AIMessage, Content, Message } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+import { parseArguments } from "./ToolArguments.js"
+
+/** What a request is built with: the model id and its defaults and capabilities. */
+export interface ModelProfile {
+  readonly model: string
+  readonly maxTokens?: number | undefined
+  readonly temperature?: number | undefined
+  readonly supportsVision?: boolean | undefined
+  readonly supportsReasoningEffort?: boolean | undefined
+  readonly supportsThinking?: boolean | undefined
+  readonly extraBody?: Readonly<Record<string, unknown>> | undefined
+  readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
+  readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
+}
+
+/** Whether a value is a JSON object (not null, not an array). */
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Merges `override` into `base` recursively (objects merge, anything else replaces); inputs are not changed. */
+export const deepMerge = (
+  base: Readonly<Record<string, unknown>> | undefined,
+  override: Readonly<Record<string, unknown>>
+): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...base }
+  for (const [key, value] of Object.entries(override)) {
+    const existing = out[key]
+    out[key] = isPlainObject(value) && isPlainObject(existing) ? deepMerge(existing, value) : value
+  }
+  return out
+}
+
+/**
+ * The request fields a model's thinking settings add for one call (DeerFlow's `create_chat_model`): with
+ * thinking on, `when_thinking_enabled` (only for a model that supports thinking); with it off,
+ * `when_thinking_disabled`, else the switch-off DeerFlow derives from the enabled settings (an
+ * `extra_body.thinking.type` becomes `disabled` with `reasoning_effort: minimal`; vLLM's
+ * `chat_template_kwargs` thinking flags become false). `extra_body` entries are merged into the body, other
+ * keys (`reasoning_effort`, `temperature`, a provider's own field) become body fields.
+ */
+export const thinkingFields = (
+  profile: ModelProfile,
+  thinkingEnabled: boolean | undefined
+): Record<string, unknown> => {
+  const enabled = profile.whenThinkingEnabled
+  if (thinkingEnabled === true) {
+    return enabled !== undefined && profile.supportsThinking === true ? { ...enabled } : {}
+  }
+  if (thinkingEnabled === undefined) return {}
+  if (profile.whenThinkingDisabled !== undefined) return { ...profile.whenThinkingDisabled }
+  if (enabled === undefined) return {}
+  const extra = isPlainObject(enabled.extra_body) ? enabled.extra_body : {}
+  const thinking = isPlainObject(extra.thinking) ? extra.thinking : undefined
+  if (thinking?.type !== undefined) {
+    return { extra_body: { thinking: { type: "disabled" } }, reasoning_effort: "minimal" }
+  }
+  const template = isPlainObject(extra.chat_template_kwargs) ? extra.chat_template_kwargs : {}
+  const off: Record<string, boolean> = {}
+  if ("thinking" in template) off.thinking = false
+  if ("enable_thinking" in template) off.enable_thinking = false
+  return Object.keys(off).length > 0 ? { extra_body: { chat_template_kwargs: off } } : {}
+}
+
+const NO_VISION_NOTE = "[An image was attached here, but this model does not accept images.]"
+
+type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam
+type ChatPart = OpenAI.Chat.Completions.ChatCompletionContentPart
+
+const userContent = (content: Content, vision: boolean): string | Array<ChatPart> => {
+  if (typeof content === "string") return content
+  const parts: Array<ChatPart> = []
+  for (const block of content) {
+    const b = block as { readonly type: string; readonly text?: unknown; readonly image_url?: unknown }
+    if (b.type === "image_url") {
+      const image = b.image_url as { url?: unknown; detail?: unknown } | undefined
+      if (typeof image?.url !== "string") continue
+      if (!vision) parts.push({ type: "text", text: NO_VISION_NOTE })
+      else {
+        parts.push({
+          type: "image_url",
+          image_url: typeof image.detail === "string"
+            ? { url: image.url, detail: image.detail as "auto" | "low" | "high" }
+            : { url: image.url }
+        })
+      }
+    } else if (typeof b.text === "string") parts.push({ type: "text", text: b.text })
+    // Other provider blocks (reasoning, thinking...) have no Chat Completions form: dropped.
+  }
+  return parts.length === 0 ? "" : parts
+}
+
+/**
+ * The arguments of an invalid call as a JSON object string: the raw text when it is one, else `"{}"`, so the
+ * call can still be sent back (every tool message needs its call).
+ */
+export const normaliseArguments = (raw: string | null): string => {
+  if (raw === null) return "{}"
+  const parsed = parseArguments(raw)
+  return "args" in parsed ? JSON.stringify(parsed.args) : "{}"
+}
+
+const assistantMessage = (original: AIMessage): ChatMessage => {
+  // Calls kept only in the raw provider payload are sent as calls (the parse DanglingToolCall counts with), so
+  // their results never reach the provider without them.
+  const message = M.parseRawToolCalls(original)
+  const text = M.contentText(message.content)
+  const calls: Array<OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall> = []
+  for (const call of message.tool_calls ?? []) {
+    calls.push({ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } })
+  }
+  // Same fallbacks as the run's result for an invalid call, so the call and its tool message match.
+  message.invalid_tool_calls?.forEach((call, i) => {
+    calls.push({
+      id: M.invalidCallId(message, call, i),
+      type: "function",
+      function: { name: call.name || "unknown_tool", arguments: normaliseArguments(call.args) }
+    })
+  })
+  if (calls.length === 0) return { role: "assistant", content: text }
+  return { role: "assistant", content: text === "" ? null : text, tool_calls: calls }
+}
+
+/** One state message as a Chat Completions message. */
+export const toChatMessage = (message: Message, vision = true): ChatMessage => {
+  switch (message.type) {
+    case "human":
+      return { role: "user", content: userContent(message.content, vision) as string }
+    case "ai":
+      return assistantMessage(message)
+    case "tool":
+      return { role: "tool", tool_call_id: message.tool_call_id, content: M.contentText(message.content) }
+    case "system":
+      return { role: "system", content: M.contentText(message.content) }
+  }
+}
+
+/** The Chat Completions messages of a request: the system prompt first, then the messages in order. */
+export const toChatMessages = (request: ModelRequest, vision = true): Array<ChatMessage> => {
+  const out: Array<ChatMessage> = []
+  if (request.systemPrompt !== undefined && request.systemPrompt !== "") {
+    out.push({ role: "system", content: request.systemPrompt })
+  }
+  for (const message of request.messages) out.push(toChatMessage(message, vision))
+  return out
+}
+
+/** Tool definitions as Chat Completions function tools. */
+export const toChatTools = (tools: ReadonlyArray<ToolDefinition>): Array<OpenAI.Chat.Completions.ChatCompletionTool> =>
+  tools.map((tool) => ({
+    type: "function",
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+  }))
+
+/** The streaming request body for a model call. */
+export const toChatRequest = (
+  request: ModelRequest,
+  profile: ModelProfile
+): OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming => {
+  const settings = request.settings
+  const { extra_body: thinkingBody, ...thinking } = thinkingFields(profile, settings.thinkingEnabled)
+  const extraBody = isPlainObject(thinkingBody) ? deepMerge(profile.extraBody, thinkingBody) : profile.extraBody
+  const maxTokens = settings.maxTokens ?? profile.maxTokens
+  const temperature = settings.temperature ?? profile.temperature
+  const effort = profile.supportsReasoningEffort === true ? settings.reasoningEffort : undefined
+  // Provider fields first, so what the run asks for (and the protocol's own fields) always win.
+  return {
+    ...extraBody,
+    ...thinking,
+    model: profile.model,
+    messages: toChatMessages(request, profile.supportsVision !== false),
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
+    ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+    ...(temperature !== undefined ? { temperature } : {}),
+    ...(effort !== undefined ? { reasoning_effort: effort as OpenAI.ReasoningEffort } : {})
+  } as OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming
+}

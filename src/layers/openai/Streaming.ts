@@ -1,0 +1,216 @@
+/**
+ * Streaming one call: the request sent with an abort signal, the stream read chunk by chunk into the
+ * accumulator (text and reasoning deltas emitted as `token` events unless the call is internal), a
+ * non-stream 200 handed to NonStreamBody, and a watchdog on the Clock that emits `llm_waiting` while the
+ * call is silent and ends it after `timeoutMs` (a first-byte or an idle-stream timeout). Every failure,
+ * a bug included, comes back as a `ModelError` cut to size, without control characters or the adapter's
+ * secrets. Each call is one `OpenAiModel.generate` span.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
+import type { ModelRequest, ModelService } from "../../services/ModelService.js"
+import { ModelError } from "../../services/ModelService.js"
+import { RunEvents } from "../../services/RunEvents.js"
+import * as Redact from "../../state/Redact.js"
+import type { ChunkText } from "./ChunkAccumulator.js"
+import { accumulator, decodeChunk, issuesText } from "./ChunkAccumulator.js"
+import type { Resolved } from "./Config.js"
+import { toModelError } from "./ErrorClassification.js"
+import { MAX_BODY_BYTES, nonStreamBody, readBody } from "./NonStreamBody.js"
+import { toChatRequest } from "./RequestMapping.js"
+
+/** The per-call HTTP state: the request's abort controller, when something last arrived, why it was ended. */
+interface Call {
+  readonly controller: AbortController
+  /** Clock time of the request, the headers or the last chunk. */
+  lastActivity: number
+  headers: boolean
+  timedOut: boolean
+}
+
+/** The longest error message kept (a server may answer with a whole HTML page). */
+const MAX_ERROR_CHARS = 2000
+
+/** The `llm_waiting` event: a model call has been silent for `waitedMs` (it gives up at `timeoutMs`). */
+export const waitingEvent = (model: string, waitedMs: number, timeoutMs: number, started: boolean) => ({
+  type: "llm_waiting" as const,
+  model,
+  waited_ms: waitedMs,
+  timeout_ms: timeoutMs,
+  message: `Waiting for model ${model}: ${started ? "its answer paused" : "no answer yet"}, ` +
+    `nothing received for ${seconds(waitedMs)} (gives up after ${seconds(timeoutMs)}).`
+})
+
+const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))}s`
+
+/** How often a silent call says it is still waiting: every 15 s (twice per timeout when that is shorter). */
+export const noticeEvery = (timeoutMs: number): number => Math.max(1, Math.min(15_000, Math.floor(timeoutMs / 2)))
+
+/** The `generate` of one resolved model. */
+export const generateWith = (resolved: Resolved): ModelService["Type"]["generate"] => {
+  const { baseURL, client, model, redactor, timeoutMs } = resolved
+  const where = `model ${model} at ${Redact.url(baseURL)}`
+  const every = noticeEvery(timeoutMs)
+  const timeoutError = (call: Call) =>
+    call.headers
+      ? new ModelError({
+        reason: "timeout",
+        errorType: "StreamChunkTimeoutError",
+        message: `The model server stopped sending its answer: nothing came for ${seconds(timeoutMs)} (${where}).`
+      })
+      : new ModelError({
+        reason: "timeout",
+        errorType: "APITimeoutError",
+        message: `The model server did not start answering within ${seconds(timeoutMs)} (${where}).`
+      })
+  const malformed = (error: ParseResult.ParseError) =>
+    new ModelError({
+      reason: "invalid_response",
+      errorType: "InvalidResponseError",
+      message: `The model server sent a malformed stream chunk (${where}): ${issuesText(error)}`
+    })
+  // Nothing the server sent reaches a log, an event or the store with this adapter's secrets or raw controls.
+  const safe = (text: string) => Redact.controls(redactor.text(text.slice(0, MAX_ERROR_CHARS)))
+  const clean = (error: ModelError): ModelError => {
+    const cause = error.cause as { name?: unknown; message?: unknown } | undefined
+    return new ModelError({
+      ...error,
+      message: safe(error.message),
+      cause: cause === undefined
+        ? undefined
+        : Object.assign(new Error(safe(String(cause.message ?? cause))), { name: String(cause.name ?? "Error") })
+    })
+  }
+  const failWith = (call: Call) => (error: unknown) =>
+    call.timedOut ? timeoutError(call) : toModelError(error, model, baseURL)
+
+  return Effect.fn("OpenAiModel.generate", { attributes: { model, "gen_ai.request.model": model } })(
+    function*(request: ModelRequest) {
+      yield* Effect.annotateCurrentSpan("internal", request.internal ?? false)
+      const sink = yield* RunEvents
+      const clock = yield* Effect.clock
+      const messageId = `run-${crypto.randomUUID()}`
+      const acc = accumulator(messageId, model)
+      const silent = request.internal !== undefined
+      const body = toChatRequest(request, resolved)
+      const token = (delta: ChunkText): Effect.Effect<void> =>
+        delta.reasoning === ""
+          ? sink.emit({ type: "token", message_id: messageId, text: delta.text })
+          : delta.text === ""
+          ? sink.emit({ type: "token", message_id: messageId, reasoning: delta.reasoning })
+          : Effect.zipRight(
+            sink.emit({ type: "token", message_id: messageId, reasoning: delta.reasoning }),
+            sink.emit({ type: "token", message_id: messageId, text: delta.text })
+          )
+      const call: Call = {
+        controller: new AbortController(),
+        lastActivity: clock.unsafeCurrentTimeMillis(),
+        headers: false,
+        timedOut: false
+      }
+      const touch = () => {
+        call.lastActivity = clock.unsafeCurrentTimeMillis()
+      }
+
+      // The watchdog: says that the call is waiting while nothing arrives, and ends it after `timeoutMs` of
+      // silence (before the headers: a first-byte timeout; after: an idle stream). It runs on the Clock.
+      const watchdog = Effect.gen(function*() {
+        let since = call.lastActivity
+        let notices = 0
+        for (;;) {
+          if (call.lastActivity !== since) {
+            since = call.lastActivity
+            notices = 0
+          }
+          const now = clock.unsafeCurrentTimeMillis()
+          const waited = now - since
+          if (waited >= timeoutMs) {
+            call.timedOut = true
+            call.controller.abort()
+            return
+          }
+          if (waited >= every * (notices + 1)) {
+            notices = Math.floor(waited / every)
+            const data = waitingEvent(model, waited, timeoutMs, call.headers)
+            yield* sink.emit({ type: "custom", name: "llm_waiting", data })
+            continue
+          }
+          yield* Effect.sleep(Math.max(1, Math.min(since + timeoutMs, since + every * (notices + 1)) - now))
+        }
+      })
+
+      const add = (chunk: unknown): Effect.Effect<void, ModelError> => {
+        const decoded = decodeChunk(chunk)
+        if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
+        const delta = acc.add(decoded.right)
+        if (silent || (delta.text === "" && delta.reasoning === "")) return Effect.void
+        return token(delta)
+      }
+
+      const consume = Effect.gen(function*() {
+        const { data: stream, response } = yield* Effect.tryPromise({
+          try: () => client.chat.completions.create(body, { signal: call.controller.signal }).withResponse(),
+          catch: failWith(call)
+        })
+        call.headers = true
+        touch()
+        const contentType = response.headers.get("content-type") ?? ""
+        if (!/event-stream/i.test(contentType) && /json|html/i.test(contentType)) {
+          const { cut, text } = yield* Effect.tryPromise({
+            try: () => readBody(response, MAX_BODY_BYTES),
+            catch: failWith(call)
+          })
+          const chunk = nonStreamBody(contentType, text, cut, where)
+          if (Either.isLeft(chunk)) return yield* Effect.fail(chunk.left)
+          return yield* add(chunk.right)
+        }
+        const iterator = stream[Symbol.asyncIterator]()
+        const next = Effect.tryPromise({ try: () => iterator.next(), catch: failWith(call) })
+        for (;;) {
+          const result = yield* next
+          if (call.timedOut) return yield* Effect.fail(timeoutError(call))
+          if (result.done === true) break
+          touch()
+          yield* add(result.value)
+        }
+        if (acc.empty()) {
+          return yield* Effect.fail(
+            new ModelError({
+              reason: "empty_response",
+              errorType: "EmptyResponseError",
+              message: `The model server answered with status 200 and content type ` +
+                `${contentType === "" ? "(none)" : contentType}, but its stream held no answer (${where}).`
+            })
+          )
+        }
+      })
+
+      const done = Effect.gen(function*() {
+        yield* Effect.forkScoped(watchdog)
+        yield* consume
+        return yield* Either.match(acc.finish(), {
+          onLeft: Effect.fail,
+          onRight: (message) => Effect.succeed({ message })
+        })
+      }).pipe(
+        Effect.scoped,
+        // Ends the HTTP request when the call is interrupted or fails; after a complete answer it is a no-op.
+        Effect.ensuring(Effect.sync(() => call.controller.abort())),
+        // A bug here must not take the run down: it is a failed model call like any other.
+        Effect.catchAllDefect((defect) => Effect.fail(toModelError(defect, model, baseURL))),
+        Effect.mapError(clean)
+      )
+      const response = yield* done
+      // what a trace viewer shows per call (OpenTelemetry's GenAI attribute names)
+      const usage = response.message.usage_metadata
+      if (usage !== undefined) {
+        yield* Effect.annotateCurrentSpan({
+          "gen_ai.usage.input_tokens": usage.input_tokens,
+          "gen_ai.usage.output_tokens": usage.output_tokens
+        })
+      }
+      return response
+    }
+  )
+}

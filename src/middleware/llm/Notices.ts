@@ -1,0 +1,113 @@
+/**
+ * What the user is told about a failing model: the `llm_retry` event before each wait, and the marked AI
+ * message (`deerflow_error_fallback`) that answers a call whose error is final or whose circuit is open —
+ * readable content, the error's class, reason and detail in `additional_kwargs`, and no tool calls, so the
+ * loop ends and the run reports status `error`.
+ */
+import type { ModelError, ModelResponse } from "../../services/ModelService.js"
+import type { AIMessage } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+import type { Classification, ErrorReason } from "./Classification.js"
+
+const REASON_TEXT: Record<ErrorReason, string> = {
+  busy: "the provider is busy",
+  burst_rate: "the provider is throttling a burst of requests",
+  transient: "the request failed temporarily",
+  quota: "the request failed temporarily",
+  auth: "the request failed temporarily",
+  generic: "the request failed temporarily"
+}
+
+/** A wait, readable: `800ms`, `12.5s`, `15min`, `24h`. */
+export const formatWait = (ms: number): string => {
+  if (ms < 1000) return `${ms}ms`
+  if (ms < 120_000) return `${Number((ms / 1000).toFixed(1))}s`
+  if (ms < 7_200_000) return `${Number((ms / 60_000).toFixed(1))}min`
+  return `${Number((ms / 3_600_000).toFixed(1))}h`
+}
+
+/**
+ * The `llm_retry` event's data. `askedMs` is the provider's `retry-after` when it was longer than the wait
+ * (the wait was capped by `llm_call.max_retry_after_ms`); it is then reported as `retry_after_ms`.
+ */
+export const retryEvent = (
+  attempt: number,
+  max: number,
+  waitMs: number,
+  reason: ErrorReason,
+  askedMs?: number
+) => ({
+  type: "llm_retry" as const,
+  attempt,
+  max_attempts: max,
+  wait_ms: waitMs,
+  reason,
+  ...(askedMs !== undefined && askedMs > waitMs ? { retry_after_ms: askedMs } : {}),
+  message: `Model call attempt ${attempt} of ${max} failed (${REASON_TEXT[reason]}); ` +
+    `trying again in ${formatWait(waitMs)}` +
+    (askedMs !== undefined && askedMs > waitMs
+      ? ` (the provider asked to wait ${formatWait(askedMs)}; llm_call.max_retry_after_ms caps it).`
+      : ".")
+})
+
+/** The `additional_kwargs` key marking a fallback message (for UIs; the run's outcome is `ModelResponse.failure`). */
+export const FALLBACK_MARKER = "deerflow_error_fallback"
+
+/** The readable text of a fallback for an error of this class. */
+export const fallbackText = (reason: ErrorReason, error: ModelError): string => {
+  switch (reason) {
+    case "quota":
+      return "The model provider turned the request down: the account is out of quota or credit, or its billing " +
+        "is not set up. Sort out the provider account, then try again."
+    case "auth":
+      return "The model provider turned the request down because the credentials are invalid or lack access. " +
+        "Check the API key and its permissions, then try again."
+    case "burst_rate":
+      return "The model provider is throttling because requests ramped up too fast, and the retries did not get " +
+        "through. Give it a moment (or lower the concurrency), then continue."
+    case "busy":
+    case "transient":
+      return error.errorType === "StreamChunkTimeoutError"
+        ? "The model's response kept stalling mid-stream, so the request timed out twice. Split the work into " +
+          "smaller steps and ask again."
+        : "The model provider is still unavailable after several attempts. Wait a moment, then continue the " +
+          "conversation."
+    case "generic":
+      return `The model request failed: ${error.message.trim() || error.errorType}`
+  }
+}
+
+/** The marked AI message that answers a call whose error is final. */
+export const fallbackMessage = (error: ModelError, classification: Classification): AIMessage =>
+  M.ai(fallbackText(classification.reason, error), {
+    additional_kwargs: {
+      [FALLBACK_MARKER]: true,
+      error_type: error.errorType,
+      error_reason: classification.reason,
+      error_detail: error.message
+    }
+  })
+
+/**
+ * The response that ends the run with an error: the marked message (kept in the thread, so the user and the
+ * model see what happened) and the typed failure the run ends with.
+ */
+export const failedResponse = (message: AIMessage): ModelResponse => ({
+  message,
+  failure: { name: String(message.additional_kwargs?.error_type ?? "ModelError"), message: M.text(message) }
+})
+
+/** The marked AI message that answers a call while the circuit is open. */
+export const circuitOpenMessage = (): AIMessage =>
+  M.ai(
+    "The model provider has failed repeatedly, so model calls are paused for a while to let it recover. " +
+      "Wait a minute, then try again.",
+    {
+      additional_kwargs: {
+        [FALLBACK_MARKER]: true,
+        error_type: "CircuitBreakerOpen",
+        error_reason: "circuit_open",
+        error_detail: "circuit breaker open after repeated provider failures"
+      }
+    }
+  )
