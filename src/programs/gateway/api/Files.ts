@@ -65,7 +65,7 @@ const UploadPath = Schema.Struct({ ...ThreadPath.fields, filename: Schema.String
 
 const ArtifactPath = Schema.Struct({
   ...ThreadPath.fields,
-  "*": Schema.optional(Schema.String.annotations({ description: "The file's path under /mnt/user-data" }))
+  "*": Schema.String.annotations({ description: "The file's path under /mnt/user-data" })
 })
 
 /** The files group (served under `/api`). */

@@ -55,6 +55,16 @@ const SCHEMAS = "#/components/schemas/"
 const DECODE_ERROR = `${SCHEMAS}HttpApiDecodeError`
 const PROBLEM = `${SCHEMAS}Problem`
 
+/** Every object of a JSON value, itself included. */
+const objectsOf = (value: unknown, into: Array<Json> = []): Array<Json> => {
+  if (Array.isArray(value)) for (const item of value) objectsOf(item, into)
+  else if (typeof value === "object" && value !== null) {
+    into.push(value)
+    for (const item of Object.values(value)) objectsOf(item, into)
+  }
+  return into
+}
+
 /** The `$ref`s a JSON value holds. */
 const refsOf = (value: unknown, into: Set<string>): Set<string> => {
   if (Array.isArray(value)) for (const item of value) refsOf(item, into)
@@ -71,7 +81,8 @@ const refsOf = (value: unknown, into: Set<string>): Set<string> => {
  * What the document says that the declarations do not: the prefixes each LangGraph path is served under; that
  * every refusal is a problem (`application/problem+json`, see `Problem.respondError`), described by what the
  * endpoint declares, HttpApi's own decoding error (which every HttpApi declares) never sent; the artifact
- * route's wildcard as the path parameter `{*}`.
+ * route's wildcard as the path parameter `{*}`; any value as `{}` (the JSON Schema of `Schema.Unknown` gives
+ * each its `$id`, the same one, which a validator reading the document takes for one schema defined twice).
  */
 const document = (spec: Json): Json => {
   const schemas: Json = spec.components.schemas
@@ -103,6 +114,12 @@ const document = (spec: Json): Json => {
     paths[path.replace(/\/\*$/, "/{*}")] = item
   }
   spec.paths = paths
+  for (const schema of objectsOf(spec)) {
+    if (schema.$id === "/schemas/unknown") {
+      delete schema.$id
+      delete schema.title
+    }
+  }
   // the schemas nothing refers to any more (the decoding error's)
   const reachable = new Set<string>()
   for (let next = refsOf(paths, new Set()); next.size > 0;) {

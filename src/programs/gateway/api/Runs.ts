@@ -94,8 +94,9 @@ export const RunStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
 })
 
 const RunCreateRefusals = Schema.Union(
-  refusal(400, "A body that is not valid JSON, or a model that is not configured"),
-  refusal(409, "The thread has an active run (multitask_strategy: reject)")
+  refusal(400, "A model that is not configured, or a bootstrap run of the default agent without an admin token"),
+  refusal(409, "The thread has an active run (multitask_strategy: reject)"),
+  refusal(422, "Input messages, settings or options the agent cannot run with (enqueue, interrupts, forking)")
 )
 
 // ---------------------------------------------------------------------------------------------------------
@@ -170,6 +171,7 @@ export const group = HttpApiGroup.make("runs")
       .setHeaders(JoinHeaders)
       .addSuccess(RunStream)
       .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(400, "A Last-Event-ID that is not an event id"))
       .addError(refusal(422, "A stream mode that is not one"))
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
@@ -181,6 +183,7 @@ export const group = HttpApiGroup.make("runs")
       .setHeaders(JoinHeaders)
       .addSuccess(RunStream)
       .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(400, "A Last-Event-ID that is not an event id"))
       .addError(refusal(422, "A stream mode that is not one"))
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
@@ -202,6 +205,7 @@ export const group = HttpApiGroup.make("runs")
       .addSuccess(RunObject)
       .addSuccess(HttpApiSchema.Empty(202).annotations({ description: "The run is being cancelled (without wait)" }))
       .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(409, "The run is not running"))
       .addError(refusal(422, "An action that is not interrupt or rollback"))
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Cancel a run (interrupt, or roll back its changes)")

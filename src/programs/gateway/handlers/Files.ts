@@ -160,7 +160,7 @@ export const layer = (api: DeerFlowApi) =>
             const { user: userId } = yield* CurrentIdentity
             const { stored } = yield* access.threadRef(userId, path.thread_id)
             // (decoded once, by the router; decoding again would make `%252e%252e` a `..`)
-            const virtual = `/${path["*"] ?? ""}`.replace(/^\/+/, "/")
+            const virtual = `/${path["*"]}`.replace(/^\/+/, "/")
             if (!virtual.startsWith(`${USER_DATA}/`)) {
               return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
             }
