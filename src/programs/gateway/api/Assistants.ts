@@ -32,6 +32,9 @@ export const AssistantObject = Schema.Struct({
   updated_at: Schema.String
 }).annotations({ identifier: "Assistant" })
 
+/** Assistants found. */
+export const AssistantList = Schema.Array(AssistantObject)
+
 /** The graph every assistant runs: the ReAct loop. */
 export const AssistantGraph = Schema.Struct({
   nodes: Schema.Array(Schema.Struct({ id: Schema.String })),
@@ -60,7 +63,7 @@ export const group = HttpApiGroup.make("assistants")
   .add(
     HttpApiEndpoint.post("searchAssistants", "/assistants/search")
       .setPayload(AssistantSearch)
-      .addSuccess(Schema.Array(AssistantObject))
+      .addSuccess(AssistantList)
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "Search the assistants")
   )

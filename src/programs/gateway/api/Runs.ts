@@ -81,6 +81,9 @@ export const RunObject = Schema.Struct({
   error: Schema.optional(Schema.String)
 }).annotations({ identifier: "Run" })
 
+/** Runs of a thread. */
+export const RunList = Schema.Array(RunObject)
+
 /** The thread's values once a run ended (with `__error__` when it failed). */
 export const RunValues = JsonRecord.annotations({
   identifier: "RunValues",
@@ -153,7 +156,7 @@ export const group = HttpApiGroup.make("runs")
         offset: Schema.optional(QueryValue.annotations({ description: "Skip this many" })),
         status: Schema.optional(QueryValue.annotations({ description: "Only runs of this status" }))
       }))
-      .addSuccess(Schema.Array(RunObject))
+      .addSuccess(RunList)
       .addError(ThreadNotFound)
       .annotate(OpenApi.Summary, "A thread's runs, newest first")
   )

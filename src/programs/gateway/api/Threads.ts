@@ -85,6 +85,9 @@ export const ThreadObject = Schema.Struct({
   interrupts: JsonRecord
 }).annotations({ identifier: "Thread" })
 
+/** Threads found. */
+export const ThreadList = Schema.Array(ThreadObject)
+
 /** LangGraph's checkpoint reference. */
 export const Checkpoint = Schema.Struct({
   thread_id: Schema.String,
@@ -109,6 +112,9 @@ export const StateObject = Schema.Struct({
   interrupts: Schema.Array(Schema.Unknown)
 }).annotations({ identifier: "ThreadState" })
 
+/** A thread's states, newest first. */
+export const StateHistory = Schema.Array(StateObject)
+
 /** The answer to a state update: the checkpoint it made. */
 export const StateUpdated = Schema.Struct({ checkpoint: Checkpoint }).annotations({ identifier: "ThreadStateUpdated" })
 
@@ -130,7 +136,7 @@ export const group = HttpApiGroup.make("threads")
   .add(
     HttpApiEndpoint.post("searchThreads", "/threads/search")
       .setPayload(ThreadSearch)
-      .addSuccess(Schema.Array(ThreadObject))
+      .addSuccess(ThreadList)
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "Search the user's threads")
   )
@@ -198,7 +204,7 @@ export const group = HttpApiGroup.make("threads")
       .setUrlParams(Schema.Struct({
         limit: Schema.optional(QueryValue.annotations({ description: "How many states (default 10)" }))
       }))
-      .addSuccess(Schema.Array(StateObject))
+      .addSuccess(StateHistory)
       .addError(ThreadNotFound)
       .annotate(OpenApi.Summary, "A thread's states, newest first")
   )
@@ -206,7 +212,7 @@ export const group = HttpApiGroup.make("threads")
     HttpApiEndpoint.post("searchHistory", "/threads/:thread_id/history")
       .setPath(ThreadPath)
       .setPayload(HistoryRequest)
-      .addSuccess(Schema.Array(StateObject))
+      .addSuccess(StateHistory)
       .addError(ThreadNotFound)
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "A thread's states, newest first (before a checkpoint)")

@@ -5,7 +5,6 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfigService } from "../../../services/AppConfig.js"
@@ -90,7 +89,7 @@ export const layer = (api: LangGraphApi) =>
               .filter((a) => request.name == null || a.name.includes(request.name))
               .filter((a) => request.graph_id == null || a.graph_id === request.graph_id)
             const offset = request.offset ?? 0
-            return json(Schema.Array(AssistantsApi.AssistantObject), all.slice(offset, offset + (request.limit ?? 10)))
+            return json(AssistantsApi.AssistantList, all.slice(offset, offset + (request.limit ?? 10)))
           }))
         .handleRaw("getAssistant", ({ path }) =>
           Effect.as(known(path.assistant_id), json(AssistantsApi.AssistantObject, assistant(path.assistant_id))))

@@ -285,7 +285,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
               .map((record) => runObject(record, threadId))
               .filter((run) => status === undefined || run.status === status)
               .reverse()
-            return json(Schema.Array(RunsApi.RunObject), records.slice(offset, offset + limit))
+            return json(RunsApi.RunList, records.slice(offset, offset + limit))
           }))
         .handleRaw("getRun", ({ path }) =>
           Effect.gen(function*() {

@@ -95,7 +95,7 @@ export const layer = (api: LangGraphApi) =>
           : undefined
         return Effect.map(
           history(thread, limit, Number.isInteger(beforeSeq) ? beforeSeq : undefined),
-          (states) => json(Schema.Array(Threads.StateObject), states)
+          (states) => json(Threads.StateHistory, states)
         )
       }
 
@@ -144,7 +144,7 @@ export const layer = (api: LangGraphApi) =>
             const order = request.sort_order === "asc" ? 1 : -1
             matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
             const offset = request.offset ?? 0
-            return json(Schema.Array(Threads.ThreadObject), matches.slice(offset, offset + (request.limit ?? 10)))
+            return json(Threads.ThreadList, matches.slice(offset, offset + (request.limit ?? 10)))
           }))
         .handleRaw("getThread", ({ path }) =>
           Effect.gen(function*() {
