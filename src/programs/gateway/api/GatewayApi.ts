@@ -6,8 +6,8 @@
  * it is served under (OpenAPI's `servers`).
  */
 import * as HttpApi from "@effect/platform/HttpApi"
-import * as Arr from "effect/Array"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Arr from "effect/Array"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
 import * as Files from "./Files.js"
