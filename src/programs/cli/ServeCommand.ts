@@ -15,7 +15,6 @@ import * as Option from "effect/Option"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
-import * as Gateway from "../gateway/Gateway.js"
 import * as Render from "./Render.js"
 import * as ToolAssembly from "../ToolAssembly.js"
 
@@ -31,6 +30,8 @@ const command = Command.make(
   },
   (args) =>
     Effect.gen(function*() {
+      // (loaded here: the gateway's declarations and server are no part of the other commands' start)
+      const Gateway = yield* Effect.promise(() => import("../gateway/Gateway.js"))
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)

@@ -17,8 +17,7 @@ import * as Schema from "effect/Schema"
 import type * as Http from "node:http"
 import { Transform } from "node:stream"
 import * as Json from "../../state/Json.js"
-import * as Protocol from "./Protocol.js"
-import { GatewayError } from "./Runs.js"
+import { describeParseError, GatewayError } from "./api/Problem.js"
 
 /** The largest JSON body read (uploads have their own limits, `uploads.*`). */
 export const MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -161,7 +160,7 @@ export const json = <A, I>(schema: Schema.Schema<A, I>) =>
     }
     const raw = yield* parseJson(text)
     return yield* Either.match(Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })(raw), {
-      onLeft: (error) => Effect.fail(fail("unprocessable", Protocol.describeParseError(error))),
+      onLeft: (error) => Effect.fail(fail("unprocessable", describeParseError(error))),
       onRight: Effect.succeed
     })
   })

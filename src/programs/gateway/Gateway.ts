@@ -232,7 +232,7 @@ export const layer = (options: Options) => {
     }
   }))
 
-  const http = Layer.unwrapEffect(Effect.gen(function*() {
+  const http = Layer.unwrapScoped(Effect.gen(function*() {
     const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)

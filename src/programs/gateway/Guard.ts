@@ -17,7 +17,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Net from "node:net"
 import * as Os from "node:os"
-import { problem } from "./Api.js"
+import { problem } from "./api/Problem.js"
 import { isLoopback } from "./Auth.js"
 
 /** Where the gateway listens, and whom it answers. */

@@ -1,11 +1,10 @@
 /**
- * The LangGraph Platform wire format the gateway speaks (SPEC §12): request bodies (Schema-decoded), the thread,
- * run and state objects, and the projection of a run's events onto the stream modes `values`,
- * `messages-tuple` (SSE event `messages`), `updates` and `custom`, framed as server-sent events. Pure: no
- * services, no I/O.
+ * The LangGraph Platform wire format the gateway speaks (SPEC §12): the thread, run and state objects (of the
+ * shapes `api/` declares, as the request bodies re-exported here), the input messages of a run, and the
+ * projection of a run's events onto the stream modes `values`, `messages-tuple` (SSE event `messages`),
+ * `updates` and `custom`, framed as server-sent events. Pure: no services, no I/O.
  */
 import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Clarification from "../../middleware/Clarification.js"
 import type { RunEvent } from "../../services/RunEvents.js"
@@ -15,106 +14,23 @@ import * as M from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
+import { describeParseError } from "./api/Problem.js"
+import type { RunObject, StreamMode } from "./api/Runs.js"
+import type { StateObject, ThreadObject } from "./api/Threads.js"
 
 // ---------------------------------------------------------------------------------------------------------
-// Requests
+// Requests (declared with their endpoints, in api/)
 
-/**
- * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
- * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
- */
-export const StreamMode = Schema.Literal(
-  "values",
-  "messages-tuple",
-  "updates",
-  "custom",
-  "debug",
-  "tasks",
-  "checkpoints"
-)
-export type StreamMode = typeof StreamMode.Type
-
-const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-
-/** `stream_mode`: one mode or a list (default `["values"]`). */
-export const StreamModes = Schema.Union(StreamMode, Schema.Array(StreamMode))
-
-/** `POST /threads/{id}/runs[/stream|/wait]` and the stateless `/runs...` (SPEC §12.1). */
-export const RunCreate = Schema.Struct({
-  assistant_id: Schema.optional(Schema.NullOr(Schema.String)),
-  input: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  command: Schema.optional(Schema.NullOr(Schema.Struct({ resume: Schema.optional(Schema.Unknown) }))),
-  config: Schema.optional(Schema.NullOr(Schema.Struct({
-    recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
-    configurable: Schema.optional(Schema.NullOr(JsonRecord)),
-    tags: Schema.optional(Schema.Unknown)
-  }))),
-  context: Schema.optional(Schema.NullOr(JsonRecord)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
-  stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
-  stream_subgraphs: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  stream_resumable: Schema.optional(Schema.NullOr(Schema.Boolean)),
-  on_disconnect: Schema.optional(Schema.NullOr(Schema.Literal("cancel", "continue"))),
-  multitask_strategy: Schema.optional(Schema.NullOr(Schema.Literal("reject", "interrupt", "rollback", "enqueue"))),
-  on_completion: Schema.optional(Schema.NullOr(Schema.Literal("delete", "keep"))),
-  if_not_exists: Schema.optional(Schema.NullOr(Schema.Literal("create", "reject"))),
-  interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  interrupt_after: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)),
-  checkpoint: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  webhook: Schema.optional(Schema.NullOr(Schema.String)),
-  after_seconds: Schema.optional(Schema.NullOr(Schema.Number))
-})
-export type RunCreate = typeof RunCreate.Type
-
-/** `POST /threads` */
-export const ThreadCreate = Schema.Struct({
-  thread_id: Schema.optional(Schema.NullOr(Schema.String)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
-  if_exists: Schema.optional(Schema.NullOr(Schema.Literal("raise", "do_nothing")))
-})
-
-/** `PATCH /threads/{id}` */
-export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(JsonRecord)) })
-
-/** `POST /threads/search` */
-export const ThreadSearch = Schema.Struct({
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
-  ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
-  status: Schema.optional(Schema.NullOr(Schema.String)),
-  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
-  offset: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.nonNegative()))),
-  sort_by: Schema.optional(Schema.NullOr(Schema.Literal("thread_id", "created_at", "updated_at", "status"))),
-  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc")))
-})
-
-/** `POST /threads/{id}/state` */
-export const StateUpdateRequest = Schema.Struct({
-  values: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  as_node: Schema.optional(Schema.NullOr(Schema.String)),
-  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String))
-})
-
-/** `POST /threads/{id}/history` */
-export const HistoryRequest = Schema.Struct({
-  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
-  before: Schema.optional(Schema.NullOr(Schema.Unknown))
-})
-
-/** `POST /assistants/search` */
-export const AssistantSearch = Schema.Struct({
-  graph_id: Schema.optional(Schema.NullOr(Schema.String)),
-  name: Schema.optional(Schema.NullOr(Schema.String)),
-  limit: Schema.optional(Schema.NullOr(Schema.Number)),
-  offset: Schema.optional(Schema.NullOr(Schema.Number))
-})
-
-/** Renders a decoding failure as `where: what` lines. */
-export const describeParseError = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`)
-    .join("; ")
+export { AssistantSearch } from "./api/Assistants.js"
+export { describeParseError } from "./api/Problem.js"
+export { RunCreate, StreamMode, StreamModes } from "./api/Runs.js"
+export {
+  HistoryRequest,
+  StateUpdateRequest,
+  ThreadCreate,
+  ThreadPatch,
+  ThreadSearch
+} from "./api/Threads.js"
 
 /** The modes asked for, in order, without repeats (default `["values"]`). */
 export const modesOf = (
@@ -283,7 +199,7 @@ export const runStatus = (
 }
 
 /** LangGraph's Run object. */
-export const runObject = (record: RunRecord) => {
+export const runObject = (record: RunRecord): typeof RunObject.Type => {
   const metadata = (record.metadata ?? {}) as Record<string, unknown>
   return {
     run_id: record.run_id,
@@ -305,7 +221,7 @@ export const threadObject = (
   summary: ThreadSummary,
   status: "idle" | "busy" | "interrupted" | "error",
   values: Record<string, unknown>
-) => ({
+): typeof ThreadObject.Type => ({
   thread_id: summary.thread_id,
   created_at: summary.created_at,
   updated_at: summary.updated_at,
@@ -332,7 +248,7 @@ export const stateObject = (
     readonly run_id?: string | undefined
     readonly step?: number
   }
-) => ({
+): typeof StateObject.Type => ({
   values: publicValues(state),
   next: [],
   tasks: [],

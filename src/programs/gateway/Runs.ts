@@ -35,48 +35,10 @@ import * as TS from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
+import { GatewayError } from "./api/Problem.js"
 import * as Protocol from "./Protocol.js"
 
-/** A request the gateway refuses or cannot serve; `reason` decides the HTTP status. */
-export class GatewayError extends Schema.TaggedError<GatewayError>()("GatewayError", {
-  reason: Schema.Literal(
-    "bad_request",
-    "unauthorized",
-    "forbidden",
-    "not_found",
-    "conflict",
-    "too_large",
-    "unsupported_media_type",
-    "unprocessable",
-    "internal"
-  ),
-  message: Schema.String,
-  cause: Schema.optional(Schema.Defect)
-}) {}
-
-/** The HTTP status of a gateway error. */
-export const statusOf = (reason: GatewayError["reason"]): number => {
-  switch (reason) {
-    case "bad_request":
-      return 400
-    case "unauthorized":
-      return 401
-    case "forbidden":
-      return 403
-    case "not_found":
-      return 404
-    case "conflict":
-      return 409
-    case "too_large":
-      return 413
-    case "unsupported_media_type":
-      return 415
-    case "unprocessable":
-      return 422
-    case "internal":
-      return 500
-  }
-}
+export { GatewayError, statusOf } from "./api/Problem.js"
 
 const internal = (error: { readonly message: string }) =>
   new GatewayError({ reason: "internal", message: error.message, cause: error })

@@ -1,15 +1,14 @@
 /**
- * Fuzzing the gateway over HTTP: generated requests (fast-check, a seed per run) over every route
- * `Api.ts` and `Web.ts` serve, under every prefix: wrong methods and content types, missing or foreign `Host`
- * and `Origin` headers, no token, bad tokens, huge headers, bodies of every wrong shape and size (nesting
- * around the limit and far past it, huge strings, wrong types for every field of the run, thread, search,
- * state and history schemas, unicode, `__proto__` keys, out-of-range numbers, nulls, broken JSON, forms,
- * multipart uploads with hostile names), bad ids (traversal, unicode, very long, derived, another user's), bad
- * `Last-Event-ID` values and query strings. Two token users with threads, runs, uploads made through the API
- * first: alice, whose data (and custom agent) holds canary strings, and bob, who sends the requests (or no one
- * does: no or bad tokens), half of them well formed but for their ids, query and body fields, so that they reach
- * deep into the routes (real runs against the scripted model, uploads, state updates, joins and cancels of a
- * run of his that never ends).
+ * Fuzzing the gateway over HTTP: generated requests (fast-check, a seed per run) over every route the gateway serves
+ * (the table in `routes.ts`: its API's endpoints, the web page, the documentation), under every prefix: wrong methods
+ * and content types, missing or foreign `Host` and `Origin` headers, no token, bad tokens, huge headers, bodies of
+ * every wrong shape and size (nesting around the limit and far past it, huge strings, wrong types for every field of
+ * the run, thread, search, state and history schemas, unicode, `__proto__` keys, out-of-range numbers, nulls, broken
+ * JSON, forms, multipart uploads with hostile names), bad ids (traversal, unicode, very long, derived, another user's),
+ * bad `Last-Event-ID` values and query strings. Two token users with threads, runs, uploads made through the API first:
+ * alice, whose data (and custom agent) holds canary strings, and bob, who sends the requests (or no one does: no or bad
+ * tokens), half of them well formed but for their ids, query and body fields, so that they reach deep into the routes
+ * (real runs against the scripted model, uploads, state updates, joins and cancels of a run of his that never ends).
  *
  * Properties: no request gets a 5xx, a dropped connection or no answer; every error is a JSON problem
  * (`application/problem+json`, `{type, title, status, detail}`); no answer to bob (headers or body) holds
@@ -28,11 +27,12 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as CustomAgents from "../../../src/programs/CustomAgents.js"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
+import type { BodyKind, Route } from "./routes.js"
+import { declaredRoutes, LANGGRAPH, ROUTES, UNROUTED } from "./routes.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -52,8 +52,6 @@ const LONG_POLL_MS = 1_000
 const STREAM_READ_MS = 400
 /** The most of an answer read (and searched for alice's data). */
 const MAX_READ = 4 * 1024 * 1024
-
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 
 // ---------------------------------------------------------------------------------------------------------
 // The users and alice's canaries
@@ -149,107 +147,6 @@ const secretCanaries = (): ReadonlyArray<string> => [
   ...[SECRET.uploadContent, SECRET.exposedUploadContent, SECRET.artifactContent].map(base64),
   ...aliceIds.secret
 ]
-
-// ---------------------------------------------------------------------------------------------------------
-// Routes
-
-/** What a route reads. */
-type BodyKind =
-  | "none"
-  | "run"
-  | "thread"
-  | "search"
-  | "patch"
-  | "state"
-  | "history"
-  | "checkpoint"
-  | "assistants"
-  | "upload"
-
-interface Route {
-  readonly method: string
-  /** The path as the router declares it (`:name` parameters, `*`), with its prefix. */
-  readonly path: string
-  readonly body: BodyKind
-}
-
-const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
-  ["POST", "/assistants/search", "assistants"],
-  ["GET", "/assistants/:assistant_id", "none"],
-  ["GET", "/assistants/:assistant_id/graph", "none"],
-  ["GET", "/assistants/:assistant_id/schemas", "none"],
-  ["POST", "/threads", "thread"],
-  ["POST", "/threads/search", "search"],
-  ["GET", "/threads/:thread_id", "none"],
-  ["PATCH", "/threads/:thread_id", "patch"],
-  ["DELETE", "/threads/:thread_id", "none"],
-  ["GET", "/threads/:thread_id/state", "none"],
-  ["POST", "/threads/:thread_id/state", "state"],
-  ["POST", "/threads/:thread_id/state/checkpoint", "checkpoint"],
-  ["GET", "/threads/:thread_id/state/:checkpoint_id", "none"],
-  ["GET", "/threads/:thread_id/history", "none"],
-  ["POST", "/threads/:thread_id/history", "history"],
-  ["POST", "/threads/:thread_id/runs", "run"],
-  ["POST", "/threads/:thread_id/runs/stream", "run"],
-  ["POST", "/threads/:thread_id/runs/wait", "run"],
-  ["GET", "/threads/:thread_id/runs", "none"],
-  ["GET", "/threads/:thread_id/runs/:run_id", "none"],
-  ["GET", "/threads/:thread_id/runs/:run_id/stream", "none"],
-  ["POST", "/threads/:thread_id/runs/:run_id/stream", "none"],
-  ["GET", "/threads/:thread_id/runs/:run_id/join", "none"],
-  ["POST", "/threads/:thread_id/runs/:run_id/cancel", "none"],
-  ["POST", "/runs", "run"],
-  ["POST", "/runs/stream", "run"],
-  ["POST", "/runs/wait", "run"],
-  ["GET", "/ok", "none"],
-  ["GET", "/info", "none"]
-]
-
-const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
-  ["POST", "/threads/:thread_id/uploads", "upload"],
-  ["GET", "/threads/:thread_id/uploads/list", "none"],
-  ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
-  ["GET", "/threads/:thread_id/artifacts/*", "none"],
-  ["GET", "/models", "none"],
-  ["GET", "/skills", "none"]
-]
-
-const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]
-
-/** Every route the gateway serves: the LangGraph API at each of its prefixes, DeerFlow's under `/api`, the page. */
-const ROUTES: ReadonlyArray<Route> = [
-  ...["", "/api", "/api/langgraph"].flatMap((prefix) =>
-    LANGGRAPH.map(([method, path, body]) => ({ method, path: `${prefix}${path}`, body }))
-  ),
-  ...DEERFLOW.map(([method, path, body]) => ({ method, path: `/api${path}`, body })),
-  ...WEB.map((path) => ({ method: "GET", path, body: "none" as const }))
-]
-
-/** Paths no route serves (they must be refused as well as any other request). */
-const UNROUTED: ReadonlyArray<Route> = [
-  { method: "GET", path: "/nope", body: "none" },
-  { method: "POST", path: "/api/threads/:thread_id/nope", body: "none" },
-  { method: "GET", path: "/api/langgraph/threads/:thread_id/runs/:run_id/nope", body: "none" },
-  { method: "GET", path: "/threads/:thread_id/uploads/list", body: "none" }
-]
-
-/** The routes the sources declare, `METHOD /path` (to check the table above misses none). */
-const declaredRoutes = (): ReadonlyArray<string> => {
-  const read = (file: string) => Fs.readFileSync(Path.join(ROOT, "src/programs/gateway", file), "utf8")
-  const routes = (text: string) =>
-    [...text.matchAll(/HttpRouter\.(get|post|patch|put|del)\("([^"]*)"/g)].map(([, method, path]) =>
-      [method === "del" ? "DELETE" : method!.toUpperCase(), path!] as const
-    )
-  const api = read("Api.ts")
-  const split = api.indexOf("const deerflow")
-  return [
-    ...["", "/api", "/api/langgraph"].flatMap((prefix) =>
-      routes(api.slice(0, split)).map(([method, path]) => `${method} ${prefix}${path}`)
-    ),
-    ...routes(api.slice(split)).map(([method, path]) => `${method} /api${path}`),
-    ...routes(read("Web.ts")).map(([method, path]) => `${method} ${path}`)
-  ].sort()
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests
@@ -1405,7 +1302,7 @@ afterAll(async () => {
 })
 
 describe("gateway fuzzing", () => {
-  it("fuzzes every route that Api.ts and Web.ts declare", () => {
+  it("fuzzes every route the gateway's sources declare (its API's endpoints, its HttpRouter routes)", () => {
     assert.deepStrictEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort(), declaredRoutes())
   })
 

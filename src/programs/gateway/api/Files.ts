@@ -1,0 +1,111 @@
+/**
+ * DeerFlow's files of a thread, declared: uploads (a multipart form of files, converted to Markdown where they
+ * can be; listed; deleted) and artifacts (any file under `/mnt/user-data`, served typed by its extension, never
+ * run in the gateway's origin). Implemented in `handlers/Files.ts`.
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as Multipart from "@effect/platform/Multipart"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { ThreadPath } from "./Ids.js"
+import { refusal } from "./Problem.js"
+import { Authentication, NoBody } from "./Security.js"
+import { QueryValue, ThreadNotFound } from "./Threads.js"
+
+/** An uploaded file, where the agent reads it and where it is downloaded. */
+export const UploadedFile = Schema.Struct({
+  filename: Schema.String,
+  size: Schema.Number,
+  path: Schema.String,
+  markdown_path: Schema.optional(Schema.String),
+  conversion_error: Schema.optional(Schema.String),
+  virtual_path: Schema.String,
+  artifact_url: Schema.String,
+  markdown_virtual_path: Schema.optional(Schema.String),
+  markdown_artifact_url: Schema.optional(Schema.String)
+}).annotations({ identifier: "UploadedFile" })
+
+/** The answer to an upload. */
+export const Uploaded = Schema.Struct({
+  success: Schema.Boolean,
+  files: Schema.Array(UploadedFile),
+  message: Schema.String
+}).annotations({ identifier: "Uploaded" })
+
+/** A thread's uploads. */
+export const UploadList = Schema.Struct({
+  files: Schema.Array(Schema.Struct({
+    filename: Schema.String,
+    size: Schema.Number,
+    path: Schema.String,
+    virtual_path: Schema.String,
+    artifact_url: Schema.String,
+    extension: Schema.String,
+    modified: Schema.String
+  })),
+  count: Schema.Number
+}).annotations({ identifier: "UploadList" })
+
+/** The answer to a deletion. */
+export const Deleted = Schema.Struct({ success: Schema.Boolean, message: Schema.String }).annotations({
+  identifier: "Deleted"
+})
+
+/** An artifact's bytes. */
+export const ArtifactBytes = HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }).annotations({
+  description: "The file, typed by its extension (Markdown, text, JSON, CSV, HTML, images, PDF; else bytes)"
+})
+
+/** The upload form: the files in `files`. */
+export const UploadForm = HttpApiSchema.Multipart(Schema.Struct({ files: Multipart.FilesSchema }))
+
+const UploadPath = Schema.Struct({ ...ThreadPath.fields, filename: Schema.String })
+
+const ArtifactPath = Schema.Struct({
+  ...ThreadPath.fields,
+  "*": Schema.String.annotations({ description: "The file's path under /mnt/user-data" })
+})
+
+/** The files group (served under `/api`). */
+export const group = HttpApiGroup.make("files")
+  .add(
+    HttpApiEndpoint.post("uploadFiles", "/threads/:thread_id/uploads")
+      .setPath(ThreadPath)
+      .setPayload(UploadForm)
+      .addSuccess(Uploaded)
+      .addError(ThreadNotFound)
+      .addError(refusal(400, "Not a multipart form with files, or one cut short"))
+      .addError(refusal(415, "Not multipart/form-data"))
+      .addError(refusal(422, "Too many files, or too large (uploads.*), or a bad file name"))
+      .annotate(OpenApi.Summary, "Upload files to a thread")
+  )
+  .add(
+    HttpApiEndpoint.get("listUploads", "/threads/:thread_id/uploads/list")
+      .setPath(ThreadPath)
+      .addSuccess(UploadList)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "List a thread's uploads")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteUpload", "/threads/:thread_id/uploads/:filename")
+      .setPath(UploadPath)
+      .addSuccess(Deleted)
+      .addError(refusal(404, "No such thread (of this user), or no such upload"))
+      .addError(refusal(400, "A file name that is not one"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Delete an upload")
+  )
+  .add(
+    HttpApiEndpoint.get("getArtifact", "/threads/:thread_id/artifacts/*")
+      .setPath(ArtifactPath)
+      .setUrlParams(Schema.Struct({
+        download: Schema.optional(QueryValue.annotations({ description: "true: as an attachment" }))
+      }))
+      .addSuccess(ArtifactBytes)
+      .addError(refusal(404, "No such thread (of this user), or no such file under /mnt/user-data"))
+      .annotate(OpenApi.Summary, "Download a file of a thread (sandboxed: it runs no script here)")
+  )
+  .middlewareEndpoints(Authentication)
+  .annotate(OpenApi.Description, "A thread's uploads and artifacts (DeerFlow)")

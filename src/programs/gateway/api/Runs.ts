@@ -1,0 +1,232 @@
+/**
+ * The runs of the LangGraph API, declared: runs of a thread and stateless runs (a thread of their own, deleted
+ * after), started in the background, streamed (server-sent events) or waited for; joined (streamed again from
+ * any event, `Last-Event-ID`), listed, cancelled. Implemented in `handlers/Runs.ts`.
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { StopReason } from "../../../services/RunEvents.js"
+import { RunPath, ThreadPath } from "./Ids.js"
+import { refusal } from "./Problem.js"
+import { Authentication, NoBody } from "./Security.js"
+import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
+
+// ---------------------------------------------------------------------------------------------------------
+// Requests
+
+/**
+ * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
+ * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
+ */
+export const StreamMode = Schema.Literal(
+  "values",
+  "messages-tuple",
+  "updates",
+  "custom",
+  "debug",
+  "tasks",
+  "checkpoints"
+)
+export type StreamMode = typeof StreamMode.Type
+
+/** `stream_mode`: one mode or a list (default `["values"]`). */
+export const StreamModes = Schema.Union(StreamMode, Schema.Array(StreamMode))
+
+/** `POST /threads/{id}/runs[/stream|/wait]` and the stateless `/runs...` (SPEC §12.1). */
+export const RunCreate = Schema.Struct({
+  assistant_id: Schema.optional(Schema.NullOr(Schema.String)),
+  input: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  command: Schema.optional(Schema.NullOr(Schema.Struct({ resume: Schema.optional(Schema.Unknown) }))),
+  config: Schema.optional(Schema.NullOr(Schema.Struct({
+    recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
+    configurable: Schema.optional(Schema.NullOr(JsonRecord)),
+    tags: Schema.optional(Schema.Unknown)
+  }))),
+  context: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
+  stream_subgraphs: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  stream_resumable: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  on_disconnect: Schema.optional(Schema.NullOr(Schema.Literal("cancel", "continue"))),
+  multitask_strategy: Schema.optional(Schema.NullOr(Schema.Literal("reject", "interrupt", "rollback", "enqueue"))),
+  on_completion: Schema.optional(Schema.NullOr(Schema.Literal("delete", "keep"))),
+  if_not_exists: Schema.optional(Schema.NullOr(Schema.Literal("create", "reject"))),
+  interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  interrupt_after: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)),
+  checkpoint: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  webhook: Schema.optional(Schema.NullOr(Schema.String)),
+  after_seconds: Schema.optional(Schema.NullOr(Schema.Number))
+})
+export type RunCreate = typeof RunCreate.Type
+
+// ---------------------------------------------------------------------------------------------------------
+// Answers
+
+/** LangGraph's Run object. */
+export const RunObject = Schema.Struct({
+  run_id: Schema.String,
+  thread_id: Schema.String,
+  assistant_id: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  status: Schema.Literal("pending", "running", "success", "error", "interrupted"),
+  metadata: Schema.Unknown,
+  multitask_strategy: Schema.Unknown,
+  kwargs: JsonRecord,
+  stop_reason: Schema.NullOr(StopReason),
+  error: Schema.optional(Schema.String)
+}).annotations({ identifier: "Run" })
+
+/** Runs of a thread. */
+export const RunList = Schema.Array(RunObject)
+
+/** The thread's values once a run ended (with `__error__` when it failed). */
+export const RunValues = JsonRecord.annotations({
+  identifier: "RunValues",
+  description: "The thread's values once the run ended; `__error__` says why when it failed"
+})
+
+/** A run's events as server-sent events, with heartbeats, ending with `end` (or `gap`). */
+export const RunStream = HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+  description: "Server-sent events (`event`, `data`, `id`): `metadata`, the stream modes' events, `error`, `end`; " +
+    "`gap` when the events asked for are no longer kept"
+})
+
+const RunCreateRefusals = Schema.Union(
+  refusal(400, "A model that is not configured, or a bootstrap run of the default agent without an admin token"),
+  refusal(409, "The thread has an active run (multitask_strategy: reject)"),
+  refusal(422, "Input messages, settings or options the agent cannot run with (enqueue, interrupts, forking)")
+)
+
+// ---------------------------------------------------------------------------------------------------------
+// Endpoints
+
+const JoinParams = Schema.Struct({
+  stream_mode: Schema.optional(QueryValue.annotations({
+    description: `The modes to stream (${StreamMode.literals.join(", ")}; default: the run's)`
+  })),
+  cancel_on_disconnect: Schema.optional(
+    QueryValue.annotations({ description: "true: cancel the run if this client goes" })
+  )
+})
+
+const JoinHeaders = Schema.Struct({
+  "last-event-id": Schema.optional(Schema.String.annotations({ description: "Stream from after this event" }))
+})
+
+/** An endpoint starting a run of a thread. */
+const threadRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
+  HttpApiEndpoint.post(name, path)
+    .setPath(ThreadPath)
+    .setPayload(RunCreate)
+    .addError(ThreadNotFound)
+    .addError(BodyRefusals)
+    .addError(RunCreateRefusals)
+
+/** An endpoint starting a stateless run. */
+const statelessRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
+  HttpApiEndpoint.post(name, path).setPayload(RunCreate).addError(BodyRefusals).addError(RunCreateRefusals)
+
+/** The runs group. */
+export const group = HttpApiGroup.make("runs")
+  .add(
+    threadRun("createRun", "/threads/:thread_id/runs")
+      .addSuccess(RunObject)
+      .annotate(OpenApi.Summary, "Start a run in the background")
+  )
+  .add(
+    threadRun("streamRun", "/threads/:thread_id/runs/stream")
+      .addSuccess(RunStream)
+      .annotate(OpenApi.Summary, "Start a run and stream its events")
+  )
+  .add(
+    threadRun("waitRun", "/threads/:thread_id/runs/wait")
+      .addSuccess(RunValues)
+      .annotate(OpenApi.Summary, "Start a run and wait for its end")
+  )
+  .add(
+    HttpApiEndpoint.get("listRuns", "/threads/:thread_id/runs")
+      .setPath(ThreadPath)
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optional(QueryValue.annotations({ description: "At most this many (1-1000, default 10)" })),
+        offset: Schema.optional(QueryValue.annotations({ description: "Skip this many" })),
+        status: Schema.optional(QueryValue.annotations({ description: "Only runs of this status" }))
+      }))
+      .addSuccess(RunList)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "A thread's runs, newest first")
+  )
+  .add(
+    HttpApiEndpoint.get("getRun", "/threads/:thread_id/runs/:run_id")
+      .setPath(RunPath)
+      .addSuccess(RunObject)
+      .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .annotate(OpenApi.Summary, "Get a run")
+  )
+  .add(
+    HttpApiEndpoint.get("joinStream", "/threads/:thread_id/runs/:run_id/stream")
+      .setPath(RunPath)
+      .setUrlParams(JoinParams)
+      .setHeaders(JoinHeaders)
+      .addSuccess(RunStream)
+      .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(400, "A Last-Event-ID that is not an event id"))
+      .addError(refusal(422, "A stream mode that is not one"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
+  )
+  .add(
+    HttpApiEndpoint.post("joinStreamPost", "/threads/:thread_id/runs/:run_id/stream")
+      .setPath(RunPath)
+      .setUrlParams(JoinParams)
+      .setHeaders(JoinHeaders)
+      .addSuccess(RunStream)
+      .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(400, "A Last-Event-ID that is not an event id"))
+      .addError(refusal(422, "A stream mode that is not one"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
+  )
+  .add(
+    HttpApiEndpoint.get("joinRun", "/threads/:thread_id/runs/:run_id/join")
+      .setPath(RunPath)
+      .addSuccess(RunValues)
+      .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .annotate(OpenApi.Summary, "Wait for a run's end")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelRun", "/threads/:thread_id/runs/:run_id/cancel")
+      .setPath(RunPath)
+      .setUrlParams(Schema.Struct({
+        wait: Schema.optional(QueryValue.annotations({ description: "true: answer once the run ended" })),
+        action: Schema.optional(QueryValue.annotations({ description: "interrupt (default) or rollback" }))
+      }))
+      .addSuccess(RunObject)
+      .addSuccess(HttpApiSchema.Empty(202).annotations({ description: "The run is being cancelled (without wait)" }))
+      .addError(refusal(404, "No such thread (of this user), or no such run of it"))
+      .addError(refusal(409, "The run is not running"))
+      .addError(refusal(422, "An action that is not interrupt or rollback"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Cancel a run (interrupt, or roll back its changes)")
+  )
+  .add(
+    statelessRun("createStatelessRun", "/runs")
+      .addSuccess(RunObject)
+      .annotate(OpenApi.Summary, "Start a stateless run in the background")
+  )
+  .add(
+    statelessRun("streamStatelessRun", "/runs/stream")
+      .addSuccess(RunStream)
+      .annotate(OpenApi.Summary, "Start a stateless run and stream its events")
+  )
+  .add(
+    statelessRun("waitStatelessRun", "/runs/wait")
+      .addSuccess(RunValues)
+      .annotate(OpenApi.Summary, "Start a stateless run and wait for its end")
+  )
+  .middlewareEndpoints(Authentication)
+  .annotate(OpenApi.Description, "Runs of the agent on a thread, and stateless runs")

@@ -1,0 +1,221 @@
+/**
+ * The threads of the LangGraph API, declared: a user's threads, their state (after each checkpoint) and its
+ * history, with the request bodies they read and the objects they answer (LangGraph's Thread and ThreadState).
+ * Implemented in `handlers/Threads.ts`.
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { ThreadPath } from "./Ids.js"
+import { refusal } from "./Problem.js"
+import { Authentication, NoBody } from "./Security.js"
+
+/** A JSON object of any fields. */
+export const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+/** A query parameter as sent: once, or repeated. */
+export const QueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
+
+/** The refusals of a request's JSON body (see `Body.ts`). */
+export const BodyRefusals = Schema.Union(
+  refusal(400, "A body that is not valid JSON, or nested too deep"),
+  refusal(413, "A body larger than the gateway reads"),
+  refusal(415, "A body that is not JSON sent with Content-Type: application/json"),
+  refusal(422, "A body of the wrong shape (the fields named)")
+)
+
+/** The refusal of a thread the user does not have (another user's is one they do not have). */
+export const ThreadNotFound = refusal(404, "No such thread (of this user)")
+
+// ---------------------------------------------------------------------------------------------------------
+// Requests (no identifiers: a body of the wrong type is refused naming the shape it should have)
+
+/** `POST /threads` */
+export const ThreadCreate = Schema.Struct({
+  thread_id: Schema.optional(Schema.NullOr(Schema.String)),
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  if_exists: Schema.optional(Schema.NullOr(Schema.Literal("raise", "do_nothing")))
+})
+
+/** `PATCH /threads/{id}` */
+export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(JsonRecord)) })
+
+/** `POST /threads/search` */
+export const ThreadSearch = Schema.Struct({
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
+  status: Schema.optional(Schema.NullOr(Schema.String)),
+  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
+  offset: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.nonNegative()))),
+  sort_by: Schema.optional(Schema.NullOr(Schema.Literal("thread_id", "created_at", "updated_at", "status"))),
+  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc")))
+})
+
+/** `POST /threads/{id}/state` */
+export const StateUpdateRequest = Schema.Struct({
+  values: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  as_node: Schema.optional(Schema.NullOr(Schema.String)),
+  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String))
+})
+
+/** `POST /threads/{id}/state/checkpoint` */
+export const CheckpointRequest = Schema.Struct({
+  checkpoint: Schema.Struct({ checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)) })
+})
+
+/** `POST /threads/{id}/history` */
+export const HistoryRequest = Schema.Struct({
+  limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
+  before: Schema.optional(Schema.NullOr(Schema.Unknown))
+})
+
+// ---------------------------------------------------------------------------------------------------------
+// Answers
+
+/** LangGraph's Thread object. */
+export const ThreadObject = Schema.Struct({
+  thread_id: Schema.String,
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  metadata: JsonRecord,
+  status: Schema.Literal("idle", "busy", "interrupted", "error"),
+  values: JsonRecord,
+  interrupts: JsonRecord
+}).annotations({ identifier: "Thread" })
+
+/** Threads found. */
+export const ThreadList = Schema.Array(ThreadObject)
+
+/** LangGraph's checkpoint reference. */
+export const Checkpoint = Schema.Struct({
+  thread_id: Schema.String,
+  checkpoint_ns: Schema.String,
+  checkpoint_id: Schema.NullOr(Schema.String),
+  checkpoint_map: Schema.optional(Schema.Null)
+}).annotations({ identifier: "Checkpoint" })
+
+/** LangGraph's ThreadState object: the thread's values after a checkpoint. */
+export const StateObject = Schema.Struct({
+  values: JsonRecord,
+  next: Schema.Array(Schema.String),
+  tasks: Schema.Array(Schema.Unknown),
+  checkpoint: Checkpoint,
+  parent_checkpoint: Schema.NullOr(Checkpoint),
+  metadata: Schema.Struct({
+    source: Schema.String,
+    step: Schema.Number,
+    run_id: Schema.optional(Schema.String)
+  }),
+  created_at: Schema.NullOr(Schema.String),
+  interrupts: Schema.Array(Schema.Unknown)
+}).annotations({ identifier: "ThreadState" })
+
+/** A thread's states, newest first. */
+export const StateHistory = Schema.Array(StateObject)
+
+/** The answer to a state update: the checkpoint it made. */
+export const StateUpdated = Schema.Struct({ checkpoint: Checkpoint }).annotations({ identifier: "ThreadStateUpdated" })
+
+// ---------------------------------------------------------------------------------------------------------
+// Endpoints
+
+const CheckpointPath = Schema.Struct({ ...ThreadPath.fields, checkpoint_id: Schema.String })
+
+/** The threads group. */
+export const group = HttpApiGroup.make("threads")
+  .add(
+    HttpApiEndpoint.post("createThread", "/threads")
+      .setPayload(ThreadCreate)
+      .addSuccess(ThreadObject)
+      .addError(BodyRefusals)
+      .addError(refusal(409, "The user has a thread of that id already (if_exists: raise)"))
+      .annotate(OpenApi.Summary, "Create a thread")
+  )
+  .add(
+    HttpApiEndpoint.post("searchThreads", "/threads/search")
+      .setPayload(ThreadSearch)
+      .addSuccess(ThreadList)
+      .addError(BodyRefusals)
+      .annotate(OpenApi.Summary, "Search the user's threads")
+  )
+  .add(
+    HttpApiEndpoint.get("getThread", "/threads/:thread_id")
+      .setPath(ThreadPath)
+      .addSuccess(ThreadObject)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "Get a thread")
+  )
+  .add(
+    HttpApiEndpoint.patch("patchThread", "/threads/:thread_id")
+      .setPath(ThreadPath)
+      .setPayload(ThreadPatch)
+      .addSuccess(ThreadObject)
+      .addError(ThreadNotFound)
+      .addError(BodyRefusals)
+      .annotate(OpenApi.Summary, "Update a thread's metadata")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteThread", "/threads/:thread_id")
+      .setPath(ThreadPath)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(ThreadNotFound)
+      .addError(refusal(409, "A run of another gateway process holds the thread"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Delete a thread, its runs and its files (its active run is cancelled)")
+  )
+  .add(
+    HttpApiEndpoint.get("getState", "/threads/:thread_id/state")
+      .setPath(ThreadPath)
+      .addSuccess(StateObject)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "Get a thread's state")
+  )
+  .add(
+    HttpApiEndpoint.post("updateState", "/threads/:thread_id/state")
+      .setPath(ThreadPath)
+      .setPayload(StateUpdateRequest)
+      .addSuccess(StateUpdated)
+      .addError(ThreadNotFound)
+      .addError(BodyRefusals)
+      .addError(refusal(409, "A run holds the thread"))
+      .annotate(OpenApi.Summary, "Update a thread's state (server-owned fields refused)")
+  )
+  .add(
+    HttpApiEndpoint.post("getStateAtCheckpoint", "/threads/:thread_id/state/checkpoint")
+      .setPath(ThreadPath)
+      .setPayload(CheckpointRequest)
+      .addSuccess(StateObject)
+      .addError(refusal(404, "No such thread (of this user), or no such checkpoint"))
+      .addError(BodyRefusals)
+      .annotate(OpenApi.Summary, "Get a thread's state after a checkpoint")
+  )
+  .add(
+    HttpApiEndpoint.get("getStateAt", "/threads/:thread_id/state/:checkpoint_id")
+      .setPath(CheckpointPath)
+      .addSuccess(StateObject)
+      .addError(refusal(404, "No such thread (of this user), or no such checkpoint"))
+      .annotate(OpenApi.Summary, "Get a thread's state after a checkpoint")
+  )
+  .add(
+    HttpApiEndpoint.get("getHistory", "/threads/:thread_id/history")
+      .setPath(ThreadPath)
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optional(QueryValue.annotations({ description: "How many states (default 10)" }))
+      }))
+      .addSuccess(StateHistory)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "A thread's states, newest first")
+  )
+  .add(
+    HttpApiEndpoint.post("searchHistory", "/threads/:thread_id/history")
+      .setPath(ThreadPath)
+      .setPayload(HistoryRequest)
+      .addSuccess(StateHistory)
+      .addError(ThreadNotFound)
+      .addError(BodyRefusals)
+      .annotate(OpenApi.Summary, "A thread's states, newest first (before a checkpoint)")
+  )
+  .middlewareEndpoints(Authentication)
+  .annotate(OpenApi.Description, "A user's threads and their state")

@@ -1,0 +1,45 @@
+/**
+ * The catalog endpoints (declared in `api/Catalog.ts`): the models runs may choose, and the skills found in the
+ * skills directory with whether each is enabled.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Effect from "effect/Effect"
+import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
+import type { ModelConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import * as CatalogApi from "../api/Catalog.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { json } from "./Http.js"
+
+/** The models endpoint of `api` (DeerFlow's, under `/api`): `models`, the first the default. */
+export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>) =>
+  HttpApiBuilder.group(api, "models", (handlers) =>
+    handlers.handleRaw("listModels", () =>
+      Effect.sync(() =>
+        json(CatalogApi.ModelList, {
+          models: models.map((m) => ({
+            name: m.name,
+            model: m.model,
+            display_name: m.display_name ?? m.name,
+            supports_thinking: m.supports_thinking,
+            supports_reasoning_effort: m.supports_reasoning_effort,
+            supports_vision: m.supports_vision
+          }))
+        })
+      )))
+
+/** The skills endpoint of `api` (DeerFlow's, under `/api`). */
+export const skillsLayer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "skills", (handlers) =>
+    Effect.map(AppConfigService, (app) =>
+      handlers.handleRaw("listSkills", () =>
+        Effect.sync(() => {
+          const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
+            name: skill.name,
+            description: skill.description,
+            category: skill.category,
+            location: skill.location,
+            enabled: skill.enabled
+          }))
+          return json(CatalogApi.SkillList, { skills })
+        }))))

@@ -1,0 +1,195 @@
+/**
+ * The files endpoints (declared in `api/Files.ts`): uploads (a multipart form read within `uploads.*`'s limits,
+ * its files written by `Upload.upload`), their list and deletion, and artifacts: files under `/mnt/user-data`,
+ * resolved by the thread's sandbox (which refuses any path out of it), served typed by their extension in a
+ * sandbox of their own (`Content-Security-Policy: sandbox`: a model-written page runs no script here).
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Multipart from "@effect/platform/Multipart"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { isStagingFile } from "../../../middleware/Uploads.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import { SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../../services/Sandbox.js"
+import * as Upload from "../../Upload.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import * as FilesApi from "../api/Files.js"
+import { fail, GatewayError, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as Body from "../Body.js"
+import * as Access from "./Access.js"
+import { json, queryFlag } from "./Http.js"
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".md": "text/markdown; charset=utf-8",
+  ".txt": "text/plain; charset=utf-8",
+  ".json": "application/json",
+  ".csv": "text/csv; charset=utf-8",
+  ".html": "text/html; charset=utf-8",
+  ".htm": "text/html; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp",
+  ".pdf": "application/pdf"
+}
+
+/** The content type of an artifact by its extension (unknown ones are bytes). */
+export const contentTypeOf = (name: string): string =>
+  CONTENT_TYPES[Path.extname(name).toLowerCase()] ?? "application/octet-stream"
+
+const artifactUrl = (threadId: string, virtualPath: string) =>
+  `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
+
+/** The files endpoints of `api` (DeerFlow's, under `/api`). */
+export const layer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "files", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const app = yield* AppConfigService
+      const sandboxes = yield* SandboxProvider
+      const config = app.config
+
+      return handlers
+        .handleRaw("uploadFiles", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
+            const limits = config.uploads
+            const form = yield* Body.multipart.pipe(
+              Multipart.withLimits({
+                maxParts: Option.some(limits.max_files + 20),
+                maxFileSize: Option.some(limits.max_file_size),
+                maxTotalSize: Option.some(limits.max_total_size + 1024 * 1024)
+              }),
+              Effect.mapError((error) =>
+                error instanceof GatewayError ? error : fail(
+                  error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" ||
+                    error.reason === "TooManyParts"
+                    ? "unprocessable"
+                    : "bad_request",
+                  `The upload was refused: ${
+                    error.reason === "FileTooLarge"
+                      ? `a file is larger than ${Upload.formatBytes(limits.max_file_size)} (uploads.max_file_size)`
+                      : error.reason === "BodyTooLarge"
+                      ? `the files are larger than ${
+                        Upload.formatBytes(limits.max_total_size)
+                      } in all (uploads.max_total_size)`
+                      : error.reason === "TooManyParts"
+                      ? `more than ${limits.max_files} files (uploads.max_files)`
+                      : "it is not a multipart form with files"
+                  }.`
+                ))
+            )
+            const files = Object.values(form).flatMap((value) =>
+              Array.isArray(value)
+                ? value.filter(Multipart.isPersistedFile)
+                : Multipart.isPersistedFile(value)
+                ? [value]
+                : []
+            )
+            const inputs = yield* Effect.forEach(files, (file) =>
+              Effect.map(
+                Effect.tryPromise({
+                  try: () => Fs.promises.readFile(file.path),
+                  catch: () => fail("internal", "Cannot read an uploaded part.")
+                }),
+                (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
+              ))
+            const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
+              Effect.provideService(AppConfigService, app),
+              Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message))
+            )
+            return json(FilesApi.Uploaded, {
+              success: true,
+              files: results.map((result) => ({
+                ...result,
+                virtual_path: result.path,
+                artifact_url: artifactUrl(threadId, result.path),
+                ...(result.markdown_path !== undefined
+                  ? {
+                    markdown_virtual_path: result.markdown_path,
+                    markdown_artifact_url: artifactUrl(threadId, result.markdown_path)
+                  }
+                  : {})
+              })),
+              message: `Uploaded ${results.length} file${results.length === 1 ? "" : "s"}.`
+            })
+          }))
+        .handleRaw("listUploads", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
+            const dir = threadPaths(app.home, userId, stored).uploads
+            const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir, { withFileTypes: true }) : []
+            const files = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((entry) => {
+              const stat = Fs.statSync(Path.join(dir, entry.name))
+              const path = `${UPLOADS}/${entry.name}`
+              return {
+                filename: entry.name,
+                size: stat.size,
+                path,
+                virtual_path: path,
+                artifact_url: artifactUrl(threadId, path),
+                extension: Path.extname(entry.name),
+                modified: stat.mtime.toISOString()
+              }
+            })
+            return json(FilesApi.UploadList, { files, count: files.length })
+          }))
+        .handleRaw("deleteUpload", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { stored } = yield* access.threadRef(userId, path.thread_id)
+            // (the router has decoded the path once; a name is taken literally from there: `%2e` stays `%2e`)
+            const filename = path.filename
+            const problemText = Upload.filenameProblem(filename)
+            if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
+            const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
+            if (!Fs.existsSync(file)) return yield* notFound(`Upload ${filename}`)
+            Fs.rmSync(file, { force: true })
+            return json(FilesApi.Deleted, { success: true, message: `Deleted ${filename}.` })
+          }))
+        .handleRaw("getArtifact", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { stored } = yield* access.threadRef(userId, path.thread_id)
+            // (decoded once, by the router; decoding again would make `%252e%252e` a `..`)
+            const virtual = `/${path["*"]}`.replace(/^\/+/, "/")
+            if (!virtual.startsWith(`${USER_DATA}/`)) {
+              return yield* fail("not_found", `Artifact not found: artifacts are files under ${USER_DATA}.`)
+            }
+            const sandbox = yield* Effect.mapError(
+              sandboxes.acquire(stored, userId),
+              (error) => fail("internal", error.message)
+            )
+            const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
+            const stat = yield* Effect.try({
+              try: () => Fs.statSync(host),
+              catch: () => notFound(`Artifact ${virtual}`)
+            })
+            if (!stat.isFile()) return yield* notFound(`Artifact ${virtual}`)
+            const download = queryFlag(urlParams.download)
+            const name = Path.basename(virtual)
+            const bytes = yield* Effect.tryPromise({
+              try: () => Fs.promises.readFile(host),
+              catch: () => notFound(`Artifact ${virtual}`)
+            })
+            return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
+              contentType: contentTypeOf(name),
+              headers: {
+                // a model-written page must not run scripts in the gateway's origin (where the API token lives)
+                "content-security-policy": "sandbox",
+                "x-content-type-options": "nosniff",
+                "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${
+                  encodeURIComponent(name)
+                }`
+              }
+            })
+          }))
+    }))

@@ -1,0 +1,42 @@
+/**
+ * How the gateway's handlers answer: JSON of an endpoint's declared shape (the value typed by the endpoint's
+ * success schema and sent as it is: the schemas hold no transformations, so the value is its own encoding),
+ * server-sent events, and the reading of loosely typed query parameters.
+ */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+
+/** A JSON answer of a declared shape. */
+export const json = <A, I>(
+  _schema: Schema.Schema<A, I>,
+  body: NoInfer<A>,
+  status = 200,
+  headers: Record<string, string> = {}
+) => HttpServerResponse.unsafeJson(body, { status, headers })
+
+/** A stream of server-sent events (text), never buffered by a proxy. */
+export const sse = (stream: Stream.Stream<string>, headers: Record<string, string>) =>
+  HttpServerResponse.stream(Stream.encodeText(stream), {
+    contentType: "text/event-stream",
+    headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
+  })
+
+/** A query parameter as sent: once, or repeated. */
+export type QueryValue = string | ReadonlyArray<string> | undefined
+
+/** A flag of the query: `1` or `true` (the first, when repeated). */
+export const queryFlag = (value: QueryValue) => {
+  const text = Array.isArray(value) ? value[0] : value
+  return text === "1" || text === "true"
+}
+
+/** A query parameter's values. */
+export const queryList = (value: QueryValue): Array<string> =>
+  value === undefined ? [] : typeof value === "string" ? [value] : [...value]
+
+/** The path prefix a request came in under (`""`, `/api`, `/api/langgraph`), for the URLs it is given back. */
+export const prefixOf = (url: string) => {
+  const at = url.search(/\/(threads|runs)(\/|\?|$)/)
+  return at > 0 ? url.slice(0, at) : ""
+}

@@ -1,0 +1,296 @@
+/**
+ * The runs endpoints (declared in `api/Runs.ts`): a run is checked (its strategy, its stops, its input
+ * messages, its model and agent, which must be its user's) and handed to the run manager (`Runs.ts`), which
+ * executes it in the server's fiber; the request then answers at once, streams its events, or waits for its
+ * end. A run's events are joined again from any event id, and its end waited for, by its thread's user only.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { ModelConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import * as Factory from "../../Factory.js"
+import type { LangGraphApi } from "../api/GatewayApi.js"
+import { describeParseError, fail } from "../api/Problem.js"
+import * as RunsApi from "../api/Runs.js"
+import { CurrentIdentity } from "../api/Security.js"
+import type { Identity } from "../Auth.js"
+import * as Body from "../Body.js"
+import * as Protocol from "../Protocol.js"
+import type { ActiveRun } from "../Runs.js"
+import * as Access from "./Access.js"
+import type { QueryValue } from "./Http.js"
+import { json, prefixOf, queryFlag, queryList, sse } from "./Http.js"
+
+const decodeStreamModes = Schema.decodeUnknownEither(Schema.Array(RunsApi.StreamMode))
+
+const withError = (values: Record<string, unknown>, record: RunRecord) =>
+  record.status === "error"
+    ? { ...values, __error__: { error: "RunError", message: record.error ?? "The run failed" } }
+    : values
+
+const runLocation = (prefix: string, run: ActiveRun) => `${prefix}/threads/${run.publicThreadId}/runs/${run.runId}`
+
+/** The runs endpoints of `api` (the LangGraph API under one of its prefixes); runs choose among `models`. */
+export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
+  HttpApiBuilder.group(api, "runs", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, runs, storeFailed, ownedThread, newThread, loadState, ownedRun, runObject } = access
+      const factory = yield* Factory.AgentFactory
+      const config = (yield* AppConfigService).config
+      const modelNames = new Set(models.map((m) => m.name))
+
+      const prepareRun = (who: Identity, threadId: string | undefined, request: RunsApi.RunCreate) =>
+        Effect.gen(function*() {
+          const userId = who.user
+          const strategy = request.multitask_strategy ?? "reject"
+          if (strategy === "enqueue") {
+            return yield* fail(
+              "unprocessable",
+              `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`
+            )
+          }
+          const stops = [
+            ["interrupt_before", request.interrupt_before],
+            ["interrupt_after", request.interrupt_after]
+          ] as const
+          for (const [key, value] of stops) {
+            if (value != null && !(Array.isArray(value) && value.length === 0)) {
+              return yield* fail(
+                "unprocessable",
+                `${key} is not supported: Antler's agent has no graph nodes to stop at.`
+              )
+            }
+          }
+          if (request.checkpoint_id != null || request.checkpoint != null) {
+            return yield* fail("unprocessable", "Starting a run from an older checkpoint (forking) is not supported.")
+          }
+          const messages = yield* Either.match(Protocol.inputMessages(request.input), {
+            onLeft: (message) => Effect.fail(fail("unprocessable", message)),
+            onRight: Effect.succeed
+          })
+          const settings: Record<string, unknown> = Factory.mergeRuntime(
+            request.config?.configurable,
+            Protocol.allowedContext(request.context)
+          )
+          delete settings.non_interactive
+          const agentName = Protocol.agentNameOf(request.assistant_id)
+          if (agentName !== undefined && settings.agent_name === undefined) settings.agent_name = agentName
+          settings.recursion_limit = Protocol.recursionLimit(
+            request.config?.recursion_limit,
+            config.recursion_limit,
+            config.max_recursion_limit
+          )
+          for (const key of ["model_name", "model"]) {
+            const name = settings[key]
+            if (typeof name === "string" && modelNames.size > 0 && !modelNames.has(name)) {
+              return yield* fail(
+                "bad_request",
+                `Unknown model "${name}". Configured models: ${[...modelNames].join(", ")}.`
+              )
+            }
+          }
+          // the bootstrap agent without an agent name writes the default agent's SOUL.md, which every user's
+          // default agent reads: only an admin's run may (see Auth.ts); DeerFlow's clients always name the agent
+          if (settings.is_bootstrap === true && settings.agent_name == null && !who.admin) {
+            return yield* fail(
+              "bad_request",
+              "context.is_bootstrap without context.agent_name would change the default agent's SOUL.md, which " +
+                "every user's agent reads, and only an admin token may do that. Give context.agent_name (the " +
+                "agent to create, one of your own)."
+            )
+          }
+          // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be
+          yield* Effect.mapError(
+            factory.resolve(settings, userId),
+            (error) => fail("unprocessable", `Run settings: ${error.message}`)
+          )
+          let thread: ThreadSummary
+          let publicId: string
+          let deleteThread = false
+          if (threadId === undefined) {
+            publicId = M.newId()
+            deleteThread = request.on_completion !== "keep"
+            thread = yield* newThread(userId, publicId, {})
+          } else {
+            publicId = threadId
+            const exists = yield* Effect.either(ownedThread(userId, threadId))
+            if (Either.isRight(exists)) thread = exists.right
+            else if (request.if_not_exists !== "create") return yield* exists.left
+            else thread = yield* newThread(userId, threadId, {})
+          }
+          const modes = Protocol.modesOf(request.stream_mode)
+          return yield* runs.start({
+            threadId: thread.thread_id,
+            publicThreadId: publicId,
+            userId,
+            admin: who.admin,
+            assistantId: request.assistant_id ?? Protocol.LEAD_AGENT,
+            messages,
+            ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
+            settings,
+            modes,
+            multitaskStrategy: strategy,
+            metadata: request.metadata ?? {},
+            deleteThread
+          })
+        })
+
+      const finalValues = (threadId: string, record: RunRecord) =>
+        Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
+
+      const createRun = (
+        kind: "background" | "stream" | "wait",
+        threadId: string | undefined,
+        http: HttpServerRequest.HttpServerRequest
+      ) =>
+        Effect.gen(function*() {
+          const who = yield* CurrentIdentity
+          const request = yield* Body.json(RunsApi.RunCreate)
+          const prefix = prefixOf(http.url)
+          const run = yield* prepareRun(who, threadId, request)
+          const location = runLocation(prefix, run)
+          const cancelOnDisconnect = (request.on_disconnect ?? "cancel") === "cancel"
+          const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
+          switch (kind) {
+            case "background": {
+              const record = (yield* Effect.mapError(store.runs({ runId: run.runId }), storeFailed))[0]
+              return HttpServerResponse.unsafeJson(record === undefined ? {} : runObject(record, run.publicThreadId), {
+                headers: { "content-location": location }
+              })
+            }
+            case "stream":
+              return sse(runs.subscribe(run, 0, undefined, disconnect), {
+                "content-location": location,
+                location: `${location}/stream`
+              })
+            case "wait": {
+              const record = yield* Deferred.await(run.done).pipe(
+                Effect.onInterrupt(() => disconnect ?? Effect.void)
+              )
+              // a stateless run's thread is gone by now: its values are what its events left
+              const values = threadId === undefined
+                ? withError(Protocol.publicValues(run.state()), record)
+                : yield* finalValues(run.threadId, record)
+              return json(RunsApi.RunValues, values, 200, { "content-location": location })
+            }
+          }
+        })
+
+      const joinStream = (
+        path: { readonly thread_id: string; readonly run_id: string },
+        urlParams: { readonly stream_mode?: QueryValue; readonly cancel_on_disconnect?: QueryValue },
+        headers: { readonly "last-event-id"?: string | undefined }
+      ) =>
+        Effect.gen(function*() {
+          const { user: userId } = yield* CurrentIdentity
+          const { thread_id: threadId, run_id: runId } = path
+          const stored = (yield* ownedThread(userId, threadId)).thread_id
+          const lastEventId = headers["last-event-id"]
+          const cursor = lastEventId === undefined || lastEventId.trim() === "" ? 0 : Number(lastEventId)
+          if (!Number.isInteger(cursor) || cursor < 0) {
+            return yield* fail(
+              "bad_request",
+              `Last-Event-ID must be an event id of this run, got ${JSON.stringify(lastEventId)}.`
+            )
+          }
+          const requested = queryList(urlParams.stream_mode)
+          const modes = requested.length === 0 ? undefined : yield* Either.match(decodeStreamModes(requested), {
+            onLeft: (error) => Effect.fail(fail("unprocessable", `stream_mode: ${describeParseError(error)}`)),
+            onRight: (list) => Effect.succeed(Protocol.modesOf(list))
+          })
+          const run = runs.get(runId)
+          if (run !== undefined && run.threadId === stored) {
+            const disconnect = queryFlag(urlParams.cancel_on_disconnect)
+              ? Effect.ignore(runs.cancel(runId, "interrupt", false))
+              : undefined
+            return sse(runs.subscribe(run, cursor, modes, disconnect), {})
+          }
+          // not buffered here (finished long ago, run by another process, or before a restart)
+          const record = yield* ownedRun(stored, runId)
+          const frames: Array<string> = []
+          if (cursor > 0 || record.status === "running" || record.status === "pending") {
+            frames.push(Protocol.sse({
+              id: cursor,
+              event: "gap",
+              data: JSON.stringify(Protocol.gapPayload(runId, cursor, cursor + 1, cursor))
+            }))
+          } else {
+            const loaded = yield* loadState(stored)
+            const metadata = JSON.stringify({ run_id: runId, thread_id: threadId })
+            frames.push(Protocol.sse({ id: 1, event: "metadata", data: metadata }))
+            if (modes === undefined || modes.includes("values")) {
+              const values = JSON.stringify(Protocol.publicValues(loaded.state))
+              frames.push(Protocol.sse({ id: 2, event: "values", data: values }))
+            }
+            frames.push(Protocol.sse({ id: 3, event: "end", data: "null" }))
+          }
+          return sse(Stream.fromIterable(frames), {})
+        })
+
+      return handlers
+        .handleRaw("createRun", ({ path, request }) => createRun("background", path.thread_id, request))
+        .handleRaw("streamRun", ({ path, request }) => createRun("stream", path.thread_id, request))
+        .handleRaw("waitRun", ({ path, request }) => createRun("wait", path.thread_id, request))
+        .handleRaw("createStatelessRun", ({ request }) => createRun("background", undefined, request))
+        .handleRaw("streamStatelessRun", ({ request }) => createRun("stream", undefined, request))
+        .handleRaw("waitStatelessRun", ({ request }) => createRun("wait", undefined, request))
+        .handleRaw("joinStream", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
+        .handleRaw("joinStreamPost", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
+        .handleRaw("joinRun", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
+            const run = runs.get(path.run_id)
+            const record = run !== undefined && run.threadId === stored
+              ? yield* Deferred.await(run.done)
+              : yield* ownedRun(stored, path.run_id)
+            return json(RunsApi.RunValues, yield* finalValues(stored, record))
+          }))
+        .handleRaw("cancelRun", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { thread_id: threadId, run_id: runId } = path
+            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            yield* ownedRun(stored, runId)
+            const action = typeof urlParams.action === "string" ? urlParams.action : "interrupt"
+            if (action !== "interrupt" && action !== "rollback") {
+              return yield* fail(
+                "unprocessable",
+                `action must be interrupt or rollback, got ${JSON.stringify(action)}.`
+              )
+            }
+            const wait = queryFlag(urlParams.wait)
+            yield* runs.cancel(runId, action, wait)
+            if (!wait) return HttpServerResponse.empty({ status: 202 })
+            return json(RunsApi.RunObject, runObject(yield* ownedRun(stored, runId), threadId))
+          }))
+        .handleRaw("listRuns", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const threadId = path.thread_id
+            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            const limit = Math.max(1, Math.min(1000, Number(urlParams.limit ?? 10) || 10))
+            const offset = Math.max(0, Number(urlParams.offset ?? 0) || 0)
+            const status = typeof urlParams.status === "string" ? urlParams.status : undefined
+            const records = (yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
+              .map((record) => runObject(record, threadId))
+              .filter((run) => status === undefined || run.status === status)
+              .reverse()
+            return json(RunsApi.RunList, records.slice(offset, offset + limit))
+          }))
+        .handleRaw("getRun", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
+            return json(RunsApi.RunObject, runObject(yield* ownedRun(stored, path.run_id), path.thread_id))
+          }))
+    }))

@@ -1,0 +1,292 @@
+/**
+ * The threads endpoints (declared in `api/Threads.ts`): a user's threads, their state after each checkpoint,
+ * its history, and state updates (refused while a run holds the thread, for fields the server owns, and when
+ * they do not apply).
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import { SafeId } from "../../../services/Sandbox.js"
+import type { CheckpointRecord, ThreadSummary } from "../../../services/ThreadStore.js"
+import { ThreadStore } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import { applyUpdates, makeIndexes } from "../../../state/Reducers.js"
+import type { StateUpdate, ThreadState } from "../../../state/ThreadState.js"
+import * as TS from "../../../state/ThreadState.js"
+import * as App from "../../App.js"
+import type { LangGraphApi } from "../api/GatewayApi.js"
+import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as Threads from "../api/Threads.js"
+import * as Body from "../Body.js"
+import * as Protocol from "../Protocol.js"
+import * as ThreadIds from "../ThreadIds.js"
+import type { ThreadRef } from "./Access.js"
+import * as Access from "./Access.js"
+import { json } from "./Http.js"
+
+const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
+const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
+
+/** The threads endpoints of `api` (the LangGraph API under one of its prefixes). */
+export const layer = (api: LangGraphApi) =>
+  HttpApiBuilder.group(api, "threads", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, runs, storeFailed, ownedThread, newThread, loadState, fullThread } = access
+      const app = yield* AppConfigService
+
+      /** The states after each of the thread's checkpoints, newest first: the last `limit` (before `before`). */
+      const history = ({ stored, threadId }: ThreadRef, limit: number, before?: number) =>
+        Effect.gen(function*() {
+          const all = yield* Effect.mapError(store.checkpoints(stored), storeFailed)
+          const records: ReadonlyArray<CheckpointRecord> = before === undefined
+            ? all
+            : all.filter((r) => r.seq < before)
+          const from = Math.max(0, records.length - limit)
+          const indexes = makeIndexes()
+          let state: ThreadState = TS.empty
+          const prefix = applyUpdates(state, records.slice(0, from).flatMap((r) => r.updates), indexes)
+          if (Either.isLeft(prefix)) return yield* fail("internal", prefix.left.message)
+          state = prefix.right
+          const out: Array<ReturnType<typeof Protocol.stateObject>> = []
+          for (let i = from; i < records.length; i++) {
+            const record = records[i]!
+            const next = applyUpdates(state, record.updates, indexes)
+            if (Either.isLeft(next)) return yield* fail("internal", next.left.message)
+            state = next.right
+            out.push(Protocol.stateObject(threadId, state, {
+              seq: record.seq,
+              parent: i > 0 ? records[i - 1]!.seq : undefined,
+              created_at: record.created_at,
+              run_id: record.run_id,
+              step: i
+            }))
+          }
+          return out.reverse()
+        })
+
+      const currentState = (thread: ThreadRef) =>
+        Effect.gen(function*() {
+          const [latest] = yield* history(thread, 1)
+          if (latest !== undefined) return latest
+          return Protocol.stateObject(thread.threadId, TS.empty, {})
+        })
+
+      const stateAt = (thread: ThreadRef, checkpointId: unknown) =>
+        Effect.gen(function*() {
+          const seq = Number(checkpointId)
+          if (!Number.isInteger(seq)) return yield* notFound(`Checkpoint ${JSON.stringify(checkpointId)}`)
+          const [state] = yield* history(thread, 1, seq + 1)
+          if (state === undefined || state.checkpoint.checkpoint_id !== String(seq)) {
+            return yield* notFound(`Checkpoint ${seq}`)
+          }
+          return state
+        })
+
+      const getHistory = (thread: ThreadRef, limit: number, before: unknown) => {
+        const cursor = before as { checkpoint_id?: unknown } | null | undefined
+        const beforeSeq = cursor != null && typeof cursor === "object" && cursor.checkpoint_id != null
+          ? Number(cursor.checkpoint_id)
+          : undefined
+        return Effect.map(
+          history(thread, limit, Number.isInteger(beforeSeq) ? beforeSeq : undefined),
+          (states) => json(Threads.StateHistory, states)
+        )
+      }
+
+      return handlers
+        // LangGraph's `if_exists` (`raise`, the default: 409; `do_nothing`: the existing thread) is about the
+        // caller's own thread of that id; another user's is, for the caller, a thread that does not exist
+        .handleRaw("createThread", () =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const request = yield* Body.json(Threads.ThreadCreate)
+            const threadId = request.thread_id ?? M.newId()
+            const existing = Schema.is(SafeId)(threadId)
+              ? yield* Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed)
+              : Option.none<ThreadSummary>()
+            if (Option.isSome(existing)) {
+              if (request.if_exists !== "do_nothing") {
+                return yield* fail("conflict", `Thread ${threadId} already exists.`)
+              }
+              return json(Threads.ThreadObject, yield* fullThread(existing.value, threadId))
+            }
+            const made = yield* newThread(userId, threadId, request.metadata ?? {})
+            return json(Threads.ThreadObject, yield* fullThread(made, threadId))
+          }))
+        .handleRaw("searchThreads", () =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const request = yield* Body.json(Threads.ThreadSearch)
+            const all = yield* Effect.mapError(store.list, storeFailed)
+            const wanted = request.metadata ?? {}
+            const ids = request.ids == null ? undefined : new Set(request.ids)
+            const matches = all.filter((thread) => (thread.owner ?? "default") === userId)
+              .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
+              .filter(({ thread, threadId }) =>
+                (ids === undefined || ids.has(threadId)) &&
+                Object.entries(wanted).every(([key, value]) =>
+                  JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value)
+                )
+              ).map(({ thread, threadId }) =>
+                Protocol.threadObject(
+                  { ...thread, thread_id: threadId },
+                  access.threadStatus(thread),
+                  { title: thread.title }
+                )
+              ).filter((thread) => request.status == null || thread.status === request.status)
+            const sortBy = request.sort_by ?? "updated_at"
+            const order = request.sort_order === "asc" ? 1 : -1
+            matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
+            const offset = request.offset ?? 0
+            return json(Threads.ThreadList, matches.slice(offset, offset + (request.limit ?? 10)))
+          }))
+        .handleRaw("getThread", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* ownedThread(userId, path.thread_id)
+            return json(Threads.ThreadObject, yield* fullThread(thread, path.thread_id))
+          }))
+        .handleRaw("patchThread", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const threadId = path.thread_id
+            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            const request = yield* Body.json(Threads.ThreadPatch)
+            yield* Effect.mapError(store.patchMetadata(stored, request.metadata ?? {}), storeFailed)
+            return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
+          }))
+        .handleRaw("deleteThread", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const threadId = path.thread_id
+            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            const active = runs.activeOf(stored)
+            if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
+            // a run of another gateway process sharing the store still holds the thread
+            if ((yield* ownedThread(userId, threadId)).status === "running") {
+              return yield* fail(
+                "conflict",
+                `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then ` +
+                  "delete the thread."
+              )
+            }
+            yield* App.deleteThread(app.home, stored, userId).pipe(
+              Effect.provideService(ThreadStore, store),
+              Effect.mapError(storeFailed)
+            )
+            return HttpServerResponse.empty({ status: 204 })
+          }))
+        .handleRaw("getState", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            return json(Threads.StateObject, yield* currentState(thread))
+          }))
+        .handleRaw("updateState", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            const { stored, threadId } = thread
+            const request = yield* Body.json(Threads.StateUpdateRequest)
+            const values = request.values ?? {}
+            if (typeof values !== "object" || Array.isArray(values)) {
+              return yield* fail("unprocessable", "values: expected an object of state fields")
+            }
+            const { messages: rawMessages, ...fields } = values as Record<string, unknown>
+            // fields that name host resources: ViewImage reads `viewed_images` files and sends them to the model,
+            // a run writes large tool outputs to the `sandbox` bound, `thread_data` holds the thread's directories
+            const serverOwn = SERVER_FIELDS.find((field) => Object.hasOwn(fields, field))
+            if (serverOwn !== undefined) {
+              return yield* fail(
+                "unprocessable",
+                `values.${serverOwn} is the server's own field (it names host resources); clients cannot set it.`
+              )
+            }
+            const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(
+              fields
+            )
+            if (Either.isLeft(decoded)) {
+              return yield* fail("unprocessable", `values: ${describeParseError(decoded.left)}`)
+            }
+            const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
+            if (rawMessages !== undefined) {
+              const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
+              const removals = list.filter((m) =>
+                typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove"
+              )
+              const others = list.filter((m) => !removals.includes(m))
+              const messages = yield* Either.match(Protocol.inputMessages({ messages: others }), {
+                onLeft: (message) => Effect.fail(fail("unprocessable", `values.${message.replace(/^input\./, "")}`)),
+                onRight: Effect.succeed
+              })
+              update.messages = [
+                ...messages,
+                ...removals.map((m) => M.remove(String((m as { id?: unknown }).id)))
+              ]
+            }
+            const writer = `update-state-${M.newId()}`
+            if (runs.activeOf(stored) !== undefined) {
+              return yield* fail(
+                "conflict",
+                `Thread ${threadId} has a run in progress; update its state after the run.`
+              )
+            }
+            const holder = yield* Effect.mapError(
+              store.acquireLease({ threadId: stored, runId: writer, ttlMs: 30_000, now: Date.now() }),
+              storeFailed
+            )
+            if (holder !== undefined) {
+              return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
+            }
+            // an update that does not apply to the thread (removing a message it does not have) is refused, not
+            // stored: stored, it would make every later load of the thread fail
+            const appended = yield* Effect.either(Effect.gen(function*() {
+              const current = yield* loadState(stored)
+              const applied = applyUpdates(current.state, [update])
+              if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
+              return yield* store.append(stored, writer, [update])
+            })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
+            if (Either.isLeft(appended)) {
+              return yield* appended.left instanceof GatewayError
+                ? appended.left
+                : fail("unprocessable", appended.left.message)
+            }
+            const latest = yield* currentState(thread)
+            return json(Threads.StateUpdated, { checkpoint: latest.checkpoint })
+          }))
+        .handleRaw("getStateAtCheckpoint", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            const request = yield* Body.json(Threads.CheckpointRequest)
+            if (request.checkpoint.checkpoint_id == null) {
+              return json(Threads.StateObject, yield* currentState(thread))
+            }
+            return json(Threads.StateObject, yield* stateAt(thread, request.checkpoint.checkpoint_id))
+          }))
+        .handleRaw("getStateAt", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            return json(Threads.StateObject, yield* stateAt(thread, path.checkpoint_id))
+          }))
+        .handleRaw("getHistory", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            return yield* getHistory(thread, Number(urlParams.limit ?? 10) || 10, undefined)
+          }))
+        .handleRaw("searchHistory", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(userId, path.thread_id)
+            const request = yield* Body.json(Threads.HistoryRequest)
+            return yield* getHistory(thread, request.limit ?? 10, request.before)
+          }))
+    }))

@@ -1,0 +1,137 @@
+/**
+ * The gateway's routes as its tests know them (written out here, not read from the sources), and the routes its
+ * sources declare (`declaredRoutes`, read from them), for the tests that check the two agree: the fuzzing test
+ * (every route is fuzzed) and the OpenAPI test (every API route is documented).
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import { SERVED } from "../../../src/programs/gateway/api/GatewayApi.js"
+
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
+
+/** What a route reads. */
+export type BodyKind =
+  | "none"
+  | "run"
+  | "thread"
+  | "search"
+  | "patch"
+  | "state"
+  | "history"
+  | "checkpoint"
+  | "assistants"
+  | "upload"
+
+export interface Route {
+  readonly method: string
+  /** The path as the router declares it (`:name` parameters, `*`), with its prefix. */
+  readonly path: string
+  readonly body: BodyKind
+}
+
+export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
+  ["POST", "/assistants/search", "assistants"],
+  ["GET", "/assistants/:assistant_id", "none"],
+  ["GET", "/assistants/:assistant_id/graph", "none"],
+  ["GET", "/assistants/:assistant_id/schemas", "none"],
+  ["POST", "/threads", "thread"],
+  ["POST", "/threads/search", "search"],
+  ["GET", "/threads/:thread_id", "none"],
+  ["PATCH", "/threads/:thread_id", "patch"],
+  ["DELETE", "/threads/:thread_id", "none"],
+  ["GET", "/threads/:thread_id/state", "none"],
+  ["POST", "/threads/:thread_id/state", "state"],
+  ["POST", "/threads/:thread_id/state/checkpoint", "checkpoint"],
+  ["GET", "/threads/:thread_id/state/:checkpoint_id", "none"],
+  ["GET", "/threads/:thread_id/history", "none"],
+  ["POST", "/threads/:thread_id/history", "history"],
+  ["POST", "/threads/:thread_id/runs", "run"],
+  ["POST", "/threads/:thread_id/runs/stream", "run"],
+  ["POST", "/threads/:thread_id/runs/wait", "run"],
+  ["GET", "/threads/:thread_id/runs", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/stream", "none"],
+  ["POST", "/threads/:thread_id/runs/:run_id/stream", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/join", "none"],
+  ["POST", "/threads/:thread_id/runs/:run_id/cancel", "none"],
+  ["POST", "/runs", "run"],
+  ["POST", "/runs/stream", "run"],
+  ["POST", "/runs/wait", "run"],
+  ["GET", "/ok", "none"],
+  ["GET", "/info", "none"]
+]
+
+export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
+  ["POST", "/threads/:thread_id/uploads", "upload"],
+  ["GET", "/threads/:thread_id/uploads/list", "none"],
+  ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
+  ["GET", "/threads/:thread_id/artifacts/*", "none"],
+  ["GET", "/models", "none"],
+  ["GET", "/skills", "none"]
+]
+
+export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]
+
+/** The API's documentation: its OpenAPI document, and the page browsing it. */
+export const DOCS: ReadonlyArray<string> = ["/openapi.json", "/docs"]
+
+/**
+ * Every route the gateway serves: the LangGraph API at each of its prefixes, DeerFlow's under `/api`, the page,
+ * the documentation.
+ */
+export const ROUTES: ReadonlyArray<Route> = [
+  ...["", "/api", "/api/langgraph"].flatMap((prefix) =>
+    LANGGRAPH.map(([method, path, body]) => ({ method, path: `${prefix}${path}`, body }))
+  ),
+  ...DEERFLOW.map(([method, path, body]) => ({ method, path: `/api${path}`, body })),
+  ...WEB.map((path) => ({ method: "GET", path, body: "none" as const })),
+  ...DOCS.map((path) => ({ method: "GET", path, body: "none" as const }))
+]
+
+/** Paths no route serves (they must be refused as well as any other request). */
+export const UNROUTED: ReadonlyArray<Route> = [
+  { method: "GET", path: "/nope", body: "none" },
+  { method: "POST", path: "/api/threads/:thread_id/nope", body: "none" },
+  { method: "GET", path: "/api/langgraph/threads/:thread_id/runs/:run_id/nope", body: "none" },
+  { method: "GET", path: "/threads/:thread_id/uploads/list", body: "none" }
+]
+
+/** The TypeScript sources under a directory of the repository, as text. */
+const sourcesUnder = (dir: string): ReadonlyArray<string> =>
+  Fs.readdirSync(Path.join(ROOT, dir), { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".ts"))
+    .map((file) => Fs.readFileSync(Path.join(ROOT, dir, file), "utf8"))
+
+/** The endpoints of the APIs the gateway serves, `METHOD /path`, as their declarations (`api/`) say. */
+export const declaredEndpoints = (): ReadonlyArray<string> => {
+  const routes: Array<string> = []
+  const add = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
+    api: HttpApi.HttpApi<Id, Groups, E, R>
+  ) =>
+    HttpApi.reflect(api, {
+      onGroup: () => {},
+      onEndpoint: ({ endpoint }) => routes.push(`${endpoint.method} ${endpoint.path}`)
+    })
+  for (const api of SERVED.langgraph) add(api)
+  add(SERVED.deerflow)
+  return routes.sort()
+}
+
+/**
+ * The routes the sources declare, `METHOD /path` (to check the table above misses none): every endpoint of the
+ * APIs the gateway serves (`SERVED`, declared in src/programs/gateway/api/, mounted at their prefixes), and every
+ * route added with HttpRouter anywhere in src/programs/gateway/ (the web page, the documentation; a route whose
+ * path is not a string literal is listed as written, so that it cannot go unnoticed).
+ */
+export const declaredRoutes = (): ReadonlyArray<string> => {
+  const pattern = /HttpRouter\.(get|post|put|patch|del|head|options|all|mount|mountApp)\(\s*("([^"]*)"|[^,)]*)/g
+  const raw = sourcesUnder("src/programs/gateway").flatMap((text) =>
+    [...text.matchAll(pattern)].map(([, method, argument, path]) =>
+      `${method === "del" ? "DELETE" : method!.toUpperCase()} ${path ?? argument}`
+    )
+  )
+  return [...declaredEndpoints(), ...raw].sort()
+}
