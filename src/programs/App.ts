@@ -4,6 +4,7 @@
  * `ThreadStore` (SQLite under `ANTLER_HOME`, or PostgreSQL at `database.url`), the local `SandboxProvider` —
  * under `LeadAgent.layer`. Built once per process; an Effect app composes the same public layers itself.
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -316,7 +317,11 @@ export const factoryLayer = (
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<Factory.AgentFactory | Memory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
+): Layer.Layer<
+  Factory.AgentFactory | Memory | Services | Mcp,
+  StoreError | ModelBuildError | ConfigError,
+  FileSystem.FileSystem
+> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
