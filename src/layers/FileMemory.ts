@@ -227,7 +227,9 @@ export const withLock = <A, E, R>(
   const take: Effect.Effect<void, MemoryError, FileSystem.FileSystem> = Effect.flatMap(FileSystem.FileSystem, (fs) =>
     fs.makeDirectory(Path.dirname(file), { recursive: true }).pipe(
       Effect.zipRight(fs.writeFileString(lock, String(process.pid), { flag: "wx" })),
-      Effect.catchAll((error) => FileErrors.hasCode(error, "EEXIST") ? held(fs) : Effect.fail(ioError("lock", file)(error)))
+      Effect.catchAll((error) =>
+        FileErrors.hasCode(error, "EEXIST") ? held(fs) : Effect.fail(ioError("lock", file)(error))
+      )
     ))
   // (removed in between: tried again; not a small regular file: held by nobody we know, waited for)
   const held = (fs: FileSystem.FileSystem): Effect.Effect<void, MemoryError, FileSystem.FileSystem> => {
@@ -546,7 +548,10 @@ export const make = (
 
     // Spans: `context` and `enqueue` come with every run, so theirs are made only when the app traces (see
     // `Tracing`); the others are the memory tools' and the CLI's.
-    const attributes = (s: MemoryScope) => ({ user: s.userId, ...(s.agentName === undefined ? {} : { agent: s.agentName }) })
+    const attributes = (s: MemoryScope) => ({
+      user: s.userId,
+      ...(s.agentName === undefined ? {} : { agent: s.agentName })
+    })
     return {
       enabled,
       mode: config.mode,

@@ -125,7 +125,7 @@ describe("custom agents", () => {
       const limited = toolNames(server.requests.at(-1)!)
       assert.includeMembers(limited, ["read_file", "ls", "glob", "grep", "update_agent", "present_files"])
       for (const gone of ["bash", "write_file", "str_replace"]) assert.notInclude(limited, gone)
-    })), 120_000)
+    }).pipe(Effect.provide(NodeFileSystem.layer))), 120_000)
 
   it.live("a run naming an unknown agent ends at once with a readable error", () =>
     Effect.scoped(Effect.gen(function*() {
