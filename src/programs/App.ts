@@ -338,7 +338,9 @@ export const factoryLayer = (
  * The secrets of the MCP servers in the `extensions_config.json` beside `app`'s configuration (see
  * `McpClient.secrets`).
  */
-export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
+export const mcpSecrets = (
+  app: AppConfigService["Type"]
+): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
   ExtensionsFile.find(app.source).pipe(
     Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
     Effect.orElseSucceed(() => [])
@@ -348,5 +350,5 @@ export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<Readonl
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see
  * `ExtensionsFile`): servers start when an agent first asks for their tools and stop with the layer.
  */
-export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError> =>
+export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem> =>
   ExtensionsFile.layer().pipe(Layer.provide(Layer.succeed(AppConfigService, app)))
