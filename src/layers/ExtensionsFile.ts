@@ -6,13 +6,13 @@
  * directory. A file named by a variable must exist; none found means no MCP servers. It is read once, when the
  * app starts (DeerFlow re-reads it for each agent build; Antler builds its agents once).
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
@@ -30,8 +30,11 @@ const variable = (name: string) =>
   )
 
 /** Where the extensions file is (see the module header), or undefined when there is none. */
-export const resolvePath = (configSource: string | undefined): Effect.Effect<string | undefined> =>
+export const resolvePath = (
+  configSource: string | undefined
+): Effect.Effect<string | undefined, never, FileSystem.FileSystem> =>
   Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
     for (const name of ["ANTLER_EXTENSIONS_CONFIG", "DEER_FLOW_EXTENSIONS_CONFIG_PATH"]) {
       const value = yield* variable(name)
       if (Option.isSome(value)) return Path.resolve(value.value)
@@ -40,7 +43,7 @@ export const resolvePath = (configSource: string | undefined): Effect.Effect<str
     for (const dir of dirs) {
       for (const name of NAMES) {
         const file = Path.join(dir, name)
-        if (Fs.existsSync(file)) return file
+        if (yield* Effect.orElseSucceed(fs.exists(file), () => false)) return file
       }
     }
     return undefined
@@ -71,7 +74,11 @@ export const load = (file: string): Effect.Effect<ExtensionsConfig, ConfigError>
 /** The extensions of an app: the file's content and where it came from (empty when there is no file). */
 export const find = (
   configSource: string | undefined
-): Effect.Effect<{ readonly config: ExtensionsConfig; readonly source: string | undefined }, ConfigError> =>
+): Effect.Effect<
+  { readonly config: ExtensionsConfig; readonly source: string | undefined },
+  ConfigError,
+  FileSystem.FileSystem
+> =>
   Effect.gen(function*() {
     const file = yield* resolvePath(configSource)
     if (file === undefined) return { config: { mcpServers: {} }, source: undefined }
@@ -84,7 +91,7 @@ export const find = (
  */
 export const layer = (
   options: Omit<McpClient.Options, "servers"> = {}
-): Layer.Layer<Mcp, ConfigError, AppConfigService> =>
+): Layer.Layer<Mcp, ConfigError, AppConfigService | FileSystem.FileSystem> =>
   Layer.scoped(
     Mcp,
     Effect.gen(function*() {

@@ -28,9 +28,11 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { PlatformError } from "@effect/platform/Error"
 import { randomBytes, randomUUID } from "node:crypto"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as FileErrors from "../internal/FileErrors.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { MemoryConfig } from "../services/AppConfig.js"
 import { Memory, MemoryError } from "../services/Memory.js"
@@ -40,6 +42,7 @@ import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
+import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
@@ -74,11 +77,7 @@ export const fileOf = (
 }
 
 const ioError = (what: string, file: string) => (cause: unknown) =>
-  new MemoryError({
-    reason: "io",
-    message: `Cannot ${what} ${file}: ${(cause as Error).message ?? String(cause)}`,
-    cause
-  })
+  new MemoryError({ reason: "io", message: `Cannot ${what} ${file}: ${FileErrors.message(cause)}`, cause })
 
 /**
  * The largest memory file read: 16 MiB. Parsing a larger one would hold the process for too long (Antler writes
@@ -163,67 +162,53 @@ export const STOP_FLUSH_SECONDS = 0.5
 
 /**
  * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
- * the directory flushed), so the target is always whole, the old text or the new.
+ * the directory flushed), so the target is always whole, the old text or the new. A write once started is not
+ * interrupted (a temporary file would be left behind).
  */
-export const writeTextAtomicSync = (file: string, text: string): void => {
-  const dir = Path.dirname(file)
-  Fs.mkdirSync(dir, { recursive: true })
-  const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
-  const fd = Fs.openSync(temp, "wx", 0o600)
-  try {
-    Fs.writeFileSync(fd, text)
-    Fs.fsyncSync(fd)
-  } finally {
-    Fs.closeSync(fd)
-  }
-  try {
-    Fs.renameSync(temp, file)
-  } catch (error) {
-    Fs.rmSync(temp, { force: true })
-    throw error
-  }
-  try {
-    const dirFd = Fs.openSync(dir, "r")
-    try {
-      Fs.fsyncSync(dirFd)
-    } finally {
-      Fs.closeSync(dirFd)
-    }
-  } catch {
+export const writeTextAtomic = (
+  file: string,
+  text: string
+): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
+  Effect.uninterruptible(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const dir = Path.dirname(file)
+    yield* fs.makeDirectory(dir, { recursive: true })
+    const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
+    yield* Effect.scoped(Effect.flatMap(
+      fs.open(temp, { flag: "wx", mode: 0o600 }),
+      (handle) => Effect.zipRight(handle.writeAll(new TextEncoder().encode(text)), handle.sync)
+    ))
+    yield* Effect.tapError(fs.rename(temp, file), () => Effect.ignore(fs.remove(temp, { force: true })))
     // some file systems cannot flush a directory; the rename is still atomic
-  }
-}
+    yield* Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
+  }))
 
 /** The text of a memory document as stored. */
 export const documentText = (doc: MemoryDoc.Document): string => `${JSON.stringify(doc, null, 2)}\n`
 
-/** Writes a memory document atomically (see `writeTextAtomicSync`). */
-export const writeDocumentSync = (file: string, doc: MemoryDoc.Document): void =>
-  writeTextAtomicSync(file, documentText(doc))
-
-/** `writeDocumentSync` as an effect. */
-export const writeDocument = (file: string, doc: MemoryDoc.Document): Effect.Effect<void, MemoryError> =>
-  Effect.try({ try: () => writeDocumentSync(file, doc), catch: ioError("write", file) })
+/** Writes a memory document atomically (see `writeTextAtomic`); a failure is an `io` error naming the file. */
+export const writeDocument = (
+  file: string,
+  doc: MemoryDoc.Document
+): Effect.Effect<void, MemoryError, FileSystem.FileSystem> =>
+  Effect.mapError(writeTextAtomic(file, documentText(doc)), ioError("write", file))
 
 // (a zombie holds no lock: see `processAlive`)
 const processAlive = (pid: number): boolean => pid === process.pid || processRunning(pid)
 
 /** Removes temporary files left by processes that died while writing (never a document's only copy). */
-export const removeStaleTemps = (file: string): void => {
-  const dir = Path.dirname(file)
-  const prefix = `.${Path.basename(file)}.`
-  let names: Array<string>
-  try {
-    names = Fs.readdirSync(dir)
-  } catch {
-    return
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue
-    const pid = Number(name.slice(prefix.length).split(".")[0])
-    if (!processAlive(pid)) Fs.rmSync(Path.join(dir, name), { force: true })
-  }
-}
+export const removeStaleTemps = (file: string): Effect.Effect<void, never, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const dir = Path.dirname(file)
+    const prefix = `.${Path.basename(file)}.`
+    const names = yield* Effect.orElseSucceed(fs.readDirectory(dir), () => [])
+    for (const name of names) {
+      if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue
+      const pid = Number(name.slice(prefix.length).split(".")[0])
+      if (!processAlive(pid)) yield* Effect.orDie(fs.remove(Path.join(dir, name), { force: true }))
+    }
+  })
 
 const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
@@ -236,25 +221,24 @@ export const withLock = <A, E, R>(
   file: string,
   timeoutMs: number,
   body: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | MemoryError, R> => {
+): Effect.Effect<A, E | MemoryError, R | FileSystem.FileSystem> => {
   const lock = `${file}.lock`
   const started = Date.now()
-  const take: Effect.Effect<void, MemoryError> = Effect.suspend(() => {
-    try {
-      Fs.mkdirSync(Path.dirname(file), { recursive: true })
-      Fs.writeFileSync(lock, String(process.pid), { flag: "wx" })
-      return Effect.void
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") return Effect.fail(ioError("lock", file)(error))
-    }
-    // (removed in between: tried again; not a small regular file: held by nobody we know, waited for)
+  const take: Effect.Effect<void, MemoryError, FileSystem.FileSystem> = Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    fs.makeDirectory(Path.dirname(file), { recursive: true }).pipe(
+      Effect.zipRight(fs.writeFileString(lock, String(process.pid), { flag: "wx" })),
+      Effect.catchAll((error) =>
+        FileErrors.hasCode(error, "EEXIST") ? held(fs) : Effect.fail(ioError("lock", file)(error))
+      )
+    ))
+  // (removed in between: tried again; not a small regular file: held by nobody we know, waited for)
+  const held = (fs: FileSystem.FileSystem): Effect.Effect<void, MemoryError, FileSystem.FileSystem> => {
     const holder = Either.match(TextFile.read(lock, 64), {
       onLeft: () => Number.NaN,
       onRight: (text) => Number(text.trim())
     })
     if (!Number.isNaN(holder) && !processAlive(holder)) {
-      Fs.rmSync(lock, { force: true })
-      return take
+      return Effect.zipRight(Effect.orDie(fs.remove(lock, { force: true })), take)
     }
     if (Date.now() - started > timeoutMs) {
       return Effect.fail(
@@ -262,8 +246,12 @@ export const withLock = <A, E, R>(
       )
     }
     return Effect.zipRight(sleepReal(25), take)
-  })
-  return Effect.acquireUseRelease(take, () => body, () => Effect.sync(() => Fs.rmSync(lock, { force: true })))
+  }
+  return Effect.acquireUseRelease(
+    take,
+    () => body,
+    () => Effect.flatMap(FileSystem.FileSystem, (fs) => Effect.orDie(fs.remove(lock, { force: true })))
+  )
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -327,11 +315,12 @@ export interface Options {
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<Service, never, ModelService | AppConfigService | ThreadStore | Scope.Scope> =>
+): Effect.Effect<Service, never, ModelService | AppConfigService | ThreadStore | FileSystem.FileSystem | Scope.Scope> =>
   Effect.gen(function*() {
     const app = yield* AppConfigService
     const model = yield* ModelService
     const store = yield* ThreadStore
+    const fs = yield* FileSystem.FileSystem
     const config: MemoryConfig = { ...app.config.memory, ...options.config }
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
@@ -375,14 +364,14 @@ export const make = (
     ) =>
       Effect.flatMap(file(s), (path) =>
         withLock(path, lockMs, Effect.gen(function*() {
-          removeStaleTemps(path)
+          yield* removeStaleTemps(path)
           const current = yield* readCapped(path, limits, redact)
           const [result, next] = f(current.value)
           const stored = MemoryLimits.capDocument(redact.value(next), limits)
           yield* warnCut(s, [...cut, ...current.cut, ...stored.cut])
           yield* writeDocument(path, stored.value)
           return result
-        })))
+        }))).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 
     const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
       write(s, f)
@@ -557,20 +546,32 @@ export const make = (
       })
     )
 
+    // Spans: `context` and `enqueue` come with every run, so theirs are made only when the app traces (see
+    // `Tracing`); the others are the memory tools' and the CLI's.
+    const attributes = (s: MemoryScope) => ({
+      user: s.userId,
+      ...(s.agentName === undefined ? {} : { agent: s.agentName })
+    })
     return {
       enabled,
       mode: config.mode,
-      context,
-      enqueue,
-      flush,
+      context: (s) => Tracing.withSpanWhenTraced(context(s), "FileMemory.context", { attributes: attributes(s) }),
+      enqueue: (item) =>
+        Tracing.withSpanWhenTraced(enqueue(item), "FileMemory.enqueue", { attributes: { thread: item.threadId } }),
+      flush: Effect.withSpan(flush, "FileMemory.flush"),
       pending: Effect.sync(() => pending.size + urgent.length),
-      load,
-      clear: (s) => Effect.asVoid(modify(s, () => [undefined, MemoryDoc.empty()] as const)),
-      modify
+      load: Effect.fn("FileMemory.load")(function*(s) {
+        return yield* load(s)
+      }),
+      clear: Effect.fn("FileMemory.clear")(function*(s) {
+        yield* modify(s, () => [undefined, MemoryDoc.empty()] as const)
+      }),
+      modify: (s, f) => Effect.withSpan(modify(s, f), "FileMemory.modify", { attributes: attributes(s) })
     } satisfies Service
   })
 
 /** The memory service as a layer (one per app). */
 export const layer = (
   options: Options = {}
-): Layer.Layer<Memory, never, ModelService | AppConfigService | ThreadStore> => Layer.scoped(Memory, make(options))
+): Layer.Layer<Memory, never, ModelService | AppConfigService | ThreadStore | FileSystem.FileSystem> =>
+  Layer.scoped(Memory, make(options))

@@ -28,7 +28,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppConfigService } from "../services/AppConfig.js"
-import type { Sandbox } from "../services/Sandbox.js"
+import type { ExecOptions, Sandbox } from "../services/Sandbox.js"
 import { SafeId, SandboxError, SandboxProvider, threadPaths } from "../services/Sandbox.js"
 import * as Bash from "./sandbox/Bash.js"
 import * as Cgroup from "./sandbox/Cgroup.js"
@@ -86,7 +86,11 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
     resolve: (input, access) =>
       Effect.map(Resolve.resolveParsed(state, input, access), ({ resolved }) => resolved.real),
     mask: state.mask,
-    exec: (command, options) => Exec.exec(state, command, options),
+    // (a span per command: a process is started for each, which costs far more than the span)
+    exec: Effect.fn("LocalSandbox.exec")(function*(command: string, options?: ExecOptions) {
+      yield* Effect.annotateCurrentSpan({ thread: spec.threadId, user: spec.userId })
+      return yield* Exec.exec(state, command, options)
+    }),
     readText: (input) => SafeIo.readText(state, input),
     writeText: (input, content, append) => SafeIo.writeText(state, input, content, append),
     readBytes: (input, maxBytes) => SafeIo.readBytes(state, input, maxBytes),

@@ -516,13 +516,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return { tools, problems }
     })
 
-    const call = (server: string, tool: string, args: JsonObject): Effect.Effect<McpResult, McpError> => {
+    // (a span per call: a round trip to another process or server, which costs far more than the span)
+    const call = Effect.fn("McpClient.call")(function*(server: string, tool: string, args: JsonObject) {
+      yield* Effect.annotateCurrentSpan({ "mcp.server": server, "mcp.tool": tool })
       const c = byName.get(server)
       if (c === undefined) {
         const message = `no MCP server is named '${server}'`
-        return Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
+        return yield* Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
       }
-      return Effect.gen(function*() {
+      return yield* Effect.gen(function*() {
         const client = yield* connect(c)
         const ms = callMs(c)
         const raw = yield* Effect.tryPromise({
@@ -551,7 +553,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         c.healthy = true
         return resultOf(raw)
       })
-    }
+    })
 
     const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() =>
       connections.map((c): ServerStatus => ({

@@ -8,7 +8,14 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
 import type { CheckpointRecord, LeaseHolder, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
-import { deleteBusyMessage, leaseBlocks, leaseOwner, threadStatus, ThreadStore } from "../services/ThreadStore.js"
+import {
+  deleteBusyMessage,
+  leaseBlocks,
+  leaseOwner,
+  threadStatus,
+  ThreadStore,
+  withSpans
+} from "../services/ThreadStore.js"
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
@@ -94,7 +101,7 @@ export const make = (): ThreadStore["Type"] => {
     }
     return Either.right(entry.state)
   }
-  return ThreadStore.of({
+  return withSpans("MemoryThreadStore", {
     ensure: (threadId, init) => Effect.sync(() => void get(threadId, init?.owner ?? null, init?.metadata ?? {})),
     info: (threadId) =>
       Effect.clockWith((clock) =>

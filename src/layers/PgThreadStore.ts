@@ -25,7 +25,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { StoreError } from "../services/RunContext.js"
 import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
-import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import { checkpointOf } from "./store/Codec.js"
 import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
@@ -458,7 +458,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot release the lease of thread "${threadId}"`
       ))
 
-    return ThreadStore.of({
+    return withSpans("PgThreadStore", {
       ensure,
       info,
       patchMetadata,

@@ -276,11 +276,15 @@ export const catalogOf = (app: AppConfigService["Type"]): Catalog => {
 }
 
 
-/** The registry of an app's skills: the directory is read again on each `catalog`. */
+/**
+ * The registry of an app's skills: the directory is read again on each `catalog` (asked when a skill is named,
+ * active or described, never on every step).
+ */
 export const make = (app: AppConfigService["Type"]): Registry => ({
-  catalog: Effect.sync(() => catalogOf(app)),
-  read: (skill) =>
-    Effect.try({
+  catalog: Effect.withSpan(Effect.sync(() => catalogOf(app)), "SkillsDirectory.catalog"),
+  read: Effect.fn("SkillsDirectory.read")(function*(skill: Skill) {
+    yield* Effect.annotateCurrentSpan({ skill: skill.name })
+    return yield* Effect.try({
       try: () => {
         const dir = root(app)
         const real = Fs.realpathSync(skill.file)
@@ -297,4 +301,5 @@ export const make = (app: AppConfigService["Type"]): Registry => ({
           cause
         })
     })
+  })
 })

@@ -25,7 +25,7 @@ import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { StoreError } from "../services/RunContext.js"
-import { deleteBusyMessage, leaseBlocks, ThreadStore } from "../services/ThreadStore.js"
+import { deleteBusyMessage, leaseBlocks, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as Access from "./sqlite/Access.js"
 import * as GroupCommit from "./sqlite/GroupCommit.js"
@@ -277,7 +277,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       ))
 
     const { acquireLease, releaseLease } = leases
-    return ThreadStore.of({
+    return withSpans("SqliteThreadStore", {
       ensure,
       info,
       patchMetadata,

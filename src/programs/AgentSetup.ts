@@ -5,6 +5,7 @@
  * skills and `update_agent` shape its agent. The bootstrap agent gets `setup_agent`, only the `bootstrap`
  * skill, and the default agent's soul.
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../services/AppConfig.js"
 import type { RunOptions } from "../services/RunContext.js"
@@ -21,7 +22,7 @@ export const load = (
   home: string,
   userId: string,
   settings: { readonly agent_name?: string | null | undefined; readonly is_bootstrap?: boolean | undefined }
-): Effect.Effect<CustomAgents.CustomAgent | undefined, CustomAgents.AgentError> =>
+): Effect.Effect<CustomAgents.CustomAgent | undefined, CustomAgents.AgentError, FileSystem.FileSystem> =>
   settings.is_bootstrap === true || settings.agent_name == null
     ? Effect.succeed(undefined)
     : CustomAgents.load(home, userId, settings.agent_name)
@@ -65,17 +66,19 @@ export const agentOptions = (
     /** The secrets the agent tools must not write into an agent's files. */
     readonly redact?: Redact.Redactor | undefined
   }
-): Partial<LeadAgent.Options> => {
-  if (r.bootstrap) {
-    return { tools: [...(app.tools ?? []), AgentTools.setupAgent(app.home, app.redact)], skills: [BOOTSTRAP_SKILL] }
-  }
-  const agent = r.custom
-  if (agent === undefined) return {}
-  return {
-    tools: [...(app.tools ?? []), AgentTools.updateAgent(app.home, app.models, app.redact)],
-    agentName: agent.name,
-    soul: agent.soul,
-    selfUpdate: true,
-    skills: agent.config.skills ?? undefined
-  }
-}
+): Effect.Effect<Partial<LeadAgent.Options>, never, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    if (r.bootstrap) {
+      const setup = yield* AgentTools.setupAgent(app.home, app.redact)
+      return { tools: [...(app.tools ?? []), setup], skills: [BOOTSTRAP_SKILL] }
+    }
+    const agent = r.custom
+    if (agent === undefined) return {}
+    return {
+      tools: [...(app.tools ?? []), yield* AgentTools.updateAgent(app.home, app.models, app.redact)],
+      agentName: agent.name,
+      soul: agent.soul,
+      selfUpdate: true,
+      skills: agent.config.skills ?? undefined
+    }
+  })

@@ -12,6 +12,7 @@
  * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results. What the model
  * writes (the SOUL, the description) is redacted first: no secret of the process reaches an agent's files.
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ModelConfig } from "../services/AppConfig.js"
@@ -69,55 +70,65 @@ export const NOT_ADMIN = "Error: This conversation was started without an agent 
   "agent's SOUL.md, which every user's default agent reads; only an admin may change it. Nothing was written. " +
   "Start the conversation for a named agent (agent_name) to create an agent of your own."
 
-/** `setup_agent` over a data directory; `redact`: the secrets the files it writes must not hold. */
-export const setupAgent = (home: string, redact: Redact.Redactor = Redact.none): Tool.Tool<typeof SetupArgs.Type> =>
-  Tool.make({
-    name: "setup_agent",
-    description: "Create the agent from the SOUL.md you wrote with the user, once they confirmed it. Call it " +
-      "once, at the end of the onboarding conversation.",
-    parameters: SetupArgs,
-    handler: (args) =>
-      Effect.gen(function*() {
-        const context = yield* RunContext
-        if (args.soul.trim() === "") {
-          return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
-        }
-        const skills = givenList(args.skills, "skills")
-        if ("error" in skills) return skills.error
-        const name = agentNameOf(context)
-        const soul = redact.text(args.soul)
-        if (name === undefined) {
-          // every user's default agent reads this file: only an admin's run writes it (see gateway/Auth.ts)
-          if (context.options.admin !== true) return NOT_ADMIN
-          yield* CustomAgents.saveGlobalSoul(home, soul)
+/**
+ * `setup_agent` over a data directory (the tool writes through the file system it is made with); `redact`: the
+ * secrets the files it writes must not hold.
+ */
+export const setupAgent = (
+  home: string,
+  redact: Redact.Redactor = Redact.none
+): Effect.Effect<Tool.Tool<typeof SetupArgs.Type>, never, FileSystem.FileSystem> =>
+  Effect.map(FileSystem.FileSystem, (fs) =>
+    Tool.make({
+      name: "setup_agent",
+      description: "Create the agent from the SOUL.md you wrote with the user, once they confirmed it. Call it " +
+        "once, at the end of the onboarding conversation.",
+      parameters: SetupArgs,
+      handler: (args) =>
+        Effect.gen(function*() {
+          const context = yield* RunContext
+          if (args.soul.trim() === "") {
+            return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
+          }
+          const skills = givenList(args.skills, "skills")
+          if ("error" in skills) return skills.error
+          const name = agentNameOf(context)
+          const soul = redact.text(args.soul)
+          if (name === undefined) {
+            // every user's default agent reads this file: only an admin's run writes it (see gateway/Auth.ts)
+            if (context.options.admin !== true) return NOT_ADMIN
+            yield* CustomAgents.saveGlobalSoul(home, soul)
+            yield* Effect.flatMap(RunEvents, (events) =>
+              events.emit({
+                type: "custom",
+                name: AGENT_CREATED_EVENT,
+                data: { name: null, message: "The default agent's SOUL.md was written." }
+              }))
+            return "The default agent's SOUL.md was saved. It takes effect from the next conversation."
+          }
+          const existing = yield* Effect.either(CustomAgents.load(home, context.userId, name))
+          const base = existing._tag === "Right" ? existing.right.raw : {}
+          yield* CustomAgents.save(home, context.userId, name, {
+            config: {
+              ...base,
+              name,
+              description: redact.text(args.description.trim()),
+              ...(skills.value !== undefined ? { skills: redact.value(skills.value) } : {})
+            },
+            soul
+          })
           yield* Effect.flatMap(RunEvents, (events) =>
             events.emit({
               type: "custom",
               name: AGENT_CREATED_EVENT,
-              data: { name: null, message: "The default agent's SOUL.md was written." }
+              data: { name, message: `Agent '${name}' created. Run it with: antler run --agent ${name} "..."` }
             }))
-          return "The default agent's SOUL.md was saved. It takes effect from the next conversation."
-        }
-        const existing = yield* Effect.either(CustomAgents.load(home, context.userId, name))
-        const base = existing._tag === "Right" ? existing.right.raw : {}
-        yield* CustomAgents.save(home, context.userId, name, {
-          config: {
-            ...base,
-            name,
-            description: redact.text(args.description.trim()),
-            ...(skills.value !== undefined ? { skills: redact.value(skills.value) } : {})
-          },
-          soul
-        })
-        yield* Effect.flatMap(RunEvents, (events) =>
-          events.emit({
-            type: "custom",
-            name: AGENT_CREATED_EVENT,
-            data: { name, message: `Agent '${name}' created. Run it with: antler run --agent ${name} "..."` }
-          }))
-        return `Agent '${name}' created successfully!`
-      }).pipe(Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)))
-  })
+          return `Agent '${name}' created successfully!`
+        }).pipe(
+          Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)),
+          Effect.provideService(FileSystem.FileSystem, fs)
+        )
+    }))
 
 /** The arguments of `update_agent`. */
 export const UpdateArgs = Schema.Struct({
@@ -141,69 +152,75 @@ const sameList = (a: unknown, b: ReadonlyArray<string>) =>
   Array.isArray(a) && a.length === b.length && a.every((x, i) => x === b[i])
 
 /**
- * `update_agent` over a data directory and the configured models; `redact`: the secrets the files it writes
- * must not hold.
+ * `update_agent` over a data directory and the configured models (the tool writes through the file system it is
+ * made with); `redact`: the secrets the files it writes must not hold.
  */
 export const updateAgent = (
   home: string,
   models: ReadonlyArray<Pick<ModelConfig, "name">>,
   redact: Redact.Redactor = Redact.none
-): Tool.Tool<typeof UpdateArgs.Type> =>
-  Tool.make({
-    name: "update_agent",
-    description: "Change yourself for good: your SOUL.md, description, skills, tool groups or model. Send only the " +
-      "fields that change. Changes apply from the user's next message.",
-    parameters: UpdateArgs,
-    handler: (args) =>
-      Effect.gen(function*() {
-        const context = yield* RunContext
-        const name = agentNameOf(context)
-        if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
-        const soul = mapDefined(given(args.soul), redact.text)
-        const description = mapDefined(given(args.description), redact.text)
-        const model = given(args.model)
-        const skills = redact.value(givenList(args.skills, "skills"))
-        if ("error" in skills) return skills.error
-        const groups = redact.value(givenList(args.tool_groups, "tool_groups"))
-        if ("error" in groups) return groups.error
-        if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
-          return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."
-        }
-        if (soul !== undefined && soul.trim() === "") {
-          return "Error: soul is empty; leave it out to keep the current one."
-        }
-        if (model !== undefined && !models.some((m) => m.name === model)) {
-          const names = models.map((m) => m.name).join(", ") || "(none)"
-          return `Error: Unknown model "${model}". Configured models: ${names}.`
-        }
-        const agent = yield* CustomAgents.load(home, context.userId, name)
-        const raw = agent.raw
-        const next: Record<string, unknown> = { ...raw }
-        const changed: Array<string> = []
-        if (description !== undefined && description !== raw.description) {
-          next.description = description
-          changed.push("description")
-        }
-        if (model !== undefined && model !== raw.model) {
-          next.model = model
-          changed.push("model")
-        }
-        if (skills.value !== undefined && !sameList(raw.skills, skills.value)) {
-          next.skills = skills.value
-          changed.push("skills")
-        }
-        if (groups.value !== undefined && !sameList(raw.tool_groups, groups.value)) {
-          next.tool_groups = groups.value
-          changed.push("tool_groups")
-        }
-        const soulChanged = soul !== undefined && soul.trim() !== (agent.soul ?? "")
-        if (soulChanged) changed.push("soul")
-        if (changed.length === 0) return `No changes applied to agent '${name}': the values given are the current ones.`
-        yield* CustomAgents.save(home, context.userId, name, {
-          config: next,
-          ...(soulChanged ? { soul } : {})
-        })
-        return `Agent '${name}' updated successfully. Changed: ${changed.join(", ")}. ` +
-          "The new configuration takes effect on the next user turn."
-      }).pipe(Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)))
-  })
+): Effect.Effect<Tool.Tool<typeof UpdateArgs.Type>, never, FileSystem.FileSystem> =>
+  Effect.map(FileSystem.FileSystem, (fs) =>
+    Tool.make({
+      name: "update_agent",
+      description: "Change yourself for good: your SOUL.md, description, skills, tool groups or model. Send only the " +
+        "fields that change. Changes apply from the user's next message.",
+      parameters: UpdateArgs,
+      handler: (args) =>
+        Effect.gen(function*() {
+          const context = yield* RunContext
+          const name = agentNameOf(context)
+          if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
+          const soul = mapDefined(given(args.soul), redact.text)
+          const description = mapDefined(given(args.description), redact.text)
+          const model = given(args.model)
+          const skills = redact.value(givenList(args.skills, "skills"))
+          if ("error" in skills) return skills.error
+          const groups = redact.value(givenList(args.tool_groups, "tool_groups"))
+          if ("error" in groups) return groups.error
+          if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
+            return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."
+          }
+          if (soul !== undefined && soul.trim() === "") {
+            return "Error: soul is empty; leave it out to keep the current one."
+          }
+          if (model !== undefined && !models.some((m) => m.name === model)) {
+            const names = models.map((m) => m.name).join(", ") || "(none)"
+            return `Error: Unknown model "${model}". Configured models: ${names}.`
+          }
+          const agent = yield* CustomAgents.load(home, context.userId, name)
+          const raw = agent.raw
+          const next: Record<string, unknown> = { ...raw }
+          const changed: Array<string> = []
+          if (description !== undefined && description !== raw.description) {
+            next.description = description
+            changed.push("description")
+          }
+          if (model !== undefined && model !== raw.model) {
+            next.model = model
+            changed.push("model")
+          }
+          if (skills.value !== undefined && !sameList(raw.skills, skills.value)) {
+            next.skills = skills.value
+            changed.push("skills")
+          }
+          if (groups.value !== undefined && !sameList(raw.tool_groups, groups.value)) {
+            next.tool_groups = groups.value
+            changed.push("tool_groups")
+          }
+          const soulChanged = soul !== undefined && soul.trim() !== (agent.soul ?? "")
+          if (soulChanged) changed.push("soul")
+          if (changed.length === 0) {
+            return `No changes applied to agent '${name}': the values given are the current ones.`
+          }
+          yield* CustomAgents.save(home, context.userId, name, {
+            config: next,
+            ...(soulChanged ? { soul } : {})
+          })
+          return `Agent '${name}' updated successfully. Changed: ${changed.join(", ")}. ` +
+            "The new configuration takes effect on the next user turn."
+        }).pipe(
+          Effect.catchTag("AgentError", (error) => Effect.succeed(`Error: ${error.message}`)),
+          Effect.provideService(FileSystem.FileSystem, fs)
+        )
+    }))

@@ -4,6 +4,7 @@
  * `ThreadStore` (SQLite under `ANTLER_HOME`, or PostgreSQL at `database.url`), the local `SandboxProvider` —
  * under `LeadAgent.layer`. Built once per process; an Effect app composes the same public layers itself.
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -316,7 +317,11 @@ export const factoryLayer = (
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor
-): Layer.Layer<Factory.AgentFactory | Memory | Services | Mcp, StoreError | ModelBuildError | ConfigError> => {
+): Layer.Layer<
+  Factory.AgentFactory | Memory | Services | Mcp,
+  StoreError | ModelBuildError | ConfigError,
+  FileSystem.FileSystem
+> => {
   const services = layer(app, redact)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
@@ -333,7 +338,9 @@ export const factoryLayer = (
  * The secrets of the MCP servers in the `extensions_config.json` beside `app`'s configuration (see
  * `McpClient.secrets`).
  */
-export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<ReadonlyArray<string>> =>
+export const mcpSecrets = (
+  app: AppConfigService["Type"]
+): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
   ExtensionsFile.find(app.source).pipe(
     Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
     Effect.orElseSucceed(() => [])
@@ -343,5 +350,5 @@ export const mcpSecrets = (app: AppConfigService["Type"]): Effect.Effect<Readonl
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see
  * `ExtensionsFile`): servers start when an agent first asks for their tools and stop with the layer.
  */
-export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError> =>
+export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem> =>
   ExtensionsFile.layer().pipe(Layer.provide(Layer.succeed(AppConfigService, app)))

@@ -11,14 +11,16 @@
  * (which every request of the agent carries) up to `MAX_SOUL_BYTES`; a larger one is refused with an error
  * naming it, and is never written.
  */
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { PlatformError } from "@effect/platform/Error"
 import * as Crypto from "node:crypto"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as ConfigFile from "../layers/ConfigFile.js"
+import * as FileErrors from "../internal/FileErrors.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "../layers/TextFile.js"
 
@@ -122,13 +124,13 @@ const invalidName = (name: string) =>
     message: `Invalid agent name ${JSON.stringify(name)}: ${nameProblem(name) ?? "not a name"}`
   })
 
-const isDir = (path: string) => {
-  try {
-    return Fs.statSync(path).isDirectory()
-  } catch {
-    return false
-  }
-}
+/** Whether `path` is a directory (anything that cannot be read is not). */
+const isDir = (fs: FileSystem.FileSystem, path: string): Effect.Effect<boolean> =>
+  fs.stat(path).pipe(Effect.map((info) => info.type === "Directory"), Effect.orElseSucceed(() => false))
+
+/** Whether `path` exists (anything that cannot be read does not). */
+const exists = (fs: FileSystem.FileSystem, path: string): Effect.Effect<boolean> =>
+  Effect.orElseSucceed(fs.exists(path), () => false)
 
 /**
  * The directory of an agent: the user's when it holds the agent (its `config.yaml`), else the shared one when
@@ -139,13 +141,15 @@ export const agentDir = (
   home: string,
   userId: string,
   name: string
-): { readonly dir: string; readonly legacy: boolean } => {
-  const own = Path.join(agentsDir(home, userId), name)
-  if (Fs.existsSync(Path.join(own, CONFIG_FILE))) return { dir: own, legacy: false }
-  const legacy = Path.join(legacyAgentsDir(home), name)
-  if (Fs.existsSync(Path.join(legacy, CONFIG_FILE))) return { dir: legacy, legacy: true }
-  return { dir: own, legacy: false }
-}
+): Effect.Effect<{ readonly dir: string; readonly legacy: boolean }, never, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const own = Path.join(agentsDir(home, userId), name)
+    if (yield* exists(fs, Path.join(own, CONFIG_FILE))) return { dir: own, legacy: false }
+    const legacy = Path.join(legacyAgentsDir(home), name)
+    if (yield* exists(fs, Path.join(legacy, CONFIG_FILE))) return { dir: legacy, legacy: true }
+    return { dir: own, legacy: false }
+  })
 
 /** The text of an agent's file (undefined when there is none); a `TextFileError` is thrown. */
 const readText = (file: string, limit: number): string | undefined =>
@@ -193,12 +197,16 @@ export const parseConfig = (
 }
 
 /** Loads an agent: its settings (decoded) and its soul. */
-export const load = (home: string, userId: string, name: string): Effect.Effect<CustomAgent, AgentError> =>
-  Effect.suspend(() => {
-    if (!isAgentName(name)) return Effect.fail(invalidName(name))
-    const { dir, legacy } = agentDir(home, userId, name)
+export const load = (
+  home: string,
+  userId: string,
+  name: string
+): Effect.Effect<CustomAgent, AgentError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    if (!isAgentName(name)) return yield* Effect.fail(invalidName(name))
+    const { dir, legacy } = yield* agentDir(home, userId, name)
     const file = Path.join(dir, CONFIG_FILE)
-    return Effect.try({
+    return yield* Effect.try({
       try: () => ({
         text: readText(file, ConfigFile.MAX_CONFIG_BYTES),
         soul: readText(Path.join(dir, SOUL_FILE), MAX_SOUL_BYTES)
@@ -241,21 +249,18 @@ export const load = (home: string, userId: string, name: string): Effect.Effect<
   })
 
 /** A user's agents (and the shared ones they do not shadow), by name; those that cannot be read are reported. */
-export const list = (home: string, userId: string): Effect.Effect<{
-  readonly agents: ReadonlyArray<CustomAgent>
-  readonly problems: ReadonlyArray<AgentError>
-}> =>
+export const list = (home: string, userId: string): Effect.Effect<
+  { readonly agents: ReadonlyArray<CustomAgent>; readonly problems: ReadonlyArray<AgentError> },
+  never,
+  FileSystem.FileSystem
+> =>
   Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
     const names = new Set<string>()
     for (const root of [agentsDir(home, userId), legacyAgentsDir(home)]) {
-      let entries: Array<string> = []
-      try {
-        entries = Fs.readdirSync(root)
-      } catch {
-        continue
-      }
+      const entries = yield* Effect.orElseSucceed(fs.readDirectory(root), (): Array<string> => [])
       for (const entry of entries) {
-        if (isAgentName(entry) && Fs.existsSync(Path.join(root, entry, CONFIG_FILE))) names.add(entry)
+        if (isAgentName(entry) && (yield* exists(fs, Path.join(root, entry, CONFIG_FILE)))) names.add(entry)
       }
     }
     const agents: Array<CustomAgent> = []
@@ -272,17 +277,21 @@ export const list = (home: string, userId: string): Effect.Effect<{
 // Writing
 
 /** Writes a file whole: a temporary file next to it, then a rename over it. */
-export const writeAtomic = (file: string, content: string): void => {
-  Fs.mkdirSync(Path.dirname(file), { recursive: true })
-  const temp = Path.join(Path.dirname(file), `.${Path.basename(file)}.${Crypto.randomUUID()}.tmp`)
-  try {
-    Fs.writeFileSync(temp, content, { encoding: "utf8", flag: "wx" })
-    Fs.renameSync(temp, file)
-  } catch (cause) {
-    Fs.rmSync(temp, { force: true })
-    throw cause
-  }
-}
+export const writeAtomic = (
+  file: string,
+  content: string
+): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.makeDirectory(Path.dirname(file), { recursive: true })
+    const temp = Path.join(Path.dirname(file), `.${Path.basename(file)}.${Crypto.randomUUID()}.tmp`)
+    yield* Effect.zipRight(fs.writeFileString(temp, content, { flag: "wx" }), fs.rename(temp, file)).pipe(
+      Effect.tapError(() => Effect.ignore(fs.remove(temp, { force: true })))
+    )
+  })
+
+/** What a failed write says: Node's error, as it reads (`Error: EACCES: permission denied, ...`). */
+const writeFailure = (cause: unknown): string => String(FileErrors.nodeError(cause))
 
 /** The YAML text of an agent's settings (null and undefined values left out). */
 export const configText = (raw: Readonly<Record<string, unknown>>): string => {
@@ -307,16 +316,16 @@ export const save = (
   userId: string,
   name: string,
   write: AgentWrite
-): Effect.Effect<string, AgentError> =>
-  Effect.suspend(() => {
-    if (!isAgentName(name)) return Effect.fail(invalidName(name))
+): Effect.Effect<string, AgentError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    if (!isAgentName(name)) return yield* Effect.fail(invalidName(name))
     const text = configText({ ...write.config, name })
     const checked = parseConfig(text, `${name}/${CONFIG_FILE}`)
     if (Either.isLeft(checked)) {
-      return Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
+      return yield* Effect.fail(new AgentError({ reason: "invalid_config", name, message: checked.left }))
     }
     if (Buffer.byteLength(text, "utf8") > ConfigFile.MAX_CONFIG_BYTES) {
-      return Effect.fail(
+      return yield* Effect.fail(
         new AgentError({
           reason: "invalid_config",
           name,
@@ -325,10 +334,10 @@ export const save = (
       )
     }
     const large = write.soul === undefined ? undefined : soulTooLarge(name, write.soul.trim())
-    if (large !== undefined) return Effect.fail(large)
-    const where = agentDir(home, userId, name)
+    if (large !== undefined) return yield* Effect.fail(large)
+    const where = yield* agentDir(home, userId, name)
     if (where.legacy) {
-      return Effect.fail(
+      return yield* Effect.fail(
         new AgentError({
           reason: "legacy",
           name,
@@ -337,43 +346,50 @@ export const save = (
         })
       )
     }
-    return Effect.try({
-      try: () => {
-        const dir = where.dir
-        if (!isDir(dir)) {
-          const root = agentsDir(home, userId)
-          Fs.mkdirSync(root, { recursive: true })
-          const staging = Fs.mkdtempSync(Path.join(root, `.${name}.`))
-          try {
-            Fs.writeFileSync(Path.join(staging, CONFIG_FILE), text, "utf8")
-            if (write.soul !== undefined) {
-              Fs.writeFileSync(Path.join(staging, SOUL_FILE), `${write.soul.trim()}\n`, "utf8")
-            }
-            Fs.renameSync(staging, dir)
-            return dir
-          } catch (cause) {
-            Fs.rmSync(staging, { recursive: true, force: true })
-            // another writer made the agent first: fall through to replacing its files
-            if (!isDir(dir)) throw cause
+    // (a write once started is not interrupted: it would leave a staging directory or a temporary file behind)
+    return yield* Effect.uninterruptible(Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = where.dir
+      if (!(yield* isDir(fs, dir))) {
+        const root = agentsDir(home, userId)
+        yield* fs.makeDirectory(root, { recursive: true })
+        const staging = yield* fs.makeTempDirectory({ directory: root, prefix: `.${name}.` })
+        const made = yield* Effect.gen(function*() {
+          yield* fs.writeFileString(Path.join(staging, CONFIG_FILE), text)
+          if (write.soul !== undefined) {
+            yield* fs.writeFileString(Path.join(staging, SOUL_FILE), `${write.soul.trim()}\n`)
           }
-        }
-        if (write.soul !== undefined) writeAtomic(Path.join(dir, SOUL_FILE), `${write.soul.trim()}\n`)
-        writeAtomic(Path.join(dir, CONFIG_FILE), text)
-        return dir
-      },
-      catch: (cause) =>
-        new AgentError({ reason: "io", name, message: `Cannot write the agent ${name}: ${String(cause)}`, cause })
-    })
+          yield* fs.rename(staging, dir)
+          return true
+        }).pipe(Effect.catchAll((cause) =>
+          Effect.zipRight(
+            Effect.ignore(fs.remove(staging, { recursive: true, force: true })),
+            // another writer made the agent first: fall through to replacing its files
+            Effect.flatMap(isDir(fs, dir), (made) => made ? Effect.succeed(false) : Effect.fail(cause))
+          )
+        ))
+        if (made) return dir
+      }
+      if (write.soul !== undefined) yield* writeAtomic(Path.join(dir, SOUL_FILE), `${write.soul.trim()}\n`)
+      yield* writeAtomic(Path.join(dir, CONFIG_FILE), text)
+      return dir
+    })).pipe(Effect.mapError((cause) =>
+      new AgentError({ reason: "io", name, message: `Cannot write the agent ${name}: ${writeFailure(cause)}`, cause })
+    ))
   })
 
 /** Writes the default agent's soul (`{home}/SOUL.md`) atomically. */
-export const saveGlobalSoul = (home: string, soul: string): Effect.Effect<void, AgentError> => {
+export const saveGlobalSoul = (
+  home: string,
+  soul: string
+): Effect.Effect<void, AgentError, FileSystem.FileSystem> => {
   const large = soulTooLarge("", soul.trim())
-  return large !== undefined ? Effect.fail(large) : Effect.try({
-    try: () => writeAtomic(globalSoulPath(home), `${soul.trim()}\n`),
-    catch: (cause) =>
-      new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${String(cause)}`, cause })
-  })
+  if (large !== undefined) return Effect.fail(large)
+  return Effect.uninterruptible(writeAtomic(globalSoulPath(home), `${soul.trim()}\n`)).pipe(
+    Effect.mapError((cause) =>
+      new AgentError({ reason: "io", name: "", message: `Cannot write ${SOUL_FILE}: ${writeFailure(cause)}`, cause })
+    )
+  )
 }
 
 /** A short fingerprint of what an agent is (settings and soul): a changed agent gets an agent of its own. */

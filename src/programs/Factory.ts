@@ -16,6 +16,7 @@
  *   subagents, custom agent, tool groups, bootstrap, non-interactive) and kept for the app's life; what only
  *   changes a run (model name, thinking, effort, recursion limit) goes into the run's options.
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -267,14 +268,23 @@ export interface Options {
   readonly redact?: Redact.Redactor | undefined
 }
 
-/** The factory over the app's services. Agents it builds live as long as the layer. */
+/**
+ * The factory over the app's services and a file system (custom agents are files: `NodeContext.layer` provides
+ * Node's). Agents it builds live as long as the layer.
+ */
 export const layer = (
   options: Options = {}
-): Layer.Layer<AgentFactory, never, ModelService | ThreadStore | SandboxProvider | AppConfigService> =>
+): Layer.Layer<
+  AgentFactory,
+  never,
+  ModelService | ThreadStore | SandboxProvider | AppConfigService | FileSystem.FileSystem
+> =>
   Layer.scoped(
     AgentFactory,
     Effect.gen(function*() {
       const app = yield* AppConfigService
+      // custom agents are files (loaded for each run that names one, written by the agent tools)
+      const files = yield* FileSystem.FileSystem
       const services = yield* Effect.context<ModelService | ThreadStore | SandboxProvider | AppConfigService>()
       // The app's MCP connections, when it has them (optional: an app without MCP servers provides none).
       const mcp = yield* Effect.serviceOption(Mcp)
@@ -295,29 +305,35 @@ export const layer = (
         )
       )
 
-      const agentOptions = (r: Resolved): LeadAgent.Options => ({
-        ...options.agent,
-        ...AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools, redact }),
-        vision: r.vision,
-        // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
-        planMode: r.planMode,
-        ...(r.subagents.enabled
-          ? {
-            subagents: {
-              maxConcurrent: r.subagents.maxConcurrent,
-              maxTotal: r.subagents.maxTotal,
-              toolGroups: r.toolGroups
-            }
-          }
-          : {})
-      })
+      const agentOptions = (r: Resolved): Effect.Effect<LeadAgent.Options> =>
+        Effect.map(
+          AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools, redact }).pipe(
+            Effect.provideService(FileSystem.FileSystem, files)
+          ),
+          (custom): LeadAgent.Options => ({
+            ...options.agent,
+            ...custom,
+            vision: r.vision,
+            // plan mode changes the agent's shape: the Todo middleware and write_todos exist only there
+            planMode: r.planMode,
+            ...(r.subagents.enabled
+              ? {
+                subagents: {
+                  maxConcurrent: r.subagents.maxConcurrent,
+                  maxTotal: r.subagents.maxTotal,
+                  toolGroups: r.toolGroups
+                }
+              }
+              : {})
+          })
+        )
 
       const build = (r: Resolved) =>
         Effect.gen(function*() {
           const assembly = yield* ToolAssembly.assemble({ vision: r.vision, groups: r.toolGroups }).pipe(
             Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
           )
-          const base = agentOptions(r)
+          const base = yield* agentOptions(r)
           const own = base.tools ?? []
           const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
@@ -349,6 +365,7 @@ export const layer = (
         Effect.gen(function*() {
           const settings = yield* settingsOf(raw)
           const custom = yield* AgentSetup.load(app.home, userId, settings).pipe(
+            Effect.provideService(FileSystem.FileSystem, files),
             Effect.mapError((error) => new SettingsError({ message: `agent_name: ${error.message}` }))
           )
           const resolved = resolve(models, settings, AgentSetup.defaultsOf(custom), {

@@ -6,12 +6,14 @@
  * on. The Uploads middleware (SPEC §5.5) then describes them to the model, with the sibling's headings as
  * the outline, once they are attached to the next human message (`messageFiles`).
  */
+import * as FileSystem from "@effect/platform/FileSystem"
+import type { PlatformError } from "@effect/platform/Error"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as Path from "node:path"
+import * as FileErrors from "../internal/FileErrors.js"
 import * as DocumentConverter from "../layers/DocumentConverter.js"
 import { isBareFilename, isStagingFile, markdownSiblingOf } from "../middleware/Uploads.js"
 import { AppConfigService, type UploadsConfig } from "../services/AppConfig.js"
@@ -159,7 +161,7 @@ interface Source extends Candidate {
 const ioError = (message: string, cause: unknown, filename?: string) =>
   new UploadError({
     reason: "io",
-    message: `${message}: ${cause instanceof Error ? cause.message : String(cause)}`,
+    message: `${message}: ${FileErrors.message(cause)}`,
     ...(filename === undefined ? {} : { filename }),
     cause
   })
@@ -171,7 +173,7 @@ const invalidName = (name: string, problem: string) =>
     message: `Cannot upload ${JSON.stringify(name)}: ${problem}.`
   })
 
-const sourceOf = (input: UploadInput): Effect.Effect<Source, UploadError> => {
+const sourceOf = (fs: FileSystem.FileSystem, input: UploadInput): Effect.Effect<Source, UploadError> => {
   if (typeof input !== "string") {
     const problem = filenameProblem(input.name)
     return problem !== undefined
@@ -181,17 +183,19 @@ const sourceOf = (input: UploadInput): Effect.Effect<Source, UploadError> => {
   const filename = Path.basename(input)
   const problem = filenameProblem(filename)
   if (problem !== undefined) return Effect.fail(invalidName(filename, problem))
-  return Effect.tryPromise({
-    try: () => fs.stat(input),
-    catch: (cause) =>
-      (cause as NodeJS.ErrnoException).code === "ENOENT"
+  return fs.stat(input).pipe(
+    Effect.mapError((cause) =>
+      FileErrors.hasCode(cause, "ENOENT")
         ? new UploadError({ reason: "not_found", filename, message: `Cannot upload ${input}: no such file.`, cause })
         : ioError(`Cannot read ${input}`, cause, filename)
-  }).pipe(Effect.flatMap((stat) => {
-    if (stat.isFile()) return Effect.succeed({ filename, size: stat.size, from: input })
-    const message = `Cannot upload ${input}: it is ${stat.isDirectory() ? "a directory" : "not a regular file"}.`
-    return Effect.fail(new UploadError({ reason: "not_a_file", filename, message }))
-  }))
+    ),
+    Effect.flatMap((info) => {
+      if (info.type === "File") return Effect.succeed({ filename, size: Number(info.size), from: input })
+      const what = info.type === "Directory" ? "a directory" : "not a regular file"
+      const message = `Cannot upload ${input}: it is ${what}.`
+      return Effect.fail(new UploadError({ reason: "not_a_file", filename, message }))
+    })
+  )
 }
 
 const stagingName = () => `.upload-${randomUUID()}.part`
@@ -204,27 +208,25 @@ const COPY_CHUNK_BYTES = 1024 * 1024
  * which copies nothing from a /proc file (whose size reads as 0) and never returns for a /sys file whose
  * size reads as 4096.
  */
-const copyAtMost = async (from: string, to: string, limit: number): Promise<number> => {
-  const input = await fs.open(from, "r")
-  try {
-    const output = await fs.open(to, "wx")
-    try {
-      const buffer = Buffer.alloc(Math.max(1, Math.min(COPY_CHUNK_BYTES, limit)))
-      let copied = 0
-      while (copied < limit) {
-        const { bytesRead } = await input.read(buffer, 0, Math.min(buffer.length, limit - copied), null)
-        if (bytesRead === 0) break
-        await output.write(buffer, 0, bytesRead)
-        copied += bytesRead
-      }
-      return copied
-    } finally {
-      await output.close()
+const copyAtMost = (
+  fs: FileSystem.FileSystem,
+  from: string,
+  to: string,
+  limit: number
+): Effect.Effect<number, PlatformError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const input = yield* fs.open(from, { flag: "r" })
+    const output = yield* fs.open(to, { flag: "wx" })
+    const buffer = new Uint8Array(Math.max(1, Math.min(COPY_CHUNK_BYTES, limit)))
+    let copied = 0
+    while (copied < limit) {
+      const bytesRead = Number(yield* input.read(buffer.subarray(0, Math.min(buffer.length, limit - copied))))
+      if (bytesRead === 0) break
+      yield* output.writeAll(buffer.subarray(0, bytesRead))
+      copied += bytesRead
     }
-  } finally {
-    await input.close()
-  }
-}
+    return copied
+  }))
 
 /** Why a host file's content did not match the size the system reported for it. */
 export const sizeMismatch = (path: string, filename: string, reported: number, read: number): string =>
@@ -237,66 +239,78 @@ export const sizeMismatch = (path: string, filename: string, reported: number, r
  * Writes (or copies) into a new staging file next to the target; never follows or replaces an existing file.
  * A host file must give exactly the size it reported: one byte more is read to tell.
  */
-const stage = async (dir: string, source: Source): Promise<{ readonly temp: string; readonly size: number }> => {
-  const temp = Path.join(dir, stagingName())
-  if (typeof source.from === "string") {
-    const copied = await copyAtMost(source.from, temp, source.size + 1)
-    if (copied !== source.size) {
-      await removeQuietly(temp)
-      throw new UploadError({
-        reason: "not_a_file",
-        filename: source.filename,
-        message: sizeMismatch(source.from, source.filename, source.size, copied)
-      })
-    }
-  } else await fs.writeFile(temp, source.from, { flag: "wx" })
-  return { temp, size: (await fs.stat(temp)).size }
-}
+const stage = (
+  fs: FileSystem.FileSystem,
+  dir: string,
+  source: Source
+): Effect.Effect<{ readonly temp: string; readonly size: number }, UploadError | PlatformError> =>
+  Effect.gen(function*() {
+    const temp = Path.join(dir, stagingName())
+    if (typeof source.from === "string") {
+      const copied = yield* copyAtMost(fs, source.from, temp, source.size + 1)
+      if (copied !== source.size) {
+        yield* removeQuietly(fs, temp)
+        return yield* new UploadError({
+          reason: "not_a_file",
+          filename: source.filename,
+          message: sizeMismatch(source.from, source.filename, source.size, copied)
+        })
+      }
+    } else yield* fs.writeFile(temp, source.from, { flag: "wx" })
+    return { temp, size: Number((yield* fs.stat(temp)).size) }
+  })
 
-const removeQuietly = (file: string) => fs.rm(file, { force: true }).catch(() => undefined)
+const removeQuietly = (fs: FileSystem.FileSystem, file: string) => Effect.ignore(fs.remove(file, { force: true }))
 
 /** Writes a file atomically: a staging file in the same directory, then a rename over the target. */
-const writeAtomically = async (dir: string, filename: string, content: string | Uint8Array): Promise<void> => {
+const writeAtomically = (
+  fs: FileSystem.FileSystem,
+  dir: string,
+  filename: string,
+  content: string
+): Effect.Effect<void, PlatformError> => {
   const temp = Path.join(dir, stagingName())
-  try {
-    await fs.writeFile(temp, content, { flag: "wx" })
-    await fs.rename(temp, Path.join(dir, filename))
-  } catch (error) {
-    await removeQuietly(temp)
-    throw error
-  }
+  return Effect.zipRight(fs.writeFileString(temp, content, { flag: "wx" }), fs.rename(temp, Path.join(dir, filename)))
+    .pipe(Effect.tapError(() => removeQuietly(fs, temp)))
 }
 
-const ensureUploadsDir = (dir: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      await fs.mkdir(dir, { recursive: true })
-      // Staging files are renamed into place: the directory itself must be the thread's, not a link elsewhere.
-      if ((await fs.lstat(dir)).isSymbolicLink()) throw new Error("the uploads directory is a symbolic link")
-    },
-    catch: (cause) => ioError("Cannot prepare the thread's uploads directory", cause)
-  })
+const ensureUploadsDir = (fs: FileSystem.FileSystem, dir: string) =>
+  Effect.gen(function*() {
+    yield* fs.makeDirectory(dir, { recursive: true })
+    // Staging files are renamed into place: the directory itself must be the thread's, not a link elsewhere.
+    // (FileSystem has no lstat: reading the directory as a link succeeds only for a link, fails with EINVAL else)
+    const link = yield* fs.readLink(dir).pipe(
+      Effect.as(true),
+      Effect.catchIf((error) => FileErrors.hasCode(error, "EINVAL"), () => Effect.succeed(false))
+    )
+    if (link) return yield* Effect.fail(new Error("the uploads directory is a symbolic link"))
+  }).pipe(Effect.mapError((cause) => ioError("Cannot prepare the thread's uploads directory", cause)))
 
 /**
  * Stages every file, then renames them all into place, and returns the sizes written. Nothing is renamed
- * until every file is staged, and a failure removes whatever was staged.
+ * until every file is staged (and once renaming starts, it is not interrupted), and a failure removes whatever
+ * was staged.
  */
-const commit = (dir: string, sources: ReadonlyArray<Source>, limits: UploadsConfig) =>
-  Effect.tryPromise({
-    try: async () => {
-      const staged: Array<{ readonly temp: string; readonly size: number }> = []
-      try {
-        for (const source of sources) staged.push(await stage(dir, source))
-        // A host file can change between the check and the copy: check what was really copied.
-        const problem = limitProblem(sources.map((source, i) => ({ ...source, size: staged[i]!.size })), limits)
-        if (problem !== undefined) throw problem
-        for (const [i, source] of sources.entries()) await fs.rename(staged[i]!.temp, Path.join(dir, source.filename))
-        return staged.map((file) => file.size)
-      } finally {
-        await Promise.all(staged.map((file) => removeQuietly(file.temp)))
-      }
-    },
-    catch: (cause) => cause instanceof UploadError ? cause : ioError("Cannot write the uploaded files", cause)
+const commit = (fs: FileSystem.FileSystem, dir: string, sources: ReadonlyArray<Source>, limits: UploadsConfig) =>
+  Effect.suspend(() => {
+    const staged: Array<{ readonly temp: string; readonly size: number }> = []
+    return Effect.gen(function*() {
+      for (const source of sources) staged.push(yield* stage(fs, dir, source))
+      // A host file can change between the check and the copy: check what was really copied.
+      const problem = limitProblem(sources.map((source, i) => ({ ...source, size: staged[i]!.size })), limits)
+      if (problem !== undefined) return yield* problem
+      yield* Effect.uninterruptible(Effect.forEach(
+        sources,
+        (source, i) => fs.rename(staged[i]!.temp, Path.join(dir, source.filename)),
+        { discard: true }
+      ))
+      return staged.map((file) => file.size)
+    }).pipe(
+      Effect.ensuring(Effect.forEach(staged, (file) => removeQuietly(fs, file.temp), { concurrency: "unbounded" })),
+      Effect.mapError((cause) =>
+        cause instanceof UploadError ? cause : ioError("Cannot write the uploaded files", cause)
+      )
+    )
   })
 
 /**
@@ -318,6 +332,7 @@ export const siblingConflicts = (filenames: ReadonlyArray<string>): ReadonlyArra
 }
 
 const convert = (
+  fs: FileSystem.FileSystem,
   dir: string,
   source: Source,
   conflict: string | undefined
@@ -326,20 +341,18 @@ const convert = (
   if (conflict !== undefined) return Effect.succeed({ conversion_error: conflict })
   const sibling = markdownSiblingOf(source.filename)
   return Effect.gen(function*() {
-    const bytes = typeof source.from === "string"
-      ? new Uint8Array(yield* Effect.tryPromise(() => fs.readFile(Path.join(dir, source.filename))))
-      : source.from
+    const bytes = typeof source.from === "string" ? yield* fs.readFile(Path.join(dir, source.filename)) : source.from
     const markdown = yield* DocumentConverter.toMarkdown({ name: source.filename, bytes })
     if (Option.isNone(markdown)) return {}
     if (markdown.value.trim() === "") return { conversion_error: "no text was found in the document" }
-    yield* Effect.tryPromise(() => writeAtomically(dir, sibling, markdown.value))
+    yield* writeAtomically(fs, dir, sibling, markdown.value)
     return { markdown_path: `${UPLOADS}/${sibling}` }
   }).pipe(
     Effect.catchAll((error) =>
       Effect.succeed({
         conversion_error: error._tag === "ConversionError"
           ? error.message
-          : `the Markdown file could not be written (${String((error.error as Error)?.message ?? error.error)})`
+          : `the Markdown file could not be written (${FileErrors.message(error)})`
       })
     )
   )
@@ -357,6 +370,7 @@ export const upload = Effect.fn("Upload.upload")(function*(
   options: UploadOptions = {}
 ) {
   const app = yield* AppConfigService
+  const fs = yield* FileSystem.FileSystem
   const limits = app.config.uploads
   const userId = options.userId ?? "default"
   for (const [field, value] of [["thread", threadId], ["user", userId]] as const) {
@@ -369,7 +383,7 @@ export const upload = Effect.fn("Upload.upload")(function*(
     }
   }
   if (files.length === 0) return yield* new UploadError({ reason: "no_files", message: "No files to upload." })
-  const sources = yield* Effect.forEach(files, sourceOf)
+  const sources = yield* Effect.forEach(files, (file) => sourceOf(fs, file))
   const seen = new Set<string>()
   for (const source of sources) {
     if (seen.has(source.filename)) {
@@ -384,13 +398,13 @@ export const upload = Effect.fn("Upload.upload")(function*(
   const problem = limitProblem(sources, limits)
   if (problem !== undefined) return yield* problem
   const dir = threadPaths(app.home, userId, threadId).uploads
-  yield* ensureUploadsDir(dir)
-  const sizes = yield* commit(dir, sources, limits)
+  yield* ensureUploadsDir(fs, dir)
+  const sizes = yield* commit(fs, dir, sources, limits)
   const converting = options.convert ?? limits.auto_convert_documents
   const conflicts = siblingConflicts(sources.map((source) => source.filename))
   return yield* Effect.forEach(sources, (source, i) =>
     Effect.map(
-      converting ? convert(dir, source, conflicts[i]) : Effect.succeed({}),
+      converting ? convert(fs, dir, source, conflicts[i]) : Effect.succeed({}),
       (conversion): UploadResult => ({
         filename: source.filename,
         size: sizes[i]!,

@@ -4,13 +4,14 @@
  * folds its deltas through the reducers.
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import type * as Option from "effect/Option"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { RunStatus, StopReason } from "./RunEvents.js"
 import type { StoreError } from "./RunContext.js"
+import * as Tracing from "./Tracing.js"
 
 /** A JSON object kept with a thread or a run (its metadata). */
 export type Metadata = Readonly<Record<string, unknown>>
@@ -218,3 +219,27 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly releaseLease: (threadId: string, runId: string) => Effect.Effect<void, StoreError>
   }
 >() {}
+
+/**
+ * A store with spans on its entry points, named after the implementation (`SqliteThreadStore.load`...): `load`
+ * (every run) and `append` (every step) only when the app traces (see `Tracing`: a span costs about as much as
+ * an append of a small step), `rollback` and `delete` always.
+ */
+export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore["Type"] =>
+  ThreadStore.of({
+    ...store,
+    load: (threadId) =>
+      Tracing.withSpanWhenTraced(store.load(threadId), `${name}.load`, { attributes: { thread: threadId } }),
+    append: (threadId, runId, updates) =>
+      Tracing.withSpanWhenTraced(store.append(threadId, runId, updates), `${name}.append`, {
+        attributes: { thread: threadId, run: runId, updates: updates.length }
+      }),
+    rollback: Effect.fn(`${name}.rollback`)(function*(threadId: string, runId: string) {
+      yield* Effect.annotateCurrentSpan({ thread: threadId, run: runId })
+      return yield* store.rollback(threadId, runId)
+    }),
+    delete: Effect.fn(`${name}.delete`)(function*(threadId: string) {
+      yield* Effect.annotateCurrentSpan({ thread: threadId })
+      return yield* store.delete(threadId)
+    })
+  })

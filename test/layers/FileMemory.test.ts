@@ -4,6 +4,7 @@
  * update (never streamed), the thread's turns read once, failures leaving memory as it was, token usage added
  * to the thread under `memory`, and pending updates run when the app stops.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -78,7 +79,7 @@ describe("memory files", () => {
         assert.isTrue(doc.facts.every((f) => f.content.startsWith(`revision ${revision} `)))
       }
       // temporary files of the killed writers are removed by the next update
-      FileMemory.removeStaleTemps(file)
+      await Effect.runPromise(FileMemory.removeStaleTemps(file).pipe(Effect.provide(NodeFileSystem.layer)))
       assert.deepStrictEqual(Fs.readdirSync(Path.dirname(file)).filter((n) => n.endsWith(".tmp")), [])
     }), 120_000)
 
@@ -94,7 +95,7 @@ describe("memory files", () => {
       assert.strictEqual(error._tag, "MemoryError")
       assert.strictEqual((error as { reason: string }).reason, "locked")
       assert.include(error.message, `process ${process.pid}`)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("a damaged file is reported as such, with the file's name; unsafe ids never name a directory", () =>
     Effect.gen(function*() {
@@ -140,13 +141,17 @@ const setup = (
       FileMemory.layer().pipe(
         Layer.provide(Layer.succeed(ModelService, model)),
         Layer.provide(Layer.succeed(ThreadStore, store)),
-        Layer.provide(ConfigFile.layerFromObject({ ...more.app, memory: config }, { home }))
+        Layer.provide(ConfigFile.layerFromObject({ ...more.app, memory: config }, { home })),
+        Layer.provide(NodeFileSystem.layer)
       ),
       scope
     )
     const memory = context.pipe((c) => c.unsafeMap.get(Memory.key) as Memory["Type"])
     return { home, memory, requests, store, scope }
   })
+
+/** A pause of real time (the test clock stands still): the event loop runs meanwhile. */
+const realPause = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 10)))
 
 const usage = { input_tokens: 300, output_tokens: 40, total_tokens: 340 }
 
@@ -160,8 +165,8 @@ describe("the memory update queue", () => {
       yield* TestClock.adjust("29 seconds")
       assert.lengthOf(requests, 0)
       yield* TestClock.adjust("1 second")
-      // the timer's update runs on its own (no flush)
-      for (let i = 0; i < 200 && (yield* memory.pending) > 0; i++) yield* Effect.yieldNow()
+      // the timer's update runs on its own (no flush); its file writes take real time
+      for (let i = 0; i < 1000 && (yield* memory.pending) > 0; i++) yield* realPause
       assert.strictEqual(yield* memory.pending, 0)
       assert.lengthOf(requests, 1)
       const request = requests[0]!

@@ -2,6 +2,7 @@
  * The Memory middleware: a run's conversation goes to the app's queue when the run ends (not before, and not
  * in tool mode); in tool mode the model searches and writes facts with the memory tools.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -40,7 +41,8 @@ const fileMemory = (mode: "middleware" | "tool") =>
     Layer.build(FileMemory.layer().pipe(
       Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
       Layer.provide(MemoryThreadStore.layer()),
-      Layer.provide(ConfigFile.layerFromObject({ memory: { mode } }, { home: tempDir("antler-memmw-") }))
+      Layer.provide(ConfigFile.layerFromObject({ memory: { mode } }, { home: tempDir("antler-memmw-") })),
+      Layer.provide(NodeFileSystem.layer)
     )),
     (context) => context.unsafeMap.get(Memory.key) as Memory["Type"]
   )

@@ -1,6 +1,7 @@
 /**
  * Custom agents on disk (DeerFlow's layout, real files in temp dirs) and the tools that write them.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -51,7 +52,7 @@ describe("custom agents on disk", () => {
       assert.lengthOf(problems, 1)
       assert.strictEqual(problems[0]!.reason, "invalid_config")
       assert.match(problems[0]!.message, /broken\/config\.yaml: model_settings\.temperature: .*between 0 and 2/)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("loading: a name that is not a name, a missing agent, a YAML error with its line", () =>
     Effect.gen(function*() {
@@ -64,7 +65,7 @@ describe("custom agents on disk", () => {
       writeAgent(CustomAgents.agentsDir(home, "default"), "yaml", "description: [unclosed\n")
       const syntax = yield* Effect.flip(CustomAgents.load(home, "default", "yaml"))
       assert.match(syntax.message, /yaml\/config\.yaml:\d+:\d+: YAML syntax error/)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("saving a new agent makes it appear whole; saving again replaces its files, leaving nothing behind", () =>
     Effect.gen(function*() {
@@ -86,7 +87,7 @@ describe("custom agents on disk", () => {
       )
       assert.strictEqual(invalid.reason, "invalid_config")
       assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).config.description, "second")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("an agent only in the shared layout is read, never written", () =>
     Effect.gen(function*() {
@@ -95,7 +96,7 @@ describe("custom agents on disk", () => {
       const refused = yield* Effect.flip(CustomAgents.save(home, "default", "old", { config: { description: "new" } }))
       assert.strictEqual(refused.reason, "legacy")
       assert.strictEqual((yield* CustomAgents.load(home, "default", "old")).config.description, "From before")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("a user's memory of a shared agent (its directory without config.yaml) neither hides nor unlocks it", () =>
     Effect.gen(function*() {
@@ -109,7 +110,7 @@ describe("custom agents on disk", () => {
       const refused = yield* Effect.flip(CustomAgents.save(home, "bob", "old", { config: {}, soul: "Bob's soul" }))
       assert.strictEqual(refused.reason, "legacy")
       assert.deepStrictEqual(Fs.readdirSync(memoryDir), ["memory.json"])
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("agent names: letters, digits and '-', at most 64, none reserved; refused when loading and saving", () =>
     Effect.gen(function*() {
@@ -128,7 +129,7 @@ describe("custom agents on disk", () => {
       const settings = Factory.settingsOf({ agent_name: "default" })
       assert.isTrue(Either.isLeft(settings))
       assert.include(Either.isLeft(settings) ? settings.left.message : "", `agent_name: "default" is a reserved name`)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
 
 const callTool = (tool: Tool.Tool, args: Record<string, unknown>, agentName?: string, admin?: boolean) => {
@@ -154,7 +155,7 @@ describe("setup_agent and update_agent", () => {
   it.effect("setup_agent writes the named agent, or (an admin's run) the default soul; an empty soul: nothing", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-tools-")
-      const setup = AgentTools.setupAgent(home)
+      const setup = yield* AgentTools.setupAgent(home)
       const empty = yield* callTool(setup, { soul: "  ", description: "d" }, "ada")
       assert.match(empty.text, /^Error: soul is empty/)
       assert.isFalse(Fs.existsSync(CustomAgents.agentsDir(home, "default")))
@@ -176,12 +177,12 @@ describe("setup_agent and update_agent", () => {
       const global = yield* callTool(setup, { soul: "The default soul", description: "d" }, undefined, true)
       assert.match(global.text, /default agent's SOUL\.md was saved/)
       assert.strictEqual(Fs.readFileSync(CustomAgents.globalSoulPath(home), "utf8").trim(), "The default soul")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("a soul over 128 KiB is refused by setup_agent and update_agent (it could not be read back); nothing is written", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-tools-big-")
-      const setup = AgentTools.setupAgent(home)
+      const setup = yield* AgentTools.setupAgent(home)
       const huge = "Be thorough. ".repeat(12_000)
       const refused = yield* callTool(setup, { soul: huge, description: "d" }, "ada")
       assert.strictEqual(refused.text, "Error: The soul is 152.3 KiB; a SOUL.md holds at most 128 KiB. Write a shorter one.")
@@ -190,11 +191,11 @@ describe("setup_agent and update_agent", () => {
       assert.match(global.text, /^Error: The soul is 152\.3 KiB/)
       assert.isFalse(Fs.existsSync(CustomAgents.globalSoulPath(home)))
       assert.strictEqual((yield* callTool(setup, { soul: "# Ada", description: "d" }, "ada")).text, "Agent 'ada' created successfully!")
-      const update = AgentTools.updateAgent(home, [])
+      const update = yield* AgentTools.updateAgent(home, [])
       const again = yield* callTool(update, { soul: huge }, "ada")
       assert.match(again.text, /^Error: The soul is 152\.3 KiB/)
       assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).soul, "# Ada")
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("update_agent changes only what it is given, keeps unmanaged settings, treats 'null' as left out", () =>
     Effect.gen(function*() {
@@ -203,7 +204,7 @@ describe("setup_agent and update_agent", () => {
         config: { description: "Research", thinking_enabled: false, github: { repo: "x" } },
         soul: "Old soul"
       })
-      const update = AgentTools.updateAgent(home, [{ name: "main" }, { name: "deep" }])
+      const update = yield* AgentTools.updateAgent(home, [{ name: "main" }, { name: "deep" }])
       const nothing = yield* callTool(update, { soul: "null", model: "None", skills: "undefined" }, "ada")
       assert.match(nothing.text, /^Error: No fields to update/)
       const unknown = yield* callTool(update, { model: "gpt-9" }, "ada")
@@ -226,7 +227,7 @@ describe("setup_agent and update_agent", () => {
       assert.deepStrictEqual([ada.config.thinking_enabled, ada.raw.github], [false, { repo: "x" }])
       const same = yield* callTool(update, { model: "deep" }, "ada")
       assert.match(same.text, /^No changes applied/)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it("agent names in a run's settings are validated before any path is made from them", () => {
     const context = {

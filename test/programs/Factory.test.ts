@@ -2,6 +2,7 @@
  * The lead agent factory: the runtime merge, model resolution (an unknown model is a warning, not a silent
  * fallback), thinking and effort per model, a bad setting refused readably, and agents built once per shape.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
@@ -68,7 +69,8 @@ const factoryLayer = (seen: Array<ModelRequest>) =>
   Factory.layer({ models }).pipe(
     Layer.provide(Layer.succeed(ModelService, ScriptedModel.make((request) => (seen.push(request), "ok")))),
     Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
-    Layer.provide(ConfigFile.layerFromObject({}, { home: tempDir("antler-factory-") }))
+    Layer.provide(ConfigFile.layerFromObject({}, { home: tempDir("antler-factory-") })),
+    Layer.provide(NodeFileSystem.layer)
   )
 
 describe("Factory: the service", () => {
@@ -109,7 +111,8 @@ describe("Factory: the service", () => {
             { name: "bash", group: "bash", use: "deerflow.sandbox.tools:bash_tool" },
             { name: "web_capture", group: "web", use: "deerflow.community.browserless.tools:web_capture_tool" }
           ]
-        }, { home: tempDir("antler-factory-groups-") }))
+        }, { home: tempDir("antler-factory-groups-") })),
+        Layer.provide(NodeFileSystem.layer)
       )
       const factory = Context.get(yield* Layer.build(layer), Factory.AgentFactory)
       const all = Factory.resolve(models, {})
@@ -149,7 +152,8 @@ describe("Factory: the service", () => {
       const layer = Factory.layer({ models }).pipe(
         Layer.provide(Layer.succeed(ModelService, ScriptedModel.make(() => "ok"))),
         Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
-        Layer.provide(ConfigFile.layerFromObject({ subagents: { max_total_per_run: 4 } }, { home }))
+        Layer.provide(ConfigFile.layerFromObject({ subagents: { max_total_per_run: 4 } }, { home })),
+        Layer.provide(NodeFileSystem.layer)
       )
       const factory = Context.get(yield* Layer.build(layer), Factory.AgentFactory)
       const plain = yield* factory.agent(yield* factory.resolve({}))
@@ -190,7 +194,7 @@ describe("Factory: the service", () => {
       // a name with no agent behind it is a settings error naming it
       const missing = yield* Effect.flip(factory.resolve({ agent_name: "nobody" }))
       assert.match(missing.message, /^agent_name: .*nobody/)
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.scoped("settings that do not decode end the run at once, readably", () =>
     Effect.gen(function*() {

@@ -1,3 +1,4 @@
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as docx from "docx"
 import * as Effect from "effect/Effect"
@@ -20,12 +21,15 @@ const freshHome = () => {
 
 const withConfig = (home: string, uploads: Partial<UploadsConfig> = {}) => {
   const config = defaults()
-  return Effect.provide(Layer.succeed(AppConfigService, {
-    config: { ...config, uploads: { ...config.uploads, ...uploads } },
-    source: undefined,
-    ignored: [],
-    home
-  }))
+  return Effect.provide(Layer.merge(
+    Layer.succeed(AppConfigService, {
+      config: { ...config, uploads: { ...config.uploads, ...uploads } },
+      source: undefined,
+      ignored: [],
+      home
+    }),
+    NodeFileSystem.layer
+  ))
 }
 
 const makeDocx = () =>
@@ -293,6 +297,24 @@ describe("Upload", () => {
       assert.strictEqual(fs.readFileSync(outside, "utf8"), "keep me")
       assert.isFalse(fs.lstatSync(path.join(uploads, "b.txt")).isSymbolicLink())
       assert.strictEqual(fs.readFileSync(path.join(uploads, "b.txt"), "utf8"), "uploaded")
+    }))
+
+  it.effect("an uploads directory that is a symbolic link is refused: nothing is written where it points", () =>
+    Effect.gen(function*() {
+      const { home, uploads } = freshHome()
+      const elsewhere = path.join(home, "elsewhere")
+      fs.mkdirSync(elsewhere)
+      fs.mkdirSync(path.dirname(uploads), { recursive: true })
+      fs.symlinkSync(elsewhere, uploads)
+      const error = yield* Effect.flip(
+        Upload.upload("t1", [{ name: "a.txt", bytes: binary(4) }]).pipe(withConfig(home))
+      )
+      assert.strictEqual(error.reason, "io")
+      assert.strictEqual(
+        error.message,
+        "Cannot prepare the thread's uploads directory: the uploads directory is a symbolic link"
+      )
+      assert.deepStrictEqual(listDir(elsewhere), [])
     }))
 
   it.effect("uploads go under the given user", () =>

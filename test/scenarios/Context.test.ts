@@ -8,6 +8,7 @@
  * - plan mode: todos written, shown, kept across a summarisation with the reminder;
  * - a vision model gets the image after view_image; a model without vision has no such tool.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
@@ -90,7 +91,7 @@ const appLayer = (
       ...extra
     }, { home, source: FIXTURE })
     const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
-    return App.factoryLayer(app, choice)
+    return App.factoryLayer(app, choice).pipe(Layer.provide(NodeFileSystem.layer))
   }))
 
 type AppContext = Context.Context<Factory.AgentFactory | Memory | ThreadStore>
@@ -117,11 +118,11 @@ describe("prefix-cache stability", () => {
       yield* TestClock.setTime(Date.UTC(2026, 4, 8, 23, 40))
       const home = tempDir("antler-prefix-")
       // something remembered before the thread starts: its first turn carries a memory block
-      FileMemory.writeDocumentSync(Path.join(home, "users", "default", "memory.json"), MemoryDoc.applyUpdate(
+      yield* FileMemory.writeDocument(Path.join(home, "users", "default", "memory.json"), MemoryDoc.applyUpdate(
         MemoryDoc.empty(),
         { newFacts: [{ content: "Hikes in the Alps every summer", category: "context", confidence: 0.9 }] },
         { now: "2026-05-01T00:00:00.000Z", maxFacts: 100, threshold: 0.7, newId: () => "fact_1", source: "earlier" }
-      ))
+      )).pipe(Effect.provide(NodeFileSystem.layer))
       let agent = 0
       const server = yield* ScriptedChatServer.start((body) => {
         if (isInternal(body, SUMMARY_PROMPT)) return "## Session intent\nA packing list for a hike. SUMMARY-MARK"

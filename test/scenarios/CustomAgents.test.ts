@@ -3,6 +3,7 @@
  * creates an agent in DeerFlow's layout; the next run of that agent has its SOUL in the system prompt and
  * `update_agent`; what it changes about itself (its tool groups) limits its tools from the next run.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -61,6 +62,10 @@ const script = (body: ChatRequestBody): Turn => {
   return "Hello, I am Ada."
 }
 
+/** The CLI's factory over Node's file system. */
+const factoryLayer = (...args: Parameters<typeof App.factoryLayer>) =>
+  App.factoryLayer(...args).pipe(Layer.provide(NodeFileSystem.layer))
+
 describe("custom agents", () => {
   it.live("a bootstrap conversation creates an agent; its next run has its SOUL, and update_agent limits its tools", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -72,7 +77,7 @@ describe("custom agents", () => {
         memory: { enabled: false }
       }, { home })
       const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
-      const factory = Context.get(yield* Layer.build(App.factoryLayer(app, choice)), Factory.AgentFactory)
+      const factory = Context.get(yield* Layer.build(factoryLayer(app, choice)), Factory.AgentFactory)
       const bootstrap = { model_name: "scripted", is_bootstrap: true, agent_name: "researcher" }
 
       // the bootstrap conversation: two turns on one thread
@@ -120,7 +125,7 @@ describe("custom agents", () => {
       const limited = toolNames(server.requests.at(-1)!)
       assert.includeMembers(limited, ["read_file", "ls", "glob", "grep", "update_agent", "present_files"])
       for (const gone of ["bash", "write_file", "str_replace"]) assert.notInclude(limited, gone)
-    })), 120_000)
+    }).pipe(Effect.provide(NodeFileSystem.layer))), 120_000)
 
   it.live("a run naming an unknown agent ends at once with a readable error", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -131,7 +136,7 @@ describe("custom agents", () => {
         { home }
       )
       const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
-      const factory = Context.get(yield* Layer.build(App.factoryLayer(app, choice)), Factory.AgentFactory)
+      const factory = Context.get(yield* Layer.build(factoryLayer(app, choice)), Factory.AgentFactory)
       const events = yield* collect(factory.run({ threadId: "t", prompt: "hi", settings: { agent_name: "nobody" } }))
       const end = events.at(-1)!
       assert.strictEqual(end.type === "run_end" && end.status, "error")

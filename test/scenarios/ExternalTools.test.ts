@@ -10,6 +10,7 @@
  * - Without deferral MCP tools are plain tools; a killed server is started again within the next run; a call
  *   that hangs ends as a readable tool error with one warning, and the run ends normally.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
@@ -56,7 +57,8 @@ const app = (setup: Setup) =>
         Layer.provideMerge(McpClient.layer({ servers: setup.servers })),
         Layer.provideMerge(OpenAiModel.layerFromConfig(models)),
         Layer.provideMerge(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
-        Layer.provideMerge(config)
+        Layer.provideMerge(config),
+        Layer.provide(NodeFileSystem.layer)
       )
     )
     return { chat, factory: Context.get(context, Factory.AgentFactory), context }

@@ -4,6 +4,7 @@
  * sandbox tools. The script answers each request by who sent it (the lead agent, a subagent by the tag in its
  * task prompt, or a summary request) and by how many answers that sender already had.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -89,7 +90,9 @@ const setup = (plan: Plan, config: Record<string, unknown> = {}, tools: Readonly
       ...config
     }, { home })
     const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
-    const context = yield* Layer.build(App.factoryLayer(app, choice, { agent: { tools } }))
+    const context = yield* Layer.build(
+      App.factoryLayer(app, choice, { agent: { tools } }).pipe(Layer.provide(NodeFileSystem.layer))
+    )
     return {
       server,
       home,

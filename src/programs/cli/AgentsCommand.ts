@@ -154,9 +154,10 @@ const createCommand = Command.make(
       yield* CliCommand.checkTools(app)
       const existing = yield* Effect.either(CustomAgents.load(app.home, "default", name))
       if (Either.isRight(existing) || existing.left.reason !== "not_found") {
+        const { dir } = yield* CustomAgents.agentDir(app.home, "default", name)
         return yield* fail(
           ExitCode.usage,
-          `An agent named "${name}" already exists (${CustomAgents.agentDir(app.home, "default", name).dir}). ` +
+          `An agent named "${name}" already exists (${dir}). ` +
             `Talk to it with: ${CliCommand.invocation()} run --agent ${name} "..." (it can change itself), or ` +
             "remove that directory."
         )

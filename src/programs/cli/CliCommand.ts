@@ -9,6 +9,7 @@
 import type * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import type * as ValidationError from "@effect/cli/ValidationError"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -53,10 +54,13 @@ export interface Help {
   readonly examples?: ReadonlyArray<readonly [string, string]>
 }
 
-/** A command of the `antler` CLI: its name, the @effect/cli command that parses and runs it, and its help. */
+/**
+ * A command of the `antler` CLI: its name, the @effect/cli command that parses and runs it, and its help. A command
+ * may use the file system, which `main` provides (Node's, with the rest of `NodeContext.layer`).
+ */
 export interface Entry {
   readonly name: string
-  readonly command: Command.Command<any, never, CliExit | ValidationError.ValidationError, any>
+  readonly command: Command.Command<any, FileSystem.FileSystem, CliExit | ValidationError.ValidationError, any>
   readonly help: Help
   /** Subcommands (`threads list`), whose commands `command` already has. */
   readonly subcommands?: ReadonlyArray<Entry>

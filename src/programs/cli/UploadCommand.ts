@@ -4,9 +4,9 @@
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Fs from "node:fs"
 import { AppConfigService } from "../../services/AppConfig.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import * as App from "../App.js"
@@ -35,7 +35,8 @@ export const uploadFiles = (
 /** Fails (exit 1) unless the thread is saved in the store: an upload never starts a thread by itself. */
 const requireThread = (home: string, threadId: string) =>
   Effect.gen(function*() {
-    const saved = Fs.existsSync(App.storeLocation(home)) &&
+    const fs = yield* FileSystem.FileSystem
+    const saved = (yield* Effect.orElseSucceed(fs.exists(App.storeLocation(home)), () => false)) &&
       Option.isSome(yield* Effect.flatMap(ThreadStore, (store) => store.load(threadId)).pipe(
         Effect.provide(App.storeLayer(home))
       ))

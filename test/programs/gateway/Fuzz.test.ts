@@ -20,6 +20,7 @@
  * requests (the same choices; the canaries and ids are made afresh), `GATEWAY_FUZZ_REQUESTS` sets how many
  * (default 2,000).
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as FastCheck from "effect/FastCheck"
@@ -396,7 +397,7 @@ beforeAll(async () => {
   await Effect.runPromise(CustomAgents.save(gateway.home, "alice", EXPOSED.agent, {
     config: { description: "alice's agent" },
     soul: `You are alice's agent. ${SECRET.soul}`
-  }))
+  }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   // bob: threads with an upload and finished runs, empty ones, disposable ones, and a run that never ends
   for (const id of ["bob-main", "bob-second", "bob-empty", "bob-tmp-1", "bob-tmp-2", "bob-tmp-3"]) {
