@@ -216,6 +216,42 @@ export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string
   return undefined
 }
 
+/**
+ * The command line with the options every command accepts (`--log-level error`, `--log-level=error`,
+ * `--completions sh`) moved to its front, wherever they stood before `--`. @effect/cli takes them only before
+ * the command's own options: after one (`run --json --log-level error hi`) it took them for the prompt's first
+ * words. The values of the command's own options are skipped, so `--model --log-level` stays a model's name.
+ */
+export const hoistBuiltIns = (spec: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const hoisted: Array<string> = []
+  const rest: Array<string> = []
+  let command = spec
+  for (let i = 0; i < args.length; i++) {
+    const token = args[i]!
+    if (token === "--") {
+      rest.push(...args.slice(i))
+      break
+    }
+    if (token.startsWith("-") && token !== "-") {
+      const equals = token.startsWith("--") ? token.indexOf("=") : -1
+      const name = equals > 2 ? token.slice(0, equals) : token
+      const own = entry(command.options, name)
+      const builtIn = own === undefined ? entry(BUILT_IN_OPTIONS, name) : undefined
+      const takesValue = (own ?? builtIn) === true && equals === -1 && i + 1 < args.length
+      const tokens = takesValue ? [token, args[++i]!] : [token]
+      if (builtIn === true) hoisted.push(...tokens)
+      else rest.push(...tokens)
+    } else {
+      const next = Object.keys(command.subcommands).length > 0 && !command.args
+        ? entry(command.subcommands, token)
+        : undefined
+      if (next !== undefined) command = next
+      rest.push(token)
+    }
+  }
+  return [...hoisted, ...rest]
+}
+
 const unknownOption = (command: CommandSpec, name: string): string => {
   const own = Object.keys(command.options).filter((option) => option.startsWith("--"))
   const near = closestName(name, [...own, ...Object.keys(BUILT_IN_OPTIONS).filter((o) => o.startsWith("--"))])
@@ -323,7 +359,11 @@ export const cli = (argv: ReadonlyArray<string>) => {
   }
   const problem = commandLineProblem(commandSpec, args)
   return problem === undefined
-    ? withPlainConsole(Command.run(root, { name: "antler", version: version() })(argv))
+    ? withPlainConsole(
+      Command.run(root, { name: "antler", version: version() })(
+        [...argv.slice(0, 2), ...hoistBuiltIns(commandSpec, args)]
+      )
+    )
     : fail(ExitCode.usage, problem)
 }
 

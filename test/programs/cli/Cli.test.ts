@@ -409,6 +409,44 @@ describe("clarification", () => {
     })), SLOW)
 })
 
+describe("options in any order", () => {
+  it("the options every command takes are moved to the front from wherever they stand before --", () => {
+    const hoist = (...args: Array<string>) => Cli.hoistBuiltIns(Cli.commandSpec, args)
+    assert.deepStrictEqual(
+      hoist("run", "--config", "c.yaml", "--log-level", "error", "/deep-research", "x"),
+      ["--log-level", "error", "run", "--config", "c.yaml", "/deep-research", "x"]
+    )
+    assert.deepStrictEqual(
+      hoist("run", "--verbose", "--log-level=error", "hi"),
+      ["--log-level=error", "run", "--verbose", "hi"]
+    )
+    // an own option's value, and anything after --, stay where they are
+    assert.deepStrictEqual(hoist("run", "--model", "--log-level", "hi"), ["run", "--model", "--log-level", "hi"])
+    assert.deepStrictEqual(hoist("run", "--", "--log-level", "x"), ["run", "--", "--log-level", "x"])
+  })
+
+  it.live("run sends the model the prompt alone, whatever the order of its options", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = tempDir("antler-order-")
+      const lines = [
+        ["--json", "--log-level", "error"],
+        ["--verbose", "--log-level=error", "--json"],
+        ["--log-level", "error", "--json"]
+      ]
+      const server = yield* ScriptedChatServer.start(lines.map(() => "ok"))
+      for (const [i, options] of lines.entries()) {
+        const run = yield* antlerDone(home, [
+          "run", "--base-url", server.url, "--api-key", "x", ...options, "--thread", `o${i}`, "hi", "there"
+        ])
+        assert.strictEqual(run.code, 0, run.stderr)
+        const sent = server.requests[i]!.messages
+        const user = String(sent[sent.length - 1]!.content)
+          .replace(/^--- BEGIN USER INPUT ---\n|\n--- END USER INPUT ---$/g, "")
+        assert.strictEqual(user, "hi there", options.join(" "))
+      }
+    })), SLOW)
+})
+
 describe("uploads", () => {
   it.live("run --file shows uploads to the model; antler upload copies into the thread with a Markdown copy", () =>
     Effect.scoped(Effect.gen(function*() {
