@@ -18,9 +18,11 @@ import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
 import * as HashSet from "effect/HashSet"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ConfigFile from "../../layers/ConfigFile.js"
@@ -205,12 +207,52 @@ export const loadConfig = (path: string | undefined) =>
         `Configuration error (${error.issues.length} problem${error.issues.length === 1 ? "" : "s"}):\n${error.message}`
       )),
     Effect.tap((app) => dataHome(app.home)),
-    Effect.tap((app) =>
-      app.ignored.length > 0
-        ? Render.writeError(`warning: ${app.source}: keys not used by Antler (ignored): ${app.ignored.join(", ")}\n`)
-        : Effect.void
-    )
+    Effect.tap(warnIgnored)
   )
+
+/** The file of the data directory that remembers which configuration's unused keys were last reported. */
+const WARNED_FILE = ".config-warned"
+/** How many unused keys the warning names before "and N more" (`--log-level debug` names them all). */
+const WARNED_KEYS = 5
+
+/**
+ * The warning about keys Antler does not use (a DeerFlow config.yaml has dozens): short, given once per
+ * configuration (its file and its unused keys; remembered in the data directory) and only when the log level
+ * lets warnings through. At `--log-level debug` it names every key, every time.
+ */
+const warnIgnored = (app: AppConfigService["Type"]) =>
+  Effect.gen(function*() {
+    if (app.ignored.length === 0) return
+    const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+    if (LogLevel.lessThan(LogLevel.Warning, level)) return
+    const all = LogLevel.lessThanEqual(level, LogLevel.Debug)
+    const digest = Crypto.createHash("sha256").update(`${app.source}\0${app.ignored.join("\n")}`).digest("hex")
+    const marker = Path.join(app.home, WARNED_FILE)
+    const seen = yield* Effect.sync(() => {
+      try {
+        return Fs.readFileSync(marker, "utf8").trim() === digest
+      } catch {
+        return false
+      }
+    })
+    if (seen && !all) return
+    // a data directory that cannot remember it means the warning comes again next time, nothing worse
+    yield* Effect.sync(() => {
+      try {
+        Fs.writeFileSync(marker, `${digest}\n`)
+      } catch {
+        // see above
+      }
+    })
+    const count = app.ignored.length
+    const named = all ? app.ignored : app.ignored.slice(0, WARNED_KEYS)
+    const more = count - named.length
+    yield* Render.writeError(
+      `warning: ${app.source}: ${count} key${count === 1 ? "" : "s"} not used by Antler (ignored): ${named.join(", ")}` +
+        (more > 0 ? `, and ${more} more (--log-level debug lists them)` : "") +
+        ". Said once for this configuration.\n"
+    )
+  })
 
 /** Configured tools that cannot work are a configuration error (exit 2), before anything runs. */
 export const checkTools = (app: AppConfigService["Type"]) => {

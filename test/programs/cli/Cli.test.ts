@@ -447,6 +447,32 @@ describe("options in any order", () => {
     })), SLOW)
 })
 
+describe("configuration warnings", () => {
+  it.live("unused keys are named shortly, once per configuration, and not below the warning level", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-warned-")
+      const config = Path.join(home, "config.yaml")
+      const keys = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]
+      Fs.writeFileSync(config, `memory:\n  enabled: false\n${keys.map((key) => `${key}: 1\n`).join("")}`)
+      const quiet = yield* antlerDone(home, ["--log-level", "error", "skills", "list"], { ANTLER_CONFIG: config })
+      assert.strictEqual(quiet.code, 0, quiet.stderr)
+      assert.notInclude(quiet.stderr, "not used")
+      const first = yield* antlerDone(home, ["skills", "list"], { ANTLER_CONFIG: config })
+      assert.strictEqual(
+        first.stderr,
+        `warning: ${config}: 7 keys not used by Antler (ignored): alpha, beta, gamma, delta, epsilon, and 2 more ` +
+          "(--log-level debug lists them). Said once for this configuration.\n"
+      )
+      const again = yield* antlerDone(home, ["skills", "list"], { ANTLER_CONFIG: config })
+      assert.notInclude(again.stderr, "not used")
+      const all = yield* antlerDone(home, ["--log-level", "debug", "skills", "list"], { ANTLER_CONFIG: config })
+      assert.include(all.stderr, "alpha, beta, gamma, delta, epsilon, zeta, eta.")
+      Fs.appendFileSync(config, "theta: 1\n")
+      const changed = yield* antlerDone(home, ["skills", "list"], { ANTLER_CONFIG: config })
+      assert.include(changed.stderr, "8 keys not used by Antler")
+    }), SLOW)
+})
+
 describe("uploads", () => {
   it.live("run --file shows uploads to the model; antler upload copies into the thread with a Markdown copy", () =>
     Effect.scoped(Effect.gen(function*() {
