@@ -13,8 +13,9 @@
 import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
+import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Policy, Registry } from "../services/Skills.js"
-import { policyOf } from "../services/Skills.js"
+import { FRAMEWORK_TOOLS, policyOf } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
 import type { Message, ToolCall } from "../state/Message.js"
 import * as Incremental from "./Incremental.js"
@@ -67,6 +68,23 @@ export const refusalText = (name: string, policy: Extract<Policy, { _tag: "Restr
     "Use one of those tools, or answer without this one."
 }
 
+/** The tools the active skills allow (beyond the framework's) that are not among the run's tools. */
+export const unknownTools = (
+  policy: Extract<Policy, { _tag: "Restricted" }>,
+  tools: ReadonlyArray<{ readonly name: string }>
+): ReadonlyArray<string> => {
+  const offered = new Set(tools.map((tool) => tool.name))
+  return [...policy.allowed].filter((name) => !offered.has(name) && !FRAMEWORK_TOOLS.includes(name)).sort()
+}
+
+/** The warning about them: the skill's list names tools this agent does not have, so the model gets fewer. */
+export const unknownToolsText = (policy: Extract<Policy, { _tag: "Restricted" }>, unknown: ReadonlyArray<string>) => {
+  const one = policy.skills.length === 1
+  return `The allowed-tools of the active skill${one ? "" : "s"} ${policy.skills.join(", ")} name${one ? "s" : ""} ` +
+    `tool${unknown.length === 1 ? "" : "s"} this agent does not have: ${unknown.join(", ")}. ` +
+    "The model is offered only the allowed tools it has."
+}
+
 /** Options of `layer`. */
 export interface Options {
   readonly registry: Registry
@@ -101,13 +119,29 @@ export const layer = (options: Options): Middleware => {
         ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))
         : next(call)
 
+    // Tools an active skill allows that this run does not have, each reported once per run.
+    const reported = new Set<string>()
+    const reportUnknown = (policy: Extract<Policy, { _tag: "Restricted" }>, request: ModelRequest) => {
+      const unknown = unknownTools(policy, request.tools).filter((name) => !reported.has(name))
+      if (unknown.length === 0) return Effect.void
+      for (const name of unknown) reported.add(name)
+      const message = unknownToolsText(policy, unknown)
+      return Effect.zipRight(
+        Effect.logWarning(message),
+        emitCustom("skill_policy", { message, unknown_tools: unknown })
+      )
+    }
+
     return {
       model: (request: ModelRequest, next) => {
         if (request.internal !== undefined) return next(request)
         return Effect.flatMap(decide(request.messages), (policy) => {
           decision = policy
           if (policy._tag === "Unrestricted") return next(request)
-          return next({ ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) })
+          return Effect.zipRight(
+            reportUnknown(policy, request),
+            next({ ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) })
+          )
         })
       },
       tool: (call, next) =>

@@ -1052,6 +1052,33 @@ describe("context commands", () => {
       assert.strictEqual(unsafe.code, 2)
     })), SLOW)
 
+  it.live("run /skill says the skill was activated, and names allowed-tools the agent does not have, once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-skill-run-")
+      Fs.mkdirSync(Path.join(dir, "skills/public/notes"), { recursive: true })
+      Fs.writeFileSync(
+        Path.join(dir, "skills/public/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\nallowed-tools: [read_file, write_file, web_zap]\n---\nBe brief.\n"
+      )
+      Fs.writeFileSync(Path.join(dir, "config.yaml"), "memory:\n  enabled: false\ntitle:\n  enabled: false\n")
+      const server = yield* ScriptedChatServer.start([
+        { toolCalls: [{ name: "write_file", arguments: { path: "/mnt/user-data/workspace/n.md", content: "x" } }] },
+        "noted"
+      ])
+      const run = yield* antlerDone(dir, [
+        "run", "--base-url", server.url, "--api-key", "x", "--config", Path.join(dir, "config.yaml"), "/notes", "hi"
+      ])
+      assert.strictEqual(run.code, 0, run.stderr)
+      assert.include(run.stdout, "✦ Skill notes activated for this run.")
+      const warning = "The allowed-tools of the active skill notes names tool this agent does not have: web_zap."
+      assert.strictEqual(run.stdout.split(warning).length - 1, 1, run.stdout)
+      // the model was offered what the skill allows and the agent has
+      assert.deepStrictEqual(
+        server.requests[0]!.tools!.map((tool: any) => tool.function.name).sort(),
+        ["read_file", "write_file"]
+      )
+    })), SLOW)
+
   it.live("skills list shows what was found next to the config, enabled or not, and why a skill was rejected", () =>
     Effect.gen(function*() {
       const dir = tempDir("antler-skills-cli-")

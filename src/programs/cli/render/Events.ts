@@ -27,6 +27,7 @@ const quoted = (command: unknown) => `\`${oneLine(str(command) ?? "", 80)}\``
  * entry shows its `message` when it has one, else nothing (its raw form shows with `--verbose` and in `--json`).
  */
 export const EVENT_SENTENCES: Readonly<Record<string, EventSentence>> = {
+  skill_activation: (data) => `✦ Skill ${oneLine(str(data.name) ?? "", 80)} activated for this run.`,
   llm_retry: (data) => `↻ ${str(data.message) ?? "The model call failed; trying again."}`,
   llm_waiting: (data) => `… ${str(data.message) ?? "Still waiting for the model."}`,
   sandbox_audit: (data, { verbose }) => {
