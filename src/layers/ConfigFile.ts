@@ -109,7 +109,7 @@ export const interpolate = (
         }
         const found = lookup(name)
         if (found === undefined) {
-          issues.push({ path, message: `environment variable ${name} is not set (referenced as ${match})` })
+          issues.push({ path, message: `environment variable ${name} is not set` })
           return match
         }
         return found

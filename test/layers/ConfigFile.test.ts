@@ -108,8 +108,7 @@ describe("ConfigFile", () => {
       assert.strictEqual(error.reason, "env")
       assert.strictEqual(
         error.message,
-        `${file}: models[0].api_key: environment variable MISSING_KEY_FOR_TEST is not set ` +
-          `(referenced as \${MISSING_KEY_FOR_TEST})`
+        `${file}: models[0].api_key: environment variable MISSING_KEY_FOR_TEST is not set`
       )
     }))
 

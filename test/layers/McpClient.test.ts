@@ -108,7 +108,7 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
       const catalog = yield* mcp.catalog
       assert.deepStrictEqual(catalog.problems, [{
         server: "broken",
-        message: "MCP server 'broken': env.TOKEN: environment variable NOT_SET_ANYWHERE is not set (referenced as $NOT_SET_ANYWHERE)"
+        message: "MCP server 'broken': env.TOKEN: environment variable NOT_SET_ANYWHERE is not set"
       }])
       const getEnv = McpTools.tools(mcp, catalog.tools).find((t) => t.name === "everything_get-env")!
       const env = JSON.parse((yield* invoke(getEnv, {})).text)

@@ -66,12 +66,14 @@ export const report = (app: AppConfigService["Type"], model: string | undefined)
       const entry = known.get(definition.name)
       return entry === undefined ? { name: definition.name, source: "middleware", state: "available" } : { ...entry }
     })
+    // a server's problem is told once, under its server, not again among the warnings
+    const told = new Set(servers.flatMap((server) => server.problems))
     return {
       model: resolved.modelName,
       tools,
       missing: assembly.entries.filter((e) => e.state === "missing"),
-      servers,
-      warnings: [...resolved.warnings, ...assembly.warnings]
+      servers: servers.map((server) => ({ ...server, problems: [...new Set(server.problems)] })),
+      warnings: [...new Set([...resolved.warnings, ...assembly.warnings])].filter((warning) => !told.has(warning))
     } satisfies Report
   }).pipe(
     Effect.provide(

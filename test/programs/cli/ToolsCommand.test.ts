@@ -99,6 +99,30 @@ describe("antler tools list", () => {
     }), SLOW)
 })
 
+describe("an MCP server's missing environment variable", () => {
+  it.live("is told once, under its server, naming the variable", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-tools-env-")
+      const config = Path.join(dir, "config.yaml")
+      Fs.writeFileSync(config, "memory:\n  enabled: false\n")
+      Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
+        mcpServers: {
+          gh: {
+            type: "stdio",
+            command: process.execPath,
+            args: ["-e", "1"],
+            env: { GITHUB_TOKEN: "$NOT_SET_FOR_ANTLER" }
+          }
+        }
+      }))
+      const result = yield* antler(["tools", "list", "--config", config], dir)
+      assert.strictEqual(result.code, 0, result.stderr)
+      const told = "MCP server 'gh': env.GITHUB_TOKEN: environment variable NOT_SET_FOR_ANTLER is not set"
+      assert.strictEqual(`${result.stdout}${result.stderr}`.split(told).length - 1, 1, result.stdout)
+      assert.match(result.stdout, /gh\s+stdio\s+failed\n\s+MCP server 'gh': env\.GITHUB_TOKEN: environment variable/)
+    }), SLOW)
+})
+
 describe("configuration errors of models and tools", () => {
   it.live("an Anthropic-native model entry fails with the explained error and exit code 2; nothing runs", () =>
     Effect.gen(function*() {
