@@ -447,6 +447,8 @@ export const TracingConfig = Schema.Struct({
   /** The OTLP/HTTP traces endpoint. */
   otlp_endpoint: withDefault(BaseUrl, () => "http://localhost:4318/v1/traces"),
   service_name: withDefault(Schema.NonEmptyTrimmedString, () => "antler"),
+  /** `otlp` (to `otlp_endpoint`) or `console` (a line per span on stderr). */
+  exporter: withDefault(Schema.Literal("otlp", "console"), () => "otlp" as const),
   /** Extra headers of the export requests (an API key...): secrets, never printed. */
   headers: withDefault(Schema.Record({ key: Schema.String, value: Schema.Redacted(Schema.String) }), () => ({}))
 })

@@ -18,3 +18,12 @@ export const withSpanWhenTraced = <A, E, R>(
   options?: Tracer.SpanOptions
 ): Effect.Effect<A, E, R> =>
   Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, name, options))
+
+/** The name of the span a run is traced under (`Effect.withSpan` or `Stream.withSpan`, with `runSpanOptions`). */
+export const RUN_SPAN = "antler.run"
+
+/** The options of a run's span: the root of its own trace, with the given attributes (thread, run, model...). */
+export const runSpanOptions = (attributes: Readonly<Record<string, string>>): Tracer.SpanOptions => ({
+  root: true,
+  attributes
+})

@@ -10,8 +10,11 @@ import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as OtelTracing from "../../layers/OtelTracing.js"
 import { Memory } from "../../services/Memory.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
+import * as Tracing from "../../services/Tracing.js"
 import * as M from "../../state/Message.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
@@ -148,7 +151,12 @@ const command = Command.make(
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
-      const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+      const tracing = OtelTracing.settings(app.config.tracing)
+      const secrets = [
+        ...ToolAssembly.secrets(app.config),
+        ...yield* App.mcpSecrets(app),
+        ...OtelTracing.secrets(tracing)
+      ]
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()
@@ -182,7 +190,16 @@ const command = Command.make(
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
         const outcome = yield* Render.run(
           // the CLI's user owns the data directory: its runs are an admin's (see gateway/Auth.ts)
-          factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings, admin: true }),
+          factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings, admin: true }).pipe(
+            Stream.withSpan(
+              Tracing.RUN_SPAN,
+              Tracing.runSpanOptions({
+                "antler.thread_id": threadId,
+                "antler.run_id": runId,
+                "gen_ai.request.model": resolved.model?.model ?? choice.model
+              })
+            )
+          ),
           {
             json: args.json,
             threadId,
@@ -208,6 +225,8 @@ const command = Command.make(
       })
       const end = yield* program.pipe(
         Effect.provide(App.factoryLayer(app, choice, {}, redact)),
+        // spans are flushed when the run is over, before the process ends
+        Effect.provide(OtelTracing.layer(tracing)),
         CliCommand.withCleanLogs(redact, { quiet: !args.json && !args.verbose, home: app.home }),
         CliCommand.reportAgentFailures(app, redact, "error", "Invalid run settings")
       )

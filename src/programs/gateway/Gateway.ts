@@ -23,10 +23,12 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import type * as Stream from "node:stream"
+import * as OtelTracing from "../../layers/OtelTracing.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
+import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
@@ -78,29 +80,16 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
   return [
     ...config.gateway.auth.tokens.map((t) => Redacted.value(t.token)),
     ...(url === undefined ? [] : Redact.urlSecrets(Redacted.value(url))),
-    ...Object.values(config.tracing.headers).map(Redacted.value)
+    ...OtelTracing.secrets(OtelTracing.settings(config.tracing))
   ]
 }
 
 /**
- * The tracing layer of a configuration: OTLP/HTTP when `tracing.enabled` (or spans to `processor`, for tests),
- * else none. `@effect/opentelemetry` is an optional peer, loaded only then.
+ * The tracing layer of a configuration and the environment (see `OtelTracing`): OTLP/HTTP or the console when
+ * tracing is on, spans to `processor` (tests), else none.
  */
-export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> => {
-  if (processor === undefined && !config.tracing.enabled) return Layer.empty
-  const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(config.tracing.headers)) headers[name] = Redacted.value(value)
-  return Layer.unwrapEffect(Effect.promise(async () => {
-    const NodeSdk = await import("@effect/opentelemetry/NodeSdk")
-    const spanProcessor = processor ?? await (async () => {
-      const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http")
-      const { BatchSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
-      return new BatchSpanProcessor(new OTLPTraceExporter({ url: config.tracing.otlp_endpoint, headers }))
-    })()
-    const resource = { serviceName: config.tracing.service_name }
-    return Layer.discard(NodeSdk.layer(() => ({ resource, spanProcessor })))
-  }))
-}
+export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> =>
+  OtelTracing.layer(OtelTracing.settings(config.tracing), processor)
 
 /** Options of the gateway. */
 export interface Options {
@@ -177,16 +166,13 @@ const makeServer = (): Http.Server => {
 
 /** The span every run is traced under: the root of its own trace, with the thread, run and model. */
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
-  Effect.withSpan(effect, "antler.run", {
-    root: true,
-    attributes: {
-      "antler.thread_id": run.threadId,
-      "antler.run_id": run.runId,
-      "antler.user_id": run.userId,
-      "antler.assistant_id": run.assistantId,
-      ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
-    }
-  })
+  Effect.withSpan(effect, Tracing.RUN_SPAN, Tracing.runSpanOptions({
+    "antler.thread_id": run.threadId,
+    "antler.run_id": run.runId,
+    "antler.user_id": run.userId,
+    "antler.assistant_id": run.assistantId,
+    ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
+  }))
 
 /**
  * The gateway: its HTTP server (read its address from `HttpServer.HttpServer`), the run manager and the store.
