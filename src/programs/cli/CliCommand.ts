@@ -298,16 +298,22 @@ const realpath = (path: string): string | undefined => {
 }
 
 /**
- * How the user runs this Antler here, for the hints commands print: `antler` when the `antler` on the PATH is
- * this one (a global install or `npm link`), else `npx antler` inside the package's directory (a clone), else
- * `node <path>/bin/antler.js`.
+ * The PATH entries npm adds for a command it runs (`npx`, `npm run`): a `node_modules/.bin` or npx's own cache.
+ * The user's shell has none of them, so an `antler` found there is not one they can type.
+ */
+const npmAdded = (dir: string) => /(^|[\\/])node_modules[\\/]\.bin[\\/]?$|[\\/]_npx[\\/]/.test(dir)
+
+/**
+ * How the user runs this Antler here, for the hints commands print: `antler` when the `antler` on the user's
+ * PATH is this one (a global install or `npm link`), else `npx antler` inside the package's directory (a clone,
+ * where `prepare` linked it into node_modules/.bin), else `node <path>/bin/antler.js`.
  */
 export const invocation = (env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): string => {
   const bin = Path.join(PACKAGE_ROOT, "bin", "antler.js")
   const real = realpath(bin)
   if (real !== undefined) {
     for (const dir of (env.PATH ?? "").split(Path.delimiter)) {
-      if (dir !== "" && realpath(Path.join(dir, "antler")) === real) return "antler"
+      if (dir !== "" && !npmAdded(dir) && realpath(Path.join(dir, "antler")) === real) return "antler"
     }
   }
   const inside = Path.relative(PACKAGE_ROOT, cwd)

@@ -19,7 +19,7 @@ import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as SandboxAudit from "../../../src/middleware/SandboxAudit.js"
 import * as App from "../../../src/programs/App.js"
 import * as Cli from "../../../src/programs/cli/Cli.js"
-import type * as CliCommand from "../../../src/programs/cli/CliCommand.js"
+import * as CliCommand from "../../../src/programs/cli/CliCommand.js"
 import * as Demo from "../../../src/programs/cli/Demo.js"
 import * as Render from "../../../src/programs/cli/Render.js"
 import { ModelConfig } from "../../../src/services/AppConfig.js"
@@ -445,6 +445,34 @@ describe("options in any order", () => {
         assert.strictEqual(user, "hi there", options.join(" "))
       }
     })), SLOW)
+})
+
+describe("the command the hints name", () => {
+  it("after npm ci, npx antler in the clone finds the clone's own antler (no install into npx's cache)", () => {
+    // prepare links it; without the link npx installed and built the clone again, for half a minute or more
+    assert.strictEqual(
+      Fs.realpathSync(Path.join(ROOT, "node_modules/.bin/antler")),
+      Fs.realpathSync(Path.join(ROOT, "bin/antler.js"))
+    )
+  })
+
+  it("is antler only when the user's own PATH has this antler, not when npm put it there for one command", () => {
+    const dir = tempDir("antler-path-")
+    const linkIn = (folder: string) => {
+      Fs.mkdirSync(folder, { recursive: true })
+      Fs.symlinkSync(Path.join(ROOT, "bin/antler.js"), Path.join(folder, "antler"))
+      return folder
+    }
+    const npxCache = linkIn(Path.join(dir, ".npm/_npx/0123abcd/node_modules/.bin"))
+    const local = linkIn(Path.join(dir, "clone/node_modules/.bin"))
+    const global = linkIn(Path.join(dir, "usr/local/bin"))
+    assert.strictEqual(CliCommand.invocation({ PATH: [npxCache, local].join(Path.delimiter) }, ROOT), "npx antler")
+    assert.strictEqual(CliCommand.invocation({ PATH: [npxCache, global].join(Path.delimiter) }, ROOT), "antler")
+    assert.strictEqual(
+      CliCommand.invocation({ PATH: local }, dir),
+      `node ${Path.join(ROOT, "bin", "antler.js")}`
+    )
+  })
 })
 
 describe("configuration warnings", () => {
