@@ -1,0 +1,223 @@
+/**
+ * The scheduler of the gateway: it runs each scheduled task's prompt as an ordinary run of the agent (a
+ * `run_end`, the thread readable as any other) when its schedule says, and when its user triggers it.
+ *
+ * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is
+ * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
+ * its run. A tick missed while no gateway was running is run once when one starts, and the next is counted from
+ * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
+ * `failed`; a paused task's ticks are not run. A task has one run at a time: a tick that comes while its previous
+ * run is still going is recorded `skipped`; a manual trigger then is refused (409).
+ *
+ * How a run is started and how its end is read is the gateway's (`Launcher`); what is recorded is the store's.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Crypto from "node:crypto"
+import type { StoreError } from "../../../services/RunContext.js"
+import * as Schedules from "./Schedules.js"
+import type { Task, TaskRun } from "./TaskStore.js"
+import { TaskStore } from "./TaskStore.js"
+
+/** How a run of a task ended. */
+export interface Outcome {
+  readonly status: "success" | "failed" | "interrupted"
+  readonly error: string | null
+}
+
+/** A run the launcher started: its id, its thread (as the task's user's client names it), and its end. */
+export interface Launched {
+  readonly runId: string
+  readonly threadId: string
+  readonly done: Effect.Effect<Outcome>
+}
+
+/** How the gateway starts a task's run, and reads how a run of an earlier process ended. */
+export interface Launcher {
+  /** Starts the task's prompt as a run on its thread (a new thread of its user for `fresh_thread_per_run`). */
+  readonly start: (task: Task) => Effect.Effect<Launched, { readonly message: string }>
+  /** How run `runId` ended, or none while it has not (or is not known). */
+  readonly outcome: (runId: string) => Effect.Effect<Option.Option<Outcome>>
+}
+
+/** What a trigger did. */
+export type Dispatched =
+  | { readonly outcome: "launched"; readonly run: TaskRun }
+  | { readonly outcome: "conflict"; readonly error: string }
+  | { readonly outcome: "failed"; readonly error: string }
+
+/** The scheduler. */
+export interface Service {
+  /** Runs the user's task now (DeerFlow's trigger). */
+  readonly trigger: (task: Task) => Effect.Effect<Dispatched, StoreError>
+  /** Claims and starts every due tick once (what each poll does). */
+  readonly tick: Effect.Effect<void, StoreError>
+}
+
+/** The scheduler service. */
+export class Scheduler extends Context.Tag("antler/gateway/Scheduler")<Scheduler, Service>() {}
+
+/** Options of the scheduler. */
+export interface Options {
+  /** Seconds between polls (default 10); 0 turns the poller off (triggers still run). */
+  readonly pollSeconds?: number | undefined
+  /** Ticks taken per poll at most (default 20). */
+  readonly batch?: number | undefined
+}
+
+/** The error of a tick that came while the task's previous run was still going. */
+export const ACTIVE_RUN = "task already has an active run"
+
+/** The error of a run a previous gateway process started and did not see end. */
+export const INTERRUPTED = "the gateway stopped before the run ended"
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+/** The scheduler over the task store and a launcher; its poller and run watchers end with its scope. */
+export const make = (launcher: Launcher, options: Options = {}) =>
+  Effect.gen(function*() {
+    const store = yield* TaskStore
+    const watchers = yield* FiberSet.make()
+    const pollSeconds = options.pollSeconds ?? 10
+    const batch = options.batch ?? 20
+    const now = Clock.currentTimeMillis
+
+    /** Records a run's end, and a `once` task's end with it. */
+    const finish = (task: Task, runId: string, outcome: Outcome) =>
+      Effect.gen(function*() {
+        const at = iso(yield* now)
+        yield* store.updateRun(runId, { status: outcome.status, error: outcome.error, finished_at: at })
+        const current = yield* store.get(task.id, task.user_id)
+        if (Option.isNone(current)) return
+        yield* store.update(task.id, task.user_id, {
+          last_error: outcome.status === "success" ? null : outcome.error,
+          ...(current.value.schedule_type === "once" && current.value.status === "running"
+            ? { status: outcome.status === "success" ? "completed" : "failed" }
+            : {})
+        }, at)
+      })
+
+    /** Whether the task has a run still going. */
+    const busy = (task: Task) =>
+      Effect.map(store.runs(task.id, 1, 0), (runs) => runs[0]?.status === "queued" || runs[0]?.status === "running")
+
+    const dispatch = (task: Task, trigger: TaskRun["trigger"], scheduledFor: number) =>
+      Effect.gen(function*() {
+        const started = yield* now
+        const base = {
+          id: `task-run-${Crypto.randomUUID().replace(/-/g, "")}`,
+          task_id: task.id,
+          user_id: task.user_id,
+          scheduled_for: iso(scheduledFor),
+          trigger,
+          created_at: iso(started)
+        }
+        if (yield* busy(task)) {
+          if (trigger === "scheduled") {
+            yield* store.addRun({
+              ...base,
+              thread_id: task.thread_id ?? "",
+              run_id: null,
+              status: "skipped",
+              error: ACTIVE_RUN,
+              started_at: null,
+              finished_at: iso(started)
+            })
+          }
+          return { outcome: "conflict", error: ACTIVE_RUN } as Dispatched
+        }
+        const launched = yield* Effect.either(launcher.start(task))
+        if (Either.isLeft(launched)) {
+          const error = launched.left.message
+          yield* store.addRun({
+            ...base,
+            thread_id: task.thread_id ?? "",
+            run_id: null,
+            status: "failed",
+            error,
+            started_at: null,
+            finished_at: iso(started)
+          })
+          yield* store.update(task.id, task.user_id, {
+            last_error: error,
+            last_run_at: iso(started),
+            ...(task.schedule_type === "once" && trigger === "scheduled" ? { status: "failed" as const } : {})
+          }, iso(started))
+          return { outcome: "failed", error } as Dispatched
+        }
+        const { done, runId, threadId } = launched.right
+        const run: TaskRun = {
+          ...base,
+          thread_id: threadId,
+          run_id: runId,
+          status: "running",
+          error: null,
+          started_at: iso(started),
+          finished_at: null
+        }
+        yield* store.addRun(run)
+        yield* store.update(task.id, task.user_id, {
+          last_run_at: iso(started),
+          last_run_id: runId,
+          last_thread_id: threadId,
+          last_error: null,
+          run_count: task.run_count + 1,
+          ...(task.schedule_type === "once" ? { status: "running" as const, next_run_at: null } : {})
+        }, iso(started))
+        yield* FiberSet.run(
+          watchers,
+          Effect.flatMap(done, (outcome) => finish(task, run.id, outcome)).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning(`scheduled task ${task.id}: recording its run's end failed`, cause))
+          )
+        )
+        return { outcome: "launched", run } as Dispatched
+      })
+
+    const tick: Service["tick"] = Effect.gen(function*() {
+      const at = yield* now
+      for (const task of yield* store.due(at, batch)) {
+        const next = task.schedule_type === "once"
+          ? null
+          : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
+        // a `once` task is taken as running; a cron task stays enabled with its next tick
+        const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
+        if (!claimed) continue
+        yield* dispatch(task, "scheduled", task.next_run_at ?? at)
+      }
+    })
+
+    /** The runs an earlier process left going: recorded as they ended (the thread store knows), or interrupted. */
+    const reconcile = Effect.gen(function*() {
+      for (const run of yield* store.unfinishedRuns) {
+        const ended = run.run_id === null ? Option.none<Outcome>() : yield* launcher.outcome(run.run_id)
+        const outcome = Option.getOrElse(ended, (): Outcome => ({ status: "interrupted", error: INTERRUPTED }))
+        if (Option.isNone(ended) && run.run_id !== null) continue
+        const task = yield* store.get(run.task_id, run.user_id)
+        if (Option.isSome(task)) yield* finish(task.value, run.id, outcome)
+        else yield* store.updateRun(run.id, { status: outcome.status, error: outcome.error, finished_at: iso(yield* now) })
+      }
+    })
+
+    yield* reconcile.pipe(Effect.catchAll((error) => Effect.logWarning(`scheduled tasks: ${error.message}`)))
+    if (pollSeconds > 0) {
+      yield* Effect.forkScoped(
+        tick.pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("scheduled tasks: a poll failed", cause)),
+          Effect.repeat(Schedule.spaced(`${pollSeconds} seconds`))
+        )
+      )
+    }
+
+    const trigger: Service["trigger"] = (task) => Effect.flatMap(now, (at) => dispatch(task, "manual", at))
+    return Scheduler.of({ trigger, tick })
+  })
+
+/** The scheduler layer. */
+export const layer = (launcher: Launcher, options: Options = {}): Layer.Layer<Scheduler, never, TaskStore> =>
+  Layer.scoped(Scheduler, make(launcher, options))
