@@ -103,9 +103,20 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         }, at)
       })
 
-    /** Whether the task has a run still going. */
+    /**
+     * Whether the task has a run still going. A run recorded as going whose end the thread store knows (its
+     * process stopped before recording it) is recorded now, and is not going.
+     */
     const busy = (task: Task) =>
-      Effect.map(store.runs(task.id, 1, 0), (runs) => runs[0]?.status === "queued" || runs[0]?.status === "running")
+      Effect.gen(function*() {
+        const last = (yield* store.runs(task.id, 1, 0))[0]
+        if (last === undefined || (last.status !== "queued" && last.status !== "running")) return false
+        if (last.run_id === null) return true
+        const ended = yield* launcher.outcome(last.run_id)
+        if (Option.isNone(ended)) return true
+        yield* finish(task, last.id, ended.value)
+        return false
+      })
 
     const dispatch = (task: Task, trigger: TaskRun["trigger"], scheduledFor: number) =>
       Effect.gen(function*() {
