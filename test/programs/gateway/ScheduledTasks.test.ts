@@ -23,11 +23,17 @@ afterAll(async () => {
   for (const gateway of gateways) await gateway.stop()
 })
 
-const start = async (home?: string) => {
+const start = async (home?: string, pollSeconds = 10) => {
   const gateway = await Support.start({
     script,
     ...(home === undefined ? {} : { home }),
-    config: { gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
+    config: {
+      gateway: {
+        heartbeat_seconds: 1,
+        scheduler_poll_seconds: pollSeconds,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+      }
+    }
   })
   gateways.push(gateway)
   return gateway
@@ -117,6 +123,37 @@ describe("scheduled tasks over HTTP", () => {
     assert.strictEqual(after.last_thread_id, run.thread_id)
     assert.strictEqual(after.status, "enabled")
     assert.strictEqual(after.next_run_at, task.next_run_at)
+  })
+
+  it("the gateway's poller runs a once task at its time, on the user's thread, and the task ends completed", async () => {
+    const gateway = await start(undefined, 1)
+    const alice = as(gateway, ALICE)
+    await alice("POST", "/api/threads", { thread_id: "daily-notes" })
+    const runAt = new Date(Date.now() + 1500).toISOString()
+    const task = (await alice("POST", "/api/scheduled-tasks", {
+      ...trending,
+      context_mode: "reuse_thread",
+      thread_id: "daily-notes",
+      schedule_type: "once",
+      schedule_spec: { run_at: runAt },
+      timezone: "UTC"
+    })).body
+    assert.strictEqual(task.status, "enabled")
+    const done = await until(async () => {
+      const current = (await alice("GET", `/api/scheduled-tasks/${task.id}`)).body
+      return current.status === "completed" ? current : undefined
+    }, "the once task runs and completes")
+    assert.isNull(done.next_run_at)
+    assert.strictEqual(done.run_count, 1)
+    assert.strictEqual(done.last_thread_id, "daily-notes")
+    const runs = (await alice("GET", `/api/scheduled-tasks/${task.id}/runs`)).body
+    assert.deepStrictEqual(runs.map((r: any) => [r.trigger, r.status, r.thread_id, r.scheduled_for]), [
+      ["scheduled", "success", "daily-notes", runAt]
+    ])
+    const state = await alice("GET", "/api/threads/daily-notes/state")
+    assert.strictEqual(Support.visible(state.body.values.messages).at(-1).content, "Top repositories today: antler.")
+    // the poller ran it once: one run on the thread
+    assert.strictEqual((await alice("GET", "/api/threads/daily-notes/runs")).body.length, 1)
   })
 
   it("refuses schedules and bodies that are not ones, saying what is wrong", async () => {
