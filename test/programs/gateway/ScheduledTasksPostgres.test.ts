@@ -29,9 +29,9 @@ describe.skipIf("skip" in pg)("scheduled tasks on gateways sharing a PostgreSQL 
   it("a task made on one is seen on the other, and each tick runs once between them", async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
     const config = { database: { url }, gateway: { heartbeat_seconds: 1, scheduler_poll_seconds: 1 } }
-    const a = await Support.start({ script: "Scheduled answer.", config })
+    const a = await Support.start({ script: () => "Scheduled answer.", config })
     gateways.push(a)
-    const b = await Support.start({ script: "Scheduled answer.", config })
+    const b = await Support.start({ script: () => "Scheduled answer.", config })
     gateways.push(b)
 
     const runAt = new Date(Date.now() + 2000).toISOString()
