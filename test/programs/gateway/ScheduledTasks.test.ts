@@ -156,6 +156,24 @@ describe("scheduled tasks over HTTP", () => {
     assert.strictEqual((await alice("GET", "/api/threads/daily-notes/runs")).body.length, 1)
   })
 
+  it("a task has one run at a time: of two triggers at once, one runs and the other is refused (409)", async () => {
+    const gateway = await start()
+    const alice = as(gateway, ALICE)
+    const task = (await alice("POST", "/api/scheduled-tasks", trending)).body
+    const answers = await Promise.all([1, 2, 3].map(() => alice("POST", `/api/scheduled-tasks/${task.id}/trigger`)))
+    assert.deepStrictEqual(answers.map((a) => a.status).sort(), [200, 409, 409], JSON.stringify(answers))
+    const refusal = answers.find((a) => a.status === 409)!.body
+    assert.match(refusal.detail, /task already has an active run/)
+    const runs = await until(async () => {
+      const found = (await alice("GET", `/api/scheduled-tasks/${task.id}/runs`)).body
+      return found.every((r: any) => r.status !== "running" && r.status !== "queued") ? found : undefined
+    }, "the run ends")
+    assert.deepStrictEqual(runs.map((r: any) => r.status), ["success"])
+    assert.strictEqual((await alice("GET", `/api/scheduled-tasks/${task.id}`)).body.run_count, 1)
+    // once it ended, the task runs again
+    assert.strictEqual((await alice("POST", `/api/scheduled-tasks/${task.id}/trigger`)).status, 200)
+  })
+
   it("refuses schedules and bodies that are not ones, saying what is wrong", async () => {
     const gateway = await start()
     const alice = as(gateway, ALICE)

@@ -206,6 +206,66 @@ describe("the scheduler on TestClock", () => {
       assert.strictEqual(yield* Queue.size(started), 0)
     }))
 
+  it.scoped("of two triggers at once (two processes), one starts a run and the other is refused", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const file = Path.join(Support.tempDir("antler-sched-"), "antler.sqlite")
+      const one = yield* sqliteStore(file)
+      const two = yield* sqliteStore(file)
+      yield* one.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
+      const { end, launcher, started } = yield* recording
+      // the runs take a while to start: both triggers are past their checks before either has started one
+      const gate = yield* Deferred.make<void>()
+      const slow: Scheduler.Launcher = { ...launcher, start: (t) => Effect.zipRight(Deferred.await(gate), launcher.start(t)) }
+      const a = yield* schedulerOn(one, slow)
+      const b = yield* schedulerOn(two, slow)
+      const report = yield* get(one, "report")
+      const both = yield* Effect.fork(Effect.all([a.scheduler.trigger(report), b.scheduler.trigger(report)], { concurrency: 2 }))
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      yield* Deferred.succeed(gate, undefined)
+      const outcomes = yield* Effect.flatMap(Effect.fromFiber(both), (results) => Effect.succeed(results.map((r) => r.outcome)))
+      assert.deepStrictEqual([...outcomes].sort(), ["conflict", "launched"])
+      const runs = yield* Queue.takeAll(started)
+      assert.strictEqual(runs.length, 1)
+      assert.deepStrictEqual((yield* one.runs("report", 10, 0)).map((r) => [r.trigger, r.status, r.run_id]), [
+        ["manual", "running", [...runs][0]!.runId]
+      ])
+      yield* end([...runs][0]!.runId)
+    }))
+
+  it.scoped("a run its process admitted but never started holds the task a minute at most, then is recorded interrupted", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      yield* store.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
+      const admitted = {
+        id: "task-run-left",
+        task_id: "report",
+        user_id: "alice",
+        thread_id: "",
+        run_id: null,
+        scheduled_for: new Date(T0).toISOString(),
+        trigger: "manual" as const,
+        status: "queued" as const,
+        error: null,
+        started_at: null,
+        finished_at: null,
+        created_at: new Date(T0).toISOString()
+      }
+      assert.isTrue(yield* store.addRun(admitted))
+      const { launcher, started } = yield* recording
+      const { scheduler } = yield* schedulerOn(store, launcher)
+      const report = yield* get(store, "report")
+      // a moment later its process may still be starting it
+      yield* TestClock.setTime(T0 + 10_000)
+      assert.deepStrictEqual(yield* scheduler.trigger(report), { outcome: "conflict", error: Scheduler.ACTIVE_RUN })
+      yield* TestClock.setTime(T0 + Scheduler.STALE_QUEUED_MS + 1)
+      assert.strictEqual((yield* scheduler.trigger(report)).outcome, "launched")
+      assert.strictEqual((yield* Queue.take(started)).task, "report")
+      const runs = yield* store.runs("report", 10, 0)
+      assert.deepStrictEqual(runs.map((r) => [r.id === admitted.id, r.status]), [[false, "running"], [true, "interrupted"]])
+    }))
+
   for (const kind of ["SQLite", "PostgreSQL"] as const) {
     it.scoped.skipIf(kind === "PostgreSQL" && "skip" in pg)(
       `two schedulers sharing one ${kind} database (two gateway processes) run each tick once`,

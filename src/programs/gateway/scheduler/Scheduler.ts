@@ -6,8 +6,10 @@
  * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
  * its run. A tick missed while no gateway was running is run once when one starts, and the next is counted from
  * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
- * `failed`; a paused task's ticks are not run. A task has one run at a time: a tick that comes while its previous
- * run is still going is recorded `skipped`; a manual trigger then is refused (409).
+ * `failed`; a paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is
+ * admitted (recorded `queued`, a unique index allowing one such row per task) before it starts; a tick that comes
+ * while the previous run is going is recorded `skipped`, a manual trigger then is refused (409). A run an earlier
+ * process left going is settled as the thread store recorded its end (or `interrupted`, when it never started).
  *
  * How a run is started and how its end is read is the gateway's (`Launcher`); what is recorded is the store's.
  */
@@ -74,6 +76,12 @@ export interface Options {
 /** The error of a tick that came while the task's previous run was still going. */
 export const ACTIVE_RUN = "task already has an active run"
 
+/**
+ * How long a run admitted but not started (its process stopped in between, a moment's work) holds its task: after
+ * this it is recorded interrupted.
+ */
+export const STALE_QUEUED_MS = 60_000
+
 /** The error of a run a previous gateway process started and did not see end. */
 export const INTERRUPTED = "the gateway stopped before the run ended"
 
@@ -104,17 +112,27 @@ export const make = (launcher: Launcher, options: Options = {}) =>
       })
 
     /**
+     * How a run recorded as going has ended, if it has: as the thread store says, or interrupted when its process
+     * never started it (admitted over `STALE_QUEUED_MS` ago and still without a run).
+     */
+    const endOf = (run: TaskRun) =>
+      Effect.gen(function*() {
+        if (run.run_id !== null) return yield* launcher.outcome(run.run_id)
+        const stale = (yield* now) - Date.parse(run.created_at) > STALE_QUEUED_MS
+        return stale ? Option.some<Outcome>({ status: "interrupted", error: INTERRUPTED }) : Option.none<Outcome>()
+      })
+
+    /**
      * Whether the task has a run still going. A run recorded as going whose end the thread store knows (its
      * process stopped before recording it) is recorded now, and is not going.
      */
     const busy = (task: Task) =>
       Effect.gen(function*() {
-        const last = (yield* store.runs(task.id, 1, 0))[0]
-        if (last === undefined || (last.status !== "queued" && last.status !== "running")) return false
-        if (last.run_id === null) return true
-        const ended = yield* launcher.outcome(last.run_id)
+        const found = yield* store.active(task.id)
+        if (Option.isNone(found)) return false
+        const ended = yield* endOf(found.value)
         if (Option.isNone(ended)) return true
-        yield* finish(task, last.id, ended.value)
+        yield* finish(task, found.value.id, ended.value)
         return false
       })
 
@@ -129,32 +147,39 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           trigger,
           created_at: iso(started)
         }
+        const skipped = trigger === "scheduled"
+          ? store.addRun({
+            ...base,
+            thread_id: task.thread_id ?? "",
+            run_id: null,
+            status: "skipped",
+            error: ACTIVE_RUN,
+            started_at: null,
+            finished_at: iso(started)
+          })
+          : Effect.void
         if (yield* busy(task)) {
-          if (trigger === "scheduled") {
-            yield* store.addRun({
-              ...base,
-              thread_id: task.thread_id ?? "",
-              run_id: null,
-              status: "skipped",
-              error: ACTIVE_RUN,
-              started_at: null,
-              finished_at: iso(started)
-            })
-          }
+          yield* skipped
+          return { outcome: "conflict", error: ACTIVE_RUN } as Dispatched
+        }
+        // admitted as the task's one active run before it starts: of two processes asking at once, one is
+        const admitted = yield* store.addRun({
+          ...base,
+          thread_id: task.thread_id ?? "",
+          run_id: null,
+          status: "queued",
+          error: null,
+          started_at: null,
+          finished_at: null
+        })
+        if (!admitted) {
+          yield* skipped
           return { outcome: "conflict", error: ACTIVE_RUN } as Dispatched
         }
         const launched = yield* Effect.either(launcher.start(task))
         if (Either.isLeft(launched)) {
           const error = launched.left.message
-          yield* store.addRun({
-            ...base,
-            thread_id: task.thread_id ?? "",
-            run_id: null,
-            status: "failed",
-            error,
-            started_at: null,
-            finished_at: iso(started)
-          })
+          yield* store.updateRun(base.id, { status: "failed", error, finished_at: iso(started) })
           yield* store.update(task.id, task.user_id, {
             last_error: error,
             last_run_at: iso(started),
@@ -172,13 +197,13 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           started_at: iso(started),
           finished_at: null
         }
-        yield* store.addRun(run)
+        yield* store.updateRun(run.id, { status: "running", thread_id: threadId, run_id: runId, started_at: run.started_at })
         yield* store.update(task.id, task.user_id, {
           last_run_at: iso(started),
           last_run_id: runId,
           last_thread_id: threadId,
           last_error: null,
-          run_count: task.run_count + 1,
+          run_count: yield* store.launched(task.id),
           ...(task.schedule_type === "once" ? { status: "running" as const, next_run_at: null } : {})
         }, iso(started))
         yield* FiberSet.run(
@@ -206,12 +231,11 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     /** The runs an earlier process left going: recorded as they ended (the thread store knows), or interrupted. */
     const reconcile = Effect.gen(function*() {
       for (const run of yield* store.unfinishedRuns) {
-        const ended = run.run_id === null ? Option.none<Outcome>() : yield* launcher.outcome(run.run_id)
-        const outcome = Option.getOrElse(ended, (): Outcome => ({ status: "interrupted", error: INTERRUPTED }))
-        if (Option.isNone(ended) && run.run_id !== null) continue
+        const ended = yield* endOf(run)
+        if (Option.isNone(ended)) continue
         const task = yield* store.get(run.task_id, run.user_id)
-        if (Option.isSome(task)) yield* finish(task.value, run.id, outcome)
-        else yield* store.updateRun(run.id, { status: outcome.status, error: outcome.error, finished_at: iso(yield* now) })
+        if (Option.isSome(task)) yield* finish(task.value, run.id, ended.value)
+        else yield* store.updateRun(run.id, { status: ended.value.status, error: ended.value.error, finished_at: iso(yield* now) })
       }
     })
 

@@ -79,7 +79,7 @@ export interface TaskRun {
 export type TaskPatch = Partial<Omit<Task, "id" | "user_id" | "created_at" | "updated_at">>
 
 /** What of a task run may change. */
-export type TaskRunPatch = Partial<Pick<TaskRun, "run_id" | "status" | "error" | "started_at" | "finished_at">>
+export type TaskRunPatch = Partial<Pick<TaskRun, "thread_id" | "run_id" | "status" | "error" | "started_at" | "finished_at">>
 
 /** The store of scheduled tasks. Every operation on a task names its user: another user's task is none. */
 export interface Service {
@@ -99,10 +99,18 @@ export interface Service {
    * one did first. Whether this caller took it.
    */
   readonly claim: (task: Task, next: number | null, status: TaskStatus, now: string) => Effect.Effect<boolean, StoreError>
-  readonly addRun: (run: TaskRun) => Effect.Effect<void, StoreError>
+  /**
+   * Records a run of a task; a `queued` or `running` one only when the task has none of those (one run at a time,
+   * across processes: a unique index). Whether it was recorded.
+   */
+  readonly addRun: (run: TaskRun) => Effect.Effect<boolean, StoreError>
+  /** How many runs of the task were started. */
+  readonly launched: (taskId: string) => Effect.Effect<number, StoreError>
   readonly updateRun: (id: string, patch: TaskRunPatch) => Effect.Effect<void, StoreError>
   /** A task's runs, newest first. */
   readonly runs: (taskId: string, limit: number, offset: number) => Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
+  /** The task's run still `queued` or `running`, if it has one. */
+  readonly active: (taskId: string) => Effect.Effect<Option.Option<TaskRun>, StoreError>
   /** Runs of every task still `queued` or `running` (for the bookkeeping after a restart). */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
 }
@@ -150,7 +158,10 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     created_at TEXT NOT NULL
   )`,
   `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_task ON antler_scheduled_task_runs (task_id, created_at)`,
-  `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_status ON antler_scheduled_task_runs (status)`
+  `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_status ON antler_scheduled_task_runs (status)`,
+  // a task's one active run: a second is not recorded, so it is not started (whichever process asks)
+  `CREATE UNIQUE INDEX IF NOT EXISTS antler_scheduled_task_runs_active ON antler_scheduled_task_runs (task_id)
+    WHERE status IN ('queued', 'running')`
 ]
 
 const Text = Schema.String
@@ -313,9 +324,10 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
             (rows) => rows.length === 1
           ),
       addRun: (run) =>
-        Effect.asVoid(sql.query(
+        Effect.map(sql.query(
           "INSERT INTO antler_scheduled_task_runs (id, task_id, user_id, thread_id, run_id, scheduled_for, " +
-            "trigger_kind, status, error, started_at, finished_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "trigger_kind, status, error, started_at, finished_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) " +
+            "ON CONFLICT DO NOTHING RETURNING id",
           [
             run.id,
             run.task_id,
@@ -330,7 +342,12 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
             run.finished_at,
             run.created_at
           ]
-        )),
+        ), (rows) => rows.length === 1),
+      launched: (taskId) =>
+        Effect.map(
+          sql.query("SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE task_id = ? AND run_id IS NOT NULL", [taskId]),
+          (rows) => Number(rows[0]?.n ?? 0)
+        ),
       updateRun: (id, patch) => {
         const entries = Object.entries(patch).filter(([, value]) => value !== undefined)
         if (entries.length === 0) return Effect.void
@@ -343,6 +360,11 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
         Effect.flatMap(
           sql.query(`${RUNS} WHERE task_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, [taskId, limit, offset]),
           runsOf
+        ),
+      active: (taskId) =>
+        Effect.map(
+          Effect.flatMap(sql.query(`${RUNS} WHERE task_id = ? AND status IN ('queued', 'running')`, [taskId]), runsOf),
+          (runs) => Option.fromNullable(runs[0])
         ),
       unfinishedRuns: Effect.flatMap(sql.query(`${RUNS} WHERE status IN ('queued', 'running')`, []), runsOf)
     }
