@@ -266,6 +266,37 @@ describe("the scheduler on TestClock", () => {
       assert.deepStrictEqual(runs.map((r) => [r.id === admitted.id, r.status]), [[false, "running"], [true, "interrupted"]])
     }))
 
+  it.scoped("one user's tasks have at most maxActivePerUser runs going; another user's are not held by them", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      for (let i = 0; i < 4; i++) yield* store.create(task(`alice-${i}`, "cron", { cron: "* * * * *" }, T0))
+      yield* store.create({ ...task("bob-0", "cron", { cron: "* * * * *" }, T0), user_id: "bob" })
+      const { end, launcher, started } = yield* recording
+      const { scheduler } = yield* schedulerOn(store, launcher)
+      yield* TestClock.setTime(T0 + MINUTE)
+      yield* scheduler.tick
+      const runs = [...(yield* Queue.takeAll(started))]
+      assert.deepStrictEqual(runs.map((r) => r.task).sort(), ["alice-0", "alice-1", "alice-2", "bob-0"])
+      // alice's fourth waits, still due at 00:01; a trigger of it is refused
+      assert.deepStrictEqual(yield* store.runs("alice-3", 10, 0), [])
+      assert.strictEqual((yield* get(store, "alice-3")).next_run_at, T0 + MINUTE)
+      assert.deepStrictEqual(yield* scheduler.trigger(yield* get(store, "alice-3")), {
+        outcome: "conflict",
+        error: Scheduler.USER_LIMIT
+      })
+      // one of alice's runs ends: the waiting tick runs at the next poll, late, and the next counts from then
+      yield* end(runs.find((r) => r.task === "alice-0")!.runId)
+      for (let i = 0; i < 100 && (yield* store.activeOfUser("alice")) === 3; i++) yield* Effect.yieldNow()
+      yield* TestClock.setTime(T0 + MINUTE + 10_000)
+      yield* scheduler.tick
+      assert.deepStrictEqual([...(yield* Queue.takeAll(started))].map((r) => r.task), ["alice-3"])
+      assert.deepStrictEqual((yield* store.runs("alice-3", 10, 0)).map((r) => r.scheduled_for), [
+        new Date(T0 + MINUTE).toISOString()
+      ])
+      assert.strictEqual((yield* get(store, "alice-3")).next_run_at, T0 + 2 * MINUTE)
+    }))
+
   for (const kind of ["SQLite", "PostgreSQL"] as const) {
     it.scoped.skipIf(kind === "PostgreSQL" && "skip" in pg)(
       `two schedulers sharing one ${kind} database (two gateway processes) run each tick once`,
@@ -281,7 +312,10 @@ describe("the scheduler on TestClock", () => {
           const opener = yield* open
           const one = yield* opener()
           const two = yield* opener()
-          for (let i = 0; i < 10; i++) yield* one.create(task(`t${i}`, "cron", { cron: "* * * * *" }, T0))
+          // (each of its own user: a user has at most three runs going)
+          for (let i = 0; i < 10; i++) {
+            yield* one.create({ ...task(`t${i}`, "cron", { cron: "* * * * *" }, T0), user_id: `user-${i}` })
+          }
           const { end, launcher, started } = yield* recording
           const a = yield* schedulerOn(one, launcher)
           const b = yield* schedulerOn(two, launcher)

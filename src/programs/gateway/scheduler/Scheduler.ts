@@ -71,7 +71,16 @@ export interface Options {
   readonly pollSeconds?: number | undefined
   /** Ticks taken per poll at most (default 20). */
   readonly batch?: number | undefined
+  /**
+   * Runs of one user's tasks going at once at most (default 3): a tick beyond it waits (stays due) until one of
+   * them ends, a trigger is refused (409), so one user's tasks cannot take the server. Counted before each start:
+   * processes starting runs of one user at the same moment may pass it by one each.
+   */
+  readonly maxActivePerUser?: number | undefined
 }
+
+/** The error of a tick or trigger refused because the user's tasks have `maxActivePerUser` runs going. */
+export const USER_LIMIT = "the user's scheduled tasks have as many runs going as they may"
 
 /** The error of a tick that came while the task's previous run was still going. */
 export const ACTIVE_RUN = "task already has an active run"
@@ -87,6 +96,15 @@ export const INTERRUPTED = "the gateway stopped before the run ended"
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
+/** A run record of a tick that was not run. */
+const skippedFields = (task: Task, at: number) => ({
+  thread_id: task.thread_id ?? "",
+  run_id: null,
+  status: "skipped" as const,
+  started_at: null,
+  finished_at: iso(at)
+})
+
 /** The scheduler over the task store and a launcher; its poller and run watchers end with its scope. */
 export const make = (launcher: Launcher, options: Options = {}) =>
   Effect.gen(function*() {
@@ -94,6 +112,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     const watchers = yield* FiberSet.make()
     const pollSeconds = options.pollSeconds ?? 10
     const batch = options.batch ?? 20
+    const maxActivePerUser = options.maxActivePerUser ?? 3
     const now = Clock.currentTimeMillis
 
     /** Records a run's end, and a `once` task's end with it. */
@@ -147,21 +166,21 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           trigger,
           created_at: iso(started)
         }
-        const skipped = trigger === "scheduled"
-          ? store.addRun({
-            ...base,
-            thread_id: task.thread_id ?? "",
-            run_id: null,
-            status: "skipped",
-            error: ACTIVE_RUN,
-            started_at: null,
-            finished_at: iso(started)
+        /**
+         * A run refused: a trigger says why; a cron tick is recorded `skipped`; a `once` task's one tick is given
+         * back (due again at its time), to run at a later poll.
+         */
+        const notRun = (error: string) =>
+          Effect.gen(function*() {
+            if (trigger === "scheduled" && task.schedule_type === "once") {
+              yield* store.update(task.id, task.user_id, { status: "enabled", next_run_at: scheduledFor }, iso(started))
+            } else if (trigger === "scheduled") {
+              yield* store.addRun({ ...base, ...skippedFields(task, started), error })
+            }
+            return { outcome: "conflict", error } as Dispatched
           })
-          : Effect.void
-        if (yield* busy(task)) {
-          yield* skipped
-          return { outcome: "conflict", error: ACTIVE_RUN } as Dispatched
-        }
+        if (yield* busy(task)) return yield* notRun(ACTIVE_RUN)
+        if ((yield* store.activeOfUser(task.user_id)) >= maxActivePerUser) return yield* notRun(USER_LIMIT)
         // admitted as the task's one active run before it starts: of two processes asking at once, one is
         const admitted = yield* store.addRun({
           ...base,
@@ -172,10 +191,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           started_at: null,
           finished_at: null
         })
-        if (!admitted) {
-          yield* skipped
-          return { outcome: "conflict", error: ACTIVE_RUN } as Dispatched
-        }
+        if (!admitted) return yield* notRun(ACTIVE_RUN)
         const launched = yield* Effect.either(launcher.start(task))
         if (Either.isLeft(launched)) {
           const error = launched.left.message
@@ -218,6 +234,10 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     const tick: Service["tick"] = Effect.gen(function*() {
       const at = yield* now
       for (const task of yield* store.due(at, batch)) {
+        // a user at their limit: the tick stays due, and runs at a poll after one of their runs ended (late, as
+        // DeerFlow's queue runs it); so does a `once` task's while a trigger's run of it goes
+        if ((yield* store.activeOfUser(task.user_id)) >= maxActivePerUser) continue
+        if (task.schedule_type === "once" && (yield* busy(task))) continue
         const next = task.schedule_type === "once"
           ? null
           : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)

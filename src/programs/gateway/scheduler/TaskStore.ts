@@ -111,6 +111,8 @@ export interface Service {
   readonly runs: (taskId: string, limit: number, offset: number) => Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
   /** The task's run still `queued` or `running`, if it has one. */
   readonly active: (taskId: string) => Effect.Effect<Option.Option<TaskRun>, StoreError>
+  /** How many runs of the user's tasks are `queued` or `running`. */
+  readonly activeOfUser: (userId: string) => Effect.Effect<number, StoreError>
   /** Runs of every task still `queued` or `running` (for the bookkeeping after a restart). */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
 }
@@ -158,7 +160,7 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     created_at TEXT NOT NULL
   )`,
   `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_task ON antler_scheduled_task_runs (task_id, created_at)`,
-  `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_status ON antler_scheduled_task_runs (status)`,
+  `CREATE INDEX IF NOT EXISTS antler_scheduled_task_runs_status ON antler_scheduled_task_runs (status, user_id)`,
   // a task's one active run: a second is not recorded, so it is not started (whichever process asks)
   `CREATE UNIQUE INDEX IF NOT EXISTS antler_scheduled_task_runs_active ON antler_scheduled_task_runs (task_id)
     WHERE status IN ('queued', 'running')`
@@ -365,6 +367,14 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
         Effect.map(
           Effect.flatMap(sql.query(`${RUNS} WHERE task_id = ? AND status IN ('queued', 'running')`, [taskId]), runsOf),
           (runs) => Option.fromNullable(runs[0])
+        ),
+      activeOfUser: (userId) =>
+        Effect.map(
+          sql.query(
+            "SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE user_id = ? AND status IN ('queued', 'running')",
+            [userId]
+          ),
+          (rows) => Number(rows[0]?.n ?? 0)
         ),
       unfinishedRuns: Effect.flatMap(sql.query(`${RUNS} WHERE status IN ('queued', 'running')`, []), runsOf)
     }
