@@ -302,11 +302,11 @@ describe("the bundled CLI (bin/antler.js over dist/cli/)", () => {
 })
 
 /**
- * `antler serve` started from the bundle (`node bin/antler.js`, a clone after `npm ci`) and from the package as
- * npm installs it (`npm pack` of that layout, unpacked into a project's node_modules): the gateway answers `/`
+ * `antler serve` started from the bundle (`node bin/antler.js`, a clone after `npm ci`), from the compiled program
+ * (`dist/programs/main.js`, when there is no bundle) and from the package as npm installs it (`npm pack` of that layout, unpacked into a project's node_modules): the gateway answers `/`
  * with its web page, whose files the package ships under `src/` (the bundle lives in `dist/cli/`).
  */
-describe("the web page of antler serve, from the bundle and from the installed package", () => {
+describe("the web page of antler serve, from the bundle, the compiled program and the installed package", () => {
   /** `node <bin> serve --port 0` from `cwd`; resolves with its URL once it listens, and the child to stop. */
   const serve = (binFile: string, cwd: string, modelUrl: string) =>
     Effect.acquireRelease(
@@ -346,6 +346,41 @@ describe("the web page of antler serve, from the bundle and from the installed p
       withSources()
       const model = yield* ScriptedChatServer.start([])
       const { url } = yield* serve(bin(), home, model.url)
+      const answer = yield* page(url)
+      assert.strictEqual(answer.status, 200, answer.body)
+      assert.strictEqual(answer.type, "text/html; charset=utf-8")
+      assert.strictEqual(answer.body, shipped())
+    })), SLOW)
+
+  it.live("started through bin/antler.js over dist/programs/main.js (the compiled program, no bundle), GET / answers the page", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // the compiled layout: each module of src/ as its own file under dist/ (as tsc lays them out; esbuild
+      // transpiles them in a second, where tsc takes a minute), package.json, bin/, src/ and node_modules
+      const compiled = tempDir("antler-compiled-pkg-")
+      Fs.copyFileSync(Path.join(ROOT, "package.json"), Path.join(compiled, "package.json"))
+      Fs.cpSync(Path.join(pkg, "bin"), Path.join(compiled, "bin"), { recursive: true })
+      Fs.cpSync(Path.join(ROOT, "src"), Path.join(compiled, "src"), { recursive: true })
+      Fs.symlinkSync(Path.join(ROOT, "node_modules"), Path.join(compiled, "node_modules"), "dir")
+      const modules = Fs.readdirSync(Path.join(ROOT, "src"), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => Path.join(ROOT, "src", file))
+      const esbuild = yield* Effect.promise(() => import("esbuild"))
+      yield* Effect.promise(() =>
+        esbuild.build({
+          entryPoints: modules,
+          outdir: Path.join(compiled, "dist"),
+          outbase: Path.join(ROOT, "src"),
+          bundle: false,
+          format: "esm",
+          platform: "node",
+          target: "node20",
+          logLevel: "warning"
+        })
+      )
+      assert.isTrue(Fs.existsSync(Path.join(compiled, "dist", "programs", "main.js")))
+      assert.isFalse(Fs.existsSync(Path.join(compiled, "dist", "cli")))
+      const model = yield* ScriptedChatServer.start([])
+      const { url } = yield* serve(Path.join(compiled, "bin", "antler.js"), home, model.url)
       const answer = yield* page(url)
       assert.strictEqual(answer.status, 200, answer.body)
       assert.strictEqual(answer.type, "text/html; charset=utf-8")
