@@ -434,7 +434,9 @@ export const GatewayConfig = Schema.Struct({
   /** And at most this many MiB of them (a `values` event holds the whole thread). */
   replay_buffer_mb: withDefault(Schema.Number.pipe(Schema.positive()), () => 16),
   /** Finished runs whose events stay joinable (the oldest are forgotten first). */
-  finished_runs_kept: withDefault(NonNegativeInt, () => 20)
+  finished_runs_kept: withDefault(NonNegativeInt, () => 20),
+  /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
+  scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10)
 })
 export type GatewayConfig = typeof GatewayConfig.Type
 

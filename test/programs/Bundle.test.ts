@@ -4,8 +4,9 @@
  * (package.json, bin/, dist/cli/, node_modules), and every test runs `node bin/antler.js ...` there. The bundle
  * is a different build of the same sources (one file, `import()` made `require()`, externals loaded from
  * node_modules), so what only it could break is run through it: start-up, a run against the scripted server,
- * the threads it saved, document conversion (each converter's library), an MCP server, and the choice bin/
- * makes between the bundle and dist/programs/.
+ * the threads it saved, document conversion (each converter's library), an MCP server, the choice bin/
+ * makes between the bundle and dist/programs/, and `antler serve`'s web page (from the bundle and from the
+ * package as `npm pack` makes it and npm installs it).
  */
 import { assert, beforeAll, describe, it } from "@effect/vitest"
 import * as docx from "docx"
@@ -298,4 +299,118 @@ describe("the bundled CLI (bin/antler.js over dist/cli/)", () => {
       // --version alone never loads either
       assert.strictEqual((yield* run("--version")).stdout, `antler ${VERSION}\n`)
     }), SLOW)
+})
+
+/**
+ * `antler serve` started from the bundle (`node bin/antler.js`, a clone after `npm ci`), from the compiled program
+ * (`dist/programs/main.js`, when there is no bundle) and from the package as npm installs it (`npm pack` of that layout, unpacked into a project's node_modules): the gateway answers `/`
+ * with its web page, whose files the package ships under `src/` (the bundle lives in `dist/cli/`).
+ */
+describe("the web page of antler serve, from the bundle, the compiled program and the installed package", () => {
+  /** `node <bin> serve --port 0` from `cwd`; resolves with its URL once it listens, and the child to stop. */
+  const serve = (binFile: string, cwd: string, modelUrl: string) =>
+    Effect.acquireRelease(
+      Effect.promise(() =>
+        new Promise<{ url: string; child: ChildProcess.ChildProcess }>((resolve, reject) => {
+          const child = ChildProcess.spawn(process.execPath, [
+            binFile, "serve", "--port", "0", "--base-url", modelUrl, "--api-key", "x", "--config", config
+          ], { cwd, env: childEnv({ ANTLER_HOME: home }), stdio: ["ignore", "pipe", "pipe"] })
+          let output = ""
+          child.stdout.on("data", (chunk: Buffer) => {
+            output += chunk.toString("utf8")
+            const match = /listening on (http:\/\/\S+)/.exec(output)
+            if (match !== null) resolve({ url: match[1]!, child })
+          })
+          child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+          child.on("exit", (code, signal) => reject(new Error(`antler serve exited (${code ?? signal}): ${output}`)))
+        })
+      ),
+      ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+    )
+
+  const page = (url: string) =>
+    Effect.promise(async () => {
+      const response = await fetch(`${url}/`)
+      return { status: response.status, type: response.headers.get("content-type"), body: await response.text() }
+    })
+
+  const shipped = () => Fs.readFileSync(Path.join(ROOT, "src", "programs", "gateway", "web", "index.html"), "utf8")
+
+  /** The package's shipped `src/` beside its bundle (what a clone has, and what `files` puts in the tarball). */
+  const withSources = () => {
+    if (!Fs.existsSync(Path.join(pkg, "src"))) Fs.cpSync(Path.join(ROOT, "src"), Path.join(pkg, "src"), { recursive: true })
+  }
+
+  it.live("started through bin/antler.js over dist/cli/main.cjs, GET / answers the page", () =>
+    Effect.scoped(Effect.gen(function*() {
+      withSources()
+      const model = yield* ScriptedChatServer.start([])
+      const { url } = yield* serve(bin(), home, model.url)
+      const answer = yield* page(url)
+      assert.strictEqual(answer.status, 200, answer.body)
+      assert.strictEqual(answer.type, "text/html; charset=utf-8")
+      assert.strictEqual(answer.body, shipped())
+    })), SLOW)
+
+  it.live("started through bin/antler.js over dist/programs/main.js (the compiled program, no bundle), GET / answers the page", () =>
+    Effect.scoped(Effect.gen(function*() {
+      // the compiled layout: each module of src/ as its own file under dist/ (as tsc lays them out; esbuild
+      // transpiles them in a second, where tsc takes a minute), package.json, bin/, src/ and node_modules
+      const compiled = tempDir("antler-compiled-pkg-")
+      Fs.copyFileSync(Path.join(ROOT, "package.json"), Path.join(compiled, "package.json"))
+      Fs.cpSync(Path.join(pkg, "bin"), Path.join(compiled, "bin"), { recursive: true })
+      Fs.cpSync(Path.join(ROOT, "src"), Path.join(compiled, "src"), { recursive: true })
+      Fs.symlinkSync(Path.join(ROOT, "node_modules"), Path.join(compiled, "node_modules"), "dir")
+      const modules = Fs.readdirSync(Path.join(ROOT, "src"), { recursive: true, encoding: "utf8" })
+        .filter((file) => file.endsWith(".ts"))
+        .map((file) => Path.join(ROOT, "src", file))
+      const esbuild = yield* Effect.promise(() => import("esbuild"))
+      yield* Effect.promise(() =>
+        esbuild.build({
+          entryPoints: modules,
+          outdir: Path.join(compiled, "dist"),
+          outbase: Path.join(ROOT, "src"),
+          bundle: false,
+          format: "esm",
+          platform: "node",
+          target: "node20",
+          logLevel: "warning"
+        })
+      )
+      assert.isTrue(Fs.existsSync(Path.join(compiled, "dist", "programs", "main.js")))
+      assert.isFalse(Fs.existsSync(Path.join(compiled, "dist", "cli")))
+      const model = yield* ScriptedChatServer.start([])
+      const { url } = yield* serve(Path.join(compiled, "bin", "antler.js"), home, model.url)
+      const answer = yield* page(url)
+      assert.strictEqual(answer.status, 200, answer.body)
+      assert.strictEqual(answer.type, "text/html; charset=utf-8")
+      assert.strictEqual(answer.body, shipped())
+    })), SLOW)
+
+  it.live("started from the package npm pack made, installed into a project's node_modules, GET / answers the page", () =>
+    Effect.scoped(Effect.gen(function*() {
+      withSources()
+      const project = tempDir("antler-installed-")
+      // the tarball holds what package.json's `files` lists (no prepare script: the bundle is built already)
+      const packed = ChildProcess.spawnSync("npm", ["pack", "--ignore-scripts", "--pack-destination", project], {
+        cwd: pkg,
+        encoding: "utf8"
+      })
+      assert.strictEqual(packed.status, 0, `${packed.stdout}${packed.stderr}`)
+      const tarball = Path.join(project, packed.stdout.trim().split("\n").at(-1)!)
+      const installed = Path.join(project, "node_modules", "antler")
+      Fs.mkdirSync(installed, { recursive: true })
+      const unpacked = ChildProcess.spawnSync("tar", ["xzf", tarball, "--strip-components=1", "-C", installed], {
+        encoding: "utf8"
+      })
+      assert.strictEqual(unpacked.status, 0, unpacked.stderr)
+      // its dependencies, as npm would have installed them
+      Fs.symlinkSync(Path.join(ROOT, "node_modules"), Path.join(installed, "node_modules"), "dir")
+      const model = yield* ScriptedChatServer.start([])
+      const { url } = yield* serve(Path.join(installed, "bin", "antler.js"), project, model.url)
+      const answer = yield* page(url)
+      assert.strictEqual(answer.status, 200, answer.body)
+      assert.strictEqual(answer.type, "text/html; charset=utf-8")
+      assert.strictEqual(answer.body, shipped())
+    })), SLOW)
 })

@@ -36,6 +36,7 @@ import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Runs from "./Runs.js"
+import * as Scheduling from "./scheduler/Wiring.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
@@ -242,9 +243,12 @@ export const layer = (options: Options) => {
     return HttpServer.serve(guarded)
   }))
 
-  // built bottom up: the checks, the store and run manager, the recovery, then the server binds and serves
+  // built bottom up: the checks, the store and run manager, the recovery, the scheduler, then the server binds
+  // and serves
   return http.pipe(
     Layer.provideMerge(NodeHttpServer.layer(makeServer, { host, port })),
+    // scheduled tasks start once the runs a previous process left are settled
+    Layer.provideMerge(Scheduling.layer(app)),
     Layer.provideMerge(recovered),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),

@@ -70,7 +70,17 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
   ["GET", "/threads/:thread_id/artifacts/*", "none"],
   ["GET", "/models", "none"],
-  ["GET", "/skills", "none"]
+  ["GET", "/skills", "none"],
+  ["GET", "/scheduled-tasks", "none"],
+  ["POST", "/scheduled-tasks", "patch"],
+  ["GET", "/scheduled-tasks/:task_id", "none"],
+  ["PATCH", "/scheduled-tasks/:task_id", "patch"],
+  ["DELETE", "/scheduled-tasks/:task_id", "none"],
+  ["POST", "/scheduled-tasks/:task_id/pause", "none"],
+  ["POST", "/scheduled-tasks/:task_id/resume", "none"],
+  ["POST", "/scheduled-tasks/:task_id/trigger", "none"],
+  ["GET", "/scheduled-tasks/:task_id/runs", "none"],
+  ["GET", "/threads/:thread_id/scheduled-tasks", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

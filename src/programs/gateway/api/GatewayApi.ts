@@ -14,6 +14,7 @@ import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
+import * as ScheduledTasks from "./ScheduledTasks.js"
 import * as Threads from "./Threads.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
@@ -38,6 +39,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Files.group)
   .add(Catalog.models)
   .add(Catalog.skills)
+  .add(ScheduledTasks.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi

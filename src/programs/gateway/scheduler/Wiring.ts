@@ -1,0 +1,109 @@
+/**
+ * The gateway's scheduler as a layer: the task store in the thread store's database (PostgreSQL at
+ * `database.url`, else the SQLite file under the data directory), and a launcher that starts a task's run
+ * through the gateway's run manager, as a run a client starts: on the task's thread (or a new thread of the
+ * task's user), by that user, streamed, recorded and readable as every run.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Path from "node:path"
+import * as SqliteThreadStore from "../../../layers/SqliteThreadStore.js"
+import type { AppConfigService } from "../../../services/AppConfig.js"
+import { StoreError } from "../../../services/RunContext.js"
+import type { RunRecord } from "../../../services/ThreadStore.js"
+import { ThreadStore } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import * as Protocol from "../Protocol.js"
+import { Runs } from "../Runs.js"
+import * as ThreadIds from "../ThreadIds.js"
+import * as Scheduler from "./Scheduler.js"
+import { TaskStore } from "./TaskStore.js"
+
+/** The task store a configuration chooses: beside its threads. */
+export const storeLayer = (app: AppConfigService["Type"]): Layer.Layer<TaskStore, StoreError> => {
+  const url = app.config.database.url ?? app.config.database.postgres_url ?? undefined
+  if (url === undefined) {
+    return Layer.unwrapEffect(Effect.map(
+      Effect.promise(() => import("./SqliteTasks.js")),
+      (SqliteTasks) => SqliteTasks.layer(Path.join(app.home, SqliteThreadStore.FILENAME))
+    ))
+  }
+  return Layer.unwrapEffect(Effect.map(
+    Effect.tryPromise({
+      try: () => import("./PgTasks.js"),
+      catch: (cause) =>
+        new StoreError({ operation: "open", message: `@effect/sql-pg cannot be loaded: ${String(cause)}`, cause })
+    }),
+    (PgTasks) => PgTasks.layer(url)
+  ))
+}
+
+/** How a run record's end reads for a task. */
+export const outcomeOf = (record: RunRecord): Option.Option<Scheduler.Outcome> => {
+  switch (record.status) {
+    case "pending":
+    case "running":
+      return Option.none()
+    case "success":
+      return Option.some({ status: "success", error: null })
+    case "error":
+      return Option.some({ status: "failed", error: record.error ?? "the run failed" })
+    default:
+      return Option.some({ status: "interrupted", error: record.error ?? `the run ended ${record.status}` })
+  }
+}
+
+/** The launcher over the gateway's run manager and thread store. */
+export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*() {
+  const runs = yield* Runs
+  const store = yield* ThreadStore
+
+  const start: Scheduler.Launcher["start"] = (task) =>
+    Effect.gen(function*() {
+      const reuse = task.context_mode === "reuse_thread" && task.thread_id !== null
+      const publicId = reuse ? task.thread_id! : M.newId()
+      const thread = reuse
+        ? yield* ThreadIds.find(store, task.user_id, publicId)
+        : yield* ThreadIds.create(store, task.user_id, publicId, { scheduled_task_id: task.id, title: task.title })
+      if (Option.isNone(thread)) {
+        return yield* Effect.fail({ message: reuse ? `Thread ${publicId} not found` : "Cannot create the run's thread" })
+      }
+      const run = yield* runs.start({
+        threadId: thread.value.thread_id,
+        publicThreadId: publicId,
+        userId: task.user_id,
+        assistantId: task.assistant_id,
+        messages: [M.human(task.prompt)],
+        settings: {
+          recursion_limit: Protocol.recursionLimit(undefined, app.config.recursion_limit, app.config.max_recursion_limit)
+        },
+        modes: ["values"],
+        multitaskStrategy: "reject",
+        metadata: { scheduled_task_id: task.id }
+      })
+      return {
+        runId: run.runId,
+        threadId: publicId,
+        done: Effect.map(Deferred.await(run.done), (record) =>
+          Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({ status: "interrupted", error: "the run did not end" })))
+      }
+    }).pipe(Effect.mapError((error) => ({ message: error.message })))
+
+  const outcome: Scheduler.Launcher["outcome"] = (runId) =>
+    store.runs({ runId }).pipe(
+      Effect.map((records) => Option.flatMap(Option.fromNullable(records[0]), outcomeOf)),
+      Effect.orElseSucceed(() => Option.none())
+    )
+
+  return { start, outcome } satisfies Scheduler.Launcher
+})
+
+/** The scheduler of a gateway (after its run manager settled what a previous process left). */
+export const layer = (app: AppConfigService["Type"]): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+  Layer.unwrapEffect(Effect.map(launcher(app), (launch) =>
+    Scheduler.layer(launch, { pollSeconds: app.config.gateway.scheduler_poll_seconds }))).pipe(
+      Layer.provideMerge(storeLayer(app))
+    )
+
