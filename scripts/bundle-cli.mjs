@@ -8,8 +8,8 @@
  * - main.cjs.cache: that cache, saved by running `antler --help` once from the bundle: V8 then skips parsing and
  *   compiling what every command loads.
  *
- * bin/antler.js runs the bundle when it is there and at least as new as dist/programs/ (else
- * dist/programs/main.js); the library (dist/index.js) is not bundled. Packages stay outside the bundle, loaded
+ * - build.json: the build's stamp (its id, also the bundle's first line), written last. bin/antler.js runs the
+ *   bundle when the stamp is there (else dist/programs/main.js); the library (dist/index.js) is not bundled. Packages stay outside the bundle, loaded
  * from node_modules as from dist/, when they are native (better-sqlite3) or loaded only at first use (the
  * document converters' libraries, the MCP SDK, the tokenizer, the parsers of src/internal/OnDemand.ts): all are
  * dependencies of the package. What the sources load with `import()` is loaded with `require()` here (every
@@ -22,6 +22,7 @@
  * Without esbuild (a devDependency) it says so and exits 0: bin/antler.js then runs dist/programs/main.js.
  */
 import { spawnSync } from "node:child_process"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -43,6 +44,7 @@ try {
 }
 
 Fs.rmSync(outdir, { recursive: true, force: true })
+const buildId = Crypto.randomBytes(8).toString("hex")
 const started = Date.now()
 const result = await esbuild.build({
   absWorkingDir: root,
@@ -55,7 +57,10 @@ const result = await esbuild.build({
   // `import()` becomes `require()`: a script compiled with a code cache (vm.Script) has no `import()` of its own
   supported: { "dynamic-import": false },
   define: { "import.meta.url": "__antlerImportMetaUrl" },
-  banner: { js: "const __antlerImportMetaUrl = require(\"node:url\").pathToFileURL(__filename).href;" },
+  // the build's id first (bin/choose.js and bin/cli-loader.js match it with build.json's)
+  banner: {
+    js: `/* antler-build ${buildId} */\nconst __antlerImportMetaUrl = require("node:url").pathToFileURL(__filename).href;`
+  },
   // not minified: no measurable gain in start-up here (V8 parses lazily), and stack traces stay readable
   sourcemap: sourcemap ? "external" : false,
   sourcesContent: false,
@@ -84,6 +89,12 @@ try {
 } finally {
   Fs.rmSync(home, { recursive: true, force: true })
 }
+
+// The stamp, written last: the build finished (bin/choose.js runs the bundle only then), and the code cache
+// beside it belongs to this bundle (bin/cli-loader.js offers it to V8 only then). File times decide nothing:
+// npm's unpacking of a package leaves them in any order.
+const version = JSON.parse(Fs.readFileSync(Path.join(root, "package.json"), "utf8")).version
+Fs.writeFileSync(Path.join(outdir, "build.json"), `${JSON.stringify({ id: buildId, version, node: process.version })}\n`)
 
 const size = (file) => (Fs.statSync(file).size / 1024 / 1024).toFixed(1)
 process.stdout.write(

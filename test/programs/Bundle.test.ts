@@ -15,7 +15,7 @@ import ExcelJS from "exceljs"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { PDFDocument, StandardFonts } from "pdf-lib"
 import pptxgen from "pptxgenjs"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
@@ -83,7 +83,9 @@ beforeAll(() => {
   Fs.writeFileSync(config, "memory:\n  enabled: false\n")
   Fs.copyFileSync(Path.join(ROOT, "package.json"), Path.join(pkg, "package.json"))
   Fs.mkdirSync(Path.join(pkg, "bin"))
-  for (const file of ["antler.js", "cli-loader.js"]) Fs.copyFileSync(Path.join(ROOT, "bin", file), Path.join(pkg, "bin", file))
+  for (const file of ["antler.js", "cli-loader.js", "choose.js"]) {
+    Fs.copyFileSync(Path.join(ROOT, "bin", file), Path.join(pkg, "bin", file))
+  }
   Fs.symlinkSync(Path.join(ROOT, "node_modules"), Path.join(pkg, "node_modules"), "dir")
   const built = ChildProcess.spawnSync(process.execPath, [Path.join(ROOT, "scripts", "bundle-cli.mjs"), Path.join(pkg, "dist", "cli")], {
     cwd: ROOT,
@@ -129,26 +131,28 @@ describe("the bundled CLI (bin/antler.js over dist/cli/)", () => {
       assert.deepStrictEqual(JSON.parse(fresh.stderr), { cacheRejected: false })
 
       const cache = `${bundleFile()}.cache`
+      const stampFile = Path.join(Path.dirname(bundleFile()), "build.json")
       const saved = Fs.readFileSync(cache)
+      const stamp = Fs.readFileSync(stampFile, "utf8")
       try {
-        // a bundle rebuilt after its cache: the cache is not offered
+        // file times decide nothing: a cache older than its bundle (as npm may unpack them) is still offered
         const later = new Date(Fs.statSync(cache).mtimeMs + 60_000)
         Fs.utimesSync(bundleFile(), later, later)
+        assert.deepStrictEqual(JSON.parse((yield* probe()).stderr), { cacheRejected: false })
+        // a stamp of another build (the bundle rebuilt, its cache not): the cache is not offered
+        Fs.writeFileSync(stampFile, JSON.stringify({ ...JSON.parse(stamp), id: "0123456789abcdef" }))
         const stale = yield* probe()
         assert.strictEqual(stale.stdout, `antler ${VERSION}\n`, stale.stderr)
         assert.deepStrictEqual(JSON.parse(stale.stderr), {})
-        // bytes that are not this bundle's cache (newer than it): V8 refuses them
-        const earlier = new Date(Fs.statSync(cache).mtimeMs - 60_000)
-        Fs.utimesSync(bundleFile(), earlier, earlier)
+        // bytes that are not this bundle's cache: V8 refuses them
+        Fs.writeFileSync(stampFile, stamp)
         Fs.writeFileSync(cache, saved.subarray(0, 1000))
         const damaged = yield* probe()
         assert.strictEqual(damaged.stdout, `antler ${VERSION}\n`, damaged.stderr)
         assert.deepStrictEqual(JSON.parse(damaged.stderr), { cacheRejected: true })
       } finally {
         Fs.writeFileSync(cache, saved)
-        const now = new Date()
-        Fs.utimesSync(bundleFile(), now, now)
-        Fs.utimesSync(cache, now, now)
+        Fs.writeFileSync(stampFile, stamp)
       }
     }), SLOW)
 
@@ -265,11 +269,11 @@ describe("the bundled CLI (bin/antler.js over dist/cli/)", () => {
       assert.match(tools.stdout, /everything\s+stdio\s+running, \d+ tools/)
     }), SLOW)
 
-  it.live("bin/ runs dist/programs/ when the bundle is older than it, and says how to build when neither is there", () =>
+  it.live("bin/ runs the bundle when its build's stamp is there, whatever the file times; else dist/programs/", () =>
     Effect.gen(function*() {
       const layout = tempDir("antler-bundle-choice-")
       Fs.mkdirSync(Path.join(layout, "bin"))
-      for (const file of ["antler.js", "cli-loader.js"]) {
+      for (const file of ["antler.js", "cli-loader.js", "choose.js"]) {
         Fs.copyFileSync(Path.join(pkg, "bin", file), Path.join(layout, "bin", file))
       }
       Fs.copyFileSync(Path.join(pkg, "package.json"), Path.join(layout, "package.json"))
@@ -288,12 +292,23 @@ describe("the bundled CLI (bin/antler.js over dist/cli/)", () => {
       const bundled = Path.join(layout, "dist", "cli", "main.cjs")
       Fs.writeFileSync(compiled, "process.stdout.write(\"compiled \" + process.argv.slice(2).join(\" \"))\n")
       Fs.writeFileSync(bundled, "process.stdout.write(\"bundled \" + process.argv.slice(2).join(\" \"))\n")
+      // a bundle whose build did not finish (no stamp) is not run
+      assert.strictEqual((yield* run("threads", "list")).stdout, "compiled threads list")
+      Fs.writeFileSync(Path.join(layout, "dist", "cli", "build.json"), JSON.stringify({ id: "00aa", version: VERSION }))
       const at = (file: string, seconds: number) => Fs.utimesSync(file, seconds, seconds)
       at(compiled, 1_000_000)
       at(bundled, 2_000_000)
       assert.strictEqual((yield* run("threads", "list")).stdout, "bundled threads list")
-      at(bundled, 500_000)
-      assert.strictEqual((yield* run("threads", "list")).stdout, "compiled threads list")
+      // older than the compiled program, as npm's unpacking may leave it: still the bundle
+      at(bundled, 999_999.5)
+      assert.strictEqual((yield* run("threads", "list")).stdout, "bundled threads list")
+      const forced = yield* Effect.promise(() =>
+        spawn([Path.join(layout, "bin", "antler.js"), "threads", "list"], {
+          cwd: layout,
+          env: childEnv({ ANTLER_CLI: "compiled" })
+        })
+      )
+      assert.strictEqual(forced.stdout, "compiled threads list")
       Fs.rmSync(compiled)
       assert.strictEqual((yield* run("threads", "list")).stdout, "bundled threads list")
       // --version alone never loads either
@@ -406,6 +421,16 @@ describe("the web page of antler serve, from the bundle, the compiled program an
       assert.strictEqual(unpacked.status, 0, unpacked.stderr)
       // its dependencies, as npm would have installed them
       Fs.symlinkSync(Path.join(ROOT, "node_modules"), Path.join(installed, "node_modules"), "dir")
+      // npm's unpacking may leave the bundle older than the rest (than the compiled program, when there is one):
+      // the bundle still runs, and its code cache is still offered
+      Fs.utimesSync(Path.join(installed, "dist/cli/main.cjs"), 1_000_000, 1_000_000)
+      const chosen = ChildProcess.spawnSync(process.execPath, [
+        "--input-type=module",
+        "--eval",
+        `const { choose } = await import(${JSON.stringify(pathToFileURL(Path.join(installed, "bin/choose.js")).href)})
+         process.stdout.write(choose(new URL(${JSON.stringify(pathToFileURL(`${installed}/`).href)})).kind)`
+      ], { encoding: "utf8" })
+      assert.strictEqual(chosen.stdout, "bundle", chosen.stderr)
       const model = yield* ScriptedChatServer.start([])
       const { url } = yield* serve(Path.join(installed, "bin", "antler.js"), project, model.url)
       const answer = yield* page(url)
