@@ -36,6 +36,7 @@ import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
+import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
@@ -64,6 +65,8 @@ export interface RunRequest {
   readonly metadata: Readonly<Record<string, unknown>>
   /** Delete the thread once the run ends (a stateless run's `on_completion: delete`). */
   readonly deleteThread?: boolean | undefined
+  /** The checkpoint the run starts from (the head: as usual; an older one: a fork, see `Fork`). */
+  readonly checkpointId?: string | undefined
 }
 
 /** How a run is being stopped by a client. */
@@ -378,6 +381,12 @@ export const layer = (
           if (holder !== undefined) {
             return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
           }
+          const forkedFrom = request.checkpointId === undefined
+            ? undefined
+            : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
+              Effect.provideService(ThreadStore, store),
+              Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId)))
+            )
           const loaded = yield* store.load(request.threadId).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
             Effect.mapError(internal)
@@ -391,7 +400,8 @@ export const layer = (
               assistant_id: request.assistantId,
               multitask_strategy: request.multitaskStrategy,
               metadata: request.metadata,
-              user_id: request.userId
+              user_id: request.userId,
+              ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {})
             }
           }).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
