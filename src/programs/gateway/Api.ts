@@ -27,6 +27,7 @@ import * as Health from "./handlers/Health.js"
 import * as Runs from "./handlers/Runs.js"
 import * as Security from "./handlers/Security.js"
 import * as Threads from "./handlers/Threads.js"
+import * as Turns from "./handlers/Turns.js"
 
 export { LANGGRAPH_PREFIXES } from "./api/GatewayApi.js"
 export { problem } from "./api/Problem.js"
@@ -56,7 +57,8 @@ const handlersLayer = (options: Options) => {
   const deerflow = Layer.mergeAll(
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
-    Catalog.skillsLayer(SERVED.deerflow)
+    Catalog.skillsLayer(SERVED.deerflow),
+    Turns.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

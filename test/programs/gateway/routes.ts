@@ -24,6 +24,8 @@ export type BodyKind =
   | "checkpoint"
   | "assistants"
   | "upload"
+  | "feedback"
+  | "goal"
 
 export interface Route {
   readonly method: string
@@ -70,7 +72,18 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
   ["GET", "/threads/:thread_id/artifacts/*", "none"],
   ["GET", "/models", "none"],
-  ["GET", "/skills", "none"]
+  ["GET", "/skills", "none"],
+  // issue 27: a thread's turns (api/Turns.ts)
+  ["GET", "/threads/:thread_id/messages/page", "none"],
+  ["GET", "/threads/:thread_id/token-usage", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/events", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/workspace-changes", "none"],
+  ["PUT", "/threads/:thread_id/runs/:run_id/feedback", "feedback"],
+  ["GET", "/threads/:thread_id/runs/:run_id/feedback", "none"],
+  ["DELETE", "/threads/:thread_id/runs/:run_id/feedback", "none"],
+  ["GET", "/threads/:thread_id/goal", "none"],
+  ["PUT", "/threads/:thread_id/goal", "goal"],
+  ["DELETE", "/threads/:thread_id/goal", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

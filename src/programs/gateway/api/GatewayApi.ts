@@ -15,6 +15,7 @@ import * as Health from "./Health.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as Threads from "./Threads.js"
+import * as Turns from "./Turns.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
 export const LANGGRAPH_PREFIXES: Arr.NonEmptyReadonlyArray<string> = ["", "/api", "/api/langgraph"]
@@ -38,6 +39,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Files.group)
   .add(Catalog.models)
   .add(Catalog.skills)
+  .add(Turns.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
