@@ -21,6 +21,7 @@ import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
 import * as Assistants from "./handlers/Assistants.js"
+import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
@@ -58,7 +59,8 @@ const handlersLayer = (options: Options) => {
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
-    Turns.layer(SERVED.deerflow)
+    Turns.layer(SERVED.deerflow),
+    Branches.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

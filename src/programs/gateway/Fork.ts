@@ -18,6 +18,9 @@ import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import * as TS from "../../state/ThreadState.js"
 import { GatewayError, notFound } from "./api/Problem.js"
 
+/** The checkpoint id of a thread before its first checkpoint. */
+export const BEFORE_FIRST = 0
+
 /** The run metadata key naming the checkpoint a run forked from. */
 export const FORKED_FROM = "forked_from_checkpoint"
 
@@ -82,10 +85,12 @@ export const fromCheckpoint = (threadId: string, runId: string, checkpointId: st
     const store = yield* ThreadStore
     const records = yield* Effect.mapError(store.checkpoints(threadId), internal)
     const seq = Number(checkpointId)
-    if (!/^\d+$/.test(checkpointId.trim()) || !records.some((r) => r.seq === seq)) {
+    // checkpoint ids are the checkpoints' seq, from 1; `0` is the thread before its first checkpoint (the base
+    // a regenerate of its first turn starts from)
+    if (!/^\d+$/.test(checkpointId.trim()) || (seq !== BEFORE_FIRST && !records.some((r) => r.seq === seq))) {
       return yield* notFound(`Checkpoint ${JSON.stringify(checkpointId)} of this thread`)
     }
-    if (records[records.length - 1]!.seq === seq) return undefined
+    if (records.length === 0 || records[records.length - 1]!.seq === seq) return undefined
     const target = stateAfter(records, seq)
     const current = stateAfter(records, Number.MAX_SAFE_INTEGER)
     if (Either.isLeft(target) || Either.isLeft(current)) {
@@ -125,7 +130,7 @@ export const parentOf = (
     const record = records[index]
     if (record === undefined) return undefined
     const from = forks.get(record.run_id)
-    if (from !== undefined && firstOfRun.has(index)) return from
+    if (from !== undefined && firstOfRun.has(index)) return from === BEFORE_FIRST ? undefined : from
     return index > 0 ? records[index - 1]!.seq : undefined
   }
 }

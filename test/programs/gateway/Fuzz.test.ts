@@ -738,7 +738,10 @@ const arbitraries = () => {
     checkpoint,
     assistants,
     feedback: objectOf({ rating: fc.constantFrom("1", "-1", "0", "\"1\""), comment: stringText }, ["rating"]),
-    goal: objectOf({ objective: stringText, max_continuations: numberText }, ["objective"])
+    goal: objectOf({ objective: stringText, max_continuations: numberText }, ["objective"]),
+    regenerate: objectOf({ message_id: stringText }, ["message_id"]),
+    edit: objectOf({ human_message_id: stringText, replacement_text: stringText }, ["human_message_id"]),
+    branch: objectOf({ message_id: stringText, message_ids: fc.constant("[]"), title: stringText }, ["message_id"])
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -26,6 +26,9 @@ export type BodyKind =
   | "upload"
   | "feedback"
   | "goal"
+  | "regenerate"
+  | "edit"
+  | "branch"
 
 export interface Route {
   readonly method: string
@@ -83,7 +86,11 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/threads/:thread_id/runs/:run_id/feedback", "none"],
   ["GET", "/threads/:thread_id/goal", "none"],
   ["PUT", "/threads/:thread_id/goal", "goal"],
-  ["DELETE", "/threads/:thread_id/goal", "none"]
+  ["DELETE", "/threads/:thread_id/goal", "none"],
+  // issue 27: regenerate, edit, branch (api/Branches.ts)
+  ["POST", "/threads/:thread_id/runs/regenerate/prepare", "regenerate"],
+  ["POST", "/threads/:thread_id/runs/edit-regenerate/prepare", "edit"],
+  ["POST", "/threads/:thread_id/branches", "branch"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

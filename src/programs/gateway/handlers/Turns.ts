@@ -39,22 +39,23 @@ const EVENT_TYPES: Record<string, string> = {
 /** Where each message came from: the run (and the time) of the checkpoint that first wrote it. */
 export interface Folded {
   readonly state: ThreadState
-  readonly origin: ReadonlyMap<string, { readonly run_id: string; readonly created_at: string }>
+  /** By message id: the run, the time and the index (in the checkpoints) of the checkpoint that first wrote it. */
+  readonly origin: ReadonlyMap<string, { readonly run_id: string; readonly created_at: string; readonly index: number }>
 }
 
 /** The thread's state folded from its checkpoints, with the origin of each message. */
 export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Folded, { readonly message: string }> => {
   const indexes = makeIndexes()
-  const origin = new Map<string, { run_id: string; created_at: string }>()
+  const origin = new Map<string, { run_id: string; created_at: string; index: number }>()
   let state: ThreadState = TS.empty
-  for (const record of records) {
+  for (const [index, record] of records.entries()) {
     for (const update of record.updates) {
       const next = applyUpdate(state, update, indexes)
       if (Either.isLeft(next)) return Either.left(next.left)
       state = next.right
       for (const message of update.messages ?? []) {
         if (message.type !== "remove" && !origin.has(message.id)) {
-          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at })
+          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at, index })
         }
       }
     }
@@ -62,7 +63,8 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
   return Either.right({ state, origin })
 }
 
-const hidden = (message: M.Message) =>
+/** Whether the app hides a message (a date reminder, a goal continuation). */
+export const hidden = (message: M.Message) =>
   (message.additional_kwargs as Record<string, unknown> | undefined)?.hide_from_ui === true
 
 const feedbackOf = (record: RunRecord | undefined) => {
