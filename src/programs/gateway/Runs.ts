@@ -38,6 +38,7 @@ import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
 import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
+import * as Queue from "./Queue.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
 
@@ -353,11 +354,26 @@ export const layer = (
         return Effect.void
       }
 
-      const start: Service["start"] = (request) =>
+      const queues = Queue.makeQueues<RunRequest>({
+        saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
+        baseRecord,
+        now,
+        run: (id, effect) => FiberMap.run(fibers, id, effect),
+        known,
+        active: (threadId) => active.get(threadId),
+        start: (request: RunRequest, runId: string) => startWith(request, runId)
+      })
+
+      const start: Service["start"] = (request) => startWith(request)
+
+      const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
         lock.withPermits(1)(Effect.gen(function*() {
-          const runId = M.newId()
+          const runId = queuedId ?? M.newId()
           const shown = request.publicThreadId ?? request.threadId
           const current = active.get(request.threadId)
+          if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
+            return yield* queues.enqueue(request)
+          }
           if (current !== undefined) {
             if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
               yield* current.stop(request.multitaskStrategy)
@@ -440,6 +456,8 @@ export const layer = (
       const cancel: Service["cancel"] = (runId, action, wait) =>
         Effect.gen(function*() {
           const run = known.get(runId)
+          // a queued run, not started: it ends now
+          if (run !== undefined && (yield* queues.cancel(run.threadId, runId))) return
           if (run === undefined || run.finished() || active.get(run.threadId)?.runId !== runId) {
             const record = (yield* store.runs({ runId }).pipe(Effect.mapError(internal)))[0]
             if (record !== undefined && (record.status === "running" || record.status === "pending")) {

@@ -53,12 +53,6 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         Effect.gen(function*() {
           const userId = who.user
           const strategy = request.multitask_strategy ?? "reject"
-          if (strategy === "enqueue") {
-            return yield* fail(
-              "unprocessable",
-              `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`
-            )
-          }
           const stops = [
             ["interrupt_before", request.interrupt_before],
             ["interrupt_after", request.interrupt_after]
