@@ -6,6 +6,8 @@
  * names the one it forked from as its parent. A checkpoint the thread does not have is a 404.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -119,6 +121,25 @@ describe("runs from a checkpoint", () => {
       !texts(h.values).includes("question two"))
     assert.isDefined(forkPoint)
     assert.deepStrictEqual(texts(forkPoint.values).slice(0, 2), ["question one", "Answer to question one"])
+  })
+
+  it("a head that only a usage record (the memory update's) followed runs on, without a fork", async () => {
+    assert.strictEqual((await alice("POST", "/threads", { thread_id: "stale" })).status, 200)
+    await streamFrom("stale", "question one")
+    const head = (await alice("GET", "/threads/stale/state")).json().checkpoint
+    // what the memory update writes after a run: the tokens of its model call
+    const usage = { model: "scripted", purpose: "memory", input_tokens: 5, output_tokens: 1, total_tokens: 6 }
+    await Effect.runPromise(
+      gateway.store.append(`stale${ThreadIds.tagOf("alice")}`, "memory-1", [{ token_usage: [usage] }])
+    )
+    const memory = (await alice("GET", "/threads/stale/state")).json().checkpoint
+    assert.notStrictEqual(memory.checkpoint_id, head.checkpoint_id)
+    assert.strictEqual((await streamFrom("stale", "question two", head)).status, 200)
+    const history = (await alice("POST", "/threads/stale/history", { limit: 100 })).json() as Array<any>
+    // the run's first checkpoint follows the usage record: the thread did not fork
+    const runOwn = history.filter((h) => h.metadata.run_id !== undefined && !String(h.metadata.run_id).startsWith("memory"))
+    const firstOfSecond = runOwn.filter((h) => JSON.stringify(h.values).includes("question two")).at(-1)
+    assert.strictEqual(firstOfSecond.parent_checkpoint.checkpoint_id, memory.checkpoint_id)
   })
 
   it("a checkpoint the thread does not have is a 404; another user's thread is a 404", async () => {
