@@ -97,7 +97,8 @@ export interface Manager<Req extends QueuedRequest> {
 
 /** The runs queued behind each thread's active run, in order, and how a run joins them or leaves. */
 export const makeQueues = <Req extends QueuedRequest>(manager: Manager<Req>) => {
-  const queues = new Map<string, Array<{ readonly runId: string; readonly end: (r: RunRecord) => Effect.Effect<void> }>>()
+  type Entry = { readonly runId: string; readonly end: (record: RunRecord) => Effect.Effect<void> }
+  const queues = new Map<string, Array<Entry>>()
   const dequeue = (threadId: string, runId: string) => {
     const rest = (queues.get(threadId) ?? []).filter((entry) => entry.runId !== runId)
     if (rest.length === 0) queues.delete(threadId)

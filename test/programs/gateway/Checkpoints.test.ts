@@ -137,7 +137,9 @@ describe("runs from a checkpoint", () => {
     assert.strictEqual((await streamFrom("stale", "question two", head)).status, 200)
     const history = (await alice("POST", "/threads/stale/history", { limit: 100 })).json() as Array<any>
     // the run's first checkpoint follows the usage record: the thread did not fork
-    const runOwn = history.filter((h) => h.metadata.run_id !== undefined && !String(h.metadata.run_id).startsWith("memory"))
+    const runOwn = history.filter((h) =>
+      h.metadata.run_id !== undefined && !String(h.metadata.run_id).startsWith("memory")
+    )
     const firstOfSecond = runOwn.filter((h) => JSON.stringify(h.values).includes("question two")).at(-1)
     assert.strictEqual(firstOfSecond.parent_checkpoint.checkpoint_id, memory.checkpoint_id)
   })

@@ -37,7 +37,8 @@ beforeAll(async () => {
   })
   assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "chat" })).status, 200)
   for (const text of ["first question", "second question"]) {
-    const run = await alice("POST", "/api/threads/chat/runs", { input: { messages: [{ type: "human", content: text }] } })
+    const input = { messages: [{ type: "human", content: text }] }
+    const run = await alice("POST", "/api/threads/chat/runs", { input })
     assert.strictEqual(run.status, 200, run.text)
     runIds.push(run.json().run_id)
     await alice("GET", `/api/threads/chat/runs/${run.json().run_id}/join`)

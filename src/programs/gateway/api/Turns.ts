@@ -118,7 +118,10 @@ const EventParams = Schema.Struct({
   after_seq: Schema.optional(QueryValue)
 })
 
-const ChangeParams = Schema.Struct({ include_files: Schema.optional(QueryValue), include_diff: Schema.optional(QueryValue) })
+const ChangeParams = Schema.Struct({
+  include_files: Schema.optional(QueryValue),
+  include_diff: Schema.optional(QueryValue)
+})
 
 /** The turns group (served under `/api`). */
 export const group = HttpApiGroup.make("turns")

@@ -94,7 +94,12 @@ export const layer = (api: DeerFlowApi) =>
             const { hide_from_ui: _hidden, ...kwargs } = (human.additional_kwargs ?? {}) as Record<string, unknown>
             return json(BranchesApi.Prepared, {
               input: {
-                messages: [{ type: "human", id: human.id, content: [{ type: "text", text: textOf(human) }], additional_kwargs: kwargs }],
+                messages: [{
+                  type: "human",
+                  id: human.id,
+                  content: [{ type: "text", text: textOf(human) }],
+                  additional_kwargs: kwargs
+                }],
                 ...(state.title !== null && state.title !== "" ? { title: state.title } : {})
               },
               checkpoint: ref(thread.threadId, base),
@@ -123,7 +128,9 @@ export const layer = (api: DeerFlowApi) =>
             const human = messages[humanAt]!
             const answerAt = messages.findLastIndex((m, i) => i > humanAt && visible(m, "ai"))
             const answer = messages[answerAt]
-            if (answer === undefined || answer.type !== "ai" || (answer.tool_calls ?? []).length > 0 || M.text(answer).trim() === "") {
+            const finished = answer !== undefined && answer.type === "ai" && (answer.tool_calls ?? []).length === 0 &&
+              M.text(answer).trim() !== ""
+            if (answer === undefined || !finished) {
               return yield* fail("conflict", "Only completed assistant text turns can be edited.")
             }
             if (text === textOf(human)) return yield* fail("conflict", "Edited message is unchanged.")
@@ -136,7 +143,14 @@ export const layer = (api: DeerFlowApi) =>
               ["files", "referenced_message_contexts"].filter((key) => key in source).map((key) => [key, source[key]])
             )
             return json(BranchesApi.EditPrepared, {
-              input: { messages: [{ type: "human", id: replacement, content: [{ type: "text", text }], additional_kwargs: kwargs }] },
+              input: {
+                messages: [{
+                  type: "human",
+                  id: replacement,
+                  content: [{ type: "text", text }],
+                  additional_kwargs: kwargs
+                }]
+              },
               checkpoint: ref(thread.threadId, base),
               metadata: {
                 replay_kind: "edit",

@@ -95,7 +95,10 @@ export const layer = (api: DeerFlowApi) =>
           if (text === undefined) return fallback
           const n = Number(text)
           if (!Number.isInteger(n) || n < 1 || n > max) {
-            return yield* fail("unprocessable", `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`)
+            return yield* fail(
+              "unprocessable",
+              `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`
+            )
           }
           return n
         })
@@ -129,7 +132,8 @@ export const layer = (api: DeerFlowApi) =>
               return yield* fail("unprocessable", "after_seq is not supported by this backward-only endpoint.")
             }
             const limit = yield* positive("limit", urlParams.limit, 50, 200)
-            const before = yield* positive("before_seq", urlParams.before_seq, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
+            const most = Number.MAX_SAFE_INTEGER
+            const before = yield* positive("before_seq", urlParams.before_seq, most, most)
             const { state, origin } = yield* folded(thread)
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
             const rows = state.messages
