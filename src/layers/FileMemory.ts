@@ -26,6 +26,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -418,8 +419,11 @@ export const make = (
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`Memory not injected: ${error.message}`), ""))
         )
 
+    // recorded on the thread only while it exists: a stateless run's thread is deleted when the run ends, and an
+    // append would make it again (an empty thread nobody made)
     const recordUsage = (item: Pending, usage: M.UsageMetadata | undefined, modelName: string) =>
-      usage === undefined ? Effect.void : store.append(item.threadId, `memory-${randomUUID()}`, [{
+      usage === undefined ? Effect.void : Effect.flatMap(store.info(item.threadId), (info) =>
+        Option.isNone(info) ? Effect.void : store.append(item.threadId, `memory-${randomUUID()}`, [{
         token_usage: [{
           model: modelName,
           purpose: "memory",
@@ -427,7 +431,7 @@ export const make = (
           output_tokens: usage.output_tokens,
           total_tokens: usage.total_tokens
         }]
-      }]).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
+      }])).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
 
     /** One update: the unread turns of the item, one model call, the changes applied and stored. */
     const update = (item: Pending) =>

@@ -21,6 +21,7 @@ import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
 import * as Assistants from "./handlers/Assistants.js"
+import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
@@ -28,6 +29,7 @@ import * as Runs from "./handlers/Runs.js"
 import * as ScheduledTasks from "./handlers/ScheduledTasks.js"
 import * as Security from "./handlers/Security.js"
 import * as Threads from "./handlers/Threads.js"
+import * as Turns from "./handlers/Turns.js"
 
 export { LANGGRAPH_PREFIXES } from "./api/GatewayApi.js"
 export { problem } from "./api/Problem.js"
@@ -58,7 +60,9 @@ const handlersLayer = (options: Options) => {
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
-    ScheduledTasks.layer(SERVED.deerflow)
+    ScheduledTasks.layer(SERVED.deerflow),
+    Turns.layer(SERVED.deerflow),
+    Branches.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

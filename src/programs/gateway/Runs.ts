@@ -36,7 +36,9 @@ import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
+import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
+import * as Queue from "./Queue.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
 
@@ -64,6 +66,8 @@ export interface RunRequest {
   readonly metadata: Readonly<Record<string, unknown>>
   /** Delete the thread once the run ends (a stateless run's `on_completion: delete`). */
   readonly deleteThread?: boolean | undefined
+  /** The checkpoint the run starts from (the head: as usual; an older one: a fork, see `Fork`). */
+  readonly checkpointId?: string | undefined
 }
 
 /** How a run is being stopped by a client. */
@@ -350,11 +354,26 @@ export const layer = (
         return Effect.void
       }
 
-      const start: Service["start"] = (request) =>
+      const queues = Queue.makeQueues<RunRequest>({
+        saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
+        baseRecord,
+        now,
+        run: (id, effect) => FiberMap.run(fibers, id, effect),
+        known,
+        active: (threadId) => active.get(threadId),
+        start: (request: RunRequest, runId: string) => startWith(request, runId)
+      })
+
+      const start: Service["start"] = (request) => startWith(request)
+
+      const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
         lock.withPermits(1)(Effect.gen(function*() {
-          const runId = M.newId()
+          const runId = queuedId ?? M.newId()
           const shown = request.publicThreadId ?? request.threadId
           const current = active.get(request.threadId)
+          if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
+            return yield* queues.enqueue(request)
+          }
           if (current !== undefined) {
             if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
               yield* current.stop(request.multitaskStrategy)
@@ -378,6 +397,12 @@ export const layer = (
           if (holder !== undefined) {
             return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
           }
+          const forkedFrom = request.checkpointId === undefined
+            ? undefined
+            : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
+              Effect.provideService(ThreadStore, store),
+              Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId)))
+            )
           const loaded = yield* store.load(request.threadId).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
             Effect.mapError(internal)
@@ -391,7 +416,8 @@ export const layer = (
               assistant_id: request.assistantId,
               multitask_strategy: request.multitaskStrategy,
               metadata: request.metadata,
-              user_id: request.userId
+              user_id: request.userId,
+              ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {})
             }
           }).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
@@ -430,6 +456,8 @@ export const layer = (
       const cancel: Service["cancel"] = (runId, action, wait) =>
         Effect.gen(function*() {
           const run = known.get(runId)
+          // a queued run, not started: it ends now
+          if (run !== undefined && (yield* queues.cancel(run.threadId, runId))) return
           if (run === undefined || run.finished() || active.get(run.threadId)?.runId !== runId) {
             const record = (yield* store.runs({ runId }).pipe(Effect.mapError(internal)))[0]
             if (record !== undefined && (record.status === "running" || record.status === "pending")) {

@@ -736,7 +736,12 @@ const arbitraries = () => {
     state: fc.oneof({ weight: 2, arbitrary: state }, { weight: 1, arbitrary: hostileState }),
     history,
     checkpoint,
-    assistants
+    assistants,
+    feedback: objectOf({ rating: fc.constantFrom("1", "-1", "0", "\"1\""), comment: stringText }, ["rating"]),
+    goal: objectOf({ objective: stringText, max_continuations: numberText }, ["objective"]),
+    regenerate: objectOf({ message_id: stringText }, ["message_id"]),
+    edit: objectOf({ human_message_id: stringText, replacement_text: stringText }, ["human_message_id"]),
+    branch: objectOf({ message_id: stringText, message_ids: fc.constant("[]"), title: stringText }, ["message_id"])
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -24,6 +24,11 @@ export type BodyKind =
   | "checkpoint"
   | "assistants"
   | "upload"
+  | "feedback"
+  | "goal"
+  | "regenerate"
+  | "edit"
+  | "branch"
 
 export interface Route {
   readonly method: string
@@ -80,7 +85,22 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/scheduled-tasks/:task_id/resume", "none"],
   ["POST", "/scheduled-tasks/:task_id/trigger", "none"],
   ["GET", "/scheduled-tasks/:task_id/runs", "none"],
-  ["GET", "/threads/:thread_id/scheduled-tasks", "none"]
+  ["GET", "/threads/:thread_id/scheduled-tasks", "none"],
+  // issue 27: a thread's turns (api/Turns.ts)
+  ["GET", "/threads/:thread_id/messages/page", "none"],
+  ["GET", "/threads/:thread_id/token-usage", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/events", "none"],
+  ["GET", "/threads/:thread_id/runs/:run_id/workspace-changes", "none"],
+  ["PUT", "/threads/:thread_id/runs/:run_id/feedback", "feedback"],
+  ["GET", "/threads/:thread_id/runs/:run_id/feedback", "none"],
+  ["DELETE", "/threads/:thread_id/runs/:run_id/feedback", "none"],
+  ["GET", "/threads/:thread_id/goal", "none"],
+  ["PUT", "/threads/:thread_id/goal", "goal"],
+  ["DELETE", "/threads/:thread_id/goal", "none"],
+  // issue 27: regenerate, edit, branch (api/Branches.ts)
+  ["POST", "/threads/:thread_id/runs/regenerate/prepare", "regenerate"],
+  ["POST", "/threads/:thread_id/runs/edit-regenerate/prepare", "edit"],
+  ["POST", "/threads/:thread_id/branches", "branch"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

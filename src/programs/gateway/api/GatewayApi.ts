@@ -9,6 +9,7 @@ import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Arr from "effect/Array"
 import * as Assistants from "./Assistants.js"
+import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
@@ -16,6 +17,7 @@ import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as ScheduledTasks from "./ScheduledTasks.js"
 import * as Threads from "./Threads.js"
+import * as Turns from "./Turns.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
 export const LANGGRAPH_PREFIXES: Arr.NonEmptyReadonlyArray<string> = ["", "/api", "/api/langgraph"]
@@ -40,6 +42,8 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.models)
   .add(Catalog.skills)
   .add(ScheduledTasks.group)
+  .add(Turns.group)
+  .add(Branches.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi

@@ -99,7 +99,7 @@ export const RunStream = HttpApiSchema.Text({ contentType: "text/event-stream" }
 const RunCreateRefusals = Schema.Union(
   refusal(400, "A model that is not configured, or a bootstrap run of the default agent without an admin token"),
   refusal(409, "The thread has an active run (multitask_strategy: reject)"),
-  refusal(422, "Input messages, settings or options the agent cannot run with (enqueue, interrupts, forking)")
+  refusal(422, "Input messages, settings or options the agent cannot run with (interrupts)")
 )
 
 // ---------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import * as RunsApi from "../api/Runs.js"
 import { CurrentIdentity } from "../api/Security.js"
 import type { Identity } from "../Auth.js"
 import * as Body from "../Body.js"
+import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
 import type { ActiveRun } from "../Runs.js"
 import * as Access from "./Access.js"
@@ -52,12 +53,6 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         Effect.gen(function*() {
           const userId = who.user
           const strategy = request.multitask_strategy ?? "reject"
-          if (strategy === "enqueue") {
-            return yield* fail(
-              "unprocessable",
-              `multitask_strategy "enqueue" is not supported; use reject, interrupt or rollback.`
-            )
-          }
           const stops = [
             ["interrupt_before", request.interrupt_before],
             ["interrupt_after", request.interrupt_after]
@@ -70,8 +65,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
               )
             }
           }
-          if (request.checkpoint_id != null || request.checkpoint != null) {
-            return yield* fail("unprocessable", "Starting a run from an older checkpoint (forking) is not supported.")
+          const checkpointId = Fork.requestedCheckpoint(request)
+          if (checkpointId !== undefined && threadId === undefined) {
+            return yield* fail("unprocessable", "A stateless run has no thread, so no checkpoint to start from.")
           }
           const messages = yield* Either.match(Protocol.inputMessages(request.input), {
             onLeft: (message) => Effect.fail(fail("unprocessable", message)),
@@ -140,7 +136,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             modes,
             multitaskStrategy: strategy,
             metadata: request.metadata ?? {},
-            deleteThread
+            deleteThread,
+            ...(checkpointId !== undefined ? { checkpointId } : {})
           })
         })
 

@@ -23,6 +23,7 @@ import { describeParseError, fail, GatewayError, notFound } from "../api/Problem
 import { CurrentIdentity } from "../api/Security.js"
 import * as Threads from "../api/Threads.js"
 import * as Body from "../Body.js"
+import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
 import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
@@ -48,6 +49,7 @@ export const layer = (api: LangGraphApi) =>
             ? all
             : all.filter((r) => r.seq < before)
           const from = Math.max(0, records.length - limit)
+          const parentOf = Fork.parentOf(records, yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
           const indexes = makeIndexes()
           let state: ThreadState = TS.empty
           const prefix = applyUpdates(state, records.slice(0, from).flatMap((r) => r.updates), indexes)
@@ -61,7 +63,7 @@ export const layer = (api: LangGraphApi) =>
             state = next.right
             out.push(Protocol.stateObject(threadId, state, {
               seq: record.seq,
-              parent: i > 0 ? records[i - 1]!.seq : undefined,
+              parent: parentOf(i),
               created_at: record.created_at,
               run_id: record.run_id,
               step: i

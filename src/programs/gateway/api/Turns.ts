@@ -1,0 +1,210 @@
+/**
+ * DeerFlow's endpoints about a thread's turns, declared (DeerFlow's paths and shapes, under `/api`): the pages of
+ * its messages (a chat opened or reloaded), its token usage, a run's events and workspace changes, feedback on
+ * a run's answer, and the thread's goal. Implemented in `handlers/Turns.ts`.
+ */
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as Schema from "effect/Schema"
+import { GoalState } from "../../../state/ThreadState.js"
+import { RunPath, ThreadPath } from "./Ids.js"
+import { refusal } from "./Problem.js"
+import { Authentication } from "./Security.js"
+import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
+
+const RunNotFound = refusal(404, "No such thread (of this user), or no such run of it")
+
+/** Feedback on a run's answer. */
+export const Feedback = Schema.Struct({
+  feedback_id: Schema.String,
+  run_id: Schema.String,
+  thread_id: Schema.String,
+  user_id: Schema.NullOr(Schema.String),
+  message_id: Schema.NullOr(Schema.String),
+  rating: Schema.Literal(1, -1),
+  comment: Schema.NullOr(Schema.String),
+  created_at: Schema.String
+}).annotations({ identifier: "Feedback" })
+
+/** The feedback on a run (the user's, when there is some). */
+export const FeedbackList = Schema.Array(Feedback)
+
+/** A run's events. */
+export const EventList = Schema.Array(JsonRecord)
+
+/** A deletion done. */
+export const Success = Schema.Struct({ success: Schema.Boolean })
+
+/** `PUT .../runs/{run_id}/feedback`: thumbs up (1) or down (-1), with an optional comment. */
+export const FeedbackUpsert = Schema.Struct({
+  rating: Schema.Number,
+  comment: Schema.optional(Schema.NullOr(Schema.String.pipe(Schema.maxLength(10_000))))
+})
+
+/** One message of a thread's page. */
+export const MessageRow = Schema.Struct({
+  run_id: Schema.NullOr(Schema.String),
+  seq: Schema.Number,
+  thread_id: Schema.String,
+  event_type: Schema.String,
+  category: Schema.String,
+  content: JsonRecord,
+  metadata: JsonRecord,
+  created_at: Schema.NullOr(Schema.String),
+  feedback: Schema.NullOr(Schema.Struct({
+    feedback_id: Schema.String,
+    rating: Schema.Number,
+    comment: Schema.NullOr(Schema.String)
+  }))
+}).annotations({ identifier: "ThreadMessageRow" })
+
+/** A page of a thread's messages, oldest first; `next_before_seq` reads the page before it. */
+export const MessagesPage = Schema.Struct({
+  data: Schema.Array(MessageRow),
+  has_more: Schema.Boolean,
+  next_before_seq: Schema.NullOr(Schema.Number)
+}).annotations({ identifier: "ThreadMessagesPage" })
+
+/** A thread's token usage (DeerFlow's `ThreadTokenUsageResponse`). */
+export const TokenUsage = Schema.Struct({
+  thread_id: Schema.String,
+  total_tokens: Schema.Number,
+  total_input_tokens: Schema.Number,
+  total_output_tokens: Schema.Number,
+  total_runs: Schema.Number,
+  by_model: Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({ tokens: Schema.Number, runs: Schema.Number })
+  }),
+  by_caller: Schema.Struct({ lead_agent: Schema.Number, subagent: Schema.Number, middleware: Schema.Number }),
+  context_usage: Schema.NullOr(Schema.Struct({
+    token_count: Schema.Number,
+    max_context_tokens: Schema.NullOr(Schema.Number),
+    percentage: Schema.NullOr(Schema.Number)
+  }))
+}).annotations({ identifier: "ThreadTokenUsage" })
+
+/** A run's workspace changes: Antler records none, so none are available. */
+export const WorkspaceChanges = Schema.Struct({
+  available: Schema.Boolean,
+  version: Schema.Number,
+  run_id: Schema.String,
+  thread_id: Schema.String,
+  summary: JsonRecord,
+  files: Schema.Array(JsonRecord),
+  limits: JsonRecord
+}).annotations({ identifier: "WorkspaceChanges" })
+
+/** The thread's goal (null: none). */
+export const GoalAnswer = Schema.Struct({ goal: Schema.NullOr(GoalState) }).annotations({ identifier: "ThreadGoal" })
+
+/** `PUT /api/threads/{id}/goal` */
+export const GoalRequest = Schema.Struct({
+  objective: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4000)),
+  max_continuations: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(0, 8)))
+})
+
+const PageParams = Schema.Struct({
+  limit: Schema.optional(QueryValue.annotations({ description: "At most this many messages (1-200, default 50)" })),
+  before_seq: Schema.optional(QueryValue.annotations({ description: "Only messages before this seq" })),
+  after_seq: Schema.optional(QueryValue.annotations({ description: "Refused: the pages go backwards only" }))
+})
+
+const EventParams = Schema.Struct({
+  event_types: Schema.optional(QueryValue),
+  task_id: Schema.optional(QueryValue),
+  limit: Schema.optional(QueryValue),
+  after_seq: Schema.optional(QueryValue)
+})
+
+const ChangeParams = Schema.Struct({
+  include_files: Schema.optional(QueryValue),
+  include_diff: Schema.optional(QueryValue)
+})
+
+/** The turns group (served under `/api`). */
+export const group = HttpApiGroup.make("turns")
+  .add(
+    HttpApiEndpoint.get("messagesPage", "/threads/:thread_id/messages/page")
+      .setPath(ThreadPath)
+      .setUrlParams(PageParams)
+      .addSuccess(MessagesPage)
+      .addError(ThreadNotFound)
+      .addError(refusal(422, "A limit or before_seq that is not a positive integer, or after_seq"))
+      .annotate(OpenApi.Summary, "A page of the thread's messages, newest page first")
+  )
+  .add(
+    HttpApiEndpoint.get("tokenUsage", "/threads/:thread_id/token-usage")
+      .setPath(ThreadPath)
+      .setUrlParams(Schema.Struct({ include_active: Schema.optional(QueryValue) }))
+      .addSuccess(TokenUsage)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "The thread's token usage, by model and by caller")
+  )
+  .add(
+    HttpApiEndpoint.get("runEvents", "/threads/:thread_id/runs/:run_id/events")
+      .setPath(RunPath)
+      .setUrlParams(EventParams)
+      .addSuccess(EventList)
+      .addError(RunNotFound)
+      .annotate(OpenApi.Summary, "A run's recorded events (Antler records none: an empty list)")
+  )
+  .add(
+    HttpApiEndpoint.get("workspaceChanges", "/threads/:thread_id/runs/:run_id/workspace-changes")
+      .setPath(RunPath)
+      .setUrlParams(ChangeParams)
+      .addSuccess(WorkspaceChanges)
+      .addError(RunNotFound)
+      .annotate(OpenApi.Summary, "A run's workspace changes (Antler records none: available false)")
+  )
+  .add(
+    HttpApiEndpoint.put("putFeedback", "/threads/:thread_id/runs/:run_id/feedback")
+      .setPath(RunPath)
+      .setPayload(FeedbackUpsert)
+      .addSuccess(Feedback)
+      .addError(RunNotFound)
+      .addError(BodyRefusals)
+      .addError(refusal(400, "A rating that is not 1 or -1"))
+      .annotate(OpenApi.Summary, "Rate a run's answer (replaces the user's earlier rating)")
+  )
+  .add(
+    HttpApiEndpoint.get("getFeedback", "/threads/:thread_id/runs/:run_id/feedback")
+      .setPath(RunPath)
+      .addSuccess(FeedbackList)
+      .addError(RunNotFound)
+      .annotate(OpenApi.Summary, "The feedback on a run")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteFeedback", "/threads/:thread_id/runs/:run_id/feedback")
+      .setPath(RunPath)
+      .addSuccess(Success)
+      .addError(refusal(404, "No such thread or run (of this user), or no feedback on it"))
+      .annotate(OpenApi.Summary, "Remove the user's feedback on a run")
+  )
+  .add(
+    HttpApiEndpoint.get("getGoal", "/threads/:thread_id/goal")
+      .setPath(ThreadPath)
+      .addSuccess(GoalAnswer)
+      .addError(ThreadNotFound)
+      .annotate(OpenApi.Summary, "The thread's goal")
+  )
+  .add(
+    HttpApiEndpoint.put("putGoal", "/threads/:thread_id/goal")
+      .setPath(ThreadPath)
+      .setPayload(GoalRequest)
+      .addSuccess(GoalAnswer)
+      .addError(BodyRefusals)
+      .addError(refusal(409, "The thread has a run in progress"))
+      .annotate(OpenApi.Summary, "Set the thread's goal (makes the thread when it does not exist yet)")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteGoal", "/threads/:thread_id/goal")
+      .setPath(ThreadPath)
+      .addSuccess(GoalAnswer)
+      .addError(ThreadNotFound)
+      .addError(refusal(409, "The thread has a run in progress"))
+      .annotate(OpenApi.Summary, "Clear the thread's goal")
+  )
+  .middlewareEndpoints(Authentication)
+  .annotate(OpenApi.Description, "A thread's messages page by page, token usage, feedback, goal (DeerFlow's)")

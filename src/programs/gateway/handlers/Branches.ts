@@ -1,0 +1,228 @@
+/**
+ * DeerFlow's regenerate, edit-and-regenerate and branch endpoints (declared in `api/Branches.ts`). Regenerate and
+ * edit prepare a run the app then starts from the checkpoint before the turn (a fork, see `Fork`): the input (the
+ * question again, or the edited one under a new id), that checkpoint, and metadata naming what is replaced. A
+ * branch is a new thread of the user's holding the conversation up to an answer (and, from the latest answer, a
+ * copy of the thread's files).
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { isStagingFile } from "../../../middleware/Uploads.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import { threadPaths } from "../../../services/Sandbox.js"
+import type { CheckpointRecord } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import * as TS from "../../../state/ThreadState.js"
+import * as BranchesApi from "../api/Branches.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as Body from "../Body.js"
+import * as Fork from "../Fork.js"
+import type { ThreadRef } from "./Access.js"
+import * as Access from "./Access.js"
+import { json } from "./Http.js"
+import type { Folded } from "./Turns.js"
+import * as Turns from "./Turns.js"
+
+const visible = (message: M.Message, type: "human" | "ai") => message.type === type && !Turns.hidden(message)
+
+const ref = (threadId: string, seq: number) => ({
+  thread_id: threadId,
+  checkpoint_ns: "",
+  checkpoint_id: String(seq),
+  checkpoint_map: null
+})
+
+/** The text a human message's content holds. */
+const textOf = (message: M.Message) => M.text(message).trim()
+
+/** The branches endpoints of `api` (DeerFlow's, under `/api`). */
+export const layer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "branches", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, runs, storeFailed } = access
+      const app = yield* AppConfigService
+
+      const folded = (thread: ThreadRef) =>
+        Effect.gen(function*() {
+          if (runs.activeOf(thread.stored) !== undefined) {
+            return yield* fail("conflict", `Thread ${thread.threadId} has a run in progress; wait for its end.`)
+          }
+          const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
+          if (records.length === 0) return yield* notFound(`A checkpoint of thread ${thread.threadId}`)
+          const result = Turns.fold(records)
+          if (Either.isLeft(result)) return yield* fail("internal", result.left.message)
+          return { records, ...result.right }
+        })
+
+      /** The checkpoint before the one that first wrote message `id` (`0`: before the thread's first). */
+      const baseBefore = (records: ReadonlyArray<CheckpointRecord>, folded: Folded, id: string) => {
+        const at = folded.origin.get(id)?.index ?? 0
+        return at > 0 ? records[at - 1]!.seq : Fork.BEFORE_FIRST
+      }
+
+      return handlers
+        .handleRaw("prepareRegenerate", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const request = yield* Body.json(BranchesApi.RegenerateRequest)
+            const { records, state, origin } = yield* folded(thread)
+            const messages = state.messages
+            const target = messages.findIndex((m) => m.id === request.message_id)
+            if (target < 0) return yield* notFound(`Message ${request.message_id}`)
+            if (!visible(messages[target]!, "ai")) {
+              return yield* fail("conflict", "Only visible assistant messages can be regenerated.")
+            }
+            const latest = messages.findLast((m) => visible(m, "ai"))
+            if (latest?.id !== request.message_id) {
+              return yield* fail("conflict", "Only the latest assistant message can be regenerated.")
+            }
+            const human = messages.slice(0, target).findLast((m) => visible(m, "human"))
+            if (human === undefined) {
+              return yield* fail("conflict", "Could not find the user message for this assistant response.")
+            }
+            const runId = origin.get(request.message_id)?.run_id
+            if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
+            const base = baseBefore(records, { state, origin }, human.id)
+            const { hide_from_ui: _hidden, ...kwargs } = (human.additional_kwargs ?? {}) as Record<string, unknown>
+            return json(BranchesApi.Prepared, {
+              input: {
+                messages: [{
+                  type: "human",
+                  id: human.id,
+                  content: [{ type: "text", text: textOf(human) }],
+                  additional_kwargs: kwargs
+                }],
+                ...(state.title !== null && state.title !== "" ? { title: state.title } : {})
+              },
+              checkpoint: ref(thread.threadId, base),
+              metadata: {
+                regenerate_from_message_id: request.message_id,
+                regenerate_from_run_id: runId,
+                regenerate_checkpoint_id: String(base)
+              },
+              target_run_id: runId
+            })
+          }))
+        .handleRaw("prepareEditRegenerate", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const request = yield* Body.json(BranchesApi.EditRequest)
+            const text = request.replacement_text.trim()
+            if (text === "") return yield* fail("conflict", "Edited message cannot be empty.")
+            const { records, state, origin } = yield* folded(thread)
+            if (state.goal !== null) return yield* fail("conflict", "Cannot edit while a goal is active.")
+            const messages = state.messages
+            const humanAt = messages.findLastIndex((m) => visible(m, "human"))
+            if (humanAt < 0 || messages[humanAt]!.id !== request.human_message_id) {
+              return yield* fail("conflict", "Only the latest completed user turn can be edited.")
+            }
+            const human = messages[humanAt]!
+            const answerAt = messages.findLastIndex((m, i) => i > humanAt && visible(m, "ai"))
+            const answer = messages[answerAt]
+            const finished = answer !== undefined && answer.type === "ai" && (answer.tool_calls ?? []).length === 0 &&
+              M.text(answer).trim() !== ""
+            if (answer === undefined || !finished) {
+              return yield* fail("conflict", "Only completed assistant text turns can be edited.")
+            }
+            if (text === textOf(human)) return yield* fail("conflict", "Edited message is unchanged.")
+            const runId = origin.get(answer.id)?.run_id
+            if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
+            const base = baseBefore(records, { state, origin }, human.id)
+            const replacement = M.newId()
+            const source = (human.additional_kwargs ?? {}) as Record<string, unknown>
+            const kwargs = Object.fromEntries(
+              ["files", "referenced_message_contexts"].filter((key) => key in source).map((key) => [key, source[key]])
+            )
+            return json(BranchesApi.EditPrepared, {
+              input: {
+                messages: [{
+                  type: "human",
+                  id: replacement,
+                  content: [{ type: "text", text }],
+                  additional_kwargs: kwargs
+                }]
+              },
+              checkpoint: ref(thread.threadId, base),
+              metadata: {
+                replay_kind: "edit",
+                regenerate_from_message_id: answer.id,
+                regenerate_from_run_id: runId,
+                regenerate_checkpoint_id: String(base),
+                edit_from_message_id: human.id,
+                edit_message_id: replacement,
+                edit_version_group_id: human.id
+              },
+              target_run_id: runId,
+              replacement_human_message_id: replacement,
+              source_message_ids: messages.slice(humanAt, answerAt + 1).map((m) => m.id)
+            })
+          }))
+        .handleRaw("createBranch", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const request = yield* Body.json(BranchesApi.BranchRequest)
+            const { records, state, origin } = yield* folded(thread)
+            const wanted = [request.message_id, ...(request.message_ids ?? [])]
+            const from = origin.get(request.message_id)
+            if (from === undefined || !state.messages.some((m) => m.id === request.message_id)) {
+              return yield* notFound(`Message ${request.message_id}`)
+            }
+            // the turn's end: the last checkpoint of the run that wrote the answer
+            const endAt = records.findLastIndex((r) => r.run_id === from.run_id)
+            const snapshot = Fork.stateAfter(records, records[endAt]!.seq)
+            if (Either.isLeft(snapshot)) return yield* fail("internal", snapshot.left.message)
+            const ids = new Set(snapshot.right.messages.map((m) => m.id))
+            if (!wanted.every((id) => ids.has(id))) {
+              return yield* fail("conflict", "This turn can no longer be branched from.")
+            }
+            const latest = state.messages.findLast((m) => visible(m, "ai"))?.id === request.message_id
+            const branchId = M.newId()
+            const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+            const made = yield* access.newThread(user, branchId, {
+              deerflow_branch: true,
+              branch_parent_thread_id: thread.threadId,
+              branch_parent_checkpoint_id: String(records[endAt]!.seq),
+              branch_parent_message_id: request.message_id,
+              branch_created_at: at
+            })
+            let clone = "skipped_historical_turn"
+            if (latest) {
+              const source = threadPaths(app.home, user, thread.stored).root
+              const target = threadPaths(app.home, user, made.thread_id).root
+              clone = yield* Effect.sync(() => {
+                if (!Fs.existsSync(source)) return "not_found"
+                try {
+                  Fs.cpSync(source, target, {
+                    recursive: true,
+                    filter: (file) => !Fs.lstatSync(file).isSymbolicLink() && !isStagingFile(Path.basename(file))
+                  })
+                  return "current_thread_best_effort"
+                } catch {
+                  return "failed"
+                }
+              })
+            }
+            const title = request.title ?? snapshot.right.title
+            const updates = Fork.resetUpdates(TS.empty, { ...snapshot.right, title })
+            const seed = latest ? [...updates, { artifacts: snapshot.right.artifacts }] : updates
+            yield* Effect.mapError(store.append(made.thread_id, `branch-${branchId}`, seed), storeFailed)
+            return json(BranchesApi.Branch, {
+              thread_id: branchId,
+              parent_thread_id: thread.threadId,
+              parent_checkpoint_id: String(records[endAt]!.seq),
+              branched_from_message_id: request.message_id,
+              workspace_clone_mode: clone,
+              history_seed_mode: "seeded"
+            })
+          }))
+    }))

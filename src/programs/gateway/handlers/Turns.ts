@@ -1,0 +1,328 @@
+/**
+ * DeerFlow's endpoints about a thread's turns (declared in `api/Turns.ts`), over the thread's checkpoints: the
+ * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer), its token
+ * usage (summed from the checkpoints' usage records), feedback on a run (kept in the run's record), the goal
+ * (a state update through the `goal` reducer). Antler records no run events nor workspace changes: those answer
+ * empty, as DeerFlow does when it has none.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type { CheckpointRecord, RunRecord } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
+import { applyUpdate, makeIndexes } from "../../../state/Reducers.js"
+import type { GoalState, StateUpdate, ThreadState } from "../../../state/ThreadState.js"
+import * as TS from "../../../state/ThreadState.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as TurnsApi from "../api/Turns.js"
+import * as Body from "../Body.js"
+import type { ThreadRef } from "./Access.js"
+import * as Access from "./Access.js"
+import type { QueryValue } from "./Http.js"
+import { json } from "./Http.js"
+
+/** The run record's metadata key of the feedback on its answer. */
+export const FEEDBACK = "feedback"
+
+const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
+
+const EVENT_TYPES: Record<string, string> = {
+  human: "llm.human.input",
+  ai: "llm.ai.response",
+  tool: "llm.tool.result",
+  system: "llm.system"
+}
+
+/** Where each message came from: the run (and the time) of the checkpoint that first wrote it. */
+export interface Folded {
+  readonly state: ThreadState
+  /** By message id: the run, the time and the index (in the checkpoints) of the checkpoint that first wrote it. */
+  readonly origin: ReadonlyMap<string, { readonly run_id: string; readonly created_at: string; readonly index: number }>
+}
+
+/** The thread's state folded from its checkpoints, with the origin of each message. */
+export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Folded, { readonly message: string }> => {
+  const indexes = makeIndexes()
+  const origin = new Map<string, { run_id: string; created_at: string; index: number }>()
+  let state: ThreadState = TS.empty
+  for (const [index, record] of records.entries()) {
+    for (const update of record.updates) {
+      const next = applyUpdate(state, update, indexes)
+      if (Either.isLeft(next)) return Either.left(next.left)
+      state = next.right
+      for (const message of update.messages ?? []) {
+        if (message.type !== "remove" && !origin.has(message.id)) {
+          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at, index })
+        }
+      }
+    }
+  }
+  return Either.right({ state, origin })
+}
+
+/** Whether the app hides a message (a date reminder, a goal continuation). */
+export const hidden = (message: M.Message) =>
+  (message.additional_kwargs as Record<string, unknown> | undefined)?.hide_from_ui === true
+
+const feedbackOf = (record: RunRecord | undefined) => {
+  const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
+  return typeof value === "object" && value !== null ? value : undefined
+}
+
+/** The turns endpoints of `api` (DeerFlow's, under `/api`). */
+export const layer = (api: DeerFlowApi) =>
+  HttpApiBuilder.group(api, "turns", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const { store, runs, storeFailed } = access
+
+      const folded = (thread: ThreadRef) =>
+        Effect.gen(function*() {
+          const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
+          const result = fold(records)
+          if (Either.isLeft(result)) return yield* fail("internal", result.left.message)
+          return { records, ...result.right }
+        })
+
+      const runRecords = (stored: string) => Effect.mapError(store.runs({ threadId: stored }), storeFailed)
+
+      const positive = (name: string, value: QueryValue, fallback: number, max: number) =>
+        Effect.gen(function*() {
+          const text = first(value)
+          if (text === undefined) return fallback
+          const n = Number(text)
+          if (!Number.isInteger(n) || n < 1 || n > max) {
+            return yield* fail(
+              "unprocessable",
+              `${name} must be an integer from 1 to ${max}, got ${JSON.stringify(text)}.`
+            )
+          }
+          return n
+        })
+
+      /** An update of the thread's state outside a run: refused while a run holds it. */
+      const writeState = (thread: ThreadRef, update: StateUpdate) =>
+        Effect.gen(function*() {
+          const busy = `Thread ${thread.threadId} has a run in progress; change it after the run.`
+          if (runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", busy)
+          const writer = `update-state-${M.newId()}`
+          const now = yield* Clock.currentTimeMillis
+          const holder = yield* Effect.mapError(
+            store.acquireLease({ threadId: thread.stored, runId: writer, ttlMs: 30_000, now }),
+            storeFailed
+          )
+          if (holder !== undefined) return yield* fail("conflict", busy)
+          yield* Effect.mapError(store.append(thread.stored, writer, [update]), storeFailed).pipe(
+            Effect.ensuring(Effect.ignore(store.releaseLease(thread.stored, writer)))
+          )
+        })
+
+      const currentGoal = (thread: ThreadRef) =>
+        Effect.map(access.loadState(thread.stored), (loaded) => loaded.state.goal ?? null)
+
+      return handlers
+        .handleRaw("messagesPage", ({ path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            if (urlParams.after_seq !== undefined) {
+              return yield* fail("unprocessable", "after_seq is not supported by this backward-only endpoint.")
+            }
+            const limit = yield* positive("limit", urlParams.limit, 50, 200)
+            const most = Number.MAX_SAFE_INTEGER
+            const before = yield* positive("before_seq", urlParams.before_seq, most, most)
+            const { state, origin } = yield* folded(thread)
+            const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
+            const rows = state.messages
+              .map((message, index) => ({ message, seq: index + 1 }))
+              .filter(({ message, seq }) => seq < before && !hidden(message))
+            const page = rows.slice(Math.max(0, rows.length - limit))
+            const lastAnswer = new Map<string, number>()
+            for (const { message, seq } of page) {
+              const run = origin.get(message.id)?.run_id
+              if (message.type === "ai" && run !== undefined) lastAnswer.set(run, seq)
+            }
+            const data = page.map(({ message, seq }) => {
+              const from = origin.get(message.id)
+              const runId = from?.run_id ?? null
+              const feedback = runId !== null && lastAnswer.get(runId) === seq
+                ? feedbackOf(records.get(runId))
+                : undefined
+              return {
+                run_id: runId,
+                seq,
+                thread_id: thread.threadId,
+                event_type: EVENT_TYPES[message.type] ?? "llm.message",
+                category: "message",
+                content: message as unknown as Record<string, unknown>,
+                metadata: { caller: "lead_agent" },
+                created_at: from?.created_at ?? null,
+                feedback: feedback === undefined
+                  ? null
+                  : { feedback_id: feedback.feedback_id, rating: feedback.rating, comment: feedback.comment }
+              }
+            })
+            const hasMore = page.length < rows.length
+            return json(TurnsApi.MessagesPage, {
+              data,
+              has_more: hasMore,
+              next_before_seq: hasMore ? data[0]!.seq : null
+            })
+          }))
+        .handleRaw("tokenUsage", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
+            const runList = yield* runRecords(thread.stored)
+            const byModel: Record<string, { tokens: number; runs: Set<string> }> = {}
+            const byCaller = { lead_agent: 0, subagent: 0, middleware: 0 }
+            let input = 0
+            let output = 0
+            let total = 0
+            let lastInput = 0
+            for (const record of records) {
+              for (const update of record.updates) {
+                for (const delta of update.token_usage ?? []) {
+                  input += delta.input_tokens
+                  output += delta.output_tokens
+                  total += delta.total_tokens
+                  const model = (byModel[delta.model] ??= { tokens: 0, runs: new Set() })
+                  model.tokens += delta.total_tokens
+                  model.runs.add(record.run_id)
+                  const purpose = delta.purpose ?? "agent"
+                  if (purpose === "agent") {
+                    byCaller.lead_agent += delta.total_tokens
+                    lastInput = delta.input_tokens
+                  } else if (purpose === "subagent") byCaller.subagent += delta.total_tokens
+                  else byCaller.middleware += delta.total_tokens
+                }
+              }
+            }
+            return json(TurnsApi.TokenUsage, {
+              thread_id: thread.threadId,
+              total_tokens: total,
+              total_input_tokens: input,
+              total_output_tokens: output,
+              total_runs: runList.length,
+              by_model: Object.fromEntries(
+                Object.entries(byModel).map(([name, m]) => [name, { tokens: m.tokens, runs: m.runs.size }])
+              ),
+              by_caller: byCaller,
+              context_usage: { token_count: lastInput, max_context_tokens: null, percentage: null }
+            })
+          }))
+        .handleRaw("runEvents", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            yield* access.ownedRun(thread.stored, path.run_id)
+            return json(TurnsApi.EventList, [])
+          }))
+        .handleRaw("workspaceChanges", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            yield* access.ownedRun(thread.stored, path.run_id)
+            return json(TurnsApi.WorkspaceChanges, {
+              available: false,
+              version: 1,
+              run_id: path.run_id,
+              thread_id: thread.threadId,
+              summary: {
+                created: 0,
+                modified: 0,
+                deleted: 0,
+                symlink_created: 0,
+                additions: 0,
+                deletions: 0,
+                truncated: false
+              },
+              files: [],
+              limits: {}
+            })
+          }))
+        .handleRaw("putFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const record = yield* access.ownedRun(thread.stored, path.run_id)
+            const request = yield* Body.json(TurnsApi.FeedbackUpsert)
+            if (request.rating !== 1 && request.rating !== -1) {
+              return yield* fail("bad_request", `rating must be +1 or -1, got ${request.rating}.`)
+            }
+            const earlier = feedbackOf(record)
+            const feedback: typeof TurnsApi.Feedback.Type = {
+              feedback_id: earlier?.feedback_id ?? M.newId(),
+              run_id: path.run_id,
+              thread_id: thread.threadId,
+              user_id: user,
+              message_id: null,
+              rating: request.rating,
+              comment: request.comment ?? null,
+              created_at: new Date(yield* Clock.currentTimeMillis).toISOString()
+            }
+            yield* Effect.mapError(
+              store.saveRun({ ...record, metadata: { ...record.metadata, [FEEDBACK]: feedback } }),
+              storeFailed
+            )
+            return json(TurnsApi.Feedback, feedback)
+          }))
+        .handleRaw("getFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const feedback = feedbackOf(yield* access.ownedRun(thread.stored, path.run_id))
+            return json(TurnsApi.FeedbackList, feedback === undefined ? [] : [feedback])
+          }))
+        .handleRaw("deleteFeedback", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            const record = yield* access.ownedRun(thread.stored, path.run_id)
+            if (feedbackOf(record) === undefined) return yield* notFound("Feedback on this run")
+            const { [FEEDBACK]: _gone, ...metadata } = record.metadata ?? {}
+            yield* Effect.mapError(store.saveRun({ ...record, metadata }), storeFailed)
+            return json(TurnsApi.Success, { success: true })
+          }))
+        .handleRaw("getGoal", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            return json(TurnsApi.GoalAnswer, { goal: yield* currentGoal(thread) })
+          }))
+        .handleRaw("putGoal", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const request = yield* Body.json(TurnsApi.GoalRequest)
+            // a new chat holds its thread id before its first run: the goal makes the thread
+            const found = yield* Effect.either(access.threadRef(user, path.thread_id))
+            const thread: ThreadRef = Either.isRight(found)
+              ? found.right
+              : { stored: (yield* access.newThread(user, path.thread_id, {})).thread_id, threadId: path.thread_id }
+            const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+            const earlier = yield* currentGoal(thread)
+            const goal: GoalState = {
+              objective: request.objective,
+              status: "active",
+              created_at: earlier?.created_at ?? at,
+              updated_at: at,
+              continuation_count: 0,
+              max_continuations: request.max_continuations ?? 8,
+              no_progress_count: 0,
+              max_no_progress_continuations: 2
+            }
+            yield* writeState(thread, { goal })
+            return json(TurnsApi.GoalAnswer, { goal })
+          }))
+        .handleRaw("deleteGoal", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            const thread = yield* access.threadRef(user, path.thread_id)
+            if ((yield* currentGoal(thread)) !== null) yield* writeState(thread, { goal: { clear: true } })
+            return json(TurnsApi.GoalAnswer, { goal: null })
+          }))
+    }))

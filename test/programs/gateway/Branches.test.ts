@@ -1,0 +1,184 @@
+/**
+ * DeerFlow's regenerate, edit-and-regenerate and branch, as its app makes them: the prepare endpoints answer what
+ * the app then sends as a run from a checkpoint (which now forks the thread there), and a branch is a new thread
+ * holding the conversation up to an answer. Each was a 404; each is per user (another user's thread is a 404).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-branches-000000"
+const BOB = "bob-token-branches-00000000"
+
+let gateway: TestGateway
+let calls = 0
+
+const as = (token: string) => async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${gateway.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {})
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await response.text()
+  return { status: response.status, text, json: () => JSON.parse(text) }
+}
+const alice = as(ALICE)
+const bob = as(BOB)
+
+const textOf = (m: any) => (typeof m.content === "string" ? m.content : m.content.map((c: any) => c.text).join(""))
+const visible = async (threadId: string) =>
+  Support.visible((await alice("GET", `/api/threads/${threadId}/state`)).json().values.messages)
+const texts = async (threadId: string) => (await visible(threadId)).map(textOf)
+
+/** A run as the app starts it after a prepare: the input, the checkpoint and the metadata it was given. */
+const runPrepared = async (threadId: string, prepared: any) => {
+  const run = await alice("POST", `/api/threads/${threadId}/runs/wait`, {
+    assistant_id: "lead_agent",
+    input: prepared.input,
+    checkpoint: prepared.checkpoint,
+    metadata: prepared.metadata
+  })
+  assert.strictEqual(run.status, 200, run.text)
+}
+
+const ask = async (threadId: string, question: string) => {
+  const run = await alice("POST", `/api/threads/${threadId}/runs/wait`, {
+    input: { messages: [{ type: "human", content: [{ type: "text", text: question }] }] }
+  })
+  assert.strictEqual(run.status, 200, run.text)
+}
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    script: (body) => {
+      const last = body.messages[body.messages.length - 1] as { content?: unknown }
+      return `Answer ${++calls} to ${JSON.stringify(last.content).match(/q\w+( edited)?/)?.[0]}`
+    },
+    config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
+  })
+})
+afterAll(() => gateway?.stop())
+
+describe("regenerate", () => {
+  it("prepares a run from the checkpoint before the question; that run replaces the latest answer", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "regen" })).status, 200)
+    await ask("regen", "qone")
+    await ask("regen", "qtwo")
+    const before = await visible("regen")
+    const answer = before[3]
+    const runs = (await alice("GET", "/api/threads/regen/runs")).json()
+    const prepared = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: answer.id })
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    const body = prepared.json()
+    assert.strictEqual(body.target_run_id, runs[0].run_id)
+    assert.deepStrictEqual(body.input.messages.map(textOf), ["qtwo"])
+    assert.strictEqual(body.input.messages[0].id, before[2].id)
+    assert.strictEqual(body.metadata.regenerate_from_message_id, answer.id)
+    assert.strictEqual(body.metadata.regenerate_checkpoint_id, body.checkpoint.checkpoint_id)
+    await runPrepared("regen", body)
+    const after = await texts("regen")
+    assert.strictEqual(after.length, 4)
+    assert.deepStrictEqual(after.slice(0, 3), before.slice(0, 3).map(textOf))
+    assert.match(after[3]!, /^Answer \d+ to qtwo$/)
+    assert.notStrictEqual(after[3], textOf(answer))
+    // the replaced answer stays in history
+    const history = (await alice("POST", "/api/threads/regen/history", { limit: 100 })).json()
+    assert.isTrue(history.some((h: any) => h.values.messages.some((m: any) => m.id === answer.id)))
+  })
+
+  it("of a thread's first answer starts from before its first checkpoint", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "first" })).status, 200)
+    await ask("first", "qsolo")
+    const [, answer] = await visible("first")
+    const body = (await alice("POST", "/api/threads/first/runs/regenerate/prepare", { message_id: answer.id })).json()
+    assert.strictEqual(body.checkpoint.checkpoint_id, "0")
+    await runPrepared("first", body)
+    const after = await texts("first")
+    assert.strictEqual(after.length, 2)
+    assert.strictEqual(after[0], "qsolo")
+    assert.notStrictEqual(after[1], textOf(answer))
+  })
+
+  it("refuses what is not the latest answer, a message it does not have, and another user's thread", async () => {
+    const messages = await visible("regen")
+    const older = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: messages[1].id })
+    assert.strictEqual(older.status, 409)
+    const question = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: messages[2].id })
+    assert.strictEqual(question.status, 409)
+    const none = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: "nope" })
+    assert.strictEqual(none.status, 404)
+    const other = await bob("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: messages[3].id })
+    assert.strictEqual(other.status, 404)
+    assert.strictEqual((await alice("POST", "/api/threads/regen/runs/regenerate/prepare", {})).status, 422)
+  })
+})
+
+describe("edit and regenerate", () => {
+  it("prepares the edited question under a new id; its run replaces the latest turn", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "edit" })).status, 200)
+    await ask("edit", "qone")
+    await ask("edit", "qtwo")
+    const before = await visible("edit")
+    const request = { human_message_id: before[2].id, replacement_text: "qtwo edited" }
+    const prepared = await alice("POST", "/api/threads/edit/runs/edit-regenerate/prepare", request)
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    const body = prepared.json()
+    assert.notStrictEqual(body.replacement_human_message_id, before[2].id)
+    assert.strictEqual(body.input.messages[0].id, body.replacement_human_message_id)
+    assert.deepStrictEqual(body.source_message_ids, [before[2].id, before[3].id])
+    assert.strictEqual(body.metadata.replay_kind, "edit")
+    await runPrepared("edit", body)
+    const after = await texts("edit")
+    assert.deepStrictEqual(after.slice(0, 3), ["qone", textOf(before[1]), "qtwo edited"])
+    assert.match(after[3]!, /^Answer \d+ to qtwo edited$/)
+    assert.strictEqual(after.length, 4)
+  })
+
+  it("refuses an unchanged text, an older question, and another user's thread", async () => {
+    const messages = await visible("edit")
+    const same = { human_message_id: messages[2].id, replacement_text: " qtwo edited " }
+    assert.strictEqual((await alice("POST", "/api/threads/edit/runs/edit-regenerate/prepare", same)).status, 409)
+    const older = { human_message_id: messages[0].id, replacement_text: "other" }
+    assert.strictEqual((await alice("POST", "/api/threads/edit/runs/edit-regenerate/prepare", older)).status, 409)
+    const other = { human_message_id: messages[2].id, replacement_text: "bob's" }
+    assert.strictEqual((await bob("POST", "/api/threads/edit/runs/edit-regenerate/prepare", other)).status, 404)
+  })
+})
+
+describe("branches", () => {
+  it("a branch from an older answer is a new thread of the user's holding the conversation up to it", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "trunk" })).status, 200)
+    await ask("trunk", "qone")
+    await ask("trunk", "qtwo")
+    const trunk = await visible("trunk")
+    const made = await alice("POST", "/api/threads/trunk/branches", { message_id: trunk[1].id, title: "Side" })
+    assert.strictEqual(made.status, 200, made.text)
+    const branch = made.json()
+    assert.strictEqual(branch.parent_thread_id, "trunk")
+    assert.strictEqual(branch.branched_from_message_id, trunk[1].id)
+    assert.strictEqual(branch.workspace_clone_mode, "skipped_historical_turn")
+    assert.isString(branch.parent_checkpoint_id)
+    assert.deepStrictEqual(await texts(branch.thread_id), trunk.slice(0, 2).map(textOf))
+    const state = (await alice("GET", `/api/threads/${branch.thread_id}/state`)).json()
+    assert.strictEqual(state.values.title, "Side")
+    const thread = (await alice("GET", `/api/threads/${branch.thread_id}`)).json()
+    assert.strictEqual(thread.metadata.branch_parent_thread_id, "trunk")
+    // the branch goes on by itself; the trunk is unchanged
+    await ask(branch.thread_id, "qthree")
+    assert.strictEqual((await texts(branch.thread_id)).length, 4)
+    assert.deepStrictEqual(await texts("trunk"), trunk.map(textOf))
+    assert.strictEqual((await bob("GET", `/api/threads/${branch.thread_id}`)).status, 404)
+  })
+
+  it("a branch from the latest answer holds every message; refusals", async () => {
+    const trunk = await visible("trunk")
+    const made = (await alice("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).json()
+    assert.deepStrictEqual(await texts(made.thread_id), trunk.map(textOf))
+    assert.notStrictEqual(made.workspace_clone_mode, "skipped_historical_turn")
+    assert.strictEqual((await alice("POST", "/api/threads/trunk/branches", { message_id: "nope" })).status, 404)
+    assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
+  })
+})

@@ -1,0 +1,160 @@
+/**
+ * DeerFlow's endpoints about a thread's turns, as its app reads them: reloading a chat read
+ * `GET /api/threads/{id}/messages/page` (a 404: "Failed to load thread history"), and the token usage, run events,
+ * workspace changes, feedback (thumbs on an answer) and goal (`/goal`) were 404s too. Each is now served, per
+ * user: another user's thread or run is a 404.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-turns-000000000"
+const BOB = "bob-token-turns-00000000000"
+
+let gateway: TestGateway
+
+const as = (token: string) => async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${gateway.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {})
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await response.text()
+  return { status: response.status, text, json: () => JSON.parse(text) }
+}
+const alice = as(ALICE)
+const bob = as(BOB)
+
+const runIds: Array<string> = []
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    script: () => "Here you go.",
+    config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
+  })
+  assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "chat" })).status, 200)
+  for (const text of ["first question", "second question"]) {
+    const input = { messages: [{ type: "human", content: text }] }
+    const run = await alice("POST", "/api/threads/chat/runs", { input })
+    assert.strictEqual(run.status, 200, run.text)
+    runIds.push(run.json().run_id)
+    await alice("GET", `/api/threads/chat/runs/${run.json().run_id}/join`)
+  }
+})
+afterAll(() => gateway?.stop())
+
+describe("the thread's messages, page by page", () => {
+  it("a reload reads every message with its run and a unique positive seq, oldest first", async () => {
+    const page = await alice("GET", "/api/threads/chat/messages/page")
+    assert.strictEqual(page.status, 200, page.text)
+    const body = page.json()
+    assert.deepStrictEqual(body.data.map((row: any) => row.content.type), ["human", "ai", "human", "ai"])
+    assert.deepStrictEqual(body.data.map((row: any) => row.run_id), [runIds[0], runIds[0], runIds[1], runIds[1]])
+    const seqs = body.data.map((row: any) => row.seq)
+    assert.isTrue(seqs.every((s: number, i: number) => Number.isInteger(s) && s > 0 && (i === 0 || s > seqs[i - 1])))
+    assert.strictEqual(body.data[1].content.content, "Here you go.")
+    assert.strictEqual(body.data[0].metadata.caller, "lead_agent")
+    assert.isString(body.data[0].created_at)
+    assert.isFalse(body.has_more)
+    assert.isNull(body.next_before_seq)
+  })
+
+  it("pages go backwards by next_before_seq", async () => {
+    const newest = (await alice("GET", "/api/threads/chat/messages/page?limit=2")).json()
+    assert.deepStrictEqual(newest.data.map((row: any) => row.run_id), [runIds[1], runIds[1]])
+    assert.isTrue(newest.has_more)
+    assert.strictEqual(newest.next_before_seq, newest.data[0].seq)
+    const older = (await alice("GET", `/api/threads/chat/messages/page?limit=2&before_seq=${newest.next_before_seq}`))
+      .json()
+    assert.deepStrictEqual(older.data.map((row: any) => row.run_id), [runIds[0], runIds[0]])
+    assert.isFalse(older.has_more)
+    assert.strictEqual((await alice("GET", "/api/threads/chat/messages/page?limit=0")).status, 422)
+    assert.strictEqual((await alice("GET", "/api/threads/chat/messages/page?after_seq=1")).status, 422)
+  })
+
+  it("another user's thread is a 404", async () => {
+    assert.strictEqual((await bob("GET", "/api/threads/chat/messages/page")).status, 404)
+  })
+})
+
+describe("token usage", () => {
+  it("sums the thread's model calls, by model and by caller", async () => {
+    const answer = await alice("GET", "/api/threads/chat/token-usage")
+    assert.strictEqual(answer.status, 200, answer.text)
+    const usage = answer.json()
+    assert.strictEqual(usage.thread_id, "chat")
+    assert.isAbove(usage.total_tokens, 0)
+    assert.strictEqual(usage.total_tokens, usage.total_input_tokens + usage.total_output_tokens)
+    assert.strictEqual(usage.total_runs, 2)
+    assert.deepStrictEqual(usage.by_model.scripted, { tokens: usage.total_tokens, runs: 2 })
+    assert.strictEqual(usage.by_caller.lead_agent, usage.total_tokens)
+    assert.isAbove(usage.context_usage.token_count, 0)
+    assert.strictEqual((await bob("GET", "/api/threads/chat/token-usage")).status, 404)
+  })
+})
+
+describe("run events and workspace changes", () => {
+  it("answer empty for the user's run, 404 for another's", async () => {
+    const events = await alice("GET", `/api/threads/chat/runs/${runIds[0]}/events?event_types=subagent.step`)
+    assert.strictEqual(events.status, 200)
+    assert.deepStrictEqual(events.json(), [])
+    const changes = await alice("GET", `/api/threads/chat/runs/${runIds[0]}/workspace-changes`)
+    assert.strictEqual(changes.status, 200)
+    assert.strictEqual(changes.json().available, false)
+    assert.deepStrictEqual(changes.json().files, [])
+    assert.strictEqual((await bob("GET", `/api/threads/chat/runs/${runIds[0]}/events`)).status, 404)
+    assert.strictEqual((await bob("GET", `/api/threads/chat/runs/${runIds[0]}/workspace-changes`)).status, 404)
+    assert.strictEqual((await alice("GET", "/api/threads/chat/runs/nope/events")).status, 404)
+  })
+})
+
+describe("feedback on an answer", () => {
+  it("is set, read (also on the run's last answer in the page), replaced and removed", async () => {
+    const run = runIds[1]!
+    const put = await alice("PUT", `/api/threads/chat/runs/${run}/feedback`, { rating: 1, comment: "Good" })
+    assert.strictEqual(put.status, 200, put.text)
+    const feedback = put.json()
+    assert.isString(feedback.feedback_id)
+    assert.strictEqual(feedback.rating, 1)
+    assert.strictEqual(feedback.comment, "Good")
+    const again = (await alice("PUT", `/api/threads/chat/runs/${run}/feedback`, { rating: -1 })).json()
+    assert.strictEqual(again.feedback_id, feedback.feedback_id)
+    assert.strictEqual(again.rating, -1)
+    const listed = (await alice("GET", `/api/threads/chat/runs/${run}/feedback`)).json()
+    assert.deepStrictEqual(listed.map((f: any) => f.rating), [-1])
+    const page = (await alice("GET", "/api/threads/chat/messages/page")).json()
+    assert.deepStrictEqual(page.data.map((row: any) => row.feedback?.rating ?? null), [null, null, null, -1])
+    assert.strictEqual((await alice("PUT", `/api/threads/chat/runs/${run}/feedback`, { rating: 3 })).status, 400)
+    assert.strictEqual((await bob("PUT", `/api/threads/chat/runs/${run}/feedback`, { rating: 1 })).status, 404)
+    assert.strictEqual((await bob("DELETE", `/api/threads/chat/runs/${run}/feedback`)).status, 404)
+    const deleted = await alice("DELETE", `/api/threads/chat/runs/${run}/feedback`)
+    assert.strictEqual(deleted.status, 200)
+    assert.deepStrictEqual(deleted.json(), { success: true })
+    assert.deepStrictEqual((await alice("GET", `/api/threads/chat/runs/${run}/feedback`)).json(), [])
+    assert.strictEqual((await alice("DELETE", `/api/threads/chat/runs/${run}/feedback`)).status, 404)
+  })
+})
+
+describe("the thread's goal", () => {
+  it("is set, read in the state's values.goal, and cleared; a new chat's goal makes its thread", async () => {
+    assert.deepStrictEqual((await alice("GET", "/api/threads/chat/goal")).json(), { goal: null })
+    const put = await alice("PUT", "/api/threads/chat/goal", { objective: "Ship the report" })
+    assert.strictEqual(put.status, 200, put.text)
+    assert.strictEqual(put.json().goal.objective, "Ship the report")
+    assert.strictEqual(put.json().goal.status, "active")
+    assert.strictEqual((await alice("GET", "/api/threads/chat/goal")).json().goal.objective, "Ship the report")
+    assert.strictEqual((await alice("GET", "/api/threads/chat/state")).json().values.goal.objective, "Ship the report")
+    assert.strictEqual((await bob("GET", "/api/threads/chat/goal")).status, 404)
+    assert.strictEqual((await alice("PUT", "/api/threads/chat/goal", { objective: "" })).status, 422)
+    const cleared = await alice("DELETE", "/api/threads/chat/goal")
+    assert.deepStrictEqual(cleared.json(), { goal: null })
+    assert.isNull((await alice("GET", "/api/threads/chat/state")).json().values.goal)
+    const fresh = await alice("PUT", "/api/threads/new-chat/goal", { objective: "Plan a trip" })
+    assert.strictEqual(fresh.status, 200, fresh.text)
+    assert.strictEqual((await alice("GET", "/api/threads/new-chat/goal")).json().goal.objective, "Plan a trip")
+    assert.strictEqual((await bob("GET", "/api/threads/new-chat/goal")).status, 404)
+  })
+})
