@@ -24,6 +24,7 @@ import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
+import * as Memory from "./handlers/Memory.js"
 import * as Runs from "./handlers/Runs.js"
 import * as Security from "./handlers/Security.js"
 import * as Threads from "./handlers/Threads.js"
@@ -56,7 +57,8 @@ const handlersLayer = (options: Options) => {
   const deerflow = Layer.mergeAll(
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
-    Catalog.skillsLayer(SERVED.deerflow)
+    Catalog.skillsLayer(SERVED.deerflow),
+    Memory.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

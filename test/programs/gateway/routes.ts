@@ -70,7 +70,15 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
   ["GET", "/threads/:thread_id/artifacts/*", "none"],
   ["GET", "/models", "none"],
-  ["GET", "/skills", "none"]
+  ["GET", "/skills", "none"],
+  ["GET", "/memory", "none"],
+  ["DELETE", "/memory", "none"],
+  ["POST", "/memory/reload", "none"],
+  ["GET", "/memory/export", "none"],
+  ["POST", "/memory/import", "patch"],
+  ["POST", "/memory/facts", "patch"],
+  ["PATCH", "/memory/facts/:fact_id", "patch"],
+  ["DELETE", "/memory/facts/:fact_id", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

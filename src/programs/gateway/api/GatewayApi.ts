@@ -12,6 +12,7 @@ import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
+import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as Threads from "./Threads.js"
@@ -38,6 +39,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Files.group)
   .add(Catalog.models)
   .add(Catalog.skills)
+  .add(Memory.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
