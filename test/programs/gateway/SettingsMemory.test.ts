@@ -41,8 +41,10 @@ const call = (token: string, path: string, init: { method?: string; body?: unkno
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
   })
 
-const doc = async (response: Response) => {
-  const body = await response.json()
+const bodyOf = async (response: Response): Promise<any> => response.json()
+
+const doc = async (response: Response): Promise<any> => {
+  const body = await bodyOf(response)
   assert.strictEqual(response.status, 200, JSON.stringify(body))
   return body
 }
@@ -85,7 +87,7 @@ describe("memory settings", () => {
     assert.deepStrictEqual((await doc(await call(BOB, "/memory"))).facts, [])
     const bobPatch = await call(BOB, `/memory/facts/${fact.id}`, { method: "PATCH", body: { content: "x" } })
     assert.strictEqual(bobPatch.status, 404)
-    assert.include((await bobPatch.json()).detail, fact.id)
+    assert.include((await bodyOf(bobPatch)).detail, fact.id)
     assert.strictEqual((await call(BOB, `/memory/facts/${fact.id}`, { method: "DELETE" })).status, 404)
 
     const patched = await doc(
@@ -96,7 +98,7 @@ describe("memory settings", () => {
     // the same content twice is refused
     const twice = await call(ALICE, "/memory/facts", { method: "POST", body: { content: " Prefers TypeScript " } })
     assert.strictEqual(twice.status, 409)
-    assert.include((await twice.json()).detail, "same content")
+    assert.include((await bodyOf(twice)).detail, "same content")
 
     const deleted = await doc(await call(ALICE, `/memory/facts/${fact.id}`, { method: "DELETE" }))
     assert.deepStrictEqual(deleted.facts, [])
@@ -113,7 +115,7 @@ describe("memory settings", () => {
     for (const [body, status, detail] of cases) {
       const response = await call(ALICE, "/memory/facts", { method: "POST", body })
       assert.strictEqual(response.status, status, JSON.stringify(body))
-      assert.include((await response.json()).detail, detail)
+      assert.include((await bodyOf(response)).detail, detail)
     }
     assert.deepStrictEqual((await doc(await call(ALICE, "/memory"))).facts, [])
   })
@@ -124,7 +126,7 @@ describe("memory settings", () => {
     }
     const full = await call(BOB, "/memory/facts", { method: "POST", body: { content: "d", confidence: 0.1 } })
     assert.strictEqual(full.status, 409)
-    assert.include((await full.json()).detail, "max_facts")
+    assert.include((await bodyOf(full)).detail, "max_facts")
     const cleared = await doc(await call(BOB, "/memory", { method: "DELETE" }))
     assert.deepStrictEqual(cleared.facts, [])
   })
@@ -161,7 +163,7 @@ describe("memory settings", () => {
 
     const bad = await call(ALICE, "/memory/import", { method: "POST", body: { facts: [{ content: 1 }] } })
     assert.strictEqual(bad.status, 422)
-    assert.include((await bad.json()).detail, "facts")
+    assert.include((await bodyOf(bad)).detail, "facts")
   })
 
   it("gives the agent the user's facts, and only theirs", async () => {
