@@ -16,10 +16,12 @@ import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ModelConfig } from "../../services/AppConfig.js"
+import * as Redact from "../../state/Redact.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
+import * as Agents from "./handlers/Agents.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Files from "./handlers/Files.js"
@@ -38,6 +40,8 @@ export interface Options {
   readonly auth: Authenticator
   /** The models runs may choose (names); the first is the default. */
   readonly models: ReadonlyArray<ModelConfig>
+  /** The secrets no file written through the settings endpoints may hold (custom agents, extensions). */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /**
@@ -58,7 +62,8 @@ const handlersLayer = (options: Options) => {
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
-    Memory.layer(SERVED.deerflow)
+    Memory.layer(SERVED.deerflow),
+    Agents.layer(SERVED.deerflow, options.redact ?? Redact.none)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

@@ -78,7 +78,13 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/memory/import", "patch"],
   ["POST", "/memory/facts", "patch"],
   ["PATCH", "/memory/facts/:fact_id", "patch"],
-  ["DELETE", "/memory/facts/:fact_id", "none"]
+  ["DELETE", "/memory/facts/:fact_id", "none"],
+  ["GET", "/agents", "none"],
+  ["GET", "/agents/check", "none"],
+  ["POST", "/agents", "patch"],
+  ["GET", "/agents/:agent_name", "none"],
+  ["PUT", "/agents/:agent_name", "patch"],
+  ["DELETE", "/agents/:agent_name", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

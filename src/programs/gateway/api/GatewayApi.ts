@@ -8,6 +8,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Arr from "effect/Array"
+import * as Agents from "./Agents.js"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
 import * as Files from "./Files.js"
@@ -40,6 +41,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.models)
   .add(Catalog.skills)
   .add(Memory.group)
+  .add(Agents.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
