@@ -24,6 +24,7 @@ import * as Docs from "./Docs.js"
 import * as Agents from "./handlers/Agents.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
+import * as Extensions from "./handlers/Extensions.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Memory from "./handlers/Memory.js"
@@ -63,7 +64,8 @@ const handlersLayer = (options: Options) => {
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
-    Agents.layer(SERVED.deerflow, options.redact ?? Redact.none)
+    Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
+    Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required })
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

@@ -84,7 +84,12 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/agents", "patch"],
   ["GET", "/agents/:agent_name", "none"],
   ["PUT", "/agents/:agent_name", "patch"],
-  ["DELETE", "/agents/:agent_name", "none"]
+  ["DELETE", "/agents/:agent_name", "none"],
+  ["GET", "/mcp/config", "none"],
+  ["PUT", "/mcp/config", "patch"],
+  ["PATCH", "/mcp/config", "patch"],
+  ["PUT", "/skills/:skill_name", "patch"],
+  ["GET", "/threads/:thread_id/mcp-tasks", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

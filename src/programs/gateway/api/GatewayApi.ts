@@ -11,6 +11,7 @@ import * as Arr from "effect/Array"
 import * as Agents from "./Agents.js"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
+import * as Extensions from "./Extensions.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import * as Memory from "./Memory.js"
@@ -42,6 +43,9 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.skills)
   .add(Memory.group)
   .add(Agents.group)
+  .add(Extensions.mcp)
+  .add(Extensions.skillStates)
+  .add(Extensions.mcpTasks)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
