@@ -210,3 +210,89 @@ describe("MCP tasks", () => {
     assert.strictEqual((await call(CAROL, "/threads/t-tasks/mcp-tasks")).status, 404)
   })
 })
+
+/** A `.skill` archive of these entries (a link when the value is `{ link }`). */
+const archive = async (entries: Record<string, string | { readonly link: string }>): Promise<Uint8Array> => {
+  const { default: JSZip } = await import("jszip")
+  const zip = new JSZip()
+  for (const [name, value] of Object.entries(entries)) {
+    if (typeof value === "string") zip.file(name, value, { createFolders: false })
+    else zip.file(name, value.link, { createFolders: false, unixPermissions: 0o120777 })
+  }
+  return zip.generateAsync({ type: "uint8array", platform: "UNIX" })
+}
+
+/** Uploads a `.skill` file to Alice's thread `t-skills` and asks Carol's or Alice's token to install it. */
+const installAs = async (token: string, thread: string, name: string, bytes: Uint8Array) => {
+  const form = new FormData()
+  form.append("files", new Blob([bytes]), name)
+  const uploaded = await fetch(`${gateway.url}/api/threads/${thread}/uploads`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: form
+  })
+  assert.strictEqual(uploaded.status, 200, await uploaded.clone().text())
+  return call(token, "/skills/install", {
+    method: "POST",
+    body: { thread_id: thread, path: `mnt/user-data/uploads/${name}` }
+  })
+}
+
+describe("skill install", () => {
+  it("installs a .skill archive into custom/, and refuses unsafe or invalid ones", async () => {
+    await ok(await call(CAROL, "/threads", { method: "POST", body: { thread_id: "t-skills" } }))
+    await ok(await call(ALICE, "/threads", { method: "POST", body: { thread_id: "t-skills" } }))
+    const good = await archive({
+      "web-notes/SKILL.md": "---\nname: web-notes\ndescription: Takes notes of web pages\n---\n# Notes\n",
+      "web-notes/scripts/run.py": "print('hi')\n"
+    })
+    const denied = await installAs(ALICE, "t-skills", "good.skill", good)
+    assert.strictEqual(denied.status, 403)
+
+    const installed = await ok(await installAs(CAROL, "t-skills", "good.skill", good))
+    assert.deepStrictEqual(installed, {
+      success: true,
+      skill_name: "web-notes",
+      message: "Skill 'web-notes' installed successfully"
+    })
+    const skillDir = Path.join(dir, "skills", "custom", "web-notes")
+    assert.strictEqual(Fs.readFileSync(Path.join(skillDir, "scripts", "run.py"), "utf8"), "print('hi')\n")
+    const listed = await ok(await call(ALICE, "/skills"))
+    const skill = listed.skills.find((s: { name: string }) => s.name === "web-notes")
+    assert.strictEqual(skill.category, "custom")
+    assert.isTrue(skill.enabled)
+
+    const cases: ReadonlyArray<[string, Record<string, string | { readonly link: string }>, number, string]> = [
+      ["again.skill", { "SKILL.md": "---\nname: web-notes\ndescription: d\n---\n" }, 409, "already exists"],
+      ["escape.skill", { "SKILL.md": "---\nname: esc\ndescription: d\n---\n", "../../../evil.txt": "x" }, 400, "plain relative path"],
+      ["abs.skill", { "SKILL.md": "---\nname: abs\ndescription: d\n---\n", "/etc/evil": "x" }, 400, "absolute"],
+      ["link.skill", { "SKILL.md": "---\nname: lnk\ndescription: d\n---\n", "data": { link: "/etc/passwd" } }, 400, "is a link"],
+      ["none.skill", { "README.md": "no skill here" }, 400, "no SKILL.md"],
+      ["bad.skill", { "SKILL.md": "# no front matter\n" }, 400, "front matter"],
+      ["name.skill", { "SKILL.md": "---\nname: a b/c\ndescription: d\n---\n" }, 400, "cannot name a folder"]
+    ]
+    for (const [file, entries, status, detail] of cases) {
+      const response = await installAs(CAROL, "t-skills", file, await archive(entries))
+      const problem = await bodyOf(response)
+      assert.strictEqual(response.status, status, `${file}: ${JSON.stringify(problem)}`)
+      assert.include(problem.detail, detail, file)
+    }
+    const notZip = await installAs(CAROL, "t-skills", "plain.skill", new TextEncoder().encode("not a zip"))
+    assert.strictEqual(notZip.status, 400)
+    assert.include((await bodyOf(notZip)).detail, "not a ZIP archive")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(dir, "skills", "custom")), ["web-notes"])
+    assert.isFalse(Fs.existsSync(Path.join(dir, "evil.txt")))
+
+    // another user's thread is a thread Carol does not have; a path out of /mnt/user-data is no file
+    const foreign = await call(CAROL, "/skills/install", {
+      method: "POST",
+      body: { thread_id: "t-tasks", path: "mnt/user-data/uploads/good.skill" }
+    })
+    assert.strictEqual(foreign.status, 404)
+    const outside = await call(CAROL, "/skills/install", {
+      method: "POST",
+      body: { thread_id: "t-skills", path: "mnt/user-data/../../../../etc/passwd" }
+    })
+    assert.strictEqual(outside.status, 404)
+  })
+})

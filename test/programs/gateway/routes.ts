@@ -89,6 +89,7 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PUT", "/mcp/config", "patch"],
   ["PATCH", "/mcp/config", "patch"],
   ["PUT", "/skills/:skill_name", "patch"],
+  ["POST", "/skills/install", "patch"],
   ["GET", "/threads/:thread_id/mcp-tasks", "none"]
 ]
 

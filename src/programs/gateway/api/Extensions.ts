@@ -42,6 +42,21 @@ export const McpServerState = Schema.Struct({ server_name: Schema.String, enable
 /** `PUT /skills/{skill_name}` */
 export const SkillState = Schema.Struct({ enabled: Schema.Boolean })
 
+/** `POST /skills/install`: a `.skill` file of a thread. */
+export const SkillInstall = Schema.Struct({
+  thread_id: Schema.String,
+  path: Schema.String.pipe(Schema.maxLength(4096)).annotations({
+    description: "The file's virtual path (mnt/user-data/outputs/my-skill.skill)"
+  })
+})
+
+/** The answer to an installation. */
+export const SkillInstalled = Schema.Struct({
+  success: Schema.Boolean,
+  skill_name: Schema.String,
+  message: Schema.String
+}).annotations({ identifier: "SkillInstalled" })
+
 /** A skill as DeerFlow answers it after a change. */
 export const SkillObject = Schema.Struct({
   name: Schema.String,
@@ -88,6 +103,17 @@ export const mcp = HttpApiGroup.make("mcpConfig")
 
 /** The skill state group (served under `/api`). */
 export const skillStates = HttpApiGroup.make("skillStates")
+  .add(
+    HttpApiEndpoint.post("installSkill", "/skills/install")
+      .setPayload(SkillInstall)
+      .addSuccess(SkillInstalled)
+      .addError(BodyRefusals)
+      .addError(refusal(400, "Not a .skill archive the skills directory takes (the reason named)"))
+      .addError(refusal(404, "No such thread (of this user), or no such file in it"))
+      .addError(refusal(409, "A skill of that name exists"))
+      .addError(AdminOnly)
+      .annotate(OpenApi.Summary, "Install a skill from a thread's .skill file (into the skills' custom/)")
+  )
   .add(
     HttpApiEndpoint.put("putSkill", "/skills/:skill_name")
       .setPath(Schema.Struct({ skill_name: Schema.String }))

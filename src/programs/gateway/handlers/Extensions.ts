@@ -28,8 +28,10 @@ import * as TextFile from "../../../layers/TextFile.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { McpServerConfig, serverProblem, transportOf } from "../../../services/Extensions.js"
 import { Mcp } from "../../../services/Mcp.js"
+import { SandboxProvider, USER_DATA } from "../../../services/Sandbox.js"
 import * as Json from "../../../state/Json.js"
 import * as CustomAgents from "../../CustomAgents.js"
+import * as SkillArchive from "../../SkillArchive.js"
 import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
@@ -369,7 +371,45 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           })))
 
     const skillsGroup = HttpApiBuilder.group(api, "skillStates", (handlers) =>
-      handlers.handleRaw("putSkill", ({ path }) =>
+      Effect.map(Effect.zip(Access.make, SandboxProvider), ([access, sandboxes]) =>
+      handlers.handleRaw("installSkill", () =>
+        Effect.gen(function*() {
+          yield* adminOnly("skills")
+          const request = yield* Body.json(ExtensionsApi.SkillInstall)
+          const { user } = yield* CurrentIdentity
+          const { stored } = yield* access.threadRef(user, request.thread_id)
+          const virtual = `/${request.path.replace(/^\/+/, "")}`
+          if (!virtual.startsWith(`${USER_DATA}/`)) {
+            return yield* fail("not_found", `File not found: a .skill file is a file under ${USER_DATA}.`)
+          }
+          const sandbox = yield* Effect.mapError(sandboxes.acquire(stored, user), (error) => fail("internal", error.message))
+          const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`File ${virtual}`))
+          const installed = yield* lock.withPermits(1)(
+            SkillArchive.install(
+              host,
+              SkillsDirectory.location(app).path,
+              new Set(SkillsDirectory.catalogOf(app).skills.map((skill) => skill.name))
+            )
+          ).pipe(Effect.catchAll((error) => {
+            switch (error.reason) {
+              case "invalid":
+                return Effect.fail(fail("bad_request", error.message))
+              case "exists":
+                return Effect.fail(fail("conflict", error.message))
+              case "io":
+                return Effect.zipRight(
+                  Effect.logError(`skill install: ${error.message}`, error.cause),
+                  Effect.fail(new GatewayError({ reason: "internal", message: `${error.message} (see the server's log)` }))
+                )
+            }
+          }))
+          return json(ExtensionsApi.SkillInstalled, {
+            success: true,
+            skill_name: installed.name,
+            message: `Skill '${installed.name}' installed successfully`
+          })
+        }))
+      .handleRaw("putSkill", ({ path }) =>
         Effect.gen(function*() {
           yield* adminOnly("skills")
           const request = yield* Body.json(ExtensionsApi.SkillState)
@@ -392,7 +432,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             license: null,
             enabled: skill.enabled
           })
-        })))
+        }))))
 
     const tasksGroup = HttpApiBuilder.group(api, "mcpTasks", (handlers) =>
       Effect.map(Access.make, (access) =>
