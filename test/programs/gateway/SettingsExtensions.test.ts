@@ -188,10 +188,14 @@ describe("skills switch", () => {
       description: "Shows how skills work",
       category: "public",
       license: null,
-      enabled: false
+      enabled: false,
+      editable: false
     })
     const listed = await ok(await call(ALICE, "/skills"))
-    assert.isFalse(listed.skills.find((s: { name: string }) => s.name === "demo-skill").enabled)
+    const demo = listed.skills.find((s: { name: string }) => s.name === "demo-skill")
+    assert.isFalse(demo.enabled)
+    assert.isFalse(demo.editable)
+    assert.isNull(demo.license)
     const stored = JSON.parse(Fs.readFileSync(file(), "utf8"))
     assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
     assert.property(stored.mcpServers, "warehouse")
@@ -261,6 +265,8 @@ describe("skill install", () => {
     const skill = listed.skills.find((s: { name: string }) => s.name === "web-notes")
     assert.strictEqual(skill.category, "custom")
     assert.isTrue(skill.enabled)
+    assert.isTrue(skill.editable)
+    assert.isNull(skill.license)
 
     const cases: ReadonlyArray<[string, Record<string, string | { readonly link: string }>, number, string]> = [
       ["again.skill", { "SKILL.md": "---\nname: web-notes\ndescription: d\n---\n" }, 409, "already exists"],
@@ -294,5 +300,37 @@ describe("skill install", () => {
       body: { thread_id: "t-skills", path: "mnt/user-data/../../../../etc/passwd" }
     })
     assert.strictEqual(outside.status, 404)
+  })
+})
+
+describe("the open gateway (no tokens, loopback only)", () => {
+  it("lets its local user manage MCP servers and skills", async () => {
+    const home = Support.tempDir("antler-ext-open-")
+    Fs.mkdirSync(Path.join(home, "skills", "public", "demo-skill"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+    const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
+    try {
+      const headers = { "content-type": "application/json" }
+      const put = await fetch(`${open.url}/api/mcp/config`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+      })
+      assert.strictEqual(put.status, 200, await put.clone().text())
+      assert.deepStrictEqual(Object.keys((await bodyOf(await fetch(`${open.url}/api/mcp/config`))).mcp_servers), [
+        "warehouse"
+      ])
+      const skill = await fetch(`${open.url}/api/skills/demo-skill`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ enabled: false })
+      })
+      assert.strictEqual(skill.status, 200)
+      const stored = JSON.parse(Fs.readFileSync(Path.join(home, "extensions_config.json"), "utf8"))
+      assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
+      assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
+    } finally {
+      await open.stop()
+    }
   })
 })

@@ -63,7 +63,8 @@ export const SkillObject = Schema.Struct({
   description: Schema.String,
   category: Schema.String,
   license: Schema.NullOr(Schema.String),
-  enabled: Schema.Boolean
+  enabled: Schema.Boolean,
+  editable: Schema.Boolean.annotations({ description: "Whether it is a custom skill (installed or written by hand)" })
 }).annotations({ identifier: "Skill" })
 
 const AdminOnly = refusal(403, "A token that is not an admin's (the file is every user's)")

@@ -430,7 +430,8 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             description: skill.description,
             category: skill.category,
             license: null,
-            enabled: skill.enabled
+            enabled: skill.enabled,
+            editable: skill.category === "custom"
           })
         }))))
 
