@@ -137,13 +137,13 @@ const unmask = (incoming: unknown, existing: unknown, where: string): Either.Eit
 }
 
 /** Launchers allowed for servers set through the API (DeerFlow's defaults). */
-const LAUNCHERS = ["npx", "uvx"]
+const LAUNCHERS: ReadonlyArray<string> = ["npx", "uvx"]
 
 /** Arguments that make a launcher evaluate the text that follows (DeerFlow's list). */
-const EVAL_ARGS = new Set(["-c", "--call", "-e", "--eval", "--print", "--shell", "--node-arg", "--node-options"])
+const EVAL_ARGS: ReadonlySet<string> = new Set(["-c", "--call", "-e", "--eval", "--print", "--shell", "--node-arg", "--node-options"])
 
 /** Variables that run code when a process starts. */
-const CODE_VARIABLES = new Set([
+const CODE_VARIABLES: ReadonlySet<string> = new Set([
   "BASH_ENV",
   "DYLD_INSERT_LIBRARIES",
   "ENV",
