@@ -117,7 +117,9 @@ export const install = (
       catch: (cause) => new SkillInstallError({ reason: "io", message: "The .skill file cannot be read.", cause })
     })
     const entries = yield* entriesOf(bytes)
-    if (entries.length > MAX_ENTRIES) return yield* invalid(`The archive has ${entries.length} entries; at most ${MAX_ENTRIES}.`)
+    if (entries.length > MAX_ENTRIES) {
+      return yield* invalid(`The archive has ${entries.length} entries; at most ${MAX_ENTRIES}.`)
+    }
     let declared = 0
     for (const entry of entries) {
       const problem = entryProblem(entry.name)

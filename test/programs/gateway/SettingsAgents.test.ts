@@ -20,7 +20,10 @@ beforeAll(async () => {
   gateway = await Support.start({
     script: () => "ok",
     config: {
-      gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } }
+      gateway: {
+        heartbeat_seconds: 1,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+      }
     }
   })
 })

@@ -103,7 +103,8 @@ describe("MCP settings", () => {
       assert.strictEqual(response.status, 403, method)
       assert.include((await bodyOf(response)).detail, "Admin")
     }
-    assert.strictEqual((await call(ALICE, "/skills/demo-skill", { method: "PUT", body: { enabled: false } })).status, 403)
+    const skill = await call(ALICE, "/skills/demo-skill", { method: "PUT", body: { enabled: false } })
+    assert.strictEqual(skill.status, 403)
   })
 
   it("shows the servers with their secrets masked", async () => {
@@ -199,7 +200,8 @@ describe("skills switch", () => {
     const stored = JSON.parse(Fs.readFileSync(file(), "utf8"))
     assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
     assert.property(stored.mcpServers, "warehouse")
-    assert.isTrue((await ok(await call(CAROL, "/skills/demo-skill", { method: "PUT", body: { enabled: true } }))).enabled)
+    const on = await ok(await call(CAROL, "/skills/demo-skill", { method: "PUT", body: { enabled: true } }))
+    assert.isTrue(on.enabled)
     const missing = await call(CAROL, "/skills/nope", { method: "PUT", body: { enabled: true } })
     assert.strictEqual(missing.status, 404)
     assert.include((await bodyOf(missing)).detail, "nope")
@@ -214,6 +216,9 @@ describe("MCP tasks", () => {
     assert.strictEqual((await call(CAROL, "/threads/t-tasks/mcp-tasks")).status, 404)
   })
 })
+
+/** A SKILL.md of a skill named `name`. */
+const skillMd = (name: string) => `---\nname: ${name}\ndescription: d\n---\n`
 
 /** A `.skill` archive of these entries (a link when the value is `{ link }`). */
 const archive = async (entries: Record<string, string | { readonly link: string }>): Promise<Uint8Array> => {
@@ -270,9 +275,9 @@ describe("skill install", () => {
 
     const cases: ReadonlyArray<[string, Record<string, string | { readonly link: string }>, number, string]> = [
       ["again.skill", { "SKILL.md": "---\nname: web-notes\ndescription: d\n---\n" }, 409, "already exists"],
-      ["escape.skill", { "SKILL.md": "---\nname: esc\ndescription: d\n---\n", "../../../evil.txt": "x" }, 400, "plain relative path"],
+      ["escape.skill", { "SKILL.md": skillMd("esc"), "../../../evil.txt": "x" }, 400, "plain relative path"],
       ["abs.skill", { "SKILL.md": "---\nname: abs\ndescription: d\n---\n", "/etc/evil": "x" }, 400, "absolute"],
-      ["link.skill", { "SKILL.md": "---\nname: lnk\ndescription: d\n---\n", "data": { link: "/etc/passwd" } }, 400, "is a link"],
+      ["link.skill", { "SKILL.md": skillMd("lnk"), "data": { link: "/etc/passwd" } }, 400, "is a link"],
       ["none.skill", { "README.md": "no skill here" }, 400, "no SKILL.md"],
       ["bad.skill", { "SKILL.md": "# no front matter\n" }, 400, "front matter"],
       ["name.skill", { "SKILL.md": "---\nname: a b/c\ndescription: d\n---\n" }, 400, "cannot name a folder"]

@@ -21,7 +21,10 @@ beforeAll(async () => {
     script: () => "ok",
     config: (url) => ({
       ...Support.baseConfig(url),
-      gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
+      gateway: {
+        heartbeat_seconds: 1,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+      },
       memory: {
         enabled: true,
         backend_config: { debounce_seconds: 3600, max_facts: 3, max_fact_chars: 200 },
@@ -167,7 +170,8 @@ describe("memory settings", () => {
   })
 
   it("gives the agent the user's facts, and only theirs", async () => {
-    await doc(await call(ALICE, "/memory/facts", { method: "POST", body: { content: "Likes-green-tea", confidence: 1 } }))
+    const fact = { content: "Likes-green-tea", confidence: 1 }
+    await doc(await call(ALICE, "/memory/facts", { method: "POST", body: fact }))
     const before = gateway.scripted.requests.length
     for (const token of [ALICE, BOB]) {
       const response = await call(token, "/runs/wait", {

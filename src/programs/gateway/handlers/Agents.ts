@@ -46,6 +46,8 @@ export const agentObject = (agent: CustomAgents.CustomAgent): typeof AgentsApi.A
   soul: agent.soul ?? ""
 })
 
+const internal = (message: string) => new GatewayError({ reason: "internal", message })
+
 /** The name as stored (lower case, as DeerFlow stores it), or 422 naming what is wrong with it. */
 const checkedName = (name: string) => {
   const problem = CustomAgents.nameProblem(name)
@@ -82,10 +84,17 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           case "io":
             return Effect.zipRight(
               Effect.logError(`agents endpoint: ${error.message}`),
-              Effect.fail(new GatewayError({ reason: "internal", message: `The agent ${error.name} could not be read or written (see the server's log).` }))
+              Effect.fail(internal(`The agent ${error.name} could not be read or written (see the server's log).`))
             )
         }
       }
+
+      const legacy = (name: string) =>
+        agentFailed(new CustomAgents.AgentError({ reason: "legacy", name, message: "" }))
+
+      /** Whether a folder holds an agent (its config.yaml). */
+      const hasConfig = (dir: string) =>
+        Effect.orElseSucceed(fs.exists(Path.join(dir, CustomAgents.CONFIG_FILE)), () => false)
 
       const load = (userId: string, name: string) =>
         Effect.catchAll(provided(CustomAgents.load(home, userId, name)), agentFailed)
@@ -93,7 +102,10 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
       const modelProblem = (model: string | null | undefined) =>
         model == null || model === "" || models.has(model)
           ? undefined
-          : fail("unprocessable", `Unknown model '${model}'. Use a model name defined under \`models:\` in config.yaml.`)
+          : fail(
+            "unprocessable",
+            `Unknown model '${model}'. Use a model name defined under \`models:\` in config.yaml.`
+          )
 
       /** The settings of a request, redacted: the fields it sets over `base`, without the nulls. */
       const settingsOf = (
@@ -125,10 +137,12 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const given = queryList(urlParams.name as QueryValue)[0]
-            if (given === undefined) return yield* fail("unprocessable", "name: the query needs the name to check (?name=).")
+            if (given === undefined) {
+              return yield* fail("unprocessable", "name: the query needs the name to check (?name=).")
+            }
             const name = yield* checkedName(given)
             const where = yield* provided(CustomAgents.agentDir(home, user, name))
-            const taken = yield* Effect.orElseSucceed(fs.exists(Path.join(where.dir, CustomAgents.CONFIG_FILE)), () => false)
+            const taken = yield* hasConfig(where.dir)
             return json(AgentsApi.NameCheck, { available: !taken, name })
           }))
         .handleRaw("createAgent", () =>
@@ -139,7 +153,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             const unknownModel = modelProblem(request.model)
             if (unknownModel !== undefined) return yield* unknownModel
             const where = yield* provided(CustomAgents.agentDir(home, user, name))
-            if (yield* Effect.orElseSucceed(fs.exists(Path.join(where.dir, CustomAgents.CONFIG_FILE)), () => false)) {
+            if (yield* hasConfig(where.dir)) {
               return yield* fail("conflict", `Agent '${name}' already exists.`)
             }
             yield* Effect.catchAll(
@@ -163,7 +177,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             const name = yield* checkedName(path.agent_name)
             const request = yield* Body.json(AgentsApi.AgentUpdate)
             const agent = yield* load(user, name)
-            if (agent.legacy) return yield* agentFailed(new CustomAgents.AgentError({ reason: "legacy", name, message: "" }))
+            if (agent.legacy) return yield* legacy(name)
             if ("model" in request) {
               const unknownModel = modelProblem(request.model)
               if (unknownModel !== undefined) return yield* unknownModel
@@ -189,12 +203,13 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             const exists = (file: string) => Effect.orElseSucceed(fs.exists(file), () => false)
             if (!(yield* exists(Path.join(own, CustomAgents.CONFIG_FILE)))) {
               if (yield* exists(Path.join(CustomAgents.legacyAgentsDir(home), name, CustomAgents.CONFIG_FILE))) {
-                return yield* agentFailed(new CustomAgents.AgentError({ reason: "legacy", name, message: "" }))
+                return yield* legacy(name)
               }
               if (yield* exists(own)) {
                 return yield* fail(
                   "conflict",
-                  `The directory of '${name}' holds memory data but is not a custom agent (no config.yaml); it was kept.`
+                  `The directory of '${name}' holds memory data but is not a custom agent (no config.yaml); ` +
+                    "it was kept."
                 )
               }
               return yield* notFound(`Agent '${name}'`)
@@ -206,7 +221,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             ).pipe(Effect.catchAll((cause) =>
               Effect.zipRight(
                 Effect.logError(`agents endpoint: cannot delete the agent ${name}`, cause),
-                Effect.fail(new GatewayError({ reason: "internal", message: `The agent ${name} could not be deleted (see the server's log).` }))
+                Effect.fail(internal(`The agent ${name} could not be deleted (see the server's log).`))
               )
             ))
             return HttpServerResponse.empty({ status: 204 })

@@ -47,8 +47,10 @@ const { MASKED } = ExtensionsApi
 const isRecord = (value: unknown): value is Raw =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-const SECRET_KEY =
-  /(^|_)(api_key|apikey|access_key|private_key|client_secret|secret|token|password|passwd|credential|credentials|authorization|bearer)(_|$)/
+const SECRET_KEY = new RegExp(
+  "(^|_)(api_key|apikey|access_key|private_key|client_secret|secret|token|password|passwd|credential|credentials|" +
+    "authorization|bearer)(_|$)"
+)
 
 /** Whether a key names a secret (`apiKey`, `X-Auth-Token`, `client_secret`...). */
 export const isSecretKey = (key: string): boolean =>
@@ -140,7 +142,16 @@ const unmask = (incoming: unknown, existing: unknown, where: string): Either.Eit
 const LAUNCHERS: ReadonlyArray<string> = ["npx", "uvx"]
 
 /** Arguments that make a launcher evaluate the text that follows (DeerFlow's list). */
-const EVAL_ARGS: ReadonlySet<string> = new Set(["-c", "--call", "-e", "--eval", "--print", "--shell", "--node-arg", "--node-options"])
+const EVAL_ARGS: ReadonlySet<string> = new Set([
+  "-c",
+  "--call",
+  "-e",
+  "--eval",
+  "--print",
+  "--shell",
+  "--node-arg",
+  "--node-options"
+])
 
 /** Variables that run code when a process starts. */
 const CODE_VARIABLES: ReadonlySet<string> = new Set([
@@ -382,7 +393,10 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           if (!virtual.startsWith(`${USER_DATA}/`)) {
             return yield* fail("not_found", `File not found: a .skill file is a file under ${USER_DATA}.`)
           }
-          const sandbox = yield* Effect.mapError(sandboxes.acquire(stored, user), (error) => fail("internal", error.message))
+          const sandbox = yield* Effect.mapError(
+            sandboxes.acquire(stored, user),
+            (error) => fail("internal", error.message)
+          )
           const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`File ${virtual}`))
           const installed = yield* lock.withPermits(1)(
             SkillArchive.install(
@@ -399,7 +413,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
               case "io":
                 return Effect.zipRight(
                   Effect.logError(`skill install: ${error.message}`, error.cause),
-                  Effect.fail(new GatewayError({ reason: "internal", message: `${error.message} (see the server's log)` }))
+                  Effect.fail(fail("internal", `${error.message} (see the server's log)`))
                 )
             }
           }))

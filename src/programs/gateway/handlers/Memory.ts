@@ -126,7 +126,9 @@ export const layer = (api: DeerFlowApi) =>
             const id = `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`
             const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
             const doc = yield* change((doc) => {
-              if (duplicate(doc, content)) return Either.left(fail("conflict", "A fact with the same content already exists."))
+              if (duplicate(doc, content)) {
+                return Either.left(fail("conflict", "A fact with the same content already exists."))
+              }
               const fact: MemoryDoc.Fact = {
                 id,
                 content,
