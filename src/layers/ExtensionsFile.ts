@@ -3,8 +3,8 @@
  *
  * The file is `$ANTLER_EXTENSIONS_CONFIG`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else `extensions_config.json`
  * (then `mcp_config.json`, DeerFlow's older name) beside the `config.yaml` in use, else in the working
- * directory. A file named by a variable must exist; none found means no MCP servers. It is read once, when the
- * app starts (DeerFlow re-reads it for each agent build; Antler builds its agents once).
+ * directory. A file named by a variable must exist; none found means no MCP servers. It is read when the app
+ * starts; the gateway's MCP settings, which write it, replace the servers (`McpReloadable`).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
@@ -18,7 +18,8 @@ import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
 import { Mcp } from "../services/Mcp.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
-import * as McpClient from "./McpClient.js"
+import type * as McpClient from "./McpClient.js"
+import * as McpReloadable from "./McpReloadable.js"
 import * as Json from "../state/Json.js"
 
 const NAMES = ["extensions_config.json", "mcp_config.json"]
@@ -97,6 +98,6 @@ export const layer = (
     Effect.gen(function*() {
       const app = yield* AppConfigService
       const { config } = yield* find(app.source)
-      return yield* McpClient.make({ ...options, servers: config.mcpServers })
+      return yield* McpReloadable.make({ ...options, servers: config.mcpServers })
     })
   )

@@ -292,6 +292,11 @@ export const layer = (
       const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
       const agents = new Map<string, Built>()
+      // the MCP servers' revision the agents in `agents` were built for (see `Mcp.Service.revision`)
+      let builtFor = 0
+      const mcpRevision = Option.isSome(mcp) && mcp.value.revision !== undefined
+        ? mcp.value.revision
+        : Effect.succeed(0)
       const lock = yield* Effect.makeSemaphore(1)
 
       // One subagent runner (one pool) per app, built when a run first enables subagents.
@@ -351,7 +356,12 @@ export const layer = (
         })
 
       const built = (r: Resolved) =>
-        lock.withPermits(1)(Effect.suspend(() => {
+        lock.withPermits(1)(Effect.flatMap(mcpRevision, (revision) => {
+          // agents built before the MCP servers were replaced have the old servers' tools: built again
+          if (revision !== builtFor) {
+            agents.clear()
+            builtFor = revision
+          }
           const key = shapeKey(r)
           const known = agents.get(key)
           if (known !== undefined) return Effect.succeed(known)

@@ -8,7 +8,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { JsonObject } from "../state/Message.js"
-import type { EffectiveRouting } from "./Extensions.js"
+import type { EffectiveRouting, McpServerConfig } from "./Extensions.js"
 
 /** A tool one of the servers offers, under the name the model sees. */
 export interface McpTool {
@@ -92,6 +92,16 @@ export interface Service {
   readonly call: (server: string, tool: string, args: JsonObject) => Effect.Effect<McpResult, McpError>
   /** What each configured server is doing (starts nothing). */
   readonly status: Effect.Effect<ReadonlyArray<ServerStatus>>
+  /**
+   * How many times the servers were replaced (`replace`): agents built for an older revision have the older
+   * servers' tools, so they are built again. Absent: the servers never change.
+   */
+  readonly revision?: Effect.Effect<number> | undefined
+  /**
+   * Replaces the servers (the extensions file changed): the old ones stop, the new ones start when their tools
+   * are first asked for. Absent: the servers are fixed for the app's life.
+   */
+  readonly replace?: ((servers: Readonly<Record<string, McpServerConfig>>) => Effect.Effect<void>) | undefined
 }
 
 /** The MCP connections of an app. */

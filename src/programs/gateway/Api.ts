@@ -16,15 +16,19 @@ import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ModelConfig } from "../../services/AppConfig.js"
+import * as Redact from "../../state/Redact.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
+import * as Agents from "./handlers/Agents.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
+import * as Extensions from "./handlers/Extensions.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
+import * as Memory from "./handlers/Memory.js"
 import * as Runs from "./handlers/Runs.js"
 import * as ScheduledTasks from "./handlers/ScheduledTasks.js"
 import * as Security from "./handlers/Security.js"
@@ -40,6 +44,8 @@ export interface Options {
   readonly auth: Authenticator
   /** The models runs may choose (names); the first is the default. */
   readonly models: ReadonlyArray<ModelConfig>
+  /** The secrets no file written through the settings endpoints may hold (custom agents, extensions). */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /**
@@ -62,7 +68,10 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
-    Branches.layer(SERVED.deerflow)
+    Branches.layer(SERVED.deerflow),
+    Memory.layer(SERVED.deerflow),
+    Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
+    Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required })
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

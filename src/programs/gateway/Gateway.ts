@@ -220,7 +220,7 @@ export const layer = (options: Options) => {
   }))
 
   const http = Layer.unwrapScoped(Effect.gen(function*() {
-    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
+    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models, redact })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(

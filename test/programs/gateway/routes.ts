@@ -100,7 +100,27 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   // issue 27: regenerate, edit, branch (api/Branches.ts)
   ["POST", "/threads/:thread_id/runs/regenerate/prepare", "regenerate"],
   ["POST", "/threads/:thread_id/runs/edit-regenerate/prepare", "edit"],
-  ["POST", "/threads/:thread_id/branches", "branch"]
+  ["POST", "/threads/:thread_id/branches", "branch"],
+  ["GET", "/memory", "none"],
+  ["DELETE", "/memory", "none"],
+  ["POST", "/memory/reload", "none"],
+  ["GET", "/memory/export", "none"],
+  ["POST", "/memory/import", "patch"],
+  ["POST", "/memory/facts", "patch"],
+  ["PATCH", "/memory/facts/:fact_id", "patch"],
+  ["DELETE", "/memory/facts/:fact_id", "none"],
+  ["GET", "/agents", "none"],
+  ["GET", "/agents/check", "none"],
+  ["POST", "/agents", "patch"],
+  ["GET", "/agents/:agent_name", "none"],
+  ["PUT", "/agents/:agent_name", "patch"],
+  ["DELETE", "/agents/:agent_name", "none"],
+  ["GET", "/mcp/config", "none"],
+  ["PUT", "/mcp/config", "patch"],
+  ["PATCH", "/mcp/config", "patch"],
+  ["PUT", "/skills/:skill_name", "patch"],
+  ["POST", "/skills/install", "patch"],
+  ["GET", "/threads/:thread_id/mcp-tasks", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

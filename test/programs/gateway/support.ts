@@ -42,6 +42,8 @@ export interface StartOptions {
   readonly config?: Record<string, unknown> | ((url: string) => Record<string, unknown>)
   readonly home?: string
   readonly spanProcessor?: SpanProcessor
+  /** Where the configuration says it was read from (files beside it: extensions_config.json, skills/). */
+  readonly source?: string
 }
 
 /** A fresh temp directory. */
@@ -64,7 +66,7 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
     const scripted = yield* ScriptedChatServer.start(options.script, options.server)
     const base = baseConfig(scripted.url)
     const more = typeof options.config === "function" ? options.config(scripted.url) : options.config
-    const app = yield* ConfigFile.fromObject({ ...base, ...more }, { home })
+    const app = yield* ConfigFile.fromObject({ ...base, ...more }, { home, source: options.source })
     return Gateway.layer({
       app,
       choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),

@@ -27,7 +27,9 @@ export const SkillList = Schema.Struct({
     description: Schema.String,
     category: Schema.Literal("public", "custom"),
     location: Schema.String,
-    enabled: Schema.Boolean
+    enabled: Schema.Boolean,
+    license: Schema.NullOr(Schema.String),
+    editable: Schema.Boolean
   }))
 }).annotations({ identifier: "SkillList" })
 

@@ -8,11 +8,14 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Arr from "effect/Array"
+import * as Agents from "./Agents.js"
 import * as Assistants from "./Assistants.js"
 import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
+import * as Extensions from "./Extensions.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
+import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as ScheduledTasks from "./ScheduledTasks.js"
@@ -44,6 +47,11 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(ScheduledTasks.group)
   .add(Turns.group)
   .add(Branches.group)
+  .add(Memory.group)
+  .add(Agents.group)
+  .add(Extensions.mcp)
+  .add(Extensions.skillStates)
+  .add(Extensions.mcpTasks)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi

@@ -39,7 +39,10 @@ export const skillsLayer = (api: DeerFlowApi) =>
             description: skill.description,
             category: skill.category,
             location: skill.location,
-            enabled: skill.enabled
+            enabled: skill.enabled,
+            // (DeerFlow's fields: Antler reads no license, and a custom skill is the user's to change)
+            license: null,
+            editable: skill.category === "custom"
           }))
           return json(CatalogApi.SkillList, { skills })
         }))))

@@ -1,0 +1,190 @@
+/**
+ * Installing a skill from a `.skill` file (DeerFlow's: a ZIP archive of one skill folder, `SKILL.md` at its top
+ * or inside one top folder) into the skills directory's `custom/` category.
+ *
+ * The archive is untrusted (a model wrote it): it is read only as a regular file of at most `MAX_ARCHIVE_BYTES`,
+ * with at most `MAX_ENTRIES` entries unpacking to at most `MAX_UNPACKED_BYTES` (declared sizes checked before
+ * anything is unpacked, actual sizes as it is), every entry a plain relative path (no `..`, no absolute path, no
+ * backslash, no control character) and none a link. Its `SKILL.md` must declare a skill as the skills directory
+ * reads one (`SkillsDirectory.parseSkill`), named as a folder may be (letters, digits, `-`, `_`), and no skill of
+ * that name may exist. The skill is unpacked into a staging folder inside `custom/` that is renamed into place,
+ * so a skill appears whole or not at all.
+ */
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as SkillsDirectory from "../layers/SkillsDirectory.js"
+import * as TextFile from "../layers/TextFile.js"
+
+/** The largest `.skill` file read: 16 MiB. */
+export const MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
+
+/** The most entries an archive may hold. */
+export const MAX_ENTRIES = 1000
+
+/** The most an archive may unpack to: 64 MiB. */
+export const MAX_UNPACKED_BYTES = 64 * 1024 * 1024
+
+/** Names of installed skills (they become folder names). */
+export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
+
+/** A skill that cannot be installed. */
+export class SkillInstallError extends Schema.TaggedError<SkillInstallError>()("SkillInstallError", {
+  reason: Schema.Literal("invalid", "exists", "io"),
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+const invalid = (message: string) => new SkillInstallError({ reason: "invalid", message })
+
+/** Why an entry's name is not a plain relative path, if it is not. */
+export const entryProblem = (name: string): string | undefined => {
+  if (name.includes("\\")) return "has a backslash"
+  // (control characters, NUL included)
+  if (/[\u0000-\u001f\u007f]/.test(name)) return "has a control character"
+  if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) return "is an absolute path"
+  const parts = name.replace(/\/$/, "").split("/")
+  if (parts.some((part) => part === ".." || part === "." || part === "")) return "is not a plain relative path"
+  return undefined
+}
+
+const S_IFMT = 0o170000
+const S_IFLNK = 0o120000
+
+interface Entry {
+  readonly name: string
+  readonly dir: boolean
+  readonly unixPermissions: number | null | undefined
+  readonly declared: number
+  readonly read: () => Promise<Uint8Array>
+}
+
+/** The entries of a ZIP archive's bytes (refused: not a ZIP archive). */
+const entriesOf = (bytes: Uint8Array) =>
+  Effect.tryPromise({
+    try: async () => {
+      const { default: JSZip } = await import("jszip")
+      const zip = await JSZip.loadAsync(bytes, { createFolders: false })
+      const entries: Array<Entry> = []
+      zip.forEach((name, file) => {
+        const data = (file as unknown as { readonly _data?: { readonly uncompressedSize?: number } })._data
+        // jszip's `name` has leading `../` taken off; the name as written is what is judged
+        const original = (file as unknown as { readonly unsafeOriginalName?: string }).unsafeOriginalName
+        entries.push({
+          name: original ?? name,
+          dir: file.dir,
+          unixPermissions: typeof file.unixPermissions === "number" ? file.unixPermissions : null,
+          declared: data?.uncompressedSize ?? 0,
+          read: () => file.async("uint8array")
+        })
+      })
+      return entries
+    },
+    catch: (cause) => new SkillInstallError({ reason: "invalid", message: "The file is not a ZIP archive.", cause })
+  })
+
+/** What `install` made. */
+export interface Installed {
+  readonly name: string
+  /** The skill's folder. */
+  readonly dir: string
+}
+
+/**
+ * Installs the skill of the `.skill` file `archive` into `{skillsDir}/custom/`, with the catalog's names
+ * (`existing`) taken (see the module header).
+ */
+export const install = (
+  archive: string,
+  skillsDir: string,
+  existing: ReadonlySet<string>
+): Effect.Effect<Installed, SkillInstallError> =>
+  Effect.gen(function*() {
+    const stat = yield* Effect.try({
+      try: () => Fs.lstatSync(archive),
+      catch: () => invalid("The .skill file does not exist.")
+    })
+    if (!stat.isFile()) return yield* invalid("The .skill path is not a regular file.")
+    if (stat.size > MAX_ARCHIVE_BYTES) {
+      return yield* invalid(
+        `The .skill file is ${TextFile.formatBytes(stat.size)}; at most ${TextFile.formatBytes(MAX_ARCHIVE_BYTES)}.`
+      )
+    }
+    const bytes = yield* Effect.try({
+      try: () => Fs.readFileSync(archive),
+      catch: (cause) => new SkillInstallError({ reason: "io", message: "The .skill file cannot be read.", cause })
+    })
+    const entries = yield* entriesOf(bytes)
+    if (entries.length > MAX_ENTRIES) {
+      return yield* invalid(`The archive has ${entries.length} entries; at most ${MAX_ENTRIES}.`)
+    }
+    let declared = 0
+    for (const entry of entries) {
+      const problem = entryProblem(entry.name)
+      if (problem !== undefined) return yield* invalid(`The archive entry ${JSON.stringify(entry.name)} ${problem}.`)
+      if (entry.unixPermissions != null && (entry.unixPermissions & S_IFMT) === S_IFLNK) {
+        return yield* invalid(`The archive entry ${JSON.stringify(entry.name)} is a link; a skill holds files only.`)
+      }
+      declared += entry.declared
+    }
+    if (declared > MAX_UNPACKED_BYTES) {
+      return yield* invalid(`The archive unpacks to more than ${TextFile.formatBytes(MAX_UNPACKED_BYTES)}.`)
+    }
+    const files = entries.filter((entry) => !entry.dir)
+    // SKILL.md at the top, or every entry inside one top folder holding it
+    const tops = new Set(files.map((entry) => entry.name.split("/")[0]!))
+    const prefix = files.some((entry) => entry.name === "SKILL.md")
+      ? ""
+      : tops.size === 1 && files.some((entry) => entry.name === `${[...tops][0]}/SKILL.md`)
+      ? `${[...tops][0]}/`
+      : undefined
+    if (prefix === undefined) {
+      return yield* invalid("The archive has no SKILL.md at its top (or inside its one top folder).")
+    }
+    const skillFile = files.find((entry) => entry.name === `${prefix}SKILL.md`)!
+    const skillBytes = yield* Effect.promise(() => skillFile.read())
+    if (skillBytes.length > SkillsDirectory.MAX_SKILL_BYTES) {
+      return yield* invalid(`SKILL.md is larger than ${TextFile.formatBytes(SkillsDirectory.MAX_SKILL_BYTES)}.`)
+    }
+    const parsed = SkillsDirectory.parseSkill(new TextDecoder().decode(skillBytes))
+    if (!parsed.ok) return yield* invalid(`SKILL.md does not declare a skill: ${parsed.problem}.`)
+    const name = parsed.name
+    if (!SKILL_NAME.test(name)) {
+      return yield* invalid(
+        `The skill's name ${JSON.stringify(name)} cannot name a folder (letters, digits, '-' and '_', at most 64).`
+      )
+    }
+    const custom = Path.join(skillsDir, "custom")
+    const target = Path.join(custom, name)
+    if (existing.has(name) || Fs.existsSync(target)) {
+      return yield* new SkillInstallError({ reason: "exists", message: `Skill '${name}' already exists.` })
+    }
+    const staging = Path.join(custom, `.install-${Crypto.randomUUID()}`)
+    const unpack = Effect.tryPromise({
+      try: async () => {
+        Fs.mkdirSync(staging, { recursive: true })
+        let unpacked = 0
+        for (const entry of files) {
+          const data = await entry.read()
+          unpacked += data.length
+          if (unpacked > MAX_UNPACKED_BYTES) {
+            throw invalid(`The archive unpacks to more than ${TextFile.formatBytes(MAX_UNPACKED_BYTES)}.`)
+          }
+          const file = Path.join(staging, entry.name.slice(prefix.length))
+          Fs.mkdirSync(Path.dirname(file), { recursive: true })
+          Fs.writeFileSync(file, data, { flag: "wx", mode: 0o644 })
+        }
+        Fs.renameSync(staging, target)
+      },
+      catch: (cause) =>
+        cause instanceof SkillInstallError
+          ? cause
+          : new SkillInstallError({ reason: "io", message: `The skill ${name} could not be written.`, cause })
+    })
+    yield* Effect.uninterruptible(unpack).pipe(
+      Effect.tapError(() => Effect.sync(() => Fs.rmSync(staging, { recursive: true, force: true })))
+    )
+    return { name, dir: target }
+  })

@@ -1,0 +1,462 @@
+/**
+ * The endpoints over `extensions_config.json` (declared in `api/Extensions.ts`): its MCP servers and its skills'
+ * states, and a thread's MCP background tasks (always none).
+ *
+ * The file is every user's, so only an admin token or the open loopback gateway (the local user's) reads or
+ * writes it (403 otherwise, DeerFlow's answer to a non-admin). Reading masks what may be secret, as DeerFlow
+ * does: env and header values, URL passwords and secret-like query parameters, and every key named like a
+ * secret (`token`, `api_key`, `password`...) are `"***"`; a `"***"` sent back keeps the stored value (a new key
+ * given `"***"` is refused). A server whose launch changes (command, args, env) is screened as DeerFlow screens
+ * API-managed servers: a bare executable name among the allowed launchers (`npx`, `uvx`, and those of
+ * `$DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST`), no argument that evaluates code, no variable that injects it. What
+ * is written decodes as the app reads it, fits in `MAX_CONFIG_BYTES`, keeps the file's other keys, and is
+ * written whole (a temporary file renamed over it), one writer at a time. The MCP servers are then replaced in
+ * the running app (`Mcp.Service.replace`): the next run's agent has the new servers' tools, no restart.
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { MAX_CONFIG_BYTES } from "../../../layers/ConfigFile.js"
+import * as ExtensionsFile from "../../../layers/ExtensionsFile.js"
+import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
+import * as TextFile from "../../../layers/TextFile.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import { McpServerConfig, serverProblem, transportOf } from "../../../services/Extensions.js"
+import { Mcp } from "../../../services/Mcp.js"
+import { SandboxProvider, USER_DATA } from "../../../services/Sandbox.js"
+import * as Json from "../../../state/Json.js"
+import * as CustomAgents from "../../CustomAgents.js"
+import * as SkillArchive from "../../SkillArchive.js"
+import * as ExtensionsApi from "../api/Extensions.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as Body from "../Body.js"
+import * as Access from "./Access.js"
+import { json } from "./Http.js"
+
+type Raw = Record<string, unknown>
+
+const { MASKED } = ExtensionsApi
+
+const isRecord = (value: unknown): value is Raw =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const SECRET_KEY = new RegExp(
+  "(^|_)(api_key|apikey|access_key|private_key|client_secret|secret|token|password|passwd|credential|credentials|" +
+    "authorization|bearer)(_|$)"
+)
+
+/** Whether a key names a secret (`apiKey`, `X-Auth-Token`, `client_secret`...). */
+export const isSecretKey = (key: string): boolean =>
+  SECRET_KEY.test(
+    key.replace(/(.)([A-Z][a-z]+)/g, "$1_$2").replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase()
+      .replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "")
+  )
+
+/** A URL with its password and secret-like query parameters masked (not a URL: as it is). */
+const maskUrl = (text: string): string => {
+  try {
+    const url = new URL(text)
+    let changed = false
+    if (url.password !== "") {
+      url.password = MASKED
+      changed = true
+    }
+    for (const key of [...url.searchParams.keys()]) {
+      if (isSecretKey(key)) {
+        url.searchParams.set(key, MASKED)
+        changed = true
+      }
+    }
+    return changed ? url.toString() : text
+  } catch {
+    return text
+  }
+}
+
+/** A value with every secret-named key's value masked, at any depth. */
+const maskDeep = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(maskDeep)
+  if (!isRecord(value)) return value
+  const out: Raw = {}
+  for (const [key, item] of Object.entries(value)) out[key] = isSecretKey(key) ? MASKED : maskDeep(item)
+  return out
+}
+
+const maskValues = (value: unknown): unknown =>
+  isRecord(value) ? Object.fromEntries(Object.keys(value).map((key) => [key, MASKED])) : value
+
+/** A server's entry as it is shown: DeerFlow's fields with their defaults, every secret masked. */
+export const shownServer = (raw: Raw): Raw => {
+  const decoded = Schema.decodeUnknownEither(McpServerConfig)(raw)
+  const full: Raw = Either.isRight(decoded) ? { ...decoded.right, type: transportOf(decoded.right) } : raw
+  delete full.transport
+  const shown = maskDeep(full) as Raw
+  if ("env" in full) shown.env = maskValues(full.env)
+  if ("headers" in full) shown.headers = maskValues(full.headers)
+  if (typeof full.url === "string") shown.url = maskUrl(full.url)
+  return shown
+}
+
+/**
+ * The value sent back with its masks replaced by what is stored (`existing`); a mask with nothing stored is
+ * refused. A URL sent back as shown (masked) is the stored one.
+ */
+const unmask = (incoming: unknown, existing: unknown, where: string): Either.Either<unknown, GatewayError> => {
+  if (incoming === MASKED) {
+    return existing === undefined || existing === MASKED
+      ? Either.left(fail("bad_request", `Cannot set ${where} to the masked value '${MASKED}'; provide a real value.`))
+      : Either.right(existing)
+  }
+  if (typeof incoming === "string" && typeof existing === "string" && incoming !== existing) {
+    return Either.right(incoming === maskUrl(existing) ? existing : incoming)
+  }
+  if (Array.isArray(incoming)) {
+    const out: Array<unknown> = []
+    for (const [index, item] of incoming.entries()) {
+      const restored = unmask(item, Array.isArray(existing) ? existing[index] : undefined, `${where}[${index}]`)
+      if (Either.isLeft(restored)) return restored
+      out.push(restored.right)
+    }
+    return Either.right(out)
+  }
+  if (isRecord(incoming)) {
+    const out: Raw = {}
+    for (const [key, item] of Object.entries(incoming)) {
+      const restored = unmask(item, isRecord(existing) ? existing[key] : undefined, `${where}.${key}`)
+      if (Either.isLeft(restored)) return restored
+      out[key] = restored.right
+    }
+    return Either.right(out)
+  }
+  return Either.right(incoming)
+}
+
+/** Launchers allowed for servers set through the API (DeerFlow's defaults). */
+const LAUNCHERS: ReadonlyArray<string> = ["npx", "uvx"]
+
+/** Arguments that make a launcher evaluate the text that follows (DeerFlow's list). */
+const EVAL_ARGS: ReadonlySet<string> = new Set([
+  "-c",
+  "--call",
+  "-e",
+  "--eval",
+  "--print",
+  "--shell",
+  "--node-arg",
+  "--node-options"
+])
+
+/** Variables that run code when a process starts. */
+const CODE_VARIABLES: ReadonlySet<string> = new Set([
+  "BASH_ENV",
+  "DYLD_INSERT_LIBRARIES",
+  "ENV",
+  "LD_AUDIT",
+  "LD_PRELOAD",
+  "NODE_OPTIONS",
+  "PERL5OPT",
+  "PYTHONHOME",
+  "PYTHONPATH",
+  "PYTHONSTARTUP",
+  "RUBYOPT"
+])
+
+/** Why a server's launch is not taken through the API, if it is not (see the module header). */
+const launchProblem = (name: string, server: McpServerConfig, allowed: ReadonlySet<string>): string | undefined => {
+  const problem = serverProblem(name, server)
+  if (problem !== undefined) return `${problem}.`
+  if (transportOf(server) !== "stdio") return undefined
+  const command = server.command ?? ""
+  if (command !== command.trim() || /[/\\\s;|&`$<>]/.test(command)) {
+    return `MCP server '${name}' command must be a single executable name; put parameters in args instead.`
+  }
+  if (!allowed.has(command)) {
+    return `MCP server '${name}' uses disallowed stdio command '${command}'. Allowed commands: ` +
+      `${[...allowed].sort().join(", ")}. Configure DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST to extend this list.`
+  }
+  const evaluating = server.args.find((arg) => EVAL_ARGS.has(arg.split("=")[0]!))
+  if (evaluating !== undefined) {
+    return `MCP server '${name}' passes '${evaluating}' to '${command}', which would run arbitrary code. ` +
+      "Point the server at a package or module instead."
+  }
+  const variable = Object.keys(server.env).find((key) => CODE_VARIABLES.has(key.trim().toUpperCase()))
+  if (variable !== undefined) {
+    return `MCP server '${name}' sets environment variable '${variable}', which would run arbitrary code at ` +
+      "process startup."
+  }
+  return undefined
+}
+
+/** What starts a server (as the app reads it): changed, it is screened again. */
+const launchOf = (raw: unknown): string | undefined => {
+  const decoded = Schema.decodeUnknownEither(McpServerConfig)(raw)
+  if (Either.isLeft(decoded)) return undefined
+  const server = decoded.right
+  return JSON.stringify([transportOf(server), server.command, server.args, server.env, server.cwd])
+}
+
+/** Options of `layer`. */
+export interface Options {
+  /** Whether requests need a token (without: the open loopback gateway, whose user may change the file). */
+  readonly tokensRequired: boolean
+}
+
+/** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers, skill states, MCP tasks. */
+export const layer = (api: DeerFlowApi, options: Options) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const app = yield* AppConfigService
+    const fs = yield* FileSystem.FileSystem
+    const mcp = yield* Effect.serviceOption(Mcp)
+    // one writer of the file at a time (its MCP servers and its skill states are read, changed and written whole)
+    const lock = yield* Effect.makeSemaphore(1)
+
+    const adminOnly = (what: string) =>
+      Effect.flatMap(CurrentIdentity, (identity) =>
+        identity.admin || !options.tokensRequired
+          ? Effect.void
+          : Effect.fail(fail("forbidden", `Admin privileges required to manage ${what}.`)))
+
+    const fileFailed = (what: string) => (cause: unknown) =>
+      Effect.zipRight(
+        Effect.logError(`extensions endpoint: ${what}`, cause),
+        Effect.fail(
+          new GatewayError({ reason: "internal", message: `extensions_config.json ${what} (see the server's log).` })
+        )
+      )
+
+    const mcpFile = Effect.map(
+      Effect.provideService(ExtensionsFile.resolvePath(app.source), FileSystem.FileSystem, fs),
+      (found) => found ?? SkillsDirectory.extensionsConfigPath(app)
+    )
+
+    /** The file's JSON object ({} when there is none). */
+    const readRaw = (file: string): Effect.Effect<Raw, GatewayError> =>
+      Effect.suspend(() => {
+        const read = TextFile.read(file, MAX_CONFIG_BYTES)
+        if (Either.isLeft(read)) {
+          return read.left.reason === "missing" ? Effect.succeed({}) : fileFailed("could not be read")(read.left)
+        }
+        try {
+          const raw = Json.parse(read.right)
+          return isRecord(raw) ? Effect.succeed(raw) : fileFailed("is not a JSON object")(undefined)
+        } catch (cause) {
+          return fileFailed("is not valid JSON")(cause)
+        }
+      })
+
+    const writeRaw = (file: string, raw: Raw) =>
+      Effect.gen(function*() {
+        const text = `${JSON.stringify(raw, null, 2)}\n`
+        if (Buffer.byteLength(text, "utf8") > MAX_CONFIG_BYTES) {
+          return yield* fail(
+            "unprocessable",
+            `The configuration would be larger than ${TextFile.formatBytes(MAX_CONFIG_BYTES)}, the most Antler reads.`
+          )
+        }
+        yield* Effect.uninterruptible(CustomAgents.writeAtomic(file, text)).pipe(
+          Effect.provideService(FileSystem.FileSystem, fs),
+          Effect.catchAll(fileFailed("could not be written"))
+        )
+      })
+
+    const serversOf = (raw: Raw): Raw => isRecord(raw.mcpServers) ? raw.mcpServers : {}
+
+    const shownConfig = (raw: Raw) =>
+      json(ExtensionsApi.McpConfig, {
+        mcp_servers: Object.fromEntries(
+          Object.entries(serversOf(raw)).filter(([, server]) => isRecord(server)).map((
+            [name, server]
+          ) => [name, shownServer(server as Raw)])
+        )
+      })
+
+    /** The servers decoded as the app reads them, or 422 naming the server and the field. */
+    const decodeServers = (servers: Raw) =>
+      Effect.gen(function*() {
+        const decoded: Record<string, McpServerConfig> = {}
+        for (const [name, server] of Object.entries(servers)) {
+          const result = Schema.decodeUnknownEither(McpServerConfig, { errors: "all" })(server)
+          if (Either.isLeft(result)) {
+            return yield* fail("unprocessable", `mcp_servers.${name}: ${describeParseError(result.left)}`)
+          }
+          decoded[name] = result.right
+        }
+        return decoded
+      })
+
+    const allowedLaunchers = Effect.map(
+      Effect.orElseSucceed(Config.option(Config.string("DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST")), () => Option.none()),
+      (extra) =>
+        new Set([
+          ...LAUNCHERS,
+          ...Option.match(extra, {
+            onNone: () => [],
+            onSome: (list) => list.split(",").map((s) => s.trim()).filter((s) => s !== "")
+          })
+        ])
+    )
+
+    /** Writes the new servers and hands them to the running app. */
+    const apply = (file: string, raw: Raw, servers: Raw) =>
+      Effect.gen(function*() {
+        const decoded = yield* decodeServers(servers)
+        const next = { ...raw, mcpServers: servers }
+        yield* writeRaw(file, next)
+        if (Option.isSome(mcp) && mcp.value.replace !== undefined) yield* mcp.value.replace(decoded)
+        return next
+      })
+
+    const mcpGroup = HttpApiBuilder.group(api, "mcpConfig", (handlers) =>
+      handlers
+        .handleRaw("getMcpConfig", () =>
+          Effect.gen(function*() {
+            yield* adminOnly("MCP configuration")
+            return shownConfig(yield* readRaw(yield* mcpFile))
+          }))
+        .handleRaw("putMcpConfig", () =>
+          Effect.gen(function*() {
+            yield* adminOnly("MCP configuration")
+            const request = yield* Body.json(ExtensionsApi.McpConfig)
+            const names = Object.keys(request.mcp_servers)
+            if (names.length > ExtensionsApi.MAX_SERVERS) {
+              return yield* fail("unprocessable", `mcp_servers: at most ${ExtensionsApi.MAX_SERVERS} servers.`)
+            }
+            const badName = names.find((name) => !ExtensionsApi.SERVER_NAME.test(name))
+            if (badName !== undefined) {
+              return yield* fail(
+                "unprocessable",
+                `mcp_servers: ${JSON.stringify(badName)} is not a server name (1-64 letters, digits, '_' or '-').`
+              )
+            }
+            const allowed = yield* allowedLaunchers
+            return yield* lock.withPermits(1)(Effect.gen(function*() {
+              const file = yield* mcpFile
+              const raw = yield* readRaw(file)
+              const stored = serversOf(raw)
+              const servers: Raw = {}
+              for (const [name, incoming] of Object.entries(request.mcp_servers)) {
+                const existing = isRecord(stored[name]) ? stored[name] as Raw : undefined
+                const restored = unmask(incoming, existing, `mcp_servers.${name}`)
+                if (Either.isLeft(restored)) return yield* restored.left
+                const server = { ...(restored.right as Raw) }
+                // DeerFlow shows `type`; a file that says `transport` keeps saying it
+                if (existing !== undefined && "transport" in existing && !("transport" in server)) {
+                  server.transport = server.type ?? existing.transport
+                  delete server.type
+                }
+                for (const key of ["routing", "tools"]) {
+                  if (existing !== undefined && key in existing && !(key in server)) server[key] = existing[key]
+                }
+                servers[name] = server
+              }
+              const decoded = yield* decodeServers(servers)
+              for (const [name, server] of Object.entries(decoded)) {
+                const before = launchOf(stored[name])
+                if (before !== undefined && launchOf(servers[name]) === before) continue
+                const problem = launchProblem(name, server, allowed)
+                if (problem !== undefined) return yield* fail("bad_request", problem)
+              }
+              return shownConfig(yield* apply(file, raw, servers))
+            }))
+          }))
+        .handleRaw("patchMcpConfig", () =>
+          Effect.gen(function*() {
+            yield* adminOnly("MCP configuration")
+            const request = yield* Body.json(ExtensionsApi.McpServerState)
+            return yield* lock.withPermits(1)(Effect.gen(function*() {
+              const file = yield* mcpFile
+              const raw = yield* readRaw(file)
+              const stored = serversOf(raw)
+              const server = Object.hasOwn(stored, request.server_name) ? stored[request.server_name] : undefined
+              if (!isRecord(server)) return yield* notFound(`MCP server '${request.server_name}'`)
+              const servers = { ...stored, [request.server_name]: { ...server, enabled: request.enabled } }
+              return shownConfig(yield* apply(file, raw, servers))
+            }))
+          })))
+
+    const skillsGroup = HttpApiBuilder.group(api, "skillStates", (handlers) =>
+      Effect.map(Effect.zip(Access.make, SandboxProvider), ([access, sandboxes]) =>
+      handlers.handleRaw("installSkill", () =>
+        Effect.gen(function*() {
+          yield* adminOnly("skills")
+          const request = yield* Body.json(ExtensionsApi.SkillInstall)
+          const { user } = yield* CurrentIdentity
+          const { stored } = yield* access.threadRef(user, request.thread_id)
+          const virtual = `/${request.path.replace(/^\/+/, "")}`
+          if (!virtual.startsWith(`${USER_DATA}/`)) {
+            return yield* fail("not_found", `File not found: a .skill file is a file under ${USER_DATA}.`)
+          }
+          const sandbox = yield* Effect.mapError(
+            sandboxes.acquire(stored, user),
+            (error) => fail("internal", error.message)
+          )
+          const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`File ${virtual}`))
+          const installed = yield* lock.withPermits(1)(
+            SkillArchive.install(
+              host,
+              SkillsDirectory.location(app).path,
+              new Set(SkillsDirectory.catalogOf(app).skills.map((skill) => skill.name))
+            )
+          ).pipe(Effect.catchAll((error) => {
+            switch (error.reason) {
+              case "invalid":
+                return Effect.fail(fail("bad_request", error.message))
+              case "exists":
+                return Effect.fail(fail("conflict", error.message))
+              case "io":
+                return Effect.zipRight(
+                  Effect.logError(`skill install: ${error.message}`, error.cause),
+                  Effect.fail(fail("internal", `${error.message} (see the server's log)`))
+                )
+            }
+          }))
+          return json(ExtensionsApi.SkillInstalled, {
+            success: true,
+            skill_name: installed.name,
+            message: `Skill '${installed.name}' installed successfully`
+          })
+        }))
+      .handleRaw("putSkill", ({ path }) =>
+        Effect.gen(function*() {
+          yield* adminOnly("skills")
+          const request = yield* Body.json(ExtensionsApi.SkillState)
+          const name = path.skill_name
+          const found = SkillsDirectory.catalogOf(app).skills.find((skill) => skill.name === name)
+          if (found === undefined) return yield* notFound(`Skill '${name}'`)
+          yield* lock.withPermits(1)(Effect.gen(function*() {
+            // where the skills' states are read (see `SkillsDirectory.readStates`)
+            const file = SkillsDirectory.extensionsConfigPath(app)
+            const raw = yield* readRaw(file)
+            const skills = isRecord(raw.skills) ? raw.skills : {}
+            const entry = isRecord(skills[name]) ? skills[name] as Raw : {}
+            yield* writeRaw(file, { ...raw, skills: { ...skills, [name]: { ...entry, enabled: request.enabled } } })
+          }))
+          const skill = SkillsDirectory.catalogOf(app).skills.find((s) => s.name === name) ?? found
+          return json(ExtensionsApi.SkillObject, {
+            name: skill.name,
+            description: skill.description,
+            category: skill.category,
+            license: null,
+            enabled: skill.enabled,
+            editable: skill.category === "custom"
+          })
+        }))))
+
+    const tasksGroup = HttpApiBuilder.group(api, "mcpTasks", (handlers) =>
+      Effect.map(Access.make, (access) =>
+        handlers.handleRaw("listMcpTasks", ({ path }) =>
+          Effect.gen(function*() {
+            const { user } = yield* CurrentIdentity
+            yield* access.ownedThread(user, path.thread_id)
+            return json(Schema.Array(Schema.Unknown), [])
+          }))))
+
+    return Layer.mergeAll(mcpGroup, skillsGroup, tasksGroup)
+  }))

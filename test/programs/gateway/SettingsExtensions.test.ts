@@ -1,0 +1,341 @@
+/**
+ * DeerFlow's settings screens over `extensions_config.json` against the gateway: "Tools" (`src/core/mcp/api.ts`:
+ * GET, PUT and PATCH /api/mcp/config, reading `mcp_servers{name: {enabled, description, ...}}`, 403 = admin only)
+ * and the skills switch (`src/core/skills/api.ts` enableSkill: PUT /api/skills/{name}), and a thread's MCP tasks
+ * (`src/core/background-tasks/api.ts`: an empty list). The file is every user's: Alice's token (not an admin's)
+ * neither reads nor changes it; Carol's (an admin's) does, secrets masked when read back and kept when sent back
+ * masked, and the next run has the new MCP server's tools without a restart (the SCRIPTED model's requests show
+ * them). Real HTTP through the gateway, a real streamable HTTP MCP server.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as McpServers from "../../support/mcpServers.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-0123456789abcdef"
+const CAROL = "carol-token-0123456789abcdef"
+
+let gateway: TestGateway
+let scope: Scope.CloseableScope
+let mcpUrl: string
+let dir: string
+const file = () => Path.join(dir, "extensions_config.json")
+
+const SKILL = "---\nname: demo-skill\ndescription: Shows how skills work\n---\n# Demo\n"
+
+beforeAll(async () => {
+  scope = Effect.runSync(Scope.make())
+  mcpUrl = (await Effect.runPromise(Scope.extend(McpServers.httpServer, scope))).url
+  dir = Support.tempDir("antler-ext-")
+  Fs.mkdirSync(Path.join(dir, "skills", "public", "demo-skill"), { recursive: true })
+  Fs.writeFileSync(Path.join(dir, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+  Fs.writeFileSync(
+    file(),
+    JSON.stringify({
+      mcpServers: {
+        local: {
+          enabled: false,
+          command: "node",
+          args: ["server.js"],
+          env: { GITHUB_TOKEN: "ghp-stored-secret-value" },
+          description: "A local server",
+          apiKey: "stored-api-key"
+        }
+      },
+      skills: {},
+      middlewares: { kept: true }
+    })
+  )
+  gateway = await Support.start({
+    script: () => "ok",
+    source: Path.join(dir, "config.yaml"),
+    config: {
+      gateway: {
+        heartbeat_seconds: 1,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: CAROL, user: "carol", admin: true }] }
+      }
+    }
+  })
+})
+afterAll(async () => {
+  await gateway?.stop()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+})
+
+const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
+  fetch(`${gateway.url}/api${path}`, {
+    method: init.method ?? "GET",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+  })
+
+const bodyOf = async (response: Response): Promise<any> => response.json()
+
+const ok = async (response: Response): Promise<any> => {
+  const body = await bodyOf(response)
+  assert.strictEqual(response.status, 200, JSON.stringify(body))
+  return body
+}
+
+/** What the model was offered in a fresh run of Alice's. */
+const offered = async () => {
+  const before = gateway.scripted.requests.length
+  const run = await call(ALICE, "/runs/wait", {
+    method: "POST",
+    body: { assistant_id: "lead-agent", input: { messages: [{ role: "user", content: "hi" }] } }
+  })
+  assert.strictEqual(run.status, 200, await run.text())
+  return JSON.stringify(gateway.scripted.requests.slice(before))
+}
+
+describe("MCP settings", () => {
+  it("is an admin's: another token is refused with 403", async () => {
+    for (const [method, body] of [["GET", undefined], ["PUT", { mcp_servers: {} }], [
+      "PATCH",
+      { server_name: "local", enabled: true }
+    ]] as const) {
+      const response = await call(ALICE, "/mcp/config", { method, body })
+      assert.strictEqual(response.status, 403, method)
+      assert.include((await bodyOf(response)).detail, "Admin")
+    }
+    const skill = await call(ALICE, "/skills/demo-skill", { method: "PUT", body: { enabled: false } })
+    assert.strictEqual(skill.status, 403)
+  })
+
+  it("shows the servers with their secrets masked", async () => {
+    const config = await ok(await call(CAROL, "/mcp/config"))
+    const local = config.mcp_servers.local
+    assert.strictEqual(local.enabled, false)
+    assert.strictEqual(local.description, "A local server")
+    assert.strictEqual(local.type, "stdio")
+    assert.strictEqual(local.command, "node")
+    assert.deepStrictEqual(local.env, { GITHUB_TOKEN: "***" })
+    assert.strictEqual(local.apiKey, "***")
+    assert.notInclude(JSON.stringify(config), "stored-secret")
+    assert.notInclude(JSON.stringify(config), "stored-api-key")
+  })
+
+  it("replaces the servers: kept secrets, the new server's tools in the next run, no restart", async () => {
+    assert.notInclude(await offered(), "warehouse_lookup")
+    const shown = await ok(await call(CAROL, "/mcp/config"))
+    const put = await ok(
+      await call(CAROL, "/mcp/config", {
+        method: "PUT",
+        body: {
+          mcp_servers: {
+            ...shown.mcp_servers,
+            warehouse: {
+              enabled: true,
+              type: "http",
+              url: mcpUrl,
+              headers: { "X-Api-Key": "warehouse-key-123" },
+              description: "The warehouse"
+            }
+          }
+        }
+      })
+    )
+    assert.deepStrictEqual(put.mcp_servers.warehouse.headers, { "X-Api-Key": "***" })
+    assert.strictEqual(put.mcp_servers.warehouse.description, "The warehouse")
+    const stored = JSON.parse(Fs.readFileSync(file(), "utf8"))
+    assert.strictEqual(stored.mcpServers.local.env.GITHUB_TOKEN, "ghp-stored-secret-value")
+    assert.strictEqual(stored.mcpServers.local.apiKey, "stored-api-key")
+    assert.strictEqual(stored.mcpServers.warehouse.headers["X-Api-Key"], "warehouse-key-123")
+    assert.deepStrictEqual(stored.middlewares, { kept: true })
+
+    assert.include(await offered(), "warehouse_lookup")
+
+    const patched = await ok(
+      await call(CAROL, "/mcp/config", { method: "PATCH", body: { server_name: "warehouse", enabled: false } })
+    )
+    assert.strictEqual(patched.mcp_servers.warehouse.enabled, false)
+    assert.notInclude(await offered(), "warehouse_lookup")
+  })
+
+  it("refuses what cannot be taken, with a readable detail, and writes nothing", async () => {
+    const before = Fs.readFileSync(file(), "utf8")
+    const cases: ReadonlyArray<[string, unknown, number, string]> = [
+      ["PUT", { mcp_servers: { x: { command: "bash", args: ["-c", "id"] } } }, 400, "disallowed stdio command 'bash'"],
+      ["PUT", { mcp_servers: { x: { command: "/usr/bin/npx" } } }, 400, "single executable name"],
+      ["PUT", { mcp_servers: { x: { command: "npx", args: ["-e", "1"] } } }, 400, "arbitrary code"],
+      ["PUT", { mcp_servers: { x: { command: "npx", env: { LD_PRELOAD: "/x.so" } } } }, 400, "LD_PRELOAD"],
+      ["PUT", { mcp_servers: { x: { command: "npx", env: { NEW_KEY: "***" } } } }, 400, "masked value"],
+      ["PUT", { mcp_servers: { x: { type: "http" } } }, 400, "has no url"],
+      ["PUT", { mcp_servers: { x: { enabled: "yes" } } }, 422, "mcp_servers.x"],
+      ["PUT", { mcp_servers: { "a b": { type: "http", url: mcpUrl } } }, 422, "not a server name"],
+      ["PUT", { servers: {} }, 422, "mcp_servers"],
+      ["PATCH", { server_name: "nope", enabled: true }, 404, "nope"]
+    ]
+    for (const [method, body, status, detail] of cases) {
+      const response = await call(CAROL, "/mcp/config", { method, body })
+      const problem = await bodyOf(response)
+      assert.strictEqual(response.status, status, JSON.stringify(body))
+      assert.include(problem.detail, detail, JSON.stringify(body))
+    }
+    assert.strictEqual(Fs.readFileSync(file(), "utf8"), before)
+  })
+})
+
+describe("skills switch", () => {
+  it("switches a skill off and on, kept in extensions_config.json", async () => {
+    const off = await ok(await call(CAROL, "/skills/demo-skill", { method: "PUT", body: { enabled: false } }))
+    assert.deepStrictEqual(off, {
+      name: "demo-skill",
+      description: "Shows how skills work",
+      category: "public",
+      license: null,
+      enabled: false,
+      editable: false
+    })
+    const listed = await ok(await call(ALICE, "/skills"))
+    const demo = listed.skills.find((s: { name: string }) => s.name === "demo-skill")
+    assert.isFalse(demo.enabled)
+    assert.isFalse(demo.editable)
+    assert.isNull(demo.license)
+    const stored = JSON.parse(Fs.readFileSync(file(), "utf8"))
+    assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
+    assert.property(stored.mcpServers, "warehouse")
+    const on = await ok(await call(CAROL, "/skills/demo-skill", { method: "PUT", body: { enabled: true } }))
+    assert.isTrue(on.enabled)
+    const missing = await call(CAROL, "/skills/nope", { method: "PUT", body: { enabled: true } })
+    assert.strictEqual(missing.status, 404)
+    assert.include((await bodyOf(missing)).detail, "nope")
+  })
+})
+
+describe("MCP tasks", () => {
+  it("lists none for the user's thread, 404 for another's", async () => {
+    const created = await ok(await call(ALICE, "/threads", { method: "POST", body: { thread_id: "t-tasks" } }))
+    assert.strictEqual(created.thread_id, "t-tasks")
+    assert.deepStrictEqual(await ok(await call(ALICE, "/threads/t-tasks/mcp-tasks?limit=20")), [])
+    assert.strictEqual((await call(CAROL, "/threads/t-tasks/mcp-tasks")).status, 404)
+  })
+})
+
+/** A SKILL.md of a skill named `name`. */
+const skillMd = (name: string) => `---\nname: ${name}\ndescription: d\n---\n`
+
+/** A `.skill` archive of these entries (a link when the value is `{ link }`). */
+const archive = async (entries: Record<string, string | { readonly link: string }>): Promise<Uint8Array> => {
+  const { default: JSZip } = await import("jszip")
+  const zip = new JSZip()
+  for (const [name, value] of Object.entries(entries)) {
+    if (typeof value === "string") zip.file(name, value, { createFolders: false })
+    else zip.file(name, value.link, { createFolders: false, unixPermissions: 0o120777 })
+  }
+  return zip.generateAsync({ type: "uint8array", platform: "UNIX" })
+}
+
+/** Uploads a `.skill` file to Alice's thread `t-skills` and asks Carol's or Alice's token to install it. */
+const installAs = async (token: string, thread: string, name: string, bytes: Uint8Array) => {
+  const form = new FormData()
+  form.append("files", new Blob([bytes]), name)
+  const uploaded = await fetch(`${gateway.url}/api/threads/${thread}/uploads`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}` },
+    body: form
+  })
+  assert.strictEqual(uploaded.status, 200, await uploaded.clone().text())
+  return call(token, "/skills/install", {
+    method: "POST",
+    body: { thread_id: thread, path: `mnt/user-data/uploads/${name}` }
+  })
+}
+
+describe("skill install", () => {
+  it("installs a .skill archive into custom/, and refuses unsafe or invalid ones", async () => {
+    await ok(await call(CAROL, "/threads", { method: "POST", body: { thread_id: "t-skills" } }))
+    await ok(await call(ALICE, "/threads", { method: "POST", body: { thread_id: "t-skills" } }))
+    const good = await archive({
+      "web-notes/SKILL.md": "---\nname: web-notes\ndescription: Takes notes of web pages\n---\n# Notes\n",
+      "web-notes/scripts/run.py": "print('hi')\n"
+    })
+    const denied = await installAs(ALICE, "t-skills", "good.skill", good)
+    assert.strictEqual(denied.status, 403)
+
+    const installed = await ok(await installAs(CAROL, "t-skills", "good.skill", good))
+    assert.deepStrictEqual(installed, {
+      success: true,
+      skill_name: "web-notes",
+      message: "Skill 'web-notes' installed successfully"
+    })
+    const skillDir = Path.join(dir, "skills", "custom", "web-notes")
+    assert.strictEqual(Fs.readFileSync(Path.join(skillDir, "scripts", "run.py"), "utf8"), "print('hi')\n")
+    const listed = await ok(await call(ALICE, "/skills"))
+    const skill = listed.skills.find((s: { name: string }) => s.name === "web-notes")
+    assert.strictEqual(skill.category, "custom")
+    assert.isTrue(skill.enabled)
+    assert.isTrue(skill.editable)
+    assert.isNull(skill.license)
+
+    const cases: ReadonlyArray<[string, Record<string, string | { readonly link: string }>, number, string]> = [
+      ["again.skill", { "SKILL.md": "---\nname: web-notes\ndescription: d\n---\n" }, 409, "already exists"],
+      ["escape.skill", { "SKILL.md": skillMd("esc"), "../../../evil.txt": "x" }, 400, "plain relative path"],
+      ["abs.skill", { "SKILL.md": "---\nname: abs\ndescription: d\n---\n", "/etc/evil": "x" }, 400, "absolute"],
+      ["link.skill", { "SKILL.md": skillMd("lnk"), "data": { link: "/etc/passwd" } }, 400, "is a link"],
+      ["none.skill", { "README.md": "no skill here" }, 400, "no SKILL.md"],
+      ["bad.skill", { "SKILL.md": "# no front matter\n" }, 400, "front matter"],
+      ["name.skill", { "SKILL.md": "---\nname: a b/c\ndescription: d\n---\n" }, 400, "cannot name a folder"]
+    ]
+    for (const [file, entries, status, detail] of cases) {
+      const response = await installAs(CAROL, "t-skills", file, await archive(entries))
+      const problem = await bodyOf(response)
+      assert.strictEqual(response.status, status, `${file}: ${JSON.stringify(problem)}`)
+      assert.include(problem.detail, detail, file)
+    }
+    const notZip = await installAs(CAROL, "t-skills", "plain.skill", new TextEncoder().encode("not a zip"))
+    assert.strictEqual(notZip.status, 400)
+    assert.include((await bodyOf(notZip)).detail, "not a ZIP archive")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(dir, "skills", "custom")), ["web-notes"])
+    assert.isFalse(Fs.existsSync(Path.join(dir, "evil.txt")))
+
+    // another user's thread is a thread Carol does not have; a path out of /mnt/user-data is no file
+    const foreign = await call(CAROL, "/skills/install", {
+      method: "POST",
+      body: { thread_id: "t-tasks", path: "mnt/user-data/uploads/good.skill" }
+    })
+    assert.strictEqual(foreign.status, 404)
+    const outside = await call(CAROL, "/skills/install", {
+      method: "POST",
+      body: { thread_id: "t-skills", path: "mnt/user-data/../../../../etc/passwd" }
+    })
+    assert.strictEqual(outside.status, 404)
+  })
+})
+
+describe("the open gateway (no tokens, loopback only)", () => {
+  it("lets its local user manage MCP servers and skills", async () => {
+    const home = Support.tempDir("antler-ext-open-")
+    Fs.mkdirSync(Path.join(home, "skills", "public", "demo-skill"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+    const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
+    try {
+      const headers = { "content-type": "application/json" }
+      const put = await fetch(`${open.url}/api/mcp/config`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+      })
+      assert.strictEqual(put.status, 200, await put.clone().text())
+      assert.deepStrictEqual(Object.keys((await bodyOf(await fetch(`${open.url}/api/mcp/config`))).mcp_servers), [
+        "warehouse"
+      ])
+      const skill = await fetch(`${open.url}/api/skills/demo-skill`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ enabled: false })
+      })
+      assert.strictEqual(skill.status, 200)
+      const stored = JSON.parse(Fs.readFileSync(Path.join(home, "extensions_config.json"), "utf8"))
+      assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
+      assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
+    } finally {
+      await open.stop()
+    }
+  })
+})
