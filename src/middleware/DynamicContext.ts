@@ -13,7 +13,8 @@
  * - the first turn after the date changed: the same swap, with the date only.
  *
  * Reminders carry `dynamic_context_reminder: true` (Summarization keeps them when it compacts the history;
- * the date one also `reminder_date`). `subagentLayer` gives subagents the date alone, in one reminder per run.
+ * the date one also `reminder_date`). `subagentLayer` gives subagents the date alone, in one reminder per run,
+ * before the task.
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -194,20 +195,32 @@ export const layer = (options: Options = {}): Middleware => {
 }
 
 /**
- * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone is
- * appended (no memory, no swap).
+ * The writes that give a subagent's run its date: one hidden reminder with the date alone (no memory), put before
+ * the task by the lead's swap (the reminder takes the task's id, the task comes back last as `<id>__user`), so the
+ * task stays the run's last human message; appended when there is no task to go before.
+ */
+export const subagentInjection = (messages: ReadonlyArray<Message>, date: string): ReadonlyArray<MessageWrite> => {
+  const task = target(messages)
+  const kwargs = { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
+  if (task === undefined) return [M.system(dateReminder(date), { additional_kwargs: kwargs })]
+  return [
+    M.system(dateReminder(date), { id: task.id, additional_kwargs: kwargs }),
+    { ...task, id: `${task.id}${USER_SUFFIX}` } as Message
+  ]
+}
+
+/**
+ * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone, before
+ * the task (`subagentInjection`).
  */
 export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middleware => {
   let format: ((millis: number) => string) | undefined
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
-    const before = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const date = (format ??= dateFormat(options.timeZone))(now)
-      return state.update({
-        messages: [M.system(dateReminder(date), {
-          additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
-        })]
-      })
+    const before = Effect.gen(function*() {
+      const date = (format ??= dateFormat(options.timeZone))(yield* Clock.currentTimeMillis)
+      const messages = (yield* state.get).messages
+      return yield* state.update({ messages: subagentInjection(messages, date) })
     })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
@@ -223,5 +236,5 @@ export const entry = (options: Options = {}) =>
 /** The subagent's chain entry: the date, alone, in one hidden reminder per run (no memory). */
 export const subagentEntry = (options: Pick<Options, "timeZone"> = {}) =>
   Chain.entry("SubagentDateContext", () => subagentLayer(options), [
-    { inside: "ThreadData", reason: "the reminder follows the task prompt ThreadData stamped" }
+    { inside: "ThreadData", reason: "the task it moves after the reminder keeps the run stamp ThreadData gave it" }
   ])

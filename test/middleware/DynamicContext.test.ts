@@ -121,7 +121,7 @@ describe("DynamicContext (runs)", () => {
     assert.strictEqual(occurrences(text, "</system-reminder>"), 1)
   })
 
-  it.effect("subagents get one date reminder per run, without memory or swap", () =>
+  it.effect("subagents get one date reminder per run, without memory, before the task (which stays last)", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(FRIDAY_EVENING)
       const o = yield* H.run({
@@ -130,8 +130,10 @@ describe("DynamicContext (runs)", () => {
         middlewares: () => [DynamicContext.subagentLayer({ timeZone: "UTC" })]
       })
       assert.deepStrictEqual(o.requests[0]!.messages.map((m) => [m.type, M.text(m).includes("2026-05-08")]), [
-        ["human", false],
-        ["system", true]
+        ["system", true],
+        ["human", false]
       ])
+      assert.strictEqual(M.text(o.requests[0]!.messages[1]!), "task")
+      assert.isTrue(o.requests[0]!.messages[1]!.id.endsWith(DynamicContext.USER_SUFFIX))
     }).pipe(H.withStore))
 })

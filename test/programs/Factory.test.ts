@@ -140,9 +140,9 @@ describe("Factory: the service", () => {
       assert.notInclude(plain.order, "Todo")
       assert.notInclude(plain.tools.map((t) => t.name), "write_todos")
       assert.include(planned.tools.map((t) => t.name), "write_todos")
-      // at its slot: inside Summarization, outside TokenUsage
+      // at its slot: inside DurableContext (and Summarization, off here), outside TokenUsage
       const at = planned.order.indexOf("Todo")
-      assert.strictEqual(planned.order[at - 1], "Summarization")
+      assert.strictEqual(planned.order[at - 1], "DurableContext")
       assert.strictEqual(planned.order[at + 1], "TokenUsage")
       // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
       assert.strictEqual(planned.systemPrompt, plain.systemPrompt)

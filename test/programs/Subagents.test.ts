@@ -148,11 +148,13 @@ describe("the subagent chain", () => {
     assert.deepStrictEqual(Chain.names(chain), [
       "InputSanitization",
       "ToolOutputBudget",
+      "ToolResultSanitization",
       "ThreadData",
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
       "SandboxAudit",
+      "ReadBeforeWrite",
       "ToolErrorHandling",
       "SkillActivation",
       "SkillToolPolicy",
@@ -160,7 +162,6 @@ describe("the subagent chain", () => {
       "TokenBudget",
       "SafetyFinishReason",
       "DurableContext",
-      "Summarization",
       "SubagentDateContext",
       "SystemMessageCoalescing"
     ])
@@ -237,7 +238,7 @@ describe("the runner", () => {
       assert.isFalse(seen[0]!.settings.thinkingEnabled)
       assert.notInclude(seen[0]!.tools.map((t) => t.name), "task")
       assert.notInclude(seen[0]!.tools.map((t) => t.name), "present_files")
-      assert.include(M.text(seen[0]!.messages.find((m) => m.type === "human")!), "do t1")
+      assert.include(M.text(seen[0]!.messages.findLast((m) => m.type === "human")!), "do t1")
       const names = run.events.flatMap((e) => (e.type === "custom" ? [e.name] : []))
       assert.strictEqual(names[0], "task_started")
       assert.strictEqual(names.at(-1), "task_completed")
@@ -299,10 +300,14 @@ describe("the runner", () => {
       // the parent's skills allowlist: only deep-research is listed in the subagent's prompt
       assert.include(seen[0]!.systemPrompt!, "<name>deep-research</name>")
       assert.notInclude(seen[0]!.systemPrompt!, "<name>data-analysis</name>")
-      // the date, in a hidden reminder after the task prompt (SubagentDateContext), never in the system prompt
+      // the date, in a hidden reminder before the task prompt (SubagentDateContext), as in the lead: the task is the
+      // request's last message
       const texts = seen[0]!.messages.map((m) => M.text(m))
-      assert.isTrue(texts.some((t) => /<current_date>\d{4}-\d{2}-\d{2}, \w+<\/current_date>/.test(t)), texts.join("\n"))
-      assert.notMatch(seen[0]!.systemPrompt!, /\d{4}-\d{2}-\d{2}/)
+      const date = texts.findIndex((t) => /<current_date>\d{4}-\d{2}-\d{2}, \w+<\/current_date>/.test(t))
+      assert.isAtLeast(date, 0, texts.join("\n"))
+      assert.strictEqual(date, texts.length - 2, texts.join("\n"))
+      assert.include(texts.at(-1), "do a")
+      assert.strictEqual(seen[0]!.messages.at(-1)!.type, "human")
       // without groups: every configured tool
       yield* runner.run(request("b")).pipe(Effect.provide(run.context))
       assert.includeMembers(seen[1]!.tools.map((t) => t.name), ["read_file", "write_file", "web_fetch"])
