@@ -166,7 +166,11 @@ const entries = {
       describeTool: p.config.skills.deferred_discovery
     }),
   SkillToolPolicy: (p: Parts) => SkillToolPolicy.entry({ registry: p.skills, allowlist: p.skillAllowlist }),
-  DurableContext: () => DurableContext.entry(),
+  DurableContext: (p: Parts) =>
+    DurableContext.entry({
+      skillsRoot: p.config.skills.container_path,
+      skillReadToolNames: p.config.summarization.skill_file_read_tool_names
+    }),
   Summarization: (p: Parts) =>
     Summarization.entry(
       p.memory === undefined
