@@ -455,7 +455,7 @@ export const layer = (options: Options = {}): Middleware => {
       const from = seen === undefined ? 0 : seen.input.length
       skillsSeen.set(messages, true)
       const found = SkillContext.extractSkills(messages, skillSettings, from)
-      const changed = SkillContext.changedSkills(current.skill_context, found, seen !== undefined)
+      const changed = SkillContext.changedSkills(current.skill_context, found)
       return changed.length === 0 ? Effect.void : Effect.orDie(state.update({ skill_context: changed }))
     })
 
@@ -478,6 +478,16 @@ export const layer = (options: Options = {}): Middleware => {
     const capture = Effect.zipRight(captureSkills, delegations)
 
     return {
+      // a skill file read is a load from its result on (SkillToolPolicy decides the next request from the state)
+      tool: (call, next) =>
+        !skillSettings.readTools.has(call.name) ? next(call) : Effect.flatMap(next(call), (result) => {
+          const load = SkillContext.loadOf(call, result.message, skillSettings, 0)
+          if (load === undefined) return Effect.succeed(result)
+          return Effect.map(state.get, (current) => {
+            const skills = [...(result.update?.skill_context ?? []), { ...load, loaded_at: current.messages.length }]
+            return { ...result, update: { ...result.update, skill_context: skills } }
+          })
+        }),
       model: (request, next) =>
         request.internal !== undefined ? next(request) : Effect.flatMap(capture, (current) => {
           if (current.summary_text !== summary || current.skill_context !== skills || current.delegations !== ledger) {

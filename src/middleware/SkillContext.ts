@@ -5,12 +5,16 @@
  * still knows which skills it loaded after their reads were summarised away. The read's result must carry the
  * `skill_context_entry` ToolErrorHandling stamps on successful skill reads, for the same path as the call: a
  * result that only looks like a skill file (an error, another path) is not a load.
+ *
+ * DurableContext records a load with the read's result (`loadOf`: the next request's policies see it, as after
+ * DeerFlow's `before_model` capture; a re-read moves the skill to the end), and checks the history for loads it
+ * has not recorded (`extractSkills`, `changedSkills`) before each model call.
  */
 import * as Path from "node:path"
-import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
+import type { AIMessage, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { SkillEntry } from "../state/ThreadState.js"
-import { callPath, SKILL_CONTEXT_ENTRY_KEY, skillFilePath } from "./ToolErrorHandling.js"
+import { callPath, SKILL_CONTEXT_ENTRY_KEY, skillFilePath, stampSkillRead } from "./ToolErrorHandling.js"
 
 /** Where skills are and which tools read them. */
 export interface Settings {
@@ -64,15 +68,23 @@ export const extractSkills = (
 }
 
 /**
- * The loads that change the thread's skills: a skill it does not have yet (or has with another name or
- * description), or, with `reread`, any load (a new read moves the skill to the end).
+ * The skill a read's result loads, when the call read a `SKILL.md` under the root and succeeded (what
+ * ToolErrorHandling stamps on it, `stampSkillRead`); `loadedAt` is where the result goes in the thread.
  */
+export const loadOf = (call: ToolCall, message: ToolMessage, settings: Settings, loadedAt: number): SkillEntry | undefined => {
+  if (!settings.readTools.has(call.name)) return undefined
+  const metadata = stamped(stampSkillRead(message, call, settings.readTools, settings.skillsRoot))
+  if (metadata === undefined) return undefined
+  const path = metadata.path
+  return { name: Path.posix.basename(Path.posix.dirname(path)), path, description: metadata.description, loaded_at: loadedAt }
+}
+
+/** The loads that change the thread's skills: a skill it does not have yet, or has with another name or description. */
 export const changedSkills = (
   current: ReadonlyArray<SkillEntry>,
-  found: ReadonlyArray<SkillEntry>,
-  reread: boolean
+  found: ReadonlyArray<SkillEntry>
 ): ReadonlyArray<SkillEntry> => {
-  if (reread || found.length === 0) return found
+  if (found.length === 0) return found
   const byPath = new Map(current.map((s) => [s.path, s]))
   return found.filter((s) => {
     const known = byPath.get(s.path)
