@@ -79,14 +79,22 @@ export const loadOf = (call: ToolCall, message: ToolMessage, settings: Settings,
   return { name: Path.posix.basename(Path.posix.dirname(path)), path, description: metadata.description, loaded_at: loadedAt }
 }
 
-/** The loads that change the thread's skills: a skill it does not have yet, or has with another name or description. */
+/**
+ * The loads that change the thread's skills: a skill it does not have yet, or has with another name or description.
+ * Of several loads of one file only the last counts (the file may have changed between them).
+ */
 export const changedSkills = (
   current: ReadonlyArray<SkillEntry>,
   found: ReadonlyArray<SkillEntry>
 ): ReadonlyArray<SkillEntry> => {
   if (found.length === 0) return found
+  const last = new Map<string, SkillEntry>()
+  for (const s of found) {
+    last.delete(s.path)
+    last.set(s.path, s)
+  }
   const byPath = new Map(current.map((s) => [s.path, s]))
-  return found.filter((s) => {
+  return Array.from(last.values()).filter((s) => {
     const known = byPath.get(s.path)
     return known === undefined || known.name !== s.name || known.description !== s.description
   })

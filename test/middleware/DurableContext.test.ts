@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as DurableContext from "../../src/middleware/DurableContext.js"
 import * as MW from "../../src/middleware/Middleware.js"
+import * as SkillContext from "../../src/middleware/SkillContext.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
@@ -236,6 +237,28 @@ describe("DurableContext: loaded skills", () => {
       assert.strictEqual(updates(second), 0)
       assert.deepStrictEqual(second.state.skill_context, first.state.skill_context)
     }).pipe(Harness.withStore))
+})
+
+describe("SkillContext.changedSkills", () => {
+  it.prop(
+    "once what it found is merged, the thread holds the last load of each file and finding them again changes nothing",
+    [
+      FC.array(FC.record({ skill: FC.constantFrom("a", "b", "c"), description: FC.constantFrom("old", "new", "") }), {
+        maxLength: 10
+      }),
+      FC.array(FC.constantFrom("a", "b", "c", "d"), { maxLength: 4 })
+    ],
+    ([loads, known]) => {
+      const entryOf = (skill: string, description: string, at: number) =>
+        ({ name: skill, path: `/mnt/skills/public/${skill}/SKILL.md`, description, loaded_at: at })
+      const found = loads.map((l, i) => entryOf(l.skill, l.description, i))
+      let current = Reducers.mergeSkillContext([], known.map((k) => entryOf(k, "known", 0)))
+      current = Reducers.mergeSkillContext(current, SkillContext.changedSkills(current, found))
+      const lastOf = new Map(found.map((e) => [e.path, e.description]))
+      return SkillContext.changedSkills(current, found).length === 0 &&
+        [...lastOf].every(([path, description]) => current.find((e) => e.path === path)?.description === description)
+    }
+  )
 })
 
 describe("DurableContext: the delegation ledger", () => {
