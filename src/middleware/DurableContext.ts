@@ -3,7 +3,8 @@
  * conversation summary (`summary_text`), the work delegated to subagents (`delegations`) and the skills loaded
  * earlier (`skill_context`) — projected into every model request. The projection is request-only.
  *
- * It also keeps the delegation ledger: before each model call it reads this run's `task` calls and their
+ * It also records the skills the thread loads (`SkillContext`: a SKILL.md read with a file-read tool) and keeps
+ * the delegation ledger: before each model call it reads this run's `task` calls and their
  * results (the status contract in the result's `additional_kwargs`), after it the new response's `task` calls
  * (`in_progress`), and writes the entries that changed; the reducer merges them and never turns a finished
  * entry back into an unfinished one.
@@ -20,12 +21,13 @@ import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { escapeText } from "../state/Markup.js"
-import { isTerminal } from "../state/Reducers.js"
+import { isTerminal, MAX_DELEGATIONS } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
 import type { DelegationEntry, DelegationStatus, SkillEntry, SubagentStopReason } from "../state/ThreadState.js"
 import * as Incremental from "./Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as SkillContext from "./SkillContext.js"
 import * as Chain from "./Chain.js"
 
 /** Id of the injected authority-contract system message. */
@@ -233,16 +235,26 @@ const sameFacts = (a: DelegationEntry, b: DelegationEntry): boolean =>
   a.result_sha256 === b.result_sha256 && a.result_ref === b.result_ref && a.description === b.description &&
   a.subagent_type === b.subagent_type
 
-/** The entries that would change the ledger (new ids, or new facts that do not undo a finished entry). */
+/**
+ * The entries that would change the ledger (new ids, or new facts that do not undo a finished entry). A full
+ * ledger (`MAX_DELEGATIONS`) evicted its oldest entries: an unknown id found before the oldest entry it kept (or,
+ * when that one is not found, outside the newest `MAX_DELEGATIONS` found) is one it evicted, not a new one, so
+ * capturing the same calls again changes nothing (DeerFlow's retained window).
+ */
 export const changedEntries = (
   ledger: ReadonlyArray<DelegationEntry>,
   found: ReadonlyArray<DelegationEntry>
 ): ReadonlyArray<DelegationEntry> => {
   if (found.length === 0) return found
   const known = new Map(ledger.map((e) => [e.id, e]))
-  return found.filter((entry) => {
+  let retainedFrom = 0
+  if (ledger.length >= MAX_DELEGATIONS) {
+    const oldest = found.findIndex((e) => e.id === ledger[0]!.id)
+    retainedFrom = oldest >= 0 ? oldest : found.length - MAX_DELEGATIONS
+  }
+  return found.filter((entry, i) => {
     const previous = known.get(entry.id)
-    if (previous === undefined) return true
+    if (previous === undefined) return i >= retainedFrom
     if (isTerminal(previous.status) && !isTerminal(entry.status)) return false
     return !sameFacts(previous, entry)
   })
@@ -276,7 +288,14 @@ export const guidance = (status: DelegationStatus, stopReason: SubagentStopReaso
 }
 
 const entryLine = (entry: DelegationEntry): string => {
-  let line = `- [${entry.status}] ${oneLineEscaped(entry.description)} (via ${oneLineEscaped(entry.subagent_type)}; ` +
+  // (an entry written by another client or an older version may lack its description or type)
+  const description = typeof entry.description === "string" && entry.description.trim() !== ""
+    ? oneLineEscaped(entry.description)
+    : "(no description)"
+  const type = typeof entry.subagent_type === "string" && entry.subagent_type.trim() !== ""
+    ? oneLineEscaped(entry.subagent_type)
+    : "unknown"
+  let line = `- [${entry.status}] ${description} (via ${type}; ` +
     `${guidance(entry.status, entry.stop_reason)})`
   if (entry.result_brief !== undefined && entry.result_brief !== "") {
     line += ` -> ${oneLineEscaped(SubagentStatus.bound(entry.result_brief, MAX_RESULT_CHARS_SHOWN))}`
@@ -396,7 +415,12 @@ export const reproject = (
 }
 
 /** Options of `layer`. */
-export interface Options {}
+export interface Options {
+  /** Where skills are mounted (`skills.container_path`; default `/mnt/skills`). */
+  readonly skillsRoot?: string | undefined
+  /** The tools that read skill files (`summarization.skill_file_read_tool_names`). */
+  readonly skillReadToolNames?: ReadonlyArray<string> | undefined
+}
 
 const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -405,10 +429,16 @@ const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString
  * `skill_context` into every model request. Requires `RunContext` and `RunState`. Internal calls
  * (`request.internal`, e.g. a summary being written) pass through untouched.
  */
-export const layer = (_options: Options = {}): Middleware => {
+export const layer = (options: Options = {}): Middleware => {
   // per thread: where the latest message with a `task` call is (most threads have none, and then the run's
   // messages need no look at all)
   const lastTask = Incremental.makeMemo<number>()
+  // per thread: the history whose skill reads were captured last (a history that grew is read from its new part)
+  const skillsSeen = Incremental.makeMemo<true>()
+  const skillSettings: SkillContext.Settings = {
+    skillsRoot: options.skillsRoot ?? "/mnt/skills",
+    readTools: new Set(options.skillReadToolNames ?? ["read_file", "read", "view", "cat"])
+  }
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
     const context = yield* RunContext
@@ -418,8 +448,19 @@ export const layer = (_options: Options = {}): Middleware => {
     let ledger: ReadonlyArray<DelegationEntry> | undefined
     let injected: ReadonlyArray<Message> | undefined
 
+    // before the call: the skill files read since the last call (the whole history when it is not the one seen)
+    const captureSkills = Effect.flatMap(state.get, (current) => {
+      const messages = current.messages
+      const seen = skillsSeen.get(messages)
+      const from = seen === undefined ? 0 : seen.input.length
+      skillsSeen.set(messages, true)
+      const found = SkillContext.extractSkills(messages, skillSettings, from)
+      const changed = SkillContext.changedSkills(current.skill_context, found)
+      return changed.length === 0 ? Effect.void : Effect.orDie(state.update({ skill_context: changed }))
+    })
+
     // before the call: this run's task calls and their results
-    const capture = Effect.flatMap(state.get, (current) => {
+    const delegations = Effect.flatMap(state.get, (current) => {
       const messages = current.messages
       const last = Incremental.lastIndexOf(messages, delegates, lastTask)
       // the run's messages hold a task call when the latest one is in them
@@ -434,8 +475,19 @@ export const layer = (_options: Options = {}): Middleware => {
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
       })
     })
+    const capture = Effect.zipRight(captureSkills, delegations)
 
     return {
+      // a skill file read is a load from its result on (SkillToolPolicy decides the next request from the state)
+      tool: (call, next) =>
+        !skillSettings.readTools.has(call.name) ? next(call) : Effect.flatMap(next(call), (result) => {
+          const load = SkillContext.loadOf(call, result.message, skillSettings, 0)
+          if (load === undefined) return Effect.succeed(result)
+          return Effect.map(state.get, (current) => {
+            const skills = [...(result.update?.skill_context ?? []), { ...load, loaded_at: current.messages.length }]
+            return { ...result, update: { ...result.update, skill_context: skills } }
+          })
+        }),
       model: (request, next) =>
         request.internal !== undefined ? next(request) : Effect.flatMap(capture, (current) => {
           if (current.summary_text !== summary || current.skill_context !== skills || current.delegations !== ledger) {
@@ -463,7 +515,7 @@ export const layer = (_options: Options = {}): Middleware => {
 }
 
 /** Its chain entry: projects the summary and loaded skills into every attempt of every request. */
-export const entry = () =>
-  Chain.entry("DurableContext", () => layer(), [
+export const entry = (options: Options = {}) =>
+  Chain.entry("DurableContext", () => layer(options), [
     { inside: "LLMErrorHandling", reason: "every attempt of a retried call carries the current summary" }
   ])

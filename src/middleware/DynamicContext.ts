@@ -12,15 +12,21 @@
  * - later turns on the same day: nothing.
  * - the first turn after the date changed: the same swap, with the date only.
  *
+ * Every run whose model reads a memory block (written now, or kept in the thread from its first turn) records
+ * the block's sha256 in a `memory_context` custom event.
+ *
  * Reminders carry `dynamic_context_reminder: true` (Summarization keeps them when it compacts the history;
- * the date one also `reminder_date`). `subagentLayer` gives subagents the date alone, in one reminder per run.
+ * the date one also `reminder_date`). `subagentLayer` gives subagents the date alone, in one reminder per run,
+ * before the task.
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import { createHash } from "node:crypto"
 import type { Memory } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
+import { emitCustom } from "../services/RunEvents.js"
 import * as Tracing from "../services/Tracing.js"
 import { block, escapeText } from "../state/Markup.js"
 import type { Message, MessageWrite } from "../state/Message.js"
@@ -109,6 +115,39 @@ export const lastInjectedDate = (messages: ReadonlyArray<Message>): string | und
 }
 
 /**
+ * Whether a human message may take the context: not a reminder, not a summary, and not a message the swap made
+ * (ids ending in `__user` or `__memory`), so a swap never swaps its own output again.
+ */
+export const isTarget = (message: Message): boolean =>
+  message.type === "human" && !isReminder(message) && message.name !== "summary" &&
+  !message.id.endsWith(USER_SUFFIX) && !message.id.endsWith(MEMORY_SUFFIX)
+
+/** Name of the custom event that records the memory block a run's model reads. */
+export const MEMORY_EVENT = "memory_context"
+
+/** Whether a message is a memory block this middleware wrote (a hidden reminder under an `__memory` id). */
+export const isMemoryMessage = (message: Message): boolean =>
+  message.type === "human" && isReminder(message) && message.id.endsWith(MEMORY_SUFFIX)
+
+/**
+ * The memory block in effect for a run: the one its injection writes, else the thread's latest one (written by an
+ * earlier run and kept in the thread, never read from memory again).
+ */
+export const effectiveMemory = (
+  messages: ReadonlyArray<Message>,
+  writes: ReadonlyArray<MessageWrite> | undefined
+): Message | undefined => {
+  const written = writes?.find((w): w is Message => "type" in w && isMemoryMessage(w as Message))
+  if (written !== undefined) return written
+  for (let i = messages.length - 1; i >= 0; i--) if (isMemoryMessage(messages[i]!)) return messages[i]
+  return undefined
+}
+
+/** The sha256 (hex) of a memory block's text, as the run's `memory_context` event records it. */
+export const memoryHash = (message: Message): string =>
+  createHash("sha256").update(M.text(message), "utf8").digest("hex")
+
+/**
  * The message the context goes with: the last human message, when it is the current turn's (nothing but tool
  * traffic after it is impossible at a run's start, so: no AI message after it), not a reminder, not a summary,
  * and not already swapped.
@@ -118,7 +157,7 @@ export const target = (messages: ReadonlyArray<Message>): Message | undefined =>
     const message = messages[i]!
     if (message.type === "ai") return undefined
     if (message.type !== "human") continue
-    if (isReminder(message) || message.name === "summary" || message.id.endsWith(USER_SUFFIX)) return undefined
+    if (!isTarget(message)) return undefined
     return message
   }
   return undefined
@@ -177,16 +216,21 @@ export const layer = (options: Options = {}): Middleware => {
     const before = Tracing.withSpanWhenTraced(Effect.gen(function*() {
       const messages = (yield* state.get).messages
       const date = (format ??= dateFormat(options.timeZone))(yield* Clock.currentTimeMillis)
-      if (lastInjectedDate(messages) === date || target(messages) === undefined) return
-      let body: string | undefined
-      if (memory !== undefined && options.injectMemory !== false && lastInjectedDate(messages) === undefined) {
-        const read = yield* memory.context({ userId: context.userId, agentName: options.agentName }).pipe(
-          Effect.timeoutOption(MEMORY_TIMEOUT)
-        )
-        body = Option.getOrUndefined(read)
+      let writes: ReadonlyArray<MessageWrite> | undefined
+      if (lastInjectedDate(messages) !== date && target(messages) !== undefined) {
+        let body: string | undefined
+        if (memory !== undefined && options.injectMemory !== false && lastInjectedDate(messages) === undefined) {
+          const read = yield* memory.context({ userId: context.userId, agentName: options.agentName }).pipe(
+            Effect.timeoutOption(MEMORY_TIMEOUT)
+          )
+          body = Option.getOrUndefined(read)
+        }
+        writes = injection(messages, date, body)
+        if (writes !== undefined) yield* state.update({ messages: writes })
       }
-      const writes = injection(messages, date, body)
-      if (writes !== undefined) yield* state.update({ messages: writes })
+      // which memory the run's model reads, by hash (DeerFlow's run journal records the same)
+      const effective = effectiveMemory(messages, writes)
+      if (effective !== undefined) yield* emitCustom(MEMORY_EVENT, { content_sha256: memoryHash(effective) })
       // (no stack trace: capturing one costs more than the rest of the span, at the start of every run)
     }), "DynamicContext.inject", { captureStackTrace: false })
     return { run: (loop) => Effect.zipRight(before, loop) }
@@ -194,20 +238,32 @@ export const layer = (options: Options = {}): Middleware => {
 }
 
 /**
- * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone is
- * appended (no memory, no swap).
+ * The writes that give a subagent's run its date: one hidden reminder with the date alone (no memory), put before
+ * the task by the lead's swap (the reminder takes the task's id, the task comes back last as `<id>__user`), so the
+ * task stays the run's last human message; appended when there is no task to go before.
+ */
+export const subagentInjection = (messages: ReadonlyArray<Message>, date: string): ReadonlyArray<MessageWrite> => {
+  const task = target(messages)
+  const kwargs = { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
+  if (task === undefined) return [M.system(dateReminder(date), { additional_kwargs: kwargs })]
+  return [
+    M.system(dateReminder(date), { id: task.id, additional_kwargs: kwargs }),
+    { ...task, id: `${task.id}${USER_SUFFIX}` } as Message
+  ]
+}
+
+/**
+ * DeerFlow's SubagentDateContext: before each run of a subagent, one hidden reminder with the date alone, before
+ * the task (`subagentInjection`).
  */
 export const subagentLayer = (options: Pick<Options, "timeZone"> = {}): Middleware => {
   let format: ((millis: number) => string) | undefined
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
-    const before = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const date = (format ??= dateFormat(options.timeZone))(now)
-      return state.update({
-        messages: [M.system(dateReminder(date), {
-          additional_kwargs: { hide_from_ui: true, [REMINDER_KEY]: true, [DATE_KEY]: date }
-        })]
-      })
+    const before = Effect.gen(function*() {
+      const date = (format ??= dateFormat(options.timeZone))(yield* Clock.currentTimeMillis)
+      const messages = (yield* state.get).messages
+      return yield* state.update({ messages: subagentInjection(messages, date) })
     })
     return { run: (loop) => Effect.zipRight(before, loop) }
   }))
@@ -223,5 +279,5 @@ export const entry = (options: Options = {}) =>
 /** The subagent's chain entry: the date, alone, in one hidden reminder per run (no memory). */
 export const subagentEntry = (options: Pick<Options, "timeZone"> = {}) =>
   Chain.entry("SubagentDateContext", () => subagentLayer(options), [
-    { inside: "ThreadData", reason: "the reminder follows the task prompt ThreadData stamped" }
+    { inside: "ThreadData", reason: "the task it moves after the reminder keeps the run stamp ThreadData gave it" }
   ])

@@ -166,7 +166,11 @@ const entries = {
       describeTool: p.config.skills.deferred_discovery
     }),
   SkillToolPolicy: (p: Parts) => SkillToolPolicy.entry({ registry: p.skills, allowlist: p.skillAllowlist }),
-  DurableContext: () => DurableContext.entry(),
+  DurableContext: (p: Parts) =>
+    DurableContext.entry({
+      skillsRoot: p.config.skills.container_path,
+      skillReadToolNames: p.config.summarization.skill_file_read_tool_names
+    }),
   Summarization: (p: Parts) =>
     Summarization.entry(
       p.memory === undefined
@@ -206,6 +210,13 @@ export interface Item {
 }
 
 const routed = (p: Parts) => (p.deferred?.routes ?? []).length > 0
+// An entry its configuration switches off is left out, as DeerFlow does, rather than standing as a pass-through.
+const summarizing = (p: Parts) => p.config.summarization.enabled
+const loopDetecting = (p: Parts) => p.config.loop_detection.enabled
+const budgeted = (p: Parts) => p.tokenBudget.enabled
+const safetyChecked = (p: Parts) => p.config.safety_finish_reason.enabled
+const readBeforeWrite = (p: Parts) => p.config.read_before_write.enabled
+const toolProgress = (p: Parts) => p.config.tool_progress.enabled
 
 /** The lead agent's order, outermost first (SPEC §4.1), with DeerFlow's slot numbers. */
 export const leadOrder: ReadonlyArray<Item> = [
@@ -219,16 +230,16 @@ export const leadOrder: ReadonlyArray<Item> = [
   { name: "LLMErrorHandling" }, // 8
   { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 10
   { name: "SandboxAudit" }, // 11
-  { name: "ReadBeforeWrite", when: (p) => p.config.read_before_write.enabled }, // 12
-  { name: "ToolProgress", when: (p) => p.config.tool_progress.enabled }, // 13
+  { name: "ReadBeforeWrite", when: readBeforeWrite }, // 12
+  { name: "ToolProgress", when: toolProgress }, // 13
   { name: "ToolErrorHandling" }, // 14
   { name: "DynamicContext" }, // 15
   { name: "SkillActivation" }, // 16
   { name: "SkillToolPolicy" }, // 17
   { name: "DurableContext" }, // 18
-  { name: "Summarization" }, // 19
+  { name: "Summarization", when: summarizing }, // 19
   { name: "Todo", when: (p) => p.planMode }, // 20
-  { name: "TokenUsage" }, // 21
+  { name: "TokenUsage", when: (p) => p.config.token_usage.enabled }, // 21
   { name: "Title" }, // 22
   { name: "Memory", when: (p) => p.memory !== undefined }, // 23
   { name: "ViewImage", when: (p) => p.vision }, // 24
@@ -236,11 +247,11 @@ export const leadOrder: ReadonlyArray<Item> = [
   { name: "DeferredToolFilter", when: (p) => p.deferred !== undefined }, // 26
   { name: "SystemMessageCoalescing" }, // 27
   { name: "SubagentLimit", when: (p) => p.subagents !== undefined }, // 28
-  { name: "LoopDetection" }, // 29
-  { name: "TokenBudget" }, // 30
+  { name: "LoopDetection", when: loopDetecting }, // 29
+  { name: "TokenBudget", when: budgeted }, // 30
   { name: "TerminalResponse" }, // 33
   { name: "ModelLengthFinishReason" }, // 34
-  { name: "SafetyFinishReason" }, // 35
+  { name: "SafetyFinishReason", when: safetyChecked }, // 35
   { name: "ClarificationMiddleware" } // 36
 ]
 
@@ -252,23 +263,26 @@ export const leadOrder: ReadonlyArray<Item> = [
 export const subagentOrder: ReadonlyArray<Item> = [
   { name: "InputSanitization" }, // 1
   { name: "ToolOutputBudget" }, // 2
+  { name: "ToolResultSanitization" }, // 3
   { name: "ThreadData" }, // 4
   { name: "Sandbox" }, // 5
   { name: "DanglingToolCall" }, // 6
   { name: "LLMErrorHandling" }, // 7
   { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 9
   { name: "SandboxAudit" }, // 10
+  { name: "ReadBeforeWrite", when: readBeforeWrite }, // 11
+  { name: "ToolProgress", when: toolProgress }, // 12
   { name: "ToolErrorHandling" }, // 13
   { name: "SkillActivation" }, // 14
   { name: "SkillToolPolicy" }, // 15
   { name: "ViewImage", when: (p) => p.vision }, // 16
   { name: "McpRouting", when: routed }, // 17
   { name: "DeferredToolFilter", when: (p) => p.deferred !== undefined }, // 18
-  { name: "LoopDetection" }, // 19
-  { name: "TokenBudget" }, // 20
-  { name: "SafetyFinishReason" }, // 22
+  { name: "LoopDetection", when: loopDetecting }, // 19
+  { name: "TokenBudget", when: budgeted }, // 20
+  { name: "SafetyFinishReason", when: safetyChecked }, // 22
   { name: "DurableContext" }, // 23
-  { name: "Summarization" }, // 24
+  { name: "Summarization", when: summarizing }, // 24
   { name: "SubagentDateContext" }, // 25
   { name: "SystemMessageCoalescing" } // 26
 ]

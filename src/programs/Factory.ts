@@ -6,7 +6,7 @@
  *   keys starting with `__` (internal) dropped; decoded with Schema (a bad value is a typed, readable error).
  * - Model resolution: the requested model (`model_name` or `model`), else the agent's, else the default
  *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
- *   back silently). Thinking follows the request when it says so, else the agent, else on; a model that
+ *   back silently). No configured model at all is DeerFlow's error, `NoModelsError`, for every run. Thinking follows the request when it says so, else the agent, else on; a model that
  *   does not support thinking or reasoning effort gets neither, with a warning.
  * - Tools come from `ToolAssembly` (configured tools filtered by the agent's tool groups, built-ins, the app's
  *   MCP tools, deferred behind `tool_search` when enabled); its warnings (a tool left out, an MCP server that
@@ -101,6 +101,14 @@ export const settingsOf = (raw: unknown): Either.Either<RunSettings, SettingsErr
         .map((issue) => `${issue.path.join(".") || "(settings)"}: ${issue.message}`)
         .join("; ")
     }))
+
+/** No model is configured, so no run can be served (DeerFlow's `_resolve_model_name`, SPEC §3.2). */
+export class NoModelsError extends Schema.TaggedError<NoModelsError>()("NoModelsError", {
+  message: Schema.String
+}) {}
+
+/** DeerFlow's words for a factory without models. */
+export const NO_MODELS = "No chat models are configured. Please configure at least one model in config.yaml."
 
 // ---------------------------------------------------------------------------------------------------------
 // Resolution
@@ -236,8 +244,11 @@ export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
 
 /** The lead agent factory of an app. */
 export interface Service {
-  /** Decodes and resolves a run's settings (loading the custom agent it names, for `userId`). */
-  readonly resolve: (settings: unknown, userId?: string) => Effect.Effect<Resolved, SettingsError>
+  /**
+   * Decodes and resolves a run's settings (loading the custom agent it names, for `userId`); with no model
+   * configured, a `NoModelsError`.
+   */
+  readonly resolve: (settings: unknown, userId?: string) => Effect.Effect<Resolved, SettingsError | NoModelsError>
   /** The agent for a resolved run: built on first use for its shape, then kept. */
   readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
   /** How the agent of a resolved run got its tools (sources, what is missing and why). */
@@ -266,6 +277,11 @@ export interface Options {
   readonly subagents?: Subagents.Options | undefined
   /** The secrets `setup_agent` and `update_agent` must not write into an agent's files (default: the models' keys). */
   readonly redact?: Redact.Redactor | undefined
+  /**
+   * Whether runs need a configured model (default true: none is `NoModelsError`). Off only for a factory that
+   * builds agents to inspect them and calls no model (`antler tools list`).
+   */
+  readonly requireModel?: boolean | undefined
 }
 
 /**
@@ -373,6 +389,9 @@ export const layer = (
 
       const resolveSettings = (raw: unknown, userId = "default") =>
         Effect.gen(function*() {
+          if (models.length === 0 && options.requireModel !== false) {
+            return yield* new NoModelsError({ message: NO_MODELS })
+          }
           const settings = yield* settingsOf(raw)
           const custom = yield* AgentSetup.load(app.home, userId, settings).pipe(
             Effect.provideService(FileSystem.FileSystem, files),

@@ -122,8 +122,9 @@ export const DelegationEntry = Schema.Struct({
   id: Schema.String,
   /** The run that delegated it. */
   run_id: Schema.optional(Schema.String),
-  description: Schema.String,
-  subagent_type: Schema.String,
+  /** Empty when the entry was written without one (another client, an older version). */
+  description: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  subagent_type: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   status: DelegationStatus,
   /** At most 2000 characters of the result (or error), head and tail. */
   result_brief: Schema.optional(Schema.String),

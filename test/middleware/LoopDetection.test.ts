@@ -217,6 +217,51 @@ describe("LoopDetection.layer", () => {
       assert.strictEqual(out.end.stop_reason, "completed")
     }).pipe(Harness.withStore))
 
+  it.effect("pending warnings go out as one message, deduplicated and joined by a blank line", () =>
+    Effect.gen(function*() {
+      const tools = ["alpha", "bravo"].map((name) =>
+        Tool.make({ name, description: name, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
+      )
+      const out = yield* Harness.run({
+        // the same call set twice in one response (one repeat warning) and two tools at their frequency warning
+        script: [{ toolCalls: [{ name: "alpha", args: {} }, { name: "bravo", args: {} }] }, "done"],
+        tools,
+        middlewares: () => [L.layer(config({ tool_freq_warn: 1, tool_freq_hard_limit: 10 }))]
+      })
+      const warnings = out.requests[1]!.messages.filter((m) => m.name === "loop_warning")
+      assert.lengthOf(warnings, 1)
+      assert.strictEqual(
+        M.text(warnings[0]!),
+        [L.frequencyWarning("alpha", 1), L.frequencyWarning("bravo", 1)].join("\n\n")
+      )
+      assert.strictEqual(out.requests[1]!.messages.at(-1), warnings[0])
+    }).pipe(Harness.withStore))
+
+  it.effect("a warning left queued when a run ends never reaches another run of the thread; history is per run", () =>
+    Effect.gen(function*() {
+      const loop = L.layer(config({ warn_threshold: 2, hard_limit: 9 }))
+      const again = { toolCalls: [{ name: "read_file", args: { path: "/a" } }] }
+      // the first run ends at its step limit right after the warning was queued
+      const first = yield* Harness.run({
+        threadId: "looping",
+        script: () => again,
+        tools: [readFile],
+        options: { recursionLimit: 2 },
+        middlewares: () => [loop]
+      })
+      assert.notStrictEqual(first.end.stop_reason, "completed")
+      assert.isTrue(first.requests.every((r) => r.messages.every((m) => m.name !== "loop_warning")))
+      const second = yield* Harness.run({
+        threadId: "looping",
+        input: "once more",
+        script: (_r, call) => (call === 0 ? again : "done"),
+        tools: [readFile],
+        middlewares: () => [loop]
+      })
+      assert.isTrue(second.requests.every((r) => r.messages.every((m) => m.name !== "loop_warning")))
+      assert.strictEqual(second.end.stop_reason, "completed")
+    }).pipe(Harness.withStore))
+
   it.effect("disabled: wraps nothing", () =>
     Effect.gen(function*() {
       const out = yield* Harness.run({

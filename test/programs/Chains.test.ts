@@ -37,7 +37,7 @@ const deferred: Chains.Deferred = {
 
 /** Every optional entry of the lead chain switched on. */
 const leadAllOn = (): Chains.ChainOptions => ({
-  config: configOf({ tool_progress: { enabled: true } }),
+  config: configOf({ tool_progress: { enabled: true }, summarization: { enabled: true }, token_budget: { enabled: true } }),
   guardrail: AllowlistGuardrail.make({}),
   memory,
   planMode: true,
@@ -48,7 +48,7 @@ const leadAllOn = (): Chains.ChainOptions => ({
 
 /** Every optional entry of a subagent's chain switched on. */
 const subagentAllOn = (): Chains.SubagentChainOptions => ({
-  config: configOf(),
+  config: configOf({ tool_progress: { enabled: true }, summarization: { enabled: true } }),
   guardrail: AllowlistGuardrail.make({}),
   vision: true,
   deferred
@@ -74,12 +74,10 @@ describe("the lead order", () => {
       "SkillActivation",
       "SkillToolPolicy",
       "DurableContext",
-      "Summarization",
       "TokenUsage",
       "Title",
       "SystemMessageCoalescing",
       "LoopDetection",
-      "TokenBudget",
       "TerminalResponse",
       "ModelLengthFinishReason",
       "SafetyFinishReason",
@@ -125,6 +123,37 @@ describe("the lead order", () => {
     assert.isTrue(Either.isRight(Chain.validate(all)))
   })
 
+  it("an entry its configuration switches off is absent, not a pass-through (DeerFlow builds it only when on)", () => {
+    const off = configOf({
+      loop_detection: { enabled: false },
+      token_usage: { enabled: false },
+      safety_finish_reason: { enabled: false },
+      summarization: { enabled: false },
+      token_budget: { enabled: false }
+    })
+    const lead = Chain.names(Chains.chain({ config: off }))
+    const subagent = Chain.names(Chains.subagentChain({ config: off, tokenBudget: off.token_budget }))
+    for (const name of ["LoopDetection", "TokenUsage", "SafetyFinishReason", "Summarization", "TokenBudget"]) {
+      assert.notInclude(lead, name)
+      if (name !== "TokenUsage") assert.notInclude(subagent, name)
+    }
+    assert.isTrue(Either.isRight(Chain.validate(Chains.chain({ config: off }))))
+    // switched on, each stands in its slot
+    const on = Chain.names(Chains.chain({
+      config: configOf({ summarization: { enabled: true }, token_budget: { enabled: true } })
+    }))
+    assert.deepStrictEqual(on.slice(on.indexOf("DurableContext"), on.indexOf("TokenUsage") + 1), [
+      "DurableContext",
+      "Summarization",
+      "TokenUsage"
+    ])
+    assert.deepStrictEqual(on.slice(on.indexOf("LoopDetection"), on.indexOf("TokenBudget") + 2), [
+      "LoopDetection",
+      "TokenBudget",
+      "TerminalResponse"
+    ])
+  })
+
   it("leaves out what the configuration switches off, and routing without keywords or a memory that is off", () => {
     const off = Chain.names(Chains.chain({
       config: configOf({ read_before_write: { enabled: false } }),
@@ -146,11 +175,13 @@ describe("a subagent's order", () => {
     assert.deepStrictEqual(Chain.names(Chains.subagentChain({ config: configOf() })), [
       "InputSanitization",
       "ToolOutputBudget",
+      "ToolResultSanitization",
       "ThreadData",
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
       "SandboxAudit",
+      "ReadBeforeWrite",
       "ToolErrorHandling",
       "SkillActivation",
       "SkillToolPolicy",
@@ -158,7 +189,6 @@ describe("a subagent's order", () => {
       "TokenBudget",
       "SafetyFinishReason",
       "DurableContext",
-      "Summarization",
       "SubagentDateContext",
       "SystemMessageCoalescing"
     ])
@@ -166,12 +196,15 @@ describe("a subagent's order", () => {
     assert.deepStrictEqual(Chain.names(all), [
       "InputSanitization",
       "ToolOutputBudget",
+      "ToolResultSanitization",
       "ThreadData",
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
       "Guardrail",
       "SandboxAudit",
+      "ReadBeforeWrite",
+      "ToolProgress",
       "ToolErrorHandling",
       "SkillActivation",
       "SkillToolPolicy",

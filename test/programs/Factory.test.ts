@@ -12,6 +12,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as App from "../../src/programs/App.js"
 import * as CustomAgents from "../../src/programs/CustomAgents.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
@@ -138,9 +140,9 @@ describe("Factory: the service", () => {
       assert.notInclude(plain.order, "Todo")
       assert.notInclude(plain.tools.map((t) => t.name), "write_todos")
       assert.include(planned.tools.map((t) => t.name), "write_todos")
-      // at its slot: inside Summarization, outside TokenUsage
+      // at its slot: inside DurableContext (and Summarization, off here), outside TokenUsage
       const at = planned.order.indexOf("Todo")
-      assert.strictEqual(planned.order[at - 1], "Summarization")
+      assert.strictEqual(planned.order[at - 1], "DurableContext")
       assert.strictEqual(planned.order[at + 1], "TokenUsage")
       // the prompt itself is the same: plan mode's guidance is added to every request of the planned agent
       assert.strictEqual(planned.systemPrompt, plain.systemPrompt)
@@ -206,4 +208,99 @@ describe("Factory: the service", () => {
       const end = events[1]!
       assert.strictEqual(end.type === "run_end" && end.error?.name, "SettingsError")
     }))
+})
+
+describe("Factory: DeerFlow's factory details (SPEC §3.2)", () => {
+  it.scoped("no configured model: every run ends at once with DeerFlow's error, no model is called", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const layer = Factory.layer({ models: [] }).pipe(
+        Layer.provide(Layer.succeed(ModelService, ScriptedModel.make((request) => (seen.push(request), "ok")))),
+        Layer.provide(Layer.merge(MemoryThreadStore.layer(), LocalSandbox.layer())),
+        Layer.provide(ConfigFile.layerFromObject({}, { home: tempDir("antler-factory-none-") })),
+        Layer.provide(NodeFileSystem.layer)
+      )
+      const factory = Context.get(yield* Layer.build(layer), Factory.AgentFactory)
+      const refused = yield* Effect.flip(factory.resolve({ model_name: "anything" }))
+      assert.strictEqual(refused._tag, "NoModelsError")
+      assert.strictEqual(
+        refused.message,
+        "No chat models are configured. Please configure at least one model in config.yaml."
+      )
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(factory.run({ threadId: "t0", prompt: "hi" })))
+      assert.deepStrictEqual(events.map((e) => e.type), ["run_start", "run_end"])
+      const end = events[1]!
+      assert.deepStrictEqual(end.type === "run_end" ? end.error : undefined, {
+        name: "NoModelsError",
+        message: "No chat models are configured. Please configure at least one model in config.yaml."
+      })
+      assert.lengthOf(seen, 0)
+    }))
+
+  it("thinking and effort: the request (even false), else the agent's default, else on / none", () => {
+    const agent = { thinkingEnabled: false, reasoningEffort: "low" }
+    const byAgent = Factory.resolve(models, { model_name: "deep" }, agent)
+    assert.deepStrictEqual([byAgent.thinkingEnabled, byAgent.reasoningEffort], [false, "low"])
+    const byRequest = Factory.resolve(models, { model_name: "deep", thinking_enabled: true, reasoning_effort: "high" }, agent)
+    assert.deepStrictEqual([byRequest.thinkingEnabled, byRequest.reasoningEffort], [true, "high"])
+    const offByRequest = Factory.resolve(models, { model_name: "deep", thinking_enabled: false }, { thinkingEnabled: true })
+    assert.isFalse(offByRequest.thinkingEnabled)
+    const byDefault = Factory.resolve(models, { model_name: "deep" }, {})
+    assert.deepStrictEqual([byDefault.thinkingEnabled, byDefault.reasoningEffort], [true, undefined])
+  })
+
+  it.scoped("a custom agent's model settings, thinking and effort reach the model's request; the run's own win", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(() => "ok")
+      const home = tempDir("antler-factory-settings-")
+      const app = yield* ConfigFile.fromObject({
+        models: [{
+          name: "deep",
+          model: "deep-model",
+          base_url: server.url,
+          api_key: "sk-test-settings",
+          supports_thinking: true,
+          supports_reasoning_effort: true,
+          temperature: 1,
+          max_tokens: 1000,
+          when_thinking_enabled: { extra_body: { thinking: { type: "enabled" } } }
+        }],
+        title: { enabled: false },
+        memory: { enabled: false }
+      }, { home })
+      yield* CustomAgents.save(home, "default", "tuned", {
+        config: {
+          description: "Tuned",
+          model_settings: { temperature: 0.3, max_tokens: 321 },
+          thinking_enabled: false,
+          reasoning_effort: "low"
+        },
+        soul: "Tuned."
+      })
+      const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
+      const factory = Context.get(
+        yield* Layer.build(App.factoryLayer(app, choice).pipe(Layer.provide(NodeFileSystem.layer))),
+        Factory.AgentFactory
+      )
+      yield* Stream.runDrain(factory.run({ threadId: "a1", prompt: "first", settings: { agent_name: "tuned" } }))
+      const first = server.requests.at(-1) as any
+      assert.deepStrictEqual(
+        [first.model, first.temperature, first.max_tokens, first.reasoning_effort, first.thinking],
+        ["deep-model", 0.3, 321, "low", { type: "disabled" }]
+      )
+      yield* Stream.runDrain(factory.run({
+        threadId: "a2",
+        prompt: "second",
+        settings: { agent_name: "tuned", thinking_enabled: true, reasoning_effort: "high" }
+      }))
+      const second = server.requests.at(-1) as any
+      assert.deepStrictEqual(
+        [second.temperature, second.max_tokens, second.reasoning_effort, second.thinking],
+        [0.3, 321, "high", { type: "enabled" }]
+      )
+      // the default agent keeps the model's own settings
+      yield* Stream.runDrain(factory.run({ threadId: "a3", prompt: "third" }))
+      const plain = server.requests.at(-1) as any
+      assert.deepStrictEqual([plain.temperature, plain.max_tokens, plain.thinking], [1, 1000, { type: "enabled" }])
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })

@@ -237,6 +237,40 @@ describe("skills", () => {
     }), SLOW)
 })
 
+describe("skills read with read_file", () => {
+  it.live("a SKILL.md the model reads is kept as loaded: its allowed-tools hold from then on, also in the next turn", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = tempDir("antler-skill-read-")
+      let agent = 0
+      const server = yield* ScriptedChatServer.start((b) => {
+        if (isInternal(b, MEMORY_PROMPT)) return "{}"
+        switch (agent++) {
+          case 0:
+            return call("read_file", { path: "/mnt/skills/public/skill-reviewer/SKILL.md" })
+          case 1:
+            return call("bash", { command: "ls" })
+          case 2:
+            return "Reviewing with read_file only."
+          default:
+            return "Still reviewing."
+        }
+      })
+      const app = yield* Layer.build(appLayer(server, home, { memory: { enabled: false } }))
+      yield* turn(app, "skill-read", "Review my skill package")
+      yield* turn(app, "skill-read", "Go on")
+      const requests = wireOf(server).filter(isAgent)
+      const refusal = requests[2]!.body.messages.at(-1)!
+      assert.strictEqual(refusal.role, "tool")
+      assert.match(textOf(refusal), /^Error: Tool 'bash' is not allowed by the active skill policy\./)
+      // the skill is listed as loaded in the durable context, and the next turn is offered its tools only
+      assert.isTrue(requests[3]!.body.messages.some((m) =>
+        textOf(m).includes("- skill-reviewer: ") && textOf(m).includes("/mnt/skills/public/skill-reviewer/SKILL.md")
+      ))
+      const offered = (requests[3]!.body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
+      assert.deepStrictEqual(offered.sort(), ["read_file"])
+    })), SLOW)
+})
+
 describe("memory", () => {
   it.live("a fact stated in run 1 is in run 2's first request (another thread); the update was internal", () =>
     Effect.scoped(Effect.gen(function*() {

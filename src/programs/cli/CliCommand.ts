@@ -141,6 +141,8 @@ export const reportAgentFailures = (
     switch (tag) {
       case "SettingsError":
         return fail(ExitCode.usage, `${settings}: ${message()}`)
+      case "NoModelsError":
+        return fail(ExitCode.usage, `Configuration error: ${message()}`)
       case "ConfigError":
         return fail(ExitCode.usage, `Configuration error:\n${Render.safeText(message(), redact)}`)
       case "ChainError":

@@ -77,7 +77,7 @@ export const report = (app: AppConfigService["Type"], model: string | undefined)
     } satisfies Report
   }).pipe(
     Effect.provide(
-      Factory.layer({ models: app.config.models }).pipe(
+      Factory.layer({ models: app.config.models, requireModel: false }).pipe(
         Layer.provide(noModel),
         Layer.provideMerge(App.mcpLayer(app)),
         Layer.provideMerge(Layer.mergeAll(
