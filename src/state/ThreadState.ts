@@ -17,10 +17,10 @@ export const ThreadData = Schema.Struct({
 })
 export type ThreadData = typeof ThreadData.Type
 
-/** One plan-mode todo. */
+/** One plan-mode todo. An item read without a status is pending (as DeerFlow reads it). */
 export const Todo = Schema.Struct({
   content: Schema.String,
-  status: Schema.Literal("pending", "in_progress", "completed")
+  status: Schema.optionalWith(Schema.Literal("pending", "in_progress", "completed"), { default: () => "pending" })
 })
 export type Todo = typeof Todo.Type
 
