@@ -35,7 +35,8 @@ export type UploadedFile = typeof UploadedFile.Type
 
 /** An image the model has looked at, keyed by its virtual path in `viewed_images`. */
 export const ViewedImage = Schema.Struct({
-  mime_type: Schema.String,
+  /** Read as `unknown` when missing (DeerFlow's reading). */
+  mime_type: Schema.optionalWith(Schema.String, { default: () => "unknown" }),
   size: Schema.Number,
   actual_path: Schema.String
 })
