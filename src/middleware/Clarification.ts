@@ -163,11 +163,15 @@ const decodeJsonText = (text: string): unknown => {
   }
 }
 
+/** How deep options are looked into: a model's arguments nested deeper give nothing more (never a stack overflow). */
+const MAX_OPTION_DEPTH = 16
+
 /** The scalar leaves of a nested value, in source order (DeerFlow's flattening of XML-to-dict payloads). */
-const scalarLeaves = (value: unknown, out: Array<string | number | boolean>): void => {
+const scalarLeaves = (value: unknown, out: Array<string | number | boolean>, depth = 0): void => {
   if (isScalar(value)) out.push(value)
-  else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out)
-  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out)
+  else if (depth >= MAX_OPTION_DEPTH) return
+  else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out, depth + 1)
+  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out, depth + 1)
 }
 
 const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
@@ -177,14 +181,15 @@ const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as cons
  * object with a label (`label`, `text`, `title`, `name`, `value` or `option`) is one choice whose answer is its
  * `value`; any other object gives its scalar leaves; nested lists are flattened.
  */
-const choicesOf = (item: unknown, out: Array<Choice>): void => {
+const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
   if (typeof item === "string") {
     const trimmed = item.trim()
     const decoded = trimmed.length >= 2 && trimmed.startsWith("\"") ? decodeJsonText(trimmed) : trimmed
     const text = typeof decoded === "string" ? decoded : trimmed
     out.push({ label: text, value: text })
   } else if (isScalar(item)) out.push({ label: String(item), value: String(item) })
-  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out)
+  else if (depth >= MAX_OPTION_DEPTH) return
+  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out, depth + 1)
   else if (isRecord(item)) {
     const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
     if (key !== undefined) {
@@ -192,7 +197,7 @@ const choicesOf = (item: unknown, out: Array<Choice>): void => {
       out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? String(item.value) : label })
     } else {
       const leaves: Array<string | number | boolean> = []
-      scalarLeaves(item, leaves)
+      scalarLeaves(item, leaves, depth + 1)
       for (const leaf of leaves) out.push({ label: String(leaf), value: String(leaf) })
     }
   }
