@@ -4,8 +4,8 @@
  * run ends `interrupted` carrying the same request, and the next run on the thread takes the user's answer.
  *
  * Decided explicitly where DeerFlow is ambiguous (SPEC §1.1, §14 items 9 and 15): other tool calls of the same
- * response still run, then the run ends; in non-interactive runs the tool answers that nobody is there and the
- * run goes on.
+ * response still run, then the run ends; non-interactive runs are not offered the tool, and a call made anyway is
+ * answered that nobody is there while the run goes on.
  *
  * Lenient at the model boundary, as DeerFlow is: `null` for optional arguments, options and fields encoded as
  * JSON strings, options as objects or as a dictionary parsed from XML-ish output, and kinds of question outside
@@ -418,9 +418,18 @@ export const tool: Tool.Tool<Arguments> = Tool.make({
 
 /**
  * The Clarification middleware: contributes `ask_clarification`. Last in the lead agent's chain, so every tool
- * wrapper sees the call.
+ * wrapper sees the call. A run where nobody can answer (`nonInteractive`) is not offered the tool, as DeerFlow
+ * removes it; a call made anyway is answered that nobody is there.
  */
-export const layer = (): Middleware => MW.make({ tools: [tool] })
+export const layer = (): Middleware =>
+  MW.make({
+    tools: [tool],
+    model: (request, next) =>
+      Effect.flatMap(RunContext, (context) =>
+        context.options.nonInteractive === true && request.tools.some((t) => t.name === TOOL_NAME)
+          ? next({ ...request, tools: request.tools.filter((t) => t.name !== TOOL_NAME) })
+          : next(request))
+  })
 
 /** Its chain entry: last, so every tool wrapper sees ask_clarification; the run then waits. */
 export const entry = () =>

@@ -196,7 +196,22 @@ describe("Clarification in a run", () => {
       ])
     }).pipe(H.withStore))
 
-  it.effect("in a non-interactive run the model is told nobody can answer, and the run goes on", () =>
+  it.effect("ask_clarification is not offered where nobody can answer (DeerFlow removes the tool)", () =>
+    Effect.gen(function*() {
+      const offered = (o: { requests: ReadonlyArray<{ tools: ReadonlyArray<{ name: string }> }> }) =>
+        o.requests[0]!.tools.map((t) => t.name)
+      const alone = yield* H.run({
+        script: ["Done."],
+        tools: [echo],
+        options: { nonInteractive: true },
+        middlewares: () => [Clarification.layer()]
+      })
+      assert.deepStrictEqual(offered(alone), ["echo"])
+      const interactive = yield* H.run({ script: ["Done."], tools: [echo], middlewares: () => [Clarification.layer()] })
+      assert.deepStrictEqual(offered(interactive), ["echo", "ask_clarification"])
+    }).pipe(H.withStore))
+
+  it.effect("in a non-interactive run a call made anyway is told nobody can answer, and the run goes on", () =>
     Effect.gen(function*() {
       const o = yield* H.run({
         script: [ask({ question: "Which?" }), "Assuming CSV."],
