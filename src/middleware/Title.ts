@@ -50,10 +50,8 @@ export const formatPrompt = (template: string, fields: Readonly<Record<string, s
   return out
 }
 
-const THINK = /<think>[\s\S]*?<\/think>/gi
-
 /** Text without the `<think>…</think>` blocks reasoning models write into their answer. */
-export const withoutThinking = (text: string): string => text.replace(THINK, "").trim()
+export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
 
 /** The user's own words of a message (without a prepended uploads block). */
 export const userText = (message: Message): string => {
