@@ -4,8 +4,8 @@
  * run ends `interrupted` carrying the same request, and the next run on the thread takes the user's answer.
  *
  * Decided explicitly where DeerFlow is ambiguous (SPEC §1.1, §14 items 9 and 15): other tool calls of the same
- * response still run, then the run ends; in non-interactive runs the tool answers that nobody is there and the
- * run goes on.
+ * response still run, then the run ends; non-interactive runs are not offered the tool, and a call made anyway is
+ * answered that nobody is there while the run goes on.
  *
  * Lenient at the model boundary, as DeerFlow is: `null` for optional arguments, options and fields encoded as
  * JSON strings, options as objects or as a dictionary parsed from XML-ish output, and kinds of question outside
@@ -163,11 +163,15 @@ const decodeJsonText = (text: string): unknown => {
   }
 }
 
+/** How deep options are looked into: a model's arguments nested deeper give nothing more (never a stack overflow). */
+const MAX_OPTION_DEPTH = 16
+
 /** The scalar leaves of a nested value, in source order (DeerFlow's flattening of XML-to-dict payloads). */
-const scalarLeaves = (value: unknown, out: Array<string | number | boolean>): void => {
+const scalarLeaves = (value: unknown, out: Array<string | number | boolean>, depth = 0): void => {
   if (isScalar(value)) out.push(value)
-  else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out)
-  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out)
+  else if (depth >= MAX_OPTION_DEPTH) return
+  else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out, depth + 1)
+  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out, depth + 1)
 }
 
 const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
@@ -177,14 +181,15 @@ const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as cons
  * object with a label (`label`, `text`, `title`, `name`, `value` or `option`) is one choice whose answer is its
  * `value`; any other object gives its scalar leaves; nested lists are flattened.
  */
-const choicesOf = (item: unknown, out: Array<Choice>): void => {
+const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
   if (typeof item === "string") {
     const trimmed = item.trim()
     const decoded = trimmed.length >= 2 && trimmed.startsWith("\"") ? decodeJsonText(trimmed) : trimmed
     const text = typeof decoded === "string" ? decoded : trimmed
     out.push({ label: text, value: text })
   } else if (isScalar(item)) out.push({ label: String(item), value: String(item) })
-  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out)
+  else if (depth >= MAX_OPTION_DEPTH) return
+  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out, depth + 1)
   else if (isRecord(item)) {
     const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
     if (key !== undefined) {
@@ -192,7 +197,7 @@ const choicesOf = (item: unknown, out: Array<Choice>): void => {
       out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? String(item.value) : label })
     } else {
       const leaves: Array<string | number | boolean> = []
-      scalarLeaves(item, leaves)
+      scalarLeaves(item, leaves, depth + 1)
       for (const leaf of leaves) out.push({ label: String(leaf), value: String(leaf) })
     }
   }
@@ -413,9 +418,18 @@ export const tool: Tool.Tool<Arguments> = Tool.make({
 
 /**
  * The Clarification middleware: contributes `ask_clarification`. Last in the lead agent's chain, so every tool
- * wrapper sees the call.
+ * wrapper sees the call. A run where nobody can answer (`nonInteractive`) is not offered the tool, as DeerFlow
+ * removes it; a call made anyway is answered that nobody is there.
  */
-export const layer = (): Middleware => MW.make({ tools: [tool] })
+export const layer = (): Middleware =>
+  MW.make({
+    tools: [tool],
+    model: (request, next) =>
+      Effect.flatMap(RunContext, (context) =>
+        context.options.nonInteractive === true && request.tools.some((t) => t.name === TOOL_NAME)
+          ? next({ ...request, tools: request.tools.filter((t) => t.name !== TOOL_NAME) })
+          : next(request))
+  })
 
 /** Its chain entry: last, so every tool wrapper sees ask_clarification; the run then waits. */
 export const entry = () =>

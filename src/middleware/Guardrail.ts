@@ -27,7 +27,14 @@ export interface Options {
 
 const str = (value: unknown): string | null => (typeof value === "string" ? value : null)
 
-/** The request for a call, from the call and the run (pure; `extra` carries the caller's identity keys). */
+/** The user of a run nobody identified (the CLI's, an open gateway's): not an identity to send. */
+const ANONYMOUS_USER = "default"
+
+/**
+ * The request for a call, from the call and the run (pure; `extra` carries the caller's identity keys). A run
+ * without an identity sends none, as DeerFlow's: `user_id` null rather than the anonymous `default` user, and
+ * `authz_attributes` empty.
+ */
 export const buildRequest = (
   call: ToolCall,
   run: { readonly threadId: string; readonly runId: string; readonly userId: string },
@@ -45,15 +52,15 @@ export const buildRequest = (
     tool_call_id: call.id,
     is_subagent: extra?.is_subagent === true,
     timestamp,
-    user_id: run.userId,
+    user_id: str(extra?.user_id) ?? (run.userId === ANONYMOUS_USER ? null : run.userId),
     user_role: str(extra?.user_role),
     oauth_provider: str(extra?.oauth_provider),
     oauth_id: str(extra?.oauth_id),
     channel_user_id: str(extra?.channel_user_id),
     is_internal: extra?.is_internal === true,
     authz_attributes: typeof attributes === "object" && attributes !== null && !Array.isArray(attributes)
-      ? attributes as Record<string, unknown>
-      : null
+      ? { ...attributes as Record<string, unknown> }
+      : {}
   }
 }
 

@@ -1,9 +1,12 @@
 /**
  * Title: names a thread after its first exchange. Without `title.model_name` it is local and free: the first
- * user message, clipped. With a model name, one internal model call writes a short title (never streamed),
- * and any failure falls back to the local title. Written with the step's message, once per thread.
+ * user message, clipped. With a model name, one internal model call (thinking off, never streamed) asked with
+ * `title.prompt_template` writes a short title, and any failure (an invalid template included, which calls no
+ * model) falls back to the local title. Written with the step's message, once per thread; a run that ends
+ * before the first answer (cancelled, failed) still leaves the local title.
  */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import type { TitleConfig } from "../services/AppConfig.js"
@@ -12,9 +15,43 @@ import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Chain from "./Chain.js"
+import { isGenuineUserMessage } from "./InputSanitization.js"
 
-const isUserMessage = (message: Message) =>
-  message.type === "human" && message.additional_kwargs?.dynamic_context_reminder !== true
+/**
+ * Fills a prompt template as Python's `str.format` does for DeerFlow's three fields (`{max_words}`, `{user_msg}`,
+ * `{assistant_msg}`; `{{` and `}}` are literal braces). Undefined when the template is invalid: an unknown or
+ * positional field, a format spec, an unmatched brace (DeerFlow's `format` raises there, and it falls back).
+ */
+export const formatPrompt = (template: string, fields: Readonly<Record<string, string>>): string | undefined => {
+  let out = ""
+  let i = 0
+  while (i < template.length) {
+    const c = template[i]!
+    if (c === "{" && template[i + 1] === "{") {
+      out += "{"
+      i += 2
+    } else if (c === "}" && template[i + 1] === "}") {
+      out += "}"
+      i += 2
+    } else if (c === "}") {
+      return undefined
+    } else if (c === "{") {
+      const close = template.indexOf("}", i)
+      if (close < 0) return undefined
+      const name = template.slice(i + 1, close)
+      if (!Object.hasOwn(fields, name)) return undefined
+      out += fields[name]
+      i = close + 1
+    } else {
+      out += c
+      i++
+    }
+  }
+  return out
+}
+
+/** Text without the `<think>…</think>` blocks reasoning models write into their answer. */
+export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
 
 /** The user's own words of a message (without a prepended uploads block). */
 export const userText = (message: Message): string => {
@@ -22,20 +59,27 @@ export const userText = (message: Message): string => {
   return (typeof original === "string" ? original : M.text(message)).trim()
 }
 
-/** The local title: the first user message, at most `min(maxChars, 50)` characters. */
+/**
+ * The local title: the first user message on one line; longer than `min(maxChars, 50)` characters, it is cut
+ * (to 50, or less where `...` would not fit in `maxChars`) and ends with `...`: never longer than `maxChars`.
+ */
 export const fallbackTitle = (text: string, maxChars: number): string => {
   const oneLine = text.replace(/\s+/g, " ").trim()
   if (oneLine === "") return "New Conversation"
   const limit = Math.min(maxChars, 50)
-  return oneLine.length > limit ? `${oneLine.slice(0, limit - 3).trimEnd()}...` : oneLine
+  if (oneLine.length <= limit) return oneLine
+  return `${oneLine.slice(0, Math.max(0, Math.min(limit, maxChars - 3))).trimEnd()}...`
 }
 
-/** Whether the thread should get its title now: none yet, exactly one user message and an answer. */
+/**
+ * The thread's user message if the thread should get its title now: no title yet and exactly one message the
+ * user wrote (hidden reminders, injected context and summaries are not the user's).
+ */
 export const due = (title: string | null, messages: ReadonlyArray<Message>): Message | undefined => {
   if (title !== null) return undefined
   let user: Message | undefined
   for (const m of messages) {
-    if (isUserMessage(m)) {
+    if (isGenuineUserMessage(m)) {
       if (user !== undefined) return undefined
       user = m
     }
@@ -43,16 +87,34 @@ export const due = (title: string | null, messages: ReadonlyArray<Message>): Mes
   return user
 }
 
-/** Cleans a model's title: no thinking, no quotes, one line, at most `maxChars`. */
+/** Cleans a model's title: no thinking, no surrounding quotes, one line, at most `maxChars`. */
 export const cleanTitle = (raw: string, maxChars: number): string =>
-  raw.replace(/<think>[\s\S]*?<\/think>/g, "").replace(/["'`]/g, "").replace(/\s+/g, " ").trim().slice(0, maxChars)
+  withoutThinking(raw).replace(/\s+/g, " ").replace(/^["'`]+|["'`]+$/g, "").trim().slice(0, maxChars)
+
+/** The prompt the title model gets, or undefined when the template is invalid. */
+export const titlePrompt = (config: TitleConfig, userText: string, answer: string): string | undefined =>
+  formatPrompt(config.prompt_template, {
+    max_words: String(config.max_words),
+    user_msg: userText.slice(0, 500),
+    assistant_msg: withoutThinking(answer).slice(0, 500)
+  })
 
 /** The Title middleware (SPEC §4.1 slot 22). */
 export const layer = (config: TitleConfig): Middleware => {
   if (!config.enabled) return MW.make({})
   return MW.make(Effect.map(RunState, (state) => {
     let done = false
+    // A run that ends before its first answer (cancelled, failed) leaves the local title, as DeerFlow's worker
+    // writes one for an interrupted first turn.
+    const onEnd = (exit: Exit.Exit<unknown, unknown>) =>
+      Exit.isSuccess(exit) ? Effect.void : Effect.flatMap(state.get, (current) => {
+        const user = due(current.title, current.messages)
+        return user === undefined
+          ? Effect.void
+          : Effect.ignore(state.update({ title: fallbackTitle(userText(user), config.max_chars) }))
+      })
     return {
+      run: (loop) => Effect.onExit(loop, onEnd),
       model: (request, next) =>
         Effect.flatMap(next(request), (response) => {
           if (done || request.internal !== undefined) return Effect.succeed(response)
@@ -63,14 +125,18 @@ export const layer = (config: TitleConfig): Middleware => {
             const local = fallbackTitle(userText(user), config.max_chars)
             const model = config.model_name
             if (model === undefined || model === null) return Effect.succeed(withUpdate(response, { title: local }))
-            const prompt = `Write a title of at most ${config.max_words} words for this conversation.\n` +
-              `User: ${userText(user).slice(0, 500)}\nAssistant: ${M.text(response.message).slice(0, 500)}\n\n` +
-              "Answer with the title only: no quotes, no explanation."
+            const prompt = titlePrompt(config, userText(user), M.text(response.message))
+            if (prompt === undefined) {
+              return Effect.as(
+                Effect.logWarning("title.prompt_template is not a valid template; the local title is used"),
+                withUpdate(response, { title: local })
+              )
+            }
             return next({
               systemPrompt: undefined,
               messages: [M.human(prompt)],
               tools: [],
-              settings: { modelName: model },
+              settings: { modelName: model, thinkingEnabled: false },
               internal: "title"
             }).pipe(
               Effect.map((titled) => cleanTitle(M.text(titled.message), config.max_chars) || local),

@@ -10,8 +10,10 @@
  *   before the request is sent.
  * - Several `write_todos` calls in one response are refused (each of them): the list is written once a turn.
  * - When the model gives a final answer (no tool calls) while items are not completed, it is asked once more with
- *   a hidden `todo_completion_reminder` listing them (request-only; DeerFlow's `jump_to: model`), at most
- *   `MAX_COMPLETION_REMINDERS` times a run. Its first answer stays in the thread, before the one that follows.
+ *   a hidden `todo_completion_reminder` listing them (request-only, one per request, never stored; DeerFlow's
+ *   `jump_to: model`), at most `MAX_COMPLETION_REMINDERS` times a run. Its first answer stays in the thread,
+ *   before the one that follows.
+ * - An item written without a status is pending.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -24,7 +26,6 @@ import { escapeText } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Todo } from "../state/ThreadState.js"
-import * as TS from "../state/ThreadState.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -89,7 +90,12 @@ export const listVisible = (messages: ReadonlyArray<Message>): boolean => messag
 
 const TodoArg = Schema.Struct({
   content: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "What the step is, in a few words." }),
-  status: TS.Todo.fields.status.annotations({ description: "pending, in_progress or completed." })
+  status: Schema.optionalWith(
+    Schema.Literal("pending", "in_progress", "completed").annotations({
+      description: "pending (when left out), in_progress or completed."
+    }),
+    { default: () => "pending" }
+  )
 })
 
 /** `write_todos`: replaces the thread's todo list. */
@@ -163,7 +169,9 @@ export const layer = (): Middleware =>
             additional_kwargs: { hide_from_ui: true }
           })
           const carried = withUpdate(response, { messages: [response.message] }).update!
-          const asked = { ...request, messages: [...request.messages, response.message, reminder] }
+          // the reminder goes with this request only: an earlier one is not sent again
+          const earlier = request.messages.filter((m) => m.name !== COMPLETION_REMINDER_NAME)
+          const asked = { ...request, messages: [...earlier, response.message, reminder] }
           return Effect.flatMap(next(asked), (again) =>
             completed(
               asked,

@@ -233,6 +233,25 @@ export const usageDelta = (message: AIMessage, model: string): TokenUsageDelta |
   }
 }
 
+/**
+ * DeerFlow's log line of one model call's usage: `LLM token usage: model=… input=… output=… total=…`, with the
+ * provider's token details when it gave any.
+ */
+export const usageLogLine = (message: AIMessage, model: string): string | undefined => {
+  const usage = message.usage_metadata
+  if (usage === undefined) return undefined
+  const details = [
+    ...(usage.input_token_details !== undefined && Object.keys(usage.input_token_details).length > 0
+      ? [`input_token_details=${JSON.stringify(usage.input_token_details)}`]
+      : []),
+    ...(usage.output_token_details !== undefined && Object.keys(usage.output_token_details).length > 0
+      ? [`output_token_details=${JSON.stringify(usage.output_token_details)}`]
+      : [])
+  ]
+  return `LLM token usage: model=${model} input=${usage.input_tokens} output=${usage.output_tokens} ` +
+    `total=${usage.total_tokens}${details.length > 0 ? ` ${details.join(" ")}` : ""}`
+}
+
 /** What the subagent roll-up changes: messages to replace by id, and the usage it moved. */
 export interface RollUp {
   readonly writes: ReadonlyArray<Message>
@@ -335,8 +354,19 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
       })
     }
 
+    // every call's usage is logged, as DeerFlow logs it (an internal call names its purpose)
+    const logUsage = (request: ModelRequest, response: ModelResponse): Effect.Effect<void> => {
+      const model = modelOf(response.message, request.settings.modelName, context.options.modelName)
+      const line = usageLogLine(response.message, model)
+      if (line === undefined) return Effect.void
+      const logged = Effect.logInfo(line)
+      return request.internal === undefined ? logged : Effect.annotateLogs(logged, "purpose", request.internal)
+    }
+
     return {
-      model: (request, next) => Effect.flatMap(next(request), (response) => afterModel(request, response))
+      model: (request, next) =>
+        Effect.flatMap(next(request), (response) =>
+          Effect.zipRight(logUsage(request, response), afterModel(request, response)))
     } satisfies Middleware.Wrappers
   }))
 }

@@ -5,7 +5,8 @@
  *   (`externalize_min_chars`, or the tool's override) is saved in full to
  *   `{outputs}/.tool-results/{tool}-{12 hex}.{log|txt}` and replaced by a typed synopsis that names the
  *   file, so the model can `read_file` any part of it. When it cannot be saved, a result longer than
- *   `fallback_max_chars` is cut to its head and tail with a marker saying how much was left out.
+ *   `fallback_max_chars` is cut to its head and tail (within `fallback_max_chars`, the head ending and the tail
+ *   starting on a line) with a marker saying how much was left out and that storage was unavailable.
  * - Model wrap (request-only): tool results already in the history that are longer than
  *   `fallback_max_chars` are cut the same way (never saved from there).
  *
@@ -82,9 +83,10 @@ export const snapStart = (text: string, pos: number): number => {
   return newline >= 0 && newline < pos + Math.floor((text.length - pos) / 2) ? newline + 1 : pos
 }
 
+// DeerFlow's words: the model learns that nothing was saved, so there is no file to look for
 const omittedMarker = (omitted: number, tool: string) =>
-  `\n\n[... ${omitted} chars omitted from ${tool} output. The full output could not be saved; narrow the query ` +
-  `or use more specific parameters to see what is missing.]\n\n`
+  `\n\n[... ${omitted} chars omitted from ${tool} output. Persistent storage unavailable. Consider narrowing ` +
+  `the query or using more specific parameters.]\n\n`
 
 /**
  * The head and tail of `text` around a marker saying how many characters were left out, never longer than

@@ -1,9 +1,11 @@
 /**
  * ViewImage (SPEC §5.23, lead chain slot #24), for models that accept images only (the agent of a model
  * without vision has neither this middleware nor `view_image`): the images the model looked at with
- * `view_image` (kept in `viewed_images`) reach it with its next request, as image parts of a hidden human
+ * `view_image` (kept in `viewed_images`) reach it with the request after a completed `view_image` turn (the
+ * latest AI message called `view_image` and every call of it has its result), as image parts of a hidden human
  * message after the tool results; once that request succeeded, `viewed_images` is cleared, so each image is
- * sent once (DeerFlow re-sends every image of the thread on every later call).
+ * sent once (DeerFlow re-sends every image of the thread with every later `view_image` turn). A type that is
+ * not an image type Antler knows is shown as `unknown`, without pixels.
  *
  * Images a tool returned in its result (an MCP tool's image content) reach the model the same way: Chat
  * Completions tool messages carry text only, so the images of the latest tool results go in a hidden human
@@ -30,6 +32,33 @@ export const CONTEXT_KEY = "deerflow_view_image_context"
 /** The most image bytes one request carries (20 MB, view_image's limit for one image). */
 export const MAX_REQUEST_BYTES = 20 * 1024 * 1024
 
+/** The image types `view_image` hands out; anything else stored in `viewed_images` is shown as unknown. */
+export const IMAGE_MIME_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"])
+
+/** The `view_image` tool's name. */
+export const TOOL_NAME = "view_image"
+
+const isImageContext = (message: Message) =>
+  message.type === "human" && message.additional_kwargs?.[CONTEXT_KEY] === true
+
+/**
+ * Whether the messages end with a completed `view_image` turn: the latest AI message calls `view_image`, every
+ * call of it has its result after it, and no image message follows it yet (DeerFlow's rule for injecting).
+ */
+export const afterViewTurn = (messages: ReadonlyArray<Message>): boolean => {
+  const at = messages.findLastIndex((m) => m.type === "ai")
+  if (at < 0) return false
+  const calls = M.toolCalls(messages[at]!)
+  if (!calls.some((c) => c.name === TOOL_NAME)) return false
+  const answered = new Set<string>()
+  for (let i = at + 1; i < messages.length; i++) {
+    const message = messages[i]!
+    if (isImageContext(message)) return false
+    if (message.type === "tool") answered.add(message.tool_call_id)
+  }
+  return calls.every((c) => answered.has(c.id))
+}
+
 /** Reads an image's bytes (injectable for tests). */
 export type Reader = (path: string) => Promise<Uint8Array>
 
@@ -49,6 +78,10 @@ export const imageMessage = (
     const blocks: Array<ContentBlock> = [{ type: "text", text: "Here are the images you've viewed:" }]
     let spent = 0
     for (const [path, image] of Object.entries(images)) {
+      if (!IMAGE_MIME_TYPES.has(image.mime_type)) {
+        blocks.push({ type: "text", text: `\n- **${path}** (unknown): not an image type that can be shown` })
+        continue
+      }
       const bytes = yield* Effect.promise(() => read(image.actual_path).then((b) => b, () => undefined))
       if (bytes === undefined || bytes.length !== image.size) {
         blocks.push({
@@ -136,7 +169,9 @@ export const layer = (options: Options = {}): Middleware =>
         ? request
         : { ...request, messages: [...request.messages, toolImageMessage(fromTools, options.maxRequestBytes)] }
       return Effect.flatMap(state.get, (current) => {
-        if (Object.keys(current.viewed_images).length === 0) return next(withToolImages)
+        if (Object.keys(current.viewed_images).length === 0 || !afterViewTurn(current.messages)) {
+          return next(withToolImages)
+        }
         return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
           Effect.flatMap((message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })),
           // sent: the images are not sent again (a failed call leaves them for the next attempt)

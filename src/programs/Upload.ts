@@ -1,7 +1,7 @@
 /**
  * Uploading files into a thread (DeerFlow's gateway upload endpoint, SPEC §10), for `antler upload` and the
- * gateway: the files are checked (bare names, `uploads.max_files`, `max_file_size`, `max_total_size`) before
- * anything is written, staged as `.upload-*.part` files and renamed into the thread's uploads directory, and
+ * gateway: the files are checked (names reduced to safe base names, a name repeated in one upload numbered,
+ * `uploads.max_files`, `max_file_size`, `max_total_size`) before anything is written, staged as `.upload-*.part` files and renamed into the thread's uploads directory, and
  * documents (PDF, DOCX, XLSX, PPTX, HTML) get a `{stem}.md` sibling when `uploads.auto_convert_documents` is
  * on. The Uploads middleware (SPEC §5.5) then describes them to the model, with the sibling's headings as
  * the outline, once they are attached to the next human message (`messageFiles`).
@@ -81,9 +81,39 @@ export const formatBytes = (bytes: number): string =>
 const MAX_NAME_BYTES = 255
 
 /**
+ * The safe base name of an uploaded file's name, as DeerFlow's `normalize_filename` takes it: the last path
+ * segment (separated by `/` or `\\`; a trailing separator ignored), so `../../etc/passwd` is `passwd` and
+ * `a/b.txt` is `b.txt`. What remains is then checked with `filenameProblem` (`..` or nothing at all is refused).
+ */
+export const safeBaseName = (name: string): string => {
+  const segments = name.split(/[/\\]/)
+  while (segments.length > 1 && segments.at(-1) === "") segments.pop()
+  return segments.at(-1)!
+}
+
+/**
+ * The names of one upload made distinct as DeerFlow's `claim_unique_filename` does: a name given again gets
+ * `_1`, `_2`... before its extension (`b.txt`, `b_1.txt`, `b_2.txt`).
+ */
+export const uniqueNames = (names: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const seen = new Set<string>()
+  return names.map((name) => {
+    let candidate = name
+    if (seen.has(candidate)) {
+      const dot = name.lastIndexOf(".")
+      const [stem, extension] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ""]
+      for (let n = 1; seen.has(candidate); n++) candidate = `${stem}_${n}${extension}`
+    }
+    seen.add(candidate)
+    return candidate
+  })
+}
+
+/**
  * Why a file name cannot be used in the uploads directory, or undefined when it can: it must be one bare
  * name (no separators, not `.`/`..`), without control characters, not a staging name (`.upload-*.part`),
- * and at most 255 bytes. Names are refused rather than rewritten, so the file is where the user expects.
+ * and at most 255 bytes. An upload's names are first reduced to their base names (`safeBaseName`), so only a
+ * name with nothing safe left is refused.
  */
 export const filenameProblem = (name: string): string | undefined => {
   if (name === "") return "the name is empty"
@@ -175,10 +205,11 @@ const invalidName = (name: string, problem: string) =>
 
 const sourceOf = (fs: FileSystem.FileSystem, input: UploadInput): Effect.Effect<Source, UploadError> => {
   if (typeof input !== "string") {
-    const problem = filenameProblem(input.name)
+    const filename = safeBaseName(input.name)
+    const problem = filenameProblem(filename)
     return problem !== undefined
       ? Effect.fail(invalidName(input.name, problem))
-      : Effect.succeed({ filename: input.name, size: input.bytes.byteLength, from: input.bytes })
+      : Effect.succeed({ filename, size: input.bytes.byteLength, from: input.bytes })
   }
   const filename = Path.basename(input)
   const problem = filenameProblem(filename)
@@ -383,17 +414,12 @@ export const upload = Effect.fn("Upload.upload")(function*(
     }
   }
   if (files.length === 0) return yield* new UploadError({ reason: "no_files", message: "No files to upload." })
-  const sources = yield* Effect.forEach(files, (file) => sourceOf(fs, file))
-  const seen = new Set<string>()
+  const named = yield* Effect.forEach(files, (file) => sourceOf(fs, file))
+  const unique = uniqueNames(named.map((source) => source.filename))
+  const sources = named.map((source, i) => unique[i] === source.filename ? source : { ...source, filename: unique[i]! })
   for (const source of sources) {
-    if (seen.has(source.filename)) {
-      return yield* new UploadError({
-        reason: "duplicate_name",
-        filename: source.filename,
-        message: `Two files are named ${JSON.stringify(source.filename)}; the files of one upload need different names.`
-      })
-    }
-    seen.add(source.filename)
+    const problem = filenameProblem(source.filename)
+    if (problem !== undefined) return yield* invalidName(source.filename, problem)
   }
   const problem = limitProblem(sources, limits)
   if (problem !== undefined) return yield* problem

@@ -260,11 +260,18 @@ export const TokenBudgetConfig = Schema.Struct({
 }).pipe(Schema.filter((c) => c.hard_stop_threshold >= c.warn_threshold || "hard_stop_threshold must be >= warn_threshold"))
 export type TokenBudgetConfig = typeof TokenBudgetConfig.Type
 
+/** DeerFlow's default `title.prompt_template`. */
+export const DEFAULT_TITLE_PROMPT_TEMPLATE = "Generate a concise title (max {max_words} words) for this conversation.\n" +
+  "User: {user_msg}\nAssistant: {assistant_msg}\n\nReturn ONLY the title, no quotes, no explanation."
+
 export const TitleConfig = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => true),
-  max_words: withDefault(PositiveInt, () => 6),
-  max_chars: withDefault(PositiveInt, () => 60),
-  model_name: Schema.optional(Schema.NullOr(Schema.String))
+  // DeerFlow's bounds
+  max_words: withDefault(Schema.Int.pipe(Schema.between(1, 20)), () => 6),
+  max_chars: withDefault(Schema.Int.pipe(Schema.between(10, 200)), () => 60),
+  model_name: Schema.optional(Schema.NullOr(Schema.String)),
+  /** The title model's prompt, with `{max_words}`, `{user_msg}` and `{assistant_msg}` (Python `format` syntax). */
+  prompt_template: withDefault(Schema.String, () => DEFAULT_TITLE_PROMPT_TEMPLATE)
 })
 export type TitleConfig = typeof TitleConfig.Type
 

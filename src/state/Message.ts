@@ -106,7 +106,13 @@ export const rawToolCalls = (message: AIMessage): ReadonlyArray<unknown> | undef
   return Array.isArray(raw) && raw.length > 0 ? raw : undefined
 }
 
-/** One raw call: OpenAI's `{ id, type, function: { name, arguments } }`, or a flat `{ id, name, args | arguments }`. */
+const hasText = (value: unknown): value is string => typeof value === "string" && value.trim() !== ""
+
+/**
+ * One raw call: OpenAI's `{ id, type, function: { name, arguments } }`, or a flat `{ id, name, args | arguments }`.
+ * A usable flat `name` wins over the function's (DeerFlow's reading: an empty `function.name` does not blank a
+ * call that names its tool).
+ */
 export const readRawToolCall = (entry: Record<string, unknown>): {
   readonly id: unknown
   readonly name: unknown
@@ -114,7 +120,7 @@ export const readRawToolCall = (entry: Record<string, unknown>): {
 } => {
   const fn = asRecord(entry.function)
   return fn !== undefined
-    ? { id: entry.id, name: fn.name, args: fn.arguments }
+    ? { id: entry.id, name: hasText(entry.name) ? entry.name : fn.name, args: fn.arguments }
     : { id: entry.id, name: entry.name, args: entry.args ?? entry.arguments }
 }
 

@@ -17,10 +17,10 @@ export const ThreadData = Schema.Struct({
 })
 export type ThreadData = typeof ThreadData.Type
 
-/** One plan-mode todo. */
+/** One plan-mode todo. An item read without a status is pending (as DeerFlow reads it). */
 export const Todo = Schema.Struct({
   content: Schema.String,
-  status: Schema.Literal("pending", "in_progress", "completed")
+  status: Schema.optionalWith(Schema.Literal("pending", "in_progress", "completed"), { default: () => "pending" })
 })
 export type Todo = typeof Todo.Type
 
@@ -35,7 +35,8 @@ export type UploadedFile = typeof UploadedFile.Type
 
 /** An image the model has looked at, keyed by its virtual path in `viewed_images`. */
 export const ViewedImage = Schema.Struct({
-  mime_type: Schema.String,
+  /** Read as `unknown` when missing (DeerFlow's reading). */
+  mime_type: Schema.optionalWith(Schema.String, { default: () => "unknown" }),
   size: Schema.Number,
   actual_path: Schema.String
 })
@@ -63,11 +64,30 @@ export type PromotedUpdate = typeof PromotedUpdate.Type
  * a missing or null `name` or `description` is empty, a missing or null `loaded_at` is 0, and old body keys are
  * dropped. Only `path` is required.
  */
-export const SkillEntry = Schema.Struct({
+const SkillEntryFields = Schema.Struct({
   name: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   path: Schema.String,
   description: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   loaded_at: Schema.optionalWith(Schema.Number, { default: () => 0, nullable: true })
+})
+
+/** The most characters of a skill's description kept in `skill_context` (DeerFlow's cap). */
+export const MAX_SKILL_DESCRIPTION = 500
+
+/**
+ * A skill entry as DeerFlow normalises one (`_normalize_skill_entry`): exactly these four keys, whatever else a
+ * legacy entry carried (its SKILL.md body); the description on one line, at most 500 characters; `loaded_at` an
+ * integer, else 0. Decoding a stored thread gives the normalised entry.
+ */
+export const SkillEntry = Schema.transform(SkillEntryFields, Schema.typeSchema(SkillEntryFields), {
+  strict: true,
+  decode: (entry) => ({
+    name: entry.name,
+    path: entry.path,
+    description: entry.description.replace(/\s+/g, " ").trim().slice(0, MAX_SKILL_DESCRIPTION),
+    loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
+  }),
+  encode: (entry) => entry
 })
 export type SkillEntry = typeof SkillEntry.Type
 

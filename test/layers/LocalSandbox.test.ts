@@ -281,3 +281,33 @@ describe.skipIf(!bwrapInstalled)("exec timeouts", () => {
       assert.deepStrictEqual([quick.output, quick.exitCode, quick.timedOut], ["bar\n", 0, false])
     }))
 })
+
+describe("paths as DeerFlow refuses them", () => {
+  it.effect("a backslash traversal is refused as traversal; the bare /mnt/user-data root takes no writes", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* LocalSandbox.make(appConfig(), { bwrap: "off" }).acquire("t1", "u1")
+      for (const path of ["workspace\\..\\..\\etc", "/mnt/user-data/workspace\\..\\..\\..\\etc\\passwd", "a\\..\\b"]) {
+        const error = yield* failure(sandbox.resolve(path, "read"))
+        assert.strictEqual(error.reason, "path_escape", path)
+        assert.include(error.message, "'..'")
+      }
+      // a file named with a backslash but no `..` is still just a name
+      yield* sandbox.writeText("/mnt/user-data/workspace/a\\b.txt", "x")
+      for (const path of ["/mnt/user-data", "/mnt/user-data/", "/mnt/user-data/notes.txt"]) {
+        const error = yield* failure(sandbox.writeText(path, "x"))
+        assert.notStrictEqual(error.reason, undefined, path)
+      }
+    }))
+
+  it.effect("output masking: siblings of the skills root are left alone, siblings of the thread's data are hidden", () =>
+    Effect.gen(function*() {
+      const skills = tempDir("antler-skills-")
+      const app = appConfig({ skills })
+      const sandbox = yield* LocalSandbox.make(app, { bwrap: "off" }).acquire("t1", "u1")
+      const root = threadPaths(app.home, "u1", "t1").root
+      assert.strictEqual(sandbox.mask(`${skills}/demo/SKILL.md ${skills}-extra/x`), `/mnt/skills/demo/SKILL.md ${skills}-extra/x`)
+      const masked = sandbox.mask(`${root}/workspace/a.txt ${root}-extra/b ${Path.dirname(root)}/other/c`)
+      assert.strictEqual(masked.split(" ")[0], "/mnt/user-data/workspace/a.txt")
+      assert.notInclude(masked, app.home)
+    }))
+})

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as FC from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import * as Clarification from "../../src/middleware/Clarification.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -195,7 +196,22 @@ describe("Clarification in a run", () => {
       ])
     }).pipe(H.withStore))
 
-  it.effect("in a non-interactive run the model is told nobody can answer, and the run goes on", () =>
+  it.effect("ask_clarification is not offered where nobody can answer (DeerFlow removes the tool)", () =>
+    Effect.gen(function*() {
+      const offered = (o: { requests: ReadonlyArray<{ tools: ReadonlyArray<{ name: string }> }> }) =>
+        o.requests[0]!.tools.map((t) => t.name)
+      const alone = yield* H.run({
+        script: ["Done."],
+        tools: [echo],
+        options: { nonInteractive: true },
+        middlewares: () => [Clarification.layer()]
+      })
+      assert.deepStrictEqual(offered(alone), ["echo"])
+      const interactive = yield* H.run({ script: ["Done."], tools: [echo], middlewares: () => [Clarification.layer()] })
+      assert.deepStrictEqual(offered(interactive), ["echo", "ask_clarification"])
+    }).pipe(H.withStore))
+
+  it.effect("in a non-interactive run a call made anyway is told nobody can answer, and the run goes on", () =>
     Effect.gen(function*() {
       const o = yield* H.run({
         script: [ask({ question: "Which?" }), "Assuming CSV."],
@@ -256,5 +272,44 @@ describe("Clarification in a run", () => {
       })
       assert.strictEqual(o.end.stop_reason, "completed")
       assert.match(M.text(o.state.messages[2]!), /^Error: Invalid arguments for tool 'ask_clarification': question/)
+    }).pipe(H.withStore))
+})
+
+describe("Clarification, whatever JSON the model sends", () => {
+  it.prop("options, fields and field types of any JSON type never crash the request or its text", [
+    FC.jsonValue(),
+    FC.jsonValue(),
+    FC.jsonValue()
+  ], ([options, fields, type]) => {
+    for (const f of [fields, [{ name: "a", type, options, label: type, placeholder: type, required: type }]]) {
+      const req = Clarification.request(
+        { question: "Which?", clarification_type: "approach_choice", options, fields: f, context: type },
+        "c1"
+      )
+      assert.isString(Clarification.display(req))
+    }
+  })
+
+  it.effect("options nested thousands deep: the question is still asked, with the options it can read", () =>
+    Effect.gen(function*() {
+      let deep: unknown = "CSV"
+      for (let i = 0; i < 20000; i++) deep = [deep]
+      let deepObject: unknown = "JSON"
+      for (let i = 0; i < 20000; i++) deepObject = { a: deepObject }
+      const o = yield* H.run({
+        input: "Export the data",
+        script: [ask({ question: "Which format?", options: [deep, "TSV", deepObject] })],
+        middlewares: () => [Clarification.layer()]
+      })
+      assert.strictEqual(o.end.status, "interrupted")
+      const req = o.end.interrupt as Clarification.HumanInputRequest
+      assert.strictEqual(req.question, "Which format?")
+      assert.deepStrictEqual(req.options?.map((x) => x.label), ["TSV"])
+      const form = Clarification.request({
+        question: "Details?",
+        clarification_type: "missing_info",
+        fields: [{ name: "format", type: "select", options: [deep, "CSV", "TSV"] }]
+      }, "c2")
+      assert.deepStrictEqual(form.fields?.[0]?.options?.map((x) => x.label), ["CSV", "TSV"])
     }).pipe(H.withStore))
 })

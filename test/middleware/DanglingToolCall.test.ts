@@ -468,3 +468,24 @@ describe("DanglingToolCall on the wire", () => {
       ])
     }).pipe(Effect.provide(MemoryThreadStore.layer())))
 })
+
+describe("DanglingToolCall: raw calls as DeerFlow reads them", () => {
+  it.effect("a raw call's valid name wins over its empty function name; a call without any name is unknown_tool", () =>
+    Effect.gen(function*() {
+      const raw = (entry: Record<string, unknown>) =>
+        M.ai("", { id: "a1", additional_kwargs: { tool_calls: [entry] } })
+      const named = raw({ id: "c1", type: "function", name: "bash", function: { name: "", arguments: "{\"command\":\"ls\"}" } })
+      assert.deepStrictEqual(D.effectiveCalls(named).map((c) => [c.name, c.blankName]), [["bash", false]])
+      const nameless = raw({ id: "c2", type: "function", name: "", function: { name: " ", arguments: "{}" } })
+      assert.deepStrictEqual(D.effectiveCalls(nameless).map((c) => [c.name, c.blankName]), [["unknown_tool", true]])
+      // in a run: the call left open is answered as bash's, not as a call without a name
+      const o = yield* H.run({
+        input: [M.human("list the files"), named, M.human("go on")],
+        script: ["ok"],
+        middlewares: () => [D.layer()]
+      })
+      const answer = o.requests[0]!.messages.find((m): m is ToolMessage => m.type === "tool")!
+      assert.strictEqual(answer.name, "bash")
+      assert.notInclude(M.text(answer), "no tool name")
+    }).pipe(H.withStore))
+})

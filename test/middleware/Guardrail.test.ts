@@ -103,7 +103,7 @@ describe("Guardrail middleware", () => {
         thread_id: "test-thread",
         tool_call_id: "c1",
         is_subagent: true,
-        user_id: "default",
+        user_id: null,
         user_role: "admin",
         oauth_provider: "github",
         oauth_id: null,
@@ -113,6 +113,27 @@ describe("Guardrail middleware", () => {
       assert.isString(first.run_id)
       // The request is what the port's Schema says it is.
       assert.isTrue(Schema.is(Guardrail.GuardrailRequest)(first))
+    }).pipe(H.withStore))
+
+  it.effect("a run without an identity sends none: no invented user, empty attributes (as DeerFlow's)", () =>
+    Effect.gen(function*() {
+      const { provider, requests } = recording(() => Effect.succeed(Guardrail.allow))
+      yield* H.run({
+        script: twoCalls,
+        tools: tools([]),
+        middlewares: () => [GuardrailMiddleware.layerWith(provider, {})]
+      })
+      assert.deepInclude(requests[0]!, { user_id: null, user_role: null, authz_attributes: {} })
+      assert.isTrue(Schema.is(Guardrail.GuardrailRequest)(requests[0]))
+      // a run of a named user carries it
+      const named = GuardrailMiddleware.buildRequest(
+        { id: "c", name: "bash", args: {} },
+        { threadId: "t", runId: "r", userId: "alice" },
+        { user_id: "alice" },
+        null,
+        "2026-01-01T00:00:00.000Z"
+      )
+      assert.strictEqual(named.user_id, "alice")
     }).pipe(H.withStore))
 
   it.effect("fail closed (default): a failing provider denies with oap.evaluator_error", () =>

@@ -39,6 +39,15 @@ describe("SubagentLimit: which calls are kept", () => {
     assert.deepStrictEqual(SubagentLimit.allowedCalls(3, 6, 9), { allowed: 0, remaining: 0 })
   })
 
+  it("a run's total counts its own ledger entries only: entries without a run id (older threads) are not its own", () => {
+    // DeerFlow's test_total_limit_ignores_previous_thread_delegations_for_new_run: with a run id, entries of
+    // other runs and entries without one are not counted (DeerFlow counts everything only when the run has no
+    // id, which an Antler run never lacks)
+    const ledger = [{ id: "old-1" }, { id: "old-2", run_id: "run-0" }, { id: "t1", run_id: "run-1" }, { id: "t1", run_id: "run-1" }]
+    assert.strictEqual(SubagentLimit.usedByRun(ledger, "run-1"), 1)
+    assert.strictEqual(SubagentLimit.usedByRun(ledger, "run-2"), 0)
+  })
+
   it.prop("keeps every other call in order and the first `allowed` task calls", [
     FC.array(callArb, { maxLength: 8 }),
     FC.nat(4)

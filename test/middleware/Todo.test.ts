@@ -14,6 +14,7 @@ import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
+import * as TS from "../../src/state/ThreadState.js"
 import * as H from "../support/harness.js"
 import { assertContained, forgedClosers } from "../support/markup.js"
 
@@ -188,5 +189,51 @@ describe("Todo", () => {
       )
       assert.isAtLeast(withReminder.length, 1)
       assert.isTrue(o.requests.at(-1)!.messages.some((m) => m.name === Todo.REMINDER_NAME))
+    }).pipe(H.withStore))
+})
+
+describe("Todo, as DeerFlow keeps the list", () => {
+  it.effect("an item written without a status is pending: stored so, and listed so in the reminder", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Plan the trip",
+        script: [
+          { toolCalls: [{ name: "write_todos", args: { todos: [{ content: "Book train", status: "completed" }, { content: "Pack" }] } }] },
+          "All done.",
+          "Done now."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.deepStrictEqual(o.state.todos, [{ content: "Book train", status: "completed" }, { content: "Pack", status: "pending" }])
+      assert.include(M.text(o.requests[2]!.messages.at(-1)!), "- [pending] Pack")
+      // the model is told the status may be left out
+      const parameters = Tool.definition(Todo.writeTodos).parameters as { properties: { todos: { items: { required?: Array<string> } } } }
+      assert.deepStrictEqual(parameters.properties.todos.items.required, ["content"])
+      // a list set through the thread's state (a client's update) reads the same way
+      assert.deepStrictEqual(Schema.decodeUnknownSync(TS.StateUpdate)({ todos: [{ content: "Pack" }] }).todos, [
+        { content: "Pack", status: "pending" }
+      ])
+    }).pipe(H.withStore))
+
+  it.effect("each request carries one completion reminder at most, and none is stored in the thread", () =>
+    Effect.gen(function*() {
+      const o = yield* H.run({
+        input: "Plan the trip",
+        script: [
+          { toolCalls: [write([{ content: "Pack", status: "in_progress" }])] },
+          "All done.",
+          "Packing now.",
+          "Really done."
+        ],
+        middlewares: () => [Todo.layer()]
+      })
+      assert.lengthOf(o.requests, 4)
+      const reminders = o.requests.map((r) => r.messages.filter((m) => m.name === Todo.COMPLETION_REMINDER_NAME).length)
+      assert.deepStrictEqual(reminders, [0, 0, 1, 1])
+      // the last request: the earlier answers, then the latest reminder, last
+      assert.deepStrictEqual(o.requests[3]!.messages.slice(-3).map(M.text).slice(0, 2), ["All done.", "Packing now."])
+      assert.strictEqual(o.requests[3]!.messages.at(-1)!.name, Todo.COMPLETION_REMINDER_NAME)
+      assert.isFalse(o.state.messages.some((m) => m.name === Todo.COMPLETION_REMINDER_NAME))
+      assert.isFalse(o.events.some((e) => e.type === "message" && e.message.name === Todo.COMPLETION_REMINDER_NAME))
     }).pipe(H.withStore))
 })

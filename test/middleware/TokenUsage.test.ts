@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Schema from "effect/Schema"
 import * as TU from "../../src/middleware/TokenUsage.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -250,5 +251,31 @@ describe("TokenUsage.layer", () => {
       })
       assert.isNull(out.state.token_usage)
       assert.isUndefined(out.state.messages.at(-1)!.additional_kwargs?.token_usage_attribution)
+    }).pipe(Harness.withStore))
+})
+
+describe("TokenUsage logs", () => {
+  it.effect("each model call's usage is logged as DeerFlow logs it: model, input, output, total", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+          if (text.startsWith("LLM token usage")) lines.push(`${logLevel.label} ${text}`)
+        })
+      )
+      yield* Harness.run({
+        script: [
+          { toolCalls: [{ name: "noop", args: {} }], usage: { input_tokens: 120, output_tokens: 30, total_tokens: 150 } },
+          { content: "done", usage: { input_tokens: 200, output_tokens: 10, total_tokens: 210 } }
+        ],
+        tools: [Tool.make({ name: "noop", description: "n", parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })],
+        middlewares: () => [TU.layer()]
+      }).pipe(Effect.provide(capture))
+      assert.deepStrictEqual(lines, [
+        "INFO LLM token usage: model=scripted input=120 output=30 total=150",
+        "INFO LLM token usage: model=scripted input=200 output=10 total=210"
+      ])
     }).pipe(Harness.withStore))
 })

@@ -264,3 +264,71 @@ describe("ToolOutputBudget middleware", () => {
       assert.strictEqual(M.text(resultOf(bad.state.messages, "flaky")), lines(400))
     }).pipe(H.withStore))
 })
+
+describe("ToolOutputBudget, when nothing can be saved", () => {
+  const STORAGE = /\n\n\[\.\.\. (\d+) chars omitted from (\S+) output\. Persistent storage unavailable\. [^\]]*\]\n\n/
+
+  /** The cut text: within the limit, a head ending and a tail starting on a line, naming no file. */
+  const assertCut = (text: string, full: string, tool: string) => {
+    assert.isAtMost(text.length, 30000)
+    const marker = STORAGE.exec(text)
+    assert.isNotNull(marker, "the text says storage was unavailable")
+    assert.strictEqual(marker![2], tool)
+    const [head, tail] = text.split(marker![0])
+    assert.isTrue(full.startsWith(head!) && head!.endsWith("\n"))
+    assert.isTrue(full.endsWith(tail!) && tail!.startsWith("line "))
+    assert.strictEqual(Number(marker![1]), full.length - head!.length - tail!.length)
+    assert.notInclude(text, "/mnt/user-data")
+    assert.notInclude(text, "saved to")
+  }
+
+  it.effect("a failed write: head and tail within fallback_max_chars, and the text says storage was unavailable", () =>
+    Effect.gen(function*() {
+      const home = path.join(tempHome(), "not-a-directory")
+      fs.writeFileSync(home, "")
+      const full = lines(1000)
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "huge", args: {} }] }, "done"],
+        tools: [emits("huge", full)],
+        middlewares: () => [TOB.layer()]
+      }).pipe(withHome(home))
+      assertCut(M.text(resultOf(outcome.state.messages, "huge")), full, "huge")
+    }).pipe(H.withStore))
+
+  it.effect("a result whose update carries several messages: each tool message is cut, the others kept", () =>
+    Effect.gen(function*() {
+      const home = path.join(tempHome(), "not-a-directory")
+      fs.writeFileSync(home, "")
+      const a = lines(1000)
+      const b = lines(900, 70)
+      const batch = Tool.make({
+        name: "batch",
+        description: "Answers for itself and for two earlier calls",
+        parameters: Schema.Struct({}),
+        handler: (_, call) =>
+          Effect.succeed({
+            message: M.tool("batched", call.id, { name: "batch", status: "success" as const }),
+            update: {
+              messages: [
+                M.tool(a, "x1", { name: "fetch_a", status: "success" }),
+                M.ai("a note", { id: "note" }),
+                M.tool(b, "x2", { name: "fetch_b", status: "success" })
+              ]
+            }
+          })
+      })
+      const outcome = yield* H.run({
+        script: [
+          { content: "", toolCalls: [{ name: "fetch_a", args: {}, id: "x1" }, { name: "fetch_b", args: {}, id: "x2" }] },
+          { toolCalls: [{ name: "batch", args: {} }] },
+          "done"
+        ],
+        tools: [batch, emits("fetch_a", "pending"), emits("fetch_b", "pending")],
+        middlewares: () => [TOB.layer()]
+      }).pipe(withHome(home))
+      const cut = outcome.requests[2]!.messages
+      assertCut(M.text(cut.findLast((m) => m.type === "tool" && m.name === "fetch_a")!), a, "fetch_a")
+      assertCut(M.text(cut.findLast((m) => m.type === "tool" && m.name === "fetch_b")!), b, "fetch_b")
+      assert.isTrue(outcome.state.messages.some((m) => m.id === "note"))
+    }).pipe(H.withStore))
+})

@@ -177,6 +177,22 @@ describe("Uploads middleware", () => {
       assert.strictEqual(textOf(outcome.requests[0]!.messages[0]!.content), content)
     }).pipe(H.withStore))
 
+  it.effect("a claimed size given as a string (or a lie) is no matter: the size recorded is the file's, a number", () =>
+    Effect.gen(function*() {
+      const { home } = homeWith({ "a.txt": "hello" })
+      const o = yield* H.run({
+        script: ["ok"],
+        input: [M.human("see file", {
+          additional_kwargs: { files: [{ filename: "a.txt", size: "123", path: "/etc/passwd", status: "uploaded" }] }
+        })],
+        middlewares: () => [Uploads.layer()]
+      }).pipe(withHome(home))
+      assert.deepStrictEqual(o.state.uploaded_files, [
+        { filename: "a.txt", size: 5, path: "/mnt/user-data/uploads/a.txt", extension: ".txt" }
+      ])
+      assert.include(textOf(o.state.messages[0]!.content), "- a.txt (0.0 KB)")
+    }).pipe(H.withStore))
+
   it.effect("clears uploaded_files when the new message carries none (or none that exist)", () =>
     Effect.gen(function*() {
       const { home } = homeWith({ "a.txt": "hello" })

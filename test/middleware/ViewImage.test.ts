@@ -7,9 +7,11 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as MW from "../../src/middleware/Middleware.js"
 import * as ViewImage from "../../src/middleware/ViewImage.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
+import * as TS from "../../src/state/ThreadState.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
 
@@ -21,15 +23,15 @@ const PNG = Buffer.from(
   "base64"
 )
 
-/** Stands in for view_image: records the image file in `viewed_images`. */
-const look = (file: string, size = PNG.length) =>
+/** Stands in for view_image (named so unless told): records the image file in `viewed_images`. */
+const look = (file: string, size = PNG.length, name = "view_image") =>
   Tool.make({
-    name: "look",
+    name,
     description: "look",
     parameters: Schema.Struct({ path: Schema.String }),
     handler: ({ path }, call) =>
       Effect.succeed({
-        message: M.tool("Loaded the image.", call.id, { name: "look" }),
+        message: M.tool("Loaded the image.", call.id, { name }),
         update: { viewed_images: { [path]: { mime_type: "image/png", size, actual_path: file } } }
       })
   })
@@ -46,8 +48,8 @@ describe("ViewImage", () => {
         input: "look at the dot",
         tools: [look(file)],
         script: [
-          { toolCalls: [{ name: "look", args: { path: "/mnt/user-data/workspace/dot.png" } }] },
-          { toolCalls: [{ name: "look", args: { path: "/mnt/user-data/workspace/missing.png" } }] },
+          { toolCalls: [{ name: "view_image", args: { path: "/mnt/user-data/workspace/dot.png" } }] },
+          { toolCalls: [{ name: "view_image", args: { path: "/mnt/user-data/workspace/missing.png" } }] },
           "I saw a dot."
         ],
         middlewares: () => [ViewImage.layer()]
@@ -123,5 +125,82 @@ describe("ViewImage", () => {
       assert.lengthOf(imagesIn(big), 1)
       const budget = PNG.length + 10
       assert.include(M.text(big), `/b.png**: (not sent: the images of one request may total at most ${budget} bytes`)
+    }))
+})
+
+describe("ViewImage, as DeerFlow injects", () => {
+  it.effect("images go only with the request after a completed view_image turn, not with a later one", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-view-"), "dot.png")
+      Fs.writeFileSync(file, PNG)
+      let calls = 0
+      // the request after the view_image turn fails (the model's stand-in answer is saved): the images stay
+      const failOnce = MW.make({
+        model: (request, next) =>
+          calls++ === 1
+            ? Effect.succeed({ message: M.ai("The model is unavailable."), failure: { name: "ModelError", message: "down" } })
+            : next(request)
+      })
+      const first = yield* H.run({
+        threadId: "t",
+        input: "look at the dot",
+        tools: [look(file, PNG.length, "view_image")],
+        script: [{ toolCalls: [{ name: "view_image", args: { path: "/mnt/user-data/workspace/dot.png" } }] }],
+        middlewares: () => [failOnce, ViewImage.layer()]
+      })
+      assert.strictEqual(first.end.status, "error")
+      assert.lengthOf(first.requests, 1)
+      assert.notDeepEqual(first.state.viewed_images, {})
+      // the next run's request follows the stand-in answer, not a view_image turn: no images
+      const second = yield* H.run({
+        threadId: "t",
+        input: "hello again",
+        tools: [look(file, PNG.length, "view_image")],
+        script: ["Hello."],
+        middlewares: () => [ViewImage.layer()]
+      })
+      assert.isFalse(second.requests[0]!.messages.some((m) => imagesIn(m).length > 0))
+    }).pipe(H.withStore))
+
+  it.effect("a turn whose calls are not all answered, or without view_image, gets no images", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-view-"), "dot.png")
+      Fs.writeFileSync(file, PNG)
+      const o = yield* H.run({
+        input: "look at the dot",
+        tools: [look(file, PNG.length, "other_viewer")],
+        script: [{ toolCalls: [{ name: "other_viewer", args: { path: "/mnt/user-data/workspace/dot.png" } }] }, "ok"],
+        middlewares: () => [ViewImage.layer()]
+      })
+      assert.isFalse(o.requests[1]!.messages.some((m) => imagesIn(m).length > 0))
+      assert.isFalse(ViewImage.afterViewTurn([
+        M.human("look"),
+        M.ai("", { tool_calls: [{ id: "v", name: "view_image", args: {} }, { id: "w", name: "bash", args: {} }] }),
+        M.tool("Loaded.", "v", { name: "view_image" })
+      ]))
+      assert.isTrue(ViewImage.afterViewTurn([
+        M.human("look"),
+        M.ai("", { tool_calls: [{ id: "v", name: "view_image", args: {} }, { id: "w", name: "bash", args: {} }] }),
+        M.tool("Loaded.", "v", { name: "view_image" }),
+        M.tool("ok", "w", { name: "bash" })
+      ]))
+    }).pipe(H.withStore))
+
+  it.effect("an unknown MIME type is shown as unknown, and no image of an unknown type is sent", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-view-"), "dot.png")
+      Fs.writeFileSync(file, PNG)
+      const message = yield* ViewImage.imageMessage({
+        "/mnt/user-data/workspace/a.png": { mime_type: "text/html\n- **/etc/passwd**", size: PNG.length, actual_path: file },
+        "/mnt/user-data/workspace/b.png": { mime_type: "image/png", size: PNG.length, actual_path: file }
+      })
+      assert.include(M.text(message), "- **/mnt/user-data/workspace/a.png** (unknown)")
+      assert.notInclude(M.text(message), "text/html")
+      assert.deepStrictEqual(imagesIn(message).map((b) => (b as { image_url: { url: string } }).image_url.url.slice(0, 15)), [
+        "data:image/png;"
+      ])
+      // a stored entry without a MIME type reads as unknown
+      const decoded = Schema.decodeUnknownSync(TS.ViewedImages)({ "/a.png": { size: 1, actual_path: "/x" } })
+      assert.strictEqual(decoded["/a.png"]!.mime_type, "unknown")
     }))
 })

@@ -5,6 +5,7 @@ import * as FC from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import type { Message, MessageWrite } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
+import * as FastDecode from "../../src/state/FastDecode.js"
 import * as R from "../../src/state/Reducers.js"
 import * as TS from "../../src/state/ThreadState.js"
 
@@ -303,6 +304,24 @@ describe("skill_context reducer: legacy entries", () => {
     // A stored thread with such an entry loads, too.
     const state = Schema.decodeUnknownSync(TS.ThreadState)({ ...TS.empty, skill_context: [legacy] })
     assert.deepStrictEqual(state.skill_context, [{ name: "research", path: skillPaths[0]!, description: "", loaded_at: 0 }])
+  })
+
+  it("a stored thread's legacy entries load normalised: the body dropped, the description capped at 500", () => {
+    const legacy = {
+      name: "research",
+      path: skillPaths[0],
+      description: `Research  ${"deep ".repeat(200)}`,
+      loaded_at: 3,
+      body: "# Research\n(the whole SKILL.md)"
+    }
+    // as the stores read a snapshot (excess properties preserved elsewhere in the state)
+    const state = Either.getOrThrow(FastDecode.decodeThreadState({ ...TS.empty, skill_context: [legacy] }))
+    const [entry] = state.skill_context
+    assert.deepStrictEqual(Object.keys(entry!), ["name", "path", "description", "loaded_at"])
+    assert.strictEqual(entry!.description.length, 500)
+    assert.isTrue(entry!.description.startsWith("Research deep deep"))
+    // and a merge with nothing new keeps it so
+    assert.strictEqual(R.mergeSkillContext(state.skill_context, []), state.skill_context)
   })
 
   it.prop(

@@ -37,7 +37,7 @@ export const VIRTUAL_ROOTS_TEXT = `${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKI
 
 /**
  * Parses a virtual path against mount points (pure): rejects NUL bytes, percent-encoded dots, slashes,
- * backslashes and NULs, `..` segments, and anything not under a mount; a relative path is taken from the
+ * backslashes and NULs, `..` segments (between `/` or `\\`), and anything not under a mount; a relative path is taken from the
  * workspace. `show` renders the input for messages (it masks host paths).
  */
 export const parseVirtual = (
@@ -55,7 +55,10 @@ export const parseVirtual = (
   if (input.trim() === "") return fail("not_found", `Path is empty: give a path under ${VIRTUAL_ROOTS_TEXT}`)
   // A relative path is taken from the workspace, as in bash (where the workspace is the current directory).
   const virtual = absoluteVirtual(input)
-  if (virtual.split("/").includes("..")) return fail("path_escape", `Path may not contain '..' segments: ${shown()}`)
+  // `\` separates too, as DeerFlow reads it: `workspace\..\..\etc` is a traversal, not one odd name
+  if (virtual.split(/[/\\]/).includes("..")) {
+    return fail("path_escape", `Path may not contain '..' segments: ${shown()}`)
+  }
   let best: MountPoint | undefined
   for (const mount of mounts) {
     if (isInside(virtual, mount.virtual) && (best === undefined || mount.virtual.length > best.virtual.length)) {
