@@ -415,8 +415,19 @@ export const GatewayConfig = Schema.Struct({
   host: withDefault(Schema.NonEmptyTrimmedString, () => "127.0.0.1"),
   port: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535)), () => 8001),
   auth: withDefault(
-    Schema.Struct({ tokens: withDefault(Schema.Array(GatewayToken), () => []) }),
-    () => ({ tokens: [] })
+    Schema.Struct({
+      tokens: withDefault(Schema.Array(GatewayToken), () => []),
+      /**
+       * DeerFlow's local accounts (email and password, HttpOnly cookie sessions with a CSRF token), each an
+       * Antler user of its own, beside the tokens. The first account is made an admin (`/api/v1/auth/initialize`).
+       */
+      accounts: withDefault(Schema.Boolean, () => false),
+      /** Whether visitors may make their own (non-admin) accounts (`/api/v1/auth/register`; DeerFlow's). */
+      allow_registration: withDefault(Schema.Boolean, () => true),
+      /** How long a session lasts, in days (DeerFlow's `token_expiry_days`). */
+      session_days: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(365)), () => 7)
+    }),
+    () => ({ tokens: [], accounts: false, allow_registration: true, session_days: 7 })
   ),
   cors: withDefault(
     Schema.Struct({ allow_origins: withDefault(Schema.Array(Schema.String), () => []) }),

@@ -20,6 +20,7 @@ import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
+import * as Accounts from "./handlers/Accounts.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Files from "./handlers/Files.js"
@@ -37,6 +38,8 @@ export interface Options {
   readonly auth: Authenticator
   /** The models runs may choose (names); the first is the default. */
   readonly models: ReadonlyArray<ModelConfig>
+  /** The gateway's accounts, when it has them (`gateway.auth.accounts`). */
+  readonly accounts?: Accounts.Options | undefined
 }
 
 /**
@@ -56,12 +59,13 @@ const handlersLayer = (options: Options) => {
   const deerflow = Layer.mergeAll(
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
-    Catalog.skillsLayer(SERVED.deerflow)
+    Catalog.skillsLayer(SERVED.deerflow),
+    Accounts.layer(SERVED.deerflow, options.auth, options.accounts)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),
     HttpApiBuilder.api(DeerFlowApi).pipe(Layer.provide(deerflow))
-  ).pipe(Layer.provide(Security.layer(options.auth)))
+  ).pipe(Layer.provide(Security.layer(options.auth, options.accounts?.store)))
 }
 
 /** The routes of a gateway over the app's services: the API's and its documentation's, every failure a problem. */

@@ -30,6 +30,8 @@ import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
+import * as AccountStore from "./accounts/AccountStore.js"
+import * as LoginLimiter from "./accounts/LoginLimiter.js"
 import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
@@ -200,9 +202,9 @@ export const layer = (options: Options) => {
   const redact = options.redact ?? App.redactor(options.choice.models, {}, secrets(app.config))
 
   const checks = Effect.gen(function*() {
-    const bind = Auth.bindProblem(host, gateway.auth.tokens)
+    const bind = Auth.bindProblem(host, gateway.auth.tokens, gateway.auth.accounts)
     if (bind !== undefined) return yield* new GatewayStartError({ reason: "unsafe_bind", message: bind })
-    const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens)
+    const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens, gateway.auth.accounts)
     if (cors !== undefined) return yield* new GatewayStartError({ reason: "unsafe_cors", message: cors })
     const tokens = Auth.tokensProblem(gateway.auth.tokens)
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
@@ -233,7 +235,15 @@ export const layer = (options: Options) => {
   }))
 
   const http = Layer.unwrapScoped(Effect.gen(function*() {
-    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models })
+    const accounts = gateway.auth.accounts
+      ? {
+        store: yield* Effect.orDie(AccountStore.open(app.home, gateway.auth.session_days)),
+        limiter: LoginLimiter.make(),
+        allowRegistration: gateway.auth.allow_registration,
+        sessionDays: gateway.auth.session_days
+      }
+      : undefined
+    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models, accounts })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(
@@ -242,7 +252,7 @@ export const layer = (options: Options) => {
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
-      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id"],
+      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token"],
       exposedHeaders: ["content-location", "location"],
       allowedMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"]
     }))

@@ -736,7 +736,10 @@ const arbitraries = () => {
     state: fc.oneof({ weight: 2, arbitrary: state }, { weight: 1, arbitrary: hostileState }),
     history,
     checkpoint,
-    assistants
+    assistants,
+    account: objectOf({ email: stringText, password: stringText, remember_me: fc.constantFrom("true", "1", "null") }),
+    login: objectOf({ username: stringText, password: stringText, remember_me: stringText }),
+    password: objectOf({ current_password: stringText, new_password: stringText, new_email: stringText })
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -24,6 +24,9 @@ export type BodyKind =
   | "checkpoint"
   | "assistants"
   | "upload"
+  | "account"
+  | "login"
+  | "password"
 
 export interface Route {
   readonly method: string
@@ -70,7 +73,15 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["DELETE", "/threads/:thread_id/uploads/:filename", "none"],
   ["GET", "/threads/:thread_id/artifacts/*", "none"],
   ["GET", "/models", "none"],
-  ["GET", "/skills", "none"]
+  ["GET", "/skills", "none"],
+  ["GET", "/v1/auth/setup-status", "none"],
+  ["GET", "/v1/auth/providers", "none"],
+  ["POST", "/v1/auth/initialize", "account"],
+  ["POST", "/v1/auth/register", "account"],
+  ["POST", "/v1/auth/login/local", "login"],
+  ["POST", "/v1/auth/logout", "none"],
+  ["GET", "/v1/auth/me", "none"],
+  ["POST", "/v1/auth/change-password", "password"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

@@ -8,6 +8,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Arr from "effect/Array"
+import * as Accounts from "./Accounts.js"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
 import * as Files from "./Files.js"
@@ -38,6 +39,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Files.group)
   .add(Catalog.models)
   .add(Catalog.skills)
+  .add(Accounts.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
