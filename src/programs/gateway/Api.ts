@@ -23,6 +23,7 @@ import * as Docs from "./Docs.js"
 import * as Accounts from "./handlers/Accounts.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
+import * as Features from "./handlers/Features.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Runs from "./handlers/Runs.js"
@@ -60,7 +61,8 @@ const handlersLayer = (options: Options) => {
     Files.layer(SERVED.deerflow),
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
-    Accounts.layer(SERVED.deerflow, options.auth, options.accounts)
+    Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
+    Features.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

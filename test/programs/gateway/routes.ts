@@ -81,7 +81,11 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/v1/auth/login/local", "login"],
   ["POST", "/v1/auth/logout", "none"],
   ["GET", "/v1/auth/me", "none"],
-  ["POST", "/v1/auth/change-password", "password"]
+  ["POST", "/v1/auth/change-password", "password"],
+  ["GET", "/features", "none"],
+  ["GET", "/channels/providers", "none"],
+  ["GET", "/channels/connections", "none"],
+  ["GET", "/integrations/lark/status", "none"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

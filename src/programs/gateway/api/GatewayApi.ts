@@ -11,6 +11,7 @@ import * as Arr from "effect/Array"
 import * as Accounts from "./Accounts.js"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
+import * as Features from "./Features.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import { refusal } from "./Problem.js"
@@ -40,6 +41,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.models)
   .add(Catalog.skills)
   .add(Accounts.group)
+  .add(Features.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
