@@ -16,6 +16,7 @@ import * as Arr from "effect/Array"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ModelConfig } from "../../services/AppConfig.js"
+import type { ModelService } from "../../services/ModelService.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
@@ -28,6 +29,7 @@ import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Runs from "./handlers/Runs.js"
 import * as Security from "./handlers/Security.js"
+import * as Suggestions from "./handlers/Suggestions.js"
 import * as Threads from "./handlers/Threads.js"
 
 export { LANGGRAPH_PREFIXES } from "./api/GatewayApi.js"
@@ -41,6 +43,8 @@ export interface Options {
   readonly models: ReadonlyArray<ModelConfig>
   /** The gateway's accounts, when it has them (`gateway.auth.accounts`). */
   readonly accounts?: Accounts.Options | undefined
+  /** The models' client for the gateway's own calls (follow-up questions, polishing a draft). */
+  readonly model: ModelService["Type"]
 }
 
 /**
@@ -62,7 +66,8 @@ const handlersLayer = (options: Options) => {
     Catalog.modelsLayer(SERVED.deerflow, options.models),
     Catalog.skillsLayer(SERVED.deerflow),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
-    Features.layer(SERVED.deerflow)
+    Features.layer(SERVED.deerflow),
+    Suggestions.layer(SERVED.deerflow, options.model, options.models)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

@@ -243,7 +243,10 @@ export const layer = (options: Options) => {
         sessionDays: gateway.auth.session_days
       }
       : undefined
-    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models, accounts })
+    // the gateway's own model calls get clients of their own (the factory built the agents' from the same choice)
+    const model = yield* Effect.orDie(App.modelService(options.choice))
+    const auth = Auth.make(gateway.auth.tokens)
+    const api = yield* Api.router({ auth, models: options.choice.models, accounts, model })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(

@@ -739,7 +739,14 @@ const arbitraries = () => {
     assistants,
     account: objectOf({ email: stringText, password: stringText, remember_me: fc.constantFrom("true", "1", "null") }),
     login: objectOf({ username: stringText, password: stringText, remember_me: stringText }),
-    password: objectOf({ current_password: stringText, new_password: stringText, new_email: stringText })
+    password: objectOf({ current_password: stringText, new_password: stringText, new_email: stringText }),
+    suggest: objectOf({
+      messages: fc.array(objectOf({ role: stringText, content: stringText }), { maxLength: 3 })
+        .map((items) => `[${items.join(",")}]`),
+      n: numberText,
+      model_name: stringText
+    }),
+    polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText })
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -27,6 +27,8 @@ export type BodyKind =
   | "account"
   | "login"
   | "password"
+  | "suggest"
+  | "polish"
 
 export interface Route {
   readonly method: string
@@ -85,7 +87,10 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/features", "none"],
   ["GET", "/channels/providers", "none"],
   ["GET", "/channels/connections", "none"],
-  ["GET", "/integrations/lark/status", "none"]
+  ["GET", "/integrations/lark/status", "none"],
+  ["GET", "/suggestions/config", "none"],
+  ["POST", "/threads/:thread_id/suggestions", "suggest"],
+  ["POST", "/input-polish", "polish"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

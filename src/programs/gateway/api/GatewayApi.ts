@@ -16,6 +16,7 @@ import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
+import * as Suggestions from "./Suggestions.js"
 import * as Threads from "./Threads.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
@@ -42,6 +43,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.skills)
   .add(Accounts.group)
   .add(Features.group)
+  .add(Suggestions.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
