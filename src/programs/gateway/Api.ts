@@ -25,6 +25,7 @@ import * as Accounts from "./handlers/Accounts.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Features from "./handlers/Features.js"
+import * as FileEdits from "./handlers/FileEdits.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Runs from "./handlers/Runs.js"
@@ -67,7 +68,8 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
-    Suggestions.layer(SERVED.deerflow, options.model, options.models)
+    Suggestions.layer(SERVED.deerflow, options.model, options.models),
+    FileEdits.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),

@@ -257,7 +257,7 @@ export const layer = (options: Options) => {
       allowedOrigins: origins.includes("*") ? [] : origins,
       allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token"],
       exposedHeaders: ["content-location", "location"],
-      allowedMethods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"]
+      allowedMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     }))
     // the Host and Origin checks come first: a refused request reaches neither the routes nor CORS
     const guarded = handler.pipe(Guard.middleware({

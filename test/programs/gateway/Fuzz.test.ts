@@ -746,7 +746,8 @@ const arbitraries = () => {
       n: numberText,
       model_name: stringText
     }),
-    polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText })
+    polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText }),
+    artifact: objectOf({ content: stringText, expected_sha256: stringText })
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

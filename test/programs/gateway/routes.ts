@@ -29,6 +29,7 @@ export type BodyKind =
   | "password"
   | "suggest"
   | "polish"
+  | "artifact"
 
 export interface Route {
   readonly method: string
@@ -90,7 +91,9 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/integrations/lark/status", "none"],
   ["GET", "/suggestions/config", "none"],
   ["POST", "/threads/:thread_id/suggestions", "suggest"],
-  ["POST", "/input-polish", "polish"]
+  ["POST", "/input-polish", "polish"],
+  ["GET", "/threads/:thread_id/uploads/limits", "none"],
+  ["PUT", "/threads/:thread_id/artifacts/*", "artifact"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

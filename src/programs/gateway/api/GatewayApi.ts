@@ -12,6 +12,7 @@ import * as Accounts from "./Accounts.js"
 import * as Assistants from "./Assistants.js"
 import * as Catalog from "./Catalog.js"
 import * as Features from "./Features.js"
+import * as FileEdits from "./FileEdits.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import { refusal } from "./Problem.js"
@@ -44,6 +45,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Accounts.group)
   .add(Features.group)
   .add(Suggestions.group)
+  .add(FileEdits.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi
