@@ -248,6 +248,27 @@ describe("gateway accounts", () => {
     }
   })
 
+  it("limits wrong current passwords of a password change as it limits sign-ins", async () => {
+    const limited = await Support.start({ script, config })
+    try {
+      const dave = browser(() => limited)
+      const made = await dave.fetch("/api/v1/auth/initialize", {
+        method: "POST",
+        body: JSON.stringify({ email: "dave@example.com", password: "daves good secret" })
+      })
+      assert.strictEqual(made.status, 201)
+      const change = (current: string) =>
+        dave.fetch("/api/v1/auth/change-password", {
+          method: "POST",
+          body: JSON.stringify({ current_password: current, new_password: "daves newer secret" })
+        })
+      for (let i = 0; i < 5; i++) assert.strictEqual((await change(`wrong guess ${i}`)).status, 400)
+      assert.strictEqual((await change("daves good secret")).status, 429)
+    } finally {
+      await limited.stop()
+    }
+  })
+
   it("changes a password: the old sessions end, the new password signs in", async () => {
     const other = browser(current)
     await other.fetch("/api/v1/auth/login/local", {

@@ -88,7 +88,9 @@ const storeFailed = (error: { readonly message: string }) =>
 
 /** The accounts endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options | undefined) =>
-  HttpApiBuilder.group(api, "accounts", (handlers) => {
+  HttpApiBuilder.group(api, "accounts", (handlers) => Effect.gen(function*() {
+    // one hash no password matches, made once: an unknown email costs one verification, as a known one does
+    const decoy = yield* Effect.cached(Passwords.decoy())
     const expiresIn = (accounts?.sessionDays ?? 7) * 24 * 3600
 
     /** The answer with a new session of the account in its cookies. */
@@ -172,7 +174,7 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
             ? yield* Effect.mapError(store.byEmail(form.username.trim().toLowerCase()), storeFailed)
             : Option.none()
           // an unknown email costs what a known one does: the answer's time says nothing of which emails exist
-          const hash = Option.isSome(found) ? found.value.password_hash : yield* Passwords.decoy()
+          const hash = Option.isSome(found) ? found.value.password_hash : yield* decoy
           const valid = (yield* Passwords.verify(form.password, hash)) && Option.isSome(found)
           if (!valid || Option.isNone(found)) {
             yield* limiter.failed(client)
@@ -225,15 +227,25 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
                 : "An API token's user has no password to change."
             )
           }
-          const { store } = accounts
+          const { limiter, store } = accounts
+          // (a session taken over must not try passwords without end either: the sign-in limit counts these too)
+          const client = Option.getOrElse((yield* HttpServerRequest.HttpServerRequest).remoteAddress, () => "unknown")
+          const wait = yield* limiter.lockedFor(client)
+          if (wait !== undefined) {
+            return refused(429, "too_many_attempts", "Too many wrong passwords. Try again later.", {
+              "retry-after": String(wait)
+            })
+          }
           const body = yield* Body.json(AccountsApi.ChangePassword)
           yield* strong("new_password", body.new_password)
           const email = body.new_email == null ? undefined : yield* emailOf(body.new_email)
           const found = yield* Effect.mapError(store.byEmail(identity.account.email), storeFailed)
-          const hash = Option.isSome(found) ? found.value.password_hash : yield* Passwords.decoy()
+          const hash = Option.isSome(found) ? found.value.password_hash : yield* decoy
           if (!(yield* Passwords.verify(body.current_password, hash)) || Option.isNone(found)) {
+            yield* limiter.failed(client)
             return refused(400, "invalid_credentials", "Current password is incorrect")
           }
+          yield* limiter.succeeded(client)
           const accountId = identity.account.id
           const updated = yield* Effect.mapError(
             Effect.flatMap(Passwords.hash(body.new_password), (next) => store.update(accountId, next, email)),
@@ -247,4 +259,4 @@ export const layer = (api: DeerFlowApi, auth: Authenticator, accounts: Options |
             body.remember_me ?? true
           )
         }))
-  })
+  }))
