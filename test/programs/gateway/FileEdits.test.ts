@@ -88,6 +88,11 @@ describe("uploads limits and artifact edits", () => {
 
   it("replaces an output file's text when it is unchanged since it was opened", async () => {
     const opened = sha("# Report\n\nfirst draft\n")
+    const first = await fetch(`${gateway.url}/api/threads/work/artifacts/mnt/user-data/outputs/report.md`, {
+      headers: { authorization: `Bearer ${ALICE}` }
+    })
+    // the revision the app names when it saves
+    assert.strictEqual(first.headers.get("etag"), `"${opened}"`)
     assert.strictEqual((await put(bob, "report.md", "bob was here", opened)).status, 404)
     const stale = await put(alice, "report.md", "# Report\n\nedited\n", sha("something else"))
     assert.strictEqual(stale.status, 412)
