@@ -275,6 +275,25 @@ export const TitleConfig = Schema.Struct({
 })
 export type TitleConfig = typeof TitleConfig.Type
 
+/** The most follow-up questions one request may ask for. */
+export const MAX_SUGGESTIONS_LIMIT = 5
+
+/** DeerFlow's follow-up questions after an answer (`POST /api/threads/{id}/suggestions`). */
+export const SuggestionsConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  max_suggestions: withDefault(PositiveInt.pipe(Schema.lessThanOrEqualTo(MAX_SUGGESTIONS_LIMIT)), () => 3)
+})
+export type SuggestionsConfig = typeof SuggestionsConfig.Type
+
+/** DeerFlow's rewriting of a draft before it is sent (`POST /api/input-polish`). */
+export const InputPolishConfig = Schema.Struct({
+  enabled: withDefault(Schema.Boolean, () => true),
+  max_chars: withDefault(PositiveInt.pipe(Schema.lessThanOrEqualTo(100_000)), () => 4000),
+  /** The model that rewrites (a `models[].name`); none: the default model. */
+  model_name: Schema.optional(Schema.NullOr(Schema.String))
+})
+export type InputPolishConfig = typeof InputPolishConfig.Type
+
 /** Why an explicit empty `safety_finish_reason.detectors` list is refused (it would silently disable the guard). */
 export const EMPTY_DETECTORS_MESSAGE = "an empty list of detectors would leave the safety guard checking nothing; " +
   "leave `detectors` out to use the built-in ones, or set `enabled: false` to turn the guard off"
@@ -422,8 +441,19 @@ export const GatewayConfig = Schema.Struct({
   host: withDefault(Schema.NonEmptyTrimmedString, () => "127.0.0.1"),
   port: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535)), () => 8001),
   auth: withDefault(
-    Schema.Struct({ tokens: withDefault(Schema.Array(GatewayToken), () => []) }),
-    () => ({ tokens: [] })
+    Schema.Struct({
+      tokens: withDefault(Schema.Array(GatewayToken), () => []),
+      /**
+       * DeerFlow's local accounts (email and password, HttpOnly cookie sessions with a CSRF token), each an
+       * Antler user of its own, beside the tokens. The first account is made an admin (`/api/v1/auth/initialize`).
+       */
+      accounts: withDefault(Schema.Boolean, () => false),
+      /** Whether visitors may make their own (non-admin) accounts (`/api/v1/auth/register`; DeerFlow's). */
+      allow_registration: withDefault(Schema.Boolean, () => true),
+      /** How long a session lasts, in days (DeerFlow's `token_expiry_days`). */
+      session_days: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(365)), () => 7)
+    }),
+    () => ({ tokens: [], accounts: false, allow_registration: true, session_days: 7 })
   ),
   cors: withDefault(
     Schema.Struct({ allow_origins: withDefault(Schema.Array(Schema.String), () => []) }),
@@ -562,6 +592,8 @@ export const AppConfigSchema = Schema.Struct({
   token_usage: withDefault(TokenUsageConfig, () => Schema.decodeSync(TokenUsageConfig)({})),
   token_budget: withDefault(TokenBudgetConfig, () => Schema.decodeSync(TokenBudgetConfig)({})),
   title: withDefault(TitleConfig, () => Schema.decodeSync(TitleConfig)({})),
+  suggestions: withDefault(SuggestionsConfig, () => Schema.decodeSync(SuggestionsConfig)({})),
+  input_polish: withDefault(InputPolishConfig, () => Schema.decodeSync(InputPolishConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
   read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
   tool_progress: withDefault(ToolProgressConfig, () => Schema.decodeSync(ToolProgressConfig)({})),

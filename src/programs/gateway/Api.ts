@@ -17,21 +17,26 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ModelConfig } from "../../services/AppConfig.js"
 import * as Redact from "../../state/Redact.js"
+import type { ModelService } from "../../services/ModelService.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
 import * as Docs from "./Docs.js"
 import * as Agents from "./handlers/Agents.js"
+import * as Accounts from "./handlers/Accounts.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Extensions from "./handlers/Extensions.js"
+import * as Features from "./handlers/Features.js"
+import * as FileEdits from "./handlers/FileEdits.js"
 import * as Files from "./handlers/Files.js"
 import * as Health from "./handlers/Health.js"
 import * as Memory from "./handlers/Memory.js"
 import * as Runs from "./handlers/Runs.js"
 import * as ScheduledTasks from "./handlers/ScheduledTasks.js"
 import * as Security from "./handlers/Security.js"
+import * as Suggestions from "./handlers/Suggestions.js"
 import * as Threads from "./handlers/Threads.js"
 import * as Turns from "./handlers/Turns.js"
 
@@ -46,6 +51,10 @@ export interface Options {
   readonly models: ReadonlyArray<ModelConfig>
   /** The secrets no file written through the settings endpoints may hold (custom agents, extensions). */
   readonly redact?: Redact.Redactor | undefined
+  /** The gateway's accounts, when it has them (`gateway.auth.accounts`). */
+  readonly accounts?: Accounts.Options | undefined
+  /** The models' client for the gateway's own calls (follow-up questions, polishing a draft). */
+  readonly model: ModelService["Type"]
 }
 
 /**
@@ -71,12 +80,16 @@ const handlersLayer = (options: Options) => {
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
-    Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required })
+    Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required }),
+    Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
+    Features.layer(SERVED.deerflow),
+    Suggestions.layer(SERVED.deerflow, options.model, options.models),
+    FileEdits.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),
     HttpApiBuilder.api(DeerFlowApi).pipe(Layer.provide(deerflow))
-  ).pipe(Layer.provide(Security.layer(options.auth)))
+  ).pipe(Layer.provide(Security.layer(options.auth, options.accounts?.store)))
 }
 
 /** The routes of a gateway over the app's services: the API's and its documentation's, every failure a problem. */

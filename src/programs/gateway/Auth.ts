@@ -42,19 +42,24 @@ export const isLoopback = (host: string): boolean => {
 }
 
 /** Why the gateway must not start on `host` with these tokens, if it must not. */
-export const bindProblem = (host: string, tokens: ReadonlyArray<GatewayToken>): string | undefined => {
-  if (tokens.length > 0 || isLoopback(host)) return undefined
+export const bindProblem = (
+  host: string,
+  tokens: ReadonlyArray<GatewayToken>,
+  accounts = false
+): string | undefined => {
+  if (tokens.length > 0 || accounts || isLoopback(host)) return undefined
   return `refusing to serve on ${host} without API tokens: anyone who can reach it could run the agent. ` +
-    "Configure gateway.auth.tokens in config.yaml (- token: $ANTLER_TOKEN_ALICE, user: alice), " +
-    "or bind to 127.0.0.1 (--host 127.0.0.1)."
+    "Configure gateway.auth.tokens in config.yaml (- token: $ANTLER_TOKEN_ALICE, user: alice) or " +
+    "gateway.auth.accounts: true, or bind to 127.0.0.1 (--host 127.0.0.1)."
 }
 
 /** Why the gateway must not answer browsers of every origin with these tokens, if it must not. */
 export const corsProblem = (
   origins: ReadonlyArray<string>,
-  tokens: ReadonlyArray<GatewayToken>
+  tokens: ReadonlyArray<GatewayToken>,
+  accounts = false
 ): string | undefined => {
-  if (tokens.length > 0 || !origins.includes("*")) return undefined
+  if (tokens.length > 0 || accounts || !origins.includes("*")) return undefined
   return "refusing gateway.cors.allow_origins \"*\" without API tokens: every web page you visit could run the " +
     "agent and read your threads. List the origins of your pages instead, or configure gateway.auth.tokens."
 }
@@ -96,6 +101,13 @@ export const tokenOf = (headers: Readonly<Record<string, string | undefined>>): 
 export interface Identity {
   readonly user: string
   readonly admin: boolean
+  /** The account, when the request is a signed-in account's (`gateway.auth.accounts`); its id is `user`. */
+  readonly account?: {
+    readonly id: string
+    readonly email: string
+    readonly system_role: "admin" | "user"
+    readonly needs_setup: boolean
+  }
 }
 
 /** Resolves requests to users. */

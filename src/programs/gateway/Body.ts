@@ -2,7 +2,8 @@
  * The bodies the gateway reads. JSON comes only with `Content-Type: application/json` (a form or `text/plain`
  * is what a web page may send anywhere without asking, so it is refused), at most `MAX_JSON_BYTES` of it,
  * nested at most `MAX_JSON_DEPTH` deep; a request without a body needs no content type (the LangGraph SDK's
- * cancel). Uploads come as `multipart/form-data` with a boundary, ending with the form's closing boundary. Every
+ * cancel). Uploads come as `multipart/form-data` with a boundary, ending with the form's closing boundary; the
+ * sign-in route alone reads a form (`urlEncodedForm`), as DeerFlow's app sends it, behind the Origin check. Every
  * refusal is a `GatewayError` saying what was wrong: 400 (malformed), 413 (too large), 415 (wrong content type),
  * 422 (wrong shape).
  */
@@ -241,3 +242,40 @@ export const multipart = Effect.gen(function*() {
   ))
   return yield* Effect.raceFirst(NodeMultipart.persisted(source, headers), Deferred.await(cut))
 })
+
+/** The largest form body read (the sign-in form: an email, a password and a flag). */
+export const MAX_FORM_BYTES = 16 * 1024
+
+/**
+ * Reads an `application/x-www-form-urlencoded` body (each field's first value) and decodes it: any other content
+ * type is 415, more than `MAX_FORM_BYTES` 413, a bad shape 422 naming the fields. Only the sign-in route reads
+ * one (DeerFlow's app sends its login form so, as OAuth2's password grant is sent): every other route takes JSON
+ * only.
+ */
+export const urlEncodedForm = <A, I>(schema: Schema.Schema<A, I>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const type = contentTypeOf(request.headers)
+    if (type === undefined || type.mediaType !== "application/x-www-form-urlencoded") {
+      return yield* fail(
+        "unsupported_media_type",
+        "The body must be a form sent with Content-Type: application/x-www-form-urlencoded, not " +
+          `${type === undefined ? "a body without a content type" : JSON.stringify(type.mediaType)}.`
+      )
+    }
+    if (Number(request.headers["content-length"] ?? 0) > MAX_FORM_BYTES) return yield* formTooLarge()
+    const text = yield* Effect.catchIf(
+      readText(NodeHttpServerRequest.toIncomingMessage(request), MAX_FORM_BYTES),
+      (error) => error.reason === "too_large",
+      () => formTooLarge()
+    )
+    const fields: Record<string, string> = {}
+    for (const [name, value] of new URLSearchParams(text)) if (!Object.hasOwn(fields, name)) fields[name] = value
+    const decoded = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "ignore" })(fields)
+    return yield* Either.match(decoded, {
+      onLeft: (error) => Effect.fail(fail("unprocessable", describeParseError(error))),
+      onRight: Effect.succeed
+    })
+  })
+
+const formTooLarge = () => Effect.fail(fail("too_large", `The form is larger than ${MAX_FORM_BYTES} bytes.`))

@@ -32,6 +32,8 @@ import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
+import * as AccountStore from "./accounts/AccountStore.js"
+import * as LoginLimiter from "./accounts/LoginLimiter.js"
 import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
@@ -187,9 +189,9 @@ export const layer = (options: Options) => {
   const redact = options.redact ?? App.redactor(options.choice.models, {}, secrets(app.config))
 
   const checks = Effect.gen(function*() {
-    const bind = Auth.bindProblem(host, gateway.auth.tokens)
+    const bind = Auth.bindProblem(host, gateway.auth.tokens, gateway.auth.accounts)
     if (bind !== undefined) return yield* new GatewayStartError({ reason: "unsafe_bind", message: bind })
-    const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens)
+    const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens, gateway.auth.accounts)
     if (cors !== undefined) return yield* new GatewayStartError({ reason: "unsafe_cors", message: cors })
     const tokens = Auth.tokensProblem(gateway.auth.tokens)
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
@@ -220,7 +222,18 @@ export const layer = (options: Options) => {
   }))
 
   const http = Layer.unwrapScoped(Effect.gen(function*() {
-    const api = yield* Api.router({ auth: Auth.make(gateway.auth.tokens), models: options.choice.models, redact })
+    const accounts = gateway.auth.accounts
+      ? {
+        store: yield* Effect.orDie(AccountStore.open(app.home, gateway.auth.session_days)),
+        limiter: LoginLimiter.make(),
+        allowRegistration: gateway.auth.allow_registration,
+        sessionDays: gateway.auth.session_days
+      }
+      : undefined
+    // the gateway's own model calls get clients of their own (the factory built the agents' from the same choice)
+    const model = yield* Effect.orDie(App.modelService(options.choice))
+    const auth = Auth.make(gateway.auth.tokens)
+    const api = yield* Api.router({ auth, models: options.choice.models, redact, accounts, model })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(
@@ -229,7 +242,7 @@ export const layer = (options: Options) => {
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
-      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id"],
+      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token"],
       exposedHeaders: ["content-location", "location"],
       allowedMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     }))

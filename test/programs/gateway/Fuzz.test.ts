@@ -741,7 +741,18 @@ const arbitraries = () => {
     goal: objectOf({ objective: stringText, max_continuations: numberText }, ["objective"]),
     regenerate: objectOf({ message_id: stringText }, ["message_id"]),
     edit: objectOf({ human_message_id: stringText, replacement_text: stringText }, ["human_message_id"]),
-    branch: objectOf({ message_id: stringText, message_ids: fc.constant("[]"), title: stringText }, ["message_id"])
+    branch: objectOf({ message_id: stringText, message_ids: fc.constant("[]"), title: stringText }, ["message_id"]),
+    account: objectOf({ email: stringText, password: stringText, remember_me: fc.constantFrom("true", "1", "null") }),
+    login: objectOf({ username: stringText, password: stringText, remember_me: stringText }),
+    password: objectOf({ current_password: stringText, new_password: stringText, new_email: stringText }),
+    suggest: objectOf({
+      messages: fc.array(objectOf({ role: stringText, content: stringText }), { maxLength: 3 })
+        .map((items) => `[${items.join(",")}]`),
+      n: numberText,
+      model_name: stringText
+    }),
+    polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText }),
+    artifact: objectOf({ content: stringText, expected_sha256: stringText })
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -29,6 +29,12 @@ export type BodyKind =
   | "regenerate"
   | "edit"
   | "branch"
+  | "account"
+  | "login"
+  | "password"
+  | "suggest"
+  | "polish"
+  | "artifact"
 
 export interface Route {
   readonly method: string
@@ -120,7 +126,24 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PATCH", "/mcp/config", "patch"],
   ["PUT", "/skills/:skill_name", "patch"],
   ["POST", "/skills/install", "patch"],
-  ["GET", "/threads/:thread_id/mcp-tasks", "none"]
+  ["GET", "/threads/:thread_id/mcp-tasks", "none"],
+  ["GET", "/v1/auth/setup-status", "none"],
+  ["GET", "/v1/auth/providers", "none"],
+  ["POST", "/v1/auth/initialize", "account"],
+  ["POST", "/v1/auth/register", "account"],
+  ["POST", "/v1/auth/login/local", "login"],
+  ["POST", "/v1/auth/logout", "none"],
+  ["GET", "/v1/auth/me", "none"],
+  ["POST", "/v1/auth/change-password", "password"],
+  ["GET", "/features", "none"],
+  ["GET", "/channels/providers", "none"],
+  ["GET", "/channels/connections", "none"],
+  ["GET", "/integrations/lark/status", "none"],
+  ["GET", "/suggestions/config", "none"],
+  ["POST", "/threads/:thread_id/suggestions", "suggest"],
+  ["POST", "/input-polish", "polish"],
+  ["GET", "/threads/:thread_id/uploads/limits", "none"],
+  ["PUT", "/threads/:thread_id/artifacts/*", "artifact"]
 ]
 
 export const WEB: ReadonlyArray<string> = ["/", "/index.html", "/app.js", "/style.css"]

@@ -9,16 +9,20 @@ import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Arr from "effect/Array"
 import * as Agents from "./Agents.js"
+import * as Accounts from "./Accounts.js"
 import * as Assistants from "./Assistants.js"
 import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
 import * as Extensions from "./Extensions.js"
+import * as Features from "./Features.js"
+import * as FileEdits from "./FileEdits.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
 import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as ScheduledTasks from "./ScheduledTasks.js"
+import * as Suggestions from "./Suggestions.js"
 import * as Threads from "./Threads.js"
 import * as Turns from "./Turns.js"
 
@@ -52,6 +56,10 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Extensions.mcp)
   .add(Extensions.skillStates)
   .add(Extensions.mcpTasks)
+  .add(Accounts.group)
+  .add(Features.group)
+  .add(Suggestions.group)
+  .add(FileEdits.group)
   .addError(Failed)
   .prefix(DEERFLOW_PREFIX)
 export type DeerFlowApi = typeof DeerFlowApi

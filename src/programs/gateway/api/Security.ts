@@ -10,6 +10,7 @@
  */
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import type { Identity } from "../Auth.js"
@@ -18,13 +19,23 @@ import { refusal } from "./Problem.js"
 /** Who the request is (provided by `Authentication`). */
 export class CurrentIdentity extends Context.Tag("antler/gateway/CurrentIdentity")<CurrentIdentity, Identity>() {}
 
-/** Requires an API token when the gateway has tokens, and provides the request's `CurrentIdentity`. */
+/**
+ * Requires an API token when the gateway has tokens, or a session when it has accounts (a 403 for a session's
+ * state-changing request without its CSRF token), and provides the request's `CurrentIdentity`.
+ */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("antler/gateway/Authentication", {
   failure: refusal(401, "No API token, or not a valid one (when the gateway is configured with tokens)"),
   provides: CurrentIdentity,
   security: {
     bearer: HttpApiSecurity.bearer,
-    apiKey: HttpApiSecurity.apiKey({ key: "X-Api-Key", in: "header" })
+    apiKey: HttpApiSecurity.apiKey({ key: "X-Api-Key", in: "header" }),
+    session: HttpApiSecurity.apiKey({ key: "access_token", in: "cookie" }).pipe(
+      HttpApiSecurity.annotate(
+        OpenApi.Description,
+        "A signed-in account's session (gateway.auth.accounts); state-changing requests also send the session's " +
+          "CSRF token (the csrf_token cookie) in X-CSRF-Token"
+      )
+    )
   }
 }) {}
 

@@ -9,6 +9,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Multipart from "@effect/platform/Multipart"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { isStagingFile } from "../../../middleware/Uploads.js"
@@ -186,6 +187,8 @@ export const layer = (api: DeerFlowApi) =>
                 // a model-written page must not run scripts in the gateway's origin (where the API token lives)
                 "content-security-policy": "sandbox",
                 "x-content-type-options": "nosniff",
+                // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it
+                etag: `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`,
                 "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${
                   encodeURIComponent(name)
                 }`

@@ -1,33 +1,46 @@
 /**
  * The gateway's endpoint middleware (declared in `api/Security.ts`): `Authentication` reads who the request is
  * with the gateway's `Authenticator` (which reads `Authorization: Bearer` first, then `X-Api-Key`, and compares
- * tokens in constant time: both schemes answer alike), `NoBody` reads a body an endpoint does not take as every
- * body is read, and refuses it as any other is refused.
+ * tokens in constant time: both schemes answer alike) or, on a gateway with accounts, its session; `NoBody`
+ * reads a body an endpoint does not take as every body is read, and refuses it as any other is refused.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import type { AccountStore } from "../accounts/AccountStore.js"
+import * as Sessions from "../accounts/Sessions.js"
 import type { Authenticator, Identity } from "../Auth.js"
+import { tokenOf } from "../Auth.js"
 import * as Body from "../Body.js"
 import { fail } from "../api/Problem.js"
 import type { GatewayError } from "../api/Problem.js"
 import { Authentication, NoBody } from "../api/Security.js"
 
-/** Who the request is, or 401. */
-const identify = (auth: Authenticator) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    Either.match(auth.identify(request.headers), {
+/**
+ * Who the request is, or 401. On a gateway with accounts, a request with an API token (when there are tokens)
+ * is its token's user, any other must be a signed-in account's (`accounts/Sessions.ts`).
+ */
+const identify = (auth: Authenticator, accounts: AccountStore | undefined) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<Identity, GatewayError> => {
+    if (accounts !== undefined && !(auth.required && tokenOf(request.headers) !== undefined)) {
+      return Sessions.identify(accounts, request)
+    }
+    return Either.match(auth.identify(request.headers), {
       onLeft: (message) => Effect.fail(fail("unauthorized", message)),
       onRight: (found): Effect.Effect<Identity, GatewayError> => Effect.succeed(found)
-    }))
+    })
+  })
 
-/** The middleware of a gateway with these tokens. */
-export const layer = (auth: Authenticator) => {
-  const identity = identify(auth)
+/** The middleware of a gateway with these tokens (and accounts, when it has them). */
+export const layer = (auth: Authenticator, accounts?: AccountStore) => {
+  const identity = identify(auth, accounts)
   return Layer.merge(
-    Layer.succeed(Authentication, Authentication.of({ bearer: () => identity, apiKey: () => identity })),
+    Layer.succeed(
+      Authentication,
+      Authentication.of({ bearer: () => identity, apiKey: () => identity, session: () => identity })
+    ),
     Layer.succeed(NoBody, NoBody.of(Effect.asVoid(Body.json(Schema.Unknown))))
   )
 }

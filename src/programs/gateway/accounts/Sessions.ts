@@ -1,0 +1,102 @@
+/**
+ * Browser sessions of the gateway's accounts, as DeerFlow's app uses them: the session token in the HttpOnly
+ * `access_token` cookie (SameSite=Lax), and a CSRF token in the `csrf_token` cookie, readable by the page, which
+ * sends it back in `X-CSRF-Token` with every state-changing request (POST, PUT, PATCH, DELETE). The header must
+ * name the CSRF token of the session the cookie opens (not merely repeat the cookie): a page of another site can
+ * neither read the cookie nor, by planting one, choose it. Cookies are `Secure` when the request came over HTTPS
+ * (a proxy's `X-Forwarded-Proto: https`). This is besides the gateway's Host and Origin checks (`Guard.ts`),
+ * which every request passes first.
+ */
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { Identity } from "../Auth.js"
+import { fail } from "../api/Problem.js"
+import type { AccountStore, OpenedSession } from "./AccountStore.js"
+import { csrfMatches } from "./AccountStore.js"
+
+export const ACCESS_COOKIE = "access_token"
+export const CSRF_COOKIE = "csrf_token"
+export const CSRF_HEADER = "x-csrf-token"
+
+const STATE_CHANGING: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
+
+/** Whether the request came over HTTPS (directly, or as a proxy in front says). */
+export const isSecure = (headers: Readonly<Record<string, string | undefined>>): boolean =>
+  (headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim().toLowerCase() === "https"
+
+/**
+ * The response with a session's cookies: kept `maxAgeSeconds` (remember me), or until the browser closes
+ * (undefined).
+ */
+export const withSession = (
+  response: HttpServerResponse.HttpServerResponse,
+  opened: OpenedSession,
+  options: { readonly secure: boolean; readonly maxAgeSeconds: number | undefined }
+) => {
+  const maxAge = options.maxAgeSeconds === undefined ? {} : { maxAge: `${options.maxAgeSeconds} seconds` as const }
+  return response.pipe(
+    HttpServerResponse.unsafeSetCookie(ACCESS_COOKIE, opened.token, {
+      path: "/",
+      httpOnly: true,
+      sameSite: "lax",
+      secure: options.secure,
+      ...maxAge
+    }),
+    HttpServerResponse.unsafeSetCookie(CSRF_COOKIE, opened.csrf, {
+      path: "/",
+      httpOnly: false,
+      sameSite: "strict",
+      secure: options.secure,
+      ...maxAge
+    })
+  )
+}
+
+/** The response with the session's cookies removed. */
+export const withoutSession = (response: HttpServerResponse.HttpServerResponse, secure: boolean) =>
+  response.pipe(
+    HttpServerResponse.expireCookie(ACCESS_COOKIE, { path: "/", httpOnly: true, sameSite: "lax", secure }),
+    HttpServerResponse.expireCookie(CSRF_COOKIE, { path: "/", sameSite: "strict", secure })
+  )
+
+/** What a request carries, as the session check reads it. */
+export interface SessionRequest {
+  readonly method: string
+  readonly headers: Readonly<Record<string, string | undefined>>
+  readonly cookies: Readonly<Record<string, string>>
+}
+
+/**
+ * Who a request's session cookie stands for: 401 without a session that lasts, 403 when it changes something
+ * without the session's CSRF token.
+ */
+export const identify = (store: AccountStore, request: SessionRequest) =>
+  Effect.gen(function*() {
+    const token = request.cookies[ACCESS_COOKIE]
+    if (token === undefined || token === "" || token.length > 256) {
+      return yield* fail(
+        "unauthorized",
+        "Not signed in: sign in (POST /api/v1/auth/login/local) or send an API token (Authorization: Bearer)."
+      )
+    }
+    const found = yield* Effect.mapError(
+      store.session(token),
+      (error) => fail("internal", `Cannot read the sessions: ${error.message}`)
+    )
+    if (Option.isNone(found)) {
+      return yield* fail(
+        "unauthorized",
+        "The session has ended (signed out, expired or the password changed): sign in again."
+      )
+    }
+    if (STATE_CHANGING.has(request.method.toUpperCase())) {
+      const header = request.headers[CSRF_HEADER]
+      if (header === undefined || header === "") {
+        return yield* fail("forbidden", "CSRF token missing. Include X-CSRF-Token header.")
+      }
+      if (!csrfMatches(header, found.value.csrfHash)) return yield* fail("forbidden", "CSRF token mismatch.")
+    }
+    const { account } = found.value
+    return { user: account.id, admin: account.system_role === "admin", account } satisfies Identity
+  })

@@ -1,0 +1,155 @@
+/**
+ * The composer's helpers (declared in `api/Suggestions.ts`), as DeerFlow's gateway makes them: follow-up
+ * questions from the last messages the app sends (for a thread of the user's; its prompt asks for a JSON array of
+ * short questions in the user's language; whatever the model answers is read as such an array or as none, and a
+ * failed call is none), and a draft rewritten as a clearer instruction (a failed or empty answer is a 503). Both
+ * are one internal model call (`OneShot.ts`): no run, nothing written to a thread, nothing streamed.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as Effect from "effect/Effect"
+import type { ModelConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import type { ModelService } from "../../../services/ModelService.js"
+import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, problem } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as SuggestionsApi from "../api/Suggestions.js"
+import * as Body from "../Body.js"
+import * as OneShot from "../OneShot.js"
+import * as Access from "./Access.js"
+import { json } from "./Http.js"
+
+/** The longest question kept, and the longest rewritten draft. */
+const MAX_QUESTION_CHARS = 300
+const MAX_REWRITE_CHARS = 100_000
+
+const withoutThinking = (text: string) => text.replace(/<think>[\s\S]*?<\/think>/gi, "")
+
+const withoutFence = (text: string) => {
+  const trimmed = text.trim()
+  const fenced = /^```[\w-]*\s*\n([\s\S]*?)\n?```$/.exec(trimmed)
+  return fenced === null ? trimmed : fenced[1]!.trim()
+}
+
+/** The questions of a model's answer: the strings of its JSON array (none when it has none), one line each. */
+export const parseQuestions = (answer: string, n: number): ReadonlyArray<string> => {
+  const text = withoutFence(withoutThinking(answer))
+  const start = text.indexOf("[")
+  const end = text.lastIndexOf("]")
+  if (start < 0 || end <= start) return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text.slice(start, end + 1))
+  } catch {
+    return []
+  }
+  if (!Array.isArray(parsed)) return []
+  return parsed
+    .filter((item): item is string => typeof item === "string")
+    .map((item) => item.replace(/[\u0000-\u001f\u007f]+/g, " ").trim().slice(0, MAX_QUESTION_CHARS))
+    .filter((item) => item !== "")
+    .slice(0, n)
+}
+
+const conversation = (messages: typeof SuggestionsApi.SuggestionsRequest.Type["messages"]) =>
+  messages.map((m) => {
+    const role = m.role.trim().toLowerCase()
+    const who = role === "user" || role === "human"
+      ? "User"
+      : role === "assistant" || role === "ai"
+      ? "Assistant"
+      : m.role
+    return `${who}: ${m.content.trim()}`
+  }).join("\n").trim()
+
+const suggestionsPrompt = (n: number) =>
+  "You are generating follow-up questions to help the user continue the conversation.\n" +
+  `Based on the conversation below, produce EXACTLY ${n} short questions the user might ask next.\n` +
+  "Requirements:\n" +
+  "- Questions must be relevant to the preceding conversation.\n" +
+  "- Questions must be written in the same language as the user.\n" +
+  "- Keep each question concise (ideally <= 20 words / <= 40 Chinese characters).\n" +
+  "- Do NOT include numbering, markdown, or any extra text.\n" +
+  "- Output MUST be a JSON array of strings only.\n"
+
+const POLISH_PROMPT = "You are a pre-send prompt optimizer.\n" +
+  "Rewrite the user's rough draft into a clearer instruction for an AI agent before it is sent.\n" +
+  "Do not answer the task.\n" +
+  "Preserve the user's language, intent, entities, file paths, URLs, code blocks, and any leading slash command " +
+  "prefix exactly.\n" +
+  "Make the goal, scope, constraints and desired output explicit when the draft implies them.\n" +
+  "Turn vague quality words ('better', 'polished') into concrete but generic quality criteria.\n" +
+  "Do not invent facts, context, tools, file names, dates, metrics or preferences the draft does not imply.\n" +
+  "Prefer one concise paragraph or a short bullet list, under 180 words unless the draft is longer.\n" +
+  "Output only the rewritten draft, with no markdown wrapper, explanation or alternatives."
+
+/** The suggestions endpoints of `api` (DeerFlow's, under `/api`), their model calls made with `model`. */
+export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: ReadonlyArray<ModelConfig>) =>
+  HttpApiBuilder.group(api, "suggestions", (handlers) =>
+    Effect.gen(function*() {
+      const access = yield* Access.make
+      const app = yield* AppConfigService
+      const { input_polish: polish, suggestions } = app.config
+      const known = (name: string | null | undefined, field: string) =>
+        name == null || models.some((m) => m.name === name)
+          ? Effect.succeed(name ?? undefined)
+          : Effect.fail(fail("unprocessable", `${field}: no model named ${JSON.stringify(name)} is configured.`))
+
+      return handlers
+        .handleRaw("suggestionsConfig", () =>
+          Effect.succeed(json(SuggestionsApi.SuggestionsConfig, {
+            enabled: suggestions.enabled,
+            max_suggestions: suggestions.max_suggestions
+          })))
+        .handleRaw("suggest", ({ path }) =>
+          Effect.gen(function*() {
+            const identity = yield* CurrentIdentity
+            const request = yield* Body.json(SuggestionsApi.SuggestionsRequest)
+            yield* access.threadRef(identity.user, path.thread_id)
+            const modelName = yield* known(request.model_name, "model_name")
+            const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
+            const context = conversation(request.messages)
+            if (!suggestions.enabled || context === "") return none
+            const n = Math.min(request.n ?? suggestions.max_suggestions, suggestions.max_suggestions)
+            const answer = yield* OneShot.text(model, {
+              purpose: "suggestions",
+              system: suggestionsPrompt(n),
+              user: `Conversation Context:\n${context}\n\nGenerate ${n} follow-up questions`,
+              modelName,
+              userId: identity.user
+            }).pipe(Effect.either)
+            if (answer._tag === "Left") {
+              yield* Effect.logWarning(
+                `Follow-up questions not made for thread ${path.thread_id}: ${answer.left.message}`
+              )
+              return none
+            }
+            return json(SuggestionsApi.Suggestions, { suggestions: parseQuestions(answer.right, n) })
+          }))
+        .handleRaw("polishInput", () =>
+          Effect.gen(function*() {
+            const identity = yield* CurrentIdentity
+            if (!polish.enabled) return yield* fail("not_found", "Input polishing is disabled (input_polish.enabled).")
+            const request = yield* Body.json(SuggestionsApi.InputPolishRequest)
+            const text = request.text.trim()
+            if (text === "") return yield* fail("bad_request", "Input text is required")
+            if (text.length > polish.max_chars) {
+              return yield* fail("bad_request", `Input text exceeds ${polish.max_chars} characters`)
+            }
+            const locale = request.locale?.trim() || "same language as the draft"
+            const answer = yield* OneShot.text(model, {
+              purpose: "input_polish",
+              system: POLISH_PROMPT,
+              user: `Locale hint: ${locale}\n\nRewrite this draft while preserving its intent:\n` +
+                `<draft>\n${text}\n</draft>`,
+              modelName: polish.model_name ?? undefined,
+              userId: identity.user
+            }).pipe(Effect.either)
+            if (answer._tag === "Left") yield* Effect.logWarning(`Input not polished: ${answer.left.message}`)
+            const rewritten = answer._tag === "Right"
+              ? withoutFence(withoutThinking(answer.right)).slice(0, MAX_REWRITE_CHARS)
+              : ""
+            if (rewritten === "") return problem(503, "Failed to polish input")
+            return json(SuggestionsApi.InputPolished, { rewritten_text: rewritten, changed: rewritten !== text })
+          }))
+    }))

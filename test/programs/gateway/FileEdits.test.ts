@@ -1,0 +1,144 @@
+/**
+ * DeerFlow's uploads limits and artifact edits on `antler serve`, through HTTP as its app calls them: the limits
+ * are the configured `uploads.*` (for the user's own thread only), and the artifact panel's edit replaces an
+ * output file's text when the text it was opened with is still there, refusing everything else: another user's
+ * thread, a file outside the outputs, a link, a binary file, a changed file, a thread whose run is in flight.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
+import { threadPaths } from "../../../src/services/Sandbox.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-0123456789abcdef"
+const BOB = "bob-token-0123456789abcdef00"
+
+const script = (body: ChatRequestBody): Turn => {
+  const last = body.messages.at(-1)
+  const text = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1) ?? "")
+  if (text.includes("hang")) return { content: "working", stall: true }
+  if (last?.role === "tool") return "Saved the report."
+  return {
+    toolCalls: [{
+      name: "write_file",
+      arguments: { description: "save", path: "/mnt/user-data/outputs/report.md", content: "# Report\n\nfirst draft\n" }
+    }]
+  }
+}
+
+const sha = (text: string | Uint8Array) => Crypto.createHash("sha256").update(text).digest("hex")
+
+describe("uploads limits and artifact edits", () => {
+  let gateway: TestGateway
+  let outputs = ""
+  const as = (token: string) => async (path: string, init: { method?: string; body?: unknown } = {}) => {
+    const response = await fetch(`${gateway.url}${path}`, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+    })
+    const text = await response.text()
+    const parsed = (() => {
+      try {
+        return JSON.parse(text)
+      } catch {
+        return text
+      }
+    })()
+    return { status: response.status, text, body: parsed as any }
+  }
+  const alice = as(ALICE)
+  const bob = as(BOB)
+  const put = (who: typeof alice, file: string, content: string, expected: string) =>
+    who(`/api/threads/work/artifacts/mnt/user-data/outputs/${file}`, {
+      method: "PUT",
+      body: { content, expected_sha256: expected }
+    })
+
+  beforeAll(async () => {
+    gateway = await Support.start({
+      script,
+      config: {
+        gateway: {
+          heartbeat_seconds: 1,
+          auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+        },
+        uploads: { max_files: 4, max_file_size: 1000, max_total_size: 5000 }
+      }
+    })
+    await alice("/api/threads", { body: { thread_id: "work" } })
+    const run = await alice("/api/threads/work/runs/wait", {
+      body: { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "Write the report" }] } }
+    })
+    assert.strictEqual(run.status, 200)
+    outputs = threadPaths(gateway.home, "alice", `work${ThreadIds.tagOf("alice")}`).outputs
+    assert.strictEqual(Fs.readFileSync(Path.join(outputs, "report.md"), "utf8"), "# Report\n\nfirst draft\n")
+  })
+  afterAll(() => gateway.stop())
+
+  it("answers the configured upload limits for the user's own thread", async () => {
+    const limits = await alice("/api/threads/work/uploads/limits")
+    assert.deepStrictEqual(limits.body, { max_files: 4, max_file_size: 1000, max_total_size: 5000 })
+    assert.strictEqual((await bob("/api/threads/work/uploads/limits")).status, 404)
+  })
+
+  it("replaces an output file's text when it is unchanged since it was opened", async () => {
+    const opened = sha("# Report\n\nfirst draft\n")
+    const first = await fetch(`${gateway.url}/api/threads/work/artifacts/mnt/user-data/outputs/report.md`, {
+      headers: { authorization: `Bearer ${ALICE}` }
+    })
+    // the revision the app names when it saves
+    assert.strictEqual(first.headers.get("etag"), `"${opened}"`)
+    assert.strictEqual((await put(bob, "report.md", "bob was here", opened)).status, 404)
+    const stale = await put(alice, "report.md", "# Report\n\nedited\n", sha("something else"))
+    assert.strictEqual(stale.status, 412)
+    const saved = await put(alice, "report.md", "# Report\n\nedited ✓\n", opened)
+    assert.strictEqual(saved.status, 200)
+    const bytes = Buffer.from("# Report\n\nedited ✓\n", "utf8")
+    assert.deepStrictEqual(saved.body, {
+      path: "/mnt/user-data/outputs/report.md",
+      sha256: sha(bytes),
+      size: bytes.length
+    })
+    const read = await alice("/api/threads/work/artifacts/mnt/user-data/outputs/report.md")
+    assert.strictEqual(read.text, "# Report\n\nedited ✓\n")
+    // the old revision no longer names it
+    assert.strictEqual((await put(alice, "report.md", "again", opened)).status, 412)
+    assert.deepStrictEqual(Fs.readdirSync(outputs).filter((name) => name.startsWith(".")), [])
+  })
+
+  it("refuses files it must not edit", async () => {
+    const current = sha(Fs.readFileSync(Path.join(outputs, "report.md")))
+    const outside = await alice("/api/threads/work/artifacts/mnt/user-data/workspace/notes.md", {
+      method: "PUT",
+      body: { content: "x", expected_sha256: current }
+    })
+    assert.strictEqual(outside.status, 400)
+    assert.strictEqual((await put(alice, "missing.md", "x", current)).status, 404)
+    Fs.symlinkSync(Path.join(outputs, "report.md"), Path.join(outputs, "link.md"))
+    assert.strictEqual((await put(alice, "link.md", "through the link", current)).status, 415)
+    Fs.writeFileSync(Path.join(outputs, "data.bin"), Buffer.from([0x50, 0x00, 0x01]))
+    assert.strictEqual((await put(alice, "data.bin", "text", sha(Buffer.from([0x50, 0x00, 0x01])))).status, 415)
+    assert.strictEqual((await put(alice, "report.md", "x".repeat(2 * 1024 * 1024 + 1), current)).status, 413)
+    assert.strictEqual((await put(alice, "report.md", "x", "not-a-sha")).status, 422)
+    assert.strictEqual(sha(Fs.readFileSync(Path.join(outputs, "report.md"))), current)
+  })
+
+  it("refuses an edit while a run of the thread is in flight", async () => {
+    const current = sha(Fs.readFileSync(Path.join(outputs, "report.md")))
+    const run = await alice("/api/threads/work/runs", {
+      body: { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "hang please" }] } }
+    })
+    assert.strictEqual(run.status, 200)
+    for (let i = 0; i < 200 && gateway.runs.activeOf(`work${ThreadIds.tagOf("alice")}`) === undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    const busy = await put(alice, "report.md", "during the run", current)
+    assert.strictEqual(busy.status, 409)
+    await alice(`/api/threads/work/runs/${run.body.run_id}/cancel?wait=1`, { method: "POST" })
+  })
+})

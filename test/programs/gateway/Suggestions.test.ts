@@ -1,0 +1,124 @@
+/**
+ * DeerFlow's composer helpers on `antler serve`, through HTTP as its app calls them: the suggestions setting,
+ * follow-up questions made by one internal model call (DeerFlow's prompt, the app's last messages; whatever the
+ * model answers read as a JSON array, bounded to the setting; a failed call is none) for a thread of the user's
+ * only, written to no thread; and a draft rewritten before it is sent.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-0123456789abcdef"
+const BOB = "bob-token-0123456789abcdef00"
+
+const systemOf = (body: ChatRequestBody) => JSON.stringify(body.messages.find((m) => m.role === "system") ?? "")
+const lastUser = (body: ChatRequestBody) =>
+  JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1) ?? "")
+
+const script = (body: ChatRequestBody): Turn => {
+  if (systemOf(body).includes("follow-up questions")) {
+    if (lastUser(body).includes("FAIL")) return { status: 400 }
+    return "<think>the user wants more</think>\n```json\n" +
+      JSON.stringify(["What about the south?", "How old\nis it?", 42, "", "Who built it?", "One too many?"]) +
+      "\n```"
+  }
+  if (systemOf(body).includes("prompt optimizer")) {
+    if (lastUser(body).includes("EMPTY")) return "<think>nothing</think>"
+    return "Write a concise summary of the French Revolution's causes, as five bullet points."
+  }
+  return "The tower is in Paris."
+}
+
+describe("suggestions and input polish", () => {
+  let gateway: TestGateway
+  const as = (token: string) => async (path: string, body?: unknown) => {
+    const response = await fetch(`${gateway.url}${path}`, {
+      method: body === undefined ? "GET" : "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    return { status: response.status, body: await response.json() as any }
+  }
+  const alice = as(ALICE)
+  const bob = as(BOB)
+
+  beforeAll(async () => {
+    gateway = await Support.start({
+      script,
+      config: {
+        gateway: {
+          heartbeat_seconds: 1,
+          auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+        },
+        suggestions: { max_suggestions: 3 }
+      }
+    })
+    await alice("/api/threads", { thread_id: "tour" })
+    const run = await alice("/api/threads/tour/runs/wait", {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "Where is the tower?" }] }
+    })
+    assert.strictEqual(run.status, 200)
+  })
+  afterAll(() => gateway.stop())
+
+  const messages = [
+    { role: "user", content: "Where is the tower?" },
+    { role: "assistant", content: "The tower is in Paris." }
+  ]
+
+  it("answers the setting", async () => {
+    assert.deepStrictEqual((await alice("/api/suggestions/config")).body, { enabled: true, max_suggestions: 3 })
+  })
+
+  it("makes follow-up questions with one internal call, in no thread", async () => {
+    const before = (await alice("/api/threads/tour/state")).body
+    const history = (await alice("/api/threads/tour/history")).body.length
+    const calls = gateway.scripted.requests.length
+    const made = await alice("/api/threads/tour/suggestions", { messages, n: 5 })
+    assert.strictEqual(made.status, 200)
+    // the strings of the array, one line each, at most max_suggestions of them
+    assert.deepStrictEqual(made.body, { suggestions: ["What about the south?", "How old is it?", "Who built it?"] })
+    assert.strictEqual(gateway.scripted.requests.length, calls + 1)
+    const call = gateway.scripted.requests.at(-1)!
+    assert.include(systemOf(call), "produce EXACTLY 3 short questions")
+    assert.include(lastUser(call), "User: Where is the tower?\\nAssistant: The tower is in Paris.")
+    assert.deepStrictEqual(call.tools ?? [], [])
+    // nothing of it in the thread
+    assert.deepStrictEqual((await alice("/api/threads/tour/state")).body.values, before.values)
+    assert.strictEqual((await alice("/api/threads/tour/history")).body.length, history)
+    assert.strictEqual((await alice("/api/threads/tour/runs")).body.length, 1)
+  })
+
+  it("answers none when the model fails, and 404 for another user's thread", async () => {
+    const failed = await alice("/api/threads/tour/suggestions", { messages: [{ role: "user", content: "FAIL" }] })
+    assert.deepStrictEqual(failed, { status: 200, body: { suggestions: [] } })
+    const calls = gateway.scripted.requests.length
+    const foreign = await bob("/api/threads/tour/suggestions", { messages })
+    assert.strictEqual(foreign.status, 404)
+    assert.strictEqual(gateway.scripted.requests.length, calls)
+    const bad = await alice("/api/threads/tour/suggestions", { messages, n: 99 })
+    assert.strictEqual(bad.status, 422)
+    const unknownModel = await alice("/api/threads/tour/suggestions", { messages, model_name: "nope" })
+    assert.strictEqual(unknownModel.status, 422)
+  })
+
+  it("polishes a draft", async () => {
+    const polished = await alice("/api/input-polish", { text: "  summarize french revolution causes  ", locale: "en" })
+    assert.deepStrictEqual(polished, {
+      status: 200,
+      body: {
+        rewritten_text: "Write a concise summary of the French Revolution's causes, as five bullet points.",
+        changed: true
+      }
+    })
+    const call = gateway.scripted.requests.at(-1)!
+    assert.include(lastUser(call), "<draft>\\nsummarize french revolution causes\\n</draft>")
+    assert.strictEqual((await alice("/api/input-polish", { text: "   " })).status, 400)
+    assert.strictEqual((await alice("/api/input-polish", { text: "x".repeat(4001) })).status, 400)
+    const empty = await alice("/api/input-polish", { text: "EMPTY" })
+    assert.strictEqual(empty.status, 503)
+    assert.strictEqual(empty.body.detail, "Failed to polish input")
+  })
+})
