@@ -39,9 +39,12 @@ interface Args {
   readonly flows?: ReadonlyArray<string>
   readonly keep: boolean
   readonly port?: number
+  /** Rebuild the recordings from the captured traffic of an earlier run's output folder (no browser). */
+  readonly rebuild?: string
 }
 
-const usage = "usage: npm run deerflow-app -- --frontend DIR [--out DIR] [--record DIR] [--flows a,b] [--port N] [--keep]"
+const usage = "usage: npm run deerflow-app -- --frontend DIR [--out DIR] [--record DIR] [--flows a,b] [--port N] [--keep]\n" +
+  "       npm run deerflow-app -- --rebuild OUT_DIR --record DIR   (recordings again from an earlier run's traffic)"
 
 const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const args: { -readonly [K in keyof Args]: Args[K] } = { out: Path.join(ROOT, "test-results/deerflow-app"), keep: false }
@@ -58,6 +61,7 @@ const parseArgs = (argv: ReadonlyArray<string>): Args => {
     else if (arg === "--flows") args.flows = value().split(",").map((f) => f.trim()).filter((f) => f !== "")
     else if (arg === "--port") args.port = Number(value())
     else if (arg === "--keep") args.keep = true
+    else if (arg === "--rebuild") args.rebuild = Path.resolve(value())
     else if (arg === "--help" || arg === "-h") {
       console.log(usage)
       process.exit(0)
@@ -132,6 +136,39 @@ const warm = async (page: Page, app: string, routes: ReadonlyArray<string>) => {
   }
 }
 
+/** A flow's traffic as captured (bodies in base64), kept in the output folder to rebuild its recording from. */
+interface Raw {
+  readonly flow: string
+  readonly auth: "disabled" | "enabled"
+  readonly result: Record.Result
+  readonly meta: { readonly [key: string]: unknown }
+  readonly exchanges: ReadonlyArray<Omit<Recorder.Exchange, "requestBody" | "responseBody"> & {
+    readonly requestBody: string
+    readonly responseBody: string
+  }>
+}
+
+/** Writes the recording of a flow (`<dir>/<flow>.json`) from its captured traffic. */
+const writeRecording = (dir: string, raw: Raw) => {
+  const flow = FLOWS.find((f) => f.name === raw.flow)
+  if (flow === undefined) throw new Error(`unknown flow ${raw.flow}`)
+  Fs.mkdirSync(dir, { recursive: true })
+  const recording = Record.recording({
+    flow: flow.name,
+    description: flow.description,
+    exchanges: raw.exchanges.map((e) => ({
+      ...e,
+      requestBody: Buffer.from(e.requestBody, "base64"),
+      responseBody: Buffer.from(e.responseBody, "base64")
+    })),
+    expected: flow.expected,
+    result: raw.result,
+    auth: raw.auth,
+    meta: raw.meta
+  })
+  Fs.writeFileSync(Path.join(dir, `${flow.name}.json`), `${JSON.stringify(recording, null, 2)}\n`)
+}
+
 interface Outcome {
   readonly flow: Flow
   readonly result: Record.Result
@@ -184,6 +221,17 @@ const runFlow = async (options: {
 
 const main = async () => {
   const args = parseArgs(process.argv.slice(2))
+  if (args.rebuild !== undefined) {
+    if (args.record === undefined) throw new Error(`--rebuild needs --record DIR\n${usage}`)
+    const dir = Path.join(args.rebuild, "raw")
+    for (const file of Fs.readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
+      const raw = JSON.parse(Fs.readFileSync(Path.join(dir, file), "utf8")) as Raw
+      if (args.flows !== undefined && !args.flows.includes(raw.flow)) continue
+      writeRecording(args.record, raw)
+      say(`${raw.flow}: ${Path.join(args.record, file)}`)
+    }
+    return 0
+  }
   const problem = Stack.checkFrontend(args.frontend)
   if (problem !== undefined) {
     process.stderr.write(`${problem}\n`)
@@ -219,13 +267,21 @@ const main = async () => {
   const procs: Array<Stack.Proc> = []
   let recorder: Recorder.Recorder | undefined
   let context: BrowserContext | undefined
-  const cleanup = async () => {
-    await context?.close().catch(() => {})
-    for (const proc of procs.reverse()) await proc.stop()
-    await recorder?.close()
-    await Effect.runPromise(Scope.close(scope, Exit.void))
+  let cleaning: Promise<void> | undefined
+  const cleanup = () => {
+    cleaning ??= (async () => {
+      await context?.close().catch(() => {})
+      for (const proc of [...procs].reverse()) await proc.stop()
+      await recorder?.close()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    })()
+    return cleaning
   }
-  process.once("SIGINT", () => void cleanup().then(() => process.exit(130)))
+  // `on`, not `once`: tsx exits at once on a SIGINT that no listener is left to take
+  process.on("SIGINT", () => void cleanup().then(() => process.exit(130)))
+  process.on("exit", () => {
+    for (const proc of procs) proc.kill()
+  })
 
   try {
     const scripted = await Effect.runPromise(
@@ -279,19 +335,20 @@ const main = async () => {
         outcomes.push(outcome)
         say(`  ${outcome.result.status.toUpperCase()}${outcome.result.reason !== "" ? `: ${outcome.result.reason}` : ""}`)
         say(`  screenshots: ${outcome.screenshots.join(", ") || "none"}`)
-        if (args.record !== undefined) {
-          Fs.mkdirSync(args.record, { recursive: true })
-          const recording = Record.recording({
-            flow: flow.name,
-            description: flow.description,
-            exchanges: recorder.exchanges.filter((e) => e.flow === flow.name),
-            expected: flow.expected,
-            result: outcome.result,
-            auth,
-            meta
-          })
-          Fs.writeFileSync(Path.join(args.record, `${flow.name}.json`), `${JSON.stringify(recording, null, 2)}\n`)
+        const raw: Raw = {
+          flow: flow.name,
+          auth,
+          result: outcome.result,
+          meta,
+          exchanges: recorder.exchanges.filter((e) => e.flow === flow.name).map((e) => ({
+            ...e,
+            requestBody: e.requestBody.toString("base64"),
+            responseBody: e.responseBody.toString("base64")
+          }))
         }
+        Fs.mkdirSync(Path.join(args.out, "raw"), { recursive: true })
+        Fs.writeFileSync(Path.join(args.out, "raw", `${flow.name}.json`), JSON.stringify(raw))
+        if (args.record !== undefined) writeRecording(args.record, raw)
       }
       if (args.keep && g === groups.length - 1) break
       await context.close()

@@ -6,6 +6,7 @@
  * make once the calls that fail today succeed (read in the app's source) are listed after them.
  */
 import * as Catalog from "./catalog.js"
+import * as Contract from "./contract.js"
 import type { Exchange } from "./recorder.js"
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
@@ -37,6 +38,10 @@ export class Ids {
 
   /** Learns the ids of a JSON value (by their keys), then of any UUID left. */
   learn(value: unknown, key = "id"): void {
+    if (typeof value === "string" && /checkpoint_id$/.test(key)) {
+      this.name(value, "checkpoint_id")
+      return
+    }
     if (typeof value === "string") {
       const found = ONE_UUID.exec(value)
       if (/^(.+_)?id$/.test(key) && found !== null) this.name(found[0].toLowerCase(), key)
@@ -74,7 +79,9 @@ export const shape = (value: unknown, depth = 0): unknown => {
 }
 
 /** A trimmed copy of a JSON value for the recording: ids named, dates as `{datetime}`, long strings cut. */
-const example = (value: unknown, ids: Ids, depth = 0): unknown => {
+const example = (value: unknown, ids: Ids, depth = 0, key = ""): unknown => {
+  if (/password/i.test(key)) return "{password}"
+  if (typeof value === "string" && /checkpoint_id$/.test(key)) return ids.name(value, "checkpoint_id")
   if (typeof value === "string") {
     if (DATETIME.test(value)) return "{datetime}"
     const named = ids.replace(value)
@@ -88,7 +95,7 @@ const example = (value: unknown, ids: Ids, depth = 0): unknown => {
   if (value !== null && typeof value === "object") {
     if (depth > 8) return "{...}"
     const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = example(v, ids, depth + 1)
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) out[k] = example(v, ids, depth + 1, k)
     return out
   }
   return value
@@ -148,14 +155,20 @@ const body = (raw: Buffer, contentType: string | undefined, ids: Ids) => {
   }
   if (type.includes("x-www-form-urlencoded")) {
     const fields = Object.fromEntries(
-      [...new URLSearchParams(raw.toString("utf8")).keys()].map((k) => [k, k.includes("password") ? "{secret}" : "string"])
+      [...new URLSearchParams(raw.toString("utf8"))].map(([k, v]) => [k, /password/i.test(k) ? "{password}" : ids.replace(v)])
     )
     return { form: fields }
   }
   if (type.includes("multipart/form-data")) {
     const text = raw.toString("latin1")
-    const parts = [...text.matchAll(/Content-Disposition: form-data; name="([^"]+)"(?:; filename="([^"]*)")?/g)]
-      .map((m) => (m[2] !== undefined ? { name: m[1], filename: m[2] } : { name: m[1] }))
+    const parts = [
+      ...text.matchAll(/Content-Disposition: form-data; name="([^"]+)"(?:; filename="([^"]*)")?[^\r\n]*\r\n(?:[^\r\n]+\r\n)*\r\n/gi)
+    ].map((m) => {
+      if (m[2] !== undefined) return { name: m[1], filename: m[2] }
+      const start = m.index + m[0].length
+      const value = text.slice(start, text.indexOf("\r\n--", start))
+      return { name: m[1], value: ids.replace(value.slice(0, 200)) }
+    })
     return { multipart: parts, bytes: raw.length }
   }
   return { bytes: raw.length, text: ids.replace(raw.toString("utf8").slice(0, 200)) }
@@ -172,6 +185,7 @@ const headers = (all: Readonly<Record<string, string>>, ids: Ids): Record<string
         .join("\n")
     } else if (name === "x-csrf-token" || name === "authorization" || name === "x-api-key") out[name] = "{secret}"
     else if (name === "host") out[name] = "{gateway}"
+    else if (name === "origin" || name === "referer") out[name] = value.replace(/^https?:\/\/[^/]+/, "{app}")
     else out[name] = ids.replace(value)
   }
   return out
@@ -230,8 +244,15 @@ const request = (exchange: Exchange, ids: Ids) => {
         : {})
     },
     app_reads: matched?.endpoint.reads ?? [],
+    expect: expectation(exchange.method, matched?.endpoint.path, exchange.error !== undefined ? 0 : exchange.status),
     source: matched?.endpoint.source ?? "not in the catalog (scripts/deerflow-app/catalog.ts)"
   }
+}
+
+/** What the contract test checks of a call: the statuses the app takes and the fields it reads. */
+const expectation = (method: string, endpoint: string | undefined, recorded: number) => {
+  const contract = endpoint === undefined ? undefined : Contract.of(method, endpoint)
+  return { status: Contract.expectedStatus(contract, recorded), fields: contract?.fields ?? [] }
 }
 
 /** The ids a request or its answer introduces, learnt before it is written (so names follow first use). */
@@ -277,12 +298,17 @@ export const recording = (options: {
     .filter((e) => !seen.has(`${e.method} ${e.path}`))
     .map((e) => {
       const endpoint = Catalog.find(e.method, e.path)
+      const contract = Contract.of(e.method, e.path)
       return {
         method: e.method,
         path: e.path,
         when: e.when,
         request: endpoint?.request ?? null,
+        ...(contract?.query !== undefined ? { query: contract.query } : {}),
+        ...(contract?.body !== undefined ? { body: contract.body } : {}),
+        ...(contract?.form !== undefined ? { form: contract.form } : {}),
         app_reads: endpoint?.reads ?? [],
+        expect: expectation(e.method, e.path, 0),
         source: endpoint?.source ?? "not in the catalog"
       }
     })

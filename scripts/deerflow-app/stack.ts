@@ -15,6 +15,8 @@ export interface Proc {
   readonly child: ChildProcess.ChildProcess
   readonly output: () => string
   readonly stop: () => Promise<void>
+  /** Kills its process group at once (SIGKILL), synchronously: for the script's exit. */
+  readonly kill: () => void
 }
 
 const HOW_TO_GET = [
@@ -115,7 +117,15 @@ const spawn = (name: string, command: string, args: ReadonlyArray<string>, optio
     }
     file.end()
   }
-  return { name, child, output: () => output, stop }
+  const kill = () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    try {
+      process.kill(-child.pid!, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+  return { name, child, output: () => output, stop, kill }
 }
 
 /** Waits until `pattern` appears in the process's output; fails when it exits first or after `timeoutMs`. */
