@@ -195,14 +195,20 @@ const antlerArgs = (root: string): ReadonlyArray<string> => [
 ]
 
 /** Starts `antler serve --port 0` with `config` and its data in `home`; resolves with its URL. */
-export const startAntler = async (root: string, home: string, config: string, log: string) => {
+export const startAntler = async (
+  root: string,
+  home: string,
+  config: string,
+  log: string,
+  extraEnv: Readonly<Record<string, string>> = {}
+) => {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
   }
   const proc = spawn("antler serve", process.execPath, [...antlerArgs(root), "serve", "--port", "0", "--config", config], {
     cwd: home,
-    env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
+    env: { ...env, ...extraEnv, ANTLER_HOME: home, NO_COLOR: "1" },
     log
   })
   const match = await waitFor(proc, /listening on (http:\/\/\S+)/, 120_000)

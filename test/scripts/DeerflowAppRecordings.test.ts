@@ -82,7 +82,49 @@ describe("a flow's recording", () => {
     assert.include(recording.requests[2]!.app_reads.join(" "), "next_before_seq")
     const body = recording.requests[1]!.request.body as { example: any }
     assert.deepStrictEqual(body.example.context, { thread_id: "{thread_id}" })
-    assert.deepStrictEqual(body.example.checkpoint, { checkpoint_id: "2" })
+    // a checkpoint id is the recording's own, named as an id: the replay sends this gateway's
+    assert.deepStrictEqual(body.example.checkpoint, { checkpoint_id: "{checkpoint_id}" })
+  })
+
+  it("says what the contract test checks: a working status for a refused call, the fields the app reads", () => {
+    assert.deepStrictEqual(recording.requests[2]!.expect.status, [200])
+    assert.includeMembers([...recording.requests[2]!.expect.fields], ["has_more", "next_before_seq"])
+    assert.deepStrictEqual(recording.requests[0]!.expect.status, [200])
+  })
+
+  it("keeps no password", () => {
+    const signUp = Record.recording({
+      flow: "login",
+      description: "",
+      auth: "enabled",
+      meta: {},
+      result: { status: "passed", reason: "" },
+      expected: [],
+      exchanges: [
+        exchange({
+          method: "POST",
+          url: "/api/v1/auth/register",
+          requestBody: json({ email: "ada@example.com", password: "deer-password-ada-1" }),
+          status: 201
+        }),
+        exchange({
+          method: "POST",
+          url: "/api/v1/auth/login/local",
+          requestHeaders: { "content-type": "application/x-www-form-urlencoded", origin: "http://127.0.0.1:3456" },
+          requestBody: Buffer.from("username=ada%40example.com&password=deer-password-ada-1")
+        })
+      ]
+    })
+    assert.notInclude(JSON.stringify(signUp), "deer-password-ada-1")
+    assert.deepStrictEqual((signUp.requests[0]!.request.body as any).example, {
+      email: "ada@example.com",
+      password: "{password}"
+    })
+    assert.deepStrictEqual((signUp.requests[1]!.request.body as any).form, {
+      username: "ada@example.com",
+      password: "{password}"
+    })
+    assert.strictEqual(signUp.requests[1]!.request.headers.origin, "{app}")
   })
 
   it("reduces cookies and CSRF tokens to their names", () => {
