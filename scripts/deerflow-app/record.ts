@@ -185,7 +185,7 @@ const headers = (all: Readonly<Record<string, string>>, ids: Ids): Record<string
         .join("\n")
     } else if (name === "x-csrf-token" || name === "authorization" || name === "x-api-key") out[name] = "{secret}"
     else if (name === "host") out[name] = "{gateway}"
-    else if (name === "origin" || name === "referer") out[name] = value.replace(/^https?:\/\/[^/]+/, "{app}")
+    else if (name === "origin" || name === "referer") out[name] = ids.replace(value.replace(/^https?:\/\/[^/]+/, "{app}"))
     else out[name] = ids.replace(value)
   }
   return out
@@ -230,7 +230,11 @@ const request = (exchange: Exchange, ids: Ids) => {
     response: {
       status: exchange.error !== undefined ? `unreachable: ${exchange.error}` : exchange.status,
       headers: headers(exchange.responseHeaders, ids),
-      ...(exchange.aborted ? { cut: "the client or the proxy closed the response before its end" } : {}),
+      ...(exchange.aborted
+        ? { cut: "the client or the proxy closed the response before its end" }
+        : !exchange.done
+        ? { cut: "the response had not ended when the flow ended" }
+        : {}),
       ...(stream
         ? {
           events: eventRuns(events),
@@ -322,7 +326,7 @@ export const recording = (options: {
     description: options.description,
     auth: options.auth,
     recorded: options.meta,
-    result: options.result,
+    result: { ...options.result, reason: ids.replace(options.result.reason) },
     summary: [...summary].map(([line, count]) => (count === 1 ? line : `${line} (×${count})`)),
     requests,
     not_reached: fromSource

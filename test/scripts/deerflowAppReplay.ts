@@ -86,12 +86,14 @@ export class Replay {
 
   constructor(private readonly gateway: string) {}
 
-  /** Replays a recording; the calls the app would not take, one line each. */
+  /** Replays a recording; the calls the app would not take, one line each (a repeated one counted). */
   async run(recording: Recording): Promise<ReadonlyArray<string>> {
     for (const recorded of recording.requests) await this.recorded(recorded)
     for (const call of recording.not_reached) await this.notReached(call)
     await this.close()
-    return this.problems
+    const counts = new Map<string, number>()
+    for (const line of this.problems) counts.set(line, (counts.get(line) ?? 0) + 1)
+    return [...counts].map(([line, count]) => (count > 1 ? `${line} (×${count})` : line))
   }
 
   private async close() {
