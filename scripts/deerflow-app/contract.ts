@@ -4,7 +4,8 @@
  * element that must be there, `header:NAME` for a response header, `cookie:NAME` for a cookie set), and, for a
  * call a flow did not reach on the branch it was recorded on, the request body the app sends (read in its source,
  * scripts/deerflow-app/catalog.ts says where). `{name}` in a body is an id of the flow (`{thread_id}`,
- * `{message_id}`: the last AI message of the thread, `{human_message_id}`: its last human message).
+ * `{message_id}`: the last AI message of the thread, `{human_message_id}`: its last human message, `{etag}`: the
+ * ETag of the last answer that had one).
  */
 
 /** The contract of one endpoint. */
@@ -147,8 +148,23 @@ export const CONTRACTS: Readonly<Record<string, Contract>> = {
     status: [200],
     fields: ["[].thread_id", "[].updated_at", "[].created_at", "[].status", "[].metadata"]
   },
-  "POST /api/threads": { status: [200], fields: ["thread_id", "metadata", "created_at"] },
-  "POST /api/threads/{thread_id}/runs/stream": { status: [200], fields: ["event:metadata", "event:values", "event:end"] },
+  "POST /api/threads": {
+    status: [200],
+    fields: ["thread_id", "metadata", "created_at"],
+    body: { thread_id: "{thread_id}", metadata: {} }
+  },
+  "POST /api/threads/{thread_id}/runs/stream": {
+    status: [200],
+    fields: ["event:metadata", "event:values", "event:end"],
+    body: {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: [{ type: "text", text: "Tell me about deer" }] }] },
+      config: { recursion_limit: 1000 },
+      context: { mode: "flash", thinking_enabled: false, thread_id: "{thread_id}" },
+      stream_mode: ["messages-tuple", "values", "updates", "custom"],
+      on_disconnect: "continue"
+    }
+  },
   "GET /api/threads/{thread_id}/runs/{run_id}/stream": { status: [200], fields: [] },
   "POST /api/threads/{thread_id}/runs/{run_id}/cancel": { status: [202, 200, 204, 409], fields: [] },
   "POST /api/threads/{thread_id}/runs/regenerate/prepare": {
@@ -229,7 +245,11 @@ export const CONTRACTS: Readonly<Record<string, Contract>> = {
   },
   "DELETE /api/threads/{thread_id}/uploads/{filename}": { status: [200], fields: ["success", "message"] },
   "GET /api/threads/{thread_id}/artifacts/{path*}": { status: [200, 206], fields: ["header:etag"] },
-  "PUT /api/threads/{thread_id}/artifacts/{path*}": { status: [200], fields: ["path", "sha256", "size"] },
+  "PUT /api/threads/{thread_id}/artifacts/{path*}": {
+    status: [200],
+    fields: ["path", "sha256", "size"],
+    body: { content: "# Deer notes\n\nEdited in the artifact panel.\n", expected_sha256: "{etag}" }
+  },
   "GET /api/threads/{thread_id}/scheduled-tasks": { status: [200], fields: [] },
   "GET /api/threads/{thread_id}/mcp-tasks": { status: [200], fields: [] },
   "GET /api/threads/{thread_id}": { status: [200, 404], fields: ["thread_id", "metadata"] },

@@ -290,8 +290,21 @@ export const FLOWS: ReadonlyArray<Flow> = [
     auth: "disabled",
     expected: [
       ...CHAT_PAGE,
-      ...ONE_RUN,
       { method: "POST", path: "/api/threads/{thread_id}/uploads", when: "the message is sent with a file" },
+      { method: "POST", path: "/api/threads", when: "the first message of a new chat" },
+      {
+        method: "POST",
+        path: "/api/threads/{thread_id}/runs/stream",
+        when: "the message is sent",
+        body: {
+          assistant_id: "lead_agent",
+          input: { messages: [{ type: "human", content: [{ type: "text", text: "Write my deer notes to a file" }] }] },
+          context: { mode: "flash", thinking_enabled: false, thread_id: "{thread_id}" },
+          stream_mode: ["messages-tuple", "values", "updates", "custom"],
+          on_disconnect: "continue"
+        }
+      },
+      ...ONE_RUN.filter((e) => e.path !== "/api/threads/{thread_id}/runs/stream"),
       { method: "GET", path: "/api/threads/{thread_id}/uploads/list", when: "the uploads panel" },
       { method: "GET", path: "/api/threads/{thread_id}/artifacts/{path*}", when: "the artifact opened (Range preview)" },
       { method: "PUT", path: "/api/threads/{thread_id}/artifacts/{path*}", when: "an output file edited in the panel" },

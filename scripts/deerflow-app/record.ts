@@ -19,6 +19,8 @@ export interface Expected {
   readonly method: string
   readonly path: string
   readonly when: string
+  /** The body the app sends in this flow, when not the contract's (scripts/deerflow-app/contract.ts). */
+  readonly body?: unknown
 }
 
 /** Names ids in the order they appear: by the path parameter or JSON key that holds them, else `id`. */
@@ -298,18 +300,29 @@ export const recording = (options: {
     return request(exchange, ids)
   })
   const seen = new Set(requests.map((r) => `${r.method} ${r.endpoint}`))
+  // the calls not reached are about the flow's own thread and run: the last ones its requests named
+  const named = (pattern: RegExp) => [...JSON.stringify(requests).matchAll(pattern)].at(-1)?.[0]
+  const thread = [...requests].reverse().map((r) => /^\/api\/threads\/(\{thread_id(?:_\d+)?\})/.exec(r.path)?.[1])
+    .find((name) => name !== undefined) ?? "{thread_id}"
+  const run = named(/\{run_id(?:_\d+)?\}/g) ?? "{run_id}"
+  const own = (value: unknown): unknown =>
+    value === undefined ? undefined : JSON.parse(
+      JSON.stringify(value).replaceAll("{thread_id}", thread).replaceAll("{run_id}", run)
+    )
   const fromSource = options.expected
     .filter((e) => !seen.has(`${e.method} ${e.path}`))
     .map((e) => {
       const endpoint = Catalog.find(e.method, e.path)
       const contract = Contract.of(e.method, e.path)
+      const body = own(e.body ?? contract?.body)
       return {
         method: e.method,
-        path: e.path,
+        path: own(e.path) as string,
+        template: e.path,
         when: e.when,
         request: endpoint?.request ?? null,
         ...(contract?.query !== undefined ? { query: contract.query } : {}),
-        ...(contract?.body !== undefined ? { body: contract.body } : {}),
+        ...(body !== undefined ? { body } : {}),
         ...(contract?.form !== undefined ? { form: contract.form } : {}),
         app_reads: endpoint?.reads ?? [],
         expect: expectation(e.method, e.path, 0),

@@ -225,7 +225,7 @@ describe("the committed recordings", () => {
     const covered = new Set<string>()
     for (const r of recordings) {
       for (const q of r.requests) if (q.endpoint !== null) covered.add(`${q.method} ${q.endpoint}`)
-      for (const q of r.not_reached) covered.add(`${q.method} ${q.path}`)
+      for (const q of r.not_reached) covered.add(`${q.method} ${q.template}`)
     }
     assert.deepStrictEqual(NEEDED.filter((e) => !covered.has(e)), [])
     for (const e of NEEDED) {

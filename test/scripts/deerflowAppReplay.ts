@@ -315,6 +315,8 @@ export class Replay {
       return undefined
     }
     const cookies = this.keepCookies(response)
+    const etag = response.headers.get("etag")
+    if (etag !== null) this.bound.set("etag", etag.replace(/^W\//, "").replaceAll("\"", ""))
     const type = response.headers.get("content-type") ?? ""
     const headers = Object.fromEntries(response.headers)
     if (!options.expect.status.includes(response.status)) {
