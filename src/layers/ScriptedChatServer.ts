@@ -105,6 +105,13 @@ export interface Options {
   readonly chunkSize?: number
   /** A real pause between streamed chunks, in milliseconds. Default 0. */
   readonly delayMs?: number
+  /** The loopback port to listen on. Default 0: a free one. */
+  readonly port?: number
+  /**
+   * Whether the requests are kept (`requests`, `bodies`, `headers`) for a test to read. Default true; a server
+   * that runs for long (`antler demo --model-server`) keeps only their count.
+   */
+  readonly remember?: boolean
 }
 
 /** A running scripted server. */
@@ -194,6 +201,7 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
     const bodies: Array<string> = []
     const headers: Array<Record<string, string>> = []
     const aborted: Array<number> = []
+    let calls = 0
     const model = options.model ?? "scripted"
     const delay = options.delayMs ?? 0
     const created = Math.floor(Date.now() / 1000)
@@ -317,14 +325,16 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
         return sendJson(res, 400, errorBody(text, "invalid_request_error", "invalid_body"))
       }
       const body = parsed as ChatRequestBody
-      const call = requests.length
-      requests.push(body)
-      bodies.push(raw)
-      const seen: Record<string, string> = {}
-      for (const [name, value] of Object.entries(req.headers)) {
-        seen[name] = Array.isArray(value) ? value.join(", ") : value ?? ""
+      const call = calls++
+      if (options.remember !== false) {
+        requests.push(body)
+        bodies.push(raw)
+        const seen: Record<string, string> = {}
+        for (const [name, value] of Object.entries(req.headers)) {
+          seen[name] = Array.isArray(value) ? value.join(", ") : value ?? ""
+        }
+        headers.push(seen)
       }
-      headers.push(seen)
       let turn: Turn | undefined
       try {
         turn = typeof script === "function" ? script(body, call) : script[call]
@@ -372,7 +382,7 @@ export const start = (script: Script, options: Options = {}): Effect.Effect<Scri
     return Effect.acquireRelease(
       Effect.async<ScriptedChatServer>((resume) => {
         server.once("error", (error) => resume(Effect.die(error)))
-        server.listen(0, "127.0.0.1", () => {
+        server.listen(options.port ?? 0, "127.0.0.1", () => {
           const { port } = server.address() as AddressInfo
           resume(Effect.succeed({ url: `http://127.0.0.1:${port}/v1`, requests, bodies, headers, aborted }))
         })

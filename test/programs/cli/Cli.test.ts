@@ -475,6 +475,31 @@ describe("the command the hints name", () => {
   })
 })
 
+describe("antler demo --model-server", () => {
+  it.live("serves the scripted model until stopped; antler run and its tools work against it offline", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-model-server-")
+      const server = antler(home, ["demo", "--model-server", "--port", "0"])
+      try {
+        yield* Effect.promise(() => waitFor(() => /answers at (http:\S+)/.test(server.output()), "the server's address"))
+        const url = /answers at (http:\S+)/.exec(server.output())![1]!
+        assert.include(server.output(), "SCRIPTED model (no real model is called)")
+        assert.include(server.output(), `run --base-url ${url} --api-key scripted`)
+        const plain = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", "scripted", "hello there"])
+        assert.strictEqual(plain.code, 0, plain.stderr)
+        assert.include(plain.stdout, "Scripted answer to: hello there (no real model was called)")
+        const file = yield* antlerDone(home, ["run", "--base-url", url, "--api-key", "scripted", "--thread", "f1", "a file"])
+        assert.strictEqual(file.code, 0, file.stderr)
+        assert.include(file.stdout, "write_file /mnt/user-data/outputs/notes.md")
+        const notes = Path.join(home, "users/default/threads/f1/user-data/outputs/notes.md")
+        assert.strictEqual(Fs.readFileSync(notes, "utf8"), "# Notes\n\na file\n")
+      } finally {
+        server.child.kill("SIGINT")
+        yield* Effect.promise(() => server.done)
+      }
+    }), SLOW)
+})
+
 describe("configuration warnings", () => {
   it.live("unused keys are named shortly, once per configuration, and not below the warning level", () =>
     Effect.gen(function*() {
