@@ -10,7 +10,7 @@
  * `scripts/bundle-cli.mjs`, into its `dist-bench/ab-cli/`). The current checkout is a build too (`.`).
  *
  *   node dist-bench/bench/ab.js --builds with=.,without=/tmp/perf/noShapes --jobs w1,w1steady,w4,w4steady
- *     [--reps 5] [--store sqlite|memory] [--callgrind] [--out file.json]
+ *     [--reps 5] [--store sqlite|memory] [--repeats n] [--callgrind] [--node-flags "..."] [--out file.json]
  *
  * Jobs (the full chain over `--store`, as bench/run.ts runs them):
  *   w1 / w1steady   200 steps, 2 warm-up runs then 5 measured; with / without the forced GC before each run
@@ -19,9 +19,10 @@
  *   serve           bench/serveLoad.ts against the build's CLI bundle (8 clients x 6 turns x 2 tool steps, 3 rounds)
  *
  * `--callgrind` runs each worker under `valgrind --tool=callgrind` and counts instructions instead of timing
- * (w1, w1steady, w4, w4steady): the instructions of the measured runs, per step, are those of the job minus
- * those of the same job without its measured runs (one such job per build), divided by the steps. Counts do
- * not depend on the machine's load; they miss what memory stalls cost.
+ * (w1, w1steady, w4, w4steady; serve: the server's, per run, with 4 clients x 4 turns, 2 rounds): the
+ * instructions of the measured runs (the worker zeroes the counters before
+ * each and dumps them after it), per step. Counts do not depend on the machine's load; they miss what memory
+ * stalls and cache misses cost, and V8 under valgrind compiles on a different schedule.
  *
  * The JSON (every repetition's figures) goes to `--out` (default bench/results/ab-<jobs>.json) and stdout.
  */
@@ -49,6 +50,8 @@ const jobNames = (option("jobs") ?? "w1,w1steady,w4,w4steady").split(",")
 const reps = Number(option("reps") ?? 5)
 const store = option("store") ?? "sqlite"
 const callgrind = process.argv.includes("--callgrind")
+/** `--node-flags "--a --b"`: V8 / Node flags for every worker (e.g. a fixed GC schedule under callgrind). */
+const nodeFlags = (option("node-flags") ?? "").split(" ").filter((flag) => flag !== "")
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
 const median = (xs: ReadonlyArray<number>): number => {
@@ -96,6 +99,16 @@ const JOBS: Record<string, Job> = {
   }
 }
 for (const name of jobNames) if (JOBS[name] === undefined) throw new Error(`unknown job ${name}`)
+// `--repeats n`: the measured runs (W1) or rounds (W4) of each worker job (fewer make a callgrind run shorter)
+const repeats = option("repeats")
+if (repeats !== undefined) {
+  for (const name of jobNames) {
+    const job = JOBS[name]!
+    if (job.worker === undefined || job.steps === undefined) continue
+    const perRepeat = job.steps / (job.worker.repeats as number)
+    JOBS[name] = { ...job, worker: { ...job.worker, repeats: Number(repeats) }, steps: perRepeat * Number(repeats) }
+  }
+}
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "antler-ab-"))
 
@@ -123,46 +136,60 @@ const bundleOf = (dir: string): string => {
   return path.join(outdir, "main.cjs")
 }
 
-/** Instructions counted by callgrind in a run of `args` (all threads). */
+/**
+ * Instructions callgrind counted in the measured runs of a worker job (all threads): the worker dumps the
+ * counters after each measured run (BENCH_CALLGRIND), and the dumps are summed.
+ */
 const instructions = (dir: string, args: ReadonlyArray<string>): number => {
   const out = path.join(scratch, `callgrind.${process.hrtime.bigint()}`)
   const r = spawnSync("valgrind", ["--tool=callgrind", `--callgrind-out-file=${out}`, process.execPath, ...args], {
     cwd: dir,
     encoding: "utf8",
+    env: { ...process.env, BENCH_CALLGRIND: "1" },
     maxBuffer: 64 << 20
   })
   if (r.status !== 0) throw new Error(`callgrind failed (${r.status}):\n${r.stderr.slice(-2000)}`)
-  const text = fs.readFileSync(out, "utf8")
-  fs.rmSync(out)
-  const totals = /^(?:summary|totals):\s+(\d+)/m.exec(text)
-  if (totals === null) throw new Error(`no totals in callgrind's output ${out}`)
-  return Number(totals[1])
+  let total = 0
+  let dumps = 0
+  for (const file of fs.readdirSync(scratch).filter((f) => f.startsWith(path.basename(out)))) {
+    const text = fs.readFileSync(path.join(scratch, file), "utf8")
+    fs.rmSync(path.join(scratch, file))
+    if (!/^desc: Trigger: dump measured/m.test(text)) continue
+    const totals = /^totals:\s+(\d+)/m.exec(text)
+    if (totals === null) throw new Error(`no totals in callgrind's dump ${file}`)
+    total += Number(totals[1])
+    dumps++
+  }
+  if (dumps === 0) throw new Error("callgrind: the worker dumped no measured run")
+  return total
 }
 
 const runJob = (dir: string, name: string): Metrics => {
   const job = JOBS[name]!
   if (job.worker === undefined) {
     const out = path.join(scratch, `serve-${process.hrtime.bigint()}.json`)
+    // under callgrind, a smaller load (the server runs about fifty times slower)
+    const load = callgrind ? ["--clients", "4", "--turns", "4", "--rounds", "2", "--callgrind"] : ["--rounds", "3"]
     const r = spawnSync(process.execPath, [
       path.join(here, "serveLoad.js"),
       "--cli",
       bundleOf(dir),
-      "--rounds",
-      "3",
+      ...load,
       "--label",
       "ab",
       "--out",
       out
     ], { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 })
     if (r.status !== 0) throw new Error(`serve load failed:\n${r.stderr.slice(-2000)}`)
-    return job.metrics(JSON.parse(fs.readFileSync(out, "utf8")))
+    const result = JSON.parse(fs.readFileSync(out, "utf8"))
+    return callgrind ? { "server instructions/run": result.serverInstructionsPerRunMedian } : job.metrics(result)
   }
   const worker = path.join(dir, "dist-bench", "bench", "worker.js")
   if (callgrind) {
-    const full = instructions(dir, ["--expose-gc", worker, JSON.stringify(job.worker)])
+    const full = instructions(dir, ["--expose-gc", ...nodeFlags, worker, JSON.stringify(job.worker)])
     return { instructions: full }
   }
-  const r = spawnSync(process.execPath, ["--expose-gc", worker, JSON.stringify(job.worker)], {
+  const r = spawnSync(process.execPath, ["--expose-gc", ...nodeFlags, worker, JSON.stringify(job.worker)], {
     cwd: dir,
     encoding: "utf8",
     maxBuffer: 64 << 20
@@ -174,19 +201,10 @@ const runJob = (dir: string, name: string): Metrics => {
 const load0 = os.loadavg()
 const started = Date.now()
 const samples: Record<string, Record<string, Array<Metrics>>> = {}
-// with --callgrind: the instructions of each job without its measured runs, once per build
-const floors: Record<string, Record<string, number>> = {}
 if (callgrind) {
   for (const name of jobNames) {
     const job = JOBS[name]!
-    if (job.worker === undefined || job.steps === undefined) throw new Error(`--callgrind: not for the ${name} job`)
-    floors[name] = {}
-    for (const build of builds) {
-      const worker = path.join(build.dir, "dist-bench", "bench", "worker.js")
-      process.stderr.write(`[ab] ${name} without measured runs, ${build.name} ... `)
-      floors[name]![build.name] = instructions(build.dir, ["--expose-gc", worker, JSON.stringify({ ...job.worker, repeats: 0 })])
-      process.stderr.write(`${floors[name]![build.name]}\n`)
-    }
+    if (job.worker !== undefined && job.steps === undefined) throw new Error(`--callgrind: not for the ${name} job`)
   }
 }
 for (let rep = 0; rep < reps; rep++) {
@@ -196,9 +214,9 @@ for (let rep = 0; rep < reps; rep++) {
       const t0 = Date.now()
       process.stderr.write(`[ab] rep ${rep + 1}/${reps} ${name} ${build.name} ... `)
       let metrics = runJob(build.dir, name)
-      if (callgrind) {
+      if (callgrind && JOBS[name]!.worker !== undefined) {
         const steps = JOBS[name]!.steps!
-        metrics = { "instructions/step": round((metrics.instructions! - floors[name]![build.name]!) / steps, 0) }
+        metrics = { "instructions/step": round(metrics.instructions! / steps, 0) }
       }
       ;((samples[name] ??= {})[build.name] ??= []).push(metrics)
       process.stderr.write(`${JSON.stringify(metrics)} (${((Date.now() - t0) / 1000).toFixed(1)}s)\n`)
@@ -239,11 +257,11 @@ const result = {
     store,
     reps,
     mode: callgrind ? "callgrind instructions" : "timed",
+    nodeFlags,
     builds: Object.fromEntries(builds.map((b) => [b.name, b.dir]))
   },
   table,
-  samples,
-  ...(callgrind ? { floors } : {})
+  samples
 }
 const text = JSON.stringify(result, null, 2) + "\n"
 const out = option("out") ?? path.join(root, "bench", "results", `ab-${jobNames.join("-")}${callgrind ? "-callgrind" : ""}.json`)

@@ -14,7 +14,11 @@
  * Every turn's stream is checked: no `error` event, and the last `values` ends with the scripted answer.
  *
  *   node dist-bench/bench/serveLoad.js [--clients 8] [--turns 6] [--tools 2] [--rounds 5] [--delay-ms 0]
- *     [--cli path/to/main.cjs] [--label current] [--out file.json]
+ *     [--cli path/to/main.cjs] [--label current] [--out file.json] [--callgrind]
+ *
+ * `--callgrind` runs the server under `valgrind --tool=callgrind` and counts the instructions it executes in
+ * each measured round (its counters zeroed before the round and dumped after it, with `callgrind_control`): a
+ * figure that does not depend on the machine's load (the timings then mean nothing; use few clients and turns).
  *
  * The JSON goes to stdout and to bench/results/serve-load-<label>.json (or `--out`).
  */
@@ -47,6 +51,7 @@ const toolSteps = positive("tools", 2)
 const rounds = positive("rounds", 5)
 const delayMs = positive("delay-ms", 0)
 const label = option("label") ?? "current"
+const callgrind = process.argv.includes("--callgrind")
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits
 const median = (xs: ReadonlyArray<number>): number => {
@@ -123,7 +128,11 @@ const startServer = (cli: string, home: string): Promise<Server> =>
     for (const [key, value] of Object.entries(process.env)) {
       if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
     }
-    const child = spawn(process.execPath, [cli, "serve", "--port", "0", "--config", path.join(home, "config.yaml")], {
+    const serve = [cli, "serve", "--port", "0", "--config", path.join(home, "config.yaml")]
+    const [command, args] = callgrind
+      ? ["valgrind", ["--tool=callgrind", `--callgrind-out-file=${path.join(home, "callgrind.out")}`, process.execPath, ...serve]]
+      : [process.execPath, serve]
+    const child = spawn(command, args, {
       cwd: home,
       env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"]
@@ -215,7 +224,24 @@ const conversation = async (url: string): Promise<ReadonlyArray<TurnResult>> => 
   return out
 }
 
-const loadRound = async (server: Server) => {
+/** With `--callgrind`: zeroes the server's instruction counters, or dumps them (callgrind_control). */
+const counters = (server: Server, command: "-z" | "-d") => {
+  if (callgrind) spawnSync("callgrind_control", [command, String(server.pid)], { stdio: "ignore" })
+}
+
+/** The instructions of the server's dumps so far (each dump read once, then removed). */
+const dumpedInstructions = (): number => {
+  let total = 0
+  for (const file of fs.readdirSync(home).filter((f) => /^callgrind\.out\.\d+$/.test(f))) {
+    const text = fs.readFileSync(path.join(home, file), "utf8")
+    fs.rmSync(path.join(home, file))
+    total += Number(/^totals:\s+(\d+)/m.exec(text)?.[1] ?? NaN)
+  }
+  return total
+}
+
+const loadRound = async (server: Server, measured = true) => {
+  if (measured) counters(server, "-z")
   const cpu0 = cpuMsOf(server.pid)
   const own0 = process.cpuUsage()
   const t0 = performance.now()
@@ -224,8 +250,11 @@ const loadRound = async (server: Server) => {
   const serverCpuMs = cpuMsOf(server.pid) - cpu0
   const own = process.cpuUsage(own0)
   const runs = results.length
+  if (measured) counters(server, "-d")
+  const instructions = callgrind && measured ? dumpedInstructions() : undefined
   return {
     runs,
+    ...(instructions !== undefined ? { serverInstructionsPerRun: Math.round(instructions / runs) } : {}),
     wallMs: round(wallMs),
     runsPerSec: round(runs / (wallMs / 1000)),
     serverCpuMs: round(serverCpuMs),
@@ -256,7 +285,7 @@ try {
   const load0 = os.loadavg()
   const started = Date.now()
   server = await startServer(cli, home)
-  const warmup = await loadRound(server)
+  const warmup = await loadRound(server, false)
   const measured = []
   for (let r = 0; r < rounds; r++) measured.push(await loadRound(server))
   const result = {
@@ -277,12 +306,16 @@ try {
         modelChunkDelayMs: delayMs,
         runsPerRound: clients * turns,
         turn: `${toolSteps} tool steps (write_file, read_file alternately) and a 60-word streamed answer`,
-        store: "SQLite (antler serve's default)"
+        store: "SQLite (antler serve's default)",
+        ...(callgrind ? { server: "under valgrind --tool=callgrind (timings meaningless)" } : {})
       }
     },
     runsPerSecMedian: round(median(measured.map((r) => r.runsPerSec))),
     serverCpuMsPerRunMedian: round(median(measured.map((r) => r.serverCpuMsPerRun)), 2),
     latencyMsP50Median: round(median(measured.map((r) => r.latencyMs.p50))),
+    ...(callgrind
+      ? { serverInstructionsPerRunMedian: median(measured.map((r) => r.serverInstructionsPerRun ?? NaN)) }
+      : {}),
     warmup,
     rounds: measured
   }
