@@ -25,18 +25,6 @@ import type { Interrupt, ToolError, ToolResult, ToolService } from "../services/
 import type { ToolCall } from "../state/Message.js"
 import * as Internal from "./internal/RunFrame.js"
 
-// The run frame (`RunFrame`: a run's per-run wrappers and its scope, which `Run.execute` provides and closes) and
-// `resolve` (a run's model and tool calls through its middlewares' wrappers, resolved once inside the run): see
-// internal/RunFrame.ts.
-export {
-  closeRunFrame,
-  type Frame,
-  makeRunFrame,
-  resolve,
-  type Resolved,
-  RunFrame
-} from "./internal/RunFrame.js"
-
 /** The three ports every middleware receives and provides. */
 export type Ports = ModelService | ToolService | AgentHooks
 
