@@ -10,8 +10,8 @@
  * returns serve that run's calls. They are kept in the run's frame (`RunFrame`, a run service), set there by the
  * middleware's own `AgentHooks.around`: no registry, no per-run layer build.
  *
- * How run frames work, how a run's ports are resolved once, and when the per-run effects skip a `provide`: see
- * `internal/RunFrame.ts` and `internal/README.md` (what the machinery guarantees, and what each part saves).
+ * How run frames work and how a run's ports are resolved once: see `internal/RunFrame.ts` and
+ * `internal/README.md` (what the machinery guarantees).
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

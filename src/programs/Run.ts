@@ -473,8 +473,8 @@ export const execute = <E = never, R = never>(
       Context.add(RunEvents, events),
       Context.add(RunFrame.RunFrame, frame)
     )
-    // the run's hooks and loop also see the run's scope (typed as the run's services: it is there for the
-    // per-run effects, not something the run requires)
+    // the run's hooks and loop also see the run's scope (typed as the run's services: not something the run
+    // requires)
     const inRun = Context.add(runServices, Scope.Scope, runScope) as Context.Context<RunServices>
 
     const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {

@@ -1,6 +1,6 @@
 /**
  * The machinery behind `Middleware.make`: run frames, and the resolution of a run's ports. Read
- * `./README.md` first (what it guarantees, what each part saves, measured); `Middleware.ts` is the public face.
+ * `./README.md` first (what it guarantees); `Middleware.ts` is the public face.
  *
  * - Run frames. A middleware layer is built once per agent, but a per-run middleware's wrappers belong to one
  *   run. They are kept in the run's frame (`RunFrame`, a run service: a map from each middleware to its
@@ -9,8 +9,6 @@
  * - Resolution. The ports a middleware provides carry, under a symbol, how to resolve them for one run: the run
  *   loop asks once (`resolve`) and gets plain functions that call each wrapper directly, skipping the layers
  *   that do not wrap that port.
- * - Skipping the provide. A per-run effect needs the app's services and the run's scope; when the run's context
- *   already holds both (an app running its own agent), it runs as it is.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -215,7 +213,6 @@ export const perRunLayer = <E, R>(
   Layer.scopedContext(Effect.gen(function*() {
     const context = yield* Effect.context<Ports | Exclude<R, RunServices | Scope.Scope>>()
     const app = appServices(context)
-    const appEntries = [...app.unsafeMap]
     const inner = Context.pick(ModelService, ToolService, AgentHooks)(context)
     const model = Context.get(inner, ModelService)
     const hooks = Context.get(inner, AgentHooks)
@@ -238,7 +235,7 @@ export const perRunLayer = <E, R>(
         // The entry stands for the rest of the run (the frame forgets it when the run ends). Entered again
         // within one run (the same agent's hooks nested), the outer entry is back when the inner one ends.
         const previous = frame.wrappers.get(key)
-        const entered = Effect.flatMap(start(frame, context), (w) => {
+        const entered = Effect.flatMap(start(frame), (w) => {
           frame.wrappers.set(key, w)
           const loop = hooks.around(run)
           return w.run === undefined ? loop : w.run(loop)
@@ -247,22 +244,11 @@ export const perRunLayer = <E, R>(
           ? entered
           : Effect.ensuring(entered, Effect.sync(() => frame.wrappers.set(key, previous)))
       })
-    // The per-run effect sees the app's services and the run's scope. Inside `Run.execute` the run's context
-    // usually holds both already (the app runs its agent in its own context, and the run's scope is a run
-    // service): then it runs as it is. Otherwise one `provide` adds them (about 25 effect steps and a copy of
-    // the context, on every run, for each per-run middleware of the chain).
-    const holds = (context: Context.Context<never>, frame: Frame): boolean => {
-      const map = context.unsafeMap
-      if (map.get(Scope.Scope.key) !== frame.scope) return false
-      for (const [key, service] of appEntries) if (map.get(key) !== service) return false
-      return true
-    }
-    const start = (frame: Frame, context: Context.Context<never>) =>
-      holds(context, frame)
-        ? Effect.orDie(perRun as Effect.Effect<Wrap, E, RunServices>)
-        : Effect.orDie(
-          Effect.provide(perRun, Context.add(app, Scope.Scope, frame.scope)) as Effect.Effect<Wrap, E, RunServices>
-        )
+    // The per-run effect sees the app's services and the run's scope.
+    const start = (frame: Frame) =>
+      Effect.orDie(
+        Effect.provide(perRun, Context.add(app, Scope.Scope, frame.scope)) as Effect.Effect<Wrap, E, RunServices>
+      )
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>
