@@ -46,7 +46,7 @@ import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
-import { extend } from "../state/Objects.js"
+import { extend } from "../state/internal/Objects.js"
 
 /** What to run. */
 export interface RunInput {
