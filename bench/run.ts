@@ -40,6 +40,14 @@ for (const c of configs) jobs.push({ id: `w1/${name(c)}`, job: { kind: "w1", ...
 for (const c of configs.slice(1)) {
   jobs.push({ id: `w1warm/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warmLong } })
 }
+// W1 again without the full GC the contract forces before each run (not a peer figure): runs back to back, as an
+// app or a busy server runs them
+for (const c of configs.slice(1)) {
+  jobs.push({
+    id: `w1steady/${name(c)}`,
+    job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warm, gcBeforeRun: false }
+  })
+}
 for (const c of configs) {
   jobs.push({ id: `w2len/${name(c)}`, job: { kind: "w2len", ...c, lengths: P.lengths, steps: P.lenSteps, repeats: P.lenRep } })
 }
@@ -224,6 +232,8 @@ for (const c of configs) {
   }
   const warm = results[`w1warm/${name(c)}`]
   if (warm && !warm.error) line(`  after ${P.warmLong} warm-up runs`.padEnd(18), warm.wallUsPerStepMedian, warm.cpuUsPerStepMedian, warm.checkpointUsPerStepMedian)
+  const steady = results[`w1steady/${name(c)}`]
+  if (steady && !steady.error) line("  no forced GC".padEnd(18), steady.wallUsPerStepMedian, steady.cpuUsPerStepMedian, steady.checkpointUsPerStepMedian)
 }
 line("\nW2 µs/step by thread length   " + P.lengths.join(" / ") + "   growth")
 for (const c of configs) {

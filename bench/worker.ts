@@ -2,13 +2,14 @@
  * One benchmark job per process (a clean heap and RSS per job). Prints one JSON object on stdout.
  *   node --expose-gc --import tsx bench/worker.ts '<job JSON>'
  */
+import { execFileSync } from "node:child_process"
 import type { Chain, Store } from "./common.js"
 import { cpuUs, gc, intervalsUs, makeHarness, median, mib, probe, round, seedThread } from "./common.js"
 import * as M from "../src/state/Message.js"
 
 type Cfg = { chain: Chain; store: Store }
 type Job =
-  | (Cfg & { kind: "w1"; steps: number; repeats: number; warmupRuns: number })
+  | (Cfg & { kind: "w1"; steps: number; repeats: number; warmupRuns: number; gcBeforeRun?: boolean })
   | (Cfg & { kind: "w2len"; lengths: Array<number>; steps: number; repeats: number })
   | (Cfg & { kind: "w2grow"; messages: number })
   | (Cfg & { kind: "w4"; threads: number; steps: number; repeats: number; gcBetweenRounds?: boolean })
@@ -31,17 +32,33 @@ const go = (threadId: string, steps: number) =>
 
 let stepsRun = 0
 
+/**
+ * Under `valgrind --tool=callgrind` (bench/ab.ts --callgrind sets BENCH_CALLGRIND): the instruction counters are
+ * zeroed before each measured run or round and dumped after it (`callgrind_control`), so the dumps count the
+ * measured work alone, not the start-up, the warm-up, the checks or the forced GC between runs.
+ */
+const callgrind = process.env.BENCH_CALLGRIND === "1"
+const counters = (command: "-z" | "-d", label?: string) => {
+  if (!callgrind) return
+  const args = label === undefined ? [command, String(process.pid)] : [command, label, String(process.pid)]
+  execFileSync("callgrind_control", args, { stdio: "ignore" })
+}
+
 async function w1(j: Extract<Job, { kind: "w1" }>) {
   const runs: Array<{ wallUsPerStep: number; cpuUsPerStep: number; checkpointUsPerStep: number; serializedBytesPerStep: number }> = []
   const warmup: Array<number> = []
   for (let r = 0; r < j.warmupRuns + j.repeats; r++) {
-    gc()
+    // (the contract's full GC before each run; `gcBeforeRun: false` runs them back to back, as an app or a busy
+    // server does: no full collection between two runs unless V8 decides on one)
+    if (j.gcBeforeRun !== false) gc()
     probe.reset()
+    if (r >= j.warmupRuns) counters("-z")
     const c0 = process.cpuUsage()
     const t0 = performance.now()
     await go(`w1-${r}`, j.steps)
     stepsRun += j.steps
     const wall = performance.now() - t0
+    if (r >= j.warmupRuns) counters("-d", `measured-w1-${r}`)
     const cpu = cpuUs(process.cpuUsage(c0))
     await check(`w1-${r}`, j.steps, 1)
     if (r < j.warmupRuns) {
@@ -58,6 +75,7 @@ async function w1(j: Extract<Job, { kind: "w1" }>) {
   return {
     steps: j.steps,
     repeats: j.repeats,
+    gcBeforeRun: j.gcBeforeRun !== false,
     wallUsPerStepMedian: median(runs.map((r) => r.wallUsPerStep)),
     wallUsPerStepMin: Math.min(...runs.map((r) => r.wallUsPerStep)),
     cpuUsPerStepMedian: median(runs.map((r) => r.cpuUsPerStep)),
@@ -186,7 +204,10 @@ async function w4(j: Extract<Job, { kind: "w4" }>) {
     // (the contract's full GC before each round; `gcBetweenRounds: false` measures rounds back to back, as a busy
     // server runs them: V8 re-optimises about a hundred functions after a forced full GC)
     if (j.gcBetweenRounds !== false) gc()
-    runs.push(await round_(`r${r}`))
+    counters("-z")
+    const measured = await round_(`r${r}`)
+    counters("-d", `measured-w4-${r}`)
+    runs.push(measured)
   }
   return {
     threads: j.threads,

@@ -18,7 +18,7 @@ import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
 import * as Lookalike from "../state/Lookalike.js"
 import * as M from "../state/Message.js"
 import { HumanInputResponse } from "./Clarification.js"
-import * as Incremental from "./Incremental.js"
+import * as Incremental from "./internal/Incremental.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
 

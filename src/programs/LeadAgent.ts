@@ -39,7 +39,6 @@ import type { ThreadState } from "../state/ThreadState.js"
 import * as AgentPrompt from "./AgentPrompt.js"
 import * as Chains from "./Chains.js"
 import * as Run from "./Run.js"
-import * as Shapes from "./Shapes.js"
 
 export type { Deferred, ChainOptions, SubagentChainOptions } from "./Chains.js"
 export { chain, guardrailOf, order, subagentChain, subagentTokenBudget } from "./Chains.js"
@@ -213,8 +212,6 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
-      // the runtime's short-lived shapes stay known to V8 between runs (see Shapes)
-      yield* Shapes.keep
       const definitions = Context.get(ports, ToolService).definitions
       const systemPrompt = yield* AgentPrompt.forAgent(app, catalog, {
         tools: definitions.map((d) => d.name),

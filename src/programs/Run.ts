@@ -26,7 +26,7 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Clock from "effect/Clock"
 import type { Ports } from "../middleware/Middleware.js"
-import * as MW from "../middleware/Middleware.js"
+import * as RunFrame from "../middleware/internal/RunFrame.js"
 import { describeFailure, truncateDetail } from "../middleware/ToolErrorHandling.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
@@ -46,7 +46,7 @@ import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
-import { extend } from "../state/Objects.js"
+import { extend } from "../state/internal/Objects.js"
 
 /** What to run. */
 export interface RunInput {
@@ -237,7 +237,7 @@ const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
 
 const callTools = (
   step: Step,
-  ports: MW.Resolved,
+  ports: RunFrame.Resolved,
   message: AIMessage
 ): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
   Effect.suspend(() => {
@@ -313,7 +313,7 @@ const loop = (step: Step) =>
       ...(step.options.maxTokens !== undefined ? { maxTokens: step.options.maxTokens } : {})
     }
     // the run's wrappers, resolved once: every call of the loop goes straight through them
-    const ports = yield* MW.resolve(step.model, step.tools)
+    const ports = yield* RunFrame.resolve(step.model, step.tools)
     for (let calls = 0;; calls++) {
       yield* step.checkpoint
       if (calls >= step.options.recursionLimit) {
@@ -465,16 +465,16 @@ export const execute = <E = never, R = never>(
       return journal.length === 0 ? Effect.void : store.append(threadId, runId, journal)
     })
     // The frame of the run's per-run middlewares, with the run's scope (their per-run effects' finalizers), ends
-    // with the run: see `Middleware.RunFrame`.
+    // with the run: see `middleware/internal/RunFrame.ts`.
     const runScope = yield* Scope.make()
-    const frame = MW.makeRunFrame(runScope)
+    const frame = RunFrame.makeRunFrame(runScope)
     const runServices: Context.Context<RunServices> = Context.make(RunContext, context).pipe(
       Context.add(RunState, holder.service),
       Context.add(RunEvents, events),
-      Context.add(MW.RunFrame, frame)
+      Context.add(RunFrame.RunFrame, frame)
     )
-    // the run's hooks and loop also see the run's scope (typed as the run's services: it is there for the
-    // per-run effects, not something the run requires)
+    // the run's hooks and loop also see the run's scope (typed as the run's services: not something the run
+    // requires)
     const inRun = Context.add(runServices, Scope.Scope, runScope) as Context.Context<RunServices>
 
     const withPorts = (ports: Context.Context<Ports>) => Effect.gen(function*() {
@@ -498,7 +498,7 @@ export const execute = <E = never, R = never>(
       if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
       return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(
         Effect.provide(inRun),
-        Effect.onExit((exit) => MW.closeRunFrame(frame, exit))
+        Effect.onExit((exit) => RunFrame.closeRunFrame(frame, exit))
       )
     })
     // an agent given as a layer is built for this run, in a scope of the run's; built ports need no scope

@@ -7,7 +7,7 @@ import type * as Effect from "effect/Effect"
 import type { AIMessage, JsonObject, Message } from "../state/Message.js"
 import type { StateUpdate } from "../state/ThreadState.js"
 import type { RunServices } from "./RunContext.js"
-import { extend } from "../state/Objects.js"
+import { extend } from "../state/internal/Objects.js"
 import type { ModelError } from "./ModelError.js"
 
 export { ModelError, ModelErrorReason } from "./ModelError.js"

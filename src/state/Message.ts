@@ -3,7 +3,7 @@
  * stay readable by LangGraph clients and DeerFlow's UI. Pure schemas and helpers: no services, no I/O.
  */
 import * as Schema from "effect/Schema"
-import { extend } from "./Objects.js"
+import { extend } from "./internal/Objects.js"
 import * as Json from "./Json.js"
 
 /** A free-form JSON object (`additional_kwargs`, `response_metadata`, tool arguments). */

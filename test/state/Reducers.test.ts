@@ -5,7 +5,7 @@ import * as FC from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import type { Message, MessageWrite } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
-import * as FastDecode from "../../src/state/FastDecode.js"
+import * as FastDecode from "../../src/internal/FastDecode.js"
 import * as R from "../../src/state/Reducers.js"
 import * as TS from "../../src/state/ThreadState.js"
 

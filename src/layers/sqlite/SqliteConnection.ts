@@ -14,7 +14,7 @@ import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { Worker } from "node:worker_threads"
-import * as Mutex from "../../services/Mutex.js"
+import * as Mutex from "../../internal/Mutex.js"
 
 /** What a write statement reports. */
 export interface RunResult {

@@ -8,7 +8,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import { StoreError } from "../../services/RunContext.js"
-import * as FastDecode from "../../state/FastDecode.js"
+import * as FastDecode from "../../internal/FastDecode.js"
 import * as Json from "../../state/Json.js"
 import type * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Mutex from "../../src/services/Mutex.js"
+import * as Mutex from "../../src/internal/Mutex.js"
 
 describe("Mutex", () => {
   it.live("bodies never overlap, even when they wait inside; every one runs, in the order they asked", () =>

@@ -5,7 +5,7 @@ import * as FC from "effect/FastCheck"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { isDeepStrictEqual } from "node:util"
-import * as FastDecode from "../../src/state/FastDecode.js"
+import * as FastDecode from "../../src/internal/FastDecode.js"
 import * as M from "../../src/state/Message.js"
 import * as TS from "../../src/state/ThreadState.js"
 

@@ -19,10 +19,10 @@
 import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type { AIMessage, Message, MessageWrite } from "./Message.js"
-import { rawToolCalls } from "./Message.js"
-import type { StateUpdate, ThreadState } from "./ThreadState.js"
-import * as TS from "./ThreadState.js"
+import type { AIMessage, Message, MessageWrite } from "../state/Message.js"
+import { rawToolCalls } from "../state/Message.js"
+import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
+import * as TS from "../state/ThreadState.js"
 
 type Rec = Record<string, unknown>
 

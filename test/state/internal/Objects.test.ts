@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as FC from "effect/FastCheck"
-import { extend } from "../../src/state/Objects.js"
+import { extend } from "../../../src/state/internal/Objects.js"
 
 describe("Objects.extend", () => {
   it("is the object spread: the same own keys in the same order, later fields win, the source is untouched", () => {

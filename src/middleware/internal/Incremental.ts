@@ -7,7 +7,7 @@
  * message, another thread) is a miss and the pass reads the whole array, so results are always those of a full
  * pass.
  */
-import type { Message } from "../state/Message.js"
+import type { Message } from "../../state/Message.js"
 
 /** Whether `next` starts with every message of `previous`, the same objects (a history that only grew). */
 export const extendsHistory = (next: ReadonlyArray<Message>, previous: ReadonlyArray<Message>): boolean => {
