@@ -82,7 +82,9 @@ export const INTERNAL_PROMPT_TAGS: ReadonlyArray<string> = [
   "new_messages",
   // the memory update prompt
   "current_memory",
-  "conversation"
+  "conversation",
+  // the gateway's input polish prompt
+  "draft"
 ]
 
 /** Common prompt-injection tag names. */

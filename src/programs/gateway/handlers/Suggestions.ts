@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { ModelService } from "../../../services/ModelService.js"
+import * as Markup from "../../../state/Markup.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
@@ -140,8 +141,9 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             const answer = yield* OneShot.text(model, {
               purpose: "input_polish",
               system: POLISH_PROMPT,
-              user: `Locale hint: ${locale}\n\nRewrite this draft while preserving its intent:\n` +
-                `<draft>\n${text}\n</draft>`,
+              // the draft cannot close its block (escaped as every harness block is)
+              user: `Locale hint: ${Markup.escapeText(locale)}\n\nRewrite this draft while preserving its intent:\n` +
+                Markup.block("draft", text),
               modelName: polish.model_name ?? undefined,
               userId: identity.user
             }).pipe(Effect.either)
