@@ -359,7 +359,8 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
       const model = modelOf(response.message, request.settings.modelName, context.options.modelName)
       const line = usageLogLine(response.message, model)
       if (line === undefined) return Effect.void
-      const logged = Effect.logInfo(line)
+      // at debug: Effect's default logger writes to stdout, which is the app's own (a library's JSON lines...)
+      const logged = Effect.logDebug(line)
       return request.internal === undefined ? logged : Effect.annotateLogs(logged, "purpose", request.internal)
     }
 

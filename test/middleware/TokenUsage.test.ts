@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import * as TU from "../../src/middleware/TokenUsage.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -255,7 +256,7 @@ describe("TokenUsage.layer", () => {
 })
 
 describe("TokenUsage logs", () => {
-  it.effect("each model call's usage is logged as DeerFlow logs it: model, input, output, total", () =>
+  it.effect("each model call's usage is logged as DeerFlow logs it (at debug): model, input, output, total", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
       const capture = Logger.replace(
@@ -272,10 +273,10 @@ describe("TokenUsage logs", () => {
         ],
         tools: [Tool.make({ name: "noop", description: "n", parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })],
         middlewares: () => [TU.layer()]
-      }).pipe(Effect.provide(capture))
+      }).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Debug))
       assert.deepStrictEqual(lines, [
-        "INFO LLM token usage: model=scripted input=120 output=30 total=150",
-        "INFO LLM token usage: model=scripted input=200 output=10 total=210"
+        "DEBUG LLM token usage: model=scripted input=120 output=30 total=150",
+        "DEBUG LLM token usage: model=scripted input=200 output=10 total=210"
       ])
     }).pipe(Harness.withStore))
 })
