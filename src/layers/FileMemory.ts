@@ -20,7 +20,6 @@
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -35,13 +34,12 @@ import { randomBytes, randomUUID } from "node:crypto"
 import * as Path from "node:path"
 import * as FileErrors from "../internal/FileErrors.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import * as DetachedCall from "../services/DetachedCall.js"
 import type { MemoryConfig } from "../services/AppConfig.js"
 import { Memory, MemoryError } from "../services/Memory.js"
 import type { Pending, Scope as MemoryScope, Service } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
 import type { ModelRequest } from "../services/ModelService.js"
-import { RunContext, RunState } from "../services/RunContext.js"
-import { RunEvents } from "../services/RunEvents.js"
 import { SafeId } from "../services/Sandbox.js"
 import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
@@ -49,8 +47,6 @@ import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as Redact from "../state/Redact.js"
-import { applyUpdate as applyState } from "../state/Reducers.js"
-import * as TS from "../state/ThreadState.js"
 import * as Tokens from "../state/Tokens.js"
 import * as TextFile from "./TextFile.js"
 
@@ -275,30 +271,9 @@ export const updateRequest = (prompt: string, modelName: string | undefined): Mo
   internal: "memory"
 })
 
-/** The services a model call needs outside any run: a context of its own, a scratch state, no events. */
-const callServices = (threadId: string, userId: string, modelName: string | undefined) => {
-  let state = TS.empty
-  return Context.make(RunContext, {
-    threadId,
-    runId: `memory-${randomUUID()}`,
-    userId,
-    options: { recursionLimit: 1, toolConcurrency: 1, modelName },
-    stopReason: Effect.succeed(undefined),
-    setStopReason: () => Effect.void
-  }).pipe(
-    Context.add(RunState, {
-      get: Effect.sync(() => state),
-      update: (update) =>
-        Effect.suspend(() => {
-          const next = applyState(state, update)
-          if (Either.isLeft(next)) return Effect.fail(next.left)
-          state = next.right
-          return Effect.void
-        })
-    }),
-    Context.add(RunEvents, RunEvents.discard)
-  )
-}
+/** The services the memory update's model call needs outside any run (see `DetachedCall`). */
+const callServices = (threadId: string, userId: string, modelName: string | undefined) =>
+  DetachedCall.services({ threadId, runId: `memory-${randomUUID()}`, userId, modelName })
 
 const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName ?? null])
 

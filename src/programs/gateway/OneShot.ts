@@ -5,16 +5,11 @@
  * written to a thread or reaches a run's stream. Its answer is the model's text, untrusted: callers decode and
  * bound it.
  */
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Crypto from "node:crypto"
+import * as DetachedCall from "../../services/DetachedCall.js"
 import type { ModelService } from "../../services/ModelService.js"
-import { RunContext, RunState } from "../../services/RunContext.js"
-import { RunEvents } from "../../services/RunEvents.js"
 import * as M from "../../state/Message.js"
-import { applyUpdate } from "../../state/Reducers.js"
-import * as TS from "../../state/ThreadState.js"
 
 /** What a one-shot call is: its purpose (`internal`), prompts, model and user. */
 export interface Call {
@@ -25,30 +20,14 @@ export interface Call {
   readonly userId: string
 }
 
-/** The services a call needs, its own: no thread, no events. */
-const scratch = (call: Call) => {
-  let state = TS.empty
-  return Context.make(RunContext, {
+/** The services a call needs, its own: no thread, no events (see `DetachedCall`). */
+const scratch = (call: Call) =>
+  DetachedCall.services({
     threadId: `${call.purpose}-${Crypto.randomUUID()}`,
     runId: `${call.purpose}-${Crypto.randomUUID()}`,
     userId: call.userId,
-    options: { recursionLimit: 1, toolConcurrency: 1, modelName: call.modelName },
-    stopReason: Effect.succeed(undefined),
-    setStopReason: () => Effect.void
-  }).pipe(
-    Context.add(RunState, {
-      get: Effect.sync(() => state),
-      update: (update) =>
-        Effect.suspend(() => {
-          const next = applyUpdate(state, update)
-          if (Either.isLeft(next)) return Effect.fail(next.left)
-          state = next.right
-          return Effect.void
-        })
-    }),
-    Context.add(RunEvents, RunEvents.discard)
-  )
-}
+    modelName: call.modelName
+  })
 
 /** The text the model answers `call` with. */
 export const text = (model: ModelService["Type"], call: Call) =>
