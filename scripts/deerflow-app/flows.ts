@@ -415,8 +415,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
     auth: "disabled",
     expected: [
       { method: "GET", path: "/api/skills", when: "the skills page opens" },
-      { method: "PUT", path: "/api/skills/{skill_name}", when: "a skill's switch" },
-      { method: "POST", path: "/api/skills/install", when: "a .skill artifact installed from a chat" }
+      // (`POST /api/skills/install` is the artifacts panel's, for a .skill file a run wrote: not this screen's)
+      { method: "PUT", path: "/api/skills/{skill_name}", when: "a skill's switch" }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new?settings=skills`)
@@ -440,8 +440,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
     auth: "disabled",
     expected: [
       { method: "GET", path: "/api/mcp/config", when: "the tools page opens" },
-      { method: "PATCH", path: "/api/mcp/config", when: "a server's switch" },
-      { method: "PUT", path: "/api/mcp/config", when: "the configuration saved" }
+      // (the app's `updateMCPConfig`, a `PUT`, is called by no screen of it)
+      { method: "PATCH", path: "/api/mcp/config", when: "a server's switch" }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new?settings=tools`)
