@@ -276,8 +276,13 @@ export const FLOWS: ReadonlyArray<Flow> = [
       await see(button, "the Branch conversation button of the answer", 10_000)
       await button.click()
       try {
-        await at(ctx.page, /\/workspace\/chats\/[0-9a-f-]{36}$/, "the branch's own chat")
-        if (ctx.page.url() === url) throw new CheckFailed("the page stayed on the original chat")
+        // (the original chat's address is a chat's too: wait for another one)
+        const chat = /\/workspace\/chats\/[0-9a-f-]{36}$/
+        try {
+          await ctx.page.waitForURL((next) => chat.test(next.pathname) && next.href !== url, { timeout: 60_000 })
+        } catch {
+          throw new CheckFailed("the page stayed on the original chat")
+        }
         await see(answerTo(ctx.page, question), "the branched answer in the new chat")
       } finally {
         await ctx.shot("branched")
