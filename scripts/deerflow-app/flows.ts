@@ -52,7 +52,8 @@ const at = async (page: Page, url: RegExp, what: string, timeout = 60_000) => {
   }
 }
 
-const composer = (page: Page) => page.getByPlaceholder(/how can i assist you/i)
+// the chat's box, or the agent designer's
+const composer = (page: Page) => page.getByPlaceholder(/how can i assist you|describe the agent you want/i)
 
 /** The answer of the scripted model to `question` (its `take`). */
 const answerTo = (page: Page, question: string, take = 1) =>
