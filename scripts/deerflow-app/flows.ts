@@ -109,8 +109,8 @@ const ONE_RUN: ReadonlyArray<Expected> = [
   { method: "GET", path: "/api/threads/{thread_id}/token-usage", when: "after each run" },
   { method: "GET", path: "/api/threads/{thread_id}", when: "the chat page loads its metadata" },
   { method: "POST", path: "/api/threads/{thread_id}/suggestions", when: "after an answer, when suggestions are on" },
-  { method: "GET", path: "/api/threads/{thread_id}/runs/{run_id}/workspace-changes", when: "an answer's changes badge (once messages/page gives run ids)" },
-  { method: "PUT", path: "/api/threads/{thread_id}/runs/{run_id}/feedback", when: "thumbs up on an answer (shown once messages/page gives run ids)" }
+  { method: "GET", path: "/api/threads/{thread_id}/runs/{run_id}/workspace-changes", when: "an answer's changes badge (once messages/page gives run ids)" }
+  // (feedback, `PUT .../runs/{run_id}/feedback`, is a click on thumbs up, which no flow makes)
 ]
 
 const FIRST = "Tell me about deer antlers"
@@ -519,7 +519,7 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/v1/auth/login/local", when: "Sign in" },
       { method: "GET", path: "/api/v1/auth/me", when: "every page with a session" },
       { method: "POST", path: "/api/v1/auth/logout", when: "Log out" },
-      { method: "POST", path: "/api/v1/auth/change-password", when: "settings: account" },
+      // (no step changes a password: `POST /api/v1/auth/change-password` is checked in the gateway's own tests)
       ...CHAT_PAGE.filter((e) => e.path !== "/api/v1/auth/me"),
       ...ONE_RUN
     ],
