@@ -473,8 +473,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/scheduled-tasks/{task_id}/resume", when: "Resume" },
       { method: "POST", path: "/api/scheduled-tasks/{task_id}/trigger", when: "Trigger now" },
       { method: "PATCH", path: "/api/scheduled-tasks/{task_id}", when: "Edit, Save" },
-      { method: "DELETE", path: "/api/scheduled-tasks/{task_id}", when: "Delete" },
-      { method: "GET", path: "/api/threads/{thread_id}/scheduled-tasks", when: "a chat's header link" }
+      { method: "DELETE", path: "/api/scheduled-tasks/{task_id}", when: "Delete" }
+      // (`GET /api/threads/{thread_id}/scheduled-tasks` is a chat's header link: this flow opens no chat)
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/scheduled-tasks`)
