@@ -382,7 +382,12 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/threads/{thread_id}/runs/stream", when: "the bootstrap chat (context agent_name, is_bootstrap)" },
       { method: "GET", path: "/api/agents/{agent_name}", when: "after setup_agent saved it" },
       { method: "PUT", path: "/api/agents/{agent_name}", when: "the agent's settings changed" },
-      { method: "POST", path: "/api/agents", when: "an agent created from its settings form" },
+      {
+        method: "POST",
+        path: "/api/agents",
+        when: "an agent created from its settings form (another one: deer-guide is the designer's)",
+        body: { name: "deer-scout", description: "Finds deer tracks", soul: "# Deer scout\n" }
+      },
       { method: "DELETE", path: "/api/agents/{agent_name}", when: "an agent deleted from the gallery" },
       { method: "PATCH", path: "/api/threads/{thread_id}", when: "an agent's chat is created (metadata.agent_name)" }
     ],
