@@ -100,11 +100,6 @@ describe("two users", () => {
     const before = await (await alice(`/threads/${threadId}/state`)).json()
     const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body) })
     const run = { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "steal" }] } }
-    const form = () => {
-      const data = new FormData()
-      data.append("files", new Blob(["bob's file"]), "evil.txt")
-      return { method: "POST", body: data }
-    }
     const langgraph: Array<[string, RequestInit]> = [
       [`/threads/${threadId}`, {}],
       [`/threads/${threadId}`, { method: "PATCH", body: JSON.stringify({ metadata: { owner: "bob" } }) }],
