@@ -121,7 +121,12 @@ export const FLOWS: ReadonlyArray<Flow> = [
     name: "new-chat",
     description: "A new chat: a first message, then two follow-ups, each answered in the same chat.",
     auth: "disabled",
-    expected: [...CHAT_PAGE, { method: "POST", path: "/api/threads", when: "the first message of a new chat" }, ...ONE_RUN],
+    expected: [
+      ...CHAT_PAGE,
+      { method: "POST", path: "/api/threads", when: "the first message of a new chat" },
+      ...ONE_RUN,
+      { method: "PUT", path: "/api/threads/{thread_id}/runs/{run_id}/feedback", when: "thumbs up on an answer" }
+    ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new`)
       await see(composer(ctx.page), "the new chat's message box", 600_000)
@@ -451,8 +456,23 @@ export const FLOWS: ReadonlyArray<Flow> = [
     auth: "disabled",
     expected: [
       { method: "GET", path: "/api/mcp/config", when: "the tools page opens" },
-      // (the app's `updateMCPConfig`, a `PUT`, is called by no screen of it)
-      { method: "PATCH", path: "/api/mcp/config", when: "a server's switch" }
+      { method: "PATCH", path: "/api/mcp/config", when: "a server's switch" },
+      {
+        method: "PUT",
+        path: "/api/mcp/config",
+        when: "updateMCPConfig (src/core/mcp/api.ts: the whole configuration; no screen of this version calls it)",
+        body: {
+          mcp_servers: {
+            "deer-facts": {
+              enabled: false,
+              type: "stdio",
+              command: "npx",
+              args: ["-y", "@modelcontextprotocol/server-everything"],
+              description: "An MCP server the tools screen can switch on"
+            }
+          }
+        }
+      }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new?settings=tools`)
@@ -523,8 +543,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/v1/auth/register", when: "another account" },
       { method: "POST", path: "/api/v1/auth/login/local", when: "Sign in" },
       { method: "GET", path: "/api/v1/auth/me", when: "every page with a session" },
+      { method: "POST", path: "/api/v1/auth/change-password", when: "settings: account (no step of this flow)" },
       { method: "POST", path: "/api/v1/auth/logout", when: "Log out" },
-      // (no step changes a password: `POST /api/v1/auth/change-password` is checked in the gateway's own tests)
       ...CHAT_PAGE.filter((e) => e.path !== "/api/v1/auth/me"),
       ...ONE_RUN
     ],

@@ -208,7 +208,7 @@ const request = (exchange: Exchange, ids: Ids) => {
       (p, [name, value]) =>
         p.replace(`{${name}*}`, ids.replace(value)).replace(
           `{${name}}`,
-          WHOLE_UUID.test(value) ? ids.name(value.toLowerCase(), name) : encodeURIComponent(value)
+          WHOLE_UUID.test(value) ? ids.name(value.toLowerCase(), name) : ids.replace(encodeURIComponent(value))
         ),
       matched.endpoint.path
     )
