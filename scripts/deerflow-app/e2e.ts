@@ -25,7 +25,7 @@ import * as Stack from "./stack.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const FIXTURE = "backend/tests/fixtures/replay/write_read_file.ultra.json"
-const usage = "usage: npm run deerflow-app:e2e -- --frontend DIR [--out DIR]"
+const usage = "usage: npm run deerflow-app:e2e -- --frontend DIR [--out DIR] [--accounts]"
 
 const say = (text: string) => process.stdout.write(`${text}\n`)
 
@@ -123,8 +123,10 @@ const main = async () => {
   const argv = process.argv.slice(2)
   let frontend: string | undefined
   let out = Path.join(ROOT, "test-results/deerflow-e2e")
+  let accounts = false
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === "--frontend") frontend = Path.resolve(argv[++i] ?? "")
+    else if (argv[i] === "--accounts") accounts = true
     else if (argv[i] === "--out") out = Path.resolve(argv[++i] ?? "")
     else throw new Error(`unknown argument ${argv[i]}\n${usage}`)
   }
@@ -161,7 +163,12 @@ const main = async () => {
     const port = await Stack.freePort()
     const app = `http://127.0.0.1:${port}`
     const config = Path.join(home, "config.yaml")
-    Fs.writeFileSync(config, Stack.antlerConfig({ modelUrl: scripted.url, appOrigin: app, skills: Path.join(ROOT, "test/fixtures/deerflow/skills") }))
+    Fs.writeFileSync(config, Stack.antlerConfig({
+      modelUrl: scripted.url,
+      appOrigin: app,
+      skills: Path.join(ROOT, "test/fixtures/deerflow/skills"),
+      accounts
+    }))
     say(`The model is SCRIPTED: it replays ${FIXTURE} (no real model is called).`)
     const antler = await Stack.startAntler(ROOT, home, config, Path.join(out, "antler-serve.log"), { DEER_FLOW_AUTH_DISABLED: "1" })
     procs.push(antler.proc)

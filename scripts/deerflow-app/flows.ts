@@ -52,7 +52,8 @@ const at = async (page: Page, url: RegExp, what: string, timeout = 60_000) => {
   }
 }
 
-const composer = (page: Page) => page.getByPlaceholder(/how can i assist you/i)
+// the chat's box, or the agent designer's
+const composer = (page: Page) => page.getByPlaceholder(/how can i assist you|describe the agent you want/i)
 
 /** The answer of the scripted model to `question` (its `take`). */
 const answerTo = (page: Page, question: string, take = 1) =>
@@ -108,8 +109,8 @@ const ONE_RUN: ReadonlyArray<Expected> = [
   { method: "GET", path: "/api/threads/{thread_id}/token-usage", when: "after each run" },
   { method: "GET", path: "/api/threads/{thread_id}", when: "the chat page loads its metadata" },
   { method: "POST", path: "/api/threads/{thread_id}/suggestions", when: "after an answer, when suggestions are on" },
-  { method: "GET", path: "/api/threads/{thread_id}/runs/{run_id}/workspace-changes", when: "an answer's changes badge (once messages/page gives run ids)" },
-  { method: "PUT", path: "/api/threads/{thread_id}/runs/{run_id}/feedback", when: "thumbs up on an answer (shown once messages/page gives run ids)" }
+  { method: "GET", path: "/api/threads/{thread_id}/runs/{run_id}/workspace-changes", when: "an answer's changes badge (once messages/page gives run ids)" }
+  // (feedback, `PUT .../runs/{run_id}/feedback`, is a click on thumbs up, which no flow makes)
 ]
 
 const FIRST = "Tell me about deer antlers"
@@ -120,7 +121,12 @@ export const FLOWS: ReadonlyArray<Flow> = [
     name: "new-chat",
     description: "A new chat: a first message, then two follow-ups, each answered in the same chat.",
     auth: "disabled",
-    expected: [...CHAT_PAGE, { method: "POST", path: "/api/threads", when: "the first message of a new chat" }, ...ONE_RUN],
+    expected: [
+      ...CHAT_PAGE,
+      { method: "POST", path: "/api/threads", when: "the first message of a new chat" },
+      ...ONE_RUN,
+      { method: "PUT", path: "/api/threads/{thread_id}/runs/{run_id}/feedback", when: "thumbs up on an answer" }
+    ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new`)
       await see(composer(ctx.page), "the new chat's message box", 600_000)
@@ -276,8 +282,13 @@ export const FLOWS: ReadonlyArray<Flow> = [
       await see(button, "the Branch conversation button of the answer", 10_000)
       await button.click()
       try {
-        await at(ctx.page, /\/workspace\/chats\/[0-9a-f-]{36}$/, "the branch's own chat")
-        if (ctx.page.url() === url) throw new CheckFailed("the page stayed on the original chat")
+        // (the original chat's address is a chat's too: wait for another one)
+        const chat = /\/workspace\/chats\/[0-9a-f-]{36}$/
+        try {
+          await ctx.page.waitForURL((next) => chat.test(next.pathname) && next.href !== url, { timeout: 60_000 })
+        } catch {
+          throw new CheckFailed("the page stayed on the original chat")
+        }
         await see(answerTo(ctx.page, question), "the branched answer in the new chat")
       } finally {
         await ctx.shot("branched")
@@ -376,7 +387,12 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/threads/{thread_id}/runs/stream", when: "the bootstrap chat (context agent_name, is_bootstrap)" },
       { method: "GET", path: "/api/agents/{agent_name}", when: "after setup_agent saved it" },
       { method: "PUT", path: "/api/agents/{agent_name}", when: "the agent's settings changed" },
-      { method: "POST", path: "/api/agents", when: "an agent created from its settings form" },
+      {
+        method: "POST",
+        path: "/api/agents",
+        when: "an agent created from its settings form (another one: deer-guide is the designer's)",
+        body: { name: "deer-scout", description: "Finds deer tracks", soul: "# Deer scout\n" }
+      },
       { method: "DELETE", path: "/api/agents/{agent_name}", when: "an agent deleted from the gallery" },
       { method: "PATCH", path: "/api/threads/{thread_id}", when: "an agent's chat is created (metadata.agent_name)" }
     ],
@@ -415,8 +431,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
     auth: "disabled",
     expected: [
       { method: "GET", path: "/api/skills", when: "the skills page opens" },
-      { method: "PUT", path: "/api/skills/{skill_name}", when: "a skill's switch" },
-      { method: "POST", path: "/api/skills/install", when: "a .skill artifact installed from a chat" }
+      // (`POST /api/skills/install` is the artifacts panel's, for a .skill file a run wrote: not this screen's)
+      { method: "PUT", path: "/api/skills/{skill_name}", when: "a skill's switch" }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new?settings=skills`)
@@ -441,7 +457,22 @@ export const FLOWS: ReadonlyArray<Flow> = [
     expected: [
       { method: "GET", path: "/api/mcp/config", when: "the tools page opens" },
       { method: "PATCH", path: "/api/mcp/config", when: "a server's switch" },
-      { method: "PUT", path: "/api/mcp/config", when: "the configuration saved" }
+      {
+        method: "PUT",
+        path: "/api/mcp/config",
+        when: "updateMCPConfig (src/core/mcp/api.ts: the whole configuration; no screen of this version calls it)",
+        body: {
+          mcp_servers: {
+            "deer-facts": {
+              enabled: false,
+              type: "stdio",
+              command: "npx",
+              args: ["-y", "@modelcontextprotocol/server-everything"],
+              description: "An MCP server the tools screen can switch on"
+            }
+          }
+        }
+      }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new?settings=tools`)
@@ -467,8 +498,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/scheduled-tasks/{task_id}/resume", when: "Resume" },
       { method: "POST", path: "/api/scheduled-tasks/{task_id}/trigger", when: "Trigger now" },
       { method: "PATCH", path: "/api/scheduled-tasks/{task_id}", when: "Edit, Save" },
-      { method: "DELETE", path: "/api/scheduled-tasks/{task_id}", when: "Delete" },
-      { method: "GET", path: "/api/threads/{thread_id}/scheduled-tasks", when: "a chat's header link" }
+      { method: "DELETE", path: "/api/scheduled-tasks/{task_id}", when: "Delete" }
+      // (`GET /api/threads/{thread_id}/scheduled-tasks` is a chat's header link: this flow opens no chat)
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/scheduled-tasks`)
@@ -512,8 +543,8 @@ export const FLOWS: ReadonlyArray<Flow> = [
       { method: "POST", path: "/api/v1/auth/register", when: "another account" },
       { method: "POST", path: "/api/v1/auth/login/local", when: "Sign in" },
       { method: "GET", path: "/api/v1/auth/me", when: "every page with a session" },
+      { method: "POST", path: "/api/v1/auth/change-password", when: "settings: account (no step of this flow)" },
       { method: "POST", path: "/api/v1/auth/logout", when: "Log out" },
-      { method: "POST", path: "/api/v1/auth/change-password", when: "settings: account" },
       ...CHAT_PAGE.filter((e) => e.path !== "/api/v1/auth/me"),
       ...ONE_RUN
     ],

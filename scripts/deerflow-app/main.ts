@@ -293,7 +293,7 @@ const main = async () => {
     Fs.writeFileSync(config, Stack.antlerConfig({ modelUrl: scripted.url, appOrigin, skills: Path.join(ROOT, "test/fixtures/deerflow/skills") }))
     Fs.writeFileSync(Path.join(home, "extensions_config.json"), Stack.EXTENSIONS_CONFIG)
     say(`The model is SCRIPTED (fixed answers from ${scripted.url}); no real model is called.`)
-    const antler = await Stack.startAntler(ROOT, home, config, logs.antler)
+    let antler = await Stack.startAntler(ROOT, home, config, logs.antler)
     procs.push(antler.proc)
     say(`antler serve: ${antler.url} (data in ${home}, log ${logs.antler})`)
     const memoryPortFree = await Stack.portFree(MEMORY_ROUTE_PORT)
@@ -317,6 +317,22 @@ const main = async () => {
       .filter((g) => g.flows.length > 0)
     for (const [g, { auth, flows: group }] of groups.entries()) {
       const mode = auth === "disabled" ? "auth disabled (DEER_FLOW_AUTH_DISABLED=1)" : "with DeerFlow's local accounts"
+      if (auth === "enabled") {
+        // DeerFlow's accounts are off by default in Antler (the open loopback gateway): this run turns them on
+        await antler.proc.stop()
+        procs.splice(procs.indexOf(antler.proc), 1)
+        const accountsConfig = Path.join(home, "config-accounts.yaml")
+        Fs.writeFileSync(accountsConfig, Stack.antlerConfig({
+          modelUrl: scripted.url,
+          appOrigin,
+          skills: Path.join(ROOT, "test/fixtures/deerflow/skills"),
+          accounts: true
+        }))
+        antler = await Stack.startAntler(ROOT, home, accountsConfig, logs.antler)
+        procs.push(antler.proc)
+        recorder.setTarget(antler.url)
+        say(`antler serve with gateway.auth.accounts: ${antler.url}`)
+      }
       say(`\nDeerFlow's Next dev server, ${mode}:`)
       const next = await Stack.startNext({ frontend, port, gateway: recorder.url, authDisabled: auth === "disabled", log: logs.next })
       procs.push(next.proc)

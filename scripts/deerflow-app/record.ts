@@ -9,7 +9,8 @@ import * as Catalog from "./catalog.js"
 import * as Contract from "./contract.js"
 import type { Exchange } from "./recorder.js"
 
-const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi
+/** A UUID, or 32 hex digits standing alone (a scheduled task's `task-<hex>`, a memory fact's id). */
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])/gi
 const ONE_UUID = new RegExp(UUID.source, "i")
 const WHOLE_UUID = new RegExp(`^${UUID.source}$`, "i")
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$/
@@ -207,7 +208,7 @@ const request = (exchange: Exchange, ids: Ids) => {
       (p, [name, value]) =>
         p.replace(`{${name}*}`, ids.replace(value)).replace(
           `{${name}}`,
-          WHOLE_UUID.test(value) ? ids.name(value.toLowerCase(), name) : encodeURIComponent(value)
+          WHOLE_UUID.test(value) ? ids.name(value.toLowerCase(), name) : ids.replace(encodeURIComponent(value))
         ),
       matched.endpoint.path
     )

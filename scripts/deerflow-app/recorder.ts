@@ -70,6 +70,8 @@ export interface Recorder {
   readonly exchanges: ReadonlyArray<Exchange>
   /** Labels the exchanges that start from now on. */
   readonly setFlow: (flow: string) => void
+  /** Sends the requests that start from now on to another gateway (`http://127.0.0.1:PORT`). */
+  readonly setTarget: (target: string) => void
   /** Resolves when no exchange of the flow is still open, or after `timeoutMs`. */
   readonly settle: (timeoutMs: number) => Promise<void>
   readonly close: () => Promise<void>
@@ -103,7 +105,7 @@ const listen = (server: Http.Server, port: number): Promise<number | undefined> 
  * of `alsoPorts` that is free (DeerFlow's memory route calls 127.0.0.1:8001 whatever the app is told).
  */
 export const start = async (target: string, alsoPorts: ReadonlyArray<number> = []): Promise<Recorder> => {
-  const upstream = new URL(target)
+  let upstream = new URL(target)
   const exchanges: Array<Exchange> = []
   let flow = "startup"
 
@@ -197,6 +199,9 @@ export const start = async (target: string, alsoPorts: ReadonlyArray<number> = [
     exchanges,
     setFlow: (name) => {
       flow = name
+    },
+    setTarget: (next) => {
+      upstream = new URL(next)
     },
     settle: async (timeoutMs) => {
       const until = Date.now() + timeoutMs

@@ -147,6 +147,8 @@ export const antlerConfig = (options: {
   readonly modelUrl: string
   readonly appOrigin: string
   readonly skills: string
+  /** DeerFlow's local accounts on (`gateway.auth.accounts`), for the app run with its login. */
+  readonly accounts?: boolean
 }): string =>
   [
     "# Written by scripts/deerflow-app: antler serve behind DeerFlow's Next dev server.",
@@ -166,6 +168,7 @@ export const antlerConfig = (options: {
     "    debounce_seconds: 1",
     "gateway:",
     "  heartbeat_seconds: 5",
+    ...(options.accounts === true ? ["  auth:", "    accounts: true"] : []),
     "  # The browser's requests reach the gateway through Next's proxy, which keeps their Origin header.",
     "  cors:",
     "    allow_origins:",

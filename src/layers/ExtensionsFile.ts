@@ -3,8 +3,9 @@
  *
  * The file is `$ANTLER_EXTENSIONS_CONFIG`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else `extensions_config.json`
  * (then `mcp_config.json`, DeerFlow's older name) beside the `config.yaml` in use, else in the working
- * directory. A file named by a variable must exist; none found means no MCP servers. It is read when the app
- * starts; the gateway's MCP settings, which write it, replace the servers (`McpReloadable`).
+ * directory, else in `$ANTLER_HOME` (where the gateway writes it when no config file is in use). A file named by
+ * a variable must exist; none found means no MCP servers. It is read when the app starts; the gateway's MCP
+ * settings, which write it, replace the servers (`McpReloadable`).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
@@ -32,7 +33,8 @@ const variable = (name: string) =>
 
 /** Where the extensions file is (see the module header), or undefined when there is none. */
 export const resolvePath = (
-  configSource: string | undefined
+  configSource: string | undefined,
+  home?: string
 ): Effect.Effect<string | undefined, never, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -40,7 +42,11 @@ export const resolvePath = (
       const value = yield* variable(name)
       if (Option.isSome(value)) return Path.resolve(value.value)
     }
-    const dirs = [...(configSource !== undefined ? [Path.dirname(configSource)] : []), process.cwd()]
+    const dirs = [
+      ...(configSource !== undefined ? [Path.dirname(configSource)] : []),
+      process.cwd(),
+      ...(home !== undefined ? [home] : [])
+    ]
     for (const dir of dirs) {
       for (const name of NAMES) {
         const file = Path.join(dir, name)
@@ -74,14 +80,15 @@ export const load = (file: string): Effect.Effect<ExtensionsConfig, ConfigError>
 
 /** The extensions of an app: the file's content and where it came from (empty when there is no file). */
 export const find = (
-  configSource: string | undefined
+  configSource: string | undefined,
+  home?: string
 ): Effect.Effect<
   { readonly config: ExtensionsConfig; readonly source: string | undefined },
   ConfigError,
   FileSystem.FileSystem
 > =>
   Effect.gen(function*() {
-    const file = yield* resolvePath(configSource)
+    const file = yield* resolvePath(configSource, home)
     if (file === undefined) return { config: { mcpServers: {} }, source: undefined }
     return { config: yield* load(file), source: file }
   })
@@ -97,7 +104,7 @@ export const layer = (
     Mcp,
     Effect.gen(function*() {
       const app = yield* AppConfigService
-      const { config } = yield* find(app.source)
+      const { config } = yield* find(app.source, app.home)
       return yield* McpReloadable.make({ ...options, servers: config.mcpServers })
     })
   )

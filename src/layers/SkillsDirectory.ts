@@ -72,13 +72,23 @@ export const root = (app: AppConfigService["Type"]): string | undefined => {
 // ---------------------------------------------------------------------------------------------------------
 // Skill states
 
-/** Where `extensions_config.json` is: `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else next to the config file. */
+/**
+ * Where `extensions_config.json` is (as `ExtensionsFile.resolvePath` finds it): `$ANTLER_EXTENSIONS_CONFIG` or
+ * `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else next to the config file; without a config file, the one in the working
+ * directory when there is one, else `$ANTLER_HOME`'s (never a new file in a working directory that has none).
+ */
 export const extensionsConfigPath = (
   app: AppConfigService["Type"],
   env: Readonly<Record<string, string | undefined>> = process.env
 ): string => {
-  const given = env.DEER_FLOW_EXTENSIONS_CONFIG_PATH
-  return given !== undefined && given !== "" ? Path.resolve(given) : Path.join(baseDir(app), "extensions_config.json")
+  for (const name of ["ANTLER_EXTENSIONS_CONFIG", "DEER_FLOW_EXTENSIONS_CONFIG_PATH"]) {
+    const given = env[name]
+    if (given !== undefined && given.trim() !== "") return Path.resolve(given)
+  }
+  if (app.source !== undefined) return Path.join(Path.dirname(Path.resolve(app.source)), "extensions_config.json")
+  const inCwd = ["extensions_config.json", "mcp_config.json"].map((name) => Path.join(process.cwd(), name))
+    .find((file) => Fs.existsSync(file))
+  return inCwd ?? Path.join(app.home, "extensions_config.json")
 }
 
 /**

@@ -341,7 +341,7 @@ export const factoryLayer = (
 export const mcpSecrets = (
   app: AppConfigService["Type"]
 ): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
-  ExtensionsFile.find(app.source).pipe(
+  ExtensionsFile.find(app.source, app.home).pipe(
     Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
     Effect.orElseSucceed(() => [])
   )

@@ -23,16 +23,25 @@ const recordings: ReadonlyArray<Recording> = Fs.readdirSync(FIXTURES)
   .sort()
   .map((f) => JSON.parse(Fs.readFileSync(Path.join(FIXTURES, f), "utf8")) as Recording)
 
-const startGateway = () => {
+/**
+ * A gateway as the script runs it: its config file and `extensions_config.json` in its own home (what the settings
+ * screens write goes there), DeerFlow's local accounts on for the flows recorded with them.
+ */
+const startGateway = (recording: Recording) => {
   const home = Gateway.tempDir("antler-dfapp-")
   Fs.writeFileSync(Path.join(home, "extensions_config.json"), EXTENSIONS_CONFIG)
   return Gateway.start({
     script: makeScript(),
     home,
+    source: Path.join(home, "config.yaml"),
     config: {
       skills: { path: Path.join(ROOT, "test/fixtures/deerflow/skills") },
       memory: { enabled: true, backend_config: { debounce_seconds: 1 } },
-      gateway: { heartbeat_seconds: 1, cors: { allow_origins: [APP_ORIGIN] } }
+      gateway: {
+        heartbeat_seconds: 1,
+        cors: { allow_origins: [APP_ORIGIN] },
+        ...(recording.auth === "enabled" ? { auth: { accounts: true } } : {})
+      }
     }
   })
 }
@@ -58,7 +67,7 @@ describe("DeerFlow's web app against the gateway (recorded flows)", () => {
 
   for (const recording of recordings) {
     it(recording.flow, async () => {
-      const gateway = await startGateway()
+      const gateway = await startGateway(recording)
       try {
         const problems = await new Replay(gateway.url).run(recording)
         assert.deepStrictEqual(problems, [], `${recording.flow}:\n  ${problems.join("\n  ")}`)

@@ -186,7 +186,6 @@ const NEEDED = [
   "GET /api/mcp/config",
   "PUT /api/mcp/config",
   "PUT /api/skills/{skill_name}",
-  "POST /api/skills/install",
   "GET /api/models",
   "GET /api/skills",
   "GET /api/scheduled-tasks",
@@ -221,7 +220,17 @@ describe("the committed recordings", () => {
     for (const r of recordings) for (const q of r.requests) assert.notMatch(q.path, uuid, `${r.flow}: ${q.path}`)
   })
 
+  /**
+   * Needed by the app but in no recording: its artifacts panel installs a `.skill` archive a run wrote, and no flow
+   * has a run write one (the gateway's own test, SettingsExtensions.test.ts, installs one).
+   */
+  const NOT_RECORDED = ["POST /api/skills/install"]
+
   it("cover every endpoint the app needs, made in a flow or read in the source", () => {
+    for (const e of NOT_RECORDED) {
+      const [method, path] = e.split(" ")
+      assert.isDefined(Catalog.find(method!, path!), `${e} is in the catalog`)
+    }
     const covered = new Set<string>()
     for (const r of recordings) {
       for (const q of r.requests) if (q.endpoint !== null) covered.add(`${q.method} ${q.endpoint}`)

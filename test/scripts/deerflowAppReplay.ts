@@ -137,7 +137,9 @@ export class Replay {
     return out + text.slice(last)
   }
 
-  private async fillJson(value: unknown): Promise<unknown> {
+  private async fillJson(value: unknown, key = ""): Promise<unknown> {
+    // a one-time task's time was ahead of the recording: ahead of the replay too (an hour), not "now"
+    if (key === "run_at" && value === "{datetime}") return new Date(Date.now() + 3_600_000).toISOString()
     if (typeof value === "string") return this.fill(value)
     if (Array.isArray(value)) {
       const items = value.filter((v) => !(typeof v === "string" && /^\.\.\. \d+ more$/.test(v)))
@@ -145,7 +147,7 @@ export class Replay {
     }
     if (value !== null && typeof value === "object") {
       const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries(value)) out[k] = await this.fillJson(v)
+      for (const [k, v] of Object.entries(value)) out[k] = await this.fillJson(v, k)
       return out
     }
     return value
@@ -243,7 +245,10 @@ export class Replay {
     const fields = recorded.response.cut !== undefined
       ? recorded.expect.fields.filter((f) => !f.startsWith("event:") || f === "event:metadata")
       : recorded.expect.fields
-    await this.call({
+    const sent = recorded.request.body !== undefined && "example" in recorded.request.body
+      ? recorded.request.body.example
+      : undefined
+    const answer = await this.call({
       label: `${recorded.method} ${recorded.path}`,
       method: recorded.method,
       url: `${path}${query.size > 0 ? `?${query}` : ""}`,
@@ -253,9 +258,39 @@ export class Replay {
       cut: recorded.response.cut !== undefined,
       learnFrom: recorded.endpoint !== null && LISTS.has(recorded.endpoint) ? undefined : recorded.response
     })
+    this.created(recorded.method, recorded.endpoint ?? recorded.path, sent, answer)
+  }
+
+  /** The ids a thing the app created is named by from now on (in paths whose parameter names them). */
+  private created(method: string, endpoint: string, sent: unknown, answer: unknown): void {
+    if (method !== "POST" || answer === undefined || answer === null || typeof answer !== "object") return
+    const created = answer as Record<string, unknown>
+    if (endpoint === "/api/scheduled-tasks" && typeof created.id === "string") this.bound.set("task_id", created.id)
+    if (endpoint === "/api/memory/facts" && Array.isArray(created.facts)) {
+      const content = (sent as { content?: string } | undefined)?.content
+      const fact = (created.facts as ReadonlyArray<{ id?: string; content?: string }>).find((f) => f.content === content)
+      if (fact?.id !== undefined) this.bound.set("fact_id", fact.id)
+    }
+  }
+
+  /**
+   * Waits (up to `STREAM_MS`) until the flow's scheduled task has no run in flight: the app's user edits or deletes
+   * a task after its triggered run, which DeerFlow refuses meanwhile (409).
+   */
+  private async taskSettled(): Promise<void> {
+    const task = this.bound.get("task_id")
+    if (task === undefined) return
+    const until = Date.now() + STREAM_MS
+    while (Date.now() < until) {
+      const response = await fetch(`${this.gateway}/api/scheduled-tasks`, { headers: this.headers({}) })
+      const tasks = response.ok ? await response.json() as ReadonlyArray<{ id?: string; status?: string }> : []
+      if (tasks.find((t) => t.id === task)?.status !== "running") return
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
   }
 
   private async notReached(call: NotReached): Promise<void> {
+    if (call.path.startsWith("/api/scheduled-tasks/{task_id}") && call.method !== "GET") await this.taskSettled()
     const path = await this.fill(call.path.replace("{path*}", "{path}"))
     const query = new URLSearchParams()
     for (const [k, v] of Object.entries(call.query ?? {})) query.set(k, await this.fill(v))
@@ -277,17 +312,7 @@ export class Replay {
       cut: false,
       learnFrom: undefined
     })
-    // the ids a created thing is named by from now on
-    const created = answer as Record<string, unknown> | undefined
-    if (created === undefined || created === null || typeof created !== "object") return
-    if (call.method === "POST" && call.path === "/api/scheduled-tasks" && typeof created.id === "string") {
-      this.bound.set("task_id", created.id)
-    }
-    if (call.method === "POST" && call.path === "/api/memory/facts" && Array.isArray(created.facts)) {
-      const content = (call.body as { content?: string } | undefined)?.content
-      const fact = (created.facts as ReadonlyArray<{ id?: string; content?: string }>).find((f) => f.content === content)
-      if (fact?.id !== undefined) this.bound.set("fact_id", fact.id)
-    }
+    this.created(call.method, call.path, call.body, answer)
   }
 
   private async call(options: {

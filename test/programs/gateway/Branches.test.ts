@@ -178,6 +178,16 @@ describe("branches", () => {
     const made = (await alice("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).json()
     assert.deepStrictEqual(await texts(made.thread_id), trunk.map(textOf))
     assert.notStrictEqual(made.workspace_clone_mode, "skipped_historical_turn")
+    // the app asks each answer's run for its workspace changes: the branch's seeded answers name a run of their own
+    const page = (await alice("GET", `/api/threads/${made.thread_id}/messages/page`)).json()
+    const runIds = [...new Set(page.data.map((row: { run_id: string }) => row.run_id))] as Array<string>
+    assert.isAbove(runIds.length, 0)
+    for (const runId of runIds) {
+      const changes = await alice("GET", `/api/threads/${made.thread_id}/runs/${runId}/workspace-changes`)
+      assert.strictEqual(changes.status, 200, `${runId}: ${changes.text}`)
+      assert.strictEqual(changes.json().available, false)
+    }
+    assert.strictEqual((await bob("GET", `/api/threads/${made.thread_id}/runs/${runIds[0]}/workspace-changes`)).status, 404)
     assert.strictEqual((await alice("POST", "/api/threads/trunk/branches", { message_id: "nope" })).status, 404)
     assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
   })

@@ -1,6 +1,7 @@
 /**
  * DeerFlow's uploads limits and artifact edits on `antler serve`, through HTTP as its app calls them: the limits
- * are the configured `uploads.*` (for the user's own thread only), and the artifact panel's edit replaces an
+ * are the configured `uploads.*` (whatever the thread: a new chat asks before its thread exists), a new chat's upload
+ * makes its thread, and the artifact panel's edit replaces an
  * output file's text when the text it was opened with is still there, refusing everything else: another user's
  * thread, a file outside the outputs, a link, a binary file, a changed file, a thread whose run is in flight.
  */
@@ -80,10 +81,39 @@ describe("uploads limits and artifact edits", () => {
   })
   afterAll(() => gateway.stop())
 
-  it("answers the configured upload limits for the user's own thread", async () => {
+  it("answers the configured upload limits, also for a new chat whose thread does not exist yet", async () => {
     const limits = await alice("/api/threads/work/uploads/limits")
     assert.deepStrictEqual(limits.body, { max_files: 4, max_file_size: 1000, max_total_size: 5000 })
-    assert.strictEqual((await bob("/api/threads/work/uploads/limits")).status, 404)
+    // the server's limits, whatever the id: nothing of alice's thread is told to bob
+    const fresh = await alice(`/api/threads/${Crypto.randomUUID()}/uploads/limits`)
+    assert.strictEqual(fresh.status, 200)
+    assert.deepStrictEqual(fresh.body, limits.body)
+    assert.deepStrictEqual((await bob("/api/threads/work/uploads/limits")).body, limits.body)
+  })
+
+  it("takes a new chat's upload before its first run, as DeerFlow's app sends it", async () => {
+    const chat = Crypto.randomUUID()
+    const form = new FormData()
+    form.append("files", new Blob(["field notes\n"], { type: "text/plain" }), "notes.txt")
+    const upload = await fetch(`${gateway.url}/api/threads/${chat}/uploads`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE}` },
+      body: form
+    })
+    assert.strictEqual(upload.status, 200)
+    const uploaded = await upload.json() as { files: ReadonlyArray<{ filename: string; virtual_path: string }> }
+    assert.deepStrictEqual(uploaded.files.map((f) => [f.filename, f.virtual_path]), [
+      ["notes.txt", "/mnt/user-data/uploads/notes.txt"]
+    ])
+    // then the app's SDK creates the thread: DeerFlow's gateway answers the existing one
+    const created = await alice("/api/threads", { body: { thread_id: chat, metadata: {} } })
+    assert.strictEqual(created.status, 200)
+    assert.strictEqual(created.body.thread_id, chat)
+    const listed = await alice(`/api/threads/${chat}/uploads/list`)
+    assert.deepStrictEqual(listed.body.files.map((f: { filename: string }) => f.filename), ["notes.txt"])
+    // the thread is alice's: bob has none of that id, and LangGraph's own path still raises on a second create
+    assert.strictEqual((await bob(`/api/threads/${chat}/uploads/list`)).status, 404)
+    assert.strictEqual((await alice("/threads", { body: { thread_id: chat } })).status, 409)
   })
 
   it("replaces an output file's text when it is unchanged since it was opened", async () => {

@@ -339,3 +339,39 @@ describe("the open gateway (no tokens, loopback only)", () => {
     }
   })
 })
+
+describe("a gateway without a config file", () => {
+  it("keeps extensions_config.json in $ANTLER_HOME, never in the working directory", async () => {
+    const home = Support.tempDir("antler-ext-nosource-")
+    Fs.mkdirSync(Path.join(home, "skills", "public", "demo-skill"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+    const inCwd = Path.join(process.cwd(), "extensions_config.json")
+    assert.isFalse(Fs.existsSync(inCwd), `${inCwd} must not exist before the test`)
+    const bare = await Support.start({ script: () => "ok", home, config: { skills: { path: Path.join(home, "skills") } } })
+    try {
+      const headers = { "content-type": "application/json" }
+      const skill = await fetch(`${bare.url}/api/skills/demo-skill`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ enabled: false })
+      })
+      assert.strictEqual(skill.status, 200, await skill.clone().text())
+      const put = await fetch(`${bare.url}/api/mcp/config`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+      })
+      assert.strictEqual(put.status, 200, await put.clone().text())
+      assert.isFalse(Fs.existsSync(inCwd))
+      const stored = JSON.parse(Fs.readFileSync(Path.join(home, "extensions_config.json"), "utf8"))
+      assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
+      assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
+      // and read back from there
+      const listed = await bodyOf(await fetch(`${bare.url}/api/skills`))
+      assert.isFalse(listed.skills.find((s: { name: string }) => s.name === "demo-skill").enabled)
+    } finally {
+      await bare.stop()
+      Fs.rmSync(inCwd, { force: true })
+    }
+  })
+})

@@ -232,7 +232,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
       )
 
     const mcpFile = Effect.map(
-      Effect.provideService(ExtensionsFile.resolvePath(app.source), FileSystem.FileSystem, fs),
+      Effect.provideService(ExtensionsFile.resolvePath(app.source, app.home), FileSystem.FileSystem, fs),
       (found) => found ?? SkillsDirectory.extensionsConfigPath(app)
     )
 
@@ -432,7 +432,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           if (found === undefined) return yield* notFound(`Skill '${name}'`)
           yield* lock.withPermits(1)(Effect.gen(function*() {
             // where the skills' states are read (see `SkillsDirectory.readStates`)
-            const file = SkillsDirectory.extensionsConfigPath(app)
+            const file = yield* mcpFile
             const raw = yield* readRaw(file)
             const skills = isRecord(raw.skills) ? raw.skills : {}
             const entry = isRecord(skills[name]) ? skills[name] as Raw : {}

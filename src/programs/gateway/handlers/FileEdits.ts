@@ -58,8 +58,8 @@ export const layer = (api: DeerFlowApi) =>
       return handlers
         .handleRaw("uploadLimits", ({ path }) =>
           Effect.gen(function*() {
-            const { user } = yield* CurrentIdentity
-            yield* access.threadRef(user, path.thread_id)
+            // the server's limits, the same for every thread: a new chat asks before its thread exists (as
+            // DeerFlow's gateway, no thread is looked up)
             return json(FileEditsApi.UploadLimits, {
               max_files: uploads.max_files,
               max_file_size: uploads.max_file_size,

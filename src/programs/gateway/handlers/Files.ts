@@ -60,7 +60,21 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("uploadFiles", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
-            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
+            // DeerFlow's app uploads a new chat's files before its first run: the upload makes the user's thread
+            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id).pipe(
+              Effect.catchIf(
+                (error) => error instanceof GatewayError && error.reason === "not_found",
+                () =>
+                  access.newThread(userId, path.thread_id, {}).pipe(
+                    Effect.map((made) => ({ stored: made.thread_id, threadId: path.thread_id })),
+                    // made by another request meanwhile
+                    Effect.catchIf(
+                      (error) => error instanceof GatewayError && error.reason === "conflict",
+                      () => access.threadRef(userId, path.thread_id)
+                    )
+                  )
+              )
+            )
             const limits = config.uploads
             const form = yield* Body.multipart.pipe(
               Multipart.withLimits({

@@ -4,6 +4,7 @@
  * they do not apply).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -113,7 +114,11 @@ export const layer = (api: LangGraphApi) =>
               ? yield* Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed)
               : Option.none<ThreadSummary>()
             if (Option.isSome(existing)) {
-              if (request.if_exists !== "do_nothing") {
+              // DeerFlow's gateway (`/api/threads`) makes a thread idempotently: its app uploads a new chat's files
+              // (which makes the thread) before its SDK creates the thread; LangGraph's paths raise by default
+              const deerflow = (yield* HttpServerRequest.HttpServerRequest).url.startsWith("/api/threads")
+              const ifExists = request.if_exists ?? (deerflow ? "do_nothing" : "raise")
+              if (ifExists !== "do_nothing") {
                 return yield* fail("conflict", `Thread ${threadId} already exists.`)
               }
               return json(Threads.ThreadObject, yield* fullThread(existing.value, threadId))
