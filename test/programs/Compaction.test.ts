@@ -6,9 +6,11 @@ import * as Schema from "effect/Schema"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as DurableContext from "../../src/middleware/DurableContext.js"
 import * as Summarization from "../../src/middleware/Summarization.js"
+import * as Chains from "../../src/programs/Chains.js"
 import * as Compaction from "../../src/programs/Compaction.js"
 import type { ContextSize, ModelConfig, SummarizationConfig } from "../../src/services/AppConfig.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import type { Memory, Pending } from "../../src/services/Memory.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
@@ -221,3 +223,32 @@ describe("before-summarisation hooks", () => {
   )
 })
 
+
+describe("the lead chain's hooks", () => {
+  it.effect("memory's flush runs first with the summarised messages, then the app's hooks in the order given", () =>
+    Effect.gen(function*() {
+      const order: Array<string> = []
+      const memory = {
+        enabled: true,
+        mode: "middleware",
+        enqueue: (pending: Pending) =>
+          Effect.sync(() => void order.push(`memory:${pending.immediate}:${pending.messages.map((m) => m.id)}`))
+      } as unknown as Memory["Type"]
+      const app = (name: string) => (event: Summarization.SummarizationEvent) =>
+        Effect.sync(() => void order.push(`${name}:${event.summarized.map((m) => m.id)}`))
+      const config = {
+        ...defaults(),
+        models,
+        summarization: { ...defaults().summarization, enabled: true, trigger: [messages(5)], keep: messages(3) }
+      }
+      const entries = Chains.chain({ config, memory, summarizationHooks: [app("first"), app("second")] })
+      const summarization = entries.find((e) => e.name === "Summarization")!
+      yield* seed("chain", history())
+      const script = (request: ModelRequest) => request.internal === "summarization" ? "SUMMARY" : "done"
+      const middlewares = () => [DurableContext.layer(), summarization.make()]
+      const out = yield* Harness.run({ threadId: "chain", script, tools: [echo], middlewares, input: "go on" })
+      assert.strictEqual(out.state.summary_text, "SUMMARY")
+      const gone = "u1,a1,t1,a2,u2"
+      assert.deepStrictEqual(order, [`memory:true:${gone}`, `first:${gone}`, `second:${gone}`])
+    }).pipe(withConfig({ enabled: true, trigger: [messages(5)], keep: messages(3) }), Harness.withStore))
+})
