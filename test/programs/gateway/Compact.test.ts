@@ -143,5 +143,8 @@ describe("POST /api/threads/{id}/compact", () => {
     const model = await alice("POST", "/api/threads/busy/compact", { model_name: "no-such-model" })
     assert.strictEqual(model.status, 422, model.text)
     assert.include(model.json().detail, "no-such-model")
+    // an agent name is a directory name of memory: no way out of it
+    const agent = await alice("POST", "/api/threads/busy/compact", { agent_name: "../../etc" })
+    assert.strictEqual(agent.status, 422, agent.text)
   })
 })

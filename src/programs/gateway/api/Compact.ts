@@ -8,6 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ContextSize } from "../../../services/AppConfig.js"
+import { AgentName } from "../../CustomAgents.js"
 import { ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
@@ -23,7 +24,7 @@ export const CompactRequest = Schema.Struct({
   keep: Schema.optional(Schema.NullOr(ContextSize)).annotations({
     description: "A retention policy for this compaction only (default: summarization.keep)"
   }),
-  agent_name: Schema.optional(Schema.NullOr(Name)).annotations({
+  agent_name: Schema.optional(Schema.NullOr(AgentName)).annotations({
     description: "The thread's custom agent (memory attribution of the summarised messages)"
   }),
   model_name: Schema.optional(Schema.NullOr(Name)).annotations({
