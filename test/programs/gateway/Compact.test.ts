@@ -49,11 +49,15 @@ beforeAll(async () => {
       if (isSummary(body)) return lastUser(body).includes("doomed") ? "" : "## Session intent\nSUMMARY-GW-5120"
       return lastUser(body).includes("hold") ? { content: "Working", stall: true } : "Here you go."
     },
-    config: {
+    config: (url) => ({
+      models: [
+        { name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000" },
+        { name: "second", model: "second-model", base_url: url, api_key: "sk-test-scripted-key-000000" }
+      ],
       gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
       // no automatic trigger: only the manual compaction summarises
       summarization: { enabled: true, keep: { type: "messages", value: 2 } }
-    }
+    })
   })
   await chat("chat", ["first question", "second question"])
 })
@@ -100,6 +104,23 @@ describe("POST /api/threads/{id}/compact", () => {
     const next = gateway.scripted.requests.findLast((r) => lastUser(r).includes("third"))!
     assert.include(JSON.stringify(next.messages), "SUMMARY-GW-5120")
     assert.notInclude(JSON.stringify(next.messages), "first question")
+  })
+
+  it("the summary is asked of the request's model, else the custom agent's, else the default", async () => {
+    assert.strictEqual((await alice("POST", "/api/agents", { name: "researcher", model: "second" })).status, 201)
+    const modelsOf = async (threadId: string, body: Record<string, unknown>) => {
+      await chat(threadId, ["a question", "another question"])
+      const before = gateway.scripted.requests.length
+      const done = await alice("POST", `/api/threads/${threadId}/compact`, body)
+      assert.strictEqual(done.status, 200, done.text)
+      return gateway.scripted.requests.slice(before).filter(isSummary).map((r) => r.model)
+    }
+    assert.deepStrictEqual(await modelsOf("by-agent", { agent_name: "researcher" }), ["second-model"])
+    assert.deepStrictEqual(await modelsOf("by-request", { agent_name: "researcher", model_name: "scripted" }), [
+      "scripted"
+    ])
+    assert.deepStrictEqual(await modelsOf("by-default", {}), ["scripted"])
+    assert.deepStrictEqual(await modelsOf("unknown-agent", { agent_name: "nobody" }), ["scripted"])
   })
 
   it("nothing to compact, or not forced below the trigger: compacted false with the reason", async () => {

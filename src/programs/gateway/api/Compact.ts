@@ -28,7 +28,8 @@ export const CompactRequest = Schema.Struct({
     description: "The thread's custom agent (memory attribution of the summarised messages)"
   }),
   model_name: Schema.optional(Schema.NullOr(Name)).annotations({
-    description: "The thread's model (the summary falls back to it; default: the first configured model)"
+    description: "The thread's model (the summary falls back to it; default: the custom agent's, else the first " +
+      "configured model)"
   })
 })
 

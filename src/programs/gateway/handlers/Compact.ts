@@ -6,14 +6,17 @@
  * `Compaction.compactThread` (the Summarization middleware's, written as a checkpoint of its own), its summary
  * asked of the gateway's model service, with memory's flush as its before-summarisation hook.
  */
+import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as MemoryMW from "../../../middleware/Memory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
 import { Memory } from "../../../services/Memory.js"
 import type { ModelService } from "../../../services/ModelService.js"
 import * as Compaction from "../../Compaction.js"
+import * as CustomAgents from "../../CustomAgents.js"
 import * as CompactApi from "../api/Compact.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail } from "../api/Problem.js"
@@ -30,6 +33,17 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
     Effect.gen(function*() {
       const access = yield* Access.make
       const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
+      const home = (yield* AppConfigService).home
+      const fs = yield* FileSystem.FileSystem
+      const configured = (name: string | null | undefined) =>
+        name != null && models.some((m) => m.name === name) ? name : undefined
+      /** The custom agent's model, as a run of it would use (none when it cannot be read: the default). */
+      const agentModel = (user: string, agentName: string) =>
+        CustomAgents.load(home, user, agentName).pipe(
+          Effect.map((agent) => configured(agent.config.model)),
+          Effect.provideService(FileSystem.FileSystem, fs),
+          Effect.orElseSucceed(() => undefined)
+        )
       return handlers.handleRaw("compact", ({ path }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentIdentity
@@ -42,6 +56,8 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
           }
           if (access.runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", BUSY)
           const agentName = request.agent_name ?? undefined
+          // as DeerFlow resolves it: the request's model, else the custom agent's, else the default
+          const threadModel = modelName ?? (agentName === undefined ? undefined : yield* agentModel(user, agentName))
           // memory's flush, as in the lead chain (DeerFlow's `memory_flush_hook`)
           const hooks = memory === undefined || !memory.enabled
             ? []
@@ -51,7 +67,7 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             force: request.force,
             raise: true,
             keep: request.keep ?? undefined,
-            modelName,
+            modelName: threadModel,
             agentName,
             userId: user,
             hooks
