@@ -12,12 +12,12 @@ import * as Schema from "effect/Schema"
 import type { Memory, Scope } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
-import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import type * as SummarizationEvent from "./summarization/Hooks.js"
 
 /** Options of `layer`. */
 export interface Options {
@@ -52,22 +52,20 @@ export const layer = (options: Options): Middleware => {
 }
 
 /**
- * What Summarization hands over before it removes messages from the thread: they are read for memory at once,
- * since they will not be in the thread when its run ends.
+ * Memory's before-summarisation hook (DeerFlow's `memory_flush_hook`): the messages Summarization is about to
+ * remove from the thread are read for memory at once, since they will not be in the thread when its run ends.
  */
-export const beforeCompaction = (options: Options) =>
-(summarized: ReadonlyArray<Message>) =>
+export const beforeCompaction = (options: Options): SummarizationEvent.Hook => (event) =>
   !options.memory.enabled || options.memory.mode === "tool"
     ? Effect.void
-    : Effect.flatMap(RunContext, (context) =>
-      options.memory.enqueue({
-        threadId: context.threadId,
-        userId: context.userId,
-        agentName: options.agentName,
-        messages: summarized,
-        modelName: context.options.modelName,
-        immediate: true
-      }))
+    : options.memory.enqueue({
+      threadId: event.threadId,
+      userId: event.userId,
+      agentName: options.agentName ?? event.agentName,
+      messages: event.summarized,
+      modelName: event.modelName,
+      immediate: true
+    })
 
 // ---------------------------------------------------------------------------------------------------------
 // Tool mode

@@ -81,6 +81,8 @@ export interface ChainOptions {
   readonly agentName?: string | undefined
   /** Subagents enabled: the `task` tool and its limits (SubagentLimit, slot 28). */
   readonly subagents?: SubagentLimit.Options | undefined
+  /** The app's before-summarisation hooks, run in this order after memory's flush (see `Summarization.Hook`). */
+  readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
 }
 
 /** What a subagent's chain is built from. */
@@ -118,6 +120,8 @@ export interface Parts {
   readonly vision: boolean
   readonly agentName: string | undefined
   readonly subagents: SubagentLimit.Options | undefined
+  /** Before-summarisation hooks of the app (after memory's flush). */
+  readonly summarizationHooks: ReadonlyArray<Summarization.Hook>
   readonly tokenBudget: TokenBudgetConfig
   /** A subagent's chain: its system messages are coalesced innermost (SPEC §4.2). */
   readonly subagent: boolean
@@ -172,11 +176,14 @@ const entries = {
       skillReadToolNames: p.config.summarization.skill_file_read_tool_names
     }),
   Summarization: (p: Parts) =>
-    Summarization.entry(
-      p.memory === undefined
-        ? {}
-        : { beforeCommit: MemoryMW.beforeCompaction({ memory: p.memory, agentName: p.agentName }) }
-    ),
+    Summarization.entry({
+      // memory's flush first, then the app's own hooks, in the order given
+      hooks: [
+        ...(p.memory === undefined ? [] : [MemoryMW.beforeCompaction({ memory: p.memory, agentName: p.agentName })]),
+        ...p.summarizationHooks
+      ],
+      agentName: p.agentName
+    }),
   Todo: () => Todo.entry(),
   TokenUsage: (p: Parts) => TokenUsage.entry(p.config.token_usage),
   Title: (p: Parts) => Title.entry(p.config.title),
@@ -320,6 +327,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
   vision: options.vision === true,
   agentName: options.agentName,
   subagents: options.subagents,
+  summarizationHooks: options.summarizationHooks ?? [],
   tokenBudget: options.config.token_budget,
   subagent: false
 })
@@ -337,6 +345,7 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   vision: options.vision === true,
   agentName: undefined,
   subagents: undefined,
+  summarizationHooks: [],
   tokenBudget: options.tokenBudget ?? subagentTokenBudget(options.config),
   subagent: true
 })

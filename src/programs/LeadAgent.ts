@@ -21,6 +21,7 @@ import * as ClarificationMW from "../middleware/Clarification.js"
 import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
+import type * as Summarization from "../middleware/Summarization.js"
 import type * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type * as Guardrail from "../services/Guardrail.js"
@@ -115,6 +116,11 @@ export interface Options {
    * the context (`Subagents.layer()`, one per app). `toolGroups` are the agent's tool groups, passed on to its
    * subagents (undefined: all).
    */
+  /**
+   * Before-summarisation hooks of the app, run in this order after memory's flush each time the thread is
+   * compacted (see `Summarization.Hook`).
+   */
+  readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
   readonly subagents?: {
     readonly maxConcurrent?: number | undefined
     readonly maxTotal?: number | undefined
@@ -205,7 +211,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         vision: options.vision,
         agentName: options.agentName,
         deferred: options.deferred,
-        subagents
+        subagents,
+        summarizationHooks: options.summarizationHooks
       })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)

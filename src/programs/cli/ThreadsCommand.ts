@@ -1,13 +1,17 @@
 /**
- * `antler threads list | show ID | delete ID`: the saved threads of the data directory (`ANTLER_HOME`, else
- * `~/.antler`), the same whatever directory the command runs in.
+ * `antler threads list | show ID | delete ID | compact ID`: the saved threads of the data directory
+ * (`ANTLER_HOME`, else `~/.antler`), the same whatever directory the command runs in.
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import { AppConfigService } from "../../services/AppConfig.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import * as App from "../App.js"
+import * as Compaction from "../Compaction.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
@@ -85,16 +89,107 @@ const remove: CliCommand.Entry = {
   }
 }
 
-const subcommands = [list, show, remove]
+const compactMessage = (error: Compaction.CompactionError): string => {
+  switch (error.reason) {
+    case "disabled":
+      return "Compaction is off: set `summarization.enabled: true` in config.yaml (with `trigger: null` only " +
+        "manual compaction happens)."
+    case "summary_failed":
+      return `No summary could be made; the thread is unchanged. ${error.errors.join("; ")}`
+    default:
+      return error.message
+  }
+}
+
+const compact: CliCommand.Entry = {
+  name: "compact",
+  command: Command.make("compact", {
+    id: Args.text({ name: "id" }),
+    force: Options.boolean("force"),
+    json: CliCommand.json,
+    config: CliCommand.config,
+    model: Options.text("model").pipe(Options.optional),
+    baseUrl: Options.text("base-url").pipe(Options.optional),
+    apiKey: Options.redacted("api-key").pipe(Options.optional)
+  }, (args) =>
+    Effect.gen(function*() {
+      const threadId = yield* CliCommand.threadIdFrom(args.id)
+      const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
+      const { choice, env } = yield* CliCommand.chooseModel(app, args)
+      const redact = App.redactor(choice.models, env, [])
+      const model = yield* Effect.catchAll(App.modelService(choice), CliCommand.reportFailure("error", redact))
+      yield* CliCommand.withStore((home) =>
+        Effect.gen(function*() {
+          const outcome = yield* Compaction.compactThread(threadId, {
+            model,
+            force: args.force,
+            raise: true,
+            modelName: choice.name
+          }).pipe(
+            Effect.catchTags({
+              CompactionThreadNotFound: () => notFound(home, threadId),
+              CompactionThreadBusy: (error) => fail(ExitCode.runFailed, error.message),
+              CompactionError: (error) =>
+                error.reason === "not_enough_messages" || error.reason === "below_trigger"
+                  ? Effect.succeed(error)
+                  : fail(ExitCode.runFailed, Render.safeText(compactMessage(error), redact))
+            }),
+            Effect.provide(Layer.succeed(AppConfigService, app))
+          )
+          if (outcome instanceof Compaction.CompactionError) {
+            const answer = { thread_id: threadId, compacted: false, reason: outcome.reason }
+            if (args.json) return yield* Render.write(`${JSON.stringify(answer)}\n`)
+            return yield* Render.write(`Nothing compacted: ${outcome.message}\n`)
+          }
+          if (args.json) return yield* Render.write(`${JSON.stringify(outcome)}\n`)
+          yield* Render.write(
+            `Compacted thread ${threadId}: ${outcome.removed_message_count} older messages summarised, ` +
+              `${outcome.preserved_message_count} kept (context was ${outcome.total_tokens} tokens).\n`
+          )
+        })
+      ).pipe(Effect.catchAll(CliCommand.reportFailure("error", redact)))
+    })),
+  help: {
+    summary: "Compact a thread: summarise its older messages, as happens when a summarization trigger fires",
+    usage: ["threads compact [--force] [--json] <id>"],
+    description: "The older messages are replaced by a summary a model writes (never splitting a tool call " +
+      "from its result; the latest question and the most recent skill reads stay); the next run of the thread " +
+      "reads the summary and the recent messages. Follows the summarization section of config.yaml: off unless " +
+      "summarization.enabled is true, and without --force only when one of its triggers fires. Nothing to " +
+      "compact is not an error (exit code 0); a summary that cannot be made leaves the thread unchanged (exit " +
+      "code 1). The model is chosen as run chooses it.",
+    arguments: [["<id>", "The thread's id (from threads list)"]],
+    options: [
+      ["--force", "Compact even when no summarization trigger fires"],
+      ["--json", "Print what was done as one JSON object (compacted, reason, counts, checkpoint_id)"],
+      [
+        "--model NAME",
+        "A model named in config.yaml, or the model id to ask for with --base-url (summarization.model_name, " +
+        "when set, is asked first)"
+      ],
+      ["--base-url URL", "An OpenAI-compatible endpoint, such as http://localhost:11434/v1 (Ollama)"],
+      [
+        "--api-key KEY",
+        "The key for --base-url. Visible in the process list: prefer OPENAI_API_KEY or $VAR in config.yaml"
+      ],
+      CliCommand.CONFIG_HELP
+    ],
+    examples: [["threads compact --force 7f3c…", "Make a long conversation cheaper to continue"]]
+  }
+}
+
+const subcommands = [list, show, remove, compact]
 
 /** `antler threads`. */
 export const entry: CliCommand.Entry = {
   name: "threads",
-  command: Command.make("threads").pipe(Command.withSubcommands([list.command, show.command, remove.command])),
+  command: Command.make("threads").pipe(
+    Command.withSubcommands([list.command, show.command, remove.command, compact.command])
+  ),
   subcommands,
   help: {
-    summary: "The saved threads: list, show, delete",
-    usage: ["threads list", "threads show <id>", "threads delete <id>"],
+    summary: "The saved threads: list, show, delete, compact",
+    usage: ["threads list", "threads show <id>", "threads delete <id>", "threads compact [--force] <id>"],
     description: "A thread is one conversation: its messages, tool calls and files. Threads are kept in " +
       "$ANTLER_HOME, else ~/.antler; continue one with run --thread ID, or the latest with run --continue."
   }

@@ -27,6 +27,7 @@ import * as Accounts from "./handlers/Accounts.js"
 import * as Assistants from "./handlers/Assistants.js"
 import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
+import * as Compact from "./handlers/Compact.js"
 import * as Extensions from "./handlers/Extensions.js"
 import * as Features from "./handlers/Features.js"
 import * as FileEdits from "./handlers/FileEdits.js"
@@ -53,7 +54,7 @@ export interface Options {
   readonly redact?: Redact.Redactor | undefined
   /** The gateway's accounts, when it has them (`gateway.auth.accounts`). */
   readonly accounts?: Accounts.Options | undefined
-  /** The models' client for the gateway's own calls (follow-up questions, polishing a draft). */
+  /** The models' client for the gateway's own calls (follow-up questions, polishing a draft, compaction). */
   readonly model: ModelService["Type"]
 }
 
@@ -77,6 +78,7 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
+    Compact.layer(SERVED.deerflow, options.model, options.models),
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),

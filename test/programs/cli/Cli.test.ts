@@ -526,6 +526,71 @@ describe("configuration warnings", () => {
     }), SLOW)
 })
 
+describe("threads compact", () => {
+  it.live("summarises a thread's older messages through the model, with --force below the trigger", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const summaryOf = (body: ScriptedChatServer.ChatRequestBody) =>
+        String(body.messages.at(-1)?.content ?? "").includes("You are compacting the history")
+      const server = yield* ScriptedChatServer.start((body) =>
+        summaryOf(body) ? "## Session intent\nCompacted SUMMARY-CLI-3307" : "Answered."
+      )
+      const compactHome = tempDir("antler-compact-")
+      const config = Path.join(compactHome, "config.yaml")
+      // no automatic trigger: only the manual compaction summarises
+      Fs.writeFileSync(config, "memory:\n  enabled: false\nsummarization:\n  enabled: true\n  keep:\n" +
+        "    type: messages\n    value: 2\n")
+      const endpoint = ["--config", config, "--base-url", server.url, "--api-key", "x"]
+      for (const prompt of ["first question", "second question"]) {
+        const run = yield* antlerDone(compactHome, ["run", ...endpoint, "--thread", "c1", prompt])
+        assert.strictEqual(run.code, 0, run.stderr)
+      }
+      const calls = server.requests.length
+
+      const unforced = yield* antlerDone(compactHome, ["threads", "compact", ...endpoint, "c1"])
+      assert.strictEqual(unforced.code, 0, unforced.stderr)
+      assert.include(unforced.stdout, "Nothing compacted: The thread does not need compaction yet")
+      assert.strictEqual(server.requests.length, calls, "no model call without --force below the trigger")
+
+      const forced = yield* antlerDone(compactHome, ["threads", "compact", "--force", ...endpoint, "c1"])
+      assert.strictEqual(forced.code, 0, forced.stderr)
+      assert.match(forced.stdout, /^Compacted thread c1: 2 older messages summarised, \d+ kept/)
+      const call = server.requests.at(-1)!
+      assert.isTrue(summaryOf(call))
+      assert.include(String(call.messages.at(-1)!.content), "first question")
+      assert.deepStrictEqual(call.tools ?? [], [])
+      const shown = yield* antlerDone(compactHome, ["threads", "show", "c1", "--json"])
+      const state = JSON.parse(shown.stdout).state
+      assert.strictEqual(state.summary_text, "## Session intent\nCompacted SUMMARY-CLI-3307")
+      assert.notInclude(JSON.stringify(state.messages), "first question")
+      assert.include(JSON.stringify(state.messages), "second question")
+
+      // the next run of the thread reads the summary
+      const next = yield* antlerDone(compactHome, ["run", ...endpoint, "--thread", "c1", "third question"])
+      assert.strictEqual(next.code, 0, next.stderr)
+      assert.include(JSON.stringify(server.requests.at(-1)!.messages), "SUMMARY-CLI-3307")
+
+      const json = yield* antlerDone(compactHome, ["threads", "compact", "--force", "--json", ...endpoint, "c1"])
+      assert.strictEqual(json.code, 0, json.stderr)
+      assert.strictEqual(JSON.parse(json.stdout).compacted, true)
+      const missing = yield* antlerDone(compactHome, ["threads", "compact", "--force", ...endpoint, "nope"])
+      assert.strictEqual(missing.code, 1)
+      assert.include(missing.stderr, "No thread \"nope\"")
+    })), SLOW)
+
+  it.live("with summarization off, compaction is refused, saying how to turn it on", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["Answered."])
+      const offHome = tempDir("antler-compact-off-")
+      const endpoint = ["--base-url", server.url, "--api-key", "x"]
+      const run = yield* antlerDone(offHome, ["run", ...endpoint, "--thread", "c2", "a question"])
+      assert.strictEqual(run.code, 0, run.stderr)
+      const off = yield* antlerDone(offHome, ["threads", "compact", "--force", ...endpoint, "c2"])
+      assert.strictEqual(off.code, 1)
+      assert.include(off.stderr, "summarization.enabled: true")
+      assert.strictEqual(server.requests.length, 1)
+    })), SLOW)
+})
+
 describe("uploads", () => {
   it.live("run --file shows uploads to the model; antler upload copies into the thread with a Markdown copy", () =>
     Effect.scoped(Effect.gen(function*() {

@@ -752,7 +752,13 @@ const arbitraries = () => {
       model_name: stringText
     }),
     polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText }),
-    artifact: objectOf({ content: stringText, expected_sha256: stringText })
+    artifact: objectOf({ content: stringText, expected_sha256: stringText }),
+    compact: objectOf({
+      force: fc.constantFrom("true", "false", "1", "null"),
+      keep: fc.constantFrom("{\"type\":\"messages\",\"value\":2}", "{\"type\":\"fraction\",\"value\":3}", "null"),
+      agent_name: stringText,
+      model_name: stringText
+    })
   }
 
   /** A JSON body nested `depth` deep, as arrays or objects (the limit is 100). */

@@ -35,6 +35,7 @@ export type BodyKind =
   | "suggest"
   | "polish"
   | "artifact"
+  | "compact"
 
 export interface Route {
   readonly method: string
@@ -103,6 +104,8 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/threads/:thread_id/goal", "none"],
   ["PUT", "/threads/:thread_id/goal", "goal"],
   ["DELETE", "/threads/:thread_id/goal", "none"],
+  // issue 28: manual compaction (api/Compact.ts)
+  ["POST", "/threads/:thread_id/compact", "compact"],
   // issue 27: regenerate, edit, branch (api/Branches.ts)
   ["POST", "/threads/:thread_id/runs/regenerate/prepare", "regenerate"],
   ["POST", "/threads/:thread_id/runs/edit-regenerate/prepare", "edit"],

@@ -13,6 +13,7 @@ import * as Accounts from "./Accounts.js"
 import * as Assistants from "./Assistants.js"
 import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
+import * as Compact from "./Compact.js"
 import * as Extensions from "./Extensions.js"
 import * as Features from "./Features.js"
 import * as FileEdits from "./FileEdits.js"
@@ -50,6 +51,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Catalog.skills)
   .add(ScheduledTasks.group)
   .add(Turns.group)
+  .add(Compact.group)
   .add(Branches.group)
   .add(Memory.group)
   .add(Agents.group)
