@@ -1315,7 +1315,7 @@ describe("checking the command line", () => {
       ["--verbose", false]
     ])
     assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.memory!.subcommands), ["show", "clear"])
-    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete"])
+    assert.deepStrictEqual(Object.keys(Cli.commandSpec.subcommands.threads!.subcommands), ["list", "show", "delete", "compact"])
   })
 
   it("accepts well-formed lines, options anywhere, --name=value, built-in options, and anything after --", () => {
