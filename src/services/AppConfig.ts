@@ -4,43 +4,12 @@
  */
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
+import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
+import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
 
-/** An optional field that may also be `null`, taking `value()` when absent or null. */
-export const withDefault = <S extends Schema.Schema.Any>(schema: S, value: () => Schema.Schema.Type<S>) =>
-  Schema.optionalWith(schema, { default: value as any, nullable: true }) as Schema.optionalWith<
-    S,
-    { default: () => Schema.Schema.Type<S>; nullable: true }
-  >
-
-const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
-const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
-const Fraction = Schema.Number.pipe(Schema.between(0, 1))
-
-/**
- * Why a model server address cannot be used, or undefined when it can: it must be an `http://` or `https://`
- * URL with a host. The value is not repeated (a key pasted into the wrong field must not be printed), except
- * as the suggested fix when it looks like a host without its scheme (`localhost:11434/v1`).
- */
-export const baseUrlProblem = (value: string): string | undefined => {
-  let url: URL | undefined
-  try {
-    url = new URL(value)
-  } catch {
-    url = undefined
-  }
-  if (url !== undefined && (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== "") {
-    return undefined
-  }
-  const hostLike = /^[A-Za-z0-9.-]+(:\d+)?(\/\S*)?$/.test(value) && /[.:]|^localhost/.test(value)
-  return hostLike
-    ? `expected an http:// or https:// URL; did you mean http://${value}?`
-    : "expected an http:// or https:// URL, such as http://localhost:11434/v1"
-}
-
-const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
-
-const BaseUrl = Schema.String.pipe(Schema.filter((value) => baseUrlProblem(value) ?? true))
+export { baseUrlProblem, withDefault } from "./config/Fields.js"
+export * from "./config/Server.js"
 
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
 export const ModelConfig = Schema.Struct({
@@ -382,116 +351,6 @@ export type MemoryConfig = typeof MemoryConfig.Type
 
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
 
-const PostgresUrl = Schema.String.pipe(
-  Schema.filter((url) => /^postgres(ql)?:\/\/\S+$/.test(url) || "expected a postgres:// or postgresql:// URL")
-)
-
-/**
- * Where threads are stored (DeerFlow's `database` section): SQLite under the data directory by default, or
- * PostgreSQL at `url` (`postgres_url` is DeerFlow's spelling), so several gateway processes share threads.
- * The URL is a secret (it may hold a password): it is never printed.
- */
-export const DatabaseConfig = Schema.Struct({
-  backend: Schema.optional(Schema.NullOr(Schema.Literal("sqlite", "postgres"))),
-  url: Schema.optional(Schema.NullOr(Schema.Redacted(PostgresUrl))),
-  postgres_url: Schema.optional(Schema.NullOr(Schema.Redacted(PostgresUrl)))
-}).pipe(
-  Schema.filter((c) =>
-    c.backend !== "postgres" || c.url != null || c.postgres_url != null ||
-    "backend postgres needs database.url (postgres://user:password@host:port/database)"
-  ),
-  Schema.filter((c) =>
-    c.backend !== "sqlite" || (c.url == null && c.postgres_url == null) ||
-    "backend sqlite takes no database.url; remove it, or set backend: postgres"
-  )
-)
-export type DatabaseConfig = typeof DatabaseConfig.Type
-
-/**
- * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`). An `admin` token's runs may also
- * change what every user's agent reads (the default agent's `SOUL.md`); no other token's may (see
- * `gateway/Auth.ts`).
- */
-export const GatewayToken = Schema.Struct({
-  token: Schema.Redacted(
-    Schema.String.pipe(Schema.minLength(16, { message: () => "a token must be at least 16 characters long" }))
-  ),
-  user: Schema.String.pipe(
-    Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, {
-      message: () => "user ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-    })
-  ),
-  admin: withDefault(Schema.Boolean, () => false)
-})
-export type GatewayToken = typeof GatewayToken.Type
-
-/** An entry of `gateway.allowed_hosts`: `name`, `name:port`, `[v6]` or `[v6]:port`. */
-const AllowedHost = Schema.String.pipe(
-  Schema.pattern(/^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::\d{1,5})?$/, {
-    message: () => "an allowed host is a host name or address, with an optional :port (no scheme, no path)"
-  })
-)
-
-/**
- * `antler serve` (Antler's own section; DeerFlow configures its gateway through the environment). Bound to
- * a loopback address it may run without tokens (every request is user `default`, the CLI's user); bound to
- * any other address it refuses to start without `auth.tokens`.
- */
-export const GatewayConfig = Schema.Struct({
-  host: withDefault(Schema.NonEmptyTrimmedString, () => "127.0.0.1"),
-  port: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(0, 65535)), () => 8001),
-  auth: withDefault(
-    Schema.Struct({
-      tokens: withDefault(Schema.Array(GatewayToken), () => []),
-      /**
-       * DeerFlow's local accounts (email and password, HttpOnly cookie sessions with a CSRF token), each an
-       * Antler user of its own, beside the tokens. The first account is made an admin (`/api/v1/auth/initialize`).
-       */
-      accounts: withDefault(Schema.Boolean, () => false),
-      /** Whether visitors may make their own (non-admin) accounts (`/api/v1/auth/register`; DeerFlow's). */
-      allow_registration: withDefault(Schema.Boolean, () => true),
-      /** How long a session lasts, in days (DeerFlow's `token_expiry_days`). */
-      session_days: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(365)), () => 7)
-    }),
-    () => ({ tokens: [], accounts: false, allow_registration: true, session_days: 7 })
-  ),
-  cors: withDefault(
-    Schema.Struct({ allow_origins: withDefault(Schema.Array(Schema.String), () => []) }),
-    () => ({ allow_origins: [] })
-  ),
-  /**
-   * Host names (or addresses) the gateway answers to besides the address it is bound to, each `name` (any port)
-   * or `name:port`: the names it is reached by behind a proxy. Any other `Host` is refused (DNS rebinding).
-   */
-  allowed_hosts: withDefault(Schema.Array(AllowedHost), () => []),
-  /** Seconds between `: heartbeat` comments on an idle stream. */
-  heartbeat_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 15),
-  /** Events of a run kept for `Last-Event-ID` replay; a client further behind gets the `gap` event. */
-  replay_buffer_events: withDefault(PositiveInt, () => 10_000),
-  /** And at most this many MiB of them (a `values` event holds the whole thread). */
-  replay_buffer_mb: withDefault(Schema.Number.pipe(Schema.positive()), () => 16),
-  /** Finished runs whose events stay joinable (the oldest are forgotten first). */
-  finished_runs_kept: withDefault(NonNegativeInt, () => 20),
-  /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
-  scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10)
-})
-export type GatewayConfig = typeof GatewayConfig.Type
-
-/**
- * OpenTelemetry traces (Antler's own section): one trace per run, with model and tool calls as child spans,
- * exported over OTLP/HTTP. Off by default.
- */
-export const TracingConfig = Schema.Struct({
-  enabled: withDefault(Schema.Boolean, () => false),
-  /** The OTLP/HTTP traces endpoint. */
-  otlp_endpoint: withDefault(BaseUrl, () => "http://localhost:4318/v1/traces"),
-  service_name: withDefault(Schema.NonEmptyTrimmedString, () => "antler"),
-  /** `otlp` (to `otlp_endpoint`) or `console` (a line per span on stderr). */
-  exporter: withDefault(Schema.Literal("otlp", "console"), () => "otlp" as const),
-  /** Extra headers of the export requests (an API key...): secrets, never printed. */
-  headers: withDefault(Schema.Record({ key: Schema.String, value: Schema.Redacted(Schema.String) }), () => ({}))
-})
-export type TracingConfig = typeof TracingConfig.Type
 /**
  * A subagent token budget (`subagents.token_budget`, or per agent): on by default; `max_tokens` defaults to
  * 1,000,000 when summarization is on, else 2,000,000 (SPEC §4.2 slot 20).
