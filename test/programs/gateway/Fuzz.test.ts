@@ -1311,6 +1311,10 @@ const check = async (spec: Spec) => {
   if (wrong !== undefined) tally.malformed.push(`${wrong}: ${describeAnswer(answer)}\n${what}`)
   const found = leaked(spec, answer)
   if (found.length > 0) tally.leaks.push(`${found.join(", ")} in ${describeAnswer(answer)}\n${what}`)
+  // a change that succeeded on a thread named in its path (a goal, an upload) made bob a thread of that id
+  if (answer.status < 300 && !["GET", "HEAD", "OPTIONS"].includes(spec.method)) {
+    for (const name of exposedNames()) if (spec.path.includes(`/threads/${name}/`)) claimed.add(name)
+  }
 }
 
 const summary = () =>
