@@ -179,38 +179,98 @@ export const closestName = (given: string, known: Iterable<string>): string | un
 }
 
 /**
+ * One piece of a command line, read against the command tree: an option (with its value, when it takes one),
+ * a word (a subcommand's name or an argument), or everything from `--` on.
+ */
+type Piece =
+  | {
+    readonly _tag: "Option"
+    /** The command it was given to. */
+    readonly command: CommandSpec
+    readonly name: string
+    /** The option and its value, as typed. */
+    readonly tokens: ReadonlyArray<string>
+    /** Whether no command has it. */
+    readonly unknown: boolean
+    /** Whether it is one every command takes (and not the command's own of the same name). */
+    readonly builtIn: boolean
+    /** Whether it takes a value that is missing, or that starts with "--" (`--model --json`). */
+    readonly missingValue: boolean
+  }
+  | {
+    readonly _tag: "Word"
+    readonly command: CommandSpec
+    readonly token: string
+    /** Whether the command expects one of its subcommands here. */
+    readonly expectsCommand: boolean
+    /** The subcommand it names, if it names one where one is expected. */
+    readonly next: CommandSpec | undefined
+  }
+  | { readonly _tag: "Rest"; readonly tokens: ReadonlyArray<string> }
+
+/** The command line (the arguments after the program) in pieces: the one reading that the checks share. */
+const pieces = (spec: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<Piece> => {
+  const read: Array<Piece> = []
+  let command = spec
+  for (let i = 0; i < args.length; i++) {
+    const token = args[i]!
+    if (token === "--") {
+      read.push({ _tag: "Rest", tokens: args.slice(i) })
+      break
+    }
+    if (token.startsWith("-") && token !== "-") {
+      const equals = token.startsWith("--") ? token.indexOf("=") : -1
+      const name = equals > 2 ? token.slice(0, equals) : token
+      const own = entry(command.options, name)
+      const builtIn = own === undefined ? entry(BUILT_IN_OPTIONS, name) : undefined
+      const takesValue = (own ?? builtIn) === true && equals === -1
+      const value = takesValue ? args[i + 1] : undefined
+      read.push({
+        _tag: "Option",
+        command,
+        name,
+        tokens: value === undefined ? [token] : [token, args[++i]!],
+        unknown: own === undefined && builtIn === undefined,
+        builtIn: builtIn !== undefined,
+        missingValue: takesValue && (value === undefined || value.startsWith("--"))
+      })
+    } else {
+      const expectsCommand = Object.keys(command.subcommands).length > 0 && !command.args
+      const next = expectsCommand ? entry(command.subcommands, token) : undefined
+      read.push({ _tag: "Word", command, token, expectsCommand, next })
+      if (next !== undefined) command = next
+    }
+  }
+  return read
+}
+
+/**
  * The first problem of a command line (the arguments after the program), or undefined: an option the
  * command does not have (with the closest one it does have), an option without its value, or an unknown
  * command. Everything after `--` is an argument, so a prompt may start with a dash: `antler run -- "-x"`.
  */
 export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string>): string | undefined => {
-  let command = spec
-  for (let i = 0; i < args.length; i++) {
-    const token = args[i]!
-    if (token === "--") return undefined
-    if (token.startsWith("-") && token !== "-") {
-      const equals = token.startsWith("--") ? token.indexOf("=") : -1
-      const name = equals > 2 ? token.slice(0, equals) : token
-      const takesValue = entry(command.options, name) ?? entry(BUILT_IN_OPTIONS, name)
-      if (takesValue === undefined) return unknownOption(command, name)
-      if (takesValue && equals === -1) {
-        const value = args[i + 1]
-        if (value === undefined || value.startsWith("--")) {
+  for (const piece of pieces(spec, args)) {
+    const command = piece._tag === "Rest" ? spec : piece.command
+    switch (piece._tag) {
+      case "Rest":
+        return undefined
+      case "Option":
+        if (piece.unknown) return unknownOption(command, piece.name)
+        if (piece.missingValue) {
+          const name = piece.name
           return `${command.name}: ${name} needs a value: ${name} VALUE (or ${name}=VALUE for a value that starts ` +
             `with "--").\nRun \`${command.name} --help\` for its usage.`
         }
-        i++
-      }
-    } else if (Object.keys(command.subcommands).length > 0 && !command.args) {
-      const next = entry(command.subcommands, token)
-      if (next === undefined) {
-        const commands = Object.keys(command.subcommands)
-        const near = closestName(token, commands)
-        return `${command.name}: unknown command ${token}` +
-          (near !== undefined ? `; did you mean ${near}?` : `. Commands: ${commands.join(", ")}.`) +
-          `\nRun \`${command.name} --help\` for its usage.`
-      }
-      command = next
+        break
+      case "Word":
+        if (piece.expectsCommand && piece.next === undefined) {
+          const commands = Object.keys(command.subcommands)
+          const near = closestName(piece.token, commands)
+          return `${command.name}: unknown command ${piece.token}` +
+            (near !== undefined ? `; did you mean ${near}?` : `. Commands: ${commands.join(", ")}.`) +
+            `\nRun \`${command.name} --help\` for its usage.`
+        }
     }
   }
   return undefined
@@ -225,29 +285,10 @@ export const commandLineProblem = (spec: CommandSpec, args: ReadonlyArray<string
 export const hoistBuiltIns = (spec: CommandSpec, args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const hoisted: Array<string> = []
   const rest: Array<string> = []
-  let command = spec
-  for (let i = 0; i < args.length; i++) {
-    const token = args[i]!
-    if (token === "--") {
-      rest.push(...args.slice(i))
-      break
-    }
-    if (token.startsWith("-") && token !== "-") {
-      const equals = token.startsWith("--") ? token.indexOf("=") : -1
-      const name = equals > 2 ? token.slice(0, equals) : token
-      const own = entry(command.options, name)
-      const builtIn = own === undefined ? entry(BUILT_IN_OPTIONS, name) : undefined
-      const takesValue = (own ?? builtIn) === true && equals === -1 && i + 1 < args.length
-      const tokens = takesValue ? [token, args[++i]!] : [token]
-      if (builtIn === true) hoisted.push(...tokens)
-      else rest.push(...tokens)
-    } else {
-      const next = Object.keys(command.subcommands).length > 0 && !command.args
-        ? entry(command.subcommands, token)
-        : undefined
-      if (next !== undefined) command = next
-      rest.push(token)
-    }
+  for (const piece of pieces(spec, args)) {
+    if (piece._tag === "Word") rest.push(piece.token)
+    else if (piece._tag === "Option" && piece.builtIn) hoisted.push(...piece.tokens)
+    else rest.push(...piece.tokens)
   }
   return [...hoisted, ...rest]
 }
@@ -285,26 +326,24 @@ export const request = (
   args: ReadonlyArray<string>
 ): { readonly kind: "help"; readonly path: ReadonlyArray<string> } | { readonly kind: "version" } | undefined => {
   const path: Array<string> = []
-  let entries: ReadonlyArray<CliCommand.Entry> = COMMANDS
+  let group = true
   let help = false
   let words = 0
-  for (let i = 0; i < args.length; i++) {
-    const token = args[i]!
-    if (token === "--") break
-    if (token === "--help" || token === "-h") help = true
-    else if (token === "--version" && path.length === 0) return { kind: "version" }
-    else if (token === "--log-level" || token === "--completions") i++
-    else if (!token.startsWith("-") || token === "-") {
+  for (const piece of pieces(commandSpec, args)) {
+    if (piece._tag === "Rest") break
+    if (piece._tag === "Option") {
+      if (piece.name === "--help" || piece.name === "-h") help = true
+      else if (piece.name === "--version" && path.length === 0) return { kind: "version" }
+    } else {
       words++
-      const next = entries.find((entry) => entry.name === token)
-      if (next !== undefined && words === path.length + 1) {
-        path.push(next.name)
-        entries = next.subcommands ?? []
+      if (piece.next !== undefined && words === path.length + 1) {
+        path.push(piece.token)
+        group = Object.keys(piece.next.subcommands).length > 0
       }
     }
   }
   if (help || args.length === 0) return { kind: "help", path }
-  if (path.length > 0 && entries.length > 0 && words === path.length) return { kind: "help", path }
+  if (path.length > 0 && group && words === path.length) return { kind: "help", path }
   return undefined
 }
 
