@@ -116,6 +116,32 @@ describe("uploads limits and artifact edits", () => {
     assert.strictEqual((await alice("/threads", { body: { thread_id: chat } })).status, 409)
   })
 
+  it("makes no thread from a refused upload: a new chat's failed first upload leaves nothing behind", async () => {
+    const send = (chat: string, body: BodyInit, type?: string) =>
+      fetch(`${gateway.url}/api/threads/${chat}/uploads`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE}`, ...(type === undefined ? {} : { "content-type": type }) },
+        body
+      })
+    const tooBig = new FormData()
+    tooBig.append("files", new Blob(["x".repeat(2000)], { type: "text/plain" }), "big.txt")
+    const noFiles = new FormData()
+    noFiles.append("note", "no file here")
+    const refusals: Array<[string, () => Promise<Response>]> = [
+      ["a file over uploads.max_file_size", () => send(Crypto.randomUUID(), tooBig)],
+      ["a form without files", () => send(Crypto.randomUUID(), noFiles)],
+      ["a body that is not a form", () => send(Crypto.randomUUID(), "{}", "multipart/form-data; boundary=x")]
+    ]
+    for (const [what, refused] of refusals) {
+      const answer = await refused()
+      assert.isAtLeast(answer.status, 400, what)
+      const chat = new URL(answer.url).pathname.split("/")[3]!
+      assert.strictEqual((await alice(`/api/threads/${chat}`)).status, 404, what)
+      const listed = await alice("/api/threads/search", { body: { limit: 100 } })
+      assert.notInclude(listed.body.map((thread: { thread_id: string }) => thread.thread_id), chat, what)
+    }
+  })
+
   it("replaces an output file's text when it is unchanged since it was opened", async () => {
     const opened = sha("# Report\n\nfirst draft\n")
     const first = await fetch(`${gateway.url}/api/threads/work/artifacts/mnt/user-data/outputs/report.md`, {

@@ -14,7 +14,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import { ThreadStore } from "../../../services/ThreadStore.js"
 import { SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../../services/Sandbox.js"
+import * as App from "../../App.js"
 import * as Upload from "../../Upload.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import * as FilesApi from "../api/Files.js"
@@ -54,27 +56,13 @@ export const layer = (api: DeerFlowApi) =>
       const access = yield* Access.make
       const app = yield* AppConfigService
       const sandboxes = yield* SandboxProvider
+      const store = yield* ThreadStore
       const config = app.config
 
       return handlers
         .handleRaw("uploadFiles", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
-            // DeerFlow's app uploads a new chat's files before its first run: the upload makes the user's thread
-            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id).pipe(
-              Effect.catchIf(
-                (error) => error instanceof GatewayError && error.reason === "not_found",
-                () =>
-                  access.newThread(userId, path.thread_id, {}).pipe(
-                    Effect.map((made) => ({ stored: made.thread_id, threadId: path.thread_id })),
-                    // made by another request meanwhile
-                    Effect.catchIf(
-                      (error) => error instanceof GatewayError && error.reason === "conflict",
-                      () => access.threadRef(userId, path.thread_id)
-                    )
-                  )
-              )
-            )
             const limits = config.uploads
             const form = yield* Body.multipart.pipe(
               Multipart.withLimits({
@@ -116,9 +104,35 @@ export const layer = (api: DeerFlowApi) =>
                 }),
                 (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
               ))
+            // DeerFlow's app uploads a new chat's files before its first run: the upload makes the user's thread,
+            // once the form was read, and takes it back when the files are refused (no thread from a failed upload)
+            const existing = yield* access.threadRef(userId, path.thread_id).pipe(
+              Effect.map(Option.some),
+              Effect.catchIf(
+                (error) => error instanceof GatewayError && error.reason === "not_found",
+                () => Effect.succeedNone
+              )
+            )
+            const { stored, threadId } = Option.isSome(existing) ? existing.value : yield* access.newThread(
+              userId,
+              path.thread_id,
+              {}
+            ).pipe(
+              Effect.map((made): Access.ThreadRef => ({ stored: made.thread_id, threadId: path.thread_id })),
+              // made by another request meanwhile
+              Effect.catchIf(
+                (error) => error instanceof GatewayError && error.reason === "conflict",
+                () => access.threadRef(userId, path.thread_id)
+              )
+            )
             const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
               Effect.provideService(AppConfigService, app),
-              Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message))
+              Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message)),
+              Effect.tapError(() =>
+                Option.isSome(existing) ? Effect.void : Effect.ignore(
+                  App.deleteThread(app.home, stored, userId).pipe(Effect.provideService(ThreadStore, store))
+                )
+              )
             )
             return json(FilesApi.Uploaded, {
               success: true,
