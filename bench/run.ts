@@ -35,7 +35,11 @@ const configs: Array<Cfg> = [
   { chain: "full", store: "sqlite" }
 ]
 const jobs: Array<{ id: string; job: Record<string, unknown> | null; script?: string }> = []
-for (const c of configs) jobs.push({ id: `w1/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warm } })
+// W1 also runs the loop alone over SQLite: the durable floor, for the ratio full+sqlite ÷ bare+sqlite in one run
+const W1_CONFIGS: Array<Cfg> = [configs[0]!, { chain: "bare", store: "sqlite" }, ...configs.slice(1)]
+for (const c of W1_CONFIGS) {
+  jobs.push({ id: `w1/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warm } })
+}
 // The same after a long warm-up: V8 takes thousands of steps to optimise the chain fully (see bench/README.md).
 for (const c of configs.slice(1)) {
   jobs.push({ id: `w1warm/${name(c)}`, job: { kind: "w1", ...c, steps: P.n, repeats: P.rep, warmupRuns: P.warmLong } })
@@ -225,7 +229,7 @@ fs.writeFileSync(path.join(resultsDir, `antler-${profile}${suffix}.json`), JSON.
 // human summary
 const line = (...cols: Array<string | number>) => process.stderr.write(cols.map(String).join("  ") + "\n")
 line("\nW1 µs/step (N=" + P.n + ")      wall    cpu    checkpoint µs   serialized B/step   on-disk B/step")
-for (const c of configs) {
+for (const c of W1_CONFIGS) {
   const r = results[`w1/${name(c)}`]
   if (r && !r.error) {
     line(name(c).padEnd(18), r.wallUsPerStepMedian, r.cpuUsPerStepMedian, r.checkpointUsPerStepMedian, r.serializedBytesPerStep, r.checkpointBytesPerStep ?? "-")
@@ -234,6 +238,13 @@ for (const c of configs) {
   if (warm && !warm.error) line(`  after ${P.warmLong} warm-up runs`.padEnd(18), warm.wallUsPerStepMedian, warm.cpuUsPerStepMedian, warm.checkpointUsPerStepMedian)
   const steady = results[`w1steady/${name(c)}`]
   if (steady && !steady.error) line("  no forced GC".padEnd(18), steady.wallUsPerStepMedian, steady.cpuUsPerStepMedian, steady.checkpointUsPerStepMedian)
+}
+const durableFull = results["w1/full+sqlite"]
+const durableBare = results["w1/bare+sqlite"]
+if (durableFull && !durableFull.error && durableBare && !durableBare.error) {
+  const ratio = (a: number, b: number) => (a / b).toFixed(2)
+  line("full+sqlite ÷ bare+sqlite: wall ×" + ratio(durableFull.wallUsPerStepMedian, durableBare.wallUsPerStepMedian) +
+    ", cpu ×" + ratio(durableFull.cpuUsPerStepMedian, durableBare.cpuUsPerStepMedian))
 }
 line("\nW2 µs/step by thread length   " + P.lengths.join(" / ") + "   growth")
 for (const c of configs) {
