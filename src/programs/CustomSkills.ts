@@ -199,10 +199,14 @@ export const make = (root: string): Store => {
     }
   }
 
-  /** A folder made (with its parents under `root`), refusing one that is a link or not a folder. */
-  const ensureDir = (dir: string) => {
+  /**
+   * A folder made (with its parents), refusing one that is not a folder, or a link unless `follow` (the skills
+   * directory and its `custom/` may be links the person who set them up made; nothing inside them may).
+   */
+  const ensureDir = (dir: string, follow = false) => {
     const found = kind(dir)
     if (found === "dir") return
+    if (found === "link" && follow && Fs.statSync(dir).isDirectory()) return
     if (found !== undefined) throw invalid(`${Path.relative(root, dir)} is not a plain folder; nothing was written.`)
     Fs.mkdirSync(dir, { recursive: true })
   }
@@ -335,8 +339,8 @@ export const make = (root: string): Store => {
   }
 
   const writeSkill = (name: string, content: string) => {
-    ensureDir(root)
-    ensureDir(custom)
+    ensureDir(root, true)
+    ensureDir(custom, true)
     ensureDir(skillDir(name))
     writeWhole(skillFile(name), content)
   }

@@ -89,6 +89,25 @@ describe("skill_manage", () => {
       )
     }))
 
+  it.effect("takes a skills directory (and its custom/) that is a link its owner made", () =>
+    Effect.gen(function*() {
+      const real = tempDir("antler-real-skills-")
+      Fs.mkdirSync(Path.join(real, "custom-real"))
+      Fs.symlinkSync(Path.join(real, "custom-real"), Path.join(real, "custom"))
+      const root = Path.join(tempDir("antler-linked-"), "skills")
+      Fs.symlinkSync(real, root)
+      const tool = SkillManage.make(CustomSkills.make(root))
+      const context = runContext("t9")
+      const admin = { ...context, options: { ...context.options, admin: true } }
+      const args = { action: "create", name: "notes", content: V1 }
+      const decoded = Schema.decodeUnknownSync(SkillManage.Args)(args)
+      const out = yield* tool.handler(decoded, { id: "c", name: "skill_manage", args }).pipe(
+        Effect.provide(Context.add(inRun().context, RunContext, admin))
+      )
+      assert.strictEqual(out, "Created custom skill 'notes'.")
+      assert.strictEqual(Fs.readFileSync(Path.join(real, "custom-real", "notes", "SKILL.md"), "utf8"), V1)
+    }))
+
   it.effect("never writes through a link inside a skill's folder", () =>
     Effect.gen(function*() {
       const { root, call, text } = setup()
