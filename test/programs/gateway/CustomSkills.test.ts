@@ -247,3 +247,41 @@ describe("custom skills through the gateway", () => {
     )
   })
 })
+
+describe("the open gateway (no tokens, loopback only)", () => {
+  it("lets its local user edit skills by hand, but its runs are not an admin's: no skill_manage", async () => {
+    const home = Support.tempDir("antler-custom-open-")
+    Fs.mkdirSync(Path.join(home, "skills", "custom", "csv-cleanup"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "custom", "csv-cleanup", "SKILL.md"), V1)
+    const open = await Support.start({
+      script,
+      source: Path.join(home, "config.yaml"),
+      config: { skill_evolution: { enabled: true } }
+    })
+    try {
+      const send = (path: string, init: { method?: string; body?: unknown } = {}) =>
+        fetch(`${open.url}/api${path}`, {
+          method: init.method ?? "GET",
+          headers: { "content-type": "application/json" },
+          ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
+        })
+      const edited = await ok(await send("/skills/custom/csv-cleanup", { method: "PUT", body: { content: V2 } }))
+      assert.strictEqual(edited.content, V2)
+      const history = (await ok(await send("/skills/custom/csv-cleanup/history"))).history
+      assert.deepStrictEqual(history.map((r: any) => [r.action, r.author, r.prev_content]), [
+        ["human_edit", "human", V1]
+      ])
+
+      const before = open.scripted.requests.length
+      const run = await send("/runs/wait", {
+        method: "POST",
+        body: { assistant_id: "lead-agent", input: { messages: [{ role: "user", content: "Learn from this task" }] } }
+      })
+      assert.strictEqual(run.status, 200, await run.text())
+      assert.notInclude(toolNames(open.scripted.requests[before]!), "skill_manage")
+      assert.strictEqual(Fs.readFileSync(Path.join(home, "skills", "custom", "csv-cleanup", "SKILL.md"), "utf8"), V2)
+    } finally {
+      await open.stop()
+    }
+  })
+})
