@@ -285,6 +285,33 @@ export const catalogOf = (app: AppConfigService["Type"]): Catalog => {
   return { ...catalog, warnings: [...warnings, ...catalog.warnings] }
 }
 
+/**
+ * A fingerprint of what the prompt's skills come from, taken from file metadata only (no file is read): each
+ * SKILL.md under the categories (its path, size, modification time and inode; a file replaced whole has a new
+ * inode) and the skill states' file. It changes when a skill is added, changed, removed, or switched on or off;
+ * an agent built for another fingerprint lists other skills (the factory builds it again).
+ */
+export const signature = (app: AppConfigService["Type"]): string => {
+  const parts: Array<string> = []
+  const mark = (file: string) => {
+    try {
+      const stat = Fs.statSync(file)
+      parts.push(`${file}:${stat.size}:${stat.mtimeMs}:${stat.ino}`)
+    } catch {
+      parts.push(`${file}:-`)
+    }
+  }
+  mark(extensionsConfigPath(app))
+  const dir = root(app)
+  if (dir !== undefined) {
+    for (const category of CATEGORIES) {
+      const categoryDir = Path.join(dir, category)
+      if (!isDirectory(categoryDir)) continue
+      for (const found of packages(categoryDir, category).found) mark(found.file)
+    }
+  }
+  return parts.join("\n")
+}
 
 /**
  * The registry of an app's skills: the directory is read again on each `catalog` (asked when a skill is named,

@@ -13,8 +13,9 @@
  *   failed) come with every run of the agent, and an agent that misses a failed MCP server's tools is built
  *   again for the next run.
  * - Agents are built once per shape (what changes the chain, the tools or the prompt: vision, plan mode,
- *   subagents, custom agent, tool groups, bootstrap, non-interactive) and kept for the app's life; what only
- *   changes a run (model name, thinking, effort, recursion limit) goes into the run's options.
+ *   subagents, custom agent, tool groups, bootstrap, non-interactive, skill self-evolution) and kept until the
+ *   MCP servers or the skills change (`SkillsDirectory.signature`); what only changes a run (model name,
+ *   thinking, effort, recursion limit) goes into the run's options.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Context from "effect/Context"
@@ -28,6 +29,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
@@ -41,7 +43,9 @@ import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
 import * as AgentSetup from "./AgentSetup.js"
 import * as CustomAgents from "./CustomAgents.js"
+import * as CustomSkills from "./CustomSkills.js"
 import * as LeadAgent from "./LeadAgent.js"
+import * as SkillManage from "./SkillManage.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
@@ -135,6 +139,11 @@ export interface Resolved {
   readonly toolGroups?: ReadonlyArray<string> | undefined
   /** What the caller should be told (an unknown model, thinking forced off...). */
   readonly warnings: ReadonlyArray<string>
+  /**
+   * Whether the agent has `skill_manage` and the prompt's skill self-evolution section: `skill_evolution.enabled`
+   * in an admin's run (the skills directory is every user's; see `SkillManage`).
+   */
+  readonly skillEvolution?: boolean | undefined
 }
 
 /** Defaults an agent of its own may set (a custom agent's `config.yaml`, SPEC §3.2). */
@@ -215,7 +224,8 @@ export const shapeKey = (r: Resolved): string =>
     AgentSetup.shapeOf(r.custom),
     r.bootstrap,
     r.nonInteractive,
-    r.toolGroups ?? null
+    r.toolGroups ?? null,
+    r.skillEvolution === true
   ])
 
 /** The run options of a resolved run. */
@@ -245,10 +255,14 @@ export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
 /** The lead agent factory of an app. */
 export interface Service {
   /**
-   * Decodes and resolves a run's settings (loading the custom agent it names, for `userId`); with no model
-   * configured, a `NoModelsError`.
+   * Decodes and resolves a run's settings (loading the custom agent it names, for `userId`; `admin`: whether the
+   * run is an admin's, as `TurnInput.admin`); with no model configured, a `NoModelsError`.
    */
-  readonly resolve: (settings: unknown, userId?: string) => Effect.Effect<Resolved, SettingsError | NoModelsError>
+  readonly resolve: (
+    settings: unknown,
+    userId?: string,
+    admin?: boolean
+  ) => Effect.Effect<Resolved, SettingsError | NoModelsError>
   /** The agent for a resolved run: built on first use for its shape, then kept. */
   readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
   /** How the agent of a resolved run got its tools (sources, what is missing and why). */
@@ -310,6 +324,8 @@ export const layer = (
       const agents = new Map<string, Built>()
       // the MCP servers' revision the agents in `agents` were built for (see `Mcp.Service.revision`)
       let builtFor = 0
+      // the skills the agents in `agents` list in their prompts (see `SkillsDirectory.signature`)
+      let skillsFor: string | undefined
       const mcpRevision = Option.isSome(mcp) && mcp.value.revision !== undefined
         ? mcp.value.revision
         : Effect.succeed(0)
@@ -355,7 +371,11 @@ export const layer = (
             Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
           )
           const base = yield* agentOptions(r)
-          const own = base.tools ?? []
+          const own = [
+            ...(base.tools ?? []),
+            // skill self-evolution: the skills directory's custom skills, in an admin's run (see SkillManage)
+            ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(app), redact)] : [])
+          ]
           const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
           const withRunner = r.subagents.enabled
@@ -378,6 +398,12 @@ export const layer = (
             agents.clear()
             builtFor = revision
           }
+          // agents built before a skill was added, changed, removed or switched: built again, with the skills now
+          const skills = SkillsDirectory.signature(app)
+          if (skills !== skillsFor) {
+            agents.clear()
+            skillsFor = skills
+          }
           const key = shapeKey(r)
           const known = agents.get(key)
           if (known !== undefined) return Effect.succeed(known)
@@ -387,7 +413,7 @@ export const layer = (
 
       const agent = (r: Resolved) => Effect.map(built(r), (made) => made.agent)
 
-      const resolveSettings = (raw: unknown, userId = "default") =>
+      const resolveSettings = (raw: unknown, userId = "default", admin = false) =>
         Effect.gen(function*() {
           if (models.length === 0 && options.requireModel !== false) {
             return yield* new NoModelsError({ message: NO_MODELS })
@@ -400,7 +426,12 @@ export const layer = (
           const resolved = resolve(models, settings, AgentSetup.defaultsOf(custom), {
             maxTotalSubagents: app.config.subagents.max_total_per_run
           })
-          return custom === undefined ? resolved : { ...resolved, custom }
+          const evolving = app.config.skill_evolution.enabled && admin
+          return {
+            ...resolved,
+            ...(custom === undefined ? {} : { custom }),
+            ...(evolving ? { skillEvolution: true } : {})
+          }
         })
 
       const failedRun = (threadId: string, runId: string, error: { readonly _tag: string; readonly message: string }) =>
@@ -413,7 +444,7 @@ export const layer = (
         const threadId = input.threadId ?? M.newId()
         const runId = input.runId ?? M.newId()
         return Stream.unwrap(Effect.gen(function*() {
-          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId))
+          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId, input.admin === true))
           if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
           const made = yield* Effect.either(built(resolved.right))
           if (Either.isLeft(made)) return failedRun(threadId, runId, made.left)

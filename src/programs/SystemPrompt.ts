@@ -230,8 +230,39 @@ const skillEntries = (o: PromptOptions) => {
 /** The skills the prompt does not list because its skills section is full (see `MAX_SKILL_ENTRIES_CHARS`). */
 export const skillsLeftOut = (o: PromptOptions): ReadonlyArray<string> => skillEntries(o).leftOut
 
+/**
+ * DeerFlow's skill self-evolution section (its marker and `skill_manage`'s actions and fields; the prose is
+ * Antler's), for an agent that has `skill_manage`.
+ */
+const skillEvolution = (o: PromptOptions) =>
+  !toolsOf(o).has("skill_manage") ? "" : `
+## Skill Self-Evolution
+When a task is done, ask yourself whether a skill would make the next one like it easier, and write or improve one
+when it would:
+- the task took many tool calls (five or more) to get right;
+- you got past errors or traps that were not obvious;
+- the user corrected your approach, and the corrected one worked;
+- you found a workflow that is not trivial and will come back.
+When a skill you followed fell short, fix it at once.
+
+Change skills only through the \`skill_manage\` tool:
+- \`skill_manage(action="create", name="my-skill", content="...")\`: a new skill (content is its SKILL.md, opening
+  with front matter that gives its name and description)
+- \`skill_manage(action="patch", name="my-skill", find="...", replace="...")\`: replace text in its SKILL.md
+- \`skill_manage(action="edit", name="my-skill", content="...")\`: replace its SKILL.md whole
+- \`skill_manage(action="write_file", name="my-skill", path="scripts/run.py", content="...")\`: add a supporting
+  file (under references/, templates/, scripts/ or assets/)
+- \`skill_manage(action="delete", name="my-skill")\`: remove it
+
+Skills are not deliverables: never write a SKILL.md into /mnt/user-data/workspace or /mnt/user-data/outputs. The
+tool puts skills in the skills directory's custom/ folder and keeps every version; you never give it a path for
+the skill itself. Prefer patch to edit. Ask the user before you create a new skill, and do not make skills of
+simple one-off tasks.
+`
+
 const skillsSection = (o: PromptOptions) => {
-  if (o.skills.length === 0 && (o.disabledSkills ?? []).length === 0) return ""
+  const evolution = skillEvolution(o)
+  if (o.skills.length === 0 && (o.disabledSkills ?? []).length === 0 && evolution === "") return ""
   const entries = skillEntries(o)
   const readFile = toolsOf(o).has("read_file")
   const leftOut = entries.leftOut.length === 0 ? "" : `
@@ -252,7 +283,7 @@ Skills are written procedures for kinds of work. To use one:
 2. Call describe_skill(name) to learn what it does and where its SKILL.md is.
 3. Read that SKILL.md with read_file.
 4. Follow it, reading the files it refers to (under its folder) only when you need them.
-${slash}
+${slash}${evolution}
 Skills are located at: ${escape(o.skillsContainer)}
 <skill_index>
 ${entries.enabled.join(", ")}
@@ -266,7 +297,7 @@ Skills are written procedures for kinds of work. They load progressively:
   }
   from its location before doing anything else, then follow it.
 - Read the files a skill refers to (under the same folder) only when you need them.
-${slash}
+${slash}${evolution}
 Skills are located at: ${escape(o.skillsContainer)}
 <available_skills>
 ${entries.enabled.join("\n")}

@@ -110,6 +110,13 @@ export const SkillsConfig = Schema.Struct({
 })
 export type SkillsConfig = typeof SkillsConfig.Type
 
+/**
+ * DeerFlow's `skill_evolution`: the agent may create and change skills under `custom/` of the skills directory
+ * with `skill_manage` (in an admin's run only), each change kept in the skill's history. Off by default.
+ */
+export const SkillEvolutionConfig = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => false) })
+export type SkillEvolutionConfig = typeof SkillEvolutionConfig.Type
+
 export const UploadsConfig = Schema.Struct({
   max_files: withDefault(PositiveInt, () => 10),
   max_file_size: withDefault(PositiveInt, () => 50 * 1024 * 1024),
@@ -442,6 +449,7 @@ export const AppConfigSchema = Schema.Struct({
   sandbox: withDefault(SandboxConfig, () => Schema.decodeSync(SandboxConfig)({})),
   tool_output: withDefault(ToolOutputConfig, () => Schema.decodeSync(ToolOutputConfig)({})),
   skills: withDefault(SkillsConfig, () => Schema.decodeSync(SkillsConfig)({})),
+  skill_evolution: withDefault(SkillEvolutionConfig, () => ({ enabled: false })),
   uploads: withDefault(UploadsConfig, () => Schema.decodeSync(UploadsConfig)({})),
   llm_call: withDefault(LlmCallConfig, () => Schema.decodeSync(LlmCallConfig)({})),
   circuit_breaker: withDefault(CircuitBreakerConfig, () => Schema.decodeSync(CircuitBreakerConfig)({})),

@@ -174,7 +174,7 @@ const createCommand = Command.make(
       const conversation = Effect.gen(function*() {
         const factory = yield* Factory.AgentFactory
         // the bootstrap agent is built before anything is printed: a configuration error exits 2
-        yield* Effect.flatMap(factory.resolve(settings), factory.agent)
+        yield* Effect.flatMap(factory.resolve(settings, undefined, true), factory.agent)
         const reader = yield* Effect.acquireRelease(
           Effect.sync(() => {
             const rl = Readline.createInterface({ input: process.stdin, terminal: false })

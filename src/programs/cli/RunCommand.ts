@@ -170,7 +170,8 @@ const command = Command.make(
         const factory = yield* Factory.AgentFactory
         // the run's agent is built before anything is printed: a configuration it cannot be built from is a
         // configuration error (exit 2), not a failed run; so is a custom agent that does not exist
-        const resolved = yield* factory.resolve(settings)
+        // (the CLI's runs are an admin's: see below)
+        const resolved = yield* factory.resolve(settings, undefined, true)
         yield* factory.agent(resolved)
         const { newThread, threadId } = yield* chooseThread(app.home, given, args.continue)
         if (!args.json) {

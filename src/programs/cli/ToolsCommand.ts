@@ -56,7 +56,8 @@ const noModel = Layer.succeed(ModelService, {
 export const report = (app: AppConfigService["Type"], model: string | undefined) =>
   Effect.gen(function*() {
     const factory = yield* Factory.AgentFactory
-    const resolved = yield* factory.resolve(model === undefined ? {} : { model_name: model })
+    // (as the CLI's runs are: an admin's)
+    const resolved = yield* factory.resolve(model === undefined ? {} : { model_name: model }, undefined, true)
     const agent = yield* factory.agent(resolved)
     const assembly = yield* factory.tools(resolved)
     const mcp = yield* Effect.serviceOption(Mcp)

@@ -28,6 +28,7 @@ import * as Assistants from "./handlers/Assistants.js"
 import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Compact from "./handlers/Compact.js"
+import * as CustomSkills from "./handlers/CustomSkills.js"
 import * as Extensions from "./handlers/Extensions.js"
 import * as Features from "./handlers/Features.js"
 import * as FileEdits from "./handlers/FileEdits.js"
@@ -83,6 +84,7 @@ const handlersLayer = (options: Options) => {
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
     Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required }),
+    CustomSkills.layer(SERVED.deerflow, { tokensRequired: options.auth.required }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
     Suggestions.layer(SERVED.deerflow, options.model, options.models),

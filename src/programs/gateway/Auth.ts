@@ -17,9 +17,10 @@
  * - Shared, read by every user's agent, and never written through a run of a non-admin token: the default
  *   agent's soul (`{home}/SOUL.md`), `config.yaml`, `extensions_config.json`, the skills directory, and the old
  *   shared agents (`{home}/agents/{name}/`, read-only for everyone: DeerFlow's layout before per-user agents).
- *   Only `setup_agent` could write one of them (the default agent's soul, in a bootstrap run without
+ *   Only two tools could write one of them: `setup_agent` (the default agent's soul, in a bootstrap run without
  *   `agent_name`): the gateway refuses such a run with 400 unless its token has `admin: true`, and the tool
- *   itself refuses unless the run is an admin's (`RunOptions.admin`). The CLI's runs are its local user's, who
+ *   itself refuses unless the run is an admin's (`RunOptions.admin`); and `skill_manage` (the skills' `custom/`
+ *   folder, with `skill_evolution`), offered only to an admin's run and refusing in any other. The CLI's runs are its local user's, who
  *   owns the data directory, and count as an admin's; an open gateway's (no tokens) do not, since anything
  *   that can reach its port (another local account, a page in a browser) makes them.
  */

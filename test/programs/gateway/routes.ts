@@ -129,6 +129,13 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PATCH", "/mcp/config", "patch"],
   ["PUT", "/skills/:skill_name", "patch"],
   ["POST", "/skills/install", "patch"],
+  // issue 27: custom skills with their history (api/CustomSkills.ts)
+  ["GET", "/skills/custom", "none"],
+  ["GET", "/skills/custom/:skill_name", "none"],
+  ["PUT", "/skills/custom/:skill_name", "patch"],
+  ["DELETE", "/skills/custom/:skill_name", "none"],
+  ["GET", "/skills/custom/:skill_name/history", "none"],
+  ["POST", "/skills/custom/:skill_name/rollback", "patch"],
   ["GET", "/threads/:thread_id/mcp-tasks", "none"],
   ["GET", "/v1/auth/setup-status", "none"],
   ["GET", "/v1/auth/providers", "none"],

@@ -14,6 +14,7 @@ import * as Assistants from "./Assistants.js"
 import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
 import * as Compact from "./Compact.js"
+import * as CustomSkills from "./CustomSkills.js"
 import * as Extensions from "./Extensions.js"
 import * as Features from "./Features.js"
 import * as FileEdits from "./FileEdits.js"
@@ -57,6 +58,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Agents.group)
   .add(Extensions.mcp)
   .add(Extensions.skillStates)
+  .add(CustomSkills.group)
   .add(Extensions.mcpTasks)
   .add(Accounts.group)
   .add(Features.group)
