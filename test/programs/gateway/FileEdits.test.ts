@@ -117,7 +117,7 @@ describe("uploads limits and artifact edits", () => {
   })
 
   it("makes no thread from a refused upload: a new chat's failed first upload leaves nothing behind", async () => {
-    const send = (chat: string, body: BodyInit, type?: string) =>
+    const send = (chat: string, body: string | FormData, type?: string) =>
       fetch(`${gateway.url}/api/threads/${chat}/uploads`, {
         method: "POST",
         headers: { authorization: `Bearer ${ALICE}`, ...(type === undefined ? {} : { "content-type": type }) },
