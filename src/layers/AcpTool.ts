@@ -111,7 +111,7 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
           const safe = (text: string) => redact.text(mask(text))
           if (Either.isLeft(answered)) {
             const message = safe(answered.left.message)
-            yield* Effect.logWarning(`ACP agent '${agent}': ${message}`)
+            yield* Effect.logWarning(`invoke_acp_agent: ${message}`)
             return `Error: ${message}`
           }
           const { text, truncated } = answered.right

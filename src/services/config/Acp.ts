@@ -6,11 +6,7 @@ import * as Schema from "effect/Schema"
 import { PositiveInt, withDefault } from "./Fields.js"
 
 /** What an agent's name may be: it is what the model passes as `agent`, and it appears in messages. */
-export const AcpAgentName = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
-    message: () => "an ACP agent's name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit"
-  })
-)
+export const AcpAgentName = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/))
 
 /** One ACP agent. */
 export const AcpAgentConfig = Schema.Struct({
@@ -37,6 +33,18 @@ export const AcpAgentConfig = Schema.Struct({
 })
 export type AcpAgentConfig = typeof AcpAgentConfig.Type
 
-/** `acp_agents`: agents by name. */
-export const AcpAgentsConfig = Schema.Record({ key: AcpAgentName, value: AcpAgentConfig })
+const isName = Schema.is(AcpAgentName)
+
+/** `acp_agents`: agents by name (a name that cannot be one is an issue at that name). */
+export const AcpAgentsConfig = Schema.Record({ key: Schema.String, value: AcpAgentConfig }).pipe(
+  Schema.filter((agents) => {
+    const bad: Array<string> = Object.keys(agents).filter((name) => !isName(name))
+    if (bad.length === 0) return true
+    return bad.map((name) => ({
+      path: [name],
+      message: `${JSON.stringify(name.slice(0, 80))} cannot be an ACP agent's name: use 1-64 letters, digits, '_', '.' ` +
+        "or '-', starting with a letter or digit"
+    }))
+  })
+)
 export type AcpAgentsConfig = typeof AcpAgentsConfig.Type
