@@ -38,6 +38,22 @@ describe("acp_agents in config.yaml", () => {
       assert.deepStrictEqual(none.acp_agents, {})
     }))
 
+  it.effect("DeerFlow's example acp_agents block, uncommented, loads as it is", () =>
+    Effect.gen(function*() {
+      const example = Fs.readFileSync(new URL("../fixtures/deerflow/config.example.yaml", import.meta.url), "utf8")
+      const lines = example.split("\n")
+      const start = lines.indexOf("# acp_agents:")
+      assert.isAbove(start, 0)
+      const block = lines.slice(start).filter((_, i, all) => all.slice(0, i + 1).every((l) => l.startsWith("#")))
+      const { config, ignored } = yield* ConfigFile.decode(
+        block.map((line) => line.replace(/^# ?/, "")).join("\n"),
+        "/cfg/config.yaml"
+      )
+      assert.deepStrictEqual(Object.keys(config.acp_agents), ["mcode", "claude_code", "codex"])
+      assert.deepStrictEqual(config.acp_agents.mcode!.args, ["acp"])
+      assert.deepStrictEqual(ignored, [])
+    }))
+
   it.effect("bad entries are readable issues at their key paths; env values are never echoed", () =>
     Effect.gen(function*() {
       const lines = yield* decodeError([
