@@ -2,16 +2,23 @@
  * The parts of ACP agents below the tool: `acp_agents` decoded with readable issues (values of `env` never
  * echoed), the agents' `env` values counted as secrets, and the file requests of an agent confined to its
  * workspace under the rules of `/mnt/user-data` (no traversal, `/` or `\\`; no encoded separators; no symlink
- * out; no write through a symlink).
+ * out; no write through a symlink); an agent whose call is interrupted (the run cancelled) is stopped.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Fiber from "effect/Fiber"
+import * as Schema from "effect/Schema"
+import { fileURLToPath } from "node:url"
+import * as AcpTool from "../../src/layers/AcpTool.js"
 import * as Workspace from "../../src/layers/acp/Workspace.js"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
-import { tempDirs } from "../support/fixtures.js"
+import { AcpAgentsConfig } from "../../src/services/AppConfig.js"
+import { processAlive } from "../../src/services/ThreadStore.js"
+import * as Tool from "../../src/services/Tool.js"
+import { provideRun, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 
@@ -127,3 +134,31 @@ describe("an ACP agent's file requests", () => {
     assert.isFalse(Fs.existsSync(Path.join(dir, "planted.txt")))
   })
 })
+
+describe("an ACP agent's lifetime", () => {
+  it.live("an agent whose call is interrupted (the run was cancelled) is stopped", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-acp-home-")
+      const agents = Schema.decodeUnknownSync(AcpAgentsConfig)({
+        hanger: {
+          command: process.execPath,
+          args: [fileURLToPath(new URL("../fixtures/acp-agent.mjs", import.meta.url)), "hang"],
+          description: "hangs"
+        }
+      })
+      const tool = yield* AcpTool.make({ agents, home })
+      const call = { id: "c1", name: AcpTool.NAME, args: { agent: "hanger", prompt: "go" } }
+      const fiber = yield* Effect.fork(provideRun(Tool.invoke(tool, call)))
+      const pidFile = Path.join(home, "users", "u1", "threads", "t1", "acp-workspace", "pid")
+      const pid = yield* Effect.promise(async () => {
+        while (!Fs.existsSync(pidFile) || Fs.readFileSync(pidFile, "utf8") === "") {
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+        return Number(Fs.readFileSync(pidFile, "utf8"))
+      })
+      assert.isTrue(processAlive(pid))
+      yield* Fiber.interrupt(fiber)
+      assert.isFalse(processAlive(pid), "the agent is gone once the interrupted call has ended")
+    }), 60_000)
+})
+
