@@ -4,7 +4,7 @@
  * workspace under the rules of `/mnt/user-data` (no traversal, `/` or `\\`; no encoded separators; no symlink
  * out; no write through a symlink); an agent whose call is interrupted (the run cancelled) is stopped.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, vi } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -18,6 +18,7 @@ import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
 import { AcpAgentsConfig } from "../../src/services/AppConfig.js"
 import { processAlive } from "../../src/services/ThreadStore.js"
 import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
 import { provideRun, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
@@ -160,5 +161,25 @@ describe("an ACP agent's lifetime", () => {
       yield* Fiber.interrupt(fiber)
       assert.isFalse(processAlive(pid), "the agent is gone once the interrupted call has ended")
     }), 60_000)
-})
 
+  it.live("nothing an agent sends reaches the terminal raw (an escape sequence as a response id)", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-acp-home-")
+      const agents = Schema.decodeUnknownSync(AcpAgentsConfig)({
+        rogue: {
+          command: process.execPath,
+          args: [fileURLToPath(new URL("../fixtures/acp-agent.mjs", import.meta.url)), "rogue"],
+          description: "rogue"
+        }
+      })
+      const tool = yield* AcpTool.make({ agents, home })
+      const printed: Array<string> = []
+      const spy = vi.spyOn(console, "error").mockImplementation((...args: Array<unknown>) => {
+        printed.push(args.map(String).join(" "))
+      })
+      const result = yield* provideRun(Tool.invoke(tool, { id: "c1", name: AcpTool.NAME, args: { agent: "rogue", prompt: "go" } }))
+        .pipe(Effect.ensuring(Effect.sync(() => spy.mockRestore())))
+      assert.strictEqual(M.contentText(result.message.content), "ok")
+      assert.isFalse(printed.some((line) => line.includes("\u001b")), printed.join("\n"))
+    }), 60_000)
+})

@@ -71,6 +71,8 @@ const loadSdk = () => import("@agentclientprotocol/sdk")
 
 const STDERR_TAIL = 2000
 
+const SAFE_ID = /^[\x20-\x7e]{0,200}$/
+
 const errorText = (error: unknown): string => clean(error instanceof Error ? error.message : String(error), 500)
 
 /** Ends the child and its process group: SIGTERM, then SIGKILL after a second. */
@@ -225,7 +227,20 @@ const converse = async (
     Readable.toWeb(running.child.stdout!) as unknown as ReadableStream<Uint8Array>,
     { maxMessageBytes: inv.maxMessageBytes ?? 8 * 1024 * 1024 }
   )
-  const stopReason = await app.connectWith(stream, async (ctx) => {
+  // The SDK logs some messages it cannot place (a response to an unknown request, with its id) on stderr: an id
+  // that is not short printable ASCII is dropped here, so nothing the agent sends can drive a terminal.
+  const filtered = {
+    writable: stream.writable,
+    readable: stream.readable.pipeThrough(
+      new TransformStream<Acp.AnyMessage, Acp.AnyMessage>({
+        transform: (message, controller) => {
+          const id = (message as { readonly id?: unknown } | null)?.id
+          if (typeof id !== "string" || SAFE_ID.test(id)) controller.enqueue(message)
+        }
+      })
+    )
+  }
+  const stopReason = await app.connectWith(filtered, async (ctx) => {
     await ctx.request(sdk.methods.agent.initialize, {
       protocolVersion: sdk.PROTOCOL_VERSION,
       clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false },
