@@ -199,7 +199,8 @@ export const ignoredKeys = (raw: unknown, schema: Schema.Schema.Any = AppConfigS
 // ---------------------------------------------------------------------------------------------------------
 // Schema issues
 
-const REDACT = /(^|[._])(api_?key|secret|token|password)$/i
+// (an ACP agent's `env` values are all secrets, whatever their names)
+const REDACT = /(^|[._])(api_?key|secret|token|password)$|^acp_agents\.[^.]+\.env\./i
 
 const describeExpected = (expected: string): string => {
   if (expected === "string") return "a string"

@@ -1,7 +1,8 @@
 /**
  * The local sandbox provider: each thread gets host directories under the data directory
  * (`{home}/users/{user}/threads/{thread}/user-data/{workspace,uploads,outputs}`) that the model sees only as
- * `/mnt/user-data/{workspace,uploads,outputs}`, plus the skills directory at `/mnt/skills` (read-only).
+ * `/mnt/user-data/{workspace,uploads,outputs}`, plus the skills directory at `/mnt/skills` (read-only) and, when
+ * ACP agents are configured, the thread's ACP workspace at `/mnt/acp-workspace` (read-only: the agents write it).
  *
  * Every path is checked twice: when it is resolved (virtual roots only, no `..`, no encoded separators, no
  * NUL bytes, and a real path, symlinks followed, inside the thread's directories) and again after the file
@@ -29,7 +30,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { ExecOptions, Sandbox } from "../services/Sandbox.js"
-import { SafeId, SandboxError, SandboxProvider, threadPaths } from "../services/Sandbox.js"
+import { acpWorkspacePath, SafeId, SandboxError, SandboxProvider, threadPaths } from "../services/Sandbox.js"
 import * as Bash from "./sandbox/Bash.js"
 import * as Cgroup from "./sandbox/Cgroup.js"
 import * as Exec from "./sandbox/Exec.js"
@@ -125,6 +126,7 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
   const maxCached = Math.max(1, options.maxCached ?? 1000)
   const lock = makeKeyedLock()
   const skills = skillsDirectory(app)
+  const acp = Object.keys(app.config.acp_agents).length > 0
   // What the host offers is found out once per provider, on first use.
   const once = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
     const semaphore = Effect.unsafeMakeSemaphore(1)
@@ -178,13 +180,17 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
           const cached = touch(id)
           // The directories are (re)made on every acquire: a host command may have removed one.
           const paths = cached?.paths ?? threadPaths(Path.resolve(app.home), userId, threadId)
-          for (const dir of [paths.workspace, paths.uploads, paths.outputs]) Fs.mkdirSync(dir, { recursive: true })
+          const acpWorkspace = acp ? acpWorkspacePath(Path.resolve(app.home), userId, threadId) : undefined
+          for (const dir of [paths.workspace, paths.uploads, paths.outputs, ...(acpWorkspace ? [acpWorkspace] : [])]) {
+            Fs.mkdirSync(dir, { recursive: true })
+          }
           if (cached !== undefined) return cached
           const sandbox = makeSandbox({
             threadId,
             userId,
             paths,
             skills,
+            acpWorkspace,
             home: Path.resolve(app.home),
             config: app.config.sandbox,
             bwrap,

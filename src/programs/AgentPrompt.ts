@@ -80,7 +80,8 @@ export const promptOptions = (
       priority: r.priority,
       deferred: true
     })),
-    subagents: inputs.subagents
+    subagents: inputs.subagents,
+    acpAgents: Object.keys(config.acp_agents)
   }
 }
 

@@ -83,6 +83,8 @@ export interface PromptOptions {
   readonly subagents?: Subagents | undefined
   /** Directories mounted into the sandbox besides the thread's own. */
   readonly mounts?: ReadonlyArray<Mount> | undefined
+  /** The configured ACP agents (`acp_agents`): their section is written when the agent has `invoke_acp_agent`. */
+  readonly acpAgents?: ReadonlyArray<string> | undefined
 }
 
 /** One MCP routing hint: when the request involves one of the keywords, prefer the tool. */
@@ -402,8 +404,27 @@ ${mounts.map((m) => `- ${escape(m.containerPath)} (${m.readOnly ? "read-only" : 
   } take a relative path
   such as notes.txt from here (../uploads/x and ../outputs/y reach the other folders).
 - /mnt/user-data/outputs: final deliverables. ${present}
-  Skills are not deliverables: never write a SKILL.md here or in the workspace.${mountLines}
+  Skills are not deliverables: never write a SKILL.md here or in the workspace.${mountLines}${acpSection(o)}
 </working_directory>`
+}
+
+// ACP agents: where they work, what they cannot see, and how their files reach the user.
+const acpSection = (o: PromptOptions) => {
+  const tools = toolsOf(o)
+  if ((o.acpAgents ?? []).length === 0 || !tools.has("invoke_acp_agent")) return ""
+  const read = ["ls", "read_file"].filter((t) => tools.has(t))
+  const how = [...read, ...(tools.has("bash") ? ["bash (cp)"] : [])]
+  return `
+
+ACP agents (invoke_acp_agent) are external coding agents working in a workspace of their own, not in
+/mnt/user-data:
+- Give them the task itself, complete; never mention /mnt/user-data paths in the prompt: they cannot see them.
+- What they make is in /mnt/acp-workspace, read-only for you${
+    how.length === 0 ? "" : `: use ${how.join(", ")} to get at it`
+  }.
+- To deliver a file they made, copy it from /mnt/acp-workspace/<file> to /mnt/user-data/outputs/<file>${
+    tools.has("present_files") ? " and present it with present_files" : ""
+  }.`
 }
 
 const RESPONSE_STYLE = `<response_style>

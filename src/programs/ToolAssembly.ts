@@ -9,6 +9,7 @@
  * 2. Built-ins: `present_files`, and `view_image` for vision models.
  * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
  *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted.
+ * 4. `invoke_acp_agent`, when `acp_agents` are configured (not filtered by groups, as in DeerFlow).
  *
  * Middlewares add their own tools later (`ask_clarification`, `tool_search`). `assemble` is the function a
  * custom agent's `tool_groups` go through; `check` reports configured tools that cannot work as
@@ -22,6 +23,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { schemaIssues } from "../layers/ConfigFile.js"
+import * as AcpTool from "../layers/AcpTool.js"
 import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
@@ -173,12 +175,14 @@ const settingsOf = (entry: ToolConfig) => {
 const issuesOf = (error: ParseResult.ParseError, at: string) =>
   schemaIssues(error).map((issue) => ({ path: issue.path === "" ? at : `${at}.${issue.path}`, message: issue.message }))
 
-/** The secrets of configured tools (their `api_key`s), which nothing may print or store. */
-export const secrets = (config: AppConfig): ReadonlyArray<string> =>
-  (config.tools ?? []).flatMap((entry) => {
+/** The secrets of configured tools (their `api_key`s, the ACP agents' `env`), which nothing may print or store. */
+export const secrets = (config: AppConfig): ReadonlyArray<string> => [
+  ...(config.tools ?? []).flatMap((entry) => {
     const key = entry.api_key ?? entry.token
     return typeof key === "string" && key !== "" ? [key] : []
-  })
+  }),
+  ...AcpTool.secrets(config.acp_agents)
+]
 
 /** A problem with a configured tool, at a key path of `config.yaml`. */
 export interface Issue {
@@ -211,7 +215,7 @@ export const check = (config: AppConfig): ReadonlyArray<Issue> => {
 // Assembly
 
 /** Where a tool comes from. */
-export type Source = "config" | "sandbox" | "builtin" | "mcp"
+export type Source = "config" | "sandbox" | "builtin" | "mcp" | "acp"
 
 /** One tool of the report: present, deferred, or missing and why. */
 export interface Entry {
@@ -445,6 +449,13 @@ export const assemble = (
         }
       }
     }
+    // ACP agents: one tool for all of them, after the MCP tools (DeerFlow's order).
+    const acpAgents = Object.keys(config.acp_agents)
+    if (acpAgents.length > 0) {
+      const tool = yield* AcpTool.make({ agents: config.acp_agents, home: app.home })
+      add(tool, { name: tool.name, source: "acp", state: "available", note: `agents: ${acpAgents.join(", ")}` }, "acp_agents")
+    }
+
     const deferred: LeadAgent.Deferred | undefined = deferredDefs.length === 0
       ? undefined
       : { tools: deferredDefs.map(Tool.definition), routes, topK: config.tool_search.auto_promote_top_k }

@@ -4,11 +4,13 @@
  */
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
+import { AcpAgentsConfig } from "./config/Acp.js"
 import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
 import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
 
 export { baseUrlProblem, withDefault } from "./config/Fields.js"
+export * from "./config/Acp.js"
 export * from "./config/Server.js"
 
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
@@ -474,7 +476,9 @@ export const AppConfigSchema = Schema.Struct({
   memory: withDefault(MemoryConfig, () => Schema.decodeSync(MemoryConfig)({})),
   /** The time zone of the date the model is told (an IANA name); default: the machine's. */
   timezone: Schema.optional(Schema.NullOr(TimeZone)),
-  subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({}))
+  subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({})),
+  /** External agents run over the Agent Client Protocol (`invoke_acp_agent`); none by default. */
+  acp_agents: withDefault(AcpAgentsConfig, () => ({}))
 })
 export type AppConfig = typeof AppConfigSchema.Type
 

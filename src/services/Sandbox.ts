@@ -17,6 +17,8 @@ export const UPLOADS = "/mnt/user-data/uploads"
 export const OUTPUTS = "/mnt/user-data/outputs"
 /** Where skills are mounted (read-only). */
 export const SKILLS = "/mnt/skills"
+/** Where the thread's ACP workspace is mounted, read-only: ACP agents write there, the lead agent only reads. */
+export const ACP_WORKSPACE = "/mnt/acp-workspace"
 
 /**
  * A path argument as the file tools take it, made absolute and normalised: a relative path is taken from the
@@ -48,6 +50,13 @@ export const threadPaths = (home: string, userId: string, threadId: string): Thr
   const root = `${home.replace(/\/+$/, "")}/users/${userId}/threads/${threadId}/user-data`
   return { root, workspace: `${root}/workspace`, uploads: `${root}/uploads`, outputs: `${root}/outputs` }
 }
+
+/**
+ * The host directory of a thread's ACP workspace (`{home}/users/{user}/threads/{thread}/acp-workspace`, next to
+ * its `user-data`, as in DeerFlow). Pure: creates nothing.
+ */
+export const acpWorkspacePath = (home: string, userId: string, threadId: string): string =>
+  `${home.replace(/\/+$/, "")}/users/${userId}/threads/${threadId}/acp-workspace`
 
 /** Why a sandbox operation failed. */
 export const SandboxErrorReason = Schema.Literal(

@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import type { ExecOptions, ExecResult } from "../../services/Sandbox.js"
-import { OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
+import { ACP_WORKSPACE, OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import * as Bash from "./Bash.js"
 import * as Cgroup from "./Cgroup.js"
 import { codeOf } from "./FsErrors.js"
@@ -105,7 +105,7 @@ interface Launch {
 }
 
 // Under bubblewrap: the thread's directories at their virtual paths, staged through overlayfs when `work` was
-// made, the skills read-only.
+// made, the skills and the ACP workspace read-only.
 const bwrapLaunch = (
   state: SandboxState,
   bwrap: string,
@@ -128,6 +128,9 @@ const bwrapLaunch = (
       }
   )
   if (spec.skills !== undefined) bwrapMounts.push({ host: spec.skills, target: SKILLS, writable: false })
+  if (spec.acpWorkspace !== undefined) {
+    bwrapMounts.push({ host: spec.acpWorkspace, target: ACP_WORKSPACE, writable: false })
+  }
   // Staged only when every writable directory is inside the thread's directory (overlayfs needs its
   // work directory on the same mount); otherwise bind-mounted directly.
   const mode = work !== undefined &&

@@ -6,7 +6,7 @@
 import * as Fsp from "node:fs/promises"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
-import { OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
+import { ACP_WORKSPACE, OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import { codeOf, escapeError, fsError } from "./FsErrors.js"
 import type { Access, SandboxState } from "./SandboxState.js"
 import type { ParsedPath } from "./VirtualPaths.js"
@@ -74,6 +74,9 @@ export const resolveParsed = (state: SandboxState, input: string, access: Access
           message: parsed.mount.virtual === SKILLS
             ? `${parsed.virtual} is read-only (skills cannot be changed from the sandbox). ` +
               `Write under ${WORKSPACE} or ${OUTPUTS}.`
+            : parsed.mount.virtual === ACP_WORKSPACE
+            ? `${parsed.virtual} is read-only (only ACP agents write the ACP workspace). ` +
+              `Copy what you need to ${WORKSPACE} or ${OUTPUTS}.`
             : `${parsed.virtual} is read-only. Write under ${WORKSPACE}, ${UPLOADS} or ${OUTPUTS}.`,
           path: parsed.virtual
         })

@@ -8,7 +8,7 @@ import * as Path from "node:path"
 import type * as Effect from "effect/Effect"
 import type { AppConfig } from "../../services/AppConfig.js"
 import type { ThreadPaths } from "../../services/Sandbox.js"
-import { OUTPUTS, SKILLS, UPLOADS, USER_DATA, WORKSPACE } from "../../services/Sandbox.js"
+import { ACP_WORKSPACE, OUTPUTS, SKILLS, UPLOADS, USER_DATA, WORKSPACE } from "../../services/Sandbox.js"
 import type * as Bash from "./Bash.js"
 import type * as Cgroup from "./Cgroup.js"
 import type { KeyedLock } from "./KeyedLock.js"
@@ -23,6 +23,8 @@ export interface SandboxSpec {
   readonly paths: ThreadPaths
   /** The host skills directory, when configured and present. */
   readonly skills: string | undefined
+  /** The thread's ACP workspace (mounted read-only at `/mnt/acp-workspace`), when ACP agents are configured. */
+  readonly acpWorkspace?: string | undefined
   /** The data directory, hidden from messages. */
   readonly home: string
   readonly config: AppConfig["sandbox"]
@@ -87,6 +89,7 @@ export const make = (spec: SandboxSpec): SandboxState => {
     mount(USER_DATA, paths.root, false)
   ]
   if (spec.skills !== undefined) mounts.push(mount(SKILLS, spec.skills, false))
+  if (spec.acpWorkspace !== undefined) mounts.push(mount(ACP_WORKSPACE, spec.acpWorkspace, false))
   const writableRoots = mounts.filter((m) => m.writable).map((m) => m.real)
   const readableRoots = mounts.map((m) => m.real)
   const allowed = (real: string, access: Access) =>
