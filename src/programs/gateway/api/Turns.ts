@@ -148,7 +148,11 @@ export const group = HttpApiGroup.make("turns")
       .setUrlParams(EventParams)
       .addSuccess(EventList)
       .addError(RunNotFound)
-      .annotate(OpenApi.Summary, "A run's recorded events (Antler records none: an empty list)")
+      .annotate(
+        OpenApi.Summary,
+        "A run's recorded events in order (messages, subagent steps, its end); `event_types`, `task_id`, " +
+          "`limit` (1-2000, 500) and `after_seq` select them"
+      )
   )
   .add(
     HttpApiEndpoint.get("workspaceChanges", "/threads/:thread_id/runs/:run_id/workspace-changes")
