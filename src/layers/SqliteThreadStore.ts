@@ -191,10 +191,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot save the events of run "${runId}" of thread "${threadId}"`
       )
 
+    const SELECT_RUN_EVENTS = `SELECT events FROM run_events WHERE run_id = ? AND thread_id = ?`
     const runEvents: ThreadStore["Type"]["runEvents"] = (threadId, runId) =>
       Effect.gen(function*() {
         const rows = yield* exclusive(
-          conn.execute(`SELECT events FROM run_events WHERE run_id = ? AND thread_id = ?`, [runId, threadId], undefined),
+          conn.execute(SELECT_RUN_EVENTS, [runId, threadId], undefined),
           "runEvents",
           `Cannot read the events of run "${runId}"`
         )

@@ -121,6 +121,8 @@ const subagentEvent = (
 export interface RunJournal {
   /** Records what of `events` DeerFlow's journal holds. */
   readonly push: (events: ReadonlyArray<RunEvent>) => void
+  /** Records what the run changed in the thread's files (bounded by `WorkspaceChanges`; always kept). */
+  readonly workspace: (changes: unknown) => void
   /** Records the run's end (always kept). */
   readonly end: (
     ended: { readonly status: string; readonly stop_reason: string | null; readonly error?: string | null | undefined }
@@ -194,15 +196,22 @@ export const make = (now: () => string): RunJournal => {
         }
       }
     },
+    workspace: (changes) => {
+      add({ event_type: "workspace_changes", category: "workspace", content: changes, metadata: {} }, true)
+    },
     end: (ended) => {
       const content: Record<string, unknown> = { status: ended.status, stop_reason: ended.stop_reason }
       if (ended.error != null) content.error = cut(ended.error, STEP_MAX_CHARS)[0]
       const failed = ended.status === "error"
-      const type = failed ? { event_type: "run.error", category: "error" } : { event_type: "run.end", category: "outputs" }
+      const type = failed
+        ? { event_type: "run.error", category: "error" }
+        : { event_type: "run.end", category: "outputs" }
       add({ ...type, content, metadata: {} }, true)
     },
     // numbered from 1 as kept (an event dropped leaves no gap)
     events: () =>
-      events.filter((e): e is StoredRunEvent => e !== undefined).map((e, i) => (e.seq === i + 1 ? e : { ...e, seq: i + 1 }))
+      events
+        .filter((e): e is StoredRunEvent => e !== undefined)
+        .map((e, i) => (e.seq === i + 1 ? e : { ...e, seq: i + 1 }))
   }
 }
