@@ -134,7 +134,14 @@ export const snapshot = (home: string, userId: string, threadId: string): Effect
     await walk(paths.workspace, "/mnt/user-data/workspace", "workspace")
     await walk(paths.outputs, "/mnt/user-data/outputs", "outputs")
     return { files, truncated }
-  })
+  }).pipe(
+    Effect.catchAllDefect((defect) =>
+      Effect.as(Effect.logWarning(`cannot scan the files of thread ${threadId}: ${String(defect)}`), {
+        files: new Map<string, FileState>(),
+        truncated: true
+      })
+    )
+  )
 
 // ---------------------------------------------------------------------------------------------------------
 // Line diffs
