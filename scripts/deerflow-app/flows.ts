@@ -345,9 +345,10 @@ export const FLOWS: ReadonlyArray<Flow> = [
       } finally {
         await ctx.shot("answered")
       }
+      // the presented file's card (the first: the run's workspace changes, listed under the answer, name it too)
       const card = ctx.page.getByText("deer-notes.md", { exact: true })
       await see(card, "the presented file deer-notes.md", 20_000)
-      await card.last().click()
+      await card.first().click()
       const line = ARTIFACT_TEXT.split("\n")[2]!.replace(/^- /, "")
       try {
         await see(ctx.page.getByText(line), "the artifact's text in the artifact panel", 30_000)
