@@ -1,7 +1,8 @@
 /**
  * What DeerFlow's app needs of each gateway endpoint, in a form a test can check: the statuses it takes as an
  * answer, the response fields it reads (as paths: `a.b`, `[]` for every element of an array, `[0]` for a first
- * element that must be there, `header:NAME` for a response header, `cookie:NAME` for a cookie set), and, for a
+ * element that must be there, `list[?path=value]` for an element of `list` with that value, `header:NAME` for a
+ * response header, `cookie:NAME` for a cookie set), and, for a
  * call a flow did not reach on the branch it was recorded on, the request body the app sends (read in its source,
  * scripts/deerflow-app/catalog.ts says where). `{name}` in a body is an id of the flow (`{thread_id}`,
  * `{message_id}`: the last AI message of the thread, `{human_message_id}`: its last human message, `{etag}`: the
@@ -289,9 +290,44 @@ const missingIn = (value: unknown, segments: ReadonlyArray<string>, at: string):
   return missingIn((value as Record<string, unknown>)[head], rest, at === "" ? head : `${at}.${head}`)
 }
 
+const pathOf = (field: string): Array<string> =>
+  field.split(".").flatMap((s) => {
+    const m = /^(.*?)((?:\[\]|\[0\])*)$/.exec(s)!
+    const arrays = m[2]!.match(/\[\]|\[0\]/g) ?? []
+    return [...(m[1] !== "" ? [m[1]!] : []), ...arrays]
+  })
+
+/** The values at a path (`[]` and `[0]` as in `fields`); an element's own path is plain keys. */
+const valuesAt = (value: unknown, segments: ReadonlyArray<string>): Array<unknown> => {
+  if (segments.length === 0) return [value]
+  const [head, ...rest] = segments as [string, ...Array<string>]
+  if (head === "[]" || head === "[0]") {
+    if (!Array.isArray(value)) return []
+    return (head === "[0]" ? value.slice(0, 1) : value).flatMap((item) => valuesAt(item, rest))
+  }
+  if (value === null || typeof value !== "object") return []
+  return valuesAt((value as Record<string, unknown>)[head], rest)
+}
+
+/**
+ * `list[?path=value]`: some element of the array `list` has `value` (as text) at `path`, as in
+ * `data[?content.type=ai]` (the page holds an AI message).
+ */
+const SOME = /^(.*)\[\?([^\]=]+)=([^\]]*)\]$/
+
 /** The fields of `fields` an answer lacks (empty when it has them all). */
 export const missing = (fields: ReadonlyArray<string>, answer: Answer): Array<string> =>
   fields.flatMap((field) => {
+    const some = SOME.exec(field)
+    if (some !== null) {
+      const [, list, path, value] = some as unknown as [string, string, string, string]
+      const lacking = missingIn(answer.body, pathOf(list), "")
+      if (lacking.length > 0) return lacking
+      const items = valuesAt(answer.body, pathOf(list)).flatMap((v) => (Array.isArray(v) ? v : []))
+      return items.some((item) => valuesAt(item, pathOf(path)).some((v) => String(v) === value))
+        ? []
+        : [`an element of ${list || "the body"} with ${path} = ${value}`]
+    }
     if (field.startsWith("header:")) {
       const name = field.slice(7)
       return answer.headers[name] === undefined ? [`the header ${name}`] : []
@@ -304,10 +340,5 @@ export const missing = (fields: ReadonlyArray<string>, answer: Answer): Array<st
       const name = field.slice(6)
       return answer.events.includes(name) ? [] : [`the stream event ${name}`]
     }
-    const segments = field.split(".").flatMap((s) => {
-      const m = /^(.*?)((?:\[\]|\[0\])*)$/.exec(s)!
-      const arrays = m[2]!.match(/\[\]|\[0\]/g) ?? []
-      return [...(m[1] !== "" ? [m[1]!] : []), ...arrays]
-    })
-    return missingIn(answer.body, segments, "")
+    return missingIn(answer.body, pathOf(field), "")
   })

@@ -8,7 +8,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Locator, Page } from "playwright-core"
 import { ARTIFACT_TEXT } from "./model.js"
-import type { Expected } from "./record.js"
+import type { Expected, ReadAfter } from "./record.js"
 
 /** What a flow gets: the page, the app's URL, screenshots, and what earlier flows left (a chat's URL). */
 export interface FlowContext {
@@ -26,6 +26,8 @@ export interface Flow {
   /** DeerFlow's local accounts (`enabled`) or its auth-disabled mode. */
   readonly auth: "disabled" | "enabled"
   readonly expected: ReadonlyArray<Expected>
+  /** What the app reads of calls once another was made, beyond each endpoint's contract. */
+  readonly readsAfter?: ReadonlyArray<ReadAfter>
   readonly run: (ctx: FlowContext) => Promise<void>
 }
 
@@ -175,6 +177,14 @@ export const FLOWS: ReadonlyArray<Flow> = [
       ...ONE_RUN,
       { method: "POST", path: "/api/threads/{thread_id}/runs/{run_id}/cancel", when: "the stop button" },
       { method: "GET", path: "/api/threads/{thread_id}/runs/{run_id}", when: "a reconnect after the stop (terminal runs are not joined)" }
+    ],
+    readsAfter: [
+      {
+        after: "POST /api/threads/{thread_id}/runs/{run_id}/cancel",
+        call: "GET /api/threads/{thread_id}/messages/page",
+        fields: ["data[?content.type=ai]"],
+        why: "after the stop: the start of the stopped answer (an AI message), which the app keeps showing"
+      }
     ],
     run: async (ctx) => {
       await ctx.page.goto(`${ctx.app}/workspace/chats/new`)
@@ -335,9 +345,10 @@ export const FLOWS: ReadonlyArray<Flow> = [
       } finally {
         await ctx.shot("answered")
       }
+      // the presented file's card (the first: the run's workspace changes, listed under the answer, name it too)
       const card = ctx.page.getByText("deer-notes.md", { exact: true })
       await see(card, "the presented file deer-notes.md", 20_000)
-      await card.last().click()
+      await card.first().click()
       const line = ARTIFACT_TEXT.split("\n")[2]!.replace(/^- /, "")
       try {
         await see(ctx.page.getByText(line), "the artifact's text in the artifact panel", 30_000)

@@ -162,6 +162,7 @@ const writeRecording = (dir: string, raw: Raw) => {
       responseBody: Buffer.from(e.responseBody, "base64")
     })),
     expected: flow.expected,
+    readsAfter: flow.readsAfter,
     result: raw.result,
     auth: raw.auth,
     meta: raw.meta

@@ -24,6 +24,41 @@ export interface Expected {
   readonly body?: unknown
 }
 
+/**
+ * What the app reads of a call once another was made in the flow, beyond the endpoint's contract (after the stop
+ * button, the page of messages holds the start of the stopped answer): `after` and `call` are `METHOD endpoint`.
+ */
+export interface ReadAfter {
+  readonly after: string
+  readonly call: string
+  readonly fields: ReadonlyArray<string>
+  readonly why: string
+}
+
+/** The recorded requests with the fields of `reads` added to the calls they name after their `after` call. */
+export const withReadsAfter = <
+  R extends {
+    readonly method: string
+    readonly endpoint: string | null
+    readonly app_reads: ReadonlyArray<string>
+    readonly expect: { readonly status: ReadonlyArray<number>; readonly fields: ReadonlyArray<string> }
+  }
+>(requests: ReadonlyArray<R>, reads: ReadonlyArray<ReadAfter>): Array<R> => {
+  const made = new Set<string>()
+  return requests.map((r) => {
+    const key = `${r.method} ${r.endpoint}`
+    const more = reads.filter((read) => read.call === key && made.has(read.after))
+    made.add(key)
+    if (more.length === 0) return r
+    const fields = more.flatMap((read) => read.fields).filter((f) => !r.expect.fields.includes(f))
+    return {
+      ...r,
+      app_reads: [...r.app_reads, ...more.map((read) => read.why).filter((why) => !r.app_reads.includes(why))],
+      expect: { ...r.expect, fields: [...r.expect.fields, ...fields] }
+    }
+  })
+}
+
 /** Names ids in the order they appear: by the path parameter or JSON key that holds them, else `id`. */
 export class Ids {
   private readonly names = new Map<string, string>()
@@ -291,15 +326,19 @@ export const recording = (options: {
   readonly description: string
   readonly exchanges: ReadonlyArray<Exchange>
   readonly expected: ReadonlyArray<Expected>
+  readonly readsAfter?: ReadonlyArray<ReadAfter> | undefined
   readonly result: Result
   readonly auth: "disabled" | "enabled"
   readonly meta: Record<string, unknown>
 }) => {
   const ids = new Ids()
-  const requests = options.exchanges.map((exchange) => {
-    learn(exchange, ids)
-    return request(exchange, ids)
-  })
+  const requests = withReadsAfter(
+    options.exchanges.map((exchange) => {
+      learn(exchange, ids)
+      return request(exchange, ids)
+    }),
+    options.readsAfter ?? []
+  )
   const seen = new Set(requests.map((r) => `${r.method} ${r.endpoint}`))
   // the calls not reached are about the flow's own thread and run: the last ones its requests named
   const named = (pattern: RegExp) => [...JSON.stringify(requests).matchAll(pattern)].at(-1)?.[0]

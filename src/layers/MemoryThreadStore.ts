@@ -7,7 +7,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { StoreError } from "../services/RunContext.js"
-import type { CheckpointRecord, LeaseHolder, Metadata, RunRecord, ThreadSummary } from "../services/ThreadStore.js"
+import type {
+  CheckpointRecord,
+  LeaseHolder,
+  Metadata,
+  RunRecord,
+  StoredRunEvent,
+  ThreadSummary
+} from "../services/ThreadStore.js"
 import {
   deleteBusyMessage,
   leaseBlocks,
@@ -30,6 +37,7 @@ interface Entry {
   folded: number
   readonly checkpoints: Array<CheckpointRecord>
   readonly runs: Map<string, RunRecord>
+  readonly events: Map<string, ReadonlyArray<StoredRunEvent>>
   readonly owner: string | null
   metadata: Metadata
 }
@@ -62,6 +70,7 @@ export const make = (): ThreadStore["Type"] => {
         folded: 0,
         checkpoints: [],
         runs: new Map(),
+        events: new Map(),
         owner,
         metadata
       }
@@ -179,6 +188,11 @@ export const make = (): ThreadStore["Type"] => {
           metadata: run.metadata ?? before?.metadata ?? null
         })
       }),
+    saveRunEvents: (threadId, runId, events) =>
+      Effect.sync(() => {
+        get(threadId).events.set(runId, events)
+      }),
+    runEvents: (threadId, runId) => Effect.sync(() => threads.get(threadId)?.events.get(runId) ?? []),
     list: Effect.clockWith((clock) =>
       Effect.sync(() => {
         const now = clock.unsafeCurrentTimeMillis()

@@ -32,10 +32,12 @@ import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
 import {
   decodeMetadata,
   decodeRows,
+  decodeRunEventsRows,
   decodeRunRows,
   decodeThreadRows,
   iso,
   mergeMetadata,
+  runEventsText,
   threadSummary,
   toStoreError
 } from "./store/Rows.js"
@@ -52,7 +54,7 @@ export interface Options {
 
 /**
  * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
- * SQLite store's tables as of its version 4.
+ * SQLite store's tables as of its version 4. Version 2: `antler_run_events` (the SQLite store's version 5).
  */
 export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
   [
@@ -92,6 +94,14 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
       owner TEXT NOT NULL,
       expires_at BIGINT NOT NULL
     )`
+  ],
+  [
+    `CREATE TABLE antler_run_events (
+      run_id TEXT PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      events TEXT NOT NULL
+    )`,
+    `CREATE INDEX antler_run_events_by_thread ON antler_run_events (thread_id)`
   ]
 ]
 
@@ -357,6 +367,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             }
             yield* q(`DELETE FROM antler_checkpoints WHERE thread_id = $1`, [threadId])
             yield* q(`DELETE FROM antler_runs WHERE thread_id = $1`, [threadId])
+            yield* q(`DELETE FROM antler_run_events WHERE thread_id = $1`, [threadId])
             yield* q(`DELETE FROM antler_leases WHERE thread_id = $1`, [threadId])
             const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
             return deleted.length > 0
@@ -458,6 +469,28 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot release the lease of thread "${threadId}"`
       ))
 
+    const saveRunEvents: ThreadStore["Type"]["saveRunEvents"] = (threadId, runId, events) =>
+      Effect.asVoid(run(
+        q(
+          `INSERT INTO antler_run_events (run_id, thread_id, events) VALUES ($1, $2, $3)
+            ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, events = excluded.events`,
+          [runId, threadId, runEventsText(events, redactor)]
+        ),
+        "saveRunEvents",
+        `Cannot save the events of run "${runId}" of thread "${threadId}"`
+      ))
+
+    const runEvents: ThreadStore["Type"]["runEvents"] = (threadId, runId) =>
+      Effect.gen(function*() {
+        const rows = yield* run(
+          q(`SELECT events FROM antler_run_events WHERE run_id = $1 AND thread_id = $2`, [runId, threadId]),
+          "runEvents",
+          `Cannot read the events of run "${runId}"`
+        )
+        const decoded = yield* decodeRows(decodeRunEventsRows, rows, "runEvents", "The run event table")
+        return decoded[0]?.events ?? []
+      })
+
     return withSpans("PgThreadStore", {
       ensure,
       info,
@@ -469,6 +502,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       load,
       append,
       saveRun,
+      saveRunEvents,
+      runEvents,
       list,
       acquireLease,
       releaseLease

@@ -52,6 +52,8 @@ import { checkpointRecords } from "./store/Fold.js"
 import {
   decodeMetadata,
   decodeRows,
+  decodeRunEventsRows,
+  runEventsText,
   decodeRunRows,
   decodeThreadRows,
   driverMessage,
@@ -178,6 +180,29 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         )
       })
 
+    const saveRunEvents: ThreadStore["Type"]["saveRunEvents"] = (threadId, runId, events) =>
+      transaction(
+        conn.executeRaw(
+          `INSERT INTO run_events (run_id, thread_id, events) VALUES (?, ?, ?)
+            ON CONFLICT (run_id) DO UPDATE SET thread_id = excluded.thread_id, events = excluded.events`,
+          [runId, threadId, runEventsText(events, redactor)]
+        ),
+        "saveRunEvents",
+        `Cannot save the events of run "${runId}" of thread "${threadId}"`
+      )
+
+    const SELECT_RUN_EVENTS = `SELECT events FROM run_events WHERE run_id = ? AND thread_id = ?`
+    const runEvents: ThreadStore["Type"]["runEvents"] = (threadId, runId) =>
+      Effect.gen(function*() {
+        const rows = yield* exclusive(
+          conn.execute(SELECT_RUN_EVENTS, [runId, threadId], undefined),
+          "runEvents",
+          `Cannot read the events of run "${runId}"`
+        )
+        const decoded = yield* decodeRows(decodeRunEventsRows, rows, "runEvents", "The run event table")
+        return decoded[0]?.events ?? []
+      })
+
     const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
       const rows = yield* exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads")
       const threads = yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")
@@ -288,6 +313,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       load,
       append,
       saveRun,
+      saveRunEvents,
+      runEvents,
       list,
       acquireLease,
       releaseLease

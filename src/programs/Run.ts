@@ -11,6 +11,7 @@
  * the next run, a call that started and has no result is answered "interrupted, may have partly run" and the
  * model decides. A thread has one active run at a time, across processes (a lease in the store). A run never
  * fails: how it ended (completed, capped, interrupted for a question, cancelled, failed) is its last event.
+ * A run cancelled while the model streams its answer keeps what was streamed of it (`PartialAnswer`).
  */
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -47,6 +48,7 @@ import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
+import * as PartialAnswer from "./PartialAnswer.js"
 
 /** What to run. */
 export interface RunInput {
@@ -390,7 +392,9 @@ export const execute = <E = never, R = never>(
     const threadId = input.threadId
     const runId = input.runId ?? M.newId()
     const options: RunOptions = { ...defaultOptions, ...input.options }
-    const events: RunEvents["Type"] = { emit: (event) => Effect.sync(() => emit(event)) }
+    // what the model has streamed of the answer being generated, kept in the thread if the run is stopped
+    const partial = PartialAnswer.make()
+    const events: RunEvents["Type"] = { emit: (event) => Effect.sync(() => (partial.see(event), emit(event))) }
     emit({ type: "run_start", thread_id: threadId, run_id: runId })
     const ended = (end: RunEndEvent) => Effect.sync(() => (emit(end), end))
 
@@ -521,6 +525,10 @@ export const execute = <E = never, R = never>(
       : Exit.isInterrupted(exit)
       ? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }
       : errorEnd(exit.cause)
+    if (Exit.isInterrupted(exit)) {
+      const stopped = partial.message(holder.current().messages)
+      if (stopped !== undefined) yield* Effect.ignore(holder.service.update({ messages: [stopped] }))
+    }
     yield* closeDangling
     const saved = yield* Effect.exit(checkpoint)
     if (Exit.isFailure(saved) && end.status !== "error") end = errorEnd(saved.cause)

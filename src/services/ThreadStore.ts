@@ -63,6 +63,19 @@ export interface RunRecord {
   readonly metadata?: Metadata | null | undefined
 }
 
+/**
+ * One recorded event of a run, in DeerFlow's shape (`GET /api/threads/{id}/runs/{run_id}/events`): its number in
+ * the run (from 1), its type (`run.start`, `llm.ai.response`, `subagent.step`...) and category, what it carries.
+ */
+export interface StoredRunEvent {
+  readonly seq: number
+  readonly event_type: string
+  readonly category: string
+  readonly content: unknown
+  readonly metadata: Metadata
+  readonly created_at: string
+}
+
 /** Which runs `runs` returns (every given field must match). */
 export interface RunFilter {
   readonly threadId?: string | undefined
@@ -202,10 +215,21 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
     /** Records a run's start or end (`error` and `metadata` left out keep what was saved). */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
+    /**
+     * Keeps a run's recorded events (replacing what was kept for it), deleted with its thread. The caller bounds
+     * them (the gateway's `RunJournal`).
+     */
+    readonly saveRunEvents: (
+      threadId: string,
+      runId: string,
+      events: ReadonlyArray<StoredRunEvent>
+    ) => Effect.Effect<void, StoreError>
+    /** A run's recorded events, in order; empty when none were kept. */
+    readonly runEvents: (threadId: string, runId: string) => Effect.Effect<ReadonlyArray<StoredRunEvent>, StoreError>
     /** Every thread, most recently updated first. */
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
     /**
-     * Deletes a thread: its checkpoints, runs and cached state (its files are the sandbox's, not the store's).
+     * Deletes a thread: its checkpoints, runs, run events and cached state (its files are the sandbox's, not the store's).
      * `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its
      * runs holds the thread's lease.
      */

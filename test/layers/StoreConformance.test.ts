@@ -131,6 +131,43 @@ const conformance = (backend: Backend) =>
         }
       }))
 
+    it.live("a run's events: kept per run (a save replaces them), read back, deleted with the thread", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        const events = (text: string) => [
+          { seq: 1, event_type: "run.start", category: "trace", content: {}, metadata: {}, created_at: startOf("r1") },
+          {
+            seq: 2,
+            event_type: "llm.ai.response",
+            category: "message",
+            content: { type: "ai", id: "a", content: text },
+            metadata: { caller: "lead_agent" },
+            created_at: startOf("r2")
+          }
+        ]
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            yield* store.ensure("t-events", { owner: "alice" })
+            yield* store.saveRun(run("run-1", "t-events", "success"))
+            assert.deepStrictEqual(yield* store.runEvents("t-events", "run-1"), [])
+            yield* store.saveRunEvents("t-events", "run-1", events("first"))
+            yield* store.saveRunEvents("t-events", "run-1", events("Deer eat grass."))
+            yield* store.saveRunEvents("t-events", "run-2", events("other run"))
+            assert.deepStrictEqual(yield* store.runEvents("t-events", "run-1"), events("Deer eat grass."))
+            // a run is read through its own thread only
+            assert.deepStrictEqual(yield* store.runEvents("t-other", "run-1"), [])
+            // deleted with their thread
+            yield* store.ensure("t-gone")
+            yield* store.saveRunEvents("t-gone", "run-9", events("gone"))
+            assert.isTrue(yield* store.delete("t-gone"))
+            assert.deepStrictEqual(yield* store.runEvents("t-gone", "run-9"), [])
+          }))
+        if (backend.shared) {
+          const again = yield* withStore(db.open(), (store) => store.runEvents("t-events", "run-2"))
+          assert.deepStrictEqual(again, events("other run"))
+        }
+      }))
+
     it.live("list, info, owner and metadata: created with ensure, patched (null removes a key), deleted", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)

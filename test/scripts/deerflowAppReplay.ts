@@ -81,7 +81,9 @@ const STREAM_MS = 30_000
 export class Replay {
   private readonly bound = new Map<string, string>()
   private readonly cookies = new Map<string, string>()
-  private readonly open: Array<{ readonly done: Promise<unknown>; readonly abort: AbortController }> = []
+  private readonly open: Array<
+    { readonly done: Promise<unknown>; readonly abort: AbortController; readonly answering: Promise<void> }
+  > = []
   readonly problems: Array<string> = []
 
   constructor(private readonly gateway: string) {}
@@ -248,6 +250,13 @@ export class Replay {
     const sent = recorded.request.body !== undefined && "example" in recorded.request.body
       ? recorded.request.body.example
       : undefined
+    // the stop button is pressed once the answer shows: a cancel waits for the run's stream to stream its start
+    if (recorded.method === "POST" && recorded.endpoint === "/api/threads/{thread_id}/runs/{run_id}/cancel") {
+      const streaming = this.open.at(-1)
+      if (streaming !== undefined) {
+        await Promise.race([streaming.answering, new Promise((resolve) => setTimeout(resolve, STREAM_MS / 3))])
+      }
+    }
     const answer = await this.call({
       label: `${recorded.method} ${recorded.path}`,
       method: recorded.method,
@@ -368,7 +377,7 @@ export class Replay {
         abort.abort()
         return undefined
       }
-      if (options.cut) this.open.push({ done: events.rest.catch(() => {}), abort })
+      if (options.cut) this.open.push({ done: events.rest.catch(() => {}), abort, answering: events.answering })
       const names = seen.map((e) => e.event)
       const lacking = Contract.missing(options.expect.fields, { body: undefined, headers, cookies, events: names })
       if (lacking.length > 0) this.problems.push(`${options.label}: the stream lacks ${lacking.join(", ")}`)
@@ -410,9 +419,17 @@ const detailOf = (text: string): string => {
   }
 }
 
-/** The events of a stream: until `stop` says so (`first`), and all of them when it ends (`rest`). */
+/**
+ * The events of a stream: until `stop` says so (`first`), all of them when it ends (`rest`), and when it first
+ * streams an answer (`answering`).
+ */
 const readEvents = (response: Response, stop: (event: { event: string; data: unknown }) => boolean) => {
   const events: Array<{ event: string; data: unknown }> = []
+  let resolveAnswering: () => void = () => {}
+  // the start of an answer: a `messages` event of an AI message (or a chunk of one)
+  const answering = new Promise<void>((resolve) => {
+    resolveAnswering = resolve
+  })
   let resolveFirst: (value: ReadonlyArray<{ event: string; data: unknown }>) => void = () => {}
   const first = new Promise<ReadonlyArray<{ event: string; data: unknown }>>((resolve) => {
     resolveFirst = resolve
@@ -442,6 +459,8 @@ const readEvents = (response: Response, stop: (event: { event: string; data: unk
           // not JSON: kept as text
         }
         events.push({ event, data: parsed })
+        const message = event === "messages" && Array.isArray(parsed) ? parsed[0] as { type?: unknown } : undefined
+        if (message?.type === "AIMessageChunk" || message?.type === "ai") resolveAnswering()
         if (stop(events[events.length - 1]!)) resolveFirst([...events])
       }
     }
@@ -449,5 +468,5 @@ const readEvents = (response: Response, stop: (event: { event: string; data: unk
     return events
   })()
   rest.catch(() => resolveFirst([...events]))
-  return { first, rest }
+  return { first, rest, answering }
 }

@@ -14,6 +14,7 @@ import type { Connection } from "./SqliteConnection.js"
  * in step order within a thread) with an index by thread; an append inserts one row and touches nothing else.
  * Version 3: `leases`, one row per thread with an active run (see `ThreadStore.acquireLease`).
  * Version 4: a thread's `owner` and `metadata`, a run's `error` and `metadata` (the gateway's).
+ * Version 5: `run_events`, a run's recorded events as one JSON text (see `ThreadStore.saveRunEvents`).
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -89,6 +90,14 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
     `ALTER TABLE runs ADD COLUMN error TEXT`,
     `ALTER TABLE runs ADD COLUMN metadata TEXT`,
     `CREATE INDEX runs_by_status ON runs (status)`
+  ],
+  [
+    `CREATE TABLE run_events (
+      run_id TEXT PRIMARY KEY NOT NULL,
+      thread_id TEXT NOT NULL,
+      events TEXT NOT NULL
+    )`,
+    `CREATE INDEX run_events_by_thread ON run_events (thread_id)`
   ]
 ]
 

@@ -45,6 +45,7 @@ export const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = ? WHE
 export const DELETE_THREAD: ReadonlyArray<string> = [
   `DELETE FROM checkpoints WHERE thread_id = ?`,
   `DELETE FROM runs WHERE thread_id = ?`,
+  `DELETE FROM run_events WHERE thread_id = ?`,
   `DELETE FROM snapshots WHERE thread_id = ?`,
   `DELETE FROM leases WHERE thread_id = ?`
 ]

@@ -1,5 +1,5 @@
 /**
- * The rows the SQL thread stores share (threads, runs, leases): their Schemas, a listed thread's summary, a
+ * The rows the SQL thread stores share (threads, runs, run events, leases): their Schemas, a listed thread's summary, a
  * metadata patch, and how a failure of the database reads (`StoreError`, naming what could not be done).
  */
 import type { SqlError } from "@effect/sql/SqlError"
@@ -11,6 +11,7 @@ import { StoreError } from "../../services/RunContext.js"
 import { RunStatus, StopReason } from "../../services/RunEvents.js"
 import type { Metadata, ThreadSummary } from "../../services/ThreadStore.js"
 import { threadStatus } from "../../services/ThreadStore.js"
+import type * as Redact from "../../state/Redact.js"
 import { formatParseError } from "./Codec.js"
 
 /** A JSON object stored as text (thread and run metadata); `NULL` is none. */
@@ -48,6 +49,26 @@ export const RunRow = Schema.Struct({
   metadata: MetadataText
 })
 
+/** A run's recorded events, stored as one JSON text per run (`ThreadStore.saveRunEvents`). */
+export const RunEventsRow = Schema.Struct({
+  events: Schema.parseJson(Schema.Array(Schema.Struct({
+    seq: Schema.Number,
+    event_type: Schema.String,
+    category: Schema.String,
+    content: Schema.Unknown,
+    metadata: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
+    created_at: Schema.String
+  })))
+})
+
+/** A run's events as stored: JSON text, with `redactor`'s secrets replaced. */
+export const runEventsText = (events: ReadonlyArray<unknown>, redactor: Redact.Redactor): string => {
+  const text = JSON.stringify(events)
+  return redactor.test(text) ? JSON.stringify(redactor.value(events)) : text
+}
+
+/** Run event rows (`RunEventsRow`), decoded. */
+export const decodeRunEventsRows = Schema.decodeUnknownEither(Schema.Array(RunEventsRow))
 /** Thread rows (`ThreadRow`), decoded. */
 export const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRow))
 /** Run rows (`RunRow`), decoded. */

@@ -39,6 +39,8 @@ import { GatewayError } from "./api/Problem.js"
 import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
+import * as RunJournal from "./RunJournal.js"
+import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
 
@@ -252,6 +254,10 @@ export const layer = (
       ) =>
         Effect.gen(function*() {
           const { run, append } = made
+          const clock = yield* Effect.clock
+          const journal = RunJournal.make(() => new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+          const owner = request.userId
+          const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
           let end: (RunEvent & { readonly type: "run_end" }) | undefined
           // a custom event naming the thread (a safety stop's) names it as the client does
           const publicEvent = (event: RunEvent): RunEvent => {
@@ -284,6 +290,7 @@ export const layer = (
                     onRight: (json) => encoded.push(json as RunEvent)
                   })
                 }
+                journal.push(encoded)
                 append(made.projector.push(encoded))
                 return invalid.length === 0
                   ? Effect.void
@@ -328,6 +335,18 @@ export const layer = (
             }
           }
           outs.push({ event: "end", data: null })
+          if (request.deleteThread !== true && record !== undefined) {
+            const changes = WorkspaceChanges.compare(
+              filesBefore,
+              yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
+            )
+            if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
+            // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
+            journal.end({ status: Protocol.runStatus(record), stop_reason: record.stop_reason, error: record.error })
+            yield* store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
+              Effect.catchAll((error) => Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`))
+            )
+          }
           active.delete(request.threadId)
           if (request.deleteThread === true) {
             yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(

@@ -793,7 +793,7 @@ describe("secrets a server echoes", () => {
 })
 
 describe("Ctrl-C", () => {
-  it.live("SIGINT cancels the run, exits 130, and the completed step stays saved", () =>
+  it.live("SIGINT cancels the run, exits 130, and the completed step and the streamed answer stay saved", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start([
         {
@@ -822,8 +822,12 @@ describe("Ctrl-C", () => {
       const shown = yield* antlerDone(cancelHome, ["threads", "show", "cancel-me", "--json"])
       assert.strictEqual(shown.code, 0, shown.stderr)
       const thread = JSON.parse(shown.stdout)
-      assert.deepStrictEqual(thread.state.messages.map((m: M.Message) => m.type), ["system", "human", "ai", "tool"])
+      // the completed step, then the start of the answer the model was streaming at the stop
+      const types = thread.state.messages.map((m: M.Message) => m.type)
+      assert.deepStrictEqual(types, ["system", "human", "ai", "tool", "ai"])
       assert.strictEqual(M.text(thread.state.messages[3]), "OK")
+      assert.strictEqual(M.text(thread.state.messages[4]), "Now thinking for a long time")
+      assert.deepStrictEqual(M.toolCalls(thread.state.messages[4]), [])
       assert.deepStrictEqual(thread.runs.map((r: { status: string }) => r.status), ["cancelled"])
     })), SLOW)
 })

@@ -219,7 +219,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     }
   })
 
-  it("cancel: interrupt keeps the completed steps, rollback restores the thread as it was; disconnecting cancels", async () => {
+  it("cancel: interrupt keeps the completed steps and the streamed answer, rollback restores; disconnecting cancels", async () => {
     const thread = await client.threads.create()
     await client.runs.wait(thread.thread_id, "lead_agent", { input: { messages: [{ type: "human", content: "hello" }] } })
     const before = (await client.threads.getState(thread.thread_id)).values as any
@@ -246,8 +246,10 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     await client.runs.cancel(thread.thread_id, hanging.run_id, true, "interrupt")
     assert.strictEqual((await client.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
     const interrupted = (await client.threads.getState(thread.thread_id)).values as any
-    assert.strictEqual(interrupted.messages.length, before.messages.length + 1)
-    assert.strictEqual(interrupted.messages.at(-1).content, "hang on")
+    // the question, and the start of the answer the model streamed before the stop
+    assert.strictEqual(interrupted.messages.length, before.messages.length + 2)
+    assert.strictEqual(interrupted.messages.at(-2).content, "hang on")
+    assert.deepInclude(interrupted.messages.at(-1), { type: "ai", content: "Thinking about it", tool_calls: [] })
 
     const rolled = await client.runs.create(thread.thread_id, "lead_agent", {
       input: { messages: [{ type: "human", content: "hang again" }] }

@@ -97,7 +97,7 @@ describe("token usage", () => {
 })
 
 describe("run events and workspace changes", () => {
-  it("answer empty for the user's run, 404 for another's", async () => {
+  it("a run without subagent steps nor file changes has none of them, 404 for another user", async () => {
     const events = await alice("GET", `/api/threads/chat/runs/${runIds[0]}/events?event_types=subagent.step`)
     assert.strictEqual(events.status, 200)
     assert.deepStrictEqual(events.json(), [])

@@ -85,7 +85,7 @@ export const TokenUsage = Schema.Struct({
   }))
 }).annotations({ identifier: "ThreadTokenUsage" })
 
-/** A run's workspace changes: Antler records none, so none are available. */
+/** What a run changed in the thread's workspace and outputs (`available: false` when it changed nothing). */
 export const WorkspaceChanges = Schema.Struct({
   available: Schema.Boolean,
   version: Schema.Number,
@@ -148,7 +148,11 @@ export const group = HttpApiGroup.make("turns")
       .setUrlParams(EventParams)
       .addSuccess(EventList)
       .addError(RunNotFound)
-      .annotate(OpenApi.Summary, "A run's recorded events (Antler records none: an empty list)")
+      .annotate(
+        OpenApi.Summary,
+        "A run's recorded events in order (messages, subagent steps, its end); `event_types`, `task_id`, " +
+          "`limit` (1-2000, 500) and `after_seq` select them"
+      )
   )
   .add(
     HttpApiEndpoint.get("workspaceChanges", "/threads/:thread_id/runs/:run_id/workspace-changes")
@@ -156,7 +160,7 @@ export const group = HttpApiGroup.make("turns")
       .setUrlParams(ChangeParams)
       .addSuccess(WorkspaceChanges)
       .addError(RunNotFound)
-      .annotate(OpenApi.Summary, "A run's workspace changes (Antler records none: available false)")
+      .annotate(OpenApi.Summary, "What a run changed in the thread's workspace and outputs, with diffs")
   )
   .add(
     HttpApiEndpoint.put("putFeedback", "/threads/:thread_id/runs/:run_id/feedback")

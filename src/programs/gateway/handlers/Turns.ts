@@ -2,8 +2,9 @@
  * DeerFlow's endpoints about a thread's turns (declared in `api/Turns.ts`), over the thread's checkpoints: the
  * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer), its token
  * usage (summed from the checkpoints' usage records), feedback on a run (kept in the run's record), the goal
- * (a state update through the `goal` reducer). Antler records no run events nor workspace changes: those answer
- * empty, as DeerFlow does when it has none.
+ * (a state update through the `goal` reducer), a run's events (recorded by the gateway's `RunJournal`, paged by
+ * `after_seq`, filtered by type and subagent task), and what a run changed in the thread's files (its
+ * `workspace_changes` event, `WorkspaceChanges`; `available: false` for a run that changed nothing, as DeerFlow).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
@@ -19,6 +20,7 @@ import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
+import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
@@ -215,19 +217,52 @@ export const layer = (api: DeerFlowApi) =>
               context_usage: { token_count: lastInput, max_context_tokens: null, percentage: null }
             })
           }))
-        .handleRaw("runEvents", ({ path }) =>
+        .handleRaw("runEvents", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const thread = yield* access.threadRef(user, path.thread_id)
             yield* access.ownedRun(thread.stored, path.run_id)
-            return json(TurnsApi.EventList, [])
+            const limit = yield* positive("limit", urlParams.limit, 500, 2000)
+            const after = yield* positive("after_seq", urlParams.after_seq, 0, Number.MAX_SAFE_INTEGER)
+            const types = first(urlParams.event_types)?.split(",").map((t) => t.trim()).filter((t) => t !== "")
+            const taskId = first(urlParams.task_id)
+            const stored = yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
+            const events = stored
+              .filter((e) =>
+                e.seq > after &&
+                (types === undefined || types.length === 0 || types.includes(e.event_type)) &&
+                (taskId === undefined || e.metadata.task_id === taskId)
+              )
+              .slice(0, limit)
+              .map((e) => ({ thread_id: thread.threadId, run_id: path.run_id, ...e }))
+            return json(TurnsApi.EventList, events)
           }))
-        .handleRaw("workspaceChanges", ({ path }) =>
+        .handleRaw("workspaceChanges", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             // the user's thread; any run id of it, as DeerFlow reads its event store: a branch's seeded answers
             // name a run (`branch-...`) that no run record holds, and the app asks about it as about any answer
             const thread = yield* access.threadRef(user, path.thread_id)
+            const events = yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
+            const recorded = events.findLast((e) => e.event_type === WorkspaceChanges.EVENT_TYPE)?.content as
+              | ReturnType<typeof WorkspaceChanges.compare>
+              | undefined
+            if (recorded !== undefined) {
+              const files = first(urlParams.include_files) === "false"
+                ? []
+                : first(urlParams.include_diff) === "false"
+                ? recorded.files.map((file) => ({ ...file, diff: "" }))
+                : recorded.files
+              return json(TurnsApi.WorkspaceChanges, {
+                available: true,
+                version: recorded.version,
+                run_id: path.run_id,
+                thread_id: thread.threadId,
+                summary: recorded.summary,
+                files,
+                limits: recorded.limits
+              })
+            }
             return json(TurnsApi.WorkspaceChanges, {
               available: false,
               version: 1,

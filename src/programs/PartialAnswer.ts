@@ -1,0 +1,59 @@
+/**
+ * The answer a run was streaming when it was stopped: the text (and reasoning) of the model's `token` events
+ * for the message being generated, kept so that a stopped run leaves what the user saw in the thread, as an AI
+ * message under the id its pieces were streamed with (a client showing the streamed message sees the same one in
+ * the thread's state and message pages). Only text: a tool call the model had begun is dropped, so nothing is
+ * left without its result. Bounded: past `MAX_PARTIAL_CHARS` the rest is not kept.
+ */
+import type { RunEvent } from "../services/RunEvents.js"
+import type { AIMessage } from "../state/Message.js"
+import * as M from "../state/Message.js"
+
+/** The most characters of a stopped answer (text and reasoning each) kept in the thread. */
+export const MAX_PARTIAL_CHARS = 200_000
+
+/** The `response_metadata.finish_reason` of an answer stopped while it streamed. */
+export const STOPPED = "stopped"
+
+/** What a run has streamed of the message being generated. */
+export interface PartialAnswer {
+  /** Sees an event the run emits (only `token` events count; a new message id starts over). */
+  readonly see: (event: RunEvent) => void
+  /** The message to keep when the run stops now, unless `written` holds its id or nothing of it was text. */
+  readonly message: (written: ReadonlyArray<{ readonly id: string }>) => AIMessage | undefined
+}
+
+/** A fresh tracker for one run. */
+export const make = (): PartialAnswer => {
+  let id: string | undefined
+  let text = ""
+  let reasoning = ""
+  const add = (kept: string, piece: string | undefined) =>
+    piece === undefined || kept.length >= MAX_PARTIAL_CHARS
+      ? kept
+      : kept + piece.slice(0, MAX_PARTIAL_CHARS - kept.length)
+  return {
+    see: (event) => {
+      if (event.type !== "token") return
+      if (event.message_id !== id) {
+        id = event.message_id
+        text = ""
+        reasoning = ""
+      }
+      text = add(text, event.text)
+      reasoning = add(reasoning, event.reasoning)
+    },
+    message: (written) => {
+      if (id === undefined || text.trim() === "") return undefined
+      const current = id
+      if (written.some((m) => m.id === current)) return undefined
+      return M.ai(text, {
+        id: current,
+        additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
+        response_metadata: { finish_reason: STOPPED },
+        tool_calls: [],
+        invalid_tool_calls: []
+      })
+    }
+  }
+}

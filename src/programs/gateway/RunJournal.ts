@@ -1,0 +1,217 @@
+/**
+ * A run's events as DeerFlow records them (its run journal, served by `GET /api/threads/{id}/runs/{run_id}/events`),
+ * built from the events the run streams: `run.start`; a message written, as `llm.human.input`, `llm.ai.response`
+ * or `llm.tool.result` (a message written again under its id replaces its event, or drops it when it became one the
+ * app does not show); a subagent's `task_*` events as
+ * `subagent.start`, `subagent.step` (DeerFlow's compact step: kind, text, tool calls) and `subagent.end`; and
+ * `run.end` with how the run ended. Bounded: at most `MAX_EVENTS` events and `MAX_BYTES` of JSON per run (past
+ * either, later events are left out, `run.end` always kept), a message's content cut to `MAX_CONTENT_CHARS`, a
+ * step's text to `STEP_MAX_CHARS`. DeerFlow's own journal also records model-call traces and middleware actions;
+ * this one does not.
+ */
+import type { RunEvent } from "../../services/RunEvents.js"
+import type { StoredRunEvent } from "../../services/ThreadStore.js"
+import type { Message } from "../../state/Message.js"
+import * as M from "../../state/Message.js"
+
+/** The most events kept of one run. */
+export const MAX_EVENTS = 2000
+/** The most JSON characters kept of one run's events. */
+export const MAX_BYTES = 1_000_000
+/** A message's text beyond this is cut in its event. */
+export const MAX_CONTENT_CHARS = 32_000
+/** DeerFlow's cap on a subagent step's text (and a tool call's arguments, as JSON). */
+export const STEP_MAX_CHARS = 8192
+
+const MESSAGE_EVENTS: Readonly<Record<string, string | undefined>> = {
+  human: "llm.human.input",
+  ai: "llm.ai.response",
+  tool: "llm.tool.result"
+}
+
+const TERMINAL: Readonly<Record<string, string | undefined>> = {
+  task_completed: "completed",
+  task_failed: "failed",
+  task_cancelled: "cancelled",
+  task_timed_out: "timed_out"
+}
+
+const cut = (text: string, max: number): [string, boolean] =>
+  text.length > max ? [text.slice(0, max), true] : [text, false]
+
+/** A message as its event keeps it: its content cut to `MAX_CONTENT_CHARS` of text when longer. */
+const bounded = (message: Message): unknown => {
+  const text = M.text(message)
+  if (JSON.stringify(message.content).length <= MAX_CONTENT_CHARS) return message
+  const [kept] = cut(text, MAX_CONTENT_CHARS)
+  return { ...message, content: kept, additional_kwargs: { ...message.additional_kwargs, content_truncated: true } }
+}
+
+const record = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? value as Record<string, unknown> : undefined
+
+/** DeerFlow's compact step of a subagent's message (`build_subagent_step`). */
+const step = (taskId: string, index: number, message: Record<string, unknown>) => {
+  const kind = message.type === "tool" ? "tool" : "ai"
+  const content = message.content
+  const raw = typeof content === "string"
+    ? content
+    : Array.isArray(content)
+    ? content.map((b) => (typeof b === "string" ? b : typeof b?.text === "string" ? b.text : "")).join("")
+    : ""
+  const [text, truncated] = cut(raw, STEP_MAX_CHARS)
+  const out: Record<string, unknown> = { task_id: taskId, message_index: index, kind, text, truncated }
+  if (kind === "tool") out.tool_name = message.name ?? null
+  else {
+    const calls = Array.isArray(message.tool_calls) ? message.tool_calls as ReadonlyArray<unknown> : []
+    out.tool_calls = calls.map((call) => {
+      const c = record(call) ?? {}
+      const args = typeof c.args === "string" ? c.args : JSON.stringify(c.args ?? {})
+      return args.length > STEP_MAX_CHARS
+        ? { name: c.name ?? null, args: args.slice(0, STEP_MAX_CHARS), args_truncated: true }
+        : { name: c.name ?? null, args: c.args ?? {} }
+    })
+  }
+  return out
+}
+
+/** The DeerFlow event of a subagent's `task_*` event; none for anything else. */
+const subagentEvent = (
+  name: string,
+  data: unknown
+): Omit<StoredRunEvent, "seq" | "created_at"> | undefined => {
+  const fields = record(data)
+  const taskId = fields?.task_id
+  if (fields === undefined || typeof taskId !== "string" || taskId === "") return undefined
+  if (name === "task_started") {
+    const description = typeof fields.description === "string" ? fields.description : null
+    return {
+      event_type: "subagent.start",
+      category: "subagent",
+      content: { task_id: taskId, description },
+      metadata: { task_id: taskId }
+    }
+  }
+  if (name === "task_running") {
+    const index = fields.message_index
+    const message = record(fields.message)
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || message === undefined) return undefined
+    return {
+      event_type: "subagent.step",
+      category: "subagent",
+      content: step(taskId, index, message),
+      metadata: { task_id: taskId, message_index: index }
+    }
+  }
+  const status = TERMINAL[name]
+  if (status === undefined) return undefined
+  const content: Record<string, unknown> = { task_id: taskId, status }
+  if (typeof fields.model_name === "string" && fields.model_name.trim() !== "") content.model_name = fields.model_name
+  if (fields.usage !== undefined && fields.usage !== null) content.usage = fields.usage
+  for (const key of ["result", "error"] as const) {
+    if (fields[key] === undefined || fields[key] === null) continue
+    const [text, truncated] = cut(String(fields[key]), STEP_MAX_CHARS)
+    content[key] = text
+    if (truncated) content[`${key}_truncated`] = true
+  }
+  return { event_type: "subagent.end", category: "subagent", content, metadata: { task_id: taskId } }
+}
+
+/** A run's journal: fed the run's events as streamed, read once the run ended. */
+export interface RunJournal {
+  /** Records what of `events` DeerFlow's journal holds. */
+  readonly push: (events: ReadonlyArray<RunEvent>) => void
+  /** Records what the run changed in the thread's files (bounded by `WorkspaceChanges`; always kept). */
+  readonly workspace: (changes: unknown) => void
+  /** Records the run's end (always kept). */
+  readonly end: (
+    ended: { readonly status: string; readonly stop_reason: string | null; readonly error?: string | null | undefined }
+  ) => void
+  /** The events recorded, in order, numbered from 1 (read once the run ended). */
+  readonly events: () => ReadonlyArray<StoredRunEvent>
+}
+
+/** A fresh journal; `now` is the time each event is stamped with (ISO 8601). */
+export const make = (now: () => string): RunJournal => {
+  // (an event dropped when its message is written again as one the journal does not record: `undefined`)
+  const events: Array<StoredRunEvent | undefined> = []
+  const byMessage = new Map<string, number>()
+  let bytes = 0
+  let seq = 0
+  let full = false
+
+  const add = (event: Omit<StoredRunEvent, "seq" | "created_at">, force = false) => {
+    const size = JSON.stringify(event).length
+    if (!force && (full || events.length >= MAX_EVENTS - 1 || bytes + size > MAX_BYTES)) {
+      full = true
+      return -1
+    }
+    bytes += size
+    events.push({ seq: ++seq, created_at: now(), ...event })
+    return events.length - 1
+  }
+
+  const message = (written: Message) => {
+    const type = MESSAGE_EVENTS[written.type]
+    const at = byMessage.get(written.id)
+    if (type === undefined || M.isHidden(written)) {
+      // a message turned into one the app does not show (the user's input made a date reminder): its event goes
+      if (at !== undefined) {
+        bytes -= JSON.stringify(events[at]).length
+        events[at] = undefined
+        byMessage.delete(written.id)
+      }
+      return
+    }
+    const content = bounded(written)
+    if (at !== undefined) {
+      const before = events[at]!
+      const size = JSON.stringify(content).length - JSON.stringify(before.content).length
+      if (bytes + size > MAX_BYTES) return
+      bytes += size
+      events[at] = { ...before, content }
+      return
+    }
+    const index = add({ event_type: type, category: "message", content, metadata: { caller: "lead_agent" } })
+    if (index >= 0) byMessage.set(written.id, index)
+  }
+
+  return {
+    push: (given) => {
+      for (const event of given) {
+        switch (event.type) {
+          case "run_start":
+            add({ event_type: "run.start", category: "trace", content: {}, metadata: {} })
+            break
+          case "message":
+            message(event.message)
+            break
+          case "custom": {
+            const mapped = subagentEvent(event.name, event.data)
+            if (mapped !== undefined) add(mapped)
+            break
+          }
+          default:
+            break
+        }
+      }
+    },
+    workspace: (changes) => {
+      add({ event_type: "workspace_changes", category: "workspace", content: changes, metadata: {} }, true)
+    },
+    end: (ended) => {
+      const content: Record<string, unknown> = { status: ended.status, stop_reason: ended.stop_reason }
+      if (ended.error != null) content.error = cut(ended.error, STEP_MAX_CHARS)[0]
+      const failed = ended.status === "error"
+      const type = failed
+        ? { event_type: "run.error", category: "error" }
+        : { event_type: "run.end", category: "outputs" }
+      add({ ...type, content, metadata: {} }, true)
+    },
+    // numbered from 1 as kept (an event dropped leaves no gap)
+    events: () =>
+      events
+        .filter((e): e is StoredRunEvent => e !== undefined)
+        .map((e, i) => (e.seq === i + 1 ? e : { ...e, seq: i + 1 }))
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * DeerFlow's run events (`GET /api/threads/{id}/runs/{run_id}/events`): each run's journal, recorded by the gateway
+ * and kept in the thread store: `run.start`, the messages it wrote (the human input, the model's answers, the tool
+ * results), `run.end`; paged by `after_seq` and `limit`, filtered by `event_types`; kept across a restart (SQLite),
+ * one user's never readable by another, removed with the thread. It answered `[]` for every run.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-run-events-0000"
+const BOB = "bob-token-run-events-000000"
+
+let gateway: TestGateway
+let home: string
+
+const lastRole = (body: any) => body.messages[body.messages.length - 1]?.role
+
+const options = () => ({
+  home,
+  // a tool the agent does not have: its call is answered with an error result, then the model answers
+  script: (body: any) =>
+    lastRole(body) === "tool"
+      ? "Deer eat grass."
+      : { content: "Let me check. ", toolCalls: [{ name: "deer_lookup", arguments: { q: "food" } }] },
+  config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
+})
+
+const as = (token: string) => async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${gateway.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  const text = await response.text()
+  return { status: response.status, text, json: () => JSON.parse(text) }
+}
+const alice = (method: string, path: string, body?: unknown) => as(ALICE)(method, path, body)
+const bob = (method: string, path: string, body?: unknown) => as(BOB)(method, path, body)
+
+beforeAll(async () => {
+  home = Support.tempDir("antler-run-events-")
+  gateway = await Support.start(options())
+})
+afterAll(() => gateway?.stop())
+
+describe("a run's events, as DeerFlow's app reads them", () => {
+  it("records the run's messages between run.start and run.end, pages and filters them, keeps them", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "journal" })).status, 200)
+    const ran = await alice("POST", "/api/threads/journal/runs/wait", {
+      input: { messages: [{ type: "human", content: "What do deer eat?" }] }
+    })
+    assert.strictEqual(ran.status, 200, ran.text)
+    const runs = (await alice("GET", "/api/threads/journal/runs")).json()
+    const runId = runs[0].run_id
+
+    const read = async (query = "") => {
+      const answer = await alice("GET", `/api/threads/journal/runs/${runId}/events${query}`)
+      assert.strictEqual(answer.status, 200, answer.text)
+      return answer.json() as ReadonlyArray<any>
+    }
+    const events = await read()
+    assert.deepStrictEqual(events.map((e) => e.event_type), [
+      "run.start",
+      "llm.human.input",
+      "llm.ai.response",
+      "llm.tool.result",
+      "llm.ai.response",
+      "run.end"
+    ])
+    assert.deepStrictEqual(events.map((e) => e.seq), [1, 2, 3, 4, 5, 6])
+    assert.isTrue(events.every((e) => e.thread_id === "journal" && e.run_id === runId && e.created_at !== ""))
+    assert.strictEqual(events[1].content.content, "What do deer eat?")
+    assert.strictEqual(events[2].content.tool_calls[0].name, "deer_lookup")
+    assert.strictEqual(events[2].category, "message")
+    assert.strictEqual(events[4].content.content, "Deer eat grass.")
+    assert.deepInclude(events[5].content, { status: "success", stop_reason: "completed" })
+
+    // DeerFlow's paging and filters
+    assert.deepStrictEqual((await read("?limit=2")).map((e) => e.seq), [1, 2])
+    assert.deepStrictEqual((await read("?limit=2&after_seq=2")).map((e) => e.seq), [3, 4])
+    assert.deepStrictEqual((await read("?event_types=llm.ai.response,run.end")).map((e) => e.seq), [3, 5, 6])
+    assert.deepStrictEqual(await read("?task_id=nope"), [])
+    const refused = await alice("GET", `/api/threads/journal/runs/${runId}/events?limit=0`)
+    assert.strictEqual(refused.status, 422)
+    assert.include(refused.text, "limit must be an integer from 1 to 2000")
+
+    // kept in the thread store: the same after a restart
+    await gateway.stop()
+    gateway = await Support.start(options())
+    assert.deepStrictEqual(await read(), events)
+  })
+
+  it("bob cannot read alice's run events, by her thread or by his", async () => {
+    await alice("POST", "/api/threads", { thread_id: "alice-own" })
+    const ran = await alice("POST", "/api/threads/alice-own/runs/wait", {
+      input: { messages: [{ type: "human", content: "A secret of alice's" }] }
+    })
+    assert.strictEqual(ran.status, 200, ran.text)
+    const runId = (await alice("GET", "/api/threads/alice-own/runs")).json()[0].run_id
+    assert.isAbove((await alice("GET", `/api/threads/alice-own/runs/${runId}/events`)).json().length, 0)
+
+    const direct = await bob("GET", `/api/threads/alice-own/runs/${runId}/events`)
+    assert.strictEqual(direct.status, 404)
+    assert.notInclude(direct.text, "secret")
+    await bob("POST", "/api/threads", { thread_id: "bob-own" })
+    const crossed = await bob("GET", `/api/threads/bob-own/runs/${runId}/events`)
+    assert.strictEqual(crossed.status, 404)
+    assert.notInclude(crossed.text, "secret")
+  })
+
+  it("a thread's run events go with it", async () => {
+    await alice("POST", "/api/threads", { thread_id: "short-lived" })
+    await alice("POST", "/api/threads/short-lived/runs/wait", {
+      input: { messages: [{ type: "human", content: "hello" }] }
+    })
+    const runId = (await alice("GET", "/api/threads/short-lived/runs")).json()[0].run_id
+    const stored = (await Effect.runPromise(gateway.store.runs({ runId })))[0]!
+    const kept = await Effect.runPromise(gateway.store.runEvents(stored.thread_id, runId))
+    assert.isAbove(kept.length, 0)
+    assert.include([200, 204], (await alice("DELETE", "/api/threads/short-lived")).status)
+    const after = await Effect.runPromise(gateway.store.runEvents(stored.thread_id, runId))
+    assert.deepStrictEqual(after, [])
+  })
+})

@@ -1,0 +1,92 @@
+/**
+ * The gateway's run journal: a subagent's `task_*` events become DeerFlow's `subagent.start` / `subagent.step` /
+ * `subagent.end` (the step in DeerFlow's compact shape, which the app's subtask card reads), and a run's events
+ * stay bounded in count and size, its end always kept.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as RunJournal from "../../../src/programs/gateway/RunJournal.js"
+import type { RunEvent } from "../../../src/services/RunEvents.js"
+import * as M from "../../../src/state/Message.js"
+
+const at = () => "2026-12-03T00:00:00.000Z"
+const task = (name: string, data: Record<string, unknown>): RunEvent => ({ type: "custom", name, data })
+
+describe("the run journal", () => {
+  it("records a subagent's start, steps and end as DeerFlow's subagent events", () => {
+    const journal = RunJournal.make(at)
+    journal.push([
+      { type: "run_start", thread_id: "t", run_id: "r" },
+      task("task_started", { task_id: "call-1", description: "Find deer food" }),
+      task("task_running", {
+        task_id: "call-1",
+        message_index: 1,
+        message: M.ai("Searching.", {
+          tool_calls: [{ id: "c", name: "web_search", args: { query: "x".repeat(9000) }, type: "tool_call" }]
+        })
+      }),
+      task("task_running", {
+        task_id: "call-1",
+        message_index: 2,
+        message: M.tool("y".repeat(10_000), "c", { name: "web_search" })
+      }),
+      task("task_running", { task_id: "call-1", message_index: -1, message: M.ai("bad index") }),
+      task("task_completed", { task_id: "call-1", result: "Grass.", model_name: "scripted" }),
+      task("llm_retry", { task_id: "call-1" })
+    ])
+    journal.end({ status: "success", stop_reason: "completed" })
+    const events = journal.events()
+    assert.deepStrictEqual(events.map((e) => [e.seq, e.event_type, e.category]), [
+      [1, "run.start", "trace"],
+      [2, "subagent.start", "subagent"],
+      [3, "subagent.step", "subagent"],
+      [4, "subagent.step", "subagent"],
+      [5, "subagent.end", "subagent"],
+      [6, "run.end", "outputs"]
+    ])
+    const ai = events[2]!.content as any
+    assert.deepInclude(ai, { task_id: "call-1", message_index: 1, kind: "ai", text: "Searching.", truncated: false })
+    assert.strictEqual(ai.tool_calls[0].name, "web_search")
+    assert.isTrue(ai.tool_calls[0].args_truncated)
+    assert.strictEqual(ai.tool_calls[0].args.length, RunJournal.STEP_MAX_CHARS)
+    const tool = events[3]!.content as any
+    assert.deepInclude(tool, { kind: "tool", tool_name: "web_search", truncated: true })
+    assert.strictEqual(tool.text.length, RunJournal.STEP_MAX_CHARS)
+    assert.deepStrictEqual(events[3]!.metadata, { task_id: "call-1", message_index: 2 })
+    assert.deepStrictEqual(events[4]!.content, {
+      task_id: "call-1",
+      status: "completed",
+      model_name: "scripted",
+      result: "Grass."
+    })
+  })
+
+  it("keeps at most MAX_EVENTS events and MAX_BYTES of them, and always the run's end", () => {
+    const journal = RunJournal.make(at)
+    for (let i = 0; i < RunJournal.MAX_EVENTS + 50; i++) {
+      journal.push([{ type: "message", message: M.tool(`result ${i}`, `call-${i}`, { name: "ls" }) }])
+    }
+    journal.end({ status: "interrupted", stop_reason: "cancelled" })
+    const events = journal.events()
+    assert.strictEqual(events.length, RunJournal.MAX_EVENTS)
+    assert.strictEqual(events.at(-1)!.event_type, "run.end")
+
+    const big = RunJournal.make(at)
+    for (let i = 0; i < 100; i++) big.push([{ type: "message", message: M.ai("z".repeat(100_000), { id: `a${i}` }) }])
+    big.end({ status: "error", stop_reason: "error", error: "boom" })
+    const kept = big.events()
+    assert.isAtMost(JSON.stringify(kept).length, RunJournal.MAX_BYTES + 10_000)
+    assert.isTrue((kept[0]!.content as any).additional_kwargs.content_truncated)
+    assert.deepStrictEqual(kept.at(-1)!.content, { status: "error", stop_reason: "error", error: "boom" })
+    assert.strictEqual(kept.at(-1)!.event_type, "run.error")
+  })
+
+  it("drops a message's event when it is written again as one the app does not show", () => {
+    const journal = RunJournal.make(at)
+    journal.push([
+      { type: "message", message: M.human("hello", { id: "h" }) },
+      { type: "message", message: M.system("<reminder>", { id: "h" }) },
+      { type: "message", message: M.human("hello", { id: "h__user" }) }
+    ])
+    assert.deepStrictEqual(journal.events().map((e) => [e.seq, (e.content as any).id]), [[1, "h__user"]])
+  })
+})
