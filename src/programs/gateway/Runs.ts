@@ -8,7 +8,6 @@
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
  * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
  */
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -19,7 +18,6 @@ import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -144,7 +142,29 @@ export interface Options {
   readonly traced?: Traced | undefined
 }
 
-const encodeEvent = Schema.encodeEither(RunEventSchema)
+const encodeSchema = Schema.encodeEither(RunEventSchema)
+
+/**
+ * An event's encoded form (RunEvents' Schema). A token delta, one per streamed token, is checked and copied
+ * here, as the Schema would (its four fields, the strings checked); anything else, or a token that fails the
+ * check, goes through the Schema, which says what is wrong.
+ */
+const encodeEvent = (event: RunEvent): Either.Either<unknown, { readonly message: string }> => {
+  if (
+    event.type === "token" && typeof event.message_id === "string" &&
+    (event.text === undefined || typeof event.text === "string") &&
+    (event.reasoning === undefined || typeof event.reasoning === "string")
+  ) {
+    const encoded: { type: "token"; message_id: string; text?: string; reasoning?: string } = {
+      type: "token",
+      message_id: event.message_id
+    }
+    if (event.text !== undefined) encoded.text = event.text
+    if (event.reasoning !== undefined) encoded.reasoning = event.reasoning
+    return Either.right(encoded)
+  }
+  return encodeSchema(event)
+}
 
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
@@ -269,9 +289,10 @@ export const layer = (
             settings: request.settings,
             admin: request.admin === true
           })
-          yield* events.pipe(
-            Stream.interruptWhen(Deferred.await(stop)),
-            Stream.runForEachChunk((chunk) =>
+          // stopped by a client: the stream is interrupted (one race for the run, not one per event)
+          yield* Effect.raceFirst(
+            Deferred.await(stop).pipe(Effect.asVoid),
+            events.pipe(Stream.runForEachChunk((chunk) =>
               Effect.suspend(() => {
                 // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
                 // is left out and logged, never sent half-formed
@@ -289,7 +310,7 @@ export const layer = (
                   ? Effect.void
                   : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
               })
-            )
+            ))
           )
           const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
@@ -480,36 +501,43 @@ export const layer = (
           return mode === undefined || wanted.has(mode)
         }
         let complete = false
-        const frames = Stream.paginateChunkEffect(cursor, (position: number) =>
+        // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
+        // found at once are sent as one piece of text (a client behind gets what it missed in one write)
+        const beat = options.heartbeatSeconds * 1000
+        let nextBeat: number | undefined
+        const page = (position: number) =>
           Effect.gen(function*() {
+            let text = ""
             for (;;) {
+              const now = yield* Clock.currentTimeMillis
+              if (nextBeat === undefined) nextBeat = now + beat
+              if (now >= nextBeat) {
+                text += Protocol.HEARTBEAT
+                nextBeat = now + beat
+              }
               const changed = run.changed()
               const available = run.after(position)
               if (available.gap !== undefined) {
                 complete = true
-                return [Chunk.of(available.gap), Option.none<number>()] as const
+                return [text + Protocol.sse(available.gap), Option.none<number>()] as const
               }
               if (available.frames.length > 0) {
                 const last = available.frames[available.frames.length - 1]!
                 const ended = last.event === "end"
                 if (ended) complete = true
-                return [
-                  Chunk.fromIterable(available.frames.filter(keep)),
-                  ended ? Option.none<number>() : Option.some(last.id)
-                ] as const
+                for (const frame of available.frames) if (keep(frame)) text += Protocol.sse(frame)
+                return [text, ended ? Option.none<number>() : Option.some(last.id)] as const
               }
               if (run.finished()) {
                 complete = true
-                return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+                return [text, Option.none<number>()] as const
               }
-              yield* Deferred.await(changed)
+              if (text !== "") return [text, Option.some(position)] as const
+              yield* Effect.raceFirst(Deferred.await(changed), Effect.sleep(Math.max(0, nextBeat - now)))
             }
           })
-        ).pipe(Stream.map(Protocol.sse))
-        const heartbeats = Stream.fromSchedule(Schedule.spaced(`${options.heartbeatSeconds} seconds`)).pipe(
-          Stream.map(() => Protocol.HEARTBEAT)
-        )
-        return Stream.merge(frames, heartbeats, { haltStrategy: "left" }).pipe(
+        return Stream.paginateEffect(cursor, page).pipe(
+          Stream.filter((text) => text !== ""),
           Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
         )
       }
