@@ -86,8 +86,10 @@ export interface ActiveRun {
   readonly finished: () => boolean
   /** The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer. */
   readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
-  /** Resolves when a frame is appended after this call. */
-  readonly changed: () => Deferred.Deferred<void>
+  /** How many times frames were appended so far (compare before and after a wait). */
+  readonly changes: () => number
+  /** Calls `listener` once, at the next append; returns what takes it back. */
+  readonly onChange: (listener: () => void) => () => void
   /** The state as the run's events left it. */
   readonly state: () => ThreadState
 }
@@ -203,7 +205,8 @@ export const layer = (
         const frames: Array<Protocol.Frame> = []
         let nextId = 1
         let finished = false
-        let changed = Deferred.unsafeMake<void>(FiberId.none)
+        let changes = 0
+        const listeners = new Set<() => void>()
         const projector = Protocol.makeProjector({
           runId,
           threadId: request.publicThreadId ?? request.threadId,
@@ -231,9 +234,12 @@ export const layer = (
             frames.splice(0, drop)
             bytes = kept
           }
-          const wake = changed
-          changed = Deferred.unsafeMake<void>(FiberId.none)
-          Deferred.unsafeDone(wake, Exit.void)
+          changes++
+          if (listeners.size > 0) {
+            const woken = [...listeners]
+            listeners.clear()
+            for (const listener of woken) listener()
+          }
         }
         const run: ActiveRun = {
           runId,
@@ -253,7 +259,11 @@ export const layer = (
             if (first === undefined || cursor < first.id) return { frames }
             return { frames: frames.slice(cursor - first.id + 1) }
           },
-          changed: () => changed,
+          changes: () => changes,
+          onChange: (listener) => {
+            listeners.add(listener)
+            return () => listeners.delete(listener)
+          },
           state: projector.state
         }
         return { run, append, projector }
@@ -504,6 +514,24 @@ export const layer = (
         // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
         // found at once are sent as one piece of text (a client behind gets what it missed in one write)
         const beat = options.heartbeatSeconds * 1000
+        // until the run appends after `seen`, or `ms` pass (one listener and one timer, no fibers)
+        const waitChange = (seen: number, ms: number) =>
+          Effect.async<void>((resume) => {
+            if (run.changes() !== seen) return resume(Effect.void)
+            let off = () => {}
+            const timer = setTimeout(() => {
+              off()
+              resume(Effect.void)
+            }, ms)
+            off = run.onChange(() => {
+              clearTimeout(timer)
+              resume(Effect.void)
+            })
+            return Effect.sync(() => {
+              clearTimeout(timer)
+              off()
+            })
+          })
         let nextBeat: number | undefined
         const page = (position: number) =>
           Effect.gen(function*() {
@@ -515,7 +543,7 @@ export const layer = (
                 text += Protocol.HEARTBEAT
                 nextBeat = now + beat
               }
-              const changed = run.changed()
+              const seen = run.changes()
               const available = run.after(position)
               if (available.gap !== undefined) {
                 complete = true
@@ -533,7 +561,7 @@ export const layer = (
                 return [text, Option.none<number>()] as const
               }
               if (text !== "") return [text, Option.some(position)] as const
-              yield* Effect.raceFirst(Deferred.await(changed), Effect.sleep(Math.max(0, nextBeat - now)))
+              yield* waitChange(seen, Math.max(0, nextBeat - now))
             }
           })
         return Stream.paginateEffect(cursor, page).pipe(
