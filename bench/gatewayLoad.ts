@@ -16,12 +16,13 @@
  *
  * The peer runs a LangChain `createAgent` graph with the same tools, its summarisation and tool-call-limit
  * middlewares, in memory (bench/peer-langgraph-server, installed with `npm ci` there on first use). Antler runs
- * its full lead chain on SQLite (`antler serve`'s default). Prints the load average, a table of figures and
+ * its full lead chain on SQLite (`antler serve`'s default) and, for the like-for-like row, on memory (the same
+ * gateway layer with `MemoryThreadStore`: bench/gatewayMemoryServer.ts). Prints the load average, a table of figures and
  * ratios (Antler ÷ LangGraph) on stderr, the JSON on stdout and in bench/results/gateway-<profile>.json.
  *
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
- *   node dist-bench/bench/gatewayLoad.js [--only antler|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
+ *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
  *     [--levels 10,100] [--g1 20] [--g3 500] [--skip g1,g2,g3]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
@@ -34,7 +35,16 @@ import { fileURLToPath } from "node:url"
 import type { ModelServer } from "./gatewayModel.js"
 import { startModel, TOKEN } from "./gatewayModel.js"
 import type { Server } from "./gatewayServers.js"
-import { antlerCli, ensurePeer, PEER_DIR, peerVersions, startAntler, startPeer, usageOf } from "./gatewayServers.js"
+import {
+  antlerCli,
+  ensurePeer,
+  PEER_DIR,
+  peerVersions,
+  startAntler,
+  startAntlerMemory,
+  startPeer,
+  usageOf
+} from "./gatewayServers.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
@@ -86,6 +96,27 @@ interface RunResult {
   readonly tokens: number
   readonly events: number
 }
+
+/** An error with its causes (the SDK's "fetch failed" says why only in its cause). */
+const describe = (error: unknown): string => {
+  const parts: Array<string> = []
+  for (let e: any = error, depth = 0; e !== undefined && e !== null && depth < 4; e = e.cause, depth++) {
+    parts.push(e instanceof Error ? `${e.name}: ${e.message}${(e as any).code ? ` (${(e as any).code})` : ""}` : String(e))
+  }
+  return parts.join(" <- ").slice(0, 600)
+}
+
+// the SDK reports a failed fetch without its cause: the first cause is kept here, for the report
+const realFetch = globalThis.fetch
+let fetchFailure: string | undefined
+globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+  try {
+    return await realFetch(...args)
+  } catch (error) {
+    if (!(error instanceof Error && error.name === "AbortError")) fetchFailure ??= describe(error)
+    throw error
+  }
+}) as typeof fetch
 
 let runIds = 0
 const nextRun = (prefix: string) => `${prefix}${(++runIds).toString(36)}`
@@ -164,20 +195,26 @@ const level = async (model: ModelServer, server: Server, n: number) => {
     peak = Math.max(peak, usageOf(server.pid).rssBytes)
   }, 100)
   const t0 = performance.now()
-  let results: Array<RunResult>
+  let settled: Array<PromiseSettledResult<RunResult>>
   try {
-    results = await Promise.all(Array.from({ length: n }, () => streamRun(model, server, "c")))
+    settled = await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, server, "c")))
   } finally {
     clearInterval(sampler)
   }
+  const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+  const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
   const wallMs = performance.now() - t0
   const u1 = usageOf(server.pid)
   peak = Math.max(peak, u1.rssBytes)
-  const steps = n * STEPS_PER_RUN
+  const steps = results.length * STEPS_PER_RUN
   const cpuS = (u1.cpuMs - u0.cpuMs) / 1000
   const latencies = results.flatMap((r) => r.latencies)
   return {
     runs: n,
+    failedRuns: failures.length,
+    ...(failures.length > 0
+      ? { firstFailure: failures[0], fetchFailure, serverOutput: server.output().slice(-1500) }
+      : {}),
     steps,
     wallS: round(wallMs / 1000),
     stepsPerS: round(steps / (wallMs / 1000), 1),
@@ -200,7 +237,7 @@ const g2 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
       say(`  G2 ${n} concurrent runs on ${s.label} ... `)
       const r = await level(model, s, n)
       say(`${r.wallS} s, ${r.stepsPerCpuS} steps/CPU-s, p99 ${r.addedMsPerToken.p99} ms/token, ` +
-        `${r.rssMBPerActiveRun} MB/run\n`)
+        `${r.rssMBPerActiveRun} MB/run${r.failedRuns > 0 ? `, ${r.failedRuns} FAILED: ${r.firstFailure}` : ""}\n`)
       ;(out[s.id] ??= {})[String(n)] = r
     }
   }
@@ -275,17 +312,22 @@ const g3 = async (servers: ReadonlyArray<Server>) => {
   for (const s of servers) {
     say(`  G3 ${params.g3Clients} reconnecting clients on ${s.label} ... `)
     const t0 = performance.now()
-    const results = await Promise.all(Array.from({ length: params.g3Clients }, () => reconnecting(s)))
+    const settled = await Promise.allSettled(Array.from({ length: params.g3Clients }, () => reconnecting(s)))
+    const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+    const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
     const resume = results.map((r) => r.resumeMs)
     const r = {
-      clients: results.length,
+      clients: params.g3Clients,
+      failedClients: failures.length,
+      ...(failures.length > 0 ? { firstFailure: failures[0], fetchFailure } : {}),
       wallS: round((performance.now() - t0) / 1000),
       tokensLost: results.reduce((a, r) => a + r.lost, 0),
       tokensRepeated: results.reduce((a, r) => a + r.repeated, 0),
       eventIdsRepeated: results.reduce((a, r) => a + r.repeatedIds, 0),
       resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) }
     }
-    say(`${r.wallS} s, ${r.tokensLost} lost, ${r.tokensRepeated} repeated, resume p50 ${r.resumeMs.p50} ms\n`)
+    say(`${r.wallS} s, ${r.tokensLost} lost, ${r.tokensRepeated} repeated, resume p50 ${r.resumeMs.p50} ms` +
+      `${failures.length > 0 ? `, ${failures.length} FAILED: ${failures[0]}` : ""}\n`)
     out[s.id] = r
   }
   return out
@@ -303,23 +345,31 @@ const fmt = (x: number | undefined) =>
 interface Row {
   readonly figure: string
   readonly antler: number | undefined
+  readonly memory: number | undefined
   readonly peer: number | undefined
   readonly higherIsBetter: boolean
 }
 
+const ratioOf = (a: number | undefined, b: number | undefined) =>
+  a !== undefined && b !== undefined && b !== 0 ? a / b : undefined
+const verdict = (ratio: number | undefined, higherIsBetter: boolean) =>
+  ratio === undefined || ratio === 1
+    ? ""
+    : higherIsBetter === ratio > 1
+    ? `${fmt(higherIsBetter ? ratio : 1 / ratio)}× better`
+    : `${fmt(higherIsBetter ? 1 / ratio : ratio)}× worse`
+
+/** Antler over SQLite and over memory, LangGraph, and the ratios Antler ÷ LangGraph (SQLite, memory). */
 const table = (rows: ReadonlyArray<Row>): string => {
   const lines = [
-    `  ${pad("figure", 44)}${lpad("Antler", 10)}${lpad("LangGraph", 11)}${lpad("Antler ÷ LG", 13)}  Antler is`
+    `  ${pad("figure", 42)}${lpad("SQLite", 9)}${lpad("memory", 9)}${lpad("LangGraph", 11)}` +
+    `${lpad("SQLite÷LG", 11)}${lpad("memory÷LG", 11)}  Antler (SQLite) is`
   ]
   for (const r of rows) {
-    const ratio = r.antler !== undefined && r.peer !== undefined && r.peer !== 0 ? r.antler / r.peer : undefined
-    const better = ratio === undefined || r.antler === r.peer
-      ? ""
-      : r.higherIsBetter === ratio > 1
-      ? `${fmt(r.higherIsBetter ? ratio : 1 / ratio)}× better`
-      : `${fmt(r.higherIsBetter ? 1 / ratio : ratio)}× worse`
+    const ratio = ratioOf(r.antler, r.peer)
     lines.push(
-      `  ${pad(r.figure, 44)}${lpad(fmt(r.antler), 10)}${lpad(fmt(r.peer), 11)}${lpad(fmt(ratio), 13)}  ${better}`
+      `  ${pad(r.figure, 42)}${lpad(fmt(r.antler), 9)}${lpad(fmt(r.memory), 9)}${lpad(fmt(r.peer), 11)}` +
+        `${lpad(fmt(ratio), 11)}${lpad(fmt(ratioOf(r.memory, r.peer)), 11)}  ${verdict(ratio, r.higherIsBetter)}`
     )
   }
   return lines.join("\n") + "\n"
@@ -337,12 +387,16 @@ try {
   say(`bench:gateway (${profile}): ${os.cpus().length} cores, load average ${loadStart.join(" ")} at start\n`)
   model = await startModel(params)
   const cpuProf = option("cpu-prof")
-  if (only !== "langgraph") {
+  const nodeArgs = cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]
+  if (only === undefined || only === "antler") {
     const cli = antlerCli(root, option("cli"))
-    const nodeArgs = cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]
     servers.push(await startAntler(cli, path.join(work, "antler"), model.url, nodeArgs))
   }
-  if (only !== "antler") {
+  if (only === undefined || only === "antler-memory") {
+    const entry = path.join(here, "gatewayMemoryServer.js")
+    servers.push(await startAntlerMemory(entry, path.join(work, "antler-memory"), model.url, nodeArgs))
+  }
+  if (only === undefined || only === "langgraph") {
     ensurePeer(peerFolder, say)
     servers.push(await startPeer(peerFolder, path.join(work, "peer"), model.url, Math.max(...params.levels, params.g3Clients)))
   }
@@ -368,7 +422,7 @@ try {
       totalSeconds: round((Date.now() - t0) / 1000, 1),
       params,
       servers: servers.map((s) => ({ id: s.id, label: s.label })),
-      peerVersions: only === "antler" ? undefined : peerVersions(peerFolder),
+      peerVersions: only === undefined || only === "langgraph" ? peerVersions(peerFolder) : undefined,
       notes: [
         "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
         "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
@@ -388,38 +442,42 @@ try {
 
   const a = (g: Record<string, any>) => g["antler"]
   const p = (g: Record<string, any>) => g["langgraph"]
+  const m = (g: Record<string, any>) => g["antler-memory"]
   const rows: Array<Row> = []
   if (!skip.has("g1")) {
     rows.push(
-      { figure: "G1 added ms per token, p50", antler: a(G1)?.addedMsPerToken.p50, peer: p(G1)?.addedMsPerToken.p50, higherIsBetter: false },
-      { figure: "G1 added ms per token, p99", antler: a(G1)?.addedMsPerToken.p99, peer: p(G1)?.addedMsPerToken.p99, higherIsBetter: false },
-      { figure: "G1 time to first event, ms (p50)", antler: a(G1)?.firstEventMs.p50, peer: p(G1)?.firstEventMs.p50, higherIsBetter: false }
+      { figure: "G1 added ms per token, p50", antler: a(G1)?.addedMsPerToken.p50, memory: m(G1)?.addedMsPerToken.p50, peer: p(G1)?.addedMsPerToken.p50, higherIsBetter: false },
+      { figure: "G1 added ms per token, p99", antler: a(G1)?.addedMsPerToken.p99, memory: m(G1)?.addedMsPerToken.p99, peer: p(G1)?.addedMsPerToken.p99, higherIsBetter: false },
+      { figure: "G1 time to first event, ms (p50)", antler: a(G1)?.firstEventMs.p50, memory: m(G1)?.firstEventMs.p50, peer: p(G1)?.firstEventMs.p50, higherIsBetter: false }
     )
   }
   for (const n of skip.has("g2") ? [] : params.levels) {
     const an = a(G2)?.[String(n)]
     const pn = p(G2)?.[String(n)]
+    const mn = m(G2)?.[String(n)]
     rows.push(
-      { figure: `G2 ${n} runs: steps/s`, antler: an?.stepsPerS, peer: pn?.stepsPerS, higherIsBetter: true },
-      { figure: `G2 ${n} runs: steps per CPU-second`, antler: an?.stepsPerCpuS, peer: pn?.stepsPerCpuS, higherIsBetter: true },
-      { figure: `G2 ${n} runs: CPU-s per 1,000 steps`, antler: an?.cpuSPer1000Steps, peer: pn?.cpuSPer1000Steps, higherIsBetter: false },
-      { figure: `G2 ${n} runs: added ms per token, p99`, antler: an?.addedMsPerToken.p99, peer: pn?.addedMsPerToken.p99, higherIsBetter: false },
-      { figure: `G2 ${n} runs: RSS MB per active run`, antler: an?.rssMBPerActiveRun, peer: pn?.rssMBPerActiveRun, higherIsBetter: false }
+      { figure: `G2 ${n} runs: steps/s`, antler: an?.stepsPerS, memory: mn?.stepsPerS, peer: pn?.stepsPerS, higherIsBetter: true },
+      { figure: `G2 ${n} runs: steps per CPU-second`, antler: an?.stepsPerCpuS, memory: mn?.stepsPerCpuS, peer: pn?.stepsPerCpuS, higherIsBetter: true },
+      { figure: `G2 ${n} runs: CPU-s per 1,000 steps`, antler: an?.cpuSPer1000Steps, memory: mn?.cpuSPer1000Steps, peer: pn?.cpuSPer1000Steps, higherIsBetter: false },
+      { figure: `G2 ${n} runs: added ms per token, p99`, antler: an?.addedMsPerToken.p99, memory: mn?.addedMsPerToken.p99, peer: pn?.addedMsPerToken.p99, higherIsBetter: false },
+      { figure: `G2 ${n} runs: runs failed`, antler: an?.failedRuns, memory: mn?.failedRuns, peer: pn?.failedRuns, higherIsBetter: false },
+      { figure: `G2 ${n} runs: RSS MB per active run`, antler: an?.rssMBPerActiveRun, memory: mn?.rssMBPerActiveRun, peer: pn?.rssMBPerActiveRun, higherIsBetter: false }
     )
   }
   if (!skip.has("g3")) {
     rows.push(
-      { figure: `G3 ${params.g3Clients} rejoins: tokens lost`, antler: a(G3)?.tokensLost, peer: p(G3)?.tokensLost, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: tokens repeated`, antler: a(G3)?.tokensRepeated, peer: p(G3)?.tokensRepeated, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: event ids repeated`, antler: a(G3)?.eventIdsRepeated, peer: p(G3)?.eventIdsRepeated, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p50`, antler: a(G3)?.resumeMs.p50, peer: p(G3)?.resumeMs.p50, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p99`, antler: a(G3)?.resumeMs.p99, peer: p(G3)?.resumeMs.p99, higherIsBetter: false }
+      { figure: `G3 ${params.g3Clients} rejoins: clients failed`, antler: a(G3)?.failedClients, memory: m(G3)?.failedClients, peer: p(G3)?.failedClients, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: tokens lost`, antler: a(G3)?.tokensLost, memory: m(G3)?.tokensLost, peer: p(G3)?.tokensLost, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: tokens repeated`, antler: a(G3)?.tokensRepeated, memory: m(G3)?.tokensRepeated, peer: p(G3)?.tokensRepeated, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: event ids repeated`, antler: a(G3)?.eventIdsRepeated, memory: m(G3)?.eventIdsRepeated, peer: p(G3)?.eventIdsRepeated, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p50`, antler: a(G3)?.resumeMs.p50, memory: m(G3)?.resumeMs.p50, peer: p(G3)?.resumeMs.p50, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p99`, antler: a(G3)?.resumeMs.p99, memory: m(G3)?.resumeMs.p99, peer: p(G3)?.resumeMs.p99, higherIsBetter: false }
     )
   }
   say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
     `${result.meta.totalSeconds} s\n`)
   say(`load average (1, 5, 15 min): ${loadStart.join(" ")} at start, ${loadEnd.join(" ")} at end\n`)
-  say(`Antler: antler serve, full lead chain, SQLite; LangGraph: langgraphjs dev ` +
+  say(`Antler: antler serve, full lead chain, SQLite (and memory: bench/gatewayMemoryServer.ts); LangGraph: langgraphjs dev ` +
     `(${Object.entries(result.meta.peerVersions ?? {}).map(([k, v]) => `${k} ${v}`).join(", ")}), createAgent, in memory\n`)
   say(table(rows))
   say(`  JSON: ${path.relative(process.cwd(), file)}\n`)

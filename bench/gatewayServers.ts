@@ -15,6 +15,8 @@ export interface Server {
   readonly assistant: string
   readonly pid: number
   readonly stop: () => Promise<void>
+  /** The end of what the process printed so far. */
+  readonly output: () => string
 }
 
 /** The pids of a process and all its descendants (Linux). */
@@ -78,7 +80,7 @@ const spawnUntil = (
   options: { cwd: string; env: NodeJS.ProcessEnv },
   ready: (out: string) => string | undefined,
   seconds: number
-): Promise<{ url: string; pid: number; stop: () => Promise<void> }> =>
+): Promise<{ url: string; pid: number; stop: () => Promise<void>; output: () => string }> =>
   new Promise((resolve, reject) => {
     const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"], detached: true })
     let out = ""
@@ -114,7 +116,7 @@ const spawnUntil = (
       if (url !== undefined && !settled) {
         settled = true
         clearTimeout(timer)
-        resolve({ url, pid: child.pid!, stop })
+        resolve({ url, pid: child.pid!, stop, output: () => out.slice(-2000) })
       }
     }
     child.stdout.on("data", look)
@@ -144,6 +146,15 @@ export const antlerCli = (root: string, given: string | undefined): string => {
  * `antler serve` over SQLite (its default) with the full lead chain: summarisation on (a trigger the bench
  * never reaches, as the peer's), no titles and no long-term memory (model calls of their own, outside runs).
  */
+const antlerConfig = (modelUrl: string) =>
+  JSON.stringify({
+    models: [{ name: "scripted", model: "scripted", base_url: modelUrl, api_key: "sk-bench-scripted-000000" }],
+    sandbox: { allow_host_bash: false },
+    memory: { enabled: false },
+    title: { enabled: false },
+    summarization: { enabled: true, trigger: { type: "tokens", value: 100000 }, keep: { type: "messages", value: 20 } }
+  })
+
 export const startAntler = async (
   cli: string,
   home: string,
@@ -151,16 +162,7 @@ export const startAntler = async (
   nodeArgs: ReadonlyArray<string> = []
 ): Promise<Server> => {
   fs.mkdirSync(home, { recursive: true })
-  fs.writeFileSync(
-    path.join(home, "config.yaml"),
-    JSON.stringify({
-      models: [{ name: "scripted", model: "scripted", base_url: modelUrl, api_key: "sk-bench-scripted-000000" }],
-      sandbox: { allow_host_bash: false },
-      memory: { enabled: false },
-      title: { enabled: false },
-      summarization: { enabled: true, trigger: { type: "tokens", value: 100000 }, keep: { type: "messages", value: 20 } }
-    })
-  )
+  fs.writeFileSync(path.join(home, "config.yaml"), antlerConfig(modelUrl))
   const started = await spawnUntil(
     process.execPath,
     [...nodeArgs, cli, "serve", "--port", "0", "--config", path.join(home, "config.yaml")],
@@ -169,6 +171,25 @@ export const startAntler = async (
     120
   )
   return { id: "antler", label: "Antler (SQLite)", assistant: "lead_agent", ...started }
+}
+
+/** The same gateway and configuration with its threads in memory (bench/gatewayMemoryServer.ts, compiled). */
+export const startAntlerMemory = async (
+  entry: string,
+  home: string,
+  modelUrl: string,
+  nodeArgs: ReadonlyArray<string> = []
+): Promise<Server> => {
+  fs.mkdirSync(home, { recursive: true })
+  fs.writeFileSync(path.join(home, "config.json"), antlerConfig(modelUrl))
+  const started = await spawnUntil(
+    process.execPath,
+    [...nodeArgs, entry, path.join(home, "config.json")],
+    { cwd: home, env: { ...cleanEnv(), ANTLER_HOME: home, NO_COLOR: "1" } },
+    (out) => /listening on (http:\/\/\S+)/.exec(out)?.[1],
+    120
+  )
+  return { id: "antler-memory", label: "Antler (memory)", assistant: "lead_agent", ...started }
 }
 
 export const PEER_DIR = "peer-langgraph-server"

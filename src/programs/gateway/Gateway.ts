@@ -108,6 +108,8 @@ export interface Options {
   readonly spanProcessor?: SpanProcessor | undefined
   /** Options of every agent the factory builds. */
   readonly factory?: Factory.Options | undefined
+  /** Threads kept here instead of the configured store (an embedder's, or `MemoryThreadStore.layer()`). */
+  readonly store?: Layer.Layer<ThreadStore, StoreError> | undefined
 }
 
 /** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
@@ -197,7 +199,7 @@ export const layer = (options: Options) => {
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
   })
 
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact)
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store)
   const runs = Runs.layer({
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
