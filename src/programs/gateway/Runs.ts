@@ -134,7 +134,7 @@ export interface Options {
   readonly bufferSize: number
   /** Characters of event data kept per run for replay (the oldest events go first). */
   readonly bufferBytes: number
-  /** Finished runs whose buffers are kept. */
+  /** Finished runs whose buffers are kept (and, up to GRACE_CAP times as many, those that ended recently). */
   readonly keepFinished: number
   /** Seconds between heartbeats. */
   readonly heartbeatSeconds: number
@@ -168,6 +168,12 @@ const encodeEvent = (event: RunEvent): Either.Either<unknown, { readonly message
   return encodeSchema(event)
 }
 
+/** How long a finished run stays joinable past `keepFinished` (the newest ones), at least. */
+export const FINISHED_GRACE_MS = 60_000
+
+/** At most this many times `keepFinished` finished runs are kept for the grace period. */
+export const GRACE_CAP = 50
+
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
 
@@ -187,13 +193,19 @@ export const layer = (
       const redact = options.redact ?? Redact.none
       const fibers = yield* FiberMap.make<string>()
       const known = new Map<string, ActiveRun>()
-      const finishedOrder: Array<string> = []
+      const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
       const active = new Map<string, ActiveRun & { readonly stop: (action: CancelAction) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
 
-      const forget = (runId: string) => {
-        finishedOrder.push(runId)
-        while (finishedOrder.length > options.keepFinished) known.delete(finishedOrder.shift()!)
+      // the newest `keepFinished` finished runs stay joinable, and so does any that ended less than a grace
+      // period ago (clients that dropped mid-run rejoin late under load), up to GRACE_CAP times as many
+      const forget = (runId: string, now: number) => {
+        finishedOrder.push({ runId, at: now })
+        const cap = options.keepFinished * GRACE_CAP
+        while (
+          finishedOrder.length > options.keepFinished &&
+          (finishedOrder.length > cap || finishedOrder[0]!.at + FINISHED_GRACE_MS <= now)
+        ) known.delete(finishedOrder.shift()!.runId)
       }
 
       const json = (data: unknown): string => {
@@ -367,7 +379,7 @@ export const layer = (
             )
           }
           append(outs)
-          forget(runId)
+          forget(runId, yield* Clock.currentTimeMillis)
           yield* Deferred.succeed(run.done, record)
         })
 
