@@ -253,9 +253,11 @@ const reconnecting = async (server: Server) => {
   const ids = new Map<string, number>()
   let runId: string | undefined
   let lastEventId: string | undefined
+  let gaps = 0
   const note = (part: { event: string; data: unknown; id?: string | undefined }) => {
     if (part.event === "error") throw new Error(`${server.id} run ${run}: ${JSON.stringify(part.data).slice(0, 300)}`)
-    if (part.id !== undefined) {
+    if (part.event === "gap") gaps++
+    if (part.id !== undefined && part.event !== "gap") {
       ids.set(part.id, (ids.get(part.id) ?? 0) + 1)
       lastEventId = part.id
     }
@@ -304,7 +306,7 @@ const reconnecting = async (server: Server) => {
   }
   let repeatedIds = 0
   for (const c of ids.values()) repeatedIds += c - 1
-  return { lost, repeated, repeatedIds, resumeMs }
+  return { lost, repeated, repeatedIds, gaps, resumeMs }
 }
 
 const g3 = async (servers: ReadonlyArray<Server>) => {
@@ -324,6 +326,7 @@ const g3 = async (servers: ReadonlyArray<Server>) => {
       tokensLost: results.reduce((a, r) => a + r.lost, 0),
       tokensRepeated: results.reduce((a, r) => a + r.repeated, 0),
       eventIdsRepeated: results.reduce((a, r) => a + r.repeatedIds, 0),
+      gapEvents: results.reduce((a, r) => a + r.gaps, 0),
       resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) }
     }
     say(`${r.wallS} s, ${r.tokensLost} lost, ${r.tokensRepeated} repeated, resume p50 ${r.resumeMs.p50} ms` +
@@ -470,6 +473,7 @@ try {
       { figure: `G3 ${params.g3Clients} rejoins: tokens lost`, antler: a(G3)?.tokensLost, memory: m(G3)?.tokensLost, peer: p(G3)?.tokensLost, higherIsBetter: false },
       { figure: `G3 ${params.g3Clients} rejoins: tokens repeated`, antler: a(G3)?.tokensRepeated, memory: m(G3)?.tokensRepeated, peer: p(G3)?.tokensRepeated, higherIsBetter: false },
       { figure: `G3 ${params.g3Clients} rejoins: event ids repeated`, antler: a(G3)?.eventIdsRepeated, memory: m(G3)?.eventIdsRepeated, peer: p(G3)?.eventIdsRepeated, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: gap events`, antler: a(G3)?.gapEvents, memory: m(G3)?.gapEvents, peer: p(G3)?.gapEvents, higherIsBetter: false },
       { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p50`, antler: a(G3)?.resumeMs.p50, memory: m(G3)?.resumeMs.p50, peer: p(G3)?.resumeMs.p50, higherIsBetter: false },
       { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p99`, antler: a(G3)?.resumeMs.p99, memory: m(G3)?.resumeMs.p99, peer: p(G3)?.resumeMs.p99, higherIsBetter: false }
     )
