@@ -297,9 +297,17 @@ export type Services = AppConfigService | ThreadStore | SandboxProvider
  * store under its data directory, and the local sandbox provider (threads' files under the same directory).
  * `redact`: the secrets the store must never write (see `redactor`).
  */
-export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): Layer.Layer<Services, StoreError> => {
+export const layer = (
+  app: AppConfigService["Type"],
+  redact?: Redact.Redactor,
+  store?: Layer.Layer<ThreadStore, StoreError>
+): Layer.Layer<Services, StoreError> => {
   const config = Layer.succeed(AppConfigService, app)
-  return Layer.mergeAll(config, configuredStoreLayer(app, redact), LocalSandbox.layer().pipe(Layer.provide(config)))
+  return Layer.mergeAll(
+    config,
+    store ?? configuredStoreLayer(app, redact),
+    LocalSandbox.layer().pipe(Layer.provide(config))
+  )
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -310,19 +318,21 @@ export const layer = (app: AppConfigService["Type"], redact?: Redact.Redactor): 
  * (store, sandbox, configuration), the model clients, long-term memory (one update queue for the process), and
  * `Factory.layer` over them, choosing among the
  * choice's models (the chosen one is the default). `redact`: the secrets the store, memory files and agents'
- * files must never hold (see `redactor`).
+ * files must never hold (see `redactor`). `store`: another thread store than the configured one (an embedder's,
+ * or the in-memory one).
  */
 export const factoryLayer = (
   app: AppConfigService["Type"],
   choice: ModelChoice,
   options: Factory.Options = {},
-  redact?: Redact.Redactor
+  redact?: Redact.Redactor,
+  store?: Layer.Layer<ThreadStore, StoreError>
 ): Layer.Layer<
   Factory.AgentFactory | Memory | Services | Mcp,
   StoreError | ModelBuildError | ConfigError,
   FileSystem.FileSystem
 > => {
-  const services = layer(app, redact)
+  const services = layer(app, redact, store)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))

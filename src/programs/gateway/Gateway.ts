@@ -108,6 +108,8 @@ export interface Options {
   readonly spanProcessor?: SpanProcessor | undefined
   /** Options of every agent the factory builds. */
   readonly factory?: Factory.Options | undefined
+  /** Threads kept here instead of the configured store (an embedder's, or `MemoryThreadStore.layer()`). */
+  readonly store?: Layer.Layer<ThreadStore, StoreError> | undefined
 }
 
 /** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
@@ -158,11 +160,19 @@ const refuseUnparsed = (error: NodeJS.ErrnoException, socket: Stream.Duplex) => 
 }
 
 /**
+ * How long an idle keep-alive connection stays open. Node's default (5 s) is shorter than the idle time of the
+ * clients' own pools (undici's 4 s, less its margin, measured on a lagging event loop): a client that sends its
+ * next request on a connection as the server closes it gets ECONNRESET, which the SDK does not retry for a POST
+ * (a run lost under load). Past the clients' pools, as proxies are advised to.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000
+
+/**
  * The gateway's Node HTTP server. Node's own check of the Host header is off: `Guard` checks it on every request
  * and answers one without it with a JSON problem (Node answered an empty 400).
  */
 const makeServer = (): Http.Server => {
-  const server = Http.createServer({ requireHostHeader: false })
+  const server = Http.createServer({ requireHostHeader: false, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS })
   server.on("clientError", refuseUnparsed)
   return server
 }
@@ -197,7 +207,7 @@ export const layer = (options: Options) => {
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
   })
 
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact)
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store)
   const runs = Runs.layer({
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),

@@ -26,7 +26,8 @@ export interface QueuedRun {
   readonly done: Deferred.Deferred<RunRecord>
   readonly finished: () => boolean
   readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Frame>; readonly gap?: Frame }
-  readonly changed: () => Deferred.Deferred<void>
+  readonly changes: () => number
+  readonly onChange: (listener: () => void) => () => void
   readonly state: () => TS.ThreadState
 }
 
@@ -40,7 +41,12 @@ export const make = (identity: {
 }) => {
   let started: QueuedRun | undefined
   let ended = false
-  const wake = Deferred.unsafeMake<void>(FiberId.none)
+  const listeners = new Set<() => void>()
+  const wake = () => {
+    const woken = [...listeners]
+    listeners.clear()
+    for (const listener of woken) listener()
+  }
   const done = Deferred.unsafeMake<RunRecord>(FiberId.none)
   const END: ReadonlyArray<Frame> = [{ id: 1, event: "end", data: "null" }]
   const run: QueuedRun = {
@@ -48,7 +54,13 @@ export const make = (identity: {
     done,
     finished: () => ended || (started?.finished() ?? false),
     after: (cursor) => started?.after(cursor) ?? { frames: ended && cursor < 1 ? END : [] },
-    changed: () => started?.changed() ?? wake,
+    // a change when it starts or ends unstarted, then the started run's own (counted after that one)
+    changes: () => (started !== undefined ? started.changes() + 1 : ended ? 1 : 0),
+    onChange: (listener) => {
+      if (started !== undefined) return started.onChange(listener)
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
     state: () => started?.state() ?? TS.empty
   }
   return {
@@ -57,14 +69,14 @@ export const make = (identity: {
     start: (real: QueuedRun) =>
       Effect.suspend(() => {
         started = real
-        Deferred.unsafeDone(wake, Exit.void)
+        wake()
         return Effect.flatMap(Deferred.await(real.done), (record) => Deferred.succeed(done, record))
       }),
     /** The run ended before it started (cancelled, or refused when its turn came). */
     end: (record: RunRecord) =>
       Effect.sync(() => {
         ended = true
-        Deferred.unsafeDone(wake, Exit.void)
+        wake()
         Deferred.unsafeDone(done, Exit.succeed(record))
       })
   }

@@ -8,7 +8,6 @@
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
  * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
  */
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -19,7 +18,6 @@ import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -90,8 +88,10 @@ export interface ActiveRun {
   readonly finished: () => boolean
   /** The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer. */
   readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
-  /** Resolves when a frame is appended after this call. */
-  readonly changed: () => Deferred.Deferred<void>
+  /** How many times frames were appended so far (compare before and after a wait). */
+  readonly changes: () => number
+  /** Calls `listener` once, at the next append; returns what takes it back. */
+  readonly onChange: (listener: () => void) => () => void
   /** The state as the run's events left it. */
   readonly state: () => ThreadState
 }
@@ -136,7 +136,7 @@ export interface Options {
   readonly bufferSize: number
   /** Characters of event data kept per run for replay (the oldest events go first). */
   readonly bufferBytes: number
-  /** Finished runs whose buffers are kept. */
+  /** Finished runs whose buffers are kept (and, up to GRACE_CAP times as many, those that ended recently). */
   readonly keepFinished: number
   /** Seconds between heartbeats. */
   readonly heartbeatSeconds: number
@@ -146,7 +146,35 @@ export interface Options {
   readonly traced?: Traced | undefined
 }
 
-const encodeEvent = Schema.encodeEither(RunEventSchema)
+const encodeSchema = Schema.encodeEither(RunEventSchema)
+
+/**
+ * An event's encoded form (RunEvents' Schema). A token delta, one per streamed token, is checked and copied
+ * here, as the Schema would (its four fields, the strings checked); anything else, or a token that fails the
+ * check, goes through the Schema, which says what is wrong.
+ */
+const encodeEvent = (event: RunEvent): Either.Either<unknown, { readonly message: string }> => {
+  if (
+    event.type === "token" && typeof event.message_id === "string" &&
+    (event.text === undefined || typeof event.text === "string") &&
+    (event.reasoning === undefined || typeof event.reasoning === "string")
+  ) {
+    const encoded: { type: "token"; message_id: string; text?: string; reasoning?: string } = {
+      type: "token",
+      message_id: event.message_id
+    }
+    if (event.text !== undefined) encoded.text = event.text
+    if (event.reasoning !== undefined) encoded.reasoning = event.reasoning
+    return Either.right(encoded)
+  }
+  return encodeSchema(event)
+}
+
+/** How long a finished run stays joinable past `keepFinished` (the newest ones), at least. */
+export const FINISHED_GRACE_MS = 60_000
+
+/** At most this many times `keepFinished` finished runs are kept for the grace period. */
+export const GRACE_CAP = 50
 
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
@@ -167,13 +195,19 @@ export const layer = (
       const redact = options.redact ?? Redact.none
       const fibers = yield* FiberMap.make<string>()
       const known = new Map<string, ActiveRun>()
-      const finishedOrder: Array<string> = []
+      const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
       const active = new Map<string, ActiveRun & { readonly stop: (action: CancelAction) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
 
-      const forget = (runId: string) => {
-        finishedOrder.push(runId)
-        while (finishedOrder.length > options.keepFinished) known.delete(finishedOrder.shift()!)
+      // the newest `keepFinished` finished runs stay joinable, and so does any that ended less than a grace
+      // period ago (clients that dropped mid-run rejoin late under load), up to GRACE_CAP times as many
+      const forget = (runId: string, now: number) => {
+        finishedOrder.push({ runId, at: now })
+        const cap = options.keepFinished * GRACE_CAP
+        while (
+          finishedOrder.length > options.keepFinished &&
+          (finishedOrder.length > cap || finishedOrder[0]!.at + FINISHED_GRACE_MS <= now)
+        ) known.delete(finishedOrder.shift()!.runId)
       }
 
       const json = (data: unknown): string => {
@@ -185,7 +219,8 @@ export const layer = (
         const frames: Array<Protocol.Frame> = []
         let nextId = 1
         let finished = false
-        let changed = Deferred.unsafeMake<void>(FiberId.none)
+        let changes = 0
+        const listeners = new Set<() => void>()
         const projector = Protocol.makeProjector({
           runId,
           threadId: request.publicThreadId ?? request.threadId,
@@ -213,9 +248,12 @@ export const layer = (
             frames.splice(0, drop)
             bytes = kept
           }
-          const wake = changed
-          changed = Deferred.unsafeMake<void>(FiberId.none)
-          Deferred.unsafeDone(wake, Exit.void)
+          changes++
+          if (listeners.size > 0) {
+            const woken = [...listeners]
+            listeners.clear()
+            for (const listener of woken) listener()
+          }
         }
         const run: ActiveRun = {
           runId,
@@ -235,7 +273,11 @@ export const layer = (
             if (first === undefined || cursor < first.id) return { frames }
             return { frames: frames.slice(cursor - first.id + 1) }
           },
-          changed: () => changed,
+          changes: () => changes,
+          onChange: (listener) => {
+            listeners.add(listener)
+            return () => listeners.delete(listener)
+          },
           state: projector.state
         }
         return { run, append, projector }
@@ -275,9 +317,10 @@ export const layer = (
             settings: request.settings,
             admin: request.admin === true
           })
-          yield* events.pipe(
-            Stream.interruptWhen(Deferred.await(stop)),
-            Stream.runForEachChunk((chunk) =>
+          // stopped by a client: the stream is interrupted (one race for the run, not one per event)
+          yield* Effect.raceFirst(
+            Deferred.await(stop).pipe(Effect.asVoid),
+            events.pipe(Stream.runForEachChunk((chunk) =>
               Effect.suspend(() => {
                 // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
                 // is left out and logged, never sent half-formed
@@ -296,7 +339,7 @@ export const layer = (
                   ? Effect.void
                   : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
               })
-            )
+            ))
           )
           const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
@@ -355,7 +398,7 @@ export const layer = (
             )
           }
           append(outs)
-          forget(runId)
+          forget(runId, yield* Clock.currentTimeMillis)
           yield* Deferred.succeed(run.done, record)
         })
 
@@ -499,36 +542,61 @@ export const layer = (
           return mode === undefined || wanted.has(mode)
         }
         let complete = false
-        const frames = Stream.paginateChunkEffect(cursor, (position: number) =>
+        // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
+        // found at once are sent as one piece of text (a client behind gets what it missed in one write)
+        const beat = options.heartbeatSeconds * 1000
+        // until the run appends after `seen`, or `ms` pass (one listener and one timer, no fibers)
+        const waitChange = (seen: number, ms: number) =>
+          Effect.async<void>((resume) => {
+            if (run.changes() !== seen) return resume(Effect.void)
+            let off = () => {}
+            const timer = setTimeout(() => {
+              off()
+              resume(Effect.void)
+            }, ms)
+            off = run.onChange(() => {
+              clearTimeout(timer)
+              resume(Effect.void)
+            })
+            return Effect.sync(() => {
+              clearTimeout(timer)
+              off()
+            })
+          })
+        let nextBeat: number | undefined
+        const page = (position: number) =>
           Effect.gen(function*() {
+            let text = ""
             for (;;) {
-              const changed = run.changed()
+              const now = yield* Clock.currentTimeMillis
+              if (nextBeat === undefined) nextBeat = now + beat
+              if (now >= nextBeat) {
+                text += Protocol.HEARTBEAT
+                nextBeat = now + beat
+              }
+              const seen = run.changes()
               const available = run.after(position)
               if (available.gap !== undefined) {
                 complete = true
-                return [Chunk.of(available.gap), Option.none<number>()] as const
+                return [text + Protocol.sse(available.gap), Option.none<number>()] as const
               }
               if (available.frames.length > 0) {
                 const last = available.frames[available.frames.length - 1]!
                 const ended = last.event === "end"
                 if (ended) complete = true
-                return [
-                  Chunk.fromIterable(available.frames.filter(keep)),
-                  ended ? Option.none<number>() : Option.some(last.id)
-                ] as const
+                for (const frame of available.frames) if (keep(frame)) text += Protocol.sse(frame)
+                return [text, ended ? Option.none<number>() : Option.some(last.id)] as const
               }
               if (run.finished()) {
                 complete = true
-                return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+                return [text, Option.none<number>()] as const
               }
-              yield* Deferred.await(changed)
+              if (text !== "") return [text, Option.some(position)] as const
+              yield* waitChange(seen, Math.max(0, nextBeat - now))
             }
           })
-        ).pipe(Stream.map(Protocol.sse))
-        const heartbeats = Stream.fromSchedule(Schedule.spaced(`${options.heartbeatSeconds} seconds`)).pipe(
-          Stream.map(() => Protocol.HEARTBEAT)
-        )
-        return Stream.merge(frames, heartbeats, { haltStrategy: "left" }).pipe(
+        return Stream.paginateEffect(cursor, page).pipe(
+          Stream.filter((text) => text !== ""),
           Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
         )
       }

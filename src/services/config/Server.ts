@@ -94,7 +94,10 @@ export const GatewayConfig = Schema.Struct({
   replay_buffer_events: withDefault(PositiveInt, () => 10_000),
   /** And at most this many MiB of them (a `values` event holds the whole thread). */
   replay_buffer_mb: withDefault(Schema.Number.pipe(Schema.positive()), () => 16),
-  /** Finished runs whose events stay joinable (the oldest are forgotten first). */
+  /**
+   * Finished runs whose events stay joinable (the oldest are forgotten first); runs that ended less than a minute
+   * ago stay joinable too, up to 50 times as many.
+   */
   finished_runs_kept: withDefault(NonNegativeInt, () => 20),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10)

@@ -1,0 +1,492 @@
+/**
+ * `npm run bench:gateway`: `antler serve` beside LangGraph's own JavaScript API server (`langgraphjs dev`, which
+ * runs `@langchain/langgraph-api`), in the same run, interleaved, driven by the same client
+ * (`@langchain/langgraph-sdk`) against the same loopback model (bench/gatewayModel.ts: Chat Completions, one
+ * chunk per token, each token's send time kept). A run is 5 steps: 4 tool calls (write_file, read_file
+ * alternately), then an answer of 200 tokens, streamed with stream modes `values` and `messages-tuple`.
+ *
+ * - G1 latency: one streamed run at a time, the servers alternating run by run: the time each answer token adds
+ *   between the model server writing it and the client reading it (p50, p99), and the time to the first event.
+ * - G2 load: 10, 100 and 500 concurrent streamed runs (a thread each), the servers alternating level by level:
+ *   steps per second, CPU-seconds per 1,000 steps of the server's process tree (/proc), p99 added latency per
+ *   token, and resident memory per active run (the peak during the level less the level's start, over N).
+ * - G3 reconnects: 500 clients each start a resumable run, drop the stream after 50 of its answer tokens, and
+ *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), and the time from the rejoin to its
+ *   first event.
+ *
+ * The peer runs a LangChain `createAgent` graph with the same tools, its summarisation and tool-call-limit
+ * middlewares, in memory (bench/peer-langgraph-server, installed with `npm ci` there on first use). Antler runs
+ * its full lead chain on SQLite (`antler serve`'s default) and, for the like-for-like row, on memory (the same
+ * gateway layer with `MemoryThreadStore`: bench/gatewayMemoryServer.ts). Prints the load average, a table of figures and
+ * ratios (Antler ÷ LangGraph) on stderr, the JSON on stdout and in bench/results/gateway-<profile>.json.
+ *
+ *   npm run bench:gateway                       # default profile
+ *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
+ *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
+ *     [--levels 10,100] [--g1 20] [--g3 500] [--skip g1,g2,g3]
+ *
+ * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
+ */
+import { Client } from "@langchain/langgraph-sdk"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ModelServer } from "./gatewayModel.js"
+import { startModel, TOKEN } from "./gatewayModel.js"
+import type { Server } from "./gatewayServers.js"
+import {
+  antlerCli,
+  ensurePeer,
+  PEER_DIR,
+  peerVersions,
+  startAntler,
+  startAntlerMemory,
+  startPeer,
+  usageOf
+} from "./gatewayServers.js"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.resolve(here, "..", fs.existsSync(path.join(here, "..", "package.json")) ? "" : "..")
+const profile = process.env.BENCH_PROFILE === "quick" ? "quick" : "default"
+const option = (name: string): string | undefined => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? process.argv[at + 1] : undefined
+}
+const numbers = (text: string | undefined, fallback: ReadonlyArray<number>) =>
+  text === undefined ? fallback : text.split(",").map((x) => {
+    const n = Number(x)
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`expected whole numbers, got ${text}`)
+    return n
+  })
+
+const PROFILES = {
+  quick: { g1Runs: 6, levels: [10, 50], g3Clients: 50 },
+  default: { g1Runs: 20, levels: [10, 100, 500], g3Clients: 500 }
+} as const
+const params = {
+  toolSteps: 4,
+  answerTokens: 200,
+  tokenIntervalMs: 2,
+  dropAfterTokens: 50,
+  g1Runs: numbers(option("g1"), [PROFILES[profile].g1Runs])[0]!,
+  levels: numbers(option("levels"), PROFILES[profile].levels),
+  g3Clients: numbers(option("g3"), [PROFILES[profile].g3Clients])[0]!
+}
+const skip = new Set((option("skip") ?? "").split(",").filter((x) => x !== ""))
+const only = option("only")
+const STEPS_PER_RUN = params.toolSteps + 1
+const STREAM_MODE: Array<"values" | "messages-tuple"> = ["values", "messages-tuple"]
+
+const say = (text: string) => process.stderr.write(text)
+const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100)
+const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits
+const quantile = (xs: ReadonlyArray<number>, q: number): number => {
+  if (xs.length === 0) return NaN
+  const s = Float64Array.from(xs).sort()
+  return s[Math.min(s.length - 1, Math.floor(s.length * q))]!
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// One streamed run
+
+interface RunResult {
+  readonly latencies: Array<number>
+  readonly firstEventMs: number
+  readonly tokens: number
+  readonly events: number
+}
+
+/** An error with its causes (the SDK's "fetch failed" says why only in its cause). */
+const describe = (error: unknown): string => {
+  const parts: Array<string> = []
+  for (let e: any = error, depth = 0; e !== undefined && e !== null && depth < 4; e = e.cause, depth++) {
+    parts.push(e instanceof Error ? `${e.name}: ${e.message}${(e as any).code ? ` (${(e as any).code})` : ""}` : String(e))
+  }
+  return parts.join(" <- ").slice(0, 600)
+}
+
+// the SDK reports a failed fetch without its cause: the first cause is kept here, for the report
+const realFetch = globalThis.fetch
+let fetchFailure: string | undefined
+globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
+  try {
+    return await realFetch(...args)
+  } catch (error) {
+    if (!(error instanceof Error && error.name === "AbortError")) fetchFailure ??= describe(error)
+    throw error
+  }
+}) as typeof fetch
+
+let runIds = 0
+const nextRun = (prefix: string) => `${prefix}${(++runIds).toString(36)}`
+
+/** Reads answer tokens off a stream part: each one's trip time, once per token. */
+const tokenOf = (part: { event: string; data: unknown }): string | undefined => {
+  if (!part.event.startsWith("messages")) return undefined
+  const chunk = Array.isArray(part.data) ? part.data[0] : undefined
+  const content = (chunk as { content?: unknown } | undefined)?.content
+  return typeof content === "string" ? TOKEN.exec(content)?.[1] : undefined
+}
+
+const streamRun = async (model: ModelServer, server: Server, prefix: string): Promise<RunResult> => {
+  const client = new Client({ apiUrl: server.url })
+  const thread = await client.threads.create()
+  const run = nextRun(prefix)
+  const t0 = performance.now()
+  let firstEventMs = NaN
+  const latencies: Array<number> = []
+  const seen = new Set<string>()
+  let events = 0
+  for await (
+    const part of client.runs.stream(thread.thread_id, server.assistant, {
+      input: { messages: [{ type: "human", content: `Please take notes (bench run ${run}).` }] },
+      streamMode: STREAM_MODE
+    })
+  ) {
+    const now = performance.now()
+    events++
+    if (Number.isNaN(firstEventMs)) firstEventMs = now - t0
+    if (part.event === "error") throw new Error(`${server.id} run ${run}: ${JSON.stringify(part.data).slice(0, 300)}`)
+    const token = tokenOf(part)
+    if (token !== undefined && !seen.has(token)) {
+      seen.add(token)
+      const sent = model.sent.get(token)
+      if (sent !== undefined) {
+        latencies.push(now - sent)
+        model.sent.delete(token)
+      }
+    }
+  }
+  if (seen.size !== params.answerTokens) {
+    throw new Error(`${server.id} run ${run}: ${seen.size} of ${params.answerTokens} answer tokens streamed`)
+  }
+  return { latencies, firstEventMs, tokens: seen.size, events }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// G1, G2, G3
+
+const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
+  const by: Record<string, Array<RunResult>> = {}
+  for (const s of servers) await streamRun(model, s, "w") // warm-up
+  for (let i = 0; i < params.g1Runs; i++) {
+    for (let k = 0; k < servers.length; k++) {
+      const s = servers[(i + k) % servers.length]!
+      ;(by[s.id] ??= []).push(await streamRun(model, s, "a"))
+    }
+  }
+  return Object.fromEntries(Object.entries(by).map(([id, runs]) => {
+    const latencies = runs.flatMap((r) => r.latencies)
+    return [id, {
+      runs: runs.length,
+      tokens: latencies.length,
+      addedMsPerToken: { p50: round(quantile(latencies, 0.5), 3), p99: round(quantile(latencies, 0.99), 3) },
+      firstEventMs: { p50: round(quantile(runs.map((r) => r.firstEventMs), 0.5)) },
+      eventsPerRun: round(runs.reduce((a, r) => a + r.events, 0) / runs.length, 1)
+    }]
+  }))
+}
+
+const level = async (model: ModelServer, server: Server, n: number) => {
+  const u0 = usageOf(server.pid)
+  let peak = u0.rssBytes
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, usageOf(server.pid).rssBytes)
+  }, 100)
+  const t0 = performance.now()
+  let settled: Array<PromiseSettledResult<RunResult>>
+  try {
+    settled = await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, server, "c")))
+  } finally {
+    clearInterval(sampler)
+  }
+  const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+  const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
+  const wallMs = performance.now() - t0
+  const u1 = usageOf(server.pid)
+  peak = Math.max(peak, u1.rssBytes)
+  const steps = results.length * STEPS_PER_RUN
+  const cpuS = (u1.cpuMs - u0.cpuMs) / 1000
+  const latencies = results.flatMap((r) => r.latencies)
+  return {
+    runs: n,
+    failedRuns: failures.length,
+    ...(failures.length > 0
+      ? { firstFailure: failures[0], fetchFailure, serverOutput: server.output().slice(-1500) }
+      : {}),
+    steps,
+    wallS: round(wallMs / 1000),
+    stepsPerS: round(steps / (wallMs / 1000), 1),
+    cpuS: round(cpuS),
+    cpuSPer1000Steps: round((cpuS * 1000) / steps),
+    stepsPerCpuS: round(steps / cpuS, 1),
+    addedMsPerToken: { p50: round(quantile(latencies, 0.5), 2), p99: round(quantile(latencies, 0.99), 2) },
+    firstEventMs: { p50: round(quantile(results.map((r) => r.firstEventMs), 0.5)) },
+    rssStartMB: round(u0.rssBytes / 2 ** 20, 1),
+    rssPeakMB: round(peak / 2 ** 20, 1),
+    rssMBPerActiveRun: round((peak - u0.rssBytes) / 2 ** 20 / n, 3)
+  }
+}
+
+const g2 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
+  const out: Record<string, Record<string, Awaited<ReturnType<typeof level>>>> = {}
+  for (const [i, n] of params.levels.entries()) {
+    for (let k = 0; k < servers.length; k++) {
+      const s = servers[(i + k) % servers.length]!
+      say(`  G2 ${n} concurrent runs on ${s.label} ... `)
+      const r = await level(model, s, n)
+      say(`${r.wallS} s, ${r.stepsPerCpuS} steps/CPU-s, p99 ${r.addedMsPerToken.p99} ms/token, ` +
+        `${r.rssMBPerActiveRun} MB/run${r.failedRuns > 0 ? `, ${r.failedRuns} FAILED: ${r.firstFailure}` : ""}\n`)
+      ;(out[s.id] ??= {})[String(n)] = r
+    }
+  }
+  return out
+}
+
+/** One client of G3: starts a resumable run, drops it after some answer tokens, rejoins with Last-Event-ID. */
+const reconnecting = async (server: Server) => {
+  const client = new Client({ apiUrl: server.url })
+  const thread = await client.threads.create()
+  const run = nextRun("g")
+  const counts = new Map<string, number>()
+  const ids = new Map<string, number>()
+  let runId: string | undefined
+  let lastEventId: string | undefined
+  let gaps = 0
+  const note = (part: { event: string; data: unknown; id?: string | undefined }) => {
+    if (part.event === "error") throw new Error(`${server.id} run ${run}: ${JSON.stringify(part.data).slice(0, 300)}`)
+    if (part.event === "gap") gaps++
+    if (part.id !== undefined && part.event !== "gap") {
+      ids.set(part.id, (ids.get(part.id) ?? 0) + 1)
+      lastEventId = part.id
+    }
+    const token = tokenOf(part)
+    if (token !== undefined) counts.set(token, (counts.get(token) ?? 0) + 1)
+  }
+  const abort = new AbortController()
+  try {
+    for await (
+      const part of client.runs.stream(thread.thread_id, server.assistant, {
+        input: { messages: [{ type: "human", content: `Please take notes (bench run ${run}).` }] },
+        streamMode: STREAM_MODE,
+        streamResumable: true,
+        onDisconnect: "continue",
+        signal: abort.signal,
+        onRunCreated: (meta) => {
+          runId = meta.run_id
+        }
+      })
+    ) {
+      note(part)
+      if (counts.size >= params.dropAfterTokens) {
+        abort.abort()
+        break
+      }
+    }
+  } catch (error) {
+    if (!abort.signal.aborted) throw error
+  }
+  if (runId === undefined) throw new Error(`${server.id} run ${run}: no run id (Content-Location)`)
+  if (lastEventId === undefined) throw new Error(`${server.id} run ${run}: no event ids`)
+  const t0 = performance.now()
+  let resumeMs = NaN
+  for await (
+    const part of client.runs.joinStream(thread.thread_id, runId, { lastEventId, streamMode: STREAM_MODE })
+  ) {
+    if (Number.isNaN(resumeMs)) resumeMs = performance.now() - t0
+    note(part)
+  }
+  let lost = 0
+  let repeated = 0
+  for (let i = 0; i < params.answerTokens; i++) {
+    const c = counts.get(`r${run}t${i}`) ?? 0
+    if (c === 0) lost++
+    else repeated += c - 1
+  }
+  let repeatedIds = 0
+  for (const c of ids.values()) repeatedIds += c - 1
+  return { lost, repeated, repeatedIds, gaps, resumeMs }
+}
+
+const g3 = async (servers: ReadonlyArray<Server>) => {
+  const out: Record<string, object> = {}
+  for (const s of servers) {
+    say(`  G3 ${params.g3Clients} reconnecting clients on ${s.label} ... `)
+    const t0 = performance.now()
+    const settled = await Promise.allSettled(Array.from({ length: params.g3Clients }, () => reconnecting(s)))
+    const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
+    const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
+    const resume = results.map((r) => r.resumeMs)
+    const r = {
+      clients: params.g3Clients,
+      failedClients: failures.length,
+      ...(failures.length > 0 ? { firstFailure: failures[0], fetchFailure } : {}),
+      wallS: round((performance.now() - t0) / 1000),
+      tokensLost: results.reduce((a, r) => a + r.lost, 0),
+      tokensRepeated: results.reduce((a, r) => a + r.repeated, 0),
+      eventIdsRepeated: results.reduce((a, r) => a + r.repeatedIds, 0),
+      gapEvents: results.reduce((a, r) => a + r.gaps, 0),
+      resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) }
+    }
+    say(`${r.wallS} s, ${r.tokensLost} lost, ${r.tokensRepeated} repeated, resume p50 ${r.resumeMs.p50} ms` +
+      `${failures.length > 0 ? `, ${failures.length} FAILED: ${failures[0]}` : ""}\n`)
+    out[s.id] = r
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The table
+
+const pad = (s: string, n: number) => s.padEnd(n)
+const lpad = (s: string, n: number) => s.padStart(n)
+const fmt = (x: number | undefined) =>
+  x === undefined || Number.isNaN(x) ? "-" : Math.abs(x) >= 100 ? x.toFixed(0) : Math.abs(x) >= 10 ? x.toFixed(1) :
+  x.toFixed(Math.abs(x) >= 1 ? 2 : 3)
+
+interface Row {
+  readonly figure: string
+  readonly antler: number | undefined
+  readonly memory: number | undefined
+  readonly peer: number | undefined
+  readonly higherIsBetter: boolean
+}
+
+const ratioOf = (a: number | undefined, b: number | undefined) =>
+  a !== undefined && b !== undefined && b !== 0 ? a / b : undefined
+const verdict = (ratio: number | undefined, higherIsBetter: boolean) =>
+  ratio === undefined || ratio === 1
+    ? ""
+    : higherIsBetter === ratio > 1
+    ? `${fmt(higherIsBetter ? ratio : 1 / ratio)}× better`
+    : `${fmt(higherIsBetter ? 1 / ratio : ratio)}× worse`
+
+/** Antler over SQLite and over memory, LangGraph, and the ratios Antler ÷ LangGraph (SQLite, memory). */
+const table = (rows: ReadonlyArray<Row>): string => {
+  const lines = [
+    `  ${pad("figure", 42)}${lpad("SQLite", 9)}${lpad("memory", 9)}${lpad("LangGraph", 11)}` +
+    `${lpad("SQLite÷LG", 11)}${lpad("memory÷LG", 11)}  Antler (SQLite) is`
+  ]
+  for (const r of rows) {
+    const ratio = ratioOf(r.antler, r.peer)
+    lines.push(
+      `  ${pad(r.figure, 42)}${lpad(fmt(r.antler), 9)}${lpad(fmt(r.memory), 9)}${lpad(fmt(r.peer), 11)}` +
+        `${lpad(fmt(ratio), 11)}${lpad(fmt(ratioOf(r.memory, r.peer)), 11)}  ${verdict(ratio, r.higherIsBetter)}`
+    )
+  }
+  return lines.join("\n") + "\n"
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+const peerFolder = path.join(root, "bench", PEER_DIR)
+const work = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "antler-gateway-bench-")))
+const servers: Array<Server> = []
+let model: ModelServer | undefined
+try {
+  const t0 = Date.now()
+  const loadStart = load()
+  say(`bench:gateway (${profile}): ${os.cpus().length} cores, load average ${loadStart.join(" ")} at start\n`)
+  model = await startModel(params)
+  const cpuProf = option("cpu-prof")
+  const nodeArgs = cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]
+  if (only === undefined || only === "antler") {
+    const cli = antlerCli(root, option("cli"))
+    servers.push(await startAntler(cli, path.join(work, "antler"), model.url, nodeArgs))
+  }
+  if (only === undefined || only === "antler-memory") {
+    const entry = path.join(here, "gatewayMemoryServer.js")
+    servers.push(await startAntlerMemory(entry, path.join(work, "antler-memory"), model.url, nodeArgs))
+  }
+  if (only === undefined || only === "langgraph") {
+    ensurePeer(peerFolder, say)
+    servers.push(await startPeer(peerFolder, path.join(work, "peer"), model.url, Math.max(...params.levels, params.g3Clients)))
+  }
+  say(`  servers: ${servers.map((s) => `${s.label} at ${s.url}`).join("; ")}\n`)
+  say(`  a run: ${params.toolSteps} tool steps, then ${params.answerTokens} tokens ${params.tokenIntervalMs} ms apart\n`)
+  if (profile === "quick") say("  quick: a smoke test (few runs, small levels): quote the default profile's figures\n")
+  const G1 = skip.has("g1") ? {} : await g1(model, servers)
+  if (!skip.has("g1")) say(`  G1 done (${params.g1Runs} runs each)\n`)
+  const G2 = skip.has("g2") ? {} : await g2(model, servers)
+  const G3 = skip.has("g3") ? {} : await g3(servers)
+  const loadEnd = load()
+  const result = {
+    harness: "antler-vs-langgraph-api",
+    job: "gateway-load",
+    profile,
+    meta: {
+      date: new Date(t0).toISOString(),
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model,
+      loadavgStart: loadStart,
+      loadavgEnd: loadEnd,
+      totalSeconds: round((Date.now() - t0) / 1000, 1),
+      params,
+      servers: servers.map((s) => ({ id: s.id, label: s.label })),
+      peerVersions: only === undefined || only === "langgraph" ? peerVersions(peerFolder) : undefined,
+      notes: [
+        "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
+        "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
+        "RSS per active run: (peak RSS during the level - RSS at its start) / concurrent runs"
+      ]
+    },
+    g1: G1,
+    g2: G2,
+    g3: G3
+  }
+  const text = JSON.stringify(result, null, 2) + "\n"
+  process.stdout.write(text)
+  const suffix = only !== undefined ? `-${only}` : ""
+  const file = option("out") ?? path.join(root, "bench", "results", `gateway-${profile}${suffix}.json`)
+  fs.mkdirSync(path.dirname(file), { recursive: true })
+  fs.writeFileSync(file, text)
+
+  const a = (g: Record<string, any>) => g["antler"]
+  const p = (g: Record<string, any>) => g["langgraph"]
+  const m = (g: Record<string, any>) => g["antler-memory"]
+  const rows: Array<Row> = []
+  if (!skip.has("g1")) {
+    rows.push(
+      { figure: "G1 added ms per token, p50", antler: a(G1)?.addedMsPerToken.p50, memory: m(G1)?.addedMsPerToken.p50, peer: p(G1)?.addedMsPerToken.p50, higherIsBetter: false },
+      { figure: "G1 added ms per token, p99", antler: a(G1)?.addedMsPerToken.p99, memory: m(G1)?.addedMsPerToken.p99, peer: p(G1)?.addedMsPerToken.p99, higherIsBetter: false },
+      { figure: "G1 time to first event, ms (p50)", antler: a(G1)?.firstEventMs.p50, memory: m(G1)?.firstEventMs.p50, peer: p(G1)?.firstEventMs.p50, higherIsBetter: false }
+    )
+  }
+  for (const n of skip.has("g2") ? [] : params.levels) {
+    const an = a(G2)?.[String(n)]
+    const pn = p(G2)?.[String(n)]
+    const mn = m(G2)?.[String(n)]
+    rows.push(
+      { figure: `G2 ${n} runs: steps/s`, antler: an?.stepsPerS, memory: mn?.stepsPerS, peer: pn?.stepsPerS, higherIsBetter: true },
+      { figure: `G2 ${n} runs: steps per CPU-second`, antler: an?.stepsPerCpuS, memory: mn?.stepsPerCpuS, peer: pn?.stepsPerCpuS, higherIsBetter: true },
+      { figure: `G2 ${n} runs: CPU-s per 1,000 steps`, antler: an?.cpuSPer1000Steps, memory: mn?.cpuSPer1000Steps, peer: pn?.cpuSPer1000Steps, higherIsBetter: false },
+      { figure: `G2 ${n} runs: added ms per token, p99`, antler: an?.addedMsPerToken.p99, memory: mn?.addedMsPerToken.p99, peer: pn?.addedMsPerToken.p99, higherIsBetter: false },
+      { figure: `G2 ${n} runs: runs failed`, antler: an?.failedRuns, memory: mn?.failedRuns, peer: pn?.failedRuns, higherIsBetter: false },
+      { figure: `G2 ${n} runs: RSS MB per active run`, antler: an?.rssMBPerActiveRun, memory: mn?.rssMBPerActiveRun, peer: pn?.rssMBPerActiveRun, higherIsBetter: false }
+    )
+  }
+  if (!skip.has("g3")) {
+    rows.push(
+      { figure: `G3 ${params.g3Clients} rejoins: clients failed`, antler: a(G3)?.failedClients, memory: m(G3)?.failedClients, peer: p(G3)?.failedClients, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: tokens lost`, antler: a(G3)?.tokensLost, memory: m(G3)?.tokensLost, peer: p(G3)?.tokensLost, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: tokens repeated`, antler: a(G3)?.tokensRepeated, memory: m(G3)?.tokensRepeated, peer: p(G3)?.tokensRepeated, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: event ids repeated`, antler: a(G3)?.eventIdsRepeated, memory: m(G3)?.eventIdsRepeated, peer: p(G3)?.eventIdsRepeated, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: gap events`, antler: a(G3)?.gapEvents, memory: m(G3)?.gapEvents, peer: p(G3)?.gapEvents, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p50`, antler: a(G3)?.resumeMs.p50, memory: m(G3)?.resumeMs.p50, peer: p(G3)?.resumeMs.p50, higherIsBetter: false },
+      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p99`, antler: a(G3)?.resumeMs.p99, memory: m(G3)?.resumeMs.p99, peer: p(G3)?.resumeMs.p99, higherIsBetter: false }
+    )
+  }
+  say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
+    `${result.meta.totalSeconds} s\n`)
+  say(`load average (1, 5, 15 min): ${loadStart.join(" ")} at start, ${loadEnd.join(" ")} at end\n`)
+  say(`Antler: antler serve, full lead chain, SQLite (and memory: bench/gatewayMemoryServer.ts); LangGraph: langgraphjs dev ` +
+    `(${Object.entries(result.meta.peerVersions ?? {}).map(([k, v]) => `${k} ${v}`).join(", ")}), createAgent, in memory\n`)
+  say(table(rows))
+  say(`  JSON: ${path.relative(process.cwd(), file)}\n`)
+} finally {
+  for (const s of servers) await s.stop()
+  await model?.close()
+  fs.rmSync(work, { recursive: true, force: true })
+}
