@@ -23,6 +23,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import type * as Stream from "node:stream"
+import type * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as OtelTracing from "../../layers/OtelTracing.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
@@ -89,9 +90,12 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
 
 /**
  * The tracing layer of a configuration and the environment (see `OtelTracing`): OTLP/HTTP or the console when
- * tracing is on, spans to `processor` (tests), else none.
+ * tracing is on, spans to `processor` (tests), else none. A missing tracing package (optional) fails it, naming it.
  */
-export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> =>
+export const tracingLayer = (
+  config: AppConfig,
+  processor?: SpanProcessor
+): Layer.Layer<never, OptionalPackage.MissingPackageError> =>
   OtelTracing.layer(OtelTracing.settings(config.tracing), processor)
 
 /** Options of the gateway. */
