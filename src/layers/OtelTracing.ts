@@ -18,6 +18,17 @@ import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { TracingConfig } from "../services/AppConfig.js"
 
+/**
+ * A span processor: OpenTelemetry's `SpanProcessor` (e.g. `SimpleSpanProcessor` over an `InMemorySpanExporter`),
+ * declared here so that Antler's types need no tracing package installed.
+ */
+export interface SpanProcessorLike {
+  onStart(span: never, parentContext: never): void
+  onEnd(span: never): void
+  forceFlush(): Promise<void>
+  shutdown(): Promise<void>
+}
+
 /** Where spans go. */
 export type Exporter = "otlp" | "console"
 
@@ -98,7 +109,7 @@ const consoleExporter = (write: (line: string) => void): SpanExporter => ({
  */
 export const layer = (
   settings: Settings,
-  processor?: SpanProcessor
+  processor?: SpanProcessorLike
 ): Layer.Layer<never, OptionalPackage.MissingPackageError> => {
   if (processor === undefined && !settings.enabled) return Layer.empty
   const headers: Record<string, string> = {}
@@ -109,7 +120,7 @@ export const layer = (
   return Layer.unwrapEffect(Effect.tryPromise({
     try: async () => {
       const NodeSdk = await optional("@effect/opentelemetry", () => import("@effect/opentelemetry/NodeSdk"))
-      const spanProcessor = processor ?? await (async () => {
+      const spanProcessor = (processor as SpanProcessor | undefined) ?? await (async (): Promise<SpanProcessor> => {
         const { BatchSpanProcessor, SimpleSpanProcessor } = await optional(
           "@opentelemetry/sdk-trace-base",
           () => import("@opentelemetry/sdk-trace-base")

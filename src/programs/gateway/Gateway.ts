@@ -16,7 +16,6 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -94,7 +93,7 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
  */
 export const tracingLayer = (
   config: AppConfig,
-  processor?: SpanProcessor
+  processor?: OtelTracing.SpanProcessorLike
 ): Layer.Layer<never, OptionalPackage.MissingPackageError> =>
   OtelTracing.layer(OtelTracing.settings(config.tracing), processor)
 
@@ -109,7 +108,7 @@ export interface Options {
   /** Secrets that never leave the process (streamed events) or reach the store. */
   readonly redact?: Redact.Redactor | undefined
   /** Spans go here instead of the configured exporter (tests). */
-  readonly spanProcessor?: SpanProcessor | undefined
+  readonly spanProcessor?: OtelTracing.SpanProcessorLike | undefined
   /** Options of every agent the factory builds. */
   readonly factory?: Factory.Options | undefined
 }
