@@ -132,4 +132,22 @@ describe("optional packages", () => {
       assert.include(withIt.stdout, "Markdown: ")
       assert.notInclude(withIt.stdout, "install mammoth")
     }), 120_000)
+
+  it.scopedLive("an MCP server without the MCP SDK does not start, and says to install it", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-optional-mcp-")
+      Fs.writeFileSync(
+        Path.join(home, "extensions_config.json"),
+        JSON.stringify({ mcpServers: { files: { enabled: true, type: "stdio", command: "node", args: ["-e", ""] } } })
+      )
+      const listed = yield* run(["--import", HIDE, ...antlerCommand, "tools", "list"], {
+        cwd: home,
+        env: { ANTLER_HOME: home, ANTLER_TEST_HIDE: "@modelcontextprotocol/sdk" }
+      })
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      assert.include(
+        listed.stdout,
+        "MCP server 'files' could not be started: install @modelcontextprotocol/sdk to connect to MCP servers"
+      )
+    }), 120_000)
 })
