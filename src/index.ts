@@ -7,6 +7,10 @@
  *
  * The agent is a service: provide `LeadAgent.layer(options)` over a `ModelService`, a `ThreadStore`, a
  * `SandboxProvider` and the `AppConfigService`, then `run` (a `Stream` of events) or `turn` (its end).
+ *
+ * This entry loads only what an agent needs: the gateway is at "antler/gateway", the PostgreSQL store at
+ * "antler/PgThreadStore", and the libraries of optional features (document conversion, MCP, tracing) are loaded
+ * when the feature is first used (see docs/library.md).
  */
 
 // The agent and its run
@@ -23,9 +27,7 @@ export * as Compaction from "./programs/Compaction.js"
 export * as Subagents from "./programs/Subagents.js"
 export * as CustomAgents from "./programs/CustomAgents.js"
 export * as AgentTools from "./programs/AgentTools.js"
-/** The LangGraph-compatible gateway (`antler serve`) as a layer, and its wire format. */
-export * as Gateway from "./programs/gateway/Gateway.js"
-export * as GatewayProtocol from "./programs/gateway/Protocol.js"
+// The LangGraph-compatible gateway (`antler serve`) loads an HTTP server: import it from "antler/gateway"
 export * as ToolAssembly from "./programs/ToolAssembly.js"
 
 // Ports
@@ -108,6 +110,9 @@ export * as ToolProgress from "./middleware/ToolProgress.js"
 export * as ToolResultSanitization from "./middleware/ToolResultSanitization.js"
 export * as Uploads from "./middleware/Uploads.js"
 export * as ViewImage from "./middleware/ViewImage.js"
+
+// Optional features: the error of a feature whose optional package is not installed
+export * as OptionalPackage from "./internal/OptionalPackage.js"
 
 // State: messages, thread state and its reducers
 export * as MemoryDocument from "./state/Memory.js"

@@ -25,15 +25,24 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type TurndownService from "turndown"
 import * as OnDemand from "../internal/OnDemand.js"
+import * as OptionalPackage from "../internal/OptionalPackage.js"
 
 // The converters' libraries (several MB of JavaScript) load when a document of their format is first converted,
-// not with this module: a command that converts nothing does not pay for them. turndown (CommonJS) is required
-// synchronously, as `htmlToMarkdown` is synchronous; the GFM plugin ships without types (plain turndown plugins).
+// not with this module: a command that converts nothing does not pay for them. They are optional packages (see
+// internal/OptionalPackage.ts): a missing one fails the conversion with a `MissingPackageError` naming it.
+// turndown (CommonJS) is required synchronously, as `htmlToMarkdown` is synchronous; the GFM plugin ships without
+// types (plain turndown plugins).
 const requireCjs = createRequire(import.meta.url)
-const turndown = () => ({
-  TurndownService: requireCjs("turndown") as typeof TurndownService,
-  gfm: (requireCjs("@joplin/turndown-plugin-gfm") as { gfm: TurndownService.Plugin }).gfm
-})
+const TURNDOWN = ["turndown", "@joplin/turndown-plugin-gfm"]
+const turndown = () =>
+  OptionalPackage.loadSync(TURNDOWN, "convert HTML to Markdown", () => ({
+    TurndownService: requireCjs("turndown") as typeof TurndownService,
+    gfm: (requireCjs("@joplin/turndown-plugin-gfm") as { gfm: TurndownService.Plugin }).gfm
+  }))
+
+/** Loads the package of a format's converter; a missing one is a `MissingPackageError` naming it. */
+const converterPackage = <A>(name: string, format: string, loader: () => Promise<A>): Promise<A> =>
+  OptionalPackage.load([name], `convert ${format} files to Markdown`, loader)
 
 /** A format that can be converted. */
 export const Format = Schema.Literal("html", "docx", "xlsx", "pptx", "pdf")
@@ -56,8 +65,11 @@ export const formatOf = (filename: string): Option.Option<Format> =>
 
 /** An uploaded document that could not be converted; `message` names the file and says why. */
 export class ConversionError extends Schema.TaggedError<ConversionError>()("ConversionError", {
-  /** `unreadable`: corrupt or not this format; `encrypted`: password-protected; `too_large`: expands too far. */
-  reason: Schema.Literal("unreadable", "encrypted", "too_large"),
+  /**
+   * `unreadable`: corrupt or not this format; `encrypted`: password-protected; `too_large`: expands too far;
+   * `missing_package`: the converter's optional package is not installed (`detail` names it).
+   */
+  reason: Schema.Literal("unreadable", "encrypted", "too_large", "missing_package"),
   filename: Schema.String,
   format: Format,
   detail: Schema.String,
@@ -276,7 +288,10 @@ const makeTurndown = () => {
   return service
 }
 
-/** HTML text → GitHub-flavoured Markdown (headings, lists, links, emphasis, tables). */
+/**
+ * HTML text → GitHub-flavoured Markdown (headings, lists, links, emphasis, tables). Throws a `MissingPackageError`
+ * when turndown (an optional package) is not installed.
+ */
 export const htmlToMarkdown = (html: string): string => {
   const markdown = makeTurndown().turndown(html).replace(/\n{3,}/g, "\n\n").trim()
   return markdown === "" ? "" : `${markdown}\n`
@@ -302,7 +317,7 @@ export const decodeHtml = (bytes: Uint8Array): string => {
 const DOCX_STYLES = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"]
 
 const docxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
-  const { default: mammoth } = await import("mammoth")
+  const { default: mammoth } = await converterPackage("mammoth", ".docx", () => import("mammoth"))
   const result = await mammoth.convertToHtml(
     { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
     {
@@ -367,7 +382,7 @@ const sheetTable = (sheet: ExcelJS.Worksheet): ReadonlyArray<ReadonlyArray<strin
 }
 
 const xlsxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
-  const { default: ExcelJS } = await import("exceljs")
+  const { default: ExcelJS } = await converterPackage("exceljs", ".xlsx", () => import("exceljs"))
   const workbook = new ExcelJS.Workbook()
   await workbook.xlsx.load(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) as never)
   const blocks: Array<string> = []
@@ -576,7 +591,7 @@ const notesOf = async (zip: JSZip, slidePart: string): Promise<ReadonlyArray<str
 }
 
 const pptxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
-  const { default: JSZip } = await import("jszip")
+  const { default: JSZip } = await converterPackage("jszip", ".pptx", () => import("jszip"))
   const zip = await JSZip.loadAsync(bytes)
   const parts = await slideParts(zip)
   if (parts.length === 0 && zip.file("ppt/presentation.xml") === null) throw new Error("not a PowerPoint file")
@@ -593,7 +608,7 @@ const pptxToMarkdown = async (bytes: Uint8Array): Promise<string> => {
 // PDF
 
 const pdfToMarkdown = async (bytes: Uint8Array): Promise<string> => {
-  const { extractText, getDocumentProxy } = await import("unpdf")
+  const { extractText, getDocumentProxy } = await converterPackage("unpdf", ".pdf", () => import("unpdf"))
   // pdf.js may take over (detach) the buffer it is given: hand it a copy.
   const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, isEvalSupported: false })
   try {
@@ -699,7 +714,9 @@ export const toMarkdown = (
     try: () => CONVERTERS[format.value](file.bytes),
     catch: (cause) => {
       const name = (cause as { name?: unknown } | null)?.name
-      return name === "PasswordException"
+      return cause instanceof OptionalPackage.MissingPackageError
+        ? fail("missing_package", cause.message, cause)
+        : name === "PasswordException"
         ? fail("encrypted", "the PDF is password-protected", cause)
         : fail("unreadable", causeText(cause), cause)
     }

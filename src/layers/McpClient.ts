@@ -26,6 +26,7 @@ import { EventEmitter } from "node:events"
 import type { McpServerConfig } from "../services/Extensions.js"
 import { routingOf, serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpContent, McpResult, McpTool, ServerStatus, Service } from "../services/Mcp.js"
+import * as OptionalPackage from "../internal/OptionalPackage.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
@@ -49,6 +50,9 @@ export interface Options {
   /** The `setpriv` giving stdio servers a parent-death signal (default: found on PATH); `false`: none. */
   readonly setpriv?: string | false | undefined
 }
+
+/** The MCP SDK: an optional package (a missing one fails a server's start, naming it). */
+const MCP_SDK = "@modelcontextprotocol/sdk"
 
 /** The SDK's client and transports, loaded when a server first starts (an app without MCP servers never does). */
 const loadSdk = () =>
@@ -377,7 +381,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (Either.isLeft(c.resolved)) return Effect.fail(fail(c, "config", c.resolved.left))
         const entry = c.resolved.right
         return Effect.gen(function*() {
-          const sdk = yield* Effect.promise(loadSdk)
+          const sdk = yield* Effect.tryPromise({
+            try: () => OptionalPackage.load([MCP_SDK], "connect to MCP servers", loadSdk),
+            catch: (cause) =>
+              fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(cause)}`)
+          })
           c.starts++
           c.stderr = ""
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })

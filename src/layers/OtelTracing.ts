@@ -15,7 +15,19 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type { SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { TracingConfig } from "../services/AppConfig.js"
+
+/**
+ * A span processor: OpenTelemetry's `SpanProcessor` (e.g. `SimpleSpanProcessor` over an `InMemorySpanExporter`),
+ * declared here so that Antler's types need no tracing package installed.
+ */
+export interface SpanProcessorLike {
+  onStart(span: never, parentContext: never): void
+  onEnd(span: never): void
+  forceFlush(): Promise<void>
+  shutdown(): Promise<void>
+}
 
 /** Where spans go. */
 export type Exporter = "otlp" | "console"
@@ -95,21 +107,41 @@ const consoleExporter = (write: (line: string) => void): SpanExporter => ({
  * The tracer of `settings` as a layer (spans flushed when it is released), or no layer when tracing is off.
  * `processor` sends spans elsewhere (tests), whatever the settings.
  */
-export const layer = (settings: Settings, processor?: SpanProcessor): Layer.Layer<never> => {
+export const layer = (
+  settings: Settings,
+  processor?: SpanProcessorLike
+): Layer.Layer<never, OptionalPackage.MissingPackageError> => {
   if (processor === undefined && !settings.enabled) return Layer.empty
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(settings.headers)) headers[name] = Redacted.value(value)
-  return Layer.unwrapEffect(Effect.promise(async () => {
-    const NodeSdk = await import("@effect/opentelemetry/NodeSdk")
-    const spanProcessor = processor ?? await (async () => {
-      const { BatchSpanProcessor, SimpleSpanProcessor } = await import("@opentelemetry/sdk-trace-base")
-      if (settings.exporter === "console") {
-        return new SimpleSpanProcessor(consoleExporter((line) => process.stderr.write(line)))
-      }
-      const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http")
-      return new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers }))
-    })()
-    const resource = { serviceName: settings.serviceName }
-    return Layer.discard(NodeSdk.layer(() => ({ resource, spanProcessor })))
-  }))
+  // the tracing packages are optional: a missing one fails the layer with a MissingPackageError naming it
+  const optional = <A>(name: string, loader: () => Promise<A>) =>
+    OptionalPackage.load([name], "export traces (tracing is on)", loader)
+  return Layer.unwrapEffect(Effect.tryPromise({
+    try: async () => {
+      const NodeSdk = await optional("@effect/opentelemetry", () => import("@effect/opentelemetry/NodeSdk"))
+      const spanProcessor = (processor as SpanProcessor | undefined) ?? await (async (): Promise<SpanProcessor> => {
+        const { BatchSpanProcessor, SimpleSpanProcessor } = await optional(
+          "@opentelemetry/sdk-trace-base",
+          () => import("@opentelemetry/sdk-trace-base")
+        )
+        if (settings.exporter === "console") {
+          return new SimpleSpanProcessor(consoleExporter((line) => process.stderr.write(line)))
+        }
+        const { OTLPTraceExporter } = await optional(
+          "@opentelemetry/exporter-trace-otlp-http",
+          () => import("@opentelemetry/exporter-trace-otlp-http")
+        )
+        return new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers }))
+      })()
+      const resource = { serviceName: settings.serviceName }
+      return Layer.discard(NodeSdk.layer(() => ({ resource, spanProcessor })))
+    },
+    catch: (cause) => cause
+  }).pipe(
+    // a missing package is the caller's to report; anything else (a bug) stays a defect
+    Effect.catchAll((cause) =>
+      cause instanceof OptionalPackage.MissingPackageError ? Effect.fail(cause) : Effect.die(cause)
+    )
+  ))
 }

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type * as WebSearch from "../services/WebSearch.js"
+import * as OptionalPackage from "../internal/OptionalPackage.js"
 import * as Tool from "../services/Tool.js"
 import * as DocumentConverter from "./DocumentConverter.js"
 import * as SafeHttp from "./SafeHttp.js"
@@ -88,7 +89,18 @@ export const pageText = (
     if (mime === "" || mime === "text/html" || mime === "application/xhtml+xml") {
       const html = DocumentConverter.decodeHtml(response.body)
       title = htmlTitle(html)
-      markdown = DocumentConverter.htmlToMarkdown(html)
+      const converted = yield* Effect.try({
+        try: () => DocumentConverter.htmlToMarkdown(html),
+        catch: (cause) => cause
+      }).pipe(Effect.either)
+      if (converted._tag === "Left") {
+        // a missing optional package (turndown) is said as such; anything else is a bug, a defect as before
+        if (converted.left instanceof OptionalPackage.MissingPackageError) {
+          return `Error: ${response.url} could not be read: ${converted.left.message}.`
+        }
+        return yield* Effect.die(converted.left)
+      }
+      markdown = converted.right
     } else if (TEXT_TYPES.test(mime)) {
       markdown = new TextDecoder().decode(response.body)
     } else {

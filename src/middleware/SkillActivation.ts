@@ -2,7 +2,8 @@
  * SkillActivation (SPEC §5.15, lead chain slot #16): a user message that starts with `/<skill-name>` activates
  * that skill for the run. Its SKILL.md (bounded) goes into every request of the run, in a hidden message right
  * before the user's, with the rest of the user's message as the request; SkillToolPolicy then enforces the
- * skill's `allowed-tools`. Request-only: the thread keeps what the user typed.
+ * skill's `allowed-tools`. Request-only: the thread keeps what the user typed; the run's first answer carries
+ * the skill's name (`additional_kwargs.slash_skill_activated`), so the thread says afterwards which was active.
  *
  * A name that cannot be activated ends the run with a reply instead of a model call: not installed (with the
  * closest installed names), disabled, not available to this agent, or unreadable. Reserved words (`/help`,
@@ -20,7 +21,7 @@ import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
 import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Registry, Skill } from "../services/Skills.js"
-import { closeMatches, parseSlash } from "../services/Skills.js"
+import { ACTIVATED_KEY, closeMatches, parseSlash } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
 import { escapeAttribute } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
@@ -148,6 +149,8 @@ export const layer = (options: Options): Middleware => {
     Effect.sync(() => {
       // One resolution per run, for the user message it was made for.
       let resolved: { readonly targetId: string; readonly resolution: Resolution } | undefined
+      // the user message whose first answer carries the activation's mark (ACTIVATED_KEY), once marked
+      let marked: string | undefined
 
       const resolve = (target: Message): Effect.Effect<Resolution, never, RunEvents> => {
         const slash = parseSlash(userText(target))
@@ -190,7 +193,19 @@ export const layer = (options: Options): Middleware => {
                 return Effect.succeed(reply(resolution.text))
               case "active": {
                 const messages = [...request.messages.slice(0, at), resolution.message, ...request.messages.slice(at)]
-                return next({ ...request, messages })
+                if (marked === target.id) return next({ ...request, messages })
+                // the run's first answer says which skill was active (the thread keeps what the user typed)
+                return Effect.map(next({ ...request, messages }), (response) => {
+                  marked = target.id
+                  const message = response.message
+                  return {
+                    ...response,
+                    message: {
+                      ...message,
+                      additional_kwargs: { ...message.additional_kwargs, [ACTIVATED_KEY]: resolution.skill.name }
+                    }
+                  }
+                })
               }
             }
           })

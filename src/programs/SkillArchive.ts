@@ -15,6 +15,7 @@ import * as Schema from "effect/Schema"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as OptionalPackage from "../internal/OptionalPackage.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as TextFile from "../layers/TextFile.js"
 
@@ -32,7 +33,8 @@ export const SKILL_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/
 
 /** A skill that cannot be installed. */
 export class SkillInstallError extends Schema.TaggedError<SkillInstallError>()("SkillInstallError", {
-  reason: Schema.Literal("invalid", "exists", "io"),
+  /** `missing_package`: jszip (an optional package) is not installed. */
+  reason: Schema.Literal("invalid", "exists", "io", "missing_package"),
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
@@ -65,7 +67,7 @@ interface Entry {
 const entriesOf = (bytes: Uint8Array) =>
   Effect.tryPromise({
     try: async () => {
-      const { default: JSZip } = await import("jszip")
+      const { default: JSZip } = await OptionalPackage.load(["jszip"], "install .skill archives", () => import("jszip"))
       const zip = await JSZip.loadAsync(bytes, { createFolders: false })
       const entries: Array<Entry> = []
       zip.forEach((name, file) => {
@@ -82,7 +84,10 @@ const entriesOf = (bytes: Uint8Array) =>
       })
       return entries
     },
-    catch: (cause) => new SkillInstallError({ reason: "invalid", message: "The file is not a ZIP archive.", cause })
+    catch: (cause) =>
+      cause instanceof OptionalPackage.MissingPackageError
+        ? new SkillInstallError({ reason: "missing_package", message: `Cannot open the archive: ${cause.message}.`, cause })
+        : new SkillInstallError({ reason: "invalid", message: "The file is not a ZIP archive.", cause })
   })
 
 /** What `install` made. */

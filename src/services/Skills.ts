@@ -186,3 +186,19 @@ export const normalisePath = (path: string): string => {
   }
   return `/${out.join("/")}`
 }
+
+/**
+ * `additional_kwargs` key of the first answer of a run in which a `/skill` was activated: the skill's name. The
+ * thread keeps what the user typed, so this mark is what says afterwards that the skill was active
+ * (`antler threads show` lists it).
+ */
+export const ACTIVATED_KEY = "slash_skill_activated"
+
+/** The skills `/skill` activations made in these messages, in order (a name once per activation). */
+export const activatedSkills = (
+  messages: ReadonlyArray<{ readonly additional_kwargs?: { readonly [key: string]: unknown } | undefined }>
+): ReadonlyArray<string> =>
+  messages.flatMap((message) => {
+    const name = message.additional_kwargs?.[ACTIVATED_KEY]
+    return typeof name === "string" ? [name] : []
+  })

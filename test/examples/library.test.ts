@@ -129,6 +129,10 @@ describe("Antler as a library", () => {
       assert.strictEqual(installed.code, 0, installed.stderr)
       // one copy of Effect: the app's
       assert.isFalse(Fs.existsSync(Path.join(app, "node_modules/antler/node_modules/effect")))
+      // a light install: the optional features' packages are not installed (optional peers)
+      for (const name of ["mammoth", "exceljs", "unpdf", "jszip", "@modelcontextprotocol/sdk", "@opentelemetry/api"]) {
+        assert.isFalse(Fs.existsSync(Path.join(app, "node_modules", name)), `${name} was installed`)
+      }
 
       Fs.writeFileSync(Path.join(app, "main.mjs"), APP_PROGRAM)
       const result = yield* run(process.execPath, ["main.mjs"], { cwd: app, env: childEnv({}) })

@@ -9,7 +9,7 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import OpenAI from "openai"
+import type OpenAI from "openai"
 import type { ModelConfig } from "../../services/AppConfig.js"
 import * as ModelUse from "../../services/ModelUse.js"
 import * as Redact from "../../state/Redact.js"
@@ -67,13 +67,21 @@ const LOG_LEVELS: ReadonlySet<string> = new Set(["off", "error", "warn", "info",
 /** A model ready to call: its profile, its client, and what its errors must not show. */
 export interface Resolved extends ModelProfile {
   readonly client: OpenAI
+  /** The SDK's error classes, to classify what a call throws (the SDK is loaded when a model is made). */
+  readonly sdk: SdkErrors
   readonly baseURL: string
   readonly timeoutMs: number
   /** The adapter's own secrets (its key, the credentials of its base URL), removed from every error. */
   readonly redactor: Redact.Redactor
 }
 
-/** Resolves options into a client, reading unset connection fields from the environment. */
+/** The `openai` SDK's error classes (ErrorClassification tells its errors apart with them). */
+export type SdkErrors = Pick<typeof OpenAI, "APIError" | "APIConnectionError" | "APIConnectionTimeoutError">
+
+/**
+ * Resolves options into a client, reading unset connection fields from the environment. The `openai` SDK is
+ * loaded here, when the first model is made, not when the module is imported (`import "antler"` stays light).
+ */
 export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.ConfigError> =>
   Effect.gen(function*() {
     const baseURL = options.baseURL ?? Option.getOrElse(yield* present("OPENAI_BASE_URL"), () => DEFAULT_BASE_URL)
@@ -92,6 +100,7 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       Option.filter(yield* present("OPENAI_LOG"), (level) => LOG_LEVELS.has(level))
     )
     const key = apiKey === undefined ? "" : Redacted.isRedacted(apiKey) ? Redacted.value(apiKey) : apiKey
+    const { default: OpenAI } = yield* Effect.promise(() => import("openai"))
     const client = new OpenAI({
       apiKey: key === "" ? NO_KEY : key,
       baseURL,
@@ -104,6 +113,7 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
     })
     return {
       client,
+      sdk: OpenAI,
       baseURL,
       timeoutMs,
       redactor: Redact.make([key, ...Redact.urlSecrets(baseURL)]),

@@ -3,7 +3,7 @@
  * a socket dropped mid-body, a bug) as a `ModelError` with a reason the retry policy reads, the SDK's class
  * name, the HTTP status and code, and the retry headers (`retry-after`, `retry-after-ms`).
  */
-import OpenAI from "openai"
+import type { SdkErrors } from "./Config.js"
 import { ModelError } from "../../services/ModelService.js"
 import * as Redact from "../../state/Redact.js"
 
@@ -47,9 +47,9 @@ export const statusReason = (
 /**
  * Classifies anything a call can throw as a `ModelError`: SDK errors keep their class name, status, code
  * and retry headers; a non-JSON stream event is `invalid_response`; a socket dropped mid-stream is
- * `connection`.
+ * `connection`. `OpenAI` is the SDK's error classes (`Resolved.sdk`: the SDK is loaded with the first model).
  */
-export const toModelError = (error: unknown, model: string, baseURL: string): ModelError => {
+export const toModelError = (error: unknown, model: string, baseURL: string, OpenAI: SdkErrors): ModelError => {
   if (error instanceof ModelError) return error
   const where = `model ${model} at ${Redact.url(baseURL)}`
   if (error instanceof OpenAI.APIConnectionTimeoutError) {

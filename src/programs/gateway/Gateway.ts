@@ -16,13 +16,13 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import type * as Stream from "node:stream"
+import type * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as OtelTracing from "../../layers/OtelTracing.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
@@ -89,9 +89,12 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
 
 /**
  * The tracing layer of a configuration and the environment (see `OtelTracing`): OTLP/HTTP or the console when
- * tracing is on, spans to `processor` (tests), else none.
+ * tracing is on, spans to `processor` (tests), else none. A missing tracing package (optional) fails it, naming it.
  */
-export const tracingLayer = (config: AppConfig, processor?: SpanProcessor): Layer.Layer<never> =>
+export const tracingLayer = (
+  config: AppConfig,
+  processor?: OtelTracing.SpanProcessorLike
+): Layer.Layer<never, OptionalPackage.MissingPackageError> =>
   OtelTracing.layer(OtelTracing.settings(config.tracing), processor)
 
 /** Options of the gateway. */
@@ -105,7 +108,7 @@ export interface Options {
   /** Secrets that never leave the process (streamed events) or reach the store. */
   readonly redact?: Redact.Redactor | undefined
   /** Spans go here instead of the configured exporter (tests). */
-  readonly spanProcessor?: SpanProcessor | undefined
+  readonly spanProcessor?: OtelTracing.SpanProcessorLike | undefined
   /** Options of every agent the factory builds. */
   readonly factory?: Factory.Options | undefined
   /** Threads kept here instead of the configured store (an embedder's, or `MemoryThreadStore.layer()`). */

@@ -1201,6 +1201,29 @@ describe("context commands", () => {
       )
     })), SLOW)
 
+  it.live("threads show lists the skills /skill activated in the thread, not a refused one", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = tempDir("antler-skill-show-")
+      Fs.mkdirSync(Path.join(dir, "skills/public/notes"), { recursive: true })
+      Fs.writeFileSync(
+        Path.join(dir, "skills/public/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nBe brief.\n"
+      )
+      const config = Path.join(dir, "config.yaml")
+      Fs.writeFileSync(config, "memory:\n  enabled: false\ntitle:\n  enabled: false\n")
+      const server = yield* ScriptedChatServer.start(["noted", "plain answer"])
+      const endpoint = ["--base-url", server.url, "--api-key", "x", "--config", config, "--thread", "skilled"]
+      for (const prompt of ["/notes take this down", "/nosuchskill hi", "no skill now"]) {
+        const run = yield* antlerDone(dir, ["run", ...endpoint, prompt])
+        assert.strictEqual(run.code, 0, run.stderr)
+      }
+      const shown = yield* antlerDone(dir, ["threads", "show", "skilled"])
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      const section = shown.stdout.split("skills activated\n")[1]
+      assert.isDefined(section, shown.stdout)
+      assert.deepStrictEqual(section!.split("\n\n")[0]!.trim().split("\n").map((line) => line.trim()), ["/notes"])
+    })), SLOW)
+
   it.live("skills list shows what was found next to the config, enabled or not, and why a skill was rejected", () =>
     Effect.gen(function*() {
       const dir = tempDir("antler-skills-cli-")

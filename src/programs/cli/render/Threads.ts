@@ -2,6 +2,7 @@
  * Saved threads as the terminal shows them: one thread in full (`threads show`), each message readable, and the
  * thread list (`threads`), newest first, one line each with its status in words.
  */
+import { activatedSkills } from "../../../services/Skills.js"
 import type { LoadedThread, ThreadStatus, ThreadSummary } from "../../../services/ThreadStore.js"
 import type { Message } from "../../../state/Message.js"
 import * as M from "../../../state/Message.js"
@@ -77,6 +78,10 @@ export const thread = (loaded: LoadedThread, options: { readonly color: boolean 
   }
   lines.push(section(`messages (${state.messages.length})`, s))
   for (const m of state.messages) lines.push(message(m, s))
+  const skills = activatedSkills(state.messages)
+  if (skills.length > 0) {
+    lines.push(section("skills activated", s), ...skills.map((name) => `  /${Redact.controls(name)}`))
+  }
   if (state.summary_text !== null) {
     lines.push(section("summary", s), indent(Redact.controls(state.summary_text), "  "))
   }

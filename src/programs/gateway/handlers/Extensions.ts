@@ -415,6 +415,12 @@ export const layer = (api: DeerFlowApi, options: Options) =>
                   Effect.logError(`skill install: ${error.message}`, error.cause),
                   Effect.fail(fail("internal", `${error.message} (see the server's log)`))
                 )
+              case "missing_package":
+                // the server lacks an optional package: its operator is told what to install, as the client is
+                return Effect.zipRight(
+                  Effect.logError(`skill install: ${error.message}`),
+                  Effect.fail(fail("internal", error.message))
+                )
             }
           }))
           return json(ExtensionsApi.SkillInstalled, {
