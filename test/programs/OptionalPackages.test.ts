@@ -150,4 +150,29 @@ describe("optional packages", () => {
         "MCP server 'files' could not be started: install @modelcontextprotocol/sdk to connect to MCP servers"
       )
     }), 120_000)
+
+  it.scopedLive("an ACP agent without the ACP SDK is a tool error saying to install it, and the run ends", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-optional-acp-")
+      const agent = Path.join(ROOT, "test/fixtures/acp-agent.mjs")
+      Fs.writeFileSync(
+        Path.join(home, "config.yaml"),
+        `acp_agents:\n  coder:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(agent)}, write]\n` +
+          "    description: The test agent\nmemory:\n  enabled: false\n"
+      )
+      const server = yield* ScriptedChatServer.start([
+        { toolCalls: [{ id: "call_acp", name: "invoke_acp_agent", arguments: { agent: "coder", prompt: "go" } }] },
+        "Done."
+      ])
+      // from the sources, as a library runs them (the CLI's bundle carries the ACP SDK inside it)
+      const ran = yield* run(
+        ["--import", HIDE, "--import", TSX, Path.join(ROOT, "src/programs/main.ts"), "run", "--base-url", server.url,
+          "--api-key", "x", "Hi"],
+        { cwd: home, env: { ANTLER_HOME: home, ANTLER_TEST_HIDE: "@agentclientprotocol/sdk" } }
+      )
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      assert.isAtLeast(server.requests.length, 2, ran.stderr)
+      const result = server.requests[1]!.messages.find((message) => message.role === "tool")
+      assert.include(String(result?.content), "install @agentclientprotocol/sdk to run ACP agents")
+    }), 120_000)
 })

@@ -18,6 +18,7 @@ import * as Schema from "effect/Schema"
 import * as ChildProcess from "node:child_process"
 import { Readable, Writable } from "node:stream"
 import type { AcpAgentConfig } from "../../services/AppConfig.js"
+import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import * as ParentDeath from "../ParentDeath.js"
 import { clean } from "../SearchProviders.js"
 import * as Workspace from "./Workspace.js"
@@ -66,6 +67,8 @@ export const environment = (config: AcpAgentConfig): Record<string, string> => {
   }
   return { ...env, ...config.env }
 }
+
+const ACP_SDK = "@agentclientprotocol/sdk"
 
 const loadSdk = () => import("@agentclientprotocol/sdk")
 
@@ -269,11 +272,16 @@ const converse = async (
  */
 export const invoke = (inv: Invocation): Effect.Effect<Answer, AcpError> => {
   const seconds = inv.config.timeout_seconds
-  return Effect.acquireUseRelease(
+  // an optional package: without it, the call says which package to install (and no agent is started)
+  const sdkLoaded = Effect.tryPromise({
+    try: () => OptionalPackage.load([ACP_SDK], "run ACP agents", loadSdk),
+    catch: (error) =>
+      new AcpError({ agent: inv.name, reason: "start", message: `ACP agent '${inv.name}': ${errorText(error)}` })
+  })
+  return Effect.flatMap(sdkLoaded, (sdk) => Effect.acquireUseRelease(
     spawn(inv),
     (running) =>
       Effect.gen(function*() {
-        const sdk = yield* Effect.promise(loadSdk)
         const stderrTail = () => {
           const tail = clean(running.stderr, 300)
           return tail === "" ? "" : ` (its stderr: ${tail})`
@@ -329,5 +337,5 @@ export const invoke = (inv: Invocation): Effect.Effect<Answer, AcpError> => {
         )
       }),
     (running) => Effect.promise(() => terminate(running.child))
-  )
+  ))
 }
