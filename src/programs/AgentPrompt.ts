@@ -80,7 +80,8 @@ export const promptOptions = (
       priority: r.priority,
       deferred: true
     })),
-    subagents: inputs.subagents
+    subagents: inputs.subagents,
+    mounts: config.sandbox.mounts.map((m) => ({ containerPath: m.container_path, readOnly: m.read_only }))
   }
 }
 

@@ -5,10 +5,10 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { AppConfig } from "../../services/AppConfig.js"
 import type { ThreadPaths } from "../../services/Sandbox.js"
-import { OUTPUTS, SKILLS, UPLOADS, USER_DATA, WORKSPACE } from "../../services/Sandbox.js"
+import { OUTPUTS, UPLOADS, USER_DATA, WORKSPACE } from "../../services/Sandbox.js"
 import type * as Bash from "./Bash.js"
 import type * as Cgroup from "./Cgroup.js"
 import type { KeyedLock } from "./KeyedLock.js"
@@ -23,6 +23,15 @@ export interface SandboxSpec {
   readonly paths: ThreadPaths
   /** The host skills directory, when configured and present. */
   readonly skills: string | undefined
+  /** Where the model sees the skills (`skills.container_path`, normalised). */
+  readonly skillsContainer: string
+  /** Host directories shown at other paths (`sandbox.mounts`), checked when the configuration was loaded. */
+  readonly mounts: ReadonlyArray<ExtraMount>
+  /**
+   * Mounts that may change while the app runs (an enabled MCP filesystem server's roots), read before every
+   * operation (see `refresh`).
+   */
+  readonly dynamicMounts?: Effect.Effect<ReadonlyArray<ExtraMount>> | undefined
   /** The data directory, hidden from messages. */
   readonly home: string
   readonly config: AppConfig["sandbox"]
@@ -35,6 +44,16 @@ export interface SandboxSpec {
   readonly lock: KeyedLock
 }
 
+/** A host directory shown in the sandbox besides the thread's own and the skills. */
+export interface ExtraMount {
+  readonly host: string
+  /** Where the model sees it (absolute, normalised). */
+  readonly virtual: string
+  readonly writable: boolean
+  /** Where it comes from, for messages. */
+  readonly origin: "config" | "mcp"
+}
+
 /** What a path is opened for: `write` is allowed under the writable mounts only. */
 export type Access = "read" | "write"
 
@@ -42,8 +61,13 @@ export type Access = "read" | "write"
 export interface SandboxState {
   readonly spec: SandboxSpec
   readonly paths: ThreadPaths
-  /** The virtual roots: workspace, uploads, outputs (writable), user-data and skills (read-only). */
+  /**
+   * The virtual roots: workspace, uploads, outputs (writable), user-data and skills (read-only), then the extra
+   * mounts (as of the last `refresh`).
+   */
   readonly mounts: ReadonlyArray<MountPoint>
+  /** Reads the dynamic mounts again (before each operation): what changed shows from then on. */
+  readonly refresh: Effect.Effect<void>
   /** Whether a real host path lies inside the directories open for `access`. */
   readonly allowed: (real: string, access: Access) => boolean
   /** Replaces host directories (the thread's and the data directory) in text with virtual roots. */
@@ -71,34 +95,72 @@ export const realOrSelf = (path: string) => {
   }
 }
 
+/** The mounts, the access check and the mask of one set of mounts. */
+interface View {
+  readonly mounts: ReadonlyArray<MountPoint>
+  readonly allowed: (real: string, access: Access) => boolean
+  readonly mask: (text: string) => string
+}
+
 /** Works out a thread's sandbox from its spec (resolves the mounts' real paths). */
 export const make = (spec: SandboxSpec): SandboxState => {
   const { paths } = spec
-  const mount = (virtual: string, host: string, writable: boolean): MountPoint => ({
+  const mount = (virtual: string, host: string, writable: boolean, origin?: MountPoint["origin"]): MountPoint => ({
     virtual,
     host,
     real: realOrSelf(host),
-    writable
+    writable,
+    ...(origin === undefined ? {} : { origin })
   })
-  const mounts: Array<MountPoint> = [
+  const own: Array<MountPoint> = [
     mount(WORKSPACE, paths.workspace, true),
     mount(UPLOADS, paths.uploads, true),
     mount(OUTPUTS, paths.outputs, true),
     mount(USER_DATA, paths.root, false)
   ]
-  if (spec.skills !== undefined) mounts.push(mount(SKILLS, spec.skills, false))
-  const writableRoots = mounts.filter((m) => m.writable).map((m) => m.real)
-  const readableRoots = mounts.map((m) => m.real)
-  const allowed = (real: string, access: Access) =>
-    (access === "write" ? writableRoots : readableRoots).some((root) => isInside(real, root))
-
+  if (spec.skills !== undefined) own.push(mount(spec.skillsContainer, spec.skills, false, "skills"))
   // The data directory itself is hidden too, so another thread's host path never shows either.
   const home = spec.home.replace(/\/+$/, "")
-  const mask = makeMask([
-    ...mounts.flatMap((m) => [[m.host, m.virtual], [m.real, m.virtual]] as const),
-    [home, HIDDEN_HOME],
-    [realOrSelf(home), HIDDEN_HOME]
-  ])
+  const realHome = realOrSelf(home)
+  const ownVirtuals = own.map((m) => m.virtual)
+
+  const viewOf = (extra: ReadonlyArray<ExtraMount>): View => {
+    const mounts = [...own]
+    for (const e of extra) {
+      const point = mount(e.virtual, e.host, e.writable, e.origin)
+      // Never one over the thread's own paths or inside the data directory (other threads' files), nor one
+      // inside another: the configuration refuses these, the MCP roots are only left out.
+      const clash = ownVirtuals.some((v) => isInside(point.virtual, v) || isInside(v, point.virtual)) ||
+        isInside(point.real, realHome) || isInside(realHome, point.real) ||
+        mounts.some((m) => m.origin !== undefined && m.origin !== "skills" &&
+          (isInside(point.virtual, m.virtual) || isInside(m.virtual, point.virtual)))
+      if (!clash) mounts.push(point)
+    }
+    const writableRoots = mounts.filter((m) => m.writable).map((m) => m.real)
+    const readableRoots = mounts.map((m) => m.real)
+    const allowed = (real: string, access: Access) =>
+      (access === "write" ? writableRoots : readableRoots).some((root) => isInside(real, root))
+    const mask = makeMask([
+      ...mounts.flatMap((m) => [[m.host, m.virtual], [m.real, m.virtual]] as const),
+      [home, HIDDEN_HOME],
+      [realHome, HIDDEN_HOME]
+    ])
+    return { mounts, allowed, mask }
+  }
+
+  let key = "[]"
+  let view = viewOf(spec.mounts)
+  const setExtra = (extra: ReadonlyArray<ExtraMount>) => {
+    const next = JSON.stringify(extra)
+    if (next !== key) {
+      key = next
+      view = viewOf([...spec.mounts, ...extra])
+    }
+  }
+  const refresh = spec.dynamicMounts === undefined
+    ? Effect.void
+    : Effect.flatMap(spec.dynamicMounts, (extra) => Effect.sync(() => setExtra(extra)))
+  const mask = (text: string) => view.mask(text)
   const show = (text: string) => displayPath(mask(text.replace(/\0/g, "\\0")))
 
   // Overlayfs work directories of running commands live next to user-data (same filesystem, not visible to the
@@ -107,8 +169,11 @@ export const make = (spec: SandboxSpec): SandboxState => {
   return {
     spec,
     paths,
-    mounts,
-    allowed,
+    get mounts() {
+      return view.mounts
+    },
+    refresh,
+    allowed: (real, access) => view.allowed(real, access),
     mask,
     show,
     quota: Quota.make(spec.config, paths.root),
