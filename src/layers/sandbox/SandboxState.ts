@@ -161,7 +161,7 @@ export const make = (spec: SandboxSpec): SandboxState => {
     ? Effect.void
     : Effect.flatMap(spec.dynamicMounts, (extra) => Effect.sync(() => setExtra(extra)))
   const mask = (text: string) => view.mask(text)
-  const show = (text: string) => displayPath(mask(text.replace(/\0/g, "\\0")))
+  const show = (text: string) => displayPath(mask(text.replace(/\0/g, "\\0")), view.mounts)
 
   // Overlayfs work directories of running commands live next to user-data (same filesystem, not visible to the
   // model).

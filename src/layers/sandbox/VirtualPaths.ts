@@ -97,12 +97,15 @@ export const parseVirtual = (
 export const OUTSIDE_PATH = "(a path outside the sandbox)"
 
 /**
- * How a (masked) path argument is echoed in messages: virtual and relative paths as given (cut at 300
- * chars), any other absolute path not at all, so messages never carry a host path.
+ * How a (masked) path argument is echoed in messages: virtual and relative paths, and paths under `mounts` (a
+ * mount outside `/mnt`), as given (cut at 300 chars), any other absolute path not at all, so messages never carry
+ * a host path.
  */
-export const displayPath = (masked: string): string => {
+export const displayPath = (masked: string, mounts: ReadonlyArray<MountPoint> = []): string => {
   const cut = masked.length > 300 ? `${masked.slice(0, 300)}...` : masked
-  return masked.startsWith("/") && !masked.startsWith("/mnt/") ? OUTSIDE_PATH : cut
+  return masked.startsWith("/") && !masked.startsWith("/mnt/") && !mounts.some((m) => isInside(masked, m.virtual))
+    ? OUTSIDE_PATH
+    : cut
 }
 
 // Characters that continue a path segment: a host directory followed (or preceded) by one of these is part of

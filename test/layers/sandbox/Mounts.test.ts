@@ -297,6 +297,10 @@ describe("an MCP filesystem server's roots", () => {
       const written = yield* call("write_file", { description: "d", path: `${root}/new.txt`, content: "w" })
       assert.notStrictEqual(written.status, "error", written.text)
       assert.strictEqual(Fs.readFileSync(Path.join(root, "new.txt"), "utf8"), "w")
+      // (a root outside /mnt is named in messages like any other mount)
+      const dotted = yield* call("read_file", { description: "d", path: `${root}/a/../shared.txt` })
+      assert.strictEqual(dotted.status, "error")
+      assert.include(dotted.text, `'..' segments: ${root}/a/../shared.txt`)
 
       // The gateway's MCP settings switch the server off (extensions_config.json hot-reloads).
       yield* mcp.replace!({ files: server(root, false) })
