@@ -233,6 +233,24 @@ describe.skipIf(!bwrapInstalled)("custom mounts in bash (bubblewrap)", () => {
     }))
 })
 
+describe("custom mounts in host bash (allow_host_bash, no bubblewrap)", () => {
+  it.effect("the mounts' paths are mapped to their host directories and masked back", () =>
+    Effect.gen(function*() {
+      const dirs = hostDirs()
+      const config = mountsConfig(dirs)
+      const { call } = yield* setup({ sandbox: { ...config.sandbox, allow_host_bash: true } }, { bwrap: "off" })
+      const bash = (command: string) => call("bash", { description: "d", command })
+      const read = yield* bash("cat /mnt/data/report.txt && echo hi > /mnt/scratch/h.txt && ls -d /mnt/scratch")
+      assert.include(read.text, "quarterly numbers")
+      assert.include(read.text, "/mnt/scratch")
+      assert.notInclude(read.text, dirs.scratch)
+      assert.strictEqual(Fs.readFileSync(Path.join(dirs.scratch, "h.txt"), "utf8"), "hi\n")
+      const outside = yield* bash("cat /mnt/elsewhere/x")
+      assert.strictEqual(outside.status, "error")
+      assert.include(outside.text, "outside the sandbox")
+    }))
+})
+
 describe("skills.container_path", () => {
   const skillsDir = () => {
     const root = tempDir("antler-mount-skills-")
