@@ -15,7 +15,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
-import { AppConfigSchema, AppConfigService, defaults } from "../services/AppConfig.js"
+import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
 import * as Json from "../state/Json.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
@@ -405,8 +405,57 @@ export const decode = (
     if (Either.isLeft(decoded)) {
       return yield* new ConfigError({ reason: "schema", file, issues: schemaIssues(decoded.left) })
     }
+    const problems = mountProblems(decoded.right)
+    if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
     return { config: decoded.right, ignored: ignoredKeys(raw) }
   })
+
+/**
+ * What is wrong with the sandbox's mounts (`sandbox.mounts`, `skills.container_path`): the rules across sections
+ * (`mountIssues`), then each host directory as this process sees it (it must exist and be a directory) and, with
+ * `home`, clear of the data directory (which holds every thread's files).
+ */
+export const mountProblems = (config: AppConfig, home?: string): ReadonlyArray<ConfigIssue> => {
+  const issues: Array<ConfigIssue> = [...mountIssues(config.sandbox.mounts, config.skills.container_path)]
+  const real = (path: string) => {
+    try {
+      return Fs.realpathSync(path)
+    } catch {
+      return path
+    }
+  }
+  const dataDir = home === undefined ? undefined : real(Path.resolve(home))
+  const within = (path: string, root: string) =>
+    path === root || path.startsWith(root.endsWith("/") ? root : `${root}/`)
+  config.sandbox.mounts.forEach((mount, i) => {
+    const path = `sandbox.mounts[${i}].host_path`
+    let stat: Fs.Stats | undefined
+    try {
+      stat = Fs.statSync(mount.host_path)
+    } catch {
+      stat = undefined
+    }
+    if (stat === undefined) {
+      issues.push({
+        path,
+        message: `${mount.host_path} does not exist (as this process sees it: in a container, mount it into the ` +
+          "container first)"
+      })
+    } else if (!stat.isDirectory()) {
+      issues.push({ path, message: `${mount.host_path} is not a directory` })
+    } else if (dataDir !== undefined) {
+      const host = real(mount.host_path)
+      if (within(host, dataDir) || within(dataDir, host)) {
+        issues.push({
+          path,
+          message: `${mount.host_path} ${within(host, dataDir) ? "is inside" : "contains"} Antler's data directory ` +
+            "(every thread's files); mount a directory outside it"
+        })
+      }
+    }
+  })
+  return issues
+}
 
 /** The largest `config.yaml` (and `extensions_config.json`, an agent's `config.yaml`) read: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024
@@ -440,6 +489,8 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
     if (file === undefined) return { config: defaults(), source: undefined, home: dataHome, ignored: [] }
     const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
     const { config, ignored } = yield* decode(text, file)
+    const problems = mountProblems(config, dataHome)
+    if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
     return { config, source: file, home: dataHome, ignored }
   })
 
@@ -471,8 +522,17 @@ export const fromObject = (
   }
   return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(raw), {
     onLeft: (error) => Effect.fail(new ConfigError({ reason: "schema", file, issues: schemaIssues(error) })),
-    onRight: (config) =>
-      Effect.succeed({ config, source: options.source, home: Path.resolve(options.home), ignored: ignoredKeys(raw) })
+    onRight: (config) => {
+      const problems = mountProblems(config, options.home)
+      return problems.length > 0
+        ? Effect.fail(new ConfigError({ reason: "schema", file, issues: problems }))
+        : Effect.succeed({
+          config,
+          source: options.source,
+          home: Path.resolve(options.home),
+          ignored: ignoredKeys(raw)
+        })
+    }
   })
 }
 

@@ -29,6 +29,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppConfigService } from "../services/AppConfig.js"
+import { Mcp } from "../services/Mcp.js"
 import type { ExecOptions, Sandbox } from "../services/Sandbox.js"
 import { acpWorkspacePath, SafeId, SandboxError, SandboxProvider, threadPaths } from "../services/Sandbox.js"
 import * as Bash from "./sandbox/Bash.js"
@@ -38,7 +39,8 @@ import { codeOf } from "./sandbox/FsErrors.js"
 import { makeKeyedLock } from "./sandbox/KeyedLock.js"
 import * as Resolve from "./sandbox/Resolve.js"
 import * as SafeIo from "./sandbox/SafeIo.js"
-import type { SandboxSpec } from "./sandbox/SandboxState.js"
+import * as McpRoots from "./sandbox/McpRoots.js"
+import type { ExtraMount, SandboxSpec } from "./sandbox/SandboxState.js"
 import * as SandboxState from "./sandbox/SandboxState.js"
 import * as Walk from "./sandbox/Walk.js"
 import * as SkillsDirectory from "./SkillsDirectory.js"
@@ -48,7 +50,7 @@ export { fsError } from "./sandbox/FsErrors.js"
 export { makeKeyedLock } from "./sandbox/KeyedLock.js"
 export { limitsOf } from "./sandbox/Quota.js"
 export { MAX_TEXT_BYTES } from "./sandbox/SafeIo.js"
-export type { SandboxSpec } from "./sandbox/SandboxState.js"
+export type { ExtraMount, SandboxSpec } from "./sandbox/SandboxState.js"
 export { WORK_DIR } from "./sandbox/SandboxState.js"
 export type { MountPoint, ParsedPath } from "./sandbox/VirtualPaths.js"
 export {
@@ -71,6 +73,11 @@ export interface Options {
   readonly maxCached?: number
   /** `"auto"` (default) gives each command a cgroup where one can be made; `"off"` never does. */
   readonly cgroup?: "auto" | "off"
+  /**
+   * Mounts that may change while the app runs, read before every sandbox operation: an enabled MCP filesystem
+   * server's roots (`layer` takes them from the app's `Mcp` service when there is one).
+   */
+  readonly dynamicMounts?: Effect.Effect<ReadonlyArray<ExtraMount>> | undefined
 }
 
 /** Builds one thread's sandbox over existing directories. */
@@ -78,6 +85,8 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
   const state = SandboxState.make(spec)
   // Overlayfs work directories of an Antler process that died are removed when the sandbox is made.
   Exec.sweepWorkDirs(state.workRoot)
+  // Every operation sees the mounts as they are now (an MCP filesystem server may have been switched off).
+  const fresh = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.zipRight(state.refresh, effect)
   return {
     id: sandboxId(spec.userId, spec.threadId),
     threadId: spec.threadId,
@@ -85,20 +94,22 @@ export const makeSandbox = (spec: SandboxSpec): Sandbox => {
     paths: state.paths,
     usesThreadDataMounts: true,
     resolve: (input, access) =>
-      Effect.map(Resolve.resolveParsed(state, input, access), ({ resolved }) => resolved.real),
+      fresh(Effect.map(Resolve.resolveParsed(state, input, access), ({ resolved }) => resolved.real)),
     mask: state.mask,
     // (a span per command: a process is started for each, which costs far more than the span)
     exec: Effect.fn("LocalSandbox.exec")(function*(command: string, options?: ExecOptions) {
       yield* Effect.annotateCurrentSpan({ thread: spec.threadId, user: spec.userId })
+      yield* state.refresh
       return yield* Exec.exec(state, command, options)
     }),
-    readText: (input) => SafeIo.readText(state, input),
-    writeText: (input, content, append) => SafeIo.writeText(state, input, content, append),
-    readBytes: (input, maxBytes) => SafeIo.readBytes(state, input, maxBytes),
-    stat: (input) => SafeIo.stat(state, input),
-    walk: (input, options) => Walk.walk(state, input, options),
+    readText: (input) => fresh(SafeIo.readText(state, input)),
+    writeText: (input, content, append) => fresh(SafeIo.writeText(state, input, content, append)),
+    readBytes: (input, maxBytes) => fresh(SafeIo.readBytes(state, input, maxBytes)),
+    stat: (input) => fresh(SafeIo.stat(state, input)),
+    walk: (input, options) => fresh(Walk.walk(state, input, options)),
     withFileLock: <A, E, R>(input: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SandboxError, R> =>
-      Effect.flatMap(Resolve.resolveParsed(state, input, "write"), ({ resolved }) => spec.lock(resolved.real, effect))
+      fresh(Effect.flatMap(Resolve.resolveParsed(state, input, "write"), ({ resolved }) =>
+        spec.lock(resolved.real, effect)))
   }
 }
 
@@ -127,6 +138,12 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
   const lock = makeKeyedLock()
   const skills = skillsDirectory(app)
   const acp = Object.keys(app.config.acp_agents).length > 0
+  const configMounts: ReadonlyArray<ExtraMount> = app.config.sandbox.mounts.map((m) => ({
+    host: Path.resolve(m.host_path),
+    virtual: m.container_path,
+    writable: !m.read_only,
+    origin: "config"
+  }))
   // What the host offers is found out once per provider, on first use.
   const once = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
     const semaphore = Effect.unsafeMakeSemaphore(1)
@@ -191,6 +208,9 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
             paths,
             skills,
             acpWorkspace,
+            skillsContainer: app.config.skills.container_path,
+            mounts: configMounts,
+            dynamicMounts: options.dynamicMounts,
             home: Path.resolve(app.home),
             config: app.config.sandbox,
             bwrap,
@@ -238,6 +258,20 @@ export const bashMode = (app: AppConfigService["Type"], options: Options = {}): 
         : { mode: "disabled", message: Exec.bashDisabledMessage(status.reason) }
   )
 
-/** A layer of the local provider, reading the data directory and sandbox settings from AppConfigService. */
+/**
+ * A layer of the local provider, reading the data directory and sandbox settings from AppConfigService, and, when
+ * the app's `Mcp` service is in the context, the roots of its enabled filesystem servers (as they are now).
+ */
 export const layer = (options: Options = {}): Layer.Layer<SandboxProvider, never, AppConfigService> =>
-  Layer.effect(SandboxProvider, Effect.map(AppConfigService, (app) => make(app, options)))
+  Layer.effect(
+    SandboxProvider,
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      const mcp = yield* Effect.serviceOption(Mcp)
+      const servers = Option.isSome(mcp) ? mcp.value.servers : undefined
+      const dynamicMounts = options.dynamicMounts ?? (servers === undefined
+        ? undefined
+        : Effect.map(servers, (all) => McpRoots.filesystemMounts(all, app.config.skills.container_path)))
+      return make(app, { ...options, dynamicMounts })
+    })
+  )

@@ -26,12 +26,14 @@ export const make = (options: McpClient.Options): Effect.Effect<Service, never, 
         return { client, scope: own }
       })
     let current = yield* open(options.servers)
+    let servers = options.servers
     let revision = 0
 
-    const replace = (servers: Readonly<Record<string, McpServerConfig>>) =>
+    const replace = (next: Readonly<Record<string, McpServerConfig>>) =>
       lock.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
         const previous = current
-        current = yield* open(servers)
+        current = yield* open(next)
+        servers = next
         revision += 1
         yield* ScopeApi.close(previous.scope, Exit.void)
       })))
@@ -41,6 +43,7 @@ export const make = (options: McpClient.Options): Effect.Effect<Service, never, 
       call: (server, tool, args) => Effect.suspend(() => current.client.call(server, tool, args)),
       status: Effect.suspend(() => current.client.status),
       revision: Effect.sync(() => revision),
-      replace
+      replace,
+      servers: Effect.sync(() => servers)
     } satisfies Service
   })

@@ -81,7 +81,8 @@ export const promptOptions = (
       deferred: true
     })),
     subagents: inputs.subagents,
-    acpAgents: Object.keys(config.acp_agents)
+    acpAgents: Object.keys(config.acp_agents),
+    mounts: config.sandbox.mounts.map((m) => ({ containerPath: m.container_path, readOnly: m.read_only }))
   }
 }
 

@@ -310,6 +310,24 @@ export const layer = (
   )
 }
 
+/**
+ * `layer`, with the sandbox reading the roots of `mcp`'s enabled filesystem servers (as they are at each operation:
+ * a server switched off in the gateway's MCP settings takes its roots away).
+ */
+export const layerWithMcp = (
+  app: AppConfigService["Type"],
+  mcp: Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem>,
+  redact?: Redact.Redactor,
+  store?: Layer.Layer<ThreadStore, StoreError>
+): Layer.Layer<Services, StoreError | ConfigError, FileSystem.FileSystem> => {
+  const config = Layer.succeed(AppConfigService, app)
+  return Layer.mergeAll(
+    config,
+    store ?? configuredStoreLayer(app, redact),
+    LocalSandbox.layer().pipe(Layer.provide(Layer.merge(config, mcp)))
+  )
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The agent
 
@@ -332,13 +350,15 @@ export const factoryLayer = (
   StoreError | ModelBuildError | ConfigError,
   FileSystem.FileSystem
 > => {
-  const services = layer(app, redact, store)
+  // one MCP service for the app: the agents' MCP tools and the sandbox's filesystem roots come from it
+  const mcp = mcpLayer(app)
+  const services = layerWithMcp(app, mcp, redact, store)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
   return Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
-    Layer.provideMerge(mcpLayer(app)),
+    Layer.provideMerge(mcp),
     Layer.provideMerge(memory),
     Layer.provideMerge(services)
   )

@@ -298,17 +298,17 @@ export const subagentOrder: ReadonlyArray<Item> = [
 export const build = (order: ReadonlyArray<Item>, parts: Parts): Chain.Chain =>
   order.filter((item) => item.when === undefined || item.when(parts)).map((item) => entries[item.name](parts))
 
-const noSkills: Skills.Registry = {
+const noSkills = (config: AppConfig): Skills.Registry => ({
   catalog: Effect.sync(() => ({
     root: undefined,
-    container: "/mnt/skills",
+    container: config.skills.container_path,
     skills: [],
     rejected: [],
     shadowed: [],
     warnings: []
   })),
   read: () => Effect.die(new Error("no skills"))
-}
+})
 
 /** The deferred tools, when there are any. */
 const deferredOf = (options: { readonly deferred?: Deferred | undefined }): Deferred | undefined =>
@@ -320,7 +320,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
   guardrail: options.guardrail,
   breaker: options.breaker,
   deferred: deferredOf(options),
-  skills: options.skills ?? noSkills,
+  skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,
   memory: options.memory?.enabled === true ? options.memory : undefined,
   planMode: options.planMode === true,
@@ -338,7 +338,7 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   guardrail: options.guardrail,
   breaker: options.breaker,
   deferred: deferredOf(options),
-  skills: options.skills ?? noSkills,
+  skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,
   memory: undefined,
   planMode: false,

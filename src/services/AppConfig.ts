@@ -6,12 +6,14 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { AcpAgentsConfig } from "./config/Acp.js"
 import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
+import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
 import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
 
 export { baseUrlProblem, withDefault } from "./config/Fields.js"
 export * from "./config/Acp.js"
 export * from "./config/Server.js"
+export { mountIssues, VolumeMountConfig } from "./config/Mounts.js"
 
 /** One model entry (`models[]`). `api_base` is accepted as DeerFlow's spelling of `base_url`. */
 export const ModelConfig = Schema.Struct({
@@ -78,7 +80,9 @@ export const SandboxConfig = Schema.Struct({
   /** The largest file a command or a file tool may write. */
   max_file_size_mb: withDefault(NonNegativeInt, () => 512),
   /** The most disk the thread's files (workspace, uploads, outputs) may use together. */
-  disk_quota_mb: withDefault(NonNegativeInt, () => 2048)
+  disk_quota_mb: withDefault(NonNegativeInt, () => 2048),
+  /** Host directories shown in the sandbox (DeerFlow's `sandbox.mounts`); see `config/Mounts.ts`. */
+  mounts: withDefault(Schema.Array(VolumeMountConfig), () => [])
 })
 export type SandboxConfig = typeof SandboxConfig.Type
 
@@ -101,7 +105,7 @@ export type ToolOutputConfig = typeof ToolOutputConfig.Type
 
 export const SkillsConfig = Schema.Struct({
   /** Where the model sees skills (the sandbox mount). */
-  container_path: withDefault(Schema.String, () => "/mnt/skills"),
+  container_path: withDefault(SkillsContainerPath, () => "/mnt/skills"),
   /**
    * The host skills directory (relative to the config file's directory). Default: `$DEER_FLOW_SKILLS_PATH`
    * or `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (DeerFlow's layout).

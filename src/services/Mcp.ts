@@ -102,6 +102,11 @@ export interface Service {
    * are first asked for. Absent: the servers are fixed for the app's life.
    */
   readonly replace?: ((servers: Readonly<Record<string, McpServerConfig>>) => Effect.Effect<void>) | undefined
+  /**
+   * The servers as configured now (enabled or not), after any `replace`: the sandbox reads an enabled filesystem
+   * server's roots from it. Absent: unknown (no roots are taken from MCP).
+   */
+  readonly servers?: Effect.Effect<Readonly<Record<string, McpServerConfig>>> | undefined
 }
 
 /** The MCP connections of an app. */

@@ -10,7 +10,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import type { ExecOptions, ExecResult } from "../../services/Sandbox.js"
-import { ACP_WORKSPACE, OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
+import { OUTPUTS, SandboxError, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import * as Bash from "./Bash.js"
 import * as Cgroup from "./Cgroup.js"
 import { codeOf } from "./FsErrors.js"
@@ -105,7 +105,8 @@ interface Launch {
 }
 
 // Under bubblewrap: the thread's directories at their virtual paths, staged through overlayfs when `work` was
-// made, the skills and the ACP workspace read-only.
+// made, the skills and the ACP workspace read-only, the other mounts (configured, MCP roots) read-only or bound
+// directly when writable.
 const bwrapLaunch = (
   state: SandboxState,
   bwrap: string,
@@ -127,14 +128,15 @@ const bwrapLaunch = (
         work: Path.join(realOrSelf(work), `${i}`)
       }
   )
-  if (spec.skills !== undefined) bwrapMounts.push({ host: spec.skills, target: SKILLS, writable: false })
-  if (spec.acpWorkspace !== undefined) {
-    bwrapMounts.push({ host: spec.acpWorkspace, target: ACP_WORKSPACE, writable: false })
+  for (const mount of state.mounts) {
+    if (mount.origin === undefined) continue
+    // A writable mount outside the thread's directory cannot be staged through overlayfs: bubblewrap binds it.
+    bwrapMounts.push({ host: mount.real, target: mount.virtual, writable: mount.writable, direct: mount.writable })
   }
-  // Staged only when every writable directory is inside the thread's directory (overlayfs needs its
-  // work directory on the same mount); otherwise bind-mounted directly.
+  // Staged only when every writable directory of the thread is inside the thread's directory (overlayfs needs
+  // its work directory on the same mount); otherwise bind-mounted directly.
   const mode = work !== undefined &&
-      bwrapMounts.every((m) => !m.writable || (isInside(m.host, stage) && m.work !== undefined))
+      bwrapMounts.every((m) => !m.writable || m.direct === true || (isInside(m.host, stage) && m.work !== undefined))
     ? "staged"
     : "direct"
   const invocation = Bash.bwrapInvocation({

@@ -6,7 +6,7 @@
 import * as Fsp from "node:fs/promises"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
-import { ACP_WORKSPACE, OUTPUTS, SandboxError, SKILLS, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
+import { ACP_WORKSPACE, OUTPUTS, SandboxError, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import { codeOf, escapeError, fsError } from "./FsErrors.js"
 import type { Access, SandboxState } from "./SandboxState.js"
 import type { ParsedPath } from "./VirtualPaths.js"
@@ -23,7 +23,7 @@ export interface Resolved {
 
 /** Parses a virtual path against the thread's mounts. */
 export const parse = (state: SandboxState, input: string) =>
-  Effect.suspend(() => parseVirtual(input, state.mounts, state.show))
+  Effect.suspend(() => parseVirtual(input, state.mounts, state.show, state.spec.skillsContainer))
 
 // Follows the candidate's symlinks; for a path that does not exist yet, resolves its deepest existing
 // ancestor. A path component that exists but cannot be resolved is a broken or looping symlink.
@@ -71,12 +71,15 @@ export const resolveParsed = (state: SandboxState, input: string, access: Access
       return Effect.fail(
         new SandboxError({
           reason: "read_only",
-          message: parsed.mount.virtual === SKILLS
+          message: parsed.mount.origin === "skills"
             ? `${parsed.virtual} is read-only (skills cannot be changed from the sandbox). ` +
               `Write under ${WORKSPACE} or ${OUTPUTS}.`
             : parsed.mount.virtual === ACP_WORKSPACE
             ? `${parsed.virtual} is read-only (only ACP agents write the ACP workspace). ` +
               `Copy what you need to ${WORKSPACE} or ${OUTPUTS}.`
+            : parsed.mount.origin === "config"
+            ? `${parsed.virtual} is read-only: ${parsed.mount.virtual} is mounted read-only (sandbox.mounts). ` +
+              `Write under ${WORKSPACE}, ${OUTPUTS} or a read-write mount.`
             : `${parsed.virtual} is read-only. Write under ${WORKSPACE}, ${UPLOADS} or ${OUTPUTS}.`,
           path: parsed.virtual
         })

@@ -100,7 +100,8 @@ export const readBytes = (
 /** Reads a UTF-8 text file; binary or non-UTF-8 content fails with reason `binary`. */
 export const readText = (state: SandboxState, input: string): Effect.Effect<string, SandboxError> =>
   Effect.flatMap(readBytes(state, input, MAX_TEXT_BYTES), (bytes) => {
-    const virtual = Either.getOrElse(parseVirtual(input, state.mounts, state.show), () => ({ virtual: input })).virtual
+    const parsed = parseVirtual(input, state.mounts, state.show, state.spec.skillsContainer)
+    const virtual = Either.getOrElse(parsed, () => ({ virtual: input })).virtual
     const binary = new SandboxError({
       reason: "binary",
       message: `Cannot read ${virtual} as text: it is binary or not UTF-8.`,

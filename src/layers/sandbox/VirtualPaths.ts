@@ -17,6 +17,8 @@ export interface MountPoint {
   /** The host directory with symlinks resolved. */
   readonly real: string
   readonly writable: boolean
+  /** Besides the thread's own directories: the skills, the ACP workspace, a configured mount, an MCP server's root. */
+  readonly origin?: "skills" | "acp" | "config" | "mcp" | undefined
 }
 
 /** A virtual path split into its mount and the segments below it. */
@@ -35,6 +37,13 @@ const ENCODED = /%(2e|2f|5c|00)/i
 /** The virtual roots the model may use, for messages. */
 export const VIRTUAL_ROOTS_TEXT = `${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKILLS}`
 
+/** The virtual roots of a set of mounts, for messages (the skills and any other mounts after the thread's own). */
+export const rootsText = (mounts: ReadonlyArray<MountPoint>): string => {
+  const others = mounts.filter((m) => m.origin !== undefined).map((m) => m.virtual)
+  const all = [WORKSPACE, UPLOADS, OUTPUTS, ...(others.length === 0 ? [SKILLS] : others)]
+  return `${all.slice(0, -1).join(", ")} or ${all[all.length - 1]}`
+}
+
 /**
  * Parses a virtual path against mount points (pure): rejects NUL bytes, percent-encoded dots, slashes,
  * backslashes and NULs, `..` segments (between `/` or `\\`), and anything not under a mount; a relative path is taken from the
@@ -43,7 +52,8 @@ export const VIRTUAL_ROOTS_TEXT = `${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKI
 export const parseVirtual = (
   input: string,
   mounts: ReadonlyArray<MountPoint>,
-  show: (text: string) => string
+  show: (text: string) => string,
+  skillsRoot: string = SKILLS
 ): Either.Either<ParsedPath, SandboxError> => {
   const shown = () => show(input)
   const fail = (reason: SandboxError["reason"], message: string) =>
@@ -66,7 +76,7 @@ export const parseVirtual = (
     }
   }
   if (best === undefined) {
-    if (isInside(virtual, SKILLS)) {
+    if (isInside(virtual, skillsRoot)) {
       return fail(
         "not_found",
         `${virtual} does not exist: there is no skills directory (skills.path in config.yaml, or skills/ next to it)`
@@ -77,7 +87,7 @@ export const parseVirtual = (
       return fail("path_escape", `Host paths are not accepted; use the virtual path ${masked} instead.`)
     }
     const what = masked === OUTSIDE_PATH ? "That path" : masked
-    return fail("path_escape", `Access denied: ${what} is outside the sandbox. Use paths under ${VIRTUAL_ROOTS_TEXT}.`)
+    return fail("path_escape", `Access denied: ${what} is outside the sandbox. Use paths under ${rootsText(mounts)}.`)
   }
   const rest = virtual === best.virtual ? [] : virtual.slice(best.virtual.length + 1).split("/")
   return Either.right({ virtual, mount: best, rest })
@@ -87,12 +97,15 @@ export const parseVirtual = (
 export const OUTSIDE_PATH = "(a path outside the sandbox)"
 
 /**
- * How a (masked) path argument is echoed in messages: virtual and relative paths as given (cut at 300
- * chars), any other absolute path not at all, so messages never carry a host path.
+ * How a (masked) path argument is echoed in messages: virtual and relative paths, and paths under `mounts` (a
+ * mount outside `/mnt`), as given (cut at 300 chars), any other absolute path not at all, so messages never carry
+ * a host path.
  */
-export const displayPath = (masked: string): string => {
+export const displayPath = (masked: string, mounts: ReadonlyArray<MountPoint> = []): string => {
   const cut = masked.length > 300 ? `${masked.slice(0, 300)}...` : masked
-  return masked.startsWith("/") && !masked.startsWith("/mnt/") ? OUTSIDE_PATH : cut
+  return masked.startsWith("/") && !masked.startsWith("/mnt/") && !mounts.some((m) => isInside(masked, m.virtual))
+    ? OUTSIDE_PATH
+    : cut
 }
 
 // Characters that continue a path segment: a host directory followed (or preceded) by one of these is part of

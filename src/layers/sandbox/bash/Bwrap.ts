@@ -14,6 +14,8 @@ export interface Mount {
   readonly host: string
   readonly target: string
   readonly writable: boolean
+  /** Bound by bubblewrap itself in staged mode too (a writable directory outside the stage). */
+  readonly direct?: boolean | undefined
 }
 
 /**
@@ -112,7 +114,9 @@ export const bwrapInvocation = (spec: BwrapSpec): BwrapInvocation => {
     }
     options.push("--tmpfs", STAGE, "--dir", `${STAGE}/empty`, "--bind", stage, `${STAGE}/thread`)
     spec.mounts.forEach((mount, i) => {
-      if (mount.writable) {
+      if (mount.direct === true) {
+        options.push(mount.writable ? "--bind" : "--ro-bind", mount.host, mount.target)
+      } else if (mount.writable) {
         if (mount.work === undefined) throw new Error(`${mount.target} needs an overlay work directory`)
         staged.push("rw", inside(mount.host), mount.target, inside(mount.work))
       } else {

@@ -4,7 +4,7 @@
  */
 import * as Schema from "effect/Schema"
 import { withDefault } from "../../../services/AppConfig.js"
-import { OUTPUTS, SKILLS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
+import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
 
 const Description = Schema.String.annotations({
   description: "One short sentence on why you are running this (shown to the user). Always give this argument first."
@@ -14,8 +14,8 @@ const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith
 
 const VirtualPath = (what: string) =>
   Schema.String.annotations({
-    description: `${what} A path under ${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} or ${SKILLS} ` +
-      `(a relative path is taken from ${WORKSPACE}).`
+    description: `${what} A path under ${WORKSPACE}, ${UPLOADS}, ${OUTPUTS}, the skills directory or another ` +
+      `directory the system prompt lists as mounted (a relative path is taken from ${WORKSPACE}).`
   })
 
 // Argument schemas are built once: building them per run costs more than the rest of a run's setup.

@@ -7,7 +7,7 @@ import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import type { SandboxConfig } from "../../../services/AppConfig.js"
 import { RunEvents } from "../../../services/RunEvents.js"
-import { OUTPUTS, SKILLS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
+import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import type { ToolCall } from "../../../state/Message.js"
 import { BashArgs } from "./Args.js"
@@ -73,12 +73,21 @@ export const publishingOutput = <A, E, R>(
     return yield* body((text) => void Queue.unsafeOffer(queue, text)).pipe(Effect.ensuring(rest))
   })
 
+// The configured mounts, for the tool's description.
+const mountsText = (settings: SandboxConfig): string =>
+  settings.mounts.length === 0
+    ? ""
+    : ` Also mounted: ${
+      settings.mounts.map((m) => `${m.container_path} (${m.read_only ? "read-only" : "read-write"})`).join(", ")
+    }.`
+
 /** The `bash` tool. */
-export const bash = ({ settings, withSandbox }: ToolContext) =>
+export const bash = ({ settings, skillsContainer, withSandbox }: ToolContext) =>
   Tool.make({
     name: "bash",
     description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
-      `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${SKILLS}. There is ` +
+      `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${skillsContainer}.` +
+      `${mountsText(settings)} There is ` +
       "no network access, /tmp is private to the command, and anything the command starts is stopped when it " +
       `ends. Commands time out after ${settings.bash_command_timeout} s. Long output keeps its start and end.` +
       limitsText(settings),

@@ -51,6 +51,8 @@ const unexpected = (name: string, cause: Cause.Cause<unknown>, mask: (text: stri
 /** What the tools are built with. */
 export interface ToolContext {
   readonly settings: SandboxConfig
+  /** Where the model sees the skills (`skills.container_path`). */
+  readonly skillsContainer: string
   /** Whether `read_file` marks its results with what it read (`read_before_write.enabled`). */
   readonly markReads: boolean
   /**
@@ -74,6 +76,7 @@ export const make = Effect.gen(function*() {
     )
   return {
     settings: app.config.sandbox,
+    skillsContainer: app.config.skills.container_path,
     markReads: app.config.read_before_write.enabled,
     withSandbox
   } satisfies ToolContext
