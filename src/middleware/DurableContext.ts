@@ -23,7 +23,13 @@ import * as M from "../state/Message.js"
 import { escapeText } from "../state/Markup.js"
 import { isTerminal, MAX_DELEGATIONS } from "../state/Reducers.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
-import type { DelegationEntry, DelegationStatus, SkillEntry, SubagentStopReason } from "../state/ThreadState.js"
+import type {
+  DelegationEntry,
+  DelegationStatus,
+  SkillEntry,
+  SubagentStopReason,
+  ThreadState
+} from "../state/ThreadState.js"
 import * as Incremental from "./internal/Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
@@ -449,18 +455,21 @@ export const layer = (options: Options = {}): Middleware => {
     let injected: ReadonlyArray<Message> | undefined
 
     // before the call: the skill files read since the last call (the whole history when it is not the one seen)
-    const captureSkills = Effect.flatMap(state.get, (current) => {
+    // (then the delegations, from the same read of the state when the skills did not change it)
+    const capture = Effect.flatMap(state.get, (current) => {
       const messages = current.messages
       const seen = skillsSeen.get(messages)
       const from = seen === undefined ? 0 : seen.input.length
       skillsSeen.set(messages, true)
       const found = SkillContext.extractSkills(messages, skillSettings, from)
       const changed = SkillContext.changedSkills(current.skill_context, found)
-      return changed.length === 0 ? Effect.void : Effect.orDie(state.update({ skill_context: changed }))
+      return changed.length === 0
+        ? delegationsOf(current)
+        : Effect.zipRight(Effect.orDie(state.update({ skill_context: changed })), delegations)
     })
 
     // before the call: this run's task calls and their results
-    const delegations = Effect.flatMap(state.get, (current) => {
+    const delegationsOf = (current: ThreadState): Effect.Effect<ThreadState> => {
       const messages = current.messages
       const last = Incremental.lastIndexOf(messages, delegates, lastTask)
       // the run's messages hold a task call when the latest one is in them
@@ -474,8 +483,8 @@ export const layer = (options: Options = {}): Middleware => {
         if (changed.length === 0) return Effect.succeed(current)
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
       })
-    })
-    const capture = Effect.zipRight(captureSkills, delegations)
+    }
+    const delegations = Effect.flatMap(state.get, delegationsOf)
 
     return {
       // a skill file read is a load from its result on (SkillToolPolicy decides the next request from the state)

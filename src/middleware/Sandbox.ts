@@ -10,6 +10,7 @@ import * as Option from "effect/Option"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { SandboxProvider } from "../services/Sandbox.js"
 import type { ToolResult } from "../services/ToolService.js"
+import type { ThreadState } from "../state/ThreadState.js"
 import { Interrupt } from "../services/ToolService.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -43,7 +44,8 @@ export const layer = (options: Options = {}) =>
     // conflict), so from then on a tool call goes straight through.
     let bound: string | undefined
 
-    const boundId = Effect.map(state.get, (s) => (bound = s.sandbox?.sandbox_id ?? undefined))
+    const bindingOf = (s: ThreadState) => (bound = s.sandbox?.sandbox_id ?? undefined)
+    const boundId = Effect.map(state.get, bindingOf)
     const lookup = Effect.map(provider.current(context.threadId, context.userId), (sandbox) => {
       if (Option.isSome(sandbox)) acquired ??= sandbox.value.id
       return Option.map(sandbox, (s) => s.id)
@@ -70,13 +72,18 @@ export const layer = (options: Options = {}) =>
     return {
       run: (loop) => Effect.ensuring(Effect.zipRight(before, loop), release),
       tool: (call, next) =>
-        bound !== undefined ? next(call) : Effect.flatMap(boundId, (id) => {
-          if (id !== undefined) return next(call)
+        bound !== undefined ? next(call) : Effect.flatMap(state.get, (s) => {
+          if (bindingOf(s) !== undefined) return next(call)
           // One handler for every way the call ends (each tool call of a run without a sandbox comes here).
           return Effect.uninterruptibleMask((restore) =>
             Effect.matchCauseEffect(restore(next(call)), {
+              // (the lookup and the binding in one step: every call of a run without a sandbox comes here)
               onSuccess: (result) =>
-                Effect.map(lookup, (found) => Option.isNone(found) ? result : withSandboxBinding(result, found.value)),
+                Effect.map(provider.current(context.threadId, context.userId), (sandbox) => {
+                  if (Option.isNone(sandbox)) return result
+                  acquired ??= sandbox.value.id
+                  return withSandboxBinding(result, sandbox.value.id)
+                }),
               onFailure: (cause) => {
                 // A failed or cancelled tool may still have acquired the sandbox: remember it, so it is released.
                 if (Cause.isInterruptedOnly(cause)) return Effect.zipRight(lookup, Effect.failCause(cause))

@@ -1,6 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FC from "effect/FastCheck"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -8,7 +12,7 @@ import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as Run from "../../src/programs/Run.js"
-import { AgentHooks } from "../../src/services/AgentHooks.js"
+import { AgentHooks, type RunLoop } from "../../src/services/AgentHooks.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
 import { ToolService } from "../../src/services/ToolService.js"
@@ -185,6 +189,68 @@ describe("Middleware.stack", () => {
         "outer: finalized"
       ])
     }).pipe(Effect.scoped, H.withStore))
+
+  it.effect("a per-run effect sees the build's services; the run sees its own again, however the set-up ends", () =>
+    Effect.gen(function*() {
+      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+      const seen: Array<string> = []
+      const record = (where: string) => Effect.flatMap(Greeting, (g) => Effect.sync(() => seen.push(`${where}: ${g}`)))
+      // (the run's code reads the caller's Greeting: not a service a run declares)
+      const inRun = (where: string) => record(where) as unknown as Effect.Effect<void>
+      // (hooks called without `Run.execute`: the outermost per-run middleware makes the run's frame)
+      const around = (hooks: AgentHooks["Type"], run: RunLoop) =>
+        hooks.around(run) as unknown as Effect.Effect<unknown, unknown, Greeting>
+      const started = yield* Deferred.make<void>()
+      const setUp = (how: "ok" | "fail" | "hang") =>
+        MW.make(Effect.gen(function*() {
+          yield* record(`set-up ${how}`)
+          if (how === "fail") return yield* Effect.fail("no set-up")
+          if (how === "hang") yield* Effect.zipRight(Deferred.succeed(started, undefined), Effect.never)
+          return { run: (loop) => Effect.zipRight(inRun("run wrapper"), loop) }
+        }))
+      // an outer per-run middleware, whose run wrapper ends after the inner one's set-up
+      const outer = MW.make(Effect.succeed({
+        run: (loop: RunLoop) => Effect.ensuring(loop, inRun("outer run wrapper, at the end"))
+      }))
+      const hooksOf = (how: "ok" | "fail" | "hang") =>
+        Effect.map(
+          Layer.build(MW.stack([outer, setUp(how)], MW.base(ScriptedModel.make(["done"]), Toolkit.make([echo])))).pipe(
+            Effect.provideService(Greeting, "app")
+          ),
+          (ports) => Context.get(ports, AgentHooks)
+        )
+      const loop = Effect.as(inRun("loop"), { status: "success" } as never) as RunLoop
+      const ok = yield* hooksOf("ok")
+      yield* around(ok, loop).pipe(Effect.zipRight(record("after")), Effect.provideService(Greeting, "caller"))
+      const fail = yield* hooksOf("fail")
+      const failed = yield* around(fail, loop).pipe(
+        Effect.exit,
+        Effect.tap(() => record("after a failed set-up")),
+        Effect.provideService(Greeting, "caller")
+      )
+      assert.isTrue(Exit.isFailure(failed) && Cause.isDie(failed.cause))
+      const hang = yield* hooksOf("hang")
+      const fiber = yield* around(hang, loop).pipe(
+        Effect.ensuring(record("after an interrupted set-up")),
+        Effect.provideService(Greeting, "caller"),
+        Effect.fork
+      )
+      yield* Deferred.await(started)
+      yield* Fiber.interrupt(fiber)
+      assert.deepStrictEqual(seen, [
+        "set-up ok: app",
+        "run wrapper: caller",
+        "loop: caller",
+        "outer run wrapper, at the end: caller",
+        "after: caller",
+        "set-up fail: app",
+        "outer run wrapper, at the end: caller",
+        "after a failed set-up: caller",
+        "set-up hang: app",
+        "outer run wrapper, at the end: caller",
+        "after an interrupted set-up: caller"
+      ])
+    }).pipe(Effect.scoped))
 
   it.effect.prop(
     "an identity middleware changes nothing the model or the user sees",

@@ -14,6 +14,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { AgentHooks, type RunLoop } from "../../services/AgentHooks.js"
@@ -224,7 +225,8 @@ export const perRunLayer = <E, R>(
     const next = model.generate
     const below = tools.call
     const around = (run: RunLoop): RunLoop =>
-      Effect.contextWithEffect((context: Context.Context<never>) => {
+      Effect.withFiberRuntime((fiber) => {
+        const context = fiber.currentContext
         const frame = frameOf(context)
         if (frame === undefined) {
           return Effect.flatMap(Scope.make(), (scope) => {
@@ -235,7 +237,7 @@ export const perRunLayer = <E, R>(
         // The entry stands for the rest of the run (the frame forgets it when the run ends). Entered again
         // within one run (the same agent's hooks nested), the outer entry is back when the inner one ends.
         const previous = frame.wrappers.get(key)
-        const entered = Effect.flatMap(start(frame), (w) => {
+        const entered = Effect.flatMap(start(context, frame), (w) => {
           frame.wrappers.set(key, w)
           const loop = hooks.around(run)
           return w.run === undefined ? loop : w.run(loop)
@@ -244,11 +246,20 @@ export const perRunLayer = <E, R>(
           ? entered
           : Effect.ensuring(entered, Effect.sync(() => frame.wrappers.set(key, previous)))
       })
-    // The per-run effect sees the app's services and the run's scope.
-    const start = (frame: Frame) =>
-      Effect.orDie(
-        Effect.provide(perRun, Context.add(app, Scope.Scope, frame.scope)) as Effect.Effect<Wrap, E, RunServices>
-      )
+    // The per-run effect sees the app's services and the run's scope: the fiber's context is the run's with
+    // those added while it runs, and the run's again when it ends, however it ends (what `Effect.provide` does,
+    // in one uninterruptible region instead of its acquire/use/release: a third of the effect steps).
+    const start = (context: Context.Context<never>, frame: Frame): Effect.Effect<Wrap> =>
+      Effect.uninterruptibleMask((restore) => {
+        const back = FiberRef.set(FiberRef.currentContext, context)
+        return Effect.zipRight(
+          FiberRef.set(FiberRef.currentContext, Context.add(Context.merge(context, app), Scope.Scope, frame.scope)),
+          Effect.matchCauseEffect(restore(perRun as Effect.Effect<Wrap, E>), {
+            onFailure: (cause) => Effect.zipRight(back, Effect.orDie(Effect.failCause(cause))),
+            onSuccess: (w) => Effect.as(back, w)
+          })
+        )
+      })
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>
