@@ -1291,8 +1291,10 @@ const check = async (spec: Spec) => {
       claimed.add(name)
     }
   }
-  // (a join of a run that never ends waits for it, as it should)
-  const longPoll = spec.route.path.endsWith("/join") && spec.path.includes(bobIds.stalled)
+  // (a join of a run that never ends waits for it, as it should; so does a wait for a run queued behind it)
+  const longPoll = (spec.route.path.endsWith("/join") && spec.path.includes(bobIds.stalled)) ||
+    (spec.route.path.endsWith("/runs/wait") && spec.path.includes("/threads/bob-busy/") &&
+      sentBody.includes("\"enqueue\""))
   const outcome = await send(spec, longPoll ? LONG_POLL_MS : HANG_MS)
   tally.requests++
   tally.routes.add(`${spec.route.method} ${spec.route.path}`)
