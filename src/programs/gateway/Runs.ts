@@ -100,6 +100,11 @@ export interface Service {
   readonly start: (request: RunRequest) => Effect.Effect<ActiveRun, GatewayError>
   /** The run this process knows (running, or finished and still buffered). */
   readonly get: (runId: string) => ActiveRun | undefined
+  /**
+   * The run as this process can follow it: its own (as `get`), or, in a cluster, the one the thread's runner
+   * runs or ran recently (see `cluster/ClusterRuns`).
+   */
+  readonly lookup: (threadId: string, runId: string) => Effect.Effect<ActiveRun | undefined, GatewayError>
   /** The active run of a thread in this process. */
   readonly activeOf: (threadId: string) => ActiveRun | undefined
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
@@ -473,43 +478,9 @@ export const layer = (
         })
 
       const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
-        const wanted = modes === undefined ? undefined : new Set(modes)
-        const keep = (frame: Protocol.Frame) => {
-          if (wanted === undefined) return true
-          const mode = Protocol.modeOfEvent(frame.event)
-          return mode === undefined || wanted.has(mode)
-        }
         let complete = false
-        const frames = Stream.paginateChunkEffect(cursor, (position: number) =>
-          Effect.gen(function*() {
-            for (;;) {
-              const changed = run.changed()
-              const available = run.after(position)
-              if (available.gap !== undefined) {
-                complete = true
-                return [Chunk.of(available.gap), Option.none<number>()] as const
-              }
-              if (available.frames.length > 0) {
-                const last = available.frames[available.frames.length - 1]!
-                const ended = last.event === "end"
-                if (ended) complete = true
-                return [
-                  Chunk.fromIterable(available.frames.filter(keep)),
-                  ended ? Option.none<number>() : Option.some(last.id)
-                ] as const
-              }
-              if (run.finished()) {
-                complete = true
-                return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
-              }
-              yield* Deferred.await(changed)
-            }
-          })
-        ).pipe(Stream.map(Protocol.sse))
-        const heartbeats = Stream.fromSchedule(Schedule.spaced(`${options.heartbeatSeconds} seconds`)).pipe(
-          Stream.map(() => Protocol.HEARTBEAT)
-        )
-        return Stream.merge(frames, heartbeats, { haltStrategy: "left" }).pipe(
+        const frames = framesOf(run, cursor, () => (complete = true))
+        return sseOf(frames, modes, options.heartbeatSeconds).pipe(
           Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
         )
       }
@@ -548,6 +519,7 @@ export const layer = (
       return Runs.of({
         start,
         get: (runId) => known.get(runId),
+        lookup: (_threadId, runId) => Effect.sync(() => known.get(runId)),
         activeOf: (threadId) => active.get(threadId),
         cancel,
         subscribe,
@@ -555,3 +527,53 @@ export const layer = (
       })
     })
   )
+
+/**
+ * A run's frames from `cursor` (0: from its first buffered event) as they are appended; ends after `end` or
+ * `gap` (calling `onComplete`), or once the run finished and nothing is left after the cursor.
+ */
+export const framesOf = (run: ActiveRun, cursor: number, onComplete: () => void): Stream.Stream<Protocol.Frame> =>
+  Stream.paginateChunkEffect(cursor, (position: number) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const changed = run.changed()
+        const available = run.after(position)
+        if (available.gap !== undefined) {
+          onComplete()
+          return [Chunk.of(available.gap), Option.none<number>()] as const
+        }
+        if (available.frames.length > 0) {
+          const last = available.frames[available.frames.length - 1]!
+          const ended = last.event === "end"
+          if (ended) onComplete()
+          return [
+            Chunk.fromIterable(available.frames),
+            ended ? Option.none<number>() : Option.some(last.id)
+          ] as const
+        }
+        if (run.finished()) {
+          onComplete()
+          return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+        }
+        yield* Deferred.await(changed)
+      }
+    })
+  )
+
+/** Frames as SSE text, filtered to `modes` (all when absent), with a heartbeat every `heartbeatSeconds`. */
+export const sseOf = <E, R>(
+  frames: Stream.Stream<Protocol.Frame, E, R>,
+  modes: ReadonlyArray<Protocol.StreamMode> | undefined,
+  heartbeatSeconds: number
+): Stream.Stream<string, E, R> => {
+  const wanted = modes === undefined ? undefined : new Set(modes)
+  const keep = (frame: Protocol.Frame) => {
+    if (wanted === undefined) return true
+    const mode = Protocol.modeOfEvent(frame.event)
+    return mode === undefined || wanted.has(mode)
+  }
+  const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
+    Stream.map(() => Protocol.HEARTBEAT)
+  )
+  return Stream.merge(Stream.map(Stream.filter(frames, keep), Protocol.sse), heartbeats, { haltStrategy: "left" })
+}
