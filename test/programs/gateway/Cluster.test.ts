@@ -63,6 +63,21 @@ const assertComplete = (events: ReadonlyArray<SseEvent>, first: number, what: st
   assert.strictEqual(events.at(-1)!.event, "end", what)
 }
 
+describe("gateway.cluster refused", () => {
+  it("without database.url, and with a runner_port that is not a port: the start says what is wrong", async () => {
+    const noDatabase = await Support.start({ script, config: { gateway: { cluster: { runner_port: 4000 } } } }).then(
+      (gateway) => (gateways.push(gateway), "started"),
+      (error) => String(error)
+    )
+    assert.include(noDatabase, "gateway.cluster needs PostgreSQL")
+    const badPort = await Support.start({
+      script,
+      config: { gateway: { cluster: { runner_port: "eighty" } } }
+    }).then((gateway) => (gateways.push(gateway), "started"), (error) => String(error))
+    assert.include(badPort, "runner_port")
+  })
+})
+
 describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database", () => {
   it("round-robin: streamed runs, joins with Last-Event-ID and cancels from other processes", async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
