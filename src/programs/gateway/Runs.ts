@@ -105,6 +105,12 @@ export interface Service {
    * runs or ran recently (see `cluster/ClusterRuns`).
    */
   readonly lookup: (threadId: string, runId: string) => Effect.Effect<ActiveRun | undefined, GatewayError>
+  /**
+   * Starts again, here and under its id, a run that a runner which died was running (or never started): from the
+   * thread's last checkpoint (a tool call left open is answered "interrupted" by the run, never run again); of
+   * its messages, those the thread already has are not added again.
+   */
+  readonly resume: (request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>
   /** The active run of a thread in this process. */
   readonly activeOf: (threadId: string) => ActiveRun | undefined
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
@@ -371,6 +377,17 @@ export const layer = (
 
       const start: Service["start"] = (request) => startWith(request)
 
+      const resume: Service["resume"] = (request, runId) =>
+        Effect.gen(function*() {
+          const loaded = yield* Effect.mapError(store.load(request.threadId), internal)
+          const stored = Option.match(loaded, { onNone: () => [], onSome: (thread) => thread.state.messages })
+          // (a message the run was given is kept under its id, or an id made from it)
+          const had = (id: string) => stored.some((m) => m.id === id || m.id?.startsWith(`${id}__`) === true)
+          const messages = request.messages.filter((m) => m.id === undefined || !had(m.id))
+          const { checkpointId: _, resume: __, ...rest } = request
+          return yield* startWith({ ...rest, messages, multitaskStrategy: "reject" }, runId)
+        })
+
       const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
         lock.withPermits(1)(Effect.gen(function*() {
           const runId = queuedId ?? M.newId()
@@ -520,6 +537,7 @@ export const layer = (
         start,
         get: (runId) => known.get(runId),
         lookup: (_threadId, runId) => Effect.sync(() => known.get(runId)),
+        resume,
         activeOf: (threadId) => active.get(threadId),
         cancel,
         subscribe,

@@ -68,7 +68,9 @@ export const ClusterConfig = Schema.Struct({
   /** The port other runners reach this one at. */
   runner_port: Schema.Number.pipe(Schema.int(), Schema.between(1, 65535)),
   /** The address this runner listens on (default `runner_host`; `0.0.0.0` in a container). */
-  listen_host: Schema.optional(Schema.NonEmptyTrimmedString)
+  listen_host: Schema.optional(Schema.NonEmptyTrimmedString),
+  /** Seconds between checks that the other runners are alive: a dead one's threads move after about this. */
+  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10)
 })
 export type ClusterConfig = typeof ClusterConfig.Type
 

@@ -8,6 +8,7 @@
  *
  * The module imports @effect/sql-pg (an optional peer): the gateway loads it only when a cluster is configured.
  */
+import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
@@ -15,6 +16,7 @@ import * as Rpc from "@effect/rpc/Rpc"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
@@ -63,8 +65,14 @@ export const ThreadEntity = Entity.make("AntlerThread", [
   Rpc.make("Cancel", {
     payload: { ...RunId, action: Schema.Literal("interrupt", "rollback"), wait: Schema.Boolean },
     error: GatewayError
-  })
+  }),
+  // the durable half of a run: kept in PostgreSQL until its runner answers it (when the run ended); a runner that
+  // dies leaves it unanswered, and the thread's next runner resumes the run
+  Rpc.make("Execute", { payload: { ...RunId, request: Schema.Unknown }, success: Schema.Unknown, error: GatewayError })
+    .annotate(ClusterSchema.Persisted, true)
 ])
+
+const TERMINAL = new Set(["success", "error", "cancelled", "interrupted", "timeout"])
 
 /** This runner's own run manager (the runs of the threads it owns). */
 class LocalRuns extends Context.Tag("antler/gateway/cluster/LocalRuns")<LocalRuns, Runs.Service>() {}
@@ -107,7 +115,18 @@ const entityLayer = ThreadEntity.toLayer(
           if (record === undefined) return yield* unknownRun(payload.runId)
           return { record, state: TS.empty }
         }),
-      Cancel: ({ payload }) => local.cancel(payload.runId, payload.action, payload.wait)
+      Cancel: ({ payload }) => local.cancel(payload.runId, payload.action, payload.wait),
+      Execute: ({ payload }) =>
+        Effect.gen(function*() {
+          const own = local.get(payload.runId)
+          if (own !== undefined) return yield* Deferred.await(own.done)
+          // not run here: its runner died (or the thread's shard moved before it started)
+          const record = (yield* Effect.orElseSucceed(store.runs({ runId: payload.runId }), () => []))[0]
+          if (record !== undefined && TERMINAL.has(record.status)) return record
+          yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
+          const run = yield* local.resume(payload.request as Runs.RunRequest, payload.runId)
+          return yield* Deferred.await(run.done)
+        })
     })
   }),
   // a run's stream, its end and a cancel are answered at once, whatever else the thread is asked
@@ -122,7 +141,11 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       runnerAddress: Option.some(RunnerAddress.make(config.runner_host, config.runner_port)),
       runnerListenAddress: Option.some(
         RunnerAddress.make(config.listen_host ?? config.runner_host, config.runner_port)
-      )
+      ),
+      // how soon a dead runner is noticed (its shards, and the runs it left, go to the others), and how often a
+      // runner looks for messages its shards were sent while another had them
+      runnerHealthCheckInterval: Duration.seconds(config.health_check_seconds),
+      entityMessagePollInterval: Duration.seconds(1)
     }
   }).pipe(Layer.provide(PgClient.layer({ url })), Layer.orDie)
 
@@ -193,6 +216,9 @@ export const layer = (
       const start: Runs.Service["start"] = (request) =>
         Effect.gen(function*() {
           const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request }), routed)
+          yield* client(request.threadId).Execute({ runId, request }, { discard: true }).pipe(
+            Effect.catchAll((error) => Effect.logWarning(`run ${runId}: not made durable`, error))
+          )
           const own = localRuns.get(runId)
           if (own !== undefined) return own
           return yield* remoteRun({
@@ -238,6 +264,7 @@ export const layer = (
         activeOf: (threadId) => localRuns.activeOf(threadId),
         cancel,
         subscribe,
+        resume: localRuns.resume,
         recover: localRuns.recover
       })
     })
