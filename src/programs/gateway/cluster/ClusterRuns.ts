@@ -72,7 +72,7 @@ export const ThreadEntity = Entity.make("AntlerThread", [
     .annotate(ClusterSchema.Persisted, true)
 ])
 
-const TERMINAL = new Set(["success", "error", "cancelled", "interrupted", "timeout"])
+const TERMINAL: ReadonlySet<string> = new Set(["success", "error", "cancelled", "interrupted"])
 
 /** This runner's own run manager (the runs of the threads it owns). */
 class LocalRuns extends Context.Tag("antler/gateway/cluster/LocalRuns")<LocalRuns, Runs.Service>() {}
