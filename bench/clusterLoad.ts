@@ -154,7 +154,7 @@ const measure = async (cli: string, modelUrl: string, pg: Awaited<ReturnType<typ
   const pick = () => servers[next++ % servers.length]!.url
   const threads: Array<string> = []
   for (let c = 0; c < clients; c++) {
-    threads.push(((await (await fetch(`${pick()}/threads`, { method: "POST", body: "{}" })).json()) as any).thread_id)
+    threads.push(((await (await fetch(`${pick()}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as any).thread_id)
   }
   // a warm-up run per thread (the shards are being spread), then the measured ones
   await Promise.all(threads.map((thread) => streamRun(pick(), thread, 0)))

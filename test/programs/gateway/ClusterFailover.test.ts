@@ -82,6 +82,17 @@ const psql = (url: string, statement: string): string => {
 // the run resumed on the survivor
 let hung = 0
 const script = (body: ChatRequestBody): Turn => {
+  const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
+  if (asked.includes("Run the slow job")) {
+    // a tool call that is still running when its process is killed; once answered, the model says so
+    if (body.messages.at(-1)?.role === "tool") return "The slow job was interrupted; I will not run it again."
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: { description: "Run the slow job", command: "echo ran >> /mnt/user-data/workspace/ran.txt; sleep 20" }
+      }]
+    }
+  }
   if (body.messages.at(-1)?.role === "tool") {
     return hung++ === 0 ? { content: "Still thinking", stall: true } : "Both parts written."
   }
@@ -102,12 +113,12 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
-  it("the run resumes on the survivor from its last checkpoint and ends; no step lost or run twice", async () => {
-    const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-    const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
-    const home = Support.tempDir("antler-cluster-failover-")
-    const start = async () => {
+/** Two runners of one cluster on a fresh database, sharing a data directory. */
+const cluster = async (hostBash: boolean) => {
+  const dbUrl = await (pg as Postgres.Postgres).createDatabase()
+  const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
+  const home = Support.tempDir("antler-cluster-failover-")
+  const start = async () => {
       const config = Path.join(home, `config-${servers.length}.yaml`)
       Fs.writeFileSync(config, [
         "models:",
@@ -116,7 +127,7 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
         `    base_url: ${scripted.url}`,
         "    api_key: sk-test-failover-000000",
         "sandbox:",
-        "  allow_host_bash: false",
+        `  allow_host_bash: ${hostBash}`,
         "memory:",
         "  enabled: false",
         "database:",
@@ -131,14 +142,39 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
       servers.push(server)
       return { server, url: await server.url }
     }
-    const a = await start()
-    const b = await start()
-    const post = (base: string, path: string, body: unknown) =>
-      fetch(`${base}${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body)
-      })
+  const a = await start()
+  const b = await start()
+  return { dbUrl, scripted, home, a, b }
+}
+
+/** The one of `a` and `b` running the thread's run (the holder of its lease, `host:pid`), and the other. */
+const holderOf = (dbUrl: string, threadId: string, a: Started, b: Started) => {
+  const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${threadId}'`)
+  const pid = Number(owner.slice(owner.lastIndexOf(":") + 1))
+  const victim = [a, b].find((s) => s.server.child.pid === pid)
+  assert.isDefined(victim, `lease owner ${owner}`)
+  return { victim: victim!, survivor: victim === a ? b : a }
+}
+
+interface Started {
+  readonly server: Server
+  readonly url: string
+}
+
+const post = (base: string, path: string, body: unknown) =>
+  fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+
+const ended = async (url: string, threadId: string, runId: string, output: () => string) => {
+  await until(async () => {
+    const record = await (await fetch(`${url}/threads/${threadId}/runs/${runId}`)).json() as any
+    return record.status !== "running" && record.status !== "pending"
+  }, `the run ended on the survivor: ${output()}`)
+  return await (await fetch(`${url}/threads/${threadId}/runs/${runId}`)).json() as any
+}
+
+describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
+  it("the run resumes on the survivor from its last checkpoint and ends; no step lost or run twice", async () => {
+    const { a, b, dbUrl, home, scripted } = await cluster(false)
     const thread = await (await post(a.url, "/threads", {})).json() as any
     const run = await (await post(a.url, `/threads/${thread.thread_id}/runs`, {
       assistant_id: "lead_agent",
@@ -150,21 +186,12 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
       return state.values.messages.some((m: any) => m.type === "tool") && hung > 0
     }, "the first step saved")
 
-    // the process running the run holds the thread's lease (owner: host:pid)
-    const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${thread.thread_id}'`)
-    const pid = Number(owner.slice(owner.lastIndexOf(":") + 1))
-    const victim = [a, b].find((s) => s.server.child.pid === pid)
-    assert.isDefined(victim, `lease owner ${owner}`)
-    const survivor = victim === a ? b : a
-    victim!.server.child.kill("SIGKILL")
-    await new Promise((resolve) => victim!.server.child.once("exit", resolve))
+    const { survivor, victim } = holderOf(dbUrl, thread.thread_id, a, b)
+    victim.server.child.kill("SIGKILL")
+    await new Promise((resolve) => victim.server.child.once("exit", resolve))
 
     // the survivor resumes the run and it ends
-    await until(async () => {
-      const record = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
-      return record.status !== "running" && record.status !== "pending"
-    }, `the run ended on the survivor: ${survivor.server.output()}`)
-    const record = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
+    const record = await ended(survivor.url, thread.thread_id, run.run_id, survivor.server.output)
     assert.strictEqual(record.status, "success", JSON.stringify(record))
     const state = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/state`)).json() as any
     const visible = Support.visible(state.values.messages)
@@ -175,5 +202,35 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
     const part1 = Path.join(home, "users/default/threads", thread.thread_id, "user-data/workspace/part1.md")
     assert.strictEqual(Fs.readFileSync(part1, "utf8"), "part one\n")
     assert.strictEqual(scripted.requests.filter((r) => r.messages.at(-1)?.role !== "tool").length, 1)
+  }, 240_000)
+
+  it("a tool call in flight when its runner dies is answered interrupted on the survivor, never run again", async () => {
+    const { a, b, dbUrl, home } = await cluster(true)
+    const thread = await (await post(b.url, "/threads", {})).json() as any
+    const marker = Path.join(home, "users/default/threads", thread.thread_id, "user-data/workspace/ran.txt")
+    const run = await (await post(b.url, `/threads/${thread.thread_id}/runs`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "Run the slow job" }] }
+    })).json() as any
+    // the call is saved (before the tool runs) and the command started
+    await until(async () => {
+      const state = await (await fetch(`${a.url}/threads/${thread.thread_id}/state`)).json() as any
+      return state.values.messages.some((m: any) => m.type === "ai" && m.tool_calls?.length > 0) &&
+        Fs.existsSync(marker)
+    }, "the tool call in flight")
+    const { survivor, victim } = holderOf(dbUrl, thread.thread_id, a, b)
+    victim.server.child.kill("SIGKILL")
+    await new Promise((resolve) => victim.server.child.once("exit", resolve))
+
+    const record = await ended(survivor.url, thread.thread_id, run.run_id, survivor.server.output)
+    assert.strictEqual(record.status, "success", JSON.stringify(record))
+    const state = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/state`)).json() as any
+    const visible = Support.visible(state.values.messages)
+    assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai"])
+    assert.include(visible[2].content, "interrupted")
+    assert.strictEqual(visible[2].tool_call_id, visible[1].tool_calls[0].id)
+    assert.strictEqual(visible[3].content, "The slow job was interrupted; I will not run it again.")
+    // the command ran once
+    assert.strictEqual(Fs.readFileSync(marker, "utf8"), "ran\n")
   }, 240_000)
 })
