@@ -14,6 +14,7 @@ import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -120,11 +121,26 @@ const entityLayer = ThreadEntity.toLayer(
         Effect.gen(function*() {
           const own = local.get(payload.runId)
           if (own !== undefined) return yield* Deferred.await(own.done)
-          // not run here: its runner died (or the thread's shard moved before it started)
-          const record = (yield* Effect.orElseSucceed(store.runs({ runId: payload.runId }), () => []))[0]
-          if (record !== undefined && TERMINAL.has(record.status)) return record
+          // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
+          // no live process holds the thread (its lease, renewed while a run goes) is the run resumed here
+          const request = payload.request as Runs.RunRequest
+          for (;;) {
+            const record = (yield* Effect.orElseSucceed(store.runs({ runId: payload.runId }), () => []))[0]
+            if (record !== undefined && TERMINAL.has(record.status)) return record
+            const probe = `resume-probe-${payload.runId}`
+            const now = yield* Clock.currentTimeMillis
+            const holder = yield* Effect.orElseSucceed(
+              store.acquireLease({ threadId: request.threadId, runId: probe, ttlMs: 1, now }),
+              () => ({ run_id: "unknown" })
+            )
+            if (holder === undefined) {
+              yield* Effect.ignore(store.releaseLease(request.threadId, probe))
+              break
+            }
+            yield* Effect.sleep("1 second")
+          }
           yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
-          const run = yield* local.resume(payload.request as Runs.RunRequest, payload.runId)
+          const run = yield* local.resume(request, payload.runId)
           return yield* Deferred.await(run.done)
         })
     })
