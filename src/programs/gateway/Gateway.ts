@@ -43,7 +43,7 @@ import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
 export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("GatewayStartError", {
-  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens"),
+  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens", "cluster"),
   message: Schema.String
 }) {}
 
@@ -208,17 +208,35 @@ export const layer = (options: Options) => {
     if (cors !== undefined) return yield* new GatewayStartError({ reason: "unsafe_cors", message: cors })
     const tokens = Auth.tokensProblem(gateway.auth.tokens)
     if (tokens !== undefined) return yield* new GatewayStartError({ reason: "tokens", message: tokens })
+    if (gateway.cluster != null && databaseUrl(app.config) === undefined) {
+      return yield* new GatewayStartError({
+        reason: "cluster",
+        message: "gateway.cluster needs PostgreSQL, where the runners keep their messages and find each other: set " +
+          "database.url (postgres://user:password@host:port/database), or remove gateway.cluster to run one process"
+      })
+    }
   })
 
   const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store)
-  const runs = Runs.layer({
+  const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
     keepFinished: gateway.finished_runs_kept,
     heartbeatSeconds: gateway.heartbeat_seconds,
     redact,
     traced
-  }).pipe(Layer.provideMerge(factory))
+  }
+  const cluster = gateway.cluster ?? undefined
+  const url = databaseUrl(app.config)
+  // one process: its own run manager; a runner of a cluster: the manager routing each thread to its runner
+  // (loaded only then: it needs the optional @effect/sql-pg)
+  const manager = cluster === undefined || url === undefined
+    ? Runs.layer(runOptions)
+    : Layer.unwrapEffect(
+      Effect.map(Effect.promise(() => import("./cluster/ClusterRuns.js")), (ClusterRuns) =>
+        ClusterRuns.layer(runOptions, cluster, url))
+    )
+  const runs = manager.pipe(Layer.provideMerge(factory))
 
   const recovered = Layer.effectDiscard(Effect.gen(function*() {
     // the default agent is built now: a configuration it cannot be built from stops the start, not a run

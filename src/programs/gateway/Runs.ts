@@ -8,6 +8,7 @@
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
  * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
  */
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -18,6 +19,7 @@ import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
@@ -102,6 +104,17 @@ export interface Service {
   readonly start: (request: RunRequest) => Effect.Effect<ActiveRun, GatewayError>
   /** The run this process knows (running, or finished and still buffered). */
   readonly get: (runId: string) => ActiveRun | undefined
+  /**
+   * The run as this process can follow it: its own (as `get`), or, in a cluster, the one the thread's runner
+   * runs or ran recently (see `cluster/ClusterRuns`).
+   */
+  readonly lookup: (threadId: string, runId: string) => Effect.Effect<ActiveRun | undefined, GatewayError>
+  /**
+   * Starts again, here and under its id, a run that a runner which died was running (or never started): from the
+   * thread's last checkpoint (a tool call left open is answered "interrupted" by the run, never run again); of
+   * its messages, those the thread already has are not added again.
+   */
+  readonly resume: (request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>
   /** The active run of a thread in this process. */
   readonly activeOf: (threadId: string) => ActiveRun | undefined
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
@@ -428,6 +441,17 @@ export const layer = (
 
       const start: Service["start"] = (request) => startWith(request)
 
+      const resume: Service["resume"] = (request, runId) =>
+        Effect.gen(function*() {
+          const loaded = yield* Effect.mapError(store.load(request.threadId), internal)
+          const stored = Option.match(loaded, { onNone: () => [], onSome: (thread) => thread.state.messages })
+          // (a message the run was given is kept under its id, or an id made from it)
+          const had = (id: string) => stored.some((m) => m.id === id || m.id?.startsWith(`${id}__`) === true)
+          const messages = request.messages.filter((m) => m.id === undefined || !had(m.id))
+          const { checkpointId: _, resume: __, ...rest } = request
+          return yield* startWith({ ...rest, messages, multitaskStrategy: "reject" }, runId)
+        })
+
       const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
         lock.withPermits(1)(Effect.gen(function*() {
           const runId = queuedId ?? M.newId()
@@ -535,34 +559,11 @@ export const layer = (
         })
 
       const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
-        const wanted = modes === undefined ? undefined : new Set(modes)
-        const keep = (frame: Protocol.Frame) => {
-          if (wanted === undefined) return true
-          const mode = Protocol.modeOfEvent(frame.event)
-          return mode === undefined || wanted.has(mode)
-        }
         let complete = false
         // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
         // found at once are sent as one piece of text (a client behind gets what it missed in one write)
         const beat = options.heartbeatSeconds * 1000
-        // until the run appends after `seen`, or `ms` pass (one listener and one timer, no fibers)
-        const waitChange = (seen: number, ms: number) =>
-          Effect.async<void>((resume) => {
-            if (run.changes() !== seen) return resume(Effect.void)
-            let off = () => {}
-            const timer = setTimeout(() => {
-              off()
-              resume(Effect.void)
-            }, ms)
-            off = run.onChange(() => {
-              clearTimeout(timer)
-              resume(Effect.void)
-            })
-            return Effect.sync(() => {
-              clearTimeout(timer)
-              off()
-            })
-          })
+        const keep = keepOf(modes)
         let nextBeat: number | undefined
         const page = (position: number) =>
           Effect.gen(function*() {
@@ -592,7 +593,7 @@ export const layer = (
                 return [text, Option.none<number>()] as const
               }
               if (text !== "") return [text, Option.some(position)] as const
-              yield* waitChange(seen, Math.max(0, nextBeat - now))
+              yield* appended(run, seen, Math.max(0, nextBeat - now))
             }
           })
         return Stream.paginateEffect(cursor, page).pipe(
@@ -635,6 +636,8 @@ export const layer = (
       return Runs.of({
         start,
         get: (runId) => known.get(runId),
+        lookup: (_threadId, runId) => Effect.sync(() => known.get(runId)),
+        resume,
         activeOf: (threadId) => active.get(threadId),
         cancel,
         subscribe,
@@ -642,3 +645,80 @@ export const layer = (
       })
     })
   )
+
+/**
+ * A run's frames from `cursor` (0: from its first buffered event) as they are appended; ends after `end` or
+ * `gap` (calling `onComplete`), or once the run finished and nothing is left after the cursor.
+ */
+export const framesOf = (run: ActiveRun, cursor: number, onComplete: () => void): Stream.Stream<Protocol.Frame> =>
+  Stream.paginateChunkEffect(cursor, (position: number) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const seen = run.changes()
+        const available = run.after(position)
+        if (available.gap !== undefined) {
+          onComplete()
+          return [Chunk.of(available.gap), Option.none<number>()] as const
+        }
+        if (available.frames.length > 0) {
+          const last = available.frames[available.frames.length - 1]!
+          const ended = last.event === "end"
+          if (ended) onComplete()
+          return [
+            Chunk.fromIterable(available.frames),
+            ended ? Option.none<number>() : Option.some(last.id)
+          ] as const
+        }
+        if (run.finished()) {
+          onComplete()
+          return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+        }
+        yield* appended(run, seen)
+      }
+    })
+  )
+
+/** Until `run` appends after `seen`, or `ms` pass when given (one listener and at most one timer, no fibers). */
+const appended = (run: ActiveRun, seen: number, ms?: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (run.changes() !== seen) return resume(Effect.void)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const off = run.onChange(() => {
+      clearTimeout(timer)
+      resume(Effect.void)
+    })
+    if (ms !== undefined) {
+      timer = setTimeout(() => {
+        off()
+        resume(Effect.void)
+      }, ms)
+    }
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      off()
+    })
+  })
+
+/** Whether a frame is of `modes` (every frame when absent; frames of no mode always). */
+const keepOf = (modes: ReadonlyArray<Protocol.StreamMode> | undefined) => {
+  const wanted = modes === undefined ? undefined : new Set(modes)
+  return (frame: Protocol.Frame) => {
+    if (wanted === undefined) return true
+    const mode = Protocol.modeOfEvent(frame.event)
+    return mode === undefined || wanted.has(mode)
+  }
+}
+
+
+/** Frames as SSE text, filtered to `modes` (all when absent), with a heartbeat every `heartbeatSeconds`. */
+export const sseOf = <E, R>(
+  frames: Stream.Stream<Protocol.Frame, E, R>,
+  modes: ReadonlyArray<Protocol.StreamMode> | undefined,
+  heartbeatSeconds: number
+): Stream.Stream<string, E, R> => {
+  const keep = keepOf(modes)
+  const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
+    Stream.map(() => Protocol.HEARTBEAT)
+  )
+  return Stream.merge(Stream.map(Stream.filter(frames, keep), Protocol.sse), heartbeats, { haltStrategy: "left" })
+}

@@ -57,6 +57,24 @@ const AllowedHost = Schema.String.pipe(
 )
 
 /**
+ * `gateway.cluster`: `antler serve` as one runner of a cluster on @effect/cluster, with PostgreSQL (`database.url`)
+ * as its storage. Each thread is an entity owned by one runner (its shard's); any process accepts a request
+ * about it and routes it there. Runners talk to each other on `runner_port` (plain TCP, no authentication: a
+ * private network only). Absent: one process, no cluster.
+ */
+export const ClusterConfig = Schema.Struct({
+  /** The address other runners reach this one at (not a wildcard). */
+  runner_host: withDefault(Schema.NonEmptyTrimmedString, () => "127.0.0.1"),
+  /** The port other runners reach this one at. */
+  runner_port: Schema.Number.pipe(Schema.int(), Schema.between(1, 65535)),
+  /** The address this runner listens on (default `runner_host`; `0.0.0.0` in a container). */
+  listen_host: Schema.optional(Schema.NonEmptyTrimmedString),
+  /** Seconds between checks that the other runners are alive: a dead one's threads move after about this. */
+  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10)
+})
+export type ClusterConfig = typeof ClusterConfig.Type
+
+/**
  * `antler serve` (Antler's own section; DeerFlow configures its gateway through the environment). Bound to
  * a loopback address it may run without tokens (every request is user `default`, the CLI's user); bound to
  * any other address it refuses to start without `auth.tokens`.
@@ -100,7 +118,9 @@ export const GatewayConfig = Schema.Struct({
    */
   finished_runs_kept: withDefault(NonNegativeInt, () => 20),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
-  scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10)
+  scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
+  /** Runs the gateway as one runner of a cluster (see `ClusterConfig`); needs `database.url`. */
+  cluster: Schema.optional(Schema.NullOr(ClusterConfig))
 })
 export type GatewayConfig = typeof GatewayConfig.Type
 

@@ -204,7 +204,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: (error) => Effect.fail(fail("unprocessable", `stream_mode: ${describeParseError(error)}`)),
             onRight: (list) => Effect.succeed(Protocol.modesOf(list))
           })
-          const run = runs.get(runId)
+          const run = yield* runs.lookup(stored, runId)
           if (run !== undefined && run.threadId === stored) {
             const disconnect = queryFlag(urlParams.cancel_on_disconnect)
               ? Effect.ignore(runs.cancel(runId, "interrupt", false))
@@ -246,7 +246,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
-            const run = runs.get(path.run_id)
+            const run = yield* runs.lookup(stored, path.run_id)
             const record = run !== undefined && run.threadId === stored
               ? yield* Deferred.await(run.done)
               : yield* ownedRun(stored, path.run_id)
