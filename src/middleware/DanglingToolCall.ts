@@ -345,6 +345,8 @@ interface Rebuilt {
   readonly messages: ReadonlyArray<Message>
   /** The call ids answered by a synthetic result. */
   readonly synthesized: ReadonlySet<string>
+  /** The call ids of results no call claimed (orphans, extra duplicates), dropped from the output. */
+  readonly unclaimed: ReadonlySet<string>
 }
 
 /** The history with raw provider calls parsed into calls (see `effectiveCalls`). */
@@ -411,7 +413,9 @@ const rebuild = (messages: ReadonlyArray<Message>): Rebuilt | undefined => {
     for (let i = 0; i < out.length && same; i++) same = out[i] === messages[i]
     if (same) return undefined
   }
-  return { messages: out, synthesized }
+  const unclaimed = new Set<string>()
+  for (const [id, queue] of results) if (queue.length > (taken.get(id) ?? 0)) unclaimed.add(id)
+  return { messages: out, synthesized, unclaimed }
 }
 
 /**
@@ -434,6 +438,8 @@ interface Seen {
   lastOut: ReadonlyArray<Message>
   /** The ids of the calls the last full path answered synthetically. */
   synthesized: ReadonlySet<string>
+  /** The call ids of the results the last full path dropped unclaimed. */
+  unclaimed: ReadonlySet<string>
   /** Whether `lastIn` was not well-formed as it stood (its output may differ from it). */
   patched: boolean
   /** Where the scan of `lastIn` ended, and a scan in progress. */
@@ -453,15 +459,19 @@ const remember = (seen: Seen, input: ReadonlyArray<Message>, output: ReadonlyArr
 
 /** Whether the part after the last history can follow the last output as is. */
 const suffixFits = (seen: Seen, messages: ReadonlyArray<Message>): boolean => {
-  const { scan, lastIn, synthesized } = seen
+  const { scan, lastIn, synthesized, unclaimed } = seen
   scan.calls = seen.patched ? EMPTY : seen.end.calls
   scan.answered = seen.patched ? 0 : seen.end.answered
   if (!scanWellFormed(messages, lastIn.length, scan) || scan.answered < scan.calls.length) return false
-  if (seen.patched && synthesized.size > 0) {
+  if (seen.patched && (synthesized.size > 0 || unclaimed.size > 0)) {
     for (let i = lastIn.length; i < messages.length; i++) {
       const message = messages[i]!
       // A result for a call answered synthetically earlier would pair with that call on the full path.
       if (message.type === "tool" && synthesized.has(message.tool_call_id)) return false
+      // A call whose id an earlier, dropped result has (one that came before its call) would take that result.
+      if (message.type === "ai" && unclaimed.size > 0) {
+        for (const call of effectiveCalls(message)) if (call.id !== undefined && unclaimed.has(call.id)) return false
+      }
     }
   }
   return true
@@ -492,6 +502,7 @@ const patchSeen = (seen: Seen, messages: ReadonlyArray<Message>): ReadonlyArray<
   const rebuilt = rebuild(messages)
   seen.patched = true
   seen.synthesized = rebuilt?.synthesized ?? new Set()
+  seen.unclaimed = rebuilt?.unclaimed ?? new Set()
   const out = rebuilt?.messages ?? messages
   remember(seen, messages, out)
   return out
@@ -511,6 +522,7 @@ export const layer = (): Middleware.Middleware =>
       lastIn: [],
       lastOut: [],
       synthesized: new Set(),
+      unclaimed: new Set(),
       patched: false,
       end: { calls: EMPTY, answered: 0 },
       scan: { calls: EMPTY, answered: 0 }

@@ -361,6 +361,24 @@ describe("DanglingToolCall laws", () => {
   )
 })
 
+describe("DanglingToolCall within a run (found by the law above, seed -1718565447)", () => {
+  it.effect("a result that came before its call is the one the call gets, also when the call comes later", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const early = { ...result("call_1", "bash", "the first output"), id: "r-early" }
+      const late = { ...result("call_1", "bash", "a duplicate"), id: "r-late" }
+      const first: Array<Message> = [early, M.ai("thinking", { id: "a0" }), M.human("go", { id: "h1" })]
+      const full: Array<Message> = [...first, aiCalls("a1", [call("call_1")]), late]
+      const { call: send, inside } = yield* throughLayer
+      const seen = yield* inside(Effect.gen(function*() {
+        yield* send(request(first))
+        return yield* send(request(full))
+      }))
+      const results = seen.messages.filter((m) => m.type === "tool")
+      assert.deepStrictEqual(results.map((m) => m.id), ["r-early"])
+      assert.deepStrictEqual(seen.messages, D.patchRequest(request(full)).messages)
+    })))
+})
+
 describe("DanglingToolCall middleware", () => {
   it.effect("the model sees the dangling call answered; the saved thread is unchanged", () =>
     Effect.gen(function*() {
