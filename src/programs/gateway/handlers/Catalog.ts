@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import type { Skill } from "../../../services/Skills.js"
 import * as CatalogApi from "../api/Catalog.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { json } from "./Http.js"
@@ -28,6 +29,17 @@ export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>
         })
       )))
 
+/** A skill as DeerFlow's skills endpoints answer it. */
+export const skillObject = (skill: Skill) => ({
+  name: skill.name,
+  description: skill.description,
+  category: skill.category,
+  enabled: skill.enabled,
+  // (DeerFlow's fields: Antler reads no license, and a custom skill is the user's to change)
+  license: null,
+  editable: skill.category === "custom"
+})
+
 /** The skills endpoint of `api` (DeerFlow's, under `/api`). */
 export const skillsLayer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "skills", (handlers) =>
@@ -35,14 +47,8 @@ export const skillsLayer = (api: DeerFlowApi) =>
       handlers.handleRaw("listSkills", () =>
         Effect.sync(() => {
           const skills = SkillsDirectory.catalogOf(app).skills.map((skill) => ({
-            name: skill.name,
-            description: skill.description,
-            category: skill.category,
-            location: skill.location,
-            enabled: skill.enabled,
-            // (DeerFlow's fields: Antler reads no license, and a custom skill is the user's to change)
-            license: null,
-            editable: skill.category === "custom"
+            ...skillObject(skill),
+            location: skill.location
           }))
           return json(CatalogApi.SkillList, { skills })
         }))))

@@ -13,13 +13,13 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
-import type { Skill } from "../../../services/Skills.js"
 import * as CustomSkills from "../../CustomSkills.js"
 import * as Api from "../api/CustomSkills.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
+import { skillObject } from "./Catalog.js"
 import { json } from "./Http.js"
 
 /** Options of `layer`. */
@@ -27,16 +27,6 @@ export interface Options {
   /** Whether requests need a token (without: the open loopback gateway, whose user may change the skills). */
   readonly tokensRequired: boolean
 }
-
-const skillObject = (skill: Skill) => ({
-  name: skill.name,
-  description: skill.description,
-  category: skill.category,
-  // (DeerFlow's field: Antler reads no license)
-  license: null,
-  enabled: skill.enabled,
-  editable: skill.category === "custom"
-})
 
 /** A store error as the gateway answers it. */
 const refused = (error: CustomSkills.CustomSkillError) => {

@@ -38,6 +38,7 @@ import { describeParseError, fail, GatewayError, notFound } from "../api/Problem
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
+import { skillObject } from "./Catalog.js"
 import { json } from "./Http.js"
 
 type Raw = Record<string, unknown>
@@ -445,14 +446,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             yield* writeRaw(file, { ...raw, skills: { ...skills, [name]: { ...entry, enabled: request.enabled } } })
           }))
           const skill = SkillsDirectory.catalogOf(app).skills.find((s) => s.name === name) ?? found
-          return json(ExtensionsApi.SkillObject, {
-            name: skill.name,
-            description: skill.description,
-            category: skill.category,
-            license: null,
-            enabled: skill.enabled,
-            editable: skill.category === "custom"
-          })
+          return json(ExtensionsApi.SkillObject, skillObject(skill))
         }))))
 
     const tasksGroup = HttpApiBuilder.group(api, "mcpTasks", (handlers) =>
