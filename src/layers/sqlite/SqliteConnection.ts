@@ -176,6 +176,27 @@ const makeCheckpointer = (db: Database, filename: string, driver: string): Check
 /** A connection to a file (not `:memory:` nor a `file:` URI, which may name an in-memory database). */
 const onDisk = (filename: string) => filename !== ":memory:" && filename !== "" && !filename.startsWith("file:")
 
+/** How long opening waits out another process that holds the file's lock while it, too, opens it. */
+const OPEN_WAIT_MS = 5_000
+
+/**
+ * Switches the connection to WAL. Two processes opening a new file at once can get SQLITE_BUSY here without
+ * SQLite's busy handler waiting (seen once: `antler run` twice at once on a fresh home); it is retried, with a
+ * short synchronous pause (this runs once, at open), until `OPEN_WAIT_MS` have passed.
+ */
+const walMode = (db: { pragma: (source: string) => unknown }) => {
+  const deadline = Date.now() + OPEN_WAIT_MS
+  for (let pause = 10;; pause = Math.min(pause * 2, 200)) {
+    try {
+      db.pragma("journal_mode = WAL")
+      return
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== "SQLITE_BUSY" || Date.now() >= deadline) throw error
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pause)
+    }
+  }
+}
+
 /**
  * Opens the database file (created when missing) in WAL mode; closed when the scope closes. Fails with a
  * `SqlError` whose cause is the driver's error when the file cannot be opened.
@@ -190,7 +211,7 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
           const db = new Sqlite(filename, { readonly: false })
           let checkpointer: Checkpointer | undefined
           try {
-            db.pragma("journal_mode = WAL")
+            walMode(db)
             if (onDisk(filename)) {
               db.pragma("wal_autocheckpoint = 0")
               // (the absolute path: the worker opens the file later, when the process may have changed directory)
