@@ -9,9 +9,9 @@
  */
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { freePort } from "./ports.js"
 
 /** A running server. */
 export interface Postgres {
@@ -28,16 +28,6 @@ export const binaries = (): string | undefined => {
   versions.sort((a, b) => Number(b) - Number(a))
   return versions.length > 0 ? Path.join(root, versions[0]!, "bin") : undefined
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const isRoot = () => typeof process.getuid === "function" && process.getuid() === 0
 

@@ -8,12 +8,12 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as ChildProcess from "node:child_process"
-import * as Net from "node:net"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
 import type { SseEvent, TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { freePort } from "../../support/ports.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster] skipped: ${pg.skip}`)
@@ -34,16 +34,6 @@ afterAll(async () => {
   for (const gateway of gateways) await gateway.stop().catch(() => {})
   if ("stop" in pg) await pg.stop()
 })
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const post = (gateway: TestGateway, path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${gateway.url}${path}`, {

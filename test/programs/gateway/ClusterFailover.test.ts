@@ -12,13 +12,13 @@ import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Net from "node:net"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import { antlerCommand } from "../../support/cli.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Support from "./support.js"
+import { freePort } from "../../support/ports.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster failover] skipped: ${pg.skip}`)
@@ -52,16 +52,6 @@ const serve = (home: string, config: string): Server => {
   url.catch(() => {})
   return { url, child, output: () => output }
 }
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const until = async (check: () => Promise<boolean>, what: string) => {
   for (let i = 0; i < 2400; i++) {

@@ -6,10 +6,10 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as ChildProcess from "node:child_process"
-import * as Net from "node:net"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Postgres from "../../support/postgres.js"
+import { freePort } from "../../support/ports.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[cluster feasibility] skipped: ${pg.skip}`)
@@ -23,16 +23,6 @@ afterAll(async () => {
   for (const child of children) child.kill("SIGKILL")
   if ("stop" in pg) await pg.stop()
 })
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as Net.AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
 
 const startRunner = async (url: string) => {
   const runnerPort = await freePort()
