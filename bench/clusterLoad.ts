@@ -6,7 +6,9 @@
  * to the next process round-robin (so with two processes about half the runs are routed to the other runner and
  * their events stream through the accepting one). Per setup: runs per second, and the median time per streamed
  * event (a run's stream time over its events); the difference of the latter between two processes and one is
- * the added latency of routing, diluted over the half of the runs that are routed.
+ * the added latency of routing, diluted over the half of the runs that are routed. With two processes it is also
+ * measured directly (`routing`): a background run's stream followed by two clients at once, one through each
+ * process, and per event the later arrival less the earlier.
  *
  *   node dist-bench/bench/clusterLoad.js [--clients 8] [--turns 5] [--database-url postgres://...]
  *
@@ -136,7 +138,69 @@ const streamRun = async (url: string, thread: string, turn: number) => {
   return { ms: performance.now() - t0, events: events.length }
 }
 
-const measure = async (cli: string, modelUrl: string, pg: Awaited<ReturnType<typeof postgres>>, processes: number) => {
+/** Reads a run's stream from `url`: the arrival time of each event id. */
+const arrivals = async (url: string, thread: string, runId: string) => {
+  const response = await fetch(`${url}/threads/${thread}/runs/${runId}/stream`)
+  if (!response.ok || response.body === null) throw new Error(`join HTTP ${response.status}: ${await response.text()}`)
+  const times = new Map<number, number>()
+  const decoder = new TextDecoder()
+  let buffer = ""
+  for await (const chunk of response.body) {
+    const now = performance.now()
+    buffer += decoder.decode(chunk as Uint8Array, { stream: true })
+    const blocks = buffer.split("\n\n")
+    buffer = blocks.pop()!
+    for (const block of blocks) {
+      const id = /^id: (\d+)$/m.exec(block)
+      if (id !== null) times.set(Number(id[1]), now)
+    }
+  }
+  return times
+}
+
+/**
+ * The added latency of routing, measured directly: each of `runs` background runs (one at a time, its answer
+ * streamed a token every few ms) is followed by two clients at once, one through each process; for every event
+ * both received live, the later arrival less the earlier is what the route through the other runner added.
+ */
+const routing = async (urls: ReadonlyArray<string>, runs: number) => {
+  const added: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    const thread = ((await (await fetch(`${urls[i % 2]}/threads`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}"
+    })).json()) as any).thread_id
+    const run = ((await (await fetch(`${urls[i % 2]}/threads/${thread}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: `slow ${i}` }] },
+        context: { model_name: "slow" },
+        stream_mode: ["values", "messages-tuple"]
+      })
+    })).json()) as any).run_id
+    const [a, b] = await Promise.all(urls.map((url) => arrivals(url, thread, run)))
+    // events both clients got live (the first ones are a replay of what came before they joined)
+    const ids = [...a!.keys()].filter((id) => b!.has(id)).sort((x, y) => x - y).slice(10, -1)
+    const diffs = ids.map((id) => b!.get(id)! - a!.get(id)!)
+    const median = [...diffs].sort((x, y) => x - y)[Math.floor(diffs.length / 2)] ?? 0
+    // the routed client is the one later on the median event
+    for (const diff of diffs) added.push(median >= 0 ? diff : -diff)
+  }
+  added.sort((x, y) => x - y)
+  const at = (q: number) => Math.round(added[Math.min(added.length - 1, Math.floor(added.length * q))]! * 1000) / 1000
+  return { runs, events: added.length, addedMsPerEventP50: at(0.5), addedMsPerEventP99: at(0.99) }
+}
+
+const measure = async (
+  cli: string,
+  modelUrl: string,
+  slowUrl: string,
+  pg: Awaited<ReturnType<typeof postgres>>,
+  processes: number
+) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "antler-bench-cluster-"))
   const url = pg.database()
   const servers: Array<{ url: string; stop: () => Promise<void> }> = []
@@ -144,6 +208,7 @@ const measure = async (cli: string, modelUrl: string, pg: Awaited<ReturnType<typ
     const config = path.join(home, `config-${i}.yaml`)
     fs.writeFileSync(config, [
       "models:", "  - name: scripted", "    model: scripted", `    base_url: ${modelUrl}`,
+      "    api_key: sk-bench-cluster-000000", "  - name: slow", "    model: slow", `    base_url: ${slowUrl}`,
       "    api_key: sk-bench-cluster-000000", "sandbox:", "  allow_host_bash: false", "memory:", "  enabled: false",
       "title:", "  enabled: false", "database:", `  url: ${url}`, "gateway:", "  cluster:",
       `    runner_port: ${await freePort()}`, ""
@@ -165,6 +230,7 @@ const measure = async (cli: string, modelUrl: string, pg: Awaited<ReturnType<typ
     return mine
   }))).flat()
   const wall = (performance.now() - t0) / 1000
+  const routed = processes === 2 ? await routing(servers.map((server) => server.url), 20) : undefined
   for (const server of servers) await server.stop()
   fs.rmSync(home, { recursive: true, force: true })
   const perEvent = results.map((r) => r.ms / r.events).sort((a, b) => a - b)
@@ -173,18 +239,20 @@ const measure = async (cli: string, modelUrl: string, pg: Awaited<ReturnType<typ
     runs: results.length,
     runsPerSecond: Math.round((results.length / wall) * 100) / 100,
     medianMsPerEvent: Math.round(perEvent[Math.floor(perEvent.length / 2)]! * 100) / 100,
-    eventsPerRun: results[0]!.events
+    eventsPerRun: results[0]!.events,
+    ...(routed === undefined ? {} : { routing: routed })
   }
 }
 
 const main = async () => {
   const scope = Effect.runSync(Scope.make())
   const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => ANSWER), scope))
+  const slow = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => ANSWER, { delayMs: 5 }), scope))
   const pg = await postgres()
   try {
     const cli = cliPath()
-    const one = await measure(cli, scripted.url, pg, 1)
-    const two = await measure(cli, scripted.url, pg, 2)
+    const one = await measure(cli, scripted.url, slow.url, pg, 1)
+    const two = await measure(cli, scripted.url, slow.url, pg, 2)
     const result = {
       machine: `${os.cpus().length} cores`,
       clients,
@@ -192,7 +260,7 @@ const main = async () => {
       one,
       two,
       scaling: Math.round((two.runsPerSecond / one.runsPerSecond) * 100) / 100,
-      addedMsPerEventRouted: Math.round((two.medianMsPerEvent - one.medianMsPerEvent) * 2 * 100) / 100
+      addedMsPerEventRoutedEstimate: Math.round((two.medianMsPerEvent - one.medianMsPerEvent) * 2 * 100) / 100
     }
     const text = JSON.stringify(result, null, 2)
     console.log(text)
