@@ -10,6 +10,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -63,18 +64,9 @@ afterAll(async () => {
   await gateway?.stop()
 })
 
-const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  fetch(`${gateway.url}/api${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
+const call = Requests.api(() => gateway)
 
-const ok = async (response: Response): Promise<any> => {
-  const body = await response.json()
-  assert.strictEqual(response.status, 200, JSON.stringify(body))
-  return body
-}
+const ok = Requests.ok
 
 const refused = async (response: Response, status: number, detail: string) => {
   const body: any = await response.json()
