@@ -10,30 +10,30 @@
  * server's command, args, env, url and headers come from the environment; an unset one keeps that server from
  * starting (with the reason), never the app. A stdio server dies with the app however it ends, a SIGKILL
  * included: it is started with a parent-death signal (see `ParentDeath`; without one, a warning says so).
+ *
+ * This module keeps the connections (start, reuse, restart, stop) and the port; `mcp/Transport.ts` makes the
+ * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import * as Clock from "effect/Clock"
-import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type { ChildProcess } from "node:child_process"
-import { EventEmitter } from "node:events"
-import type { McpServerConfig } from "../services/Extensions.js"
-import { routingOf, serverProblem, transportOf } from "../services/Extensions.js"
-import type { McpCatalog, McpContent, McpResult, McpTool, ServerStatus, Service } from "../services/Mcp.js"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
+import type { McpServerConfig } from "../services/Extensions.js"
+import { serverProblem, transportOf } from "../services/Extensions.js"
+import type { McpCatalog, McpTool, ServerStatus, Service } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
-import * as Redact from "../state/Redact.js"
-import { interpolate } from "./ConfigFile.js"
+import { resultOf, toolsOf } from "./mcp/Decode.js"
+import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
+import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
-import * as Json from "../state/Json.js"
+
+export { exposedName, inputSchemaOf, resultOf, safeName } from "./mcp/Decode.js"
+export { secrets } from "./mcp/Variables.js"
 
 /** Options of the service. */
 export interface Options {
@@ -51,131 +51,7 @@ export interface Options {
   readonly setpriv?: string | false | undefined
 }
 
-/** The MCP SDK: an optional package (a missing one fails a server's start, naming it). */
-const MCP_SDK = "@modelcontextprotocol/sdk"
-
-/** The SDK's client and transports, loaded when a server first starts (an app without MCP servers never does). */
-const loadSdk = () =>
-  Promise.all([
-    import("@modelcontextprotocol/sdk/client/index.js"),
-    import("@modelcontextprotocol/sdk/client/sse.js"),
-    import("@modelcontextprotocol/sdk/client/stdio.js"),
-    import("@modelcontextprotocol/sdk/client/streamableHttp.js")
-  ]).then(([client, sse, stdio, http]) => ({
-    Client: client.Client,
-    SSEClientTransport: sse.SSEClientTransport,
-    StdioClientTransport: stdio.StdioClientTransport,
-    getDefaultEnvironment: stdio.getDefaultEnvironment,
-    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport
-  }))
-
-type Sdk = Awaited<ReturnType<typeof loadSdk>>
-
-const MAX_NAME = 64
-const MAX_DESCRIPTION = 4000
-const MAX_SCHEMA_CHARS = 100_000
-
-/** A model-safe tool name: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 characters. */
-export const safeName = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, MAX_NAME)
-
-/** The name the model sees for a server's tool (DeerFlow: `<server>_<tool>` unless `tool_name_prefix: false`). */
-export const exposedName = (server: string, tool: string, prefix: boolean): string =>
-  safeName(prefix ? `${server}_${tool}` : tool)
-
-const ToolListing = Schema.Struct({
-  name: Schema.String,
-  description: Schema.optional(Schema.NullOr(Schema.String)),
-  inputSchema: Schema.optional(Schema.Unknown)
-})
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-/** A server's input schema as the model gets it: an object schema, `$schema` dropped; or why it cannot be used. */
-export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> => {
-  if (raw === undefined || raw === null) return Either.right({ type: "object", properties: {} })
-  if (!isRecord(raw)) return Either.left("its input schema is not an object")
-  const { $schema: _, ...rest } = raw
-  if (rest.type !== undefined && rest.type !== "object") {
-    return Either.left("its input schema does not describe an object")
-  }
-  let text: string
-  try {
-    text = JSON.stringify(rest)
-  } catch {
-    return Either.left("its input schema is not JSON")
-  }
-  if (text.length > MAX_SCHEMA_CHARS) return Either.left(`its input schema is over ${MAX_SCHEMA_CHARS} characters`)
-  return Either.right({ type: "object", ...(Json.parse(text) as JsonObject) })
-}
-
-const Block = Schema.Union(
-  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("image", "audio"), data: Schema.String, mimeType: Schema.String }),
-  Schema.Struct({
-    type: Schema.Literal("resource"),
-    resource: Schema.Struct({
-      uri: Schema.String,
-      mimeType: Schema.optional(Schema.String),
-      text: Schema.optional(Schema.String),
-      blob: Schema.optional(Schema.String)
-    })
-  }),
-  Schema.Struct({
-    type: Schema.Literal("resource_link"),
-    uri: Schema.String,
-    name: Schema.optional(Schema.String),
-    description: Schema.optional(Schema.String),
-    mimeType: Schema.optional(Schema.String)
-  })
-)
-const decodeBlock = Schema.decodeUnknownOption(Block, { onExcessProperty: "ignore" })
-
-/**
- * A tool result as a server sent it, decoded leniently (a block of an unknown kind is kept as `other`), without
- * `__proto__` keys (the blocks kept as they are reach the thread's state: see `Json.parse`).
- */
-export const resultOf = (given: unknown): McpResult => {
-  const raw = Json.withoutProto(given)
-  const record = isRecord(raw) ? raw : {}
-  const content = Array.isArray(record.content) ? record.content : []
-  return {
-    content: content.map((block): McpContent =>
-      Option.getOrElse(decodeBlock(block) as Option.Option<McpContent>, () => ({ type: "other", value: block }))
-    ),
-    isError: record.isError === true,
-    ...(record.structuredContent !== undefined ? { structuredContent: record.structuredContent } : {})
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Connections
-
-/** A server being started: its client, and the process the stdio transport spawned for it (once it has). */
-interface Start {
-  readonly client: Client
-  child: ChildProcess | undefined
-}
-
-/**
- * Ends a process of ours: SIGTERM, then SIGKILL if it is still there after a second. Resolves when it has exited
- * (or two seconds at most).
- */
-const terminate = (child: ChildProcess): Promise<void> => {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve()
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(hard)
-      clearTimeout(last)
-      resolve()
-    }
-    child.once("exit", done)
-    const hard = setTimeout(() => child.kill("SIGKILL"), 1000)
-    const last = setTimeout(done, 2000)
-    child.kill("SIGTERM")
-  })
-}
-
+/** A configured server and the state of its connection. */
 interface Connection {
   readonly name: string
   readonly config: McpServerConfig
@@ -201,65 +77,6 @@ const codeOf = (error: unknown): number | undefined => {
   const code = (error as { code?: unknown } | null)?.code
   return typeof code === "number" ? code : undefined
 }
-
-/** Collects the `$VAR`s of a server entry's strings (command, args, env, url, headers, cwd). */
-const variablesOf = (server: McpServerConfig): ReadonlyArray<string> => {
-  const names = new Set<string>()
-  interpolate(interpolatable(server), (name) => {
-    names.add(name)
-    return ""
-  })
-  return [...names]
-}
-
-const interpolatable = (server: McpServerConfig) => ({
-  command: server.command,
-  args: server.args,
-  env: server.env,
-  url: server.url,
-  headers: server.headers,
-  cwd: server.cwd
-})
-
-const resolveEntry = (
-  server: McpServerConfig,
-  lookup: (name: string) => string | undefined
-): Either.Either<McpServerConfig, string> =>
-  Either.map(
-    Either.mapLeft(interpolate(interpolatable(server), lookup), (issues) =>
-      issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")),
-    (values) => ({ ...server, ...(values as Partial<McpServerConfig>) })
-  )
-
-const lookupAll = (names: ReadonlyArray<string>) =>
-  Effect.map(
-    Effect.forEach(names, (name) =>
-      Effect.map(
-        Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()),
-        (value) => [name, Option.getOrUndefined(value)] as const
-      )),
-    (entries) => new Map<string, string | undefined>(entries)
-  )
-
-/**
- * The secrets of the enabled servers, with their `$VAR`s resolved: header and env values and URL credentials,
- * which nothing the app prints or stores may contain.
- */
-export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Effect.Effect<ReadonlyArray<string>> =>
-  Effect.gen(function*() {
-    const out: Array<string> = []
-    for (const config of Object.values(servers)) {
-      if (!config.enabled) continue
-      const values = yield* lookupAll(variablesOf(config))
-      const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
-      out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
-      for (const value of Object.values(resolved.headers)) {
-        const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
-        if (token !== undefined) out.push(token)
-      }
-    }
-    return out
-  })
 
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
@@ -314,56 +131,6 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         )
         : Effect.void))
 
-    const makeTransport = (
-      sdk: Sdk,
-      c: Connection,
-      entry: McpServerConfig,
-      start: Start,
-      wrapper: ParentDeath.Wrapper
-    ): Transport => {
-      if (c.transport === "stdio") {
-        const env = { ...sdk.getDefaultEnvironment(), ...entry.env }
-        const { args, command } = ParentDeath.wrap(wrapper, entry.command!, entry.args, {
-          path: env.PATH,
-          cwd: entry.cwd ?? process.cwd()
-        })
-        const transport = new sdk.StdioClientTransport({
-          command,
-          args: [...args],
-          env: { ...entry.env },
-          ...(entry.cwd !== undefined ? { cwd: entry.cwd } : {}),
-          stderr: "pipe"
-        })
-        transport.stderr?.on("data", (chunk: Buffer) => {
-          c.stderr = (c.stderr + chunk.toString("utf8")).slice(-2000)
-        })
-        // The process, kept to end it when a start is given up. The SDK's own close, which the client calls
-        // when its handshake fails, waits up to 4 s for the process to exit, on timers that do not keep Node
-        // alive: an app that exits sooner leaves the server running. (Read off the transport once it has
-        // spawned: the SDK does not hand the process out.)
-        const spawn = transport.start.bind(transport)
-        transport.start = async () => {
-          await spawn()
-          const child = (transport as unknown as { readonly _process?: unknown })._process
-          if (child instanceof EventEmitter && typeof (child as ChildProcess).kill === "function") {
-            start.child = child as ChildProcess
-          }
-        }
-        return transport
-      }
-      const url = new URL(entry.url!)
-      const requestInit = { headers: { ...entry.headers } }
-      return c.transport === "sse"
-        ? new sdk.SSEClientTransport(url, {
-          requestInit,
-          // The event stream is opened by its own fetch: the configured headers go there too.
-          eventSourceInit: {
-            fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...entry.headers } })
-          }
-        })
-        : new sdk.StreamableHTTPClientTransport(url, { requestInit })
-    }
-
     const closeClient = (client: Client) => Effect.promise(() => client.close().catch(() => undefined))
     /** Gives a start up: its client closed and its process ended now. */
     const abandon = ({ child, client }: Start) =>
@@ -391,7 +158,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
           const start: Start = { client, child: undefined }
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
-          const transport = makeTransport(sdk, c, entry, start, wrapper)
+          const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
+            c.stderr = (c.stderr + text).slice(-2000)
+          })
           const ms = initMs(c)
           c.starting = start
           const connected = yield* Effect.tryPromise({
@@ -454,29 +223,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           cursor = answer.nextCursor
           if (cursor === undefined) break
         }
-        const tools: Array<McpTool> = []
-        const problems: Array<string> = []
-        for (const item of raw) {
-          const decoded = Schema.decodeUnknownEither(ToolListing, { onExcessProperty: "ignore" })(item)
-          if (Either.isLeft(decoded)) {
-            problems.push(`a tool of MCP server '${c.name}' was left out: it has no name`)
-            continue
-          }
-          const tool = decoded.right
-          const schema = inputSchemaOf(tool.inputSchema)
-          if (Either.isLeft(schema)) {
-            problems.push(`${c.name}: tool '${clean(tool.name, 100)}' was left out: ${schema.left}`)
-            continue
-          }
-          tools.push({
-            server: c.name,
-            name: exposedName(c.name, tool.name, c.config.tool_name_prefix),
-            original: tool.name,
-            description: clean(tool.description ?? "", MAX_DESCRIPTION) || `${tool.name} (MCP server ${c.name})`,
-            inputSchema: schema.right,
-            routing: routingOf(c.config, tool.name)
-          })
-        }
+        const { problems, tools } = toolsOf(c.name, c.config, raw)
         c.tools = tools
         c.toolProblems = problems
         c.healthy = true

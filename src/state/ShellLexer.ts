@@ -19,7 +19,16 @@
  *   kept with their part; `<<<` is a here-string, and `<<` inside arithmetic is a shift.
  * When a quote, substitution or escape does not close, `balanced` is false: past that point the reading is
  * not to be trusted.
+ *
+ * ANSI-C decoding (`shell/AnsiC.ts`) and brace expansion (`shell/BraceExpansion.ts`) are their own modules; the
+ * reading of words and of commands stays here, as each calls the other (a word holds substitutions, which hold
+ * commands).
  */
+import { decodeAnsiC } from "./shell/AnsiC.js"
+import { expandBraces } from "./shell/BraceExpansion.js"
+
+export { decodeAnsiC } from "./shell/AnsiC.js"
+export { expandBraces } from "./shell/BraceExpansion.js"
 
 /** One shell word: its source, its value with quotes removed, and its masked form (quoted data hidden). */
 export interface Word {
@@ -117,62 +126,6 @@ const closeParen = (s: string, open: number): number => {
     }
   }
   return -1
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// ANSI-C quoting
-
-const SIMPLE_ESCAPES: Readonly<Record<string, string>> = {
-  a: "\u0007",
-  b: "\b",
-  e: "\u001b",
-  E: "\u001b",
-  f: "\f",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-  v: "\v",
-  "\\": "\\",
-  "'": "'",
-  "\"": "\"",
-  "?": "?"
-}
-
-const codePoint = (digits: string, radix: number): string => {
-  const n = Number.parseInt(digits, radix)
-  return n <= 0x10ffff ? String.fromCodePoint(n) : ""
-}
-
-/** The value of the body of an ANSI-C string (`$'…'`, without its quotes): its escapes decoded as bash does. */
-export const decodeAnsiC = (body: string): string => {
-  let out = ""
-  for (let i = 0; i < body.length; i++) {
-    const c = body[i]!
-    if (c !== "\\" || i + 1 >= body.length) {
-      out += c
-      continue
-    }
-    const e = body[++i]!
-    const simple = SIMPLE_ESCAPES[e]
-    if (simple !== undefined) {
-      out += simple
-      continue
-    }
-    const take = (re: RegExp, max: number) => {
-      let digits = ""
-      while (digits.length < max && i + 1 < body.length && re.test(body[i + 1]!)) digits += body[++i]
-      return digits
-    }
-    if (/[0-7]/.test(e)) {
-      out += codePoint(e + take(/[0-7]/, 2), 8)
-    } else if (e === "x" || e === "u" || e === "U") {
-      const digits = take(/[0-9A-Fa-f]/, e === "x" ? 2 : e === "u" ? 4 : 8)
-      out += digits === "" ? `\\${e}` : codePoint(digits, 16)
-    } else if (e === "c" && i + 1 < body.length) {
-      out += String.fromCharCode(body[++i]!.toUpperCase().charCodeAt(0) & 0x1f)
-    } else out += `\\${e}`
-  }
-  return out
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -401,59 +354,6 @@ const bodySubstitutions = (body: string, depth: number): Array<Lexed> => {
     else k++
   }
   return scan.subs
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Brace expansion
-
-/** How many words a brace expansion may make before it is left unexpanded. */
-const MAX_BRACE_WORDS = 64
-/** Longer words are not expanded (a command is short; expanding is quadratic in the word). */
-const MAX_BRACE_WORD = 512
-
-/**
- * The words bash makes of an unquoted word with a brace list (`{rm,-rf,/}` is `rm -rf /`, `f{,.bak}` is
- * `f f.bak`), or `undefined` when there is none (or it would make more than 64 words). Sequences
- * (`{1..3}`) are not expanded: they cannot spell a command.
- */
-export const expandBraces = (word: string): ReadonlyArray<string> | undefined => {
-  if (!word.includes(",") || /['"\\$`]/.test(word) || word.length > MAX_BRACE_WORD) return undefined
-  const out = expandFrom(word, 0)
-  return out === undefined || out.length < 2 ? undefined : out
-}
-
-const expandFrom = (word: string, depth: number): Array<string> | undefined => {
-  if (depth > 8) return undefined
-  for (let open = word.indexOf("{"); open !== -1; open = word.indexOf("{", open + 1)) {
-    let level = 0
-    const commas: Array<number> = []
-    let close = -1
-    for (let i = open; i < word.length && close === -1; i++) {
-      if (word[i] === "{") level++
-      else if (word[i] === "}") {
-        level--
-        if (level === 0) close = i
-      } else if (word[i] === "," && level === 1) commas.push(i)
-    }
-    if (close === -1) continue
-    if (commas.length === 0) continue
-    const prefix = word.slice(0, open)
-    const suffix = word.slice(close + 1)
-    const bounds = [open, ...commas, close]
-    const out: Array<string> = []
-    for (let k = 0; k + 1 < bounds.length; k++) {
-      const alternatives = expandFrom(word.slice(bounds[k]! + 1, bounds[k + 1]), depth + 1)
-      if (alternatives === undefined) return undefined
-      for (const alternative of alternatives) {
-        const rest = expandFrom(prefix + alternative + suffix, depth + 1)
-        if (rest === undefined) return undefined
-        out.push(...rest)
-        if (out.length > MAX_BRACE_WORDS) return undefined
-      }
-    }
-    return out
-  }
-  return [word]
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import { childEnv } from "../support/cli.js"
 import { tempDirs } from "../support/fixtures.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -32,15 +33,6 @@ const run = (command: string, args: ReadonlyArray<string>, options: ChildProcess
     child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
     return Effect.sync(() => child.kill("SIGKILL"))
   })
-
-/** The environment of a child: nothing of the caller's OpenAI or Antler settings. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 /** The scripted model of both programs: a multiply call, then the answer with the tool's result. */
 const script: ScriptedChatServer.Script = [

@@ -19,6 +19,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { PDFDocument, StandardFonts } from "pdf-lib"
 import pptxgen from "pptxgenjs"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import { childEnv } from "../support/cli.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
 
@@ -50,15 +51,6 @@ const spawn = (args: ReadonlyArray<string>, options: { cwd: string; env: NodeJS.
     child.on("error", reject)
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
-
-/** The environment of a child: nothing of the caller's OpenAI or Antler settings, no colour. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 /** A package laid out as installed, with the bundle built by the build's own script. */
 let pkg = ""

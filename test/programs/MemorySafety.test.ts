@@ -10,11 +10,11 @@ import { afterEach, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ChatRequestBody, ScriptedChatServer, Turn } from "../../src/layers/ScriptedChatServer.js"
 import * as Scripted from "../../src/layers/ScriptedChatServer.js"
 import { antlerCommand } from "../support/cli.js"
+import { tempDir } from "../support/fixtures.js"
 
 const SLOW = 180_000
 const KEY = "sk-test-memory-safety-0123456789"
@@ -23,8 +23,6 @@ const MEMORY_PROMPT = "You maintain the long-term memory"
 const REACH_MODEL_MS = 8_000
 /** How long `antler` may take to end after SIGTERM (the requirement is 2 s; this allows for a loaded machine). */
 const STOP_MS = 5_000
-
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
 
 const text = (content: unknown) => (typeof content === "string" ? content : JSON.stringify(content ?? ""))
 const isMemoryCall = (body: ChatRequestBody) => text(body.messages[0]?.content).startsWith(MEMORY_PROMPT)

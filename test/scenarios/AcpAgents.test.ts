@@ -34,6 +34,7 @@ import { processAlive } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as Bwrap from "../support/bwrap.js"
 import { tempDirs } from "../support/fixtures.js"
+import { toolNames } from "../support/modelRequests.js"
 
 const tempDir = tempDirs()
 const SLOW = 120_000
@@ -70,9 +71,6 @@ const app = (script: ScriptedChatServer.Script, config: Record<string, unknown>)
 
 const turn = (factory: Factory.Service, threadId: string, prompt: string) =>
   Effect.map(Stream.runCollect(factory.run({ threadId, prompt, settings: {} })), Chunk.toReadonlyArray)
-
-const toolNames = (body: ScriptedChatServer.ChatRequestBody) =>
-  (body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
 
 /** The tool results of a run, by call id. */
 const toolResults = (events: ReadonlyArray<RunEvent>) =>

@@ -25,26 +25,16 @@ import * as Run from "../../src/programs/Run.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import type { Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
-import { antlerCommand } from "../support/cli.js"
+import { antlerCommand, childEnv } from "../support/cli.js"
+import { tempDir } from "../support/fixtures.js"
 
 // Each CLI process takes a few seconds of CPU to start (tsx); on a loaded machine much longer.
 const SLOW = 300_000
 const SLOWER = 600_000
 
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
-
 /** The config children read: long-term memory off (its update would be one more model call per run). */
 const QUIET_CONFIG = Path.join(tempDir("antler-attack-config-"), "config.yaml")
 Fs.writeFileSync(QUIET_CONFIG, "memory:\n  enabled: false\n")
-
-/** The environment of a child: no OPENAI_* / ANTLER_* from outside, no colour. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 interface Result {
   readonly code: number | null

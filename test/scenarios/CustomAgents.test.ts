@@ -21,6 +21,7 @@ import * as CustomAgents from "../../src/programs/CustomAgents.js"
 import * as Factory from "../../src/programs/Factory.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import { tempDirs } from "../support/fixtures.js"
+import { toolNames } from "../support/modelRequests.js"
 
 const tempDir = tempDirs()
 const SKILLS = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/skills")
@@ -28,8 +29,6 @@ const SKILLS = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../fi
 const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
 const systemOf = (body: ChatRequestBody) => textOf(body.messages[0]!)
-const toolNames = (body: ChatRequestBody) =>
-  (body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
 
 const collect = (stream: Stream.Stream<RunEvent>) => Effect.map(Stream.runCollect(stream), (chunk) => Array.from(chunk))

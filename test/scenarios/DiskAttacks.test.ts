@@ -14,26 +14,15 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ChatRequestBody } from "../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import { antlerCommand } from "../support/cli.js"
+import { antlerCommand, childEnv } from "../support/cli.js"
+import { tempDir } from "../support/fixtures.js"
 
 const SLOW = 300_000
 /** A child still running after this is killed (it hung): far more than a start takes on a loaded machine. */
 const DEADLINE = 120_000
-
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
-
-/** The environment of a child: no OPENAI_* / ANTLER_* from outside, no colour. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_") && !key.startsWith("DEER_FLOW_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 interface Result {
   readonly code: number | null

@@ -34,6 +34,7 @@ import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
+import { toolNames } from "../support/modelRequests.js"
 
 const tempDir = tempDirs()
 const SLOW = 180_000
@@ -66,9 +67,6 @@ const app = (setup: Setup) =>
 
 const turn = (factory: Factory.Service, threadId: string, prompt: string) =>
   Effect.map(Stream.runCollect(factory.run({ threadId, prompt, settings: {} })), Chunk.toReadonlyArray)
-
-const toolNames = (body: ScriptedChatServer.ChatRequestBody) =>
-  (body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
 
 const toolResults = (events: ReadonlyArray<RunEvent>) =>
   events.flatMap((e) => (e.type === "message" && e.message.type === "tool" ? [M.contentText(e.message.content)] : []))

@@ -7,23 +7,12 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { processAlive } from "../../src/services/ThreadStore.js"
-import { antlerCommand } from "../support/cli.js"
+import { antlerCommand, childEnv } from "../support/cli.js"
+import { tempDir } from "../support/fixtures.js"
 
 const SLOW = 300_000
-
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
-
-/** The environment of a child: no OPENAI_* / ANTLER_* from outside, no colour. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_") && !key.startsWith("DEER_FLOW_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 /** A "server" that writes its pid, then ignores SIGTERM, SIGHUP, SIGINT and the end of its stdin, for good. */
 const STUBBORN = `

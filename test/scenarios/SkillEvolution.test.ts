@@ -22,14 +22,13 @@ import * as App from "../../src/programs/App.js"
 import * as Factory from "../../src/programs/Factory.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import { tempDirs } from "../support/fixtures.js"
+import { toolNames } from "../support/modelRequests.js"
 
 const tempDir = tempDirs()
 
 const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
 const systemOf = (body: ChatRequestBody) => textOf(body.messages[0]!)
-const toolNames = (body: ChatRequestBody) =>
-  (body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
 const toolResults = (body: ChatRequestBody) => body.messages.filter((m) => m.role === "tool").map(textOf)
 

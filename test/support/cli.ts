@@ -13,3 +13,15 @@ const MAIN = Path.join(ROOT, "src/programs/main.ts")
 export const antlerCommand: ReadonlyArray<string> = process.env.ANTLER_TEST_CLI !== undefined
   ? [process.env.ANTLER_TEST_CLI]
   : ["--import", TSX, MAIN]
+
+/**
+ * The environment of an `antler` child: the caller's, without its OpenAI, Antler or DeerFlow settings, no colour,
+ * and `extra` on top.
+ */
+export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_") && !key.startsWith("DEER_FLOW_")) env[key] = value
+  }
+  return { ...env, NO_COLOR: "1", ...extra }
+}

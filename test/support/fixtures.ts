@@ -30,6 +30,12 @@ export const tempDirs = () => {
   }
 }
 
+/**
+ * A new directory under the system temp dir, by its real path; it goes when the test run ends (its temp dir is
+ * one of its own: see tmpDir.ts).
+ */
+export const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
+
 /** A run context for calling tools or middlewares outside a run. */
 export const runContext = (threadId = "t1", userId = "u1"): RunContext["Type"] =>
   RunContext.of({

@@ -28,7 +28,8 @@ import type { ThreadStatus } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 import * as Redact from "../../../src/state/Redact.js"
 import * as TS from "../../../src/state/ThreadState.js"
-import { antlerCommand } from "../../support/cli.js"
+import { antlerCommand, childEnv } from "../../support/cli.js"
+import { tempDir } from "../../support/fixtures.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const MAIN = Path.join(ROOT, "src/programs/main.ts")
@@ -36,17 +37,6 @@ const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).h
 const AIMOCK = Path.join(ROOT, "node_modules/@copilotkit/aimock/dist/cli.js")
 const HELP_FIXTURE = Path.join(ROOT, "test/fixtures/cli-help.ts")
 const SLOW = 180_000
-
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
-
-/** The environment of a child: no OPENAI_* / ANTLER_* from outside, no colour. */
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 interface Result {
   readonly code: number | null

@@ -9,16 +9,15 @@ import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as OtelTracing from "../../../src/layers/OtelTracing.js"
 import { antlerCommand } from "../../support/cli.js"
+import { tempDir } from "../../support/fixtures.js"
 import * as ChildProcess from "node:child_process"
 import * as Redacted from "effect/Redacted"
 
 const SLOW = 180_000
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
 
 /** A scripted model that writes a file, then answers. */
 const script: ScriptedChatServer.Script = (body) =>

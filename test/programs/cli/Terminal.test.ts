@@ -13,7 +13,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as Terminal from "../../../src/programs/cli/Terminal.js"
-import { antlerCommand } from "../../support/cli.js"
+import { antlerCommand, childEnv } from "../../support/cli.js"
 
 const SLOW = 180_000
 
@@ -78,14 +78,6 @@ const screen = (raw: string): ReadonlyArray<string> => {
 }
 
 const shellQuote = (word: string) => `'${word.replace(/'/g, "'\\''")}'`
-
-const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  return { ...env, NO_COLOR: "1", ...extra }
-}
 
 const SPINNER = /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/
 

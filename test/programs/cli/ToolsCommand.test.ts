@@ -8,17 +8,15 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { tempDir } from "../../support/fixtures.js"
 import * as Servers from "../../support/mcpServers.js"
 import { antlerCommand } from "../../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const FIXTURE = Path.join(ROOT, "test/fixtures/deerflow/config.example.yaml")
 const SLOW = 180_000
-
-const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
 
 interface Result {
   readonly code: number | null

@@ -9,12 +9,11 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import type { BrowserContext, Frame, Page } from "playwright-core"
-import { chromium } from "playwright-core"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { CHROMIUM, launchPersistent, requireOrWarn } from "../../support/chromium.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => Fs.existsSync(p))
 const NAME = "report #3.html"
 
 let gatewayUrl = ""
@@ -100,19 +99,7 @@ describe.skipIf(CHROMIUM === undefined)("a model-written HTML artifact opened fr
   beforeAll(async () => {
     gateway = await Support.start({ script })
     gatewayUrl = gateway.url
-    context = await chromium.launchPersistentContext(Support.tempDir("antler-chromium-"), {
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
+    context = await launchPersistent(Support.tempDir("antler-chromium-"))
     page = context.pages()[0] ?? await context.newPage()
   }, 120_000)
   afterAll(async () => {
@@ -166,9 +153,4 @@ describe.skipIf(CHROMIUM === undefined)("a model-written HTML artifact opened fr
   })
 })
 
-if (CHROMIUM === undefined && process.env.ANTLER_REQUIRE_CHROMIUM === "1") {
-  throw new Error("Chromium is required here (ANTLER_REQUIRE_CHROMIUM=1): no /usr/bin/chromium")
-}
-if (CHROMIUM === undefined) {
-  console.warn("[Artifacts.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`)")
-}
+requireOrWarn("[Artifacts.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`)")

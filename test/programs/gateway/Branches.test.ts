@@ -4,6 +4,7 @@
  * holding the conversation up to an answer. Each was a 404; each is per user (another user's thread is a 404).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -13,20 +14,8 @@ const BOB = "bob-token-branches-00000000"
 let gateway: TestGateway
 let calls = 0
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {})
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = as(ALICE)
-const bob = as(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 const textOf = (m: any) => (typeof m.content === "string" ? m.content : m.content.map((c: any) => c.text).join(""))
 const visible = async (threadId: string) =>

@@ -8,6 +8,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -16,20 +17,8 @@ const BOB = "bob-token-checkpoints-00000"
 
 let gateway: TestGateway
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {})
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = as(ALICE)
-const bob = as(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 const human = (text: string) => ({ messages: [{ type: "human", content: [{ type: "text", text }] }] })
 const texts = (values: any): ReadonlyArray<string> =>

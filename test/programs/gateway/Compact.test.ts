@@ -5,6 +5,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -13,20 +14,8 @@ const BOB = "bob-token-compact-000000000"
 
 let gateway: TestGateway
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {})
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = as(ALICE)
-const bob = as(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 const textOf = (content: unknown) =>
   typeof content === "string" ? content : JSON.stringify(content ?? "")

@@ -12,12 +12,11 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { BrowserContext, Page } from "playwright-core"
-import { chromium } from "playwright-core"
 import type { Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { CHROMIUM, launchPersistent, requireOrWarn } from "../../support/chromium.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => Fs.existsSync(p))
 const REBIND = "rebind.test"
 
 // a model that would use a tool, were it ever called
@@ -140,24 +139,13 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
       )
     )
 
-    context = await chromium.launchPersistentContext(Support.tempDir("antler-chromium-"), {
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--host-resolver-rules=MAP ${REBIND} 127.0.0.1`,
-        // Chromium's own Local Network Access checks stop a page of a public address (the rebound page) from
-        // reaching loopback, unless the user allows it when asked; other browsers have no such check. Off, the
-        // browser is the one the gateway must hold against on its own.
-        "--disable-features=LocalNetworkAccessChecks"
-      ]
-    })
+    context = await launchPersistent(Support.tempDir("antler-chromium-"), [
+      `--host-resolver-rules=MAP ${REBIND} 127.0.0.1`,
+      // Chromium's own Local Network Access checks stop a page of a public address (the rebound page) from
+      // reaching loopback, unless the user allows it when asked; other browsers have no such check. Off, the
+      // browser is the one the gateway must hold against on its own.
+      "--disable-features=LocalNetworkAccessChecks"
+    ])
     page = context.pages()[0] ?? await context.newPage()
   }, 120_000)
   afterAll(async () => {
@@ -241,9 +229,4 @@ describe.skipIf(CHROMIUM === undefined)("another site's page in Chromium cannot 
   })
 })
 
-if (CHROMIUM === undefined && process.env.ANTLER_REQUIRE_CHROMIUM === "1") {
-  throw new Error("Chromium is required here (ANTLER_REQUIRE_CHROMIUM=1): no /usr/bin/chromium")
-}
-if (CHROMIUM === undefined) {
-  console.warn("[CrossSite.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`)")
-}
+requireOrWarn("[CrossSite.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`)")

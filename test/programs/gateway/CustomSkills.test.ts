@@ -10,6 +10,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { toolNames } from "../../support/modelRequests.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -22,8 +24,6 @@ const V3 = "---\nname: csv-cleanup\ndescription: Cleans CSV files, by hand\n---\
 
 const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
-const toolNames = (body: ChatRequestBody) =>
-  (body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
 
 const script = (body: ChatRequestBody): Turn => {
   const user = textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
@@ -63,18 +63,9 @@ afterAll(async () => {
   await gateway?.stop()
 })
 
-const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  fetch(`${gateway.url}/api${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
+const call = Requests.api(() => gateway)
 
-const ok = async (response: Response): Promise<any> => {
-  const body = await response.json()
-  assert.strictEqual(response.status, 200, JSON.stringify(body))
-  return body
-}
+const ok = Requests.ok
 
 const refused = async (response: Response, status: number, detail: string) => {
   const body: any = await response.json()

@@ -4,6 +4,7 @@
  * cancelled before its turn never runs.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -11,15 +12,7 @@ const TOKEN = "alice-token-enqueue-0000000"
 
 let gateway: TestGateway
 
-const api = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
+const api = Requests.as(() => gateway, TOKEN)
 
 const lastText = (body: any) => JSON.stringify(body.messages[body.messages.length - 1]?.content ?? "")
 const question = (text: string, strategy?: string) => ({

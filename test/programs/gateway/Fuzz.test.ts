@@ -32,6 +32,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import * as CustomAgents from "../../../src/programs/CustomAgents.js"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
+import * as Requests from "../../support/requests.js"
 import type { BodyKind, Route } from "./routes.js"
 import { declaredRoutes, LANGGRAPH, ROUTES, UNROUTED } from "./routes.js"
 import type { TestGateway } from "./support.js"
@@ -272,21 +273,8 @@ const bobIds = {
   stalled: ""
 }
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const form = body instanceof FormData
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined && !form ? { "content-type": "application/json" } : {})
-    },
-    ...(body === undefined ? {} : { body: form ? body : JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) }
-}
-const alice = as(ALICE)
-const bob = as(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 const upload = (name: string, content: string) => {
   const form = new FormData()

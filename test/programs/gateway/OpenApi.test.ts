@@ -9,15 +9,14 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Ajv2020 } from "ajv/dist/2020.js"
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import { chromium } from "playwright-core"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import { CHROMIUM, requireOrWarn } from "../../support/chromium.js"
 import { DOCS, ROUTES, WEB } from "./routes.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => Fs.existsSync(p))
 const TOKEN = "openapi-test-token-0123456789"
 
 type Json = Record<string, any>
@@ -302,9 +301,4 @@ describe("GET /docs", () => {
   }, 120_000)
 })
 
-if (CHROMIUM === undefined && process.env.ANTLER_REQUIRE_CHROMIUM === "1") {
-  throw new Error("Chromium is required here (ANTLER_REQUIRE_CHROMIUM=1): no /usr/bin/chromium")
-}
-if (CHROMIUM === undefined) {
-  console.warn("[OpenApi.test] /docs in Chromium skipped: no /usr/bin/chromium (apt-get install -y chromium)")
-}
+requireOrWarn("[OpenApi.test] /docs in Chromium skipped: no /usr/bin/chromium (apt-get install -y chromium)")

@@ -6,6 +6,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -27,17 +28,8 @@ const options = () => ({
   config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
 })
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = (method: string, path: string, body?: unknown) => as(ALICE)(method, path, body)
-const bob = (method: string, path: string, body?: unknown) => as(BOB)(method, path, body)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 beforeAll(async () => {
   home = Support.tempDir("antler-run-events-")

@@ -8,6 +8,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -31,12 +32,7 @@ afterAll(async () => {
   await gateway?.stop()
 })
 
-const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  fetch(`${gateway.url}/api${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
+const call = Requests.api(() => gateway)
 
 const bodyOf = async (response: Response): Promise<any> => response.json()
 

@@ -14,6 +14,7 @@ import * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as McpServers from "../../support/mcpServers.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -67,20 +68,11 @@ afterAll(async () => {
   await Effect.runPromise(Scope.close(scope, Exit.void))
 })
 
-const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  fetch(`${gateway.url}/api${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
+const call = Requests.api(() => gateway)
 
 const bodyOf = async (response: Response): Promise<any> => response.json()
 
-const ok = async (response: Response): Promise<any> => {
-  const body = await bodyOf(response)
-  assert.strictEqual(response.status, 200, JSON.stringify(body))
-  return body
-}
+const ok = Requests.ok
 
 /** What the model was offered in a fresh run of Alice's. */
 const offered = async () => {

@@ -9,6 +9,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -37,20 +38,11 @@ afterAll(async () => {
   await gateway?.stop()
 })
 
-const call = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  fetch(`${gateway.url}/api${path}`, {
-    method: init.method ?? "GET",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
-  })
+const call = Requests.api(() => gateway)
 
 const bodyOf = async (response: Response): Promise<any> => response.json()
 
-const doc = async (response: Response): Promise<any> => {
-  const body = await bodyOf(response)
-  assert.strictEqual(response.status, 200, JSON.stringify(body))
-  return body
-}
+const doc = Requests.ok
 
 /** What the model was given (the memory block is injected with the thread's first turn). */
 const promptOf = (body: ChatRequestBody) => JSON.stringify(body.messages)

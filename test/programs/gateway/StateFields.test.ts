@@ -14,6 +14,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import { threadPaths } from "../../../src/services/Sandbox.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -23,21 +24,8 @@ const SECRET = "alice's upload: the vault code is 4242"
 
 let gateway: TestGateway
 
-const as = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const form = body instanceof FormData
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined && !form ? { "content-type": "application/json" } : {})
-    },
-    ...(body === undefined ? {} : { body: form ? body : JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = as(ALICE)
-const bob = as(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 /** Whatever the model was sent, in the requests from `from` on, as one text. */
 const sentFrom = (from: number) => JSON.stringify(gateway.scripted.requests.slice(from))

@@ -10,13 +10,12 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { BrowserContext, Page } from "playwright-core"
-import { chromium } from "playwright-core"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { CHROMIUM, launchPersistent, requireOrWarn } from "../../support/chromium.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => Fs.existsSync(p))
 const SCREENSHOTS = Path.join(ROOT, "test-results")
 
 const lastUser = (body: ChatRequestBody) =>
@@ -65,19 +64,7 @@ let page: Page
 describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () => {
   beforeAll(async () => {
     gateway = await Support.start({ script, server: { delayMs: 40 } })
-    context = await chromium.launchPersistentContext(Support.tempDir("antler-chromium-"), {
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
+    context = await launchPersistent(Support.tempDir("antler-chromium-"))
     page = context.pages()[0] ?? await context.newPage()
   }, 120_000)
   afterAll(async () => {
@@ -150,9 +137,4 @@ describe.skipIf(CHROMIUM === undefined)("the web page in headless Chromium", () 
   })
 })
 
-if (CHROMIUM === undefined && process.env.ANTLER_REQUIRE_CHROMIUM === "1") {
-  throw new Error("Chromium is required here (ANTLER_REQUIRE_CHROMIUM=1): no /usr/bin/chromium")
-}
-if (CHROMIUM === undefined) {
-  console.warn("[Web.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`, as .ci/run does)")
-}
+requireOrWarn("[Web.test] skipped: no /usr/bin/chromium (install it with `apt-get install -y chromium`, as .ci/run does)")

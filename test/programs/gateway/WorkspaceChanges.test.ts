@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as WorkspaceChanges from "../../../src/programs/gateway/WorkspaceChanges.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -134,17 +135,8 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-const call = (token: string) => async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
-const alice = call(ALICE)
-const bob = call(BOB)
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
 
 const runOnce = async (text: string) => {
   const input = { messages: [{ type: "human", content: text }] }

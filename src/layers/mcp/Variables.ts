@@ -1,0 +1,73 @@
+/**
+ * `$VAR` / `${VAR}` in an MCP server entry (its command, args, env, url, headers and cwd) come from the
+ * environment (read through Effect's `Config`); an unset one keeps that server from starting, with the reason.
+ * The values so resolved that are secret (headers, env, URL credentials) are listed for redaction.
+ */
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type { McpServerConfig } from "../../services/Extensions.js"
+import * as Redact from "../../state/Redact.js"
+import { interpolate } from "../ConfigFile.js"
+
+/** The `$VAR`s of a server entry's strings (command, args, env, url, headers, cwd). */
+export const variablesOf = (server: McpServerConfig): ReadonlyArray<string> => {
+  const names = new Set<string>()
+  interpolate(interpolatable(server), (name) => {
+    names.add(name)
+    return ""
+  })
+  return [...names]
+}
+
+const interpolatable = (server: McpServerConfig) => ({
+  command: server.command,
+  args: server.args,
+  env: server.env,
+  url: server.url,
+  headers: server.headers,
+  cwd: server.cwd
+})
+
+/** The entry with its `$VAR`s replaced by `lookup`, or why it cannot be (a variable unset, ...). */
+export const resolveEntry = (
+  server: McpServerConfig,
+  lookup: (name: string) => string | undefined
+): Either.Either<McpServerConfig, string> =>
+  Either.map(
+    Either.mapLeft(interpolate(interpolatable(server), lookup), (issues) =>
+      issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")),
+    (values) => ({ ...server, ...(values as Partial<McpServerConfig>) })
+  )
+
+/** The values of environment variables by name (read through `Config`; unset or unreadable: undefined). */
+export const lookupAll = (names: ReadonlyArray<string>) =>
+  Effect.map(
+    Effect.forEach(names, (name) =>
+      Effect.map(
+        Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()),
+        (value) => [name, Option.getOrUndefined(value)] as const
+      )),
+    (entries) => new Map<string, string | undefined>(entries)
+  )
+
+/**
+ * The secrets of the enabled servers, with their `$VAR`s resolved: header and env values and URL credentials,
+ * which nothing the app prints or stores may contain.
+ */
+export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    for (const config of Object.values(servers)) {
+      if (!config.enabled) continue
+      const values = yield* lookupAll(variablesOf(config))
+      const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
+      out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
+      for (const value of Object.values(resolved.headers)) {
+        const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
+        if (token !== undefined) out.push(token)
+      }
+    }
+    return out
+  })
