@@ -248,38 +248,71 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
-          const events = factory.run({
+          // The run's events come to `onEvent` in the run's fiber, as they happen (no mailbox and stream between
+          // the run and its buffer); those of one synchronous step (a state update's messages and fields) are
+          // projected together, at the next microtask or before anything else is appended.
+          let pending: Array<RunEvent> = []
+          let scheduled = false
+          let stopped = false
+          // (a bug in the projection, met in a microtask, fails the run once it ends, as a defect)
+          let broken: { readonly defect: unknown } | undefined
+          const invalid: Array<string> = []
+          const flush = () => {
+            scheduled = false
+            if (pending.length === 0) return
+            const batch = pending
+            pending = []
+            // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode is left
+            // out and logged, never sent half-formed
+            const encoded: Array<RunEvent> = []
+            for (const event of batch) {
+              const json = RunStream.encodeEvent(publicEvent(event))
+              if (Either.isRight(json)) encoded.push(json.right as RunEvent)
+              else invalid.push(`${event.type}: ${json.left.message}`)
+            }
+            journal.push(encoded)
+            append(made.projector.push(encoded))
+          }
+          const onEvent = (event: RunEvent) => {
+            // (what a stopped run still says, as it winds down, is not streamed: the stop's own end follows)
+            if (stopped) return
+            if (event.type === "run_end") end = event
+            pending.push(event)
+            if (!scheduled) {
+              scheduled = true
+              queueMicrotask(() => {
+                try {
+                  flush()
+                } catch (defect) {
+                  broken ??= { defect }
+                  stopped = true
+                }
+              })
+            }
+          }
+          const turn = factory.turn({
             threadId: request.threadId,
             runId,
             userId: request.userId,
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          })
-          // stopped by a client: the stream is interrupted (one race for the run, not one per event)
+          }, onEvent)
+          // stopped by a client: the run is interrupted (one race for the run, not one per event)
           yield* Effect.raceFirst(
-            Deferred.await(stop).pipe(Effect.asVoid),
-            events.pipe(Stream.runForEachChunk((chunk) =>
-              Effect.suspend(() => {
-                // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
-                // is left out and logged, never sent half-formed
-                const encoded: Array<RunEvent> = []
-                const invalid: Array<string> = []
-                for (const event of chunk) {
-                  if (event.type === "run_end") end = event
-                  Either.match(RunStream.encodeEvent(publicEvent(event)), {
-                    onLeft: (error) => invalid.push(`${event.type}: ${error.message}`),
-                    onRight: (json) => encoded.push(json as RunEvent)
-                  })
-                }
-                journal.push(encoded)
-                append(made.projector.push(encoded))
-                return invalid.length === 0
-                  ? Effect.void
-                  : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
-              })
-            ))
-          )
+            Deferred.await(stop).pipe(Effect.andThen(Effect.sync(() => {
+              flush()
+              stopped = true
+            }))),
+            turn
+          ).pipe(Effect.ensuring(Effect.sync(() => {
+            flush()
+            stopped = true
+          })))
+          if (broken !== undefined) return yield* Effect.die(broken.defect)
+          if (invalid.length > 0) {
+            yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
+          }
           const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
           )
