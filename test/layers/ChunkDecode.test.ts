@@ -14,7 +14,20 @@ const outcome = (decode: (u: unknown) => Either.Either<Chunk, unknown>, chunks: 
     deltas.push(acc.add(decoded.right))
   }
   const finished = acc.finish()
-  return { deltas, message: Either.isRight(finished) ? { ...finished.right, id: "" } : String(finished.left) }
+  if (Either.isLeft(finished)) return { deltas, message: String(finished.left) }
+  // (a call that came without an id is given a fresh one)
+  const calls = (list: ReadonlyArray<{ readonly id?: string | null | undefined }> | undefined) =>
+    list?.map((call) => ({ ...call, id: "" }))
+  const message = finished.right
+  return {
+    deltas,
+    message: {
+      ...message,
+      id: "",
+      tool_calls: calls(message.tool_calls),
+      invalid_tool_calls: calls(message.invalid_tool_calls)
+    }
+  }
 }
 
 const stringish = FastCheck.oneof(FastCheck.string(), FastCheck.constant(null), FastCheck.constant(undefined), FastCheck.integer())
