@@ -273,6 +273,11 @@ export interface Service {
    * stream at once with a `run_end` of status `error`.
    */
   readonly run: (input: TurnInput) => Stream.Stream<RunEvent>
+  /**
+   * One turn as `run`, its events handed to `onEvent` as they happen, in the caller's fiber (no stream between
+   * the run and its reader: what the gateway's runs use); ends when the run ended. Interrupting it cancels the run.
+   */
+  readonly turn: (input: TurnInput, onEvent: (event: RunEvent) => void) => Effect.Effect<void>
 }
 
 /** The factory service. */
@@ -464,7 +469,41 @@ export const layer = (
         }))
       }
 
+      const turn = (input: TurnInput, onEvent: (event: RunEvent) => void): Effect.Effect<void> => {
+        const threadId = input.threadId ?? M.newId()
+        const runId = input.runId ?? M.newId()
+        const failed = (error: { readonly _tag: string; readonly message: string }) =>
+          Effect.sync(() => {
+            onEvent({ type: "run_start", thread_id: threadId, run_id: runId })
+            onEvent({
+              type: "run_end",
+              status: "error",
+              stop_reason: "error",
+              error: { name: error._tag, message: error.message }
+            })
+          })
+        return Effect.gen(function*() {
+          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId, input.admin === true))
+          if (Either.isLeft(resolved)) return yield* failed(resolved.left)
+          const made = yield* Effect.either(built(resolved.right))
+          if (Either.isLeft(made)) return yield* failed(made.left)
+          const { admin, settings: _, ...rest } = input
+          const options = { ...runOptions(resolved.right), admin: admin === true }
+          const messages = [...resolved.right.warnings, ...made.right.assembly.warnings]
+          let first = true
+          // (the resolution's warnings right after `run_start`, as `run` sends them)
+          const send = messages.length === 0 ? onEvent : (event: RunEvent) => {
+            onEvent(event)
+            if (!first) return
+            first = false
+            for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
+          }
+          yield* made.right.agent.turn({ ...rest, threadId, runId, options }, send)
+        })
+      }
+
       return AgentFactory.of({
+        turn,
         resolve: resolveSettings,
         agent,
         tools: (r) => Effect.map(built(r), (made) => made.assembly),

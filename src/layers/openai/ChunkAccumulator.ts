@@ -50,8 +50,37 @@ export const Chunk = Schema.Struct({
 })
 export type Chunk = typeof Chunk.Type
 
-/** Decodes one chunk (unknown input) without throwing. */
-export const decodeChunk = Schema.decodeUnknownEither(Chunk)
+const decodeWithSchema = Schema.decodeUnknownEither(Chunk)
+
+const isRecord = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const optionalString = (u: unknown) => u === undefined || u === null || typeof u === "string"
+
+/** A choice with no tool calls whose fields are what `Chunk` says (the chunk of a streamed token). */
+const plainChoice = (u: unknown): boolean => {
+  if (!isRecord(u)) return false
+  const delta = u.delta
+  return delta === undefined || delta === null || (
+    isRecord(delta) && optionalString(delta.content) && optionalString(delta.reasoning_content) &&
+    optionalString(delta.reasoning) && (delta.tool_calls === undefined || delta.tool_calls === null)
+  )
+}
+
+/**
+ * Decodes one chunk (unknown input) without throwing. A chunk of text or reasoning (one per streamed token) is
+ * checked here, field by field as `Chunk` would, and read as it is (the accumulator reads only `Chunk`'s fields);
+ * anything else (tool calls), or a chunk that fails the check, goes through the Schema, which says what is wrong.
+ */
+export const decodeChunk = (u: unknown): Either.Either<Chunk, ParseResult.ParseError> => {
+  if (isRecord(u)) {
+    const choices = u.choices
+    if (choices === undefined || choices === null || (Array.isArray(choices) && choices.every(plainChoice))) {
+      return Either.right(u as Chunk)
+    }
+  }
+  return decodeWithSchema(u)
+}
 const validateMessage = Schema.decodeUnknownEither(M.AIMessage)
 
 interface PartialCall {

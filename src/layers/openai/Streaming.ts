@@ -19,6 +19,7 @@ import type { Resolved } from "./Config.js"
 import { toModelError } from "./ErrorClassification.js"
 import { MAX_BODY_BYTES, nonStreamBody, readBody } from "./NonStreamBody.js"
 import { toChatRequest } from "./RequestMapping.js"
+import * as SseEvents from "./SseEvents.js"
 
 /** The per-call HTTP state: the request's abort controller, when something last arrived, why it was ended. */
 interface Call {
@@ -140,6 +141,20 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         }
       })
 
+      // An event's chunk, or what the SDK would throw for it: its data not JSON (a SyntaxError), or an `error`
+      // the server reported mid-stream (an APIError without a status).
+      const chunkOf = (sse: SseEvents.SseEvent, headers: Headers): Either.Either<unknown, unknown> => {
+        let data: any
+        try {
+          data = JSON.parse(sse.data)
+        } catch (error) {
+          return Either.left(error)
+        }
+        if (sse.event !== null && sse.event.startsWith("thread.")) return Either.right({ event: sse.event, data })
+        if (data && data.error) return Either.left(new resolved.sdk.APIError(undefined, data.error, undefined, headers))
+        return Either.right(data)
+      }
+
       const add = (chunk: unknown): Effect.Effect<void, ModelError> => {
         const decoded = decodeChunk(chunk)
         if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
@@ -149,8 +164,9 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       }
 
       const consume = Effect.gen(function*() {
-        const { data: stream, response } = yield* Effect.tryPromise({
-          try: () => client.chat.completions.create(body, { signal: call.controller.signal }).withResponse(),
+        // (the body's events are read here, not by the SDK's stream: see SseEvents)
+        const response = yield* Effect.tryPromise({
+          try: () => client.chat.completions.create(body, { signal: call.controller.signal }).asResponse(),
           catch: failWith(call)
         })
         call.headers = true
@@ -165,14 +181,34 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
           if (Either.isLeft(chunk)) return yield* Effect.fail(chunk.left)
           return yield* add(chunk.right)
         }
-        const iterator = stream[Symbol.asyncIterator]()
-        const next = Effect.tryPromise({ try: () => iterator.next(), catch: failWith(call) })
+        if (response.body === null) {
+          return yield* Effect.fail(failWith(call)(new Error("Attempted to iterate over a response with no body")))
+        }
+        const reader = response.body.getReader()
+        const read = Effect.tryPromise({ try: () => reader.read(), catch: failWith(call) })
+        const decoder = new TextDecoder()
+        const parser = SseEvents.makeParser()
+        // after `[DONE]` the rest of the body is read and ignored, as the SDK does
+        let done = false
         for (;;) {
-          const result = yield* next
+          const result = yield* read
           if (call.timedOut) return yield* Effect.fail(timeoutError(call))
-          if (result.done === true) break
-          touch()
-          yield* add(result.value)
+          // every event of what arrived at once, in one go
+          const events = result.done
+            ? [...parser.push(decoder.decode()), ...parser.end()]
+            : parser.push(decoder.decode(result.value, { stream: true }))
+          if (!result.done) touch()
+          for (const sse of events) {
+            if (done) continue
+            if (sse.data.startsWith("[DONE]")) {
+              done = true
+              continue
+            }
+            const chunk = chunkOf(sse, response.headers)
+            if (Either.isLeft(chunk)) return yield* Effect.fail(failWith(call)(chunk.left))
+            yield* add(chunk.right)
+          }
+          if (result.done) break
         }
         if (acc.empty()) {
           return yield* Effect.fail(

@@ -8,7 +8,6 @@
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
  * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
  */
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -19,12 +18,9 @@ import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
-import { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -39,10 +35,14 @@ import { GatewayError } from "./api/Problem.js"
 import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
+import * as RunBuffer from "./RunBuffer.js"
 import * as RunJournal from "./RunJournal.js"
+import * as RunStream from "./RunStream.js"
 import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
+/** (Re-exported: the cluster follows runs of other processes with them.) */
+export { framesOf, sseOf } from "./RunStream.js"
 
 const internal = (error: { readonly message: string }) =>
   new GatewayError({ reason: "internal", message: error.message, cause: error })
@@ -76,7 +76,7 @@ export interface RunRequest {
 export type CancelAction = "interrupt" | "rollback"
 
 /** A run this process executes, or executed recently: its event buffer and its end. */
-export interface ActiveRun {
+export interface ActiveRun extends RunBuffer.Reader {
   readonly runId: string
   /** The thread as stored. */
   readonly threadId: string
@@ -86,14 +86,6 @@ export interface ActiveRun {
   readonly modes: ReadonlyArray<Protocol.StreamMode>
   /** Ends with the run's final record once everything (rollback, deletion) is done. */
   readonly done: Deferred.Deferred<RunRecord>
-  /** Whether the run's last event (`end`) is in the buffer. */
-  readonly finished: () => boolean
-  /** The buffered frames with an id greater than `cursor`, or the gap when `cursor` is older than the buffer. */
-  readonly after: (cursor: number) => { readonly frames: ReadonlyArray<Protocol.Frame>; readonly gap?: Protocol.Frame }
-  /** How many times frames were appended so far (compare before and after a wait). */
-  readonly changes: () => number
-  /** Calls `listener` once, at the next append; returns what takes it back. */
-  readonly onChange: (listener: () => void) => () => void
   /** The state as the run's events left it. */
   readonly state: () => ThreadState
 }
@@ -159,30 +151,6 @@ export interface Options {
   readonly traced?: Traced | undefined
 }
 
-const encodeSchema = Schema.encodeEither(RunEventSchema)
-
-/**
- * An event's encoded form (RunEvents' Schema). A token delta, one per streamed token, is checked and copied
- * here, as the Schema would (its four fields, the strings checked); anything else, or a token that fails the
- * check, goes through the Schema, which says what is wrong.
- */
-const encodeEvent = (event: RunEvent): Either.Either<unknown, { readonly message: string }> => {
-  if (
-    event.type === "token" && typeof event.message_id === "string" &&
-    (event.text === undefined || typeof event.text === "string") &&
-    (event.reasoning === undefined || typeof event.reasoning === "string")
-  ) {
-    const encoded: { type: "token"; message_id: string; text?: string; reasoning?: string } = {
-      type: "token",
-      message_id: event.message_id
-    }
-    if (event.text !== undefined) encoded.text = event.text
-    if (event.reasoning !== undefined) encoded.reasoning = event.reasoning
-    return Either.right(encoded)
-  }
-  return encodeSchema(event)
-}
-
 /** How long a finished run stays joinable past `keepFinished` (the newest ones), at least. */
 export const FINISHED_GRACE_MS = 60_000
 
@@ -229,11 +197,6 @@ export const layer = (
       }
 
       const makeRun = (request: RunRequest, runId: string, initial: ThreadState) => {
-        const frames: Array<Protocol.Frame> = []
-        let nextId = 1
-        let finished = false
-        let changes = 0
-        const listeners = new Set<() => void>()
         const projector = Protocol.makeProjector({
           runId,
           threadId: request.publicThreadId ?? request.threadId,
@@ -242,32 +205,7 @@ export const layer = (
           modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
           redact
         })
-        let bytes = 0
-        const append = (outs: ReadonlyArray<Protocol.Out>) => {
-          if (outs.length === 0) return
-          for (const out of outs) {
-            const frame = { id: nextId++, event: out.event, data: json(out.data) }
-            frames.push(frame)
-            bytes += frame.data.length
-            if (out.event === "end") finished = true
-          }
-          // trimmed in batches (a quarter of the buffer), so a long run does not move the array per event
-          if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
-            let drop = Math.max(0, frames.length - options.bufferSize)
-            let kept = bytes
-            for (let i = 0; i < drop; i++) kept -= frames[i]!.data.length
-            // by size too (values snapshots of a long thread are large), always keeping the newest frame
-            while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= frames[drop++]!.data.length
-            frames.splice(0, drop)
-            bytes = kept
-          }
-          changes++
-          if (listeners.size > 0) {
-            const woken = [...listeners]
-            listeners.clear()
-            for (const listener of woken) listener()
-          }
-        }
+        const buffer = RunBuffer.make(runId, options, json)
         const run: ActiveRun = {
           runId,
           threadId: request.threadId,
@@ -275,25 +213,13 @@ export const layer = (
           userId: request.userId,
           modes: request.modes,
           done: Deferred.unsafeMake<RunRecord>(FiberId.none),
-          finished: () => finished,
-          after: (cursor) => {
-            const first = frames[0]
-            // a cursor older than the buffer, or one the run never reached (an id of something else)
-            if (first !== undefined && cursor > 0 && (cursor < first.id - 1 || cursor >= nextId)) {
-              const gap = Protocol.gapPayload(runId, cursor, first.id, frames[frames.length - 1]!.id)
-              return { frames: [], gap: { id: frames[frames.length - 1]!.id, event: "gap", data: json(gap) } }
-            }
-            if (first === undefined || cursor < first.id) return { frames }
-            return { frames: frames.slice(cursor - first.id + 1) }
-          },
-          changes: () => changes,
-          onChange: (listener) => {
-            listeners.add(listener)
-            return () => listeners.delete(listener)
-          },
+          finished: buffer.finished,
+          after: buffer.after,
+          changes: buffer.changes,
+          onChange: buffer.onChange,
           state: projector.state
         }
-        return { run, append, projector }
+        return { run, append: buffer.append, projector }
       }
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -322,38 +248,71 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
-          const events = factory.run({
+          // The run's events come to `onEvent` in the run's fiber, as they happen (no mailbox and stream between
+          // the run and its buffer); those of one synchronous step (a state update's messages and fields) are
+          // projected together, at the next microtask or before anything else is appended.
+          let pending: Array<RunEvent> = []
+          let scheduled = false
+          let stopped = false
+          // (a bug in the projection, met in a microtask, fails the run once it ends, as a defect)
+          let broken: { readonly defect: unknown } | undefined
+          const invalid: Array<string> = []
+          const flush = () => {
+            scheduled = false
+            if (pending.length === 0) return
+            const batch = pending
+            pending = []
+            // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode is left
+            // out and logged, never sent half-formed
+            const encoded: Array<RunEvent> = []
+            for (const event of batch) {
+              const json = RunStream.encodeEvent(publicEvent(event))
+              if (Either.isRight(json)) encoded.push(json.right as RunEvent)
+              else invalid.push(`${event.type}: ${json.left.message}`)
+            }
+            journal.push(encoded)
+            append(made.projector.push(encoded))
+          }
+          const onEvent = (event: RunEvent) => {
+            // (what a stopped run still says, as it winds down, is not streamed: the stop's own end follows)
+            if (stopped) return
+            if (event.type === "run_end") end = event
+            pending.push(event)
+            if (!scheduled) {
+              scheduled = true
+              queueMicrotask(() => {
+                try {
+                  flush()
+                } catch (defect) {
+                  broken ??= { defect }
+                  stopped = true
+                }
+              })
+            }
+          }
+          const turn = factory.turn({
             threadId: request.threadId,
             runId,
             userId: request.userId,
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          })
-          // stopped by a client: the stream is interrupted (one race for the run, not one per event)
+          }, onEvent)
+          // stopped by a client: the run is interrupted (one race for the run, not one per event)
           yield* Effect.raceFirst(
-            Deferred.await(stop).pipe(Effect.asVoid),
-            events.pipe(Stream.runForEachChunk((chunk) =>
-              Effect.suspend(() => {
-                // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
-                // is left out and logged, never sent half-formed
-                const encoded: Array<RunEvent> = []
-                const invalid: Array<string> = []
-                for (const event of chunk) {
-                  if (event.type === "run_end") end = event
-                  Either.match(encodeEvent(publicEvent(event)), {
-                    onLeft: (error) => invalid.push(`${event.type}: ${error.message}`),
-                    onRight: (json) => encoded.push(json as RunEvent)
-                  })
-                }
-                journal.push(encoded)
-                append(made.projector.push(encoded))
-                return invalid.length === 0
-                  ? Effect.void
-                  : Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
-              })
-            ))
-          )
+            Deferred.await(stop).pipe(Effect.andThen(Effect.sync(() => {
+              flush()
+              stopped = true
+            }))),
+            turn
+          ).pipe(Effect.ensuring(Effect.sync(() => {
+            flush()
+            stopped = true
+          })))
+          if (broken !== undefined) return yield* Effect.die(broken.defect)
+          if (invalid.length > 0) {
+            yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
+          }
           const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
           )
@@ -558,49 +517,8 @@ export const layer = (
           if (wait) yield* Deferred.await(run.done)
         })
 
-      const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
-        let complete = false
-        // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
-        // found at once are sent as one piece of text (a client behind gets what it missed in one write)
-        const beat = options.heartbeatSeconds * 1000
-        const keep = keepOf(modes)
-        let nextBeat: number | undefined
-        const page = (position: number) =>
-          Effect.gen(function*() {
-            let text = ""
-            for (;;) {
-              const now = yield* Clock.currentTimeMillis
-              if (nextBeat === undefined) nextBeat = now + beat
-              if (now >= nextBeat) {
-                text += Protocol.HEARTBEAT
-                nextBeat = now + beat
-              }
-              const seen = run.changes()
-              const available = run.after(position)
-              if (available.gap !== undefined) {
-                complete = true
-                return [text + Protocol.sse(available.gap), Option.none<number>()] as const
-              }
-              if (available.frames.length > 0) {
-                const last = available.frames[available.frames.length - 1]!
-                const ended = last.event === "end"
-                if (ended) complete = true
-                for (const frame of available.frames) if (keep(frame)) text += Protocol.sse(frame)
-                return [text, ended ? Option.none<number>() : Option.some(last.id)] as const
-              }
-              if (run.finished()) {
-                complete = true
-                return [text, Option.none<number>()] as const
-              }
-              if (text !== "") return [text, Option.some(position)] as const
-              yield* appended(run, seen, Math.max(0, nextBeat - now))
-            }
-          })
-        return Stream.paginateEffect(cursor, page).pipe(
-          Stream.filter((text) => text !== ""),
-          Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
-        )
-      }
+      const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) =>
+        RunStream.subscribe(run, cursor, modes, onDisconnect, options.heartbeatSeconds)
 
       const recover: Service["recover"] = Effect.gen(function*() {
         const stale = [
@@ -645,80 +563,3 @@ export const layer = (
       })
     })
   )
-
-/**
- * A run's frames from `cursor` (0: from its first buffered event) as they are appended; ends after `end` or
- * `gap` (calling `onComplete`), or once the run finished and nothing is left after the cursor.
- */
-export const framesOf = (run: ActiveRun, cursor: number, onComplete: () => void): Stream.Stream<Protocol.Frame> =>
-  Stream.paginateChunkEffect(cursor, (position: number) =>
-    Effect.gen(function*() {
-      for (;;) {
-        const seen = run.changes()
-        const available = run.after(position)
-        if (available.gap !== undefined) {
-          onComplete()
-          return [Chunk.of(available.gap), Option.none<number>()] as const
-        }
-        if (available.frames.length > 0) {
-          const last = available.frames[available.frames.length - 1]!
-          const ended = last.event === "end"
-          if (ended) onComplete()
-          return [
-            Chunk.fromIterable(available.frames),
-            ended ? Option.none<number>() : Option.some(last.id)
-          ] as const
-        }
-        if (run.finished()) {
-          onComplete()
-          return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
-        }
-        yield* appended(run, seen)
-      }
-    })
-  )
-
-/** Until `run` appends after `seen`, or `ms` pass when given (one listener and at most one timer, no fibers). */
-const appended = (run: ActiveRun, seen: number, ms?: number): Effect.Effect<void> =>
-  Effect.async<void>((resume) => {
-    if (run.changes() !== seen) return resume(Effect.void)
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const off = run.onChange(() => {
-      clearTimeout(timer)
-      resume(Effect.void)
-    })
-    if (ms !== undefined) {
-      timer = setTimeout(() => {
-        off()
-        resume(Effect.void)
-      }, ms)
-    }
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      off()
-    })
-  })
-
-/** Whether a frame is of `modes` (every frame when absent; frames of no mode always). */
-const keepOf = (modes: ReadonlyArray<Protocol.StreamMode> | undefined) => {
-  const wanted = modes === undefined ? undefined : new Set(modes)
-  return (frame: Protocol.Frame) => {
-    if (wanted === undefined) return true
-    const mode = Protocol.modeOfEvent(frame.event)
-    return mode === undefined || wanted.has(mode)
-  }
-}
-
-
-/** Frames as SSE text, filtered to `modes` (all when absent), with a heartbeat every `heartbeatSeconds`. */
-export const sseOf = <E, R>(
-  frames: Stream.Stream<Protocol.Frame, E, R>,
-  modes: ReadonlyArray<Protocol.StreamMode> | undefined,
-  heartbeatSeconds: number
-): Stream.Stream<string, E, R> => {
-  const keep = keepOf(modes)
-  const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
-    Stream.map(() => Protocol.HEARTBEAT)
-  )
-  return Stream.merge(Stream.map(Stream.filter(frames, keep), Protocol.sse), heartbeats, { haltStrategy: "left" })
-}
