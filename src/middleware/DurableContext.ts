@@ -35,6 +35,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as SkillContext from "./SkillContext.js"
 import * as Chain from "./Chain.js"
+import { withState } from "../state/internal/StateRead.js"
 
 /** Id of the injected authority-contract system message. */
 export const CONTRACT_ID = "durable_context__contract"
@@ -456,7 +457,7 @@ export const layer = (options: Options = {}): Middleware => {
 
     // before the call: the skill files read since the last call (the whole history when it is not the one seen)
     // (then the delegations, from the same read of the state when the skills did not change it)
-    const capture = Effect.flatMap(state.get, (current) => {
+    const capture = withState(state, (current) => {
       const messages = current.messages
       const seen = skillsSeen.get(messages)
       const from = seen === undefined ? 0 : seen.input.length
@@ -484,7 +485,7 @@ export const layer = (options: Options = {}): Middleware => {
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
       })
     }
-    const delegations = Effect.flatMap(state.get, delegationsOf)
+    const delegations = withState(state, delegationsOf)
 
     return {
       // a skill file read is a load from its result on (SkillToolPolicy decides the next request from the state)

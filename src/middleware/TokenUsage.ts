@@ -28,6 +28,7 @@ import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import { withState } from "../state/internal/StateRead.js"
 import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key of the step attribution. */
@@ -332,7 +333,7 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
           ? Effect.succeed(response)
           : Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
       }
-      return Effect.flatMap(state.get, (current) => {
+      return withState(state, (current) => {
         const rolled = rollUp(current.messages)
         const deltas: Array<TokenUsageDelta> = rolled.usage.map((u) => ({
           model: u.model ?? model,

@@ -48,6 +48,7 @@ import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
+import * as StateRead from "../state/internal/StateRead.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 
 /** What to run. */
@@ -126,9 +127,11 @@ const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | un
   let state = initial
   const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
+  const current = () => state
   return {
-    service: {
-      get: Effect.sync(() => state),
+    // (with a synchronous read for the run's middlewares: see `state/internal/StateRead.ts`)
+    service: StateRead.readable({
+      get: Effect.sync(current),
       update: (update) =>
         Effect.suspend(() => {
           const next = applyUpdate(state, update, indexes)
@@ -138,13 +141,13 @@ const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | un
           if (emit !== undefined) eventsOf(update, emit)
           return Effect.void
         })
-    },
+    }, current),
     drain: () => {
       const out = journal
       journal = []
       return out
     },
-    current: () => state
+    current
   }
 }
 
