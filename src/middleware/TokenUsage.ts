@@ -18,6 +18,8 @@
  * totals under their model. They are not thread messages, so they get no attribution and trigger no roll-up.
  */
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import { TokenUsageConfig } from "../services/AppConfig.js"
 import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
@@ -366,9 +368,15 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
     }
 
     return {
+      // (the line is made and logged only when the fiber logs at debug level: most runs do not, and the check is
+      // the one the logger makes first)
       model: (request, next) =>
         Effect.flatMap(next(request), (response) =>
-          Effect.zipRight(logUsage(request, response), afterModel(request, response)))
+          Effect.withFiberRuntime((fiber) =>
+            LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+              ? afterModel(request, response)
+              : Effect.zipRight(logUsage(request, response), afterModel(request, response))
+          ))
     } satisfies Middleware.Wrappers
   }))
 }
