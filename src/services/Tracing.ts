@@ -20,6 +20,12 @@ export const withSpanWhenTraced = <A, E, R>(
   Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, name, options))
 
 /**
+ * Whether the app provides a tracer: read once where the tracer cannot change in between (a run's loop reads it
+ * once for all its tool calls' spans).
+ */
+export const traced: Effect.Effect<boolean> = Effect.tracerWith((tracer) => Effect.succeed(tracer !== untraced))
+
+/**
  * `withSpanWhenTraced(make(), name, options)`, with the effect made when it runs: one step of the run loop for
  * both the check and the making (a hot path's `suspend` folded into the tracer's check).
  */
