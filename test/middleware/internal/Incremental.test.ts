@@ -19,7 +19,7 @@ let made = 0
 const fresh = (system: boolean): Message => system ? M.system(`s${made++}`) : M.human(`h${made++}`)
 
 describe("Incremental.mapMessages", () => {
-  it("gives, with its memo, what a full pass gives: the same messages slot by slot, the input itself when none changes", () => {
+  it("gives with its memo what a full pass gives: the same messages slot by slot, the input when none changes", () => {
     FC.assert(FC.property(
       FC.array(FC.boolean(), { minLength: 1, maxLength: 6 }),
       FC.array(FC.tuple(change, FC.array(FC.boolean(), { minLength: 3, maxLength: 3 })), { maxLength: 40 }),

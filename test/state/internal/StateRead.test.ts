@@ -12,7 +12,8 @@ const holder = () => {
   let gets = 0
   const service: RunState["Type"] = {
     get: Effect.sync(() => (gets++, state)),
-    update: (update) => Effect.sync(() => (state = { ...state, messages: [...state.messages, ...(update.messages ?? [])] as any }))
+    update: (update) =>
+      Effect.sync(() => (state = { ...state, messages: [...state.messages, ...(update.messages ?? [])] as any }))
   }
   return { service, current: () => state, gets: () => gets }
 }
