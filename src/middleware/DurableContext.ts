@@ -35,7 +35,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as SkillContext from "./SkillContext.js"
 import * as Chain from "./Chain.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 /** Id of the injected authority-contract system message. */
 export const CONTRACT_ID = "durable_context__contract"

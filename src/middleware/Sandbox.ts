@@ -14,7 +14,7 @@ import type { ThreadState } from "../state/ThreadState.js"
 import { Interrupt } from "../services/ToolService.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 /**
  * The result with `sandbox: { sandbox_id }` merged into its update, unless the update already binds a

@@ -23,7 +23,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
 import * as Chain from "./Chain.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 /**
  * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,

@@ -41,7 +41,7 @@ import * as Compact from "./summarization/Compact.js"
 import type * as Hooks from "./summarization/Hooks.js"
 import type { Plan, SkillRescue, TriggerHit } from "./summarization/Plan.js"
 import { firstHit, rebuildRequest } from "./summarization/Plan.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 export * from "./summarization/Plan.js"
 export * from "./summarization/Request.js"

@@ -25,7 +25,7 @@ import * as HardStop from "./HardStop.js"
 import { FALLBACK_MARKER } from "./LLMErrorHandling.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 /** The `name` of the request-only reminder sent with the retry. */
 export const RECOVERY_NAME = "terminal_response_recovery"

@@ -26,7 +26,7 @@ import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import { normalizeUsage, SUBAGENT_ATTRIBUTED_KEY, SUBAGENT_USAGE_KEY } from "./TokenUsage.js"
 import * as Chain from "./Chain.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 
 /** Tokens used so far in the run. */
 export interface Used {

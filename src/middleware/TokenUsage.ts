@@ -30,7 +30,7 @@ import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
-import { withState } from "../state/internal/StateRead.js"
+import { withState } from "./internal/StateRead.js"
 import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key of the step attribution. */

@@ -48,7 +48,7 @@ import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
-import * as StateRead from "../state/internal/StateRead.js"
+import * as StateRead from "../middleware/internal/StateRead.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 
 /** What to run. */
@@ -139,7 +139,7 @@ const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | un
     return undefined
   }
   return {
-    // (with a synchronous read for the run's middlewares: see `state/internal/StateRead.ts`)
+    // (with a synchronous read for the run's middlewares: see `middleware/internal/StateRead.ts`)
     service: StateRead.readable({
       get: Effect.sync(current),
       update: (update) =>

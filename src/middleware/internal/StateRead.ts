@@ -8,7 +8,7 @@
  */
 import * as Effect from "effect/Effect"
 import type { RunState } from "../../services/RunContext.js"
-import type { ThreadState } from "../ThreadState.js"
+import type { ThreadState } from "../../state/ThreadState.js"
 
 const current: unique symbol = Symbol.for("antler/RunState/current")
 

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { RunState } from "../../../src/services/RunContext.js"
 import * as M from "../../../src/state/Message.js"
-import { readable, withState } from "../../../src/state/internal/StateRead.js"
+import { readable, withState } from "../../../src/middleware/internal/StateRead.js"
 import type { ThreadState } from "../../../src/state/ThreadState.js"
 import * as TS from "../../../src/state/ThreadState.js"
 
