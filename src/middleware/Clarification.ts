@@ -12,6 +12,7 @@
  * the described list are all asked as meant; only a call without a question is refused.
  */
 import { createHash } from "node:crypto"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Middleware } from "./Middleware.js"
@@ -424,11 +425,14 @@ export const tool: Tool.Tool<Arguments> = Tool.make({
 export const layer = (): Middleware =>
   MW.make({
     tools: [tool],
+    // (the run's context read off the calling fiber: one effect step per call, not a service lookup and a flatMap)
     model: (request, next) =>
-      Effect.flatMap(RunContext, (context) =>
-        context.options.nonInteractive === true && request.tools.some((t) => t.name === TOOL_NAME)
+      Effect.withFiberRuntime((fiber) =>
+        Context.unsafeGet(fiber.currentContext, RunContext).options.nonInteractive === true &&
+          request.tools.some((t) => t.name === TOOL_NAME)
           ? next({ ...request, tools: request.tools.filter((t) => t.name !== TOOL_NAME) })
-          : next(request))
+          : next(request)
+      )
   })
 
 /** Its chain entry: last, so every tool wrapper sees ask_clarification; the run then waits. */

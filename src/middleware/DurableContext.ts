@@ -35,6 +35,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as SkillContext from "./SkillContext.js"
 import * as Chain from "./Chain.js"
+import { withState } from "./internal/StateRead.js"
 
 /** Id of the injected authority-contract system message. */
 export const CONTRACT_ID = "durable_context__contract"
@@ -455,28 +456,35 @@ export const layer = (options: Options = {}): Middleware => {
     let injected: ReadonlyArray<Message> | undefined
 
     // before the call: the skill files read since the last call (the whole history when it is not the one seen)
-    // (then the delegations, from the same read of the state when the skills did not change it)
-    const capture = Effect.flatMap(state.get, (current) => {
+    // (then the delegations, from the same read of the state when the skills did not change it). What the usual
+    // call sees, with nothing to record, is the state as read: then the call goes on with no effect step of its own.
+    const capture = <A, E, R>(
+      current: ThreadState,
+      then: (current: ThreadState) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E, R> => {
       const messages = current.messages
       const seen = skillsSeen.get(messages)
       const from = seen === undefined ? 0 : seen.input.length
       skillsSeen.set(messages, true)
       const found = SkillContext.extractSkills(messages, skillSettings, from)
       const changed = SkillContext.changedSkills(current.skill_context, found)
-      return changed.length === 0
-        ? delegationsOf(current)
-        : Effect.zipRight(Effect.orDie(state.update({ skill_context: changed })), delegations)
-    })
+      if (changed.length > 0) {
+        const updated = Effect.zipRight(Effect.orDie(state.update({ skill_context: changed })), delegations)
+        return Effect.flatMap(updated, then)
+      }
+      const recorded = delegationsOf(current)
+      return recorded === undefined ? then(current) : Effect.flatMap(recorded, then)
+    }
 
-    // before the call: this run's task calls and their results
-    const delegationsOf = (current: ThreadState): Effect.Effect<ThreadState> => {
+    // before the call: this run's task calls and their results (`undefined`: nothing to record, the state as read)
+    const delegationsOf = (current: ThreadState): Effect.Effect<ThreadState> | undefined => {
       const messages = current.messages
       const last = Incremental.lastIndexOf(messages, delegates, lastTask)
       // the run's messages hold a task call when the latest one is in them
       const run = last < 0 ? undefined : currentRun(messages, context.runId)
       const delegating = run !== undefined && last >= messages.length - run.length
       const open = current.delegations.filter((e) => !isTerminal(e.status) && e.run_id !== context.runId)
-      if (!delegating && open.length === 0) return Effect.succeed(current)
+      if (!delegating && open.length === 0) return undefined
       return Effect.flatMap(now, (at) => {
         const found = delegating ? extractDelegations(run!, context.runId, at) : []
         const changed = changedEntries(current.delegations, [...settleOpen(open, current.messages), ...found])
@@ -484,7 +492,7 @@ export const layer = (options: Options = {}): Middleware => {
         return Effect.zipRight(Effect.orDie(state.update({ delegations: changed })), state.get)
       })
     }
-    const delegations = Effect.flatMap(state.get, delegationsOf)
+    const delegations = withState(state, (current) => delegationsOf(current) ?? Effect.succeed(current))
 
     return {
       // a skill file read is a load from its result on (SkillToolPolicy decides the next request from the state)
@@ -498,7 +506,7 @@ export const layer = (options: Options = {}): Middleware => {
           })
         }),
       model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(capture, (current) => {
+        request.internal !== undefined ? next(request) : withState(state, (read) => capture(read, (current) => {
           if (current.summary_text !== summary || current.skill_context !== skills || current.delegations !== ledger) {
             summary = current.summary_text
             skills = current.skill_context
@@ -518,7 +526,7 @@ export const layer = (options: Options = {}): Middleware => {
               return entries.length === 0 ? response : withUpdate(response, { delegations: entries })
             })
           })
-        })
+        }))
     }
   }))
 }

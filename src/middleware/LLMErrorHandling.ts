@@ -172,13 +172,12 @@ export const wrap = (options: Options = {}) => {
   ): Effect.Effect<ModelResponse, ModelError, R | RunEvents> => {
     // `next` is called again for every attempt, so the inner wrappers really run again (see the header).
     const inner = Effect.suspend(() => next(request))
-    const attemptOnce = Effect.map(
-      limiter === undefined ? inner : limiter.withPermits(1)(inner),
-      (response) => {
-        breaker.onSuccess()
-        return response
-      }
-    )
+    const succeeded = (response: ModelResponse) => {
+      breaker.onSuccess()
+      return Effect.succeed(response)
+    }
+    // (every attempt after the first: the first is `call`, made when it runs)
+    const again = Effect.flatMap(limiter === undefined ? inner : limiter.withPermits(1)(inner), succeeded)
     const name = request.settings.modelName
     const schedule = (name !== undefined ? byModel.get(name) : undefined) ?? standard
     // The schedule is driven from the first failure on, so a call that succeeds at once (most do) pays nothing
@@ -188,26 +187,29 @@ export const wrap = (options: Options = {}) => {
         const after = (error: ModelError): Effect.Effect<ModelResponse, never, R | RunEvents> =>
           Effect.matchEffect(driver.next(error), {
             onFailure: () => Effect.flatMap(Effect.orDie(driver.last), (decision) => giveUp(error, decision)),
-            onSuccess: () => Effect.catchAll(attemptOnce, after)
+            onSuccess: () => Effect.catchAll(again, after)
           })
         return after(first)
       })
-    const call = Effect.catchAll(attemptOnce, retry)
-    const guarded = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      if (!breaker.tryAcquire(now)) {
-        return Effect.as(
-          Effect.annotateCurrentSpan("antler.llm.error_reason", "circuit_open"),
-          failedResponse(circuitOpenMessage())
-        )
-      }
-      // Interruption or a defect leaves no verdict: free the probe so the next call can try.
-      return call.pipe(Effect.onError(() => Effect.sync(breaker.release)))
-    })
+    // The first attempt, made when it runs (inside the tracer's check): success and failure in one handler.
+    const call = () =>
+      Effect.matchEffect(limiter === undefined ? next(request) : limiter.withPermits(1)(inner), {
+        onFailure: retry,
+        onSuccess: succeeded
+      })
+    const guarded = () =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        if (!breaker.tryAcquire(now)) {
+          return Effect.as(
+            Effect.annotateCurrentSpan("antler.llm.error_reason", "circuit_open"),
+            failedResponse(circuitOpenMessage())
+          )
+        }
+        // Interruption or a defect leaves no verdict: free the probe so the next call can try.
+        return call().pipe(Effect.onError(() => Effect.sync(breaker.release)))
+      })
     // Hot path: a closed circuit needs neither the clock nor a probe guard.
-    return Tracing.withSpanWhenTraced(
-      Effect.suspend(() => (breaker.state() === "closed" ? call : guarded)),
-      "LLMErrorHandling.call"
-    )
+    return Tracing.spanWhenTraced(() => (breaker.state() === "closed" ? call() : guarded()), "LLMErrorHandling.call")
   }
 }
 

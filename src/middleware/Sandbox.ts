@@ -14,6 +14,7 @@ import type { ThreadState } from "../state/ThreadState.js"
 import { Interrupt } from "../services/ToolService.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import { withState } from "./internal/StateRead.js"
 
 /**
  * The result with `sandbox: { sandbox_id }` merged into its update, unless the update already binds a
@@ -72,7 +73,7 @@ export const layer = (options: Options = {}) =>
     return {
       run: (loop) => Effect.ensuring(Effect.zipRight(before, loop), release),
       tool: (call, next) =>
-        bound !== undefined ? next(call) : Effect.flatMap(state.get, (s) => {
+        bound !== undefined ? next(call) : withState(state, (s) => {
           if (bindingOf(s) !== undefined) return next(call)
           // One handler for every way the call ends (each tool call of a run without a sandbox comes here).
           return Effect.uninterruptibleMask((restore) =>

@@ -23,6 +23,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
 import * as Chain from "./Chain.js"
+import { withState } from "./internal/StateRead.js"
 
 /**
  * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,
@@ -109,7 +110,7 @@ export const layer = (options: Options): Middleware => {
 
     const unrestricted: Policy = { _tag: "Unrestricted" }
     const decide = (messages: ReadonlyArray<Message>) =>
-      Effect.flatMap(state.get, (current) => {
+      withState(state, (current) => {
         const paths = activePaths(messages, current.skill_context, memo)
         if (paths.length === 0) return Effect.succeed(unrestricted)
         return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
@@ -147,7 +148,7 @@ export const layer = (options: Options): Middleware => {
       tool: (call, next) =>
         decision !== undefined
           ? enforce(decision, call, next)
-          : Effect.flatMap(Effect.flatMap(state.get, (s) => decide(s.messages)), (policy) => enforce(policy, call, next))
+          : Effect.flatMap(withState(state, (s) => decide(s.messages)), (policy) => enforce(policy, call, next))
     } satisfies MW.Wrappers
   }), { name: "SkillToolPolicy" })
 }

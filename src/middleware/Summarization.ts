@@ -41,6 +41,7 @@ import * as Compact from "./summarization/Compact.js"
 import type * as Hooks from "./summarization/Hooks.js"
 import type { Plan, SkillRescue, TriggerHit } from "./summarization/Plan.js"
 import { firstHit, rebuildRequest } from "./summarization/Plan.js"
+import { withState } from "./internal/StateRead.js"
 
 export * from "./summarization/Plan.js"
 export * from "./summarization/Request.js"
@@ -171,7 +172,7 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
 
     return {
       model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(state.get, (current) => {
+        request.internal !== undefined ? next(request) : withState(state, (current) => {
           let outgoing = request
           if (compacted !== undefined) {
             if (current.messages === compacted.messages) outgoing = rebuildRequest(request, compacted.plan, current)

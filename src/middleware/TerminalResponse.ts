@@ -25,6 +25,7 @@ import * as HardStop from "./HardStop.js"
 import { FALLBACK_MARKER } from "./LLMErrorHandling.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import { withState } from "./internal/StateRead.js"
 
 /** The `name` of the request-only reminder sent with the retry. */
 export const RECOVERY_NAME = "terminal_response_recovery"
@@ -104,7 +105,7 @@ export const layer = (): Middleware.Middleware =>
       ): Effect.Effect<ModelResponse, ModelError, RunServices> => {
         // (the usual response, with text or tool calls, passes without an effect step: no generator per call)
         if (response.failure !== undefined || !isEmptyTerminal(response.message)) return Effect.succeed(response)
-        return Effect.flatMap(state.get, (current) => {
+        return withState(state, (current) => {
           if (!toolResultInCurrentTurn(current.messages)) return Effect.succeed(response)
           if (budget !== "unused") return Effect.succeed(fallbackResponse(response))
           budget = "armed"

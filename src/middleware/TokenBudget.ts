@@ -26,6 +26,7 @@ import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import { normalizeUsage, SUBAGENT_ATTRIBUTED_KEY, SUBAGENT_USAGE_KEY } from "./TokenUsage.js"
 import * as Chain from "./Chain.js"
+import { withState } from "./internal/StateRead.js"
 
 /** Tokens used so far in the run. */
 export interface Used {
@@ -148,7 +149,7 @@ export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.M
     let warned = false
 
     const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> =>
-      Effect.flatMap(state.get, (current) => {
+      withState(state, (current) => {
         const message = response.message
         for (const sub of pendingSubagentUsage(current.messages)) {
           if (!charges.has(sub.id)) charges.chargeUsage(sub.id, sub.input, sub.output)

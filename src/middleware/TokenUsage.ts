@@ -18,6 +18,8 @@
  * totals under their model. They are not thread messages, so they get no attribution and trigger no roll-up.
  */
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import { TokenUsageConfig } from "../services/AppConfig.js"
 import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
@@ -28,6 +30,7 @@ import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
+import { withState } from "./internal/StateRead.js"
 import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key of the step attribution. */
@@ -332,7 +335,7 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
           ? Effect.succeed(response)
           : Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
       }
-      return Effect.flatMap(state.get, (current) => {
+      return withState(state, (current) => {
         const rolled = rollUp(current.messages)
         const deltas: Array<TokenUsageDelta> = rolled.usage.map((u) => ({
           model: u.model ?? model,
@@ -365,9 +368,15 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
     }
 
     return {
+      // (the line is made and logged only when the fiber logs at debug level: most runs do not, and the check is
+      // the one the logger makes first)
       model: (request, next) =>
         Effect.flatMap(next(request), (response) =>
-          Effect.zipRight(logUsage(request, response), afterModel(request, response)))
+          Effect.withFiberRuntime((fiber) =>
+            LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+              ? afterModel(request, response)
+              : Effect.zipRight(logUsage(request, response), afterModel(request, response))
+          ))
     } satisfies Middleware.Wrappers
   }))
 }

@@ -306,31 +306,43 @@ export interface Options {
 export const wrap = (options: Options = {}) => {
   const readTools = new Set(options.skillReadToolNames ?? ["read_file", "read", "view", "cat"])
   const skillsRoot = options.skillsRoot ?? "/mnt/skills"
-  const onSuccess = (call: ToolCall) => (result: ToolResult): ToolResult => {
+  const stamp = (call: ToolCall, result: ToolResult): ToolResult => {
     const stamped = normalize(stampSkillRead(result.message, call, readTools, skillsRoot))
     return stamped === result.message ? result : { ...result, message: stamped }
   }
+  const onFailure = <R>(
+    call: ToolCall,
+    cause: Cause.Cause<ToolError | Interrupt>
+  ): Effect.Effect<ToolResult, ToolError | Interrupt, R> => {
+    // Interruption of the fiber (the run was cancelled) is not a tool failure.
+    if (Cause.isInterrupted(cause)) return Effect.failCause(cause)
+    const failures = Cause.failures(cause)
+    for (const failure of failures) {
+      if (failure._tag === "Interrupt") return Effect.fail(failure)
+    }
+    const first = Cause.failureOption(cause)
+    const error = Option.isSome(first) ? first.value : Cause.squash(cause)
+    return Effect.as(
+      Effect.logWarning(`tool '${call.name}' failed`).pipe(Effect.annotateLogs("cause", Cause.pretty(cause))),
+      failureResult(call, error)
+    )
+  }
+  // One handler for both ends of the call (a map then a catch cost a step more on every call); a defect while
+  // stamping the result is taken as a failure of the call, as it was when the stamping was a map inside the catch.
   return <R>(
     call: ToolCall,
     next: (call: ToolCall) => Effect.Effect<ToolResult, ToolError | Interrupt, R>
   ): Effect.Effect<ToolResult, ToolError | Interrupt, R> =>
-    next(call).pipe(
-      Effect.map(onSuccess(call)),
-      Effect.catchAllCause((cause) => {
-        // Interruption of the fiber (the run was cancelled) is not a tool failure.
-        if (Cause.isInterrupted(cause)) return Effect.failCause(cause)
-        const failures = Cause.failures(cause)
-        for (const failure of failures) {
-          if (failure._tag === "Interrupt") return Effect.fail(failure)
+    Effect.matchCauseEffect(next(call), {
+      onFailure: (cause) => onFailure<R>(call, cause),
+      onSuccess: (result) => {
+        try {
+          return Effect.succeed(stamp(call, result))
+        } catch (defect) {
+          return onFailure<R>(call, Cause.die(defect))
         }
-        const first = Cause.failureOption(cause)
-        const error = Option.isSome(first) ? first.value : Cause.squash(cause)
-        return Effect.as(
-          Effect.logWarning(`tool '${call.name}' failed`).pipe(Effect.annotateLogs("cause", Cause.pretty(cause))),
-          failureResult(call, error)
-        )
-      })
-    )
+      }
+    })
 }
 
 /** The middleware with explicit options. Requires nothing from the run. */

@@ -48,6 +48,7 @@ import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
+import * as StateRead from "../middleware/internal/StateRead.js"
 import * as PartialAnswer from "./PartialAnswer.js"
 
 /** What to run. */
@@ -93,6 +94,8 @@ export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
 
 interface Holder {
   readonly service: RunState["Type"]
+  /** Applies an update now (the loop's own writes: no effect of their own); its failure, if it fails. */
+  readonly apply: (update: StateUpdate) => ReducerError | undefined
   /** The updates applied since the last checkpoint, cleared. */
   readonly drain: () => ReadonlyArray<StateUpdate>
   readonly current: () => ThreadState
@@ -126,25 +129,32 @@ const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | un
   let state = initial
   const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
+  const current = () => state
+  const apply = (update: StateUpdate): ReducerError | undefined => {
+    const next = applyUpdate(state, update, indexes)
+    if (Either.isLeft(next)) return next.left
+    state = next.right
+    journal.push(update)
+    if (emit !== undefined) eventsOf(update, emit)
+    return undefined
+  }
   return {
-    service: {
-      get: Effect.sync(() => state),
+    // (with a synchronous read for the run's middlewares: see `middleware/internal/StateRead.ts`)
+    service: StateRead.readable({
+      get: Effect.sync(current),
       update: (update) =>
         Effect.suspend(() => {
-          const next = applyUpdate(state, update, indexes)
-          if (Either.isLeft(next)) return Effect.fail(next.left)
-          state = next.right
-          journal.push(update)
-          if (emit !== undefined) eventsOf(update, emit)
-          return Effect.void
+          const failed = apply(update)
+          return failed === undefined ? Effect.void : Effect.fail(failed)
         })
-    },
+    }, current),
+    apply,
     drain: () => {
       const out = journal
       journal = []
       return out
     },
-    current: () => state
+    current
   }
 }
 
@@ -233,62 +243,78 @@ const toolSpan = (call: ToolCall) => ({
   captureStackTrace: false
 })
 
-/** A tool call in a `Tool.call` span, when the app traces. */
+/** A tool call in its `Tool.call` span (when the app traces). */
 const traced = <A, E, R>(call: ToolCall, effect: Effect.Effect<A, E, R>) =>
-  Tracing.withSpanWhenTraced(effect, "Tool.call", toolSpan(call))
+  Effect.withSpan(effect, "Tool.call", toolSpan(call))
 
 const callTools = (
   step: Step,
   ports: RunFrame.Resolved,
-  message: AIMessage
+  message: AIMessage,
+  tracing: boolean
 ): Effect.Effect<Interrupt | undefined, ReducerError, RunServices> =>
   Effect.suspend(() => {
     const calls = M.toolCalls(message)
     const known = step.known
     const results: Array<ToolResult | undefined> = new Array(calls.length)
     let interrupt: Interrupt | undefined
-    const one = (call: ToolCall, index: number) => {
-      const run: Effect.Effect<ToolResult, never, RunServices> = known.has(call.name)
-        ? Effect.catchAllCause(traced(call, ports.call(call)), (cause) => {
+    // (the result kept in the handler that takes the call's end: one effect step, not a catch and a map)
+    const one = (call: ToolCall, index: number): Effect.Effect<void, never, RunServices> => {
+      if (!known.has(call.name)) {
+        return Effect.sync(() => {
+          results[index] = Tool.errorResult(
+            call,
+            `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.`
+          )
+        })
+      }
+      return Effect.matchCauseEffect(tracing ? traced(call, ports.call(call)) : ports.call(call), {
+        onFailure: (cause) => {
           const failure = Cause.failureOption(cause)
           if (Option.isSome(failure) && failure.value._tag === "Interrupt") {
             interrupt ??= failure.value
-            return Effect.succeed(failure.value.result)
+            results[index] = failure.value.result
+            return Effect.void
           }
-          return Cause.isInterruptedOnly(cause)
-            ? Effect.failCause(cause as Cause.Cause<never>)
-            : Effect.succeed(failedCallResult(call, cause))
-        })
-        : Effect.succeed(Tool.errorResult(
-          call,
-          `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.`
-        ))
-      return Effect.map(run, (result) => {
-        results[index] = result
+          if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+          results[index] = failedCallResult(call, cause)
+          return Effect.void
+        },
+        onSuccess: (result) => {
+          results[index] = result
+          return Effect.void
+        }
       })
     }
-    const applyAll = (synthesizeMissing: boolean) =>
-      Effect.suspend(() => {
-        const writes: Array<Message> = []
-        let updates: Array<StateUpdate> | undefined
-        for (let i = 0; i < calls.length; i++) {
-          const result = results[i]
-          if (result === undefined) {
-            if (synthesizeMissing) {
-              writes.push(M.tool(INTERRUPTED_TOOL_RESULT, calls[i]!.id, { name: calls[i]!.name, status: "error" }))
-            }
-            continue
+    // The results, in the calls' order, applied now (the run's own writes); the first failure, if one fails.
+    const applyAll = (synthesizeMissing: boolean): ReducerError | undefined => {
+      const writes: Array<Message> = []
+      let updates: Array<StateUpdate> | undefined
+      for (let i = 0; i < calls.length; i++) {
+        const result = results[i]
+        if (result === undefined) {
+          if (synthesizeMissing) {
+            writes.push(M.tool(INTERRUPTED_TOOL_RESULT, calls[i]!.id, { name: calls[i]!.name, status: "error" }))
           }
-          writes.push(result.message)
-          if (result.update !== undefined) (updates ??= []).push(result.update)
+          continue
         }
-        message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
-        const update = step.holder.service.update
-        const written = writes.length > 0 ? update({ messages: writes }) : Effect.void
-        return updates === undefined
-          ? written
-          : Effect.zipRight(written, Effect.forEach(updates, update, { discard: true }))
-      })
+        writes.push(result.message)
+        if (result.update !== undefined) (updates ??= []).push(result.update)
+      }
+      message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
+      const apply = step.holder.apply
+      if (writes.length > 0) {
+        const failed = apply({ messages: writes })
+        if (failed !== undefined) return failed
+      }
+      if (updates !== undefined) {
+        for (const update of updates) {
+          const failed = apply(update)
+          if (failed !== undefined) return failed
+        }
+      }
+      return undefined
+    }
     const running = calls.length === 1
       ? one(calls[0]!, 0)
       : Effect.forEach(calls, one, { concurrency: step.options.toolConcurrency, discard: true })
@@ -296,11 +322,14 @@ const callTools = (
     return Effect.uninterruptibleMask((restore) =>
       Effect.matchCauseEffect(restore(running), {
         // cancelled: what completed is saved, the rest answered "interrupted"
-        onFailure: (cause) =>
-          Cause.isInterruptedOnly(cause)
-            ? Effect.zipRight(Effect.ignore(applyAll(true)), Effect.failCause(cause))
-            : Effect.failCause(cause),
-        onSuccess: () => Effect.as(applyAll(false), interrupt)
+        onFailure: (cause) => {
+          if (Cause.isInterruptedOnly(cause)) applyAll(true)
+          return Effect.failCause(cause)
+        },
+        onSuccess: () => {
+          const failed = applyAll(false)
+          return failed === undefined ? Effect.succeed(interrupt) : Effect.fail(failed)
+        }
       })
     )
   })
@@ -316,6 +345,8 @@ const loop = (step: Step) =>
     }
     // the run's wrappers, resolved once: every call of the loop goes straight through them
     const ports = yield* RunFrame.resolve(step.model, step.tools)
+    // whether the app traces, read once: the tool calls' spans are made only then
+    const tracing = yield* Tracing.traced
     for (let calls = 0;; calls++) {
       yield* step.checkpoint
       if (calls >= step.options.recursionLimit) {
@@ -337,9 +368,10 @@ const loop = (step: Step) =>
       // every call under an id of its own in the thread, so each runs once and is answered once
       const message = recordCallIds(M.uniqueToolCallIds(response.message, step.callIds), step.callIds)
       const extra = response.update
-      yield* step.holder.service.update(
+      const failed = step.holder.apply(
         extra === undefined ? { messages: [message] } : extend(extra, { messages: [...(extra.messages ?? []), message] })
       )
+      if (failed !== undefined) return yield* Effect.fail(failed)
       if (response.failure !== undefined) {
         yield* step.checkpoint
         return { type: "run_end", status: "error", stop_reason: "error", error: response.failure } as RunEndEvent
@@ -351,7 +383,7 @@ const loop = (step: Step) =>
       // The model's message, with its tool calls, is durable before a tool that may change something runs:
       // a crash then never makes the run execute a call twice. Calls of read-only tools need no such record.
       if (!M.toolCalls(message).every((call) => step.readOnly.has(call.name))) yield* step.checkpoint
-      const interrupt = yield* callTools(step, ports, message)
+      const interrupt = yield* callTools(step, ports, message, tracing)
       if (interrupt !== undefined) {
         yield* step.checkpoint
         return yield* finish(step, interrupt)

@@ -19,6 +19,23 @@ export const withSpanWhenTraced = <A, E, R>(
 ): Effect.Effect<A, E, R> =>
   Effect.tracerWith((tracer) => tracer === untraced ? effect : Effect.withSpan(effect, name, options))
 
+/**
+ * Whether the app provides a tracer: read once where the tracer cannot change in between (a run's loop reads it
+ * once for all its tool calls' spans).
+ */
+export const traced: Effect.Effect<boolean> = Effect.tracerWith((tracer) => Effect.succeed(tracer !== untraced))
+
+/**
+ * `withSpanWhenTraced(make(), name, options)`, with the effect made when it runs: one step of the run loop for
+ * both the check and the making (a hot path's `suspend` folded into the tracer's check).
+ */
+export const spanWhenTraced = <A, E, R>(
+  make: () => Effect.Effect<A, E, R>,
+  name: string,
+  options?: Tracer.SpanOptions
+): Effect.Effect<A, E, R> =>
+  Effect.tracerWith((tracer) => tracer === untraced ? make() : Effect.withSpan(make(), name, options))
+
 /** The name of the span a run is traced under (`Effect.withSpan` or `Stream.withSpan`, with `runSpanOptions`). */
 export const RUN_SPAN = "antler.run"
 

@@ -60,20 +60,28 @@ export const mapMessages = (
 ): ReadonlyArray<Message> => {
   const last = memo?.get(messages)
   const from = last === undefined ? 0 : last.input.length
-  // the mapped prefix, when it differs from the prefix itself
-  let out: Array<Message> | undefined = last === undefined || last.value === last.input
-    ? undefined
-    : last.value.slice(0, from)
-  for (let i = from; i < messages.length; i++) {
-    const message = messages[i]!
-    const mapped = f(message)
-    if (out !== undefined) out.push(mapped)
-    else if (mapped !== message) {
-      out = messages.slice(0, i)
-      out.push(mapped)
+  let result: ReadonlyArray<Message>
+  if (last !== undefined && last.value !== last.input) {
+    // The mapped prefix differs from the prefix itself: the new messages mapped, after it. (One array of the
+    // whole length made at once: a copy of the prefix grown by `push` was made twice, its growth copying it
+    // again, and a request's history is hundreds of messages long.)
+    const tail: Array<Message> = []
+    for (let i = from; i < messages.length; i++) tail.push(f(messages[i]!))
+    result = tail.length === 0 ? last.value : last.value.concat(tail)
+  } else {
+    let out: Array<Message> | undefined
+    for (let i = from; i < messages.length; i++) {
+      const message = messages[i]!
+      const mapped = f(message)
+      if (out !== undefined) out[i] = mapped
+      else if (mapped !== message) {
+        // (a copy of the whole, then written over from here on)
+        out = messages.slice()
+        out[i] = mapped
+      }
     }
+    result = out ?? messages
   }
-  const result = out ?? messages
   memo?.set(messages, result)
   return result
 }
