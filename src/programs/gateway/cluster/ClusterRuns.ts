@@ -234,8 +234,19 @@ export const layer = (
       const start: Runs.Service["start"] = (request) =>
         Effect.gen(function*() {
           const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request }), routed)
+          // a run that is not durable would be left unfinished, never resumed, by its runner's death (a process
+          // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails
           yield* client(request.threadId).Execute({ runId, request }, { discard: true }).pipe(
-            Effect.catchAll((error) => Effect.logWarning(`run ${runId}: not made durable`, error))
+            Effect.catchAll((error) =>
+              Effect.gen(function*() {
+                yield* Effect.logWarning(`run ${runId}: not made durable, stopped`, error)
+                yield* Effect.ignore(client(request.threadId).Cancel({ runId, action: "interrupt", wait: true }))
+                return yield* new GatewayError({
+                  reason: "internal",
+                  message: `cluster: run ${runId} could not be made durable: ${error.message ?? error._tag}`
+                })
+              })
+            )
           )
           const own = localRuns.get(runId)
           if (own !== undefined) return own
@@ -283,7 +294,9 @@ export const layer = (
         cancel,
         subscribe,
         resume: localRuns.resume,
-        recover: localRuns.recover
+        // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it
+        // ended), so a process starting does not record it as ended ("server restarted") as without a cluster
+        recover: Effect.succeed([])
       })
     })
   )
