@@ -149,6 +149,9 @@ const entityLayer = ThreadEntity.toLayer(
   { concurrency: "unbounded" }
 )
 
+/** Seconds between a runner's heartbeats (and shard lock refreshes). */
+const heartbeatSeconds = (config: ClusterConfig) => Math.min(10, Math.max(3, config.health_check_seconds))
+
 /** The sharding of a runner: its address, PostgreSQL for its messages and the runners' registry. */
 const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
   NodeClusterSocket.layer({
@@ -161,7 +164,14 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       // how soon a dead runner is noticed (its shards, and the runs it left, go to the others), and how often a
       // runner looks for messages its shards were sent while another had them
       runnerHealthCheckInterval: Duration.seconds(config.health_check_seconds),
-      entityMessagePollInterval: Duration.seconds(1)
+      entityMessagePollInterval: Duration.seconds(1),
+      // the runners' heartbeats: a runner silent for `shardLockExpiration` leaves the runners' list. Only that
+      // notices a dead runner that was running the health checks itself (the others' checks notice the rest), so
+      // it follows `health_check_seconds` (3 to 10 s between heartbeats: one slower than that makes the runner give
+      // up its shards; the default keeps @effect/cluster's 10 s and about 35 s). PostgreSQL's advisory locks keep
+      // a live runner's shards its own, listed or not
+      shardLockRefreshInterval: Duration.seconds(heartbeatSeconds(config)),
+      shardLockExpiration: Duration.seconds(3 * heartbeatSeconds(config) + 2)
     }
   }).pipe(Layer.provide(PgClient.layer({ url })), Layer.orDie)
 
