@@ -219,8 +219,8 @@ const kill = async (victim: Started) => {
 describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-call", () => {
   it("every run ends on the survivors; no step lost, no tool run twice, interrupted calls marked", async () => {
     const { ranBy, scripted, start, workspace } = await cluster()
-    // (one after the other: two first runners at once on a fresh database can race on the cluster's tables)
-    let live: Array<Started> = [await start(), await start()]
+    // (both at once, on a fresh database)
+    let live: Array<Started> = await Promise.all([start(), start()])
     let interrupted = 0
     for (let round = 0; round < ROUNDS; round++) {
       // a batch of background runs on fresh threads, accepted round-robin
@@ -311,8 +311,7 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
 
   it("a client joining after a failover with the Last-Event-ID it had sees no id again, none going back", async () => {
     const { ranBy, start } = await cluster()
-    const a = await start()
-    const b = await start()
+    const [a, b] = await Promise.all([start(), start()])
     const thread = await (await post(a.url, "/threads", {})).json() as any
     const run = await (await post(a.url, `/threads/${thread.thread_id}/runs`, {
       assistant_id: "lead_agent",

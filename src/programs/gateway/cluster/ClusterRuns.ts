@@ -33,6 +33,7 @@ import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as Runs from "../Runs.js"
+import * as ClusterTables from "./ClusterTables.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -173,7 +174,12 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       shardLockRefreshInterval: Duration.seconds(heartbeatSeconds(config)),
       shardLockExpiration: Duration.seconds(3 * heartbeatSeconds(config) + 2)
     }
-  }).pipe(Layer.provide(PgClient.layer({ url })), Layer.orDie)
+  }).pipe(
+    // (the cluster's tables made first, one process at a time)
+    Layer.provide(ClusterTables.layer),
+    Layer.provide(PgClient.layer({ url })),
+    Layer.orDie
+  )
 
 /** The run manager of a runner of a cluster: the `Runs` the gateway's handlers use, routing to each thread's owner. */
 export const layer = (
