@@ -349,6 +349,8 @@ export interface ProjectorOptions {
    * deltas is caught too (whole events are redacted by the caller).
    */
   readonly redact?: Redact.Redactor | undefined
+  /** Which attempt of the run this is (its `metadata` event's `attempt`): 1, or more once resumed elsewhere. */
+  readonly attempt?: number | undefined
 }
 
 /**
@@ -421,7 +423,10 @@ export const makeProjector = (options: ProjectorOptions) => {
     for (const event of events) {
       switch (event.type) {
         case "run_start":
-          out.push({ event: "metadata", data: { run_id: options.runId, thread_id: options.threadId, attempt: 1 } })
+          out.push({
+            event: "metadata",
+            data: { run_id: options.runId, thread_id: options.threadId, attempt: options.attempt ?? 1 }
+          })
           break
         case "token": {
           flush(out)

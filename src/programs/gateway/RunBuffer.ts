@@ -5,6 +5,7 @@
  * buffer (or is one the run never reached), and waits for the next append with a listener (no fiber, no
  * `Deferred` per event).
  */
+import * as EventIds from "./EventIds.js"
 import * as Protocol from "./Protocol.js"
 
 /** What readers of a run's buffer see (the streams of `RunStream` follow a run through it). */
@@ -33,10 +34,18 @@ export interface Options {
   readonly bufferBytes: number
 }
 
-/** An empty buffer of run `runId`; `json` writes an event's data (redacted) as text. */
-export const make = (runId: string, options: Options, json: (data: unknown) => string): RunBuffer => {
+/**
+ * An empty buffer of run `runId`; `json` writes an event's data (redacted) as text; its first event has id
+ * `firstId` (after an earlier attempt's ids, see `EventIds`).
+ */
+export const make = (
+  runId: string,
+  options: Options,
+  json: (data: unknown) => string,
+  firstId = 1
+): RunBuffer => {
   const frames: Array<Protocol.Frame> = []
-  let nextId = 1
+  let nextId = firstId
   let finished = false
   let changes = 0
   let bytes = 0
@@ -68,7 +77,8 @@ export const make = (runId: string, options: Options, json: (data: unknown) => s
       }
     },
     finished: () => finished,
-    after: (cursor) => {
+    after: (given) => {
+      const cursor = EventIds.cursorIn(given, firstId)
       const first = frames[0]
       // a cursor older than the buffer, or one the run never reached (an id of something else)
       if (first !== undefined && cursor > 0 && (cursor < first.id - 1 || cursor >= nextId)) {

@@ -32,6 +32,7 @@ import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
+import * as EventIds from "./EventIds.js"
 import * as Fork from "./Fork.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
@@ -70,6 +71,8 @@ export interface RunRequest {
   readonly deleteThread?: boolean | undefined
   /** The checkpoint the run starts from (the head: as usual; an older one: a fork, see `Fork`). */
   readonly checkpointId?: string | undefined
+  /** How many times the run was resumed after its runner died (its event ids: `EventIds`); set by `resume`. */
+  readonly resumes?: number | undefined
 }
 
 /** How a run is being stopped by a client. */
@@ -203,9 +206,10 @@ export const layer = (
           modes: request.modes,
           initial,
           modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
-          redact
+          redact,
+          attempt: (request.resumes ?? 0) + 1
         })
-        const buffer = RunBuffer.make(runId, options, json)
+        const buffer = RunBuffer.make(runId, options, json, EventIds.firstId(request.resumes ?? 0))
         const run: ActiveRun = {
           runId,
           threadId: request.threadId,
@@ -408,7 +412,10 @@ export const layer = (
           const had = (id: string) => stored.some((m) => m.id === id || m.id?.startsWith(`${id}__`) === true)
           const messages = request.messages.filter((m) => m.id === undefined || !had(m.id))
           const { checkpointId: _, resume: __, ...rest } = request
-          return yield* startWith({ ...rest, messages, multitaskStrategy: "reject" }, runId)
+          // its events are numbered after every id an earlier attempt gave (`EventIds`)
+          const record = (yield* Effect.mapError(store.runs({ runId }), internal))[0]
+          const resumes = EventIds.resumesOf(record) + 1
+          return yield* startWith({ ...rest, messages, multitaskStrategy: "reject", resumes }, runId)
         })
 
       const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
@@ -462,7 +469,8 @@ export const layer = (
               multitask_strategy: request.multitaskStrategy,
               metadata: request.metadata,
               user_id: request.userId,
-              ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {})
+              ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {}),
+              ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
             }
           }).pipe(
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),

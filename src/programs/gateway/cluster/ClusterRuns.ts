@@ -33,6 +33,7 @@ import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as Runs from "../Runs.js"
+import * as ClusterTables from "./ClusterTables.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -149,6 +150,9 @@ const entityLayer = ThreadEntity.toLayer(
   { concurrency: "unbounded" }
 )
 
+/** Seconds between a runner's heartbeats (and shard lock refreshes). */
+const heartbeatSeconds = (config: ClusterConfig) => Math.min(10, Math.max(3, config.health_check_seconds))
+
 /** The sharding of a runner: its address, PostgreSQL for its messages and the runners' registry. */
 const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
   NodeClusterSocket.layer({
@@ -161,9 +165,21 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       // how soon a dead runner is noticed (its shards, and the runs it left, go to the others), and how often a
       // runner looks for messages its shards were sent while another had them
       runnerHealthCheckInterval: Duration.seconds(config.health_check_seconds),
-      entityMessagePollInterval: Duration.seconds(1)
+      entityMessagePollInterval: Duration.seconds(1),
+      // the runners' heartbeats: a runner silent for `shardLockExpiration` leaves the runners' list. Only that
+      // notices a dead runner that was running the health checks itself (the others' checks notice the rest), so
+      // it follows `health_check_seconds` (3 to 10 s between heartbeats: one slower than that makes the runner give
+      // up its shards; the default keeps @effect/cluster's 10 s and about 35 s). PostgreSQL's advisory locks keep
+      // a live runner's shards its own, listed or not
+      shardLockRefreshInterval: Duration.seconds(heartbeatSeconds(config)),
+      shardLockExpiration: Duration.seconds(3 * heartbeatSeconds(config) + 2)
     }
-  }).pipe(Layer.provide(PgClient.layer({ url })), Layer.orDie)
+  }).pipe(
+    // (the cluster's tables made first, one process at a time)
+    Layer.provide(ClusterTables.layer),
+    Layer.provide(PgClient.layer({ url })),
+    Layer.orDie
+  )
 
 /** The run manager of a runner of a cluster: the `Runs` the gateway's handlers use, routing to each thread's owner. */
 export const layer = (
@@ -234,8 +250,19 @@ export const layer = (
       const start: Runs.Service["start"] = (request) =>
         Effect.gen(function*() {
           const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request }), routed)
+          // a run that is not durable would be left unfinished, never resumed, by its runner's death (a process
+          // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails
           yield* client(request.threadId).Execute({ runId, request }, { discard: true }).pipe(
-            Effect.catchAll((error) => Effect.logWarning(`run ${runId}: not made durable`, error))
+            Effect.catchAll((error) =>
+              Effect.gen(function*() {
+                yield* Effect.logWarning(`run ${runId}: not made durable, stopped`, error)
+                yield* Effect.ignore(client(request.threadId).Cancel({ runId, action: "interrupt", wait: true }))
+                return yield* new GatewayError({
+                  reason: "internal",
+                  message: `cluster: run ${runId} could not be made durable: ${error.message ?? error._tag}`
+                })
+              })
+            )
           )
           const own = localRuns.get(runId)
           if (own !== undefined) return own
@@ -283,7 +310,9 @@ export const layer = (
         cancel,
         subscribe,
         resume: localRuns.resume,
-        recover: localRuns.recover
+        // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it
+        // ended), so a process starting does not record it as ended ("server restarted") as without a cluster
+        recover: Effect.succeed([])
       })
     })
   )

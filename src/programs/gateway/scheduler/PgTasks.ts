@@ -19,6 +19,9 @@ export const numbered = (text: string): string => {
   return text.replace(/\?/g, () => `$${++n}`)
 }
 
+// An arbitrary constant: the advisory lock that serialises making the tables.
+const MIGRATION_LOCK = 7_246_114_338
+
 /** The store in the database at `url`; closed with the scope. */
 export const make = (url: Redacted.Redacted<string> | string) =>
   Effect.gen(function*() {
@@ -37,6 +40,12 @@ export const make = (url: Redacted.Redacted<string> | string) =>
         return Effect.fail(new StoreError({ operation: "open", message: `Cannot open the scheduled tasks: ${detail}` }))
       })
     )
+    // processes starting at once make the tables one after another (CREATE TABLE IF NOT EXISTS run at the same
+    // moment fails one of them with a unique violation in the catalog)
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`)
+      for (const statement of TaskStore.MIGRATIONS) yield* sql.unsafe(statement)
+    })).pipe(Effect.mapError(toStoreError("scheduled_tasks", "Cannot make the scheduled tasks' tables")))
     return yield* TaskStore.make({
       query: (text, params) =>
         sql.unsafe<Record<string, unknown>>(numbered(text), params as Array<unknown>).pipe(
