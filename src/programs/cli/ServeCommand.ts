@@ -9,7 +9,9 @@
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as HttpServer from "@effect/platform/HttpServer"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as App from "../App.js"
@@ -59,7 +61,7 @@ const command = Command.make(
             "\n"
         )
       })
-      return yield* Layer.launch(
+      const served = Layer.launch(
         Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer({ app, choice, host, port, redact })))
       ).pipe(
         CliCommand.withCleanLogs(redact),
@@ -68,6 +70,16 @@ const command = Command.make(
           StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),
         }),
         CliCommand.reportAgentFailures(app, redact, "antler serve", "Configuration error")
+      )
+      if (app.config.gateway.cluster == null) return yield* served
+      // a runner of a cluster stopped by a signal has drained (its runs ended or were handed over to the other
+      // runners) once the gateway is released: an orderly stop, exit 0 (a defect: the interruption that stops the
+      // command drops typed failures)
+      return yield* Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.exit(restore(served)), (exit) =>
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+            ? Effect.die(new CliCommand.CliExit({ code: ExitCode.ok }))
+            : exit)
       )
     })
 )

@@ -25,6 +25,7 @@ import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
+import { RunHandover } from "../../services/RunHandover.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -132,6 +133,13 @@ export interface Service {
   ) => Stream.Stream<string>
   /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
+  /**
+   * Stops a run of this process to hand it over to another (a cluster's runner draining, see `RunHandover`): it
+   * stops at its last completed step, stays `running` in the store with its thread's lease released, and its
+   * followers here see their streams end without `end` (they join again where it resumes). Returns once it
+   * stopped; false when the run is not running here.
+   */
+  readonly handOver?: (runId: string) => Effect.Effect<boolean>
 }
 
 /** The run manager service. */
@@ -192,6 +200,10 @@ export const GRACE_CAP = 50
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
 
+/** How a run is stopped: by a client, or to hand it over to another process (see `Service.handOver`). */
+type Stop = CancelAction | typeof HANDOVER
+const HANDOVER = "handover"
+
 /** The message of a run a previous gateway process left unfinished. */
 export const SERVER_RESTARTED = "server restarted"
 
@@ -209,7 +221,7 @@ export const layer = (
       const fibers = yield* FiberMap.make<string>()
       const known = new Map<string, ActiveRun>()
       const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
-      const active = new Map<string, ActiveRun & { readonly stop: (action: CancelAction) => Effect.Effect<void> }>()
+      const active = new Map<string, ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
 
       // the newest `keepFinished` finished runs stay joinable, and so does any that ended less than a grace
@@ -261,12 +273,20 @@ export const layer = (
             frames.splice(0, drop)
             bytes = kept
           }
+          changed()
+        }
+        const changed = () => {
           changes++
           if (listeners.size > 0) {
             const woken = [...listeners]
             listeners.clear()
             for (const listener of woken) listener()
           }
+        }
+        // handed over: no more frames here, and no `end` (the run goes on elsewhere)
+        const close = () => {
+          finished = true
+          changed()
         }
         const run: ActiveRun = {
           runId,
@@ -293,7 +313,7 @@ export const layer = (
           },
           state: projector.state
         }
-        return { run, append, projector }
+        return { run, append, close, projector }
       }
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -305,7 +325,7 @@ export const layer = (
         request: RunRequest,
         runId: string,
         made: ReturnType<typeof makeRun>,
-        stop: Deferred.Deferred<CancelAction>
+        stop: Deferred.Deferred<Stop>
       ) =>
         Effect.gen(function*() {
           const { run, append } = made
@@ -322,6 +342,7 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
+          let handingOver = false
           const events = factory.run({
             threadId: request.threadId,
             runId,
@@ -329,10 +350,10 @@ export const layer = (
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          })
+          }).pipe(Stream.provideService(RunHandover, { requested: () => handingOver }))
           // stopped by a client: the stream is interrupted (one race for the run, not one per event)
           yield* Effect.raceFirst(
-            Deferred.await(stop).pipe(Effect.asVoid),
+            Deferred.await(stop).pipe(Effect.tap((how) => (handingOver = how === HANDOVER)), Effect.asVoid),
             events.pipe(Stream.runForEachChunk((chunk) =>
               Effect.suspend(() => {
                 // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode
@@ -354,9 +375,20 @@ export const layer = (
               })
             ))
           )
-          const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
+          const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
           )
+          if (how === HANDOVER) {
+            // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
+            yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+            if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+            known.delete(runId)
+            made.close()
+            const left = yield* finalRecord(runId)
+            yield* Deferred.succeed(run.done, left ?? baseRecord(request.threadId, runId, yield* now))
+            return
+          }
+          const action: CancelAction | undefined = how
           let record = yield* finalRecord(runId)
           const at = yield* now
           if (action === "rollback") {
@@ -424,7 +456,7 @@ export const layer = (
         ended_at: null
       })
 
-      const stopRun = (runId: string, action: CancelAction) => {
+      const stopRun = (runId: string, action: Stop) => {
         for (const entry of active.values()) if (entry.runId === runId) return entry.stop(action)
         return Effect.void
       }
@@ -510,10 +542,10 @@ export const layer = (
             Effect.mapError(internal)
           )
           const made = makeRun({ ...request, messages }, runId, state)
-          const stop = Deferred.unsafeMake<CancelAction>(FiberId.none)
+          const stop = Deferred.unsafeMake<Stop>(FiberId.none)
           const entry = {
             ...made.run,
-            stop: (action: CancelAction) => Effect.asVoid(Deferred.succeed(stop, action))
+            stop: (action: Stop) => Effect.asVoid(Deferred.succeed(stop, action))
           }
           known.set(runId, made.run)
           active.set(request.threadId, entry)
@@ -633,7 +665,18 @@ export const layer = (
         return settled
       }).pipe(Effect.mapError(internal))
 
+      const handOver: NonNullable<Service["handOver"]> = (runId) =>
+        Effect.gen(function*() {
+          let entry: (ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }) | undefined
+          for (const candidate of active.values()) if (candidate.runId === runId) entry = candidate
+          if (entry === undefined) return false
+          yield* entry.stop(HANDOVER)
+          yield* Deferred.await(entry.done)
+          return true
+        })
+
       return Runs.of({
+        handOver,
         start,
         get: (runId) => known.get(runId),
         lookup: (_threadId, runId) => Effect.sync(() => known.get(runId)),

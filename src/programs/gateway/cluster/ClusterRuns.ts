@@ -91,6 +91,23 @@ const entityLayer = ThreadEntity.toLayer(
   Effect.gen(function*() {
     const local = yield* LocalRuns
     const store = yield* ThreadStore
+    /**
+     * The answer to a run's durable message: its end. Interrupted first (this runner stops, or gives the thread's
+     * shard to a runner that joined, and the run did not end within `drain_seconds`: the engine interrupts the
+     * entity's requests after its `entityTerminationTimeout`), the run is handed over: stopped at its last
+     * completed step, left `running` with the thread's lease released; the engine leaves the message unanswered
+     * in the database for the thread's next runner, which resumes the run under its id.
+     */
+    const untilDone = (run: Runs.ActiveRun) =>
+      Deferred.await(run.done).pipe(
+        Effect.onInterrupt(() =>
+          local.handOver === undefined ? Effect.void : local.handOver(run.runId).pipe(
+            Effect.tap((handed) =>
+              handed ? Effect.logWarning(`run ${run.runId}: handed over to the thread's next runner`) : Effect.void
+            )
+          )
+        )
+      )
     return ThreadEntity.of({
       Start: ({ payload }) =>
         Effect.map(local.start(payload.request as Runs.RunRequest), (run) => ({ runId: run.runId })),
@@ -120,7 +137,7 @@ const entityLayer = ThreadEntity.toLayer(
       Execute: ({ payload }) =>
         Effect.gen(function*() {
           const own = local.get(payload.runId)
-          if (own !== undefined) return yield* Deferred.await(own.done)
+          if (own !== undefined) return yield* untilDone(own)
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
           // no live process holds the thread (its lease, renewed while a run goes) is the run resumed here
           const request = payload.request as Runs.RunRequest
@@ -141,7 +158,7 @@ const entityLayer = ThreadEntity.toLayer(
           }
           yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
           const run = yield* local.resume(request, payload.runId)
-          return yield* Deferred.await(run.done)
+          return yield* untilDone(run)
         })
     })
   }),
@@ -161,7 +178,12 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       // how soon a dead runner is noticed (its shards, and the runs it left, go to the others), and how often a
       // runner looks for messages its shards were sent while another had them
       runnerHealthCheckInterval: Duration.seconds(config.health_check_seconds),
-      entityMessagePollInterval: Duration.seconds(1)
+      entityMessagePollInterval: Duration.seconds(1),
+      // stopped (SIGTERM) or giving shards to a runner that joined, a runner first stops taking the shards'
+      // messages (it unregisters: `preemptiveShutdown`, the default) and lets their entities' requests go on for
+      // this long, then interrupts them: the runs still going are then handed over (see `untilDone`)
+      preemptiveShutdown: true,
+      entityTerminationTimeout: Duration.seconds(config.drain_seconds)
     }
   }).pipe(Layer.provide(PgClient.layer({ url })), Layer.orDie)
 
