@@ -57,7 +57,7 @@ const psql = (url: string, statement: string): string => {
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
   const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\b(short|slowtool|slowmodel|joined|early)-\d+/.exec(asked)?.[0] ?? ""
+  return /\b(short|slowtool|slowmodel|joined|early|followup)-\d+/.exec(asked)?.[0] ?? ""
 }
 
 const WORKSPACE = "/mnt/user-data/workspace"
@@ -75,13 +75,11 @@ const scriptOf = (name: string, slow: string) => (body: ChatRequestBody): Turn =
     if (kind === "slowmodel" && name === slow) return { content: "Still thinking", stall: true }
     return `${label} answered by ${name}`
   }
-  const wait = kind === "short"
+  const wait = kind === "short" || kind === "early"
     // (the test's file is listed in the sandbox, not readable there)
     ? `until ls ${WORKSPACE} | grep -qx go; do sleep 0.1; done`
     : kind === "slowtool" && name === slow
     ? "sleep 600"
-    : kind === "early"
-    ? "sleep 30"
     : "true"
   return {
     toolCalls: [{
@@ -100,7 +98,7 @@ afterAll(async () => {
 })
 
 /** One more runner of the cluster on `dbUrl`, its data in `home`, with a model of its own. */
-const serve = async (name: string, dbUrl: string, home: string, slow: string): Promise<Server> => {
+const serve = async (name: string, dbUrl: string, home: string, slow: string, drain = 8): Promise<Server> => {
   const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(scriptOf(name, slow)), scope))
   const config = Path.join(home, `config-${name}.yaml`)
   Fs.writeFileSync(config, [
@@ -120,7 +118,7 @@ const serve = async (name: string, dbUrl: string, home: string, slow: string): P
     "  cluster:",
     `    runner_port: ${await freePort()}`,
     "    health_check_seconds: 2",
-    "    drain_seconds: 8",
+    `    drain_seconds: ${drain}`,
     ""
   ].join("\n"))
   const env: NodeJS.ProcessEnv = {}
@@ -282,5 +280,74 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
         assert.strictEqual(step2Asks(b, run.label), 1, run.label)
       }
     }
+  }, 300_000)
+
+  it("a runner joins: it takes over shards (new threads' runs run on it); runs going on elsewhere end normally", async () => {
+    const dbUrl = await (pg as Postgres.Postgres).createDatabase()
+    const home = Support.tempDir("antler-cluster-join-")
+    const a = await serve("A", dbUrl, home, "none", 60)
+    const b = await serve("B", dbUrl, home, "none", 60)
+    await registered(dbUrl, 2)
+
+    // runs in flight on A and B (their tools wait for the test's go file)
+    const early = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => startRun(i % 2 === 0 ? a.url : b.url, home, `early-${i}`))
+    )
+    for (const run of early) await until(() => ranCount(run) === 1, `run ${run.label} in flight`)
+
+    // a third process joins: the shards are spread over three runners again
+    const c = await serve("C", dbUrl, home, "none", 60)
+    await registered(dbUrl, 3)
+    for (const run of early) Fs.writeFileSync(Path.join(run.workspace, "go"), "")
+    const ended = async (run: Started) => {
+      await until(async () => {
+        const status = await runStatus(a.url, run.thread, run.runId)
+        return status !== "running" && status !== "pending"
+      }, `run ${run.label} ended: ${a.output()}\n${b.output()}\n${c.output()}`)
+      return ((await (await fetch(`${b.url}/threads/${run.thread}/runs/${run.runId}`)).json()) as any).status
+    }
+
+    // the runs that were going on end normally, where they ran, each step once
+    for (const run of early) {
+      assert.strictEqual(await ended(run), "success", run.label)
+      const state = (await (await fetch(`${c.url}/threads/${run.thread}/state`)).json()) as any
+      const visible = Support.visible(state.values.messages)
+      assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai"], run.label)
+      assert.include(visible[2].content, "step one done", run.label)
+      assert.match(visible[3].content, new RegExp(`^${run.label} answered by [AB]$`))
+      assert.strictEqual(ranCount(run), 1, run.label)
+    }
+
+    // new threads' runs: some run on C (its model answers them), through whichever process accepted them
+    const joined = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => startRun([a, b, c][i % 3]!.url, home, `joined-${i}`))
+    )
+    const answeredBy = new Map<string, string>()
+    for (const run of joined) {
+      assert.strictEqual(await ended(run), "success", run.label)
+      const state = (await (await fetch(`${a.url}/threads/${run.thread}/state`)).json()) as any
+      const answer = Support.visible(state.values.messages).at(-1).content as string
+      answeredBy.set(run.label, answer.slice(-1))
+    }
+    assert.include([...answeredBy.values()], "C", JSON.stringify([...answeredBy]))
+    assert.isAbove(c.scripted.requests.filter((r) => labelOf(r).startsWith("joined-")).length, 0)
+
+    // and threads whose runs were going on on A or B while their shards moved to C now run on C
+    const followups = await Promise.all(early.map(async (run, i) => {
+      const next = await post([a, b, c][i % 3]!.url, `/threads/${run.thread}/runs`, {
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: `Please do followup-${i}` }] }
+      })
+      return { ...run, label: `followup-${i}`, runId: next.run_id as string, earlier: run.label }
+    }))
+    const moved: Array<string> = []
+    for (const run of followups) {
+      assert.strictEqual(await ended(run), "success", run.label)
+      const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any
+      const visible = Support.visible(state.values.messages)
+      assert.strictEqual(visible.length, 8, run.label)
+      if (visible[7].content === `${run.label} answered by C`) moved.push(run.earlier)
+    }
+    assert.isAbove(moved.length, 0, "some of the threads running on A and B when C joined moved to C")
   }, 300_000)
 })
