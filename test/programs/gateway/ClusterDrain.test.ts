@@ -57,7 +57,7 @@ const psql = (url: string, statement: string): string => {
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
   const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\b(short|slowtool|slowmodel|joined|early|followup)-\d+/.exec(asked)?.[0] ?? ""
+  return /\b(short|slowtool|slowmodel|joined|early|idle|idlenext)-\d+/.exec(asked)?.[0] ?? ""
 }
 
 const WORKSPACE = "/mnt/user-data/workspace"
@@ -206,9 +206,18 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
   it("SIGTERM: the runner's runs finish within drain_seconds or move; all succeed, none runs twice, exit 0", async () => {
     const dbUrl = await (pg as Postgres.Postgres).createDatabase()
     const home = Support.tempDir("antler-cluster-drain-")
-    const a = await serve("A", dbUrl, home, "A")
-    const b = await serve("B", dbUrl, home, "A")
+    const a = await serve("A", dbUrl, home, "A", 15)
+    const b = await serve("B", dbUrl, home, "A", 15)
     await registered(dbUrl, 2)
+
+    // a thread of A's with no run going on
+    let idle: Started | undefined
+    for (let i = 0; i < 12 && idle === undefined; i++) {
+      const run = await startRun(b.url, home, `idle-${i}`)
+      await until(async () => (await runStatus(b.url, run.thread, run.runId)) === "success", `run ${run.label}`)
+      if (step1Asks(a, run.label) === 1) idle = run
+    }
+    assert.isDefined(idle, "a thread run by A")
 
     // background runs, three kinds a round, until A (the process to stop) runs one of each kind
     const runs: Array<Started> = []
@@ -235,6 +244,16 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     const draining = [...onA.values()].flat()
 
     a.child.kill("SIGTERM")
+    // A stops taking work at once: it leaves the runners' registry, the idle thread's shard moves to B, whose model
+    // answers its next run, while A drains (its short runs are not released yet)
+    await until(() => psql(dbUrl, "SELECT count(*) FROM cluster_runners") === "1", "A unregistered")
+    const next = await post(b.url, `/threads/${idle!.thread}/runs`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "Please do idlenext-0" }] }
+    })
+    await until(async () => (await runStatus(b.url, idle!.thread, next.run_id)) === "success", "idlenext-0 ended")
+    assert.strictEqual(step1Asks(b, "idlenext-0"), 1)
+    assert.strictEqual(step1Asks(a, "idlenext-0"), 0)
     // the short runs' tools return now, within the drain period
     for (const run of runs) if (run.kind === "short") Fs.writeFileSync(Path.join(run.workspace, "go"), "")
     const code = await Promise.race([
@@ -266,7 +285,7 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any
       const visible = Support.visible(state.values.messages)
       if (run.kind === "short") {
-        // ended on A within the drain period
+        // ended on A within the drain period (so after the idle thread's run ended on B)
         assert.include(visible[2].content, "step one done", run.label)
         assert.strictEqual(visible[3].content, `${run.label} answered by A`)
       } else if (run.kind === "slowtool") {
