@@ -243,6 +243,12 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     assert.strictEqual(onA.size, 3, "A runs one run of each kind")
     const draining = [...onA.values()].flat()
 
+    // clients waiting, through B, for the end of the runs A will hand over
+    const joins = draining.filter((run) => run.kind !== "short").map((run) => ({
+      run,
+      values: fetch(`${b.url}/threads/${run.thread}/runs/${run.runId}/join`).then((r) => r.json() as Promise<any>)
+    }))
+    await new Promise((resolve) => setTimeout(resolve, 1000))
     a.child.kill("SIGTERM")
     // A stops taking work at once: it leaves the runners' registry, the idle thread's shard moves to B, whose model
     // answers its next run, while A drains (its short runs are not released yet)
@@ -280,6 +286,11 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       // the tool ran once, and the model was asked for step 1 once in all
       assert.strictEqual(ranCount(run), 1, run.label)
       assert.strictEqual(step1Asks(a, run.label) + step1Asks(b, run.label), 1, run.label)
+    }
+    // the waiting clients got the runs' ends, on B
+    for (const join of joins) {
+      const values = await join.values
+      assert.strictEqual(Support.visible(values.messages).at(-1).content, `${join.run.label} answered by B`)
     }
     for (const run of draining) {
       const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any

@@ -224,24 +224,29 @@ export const layer = (
             state: () => state
           }
           remote.add(run)
-          yield* client(info.threadId).Done({ runId }).pipe(
-            Effect.flatMap((answer) =>
-              Effect.suspend(() => {
-                state = answer.state as ThreadState
-                finished = true
-                return Deferred.succeed(done, answer.record as RunRecord)
-              })
-            ),
-            Effect.catchAll((error) =>
+          // a run handed over (its runner drained) is answered `running`, or not at all (the request interrupted
+          // with the runner's entity): its end is asked again, of the thread's next runner, which resumes it
+          const ask: Effect.Effect<void> = client(info.threadId).Done({ runId }).pipe(
+            Effect.map((answer) => ({ record: answer.record as RunRecord, state: answer.state as ThreadState })),
+            Effect.catchAllCause((cause) =>
               Effect.gen(function*() {
-                yield* Effect.logWarning(`run ${runId}: its end could not be learned from its runner`, error)
+                yield* Effect.logWarning(`run ${runId}: its end could not be learned from its runner`, cause)
                 const record = (yield* Effect.orElseSucceed(store.runs({ runId }), () => []))[0]
-                finished = true
-                if (record !== undefined) yield* Deferred.succeed(done, record)
+                return record === undefined ? undefined : { record, state: TS.empty }
               })
             ),
-            Effect.forkIn(scope)
+            Effect.flatMap((answer) =>
+              answer !== undefined && !TERMINAL.has(answer.record.status)
+                ? Effect.zipRight(Effect.sleep("1 second"), ask)
+                : Effect.suspend(() => {
+                  finished = true
+                  if (answer === undefined) return Effect.void
+                  state = answer.state
+                  return Deferred.succeed(done, answer.record)
+                })
+            )
           )
+          yield* Effect.forkIn(ask, scope)
           return run
         })
 
