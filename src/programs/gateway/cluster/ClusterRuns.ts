@@ -6,6 +6,10 @@
  * process), waiting for its end, cancelling it. The runners find each other through the database and talk over
  * sockets (`runner_host:runner_port`).
  *
+ * A runner stopped (SIGTERM), or giving a thread's shard to a runner that joined, drains with the engine's own
+ * shutdown: it leaves the registry at once (its idle shards move), its runs go on for `drain_seconds` (the
+ * entities' termination timeout), and the runs still going are then handed over (see `untilDone`).
+ *
  * The module imports @effect/sql-pg (an optional peer): the gateway loads it only when a cluster is configured.
  */
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
