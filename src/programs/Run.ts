@@ -35,6 +35,7 @@ import type { RunOptions, RunServices } from "../services/RunContext.js"
 import { RecursionLimitReached, RunContext, RunState, StoreError } from "../services/RunContext.js"
 import type { RunEndEvent, RunEvent, StopReason } from "../services/RunEvents.js"
 import { RunEvents } from "../services/RunEvents.js"
+import { RunHandover } from "../services/RunHandover.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Tool from "../services/Tool.js"
@@ -409,7 +410,8 @@ const interruptedResults = (messages: ReadonlyArray<Message>): ReadonlyArray<Mes
 /**
  * Runs one turn of a thread to its end, sending every event to `emit`. Never fails: failures end the run
  * with status `error`. Interrupting the fiber saves what completed (unfinished tool calls get a result
- * saying so) and ends the run as `cancelled`. A second run on a thread whose run is active (in this process
+ * saying so) and ends the run as `cancelled`, or, handed over (`RunHandover`), leaves it `running` for another
+ * process to resume. A second run on a thread whose run is active (in this process
  * or another sharing the store) is refused: it ends at once with status `error` (`ThreadBusy`).
  */
 export const execute = <E = never, R = never>(
@@ -557,13 +559,21 @@ export const execute = <E = never, R = never>(
       : Exit.isInterrupted(exit)
       ? { type: "run_end", status: "cancelled", stop_reason: "cancelled" }
       : errorEnd(exit.cause)
-    if (Exit.isInterrupted(exit)) {
+    // stopped to be handed over to another process (see `RunHandover`): from its last completed step
+    const handover = Exit.isInterrupted(exit) &&
+      Option.match(yield* Effect.serviceOption(RunHandover), { onNone: () => false, onSome: (h) => h.requested() })
+    if (Exit.isInterrupted(exit) && !handover) {
       const stopped = partial.message(holder.current().messages)
       if (stopped !== undefined) yield* Effect.ignore(holder.service.update({ messages: [stopped] }))
     }
     yield* closeDangling
     const saved = yield* Effect.exit(checkpoint)
     if (Exit.isFailure(saved) && end.status !== "error") end = errorEnd(saved.cause)
+    if (handover && Exit.isSuccess(saved)) {
+      // left `running`, for the thread's next runner to resume
+      yield* release
+      return yield* ended(end)
+    }
     yield* Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
       store.saveRun({
         run_id: runId,

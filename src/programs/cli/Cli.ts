@@ -416,6 +416,9 @@ export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
     if (error instanceof CliExit) return error.code
     if (ValidationError.isValidationError(error)) return ExitCode.usage
   }
+  // (an exit code that must outlive the interruption stopping the command: `antler serve` in a cluster)
+  const defect = Cause.dieOption(exit.cause)
+  if (Option.isSome(defect) && defect.value instanceof CliExit) return defect.value.code
   return ExitCode.runFailed
 }
 
@@ -423,6 +426,8 @@ export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
 export const isReported = (cause: Cause.Cause<unknown>): boolean => {
   if (Cause.isInterruptedOnly(cause)) return true
   const failure = Cause.failureOption(cause)
-  return Option.isSome(failure) &&
-    (failure.value instanceof CliExit || ValidationError.isValidationError(failure.value))
+  const defect = Cause.dieOption(cause)
+  return (Option.isSome(failure) &&
+    (failure.value instanceof CliExit || ValidationError.isValidationError(failure.value))) ||
+    (Option.isSome(defect) && defect.value instanceof CliExit)
 }

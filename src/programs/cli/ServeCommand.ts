@@ -2,14 +2,17 @@
  * `antler serve [--host HOST] [--port PORT] [--config FILE] [--model NAME] [--base-url URL] [--api-key KEY]`:
  * the LangGraph-compatible gateway (SPEC §12) and its web page, until Ctrl-C or SIGTERM (running runs are then
  * cancelled with their completed steps saved, pending memory updates get half a second, and the process ends
- * within about two seconds). The model is chosen as
+ * within about two seconds; a runner of a cluster drains instead, see `gateway/cluster/ClusterRuns`, and exits 0).
+ * The model is chosen as
  * `antler run` chooses it; the others in `config.yaml` stay available to runs by name. The first line on
  * stdout is the address it listens on.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as HttpServer from "@effect/platform/HttpServer"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as App from "../App.js"
@@ -59,7 +62,7 @@ const command = Command.make(
             "\n"
         )
       })
-      return yield* Layer.launch(
+      const served = Layer.launch(
         Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer({ app, choice, host, port, redact })))
       ).pipe(
         CliCommand.withCleanLogs(redact),
@@ -68,6 +71,16 @@ const command = Command.make(
           StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),
         }),
         CliCommand.reportAgentFailures(app, redact, "antler serve", "Configuration error")
+      )
+      if (app.config.gateway.cluster == null) return yield* served
+      // a runner of a cluster stopped by a signal has drained (its runs ended or were handed over to the other
+      // runners) once the gateway is released: an orderly stop, exit 0 (a defect: the interruption that stops the
+      // command drops typed failures)
+      return yield* Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(Effect.exit(restore(served)), (exit) =>
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+            ? Effect.die(new CliCommand.CliExit({ code: ExitCode.ok }))
+            : exit)
       )
     })
 )
@@ -83,14 +96,16 @@ export const entry: CliCommand.Entry = {
       "DeerFlow's frontend use (assistants, threads, runs streamed as server-sent events, rejoin with " +
       "Last-Event-ID, cancel, stateless runs, uploads, artifacts, models, skills), and a small chat page at /. " +
       "It prints the address it listens on, then serves until Ctrl-C or SIGTERM; runs still going are then " +
-      "cancelled with their completed steps saved.\n\n" +
+      "cancelled with their completed steps saved (exit 130). A runner of a cluster (gateway.cluster) drains " +
+      "instead: its runs go on for up to gateway.cluster.drain_seconds, then the others are handed over to the " +
+      "other runners, which resume them; it then exits 0.\n\n" +
       "Runs execute in the server, not in the request: a client may disconnect and join again. Runs a previous " +
       "process left unfinished are recorded as error (\"server restarted\") when it starts. Threads are kept in " +
       "the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share it).\n\n" +
       "Bound to a loopback address it may run without API tokens (every request is user default, the CLI's); " +
       "bound anywhere else it refuses to start unless gateway.auth.tokens maps tokens to users, and each user " +
-      "sees only their own threads. Exit codes: 0 stopped; 1 the store cannot be opened; 2 a usage or " +
-      "configuration error (an unsafe address included).",
+      "sees only their own threads. Exit codes: 0 stopped (a runner of a cluster, drained); 1 the store cannot be " +
+      "opened; 2 a usage or configuration error (an unsafe address included); 130 stopped by Ctrl-C or SIGTERM.",
     options: [
       ["--host HOST", "The address to listen on (default gateway.host, 127.0.0.1)"],
       ["--port PORT", "The port (default gateway.port, 8001; 0 picks a free port)"],

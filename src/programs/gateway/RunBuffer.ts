@@ -24,6 +24,8 @@ export interface Reader {
 export interface RunBuffer extends Reader {
   /** Appends the events as frames under the next ids (trimming the oldest), and wakes the waiting readers. */
   readonly append: (outs: ReadonlyArray<Protocol.Out>) => void
+  /** Ends the buffer without `end` (the run was handed over and goes on elsewhere), waking the waiting readers. */
+  readonly close: () => void
 }
 
 /** The bounds of a run's buffer. */
@@ -50,6 +52,14 @@ export const make = (
   let changes = 0
   let bytes = 0
   const listeners = new Set<() => void>()
+  const changed = () => {
+    changes++
+    if (listeners.size > 0) {
+      const woken = [...listeners]
+      listeners.clear()
+      for (const listener of woken) listener()
+    }
+  }
   return {
     append: (outs) => {
       if (outs.length === 0) return
@@ -69,12 +79,11 @@ export const make = (
         frames.splice(0, drop)
         bytes = kept
       }
-      changes++
-      if (listeners.size > 0) {
-        const woken = [...listeners]
-        listeners.clear()
-        for (const listener of woken) listener()
-      }
+      changed()
+    },
+    close: () => {
+      finished = true
+      changed()
     },
     finished: () => finished,
     after: (given) => {

@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
+import { RunHandover } from "../../services/RunHandover.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -127,6 +128,13 @@ export interface Service {
   ) => Stream.Stream<string>
   /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
+  /**
+   * Stops a run of this process to hand it over to another (a cluster's runner draining, see `RunHandover`): it
+   * stops at its last completed step, stays `running` in the store with its thread's lease released, and its
+   * followers here see their streams end without `end` (they join again where it resumes). Returns once it
+   * stopped; false when the run is not running here.
+   */
+  readonly handOver?: (runId: string) => Effect.Effect<boolean>
 }
 
 /** The run manager service. */
@@ -163,6 +171,10 @@ export const GRACE_CAP = 50
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
 
+/** How a run is stopped: by a client, or to hand it over to another process (see `Service.handOver`). */
+type Stop = CancelAction | typeof HANDOVER
+const HANDOVER = "handover"
+
 /** The message of a run a previous gateway process left unfinished. */
 export const SERVER_RESTARTED = "server restarted"
 
@@ -180,7 +192,7 @@ export const layer = (
       const fibers = yield* FiberMap.make<string>()
       const known = new Map<string, ActiveRun>()
       const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
-      const active = new Map<string, ActiveRun & { readonly stop: (action: CancelAction) => Effect.Effect<void> }>()
+      const active = new Map<string, ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
 
       // the newest `keepFinished` finished runs stay joinable, and so does any that ended less than a grace
@@ -223,7 +235,7 @@ export const layer = (
           onChange: buffer.onChange,
           state: projector.state
         }
-        return { run, append: buffer.append, projector }
+        return { run, append: buffer.append, close: buffer.close, projector }
       }
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -235,7 +247,7 @@ export const layer = (
         request: RunRequest,
         runId: string,
         made: ReturnType<typeof makeRun>,
-        stop: Deferred.Deferred<CancelAction>
+        stop: Deferred.Deferred<Stop>
       ) =>
         Effect.gen(function*() {
           const { run, append } = made
@@ -294,6 +306,7 @@ export const layer = (
               })
             }
           }
+          let handingOver = false
           const turn = factory.turn({
             threadId: request.threadId,
             runId,
@@ -301,10 +314,11 @@ export const layer = (
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          }, onEvent)
+          }, onEvent).pipe(Effect.provideService(RunHandover, { requested: () => handingOver }))
           // stopped by a client: the run is interrupted (one race for the run, not one per event)
           yield* Effect.raceFirst(
-            Deferred.await(stop).pipe(Effect.andThen(Effect.sync(() => {
+            Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
+              handingOver = how === HANDOVER
               flush()
               stopped = true
             }))),
@@ -317,9 +331,20 @@ export const layer = (
           if (invalid.length > 0) {
             yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
           }
-          const action: CancelAction | undefined = yield* Deferred.poll(stop).pipe(
+          const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
           )
+          if (how === HANDOVER) {
+            // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
+            yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+            if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+            known.delete(runId)
+            made.close()
+            const left = yield* finalRecord(runId)
+            yield* Deferred.succeed(run.done, left ?? baseRecord(request.threadId, runId, yield* now))
+            return
+          }
+          const action: CancelAction | undefined = how
           let record = yield* finalRecord(runId)
           const at = yield* now
           if (action === "rollback") {
@@ -387,7 +412,7 @@ export const layer = (
         ended_at: null
       })
 
-      const stopRun = (runId: string, action: CancelAction) => {
+      const stopRun = (runId: string, action: Stop) => {
         for (const entry of active.values()) if (entry.runId === runId) return entry.stop(action)
         return Effect.void
       }
@@ -477,10 +502,10 @@ export const layer = (
             Effect.mapError(internal)
           )
           const made = makeRun({ ...request, messages }, runId, state)
-          const stop = Deferred.unsafeMake<CancelAction>(FiberId.none)
+          const stop = Deferred.unsafeMake<Stop>(FiberId.none)
           const entry = {
             ...made.run,
-            stop: (action: CancelAction) => Effect.asVoid(Deferred.succeed(stop, action))
+            stop: (action: Stop) => Effect.asVoid(Deferred.succeed(stop, action))
           }
           known.set(runId, made.run)
           active.set(request.threadId, entry)
@@ -559,7 +584,18 @@ export const layer = (
         return settled
       }).pipe(Effect.mapError(internal))
 
+      const handOver: NonNullable<Service["handOver"]> = (runId) =>
+        Effect.gen(function*() {
+          let entry: (ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }) | undefined
+          for (const candidate of active.values()) if (candidate.runId === runId) entry = candidate
+          if (entry === undefined) return false
+          yield* entry.stop(HANDOVER)
+          yield* Deferred.await(entry.done)
+          return true
+        })
+
       return Runs.of({
+        handOver,
         start,
         get: (runId) => known.get(runId),
         lookup: (_threadId, runId) => Effect.sync(() => known.get(runId)),

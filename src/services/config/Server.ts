@@ -70,7 +70,13 @@ export const ClusterConfig = Schema.Struct({
   /** The address this runner listens on (default `runner_host`; `0.0.0.0` in a container). */
   listen_host: Schema.optional(Schema.NonEmptyTrimmedString),
   /** Seconds between checks that the other runners are alive: a dead one's threads move after about this. */
-  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10)
+  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10),
+  /**
+   * Seconds a runner stopped with SIGTERM (or giving a thread's shard to a runner that joined) lets the runs it
+   * executes go on; past that they are stopped at their last completed step and handed over to the thread's
+   * next runner, which resumes them under the same run id.
+   */
+  drain_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(3600)), () => 20)
 })
 export type ClusterConfig = typeof ClusterConfig.Type
 

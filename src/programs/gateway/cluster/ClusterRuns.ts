@@ -6,6 +6,10 @@
  * process), waiting for its end, cancelling it. The runners find each other through the database and talk over
  * sockets (`runner_host:runner_port`).
  *
+ * A runner stopped (SIGTERM), or giving a thread's shard to a runner that joined, drains with the engine's own
+ * shutdown: it leaves the registry at once (its idle shards move), its runs go on for `drain_seconds` (the
+ * entities' termination timeout), and the runs still going are then handed over (see `untilDone`).
+ *
  * The module imports @effect/sql-pg (an optional peer): the gateway loads it only when a cluster is configured.
  */
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
@@ -92,6 +96,23 @@ const entityLayer = ThreadEntity.toLayer(
   Effect.gen(function*() {
     const local = yield* LocalRuns
     const store = yield* ThreadStore
+    /**
+     * The answer to a run's durable message: its end. Interrupted first (this runner stops, or gives the thread's
+     * shard to a runner that joined, and the run did not end within `drain_seconds`: the engine interrupts the
+     * entity's requests after its `entityTerminationTimeout`), the run is handed over: stopped at its last
+     * completed step, left `running` with the thread's lease released; the engine leaves the message unanswered
+     * in the database for the thread's next runner, which resumes the run under its id.
+     */
+    const untilDone = (run: Runs.ActiveRun) =>
+      Deferred.await(run.done).pipe(
+        Effect.onInterrupt(() =>
+          local.handOver === undefined ? Effect.void : local.handOver(run.runId).pipe(
+            Effect.tap((handed) =>
+              handed ? Effect.logWarning(`run ${run.runId}: handed over to the thread's next runner`) : Effect.void
+            )
+          )
+        )
+      )
     return ThreadEntity.of({
       Start: ({ payload }) =>
         Effect.map(local.start(payload.request as Runs.RunRequest), (run) => ({ runId: run.runId })),
@@ -121,7 +142,7 @@ const entityLayer = ThreadEntity.toLayer(
       Execute: ({ payload }) =>
         Effect.gen(function*() {
           const own = local.get(payload.runId)
-          if (own !== undefined) return yield* Deferred.await(own.done)
+          if (own !== undefined) return yield* untilDone(own)
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
           // no live process holds the thread (its lease, renewed while a run goes) is the run resumed here
           const request = payload.request as Runs.RunRequest
@@ -142,7 +163,7 @@ const entityLayer = ThreadEntity.toLayer(
           }
           yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
           const run = yield* local.resume(request, payload.runId)
-          return yield* Deferred.await(run.done)
+          return yield* untilDone(run)
         })
     })
   }),
@@ -172,7 +193,12 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
       // up its shards; the default keeps @effect/cluster's 10 s and about 35 s). PostgreSQL's advisory locks keep
       // a live runner's shards its own, listed or not
       shardLockRefreshInterval: Duration.seconds(heartbeatSeconds(config)),
-      shardLockExpiration: Duration.seconds(3 * heartbeatSeconds(config) + 2)
+      shardLockExpiration: Duration.seconds(3 * heartbeatSeconds(config) + 2),
+      // stopped (SIGTERM) or giving shards to a runner that joined, a runner first stops taking the shards'
+      // messages (it unregisters: `preemptiveShutdown`, the default) and lets their entities' requests go on for
+      // this long, then interrupts them: the runs still going are then handed over (see `untilDone`)
+      preemptiveShutdown: true,
+      entityTerminationTimeout: Duration.seconds(config.drain_seconds)
     }
   }).pipe(
     // (the cluster's tables made first, one process at a time)
@@ -218,24 +244,29 @@ export const layer = (
             state: () => state
           }
           remote.add(run)
-          yield* client(info.threadId).Done({ runId }).pipe(
-            Effect.flatMap((answer) =>
-              Effect.suspend(() => {
-                state = answer.state as ThreadState
-                finished = true
-                return Deferred.succeed(done, answer.record as RunRecord)
-              })
-            ),
-            Effect.catchAll((error) =>
+          // a run handed over (its runner drained) is answered `running`, or not at all (the request interrupted
+          // with the runner's entity): its end is asked again, of the thread's next runner, which resumes it
+          const ask: Effect.Effect<void> = client(info.threadId).Done({ runId }).pipe(
+            Effect.map((answer) => ({ record: answer.record as RunRecord, state: answer.state as ThreadState })),
+            Effect.catchAllCause((cause) =>
               Effect.gen(function*() {
-                yield* Effect.logWarning(`run ${runId}: its end could not be learned from its runner`, error)
+                yield* Effect.logWarning(`run ${runId}: its end could not be learned from its runner`, cause)
                 const record = (yield* Effect.orElseSucceed(store.runs({ runId }), () => []))[0]
-                finished = true
-                if (record !== undefined) yield* Deferred.succeed(done, record)
+                return record === undefined ? undefined : { record, state: TS.empty }
               })
             ),
-            Effect.forkIn(scope)
+            Effect.flatMap((answer) =>
+              answer !== undefined && !TERMINAL.has(answer.record.status)
+                ? Effect.zipRight(Effect.sleep("1 second"), ask)
+                : Effect.suspend(() => {
+                  finished = true
+                  if (answer === undefined) return Effect.void
+                  state = answer.state
+                  return Deferred.succeed(done, answer.record)
+                })
+            )
           )
+          yield* Effect.forkIn(ask, scope)
           return run
         })
 
