@@ -105,6 +105,24 @@ const skippedFields = (task: Task, at: number) => ({
   finished_at: iso(at)
 })
 
+/** The line a process logs (at Info) when it starts polling for due ticks, and when it stops. */
+export const POLLING = "scheduled tasks: this process polls for due ticks"
+export const STOPPED_POLLING = "scheduled tasks: this process stopped polling"
+
+/**
+ * The poller: the scheduler's `tick` every `pollSeconds`, a failed poll logged and the next one made, until
+ * interrupted. Run by each process without a cluster, by one runner (a singleton of the engine) in a cluster.
+ */
+export const poll = (tick: Service["tick"], pollSeconds: number): Effect.Effect<never> =>
+  Effect.logInfo(`${POLLING} every ${pollSeconds} s`).pipe(
+    Effect.zipRight(tick.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("scheduled tasks: a poll failed", cause)),
+      Effect.repeat(Schedule.spaced(`${pollSeconds} seconds`)),
+      Effect.zipRight(Effect.never)
+    )),
+    Effect.onInterrupt(() => Effect.logInfo(STOPPED_POLLING))
+  )
+
 /** The scheduler over the task store and a launcher; its poller and run watchers end with its scope. */
 export const make = (launcher: Launcher, options: Options = {}) =>
   Effect.gen(function*() {
@@ -260,14 +278,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     })
 
     yield* reconcile.pipe(Effect.catchAll((error) => Effect.logWarning(`scheduled tasks: ${error.message}`)))
-    if (pollSeconds > 0) {
-      yield* Effect.forkScoped(
-        tick.pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("scheduled tasks: a poll failed", cause)),
-          Effect.repeat(Schedule.spaced(`${pollSeconds} seconds`))
-        )
-      )
-    }
+    if (pollSeconds > 0) yield* Effect.forkScoped(poll(tick, pollSeconds))
 
     const trigger: Service["trigger"] = (task) => Effect.flatMap(now, (at) => dispatch(task, "manual", at))
     return Scheduler.of({ trigger, tick })

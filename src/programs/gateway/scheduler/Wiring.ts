@@ -100,10 +100,30 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
   return { start, outcome } satisfies Scheduler.Launcher
 })
 
-/** The scheduler of a gateway (after its run manager settled what a previous process left). */
+const schedulerLayer = (
+  app: AppConfigService["Type"],
+  pollSeconds: number
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+  Layer.unwrapEffect(Effect.map(launcher(app), (launch) => Scheduler.layer(launch, { pollSeconds }))).pipe(
+    Layer.provideMerge(storeLayer(app))
+  )
+
+/**
+ * The scheduler of a gateway (after its run manager settled what a previous process left): every process polls
+ * for due ticks (each tick claimed in the database by one of them).
+ */
 export const layer = (app: AppConfigService["Type"]): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
-  Layer.unwrapEffect(Effect.map(launcher(app), (launch) =>
-    Scheduler.layer(launch, { pollSeconds: app.config.gateway.scheduler_poll_seconds }))).pipe(
-      Layer.provideMerge(storeLayer(app))
-    )
+  schedulerLayer(app, app.config.gateway.scheduler_poll_seconds)
+
+/**
+ * The scheduler of a runner of a cluster: triggers and the settling of earlier runs as in `layer`, the polls for
+ * due ticks on one runner only, the cluster's singleton (`ClusterTicks`).
+ */
+export const clusterLayer = (
+  app: AppConfigService["Type"]
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+  Layer.unwrapEffect(Effect.map(
+    Effect.promise(() => import("./ClusterTicks.js")),
+    (ClusterTicks) => ClusterTicks.layer(app.config.gateway.scheduler_poll_seconds)
+  )).pipe(Layer.provideMerge(schedulerLayer(app, 0)))
 
