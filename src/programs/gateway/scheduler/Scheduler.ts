@@ -4,7 +4,7 @@
  *
  * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is
  * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
- * its run. A tick missed while no gateway was running is run once when one starts, and the next is counted from
+ * its run (a poller stopped meanwhile finishes that first). In a cluster one runner polls (`ClusterTicks`). A tick missed while no gateway was running is run once when one starts, and the next is counted from
  * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
  * `failed`; a paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is
  * admitted (recorded `queued`, a unique index allowing one such row per task) before it starts; a tick that comes
@@ -259,10 +259,13 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         const next = task.schedule_type === "once"
           ? null
           : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
-        // a `once` task is taken as running; a cron task stays enabled with its next tick
-        const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
-        if (!claimed) continue
-        yield* dispatch(task, "scheduled", task.next_run_at ?? at)
+        // a `once` task is taken as running; a cron task stays enabled with its next tick. Taken and started as
+        // one: a poller stopped meanwhile (its process stopping, or in a cluster its singleton moving to another
+        // runner) finishes it first, so a tick taken is not lost
+        yield* Effect.uninterruptible(Effect.gen(function*() {
+          const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
+          if (claimed) yield* dispatch(task, "scheduled", task.next_run_at ?? at)
+        }))
       }
     })
 
