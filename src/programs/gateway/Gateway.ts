@@ -83,7 +83,8 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
   return [
     ...config.gateway.auth.tokens.map((t) => Redacted.value(t.token)),
     ...(url === undefined ? [] : Redact.urlSecrets(Redacted.value(url))),
-    ...OtelTracing.secrets(OtelTracing.settings(config.tracing))
+    ...OtelTracing.secrets(OtelTracing.settings(config.tracing)),
+    ...(config.gateway.cluster?.secret === undefined ? [] : [Redacted.value(config.gateway.cluster.secret)])
   ]
 }
 

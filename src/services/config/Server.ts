@@ -59,8 +59,8 @@ const AllowedHost = Schema.String.pipe(
 /**
  * `gateway.cluster`: `antler serve` as one runner of a cluster on @effect/cluster, with PostgreSQL (`database.url`)
  * as its storage. Each thread is an entity owned by one runner (its shard's); any process accepts a request
- * about it and routes it there. Runners talk to each other on `runner_port` (plain TCP, no authentication: a
- * private network only). Absent: one process, no cluster.
+ * about it and routes it there. Runners talk to each other on `runner_port` (plain TCP, unencrypted: a private
+ * network only), authenticated by `secret` when there is one. Absent: one process, no cluster.
  */
 export const ClusterConfig = Schema.Struct({
   /** The address other runners reach this one at (not a wildcard). */
@@ -70,7 +70,15 @@ export const ClusterConfig = Schema.Struct({
   /** The address this runner listens on (default `runner_host`; `0.0.0.0` in a container). */
   listen_host: Schema.optional(Schema.NonEmptyTrimmedString),
   /** Seconds between checks that the other runners are alive: a dead one's threads move after about this. */
-  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10)
+  health_check_seconds: withDefault(Schema.Number.pipe(Schema.positive(), Schema.lessThanOrEqualTo(600)), () => 10),
+  /**
+   * A secret every runner of the cluster shares (the same on all; a secret, never printed): a connection to
+   * `runner_port` that does not prove it knows it is closed before any of its messages is read.
+   */
+  secret: Schema.optional(Schema.Redacted(Schema.String.pipe(
+    Schema.minLength(16, { message: () => "gateway.cluster.secret must be at least 16 characters" }),
+    Schema.maxLength(1024)
+  )))
 })
 export type ClusterConfig = typeof ClusterConfig.Type
 

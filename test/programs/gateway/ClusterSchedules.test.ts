@@ -5,7 +5,8 @@
  * one model request). The polling process is killed with SIGKILL: the engine moves the poller to one of the others
  * and the ticks go on there, none doubled; then all three are stopped, a tick comes while none runs, and once they
  * are started again that tick runs once and the ticks go on. The ticks are `once` tasks a few seconds apart (a cron
- * schedule's shortest period is a minute) and a cron task every minute. Skipped, saying why, without PostgreSQL.
+ * schedule's shortest period is a minute) and a cron task every minute. The runners share a secret
+ * (`gateway.cluster.secret`), as on a real network. Skipped, saying why, without PostgreSQL.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -113,6 +114,7 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
         "  cluster:",
         `    runner_port: ${await freePort()}`,
         "    health_check_seconds: 1",
+        "    secret: schedules-cluster-secret-0123456789",
         ""
       ].join("\n"))
       const server = serve(home, config)
@@ -184,7 +186,8 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
     // a full restart: every process stops, three start again, and the ticks go on
     for (const server of live) {
       server.child.kill("SIGTERM")
-      await new Promise((resolve) => server.child.exitCode !== null ? resolve(null) : server.child.once("exit", resolve))
+      await until(() => server.child.exitCode !== null || server.child.signalCode !== null, () =>
+        `a process stopped on SIGTERM:\n${server.output()}`)
     }
     // a tick comes while none runs: it runs once when they are back
     const stoppedAt = Date.now()

@@ -11,7 +11,6 @@
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Clock from "effect/Clock"
@@ -33,6 +32,7 @@ import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as Runs from "../Runs.js"
+import * as RunnerSocket from "./RunnerSocket.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -151,8 +151,8 @@ const entityLayer = ThreadEntity.toLayer(
 
 /** The sharding of a runner: its address, PostgreSQL for its messages and the runners' registry. */
 const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
-  NodeClusterSocket.layer({
-    storage: "sql",
+  RunnerSocket.layer({
+    secret: config.secret,
     shardingConfig: {
       runnerAddress: Option.some(RunnerAddress.make(config.runner_host, config.runner_port)),
       runnerListenAddress: Option.some(
