@@ -4,7 +4,8 @@
  *
  * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is
  * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
- * its run (a poller stopped meanwhile finishes that first). In a cluster one runner polls (`ClusterTicks`). A tick missed while no gateway was running is run once when one starts, and the next is counted from
+ * its run (in the scheduler's scope: a poller stopped meanwhile does not lose it). In a cluster one runner polls
+ * (`ClusterTicks`). A tick missed while no gateway was running is run once when one starts, and the next is counted from
  * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
  * `failed`; a paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is
  * admitted (recorded `queued`, a unique index allowing one such row per task) before it starts; a tick that comes
@@ -17,6 +18,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -259,13 +261,14 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         const next = task.schedule_type === "once"
           ? null
           : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
-        // a `once` task is taken as running; a cron task stays enabled with its next tick. Taken and started as
-        // one: a poller stopped meanwhile (its process stopping, or in a cluster its singleton moving to another
-        // runner) finishes it first, so a tick taken is not lost
-        yield* Effect.uninterruptible(Effect.gen(function*() {
+        // a `once` task is taken as running; a cron task stays enabled with its next tick. Taken and started in
+        // the scheduler's scope, not the poller's: a poller stopped meanwhile (in a cluster, its singleton moving to
+        // another runner) does not lose the tick; the process stopping does stop it
+        const taken = yield* FiberSet.run(watchers, Effect.gen(function*() {
           const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
           if (claimed) yield* dispatch(task, "scheduled", task.next_run_at ?? at)
         }))
+        yield* Fiber.join(taken)
       }
     })
 
