@@ -94,7 +94,7 @@ const promptOf = (body: ChatRequestBody) =>
   JSON.stringify(body.messages.filter((m) => m.role === "user").map((m) => m.content))
 
 describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", () => {
-  it("each tick runs once, on the engine's one poller; it moves when its runner dies; a restart goes on", async () => {
+  it("no tick runs twice, on the engine's one poller; it moves when its runner dies; a restart goes on", async () => {
     const dbUrl = await (pg as Postgres.Postgres).createDatabase()
     const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => "Scheduled answer."), scope))
     const home = Support.tempDir("antler-cluster-schedules-")
