@@ -83,7 +83,8 @@ export const secrets = (config: AppConfig): ReadonlyArray<string> => {
   return [
     ...config.gateway.auth.tokens.map((t) => Redacted.value(t.token)),
     ...(url === undefined ? [] : Redact.urlSecrets(Redacted.value(url))),
-    ...OtelTracing.secrets(OtelTracing.settings(config.tracing))
+    ...OtelTracing.secrets(OtelTracing.settings(config.tracing)),
+    ...(config.gateway.cluster?.secret === undefined ? [] : [Redacted.value(config.gateway.cluster.secret)])
   ]
 }
 
@@ -237,6 +238,8 @@ export const layer = (options: Options) => {
         ClusterRuns.layer(runOptions, cluster, url))
     )
   const runs = manager.pipe(Layer.provideMerge(factory))
+  // in a cluster the polls for due scheduled tasks are the engine's singleton: one runner makes them
+  const scheduling = cluster === undefined || url === undefined ? Scheduling.layer(app) : Scheduling.clusterLayer(app)
 
   const recovered = Layer.effectDiscard(Effect.gen(function*() {
     // the default agent is built now: a configuration it cannot be built from stops the start, not a run
@@ -292,7 +295,7 @@ export const layer = (options: Options) => {
   return http.pipe(
     Layer.provideMerge(NodeHttpServer.layer(makeServer, { host, port })),
     // scheduled tasks start once the runs a previous process left are settled
-    Layer.provideMerge(Scheduling.layer(app)),
+    Layer.provideMerge(scheduling),
     Layer.provideMerge(recovered),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),

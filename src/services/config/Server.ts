@@ -59,8 +59,8 @@ const AllowedHost = Schema.String.pipe(
 /**
  * `gateway.cluster`: `antler serve` as one runner of a cluster on @effect/cluster, with PostgreSQL (`database.url`)
  * as its storage. Each thread is an entity owned by one runner (its shard's); any process accepts a request
- * about it and routes it there. Runners talk to each other on `runner_port` (plain TCP, no authentication: a
- * private network only). Absent: one process, no cluster.
+ * about it and routes it there. Runners talk to each other on `runner_port` (plain TCP, unencrypted: a private
+ * network only), authenticated by `secret` when there is one. Absent: one process, no cluster.
  */
 export const ClusterConfig = Schema.Struct({
   /** The address other runners reach this one at (not a wildcard). */
@@ -76,7 +76,15 @@ export const ClusterConfig = Schema.Struct({
    * executes go on; past that they are stopped at their last completed step and handed over to the thread's
    * next runner, which resumes them under the same run id.
    */
-  drain_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(3600)), () => 20)
+  drain_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(3600)), () => 20),
+  /**
+   * A secret every runner of the cluster shares (the same on all; a secret, never printed): a connection to
+   * `runner_port` that does not prove it knows it is closed before any of its messages is read.
+   */
+  secret: Schema.optional(Schema.Redacted(Schema.String.pipe(
+    Schema.minLength(16, { message: () => "gateway.cluster.secret must be at least 16 characters" }),
+    Schema.maxLength(1024)
+  )))
 })
 export type ClusterConfig = typeof ClusterConfig.Type
 

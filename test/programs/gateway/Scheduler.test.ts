@@ -10,6 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
@@ -128,6 +129,39 @@ describe("the scheduler on TestClock", () => {
       yield* TestClock.adjust("10 minutes")
       assert.strictEqual(yield* Queue.size(started), 0)
       assert.strictEqual((yield* store.runs("every-5", 10, 0)).length, 1)
+    }))
+
+  it.scoped("a poller stopped while a tick's run is starting (a singleton moving away) does not lose the tick", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      yield* store.create(task("hourly", "cron", { cron: "0 * * * *" }, T0))
+      const { launcher, started } = yield* recording
+      const entered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const slow: Scheduler.Launcher = {
+        ...launcher,
+        start: (t) =>
+          Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(gate)), Effect.zipRight(launcher.start(t)))
+      }
+      const { scheduler } = yield* schedulerOn(store, slow)
+      yield* TestClock.setTime(T0 + 60 * MINUTE)
+      const poller = yield* Effect.fork(Scheduler.poll(scheduler.tick, 10))
+      yield* Deferred.await(entered)
+      // the poller is stopped (at once) while the tick it took is starting its run; the start goes on
+      yield* Fiber.interrupt(poller)
+      yield* Deferred.succeed(gate, undefined)
+      for (let i = 0; i < 200 && (yield* Queue.size(started)) === 0; i++) yield* Effect.yieldNow()
+      const ran = Option.getOrThrowWith(yield* Queue.poll(started), () => new Error("the tick's run was not started"))
+      assert.strictEqual(ran.task, "hourly")
+      for (let i = 0; i < 200 && (yield* store.runs("hourly", 10, 0))[0]?.status !== "running"; i++) {
+        yield* Effect.yieldNow()
+      }
+      const runs = yield* store.runs("hourly", 10, 0)
+      assert.deepStrictEqual(runs.map((r) => [r.trigger, r.status, r.run_id]), [["scheduled", "running", ran.runId]])
+      const after = yield* get(store, "hourly")
+      assert.strictEqual(after.run_count, 1)
+      assert.strictEqual(after.next_run_at, T0 + 120 * MINUTE)
     }))
 
   it.scoped("after a restart a tick already run is not run again; missed ticks run once, the next from then", () =>

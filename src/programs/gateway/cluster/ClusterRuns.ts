@@ -15,7 +15,6 @@
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Clock from "effect/Clock"
@@ -38,6 +37,7 @@ import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as Runs from "../Runs.js"
 import * as ClusterTables from "./ClusterTables.js"
+import * as RunnerSocket from "./RunnerSocket.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -176,8 +176,8 @@ const heartbeatSeconds = (config: ClusterConfig) => Math.min(10, Math.max(3, con
 
 /** The sharding of a runner: its address, PostgreSQL for its messages and the runners' registry. */
 const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
-  NodeClusterSocket.layer({
-    storage: "sql",
+  RunnerSocket.layer({
+    secret: config.secret,
     shardingConfig: {
       runnerAddress: Option.some(RunnerAddress.make(config.runner_host, config.runner_port)),
       runnerListenAddress: Option.some(

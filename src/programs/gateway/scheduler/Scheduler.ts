@@ -4,7 +4,8 @@
  *
  * Every `pollSeconds` (on Effect's `Clock`, so a test moves it with `TestClock`) it takes the tasks whose tick is
  * due and claims each tick (`TaskStore.claim`: one process of those sharing the database wins it), then starts
- * its run. A tick missed while no gateway was running is run once when one starts, and the next is counted from
+ * its run (in the scheduler's scope: a poller stopped meanwhile does not lose it). In a cluster one runner polls
+ * (`ClusterTicks`). A tick missed while no gateway was running is run once when one starts, and the next is counted from
  * then, as DeerFlow does (missed ticks are not run one by one). A `once` task runs once and ends `completed` or
  * `failed`; a paused task's ticks are not run. A task has one run at a time, whichever process asks: a run is
  * admitted (recorded `queued`, a unique index allowing one such row per task) before it starts; a tick that comes
@@ -17,6 +18,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -104,6 +106,24 @@ const skippedFields = (task: Task, at: number) => ({
   started_at: null,
   finished_at: iso(at)
 })
+
+/** The line a process logs (at Info) when it starts polling for due ticks, and when it stops. */
+export const POLLING = "scheduled tasks: this process polls for due ticks"
+export const STOPPED_POLLING = "scheduled tasks: this process stopped polling"
+
+/**
+ * The poller: the scheduler's `tick` every `pollSeconds`, a failed poll logged and the next one made, until
+ * interrupted. Run by each process without a cluster, by one runner (a singleton of the engine) in a cluster.
+ */
+export const poll = (tick: Service["tick"], pollSeconds: number): Effect.Effect<never> =>
+  Effect.logInfo(`${POLLING} every ${pollSeconds} s`).pipe(
+    Effect.zipRight(tick.pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("scheduled tasks: a poll failed", cause)),
+      Effect.repeat(Schedule.spaced(`${pollSeconds} seconds`)),
+      Effect.zipRight(Effect.never)
+    )),
+    Effect.onInterrupt(() => Effect.logInfo(STOPPED_POLLING))
+  )
 
 /** The scheduler over the task store and a launcher; its poller and run watchers end with its scope. */
 export const make = (launcher: Launcher, options: Options = {}) =>
@@ -241,10 +261,14 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         const next = task.schedule_type === "once"
           ? null
           : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
-        // a `once` task is taken as running; a cron task stays enabled with its next tick
-        const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
-        if (!claimed) continue
-        yield* dispatch(task, "scheduled", task.next_run_at ?? at)
+        // a `once` task is taken as running; a cron task stays enabled with its next tick. Taken and started in
+        // the scheduler's scope, not the poller's: a poller stopped meanwhile (in a cluster, its singleton moving to
+        // another runner) does not lose the tick; the process stopping does stop it
+        const taken = yield* FiberSet.run(watchers, Effect.gen(function*() {
+          const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
+          if (claimed) yield* dispatch(task, "scheduled", task.next_run_at ?? at)
+        }))
+        yield* Fiber.join(taken)
       }
     })
 
@@ -260,14 +284,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     })
 
     yield* reconcile.pipe(Effect.catchAll((error) => Effect.logWarning(`scheduled tasks: ${error.message}`)))
-    if (pollSeconds > 0) {
-      yield* Effect.forkScoped(
-        tick.pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("scheduled tasks: a poll failed", cause)),
-          Effect.repeat(Schedule.spaced(`${pollSeconds} seconds`))
-        )
-      )
-    }
+    if (pollSeconds > 0) yield* Effect.forkScoped(poll(tick, pollSeconds))
 
     const trigger: Service["trigger"] = (task) => Effect.flatMap(now, (at) => dispatch(task, "manual", at))
     return Scheduler.of({ trigger, tick })

@@ -55,10 +55,19 @@ export const outcomeOf = (record: RunRecord): Option.Option<Scheduler.Outcome> =
   }
 }
 
+/** Seconds between looks in the thread store for the end of a task's run. */
+const ENDED_POLL_SECONDS = 2
+
 /** The launcher over the gateway's run manager and thread store. */
 export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*() {
   const runs = yield* Runs
   const store = yield* ThreadStore
+
+  const outcome: Scheduler.Launcher["outcome"] = (runId) =>
+    store.runs({ runId }).pipe(
+      Effect.map((records) => Option.flatMap(Option.fromNullable(records[0]), outcomeOf)),
+      Effect.orElseSucceed(() => Option.none())
+    )
 
   const start: Scheduler.Launcher["start"] = (task) =>
     Effect.gen(function*() {
@@ -83,27 +92,47 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         multitaskStrategy: "reject",
         metadata: { scheduled_task_id: task.id }
       })
-      return {
-        runId: run.runId,
-        threadId: publicId,
-        done: Effect.map(Deferred.await(run.done), (record) =>
-          Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({ status: "interrupted", error: "the run did not end" })))
-      }
+      // its end as the run manager says it, or as the thread store records it: in a cluster a run executing on
+      // another runner is followed over the network, which breaks when its thread's shard moves or its runner dies
+      // (the run goes on, or is resumed, elsewhere)
+      const told = Effect.flatMap(Deferred.await(run.done), (record) =>
+        Option.match(outcomeOf(record), { onNone: () => Effect.never, onSome: Effect.succeed }))
+      const recorded = outcome(run.runId).pipe(
+        Effect.delay(`${ENDED_POLL_SECONDS} seconds`),
+        Effect.repeat({ until: Option.isSome }),
+        Effect.map(Option.getOrThrow)
+      )
+      return { runId: run.runId, threadId: publicId, done: Effect.race(told, recorded) }
     }).pipe(Effect.mapError((error) => ({ message: error.message })))
 
-  const outcome: Scheduler.Launcher["outcome"] = (runId) =>
-    store.runs({ runId }).pipe(
-      Effect.map((records) => Option.flatMap(Option.fromNullable(records[0]), outcomeOf)),
-      Effect.orElseSucceed(() => Option.none())
-    )
 
   return { start, outcome } satisfies Scheduler.Launcher
 })
 
-/** The scheduler of a gateway (after its run manager settled what a previous process left). */
+const schedulerLayer = (
+  app: AppConfigService["Type"],
+  pollSeconds: number
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+  Layer.unwrapEffect(Effect.map(launcher(app), (launch) => Scheduler.layer(launch, { pollSeconds }))).pipe(
+    Layer.provideMerge(storeLayer(app))
+  )
+
+/**
+ * The scheduler of a gateway (after its run manager settled what a previous process left): every process polls
+ * for due ticks (each tick claimed in the database by one of them).
+ */
 export const layer = (app: AppConfigService["Type"]): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
-  Layer.unwrapEffect(Effect.map(launcher(app), (launch) =>
-    Scheduler.layer(launch, { pollSeconds: app.config.gateway.scheduler_poll_seconds }))).pipe(
-      Layer.provideMerge(storeLayer(app))
-    )
+  schedulerLayer(app, app.config.gateway.scheduler_poll_seconds)
+
+/**
+ * The scheduler of a runner of a cluster: triggers and the settling of earlier runs as in `layer`, the polls for
+ * due ticks on one runner only, the cluster's singleton (`ClusterTicks`).
+ */
+export const clusterLayer = (
+  app: AppConfigService["Type"]
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+  Layer.unwrapEffect(Effect.map(
+    Effect.promise(() => import("./ClusterTicks.js")),
+    (ClusterTicks) => ClusterTicks.layer(app.config.gateway.scheduler_poll_seconds)
+  )).pipe(Layer.provideMerge(schedulerLayer(app, 0)))
 
