@@ -15,6 +15,7 @@ import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
+import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
 import { Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
@@ -60,7 +61,8 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
   const runs = yield* Runs
   const store = yield* ThreadStore
 
-  const start: Scheduler.Launcher["start"] = (task) =>
+  /** A DeerFlow task's run: its prompt, on its thread or a new one. */
+  const startTask: Scheduler.Launcher["start"] = (task) =>
     Effect.gen(function*() {
       const reuse = task.context_mode === "reuse_thread" && task.thread_id !== null
       const publicId = reuse ? task.thread_id! : M.newId()
@@ -90,6 +92,17 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
           Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({ status: "interrupted", error: "the run did not end" })))
       }
     }).pipe(Effect.mapError((error) => ({ message: error.message })))
+
+  const start: Scheduler.Launcher["start"] = (task) =>
+    task.cron == null
+      ? startTask(task)
+      // a LangGraph cron: its run as its payload says (`Crons.ts`)
+      : Effect.map(Crons.launch({ runs, store, app }, task), (launched) => ({
+        runId: launched.runId,
+        threadId: launched.threadId,
+        done: Effect.map(Deferred.await(launched.run.done), (record) =>
+          Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({ status: "interrupted", error: "the run did not end" })))
+      }))
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
     store.runs({ runId }).pipe(
