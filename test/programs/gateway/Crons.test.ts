@@ -78,7 +78,7 @@ describe("LangGraph crons through the SDK", () => {
     const gateway = await start()
     const alice = clientOf(gateway, ALICE)
     const bob = clientOf(gateway, BOB)
-    const info = await (await fetch(`${gateway.url}/info`)).json()
+    const info: any = await (await fetch(`${gateway.url}/info`)).json()
     assert.isTrue(info.flags.crons)
 
     // all three crons are made within one minute, so that all three are due at the same tick
@@ -243,7 +243,7 @@ describe("LangGraph crons through the SDK", () => {
     await first.stop()
     const second = await start(home)
     const found = await clientOf(second, ALICE).crons.search()
-    assert.deepStrictEqual(found, [made])
+    assert.deepStrictEqual<unknown>(found, [made])
     assert.deepStrictEqual(await clientOf(second, BOB).crons.search(), [])
   })
 })
