@@ -24,7 +24,7 @@ import { StreamModes } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
 import type { ActiveRun, Service as RunsService } from "./Runs.js"
-import type { Task } from "./scheduler/TaskStore.js"
+import type { Service as TaskStoreService, Task } from "./scheduler/TaskStore.js"
 import * as ThreadIds from "./ThreadIds.js"
 
 /** The run a cron starts at each tick, as kept (LangGraph's cron `payload`). */
@@ -187,3 +187,10 @@ export const launch = (
     })
     return { runId: run.runId, threadId: publicId, run }
   }).pipe(Effect.mapError((error) => ({ message: error.message })))
+
+/** Deletes the user's crons of thread `threadId` (the thread was deleted, as LangGraph deletes them with it). */
+export const removeThreadCrons = (tasks: TaskStoreService, userId: string, threadId: string) =>
+  Effect.flatMap(tasks.crons(userId), (crons) =>
+    Effect.forEach(crons.filter((cron) => cron.thread_id === threadId), (cron) => tasks.remove(cron.id, userId), {
+      discard: true
+    }))

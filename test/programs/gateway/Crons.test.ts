@@ -3,7 +3,8 @@
  * scripted model: a thread cron and a stateless cron on the shortest schedule five cron fields allow (each
  * minute) run at their tick, as ordinary runs (listed on the thread, the model asked with the cron's input); a
  * cron deleted before its tick never runs; crons are searched, counted, changed; another user neither sees nor
- * deletes them; bodies of the wrong shape are refused with a 422 naming the field; crons outlive a restart.
+ * deletes them; bodies of the wrong shape are refused with a 422 naming the field; a thread's crons go with it;
+ * crons outlive a restart.
  * The timing of ticks across processes and restarts is the scheduler's (Scheduler.test.ts, on TestClock).
  */
 import { Client } from "@langchain/langgraph-sdk"
@@ -235,6 +236,19 @@ describe("LangGraph crons through the SDK", () => {
     // another thread's path: the thread must be the user's
     const missing = await post(gateway, "/threads/no-such-thread/runs/crons", { schedule: "* * * * *" })
     assert.strictEqual(missing.status, 404)
+  })
+
+  it("a thread's crons are deleted with it", async () => {
+    const gateway = await start()
+    const alice = clientOf(gateway, ALICE)
+    const thread = await alice.threads.create()
+    const doomed = await alice.threads.create()
+    await alice.crons.createForThread(doomed.thread_id, "lead_agent", { schedule: "0 9 * * *" })
+    const kept = await alice.crons.createForThread(thread.thread_id, "lead_agent", { schedule: "0 9 * * *" })
+    assert.strictEqual(await alice.crons.count({ threadId: doomed.thread_id }), 1)
+    await alice.threads.delete(doomed.thread_id)
+    assert.strictEqual(await alice.crons.count({ threadId: doomed.thread_id }), 0)
+    assert.deepStrictEqual((await alice.crons.search({ threadId: thread.thread_id })).map((c) => c.cron_id), [kept.cron_id])
   })
 
   it("outlives a restart of the gateway", async () => {
