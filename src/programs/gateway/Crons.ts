@@ -120,8 +120,9 @@ export const prepare = (payload: Payload, limits: Limits): Either.Either<Prepare
     )
     for (const key of ["model_name", "model"]) {
       const name = settings[key]
-      if (typeof name === "string" && limits.models !== undefined && limits.models.size > 0 && !limits.models.has(name)) {
-        return Either.left(`Unknown model "${name}". Configured models: ${[...limits.models].join(", ")}.`)
+      const known = limits.models
+      if (typeof name === "string" && known !== undefined && known.size > 0 && !known.has(name)) {
+        return Either.left(`Unknown model "${name}". Configured models: ${[...known].join(", ")}.`)
       }
     }
     // a cron's run is not an admin's: it may not change the default agent's SOUL.md (see handlers/Runs.ts)
@@ -171,7 +172,9 @@ export const launch = (
       ? yield* ThreadIds.create(deps.store, task.user_id, publicId, { cron_id: task.id })
       : yield* ThreadIds.find(deps.store, task.user_id, publicId)
     if (Option.isNone(thread)) {
-      return yield* Effect.fail({ message: stateless ? "Cannot create the run's thread" : `Thread ${publicId} not found` })
+      return yield* Effect.fail({
+        message: stateless ? "Cannot create the run's thread" : `Thread ${publicId} not found`
+      })
     }
     const run = yield* deps.runs.start({
       threadId: thread.value.thread_id,

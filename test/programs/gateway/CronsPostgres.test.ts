@@ -41,7 +41,8 @@ describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL 
     const onB = new Client({ apiUrl: b.url, apiKey: null })
 
     // all crons made within one minute, so that they share a tick
-    if (new Date().getUTCSeconds() > 45) await new Promise((resolve) => setTimeout(resolve, (61 - new Date().getUTCSeconds()) * 1000))
+    const seconds = new Date().getUTCSeconds()
+    if (seconds > 45) await new Promise((resolve) => setTimeout(resolve, (61 - seconds) * 1000))
     // each cron ends half a minute after its first tick: it runs once, ever
     const tick = Math.floor(Date.now() / 60_000) * 60_000 + 60_000
     const endTime = new Date(tick + 30_000).toISOString()

@@ -401,7 +401,10 @@ beforeAll(async () => {
   aliceIds.runs.push(aliceIds.hangingRun)
   // crons of hers (ticking yearly, not during the fuzzing): one on her secret thread, one stateless
   for (const [path, body] of [
-    [`/threads/${SECRET.thread}/runs/crons`, { ...human(`${ALICE_CHAT} ${SECRET.message}`), metadata: { note: SECRET.metadata } }],
+    [
+      `/threads/${SECRET.thread}/runs/crons`,
+      { ...human(`${ALICE_CHAT} ${SECRET.message}`), metadata: { note: SECRET.metadata } }
+    ],
     ["/runs/crons", { ...human(SECRET.message2), metadata: { owner: "alice" } }]
   ] as const) {
     const cron = await alice("POST", path, { schedule: "0 0 1 1 *", ...body })

@@ -80,7 +80,14 @@ export const CronPatch = Schema.Struct({
 export type CronPatch = typeof CronPatch.Type
 
 /** What a cron may be sorted by. */
-export const CronSortBy = Schema.Literal("cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date")
+export const CronSortBy = Schema.Literal(
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "created_at",
+  "updated_at",
+  "next_run_date"
+)
 
 /** The fields of a cron a search may select. */
 export const CronField = Schema.Literal(

@@ -59,17 +59,17 @@ const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(sorted(a)) 
 const sorted = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(sorted)
   if (typeof value === "object" && value !== null) {
-    return Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])]))
+    const record = value as Record<string, unknown>
+    return Object.fromEntries(Object.keys(record).sort().map((key) => [key, sorted(record[key])]))
   }
   return value
 }
 
 /** The run fields of a body, those it gives (`null` clears one). */
 const runFieldsOf = (body: Api.CronPatch | Api.CronCreate): Record<string, unknown> => {
+  const given = body as Readonly<Record<string, unknown>>
   const out: Record<string, unknown> = {}
-  for (const key of Crons.PAYLOAD_KEYS) {
-    if (key in body && (body as Record<string, unknown>)[key] !== undefined) out[key] = (body as Record<string, unknown>)[key]
-  }
+  for (const key of Crons.PAYLOAD_KEYS) if (given[key] !== undefined) out[key] = given[key]
   return out
 }
 
@@ -91,7 +91,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         Effect.mapError(effect, (error) =>
           error instanceof GatewayError
             ? error
-            : new GatewayError({ reason: "internal", message: String((error as { message?: unknown }).message), cause: error }))
+            : new GatewayError({
+              reason: "internal",
+              message: String((error as { message?: unknown }).message),
+              cause: error
+            }))
 
       const unprocessable = (message: string) => fail("unprocessable", message)
 
@@ -112,9 +116,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           if (endTime !== null) {
             const millis = endTime.length <= 64 && /^\d{4}-\d{2}-\d{2}/.test(endTime) ? Date.parse(endTime) : Number.NaN
             if (!Number.isFinite(millis)) {
-              return yield* unprocessable(
-                `end_time: must be an ISO 8601 time (2026-01-31T09:00:00Z), not ${JSON.stringify(endTime.slice(0, 64))}.`
-              )
+              const shown = JSON.stringify(endTime.slice(0, 64))
+              return yield* unprocessable(`end_time: must be an ISO 8601 time (2026-01-31T09:00:00Z), not ${shown}.`)
             }
             end = new Date(millis).toISOString()
           }
@@ -133,7 +136,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           const size = Buffer.byteLength(JSON.stringify({ payload, metadata }))
           if (size > Crons.MAX_STORED_BYTES) {
             return yield* unprocessable(
-              `input, config, context and metadata: ${size} bytes of JSON, more than the ${Crons.MAX_STORED_BYTES} a cron keeps.`
+              `input, config, context and metadata: ${size} bytes of JSON, more than the ` +
+                `${Crons.MAX_STORED_BYTES} a cron keeps.`
             )
           }
           const decoded = yield* Either.match(Crons.payloadOf(payload), {
@@ -208,7 +212,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         }
       ) =>
         Effect.map(stored(store.crons(userId)), (tasks) =>
-          tasks.flatMap((task) => Option.toArray(Option.map(Crons.storedOf(task), (fields) => cronObject(task, fields))))
+          tasks.flatMap((task) => Option.toArray(Option.map(Crons.storedOf(task), (cron) => cronObject(task, cron))))
             .filter((cron) =>
               (filter.assistant_id == null || cron.assistant_id === filter.assistant_id) &&
               (filter.thread_id == null || cron.thread_id === filter.thread_id) &&
@@ -258,8 +262,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             const patch: { -readonly [K in keyof TaskPatch]: TaskPatch[K] } = {}
             const currentEnd = typeof task.schedule_spec.end_time === "string" ? task.schedule_spec.end_time : null
             const enabled = request.enabled ?? task.status !== "paused"
-            const rescheduled = request.schedule != null || request.timezone != null || request.end_time !== undefined ||
-              (enabled && task.status === "paused")
+            const rescheduled = request.schedule != null || request.timezone != null ||
+              request.end_time !== undefined || (enabled && task.status === "paused")
             if (rescheduled) {
               const timezone = request.timezone ?? task.timezone
               const schedule = yield* scheduleOf(

@@ -101,7 +101,10 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         runId: launched.runId,
         threadId: launched.threadId,
         done: Effect.map(Deferred.await(launched.run.done), (record) =>
-          Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({ status: "interrupted", error: "the run did not end" })))
+          Option.getOrElse(outcomeOf(record), (): Scheduler.Outcome => ({
+            status: "interrupted",
+            error: "the run did not end"
+          })))
       }))
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
