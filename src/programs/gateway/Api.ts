@@ -28,6 +28,7 @@ import * as Assistants from "./handlers/Assistants.js"
 import * as Branches from "./handlers/Branches.js"
 import * as Catalog from "./handlers/Catalog.js"
 import * as Compact from "./handlers/Compact.js"
+import * as Crons from "./handlers/Crons.js"
 import * as CustomSkills from "./handlers/CustomSkills.js"
 import * as Extensions from "./handlers/Extensions.js"
 import * as Features from "./handlers/Features.js"
@@ -70,6 +71,7 @@ const handlersLayer = (options: Options) => {
       Assistants.layer(api),
       Threads.layer(api),
       Runs.layer(api, options.models),
+      Crons.layer(api, options.models),
       Health.layer(api)
     ))
   const langgraph = Layer.mergeAll(first, ...more)

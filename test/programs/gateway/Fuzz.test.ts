@@ -261,6 +261,8 @@ const aliceIds = {
   /** Ids bob never sees or sends. */
   secret: [] as Array<string>,
   runs: [] as Array<string>,
+  /** Her crons (one on her secret thread, its input and metadata secret). */
+  crons: [] as Array<string>,
   hangingRun: ""
 }
 const bobIds = {
@@ -268,6 +270,7 @@ const bobIds = {
   /** Threads deleting requests go to (the others stay, so that requests reach into his threads). */
   disposable: [] as Array<string>,
   runs: [] as Array<string>,
+  crons: [] as Array<string>,
   uploads: [] as Array<string>,
   /** The run of his that never ends. */
   stalled: ""
@@ -310,6 +313,9 @@ const aliceView = async () => {
   views.artifact = [artifact.status, artifact.text]
   const file = await alice("GET", `${files}/uploads/${SECRET.uploadName}.txt`)
   views.upload = [file.status, file.text]
+  const crons = await alice("POST", "/runs/crons/search", { limit: 1000 })
+  assert.strictEqual(crons.status, 200, crons.text)
+  views.crons = crons.json()
   views.agent = await read(`/assistants/${EXPOSED.agent}`)
   views.soul = Fs.readFileSync(
     Path.join(CustomAgents.agentsDir(gateway.home, "alice"), EXPOSED.agent, CustomAgents.SOUL_FILE),
@@ -381,6 +387,18 @@ beforeAll(async () => {
   }
   aliceIds.exposed.push(EXPOSED.thread, EXPOSED.hangingThread)
   aliceIds.runs.push(aliceIds.hangingRun)
+  // crons of hers (ticking yearly, not during the fuzzing): one on her secret thread, one stateless
+  for (const [path, body] of [
+    [
+      `/threads/${SECRET.thread}/runs/crons`,
+      { ...human(`${ALICE_CHAT} ${SECRET.message}`), metadata: { note: SECRET.metadata } }
+    ],
+    ["/runs/crons", { ...human(SECRET.message2), metadata: { owner: "alice" } }]
+  ] as const) {
+    const cron = await alice("POST", path, { schedule: "0 0 1 1 *", ...body })
+    assert.strictEqual(cron.status, 200, cron.text)
+    aliceIds.crons.push(cron.json().cron_id)
+  }
   // and a custom agent of hers, whose soul is her prompt
   await Effect.runPromise(CustomAgents.save(gateway.home, "alice", EXPOSED.agent, {
     config: { description: "alice's agent" },
@@ -401,6 +419,9 @@ beforeAll(async () => {
   bobIds.stalled = stalled.json().run_id
   bobIds.threads.push("bob-busy")
   bobIds.runs.push(bobIds.stalled)
+  const bobCron = await bob("POST", "/threads/bob-main/runs/crons", { schedule: "0 0 1 1 *", ...human("hello") })
+  assert.strictEqual(bobCron.status, 200, bobCron.text)
+  bobIds.crons.push(bobCron.json().cron_id)
   for (const id of ["bob-main", "bob-second"]) {
     const ran = await bob("POST", `/threads/${id}/runs/wait`, human("hello"))
     assert.strictEqual(ran.status, 200, ran.text)
@@ -656,6 +677,23 @@ const arbitraries = () => {
     webhook: fc.constantFrom("\"http://127.0.0.1:1/hook\"", "\"file:///etc/passwd\""),
     after_seconds: numberText
   }, ["input"])
+  const cron = objectOf({
+    schedule: fc.oneof(literal("* * * * *", "0 9 * * 1-5", "61 * * * *", "@daily", "* * * * * *"), stringText),
+    timezone: fc.oneof(literal("UTC", "Asia/Shanghai", "Mars/Olympus", "../../etc/localtime"), stringText),
+    end_time: literal("2020-01-01T00:00:00Z", "2999-01-01T00:00:00Z", "tomorrow", "2026-13-45T99:99:99Z"),
+    enabled: fc.constantFrom("true", "false", "1"),
+    on_run_completed: literal("delete", "keep", "forget"),
+    assistant_id: fc.oneof(fc.constantFrom("lead_agent", EXPOSED.agent, "../x"), text).map((s) => JSON.stringify(s)),
+    input: fc.oneof(
+      { weight: 4, arbitrary: messages.map((m) => `{"messages":${m}}`) },
+      { weight: 1, arbitrary: value }
+    ),
+    config: objectOf({ recursion_limit: numberText, configurable: settings }),
+    context: settings,
+    metadata: record,
+    interrupt_before: fc.constantFrom("[]", "[\"model\"]"),
+    multitask_strategy: literal("reject", "interrupt", "rollback", "enqueue")
+  }, ["schedule"])
   const thread = objectOf({ thread_id: threadIdValue, metadata: record, if_exists: literal("raise", "do_nothing") })
   const search = objectOf({
     metadata: fc.oneof(record, json({ note: SECRET.metadata.slice(0, 4) }), json({ owner: "alice" })),
@@ -741,6 +779,7 @@ const arbitraries = () => {
     }),
     polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText }),
     artifact: objectOf({ content: stringText, expected_sha256: stringText }),
+    cron,
     compact: objectOf({
       force: fc.constantFrom("true", "false", "1", "null"),
       keep: fc.constantFrom("{\"type\":\"messages\",\"value\":2}", "{\"type\":\"fraction\",\"value\":3}", "null"),
@@ -953,6 +992,12 @@ const arbitraries = () => {
     { weight: 1, arbitrary: fc.uuid() },
     { weight: 2, arbitrary: badId }
   )
+  const cronId = fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...bobIds.crons) },
+    { weight: 4, arbitrary: fc.constantFrom(...aliceIds.crons) },
+    { weight: 1, arbitrary: fc.uuid() },
+    { weight: 2, arbitrary: badId }
+  )
   const checkpointId = fc.oneof(
     fc.nat(12).map(String),
     fc.constantFrom("-1", "1e400", "NaN", "Infinity", "0x1", "1.5", "99999999999999999999999", "%20", "1%00"),
@@ -988,6 +1033,8 @@ const arbitraries = () => {
         return threadId(method, clean)
       case ":run_id":
         return runId
+      case ":cron_id":
+        return cronId
       case ":checkpoint_id":
         return checkpointId
       case ":filename":
@@ -1256,7 +1303,12 @@ const malformedness = (spec: Spec, answer: Answer): string | undefined => {
 }
 
 /** Alice's names that bob's requests use. */
-const exposedNames = (): ReadonlyArray<string> => [...Object.values(EXPOSED), ...aliceIds.exposed, ...aliceIds.runs]
+const exposedNames = (): ReadonlyArray<string> => [
+  ...Object.values(EXPOSED),
+  ...aliceIds.exposed,
+  ...aliceIds.runs,
+  ...aliceIds.crons
+]
 
 /** Alice's data in an answer to bob, beyond what his request carried itself. */
 const leaked = (spec: Spec, answer: Answer): ReadonlyArray<string> => {

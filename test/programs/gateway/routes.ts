@@ -36,6 +36,7 @@ export type BodyKind =
   | "polish"
   | "artifact"
   | "compact"
+  | "cron"
 
 export interface Route {
   readonly method: string
@@ -72,6 +73,12 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/runs", "run"],
   ["POST", "/runs/stream", "run"],
   ["POST", "/runs/wait", "run"],
+  ["POST", "/threads/:thread_id/runs/crons", "cron"],
+  ["POST", "/runs/crons", "cron"],
+  ["POST", "/runs/crons/search", "search"],
+  ["POST", "/runs/crons/count", "search"],
+  ["PATCH", "/runs/crons/:cron_id", "cron"],
+  ["DELETE", "/runs/crons/:cron_id", "none"],
   ["GET", "/ok", "none"],
   ["GET", "/info", "none"]
 ]

@@ -1,7 +1,7 @@
 /**
  * The gateway's HTTP API as declared: the LangGraph Platform subset the LangGraph SDK and DeerFlow's frontend use
- * (`LangGraphApi`: assistants, threads, runs, health), served under each of `LANGGRAPH_PREFIXES`, and DeerFlow's
- * own endpoints (`DeerFlowApi`: files, models, skills) under `/api`. `SERVED` is what the server mounts;
+ * (`LangGraphApi`: assistants, threads, runs, crons, health), served under each of `LANGGRAPH_PREFIXES`, and
+ * DeerFlow's own endpoints (`DeerFlowApi`: files, models, skills) under `/api`. `SERVED` is what the server mounts;
  * `GatewayApi` is the whole as documented at `/openapi.json`, each LangGraph path listed once with the prefixes
  * it is served under (OpenAPI's `servers`).
  */
@@ -14,6 +14,7 @@ import * as Assistants from "./Assistants.js"
 import * as Branches from "./Branches.js"
 import * as Catalog from "./Catalog.js"
 import * as Compact from "./Compact.js"
+import * as Crons from "./Crons.js"
 import * as CustomSkills from "./CustomSkills.js"
 import * as Extensions from "./Extensions.js"
 import * as Features from "./Features.js"
@@ -41,6 +42,7 @@ export const LangGraphApi = HttpApi.make("langgraph")
   .add(Assistants.group)
   .add(Threads.group)
   .add(Runs.group)
+  .add(Crons.group)
   .add(Health.group)
   .addError(Failed)
 export type LangGraphApi = typeof LangGraphApi

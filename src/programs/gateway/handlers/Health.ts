@@ -11,4 +11,4 @@ export const layer = (api: LangGraphApi) =>
     handlers
       .handleRaw("ok", () => Effect.succeed(json(Health.Ok, { ok: true })))
       .handleRaw("info", () =>
-        Effect.succeed(json(Health.Info, { version: "antler", flags: { assistants: true, crons: false } }))))
+        Effect.succeed(json(Health.Info, { version: "antler", flags: { assistants: true, crons: true } }))))

@@ -73,12 +73,13 @@ export const layer = (api: DeerFlowApi) =>
         Effect.mapError(effect, (error) =>
           error instanceof GatewayError ? error : new GatewayError({ reason: "internal", message: String((error as { message?: unknown }).message), cause: error }))
 
-      /** The user's task `id`, or 404. */
+      /** The user's task `id` (not a LangGraph cron: those are the crons endpoints'), or 404. */
       const owned = (userId: string, id: string) =>
-        Effect.flatMap(stored(store.get(id, userId)), Option.match({
-          onNone: () => Effect.fail(notFound("Scheduled task")),
-          onSome: Effect.succeed
-        }))
+        Effect.flatMap(stored(store.get(id, userId)), (found) =>
+          Option.match(Option.filter(found, (task) => task.cron == null), {
+            onNone: () => Effect.fail(notFound("Scheduled task")),
+            onSome: Effect.succeed
+          }))
 
       /** Refuses to change a task while its `once` run is going (as DeerFlow). */
       const mutable = (task: Task) =>
@@ -178,6 +179,7 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("deleteScheduledTask", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
+            yield* owned(user, path.task_id)
             if (!(yield* stored(store.remove(path.task_id, user)))) return yield* notFound("Scheduled task")
             return json(Api.Deleted, { id: path.task_id, deleted: true })
           }))

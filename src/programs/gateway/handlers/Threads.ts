@@ -24,8 +24,10 @@ import { describeParseError, fail, GatewayError, notFound } from "../api/Problem
 import { CurrentIdentity } from "../api/Security.js"
 import * as Threads from "../api/Threads.js"
 import * as Body from "../Body.js"
+import * as Crons from "../Crons.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
+import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
@@ -39,6 +41,7 @@ export const layer = (api: LangGraphApi) =>
   HttpApiBuilder.group(api, "threads", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
+      const tasks = yield* TaskStore
       const { store, runs, storeFailed, ownedThread, newThread, loadState, fullThread } = access
       const app = yield* AppConfigService
 
@@ -187,6 +190,8 @@ export const layer = (api: LangGraphApi) =>
               Effect.provideService(ThreadStore, store),
               Effect.mapError(storeFailed)
             )
+            // its crons go with it
+            yield* Effect.mapError(Crons.removeThreadCrons(tasks, userId, threadId), storeFailed)
             return HttpServerResponse.empty({ status: 204 })
           }))
         .handleRaw("getState", ({ path }) =>

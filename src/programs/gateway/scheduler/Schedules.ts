@@ -1,8 +1,9 @@
 /**
  * The schedules of scheduled tasks, as DeerFlow takes them: `once` (`schedule_spec.run_at`, an ISO 8601 time; one
  * without an offset is UTC) or `cron` (`schedule_spec.cron`, five fields: minute, hour, day of month, month, day of
- * week, read in the task's IANA `timezone`). Checked when a task is created or changed, each problem said in
- * words; `nextRun` is the first time after `now` the schedule fires (none for a `once` whose time has passed).
+ * week, read in the task's IANA `timezone`; with `schedule_spec.end_time`, a LangGraph cron's, no tick after that
+ * time). Checked when a task is created or changed, each problem said in words; `nextRun` is the first time after
+ * `now` the schedule fires (none for a `once` whose time has passed, or a cron past its end).
  */
 import * as Cron from "effect/Cron"
 import * as DateTime from "effect/DateTime"
@@ -69,7 +70,12 @@ export const nextRun = (
   }
   const cron = spec.cron
   if (typeof cron !== "string") return Either.left("A cron schedule requires schedule_spec.cron")
-  return Either.map(parseCron(cron, timezone), (parsed) => Cron.next(parsed, new Date(now)).getTime())
+  // a LangGraph cron's `end_time`: no tick after it
+  const end = typeof spec.end_time === "string" ? Date.parse(spec.end_time) : Number.POSITIVE_INFINITY
+  return Either.map(parseCron(cron, timezone), (parsed) => {
+    const next = Cron.next(parsed, new Date(now)).getTime()
+    return next > end ? null : next
+  })
 }
 
 /** Checks a schedule at the boundary: its normalised spec (the cron's fields single-spaced) and next run. */
@@ -84,7 +90,7 @@ export const check = (
       ? Either.match(normalizeCron(spec.cron), { onLeft: () => ({ cron: spec.cron }), onRight: (cron) => ({ cron }) })
       : {})
     : (typeof spec.run_at === "string" ? { run_at: spec.run_at } : {})
-  return Either.flatMap(nextRun(type, spec, timezone, now), (next) => {
+  return Either.flatMap(nextRun(type, normal, timezone, now), (next) => {
     if (type === "once" && next === null) return Either.left("A once schedule must be in the future")
     return Either.right({ spec: normal, next })
   })

@@ -57,6 +57,12 @@ export interface Task {
   readonly run_count: number
   readonly created_at: string
   readonly updated_at: string
+  /**
+   * A LangGraph cron's own fields (its run payload, metadata...: see `../Crons.ts`), kept as the JSON they are;
+   * none for DeerFlow's scheduled tasks. Crons are ticked by the same scheduler; DeerFlow's endpoints do not
+   * list them (`list`, `count`), the crons endpoints list only them (`crons`).
+   */
+  readonly cron?: Readonly<Record<string, unknown>> | null | undefined
 }
 
 /** One run of a task (a tick, or a manual trigger). `thread_id` as the task's user's client names it. */
@@ -85,9 +91,12 @@ export type TaskRunPatch = Partial<Pick<TaskRun, "thread_id" | "run_id" | "statu
 export interface Service {
   readonly create: (task: Task) => Effect.Effect<void, StoreError>
   readonly get: (id: string, userId: string) => Effect.Effect<Option.Option<Task>, StoreError>
-  /** The user's tasks (of one thread, when given), newest first. */
+  /** The user's tasks (of one thread, when given), newest first; not their crons. */
   readonly list: (userId: string, threadId?: string) => Effect.Effect<ReadonlyArray<Task>, StoreError>
+  /** How many tasks the user has (not counting their crons). */
   readonly count: (userId: string) => Effect.Effect<number, StoreError>
+  /** The user's LangGraph crons (tasks with `cron`), newest first. */
+  readonly crons: (userId: string) => Effect.Effect<ReadonlyArray<Task>, StoreError>
   /** Changes the user's task; none when it has none of that id. */
   readonly update: (id: string, userId: string, patch: TaskPatch, now: string) => Effect.Effect<Option.Option<Task>, StoreError>
   /** Deletes the user's task and its runs; whether there was one. */
@@ -190,7 +199,8 @@ const TaskRow = Schema.Struct({
   last_error: NullableText,
   run_count: Int,
   created_at: Text,
-  updated_at: Text
+  updated_at: Text,
+  cron: Schema.optional(Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))))
 })
 
 const TaskRunRow = Schema.Struct({
@@ -245,16 +255,33 @@ const TASK_COLUMNS = [
   "last_error",
   "run_count",
   "created_at",
-  "updated_at"
+  "updated_at",
+  "cron"
 ] as const
 
 /** A task field as its column holds it. */
-const columnValue = (key: string, value: unknown): unknown => key === "schedule_spec" ? JSON.stringify(value) : value
+const columnValue = (key: string, value: unknown): unknown =>
+  key === "schedule_spec" || (key === "cron" && value != null) ? JSON.stringify(value) : (value ?? null)
+
+/**
+ * The `cron` column, added to a table an earlier build made: added when a read of it fails (the same statements
+ * on SQLite and PostgreSQL, which answer a second ADD COLUMN with an error; of two processes adding it at once,
+ * the loser finds it there).
+ */
+const cronColumn = (sql: Sql) => {
+  const probe = sql.query("SELECT cron FROM antler_scheduled_tasks WHERE 1 = 0", [])
+  return Effect.asVoid(probe.pipe(
+    Effect.orElse(() =>
+      sql.query("ALTER TABLE antler_scheduled_tasks ADD COLUMN cron TEXT", []).pipe(Effect.orElse(() => probe))
+    )
+  ))
+}
 
 /** The store over a database's `Sql` (its tables made when missing). */
 export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
   Effect.gen(function*() {
     for (const statement of MIGRATIONS) yield* sql.query(statement, [])
+    yield* cronColumn(sql)
     const TASKS = `SELECT ${TASK_COLUMNS.join(", ")} FROM antler_scheduled_tasks`
     const RUNS = "SELECT id, task_id, user_id, thread_id, run_id, scheduled_for, trigger_kind, status, error, " +
       "started_at, finished_at, created_at FROM antler_scheduled_task_runs"
@@ -275,14 +302,22 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       list: (userId, threadId) =>
         Effect.flatMap(
           threadId === undefined
-            ? sql.query(`${TASKS} WHERE user_id = ? ORDER BY created_at DESC, id DESC`, [userId])
-            : sql.query(`${TASKS} WHERE user_id = ? AND thread_id = ? ORDER BY created_at DESC, id DESC`, [userId, threadId]),
+            ? sql.query(`${TASKS} WHERE user_id = ? AND cron IS NULL ORDER BY created_at DESC, id DESC`, [userId])
+            : sql.query(
+              `${TASKS} WHERE user_id = ? AND thread_id = ? AND cron IS NULL ORDER BY created_at DESC, id DESC`,
+              [userId, threadId]
+            ),
           tasksOf
         ),
       count: (userId) =>
         Effect.map(
-          sql.query("SELECT COUNT(*) AS n FROM antler_scheduled_tasks WHERE user_id = ?", [userId]),
+          sql.query("SELECT COUNT(*) AS n FROM antler_scheduled_tasks WHERE user_id = ? AND cron IS NULL", [userId]),
           (rows) => Number(rows[0]?.n ?? 0)
+        ),
+      crons: (userId) =>
+        Effect.flatMap(
+          sql.query(`${TASKS} WHERE user_id = ? AND cron IS NOT NULL ORDER BY created_at DESC, id DESC`, [userId]),
+          tasksOf
         ),
       update: (id, userId, patch, now) =>
         Effect.gen(function*() {

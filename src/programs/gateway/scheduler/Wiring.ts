@@ -15,8 +15,9 @@ import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
+import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
-import { Runs } from "../Runs.js"
+import { type ActiveRun, Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Scheduler from "./Scheduler.js"
 import { TaskStore } from "./TaskStore.js"
@@ -69,7 +70,24 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
       Effect.orElseSucceed(() => Option.none())
     )
 
-  const start: Scheduler.Launcher["start"] = (task) =>
+  /**
+   * A run's end as the run manager says it, or as the thread store records it: in a cluster a run executing on
+   * another runner is followed over the network, which breaks when its thread's shard moves or its runner dies
+   * (the run goes on, or is resumed, elsewhere).
+   */
+  const ended = (run: ActiveRun): Effect.Effect<Scheduler.Outcome> => {
+    const told = Effect.flatMap(Deferred.await(run.done), (record) =>
+      Option.match(outcomeOf(record), { onNone: () => Effect.never, onSome: Effect.succeed }))
+    const recorded = outcome(run.runId).pipe(
+      Effect.delay(`${ENDED_POLL_SECONDS} seconds`),
+      Effect.repeat({ until: Option.isSome }),
+      Effect.map(Option.getOrThrow)
+    )
+    return Effect.race(told, recorded)
+  }
+
+  /** A DeerFlow task's run: its prompt, on its thread or a new one. */
+  const startTask: Scheduler.Launcher["start"] = (task) =>
     Effect.gen(function*() {
       const reuse = task.context_mode === "reuse_thread" && task.thread_id !== null
       const publicId = reuse ? task.thread_id! : M.newId()
@@ -92,19 +110,18 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         multitaskStrategy: "reject",
         metadata: { scheduled_task_id: task.id }
       })
-      // its end as the run manager says it, or as the thread store records it: in a cluster a run executing on
-      // another runner is followed over the network, which breaks when its thread's shard moves or its runner dies
-      // (the run goes on, or is resumed, elsewhere)
-      const told = Effect.flatMap(Deferred.await(run.done), (record) =>
-        Option.match(outcomeOf(record), { onNone: () => Effect.never, onSome: Effect.succeed }))
-      const recorded = outcome(run.runId).pipe(
-        Effect.delay(`${ENDED_POLL_SECONDS} seconds`),
-        Effect.repeat({ until: Option.isSome }),
-        Effect.map(Option.getOrThrow)
-      )
-      return { runId: run.runId, threadId: publicId, done: Effect.race(told, recorded) }
+      return { runId: run.runId, threadId: publicId, done: ended(run) }
     }).pipe(Effect.mapError((error) => ({ message: error.message })))
 
+  const start: Scheduler.Launcher["start"] = (task) =>
+    task.cron == null
+      ? startTask(task)
+      // a LangGraph cron: its run as its payload says (`Crons.ts`)
+      : Effect.map(Crons.launch({ runs, store, app }, task), (launched) => ({
+        runId: launched.runId,
+        threadId: launched.threadId,
+        done: ended(launched.run)
+      }))
 
   return { start, outcome } satisfies Scheduler.Launcher
 })
