@@ -10,6 +10,10 @@ export default defineConfig({
     globalSetup: ["test/support/tmpDir.ts", "test/support/cliBundle.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    pool: "forks"
+    pool: "forks",
+    // two test files at a time on any machine (vitest's default is one fewer than the cores: one on 2 cores);
+    // the slowest files (clusters of processes, a cron's minute) mostly wait on other processes
+    maxWorkers: 2,
+    minWorkers: 1
   }
 })
