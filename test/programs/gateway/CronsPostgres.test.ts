@@ -52,8 +52,9 @@ describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL 
       endTime,
       input: { messages: [{ role: "user", content: "Thread report" }] }
     })
+    // (three crons ticking at once: a user has at most three runs of crons and tasks going, see docs/gateway.md)
     const stateless = []
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 2; i++) {
       stateless.push(await onA.crons.create("lead_agent", {
         schedule: "* * * * *",
       endTime,
@@ -73,7 +74,7 @@ describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL 
     )
     // deleted through the other gateway: it never runs
     await onB.crons.delete(doomed.cron_id)
-    assert.strictEqual(await onA.crons.count(), 4)
+    assert.strictEqual(await onA.crons.count(), 3)
     assert.strictEqual(Date.parse(onThread.next_run_date), tick)
 
     await until(async () => {
@@ -96,6 +97,6 @@ describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL 
     // past their end: no next run
     for (const cron of await onB.crons.search()) assert.strictEqual(cron.next_run_date, null)
     // one model request per cron, whichever gateway ran it
-    assert.strictEqual(a.scripted.requests.length + b.scripted.requests.length, 4)
+    assert.strictEqual(a.scripted.requests.length + b.scripted.requests.length, 3)
   }, 180_000)
 })
