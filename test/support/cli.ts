@@ -2,6 +2,7 @@
  * How tests start `antler` as a process: the bundle of the current sources made by the global setup
  * (test/support/cliBundle.ts), else the sources through tsx. Spread it after `process.execPath`.
  */
+import * as ChildProcess from "node:child_process"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
@@ -25,3 +26,38 @@ export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   }
   return { ...env, NO_COLOR: "1", ...extra }
 }
+
+/** `antler serve --port 0` as a child process. */
+export interface ServeProcess {
+  /** Resolves once the process says where it listens; rejects, with its output, if it exits first. */
+  readonly url: Promise<string>
+  readonly child: ChildProcess.ChildProcess
+  /** Everything it printed so far (stdout and stderr). */
+  readonly output: () => string
+  /** The exit code (or signal), once it exited. */
+  readonly exited: Promise<number | string>
+}
+
+/** Starts `antler serve --port 0 --config <config>` (and `extraArgs`) with `home` as its ANTLER_HOME. */
+export const serveProcess = (home: string, config: string, extraArgs: ReadonlyArray<string> = []): ServeProcess => {
+  const args = [...antlerCommand, "serve", "--port", "0", "--config", config, ...extraArgs]
+  const child = ChildProcess.spawn(process.execPath, args, {
+    cwd: home,
+    env: childEnv({ ANTLER_HOME: home }),
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal!)))
+  const url = new Promise<string>((resolve, reject) => {
+    child.stdout!.on("data", (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening on (http:\/\/\S+)/.exec(output)
+      if (match !== null) resolve(match[1]!)
+    })
+    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+    void exited.then((code) => reject(new Error(`antler serve exited (${code}): ${output}`)))
+  })
+  url.catch(() => {})
+  return { url, child, output: () => output, exited }
+}
+

@@ -41,14 +41,6 @@ const runAs = (command: string, args: ReadonlyArray<string>) => {
   }
 }
 
-/** Runs SQL on a database with psql. */
-const psql = (bin: string, url: string, statement: string) => {
-  const result = ChildProcess.spawnSync(Path.join(bin, "psql"), [url, "-v", "ON_ERROR_STOP=1", "-c", statement], {
-    encoding: "utf8"
-  })
-  if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`)
-}
-
 let counter = 0
 const databaseName = () => `antler_test_${process.pid}_${Date.now().toString(36)}_${++counter}`
 
@@ -68,11 +60,10 @@ const find = async (): Promise<Postgres | { readonly skip: string }> => {
   const bin = binaries()
   const given = process.env.ANTLER_TEST_DATABASE_URL
   if (given !== undefined && given !== "") {
-    const psqlBin = bin ?? "/usr/bin"
     return {
       createDatabase: async () => {
         const name = databaseName()
-        psql(psqlBin, given, `CREATE DATABASE ${name}`)
+        psql(given, `CREATE DATABASE ${name}`)
         const url = new URL(given)
         url.pathname = `/${name}`
         return url.toString()
@@ -109,7 +100,7 @@ const find = async (): Promise<Postgres | { readonly skip: string }> => {
   return {
     createDatabase: async () => {
       const name = databaseName()
-      psql(bin, admin, `CREATE DATABASE ${name}`)
+      psql(admin, `CREATE DATABASE ${name}`)
       return `postgres://postgres@127.0.0.1:${port}/${name}`
     },
     stop: async () => {
@@ -120,4 +111,14 @@ const find = async (): Promise<Postgres | { readonly skip: string }> => {
       }
     }
   }
+}
+
+/** Runs one SQL statement with `psql` against `url`; its unaligned output, trimmed. Throws with psql's error. */
+export const psql = (url: string, statement: string): string => {
+  const bin = binaries() ?? "/usr/bin"
+  const result = ChildProcess.spawnSync(Path.join(bin, "psql"), [url, "-v", "ON_ERROR_STOP=1", "-At", "-c", statement], {
+    encoding: "utf8"
+  })
+  if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`)
+  return result.stdout.trim()
 }

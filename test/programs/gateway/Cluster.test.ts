@@ -7,8 +7,6 @@
  * PostgreSQL (see test/support/postgres.ts).
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as ChildProcess from "node:child_process"
-import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
 import type { SseEvent, TestGateway } from "./support.js"
@@ -88,11 +86,7 @@ describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database"
     // the shards move while runners join (a run started meanwhile stays on the runner that started it, and a
     // stream routed to the thread's new owner breaks: see docs/gateway.md); the client starts once all three are
     // registered and a few assignment rounds (every 3 s) went by
-    const psql = (statement: string) =>
-      ChildProcess.spawnSync(Path.join(Postgres.binaries() ?? "/usr/bin", "psql"), [url, "-At", "-c", statement], {
-        encoding: "utf8"
-      }).stdout.trim()
-    for (let i = 0; i < 600 && psql("SELECT count(*) FROM cluster_runners WHERE healthy") !== "3"; i++) {
+    for (let i = 0; i < 600 && Postgres.psql(url, "SELECT count(*) FROM cluster_runners WHERE healthy") !== "3"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     await new Promise((resolve) => setTimeout(resolve, 8000))

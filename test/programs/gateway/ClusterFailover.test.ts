@@ -10,63 +10,19 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { antlerCommand } from "../../support/cli.js"
+import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
+import { psql } from "../../support/postgres.js"
 import * as Support from "./support.js"
 import { freePort } from "../../support/ports.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster failover] skipped: ${pg.skip}`)
-
-interface Server {
-  readonly url: Promise<string>
-  readonly child: ChildProcess.ChildProcess
-  readonly output: () => string
-}
-
-const serve = (home: string, config: string): Server => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  const child = ChildProcess.spawn(process.execPath, [...antlerCommand, "serve", "--port", "0", "--config", config], {
-    cwd: home,
-    env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match !== null) resolve(match[1]!)
-    })
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.on("exit", (code, signal) => reject(new Error(`antler serve exited (${code ?? signal}): ${output}`)))
-  })
-  url.catch(() => {})
-  return { url, child, output: () => output }
-}
-
-const until = async (check: () => Promise<boolean>, what: string) => {
-  for (let i = 0; i < 2400; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
-}
-
-const psql = (url: string, statement: string): string => {
-  const bin = Postgres.binaries() ?? "/usr/bin"
-  const result = ChildProcess.spawnSync(Path.join(bin, "psql"), [url, "-At", "-c", statement], { encoding: "utf8" })
-  if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`)
-  return result.stdout.trim()
-}
 
 // step 1: a tool call; then the model hangs once (the process running the run is killed meanwhile), and answers
 // the run resumed on the survivor
@@ -128,7 +84,7 @@ const cluster = async (hostBash: boolean) => {
         "    health_check_seconds: 1",
         ""
       ].join("\n"))
-      const server = serve(home, config)
+      const server = serveProcess(home, config)
       servers.push(server)
       return { server, url: await server.url }
     }

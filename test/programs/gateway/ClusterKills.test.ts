@@ -16,12 +16,12 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { antlerCommand } from "../../support/cli.js"
+import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { until } from "../../support/poll.js"
 import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Support from "./support.js"
@@ -31,44 +31,6 @@ if ("skip" in pg) console.warn(`[gateway cluster kills] skipped: ${pg.skip}`)
 
 const ROUNDS = 10
 const RUNS_PER_ROUND = 4
-
-interface Server {
-  readonly url: Promise<string>
-  readonly child: ChildProcess.ChildProcess
-  readonly output: () => string
-}
-
-const serve = (home: string, config: string): Server => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  const child = ChildProcess.spawn(process.execPath, [...antlerCommand, "serve", "--port", "0", "--config", config], {
-    cwd: home,
-    env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match !== null) resolve(match[1]!)
-    })
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.on("exit", (code, signal) => reject(new Error(`antler serve exited (${code ?? signal}): ${output}`)))
-  })
-  url.catch(() => {})
-  return { url, child, output: () => output }
-}
-
-const until = async (check: () => Promise<boolean>, what: () => string) => {
-  for (let i = 0; i < 1200; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what()}`)
-}
 
 const post = (base: string, path: string, body: unknown) =>
   fetch(`${base}${path}`, {
@@ -197,7 +159,7 @@ const cluster = async () => {
       "    health_check_seconds: 1",
       ""
     ].join("\n"))
-    const server = serve(home, config)
+    const server = serveProcess(home, config)
     servers.push(server)
     return { server, url: await server.url }
   }

@@ -6,8 +6,6 @@
  * PostgreSQL (see test/support/postgres.ts).
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as ChildProcess from "node:child_process"
-import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
 import { freePort } from "../../support/ports.js"
@@ -75,11 +73,7 @@ describe.skipIf("skip" in pg)("multitask_strategy across the processes of a clus
         config: { database: { url }, gateway: { cluster: { runner_port: await freePort() } } }
       }))
     }
-    const psql = (statement: string) =>
-      ChildProcess.spawnSync(Path.join(Postgres.binaries() ?? "/usr/bin", "psql"), [url, "-At", "-c", statement], {
-        encoding: "utf8"
-      }).stdout.trim()
-    for (let i = 0; i < 600 && psql("SELECT count(*) FROM cluster_runners WHERE healthy") !== "2"; i++) await sleep(100)
+    for (let i = 0; i < 600 && Postgres.psql(url, "SELECT count(*) FROM cluster_runners WHERE healthy") !== "2"; i++) await sleep(100)
     await sleep(6000)
 
     const thread = (await api(gateways[0]!, "POST", "/threads", {})).json().thread_id as string

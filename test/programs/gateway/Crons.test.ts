@@ -11,6 +11,7 @@ import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
+import { eventually } from "../../support/poll.js"
 
 const ALICE = "alice-token-0123456789abcdef"
 const BOB = "bob-token-0123456789abcdef00"
@@ -53,15 +54,6 @@ const post = async (gateway: Support.TestGateway, path: string, body: unknown, m
   return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
 }
 
-const until = async <A>(check: () => Promise<A | undefined>, what: string, tries = 4000): Promise<A> => {
-  for (let i = 0; i < tries; i++) {
-    const found = await check()
-    if (found !== undefined) return found
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
-}
-
 /** Waits for the next minute when this one is nearly over (so that what a test makes next shares a tick). */
 const nextMinuteIfLate = async () => {
   const seconds = new Date().getUTCSeconds()
@@ -79,6 +71,8 @@ const statusOf = async (call: Promise<unknown>) => {
     return (error as { status?: number }).status
   }
 }
+
+const until = <A>(check: () => Promise<A | undefined>, what: string, tries = 4000) => eventually(check, what, { tries })
 
 describe("LangGraph crons through the SDK", () => {
   it("a thread cron and a stateless cron run at their tick; a deleted one never; another user sees none", async () => {

@@ -10,6 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Postgres from "../../support/postgres.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { eventually } from "../../support/poll.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[crons Postgres] skipped: ${pg.skip}`)
@@ -20,14 +21,7 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-const until = async <A>(check: () => Promise<A | undefined>, what: string): Promise<A> => {
-  for (let i = 0; i < 4000; i++) {
-    const found = await check()
-    if (found !== undefined) return found
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
-}
+const until = <A>(check: () => Promise<A | undefined>, what: string) => eventually(check, what, { tries: 4000 })
 
 describe.skipIf("skip" in pg)("LangGraph crons on gateways sharing a PostgreSQL database", () => {
   it("a cron made on one is seen on the other, and each tick runs once between them", async () => {

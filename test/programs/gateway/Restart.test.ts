@@ -8,54 +8,13 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Exit from "effect/Exit"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
-import { antlerCommand } from "../../support/cli.js"
-
-
-interface Server {
-  readonly url: Promise<string>
-  readonly child: ChildProcess.ChildProcess
-  readonly output: () => string
-}
-
-/** `antler serve --port 0` as a child process; `url` resolves once it says where it listens. */
-const serve = (home: string, config: string): Server => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  const args = [...antlerCommand, "serve", "--port", "0", "--config", config]
-  const child = ChildProcess.spawn(process.execPath, args, {
-    cwd: home,
-    env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match !== null) resolve(match[1]!)
-    })
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    child.on("exit", (code, signal) => reject(new Error(`antler serve exited (${code ?? signal}): ${output}`)))
-  })
-  url.catch(() => {})
-  return { url, child, output: () => output }
-}
-
-const until = async (check: () => Promise<boolean>, what: string) => {
-  for (let i = 0; i < 2400; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
-}
+import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { until } from "../../support/poll.js"
 
 const lastUser = (body: ChatRequestBody) =>
   JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
@@ -98,7 +57,7 @@ describe("antler serve killed mid-run", () => {
       ""
     ].join("\n"))
 
-    const first = serve(home, config)
+    const first = serveProcess(home, config)
     servers.push(first)
     const url = await first.url
     const post = (base: string, path: string, body: unknown) =>
@@ -119,7 +78,7 @@ describe("antler serve killed mid-run", () => {
     first.child.kill("SIGKILL")
     await new Promise((resolve) => first.child.once("exit", resolve))
 
-    const second = serve(home, config)
+    const second = serveProcess(home, config)
     servers.push(second)
     const again = await second.url
     const record = await (await fetch(`${again}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any

@@ -8,6 +8,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
+import { eventually } from "../../support/poll.js"
 
 const ALICE = "alice-token-0123456789abcdef"
 const BOB = "bob-token-0123456789abcdef00"
@@ -49,15 +50,6 @@ const as = (gateway: Support.TestGateway, token: string) => async (method: strin
   return { status: response.status, body: text === "" ? undefined : JSON.parse(text) }
 }
 
-const until = async <A>(check: () => Promise<A | undefined>, what: string): Promise<A> => {
-  for (let i = 0; i < 1200; i++) {
-    const found = await check()
-    if (found !== undefined) return found
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`never happened: ${what}`)
-}
-
 const TASK_FIELDS = [
   "id", "thread_id", "context_mode", "title", "prompt", "schedule_type", "schedule_spec", "timezone", "status",
   "next_run_at", "last_run_at", "last_run_id", "last_thread_id", "last_error", "run_count", "created_at", "updated_at"
@@ -75,6 +67,8 @@ const trending = {
   schedule_spec: { cron: "0  9 * * *" },
   timezone: "Asia/Shanghai"
 }
+
+const until = <A>(check: () => Promise<A | undefined>, what: string) => eventually(check, what, { tries: 1200, everyMs: 25 })
 
 describe("scheduled tasks over HTTP", () => {
   it("create → trigger → the run is in the task's runs and its thread, as an ordinary run", async () => {

@@ -11,6 +11,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { until as untilPolled } from "../../support/poll.js"
 
 const lastUserText = (body: ChatRequestBody): string => {
   for (let i = body.messages.length - 1; i >= 0; i--) {
@@ -75,6 +76,9 @@ const reassemble = (chunks: ReadonlyArray<any>) => {
   return byId
 }
 
+/** Polls until `check` holds (for states reached by another party: a run getting under way). */
+const until = (check: () => Promise<boolean>, what: string) => untilPolled(check, what, 600, 25)
+
 describe("the LangGraph SDK client against antler's gateway", () => {
   it("creates a thread and streams a run in values, messages-tuple and custom modes; the answer reassembles", async () => {
     const thread = await client.threads.create({ metadata: { purpose: "test" } })
@@ -122,15 +126,6 @@ describe("the LangGraph SDK client against antler's gateway", () => {
     assert.deepStrictEqual(Support.visibleTypes((state.values as any).messages), ["human", "ai", "tool", "ai"])
   })
 })
-
-/** Polls until `check` holds (for states reached by another party: a run getting under way). */
-const until = async (check: () => Promise<boolean>, what: string) => {
-  for (let i = 0; i < 600; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-  throw new Error(`never happened: ${what}`)
-}
 
 describe("reconnecting, cancelling, clarifying, reading state and history", () => {
   it("a client that disconnects mid-run rejoins with its last event id: nothing lost, nothing repeated", async () => {
