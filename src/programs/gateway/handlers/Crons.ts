@@ -23,6 +23,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
+import * as RunSettings from "../RunSettings.js"
 import * as Schedules from "../scheduler/Schedules.js"
 import type { Task, TaskPatch } from "../scheduler/TaskStore.js"
 import { TaskStore } from "../scheduler/TaskStore.js"
@@ -81,10 +82,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
       const access = yield* Access.make
       const factory = yield* Factory.AgentFactory
       const config = (yield* AppConfigService).config
-      const limits: Crons.Limits = {
+      const limits: RunSettings.Limits = {
         recursionLimit: config.recursion_limit,
         maxRecursionLimit: config.max_recursion_limit,
-        models: new Set(models.map((m) => m.name))
+        models: new Set(models.map((m) => m.name)),
+        admin: false
       }
 
       const stored = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -144,8 +146,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: (message) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })
-          const prepared = yield* Either.match(Crons.prepare(decoded, limits), {
-            onLeft: (message) => Effect.fail(unprocessable(message)),
+          const prepared = yield* Either.match(RunSettings.prepare(decoded, limits), {
+            onLeft: ({ message }) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })
           // the agent the cron names is its user's (or a shared one), resolved as its runs will be

@@ -25,6 +25,7 @@ import type { Identity } from "../Auth.js"
 import * as Body from "../Body.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
+import * as RunSettings from "../RunSettings.js"
 import type { ActiveRun } from "../Runs.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
@@ -53,56 +54,18 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         Effect.gen(function*() {
           const userId = who.user
           const strategy = request.multitask_strategy ?? "reject"
-          const stops = [
-            ["interrupt_before", request.interrupt_before],
-            ["interrupt_after", request.interrupt_after]
-          ] as const
-          for (const [key, value] of stops) {
-            if (value != null && !(Array.isArray(value) && value.length === 0)) {
-              return yield* fail(
-                "unprocessable",
-                `${key} is not supported: Antler's agent has no graph nodes to stop at.`
-              )
-            }
-          }
+          const { messages, settings } = yield* Either.match(
+            RunSettings.prepare(request, {
+              recursionLimit: config.recursion_limit,
+              maxRecursionLimit: config.max_recursion_limit,
+              models: modelNames,
+              admin: who.admin
+            }),
+            { onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)), onRight: Effect.succeed }
+          )
           const checkpointId = Fork.requestedCheckpoint(request)
           if (checkpointId !== undefined && threadId === undefined) {
             return yield* fail("unprocessable", "A stateless run has no thread, so no checkpoint to start from.")
-          }
-          const messages = yield* Either.match(Protocol.inputMessages(request.input), {
-            onLeft: (message) => Effect.fail(fail("unprocessable", message)),
-            onRight: Effect.succeed
-          })
-          const settings: Record<string, unknown> = Factory.mergeRuntime(
-            request.config?.configurable,
-            Protocol.allowedContext(request.context)
-          )
-          delete settings.non_interactive
-          const agentName = Protocol.agentNameOf(request.assistant_id)
-          if (agentName !== undefined && settings.agent_name === undefined) settings.agent_name = agentName
-          settings.recursion_limit = Protocol.recursionLimit(
-            request.config?.recursion_limit,
-            config.recursion_limit,
-            config.max_recursion_limit
-          )
-          for (const key of ["model_name", "model"]) {
-            const name = settings[key]
-            if (typeof name === "string" && modelNames.size > 0 && !modelNames.has(name)) {
-              return yield* fail(
-                "bad_request",
-                `Unknown model "${name}". Configured models: ${[...modelNames].join(", ")}.`
-              )
-            }
-          }
-          // the bootstrap agent without an agent name writes the default agent's SOUL.md, which every user's
-          // default agent reads: only an admin's run may (see Auth.ts); DeerFlow's clients always name the agent
-          if (settings.is_bootstrap === true && settings.agent_name == null && !who.admin) {
-            return yield* fail(
-              "bad_request",
-              "context.is_bootstrap without context.agent_name would change the default agent's SOUL.md, which " +
-                "every user's agent reads, and only an admin token may do that. Give context.agent_name (the " +
-                "agent to create, one of your own)."
-            )
           }
           // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be
           yield* Effect.mapError(

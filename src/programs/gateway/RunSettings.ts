@@ -1,0 +1,89 @@
+/**
+ * A run request read into what the run manager starts: its input as messages, and its settings (the config's
+ * `configurable` and the allowed `context` keys, the agent its assistant names, the recursion limit within the
+ * configured maximum). Both `POST .../runs` and a LangGraph cron's payload (when the cron is saved and at each tick)
+ * go through `prepare`, so a cron refuses what a run refuses, with the same words.
+ */
+import * as Either from "effect/Either"
+import type { Message } from "../../state/Message.js"
+import * as Factory from "../Factory.js"
+import * as Protocol from "./Protocol.js"
+
+/** The fields of a run request (`RunCreate`, a cron's `Payload`) that make the run's messages and settings. */
+export interface Fields {
+  readonly assistant_id?: string | null | undefined
+  readonly input?: unknown
+  readonly config?: {
+    readonly recursion_limit?: number | null | undefined
+    readonly configurable?: Readonly<Record<string, unknown>> | null | undefined
+  } | null | undefined
+  readonly context?: Readonly<Record<string, unknown>> | null | undefined
+  readonly interrupt_before?: unknown
+  readonly interrupt_after?: unknown
+}
+
+/** What the run manager starts. */
+export interface Prepared {
+  readonly messages: ReadonlyArray<Message>
+  readonly settings: Record<string, unknown>
+}
+
+/** Limits of `prepare`: the configuration's recursion limits, the models runs may name (none: any), and whether
+ * the caller holds an admin token. */
+export interface Limits {
+  readonly recursionLimit: number
+  readonly maxRecursionLimit: number
+  readonly models?: ReadonlySet<string> | undefined
+  readonly admin: boolean
+}
+
+/** Why a request cannot be run, and the HTTP problem it is (`unprocessable`: 422, `bad_request`: 400). */
+export interface Refusal {
+  readonly reason: "unprocessable" | "bad_request"
+  readonly message: string
+}
+
+const refuse = (reason: Refusal["reason"], message: string): Either.Either<never, Refusal> =>
+  Either.left({ reason, message })
+
+/** The messages and settings of a request's run, or why it cannot run (the field named). */
+export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared, Refusal> => {
+  for (const key of ["interrupt_before", "interrupt_after"] as const) {
+    const value = request[key]
+    if (value != null && !(Array.isArray(value) && value.length === 0)) {
+      return refuse("unprocessable", `${key} is not supported: Antler's agent has no graph nodes to stop at.`)
+    }
+  }
+  const messages = Protocol.inputMessages(request.input)
+  if (Either.isLeft(messages)) return refuse("unprocessable", messages.left)
+  const settings: Record<string, unknown> = Factory.mergeRuntime(
+    request.config?.configurable,
+    Protocol.allowedContext(request.context)
+  )
+  delete settings.non_interactive
+  const agentName = Protocol.agentNameOf(request.assistant_id)
+  if (agentName !== undefined && settings.agent_name === undefined) settings.agent_name = agentName
+  settings.recursion_limit = Protocol.recursionLimit(
+    request.config?.recursion_limit,
+    limits.recursionLimit,
+    limits.maxRecursionLimit
+  )
+  const known = limits.models
+  for (const key of ["model_name", "model"]) {
+    const name = settings[key]
+    if (typeof name === "string" && known !== undefined && known.size > 0 && !known.has(name)) {
+      return refuse("bad_request", `Unknown model "${name}". Configured models: ${[...known].join(", ")}.`)
+    }
+  }
+  // the bootstrap agent without an agent name writes the default agent's SOUL.md, which every user's default
+  // agent reads: only an admin's run may (see Auth.ts); DeerFlow's clients always name the agent
+  if (settings.is_bootstrap === true && settings.agent_name == null && !limits.admin) {
+    return refuse(
+      "bad_request",
+      "context.is_bootstrap without context.agent_name would change the default agent's SOUL.md, which every " +
+        "user's agent reads, and only an admin token may do that. Give context.agent_name (the agent to create, " +
+        "one of your own)."
+    )
+  }
+  return Either.right({ messages: messages.right, settings })
+}
