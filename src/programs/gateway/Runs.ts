@@ -12,7 +12,6 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
@@ -39,10 +38,13 @@ import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
 import * as RunBuffer from "./RunBuffer.js"
 import * as RunJournal from "./RunJournal.js"
+import * as RunListener from "./RunListener.js"
+import * as RunRecords from "./RunRecords.js"
 import * as RunStream from "./RunStream.js"
 import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 export { GatewayError, statusOf } from "./api/Problem.js"
+export { ROLLED_BACK, SERVER_RESTARTED } from "./RunRecords.js"
 /** (Re-exported: the cluster follows runs of other processes with them.) */
 export { framesOf, sseOf } from "./RunStream.js"
 
@@ -72,6 +74,11 @@ export interface RunRequest {
   readonly deleteThread?: boolean | undefined
   /** The checkpoint the run starts from (the head: as usual; an older one: a fork, see `Fork`). */
   readonly checkpointId?: string | undefined
+  /**
+   * The run's id, when the caller chose it (a scheduled tick's, so that a tick started again after its process
+   * died is the same run, never a second one); else a new one. A run of that id already recorded is refused.
+   */
+  readonly runId?: string | undefined
   /** How many times the run was resumed after its runner died (its event ids: `EventIds`); set by `resume`. */
   readonly resumes?: number | undefined
 }
@@ -168,15 +175,9 @@ export const FINISHED_GRACE_MS = 60_000
 /** At most this many times `keepFinished` finished runs are kept for the grace period. */
 export const GRACE_CAP = 50
 
-/** The message of a run ended by `action=rollback`. */
-export const ROLLED_BACK = "Rolled back by user"
-
 /** How a run is stopped: by a client, or to hand it over to another process (see `Service.handOver`). */
 type Stop = CancelAction | typeof HANDOVER
 const HANDOVER = "handover"
-
-/** The message of a run a previous gateway process left unfinished. */
-export const SERVER_RESTARTED = "server restarted"
 
 /** The run manager over the app's factory, store and configuration; its runs end with its scope. */
 export const layer = (
@@ -240,9 +241,6 @@ export const layer = (
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
-      const finalRecord = (runId: string) =>
-        Effect.map(store.runs({ runId }), (records) => records[0]).pipe(Effect.orElseSucceed(() => undefined))
-
       const execute = (
         request: RunRequest,
         runId: string,
@@ -255,7 +253,6 @@ export const layer = (
           const journal = RunJournal.make(() => new Date(clock.unsafeCurrentTimeMillis()).toISOString())
           const owner = request.userId
           const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
-          let end: (RunEvent & { readonly type: "run_end" }) | undefined
           // a custom event naming the thread (a safety stop's) names it as the client does
           const publicEvent = (event: RunEvent): RunEvent => {
             if (event.type !== "custom" || run.publicThreadId === request.threadId) return event
@@ -264,48 +261,10 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
-          // The run's events come to `onEvent` in the run's fiber, as they happen (no mailbox and stream between
-          // the run and its buffer); those of one synchronous step (a state update's messages and fields) are
-          // projected together, at the next microtask or before anything else is appended.
-          let pending: Array<RunEvent> = []
-          let scheduled = false
-          let stopped = false
-          // (a bug in the projection, met in a microtask, fails the run once it ends, as a defect)
-          let broken: { readonly defect: unknown } | undefined
-          const invalid: Array<string> = []
-          const flush = () => {
-            scheduled = false
-            if (pending.length === 0) return
-            const batch = pending
-            pending = []
-            // what is streamed is the events' encoded form (RunEvents' Schema); one that does not encode is left
-            // out and logged, never sent half-formed
-            const encoded: Array<RunEvent> = []
-            for (const event of batch) {
-              const json = RunStream.encodeEvent(publicEvent(event))
-              if (Either.isRight(json)) encoded.push(json.right as RunEvent)
-              else invalid.push(`${event.type}: ${json.left.message}`)
-            }
+          const listener = RunListener.make(publicEvent, (encoded) => {
             journal.push(encoded)
             append(made.projector.push(encoded))
-          }
-          const onEvent = (event: RunEvent) => {
-            // (what a stopped run still says, as it winds down, is not streamed: the stop's own end follows)
-            if (stopped) return
-            if (event.type === "run_end") end = event
-            pending.push(event)
-            if (!scheduled) {
-              scheduled = true
-              queueMicrotask(() => {
-                try {
-                  flush()
-                } catch (defect) {
-                  broken ??= { defect }
-                  stopped = true
-                }
-              })
-            }
-          }
+          })
           let handingOver = false
           const turn = factory.turn({
             threadId: request.threadId,
@@ -314,23 +273,21 @@ export const layer = (
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          }, onEvent).pipe(Effect.provideService(RunHandover, { requested: () => handingOver }))
+          }, listener.onEvent).pipe(Effect.provideService(RunHandover, { requested: () => handingOver }))
           // stopped by a client: the run is interrupted (one race for the run, not one per event)
           yield* Effect.raceFirst(
             Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
               handingOver = how === HANDOVER
-              flush()
-              stopped = true
+              listener.stop()
             }))),
             turn
-          ).pipe(Effect.ensuring(Effect.sync(() => {
-            flush()
-            stopped = true
-          })))
+          ).pipe(Effect.ensuring(Effect.sync(listener.stop)))
+          const broken = listener.broken()
           if (broken !== undefined) return yield* Effect.die(broken.defect)
-          if (invalid.length > 0) {
-            yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${invalid.join("; ")}`)
+          if (listener.invalid.length > 0) {
+            yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
           }
+          const end = listener.end()
           const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
             Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
           )
@@ -340,35 +297,12 @@ export const layer = (
             if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
             known.delete(runId)
             made.close()
-            const left = yield* finalRecord(runId)
-            yield* Deferred.succeed(run.done, left ?? baseRecord(request.threadId, runId, yield* now))
+            const left = yield* RunRecords.latest(store, runId)
+            yield* Deferred.succeed(run.done, left ?? RunRecords.base(request.threadId, runId, yield* now))
             return
           }
           const action: CancelAction | undefined = how
-          let record = yield* finalRecord(runId)
-          const at = yield* now
-          if (action === "rollback") {
-            yield* Effect.ignore(store.rollback(request.threadId, runId))
-            record = {
-              ...(record ?? baseRecord(request.threadId, runId, at)),
-              status: "error",
-              stop_reason: "error",
-              ended_at: at,
-              error: ROLLED_BACK
-            }
-            yield* Effect.ignore(store.saveRun(record))
-          } else if (record === undefined || record.status === "pending" || record.status === "running") {
-            // the run never started (settings or agent refused), or ended without saying so
-            const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
-            record = {
-              ...(record ?? baseRecord(request.threadId, runId, at)),
-              status,
-              stop_reason: end?.stop_reason ?? (status === "cancelled" ? "cancelled" : "error"),
-              ended_at: at,
-              error: end?.error?.message ?? null
-            }
-            yield* Effect.ignore(store.saveRun(record))
-          }
+          const record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
           yield* Effect.ignore(store.releaseLease(request.threadId, runId))
           const outs: Array<Protocol.Out> = []
           if (action !== undefined) {
@@ -379,7 +313,7 @@ export const layer = (
             }
           }
           outs.push({ event: "end", data: null })
-          if (request.deleteThread !== true && record !== undefined) {
+          if (request.deleteThread !== true) {
             const changes = WorkspaceChanges.compare(
               filesBefore,
               yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
@@ -403,15 +337,6 @@ export const layer = (
           yield* Deferred.succeed(run.done, record)
         })
 
-      const baseRecord = (threadId: string, runId: string, at: string): RunRecord => ({
-        run_id: runId,
-        thread_id: threadId,
-        status: "pending",
-        stop_reason: null,
-        started_at: at,
-        ended_at: null
-      })
-
       const stopRun = (runId: string, action: Stop) => {
         for (const entry of active.values()) if (entry.runId === runId) return entry.stop(action)
         return Effect.void
@@ -419,7 +344,7 @@ export const layer = (
 
       const queues = Queue.makeQueues<RunRequest>({
         saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
-        baseRecord,
+        baseRecord: RunRecords.base,
         now,
         run: (id, effect) => FiberMap.run(fibers, id, effect),
         known,
@@ -445,8 +370,14 @@ export const layer = (
 
       const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
         lock.withPermits(1)(Effect.gen(function*() {
-          const runId = queuedId ?? M.newId()
+          const runId = queuedId ?? request.runId ?? M.newId()
           const shown = request.publicThreadId ?? request.threadId
+          if (queuedId === undefined && request.runId !== undefined && request.resumes === undefined) {
+            const recorded = yield* Effect.mapError(store.runs({ runId }), internal)
+            if (recorded.length > 0) {
+              return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} was already started.` })
+            }
+          }
           const current = active.get(request.threadId)
           if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
             return yield* queues.enqueue(request)
@@ -488,7 +419,7 @@ export const layer = (
           const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
           const at = new Date(millis).toISOString()
           yield* store.saveRun({
-            ...baseRecord(request.threadId, runId, at),
+            ...RunRecords.base(request.threadId, runId, at),
             metadata: {
               assistant_id: request.assistantId,
               multitask_strategy: request.multitaskStrategy,
@@ -515,8 +446,8 @@ export const layer = (
             if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
             yield* Effect.ignore(store.releaseLease(request.threadId, runId))
             if (!made.run.finished()) made.append([{ event: "end", data: null }])
-            const record = yield* finalRecord(runId)
-            const fallback = baseRecord(request.threadId, runId, new Date().toISOString())
+            const record = yield* RunRecords.latest(store, runId)
+            const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
             yield* Deferred.succeed(made.run.done, record ?? fallback)
           })
           const body = execute({ ...request, messages }, runId, made, stop).pipe(
@@ -553,36 +484,7 @@ export const layer = (
       const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) =>
         RunStream.subscribe(run, cursor, modes, onDisconnect, options.heartbeatSeconds)
 
-      const recover: Service["recover"] = Effect.gen(function*() {
-        const stale = [
-          ...(yield* store.runs({ status: "running" })),
-          ...(yield* store.runs({ status: "pending" }))
-        ]
-        const settled: Array<RunRecord> = []
-        for (const record of stale) {
-          const probe = `recover-${M.newId()}`
-          const millis = yield* Clock.currentTimeMillis
-          const holder = yield* store.acquireLease({
-            threadId: record.thread_id,
-            runId: probe,
-            ttlMs: 60_000,
-            now: millis
-          })
-          // a live process (this one, or another sharing the store) holds the thread: its run is running
-          if (holder !== undefined) continue
-          const ended: RunRecord = {
-            ...record,
-            status: "error",
-            stop_reason: "error",
-            ended_at: new Date(millis).toISOString(),
-            error: SERVER_RESTARTED
-          }
-          yield* store.saveRun(ended)
-          yield* store.releaseLease(record.thread_id, probe)
-          settled.push(ended)
-        }
-        return settled
-      }).pipe(Effect.mapError(internal))
+      const recover: Service["recover"] = Effect.mapError(RunRecords.recover(store), internal)
 
       const handOver: NonNullable<Service["handOver"]> = (runId) =>
         Effect.gen(function*() {

@@ -1,0 +1,104 @@
+/**
+ * What the store keeps of a gateway run as it ends: its record settled by how it was stopped (rolled back,
+ * cancelled, or ended without saying so), and the runs a previous process left `running` settled at start.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type { RunEvent } from "../../services/RunEvents.js"
+import type { RunRecord, ThreadStore } from "../../services/ThreadStore.js"
+import * as M from "../../state/Message.js"
+
+/** The message of a run ended by `action=rollback`. */
+export const ROLLED_BACK = "Rolled back by user"
+
+/** The message of a run a previous gateway process left unfinished. */
+export const SERVER_RESTARTED = "server restarted"
+
+/** A new run's record: `pending` since `at`. */
+export const base = (threadId: string, runId: string, at: string): RunRecord => ({
+  run_id: runId,
+  thread_id: threadId,
+  status: "pending",
+  stop_reason: null,
+  started_at: at,
+  ended_at: null
+})
+
+/** The record of a run as the store has it, if it can be read. */
+export const latest = (store: ThreadStore["Type"], runId: string) =>
+  Effect.map(store.runs({ runId }), (records) => records[0]).pipe(Effect.orElseSucceed(() => undefined))
+
+/**
+ * Settles the record of run `runId` as it ended: rolled back (its thread's checkpoints too) when a client asked
+ * `rollback`; else, if the run never said how it ended (settings or agent refused it, or it was stopped), with its
+ * `run_end`'s status or `cancelled` (stopped) or `error`. Returns the record.
+ */
+export const settle = (
+  store: ThreadStore["Type"],
+  threadId: string,
+  runId: string,
+  action: "interrupt" | "rollback" | undefined,
+  end: (RunEvent & { readonly type: "run_end" }) | undefined
+): Effect.Effect<RunRecord> =>
+  Effect.gen(function*() {
+    let record = yield* latest(store, runId)
+    const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+    if (action === "rollback") {
+      yield* Effect.ignore(store.rollback(threadId, runId))
+      record = {
+        ...(record ?? base(threadId, runId, at)),
+        status: "error",
+        stop_reason: "error",
+        ended_at: at,
+        error: ROLLED_BACK
+      }
+      yield* Effect.ignore(store.saveRun(record))
+    } else if (record === undefined || record.status === "pending" || record.status === "running") {
+      const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
+      record = {
+        ...(record ?? base(threadId, runId, at)),
+        status,
+        stop_reason: end?.stop_reason ?? (status === "cancelled" ? "cancelled" : "error"),
+        ended_at: at,
+        error: end?.error?.message ?? null
+      }
+      yield* Effect.ignore(store.saveRun(record))
+    }
+    return record
+  })
+
+/**
+ * Records as `error` ("server restarted") the runs left `running` or `pending` whose thread no live process holds
+ * (its lease is free); returns them.
+ */
+export const recover = (store: ThreadStore["Type"]) =>
+  Effect.gen(function*() {
+    const stale = [
+      ...(yield* store.runs({ status: "running" })),
+      ...(yield* store.runs({ status: "pending" }))
+    ]
+    const settled: Array<RunRecord> = []
+    for (const record of stale) {
+      const probe = `recover-${M.newId()}`
+      const millis = yield* Clock.currentTimeMillis
+      const holder = yield* store.acquireLease({
+        threadId: record.thread_id,
+        runId: probe,
+        ttlMs: 60_000,
+        now: millis
+      })
+      // a live process (this one, or another sharing the store) holds the thread: its run is running
+      if (holder !== undefined) continue
+      const ended: RunRecord = {
+        ...record,
+        status: "error",
+        stop_reason: "error",
+        ended_at: new Date(millis).toISOString(),
+        error: SERVER_RESTARTED
+      }
+      yield* store.saveRun(ended)
+      yield* store.releaseLease(record.thread_id, probe)
+      settled.push(ended)
+    }
+    return settled
+  })
