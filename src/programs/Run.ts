@@ -45,12 +45,11 @@ import { ToolService } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
-import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
-import * as StateRead from "../middleware/internal/StateRead.js"
 import * as PartialAnswer from "./PartialAnswer.js"
+import * as RunStateHolder from "./RunStateHolder.js"
 
 /** What to run. */
 export interface RunInput {
@@ -89,75 +88,6 @@ export const INTERRUPTED_TOOL_RESULT =
 export const busyMessage = (threadId: string, holder: LeaseHolder): string =>
   `Thread ${threadId} already has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
   `wait for it to end or stop it, then try again.`
-
-// ---------------------------------------------------------------------------------------------------------
-// The state holder
-
-interface Holder {
-  readonly service: RunState["Type"]
-  /** Applies an update now (the loop's own writes: no effect of their own); its failure, if it fails. */
-  readonly apply: (update: StateUpdate) => ReducerError | undefined
-  /** The updates applied since the last checkpoint, cleared. */
-  readonly drain: () => ReadonlyArray<StateUpdate>
-  readonly current: () => ThreadState
-}
-
-/** Whether an update sets anything besides messages (most updates of a step only add messages). */
-const setsMoreThanMessages = (update: StateUpdate): boolean => {
-  for (const key in update) if (key !== "messages" && Object.hasOwn(update, key)) return true
-  return false
-}
-
-const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
-  let rest: StateUpdate | undefined
-  if (update.messages !== undefined) {
-    let removals: Array<M.MessageWrite> | undefined
-    for (const item of update.messages) {
-      if (item.type === "remove") (removals ??= []).push(item)
-      else emit({ type: "message", message: item })
-    }
-    if (!setsMoreThanMessages(update)) {
-      if (removals !== undefined) emit({ type: "state", update: { messages: removals } })
-      return
-    }
-    const { messages: _, ...others } = update
-    rest = removals === undefined ? others : { ...others, messages: removals }
-  } else rest = update
-  if (Object.keys(rest).length > 0) emit({ type: "state", update: rest })
-}
-
-const makeHolder = (initial: ThreadState, emit: ((event: RunEvent) => void) | undefined): Holder => {
-  let state = initial
-  const indexes = makeIndexes()
-  let journal: Array<StateUpdate> = []
-  const current = () => state
-  const apply = (update: StateUpdate): ReducerError | undefined => {
-    const next = applyUpdate(state, update, indexes)
-    if (Either.isLeft(next)) return next.left
-    state = next.right
-    journal.push(update)
-    if (emit !== undefined) eventsOf(update, emit)
-    return undefined
-  }
-  return {
-    // (with a synchronous read for the run's middlewares: see `middleware/internal/StateRead.ts`)
-    service: StateRead.readable({
-      get: Effect.sync(current),
-      update: (update) =>
-        Effect.suspend(() => {
-          const failed = apply(update)
-          return failed === undefined ? Effect.void : Effect.fail(failed)
-        })
-    }, current),
-    apply,
-    drain: () => {
-      const out = journal
-      journal = []
-      return out
-    },
-    current
-  }
-}
 
 /** Tool calls of the last AI message that have no result after it. */
 export const danglingCalls = (messages: ReadonlyArray<Message>): ReadonlyArray<ToolCall> => {
@@ -205,7 +135,7 @@ interface Step {
   readonly known: ReadonlySet<string>
   /** The names of the run's read-only tools (their calls need no durable record before they run). */
   readonly readOnly: ReadonlySet<string>
-  readonly holder: Holder
+  readonly holder: RunStateHolder.Holder
   readonly context: RunContext["Type"]
   readonly checkpoint: Effect.Effect<void, StoreError>
   readonly systemPrompt: string | undefined
@@ -485,7 +415,7 @@ export const execute = <E = never, R = never>(
       yield* release
       return yield* ended(errorEnd(Cause.fail(prepared.left)))
     }
-    const holder = makeHolder(prepared.right, listener)
+    const holder = RunStateHolder.make(prepared.right, listener)
     // The lease is renewed while the run goes. Losing it (another process took the thread over after this
     // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
     let lost: LeaseHolder | undefined
