@@ -6,9 +6,9 @@
  * alike: a tick is claimed by one process of those sharing the database, is not run again after a restart, and a
  * cron has one run at a time (a tick coming while its previous run goes is recorded skipped).
  *
- * `prepare` turns a payload into what the run manager starts, refusing what a run would refuse (interrupts, input
- * that is not messages, an unknown model); it runs when a cron is created or changed, so that its runs do not
- * fail for what could be said then, and again at each tick (`launch`), over the payload as stored.
+ * A payload is read as a run request is (`RunSettings.prepare`: interrupts, input that is not messages, an unknown
+ * model are refused): when a cron is created or changed, so that its runs do not fail for what could be said then,
+ * and again at each tick (`launch`), over the payload as stored. A cron's run is never an admin's.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -16,14 +16,12 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
-import * as M from "../../state/Message.js"
-import type { Message } from "../../state/Message.js"
-import * as Factory from "../Factory.js"
 import { describeParseError } from "./api/Problem.js"
 import { StreamModes } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
-import type { ActiveRun, Service as RunsService } from "./Runs.js"
+import * as RunSettings from "./RunSettings.js"
+import type { ActiveRun, RunRequest } from "./Runs.js"
 import type { Service as TaskStoreService, Task } from "./scheduler/TaskStore.js"
 import * as ThreadIds from "./ThreadIds.js"
 
@@ -84,73 +82,26 @@ export const storedOf = (task: Task): Option.Option<Stored> =>
 export const payloadOf = (payload: Readonly<Record<string, unknown>>): Either.Either<Payload, string> =>
   Either.mapLeft(decodePayload(payload), (error) => `payload: ${describeParseError(error)}`)
 
-/** What the run manager starts for a cron. */
-export interface Prepared {
-  readonly messages: ReadonlyArray<Message>
-  readonly settings: Record<string, unknown>
-}
-
-/** Limits of `prepare`: the configuration's recursion limits, and the models runs may name (none: any). */
-export interface Limits {
-  readonly recursionLimit: number
-  readonly maxRecursionLimit: number
-  readonly models?: ReadonlySet<string> | undefined
-}
-
-/** The messages and settings of a cron's run, or what is wrong with its payload (the field named). */
-export const prepare = (payload: Payload, limits: Limits): Either.Either<Prepared, string> => {
-  for (const key of ["interrupt_before", "interrupt_after"] as const) {
-    const value = payload[key]
-    if (value != null && !(Array.isArray(value) && value.length === 0)) {
-      return Either.left(`${key} is not supported: Antler's agent has no graph nodes to stop at.`)
-    }
-  }
-  return Either.flatMap(Protocol.inputMessages(payload.input), (messages) => {
-    const settings: Record<string, unknown> = Factory.mergeRuntime(
-      payload.config?.configurable,
-      Protocol.allowedContext(payload.context)
-    )
-    delete settings.non_interactive
-    const agentName = Protocol.agentNameOf(payload.assistant_id)
-    if (agentName !== undefined && settings.agent_name === undefined) settings.agent_name = agentName
-    settings.recursion_limit = Protocol.recursionLimit(
-      payload.config?.recursion_limit,
-      limits.recursionLimit,
-      limits.maxRecursionLimit
-    )
-    for (const key of ["model_name", "model"]) {
-      const name = settings[key]
-      const known = limits.models
-      if (typeof name === "string" && known !== undefined && known.size > 0 && !known.has(name)) {
-        return Either.left(`Unknown model "${name}". Configured models: ${[...known].join(", ")}.`)
-      }
-    }
-    // a cron's run is not an admin's: it may not change the default agent's SOUL.md (see handlers/Runs.ts)
-    if (settings.is_bootstrap === true && settings.agent_name == null) {
-      return Either.left("context.is_bootstrap needs context.agent_name (the agent to create, one of your own).")
-    }
-    return Either.right({ messages, settings })
-  })
-}
-
-/** A cron's run started: its id, its thread as the cron's user names it, and the run. */
+/** A cron's run started: its thread as the cron's user names it, and the run (none: started before, by a process
+ * that stopped; see `Scheduler.settle`). */
 export interface Launched {
-  readonly runId: string
   readonly threadId: string
-  readonly run: ActiveRun
+  readonly run: ActiveRun | undefined
 }
 
 /**
- * Starts a tick's run of cron `task`: on its thread, or on a new thread of its user (metadata `cron_id`), deleted
- * after the run unless the cron keeps it. The run's metadata is the cron's payload's, with `cron_id`.
+ * Starts a tick's run of cron `task` under `ids.runId`: on its thread, or on a new thread of its user (metadata
+ * `cron_id`; `ids.threadId`, made the first time), deleted after the run unless the cron keeps it. The run's
+ * metadata is the cron's payload's, with `cron_id`.
  */
 export const launch = (
   deps: {
-    readonly runs: RunsService
+    readonly start: (request: RunRequest) => Effect.Effect<ActiveRun | undefined, { readonly message: string }>
     readonly store: ThreadStore["Type"]
     readonly app: AppConfigService["Type"]
   },
-  task: Task
+  task: Task,
+  ids: { readonly runId: string; readonly threadId: string }
 ): Effect.Effect<Launched, { readonly message: string }> =>
   Effect.gen(function*() {
     const stored = yield* Option.match(storedOf(task), {
@@ -163,20 +114,26 @@ export const launch = (
     })
     const { config } = deps.app
     const prepared = yield* Either.match(
-      prepare(payload, { recursionLimit: config.recursion_limit, maxRecursionLimit: config.max_recursion_limit }),
-      { onLeft: (message) => Effect.fail({ message }), onRight: Effect.succeed }
+      RunSettings.prepare(payload, {
+        recursionLimit: config.recursion_limit,
+        maxRecursionLimit: config.max_recursion_limit,
+        admin: false
+      }),
+      { onLeft: ({ message }) => Effect.fail({ message }), onRight: Effect.succeed }
     )
     const stateless = task.thread_id === null
-    const publicId = task.thread_id ?? M.newId()
-    const thread = stateless
+    const publicId = task.thread_id ?? ids.threadId
+    const found = yield* ThreadIds.find(deps.store, task.user_id, publicId)
+    const thread = stateless && Option.isNone(found)
       ? yield* ThreadIds.create(deps.store, task.user_id, publicId, { cron_id: task.id })
-      : yield* ThreadIds.find(deps.store, task.user_id, publicId)
+      : found
     if (Option.isNone(thread)) {
       return yield* Effect.fail({
         message: stateless ? "Cannot create the run's thread" : `Thread ${publicId} not found`
       })
     }
-    const run = yield* deps.runs.start({
+    const run = yield* deps.start({
+      runId: ids.runId,
       threadId: thread.value.thread_id,
       publicThreadId: publicId,
       userId: task.user_id,
@@ -188,7 +145,7 @@ export const launch = (
       metadata: { ...(payload.metadata ?? {}), cron_id: task.id },
       deleteThread: stateless && stored.on_run_completed !== "keep"
     })
-    return { runId: run.runId, threadId: publicId, run }
+    return { threadId: publicId, run }
   }).pipe(Effect.mapError((error) => ({ message: error.message })))
 
 /** Deletes the user's crons of thread `threadId` (the thread was deleted, as LangGraph deletes them with it). */

@@ -35,20 +35,25 @@ afterAll(async () => {
 const T0 = Date.UTC(2026, 0, 1)
 const MINUTE = 60_000
 
-/** A launcher recording what it starts; each run ends when the test completes its `end`. */
+/**
+ * A launcher recording what it starts (under the ids it is asked for); each run ends when the test completes its
+ * `end`.
+ */
 const recording = Effect.gen(function*() {
   const started = yield* Queue.unbounded<{ readonly task: string; readonly runId: string }>()
   const ends = new Map<string, Deferred.Deferred<Scheduler.Outcome>>()
   let n = 0
   const launcher: Scheduler.Launcher = {
-    start: (task) =>
+    start: (task, ids) =>
       Effect.gen(function*() {
-        const runId = `run-${++n}`
+        ++n
+        const runId = ids.runId
         const end = yield* Deferred.make<Scheduler.Outcome>()
         ends.set(runId, end)
         yield* Queue.offer(started, { task: task.id, runId })
         return { runId, threadId: task.thread_id ?? `thread-${n}`, done: Deferred.await(end) }
       }),
+    started: (runId) => Effect.sync(() => ends.has(runId)),
     // the thread store knows how a run ended once it did
     outcome: (runId) => {
       const end = ends.get(runId)
@@ -141,8 +146,8 @@ describe("the scheduler on TestClock", () => {
       const gate = yield* Deferred.make<void>()
       const slow: Scheduler.Launcher = {
         ...launcher,
-        start: (t) =>
-          Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(gate)), Effect.zipRight(launcher.start(t)))
+        start: (t, ids) =>
+          Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Deferred.await(gate)), Effect.zipRight(launcher.start(t, ids)))
       }
       const { scheduler } = yield* schedulerOn(store, slow)
       yield* TestClock.setTime(T0 + 60 * MINUTE)
@@ -250,7 +255,7 @@ describe("the scheduler on TestClock", () => {
       const { end, launcher, started } = yield* recording
       // the runs take a while to start: both triggers are past their checks before either has started one
       const gate = yield* Deferred.make<void>()
-      const slow: Scheduler.Launcher = { ...launcher, start: (t) => Effect.zipRight(Deferred.await(gate), launcher.start(t)) }
+      const slow: Scheduler.Launcher = { ...launcher, start: (t, ids) => Effect.zipRight(Deferred.await(gate), launcher.start(t, ids)) }
       const a = yield* schedulerOn(one, slow)
       const b = yield* schedulerOn(two, slow)
       const report = yield* get(one, "report")
@@ -267,7 +272,7 @@ describe("the scheduler on TestClock", () => {
       yield* end([...runs][0]!.runId)
     }))
 
-  it.scoped("a run its process admitted but never started holds the task a minute at most, then is recorded interrupted", () =>
+  it.scoped("a run its process admitted but never started is started by another process after STALE_QUEUED_MS, once", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
@@ -293,11 +298,99 @@ describe("the scheduler on TestClock", () => {
       // a moment later its process may still be starting it
       yield* TestClock.setTime(T0 + 10_000)
       assert.deepStrictEqual(yield* scheduler.trigger(report), { outcome: "conflict", error: Scheduler.ACTIVE_RUN })
+      // then it is started here, under the ids its own process would have given it; a trigger meanwhile is refused
       yield* TestClock.setTime(T0 + Scheduler.STALE_QUEUED_MS + 1)
-      assert.strictEqual((yield* scheduler.trigger(report)).outcome, "launched")
-      assert.strictEqual((yield* Queue.take(started)).task, "report")
+      assert.deepStrictEqual(yield* scheduler.trigger(report), { outcome: "conflict", error: Scheduler.ACTIVE_RUN })
+      const run = yield* Queue.take(started)
+      assert.deepStrictEqual(run, { task: "report", runId: Scheduler.launchIds(admitted.id).runId })
+      // another poll (another process) neither starts it again nor records anything else
+      yield* scheduler.tick
+      assert.strictEqual(yield* Queue.size(started), 0)
       const runs = yield* store.runs("report", 10, 0)
-      assert.deepStrictEqual(runs.map((r) => [r.id === admitted.id, r.status]), [[false, "running"], [true, "interrupted"]])
+      assert.deepStrictEqual(runs.map((r) => [r.id, r.status, r.run_id]), [[admitted.id, "running", run.runId]])
+    }))
+
+  it.scoped("a tick admitted by a process that stopped before taking it is taken and run once by another", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      yield* store.create(task("minutely", "cron", { cron: "* * * * *" }, T0))
+      // the stopped process admitted the 00:01 tick's run, and did not take the tick (it is still due)
+      const admitted = {
+        id: "task-run-untaken",
+        task_id: "minutely",
+        user_id: "alice",
+        thread_id: "",
+        run_id: null,
+        scheduled_for: new Date(T0 + MINUTE).toISOString(),
+        trigger: "scheduled" as const,
+        status: "queued" as const,
+        error: null,
+        started_at: null,
+        finished_at: null,
+        created_at: new Date(T0 + MINUTE).toISOString()
+      }
+      assert.isTrue(yield* store.addRun(admitted))
+      const { end, launcher, started } = yield* recording
+      const { scheduler } = yield* schedulerOn(store, launcher)
+      // a moment later: the tick is that process's, neither run nor skipped here
+      yield* TestClock.setTime(T0 + MINUTE + 10_000)
+      yield* scheduler.tick
+      assert.strictEqual(yield* Queue.size(started), 0)
+      assert.deepStrictEqual((yield* store.runs("minutely", 10, 0)).map((r) => r.status), ["queued"])
+      assert.strictEqual((yield* get(store, "minutely")).next_run_at, T0 + MINUTE)
+      // past STALE_QUEUED_MS: taken and run here, once; the next tick counts from then
+      yield* TestClock.setTime(T0 + MINUTE + Scheduler.STALE_QUEUED_MS + 1)
+      yield* scheduler.tick
+      yield* scheduler.tick
+      const run = yield* Queue.take(started)
+      assert.strictEqual(yield* Queue.size(started), 0)
+      assert.strictEqual(run.runId, Scheduler.launchIds(admitted.id).runId)
+      assert.strictEqual((yield* get(store, "minutely")).next_run_at, T0 + 2 * MINUTE)
+      yield* end(run.runId)
+      yield* TestClock.setTime(T0 + 2 * MINUTE)
+      yield* scheduler.tick
+      assert.strictEqual((yield* Queue.take(started)).task, "minutely")
+      const runs = yield* store.runs("minutely", 10, 0)
+      assert.deepStrictEqual(runs.map((r) => [r.scheduled_for, r.status]), [
+        [new Date(T0 + 2 * MINUTE).toISOString(), "running"],
+        [new Date(T0 + MINUTE).toISOString(), "success"]
+      ])
+    }))
+
+  it.scoped("an admitted run whose process started it and stopped before recording it is followed, not started again", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      yield* store.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
+      const admitted = {
+        id: "task-run-started",
+        task_id: "report",
+        user_id: "alice",
+        thread_id: "",
+        run_id: null,
+        scheduled_for: new Date(T0).toISOString(),
+        trigger: "manual" as const,
+        status: "queued" as const,
+        error: null,
+        started_at: null,
+        finished_at: null,
+        created_at: new Date(T0).toISOString()
+      }
+      assert.isTrue(yield* store.addRun(admitted))
+      const { end, launcher, started } = yield* recording
+      // the process that admitted it started it (the thread store has its run), then stopped
+      yield* launcher.start(yield* get(store, "report"), Scheduler.launchIds(admitted.id))
+      const first = yield* Queue.take(started)
+      const { scheduler } = yield* schedulerOn(store, launcher)
+      yield* TestClock.setTime(T0 + Scheduler.STALE_QUEUED_MS + 1)
+      yield* scheduler.tick
+      assert.strictEqual(yield* Queue.size(started), 0)
+      assert.deepStrictEqual((yield* store.runs("report", 10, 0)).map((r) => [r.status, r.run_id]), [["running", first.runId]])
+      // its end, once the thread store has it, is recorded at the next poll
+      yield* end(first.runId)
+      yield* scheduler.tick
+      assert.deepStrictEqual((yield* store.runs("report", 10, 0)).map((r) => r.status), ["success"])
     }))
 
   it.scoped("one user's tasks have at most maxActivePerUser runs going; another user's are not held by them", () =>

@@ -42,12 +42,37 @@ export interface Launched {
   readonly done: Effect.Effect<Outcome>
 }
 
+/**
+ * The ids a task run's launch asks for: its run's, and its new thread's (for `fresh_thread_per_run`). Made from the
+ * task run's id, so a run started again after its process stopped (see `STALE_QUEUED_MS`) is the same run.
+ */
+export interface LaunchIds {
+  readonly runId: string
+  readonly threadId: string
+}
+
 /** How the gateway starts a task's run, and reads how a run of an earlier process ended. */
 export interface Launcher {
-  /** Starts the task's prompt as a run on its thread (a new thread of its user for `fresh_thread_per_run`). */
-  readonly start: (task: Task) => Effect.Effect<Launched, { readonly message: string }>
+  /**
+   * Starts the task's prompt as a run on its thread (a new thread of its user for `fresh_thread_per_run`), under
+   * `ids` (a launcher that cannot choose them may give others).
+   */
+  readonly start: (task: Task, ids: LaunchIds) => Effect.Effect<Launched, { readonly message: string }>
   /** How run `runId` ended, or none while it has not (or is not known). */
   readonly outcome: (runId: string) => Effect.Effect<Option.Option<Outcome>>
+  /** Whether run `runId` was started (the thread store has it); none: a launcher that cannot tell. */
+  readonly started?: ((runId: string) => Effect.Effect<boolean>) | undefined
+}
+
+/** A uuid (version 4's layout) made of 32 hex digits. */
+const uuidOf = (hex: string) =>
+  `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-` +
+  `${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+
+/** The ids of task run `taskRunId`'s launch: the same every time. */
+export const launchIds = (taskRunId: string): LaunchIds => {
+  const digest = Crypto.createHash("sha256").update(`antler task run\u0000${taskRunId}`).digest("hex")
+  return { runId: uuidOf(digest.slice(0, 32)), threadId: uuidOf(digest.slice(32, 64)) }
 }
 
 /** What a trigger did. */
@@ -88,10 +113,10 @@ export const USER_LIMIT = "the user's scheduled tasks have as many runs going as
 export const ACTIVE_RUN = "task already has an active run"
 
 /**
- * How long a run admitted but not started (its process stopped in between, a moment's work) holds its task: after
- * this it is recorded interrupted.
+ * How long a run admitted but not started (a moment's work, unless its process stopped in between) waits for its
+ * process: after this, another process takes it over and starts it (under the same ids: `launchIds`).
  */
-export const STALE_QUEUED_MS = 60_000
+export const STALE_QUEUED_MS = 30_000
 
 /** The error of a run a previous gateway process started and did not see end. */
 export const INTERRUPTED = "the gateway stopped before the run ended"
@@ -150,31 +175,111 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         }, at)
       })
 
+    /** The next tick of `task` after `at` (none for a `once` task). */
+    const nextOf = (task: Task, at: number) =>
+      task.schedule_type === "once"
+        ? null
+        : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
+
     /**
-     * How a run recorded as going has ended, if it has: as the thread store says, or interrupted when its process
-     * never started it (admitted over `STALE_QUEUED_MS` ago and still without a run).
+     * Starts admitted run `run` of `task` (`queued`, the tick already taken) and records it going, or failed; its
+     * end is recorded when it comes.
      */
-    const endOf = (run: TaskRun) =>
+    const launch = (task: Task, run: TaskRun, started: number) =>
       Effect.gen(function*() {
-        if (run.run_id !== null) return yield* launcher.outcome(run.run_id)
-        const stale = (yield* now) - Date.parse(run.created_at) > STALE_QUEUED_MS
-        return stale ? Option.some<Outcome>({ status: "interrupted", error: INTERRUPTED }) : Option.none<Outcome>()
+        const launched = yield* Effect.either(launcher.start(task, launchIds(run.id)))
+        if (Either.isLeft(launched)) {
+          const error = launched.left.message
+          yield* store.updateRun(run.id, { status: "failed", error, finished_at: iso(started) })
+          yield* store.update(task.id, task.user_id, {
+            last_error: error,
+            last_run_at: iso(started),
+            ...(task.schedule_type === "once" && run.trigger === "scheduled" ? { status: "failed" as const } : {})
+          }, iso(started))
+          return { outcome: "failed", error } as Dispatched
+        }
+        const { done, runId, threadId } = launched.right
+        const going: TaskRun = {
+          ...run,
+          thread_id: threadId,
+          run_id: runId,
+          status: "running",
+          error: null,
+          started_at: iso(started),
+          finished_at: null
+        }
+        yield* store.updateRun(run.id, { status: "running", thread_id: threadId, run_id: runId, started_at: going.started_at })
+        yield* store.update(task.id, task.user_id, {
+          last_run_at: iso(started),
+          last_run_id: runId,
+          last_thread_id: threadId,
+          last_error: null,
+          run_count: yield* store.launched(task.id),
+          ...(task.schedule_type === "once" ? { status: "running" as const, next_run_at: null } : {})
+        }, iso(started))
+        yield* FiberSet.run(
+          watchers,
+          Effect.flatMap(done, (outcome) => finish(task, going.id, outcome)).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning(`scheduled task ${task.id}: recording its run's end failed`, cause))
+          )
+        )
+        return { outcome: "launched", run: going } as Dispatched
       })
 
     /**
-     * Whether the task has a run still going. A run recorded as going whose end the thread store knows (its
-     * process stopped before recording it) is recorded now, and is not going.
+     * Settles a run recorded as going: whether it still goes. One the thread store says ended is recorded so. One
+     * admitted and not started after `STALE_QUEUED_MS` (its process stopped in between) is started now, by the one
+     * process that takes it over, under the ids it would have had (when the thread store shows it did start, it is
+     * followed instead); its tick is taken with it if it was not yet. Without its task, it is recorded interrupted.
      */
-    const busy = (task: Task) =>
+    const settle = (run: TaskRun, task: Option.Option<Task>) =>
       Effect.gen(function*() {
-        const found = yield* store.active(task.id)
-        if (Option.isNone(found)) return false
-        const ended = yield* endOf(found.value)
+        let runId = run.run_id
+        if (runId === null) {
+          const ids = launchIds(run.id)
+          const at = yield* now
+          if (launcher.started !== undefined && (yield* launcher.started(ids.runId))) {
+            // started, its process stopped before recording it: recorded now, and followed as any run
+            runId = ids.runId
+            yield* store.updateRun(run.id, { status: "running", run_id: runId, started_at: iso(at) })
+          } else if (at - Date.parse(run.created_at) <= STALE_QUEUED_MS) {
+            return true
+          } else if (Option.isNone(task)) {
+            yield* store.updateRun(run.id, { status: "interrupted", error: INTERRUPTED, finished_at: iso(at) })
+            return false
+          } else {
+            if (!(yield* store.retake(run.id, run.created_at, iso(at)))) return true
+            const current = task.value
+            if (current.status === "enabled" && current.next_run_at !== null && iso(current.next_run_at) === run.scheduled_for) {
+              const status = current.schedule_type === "once" ? "running" : "enabled"
+              yield* store.claim(current, nextOf(current, at), status, iso(at))
+            }
+            yield* Effect.logWarning(`scheduled task ${current.id}: a run its process never started is started now`)
+            return (yield* launch(current, run, at)).outcome === "launched"
+          }
+        }
+        const ended = yield* launcher.outcome(runId)
         if (Option.isNone(ended)) return true
-        yield* finish(task, found.value.id, ended.value)
+        if (Option.isSome(task)) yield* finish(task.value, run.id, ended.value)
+        else yield* store.updateRun(run.id, { status: ended.value.status, error: ended.value.error, finished_at: iso(yield* now) })
         return false
       })
 
+    /** The task's run still going, if it has one (settled first: see `settle`). */
+    const going = (task: Task) =>
+      Effect.gen(function*() {
+        const found = yield* store.active(task.id)
+        return Option.isSome(found) && (yield* settle(found.value, Option.some(task))) ? found : Option.none<TaskRun>()
+      })
+
+    /** Whether the task has a run still going. */
+    const busy = (task: Task) => Effect.map(going(task), Option.isSome)
+
+    /**
+     * Runs the task now (`manual`), or its tick due at `scheduledFor` (`scheduled`). A tick's run is admitted (a
+     * `queued` row, the task's one active run) before the tick is taken, so a tick taken always has its row: if
+     * this process stops before starting it, another starts it (`settle`).
+     */
     const dispatch = (task: Task, trigger: TaskRun["trigger"], scheduledFor: number) =>
       Effect.gen(function*() {
         const started = yield* now
@@ -186,23 +291,34 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           trigger,
           created_at: iso(started)
         }
+        const take = trigger === "scheduled"
+          ? store.claim(task, nextOf(task, started), task.schedule_type === "once" ? "running" : "enabled", iso(started))
+          : Effect.succeed(true)
         /**
-         * A run refused: a trigger says why; a cron tick is recorded `skipped`; a `once` task's one tick is given
-         * back (due again at its time), to run at a later poll.
+         * A run refused: a trigger says why; a cron tick is taken and recorded `skipped`; a `once` task's one tick
+         * stays due, to run at a later poll.
          */
         const notRun = (error: string) =>
           Effect.gen(function*() {
-            if (trigger === "scheduled" && task.schedule_type === "once") {
-              yield* store.update(task.id, task.user_id, { status: "enabled", next_run_at: scheduledFor }, iso(started))
-            } else if (trigger === "scheduled") {
+            if (trigger === "scheduled" && task.schedule_type !== "once" && (yield* take)) {
               yield* store.addRun({ ...base, ...skippedFields(task, started), error })
             }
             return { outcome: "conflict", error } as Dispatched
           })
-        if (yield* busy(task)) return yield* notRun(ACTIVE_RUN)
+        /**
+         * Refused as the task's run goes. When that run is this very tick's (admitted by another process a moment
+         * ago), the tick is that process's to take: it is not taken (and skipped) here.
+         */
+        const running = (other: Option.Option<TaskRun>) =>
+          Option.isSome(other) && other.value.trigger === "scheduled" && trigger === "scheduled" &&
+            other.value.scheduled_for === base.scheduled_for
+            ? Effect.succeed({ outcome: "conflict", error: ACTIVE_RUN } as Dispatched)
+            : notRun(ACTIVE_RUN)
+        const before = yield* going(task)
+        if (Option.isSome(before)) return yield* running(before)
         if ((yield* store.activeOfUser(task.user_id)) >= maxActivePerUser) return yield* notRun(USER_LIMIT)
         // admitted as the task's one active run before it starts: of two processes asking at once, one is
-        const admitted = yield* store.addRun({
+        const run: TaskRun = {
           ...base,
           thread_id: task.thread_id ?? "",
           run_id: null,
@@ -210,76 +326,40 @@ export const make = (launcher: Launcher, options: Options = {}) =>
           error: null,
           started_at: null,
           finished_at: null
-        })
-        if (!admitted) return yield* notRun(ACTIVE_RUN)
-        const launched = yield* Effect.either(launcher.start(task))
-        if (Either.isLeft(launched)) {
-          const error = launched.left.message
-          yield* store.updateRun(base.id, { status: "failed", error, finished_at: iso(started) })
-          yield* store.update(task.id, task.user_id, {
-            last_error: error,
-            last_run_at: iso(started),
-            ...(task.schedule_type === "once" && trigger === "scheduled" ? { status: "failed" as const } : {})
-          }, iso(started))
-          return { outcome: "failed", error } as Dispatched
         }
-        const { done, runId, threadId } = launched.right
-        const run: TaskRun = {
-          ...base,
-          thread_id: threadId,
-          run_id: runId,
-          status: "running",
-          error: null,
-          started_at: iso(started),
-          finished_at: null
+        if (!(yield* store.addRun(run))) return yield* running(yield* store.active(task.id))
+        // then the tick is taken; taken first by another process (or the task changed meanwhile): not run here
+        if (!(yield* take)) {
+          yield* store.removeRun(run.id)
+          return { outcome: "conflict", error: "the tick was taken by another process" } as Dispatched
         }
-        yield* store.updateRun(run.id, { status: "running", thread_id: threadId, run_id: runId, started_at: run.started_at })
-        yield* store.update(task.id, task.user_id, {
-          last_run_at: iso(started),
-          last_run_id: runId,
-          last_thread_id: threadId,
-          last_error: null,
-          run_count: yield* store.launched(task.id),
-          ...(task.schedule_type === "once" ? { status: "running" as const, next_run_at: null } : {})
-        }, iso(started))
-        yield* FiberSet.run(
-          watchers,
-          Effect.flatMap(done, (outcome) => finish(task, run.id, outcome)).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning(`scheduled task ${task.id}: recording its run's end failed`, cause))
-          )
-        )
-        return { outcome: "launched", run } as Dispatched
+        return yield* launch(task, run, started)
       })
 
+    /** The runs recorded as going, settled (`settle`): ended ones recorded, stale admitted ones started. */
+    const reconcile = Effect.gen(function*() {
+      for (const run of yield* store.unfinishedRuns) {
+        yield* settle(run, yield* store.get(run.task_id, run.user_id))
+      }
+    })
+
     const tick: Service["tick"] = Effect.gen(function*() {
+      // (runs whose watcher was lost with the process that started them, and runs admitted and never started)
+      yield* reconcile
       const at = yield* now
       for (const task of yield* store.due(at, batch)) {
         // a user at their limit: the tick stays due, and runs at a poll after one of their runs ended (late, as
         // DeerFlow's queue runs it); so does a `once` task's while a trigger's run of it goes
         if ((yield* store.activeOfUser(task.user_id)) >= maxActivePerUser) continue
         if (task.schedule_type === "once" && (yield* busy(task))) continue
-        const next = task.schedule_type === "once"
-          ? null
-          : Either.getOrElse(Schedules.nextRun(task.schedule_type, task.schedule_spec, task.timezone, at), () => null)
-        // a `once` task is taken as running; a cron task stays enabled with its next tick. Taken and started in
-        // the scheduler's scope, not the poller's: a poller stopped meanwhile (in a cluster, its singleton moving to
-        // another runner) does not lose the tick; the process stopping does stop it
-        const taken = yield* FiberSet.run(watchers, Effect.gen(function*() {
-          const claimed = yield* store.claim(task, next, task.schedule_type === "once" ? "running" : "enabled", iso(at))
-          if (claimed) yield* dispatch(task, "scheduled", task.next_run_at ?? at)
-        }))
+        // a tick admitted by a process that stopped before taking it: `settle` starts it
+        const active = yield* store.active(task.id)
+        if (Option.isSome(active) && active.value.status === "queued" && active.value.trigger === "scheduled" &&
+          active.value.scheduled_for === iso(task.next_run_at ?? at)) continue
+        // taken and started in the scheduler's scope, not the poller's: a poller stopped meanwhile (in a cluster,
+        // its singleton moving to another runner) does not lose the tick; the process stopping does stop it
+        const taken = yield* FiberSet.run(watchers, Effect.asVoid(dispatch(task, "scheduled", task.next_run_at ?? at)))
         yield* Fiber.join(taken)
-      }
-    })
-
-    /** The runs an earlier process left going: recorded as they ended (the thread store knows), or interrupted. */
-    const reconcile = Effect.gen(function*() {
-      for (const run of yield* store.unfinishedRuns) {
-        const ended = yield* endOf(run)
-        if (Option.isNone(ended)) continue
-        const task = yield* store.get(run.task_id, run.user_id)
-        if (Option.isSome(task)) yield* finish(task.value, run.id, ended.value)
-        else yield* store.updateRun(run.id, { status: ended.value.status, error: ended.value.error, finished_at: iso(yield* now) })
       }
     })
 

@@ -6,9 +6,9 @@
  *
  * A tick is taken by one process only: `claim` moves the task's `next_run_at` from the time it was due to the
  * next one in a single conditional UPDATE (compare-and-set), which succeeds for exactly one of the processes that
- * saw the task due; the others find it already moved. A process that restarts finds the tick's time already
- * moved past, so a tick is never run twice (at most once: a process that dies between taking a tick and starting
- * its run loses that tick, recorded nowhere).
+ * saw the task due; the others find it already moved. Its run is admitted (a `queued` row) before the tick is
+ * taken, so a tick taken always has its row: one whose process stopped before starting its run is taken over
+ * (`retake`, compare-and-set again) and started by another (see `Scheduler`).
  *
  * Rows are decoded with Schema when read (another process or an older build may have written them).
  */
@@ -113,6 +113,13 @@ export interface Service {
    * across processes: a unique index). Whether it was recorded.
    */
   readonly addRun: (run: TaskRun) => Effect.Effect<boolean, StoreError>
+  /** Deletes a run still `queued` (admitted for a tick another process took first); whether there was one. */
+  readonly removeRun: (id: string) => Effect.Effect<boolean, StoreError>
+  /**
+   * Takes over a run admitted (`queued`) at `createdAt` and never started (its process stopped in between): marks
+   * it admitted again at `now` if no one did first. Whether this caller took it.
+   */
+  readonly retake: (id: string, createdAt: string, now: string) => Effect.Effect<boolean, StoreError>
   /** How many runs of the task were started. */
   readonly launched: (taskId: string) => Effect.Effect<number, StoreError>
   readonly updateRun: (id: string, patch: TaskRunPatch) => Effect.Effect<void, StoreError>
@@ -380,6 +387,20 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
             run.created_at
           ]
         ), (rows) => rows.length === 1),
+      removeRun: (id) =>
+        Effect.map(
+          sql.query("DELETE FROM antler_scheduled_task_runs WHERE id = ? AND status = 'queued' RETURNING id", [id]),
+          (rows) => rows.length === 1
+        ),
+      retake: (id, createdAt, now) =>
+        Effect.map(
+          sql.query(
+            "UPDATE antler_scheduled_task_runs SET created_at = ? " +
+              "WHERE id = ? AND status = 'queued' AND run_id IS NULL AND created_at = ? RETURNING id",
+            [now, id, createdAt]
+          ),
+          (rows) => rows.length === 1
+        ),
       launched: (taskId) =>
         Effect.map(
           sql.query("SELECT COUNT(*) AS n FROM antler_scheduled_task_runs WHERE task_id = ? AND run_id IS NOT NULL", [taskId]),

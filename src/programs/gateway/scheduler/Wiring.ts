@@ -8,6 +8,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Path from "node:path"
 import * as SqliteThreadStore from "../../../layers/SqliteThreadStore.js"
 import type { AppConfigService } from "../../../services/AppConfig.js"
@@ -17,7 +18,7 @@ import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
-import { type ActiveRun, Runs } from "../Runs.js"
+import { type ActiveRun, type RunRequest, Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Scheduler from "./Scheduler.js"
 import { TaskStore } from "./TaskStore.js"
@@ -70,34 +71,57 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
       Effect.orElseSucceed(() => Option.none())
     )
 
+  /** A run's end as the thread store records it (looked for every few seconds). */
+  const recorded = (runId: string): Effect.Effect<Scheduler.Outcome> =>
+    outcome(runId).pipe(
+      Effect.delay(`${ENDED_POLL_SECONDS} seconds`),
+      Effect.repeat({ until: Option.isSome }),
+      Effect.map(Option.getOrThrow)
+    )
+
   /**
    * A run's end as the run manager says it, or as the thread store records it: in a cluster a run executing on
    * another runner is followed over the network, which breaks when its thread's shard moves or its runner dies
    * (the run goes on, or is resumed, elsewhere).
    */
-  const ended = (run: ActiveRun): Effect.Effect<Scheduler.Outcome> => {
-    const told = Effect.flatMap(Deferred.await(run.done), (record) =>
-      Option.match(outcomeOf(record), { onNone: () => Effect.never, onSome: Effect.succeed }))
-    const recorded = outcome(run.runId).pipe(
-      Effect.delay(`${ENDED_POLL_SECONDS} seconds`),
-      Effect.repeat({ until: Option.isSome }),
-      Effect.map(Option.getOrThrow)
+  const ended = (run: ActiveRun): Effect.Effect<Scheduler.Outcome> =>
+    Effect.race(
+      Effect.flatMap(Deferred.await(run.done), (record) =>
+        Option.match(outcomeOf(record), { onNone: () => Effect.never, onSome: Effect.succeed })),
+      recorded(run.runId)
     )
-    return Effect.race(told, recorded)
-  }
 
-  /** A DeerFlow task's run: its prompt, on its thread or a new one. */
-  const startTask: Scheduler.Launcher["start"] = (task) =>
+  const started = (runId: string) =>
+    Effect.map(Effect.orElseSucceed(store.runs({ runId }), () => []), (records) => records.length > 0)
+
+  /**
+   * Starts a run under its id. A failure of the run manager's own (in a cluster: the thread's runner unreachable
+   * for a moment) is tried again; a run its runner did start before failing is followed as started.
+   */
+  const startRun = (request: RunRequest) =>
+    runs.start(request).pipe(
+      Effect.retry({ times: 3, schedule: Schedule.spaced("1 second"), while: (error) => error.reason === "internal" }),
+      Effect.catchAll((error) =>
+        request.runId === undefined
+          ? Effect.fail(error)
+          : Effect.flatMap(started(request.runId), (known) => known ? Effect.succeed(undefined) : Effect.fail(error))
+      )
+    )
+
+  /** A DeerFlow task's run: its prompt, on its thread or a new one (made the first time: `ids.threadId`). */
+  const startTask: Scheduler.Launcher["start"] = (task, ids) =>
     Effect.gen(function*() {
       const reuse = task.context_mode === "reuse_thread" && task.thread_id !== null
-      const publicId = reuse ? task.thread_id! : M.newId()
-      const thread = reuse
-        ? yield* ThreadIds.find(store, task.user_id, publicId)
+      const publicId = reuse ? task.thread_id! : ids.threadId
+      const found = yield* ThreadIds.find(store, task.user_id, publicId)
+      const thread = reuse || Option.isSome(found)
+        ? found
         : yield* ThreadIds.create(store, task.user_id, publicId, { scheduled_task_id: task.id, title: task.title })
       if (Option.isNone(thread)) {
         return yield* Effect.fail({ message: reuse ? `Thread ${publicId} not found` : "Cannot create the run's thread" })
       }
-      const run = yield* runs.start({
+      const run = yield* startRun({
+        runId: ids.runId,
         threadId: thread.value.thread_id,
         publicThreadId: publicId,
         userId: task.user_id,
@@ -110,20 +134,20 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         multitaskStrategy: "reject",
         metadata: { scheduled_task_id: task.id }
       })
-      return { runId: run.runId, threadId: publicId, done: ended(run) }
+      return { runId: ids.runId, threadId: publicId, done: run === undefined ? recorded(ids.runId) : ended(run) }
     }).pipe(Effect.mapError((error) => ({ message: error.message })))
 
-  const start: Scheduler.Launcher["start"] = (task) =>
+  const start: Scheduler.Launcher["start"] = (task, ids) =>
     task.cron == null
-      ? startTask(task)
+      ? startTask(task, ids)
       // a LangGraph cron: its run as its payload says (`Crons.ts`)
-      : Effect.map(Crons.launch({ runs, store, app }, task), (launched) => ({
-        runId: launched.runId,
+      : Effect.map(Crons.launch({ start: startRun, store, app }, task, ids), (launched) => ({
+        runId: ids.runId,
         threadId: launched.threadId,
-        done: ended(launched.run)
+        done: launched.run === undefined ? recorded(ids.runId) : ended(launched.run)
       }))
 
-  return { start, outcome } satisfies Scheduler.Launcher
+  return { start, outcome, started } satisfies Scheduler.Launcher
 })
 
 const schedulerLayer = (
