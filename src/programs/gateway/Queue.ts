@@ -3,7 +3,8 @@
  * record `pending`), started once every run before it on the thread ended. Until then it is a stand-in
  * `ActiveRun` with no events, which becomes the started run's (its events, its state, its end), or ends at once
  * when the run is cancelled while it waits. A queued run cancelled before its turn never runs; one refused when
- * its turn comes (another process holds the thread) ends as an error naming why.
+ * its turn comes (another process holds the thread) ends as an error naming why; one behind a run handed over to
+ * another process (a cluster's runner draining) goes with it, `pending`, and runs there in its turn.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -41,6 +42,7 @@ export const make = (identity: {
 }) => {
   let started: QueuedRun | undefined
   let ended = false
+  let handedOver = false
   const listeners = new Set<() => void>()
   const wake = () => {
     const woken = [...listeners]
@@ -52,7 +54,7 @@ export const make = (identity: {
   const run: QueuedRun = {
     ...identity,
     done,
-    finished: () => ended || (started?.finished() ?? false),
+    finished: () => ended || handedOver || (started?.finished() ?? false),
     after: (cursor) => started?.after(cursor) ?? { frames: ended && cursor < 1 ? END : [] },
     // a change when it starts or ends unstarted, then the started run's own (counted after that one)
     changes: () => (started !== undefined ? started.changes() + 1 : ended ? 1 : 0),
@@ -71,6 +73,17 @@ export const make = (identity: {
         started = real
         wake()
         return Effect.flatMap(Deferred.await(real.done), (record) => Deferred.succeed(done, record))
+      }),
+    /**
+     * The run goes to another process with the run ahead of it (handed over, see `Runs.handOver`): it is left as
+     * recorded (`record`, pending) for its durable message there; its followers here see their streams end without
+     * `end`, as a handed-over run's do.
+     */
+    handOver: (record: RunRecord) =>
+      Effect.sync(() => {
+        handedOver = true
+        wake()
+        Deferred.unsafeDone(done, Exit.succeed(record))
       }),
     /** The run ended before it started (cancelled, or refused when its turn came). */
     end: (record: RunRecord) =>
@@ -91,6 +104,8 @@ export interface QueuedRequest {
   readonly assistantId: string
   readonly multitaskStrategy: "reject" | "interrupt" | "rollback" | "enqueue"
   readonly metadata: Readonly<Record<string, unknown>>
+  /** The run's id, when the caller chose it. */
+  readonly runId?: string | undefined
 }
 
 /** What the queues need of the run manager. */
@@ -120,7 +135,7 @@ export const makeQueues = <Req extends QueuedRequest>(manager: Manager<Req>) => 
   /** Accepts a run behind the thread's active run (and the runs queued before it); it starts in its turn. */
   const enqueue = (request: Req) =>
     Effect.gen(function*() {
-      const runId = M.newId()
+      const runId = request.runId ?? M.newId()
       const { threadId } = request
       yield* manager.saveRun({
         ...manager.baseRecord(threadId, runId, yield* manager.now),
@@ -147,7 +162,13 @@ export const makeQueues = <Req extends QueuedRequest>(manager: Manager<Req>) => 
           const ahead = queue[0]!.runId === runId ? undefined : manager.known.get(queue[0]!.runId)
           const current = manager.active(threadId) ?? ahead
           if (current !== undefined) {
-            yield* Deferred.await(current.done)
+            const ahead = yield* Deferred.await(current.done)
+            if (ahead.status === "running" || ahead.status === "pending") {
+              // the run ahead was handed over to another process, unfinished: this one goes there after it (its
+              // durable message, in a cluster), never started here
+              dequeue(threadId, runId)
+              return yield* queued.handOver(manager.baseRecord(threadId, runId, yield* manager.now))
+            }
             continue
           }
           const started = yield* Effect.either(manager.start({ ...request, multitaskStrategy: "reject" }, runId))

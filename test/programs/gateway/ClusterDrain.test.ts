@@ -6,7 +6,8 @@
  * - SIGTERM drains: the runner of several background runs in flight is stopped with SIGTERM. Runs that end within
  *   `gateway.cluster.drain_seconds` end there; the others (a tool that sleeps on, a model that does not answer) are
  *   stopped at their last completed step and handed over: the survivor resumes them under their ids. Every run
- *   ends `success`, no completed step is lost, no tool runs twice, and the stopped process exits 0.
+ *   ends `success`, no completed step is lost, no tool runs twice, and the stopped process exits 0. A run queued
+ *   (`multitask_strategy: "enqueue"`) behind one that is handed over goes with it and runs after it, once.
  * - A runner joins: with two processes running, a third one takes over shards (new threads' runs ask its model),
  *   and the runs already running on the first two end normally.
  *
@@ -16,13 +17,15 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import * as ChildProcess from "node:child_process"
+import type * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { antlerCommand } from "../../support/cli.js"
+import { serveProcess } from "../../support/cli.js"
+import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
+import { psql } from "../../support/postgres.js"
 import { freePort } from "../../support/ports.js"
 import * as Support from "./support.js"
 
@@ -39,25 +42,10 @@ interface Server {
   readonly exited: Promise<number | string>
 }
 
-const until = async (check: () => Promise<boolean> | boolean, what: string, tries = 2400) => {
-  for (let i = 0; i < tries; i++) {
-    if (await check()) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(`never happened: ${what}`)
-}
-
-const psql = (url: string, statement: string): string => {
-  const bin = Postgres.binaries() ?? "/usr/bin"
-  const result = ChildProcess.spawnSync(Path.join(bin, "psql"), [url, "-At", "-c", statement], { encoding: "utf8" })
-  if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`)
-  return result.stdout.trim()
-}
-
 /** The label a test gave a run (its human message), as the model sees it. */
 const labelOf = (body: ChatRequestBody): string => {
   const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\b(short|slowtool|slowmodel|joined|early|idle|idlenext)-\d+/.exec(asked)?.[0] ?? ""
+  return /\b(short|slowtool|slowmodel|joined|early|idle|idlenext|queued)-\d+/.exec(asked)?.[0] ?? ""
 }
 
 const WORKSPACE = "/mnt/user-data/workspace"
@@ -74,6 +62,15 @@ const scriptOf = (name: string, slow: string) => (body: ChatRequestBody): Turn =
   if (body.messages.at(-1)?.role === "tool") {
     if (kind === "slowmodel" && name === slow) return { content: "Still thinking", stall: true }
     return `${label} answered by ${name}`
+  }
+  // a run queued behind another on its thread: a quick step of its own (its own file)
+  if (kind === "queued") {
+    return {
+      toolCalls: [{
+        name: "bash",
+        arguments: { description: `step one of ${label}`, command: `echo queued >> ${WORKSPACE}/queued.txt; echo step one done` }
+      }]
+    }
   }
   const wait = kind === "short" || kind === "early"
     // (the test's file is listed in the sandbox, not readable there)
@@ -124,27 +121,9 @@ const serve = async (name: string, dbUrl: string, home: string, slow: string, dr
     `    drain_seconds: ${drain}`,
     ""
   ].join("\n"))
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
-  const child = ChildProcess.spawn(process.execPath, [...antlerCommand, "serve", "--port", "0", "--config", config], {
-    cwd: home,
-    env: { ...env, ANTLER_HOME: home, NO_COLOR: "1" },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  const exited = new Promise<number | string>((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal!)))
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => {
-      output += chunk.toString()
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match !== null) resolve(match[1]!)
-    })
-    child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-    void exited.then((code) => reject(new Error(`antler serve exited (${code}): ${output}`)))
-  })
-  const server: Server = { name, url, child, scripted, output: () => output, exited }
+  const started = serveProcess(home, config)
+  const url = await started.url
+  const server: Server = { name, url, child: started.child, scripted, output: started.output, exited: started.exited }
   servers.push(server)
   return server
 }
@@ -247,6 +226,15 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     }
     assert.strictEqual(onA.size, 3, "A runs one run of each kind")
     const draining = [...onA.values()].flat()
+    // a run queued behind a slow tool's run of A's (asked through B)
+    const ahead = onA.get("slowtool")![0]!
+    const queued = await post(b.url, `/threads/${ahead.thread}/runs`, {
+      assistant_id: "lead_agent",
+      multitask_strategy: "enqueue",
+      input: { messages: [{ type: "human", content: "Please do queued-0" }] }
+    })
+    assert.isString(queued.run_id, JSON.stringify(queued))
+    assert.strictEqual(await runStatus(b.url, ahead.thread, queued.run_id), "pending")
 
     // clients waiting, through B, for the end of the runs A will hand over
     const joins = draining.filter((run) => run.kind !== "short").map((run) => ({
@@ -284,7 +272,8 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       const record = (await (await fetch(`${b.url}/threads/${run.thread}/runs/${run.runId}`)).json()) as any
       assert.strictEqual(record.status, "success", `${run.label}: ${JSON.stringify(record)}`)
       const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any
-      const visible = Support.visible(state.values.messages)
+      // (the queued run's turn follows the one of the run ahead of it)
+      const visible = Support.visible(state.values.messages).slice(0, 4)
       // one step each: the tool call and its result kept once, then the answer; nothing of a stopped answer
       assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai"], run.label)
       assert.strictEqual(visible[2].tool_call_id, visible[1].tool_calls[0].id, run.label)
@@ -292,6 +281,17 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       assert.strictEqual(ranCount(run), 1, run.label)
       assert.strictEqual(step1Asks(a, run.label) + step1Asks(b, run.label), 1, run.label)
     }
+    // the queued run went with the run ahead of it, and ran after it on B, once
+    await until(async () => {
+      const status = await runStatus(b.url, ahead.thread, queued.run_id)
+      return status !== "running" && status !== "pending"
+    }, `the queued run ended: ${b.output()}`)
+    assert.strictEqual(await runStatus(b.url, ahead.thread, queued.run_id), "success", b.output())
+    const after = (await (await fetch(`${b.url}/threads/${ahead.thread}/state`)).json()) as any
+    const turns = Support.visible(after.values.messages)
+    assert.deepStrictEqual(turns.map((m: any) => m.type), ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"])
+    assert.strictEqual(turns[7].content, "queued-0 answered by B")
+    assert.strictEqual(Fs.readFileSync(Path.join(ahead.workspace, "queued.txt"), "utf8"), "queued\n")
     // the waiting clients got the runs' ends, on B
     for (const join of joins) {
       const values = await join.values

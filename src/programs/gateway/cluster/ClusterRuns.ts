@@ -105,6 +105,9 @@ const entityLayer = ThreadEntity.toLayer(
      */
     const untilDone = (run: Runs.ActiveRun) =>
       Deferred.await(run.done).pipe(
+        // (a run that ended here unfinished, handed over with the run ahead of it, is not answered: the message
+        // stays for the thread's next runner)
+        Effect.flatMap((record) => (TERMINAL.has(record.status) ? Effect.succeed(record) : Effect.never)),
         Effect.onInterrupt(() =>
           local.handOver === undefined ? Effect.void : local.handOver(run.runId).pipe(
             Effect.tap((handed) =>
@@ -146,9 +149,19 @@ const entityLayer = ThreadEntity.toLayer(
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
           // no live process holds the thread (its lease, renewed while a run goes) is the run resumed here
           const request = payload.request as Runs.RunRequest
+          let waited = 0
           for (;;) {
-            const record = (yield* Effect.orElseSucceed(store.runs({ runId: payload.runId }), () => []))[0]
+            const thread = yield* Effect.orElseSucceed(store.runs({ threadId: request.threadId }), () => [])
+            const at = thread.findIndex((run) => run.run_id === payload.runId)
+            const record = at < 0 ? undefined : thread[at]
             if (record !== undefined && TERMINAL.has(record.status)) return record
+            // a run queued behind another (handed over together) lets the ones before it go first: it waits for
+            // them to end, or at most half a minute (one left unfinished for good), then for the thread's lease
+            const before = thread.slice(0, Math.max(at, 0)).filter((run) => !TERMINAL.has(run.status))
+            if (before.length > 0 && waited++ < 30) {
+              yield* Effect.sleep("1 second")
+              continue
+            }
             const probe = `resume-probe-${payload.runId}`
             const now = yield* Clock.currentTimeMillis
             const holder = yield* Effect.orElseSucceed(
