@@ -23,7 +23,7 @@
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
- *     [--levels 10,100] [--g1 20] [--g3 500] [--skip g1,g2,g3]
+ *     [--levels 10,100] [--g1 20] [--g3 500] [--skip g1,g2,g3] [--node-arg --a-node-flag]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
  */
@@ -390,7 +390,11 @@ try {
   say(`bench:gateway (${profile}): ${os.cpus().length} cores, load average ${loadStart.join(" ")} at start\n`)
   model = await startModel(params)
   const cpuProf = option("cpu-prof")
-  const nodeArgs = cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]
+  const nodeArgs = [
+    ...(cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]),
+    // (a flag for the servers' node, for experiments: `--node-arg --max-semi-space-size=32`)
+    ...(option("node-arg") === undefined ? [] : [option("node-arg")!])
+  ]
   if (only === undefined || only === "antler") {
     const cli = antlerCli(root, option("cli"))
     servers.push(await startAntler(cli, path.join(work, "antler"), model.url, nodeArgs))
