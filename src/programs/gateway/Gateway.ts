@@ -16,6 +16,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -181,6 +182,38 @@ const makeServer = (): Http.Server => {
   return server
 }
 
+/** The gateway's Node HTTP server, as made (`makeServer`). */
+class NodeServer extends Context.Tag("antler/gateway/NodeServer")<NodeServer, Http.Server>() {}
+
+/** How long connections still open when the gateway stops (their requests were stopped) are given to close. */
+const CLOSE_GRACE_MS = 2000
+
+/**
+ * The HTTP server over `NodeServer`. Stopping, once the requests under way were stopped, it closes the keep-alive
+ * connections left idle, and every one that becomes so, and after `CLOSE_GRACE_MS` every connection still open:
+ * Node's `close` waits for every connection, clients' pools keep theirs open as long as the server says it keeps them
+ * (`KEEP_ALIVE_TIMEOUT_MS`), and connections whose streamed response was stopped stayed open until Node's own
+ * timeouts, so stopping took a minute.
+ */
+const httpServer = (listen: { readonly host: string; readonly port: number }) =>
+  Layer.unwrapEffect(Effect.map(NodeServer, (server) => {
+    const closing = Layer.scopedDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        if (!server.listening) return
+        server.closeIdleConnections()
+        const idle = setInterval(() => server.closeIdleConnections(), 100)
+        const all = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS)
+        idle.unref()
+        all.unref()
+        server.once("close", () => {
+          clearInterval(idle)
+          clearTimeout(all)
+        })
+      })
+    ))
+    return closing.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, listen)))
+  })).pipe(Layer.provide(Layer.sync(NodeServer, makeServer)))
+
 /** The span every run is traced under: the root of its own trace, with the thread, run and model. */
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
   Effect.withSpan(effect, Tracing.RUN_SPAN, Tracing.runSpanOptions({
@@ -293,7 +326,7 @@ export const layer = (options: Options) => {
   // built bottom up: the checks, the store and run manager, the recovery, the scheduler, then the server binds
   // and serves
   return http.pipe(
-    Layer.provideMerge(NodeHttpServer.layer(makeServer, { host, port })),
+    Layer.provideMerge(httpServer({ host, port })),
     // scheduled tasks start once the runs a previous process left are settled
     Layer.provideMerge(scheduling),
     Layer.provideMerge(recovered),
