@@ -96,7 +96,9 @@ export interface Launched {
  */
 export const launch = (
   deps: {
-    readonly start: (request: RunRequest) => Effect.Effect<ActiveRun | undefined, { readonly message: string }>
+    readonly start: (
+      request: RunRequest & { readonly runId: string }
+    ) => Effect.Effect<ActiveRun | undefined, { readonly message: string }>
     readonly store: ThreadStore["Type"]
     readonly app: AppConfigService["Type"]
   },
@@ -138,7 +140,8 @@ export const launch = (
       publicThreadId: publicId,
       userId: task.user_id,
       assistantId: task.assistant_id,
-      messages: prepared.messages,
+      // (under ids of the run's: a run adopted again is given the same messages, not second ones)
+      messages: prepared.messages.map((message, i) => ({ ...message, id: `${ids.runId}-input-${i}` })),
       settings: prepared.settings,
       modes: Protocol.modesOf(payload.stream_mode),
       multitaskStrategy: payload.multitask_strategy ?? "reject",

@@ -118,6 +118,13 @@ export interface Service {
    * its messages, those the thread already has are not added again.
    */
   readonly resume: (request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>
+  /**
+   * In a cluster: makes sure run `runId`, started with `request` by a process that may have died before making it
+   * durable, goes on (its durable message sent again: harmless when it exists, the thread's runner answers both
+   * once the run ended, and resumes it if no live process runs it); its end followed. None without a cluster (a
+   * process starting records what a dead one left as ended).
+   */
+  readonly adopt?: ((request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>) | undefined
   /** The active run of a thread in this process. */
   readonly activeOf: (threadId: string) => ActiveRun | undefined
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */

@@ -37,7 +37,8 @@ const MINUTE = 60_000
 
 /**
  * A launcher recording what it starts (under the ids it is asked for); each run ends when the test completes its
- * `end`.
+ * `end`. A run of ids it started before is followed, not started (nor recorded) again, as the gateway's launcher
+ * adopts it.
  */
 const recording = Effect.gen(function*() {
   const started = yield* Queue.unbounded<{ readonly task: string; readonly runId: string }>()
@@ -48,12 +49,13 @@ const recording = Effect.gen(function*() {
       Effect.gen(function*() {
         ++n
         const runId = ids.runId
+        const known = ends.get(runId)
+        if (known !== undefined) return { runId, threadId: task.thread_id ?? `thread-${n}`, done: Deferred.await(known) }
         const end = yield* Deferred.make<Scheduler.Outcome>()
         ends.set(runId, end)
         yield* Queue.offer(started, { task: task.id, runId })
         return { runId, threadId: task.thread_id ?? `thread-${n}`, done: Deferred.await(end) }
       }),
-    started: (runId) => Effect.sync(() => ends.has(runId)),
     // the thread store knows how a run ended once it did
     outcome: (runId) => {
       const end = ends.get(runId)

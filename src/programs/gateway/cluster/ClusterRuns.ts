@@ -318,6 +318,19 @@ export const layer = (
           }, runId)
         })
 
+      const adopt: NonNullable<Runs.Service["adopt"]> = (request, runId) =>
+        Effect.gen(function*() {
+          yield* Effect.mapError(client(request.threadId).Execute({ runId, request }, { discard: true }), routed)
+          const own = localRuns.get(runId)
+          if (own !== undefined) return own
+          return yield* remoteRun({
+            threadId: request.threadId,
+            publicThreadId: request.publicThreadId ?? request.threadId,
+            userId: request.userId,
+            modes: request.modes
+          }, runId)
+        })
+
       const cancel: Runs.Service["cancel"] = (runId, action, wait) =>
         Effect.gen(function*() {
           if (localRuns.get(runId) !== undefined) return yield* localRuns.cancel(runId, action, wait)
@@ -354,6 +367,7 @@ export const layer = (
         cancel,
         subscribe,
         resume: localRuns.resume,
+        adopt,
         // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it
         // ended), so a process starting does not record it as ended ("server restarted") as without a cluster
         recover: Effect.succeed([])

@@ -55,13 +55,12 @@ export interface LaunchIds {
 export interface Launcher {
   /**
    * Starts the task's prompt as a run on its thread (a new thread of its user for `fresh_thread_per_run`), under
-   * `ids` (a launcher that cannot choose them may give others).
+   * `ids` (a launcher that cannot choose them may give others). A run of `ids.runId` started before (by a process
+   * that stopped before recording it) is not started again: it is followed, and made to go on.
    */
   readonly start: (task: Task, ids: LaunchIds) => Effect.Effect<Launched, { readonly message: string }>
   /** How run `runId` ended, or none while it has not (or is not known). */
   readonly outcome: (runId: string) => Effect.Effect<Option.Option<Outcome>>
-  /** Whether run `runId` was started (the thread store has it); none: a launcher that cannot tell. */
-  readonly started?: ((runId: string) => Effect.Effect<boolean>) | undefined
 }
 
 /** A uuid (version 4's layout) made of 32 hex digits. */
@@ -228,21 +227,17 @@ export const make = (launcher: Launcher, options: Options = {}) =>
 
     /**
      * Settles a run recorded as going: whether it still goes. One the thread store says ended is recorded so. One
-     * admitted and not started after `STALE_QUEUED_MS` (its process stopped in between) is started now, by the one
-     * process that takes it over, under the ids it would have had (when the thread store shows it did start, it is
-     * followed instead); its tick is taken with it if it was not yet. Without its task, it is recorded interrupted.
+     * admitted and not recorded started after `STALE_QUEUED_MS` (its process stopped in between) is launched now by
+     * the one process that takes it over, under the ids it would have had (a run its process did start is followed
+     * and made to go on, not started again: see `Launcher.start`); its tick is taken with it if it was not yet.
+     * Without its task, it is recorded interrupted.
      */
     const settle = (run: TaskRun, task: Option.Option<Task>) =>
       Effect.gen(function*() {
-        let runId = run.run_id
+        const runId = run.run_id
         if (runId === null) {
-          const ids = launchIds(run.id)
           const at = yield* now
-          if (launcher.started !== undefined && (yield* launcher.started(ids.runId))) {
-            // started, its process stopped before recording it: recorded now, and followed as any run
-            runId = ids.runId
-            yield* store.updateRun(run.id, { status: "running", run_id: runId, started_at: iso(at) })
-          } else if (at - Date.parse(run.created_at) <= STALE_QUEUED_MS) {
+          if (at - Date.parse(run.created_at) <= STALE_QUEUED_MS) {
             return true
           } else if (Option.isNone(task)) {
             yield* store.updateRun(run.id, { status: "interrupted", error: INTERRUPTED, finished_at: iso(at) })
@@ -254,7 +249,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
               const status = current.schedule_type === "once" ? "running" : "enabled"
               yield* store.claim(current, nextOf(current, at), status, iso(at))
             }
-            yield* Effect.logWarning(`scheduled task ${current.id}: a run its process never started is started now`)
+            yield* Effect.logWarning(`scheduled task ${current.id}: a run its process did not record started is launched now`)
             return (yield* launch(current, run, at)).outcome === "launched"
           }
         }

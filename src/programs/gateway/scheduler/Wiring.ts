@@ -96,15 +96,16 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
 
   /**
    * Starts a run under its id. A failure of the run manager's own (in a cluster: the thread's runner unreachable
-   * for a moment) is tried again; a run its runner did start before failing is followed as started.
+   * for a moment) is tried again. A run of that id started already (by this tick's earlier launch, whose process
+   * stopped) is adopted (`Runs.adopt`: in a cluster it goes on, resumed if its runner died before making it
+   * durable) or, without a cluster, followed as recorded (none: undefined).
    */
-  const startRun = (request: RunRequest) =>
+  const startRun = (request: RunRequest & { readonly runId: string }) =>
     runs.start(request).pipe(
       Effect.retry({ times: 3, schedule: Schedule.spaced("1 second"), while: (error) => error.reason === "internal" }),
       Effect.catchAll((error) =>
-        request.runId === undefined
-          ? Effect.fail(error)
-          : Effect.flatMap(started(request.runId), (known) => known ? Effect.succeed(undefined) : Effect.fail(error))
+        Effect.flatMap(started(request.runId), (known): Effect.Effect<ActiveRun | undefined, typeof error> =>
+          !known ? Effect.fail(error) : runs.adopt === undefined ? Effect.succeed(undefined) : runs.adopt(request, request.runId))
       )
     )
 
@@ -126,7 +127,8 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         publicThreadId: publicId,
         userId: task.user_id,
         assistantId: task.assistant_id,
-        messages: [M.human(task.prompt)],
+        // (under an id of the run's: a run adopted again is given the same message, not a second one)
+        messages: [M.human(task.prompt, { id: `${ids.runId}-input` })],
         settings: {
           recursion_limit: Protocol.recursionLimit(undefined, app.config.recursion_limit, app.config.max_recursion_limit)
         },
@@ -147,7 +149,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         done: launched.run === undefined ? recorded(ids.runId) : ended(launched.run)
       }))
 
-  return { start, outcome, started } satisfies Scheduler.Launcher
+  return { start, outcome } satisfies Scheduler.Launcher
 })
 
 const schedulerLayer = (
