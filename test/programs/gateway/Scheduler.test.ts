@@ -20,7 +20,7 @@ import * as PgTasks from "../../../src/programs/gateway/scheduler/PgTasks.js"
 import * as Scheduler from "../../../src/programs/gateway/scheduler/Scheduler.js"
 import * as Schedules from "../../../src/programs/gateway/scheduler/Schedules.js"
 import * as SqliteTasks from "../../../src/programs/gateway/scheduler/SqliteTasks.js"
-import type { Service as Store, Task } from "../../../src/programs/gateway/scheduler/TaskStore.js"
+import type { Service as Store, Task, TaskRun } from "../../../src/programs/gateway/scheduler/TaskStore.js"
 import { TaskStore } from "../../../src/programs/gateway/scheduler/TaskStore.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Support from "./support.js"
@@ -66,6 +66,22 @@ const recording = Effect.gen(function*() {
   const end = (runId: string, outcome: Scheduler.Outcome = { status: "success", error: null }) =>
     Deferred.succeed(ends.get(runId)!, outcome)
   return { launcher, started, end }
+})
+
+/** A run of task `taskId` admitted (`queued`) at `at` for the tick of `at`, by a process that went no further. */
+const admittedRun = (id: string, taskId: string, at: number, trigger: TaskRun["trigger"]): TaskRun => ({
+  id,
+  task_id: taskId,
+  user_id: "alice",
+  thread_id: "",
+  run_id: null,
+  scheduled_for: new Date(at).toISOString(),
+  trigger,
+  status: "queued",
+  error: null,
+  started_at: null,
+  finished_at: null,
+  created_at: new Date(at).toISOString()
 })
 
 const task = (id: string, type: Task["schedule_type"], spec: Record<string, unknown>, now: number): Task => ({
@@ -279,20 +295,7 @@ describe("the scheduler on TestClock", () => {
       yield* TestClock.setTime(T0)
       const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
       yield* store.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
-      const admitted = {
-        id: "task-run-left",
-        task_id: "report",
-        user_id: "alice",
-        thread_id: "",
-        run_id: null,
-        scheduled_for: new Date(T0).toISOString(),
-        trigger: "manual" as const,
-        status: "queued" as const,
-        error: null,
-        started_at: null,
-        finished_at: null,
-        created_at: new Date(T0).toISOString()
-      }
+      const admitted = admittedRun("task-run-left", "report", T0, "manual")
       assert.isTrue(yield* store.addRun(admitted))
       const { launcher, started } = yield* recording
       const { scheduler } = yield* schedulerOn(store, launcher)
@@ -318,20 +321,7 @@ describe("the scheduler on TestClock", () => {
       const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
       yield* store.create(task("minutely", "cron", { cron: "* * * * *" }, T0))
       // the stopped process admitted the 00:01 tick's run, and did not take the tick (it is still due)
-      const admitted = {
-        id: "task-run-untaken",
-        task_id: "minutely",
-        user_id: "alice",
-        thread_id: "",
-        run_id: null,
-        scheduled_for: new Date(T0 + MINUTE).toISOString(),
-        trigger: "scheduled" as const,
-        status: "queued" as const,
-        error: null,
-        started_at: null,
-        finished_at: null,
-        created_at: new Date(T0 + MINUTE).toISOString()
-      }
+      const admitted = admittedRun("task-run-untaken", "minutely", T0 + MINUTE, "scheduled")
       assert.isTrue(yield* store.addRun(admitted))
       const { end, launcher, started } = yield* recording
       const { scheduler } = yield* schedulerOn(store, launcher)
@@ -365,20 +355,7 @@ describe("the scheduler on TestClock", () => {
       yield* TestClock.setTime(T0)
       const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
       yield* store.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
-      const admitted = {
-        id: "task-run-started",
-        task_id: "report",
-        user_id: "alice",
-        thread_id: "",
-        run_id: null,
-        scheduled_for: new Date(T0).toISOString(),
-        trigger: "manual" as const,
-        status: "queued" as const,
-        error: null,
-        started_at: null,
-        finished_at: null,
-        created_at: new Date(T0).toISOString()
-      }
+      const admitted = admittedRun("task-run-started", "report", T0, "manual")
       assert.isTrue(yield* store.addRun(admitted))
       const { end, launcher, started } = yield* recording
       // the process that admitted it started it (the thread store has its run), then stopped

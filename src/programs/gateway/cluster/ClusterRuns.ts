@@ -291,6 +291,17 @@ export const layer = (
           return info === null || info.threadId !== threadId ? undefined : yield* remoteRun(info, runId)
         })
 
+      /** Run `runId` of `request` as this process follows it: its own, or one another runner executes. */
+      const follow = (request: Runs.RunRequest, runId: string): Effect.Effect<Runs.ActiveRun> => {
+        const own = localRuns.get(runId)
+        return own !== undefined ? Effect.succeed(own) : remoteRun({
+          threadId: request.threadId,
+          publicThreadId: request.publicThreadId ?? request.threadId,
+          userId: request.userId,
+          modes: request.modes
+        }, runId)
+      }
+
       const start: Runs.Service["start"] = (request) =>
         Effect.gen(function*() {
           const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request }), routed)
@@ -308,27 +319,13 @@ export const layer = (
               })
             )
           )
-          const own = localRuns.get(runId)
-          if (own !== undefined) return own
-          return yield* remoteRun({
-            threadId: request.threadId,
-            publicThreadId: request.publicThreadId ?? request.threadId,
-            userId: request.userId,
-            modes: request.modes
-          }, runId)
+          return yield* follow(request, runId)
         })
 
       const adopt: NonNullable<Runs.Service["adopt"]> = (request, runId) =>
         Effect.gen(function*() {
           yield* Effect.mapError(client(request.threadId).Execute({ runId, request }, { discard: true }), routed)
-          const own = localRuns.get(runId)
-          if (own !== undefined) return own
-          return yield* remoteRun({
-            threadId: request.threadId,
-            publicThreadId: request.publicThreadId ?? request.threadId,
-            userId: request.userId,
-            modes: request.modes
-          }, runId)
+          return yield* follow(request, runId)
         })
 
       const cancel: Runs.Service["cancel"] = (runId, action, wait) =>
