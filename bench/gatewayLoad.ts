@@ -42,6 +42,7 @@ import {
   peerVersions,
   startAntler,
   startAntlerMemory,
+  startFloor,
   startPeer,
   usageOf
 } from "./gatewayServers.js"
@@ -410,8 +411,15 @@ try {
   say(`  servers: ${servers.map((s) => `${s.label} at ${s.url}`).join("; ")}\n`)
   say(`  a run: ${params.toolSteps} tool steps, then ${params.answerTokens} tokens ${params.tokenIntervalMs} ms apart\n`)
   if (profile === "quick") say("  quick: a smoke test (few runs, small levels): quote the default profile's figures\n")
-  const G1 = skip.has("g1") ? {} : await g1(model, servers)
-  if (!skip.has("g1")) say(`  G1 done (${params.g1Runs} runs each)\n`)
+  // G1's floor, in the same rounds: what a bare relay adds per token (the client, the loopback, the model's stream)
+  const floor = skip.has("g1") ? undefined : await startFloor(path.join(here, "gatewayFloor.js"), model.url)
+  const G1 = skip.has("g1") ? {} : await g1(model, [...servers, floor!])
+  await floor?.stop()
+  if (!skip.has("g1")) {
+    const f = (G1 as Record<string, any>)["floor"]
+    say(`  G1 done (${params.g1Runs} runs each); the floor (a bare relay): added ms per token p50 ` +
+      `${f?.addedMsPerToken.p50}, p99 ${f?.addedMsPerToken.p99}; first event ${f?.firstEventMs.p50} ms\n`)
+  }
   const G2 = skip.has("g2") ? {} : await g2(model, servers)
   const G3 = skip.has("g3") ? {} : await g3(servers)
   const loadEnd = load()

@@ -192,6 +192,18 @@ export const startAntlerMemory = async (
   return { id: "antler-memory", label: "Antler (memory)", assistant: "lead_agent", ...started }
 }
 
+/** G1's floor: a bare relay between the client and the model (bench/gatewayFloor.ts, compiled). */
+export const startFloor = async (entry: string, modelUrl: string): Promise<Server> => {
+  const started = await spawnUntil(
+    process.execPath,
+    [entry, modelUrl],
+    { cwd: path.dirname(entry), env: cleanEnv() },
+    (out) => /listening on (http:\/\/\S+)/.exec(out)?.[1],
+    30
+  )
+  return { id: "floor", label: "floor (a bare relay)", assistant: "lead_agent", ...started }
+}
+
 export const PEER_DIR = "peer-langgraph-server"
 
 /** Installs the peer (`npm ci` in its folder) when it has no node_modules yet. */
