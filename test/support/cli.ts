@@ -3,8 +3,10 @@
  * (test/support/cliBundle.ts), else the sources through tsx. Spread it after `process.execPath`.
  */
 import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Yaml from "yaml"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const TSX = pathToFileURL(Path.join(ROOT, "node_modules/tsx/dist/loader.mjs")).href
@@ -61,3 +63,13 @@ export const serveProcess = (home: string, config: string, extraArgs: ReadonlyAr
   return { url, child, output: () => output, exited }
 }
 
+
+/**
+ * Writes the configuration of an `antler serve` child at `file` and returns its path: one model, the SCRIPTED Chat
+ * Completions server at `modelUrl`, long-term memory off, and `more` (sandbox, database, gateway...) beside them.
+ */
+export const writeServeConfig = (file: string, modelUrl: string, more: Record<string, unknown> = {}): string => {
+  const model = { name: "scripted", model: "scripted", base_url: modelUrl, api_key: "sk-test-serve-0000000000" }
+  Fs.writeFileSync(file, Yaml.stringify({ models: [model], memory: { enabled: false }, ...more }))
+  return file
+}

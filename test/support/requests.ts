@@ -16,16 +16,16 @@ export interface Answer {
 }
 
 /**
- * `(method, path, body?)` as the user of `token`: a body is sent as JSON (a `FormData` body as a form), and the
- * answer is read whole.
+ * `(method, path, body?)` as the user of `token` (none: the open gateway's user): a body is sent as JSON (a
+ * `FormData` body as a form), and the answer is read whole.
  */
-export const as = (target: Target, token: string) =>
+export const as = (target: Target, token?: string) =>
 async (method: string, path: string, body?: unknown): Promise<Answer> => {
   const form = body instanceof FormData
   const response = await fetch(`${target().url}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${token}`,
+      ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}),
       ...(body !== undefined && !form ? { "content-type": "application/json" } : {})
     },
     ...(body === undefined ? {} : { body: form ? body : JSON.stringify(body) })

@@ -11,6 +11,7 @@ import * as Scheduler from "../../../src/programs/gateway/scheduler/Scheduler.js
 import * as Postgres from "../../support/postgres.js"
 import { eventually } from "../../support/poll.js"
 import { freePort } from "../../support/ports.js"
+import { as } from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -24,11 +25,7 @@ afterAll(async () => {
 })
 
 const api = async (gateway: TestGateway, method: string, path: string, body?: unknown) =>
-  (await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })).json() as Promise<any>
+  (await as(() => gateway)(method, path, body)).json()
 
 describe.skipIf("skip" in pg)("a scheduled run started and not made durable, in a cluster", () => {
   it("is adopted by the poller after STALE_QUEUED_MS and runs once", async () => {

@@ -22,7 +22,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess } from "../../support/cli.js"
+import { serveProcess, writeServeConfig } from "../../support/cli.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
 import { psql } from "../../support/postgres.js"
@@ -100,27 +100,14 @@ afterAll(async () => {
 /** One more runner of the cluster on `dbUrl`, its data in `home`, with a model of its own. */
 const serve = async (name: string, dbUrl: string, home: string, slow: string, drain = 8): Promise<Server> => {
   const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(scriptOf(name, slow)), scope))
-  const config = Path.join(home, `config-${name}.yaml`)
-  Fs.writeFileSync(config, [
-    "models:",
-    "  - name: scripted",
-    "    model: scripted",
-    `    base_url: ${scripted.url}`,
-    "    api_key: sk-test-drain-00000000",
-    "sandbox:",
-    "  allow_host_bash: true",
-    "memory:",
-    "  enabled: false",
-    "database:",
-    `  url: ${dbUrl}`,
-    "gateway:",
-    "  finished_runs_kept: 1000",
-    "  cluster:",
-    `    runner_port: ${await freePort()}`,
-    "    health_check_seconds: 2",
-    `    drain_seconds: ${drain}`,
-    ""
-  ].join("\n"))
+  const config = writeServeConfig(Path.join(home, `config-${name}.yaml`), scripted.url, {
+    sandbox: { allow_host_bash: true },
+    database: { url: dbUrl },
+    gateway: {
+      finished_runs_kept: 1000,
+      cluster: { runner_port: await freePort(), health_check_seconds: 2, drain_seconds: drain }
+    }
+  })
   const started = serveProcess(home, config)
   const url = await started.url
   const server: Server = { name, url, child: started.child, scripted, output: started.output, exited: started.exited }

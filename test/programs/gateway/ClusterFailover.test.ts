@@ -14,7 +14,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
 import { psql } from "../../support/postgres.js"
@@ -65,29 +65,15 @@ const cluster = async (hostBash: boolean) => {
   const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
   const home = Support.tempDir("antler-cluster-failover-")
   const start = async () => {
-      const config = Path.join(home, `config-${servers.length}.yaml`)
-      Fs.writeFileSync(config, [
-        "models:",
-        "  - name: scripted",
-        "    model: scripted",
-        `    base_url: ${scripted.url}`,
-        "    api_key: sk-test-failover-000000",
-        "sandbox:",
-        `  allow_host_bash: ${hostBash}`,
-        "memory:",
-        "  enabled: false",
-        "database:",
-        `  url: ${dbUrl}`,
-        "gateway:",
-        "  cluster:",
-        `    runner_port: ${await freePort()}`,
-        "    health_check_seconds: 1",
-        ""
-      ].join("\n"))
-      const server = serveProcess(home, config)
-      servers.push(server)
-      return { server, url: await server.url }
-    }
+    const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), scripted.url, {
+      sandbox: { allow_host_bash: hostBash },
+      database: { url: dbUrl },
+      gateway: { cluster: { runner_port: await freePort(), health_check_seconds: 1 } }
+    })
+    const server = serveProcess(home, config)
+    servers.push(server)
+    return { server, url: await server.url }
+  }
   const a = await start()
   const b = await start()
   return { dbUrl, scripted, home, a, b }

@@ -20,7 +20,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
 import { until } from "../../support/poll.js"
 import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
@@ -140,25 +140,11 @@ const cluster = async () => {
   const home = Support.tempDir("antler-cluster-kills-")
   let started = 0
   const start = async (): Promise<Started> => {
-    const config = Path.join(home, `config-${started++}.yaml`)
-    Fs.writeFileSync(config, [
-      "models:",
-      "  - name: scripted",
-      "    model: scripted",
-      `    base_url: ${scripted.url}`,
-      "    api_key: sk-test-kills-000000",
-      "sandbox:",
-      "  allow_host_bash: true",
-      "memory:",
-      "  enabled: false",
-      "database:",
-      `  url: ${dbUrl}`,
-      "gateway:",
-      "  cluster:",
-      `    runner_port: ${await freePort()}`,
-      "    health_check_seconds: 1",
-      ""
-    ].join("\n"))
+    const config = writeServeConfig(Path.join(home, `config-${started++}.yaml`), scripted.url, {
+      sandbox: { allow_host_bash: true },
+      database: { url: dbUrl },
+      gateway: { cluster: { runner_port: await freePort(), health_check_seconds: 1 } }
+    })
     const server = serveProcess(home, config)
     servers.push(server)
     return { server, url: await server.url }

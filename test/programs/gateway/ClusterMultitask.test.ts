@@ -8,6 +8,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
+import { as } from "../../support/requests.js"
 import { freePort } from "../../support/ports.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -28,15 +29,7 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-const api = async (gateway: TestGateway, method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
+const api = (gateway: TestGateway, method: string, path: string, body?: unknown) => as(() => gateway)(method, path, body)
 const human = (content: string, strategy?: string) => ({
   assistant_id: "lead_agent",
   input: { messages: [{ type: "human", content }] },

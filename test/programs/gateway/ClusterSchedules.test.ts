@@ -14,12 +14,11 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Scheduler from "../../../src/programs/gateway/scheduler/Scheduler.js"
-import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
 import { freePort } from "../../support/ports.js"
@@ -61,25 +60,17 @@ describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", (
     const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => "Scheduled answer."), scope))
     const home = Support.tempDir("antler-cluster-schedules-")
     const start = async () => {
-      const config = Path.join(home, `config-${servers.length}.yaml`)
-      Fs.writeFileSync(config, [
-        "models:",
-        "  - name: scripted",
-        "    model: scripted",
-        `    base_url: ${scripted.url}`,
-        "    api_key: sk-test-schedules-000000",
-        "memory:",
-        "  enabled: false",
-        "database:",
-        `  url: ${dbUrl}`,
-        "gateway:",
-        "  scheduler_poll_seconds: 1",
-        "  cluster:",
-        `    runner_port: ${await freePort()}`,
-        "    health_check_seconds: 1",
-        "    secret: schedules-cluster-secret-0123456789",
-        ""
-      ].join("\n"))
+      const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), scripted.url, {
+        database: { url: dbUrl },
+        gateway: {
+          scheduler_poll_seconds: 1,
+          cluster: {
+            runner_port: await freePort(),
+            health_check_seconds: 1,
+            secret: "schedules-cluster-secret-0123456789"
+          }
+        }
+      })
       const server = serveProcess(home, config, ["--log-level", "info"])
       servers.push(server)
       await server.url

@@ -13,7 +13,7 @@ import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
-import { serveProcess, type ServeProcess as Server } from "../../support/cli.js"
+import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
 import { until } from "../../support/poll.js"
 
 const lastUser = (body: ChatRequestBody) =>
@@ -43,19 +43,7 @@ describe("antler serve killed mid-run", () => {
   it("restarts with the run recorded as error, its completed steps kept, and the thread usable", async () => {
     const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
     const home = Support.tempDir("antler-restart-")
-    const config = Path.join(home, "config.yaml")
-    Fs.writeFileSync(config, [
-      "models:",
-      "  - name: scripted",
-      "    model: scripted",
-      `    base_url: ${scripted.url}`,
-      "    api_key: sk-test-restart-000000",
-      "sandbox:",
-      "  allow_host_bash: false",
-      "memory:",
-      "  enabled: false",
-      ""
-    ].join("\n"))
+    const config = writeServeConfig(Path.join(home, "config.yaml"), scripted.url, { sandbox: { allow_host_bash: false } })
 
     const first = serveProcess(home, config)
     servers.push(first)

@@ -6,6 +6,7 @@
  * (DeerFlow's app replaced it with the state, which lacked it).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { as } from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -13,15 +14,7 @@ let gateway: TestGateway
 
 const lastText = (body: any) => JSON.stringify(body.messages[body.messages.length - 1]?.content ?? "")
 
-const api = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${gateway.url}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  })
-  const text = await response.text()
-  return { status: response.status, text, json: () => JSON.parse(text) }
-}
+const api = as(() => gateway)
 
 beforeAll(async () => {
   gateway = await Support.start({
