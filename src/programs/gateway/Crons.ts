@@ -17,7 +17,7 @@ import * as Schema from "effect/Schema"
 import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import { describeParseError } from "./api/Problem.js"
-import { StreamModes } from "./api/Runs.js"
+import { MultitaskStrategy, RunConfig, StreamModes } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
 import * as RunSettings from "./RunSettings.js"
@@ -29,17 +29,13 @@ import * as ThreadIds from "./ThreadIds.js"
 export const Payload = Schema.Struct({
   assistant_id: Schema.String,
   input: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  config: Schema.optional(Schema.NullOr(Schema.Struct({
-    recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
-    configurable: Schema.optional(Schema.NullOr(JsonRecord)),
-    tags: Schema.optional(Schema.Unknown)
-  }))),
+  config: Schema.optional(Schema.NullOr(RunConfig)),
   context: Schema.optional(Schema.NullOr(JsonRecord)),
   metadata: Schema.optional(Schema.NullOr(JsonRecord)),
   interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),
   interrupt_after: Schema.optional(Schema.NullOr(Schema.Unknown)),
   stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
-  multitask_strategy: Schema.optional(Schema.NullOr(Schema.Literal("reject", "interrupt", "rollback", "enqueue")))
+  multitask_strategy: Schema.optional(Schema.NullOr(MultitaskStrategy))
 })
 export type Payload = typeof Payload.Type
 
@@ -125,18 +121,10 @@ export const launch = (
     )
     const stateless = task.thread_id === null
     const publicId = task.thread_id ?? ids.threadId
-    const found = yield* ThreadIds.find(deps.store, task.user_id, publicId)
-    const thread = stateless && Option.isNone(found)
-      ? yield* ThreadIds.create(deps.store, task.user_id, publicId, { cron_id: task.id })
-      : found
-    if (Option.isNone(thread)) {
-      return yield* Effect.fail({
-        message: stateless ? "Cannot create the run's thread" : `Thread ${publicId} not found`
-      })
-    }
+    const thread = yield* ThreadIds.forRun(deps.store, task.user_id, publicId, stateless ? { cron_id: task.id } : undefined)
     const run = yield* deps.start({
       runId: ids.runId,
-      threadId: thread.value.thread_id,
+      threadId: thread.thread_id,
       publicThreadId: publicId,
       userId: task.user_id,
       assistantId: task.assistant_id,

@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
 import { SafeId } from "../../../services/Sandbox.js"
 import { ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
-import { StreamModes } from "./Runs.js"
+import { MultitaskStrategy, RunConfig, StreamModes } from "./Runs.js"
 import { Authentication, NoBody } from "./Security.js"
 import { BodyRefusals, JsonRecord, ThreadNotFound } from "./Threads.js"
 
@@ -31,12 +31,6 @@ const Timezone = Schema.String.annotations({ description: "An IANA time zone (de
 const EndTime = Schema.String.annotations({ description: "An ISO 8601 time after which the cron runs no more" })
 const OnRunCompleted = Schema.Literal("delete", "keep").annotations({
   description: "A stateless cron's thread after each run: deleted (default) or kept"
-})
-const MultitaskStrategy = Schema.Literal("reject", "interrupt", "rollback", "enqueue")
-const RunConfig = Schema.Struct({
-  recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
-  configurable: Schema.optional(Schema.NullOr(JsonRecord)),
-  tags: Schema.optional(Schema.Unknown)
 })
 
 /** The fields of a run a cron starts at each tick (LangGraph's cron `payload`). */

@@ -35,23 +35,29 @@ export type StreamMode = typeof StreamMode.Type
 /** `stream_mode`: one mode or a list (default `["values"]`). */
 export const StreamModes = Schema.Union(StreamMode, Schema.Array(StreamMode))
 
+/** A run's `config`: its recursion limit, and `configurable` (the run's settings, with `context`). */
+export const RunConfig = Schema.Struct({
+  recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
+  configurable: Schema.optional(Schema.NullOr(JsonRecord)),
+  tags: Schema.optional(Schema.Unknown)
+})
+
+/** What a new run does to the thread's run in progress. */
+export const MultitaskStrategy = Schema.Literal("reject", "interrupt", "rollback", "enqueue")
+
 /** `POST /threads/{id}/runs[/stream|/wait]` and the stateless `/runs...` (SPEC §12.1). */
 export const RunCreate = Schema.Struct({
   assistant_id: Schema.optional(Schema.NullOr(Schema.String)),
   input: Schema.optional(Schema.NullOr(Schema.Unknown)),
   command: Schema.optional(Schema.NullOr(Schema.Struct({ resume: Schema.optional(Schema.Unknown) }))),
-  config: Schema.optional(Schema.NullOr(Schema.Struct({
-    recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
-    configurable: Schema.optional(Schema.NullOr(JsonRecord)),
-    tags: Schema.optional(Schema.Unknown)
-  }))),
+  config: Schema.optional(Schema.NullOr(RunConfig)),
   context: Schema.optional(Schema.NullOr(JsonRecord)),
   metadata: Schema.optional(Schema.NullOr(JsonRecord)),
   stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
   stream_subgraphs: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_resumable: Schema.optional(Schema.NullOr(Schema.Boolean)),
   on_disconnect: Schema.optional(Schema.NullOr(Schema.Literal("cancel", "continue"))),
-  multitask_strategy: Schema.optional(Schema.NullOr(Schema.Literal("reject", "interrupt", "rollback", "enqueue"))),
+  multitask_strategy: Schema.optional(Schema.NullOr(MultitaskStrategy)),
   on_completion: Schema.optional(Schema.NullOr(Schema.Literal("delete", "keep"))),
   if_not_exists: Schema.optional(Schema.NullOr(Schema.Literal("create", "reject"))),
   interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),

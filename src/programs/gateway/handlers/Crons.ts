@@ -26,7 +26,7 @@ import * as Protocol from "../Protocol.js"
 import * as RunSettings from "../RunSettings.js"
 import * as Schedules from "../scheduler/Schedules.js"
 import type { Task, TaskPatch } from "../scheduler/TaskStore.js"
-import { TaskStore } from "../scheduler/TaskStore.js"
+import { neverRun, TaskStore } from "../scheduler/TaskStore.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
 
@@ -191,13 +191,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             timezone,
             status: request.enabled === false ? "paused" : "enabled",
             next_run_at: schedule.next,
-            last_run_at: null,
-            last_run_id: null,
-            last_thread_id: null,
-            last_error: null,
-            run_count: 0,
-            created_at: at,
-            updated_at: at,
+            ...neverRun(at),
             cron: fields
           }
           yield* stored(store.create(task))

@@ -18,7 +18,7 @@ import * as Body from "../Body.js"
 import * as Schedules from "../scheduler/Schedules.js"
 import { Scheduler } from "../scheduler/Scheduler.js"
 import type { Task, TaskPatch, TaskRun } from "../scheduler/TaskStore.js"
-import { TaskStore } from "../scheduler/TaskStore.js"
+import { neverRun, TaskStore } from "../scheduler/TaskStore.js"
 import * as Access from "./Access.js"
 import { json, type QueryValue } from "./Http.js"
 
@@ -131,13 +131,7 @@ export const layer = (api: DeerFlowApi) =>
               timezone: request.timezone,
               status: "enabled",
               next_run_at: schedule.next,
-              last_run_at: null,
-              last_run_id: null,
-              last_thread_id: null,
-              last_error: null,
-              run_count: 0,
-              created_at: at,
-              updated_at: at
+              ...neverRun(at)
             }
             yield* stored(store.create(task))
             return json(Api.TaskObject, taskObject(task))

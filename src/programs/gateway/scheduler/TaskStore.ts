@@ -133,6 +133,17 @@ export interface Service {
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
 }
 
+/** The bookkeeping of a task made at `at`: never run yet. */
+export const neverRun = (at: string) => ({
+  last_run_at: null,
+  last_run_id: null,
+  last_thread_id: null,
+  last_error: null,
+  run_count: 0,
+  created_at: at,
+  updated_at: at
+})
+
 /** The scheduled task store. */
 export class TaskStore extends Context.Tag("antler/gateway/TaskStore")<TaskStore, Service>() {}
 
