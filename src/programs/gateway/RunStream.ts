@@ -41,6 +41,27 @@ export const encodeEvent = (event: RunEvent): Either.Either<unknown, { readonly 
   return encodeSchema(event)
 }
 
+/** What a reader at a cursor finds in a run's buffer now. */
+type Found =
+  /** The cursor fell out of the buffer (or is one the run never reached): the stream's last frame. */
+  | { readonly _tag: "gap"; readonly gap: Protocol.Frame }
+  /** Frames after the cursor; `end` among them when `ended` (the last). */
+  | { readonly _tag: "frames"; readonly frames: ReadonlyArray<Protocol.Frame>; readonly ended: boolean }
+  /** Nothing after the cursor, and nothing more to come. */
+  | { readonly _tag: "finished" }
+  /** Nothing after the cursor yet. */
+  | { readonly _tag: "wait" }
+
+const find = (run: Reader, position: number): Found => {
+  const available = run.after(position)
+  if (available.gap !== undefined) return { _tag: "gap", gap: available.gap }
+  if (available.frames.length > 0) {
+    const ended = available.frames[available.frames.length - 1]!.event === "end"
+    return { _tag: "frames", frames: available.frames, ended }
+  }
+  return run.finished() ? { _tag: "finished" } : { _tag: "wait" }
+}
+
 /**
  * A run's stream as SSE text from `cursor` (0: from its first event), filtered to `modes` (all when absent), with
  * a heartbeat every `heartbeatSeconds`; ends after `end`, or after `gap`. `onDisconnect` runs when the client is
@@ -70,21 +91,18 @@ export const subscribe = (
           nextBeat = now + beat
         }
         const seen = run.changes()
-        const available = run.after(position)
-        if (available.gap !== undefined) {
-          complete = true
-          return [text + Protocol.sse(available.gap), Option.none<number>()] as const
-        }
-        if (available.frames.length > 0) {
-          const last = available.frames[available.frames.length - 1]!
-          const ended = last.event === "end"
-          if (ended) complete = true
-          for (const frame of available.frames) if (keep(frame)) text += Protocol.sse(frame)
-          return [text, ended ? Option.none<number>() : Option.some(last.id)] as const
-        }
-        if (run.finished()) {
-          complete = true
-          return [text, Option.none<number>()] as const
+        const found = find(run, position)
+        switch (found._tag) {
+          case "gap":
+            complete = true
+            return [text + Protocol.sse(found.gap), Option.none<number>()] as const
+          case "frames":
+            if (found.ended) complete = true
+            for (const frame of found.frames) if (keep(frame)) text += Protocol.sse(frame)
+            return [text, found.ended ? Option.none<number>() : Option.some(found.frames.at(-1)!.id)] as const
+          case "finished":
+            complete = true
+            return [text, Option.none<number>()] as const
         }
         if (text !== "") return [text, Option.some(position)] as const
         yield* appended(run, seen, Math.max(0, nextBeat - now))
@@ -105,23 +123,20 @@ export const framesOf = (run: Reader, cursor: number, onComplete: () => void): S
     Effect.gen(function*() {
       for (;;) {
         const seen = run.changes()
-        const available = run.after(position)
-        if (available.gap !== undefined) {
-          onComplete()
-          return [Chunk.of(available.gap), Option.none<number>()] as const
-        }
-        if (available.frames.length > 0) {
-          const last = available.frames[available.frames.length - 1]!
-          const ended = last.event === "end"
-          if (ended) onComplete()
-          return [
-            Chunk.fromIterable(available.frames),
-            ended ? Option.none<number>() : Option.some(last.id)
-          ] as const
-        }
-        if (run.finished()) {
-          onComplete()
-          return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
+        const found = find(run, position)
+        switch (found._tag) {
+          case "gap":
+            onComplete()
+            return [Chunk.of(found.gap), Option.none<number>()] as const
+          case "frames":
+            if (found.ended) onComplete()
+            return [
+              Chunk.fromIterable(found.frames),
+              found.ended ? Option.none<number>() : Option.some(found.frames.at(-1)!.id)
+            ] as const
+          case "finished":
+            onComplete()
+            return [Chunk.empty<Protocol.Frame>(), Option.none<number>()] as const
         }
         yield* appended(run, seen)
       }

@@ -344,9 +344,10 @@ export const layer = (
           yield* Deferred.succeed(run.done, record)
         })
 
-      const stopRun = (runId: string, action: Stop) => {
-        for (const entry of active.values()) if (entry.runId === runId) return entry.stop(action)
-        return Effect.void
+      /** The run `runId`, if it is a thread's active run here. */
+      const activeRun = (runId: string) => {
+        for (const entry of active.values()) if (entry.runId === runId) return entry
+        return undefined
       }
 
       const queues = Queue.makeQueues<RunRequest>({
@@ -484,7 +485,7 @@ export const layer = (
             }
             return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} is not running.` })
           }
-          yield* stopRun(runId, action)
+          yield* activeRun(runId)?.stop(action) ?? Effect.void
           if (wait) yield* Deferred.await(run.done)
         })
 
@@ -495,8 +496,7 @@ export const layer = (
 
       const handOver: NonNullable<Service["handOver"]> = (runId) =>
         Effect.gen(function*() {
-          let entry: (ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }) | undefined
-          for (const candidate of active.values()) if (candidate.runId === runId) entry = candidate
+          const entry = activeRun(runId)
           if (entry === undefined) return false
           yield* entry.stop(HANDOVER)
           yield* Deferred.await(entry.done)

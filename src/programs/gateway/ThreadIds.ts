@@ -76,6 +76,27 @@ export const find = (
   })
 
 /**
+ * A run's thread, as the scheduler starts one: the user's thread `publicId`, or, with `metadata` (a run on a thread
+ * of its own), that thread made the first time (a run started again finds it). Fails saying which is missing.
+ */
+export const forRun = (
+  store: ThreadStore["Type"],
+  userId: string,
+  publicId: string,
+  metadata?: Metadata
+): Effect.Effect<ThreadSummary, { readonly message: string }> =>
+  Effect.gen(function*() {
+    const found = yield* find(store, userId, publicId)
+    const thread = metadata !== undefined && Option.isNone(found)
+      ? yield* create(store, userId, publicId, metadata)
+      : found
+    if (Option.isSome(thread)) return thread.value
+    return yield* Effect.fail({
+      message: metadata !== undefined ? "Cannot create the run's thread" : `Thread ${publicId} not found`
+    })
+  })
+
+/**
  * Makes the user's thread `publicId` (check first with `find` that the user has none): stored under the first
  * of its ids that no thread has. None when every one is taken (by other users: for the user, an id taken by
  * another is one nobody has, so this needs a digest collision or threads made before ids were derived).

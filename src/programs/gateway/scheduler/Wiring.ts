@@ -114,16 +114,15 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
     Effect.gen(function*() {
       const reuse = task.context_mode === "reuse_thread" && task.thread_id !== null
       const publicId = reuse ? task.thread_id! : ids.threadId
-      const found = yield* ThreadIds.find(store, task.user_id, publicId)
-      const thread = reuse || Option.isSome(found)
-        ? found
-        : yield* ThreadIds.create(store, task.user_id, publicId, { scheduled_task_id: task.id, title: task.title })
-      if (Option.isNone(thread)) {
-        return yield* Effect.fail({ message: reuse ? `Thread ${publicId} not found` : "Cannot create the run's thread" })
-      }
+      const thread = yield* ThreadIds.forRun(
+        store,
+        task.user_id,
+        publicId,
+        reuse ? undefined : { scheduled_task_id: task.id, title: task.title }
+      )
       const run = yield* startRun({
         runId: ids.runId,
-        threadId: thread.value.thread_id,
+        threadId: thread.thread_id,
         publicThreadId: publicId,
         userId: task.user_id,
         assistantId: task.assistant_id,
