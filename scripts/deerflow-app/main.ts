@@ -21,6 +21,7 @@ import { fileURLToPath } from "node:url"
 import type { BrowserContext, Page } from "playwright-core"
 import { chromium } from "playwright-core"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import { FLAGS } from "../../test/support/chromium.js"
 import { CheckFailed, type Flow, FLOWS } from "./flows.js"
 import { makeScript } from "./model.js"
 import * as Record from "./record.js"
@@ -111,15 +112,7 @@ const launch = (profile: string): Promise<BrowserContext> =>
     executablePath: CHROMIUM!,
     headless: true,
     viewport: { width: 1400, height: 900 },
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync"
-    ]
+    args: [...FLAGS]
   })
 
 /** Opens each route once so that Next compiles it before a flow waits on it (minutes each, the first time). */

@@ -17,7 +17,8 @@ import * as Schema from "effect/Schema"
 import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import { describeParseError } from "./api/Problem.js"
-import { MultitaskStrategy, RunConfig, StreamModes } from "./api/Runs.js"
+import { runFields } from "./api/Crons.js"
+import { MultitaskStrategy } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
 import * as RunSettings from "./RunSettings.js"
@@ -25,17 +26,11 @@ import type { ActiveRun, RunRequest } from "./Runs.js"
 import type { Service as TaskStoreService, Task } from "./scheduler/TaskStore.js"
 import * as ThreadIds from "./ThreadIds.js"
 
-/** The run a cron starts at each tick, as kept (LangGraph's cron `payload`). */
+/** The run a cron starts at each tick, as kept (LangGraph's cron `payload`: the API's run fields, checked again). */
 export const Payload = Schema.Struct({
   assistant_id: Schema.String,
-  input: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  config: Schema.optional(Schema.NullOr(RunConfig)),
-  context: Schema.optional(Schema.NullOr(JsonRecord)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
-  interrupt_before: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  interrupt_after: Schema.optional(Schema.NullOr(Schema.Unknown)),
-  stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
-  multitask_strategy: Schema.optional(Schema.NullOr(MultitaskStrategy))
+  multitask_strategy: Schema.optional(Schema.NullOr(MultitaskStrategy)),
+  ...runFields
 })
 export type Payload = typeof Payload.Type
 

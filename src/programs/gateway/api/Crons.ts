@@ -34,7 +34,7 @@ const OnRunCompleted = Schema.Literal("delete", "keep").annotations({
 })
 
 /** The fields of a run a cron starts at each tick (LangGraph's cron `payload`). */
-const runFields = {
+export const runFields = {
   input: Schema.optional(Schema.NullOr(Schema.Unknown)),
   config: Schema.optional(Schema.NullOr(RunConfig)),
   context: Schema.optional(Schema.NullOr(JsonRecord)),
