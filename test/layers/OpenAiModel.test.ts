@@ -34,6 +34,7 @@ import type { Message } from "../../src/state/Message.js"
 import * as Json from "../../src/state/Json.js"
 import * as M from "../../src/state/Message.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
+import { cutAt } from "../support/pieces.js"
 
 const tempDir = tempDirs()
 
@@ -916,18 +917,6 @@ describe("OpenAiModel configuration", () => {
 const jsonObject = FastCheck.dictionary(FastCheck.string(), FastCheck.jsonValue())
   .map((o) => JSON.parse(JSON.stringify(o)) as Record<string, unknown>)
 
-const cut = (text: string, points: ReadonlyArray<number>): Array<string> => {
-  const at = [...new Set(points.map((p) => p % (text.length + 1)))].sort((a, b) => a - b)
-  const out: Array<string> = []
-  let from = 0
-  for (const p of at) {
-    out.push(text.slice(from, p))
-    from = p
-  }
-  out.push(text.slice(from))
-  return out
-}
-
 describe("OpenAiModel assembly", () => {
   it.prop(
     "assembles the same text and tool call however the stream is split",
@@ -935,10 +924,10 @@ describe("OpenAiModel assembly", () => {
     ({ args, cuts, text }) => {
       const acc = OpenAiModel.accumulator("msg-1", "m")
       let streamed = ""
-      for (const piece of cut(text, cuts)) {
+      for (const piece of cutAt(text, cuts)) {
         streamed += acc.add({ id: "c1", choices: [{ index: 0, delta: { content: piece } }] }).text
       }
-      const pieces = cut(JSON.stringify(args), cuts)
+      const pieces = cutAt(JSON.stringify(args), cuts)
       const callDelta = (part: Record<string, unknown>) =>
         acc.add({ choices: [{ index: 0, delta: { tool_calls: [part] } }] })
       callDelta({ index: 0, id: "call_1", function: { name: "f", arguments: pieces[0]! } })

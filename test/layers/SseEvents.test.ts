@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
 import { _iterSSEMessages } from "openai/core/streaming"
 import { makeParser } from "../../src/layers/openai/SseEvents.js"
+import { cutAt } from "../support/pieces.js"
 
 // what the SDK's own reader makes of a body that arrives in these pieces
 const sdkEvents = async (pieces: ReadonlyArray<string>) => {
@@ -32,18 +33,7 @@ const line = FastCheck.oneof(
 const body = FastCheck.tuple(
   FastCheck.array(FastCheck.tuple(line, FastCheck.constantFrom("\n", "\r\n", "\r")), { maxLength: 14 }),
   FastCheck.array(FastCheck.nat(200), { maxLength: 6 })
-).map(([lines, cuts]) => {
-  const text = lines.map(([l, end]) => l + end).join("")
-  const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-  const pieces: Array<string> = []
-  let from = 0
-  for (const cut of at) {
-    pieces.push(text.slice(from, cut))
-    from = cut
-  }
-  pieces.push(text.slice(from))
-  return pieces
-})
+).map(([lines, cuts]) => cutAt(lines.map(([l, end]) => l + end).join(""), cuts))
 
 describe("the server-sent events of a streamed completion", () => {
   it("are read as the openai SDK reads them, however the body is cut into pieces", async () => {
