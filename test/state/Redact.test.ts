@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as FastCheck from "effect/FastCheck"
 import * as Redacted from "effect/Redacted"
 import * as Redact from "../../src/state/Redact.js"
+import { cutAt } from "../support/pieces.js"
 
 const KEY = "sk-live-4f9a8b7c6d5e"
 const PASSWORD = "hunter2-correct-horse"
@@ -62,17 +63,6 @@ describe("Redact.make", () => {
     FastCheck.constantFrom(KEY, PASSWORD, "http://user:pass@host/v1", "Bearer abcdefgh12345", " ", "\n", ":", "@"),
     FastCheck.string({ maxLength: 8 })
   )
-  const pieces = (text: string, cuts: ReadonlyArray<number>) => {
-    const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b)
-    const out: Array<string> = []
-    let from = 0
-    for (const c of at) {
-      out.push(text.slice(from, c))
-      from = c
-    }
-    out.push(text.slice(from))
-    return out
-  }
 
   it.prop(
     "a stream lets through exactly the redacted text, however it is split: no secret survives a split",
@@ -81,7 +71,7 @@ describe("Redact.make", () => {
       const text = parts.join("")
       const stream = redactor.stream()
       let shown = ""
-      for (const piece of pieces(text, cuts)) shown += stream.push(piece)
+      for (const piece of cutAt(text, cuts)) shown += stream.push(piece)
       shown += stream.end()
       assert.strictEqual(shown, redactor.text(text))
       assert.notInclude(shown, KEY)
