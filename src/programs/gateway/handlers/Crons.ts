@@ -111,9 +111,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
       /** The schedule spec (with its end time) and next tick, or 422 naming the field. */
       const scheduleOf = (schedule: string, timezone: string, endTime: string | null, now: number) =>
         Effect.gen(function*() {
-          if (Schedules.timezoneProblem(timezone) !== undefined) {
-            return yield* unprocessable(`timezone: ${Schedules.timezoneProblem(timezone)}.`)
-          }
+          const zone = Schedules.timezoneProblem(timezone)
+          if (zone !== undefined) return yield* unprocessable(`timezone: ${zone}.`)
           let end: string | null = null
           if (endTime !== null) {
             const millis = endTime.length <= 64 && /^\d{4}-\d{2}-\d{2}/.test(endTime) ? Date.parse(endTime) : Number.NaN
