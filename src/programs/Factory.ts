@@ -24,6 +24,7 @@ import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -439,36 +440,6 @@ export const layer = (
           }
         })
 
-      const failedRun = (threadId: string, runId: string, error: { readonly _tag: string; readonly message: string }) =>
-        Stream.make<Array<RunEvent>>(
-          { type: "run_start", thread_id: threadId, run_id: runId },
-          { type: "run_end", status: "error", stop_reason: "error", error: { name: error._tag, message: error.message } }
-        )
-
-      const run = (input: TurnInput): Stream.Stream<RunEvent> => {
-        const threadId = input.threadId ?? M.newId()
-        const runId = input.runId ?? M.newId()
-        return Stream.unwrap(Effect.gen(function*() {
-          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId, input.admin === true))
-          if (Either.isLeft(resolved)) return failedRun(threadId, runId, resolved.left)
-          const made = yield* Effect.either(built(resolved.right))
-          if (Either.isLeft(made)) return failedRun(threadId, runId, made.left)
-          const { admin, settings: _, ...turn } = input
-          const options = { ...runOptions(resolved.right), admin: admin === true }
-          const events = made.right.agent.run({ ...turn, threadId, runId, options })
-          const messages = [...resolved.right.warnings, ...made.right.assembly.warnings]
-          const warnings = messages.map((message): RunEvent => ({
-            type: "custom",
-            name: "warning",
-            data: { message }
-          }))
-          if (warnings.length === 0) return events
-          return Stream.mapAccum(events, true, (first, event) => [false, first ? [event, ...warnings] : [event]]).pipe(
-            Stream.flattenIterables
-          )
-        }))
-      }
-
       const turn = (input: TurnInput, onEvent: (event: RunEvent) => void): Effect.Effect<void> => {
         const threadId = input.threadId ?? M.newId()
         const runId = input.runId ?? M.newId()
@@ -501,6 +472,16 @@ export const layer = (
           yield* made.right.agent.turn({ ...rest, threadId, runId, options }, send)
         })
       }
+
+      // (the events of `turn` as a stream: stopping the stream early interrupts the turn, which cancels the run)
+      const run = (input: TurnInput): Stream.Stream<RunEvent> =>
+        Stream.unwrapScoped(Effect.gen(function*() {
+          const mailbox = yield* Mailbox.make<RunEvent>()
+          yield* turn(input, (event) => {
+            mailbox.unsafeOffer(event)
+          }).pipe(Effect.ensuring(mailbox.end), Effect.forkScoped)
+          return Mailbox.toStream(mailbox)
+        }))
 
       return AgentFactory.of({
         turn,
