@@ -61,6 +61,19 @@ const urlCredentials = () => /:\/\/[^\s/?#@]+@/g
  */
 const authTokens = () => /(Bearer|Basic)(\s+)(?:(?!(?:Bearer|Basic)\s)[A-Za-z0-9._~+/=-]){8,}/gi
 
+// (the non-global ones are made once: a regular expression literal is a new object each time it is evaluated,
+// and a stream evaluates these on every delta)
+const WHITESPACE = /\s/
+const SCHEME_WORD = /bearer|basic/i
+const SCHEME_AT_END = /(Bearer|Basic)\s+$/i
+
+/** Whether `text` ends with the first `k` characters of `secret` (without making that prefix). */
+const endsWithPrefix = (text: string, secret: string, k: number): boolean => {
+  const from = text.length - k
+  for (let i = 0; i < k; i++) if (text.charCodeAt(from + i) !== secret.charCodeAt(i)) return false
+  return true
+}
+
 /** The user name and password of a URL, when it has any (so that an echo of either alone is caught too). */
 export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
   if (url === undefined) return []
@@ -104,7 +117,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
   const longest = list.length === 0 ? 0 : list[0]!.length
 
   const mayHold = (text: string) =>
-    text.includes("://") || /bearer|basic/i.test(text) || list.some((secret) => text.includes(secret))
+    text.includes("://") || SCHEME_WORD.test(text) || list.some((secret) => text.includes(secret))
 
   const text = (input: string): string => {
     if (!mayHold(input)) return input
@@ -146,26 +159,27 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     let cut = pending.length
     // The last word may still grow into a URL with credentials (it has a `:`) or an auth scheme.
     let start = pending.length
-    while (start > 0 && !/\s/.test(pending[start - 1]!)) start--
+    while (start > 0 && !WHITESPACE.test(pending[start - 1]!)) start--
     const word = pending.slice(start)
     const tail = word.slice(-6).toLowerCase()
     if (word.includes(":") || SCHEME_STARTS.some((start) => tail.endsWith(start))) {
       cut = word.length > MAX_HOLD ? pending.length - Math.max(256, longest) : start
     }
     // "Bearer " waits for its token, and the token for its end.
-    const scheme = /(Bearer|Basic)\s+$/i.exec(pending.slice(0, start))
+    const scheme = SCHEME_AT_END.exec(pending.slice(0, start))
     if (scheme !== null) cut = Math.min(cut, scheme.index)
     // Any ending that starts a secret waits for the rest.
     for (const secret of list) {
       for (let k = Math.min(secret.length - 1, pending.length); k > 0; k--) {
         if (pending.length - k >= cut) break
-        if (pending.endsWith(secret.slice(0, k))) {
+        if (endsWithPrefix(pending, secret, k)) {
           cut = pending.length - k
           break
         }
       }
     }
-    // No complete match may straddle the cut.
+    // No complete match may straddle the cut (there is none when nothing in `pending` may hold one).
+    if (!mayHold(pending)) return cut
     for (const pattern of [secretPattern, urlCredentials(), authTokens()]) {
       if (pattern === undefined) continue
       for (const match of pending.matchAll(new RegExp(pattern.source, pattern.flags))) {
