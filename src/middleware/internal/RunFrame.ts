@@ -246,11 +246,21 @@ export const perRunLayer = <E, R>(
           ? entered
           : Effect.ensuring(entered, Effect.sync(() => frame.wrappers.set(key, previous)))
       })
-    // The per-run effect sees the app's services and the run's scope: the fiber's context is the run's with
-    // those added while it runs, and the run's again when it ends, however it ends (what `Effect.provide` does,
-    // in one uninterruptible region instead of its acquire/use/release: a third of the effect steps).
+    // The per-run effect sees the app's services and the run's scope. When the run's context already holds
+    // both (the same services: an app runs its agent under its own services, and `Run.execute` gives the run
+    // its scope), it runs in that context as is. Otherwise the fiber's context is the run's with those added
+    // while it runs, and the run's again when it ends, however it ends (what `Effect.provide` does, in one
+    // uninterruptible region instead of its acquire/use/release). The first way copies no context and sets no
+    // fiber ref: 19 per-run middlewares each did both, on every run.
+    const appEntries = [...app.unsafeMap]
+    const holdsApp = (context: Context.Context<never>, frame: Frame): boolean => {
+      const services = context.unsafeMap
+      if (services.get(Scope.Scope.key) !== frame.scope) return false
+      for (const [key, service] of appEntries) if (services.get(key) !== service) return false
+      return true
+    }
     const start = (context: Context.Context<never>, frame: Frame): Effect.Effect<Wrap> =>
-      Effect.uninterruptibleMask((restore) => {
+      holdsApp(context, frame) ? Effect.orDie(perRun as Effect.Effect<Wrap, E>) : Effect.uninterruptibleMask((restore) => {
         const back = FiberRef.set(FiberRef.currentContext, context)
         return Effect.zipRight(
           FiberRef.set(FiberRef.currentContext, Context.add(Context.merge(context, app), Scope.Scope, frame.scope)),
