@@ -166,51 +166,68 @@ export const wrap = (options: Options = {}) => {
       )
       return Effect.as(logged, failedResponse(fallbackMessage(error, classification)))
     })
+  const succeeded = (response: ModelResponse) => {
+    breaker.onSuccess()
+    return Effect.succeed(response)
+  }
+  // One attempt: `next` is called again for every attempt, so the inner wrappers really run again (see the
+  // header).
+  const attempt = <R>(
+    request: ModelRequest,
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+  ) => limiter === undefined ? next(request) : limiter.withPermits(1)(Effect.suspend(() => next(request)))
+  // The schedule is driven from the first failure on, so a call that succeeds at once (most do) pays nothing
+  // for it (`Effect.retry` would make its driver and provide its iteration metadata on every call); what the
+  // retries need is made here, after that failure.
+  const retry = <R>(
+    request: ModelRequest,
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>,
+    first: ModelError
+  ) => {
+    const name = request.settings.modelName
+    const schedule = (name !== undefined ? byModel.get(name) : undefined) ?? standard
+    const again = Effect.flatMap(Effect.suspend(() => attempt(request, next)), succeeded)
+    return Effect.flatMap(Schedule.driver(schedule), (driver) => {
+      const after = (error: ModelError): Effect.Effect<ModelResponse, never, R | RunEvents> =>
+        Effect.matchEffect(driver.next(error), {
+          onFailure: () => Effect.flatMap(Effect.orDie(driver.last), (decision) => giveUp(error, decision)),
+          onSuccess: () => Effect.catchAll(again, after)
+        })
+      return after(first)
+    })
+  }
+  // The first attempt, made when it runs (inside the tracer's check): success and failure in one handler.
+  const call = <R>(
+    request: ModelRequest,
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+  ) =>
+    Effect.matchEffect(attempt(request, next), {
+      onFailure: (first) => retry(request, next, first),
+      onSuccess: succeeded
+    })
+  const guarded = <R>(
+    request: ModelRequest,
+    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+  ) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (!breaker.tryAcquire(now)) {
+        return Effect.as(
+          Effect.annotateCurrentSpan("antler.llm.error_reason", "circuit_open"),
+          failedResponse(circuitOpenMessage())
+        )
+      }
+      // Interruption or a defect leaves no verdict: free the probe so the next call can try.
+      return call(request, next).pipe(Effect.onError(() => Effect.sync(breaker.release)))
+    })
   return <R>(
     request: ModelRequest,
     next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
-  ): Effect.Effect<ModelResponse, ModelError, R | RunEvents> => {
-    // `next` is called again for every attempt, so the inner wrappers really run again (see the header).
-    const inner = Effect.suspend(() => next(request))
-    const succeeded = (response: ModelResponse) => {
-      breaker.onSuccess()
-      return Effect.succeed(response)
-    }
-    // (every attempt after the first: the first is `call`, made when it runs)
-    const again = Effect.flatMap(limiter === undefined ? inner : limiter.withPermits(1)(inner), succeeded)
-    const name = request.settings.modelName
-    const schedule = (name !== undefined ? byModel.get(name) : undefined) ?? standard
-    // The schedule is driven from the first failure on, so a call that succeeds at once (most do) pays nothing
-    // for it (`Effect.retry` would make its driver and provide its iteration metadata on every call).
-    const retry = (first: ModelError) =>
-      Effect.flatMap(Schedule.driver(schedule), (driver) => {
-        const after = (error: ModelError): Effect.Effect<ModelResponse, never, R | RunEvents> =>
-          Effect.matchEffect(driver.next(error), {
-            onFailure: () => Effect.flatMap(Effect.orDie(driver.last), (decision) => giveUp(error, decision)),
-            onSuccess: () => Effect.catchAll(again, after)
-          })
-        return after(first)
-      })
-    // The first attempt, made when it runs (inside the tracer's check): success and failure in one handler.
-    const call = () =>
-      Effect.matchEffect(limiter === undefined ? next(request) : limiter.withPermits(1)(inner), {
-        onFailure: retry,
-        onSuccess: succeeded
-      })
-    const guarded = () =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        if (!breaker.tryAcquire(now)) {
-          return Effect.as(
-            Effect.annotateCurrentSpan("antler.llm.error_reason", "circuit_open"),
-            failedResponse(circuitOpenMessage())
-          )
-        }
-        // Interruption or a defect leaves no verdict: free the probe so the next call can try.
-        return call().pipe(Effect.onError(() => Effect.sync(breaker.release)))
-      })
+  ): Effect.Effect<ModelResponse, ModelError, R | RunEvents> =>
     // Hot path: a closed circuit needs neither the clock nor a probe guard.
-    return Tracing.spanWhenTraced(() => (breaker.state() === "closed" ? call() : guarded()), "LLMErrorHandling.call")
-  }
+    Tracing.spanWhenTraced(
+      () => (breaker.state() === "closed" ? call(request, next) : guarded(request, next)),
+      "LLMErrorHandling.call"
+    )
 }
 
 /** The middleware with explicit options; the app's `ModelCallLimiter` is used when provided. */
