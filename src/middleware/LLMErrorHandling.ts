@@ -125,6 +125,9 @@ const llmCallDefaults = decodeLlmCall({})
 const llmCallOf = (given: Partial<LlmCallConfig> | undefined): LlmCallConfig =>
   given === undefined ? llmCallDefaults : { ...llmCallDefaults, ...given }
 
+/** The inner model call a wrapper is given (`R`: what it needs). */
+type Next<R> = (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
+
 /** The retry wrapper, as a plain function (usable without a layer). */
 export const wrap = (options: Options = {}) => {
   const config: LlmCallConfig = llmCallOf(options.llmCall)
@@ -172,18 +175,12 @@ export const wrap = (options: Options = {}) => {
   }
   // One attempt: `next` is called again for every attempt, so the inner wrappers really run again (see the
   // header).
-  const attempt = <R>(
-    request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
-  ) => limiter === undefined ? next(request) : limiter.withPermits(1)(Effect.suspend(() => next(request)))
+  const attempt = <R>(request: ModelRequest, next: Next<R>) =>
+    limiter === undefined ? next(request) : limiter.withPermits(1)(Effect.suspend(() => next(request)))
   // The schedule is driven from the first failure on, so a call that succeeds at once (most do) pays nothing
   // for it (`Effect.retry` would make its driver and provide its iteration metadata on every call); what the
   // retries need is made here, after that failure.
-  const retry = <R>(
-    request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>,
-    first: ModelError
-  ) => {
+  const retry = <R>(request: ModelRequest, next: Next<R>, first: ModelError) => {
     const name = request.settings.modelName
     const schedule = (name !== undefined ? byModel.get(name) : undefined) ?? standard
     const again = Effect.flatMap(Effect.suspend(() => attempt(request, next)), succeeded)
@@ -197,18 +194,12 @@ export const wrap = (options: Options = {}) => {
     })
   }
   // The first attempt, made when it runs (inside the tracer's check): success and failure in one handler.
-  const call = <R>(
-    request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
-  ) =>
+  const call = <R>(request: ModelRequest, next: Next<R>) =>
     Effect.matchEffect(attempt(request, next), {
       onFailure: (first) => retry(request, next, first),
       onSuccess: succeeded
     })
-  const guarded = <R>(
-    request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
-  ) =>
+  const guarded = <R>(request: ModelRequest, next: Next<R>) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       if (!breaker.tryAcquire(now)) {
         return Effect.as(
@@ -219,10 +210,7 @@ export const wrap = (options: Options = {}) => {
       // Interruption or a defect leaves no verdict: free the probe so the next call can try.
       return call(request, next).pipe(Effect.onError(() => Effect.sync(breaker.release)))
     })
-  return <R>(
-    request: ModelRequest,
-    next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
-  ): Effect.Effect<ModelResponse, ModelError, R | RunEvents> =>
+  return <R>(request: ModelRequest, next: Next<R>): Effect.Effect<ModelResponse, ModelError, R | RunEvents> =>
     // Hot path: a closed circuit needs neither the clock nor a probe guard.
     Tracing.spanWhenTraced(
       () => (breaker.state() === "closed" ? call(request, next) : guarded(request, next)),

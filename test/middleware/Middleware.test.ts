@@ -166,33 +166,37 @@ describe("Middleware.stack", () => {
   // Two ways a run is started: under the app's own services (as an app runs its agent), or under a context without
   // them (the per-run effects get them from the build). Both must look the same from inside.
   for (const caller of ["without the app's services", "under the app's services"] as const) {
-    it.effect(`per-run effects share the run's scope: inner finalizers first, after every hook; app services come from the build (run ${caller})`, () =>
-    Effect.gen(function*() {
-      const trace: Array<string> = []
-      // a service the agent was built with, which the run's own context may not have
-      class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
-      const perRun = (name: string) =>
-        MW.make(Effect.gen(function*() {
-          const greeting = yield* Greeting
-          yield* Effect.addFinalizer(() => Effect.sync(() => trace.push(`${name}: finalized`)))
-          return {
-            run: (loop) => Effect.ensuring(loop, Effect.sync(() => trace.push(`${name}: ${greeting}, after_agent`)))
-          }
-        }))
-      const ports = yield* Layer.build(MW.stack(
-        [perRun("outer"), perRun("inner")],
-        MW.base(ScriptedModel.make(["done"]), Toolkit.make([echo]))
-      )).pipe(Effect.provideService(Greeting, "hello"))
-      const execute = Run.execute({ threadId: "scoped", input: [M.human("hi")] }, ports)
-      const end = yield* (caller === "under the app's services" ? Effect.provideService(execute, Greeting, "hello") : execute)
-      assert.strictEqual(end.status, "success")
-      assert.deepStrictEqual(trace, [
-        "inner: hello, after_agent",
-        "outer: hello, after_agent",
-        "inner: finalized",
-        "outer: finalized"
-      ])
-    }).pipe(Effect.scoped, H.withStore))
+    const title = "per-run effects share the run's scope: inner finalizers first, after every hook; " +
+      `app services come from the build (run ${caller})`
+    it.effect(title, () =>
+      Effect.gen(function*() {
+        const trace: Array<string> = []
+        // a service the agent was built with, which the run's own context may not have
+        class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+        const perRun = (name: string) =>
+          MW.make(Effect.gen(function*() {
+            const greeting = yield* Greeting
+            yield* Effect.addFinalizer(() => Effect.sync(() => trace.push(`${name}: finalized`)))
+            return {
+              run: (loop) => Effect.ensuring(loop, Effect.sync(() => trace.push(`${name}: ${greeting}, after_agent`)))
+            }
+          }))
+        const ports = yield* Layer.build(MW.stack(
+          [perRun("outer"), perRun("inner")],
+          MW.base(ScriptedModel.make(["done"]), Toolkit.make([echo]))
+        )).pipe(Effect.provideService(Greeting, "hello"))
+        const execute = Run.execute({ threadId: "scoped", input: [M.human("hi")] }, ports)
+        const end = yield* (caller === "under the app's services"
+          ? Effect.provideService(execute, Greeting, "hello")
+          : execute)
+        assert.strictEqual(end.status, "success")
+        assert.deepStrictEqual(trace, [
+          "inner: hello, after_agent",
+          "outer: hello, after_agent",
+          "inner: finalized",
+          "outer: finalized"
+        ])
+      }).pipe(Effect.scoped, H.withStore))
   }
 
   it.effect("a per-run effect sees the build's services; the run sees its own again, however the set-up ends", () =>

@@ -259,8 +259,8 @@ export const perRunLayer = <E, R>(
       for (const [key, service] of appEntries) if (services.get(key) !== service) return false
       return true
     }
-    const start = (context: Context.Context<never>, frame: Frame): Effect.Effect<Wrap> =>
-      holdsApp(context, frame) ? Effect.orDie(perRun as Effect.Effect<Wrap, E>) : Effect.uninterruptibleMask((restore) => {
+    const provided = (context: Context.Context<never>, frame: Frame): Effect.Effect<Wrap> =>
+      Effect.uninterruptibleMask((restore) => {
         const back = FiberRef.set(FiberRef.currentContext, context)
         return Effect.zipRight(
           FiberRef.set(FiberRef.currentContext, Context.add(Context.merge(context, app), Scope.Scope, frame.scope)),
@@ -270,6 +270,8 @@ export const perRunLayer = <E, R>(
           })
         )
       })
+    const start = (context: Context.Context<never>, frame: Frame): Effect.Effect<Wrap> =>
+      holdsApp(context, frame) ? Effect.orDie(perRun as Effect.Effect<Wrap, E>) : provided(context, frame)
     // Every call of every run goes through here: the run's wrappers are read straight off the fiber (one
     // instruction, not a FiberRef.get and a flatMap).
     const generate: ModelNext = (request) =>
