@@ -1,11 +1,11 @@
 /**
  * A run's stream as its subscribers read it (SPEC §12.3): the encoded form of the run's events, its frames from a
  * cursor as they are appended to its buffer (`RunBuffer`), and those frames as SSE text filtered to the client's
- * stream modes, with heartbeats. A waiting subscriber holds one listener and at most one timer (no fiber per
- * wait), and the frames found at once go out as one piece of text.
+ * stream modes, with heartbeats. A waiting subscriber holds one listener (no fiber per wait), and the frames
+ * found at once go out as one piece of text.
  */
+import { Readable } from "node:stream"
 import * as Chunk from "effect/Chunk"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -64,54 +64,76 @@ const find = (run: Reader, position: number): Found => {
 
 /**
  * A run's stream as SSE text from `cursor` (0: from its first event), filtered to `modes` (all when absent), with
- * a heartbeat every `heartbeatSeconds`; ends after `end`, or after `gap`. `onDisconnect` runs when the client is
- * gone before that.
+ * a heartbeat every `heartbeatSeconds`; ends after `end`, or after `gap`. `onDisconnect` runs when the reader is
+ * gone before that (the stream destroyed: the client disconnected, or the response was interrupted).
+ *
+ * A Node `Readable` that reads the run's buffer itself: a token's frame is one `push`, with no stream stage,
+ * fiber or effect per event (the response pipes it to the socket).
  */
 export const subscribe = (
   run: Reader,
   cursor: number,
   modes: ReadonlyArray<Protocol.StreamMode> | undefined,
-  onDisconnect: Effect.Effect<void> | undefined,
+  onDisconnect: (() => void) | undefined,
   heartbeatSeconds: number
-): Stream.Stream<string> => {
-  let complete = false
-  // heartbeats every `heartbeatSeconds` from the subscription's start, between the frames; the frames
-  // found at once are sent as one piece of text (a client behind gets what it missed in one write)
-  const beat = heartbeatSeconds * 1000
+): Readable => {
   const keep = keepOf(modes)
-  let nextBeat: number | undefined
-  const page = (position: number) =>
-    Effect.gen(function*() {
-      let text = ""
-      for (;;) {
-        const now = yield* Clock.currentTimeMillis
-        if (nextBeat === undefined) nextBeat = now + beat
-        if (now >= nextBeat) {
-          text += Protocol.HEARTBEAT
-          nextBeat = now + beat
-        }
-        const seen = run.changes()
-        const found = find(run, position)
-        switch (found._tag) {
-          case "gap":
-            complete = true
-            return [text + Protocol.sse(found.gap), Option.none<number>()] as const
-          case "frames":
-            if (found.ended) complete = true
-            for (const frame of found.frames) if (keep(frame)) text += Protocol.sse(frame)
-            return [text, found.ended ? Option.none<number>() : Option.some(found.frames.at(-1)!.id)] as const
-          case "finished":
-            complete = true
-            return [text, Option.none<number>()] as const
-        }
-        if (text !== "") return [text, Option.some(position)] as const
-        yield* appended(run, seen, Math.max(0, nextBeat - now))
+  let position = cursor
+  let complete = false
+  // the listener waiting for the next append, when one is
+  let off: (() => void) | undefined
+  const stop = () => {
+    clearInterval(heartbeat)
+    off?.()
+    off = undefined
+  }
+  const finish = (text: string) => {
+    complete = true
+    stop()
+    if (text !== "") stream.push(text)
+    stream.push(null)
+  }
+  // pushes what is buffered after the position, then waits for the next append (unless the reader is full)
+  const pump = () => {
+    if (complete || stream.destroyed) return
+    const found = find(run, position)
+    switch (found._tag) {
+      case "gap":
+        return finish(Protocol.sse(found.gap))
+      case "finished":
+        return finish("")
+      case "frames": {
+        let text = ""
+        for (const frame of found.frames) if (keep(frame)) text += Protocol.sse(frame)
+        position = found.frames[found.frames.length - 1]!.id
+        if (found.ended) return finish(text)
+        // the frames found at once go out as one piece; a full reader asks again (`read`)
+        if (text !== "" && !stream.push(text)) return
+        break
       }
-    })
-  return Stream.paginateEffect(cursor, page).pipe(
-    Stream.filter((text) => text !== ""),
-    Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
-  )
+    }
+    if (off === undefined) {
+      off = run.onChange(() => {
+        off = undefined
+        pump()
+      })
+    }
+  }
+  const stream = new Readable({
+    read: pump,
+    destroy: (error, callback) => {
+      stop()
+      if (!complete) {
+        complete = true
+        onDisconnect?.()
+      }
+      callback(error)
+    }
+  })
+  const heartbeat = setInterval(() => {
+    if (!complete && !stream.destroyed) stream.push(Protocol.HEARTBEAT)
+  }, heartbeatSeconds * 1000)
+  return stream
 }
 
 /**
@@ -143,25 +165,11 @@ export const framesOf = (run: Reader, cursor: number, onComplete: () => void): S
     })
   )
 
-/** Until `run` appends after `seen`, or `ms` pass when given (one listener and at most one timer, no fibers). */
-const appended = (run: Reader, seen: number, ms?: number): Effect.Effect<void> =>
+/** Until `run` appends after `seen` (one listener, no fiber). */
+const appended = (run: Reader, seen: number): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
     if (run.changes() !== seen) return resume(Effect.void)
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const off = run.onChange(() => {
-      clearTimeout(timer)
-      resume(Effect.void)
-    })
-    if (ms !== undefined) {
-      timer = setTimeout(() => {
-        off()
-        resume(Effect.void)
-      }, ms)
-    }
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      off()
-    })
+    return Effect.sync(run.onChange(() => resume(Effect.void)))
   })
 
 /** Whether a frame is of `modes` (every frame when absent; frames of no mode always). */

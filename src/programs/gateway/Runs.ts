@@ -8,6 +8,7 @@
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
  * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
  */
+import type { Readable } from "node:stream"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -17,7 +18,7 @@ import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
+import * as Runtime from "effect/Runtime"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
@@ -131,15 +132,15 @@ export interface Service {
   readonly cancel: (runId: string, action: CancelAction, wait: boolean) => Effect.Effect<void, GatewayError>
   /**
    * A run's stream as SSE text from `cursor` (0: from its first event), filtered to `modes` (all of the run's
-   * when absent), with heartbeats; ends after `end`, or after `gap`. `onEnd` runs when the client is gone
-   * before that (a disconnect).
+   * when absent), with heartbeats; ends after `end`, or after `gap`. `onDisconnect` runs when the client is
+   * gone before that (the stream destroyed). A Node `Readable`, which the response pipes to the socket.
    */
   readonly subscribe: (
     run: ActiveRun,
     cursor: number,
     modes?: ReadonlyArray<Protocol.StreamMode> | undefined,
     onDisconnect?: Effect.Effect<void> | undefined
-  ) => Stream.Stream<string>
+  ) => Readable
   /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
   /**
@@ -202,6 +203,8 @@ export const layer = (
       const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
       const active = new Map<string, ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
+      // what a subscriber's stream runs when its client goes away (outside any request's fiber)
+      const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
       // the newest `keepFinished` finished runs stay joinable, and so does any that ended less than a grace
       // period ago (clients that dropped mid-run rejoin late under load), up to GRACE_CAP times as many
@@ -490,7 +493,13 @@ export const layer = (
         })
 
       const subscribe: Service["subscribe"] = (run, cursor, modes, onDisconnect) =>
-        RunStream.subscribe(run, cursor, modes, onDisconnect, options.heartbeatSeconds)
+        RunStream.subscribe(
+          run,
+          cursor,
+          modes,
+          onDisconnect === undefined ? undefined : () => runFork(onDisconnect),
+          options.heartbeatSeconds
+        )
 
       const recover: Service["recover"] = Effect.mapError(RunRecords.recover(store), internal)
 

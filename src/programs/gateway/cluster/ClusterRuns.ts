@@ -12,6 +12,7 @@
  *
  * The module imports @effect/sql-pg (an optional peer): the gateway loads it only when a cluster is configured.
  */
+import { Readable } from "node:stream"
 import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
@@ -351,9 +352,11 @@ export const layer = (
             )
           )
         )
-        return Runs.sseOf(frames, modes, options.heartbeatSeconds).pipe(
+        const text = Runs.sseOf(frames, modes, options.heartbeatSeconds).pipe(
           Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
         )
+        // destroying the readable (the client gone) ends the iteration, which interrupts the stream
+        return Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
       }
 
       return Runs.Runs.of({

@@ -3,9 +3,9 @@
  * success schema and sent as it is: the schemas hold no transformations, so the value is its own encoding),
  * server-sent events, and the reading of loosely typed query parameters.
  */
+import type { Readable } from "node:stream"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 
 /** A JSON answer of a declared shape. */
 export const json = <A, I>(
@@ -15,9 +15,12 @@ export const json = <A, I>(
   headers: Record<string, string> = {}
 ) => HttpServerResponse.unsafeJson(body, { status, headers })
 
-/** A stream of server-sent events (text), never buffered by a proxy. */
-export const sse = (stream: Stream.Stream<string>, headers: Record<string, string>) =>
-  HttpServerResponse.stream(Stream.encodeText(stream), {
+/**
+ * Server-sent events, never buffered by a proxy: a stream of them (text, which the server pipes to the socket),
+ * or all of them at once.
+ */
+export const sse = (body: Readable | string, headers: Record<string, string>) =>
+  HttpServerResponse.raw(body, {
     contentType: "text/event-stream",
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
   })

@@ -11,7 +11,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
@@ -193,7 +192,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             }
             frames.push(Protocol.sse({ id: 3, event: "end", data: "null" }))
           }
-          return sse(Stream.fromIterable(frames), {})
+          return sse(frames.join(""), {})
         })
 
       return handlers
