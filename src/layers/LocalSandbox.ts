@@ -195,11 +195,12 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
       return Effect.try({
         try: () => {
           const cached = touch(id)
-          // The directories are (re)made on every acquire: a host command may have removed one.
+          // The directories are (re)made on every acquire: a host command may have removed one. Each is looked at
+          // first: one `stat` when it is there (every tool call), where `mkdir -p` makes two system calls.
           const paths = cached?.paths ?? threadPaths(Path.resolve(app.home), userId, threadId)
           const acpWorkspace = acp ? acpWorkspacePath(Path.resolve(app.home), userId, threadId) : undefined
           for (const dir of [paths.workspace, paths.uploads, paths.outputs, ...(acpWorkspace ? [acpWorkspace] : [])]) {
-            Fs.mkdirSync(dir, { recursive: true })
+            if (Fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) Fs.mkdirSync(dir, { recursive: true })
           }
           if (cached !== undefined) return cached
           const sandbox = makeSandbox({
