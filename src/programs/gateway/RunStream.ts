@@ -82,6 +82,8 @@ export const subscribe = (
   let complete = false
   // the listener waiting for the next append, when one is
   let off: (() => void) | undefined
+  // heartbeats from the first read (a stream never read, e.g. a response never sent, holds no timer)
+  let heartbeat: ReturnType<typeof setInterval> | undefined
   const stop = () => {
     clearInterval(heartbeat)
     off?.()
@@ -120,7 +122,14 @@ export const subscribe = (
     }
   }
   const stream = new Readable({
-    read: pump,
+    read: () => {
+      if (heartbeat === undefined && !complete) {
+        heartbeat = setInterval(() => {
+          if (!complete && !stream.destroyed) stream.push(Protocol.HEARTBEAT)
+        }, heartbeatSeconds * 1000)
+      }
+      pump()
+    },
     destroy: (error, callback) => {
       stop()
       if (!complete) {
@@ -130,9 +139,6 @@ export const subscribe = (
       callback(error)
     }
   })
-  const heartbeat = setInterval(() => {
-    if (!complete && !stream.destroyed) stream.push(Protocol.HEARTBEAT)
-  }, heartbeatSeconds * 1000)
   return stream
 }
 

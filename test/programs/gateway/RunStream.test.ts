@@ -1,0 +1,94 @@
+/**
+ * A subscriber's stream of a run (`RunStream.subscribe`, a Node `Readable` over the run's buffer): it gives the
+ * frames after its cursor as they are appended, each once and in order, filtered to its modes, with heartbeats
+ * while the run is silent; it ends after `end`; a reader that goes away before that is a disconnect (once), one
+ * that read to the end is not; and a stream that is never read holds no timer and no listener.
+ */
+import { assert, describe, it, vi } from "@effect/vitest"
+import type { Readable } from "node:stream"
+import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
+import * as RunStream from "../../../src/programs/gateway/RunStream.js"
+
+const buffer = () => RunBuffer.make("run-1", { bufferSize: 100, bufferBytes: 1_000_000 }, JSON.stringify)
+
+/** Reads `stream` until `done` holds of what came so far (or it ends); returns the text. */
+const readUntil = (stream: Readable, done: (text: string) => boolean) =>
+  new Promise<string>((resolve, reject) => {
+    let text = ""
+    const onData = (piece: string) => {
+      text += piece
+      if (done(text)) {
+        stream.off("data", onData)
+        stream.pause()
+        resolve(text)
+      }
+    }
+    stream.setEncoding("utf8").on("data", onData).once("end", () => resolve(text)).once("error", reject).resume()
+  })
+
+const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
+
+describe("a run's stream to one subscriber", () => {
+  it("gives the frames after its cursor as they come, in order, filtered to its modes, and ends after end", async () => {
+    const run = buffer()
+    run.append([{ event: "metadata", data: { run_id: "run-1" } }, { event: "values", data: { messages: [] } }])
+    let disconnects = 0
+    // after cursor 1: a values frame, not of the mode asked for, then what is appended while it reads
+    const stream = RunStream.subscribe(run, 1, ["messages-tuple"], () => disconnects++, 60)
+    setTimeout(() => {
+      run.append([{ event: "messages", data: [{ content: "Hel" }, {}] }])
+      run.append([{ event: "values", data: {} }, { event: "messages", data: [{ content: "lo" }, {}] }])
+      run.append([{ event: "end", data: null }])
+    }, 10)
+    const rest = await readUntil(stream, () => false)
+    assert.deepStrictEqual(ids(rest), [3, 5, 6])
+    assert.match(rest, /event: end\ndata: null\nid: 6\n\n$/)
+    assert.strictEqual(disconnects, 0, "a reader that read to the end did not disconnect")
+  }, 10_000)
+
+  it("a reader gone before the end is one disconnect", async () => {
+    const run = buffer()
+    run.append([{ event: "metadata", data: {} }])
+    let disconnects = 0
+    const stream = RunStream.subscribe(run, 0, undefined, () => disconnects++, 60)
+    const text = await readUntil(stream, (t) => t.includes("id: 1\n"))
+    assert.deepStrictEqual(ids(text), [1])
+    stream.destroy()
+    await new Promise((resolve) => stream.once("close", resolve))
+    assert.strictEqual(disconnects, 1)
+    // an append after that pushes nothing into the destroyed stream, and the disconnect is not run twice
+    run.append([{ event: "end", data: null }])
+    stream.destroy()
+    assert.strictEqual(disconnects, 1)
+  })
+
+  it("sends heartbeats while the run is silent, from its first read; an ended or unread stream holds no timer", async () => {
+    vi.useFakeTimers()
+    try {
+      const run = buffer()
+      const unread = RunStream.subscribe(run, 0, undefined, undefined, 1)
+      assert.strictEqual(vi.getTimerCount(), 0, "no timer before the first read")
+      const stream = RunStream.subscribe(run, 0, undefined, undefined, 1)
+      const text = readUntil(stream, (t) => t.split(": heartbeat\n\n").length > 2)
+      await vi.advanceTimersByTimeAsync(2_500)
+      assert.strictEqual(await text, ": heartbeat\n\n: heartbeat\n\n")
+      run.append([{ event: "end", data: null }])
+      const end = await readUntil(stream, () => false)
+      assert.match(end, /^event: end\ndata: null\nid: 1\n\n$/)
+      assert.strictEqual(vi.getTimerCount(), 0, "the ended stream's timer is gone")
+      unread.destroy()
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it("a cursor older than the buffer gets the gap and the stream ends", async () => {
+    const run = RunBuffer.make("run-1", { bufferSize: 2, bufferBytes: 1_000_000 }, JSON.stringify)
+    for (let i = 0; i < 10; i++) run.append([{ event: "messages", data: [{ content: `${i}` }, {}] }])
+    let disconnects = 0
+    const text = await readUntil(RunStream.subscribe(run, 1, undefined, () => disconnects++, 60), () => false)
+    assert.match(text, /^event: gap\n/)
+    assert.strictEqual(ids(text).length, 1)
+    assert.strictEqual(disconnects, 0)
+  })
+})
