@@ -1,8 +1,8 @@
 /**
  * A subscriber's stream of a run (`RunStream.subscribe`, a Node `Readable` over the run's buffer): it gives the
- * frames after its cursor as they are appended, each once and in order, filtered to its modes, with heartbeats
- * while the run is silent; it ends after `end`; a reader that goes away before that is a disconnect (once), one
- * that read to the end is not; and a stream that is never read holds no timer and no listener.
+ * frames after its cursor as they are appended, each once and in order, filtered to its modes, a reader that falls
+ * behind too; heartbeats while the run is silent; it ends after `end`; a reader that goes away before that is a
+ * disconnect (once), one that read to the end is not; and a stream never read holds no timer.
  */
 import { assert, describe, it, vi } from "@effect/vitest"
 import type { Readable } from "node:stream"
@@ -45,6 +45,21 @@ describe("a run's stream to one subscriber", () => {
     assert.match(rest, /event: end\ndata: null\nid: 6\n\n$/)
     assert.strictEqual(disconnects, 0, "a reader that read to the end did not disconnect")
   }, 10_000)
+
+  it("a reader that falls behind gets every frame once, in order, when it reads again", async () => {
+    const run = RunBuffer.make("run-1", { bufferSize: 1000, bufferBytes: 10_000_000 }, JSON.stringify)
+    const stream = RunStream.subscribe(run, 0, undefined, undefined, 60)
+    run.append([{ event: "metadata", data: {} }])
+    await readUntil(stream, (t) => t.includes("id: 1\n"))
+    // the reader paused: appends fill its buffer past its high-water mark, then wait for it
+    const big = "x".repeat(2_000)
+    for (let i = 0; i < 40; i++) run.append([{ event: "messages", data: [{ content: big }, {}] }])
+    assert.isAbove(stream.readableLength, stream.readableHighWaterMark)
+    assert.isBelow(stream.readableLength, 40 * big.length, "it stopped taking frames once full")
+    run.append([{ event: "end", data: null }])
+    const rest = await readUntil(stream, () => false)
+    assert.deepStrictEqual(ids(rest), Array.from({ length: 41 }, (_, i) => i + 2))
+  })
 
   it("a reader gone before the end is one disconnect", async () => {
     const run = buffer()
