@@ -64,7 +64,9 @@ const commandsOf = (job: string): ReadonlyArray<number> => {
     if (!/^\d+$/.test(entry)) continue
     try {
       const argv = Fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0")
-      if (argv[0] === "/bin/bash" && argv[1] === "-c" && argv[2]?.startsWith(`trap "go=1" USR1; echo ${job}`)) {
+      // (in bwrap, `bash -c` and the command; on the host, the command comes after the limits and a `cd`)
+      const marker = `trap "go=1" USR1; echo ${job}`
+      if (argv[0] === "/bin/bash" && argv.includes("-c") && argv.some((arg) => arg.includes(marker))) {
         found.push(Number(entry))
       }
     } catch {
