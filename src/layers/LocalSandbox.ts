@@ -200,7 +200,8 @@ export const make = (app: AppConfigService["Type"], options: Options = {}): Sand
           const paths = cached?.paths ?? threadPaths(Path.resolve(app.home), userId, threadId)
           const acpWorkspace = acp ? acpWorkspacePath(Path.resolve(app.home), userId, threadId) : undefined
           for (const dir of [paths.workspace, paths.uploads, paths.outputs, ...(acpWorkspace ? [acpWorkspace] : [])]) {
-            if (Fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) Fs.mkdirSync(dir, { recursive: true })
+            const there = Fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true
+            if (!there) Fs.mkdirSync(dir, { recursive: true })
           }
           if (cached !== undefined) return cached
           const sandbox = makeSandbox({

@@ -48,8 +48,7 @@ describe("replay", () => {
     const run = gateway.runs.get(run_id)!
     await Effect.runPromise(Deferred.await(run.done))
 
-    const pieces = await piecesOf(gateway.runs.subscribe(run, 0))
-    const texts = [...pieces]
+    const texts = await piecesOf(gateway.runs.subscribe(run, 0))
     assert.strictEqual(texts.length, 1, `expected one piece, got ${texts.length}`)
     const ids = [...texts[0]!.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
     assert.isAbove(ids.length, 10)

@@ -29,7 +29,7 @@ const readUntil = (stream: Readable, done: (text: string) => boolean) =>
 const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
 
 describe("a run's stream to one subscriber", () => {
-  it("gives the frames after its cursor as they come, in order, filtered to its modes, and ends after end", async () => {
+  it("gives the frames after its cursor as they come, in order, filtered to its modes; ends after end", async () => {
     const run = buffer()
     run.append([{ event: "metadata", data: { run_id: "run-1" } }, { event: "values", data: { messages: [] } }])
     let disconnects = 0
@@ -77,7 +77,7 @@ describe("a run's stream to one subscriber", () => {
     assert.strictEqual(disconnects, 1)
   })
 
-  it("sends heartbeats while the run is silent, from its first read; an ended or unread stream holds no timer", async () => {
+  it("heartbeats while the run is silent, from its first read; an ended or unread stream has no timer", async () => {
     vi.useFakeTimers()
     try {
       const run = buffer()
