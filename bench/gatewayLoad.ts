@@ -9,7 +9,11 @@
  *   between the model server writing it and the client reading it (p50, p99), and the time to the first event.
  * - G2 load: 10, 100 and 500 concurrent streamed runs (a thread each), the servers alternating level by level:
  *   steps per second, CPU-seconds per 1,000 steps of the server's process tree (/proc), p99 added latency per
- *   token, and resident memory per active run (the peak during the level less the level's start, over N).
+ *   token, and resident memory per active run (the peak during the level less the level's start, over N). Each
+ *   level (and each server's G3) starts once every server is back to its idle CPU (`quiet`, at most a minute).
+ *
+ * Each measurement (a G1 run, a G2 level, a G3 round) runs with the other servers stopped (SIGSTOP): one server
+ * on the 2 cores at a time.
  * - G3 reconnects: 500 clients each start a resumable run, drop the stream after 50 of its answer tokens, and
  *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), and the time from the rejoin to its
  *   first event.
@@ -36,6 +40,7 @@ import type { ModelServer } from "./gatewayModel.js"
 import { startModel, TOKEN } from "./gatewayModel.js"
 import type { Server } from "./gatewayServers.js"
 import {
+  alone,
   antlerCli,
   ensurePeer,
   PEER_DIR,
@@ -174,7 +179,7 @@ const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
   for (let i = 0; i < params.g1Runs; i++) {
     for (let k = 0; k < servers.length; k++) {
       const s = servers[(i + k) % servers.length]!
-      ;(by[s.id] ??= []).push(await streamRun(model, s, "a"))
+      ;(by[s.id] ??= []).push(await alone(s, servers, () => streamRun(model, s, "a")))
     }
   }
   return Object.fromEntries(Object.entries(by).map(([id, runs]) => {
@@ -189,7 +194,37 @@ const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
   }))
 }
 
-const level = async (model: ModelServer, server: Server, n: number) => {
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** CPU ms each server uses in half a second while idle, over 2 s (LangGraph's dev server never idles at 0). */
+const idleOf = async (servers: ReadonlyArray<Server>) => {
+  const before = servers.map((s) => usageOf(s.pid).cpuMs)
+  await pause(2000)
+  return servers.map((s, i) => (usageOf(s.pid).cpuMs - before[i]!) / 4)
+}
+
+/**
+ * Waits until every server is back to its idle use of the CPU (`idle`, plus 5 % of a core) over half a second, at
+ * most a minute, so that a level does not share the 2 cores with what the level before left running on another
+ * server (its queue, its GC); the seconds waited, and the servers still busy when the minute ran out.
+ */
+const quiet = async (servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
+  const t0 = performance.now()
+  for (;;) {
+    const before = servers.map((s) => usageOf(s.pid).cpuMs)
+    await pause(500)
+    const busy = servers.flatMap((s, i) => (usageOf(s.pid).cpuMs - before[i]! > idle[i]! + 25 ? [s.id] : []))
+    const waitedS = round((performance.now() - t0) / 1000)
+    if (busy.length === 0 || waitedS > 60) return { waitedS, stillBusy: busy }
+  }
+}
+
+const level = async (
+  model: ModelServer,
+  server: Server,
+  n: number,
+  quietS: Awaited<ReturnType<typeof quiet>>
+) => {
   const u0 = usageOf(server.pid)
   let peak = u0.rssBytes
   const sampler = setInterval(() => {
@@ -212,6 +247,7 @@ const level = async (model: ModelServer, server: Server, n: number) => {
   const latencies = results.flatMap((r) => r.latencies)
   return {
     runs: n,
+    quietS,
     failedRuns: failures.length,
     ...(failures.length > 0
       ? { firstFailure: failures[0], fetchFailure, serverOutput: server.output().slice(-1500) }
@@ -230,13 +266,14 @@ const level = async (model: ModelServer, server: Server, n: number) => {
   }
 }
 
-const g2 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
+const g2 = async (model: ModelServer, servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
   const out: Record<string, Record<string, Awaited<ReturnType<typeof level>>>> = {}
   for (const [i, n] of params.levels.entries()) {
     for (let k = 0; k < servers.length; k++) {
       const s = servers[(i + k) % servers.length]!
+      const quietS = await quiet(servers, idle)
       say(`  G2 ${n} concurrent runs on ${s.label} ... `)
-      const r = await level(model, s, n)
+      const r = await alone(s, servers, () => level(model, s, n, quietS))
       say(`${r.wallS} s, ${r.stepsPerCpuS} steps/CPU-s, p99 ${r.addedMsPerToken.p99} ms/token, ` +
         `${r.rssMBPerActiveRun} MB/run${r.failedRuns > 0 ? `, ${r.failedRuns} FAILED: ${r.firstFailure}` : ""}\n`)
       ;(out[s.id] ??= {})[String(n)] = r
@@ -310,12 +347,15 @@ const reconnecting = async (server: Server) => {
   return { lost, repeated, repeatedIds, gaps, resumeMs }
 }
 
-const g3 = async (servers: ReadonlyArray<Server>) => {
+const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
   const out: Record<string, object> = {}
   for (const s of servers) {
+    await quiet(servers, idle)
     say(`  G3 ${params.g3Clients} reconnecting clients on ${s.label} ... `)
     const t0 = performance.now()
-    const settled = await Promise.allSettled(Array.from({ length: params.g3Clients }, () => reconnecting(s)))
+    const settled = await alone(s, servers, () =>
+      Promise.allSettled(Array.from({ length: params.g3Clients }, () => reconnecting(s)))
+    )
     const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
     const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
     const resume = results.map((r) => r.resumeMs)
@@ -411,6 +451,8 @@ try {
   say(`  servers: ${servers.map((s) => `${s.label} at ${s.url}`).join("; ")}\n`)
   say(`  a run: ${params.toolSteps} tool steps, then ${params.answerTokens} tokens ${params.tokenIntervalMs} ms apart\n`)
   if (profile === "quick") say("  quick: a smoke test (few runs, small levels): quote the default profile's figures\n")
+  const idle = await idleOf(servers)
+  say(`  idle CPU ms per half second: ${servers.map((s, i) => `${s.id} ${round(idle[i]!)}`).join(", ")}\n`)
   // G1's floor, in the same rounds: what a bare relay adds per token (the client, the loopback, the model's stream)
   const floor = skip.has("g1") ? undefined : await startFloor(path.join(here, "gatewayFloor.js"), model.url)
   const G1 = skip.has("g1") ? {} : await g1(model, [...servers, floor!])
@@ -420,8 +462,8 @@ try {
     say(`  G1 done (${params.g1Runs} runs each); the floor (a bare relay): added ms per token p50 ` +
       `${f?.addedMsPerToken.p50}, p99 ${f?.addedMsPerToken.p99}; first event ${f?.firstEventMs.p50} ms\n`)
   }
-  const G2 = skip.has("g2") ? {} : await g2(model, servers)
-  const G3 = skip.has("g3") ? {} : await g3(servers)
+  const G2 = skip.has("g2") ? {} : await g2(model, servers, idle)
+  const G3 = skip.has("g3") ? {} : await g3(servers, idle)
   const loadEnd = load()
   const result = {
     harness: "antler-vs-langgraph-api",
