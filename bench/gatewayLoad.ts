@@ -11,12 +11,12 @@
  *   steps per second, CPU-seconds per 1,000 steps of the server's process tree (/proc), p99 added latency per
  *   token, and resident memory per active run (the peak during the level less the level's start, over N). Each
  *   level (and each server's G3) starts once every server is back to its idle CPU (`quiet`, at most a minute).
- *
- * Each measurement (a G1 run, a G2 level, a G3 round) runs with the other servers stopped (SIGSTOP): one server
- * on the 2 cores at a time.
  * - G3 reconnects: 500 clients each start a resumable run, drop the stream after 50 of its answer tokens, and
  *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), and the time from the rejoin to its
  *   first event.
+ *
+ * Each measurement (a G1 run, a G2 level, a G3 round) runs with the other servers stopped (SIGSTOP): one server
+ * on the 2 cores at a time.
  *
  * The peer runs a LangChain `createAgent` graph with the same tools, its summarisation and tool-call-limit
  * middlewares, in memory (bench/peer-langgraph-server, installed with `npm ci` there on first use). Antler runs
