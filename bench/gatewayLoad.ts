@@ -35,6 +35,7 @@ import { Client } from "@langchain/langgraph-sdk"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import type { ModelServer } from "./gatewayModel.js"
 import { startModel, TOKEN } from "./gatewayModel.js"
@@ -194,14 +195,15 @@ const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
   }))
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** CPU ms each server's process tree uses over the next `ms`. */
+const cpuDuring = async (servers: ReadonlyArray<Server>, ms: number) => {
+  const before = servers.map((s) => usageOf(s.pid).cpuMs)
+  await sleep(ms)
+  return servers.map((s, i) => usageOf(s.pid).cpuMs - before[i]!)
+}
 
 /** CPU ms each server uses in half a second while idle, over 2 s (LangGraph's dev server never idles at 0). */
-const idleOf = async (servers: ReadonlyArray<Server>) => {
-  const before = servers.map((s) => usageOf(s.pid).cpuMs)
-  await pause(2000)
-  return servers.map((s, i) => (usageOf(s.pid).cpuMs - before[i]!) / 4)
-}
+const idleOf = async (servers: ReadonlyArray<Server>) => (await cpuDuring(servers, 2000)).map((ms) => ms / 4)
 
 /**
  * Waits until every server is back to its idle use of the CPU (`idle`, plus 5 % of a core) over half a second, at
@@ -211,9 +213,8 @@ const idleOf = async (servers: ReadonlyArray<Server>) => {
 const quiet = async (servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
   const t0 = performance.now()
   for (;;) {
-    const before = servers.map((s) => usageOf(s.pid).cpuMs)
-    await pause(500)
-    const busy = servers.flatMap((s, i) => (usageOf(s.pid).cpuMs - before[i]! > idle[i]! + 25 ? [s.id] : []))
+    const used = await cpuDuring(servers, 500)
+    const busy = servers.flatMap((s, i) => (used[i]! > idle[i]! + 25 ? [s.id] : []))
     const waitedS = round((performance.now() - t0) / 1000)
     if (busy.length === 0 || waitedS > 60) return { waitedS, stillBusy: busy }
   }
