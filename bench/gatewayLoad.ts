@@ -10,7 +10,12 @@
  * - G2 load: 10, 100 and 500 concurrent streamed runs (a thread each), the servers alternating level by level:
  *   steps per second, CPU-seconds per 1,000 steps of the server's process tree (/proc), p99 added latency per
  *   token, and resident memory per active run (the peak during the level less the level's start, over N). Each
- *   level (and each server's G3) starts once every server is back to its idle CPU (`quiet`, at most a minute).
+ *   level runs on a fresh server process warmed by 10 runs one at a time (`--warm N`), so that its memory per run
+ *   is not hidden by a heap the levels before had grown, and starts once every server is back to its idle CPU
+ *   (`quiet`, at most a minute; G3 too). The bench's own process (the client and the model) is measured too: its
+ *   share of a core and its event loop's delay, the part of the latencies that is the client's.
+ * - The floor (bench/gatewayFloor.ts), a bare relay with no framework, runs in G1 and G2 as one more server: what
+ *   the client, the loopback and the model's stream cost, below which no server measures.
  * - G3 reconnects: 500 clients each start a resumable run, drop the stream after 50 of its answer tokens, and
  *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), and the time from the rejoin to its
  *   first event.
@@ -27,7 +32,7 @@
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
- *     [--levels 10,100] [--g1 20] [--g3 500] [--skip g1,g2,g3] [--node-arg --a-node-flag]
+ *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
  */
@@ -35,6 +40,7 @@ import { Client } from "@langchain/langgraph-sdk"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import type { ModelServer } from "./gatewayModel.js"
@@ -76,6 +82,8 @@ const params = {
   answerTokens: 200,
   tokenIntervalMs: 2,
   dropAfterTokens: 50,
+  /** runs one at a time on each G2 level's fresh server before the level is measured */
+  warmRuns: numbers(option("warm"), [10])[0]!,
   g1Runs: numbers(option("g1"), [PROFILES[profile].g1Runs])[0]!,
   levels: numbers(option("levels"), PROFILES[profile].levels),
   g3Clients: numbers(option("g3"), [PROFILES[profile].g3Clients])[0]!
@@ -203,18 +211,21 @@ const cpuDuring = async (servers: ReadonlyArray<Server>, ms: number) => {
 }
 
 /** CPU ms each server uses in half a second while idle, over 2 s (LangGraph's dev server never idles at 0). */
-const idleOf = async (servers: ReadonlyArray<Server>) => (await cpuDuring(servers, 2000)).map((ms) => ms / 4)
+const idleOf = async (servers: ReadonlyArray<Server>) => {
+  const used = await cpuDuring(servers, 2000)
+  return new Map(servers.map((s, i) => [s.id, used[i]! / 4]))
+}
 
 /**
  * Waits until every server is back to its idle use of the CPU (`idle`, plus 5 % of a core) over half a second, at
  * most a minute, so that a level does not share the 2 cores with what the level before left running on another
  * server (its queue, its GC); the seconds waited, and the servers still busy when the minute ran out.
  */
-const quiet = async (servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
+const quiet = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, number>) => {
   const t0 = performance.now()
   for (;;) {
     const used = await cpuDuring(servers, 500)
-    const busy = servers.flatMap((s, i) => (used[i]! > idle[i]! + 25 ? [s.id] : []))
+    const busy = servers.flatMap((s, i) => (used[i]! > (idle.get(s.id) ?? 0) + 25 ? [s.id] : []))
     const waitedS = round((performance.now() - t0) / 1000)
     if (busy.length === 0 || waitedS > 60) return { waitedS, stillBusy: busy }
   }
@@ -231,13 +242,20 @@ const level = async (
   const sampler = setInterval(() => {
     peak = Math.max(peak, usageOf(server.pid).rssBytes)
   }, 100)
+  // the bench's own process (the client and the model server): when it is at a whole core, the latencies
+  // measured include its own lag, whatever the server does
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+  loopDelay.enable()
+  const client0 = process.cpuUsage()
   const t0 = performance.now()
   let settled: Array<PromiseSettledResult<RunResult>>
   try {
     settled = await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, server, "c")))
   } finally {
     clearInterval(sampler)
+    loopDelay.disable()
   }
+  const client = process.cpuUsage(client0)
   const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
   const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
   const wallMs = performance.now() - t0
@@ -263,15 +281,44 @@ const level = async (
     firstEventMs: { p50: round(quantile(results.map((r) => r.firstEventMs), 0.5)) },
     rssStartMB: round(u0.rssBytes / 2 ** 20, 1),
     rssPeakMB: round(peak / 2 ** 20, 1),
-    rssMBPerActiveRun: round((peak - u0.rssBytes) / 2 ** 20 / n, 3)
+    rssMBPerActiveRun: round((peak - u0.rssBytes) / 2 ** 20 / n, 3),
+    client: {
+      cpuShareOfACore: round((client.user + client.system) / 1000 / wallMs),
+      loopDelayMs: { p50: round(loopDelay.percentile(50) / 1e6, 1), p99: round(loopDelay.percentile(99) / 1e6, 1) }
+    }
   }
 }
 
-const g2 = async (model: ModelServer, servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
+/**
+ * Stops `servers[at]` and starts it afresh in its place, then runs `params.warmRuns` runs on it one at a time (the
+ * others stopped) and measures its idle CPU again: each G2 level's memory per run is then what that level adds to a
+ * warm server, not to one already grown by the levels before (a Node process keeps the heap it grew).
+ */
+const restart = async (
+  model: ModelServer,
+  servers: Array<Server>,
+  at: number,
+  starts: ReadonlyMap<string, () => Promise<Server>>,
+  idle: Map<string, number>
+) => {
+  const old = servers[at]!
+  await old.stop()
+  const s = servers[at] = await starts.get(old.id)!()
+  for (let k = 0; k < params.warmRuns; k++) await alone(s, servers, () => streamRun(model, s, "w"))
+  idle.set(s.id, (await idleOf([s])).get(s.id)!)
+  return s
+}
+
+const g2 = async (
+  model: ModelServer,
+  servers: Array<Server>,
+  idle: Map<string, number>,
+  starts: ReadonlyMap<string, () => Promise<Server>>
+) => {
   const out: Record<string, Record<string, Awaited<ReturnType<typeof level>>>> = {}
   for (const [i, n] of params.levels.entries()) {
     for (let k = 0; k < servers.length; k++) {
-      const s = servers[(i + k) % servers.length]!
+      const s = await restart(model, servers, (i + k) % servers.length, starts, idle)
       const quietS = await quiet(servers, idle)
       say(`  G2 ${n} concurrent runs on ${s.label} ... `)
       const r = await alone(s, servers, () => level(model, s, n, quietS))
@@ -348,7 +395,7 @@ const reconnecting = async (server: Server) => {
   return { lost, repeated, repeatedIds, gaps, resumeMs }
 }
 
-const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyArray<number>) => {
+const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, number>) => {
   const out: Record<string, object> = {}
   for (const s of servers) {
     await quiet(servers, idle)
@@ -392,6 +439,8 @@ interface Row {
   readonly antler: number | undefined
   readonly memory: number | undefined
   readonly peer: number | undefined
+  /** the bare relay's figure, where it has one (G1, G2) */
+  readonly floor?: number | undefined
   readonly higherIsBetter: boolean
 }
 
@@ -404,17 +453,18 @@ const verdict = (ratio: number | undefined, higherIsBetter: boolean) =>
     ? `${fmt(higherIsBetter ? ratio : 1 / ratio)}× better`
     : `${fmt(higherIsBetter ? 1 / ratio : ratio)}× worse`
 
-/** Antler over SQLite and over memory, LangGraph, and the ratios Antler ÷ LangGraph (SQLite, memory). */
+/** Antler over SQLite and over memory, LangGraph, the ratios Antler ÷ LangGraph (SQLite, memory), the floor. */
 const table = (rows: ReadonlyArray<Row>): string => {
   const lines = [
     `  ${pad("figure", 42)}${lpad("SQLite", 9)}${lpad("memory", 9)}${lpad("LangGraph", 11)}` +
-    `${lpad("SQLite÷LG", 11)}${lpad("memory÷LG", 11)}  Antler (SQLite) is`
+    `${lpad("SQLite÷LG", 11)}${lpad("memory÷LG", 11)}${lpad("floor", 9)}  Antler (SQLite) is`
   ]
   for (const r of rows) {
     const ratio = ratioOf(r.antler, r.peer)
     lines.push(
       `  ${pad(r.figure, 42)}${lpad(fmt(r.antler), 9)}${lpad(fmt(r.memory), 9)}${lpad(fmt(r.peer), 11)}` +
-        `${lpad(fmt(ratio), 11)}${lpad(fmt(ratioOf(r.memory, r.peer)), 11)}  ${verdict(ratio, r.higherIsBetter)}`
+        `${lpad(fmt(ratio), 11)}${lpad(fmt(ratioOf(r.memory, r.peer)), 11)}${lpad(fmt(r.floor), 9)}  ` +
+        verdict(ratio, r.higherIsBetter)
     )
   }
   return lines.join("\n") + "\n"
@@ -430,40 +480,46 @@ try {
   const t0 = Date.now()
   const loadStart = load()
   say(`bench:gateway (${profile}): ${os.cpus().length} cores, load average ${loadStart.join(" ")} at start\n`)
-  model = await startModel(params)
+  const started = await startModel(params)
+  model = started
   const cpuProf = option("cpu-prof")
   const nodeArgs = [
     ...(cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]),
     // (a flag for the servers' node, for experiments: `--node-arg --max-semi-space-size=32`)
     ...(option("node-arg") === undefined ? [] : [option("node-arg")!])
   ]
+  // how to start each server (again: G2 measures each level on a fresh process)
+  const starts = new Map<string, () => Promise<Server>>()
   if (only === undefined || only === "antler") {
     const cli = antlerCli(root, option("cli"))
-    servers.push(await startAntler(cli, path.join(work, "antler"), model.url, nodeArgs))
+    starts.set("antler", () => startAntler(cli, path.join(work, "antler"), started.url, nodeArgs))
   }
   if (only === undefined || only === "antler-memory") {
     const entry = path.join(here, "gatewayMemoryServer.js")
-    servers.push(await startAntlerMemory(entry, path.join(work, "antler-memory"), model.url, nodeArgs))
+    starts.set("antler-memory", () => startAntlerMemory(entry, path.join(work, "antler-memory"), started.url, nodeArgs))
   }
   if (only === undefined || only === "langgraph") {
     ensurePeer(peerFolder, say)
-    servers.push(await startPeer(peerFolder, path.join(work, "peer"), model.url, Math.max(...params.levels, params.g3Clients)))
+    const jobs = Math.max(...params.levels, params.g3Clients)
+    starts.set("langgraph", () => startPeer(peerFolder, path.join(work, "peer"), started.url, jobs))
   }
+  // the floor, in G1's rounds and G2's levels: what a bare relay adds per token (the client, the loopback, the
+  // model's stream) and costs, alone on the machine as each server is; it has no resumable runs, so no G3
+  starts.set("floor", () => startFloor(path.join(here, "gatewayFloor.js"), started.url))
+  for (const start of starts.values()) servers.push(await start())
   say(`  servers: ${servers.map((s) => `${s.label} at ${s.url}`).join("; ")}\n`)
   say(`  a run: ${params.toolSteps} tool steps, then ${params.answerTokens} tokens ${params.tokenIntervalMs} ms apart\n`)
   if (profile === "quick") say("  quick: a smoke test (few runs, small levels): quote the default profile's figures\n")
   const idle = await idleOf(servers)
-  say(`  idle CPU ms per half second: ${servers.map((s, i) => `${s.id} ${round(idle[i]!)}`).join(", ")}\n`)
-  // G1's floor, in the same rounds: what a bare relay adds per token (the client, the loopback, the model's stream)
-  const floor = skip.has("g1") ? undefined : await startFloor(path.join(here, "gatewayFloor.js"), model.url)
-  const G1 = skip.has("g1") ? {} : await g1(model, [...servers, floor!])
-  await floor?.stop()
+  say(`  idle CPU ms per half second: ${servers.map((s) => `${s.id} ${round(idle.get(s.id)!)}`).join(", ")}\n`)
+  const G1 = skip.has("g1") ? {} : await g1(started, servers)
   if (!skip.has("g1")) {
     const f = (G1 as Record<string, any>)["floor"]
     say(`  G1 done (${params.g1Runs} runs each); the floor (a bare relay): added ms per token p50 ` +
       `${f?.addedMsPerToken.p50}, p99 ${f?.addedMsPerToken.p99}; first event ${f?.firstEventMs.p50} ms\n`)
   }
-  const G2 = skip.has("g2") ? {} : await g2(model, servers, idle)
+  const G2 = skip.has("g2") ? {} : await g2(started, servers, idle, starts)
+  await servers.splice(servers.findIndex((s) => s.id === "floor"), 1)[0]!.stop()
   const G3 = skip.has("g3") ? {} : await g3(servers, idle)
   const loadEnd = load()
   const result = {
@@ -484,7 +540,8 @@ try {
       notes: [
         "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
         "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
-        "RSS per active run: (peak RSS during the level - RSS at its start) / concurrent runs"
+        "RSS per active run: (peak RSS during the level - RSS at its start) / concurrent runs, each level on a fresh server process warmed by params.warmRuns runs",
+        "client: the bench's own process (SDK clients and the model server) during the level: CPU share of a core, event-loop delay"
       ]
     },
     g1: G1,
@@ -498,39 +555,43 @@ try {
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, text)
 
-  const a = (g: Record<string, any>) => g["antler"]
-  const p = (g: Record<string, any>) => g["langgraph"]
-  const m = (g: Record<string, any>) => g["antler-memory"]
+  /** A row of the table: `pick` reads the figure off one server's result in `g` (G1's, a G2 level's, G3's). */
+  const row = (g: Record<string, any>, figure: string, pick: (r: any) => number | undefined, higherIsBetter = false) => {
+    const of = (id: string) => (g[id] === undefined ? undefined : pick(g[id]))
+    return { figure, antler: of("antler"), memory: of("antler-memory"), peer: of("langgraph"), floor: of("floor"), higherIsBetter }
+  }
   const rows: Array<Row> = []
   if (!skip.has("g1")) {
     rows.push(
-      { figure: "G1 added ms per token, p50", antler: a(G1)?.addedMsPerToken.p50, memory: m(G1)?.addedMsPerToken.p50, peer: p(G1)?.addedMsPerToken.p50, higherIsBetter: false },
-      { figure: "G1 added ms per token, p99", antler: a(G1)?.addedMsPerToken.p99, memory: m(G1)?.addedMsPerToken.p99, peer: p(G1)?.addedMsPerToken.p99, higherIsBetter: false },
-      { figure: "G1 time to first event, ms (p50)", antler: a(G1)?.firstEventMs.p50, memory: m(G1)?.firstEventMs.p50, peer: p(G1)?.firstEventMs.p50, higherIsBetter: false }
+      row(G1, "G1 added ms per token, p50", (r) => r.addedMsPerToken.p50),
+      row(G1, "G1 added ms per token, p99", (r) => r.addedMsPerToken.p99),
+      row(G1, "G1 time to first event, ms (p50)", (r) => r.firstEventMs.p50)
     )
   }
   for (const n of skip.has("g2") ? [] : params.levels) {
-    const an = a(G2)?.[String(n)]
-    const pn = p(G2)?.[String(n)]
-    const mn = m(G2)?.[String(n)]
+    const level = Object.fromEntries(Object.entries(G2).map(([id, levels]) => [id, levels[String(n)]]))
     rows.push(
-      { figure: `G2 ${n} runs: steps/s`, antler: an?.stepsPerS, memory: mn?.stepsPerS, peer: pn?.stepsPerS, higherIsBetter: true },
-      { figure: `G2 ${n} runs: steps per CPU-second`, antler: an?.stepsPerCpuS, memory: mn?.stepsPerCpuS, peer: pn?.stepsPerCpuS, higherIsBetter: true },
-      { figure: `G2 ${n} runs: CPU-s per 1,000 steps`, antler: an?.cpuSPer1000Steps, memory: mn?.cpuSPer1000Steps, peer: pn?.cpuSPer1000Steps, higherIsBetter: false },
-      { figure: `G2 ${n} runs: added ms per token, p99`, antler: an?.addedMsPerToken.p99, memory: mn?.addedMsPerToken.p99, peer: pn?.addedMsPerToken.p99, higherIsBetter: false },
-      { figure: `G2 ${n} runs: runs failed`, antler: an?.failedRuns, memory: mn?.failedRuns, peer: pn?.failedRuns, higherIsBetter: false },
-      { figure: `G2 ${n} runs: RSS MB per active run`, antler: an?.rssMBPerActiveRun, memory: mn?.rssMBPerActiveRun, peer: pn?.rssMBPerActiveRun, higherIsBetter: false }
+      row(level, `G2 ${n} runs: steps/s`, (r) => r.stepsPerS, true),
+      row(level, `G2 ${n} runs: steps per CPU-second`, (r) => r.stepsPerCpuS, true),
+      row(level, `G2 ${n} runs: CPU-s per 1,000 steps`, (r) => r.cpuSPer1000Steps),
+      row(level, `G2 ${n} runs: added ms per token, p50`, (r) => r.addedMsPerToken.p50),
+      row(level, `G2 ${n} runs: added ms per token, p99`, (r) => r.addedMsPerToken.p99),
+      row(level, `G2 ${n} runs: runs failed`, (r) => r.failedRuns),
+      row(level, `G2 ${n} runs: RSS MB per active run`, (r) => r.rssMBPerActiveRun),
+      row(level, `G2 ${n} runs: bench client, share of a core`, (r) => r.client.cpuShareOfACore),
+      row(level, `G2 ${n} runs: bench client loop delay p99 ms`, (r) => r.client.loopDelayMs.p99)
     )
   }
   if (!skip.has("g3")) {
+    const of = `G3 ${params.g3Clients} rejoins:`
     rows.push(
-      { figure: `G3 ${params.g3Clients} rejoins: clients failed`, antler: a(G3)?.failedClients, memory: m(G3)?.failedClients, peer: p(G3)?.failedClients, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: tokens lost`, antler: a(G3)?.tokensLost, memory: m(G3)?.tokensLost, peer: p(G3)?.tokensLost, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: tokens repeated`, antler: a(G3)?.tokensRepeated, memory: m(G3)?.tokensRepeated, peer: p(G3)?.tokensRepeated, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: event ids repeated`, antler: a(G3)?.eventIdsRepeated, memory: m(G3)?.eventIdsRepeated, peer: p(G3)?.eventIdsRepeated, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: gap events`, antler: a(G3)?.gapEvents, memory: m(G3)?.gapEvents, peer: p(G3)?.gapEvents, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p50`, antler: a(G3)?.resumeMs.p50, memory: m(G3)?.resumeMs.p50, peer: p(G3)?.resumeMs.p50, higherIsBetter: false },
-      { figure: `G3 ${params.g3Clients} rejoins: ms to resume, p99`, antler: a(G3)?.resumeMs.p99, memory: m(G3)?.resumeMs.p99, peer: p(G3)?.resumeMs.p99, higherIsBetter: false }
+      row(G3, `${of} clients failed`, (r) => r.failedClients),
+      row(G3, `${of} tokens lost`, (r) => r.tokensLost),
+      row(G3, `${of} tokens repeated`, (r) => r.tokensRepeated),
+      row(G3, `${of} event ids repeated`, (r) => r.eventIdsRepeated),
+      row(G3, `${of} gap events`, (r) => r.gapEvents),
+      row(G3, `${of} ms to resume, p50`, (r) => r.resumeMs.p50),
+      row(G3, `${of} ms to resume, p99`, (r) => r.resumeMs.p99)
     )
   }
   say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
