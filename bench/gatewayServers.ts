@@ -41,7 +41,7 @@ const tree = (root: number): Array<number> => {
 
 /**
  * Runs `f` with the other servers' process trees stopped (SIGSTOP, SIGCONT after): the server measured has the
- * machine to itself, without, say, the LangGraph server's idle job workers (about 40 % of a core with 500 of them).
+ * machine to itself, without, say, the LangGraph server's idle job workers (about 10 % of a core with 500 of them).
  */
 export const alone = async <A>(server: Server, servers: ReadonlyArray<Server>, f: () => Promise<A>): Promise<A> => {
   const others = servers.filter((s) => s !== server).flatMap((s) => tree(s.pid))
@@ -265,6 +265,10 @@ export const peerVersions = (dir: string): Record<string, string> => {
 export const startPeer = async (dir: string, work: string, modelUrl: string, jobs: number): Promise<Server> => {
   const port = await freePort()
   fs.mkdirSync(work, { recursive: true })
+  // Its "in memory" state is also written to `.langgraph_api/*.json` beside `langgraph.json` (3 s after the last
+  // change, the whole state each time) and read back at start: left there, every earlier bench run's threads
+  // would be loaded and rewritten by this one (331 MB by the fifth pass's last runs). Each start is a clean one.
+  fs.rmSync(path.join(dir, ".langgraph_api"), { recursive: true, force: true })
   const cli = path.join(dir, "node_modules", "@langchain", "langgraph-cli", "dist", "cli", "cli.mjs")
   const started = await spawnUntil(
     process.execPath,
