@@ -66,12 +66,14 @@ const option = (name: string): string | undefined => {
   const at = process.argv.indexOf(`--${name}`)
   return at >= 0 ? process.argv[at + 1] : undefined
 }
-const numbers = (text: string | undefined, fallback: ReadonlyArray<number>) =>
-  text === undefined ? fallback : text.split(",").map((x) => {
-    const n = Number(x)
-    if (!Number.isInteger(n) || n <= 0) throw new Error(`expected whole numbers, got ${text}`)
-    return n
-  })
+const numbers = (text: string | undefined, fallback: ReadonlyArray<number>) => {
+  if (text === undefined) return fallback
+  const ns = text.split(",").map(Number)
+  if (ns.some((n) => !Number.isInteger(n) || n <= 0) || new Set(ns).size !== ns.length) {
+    throw new Error(`expected distinct whole numbers, got ${text}`)
+  }
+  return ns
+}
 
 const PROFILES = {
   quick: { g1Runs: 6, levels: [10, 50], g3Clients: 50 },
