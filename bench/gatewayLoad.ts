@@ -293,7 +293,7 @@ const level = async (
 
 /**
  * Stops `servers[at]` and starts it afresh in its place, then runs `params.warmRuns` runs on it one at a time (the
- * others stopped) and measures its idle CPU again: each G2 level's memory per run is then what that level adds to a
+ * others stopped once for all of them) and measures its idle CPU again: each G2 level's memory per run is then what that level adds to a
  * warm server, not to one already grown by the levels before (a Node process keeps the heap it grew).
  */
 const restart = async (
@@ -306,7 +306,9 @@ const restart = async (
   const old = servers[at]!
   await old.stop()
   const s = servers[at] = await starts.get(old.id)!()
-  for (let k = 0; k < params.warmRuns; k++) await alone(s, servers, () => streamRun(model, s, "w"))
+  await alone(s, servers, async () => {
+    for (let k = 0; k < params.warmRuns; k++) await streamRun(model, s, "w")
+  })
   idle.set(s.id, (await idleOf([s])).get(s.id)!)
   return s
 }
