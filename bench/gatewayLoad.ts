@@ -573,29 +573,29 @@ try {
     )
   }
   for (const n of skip.has("g2") ? [] : params.levels) {
-    const level = Object.fromEntries(Object.entries(G2).map(([id, levels]) => [id, levels[String(n)]]))
+    const atLevel = Object.fromEntries(Object.entries(G2).map(([id, levels]) => [id, levels[String(n)]]))
     rows.push(
-      row(level, `G2 ${n} runs: steps/s`, (r) => r.stepsPerS, true),
-      row(level, `G2 ${n} runs: steps per CPU-second`, (r) => r.stepsPerCpuS, true),
-      row(level, `G2 ${n} runs: CPU-s per 1,000 steps`, (r) => r.cpuSPer1000Steps),
-      row(level, `G2 ${n} runs: added ms per token, p50`, (r) => r.addedMsPerToken.p50),
-      row(level, `G2 ${n} runs: added ms per token, p99`, (r) => r.addedMsPerToken.p99),
-      row(level, `G2 ${n} runs: runs failed`, (r) => r.failedRuns),
-      row(level, `G2 ${n} runs: RSS MB per active run`, (r) => r.rssMBPerActiveRun),
-      row(level, `G2 ${n} runs: bench client, share of a core`, (r) => r.client.cpuShareOfACore),
-      row(level, `G2 ${n} runs: bench client loop delay p99 ms`, (r) => r.client.loopDelayMs.p99)
+      row(atLevel, `G2 ${n} runs: steps/s`, (r) => r.stepsPerS, true),
+      row(atLevel, `G2 ${n} runs: steps per CPU-second`, (r) => r.stepsPerCpuS, true),
+      row(atLevel, `G2 ${n} runs: CPU-s per 1,000 steps`, (r) => r.cpuSPer1000Steps),
+      row(atLevel, `G2 ${n} runs: added ms per token, p50`, (r) => r.addedMsPerToken.p50),
+      row(atLevel, `G2 ${n} runs: added ms per token, p99`, (r) => r.addedMsPerToken.p99),
+      row(atLevel, `G2 ${n} runs: runs failed`, (r) => r.failedRuns),
+      row(atLevel, `G2 ${n} runs: RSS MB per active run`, (r) => r.rssMBPerActiveRun),
+      row(atLevel, `G2 ${n} runs: bench client, share of a core`, (r) => r.client.cpuShareOfACore),
+      row(atLevel, `G2 ${n} runs: bench client loop delay p99 ms`, (r) => r.client.loopDelayMs.p99)
     )
   }
   if (!skip.has("g3")) {
-    const of = `G3 ${params.g3Clients} rejoins:`
+    const rejoins = `G3 ${params.g3Clients} rejoins:`
     rows.push(
-      row(G3, `${of} clients failed`, (r) => r.failedClients),
-      row(G3, `${of} tokens lost`, (r) => r.tokensLost),
-      row(G3, `${of} tokens repeated`, (r) => r.tokensRepeated),
-      row(G3, `${of} event ids repeated`, (r) => r.eventIdsRepeated),
-      row(G3, `${of} gap events`, (r) => r.gapEvents),
-      row(G3, `${of} ms to resume, p50`, (r) => r.resumeMs.p50),
-      row(G3, `${of} ms to resume, p99`, (r) => r.resumeMs.p99)
+      row(G3, `${rejoins} clients failed`, (r) => r.failedClients),
+      row(G3, `${rejoins} tokens lost`, (r) => r.tokensLost),
+      row(G3, `${rejoins} tokens repeated`, (r) => r.tokensRepeated),
+      row(G3, `${rejoins} event ids repeated`, (r) => r.eventIdsRepeated),
+      row(G3, `${rejoins} gap events`, (r) => r.gapEvents),
+      row(G3, `${rejoins} ms to resume, p50`, (r) => r.resumeMs.p50),
+      row(G3, `${rejoins} ms to resume, p99`, (r) => r.resumeMs.p99)
     )
   }
   say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
