@@ -17,8 +17,9 @@
  * - The floor (bench/gatewayFloor.ts), a bare relay with no framework, runs in G1 and G2 as one more server: what
  *   the client, the loopback and the model's stream cost, below which no server measures.
  * - G3 reconnects: 500 clients each start a resumable run, drop the stream after 50 of its answer tokens, and
- *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), and the time from the rejoin to its
- *   first event.
+ *   rejoin with `Last-Event-ID`: answer tokens lost or repeated (must be 0), the time from the rejoin to its
+ *   response's headers and to its first event, and the requests that failed and that the SDK retried (after 1-2 s,
+ *   2-4 s, 4-8 s: part of the time to resume). The JSON keeps the ten slowest rejoins.
  *
  * Each measurement (a G1 run, a G2 level, a G3 round) runs with the other servers stopped (SIGSTOP): one server
  * on the 2 cores at a time.
@@ -35,6 +36,8 @@
  *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
+ * `--node-arg --require=$PWD/bench/serverProbe.cjs` loads a probe into the Antler servers: where a slow request
+ * waited (the server's event loop, and each rejoin from its `request` event to its headers).
  */
 import { Client } from "@langchain/langgraph-sdk"
 import * as fs from "node:fs"
@@ -336,7 +339,29 @@ const g2 = async (
 
 /** One client of G3: starts a resumable run, drops it after some answer tokens, rejoins with Last-Event-ID. */
 const reconnecting = async (server: Server) => {
-  const client = new Client({ apiUrl: server.url })
+  // the SDK retries a failed request (an error, or a 5xx status) after 1-2 s, then 2-4 s, then 4-8 s: each failed
+  // attempt is counted, as its wait is part of the time to resume; and the rejoin's response headers are timed,
+  // to tell a server slow to answer from a stream slow to deliver
+  const failedAttempts: Array<string> = []
+  let rejoinHeadersAt: number | undefined
+  const client = new Client({
+    apiUrl: server.url,
+    callerOptions: {
+      fetch: async (...args: Parameters<typeof fetch>) => {
+        try {
+          const response = await fetch(...args)
+          if (response.status >= 500) failedAttempts.push(`HTTP ${response.status}`)
+          else if ((args[1]?.method ?? "GET") === "GET" && String(args[0]).includes("/stream")) {
+            rejoinHeadersAt ??= performance.now()
+          }
+          return response
+        } catch (error) {
+          if (!(error instanceof Error && error.name === "AbortError")) failedAttempts.push(describe(error))
+          throw error
+        }
+      }
+    }
+  })
   const thread = await client.threads.create()
   const run = nextRun("g")
   const counts = new Map<string, number>()
@@ -396,7 +421,8 @@ const reconnecting = async (server: Server) => {
   }
   let repeatedIds = 0
   for (const c of ids.values()) repeatedIds += c - 1
-  return { lost, repeated, repeatedIds, gaps, resumeMs }
+  const headersMs = (rejoinHeadersAt ?? NaN) - t0
+  return { lost, repeated, repeatedIds, gaps, resumeMs, headersMs, rejoinedAt: t0, failedAttempts }
 }
 
 const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, number>) => {
@@ -411,6 +437,7 @@ const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, numb
     const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []))
     const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
     const resume = results.map((r) => r.resumeMs)
+    const headers = results.map((r) => r.headersMs)
     const r = {
       clients: params.g3Clients,
       failedClients: failures.length,
@@ -420,7 +447,17 @@ const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, numb
       tokensRepeated: results.reduce((a, r) => a + r.repeated, 0),
       eventIdsRepeated: results.reduce((a, r) => a + r.repeatedIds, 0),
       gapEvents: results.reduce((a, r) => a + r.gaps, 0),
-      resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) }
+      failedAttempts: results.reduce((a, r) => a + r.failedAttempts.length, 0),
+      firstFailedAttempt: results.flatMap((r) => r.failedAttempts)[0],
+      resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) },
+      headersMs: { p50: round(quantile(headers, 0.5), 1), p99: round(quantile(headers, 0.99), 1) },
+      // the ten slowest rejoins: when each began (ms after the round began), the wait for the response's headers
+      // and for its first event
+      slowestResumes: results.slice().sort((a, b) => b.resumeMs - a.resumeMs).slice(0, 10).map((r) => ({
+        atMs: round(r.rejoinedAt - t0, 0),
+        headersMs: round(r.headersMs, 0),
+        resumeMs: round(r.resumeMs, 0)
+      }))
     }
     say(`${r.wallS} s, ${r.tokensLost} lost, ${r.tokensRepeated} repeated, resume p50 ${r.resumeMs.p50} ms` +
       `${failures.length > 0 ? `, ${failures.length} FAILED: ${failures[0]}` : ""}\n`)
@@ -595,7 +632,9 @@ try {
       row(G3, `${rejoins} event ids repeated`, (r) => r.eventIdsRepeated),
       row(G3, `${rejoins} gap events`, (r) => r.gapEvents),
       row(G3, `${rejoins} ms to resume, p50`, (r) => r.resumeMs.p50),
-      row(G3, `${rejoins} ms to resume, p99`, (r) => r.resumeMs.p99)
+      row(G3, `${rejoins} ms to resume, p99`, (r) => r.resumeMs.p99),
+      row(G3, `${rejoins} ms to its headers, p99`, (r) => r.headersMs.p99),
+      row(G3, `${rejoins} requests failed, retried`, (r) => r.failedAttempts)
     )
   }
   say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
