@@ -68,7 +68,8 @@ const find = (run: Reader, position: number): Found => {
  * gone before that (the stream destroyed: the client disconnected, or the response was interrupted).
  *
  * A Node `Readable` that reads the run's buffer itself: a token's frame is one `push`, with no stream stage,
- * fiber or effect per event (the response pipes it to the socket).
+ * fiber or effect per event (the response pipes it to the socket). When its first read finds nothing to send, it
+ * sends a heartbeat then, so that the response starts at once.
  */
 export const subscribe = (
   run: Reader,
@@ -80,6 +81,10 @@ export const subscribe = (
   const keep = keepOf(modes)
   let position = cursor
   let complete = false
+  // whether anything went out yet: a stream with nothing to send at its first read sends a heartbeat, so that its
+  // response's headers (the run's `Content-Location`) leave at once, not with the run's first event (a run
+  // waiting for its turn has none)
+  let opened = false
   // the listener waiting for the next append, when one is
   let off: (() => void) | undefined
   // heartbeats from the first read (a stream never read, e.g. a response never sent, holds no timer)
@@ -110,7 +115,10 @@ export const subscribe = (
         position = found.frames[found.frames.length - 1]!.id
         if (found.ended) return finish(text)
         // the frames found at once go out as one piece; a full reader asks again (`read`)
-        if (text !== "" && !stream.push(text)) return
+        if (text !== "") {
+          opened = true
+          if (!stream.push(text)) return
+        }
         break
       }
     }
@@ -129,6 +137,10 @@ export const subscribe = (
         }, heartbeatSeconds * 1000)
       }
       pump()
+      if (!opened && !complete) {
+        opened = true
+        stream.push(Protocol.HEARTBEAT)
+      }
     },
     destroy: (error, callback) => {
       stop()
@@ -188,7 +200,10 @@ const keepOf = (modes: ReadonlyArray<Protocol.StreamMode> | undefined) => {
   }
 }
 
-/** Frames as SSE text, filtered to `modes` (all when absent), with a heartbeat every `heartbeatSeconds`. */
+/**
+ * Frames as SSE text, filtered to `modes` (all when absent), with a heartbeat at once (the response starts before
+ * the run's first event, as `subscribe`'s) and every `heartbeatSeconds`.
+ */
 export const sseOf = <E, R>(
   frames: Stream.Stream<Protocol.Frame, E, R>,
   modes: ReadonlyArray<Protocol.StreamMode> | undefined,
@@ -198,5 +213,8 @@ export const sseOf = <E, R>(
   const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
     Stream.map(() => Protocol.HEARTBEAT)
   )
-  return Stream.merge(Stream.map(Stream.filter(frames, keep), Protocol.sse), heartbeats, { haltStrategy: "left" })
+  return Stream.concat(
+    Stream.make(Protocol.HEARTBEAT),
+    Stream.merge(Stream.map(Stream.filter(frames, keep), Protocol.sse), heartbeats, { haltStrategy: "left" })
+  )
 }

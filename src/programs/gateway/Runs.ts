@@ -14,6 +14,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
@@ -171,6 +172,8 @@ export interface Options {
   readonly keepFinished: number
   /** Seconds between heartbeats. */
   readonly heartbeatSeconds: number
+  /** Runs executing at once; the others wait (`pending`) for a place. Absent: no limit. */
+  readonly maxActiveRuns?: number | undefined
   /** What never leaves the server (secrets in streamed events). */
   readonly redact?: Redact.Redactor | undefined
   /** Runs its fibers with this wrapper (a trace root span). */
@@ -203,6 +206,22 @@ export const layer = (
       const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
       const active = new Map<string, ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
+      // a run's turn waits here for one of `maxActiveRuns` places: the run stays `pending`, and its lease on the
+      // thread is renewed while it waits (its turn renews it once it runs)
+      const places = options.maxActiveRuns === undefined
+        ? undefined
+        : yield* Effect.makeSemaphore(options.maxActiveRuns)
+      const admitted = (threadId: string, runId: string) => <A, E, R>(turn: Effect.Effect<A, E, R>) => {
+        if (places === undefined) return turn
+        const renewing = Effect.flatMap(
+          Clock.currentTimeMillis,
+          (now) => store.acquireLease({ threadId, runId, ttlMs: Run.LEASE_TTL_MS, now })
+        ).pipe(Effect.ignore, Effect.delay(Run.LEASE_TTL_MS / 3), Effect.forever)
+        return Effect.scoped(Effect.gen(function*() {
+          const renewer = yield* Effect.forkScoped(renewing)
+          return yield* places.withPermits(1)(Effect.zipRight(Fiber.interrupt(renewer), turn))
+        }))
+      }
       // what a subscriber's stream runs when its client goes away (outside any request's fiber)
       const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 
@@ -283,8 +302,12 @@ export const layer = (
             messages: request.messages,
             settings: request.settings,
             admin: request.admin === true
-          }, listener.onEvent).pipe(Effect.provideService(RunHandover, { requested: () => handingOver }))
-          // stopped by a client: the run is interrupted (one race for the run, not one per event)
+          }, listener.onEvent).pipe(
+            Effect.provideService(RunHandover, { requested: () => handingOver }),
+            admitted(request.threadId, runId)
+          )
+          // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
+          // waiting for its place never starts)
           yield* Effect.raceFirst(
             Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
               handingOver = how === HANDOVER

@@ -131,6 +131,11 @@ export const GatewayConfig = Schema.Struct({
    * ago stay joinable too, up to 50 times as many.
    */
   finished_runs_kept: withDefault(NonNegativeInt, () => 20),
+  /**
+   * Runs executing at once in this process (LangGraph's `N_JOBS_PER_WORKER`): past it a run is accepted and waits
+   * `pending`, its stream open, until a run ends; a cancelled one never starts. Absent or null: no limit.
+   */
+  max_active_runs: Schema.optional(Schema.NullOr(PositiveInt)),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
   /** Runs the gateway as one runner of a cluster (see `ClusterConfig`); needs `database.url`. */

@@ -77,16 +77,17 @@ describe("a run's stream to one subscriber", () => {
     assert.strictEqual(disconnects, 1)
   })
 
-  it("heartbeats while the run is silent, from its first read; an ended or unread stream has no timer", async () => {
+  it("heartbeats at once when silent, then every interval; no timer once ended, nor unread", async () => {
     vi.useFakeTimers()
     try {
       const run = buffer()
       const unread = RunStream.subscribe(run, 0, undefined, undefined, 1)
       assert.strictEqual(vi.getTimerCount(), 0, "no timer before the first read")
       const stream = RunStream.subscribe(run, 0, undefined, undefined, 1)
-      const text = readUntil(stream, (t) => t.split(": heartbeat\n\n").length > 2)
+      // one at once (the response starts), then one a second
+      const text = readUntil(stream, (t) => t.split(": heartbeat\n\n").length > 3)
       await vi.advanceTimersByTimeAsync(2_500)
-      assert.strictEqual(await text, ": heartbeat\n\n: heartbeat\n\n")
+      assert.strictEqual(await text, ": heartbeat\n\n".repeat(3))
       run.append([{ event: "end", data: null }])
       const end = await readUntil(stream, () => false)
       assert.match(end, /^event: end\ndata: null\nid: 1\n\n$/)

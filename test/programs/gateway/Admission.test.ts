@@ -1,0 +1,102 @@
+/**
+ * `gateway.max_active_runs`: past that many runs executing at once, a run is accepted and waits `pending` (its
+ * stream open) until one ends, as LangGraph's server does past `N_JOBS_PER_WORKER`. A waiting run cancelled
+ * never reaches the model; without the setting there is no limit.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const TOKEN = "alice-token-admission-00000"
+
+let gateway: TestGateway
+
+const api = Requests.as(() => gateway, TOKEN)
+
+const lastText = (body: any) => JSON.stringify(body.messages[body.messages.length - 1]?.content ?? "")
+const question = (text: string) => ({ input: { messages: [{ type: "human", content: text }] } })
+/** The index of the first model request whose last message holds `text` (-1: none). */
+const asked = (text: string) => gateway.scripted.requests.findIndex((r) => lastText(r).includes(text))
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    // a long answer streamed slowly: the first run is still running when the next arrives
+    script: (body) => lastText(body).includes("slow") ? `${"word ".repeat(60)}done` : "Quick answer.",
+    server: { delayMs: 15 },
+    config: {
+      gateway: { heartbeat_seconds: 1, max_active_runs: 1, auth: { tokens: [{ token: TOKEN, user: "alice" }] } }
+    }
+  })
+})
+afterAll(() => gateway?.stop())
+
+const thread = async (id: string) => assert.strictEqual((await api("POST", "/threads", { thread_id: id })).status, 200)
+
+describe("gateway.max_active_runs", () => {
+  it("a run past the limit waits pending, its stream open, and runs once the active run ended", async () => {
+    await thread("first")
+    await thread("second")
+    const first = (await api("POST", "/threads/first/runs", question("slow one"))).json()
+    const response = await fetch(`${gateway.url}/threads/second/runs/stream`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ ...question("waiting two"), stream_mode: ["values", "messages-tuple"] })
+    })
+    assert.strictEqual(response.status, 200)
+    const runId = /runs\/([^/?]+)/.exec(response.headers.get("content-location") ?? "")?.[1]
+    assert.isDefined(runId)
+    // while the first run streams (about a second), the second stays pending, its question kept from the model
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.strictEqual((await api("GET", `/threads/first/runs/${first.run_id}`)).json().status, "running")
+    const waiting = (await api("GET", `/threads/second/runs/${runId}`)).json()
+    assert.strictEqual(waiting.status, "pending")
+    assert.strictEqual(asked("waiting two"), -1)
+    const { events } = await Support.readSse(response)
+    assert.strictEqual(events.at(-1)!.event, "end")
+    const values = events.filter((e) => e.event === "values").at(-1)!.data as any
+    assert.strictEqual(Support.visible(values.messages).at(-1).content, "Quick answer.")
+    assert.strictEqual((await api("GET", `/threads/first/runs/${first.run_id}`)).json().status, "success")
+    assert.isAbove(asked("waiting two"), -1)
+    assert.strictEqual((await api("GET", `/threads/second/runs/${runId}`)).json().status, "success")
+  })
+
+  it("a waiting run cancelled never reaches the model, and its thread stays as it was", async () => {
+    await thread("busy")
+    await thread("dropped")
+    const busy = (await api("POST", "/threads/busy/runs", question("slow again"))).json()
+    const waiting = (await api("POST", "/threads/dropped/runs", question("never asked"))).json()
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.strictEqual((await api("GET", `/threads/dropped/runs/${waiting.run_id}`)).json().status, "pending")
+    const cancel = await api("POST", `/threads/dropped/runs/${waiting.run_id}/cancel?wait=1`)
+    assert.strictEqual(cancel.status, 200, cancel.text)
+    assert.strictEqual(cancel.json().status, "interrupted")
+    // its stream, joined now, ends at once
+    const joined = await fetch(`${gateway.url}/threads/dropped/runs/${waiting.run_id}/stream`, {
+      headers: { authorization: `Bearer ${TOKEN}` }
+    })
+    assert.strictEqual((await Support.readSse(joined)).events.at(-1)!.event, "end")
+    assert.strictEqual((await api("GET", `/threads/busy/runs/${busy.run_id}/join`)).status, 200)
+    assert.strictEqual(asked("never asked"), -1)
+    const state = (await api("GET", "/threads/dropped/state")).json()
+    assert.notInclude(JSON.stringify(state.values?.messages ?? []), "never asked")
+    // the place it waited for went to nobody: a new run starts at once
+    const next = (await api("POST", "/threads/dropped/runs/wait", question("after that"))).json()
+    assert.strictEqual(Support.visible(next.messages).at(-1).content, "Quick answer.")
+  })
+
+  it("refuses a limit that is not a positive whole number, saying where", async () => {
+    const refused = await Support.start({
+      script: () => "unused",
+      config: { gateway: { max_active_runs: 0 } }
+    }).then(
+      async (started) => {
+        await started.stop()
+        return undefined
+      },
+      (error: unknown) => String(error)
+    )
+    assert.isDefined(refused)
+    assert.include(refused, "max_active_runs")
+  })
+})
