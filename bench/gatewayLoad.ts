@@ -34,6 +34,7 @@
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
  *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]
+ *     [--max-active-runs N]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
  * `--node-arg --require=$PWD/bench/serverProbe.cjs` loads a probe into the Antler servers: where a slow request
@@ -531,13 +532,19 @@ try {
   ]
   // how to start each server (again: G2 measures each level on a fresh process)
   const starts = new Map<string, () => Promise<Server>>()
+  // (`--max-active-runs N`: Antler's `gateway.max_active_runs`, for an experiment; the peer keeps its job count)
+  const gatewayConfig = option("max-active-runs") === undefined
+    ? {}
+    : { max_active_runs: numbers(option("max-active-runs"), [])[0] }
   if (only === undefined || only === "antler") {
     const cli = antlerCli(root, option("cli"))
-    starts.set("antler", () => startAntler(cli, path.join(work, "antler"), started.url, nodeArgs))
+    const home = path.join(work, "antler")
+    starts.set("antler", () => startAntler(cli, home, started.url, nodeArgs, gatewayConfig))
   }
   if (only === undefined || only === "antler-memory") {
     const entry = path.join(here, "gatewayMemoryServer.js")
-    starts.set("antler-memory", () => startAntlerMemory(entry, path.join(work, "antler-memory"), started.url, nodeArgs))
+    const home = path.join(work, "antler-memory")
+    starts.set("antler-memory", () => startAntlerMemory(entry, home, started.url, nodeArgs, gatewayConfig))
   }
   if (only === undefined || only === "langgraph") {
     ensurePeer(peerFolder, say)

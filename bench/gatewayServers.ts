@@ -168,24 +168,27 @@ export const antlerCli = (root: string, given: string | undefined): string => {
 /**
  * `antler serve` over SQLite (its default) with the full lead chain: summarisation on (a trigger the bench
  * never reaches, as the peer's), no titles and no long-term memory (model calls of their own, outside runs).
+ * `gateway`: more of its `gateway` settings (`max_active_runs`, for an experiment).
  */
-const antlerConfig = (modelUrl: string) =>
+const antlerConfig = (modelUrl: string, gateway: Record<string, unknown>) =>
   JSON.stringify({
     models: [{ name: "scripted", model: "scripted", base_url: modelUrl, api_key: "sk-bench-scripted-000000" }],
     sandbox: { allow_host_bash: false },
     memory: { enabled: false },
     title: { enabled: false },
-    summarization: { enabled: true, trigger: { type: "tokens", value: 100000 }, keep: { type: "messages", value: 20 } }
+    summarization: { enabled: true, trigger: { type: "tokens", value: 100000 }, keep: { type: "messages", value: 20 } },
+    ...(Object.keys(gateway).length > 0 ? { gateway } : {})
   })
 
 export const startAntler = async (
   cli: string,
   home: string,
   modelUrl: string,
-  nodeArgs: ReadonlyArray<string> = []
+  nodeArgs: ReadonlyArray<string> = [],
+  gateway: Record<string, unknown> = {}
 ): Promise<Server> => {
   fs.mkdirSync(home, { recursive: true })
-  fs.writeFileSync(path.join(home, "config.yaml"), antlerConfig(modelUrl))
+  fs.writeFileSync(path.join(home, "config.yaml"), antlerConfig(modelUrl, gateway))
   const started = await spawnUntil(
     process.execPath,
     [...nodeArgs, cli, "serve", "--port", "0", "--config", path.join(home, "config.yaml")],
@@ -201,10 +204,11 @@ export const startAntlerMemory = async (
   entry: string,
   home: string,
   modelUrl: string,
-  nodeArgs: ReadonlyArray<string> = []
+  nodeArgs: ReadonlyArray<string> = [],
+  gateway: Record<string, unknown> = {}
 ): Promise<Server> => {
   fs.mkdirSync(home, { recursive: true })
-  fs.writeFileSync(path.join(home, "config.json"), antlerConfig(modelUrl))
+  fs.writeFileSync(path.join(home, "config.json"), antlerConfig(modelUrl, gateway))
   const started = await spawnUntil(
     process.execPath,
     [...nodeArgs, entry, path.join(home, "config.json")],
