@@ -52,15 +52,18 @@ describe("multitask_strategy enqueue", () => {
     ])
   })
 
-  it("a queued run streams its events once it runs", async () => {
+  it("a queued run streams its events once it runs; its response starts at once, its run id with it", async () => {
     assert.strictEqual((await api("POST", "/threads", { thread_id: "streamed" })).status, 200)
-    await api("POST", "/threads/streamed/runs", question("slow one"))
+    const first = (await api("POST", "/threads/streamed/runs", question("slow one"))).json()
     const response = await fetch(`${gateway.url}/threads/streamed/runs/stream`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: JSON.stringify({ ...question("then two", "enqueue"), stream_mode: ["values"] })
     })
     assert.strictEqual(response.status, 200)
+    // the headers came while the run ahead still ran (they used to wait for the queued run's first event)
+    assert.strictEqual((await api("GET", `/threads/streamed/runs/${first.run_id}`)).json().status, "running")
+    assert.match(response.headers.get("content-location") ?? "", /\/runs\/[^/]+/)
     const { events } = await Support.readSse(response)
     assert.strictEqual(events.at(-1)!.event, "end")
     const values = events.filter((e) => e.event === "values").at(-1)!.data as any
