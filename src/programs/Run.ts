@@ -79,6 +79,10 @@ export const defaultOptions: RunOptions = { recursionLimit: 100, toolConcurrency
 /** How long a run's lease on its thread lasts unless renewed (it is renewed every third of that). */
 export const LEASE_TTL_MS = 30_000
 
+/** Takes, or renews, run `runId`'s lease on `threadId` for `LEASE_TTL_MS`: `undefined`, or who holds it instead. */
+export const takeLease = (store: ThreadStore["Type"], threadId: string, runId: string) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => store.acquireLease({ threadId, runId, ttlMs: LEASE_TTL_MS, now }))
+
 /** The content of the synthetic result written for a tool call that started and never returned. */
 export const INTERRUPTED_TOOL_RESULT =
   "[Tool call was interrupted before it returned a result (the run was cancelled or its process stopped). " +
@@ -363,8 +367,8 @@ export const execute = <E = never, R = never>(
     const ended = (end: RunEndEvent) => Effect.sync(() => (emit(end), end))
 
     // One active run per thread: take the lease before reading anything.
-    const lease = (now: number) => store.acquireLease({ threadId, runId, ttlMs: LEASE_TTL_MS, now })
-    const leased = yield* Effect.either(restore(Effect.flatMap(Clock.currentTimeMillis, lease)))
+    const lease = takeLease(store, threadId, runId)
+    const leased = yield* Effect.either(restore(lease))
     if (Either.isLeft(leased)) return yield* ended(errorEnd(Cause.fail(leased.left)))
     if (leased.right !== undefined) {
       return yield* ended({
@@ -419,7 +423,7 @@ export const execute = <E = never, R = never>(
     // The lease is renewed while the run goes. Losing it (another process took the thread over after this
     // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
     let lost: LeaseHolder | undefined
-    const renew = Effect.flatMap(Clock.currentTimeMillis, lease).pipe(
+    const renew = lease.pipe(
       Effect.tap((holder) => Effect.sync(() => (lost ??= holder))),
       Effect.catchAll((error) => Effect.logWarning(`cannot renew the thread's lease: ${error.message}`)),
       Effect.repeat(Schedule.spaced(LEASE_TTL_MS / 3)),

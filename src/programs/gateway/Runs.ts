@@ -213,10 +213,11 @@ export const layer = (
         : yield* Effect.makeSemaphore(options.maxActiveRuns)
       const admitted = (threadId: string, runId: string) => <A, E, R>(turn: Effect.Effect<A, E, R>) => {
         if (places === undefined) return turn
-        const renewing = Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) => store.acquireLease({ threadId, runId, ttlMs: Run.LEASE_TTL_MS, now })
-        ).pipe(Effect.ignore, Effect.delay(Run.LEASE_TTL_MS / 3), Effect.forever)
+        const renewing = Run.takeLease(store, threadId, runId).pipe(
+          Effect.ignore,
+          Effect.delay(Run.LEASE_TTL_MS / 3),
+          Effect.forever
+        )
         return Effect.scoped(Effect.gen(function*() {
           const renewer = yield* Effect.forkScoped(renewing)
           return yield* places.withPermits(1)(Effect.zipRight(Fiber.interrupt(renewer), turn))
