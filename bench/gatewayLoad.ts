@@ -107,6 +107,11 @@ const quantile = (xs: ReadonlyArray<number>, q: number): number => {
   const s = Float64Array.from(xs).sort()
   return s[Math.min(s.length - 1, Math.floor(s.length * q))]!
 }
+/** The median and the 99th percentile of `xs`, rounded to `digits`. */
+const p50p99 = (xs: ReadonlyArray<number>, digits: number) => ({
+  p50: round(quantile(xs, 0.5), digits),
+  p99: round(quantile(xs, 0.99), digits)
+})
 
 // ---------------------------------------------------------------------------------------------------------
 // One streamed run
@@ -127,6 +132,9 @@ const describe = (error: unknown): string => {
   return parts.join(" <- ").slice(0, 600)
 }
 
+/** Whether a fetch failed because its caller aborted it (a client dropping its stream on purpose). */
+const aborted = (error: unknown) => error instanceof Error && error.name === "AbortError"
+
 // the SDK reports a failed fetch without its cause: the first cause is kept here, for the report
 const realFetch = globalThis.fetch
 let fetchFailure: string | undefined
@@ -134,7 +142,7 @@ globalThis.fetch = (async (...args: Parameters<typeof fetch>) => {
   try {
     return await realFetch(...args)
   } catch (error) {
-    if (!(error instanceof Error && error.name === "AbortError")) fetchFailure ??= describe(error)
+    if (!aborted(error)) fetchFailure ??= describe(error)
     throw error
   }
 }) as typeof fetch
@@ -202,7 +210,7 @@ const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
     return [id, {
       runs: runs.length,
       tokens: latencies.length,
-      addedMsPerToken: { p50: round(quantile(latencies, 0.5), 3), p99: round(quantile(latencies, 0.99), 3) },
+      addedMsPerToken: p50p99(latencies, 3),
       firstEventMs: { p50: round(quantile(runs.map((r) => r.firstEventMs), 0.5)) },
       eventsPerRun: round(runs.reduce((a, r) => a + r.events, 0) / runs.length, 1)
     }]
@@ -283,7 +291,7 @@ const level = async (
     cpuS: round(cpuS),
     cpuSPer1000Steps: round((cpuS * 1000) / steps),
     stepsPerCpuS: round(steps / cpuS, 1),
-    addedMsPerToken: { p50: round(quantile(latencies, 0.5), 2), p99: round(quantile(latencies, 0.99), 2) },
+    addedMsPerToken: p50p99(latencies, 2),
     firstEventMs: { p50: round(quantile(results.map((r) => r.firstEventMs), 0.5)) },
     rssStartMB: round(u0.rssBytes / 2 ** 20, 1),
     rssPeakMB: round(peak / 2 ** 20, 1),
@@ -297,8 +305,9 @@ const level = async (
 
 /**
  * Stops `servers[at]` and starts it afresh in its place, then runs `params.warmRuns` runs on it one at a time (the
- * others stopped once for all of them) and measures its idle CPU again: each G2 level's memory per run is then what that level adds to a
- * warm server, not to one already grown by the levels before (a Node process keeps the heap it grew).
+ * others stopped once for all of them) and measures its idle CPU again: each G2 level's memory per run is then
+ * what that level adds to a warm server, not to one already grown by the levels before (a Node process keeps the
+ * heap it grew).
  */
 const restart = async (
   model: ModelServer,
@@ -357,7 +366,7 @@ const reconnecting = async (server: Server) => {
           }
           return response
         } catch (error) {
-          if (!(error instanceof Error && error.name === "AbortError")) failedAttempts.push(describe(error))
+          if (!aborted(error)) failedAttempts.push(describe(error))
           throw error
         }
       }
@@ -450,8 +459,8 @@ const g3 = async (servers: ReadonlyArray<Server>, idle: ReadonlyMap<string, numb
       gapEvents: results.reduce((a, r) => a + r.gaps, 0),
       failedAttempts: results.reduce((a, r) => a + r.failedAttempts.length, 0),
       firstFailedAttempt: results.flatMap((r) => r.failedAttempts)[0],
-      resumeMs: { p50: round(quantile(resume, 0.5), 1), p99: round(quantile(resume, 0.99), 1) },
-      headersMs: { p50: round(quantile(headers, 0.5), 1), p99: round(quantile(headers, 0.99), 1) },
+      resumeMs: p50p99(resume, 1),
+      headersMs: p50p99(headers, 1),
       // the ten slowest rejoins: when each began (ms after the round began), the wait for the response's headers
       // and for its first event
       slowestResumes: results.slice().sort((a, b) => b.resumeMs - a.resumeMs).slice(0, 10).map((r) => ({

@@ -5,7 +5,8 @@
  * folder) with:
  * - `loop`: the event loop's delay (p50, p99, max, in ms), and each stall of 200 ms or more (when, how long);
  * - `joins`: for each rejoin (a GET of a run's stream), the ms from Node's `request` event to the response's
- *   headers, and whether it came on a connection that had served a request before.
+ *   headers, the ms from its connection's `connection` event (accepted) to that `request` event, and whether it
+ *   came on a connection that had served a request before.
  * The client's side of the same rejoins is in the bench's JSON (`g3.*.headersMs`, `slowestResumes`): the time a
  * request waited before the server's `request` event is the one minus the other.
  */
@@ -18,29 +19,30 @@ const { monitorEventLoopDelay, performance } = require("node:perf_hooks")
 
 const out = path.join(process.env.SERVER_PROBE_DIR || os.tmpdir(), `server-probe-${process.pid}.json`)
 const joins = []
-const served = new WeakMap()
+const served = new WeakSet()
 const acceptedAt = new WeakMap()
 const emit = http.Server.prototype.emit
-http.Server.prototype.emit = function (event, request, response) {
-  if (event === "connection") acceptedAt.set(request, performance.now())
+http.Server.prototype.emit = function (event, ...args) {
+  if (event === "connection") acceptedAt.set(args[0], performance.now())
   if (event === "request") {
+    const [request, response] = args
     const socket = request.socket
-    const earlier = served.get(socket) ?? 0
-    served.set(socket, earlier + 1)
+    const reusedConnection = served.has(socket)
+    served.add(socket)
     if (request.method === "GET" && /\/runs\/[^/?]+\/stream/.test(request.url ?? "")) {
       const at = performance.now()
       const accepted = acceptedAt.get(socket)
       const join = {
         atMs: Math.round(at),
-        reusedConnection: earlier > 0,
+        reusedConnection,
         sinceAcceptedMs: accepted === undefined ? null : Math.round(at - accepted),
         headersMs: null
       }
       joins.push(join)
       const writeHead = response.writeHead
-      response.writeHead = function (...args) {
+      response.writeHead = function (...headArgs) {
         join.headersMs = Math.round((performance.now() - at) * 10) / 10
-        return writeHead.apply(this, args)
+        return writeHead.apply(this, headArgs)
       }
     }
   }
