@@ -14,7 +14,6 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
@@ -33,6 +32,7 @@ import * as TS from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as Run from "../Run.js"
+import * as Admission from "./Admission.js"
 import { GatewayError } from "./api/Problem.js"
 import * as EventIds from "./EventIds.js"
 import * as Fork from "./Fork.js"
@@ -206,23 +206,7 @@ export const layer = (
       const finishedOrder: Array<{ readonly runId: string; readonly at: number }> = []
       const active = new Map<string, ActiveRun & { readonly stop: (action: Stop) => Effect.Effect<void> }>()
       const lock = yield* Effect.makeSemaphore(1)
-      // a run's turn waits here for one of `maxActiveRuns` places: the run stays `pending`, and its lease on the
-      // thread is renewed while it waits (its turn renews it once it runs)
-      const places = options.maxActiveRuns === undefined
-        ? undefined
-        : yield* Effect.makeSemaphore(options.maxActiveRuns)
-      const admitted = (threadId: string, runId: string) => <A, E, R>(turn: Effect.Effect<A, E, R>) => {
-        if (places === undefined) return turn
-        const renewing = Run.takeLease(store, threadId, runId).pipe(
-          Effect.ignore,
-          Effect.delay(Run.LEASE_TTL_MS / 3),
-          Effect.forever
-        )
-        return Effect.scoped(Effect.gen(function*() {
-          const renewer = yield* Effect.forkScoped(renewing)
-          return yield* places.withPermits(1)(Effect.zipRight(Fiber.interrupt(renewer), turn))
-        }))
-      }
+      const admitted = yield* Admission.make(store, options.maxActiveRuns)
       // what a subscriber's stream runs when its client goes away (outside any request's fiber)
       const runFork = Runtime.runFork(yield* Effect.runtime<never>())
 

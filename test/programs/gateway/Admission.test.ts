@@ -1,9 +1,18 @@
 /**
  * `gateway.max_active_runs`: past that many runs executing at once, a run is accepted and waits `pending` (its
  * stream open) until one ends, as LangGraph's server does past `N_JOBS_PER_WORKER`. A waiting run cancelled
- * never reaches the model; without the setting there is no limit.
+ * never reaches the model; without the setting there is no limit. On Effect's TestClock: a run waiting longer than
+ * its lease lasts keeps its thread, and stops renewing once it has its place.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
+import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
+import * as Admission from "../../../src/programs/gateway/Admission.js"
+import * as Run from "../../../src/programs/Run.js"
+import type { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -99,4 +108,46 @@ describe("gateway.max_active_runs", () => {
     assert.isDefined(refused)
     assert.include(refused, "max_active_runs")
   })
+})
+
+describe("a run waiting for its place, on the TestClock", () => {
+  const T0 = Date.UTC(2026, 0, 1)
+  /** Who another run asking for `threadId`'s lease now would find holding it (`undefined`: it gets it). */
+  const blocker = (store: ThreadStore["Type"], threadId: string) =>
+    Effect.gen(function*() {
+      const holder = yield* Run.takeLease(store, threadId, "intruder")
+      if (holder === undefined) yield* store.releaseLease(threadId, "intruder")
+      return holder?.run_id
+    })
+
+  it.effect("keeps its thread's lease past the lease's life while it waits, and runs when the place frees", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = MemoryThreadStore.make()
+      const admit = yield* Admission.make(store, 1)
+      const release = yield* Deferred.make<void>()
+      const first = yield* Effect.fork(admit("t1", "r1")(Deferred.await(release)))
+      yield* Effect.yieldNow()
+      // the second run was accepted: its lease taken at T0, as the manager does
+      assert.isUndefined(yield* Run.takeLease(store, "t2", "r2"))
+      let ran = false
+      const second = yield* Effect.fork(admit("t2", "r2")(Effect.sync(() => (ran = true))))
+      yield* TestClock.adjust(Run.LEASE_TTL_MS * 3)
+      assert.isFalse(ran, "it waits while the place is taken")
+      assert.strictEqual(yield* blocker(store, "t2"), "r2", "three lease lives later, the thread is still its")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      assert.isTrue(ran)
+      // admitted and ended, it no longer renews: the lease runs out one life after its last renewal
+      yield* TestClock.adjust(Run.LEASE_TTL_MS)
+      assert.isUndefined(yield* blocker(store, "t2"))
+    }))
+
+  it.effect("without a limit, a turn is run as it is, with no place to wait for", () =>
+    Effect.gen(function*() {
+      const admit = yield* Admission.make(MemoryThreadStore.make(), undefined)
+      const turn = Effect.succeed("ran")
+      assert.strictEqual(admit("t", "r")(turn), turn)
+    }))
 })

@@ -2,9 +2,15 @@
  * A subscriber's stream of a run (`RunStream.subscribe`, a Node `Readable` over the run's buffer): it gives the
  * frames after its cursor as they are appended, each once and in order, filtered to its modes, a reader that falls
  * behind too; heartbeats while the run is silent; it ends after `end`; a reader that goes away before that is a
- * disconnect (once), one that read to the end is not; and a stream never read holds no timer.
+ * disconnect (once), one that read to the end is not; and a stream never read holds no timer. The stream of a run
+ * another process runs (`sseOf`, the cluster's) opens with a heartbeat too, so its headers leave at once.
  */
 import { assert, describe, it, vi } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import type { Readable } from "node:stream"
 import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
 import * as RunStream from "../../../src/programs/gateway/RunStream.js"
@@ -107,4 +113,32 @@ describe("a run's stream to one subscriber", () => {
     assert.strictEqual(ids(text).length, 1)
     assert.strictEqual(disconnects, 0)
   })
+})
+
+describe("the stream of a run another process runs (sseOf)", () => {
+  it.effect("opens with a heartbeat before any frame, filters to its modes, and heartbeats while silent", () =>
+    Effect.gen(function*() {
+      const frames = Stream.concat(
+        Stream.make(
+          { id: 1, event: "values", data: "{}" },
+          { id: 2, event: "messages", data: "[{},{}]" }
+        ),
+        Stream.never
+      )
+      const fiber = yield* Effect.fork(Stream.runCollect(Stream.take(RunStream.sseOf(frames, ["messages-tuple"], 5), 4)))
+      yield* TestClock.adjust("10 seconds")
+      const text = Chunk.toReadonlyArray(yield* Fiber.join(fiber))
+      assert.deepStrictEqual(text, [
+        ": heartbeat\n\n",
+        "event: messages\ndata: [{},{}]\nid: 2\n\n",
+        ": heartbeat\n\n",
+        ": heartbeat\n\n"
+      ])
+    }))
+
+  it.effect("a run with nothing to send yet still gets its first heartbeat at once", () =>
+    Effect.gen(function*() {
+      const first = yield* Stream.runHead(RunStream.sseOf(Stream.never, undefined, 15))
+      assert.deepStrictEqual(first._tag === "Some" ? first.value : undefined, ": heartbeat\n\n")
+    }))
 })

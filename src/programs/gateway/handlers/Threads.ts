@@ -19,6 +19,7 @@ import { applyUpdates, makeIndexes } from "../../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../../state/ThreadState.js"
 import * as TS from "../../../state/ThreadState.js"
 import * as App from "../../App.js"
+import * as Run from "../../Run.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
@@ -249,10 +250,7 @@ export const layer = (api: LangGraphApi) =>
                 `Thread ${threadId} has a run in progress; update its state after the run.`
               )
             }
-            const holder = yield* Effect.mapError(
-              store.acquireLease({ threadId: stored, runId: writer, ttlMs: 30_000, now: Date.now() }),
-              storeFailed
-            )
+            const holder = yield* Effect.mapError(Run.takeLease(store, stored, writer), storeFailed)
             if (holder !== undefined) {
               return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
             }

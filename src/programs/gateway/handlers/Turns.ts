@@ -15,6 +15,7 @@ import * as M from "../../../state/Message.js"
 import { applyUpdate, makeIndexes } from "../../../state/Reducers.js"
 import type { GoalState, StateUpdate, ThreadState } from "../../../state/ThreadState.js"
 import * as TS from "../../../state/ThreadState.js"
+import * as Run from "../../Run.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
@@ -111,11 +112,7 @@ export const layer = (api: DeerFlowApi) =>
           const busy = `Thread ${thread.threadId} has a run in progress; change it after the run.`
           if (runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", busy)
           const writer = `update-state-${M.newId()}`
-          const now = yield* Clock.currentTimeMillis
-          const holder = yield* Effect.mapError(
-            store.acquireLease({ threadId: thread.stored, runId: writer, ttlMs: 30_000, now }),
-            storeFailed
-          )
+          const holder = yield* Effect.mapError(Run.takeLease(store, thread.stored, writer), storeFailed)
           if (holder !== undefined) return yield* fail("conflict", busy)
           yield* Effect.mapError(store.append(thread.stored, writer, [update]), storeFailed).pipe(
             Effect.ensuring(Effect.ignore(store.releaseLease(thread.stored, writer)))
