@@ -2,11 +2,13 @@
  * `gateway.max_active_runs`: past that many runs executing at once, a run is accepted and waits `pending` (its
  * stream open) until one ends, as LangGraph's server does past `N_JOBS_PER_WORKER`. A waiting run cancelled
  * never reaches the model; without the setting there is no limit. On Effect's TestClock: a run waiting longer than
- * its lease lasts keeps its thread, and stops renewing once it has its place.
+ * its lease lasts keeps its thread, and stops renewing once it has its place; places go first come, first served
+ * (one arriving as a place frees does not take it from those waiting), never more at once than the limit.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as FC from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
@@ -150,4 +152,101 @@ describe("a run waiting for its place, on the TestClock", () => {
       const turn = Effect.succeed("ran")
       assert.strictEqual(admit("t", "r")(turn), turn)
     }))
+
+  /** Lets the forked fibers run until they wait. */
+  const settle = Effect.repeatN(Effect.yieldNow(), 20)
+
+  it.effect("places go in the order the runs asked; one arriving as a place frees waits behind them", () =>
+    Effect.gen(function*() {
+      const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
+      const release = yield* Deferred.make<void>()
+      const order: Array<string> = []
+      const turn = (name: string) => admit(name, `run-${name}`)(Effect.sync(() => order.push(name)))
+      const holder = yield* Effect.fork(admit("h", "run-h")(Deferred.await(release)))
+      yield* settle
+      const waiting: Array<Fiber.RuntimeFiber<number>> = []
+      for (const name of ["a", "b", "c"]) {
+        waiting.push(yield* Effect.fork(turn(name)))
+        yield* settle
+      }
+      yield* Deferred.succeed(release, undefined)
+      const late = yield* Effect.fork(turn("late"))
+      yield* Fiber.join(holder)
+      for (const fiber of [...waiting, late]) yield* Fiber.join(fiber)
+      assert.deepStrictEqual(order, ["a", "b", "c", "late"])
+    }))
+
+  it.effect("a run cancelled in line leaves it: the next one gets the place, and the limit stays what it was", () =>
+    Effect.gen(function*() {
+      const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
+      const release = yield* Deferred.make<void>()
+      const ran: Array<string> = []
+      const holder = yield* Effect.fork(admit("h", "run-h")(Deferred.await(release)))
+      yield* settle
+      const dropped = yield* Effect.fork(admit("d", "run-d")(Effect.sync(() => ran.push("dropped"))))
+      yield* settle
+      const next = yield* Effect.fork(admit("n", "run-n")(Effect.sync(() => ran.push("next"))))
+      yield* settle
+      yield* Fiber.interrupt(dropped)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      yield* Fiber.join(next)
+      assert.deepStrictEqual(ran, ["next"])
+      // one place still, neither lost nor doubled: of two turns, the second waits for the first
+      const gate = yield* Deferred.make<void>()
+      const first = yield* Effect.fork(admit("x", "run-x")(Deferred.await(gate)))
+      yield* settle
+      const second = yield* Effect.fork(admit("y", "run-y")(Effect.sync(() => ran.push("second"))))
+      yield* settle
+      assert.deepStrictEqual(ran, ["next"])
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      assert.deepStrictEqual(ran, ["next", "second"])
+    }))
+
+  it.effect.prop(
+    "never more turns at once than the limit; every turn not cancelled runs, in the order it asked",
+    [
+      FC.integer({ min: 1, max: 4 }),
+      FC.array(FC.record({ ms: FC.integer({ min: 0, max: 50 }), cancelAfterMs: FC.option(FC.integer({ min: 0, max: 80 })) }), {
+        minLength: 1,
+        maxLength: 12
+      })
+    ],
+    ([limit, turns]) =>
+      Effect.gen(function*() {
+        const admit = yield* Admission.make(MemoryThreadStore.make(), limit)
+        let running = 0
+        let most = 0
+        const started: Array<number> = []
+        const fibers: Array<Fiber.RuntimeFiber<void>> = []
+        for (const [i, t] of turns.entries()) {
+          const body = Effect.sync(() => {
+            started.push(i)
+            most = Math.max(most, ++running)
+          }).pipe(Effect.zipRight(Effect.sleep(t.ms)), Effect.ensuring(Effect.sync(() => running--)))
+          fibers.push(yield* Effect.fork(admit(`t${i}`, `r${i}`)(body)))
+          yield* settle
+        }
+        const cancelled = new Set<number>()
+        yield* Effect.forEach(turns, (t, i) =>
+          t.cancelAfterMs === null ? Effect.void : Effect.fork(Effect.delay(
+            Effect.suspend(() => {
+              // cancelled before it started: it must never start
+              if (!started.includes(i)) cancelled.add(i)
+              return Fiber.interrupt(fibers[i]!)
+            }),
+            t.cancelAfterMs
+          )))
+        yield* TestClock.adjust(turns.length * 60 + 100)
+        for (const fiber of fibers) yield* Fiber.await(fiber)
+        assert.isAtMost(most, limit)
+        assert.strictEqual(running, 0)
+        const expected = turns.map((_, i) => i).filter((i) => !cancelled.has(i))
+        assert.deepStrictEqual(started.filter((i) => !cancelled.has(i)), expected)
+        for (const i of cancelled) assert.notInclude(started, i)
+      }),
+    { fastCheck: { numRuns: 60 } }
+  )
 })
