@@ -300,6 +300,33 @@ export const gapPayload = (runId: string, requested: number, earliest: number, l
 export interface Out {
   readonly event: string
   readonly data: unknown
+  /**
+   * The data as JSON text in parts (a streamed chunk's, a `values` snapshot's), already redacted: a run's buffer
+   * keeps the parts and joins them when the frame is read (see `Spliced`).
+   */
+  readonly spliced?: Spliced | undefined
+}
+
+/**
+ * JSON text in three parts, `head + body + tail`, made so that a run's buffer holds what its frames share once:
+ * the chunks of a streamed message share their head (the chunk's fields up to its content) and their tail (the
+ * stream metadata), and each has its own body (its content); the `values` snapshots of a run share the text of
+ * each message (the body, joined from the messages' texts without copying them). The buffer joins the parts when
+ * a frame is read, so it holds a chunk's content instead of a whole frame of about 400 characters per token, and
+ * a message's text once instead of once per snapshot. Made only of text the projector checked for secrets.
+ */
+export interface Spliced {
+  readonly head: string
+  readonly body: string
+  readonly tail: string
+}
+
+/** An event kept in parts: its data is read back from its text only when asked for (the buffer reads the parts). */
+class SplicedOut implements Out {
+  constructor(readonly event: string, readonly spliced: Spliced) {}
+  get data(): unknown {
+    return JSON.parse(this.spliced.head + this.spliced.body + this.spliced.tail)
+  }
 }
 
 const messageDict = (message: Message): Record<string, unknown> => ({ ...message })
@@ -389,6 +416,49 @@ export const makeProjector = (options: ProjectorOptions) => {
     ...(options.modelName !== undefined ? { ls_model_name: options.modelName } : {})
   })
 
+  // Text kept in parts (`Spliced`) is checked for secrets here, as the caller checks a whole event's: a part that
+  // holds one makes the event go as data, which the caller redacts.
+  const clean = (text: string) => options.redact === undefined || !options.redact.test(text)
+
+  // the head and tail of the chunks of the message streaming now: with a chunk's content between them, the same
+  // JSON text as `JSON.stringify([{ ...chunkBase(id), content }, meta("model")])`; made once per message and step
+  let template: { readonly id: string; readonly step: number; readonly head: string; readonly tail: string } | undefined
+  const chunkOf = (id: string, content: string): Spliced | undefined => {
+    if (template === undefined || template.id !== id || template.step !== step) {
+      const head = `[${JSON.stringify(chunkBase(id)).slice(0, -1)},"content":`
+      const tail = `},${JSON.stringify(meta("model"))}]`
+      if (!clean(head) || !clean(tail)) return undefined
+      template = { id, step, head, tail }
+    }
+    const body = JSON.stringify(content)
+    return clean(body) ? { head: template.head, body, tail: template.tail } : undefined
+  }
+
+  // each message's JSON text, made (and checked) once: the snapshots of a run share it (null: it holds a secret)
+  const texts = new WeakMap<Message, string | null>()
+  const textOf = (message: Message): string | null => {
+    let text = texts.get(message)
+    if (text === undefined) {
+      const made = JSON.stringify(message)
+      texts.set(message, text = clean(made) ? made : null)
+    }
+    return text
+  }
+  /** A `values` snapshot: its messages' texts joined (a rope over them, not a copy), the other fields after. */
+  const valuesOut = (): Out => {
+    const values = publicValues(state)
+    const { messages, ...others } = values as { messages: ReadonlyArray<Message> }
+    let body = ""
+    for (let i = 0; i < messages.length; i++) {
+      const text = textOf(messages[i]!)
+      if (text === null) return { event: "values", data: values }
+      body = i === 0 ? text : body + "," + text
+    }
+    const rest = JSON.stringify(others)
+    if (!clean(rest)) return { event: "values", data: values }
+    return new SplicedOut("values", { head: `{"messages":[`, body, tail: rest === "{}" ? "]}" : `],${rest.slice(1)}` })
+  }
+
   const apply = (update: StateUpdate) => {
     const next = applyUpdate(state, update, indexes)
     if (Either.isRight(next)) state = next.right
@@ -415,7 +485,7 @@ export const makeProjector = (options: ProjectorOptions) => {
       out.push({ event: "updates", data: { [node]: merged } })
       pending = []
     }
-    if (wants("values")) out.push({ event: "values", data: publicValues(state) })
+    if (wants("values")) out.push(valuesOut())
   }
 
   const push = (events: Iterable<RunEvent>): Array<Out> => {
@@ -438,17 +508,19 @@ export const makeProjector = (options: ProjectorOptions) => {
             : redactorOf(`r:${id}`)?.push(event.reasoning) ?? event.reasoning
           if (!streamed.has(id)) step++
           streamed.set(id, (streamed.get(id) ?? "") + text)
-          if (wants("messages-tuple") && (text !== "" || (reasoning !== undefined && reasoning !== ""))) {
+          if (!wants("messages-tuple")) break
+          if (reasoning !== undefined && reasoning !== "") {
             out.push({
               event: "messages",
-              data: [{
-                ...chunkBase(id),
-                content: text,
-                ...(reasoning !== undefined && reasoning !== ""
-                  ? { additional_kwargs: { reasoning_content: reasoning } }
-                  : {})
-              }, meta("model")]
+              data: [{ ...chunkBase(id), content: text, additional_kwargs: { reasoning_content: reasoning } }, meta("model")]
             })
+          } else if (text !== "") {
+            const spliced = chunkOf(id, text)
+            out.push(
+              spliced !== undefined
+                ? new SplicedOut("messages", spliced)
+                : { event: "messages", data: [{ ...chunkBase(id), content: text }, meta("model")] }
+            )
           }
           break
         }

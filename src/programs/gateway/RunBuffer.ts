@@ -3,7 +3,8 @@
  * as JSON text) in a buffer bounded in events and in characters, the oldest going first; a reader asks for the
  * frames after a cursor (`Last-Event-ID`) and gets them, or the `gap` event when the cursor fell out of the
  * buffer (or is one the run never reached), and waits for the next append with a listener (no fiber, no
- * `Deferred` per event).
+ * `Deferred` per event). A streamed chunk's frame keeps its text in parts (`Protocol.Spliced`: the parts shared
+ * by the chunks of one message, and its own content), joined when it is read.
  */
 import * as EventIds from "./EventIds.js"
 import * as Protocol from "./Protocol.js"
@@ -36,9 +37,28 @@ export interface Options {
   readonly bufferBytes: number
 }
 
+/** A frame kept in parts (`Protocol.Spliced`); its text is made each time it is read. */
+class SplicedFrame implements Protocol.Frame {
+  constructor(
+    readonly id: number,
+    readonly event: string,
+    readonly head: string,
+    readonly body: string,
+    readonly tail: string
+  ) {}
+  get data(): string {
+    return this.head + this.body + this.tail
+  }
+}
+
+/** The characters of a frame's data (what `Options.bufferBytes` counts), without joining a spliced one. */
+const sizeOf = (frame: Protocol.Frame): number =>
+  frame instanceof SplicedFrame ? frame.head.length + frame.body.length + frame.tail.length : frame.data.length
+
 /**
  * An empty buffer of run `runId`; `json` writes an event's data (redacted) as text; its first event has id
- * `firstId` (after an earlier attempt's ids, see `EventIds`).
+ * `firstId` (after an earlier attempt's ids, see `EventIds`). An event in parts (`Out.spliced`, checked for
+ * secrets by whoever made them) is kept in parts.
  */
 export const make = (
   runId: string,
@@ -64,18 +84,21 @@ export const make = (
     append: (outs) => {
       if (outs.length === 0) return
       for (const out of outs) {
-        const frame = { id: nextId++, event: out.event, data: json(out.data) }
+        const parts = out.spliced
+        const frame: Protocol.Frame = parts !== undefined
+          ? new SplicedFrame(nextId++, out.event, parts.head, parts.body, parts.tail)
+          : { id: nextId++, event: out.event, data: json(out.data) }
         frames.push(frame)
-        bytes += frame.data.length
+        bytes += sizeOf(frame)
         if (out.event === "end") finished = true
       }
       // trimmed in batches (a quarter of the buffer), so a long run does not move the array per event
       if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
         let drop = Math.max(0, frames.length - options.bufferSize)
         let kept = bytes
-        for (let i = 0; i < drop; i++) kept -= frames[i]!.data.length
+        for (let i = 0; i < drop; i++) kept -= sizeOf(frames[i]!)
         // by size too (values snapshots of a long thread are large), always keeping the newest frame
-        while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= frames[drop++]!.data.length
+        while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= sizeOf(frames[drop++]!)
         frames.splice(0, drop)
         bytes = kept
       }

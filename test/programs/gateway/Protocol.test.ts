@@ -1,10 +1,11 @@
 /**
  * The gateway's wire format, as pure functions: input messages as clients send them, clarification answers,
  * settings from a request, and the projection of run events onto the stream modes (order, shapes, what a client
- * must not see).
+ * must not see). A streamed chunk's text, kept in parts (`Spliced`), is the JSON of the chunk and its metadata.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Either from "effect/Either"
+import * as FC from "effect/FastCheck"
 import * as Clarification from "../../../src/middleware/Clarification.js"
 import * as DynamicContext from "../../../src/middleware/DynamicContext.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
@@ -185,5 +186,114 @@ describe("secrets in token deltas", () => {
     const text = out.map((o) => (o.data as [any])[0].content).join("")
     assert.strictEqual(text, "The key is [redacted], keep it safe.")
     assert.notInclude(JSON.stringify(out), "0123")
+  })
+})
+
+describe("a streamed chunk's text in parts", () => {
+  it.prop(
+    "head + body + tail is the JSON of [chunk, metadata], for any message id, text, step and names",
+    [
+      FC.array(FC.record({ id: FC.string({ maxLength: 12 }), texts: FC.array(FC.string({ minLength: 1, maxLength: 8, unit: "binary" }), { minLength: 1, maxLength: 4 }) }), { minLength: 1, maxLength: 4 }),
+      FC.string({ maxLength: 10, unit: "binary" }),
+      FC.option(FC.string({ maxLength: 10 }), { nil: undefined })
+    ],
+    ([messages, threadId, modelName]) => {
+      const projector = Protocol.makeProjector({ runId: "r\"1", threadId, modes: ["messages-tuple"], initial: TS.empty, modelName })
+      // a message streamed for the first time is the next step
+      const seen = new Set<string>()
+      let step = 0
+      for (const { id, texts } of messages) {
+        if (!seen.has(id)) {
+          seen.add(id)
+          step++
+        }
+        for (const text of texts) {
+          const [out] = projector.push([{ type: "token", message_id: id, text }])
+          assert.isDefined(out?.spliced)
+          const { head, body, tail } = out!.spliced!
+          const expected = [
+            {
+              type: "AIMessageChunk",
+              id,
+              additional_kwargs: {},
+              response_metadata: {},
+              tool_calls: [],
+              invalid_tool_calls: [],
+              tool_call_chunks: [],
+              name: null,
+              content: text
+            },
+            {
+              run_id: "r\"1",
+              thread_id: threadId,
+              langgraph_node: "model",
+              langgraph_step: step,
+              tags: [],
+              ...(modelName !== undefined ? { ls_model_name: modelName } : {})
+            }
+          ]
+          assert.strictEqual(head + body + tail, JSON.stringify(expected))
+          assert.deepStrictEqual(out!.data, expected)
+        }
+      }
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
+})
+
+describe("a values snapshot's text in parts", () => {
+  const call = { id: "c1", name: "ls", args: { path: "/mnt" } }
+  const batches: ReadonlyArray<ReadonlyArray<RunEvent>> = [
+    [{ type: "message", message: M.human("list \"it\"", { id: "h" }) }],
+    [{ type: "message", message: M.ai("Looking", { id: "a", tool_calls: [call] }) }],
+    [{ type: "message", message: M.tool("a.txt \u2603", "c1", { id: "t1", name: "ls" }) }, {
+      type: "state",
+      update: { title: "Files", thread_data: { workspace_path: "/host/secret" } }
+    }],
+    [{ type: "message", message: M.ai("Done.", { id: "b" }) }]
+  ]
+
+  it("each snapshot's text is the JSON of the public values, its messages' texts shared between snapshots", () => {
+    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes: ["values"], initial: TS.empty })
+    let state = TS.empty
+    const bodies: Array<string> = []
+    for (const batch of batches) {
+      for (const event of batch) {
+        if (event.type === "message") state = { ...state, messages: [...state.messages, event.message] }
+        if (event.type === "state") state = { ...state, title: "Files", thread_data: event.update.thread_data as any }
+      }
+      const outs = projector.push(batch)
+      const values = outs.filter((o) => o.event === "values")
+      assert.strictEqual(values.length, 1)
+      const { head, body, tail } = values[0]!.spliced!
+      const parsed = JSON.parse(head + body + tail)
+      assert.deepStrictEqual(parsed, JSON.parse(JSON.stringify(Protocol.publicValues(projector.state()))))
+      assert.deepStrictEqual(parsed.messages.map((m: any) => m.id), state.messages.map((m) => m.id))
+      assert.notProperty(parsed, "thread_data")
+      bodies.push(body)
+    }
+    // a later snapshot's messages begin with the earlier one's, the same text
+    for (let i = 1; i < bodies.length; i++) assert.isTrue(bodies[i]!.startsWith(bodies[i - 1]!))
+  })
+
+  it("text that holds a secret is not kept in parts: the event goes as data, for the caller to redact", async () => {
+    const Redact = await import("../../../src/state/Redact.js")
+    const secret = "sk-live-0123456789abcdef"
+    const projector = Protocol.makeProjector({
+      runId: "r",
+      threadId: "t",
+      modes: ["values", "messages-tuple"],
+      initial: TS.empty,
+      redact: Redact.make([secret])
+    })
+    const clean = projector.push([{ type: "token", message_id: "a", text: "fine" }])
+    assert.isDefined(clean[0]!.spliced)
+    // a message id holding the secret: the chunks' shared head does
+    const tokens = projector.push([{ type: "token", message_id: `id-${secret}`, text: "hello" }])
+    assert.isUndefined(tokens.at(-1)!.spliced)
+    assert.include(JSON.stringify(tokens.at(-1)!.data), secret, "left for the caller's redaction")
+    const values = projector.push([{ type: "message", message: M.tool(`key ${secret}`, "c", { id: "t", name: "ls" }) }])
+      .filter((o) => o.event === "values")
+    assert.isUndefined(values[0]!.spliced)
   })
 })

@@ -12,8 +12,10 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import type { Readable } from "node:stream"
+import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
 import * as RunStream from "../../../src/programs/gateway/RunStream.js"
+import * as TS from "../../../src/state/ThreadState.js"
 
 const buffer = () => RunBuffer.make("run-1", { bufferSize: 100, bufferBytes: 1_000_000 }, JSON.stringify)
 
@@ -141,4 +143,30 @@ describe("the stream of a run another process runs (sseOf)", () => {
       const first = yield* Stream.runHead(RunStream.sseOf(Stream.never, undefined, 15))
       assert.deepStrictEqual(first._tag === "Some" ? first.value : undefined, ": heartbeat\n\n")
     }))
+})
+
+describe("a streamed chunk kept in parts", () => {
+  /** Tokens of one message as the projector makes them. */
+  const tokens = (texts: ReadonlyArray<string>) => {
+    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes: ["messages-tuple"], initial: TS.empty })
+    return texts.flatMap((text) => projector.push([{ type: "token", message_id: "m1", text }]))
+  }
+  const json = (data: unknown) => JSON.stringify(data)
+
+  it("reads back as the JSON of its event, is streamed as such, and counts at its whole size", async () => {
+    const outs = tokens(["Hel", "lo \"world\"", " \u2603"])
+    const run = RunBuffer.make("run-1", { bufferSize: 100, bufferBytes: 1_000_000 }, json)
+    run.append(outs)
+    run.append([{ event: "end", data: null }])
+    const frames = run.after(0).frames
+    assert.deepStrictEqual(frames.slice(0, 3).map((f) => f.data), outs.map((o) => JSON.stringify(o.data)))
+    const text = await readUntil(RunStream.subscribe(run, 0, undefined, undefined, 60), () => false)
+    assert.strictEqual(text, frames.map(Protocol.sse).join(""))
+    // bounded by the characters of the whole frames: two of these fit in a buffer of a bit over twice one's size
+    const one = frames[0]!.data.length
+    const small = RunBuffer.make("run-2", { bufferSize: 100, bufferBytes: Math.floor(one * 2.5) }, json)
+    small.append(tokens(Array.from({ length: 10 }, () => "Hel")))
+    assert.isAtMost(small.after(0).frames.length, 3)
+    assert.match(small.after(1).gap?.data ?? "", /stream_replay_gap/)
+  })
 })
