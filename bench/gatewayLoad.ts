@@ -33,7 +33,7 @@
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
- *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]
+ *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
  *     [--max-active-runs N]
  *
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
@@ -536,8 +536,8 @@ try {
   const cpuProf = option("cpu-prof")
   const nodeArgs = [
     ...(cpuProf === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", path.resolve(cpuProf)]),
-    // (a flag for the servers' node, for experiments: `--node-arg --max-semi-space-size=32`)
-    ...(option("node-arg") === undefined ? [] : [option("node-arg")!])
+    // (flags for the servers' node, for experiments: `--node-arg --heap-growing-percent=20`, repeatable)
+    ...process.argv.flatMap((arg, i) => arg === "--node-arg" && process.argv[i + 1] !== undefined ? [process.argv[i + 1]!] : [])
   ]
   // how to start each server (again: G2 measures each level on a fresh process)
   const starts = new Map<string, () => Promise<Server>>()
