@@ -34,8 +34,11 @@
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
  *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
- *     [--max-active-runs N]
+ *     [--max-active-runs N] [--kept]
  *
+ * `--kept` runs each G2 level again on fresh servers that collect their garbage in full once a second
+ * (bench/keptProbe.cjs): the heap each server keeps per active run, beside the RSS (which includes the garbage a
+ * collector leaves until it needs the room). It costs the servers CPU: memory only.
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
  * `--node-arg --require=$PWD/bench/serverProbe.cjs` loads a probe into the Antler servers: where a slow request
  * waited (the server's event loop, and each rejoin from its `request` event to its headers).
@@ -60,6 +63,7 @@ import {
   startAntlerMemory,
   startFloor,
   startPeer,
+  tree,
   usageOf
 } from "./gatewayServers.js"
 
@@ -347,6 +351,99 @@ const g2 = async (
   return out
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// --kept: the heap a server keeps per active run
+
+const KEPT_PROBE = path.join(root, "bench", "keptProbe.cjs")
+
+/**
+ * The heap (MB) the processes of `server`'s tree use after each collected its garbage in full (`keptProbe.cjs`,
+ * loaded into each through NODE_OPTIONS, answers SIGUSR2); undefined when none of them has the probe.
+ */
+const keptHeapOf = async (server: Server, dir: string): Promise<number | undefined> => {
+  const pids = tree(server.pid).filter((pid) => fs.existsSync(path.join(dir, `${pid}.ready`)))
+  const before = new Map(pids.map((pid) => [pid, linesOf(dir, pid)]))
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGUSR2")
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total: number | undefined
+  for (const pid of pids) {
+    for (let waited = 0; waited < 3000 && linesOf(dir, pid).length <= before.get(pid)!.length; waited += 20) await sleep(20)
+    const lines = linesOf(dir, pid)
+    if (lines.length > before.get(pid)!.length) total = (total ?? 0) + Number(lines.at(-1))
+  }
+  return total
+}
+const linesOf = (dir: string, pid: number): Array<string> => {
+  try {
+    return fs.readFileSync(path.join(dir, `${pid}.heap`), "utf8").trim().split("\n").filter((l) => l !== "")
+  } catch {
+    return []
+  }
+}
+
+/**
+ * `--kept`: each G2 level again on fresh servers whose processes collect their garbage in full once a second
+ * (which costs them CPU: this pass measures memory only). The heap kept per active run = (the most kept during
+ * the level - what the warm server kept before it) / concurrent runs: what the runs hold, without the garbage a
+ * collector leaves until it needs the room (which RSS per active run includes).
+ */
+const kept = async (
+  model: ModelServer,
+  servers: Array<Server>,
+  idle: Map<string, number>,
+  starts: ReadonlyMap<string, () => Promise<Server>>
+) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-kept-"))
+  const out: Record<string, Record<string, { readonly startMB: number; readonly peakMB: number; readonly keptMBPerActiveRun: number }>> = {}
+  const saved = process.env.NODE_OPTIONS
+  try {
+    for (const [i, n] of params.levels.entries()) {
+      for (let k = 0; k < servers.length; k++) {
+        process.env.NODE_OPTIONS = `${saved ?? ""} --require=${KEPT_PROBE}`.trim()
+        process.env.KEPT_PROBE_DIR = dir
+        let s: Server
+        try {
+          s = await restart(model, servers, (i + k) % servers.length, starts, idle)
+        } finally {
+          if (saved === undefined) delete process.env.NODE_OPTIONS
+          else process.env.NODE_OPTIONS = saved
+          delete process.env.KEPT_PROBE_DIR
+        }
+        say(`  kept heap, ${n} concurrent runs on ${s.label} ... `)
+        const r = await alone(s, servers, async () => {
+          const start = await keptHeapOf(s, dir)
+          if (start === undefined) return undefined
+          let peak = start
+          let sampling = true
+          const sampler = (async () => {
+            while (sampling) {
+              await sleep(1000)
+              if (sampling) peak = Math.max(peak, (await keptHeapOf(s, dir)) ?? 0)
+            }
+          })()
+          try {
+            await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, s, "k")))
+          } finally {
+            sampling = false
+            await sampler
+          }
+          return { startMB: round(start, 1), peakMB: round(peak, 1), keptMBPerActiveRun: round((peak - start) / n, 3) }
+        })
+        say(r === undefined ? "no probe answered\n" : `${r.keptMBPerActiveRun} MB/run (${r.startMB} -> ${r.peakMB} MB)\n`)
+        if (r !== undefined) (out[s.id] ??= {})[String(n)] = r
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  return out
+}
+
 /** One client of G3: starts a resumable run, drops it after some answer tokens, rejoins with Last-Event-ID. */
 const reconnecting = async (server: Server) => {
   // the SDK retries a failed request (an error, or a 5xx status) after 1-2 s, then 2-4 s, then 4-8 s: each failed
@@ -578,6 +675,7 @@ try {
   const G2 = skip.has("g2") ? {} : await g2(started, servers, idle, starts)
   await servers.splice(servers.findIndex((s) => s.id === "floor"), 1)[0]!.stop()
   const G3 = skip.has("g3") ? {} : await g3(servers, idle)
+  const KEPT = process.argv.includes("--kept") ? await kept(started, servers, idle, starts) : undefined
   const loadEnd = load()
   const result = {
     harness: "antler-vs-langgraph-api",
@@ -598,12 +696,14 @@ try {
         "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
         "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
         "RSS per active run: (peak RSS during the level - RSS at its start) / concurrent runs, each level on a fresh server process warmed by params.warmRuns runs",
-        "client: the bench's own process (SDK clients and the model server) during the level: CPU share of a core, event-loop delay"
+        "client: the bench's own process (SDK clients and the model server) during the level: CPU share of a core, event-loop delay",
+        "kept heap per active run (--kept): (the most heap kept after a full GC during the level - what the warm server kept before it) / concurrent runs, summed over the server's node processes, each level again on fresh servers"
       ]
     },
     g1: G1,
     g2: G2,
-    g3: G3
+    g3: G3,
+    ...(KEPT !== undefined ? { kept: KEPT } : {})
   }
   const text = JSON.stringify(result, null, 2) + "\n"
   process.stdout.write(text)
@@ -652,6 +752,10 @@ try {
       row(G3, `${rejoins} ms to its headers, p99`, (r) => r.headersMs.p99),
       row(G3, `${rejoins} requests failed, retried`, (r) => r.failedAttempts)
     )
+  }
+  for (const n of KEPT === undefined ? [] : params.levels) {
+    const atLevel = Object.fromEntries(Object.entries(KEPT!).map(([id, levels]) => [id, levels[String(n)]]))
+    rows.push(row(atLevel, `${n} runs: heap MB kept per active run`, (r) => r.keptMBPerActiveRun))
   }
   say(`\nbench:gateway (${profile}) — ${result.meta.date} — node ${process.version}, ${os.cpus().length} cores, ` +
     `${result.meta.totalSeconds} s\n`)

@@ -20,7 +20,7 @@ export interface Server {
 }
 
 /** The pids of a process and all its descendants (Linux). */
-const tree = (root: number): Array<number> => {
+export const tree = (root: number): Array<number> => {
   const children = new Map<number, Array<number>>()
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
