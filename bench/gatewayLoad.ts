@@ -36,7 +36,7 @@
  *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
  *     [--max-active-runs N] [--kept]
  *
- * `--kept` runs each G2 level again on fresh servers that collect their garbage in full once a second
+ * `--kept` runs each G2 level again on fresh servers that collect their garbage in full every 200 ms
  * (bench/keptProbe.cjs): the heap each server keeps per active run, beside the RSS (which includes the garbage a
  * collector leaves until it needs the room). It costs the servers CPU: memory only.
  * `--cpu-prof dir` runs `antler serve` under `node --cpu-prof --cpu-prof-dir dir` (see bench/README.md).
@@ -387,8 +387,8 @@ const linesOf = (dir: string, pid: number): Array<string> => {
 }
 
 /**
- * `--kept`: each G2 level again on fresh servers whose processes collect their garbage in full once a second
- * (which costs them CPU: this pass measures memory only). The heap kept per active run = (the most kept during
+ * `--kept`: each G2 level again on fresh servers whose processes collect their garbage in full every 200 ms while
+ * the level runs (which costs them CPU: this pass measures memory only). The heap kept per active run = (the most kept during
  * the level - what the warm server kept before it) / concurrent runs: what the runs hold, without the garbage a
  * collector leaves until it needs the room (which RSS per active run includes).
  */
@@ -422,7 +422,7 @@ const kept = async (
           let sampling = true
           const sampler = (async () => {
             while (sampling) {
-              await sleep(1000)
+              await sleep(200)
               if (sampling) peak = Math.max(peak, (await keptHeapOf(s, dir)) ?? 0)
             }
           })()
