@@ -3,8 +3,8 @@
  * as JSON text) in a buffer bounded in events and in characters, the oldest going first; a reader asks for the
  * frames after a cursor (`Last-Event-ID`) and gets them, or the `gap` event when the cursor fell out of the
  * buffer (or is one the run never reached), and waits for the next append with a listener (no fiber, no
- * `Deferred` per event). A streamed chunk's frame keeps its text in parts (`Protocol.Spliced`: the parts shared
- * by the chunks of one message, and its own content), joined when it is read.
+ * `Deferred` per event). A streamed chunk's frame and a `values` snapshot's keep their text in parts
+ * (`Protocol.Spliced`: what the frames of a run share, and each one's own), joined when the frame is read.
  */
 import * as EventIds from "./EventIds.js"
 import * as Protocol from "./Protocol.js"
