@@ -414,13 +414,7 @@ export const layer = (
             }
           }
           // the lease, taken now under this run's id: a gateway process sharing the store refuses the thread too
-          const millis = yield* Clock.currentTimeMillis
-          const holder = yield* store.acquireLease({
-            threadId: request.threadId,
-            runId,
-            ttlMs: Run.LEASE_TTL_MS,
-            now: millis
-          }).pipe(Effect.mapError(internal))
+          const holder = yield* Run.takeLease(store, request.threadId, runId).pipe(Effect.mapError(internal))
           if (holder !== undefined) {
             return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
           }
@@ -436,7 +430,7 @@ export const layer = (
           )
           const state = Option.match(loaded, { onNone: () => TS.empty, onSome: (t) => t.state })
           const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
-          const at = new Date(millis).toISOString()
+          const at = yield* now
           yield* store.saveRun({
             ...RunRecords.base(request.threadId, runId, at),
             metadata: {
