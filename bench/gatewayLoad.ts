@@ -330,26 +330,54 @@ const restart = async (
   return s
 }
 
-const g2 = async (
+/**
+ * Each level on each server in turn, the first server rotating from one level to the next, each level on a fresh
+ * server (`restart`; `env`, when given, is in the server's environment as it starts): what `measure` finds of
+ * server `s` at `n` concurrent runs, by server id and level (a level it finds nothing of is left out).
+ */
+const eachLevel = async <A>(
   model: ModelServer,
   servers: Array<Server>,
   idle: Map<string, number>,
-  starts: ReadonlyMap<string, () => Promise<Server>>
+  starts: ReadonlyMap<string, () => Promise<Server>>,
+  measure: (s: Server, n: number) => Promise<A | undefined>,
+  env: Readonly<Record<string, string>> = {}
 ) => {
-  const out: Record<string, Record<string, Awaited<ReturnType<typeof level>>>> = {}
+  const out: Record<string, Record<string, A>> = {}
   for (const [i, n] of params.levels.entries()) {
     for (let k = 0; k < servers.length; k++) {
-      const s = await restart(model, servers, (i + k) % servers.length, starts, idle)
-      const quietS = await quiet(servers, idle)
-      say(`  G2 ${n} concurrent runs on ${s.label} ... `)
-      const r = await alone(s, servers, () => level(model, s, n, quietS))
-      say(`${r.wallS} s, ${r.stepsPerCpuS} steps/CPU-s, p99 ${r.addedMsPerToken.p99} ms/token, ` +
-        `${r.rssMBPerActiveRun} MB/run${r.failedRuns > 0 ? `, ${r.failedRuns} FAILED: ${r.firstFailure}` : ""}\n`)
-      ;(out[s.id] ??= {})[String(n)] = r
+      const saved = Object.keys(env).map((key) => [key, process.env[key]] as const)
+      Object.assign(process.env, env)
+      let s: Server
+      try {
+        s = await restart(model, servers, (i + k) % servers.length, starts, idle)
+      } finally {
+        for (const [key, value] of saved) {
+          if (value === undefined) delete process.env[key]
+          else process.env[key] = value
+        }
+      }
+      const r = await measure(s, n)
+      if (r !== undefined) (out[s.id] ??= {})[String(n)] = r
     }
   }
   return out
 }
+
+const g2 = (
+  model: ModelServer,
+  servers: Array<Server>,
+  idle: Map<string, number>,
+  starts: ReadonlyMap<string, () => Promise<Server>>
+) =>
+  eachLevel(model, servers, idle, starts, async (s, n) => {
+    const quietS = await quiet(servers, idle)
+    say(`  G2 ${n} concurrent runs on ${s.label} ... `)
+    const r = await alone(s, servers, () => level(model, s, n, quietS))
+    say(`${r.wallS} s, ${r.stepsPerCpuS} steps/CPU-s, p99 ${r.addedMsPerToken.p99} ms/token, ` +
+      `${r.rssMBPerActiveRun} MB/run${r.failedRuns > 0 ? `, ${r.failedRuns} FAILED: ${r.firstFailure}` : ""}\n`)
+    return r
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 // --kept: the heap a server keeps per active run
@@ -362,7 +390,7 @@ const KEPT_PROBE = path.join(root, "bench", "keptProbe.cjs")
  */
 const keptHeapOf = async (server: Server, dir: string): Promise<number | undefined> => {
   const pids = tree(server.pid).filter((pid) => fs.existsSync(path.join(dir, `${pid}.ready`)))
-  const before = new Map(pids.map((pid) => [pid, linesOf(dir, pid)]))
+  const before = new Map(pids.map((pid) => [pid, linesOf(dir, pid).length]))
   for (const pid of pids) {
     try {
       process.kill(pid, "SIGUSR2")
@@ -372,9 +400,16 @@ const keptHeapOf = async (server: Server, dir: string): Promise<number | undefin
   }
   let total: number | undefined
   for (const pid of pids) {
-    for (let waited = 0; waited < 3000 && linesOf(dir, pid).length <= before.get(pid)!.length; waited += 20) await sleep(20)
-    const lines = linesOf(dir, pid)
-    if (lines.length > before.get(pid)!.length) total = (total ?? 0) + Number(lines.at(-1))
+    const answered = () => {
+      const lines = linesOf(dir, pid)
+      return lines.length > before.get(pid)! ? lines.at(-1) : undefined
+    }
+    let heap = answered()
+    for (let waited = 0; waited < 3000 && heap === undefined; waited += 20) {
+      await sleep(20)
+      heap = answered()
+    }
+    if (heap !== undefined) total = (total ?? 0) + Number(heap)
   }
   return total
 }
@@ -399,49 +434,35 @@ const kept = async (
   starts: ReadonlyMap<string, () => Promise<Server>>
 ) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-kept-"))
-  const out: Record<string, Record<string, { readonly startMB: number; readonly peakMB: number; readonly keptMBPerActiveRun: number }>> = {}
-  const saved = process.env.NODE_OPTIONS
+  const env = { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require=${KEPT_PROBE}`.trim(), KEPT_PROBE_DIR: dir }
   try {
-    for (const [i, n] of params.levels.entries()) {
-      for (let k = 0; k < servers.length; k++) {
-        process.env.NODE_OPTIONS = `${saved ?? ""} --require=${KEPT_PROBE}`.trim()
-        process.env.KEPT_PROBE_DIR = dir
-        let s: Server
-        try {
-          s = await restart(model, servers, (i + k) % servers.length, starts, idle)
-        } finally {
-          if (saved === undefined) delete process.env.NODE_OPTIONS
-          else process.env.NODE_OPTIONS = saved
-          delete process.env.KEPT_PROBE_DIR
-        }
-        say(`  kept heap, ${n} concurrent runs on ${s.label} ... `)
-        const r = await alone(s, servers, async () => {
-          const start = await keptHeapOf(s, dir)
-          if (start === undefined) return undefined
-          let peak = start
-          let sampling = true
-          const sampler = (async () => {
-            while (sampling) {
-              await sleep(200)
-              if (sampling) peak = Math.max(peak, (await keptHeapOf(s, dir)) ?? 0)
-            }
-          })()
-          try {
-            await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, s, "k")))
-          } finally {
-            sampling = false
-            await sampler
+    return await eachLevel(model, servers, idle, starts, async (s, n) => {
+      say(`  kept heap, ${n} concurrent runs on ${s.label} ... `)
+      const r = await alone(s, servers, async () => {
+        const start = await keptHeapOf(s, dir)
+        if (start === undefined) return undefined
+        let peak = start
+        let sampling = true
+        const sampler = (async () => {
+          while (sampling) {
+            await sleep(200)
+            if (sampling) peak = Math.max(peak, (await keptHeapOf(s, dir)) ?? 0)
           }
-          return { startMB: round(start, 1), peakMB: round(peak, 1), keptMBPerActiveRun: round((peak - start) / n, 3) }
-        })
-        say(r === undefined ? "no probe answered\n" : `${r.keptMBPerActiveRun} MB/run (${r.startMB} -> ${r.peakMB} MB)\n`)
-        if (r !== undefined) (out[s.id] ??= {})[String(n)] = r
-      }
-    }
+        })()
+        try {
+          await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, s, "k")))
+        } finally {
+          sampling = false
+          await sampler
+        }
+        return { startMB: round(start, 1), peakMB: round(peak, 1), keptMBPerActiveRun: round((peak - start) / n, 3) }
+      })
+      say(r === undefined ? "no probe answered\n" : `${r.keptMBPerActiveRun} MB/run (${r.startMB} -> ${r.peakMB} MB)\n`)
+      return r
+    }, env)
   } finally {
     fs.rmSync(dir, { recursive: true, force: true })
   }
-  return out
 }
 
 /** One client of G3: starts a resumable run, drops it after some answer tokens, rejoins with Last-Event-ID. */
