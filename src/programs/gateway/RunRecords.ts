@@ -14,6 +14,9 @@ export const ROLLED_BACK = "Rolled back by user"
 /** The message of a run a previous gateway process left unfinished. */
 export const SERVER_RESTARTED = "server restarted"
 
+/** Whether a run's record says it has not ended yet (`pending` or `running`). */
+export const unfinished = (record: RunRecord): boolean => record.status === "pending" || record.status === "running"
+
 /** A new run's record: `pending` since `at`. */
 export const base = (threadId: string, runId: string, at: string): RunRecord => ({
   run_id: runId,
@@ -53,7 +56,7 @@ export const settle = (
         error: ROLLED_BACK
       }
       yield* Effect.ignore(store.saveRun(record))
-    } else if (record === undefined || record.status === "pending" || record.status === "running") {
+    } else if (record === undefined || unfinished(record)) {
       const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
       record = {
         ...(record ?? base(threadId, runId, at)),

@@ -24,6 +24,7 @@ import type { Identity } from "../Auth.js"
 import * as Body from "../Body.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
+import * as RunRecords from "../RunRecords.js"
 import * as RunSettings from "../RunSettings.js"
 import type { ActiveRun } from "../Runs.js"
 import * as Access from "./Access.js"
@@ -103,6 +104,26 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           })
         })
 
+      /**
+       * The end of run `runId` of the stored thread. A run this process follows is awaited; one recorded unfinished
+       * that no process here follows yet is looked for again every second until it ends: a cluster's run between
+       * two runners (its runner drained, the next one not resumed yet), a run of another process sharing the
+       * store. A run handed over while awaited here is followed to its next runner the same way.
+       */
+      const awaitEnd = (threadId: string, runId: string, run: ActiveRun | undefined) =>
+        Effect.gen(function*() {
+          let following = run
+          for (;;) {
+            const record = following !== undefined && following.threadId === threadId
+              ? yield* Deferred.await(following.done)
+              : yield* ownedRun(threadId, runId)
+            if (!RunRecords.unfinished(record)) return record
+            yield* Effect.sleep("1 second")
+            // (while the run changes hands the routing may fail: the record says whether it is still going)
+            following = yield* Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined)
+          }
+        })
+
       const finalValues = (threadId: string, record: RunRecord) =>
         Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
 
@@ -132,9 +153,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
                 location: `${location}/stream`
               })
             case "wait": {
-              const record = yield* Deferred.await(run.done).pipe(
-                Effect.onInterrupt(() => disconnect ?? Effect.void)
-              )
+              // (a stateless run's thread goes with it: only its own end is awaited)
+              const record = yield* (threadId === undefined ? Deferred.await(run.done) : awaitEnd(run.threadId, run.runId, run))
+                .pipe(Effect.onInterrupt(() => disconnect ?? Effect.void))
               // a stateless run's thread is gone by now: its values are what its events left
               const values = threadId === undefined
                 ? withError(Protocol.publicValues(run.state()), record)
@@ -208,10 +229,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
-            const run = yield* runs.lookup(stored, path.run_id)
-            const record = run !== undefined && run.threadId === stored
-              ? yield* Deferred.await(run.done)
-              : yield* ownedRun(stored, path.run_id)
+            const record = yield* awaitEnd(stored, path.run_id, yield* runs.lookup(stored, path.run_id))
             return json(RunsApi.RunValues, yield* finalValues(stored, record))
           }))
         .handleRaw("cancelRun", ({ path, urlParams }) =>
