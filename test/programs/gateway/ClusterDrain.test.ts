@@ -160,6 +160,26 @@ const startRun = async (base: string, home: string, label: string): Promise<Star
   return { label, kind: label.split("-")[0]!, thread, runId: run.run_id, workspace }
 }
 
+/**
+ * A run's stream joined through `base` (from `lastEventId`), read to its end or until the connection is cut (a
+ * remote run handed over): its text and its last event id.
+ */
+const readStream = async (base: string, run: Started, lastEventId?: string) => {
+  const response = await fetch(
+    `${base}/threads/${run.thread}/runs/${run.runId}/stream`,
+    lastEventId === undefined ? {} : { headers: { "last-event-id": lastEventId } }
+  )
+  let text = ""
+  let cut = false
+  const decoder = new TextDecoder()
+  try {
+    for await (const chunk of response.body!) text += decoder.decode(chunk as Uint8Array, { stream: true })
+  } catch {
+    cut = true
+  }
+  return { status: response.status, text, cut, last: [...text.matchAll(/^id: (\d+)$/gm)].at(-1)?.[1] }
+}
+
 const ranCount = (run: Started) => {
   const file = Path.join(run.workspace, "ran.txt")
   return Fs.existsSync(file) ? Fs.readFileSync(file, "utf8").split("\n").filter((l) => l === "ran").length : 0
@@ -229,6 +249,13 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       run,
       values: fetch(`${b.url}/threads/${run.thread}/runs/${run.runId}/join`).then((r) => r.json() as Promise<any>)
     }))
+    // a client following, through B, the stream of a run A will hand over: its stream ends there without `end`, and
+    // it joins again at once from the last event it got
+    const followed = onA.get("slowmodel")![0]!
+    const following = readStream(b.url, followed).then(async (first) => ({
+      first,
+      again: first.text.includes("event: end") ? undefined : await readStream(b.url, followed, first.last)
+    }))
     await new Promise((resolve) => setTimeout(resolve, 1000))
     a.child.kill("SIGTERM")
     // A stops taking work at once: it leaves the runners' registry while its runs are still going on (the short
@@ -290,6 +317,14 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
         `the join of ${join.run.label} answered ${JSON.stringify(values).slice(0, 2000)}\nB: ${b.output().slice(-4000)}`
       )
     }
+    // the client that joined again followed the resumed run to its end (not a `gap` while no runner ran it)
+    const { first, again } = await following
+    assert.strictEqual(first.status, 200, first.text)
+    assert.isDefined(again, `the stream went on through the hand-over: ${first.text.slice(-2000)}`)
+    assert.strictEqual(again!.status, 200, again!.text)
+    assert.notInclude(again!.text, "event: gap", again!.text)
+    assert.include(again!.text, `${followed.label} answered by B`, again!.text.slice(-2000))
+    assert.match(again!.text, /event: end\n/, again!.text.slice(-2000))
     for (const run of draining) {
       const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any
       const visible = Support.visible(state.values.messages)

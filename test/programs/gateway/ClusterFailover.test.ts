@@ -121,10 +121,21 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
     const { survivor, victim } = holderOf(dbUrl, thread.thread_id, a, b)
     victim.server.child.kill("SIGKILL")
     await new Promise((resolve) => victim.server.child.once("exit", resolve))
+    // a client that followed the run joins its stream again on the survivor at once, from the last event it got,
+    // before the survivor has resumed the run
+    const rejoined = fetch(`${survivor.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, {
+      headers: { "last-event-id": "1" }
+    }).then(async (response) => ({ status: response.status, text: await response.text() }))
 
     // the survivor resumes the run and it ends
     const record = await ended(survivor.url, thread.thread_id, run.run_id, survivor.server.output)
     assert.strictEqual(record.status, "success", JSON.stringify(record))
+    // the rejoined client followed the resumed run to its end
+    const stream = await rejoined
+    assert.strictEqual(stream.status, 200, stream.text)
+    assert.notInclude(stream.text, "event: gap", stream.text)
+    assert.include(stream.text, "Both parts written.", stream.text)
+    assert.match(stream.text, /event: end\n/, stream.text)
     const state = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/state`)).json() as any
     const visible = Support.visible(state.values.messages)
     assert.deepStrictEqual(visible.map((m: any) => m.type), ["human", "ai", "tool", "ai"])

@@ -124,6 +124,23 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           }
         })
 
+      /**
+       * In a cluster, a run recorded unfinished that no runner follows yet (its runner died or drained, and the
+       * thread's next runner has not resumed it): looked for again every second, for up to a minute, so that a
+       * client joining its stream in that moment follows the resumed run instead of ending there.
+       */
+      const resumedRun = (threadId: string, runId: string) =>
+        Effect.gen(function*() {
+          if (runs.adopt === undefined) return undefined
+          for (let waited = 0; waited < 60; waited++) {
+            if (!RunRecords.unfinished(yield* ownedRun(threadId, runId))) return undefined
+            yield* Effect.sleep("1 second")
+            const run = yield* Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined)
+            if (run !== undefined && run.threadId === threadId) return run
+          }
+          return undefined
+        })
+
       const finalValues = (threadId: string, record: RunRecord) =>
         Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
 
@@ -187,8 +204,13 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: (error) => Effect.fail(fail("unprocessable", `stream_mode: ${describeParseError(error)}`)),
             onRight: (list) => Effect.succeed(Protocol.modesOf(list))
           })
-          const run = yield* runs.lookup(stored, runId)
-          if (run !== undefined && run.threadId === stored) {
+          // (in a cluster the thread's runner may be changing: the run's record says whether to wait for the next)
+          const looked = yield* Effect.either(runs.lookup(stored, runId))
+          if (Either.isLeft(looked) && runs.adopt === undefined) return yield* looked.left
+          const run = Either.isRight(looked) && looked.right?.threadId === stored
+            ? looked.right
+            : yield* resumedRun(stored, runId)
+          if (run !== undefined) {
             const disconnect = queryFlag(urlParams.cancel_on_disconnect)
               ? Effect.ignore(runs.cancel(runId, "interrupt", false))
               : undefined
