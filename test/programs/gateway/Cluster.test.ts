@@ -153,5 +153,28 @@ describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database"
     assert.strictEqual(((await cancel.json()) as any).status, "interrupted")
     const after = await (await post(gateways[(owner + 2) % 3]!, `/threads/${thread}/runs/wait`, human("again"))).json()
     assert.match((after as any).messages.at(-1).content, /^Answered \d question\(s\):/)
+
+    // a client following a run through a gateway that does not run it, with cancel_on_disconnect, goes away: the
+    // run is cancelled on its runner
+    const left = (await (await post(next(), `/threads/${threads[1]!}/runs`, human("hang on again"))).json()) as any
+    let runner = -1
+    for (let i = 0; i < 400 && runner < 0; i++) {
+      runner = gateways.findIndex((g) => g.runs.get(left.run_id) !== undefined)
+      if (runner < 0) await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    assert.isAtLeast(runner, 0)
+    const away = new AbortController()
+    const follower = await fetch(
+      `${gateways[(runner + 1) % 3]!.url}/threads/${threads[1]!}/runs/${left.run_id}/stream?cancel_on_disconnect=true`,
+      { signal: away.signal }
+    )
+    await Support.readSse(follower, (_, all) => all.length >= 1)
+    away.abort()
+    let status = ""
+    for (let i = 0; i < 400 && status !== "interrupted"; i++) {
+      status = (await get(gateways[runner]!, `/threads/${threads[1]!}/runs/${left.run_id}`)).status
+      if (status !== "interrupted") await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    assert.strictEqual(status, "interrupted")
   }, 240_000)
 })

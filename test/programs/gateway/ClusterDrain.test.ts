@@ -164,9 +164,9 @@ const startRun = async (base: string, home: string, label: string): Promise<Star
  * A run's stream joined through `base` (from `lastEventId`), read to its end or until the connection is cut (a
  * remote run handed over): its text and its last event id.
  */
-const readStream = async (base: string, run: Started, lastEventId?: string) => {
+const readStream = async (base: string, run: Started, lastEventId?: string, query = "") => {
   const response = await fetch(
-    `${base}/threads/${run.thread}/runs/${run.runId}/stream`,
+    `${base}/threads/${run.thread}/runs/${run.runId}/stream${query}`,
     lastEventId === undefined ? {} : { headers: { "last-event-id": lastEventId } }
   )
   let text = ""
@@ -249,15 +249,17 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
       run,
       values: fetch(`${b.url}/threads/${run.thread}/runs/${run.runId}/join`).then((r) => r.json() as Promise<any>)
     }))
-    // a client following, through B, the stream of a run A will hand over: its stream ends there without `end`, and
-    // it joins again at once from the last event it got
+    // a client following, through B, the stream of a run A will hand over, which asked for the run to be cancelled
+    // if it goes away
     const followed = onA.get("slowmodel")![0]!
-    const following = readStream(b.url, followed).then(async (first) => ({
-      first,
-      again: first.text.includes("event: end") ? undefined : await readStream(b.url, followed, first.last)
-    }))
+    const following = readStream(b.url, followed, undefined, "?cancel_on_disconnect=true")
     await new Promise((resolve) => setTimeout(resolve, 1000))
     a.child.kill("SIGTERM")
+    // another client joins the stream of a run A hands over, through B, as soon as A says it handed it over: before
+    // B has resumed it
+    const rejoined = until(() => /handed over/.test(a.output()), "a run handed over", 2400, 20).then(() =>
+      readStream(b.url, onA.get("slowtool")![0]!, "1")
+    )
     // A stops taking work at once: it leaves the runners' registry while its runs are still going on (the short
     // runs' tools are released only now, and return within the drain period however slow the machine is)
     await until(() => psql(dbUrl, "SELECT count(*) FROM cluster_runners") === "1", "A unregistered")
@@ -317,14 +319,15 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
         `the join of ${join.run.label} answered ${JSON.stringify(values).slice(0, 2000)}\nB: ${b.output().slice(-4000)}`
       )
     }
-    // the client that joined again followed the resumed run to its end (not a `gap` while no runner ran it)
-    const { first, again } = await following
-    assert.strictEqual(first.status, 200, first.text)
-    assert.isDefined(again, `the stream went on through the hand-over: ${first.text.slice(-2000)}`)
-    assert.strictEqual(again!.status, 200, again!.text)
-    assert.notInclude(again!.text, "event: gap", again!.text)
-    assert.include(again!.text, `${followed.label} answered by B`, again!.text.slice(-2000))
-    assert.match(again!.text, /event: end\n/, again!.text.slice(-2000))
+    // both streams went on to the resumed runs' ends: the one followed through the change of runner (never cut,
+    // no `gap`), the one joined between the two runners once B resumed its run
+    for (const [stream, label] of [[await following, followed.label], [await rejoined, onA.get("slowtool")![0]!.label]] as const) {
+      assert.strictEqual(stream.status, 200, stream.text)
+      assert.isFalse(stream.cut, `${label}: cut after ${stream.text.slice(-2000)}`)
+      assert.notInclude(stream.text, "event: gap", stream.text.slice(-2000))
+      assert.include(stream.text, `${label} answered by B`, stream.text.slice(-2000))
+      assert.match(stream.text, /event: end\n/, stream.text.slice(-2000))
+    }
     for (const run of draining) {
       const state = (await (await fetch(`${b.url}/threads/${run.thread}/state`)).json()) as any
       const visible = Support.visible(state.values.messages)

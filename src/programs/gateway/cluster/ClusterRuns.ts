@@ -36,6 +36,7 @@ import * as TS from "../../../state/ThreadState.js"
 import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
+import * as RunRecords from "../RunRecords.js"
 import * as Runs from "../Runs.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunnerSocket from "./RunnerSocket.js"
@@ -343,17 +344,49 @@ export const layer = (
 
       const subscribe: Runs.Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
         if (!remote.has(run)) return localRuns.subscribe(run, cursor, modes, onDisconnect)
+        // `complete`: the run's last frame (`end`, `gap`) passed; `ended`: the stream ended here (not the client
+        // gone, after which `onDisconnect` runs)
         let complete = false
-        const frames = client(run.threadId).Frames({ runId: run.runId, cursor }).pipe(
-          Stream.tap((frame) => Effect.sync(() => (complete = frame.event === "end" || frame.event === "gap"))),
-          Stream.catchAll((error) =>
-            Stream.fromEffect(Effect.logWarning(`run ${run.runId}: its stream from its runner broke`, error)).pipe(
-              Stream.drain
-            )
+        let ended = false
+        let last = cursor
+        // The run's frames from its runner after `last`. Its stream ending without the run's last frame (the runner
+        // drained and handed the run over, or died) is joined again, from the last frame it gave, once a second
+        // while the run's record says it goes on, up to a minute: on the thread's next runner once it resumed the
+        // run (whose event ids go on above these), so the client's stream goes on through the change of runner.
+        const from = (attempt: number): Stream.Stream<Protocol.Frame> =>
+          client(run.threadId).Frames({ runId: run.runId, cursor: last }).pipe(
+            Stream.tap((frame) =>
+              Effect.sync(() => {
+                complete = frame.event === "end" || frame.event === "gap"
+                last = Math.max(last, frame.id)
+              })
+            ),
+            // (however it broke: a runner stopping interrupts its entity's requests; this fiber interrupted, the
+            // client gone, stays interrupted)
+            Stream.catchAllCause((cause) =>
+              Stream.drain(Stream.fromEffect(
+                attempt === 0 ? Effect.logWarning(`run ${run.runId}: its stream from its runner broke`, cause) : Effect.void
+              ))
+            ),
+            Stream.concat(Stream.unwrap(Effect.suspend(() => (complete ? Effect.succeed(Stream.empty) : again(attempt)))))
           )
+        const rest = Stream.suspend(() =>
+          Stream.catchAllCause(client(run.threadId).Frames({ runId: run.runId, cursor: last }), () => Stream.empty)
         )
+        const again = (attempt: number): Effect.Effect<Stream.Stream<Protocol.Frame>> =>
+          Effect.gen(function*() {
+            const record = (yield* Effect.orElseSucceed(store.runs({ runId: run.runId }), () => []))[0]
+            if (record === undefined || attempt >= 60) return Stream.empty
+            // (a run that ended meanwhile: one more look gives what is left of its stream, its end among it)
+            if (!RunRecords.unfinished(record)) return rest
+            yield* Effect.sleep("1 second")
+            return from(attempt + 1)
+          })
+        const frames = from(0).pipe(Stream.concat(Stream.drain(Stream.fromEffect(Effect.sync(() => (ended = true))))))
         const text = Runs.sseOf(frames, modes, options.heartbeatSeconds).pipe(
-          Stream.ensuring(Effect.suspend(() => (complete || onDisconnect === undefined ? Effect.void : onDisconnect)))
+          Stream.ensuring(
+            Effect.suspend(() => (complete || ended || onDisconnect === undefined ? Effect.void : onDisconnect))
+          )
         )
         // destroying the readable (the client gone) ends the iteration, which interrupts the stream
         return Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
