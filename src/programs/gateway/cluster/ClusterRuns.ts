@@ -18,6 +18,7 @@ import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -365,7 +366,9 @@ export const layer = (
             // client gone, stays interrupted)
             Stream.catchAllCause((cause) =>
               Stream.drain(Stream.fromEffect(
-                attempt === 0 ? Effect.logWarning(`run ${run.runId}: its stream from its runner broke`, cause) : Effect.void
+                attempt === 0 && !Cause.isInterruptedOnly(cause)
+                  ? Effect.logWarning(`run ${run.runId}: its stream from its runner broke`, cause)
+                  : Effect.void
               ))
             ),
             Stream.concat(Stream.unwrap(Effect.suspend(() => (complete ? Effect.succeed(Stream.empty) : again(attempt)))))
