@@ -568,7 +568,9 @@ describe.skipIf(!bwrapInstalled)("resource limits (real bash tool)", () => {
         result.text.slice(0, 300)
       )
       assert.notInclude(result.text, "survived")
-      assert.isAbove(peak, 5, "the bomb ran")
+      // (that the bomb ran up to the limit is what the message says, from the cgroup's own count: the sampler, every
+      // 5 ms, may see only a few of its processes on a loaded machine before they are all stopped)
+      assert.isAbove(peak, 0, "the bomb ran")
       assert.isAtMost(peak, 40, "never more processes than the limit")
       yield* eventually("the bomb is gone", () => processesMatching(tag).length === 0)
       yield* eventually("its cgroup is removed", () => ownGroups(groups.hierarchy.dir).length === 0)
