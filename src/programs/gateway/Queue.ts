@@ -16,6 +16,7 @@ import * as M from "../../state/Message.js"
 import * as TS from "../../state/ThreadState.js"
 import type { GatewayError } from "./api/Problem.js"
 import type { Frame, StreamMode } from "./Protocol.js"
+import * as RunRecords from "./RunRecords.js"
 
 /** What a queued run is, before and after it starts. */
 export interface QueuedRun {
@@ -163,7 +164,7 @@ export const makeQueues = <Req extends QueuedRequest>(manager: Manager<Req>) => 
           const current = manager.active(threadId) ?? ahead
           if (current !== undefined) {
             const ahead = yield* Deferred.await(current.done)
-            if (ahead.status === "running" || ahead.status === "pending") {
+            if (RunRecords.unfinished(ahead)) {
               // the run ahead was handed over to another process, unfinished: this one goes there after it (its
               // durable message, in a cluster), never started here
               dequeue(threadId, runId)

@@ -482,7 +482,7 @@ export const layer = (
           if (run !== undefined && (yield* queues.cancel(run.threadId, runId))) return
           if (run === undefined || run.finished() || active.get(run.threadId)?.runId !== runId) {
             const record = (yield* store.runs({ runId }).pipe(Effect.mapError(internal)))[0]
-            if (record !== undefined && (record.status === "running" || record.status === "pending")) {
+            if (record !== undefined && RunRecords.unfinished(record)) {
               return yield* new GatewayError({
                 reason: "conflict",
                 message: `Run ${runId} runs in another gateway process; cancel it there.`

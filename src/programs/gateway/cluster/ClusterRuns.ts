@@ -81,8 +81,6 @@ export const ThreadEntity = Entity.make("AntlerThread", [
     .annotate(ClusterSchema.Persisted, true)
 ])
 
-const TERMINAL: ReadonlySet<string> = new Set(["success", "error", "cancelled", "interrupted"])
-
 /** This runner's own run manager (the runs of the threads it owns). */
 class LocalRuns extends Context.Tag("antler/gateway/cluster/LocalRuns")<LocalRuns, Runs.Service>() {}
 
@@ -110,7 +108,7 @@ const entityLayer = ThreadEntity.toLayer(
       Deferred.await(run.done).pipe(
         // (a run that ended here unfinished, handed over with the run ahead of it, is not answered: the message
         // stays for the thread's next runner)
-        Effect.flatMap((record) => (TERMINAL.has(record.status) ? Effect.succeed(record) : Effect.never)),
+        Effect.flatMap((record) => (RunRecords.unfinished(record) ? Effect.never : Effect.succeed(record))),
         Effect.onInterrupt(() =>
           local.handOver === undefined ? Effect.void : local.handOver(run.runId).pipe(
             Effect.tap((handed) =>
@@ -157,10 +155,10 @@ const entityLayer = ThreadEntity.toLayer(
             const thread = yield* Effect.orElseSucceed(store.runs({ threadId: request.threadId }), () => [])
             const at = thread.findIndex((run) => run.run_id === payload.runId)
             const record = at < 0 ? undefined : thread[at]
-            if (record !== undefined && TERMINAL.has(record.status)) return record
+            if (record !== undefined && !RunRecords.unfinished(record)) return record
             // a run queued behind another (handed over together) lets the ones before it go first: it waits for
             // them to end, or at most half a minute (one left unfinished for good), then for the thread's lease
-            const before = thread.slice(0, Math.max(at, 0)).filter((run) => !TERMINAL.has(run.status))
+            const before = thread.slice(0, Math.max(at, 0)).filter(RunRecords.unfinished)
             if (before.length > 0 && waited++ < 30) {
               yield* Effect.sleep("1 second")
               continue
@@ -272,7 +270,7 @@ export const layer = (
               })
             ),
             Effect.flatMap((answer) =>
-              answer !== undefined && !TERMINAL.has(answer.record.status)
+              answer !== undefined && RunRecords.unfinished(answer.record)
                 ? Effect.zipRight(Effect.sleep("1 second"), ask)
                 : Effect.suspend(() => {
                   finished = true

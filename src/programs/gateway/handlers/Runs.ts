@@ -219,7 +219,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           // not buffered here (finished long ago, run by another process, or before a restart)
           const record = yield* ownedRun(stored, runId)
           const frames: Array<string> = []
-          if (cursor > 0 || record.status === "running" || record.status === "pending") {
+          if (cursor > 0 || RunRecords.unfinished(record)) {
             frames.push(Protocol.sse({
               id: cursor,
               event: "gap",
