@@ -104,6 +104,19 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           })
         })
 
+      /** The run, when it is the stored thread's. */
+      const ofThread = (threadId: string, run: ActiveRun | undefined) => run?.threadId === threadId ? run : undefined
+
+      /**
+       * A second later, the run as this process can follow it now (while the run changes hands the routing may
+       * fail: none then, and the run's record says whether it still goes on).
+       */
+      const lookAgain = (threadId: string, runId: string) =>
+        Effect.zipRight(
+          Effect.sleep("1 second"),
+          Effect.map(Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined), (run) => ofThread(threadId, run))
+        )
+
       /**
        * The end of run `runId` of the stored thread. A run this process follows is awaited; one recorded unfinished
        * that no process here follows yet is looked for again every second until it ends: a cluster's run between
@@ -112,15 +125,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
        */
       const awaitEnd = (threadId: string, runId: string, run: ActiveRun | undefined) =>
         Effect.gen(function*() {
-          let following = run
+          let following = ofThread(threadId, run)
           for (;;) {
-            const record = following !== undefined && following.threadId === threadId
-              ? yield* Deferred.await(following.done)
-              : yield* ownedRun(threadId, runId)
+            const record = following !== undefined ? yield* Deferred.await(following.done) : yield* ownedRun(threadId, runId)
             if (!RunRecords.unfinished(record)) return record
-            yield* Effect.sleep("1 second")
-            // (while the run changes hands the routing may fail: the record says whether it is still going)
-            following = yield* Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined)
+            following = yield* lookAgain(threadId, runId)
           }
         })
 
@@ -134,9 +143,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           if (runs.adopt === undefined) return undefined
           for (let waited = 0; waited < 60; waited++) {
             if (!RunRecords.unfinished(yield* ownedRun(threadId, runId))) return undefined
-            yield* Effect.sleep("1 second")
-            const run = yield* Effect.orElseSucceed(runs.lookup(threadId, runId), () => undefined)
-            if (run !== undefined && run.threadId === threadId) return run
+            const run = yield* lookAgain(threadId, runId)
+            if (run !== undefined) return run
           }
           return undefined
         })
@@ -207,9 +215,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           // (in a cluster the thread's runner may be changing: the run's record says whether to wait for the next)
           const looked = yield* Effect.either(runs.lookup(stored, runId))
           if (Either.isLeft(looked) && runs.adopt === undefined) return yield* looked.left
-          const run = Either.isRight(looked) && looked.right?.threadId === stored
-            ? looked.right
-            : yield* resumedRun(stored, runId)
+          const run = (Either.isRight(looked) ? ofThread(stored, looked.right) : undefined) ?? (yield* resumedRun(stored, runId))
           if (run !== undefined) {
             const disconnect = queryFlag(urlParams.cancel_on_disconnect)
               ? Effect.ignore(runs.cancel(runId, "interrupt", false))
