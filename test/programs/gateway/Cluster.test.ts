@@ -10,6 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Postgres from "../../support/postgres.js"
 import type { SseEvent, TestGateway } from "./support.js"
+import { eventually, until } from "../../support/poll.js"
 import * as Support from "./support.js"
 import { freePort } from "../../support/ports.js"
 
@@ -45,6 +46,13 @@ const human = (content: string) => ({
   input: { messages: [{ type: "human", content }] },
   stream_mode: ["values", "messages-tuple"]
 })
+
+/** The index of the gateway running run `runId`, once one does. */
+const runnerOf = (runId: string): Promise<number> =>
+  eventually(() => {
+    const runner = gateways.findIndex((g) => g.runs.get(runId) !== undefined)
+    return runner < 0 ? undefined : runner
+  }, `a gateway runs ${runId}`, { tries: 400, everyMs: 25 })
 
 /** Every event id present, from `first`, one more each time, the last one `end`. */
 const assertComplete = (events: ReadonlyArray<SseEvent>, first: number, what: string) => {
@@ -137,12 +145,7 @@ describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database"
     // a run hangs on its thread's runner; a gateway that does not run it cancels it
     const thread = threads[0]!
     const hanging = (await (await post(next(), `/threads/${thread}/runs`, human("hang on"))).json()) as any
-    let owner = -1
-    for (let i = 0; i < 400 && owner < 0; i++) {
-      owner = gateways.findIndex((g) => g.runs.get(hanging.run_id) !== undefined)
-      if (owner < 0) await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-    assert.isAtLeast(owner, 0)
+    const owner = await runnerOf(hanging.run_id)
     const other = gateways[(owner + 1) % 3]!
     const busy = await post(other, `/threads/${thread}/runs`, human("me too"))
     assert.strictEqual(busy.status, 409)
@@ -157,12 +160,7 @@ describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database"
     // a client following a run through a gateway that does not run it, with cancel_on_disconnect, goes away: the
     // run is cancelled on its runner
     const left = (await (await post(next(), `/threads/${threads[1]!}/runs`, human("hang on again"))).json()) as any
-    let runner = -1
-    for (let i = 0; i < 400 && runner < 0; i++) {
-      runner = gateways.findIndex((g) => g.runs.get(left.run_id) !== undefined)
-      if (runner < 0) await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-    assert.isAtLeast(runner, 0)
+    const runner = await runnerOf(left.run_id)
     const away = new AbortController()
     const follower = await fetch(
       `${gateways[(runner + 1) % 3]!.url}/threads/${threads[1]!}/runs/${left.run_id}/stream?cancel_on_disconnect=true`,
@@ -170,11 +168,11 @@ describe.skipIf("skip" in pg)("gateways as a cluster on one PostgreSQL database"
     )
     await Support.readSse(follower, (_, all) => all.length >= 1)
     away.abort()
-    let status = ""
-    for (let i = 0; i < 400 && status !== "interrupted"; i++) {
-      status = (await get(gateways[runner]!, `/threads/${threads[1]!}/runs/${left.run_id}`)).status
-      if (status !== "interrupted") await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-    assert.strictEqual(status, "interrupted")
+    await until(
+      async () => (await get(gateways[runner]!, `/threads/${threads[1]!}/runs/${left.run_id}`)).status === "interrupted",
+      "the run cancelled",
+      400,
+      25
+    )
   }, 240_000)
 })

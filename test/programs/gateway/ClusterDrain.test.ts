@@ -162,7 +162,7 @@ const startRun = async (base: string, home: string, label: string): Promise<Star
 
 /**
  * A run's stream joined through `base` (from `lastEventId`), read to its end or until the connection is cut (a
- * remote run handed over): its text and its last event id.
+ * remote run handed over): its text, what came before a cut included (`Support.readSse` throws it away).
  */
 const readStream = async (base: string, run: Started, lastEventId?: string, query = "") => {
   const response = await fetch(
@@ -177,7 +177,7 @@ const readStream = async (base: string, run: Started, lastEventId?: string, quer
   } catch {
     cut = true
   }
-  return { status: response.status, text, cut, last: [...text.matchAll(/^id: (\d+)$/gm)].at(-1)?.[1] }
+  return { status: response.status, text, cut }
 }
 
 const ranCount = (run: Started) => {
