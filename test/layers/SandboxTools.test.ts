@@ -599,6 +599,76 @@ describe("grep", () => {
     }))
 })
 
+describe("disabled skills' files (SPEC §7.1)", () => {
+  const skill = (name: string) => `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\nSECRET-${name}\n`
+  const S = "/mnt/skills/public"
+  const refused = (name: string) =>
+    `Error: Skill '${name}' is disabled. Access to its files is blocked. Enable the skill in settings before using it.`
+
+  /** A skills directory with `alpha` (enabled) and `beta` (disabled in the home's extensions_config.json). */
+  const withSkills = Effect.gen(function*() {
+    const skills = tempDir("antler-tools-skills-")
+    const env = yield* ready({ skills })
+    env.write("public/alpha/SKILL.md", skill("alpha"), skills)
+    env.write("public/beta/SKILL.md", skill("beta"), skills)
+    env.write("public/beta/notes/ref.md", "SECRET-beta-notes\n", skills)
+    const states = (beta: boolean) =>
+      Fs.writeFileSync(
+        Path.join(env.home, "extensions_config.json"),
+        JSON.stringify({ mcpServers: {}, skills: { beta: { enabled: beta } } })
+      )
+    states(false)
+    return { ...env, states }
+  })
+
+  it.effect("read_file, ls, glob and grep refuse a path inside a disabled skill; an enabled one reads as before", () =>
+    Effect.gen(function*() {
+      const { call } = yield* withSkills
+      const text = (name: string, args: JsonObject) => Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
+      assert.include(yield* text("read_file", { path: `${S}/alpha/SKILL.md` }), "SECRET-alpha")
+      assert.strictEqual(yield* text("read_file", { path: `${S}/beta/SKILL.md` }), refused("beta"))
+      assert.strictEqual(yield* text("read_file", { path: `${S}/beta/notes/ref.md` }), refused("beta"))
+      assert.strictEqual(yield* text("ls", { path: `${S}/beta` }), refused("beta"))
+      assert.strictEqual(yield* text("ls", { path: `${S}/beta/notes/` }), refused("beta"))
+      assert.strictEqual(yield* text("glob", { path: `${S}/beta`, pattern: "**" }), refused("beta"))
+      assert.strictEqual(yield* text("grep", { path: `${S}/beta/SKILL.md`, pattern: "SECRET" }), refused("beta"))
+      // a way round through `..` or `.` segments is not one
+      for (const path of [`${S}/alpha/../beta/SKILL.md`, `${S}/./beta/SKILL.md`, `/mnt/skills//public/beta/SKILL.md`]) {
+        assert.notInclude(yield* text("read_file", { path }), "SECRET-beta", path)
+      }
+    }))
+
+  it.effect("a listing or search from above a disabled skill leaves its files out", () =>
+    Effect.gen(function*() {
+      const { call } = yield* withSkills
+      const text = (name: string, args: JsonObject) => Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
+      assert.strictEqual(
+        yield* text("ls", { path: "/mnt/skills" }),
+        ["/mnt/skills/public/", `${S}/alpha/`].join("\n")
+      )
+      assert.strictEqual(
+        yield* text("glob", { path: "/mnt/skills", pattern: "**/*.md" }),
+        ["Found 1 paths under /mnt/skills", `1. ${S}/alpha/SKILL.md`].join("\n")
+      )
+      assert.strictEqual(
+        yield* text("grep", { path: "/mnt/skills", pattern: "SECRET" }),
+        ["Found 1 matches under /mnt/skills", `${S}/alpha/SKILL.md:6: SECRET-alpha`].join("\n")
+      )
+      assert.strictEqual(yield* text("grep", { path: "/mnt/skills", pattern: "beta-notes" }), "No matches found under /mnt/skills")
+    }))
+
+  it.effect("the skill's state is read at each call: enabled again, its files read at once", () =>
+    Effect.gen(function*() {
+      const { call, states } = yield* withSkills
+      const read = Effect.map(call("read_file", { description: "x", path: `${S}/beta/SKILL.md` }), (r) => r.text)
+      assert.strictEqual(yield* read, refused("beta"))
+      states(true)
+      assert.include(yield* read, "SECRET-beta")
+      const { text } = yield* call("ls", { description: "x", path: "/mnt/skills" })
+      assert.include(text, `${S}/beta/`)
+    }))
+})
+
 describe("patterns from the model (RE2: linear time)", () => {
   const A48 = "a".repeat(48)
   const GLOB_ATTACK = `${"*a".repeat(14)}*b`

@@ -14,7 +14,7 @@ import type { ToolContext } from "./ToolContext.js"
 import { statFile } from "./ToolContext.js"
 
 /** The `ls` tool. */
-export const ls = ({ settings, withSandbox }: ToolContext) =>
+export const ls = ({ gate, settings, withSandbox }: ToolContext) =>
   Tool.make({
     name: "ls",
     readOnly: true,
@@ -23,25 +23,28 @@ export const ls = ({ settings, withSandbox }: ToolContext) =>
     parameters: LsArgs,
     handler: (args, call) =>
       withSandbox("ls", (sandbox) =>
-        sandbox.walk(args.path, { maxDepth: 2, maxEntries: WALK_MAX_ENTRIES, skip: isJunk }).pipe(
-          Effect.map(({ entries }) => {
-            if (entries.length === 0) return "(empty)"
-            const lines = entries.map((e) => (e.kind === "directory" ? `${e.path}/` : e.path)).sort()
-            return headTruncate(
-              lines.join("\n"),
-              settings.ls_output_max_chars,
-              "Use a more specific path to see fewer results"
+        gate(args.path, (hidden) =>
+          sandbox.walk(args.path, { maxDepth: 2, maxEntries: WALK_MAX_ENTRIES, skip: isJunk }).pipe(
+            Effect.map(({ entries }) => {
+              const shown = entries.filter((e) => !hidden(e.path))
+              if (shown.length === 0) return "(empty)"
+              const lines = shown.map((e) => (e.kind === "directory" ? `${e.path}/` : e.path)).sort()
+              return headTruncate(
+                lines.join("\n"),
+                settings.ls_output_max_chars,
+                "Use a more specific path to see fewer results"
+              )
+            }),
+            Effect.catchIf(
+              (e) => e.reason === "not_found",
+              () => Effect.succeed(`Error: Directory not found: ${sandbox.mask(normalizeVirtual(args.path))}`)
             )
-          }),
-          Effect.catchIf(
-            (e) => e.reason === "not_found",
-            () => Effect.succeed(`Error: Directory not found: ${sandbox.mask(normalizeVirtual(args.path))}`)
           )
         ))(call)
   })
 
 /** The `read_file` tool. */
-export const readFile = ({ markReads, settings, withSandbox }: ToolContext) =>
+export const readFile = ({ gate, markReads, settings, withSandbox }: ToolContext) =>
   Tool.make({
     name: "read_file",
     readOnly: true,
@@ -54,7 +57,7 @@ export const readFile = ({ markReads, settings, withSandbox }: ToolContext) =>
     parameters: ReadFileArgs,
     handler: (args, call) =>
       withSandbox("read_file", (sandbox) =>
-        sandbox.readText(args.path).pipe(
+        gate(args.path, () => sandbox.readText(args.path).pipe(
           Effect.map((content): HandlerOutput => {
             let text = content
             if (args.start_line !== undefined || args.end_line !== undefined) {
@@ -86,7 +89,7 @@ export const readFile = ({ markReads, settings, withSandbox }: ToolContext) =>
                   "or view_image for images."
               )
           )
-        ))(call)
+        )))(call)
   })
 
 /** The `view_image` tool. */

@@ -55,7 +55,7 @@ const stoppedNote = (what: string) =>
   "pattern or the glob.)"
 
 /** The `glob` tool. */
-export const glob = ({ withSandbox }: ToolContext) =>
+export const glob = ({ gate, withSandbox }: ToolContext) =>
   Tool.make({
     name: "glob",
     readOnly: true,
@@ -65,7 +65,7 @@ export const glob = ({ withSandbox }: ToolContext) =>
     parameters: GlobArgs,
     handler: (args, call) =>
       withSandbox("glob", (sandbox) =>
-        Effect.gen(function*() {
+        gate(args.path, (hidden) => Effect.gen(function*() {
           const root = sandbox.mask(normalizeVirtual(args.path))
           if (args.pattern.startsWith("/")) {
             return "Error: The pattern must be relative to path (e.g. `**/*.py`), not absolute: " +
@@ -80,7 +80,10 @@ export const glob = ({ withSandbox }: ToolContext) =>
           const finished = yield* searchWithin(Effect.gen(function*() {
             for (const entry of walked.entries) {
               if (slice(entry.relative.length + 64)) yield* breathe
-              if ((entry.kind === "file" || args.include_dirs) && compiled.regex.test(entry.relative)) {
+              if (
+                (entry.kind === "file" || args.include_dirs) && compiled.regex.test(entry.relative) &&
+                !hidden(entry.path)
+              ) {
                 matches.push(entry)
               }
             }
@@ -97,11 +100,11 @@ export const glob = ({ withSandbox }: ToolContext) =>
             ...lines,
             ...(more ? ["Results truncated. Narrow the path or pattern to see the rest."] : [])
           ].join("\n") + stopped
-        }))(call)
+        })))(call)
   })
 
 /** The `grep` tool. */
-export const grep = ({ withSandbox }: ToolContext) =>
+export const grep = ({ gate, withSandbox }: ToolContext) =>
   Tool.make({
     name: "grep",
     readOnly: true,
@@ -112,7 +115,7 @@ export const grep = ({ withSandbox }: ToolContext) =>
     parameters: GrepArgs,
     handler: (args, call) =>
       withSandbox("grep", (sandbox) =>
-        Effect.gen(function*() {
+        gate(args.path, (hidden) => Effect.gen(function*() {
           const root = sandbox.mask(normalizeVirtual(args.path))
           const max = clampMax(args.max_results, 100, 500)
           const compiled = compileSearch(args.pattern, { literal: args.literal, caseSensitive: args.case_sensitive })
@@ -124,7 +127,7 @@ export const grep = ({ withSandbox }: ToolContext) =>
           const files = info.kind === "file"
             ? [{ path: normalizeVirtual(args.path), relative: normalizeVirtual(args.path).split("/").pop()! }]
             : (yield* sandbox.walk(args.path, { maxEntries: WALK_MAX_ENTRIES, skip: isJunk })).entries
-              .filter((e) => e.kind === "file")
+              .filter((e) => e.kind === "file" && !hidden(e.path))
           const decoder = new TextDecoder("utf-8", { fatal: true })
           const lines: Array<string> = []
           let count = 0
@@ -163,5 +166,5 @@ export const grep = ({ withSandbox }: ToolContext) =>
             ...lines,
             ...(more ? ["Results truncated. Narrow the path, pattern or glob to see the rest."] : [])
           ].join("\n") + stopped
-        }))(call)
+        })))(call)
   })

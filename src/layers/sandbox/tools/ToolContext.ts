@@ -13,6 +13,8 @@ import type { Sandbox } from "../../../services/Sandbox.js"
 import { SandboxError, SandboxProvider } from "../../../services/Sandbox.js"
 import type { HandlerOutput } from "../../../services/Tool.js"
 import type { ToolCall } from "../../../state/Message.js"
+import * as SkillsDirectory from "../../SkillsDirectory.js"
+import * as SkillGate from "./SkillGate.js"
 import { normalizeVirtual } from "./Text.js"
 
 /** A tool's work on the run's sandbox. */
@@ -63,6 +65,15 @@ export interface ToolContext {
     name: string,
     body: Body
   ) => (call: ToolCall) => Effect.Effect<HandlerOutput, never, RunContext | RunEvents>
+  /**
+   * Runs a file tool's `body` on `path` unless the path lies in a disabled skill's folder (then the model reads
+   * why it is refused); `body` is given the test for the paths its listing or search must leave out
+   * (`SkillGate`). The skills are read only when the path can reach their mount.
+   */
+  readonly gate: <E, R>(
+    path: string,
+    body: (hidden: (path: string) => boolean) => Effect.Effect<HandlerOutput, E, R>
+  ) => Effect.Effect<HandlerOutput, E, R>
 }
 
 /** The context over the provider and the configuration. */
@@ -74,10 +85,22 @@ export const make = Effect.gen(function*() {
       Effect.flatMap((sandbox) => recover(name, body(sandbox, call), sandbox.mask)),
       (effect) => recover(name, effect, (text) => text)
     )
+  const container = app.config.skills.container_path
+  const gate: ToolContext["gate"] = (path, body) =>
+    Effect.suspend(() => {
+      const disabled = SkillGate.reaches(path, container)
+        ? SkillGate.disabledOf(SkillsDirectory.catalogOf(app))
+        : []
+      const blocked = SkillGate.blockedBy(disabled, path)
+      return blocked !== undefined
+        ? Effect.succeed(SkillGate.refusal(blocked))
+        : body((entry) => SkillGate.blockedBy(disabled, entry) !== undefined)
+    })
   return {
     settings: app.config.sandbox,
-    skillsContainer: app.config.skills.container_path,
+    skillsContainer: container,
     markReads: app.config.read_before_write.enabled,
-    withSandbox
+    withSandbox,
+    gate
   } satisfies ToolContext
 })
