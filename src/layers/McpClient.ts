@@ -27,6 +27,7 @@ import type { McpCatalog, McpTool, ServerStatus, Service } from "../services/Mcp
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import { resultOf, toolsOf } from "./mcp/Decode.js"
+import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as ParentDeath from "./ParentDeath.js"
@@ -58,6 +59,8 @@ interface Connection {
   readonly transport: "stdio" | "sse" | "http"
   /** The entry with `$VAR`s replaced, or why it cannot start. */
   readonly resolved: Either.Either<McpServerConfig, string>
+  /** Its OAuth tokens (an HTTP or SSE server with `oauth` on), kept across its restarts. */
+  readonly tokens: TokenSource | undefined
   readonly lock: Effect.Semaphore
   client: Client | undefined
   /** A start under way (its process started, its handshake not done): given up if the service closes. */
@@ -88,13 +91,25 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     for (const [name, config] of Object.entries(options.servers)) {
       const values = config.enabled ? yield* lookupAll(variablesOf(config)) : new Map<string, string | undefined>()
       const problem = serverProblem(name, config)
+      const resolved: Either.Either<McpServerConfig, string> = problem !== undefined
+        ? Either.left(problem)
+        : Either.flatMap(
+          Either.mapLeft(resolveEntry(config, (v) => values.get(v)), (m) => `MCP server '${name}': ${m}`),
+          // (checked again with its `$VAR`s resolved: an OAuth token URL or secret may be one)
+          (entry) => {
+            const resolvedProblem = serverProblem(name, entry)
+            return resolvedProblem === undefined ? Either.right(entry) : Either.left(resolvedProblem)
+          }
+        )
+      const oauth = Either.isRight(resolved) ? resolved.right.oauth : undefined
       connections.push({
         name,
         config,
         transport: transportOf(config),
-        resolved: problem !== undefined
-          ? Either.left(problem)
-          : Either.mapLeft(resolveEntry(config, (v) => values.get(v)), (m) => `MCP server '${name}': ${m}`),
+        resolved,
+        tokens: oauth !== undefined && oauth !== null && oauth.enabled && transportOf(config) !== "stdio"
+          ? tokenSource(oauth)
+          : undefined,
         lock: yield* Effect.makeSemaphore(1),
         client: undefined,
         starting: undefined,
@@ -160,7 +175,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
             c.stderr = (c.stderr + text).slice(-2000)
-          })
+          }, c.tokens)
           const ms = initMs(c)
           c.starting = start
           const connected = yield* Effect.tryPromise({

@@ -15,6 +15,37 @@ export const McpRouting = Schema.Struct({
 })
 export type McpRouting = typeof McpRouting.Type
 
+/**
+ * OAuth for an HTTP or SSE server (DeerFlow's `oauth`): Antler takes an access token from `token_url` with the
+ * `client_credentials` or `refresh_token` grant, keeps it until `refresh_skew_seconds` before it expires, and sends
+ * it as the `Authorization` header of the server's requests. A rotated refresh token is kept in memory (never
+ * written back to the file). Ignored for a stdio server.
+ */
+export const McpOAuth = Schema.Struct(
+  {
+    enabled: Schema.optionalWith(Schema.Boolean, { default: () => true }),
+    token_url: Schema.String,
+    grant_type: Schema.optionalWith(Schema.Literal("client_credentials", "refresh_token"), {
+      default: () => "client_credentials" as const
+    }),
+    client_id: Schema.optional(Schema.NullOr(Schema.String)),
+    client_secret: Schema.optional(Schema.NullOr(Schema.String)),
+    refresh_token: Schema.optional(Schema.NullOr(Schema.String)),
+    scope: Schema.optional(Schema.NullOr(Schema.String)),
+    audience: Schema.optional(Schema.NullOr(Schema.String)),
+    token_field: Schema.optionalWith(Schema.String, { default: () => "access_token" }),
+    token_type_field: Schema.optionalWith(Schema.String, { default: () => "token_type" }),
+    expires_in_field: Schema.optionalWith(Schema.String, { default: () => "expires_in" }),
+    default_token_type: Schema.optionalWith(Schema.String, { default: () => "Bearer" }),
+    refresh_skew_seconds: Schema.optionalWith(Schema.Number.pipe(Schema.int()), { default: () => 60 }),
+    extra_token_params: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), {
+      default: () => ({})
+    })
+  },
+  Schema.Record({ key: Schema.String, value: Schema.Unknown })
+)
+export type McpOAuth = typeof McpOAuth.Type
+
 /** Routing with every field settled. */
 export interface EffectiveRouting {
   readonly mode: "off" | "prefer"
@@ -35,6 +66,8 @@ export const McpServerConfig = Schema.Struct(
     cwd: Schema.optional(Schema.String),
     url: Schema.optional(Schema.String),
     headers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) }),
+    /** OAuth for an HTTP or SSE server (see `McpOAuth`); null or absent: none. */
+    oauth: Schema.optional(Schema.NullOr(McpOAuth)),
     description: Schema.optionalWith(Schema.String, { default: () => "" }),
     /** Prefix tool names with `<server>_` (DeerFlow's default), so two servers' tools never collide. */
     tool_name_prefix: Schema.optionalWith(Schema.Boolean, { default: () => true }),
@@ -108,6 +141,30 @@ export const serverProblem = (name: string, server: McpServerConfig): string | u
     } catch {
       return `MCP server '${name}': url is not a valid URL`
     }
+    const oauth = server.oauth
+    if (oauth !== undefined && oauth !== null && oauth.enabled) return oauthProblem(name, oauth)
+  }
+  return undefined
+}
+
+const oauthProblem = (name: string, oauth: McpOAuth): string | undefined => {
+  const given = (value: string | null | undefined) => value !== undefined && value !== null && value !== ""
+  // (a URL made of `$VAR`s is checked once they are resolved)
+  if (!oauth.token_url.includes("$")) {
+    try {
+      const url = new URL(oauth.token_url)
+      if (url.protocol !== "http:" && url.protocol !== "https:") {
+        return `MCP server '${name}': oauth.token_url must be http:// or https://`
+      }
+    } catch {
+      return `MCP server '${name}': oauth.token_url is not a valid URL`
+    }
+  }
+  if (oauth.grant_type === "client_credentials" && !(given(oauth.client_id) && given(oauth.client_secret))) {
+    return `MCP server '${name}': oauth with grant_type client_credentials needs client_id and client_secret`
+  }
+  if (oauth.grant_type === "refresh_token" && !given(oauth.refresh_token)) {
+    return `MCP server '${name}': oauth with grant_type refresh_token needs refresh_token`
   }
   return undefined
 }

@@ -1,15 +1,18 @@
 /**
  * How the MCP client reaches a server: the SDK (an optional package, loaded when a server first starts), its
  * transport for the server's kind (a stdio child process, started with a parent-death signal when there is one;
- * streamable HTTP; SSE, with the configured headers on the event stream too), and the ending of a stdio server's
- * process when a start is given up.
+ * streamable HTTP; SSE, with the configured headers on the event stream too; over HTTP and SSE, an OAuth token on
+ * every request when the server has one, `OAuth.ts`), and the ending of a stdio server's process when a start is
+ * given up.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { ChildProcess } from "node:child_process"
 import { EventEmitter } from "node:events"
 import type { McpServerConfig } from "../../services/Extensions.js"
 import * as ParentDeath from "../ParentDeath.js"
+import type { TokenSource } from "./OAuth.js"
+import { authorizedFetch } from "./OAuth.js"
 
 /** The MCP SDK: an optional package (a missing one fails a server's start, naming it). */
 export const MCP_SDK = "@modelcontextprotocol/sdk"
@@ -59,7 +62,8 @@ export const terminate = (child: ChildProcess): Promise<void> => {
 
 /**
  * The transport to a server (`entry`, its `$VAR`s resolved) of the given kind. A stdio server's process is
- * recorded in `start` once spawned, and its stderr handed to `onStderr`.
+ * recorded in `start` once spawned, and its stderr handed to `onStderr`. An HTTP or SSE server's requests carry
+ * `tokens`' `Authorization` header when it has OAuth.
  */
 export const makeTransport = (
   sdk: Sdk,
@@ -67,7 +71,8 @@ export const makeTransport = (
   entry: McpServerConfig,
   start: Start,
   wrapper: ParentDeath.Wrapper,
-  onStderr: (text: string) => void
+  onStderr: (text: string) => void,
+  tokens?: TokenSource | undefined
 ): Transport => {
   if (kind === "stdio") {
     const env = { ...sdk.getDefaultEnvironment(), ...entry.env }
@@ -99,13 +104,19 @@ export const makeTransport = (
   }
   const url = new URL(entry.url!)
   const requestInit = { headers: { ...entry.headers } }
+  const base: FetchLike = tokens === undefined ? fetch : authorizedFetch(tokens)
   return kind === "sse"
     ? new sdk.SSEClientTransport(url, {
       requestInit,
+      fetch: base,
       // The event stream is opened by its own fetch: the configured headers go there too.
       eventSourceInit: {
-        fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...entry.headers } })
+        fetch: (input, init) => {
+          const headers = new Headers(init?.headers)
+          for (const [name, value] of Object.entries(entry.headers)) if (!headers.has(name)) headers.set(name, value)
+          return base(input, { ...init, headers })
+        }
       }
     })
-    : new sdk.StreamableHTTPClientTransport(url, { requestInit })
+    : new sdk.StreamableHTTPClientTransport(url, { requestInit, fetch: base })
 }

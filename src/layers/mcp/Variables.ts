@@ -1,7 +1,8 @@
 /**
- * `$VAR` / `${VAR}` in an MCP server entry (its command, args, env, url, headers and cwd) come from the
+ * `$VAR` / `${VAR}` in an MCP server entry (its command, args, env, url, headers, cwd and oauth) come from the
  * environment (read through Effect's `Config`); an unset one keeps that server from starting, with the reason.
- * The values so resolved that are secret (headers, env, URL credentials) are listed for redaction.
+ * The values so resolved that are secret (headers, env, URL credentials, OAuth's client secret and refresh token)
+ * are listed for redaction.
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -11,7 +12,7 @@ import type { McpServerConfig } from "../../services/Extensions.js"
 import * as Redact from "../../state/Redact.js"
 import { interpolate } from "../ConfigFile.js"
 
-/** The `$VAR`s of a server entry's strings (command, args, env, url, headers, cwd). */
+/** The `$VAR`s of a server entry's strings (command, args, env, url, headers, cwd, oauth). */
 export const variablesOf = (server: McpServerConfig): ReadonlyArray<string> => {
   const names = new Set<string>()
   interpolate(interpolatable(server), (name) => {
@@ -27,7 +28,8 @@ const interpolatable = (server: McpServerConfig) => ({
   env: server.env,
   url: server.url,
   headers: server.headers,
-  cwd: server.cwd
+  cwd: server.cwd,
+  oauth: server.oauth
 })
 
 /** The entry with its `$VAR`s replaced by `lookup`, or why it cannot be (a variable unset, ...). */
@@ -64,6 +66,9 @@ export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Eff
       const values = yield* lookupAll(variablesOf(config))
       const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
       out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
+      for (const secret of [resolved.oauth?.client_secret, resolved.oauth?.refresh_token]) {
+        if (typeof secret === "string" && secret !== "") out.push(secret)
+      }
       for (const value of Object.values(resolved.headers)) {
         const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
         if (token !== undefined) out.push(token)

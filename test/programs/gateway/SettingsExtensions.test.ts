@@ -149,6 +149,52 @@ describe("MCP settings", () => {
     assert.notInclude(await offered(), "warehouse_lookup")
   })
 
+  it("shows a server's OAuth secrets as null, as DeerFlow: null sent back keeps them, \"\" removes one", async () => {
+    const oauth = {
+      token_url: "https://auth.example/oauth/token?api_key=url-secret",
+      client_id: "antler",
+      client_secret: "oauth-client-secret",
+      refresh_token: "oauth-refresh-token",
+      scope: "tools",
+      extra_token_params: { resource: "https://mcp.example", client_assertion: "assertion-secret" }
+    }
+    const before = await ok(await call(CAROL, "/mcp/config"))
+    const servers = (auth: unknown) => ({
+      ...before.mcp_servers,
+      guarded: { enabled: false, type: "http", url: "https://mcp.example/mcp", oauth: auth }
+    })
+    const put = await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: { mcp_servers: servers(oauth) } }))
+    const shown = put.mcp_servers.guarded.oauth
+    assert.strictEqual(shown.client_secret, null)
+    assert.strictEqual(shown.refresh_token, null)
+    assert.strictEqual(shown.client_id, "antler")
+    assert.strictEqual(shown.grant_type, "client_credentials")
+    assert.strictEqual(shown.token_field, "access_token")
+    assert.deepStrictEqual(shown.extra_token_params, { resource: "***", client_assertion: "***" })
+    assert.include(shown.token_url, "https://auth.example/oauth/token")
+    for (const secret of ["oauth-client-secret", "oauth-refresh-token", "url-secret", "assertion-secret"]) {
+      assert.notInclude(JSON.stringify(put), secret)
+    }
+    const storedOAuth = () => JSON.parse(Fs.readFileSync(file(), "utf8")).mcpServers.guarded.oauth
+    // the shown config sent back as it is: every secret kept
+    const shownAgain = await ok(await call(CAROL, "/mcp/config"))
+    await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: shownAgain }))
+    assert.strictEqual(storedOAuth().client_secret, "oauth-client-secret")
+    assert.strictEqual(storedOAuth().token_url, oauth.token_url)
+    assert.strictEqual(storedOAuth().extra_token_params.client_assertion, "assertion-secret")
+    // "" clears the refresh token; the client secret is kept
+    await ok(
+      await call(CAROL, "/mcp/config", {
+        method: "PUT",
+        body: { mcp_servers: { ...shownAgain.mcp_servers, guarded: { ...shownAgain.mcp_servers.guarded, oauth: { ...shownAgain.mcp_servers.guarded.oauth, refresh_token: "" } } } }
+      })
+    )
+    assert.isUndefined(storedOAuth().refresh_token)
+    assert.strictEqual(storedOAuth().client_secret, "oauth-client-secret")
+    // (left as it was for the tests after)
+    await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: { mcp_servers: before.mcp_servers } }))
+  })
+
   it("refuses what cannot be taken, with a readable detail, and writes nothing", async () => {
     const before = Fs.readFileSync(file(), "utf8")
     const cases: ReadonlyArray<[string, unknown, number, string]> = [

@@ -93,6 +93,37 @@ const maskDeep = (value: unknown): unknown => {
 const maskValues = (value: unknown): unknown =>
   isRecord(value) ? Object.fromEntries(Object.keys(value).map((key) => [key, MASKED])) : value
 
+/** OAuth fields whose names look secret but are not (`token_field: access_token`). */
+const OAUTH_PLAIN = ["token_field", "token_type_field", "expires_in_field", "default_token_type"]
+
+/**
+ * A server's OAuth as DeerFlow shows it: its client secret and refresh token null (they stay on the server: a null
+ * sent back keeps them); the token URL's secrets, the values of `extra_token_params` (an assertion may be one) and
+ * any secret-named extra masked; the rest as it is.
+ */
+const shownOAuth = (oauth: Raw): Raw => {
+  const shown = maskDeep(oauth) as Raw
+  for (const key of OAUTH_PLAIN) if (key in oauth) shown[key] = oauth[key]
+  if (typeof oauth.token_url === "string") shown.token_url = maskUrl(oauth.token_url)
+  if ("extra_token_params" in oauth) shown.extra_token_params = maskValues(oauth.extra_token_params)
+  shown.client_secret = null
+  shown.refresh_token = null
+  return shown
+}
+
+/** DeerFlow's round trip of OAuth's secrets: null (as shown) or absent keeps the stored one, "" removes it. */
+const restoreOAuthSecrets = (incoming: unknown, existing: unknown): unknown => {
+  if (!isRecord(incoming)) return incoming
+  const stored = isRecord(existing) ? existing : {}
+  const out: Raw = { ...incoming }
+  for (const key of ["client_secret", "refresh_token"]) {
+    const given = incoming[key]
+    if (given === "" || ((given === null || given === undefined) && typeof stored[key] !== "string")) delete out[key]
+    else if (given === null || given === undefined) out[key] = stored[key]
+  }
+  return out
+}
+
 /** A server's entry as it is shown: DeerFlow's fields with their defaults, every secret masked. */
 export const shownServer = (raw: Raw): Raw => {
   const decoded = Schema.decodeUnknownEither(McpServerConfig)(raw)
@@ -102,6 +133,7 @@ export const shownServer = (raw: Raw): Raw => {
   if ("env" in full) shown.env = maskValues(full.env)
   if ("headers" in full) shown.headers = maskValues(full.headers)
   if (typeof full.url === "string") shown.url = maskUrl(full.url)
+  if (isRecord(full.oauth)) shown.oauth = shownOAuth(full.oauth)
   return shown
 }
 
@@ -344,7 +376,10 @@ export const layer = (api: DeerFlowApi, options: Options) =>
               const servers: Raw = {}
               for (const [name, incoming] of Object.entries(request.mcp_servers)) {
                 const existing = isRecord(stored[name]) ? stored[name] as Raw : undefined
-                const restored = unmask(incoming, existing, `mcp_servers.${name}`)
+                const withSecrets = isRecord(incoming) && isRecord(incoming.oauth)
+                  ? { ...incoming, oauth: restoreOAuthSecrets(incoming.oauth, existing?.oauth) }
+                  : incoming
+                const restored = unmask(withSecrets, existing, `mcp_servers.${name}`)
                 if (Either.isLeft(restored)) return yield* restored.left
                 const server = { ...(restored.right as Raw) }
                 // DeerFlow shows `type`; a file that says `transport` keeps saying it
