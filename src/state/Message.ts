@@ -349,8 +349,12 @@ export const withKwargs = <A extends Message>(message: A, fields: Readonly<Recor
 /** Whether the message is hidden from the UI and from memory (`additional_kwargs.hide_from_ui`). */
 export const isHidden = (message: Message): boolean => message.additional_kwargs?.hide_from_ui === true
 
-/** Appends text to a content value: `"\n\n" + text` for strings, a new text block for lists. */
+/**
+ * Appends text to a content value: `"\n\n" + text` for strings, a new text block for lists (`"\n\n" + text` after
+ * visible text, as DeerFlow's, so it is a paragraph of its own where blocks are joined with one line break).
+ * Blank content gets the text alone.
+ */
 export const appendText = (content: Content, addition: string): Content => {
   if (typeof content === "string") return content.trim() === "" ? addition : `${content}\n\n${addition}`
-  return [...content, { type: "text", text: addition }]
+  return [...content, { type: "text", text: contentText(content).trim() === "" ? addition : `\n\n${addition}` }]
 }

@@ -70,6 +70,15 @@ describe("HardStop.hardStop", () => {
     assert.strictEqual(HardStop.hardStop(M.ai("  ", { id: "y" }), "notice").content, "notice")
   })
 
+  // DeerFlow's _append_text (loop detection, token budget, safety): the new block is "\n\n" + text, so the notice
+  // is its own paragraph where the UI joins text blocks with "\n" (test_list_content_appends_text_block).
+  it("a notice after list content with text is its own paragraph", () => {
+    const content = [{ type: "thinking", thinking: "Let me think..." }, { type: "text", text: "Here is my answer" }]
+    const out = HardStop.hardStop(M.ai(content, { id: "x" }), "[FORCED STOP] stop msg")
+    assert.deepStrictEqual(out.content, [...content, { type: "text", text: "\n\n[FORCED STOP] stop msg" }])
+    assert.strictEqual(M.contentText(out.content), "Here is my answer\n\n\n[FORCED STOP] stop msg")
+  })
+
   it("keeps the provider's finish reason when asked (safety keeps content_filter)", () => {
     const message = { ...calling(), response_metadata: { finish_reason: "content_filter" } }
     const kept = HardStop.hardStop(message, "n", { keepFinishReason: true })

@@ -495,7 +495,8 @@ describe("SandboxAudit middleware", () => {
       const content = toolMessages(blocks).at(-1)!.content
       assert.isArray(content)
       assert.strictEqual((content as ReadonlyArray<M.ContentBlock>).length, 2)
-      assert.match(M.contentText(content), /^mode changed\n⚠️ Warning: `chmod 777 run.sh`/)
+      // a block of its own, "\n\n" + warning as DeerFlow's: a paragraph of its own where blocks are joined by "\n"
+      assert.match(M.contentText(content), /^mode changed\n\n\n⚠️ Warning: `chmod 777 run.sh`/)
     }).pipe(H.withStore))
 
   it.effect("a safe command runs untouched", () =>
