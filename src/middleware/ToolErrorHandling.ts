@@ -7,7 +7,8 @@
  *   and UI see a terminal status.
  * - `Interrupt` failures (a clarification) and fiber interruption pass through untouched.
  * - Every result gets `additional_kwargs.deerflow_tool_meta` (status, error_type, recoverable_by_model,
- *   recommended_next_action, source) when it has none, so ToolProgress reads a signal instead of text.
+ *   recommended_next_action, source) when it has none, so ToolProgress reads a signal instead of text. A
+ *   `web_fetch` page whose title is only an HTTP status line ("404 Not Found") is an error page, not a success.
  * - A successful read of `/mnt/skills/**\/SKILL.md` gets `additional_kwargs.skill_context_entry = {path,
  *   description}` (description from the YAML front matter), which DurableContext needs to remember the skill.
  */
@@ -118,6 +119,62 @@ export const classifyErrorText = (text: string): Category => {
   return UNKNOWN
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// web_fetch error pages (DeerFlow #4273): a page fetched with a 200 can still be a server's error page. Its
+// title is then nothing but a status line ("404 Not Found", "Page not found"); matched by equality after
+// dropping leading status codes and generic nouns, so "404 Ways to Cook Rice" stays a document.
+
+/** The tools whose result is a rendered remote page. */
+const PAGE_TOOLS: ReadonlySet<string> = new Set(["web_fetch"])
+
+/** Reason phrases of error pages, by the error type the keyword rules give the same words. */
+const ERROR_PAGE_PHRASES: ReadonlyMap<string, string> = new Map([
+  ["unauthorized", "auth"],
+  ["proxy authentication required", "auth"],
+  ["forbidden", "permission"],
+  ["access denied", "permission"],
+  ["permission denied", "permission"],
+  ["not found", "not_found"],
+  ["too many requests", "rate_limited"],
+  ["internal server error", "internal"],
+  ["not implemented", "internal"],
+  ["bad gateway", "transient"],
+  ["service unavailable", "transient"],
+  ["service temporarily unavailable", "transient"],
+  ["gateway timeout", "transient"]
+])
+
+/** Words a server puts before the reason phrase ("HTTP Error 404 - Not Found", "Page not found"). */
+const TITLE_FILLER: ReadonlySet<string> = new Set([
+  "http", "error", "page", "the", "file", "or", "directory", "url", "resource"
+])
+
+// Python's str.splitlines and str.strip, as DeerFlow reads the title
+const LINE_BREAK = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/
+const PY_SPACE = /^[\s\x1c-\x1f]+|[\s\x1c-\x1f]+$/g
+
+/** The bare reason phrase of a title that is only a status line ("404 Not Found" -> "not found"), else undefined. */
+const statusLine = (title: string): string | undefined => {
+  const words = title.toLowerCase().replace(/[^0-9a-z]+/g, " ").split(" ").filter((w) => w !== "")
+  let i = 0
+  while (i < words.length) {
+    const word = words[i]!
+    const code = /^\d{3}$/.test(word) ? Number(word) : 0
+    if (!TITLE_FILLER.has(word) && !(code >= 400 && code <= 599)) break
+    i++
+  }
+  return i < words.length ? words.slice(i).join(" ") : undefined
+}
+
+/** The category of a `web_fetch` result whose title is only an HTTP error status line, else undefined. */
+export const errorPageCategory = (name: string | undefined, content: string): Category | undefined => {
+  if (name === undefined || !PAGE_TOOLS.has(name)) return undefined
+  const first = content.split(LINE_BREAK).find((line) => line.replace(PY_SPACE, "") !== "") ?? ""
+  const phrase = statusLine(first.replace(/^#+/, "").replace(PY_SPACE, ""))
+  const type = phrase === undefined ? undefined : ERROR_PAGE_PHRASES.get(phrase)
+  return type === undefined ? undefined : RULES.find(([, category]) => category.error_type === type)?.[1]
+}
+
 const meta = (status: ToolMeta["status"], source: ToolMeta["source"], category?: Category): ToolMeta => ({
   status,
   error_type: category?.error_type ?? null,
@@ -165,6 +222,8 @@ export const classifyResult = (message: ToolMessage): ToolMeta => {
   if (content.startsWith("Error:")) return meta("error", "tool_return", classifyErrorText(content.slice(6)))
   const error = jsonError(content)
   if (error !== undefined) return meta("error", "tool_return", classifyErrorText(error))
+  const page = errorPageCategory(message.name, content)
+  if (page !== undefined) return meta("error", "content_analysis", page)
   if (PARTIAL_MARKERS.test(content)) return meta("partial_success", "content_analysis")
   return meta("success", "content_analysis")
 }

@@ -95,6 +95,94 @@ describe("ToolErrorHandling helpers", () => {
   })
 })
 
+// DeerFlow's test_web_fetch_error_shell_meta.py (issue #4273): a web_fetch page whose title is nothing but an
+// HTTP status line is an error page, not evidence; any other title, or any other tool, stays a success.
+describe("ToolErrorHandling: web_fetch error pages", () => {
+  const page = (content: string, name = "web_fetch") =>
+    ToolErrorHandling.classifyResult(M.tool(content, "tc-1", { name, status: "success" }))
+  const SUCCESS: ToolErrorHandling.ToolMeta = {
+    status: "success",
+    error_type: null,
+    recoverable_by_model: true,
+    recommended_next_action: "continue",
+    source: "content_analysis"
+  }
+  const error = (
+    error_type: string,
+    recoverable_by_model: boolean,
+    recommended_next_action: ToolErrorHandling.ToolMeta["recommended_next_action"]
+  ): ToolErrorHandling.ToolMeta => ({
+    status: "error",
+    error_type,
+    recoverable_by_model,
+    recommended_next_action,
+    source: "content_analysis"
+  })
+
+  it("a title that is only a status line classifies the page as an error of that kind", () => {
+    const cases: ReadonlyArray<
+      readonly [string, string, boolean, ToolErrorHandling.ToolMeta["recommended_next_action"]]
+    > = [
+      ["# 404 Not Found", "not_found", true, "rewrite_query"],
+      ["# Page not found", "not_found", true, "rewrite_query"],
+      ["# Not Found", "not_found", true, "rewrite_query"],
+      ["# 404 - File or directory not found.", "not_found", true, "rewrite_query"],
+      ["# HTTP Error 404 - Not Found", "not_found", true, "rewrite_query"],
+      ["# 403 Forbidden", "permission", true, "try_alternative"],
+      ["# Access Denied", "permission", true, "try_alternative"],
+      ["# Permission denied", "permission", true, "try_alternative"],
+      ["# 401 Unauthorized", "auth", false, "stop"],
+      ["# 407 Proxy Authentication Required", "auth", false, "stop"],
+      ["# 429 Too Many Requests", "rate_limited", false, "summarize"],
+      ["# 500 Internal Server Error", "internal", false, "stop"],
+      ["# 501 Not Implemented", "internal", false, "stop"],
+      ["# 502 Bad Gateway", "transient", false, "try_alternative"],
+      ["# 503 Service Unavailable", "transient", false, "try_alternative"],
+      ["# 503 Service Temporarily Unavailable", "transient", false, "try_alternative"],
+      ["# 504 Gateway Timeout", "transient", false, "try_alternative"]
+    ]
+    for (const [title, type, recoverable, next] of cases) {
+      assert.deepStrictEqual(page(`${title}\n\n---\n\nnginx/1.24.0`), error(type, recoverable, next), title)
+    }
+    const apache = "# 404 Not Found\n\nThe requested URL was not found on this server.\n\n---\n\nApache/2.4.58"
+    assert.strictEqual(page(apache).error_type, "not_found")
+    // Antler's own web_fetch writes the title, then the URL
+    assert.deepStrictEqual(
+      page("# Page not found\n\nURL: https://example.org/x\n\nSorry, we couldn't find that page.\n"),
+      error("not_found", true, "rewrite_query")
+    )
+  })
+
+  it("documents that only mention a status, and other tools, stay successful", () => {
+    const body = "Rice is a staple for most of the planet, and great rice is almost always technique."
+    for (
+      const content of [
+        `# 404 Ways to Cook Rice\n\n${body}`,
+        "# 500 Startup Ideas Worth Stealing",
+        "# 403",
+        "404",
+        `# Not Found: a short history of the 404\n\n${body}`,
+        "# The Page Not Found Problem",
+        "# Forbidden Planet",
+        "# Gone",
+        "# HTTP Status Codes\n\nNot Found\n\nForbidden\n\nToo Many Requests",
+        "# Untitled",
+        "# Status\n\nAll systems operational.",
+        "OK",
+        "",
+        "   \n\n  "
+      ]
+    ) assert.deepStrictEqual(page(content), SUCCESS, content)
+    for (const name of ["read_file", "bash", "grep", "web_search"]) {
+      for (const content of ["# 404 Not Found", "Access denied", "Not Found", "Too Many Requests"]) {
+        assert.deepStrictEqual(page(content, name), SUCCESS, `${name}: ${content}`)
+      }
+    }
+    // the partial-results path still wins over the title rule
+    assert.strictEqual(page("No results found").status, "partial_success")
+  })
+})
+
 describe("ToolErrorHandling middleware", () => {
   it.effect("a ToolError becomes an error result naming the tool, the error class and the detail", () =>
     Effect.gen(function*() {
