@@ -324,20 +324,25 @@ export const request = (args: Arguments, toolCallId: string | undefined): HumanI
   }
 }
 
-/** The text shown to the user (and kept as the ToolMessage content the model reads later). */
+/**
+ * The text shown to the user (and kept as the ToolMessage content the model reads later), as DeerFlow writes it:
+ * the context, the question and the numbered options or form fields, each a paragraph of its own.
+ */
 export const display = (req: HumanInputRequest): string => {
   const icon = Object.hasOwn(ICONS, req.clarification_type) ? ICONS[req.clarification_type] : "❓"
   const lines = req.context !== undefined && req.context.trim() !== ""
-    ? [`${icon} ${req.context.trim()}`, req.question]
+    ? [`${icon} ${req.context.trim()}`, "", req.question]
     : [`${icon} ${req.question}`]
   if (req.fields !== undefined) {
+    lines.push("")
     req.fields.forEach((f, i) => {
-      const options = f.options ? ` — choose from: ${f.options.map((o) => o.label).join(" / ")}` : ""
-      const many = f.type === "multi_select" ? " (several allowed)" : ""
-      lines.push(`  ${i + 1}. ${f.label}${f.required ? " (required)" : ""}${options}${many}`)
+      const many = f.type === "multi_select" ? " (multiple allowed)" : ""
+      const options = f.options ? ` — options: ${f.options.map((o) => o.label).join(" / ")}${many}` : ""
+      lines.push(`  ${i + 1}. ${f.label}${f.required ? " (required)" : ""}${options}`)
     })
-    lines.push("Please answer each field.")
+    lines.push("", "Please reply with a value for each field.")
   } else if (req.options !== undefined) {
+    lines.push("")
     req.options.forEach((o, i) => lines.push(`  ${i + 1}. ${o.label}`))
   }
   return lines.join("\n")

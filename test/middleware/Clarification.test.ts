@@ -110,11 +110,44 @@ describe("Clarification helpers", () => {
     )
     assert.strictEqual(req.request_id, "clarification:call-1")
     assert.strictEqual(req.input_mode, "choice_with_other")
-    assert.strictEqual(Clarification.display(req), "🔀 Two formats fit.\nWhich format?\n  1. CSV\n  2. JSON")
+    assert.strictEqual(Clarification.display(req), "🔀 Two formats fit.\n\nWhich format?\n\n  1. CSV\n  2. JSON")
     const free = Clarification.request({ question: "Name?", clarification_type: "missing_info" }, "")
     assert.match(free.request_id, /^clarification:[0-9a-f]{16}$/)
     assert.strictEqual(free.input_mode, "free_text")
     assert.strictEqual(Clarification.display(free), "❓ Name?")
+  })
+
+  // DeerFlow's _format_clarification_message (test_context_included, test_form_fallback_text_lists_fields): the
+  // context, the question and the options or fields are paragraphs of their own, fields in its words.
+  it("the display is DeerFlow's: blank lines between context, question and choices; its form wording", () => {
+    const choice = Clarification.request(
+      { question: "Which format?", clarification_type: "approach_choice", context: "Two formats fit.", options: ["CSV", "JSON"] },
+      "call-1"
+    )
+    assert.strictEqual(Clarification.display(choice), "🔀 Two formats fit.\n\nWhich format?\n\n  1. CSV\n  2. JSON")
+    const form = Clarification.request({
+      question: "Please provide the expense details.",
+      clarification_type: "missing_info",
+      fields: [
+        { name: "amount", label: "Amount", type: "number", required: true },
+        { name: "category", label: "Category", type: "select", options: ["travel", "meals"], required: true },
+        { name: "receipts", label: "Receipts", type: "multi_select", options: ["A-1", "A-2"] },
+        { name: "note", type: "textarea" }
+      ]
+    }, "call-2")
+    assert.strictEqual(
+      Clarification.display(form),
+      [
+        "❓ Please provide the expense details.",
+        "",
+        "  1. Amount (required)",
+        "  2. Category (required) — options: travel / meals",
+        "  3. Receipts — options: A-1 / A-2 (multiple allowed)",
+        "  4. note",
+        "",
+        "Please reply with a value for each field."
+      ].join("\n")
+    )
   })
 
   it("an answer by number or label selects the option; anything else is free text", () => {
@@ -140,7 +173,7 @@ describe("Clarification helpers", () => {
       { question: "Where?", clarification_type: "approach_choice", options: [{ label: "Development", value: "dev" }] },
       "d"
     )
-    assert.strictEqual(Clarification.display(labelled), "🔀 Where?\n  1. Development")
+    assert.strictEqual(Clarification.display(labelled), "🔀 Where?\n\n  1. Development")
     assert.strictEqual(M.text(Clarification.answer(labelled, "1")), "dev")
     assert.strictEqual(M.text(Clarification.answer(labelled, "DEV")), "dev")
   })
@@ -175,7 +208,7 @@ describe("Clarification in a run", () => {
       const seen = second.requests[0]!.messages
       assert.deepStrictEqual(seen.map((m) => m.type), ["human", "ai", "tool", "human"])
       assert.strictEqual(M.toolCalls(seen[1]!)[0]!.name, "ask_clarification")
-      assert.match(M.text(seen[2]!), /Which format\?\n {2}1\. CSV\n {2}2\. JSON/)
+      assert.match(M.text(seen[2]!), /Which format\?\n\n {2}1\. CSV\n {2}2\. JSON/)
       assert.strictEqual(M.text(seen[3]!), "CSV")
       assert.isUndefined(Clarification.pending(second.state.messages))
     }).pipe(H.withStore))
@@ -251,14 +284,14 @@ describe("Clarification in a run", () => {
           (o) => ({ req: o.end.interrupt as Clarification.HumanInputRequest, text: M.text(o.state.messages.at(-1)!) })
         )
       const objects = yield* asked({ options: [{ label: "Dev", value: "dev" }, { label: "Prod", value: "prod" }] })
-      assert.strictEqual(objects.text, "🔀 Which?\n  1. Dev\n  2. Prod")
+      assert.strictEqual(objects.text, "🔀 Which?\n\n  1. Dev\n  2. Prod")
       assert.deepStrictEqual(objects.req.options?.map((o) => o.value), ["dev", "prod"])
       const quoted = yield* asked({ options: "\"development\"" })
-      assert.strictEqual(quoted.text, "🔀 Which?\n  1. development")
+      assert.strictEqual(quoted.text, "🔀 Which?\n\n  1. development")
       const form = yield* asked({ fields: JSON.stringify([{ name: "env", type: "select", options: ["dev", "prod"] }]) })
       assert.strictEqual(form.req.input_mode, "form")
       assert.strictEqual(form.req.version, 2)
-      assert.strictEqual(form.text, "🔀 Which?\n  1. env — choose from: dev / prod\nPlease answer each field.")
+      assert.strictEqual(form.text, "🔀 Which?\n\n  1. env — options: dev / prod\n\nPlease reply with a value for each field.")
     }).pipe(H.withStore))
 
   it.effect("a call without a question is refused with the field named, without stopping the run", () =>

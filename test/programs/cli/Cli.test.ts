@@ -350,7 +350,7 @@ describe("clarification", () => {
       const endpoint = ["--base-url", server.url, "--api-key", "x", "--thread", "q1"]
       const ask = yield* antlerDone(clarifyHome, ["run", ...endpoint, "make a note"])
       assert.strictEqual(ask.code, 3, ask.stderr)
-      assert.include(ask.stdout, "Which colour should the note be?\n  1. red\n  2. blue\n")
+      assert.include(ask.stdout, "Which colour should the note be?\n\n  1. red\n  2. blue\n")
       assert.include(ask.stdout, ` run --thread q1 "<your answer>"`)
       assert.match(ask.stdout, /— waiting for your answer \(interrupted\) · thread q1\n$/)
       const answer = yield* antlerDone(clarifyHome, ["run", ...endpoint, "2"])
