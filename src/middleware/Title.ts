@@ -50,6 +50,13 @@ export const formatPrompt = (template: string, fields: Readonly<Record<string, s
   return out
 }
 
+/** The first `max` characters (code points, as DeerFlow's Python slicing counts them: never half an emoji). */
+const headChars = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const chars = Array.from(text)
+  return chars.length <= max ? text : chars.slice(0, Math.max(0, max)).join("")
+}
+
 /** Text without the `<think>…</think>` blocks reasoning models write into their answer. */
 export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
 
@@ -60,15 +67,16 @@ export const userText = (message: Message): string => {
 }
 
 /**
- * The local title: the first user message on one line; longer than `min(maxChars, 50)` characters, it is cut
- * (to 50, or less where `...` would not fit in `maxChars`) and ends with `...`: never longer than `maxChars`.
+ * The local title: the first user message on one line; longer than `min(maxChars, 50)` characters (code points),
+ * it is cut (to 50, or less where `...` would not fit in `maxChars`) and ends with `...`: never longer than
+ * `maxChars`.
  */
 export const fallbackTitle = (text: string, maxChars: number): string => {
   const oneLine = text.replace(/\s+/g, " ").trim()
   if (oneLine === "") return "New Conversation"
   const limit = Math.min(maxChars, 50)
-  if (oneLine.length <= limit) return oneLine
-  return `${oneLine.slice(0, Math.max(0, Math.min(limit, maxChars - 3))).trimEnd()}...`
+  if (headChars(oneLine, limit) === oneLine) return oneLine
+  return `${headChars(oneLine, Math.min(limit, maxChars - 3)).trimEnd()}...`
 }
 
 /**
@@ -89,14 +97,14 @@ export const due = (title: string | null, messages: ReadonlyArray<Message>): Mes
 
 /** Cleans a model's title: no thinking, no surrounding quotes, one line, at most `maxChars`. */
 export const cleanTitle = (raw: string, maxChars: number): string =>
-  withoutThinking(raw).replace(/\s+/g, " ").replace(/^["'`]+|["'`]+$/g, "").trim().slice(0, maxChars)
+  headChars(withoutThinking(raw).replace(/\s+/g, " ").replace(/^["'`]+|["'`]+$/g, "").trim(), maxChars)
 
 /** The prompt the title model gets, or undefined when the template is invalid. */
 export const titlePrompt = (config: TitleConfig, userText: string, answer: string): string | undefined =>
   formatPrompt(config.prompt_template, {
     max_words: String(config.max_words),
-    user_msg: userText.slice(0, 500),
-    assistant_msg: withoutThinking(answer).slice(0, 500)
+    user_msg: headChars(userText, 500),
+    assistant_msg: headChars(withoutThinking(answer), 500)
   })
 
 /** The Title middleware (SPEC §4.1 slot 22). */

@@ -17,6 +17,16 @@ describe("Title", () => {
     assert.strictEqual(Title.fallbackTitle("   ", 60), "New Conversation")
   })
 
+  // DeerFlow cuts titles with Python's str slicing: by characters (code points), never inside one.
+  it("titles are cut by characters: an emoji counts once and is never split in half", () => {
+    assert.strictEqual(Title.fallbackTitle("😀".repeat(60), 60), `${"😀".repeat(50)}...`)
+    assert.strictEqual(Title.fallbackTitle(`a${"😀".repeat(60)}`, 40), `a${"😀".repeat(36)}...`)
+    assert.strictEqual(Title.fallbackTitle("😀".repeat(50), 60), "😀".repeat(50))
+    assert.strictEqual(Title.cleanTitle("😀".repeat(80), 61), "😀".repeat(61))
+    const prompt = Title.titlePrompt(config({ prompt_template: "{user_msg}|{assistant_msg}" }), "😀".repeat(600), "")!
+    assert.strictEqual(prompt, `${"😀".repeat(500)}|`)
+  })
+
   it.effect("the first exchange names the thread; later runs keep the name", () =>
     Effect.gen(function*() {
       const first = yield* H.run({ threadId: "t", input: "Plan a trip to Lyon", script: ["Sure."], middlewares: () => [Title.layer(config())] })
