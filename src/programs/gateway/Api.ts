@@ -66,6 +66,8 @@ export interface Options {
  * does not compile.
  */
 const handlersLayer = (options: Options) => {
+  // (the open gateway's local user owns the shared files; an account, which anyone may register, does not)
+  const open = !options.auth.required && options.accounts === undefined
   const [first, ...more] = Arr.map(SERVED.langgraph, (api) =>
     Layer.mergeAll(
       Assistants.layer(api),
@@ -85,8 +87,8 @@ const handlersLayer = (options: Options) => {
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
-    Extensions.layer(SERVED.deerflow, { tokensRequired: options.auth.required }),
-    CustomSkills.layer(SERVED.deerflow, { tokensRequired: options.auth.required }),
+    Extensions.layer(SERVED.deerflow, { open }),
+    CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
     Suggestions.layer(SERVED.deerflow, options.model, options.models),

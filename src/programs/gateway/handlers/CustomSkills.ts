@@ -24,8 +24,11 @@ import { json } from "./Http.js"
 
 /** Options of `layer`. */
 export interface Options {
-  /** Whether requests need a token (without: the open loopback gateway, whose user may change the skills). */
-  readonly tokensRequired: boolean
+  /**
+   * Whether the gateway is open: no tokens and no accounts (the loopback gateway, whose local user may change the
+   * skills). With accounts, anyone may register one: only an admin account may.
+   */
+  readonly open: boolean
 }
 
 /** A store error as the gateway answers it. */
@@ -54,7 +57,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
       const human: CustomSkills.Author = { author: "human" }
 
       const adminOnly = Effect.flatMap(CurrentIdentity, (identity) =>
-        identity.admin || !options.tokensRequired
+        identity.admin || options.open
           ? Effect.void
           : Effect.fail(fail("forbidden", "Admin privileges required to manage skills.")))
 

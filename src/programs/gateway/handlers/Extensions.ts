@@ -237,8 +237,11 @@ const launchOf = (raw: unknown): string | undefined => {
 
 /** Options of `layer`. */
 export interface Options {
-  /** Whether requests need a token (without: the open loopback gateway, whose user may change the file). */
-  readonly tokensRequired: boolean
+  /**
+   * Whether the gateway is open: no tokens and no accounts (the loopback gateway, whose local user may change the
+   * file). With accounts, anyone may register one: only an admin account may.
+   */
+  readonly open: boolean
 }
 
 /** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers, skill states, MCP tasks. */
@@ -252,7 +255,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
 
     const adminOnly = (what: string) =>
       Effect.flatMap(CurrentIdentity, (identity) =>
-        identity.admin || !options.tokensRequired
+        identity.admin || options.open
           ? Effect.void
           : Effect.fail(fail("forbidden", `Admin privileges required to manage ${what}.`)))
 
