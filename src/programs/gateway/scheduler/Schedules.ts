@@ -72,10 +72,15 @@ export const nextRun = (
   if (typeof cron !== "string") return Either.left("A cron schedule requires schedule_spec.cron")
   // a LangGraph cron's `end_time`: no tick after it
   const end = typeof spec.end_time === "string" ? Date.parse(spec.end_time) : Number.POSITIVE_INFINITY
-  return Either.map(parseCron(cron, timezone), (parsed) => {
-    const next = Cron.next(parsed, new Date(now)).getTime()
-    return next > end ? null : next
-  })
+  return Either.flatMap(parseCron(cron, timezone), (parsed) =>
+    Either.map(
+      // (fields each valid may name no date at all, `0 0 31 2 *`: `Cron.next` throws finding none)
+      Either.try({
+        try: () => Cron.next(parsed, new Date(now)).getTime(),
+        catch: () => `Cron expression ${JSON.stringify(cron)} never fires: no date has that day in those months`
+      }),
+      (next) => (next > end ? null : next)
+    ))
 }
 
 /** Checks a schedule at the boundary: its normalised spec (the cron's fields single-spaced) and next run. */
