@@ -202,10 +202,11 @@ export const group = HttpApiGroup.make("threads")
     HttpApiEndpoint.get("getHistory", "/threads/:thread_id/history")
       .setPath(ThreadPath)
       .setUrlParams(Schema.Struct({
-        limit: Schema.optional(QueryValue.annotations({ description: "How many states (default 10)" }))
+        limit: Schema.optional(QueryValue.annotations({ description: "How many states (1-1000, default 10)" }))
       }))
       .addSuccess(StateHistory)
       .addError(ThreadNotFound)
+      .addError(refusal(422, "A limit that is not an integer from 1 to 1000"))
       .annotate(OpenApi.Summary, "A thread's states, newest first")
   )
   .add(

@@ -32,7 +32,7 @@ import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
-import { json } from "./Http.js"
+import { json, queryList } from "./Http.js"
 
 const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
@@ -290,7 +290,16 @@ export const layer = (api: LangGraphApi) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const thread = yield* access.threadRef(userId, path.thread_id)
-            return yield* getHistory(thread, Number(urlParams.limit ?? 10) || 10, undefined)
+            // what `POST .../history` takes (`HistoryRequest`)
+            const text = queryList(urlParams.limit)[0]
+            const limit = text === undefined ? 10 : Number(text)
+            if (!Number.isInteger(limit) || limit < 1 || limit > 1000) {
+              return yield* fail(
+                "unprocessable",
+                `limit must be an integer from 1 to 1000, got ${JSON.stringify(text)}.`
+              )
+            }
+            return yield* getHistory(thread, limit, undefined)
           }))
         .handleRaw("searchHistory", ({ path }) =>
           Effect.gen(function*() {
