@@ -86,11 +86,11 @@ export const make = Effect.gen(function*() {
       (effect) => recover(name, effect, (text) => text)
     )
   const container = app.config.skills.container_path
+  const nothingHidden = () => false
   const gate: ToolContext["gate"] = (path, body) =>
-    Effect.suspend(() => {
-      const disabled = SkillGate.reaches(path, container)
-        ? SkillGate.disabledOf(SkillsDirectory.catalogOf(app))
-        : []
+    // (called as the tool's call runs: a path far from the skills costs one comparison)
+    !SkillGate.reaches(path, container) ? body(nothingHidden) : Effect.suspend(() => {
+      const disabled = SkillGate.disabledOf(SkillsDirectory.catalogOf(app))
       const blocked = SkillGate.blockedBy(disabled, path)
       return blocked !== undefined
         ? Effect.succeed(SkillGate.refusal(blocked))
