@@ -247,7 +247,6 @@ export const tracker = (config: LoopDetectionConfig): Tracker => {
       hashes.push(hash)
       if (hashes.length > config.window_size) hashes.splice(0, hashes.length - config.window_size)
       for (const old of warned) if (!hashes.includes(old)) warned.delete(old)
-      for (const call of calls) pushName(call.name)
 
       const repeats = countOf(hashes, hash)
       if (repeats >= config.hard_limit) return { warnings: [], stop: repeatStop() }
@@ -256,25 +255,25 @@ export const tracker = (config: LoopDetectionConfig): Tracker => {
         return { warnings: [repeatWarning()] }
       }
 
-      let warnings: Array<string> | undefined
-      const seen = new Set<string>()
+      // As DeerFlow counts them: call by call, up to the first warning or stop (the response's later calls are
+      // then not counted); a response stopped or warned for its repeats counts none.
       for (const call of calls) {
-        if (seen.has(call.name)) continue
-        seen.add(call.name)
+        if (call.name === "") continue
+        pushName(call.name)
         const count = nameCounts.get(call.name) ?? 0
         const overrides = config.tool_freq_overrides
         const limits = Object.hasOwn(overrides, call.name) ? overrides[call.name] : undefined
         const warnAt = limits?.warn ?? config.tool_freq_warn
         const stopAt = limits?.hard_limit ?? config.tool_freq_hard_limit
-        if (count >= stopAt) return { warnings: warnings ?? [], stop: frequencyStop(call.name, count) }
+        if (count >= stopAt) return { warnings: [], stop: frequencyStop(call.name, count) }
         if (count >= warnAt) {
           if (!namesWarned.has(call.name)) {
             namesWarned.add(call.name)
-            ;(warnings ??= []).push(frequencyWarning(call.name, count))
+            return { warnings: [frequencyWarning(call.name, count)] }
           }
         } else namesWarned.delete(call.name)
       }
-      return warnings === undefined ? NONE : { warnings }
+      return NONE
     }
   }
 }

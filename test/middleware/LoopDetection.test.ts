@@ -163,10 +163,33 @@ describe("LoopDetection.tracker", () => {
     assert.isTrue(verdicts.every((v) => v.stop === undefined))
   })
 
-  it("several calls of one tool in a response all count", () => {
+  it("several calls of one tool in a response all count (DeerFlow's test_multi_tool_single_response_counted)", () => {
+    const t = L.tracker(config({ tool_freq_warn: 5, tool_freq_hard_limit: 10 }))
+    const read = (...paths: Array<string>) => paths.map((path) => ({ name: "read_file", args: { path } }))
+    assert.deepStrictEqual(t.observe(read("/a.py", "/b.py")), { warnings: [] })
+    assert.deepStrictEqual(t.observe(read("/c.py", "/d.py")), { warnings: [] })
+    assert.deepStrictEqual(t.observe(read("/e.py")), { warnings: [L.frequencyWarning("read_file", 5)] })
+  })
+
+  it("a response's calls are counted one by one up to the first warning, as DeerFlow counts them", () => {
     const t = L.tracker(config({ tool_freq_warn: 2, tool_freq_hard_limit: 3 }))
-    const verdict = t.observe([0, 1, 2].map((i) => ({ name: "read_file", args: { path: `/p${i}` } })))
-    assert.include(verdict.stop!, "3 times")
+    const read = (...paths: Array<string>) => paths.map((path) => ({ name: "read_file", args: { path } }))
+    // the second call warns; the third is not counted, so this response is warned, not stopped
+    assert.deepStrictEqual(t.observe(read("/p0", "/p1", "/p2")), { warnings: [L.frequencyWarning("read_file", 2)] })
+    const next = t.observe(read("/p3"))
+    assert.strictEqual(next.stop, L.frequencyStop("read_file", 3))
+  })
+
+  it("a response warned for its repeats counts none of its calls by tool", () => {
+    const t = L.tracker(config({ warn_threshold: 2, hard_limit: 9, tool_freq_warn: 3, tool_freq_hard_limit: 9 }))
+    const same = [{ name: "read_file", args: { path: "/same" } }]
+    assert.deepStrictEqual(t.observe(same), { warnings: [] })
+    assert.deepStrictEqual(t.observe(same), { warnings: [L.repeatWarning()] })
+    // two counted so far (the warned response's call was not): the third by name warns only now
+    assert.deepStrictEqual(t.observe([{ name: "read_file", args: { path: "/other" } }]), { warnings: [] })
+    assert.deepStrictEqual(t.observe([{ name: "read_file", args: { path: "/third" } }]), {
+      warnings: [L.frequencyWarning("read_file", 3)]
+    })
   })
 
   it("a response without calls is ignored", () => {
@@ -198,43 +221,25 @@ describe("LoopDetection.layer", () => {
       assert.strictEqual(out.end.stop_reason, "loop_capped")
     }).pipe(Harness.withStore))
 
-  it.effect("with more than four warnings pending, the next request carries the newest four", () =>
+  it.effect("a response calling several tools at their warning gets one warning, the first's, as DeerFlow's", () =>
     Effect.gen(function*() {
-      const names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+      const names = ["alpha", "bravo", "charlie"]
       const tools = names.map((name) =>
         Tool.make({ name, description: name, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
       )
       const out = yield* Harness.run({
-        // One response calls six tools, each crossing its frequency warning at once: six warnings are queued.
-        script: [{ toolCalls: names.map((name) => ({ name, args: {} })) }, "done"],
+        // one response calls three tools, each at its frequency warning: counting stops at the first warning
+        script: [{ toolCalls: names.map((name) => ({ name, args: {} })) }, { toolCalls: [{ name: "bravo", args: {} }] }, "done"],
         tools,
         middlewares: () => [L.layer(config({ tool_freq_warn: 1, tool_freq_hard_limit: 10 }))]
       })
-      const warning = out.requests[1]!.messages.at(-1)!
-      assert.strictEqual(warning.name, "loop_warning")
-      const warned = names.filter((name) => M.text(warning).includes(`called ${name} `))
-      assert.deepStrictEqual(warned, ["charlie", "delta", "echo", "foxtrot"])
+      const warnings = (i: number) => out.requests[i]!.messages.filter((m) => m.name === "loop_warning")
+      assert.deepStrictEqual(warnings(1).map(M.text), [L.frequencyWarning("alpha", 1)])
+      assert.strictEqual(out.requests[1]!.messages.at(-1), warnings(1)[0])
+      assert.isTrue(M.isHidden(warnings(1)[0]!))
+      // bravo was not counted then: its first counted call warns now
+      assert.deepStrictEqual(warnings(2).map(M.text), [L.frequencyWarning("bravo", 1)])
       assert.strictEqual(out.end.stop_reason, "completed")
-    }).pipe(Harness.withStore))
-
-  it.effect("pending warnings go out as one message, deduplicated and joined by a blank line", () =>
-    Effect.gen(function*() {
-      const tools = ["alpha", "bravo"].map((name) =>
-        Tool.make({ name, description: name, parameters: Schema.Struct({}), handler: () => Effect.succeed("ok") })
-      )
-      const out = yield* Harness.run({
-        // the same call set twice in one response (one repeat warning) and two tools at their frequency warning
-        script: [{ toolCalls: [{ name: "alpha", args: {} }, { name: "bravo", args: {} }] }, "done"],
-        tools,
-        middlewares: () => [L.layer(config({ tool_freq_warn: 1, tool_freq_hard_limit: 10 }))]
-      })
-      const warnings = out.requests[1]!.messages.filter((m) => m.name === "loop_warning")
-      assert.lengthOf(warnings, 1)
-      assert.strictEqual(
-        M.text(warnings[0]!),
-        [L.frequencyWarning("alpha", 1), L.frequencyWarning("bravo", 1)].join("\n\n")
-      )
-      assert.strictEqual(out.requests[1]!.messages.at(-1), warnings[0])
     }).pipe(Harness.withStore))
 
   it.effect("a warning left queued when a run ends never reaches another run of the thread; history is per run", () =>
