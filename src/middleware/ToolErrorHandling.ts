@@ -192,7 +192,9 @@ const jsonError = (content: string): string | undefined => {
     const data: unknown = JSON.parse(content)
     if (typeof data !== "object" || data === null || Array.isArray(data)) return undefined
     const error = (data as Record<string, unknown>).error
+    // (what Python's `not error` reads as none: an empty list or object too)
     if (error === undefined || error === null || error === false || error === 0 || error === "") return undefined
+    if (typeof error === "object" && Object.keys(error).length === 0) return undefined
     if (typeof error === "string") return NO_ERROR.has(error.trim().toLowerCase()) ? undefined : error
     return JSON.stringify(error)
   } catch {

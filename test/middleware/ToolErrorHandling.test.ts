@@ -293,6 +293,11 @@ describe("ToolErrorHandling middleware", () => {
       const jsonError = M.tool("{\"error\": \"rate limit hit\", \"query\": \"401\"}", "c")
       assert.strictEqual((yield* stamp(jsonError))?.error_type, "rate_limited")
       assert.strictEqual((yield* stamp(M.tool("{\"error\": \"none\", \"results\": []}", "c")))?.status, "success")
+      // a falsy error field is none, as Python's truthiness reads it: an empty list or object too
+      for (const empty of ["[]", "{}", "0.0", "false", "null", "\"\""]) {
+        assert.strictEqual((yield* stamp(M.tool(`{"error": ${empty}, "results": [1]}`, "c")))?.status, "success", empty)
+      }
+      assert.strictEqual((yield* stamp(M.tool("{\"error\": [\"quota exceeded\"]}", "c")))?.status, "error")
       assert.strictEqual((yield* stamp(M.tool("{\"user_id\": 401}", "c", { status: "error" })))?.error_type, "unknown")
       // A meta the tool set itself is kept, and the message is returned as is.
       const own = M.tool("x", "c", {
