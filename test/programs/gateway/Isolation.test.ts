@@ -58,6 +58,8 @@ const bob = as(BOB)
 let threadId = ""
 let runId = ""
 let hangingRun = ""
+/** Alice's thread's metadata: hers, and the graph and assistant her runs ran on (LangGraph's). */
+const ALICE_METADATA = { owner: "alice", graph_id: "lead_agent", assistant_id: "lead_agent" }
 let checkpointId = ""
 
 beforeAll(async () => {
@@ -153,7 +155,7 @@ describe("two users", () => {
     // nothing of alice's changed: her thread, her run still running, her files
     assert.deepStrictEqual(await (await alice(`/threads/${threadId}/state`)).json(), before)
     const thread = await (await alice(`/threads/${threadId}`)).json() as any
-    assert.deepStrictEqual(thread.metadata, { owner: "alice" })
+    assert.deepStrictEqual(thread.metadata, ALICE_METADATA)
     const still = await (await alice(`/threads/${threadId}/runs/${hangingRun}`)).json() as any
     assert.strictEqual(still.status, "running")
     const uploads = await (await alice(`/api/threads/${threadId}/uploads/list`)).json() as any
@@ -224,7 +226,7 @@ describe("two users", () => {
     assert.strictEqual((await bob(`/threads/${threadId}`)).status, 404)
     assert.deepStrictEqual(await (await alice(`/threads/${threadId}/state`)).json(), before)
     const hers = await (await alice(`/threads/${threadId}`)).json() as any
-    assert.deepStrictEqual(hers.metadata, { owner: "alice" })
+    assert.deepStrictEqual(hers.metadata, ALICE_METADATA)
     assert.strictEqual(hers.status, "busy")
     const aliceFiles = await (await alice(`/api/threads/${threadId}/uploads/list`)).json() as any
     assert.deepStrictEqual(aliceFiles.files.map((f: any) => f.filename), ["notes.txt"])

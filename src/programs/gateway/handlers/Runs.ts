@@ -72,27 +72,36 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             factory.resolve(settings, userId),
             (error) => fail("unprocessable", `Run settings: ${error.message}`)
           )
+          const assistantId = request.assistant_id ?? Protocol.LEAD_AGENT
+          // the graph and assistant the thread runs on, in its metadata as LangGraph keeps them (apps list a
+          // graph's threads by `metadata.graph_id`)
+          const ranOn = { graph_id: Protocol.LEAD_AGENT, assistant_id: assistantId }
           let thread: ThreadSummary
           let publicId: string
           let deleteThread = false
+          let made = false
           if (threadId === undefined) {
             publicId = M.newId()
             deleteThread = request.on_completion !== "keep"
-            thread = yield* newThread(userId, publicId, {})
+            thread = yield* newThread(userId, publicId, ranOn)
+            made = true
           } else {
             publicId = threadId
             const exists = yield* Effect.either(ownedThread(userId, threadId))
             if (Either.isRight(exists)) thread = exists.right
             else if (request.if_not_exists !== "create") return yield* exists.left
-            else thread = yield* newThread(userId, threadId, {})
+            else {
+              thread = yield* newThread(userId, threadId, ranOn)
+              made = true
+            }
           }
           const modes = Protocol.modesOf(request.stream_mode)
-          return yield* runs.start({
+          const run = yield* runs.start({
             threadId: thread.thread_id,
             publicThreadId: publicId,
             userId,
             admin: who.admin,
-            assistantId: request.assistant_id ?? Protocol.LEAD_AGENT,
+            assistantId,
             messages,
             ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
             settings,
@@ -102,6 +111,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             deleteThread,
             ...(checkpointId !== undefined ? { checkpointId } : {})
           })
+          // (only once the run is accepted: a refused run leaves the thread as it was)
+          if (!made) yield* Effect.mapError(store.patchMetadata(thread.thread_id, ranOn), storeFailed)
+          return run
         })
 
       /** The run, when it is the stored thread's. */

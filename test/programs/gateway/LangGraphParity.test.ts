@@ -1,0 +1,49 @@
+/**
+ * Calls of the real `@langchain/langgraph-sdk` Client that LangGraph apps make, answered as LangGraph's own API
+ * server (`langgraphjs dev`, `@langchain/langgraph-api`) answers them. Each case is a difference found by running
+ * the same calls against both servers. The model is SCRIPTED.
+ */
+import { Client } from "@langchain/langgraph-sdk"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const lastUserText = (body: ChatRequestBody): string => {
+  for (let i = body.messages.length - 1; i >= 0; i--) {
+    const message = body.messages[i]!
+    if (message.role === "user" && typeof message.content === "string") return message.content
+  }
+  return ""
+}
+
+const script = (body: ChatRequestBody) => `You said: ${lastUserText(body)}`
+
+let gateway: TestGateway
+let client: Client
+
+beforeAll(async () => {
+  gateway = await Support.start({ script })
+  client = new Client({ apiUrl: gateway.url, apiKey: null })
+})
+afterAll(() => gateway?.stop())
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] })
+
+describe("threads a run was made on", () => {
+  // LangGraph records the graph and assistant a thread runs on in its metadata; apps list a graph's threads
+  // with `threads.search({ metadata: { graph_id } })` (LangGraph's agent-chat-ui does, for its history)
+  it("carry graph_id and assistant_id in their metadata, and a search by graph_id finds them", async () => {
+    const thread = await client.threads.create({ metadata: { purpose: "parity" } })
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
+    const after = await client.threads.get(thread.thread_id)
+    assert.deepStrictEqual(after.metadata, { purpose: "parity", graph_id: "lead_agent", assistant_id: "lead_agent" })
+    const found = await client.threads.search({ metadata: { graph_id: "lead_agent" }, limit: 100 })
+    assert.include(found.map((t) => t.thread_id), thread.thread_id)
+
+    // a thread the run makes (`if_not_exists: create`) has them from the start
+    const made = crypto.randomUUID()
+    await client.runs.wait(made, "lead_agent", { input: human("hello"), ifNotExists: "create" })
+    assert.deepStrictEqual((await client.threads.get(made)).metadata, { graph_id: "lead_agent", assistant_id: "lead_agent" })
+  })
+})
