@@ -47,3 +47,26 @@ describe("threads a run was made on", () => {
     assert.deepStrictEqual((await client.threads.get(made)).metadata, { graph_id: "lead_agent", assistant_id: "lead_agent" })
   })
 })
+
+describe("a thread's history", () => {
+  // `getHistory({ metadata })` asks for the checkpoints whose metadata has those values; the filter was ignored
+  it("filtered by checkpoint metadata holds only the checkpoints that match, before the limit applies", async () => {
+    const thread = await client.threads.create()
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: human("first") })
+    const second = await client.runs.create(thread.thread_id, "lead_agent", { input: human("second") })
+    await client.runs.join(thread.thread_id, second.run_id)
+    const all = await client.threads.getHistory(thread.thread_id, { limit: 100 })
+    const ofSecond = all.filter((state) => state.metadata?.run_id === second.run_id)
+    assert.isAbove(ofSecond.length, 0)
+    assert.isAbove(all.length, ofSecond.length)
+
+    const filtered = await client.threads.getHistory(thread.thread_id, { limit: 100, metadata: { run_id: second.run_id } })
+    assert.deepStrictEqual(filtered.map((s) => s.checkpoint.checkpoint_id), ofSecond.map((s) => s.checkpoint.checkpoint_id))
+    // the limit counts matching checkpoints (the newest first)
+    const one = await client.threads.getHistory(thread.thread_id, { limit: 1, metadata: { run_id: second.run_id } })
+    assert.deepStrictEqual(one.map((s) => s.checkpoint.checkpoint_id), [ofSecond[0]!.checkpoint.checkpoint_id])
+    // none matches: none
+    const none = await client.threads.getHistory(thread.thread_id, { limit: 100, metadata: { source: "input" } })
+    assert.deepStrictEqual(none, [])
+  })
+})

@@ -68,7 +68,9 @@ export const CheckpointRequest = Schema.Struct({
 /** `POST /threads/{id}/history` */
 export const HistoryRequest = Schema.Struct({
   limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
-  before: Schema.optional(Schema.NullOr(Schema.Unknown))
+  before: Schema.optional(Schema.NullOr(Schema.Unknown)),
+  /** Only the checkpoints whose metadata has these values (`source`, `step`, `run_id`). */
+  metadata: Schema.optional(Schema.NullOr(JsonRecord))
 })
 
 // ---------------------------------------------------------------------------------------------------------

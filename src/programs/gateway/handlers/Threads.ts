@@ -95,14 +95,29 @@ export const layer = (api: LangGraphApi) =>
           return state
         })
 
-      const getHistory = (thread: ThreadRef, limit: number, before: unknown) => {
+      /** The last `limit` states (before `before`) whose checkpoint metadata has the values of `filter`. */
+      const getHistory = (
+        thread: ThreadRef,
+        limit: number,
+        before: unknown,
+        filter?: Readonly<Record<string, unknown>> | null
+      ) => {
         const cursor = before as { checkpoint_id?: unknown } | null | undefined
         const beforeSeq = cursor != null && typeof cursor === "object" && cursor.checkpoint_id != null
           ? Number(cursor.checkpoint_id)
           : undefined
+        const wanted = Object.entries(filter ?? {})
+        const matches = (state: typeof Threads.StateObject.Type) =>
+          wanted.every(([key, value]) =>
+            JSON.stringify((state.metadata as Record<string, unknown>)[key]) === JSON.stringify(value)
+          )
         return Effect.map(
-          history(thread, limit, Number.isInteger(beforeSeq) ? beforeSeq : undefined),
-          (states) => json(Threads.StateHistory, states)
+          history(
+            thread,
+            wanted.length === 0 ? limit : Number.MAX_SAFE_INTEGER,
+            Number.isInteger(beforeSeq) ? beforeSeq : undefined
+          ),
+          (states) => json(Threads.StateHistory, states.filter(matches).slice(0, limit))
         )
       }
 
@@ -306,6 +321,6 @@ export const layer = (api: LangGraphApi) =>
             const { user: userId } = yield* CurrentIdentity
             const thread = yield* access.threadRef(userId, path.thread_id)
             const request = yield* Body.json(Threads.HistoryRequest)
-            return yield* getHistory(thread, request.limit ?? 10, request.before)
+            return yield* getHistory(thread, request.limit ?? 10, request.before, request.metadata)
           }))
     }))
