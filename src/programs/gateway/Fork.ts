@@ -75,12 +75,10 @@ export const resetUpdates = (current: ThreadState, target: ThreadState): Readonl
 }
 
 /**
- * Prepares a run of the stored thread `threadId` from checkpoint `checkpointId` (the run holds the thread's
- * lease): nothing when it is the head (or the state there is the head's), else the fork's checkpoint, appended
- * under `runId`. Returns the checkpoint forked from (for the run's metadata), or undefined when nothing was
- * forked; 404 when the thread has no such checkpoint.
+ * The updates that bring the stored thread `threadId` back to checkpoint `checkpointId` (with its seq): none when
+ * it is the head (or the state there is the head's); 404 when the thread has no such checkpoint.
  */
-export const fromCheckpoint = (threadId: string, runId: string, checkpointId: string) =>
+export const resetTo = (threadId: string, checkpointId: string) =>
   Effect.gen(function*() {
     const store = yield* ThreadStore
     const records = yield* Effect.mapError(store.checkpoints(threadId), internal)
@@ -90,7 +88,7 @@ export const fromCheckpoint = (threadId: string, runId: string, checkpointId: st
     if (!/^\d+$/.test(checkpointId.trim()) || (seq !== BEFORE_FIRST && !records.some((r) => r.seq === seq))) {
       return yield* notFound(`Checkpoint ${JSON.stringify(checkpointId)} of this thread`)
     }
-    if (records.length === 0 || records[records.length - 1]!.seq === seq) return undefined
+    if (records.length === 0 || records[records.length - 1]!.seq === seq) return { seq, updates: [] }
     const target = stateAfter(records, seq)
     const current = stateAfter(records, Number.MAX_SAFE_INTEGER)
     if (Either.isLeft(target) || Either.isLeft(current)) {
@@ -101,7 +99,19 @@ export const fromCheckpoint = (threadId: string, runId: string, checkpointId: st
         }`
       })
     }
-    const updates = resetUpdates(current.right, target.right)
+    return { seq, updates: resetUpdates(current.right, target.right) }
+  })
+
+/**
+ * Prepares a run of the stored thread `threadId` from checkpoint `checkpointId` (the run holds the thread's
+ * lease): nothing when it is the head (or the state there is the head's), else the fork's checkpoint, appended
+ * under `runId`. Returns the checkpoint forked from (for the run's metadata), or undefined when nothing was
+ * forked; 404 when the thread has no such checkpoint.
+ */
+export const fromCheckpoint = (threadId: string, runId: string, checkpointId: string) =>
+  Effect.gen(function*() {
+    const store = yield* ThreadStore
+    const { seq, updates } = yield* resetTo(threadId, checkpointId)
     if (updates.length === 0) return undefined
     yield* Effect.mapError(store.append(threadId, runId, updates), internal)
     return seq

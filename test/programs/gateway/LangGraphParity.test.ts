@@ -44,7 +44,8 @@ describe("threads a run was made on", () => {
     // a thread the run makes (`if_not_exists: create`) has them from the start
     const made = crypto.randomUUID()
     await client.runs.wait(made, "lead_agent", { input: human("hello"), ifNotExists: "create" })
-    assert.deepStrictEqual((await client.threads.get(made)).metadata, { graph_id: "lead_agent", assistant_id: "lead_agent" })
+    const madeMetadata = (await client.threads.get(made)).metadata
+    assert.deepStrictEqual(madeMetadata, { graph_id: "lead_agent", assistant_id: "lead_agent" })
   })
 })
 
@@ -60,13 +61,60 @@ describe("a thread's history", () => {
     assert.isAbove(ofSecond.length, 0)
     assert.isAbove(all.length, ofSecond.length)
 
-    const filtered = await client.threads.getHistory(thread.thread_id, { limit: 100, metadata: { run_id: second.run_id } })
-    assert.deepStrictEqual(filtered.map((s) => s.checkpoint.checkpoint_id), ofSecond.map((s) => s.checkpoint.checkpoint_id))
+    const ids = (states: ReadonlyArray<{ checkpoint: { checkpoint_id?: string | null | undefined } }>) =>
+      states.map((s) => s.checkpoint.checkpoint_id)
+    const filtered = await client.threads.getHistory(thread.thread_id, {
+      limit: 100,
+      metadata: { run_id: second.run_id }
+    })
+    assert.deepStrictEqual(ids(filtered), ids(ofSecond))
     // the limit counts matching checkpoints (the newest first)
     const one = await client.threads.getHistory(thread.thread_id, { limit: 1, metadata: { run_id: second.run_id } })
     assert.deepStrictEqual(one.map((s) => s.checkpoint.checkpoint_id), [ofSecond[0]!.checkpoint.checkpoint_id])
     // none matches: none
     const none = await client.threads.getHistory(thread.thread_id, { limit: 100, metadata: { source: "input" } })
     assert.deepStrictEqual(none, [])
+  })
+})
+
+describe("a state update", () => {
+  // LangGraph's time travel: `updateState(threadId, { values, checkpointId })` (or `checkpoint`) writes the update
+  // on the state of that checkpoint, forking the thread there; the checkpoint was ignored and the update went on
+  // the head
+  it("given an older checkpoint applies to the state of that checkpoint, by checkpointId or checkpoint", async () => {
+    const thread = await client.threads.create()
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: human("first") })
+    const afterFirst = (await client.threads.getState(thread.thread_id)) as any
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: human("second") })
+    const firstContents = Support.visible(afterFirst.values.messages).map((m: any) => m.content)
+    assert.strictEqual(firstContents.length, 2)
+
+    await client.threads.updateState(thread.thread_id, {
+      values: { messages: [{ type: "ai", content: "edited by id", id: "edit-1" }] },
+      checkpointId: afterFirst.checkpoint.checkpoint_id
+    })
+    const byId = (await client.threads.getState(thread.thread_id)) as any
+    assert.deepStrictEqual(
+      Support.visible(byId.values.messages).map((m: any) => m.content),
+      [...firstContents, "edited by id"]
+    )
+
+    await client.threads.updateState(thread.thread_id, {
+      values: { messages: [{ type: "ai", content: "edited by config", id: "edit-2" }] },
+      checkpoint: afterFirst.checkpoint
+    })
+    const byConfig = (await client.threads.getState(thread.thread_id)) as any
+    assert.deepStrictEqual(
+      Support.visible(byConfig.values.messages).map((m: any) => m.content),
+      [...firstContents, "edited by config"]
+    )
+
+    // a checkpoint the thread does not have: 404, nothing written
+    const missing = await client.threads.updateState(thread.thread_id, {
+      values: { messages: [{ type: "ai", content: "lost", id: "edit-3" }] },
+      checkpointId: "999"
+    }).then(() => undefined, (error) => error)
+    assert.strictEqual(missing?.status, 404)
+    assert.deepStrictEqual((await client.threads.getState(thread.thread_id)).checkpoint, byConfig.checkpoint)
   })
 })

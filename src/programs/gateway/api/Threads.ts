@@ -57,7 +57,11 @@ export const ThreadSearch = Schema.Struct({
 export const StateUpdateRequest = Schema.Struct({
   values: Schema.optional(Schema.NullOr(Schema.Unknown)),
   as_node: Schema.optional(Schema.NullOr(Schema.String)),
-  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String))
+  /** The checkpoint whose state the update applies to (the head when none). */
+  checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)),
+  checkpoint: Schema.optional(
+    Schema.NullOr(Schema.Struct({ checkpoint_id: Schema.optional(Schema.NullOr(Schema.String)) }))
+  )
 })
 
 /** `POST /threads/{id}/state/checkpoint` */

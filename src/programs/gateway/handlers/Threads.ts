@@ -273,9 +273,16 @@ export const layer = (api: LangGraphApi) =>
             // stored: stored, it would make every later load of the thread fail
             const appended = yield* Effect.either(Effect.gen(function*() {
               const current = yield* loadState(stored)
-              const applied = applyUpdates(current.state, [update])
+              // given an older checkpoint (LangGraph's time travel), the update applies to the state there: one
+              // checkpoint brings the thread back to it (as a run from that checkpoint forks it) and updates it
+              const checkpointId = Fork.requestedCheckpoint(request)
+              const reset = checkpointId === undefined
+                ? []
+                : (yield* Effect.provideService(Fork.resetTo(stored, checkpointId), ThreadStore, store)).updates
+              const updates = [...reset, update]
+              const applied = applyUpdates(current.state, updates)
               if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
-              return yield* store.append(stored, writer, [update])
+              return yield* store.append(stored, writer, updates)
             })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
             if (Either.isLeft(appended)) {
               return yield* appended.left instanceof GatewayError
