@@ -111,8 +111,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             deleteThread,
             ...(checkpointId !== undefined ? { checkpointId } : {})
           })
-          // (only once the run is accepted: a refused run leaves the thread as it was)
-          if (!made) yield* Effect.mapError(store.patchMetadata(thread.thread_id, ranOn), storeFailed)
+          // (only once the run is accepted, a refused run leaving the thread as it was; and only when they change)
+          const known = thread.metadata ?? {}
+          if (!made && (known.graph_id !== ranOn.graph_id || known.assistant_id !== ranOn.assistant_id)) {
+            yield* Effect.mapError(store.patchMetadata(thread.thread_id, ranOn), storeFailed)
+          }
           return run
         })
 
