@@ -49,6 +49,23 @@ describe("threads a run was made on", () => {
   })
 })
 
+describe("a search by values", () => {
+  // `threads.search({ values })` asks for the threads whose values have those values; the filter was ignored, so a
+  // filter matching no thread listed every thread
+  it("finds only the threads whose values match, and none when none does", async () => {
+    const titled = await client.threads.create({ metadata: { purpose: "values" } })
+    await client.threads.updateState(titled.thread_id, { values: { title: "Packing for the fells" } })
+    const other = await client.threads.create({ metadata: { purpose: "values" } })
+    await client.threads.updateState(other.thread_id, { values: { title: "Something else" } })
+    const found = await client.threads.search({ values: { title: "Packing for the fells" }, limit: 100 })
+    assert.deepStrictEqual(found.map((t) => t.thread_id), [titled.thread_id])
+    assert.deepStrictEqual(await client.threads.search({ values: { title: "no such title" }, limit: 100 }), [])
+    // with the other filters
+    const both = await client.threads.search({ metadata: { purpose: "values" }, values: { title: "Something else" } })
+    assert.deepStrictEqual(both.map((t) => t.thread_id), [other.thread_id])
+  })
+})
+
 describe("a thread's history", () => {
   // `getHistory({ metadata })` asks for the checkpoints whose metadata has those values; the filter was ignored
   it("filtered by checkpoint metadata holds only the checkpoints that match, before the limit applies", async () => {

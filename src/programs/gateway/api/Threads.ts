@@ -45,6 +45,8 @@ export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.Null
 /** `POST /threads/search` */
 export const ThreadSearch = Schema.Struct({
   metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Only the threads whose values have these top-level values (each compared whole). */
+  values: Schema.optional(Schema.NullOr(JsonRecord)),
   ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
   status: Schema.optional(Schema.NullOr(Schema.String)),
   limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),

@@ -152,14 +152,24 @@ export const layer = (api: LangGraphApi) =>
             const all = yield* Effect.mapError(store.list, storeFailed)
             const wanted = request.metadata ?? {}
             const ids = request.ids == null ? undefined : new Set(request.ids)
-            const matches = all.filter((thread) => (thread.owner ?? "default") === userId)
+            const same = (found: Readonly<Record<string, unknown>> | undefined, [key, value]: [string, unknown]) =>
+              JSON.stringify(found?.[key]) === JSON.stringify(value)
+            const candidates = all.filter((thread) => (thread.owner ?? "default") === userId)
               .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
               .filter(({ thread, threadId }) =>
                 (ids === undefined || ids.has(threadId)) &&
-                Object.entries(wanted).every(([key, value]) =>
-                  JSON.stringify(thread.metadata?.[key]) === JSON.stringify(value)
-                )
-              ).map(({ thread, threadId }) =>
+                Object.entries(wanted).every((entry) => same(thread.metadata, entry))
+              )
+            // a values filter reads the state of each thread the other filters kept
+            const wantedValues = Object.entries(request.values ?? {})
+            const kept = wantedValues.length === 0 ? candidates : yield* Effect.filter(
+              candidates,
+              ({ thread, threadId }) =>
+                Effect.map(fullThread(thread, threadId), (full) =>
+                  wantedValues.every((entry) => same(full.values as Record<string, unknown>, entry))),
+              { concurrency: 4 }
+            )
+            const matches = kept.map(({ thread, threadId }) =>
                 Protocol.threadObject(
                   { ...thread, thread_id: threadId },
                   access.threadStatus(thread),
