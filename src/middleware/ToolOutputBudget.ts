@@ -10,7 +10,8 @@
  * - Model wrap (request-only): tool results already in the history that are longer than
  *   `fallback_max_chars` are cut the same way (never saved from there).
  *
- * `read_file` is exempt, so a saved output read back is not saved again. The synopsis is `internal/Synopsis`
+ * Sizes are characters (code points), as DeerFlow's Python `len` counts them: an emoji counts once and a cut never
+ * splits one. `read_file` is exempt, so a saved output read back is not saved again. The synopsis is `internal/Synopsis`
  * (re-exported here).
  */
 import { createHash, randomBytes } from "node:crypto"
@@ -30,12 +31,13 @@ import type { ToolResult } from "../services/ToolService.js"
 import type { Content, Message, ToolMessage } from "../state/Message.js"
 import * as Incremental from "./internal/Incremental.js"
 import * as Middleware from "./Middleware.js"
-import { renderPreview } from "./internal/Synopsis.js"
+import type { Chars } from "./internal/Synopsis.js"
+import { charLength, charsOf, joinChars, renderPreview } from "./internal/Synopsis.js"
 import { resolveThreadPaths } from "./ThreadData.js"
 import * as Chain from "./Chain.js"
 
-export type { PreviewKind, PreviewOptions, Synopsis } from "./internal/Synopsis.js"
-export { MAX_PARSE_CHARS, rawSample, renderPreview, synopsisOf } from "./internal/Synopsis.js"
+export type { Chars, PreviewKind, PreviewOptions, Synopsis } from "./internal/Synopsis.js"
+export { charLength, charsOf, MAX_PARSE_CHARS, rawSample, renderPreview, synopsisOf } from "./internal/Synopsis.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Text of a result
@@ -53,7 +55,10 @@ export const resultText = (content: Content): string | undefined => {
   return out
 }
 
-/** The length `resultText` would have, without building it; -1 when the content is not text. */
+/**
+ * The length in UTF-16 code units `resultText` would have, without building it; -1 when the content is not text.
+ * An upper bound of its length in characters (`charLength`): at most this many, fewer when it has emoji.
+ */
 export const resultTextLength = (content: Content): number => {
   if (typeof content === "string") return content.length
   if (content.length === 0) return -1
@@ -70,14 +75,14 @@ export const resultTextLength = (content: Content): number => {
 // Head + tail truncation (when the full text cannot be saved)
 
 /** An end offset moved back to just after a newline, if one lies in the second half of `text[0:pos]`. */
-export const snapEnd = (text: string, pos: number): number => {
+export const snapEnd = (text: Chars, pos: number): number => {
   if (pos <= 0 || pos >= text.length) return pos
   const newline = text.lastIndexOf("\n", pos - 1)
   return newline >= Math.floor(pos / 2) ? newline + 1 : pos
 }
 
 /** A start offset moved forward to just after a newline, if one lies in the first half of `text[pos:]`. */
-export const snapStart = (text: string, pos: number): number => {
+export const snapStart = (text: Chars, pos: number): number => {
   if (pos <= 0 || pos >= text.length) return pos
   const newline = text.indexOf("\n", pos)
   return newline >= 0 && newline < pos + Math.floor((text.length - pos) / 2) ? newline + 1 : pos
@@ -90,7 +95,8 @@ const omittedMarker = (omitted: number, tool: string) =>
 
 /**
  * The head and tail of `text` around a marker saying how many characters were left out, never longer than
- * `maxChars`. The head ends and the tail starts on a line boundary when one is near.
+ * `maxChars` characters. The head ends and the tail starts on a line boundary when one is near. Counted in
+ * characters (code points), as DeerFlow counts them, so an emoji is never cut in half.
  */
 export const truncateHeadTail = (
   text: string,
@@ -99,17 +105,17 @@ export const truncateHeadTail = (
   headChars: number,
   tailChars: number
 ): string => {
-  const total = text.length
+  const chars = charsOf(text)
+  const total = chars.length
   if (maxChars <= 0 || total <= maxChars) return text
-  const overhead = omittedMarker(total, tool).length
-  if (overhead >= maxChars) return text.slice(0, maxChars)
+  const overhead = charLength(omittedMarker(total, tool))
+  if (overhead >= maxChars) return joinChars(chars, 0, maxChars)
   const budget = maxChars - overhead
   const head = Math.min(headChars, budget)
   const tail = Math.min(tailChars, Math.max(0, budget - head))
-  const headEnd = snapEnd(text, Math.min(head, total))
-  const tailStart = snapStart(text, Math.max(headEnd, total - tail))
-  const tailText = tailStart < total ? text.slice(tailStart) : ""
-  return text.slice(0, headEnd) + omittedMarker(total - headEnd - tailText.length, tool) + tailText
+  const headEnd = snapEnd(chars, Math.min(head, total))
+  const tailStart = snapStart(chars, Math.max(headEnd, total - tail))
+  return joinChars(chars, 0, headEnd) + omittedMarker(tailStart - headEnd, tool) + joinChars(chars, tailStart)
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -201,9 +207,10 @@ export const budgetMessage = (message: ToolMessage, config: Config, persist: Per
     const text = resultText(message.content)
     if (text === undefined) return Effect.succeed(message)
     const threshold = thresholdOf(config, tool)
-    if (text.length <= threshold && text.length <= config.fallback_max_chars) return Effect.succeed(message)
+    const length = charLength(text)
+    if (length <= threshold && length <= config.fallback_max_chars) return Effect.succeed(message)
     const fallback = () =>
-      config.fallback_max_chars > 0 && text.length > config.fallback_max_chars
+      config.fallback_max_chars > 0 && length > config.fallback_max_chars
         ? {
           ...message,
           content: truncateHeadTail(
@@ -215,7 +222,7 @@ export const budgetMessage = (message: ToolMessage, config: Config, persist: Per
           )
         }
         : message
-    if (threshold <= 0 || text.length <= threshold) return Effect.succeed(fallback())
+    if (threshold <= 0 || length <= threshold) return Effect.succeed(fallback())
     return Effect.map(persist(text, tool, message.tool_call_id), (saved) =>
       Option.match(saved, {
         onNone: fallback,
@@ -231,10 +238,14 @@ export const budgetMessage = (message: ToolMessage, config: Config, persist: Per
       }))
   })
 
+// over `limit` characters: the code-unit length settles most results without reading the text
+const longerThan = (content: Content, limit: number) =>
+  resultTextLength(content) > limit && charLength(resultText(content)!) > limit
+
 const overBudget = (message: ToolMessage, config: Config) => {
   const tool = toolName(message)
   const trigger = triggerOf(config, tool)
-  return trigger >= 0 && resultTextLength(message.content) > trigger && !config.exempt_tools.includes(tool)
+  return trigger >= 0 && !config.exempt_tools.includes(tool) && longerThan(message.content, trigger)
 }
 
 /** Whether a result (its message, or a tool message in its update) could need budgeting. Cheap. */
@@ -281,7 +292,7 @@ export const truncateHistory = (
   return Incremental.mapMessages(messages, (message) => {
     if (message.type !== "tool" || resultTextLength(message.content) <= max) return message
     const tool = toolName(message)
-    if (config.exempt_tools.includes(tool)) return message
+    if (config.exempt_tools.includes(tool) || !longerThan(message.content, max)) return message
     let cut = cache.get(message)
     if (cut === undefined) {
       cut = {

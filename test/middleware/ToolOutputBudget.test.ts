@@ -67,6 +67,39 @@ describe("head + tail truncation", () => {
   })
 })
 
+describe("sizes in characters (code points), as DeerFlow's Python len counts them", () => {
+  // DeerFlow test_tool_output_budget_middleware.py: test_exactly_at_threshold_passes_through,
+  // test_one_char_over_threshold_triggers and TestBuildFallback.test_result_never_exceeds_max_chars, with
+  // characters outside the BMP (one character each, two UTF-16 code units).
+  const c = { ...config, externalize_min_chars: 100, fallback_max_chars: 100 }
+  const save = () => Effect.succeed(Option.some("/mnt/user-data/outputs/.tool-results/t.txt"))
+
+  it.effect("a result of exactly the threshold in emoji passes through; one more is budgeted", () =>
+    Effect.gen(function*() {
+      const at = M.tool("😀".repeat(100), "c1", { name: "tool" })
+      assert.isFalse(TOB.needsBudget({ message: at }, c))
+      assert.strictEqual(yield* TOB.budgetMessage(at, c, save), at)
+      const over = M.tool("😀".repeat(101), "c2", { name: "tool" })
+      assert.isTrue(TOB.needsBudget({ message: over }, c))
+      const saved = M.text(yield* TOB.budgetMessage(over, c, save))
+      assert.isTrue(saved.startsWith("[Full tool output saved to /mnt/user-data/outputs/.tool-results/t.txt (101 chars"))
+      const history = [M.ai("", { tool_calls: [{ id: "c1", name: "tool", args: {} }] }), at]
+      assert.strictEqual(TOB.truncateHistory(history, c), history)
+    }))
+
+  it("the head + tail cut counts characters and never splits one", () => {
+    const text = "😀".repeat(5000)
+    const out = TOB.truncateHeadTail(text, "bash", 3000, 800, 300)
+    assert.isAtMost(Array.from(out).length, 3000)
+    assert.isFalse(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(out), "no half emoji")
+    const marker = /\n\n\[\.\.\. (\d+) chars omitted from bash output\. [^\]]*\]\n\n/.exec(out)!
+    const [head, tail] = out.split(marker[0])
+    assert.strictEqual(Array.from(head!).length, 800)
+    assert.strictEqual(Number(marker[1]), 5000 - Array.from(head!).length - Array.from(tail!).length)
+    assert.strictEqual(TOB.truncateHeadTail("😀".repeat(3000), "bash", 3000, 800, 300), "😀".repeat(3000))
+  })
+})
+
 describe("file names and thresholds", () => {
   it("names files after the tool and a hash of call and content", () => {
     const a = TOB.externalizedFileName("bash", "call_1", "out")

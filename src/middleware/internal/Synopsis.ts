@@ -33,8 +33,32 @@ const TABLE_COLUMN_LIMIT = 18
 const HEADER_LIMIT = 16
 const EXCERPT_CHARS = 420
 
-const clip = (text: string, limit: number) =>
-  limit <= 0 ? "" : text.length <= limit ? text : `${text.slice(0, Math.max(0, limit - 3))}...`
+/**
+ * A text as a sequence of characters (code points, as DeerFlow's Python strings count them): the string itself
+ * when it holds no surrogate pair (each code unit is a character then), else its code points.
+ */
+export type Chars = string | ReadonlyArray<string>
+
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
+
+/** The characters of a text (see `Chars`). */
+export const charsOf = (text: string): Chars => SURROGATE_PAIR.test(text) ? Array.from(text) : text
+
+/** The number of characters (code points) of a text: an emoji counts once, as in DeerFlow's `len`. */
+export const charLength = (text: string): number => charsOf(text).length
+
+/** `chars[start, end)` as a string. */
+export const joinChars = (chars: Chars, start: number, end?: number): string => {
+  const part = chars.slice(start, end)
+  return typeof part === "string" ? part : part.join("")
+}
+
+const clip = (text: string, limit: number) => {
+  if (limit <= 0) return ""
+  if (text.length <= limit) return text
+  const chars = charsOf(text)
+  return chars.length <= limit ? text : `${joinChars(chars, 0, Math.max(0, limit - 3))}...`
+}
 
 const oneLine = (text: string, limit: number) => clip(text.replace(/\s+/g, " ").trim(), limit)
 
@@ -404,15 +428,16 @@ export const synopsisOf = (text: string, tool = "", excerpts = true): Synopsis =
 /** The first `head` and last `tail` characters, each cut at a line boundary, joined by `...`. */
 export const rawSample = (text: string, head: number, tail: number): string => {
   if (head <= 0 && tail <= 0) return ""
-  if (text.length <= head + tail) return text
+  const chars = charsOf(text)
+  if (chars.length <= head + tail) return text
   const parts: Array<string> = []
   if (head > 0) {
-    const start = text.slice(0, head)
+    const start = joinChars(chars, 0, head)
     const cut = start.lastIndexOf("\n")
     parts.push(cut > 0 ? start.slice(0, cut) : start)
   }
   if (tail > 0) {
-    const end = text.slice(-tail)
+    const end = joinChars(chars, chars.length - tail)
     const cut = end.indexOf("\n")
     parts.push(cut >= 0 && cut < end.length - 1 ? end.slice(cut + 1) : end)
   }
@@ -435,10 +460,11 @@ export const renderPreview = (text: string, options: PreviewOptions): string => 
   const { headChars, tailChars, tool, virtualPath } = options
   const head = Math.max(0, headChars)
   const tail = Math.max(0, tailChars)
-  const withSample = head + tail > 0 && text.length > head + tail
+  const total = charLength(text)
+  const withSample = head + tail > 0 && total > head + tail
   const synopsis = synopsisOf(text, tool, !withSample)
   const lines = [
-    `[Full ${tool} output saved to ${virtualPath} (${text.length} chars, ~${Math.floor(text.length / 4)} tokens).]`,
+    `[Full ${tool} output saved to ${virtualPath} (${total} chars, ~${Math.floor(total / 4)} tokens).]`,
     `[Preview kind: ${synopsis.kind}. What follows describes the output's structure; it is not the output cut short.]`,
     "",
     `${synopsis.title}:`,
