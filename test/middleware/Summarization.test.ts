@@ -472,6 +472,25 @@ describe("Summarization", () => {
     }
   })
 
+  it("the trim cuts the summary and the transcript between characters, never inside an emoji", () => {
+    // DeerFlow (test_summarization_summary_text.py, test_previous_summary_is_trimmed_with_summary_prompt_input,
+    // test_new_message_summary_prompt_trim_uses_token_counter_budget) trims with trim_messages(text_splitter=list)
+    // and _bound_text: Python slices of code points, so what it sends never holds half an emoji.
+    const units = (text: string) => text.length
+    const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+    for (const budget of [23, 25, 50, 51, 77]) {
+      for (const count of [units, Tokens.countText]) {
+        const input = Summarization.summaryInput("😀".repeat(50), [M.human("🎉".repeat(100))], budget, count)
+        assert.isFalse(loneSurrogate.test(input), `budget ${budget}: ${input}`)
+        assert.isAtMost(budgeted(input, count), budget)
+      }
+    }
+    const head = Summarization.clipTokens("😀".repeat(30), 11, "head", units)
+    assert.strictEqual(head, "😀".repeat(5))
+    const tail = Summarization.clipTokens("😀".repeat(30), 11, "tail", units)
+    assert.strictEqual(tail, "😀".repeat(5))
+  })
+
   it.prop(
     "for any history and budget, the budgeted text fits (character counter)",
     [

@@ -69,9 +69,15 @@ export const renderMessage = (message: Message): string => {
   return line
 }
 
+// A head that ends, or a tail that starts, inside a surrogate pair loses that half: the cut falls between
+// characters (code points), as DeerFlow's Python slicing cuts, never inside an emoji.
+const wholeHead = (text: string) => /[\uD800-\uDBFF]$/.test(text) ? text.slice(0, -1) : text
+const wholeTail = (text: string) => /^[\uDC00-\uDFFF]/.test(text) ? text.slice(1) : text
+
 /**
  * The longest head or tail of a text within `max` tokens, counted together with `suffix` (which the caller
- * appends, so the result plus the suffix fits). Empty when even the suffix alone does not fit.
+ * appends, so the result plus the suffix fits), cut between characters. Empty when even the suffix alone does
+ * not fit.
  */
 export const clipTokens = (
   text: string,
@@ -85,7 +91,7 @@ export const clipTokens = (
   let out = text
   while (tokens > max && out.length > 0) {
     const length = Math.floor(out.length * Math.min(0.95, max / tokens))
-    out = keep === "head" ? out.slice(0, length) : out.slice(out.length - length)
+    out = keep === "head" ? wholeHead(out.slice(0, length)) : wholeTail(out.slice(out.length - length))
     tokens = count(out + suffix)
   }
   return tokens > max ? "" : out
