@@ -237,6 +237,9 @@ export const checkpointRef = (threadId: string, seq: number | undefined) =>
     ? null
     : { thread_id: threadId, checkpoint_ns: "", checkpoint_id: String(seq), checkpoint_map: null }
 
+/** What the run id of a state update's checkpoint starts with (`POST /threads/{id}/state`). */
+export const UPDATE_WRITER = "update-state-"
+
 /** LangGraph's ThreadState object. */
 export const stateObject = (
   threadId: string,
@@ -254,7 +257,12 @@ export const stateObject = (
   tasks: [],
   checkpoint: checkpointRef(threadId, at.seq) ?? { thread_id: threadId, checkpoint_ns: "", checkpoint_id: null },
   parent_checkpoint: checkpointRef(threadId, at.parent),
-  metadata: { source: "loop", step: at.step ?? -1, ...(at.run_id !== undefined ? { run_id: at.run_id } : {}) },
+  metadata: {
+    // (a state update's checkpoint is LangGraph's `update`; a run's, `loop`)
+    source: at.run_id?.startsWith(UPDATE_WRITER) === true ? "update" : "loop",
+    step: at.step ?? -1,
+    ...(at.run_id !== undefined ? { run_id: at.run_id } : {})
+  },
   created_at: at.created_at ?? null,
   interrupts: []
 })

@@ -60,6 +60,12 @@ describe("a search by values", () => {
     const found = await client.threads.search({ values: { title: "Packing for the fells" }, limit: 100 })
     assert.deepStrictEqual(found.map((t) => t.thread_id), [titled.thread_id])
     assert.deepStrictEqual(await client.threads.search({ values: { title: "no such title" }, limit: 100 }), [])
+    // a state update's checkpoint is an `update`, as LangGraph labels it; a run's are the loop's
+    const [head] = await client.threads.getHistory(titled.thread_id, { limit: 1 })
+    assert.strictEqual(head!.metadata?.source, "update")
+    await client.runs.wait(titled.thread_id, "lead_agent", { input: human("hello") })
+    const [afterRun] = await client.threads.getHistory(titled.thread_id, { limit: 1 })
+    assert.strictEqual(afterRun!.metadata?.source, "loop")
     // with the other filters
     const both = await client.threads.search({ metadata: { purpose: "values" }, values: { title: "Something else" } })
     assert.deepStrictEqual(both.map((t) => t.thread_id), [other.thread_id])

@@ -268,7 +268,7 @@ export const layer = (api: LangGraphApi) =>
                 ...removals.map((m) => M.remove(String((m as { id?: unknown }).id)))
               ]
             }
-            const writer = `update-state-${M.newId()}`
+            const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
             if (runs.activeOf(stored) !== undefined) {
               return yield* fail(
                 "conflict",

@@ -21,6 +21,7 @@ import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
+import * as Protocol from "../Protocol.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
@@ -111,7 +112,7 @@ export const layer = (api: DeerFlowApi) =>
         Effect.gen(function*() {
           const busy = `Thread ${thread.threadId} has a run in progress; change it after the run.`
           if (runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", busy)
-          const writer = `update-state-${M.newId()}`
+          const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
           const holder = yield* Effect.mapError(Run.takeLease(store, thread.stored, writer), storeFailed)
           if (holder !== undefined) return yield* fail("conflict", busy)
           yield* Effect.mapError(store.append(thread.stored, writer, [update]), storeFailed).pipe(
