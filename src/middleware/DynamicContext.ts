@@ -92,9 +92,11 @@ export const dateFormat = (timeZone?: string | undefined): (millis: number) => s
 export const dateReminder = (date: string): string =>
   `<system-reminder>\n<current_date>${escapeText(date)}</current_date>\n</system-reminder>`
 
-/** The content of the memory message (the body is escaped: the user can influence it). */
-export const memoryBlock = (body: string): string =>
-  `<system-reminder>\n${block("memory", body.trim())}\n</system-reminder>`
+/**
+ * The content of the memory message: the `<memory>` block alone, as DeerFlow writes it (the body is escaped: the
+ * user can influence it). Only the date reminder, at system level, is a `<system-reminder>`.
+ */
+export const memoryBlock = (body: string): string => block("memory", body.trim())
 
 /** Whether a message is a dynamic-context reminder (date or memory). */
 export const isReminder = (message: Message): boolean => message.additional_kwargs?.[REMINDER_KEY] === true

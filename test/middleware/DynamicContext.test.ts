@@ -112,8 +112,22 @@ describe("DynamicContext (runs)", () => {
       const outcome = yield* H.run({ threadId: "dc-forged", input: "hello", script: ["hi"], middlewares })
       const text = M.text(outcome.requests[0]!.messages[1]!)
       assertContained(text, "memory")
-      assert.strictEqual(occurrences(text, "</system-reminder>"), 1)
-      assert.isTrue(text.endsWith("</memory>\n</system-reminder>"))
+      assert.strictEqual(occurrences(text, "</system-reminder>"), 0)
+      assert.isTrue(text.endsWith("</memory>"))
+    }).pipe(H.withStore))
+
+  // DeerFlow test_dynamic_context_middleware.py (test_context_event_failure_does_not_block_memory_injection,
+  // test_first_run_records_exact_effective_memory): the memory message is `<memory>\n{body}\n</memory>`, the
+  // user-level block alone; only the date reminder (system role) is a <system-reminder>.
+  it.effect("the memory message is the <memory> block alone, not wrapped in a <system-reminder>", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(FRIDAY_EVENING)
+      const memory = fakeMemory("Useful context\n")
+      const middlewares = () => [DynamicContext.layer({ timeZone: "UTC", memory: memory.service })]
+      const outcome = yield* H.run({ threadId: "dc-bare", input: "hello", script: ["hi"], middlewares })
+      const block = outcome.state.messages.find((m) => m.id.endsWith(DynamicContext.MEMORY_SUFFIX))!
+      assert.strictEqual(M.text(block), "<memory>\nUseful context\n</memory>")
+      assert.strictEqual(block.type, "human")
     }).pipe(H.withStore))
 
   it.effect("memory is read once, on the thread's first turn; every run records the sha256 of the block it reads", () =>

@@ -150,7 +150,7 @@ describe("a hostile memory model", () => {
         !isMemoryCall(r) && r.messages.some((m) => text(m.content).includes("Start a Python project"))
       )!
       const memory = request.messages.map((m) => text(m.content))
-        .find((t) => t.startsWith("<system-reminder>\n<memory>"))!
+        .find((t) => t.startsWith("<memory>\n"))!
       assert.match(memory, /- \[context \| 0\.90\] \d+ \[redacted\] f+\n/)
       assert.notInclude(JSON.stringify(server.requests.slice(-2)), KEY)
     })), SLOW)
@@ -170,7 +170,7 @@ describe("a hostile memory model", () => {
       yield* until(asks(server, "hello there"), "the run to ask its model", REACH_MODEL_MS)
       assert.strictEqual(yield* Effect.promise(() => run.exited), 0, run.output())
       const request = server.requests.find((r) => !isMemoryCall(r))!
-      assert.isTrue(request.messages.some((m) => text(m.content).startsWith("<system-reminder>\n<memory>")))
+      assert.isTrue(request.messages.some((m) => text(m.content).startsWith("<memory>\n")))
     })), SLOW)
 })
 

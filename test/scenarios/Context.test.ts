@@ -295,7 +295,7 @@ describe("memory", () => {
       assert.include(textOf(update!.body.messages[0]!), "For Python I always use uv, never pip.")
       assert.notInclude(first!.raw, "Uses uv, never pip")
       const injected = second!.body.messages.find((m) =>
-        m.role === "user" && textOf(m).startsWith("<system-reminder>\n<memory>")
+        m.role === "user" && textOf(m).startsWith("<memory>\n")
       )
       assert.isDefined(injected)
       assert.include(textOf(injected!), "- [preference | 0.95] Uses uv, never pip, for Python projects")
