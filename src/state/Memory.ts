@@ -447,8 +447,8 @@ const clipToTokens = (text: string, max: number, count: (text: string) => number
 /**
  * The body of the memory block (without its tags): `User Context:`, `History:` and `Facts:` sections, joined
  * by blank lines, within `maxTokens`. Facts go by confidence, those of the guaranteed categories first from
- * their own budget; when everything does not fit, the summaries are cut before any fact is dropped. Empty when
- * nothing is remembered.
+ * their own budget, each group in strict order (the first fact that does not fit ends it); when everything does
+ * not fit, the summaries are cut before any fact is dropped. Empty when nothing is remembered.
  */
 export const formatForInjection = (doc: Document, options: InjectionOptions): string => {
   const context = sectionLines("User Context", [
@@ -478,25 +478,26 @@ export const formatForInjection = (doc: Document, options: InjectionOptions): st
     return cost
   }
   const chosen: Array<Fact> = []
-  const taken = new Set<Fact>()
   let guaranteedSpent = 0
+  // in strict confidence order, as DeerMem's: a fact that does not fit ends its group's selection (a shorter,
+  // less confident one never takes its place)
   for (const fact of byConfidence) {
     if (!guaranteed.has(fact.category)) continue
     const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
-    if (guaranteedSpent + cost > options.guaranteedBudget) continue
+    if (guaranteedSpent + cost > options.guaranteedBudget) break
     guaranteedSpent += cost
     chosen.push(fact)
-    taken.add(fact)
   }
   const header = "Facts:"
   let spent = options.count(header) + 1
   for (const fact of byConfidence) {
-    if (taken.has(fact)) continue
+    if (guaranteed.has(fact.category)) continue
     const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
-    if (spent + cost > options.maxTokens) continue
+    if (spent + cost > options.maxTokens) break
     spent += cost
     chosen.push(fact)
   }
+  if (chosen.length === 0) return clipToTokens(prefix, options.maxTokens, options.count)
   const facts = `${header}\n${chosen.map(factLine).join("\n")}`
   const room = options.maxTokens + guaranteedSpent - options.count(facts) - 2
   const kept = clipToTokens(prefix, room, options.count)

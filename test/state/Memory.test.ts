@@ -186,6 +186,28 @@ describe("the injected block", () => {
     assert.isAbove(small.split("\n").filter((l) => l.startsWith("- [")).length, 5)
   })
 
+  // DeerFlow test_memory_prompt_injection.py::test_strict_confidence_order_when_high_confidence_fact_overflows:
+  // selection stops at the first fact that does not fit; a shorter, less confident one never slips in ahead of it
+  it("selects facts in strict confidence order: one that does not fit ends the selection", () => {
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      facts: [
+        { id: "a", content: `Long high-confidence fact ${"x".repeat(50)}`, category: "knowledge", confidence: 0.95, createdAt: "", source: "" },
+        { id: "b", content: "Short low", category: "knowledge", confidence: 0.5, createdAt: "", source: "" }
+      ]
+    }
+    const block = MemoryDoc.formatForInjection(doc, {
+      maxTokens: 70,
+      count: (text) => text.length,
+      guaranteedCategories: [],
+      guaranteedBudget: 500,
+      includeFacts: true
+    })
+    assert.notInclude(block, "Short low")
+    // no fact selected: no empty Facts section either
+    assert.strictEqual(block, "")
+  })
+
   it("is made in work linear in the memory: each line and fact counted about once, whatever their number", () => {
     // a summary of thousands of lines (the model wrote it) used to be cut one line at a time, recounting the rest
     const summary = Array.from({ length: 4000 }, (_, i) => `line ${i} of a summary the memory model wrote`).join("\n")
