@@ -71,14 +71,19 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
     cuts.count(`fact contents over ${chars(limits.maxFactChars)} (cut to it)`)
     content = head(content, limits.maxFactChars)
   }
+  let sourceError = fact.sourceError
+  if (sourceError !== undefined && sourceError.length > limits.maxFactChars) {
+    cuts.count(`fact sourceErrors over ${chars(limits.maxFactChars)} (cut to it)`)
+    sourceError = head(sourceError, limits.maxFactChars)
+  }
   const id = label(fact.id, cuts)
   const category = label(fact.category, cuts)
   const createdAt = label(fact.createdAt, cuts)
   const source = label(fact.source, cuts)
   return content === fact.content && id === fact.id && category === fact.category &&
-      createdAt === fact.createdAt && source === fact.source
+      createdAt === fact.createdAt && source === fact.source && sourceError === fact.sourceError
     ? fact
-    : { ...fact, id, content, category, createdAt, source }
+    : { ...fact, id, content, category, createdAt, source, ...(sourceError === undefined ? {} : { sourceError }) }
 }
 
 /**
@@ -231,8 +236,15 @@ export const capUpdate = (update: Update, limits: Limits): Capped<Update> => {
       cuts.count(`new facts over ${chars(limits.maxFactChars)} (cut to it)`)
       content = head(content, limits.maxFactChars)
     }
+    let sourceError = fact.sourceError
+    if (sourceError != null && sourceError.length > limits.maxFactChars) {
+      cuts.count(`new facts' sourceErrors over ${chars(limits.maxFactChars)} (cut to it)`)
+      sourceError = head(sourceError, limits.maxFactChars)
+    }
     const category = fact.category == null ? fact.category : label(fact.category, cuts)
-    return content === fact.content && category === fact.category ? fact : { ...fact, content, category }
+    return content === fact.content && category === fact.category && sourceError === fact.sourceError
+      ? fact
+      : { ...fact, content, category, sourceError }
   })
   const cut = cuts.all()
   if (cut.length === 0) return { value: update, cut }

@@ -99,6 +99,40 @@ describe("a model's update", () => {
     assert.deepStrictEqual(removed.facts.map((f) => f.content), ["Works at Acme"])
   })
 
+  // DeerFlow test_memory_updater.py::test_apply_updates_preserves_source_error / _ignores_empty_source_error and
+  // test_memory_prompt_injection.py::test_format_memory_renders_correction_source_error: a correction keeps what
+  // the assistant got wrong, and the injected line says what to avoid
+  it("a correction keeps its sourceError, shown as (avoid: ...) when injected; a blank one is not stored", () => {
+    const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
+      newFacts: [
+        {
+          content: "Use make dev for local development.",
+          category: "correction",
+          confidence: 0.95,
+          sourceError: "  The agent previously suggested npm start. "
+        },
+        { content: "Use uv.", category: "correction", confidence: 0.9, sourceError: "   " }
+      ]
+    }, options())
+    assert.strictEqual(doc.facts[0]!.sourceError, "The agent previously suggested npm start.")
+    assert.notProperty(doc.facts[1]!, "sourceError")
+    const block = MemoryDoc.formatForInjection(doc, {
+      maxTokens: 2000,
+      count: Tokens.countText,
+      guaranteedCategories: ["correction"],
+      guaranteedBudget: 500,
+      includeFacts: true
+    })
+    assert.include(
+      block,
+      "- [correction | 0.95] Use make dev for local development. (avoid: The agent previously suggested npm start.)"
+    )
+    assert.isTrue(block.endsWith("- [correction | 0.90] Use uv."))
+    // a memory.json DeerFlow wrote keeps it when read and written again
+    const read = Either.getOrThrow(MemoryDoc.decodeDocument(JSON.stringify(doc)))
+    assert.strictEqual(read.facts[0]!.sourceError, "The agent previously suggested npm start.")
+  })
+
   it.prop(
     "never keeps more than max_facts facts, and those kept are the most confident",
     [

@@ -25,7 +25,10 @@ export const MemoryFact = Schema.Struct({
   category: Schema.String,
   confidence: Schema.Number,
   createdAt: Schema.String,
-  source: Schema.String.annotations({ description: "The thread it was learned in, or `manual` / `tool`" })
+  source: Schema.String.annotations({ description: "The thread it was learned in, or `manual` / `tool`" }),
+  sourceError: Schema.optional(Schema.String).annotations({
+    description: "For a correction: the prior mistake or wrong approach"
+  })
 }).annotations({ identifier: "MemoryFact" })
 
 /** The memory document (DeerFlow's `MemoryResponse`). */
