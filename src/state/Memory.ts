@@ -279,9 +279,13 @@ const applySection = (current: Section, update: typeof SectionUpdate.Type | null
 /**
  * Applies a model's update: summaries it rewrote (`shouldUpdate` not false, a non-empty summary), facts it
  * removed (by id), new facts at or above the confidence threshold that are not already known (same words,
- * ignoring case and spacing), then the most confident `maxFacts` kept.
+ * ignoring case and spacing), then the most confident `maxFacts` kept; what names an upload event is then
+ * left out (`stripUploadMentions`).
  */
-export const applyUpdate = (doc: Document, update: Update, options: ApplyOptions): Document => {
+export const applyUpdate = (doc: Document, update: Update, options: ApplyOptions): Document =>
+  stripUploadMentions(applyChanges(doc, update, options))
+
+const applyChanges = (doc: Document, update: Update, options: ApplyOptions): Document => {
   const removed = new Set(update.factsToRemove ?? [])
   const facts: Array<Fact> = doc.facts.filter((f) => !removed.has(f.id))
   const known = new Set(facts.map((f) => normalise(f.content)))
@@ -315,6 +319,62 @@ export const applyUpdate = (doc: Document, update: Update, options: ApplyOptions
       longTermBackground: applySection(doc.history.longTermBackground, update.history?.longTermBackground, options.now)
     },
     facts: bound(facts, options.maxFacts)
+  }
+}
+
+/**
+ * What names an upload event (DeerMem's pattern): "uploaded a test file", "uploading document attachments", "file
+ * upload", an uploads path or block. Narrow on purpose: "works with CSV files" or "prefers PDF export" stay.
+ */
+const UPLOAD_EVENT =
+  /\b(?:upload(?:ed|ing)?(?:\s+\w+){0,3}\s+(?:file|files?|document|documents?|attachment|attachments?)|file\s+upload|\/mnt\/user-data\/uploads\/|<(?:uploaded_files|current_uploads)>)/i
+
+const isSentenceEnd = (c: string) => c === "." || c === "!" || c === "?"
+
+/**
+ * A summary without its sentences about an upload event, as DeerMem's scrub leaves it: each stretch between two
+ * of `.`, `!`, `?` that names one goes, with the mark that ends it and the blanks after; runs of spaces are then
+ * collapsed. (Sentence by sentence: one regex over the whole text rescans each stretch from every position.)
+ */
+export const withoutUploadMentions = (text: string): string => {
+  let out = ""
+  let at = 0
+  while (at < text.length) {
+    let end = at
+    while (end < text.length && !isSentenceEnd(text[end]!)) end++
+    let next = end < text.length ? end + 1 : end
+    if (UPLOAD_EVENT.test(text.slice(at, end))) {
+      while (next < text.length && /\s/.test(text[next]!)) next++
+    } else {
+      out += text.slice(at, next)
+    }
+    at = next
+  }
+  return out.trim().replace(/ {2,}/g, " ")
+}
+
+/**
+ * A document without upload events (uploads belong to one thread: a later one would look for files that are not
+ * there): scrubbed summaries (`withoutUploadMentions`), and no fact that names one.
+ */
+export const stripUploadMentions = (doc: Document): Document => {
+  const scrub = (section: Section): Section => {
+    const summary = withoutUploadMentions(section.summary)
+    return summary === section.summary ? section : { ...section, summary }
+  }
+  return {
+    ...doc,
+    user: {
+      workContext: scrub(doc.user.workContext),
+      personalContext: scrub(doc.user.personalContext),
+      topOfMind: scrub(doc.user.topOfMind)
+    },
+    history: {
+      recentMonths: scrub(doc.history.recentMonths),
+      earlierContext: scrub(doc.history.earlierContext),
+      longTermBackground: scrub(doc.history.longTermBackground)
+    },
+    facts: doc.facts.filter((fact) => !UPLOAD_EVENT.test(fact.content))
   }
 }
 

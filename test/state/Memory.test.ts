@@ -133,6 +133,42 @@ describe("a model's update", () => {
     assert.strictEqual(read.facts[0]!.sourceError, "The agent previously suggested npm start.")
   })
 
+  // DeerFlow test_memory_upload_filtering.py::TestStripUploadMentionsFromMemory: uploads belong to one thread, so
+  // sentences about an upload event leave the summaries and such facts leave the memory (a later thread would look
+  // for files that are not there); work with files in general stays
+  it("an update leaves no upload event in the summaries or the facts", () => {
+    const doc = MemoryDoc.applyUpdate({
+      ...MemoryDoc.empty(),
+      facts: [
+        { id: "old", content: "User is uploading document attachments regularly", category: "behavior", confidence: 0.9, createdAt: "", source: "" }
+      ]
+    }, {
+      user: {
+        topOfMind: {
+          summary: "User is interested in AI. User uploaded a test file for verification purposes. User prefers concise answers.",
+          shouldUpdate: true
+        },
+        workContext: { summary: "User regularly works with CSV files for data analysis.", shouldUpdate: true }
+      },
+      history: {
+        recentMonths: {
+          summary: "User uses Python. User uploaded file to /mnt/user-data/uploads/tid/data.csv. User likes clean code.",
+          shouldUpdate: true
+        }
+      },
+      newFacts: [
+        { content: "User uploaded a file titled secret.txt", category: "behavior", confidence: 0.9 },
+        { content: "User prefers dark mode", category: "preference", confidence: 0.9 },
+        { content: "User prefers PDF export for reports.", category: "preference", confidence: 0.9 }
+      ]
+    }, options())
+    assert.strictEqual(doc.user.topOfMind.summary, "User is interested in AI.User prefers concise answers.")
+    assert.strictEqual(doc.user.workContext.summary, "User regularly works with CSV files for data analysis.")
+    assert.notInclude(doc.history.recentMonths.summary, "/mnt/user-data/uploads/")
+    assert.include(doc.history.recentMonths.summary, "User uses Python.")
+    assert.deepStrictEqual(doc.facts.map((f) => f.content), ["User prefers dark mode", "User prefers PDF export for reports."])
+  })
+
   it.prop(
     "never keeps more than max_facts facts, and those kept are the most confident",
     [
