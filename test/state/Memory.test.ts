@@ -22,6 +22,35 @@ const options = (extra: Partial<MemoryDoc.ApplyOptions> = {}): MemoryDoc.ApplyOp
 })
 
 describe("the conversation an update reads", () => {
+  const answer = {
+    version: 1,
+    kind: "human_input_response",
+    source: "ask_clarification",
+    request_id: "clarification:c1",
+    response_kind: "option",
+    option_id: "option-2",
+    value: "CSV"
+  }
+
+  // DeerFlow test_memory_upload_filtering.py::test_hide_from_ui_malformed_human_input_response_is_excluded: only a
+  // well-formed answer (version 1, its kind, a source, a request id and a value; an option's id) is the user's
+  it("a hidden clarification answer counts only when well formed", () => {
+    const hidden = (response: unknown) =>
+      M.human("my answer is: staging", { additional_kwargs: { hide_from_ui: true, human_input_response: response } })
+    const turns = (response: unknown) =>
+      MemoryDoc.conversation([M.human("Deploy the app."), M.ai("Which environment?"), hidden(response), M.ai("ok")])
+        .filter((t) => t.role === "user").map((t) => t.text)
+    assert.deepStrictEqual(turns(answer), ["Deploy the app.", "my answer is: staging"])
+    assert.deepStrictEqual(turns({ ...answer, response_kind: "text", option_id: undefined }), [
+      "Deploy the app.",
+      "my answer is: staging"
+    ])
+    const { option_id: _, ...noOption } = answer
+    for (const malformed of [noOption, { value: "CSV" }, { ...answer, version: 2 }, { ...answer, value: " " }, "x"]) {
+      assert.deepStrictEqual(turns(malformed), ["Deploy the app."], JSON.stringify(malformed))
+    }
+  })
+
   it("keeps the user's words and final answers; drops tool traffic, hidden messages and uploads blocks", () => {
     const messages = [
       M.system("<system-reminder>date</system-reminder>", { additional_kwargs: { hide_from_ui: true } }),
@@ -32,7 +61,7 @@ describe("the conversation an update reads", () => {
       M.human("loop warning", { name: "loop_warning", additional_kwargs: { hide_from_ui: true } }),
       M.human("<current_uploads>\n- b.png\n</current_uploads>"),
       M.ai("I see an image."),
-      M.human("answer", { additional_kwargs: { hide_from_ui: true, human_input_response: { value: "CSV" } } }),
+      M.human("answer", { additional_kwargs: { hide_from_ui: true, human_input_response: answer } }),
       M.ai("CSV it is.")
     ]
     assert.deepStrictEqual(MemoryDoc.conversation(messages), [
