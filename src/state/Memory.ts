@@ -230,6 +230,8 @@ export type Update = typeof Update.Type
  * fence that never closes is quadratic in the answer.)
  */
 export const updateJson = (text: string): Either.Either<unknown, string> => {
+  const complete = completeUpdateObject(text)
+  if (complete !== undefined) return Either.right(complete)
   let body = text
   const fence = text.indexOf("```")
   if (fence >= 0) {
@@ -247,12 +249,113 @@ export const updateJson = (text: string): Either.Either<unknown, string> => {
   }
 }
 
-/** Decodes the JSON of an update (see `updateJson`); a readable error when it is not one. */
+/** How many `{` of an answer are tried as the start of a complete update (the search stays bounded). */
+const MAX_OBJECT_STARTS = 64
+
+/**
+ * The end (exclusive) of the JSON object that starts at `start` (a `{`), by matching braces outside strings;
+ * undefined when it never closes.
+ */
+const objectEnd = (text: string, start: number): number | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]
+    if (inString) {
+      if (c === "\\") i++
+      else if (c === '"') inString = false
+    } else if (c === '"') inString = true
+    else if (c === "{") depth++
+    else if (c === "}" && --depth === 0) return i + 1
+  }
+  return undefined
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The first JSON object of an answer that has `user`, `history` and `newFacts` (DeerMem's test of a memory update),
+ * so an example object the model wrote before it is passed over; undefined when there is none.
+ */
+const completeUpdateObject = (text: string): unknown => {
+  let from = 0
+  for (let tries = 0; tries < MAX_OBJECT_STARTS; tries++) {
+    const start = text.indexOf("{", from)
+    if (start < 0) return undefined
+    from = start + 1
+    const end = objectEnd(text, start)
+    if (end === undefined) return undefined
+    let value: unknown
+    try {
+      value = Json.parse(text.slice(start, end))
+    } catch {
+      continue
+    }
+    if (isRecord(value) && "user" in value && "history" in value && "newFacts" in value) return value
+  }
+  return undefined
+}
+
+/** A confidence the model wrote: a finite number, or a string holding one; null when missing (0.5 then). */
+const confidenceOf = (value: unknown): number | null | undefined => {
+  if (value === undefined || value === null) return null
+  const n = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value) : NaN
+  return Number.isFinite(n) ? n : undefined
+}
+
+/**
+ * An update's JSON with its malformed parts dropped, as DeerMem normalises one: `user` / `history` that are not
+ * objects (and sections that are not), new facts without text content or a numeric confidence (a number in a
+ * string is read), a category that is not text ("context" then), removals that name no id. Removals with a new fact dropped fail the whole update: a
+ * replacement that was lost must not leave only the deletion of what it replaced.
+ */
+const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
+  // (not an update at all: left for the decoder to refuse)
+  if (!isRecord(raw) || (raw.newFacts != null && !Array.isArray(raw.newFacts))) return Either.right(raw)
+  const sections = (value: unknown, keys: ReadonlyArray<string>) =>
+    isRecord(value) ? Object.fromEntries(keys.filter((k) => isRecord(value[k])).map((k) => [k, value[k]])) : {}
+  const newFacts: Array<unknown> = []
+  let dropped = false
+  for (const fact of Array.isArray(raw.newFacts) ? raw.newFacts : []) {
+    const content = isRecord(fact) && typeof fact.content === "string" ? fact.content : ""
+    const confidence = isRecord(fact) && typeof fact.confidence !== "boolean" ? confidenceOf(fact.confidence) : undefined
+    if (!isRecord(fact) || content.trim() === "" || confidence === undefined) {
+      dropped = true
+      continue
+    }
+    newFacts.push({
+      content,
+      ...(typeof fact.category === "string" ? { category: fact.category } : {}),
+      ...(confidence === null ? {} : { confidence }),
+      ...(typeof fact.sourceError === "string" ? { sourceError: fact.sourceError } : {})
+    })
+  }
+  const factsToRemove = (Array.isArray(raw.factsToRemove) ? raw.factsToRemove : []).flatMap((entry: unknown) => {
+    const id = typeof entry === "string" ? entry : isRecord(entry) && typeof entry.id === "string" ? entry.id : ""
+    return id.trim() === "" ? [] : [id.trim()]
+  })
+  if (factsToRemove.length > 0 && dropped) {
+    return Either.left("the answer removes facts while some of its new facts are malformed (nothing is changed)")
+  }
+  return Either.right({
+    user: sections(raw.user, ["workContext", "personalContext", "topOfMind"]),
+    history: sections(raw.history, ["recentMonths", "earlierContext", "longTermBackground"]),
+    newFacts,
+    factsToRemove
+  })
+}
+
+/**
+ * Decodes the JSON of an update (see `updateJson`), its malformed parts dropped first (`normaliseUpdate`); a
+ * readable error when it is not one.
+ */
 export const decodeUpdate = (raw: unknown): Either.Either<Update, string> =>
-  Either.mapLeft(
-    Schema.decodeUnknownEither(Update, { onExcessProperty: "ignore" })(raw),
-    (error) => `the answer's JSON is not a memory update: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-  )
+  Either.flatMap(normaliseUpdate(raw), (normalised) =>
+    Either.mapLeft(
+      Schema.decodeUnknownEither(Update, { onExcessProperty: "ignore" })(normalised),
+      (error) => `the answer's JSON is not a memory update: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    ))
 
 /** The update in a model's answer (`updateJson`, then `decodeUpdate`). A readable error when there is none. */
 export const parseUpdate = (text: string): Either.Either<Update, string> =>

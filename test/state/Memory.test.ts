@@ -104,6 +104,43 @@ describe("a model's update", () => {
     )
   })
 
+  // DeerFlow test_memory_updater.py::test_ignores_unrelated_json_before_memory_update,
+  // test_schema_guard_ignores_invalid_update_fields, test_fact_schema_guard_coerces_and_filters_nested_fields and
+  // test_malformed_replacement_update_fails_closed: the update is the object with user, history and newFacts even
+  // after another one; a malformed part is dropped, not the whole update; removals with a dropped new fact fail
+  it("is the memory update past unrelated JSON; a malformed part is dropped, not the whole update", () => {
+    const valid = '{"user": {}, "history": {}, "newFacts": [{"content": "Remember the actual update", "confidence": 0.9}]}'
+    const found = MemoryDoc.parseUpdate(`Example object: {"user": "alice"}\nActual memory update:\n${valid}`)
+    assert.deepStrictEqual(Either.getOrThrow(found).newFacts?.map((f) => f.content), ["Remember the actual update"])
+
+    const bad = MemoryDoc.parseUpdate(
+      '{"user": "bad", "history": [], "newFacts": ["bad", ' +
+        '{"content": "User works on DeerFlow", "category": "context", "confidence": 0.91}], "factsToRemove": "bad"}'
+    )
+    const kept = Either.getOrThrow(bad)
+    assert.deepStrictEqual(kept.newFacts?.map((f) => f.content), ["User works on DeerFlow"])
+    assert.deepStrictEqual(kept.factsToRemove ?? [], [])
+
+    const coerced = Either.getOrThrow(MemoryDoc.parseUpdate(
+      '{"user": {}, "history": {}, "newFacts": [' +
+        '{"content": "  User likes async updates  ", "category": 9, "confidence": "0.91", "sourceError": "  parse issue  "}, ' +
+        '{"content": "skip invalid confidence", "category": "context", "confidence": "high"}, ' +
+        '{"content": 12, "category": "context", "confidence": 0.9}, ' +
+        '{"content": " ", "category": "context", "confidence": 0.9}' +
+        '], "factsToRemove": []}'
+    ))
+    const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), coerced, options())
+    assert.deepStrictEqual(doc.facts.map((f) => [f.content, f.category, f.confidence, f.sourceError]), [
+      ["User likes async updates", "context", 0.91, "parse issue"]
+    ])
+
+    const unsafe = MemoryDoc.parseUpdate(
+      '{"user": {}, "history": {}, "newFacts": [{"content": "replacement fact", "confidence": "bad"}], ' +
+        '"factsToRemove": ["fact_old"]}'
+    )
+    assert.isTrue(Either.isLeft(unsafe))
+  })
+
   it("keeps confident new facts once, removes facts by id, rewrites summaries it marks", () => {
     const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
       user: {
