@@ -307,7 +307,7 @@ export const human = (options: RenderOptions): HumanRenderer => {
         // bookkeeping are for `threads show`.
         const todos = event.update.todos
         if (todos == null) return ""
-        return endReasoning() + newline() + out(`${s.bold("todos")}\n${todoLines(todos, s).join("\n")}\n`)
+        return endReasoning() + newline() + out(`${s.bold("todos")}\n${todoLines(todos, s, redactor).join("\n")}\n`)
       }
       case "custom":
         return custom(event.name, event.data)

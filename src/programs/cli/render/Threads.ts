@@ -10,7 +10,7 @@ import * as Redact from "../../../state/Redact.js"
 import type { ThreadState, Todo } from "../../../state/ThreadState.js"
 import type { Style } from "./Style.js"
 import { style } from "./Style.js"
-import { clip, indent } from "./Text.js"
+import { clip, indent, safeText } from "./Text.js"
 import { toolCallLine } from "./ToolCalls.js"
 
 const roleOf = (message: Message): string => {
@@ -53,10 +53,17 @@ const section = (title: string, s: Style) => `\n${s.bold(title)}`
 
 const TODO_MARK = { pending: "[ ]", in_progress: "[~]", completed: "[x]" } as const
 
-/** A todo list, one indented line per item: `[ ]` pending, `[~]` in progress, `[x]` completed. */
-export const todoLines = (todos: ReadonlyArray<Todo>, s: Style = style(false)): ReadonlyArray<string> =>
+/**
+ * A todo list, one indented line per item: `[ ]` pending, `[~]` in progress, `[x]` completed. The model writes
+ * the items: `redact`'s secrets are replaced.
+ */
+export const todoLines = (
+  todos: ReadonlyArray<Todo>,
+  s: Style = style(false),
+  redact: Redact.Redactor = Redact.none
+): ReadonlyArray<string> =>
   todos.map((t) => {
-    const line = `  ${TODO_MARK[t.status]} ${Redact.controls(t.content)}`
+    const line = `  ${TODO_MARK[t.status]} ${safeText(t.content, redact)}`
     return t.status === "completed" ? s.dim(line) : line
   })
 

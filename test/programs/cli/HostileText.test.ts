@@ -1,0 +1,37 @@
+/**
+ * What the CLI prints of text a hostile model (or a hostile file) wrote: the configured secrets replaced and
+ * no control character, escape sequence or bidirectional override reaching the terminal, on every path — not
+ * only the run's messages and tool lines, which the hostile-model fuzzing covers.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Render from "../../../src/programs/cli/Render.js"
+import * as Redact from "../../../src/state/Redact.js"
+
+const SECRET = "sk-hostile-text-0123456789"
+const ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202e"
+/** What must never reach a terminal raw: C0 (but tab and newline), DEL, C1, bidirectional controls. */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
+
+describe("a run's todo list (plan mode), as the model wrote it", () => {
+  it("is printed without the configured secret and without control characters", () => {
+    const render = Render.human({ color: false, redact: Redact.make([SECRET]) })
+    const out = [
+      render({ type: "run_start", thread_id: "t", run_id: "r" }),
+      render({
+        type: "state",
+        update: {
+          todos: [
+            { content: `Log in with ${SECRET} ${ESCAPES}`, status: "in_progress" },
+            { content: "Report back", status: "pending" }
+          ]
+        }
+      })
+    ].join("")
+    assert.notInclude(out, SECRET)
+    assert.notMatch(out, CONTROL)
+    assert.include(
+      out,
+      "todos\n  [~] Log in with [redacted] ␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e\n  [ ] Report back\n"
+    )
+  })
+})
