@@ -31,7 +31,9 @@ export const render = (doc: MemoryDoc.Document, file: string, color: boolean): s
     includeFacts: false
   })
   if (body !== "") {
-    lines.push("", ...body.split("\n").map((l) => (l.endsWith(":") ? s.bold(l) : `  ${Render.safeText(l)}`)))
+    // (a summary may hold line breaks, and a line of it may end with `:` as the headings do)
+    const shown = body.split("\n").map((l) => Render.safeText(l))
+    lines.push("", ...shown.map((l) => (l.endsWith(":") ? s.bold(l) : `  ${l}`)))
   }
   if (doc.facts.length > 0) {
     lines.push("", s.bold(`Facts (${doc.facts.length}):`))

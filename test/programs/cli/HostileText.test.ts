@@ -3,9 +3,16 @@
  * no control character, escape sequence or bidirectional override reaching the terminal, on every path — not
  * only the run's messages and tool lines, which the hostile-model fuzzing covers.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Path from "node:path"
+import * as FileMemory from "../../../src/layers/FileMemory.js"
+import * as MemoryCommand from "../../../src/programs/cli/MemoryCommand.js"
 import * as Render from "../../../src/programs/cli/Render.js"
+import * as MemoryDoc from "../../../src/state/Memory.js"
 import * as Redact from "../../../src/state/Redact.js"
+import { tempDir } from "../../support/fixtures.js"
 
 const SECRET = "sk-hostile-text-0123456789"
 const ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202e"
@@ -34,4 +41,24 @@ describe("a run's todo list (plan mode), as the model wrote it", () => {
       "todos\n  [~] Log in with [redacted] ␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e\n  [ ] Report back\n"
     )
   })
+})
+
+describe("antler memory show, of a memory the memory model wrote", () => {
+  it.effect("prints its summaries without control characters, a line that ends with a colon included", () =>
+    Effect.gen(function*() {
+      // The memory model's summaries are free text: one may hold line breaks, and a line of it may end with `:`
+      // as the section headings do.
+      const file = Path.join(tempDir("antler-hostile-memory-show-"), "memory.json")
+      const empty = MemoryDoc.empty()
+      const hostile = `Builds data pipelines.\n${ESCAPES} Note:`
+      yield* FileMemory.writeDocument(file, {
+        ...empty,
+        user: { ...empty.user, workContext: { summary: hostile, updatedAt: "2026-01-01T00:00:00Z" } }
+      })
+      const doc = yield* FileMemory.readDocument(file)
+      const shown = MemoryCommand.render(doc, file, false)
+      assert.include(shown, "Builds data pipelines.")
+      assert.notMatch(shown, CONTROL)
+      assert.include(shown, "␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e Note:")
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })
