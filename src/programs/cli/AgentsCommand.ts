@@ -62,7 +62,7 @@ const list: CliCommand.Entry = {
       for (const problem of problems) yield* Render.writeError(`warning: ${Render.safeText(problem.message)}\n`)
       if (args.json) {
         const rows = agents.map((a) => ({ name: a.name, config: a.raw, legacy: a.legacy }))
-        return yield* Render.write(`${JSON.stringify(rows)}\n`)
+        return yield* Render.writeJson(rows)
       }
       const s = Render.style(Render.useColor())
       if (agents.length === 0) {
@@ -105,7 +105,7 @@ const show: CliCommand.Entry = {
       )
       if (args.json) {
         const shown = { name, config: agent.raw, soul: agent.soul ?? null, legacy: agent.legacy, dir: agent.dir }
-        return yield* Render.write(`${JSON.stringify(shown)}\n`)
+        return yield* Render.writeJson(shown)
       }
       const s = Render.style(Render.useColor())
       const lines = [

@@ -80,7 +80,7 @@ const show: CliCommand.Entry = {
       const doc = yield* FileMemory.readDocument(file, limits, FileMemory.defaultRedactor(app)).pipe(
         Effect.catchTag("MemoryError", (error) => fail(ExitCode.runFailed, error.message))
       )
-      if (args.json) yield* Render.write(`${JSON.stringify(doc)}\n`)
+      if (args.json) yield* Render.writeJson(doc)
       else yield* Render.write(render(doc, file, Render.useColor()))
     })),
   help: {

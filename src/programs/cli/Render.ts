@@ -22,6 +22,7 @@ import * as HashSet from "effect/HashSet"
 import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import type { RunEndEvent } from "../../services/RunEvents.js"
+import * as Redact from "../../state/Redact.js"
 import type { RunEvent as RunEventSchema } from "../../services/RunEvents.js"
 type RunEvent = typeof RunEventSchema.Type
 import { endLine, isReply } from "./render/Events.js"
@@ -58,6 +59,14 @@ export { KEY_ARGUMENTS, keyArgument, toolCallLine, toolLine, toolLineParts } fro
 /** Writes to stdout. */
 export const write = (text: string): Effect.Effect<void> =>
   text === "" ? Effect.void : Effect.sync(() => void process.stdout.write(text))
+
+/**
+ * Writes `value` to stdout as one line of JSON (a `--json` listing). What it holds may come from a model (threads,
+ * memory, agents' SOULs): the control characters `JSON.stringify` leaves raw (DEL, C1, bidirectional overrides)
+ * are escaped (`Redact.jsonControls`); the JSON means the same.
+ */
+export const writeJson = (value: unknown): Effect.Effect<void> =>
+  Effect.suspend(() => write(`${Redact.jsonControls(JSON.stringify(value))}\n`))
 
 /** Writes to stderr. */
 export const writeError = (text: string): Effect.Effect<void> => Effect.sync(() => void process.stderr.write(text))

@@ -55,7 +55,7 @@ const list: CliCommand.Entry = {
       const where = SkillsDirectory.location(app)
       const extensions = SkillsDirectory.extensionsConfigPath(app)
       if (args.json) {
-        yield* Render.write(`${JSON.stringify({ ...catalog, searched: where, extensions_config: extensions })}\n`)
+        yield* Render.writeJson({ ...catalog, searched: where, extensions_config: extensions })
       } else yield* Render.write(render(catalog, where, extensions, Render.useColor()))
     }).pipe(Effect.catchAll(CliCommand.reportFailure("error")))),
   help: {

@@ -28,7 +28,7 @@ const list: CliCommand.Entry = {
     CliCommand.withStore((home) =>
       Effect.gen(function*() {
         const threads = yield* (yield* ThreadStore).list
-        if (args.json) return yield* Render.write(`${JSON.stringify(threads)}\n`)
+        if (args.json) return yield* Render.writeJson(threads)
         const options = { color: Render.useColor(), invocation: CliCommand.invocation() }
         yield* Render.write(Render.threadList(threads, home, options))
       })
@@ -52,7 +52,7 @@ const show: CliCommand.Entry = {
         const threadId = yield* CliCommand.threadIdFrom(args.id)
         const loaded = yield* (yield* ThreadStore).load(threadId)
         if (Option.isNone(loaded)) return yield* notFound(home, threadId)
-        if (args.json) yield* Render.write(`${JSON.stringify(loaded.value)}\n`)
+        if (args.json) yield* Render.writeJson(loaded.value)
         else yield* Render.write(Render.thread(loaded.value, { color: Render.useColor() }))
       })
     )),
@@ -138,10 +138,10 @@ const compact: CliCommand.Entry = {
           )
           if (outcome instanceof Compaction.CompactionError) {
             const answer = { thread_id: threadId, compacted: false, reason: outcome.reason }
-            if (args.json) return yield* Render.write(`${JSON.stringify(answer)}\n`)
+            if (args.json) return yield* Render.writeJson(answer)
             return yield* Render.write(`Nothing compacted: ${outcome.message}\n`)
           }
-          if (args.json) return yield* Render.write(`${JSON.stringify(outcome)}\n`)
+          if (args.json) return yield* Render.writeJson(outcome)
           yield* Render.write(
             `Compacted thread ${threadId}: ${outcome.removed_message_count} older messages summarised, ` +
               `${outcome.preserved_message_count} kept (context was ${outcome.total_tokens} tokens).\n`

@@ -64,7 +64,7 @@ const command = Command.make(
       const threadId = yield* CliCommand.threadIdFrom(args.thread)
       yield* requireThread(app.home, threadId)
       const results = yield* uploadFiles(app, threadId, args.files, args.json)
-      if (args.json) for (const result of results) yield* Render.write(`${JSON.stringify(result)}\n`)
+      if (args.json) for (const result of results) yield* Render.writeJson(result)
     }).pipe(Effect.catchAll(CliCommand.reportFailure("upload failed")))
 )
 

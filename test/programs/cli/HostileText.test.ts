@@ -6,18 +6,42 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as ChildProcess from "node:child_process"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as FileMemory from "../../../src/layers/FileMemory.js"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as MemoryCommand from "../../../src/programs/cli/MemoryCommand.js"
 import * as Render from "../../../src/programs/cli/Render.js"
 import * as MemoryDoc from "../../../src/state/Memory.js"
 import * as Redact from "../../../src/state/Redact.js"
+import { antlerCommand, childEnv } from "../../support/cli.js"
 import { tempDir } from "../../support/fixtures.js"
 
 const SECRET = "sk-hostile-text-0123456789"
 const ESCAPES = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\x9b31m\u202e"
 /** What must never reach a terminal raw: C0 (but tab and newline), DEL, C1, bidirectional controls. */
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
+const SLOW = 180_000
+
+/** Runs `antler ...` from sources with `home` as its data directory (memory off unless `config` says more). */
+const antler = (home: string, args: ReadonlyArray<string>) =>
+  Effect.promise(() =>
+    new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
+      const config = Path.join(home, "config.yaml")
+      if (!Fs.existsSync(config)) Fs.writeFileSync(config, "memory:\n  enabled: false\n")
+      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
+        env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: config }),
+        cwd: home,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+      child.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+  )
 
 describe("a run's todo list (plan mode), as the model wrote it", () => {
   it("is printed without the configured secret and without control characters", () => {
@@ -61,4 +85,39 @@ describe("antler memory show, of a memory the memory model wrote", () => {
       assert.notMatch(shown, CONTROL)
       assert.include(shown, "␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e Note:")
     }).pipe(Effect.provide(NodeFileSystem.layer)))
+})
+
+describe("--json listings of what a model wrote", () => {
+  it.live("escape the control characters JSON leaves raw (C1, bidirectional overrides): the JSON means the same", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start([`Here it is: ${ESCAPES} done.`])
+      const home = tempDir("antler-hostile-json-")
+      const ran = yield* antler(home, ["run", "--base-url", server.url, "--api-key", "x", "--thread", "h1", "hi"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      // the memory model's facts and a custom agent's SOUL (which the model may rewrite) are model text too
+      const memory = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(memory), { recursive: true })
+      Fs.writeFileSync(memory, JSON.stringify({ facts: [{ id: "f1", content: `Likes ${ESCAPES}`, confidence: 0.9 }] }))
+      const agent = Path.join(home, "users", "default", "agents", "ada")
+      Fs.mkdirSync(agent, { recursive: true })
+      Fs.writeFileSync(Path.join(agent, "config.yaml"), "name: ada\ndescription: A helper\n")
+      Fs.writeFileSync(Path.join(agent, "SOUL.md"), `You are Ada. ${ESCAPES}`)
+      const listings = [
+        ["threads", "show", "h1", "--json"],
+        ["threads", "list", "--json"],
+        ["memory", "show", "--json"],
+        ["agents", "show", "ada", "--json"],
+        ["agents", "list", "--json"]
+      ]
+      for (const args of listings) {
+        const shown = yield* antler(home, args)
+        assert.strictEqual(shown.code, 0, `${args.join(" ")}: ${shown.stderr}`)
+        assert.notMatch(shown.stdout, CONTROL, args.join(" "))
+        JSON.parse(shown.stdout)
+      }
+      const thread = JSON.parse((yield* antler(home, ["threads", "show", "h1", "--json"])).stdout)
+      assert.include(JSON.stringify(thread.state.messages), JSON.stringify(`Here it is: ${ESCAPES} done.`).slice(1, -1))
+      const soul = JSON.parse((yield* antler(home, ["agents", "show", "ada", "--json"])).stdout).soul
+      assert.strictEqual(soul.trim(), `You are Ada. ${ESCAPES}`)
+    })), SLOW)
 })
