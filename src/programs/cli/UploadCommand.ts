@@ -15,7 +15,10 @@ import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
 import * as Upload from "../Upload.js"
 
-/** Uploads `files` into the thread, printing one line per file (none with `json`); a refusal is a usage error. */
+/**
+ * Uploads `files` into the thread, printing one line per file (none with `json`), made safe; a refusal is a usage
+ * error.
+ */
 export const uploadFiles = (
   app: AppConfigService["Type"],
   threadId: string,
@@ -26,9 +29,13 @@ export const uploadFiles = (
     const results = yield* Upload.upload(threadId, files).pipe(
       Effect.provideService(AppConfigService, app),
       Effect.catchTag("UploadError", (error) =>
-        fail(error.reason === "io" ? ExitCode.runFailed : ExitCode.usage, `upload refused: ${error.message}`))
+        fail(
+          error.reason === "io" ? ExitCode.runFailed : ExitCode.usage,
+          `upload refused: ${Render.safeText(error.message)}`
+        ))
     )
-    if (!json) for (const result of results) yield* Render.write(`${Upload.describeResult(result)}\n`)
+    // (a file's name may hold a bidirectional override or C1 controls: only C0 ones are refused)
+    if (!json) for (const result of results) yield* Render.write(`${Render.safeText(Upload.describeResult(result))}\n`)
     return results
   })
 

@@ -121,3 +121,25 @@ describe("--json listings of what a model wrote", () => {
       assert.strictEqual(soul.trim(), `You are Ada. ${ESCAPES}`)
     })), SLOW)
 })
+
+describe("an uploaded file with a hostile name", () => {
+  it.live("is named on the terminal with its bidirectional override and C1 controls made visible", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(["Got it."])
+      const home = tempDir("antler-hostile-upload-")
+      // `invoice‮fdp.exe`: shown raw, the override makes it read `invoiceexe.pdf`
+      const name = `invoice\u202efdp.exe\x9b2J.txt`
+      const file = Path.join(home, name)
+      Fs.writeFileSync(file, "twelve bytes")
+      const ran = yield* antler(home, ["run", "--base-url", server.url, "--api-key", "x", "--file", file, "read it"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      assert.include(ran.stdout, "invoice\\u202efdp.exe\\u009b2J.txt (12 bytes) -> /mnt/user-data/uploads/invoice")
+      assert.notMatch(ran.stdout + ran.stderr, CONTROL)
+      // refused (too large), it is named in the refusal
+      Fs.writeFileSync(Path.join(home, "config.yaml"), "memory:\n  enabled: false\nuploads:\n  max_file_size: 4\n")
+      const refused = yield* antler(home, ["run", "--base-url", server.url, "--api-key", "x", "--file", file, "again"])
+      assert.strictEqual(refused.code, 2, refused.stderr)
+      assert.include(refused.stderr, "upload refused: invoice\\u202efdp.exe")
+      assert.notMatch(refused.stdout + refused.stderr, CONTROL)
+    })), SLOW)
+})
