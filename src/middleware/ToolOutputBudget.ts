@@ -42,33 +42,39 @@ export { charLength, charsOf, MAX_PARSE_CHARS, rawSample, renderPreview, synopsi
 // ---------------------------------------------------------------------------------------------------------
 // Text of a result
 
-/** The text of a tool result: a string, or text blocks joined by newlines; `undefined` if any block is not text. */
+/**
+ * The text of a tool result: a string, or its text blocks joined by newlines (a result that also holds images,
+ * as an MCP server may send, is budgeted by its text: its images stay); `undefined` when it has no text block.
+ */
 export const resultText = (content: Content): string | undefined => {
   if (typeof content === "string") return content
-  if (content.length === 0) return undefined
-  let out = ""
-  for (let i = 0; i < content.length; i++) {
-    const block = content[i]!
-    if (block.type !== "text" || typeof block.text !== "string") return undefined
-    out = i === 0 ? block.text : `${out}\n${block.text}`
+  let out: string | undefined
+  for (const block of content) {
+    if (block.type !== "text" || typeof block.text !== "string") continue
+    out = out === undefined ? block.text : `${out}\n${block.text}`
   }
   return out
 }
 
 /**
- * The length in UTF-16 code units `resultText` would have, without building it; -1 when the content is not text.
- * An upper bound of its length in characters (`charLength`): at most this many, fewer when it has emoji.
+ * The length in UTF-16 code units `resultText` would have, without building it; -1 when the content has no text
+ * block. An upper bound of its length in characters (`charLength`): at most this many, fewer when it has emoji.
  */
 export const resultTextLength = (content: Content): number => {
   if (typeof content === "string") return content.length
-  if (content.length === 0) return -1
-  let length = content.length - 1
-  for (let i = 0; i < content.length; i++) {
-    const block = content[i]!
-    if (block.type !== "text" || typeof block.text !== "string") return -1
-    length += block.text.length
+  let length = -1
+  for (const block of content) {
+    if (block.type !== "text" || typeof block.text !== "string") continue
+    length += block.text.length + 1
   }
   return length
+}
+
+/** The content with its text replaced by `text`: a string, or one text block before its other blocks (images). */
+export const withResultText = (content: Content, text: string): Content => {
+  if (typeof content === "string") return text
+  const others = content.filter((block) => block.type !== "text" || typeof block.text !== "string")
+  return others.length === 0 ? text : [{ type: "text", text }, ...others]
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -197,8 +203,9 @@ const toolName = (message: ToolMessage) => message.name ?? "unknown"
 export type Persist = (text: string, tool: string, toolCallId: string) => Effect.Effect<Option.Option<string>>
 
 /**
- * A tool message within budget: unchanged when small enough or not text; saved and replaced by a synopsis
- * when over its threshold and `persist` succeeds; else cut to head + tail when over `fallback_max_chars`.
+ * A tool message within budget (by its text; its images stay): unchanged when small enough or without text; saved
+ * and replaced by a synopsis when over its threshold and `persist` succeeds; else cut to head + tail when over
+ * `fallback_max_chars`.
  */
 export const budgetMessage = (message: ToolMessage, config: Config, persist: Persist): Effect.Effect<ToolMessage> =>
   Effect.suspend(() => {
@@ -213,12 +220,15 @@ export const budgetMessage = (message: ToolMessage, config: Config, persist: Per
       config.fallback_max_chars > 0 && length > config.fallback_max_chars
         ? {
           ...message,
-          content: truncateHeadTail(
-            text,
-            tool,
-            config.fallback_max_chars,
-            config.fallback_head_chars,
-            config.fallback_tail_chars
+          content: withResultText(
+            message.content,
+            truncateHeadTail(
+              text,
+              tool,
+              config.fallback_max_chars,
+              config.fallback_head_chars,
+              config.fallback_tail_chars
+            )
           )
         }
         : message
@@ -228,12 +238,15 @@ export const budgetMessage = (message: ToolMessage, config: Config, persist: Per
         onNone: fallback,
         onSome: (virtualPath) => ({
           ...message,
-          content: renderPreview(text, {
-            tool,
-            virtualPath,
-            headChars: config.preview_head_chars,
-            tailChars: config.preview_tail_chars
-          })
+          content: withResultText(
+            message.content,
+            renderPreview(text, {
+              tool,
+              virtualPath,
+              headChars: config.preview_head_chars,
+              tailChars: config.preview_tail_chars
+            })
+          )
         })
       }))
   })
@@ -297,12 +310,15 @@ export const truncateHistory = (
     if (cut === undefined) {
       cut = {
         ...message,
-        content: truncateHeadTail(
-          resultText(message.content)!,
-          tool,
-          max,
-          config.fallback_head_chars,
-          config.fallback_tail_chars
+        content: withResultText(
+          message.content,
+          truncateHeadTail(
+            resultText(message.content)!,
+            tool,
+            max,
+            config.fallback_head_chars,
+            config.fallback_tail_chars
+          )
         )
       }
       cache.set(message, cut)

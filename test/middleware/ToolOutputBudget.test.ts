@@ -365,3 +365,29 @@ describe("ToolOutputBudget, when nothing can be saved", () => {
       assert.isTrue(outcome.state.messages.some((m) => m.id === "note"))
     }).pipe(H.withStore))
 })
+
+describe("a result that holds an image besides its text (as an MCP server may send)", () => {
+  const config = TOB.defaultConfig()
+  const image = { type: "image_url" as const, image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } }
+  const flood = M.tool([{ type: "text", text: "x".repeat(5_000_000) }, image], "call_mcp", { name: "mcp_dump" })
+  /** Within budget: the text (all of the content but the small image) no longer than `fallback_max_chars`. */
+  const bounded = (content: M.Content) =>
+    assert.isAtMost(JSON.stringify(content).length - JSON.stringify(image).length, config.fallback_max_chars)
+
+  it.effect("is budgeted by its text: saved and previewed, or cut to head and tail; its image stays", () =>
+    Effect.gen(function*() {
+      const cut = yield* TOB.budgetMessage(flood, config, () => Effect.succeed(Option.none()))
+      bounded(cut.content)
+      assert.deepStrictEqual((cut.content as ReadonlyArray<unknown>).at(-1), image)
+      const saved = yield* TOB.budgetMessage(flood, config, () => Effect.succeed(Option.some("/mnt/x.txt")))
+      assert.include(JSON.stringify(saved.content), "/mnt/x.txt")
+      bounded(saved.content)
+      assert.deepStrictEqual((saved.content as ReadonlyArray<unknown>).at(-1), image)
+    }))
+
+  it("is cut in the history too", () => {
+    const [cut] = TOB.truncateHistory([flood], config)
+    bounded(cut!.content)
+    assert.deepStrictEqual((cut!.content as ReadonlyArray<unknown>).at(-1), image)
+  })
+})
