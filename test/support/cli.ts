@@ -29,6 +29,28 @@ export const childEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => {
   return { ...env, NO_COLOR: "1", ...extra }
 }
 
+/** What an `antler` run printed, and how it ended. */
+export interface CliOutput {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `antler ...args` to its end in `cwd` with `env` (see `childEnv`), its output collected. */
+export const runAntler = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
+  new Promise<CliOutput>((resolve) => {
+    const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
+      env: options.env,
+      cwd: options.cwd,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
+  })
+
 /** `antler serve --port 0` as a child process. */
 export interface ServeProcess {
   /** Resolves once the process says where it listens; rejects, with its output, if it exits first. */

@@ -6,7 +6,6 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as FileMemory from "../../../src/layers/FileMemory.js"
@@ -15,7 +14,7 @@ import * as MemoryCommand from "../../../src/programs/cli/MemoryCommand.js"
 import * as Render from "../../../src/programs/cli/Render.js"
 import * as MemoryDoc from "../../../src/state/Memory.js"
 import * as Redact from "../../../src/state/Redact.js"
-import { antlerCommand, childEnv } from "../../support/cli.js"
+import { childEnv, runAntler } from "../../support/cli.js"
 import { tempDir } from "../../support/fixtures.js"
 
 const SECRET = "sk-hostile-text-0123456789"
@@ -26,22 +25,11 @@ const SLOW = 180_000
 
 /** Runs `antler ...` from sources with `home` as its data directory (memory off unless `config` says more). */
 const antler = (home: string, args: ReadonlyArray<string>) =>
-  Effect.promise(() =>
-    new Promise<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resolve) => {
-      const config = Path.join(home, "config.yaml")
-      if (!Fs.existsSync(config)) Fs.writeFileSync(config, "memory:\n  enabled: false\n")
-      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
-        env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: config }),
-        cwd: home,
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
-  )
+  Effect.promise(() => {
+    const config = Path.join(home, "config.yaml")
+    if (!Fs.existsSync(config)) Fs.writeFileSync(config, "memory:\n  enabled: false\n")
+    return runAntler(args, { cwd: home, env: childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: config }) })
+  })
 
 describe("a run's todo list (plan mode), as the model wrote it", () => {
   it("is printed without the configured secret and without control characters", () => {
