@@ -2,7 +2,8 @@
  * The LangGraph Platform wire format the gateway speaks (SPEC §12): the thread, run and state objects (of the
  * shapes `api/` declares, as the request bodies re-exported here), the input messages of a run, and the
  * projection of a run's events onto the stream modes `values`, `messages-tuple` (SSE event `messages`),
- * `updates` and `custom`, framed as server-sent events. Pure: no services, no I/O.
+ * `messages` (`messages/metadata`, `messages/partial`, `messages/complete`), `updates` and `custom`, framed as
+ * server-sent events. Pure: no services, no I/O.
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -287,6 +288,8 @@ export const HEARTBEAT = ": heartbeat\n\n"
 export const modeOfEvent = (event: string): StreamMode | undefined =>
   event === "messages"
     ? "messages-tuple"
+    : event.startsWith("messages/")
+    ? "messages"
     : event === "values" || event === "updates" || event === "custom"
     ? event
     : undefined
@@ -371,6 +374,31 @@ const finalChunk = (message: AIMessage, content: string) => {
   }
 }
 
+/**
+ * A streamed AI message so far, as LangGraph's `messages/partial` carries it (its chunks concatenated, typed
+ * `ai`): the text so far, then, once the message is written, its tool calls, usage and finish reason.
+ */
+const partialOf = (id: string, content: string, reasoning: string, message?: AIMessage) => {
+  const calls = message?.tool_calls ?? []
+  return {
+    content,
+    additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
+    response_metadata: message?.response_metadata ?? {},
+    tool_call_chunks: calls.map((call, index) => ({
+      name: call.name,
+      args: JSON.stringify(call.args),
+      id: call.id,
+      index,
+      type: "tool_call_chunk"
+    })),
+    tool_calls: calls,
+    id,
+    invalid_tool_calls: [],
+    ...(message?.usage_metadata !== undefined ? { usage_metadata: message.usage_metadata } : {}),
+    type: "ai"
+  }
+}
+
 /** Options of a projector. */
 export interface ProjectorOptions {
   readonly runId: string
@@ -415,6 +443,11 @@ export const makeProjector = (options: ProjectorOptions) => {
   let step = 0
   let dirty = false
   let pending: Array<StateUpdate> = []
+  // `messages` mode: the reasoning streamed so far per message, the messages written since the last flush (sent
+  // as `messages/complete` after the `values` that holds them) and the ids already sent complete
+  const thoughts = new Map<string, string>()
+  let written: Array<Message> = []
+  const completed = new Set<string>()
   const meta = (node: string) => ({
     run_id: options.runId,
     thread_id: options.threadId,
@@ -472,6 +505,7 @@ export const makeProjector = (options: ProjectorOptions) => {
     if (Either.isRight(next)) state = next.right
     dirty = true
     if (wants("updates")) pending.push(update)
+    if (wants("messages")) for (const message of update.messages ?? []) if (message.type !== "remove") written.push(message)
   }
 
   const flush = (out: Array<Out>) => {
@@ -494,6 +528,16 @@ export const makeProjector = (options: ProjectorOptions) => {
       pending = []
     }
     if (wants("values")) out.push(valuesOut())
+    if (written.length > 0) {
+      const fresh: Array<Record<string, unknown>> = []
+      for (const message of written) {
+        if (completed.has(message.id)) continue
+        completed.add(message.id)
+        fresh.push(messageDict(message))
+      }
+      written = []
+      if (fresh.length > 0) out.push({ event: "messages/complete", data: fresh })
+    }
   }
 
   const push = (events: Iterable<RunEvent>): Array<Out> => {
@@ -514,8 +558,17 @@ export const makeProjector = (options: ProjectorOptions) => {
           const reasoning = event.reasoning === undefined
             ? undefined
             : redactorOf(`r:${id}`)?.push(event.reasoning) ?? event.reasoning
-          if (!streamed.has(id)) step++
+          const first = !streamed.has(id)
+          if (first) step++
           streamed.set(id, (streamed.get(id) ?? "") + text)
+          if (wants("messages")) {
+            if (first) out.push({ event: "messages/metadata", data: { [id]: { metadata: meta("model") } } })
+            const thought = (thoughts.get(id) ?? "") + (reasoning ?? "")
+            thoughts.set(id, thought)
+            if (first || text !== "" || (reasoning ?? "") !== "") {
+              out.push({ event: "messages/partial", data: [partialOf(id, streamed.get(id)!, thought)] })
+            }
+          }
           if (!wants("messages-tuple")) break
           if (reasoning !== undefined && reasoning !== "") {
             out.push({
@@ -537,6 +590,13 @@ export const makeProjector = (options: ProjectorOptions) => {
           const sofar = streamed.get(message.id)
           const held = sofar === undefined ? "" : endOf(`t:${message.id}`)
           const thought = sofar === undefined ? "" : endOf(`r:${message.id}`)
+          if (wants("messages") && message.type === "ai" && sofar !== undefined) {
+            // the message so far, whole: what the deltas did not carry, its tool calls and usage
+            const full = options.redact?.text(M.text(message)) ?? M.text(message)
+            const reasoned = (thoughts.get(message.id) ?? "") + thought
+            thoughts.delete(message.id)
+            out.push({ event: "messages/partial", data: [partialOf(message.id, full, reasoned, message)] })
+          }
           if (wants("messages-tuple")) {
             if (message.type === "ai" && sofar !== undefined) {
               const full = options.redact?.text(M.text(message)) ?? M.text(message)

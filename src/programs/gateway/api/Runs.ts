@@ -18,18 +18,31 @@ import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.
 // Requests
 
 /**
- * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`. `debug`,
- * `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no events.
+ * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`, `messages`
+ * as LangGraph's `messages/metadata`, `messages/partial` and `messages/complete`. `debug`, `tasks` and
+ * `checkpoints` are accepted (DeerFlow accepts them) and produce no events. `events` (LangChain's callback
+ * events, which Antler's agent has no equivalent of) is refused, by name.
  */
 export const StreamMode = Schema.Literal(
   "values",
   "messages-tuple",
+  "messages",
   "updates",
   "custom",
   "debug",
   "tasks",
   "checkpoints"
-)
+).annotations({
+  message: (issue) => ({
+    message: issue.actual === "events"
+      ? `the "events" stream mode (LangChain callback events) is not supported; use messages, messages-tuple, ` +
+        `values, updates or custom`
+      : `Expected one of values, messages-tuple, messages, updates, custom, debug, tasks, checkpoints, actual ${
+        JSON.stringify(issue.actual)
+      }`,
+    override: true
+  })
+})
 export type StreamMode = typeof StreamMode.Type
 
 /** `stream_mode`: one mode or a list (default `["values"]`). */
