@@ -151,7 +151,7 @@ const TITLE_FILLER: ReadonlySet<string> = new Set([
 
 // Python's str.splitlines and str.strip, as DeerFlow reads the title
 const LINE_BREAK = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/
-const PY_SPACE = /^[\s\x1c-\x1f]+|[\s\x1c-\x1f]+$/g
+const pyStrip = (text: string): string => text.replace(/^[\s\x1c-\x1f]+/, "").replace(/[\s\x1c-\x1f]+$/, "")
 
 /** The bare reason phrase of a title that is only a status line ("404 Not Found" -> "not found"), else undefined. */
 const statusLine = (title: string): string | undefined => {
@@ -169,8 +169,8 @@ const statusLine = (title: string): string | undefined => {
 /** The category of a `web_fetch` result whose title is only an HTTP error status line, else undefined. */
 export const errorPageCategory = (name: string | undefined, content: string): Category | undefined => {
   if (name === undefined || !PAGE_TOOLS.has(name)) return undefined
-  const first = content.split(LINE_BREAK).find((line) => line.replace(PY_SPACE, "") !== "") ?? ""
-  const phrase = statusLine(first.replace(/^#+/, "").replace(PY_SPACE, ""))
+  const first = content.split(LINE_BREAK).find((line) => pyStrip(line) !== "") ?? ""
+  const phrase = statusLine(pyStrip(first.replace(/^#+/, "")))
   const type = phrase === undefined ? undefined : ERROR_PAGE_PHRASES.get(phrase)
   return type === undefined ? undefined : RULES.find(([, category]) => category.error_type === type)?.[1]
 }
