@@ -159,10 +159,20 @@ const isUserTurn = (message: Message): boolean =>
   (!M.isHidden(message) || isClarificationAnswer(message.additional_kwargs?.human_input_response))
 
 /**
+ * DeerMem's pure acknowledgements (`message_patterns/trivial.yaml`): a user message that is nothing else, once
+ * trailing whitespace and punctuation are removed, says nothing worth remembering.
+ */
+const TRIVIAL = /^(?:嗯+|ok(?:ay)?|好的[呢]?|好[的呀]?|谢谢|感谢|多谢|对|是的|收到|明白|了解|知道了|got it|thanks|thank you|cheers)$/i
+const TRIVIAL_TRAIL = /[ \t\n\r.。,，!！?？;；]+$/
+
+/** Whether a user's message is only an acknowledgement ("ok.", "thanks", "好的！"). */
+export const isTrivial = (text: string): boolean => TRIVIAL.test(text.trim().replace(TRIVIAL_TRAIL, ""))
+
+/**
  * The conversation of messages after `afterId` (all of them when it is not among them): the user's own
- * messages (uploads blocks removed; a message that was only an uploads block is dropped with the reply to it)
- * and the assistant's final answers (AI messages without tool calls). Empty unless it has at least one user
- * and one assistant line.
+ * messages (uploads blocks removed; a message that was only an uploads block, or only an acknowledgement such as
+ * "ok" or "thanks", is dropped with the reply to it) and the assistant's final answers (AI messages without tool
+ * calls). Empty unless it has at least one user and one assistant line.
  */
 export const conversation = (messages: ReadonlyArray<Message>, afterId?: string): ReadonlyArray<Turn> => {
   let start = 0
@@ -178,7 +188,7 @@ export const conversation = (messages: ReadonlyArray<Message>, afterId?: string)
       const original = message.additional_kwargs?.original_user_content
       const raw = typeof original === "string" ? original : M.text(message)
       const text = removeBlocks(raw, UPLOADS_TAGS, true).trim()
-      skipReply = text === ""
+      skipReply = text === "" || isTrivial(text)
       if (!skipReply) out.push({ role: "user", text })
     } else if (message.type === "ai" && !M.hasToolCalls(message)) {
       const text = removeBlocks(M.text(message), ["think"]).trim()

@@ -74,6 +74,24 @@ describe("the conversation an update reads", () => {
     assert.deepStrictEqual(MemoryDoc.conversation(messages, messages[8]!.id), [])
     assert.lengthOf(MemoryDoc.conversation(messages, messages[5]!.id), 2)
   })
+
+  // DeerFlow test_message_processing_signals.py::test_filter_trivial_* (SPEC §11 step 2): a user message that is
+  // only an acknowledgement ("ok.", "thanks", "嗯", trailing punctuation allowed) is dropped with the reply to it;
+  // a substantive message containing "ok" stays, and a conversation of acknowledgements only is nothing to read
+  it("drops pure acknowledgements and the replies to them", () => {
+    assert.deepStrictEqual(
+      MemoryDoc.conversation([M.human("嗯"), M.ai("thanks"), M.human("what next"), M.ai("let's see")]),
+      [{ role: "user", text: "what next" }, { role: "assistant", text: "let's see" }]
+    )
+    assert.lengthOf(MemoryDoc.conversation([M.human("use uv to install, ok?"), M.ai("done")]), 2)
+    for (const ack of ["好的", "ok.", "OKAY!", "Thanks", "thank you", "Got it", "cheers", "收到。"]) {
+      assert.deepStrictEqual(MemoryDoc.conversation([M.human(ack), M.ai("ok!")]), [], ack)
+    }
+    assert.deepStrictEqual(
+      MemoryDoc.conversation([M.human("I use uv."), M.ai("Noted."), M.human("thanks!"), M.ai("You're welcome.")]),
+      [{ role: "user", text: "I use uv." }, { role: "assistant", text: "Noted." }]
+    )
+  })
 })
 
 describe("the update prompt", () => {
