@@ -99,9 +99,9 @@ const SLASH = /^\/([a-z0-9]+(?:-[a-z0-9]+)*)(?:\s+|$)/
 
 /** A leading `/<skill-name>` and the rest of the message; undefined when the message does not start with one. */
 export const parseSlash = (text: string): { readonly name: string; readonly rest: string } | undefined => {
-  const match = SLASH.exec(text.trimStart())
+  const match = SLASH.exec(text)
   if (match === null || RESERVED.has(match[1]!)) return undefined
-  return { name: match[1]!, rest: text.trimStart().slice(match[0].length).trimStart() }
+  return { name: match[1]!, rest: text.slice(match[0].length).trimStart() }
 }
 
 const distance = (a: string, b: string): number => {

@@ -52,8 +52,17 @@ const chain = (registry: Registry, allowlist?: ReadonlyArray<string>) => () => [
 describe("slash parsing", () => {
   it("a leading /name (hyphen-case) and the rest; reserved words and other text are not skills", () => {
     assert.deepStrictEqual(parseSlash("/deep-research what is X?"), { name: "deep-research", rest: "what is X?" })
-    assert.deepStrictEqual(parseSlash("  /chart-visualization"), { name: "chart-visualization", rest: "" })
+    assert.deepStrictEqual(parseSlash("/chart-visualization"), { name: "chart-visualization", rest: "" })
     for (const text of ["/help me", "/new", "/memory", "deep-research", "/Deep", "/a--b x", "look at /tmp/x"]) {
+      assert.isUndefined(parseSlash(text), text)
+    }
+  })
+
+  // DeerFlow test_slash_skills.py::test_parse_slash_skill_reference_rejects_invalid_names and the shared
+  // contracts/slash_skill_contract.json pattern (^/...): the command must be the message's very first character,
+  // as the frontend's parser (which draws the activation chip) reads it
+  it("a command after leading whitespace, or glued to other text, is not a skill", () => {
+    for (const text of ["  /data-analysis run", "\n/data-analysis", "/data-analysis分析这个文档", "/data_analysis run"]) {
       assert.isUndefined(parseSlash(text), text)
     }
   })
