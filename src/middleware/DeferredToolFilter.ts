@@ -67,16 +67,17 @@ const hits = (regex: ReturnType<typeof compile>, text: string): number => {
 }
 
 /**
- * The tools a query finds (SPEC §7.14): `select:a,b` by exact name; `+term rest` among names containing
- * `term`, ranked by hits of `rest`; otherwise a case-insensitive regular expression (linear-time RE2; an
- * invalid one is taken literally) over name and description, name hits first. At most 5.
+ * The tools a query finds (SPEC §7.14): `select:a,b` by exact name (all of them: the model named each); `+term
+ * rest` among names containing `term`, ranked by hits of `rest`; otherwise a case-insensitive regular expression
+ * (linear-time RE2; an invalid one is taken literally) over name and description, name hits first. The ranked
+ * forms return at most 5.
  */
 export const search = (catalog: ReadonlyArray<ToolDefinition>, raw: string): ReadonlyArray<ToolDefinition> => {
   const query = raw.trim()
   if (query === "") return []
   if (query.startsWith("select:")) {
     const wanted = new Set(query.slice(7).split(",").map((name) => name.trim()))
-    return catalog.filter((tool) => wanted.has(tool.name)).slice(0, MAX_RESULTS)
+    return catalog.filter((tool) => wanted.has(tool.name))
   }
   if (query.startsWith("+")) {
     const [required, ...rest] = query.slice(1).trim().split(/\s+/)
@@ -129,7 +130,8 @@ export const tool = (catalog: ReadonlyArray<ToolDefinition>, hash: string): Tool
     description: "Fetches full schema definitions for deferred tools so they can be called. Deferred tools are " +
       "listed by name in <available-deferred-tools> in the system prompt; until fetched, only their names are " +
       "known and they cannot be called. This tool matches a query against them and returns the matched tools' " +
-      `complete schemas (at most ${MAX_RESULTS}); once returned, a tool can be called from your next step on.`,
+      `complete schemas (a search at most ${MAX_RESULTS}, a select: every tool it names); once returned, a tool ` +
+      "can be called from your next step on.",
     parameters: Arguments,
     handler: (args, call) => {
       const matched = search(catalog, args.query)

@@ -44,6 +44,17 @@ describe("tool_search queries", () => {
     assert.deepStrictEqual(names("^(a+)+$"), [])
   })
 
+  // DeerFlow test_deferred_catalog.py::test_search_select_not_capped_at_max_results,
+  // test_search_select_returns_all_requested and test_search_ranked_modes_stay_capped: select: names its tools, so
+  // it returns every one of them (in catalog order); only the ranked forms stop at MAX_RESULTS
+  it("select: returns every named tool, past the cap the ranked forms keep", () => {
+    const wide = Array.from({ length: 8 }, (_, i) => def(`tool_0${i}`, `Tool ${i}, searchable`))
+    const names = (query: string) => DeferredToolFilter.search(wide, query).map((t) => t.name)
+    assert.deepStrictEqual(names(`select:${wide.map((t) => t.name).join(",")}`), wide.map((t) => t.name))
+    assert.lengthOf(names("+tool_"), DeferredToolFilter.MAX_RESULTS)
+    assert.lengthOf(names("searchable"), DeferredToolFilter.MAX_RESULTS)
+  })
+
   it("the catalog hash depends on names and schemas, not on order", () => {
     const hash = DeferredToolFilter.catalogHash(catalog)
     assert.match(hash, /^[0-9a-f]{16}$/)
