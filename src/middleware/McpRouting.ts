@@ -1,15 +1,15 @@
 /**
  * MCP routing (SPEC §5.24): operator keywords (`routing: { mode: prefer, keywords, priority }` in
  * `extensions_config.json`) that promote matching deferred MCP tools before a model call, so the model sees
- * their schemas without a `tool_search` first. Before each model call: the latest message the user typed,
- * case-folded; the routed tools with a keyword in it, by priority then name; the first
+ * their schemas without a `tool_search` first. Before each model call: the latest message the user typed (its
+ * original words), case-folded; the routed tools with a keyword in it, by priority then name; the first
  * `tool_search.auto_promote_top_k` of them written to `promoted` (merged by the reducer). It never runs a tool.
  */
 import * as Effect from "effect/Effect"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import { isGenuineUserMessage } from "./InputSanitization.js"
+import { isGenuineUserMessage, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -21,11 +21,17 @@ export interface Route {
   readonly keywords: ReadonlyArray<string>
 }
 
-/** The text of the latest message the user typed, or undefined. */
+/**
+ * The text of the latest message the user typed, or undefined: its `original_user_content` when a middleware
+ * framed it (an uploads block naming the files must not match a keyword), else its content.
+ */
 export const latestUserText = (messages: ReadonlyArray<Message>): string | undefined => {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
-    if (isGenuineUserMessage(message)) return M.contentText(message.content)
+    if (isGenuineUserMessage(message)) {
+      const original = message.additional_kwargs?.[ORIGINAL_USER_CONTENT]
+      return typeof original === "string" ? original : M.contentText(message.content)
+    }
   }
   return undefined
 }

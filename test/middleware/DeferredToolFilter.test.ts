@@ -105,6 +105,25 @@ describe("the filter and the routing in a run", () => {
       })
     }).pipe(H.withStore))
 
+  // DeerFlow test_mcp_routing_auto_promote.py::test_structured_original_user_text_is_used and
+  // test_matching_uses_latest_real_human_message_only: routing reads what the user typed (original_user_content
+  // when a middleware framed the message, e.g. with a <current_uploads> block naming the files), of the latest
+  // real user message only
+  it("routing reads the user's own words of the latest real user message", () => {
+    const uploads = "<current_uploads>\n- /mnt/user-data/uploads/orders.csv\n</current_uploads>\n"
+    const framed = M.human(`${uploads}summarise it`, { additional_kwargs: { original_user_content: "summarise it" } })
+    assert.strictEqual(McpRouting.latestUserText([framed]), "summarise it")
+    const sanitized = M.human([{ type: "text", text: "sanitized replacement" }], {
+      additional_kwargs: { original_user_content: "show orders" }
+    })
+    assert.strictEqual(McpRouting.latestUserText([sanitized]), "show orders")
+    assert.strictEqual(McpRouting.latestUserText([M.human("orders"), M.human("no match now")]), "no match now")
+    assert.isUndefined(McpRouting.latestUserText([
+      M.human("metrics", { name: "summary" }),
+      M.human("orders", { additional_kwargs: { hide_from_ui: true } })
+    ]))
+  })
+
   it.effect("routing keywords in the user's message promote their tools before the call", () =>
     Effect.gen(function*() {
       const hash = DeferredToolFilter.catalogHash(catalog)
