@@ -8,7 +8,8 @@
  * tools.
  *
  * The model is offered only the allowed tools; a call to another one is refused with a result the model can
- * read (which skill restricts it, and what it allows), without running.
+ * read (which skill restricts it, and what it allows), without running. `tool_search` stays, but the schemas it
+ * returns and the tools it promotes are cut to the allowed ones.
  */
 import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
@@ -17,7 +18,9 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Policy, Registry } from "../services/Skills.js"
 import { FRAMEWORK_TOOLS, policyOf } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
+import type { ToolResult } from "../services/ToolService.js"
 import type { Message, ToolCall } from "../state/Message.js"
+import * as M from "../state/Message.js"
 import * as Incremental from "./internal/Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
@@ -86,6 +89,51 @@ export const unknownToolsText = (policy: Extract<Policy, { _tag: "Restricted" }>
     "The model is offered only the allowed tools it has."
 }
 
+/** The deferred-tool search, which stays available under an active skill but finds only what it allows. */
+const TOOL_SEARCH = "tool_search"
+
+/** What `tool_search` says when the active skills allow none of the tools it found. */
+export const NO_ALLOWED_TOOLS = "No tools found matching the active skill policy."
+
+/** What a `tool_search` result that cannot be checked becomes: nothing unchecked reaches the model. */
+export const UNCHECKED_SEARCH =
+  "Error: tool_search returned a result that could not be validated against the active skill policy."
+
+/**
+ * A `tool_search` result under a restricting policy: its schemas and its promotion cut to the allowed tools
+ * (DeerFlow's `_filter_tool_search_result`), so the search cannot show or promote a tool the skill denies.
+ */
+export const filterSearch = (
+  policy: Extract<Policy, { _tag: "Restricted" }>,
+  call: ToolCall,
+  result: ToolResult
+): ToolResult => {
+  const promoted = result.update?.promoted
+  const found = promoted?.names
+  if (promoted === undefined || promoted === null || found === undefined) {
+    return Tool.errorResult(call, UNCHECKED_SEARCH)
+  }
+  const names = found.filter((name) => policy.allowed.has(name))
+  let content = M.text(result.message)
+  if (found.length > 0) {
+    let schemas: unknown
+    try {
+      schemas = JSON.parse(content)
+    } catch {
+      schemas = undefined
+    }
+    if (!Array.isArray(schemas)) return Tool.errorResult(call, UNCHECKED_SEARCH)
+    const kept = schemas.filter((schema) =>
+      typeof schema === "object" && schema !== null && names.includes((schema as { name?: unknown }).name as string)
+    )
+    content = kept.length > 0 ? JSON.stringify(kept, null, 2) : NO_ALLOWED_TOOLS
+  }
+  return {
+    message: { ...result.message, content },
+    update: { ...result.update, promoted: { ...promoted, names } }
+  }
+}
+
 /** Options of `layer`. */
 export interface Options {
   readonly registry: Registry
@@ -116,8 +164,12 @@ export const layer = (options: Options): Middleware => {
         return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
       })
     const enforce = (policy: Policy, call: ToolCall, next: MW.ToolNext) =>
-      policy._tag === "Restricted" && !policy.allowed.has(call.name)
+      policy._tag !== "Restricted"
+        ? next(call)
+        : !policy.allowed.has(call.name)
         ? Effect.succeed(Tool.errorResult(call, refusalText(call.name, policy)))
+        : call.name === TOOL_SEARCH
+        ? Effect.map(next(call), (result) => filterSearch(policy, call, result))
         : next(call)
 
     // Tools an active skill allows that this run does not have, each reported once per run.

@@ -10,9 +10,11 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
+import * as DeferredToolFilter from "../../src/middleware/DeferredToolFilter.js"
 import * as SkillActivation from "../../src/middleware/SkillActivation.js"
 import * as SkillToolPolicy from "../../src/middleware/SkillToolPolicy.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
+import type { ToolDefinition } from "../../src/services/ModelService.js"
 import type { Catalog, Registry } from "../../src/services/Skills.js"
 import { closeMatches, parseSlash, policyOf } from "../../src/services/Skills.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -210,5 +212,34 @@ describe("SkillToolPolicy", () => {
       // a loaded skill that is gone fails closed to the framework tools
       const gone = policyOf(["/mnt/skills/public/nope/SKILL.md"], catalog, undefined)
       assert.strictEqual(gone._tag, "Restricted")
+    }).pipe(H.withStore))
+  // DeerFlow test_skill_policy_deferred_discovery.py::test_active_skill_can_search_promote_and_call_allowed_deferred_tool
+  // and ::test_tool_search_promotion_cannot_expose_or_execute_denied_deferred_tool: tool_search stays available
+  // under an active skill, but what it returns and promotes is cut to the tools the skill allows
+  it.effect("tool_search under an active skill returns and promotes only the tools the skill allows", () =>
+    Effect.gen(function*() {
+      const definition = (name: string): ToolDefinition => ({
+        name,
+        description: `The ${name} tool.`,
+        parameters: { type: "object", properties: {} }
+      })
+      const deferred = [definition("review_skill_package"), definition("denied_lookup")]
+      const o = yield* H.run({
+        input: "/skill-reviewer review my skill",
+        tools: deferred.map((d) => ({ ...echo(d.name), definition: d })),
+        script: [
+          { toolCalls: [{ name: "tool_search", args: { query: "select:review_skill_package,denied_lookup" } }] },
+          { toolCalls: [{ name: "tool_search", args: { query: "select:denied_lookup" } }] },
+          { toolCalls: [{ name: "denied_lookup", args: {} }] },
+          "done"
+        ],
+        middlewares: () => [...chain(registryOf())(), DeferredToolFilter.layer({ deferred })]
+      })
+      const results = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.deepStrictEqual(JSON.parse(M.text(results[0]!)).map((f: any) => f.name), ["review_skill_package"])
+      assert.strictEqual(M.text(results[1]!), "No tools found matching the active skill policy.")
+      assert.include(M.text(results[2]!), "not allowed by the active skill policy")
+      assert.deepStrictEqual(o.state.promoted?.names, ["review_skill_package"])
+      assert.isTrue(o.requests.every((r) => r.tools.every((t) => t.name !== "denied_lookup")))
     }).pipe(H.withStore))
 })
