@@ -238,7 +238,7 @@ export const TokenBudgetConfig = Schema.Struct({
   max_input_tokens: Schema.optional(Schema.NullOr(PositiveInt)),
   max_output_tokens: Schema.optional(Schema.NullOr(PositiveInt)),
   warn_threshold: withDefault(Fraction, () => 0.8),
-  hard_stop_threshold: withDefault(Schema.Number.pipe(Schema.positive()), () => 1.0)
+  hard_stop_threshold: withDefault(Fraction, () => 1.0)
 }).pipe(Schema.filter((c) => c.hard_stop_threshold >= c.warn_threshold || "hard_stop_threshold must be >= warn_threshold"))
 export type TokenBudgetConfig = typeof TokenBudgetConfig.Type
 
@@ -372,7 +372,7 @@ export const SubagentTokenBudgetConfig = Schema.Struct({
   enabled: Schema.optional(Schema.NullOr(Schema.Boolean)),
   max_tokens: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1000)))),
   warn_threshold: Schema.optional(Schema.NullOr(Fraction)),
-  hard_stop_threshold: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.positive())))
+  hard_stop_threshold: Schema.optional(Schema.NullOr(Fraction))
 })
 export type SubagentTokenBudgetConfig = typeof SubagentTokenBudgetConfig.Type
 

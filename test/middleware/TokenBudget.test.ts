@@ -46,6 +46,20 @@ describe("TokenBudget.check", () => {
   })
 })
 
+describe("TokenBudgetConfig", () => {
+  // DeerFlow token_budget_config.py (hard_stop_threshold ge=0.0, le=1.0, >= warn_threshold) and
+  // test_loop_detection_stop_reason.py, which stops at once with hard_stop_threshold=0.0, warn_threshold=0.0:
+  // both thresholds are fractions of the budget, 0 and 1 included, and nothing past 1
+  it("takes both thresholds as fractions from 0 to 1", () => {
+    assert.strictEqual(config({ warn_threshold: 0, hard_stop_threshold: 0 }).hard_stop_threshold, 0)
+    assert.strictEqual(config({ hard_stop_threshold: 1 }).hard_stop_threshold, 1)
+    const bads = [{ hard_stop_threshold: 1.5 }, { hard_stop_threshold: -0.1 }, { warn_threshold: 0.9, hard_stop_threshold: 0.5 }]
+    for (const bad of bads) {
+      assert.throws(() => config(bad), undefined, undefined, JSON.stringify(bad))
+    }
+  })
+})
+
 describe("TokenBudget.pendingSubagentUsage", () => {
   it("reads valid, unattributed subagent usage from the trailing tool results only", () => {
     const sub = (id: string, kwargs: Record<string, unknown>) =>
