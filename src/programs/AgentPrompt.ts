@@ -40,6 +40,11 @@ export interface PromptInputs {
   readonly clarification?: boolean | undefined
   /** Tools deferred behind `tool_search` and their routing hints. */
   readonly deferred?: Deferred | undefined
+  /**
+   * The hints for every MCP tool with routing, deferred or not (`ToolAssembly`): with `tool_search` off, the prompt
+   * still tells the model which tool to prefer. When absent, the deferred tools' routes are the hints.
+   */
+  readonly routingHints?: ReadonlyArray<SystemPrompt.RoutingHint> | undefined
   /** A custom agent that may change itself (`<self_update>`). */
   readonly selfUpdate?: boolean | undefined
   /** The subagent section: limits and subagent types (shown only when the agent has `task`). */
@@ -74,7 +79,7 @@ export const promptOptions = (
     skillDiscovery: config.skills.deferred_discovery ? "deferred" : "full",
     memoryTools: config.memory.enabled && config.memory.mode === "tool",
     deferredTools: inputs.deferred?.tools.map((t) => t.name),
-    mcpRoutingHints: inputs.deferred?.routes?.map((r) => ({
+    mcpRoutingHints: inputs.routingHints ?? inputs.deferred?.routes?.map((r) => ({
       tool: r.name,
       keywords: r.keywords,
       priority: r.priority,

@@ -388,7 +388,13 @@ export const layer = (
             ? Effect.map(runner, (found) => Context.add(services, SubagentRunner, found))
             : Effect.succeed(services)
           const context = yield* Layer.buildWithScope(
-            LeadAgent.layer({ ...base, tools, sandboxTools: false, deferred: assembly.deferred }),
+            LeadAgent.layer({
+              ...base,
+              tools,
+              sandboxTools: false,
+              deferred: assembly.deferred,
+              routingHints: assembly.routingHints
+            }),
             child
           ).pipe(
             Effect.provide(yield* withRunner),

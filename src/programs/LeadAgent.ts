@@ -38,6 +38,7 @@ import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as AgentPrompt from "./AgentPrompt.js"
+import type * as SystemPrompt from "./SystemPrompt.js"
 import * as Chains from "./Chains.js"
 import * as Run from "./Run.js"
 
@@ -101,6 +102,8 @@ export interface Options {
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /** Tools among `tools` to defer behind `tool_search` (MCP tools when `tool_search.enabled`). */
   readonly deferred?: Chains.Deferred | undefined
+  /** The prompt's routing hints for MCP tools, deferred or not (`ToolAssembly`); default: the deferred routes'. */
+  readonly routingHints?: ReadonlyArray<SystemPrompt.RoutingHint> | undefined
   /** Plan mode: the agent keeps a todo list with `write_todos` (default false). */
   readonly planMode?: boolean | undefined
   /** A custom agent's name: the prompt's name and the agent's own memory (default: the default agent). */
@@ -227,6 +230,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         selfUpdate: options.selfUpdate,
         skillAllowlist: options.skills,
         deferred: options.deferred,
+        routingHints: options.routingHints,
         subagents: subagents === undefined ? undefined : {
           maxConcurrent: subagents.maxConcurrent ?? 3,
           maxTotal: subagents.maxTotal ?? 6,

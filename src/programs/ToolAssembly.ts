@@ -36,6 +36,7 @@ import type { SandboxProvider } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
 import type * as WebSearch from "../services/WebSearch.js"
 import type * as LeadAgent from "./LeadAgent.js"
+import type * as SystemPrompt from "./SystemPrompt.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // What a `use:` maps to
@@ -234,6 +235,8 @@ export interface Assembly {
   /** The tools, in order (deferred ones included: the filter hides them). */
   readonly tools: ReadonlyArray<Tool.Tool>
   readonly deferred: LeadAgent.Deferred | undefined
+  /** The prompt's hints for the MCP tools with routing (`mode: prefer`), deferred or not (SPEC §6 item 11). */
+  readonly routingHints: ReadonlyArray<SystemPrompt.RoutingHint>
   readonly entries: ReadonlyArray<Entry>
   /** One line per configured tool left out and per MCP server that failed. */
   readonly warnings: ReadonlyArray<string>
@@ -424,6 +427,7 @@ export const assemble = (
     let incomplete = false
     const deferredDefs: Array<Tool.Tool> = []
     const routes: Array<{ name: string; priority: number; keywords: ReadonlyArray<string> }> = []
+    const routingHints: Array<SystemPrompt.RoutingHint> = []
     if (Option.isSome(mcp)) {
       const catalog = yield* mcp.value.catalog
       for (const problem of catalog.problems) {
@@ -441,11 +445,18 @@ export const assemble = (
           state: defer ? "deferred" : "available",
           note: defer ? "found with tool_search" : undefined
         }, `MCP server '${spec.server}'`)
+        const routed = tools.length > before && spec.routing.mode === "prefer" && spec.routing.keywords.length > 0
+        if (routed) {
+          routingHints.push({
+            tool: spec.name,
+            keywords: spec.routing.keywords,
+            priority: spec.routing.priority,
+            deferred: defer
+          })
+        }
         if (defer && tools.length > before) {
           deferredDefs.push(tool)
-          if (spec.routing.mode === "prefer" && spec.routing.keywords.length > 0) {
-            routes.push({ name: spec.name, priority: spec.routing.priority, keywords: spec.routing.keywords })
-          }
+          if (routed) routes.push({ name: spec.name, priority: spec.routing.priority, keywords: spec.routing.keywords })
         }
       }
     }
@@ -459,5 +470,5 @@ export const assemble = (
     const deferred: LeadAgent.Deferred | undefined = deferredDefs.length === 0
       ? undefined
       : { tools: deferredDefs.map(Tool.definition), routes, topK: config.tool_search.auto_promote_top_k }
-    return { tools, deferred, entries, warnings, incomplete }
+    return { tools, deferred, routingHints, entries, warnings, incomplete }
   })

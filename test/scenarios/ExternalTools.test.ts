@@ -131,6 +131,52 @@ describe("tool_search end to end (real MCP server, real openai client, scripted 
     }), SLOW)
 })
 
+describe("MCP routing hints in the system prompt (DeerFlow test_mcp_routing_prompt.py)", () => {
+  const routed = (url: string) =>
+    Servers.server({
+      type: "http",
+      url,
+      tools: {
+        lookup: { routing: { mode: "prefer", priority: 10, keywords: ["inventory", "stock"] } },
+        add: { routing: { mode: "prefer", priority: 50, keywords: ["sum"] } }
+      }
+    })
+  const systemText = (body: ScriptedChatServer.ChatRequestBody) => {
+    const first = body.messages[0]!
+    return first.role === "system" && typeof first.content === "string" ? first.content : ""
+  }
+
+  it.scopedLive("with tool_search off, the prompt tells the model which tool to prefer, by priority then name", () =>
+    Effect.gen(function*() {
+      const http = yield* Servers.httpServer
+      const { chat, factory } = yield* app({ servers: { warehouse: routed(http.url) }, script: () => "done" })
+      yield* turn(factory, "t-hints", "how much stock is left?")
+      const prompt = systemText(chat.requests[0]!)
+      assert.include(
+        prompt,
+        "<mcp_routing_hints>\n" +
+          "- When the user's request involves sum: prefer the `warehouse_add` tool.\n" +
+          "- When the user's request involves inventory, or stock: prefer the `warehouse_lookup` tool.\n" +
+          "</mcp_routing_hints>"
+      )
+    }), SLOW)
+
+  it.scopedLive("with tool_search on, the hints say to fetch the deferred tool first", () =>
+    Effect.gen(function*() {
+      const http = yield* Servers.httpServer
+      const { chat, factory } = yield* app({
+        servers: { warehouse: routed(http.url) },
+        config: { tool_search: { enabled: true } },
+        script: () => "done"
+      })
+      yield* turn(factory, "t-hints-deferred", "hello")
+      assert.include(
+        systemText(chat.requests[0]!),
+        "use `tool_search` to fetch `warehouse_lookup`, then prefer that MCP tool."
+      )
+    }), SLOW)
+})
+
 describe("MCP tools through the lead chain", () => {
   it.scopedLive("plain MCP tools (stdio and HTTP) are called; a killed server is started again in the next run", () =>
     Effect.gen(function*() {
