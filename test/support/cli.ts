@@ -36,19 +36,26 @@ export interface CliOutput {
   readonly stderr: string
 }
 
-/** Runs `antler ...args` to its end in `cwd` with `env` (see `childEnv`), its output collected. */
-export const runAntler = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv }) =>
+/**
+ * Runs `antler ...args` to its end in `cwd` with `env` (see `childEnv`), its output collected; `stdin`, when
+ * given, is written to its standard input, which is then closed.
+ */
+export const runAntler = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly stdin?: string }
+) =>
   new Promise<CliOutput>((resolve) => {
     const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
       env: options.env,
       cwd: options.cwd,
-      stdio: ["ignore", "pipe", "pipe"]
+      stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"]
     })
     let stdout = ""
     let stderr = ""
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     child.on("close", (code) => resolve({ code, stdout, stderr }))
+    if (options.stdin !== undefined) child.stdin!.end(options.stdin)
   })
 
 /** `antler serve --port 0` as a child process. */

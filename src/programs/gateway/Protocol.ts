@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import * as Clarification from "../../middleware/Clarification.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
-import type { AIMessage, Message } from "../../state/Message.js"
+import type { AIMessage, Message, ToolCall } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
@@ -357,22 +357,23 @@ const chunkBase = (id: string) => ({
  * The last piece of a streamed AI message: what the deltas did not carry (text held back or written after the
  * stream, tool calls, usage, finish reason).
  */
-const finalChunk = (message: AIMessage, content: string) => {
-  const calls = message.tool_calls ?? []
-  return {
-    ...chunkBase(message.id),
-    content,
-    response_metadata: message.response_metadata ?? {},
-    tool_call_chunks: calls.map((call, index) => ({
-      name: call.name,
-      args: JSON.stringify(call.args),
-      id: call.id,
-      index,
-      type: "tool_call_chunk"
-    })),
-    ...(message.usage_metadata !== undefined ? { usage_metadata: message.usage_metadata } : {})
-  }
-}
+const finalChunk = (message: AIMessage, content: string) => ({
+  ...chunkBase(message.id),
+  content,
+  response_metadata: message.response_metadata ?? {},
+  tool_call_chunks: toolCallChunks(message.tool_calls ?? []),
+  ...(message.usage_metadata !== undefined ? { usage_metadata: message.usage_metadata } : {})
+})
+
+/** A message's tool calls as the chunks that carried them, whole. */
+const toolCallChunks = (calls: ReadonlyArray<ToolCall>) =>
+  calls.map((call, index) => ({
+    name: call.name,
+    args: JSON.stringify(call.args),
+    id: call.id,
+    index,
+    type: "tool_call_chunk"
+  }))
 
 /**
  * A streamed AI message so far, as LangGraph's `messages/partial` carries it (its chunks concatenated, typed
@@ -384,13 +385,7 @@ const partialOf = (id: string, content: string, reasoning: string, message?: AIM
     content,
     additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
     response_metadata: message?.response_metadata ?? {},
-    tool_call_chunks: calls.map((call, index) => ({
-      name: call.name,
-      args: JSON.stringify(call.args),
-      id: call.id,
-      index,
-      type: "tool_call_chunk"
-    })),
+    tool_call_chunks: toolCallChunks(calls),
     tool_calls: calls,
     id,
     invalid_tool_calls: [],

@@ -5,14 +5,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as RunCommand from "../../../src/programs/cli/RunCommand.js"
-import { antlerCommand } from "../../support/cli.js"
+import { runAntler } from "../../support/cli.js"
 
 const SLOW = 180_000
 
@@ -29,21 +28,7 @@ const childEnv = (home: string): NodeJS.ProcessEnv => {
 
 /** Runs `antler ...` with `stdin` written to its standard input (then closed). */
 const antler = (home: string, args: ReadonlyArray<string>, stdin = "") =>
-  Effect.promise(() =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
-        env: childEnv(home),
-        cwd: home,
-        stdio: ["pipe", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-      child.stdin.end(stdin)
-    })
-  )
+  Effect.promise(() => runAntler(args, { cwd: home, env: childEnv(home), stdin }))
 
 const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")

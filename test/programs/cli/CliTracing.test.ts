@@ -12,9 +12,8 @@ import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as OtelTracing from "../../../src/layers/OtelTracing.js"
-import { antlerCommand } from "../../support/cli.js"
+import { runAntler } from "../../support/cli.js"
 import { tempDir } from "../../support/fixtures.js"
-import * as ChildProcess from "node:child_process"
 import * as Redacted from "effect/Redacted"
 
 const SLOW = 180_000
@@ -54,26 +53,15 @@ const receiver = Effect.acquireRelease(
 )
 
 const antler = (home: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.promise(() =>
-    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const base: NodeJS.ProcessEnv = {}
-      for (const [key, value] of Object.entries(process.env)) {
-        if (!key.startsWith("OTEL_") && !key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) base[key] = value
-      }
-      const config = Path.join(home, "config.yaml")
-      Fs.writeFileSync(config, "memory:\n  enabled: false\ntitle:\n  enabled: false\n")
-      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args, "--config", config], {
-        cwd: home,
-        env: { ...base, NO_COLOR: "1", ANTLER_HOME: home, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
-  )
+  Effect.promise(() => {
+    const base: NodeJS.ProcessEnv = {}
+    for (const [key, value] of Object.entries(process.env)) {
+      if (!key.startsWith("OTEL_") && !key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) base[key] = value
+    }
+    const config = Path.join(home, "config.yaml")
+    Fs.writeFileSync(config, "memory:\n  enabled: false\ntitle:\n  enabled: false\n")
+    return runAntler([...args, "--config", config], { cwd: home, env: { ...base, NO_COLOR: "1", ANTLER_HOME: home, ...env } })
+  })
 
 const spansOf = (received: ReadonlyArray<Received>) =>
   received.flatMap((r) =>

@@ -6,13 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import { tempDir } from "../../support/fixtures.js"
 import * as Servers from "../../support/mcpServers.js"
-import { antlerCommand } from "../../support/cli.js"
+import { childEnv, runAntler } from "../../support/cli.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const FIXTURE = Path.join(ROOT, "test/fixtures/deerflow/config.example.yaml")
@@ -24,25 +23,8 @@ interface Result {
   readonly stderr: string
 }
 
-const antler = (args: ReadonlyArray<string>, cwd: string, extra: Record<string, string> = {}) =>
-  Effect.promise(() =>
-    new Promise<Result>((resolve) => {
-      const env: NodeJS.ProcessEnv = {}
-      for (const [key, value] of Object.entries(process.env)) {
-        if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_") && !key.startsWith("DEER_FLOW")) env[key] = value
-      }
-      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, ...args], {
-        cwd,
-        env: { ...env, NO_COLOR: "1", ANTLER_HOME: Path.join(cwd, "home"), ...extra },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")))
-      child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
-      child.on("close", (code) => resolve({ code, stdout, stderr }))
-    })
-  )
+const antler = (args: ReadonlyArray<string>, cwd: string, extra: Record<string, string> = {}): Effect.Effect<Result> =>
+  Effect.promise(() => runAntler(args, { cwd, env: childEnv({ ANTLER_HOME: Path.join(cwd, "home"), ...extra }) }))
 
 describe("antler tools list", () => {
   it.live("DeerFlow's config.example.yaml (tools section as shipped) loads and lists web_fetch and web_search", () =>
