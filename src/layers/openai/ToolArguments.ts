@@ -14,25 +14,9 @@ export const MAX_ARGUMENT_CHARS = 1_000_000
 
 /**
  * How deep the JSON text nests (outside strings), scanning no further than one level past `limit`: a linear
- * scan without recursion, so a hostile text cannot exhaust the stack before it is rejected.
+ * scan without recursion (`Json.nestingDepth`), so a hostile text cannot exhaust the stack before it is rejected.
  */
-export const jsonDepth = (raw: string, limit = MAX_ARGUMENT_DEPTH): number => {
-  let depth = 0
-  let max = 0
-  let inString = false
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw.charCodeAt(i)
-    if (inString) {
-      if (c === 92) i++ // backslash: skip the escaped character
-      else if (c === 34) inString = false
-    } else if (c === 34) inString = true
-    else if (c === 123 || c === 91) {
-      if (++depth > max) max = depth
-      if (max > limit) return max
-    } else if (c === 125 || c === 93) depth--
-  }
-  return max
-}
+export const jsonDepth = (raw: string, limit = MAX_ARGUMENT_DEPTH): number => Json.nestingDepth(raw, limit)
 
 /**
  * Parses tool-call arguments: a JSON object (empty text counts as `{}`), or why not. Arguments longer than
