@@ -120,3 +120,22 @@ const copyWithout = (record: Record<string, unknown>): Record<string, unknown> =
   for (const key of Object.keys(record)) if (key !== PROTO) out[key] = record[key]
   return out
 }
+
+/**
+ * The end (exclusive) of the JSON object that starts at `start` (a `{`), by matching braces outside strings;
+ * undefined when it never closes.
+ */
+export const objectEnd = (text: string, start: number): number | undefined => {
+  let depth = 0
+  let inString = false
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]
+    if (inString) {
+      if (c === "\\") i++
+      else if (c === '"') inString = false
+    } else if (c === '"') inString = true
+    else if (c === "{") depth++
+    else if (c === "}" && --depth === 0) return i + 1
+  }
+  return undefined
+}

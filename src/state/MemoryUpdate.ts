@@ -1,0 +1,156 @@
+/**
+ * The memory update a model answers (SPEC §11), read from its answer: the JSON object in it (the first with
+ * `user`, `history` and `newFacts`, else the fenced or braced text), its malformed parts dropped as DeerMem
+ * normalises them, then decoded. How an update is applied to the document is `Memory.ts`.
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Json from "./Json.js"
+
+/** What the model answers for one summary. */
+export const SectionUpdate = Schema.Struct({
+  summary: Schema.optional(Schema.NullOr(Schema.String)),
+  shouldUpdate: Schema.optional(Schema.NullOr(Schema.Boolean))
+})
+
+/** What the memory model answers (lenient: every part is optional). */
+export const Update = Schema.Struct({
+  user: Schema.optional(Schema.NullOr(Schema.Struct({
+    workContext: Schema.optional(Schema.NullOr(SectionUpdate)),
+    personalContext: Schema.optional(Schema.NullOr(SectionUpdate)),
+    topOfMind: Schema.optional(Schema.NullOr(SectionUpdate))
+  }))),
+  history: Schema.optional(Schema.NullOr(Schema.Struct({
+    recentMonths: Schema.optional(Schema.NullOr(SectionUpdate)),
+    earlierContext: Schema.optional(Schema.NullOr(SectionUpdate)),
+    longTermBackground: Schema.optional(Schema.NullOr(SectionUpdate))
+  }))),
+  newFacts: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    content: Schema.String,
+    category: Schema.optional(Schema.NullOr(Schema.String)),
+    confidence: Schema.optional(Schema.NullOr(Schema.Number)),
+    sourceError: Schema.optional(Schema.NullOr(Schema.String))
+  })))),
+  factsToRemove: Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
+})
+export type Update = typeof Update.Type
+
+/**
+ * The JSON value in a model's answer, parsed but not decoded: the first fenced block's, else the text's, from
+ * its first `{` to its last `}`. A readable error when there is none. (Found by search: a lazy regex over a
+ * fence that never closes is quadratic in the answer.)
+ */
+export const updateJson = (text: string): Either.Either<unknown, string> => {
+  const complete = completeUpdateObject(text)
+  if (complete !== undefined) return Either.right(complete)
+  let body = text
+  const fence = text.indexOf("```")
+  if (fence >= 0) {
+    const from = text.startsWith("json", fence + 3) ? fence + 7 : fence + 3
+    const close = text.indexOf("```", from)
+    if (close >= 0) body = text.slice(from, close)
+  }
+  const start = body.indexOf("{")
+  const end = body.lastIndexOf("}")
+  if (start < 0 || end <= start) return Either.left("the answer holds no JSON object")
+  try {
+    return Either.right(Json.parse(body.slice(start, end + 1)))
+  } catch (error) {
+    return Either.left(`the answer's JSON does not parse (${(error as Error).message})`)
+  }
+}
+
+/** How many `{` of an answer are tried as the start of a complete update (the search stays bounded). */
+const MAX_OBJECT_STARTS = 64
+
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The first JSON object of an answer that has `user`, `history` and `newFacts` (DeerMem's test of a memory update),
+ * so an example object the model wrote before it is passed over; undefined when there is none.
+ */
+const completeUpdateObject = (text: string): unknown => {
+  let from = 0
+  for (let tries = 0; tries < MAX_OBJECT_STARTS; tries++) {
+    const start = text.indexOf("{", from)
+    if (start < 0) return undefined
+    from = start + 1
+    const end = Json.objectEnd(text, start)
+    if (end === undefined) return undefined
+    let value: unknown
+    try {
+      value = Json.parse(text.slice(start, end))
+    } catch {
+      continue
+    }
+    if (isRecord(value) && "user" in value && "history" in value && "newFacts" in value) return value
+  }
+  return undefined
+}
+
+/** A confidence the model wrote: a finite number, or a string holding one; null when missing (0.5 then). */
+const confidenceOf = (value: unknown): number | null | undefined => {
+  if (value === undefined || value === null) return null
+  const n = typeof value === "number" ? value : typeof value === "string" && value.trim() !== "" ? Number(value) : NaN
+  return Number.isFinite(n) ? n : undefined
+}
+
+/**
+ * An update's JSON with its malformed parts dropped, as DeerMem normalises one: `user` / `history` that are not
+ * objects (and sections that are not), new facts without text content or a numeric confidence (a number in a
+ * string is read), a category that is not text ("context" then), removals that name no id. Removals with a new fact dropped fail the whole update: a
+ * replacement that was lost must not leave only the deletion of what it replaced.
+ */
+const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
+  // (not an update at all: left for the decoder to refuse)
+  if (!isRecord(raw) || (raw.newFacts != null && !Array.isArray(raw.newFacts))) return Either.right(raw)
+  const sections = (value: unknown, keys: ReadonlyArray<string>) =>
+    isRecord(value) ? Object.fromEntries(keys.filter((k) => isRecord(value[k])).map((k) => [k, value[k]])) : {}
+  const newFacts: Array<unknown> = []
+  let dropped = false
+  for (const fact of Array.isArray(raw.newFacts) ? raw.newFacts : []) {
+    const content = isRecord(fact) && typeof fact.content === "string" ? fact.content : ""
+    const confidence = isRecord(fact) && typeof fact.confidence !== "boolean" ? confidenceOf(fact.confidence) : undefined
+    if (!isRecord(fact) || content.trim() === "" || confidence === undefined) {
+      dropped = true
+      continue
+    }
+    newFacts.push({
+      content,
+      ...(typeof fact.category === "string" ? { category: fact.category } : {}),
+      ...(confidence === null ? {} : { confidence }),
+      ...(typeof fact.sourceError === "string" ? { sourceError: fact.sourceError } : {})
+    })
+  }
+  const factsToRemove = (Array.isArray(raw.factsToRemove) ? raw.factsToRemove : []).flatMap((entry: unknown) => {
+    const id = typeof entry === "string" ? entry : isRecord(entry) && typeof entry.id === "string" ? entry.id : ""
+    return id.trim() === "" ? [] : [id.trim()]
+  })
+  if (factsToRemove.length > 0 && dropped) {
+    return Either.left("the answer removes facts while some of its new facts are malformed (nothing is changed)")
+  }
+  return Either.right({
+    user: sections(raw.user, ["workContext", "personalContext", "topOfMind"]),
+    history: sections(raw.history, ["recentMonths", "earlierContext", "longTermBackground"]),
+    newFacts,
+    factsToRemove
+  })
+}
+
+/**
+ * Decodes the JSON of an update (see `updateJson`), its malformed parts dropped first (`normaliseUpdate`); a
+ * readable error when it is not one.
+ */
+export const decodeUpdate = (raw: unknown): Either.Either<Update, string> =>
+  Either.flatMap(normaliseUpdate(raw), (normalised) =>
+    Either.mapLeft(
+      Schema.decodeUnknownEither(Update, { onExcessProperty: "ignore" })(normalised),
+      (error) => `the answer's JSON is not a memory update: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    ))
+
+/** The update in a model's answer (`updateJson`, then `decodeUpdate`). A readable error when there is none. */
+export const parseUpdate = (text: string): Either.Either<Update, string> =>
+  Either.flatMap(updateJson(text), decodeUpdate)
