@@ -17,6 +17,8 @@
 export * as LeadAgent from "./programs/LeadAgent.js"
 /** The lead and subagent middleware orders, and the chains built from them. */
 export * as Chains from "./programs/Chains.js"
+/** An operator's own middlewares from the configuration (`extensions.middlewares`). */
+export * as ConfiguredMiddlewares from "./programs/ConfiguredMiddlewares.js"
 export * as AgentPrompt from "./programs/AgentPrompt.js"
 export * as Factory from "./programs/Factory.js"
 export * as Run from "./programs/Run.js"

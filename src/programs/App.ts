@@ -30,6 +30,7 @@ import type { SandboxProvider } from "../services/Sandbox.js"
 import { threadPaths } from "../services/Sandbox.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
+import * as ConfiguredMiddlewares from "./ConfiguredMiddlewares.js"
 import * as Factory from "./Factory.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -347,7 +348,7 @@ export const factoryLayer = (
   store?: Layer.Layer<ThreadStore, StoreError>
 ): Layer.Layer<
   Factory.AgentFactory | Memory | Services | Mcp,
-  StoreError | ModelBuildError | ConfigError,
+  StoreError | ModelBuildError | ConfigError | ConfiguredMiddlewares.ConfiguredMiddlewareError,
   FileSystem.FileSystem
 > => {
   // one MCP service for the app: the agents' MCP tools and the sandbox's filesystem roots come from it
@@ -358,6 +359,7 @@ export const factoryLayer = (
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
   return Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
+    Layer.provide(ConfiguredMiddlewares.layer(app)),
     Layer.provideMerge(mcp),
     Layer.provideMerge(memory),
     Layer.provideMerge(services)

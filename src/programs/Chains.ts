@@ -83,6 +83,8 @@ export interface ChainOptions {
   readonly subagents?: SubagentLimit.Options | undefined
   /** The app's before-summarisation hooks, run in this order after memory's flush (see `Summarization.Hook`). */
   readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
+  /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
+  readonly configured?: ReadonlyArray<Chain.Entry> | undefined
 }
 
 /** What a subagent's chain is built from. */
@@ -103,6 +105,8 @@ export interface SubagentChainOptions {
   readonly vision?: boolean | undefined
   /** MCP tools deferred behind `tool_search` (none: no deferral). */
   readonly deferred?: Deferred | undefined
+  /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
+  readonly configured?: ReadonlyArray<Chain.Entry> | undefined
 }
 
 /** Everything an entry of either chain is made from, resolved from the options. */
@@ -125,6 +129,8 @@ export interface Parts {
   readonly tokenBudget: TokenBudgetConfig
   /** A subagent's chain: its system messages are coalesced innermost (SPEC §4.2). */
   readonly subagent: boolean
+  /** The app's configured middlewares, in order. */
+  readonly configured: ReadonlyArray<Chain.Entry>
 }
 
 /** The entry of each name, made from the parts. */
@@ -294,9 +300,25 @@ export const subagentOrder: ReadonlyArray<Item> = [
   { name: "SystemMessageCoalescing" } // 26
 ]
 
-/** The chain of an order for these parts: the entries whose switch is on, outermost first. */
-export const build = (order: ReadonlyArray<Item>, parts: Parts): Chain.Chain =>
-  order.filter((item) => item.when === undefined || item.when(parts)).map((item) => entries[item.name](parts))
+/**
+ * Where the configured middlewares stand in both orders: after TokenBudget's place (switched on or not), where
+ * DeerFlow puts them (lead slot 32, before the terminal-response and safety tail; a subagent's, before
+ * SafetyFinishReason).
+ */
+const CONFIGURED_AFTER: Name = "TokenBudget"
+
+/**
+ * The chain of an order for these parts: the entries whose switch is on, outermost first, with the configured
+ * middlewares at their place.
+ */
+export const build = (order: ReadonlyArray<Item>, parts: Parts): Chain.Chain => {
+  const out: Array<Chain.Entry> = []
+  for (const item of order) {
+    if (item.when === undefined || item.when(parts)) out.push(entries[item.name](parts))
+    if (item.name === CONFIGURED_AFTER) out.push(...parts.configured)
+  }
+  return out
+}
 
 const noSkills = (config: AppConfig): Skills.Registry => ({
   catalog: Effect.sync(() => ({
@@ -329,7 +351,8 @@ export const leadParts = (options: ChainOptions): Parts => ({
   subagents: options.subagents,
   summarizationHooks: options.summarizationHooks ?? [],
   tokenBudget: options.config.token_budget,
-  subagent: false
+  subagent: false,
+  configured: options.configured ?? []
 })
 
 /** The parts of a subagent's chain. */
@@ -347,7 +370,8 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   subagents: undefined,
   summarizationHooks: [],
   tokenBudget: options.tokenBudget ?? subagentTokenBudget(options.config),
-  subagent: true
+  subagent: true,
+  configured: options.configured ?? []
 })
 
 /** The lead agent's chain, outermost first (SPEC §4.1). */

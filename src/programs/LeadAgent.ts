@@ -25,6 +25,7 @@ import type * as Summarization from "../middleware/Summarization.js"
 import type * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type * as Guardrail from "../services/Guardrail.js"
+import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import { Memory } from "../services/Memory.js"
 import type { ModelService, ToolDefinition } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
@@ -179,6 +180,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const store = yield* ThreadStore
       const guardrail = yield* Chains.guardrailOf(app.config)
       const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
+      const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
       const registry = SkillsDirectory.make(app)
       const catalog = SkillsDirectory.catalogOf(app)
       const base = options.sandboxTools === false ? [] : yield* SandboxTools.tools({ vision: options.vision === true })
@@ -215,7 +217,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         agentName: options.agentName,
         deferred: options.deferred,
         subagents,
-        summarizationHooks: options.summarizationHooks
+        summarizationHooks: options.summarizationHooks,
+        configured: configured?.entries
       })
       const customised = options.chain === undefined ? Either.right(planned) : options.chain(planned)
       const checked = yield* Either.flatMap(customised, Chain.validate)

@@ -34,6 +34,7 @@ import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import { Mcp } from "../services/Mcp.js"
 import type { ModelService } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
@@ -267,6 +268,7 @@ export const make = (options: Options = {}) =>
     const base = yield* Effect.context<ModelService | SandboxProvider | AppConfigService>()
     // The app's MCP connections, when it has them: subagents get the MCP tools the lead agent gets.
     const mcp = yield* Effect.serviceOption(Mcp)
+    const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
     const services = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
     const scope = yield* Effect.scope
     const pool = yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3))
@@ -320,7 +322,8 @@ export const make = (options: Options = {}) =>
             skills: skillRegistry,
             skillAllowlist: skills,
             vision,
-            deferred
+            deferred,
+            configured: configured?.entries
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
           const ports = yield* Effect.either(

@@ -482,7 +482,15 @@ export const AppConfigSchema = Schema.Struct({
   timezone: Schema.optional(Schema.NullOr(TimeZone)),
   subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({})),
   /** External agents run over the Agent Client Protocol (`invoke_acp_agent`); none by default. */
-  acp_agents: withDefault(AcpAgentsConfig, () => ({}))
+  acp_agents: withDefault(AcpAgentsConfig, () => ({})),
+  /**
+   * DeerFlow's `extensions` block. Antler reads its `middlewares` (see `ConfiguredMiddlewares`); declared here,
+   * they win over the extensions file's. Its other keys (MCP servers, skills) live in the extensions file.
+   */
+  extensions: Schema.optional(Schema.Struct(
+    { middlewares: Schema.optional(Schema.Array(Schema.NonEmptyTrimmedString)) },
+    Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  ))
 })
 export type AppConfig = typeof AppConfigSchema.Type
 

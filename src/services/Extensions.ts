@@ -91,9 +91,13 @@ export const McpServerConfig = Schema.Struct(
 )
 export type McpServerConfig = typeof McpServerConfig.Type
 
-/** The whole file. Other keys (`skills`, `middlewares`, `mcpInterceptors`) are kept but not read here. */
+/**
+ * The whole file. `middlewares` are the configured middlewares (`ConfiguredMiddlewares`); other keys (`skills`,
+ * `mcpInterceptors`) are kept but not read here.
+ */
 export const ExtensionsConfig = Schema.Struct(
   {
+    middlewares: Schema.optional(Schema.Array(Schema.NonEmptyTrimmedString)),
     mcpServers: Schema.optionalWith(
       Schema.Record({ key: Schema.String, value: McpServerConfig }),
       { default: () => ({}) }

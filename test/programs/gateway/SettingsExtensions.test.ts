@@ -49,7 +49,8 @@ beforeAll(async () => {
         }
       },
       skills: {},
-      middlewares: { kept: true }
+      middlewares: [],
+      mcpInterceptors: { kept: true }
     })
   )
   gateway = await Support.start({
@@ -138,7 +139,8 @@ describe("MCP settings", () => {
     assert.strictEqual(stored.mcpServers.local.env.GITHUB_TOKEN, "ghp-stored-secret-value")
     assert.strictEqual(stored.mcpServers.local.apiKey, "stored-api-key")
     assert.strictEqual(stored.mcpServers.warehouse.headers["X-Api-Key"], "warehouse-key-123")
-    assert.deepStrictEqual(stored.middlewares, { kept: true })
+    assert.deepStrictEqual(stored.middlewares, [])
+    assert.deepStrictEqual(stored.mcpInterceptors, { kept: true })
 
     assert.include(await offered(), "warehouse_lookup")
 
