@@ -301,7 +301,7 @@ export const make = (
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
     const root = rootOf(app)
-    const count = backend.token_counting === "char" ? MemoryDoc.charTokens : Tokens.countText
+    const count = backend.token_counting === "char" ? Tokens.estimateText : Tokens.countText
     const lockMs = backend.file_lock_timeout_seconds * 1000
     const limits = limitsOf(config)
     const redact = options.redact ?? defaultRedactor(app)

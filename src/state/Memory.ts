@@ -548,13 +548,6 @@ export const formatForInjection = (doc: Document, options: InjectionOptions): st
   return kept === "" ? facts : `${kept}\n\n${facts}`
 }
 
-/** A character estimate of tokens (DeerMem's `char` counting): CJK characters count one each, others a quarter. */
-export const charTokens = (text: string): number => {
-  let cjk = 0
-  for (const ch of text) if (/[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]/.test(ch)) cjk++
-  return cjk + Math.ceil((text.length - cjk) / 4)
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Facts as the memory tools see them
 

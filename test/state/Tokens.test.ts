@@ -136,4 +136,20 @@ describe("Tokens", () => {
       assert.isAtMost(counter.tokenized(), objects.size)
     }
   )
+
+  // DeerFlow test_tiktoken_cache_and_count_tokens.py::TestCountTokens (the character estimate of `token_counting:
+  // char`): len // 4 for English, len // 2 for CJK text, each part rounded down in mixed text
+  it("estimates without a tokenizer as DeerMem does: a quarter token a character, half for CJK, rounded down", () => {
+    const english = "Hello, world! This is a test."
+    assert.strictEqual(Tokens.estimateText(english), Math.floor(english.length / 4))
+    assert.strictEqual(Tokens.estimateText("Some text to count"), 4)
+    const chinese = "\u7528\u6237\u504f\u597d\u7b80\u6d01\u7684\u4e2d\u6587\u56de\u7b54\u5e76\u5173\u6ce8\u91d1\u878d\u9886\u57df"
+    assert.strictEqual(Tokens.estimateText(chinese), Math.floor(chinese.length / 2))
+    const mixed = "User\u559c\u6b22Python\u548c\u6570\u636e\u5206\u6790"
+    assert.strictEqual(Tokens.estimateText(mixed), Math.floor(10 / 4) + Math.floor(7 / 2))
+    // kana and Hangul syllables are dense too; an emoji is one character, as Python counts
+    assert.strictEqual(Tokens.estimateText("\u3053\u3093\u306b\u3061\ud55c\uad6d"), 3)
+    assert.strictEqual(Tokens.estimateText("\u{1F600}abc"), 1)
+    assert.strictEqual(Tokens.estimateText(""), 0)
+  })
 })
