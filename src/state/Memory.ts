@@ -455,31 +455,17 @@ export const head = (text: string, max: number): string => {
   return text.slice(0, end)
 }
 
+/** What DeerMem appends to summaries it cut to the budget. */
+export const CUT_MARKER = "\n..."
+
 /**
- * Cuts text to the longest head within `max` tokens (whole lines when possible). Each line is counted once and
- * a line cut is sized from its count, so the work is about linear in the text (it was quadratic in its lines).
+ * The longest head of a text within `max` tokens, about: the head is sized from the count of the text (at least 5%
+ * shorter each time) until it fits, so a text far over the budget costs a few counts of at most
+ * `max × MAX_CHARS_PER_TOKEN` characters.
  */
-const clipToTokens = (text: string, max: number, count: (text: string) => number): string => {
+const headWithin = (text: string, max: number, count: (text: string) => number): string => {
   if (max <= 0) return ""
-  const bounded = head(text, max * MAX_CHARS_PER_TOKEN)
-  if (count(bounded) <= max) return bounded
-  const lines = bounded.split("\n")
-  let kept = 0
-  let spent = 0
-  for (const line of lines) {
-    const cost = count(line) + (kept > 0 ? 1 : 0)
-    if (spent + cost > max) break
-    spent += cost
-    kept++
-  }
-  // a newline may merge with its neighbours: the sum of the lines' counts is checked on the joined text
-  while (kept > 0) {
-    const out = lines.slice(0, kept).join("\n")
-    if (count(out) <= max) return out
-    kept--
-  }
-  // not even the first line fits: its head, sized from its count (at least 5% shorter each time)
-  let out = lines[0]!
+  let out = head(text, max * MAX_CHARS_PER_TOKEN)
   let tokens = count(out)
   while (out.length > 0 && tokens > max) {
     out = head(out, Math.min(Math.floor(out.length * 0.95), Math.floor((out.length * max) / tokens)))
@@ -489,12 +475,41 @@ const clipToTokens = (text: string, max: number, count: (text: string) => number
 }
 
 /**
+ * The summaries cut to `room` tokens as DeerMem cuts them: the head that fits with the marker, its trailing
+ * whitespace removed, then `CUT_MARKER`. Empty when no head fits (a lone marker says nothing).
+ */
+const cutSummaries = (text: string, room: number, count: (text: string) => number): string => {
+  const kept = headWithin(text, room - count(CUT_MARKER), count).trimEnd()
+  return kept === "" ? "" : `${kept}${CUT_MARKER}`
+}
+
+/**
+ * Facts of one group in strict order (the first that does not fit ends it: a shorter, less confident fact never
+ * takes its place), within `budget` tokens for their lines (`cost`: a line's tokens; the newline before each line
+ * after the first costs one more).
+ */
+const selectFacts = (ranked: ReadonlyArray<Fact>, budget: number, cost: (fact: Fact) => number) => {
+  const chosen: Array<Fact> = []
+  let spent = 0
+  for (const fact of ranked) {
+    const tokens = cost(fact) + (chosen.length > 0 ? 1 : 0)
+    if (spent + tokens > budget) break
+    spent += tokens
+    chosen.push(fact)
+  }
+  return { chosen, spent }
+}
+
+/**
  * The body of the memory block (without its tags): `User Context:`, `History:` and `Facts:` sections, joined
- * by blank lines, within `maxTokens`. Facts go by confidence, those of the guaranteed categories first from
- * their own budget, each group in strict order (the first fact that does not fit ends it); when everything does
- * not fit, the summaries are cut before any fact is dropped. Empty when nothing is remembered.
+ * by blank lines, as DeerMem's `format_memory_for_injection` spends its budget. Facts go by confidence; those of
+ * the guaranteed categories come first, from their own `guaranteedBudget`; the other facts get what the summaries,
+ * the header and the guaranteed facts leave of `maxTokens`. When the whole is still over `maxTokens` plus what the
+ * guaranteed facts took, the summaries are cut (ending in `CUT_MARKER`) and the facts kept. Empty when nothing is
+ * remembered.
  */
 export const formatForInjection = (doc: Document, options: InjectionOptions): string => {
+  const { count, maxTokens } = options
   const context = sectionLines("User Context", [
     ["Work", doc.user.workContext],
     ["Personal", doc.user.personalContext],
@@ -506,46 +521,49 @@ export const formatForInjection = (doc: Document, options: InjectionOptions): st
     ["Background", doc.history.longTermBackground]
   ])
   const prefix = [context, history].filter((s): s is string => s !== undefined).join("\n\n")
-  if (!options.includeFacts || doc.facts.length === 0) return clipToTokens(prefix, options.maxTokens, options.count)
+  const separator = count("\n\n")
+  // summaries longer than the budget could hold are over it: what follows the head is never counted
+  const bounded = head(prefix, Math.max(maxTokens, options.guaranteedBudget) * MAX_CHARS_PER_TOKEN)
+  const prefixTokens = prefix === "" ? 0 : bounded.length < prefix.length ? Number.POSITIVE_INFINITY : count(prefix)
 
-  const guaranteed = new Set(options.guaranteedCategories)
-  const byConfidence = [...doc.facts].sort((a, b) => b.confidence - a.confidence)
-  const costs = new Map<Fact, number>()
-  // each fact counted once; one longer than the budget allows is not counted at all
-  const costOf = (fact: Fact, budget: number) => {
-    let cost = costs.get(fact)
-    if (cost === undefined) {
-      const line = factLine(fact)
-      cost = line.length > budget * MAX_CHARS_PER_TOKEN ? Number.POSITIVE_INFINITY : options.count(line) + 1
-      costs.set(fact, cost)
-    }
-    return cost
-  }
-  const chosen: Array<Fact> = []
+  let facts = ""
   let guaranteedSpent = 0
-  // in strict confidence order, as DeerMem's: a fact that does not fit ends its group's selection (a shorter,
-  // less confident one never takes its place)
-  for (const fact of byConfidence) {
-    if (!guaranteed.has(fact.category)) continue
-    const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
-    if (guaranteedSpent + cost > options.guaranteedBudget) break
-    guaranteedSpent += cost
-    chosen.push(fact)
+  if (options.includeFacts && doc.facts.length > 0) {
+    const guaranteed = new Set(options.guaranteedCategories)
+    const byConfidence = [...doc.facts].sort((a, b) => b.confidence - a.confidence)
+    const costs = new Map<Fact, number>()
+    // each fact counted once; one longer than any budget allows is not counted at all
+    const most = Math.max(options.guaranteedBudget, maxTokens) * MAX_CHARS_PER_TOKEN
+    const cost = (fact: Fact) => {
+      let tokens = costs.get(fact)
+      if (tokens === undefined) {
+        const line = factLine(fact)
+        tokens = line.length > most ? Number.POSITIVE_INFINITY : count(line)
+        costs.set(fact, tokens)
+      }
+      return tokens
+    }
+    const first = selectFacts(byConfidence.filter((f) => guaranteed.has(f.category)), options.guaranteedBudget, cost)
+    guaranteedSpent = first.spent
+    const header = "Facts:"
+    // the summaries are charged first: the other facts get what is left
+    const used = (prefix === "" ? 0 : prefixTokens + separator) + count(header) + 1 + first.spent +
+      (first.chosen.length > 0 ? 1 : 0)
+    const rest = maxTokens - used > 0
+      ? selectFacts(byConfidence.filter((f) => !guaranteed.has(f.category)), maxTokens - used, cost).chosen
+      : []
+    const chosen = [...first.chosen, ...rest]
+    if (chosen.length > 0) facts = `${header}\n${chosen.map(factLine).join("\n")}`
   }
-  const header = "Facts:"
-  let spent = options.count(header) + 1
-  for (const fact of byConfidence) {
-    if (guaranteed.has(fact.category)) continue
-    const cost = costOf(fact, Math.max(options.guaranteedBudget, options.maxTokens))
-    if (spent + cost > options.maxTokens) break
-    spent += cost
-    chosen.push(fact)
+
+  const limit = maxTokens + guaranteedSpent
+  const factsTokens = facts === "" ? 0 : count(facts)
+  if (prefix === "" || prefixTokens + (facts === "" ? 0 : separator + factsTokens) <= limit) {
+    return prefix === "" ? facts : facts === "" ? prefix : `${prefix}\n\n${facts}`
   }
-  if (chosen.length === 0) return clipToTokens(prefix, options.maxTokens, options.count)
-  const facts = `${header}\n${chosen.map(factLine).join("\n")}`
-  const room = options.maxTokens + guaranteedSpent - options.count(facts) - 2
-  const kept = clipToTokens(prefix, room, options.count)
-  return kept === "" ? facts : `${kept}\n\n${facts}`
+  // over: the facts are kept whole, the summaries cut to what they leave
+  const kept = cutSummaries(prefix, limit - (facts === "" ? 0 : factsTokens + separator), count)
+  return kept === "" ? facts : facts === "" ? kept : `${kept}\n\n${facts}`
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -335,9 +335,77 @@ describe("the injected block", () => {
       assert.isAtMost(Tokens.countText(block), budget + 60, `budget ${budget}`)
       assert.include(block, "[correction | 0.71]")
     }
-    // facts are protected: the summary is cut before facts are dropped
-    const small = inject(doc, 400)
-    assert.isAbove(small.split("\n").filter((l) => l.startsWith("- [")).length, 5)
+  })
+
+  const byLength = (doc: MemoryDoc.Document, maxTokens: number, guaranteedBudget = 500) =>
+    MemoryDoc.formatForInjection(doc, {
+      maxTokens,
+      count: (text) => text.length,
+      guaranteedCategories: ["correction"],
+      guaranteedBudget,
+      includeFacts: true
+    })
+  const fact = (id: string, content: string, category: string, confidence: number): MemoryDoc.Fact => ({
+    id,
+    content,
+    category,
+    confidence,
+    createdAt: "",
+    source: ""
+  })
+
+  // DeerFlow format_memory_for_injection: the summaries are charged first, the other facts get what they leave
+  // (`regular_line_budget = max_tokens - base_tokens - header - guaranteed lines`)
+  it("spends the budget on the summaries first; the other facts get what is left", () => {
+    const summary = "word ".repeat(30).trim()
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      user: { ...MemoryDoc.empty().user, workContext: { summary, updatedAt: "" } },
+      facts: Array.from({ length: 8 }, (_, i) => fact(`f${i}`, `Fact ${i} about the user`, "knowledge", 0.9 - i / 100))
+    }
+    const block = byLength(doc, 260)
+    // the summary whole (171 characters), never cut for a fact; 260 - 171 - 2 (blank line) - 7 (header) leaves
+    // room for one fact line of 41 (a second costs 42 more)
+    assert.strictEqual(
+      block,
+      `User Context:\n- Work: ${summary}\n\nFacts:\n- [knowledge | 0.90] Fact 0 about the user`
+    )
+  })
+
+  // DeerFlow test_memory_prompt_injection.py::test_structure_aware_truncation_preserves_guaranteed_on_overflow:
+  // summaries over the budget are cut (ending in "\n...") before a guaranteed fact is dropped, and the other facts
+  // get nothing
+  it("cuts summaries over the budget, ending in \"\\n...\", and keeps the guaranteed facts last", () => {
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      user: { ...MemoryDoc.empty().user, workContext: { summary: "X".repeat(4000), updatedAt: "" } },
+      facts: [
+        { ...fact("c", "CRITICAL: never use pip", "correction", 1), sourceError: "pip is deprecated" },
+        fact("b", "B", "knowledge", 0.5)
+      ]
+    }
+    const block = byLength(doc, 200)
+    assert.include(block, "never use pip")
+    assert.isTrue(block.endsWith("(avoid: pip is deprecated)"))
+    assert.notInclude(block, "] B")
+    const [summaries, facts] = block.split("\n\n")
+    assert.isTrue(summaries!.startsWith("User Context:\n- Work: XXX"))
+    assert.isTrue(summaries!.endsWith("X\n..."))
+    // within max_tokens and what the guaranteed facts took
+    assert.isAtMost(block.length, 200 + facts!.length - "Facts:\n".length)
+  })
+
+  // DeerFlow test_memory_prompt_injection.py::test_structure_aware_truncation_no_facts_does_not_raise
+  it("cuts summaries over the budget without facts too, ending in \"...\"", () => {
+    const doc: MemoryDoc.Document = {
+      ...MemoryDoc.empty(),
+      user: { ...MemoryDoc.empty().user, workContext: { summary: "X".repeat(4000), updatedAt: "" } }
+    }
+    const block = byLength(doc, 200)
+    assert.include(block, "User Context:")
+    assert.isTrue(block.endsWith("\n..."))
+    assert.isAtMost(block.length, 200)
+    assert.isAbove(block.length, 150)
   })
 
   // DeerFlow test_memory_prompt_injection.py::test_strict_confidence_order_when_high_confidence_fact_overflows:
