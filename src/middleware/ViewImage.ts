@@ -3,8 +3,8 @@
  * without vision has neither this middleware nor `view_image`): the images the model looked at with
  * `view_image` (kept in `viewed_images`) reach it with the request after a completed `view_image` turn (the
  * latest AI message called `view_image` and every call of it has its result), as image parts of a hidden human
- * message after the tool results; once that request succeeded, `viewed_images` is cleared, so each image is
- * sent once (DeerFlow re-sends every image of the thread with every later `view_image` turn). A type that is
+ * message after the tool results (a turn that viewed nothing gets DeerFlow's "No images have been viewed." there
+ * instead); once that request succeeded, `viewed_images` is cleared, so each image is sent once (DeerFlow re-sends every image of the thread with every later `view_image` turn). A type that is
  * not an image type Antler knows is shown as `unknown`, without pixels.
  *
  * Images a tool returned in its result (an MCP tool's image content) reach the model the same way: Chat
@@ -64,8 +64,11 @@ export type Reader = (path: string) => Promise<Uint8Array>
 
 const readFile: Reader = (path) => Fs.readFile(path)
 
+/** DeerFlow's whole text of the image message when `viewed_images` is empty (every view of the turn failed). */
+export const NO_IMAGES = "No images have been viewed."
+
 /**
- * The hidden message carrying the viewed images, read from disk. An image whose size changed, that cannot be
+ * The hidden message carrying the viewed images, read from disk (`NO_IMAGES` alone when there are none). An image whose size changed, that cannot be
  * read, or that would pass the byte budget becomes a text line instead.
  */
 export const imageMessage = (
@@ -75,7 +78,9 @@ export const imageMessage = (
   Effect.gen(function*() {
     const read = options.read ?? readFile
     const budget = options.maxBytes ?? MAX_REQUEST_BYTES
-    const blocks: Array<ContentBlock> = [{ type: "text", text: "Here are the images you've viewed:" }]
+    const blocks: Array<ContentBlock> = Object.keys(images).length === 0
+      ? [{ type: "text", text: NO_IMAGES }]
+      : [{ type: "text", text: "Here are the images you've viewed:" }]
     let spent = 0
     for (const [path, image] of Object.entries(images)) {
       if (!IMAGE_MIME_TYPES.has(image.mime_type)) {
@@ -169,8 +174,13 @@ export const layer = (options: Options = {}): Middleware =>
         ? request
         : { ...request, messages: [...request.messages, toolImageMessage(fromTools, options.maxRequestBytes)] }
       return Effect.flatMap(state.get, (current) => {
-        if (Object.keys(current.viewed_images).length === 0 || !afterViewTurn(current.messages)) {
-          return next(withToolImages)
+        if (!afterViewTurn(current.messages)) return next(withToolImages)
+        // a view_image turn that viewed nothing still gets DeerFlow's message, saying so
+        if (Object.keys(current.viewed_images).length === 0) {
+          return Effect.flatMap(
+            imageMessage({}),
+            (message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })
+          )
         }
         return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
           Effect.flatMap((message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })),

@@ -186,6 +186,36 @@ describe("ViewImage, as DeerFlow injects", () => {
       ]))
     }).pipe(H.withStore))
 
+  // DeerFlow test_view_image_middleware.py::TestCreateImageDetailsMessage::test_returns_placeholder_when_no_images
+  // (and _inject_image_message, which injects it after any completed view_image turn): a turn whose views all
+  // failed gets a hidden message that says "No images have been viewed." and nothing else
+  it.effect("a view_image turn that viewed nothing gets \"No images have been viewed.\" alone", () =>
+    Effect.gen(function*() {
+      const failing = Tool.make({
+        name: "view_image",
+        description: "look",
+        parameters: Schema.Struct({ path: Schema.String }),
+        handler: (_, call) =>
+          Effect.succeed({ message: M.tool("Error: no such image", call.id, { name: "view_image", status: "error" }) })
+      })
+      const o = yield* H.run({
+        input: "look at the dot",
+        tools: [failing],
+        script: [{ toolCalls: [{ name: "view_image", args: { path: "/mnt/user-data/workspace/missing.png" } }] }, "None."],
+        middlewares: () => [ViewImage.layer()]
+      })
+      assert.isFalse(o.requests[0]!.messages.some((m) => M.text(m).includes(ViewImage.NO_IMAGES)))
+      const carrier = o.requests[1]!.messages.at(-1)!
+      assert.strictEqual(o.requests[1]!.messages.at(-2)!.type, "tool")
+      assert.strictEqual(carrier.type, "human")
+      assert.isTrue(M.isHidden(carrier))
+      assert.strictEqual(carrier.additional_kwargs?.[ViewImage.CONTEXT_KEY], true)
+      assert.deepStrictEqual(carrier.content, [{ type: "text", text: "No images have been viewed." }])
+      assert.isFalse(o.state.messages.some((m) => M.text(m).includes(ViewImage.NO_IMAGES)))
+      const none = yield* ViewImage.imageMessage({})
+      assert.deepStrictEqual(none.content, [{ type: "text", text: "No images have been viewed." }])
+    }).pipe(H.withStore))
+
   it.effect("an unknown MIME type is shown as unknown, and no image of an unknown type is sent", () =>
     Effect.gen(function*() {
       const file = Path.join(tempDir("antler-view-"), "dot.png")
