@@ -177,10 +177,71 @@ const scalarLeaves = (value: unknown, out: Array<string | number | boolean>, dep
 
 const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
 
+/** A string as Python's `repr` writes it: single quotes unless it holds one and no double quote; escapes. */
+const pythonStringRepr = (text: string): string => {
+  const quote = text.includes("'") && !text.includes("\"") ? "\"" : "'"
+  let out = quote
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!
+    if (ch === "\\" || ch === quote) out += `\\${ch}`
+    else if (ch === "\n") out += "\\n"
+    else if (ch === "\r") out += "\\r"
+    else if (ch === "\t") out += "\\t"
+    // what Python does not print as is (control, format, separators other than the space, unassigned)
+    else if (ch !== " " && /[\p{C}\p{Z}]/u.test(ch)) {
+      out += code < 0x100
+        ? `\\x${code.toString(16).padStart(2, "0")}`
+        : code < 0x10000
+        ? `\\u${code.toString(16).padStart(4, "0")}`
+        : `\\U${code.toString(16).padStart(8, "0")}`
+    } else out += ch
+  }
+  return out + quote
+}
+
 /**
- * The choices one list item stands for: a scalar is one choice (a JSON-quoted string loses its quotes); an
- * object with a label (`label`, `text`, `title`, `name`, `value` or `option`) is one choice whose answer is its
- * `value`; any other object gives its scalar leaves; nested lists are flattened.
+ * A JSON value as Python's `str` prints it once `json.loads` read it (DeerFlow's `str(option)`): `True`, `False`,
+ * `None`, lists and dictionaries as their `repr` (`['a', 1]`, `{'k': True}`); a string as it is. Undefined past
+ * `MAX_OPTION_DEPTH` levels (Python itself gives up on deep nesting). A number is printed as JavaScript prints it
+ * (JSON text `1.0` has become `1` here, where Python prints `1.0`).
+ */
+export const pythonStr = (value: unknown, depth = 0): string | undefined => {
+  if (typeof value === "string") return value
+  return pythonRepr(value, depth)
+}
+
+const pythonRepr = (value: unknown, depth: number): string | undefined => {
+  if (value === null || value === undefined) return "None"
+  if (value === true) return "True"
+  if (value === false) return "False"
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : value > 0 ? "inf" : value < 0 ? "-inf" : "nan"
+  if (typeof value === "string") return pythonStringRepr(value)
+  if (depth >= MAX_OPTION_DEPTH) return undefined
+  const parts: Array<string> = []
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      const part = pythonRepr(item, depth + 1)
+      if (part === undefined) return undefined
+      parts.push(part)
+    }
+    return `[${parts.join(", ")}]`
+  }
+  if (typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      const part = pythonRepr(item, depth + 1)
+      if (part === undefined) return undefined
+      parts.push(`${pythonStringRepr(key)}: ${part}`)
+    }
+    return `{${parts.join(", ")}}`
+  }
+  return String(value)
+}
+
+/**
+ * The choice one list item stands for. A string is its text (a JSON-quoted string loses its quotes); any other
+ * value is what DeerFlow's `str(option)` prints (`pythonStr`: `True`, `None`, `['a', 'b']`, `{'k': 1}`), except
+ * an object with a label (`label`, `text`, `title`, `name`, `value` or `option`), which is one choice whose answer
+ * is its `value` (Antler's: models send such objects, and a Python dictionary's text is no label).
  */
 const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
   if (typeof item === "string") {
@@ -188,20 +249,18 @@ const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
     const decoded = trimmed.length >= 2 && trimmed.startsWith("\"") ? decodeJsonText(trimmed) : trimmed
     const text = typeof decoded === "string" ? decoded : trimmed
     out.push({ label: text, value: text })
-  } else if (isScalar(item)) out.push({ label: String(item), value: String(item) })
-  else if (depth >= MAX_OPTION_DEPTH) return
-  else if (Array.isArray(item)) for (const nested of item) choicesOf(nested, out, depth + 1)
-  else if (isRecord(item)) {
+    return
+  }
+  if (isRecord(item)) {
     const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
     if (key !== undefined) {
-      const label = String(item[key])
-      out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? String(item.value) : label })
-    } else {
-      const leaves: Array<string | number | boolean> = []
-      scalarLeaves(item, leaves, depth + 1)
-      for (const leaf of leaves) out.push({ label: String(leaf), value: String(leaf) })
+      const label = pythonStr(item[key])!
+      out.push({ label, value: isScalar(item.value) && String(item.value).trim() !== "" ? pythonStr(item.value)! : label })
+      return
     }
   }
+  const text = pythonStr(item, depth)
+  if (text !== undefined) out.push({ label: text, value: text })
 }
 
 /**

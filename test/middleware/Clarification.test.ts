@@ -36,6 +36,32 @@ describe("Clarification helpers", () => {
     assert.deepStrictEqual(labels(7), ["7"])
   })
 
+  // DeerFlow test_clarification_middleware.py::test_json_string_with_mixed_types / test_payload_with_json_string_options
+  // and test_dict_options_recursively_flatten_string_and_number_values: an option that is not a string is shown as
+  // Python's str() prints it
+  it("options: a value that is not a string is shown as Python prints it (True, False, None, repr)", () => {
+    const mixed = Clarification.request({
+      question: "Pick one",
+      clarification_type: "approach_choice",
+      options: JSON.stringify(["Option A", 2, true, null])
+    }, "c1")
+    const text = Clarification.display(mixed)
+    for (const line of ["1. Option A", "2. 2", "3. True", "4. None"]) assert.include(text, line)
+    assert.deepStrictEqual(mixed.options?.slice(2), [
+      { id: "option-3", label: "True", value: "True" },
+      { id: "option-4", label: "None", value: "None" }
+    ])
+    assert.deepStrictEqual(labels([false, ["a", "it's", 1.5], { k: null, "x\"y": [true] }]), [
+      "False",
+      "['a', \"it's\", 1.5]",
+      "{'k': None, 'x\"y': [True]}"
+    ])
+    assert.deepStrictEqual(labels("true"), ["True"])
+    // a dictionary gives its string and number leaves (None is no leaf)
+    assert.deepStrictEqual(labels({ item: [["First</item>"], { $text: 2 }], $text: null }), ["First", "2"])
+    assert.deepStrictEqual(labels({ a: true }), ["True"])
+  })
+
   it("options: objects are one choice each (label shown, value answered); a dictionary gives its leaves in order", () => {
     assert.deepStrictEqual(
       Clarification.normalizeOptions([{ label: "Dev", value: "dev" }, { label: "<i>Prod</i>", value: "prod" }]),
