@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import { isGenuineUserMessage, ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
+import { ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -23,12 +23,13 @@ export interface Route {
 
 /**
  * The text of the latest message the user typed, or undefined: its `original_user_content` when a middleware
- * framed it (an uploads block naming the files must not match a keyword), else its content.
+ * framed it (an uploads block naming the files must not match a keyword), else its content. Hidden messages never
+ * count, a clarification answer either (DeerFlow's `is_real_user_message`): routing follows the user's request.
  */
 export const latestUserText = (messages: ReadonlyArray<Message>): string | undefined => {
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
-    if (isGenuineUserMessage(message)) {
+    if (M.isRealUserMessage(message)) {
       const original = message.additional_kwargs?.[ORIGINAL_USER_CONTENT]
       return typeof original === "string" ? original : M.contentText(message.content)
     }

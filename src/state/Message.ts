@@ -350,6 +350,13 @@ export const withKwargs = <A extends Message>(message: A, fields: Readonly<Recor
 export const isHidden = (message: Message): boolean => message.additional_kwargs?.hide_from_ui === true
 
 /**
+ * A message the user wrote, as DeerFlow's `is_real_user_message` tells it: human, not hidden, not a summary. A
+ * hidden answer to a clarification question is not one (it drives no user-intent feature: routing, slash skills).
+ */
+export const isRealUserMessage = (message: Message): boolean =>
+  message.type === "human" && !isHidden(message) && message.name !== "summary"
+
+/**
  * Appends text to a content value: `"\n\n" + text` for strings, a new text block for lists (`"\n\n" + text` after
  * visible text, as DeerFlow's, so it is a paragraph of its own where blocks are joined with one line break).
  * Blank content gets the text alone.

@@ -122,6 +122,23 @@ describe("the filter and the routing in a run", () => {
       M.human("metrics", { name: "summary" }),
       M.human("orders", { additional_kwargs: { hide_from_ui: true } })
     ]))
+    // a hidden answer to a clarification question is no real user message either (DeerFlow's is_real_user_message
+    // has no exception for it): routing keeps to the request the user typed
+    const answer = M.human("orders", {
+      additional_kwargs: {
+        hide_from_ui: true,
+        human_input_response: {
+          version: 1,
+          kind: "human_input_response",
+          source: "ask_clarification",
+          request_id: "clarification:c1",
+          response_kind: "text",
+          value: "orders"
+        }
+      }
+    })
+    assert.strictEqual(McpRouting.latestUserText([M.human("check the metrics"), M.ai("Which table?"), answer]), "check the metrics")
+    assert.isUndefined(McpRouting.latestUserText([answer]))
   })
 
   it.effect("routing keywords in the user's message promote their tools before the call", () =>

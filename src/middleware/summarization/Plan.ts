@@ -208,8 +208,7 @@ export const safeCutoff = (messages: ReadonlyArray<Message>, cutoff: number): nu
 export const isReminder = (message: Message): boolean => message.additional_kwargs?.dynamic_context_reminder === true
 
 /** A real user message: human, not hidden, not named `summary`. */
-export const isRealUserMessage = (message: Message): boolean =>
-  message.type === "human" && !M.isHidden(message) && message.name !== "summary"
+export const isRealUserMessage = M.isRealUserMessage
 
 /** Index of the latest real user message, or -1. */
 export const latestUserMessage = (messages: ReadonlyArray<Message>): number => {
