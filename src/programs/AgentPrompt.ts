@@ -75,6 +75,7 @@ export const promptOptions = (
       name: s.name,
       category: s.category
     })),
+    skillsAllowlisted: inputs.skillAllowlist !== undefined,
     skillsContainer: config.skills.container_path,
     skillDiscovery: config.skills.deferred_discovery ? "deferred" : "full",
     memoryTools: config.memory.enabled && config.memory.mode === "tool",

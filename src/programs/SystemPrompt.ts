@@ -70,6 +70,11 @@ export interface PromptOptions {
   readonly skills: ReadonlyArray<SkillSummary>
   /** Installed skills that are switched off (listed so the model never uses them). */
   readonly disabledSkills?: ReadonlyArray<DisabledSkill> | undefined
+  /**
+   * Whether `skills` went through the agent's allowlist (its `skills` list, even empty): then, as in DeerFlow, an
+   * agent none of whose enabled skills is allowed has no skills section at all (no disabled list, no self-evolution).
+   */
+  readonly skillsAllowlisted?: boolean | undefined
   readonly skillsContainer: string
   /** `deferred`: only skill names are listed, and `describe_skill` tells the rest. Default `full`. */
   readonly skillDiscovery?: "full" | "deferred" | undefined
@@ -265,7 +270,10 @@ simple one-off tasks.
 const skillsSection = (o: PromptOptions) => {
   const evolution = skillEvolution(o)
   if (o.skills.length === 0 && (o.disabledSkills ?? []).length === 0 && evolution === "") return ""
+  // DeerFlow's get_skills_prompt_section: an allowlist that leaves no enabled skill, or a skill index with no name
+  if (o.skills.length === 0 && o.skillsAllowlisted === true) return ""
   const entries = skillEntries(o)
+  if (entries.deferred && o.skills.length === 0) return ""
   const readFile = toolsOf(o).has("read_file")
   const leftOut = entries.leftOut.length === 0 ? "" : `
 ${entries.leftOut.length} more installed skill${

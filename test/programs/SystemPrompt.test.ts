@@ -181,6 +181,25 @@ describe("SystemPrompt: the skills section is bounded", () => {
     }
     assert.deepStrictEqual(SystemPrompt.skillsLeftOut({ ...base, skills: many(3, "short") }), [])
   })
+
+  // DeerFlow lead_agent/prompt.py get_skills_prompt_section (test_lead_agent_skills.py::
+  // test_get_skills_prompt_section_returns_empty_when_available_skills_empty / _when_no_skills_match): an agent whose
+  // skill list leaves no enabled skill (empty, unknown names, only disabled ones) has no skills section, and a
+  // deferred skill index with no name is no section either (get_skill_index_prompt_section)
+  it("an agent whose skill list allows no enabled skill has no skills section, disabled skills or skill_manage aside", () => {
+    const options: SystemPrompt.PromptOptions = {
+      ...base,
+      tools: [...base.tools!, "skill_manage", "describe_skill"],
+      skills: [],
+      disabledSkills: [{ name: "switched-off", category: "public" }]
+    }
+    // no allowlist: the disabled skill and the self-evolution rules are still said
+    assert.include(SystemPrompt.make(options), "</skill_system>")
+    assert.notInclude(SystemPrompt.make({ ...options, skillsAllowlisted: true }), "</skill_system>")
+    assert.notInclude(SystemPrompt.make({ ...options, skillDiscovery: "deferred" }), "</skill_system>")
+    const one = { name: "one", description: "d", location: "/mnt/skills/public/one/SKILL.md", category: "public" as const }
+    assert.include(SystemPrompt.make({ ...options, skills: [one], skillsAllowlisted: true }), "<name>one</name>")
+  })
 })
 
 describe("SystemPrompt: custom agents and subagents", () => {
