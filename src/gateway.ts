@@ -9,4 +9,4 @@
  * agent does not need (`import "antler"` does not load it).
  */
 export * as Gateway from "./programs/gateway/Gateway.js"
-export * as GatewayProtocol from "./programs/gateway/Protocol.js"
+export * as GatewayProtocol from "./programs/gateway/WireFormat.js"

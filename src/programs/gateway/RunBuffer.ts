@@ -4,9 +4,10 @@
  * frames after a cursor (`Last-Event-ID`) and gets them, or the `gap` event when the cursor fell out of the
  * buffer (or is one the run never reached), and waits for the next append with a listener (no fiber, no
  * `Deferred` per event). A streamed chunk's frame and a `values` snapshot's keep their text in parts
- * (`Protocol.Spliced`: what the frames of a run share, and each one's own), joined when the frame is read.
+ * (`Projection.Spliced`: what the frames of a run share, and each one's own), joined when the frame is read.
  */
 import * as EventIds from "./EventIds.js"
+import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
 
 /** What readers of a run's buffer see (the streams of `RunStream` follow a run through it). */
@@ -24,7 +25,7 @@ export interface Reader {
 /** A run's buffer: its readers' side, and where the run appends its events. */
 export interface RunBuffer extends Reader {
   /** Appends the events as frames under the next ids (trimming the oldest), and wakes the waiting readers. */
-  readonly append: (outs: ReadonlyArray<Protocol.Out>) => void
+  readonly append: (outs: ReadonlyArray<Projection.Out>) => void
   /** Ends the buffer without `end` (the run was handed over and goes on elsewhere), waking the waiting readers. */
   readonly close: () => void
 }
@@ -37,7 +38,7 @@ export interface Options {
   readonly bufferBytes: number
 }
 
-/** A frame kept in parts (`Protocol.Spliced`); its text is made each time it is read. */
+/** A frame kept in parts (`Projection.Spliced`); its text is made each time it is read. */
 class SplicedFrame implements Protocol.Frame {
   constructor(
     readonly id: number,

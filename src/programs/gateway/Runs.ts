@@ -36,6 +36,7 @@ import * as Admission from "./Admission.js"
 import { GatewayError } from "./api/Problem.js"
 import * as EventIds from "./EventIds.js"
 import * as Fork from "./Fork.js"
+import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
 import * as RunBuffer from "./RunBuffer.js"
@@ -227,7 +228,7 @@ export const layer = (
       }
 
       const makeRun = (request: RunRequest, runId: string, initial: ThreadState) => {
-        const projector = Protocol.makeProjector({
+        const projector = Projection.makeProjector({
           runId,
           threadId: request.publicThreadId ?? request.threadId,
           modes: request.modes,
@@ -322,7 +323,7 @@ export const layer = (
           const action: CancelAction | undefined = how
           const record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
           yield* Effect.ignore(store.releaseLease(request.threadId, runId))
-          const outs: Array<Protocol.Out> = []
+          const outs: Array<Projection.Out> = []
           if (action !== undefined) {
             // what the cancelled run left (or the rollback restored): the client reloads nothing
             const loaded = yield* Effect.orElseSucceed(store.load(request.threadId), () => Option.none())

@@ -8,6 +8,7 @@ import * as Either from "effect/Either"
 import * as FC from "effect/FastCheck"
 import * as Clarification from "../../../src/middleware/Clarification.js"
 import * as DynamicContext from "../../../src/middleware/DynamicContext.js"
+import * as Projection from "../../../src/programs/gateway/Projection.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import type { RunEvent } from "../../../src/services/RunEvents.js"
 import * as Json from "../../../src/state/Json.js"
@@ -88,7 +89,7 @@ describe("requests", () => {
 
 describe("projection of run events", () => {
   const run = (modes: ReadonlyArray<Protocol.StreamMode>, batches: ReadonlyArray<ReadonlyArray<RunEvent>>) => {
-    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes, initial: TS.empty, modelName: "m" })
+    const projector = Projection.makeProjector({ runId: "r", threadId: "t", modes, initial: TS.empty, modelName: "m" })
     return batches.flatMap((batch) => projector.push(batch))
   }
   const call = { id: "c1", name: "ls", args: { path: "/mnt" } }
@@ -171,7 +172,7 @@ describe("secrets in token deltas", () => {
   it("a secret split across deltas never streams; the text still reassembles, redacted", async () => {
     const Redact = await import("../../../src/state/Redact.js")
     const secret = "sk-live-0123456789abcdef"
-    const projector = Protocol.makeProjector({
+    const projector = Projection.makeProjector({
       runId: "r",
       threadId: "t",
       modes: ["messages-tuple"],
@@ -198,7 +199,7 @@ describe("a streamed chunk's text in parts", () => {
       FC.option(FC.string({ maxLength: 10 }), { nil: undefined })
     ],
     ([messages, threadId, modelName]) => {
-      const projector = Protocol.makeProjector({ runId: "r\"1", threadId, modes: ["messages-tuple"], initial: TS.empty, modelName })
+      const projector = Projection.makeProjector({ runId: "r\"1", threadId, modes: ["messages-tuple"], initial: TS.empty, modelName })
       // a message streamed for the first time is the next step
       const seen = new Set<string>()
       let step = 0
@@ -254,7 +255,7 @@ describe("a values snapshot's text in parts", () => {
   ]
 
   it("each snapshot's text is the JSON of the public values, its messages' texts shared between snapshots", () => {
-    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes: ["values"], initial: TS.empty })
+    const projector = Projection.makeProjector({ runId: "r", threadId: "t", modes: ["values"], initial: TS.empty })
     let state = TS.empty
     const bodies: Array<string> = []
     for (const batch of batches) {
@@ -279,7 +280,7 @@ describe("a values snapshot's text in parts", () => {
   it("text that holds a secret is not kept in parts: the event goes as data, for the caller to redact", async () => {
     const Redact = await import("../../../src/state/Redact.js")
     const secret = "sk-live-0123456789abcdef"
-    const projector = Protocol.makeProjector({
+    const projector = Projection.makeProjector({
       runId: "r",
       threadId: "t",
       modes: ["values", "messages-tuple"],

@@ -12,6 +12,7 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import type { Readable } from "node:stream"
+import * as Projection from "../../../src/programs/gateway/Projection.js"
 import * as Protocol from "../../../src/programs/gateway/Protocol.js"
 import * as RunBuffer from "../../../src/programs/gateway/RunBuffer.js"
 import * as RunStream from "../../../src/programs/gateway/RunStream.js"
@@ -148,7 +149,7 @@ describe("the stream of a run another process runs (sseOf)", () => {
 describe("a streamed chunk kept in parts", () => {
   /** Tokens of one message as the projector makes them. */
   const tokens = (texts: ReadonlyArray<string>) => {
-    const projector = Protocol.makeProjector({ runId: "r", threadId: "t", modes: ["messages-tuple"], initial: TS.empty })
+    const projector = Projection.makeProjector({ runId: "r", threadId: "t", modes: ["messages-tuple"], initial: TS.empty })
     return texts.flatMap((text) => projector.push([{ type: "token", message_id: "m1", text }]))
   }
   const json = (data: unknown) => JSON.stringify(data)
