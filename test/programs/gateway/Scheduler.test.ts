@@ -263,6 +263,59 @@ describe("the scheduler on TestClock", () => {
       assert.strictEqual(yield* Queue.size(started), 0)
     }))
 
+  for (const how of ["its run's end", "its run's failure to start"] as const) {
+    it.scoped(`a process stopping between the writes that record ${how} leaves nothing another cannot finish`, () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(T0)
+        const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+        // the first process's store: once armed, its first write goes through and the next never returns (the
+        // process is stopped, SIGTERM or SIGKILL, between the two writes that record how a run went)
+        let armed = false
+        let writes = 0
+        const stopped = yield* Deferred.make<void>()
+        const write = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+          Effect.suspend(() =>
+            !armed || writes++ === 0 ? effect : Effect.zipRight(Deferred.succeed(stopped, undefined), Effect.never)
+          )
+        const stopping: Store = {
+          ...store,
+          update: (...args) => write(store.update(...args)),
+          updateRun: (...args) => write(store.updateRun(...args))
+        }
+        const { end, launcher, started } = yield* recording
+        const refusing: Scheduler.Launcher = { ...launcher, start: () => Effect.fail({ message: "no such assistant" }) }
+        const first = yield* schedulerOn(stopping, how === "its run's end" ? launcher : refusing)
+        yield* store.create(task("once", "once", { run_at: new Date(T0 + 30 * MINUTE).toISOString() }, T0))
+        yield* TestClock.setTime(T0 + 30 * MINUTE)
+        let runId: string | null = null
+        if (how === "its run's end") {
+          yield* first.scheduler.tick
+          runId = (yield* Queue.take(started)).runId
+          armed = true
+          yield* end(runId)
+        } else {
+          armed = true
+          yield* Effect.fork(first.scheduler.tick)
+        }
+        yield* Deferred.await(stopped)
+        yield* first.stop
+        // another process starts (settling what the first left): the task ends as its run did
+        yield* schedulerOn(store, launcher)
+        const once = yield* get(store, "once")
+        const runs = (yield* store.runs("once", 10, 0)).map((r) => [r.status, r.run_id, r.error])
+        if (how === "its run's end") {
+          assert.strictEqual(once.status, "completed")
+          assert.isNull(once.last_error)
+          assert.deepStrictEqual(runs, [["success", runId, null]])
+        } else {
+          assert.strictEqual(once.status, "failed")
+          assert.strictEqual(once.last_error, "no such assistant")
+          assert.deepStrictEqual(runs, [["failed", null, "no such assistant"]])
+        }
+        assert.strictEqual(yield* Queue.size(started), 0)
+      }))
+  }
+
   it.scoped("of two triggers at once (two processes), one starts a run and the other is refused", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)

@@ -159,19 +159,27 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     const maxActivePerUser = options.maxActivePerUser ?? 3
     const now = Clock.currentTimeMillis
 
-    /** Records a run's end, and a `once` task's end with it. */
+    /** Records on the task the end of its last run (a `once` task ends with it). */
+    const ended = (task: Task, outcome: Pick<Outcome, "error"> & { readonly status: string }, at: string) =>
+      store.update(task.id, task.user_id, {
+        last_error: outcome.status === "success" ? null : outcome.error,
+        ...(task.schedule_type === "once" && task.status === "running"
+          ? { status: outcome.status === "success" ? "completed" : "failed" }
+          : {})
+      }, at)
+
+    /**
+     * Records a run's end, and then the task's (a `once` task's end with it): a client that sees the task ended
+     * finds its run ended. Two writes: a process stopped between them (SIGTERM interrupting this, SIGKILL) leaves
+     * the run ended beside its task still `running`, which `reconcile` ends (`stranded`).
+     */
     const finish = (task: Task, runId: string, outcome: Outcome) =>
       Effect.gen(function*() {
         const at = iso(yield* now)
         yield* store.updateRun(runId, { status: outcome.status, error: outcome.error, finished_at: at })
         const current = yield* store.get(task.id, task.user_id)
         if (Option.isNone(current)) return
-        yield* store.update(task.id, task.user_id, {
-          last_error: outcome.status === "success" ? null : outcome.error,
-          ...(current.value.schedule_type === "once" && current.value.status === "running"
-            ? { status: outcome.status === "success" ? "completed" : "failed" }
-            : {})
-        }, at)
+        yield* ended(current.value, outcome, at)
       })
 
     /** The next tick of `task` after `at` (none for a `once` task). */
@@ -331,11 +339,29 @@ export const make = (launcher: Launcher, options: Options = {}) =>
         return yield* launch(task, run, started)
       })
 
-    /** The runs recorded as going, settled (`settle`): ended ones recorded, stale admitted ones started. */
+    /**
+     * A task left `running` without a run going (a `once` task is `running` only while it has one): the process
+     * recording its run's end, or its run's failure to start, stopped after the run's write and before the task's.
+     * It is ended as its last run ended.
+     */
+    const stranded = (task: Task) =>
+      Effect.gen(function*() {
+        if (Option.isSome(yield* store.active(task.id))) return
+        const last = (yield* store.runs(task.id, 1, 0))[0]
+        if (last === undefined || last.status === "queued" || last.status === "running" || last.status === "skipped") return
+        yield* Effect.logWarning(`scheduled task ${task.id}: its last run ended ${last.status}, recorded on the task now`)
+        yield* ended(task, last, iso(yield* now))
+      })
+
+    /**
+     * The runs recorded as going, settled (`settle`): ended ones recorded, stale admitted ones started; then the
+     * tasks left `running` after their run ended (`stranded`).
+     */
     const reconcile = Effect.gen(function*() {
       for (const run of yield* store.unfinishedRuns) {
         yield* settle(run, yield* store.get(run.task_id, run.user_id))
       }
+      for (const task of yield* store.runningTasks) yield* stranded(task)
     })
 
     const tick: Service["tick"] = Effect.gen(function*() {

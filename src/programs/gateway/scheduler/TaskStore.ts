@@ -131,6 +131,8 @@ export interface Service {
   readonly activeOfUser: (userId: string) => Effect.Effect<number, StoreError>
   /** Runs of every task still `queued` or `running` (for the bookkeeping after a restart). */
   readonly unfinishedRuns: Effect.Effect<ReadonlyArray<TaskRun>, StoreError>
+  /** Tasks of every user whose status is `running` (`once` tasks whose run has not ended, or not been recorded so). */
+  readonly runningTasks: Effect.Effect<ReadonlyArray<Task>, StoreError>
 }
 
 /** The bookkeeping of a task made at `at`: never run yet. */
@@ -443,6 +445,7 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
           ),
           (rows) => Number(rows[0]?.n ?? 0)
         ),
-      unfinishedRuns: Effect.flatMap(sql.query(`${RUNS} WHERE status IN ('queued', 'running')`, []), runsOf)
+      unfinishedRuns: Effect.flatMap(sql.query(`${RUNS} WHERE status IN ('queued', 'running')`, []), runsOf),
+      runningTasks: Effect.flatMap(sql.query(`${TASKS} WHERE status = 'running'`, []), tasksOf)
     }
   })
