@@ -145,8 +145,8 @@ describe("configured middlewares: antler run", () => {
       const ran = yield* Effect.promise(() =>
         runAntler(["run", "--base-url", "http://127.0.0.1:9/v1", "--api-key", "x", "hi"], { cwd: home, env })
       )
-      assert.notStrictEqual(ran.code, 0)
-      assert.include(ran.stderr, `extensions.middlewares: "${GUARDS}:Nope"`)
+      assert.strictEqual(ran.code, 2, "a configuration error")
+      assert.include(ran.stderr, `Configuration error:\n${config}: extensions.middlewares: "${GUARDS}:Nope"`)
       assert.include(ran.stderr, "has no export named Nope")
       assert.notInclude(ran.stderr, "    at ", "no stack trace")
     }), SLOW)

@@ -147,6 +147,8 @@ export const reportAgentFailures = (
         return fail(ExitCode.usage, `Configuration error:\n${Render.safeText(message(), redact)}`)
       case "ChainError":
         return fail(ExitCode.usage, `Configuration error: ${message()}`)
+      case "ConfiguredMiddlewareError":
+        return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${Render.safeText(message(), redact)}`)
       case "GuardrailConfigError":
       case "SafetyDetectorConfigError":
         return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${message()}`)
