@@ -141,3 +141,23 @@ describe("a state update", () => {
     assert.deepStrictEqual((await client.threads.getState(thread.thread_id)).checkpoint, byConfig.checkpoint)
   })
 })
+
+describe("joining a run that has ended", () => {
+  // LangGraph answers a join with the run's last values; Antler read the thread's state when answering, so a join of
+  // a run followed by another one on the thread (a queue, a second turn) answered with the later run's messages
+  it("answers the values at that run's end, not the thread's later state", async () => {
+    const thread = await client.threads.create()
+    const first = await client.runs.create(thread.thread_id, "lead_agent", { input: human("first turn") })
+    await client.runs.join(thread.thread_id, first.run_id)
+    await client.runs.wait(thread.thread_id, "lead_agent", { input: human("second turn") })
+    const joined = (await client.runs.join(thread.thread_id, first.run_id)) as { messages?: Array<{ content: unknown }> }
+    const visible = Support.visible((joined.messages ?? []) as any)
+    const texts = visible.map((m: any) => `${m.type}: ${m.content}`)
+    assert.strictEqual(texts.length, 2, texts.join("\n"))
+    assert.strictEqual(texts[0], "human: first turn")
+    assert.match(texts[1]!, /^ai: You said: .*first turn/s)
+    // the thread itself goes on
+    const state = await client.threads.getState(thread.thread_id)
+    assert.match(String(Support.visible((state.values as any).messages).at(-1)?.content), /second turn/)
+  })
+})

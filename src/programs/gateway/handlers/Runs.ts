@@ -164,8 +164,23 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           return undefined
         })
 
+      /**
+       * The thread's values at the end of the run (LangGraph answers a join with the run's last values): the
+       * thread's state, unless a later run (the next one of its queue) has written since; then the state before
+       * that run's first checkpoint.
+       */
       const finalValues = (threadId: string, record: RunRecord) =>
-        Effect.map(loadState(threadId), (loaded) => withError(Protocol.publicValues(loaded.state), record))
+        Effect.gen(function*() {
+          const loaded = yield* loadState(threadId)
+          const at = loaded.runs.findIndex((r) => r.run_id === record.run_id)
+          const later = new Set(at < 0 ? [] : loaded.runs.slice(at + 1).map((r) => r.run_id))
+          if (later.size === 0) return withError(Protocol.publicValues(loaded.state), record)
+          const records = yield* Effect.mapError(store.checkpoints(threadId), storeFailed)
+          const next = records.find((r) => later.has(r.run_id))
+          if (next === undefined) return withError(Protocol.publicValues(loaded.state), record)
+          const before = Fork.stateAfter(records, next.seq - 1)
+          return withError(Protocol.publicValues(Either.isRight(before) ? before.right : loaded.state), record)
+        })
 
       const createRun = (
         kind: "background" | "stream" | "wait",
