@@ -200,6 +200,9 @@ const streamRun = async (model: ModelServer, server: Server, prefix: string): Pr
 // ---------------------------------------------------------------------------------------------------------
 // G1, G2, G3
 
+/** How many of an answer's tokens G1 reports apart (`firstTokensOfAnswer`). */
+const FIRST_TOKENS = 5
+
 const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
   const by: Record<string, Array<RunResult>> = {}
   for (const s of servers) await streamRun(model, s, "w") // warm-up
@@ -215,6 +218,10 @@ const g1 = async (model: ModelServer, servers: ReadonlyArray<Server>) => {
       runs: runs.length,
       tokens: latencies.length,
       addedMsPerToken: p50p99(latencies, 3),
+      // where the slow tokens are: an answer's first tokens (its message set up, the step before it written) or
+      // anywhere (collections, the client)
+      firstTokensOfAnswer: p50p99(runs.flatMap((r) => r.latencies.slice(0, FIRST_TOKENS)), 3),
+      laterTokens: p50p99(runs.flatMap((r) => r.latencies.slice(FIRST_TOKENS)), 3),
       firstEventMs: { p50: round(quantile(runs.map((r) => r.firstEventMs), 0.5)) },
       eventsPerRun: round(runs.reduce((a, r) => a + r.events, 0) / runs.length, 1)
     }]
