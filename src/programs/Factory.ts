@@ -78,9 +78,13 @@ export const RunSettings = Schema.Struct({
 })
 export type RunSettings = typeof RunSettings.Type
 
-/** Run settings that do not decode: what was wrong, where. */
+/**
+ * Run settings that do not decode: what was wrong, where. `missingAgent`: the custom agent the settings name
+ * does not exist (for this user), which a gateway answers as an unknown assistant.
+ */
 export class SettingsError extends Schema.TaggedError<SettingsError>()("SettingsError", {
-  message: Schema.String
+  message: Schema.String,
+  missingAgent: Schema.optional(Schema.String)
 }) {}
 
 /**
@@ -433,7 +437,14 @@ export const layer = (
           const settings = yield* settingsOf(raw)
           const custom = yield* AgentSetup.load(app.home, userId, settings).pipe(
             Effect.provideService(FileSystem.FileSystem, files),
-            Effect.mapError((error) => new SettingsError({ message: `agent_name: ${error.message}` }))
+            Effect.mapError((error) =>
+              new SettingsError({
+                message: `agent_name: ${error.message}`,
+                ...(error.reason === "not_found" || error.reason === "invalid_name"
+                  ? { missingAgent: error.name }
+                  : {})
+              })
+            )
           )
           const resolved = resolve(models, settings, AgentSetup.defaultsOf(custom), {
             maxTotalSubagents: app.config.subagents.max_total_per_run

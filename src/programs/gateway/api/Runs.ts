@@ -142,13 +142,17 @@ const threadRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.
   HttpApiEndpoint.post(name, path)
     .setPath(ThreadPath)
     .setPayload(RunCreate)
-    .addError(ThreadNotFound)
+    .addError(refusal(404, "No such thread (of this user), or no such assistant (an agent of this user's)"))
     .addError(BodyRefusals)
     .addError(RunCreateRefusals)
 
 /** An endpoint starting a stateless run. */
 const statelessRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
-  HttpApiEndpoint.post(name, path).setPayload(RunCreate).addError(BodyRefusals).addError(RunCreateRefusals)
+  HttpApiEndpoint.post(name, path)
+    .setPayload(RunCreate)
+    .addError(refusal(404, "No such assistant (an agent of this user's)"))
+    .addError(BodyRefusals)
+    .addError(RunCreateRefusals)
 
 /** The runs group. */
 export const group = HttpApiGroup.make("runs")

@@ -67,10 +67,19 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           if (checkpointId !== undefined && threadId === undefined) {
             return yield* fail("unprocessable", "A stateless run has no thread, so no checkpoint to start from.")
           }
-          // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be
+          // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be; an
+          // assistant id naming no agent of the user's is an assistant that does not exist (LangGraph's 404)
           yield* Effect.mapError(
             factory.resolve(settings, userId),
-            (error) => fail("unprocessable", `Run settings: ${error.message}`)
+            (error) =>
+              error._tag === "SettingsError" && error.missingAgent !== undefined &&
+                error.missingAgent === Protocol.agentNameOf(request.assistant_id)
+                ? fail(
+                  "not_found",
+                  `No assistant found for "${request.assistant_id}": no agent of yours is named ` +
+                    `"${error.missingAgent}" (assistants: ${Protocol.LEAD_AGENT} and your custom agents).`
+                )
+                : fail("unprocessable", `Run settings: ${error.message}`)
           )
           const assistantId = request.assistant_id ?? Protocol.LEAD_AGENT
           // the graph and assistant the thread runs on, in its metadata as LangGraph keeps them (apps list a

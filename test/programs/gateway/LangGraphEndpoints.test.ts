@@ -1,0 +1,87 @@
+/**
+ * LangGraph API calls of the real `@langchain/langgraph-sdk` Client answered as LangGraph's own API server
+ * (`@langchain/langgraph-api`) answers them, by a gateway with two token users: an unknown assistant, `select`,
+ * runs' `kwargs` and `metadata`, `threads.count`, `threads.copy` and `runs.delete`. Each user reaches only their
+ * own threads and runs: the other's are, for them, ones that do not exist. The model is SCRIPTED.
+ */
+import { Client } from "@langchain/langgraph-sdk"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-0123456789abcdef"
+const BOB = "bob-token-0123456789abcdef00"
+const SECRET = "sk-live-very-secret-0123456789"
+
+const lastUserText = (body: ChatRequestBody): string => {
+  const last = body.messages.filter((m) => m.role === "user").at(-1)?.content
+  return typeof last === "string" ? last : JSON.stringify(last ?? "")
+}
+
+const script = (body: ChatRequestBody): Turn =>
+  lastUserText(body).includes("hang") ? { content: "working", stall: true } : `You said: ${lastUserText(body)}`
+
+let gateway: TestGateway
+let alice: Client
+let bob: Client
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    script,
+    config: {
+      gateway: {
+        heartbeat_seconds: 1,
+        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+      },
+      // a secret the configuration knows: never stored, never answered
+      tracing: { enabled: false, headers: { authorization: SECRET } }
+    }
+  })
+  alice = new Client({ apiUrl: gateway.url, apiKey: ALICE })
+  bob = new Client({ apiUrl: gateway.url, apiKey: BOB })
+})
+afterAll(() => gateway?.stop())
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] })
+
+/** The HTTP status a call failed with (none when it succeeded). */
+const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
+  call.then(() => undefined, (error) => (error as { status?: number }).status)
+
+/** The error a call failed with. */
+const errorOf = (call: Promise<unknown>): Promise<{ status?: number; message: string }> =>
+  call.then(() => assert.fail("the call succeeded"), (error) => error)
+
+describe("an unknown assistant", () => {
+  // LangGraph answers 404 ("No assistant found for ...") for a run of an assistant it does not have; the gateway
+  // answered 422 (its agent settings were refused)
+  it("in a run is a 404 naming it, for a thread's run and a stateless one; nothing is started", async () => {
+    const thread = await alice.threads.create()
+    const refused = await errorOf(alice.runs.create(thread.thread_id, "no-such-agent", { input: human("hi") }))
+    assert.strictEqual(refused.status, 404)
+    assert.include(refused.message, `No assistant found for \\"no-such-agent\\"`)
+    assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
+    assert.strictEqual(await statusOf(alice.runs.wait(null, "No_Such_Agent", { input: human("hi") })), 404)
+    assert.strictEqual(await statusOf(alice.assistants.get("no-such-agent")), 404)
+  })
+
+  it("is one another user has (their custom agent), and the lead agent is everyone's", async () => {
+    const dir = Path.join(gateway.home, "users", "bob", "agents", "bobs-helper")
+    Fs.mkdirSync(dir, { recursive: true })
+    Fs.writeFileSync(Path.join(dir, "config.yaml"), "name: bobs-helper\n")
+    const thread = await alice.threads.create()
+    assert.strictEqual(await statusOf(alice.runs.wait(thread.thread_id, "bobs-helper", { input: human("hi") })), 404)
+    assert.strictEqual(await statusOf(alice.assistants.get("bobs-helper")), 404)
+    const bobs = await bob.threads.create()
+    await bob.runs.wait(bobs.thread_id, "bobs-helper", { input: human("hi") })
+    assert.strictEqual((await bob.runs.list(bobs.thread_id))[0]?.status, "success")
+    // an agent named in the run's context (not its assistant) stays a settings problem: 422
+    const named = await errorOf(
+      alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hi"), context: { agent_name: "nobody" } })
+    )
+    assert.strictEqual(named.status, 422)
+  })
+})
