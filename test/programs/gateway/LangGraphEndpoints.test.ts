@@ -85,3 +85,37 @@ describe("an unknown assistant", () => {
     assert.strictEqual(named.status, 422)
   })
 })
+
+describe("select", () => {
+  // `select` names the fields of each object found; it was ignored, and every field was answered
+  it("answers only the selected fields of threads, assistants and runs; an unknown field is a 422 naming it", async () => {
+    const thread = await alice.threads.create({ metadata: { purpose: "select" } })
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
+    const threads = await alice.threads.search({ metadata: { purpose: "select" }, select: ["thread_id", "status"] })
+    assert.deepStrictEqual(threads, [{ thread_id: thread.thread_id, status: "idle" }] as any)
+
+    const assistants = await alice.assistants.search({ select: ["assistant_id", "graph_id"] })
+    assert.deepStrictEqual(assistants, [{ assistant_id: "lead_agent", graph_id: "lead_agent" }] as any)
+
+    const [run] = await alice.runs.list(thread.thread_id)
+    const runs = await alice.runs.list(thread.thread_id, { select: ["run_id", "status"] })
+    assert.deepStrictEqual(runs, [{ run_id: run!.run_id, status: "success" }] as any)
+    // none selected: every field
+    assert.deepStrictEqual(Object.keys((await alice.threads.search({ ids: [thread.thread_id] }))[0]!).sort(), [
+      "created_at", "interrupts", "metadata", "status", "thread_id", "updated_at", "values"
+    ])
+
+    for (
+      const call of [
+        () => alice.threads.search({ select: ["thread_id", "password" as any] }),
+        () => alice.assistants.search({ select: ["password" as any] }),
+        () => alice.runs.list(thread.thread_id, { select: ["password" as any] })
+      ]
+    ) {
+      const refused = await errorOf(call())
+      assert.strictEqual(refused.status, 422)
+      assert.include(refused.message, `actual \\"password\\"`)
+      assert.include(refused.message, "one of")
+    }
+  })
+})

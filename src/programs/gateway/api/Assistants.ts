@@ -8,14 +8,26 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
-import { BodyRefusals, JsonRecord } from "./Threads.js"
+import { BodyRefusals, JsonRecord, selectOf } from "./Threads.js"
 
 /** `POST /assistants/search` */
 export const AssistantSearch = Schema.Struct({
   graph_id: Schema.optional(Schema.NullOr(Schema.String)),
   name: Schema.optional(Schema.NullOr(Schema.String)),
   limit: Schema.optional(Schema.NullOr(Schema.Number)),
-  offset: Schema.optional(Schema.NullOr(Schema.Number))
+  offset: Schema.optional(Schema.NullOr(Schema.Number)),
+  select: Schema.optional(Schema.NullOr(selectOf(
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version"
+  )))
 })
 
 /** LangGraph's Assistant object. */
@@ -32,8 +44,8 @@ export const AssistantObject = Schema.Struct({
   updated_at: Schema.String
 }).annotations({ identifier: "Assistant" })
 
-/** Assistants found. */
-export const AssistantList = Schema.Array(AssistantObject)
+/** Assistants found (with `select`, only the fields selected). */
+export const AssistantList = Schema.Array(Schema.partial(AssistantObject))
 
 /** The graph every assistant runs: the ReAct loop. */
 export const AssistantGraph = Schema.Struct({

@@ -12,7 +12,7 @@ import { StopReason } from "../../../services/RunEvents.js"
 import { RunPath, ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
-import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
+import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "./Threads.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests
@@ -100,8 +100,24 @@ export const RunObject = Schema.Struct({
   error: Schema.optional(Schema.String)
 }).annotations({ identifier: "Run" })
 
-/** Runs of a thread. */
-export const RunList = Schema.Array(RunObject)
+/** The fields of a run a list may select (the SDK's `RunSelectField`, and Antler's `stop_reason` and `error`). */
+export const RunSelect = selectOf(
+  "run_id",
+  "thread_id",
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "status",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+  "cancel_reason",
+  "stop_reason",
+  "error"
+)
+
+/** Runs of a thread (with `select`, only the fields selected). */
+export const RunList = Schema.Array(Schema.partial(RunObject))
 
 /** The thread's values once a run ended (with `__error__` when it failed). */
 export const RunValues = JsonRecord.annotations({
@@ -177,10 +193,14 @@ export const group = HttpApiGroup.make("runs")
       .setUrlParams(Schema.Struct({
         limit: Schema.optional(QueryValue.annotations({ description: "At most this many (1-1000, default 10)" })),
         offset: Schema.optional(QueryValue.annotations({ description: "Skip this many" })),
-        status: Schema.optional(QueryValue.annotations({ description: "Only runs of this status" }))
+        status: Schema.optional(QueryValue.annotations({ description: "Only runs of this status" })),
+        select: Schema.optional(QueryValue.annotations({
+          description: `Only these fields of each run (repeated: ${RunSelect.value.literals.join(", ")})`
+        }))
       }))
       .addSuccess(RunList)
       .addError(ThreadNotFound)
+      .addError(refusal(422, "A field to select that a run does not have"))
       .annotate(OpenApi.Summary, "A thread's runs, newest first")
   )
   .add(

@@ -18,6 +18,34 @@ export const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unkn
 /** A query parameter as sent: once, or repeated. */
 export const QueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
 
+/**
+ * LangGraph's `select`: the names of the fields to answer, each one of `fields` (another is refused, naming
+ * them).
+ */
+export const selectOf = <const Fields extends readonly [string, ...Array<string>]>(...fields: Fields) =>
+  Schema.Array(
+    Schema.Literal(...fields).annotations({
+      message: (issue) => ({
+        message: `Expected a field name, one of ${fields.join(", ")}; actual ${JSON.stringify(issue.actual)}`,
+        override: true
+      })
+    })
+  ).annotations({ description: "Only these fields of each object" })
+
+/** The fields of a thread a search may select (the SDK's `ThreadSelectField`). */
+export const ThreadSelect = selectOf(
+  "thread_id",
+  "created_at",
+  "updated_at",
+  "state_updated_at",
+  "metadata",
+  "config",
+  "context",
+  "status",
+  "values",
+  "interrupts"
+)
+
 /** The refusals of a request's JSON body (see `Body.ts`). */
 export const BodyRefusals = Schema.Union(
   refusal(400, "A body that is not valid JSON, or nested too deep"),
@@ -52,7 +80,8 @@ export const ThreadSearch = Schema.Struct({
   limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
   offset: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.nonNegative()))),
   sort_by: Schema.optional(Schema.NullOr(Schema.Literal("thread_id", "created_at", "updated_at", "status"))),
-  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc")))
+  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc"))),
+  select: Schema.optional(Schema.NullOr(ThreadSelect))
 })
 
 /** `POST /threads/{id}/state` */
@@ -93,8 +122,8 @@ export const ThreadObject = Schema.Struct({
   interrupts: JsonRecord
 }).annotations({ identifier: "Thread" })
 
-/** Threads found. */
-export const ThreadList = Schema.Array(ThreadObject)
+/** Threads found (with `select`, only the fields selected). */
+export const ThreadList = Schema.Array(Schema.partial(ThreadObject))
 
 /** LangGraph's checkpoint reference. */
 export const Checkpoint = Schema.Struct({

@@ -15,7 +15,7 @@ import { notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Protocol from "../Protocol.js"
-import { json } from "./Http.js"
+import { json, selectFields } from "./Http.js"
 
 const assistant = (id: string): typeof AssistantsApi.AssistantObject.Type => ({
   assistant_id: id,
@@ -89,7 +89,8 @@ export const layer = (api: LangGraphApi) =>
               .filter((a) => request.name == null || a.name.includes(request.name))
               .filter((a) => request.graph_id == null || a.graph_id === request.graph_id)
             const offset = request.offset ?? 0
-            return json(AssistantsApi.AssistantList, all.slice(offset, offset + (request.limit ?? 10)))
+            const page = all.slice(offset, offset + (request.limit ?? 10))
+            return json(AssistantsApi.AssistantList, page.map((a) => selectFields(a, request.select)))
           }))
         .handleRaw("getAssistant", ({ path }) =>
           Effect.as(known(path.assistant_id), json(AssistantsApi.AssistantObject, assistant(path.assistant_id))))

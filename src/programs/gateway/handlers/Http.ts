@@ -25,6 +25,18 @@ export const sse = (body: Readable | string, headers: Record<string, string>) =>
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
   })
 
+/**
+ * Only the fields of `value` that `select` names, as LangGraph's searches answer with `select` (every field when
+ * it names none).
+ */
+export const selectFields = <A extends object>(
+  value: A,
+  select: ReadonlyArray<string> | null | undefined
+): Partial<A> =>
+  select == null || select.length === 0
+    ? value
+    : Object.fromEntries(Object.entries(value).filter(([key]) => select.includes(key))) as Partial<A>
+
 /** A query parameter as sent: once, or repeated. */
 export type QueryValue = string | ReadonlyArray<string> | undefined
 

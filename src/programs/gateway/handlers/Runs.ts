@@ -29,9 +29,10 @@ import * as RunSettings from "../RunSettings.js"
 import type { ActiveRun } from "../Runs.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
-import { json, prefixOf, queryFlag, queryList, sse } from "./Http.js"
+import { json, prefixOf, queryFlag, queryList, selectFields, sse } from "./Http.js"
 
 const decodeStreamModes = Schema.decodeUnknownEither(Schema.Array(RunsApi.StreamMode))
+const decodeRunSelect = Schema.decodeUnknownEither(RunsApi.RunSelect)
 
 const withError = (values: Record<string, unknown>, record: RunRecord) =>
   record.status === "error"
@@ -325,11 +326,15 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             const limit = Math.max(1, Math.min(1000, Number(urlParams.limit ?? 10) || 10))
             const offset = Math.max(0, Number(urlParams.offset ?? 0) || 0)
             const status = typeof urlParams.status === "string" ? urlParams.status : undefined
+            const select = yield* Either.match(decodeRunSelect(queryList(urlParams.select)), {
+              onLeft: (error) => Effect.fail(fail("unprocessable", `select: ${describeParseError(error)}`)),
+              onRight: Effect.succeed
+            })
             const records = (yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
               .map((record) => runObject(record, threadId))
               .filter((run) => status === undefined || run.status === status)
               .reverse()
-            return json(RunsApi.RunList, records.slice(offset, offset + limit))
+            return json(RunsApi.RunList, records.slice(offset, offset + limit).map((run) => selectFields(run, select)))
           }))
         .handleRaw("getRun", ({ path }) =>
           Effect.gen(function*() {

@@ -32,7 +32,7 @@ import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
-import { json, queryList } from "./Http.js"
+import { json, queryList, selectFields } from "./Http.js"
 
 const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
@@ -180,7 +180,8 @@ export const layer = (api: LangGraphApi) =>
             const order = request.sort_order === "asc" ? 1 : -1
             matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
             const offset = request.offset ?? 0
-            return json(Threads.ThreadList, matches.slice(offset, offset + (request.limit ?? 10)))
+            const page = matches.slice(offset, offset + (request.limit ?? 10))
+            return json(Threads.ThreadList, page.map((thread) => selectFields(thread, request.select)))
           }))
         .handleRaw("getThread", ({ path }) =>
           Effect.gen(function*() {
