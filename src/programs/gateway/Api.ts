@@ -72,7 +72,7 @@ const handlersLayer = (options: Options) => {
     Layer.mergeAll(
       Assistants.layer(api),
       Threads.layer(api),
-      Runs.layer(api, options.models),
+      Runs.layer(api, options.models, options.redact ?? Redact.none),
       Crons.layer(api, options.models),
       Health.layer(api)
     ))

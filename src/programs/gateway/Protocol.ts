@@ -195,6 +195,20 @@ export const runStatus = (
   }
 }
 
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** A run's stored `kwargs` with `config.configurable` naming the run and its thread (as the record does). */
+const kwargsOf = (stored: unknown, record: RunRecord): Record<string, unknown> => {
+  if (!isRecord(stored)) return {}
+  const config = isRecord(stored.config) ? stored.config : {}
+  const configurable = isRecord(config.configurable) ? config.configurable : {}
+  return {
+    ...stored,
+    config: { ...config, configurable: { ...configurable, run_id: record.run_id, thread_id: record.thread_id } }
+  }
+}
+
 /** LangGraph's Run object. */
 export const runObject = (record: RunRecord): typeof RunObject.Type => {
   const metadata = (record.metadata ?? {}) as Record<string, unknown>
@@ -207,7 +221,7 @@ export const runObject = (record: RunRecord): typeof RunObject.Type => {
     status: runStatus(record),
     metadata: metadata.metadata ?? {},
     multitask_strategy: metadata.multitask_strategy ?? "reject",
-    kwargs: {},
+    kwargs: kwargsOf(metadata.kwargs, record),
     stop_reason: record.stop_reason,
     ...(record.error != null ? { error: record.error } : {})
   }

@@ -105,6 +105,7 @@ export interface QueuedRequest {
   readonly assistantId: string
   readonly multitaskStrategy: "reject" | "interrupt" | "rollback" | "enqueue"
   readonly metadata: Readonly<Record<string, unknown>>
+  readonly kwargs?: Readonly<Record<string, unknown>> | undefined
   /** The run's id, when the caller chose it. */
   readonly runId?: string | undefined
 }
@@ -144,6 +145,7 @@ export const makeQueues = <Req extends QueuedRequest>(manager: Manager<Req>) => 
           assistant_id: request.assistantId,
           multitask_strategy: request.multitaskStrategy,
           metadata: request.metadata,
+          ...(request.kwargs !== undefined ? { kwargs: request.kwargs } : {}),
           user_id: request.userId
         }
       })

@@ -87,3 +87,57 @@ export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared
   }
   return Either.right({ messages: messages.right, settings })
 }
+
+/** What names a run in its `kwargs` (see `kwargsOf`; its run and thread ids are added as it is answered). */
+export interface RunIds {
+  readonly assistantId: string
+  readonly checkpointId?: string | undefined
+  /** The run's metadata (also in its Run object's `metadata`). */
+  readonly metadata: Readonly<Record<string, unknown>>
+  /** Whether its thread goes with it (a stateless run without `on_completion: keep`). */
+  readonly temporary: boolean
+}
+
+/**
+ * What a run was asked with, as LangGraph's Run object shows it (`kwargs`, the shape of `@langchain/langgraph-api`'s
+ * `runs().put`): the input and command, the config with `configurable` naming the graph and assistant (and the
+ * checkpoint it starts from; `Protocol.runObject` adds the run and its thread) and `metadata` the run's, the
+ * context, the stream modes and the options. Fields not given are left out, as LangGraph's JSON leaves them. Request headers and the caller's
+ * identity, which LangGraph adds to `configurable`, are not: the object is stored and answered as it is.
+ */
+export const kwargsOf = (
+  request: Fields & {
+    readonly command?: unknown
+    readonly stream_mode?: Parameters<typeof Protocol.modesOf>[0]
+    readonly webhook?: string | null | undefined
+    readonly stream_subgraphs?: boolean | null | undefined
+    readonly stream_resumable?: boolean | null | undefined
+  },
+  ids: RunIds
+): Record<string, unknown> => {
+  const config = request.config ?? {}
+  const defined = (entries: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(entries).filter(([, value]) => value != null))
+  return defined({
+    input: request.input,
+    command: request.command,
+    config: {
+      ...config,
+      configurable: {
+        ...config.configurable,
+        ...(ids.checkpointId !== undefined ? { checkpoint_id: ids.checkpointId } : {}),
+        graph_id: Protocol.LEAD_AGENT,
+        assistant_id: ids.assistantId
+      },
+      metadata: ids.metadata
+    },
+    context: request.context ?? {},
+    stream_mode: Protocol.modesOf(request.stream_mode),
+    interrupt_before: request.interrupt_before,
+    interrupt_after: request.interrupt_after,
+    webhook: request.webhook,
+    temporary: ids.temporary,
+    subgraphs: request.stream_subgraphs ?? false,
+    resumable: request.stream_resumable ?? false
+  })
+}

@@ -72,7 +72,10 @@ export interface RunRequest {
   readonly settings: Record<string, unknown>
   readonly modes: ReadonlyArray<Protocol.StreamMode>
   readonly multitaskStrategy: "reject" | "interrupt" | "rollback" | "enqueue"
+  /** The run's metadata, as its Run object shows it. */
   readonly metadata: Readonly<Record<string, unknown>>
+  /** What the run was asked with, as its Run object shows it (LangGraph's `kwargs`; already redacted). */
+  readonly kwargs?: Readonly<Record<string, unknown>> | undefined
   /** Delete the thread once the run ends (a stateless run's `on_completion: delete`). */
   readonly deleteThread?: boolean | undefined
   /** The checkpoint the run starts from (the head: as usual; an older one: a fork, see `Fork`). */
@@ -438,6 +441,7 @@ export const layer = (
               assistant_id: request.assistantId,
               multitask_strategy: request.multitaskStrategy,
               metadata: request.metadata,
+              ...(request.kwargs !== undefined ? { kwargs: request.kwargs } : {}),
               user_id: request.userId,
               ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {}),
               ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})

@@ -119,3 +119,57 @@ describe("select", () => {
     }
   })
 })
+
+describe("a run's kwargs and metadata", () => {
+  // LangGraph's Run object carries what the run was asked with (`kwargs`) and its metadata over the thread's; the
+  // gateway answered `kwargs: {}` and the run's metadata alone
+  it("come back on runs.get and runs.list as LangGraph's, secrets redacted, the run's user's only", async () => {
+    const thread = await alice.threads.create({ metadata: { project: "fells" } })
+    const input = human(`remember ${SECRET}`)
+    const run = await alice.runs.create(thread.thread_id, "lead_agent", {
+      input,
+      metadata: { purpose: "kwargs" },
+      config: { configurable: { model_name: "scripted" }, recursion_limit: 30 },
+      context: { thinking_enabled: false },
+      streamMode: ["values", "messages-tuple"],
+      multitaskStrategy: "reject"
+    })
+    await alice.runs.join(thread.thread_id, run.run_id)
+    const metadata = { project: "fells", graph_id: "lead_agent", assistant_id: "lead_agent", purpose: "kwargs" }
+    const kwargs = {
+      input: human("remember [redacted]"),
+      config: {
+        configurable: {
+          model_name: "scripted",
+          graph_id: "lead_agent",
+          assistant_id: "lead_agent",
+          run_id: run.run_id,
+          thread_id: thread.thread_id
+        },
+        recursion_limit: 30,
+        metadata
+      },
+      context: { thinking_enabled: false },
+      stream_mode: ["values", "messages-tuple"],
+      temporary: false,
+      subgraphs: false,
+      resumable: false
+    }
+    for (const found of [run, await alice.runs.get(thread.thread_id, run.run_id)]) {
+      assert.deepStrictEqual(found.metadata, metadata)
+      assert.deepStrictEqual((found as any).kwargs, kwargs)
+    }
+    const [listed] = await alice.runs.list(thread.thread_id)
+    assert.deepStrictEqual((listed as any).kwargs, kwargs)
+    assert.notInclude(JSON.stringify(await alice.runs.list(thread.thread_id)), SECRET)
+
+    // a stateless run's thread is its own (its metadata the run's), and goes with it
+    const stateless = await alice.runs.create(null, "lead_agent", { input: human("hi"), metadata: { once: true } })
+    assert.deepStrictEqual(stateless.metadata, { once: true })
+    assert.strictEqual((stateless as any).kwargs.temporary, true)
+
+    // bob reads none of it
+    assert.strictEqual(await statusOf(bob.runs.get(thread.thread_id, run.run_id)), 404)
+    assert.strictEqual(await statusOf(bob.runs.list(thread.thread_id)), 404)
+  })
+})

@@ -15,6 +15,7 @@ import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
+import type * as Redact from "../../../state/Redact.js"
 import * as Factory from "../../Factory.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail } from "../api/Problem.js"
@@ -41,8 +42,11 @@ const withError = (values: Record<string, unknown>, record: RunRecord) =>
 
 const runLocation = (prefix: string, run: ActiveRun) => `${prefix}/threads/${run.publicThreadId}/runs/${run.runId}`
 
-/** The runs endpoints of `api` (the LangGraph API under one of its prefixes); runs choose among `models`. */
-export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
+/**
+ * The runs endpoints of `api` (the LangGraph API under one of its prefixes); runs choose among `models`; what a
+ * run was asked with is kept without `redact`'s secrets.
+ */
+export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, redact: Redact.Redactor) =>
   HttpApiBuilder.group(api, "runs", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
@@ -106,6 +110,17 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             }
           }
           const modes = Protocol.modesOf(request.stream_mode)
+          // the run's metadata as LangGraph's Run object has it: over the thread's (with the graph and assistant)
+          // when the thread was there, the run's own on a thread the run made
+          const metadata = made
+            ? { ...request.metadata }
+            : { ...thread.metadata, ...ranOn, ...request.metadata }
+          const kwargs = redact.value(RunSettings.kwargsOf(request, {
+            assistantId,
+            checkpointId,
+            metadata,
+            temporary: deleteThread
+          }))
           const run = yield* runs.start({
             threadId: thread.thread_id,
             publicThreadId: publicId,
@@ -117,7 +132,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             settings,
             modes,
             multitaskStrategy: strategy,
-            metadata: request.metadata ?? {},
+            metadata: redact.value(metadata),
+            kwargs,
             deleteThread,
             ...(checkpointId !== undefined ? { checkpointId } : {})
           })
