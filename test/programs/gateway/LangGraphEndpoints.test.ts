@@ -173,3 +173,24 @@ describe("a run's kwargs and metadata", () => {
     assert.strictEqual(await statusOf(bob.runs.list(thread.thread_id)), 404)
   })
 })
+
+describe("threads.count", () => {
+  // `POST /threads/count` had no route (404)
+  it("counts the user's threads the filters keep, never another user's", async () => {
+    const tag = { count: crypto.randomUUID() }
+    const first = await alice.threads.create({ metadata: tag })
+    await alice.threads.create({ metadata: tag })
+    await alice.threads.updateState(first.thread_id, { values: { title: "Counted" } })
+    await bob.threads.create({ metadata: tag })
+    assert.strictEqual(await alice.threads.count({ metadata: tag }), 2)
+    assert.strictEqual(await alice.threads.count({ metadata: tag, values: { title: "Counted" } }), 1)
+    assert.strictEqual(await alice.threads.count({ metadata: tag, status: "busy" }), 0)
+    assert.strictEqual(await bob.threads.count({ metadata: tag }), 1)
+    // every thread of hers, as a search finds them
+    const all = await alice.threads.search({ limit: 1000 })
+    assert.strictEqual(await alice.threads.count(), all.length)
+    // a filter of the wrong shape: 422
+    const refused = await errorOf(alice.threads.count({ metadata: "x" as any }))
+    assert.strictEqual(refused.status, 422)
+  })
+})

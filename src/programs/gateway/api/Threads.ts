@@ -70,13 +70,21 @@ export const ThreadCreate = Schema.Struct({
 /** `PATCH /threads/{id}` */
 export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(JsonRecord)) })
 
-/** `POST /threads/search` */
-export const ThreadSearch = Schema.Struct({
+/** The filters of a thread search and a count. */
+const threadFilters = {
   metadata: Schema.optional(Schema.NullOr(JsonRecord)),
   /** Only the threads whose values have these top-level values (each compared whole). */
   values: Schema.optional(Schema.NullOr(JsonRecord)),
+  status: Schema.optional(Schema.NullOr(Schema.String))
+}
+
+/** `POST /threads/count` */
+export const ThreadCount = Schema.Struct(threadFilters)
+
+/** `POST /threads/search` */
+export const ThreadSearch = Schema.Struct({
+  ...threadFilters,
   ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
-  status: Schema.optional(Schema.NullOr(Schema.String)),
   limit: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 1000)))),
   offset: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.nonNegative()))),
   sort_by: Schema.optional(Schema.NullOr(Schema.Literal("thread_id", "created_at", "updated_at", "status"))),
@@ -176,6 +184,13 @@ export const group = HttpApiGroup.make("threads")
       .addSuccess(ThreadList)
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "Search the user's threads")
+  )
+  .add(
+    HttpApiEndpoint.post("countThreads", "/threads/count")
+      .setPayload(ThreadCount)
+      .addSuccess(Schema.Int.annotations({ description: "How many of the user's threads match" }))
+      .addError(BodyRefusals)
+      .annotate(OpenApi.Summary, "Count the user's threads")
   )
   .add(
     HttpApiEndpoint.get("getThread", "/threads/:thread_id")

@@ -121,6 +121,42 @@ export const layer = (api: LangGraphApi) =>
         )
       }
 
+      /**
+       * The user's threads (and no one else's) that the filters of a search or a count keep, as thread objects
+       * whose values hold only the title.
+       */
+      const matching = (
+        userId: string,
+        request: typeof Threads.ThreadCount.Type & { readonly ids?: ReadonlyArray<string> | null | undefined }
+      ) =>
+        Effect.gen(function*() {
+          const all = yield* Effect.mapError(store.list, storeFailed)
+          const wanted = request.metadata ?? {}
+          const ids = request.ids == null ? undefined : new Set(request.ids)
+          const same = (found: Readonly<Record<string, unknown>> | undefined, [key, value]: [string, unknown]) =>
+            JSON.stringify(found?.[key]) === JSON.stringify(value)
+          const candidates = all.filter((thread) => (thread.owner ?? "default") === userId)
+            .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
+            .filter(({ thread, threadId }) =>
+              (ids === undefined || ids.has(threadId)) &&
+              Object.entries(wanted).every((entry) => same(thread.metadata, entry))
+            )
+          // a values filter reads the state of each thread the other filters kept
+          const wantedValues = Object.entries(request.values ?? {})
+          const kept = wantedValues.length === 0 ? candidates : yield* Effect.filter(
+            candidates,
+            ({ thread, threadId }) =>
+              Effect.map(fullThread(thread, threadId), (full) =>
+                wantedValues.every((entry) => same(full.values as Record<string, unknown>, entry))),
+            { concurrency: 4 }
+          )
+          return kept.map(({ thread, threadId }) =>
+            Protocol.threadObject({ ...thread, thread_id: threadId }, access.threadStatus(thread), {
+              title: thread.title
+            })
+          ).filter((thread) => request.status == null || thread.status === request.status)
+        })
+
       return handlers
         // LangGraph's `if_exists` (`raise`, the default: 409; `do_nothing`: the existing thread) is about the
         // caller's own thread of that id; another user's is, for the caller, a thread that does not exist
@@ -149,39 +185,19 @@ export const layer = (api: LangGraphApi) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const request = yield* Body.json(Threads.ThreadSearch)
-            const all = yield* Effect.mapError(store.list, storeFailed)
-            const wanted = request.metadata ?? {}
-            const ids = request.ids == null ? undefined : new Set(request.ids)
-            const same = (found: Readonly<Record<string, unknown>> | undefined, [key, value]: [string, unknown]) =>
-              JSON.stringify(found?.[key]) === JSON.stringify(value)
-            const candidates = all.filter((thread) => (thread.owner ?? "default") === userId)
-              .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
-              .filter(({ thread, threadId }) =>
-                (ids === undefined || ids.has(threadId)) &&
-                Object.entries(wanted).every((entry) => same(thread.metadata, entry))
-              )
-            // a values filter reads the state of each thread the other filters kept
-            const wantedValues = Object.entries(request.values ?? {})
-            const kept = wantedValues.length === 0 ? candidates : yield* Effect.filter(
-              candidates,
-              ({ thread, threadId }) =>
-                Effect.map(fullThread(thread, threadId), (full) =>
-                  wantedValues.every((entry) => same(full.values as Record<string, unknown>, entry))),
-              { concurrency: 4 }
-            )
-            const matches = kept.map(({ thread, threadId }) =>
-                Protocol.threadObject(
-                  { ...thread, thread_id: threadId },
-                  access.threadStatus(thread),
-                  { title: thread.title }
-                )
-              ).filter((thread) => request.status == null || thread.status === request.status)
+            const matches = yield* matching(userId, request)
             const sortBy = request.sort_by ?? "updated_at"
             const order = request.sort_order === "asc" ? 1 : -1
             matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
             const offset = request.offset ?? 0
             const page = matches.slice(offset, offset + (request.limit ?? 10))
             return json(Threads.ThreadList, page.map((thread) => selectFields(thread, request.select)))
+          }))
+        .handleRaw("countThreads", () =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const request = yield* Body.json(Threads.ThreadCount)
+            return json(Schema.Int, (yield* matching(userId, request)).length)
           }))
         .handleRaw("getThread", ({ path }) =>
           Effect.gen(function*() {
