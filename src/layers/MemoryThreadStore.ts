@@ -188,6 +188,17 @@ export const make = (): ThreadStore["Type"] => {
           metadata: run.metadata ?? before?.metadata ?? null
         })
       }),
+    deleteRun: (threadId, runId) =>
+      Effect.sync(() => {
+        const entry = threads.get(threadId)
+        const run = entry?.runs.get(runId)
+        if (entry === undefined || run === undefined || run.status === "pending" || run.status === "running") {
+          return false
+        }
+        entry.runs.delete(runId)
+        entry.events.delete(runId)
+        return true
+      }),
     saveRunEvents: (threadId, runId, events) =>
       Effect.sync(() => {
         get(threadId).events.set(runId, events)

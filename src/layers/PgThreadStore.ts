@@ -491,11 +491,28 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return decoded[0]?.events ?? []
       })
 
+    const deleteRun: ThreadStore["Type"]["deleteRun"] = (threadId, runId) =>
+      transaction(
+        Effect.gen(function*() {
+          const deleted = yield* q(
+            `DELETE FROM antler_runs WHERE thread_id = $1 AND run_id = $2 AND status NOT IN ('pending', 'running')
+              RETURNING run_id`,
+            [threadId, runId]
+          )
+          if (deleted.length === 0) return false
+          yield* q(`DELETE FROM antler_run_events WHERE thread_id = $1 AND run_id = $2`, [threadId, runId])
+          return true
+        }),
+        "deleteRun",
+        `Cannot delete run "${runId}" of thread "${threadId}"`
+      )
+
     return withSpans("PgThreadStore", {
       ensure,
       info,
       patchMetadata,
       delete: deleteThread,
+      deleteRun,
       checkpoints,
       rollback,
       runs,

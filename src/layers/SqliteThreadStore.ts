@@ -35,7 +35,9 @@ import * as Snapshots from "./sqlite/Snapshots.js"
 import * as SqliteConnection from "./sqlite/SqliteConnection.js"
 import {
   CREATE_THREAD,
+  DELETE_ENDED_RUN,
   DELETE_RUN_CHECKPOINTS,
+  DELETE_RUN_EVENTS,
   DELETE_THREAD,
   DELETE_THREAD_ROW,
   ENSURE_THREAD,
@@ -301,12 +303,25 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot delete thread "${threadId}"`
       ))
 
+    const deleteRun: ThreadStore["Type"]["deleteRun"] = (threadId, runId) =>
+      transaction(
+        Effect.gen(function*() {
+          const deleted = yield* conn.execute(DELETE_ENDED_RUN, [threadId, runId], undefined)
+          if (!Array.isArray(deleted) || deleted.length === 0) return false
+          yield* conn.executeRaw(DELETE_RUN_EVENTS, [threadId, runId])
+          return true
+        }),
+        "deleteRun",
+        `Cannot delete run "${runId}" of thread "${threadId}"`
+      )
+
     const { acquireLease, releaseLease } = leases
     return withSpans("SqliteThreadStore", {
       ensure,
       info,
       patchMetadata,
       delete: deleteThread,
+      deleteRun,
       checkpoints,
       rollback,
       runs,

@@ -213,6 +213,12 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly load: (threadId: string) => Effect.Effect<Option.Option<LoadedThread>, StoreError>
     /** Appends one checkpoint: the updates of one completed step, in order. */
     readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
+    /**
+     * Deletes a run that has ended (not `pending` nor `running`): its record and its recorded events. Its
+     * checkpoints stay (each is a delta the later ones build on). `false` when the thread has no such run, or the
+     * run has not ended.
+     */
+    readonly deleteRun: (threadId: string, runId: string) => Effect.Effect<boolean, StoreError>
     /** Records a run's start or end (`error` and `metadata` left out keep what was saved). */
     readonly saveRun: (run: RunRecord) => Effect.Effect<void, StoreError>
     /**
@@ -247,7 +253,7 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
 /**
  * A store with spans on its entry points, named after the implementation (`SqliteThreadStore.load`...): `load`
  * (every run) and `append` (every step) only when the app traces (see `Tracing`: a span costs about as much as
- * an append of a small step), `rollback` and `delete` always.
+ * an append of a small step), `rollback`, `delete` and `deleteRun` always.
  */
 export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore["Type"] =>
   ThreadStore.of({
@@ -265,5 +271,9 @@ export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore
     delete: Effect.fn(`${name}.delete`)(function*(threadId: string) {
       yield* Effect.annotateCurrentSpan({ thread: threadId })
       return yield* store.delete(threadId)
+    }),
+    deleteRun: Effect.fn(`${name}.deleteRun`)(function*(threadId: string, runId: string) {
+      yield* Effect.annotateCurrentSpan({ thread: threadId, run: runId })
+      return yield* store.deleteRun(threadId, runId)
     })
   })

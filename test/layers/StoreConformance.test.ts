@@ -168,6 +168,32 @@ const conformance = (backend: Backend) =>
         }
       }))
 
+    it.live("deleteRun: a run that ended goes, its events with it, its checkpoints stay; not a run going on", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        const event = [{ seq: 1, event_type: "run.start", category: "trace", content: {}, metadata: {}, created_at: "" }]
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            yield* store.ensure("t-del", { owner: "alice" })
+            yield* store.saveRun(run("run-1", "t-del", "success"))
+            yield* store.append("t-del", "run-1", steps[0]!)
+            yield* store.saveRunEvents("t-del", "run-1", event)
+            yield* store.saveRun(run("run-2", "t-del", "running"))
+            yield* store.saveRun(run("run-3", "t-del", "pending"))
+            // not through another thread, nor a run that has not ended
+            assert.isFalse(yield* store.deleteRun("t-other", "run-1"))
+            assert.isFalse(yield* store.deleteRun("t-del", "run-2"))
+            assert.isFalse(yield* store.deleteRun("t-del", "run-3"))
+            assert.isFalse(yield* store.deleteRun("t-del", "run-missing"))
+            assert.isTrue(yield* store.deleteRun("t-del", "run-1"))
+            assert.isFalse(yield* store.deleteRun("t-del", "run-1"))
+            assert.deepStrictEqual((yield* store.runs({ threadId: "t-del" })).map((r) => r.run_id), ["run-2", "run-3"])
+            assert.deepStrictEqual(yield* store.runEvents("t-del", "run-1"), [])
+            assert.deepStrictEqual((yield* store.checkpoints("t-del")).map((r) => r.run_id), ["run-1"])
+            assert.deepStrictEqual((yield* loadState(store, "t-del")).state, fold(steps[0]!))
+          }))
+      }))
+
     it.live("list, info, owner and metadata: created with ensure, patched (null removes a key), deleted", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)

@@ -53,6 +53,9 @@ export const DELETE_THREAD_ROW = `DELETE FROM threads WHERE thread_id = ? RETURN
 export const SELECT_ALL_CHECKPOINTS =
   `SELECT seq, run_id, created_at, updates FROM checkpoints WHERE thread_id = ? ORDER BY seq`
 export const DELETE_RUN_CHECKPOINTS = `DELETE FROM checkpoints WHERE thread_id = ? AND run_id = ?`
+export const DELETE_ENDED_RUN = `DELETE FROM runs WHERE thread_id = ? AND run_id = ?
+  AND status NOT IN ('pending', 'running') RETURNING run_id`
+export const DELETE_RUN_EVENTS = `DELETE FROM run_events WHERE thread_id = ? AND run_id = ?`
 
 export const SELECT_LEASE = `SELECT run_id, owner, expires_at FROM leases WHERE thread_id = ?`
 export const UPSERT_LEASE = `INSERT INTO leases (thread_id, run_id, owner, expires_at) VALUES (?, ?, ?, ?)

@@ -194,3 +194,47 @@ describe("threads.count", () => {
     assert.strictEqual(refused.status, 422)
   })
 })
+
+/** Waits until run `runId` of alice's thread is `running`. */
+const runningSoon = async (threadId: string, runId: string) => {
+  for (let i = 0; i < 400; i++) {
+    if ((await alice.runs.get(threadId, runId)).status === "running") return
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  assert.fail(`run ${runId} never ran`)
+}
+
+describe("runs.delete", () => {
+  // `DELETE /threads/{id}/runs/{run_id}` had no route (404)
+  it("deletes a run that ended (its checkpoints stay); a run going on is a 409; another user's is a 404", async () => {
+    const thread = await alice.threads.create()
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("first") })
+    const [first] = await alice.runs.list(thread.thread_id)
+    const before = await alice.threads.getState(thread.thread_id)
+
+    // bob cannot delete it: 404, as if it were not there; it is still there
+    assert.strictEqual(await statusOf(bob.runs.delete(thread.thread_id, first!.run_id)), 404)
+    assert.strictEqual((await alice.runs.get(thread.thread_id, first!.run_id)).run_id, first!.run_id)
+    // nor through a thread of his own
+    const bobs = await bob.threads.create()
+    assert.strictEqual(await statusOf(bob.runs.delete(bobs.thread_id, first!.run_id)), 404)
+
+    await alice.runs.delete(thread.thread_id, first!.run_id)
+    assert.strictEqual(await statusOf(alice.runs.get(thread.thread_id, first!.run_id)), 404)
+    assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
+    assert.strictEqual(await statusOf(alice.runs.delete(thread.thread_id, first!.run_id)), 404)
+    // the thread keeps what the run wrote
+    assert.deepStrictEqual((await alice.threads.getState(thread.thread_id)).values, before.values)
+
+    // a run going on: 409, until it is cancelled
+    const hanging = await alice.runs.create(thread.thread_id, "lead_agent", { input: human("hang on") })
+    await runningSoon(thread.thread_id, hanging.run_id)
+    const refused = await errorOf(alice.runs.delete(thread.thread_id, hanging.run_id))
+    assert.strictEqual(refused.status, 409)
+    assert.include(refused.message, "has not ended")
+    assert.strictEqual((await alice.runs.get(thread.thread_id, hanging.run_id)).status, "running")
+    await alice.runs.cancel(thread.thread_id, hanging.run_id, true)
+    await alice.runs.delete(thread.thread_id, hanging.run_id)
+    assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
+  })
+})

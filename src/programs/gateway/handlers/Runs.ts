@@ -18,7 +18,7 @@ import * as M from "../../../state/Message.js"
 import type * as Redact from "../../../state/Redact.js"
 import * as Factory from "../../Factory.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
-import { describeParseError, fail } from "../api/Problem.js"
+import { describeParseError, fail, notFound } from "../api/Problem.js"
 import * as RunsApi from "../api/Runs.js"
 import { CurrentIdentity } from "../api/Security.js"
 import type { Identity } from "../Auth.js"
@@ -351,6 +351,24 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               .filter((run) => status === undefined || run.status === status)
               .reverse()
             return json(RunsApi.RunList, records.slice(offset, offset + limit).map((run) => selectFields(run, select)))
+          }))
+        // LangGraph's server deletes a run whatever its status (the run going on without a record); a run that
+        // has not ended is refused here, as the run manager writes its record and events until it ends
+        .handleRaw("deleteRun", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const { thread_id: threadId, run_id: runId } = path
+            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            const record = yield* ownedRun(stored, runId)
+            if (RunRecords.unfinished(record) || runs.activeOf(stored)?.runId === runId) {
+              return yield* fail(
+                "conflict",
+                `Run ${runId} has not ended (${record.status}); cancel it, or wait for its end, then delete it.`
+              )
+            }
+            // (the store deletes only a run that has ended; none: deleted meanwhile)
+            const deleted = yield* Effect.mapError(store.deleteRun(stored, runId), storeFailed)
+            return deleted ? HttpServerResponse.empty({ status: 204 }) : yield* notFound(`Run ${runId}`)
           }))
         .handleRaw("getRun", ({ path }) =>
           Effect.gen(function*() {
