@@ -259,6 +259,31 @@ export const removeTree = (dir: string): void => {
   Fs.rmSync(dir, { recursive: true, force: true })
 }
 
+/**
+ * Copies the files of one of a user's threads (its `user-data`: workspace, uploads, outputs) to another thread of
+ * theirs, without symbolic links (one may point anywhere on the host) nor the files `skip` names. What came of
+ * it: `not_found` (the thread has no files), `copied`, or `failed` (what was copied stays).
+ */
+export const copyThreadFiles = (
+  home: string,
+  userId: string,
+  from: string,
+  to: string,
+  skip: (name: string) => boolean
+): "not_found" | "copied" | "failed" => {
+  const source = threadPaths(home, userId, from).root
+  if (!Fs.existsSync(source)) return "not_found"
+  try {
+    Fs.cpSync(source, threadPaths(home, userId, to).root, {
+      recursive: true,
+      filter: (file) => !Fs.lstatSync(file).isSymbolicLink() && !skip(Path.basename(file))
+    })
+    return "copied"
+  } catch {
+    return "failed"
+  }
+}
+
 /** The directory of a thread's files (`{home}/users/{user}/threads/{thread}`). */
 export const threadDirectory = (home: string, threadId: string, userId = "default"): string =>
   Path.dirname(threadPaths(home, userId, threadId).root)

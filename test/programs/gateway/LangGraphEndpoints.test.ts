@@ -21,8 +21,17 @@ const lastUserText = (body: ChatRequestBody): string => {
   return typeof last === "string" ? last : JSON.stringify(last ?? "")
 }
 
-const script = (body: ChatRequestBody): Turn =>
-  lastUserText(body).includes("hang") ? { content: "working", stall: true } : `You said: ${lastUserText(body)}`
+const script = (body: ChatRequestBody): Turn => {
+  const text = lastUserText(body)
+  if (text.includes("hang")) return { content: "working", stall: true }
+  // "write NAME": a file of that name in the thread's outputs
+  const write = /write (\w+)/.exec(text)
+  if (write !== null && body.messages.at(-1)?.role !== "tool") {
+    const path = `/mnt/user-data/outputs/${write[1]}.md`
+    return { toolCalls: [{ name: "write_file", arguments: { description: "save", path, content: "notes\n" } }] }
+  }
+  return `You said: ${text}`
+}
 
 let gateway: TestGateway
 let alice: Client
@@ -88,7 +97,7 @@ describe("an unknown assistant", () => {
 
 describe("select", () => {
   // `select` names the fields of each object found; it was ignored, and every field was answered
-  it("answers only the selected fields of threads, assistants and runs; an unknown field is a 422 naming it", async () => {
+  it("answers only the selected fields of threads, assistants and runs; an unknown field is a 422", async () => {
     const thread = await alice.threads.create({ metadata: { purpose: "select" } })
     await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
     const threads = await alice.threads.search({ metadata: { purpose: "select" }, select: ["thread_id", "status"] })
@@ -236,5 +245,68 @@ describe("runs.delete", () => {
     await alice.runs.cancel(thread.thread_id, hanging.run_id, true)
     await alice.runs.delete(thread.thread_id, hanging.run_id)
     assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
+  })
+})
+
+describe("threads.copy", () => {
+  // `POST /threads/{id}/copy` had no route (404)
+  it("makes a new thread of the user's with the thread's history and files, apart from it; not another's", async () => {
+    const thread = await alice.threads.create({ metadata: { purpose: "copy" } })
+    const form = new FormData()
+    form.append("files", new Blob(["alice's notes\n"]), "notes.txt")
+    const uploaded = await fetch(`${gateway.url}/api/threads/${thread.thread_id}/uploads`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE}` },
+      body: form
+    })
+    assert.strictEqual(uploaded.status, 200)
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("write first") })
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("second") })
+    const source = await alice.threads.getState(thread.thread_id)
+    const sourceHistory = await alice.threads.getHistory(thread.thread_id, { limit: 100 })
+
+    // bob cannot copy it (404, nothing made for him), nor can anyone copy a thread nobody has
+    const bobsBefore = await bob.threads.count()
+    assert.strictEqual(await statusOf(bob.threads.copy(thread.thread_id)), 404)
+    assert.strictEqual(await bob.threads.count(), bobsBefore)
+    assert.strictEqual(await statusOf(alice.threads.copy(crypto.randomUUID())), 404)
+
+    const copy = await alice.threads.copy(thread.thread_id)
+    assert.notStrictEqual(copy.thread_id, thread.thread_id)
+    assert.deepStrictEqual(copy.metadata, {
+      purpose: "copy",
+      graph_id: "lead_agent",
+      assistant_id: "lead_agent",
+      thread_id: copy.thread_id
+    })
+    assert.strictEqual(copy.status, "idle")
+    // the same values, but for the sandbox the thread's run bound (the copy's runs get one of their own)
+    const unbound = (values: unknown) => ({ ...(values as Record<string, unknown>), sandbox: null })
+    assert.isNotNull((source.values as any).sandbox)
+    assert.deepStrictEqual(copy.values, unbound(source.values))
+    const history = await alice.threads.getHistory(copy.thread_id, { limit: 100 })
+    assert.deepStrictEqual(history.map((s) => s.values), sourceHistory.map((s) => unbound(s.values)))
+    assert.deepStrictEqual(await alice.runs.list(copy.thread_id), [])
+    const listed = await fetch(`${gateway.url}/api/threads/${copy.thread_id}/uploads/list`, {
+      headers: { authorization: `Bearer ${ALICE}` }
+    })
+    assert.deepStrictEqual(((await listed.json()) as any).files.map((f: any) => f.filename), ["notes.txt"])
+
+    // the two go their own ways: the copy's run (in a sandbox of its own) writes the copy's files only
+    const output = (threadId: string, name: string) =>
+      fetch(`${gateway.url}/api/threads/${threadId}/artifacts/mnt/user-data/outputs/${name}.md`, {
+        headers: { authorization: `Bearer ${ALICE}` }
+      }).then((response) => response.status)
+    assert.strictEqual(await output(copy.thread_id, "first"), 200)
+    await alice.runs.wait(copy.thread_id, "lead_agent", { input: human("write third") })
+    const [ran] = await alice.runs.list(copy.thread_id)
+    assert.strictEqual(ran!.status, "success")
+    assert.strictEqual(await output(copy.thread_id, "third"), 200)
+    assert.strictEqual(await output(thread.thread_id, "third"), 404)
+    const after = (await alice.threads.getState(copy.thread_id)).values as any
+    assert.strictEqual(after.messages.at(-1).type, "ai")
+    assert.deepStrictEqual((await alice.threads.getState(thread.thread_id)).values, source.values)
+    // and bob sees neither
+    assert.strictEqual(await statusOf(bob.threads.get(copy.thread_id)), 404)
   })
 })

@@ -56,6 +56,7 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/threads/:thread_id", "none"],
   ["PATCH", "/threads/:thread_id", "patch"],
   ["DELETE", "/threads/:thread_id", "none"],
+  ["POST", "/threads/:thread_id/copy", "none"],
   ["GET", "/threads/:thread_id/state", "none"],
   ["POST", "/threads/:thread_id/state", "state"],
   ["POST", "/threads/:thread_id/state/checkpoint", "checkpoint"],

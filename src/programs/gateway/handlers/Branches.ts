@@ -9,14 +9,12 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
-import { threadPaths } from "../../../services/Sandbox.js"
 import type { CheckpointRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import * as TS from "../../../state/ThreadState.js"
+import * as App from "../../App.js"
 import * as BranchesApi from "../api/Branches.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
@@ -197,20 +195,10 @@ export const layer = (api: DeerFlowApi) =>
             })
             let clone = "skipped_historical_turn"
             if (latest) {
-              const source = threadPaths(app.home, user, thread.stored).root
-              const target = threadPaths(app.home, user, made.thread_id).root
-              clone = yield* Effect.sync(() => {
-                if (!Fs.existsSync(source)) return "not_found"
-                try {
-                  Fs.cpSync(source, target, {
-                    recursive: true,
-                    filter: (file) => !Fs.lstatSync(file).isSymbolicLink() && !isStagingFile(Path.basename(file))
-                  })
-                  return "current_thread_best_effort"
-                } catch {
-                  return "failed"
-                }
-              })
+              const copied = yield* Effect.sync(() =>
+                App.copyThreadFiles(app.home, user, thread.stored, made.thread_id, isStagingFile)
+              )
+              clone = copied === "copied" ? "current_thread_best_effort" : copied
             }
             const title = request.title ?? snapshot.right.title
             const updates = Fork.resetUpdates(TS.empty, { ...snapshot.right, title })

@@ -11,7 +11,9 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { AppConfigService } from "../../../services/AppConfig.js"
-import { SafeId } from "../../../services/Sandbox.js"
+import { isStagingFile } from "../../../middleware/Uploads.js"
+import * as ThreadData from "../../../middleware/ThreadData.js"
+import { SafeId, threadPaths } from "../../../services/Sandbox.js"
 import type { CheckpointRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
@@ -236,6 +238,34 @@ export const layer = (api: LangGraphApi) =>
             // its crons go with it
             yield* Effect.mapError(Crons.removeThreadCrons(tasks, userId, threadId), storeFailed)
             return HttpServerResponse.empty({ status: 204 })
+          }))
+        // LangGraph's copy: a new thread (a new id, also in its metadata) with the thread's checkpoints, here
+        // appended again in order (under new checkpoint ids), and its files; not its runs
+        .handleRaw("copyThread", ({ path }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const source = yield* ownedThread(userId, path.thread_id)
+            const records = yield* Effect.mapError(store.checkpoints(source.thread_id), storeFailed)
+            const copyId = M.newId()
+            const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
+            const paths = threadPaths(app.home, userId, made.thread_id)
+            // the copy's own directories and sandbox: the thread's are the thread's
+            const rebound = (update: StateUpdate): StateUpdate => {
+              const { sandbox: _, ...rest } = update
+              return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
+            }
+            yield* Effect.gen(function*() {
+              const files = App.copyThreadFiles(app.home, userId, source.thread_id, made.thread_id, isStagingFile)
+              if (files === "failed") {
+                return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
+              }
+              for (const { run_id, updates } of records) {
+                yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
+              }
+            }).pipe(Effect.tapError(() =>
+              Effect.ignore(Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store))
+            ))
+            return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, copyId), copyId))
           }))
         .handleRaw("getState", ({ path }) =>
           Effect.gen(function*() {
