@@ -84,8 +84,10 @@ describe("an unknown assistant", () => {
     const thread = await alice.threads.create()
     assert.strictEqual(await statusOf(alice.runs.wait(thread.thread_id, "bobs-helper", { input: human("hi") })), 404)
     assert.strictEqual(await statusOf(alice.assistants.get("bobs-helper")), 404)
+    // named as a run names it (lower-cased, hyphenated), as the run does
+    assert.strictEqual((await bob.assistants.get("Bobs_Helper")).assistant_id, "Bobs_Helper")
     const bobs = await bob.threads.create()
-    await bob.runs.wait(bobs.thread_id, "bobs-helper", { input: human("hi") })
+    await bob.runs.wait(bobs.thread_id, "Bobs_Helper", { input: human("hi") })
     assert.strictEqual((await bob.runs.list(bobs.thread_id))[0]?.status, "success")
     // an agent named in the run's context (not its assistant) stays a settings problem: 422
     const named = await errorOf(

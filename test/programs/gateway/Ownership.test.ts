@@ -123,10 +123,10 @@ describe("what a gateway user's runs may change", () => {
       const shared = await alice.systemPrompt(`alice shared probe ${n}`, { assistant_id: "shared" })
       assert.include(shared, "SHARED-LEGACY-SOUL")
       assert.notInclude(shared, "BOB-")
-      // bob's agent is not alice's: naming it is naming an agent that does not exist
+      // bob's agent is not alice's: naming it is naming an assistant that does not exist (LangGraph's 404)
       const helper = await alice.run(`alice helper probe ${n}`, { assistant_id: "helper" })
       const nobody = await alice.run(`alice nobody probe ${n}`, { assistant_id: "nobody" })
-      assert.strictEqual(helper.status, 422)
+      assert.strictEqual(helper.status, 404)
       assert.strictEqual(helper.body.detail, nobody.body.detail.replaceAll("nobody", "helper"))
       const assistants = await (await alice.call("/assistants/search", { method: "POST", body: "{}" })).json() as any
       assert.deepStrictEqual(assistants.map((a: any) => a.assistant_id), ["lead_agent", "shared"])

@@ -73,11 +73,12 @@ export const layer = (api: LangGraphApi) =>
         return [...names].sort()
       }
 
-      /** The user's assistant `id`, or 404. */
+      /** The user's assistant `id` (named as a run names its agent: lower-cased, hyphenated), or 404. */
       const known = (id: string) =>
         Effect.gen(function*() {
           const { user: userId } = yield* CurrentIdentity
-          if (id !== Protocol.LEAD_AGENT && !agentNames(userId).includes(id)) return yield* notFound(`Assistant ${id}`)
+          const name = Protocol.agentNameOf(id)
+          if (name !== undefined && !agentNames(userId).includes(name)) return yield* notFound(`Assistant ${id}`)
         })
 
       return handlers
