@@ -230,8 +230,14 @@ describe("runs.delete", () => {
     const bobs = await bob.threads.create()
     assert.strictEqual(await statusOf(bob.runs.delete(bobs.thread_id, first!.run_id)), 404)
 
+    const events = () =>
+      fetch(`${gateway.url}/api/threads/${thread.thread_id}/runs/${first!.run_id}/events`, {
+        headers: { authorization: `Bearer ${ALICE}` }
+      })
+    assert.isAbove(((await (await events()).json()) as Array<unknown>).length, 0)
     await alice.runs.delete(thread.thread_id, first!.run_id)
     assert.strictEqual(await statusOf(alice.runs.get(thread.thread_id, first!.run_id)), 404)
+    assert.strictEqual((await events()).status, 404)
     assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
     assert.strictEqual(await statusOf(alice.runs.delete(thread.thread_id, first!.run_id)), 404)
     // the thread keeps what the run wrote
