@@ -22,7 +22,7 @@ import type { StateUpdate, ThreadState } from "../../../state/ThreadState.js"
 import * as TS from "../../../state/ThreadState.js"
 import * as App from "../../App.js"
 import * as Run from "../../Run.js"
-import type { LangGraphApi } from "../api/GatewayApi.js"
+import { DEERFLOW_PREFIX, type LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Threads from "../api/Threads.js"
@@ -34,7 +34,7 @@ import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
-import { json, queryList, selectFields } from "./Http.js"
+import { json, prefixOf, queryList, selectFields } from "./Http.js"
 
 const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
@@ -183,7 +183,7 @@ export const layer = (api: LangGraphApi) =>
             const made = yield* newThread(userId, threadId, request.metadata ?? {})
             return json(Threads.ThreadObject, yield* fullThread(made, threadId))
           }))
-        .handleRaw("searchThreads", () =>
+        .handleRaw("searchThreads", ({ request: http }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const request = yield* Body.json(Threads.ThreadSearch)
@@ -193,7 +193,10 @@ export const layer = (api: LangGraphApi) =>
             matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
             const offset = request.offset ?? 0
             const page = matches.slice(offset, offset + (request.limit ?? 10))
-            return json(Threads.ThreadList, page.map((thread) => selectFields(thread, request.select)))
+            // DeerFlow's own route (`/api/threads/search`) answers whole threads whatever `select` names, as
+            // DeerFlow's gateway does (its web app sends one); LangGraph's routes answer only the fields named
+            const select = prefixOf(http.url) === DEERFLOW_PREFIX ? undefined : request.select
+            return json(Threads.ThreadList, page.map((thread) => selectFields(thread, select)))
           }))
         .handleRaw("countThreads", () =>
           Effect.gen(function*() {
