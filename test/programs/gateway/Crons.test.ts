@@ -245,6 +245,12 @@ describe("LangGraph crons through the SDK", () => {
     // another thread's path: the thread must be the user's
     const missing = await post(gateway, "/threads/no-such-thread/runs/crons", { schedule: "* * * * *" })
     assert.strictEqual(missing.status, 404)
+    // an assistant that is no agent of the user's does not exist: a 404, as a run of it is (LangGraph's answer)
+    for (const path of ["/runs/crons", `/threads/${thread.thread_id}/runs/crons`]) {
+      const unknown = await post(gateway, path, { schedule: "* * * * *", assistant_id: "nobody-here" })
+      assert.strictEqual(unknown.status, 404, `${path}: ${JSON.stringify(unknown.body)}`)
+      assert.include(unknown.body.detail, `No assistant found for "nobody-here"`)
+    }
   })
 
   it("a thread's crons are deleted with it", async () => {

@@ -17,7 +17,7 @@ import { ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { MultitaskStrategy, RunConfig, StreamModes } from "./Runs.js"
 import { Authentication, NoBody } from "./Security.js"
-import { BodyRefusals, JsonRecord, ThreadNotFound } from "./Threads.js"
+import { BodyRefusals, JsonRecord } from "./Threads.js"
 
 /** The longest assistant id, time zone, end time or webhook kept. */
 const MAX_TEXT = 2048
@@ -164,7 +164,7 @@ export const group = HttpApiGroup.make("crons")
       .setPath(ThreadPath)
       .setPayload(CronCreate)
       .addSuccess(CronObject)
-      .addError(ThreadNotFound)
+      .addError(refusal(404, "No such thread (of this user), or no such assistant (an agent of this user's)"))
       .addError(BodyRefusals)
       .addError(CronRefusals)
       .annotate(OpenApi.Summary, "Create a cron running on the thread")
@@ -173,6 +173,7 @@ export const group = HttpApiGroup.make("crons")
     HttpApiEndpoint.post("createCron", "/runs/crons")
       .setPayload(CronCreate)
       .addSuccess(CronObject)
+      .addError(refusal(404, "No such assistant (an agent of this user's)"))
       .addError(BodyRefusals)
       .addError(CronRefusals)
       .annotate(OpenApi.Summary, "Create a cron running on a new thread each time")

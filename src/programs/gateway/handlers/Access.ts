@@ -9,6 +9,7 @@ import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as TS from "../../../state/ThreadState.js"
 import { fail, GatewayError, notFound } from "../api/Problem.js"
+import type * as Factory from "../../Factory.js"
 import * as Protocol from "../Protocol.js"
 import { Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
@@ -109,3 +110,17 @@ export const make = Effect.gen(function*() {
 
 /** What `make` gives. */
 export type Access = Effect.Effect.Success<typeof make>
+
+/**
+ * The refusal of run settings that `Factory.resolve` rejected: an assistant id naming no agent of the user's is an
+ * assistant that does not exist (LangGraph's 404); anything else is a 422 saying what was wrong.
+ */
+export const settingsRefusal = (error: Factory.SettingsError | { readonly message: string }, assistantId: string | null | undefined) =>
+  "_tag" in error && error._tag === "SettingsError" && error.missingAgent !== undefined &&
+    error.missingAgent === Protocol.agentNameOf(assistantId)
+    ? fail(
+      "not_found",
+      `No assistant found for "${assistantId}": no agent of yours is named ` +
+        `"${error.missingAgent}" (assistants: ${Protocol.LEAD_AGENT} and your custom agents).`
+    )
+    : fail("unprocessable", `Run settings: ${error.message}`)

@@ -149,10 +149,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: ({ message }) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })
-          // the agent the cron names is its user's (or a shared one), resolved as its runs will be
+          // the agent the cron names is its user's (or a shared one), resolved as its runs will be: an unknown
+          // assistant is a 404, as a run's
           yield* Effect.mapError(
             factory.resolve(prepared.settings, userId),
-            (error) => unprocessable(`Run settings: ${error.message}`)
+            (error) => Access.settingsRefusal(error, payload.assistant_id as string | undefined)
           )
         })
 

@@ -74,18 +74,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           }
           // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be; an
           // assistant id naming no agent of the user's is an assistant that does not exist (LangGraph's 404)
-          yield* Effect.mapError(
-            factory.resolve(settings, userId),
-            (error) =>
-              error._tag === "SettingsError" && error.missingAgent !== undefined &&
-                error.missingAgent === Protocol.agentNameOf(request.assistant_id)
-                ? fail(
-                  "not_found",
-                  `No assistant found for "${request.assistant_id}": no agent of yours is named ` +
-                    `"${error.missingAgent}" (assistants: ${Protocol.LEAD_AGENT} and your custom agents).`
-                )
-                : fail("unprocessable", `Run settings: ${error.message}`)
-          )
+          yield* Effect.mapError(factory.resolve(settings, userId), (error) => Access.settingsRefusal(error, request.assistant_id))
           const assistantId = request.assistant_id ?? Protocol.LEAD_AGENT
           // the graph and assistant the thread runs on, in its metadata as LangGraph keeps them (apps list a
           // graph's threads by `metadata.graph_id`)
