@@ -79,7 +79,7 @@ const isEntry = (value: object): value is Chain.Entry =>
   Array.isArray((value as Chain.Entry).facts)
 
 /** What the factory gave, as a fresh middleware layer, or why it is not a middleware. */
-const middlewareOf = (value: unknown, entry: string): Middleware.Middleware<any, any> | string => {
+const middlewareOf = (value: unknown): Middleware.Middleware<any, any> | string => {
   if (Layer.isLayer(value)) return value as Middleware.Middleware<any, any>
   if (typeof value !== "object" || value === null) return `it gave ${value === null ? "null" : typeof value}`
   const wrappers: Record<string, unknown> = {}
@@ -92,7 +92,7 @@ const middlewareOf = (value: unknown, entry: string): Middleware.Middleware<any,
   const tools = (value as { tools?: unknown }).tools
   if (tools !== undefined && !Array.isArray(tools)) return `its "tools" is not an array`
   if (Object.keys(wrappers).length === 0 && (tools === undefined || tools.length === 0)) {
-    return `it gave an object with no "model", "tool" or "run" wrapper and no tools (${entry})`
+    return `it gave an object with no "model", "tool" or "run" wrapper and no tools`
   }
   return Middleware.make({ ...wrappers, ...(tools !== undefined ? { tools } : {}) } as Middleware.Spec)
 }
@@ -127,7 +127,7 @@ export const entryOf = (entry: string, exported: unknown): Chain.Entry | Configu
   if (typeof first === "object" && first !== null && !Layer.isLayer(first) && isEntry(first)) {
     return Chain.entry(first.name, () => (call() as Chain.Entry).make(), first.facts)
   }
-  const checked = middlewareOf(first, entry)
+  const checked = middlewareOf(first)
   if (typeof checked === "string") {
     return fail(
       "not_middleware",
@@ -135,7 +135,7 @@ export const entryOf = (entry: string, exported: unknown): Chain.Entry | Configu
     )
   }
   return Chain.entry(entry, () => {
-    const made = middlewareOf(call(), entry)
+    const made = middlewareOf(call())
     if (typeof made === "string") throw fail("not_middleware", `is not a middleware: ${made}`)
     return made
   })
