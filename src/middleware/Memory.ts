@@ -75,7 +75,7 @@ const json = (value: unknown) => JSON.stringify(value)
 const factView = (fact: MemoryDoc.Fact) => ({
   id: fact.id,
   content: fact.content,
-  category: fact.category,
+  category: MemoryDoc.categoryOf(fact),
   confidence: fact.confidence
 })
 

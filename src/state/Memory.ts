@@ -29,11 +29,15 @@ const section = () => ({ summary: "", updatedAt: "" })
 /** The fact categories the update prompt offers (a stored fact may carry any other). */
 export const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"] as const
 
-/** One remembered fact. */
+/**
+ * One remembered fact. A fact read without a category (an older or hand-written file) keeps none: it is shown
+ * as `context` (`categoryOf`) but is not of the guaranteed categories (`isGuaranteed`), as in DeerMem, and it is
+ * written back without one.
+ */
 export const Fact = Schema.Struct({
   id: Schema.String,
   content: Schema.String,
-  category: Schema.optionalWith(Schema.String, { default: () => "context", nullable: true }),
+  category: Schema.optionalWith(Schema.String, { nullable: true, exact: true }),
   confidence: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 0.5, nullable: true }),
   createdAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   /** The thread it was learned in (or `tool` when the model added it itself). */
@@ -42,6 +46,18 @@ export const Fact = Schema.Struct({
   sourceError: Schema.optional(Schema.String)
 })
 export type Fact = typeof Fact.Type
+
+/** The category a fact is shown and searched by: its own, trimmed, or `context` when it has none (DeerMem's). */
+export const categoryOf = (fact: Fact): string => fact.category?.trim() || "context"
+
+/**
+ * Whether a fact is of one of the guaranteed categories: by its own category only, so a fact without one is never
+ * promoted into a guaranteed `context` pool (DeerMem's `_category_match`).
+ */
+export const isGuaranteed = (fact: Fact, categories: ReadonlySet<string>): boolean => {
+  const own = fact.category?.trim()
+  return own !== undefined && own !== "" && categories.has(own)
+}
 
 /** The user's context: work, personal, what is on their mind now. */
 export const UserContext = Schema.Struct({
@@ -365,7 +381,7 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
     facts: doc.facts.map((f) => ({
       id: f.id,
       content: f.content,
-      category: f.category,
+      category: categoryOf(f),
       confidence: f.confidence,
       ...(f.sourceError === undefined ? {} : { sourceError: f.sourceError })
     }))
@@ -427,8 +443,9 @@ const oneLine = (text: string) => text.replace(/\s+/g, " ").trim()
 
 // a correction says what to avoid, as DeerMem's line does
 const factLine = (fact: Fact) => {
-  const line = `- [${fact.category} | ${fact.confidence.toFixed(2)}] ${oneLine(fact.content)}`
-  const avoid = fact.category === "correction" && fact.sourceError !== undefined ? oneLine(fact.sourceError) : ""
+  const category = categoryOf(fact)
+  const line = `- [${category} | ${fact.confidence.toFixed(2)}] ${oneLine(fact.content)}`
+  const avoid = category === "correction" && fact.sourceError !== undefined ? oneLine(fact.sourceError) : ""
   return avoid === "" ? line : `${line} (avoid: ${avoid})`
 }
 
@@ -543,14 +560,14 @@ export const formatForInjection = (doc: Document, options: InjectionOptions): st
       }
       return tokens
     }
-    const first = selectFacts(byConfidence.filter((f) => guaranteed.has(f.category)), options.guaranteedBudget, cost)
+    const first = selectFacts(byConfidence.filter((f) => isGuaranteed(f, guaranteed)), options.guaranteedBudget, cost)
     guaranteedSpent = first.spent
     const header = "Facts:"
     // the summaries are charged first: the other facts get what is left
     const used = (prefix === "" ? 0 : prefixTokens + separator) + count(header) + 1 + first.spent +
       (first.chosen.length > 0 ? 1 : 0)
     const rest = maxTokens - used > 0
-      ? selectFacts(byConfidence.filter((f) => !guaranteed.has(f.category)), maxTokens - used, cost).chosen
+      ? selectFacts(byConfidence.filter((f) => !isGuaranteed(f, guaranteed)), maxTokens - used, cost).chosen
       : []
     const chosen = [...first.chosen, ...rest]
     if (chosen.length > 0) facts = `${header}\n${chosen.map(factLine).join("\n")}`
@@ -576,9 +593,9 @@ export const search = (doc: Document, query: string, options: {
 }): ReadonlyArray<Fact> => {
   const words = normalise(query).split(" ").filter((w) => w !== "")
   return doc.facts
-    .filter((f) => options.category === undefined || f.category === options.category)
+    .filter((f) => options.category === undefined || categoryOf(f) === options.category)
     .map((fact) => {
-      const hay = normalise(`${fact.content} ${fact.category}`)
+      const hay = normalise(`${fact.content} ${categoryOf(fact)}`)
       const hits = words.filter((w) => hay.includes(w)).length
       return { fact, hits }
     })

@@ -77,13 +77,21 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
     sourceError = head(sourceError, limits.maxFactChars)
   }
   const id = label(fact.id, cuts)
-  const category = label(fact.category, cuts)
+  const category = fact.category === undefined ? undefined : label(fact.category, cuts)
   const createdAt = label(fact.createdAt, cuts)
   const source = label(fact.source, cuts)
   return content === fact.content && id === fact.id && category === fact.category &&
       createdAt === fact.createdAt && source === fact.source && sourceError === fact.sourceError
     ? fact
-    : { ...fact, id, content, category, createdAt, source, ...(sourceError === undefined ? {} : { sourceError }) }
+    : {
+      ...fact,
+      id,
+      content,
+      ...(category === undefined ? {} : { category }),
+      createdAt,
+      source,
+      ...(sourceError === undefined ? {} : { sourceError })
+    }
 }
 
 /**

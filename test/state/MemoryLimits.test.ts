@@ -44,7 +44,9 @@ describe("a memory document within its limits", () => {
     assert.strictEqual(value.history.longTermBackground.summary, "😀".repeat(50))
     // the most confident facts, in their order, each within max_fact_chars
     assert.deepStrictEqual(value.facts.map((f) => f.id), ["f3", "f4", "f5"])
-    assert.isTrue(value.facts.every((f) => f.content.length <= 50 && f.category.length <= MemoryLimits.MAX_LABEL_CHARS))
+    assert.isTrue(
+      value.facts.every((f) => f.content.length <= 50 && (f.category ?? "").length <= MemoryLimits.MAX_LABEL_CHARS)
+    )
     assert.lengthOf(value.lastUpdated, MemoryLimits.MAX_LABEL_CHARS)
     assert.lengthOf(Object.keys(value.threads), MemoryDoc.MAX_WATERMARKS)
     assert.strictEqual(value.threads[`t${MemoryDoc.MAX_WATERMARKS + 4}`], `m${MemoryDoc.MAX_WATERMARKS + 4}`)

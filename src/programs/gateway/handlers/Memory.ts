@@ -32,7 +32,7 @@ export const shown = (doc: MemoryDoc.Document): typeof MemoryApi.MemoryDocument.
   lastUpdated: doc.lastUpdated,
   user: doc.user,
   history: doc.history,
-  facts: doc.facts
+  facts: doc.facts.map((fact) => ({ ...fact, category: MemoryDoc.categoryOf(fact) }))
 })
 
 const memoryFailed = (error: MemoryError) =>
@@ -165,7 +165,7 @@ export const layer = (api: DeerFlowApi) =>
               facts[at] = {
                 ...fact,
                 content: content ?? fact.content,
-                category: request.category ?? fact.category,
+                ...(request.category == null ? {} : { category: request.category }),
                 confidence: request.confidence ?? fact.confidence
               }
               return Either.right({ ...doc, facts })
