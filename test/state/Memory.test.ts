@@ -430,6 +430,55 @@ describe("the injected block", () => {
     assert.strictEqual(block, "")
   })
 
+  // DeerFlow test_memory_prompt_injection.py::test_categoryless_fact_not_promoted_into_guaranteed_context_pool:
+  // a fact read without a category is shown as `context` but is never of a guaranteed `context` pool; only a fact
+  // whose own category is `context` is (were the legacy fact promoted, it would take the guaranteed budget first,
+  // being more confident, and the explicit one would be left to the regular facts, with no room)
+  it("never puts a fact without a category into a guaranteed `context` pool; shows it as `context`", () => {
+    const doc = Either.getOrThrow(MemoryDoc.decodeDocument(JSON.stringify({
+      facts: [
+        { id: "legacy", content: `legacy ${"x".repeat(80)}`, confidence: 0.95 },
+        { id: "explicit", content: "explicit ctx", category: "context", confidence: 0.9 }
+      ]
+    })))
+    const block = MemoryDoc.formatForInjection(doc, {
+      maxTokens: 200,
+      count: (text) => text.length,
+      guaranteedCategories: ["context"],
+      guaranteedBudget: 40,
+      includeFacts: true
+    })
+    assert.include(block, "explicit ctx")
+    // the explicit fact first (the guaranteed pool), then the legacy one, shown as `context`
+    assert.strictEqual(
+      block,
+      `Facts:\n- [context | 0.90] explicit ctx\n- [context | 0.95] legacy ${"x".repeat(80)}`
+    )
+  })
+
+  it("reads a null, empty or blank category as none: shown as `context`, searched as `context`, not guaranteed", () => {
+    const doc = Either.getOrThrow(MemoryDoc.decodeDocument(JSON.stringify({
+      facts: [
+        { id: "missing", content: "Missing", confidence: 0.9 },
+        { id: "null", content: "Null", category: null, confidence: 0.8 },
+        { id: "empty", content: "Empty", category: "", confidence: 0.7 },
+        { id: "blank", content: "Blank", category: "  ", confidence: 0.6 },
+        { id: "own", content: "Own", category: "context", confidence: 0.5 }
+      ]
+    })))
+    assert.deepStrictEqual(doc.facts.map(MemoryDoc.categoryOf), ["context", "context", "context", "context", "context"])
+    const pool = new Set(["context"])
+    assert.deepStrictEqual(doc.facts.filter((f) => MemoryDoc.isGuaranteed(f, pool)).map((f) => f.id), ["own"])
+    assert.deepStrictEqual(
+      MemoryDoc.search(doc, "", { category: "context", limit: 10 }).map((f) => f.id),
+      ["missing", "null", "empty", "blank", "own"]
+    )
+    // written back, a fact without a category still has none (nothing invented on the way)
+    const again = Either.getOrThrow(MemoryDoc.decodeDocument(JSON.stringify(doc)))
+    assert.deepStrictEqual(again.facts.map((f) => f.category), [undefined, undefined, "", "  ", "context"])
+    assert.isFalse("category" in again.facts[0]!)
+  })
+
   it("is made in work linear in the memory: each line and fact counted about once, whatever their number", () => {
     // a summary of thousands of lines (the model wrote it) used to be cut one line at a time, recounting the rest
     const summary = Array.from({ length: 4000 }, (_, i) => `line ${i} of a summary the memory model wrote`).join("\n")
