@@ -115,7 +115,10 @@ export type Access = Effect.Effect.Success<typeof make>
  * The refusal of run settings that `Factory.resolve` rejected: an assistant id naming no agent of the user's is an
  * assistant that does not exist (LangGraph's 404); anything else is a 422 saying what was wrong.
  */
-export const settingsRefusal = (error: Factory.SettingsError | { readonly message: string }, assistantId: string | null | undefined) =>
+export const settingsRefusal = (
+  error: Factory.SettingsError | { readonly message: string },
+  assistantId: string | null | undefined
+) =>
   "_tag" in error && error._tag === "SettingsError" && error.missingAgent !== undefined &&
     error.missingAgent === Protocol.agentNameOf(assistantId)
     ? fail(

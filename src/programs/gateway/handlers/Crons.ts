@@ -153,7 +153,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           // assistant is a 404, as a run's
           yield* Effect.mapError(
             factory.resolve(prepared.settings, userId),
-            (error) => Access.settingsRefusal(error, payload.assistant_id as string | undefined)
+            (error) => Access.settingsRefusal(error, decoded.assistant_id)
           )
         })
 
