@@ -260,7 +260,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           // (in a cluster the thread's runner may be changing: the run's record says whether to wait for the next)
           const looked = yield* Effect.either(runs.lookup(stored, runId))
           if (Either.isLeft(looked) && runs.adopt === undefined) return yield* looked.left
-          const run = (Either.isRight(looked) ? ofThread(stored, looked.right) : undefined) ?? (yield* resumedRun(stored, runId))
+          const buffered = Either.isRight(looked) ? ofThread(stored, looked.right) : undefined
+          // a run still buffered here may have been deleted since it ended (runs.delete): its record says
+          if (buffered?.finished() === true) yield* ownedRun(stored, runId)
+          const run = buffered ?? (yield* resumedRun(stored, runId))
           if (run !== undefined) {
             const disconnect = queryFlag(urlParams.cancel_on_disconnect)
               ? Effect.ignore(runs.cancel(runId, "interrupt", false))
@@ -303,6 +306,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const { user: userId } = yield* CurrentIdentity
             const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
             const record = yield* awaitEnd(stored, path.run_id, yield* runs.lookup(stored, path.run_id))
+            // (the end of a run still buffered here, which may have been deleted since: runs.delete)
+            yield* ownedRun(stored, path.run_id)
             return json(RunsApi.RunValues, yield* finalValues(stored, record))
           }))
         .handleRaw("cancelRun", ({ path, urlParams }) =>
