@@ -270,19 +270,25 @@ export const copyThreadFiles = (
   from: string,
   to: string,
   skip: (name: string) => boolean
-): "not_found" | "copied" | "failed" => {
-  const source = threadPaths(home, userId, from).root
-  if (!Fs.existsSync(source)) return "not_found"
-  try {
-    Fs.cpSync(source, threadPaths(home, userId, to).root, {
-      recursive: true,
-      filter: (file) => !Fs.lstatSync(file).isSymbolicLink() && !skip(Path.basename(file))
-    })
-    return "copied"
-  } catch {
-    return "failed"
-  }
-}
+): Effect.Effect<"not_found" | "copied" | "failed"> =>
+  // (asynchronous: a thread's files may be large, and a gateway serves every other user meanwhile)
+  Effect.promise(async () => {
+    const source = threadPaths(home, userId, from).root
+    try {
+      await Fs.promises.access(source)
+    } catch {
+      return "not_found" as const
+    }
+    try {
+      await Fs.promises.cp(source, threadPaths(home, userId, to).root, {
+        recursive: true,
+        filter: async (file) => !(await Fs.promises.lstat(file)).isSymbolicLink() && !skip(Path.basename(file))
+      })
+      return "copied" as const
+    } catch {
+      return "failed" as const
+    }
+  })
 
 /** The directory of a thread's files (`{home}/users/{user}/threads/{thread}`). */
 export const threadDirectory = (home: string, threadId: string, userId = "default"): string =>

@@ -195,9 +195,7 @@ export const layer = (api: DeerFlowApi) =>
             })
             let clone = "skipped_historical_turn"
             if (latest) {
-              const copied = yield* Effect.sync(() =>
-                App.copyThreadFiles(app.home, user, thread.stored, made.thread_id, isStagingFile)
-              )
+              const copied = yield* App.copyThreadFiles(app.home, user, thread.stored, made.thread_id, isStagingFile)
               clone = copied === "copied" ? "current_thread_best_effort" : copied
             }
             const title = request.title ?? snapshot.right.title

@@ -258,7 +258,7 @@ export const layer = (api: LangGraphApi) =>
               return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
             }
             yield* Effect.gen(function*() {
-              const files = App.copyThreadFiles(app.home, userId, source.thread_id, made.thread_id, isStagingFile)
+              const files = yield* App.copyThreadFiles(app.home, userId, source.thread_id, made.thread_id, isStagingFile)
               if (files === "failed") {
                 return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
               }
