@@ -12,14 +12,8 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const ALICE = "alice-token-0123456789abcdef"
-const BOB = "bob-token-0123456789abcdef00"
+const { ALICE, BOB, lastUserText, statusOf } = Support
 const SECRET = "sk-live-very-secret-0123456789"
-
-const lastUserText = (body: ChatRequestBody): string => {
-  const last = body.messages.filter((m) => m.role === "user").at(-1)?.content
-  return typeof last === "string" ? last : JSON.stringify(last ?? "")
-}
 
 const script = (body: ChatRequestBody): Turn => {
   const text = lastUserText(body)
@@ -41,10 +35,7 @@ beforeAll(async () => {
   gateway = await Support.start({
     script,
     config: {
-      gateway: {
-        heartbeat_seconds: 1,
-        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
-      },
+      gateway: Support.twoUsers,
       // a secret the configuration knows: never stored, never answered
       tracing: { enabled: false, headers: { authorization: SECRET } }
     }
@@ -55,10 +46,6 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop())
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
-
-/** The HTTP status a call failed with (none when it succeeded). */
-const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
-  call.then(() => undefined, (error) => (error as { status?: number }).status)
 
 /** The error a call failed with. */
 const errorOf = (call: Promise<unknown>): Promise<{ status?: number; message: string }> =>

@@ -14,13 +14,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const ALICE = "alice-token-0123456789abcdef"
-const BOB = "bob-token-0123456789abcdef00"
-
-const lastUserText = (body: ChatRequestBody): string => {
-  const last = body.messages.filter((m) => m.role === "user").at(-1)?.content
-  return typeof last === "string" ? last : JSON.stringify(last ?? "")
-}
+const { ALICE, BOB, lastUserText, statusOf } = Support
 
 const script = (body: ChatRequestBody): Turn => {
   const text = lastUserText(body)
@@ -36,10 +30,7 @@ beforeAll(async () => {
   gateway = await Support.start({
     script,
     config: {
-      gateway: {
-        heartbeat_seconds: 1,
-        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
-      }
+      gateway: Support.twoUsers
     }
   })
   alice = new Client({ apiUrl: gateway.url, apiKey: ALICE })
@@ -48,9 +39,6 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop())
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
-
-const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
-  call.then(() => undefined, (error) => (error as { status?: number }).status)
 
 const raw = (token: string, method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
   fetch(`${gateway.url}${path}`, {

@@ -148,3 +148,23 @@ export const visible = (messages: ReadonlyArray<any>): ReadonlyArray<any> =>
 
 /** The types of the messages a user sees. */
 export const visibleTypes = (messages: ReadonlyArray<any>): ReadonlyArray<string> => visible(messages).map((m) => m.type)
+
+/** The tokens of a test gateway's two users, alice and bob (see `twoUsers`). */
+export const ALICE = "alice-token-0123456789abcdef"
+export const BOB = "bob-token-0123456789abcdef00"
+
+/** `gateway:` settings with the two token users alice and bob (and a short heartbeat). */
+export const twoUsers = {
+  heartbeat_seconds: 1,
+  auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+}
+
+/** The text of the last user message a scripted model was sent. */
+export const lastUserText = (body: ScriptedChatServer.ChatRequestBody): string => {
+  const last = body.messages.filter((m) => m.role === "user").at(-1)?.content
+  return typeof last === "string" ? last : JSON.stringify(last ?? "")
+}
+
+/** The HTTP status an SDK call failed with (none when it succeeded). */
+export const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
+  call.then(() => undefined, (error) => (error as { status?: number }).status)
