@@ -1,0 +1,99 @@
+/**
+ * The memory document DeerFlow's DeerMem keeps per user (and per custom agent), as Schema: summaries of the user's
+ * context and history, facts with a category and a confidence, and the threads read so far; decoded from a file
+ * with a readable error. `Memory.ts` re-exports it.
+ */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Json from "./Json.js"
+
+/** One summary of the user or of their history, with when it was last rewritten. */
+export const Section = Schema.Struct({
+  summary: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  updatedAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true })
+})
+export type Section = typeof Section.Type
+
+const section = () => ({ summary: "", updatedAt: "" })
+
+/** The fact categories the update prompt offers (a stored fact may carry any other). */
+export const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"] as const
+
+/**
+ * One remembered fact. A fact read without a category (an older or hand-written file) keeps none: it is shown
+ * as `context` (`categoryOf`) but is not of the guaranteed categories (`isGuaranteed`), as in DeerMem, and it is
+ * written back without one.
+ */
+export const Fact = Schema.Struct({
+  id: Schema.String,
+  content: Schema.String,
+  category: Schema.optionalWith(Schema.String, { nullable: true, exact: true }),
+  confidence: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 0.5, nullable: true }),
+  createdAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  /** The thread it was learned in (or `tool` when the model added it itself). */
+  source: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  /** For a correction: what the assistant got wrong (DeerMem's `sourceError`), shown as what to avoid. */
+  sourceError: Schema.optional(Schema.String)
+})
+export type Fact = typeof Fact.Type
+
+/** The user's context: work, personal, what is on their mind now. */
+export const UserContext = Schema.Struct({
+  workContext: Schema.optionalWith(Section, { default: section, nullable: true }),
+  personalContext: Schema.optionalWith(Section, { default: section, nullable: true }),
+  topOfMind: Schema.optionalWith(Section, { default: section, nullable: true })
+})
+
+/** What happened with the user: recently, earlier, long ago. */
+export const History = Schema.Struct({
+  recentMonths: Schema.optionalWith(Section, { default: section, nullable: true }),
+  earlierContext: Schema.optionalWith(Section, { default: section, nullable: true }),
+  longTermBackground: Schema.optionalWith(Section, { default: section, nullable: true })
+})
+
+/**
+ * A memory document (`memory.json`, DeerMem's shape). Every field may be missing in a file (older or
+ * hand-written files decode). `threads` is Antler's watermark: per thread, the last message already read.
+ */
+export const Document = Schema.Struct({
+  version: Schema.optionalWith(Schema.String, { default: () => "1.0", nullable: true }),
+  lastUpdated: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
+  user: Schema.optionalWith(UserContext, {
+    default: () => ({ workContext: section(), personalContext: section(), topOfMind: section() }),
+    nullable: true
+  }),
+  history: Schema.optionalWith(History, {
+    default: () => ({ recentMonths: section(), earlierContext: section(), longTermBackground: section() }),
+    nullable: true
+  }),
+  facts: Schema.optionalWith(Schema.Array(Fact), { default: () => [], nullable: true }),
+  threads: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), {
+    default: () => ({}),
+    nullable: true
+  })
+})
+export type Document = typeof Document.Type
+
+/** A document with nothing remembered. */
+export const empty = (): Document => Schema.decodeSync(Document)({})
+
+/** Whether a document remembers nothing (no summary, no fact). */
+export const isEmpty = (doc: Document): boolean =>
+  doc.facts.length === 0 &&
+  [...Object.values(doc.user), ...Object.values(doc.history)].every((s) => s.summary.trim() === "")
+
+/** Decodes a document read from a file (JSON text); a readable error when it is not one. */
+export const decodeDocument = (text: string): Either.Either<Document, string> => {
+  let raw: unknown
+  try {
+    raw = Json.parse(text)
+  } catch (error) {
+    return Either.left(`not valid JSON (${(error as Error).message})`)
+  }
+  return Either.mapLeft(
+    Schema.decodeUnknownEither(Document)(raw),
+    (error) => ParseResult.TreeFormatter.formatErrorSync(error)
+  )
+}
+
