@@ -4,8 +4,9 @@
  * `view_image` (kept in `viewed_images`) reach it with the request after a completed `view_image` turn (the
  * latest AI message called `view_image` and every call of it has its result), as image parts of a hidden human
  * message after the tool results (a turn that viewed nothing gets DeerFlow's "No images have been viewed." there
- * instead); once that request succeeded, `viewed_images` is cleared, so each image is sent once (DeerFlow re-sends every image of the thread with every later `view_image` turn). A type that is
- * not an image type Antler knows is shown as `unknown`, without pixels.
+ * instead); once that request succeeded, `viewed_images` is cleared, so each image is sent once (DeerFlow re-sends
+ * every image of the thread with every later `view_image` turn). A type that is not an image type Antler knows is
+ * shown as `unknown`, without pixels.
  *
  * Images a tool returned in its result (an MCP tool's image content) reach the model the same way: Chat
  * Completions tool messages carry text only, so the images of the latest tool results go in a hidden human
@@ -68,8 +69,8 @@ const readFile: Reader = (path) => Fs.readFile(path)
 export const NO_IMAGES = "No images have been viewed."
 
 /**
- * The hidden message carrying the viewed images, read from disk (`NO_IMAGES` alone when there are none). An image whose size changed, that cannot be
- * read, or that would pass the byte budget becomes a text line instead.
+ * The hidden message carrying the viewed images, read from disk (`NO_IMAGES` alone when there are none). An image
+ * whose size changed, that cannot be read, or that would pass the byte budget becomes a text line instead.
  */
 export const imageMessage = (
   images: ViewedImages,
@@ -175,18 +176,13 @@ export const layer = (options: Options = {}): Middleware =>
         : { ...request, messages: [...request.messages, toolImageMessage(fromTools, options.maxRequestBytes)] }
       return Effect.flatMap(state.get, (current) => {
         if (!afterViewTurn(current.messages)) return next(withToolImages)
-        // a view_image turn that viewed nothing still gets DeerFlow's message, saying so
-        if (Object.keys(current.viewed_images).length === 0) {
-          return Effect.flatMap(
-            imageMessage({}),
-            (message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })
-          )
-        }
+        // (a view_image turn that viewed nothing still gets DeerFlow's message, saying so: `NO_IMAGES`)
+        const viewed = Object.keys(current.viewed_images).length > 0
         return imageMessage(current.viewed_images, { read: options.read, maxBytes: options.maxRequestBytes }).pipe(
           Effect.flatMap((message) => next({ ...withToolImages, messages: [...withToolImages.messages, message] })),
           // sent: the images are not sent again (a failed call leaves them for the next attempt)
           Effect.map((response) =>
-            response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response
+            viewed && response.failure === undefined ? withUpdate(response, { viewed_images: {} }) : response
           )
         )
       })
