@@ -4,7 +4,7 @@
  * runs' `kwargs` and `metadata`, `threads.count`, `threads.copy` and `runs.delete`. Each user reaches only their
  * own threads and runs: the other's are, for them, ones that do not exist. The model is SCRIPTED.
  */
-import { Client } from "@langchain/langgraph-sdk"
+import type { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -12,7 +12,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const { ALICE, BOB, lastUserText, statusOf } = Support
+const { ALICE, lastUserText, statusOf } = Support
 const SECRET = "sk-live-very-secret-0123456789"
 
 const script = (body: ChatRequestBody): Turn => {
@@ -32,16 +32,10 @@ let alice: Client
 let bob: Client
 
 beforeAll(async () => {
-  gateway = await Support.start({
-    script,
-    config: {
-      gateway: Support.twoUsers,
-      // a secret the configuration knows: never stored, never answered
-      tracing: { enabled: false, headers: { authorization: SECRET } }
-    }
-  })
-  alice = new Client({ apiUrl: gateway.url, apiKey: ALICE })
-  bob = new Client({ apiUrl: gateway.url, apiKey: BOB })
+  // a secret the configuration knows: never stored, never answered
+  ;({ alice, bob, gateway } = await Support.startTwoUsers(script, {
+    tracing: { enabled: false, headers: { authorization: SECRET } }
+  }))
 })
 afterAll(() => gateway?.stop())
 

@@ -4,7 +4,7 @@
  * bodies: each user reaches only their own threads and runs, secrets sent with a run are not kept in its
  * `kwargs`, a refused body is a 4xx naming what was wrong, and a deleted run is gone. The model is SCRIPTED.
  */
-import { Client } from "@langchain/langgraph-sdk"
+import type { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -27,14 +27,7 @@ let alice: Client
 let bob: Client
 
 beforeAll(async () => {
-  gateway = await Support.start({
-    script,
-    config: {
-      gateway: Support.twoUsers
-    }
-  })
-  alice = new Client({ apiUrl: gateway.url, apiKey: ALICE })
-  bob = new Client({ apiUrl: gateway.url, apiKey: BOB })
+  ;({ alice, bob, gateway } = await Support.startTwoUsers(script))
 })
 afterAll(() => gateway?.stop())
 

@@ -4,6 +4,7 @@
  * `fetch` clients.
  */
 import * as HttpServer from "@effect/platform/HttpServer"
+import { Client } from "@langchain/langgraph-sdk"
 import type { SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -157,6 +158,21 @@ export const BOB = "bob-token-0123456789abcdef00"
 export const twoUsers = {
   heartbeat_seconds: 1,
   auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+}
+
+/**
+ * A test gateway with the two token users alice and bob (and `config` beside them), and an SDK client for each.
+ */
+export const startTwoUsers = async (
+  script: StartOptions["script"],
+  config: Record<string, unknown> = {}
+): Promise<{ readonly gateway: TestGateway; readonly alice: Client; readonly bob: Client }> => {
+  const gateway = await start({ script, config: { gateway: twoUsers, ...config } })
+  return {
+    gateway,
+    alice: new Client({ apiUrl: gateway.url, apiKey: ALICE }),
+    bob: new Client({ apiUrl: gateway.url, apiKey: BOB })
+  }
 }
 
 /** The text of the last user message a scripted model was sent. */
