@@ -11,7 +11,8 @@
  *   changes carried by the dropped response are kept with the later one.
  * - If the answer is empty again (or another empty answer comes later in the run: the retry is once per run),
  *   the message is replaced by a fallback saying so, marked `deerflow_error_fallback: true` with an
- *   `error_reason`, and the run ends with status `error` (`ModelResponse.failure`).
+ *   `error_reason`, and the run ends with status `error` (`ModelResponse.failure`) whose message is that
+ *   `error_reason`, as DeerFlow's run worker reports it.
  * Internal calls (summaries, titles) are left alone.
  */
 import * as Effect from "effect/Effect"
@@ -38,12 +39,12 @@ export const RECOVERY_TEXT = [
   "</system_reminder>"
 ].join("\n")
 
-/** What the user sees when the model stays silent after its retry. */
-export const FALLBACK_TEXT = "The model finished its tool calls but gave no final answer, even after one automatic " +
-  "retry. Please try again, or use a different model."
+/** What the user sees when the model stays silent after its retry ("returned no final response" is DeerFlow's). */
+export const FALLBACK_TEXT = "The model finished its tool calls but returned no final response, even after one " +
+  "automatic retry. Please try again, or use a different model."
 
-/** The fallback's `error_reason`. */
-export const ERROR_REASON = "The model returned an empty final response after its tool calls"
+/** The fallback's `error_reason`, and the error the run ends with: DeerFlow's words, which its clients read. */
+export const ERROR_REASON = "Model returned an empty terminal response after one retry"
 
 /** The name of the error the run ends with. */
 export const FAILURE_NAME = "EmptyTerminalResponse"
@@ -76,7 +77,7 @@ export const fallbackResponse = (response: ModelResponse): ModelResponse => ({
     content: FALLBACK_TEXT,
     additional_kwargs: { ...response.message.additional_kwargs, [FALLBACK_MARKER]: true, error_reason: ERROR_REASON }
   },
-  failure: { name: FAILURE_NAME, message: FALLBACK_TEXT }
+  failure: { name: FAILURE_NAME, message: ERROR_REASON }
 })
 
 /** The later response, with the state changes of the dropped one applied first. */
