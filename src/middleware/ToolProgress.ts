@@ -90,7 +90,7 @@ const HINT_BASE: Readonly<Record<string, (tool: string) => string>> = {
   rate_limited: (tool) => `${tool} is being rate-limited.`,
   transient: (tool) => `${tool} keeps failing with transient errors (timeouts, connection problems).`,
   partial_success: (tool) => `${tool} keeps returning incomplete results.`,
-  success: (tool) => `${tool} keeps returning the same results.`
+  success: (tool) => `${tool} keeps returning duplicate results: the same content again.`
 }
 
 const HINT_ACTION: Readonly<Record<string, string>> = {
@@ -98,7 +98,7 @@ const HINT_ACTION: Readonly<Record<string, string>> = {
   try_alternative: "Use a different tool or strategy.",
   summarize: "Summarise what you have found so far and move on.",
   stop: "Do not retry it: retrying cannot fix this.",
-  continue: "Change the query or search term instead of repeating it."
+  continue: "Rephrase the query or use a different search term instead of repeating it."
 }
 
 /** The hint for a tool whose results keep being problems like this one. */
