@@ -219,16 +219,16 @@ export const toolCallNames = (message: AIMessage): ReadonlyArray<string> => [
   ...(message.invalid_tool_calls ?? []).map((call) => call.name ?? "unknown")
 ]
 
-/** The explanation appended to the message. */
+/** The explanation appended to the message ("safety-related signal" and "returned no content" are DeerFlow's). */
 export const explanation = (hit: SafetyTermination, suppressed: ReadonlyArray<string>): string => {
   const signal = `${hit.reason_field}=${JSON.stringify(hit.reason_value)}, detector ${hit.detector}`
   if (suppressed.length > 0) {
-    return `The model provider ended this response with a safety signal (${signal}). The ${suppressed.length} tool ` +
-      `call(s) in it (${[...new Set(suppressed)].join(", ")}) were not run, because their arguments may be cut off ` +
-      `or unsafe. Try rephrasing the request, or ask for a narrower piece of output.`
+    return `The model provider ended this response with a safety-related signal (${signal}). The ` +
+      `${suppressed.length} tool call(s) in it (${[...new Set(suppressed)].join(", ")}) were not run, because ` +
+      `their arguments may be cut off or unsafe. Try rephrasing the request, or ask for a narrower piece of output.`
   }
-  return `The model provider ended this response with a safety signal (${signal}) and returned no content. Try ` +
-    `rephrasing the request, or start a new conversation.`
+  return `The model provider ended this response with a safety-related signal (${signal}) and returned no ` +
+    `content. Try rephrasing the request, or start a new conversation.`
 }
 
 /** What is recorded in `additional_kwargs.safety_termination` (and, without `extras`, in the event). */

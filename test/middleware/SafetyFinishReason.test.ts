@@ -140,6 +140,8 @@ describe("SafetyFinishReason decision", () => {
     assert.isTrue(text.startsWith("Partial\n\n"))
     assert.include(text, "finish_reason=\"content_filter\"")
     assert.include(text, "write_file")
+    // DeerFlow's test_safety_finish_reason_middleware: the explanation names a "safety-related signal"
+    assert.include(text, "safety-related signal")
     assert.notInclude(JSON.stringify(record), "secret payload")
   })
 })
@@ -161,7 +163,8 @@ describe("SafetyFinishReason.layer", () => {
       assert.strictEqual(out.end.stop_reason, "safety_capped")
       const text = M.text(out.state.messages.at(-1)!)
       assert.include(text, "stop_reason=\"refusal\"")
-      assert.include(text, "no content")
+      assert.include(text, "safety-related signal")
+      assert.include(text, "returned no content")
     }).pipe(Harness.withStore))
 
   it.effect("a filtered response that still has text and no calls is left untouched", () =>
