@@ -40,9 +40,10 @@ export const LIMIT_EVENT = "subagent_limit"
 /** The marker appended to the message when the run has no delegations left (protocol, SPEC §5.27). */
 export const LIMIT_REACHED_MARKER = "[SUBAGENT LIMIT REACHED]"
 
-/** The notice appended to the message when the run has no delegations left. */
-export const LIMIT_REACHED_NOTICE = `${LIMIT_REACHED_MARKER} This run may not start any more subagents. ` +
-  "Work with the results the subagents already returned, do what remains yourself, or sum up what is left."
+/** The notice appended when the run has no delegations left ("subagent delegation limit" is DeerFlow's). */
+export const LIMIT_REACHED_NOTICE = `${LIMIT_REACHED_MARKER} The subagent delegation limit for this run has been ` +
+  "reached: it may not start any more subagents. Work with the results the subagents already returned, do what " +
+  "remains yourself, or sum up what is left."
 
 /** `max_concurrent_subagents` as DeerFlow applies it: 1 to 4. */
 export const clampConcurrent = (n: number): number => Math.min(4, Math.max(1, Math.floor(n)))

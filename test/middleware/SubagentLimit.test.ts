@@ -110,6 +110,11 @@ describe("SubagentLimit in a run", () => {
       // the run has no delegations left: the message says so and the run ends capped
       const last = out.state.messages.at(-1)!
       assert.include(M.text(last), SubagentLimit.LIMIT_REACHED_MARKER)
+      // DeerFlow's test_subagent_limit_middleware: the notice names the "subagent delegation limit", and only
+      // a response cut because the run has none left carries it
+      assert.include(M.text(last), "subagent delegation limit")
+      const cutEarlier = out.state.messages.filter((m) => m.type === "ai" && M.toolCalls(m).length > 0)
+      assert.isTrue(cutEarlier.length > 0 && cutEarlier.every((m) => !M.text(m).includes("subagent delegation limit")))
       assert.deepStrictEqual(M.toolCalls(last), [])
       assert.strictEqual(out.end.stop_reason, "subagent_limit_capped")
       assert.strictEqual(out.requests.length, 3)
