@@ -127,25 +127,31 @@ export const effectiveCalls = (message: AIMessage): ReadonlyArray<EffectiveCall>
 // ---------------------------------------------------------------------------------------------------------
 // Synthetic results
 
-/** What the model reads for a call that has no result. */
+/**
+ * What the model reads for a call that has no result: DeerFlow's texts (its tests and clients match on them),
+ * with the parser's error (at most `MAX_ERROR_DETAIL` characters) for a call whose arguments were invalid.
+ */
 export const syntheticResultText = (call: EffectiveCall): string => {
   if (call.blankName) {
-    return "[This tool call was not run: it had no tool name. Retry with the name of one of the available tools.]"
+    return "[Tool call could not be executed because its name was missing or empty. Use one of the available " +
+      "tool names when retrying.]"
   }
   if (call.source === "invalid") {
     const detail = typeof call.error === "string" && call.error !== "" ? call.error.slice(0, MAX_ERROR_DETAIL) : ""
     if (call.name === "write_file") {
-      return "[write_file was not run: its arguments were not valid JSON, so nothing was written. Large Markdown " +
-        "payloads often break the JSON (unescaped quotes, inline JSON, backslashes, code fences). Do not send " +
-        "the same large write_file again: give the content as plain text in your next reply instead, or, if a " +
-        "file is really needed, write it in several smaller parts." +
-        (detail === "" ? "]" : ` Parser error: ${detail}]`)
+      // Large Markdown payloads often break the JSON: the model is steered away from sending the same one again.
+      return "[write_file failed before execution: the tool-call arguments were not valid JSON, so no file was " +
+        "written. This often happens when the model tries to write a very large Markdown file in a single tool " +
+        "call, especially when `content` contains unescaped quotes, inline JSON, backslashes, or code fences. Do " +
+        "not retry the same large `write_file` payload for this artifact; provide the report/content directly as " +
+        "normal assistant text in your next response. If a file write is still needed later, split the file into " +
+        "smaller sections instead of one large payload." + (detail === "" ? "]" : ` Parser error: ${detail}]`)
     }
     return detail === ""
-      ? "[This tool call was not run: its arguments were not valid JSON.]"
-      : `[This tool call was not run: its arguments were not valid JSON: ${detail}]`
+      ? "[Tool call could not be executed because its arguments were invalid.]"
+      : `[Tool call could not be executed because its arguments were invalid: ${detail}]`
   }
-  return "[This tool call was interrupted before it returned a result.]"
+  return "[Tool call was interrupted and did not return a result.]"
 }
 
 const syntheticResult = (call: EffectiveCall, id: string): ToolMessage => ({
