@@ -85,11 +85,11 @@ const typeName = (value: unknown): string =>
 
 const describeContainer = (value: unknown): string => {
   if (Array.isArray(value)) {
-    return value.length === 0 ? "array, empty" : `array of ${value.length}, first item ${typeName(value[0])}`
+    return `array length ${value.length}${value.length > 0 ? `; first item ${typeName(value[0])}` : ""}`
   }
   if (typeof value === "object" && value !== null) {
     const keys = Object.keys(value)
-    return `object with ${keys.length} keys${keys.length > 0 ? `: ${keys.slice(0, KEY_LIMIT).join(", ")}` : ""}`
+    return `object keys ${keys.length}${keys.length > 0 ? `; keys ${keys.slice(0, KEY_LIMIT).join(", ")}` : ""}`
   }
   return typeName(value)
 }
@@ -143,15 +143,15 @@ const jsonSynopsis = (value: unknown, extra: Array<string> = []): Synopsis => {
   const summary: Array<string> = []
   const structure: Array<string> = []
   if (Array.isArray(value)) {
-    summary.push(`A JSON array of ${value.length} items.`)
-    if (value.length > 0) structure.push(`items: ${typeName(value[0])} (first item)`)
+    summary.push(`JSON array with ${value.length} items.`)
+    if (value.length > 0) structure.push(`first item type: ${typeName(value[0])}`)
   } else if (typeof value === "object" && value !== null) {
     const keys = Object.keys(value)
-    summary.push(`A JSON object with ${keys.length} top-level keys.`)
+    summary.push(`JSON object with ${keys.length} top-level keys.`)
     if (keys.length > 0) {
       summary.push(`Top-level keys: ${keys.slice(0, KEY_LIMIT).join(", ")}${keys.length > KEY_LIMIT ? ", ..." : ""}`)
     }
-  } else summary.push(`A JSON ${typeName(value)}.`)
+  } else summary.push(`JSON ${typeName(value)}.`)
   structure.push(...containerPaths(value))
   return { kind: "json", title: "JSON output", summary, structure, notable: [...scalarExamples(value), ...extra] }
 }
@@ -214,8 +214,8 @@ const tryXml = (text: string): Synopsis | undefined => {
   return {
     kind: "xml",
     title: "XML output",
-    summary: [`An XML document with root element <${root}>.`],
-    structure: [`root attributes: ${attributes}`, ...counts.map(([tag, n]) => `child <${tag}>: ${n}`)],
+    summary: [`XML document with root tag ${root}.`],
+    structure: [`root tag: ${root}`, `root attributes: ${attributes}`, ...counts.map(([tag, n]) => `${tag}: ${n}`)],
     notable: []
   }
 }
@@ -261,11 +261,11 @@ const tryTable = (text: string, delimiter: string, kind: "csv" | "tsv"): Synopsi
   return {
     kind,
     title: `${kind.toUpperCase()} table output`,
-    summary: [`A ${kind.toUpperCase()} table with ${dataRows} data rows and ${header.length} columns.`],
+    summary: [`${kind.toUpperCase()} table with ${dataRows} data rows and ${header.length} columns.`],
     structure: [
       `columns: ${header.slice(0, TABLE_COLUMN_LIMIT).map((c) => c.trim()).join(", ")}` +
       (header.length > TABLE_COLUMN_LIMIT ? ", ..." : ""),
-      `first row: ${pairs.join(" | ")}`
+      `first data row: ${pairs.join(" | ")}`
     ],
     notable: []
   }
@@ -309,8 +309,8 @@ const tryYaml = (text: string): Synopsis | undefined => {
     return {
       kind: "yaml",
       title: "YAML output",
-      summary: [`A YAML list of ${value.length} items.`],
-      structure: value.length > 0 ? [`items: ${typeName(value[0])} (first item)`] : [],
+      summary: [`YAML array with ${value.length} items.`],
+      structure: value.length > 0 ? [`first item type: ${typeName(value[0])}`] : [],
       notable: []
     }
   }
@@ -322,7 +322,7 @@ const tryYaml = (text: string): Synopsis | undefined => {
     kind: "yaml",
     title: "YAML output",
     summary: [
-      `A YAML mapping with ${entries.length} top-level keys.`,
+      `YAML object with ${entries.length} top-level keys.`,
       `Top-level keys: ${entries.slice(0, KEY_LIMIT).map(([k]) => k).join(", ")}` +
       (entries.length > KEY_LIMIT ? ", ..." : "")
     ],
@@ -348,9 +348,9 @@ const codeSynopsis = (text: string): Synopsis => {
   return {
     kind: "code",
     title: "Code-like output",
-    summary: [`Code-like text, ${lines.length} lines.`],
+    summary: [`Code-like text with ${lines.length} lines.`],
     structure: [
-      `lines: ${lines.length}`,
+      `line count: ${lines.length}`,
       ...(imports.length > 0 ? [`imports: ${imports.slice(0, 12).join(", ")}`] : [])
     ],
     notable: symbols.slice(0, 24)
@@ -372,13 +372,15 @@ const textSynopsis = (text: string, tool: string, excerpts: boolean): Synopsis =
   }
   const words = text.split(/\s+/).filter((w) => w !== "").length
   const summary = [
-    `Text${tool !== "" ? ` from ${tool}` : ""}: ${text.length} characters, ${words} words, ${lines.length} lines.`,
-    `Section headers: ${headers.length > 0 ? headers.join(" | ") : "none found"}.`
+    `Text output${tool !== "" ? ` from ${tool}` : ""} with ${text.length} characters, ${words} words, and ` +
+    `${lines.length} lines.`,
+    `Detected section headers: ${headers.length > 0 ? headers.join(" | ") : "none detected"}.`
   ]
   if (excerpts) {
-    summary.push(`Begins: ${oneLine(text.slice(0, EXCERPT_CHARS), EXCERPT_CHARS) || "(empty)"}`)
+    summary.push(`Opening excerpt: ${oneLine(text.slice(0, EXCERPT_CHARS), EXCERPT_CHARS) || "(empty)"}`)
     if (text.length > EXCERPT_CHARS) {
-      summary.push(`Ends: ${oneLine(text.slice(Math.max(EXCERPT_CHARS, text.length - EXCERPT_CHARS)), EXCERPT_CHARS)}`)
+      const closing = text.slice(Math.max(EXCERPT_CHARS, text.length - EXCERPT_CHARS))
+      summary.push(`Closing excerpt: ${oneLine(closing, EXCERPT_CHARS)}`)
     }
   }
   return { kind: "text", title: "Text output", summary, structure: [], notable: [] }
@@ -473,7 +475,9 @@ export const renderPreview = (text: string, options: PreviewOptions): string => 
   if (synopsis.structure.length > 0) lines.push("", "Structure:", ...synopsis.structure.map((s) => `- ${s}`))
   if (synopsis.notable.length > 0) lines.push("", "Notable items:", ...synopsis.notable.map((s) => `- ${s}`))
   const sample = synopsis.sample ?? rawSample(text, head, tail)
-  if (sample !== "") lines.push("", `Raw sample (first ${head} and last ${tail} characters at most):`, sample)
+  if (sample !== "") {
+    lines.push("", `Raw sample (head + tail, clipped to the first ${head} and last ${tail} characters):`, sample)
+  }
   lines.push(
     "",
     "Access:",
