@@ -10,7 +10,8 @@
  *   IMAGE_PROHIBITED_CONTENT, IMAGE_RECITATION` (upper-case compare).
  * On a hit: the message (same id) loses every tool call but keeps the provider's finish reason, gets an
  * explanation appended and `additional_kwargs.safety_termination`; a `safety_termination` custom event is
- * emitted (names only, never arguments); the stop reason becomes `safety_capped`.
+ * emitted (names and ids only, never arguments), which the gateway's run journal keeps as DeerFlow's
+ * `middleware:safety_termination` audit record; the stop reason becomes `safety_capped`.
  */
 import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
@@ -231,6 +232,12 @@ export const explanation = (hit: SafetyTermination, suppressed: ReadonlyArray<st
     `content. Try rephrasing the request, or start a new conversation.`
 }
 
+/** The ids of the tool calls suppressed (the non-empty ones), for the audit record. */
+export const suppressedIds = (message: AIMessage): ReadonlyArray<string> =>
+  [...(message.tool_calls ?? []), ...(message.invalid_tool_calls ?? [])].flatMap((call) =>
+    typeof call.id === "string" && call.id !== "" ? [call.id] : []
+  )
+
 /** What is recorded in `additional_kwargs.safety_termination` (and, without `extras`, in the event). */
 export interface TerminationRecord {
   readonly detector: string
@@ -312,6 +319,9 @@ const perRun = (detectors: ReadonlyArray<Detector>) =>
           reason_value: record.reason_value,
           suppressed_tool_call_count: record.suppressed_tool_call_count,
           suppressed_tool_call_names: record.suppressed_tool_call_names,
+          // ids (never arguments) and provider extras: for the run journal's audit record
+          suppressed_tool_call_ids: suppressedIds(message),
+          extras: record.extras,
           thread_id: context.threadId,
           run_id: context.runId,
           message_id: message.id

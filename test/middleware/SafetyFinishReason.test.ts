@@ -4,6 +4,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as S from "../../src/middleware/SafetyFinishReason.js"
+import * as RunJournal from "../../src/programs/gateway/RunJournal.js"
 import { EMPTY_DETECTORS_MESSAGE, SafetyFinishReasonConfig } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
 import type { AIMessage } from "../../src/state/Message.js"
@@ -176,6 +177,42 @@ describe("SafetyFinishReason.layer", () => {
       assert.strictEqual(out.end.stop_reason, "completed")
       assert.strictEqual(out.state.messages.at(-1)!.content, "Here is a safe partial answer.")
       assert.isFalse(out.events.some((e) => e.type === "custom"))
+    }).pipe(Harness.withStore))
+
+  // DeerFlow's test_records_audit_event_when_journal_present / test_audit_event_never_carries_tool_arguments
+  it.effect("the run journal keeps a middleware:safety_termination audit record: names and ids, never arguments", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: [{
+          toolCalls: [{ id: "call_write_1", name: "write_file", args: { content: "FILTERED_CONTENT_DO_NOT_PERSIST" } }],
+          finishReason: "content_filter"
+        }],
+        tools: [bash],
+        middlewares: () => [S.layer()]
+      })
+      const journal = RunJournal.make(() => "2026-01-01T00:00:00.000Z")
+      journal.push(out.events)
+      const audits = journal.events().filter((e) => e.event_type === "middleware:safety_termination")
+      assert.lengthOf(audits, 1)
+      assert.strictEqual(audits[0]!.category, "middleware")
+      const content = audits[0]!.content as Record<string, any>
+      assert.deepInclude(content, {
+        name: "SafetyFinishReasonMiddleware",
+        hook: "after_model",
+        action: "suppress_tool_calls"
+      })
+      assert.deepInclude(content.changes, {
+        detector: "openai_compatible_content_filter",
+        reason_field: "finish_reason",
+        reason_value: "content_filter",
+        suppressed_tool_call_count: 1,
+        suppressed_tool_call_names: ["write_file"],
+        suppressed_tool_call_ids: ["call_write_1"]
+      })
+      assert.property(content.changes, "message_id")
+      assert.isObject(content.changes.extras)
+      assert.notInclude(JSON.stringify(audits), "FILTERED_CONTENT_DO_NOT_PERSIST")
+      assert.notProperty(content.changes, "args")
     }).pipe(Harness.withStore))
 
   it.effect("programmatic detectors replace the configured ones", () =>

@@ -6,8 +6,9 @@
  * `subagent.start`, `subagent.step` (DeerFlow's compact step: kind, text, tool calls) and `subagent.end`; and
  * `run.end` with how the run ended. Bounded: at most `MAX_EVENTS` events and `MAX_BYTES` of JSON per run (past
  * either, later events are left out, `run.end` always kept), a message's content cut to `MAX_CONTENT_CHARS`, a
- * step's text to `STEP_MAX_CHARS`. DeerFlow's own journal also records model-call traces and middleware actions;
- * this one does not.
+ * step's text to `STEP_MAX_CHARS`. Of the middleware actions DeerFlow's journal records, SafetyFinishReason's
+ * `middleware:safety_termination` is kept (from its custom event); model-call traces and the other middleware
+ * records are not.
  */
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
@@ -117,6 +118,34 @@ const subagentEvent = (
   return { event_type: "subagent.end", category: "subagent", content, metadata: { task_id: taskId } }
 }
 
+/**
+ * DeerFlow's `middleware:{tag}` audit record (`RunJournal.record_middleware`) of a middleware's custom event:
+ * `safety_termination` (SafetyFinishReason suppressed a response's tool calls: names and ids, never arguments).
+ */
+const middlewareEvent = (
+  name: string,
+  data: unknown
+): Omit<StoredRunEvent, "seq" | "created_at"> | undefined => {
+  const fields = record(data)
+  if (name !== "safety_termination" || fields === undefined) return undefined
+  const changes = {
+    detector: fields.detector ?? null,
+    reason_field: fields.reason_field ?? null,
+    reason_value: fields.reason_value ?? null,
+    suppressed_tool_call_count: fields.suppressed_tool_call_count ?? 0,
+    suppressed_tool_call_names: fields.suppressed_tool_call_names ?? [],
+    suppressed_tool_call_ids: fields.suppressed_tool_call_ids ?? [],
+    message_id: fields.message_id ?? null,
+    extras: record(fields.extras) ?? {}
+  }
+  return {
+    event_type: "middleware:safety_termination",
+    category: "middleware",
+    content: { name: "SafetyFinishReasonMiddleware", hook: "after_model", action: "suppress_tool_calls", changes },
+    metadata: {}
+  }
+}
+
 /** A run's journal: fed the run's events as streamed, read once the run ended. */
 export interface RunJournal {
   /** Records what of `events` DeerFlow's journal holds. */
@@ -187,7 +216,7 @@ export const make = (now: () => string): RunJournal => {
             message(event.message)
             break
           case "custom": {
-            const mapped = subagentEvent(event.name, event.data)
+            const mapped = subagentEvent(event.name, event.data) ?? middlewareEvent(event.name, event.data)
             if (mapped !== undefined) add(mapped)
             break
           }
