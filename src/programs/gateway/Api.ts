@@ -39,6 +39,7 @@ import * as Memory from "./handlers/Memory.js"
 import * as Runs from "./handlers/Runs.js"
 import * as ScheduledTasks from "./handlers/ScheduledTasks.js"
 import * as Security from "./handlers/Security.js"
+import * as Store from "./handlers/Store.js"
 import * as Suggestions from "./handlers/Suggestions.js"
 import * as Threads from "./handlers/Threads.js"
 import * as Turns from "./handlers/Turns.js"
@@ -74,6 +75,7 @@ const handlersLayer = (options: Options) => {
       Threads.layer(api),
       Runs.layer(api, options.models, options.redact ?? Redact.none),
       Crons.layer(api, options.models),
+      Store.layer(api),
       Health.layer(api)
     ))
   const langgraph = Layer.mergeAll(first, ...more)

@@ -40,6 +40,7 @@ import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Runs from "./Runs.js"
 import * as Scheduling from "./scheduler/Wiring.js"
+import * as StoreWiring from "./store/Wiring.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
@@ -330,6 +331,8 @@ export const layer = (options: Options) => {
     Layer.provideMerge(httpServer({ host, port })),
     // scheduled tasks start once the runs a previous process left are settled
     Layer.provideMerge(scheduling),
+    // LangGraph's store: beside the threads and the scheduled tasks
+    Layer.provideMerge(StoreWiring.layer(app)),
     Layer.provideMerge(recovered),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),

@@ -1,6 +1,6 @@
 /**
  * The gateway's HTTP API as declared: the LangGraph Platform subset the LangGraph SDK and DeerFlow's frontend use
- * (`LangGraphApi`: assistants, threads, runs, crons, health), served under each of `LANGGRAPH_PREFIXES`, and
+ * (`LangGraphApi`: assistants, threads, runs, crons, store, health), served under each of `LANGGRAPH_PREFIXES`, and
  * DeerFlow's own endpoints (`DeerFlowApi`: files, models, skills) under `/api`. `SERVED` is what the server mounts;
  * `GatewayApi` is the whole as documented at `/openapi.json`, each LangGraph path listed once with the prefixes
  * it is served under (OpenAPI's `servers`).
@@ -25,6 +25,7 @@ import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
 import * as ScheduledTasks from "./ScheduledTasks.js"
+import * as Store from "./Store.js"
 import * as Suggestions from "./Suggestions.js"
 import * as Threads from "./Threads.js"
 import * as Turns from "./Turns.js"
@@ -43,6 +44,7 @@ export const LangGraphApi = HttpApi.make("langgraph")
   .add(Threads.group)
   .add(Runs.group)
   .add(Crons.group)
+  .add(Store.group)
   .add(Health.group)
   .addError(Failed)
 export type LangGraphApi = typeof LangGraphApi
