@@ -695,6 +695,24 @@ const arbitraries = () => {
     multitask_strategy: literal("reject", "interrupt", "rollback", "enqueue")
   }, ["schedule"])
   const thread = objectOf({ thread_id: threadIdValue, metadata: record, if_exists: literal("raise", "do_nothing") })
+  // LangGraph's store: namespaces with labels it refuses (".", empty, too many), keys, values, filters, paging
+  const labels = fc.array(
+    fc.oneof(literal("notes", "*", "langgraph", "a.b", "", "..", "x".repeat(300)), stringText),
+    { maxLength: 20 }
+  ).map((items) => `[${items.join(",")}]`)
+  const store = objectOf({
+    namespace: labels,
+    key: fc.oneof(literal("k", "", "../k"), stringText),
+    value: fc.oneof(record, json({ owner: "alice" })),
+    namespace_prefix: labels,
+    prefix: labels,
+    suffix: labels,
+    filter: fc.oneof(record, json({ owner: "alice" }), json({ n: { $gt: 1 } })),
+    query: stringText,
+    max_depth: numberText,
+    limit: numberText,
+    offset: numberText
+  })
   const search = objectOf({
     metadata: fc.oneof(record, json({ note: SECRET.metadata.slice(0, 4) }), json({ owner: "alice" })),
     ids: fc.array(threadIdValue, { maxLength: 3 }).map((ids) => `[${ids.join(",")}]`),
@@ -780,6 +798,7 @@ const arbitraries = () => {
     polish: objectOf({ text: stringText, locale: stringText, thread_id: stringText }),
     artifact: objectOf({ content: stringText, expected_sha256: stringText }),
     cron,
+    store,
     compact: objectOf({
       force: fc.constantFrom("true", "false", "1", "null"),
       keep: fc.constantFrom("{\"type\":\"messages\",\"value\":2}", "{\"type\":\"fraction\",\"value\":3}", "null"),

@@ -37,6 +37,7 @@ export type BodyKind =
   | "artifact"
   | "compact"
   | "cron"
+  | "store"
 
 export interface Route {
   readonly method: string
@@ -82,6 +83,11 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["POST", "/runs/crons/count", "search"],
   ["PATCH", "/runs/crons/:cron_id", "cron"],
   ["DELETE", "/runs/crons/:cron_id", "none"],
+  ["PUT", "/store/items", "store"],
+  ["GET", "/store/items", "none"],
+  ["DELETE", "/store/items", "store"],
+  ["POST", "/store/items/search", "store"],
+  ["POST", "/store/namespaces", "store"],
   ["GET", "/ok", "none"],
   ["GET", "/info", "none"]
 ]
