@@ -26,8 +26,8 @@ const internal = (error: StoreError) => new GatewayError({ reason: "internal", m
 const ItemAddress = Schema.Struct({ namespace: Api.Labels, key: Api.Key })
 const decodeAddress = Schema.decodeUnknownEither(ItemAddress, { errors: "all" })
 
-/** The size of a value as JSON, or a 422 saying it is over `MAX_VALUE_BYTES`. */
-export const valueProblem = (value: Readonly<Record<string, unknown>>): string | undefined => {
+/** What is wrong with a value larger than `MAX_VALUE_BYTES` of JSON, if it is. */
+const valueProblem = (value: Readonly<Record<string, unknown>>): string | undefined => {
   const size = Buffer.byteLength(JSON.stringify(value))
   return size > Api.MAX_VALUE_BYTES
     ? `value: ${size} bytes of JSON, more than the ${Api.MAX_VALUE_BYTES} (1 MiB) an item may hold.`
