@@ -316,6 +316,7 @@ const aliceView = async () => {
   const crons = await alice("POST", "/runs/crons/search", { limit: 1000 })
   assert.strictEqual(crons.status, 200, crons.text)
   views.crons = crons.json()
+  views.store = await read("/store/items?namespace=notes&key=k")
   views.agent = await read(`/assistants/${EXPOSED.agent}`)
   views.soul = Fs.readFileSync(
     Path.join(CustomAgents.agentsDir(gateway.home, "alice"), EXPOSED.agent, CustomAgents.SOUL_FILE),
@@ -399,6 +400,13 @@ beforeAll(async () => {
     assert.strictEqual(cron.status, 200, cron.text)
     aliceIds.crons.push(cron.json().cron_id)
   }
+  // an item of her store, where bob's generated store requests look (namespace "notes", key "k", owner alice)
+  const item = await alice("PUT", "/store/items", {
+    namespace: ["notes"],
+    key: "k",
+    value: { owner: "alice", note: SECRET.metadata }
+  })
+  assert.strictEqual(item.status, 204, item.text)
   // and a custom agent of hers, whose soul is her prompt
   await Effect.runPromise(CustomAgents.save(gateway.home, "alice", EXPOSED.agent, {
     config: { description: "alice's agent" },
