@@ -29,7 +29,10 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const raw = async (method: string, path: string, body?: unknown, token = Support.ALICE) => {
   const response = await fetch(`${gateway.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" })
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) })
   })
   const text = await response.text()
@@ -133,7 +136,11 @@ describe("LangGraph's store through the SDK", () => {
       (await alice.store.listNamespaces(options)).namespaces
 
     assert.deepStrictEqual(await list({ prefix: ["lib"] }), [["lib", "a", "x"], ["lib", "a", "y"], ["lib", "b"]])
-    assert.deepStrictEqual(await list({ prefix: ["*", "a"] }), [["lab", "a", "x"], ["lib", "a", "x"], ["lib", "a", "y"]])
+    assert.deepStrictEqual(await list({ prefix: ["*", "a"] }), [
+      ["lab", "a", "x"],
+      ["lib", "a", "x"],
+      ["lib", "a", "y"]
+    ])
     assert.deepStrictEqual(await list({ suffix: ["x"] }), [["lab", "a", "x"], ["lib", "a", "x"]])
     assert.deepStrictEqual(await list({ prefix: ["lib"], suffix: ["a", "*"] }), [["lib", "a", "x"], ["lib", "a", "y"]])
     assert.deepStrictEqual(await list({ prefix: ["lib"], maxDepth: 2 }), [["lib", "a"], ["lib", "b"]])
@@ -155,7 +162,8 @@ describe("LangGraph's store through the SDK", () => {
     assert.strictEqual(empty.status, 422)
     assert.include(empty.body.detail, "at least one label")
 
-    const deep = await raw("PUT", "/store/items", { namespace: Array.from({ length: 17 }, () => "n"), key: "k", value: {} })
+    const labels17 = Array.from({ length: 17 }, () => "n")
+    const deep = await raw("PUT", "/store/items", { namespace: labels17, key: "k", value: {} })
     assert.strictEqual(deep.status, 422)
     assert.include(deep.body.detail, "at most 16 labels")
 

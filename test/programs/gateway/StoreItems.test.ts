@@ -64,7 +64,13 @@ const behaves = (open: () => Promise<{ store: StoreItems.Service }>) => {
     await run(store.put("alice", ["a", "b"], "k", { v: 2 }, at(2)))
     await run(store.put("bob", ["a", "b"], "k", { v: 9 }, at(3)))
     const item = Option.getOrThrow(await run(store.get("alice", ["a", "b"], "k")))
-    assert.deepStrictEqual(item, { namespace: ["a", "b"], key: "k", value: { v: 2 }, created_at: at(1), updated_at: at(2) })
+    assert.deepStrictEqual(item, {
+      namespace: ["a", "b"],
+      key: "k",
+      value: { v: 2 },
+      created_at: at(1),
+      updated_at: at(2)
+    })
     assert.isTrue(Option.isNone(await run(store.get("carol", ["a", "b"], "k"))))
     assert.isTrue(Option.isNone(await run(store.get("alice", ["a"], "k"))))
     assert.isFalse(await run(store.remove("carol", ["a", "b"], "k")))
@@ -92,6 +98,23 @@ const behaves = (open: () => Promise<{ store: StoreItems.Service }>) => {
     assert.deepStrictEqual(await keys({ query: "ALPHA" }), ["1"])
     assert.deepStrictEqual(await keys({ limit: 2, offset: 1 }), ["3", "2"])
     assert.deepStrictEqual(await keys({ filter: { kind: "x" }, limit: 1, offset: 1 }), ["3"])
+  })
+
+  it("filters past many pages of rows, in order, also among items updated at the same time", async () => {
+    const { store } = await open()
+    const count = 450
+    const key = (i: number) => `k${String(i).padStart(3, "0")}`
+    // three items at each time: the rows a page ends with are often tied with the next page's
+    for (let i = 0; i < count; i++) {
+      await run(store.put("u", ["bulk"], key(i), { kind: i % 2 === 0 ? "even" : "odd" }, at(Math.floor(i / 3))))
+    }
+    const ordered = Array.from({ length: count }, (_, i) => i)
+      .sort((a, b) => Math.floor(b / 3) - Math.floor(a / 3) || a - b)
+    const even = ordered.filter((i) => i % 2 === 0).map(key)
+    const keys = async (s: Partial<StoreItems.Search>) => (await run(store.search("u", search(s)))).map((i) => i.key)
+    assert.deepStrictEqual(await keys({ filter: { kind: "even" }, limit: 100, offset: 120 }), even.slice(120, 220))
+    assert.deepStrictEqual(await keys({ query: "EVEN", limit: 1000 }), even)
+    assert.deepStrictEqual(await keys({ limit: 5, offset: 300 }), ordered.slice(300, 305).map(key))
   })
 
   it("lists namespaces by prefix, suffix and depth, each once, in order", async () => {

@@ -22,11 +22,14 @@ export const make = (filename: string) =>
     if (filename !== ":memory:") {
       yield* Effect.try({
         try: () => Fs.mkdirSync(Path.dirname(Path.resolve(filename)), { recursive: true }),
-        catch: (cause) => new StoreError({ operation: "open", message: `Cannot open ${where}: ${String(cause)}`, cause })
+        catch: (cause) =>
+          new StoreError({ operation: "open", message: `Cannot open ${where}: ${String(cause)}`, cause })
       })
     }
     const conn = yield* SqliteConnection.open(filename).pipe(
-      Effect.mapError((cause) => new StoreError({ operation: "open", message: `Cannot open ${where}: ${cause.message}`, cause }))
+      Effect.mapError((cause) =>
+        new StoreError({ operation: "open", message: `Cannot open ${where}: ${cause.message}`, cause })
+      )
     )
     const access = Access.make(conn, BUSY_TIMEOUT)
     return yield* StoreItems.make({

@@ -60,13 +60,20 @@ export interface Service {
     value: Readonly<Record<string, unknown>>,
     now: string
   ) => Effect.Effect<void, StoreError>
-  readonly get: (userId: string, namespace: ReadonlyArray<string>, key: string) => Effect.Effect<Option.Option<Item>, StoreError>
+  readonly get: (
+    userId: string,
+    namespace: ReadonlyArray<string>,
+    key: string
+  ) => Effect.Effect<Option.Option<Item>, StoreError>
   /** Deletes the item; whether there was one. */
   readonly remove: (userId: string, namespace: ReadonlyArray<string>, key: string) => Effect.Effect<boolean, StoreError>
   /** The items matching, most recently updated first. */
   readonly search: (userId: string, search: Search) => Effect.Effect<ReadonlyArray<Item>, StoreError>
   /** The namespaces holding the user's items, in order of their labels. */
-  readonly namespaces: (userId: string, query: NamespaceQuery) => Effect.Effect<ReadonlyArray<ReadonlyArray<string>>, StoreError>
+  readonly namespaces: (
+    userId: string,
+    query: NamespaceQuery
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<string>>, StoreError>
 }
 
 /** The store of LangGraph's items. */
@@ -111,7 +118,9 @@ export const matches = (
   filter: Readonly<Record<string, unknown>>,
   query: string | undefined
 ): boolean =>
-  Object.entries(filter).every(([field, expected]) => Object.hasOwn(value, field) && sameJson(value[field], expected)) &&
+  Object.entries(filter).every(([field, expected]) =>
+    Object.hasOwn(value, field) && sameJson(value[field], expected)
+  ) &&
   (query === undefined || query === "" || JSON.stringify(value).toLowerCase().includes(query.toLowerCase()))
 
 const compareText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
@@ -174,7 +183,10 @@ const itemsOf = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Item
   Either.match(decodeItems(rows), {
     onLeft: (error) =>
       Effect.fail(
-        new StoreError({ operation: "read", message: `A row of the store's items is not one this build reads: ${error.message}` })
+        new StoreError({
+          operation: "read",
+          message: `A row of the store's items is not one this build reads: ${error.message}`
+        })
       ),
     onRight: (decoded) =>
       Effect.succeed(decoded.map((row) => ({
@@ -219,7 +231,10 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       get: (userId, namespace, key) =>
         Effect.map(
           Effect.flatMap(
-            sql.query(`${COLUMNS} WHERE user_id = ? AND namespace = ? AND item_key = ?`, [userId, joined(namespace), key]),
+            sql.query(
+              `${COLUMNS} WHERE user_id = ? AND namespace = ? AND item_key = ?`,
+              [userId, joined(namespace), key]
+            ),
             itemsOf
           ),
           (items) => Option.fromNullable(items[0])
@@ -235,16 +250,33 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
       search: (userId, search) =>
         Effect.gen(function*() {
           const [where, params] = underPrefix(userId, search.prefix)
-          const ordered = `${COLUMNS} WHERE ${where} ORDER BY updated_at DESC, namespace, item_key LIMIT ? OFFSET ?`
+          const ORDER = "ORDER BY updated_at DESC, namespace, item_key"
           const filtered = Object.keys(search.filter).length > 0 || (search.query ?? "") !== ""
-          if (!filtered) return yield* Effect.flatMap(sql.query(ordered, [...params, search.limit, search.offset]), itemsOf)
-          // the filter and the query are read here (no JSON operators shared by both databases): a page at a time
+          if (!filtered) {
+            return yield* Effect.flatMap(
+              sql.query(`${COLUMNS} WHERE ${where} ${ORDER} LIMIT ? OFFSET ?`, [...params, search.limit, search.offset]),
+              itemsOf
+            )
+          }
+          // the filter and the query are read here (no JSON operators shared by both databases): a page at a time,
+          // each from where the last one ended (in the same order), so a long search never skips rows again
           const found: Array<Item> = []
           const wanted = search.offset + search.limit
-          for (let read = 0; found.length < wanted; read += PAGE) {
-            const page = yield* Effect.flatMap(sql.query(ordered, [...params, PAGE, read]), itemsOf)
+          let after: Item | undefined
+          while (found.length < wanted) {
+            const [from, last] = after === undefined
+              ? ["", []]
+              : [
+                " AND (updated_at < ? OR (updated_at = ? AND (namespace > ? OR (namespace = ? AND item_key > ?))))",
+                [after.updated_at, after.updated_at, joined(after.namespace), joined(after.namespace), after.key]
+              ]
+            const page = yield* Effect.flatMap(
+              sql.query(`${COLUMNS} WHERE ${where}${from} ${ORDER} LIMIT ?`, [...params, ...last, PAGE]),
+              itemsOf
+            )
             for (const item of page) if (matches(item.value, search.filter, search.query)) found.push(item)
             if (page.length < PAGE) break
+            after = page[page.length - 1]
           }
           return found.slice(search.offset, wanted)
         }),
