@@ -1,10 +1,10 @@
 /**
  * The gateway's HTTP API: the LangGraph Platform subset the LangGraph SDK and DeerFlow's frontend use
- * (assistants, threads, state, history, runs: background, stream, wait, join, cancel; stateless runs), served at
- * `/`, `/api` and `/api/langgraph`, and DeerFlow's own endpoints under `/api` (uploads, artifacts, models,
- * skills), declared with `@effect/platform`'s HttpApi in `api/` (one group per resource, its Schemas the request
- * and answer shapes) and implemented in `handlers/`; its OpenAPI document at `/openapi.json`, browsable at
- * `/docs` (`Docs.ts`). Bodies are read and decoded by `Body.ts`; every failure is a JSON problem response
+ * (assistants, threads, state, history, runs: background, stream, wait, join, cancel; stateless runs; crons; the
+ * store), served at `/`, `/api` and `/api/langgraph`, and DeerFlow's own endpoints under `/api` (uploads,
+ * artifacts, models, skills), declared with `@effect/platform`'s HttpApi in `api/` (one group per resource, its
+ * Schemas the request and answer shapes) and implemented in `handlers/`; its OpenAPI document at `/openapi.json`,
+ * browsable at `/docs` (`Docs.ts`). Bodies are read and decoded by `Body.ts`; every failure is a JSON problem response
  * (`{type, title, status, detail}`, `api/Problem.ts`). Every thread, upload and artifact belongs to a user:
  * another user's is "not found" (404), never "forbidden", and a thread id another user has is, for this one,
  * an id nobody has (threads are stored under ids of their user's own, `ThreadIds`). What a user owns, and what no
