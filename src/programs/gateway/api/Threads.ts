@@ -92,6 +92,18 @@ export const ThreadSearch = Schema.Struct({
   select: Schema.optional(Schema.NullOr(ThreadSelect))
 })
 
+/** The most threads one prune names. */
+export const MAX_PRUNE_THREADS = 1000
+
+/** `POST /threads/prune` */
+export const ThreadPrune = Schema.Struct({
+  thread_ids: Schema.Array(Schema.String).pipe(Schema.maxItems(MAX_PRUNE_THREADS)),
+  strategy: Schema.optional(Schema.NullOr(Schema.Literal("delete", "keep_latest")))
+})
+
+/** The answer to a prune: how many of the user's threads it pruned. */
+export const ThreadPruned = Schema.Struct({ pruned_count: Schema.Int }).annotations({ identifier: "ThreadPruned" })
+
 /** `POST /threads/{id}/state` */
 export const StateUpdateRequest = Schema.Struct({
   values: Schema.optional(Schema.NullOr(Schema.Unknown)),
@@ -191,6 +203,17 @@ export const group = HttpApiGroup.make("threads")
       .addSuccess(Schema.Int.annotations({ description: "How many of the user's threads match" }))
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "Count the user's threads")
+  )
+  .add(
+    HttpApiEndpoint.post("pruneThreads", "/threads/prune")
+      .setPayload(ThreadPrune)
+      .addSuccess(ThreadPruned)
+      .addError(BodyRefusals)
+      .addError(refusal(422, "The keep_latest strategy (the store keeps every checkpoint a thread's state is made of)"))
+      .annotate(
+        OpenApi.Summary,
+        "Delete the user's threads of these ids (with their runs and files); ids of no thread of theirs are not pruned"
+      )
   )
   .add(
     HttpApiEndpoint.get("getThread", "/threads/:thread_id")

@@ -159,6 +159,31 @@ export const layer = (api: LangGraphApi) =>
           ).filter((thread) => request.status == null || thread.status === request.status)
         })
 
+      /**
+       * Deletes the user's thread `threadId` (404 when they have none), its runs, files and crons; its active run is
+       * cancelled first, and a run of another gateway process sharing the store refuses it (409).
+       */
+      const deleteOwned = (userId: string, threadId: string) =>
+        Effect.gen(function*() {
+          const stored = (yield* ownedThread(userId, threadId)).thread_id
+          const active = runs.activeOf(stored)
+          if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
+          // a run of another gateway process sharing the store still holds the thread
+          if ((yield* ownedThread(userId, threadId)).status === "running") {
+            return yield* fail(
+              "conflict",
+              `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then ` +
+                "delete the thread."
+            )
+          }
+          yield* App.deleteThread(app.home, stored, userId).pipe(
+            Effect.provideService(ThreadStore, store),
+            Effect.mapError(storeFailed)
+          )
+          // its crons go with it
+          yield* Effect.mapError(Crons.removeThreadCrons(tasks, userId, threadId), storeFailed)
+        })
+
       return handlers
         // LangGraph's `if_exists` (`raise`, the default: 409; `do_nothing`: the existing thread) is about the
         // caller's own thread of that id; another user's is, for the caller, a thread that does not exist
@@ -222,25 +247,33 @@ export const layer = (api: LangGraphApi) =>
         .handleRaw("deleteThread", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
-            const threadId = path.thread_id
-            const stored = (yield* ownedThread(userId, threadId)).thread_id
-            const active = runs.activeOf(stored)
-            if (active !== undefined) yield* Effect.ignore(runs.cancel(active.runId, "interrupt", true))
-            // a run of another gateway process sharing the store still holds the thread
-            if ((yield* ownedThread(userId, threadId)).status === "running") {
+            yield* deleteOwned(userId, path.thread_id)
+            return HttpServerResponse.empty({ status: 204 })
+          }))
+        // LangGraph's prune: `delete` deletes each thread as `DELETE /threads/{id}` does, an id of no thread of
+        // the user's (another user's) not pruned, nor one a run of another gateway process holds; `keep_latest`
+        // would squash a thread's checkpoints into one, which the store cannot do
+        .handleRaw("pruneThreads", () =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const request = yield* Body.json(Threads.ThreadPrune)
+            if (request.strategy === "keep_latest") {
               return yield* fail(
-                "conflict",
-                `Thread ${threadId} has a run in progress in another gateway process; cancel it there, then ` +
-                  "delete the thread."
+                "unprocessable",
+                "strategy: keep_latest is not supported: a thread's state is made of all its checkpoints, which " +
+                  "the store keeps; prune with strategy delete, or delete single runs (DELETE " +
+                  "/threads/{thread_id}/runs/{run_id})."
               )
             }
-            yield* App.deleteThread(app.home, stored, userId).pipe(
-              Effect.provideService(ThreadStore, store),
-              Effect.mapError(storeFailed)
-            )
-            // its crons go with it
-            yield* Effect.mapError(Crons.removeThreadCrons(tasks, userId, threadId), storeFailed)
-            return HttpServerResponse.empty({ status: 204 })
+            let pruned = 0
+            for (const threadId of new Set(request.thread_ids)) {
+              const deleted = yield* Effect.either(deleteOwned(userId, threadId))
+              if (Either.isRight(deleted)) pruned++
+              else if (deleted.left.reason !== "not_found" && deleted.left.reason !== "conflict") {
+                return yield* deleted.left
+              }
+            }
+            return json(Threads.ThreadPruned, { pruned_count: pruned })
           }))
         // LangGraph's copy: a new thread (a new id, also in its metadata) with the thread's checkpoints, here
         // appended again in order (under new checkpoint ids), and its files; not its runs
