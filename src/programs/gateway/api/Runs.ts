@@ -82,6 +82,23 @@ export const RunCreate = Schema.Struct({
 })
 export type RunCreate = typeof RunCreate.Type
 
+/** The most runs one batch starts, and the most run ids one bulk cancel names. */
+export const MAX_BATCH_RUNS = 100
+export const MAX_CANCEL_RUNS = 1000
+
+/** `POST /runs/batch`: stateless runs, started together. */
+export const RunBatch = Schema.Array(RunCreate).pipe(Schema.minItems(1), Schema.maxItems(MAX_BATCH_RUNS))
+
+/**
+ * `POST /runs/cancel`: the runs `run_ids` of thread `thread_id`, or the runs of a `status` (`all`: pending and
+ * running), of `thread_id` or of all the user's threads.
+ */
+export const RunsCancel = Schema.Struct({
+  thread_id: Schema.optional(Schema.NullOr(Schema.String)),
+  run_ids: Schema.optional(Schema.NullOr(Schema.Array(Schema.String).pipe(Schema.maxItems(MAX_CANCEL_RUNS)))),
+  status: Schema.optional(Schema.NullOr(Schema.Literal("pending", "running", "all")))
+})
+
 // ---------------------------------------------------------------------------------------------------------
 // Answers
 
@@ -264,6 +281,28 @@ export const group = HttpApiGroup.make("runs")
       .addError(refusal(422, "An action that is not interrupt or rollback"))
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Cancel a run (interrupt, or roll back its changes)")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelRuns", "/runs/cancel")
+      .setPayload(RunsCancel)
+      .setUrlParams(Schema.Struct({
+        action: Schema.optional(QueryValue.annotations({ description: "interrupt (default) or rollback" }))
+      }))
+      .addSuccess(HttpApiSchema.NoContent.annotations({ description: "The runs are being cancelled" }))
+      .addError(refusal(404, "No such thread (of this user), or a run id of no run of it"))
+      .addError(refusal(409, "A run runs in another gateway process (cancel it there)"))
+      .addError(BodyRefusals)
+      .addError(refusal(422, "Neither run_ids (with thread_id) nor status, or both; an action not interrupt or rollback"))
+      .annotate(OpenApi.Summary, "Cancel runs of the user's: by thread and run ids, or by status")
+  )
+  .add(
+    HttpApiEndpoint.post("createStatelessRunBatch", "/runs/batch")
+      .setPayload(RunBatch)
+      .addSuccess(RunList)
+      .addError(refusal(404, "No such assistant (an agent of this user's)"))
+      .addError(BodyRefusals)
+      .addError(RunCreateRefusals)
+      .annotate(OpenApi.Summary, "Start stateless runs in the background: all of them, or none")
   )
   .add(
     statelessRun("createStatelessRun", "/runs")

@@ -197,6 +197,21 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           return withError(Protocol.publicValues(Either.isRight(before) ? before.right : loaded.state), record)
         })
 
+      /** A run just started, as its run object (none when its record is gone already: a stateless run's). */
+      const startedRun = (run: ActiveRun) =>
+        Effect.map(Effect.mapError(store.runs({ runId: run.runId }), storeFailed), ([record]) =>
+          record === undefined ? {} : runObject(record, run.publicThreadId))
+
+      /** The `action` of a cancel: `interrupt` (the default) or `rollback`. */
+      const cancelAction = (value: QueryValue) =>
+        Effect.gen(function*() {
+          const action = typeof value === "string" ? value : "interrupt"
+          if (action !== "interrupt" && action !== "rollback") {
+            return yield* fail("unprocessable", `action must be interrupt or rollback, got ${JSON.stringify(action)}.`)
+          }
+          return action
+        })
+
       const createRun = (
         kind: "background" | "stream" | "wait",
         threadId: string | undefined,
@@ -211,12 +226,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const cancelOnDisconnect = (request.on_disconnect ?? "cancel") === "cancel"
           const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
           switch (kind) {
-            case "background": {
-              const record = (yield* Effect.mapError(store.runs({ runId: run.runId }), storeFailed))[0]
-              return HttpServerResponse.unsafeJson(record === undefined ? {} : runObject(record, run.publicThreadId), {
-                headers: { "content-location": location }
-              })
-            }
+            case "background":
+              return HttpServerResponse.unsafeJson(yield* startedRun(run), { headers: { "content-location": location } })
             case "stream":
               return sse(runs.subscribe(run, 0, undefined, disconnect), {
                 "content-location": location,
@@ -299,6 +310,81 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
         .handleRaw("createStatelessRun", ({ request }) => createRun("background", undefined, request))
         .handleRaw("streamStatelessRun", ({ request }) => createRun("stream", undefined, request))
         .handleRaw("waitStatelessRun", ({ request }) => createRun("wait", undefined, request))
+        // LangGraph's batch starts every run of the list; here a run refused (its settings, its assistant, the
+        // runs limit) refuses the batch, and the runs it started before are cancelled
+        .handleRaw("createStatelessRunBatch", () =>
+          Effect.gen(function*() {
+            const who = yield* CurrentIdentity
+            const requests = yield* Body.json(RunsApi.RunBatch)
+            const started: Array<ActiveRun> = []
+            const cancelStarted = Effect.forEach(
+              started,
+              (run) => Effect.ignore(runs.cancel(run.runId, "interrupt", false)),
+              { discard: true }
+            )
+            for (const [index, request] of requests.entries()) {
+              const run = yield* prepareRun(who, undefined, request).pipe(
+                Effect.mapError((error) => fail(error.reason, `[${index}]: ${error.message}`)),
+                Effect.tapError(() => cancelStarted)
+              )
+              started.push(run)
+            }
+            return json(RunsApi.RunList, yield* Effect.forEach(started, startedRun))
+          }))
+        // LangGraph's bulk cancel: the runs of `run_ids` (of the user's thread `thread_id`: any other id is a run
+        // that does not exist, 404), or those of a `status` of one thread or of all the user's threads; a run
+        // that ended meanwhile is not cancelled again
+        .handleRaw("cancelRuns", ({ urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const request = yield* Body.json(RunsApi.RunsCancel)
+            const action = yield* cancelAction(urlParams.action)
+            const byIds = request.run_ids != null
+            if (byIds === (request.status != null)) {
+              return yield* fail(
+                "unprocessable",
+                `Name the runs to cancel by run_ids (with their thread_id) or by status (pending, running, all), ${
+                  byIds ? "not both" : "one of them"
+                }.`
+              )
+            }
+            if (byIds && request.thread_id == null) {
+              return yield* fail("unprocessable", "thread_id: the thread of the run_ids is required with run_ids.")
+            }
+            let records: ReadonlyArray<RunRecord>
+            if (request.thread_id != null) {
+              const stored = (yield* ownedThread(userId, request.thread_id)).thread_id
+              records = byIds
+                ? yield* Effect.forEach(new Set(request.run_ids), (runId) => ownedRun(stored, runId))
+                : yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed)
+            } else {
+              const mine = new Set(
+                (yield* Effect.mapError(store.list, storeFailed))
+                  .filter((thread) => (thread.owner ?? "default") === userId)
+                  .map((thread) => thread.thread_id)
+              )
+              const unfinished = yield* Effect.forEach(
+                ["pending", "running"] as const,
+                (status) => Effect.mapError(store.runs({ status }), storeFailed)
+              )
+              records = unfinished.flat().filter((record) => mine.has(record.thread_id))
+            }
+            const status = request.status ?? "all"
+            const wanted = records.filter((record) =>
+              RunRecords.unfinished(record) && (status === "all" || record.status === status)
+            )
+            yield* Effect.forEach(
+              wanted,
+              (record) =>
+                runs.cancel(record.run_id, action, false).pipe(
+                  // (it ended since it was read)
+                  Effect.catchIf((error) => error.reason === "conflict" && /is not running/.test(error.message), () =>
+                    Effect.void)
+                ),
+              { discard: true }
+            )
+            return HttpServerResponse.empty({ status: 204 })
+          }))
         .handleRaw("joinStream", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
         .handleRaw("joinStreamPost", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
         .handleRaw("joinRun", ({ path }) =>
@@ -316,13 +402,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const { thread_id: threadId, run_id: runId } = path
             const stored = (yield* ownedThread(userId, threadId)).thread_id
             yield* ownedRun(stored, runId)
-            const action = typeof urlParams.action === "string" ? urlParams.action : "interrupt"
-            if (action !== "interrupt" && action !== "rollback") {
-              return yield* fail(
-                "unprocessable",
-                `action must be interrupt or rollback, got ${JSON.stringify(action)}.`
-              )
-            }
+            const action = yield* cancelAction(urlParams.action)
             const wait = queryFlag(urlParams.wait)
             yield* runs.cancel(runId, action, wait)
             if (!wait) return HttpServerResponse.empty({ status: 202 })
