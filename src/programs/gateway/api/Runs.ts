@@ -292,7 +292,10 @@ export const group = HttpApiGroup.make("runs")
       .addError(refusal(404, "No such thread (of this user), or a run id of no run of it"))
       .addError(refusal(409, "A run runs in another gateway process (cancel it there)"))
       .addError(BodyRefusals)
-      .addError(refusal(422, "Neither run_ids (with thread_id) nor status, or both; an action not interrupt or rollback"))
+      .addError(refusal(
+        422,
+        "Neither run_ids (with thread_id) nor status, or both; an action not interrupt or rollback"
+      ))
       .annotate(OpenApi.Summary, "Cancel runs of the user's: by thread and run ids, or by status")
   )
   .add(

@@ -40,7 +40,10 @@ const version = (id: string): typeof AssistantsApi.AssistantVersion.Type => {
 }
 
 /** Whether `found` has each value of `wanted` (compared whole), as LangGraph's metadata filters match. */
-const hasAll = (found: Readonly<Record<string, unknown>>, wanted: Readonly<Record<string, unknown>> | null | undefined) =>
+const hasAll = (
+  found: Readonly<Record<string, unknown>>,
+  wanted: Readonly<Record<string, unknown>> | null | undefined
+) =>
   Object.entries(wanted ?? {}).every(([key, value]) => JSON.stringify(found[key]) === JSON.stringify(value))
 
 /** Where an assistant is changed: the lead agent in `config.yaml`, a custom agent through `/api/agents`. */

@@ -227,7 +227,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
           switch (kind) {
             case "background":
-              return HttpServerResponse.unsafeJson(yield* startedRun(run), { headers: { "content-location": location } })
+              return HttpServerResponse.unsafeJson(yield* startedRun(run), {
+                headers: { "content-location": location }
+              })
             case "stream":
               return sse(runs.subscribe(run, 0, undefined, disconnect), {
                 "content-location": location,
