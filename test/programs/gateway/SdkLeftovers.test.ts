@@ -253,6 +253,28 @@ describe("runs.cancelMany", () => {
     assert.isFalse(await hasUnfinishedRun("alice"))
   })
 
+  it("cancels what it can and refuses (409) a run of another gateway process, naming it", async () => {
+    const thread = await alice.threads.create()
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
+    const [done] = await alice.runs.list(thread.thread_id)
+    const [record] = await Effect.runPromise(gateway.store.runs({ runId: done!.run_id }))
+    // the record of a run another process sharing the store runs on her thread
+    const other = "run-of-another-process"
+    await Effect.runPromise(gateway.store.saveRun({ ...record!, run_id: other, status: "running", ended_at: null }))
+    // and a run of hers here, on another thread
+    const second = await alice.threads.create()
+    const hanging = await alice.runs.create(second.thread_id, "lead_agent", { input: human("hang on") })
+
+    const refused = await refusal(alice.runs.cancelMany({ status: "all" }))
+    assert.strictEqual(refused.status, 409)
+    assert.include(refused.detail, other)
+    await eventually("her own run ends", async () =>
+      !unfinished(await runStatus(alice, second.thread_id, hanging.run_id)))
+    assert.strictEqual(await runStatus(alice, thread.thread_id, other), "running")
+    // (the other process ends it)
+    await Effect.runPromise(gateway.store.saveRun({ ...record!, run_id: other }))
+  })
+
   it("refuses a request naming no runs, both ways, run ids without their thread, or a bad action", async () => {
     const thread = await alice.threads.create()
     const cases: ReadonlyArray<readonly [Record<string, unknown>, string, string]> = [

@@ -375,16 +375,22 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const wanted = records.filter((record) =>
               RunRecords.unfinished(record) && (status === "all" || record.status === status)
             )
-            yield* Effect.forEach(
-              wanted,
-              (record) =>
-                runs.cancel(record.run_id, action, false).pipe(
-                  // (it ended since it was read)
-                  Effect.catchIf((error) => error.reason === "conflict" && /is not running/.test(error.message), () =>
-                    Effect.void)
-                ),
-              { discard: true }
-            )
+            // each run that can be is cancelled (one that ended since it was read "is not running"); a run of
+            // another gateway process sharing the store refuses the request, once the others are cancelled
+            const elsewhere: Array<string> = []
+            for (const record of wanted) {
+              const cancelled = yield* Effect.either(runs.cancel(record.run_id, action, false))
+              if (Either.isRight(cancelled) || /is not running/.test(cancelled.left.message)) continue
+              if (cancelled.left.reason !== "conflict") return yield* cancelled.left
+              elsewhere.push(record.run_id)
+            }
+            if (elsewhere.length > 0) {
+              return yield* fail(
+                "conflict",
+                `Run${elsewhere.length > 1 ? "s" : ""} ${elsewhere.join(", ")} run${elsewhere.length > 1 ? "" : "s"} ` +
+                  "in another gateway process; cancel them there (the others were cancelled)."
+              )
+            }
             return HttpServerResponse.empty({ status: 204 })
           }))
         .handleRaw("joinStream", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
