@@ -1,8 +1,8 @@
 /**
  * The LangGraph SDK calls the gateway answered last (assistants count, versions, latest, subgraphs, create,
- * update, delete; threads prune; runs cancelMany and createBatch), driven through the real SDK client by two
- * users, alice and bob: each call's answer, its refusals (a readable 4xx naming what was wrong), and that one
- * user never counts, prunes or cancels the other's. The model is SCRIPTED.
+ * update, delete; threads prune; runs cancelMany, createBatch and joinStream without a thread), driven through
+ * the real SDK client by two users, alice and bob: each call's answer, its refusals (a readable 4xx naming what
+ * was wrong), and that one user never counts, prunes, cancels or joins the other's. The model is SCRIPTED.
  */
 import type { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -328,5 +328,28 @@ describe("runs.createBatch", () => {
       const refused = await raw(BOB, "POST", "/runs/batch", JSON.stringify(body))
       assert.strictEqual(refused.status, 422, JSON.stringify(body).slice(0, 40))
     }
+  })
+})
+
+describe("runs.joinStream without a thread", () => {
+  it("streams the user's run by its id alone; another user's, or none, is not found", async () => {
+    // (kept after its end, to be joined then: Antler's `on_completion`, which the SDK's type does not know)
+    const run = await alice.runs.create(null, "lead_agent", { input: human("stream me"), onCompletion: "keep" as any })
+    await eventually("the run ends", async () => !unfinished(await runStatus(alice, run.thread_id, run.run_id)))
+    const events: Array<{ event: string; data: any }> = []
+    for await (const part of alice.runs.joinStream(null, run.run_id)) events.push(part as any)
+    assert.strictEqual(events[0]?.event, "metadata")
+    assert.strictEqual(events[0]?.data.run_id, run.run_id)
+    const values = events.filter((part) => part.event === "values").at(-1)
+    const answer = (values?.data.messages as Array<any>).find((message) => message.type === "ai")
+    assert.include(answer?.content, "You said:")
+    assert.include(answer?.content, "stream me")
+
+    for (const [client, runId] of [[bob, run.run_id], [alice, "no-such-run"]] as const) {
+      const answered = await raw(client === bob ? BOB : ALICE, "GET", `/runs/${runId}/stream`)
+      assert.strictEqual(answered.status, 404)
+      assert.include(await answered.text(), `Run ${runId} not found`)
+    }
+    assert.strictEqual(await statusOf(bob.runs.get(run.thread_id, run.run_id)), 404)
   })
 })

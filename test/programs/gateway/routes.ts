@@ -82,6 +82,7 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/threads/:thread_id/runs/:run_id/stream", "none"],
   ["POST", "/threads/:thread_id/runs/:run_id/stream", "none"],
   ["GET", "/threads/:thread_id/runs/:run_id/join", "none"],
+  ["GET", "/runs/:run_id/stream", "none"],
   ["POST", "/threads/:thread_id/runs/:run_id/cancel", "none"],
   ["POST", "/runs", "run"],
   ["POST", "/runs/stream", "run"],

@@ -9,7 +9,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { StopReason } from "../../../services/RunEvents.js"
-import { RunPath, ThreadPath } from "./Ids.js"
+import { RunId, RunPath, ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "./Threads.js"
@@ -259,6 +259,18 @@ export const group = HttpApiGroup.make("runs")
       .addError(refusal(422, "A stream mode that is not one"))
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
+  )
+  .add(
+    HttpApiEndpoint.get("joinRunStream", "/runs/:run_id/stream")
+      .setPath(Schema.Struct({ run_id: RunId }))
+      .setUrlParams(JoinParams)
+      .setHeaders(JoinHeaders)
+      .addSuccess(RunStream)
+      .addError(refusal(404, "No such run of this user's (a stateless run's is gone with its thread once it ended)"))
+      .addError(refusal(400, "A Last-Event-ID that is not an event id"))
+      .addError(refusal(422, "A stream mode that is not one"))
+      .middleware(NoBody)
+      .annotate(OpenApi.Summary, "Stream a run's events by its id alone (again, from after Last-Event-ID)")
   )
   .add(
     HttpApiEndpoint.get("joinRun", "/threads/:thread_id/runs/:run_id/join")

@@ -28,6 +28,7 @@ import * as Protocol from "../Protocol.js"
 import * as RunRecords from "../RunRecords.js"
 import * as RunSettings from "../RunSettings.js"
 import type { ActiveRun } from "../Runs.js"
+import * as ThreadIds from "../ThreadIds.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
 import { json, prefixOf, queryFlag, queryList, selectFields, sse } from "./Http.js"
@@ -385,16 +386,29 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               elsewhere.push(record.run_id)
             }
             if (elsewhere.length > 0) {
+              const many = elsewhere.length > 1
               return yield* fail(
                 "conflict",
-                `Run${elsewhere.length > 1 ? "s" : ""} ${elsewhere.join(", ")} run${elsewhere.length > 1 ? "" : "s"} ` +
-                  "in another gateway process; cancel them there (the others were cancelled)."
+                `${many ? "Runs" : "Run"} ${elsewhere.join(", ")} ${many ? "run" : "runs"} in another gateway ` +
+                  `process; cancel ${many ? "them" : "it"} there (the others were cancelled).`
               )
             }
             return HttpServerResponse.empty({ status: 204 })
           }))
         .handleRaw("joinStream", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
         .handleRaw("joinStreamPost", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
+        // the SDK's joinStream without a thread (LangGraph's, for a stateless run): the run's thread is found from
+        // its record, and joined as the user's thread; a run of no thread of theirs is a run that does not exist
+        .handleRaw("joinRunStream", ({ headers, path, urlParams }) =>
+          Effect.gen(function*() {
+            const { user: userId } = yield* CurrentIdentity
+            const [record] = yield* Effect.mapError(store.runs({ runId: path.run_id }), storeFailed)
+            if (record === undefined) return yield* notFound(`Run ${path.run_id}`)
+            const thread = { thread_id: ThreadIds.publicIdOf(userId, record.thread_id), run_id: path.run_id }
+            return yield* joinStream(thread, urlParams, headers).pipe(
+              Effect.catchIf((error) => error.reason === "not_found", () => notFound(`Run ${path.run_id}`))
+            )
+          }))
         .handleRaw("joinRun", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
