@@ -38,6 +38,7 @@ import * as LoginLimiter from "./accounts/LoginLimiter.js"
 import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
+import * as Quotas from "./Quotas.js"
 import * as Runs from "./Runs.js"
 import * as Scheduling from "./scheduler/Wiring.js"
 import * as StoreWiring from "./store/Wiring.js"
@@ -334,6 +335,8 @@ export const layer = (options: Options) => {
     // LangGraph's store: beside the threads and the scheduled tasks
     Layer.provideMerge(StoreWiring.layer(app)),
     Layer.provideMerge(recovered),
+    // (per-user quotas on threads and files: over the store and the data directory)
+    Layer.provideMerge(Quotas.layer()),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),
     Layer.provide(NodeContext.layer),

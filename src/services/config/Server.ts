@@ -89,6 +89,22 @@ export const ClusterConfig = Schema.Struct({
 export type ClusterConfig = typeof ClusterConfig.Type
 
 /**
+ * `gateway.quotas`: what one user may keep, so that no user fills the disk or the database for everyone (an open
+ * gateway's local user is one user too). A request past a quota is refused (403) saying which quota, its limit and
+ * the user's use; deleting threads (or uploads) frees it. Absent or null: the default; 0: no limit.
+ */
+export const QuotasConfig = Schema.Struct({
+  /** Threads a user may have (made, copied, branched, or made by a run or an upload on a new thread id). */
+  max_threads_per_user: withDefault(NonNegativeInt, () => 10_000),
+  /**
+   * Bytes of files a user's threads may hold on disk, in all (uploads, outputs, workspaces): an upload, a copy or
+   * a branch that would take the user past it is refused before anything is written. Default 5 GiB.
+   */
+  max_user_bytes: withDefault(NonNegativeInt, () => 5 * 1024 ** 3)
+})
+export type QuotasConfig = typeof QuotasConfig.Type
+
+/**
  * `antler serve` (Antler's own section; DeerFlow configures its gateway through the environment). Bound to
  * a loopback address it may run without tokens (every request is user `default`, the CLI's user); bound to
  * any other address it refuses to start without `auth.tokens`.
@@ -138,6 +154,8 @@ export const GatewayConfig = Schema.Struct({
   max_active_runs: Schema.optional(Schema.NullOr(PositiveInt)),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
+  /** Per-user quotas on threads and on the bytes of their files (see `QuotasConfig`). */
+  quotas: withDefault(QuotasConfig, () => ({ max_threads_per_user: 10_000, max_user_bytes: 5 * 1024 ** 3 })),
   /** Runs the gateway as one runner of a cluster (see `ClusterConfig`); needs `database.url`. */
   cluster: Schema.optional(Schema.NullOr(ClusterConfig))
 })

@@ -11,6 +11,7 @@ import * as TS from "../../../state/ThreadState.js"
 import { fail, GatewayError, notFound } from "../api/Problem.js"
 import type * as Factory from "../../Factory.js"
 import * as Protocol from "../Protocol.js"
+import { QuotaExceeded, Quotas } from "../Quotas.js"
 import { Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
 
@@ -24,9 +25,14 @@ export interface ThreadRef {
 export const make = Effect.gen(function*() {
   const store = yield* ThreadStore
   const runs = yield* Runs
+  const quotas = yield* Quotas
 
   const storeFailed = (error: { readonly message: string }) =>
     new GatewayError({ reason: "internal", message: error.message, cause: error })
+
+  /** A gateway error as is, a quota's refusal as a 403 saying which quota (see `quotaRefused`), else a 500. */
+  const refused = (error: GatewayError | QuotaExceeded | { readonly message: string }) =>
+    error instanceof GatewayError ? error : error instanceof QuotaExceeded ? quotaRefused(error) : storeFailed(error)
 
   /**
    * The user's thread the client calls `threadId`, or 404 (also when only another user has a thread of that
@@ -41,15 +47,28 @@ export const make = Effect.gen(function*() {
   const threadRef = (userId: string, threadId: string) =>
     Effect.map(ownedThread(userId, threadId), (thread): ThreadRef => ({ stored: thread.thread_id, threadId }))
 
-  /** Makes the user's thread `threadId` (the user has none of that id: see `ownedThread`). */
+  /**
+   * Makes the user's thread `threadId` (the user has none of that id: see `ownedThread`); refused (403) when the
+   * user has as many threads as `gateway.quotas.max_threads_per_user` allows.
+   */
   const newThread = (userId: string, threadId: string, metadata: Readonly<Record<string, unknown>>) =>
     Effect.gen(function*() {
       const problemText = ThreadIds.newIdProblem(threadId)
       if (problemText !== undefined) return yield* fail("unprocessable", `thread_id: ${problemText}.`)
-      const made = yield* Effect.mapError(ThreadIds.create(store, userId, threadId, metadata), storeFailed)
+      const made = yield* Effect.mapError(
+        quotas.thread(userId, ThreadIds.create(store, userId, threadId, metadata)),
+        refused
+      )
       if (Option.isNone(made)) return yield* fail("conflict", `Thread ${threadId} already exists.`)
       return made.value
     })
+
+  /**
+   * Runs `write`, which adds about `adding` bytes to the user's thread files, when they fit
+   * `gateway.quotas.max_user_bytes`; else refused (403) before `write` runs.
+   */
+  const withBytes = <A, R>(userId: string, adding: number, write: Effect.Effect<A, GatewayError, R>) =>
+    Effect.mapError(quotas.bytes(userId, adding, write), refused)
 
   const loadState = (threadId: string) =>
     Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>
@@ -96,10 +115,12 @@ export const make = Effect.gen(function*() {
   return {
     store,
     runs,
+    quotas,
     storeFailed,
     ownedThread,
     threadRef,
     newThread,
+    withBytes,
     loadState,
     threadStatus,
     fullThread,
@@ -107,6 +128,12 @@ export const make = Effect.gen(function*() {
     ownedRun
   }
 })
+
+/**
+ * A quota's refusal as the gateway answers it: 403 (the request is well formed and within the per-request limits;
+ * the user has used what the quota allows), saying which quota, its limit and the user's use.
+ */
+export const quotaRefused = (error: QuotaExceeded) => fail("forbidden", error.message)
 
 /** What `make` gives. */
 export type Access = Effect.Effect.Success<typeof make>

@@ -186,18 +186,20 @@ export const layer = (api: DeerFlowApi) =>
             const latest = state.messages.findLast((m) => visible(m, "ai"))?.id === request.message_id
             const branchId = M.newId()
             const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-            const made = yield* access.newThread(user, branchId, {
-              deerflow_branch: true,
-              branch_parent_thread_id: thread.threadId,
-              branch_parent_checkpoint_id: String(records[endAt]!.seq),
-              branch_parent_message_id: request.message_id,
-              branch_created_at: at
-            })
-            let clone = "skipped_historical_turn"
-            if (latest) {
+            // within the user's quotas: one more thread, and the bytes of the files it copies
+            const adding = latest ? yield* access.quotas.threadBytes(user, thread.stored) : 0
+            const { made, clone } = yield* access.withBytes(user, adding, Effect.gen(function*() {
+              const made = yield* access.newThread(user, branchId, {
+                deerflow_branch: true,
+                branch_parent_thread_id: thread.threadId,
+                branch_parent_checkpoint_id: String(records[endAt]!.seq),
+                branch_parent_message_id: request.message_id,
+                branch_created_at: at
+              })
+              if (!latest) return { made, clone: "skipped_historical_turn" }
               const copied = yield* App.copyThreadFiles(app.home, user, thread.stored, made.thread_id, isStagingFile)
-              clone = copied === "copied" ? "current_thread_best_effort" : copied
-            }
+              return { made, clone: copied === "copied" ? "current_thread_best_effort" : copied }
+            }))
             const title = request.title ?? snapshot.right.title
             const updates = Fork.resetUpdates(TS.empty, { ...snapshot.right, title })
             const seed = latest ? [...updates, { artifacts: snapshot.right.artifacts }] : updates

@@ -105,35 +105,41 @@ export const layer = (api: DeerFlowApi) =>
                 (bytes) => ({ name: file.name, bytes: new Uint8Array(bytes) })
               ))
             // DeerFlow's app uploads a new chat's files before its first run: the upload makes the user's thread,
-            // once the form was read, and takes it back when the files are refused (no thread from a failed upload)
-            const existing = yield* access.threadRef(userId, path.thread_id).pipe(
-              Effect.map(Option.some),
-              Effect.catchIf(
-                (error) => error instanceof GatewayError && error.reason === "not_found",
-                () => Effect.succeedNone
-              )
-            )
-            const { stored, threadId } = Option.isSome(existing) ? existing.value : yield* access.newThread(
-              userId,
-              path.thread_id,
-              {}
-            ).pipe(
-              Effect.map((made): Access.ThreadRef => ({ stored: made.thread_id, threadId: path.thread_id })),
-              // made by another request meanwhile
-              Effect.catchIf(
-                (error) => error instanceof GatewayError && error.reason === "conflict",
-                () => access.threadRef(userId, path.thread_id)
-              )
-            )
-            const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
-              Effect.provideService(AppConfigService, app),
-              Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message)),
-              Effect.tapError(() =>
-                Option.isSome(existing) ? Effect.void : Effect.ignore(
-                  App.deleteThread(app.home, stored, userId).pipe(Effect.provideService(ThreadStore, store))
+            // once the form was read, and takes it back when the files are refused (no thread from a failed upload);
+            // files that would take the user past `gateway.quotas.max_user_bytes` are refused before any is written
+            // or the thread made
+            const adding = inputs.reduce((sum, input) => sum + input.bytes.byteLength, 0)
+            const { threadId, results } = yield* access.withBytes(userId, adding, Effect.gen(function*() {
+              const existing = yield* access.threadRef(userId, path.thread_id).pipe(
+                Effect.map(Option.some),
+                Effect.catchIf(
+                  (error) => error instanceof GatewayError && error.reason === "not_found",
+                  () => Effect.succeedNone
                 )
               )
-            )
+              const { stored, threadId } = Option.isSome(existing) ? existing.value : yield* access.newThread(
+                userId,
+                path.thread_id,
+                {}
+              ).pipe(
+                Effect.map((made): Access.ThreadRef => ({ stored: made.thread_id, threadId: path.thread_id })),
+                // made by another request meanwhile
+                Effect.catchIf(
+                  (error) => error instanceof GatewayError && error.reason === "conflict",
+                  () => access.threadRef(userId, path.thread_id)
+                )
+              )
+              const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
+                Effect.provideService(AppConfigService, app),
+                Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message)),
+                Effect.tapError(() =>
+                  Option.isSome(existing) ? Effect.void : Effect.ignore(
+                    App.deleteThread(app.home, stored, userId).pipe(Effect.provideService(ThreadStore, store))
+                  )
+                )
+              )
+              return { threadId, results }
+            }))
             return json(FilesApi.Uploaded, {
               success: true,
               files: results.map((result) => ({

@@ -276,31 +276,43 @@ export const layer = (api: LangGraphApi) =>
             return json(Threads.ThreadPruned, { pruned_count: pruned })
           }))
         // LangGraph's copy: a new thread (a new id, also in its metadata) with the thread's checkpoints, here
-        // appended again in order (under new checkpoint ids), and its files; not its runs
+        // appended again in order (under new checkpoint ids), and its files; not its runs. Within the user's quotas:
+        // one more thread, and the bytes of the thread's files
         .handleRaw("copyThread", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const source = yield* ownedThread(userId, path.thread_id)
             const records = yield* Effect.mapError(store.checkpoints(source.thread_id), storeFailed)
             const copyId = M.newId()
-            const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
-            const paths = threadPaths(app.home, userId, made.thread_id)
-            // the copy's own directories and sandbox: the thread's are the thread's
-            const rebound = (update: StateUpdate): StateUpdate => {
-              const { sandbox: _, ...rest } = update
-              return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
-            }
-            yield* Effect.gen(function*() {
-              const files = yield* App.copyThreadFiles(app.home, userId, source.thread_id, made.thread_id, isStagingFile)
-              if (files === "failed") {
-                return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
+            const adding = yield* access.quotas.threadBytes(userId, source.thread_id)
+            yield* access.withBytes(userId, adding, Effect.gen(function*() {
+              const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
+              const paths = threadPaths(app.home, userId, made.thread_id)
+              // the copy's own directories and sandbox: the thread's are the thread's
+              const rebound = (update: StateUpdate): StateUpdate => {
+                const { sandbox: _, ...rest } = update
+                return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
               }
-              for (const { run_id, updates } of records) {
-                yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
-              }
-            }).pipe(Effect.tapError(() =>
-              Effect.ignore(Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store))
-            ))
+              yield* Effect.gen(function*() {
+                const files = yield* App.copyThreadFiles(
+                  app.home,
+                  userId,
+                  source.thread_id,
+                  made.thread_id,
+                  isStagingFile
+                )
+                if (files === "failed") {
+                  return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
+                }
+                for (const { run_id, updates } of records) {
+                  yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
+                }
+              }).pipe(Effect.tapError(() =>
+                Effect.ignore(
+                  Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store)
+                )
+              ))
+            }))
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, copyId), copyId))
           }))
         .handleRaw("getState", ({ path }) =>

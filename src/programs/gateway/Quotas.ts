@@ -1,0 +1,208 @@
+/**
+ * Per-user quotas (`gateway.quotas`): how many threads a user may have and how many bytes of files their threads
+ * may hold on disk, so that no user fills the database or the disk for everyone (an open gateway's local user is one
+ * user, with the same limits). Use is measured when it is about to grow, never kept in a tally that a delete, a
+ * run's tool or another process could make wrong: threads are counted in the store (the user's, by owner), bytes
+ * by a walk of the user's thread directories (`{home}/users/{user}/threads`), stopped once past the limit or after
+ * `MEASURE_BUDGET_MS` (a use that cannot be measured in time is refused: the quota protects the disk).
+ *
+ * A check and what it admits run under the user's own lock, one at a time per user in this process, so two
+ * concurrent requests cannot both pass a check that only one of them fits. Bytes are admitted (the lock of the
+ * user's bytes) around the thread they may make (the lock of the user's threads), always in that order. Processes
+ * sharing a store check the same counts but do not share the locks: there a burst of concurrent requests may pass a
+ * limit by a few.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { AppConfigService } from "../../services/AppConfig.js"
+import type { QuotasConfig } from "../../services/config/Server.js"
+import type { StoreError } from "../../services/RunContext.js"
+import { threadPaths } from "../../services/Sandbox.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import { formatBytes } from "../Upload.js"
+import { DEFAULT_USER } from "./Auth.js"
+
+/** How long measuring a user's files may take before the request is refused, in milliseconds. */
+export const MEASURE_BUDGET_MS = 10_000
+
+/**
+ * A request that would take a user past a quota: `threads` (`max_threads_per_user`), `bytes` (`max_user_bytes`),
+ * or `unmeasured` (the user's files could not be measured within `MEASURE_BUDGET_MS`, `used` counted so far).
+ */
+export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
+  reason: Schema.Literal("threads", "bytes", "unmeasured"),
+  user: Schema.String,
+  limit: Schema.Number,
+  used: Schema.Number,
+  adding: Schema.Number
+}) {
+  override get message(): string {
+    switch (this.reason) {
+      case "threads":
+        return `Thread quota reached: user ${this.user} has ${this.used} thread${this.used === 1 ? "" : "s"}, ` +
+          `the most gateway.quotas.max_threads_per_user allows (${this.limit}); delete a thread to make another.`
+      case "bytes":
+        return `Storage quota exceeded: the threads of user ${this.user} hold ${formatBytes(this.used)} of files ` +
+          `and this would add ${formatBytes(this.adding)}, past gateway.quotas.max_user_bytes ` +
+          `(${formatBytes(this.limit)}); delete threads or uploads to free space.`
+      case "unmeasured":
+        return `Storage quota: the files of user ${this.user} could not be measured within ` +
+          `${MEASURE_BUDGET_MS / 1000} s (more than ${formatBytes(this.used)} counted), so nothing more is stored ` +
+          `(gateway.quotas.max_user_bytes, ${formatBytes(this.limit)}); delete threads to free space.`
+    }
+  }
+}
+
+/** What the bytes of a directory were found to be: `complete` false when the walk stopped early. */
+export interface Measured {
+  readonly bytes: number
+  readonly complete: boolean
+}
+
+/**
+ * The bytes of the regular files under `dir` (symbolic links neither followed nor counted; a missing directory
+ * holds 0), the walk stopped once past `stopAbove` (then complete: the use is known to be over) or at `deadline`
+ * (`performance.now()` milliseconds; then not complete). Files that vanish meanwhile are not counted.
+ */
+export const measure = async (dir: string, stopAbove: number, deadline: number): Promise<Measured> => {
+  let bytes = 0
+  const pending = [dir]
+  while (pending.length > 0) {
+    if (bytes > stopAbove) return { bytes, complete: true }
+    if (performance.now() > deadline) return { bytes, complete: false }
+    const current = pending.pop()!
+    let entries: Array<Fs.Dirent>
+    try {
+      entries = await Fs.promises.readdir(current, { withFileTypes: true })
+    } catch {
+      continue
+    }
+    const sizes = await Promise.all(entries.map(async (entry) => {
+      const path = Path.join(current, entry.name)
+      if (entry.isDirectory()) {
+        pending.push(path)
+        return 0
+      }
+      if (!entry.isFile()) return 0
+      try {
+        return (await Fs.promises.lstat(path)).size
+      } catch {
+        return 0
+      }
+    }))
+    for (const size of sizes) bytes += size
+  }
+  return { bytes, complete: true }
+}
+
+/** The quotas' service. */
+export interface Service {
+  /** The configured limits (0: no limit). */
+  readonly limits: QuotasConfig
+  /**
+   * Runs `make`, which makes one thread of the user's, when the user has fewer threads than
+   * `max_threads_per_user`; else fails with `QuotaExceeded` and `make` does not run.
+   */
+  readonly thread: <A, E, R>(
+    userId: string,
+    make: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | QuotaExceeded | StoreError, R>
+  /**
+   * Runs `write`, which adds about `adding` bytes to the user's thread files, when the user's files and those
+   * fit `max_user_bytes`; else fails with `QuotaExceeded` and `write` does not run.
+   */
+  readonly bytes: <A, E, R>(
+    userId: string,
+    adding: number,
+    write: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | QuotaExceeded, R>
+  /** The bytes of one of the user's threads' files (`stored`: its stored id), to admit a copy of them. */
+  readonly threadBytes: (userId: string, stored: string) => Effect.Effect<number>
+}
+
+/** The per-user quotas of the gateway. */
+export class Quotas extends Context.Tag("antler/gateway/Quotas")<Quotas, Service>() {}
+
+/** One lock per user (made the first time the user makes something), so a check and what it admits go together. */
+const userLocks = () => {
+  const locks = new Map<string, Effect.Semaphore>()
+  return (userId: string) =>
+    Effect.suspend(() => {
+      const known = locks.get(userId)
+      if (known !== undefined) return Effect.succeed(known)
+      const lock = Effect.unsafeMakeSemaphore(1)
+      locks.set(userId, lock)
+      return Effect.succeed(lock)
+    })
+}
+
+/** The quotas of `limits` over the store (threads) and the data directory `home` (files). */
+export const make = (
+  limits: QuotasConfig,
+  store: ThreadStore["Type"],
+  home: string
+): Effect.Effect<Service> =>
+  Effect.sync(() => {
+    const threadLock = userLocks()
+    const bytesLock = userLocks()
+    const userThreadsDir = (userId: string) => Path.dirname(Path.dirname(threadPaths(home, userId, "t").root))
+
+    const countThreads = (userId: string) =>
+      Effect.map(store.list, (all) => all.filter((thread) => (thread.owner ?? DEFAULT_USER) === userId).length)
+
+    const thread: Service["thread"] = (userId, make) => {
+      const limit = limits.max_threads_per_user
+      if (limit === 0) return make
+      return Effect.flatMap(threadLock(userId), (lock) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          const used = yield* countThreads(userId)
+          if (used >= limit) {
+            return yield* new QuotaExceeded({ reason: "threads", user: userId, limit, used, adding: 1 })
+          }
+          return yield* make
+        })))
+    }
+
+    const bytes: Service["bytes"] = (userId, adding, write) => {
+      const limit = limits.max_user_bytes
+      if (limit === 0) return write
+      return Effect.flatMap(bytesLock(userId), (lock) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          const measured = yield* Effect.promise(() =>
+            measure(userThreadsDir(userId), limit - adding, performance.now() + MEASURE_BUDGET_MS)
+          )
+          if (!measured.complete) {
+            return yield* new QuotaExceeded({ reason: "unmeasured", user: userId, limit, used: measured.bytes, adding })
+          }
+          if (measured.bytes + adding > limit) {
+            return yield* new QuotaExceeded({ reason: "bytes", user: userId, limit, used: measured.bytes, adding })
+          }
+          return yield* write
+        })))
+    }
+
+    const threadBytes: Service["threadBytes"] = (userId, stored) =>
+      Effect.promise(() =>
+        measure(
+          Path.dirname(threadPaths(home, userId, stored).root),
+          Number.MAX_SAFE_INTEGER,
+          performance.now() + MEASURE_BUDGET_MS
+        )
+      ).pipe(Effect.map((measured) => measured.bytes))
+
+    return { limits, thread, bytes, threadBytes }
+  })
+
+/** The quotas of the configuration's `gateway.quotas`, over the app's thread store and data directory. */
+export const layer = (): Layer.Layer<Quotas, never, AppConfigService | ThreadStore> =>
+  Layer.effect(
+    Quotas,
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      return yield* make(app.config.gateway.quotas, yield* ThreadStore, app.home)
+    })
+  )
