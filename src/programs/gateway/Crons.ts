@@ -21,6 +21,7 @@ import { runFields } from "./api/Crons.js"
 import { MultitaskStrategy } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
+import type * as Quotas from "./Quotas.js"
 import * as RunSettings from "./RunSettings.js"
 import type { ActiveRun, RunRequest } from "./Runs.js"
 import type { Service as TaskStoreService, Task } from "./scheduler/TaskStore.js"
@@ -91,6 +92,7 @@ export const launch = (
       request: RunRequest & { readonly runId: string }
     ) => Effect.Effect<ActiveRun | undefined, { readonly message: string }>
     readonly store: ThreadStore["Type"]
+    readonly quotas: Quotas.Service
     readonly app: AppConfigService["Type"]
   },
   task: Task,
@@ -116,7 +118,13 @@ export const launch = (
     )
     const stateless = task.thread_id === null
     const publicId = task.thread_id ?? ids.threadId
-    const thread = yield* ThreadIds.forRun(deps.store, task.user_id, publicId, stateless ? { cron_id: task.id } : undefined)
+    const thread = yield* ThreadIds.forRun(
+      deps.store,
+      deps.quotas,
+      task.user_id,
+      publicId,
+      stateless ? { cron_id: task.id } : undefined
+    )
     const run = yield* deps.start({
       runId: ids.runId,
       threadId: thread.thread_id,

@@ -24,6 +24,7 @@ import type { StoreError } from "../../services/RunContext.js"
 import { SafeId } from "../../services/Sandbox.js"
 import type { Metadata, ThreadStore, ThreadSummary } from "../../services/ThreadStore.js"
 import { DEFAULT_USER } from "./Auth.js"
+import type * as Quotas from "./Quotas.js"
 
 /** The longest id a client may give a new thread: a stored id (at most 128 characters) adds 14 to it. */
 export const MAX_NEW_ID_LENGTH = 114
@@ -77,10 +78,12 @@ export const find = (
 
 /**
  * A run's thread, as the scheduler starts one: the user's thread `publicId`, or, with `metadata` (a run on a thread
- * of its own), that thread made the first time (a run started again finds it). Fails saying which is missing.
+ * of its own), that thread made the first time (a run started again finds it), within the user's thread quota.
+ * Fails saying which is missing, or which quota refused it.
  */
 export const forRun = (
   store: ThreadStore["Type"],
+  quotas: Quotas.Service,
   userId: string,
   publicId: string,
   metadata?: Metadata
@@ -88,7 +91,7 @@ export const forRun = (
   Effect.gen(function*() {
     const found = yield* find(store, userId, publicId)
     const thread = metadata !== undefined && Option.isNone(found)
-      ? yield* create(store, userId, publicId, metadata)
+      ? yield* quotas.thread(userId, create(store, userId, publicId, metadata))
       : found
     if (Option.isSome(thread)) return thread.value
     return yield* Effect.fail({

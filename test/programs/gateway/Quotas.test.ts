@@ -91,7 +91,8 @@ describe("max_threads_per_user", () => {
     assert.strictEqual(branch.status, 403, branch.text)
     assert.include(branch.json().detail, "max_threads_per_user")
     // nothing was made: still her two threads, and no files of a refused one
-    assert.sameMembers((await alice.threads.search({ limit: 100 })).map((t) => t.thread_id), [first.thread_id, "second"])
+    const hers = (await alice.threads.search({ limit: 100 })).map((t) => t.thread_id)
+    assert.sameMembers(hers, [first.thread_id, "second"])
     assert.strictEqual(await Support.statusOf(alice.threads.get("by-upload")), 404)
     assert.notInclude(filesUnder(Path.join(setup.gateway.home, "users", "alice")), "notes.txt")
 
@@ -108,6 +109,32 @@ describe("max_threads_per_user", () => {
     const made = await alice.threads.create({ threadId: "third" })
     assert.strictEqual(made.thread_id, "third")
     assert.strictEqual((await errorOf(alice.threads.create())).status, 403)
+  })
+
+  it("a scheduled task's run on a thread of its own is refused, saying why", async () => {
+    const { alice, aliceRequest } = setup
+    // (alice at her quota, whichever tests ran before)
+    while ((await alice.threads.search({ limit: 100 })).length < 2) await alice.threads.create()
+    const created = await aliceRequest("POST", "/api/scheduled-tasks", {
+      context_mode: "fresh_thread_per_run",
+      title: "Daily",
+      prompt: "Summarize the news.",
+      schedule_type: "cron",
+      schedule_spec: { cron: "0 9 * * *" },
+      timezone: "UTC"
+    })
+    assert.strictEqual(created.status, 200, created.text)
+    const task = created.json()
+    // (a manual trigger whose run cannot start is answered 502, saying why)
+    const triggered = await aliceRequest("POST", `/api/scheduled-tasks/${task.id}/trigger`)
+    assert.strictEqual(triggered.status, 502, triggered.text)
+    assert.include(triggered.json().detail, "could not start its run: Thread quota reached: user alice has 2 threads")
+    assert.include(triggered.json().detail, "max_threads_per_user allows (2); delete a thread to make another.")
+    // the task's run is recorded failed, saying why; no thread was made
+    const runs = (await aliceRequest("GET", `/api/scheduled-tasks/${task.id}/runs`)).json()
+    assert.deepStrictEqual(runs.map((run: any) => [run.status, run.run_id]), [["failed", null]])
+    assert.include(runs[0].error, "gateway.quotas.max_threads_per_user")
+    assert.strictEqual((await alice.threads.search({ limit: 100 })).length, 2)
   })
 })
 

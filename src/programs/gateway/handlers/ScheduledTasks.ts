@@ -215,7 +215,10 @@ export const layer = (api: DeerFlowApi) =>
               case "conflict":
                 return yield* fail("conflict", `Scheduled task ${task.id}: ${dispatched.error}.`)
               case "failed":
-                return problem(502, `Scheduled task ${task.id} could not start its run: ${dispatched.error}.`)
+                return problem(
+                  502,
+                  `Scheduled task ${task.id} could not start its run: ${dispatched.error.replace(/\.$/, "")}.`
+                )
             }
           }))
         .handleRaw("listScheduledTaskRuns", ({ path, urlParams }) =>

@@ -18,6 +18,7 @@ import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
+import { Quotas } from "../Quotas.js"
 import { type ActiveRun, type RunRequest, Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Scheduler from "./Scheduler.js"
@@ -64,6 +65,7 @@ const ENDED_POLL_SECONDS = 2
 export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*() {
   const runs = yield* Runs
   const store = yield* ThreadStore
+  const quotas = yield* Quotas
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
     store.runs({ runId }).pipe(
@@ -116,6 +118,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
       const publicId = reuse ? task.thread_id! : ids.threadId
       const thread = yield* ThreadIds.forRun(
         store,
+        quotas,
         task.user_id,
         publicId,
         reuse ? undefined : { scheduled_task_id: task.id, title: task.title }
@@ -142,7 +145,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
     task.cron == null
       ? startTask(task, ids)
       // a LangGraph cron: its run as its payload says (`Crons.ts`)
-      : Effect.map(Crons.launch({ start: startRun, store, app }, task, ids), (launched) => ({
+      : Effect.map(Crons.launch({ start: startRun, store, quotas, app }, task, ids), (launched) => ({
         runId: ids.runId,
         threadId: launched.threadId,
         done: launched.run === undefined ? recorded(ids.runId) : ended(launched.run)
@@ -154,7 +157,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
 const schedulerLayer = (
   app: AppConfigService["Type"],
   pollSeconds: number
-): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore | Quotas> =>
   Layer.unwrapEffect(Effect.map(launcher(app), (launch) => Scheduler.layer(launch, { pollSeconds }))).pipe(
     Layer.provideMerge(storeLayer(app))
   )
@@ -163,7 +166,9 @@ const schedulerLayer = (
  * The scheduler of a gateway (after its run manager settled what a previous process left): every process polls
  * for due ticks (each tick claimed in the database by one of them).
  */
-export const layer = (app: AppConfigService["Type"]): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+export const layer = (
+  app: AppConfigService["Type"]
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore | Quotas> =>
   schedulerLayer(app, app.config.gateway.scheduler_poll_seconds)
 
 /**
@@ -172,7 +177,7 @@ export const layer = (app: AppConfigService["Type"]): Layer.Layer<Scheduler.Sche
  */
 export const clusterLayer = (
   app: AppConfigService["Type"]
-): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore> =>
+): Layer.Layer<Scheduler.Scheduler | TaskStore, StoreError, Runs | ThreadStore | Quotas> =>
   Layer.unwrapEffect(Effect.map(
     Effect.promise(() => import("./ClusterTicks.js")),
     (ClusterTicks) => ClusterTicks.layer(app.config.gateway.scheduler_poll_seconds)
