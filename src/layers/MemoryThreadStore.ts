@@ -212,6 +212,14 @@ export const make = (): ThreadStore["Type"] => {
           .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
       })
     ),
+    countOwned: (owner, unowned) =>
+      Effect.sync(() => {
+        let n = 0
+        for (const entry of threads.values()) {
+          if (entry.owner === owner || (unowned && entry.owner == null)) n++
+        }
+        return n
+      }),
     delete: (threadId) =>
       Effect.clockWith((clock) =>
         Effect.suspend(() => {

@@ -30,6 +30,7 @@ import * as Redact from "../state/Redact.js"
 import { checkpointOf } from "./store/Codec.js"
 import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
 import {
+  countOf,
   decodeMetadata,
   decodeRows,
   decodeRunEventsRows,
@@ -317,6 +318,16 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       )
     })
 
+    const countOwned: ThreadStore["Type"]["countOwned"] = (owner, unowned) =>
+      Effect.flatMap(
+        run(
+          q(`SELECT COUNT(*) AS n FROM antler_threads WHERE owner = $1 OR ($2 AND owner IS NULL)`, [owner, unowned]),
+          "countOwned",
+          `Cannot count the threads of ${owner}`
+        ),
+        (rows) => countOf(rows, "countOwned")
+      )
+
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
         const rows = yield* run(
@@ -522,6 +533,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       saveRunEvents,
       runEvents,
       list,
+      countOwned,
       acquireLease,
       releaseLease
     })

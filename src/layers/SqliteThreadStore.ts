@@ -34,6 +34,7 @@ import { migrate } from "./sqlite/Migrations.js"
 import * as Snapshots from "./sqlite/Snapshots.js"
 import * as SqliteConnection from "./sqlite/SqliteConnection.js"
 import {
+  COUNT_OWNED,
   CREATE_THREAD,
   DELETE_ENDED_RUN,
   DELETE_RUN_CHECKPOINTS,
@@ -52,6 +53,7 @@ import {
 } from "./sqlite/Statements.js"
 import { checkpointRecords } from "./store/Fold.js"
 import {
+  countOf,
   decodeMetadata,
   decodeRows,
   decodeRunEventsRows,
@@ -212,6 +214,14 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       return threads.map((row) => threadSummary(row, now))
     })
 
+    const countOwned: ThreadStore["Type"]["countOwned"] = (owner, unowned) =>
+      exclusive(
+        Effect.flatMap(conn.execute(COUNT_OWNED, [owner, unowned ? 1 : 0], undefined), (rows) =>
+          countOf(rows, "countOwned")),
+        "countOwned",
+        `Cannot count the threads of ${owner}`
+      )
+
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
         const rows = yield* exclusive(
@@ -331,6 +341,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       saveRunEvents,
       runEvents,
       list,
+      countOwned,
       acquireLease,
       releaseLease
     })

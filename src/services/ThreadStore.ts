@@ -235,6 +235,11 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     /** Every thread, most recently updated first. */
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
     /**
+     * How many threads `owner` has: those whose owner it is, and with `unowned` also those made without one (the
+     * CLI's, which are `default`'s). Without reading the threads' checkpoints or runs (a gateway's quota).
+     */
+    readonly countOwned: (owner: string, unowned: boolean) => Effect.Effect<number, StoreError>
+    /**
      * Deletes a thread: its checkpoints, runs, run events and cached state (its files are the sandbox's, not the store's).
      * `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its
      * runs holds the thread's lease.

@@ -223,6 +223,27 @@ const conformance = (backend: Backend) =>
           }))
       }))
 
+    it.live("countOwned: an owner's threads, and with unowned those made without one; deleted ones not", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            yield* store.ensure("t-a1", { owner: "alice" })
+            yield* store.ensure("t-a2", { owner: "alice" })
+            yield* store.ensure("t-b1", { owner: "bob" })
+            yield* store.ensure("t-none")
+            yield* store.ensure("t-default", { owner: "default" })
+            assert.strictEqual(yield* store.countOwned("alice", false), 2)
+            assert.strictEqual(yield* store.countOwned("bob", false), 1)
+            assert.strictEqual(yield* store.countOwned("carol", false), 0)
+            assert.strictEqual(yield* store.countOwned("default", false), 1)
+            assert.strictEqual(yield* store.countOwned("default", true), 2)
+            assert.isTrue(yield* store.delete("t-a1"))
+            assert.strictEqual(yield* store.countOwned("alice", true), 2)
+            assert.strictEqual(yield* store.countOwned("alice", false), 1)
+          }))
+      }))
+
     it.live("a thread's status comes from its last run and its lease; delete is refused while a run holds it", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)

@@ -118,6 +118,12 @@ export const decodeRows = <A>(
     onRight: Effect.succeed
   })
 
+const CountRows = Schema.Tuple(Schema.Struct({ n: Schema.Union(Schema.NonNegativeInt, Schema.NumberFromString) }))
+
+/** The count of a `SELECT COUNT(*) AS n` (PostgreSQL's `bigint` comes as a string), or a `StoreError`. */
+export const countOf = (rows: unknown, operation: string): Effect.Effect<number, StoreError> =>
+  Effect.map(decodeRows(Schema.decodeUnknownEither(CountRows), rows, operation, "A count"), ([row]) => row.n)
+
 /** What a SQL failure says: the driver's message when it has one, else the SQL layer's. */
 export const driverMessage = (error: SqlError): string => {
   const cause: unknown = error.cause

@@ -151,8 +151,8 @@ export const make = (
     const bytesLock = userLocks()
     const userThreadsDir = (userId: string) => Path.dirname(Path.dirname(threadPaths(home, userId, "t").root))
 
-    const countThreads = (userId: string) =>
-      Effect.map(store.list, (all) => all.filter((thread) => (thread.owner ?? DEFAULT_USER) === userId).length)
+    // (a thread made without an owner is the CLI's, the local user's)
+    const countThreads = (userId: string) => store.countOwned(userId, userId === DEFAULT_USER)
 
     const thread: Service["thread"] = (userId, make) => {
       const limit = limits.max_threads_per_user
