@@ -9,7 +9,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
 import { BodyRefusals, JsonRecord } from "./Threads.js"
 
@@ -95,6 +95,7 @@ export const group = HttpApiGroup.make("branches")
       .setPayload(BranchRequest)
       .addSuccess(Branch)
       .addError(Refusals)
+      .addError(QuotaRefusal)
       .addError(BodyRefusals)
       .annotate(OpenApi.Summary, "A new thread holding the conversation up to an answer")
   )

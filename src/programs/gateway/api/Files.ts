@@ -10,7 +10,7 @@ import * as Multipart from "@effect/platform/Multipart"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 import { QueryValue, ThreadNotFound } from "./Threads.js"
 
@@ -79,6 +79,7 @@ export const group = HttpApiGroup.make("files")
       .addError(refusal(400, "Not a multipart form with files, or one cut short"))
       .addError(refusal(415, "Not multipart/form-data"))
       .addError(refusal(422, "Too many files, or too large (uploads.*), or a bad file name"))
+      .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Upload files to a thread")
   )
   .add(

@@ -93,6 +93,15 @@ export const GatewayProblem = Schema.transform(Problem, Schema.instanceOf(Gatewa
 export const refusal = (status: number, description: string) =>
   GatewayProblem.annotations(HttpApiSchema.annotations({ status, description }))
 
+/**
+ * The refusal of a request that would take its user past a per-user quota (`gateway.quotas`), as the endpoints that
+ * make threads or files declare it.
+ */
+export const QuotaRefusal = refusal(
+  403,
+  "Past a per-user quota (gateway.quotas): the message names it, its limit and the use"
+)
+
 /** A gateway error. */
 export const fail = (reason: GatewayError["reason"], message: string) => new GatewayError({ reason, message })
 

@@ -10,7 +10,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { StopReason } from "../../../services/RunEvents.js"
 import { RunId, RunPath, ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "./Threads.js"
 
@@ -178,6 +178,7 @@ const threadRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.
     .addError(refusal(404, "No such thread (of this user), or no such assistant (an agent of this user's)"))
     .addError(BodyRefusals)
     .addError(RunCreateRefusals)
+    .addError(QuotaRefusal)
 
 /** An endpoint starting a stateless run. */
 const statelessRun = <const Name extends string>(name: Name, path: HttpApiEndpoint.PathSegment) =>
@@ -186,6 +187,7 @@ const statelessRun = <const Name extends string>(name: Name, path: HttpApiEndpoi
     .addError(refusal(404, "No such assistant (an agent of this user's)"))
     .addError(BodyRefusals)
     .addError(RunCreateRefusals)
+    .addError(QuotaRefusal)
 
 /** The runs group. */
 export const group = HttpApiGroup.make("runs")

@@ -9,7 +9,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 
 /** A JSON object of any fields. */
@@ -188,6 +188,7 @@ export const group = HttpApiGroup.make("threads")
       .addSuccess(ThreadObject)
       .addError(BodyRefusals)
       .addError(refusal(409, "The user has a thread of that id already (if_exists: raise)"))
+      .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Create a thread")
   )
   .add(
@@ -245,6 +246,7 @@ export const group = HttpApiGroup.make("threads")
       .setPath(ThreadPath)
       .addSuccess(ThreadObject)
       .addError(ThreadNotFound)
+      .addError(QuotaRefusal)
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Copy a thread: a new thread of the user's with its checkpoints and files")
   )

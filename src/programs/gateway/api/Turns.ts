@@ -9,7 +9,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { GoalState } from "../../../state/ThreadState.js"
 import { RunPath, ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
 import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
 
@@ -200,6 +200,7 @@ export const group = HttpApiGroup.make("turns")
       .addSuccess(GoalAnswer)
       .addError(BodyRefusals)
       .addError(refusal(409, "The thread has a run in progress"))
+      .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Set the thread's goal (makes the thread when it does not exist yet)")
   )
   .add(
