@@ -90,10 +90,13 @@ describe("max_threads_per_user", () => {
     })
     assert.strictEqual(branch.status, 403, branch.text)
     assert.include(branch.json().detail, "max_threads_per_user")
+    const goal = await aliceRequest("PUT", "/api/threads/by-goal/goal", { objective: "Ship it" })
+    assert.strictEqual(goal.status, 403, goal.text)
     // nothing was made: still her two threads, and no files of a refused one
     const hers = (await alice.threads.search({ limit: 100 })).map((t) => t.thread_id)
     assert.sameMembers(hers, [first.thread_id, "second"])
     assert.strictEqual(await Support.statusOf(alice.threads.get("by-upload")), 404)
+    assert.strictEqual(await Support.statusOf(alice.threads.get("by-goal")), 404)
     assert.notInclude(filesUnder(Path.join(setup.gateway.home, "users", "alice")), "notes.txt")
 
     // bob has a quota of his own
@@ -104,8 +107,10 @@ describe("max_threads_per_user", () => {
 
   it("a deleted thread frees its place", async () => {
     const { alice } = setup
+    while ((await alice.threads.search({ limit: 100 })).length < 2) await alice.threads.create()
     assert.strictEqual((await errorOf(alice.threads.create())).status, 403)
-    await alice.threads.delete("second")
+    const [oldest] = await alice.threads.search({ limit: 1, sortBy: "created_at", sortOrder: "asc" })
+    await alice.threads.delete(oldest!.thread_id)
     const made = await alice.threads.create({ threadId: "third" })
     assert.strictEqual(made.thread_id, "third")
     assert.strictEqual((await errorOf(alice.threads.create())).status, 403)
@@ -195,6 +200,23 @@ describe("max_user_bytes", () => {
     const made = await aliceRequest("POST", "/api/threads/docs/branches", { message_id: answer.messages.at(-1)!.id })
     assert.strictEqual(made.status, 200, made.text)
     assert.strictEqual(made.json().workspace_clone_mode, "current_thread_best_effort")
+  })
+})
+
+describe("max_user_bytes, uploads at once", () => {
+  let setup: Awaited<ReturnType<typeof startWith>>
+  beforeAll(async () => {
+    setup = await startWith({ max_user_bytes: 10_000 })
+  })
+  afterAll(() => setup?.gateway.stop())
+
+  it("admits only what fits: the check and the write go together", async () => {
+    const { aliceRequest, gateway } = setup
+    const answers = await Promise.all(
+      [1, 2, 3].map((i) => aliceRequest("POST", "/api/threads/race/uploads", formOf(`part${i}.txt`, 4000)))
+    )
+    assert.sameMembers(answers.map((answer) => answer.status), [200, 200, 403])
+    assert.strictEqual(filesUnder(Path.join(gateway.home, "users", "alice")).length, 2)
   })
 })
 
