@@ -6,7 +6,8 @@
  * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
  *
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
- * the runs a previous process left running (recorded as `error`, "server restarted"). Every request passes
+ * the runs a previous process left running (recorded as `error`, "server restarted"). Each user's threads and
+ * files are bounded by `gateway.quotas` (`Quotas`). Every request passes
  * `Guard` first: a `Host` that does not name the gateway, or a state-changing request from another site's page,
  * reaches no route.
  */
