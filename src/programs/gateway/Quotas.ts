@@ -57,6 +57,8 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
   }
 }
 
+const STAT_BATCH = 32
+
 /** What the bytes of a directory were found to be: `complete` false when the walk stopped early. */
 export interface Measured {
   readonly bytes: number
@@ -81,20 +83,15 @@ export const measure = async (dir: string, stopAbove: number, deadline: number):
     } catch {
       continue
     }
-    const sizes = await Promise.all(entries.map(async (entry) => {
-      const path = Path.join(current, entry.name)
-      if (entry.isDirectory()) {
-        pending.push(path)
-        return 0
-      }
-      if (!entry.isFile()) return 0
-      try {
-        return (await Fs.promises.lstat(path)).size
-      } catch {
-        return 0
-      }
-    }))
-    for (const size of sizes) bytes += size
+    for (const entry of entries) if (entry.isDirectory()) pending.push(Path.join(current, entry.name))
+    const files = entries.filter((entry) => entry.isFile())
+    // (a few at a time: a directory of many files does not queue them all on libuv's threads at once)
+    for (let at = 0; at < files.length; at += STAT_BATCH) {
+      const sizes = await Promise.all(files.slice(at, at + STAT_BATCH).map((entry) =>
+        Fs.promises.lstat(Path.join(current, entry.name)).then((stat) => stat.size, () => 0)
+      ))
+      for (const size of sizes) bytes += size
+    }
   }
   return { bytes, complete: true }
 }

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Requests from "../../support/requests.js"
+import * as Quotas from "../../../src/programs/gateway/Quotas.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -217,6 +218,31 @@ describe("max_user_bytes, uploads at once", () => {
     )
     assert.sameMembers(answers.map((answer) => answer.status), [200, 200, 403])
     assert.strictEqual(filesUnder(Path.join(gateway.home, "users", "alice")).length, 2)
+  })
+})
+
+describe("measuring a user's files", () => {
+  it("counts regular files in every directory, not links; stops past the limit, or at the deadline", async () => {
+    const dir = Support.tempDir("antler-quota-")
+    Fs.mkdirSync(Path.join(dir, "t1", "user-data", "outputs"), { recursive: true })
+    Fs.writeFileSync(Path.join(dir, "t1", "user-data", "a.txt"), "x".repeat(100))
+    Fs.writeFileSync(Path.join(dir, "t1", "user-data", "outputs", "b.txt"), "x".repeat(50))
+    Fs.symlinkSync("/etc/hostname", Path.join(dir, "t1", "user-data", "link"))
+    Fs.symlinkSync("/usr", Path.join(dir, "t1", "user-data", "dirlink"))
+    assert.deepStrictEqual(await Quotas.measure(dir, Infinity, performance.now() + 10_000), {
+      bytes: 150,
+      complete: true
+    })
+    assert.deepStrictEqual(await Quotas.measure(Path.join(dir, "none"), Infinity, performance.now() + 10_000), {
+      bytes: 0,
+      complete: true
+    })
+    // past the limit the rest is not walked (the use is known to be over)
+    assert.deepStrictEqual(await Quotas.measure(dir, 10, performance.now() + 10_000), { bytes: 100, complete: true })
+    assert.isFalse((await Quotas.measure(dir, Infinity, performance.now() - 1)).complete)
+    const refused = new Quotas.QuotaExceeded({ reason: "unmeasured", user: "alice", limit: 1024, used: 10, adding: 5 })
+    assert.include(refused.message, "could not be measured within 10 s")
+    assert.include(refused.message, "gateway.quotas.max_user_bytes")
   })
 })
 
