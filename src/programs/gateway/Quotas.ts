@@ -1,6 +1,7 @@
 /**
- * Per-user quotas (`gateway.quotas`): how many threads a user may have and how many bytes of files their threads
- * may hold on disk, so that no user fills the database or the disk for everyone (an open gateway's local user is one
+ * Per-user quotas (`gateway.quotas`): how many threads a user may have, how many bytes of files their threads
+ * may hold on disk and how many bytes of JSON their LangGraph store items may hold (counted in the store, item by
+ * item as it is put), so that no user fills the database or the disk for everyone (an open gateway's local user is one
  * user, with the same limits). Use is measured when it is about to grow, never kept in a tally that a delete, a
  * run's tool or another process could make wrong: threads are counted in the store (the user's, by owner), bytes
  * by a walk of the user's thread directories (`{home}/users/{user}/threads`), stopped once past the limit or after
@@ -34,7 +35,7 @@ export const MEASURE_BUDGET_MS = 10_000
  * or `unmeasured` (the user's files could not be measured within `MEASURE_BUDGET_MS`, `used` counted so far).
  */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
-  reason: Schema.Literal("threads", "bytes", "unmeasured"),
+  reason: Schema.Literal("threads", "bytes", "unmeasured", "store"),
   user: Schema.String,
   limit: Schema.Number,
   used: Schema.Number,
@@ -49,6 +50,10 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
         return `Storage quota exceeded: the threads of user ${this.user} hold ${formatBytes(this.used)} of files ` +
           `and this would add ${formatBytes(this.adding)}, past gateway.quotas.max_user_bytes ` +
           `(${formatBytes(this.limit)}); delete threads or uploads to free space.`
+      case "store":
+        return `Store quota exceeded: the store items of user ${this.user} hold ${formatBytes(this.used)} of JSON ` +
+          `and this would make it ${formatBytes(this.used + this.adding)}, past ` +
+          `gateway.quotas.max_store_bytes_per_user (${formatBytes(this.limit)}); delete items to free space.`
       case "unmeasured":
         return `Storage quota: the files of user ${this.user} could not be measured within ` +
           `${MEASURE_BUDGET_MS / 1000} s (more than ${formatBytes(this.used)} counted), so nothing more is stored ` +
@@ -117,6 +122,17 @@ export interface Service {
     adding: number,
     write: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | QuotaExceeded, R>
+  /**
+   * Runs `write`, which puts an item of `size` bytes of JSON in the user's store items, when what they hold
+   * (`usage`: all of them, and the item it replaces) leaves room for it under `max_store_bytes_per_user`; else
+   * fails with `QuotaExceeded` and `write` does not run.
+   */
+  readonly storeBytes: <A, E, R, E2>(
+    userId: string,
+    size: number,
+    usage: Effect.Effect<{ readonly total: number; readonly item: number }, E2>,
+    write: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | E2 | QuotaExceeded, R>
   /** The bytes of one of the user's threads' files (`stored`: its stored id), to admit a copy of them. */
   readonly threadBytes: (userId: string, stored: string) => Effect.Effect<number>
 }
@@ -146,6 +162,7 @@ export const make = (
   Effect.sync(() => {
     const threadLock = userLocks()
     const bytesLock = userLocks()
+    const storeLock = userLocks()
     const userThreadsDir = (userId: string) => Path.dirname(Path.dirname(threadPaths(home, userId, "t").root))
 
     // (a thread made without an owner is the CLI's, the local user's)
@@ -182,6 +199,20 @@ export const make = (
         })))
     }
 
+    const storeBytes: Service["storeBytes"] = (userId, size, usage, write) => {
+      const limit = limits.max_store_bytes_per_user
+      if (limit === 0) return write
+      return Effect.flatMap(storeLock(userId), (lock) =>
+        lock.withPermits(1)(Effect.gen(function*() {
+          const { item, total } = yield* usage
+          const used = total - item
+          if (used + size > limit) {
+            return yield* new QuotaExceeded({ reason: "store", user: userId, limit, used, adding: size })
+          }
+          return yield* write
+        })))
+    }
+
     const threadBytes: Service["threadBytes"] = (userId, stored) =>
       Effect.promise(() =>
         measure(
@@ -191,7 +222,7 @@ export const make = (
         )
       ).pipe(Effect.map((measured) => measured.bytes))
 
-    return { limits, thread, bytes, threadBytes }
+    return { limits, thread, bytes, storeBytes, threadBytes }
   })
 
 /** The quotas of the configuration's `gateway.quotas`, over the app's thread store and data directory. */

@@ -100,7 +100,12 @@ export const QuotasConfig = Schema.Struct({
    * Bytes of files a user's threads may hold on disk, in all (uploads, outputs, workspaces): an upload, a copy or
    * a branch that would take the user past it is refused before anything is written. Default 5 GiB.
    */
-  max_user_bytes: withDefault(NonNegativeInt, () => 5 * 1024 ** 3)
+  max_user_bytes: withDefault(NonNegativeInt, () => 5 * 1024 ** 3),
+  /**
+   * Bytes of JSON a user's items in the LangGraph store (`/store/items`) may hold, in all: a put that would take
+   * the user past it is refused. Default 100 MiB.
+   */
+  max_store_bytes_per_user: withDefault(NonNegativeInt, () => 100 * 1024 ** 2)
 })
 export type QuotasConfig = typeof QuotasConfig.Type
 
@@ -155,7 +160,11 @@ export const GatewayConfig = Schema.Struct({
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
   /** Per-user quotas on threads and on the bytes of their files (see `QuotasConfig`). */
-  quotas: withDefault(QuotasConfig, () => ({ max_threads_per_user: 10_000, max_user_bytes: 5 * 1024 ** 3 })),
+  quotas: withDefault(QuotasConfig, () => ({
+    max_threads_per_user: 10_000,
+    max_user_bytes: 5 * 1024 ** 3,
+    max_store_bytes_per_user: 100 * 1024 ** 2
+  })),
   /** Runs the gateway as one runner of a cluster (see `ClusterConfig`); needs `database.url`. */
   cluster: Schema.optional(Schema.NullOr(ClusterConfig))
 })

@@ -79,6 +79,9 @@ describe("max_threads_per_user", () => {
       403
     )
     assert.strictEqual((await errorOf(alice.runs.wait(null, "lead_agent", { input: human("hi") }))).status, 403)
+    const batch = await errorOf(alice.runs.createBatch([{ assistantId: "lead_agent", input: human("hi") }]))
+    assert.strictEqual(batch.status, 403)
+    assert.include(batch.message, "max_threads_per_user")
     const copy = await errorOf(alice.threads.copy(first.thread_id))
     assert.strictEqual(copy.status, 403)
     assert.include(copy.message, "max_threads_per_user")
@@ -267,12 +270,40 @@ describe("the open gateway", () => {
   })
 })
 
+describe("max_store_bytes_per_user", () => {
+  let setup: Awaited<ReturnType<typeof startWith>>
+  beforeAll(async () => {
+    setup = await startWith({ max_store_bytes_per_user: 2000 })
+  })
+  afterAll(() => setup?.gateway.stop())
+
+  it("refuses a store item past it; a replaced value counts once, a deleted one frees its room", async () => {
+    const { alice, bob } = setup
+    const text = (n: number) => ({ text: "x".repeat(n) })
+    await alice.store.putItem(["notes"], "first", text(1200))
+    const refused = await errorOf(alice.store.putItem(["notes"], "second", text(900)))
+    assert.strictEqual(refused.status, 403)
+    assert.include(refused.message, "gateway.quotas.max_store_bytes_per_user")
+    assert.include(refused.message, "user alice")
+    assert.isNull(await alice.store.getItem(["notes"], "second"))
+    // replacing the first item weighs its new value, not both
+    await alice.store.putItem(["notes"], "first", text(1900))
+    assert.strictEqual((await alice.store.getItem(["notes"], "first"))?.value.text, "x".repeat(1900))
+    // bob's items are his own quota
+    await bob.store.putItem(["notes"], "first", text(1900))
+    await alice.store.deleteItem(["notes"], "first")
+    await alice.store.putItem(["notes"], "second", text(900))
+    assert.strictEqual((await alice.store.getItem(["notes"], "second"))?.value.text, "x".repeat(900))
+  })
+})
+
 describe("a quota that is not a non-negative integer", () => {
   for (
     const [quotas, field, says] of [
       [{ max_user_bytes: -1 }, "gateway.quotas.max_user_bytes", "non-negative"],
       [{ max_threads_per_user: "many" }, "gateway.quotas.max_threads_per_user", "expected a number"],
-      [{ max_threads_per_user: 2.5 }, "gateway.quotas.max_threads_per_user", "integer"]
+      [{ max_threads_per_user: 2.5 }, "gateway.quotas.max_threads_per_user", "integer"],
+      [{ max_store_bytes_per_user: -5 }, "gateway.quotas.max_store_bytes_per_user", "non-negative"]
     ] as const
   ) {
     it(`stops the start, naming the field (${JSON.stringify(quotas)})`, async () => {

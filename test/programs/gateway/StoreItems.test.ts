@@ -117,6 +117,26 @@ const behaves = (open: () => Promise<{ store: StoreItems.Service }>) => {
     assert.deepStrictEqual(await keys({ limit: 5, offset: 300 }), ordered.slice(300, 305).map(key))
   })
 
+  it("counts the bytes of JSON each user's items hold, and those of the item a put would replace", async () => {
+    const { store } = await open()
+    const small = { text: "é".repeat(10) }
+    const large = { text: "x".repeat(500) }
+    await run(store.put("alice", ["a"], "one", small, at(1)))
+    await run(store.put("alice", ["a", "b"], "two", large, at(2)))
+    await run(store.put("bob", ["a"], "one", large, at(3)))
+    const size = (value: object) => Buffer.byteLength(JSON.stringify(value))
+    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "one")), {
+      total: size(small) + size(large),
+      item: size(small)
+    })
+    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "new")), { total: size(small) + size(large), item: 0 })
+    // a replaced value counts once, at its new size; a deleted item not at all; another user's never
+    await run(store.put("alice", ["a"], "one", large, at(4)))
+    await run(store.remove("alice", ["a", "b"], "two"))
+    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "one")), { total: size(large), item: size(large) })
+    assert.deepStrictEqual(await run(store.usage("carol", ["a"], "one")), { total: 0, item: 0 })
+  })
+
   it("lists namespaces by prefix, suffix and depth, each once, in order", async () => {
     const { store } = await open()
     for (const [i, namespace] of [["b", "x"], ["a", "x", "1"], ["a", "y"], ["a", "x", "2"]].entries()) {

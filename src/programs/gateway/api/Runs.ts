@@ -319,6 +319,7 @@ export const group = HttpApiGroup.make("runs")
       .addError(refusal(404, "No such assistant (an agent of this user's)"))
       .addError(BodyRefusals)
       .addError(RunCreateRefusals)
+      .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Start stateless runs in the background: all of them, or none")
   )
   .add(

@@ -16,7 +16,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
 import { BodyRefusals, JsonRecord } from "./Threads.js"
 
@@ -188,6 +188,7 @@ export const group = HttpApiGroup.make("store")
       .addSuccess(HttpApiSchema.NoContent)
       .addError(BodyRefusals)
       .addError(ItemRefusals)
+      .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Store an item, or replace its value")
   )
   .add(

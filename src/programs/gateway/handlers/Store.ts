@@ -1,8 +1,9 @@
 /**
  * The store endpoints (declared in `api/Store.ts`), over `StoreItems`: each request reads and changes only its
  * user's items. Bodies and the query are decoded at the boundary; a value larger than `MAX_VALUE_BYTES` of JSON is
- * refused (422) before it is stored. A missing item reads as `null` (200), as LangGraph's server answers and the
- * SDK's `getItem` expects; deleting one is not an error.
+ * refused (422) before it is stored, and one that would take the user's items past
+ * `gateway.quotas.max_store_bytes_per_user` is refused (403). A missing item reads as `null` (200), as LangGraph's
+ * server answers and the SDK's `getItem` expects; deleting one is not an error.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -17,7 +18,9 @@ import { describeParseError, fail, GatewayError } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Api from "../api/Store.js"
 import * as Body from "../Body.js"
-import { StoreItems } from "../store/StoreItems.js"
+import { QuotaExceeded, Quotas } from "../Quotas.js"
+import * as StoreItems from "../store/StoreItems.js"
+import { quotaRefused } from "./Access.js"
 import { json } from "./Http.js"
 
 const internal = (error: StoreError) => new GatewayError({ reason: "internal", message: error.message, cause: error })
@@ -28,7 +31,7 @@ const decodeAddress = Schema.decodeUnknownEither(ItemAddress, { errors: "all" })
 
 /** What is wrong with a value larger than `MAX_VALUE_BYTES` of JSON, if it is. */
 const valueProblem = (value: Readonly<Record<string, unknown>>): string | undefined => {
-  const size = Buffer.byteLength(JSON.stringify(value))
+  const size = StoreItems.sizeOf(value)
   return size > Api.MAX_VALUE_BYTES
     ? `value: ${size} bytes of JSON, more than the ${Api.MAX_VALUE_BYTES} (1 MiB) an item may hold.`
     : undefined
@@ -38,7 +41,8 @@ const valueProblem = (value: Readonly<Record<string, unknown>>): string | undefi
 export const layer = (api: LangGraphApi) =>
   HttpApiBuilder.group(api, "store", (handlers) =>
     Effect.gen(function*() {
-      const store = yield* StoreItems
+      const store = yield* StoreItems.StoreItems
+      const quotas = yield* Quotas
       const now = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
 
       return handlers
@@ -48,7 +52,13 @@ export const layer = (api: LangGraphApi) =>
             const request = yield* Body.json(Api.PutItem)
             const tooLarge = valueProblem(request.value)
             if (tooLarge !== undefined) return yield* fail("unprocessable", tooLarge)
-            yield* Effect.mapError(store.put(user, request.namespace, request.key, request.value, yield* now), internal)
+            const at = yield* now
+            yield* quotas.storeBytes(
+              user,
+              StoreItems.sizeOf(request.value),
+              store.usage(user, request.namespace, request.key),
+              store.put(user, request.namespace, request.key, request.value, at)
+            ).pipe(Effect.mapError((error) => error instanceof QuotaExceeded ? quotaRefused(error) : internal(error)))
             return HttpServerResponse.empty({ status: 204 })
           }))
         .handleRaw("getItem", ({ urlParams }) =>

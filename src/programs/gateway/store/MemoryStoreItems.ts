@@ -46,6 +46,14 @@ export const make: Effect.Effect<StoreItems.Service> = Effect.sync((): StoreItem
           .map(itemOf)
           .sort(StoreItems.newestFirst)
           .slice(search.offset, search.offset + search.limit)),
+    usage: (userId, namespace, key) =>
+      Effect.map(ofUser(userId), (kept) => {
+        const here = items.get(idOf(userId, namespace, key))
+        return {
+          total: kept.reduce((sum, item) => sum + StoreItems.sizeOf(item.value), 0),
+          item: here === undefined ? 0 : StoreItems.sizeOf(here.value)
+        }
+      }),
     namespaces: (userId, query) =>
       Effect.map(ofUser(userId), (kept) => StoreItems.listed(kept.map((item) => item.namespace), query))
   }

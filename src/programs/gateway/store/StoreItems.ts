@@ -50,6 +50,15 @@ export interface NamespaceQuery {
   readonly offset: number
 }
 
+/** The bytes of JSON a user's items hold, and those of one of them (see `Service.usage`). */
+export interface Usage {
+  readonly total: number
+  readonly item: number
+}
+
+/** The bytes of an item's value as kept (its JSON, UTF-8). */
+export const sizeOf = (value: Readonly<Record<string, unknown>>): number => Buffer.byteLength(JSON.stringify(value))
+
 /** The store of items. Every operation names its user. */
 export interface Service {
   /** Makes the item, or replaces its value (its `created_at` kept, `updated_at` set to `now`). */
@@ -69,6 +78,15 @@ export interface Service {
   readonly remove: (userId: string, namespace: ReadonlyArray<string>, key: string) => Effect.Effect<boolean, StoreError>
   /** The items matching, most recently updated first. */
   readonly search: (userId: string, search: Search) => Effect.Effect<ReadonlyArray<Item>, StoreError>
+  /**
+   * The bytes of JSON the user's items hold (`total`), and those of the item at `namespace` and `key` (`item`: 0
+   * when there is none), which a put there replaces: what the store quota weighs a put against.
+   */
+  readonly usage: (
+    userId: string,
+    namespace: ReadonlyArray<string>,
+    key: string
+  ) => Effect.Effect<Usage, StoreError>
   /** The namespaces holding the user's items, in order of their labels. */
   readonly namespaces: (
     userId: string,
@@ -162,6 +180,7 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     namespace TEXT NOT NULL,
     item_key TEXT NOT NULL,
     value TEXT NOT NULL,
+    size INTEGER NOT NULL,
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     PRIMARY KEY (user_id, namespace, item_key)
@@ -223,11 +242,22 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
     return {
       put: (userId, namespace, key, value, now) =>
         Effect.asVoid(sql.query(
-          "INSERT INTO antler_store_items (user_id, namespace, item_key, value, created_at, updated_at) " +
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, namespace, item_key) " +
-            "DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-          [userId, joined(namespace), key, JSON.stringify(value), now, now]
+          "INSERT INTO antler_store_items (user_id, namespace, item_key, value, size, created_at, updated_at) " +
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, namespace, item_key) " +
+            "DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at",
+          [userId, joined(namespace), key, JSON.stringify(value), sizeOf(value), now, now]
         )),
+      usage: (userId, namespace, key) =>
+        Effect.map(
+          sql.query(
+            "SELECT COALESCE(SUM(size), 0) AS total, " +
+              "COALESCE(SUM(CASE WHEN namespace = ? AND item_key = ? THEN size ELSE 0 END), 0) AS item " +
+              "FROM antler_store_items WHERE user_id = ?",
+            [joined(namespace), key, userId]
+          ),
+          // (PostgreSQL's sums are bigints, read as text)
+          ([row]) => ({ total: Number(row?.total ?? 0), item: Number(row?.item ?? 0) })
+        ),
       get: (userId, namespace, key) =>
         Effect.map(
           Effect.flatMap(
