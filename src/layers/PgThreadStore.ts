@@ -56,6 +56,7 @@ export interface Options {
 /**
  * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
  * SQLite store's tables as of its version 4. Version 2: `antler_run_events` (the SQLite store's version 5).
+ * Version 3: threads indexed by owner (the SQLite store's version 6).
  */
 export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
   [
@@ -103,7 +104,8 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
       events TEXT NOT NULL
     )`,
     `CREATE INDEX antler_run_events_by_thread ON antler_run_events (thread_id)`
-  ]
+  ],
+  [`CREATE INDEX antler_threads_by_owner ON antler_threads (owner)`]
 ]
 
 /** The schema version this build writes. */

@@ -15,6 +15,7 @@ import type { Connection } from "./SqliteConnection.js"
  * Version 3: `leases`, one row per thread with an active run (see `ThreadStore.acquireLease`).
  * Version 4: a thread's `owner` and `metadata`, a run's `error` and `metadata` (the gateway's).
  * Version 5: `run_events`, a run's recorded events as one JSON text (see `ThreadStore.saveRunEvents`).
+ * Version 6: threads indexed by owner (`ThreadStore.countOwned`, the gateway's thread quota).
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -98,6 +99,10 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
       events TEXT NOT NULL
     )`,
     `CREATE INDEX run_events_by_thread ON run_events (thread_id)`
+  ],
+  [
+    // the gateway's thread quota counts a user's threads at each new one
+    `CREATE INDEX threads_by_owner ON threads (owner)`
   ]
 ]
 
