@@ -10,11 +10,8 @@
  * lock its row first, so their `seq` order is their commit order even when two processes append at once.
  * A database written by a newer build (a higher schema version) is refused rather than misread.
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
-import * as PgClient from "@effect/sql-pg/PgClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -27,6 +24,7 @@ import { StoreError } from "../services/RunContext.js"
 import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
+import * as PgPool from "./store/PgPool.js"
 import { checkpointOf } from "./store/Codec.js"
 import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
 import {
@@ -151,22 +149,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
     const where = describeUrl(Redacted.value(url))
     const redactor = options.redact ?? Redact.none
-    const sql: SqlClient.SqlClient = yield* PgClient.make({
+    const sql: SqlClient.SqlClient = yield* PgPool.open({
       url,
       maxConnections: options.maxConnections ?? 10,
       applicationName: "antler",
-      connectTimeout: "10 seconds"
-    }).pipe(
-      Effect.provide(Reactivity.layer),
-      Effect.catchAllCause((cause) => {
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-        const error = Cause.squash(cause)
-        const detail = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error)
-        return Effect.fail(
-          new StoreError({ operation: "open", message: `Cannot open ${where}: ${detail}`, cause: error })
-        )
-      })
-    )
+      what: where
+    })
 
     const run = <A>(body: Effect.Effect<A, SqlError | StoreError>, operation: string, what: string) =>
       Effect.mapError(body, toStoreError(operation, what))
