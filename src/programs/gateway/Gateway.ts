@@ -260,6 +260,7 @@ export const layer = (options: Options) => {
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
     keepFinished: gateway.finished_runs_kept,
     heartbeatSeconds: gateway.heartbeat_seconds,
+    defaultModel: options.choice.name,
     maxActiveRuns: gateway.max_active_runs ?? undefined,
     redact,
     traced

@@ -12,6 +12,7 @@ import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import type { StreamMode } from "./api/Runs.js"
+import * as CallbackEvents from "./CallbackEvents.js"
 import { publicValues } from "./Protocol.js"
 
 /** An event to frame (its id is given when it is buffered). */
@@ -116,6 +117,10 @@ export interface ProjectorOptions {
   readonly redact?: Redact.Redactor | undefined
   /** Which attempt of the run this is (its `metadata` event's `attempt`): 1, or more once resumed elsewhere. */
   readonly attempt?: number | undefined
+  /** The run's input, as the `events` mode's graph start says it. */
+  readonly input?: unknown
+  /** The run's assistant (the `events` mode's metadata). */
+  readonly assistantId?: string | undefined
 }
 
 /**
@@ -162,6 +167,19 @@ export const makeProjector = (options: ProjectorOptions) => {
   // Text kept in parts (`Spliced`) is checked for secrets here, as the caller checks a whole event's: a part that
   // holds one makes the event go as data, which the caller redacts.
   const clean = (text: string) => options.redact === undefined || !options.redact.test(text)
+
+  const callbacks = wants("events")
+    ? CallbackEvents.make({
+      runId: options.runId,
+      threadId: options.threadId,
+      assistantId: options.assistantId,
+      attempt: options.attempt ?? 1,
+      modelName: options.modelName,
+      input: options.input ?? null,
+      clean,
+      messages: () => state.messages
+    })
+    : undefined
 
   // the head and tail of the chunks of the message streaming now: with a chunk's content between them, the same
   // JSON text as `JSON.stringify([{ ...chunkBase(id), content }, meta("model")])`; made once per message and step
@@ -251,6 +269,7 @@ export const makeProjector = (options: ProjectorOptions) => {
             event: "metadata",
             data: { run_id: options.runId, thread_id: options.threadId, attempt: options.attempt ?? 1 }
           })
+          if (callbacks !== undefined) out.push(...callbacks.start())
           break
         case "token": {
           flush(out)
@@ -263,6 +282,7 @@ export const makeProjector = (options: ProjectorOptions) => {
           const first = !streamed.has(id)
           if (first) step++
           streamed.set(id, (streamed.get(id) ?? "") + text)
+          if (callbacks !== undefined) out.push(...callbacks.token(id, text, reasoning))
           if (wants("messages")) {
             if (first) out.push({ event: "messages/metadata", data: { [id]: { metadata: meta("model") } } })
             const thought = (thoughts.get(id) ?? "") + (reasoning ?? "")
@@ -298,6 +318,15 @@ export const makeProjector = (options: ProjectorOptions) => {
             const reasoned = (thoughts.get(message.id) ?? "") + thought
             thoughts.delete(message.id)
             out.push({ event: "messages/partial", data: [partialOf(message.id, full, reasoned, message)] })
+          }
+          if (callbacks !== undefined) {
+            let rest = ""
+            if (message.type === "ai" && sofar !== undefined) {
+              const full = options.redact?.text(M.text(message)) ?? M.text(message)
+              const sent = sofar + held
+              rest = held + (full.startsWith(sent) ? full.slice(sent.length) : "")
+            }
+            out.push(...callbacks.message(message, rest, thought))
           }
           if (wants("messages-tuple")) {
             if (message.type === "ai" && sofar !== undefined) {
@@ -338,6 +367,10 @@ export const makeProjector = (options: ProjectorOptions) => {
           break
         case "run_end":
           flush(out)
+          if (callbacks !== undefined) {
+            const succeeded = event.status === "success" || event.status === "interrupted"
+            out.push(...callbacks.end(succeeded, () => publicValues(state)))
+          }
           if (event.status === "error") {
             out.push({
               event: "error",

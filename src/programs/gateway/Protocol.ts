@@ -300,7 +300,7 @@ export const modeOfEvent = (event: string): StreamMode | undefined =>
     ? "messages-tuple"
     : event.startsWith("messages/")
     ? "messages"
-    : event === "values" || event === "updates" || event === "custom"
+    : event === "values" || event === "updates" || event === "custom" || event === "events"
     ? event
     : undefined
 

@@ -176,6 +176,8 @@ export interface Options {
   readonly keepFinished: number
   /** Seconds between heartbeats. */
   readonly heartbeatSeconds: number
+  /** The name of the model a run uses when its settings name none (what its stream metadata says). */
+  readonly defaultModel?: string | undefined
   /** Runs executing at once; the others wait (`pending`) for a place. Absent: no limit. */
   readonly maxActiveRuns?: number | undefined
   /** What never leaves the server (secrets in streamed events). */
@@ -236,9 +238,13 @@ export const layer = (
           threadId: request.publicThreadId ?? request.threadId,
           modes: request.modes,
           initial,
-          modelName: typeof request.settings.model_name === "string" ? request.settings.model_name : undefined,
+          modelName: typeof request.settings.model_name === "string" && request.settings.model_name !== ""
+            ? request.settings.model_name
+            : options.defaultModel,
           redact,
-          attempt: (request.resumes ?? 0) + 1
+          attempt: (request.resumes ?? 0) + 1,
+          input: request.messages.length > 0 ? { messages: request.messages } : null,
+          assistantId: request.assistantId
         })
         const buffer = RunBuffer.make(runId, options, json, EventIds.firstId(request.resumes ?? 0))
         const run: ActiveRun = {

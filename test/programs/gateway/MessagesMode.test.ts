@@ -3,8 +3,8 @@
  * own API server (`langgraphjs dev`, `@langchain/langgraph-api`) sends: `messages/metadata` once per streamed
  * message (`{[id]: {metadata}}`), `messages/partial` with the message so far (`[{type: "ai", content, ...}]`,
  * content growing), `messages/complete` with the run's messages once they are in the state (after the `values`
- * event that holds them). The `events` mode (LangChain's callback events) is refused, naming it. The model is
- * SCRIPTED.
+ * event that holds them). A mode it does not know is refused, naming it (`events` is served: EventsMode.test).
+ * The model is SCRIPTED.
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -142,17 +142,17 @@ describe("stream_mode messages", () => {
     assert.isFalse(joinedNames.has("values"))
   })
 
-  it("refuses the events mode with a 422 naming it", async () => {
+  it("refuses a mode it does not know with a 422 naming it and the modes it serves (events among them)", async () => {
     const thread = await client.threads.create()
     const response = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/stream`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ assistant_id: "lead_agent", input: human("hi"), stream_mode: ["values", "events"] })
+      body: JSON.stringify({ assistant_id: "lead_agent", input: human("hi"), stream_mode: ["values", "callbacks"] })
     })
     assert.strictEqual(response.status, 422)
     const problem = await response.json() as { detail: string }
-    assert.include(problem.detail, "events")
-    assert.include(problem.detail, "not supported")
+    assert.include(problem.detail, `"callbacks"`)
+    assert.include(problem.detail, "messages, updates, custom, events,")
     assert.deepStrictEqual(await client.runs.list(thread.thread_id), [])
   })
 })

@@ -19,9 +19,9 @@ import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "
 
 /**
  * The stream modes a run may ask for (SPEC §12.2); `messages-tuple` is sent as SSE event `messages`, `messages`
- * as LangGraph's `messages/metadata`, `messages/partial` and `messages/complete`. `debug`, `tasks` and
- * `checkpoints` are accepted (DeerFlow accepts them) and produce no events. `events` (LangChain's callback
- * events, which Antler's agent has no equivalent of) is refused, by name.
+ * as LangGraph's `messages/metadata`, `messages/partial` and `messages/complete`, `events` as LangChain's callback
+ * events (`CallbackEvents`). `debug`, `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no
+ * events.
  */
 export const StreamMode = Schema.Literal(
   "values",
@@ -29,17 +29,14 @@ export const StreamMode = Schema.Literal(
   "messages",
   "updates",
   "custom",
+  "events",
   "debug",
   "tasks",
   "checkpoints"
 ).annotations({
   message: (issue) => ({
-    message: issue.actual === "events"
-      ? `the "events" stream mode (LangChain callback events) is not supported; use messages, messages-tuple, ` +
-        `values, updates or custom`
-      : `Expected one of values, messages-tuple, messages, updates, custom, debug, tasks, checkpoints, actual ${
-        JSON.stringify(issue.actual)
-      }`,
+    message: `Expected one of values, messages-tuple, messages, updates, custom, events, debug, tasks, checkpoints, ` +
+      `actual ${JSON.stringify(issue.actual)}`,
     override: true
   })
 })

@@ -1,0 +1,260 @@
+/**
+ * LangGraph's `events` stream mode (LangChain's callback events, `astream_events` v2, as LangGraph's JavaScript API
+ * server sends them), read by the real `@langchain/langgraph-sdk` Client: the graph's start and end (`LangGraph`),
+ * each model call (`model` node, `on_chat_model_start`, a chunk per token delta, `on_chat_model_end`), each tool
+ * call (`tools` node, `on_tool_start` with the call's args, `on_tool_end` with the ToolMessage); beside `values`;
+ * replayed to a client that reconnects with `Last-Event-ID`; secrets redacted. The model is SCRIPTED.
+ */
+import { Client } from "@langchain/langgraph-sdk"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const lastUserText = (body: ChatRequestBody): string => {
+  for (let i = body.messages.length - 1; i >= 0; i--) {
+    const message = body.messages[i]!
+    if (message.role === "user" && typeof message.content === "string") return message.content
+  }
+  return ""
+}
+
+const ANSWER = "Hello there, friend: the list is in your workspace."
+const CALLING = "Writing it down."
+const ARGS = { description: "Save", path: "/mnt/user-data/workspace/list.md", content: "- passport\n" }
+// the scripted model's configured key (support.ts): a secret of the gateway's configuration
+const SECRET = "sk-test-scripted-key-000000"
+
+const script = (body: ChatRequestBody): Turn => {
+  const text = lastUserText(body)
+  const last = body.messages[body.messages.length - 1]
+  if (text.includes("save") && last?.role !== "tool") {
+    return { content: CALLING, toolCalls: [{ name: "write_file", arguments: ARGS }] }
+  }
+  if (text.includes("leak")) return `The key is ${SECRET} as configured.`
+  return ANSWER
+}
+
+let gateway: TestGateway
+let client: Client
+
+beforeAll(async () => {
+  // (deltas of 5 characters: a secret arrives split across them)
+  gateway = await Support.start({ script, server: { delayMs: 2, chunkSize: 5 } })
+  client = new Client({ apiUrl: gateway.url, apiKey: null })
+})
+afterAll(() => gateway?.stop())
+
+const human = (content: string) => ({ messages: [{ type: "human", content }] })
+
+const collect = async (stream: AsyncIterable<{ event: string; data: any; id?: string }>) => {
+  const events: Array<{ event: string; data: any; id?: string | undefined }> = []
+  for await (const chunk of stream) events.push({ event: chunk.event, data: chunk.data, id: chunk.id })
+  return events
+}
+
+/** The callback events' kinds and names, a model call's chunks as one `on_chat_model_stream*`. */
+const kinds = (events: ReadonlyArray<{ event: string; data: any }>) => {
+  const out: Array<string> = []
+  for (const e of events) {
+    if (e.event !== "events") continue
+    const kind = e.data.event === "on_chat_model_stream" ? "on_chat_model_stream*" : `${e.data.event}:${e.data.name}`
+    if (kind !== out.at(-1) || kind !== "on_chat_model_stream*") out.push(kind)
+  }
+  return out
+}
+
+const MODEL_CALL = ["on_chain_start:model", "on_chat_model_start:scripted", "on_chat_model_stream*"]
+const TOOL_STEP_AND_ANSWER = [
+  "on_chain_start:LangGraph",
+  ...MODEL_CALL,
+  "on_chat_model_end:scripted",
+  "on_chain_end:model",
+  "on_chain_start:tools",
+  "on_tool_start:write_file",
+  "on_tool_end:write_file",
+  "on_chain_end:tools",
+  ...MODEL_CALL,
+  "on_chat_model_end:scripted",
+  "on_chain_end:model",
+  "on_chain_end:LangGraph"
+]
+
+describe("stream_mode events", () => {
+  it("a tool step and an answer: the graph, model calls, their chunks and the tool call, in order", async () => {
+    const thread = await client.threads.create()
+    const events = await collect(client.runs.stream(thread.thread_id, "lead_agent", {
+      input: human("please save the list"),
+      streamMode: "events"
+    }))
+    assert.deepStrictEqual([...new Set(events.map((e) => e.event))], ["metadata", "events", "end"])
+    assert.deepStrictEqual(kinds(events), TOOL_STEP_AND_ANSWER)
+    const runId: string = events[0]!.data.run_id
+    const callbacks = events.filter((e) => e.event === "events").map((e) => e.data)
+
+    // every event names the run and thread in its metadata; the graph's start and end are the run's own
+    for (const e of callbacks) {
+      assert.strictEqual(e.metadata.run_id, runId)
+      assert.strictEqual(e.metadata.thread_id, thread.thread_id)
+      assert.isArray(e.tags)
+      assert.isArray(e.parent_ids)
+    }
+    const [graphStart, graphEnd] = [callbacks[0]!, callbacks.at(-1)!]
+    assert.strictEqual(graphStart.run_id, runId)
+    assert.strictEqual(graphEnd.run_id, runId)
+    assert.deepStrictEqual(graphStart.parent_ids, [])
+    assert.strictEqual(graphStart.data.input.messages[0].content, "please save the list")
+
+    // each model call: one run id from start to end, under its node; its chunks (of the message's id) concatenate
+    // to the message its end gives
+    const state = await client.threads.getState<{ messages: Array<any> }>(thread.thread_id)
+    const ais = state.values.messages.filter((m) => m.type === "ai")
+    assert.strictEqual(ais.length, 2)
+    const starts = callbacks.filter((e) => e.event === "on_chat_model_start")
+    assert.strictEqual(starts.length, 2)
+    for (const [i, start] of starts.entries()) {
+      const mine = callbacks.filter((e) => e.run_id === start.run_id)
+      assert.deepStrictEqual(
+        [...new Set(mine.map((e) => e.event))],
+        ["on_chat_model_start", "on_chat_model_stream", "on_chat_model_end"]
+      )
+      const node = callbacks.find((e) => e.event === "on_chain_start" && e.run_id === start.parent_ids[1])
+      assert.strictEqual(node?.name, "model")
+      assert.strictEqual(node?.metadata.langgraph_node, "model")
+      assert.deepStrictEqual(start.parent_ids, [runId, node!.run_id])
+      assert.notStrictEqual(start.run_id, runId)
+      const chunks = mine.filter((e) => e.event === "on_chat_model_stream").map((e) => e.data.chunk)
+      assert.isAbove(chunks.length, 2)
+      for (const chunk of chunks) {
+        assert.strictEqual(chunk.id, ais[i].id)
+        assert.strictEqual(chunk.type, "ai")
+      }
+      const end = mine.at(-1)!
+      assert.strictEqual(chunks.map((c) => c.content).join(""), end.data.output.content)
+      assert.strictEqual(end.data.output.id, ais[i].id)
+      assert.strictEqual(end.data.output.type, "ai")
+    }
+    assert.strictEqual(starts[1]!.data.input.messages[0].at(-1).type, "tool")
+    const firstEnd = callbacks.find((e) => e.event === "on_chat_model_end")!
+    assert.strictEqual(firstEnd.data.output.content, CALLING)
+    const lastEnd = callbacks.findLast((e) => e.event === "on_chat_model_end")!
+    assert.strictEqual(lastEnd.data.output.content, ANSWER)
+    // the tool call arrives whole in the first call's last chunk
+    const lastChunk = callbacks.filter((e) => e.event === "on_chat_model_stream" && e.run_id === starts[0]!.run_id)
+      .at(-1)!.data.chunk
+    assert.strictEqual(lastChunk.tool_call_chunks[0].name, "write_file")
+    assert.deepStrictEqual(JSON.parse(lastChunk.tool_call_chunks[0].args), ARGS)
+
+    // the tool call: input its args, output its ToolMessage, one run id, under the tools node
+    const toolStart = callbacks.find((e) => e.event === "on_tool_start")!
+    const toolEnd = callbacks.find((e) => e.event === "on_tool_end")!
+    assert.deepStrictEqual(toolStart.data.input, ARGS)
+    assert.strictEqual(toolEnd.run_id, toolStart.run_id)
+    assert.strictEqual(toolEnd.data.output.type, "tool")
+    assert.strictEqual(toolEnd.data.output.tool_call_id, ais[0].tool_calls[0].id)
+    const toolMessage = state.values.messages.find((m) => m.type === "tool")
+    assert.strictEqual(toolEnd.data.output.id, toolMessage.id)
+    assert.strictEqual(toolEnd.data.output.content, toolMessage.content)
+    const tools = callbacks.find((e) => e.event === "on_chain_start" && e.name === "tools")!
+    assert.deepStrictEqual(toolStart.parent_ids, [runId, tools.run_id])
+    assert.strictEqual(toolStart.metadata.langgraph_node, "tools")
+
+    // the graph's output: the thread's values
+    assert.deepStrictEqual(
+      graphEnd.data.output.messages.map((m: any) => m.id),
+      state.values.messages.map((m) => m.id)
+    )
+  })
+
+  it("beside values and messages-tuple: each under its own event name, chunks of the same message ids", async () => {
+    const thread = await client.threads.create()
+    const events = await collect(client.runs.stream(thread.thread_id, "lead_agent", {
+      input: human("hello"),
+      streamMode: ["values", "messages-tuple", "events"]
+    }))
+    assert.deepStrictEqual(
+      [...new Set(events.map((e) => e.event))].sort(),
+      ["end", "events", "messages", "metadata", "values"]
+    )
+    assert.deepStrictEqual(kinds(events), [
+      "on_chain_start:LangGraph",
+      ...MODEL_CALL,
+      "on_chat_model_end:scripted",
+      "on_chain_end:model",
+      "on_chain_end:LangGraph"
+    ])
+    const streamed = events.filter((e) => e.event === "events" && e.data.event === "on_chat_model_stream")
+    // (the run's input and context messages go as tuples too)
+    const tuples = events.filter((e) =>
+      e.event === "messages" && ["AIMessageChunk", "ai"].includes(e.data[0].type)
+    )
+    assert.deepStrictEqual(
+      [...new Set(streamed.map((e) => e.data.data.chunk.id))],
+      [...new Set(tuples.map((e) => e.data[0].id))]
+    )
+    assert.strictEqual(streamed.map((e) => e.data.data.chunk.content).join(""), ANSWER)
+    // the last values (the answer in it) come before the graph's end, which gives them too
+    const lastValues = events.findLastIndex((e) => e.event === "values")
+    const graphEnd = events.findIndex((e) =>
+      e.event === "events" && e.data.event === "on_chain_end" && e.data.name === "LangGraph"
+    )
+    assert.isBelow(lastValues, graphEnd)
+    assert.strictEqual(events[lastValues]!.data.messages.at(-1).content, ANSWER)
+    assert.deepStrictEqual(events[graphEnd]!.data.data.output.messages, events[lastValues]!.data.messages)
+  })
+
+  it("reconnecting with Last-Event-ID gets the rest of the events, none twice; joins filter them by mode", async () => {
+    const thread = await client.threads.create()
+    const response = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: human("please save the list"),
+        stream_mode: ["events"],
+        on_disconnect: "continue"
+      })
+    })
+    // cut off after the first model call's third chunk
+    let chunks = 0
+    const first = await Support.readSse(response, (e) =>
+      e.event === "events" && (e.data as any).event === "on_chat_model_stream" && ++chunks === 3
+    )
+    const runId = (first.events[0]!.data as any).run_id as string
+    const cursor = first.events.at(-1)!.id!
+    const rest = await collect(
+      client.runs.joinStream(thread.thread_id, runId, { lastEventId: cursor, streamMode: "events" })
+    )
+    assert.strictEqual(Number(rest.find((e) => e.id !== undefined)!.id), Number(cursor) + 1)
+    const all = [...first.events, ...rest]
+    assert.deepStrictEqual(kinds(all), TOOL_STEP_AND_ANSWER)
+    const ids = all.filter((e) => e.id !== undefined).map((e) => Number(e.id))
+    assert.deepStrictEqual(ids, [...ids].sort((a, b) => a - b))
+    assert.strictEqual(new Set(ids).size, ids.length)
+
+    // a join asking for another mode gets none of them; one asking for events, all of them again
+    const values = await collect(client.runs.joinStream(thread.thread_id, runId, { streamMode: "values" }))
+    assert.notInclude(values.map((e) => e.event), "events")
+    const again = await collect(client.runs.joinStream(thread.thread_id, runId, { streamMode: ["events"] }))
+    assert.deepStrictEqual(kinds(again), TOOL_STEP_AND_ANSWER)
+  })
+
+  it("secrets are redacted in the events as in every other mode, one split across deltas too", async () => {
+    const thread = await client.threads.create()
+    const response = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "lead_agent", input: human("leak it"), stream_mode: "events" })
+    })
+    const { events } = await Support.readSse(response)
+    const callbacks = events.filter((e) => e.event === "events").map((e) => e.data as any)
+    const chunks = callbacks.filter((e) => e.event === "on_chat_model_stream").map((e) => e.data.chunk.content)
+    assert.isAbove(chunks.length, 5)
+    const streamed = chunks.join("")
+    assert.include(streamed, "The key is [redacted]")
+    assert.notInclude(streamed, SECRET.slice(0, 12))
+    const end = callbacks.find((e) => e.event === "on_chat_model_end")
+    assert.strictEqual(end.data.output.content, streamed)
+    assert.notInclude(JSON.stringify(events), SECRET)
+  })
+})
