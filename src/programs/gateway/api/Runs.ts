@@ -23,7 +23,7 @@ import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "
  * events (`CallbackEvents`). `debug`, `tasks` and `checkpoints` are accepted (DeerFlow accepts them) and produce no
  * events.
  */
-export const StreamMode = Schema.Literal(
+const STREAM_MODES = [
   "values",
   "messages-tuple",
   "messages",
@@ -33,10 +33,11 @@ export const StreamMode = Schema.Literal(
   "debug",
   "tasks",
   "checkpoints"
-).annotations({
+] as const
+
+export const StreamMode = Schema.Literal(...STREAM_MODES).annotations({
   message: (issue) => ({
-    message: `Expected one of values, messages-tuple, messages, updates, custom, events, debug, tasks, checkpoints, ` +
-      `actual ${JSON.stringify(issue.actual)}`,
+    message: `Expected one of ${STREAM_MODES.join(", ")}, actual ${JSON.stringify(issue.actual)}`,
     override: true
   })
 })
