@@ -3,11 +3,16 @@
  * server sends them), read by the real `@langchain/langgraph-sdk` Client: the graph's start and end (`LangGraph`),
  * each model call (`model` node, `on_chat_model_start`, a chunk per token delta, `on_chat_model_end`), each tool
  * call (`tools` node, `on_tool_start` with the call's args, `on_tool_end` with the ToolMessage); beside `values`;
- * replayed to a client that reconnects with `Last-Event-ID`; secrets redacted. The model is SCRIPTED.
+ * replayed to a client that reconnects with `Last-Event-ID`; secrets redacted. The model is SCRIPTED. Then the
+ * projector alone: model calls written whole, parallel tool calls, reasoning, a failed run, chunks kept in parts.
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Projection from "../../../src/programs/gateway/Projection.js"
+import type { RunEvent } from "../../../src/services/RunEvents.js"
+import * as M from "../../../src/state/Message.js"
+import * as TS from "../../../src/state/ThreadState.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -256,5 +261,97 @@ describe("stream_mode events", () => {
     const end = callbacks.find((e) => e.event === "on_chat_model_end")
     assert.strictEqual(end.data.output.content, streamed)
     assert.notInclude(JSON.stringify(events), SECRET)
+  })
+})
+
+describe("events of a run's events (the projector alone)", () => {
+  const project = (
+    batches: ReadonlyArray<ReadonlyArray<RunEvent>>,
+    modes: ReadonlyArray<"events" | "values" | "messages-tuple"> = ["events"]
+  ) => {
+    const projector = Projection.makeProjector({
+      runId: "r",
+      threadId: "t",
+      modes,
+      initial: TS.empty,
+      modelName: "m",
+      input: { messages: [] }
+    })
+    return batches.flatMap((batch) => projector.push(batch))
+  }
+  const start: RunEvent = { type: "run_start", thread_id: "t", run_id: "r" }
+  const calls = [{ id: "c1", name: "ls", args: { path: "/a" } }, { id: "c2", name: "cat", args: { path: "/b" } }]
+
+  it("a message written whole is a model call of one chunk; parallel calls end in their answers' order", () => {
+    const out = project([
+      [start],
+      [{ type: "message", message: M.ai("", { id: "a", tool_calls: calls }) }],
+      [{ type: "message", message: M.tool("b", "c2", { id: "t2", name: "cat" }) }],
+      [{ type: "message", message: M.tool("a", "c1", { id: "t1", name: "ls" }) }],
+      [{ type: "run_end", status: "success", stop_reason: "completed" }]
+    ])
+    const data = out.filter((o) => o.event === "events").map((o) => o.data as any)
+    assert.deepStrictEqual(data.map((d) => `${d.event}:${d.name}`), [
+      "on_chain_start:LangGraph",
+      "on_chain_start:model",
+      "on_chat_model_start:m",
+      "on_chat_model_stream:m",
+      "on_chat_model_end:m",
+      "on_chain_end:model",
+      "on_chain_start:tools",
+      "on_tool_start:ls",
+      "on_tool_start:cat",
+      "on_tool_end:cat",
+      "on_tool_end:ls",
+      "on_chain_end:tools",
+      "on_chain_end:LangGraph"
+    ])
+    assert.deepStrictEqual(data[3].data.chunk.tool_call_chunks.map((c: any) => c.id), ["c1", "c2"])
+    assert.strictEqual(data[9].run_id, data[8].run_id)
+    assert.strictEqual(data[10].run_id, data[7].run_id)
+    assert.deepStrictEqual(data[11].data.output.messages.map((m: any) => m.id), ["t2", "t1"])
+  })
+
+  it("reasoning goes as additional_kwargs.reasoning_content; a message written again is not a second call", () => {
+    const out = project([
+      [start],
+      [{ type: "token", message_id: "a", reasoning: "hmm" }, { type: "token", message_id: "a", text: "Hi" }],
+      [{ type: "message", message: M.ai("Hi", { id: "a" }) }],
+      [{ type: "message", message: M.ai("Hi!", { id: "a" }) }]
+    ])
+    const data = out.map((o) => o.data as any)
+    const chunks = data.filter((d) => d.event === "on_chat_model_stream").map((d) => d.data.chunk)
+    assert.deepStrictEqual(chunks[0].additional_kwargs, { reasoning_content: "hmm" })
+    assert.strictEqual(chunks.map((c: any) => c.content).join(""), "Hi")
+    assert.strictEqual(data.filter((d) => d.event === "on_chat_model_start").length, 1)
+    assert.strictEqual(data.filter((d) => d.event === "on_chat_model_end").length, 1)
+  })
+
+  it("a failed run has no end of the graph, its error follows; without the mode, no events at all", () => {
+    const batches: ReadonlyArray<ReadonlyArray<RunEvent>> = [
+      [start],
+      [{ type: "token", message_id: "a", text: "Hi" }],
+      [{ type: "run_end", status: "error", stop_reason: "error", error: { name: "ModelError", message: "boom" } }]
+    ]
+    const out = project(batches)
+    assert.deepStrictEqual(
+      out.map((o) => o.event === "events" ? (o.data as any).event : o.event),
+      ["metadata", "on_chain_start", "on_chain_start", "on_chat_model_start", "on_chat_model_stream", "error"]
+    )
+    assert.notInclude(project(batches, ["values", "messages-tuple"]).map((o) => o.event), "events")
+  })
+
+  it("a token's chunk kept in parts (for the replay buffer) reads back as the chunk it is", () => {
+    const out = project([[start], [{ type: "token", message_id: "a", text: "Hello \"you\"" }]])
+    const chunk = out.at(-1)!
+    const parts = chunk.spliced!
+    assert.isDefined(parts)
+    assert.deepStrictEqual(JSON.parse(parts.head + parts.body + parts.tail), chunk.data)
+    // the same fields, in the same order, as a chunk sent whole (a reasoning delta's)
+    const whole = project([[start], [{ type: "token", message_id: "a", reasoning: "x" }]]).at(-1)!
+    assert.isUndefined(whole.spliced)
+    assert.deepStrictEqual(Object.keys(chunk.data as any), Object.keys(whole.data as any))
+    assert.deepStrictEqual(Object.keys((chunk.data as any).data.chunk), Object.keys((whole.data as any).data.chunk))
+    assert.strictEqual((chunk.data as any).data.chunk.content, "Hello \"you\"")
   })
 })
