@@ -8,6 +8,7 @@
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Projection from "../../../src/programs/gateway/Projection.js"
 import type { RunEvent } from "../../../src/services/RunEvents.js"
@@ -169,6 +170,49 @@ describe("stream_mode events", () => {
       graphEnd.data.output.messages.map((m: any) => m.id),
       state.values.messages.map((m) => m.id)
     )
+  })
+
+  it("in the shapes of a stream recorded from LangGraph's server (fixture): fields, chunk fields, order", async () => {
+    const recorded = JSON.parse(
+      Fs.readFileSync(new URL("../../fixtures/langgraph-api/events-stream.json", import.meta.url), "utf8")
+    ) as { order: Array<string>; shapes: Array<Record<string, any>> }
+    // LangGraph's createAgent names its model node `model_request` and the model `ChatOpenAI`; middleware nodes
+    // (and their RunnableLambdas) have no counterpart in Antler
+    const theirs = (name: string) => name === "model_request" ? "model" : name === "ChatOpenAI" ? "scripted" : name
+    const middleware = (name: string) => name.includes("Middleware") || name === "RunnableLambda"
+    const thread = await client.threads.create()
+    const events = await collect(client.runs.stream(thread.thread_id, "lead_agent", {
+      input: human("please save the list"),
+      streamMode: "events"
+    }))
+    const expected: Array<string> = []
+    for (const entry of recorded.order) {
+      const [kind, name] = entry.split(":") as [string, string]
+      if (middleware(name)) continue
+      const mine = kind === "on_chat_model_stream" ? "on_chat_model_stream*" : `${kind}:${theirs(name)}`
+      if (mine !== expected.at(-1) || mine !== "on_chat_model_stream*") expected.push(mine)
+    }
+    assert.deepStrictEqual(kinds(events), expected)
+    const ours = events.filter((e) => e.event === "events").map((e) => e.data)
+    for (const shape of recorded.shapes.filter((s) => !middleware(s.name))) {
+      const mine = ours.find((e) => e.event === shape.event && e.name === theirs(shape.name))
+      assert.isDefined(mine, `${shape.event} ${shape.name}`)
+      // the same fields, and LangChain's `parent_ids` (which LangGraph's JavaScript server leaves out)
+      assert.sameMembers(Object.keys(mine), [...shape.keys, "parent_ids"], shape.event)
+      if (shape.chunk !== undefined) {
+        // (every chunk has the fields of LangGraph's first ones; the last has usage too, as LangGraph's last)
+        for (const e of ours.filter((o) => o.event === "on_chat_model_stream")) {
+          for (const key of shape.chunk) assert.property(e.data.chunk, key)
+          assert.strictEqual(e.data.chunk.type, shape.chunkType)
+        }
+      }
+      if (shape.outputType !== undefined) assert.strictEqual(mine.data.output.type, shape.outputType)
+      for (const key of ["thread_id", "run_id", "graph_id", "assistant_id", "run_attempt"]) {
+        assert.property(mine.metadata, key)
+      }
+      if (shape.metadata.includes("langgraph_node")) assert.property(mine.metadata, "langgraph_node")
+      if (shape.metadata.includes("ls_model_name")) assert.strictEqual(mine.metadata.ls_model_name, "scripted")
+    }
   })
 
   it("beside values and messages-tuple: each under its own event name, chunks of the same message ids", async () => {
