@@ -38,8 +38,8 @@ export interface Options {
   readonly assistantId?: string | undefined
   readonly attempt: number
   readonly modelName?: string | undefined
-  /** The graph's input (the run's new messages). */
-  readonly input: unknown
+  /** The graph's input: the run's new messages (an AI message among them is no model call). */
+  readonly input: { readonly messages: ReadonlyArray<Message> } | null
   /** Whether text holds no secret (a part of a spliced event must not: the caller redacts only whole data). */
   readonly clean: (text: string) => boolean
   /** The thread's messages now (what a model call is given). */
@@ -105,7 +105,8 @@ export const make = (options: Options) => {
       readonly answers: Array<ToolMessage>
     }
     | undefined
-  const ended = new Set<string>()
+  // AI messages no model call of the run wrote: its input's
+  const ended = new Set<string>((options.input?.messages ?? []).map((message) => message.id))
 
   const closeTools = (out: Array<Out>) => {
     if (tools === undefined) return

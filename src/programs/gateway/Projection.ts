@@ -117,8 +117,8 @@ export interface ProjectorOptions {
   readonly redact?: Redact.Redactor | undefined
   /** Which attempt of the run this is (its `metadata` event's `attempt`): 1, or more once resumed elsewhere. */
   readonly attempt?: number | undefined
-  /** The run's input, as the `events` mode's graph start says it. */
-  readonly input?: unknown
+  /** The run's new messages, as the `events` mode's graph start says them. */
+  readonly input?: { readonly messages: ReadonlyArray<Message> } | null
   /** The run's assistant (the `events` mode's metadata). */
   readonly assistantId?: string | undefined
 }

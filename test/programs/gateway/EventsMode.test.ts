@@ -311,7 +311,8 @@ describe("stream_mode events", () => {
 describe("events of a run's events (the projector alone)", () => {
   const project = (
     batches: ReadonlyArray<ReadonlyArray<RunEvent>>,
-    modes: ReadonlyArray<"events" | "values" | "messages-tuple"> = ["events"]
+    modes: ReadonlyArray<"events" | "values" | "messages-tuple"> = ["events"],
+    input: ReadonlyArray<M.Message> = []
   ) => {
     const projector = Projection.makeProjector({
       runId: "r",
@@ -319,7 +320,7 @@ describe("events of a run's events (the projector alone)", () => {
       modes,
       initial: TS.empty,
       modelName: "m",
-      input: { messages: [] }
+      input: { messages: input }
     })
     return batches.flatMap((batch) => projector.push(batch))
   }
@@ -383,6 +384,21 @@ describe("events of a run's events (the projector alone)", () => {
       ["metadata", "on_chain_start", "on_chain_start", "on_chat_model_start", "on_chat_model_stream", "error"]
     )
     assert.notInclude(project(batches, ["values", "messages-tuple"]).map((o) => o.event), "events")
+  })
+
+  it("the run's input is the graph's; an AI message in it (a client's history) is no model call", () => {
+    const given = [M.human("again", { id: "h" }), M.ai("Earlier", { id: "old", tool_calls: [calls[0]!] })]
+    const out = project([
+      [start, ...given.map((message): RunEvent => ({ type: "message", message }))],
+      [{ type: "message", message: M.ai("Now", { id: "a" }) }]
+    ], ["events"], given)
+    const data = out.filter((o) => o.event === "events").map((o) => o.data as any)
+    assert.deepStrictEqual(data[0].data.input.messages.map((m: any) => m.id), ["h", "old"])
+    assert.deepStrictEqual(
+      data.filter((d) => d.event === "on_chat_model_end").map((d) => d.data.output.id),
+      ["a"]
+    )
+    assert.notInclude(data.map((d) => d.event), "on_tool_start")
   })
 
   it("a token's chunk kept in parts (for the replay buffer) reads back as the chunk it is", () => {
