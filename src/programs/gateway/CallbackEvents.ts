@@ -20,7 +20,7 @@
  */
 import type { AIMessage, Message, ToolCall, ToolMessage } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
-import type { Out, Spliced } from "./Projection.js"
+import type { Out, Spliced } from "./StreamEvent.js"
 
 /** An event kept in parts (a token's chunk: its content between what the chunks of a model call share). */
 class SplicedEvent implements Out {

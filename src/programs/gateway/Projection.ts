@@ -14,31 +14,9 @@ import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import type { StreamMode } from "./api/Runs.js"
 import * as CallbackEvents from "./CallbackEvents.js"
 import { publicValues } from "./Protocol.js"
+import type { Out, Spliced } from "./StreamEvent.js"
 
-/** An event to frame (its id is given when it is buffered). */
-export interface Out {
-  readonly event: string
-  readonly data: unknown
-  /**
-   * The data as JSON text in parts (a streamed chunk's, a `values` snapshot's), already redacted: a run's buffer
-   * keeps the parts and joins them when the frame is read (see `Spliced`).
-   */
-  readonly spliced?: Spliced | undefined
-}
-
-/**
- * JSON text in three parts, `head + body + tail`, made so that a run's buffer holds what its frames share once:
- * the chunks of a streamed message share their head (the chunk's fields up to its content) and their tail (the
- * stream metadata), and each has its own body (its content); the `values` snapshots of a run share the text of
- * each message (the body, joined from the messages' texts without copying them). The buffer joins the parts when
- * a frame is read, so it holds a chunk's content instead of a whole frame of about 400 characters per token, and
- * a message's text once instead of once per snapshot. Made only of text the projector checked for secrets.
- */
-export interface Spliced {
-  readonly head: string
-  readonly body: string
-  readonly tail: string
-}
+export type { Out, Spliced } from "./StreamEvent.js"
 
 /** An event kept in parts: its data is read back from its text only when asked for (the buffer reads the parts). */
 class SplicedOut implements Out {
