@@ -20,16 +20,8 @@
  */
 import type { AIMessage, Message, ToolCall, ToolMessage } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
-import type { Out, Spliced } from "./StreamEvent.js"
-
-/** An event kept in parts (a token's chunk: its content between what the chunks of a model call share). */
-class SplicedEvent implements Out {
-  readonly event = "events"
-  constructor(readonly spliced: Spliced) {}
-  get data(): unknown {
-    return JSON.parse(this.spliced.head + this.spliced.body + this.spliced.tail)
-  }
-}
+import type { Out } from "./StreamEvent.js"
+import { SplicedOut } from "./StreamEvent.js"
 
 /** What the events of a run say of it. */
 export interface Options {
@@ -187,7 +179,7 @@ export const make = (options: Options) => {
       } else if (text !== "") {
         const body = JSON.stringify(text)
         if (current.tail !== undefined && options.clean(body)) {
-          out.push(new SplicedEvent({ head: STREAM_HEAD, body, tail: current.tail }))
+          out.push(new SplicedOut("events", { head: STREAM_HEAD, body, tail: current.tail }))
         } else chunk(out, current, { content: text })
       }
       return out

@@ -15,16 +15,10 @@ import type { StreamMode } from "./api/Runs.js"
 import * as CallbackEvents from "./CallbackEvents.js"
 import { publicValues } from "./Protocol.js"
 import type { Out, Spliced } from "./StreamEvent.js"
+import { SplicedOut } from "./StreamEvent.js"
 
 export type { Out, Spliced } from "./StreamEvent.js"
 
-/** An event kept in parts: its data is read back from its text only when asked for (the buffer reads the parts). */
-class SplicedOut implements Out {
-  constructor(readonly event: string, readonly spliced: Spliced) {}
-  get data(): unknown {
-    return JSON.parse(this.spliced.head + this.spliced.body + this.spliced.tail)
-  }
-}
 
 const messageDict = (message: Message): Record<string, unknown> => ({ ...message })
 

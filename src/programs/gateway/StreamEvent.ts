@@ -27,3 +27,11 @@ export interface Spliced {
   readonly body: string
   readonly tail: string
 }
+
+/** An event kept in parts: its data is read back from its text only when asked for (the buffer reads the parts). */
+export class SplicedOut implements Out {
+  constructor(readonly event: string, readonly spliced: Spliced) {}
+  get data(): unknown {
+    return JSON.parse(this.spliced.head + this.spliced.body + this.spliced.tail)
+  }
+}
