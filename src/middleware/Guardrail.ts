@@ -69,7 +69,7 @@ export const firstReason = (decision: Guardrail.GuardrailDecision): Guardrail.Gu
   const reason = decision.reasons[0]
   return {
     code: reason?.code || Guardrail.DENIED,
-    message: reason?.message || "the guardrail policy does not allow it"
+    message: reason?.message || "blocked by guardrail policy"
   }
 }
 

@@ -181,7 +181,7 @@ describe("Guardrail middleware", () => {
       ])
     }).pipe(H.withStore))
 
-  it.effect("a denial without reasons still tells the model something useful", () =>
+  it.effect("a denial without reasons uses DeerFlow's fallback reason, blocked by guardrail policy", () =>
     Effect.gen(function*() {
       const { provider } = recording(() => Effect.succeed({ allow: false, reasons: [] }))
       const outcome = yield* H.run({
@@ -191,7 +191,7 @@ describe("Guardrail middleware", () => {
       })
       const text = M.text(toolMessages(outcome)[0]!)
       assert.include(text, "(oap.denied)")
-      assert.include(text, "the guardrail policy does not allow it")
+      assert.include(text, "blocked by guardrail policy")
     }).pipe(H.withStore))
 
   it.effect("exempt tools are not sent to the provider", () =>
