@@ -473,8 +473,9 @@ const lexAt = (s: string, start: number, depth: number, stop: boolean): { lexed:
       i = nl === -1 ? s.length : nl
       continue
     }
-    if (c === "(" && s[i + 1] === "(" && part.words.length === 0) {
-      // An arithmetic command (`<<` inside is a shift, not a heredoc), unless it is not valid arithmetic:
+    if (c === "(" && s[i + 1] === "(" && part.words.every((w) => OPENERS.has(w.raw))) {
+      // An arithmetic command, also after a reserved word (`if ((…))`, `while ((…))`): `<<` inside is a shift,
+      // not a heredoc. Unless it is not valid arithmetic:
       // then bash runs it as nested subshells (`((cmd1) && (cmd2))`). The inside is read both ways, and where
       // the two readings end differently the command is ambiguous (unbalanced).
       const end = unclosed ? -1 : closeParen(s, i)
