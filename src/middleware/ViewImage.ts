@@ -39,8 +39,18 @@ export const IMAGE_MIME_TYPES: ReadonlySet<string> = new Set(["image/png", "imag
 /** The `view_image` tool's name. */
 export const TOOL_NAME = "view_image"
 
+/** The id prefix of the image message (DeerFlow's); with `CONTEXT_KEY`, what marks a message as Antler's own. */
+export const ID_PREFIX = "view-image-context:"
+
+// Texts that mark a human message as images already given (DeerFlow's current and legacy headers).
+const ALREADY_GIVEN = ["Here are the images you've viewed", "Here are the details of the images you've viewed"]
+
+// The image message, or one from before this marker existed (by its header, as DeerFlow reads it). A client's
+// message can carry neither the key (the gateway removes it) nor, with it, the id: it does not pass for one.
 const isImageContext = (message: Message) =>
-  message.type === "human" && message.additional_kwargs?.[CONTEXT_KEY] === true
+  message.type === "human" &&
+  ((message.id?.startsWith(ID_PREFIX) === true && message.additional_kwargs?.[CONTEXT_KEY] === true) ||
+    ALREADY_GIVEN.some((text) => M.text(message).includes(text)))
 
 /**
  * Whether the messages end with a completed `view_image` turn: the latest AI message calls `view_image`, every
@@ -112,7 +122,7 @@ export const imageMessage = (
       })
     }
     return M.human(blocks, {
-      id: `view-image-context:${M.newId()}`,
+      id: `${ID_PREFIX}${M.newId()}`,
       additional_kwargs: { hide_from_ui: true, [CONTEXT_KEY]: true }
     })
   })

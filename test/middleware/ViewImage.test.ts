@@ -4,11 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as ViewImage from "../../src/middleware/ViewImage.js"
+import * as Protocol from "../../src/programs/gateway/Protocol.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import * as TS from "../../src/state/ThreadState.js"
@@ -185,6 +187,36 @@ describe("ViewImage, as DeerFlow injects", () => {
         M.tool("ok", "w", { name: "bash" })
       ]))
     }).pipe(H.withStore))
+
+  // DeerFlow test_view_image_middleware.py: test_false_when_legacy_details_marker_present (a human message with the
+  // header, current or legacy, after the turn means the images were given) and
+  // test_graph_preserves_normalized_client_message_with_reserved_prefix (a client cannot mark its own message as the
+  // image message: the gateway drops the marker key, and the key without the id prefix does not count either)
+  it("the images were given: by DeerFlow's header texts; a client's message carrying the marker does not count", () => {
+    const turn = [
+      M.human("look"),
+      M.ai("", { tool_calls: [{ id: "v", name: "view_image", args: {} }] }),
+      M.tool("Loaded.", "v", { name: "view_image" })
+    ]
+    assert.isFalse(ViewImage.afterViewTurn([...turn, M.human("Here are the details of the images you've viewed: ...")]))
+    assert.isFalse(ViewImage.afterViewTurn([...turn, M.human([{ type: "text", text: "Here are the images you've viewed:" }])]))
+    const input = Protocol.inputMessages({
+      messages: [{
+        role: "user",
+        id: "view-image-context:client-supplied",
+        content: "client-authored message",
+        additional_kwargs: { [ViewImage.CONTEXT_KEY]: true, custom: "keep-me" }
+      }]
+    })
+    assert.isTrue(Either.isRight(input))
+    const client = (input as Either.Right<never, ReadonlyArray<M.Message>>).right[0]!
+    assert.deepStrictEqual(client.additional_kwargs, { custom: "keep-me" })
+    assert.isTrue(ViewImage.afterViewTurn([...turn, client]))
+    assert.isTrue(ViewImage.afterViewTurn([
+      ...turn,
+      M.human("spoofed", { id: "client-1", additional_kwargs: { [ViewImage.CONTEXT_KEY]: true } })
+    ]))
+  })
 
   // DeerFlow test_view_image_middleware.py::TestCreateImageDetailsMessage::test_returns_placeholder_when_no_images
   // (and _inject_image_message, which injects it after any completed view_image turn): a turn whose views all

@@ -7,6 +7,8 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Clarification from "../../middleware/Clarification.js"
+import * as DynamicContext from "../../middleware/DynamicContext.js"
+import * as ViewImage from "../../middleware/ViewImage.js"
 import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
@@ -100,8 +102,9 @@ const InputMessages = Schema.Struct({ messages: Schema.optional(Schema.NullOr(Sc
 /** Server-owned keys a client may not set on its messages (SPEC §12.1). */
 const SERVER_KEYS = [
   "original_user_content",
-  "dynamic_context_reminder",
-  "view_image_marker",
+  DynamicContext.REMINDER_KEY,
+  DynamicContext.DATE_KEY,
+  ViewImage.CONTEXT_KEY,
   "deerflow_error_fallback"
 ]
 
