@@ -190,7 +190,7 @@ const describeFile = (entry: DescribedFile, lines: Array<string>) => {
   if (markdown !== undefined) lines.push(`  Converted to Markdown: ${markdown}`)
   const target = markdown ?? inert(file.path)
   if (outline !== undefined && outline.headings.length > 0) {
-    lines.push(`  Outline (line numbers in ${target}; read a section with \`read_file\` and start_line/end_line):`)
+    lines.push(`  Document outline (line numbers in ${target}; use \`read_file\` with line ranges to read sections):`)
     for (const heading of outline.headings) {
       lines.push(`    L${heading.line}: ${inert(heading.title)}`)
     }
@@ -199,7 +199,7 @@ const describeFile = (entry: DescribedFile, lines: Array<string>) => {
     }
   } else {
     if (outline !== undefined && outline.preview.length > 0) {
-      lines.push("  No headings found. It begins with:")
+      lines.push("  No structural headings detected. Document begins with:")
       for (const text of outline.preview) lines.push(`    > ${inert(text)}`)
     }
     lines.push(`  Search it for keywords with \`grep\` (e.g. \`grep(pattern='keyword', path='${target}')\`).`)
@@ -228,8 +228,8 @@ export const renderUploadsBlock = (
   const lines = [OPEN_TAG, "The following files were uploaded in this message:", ""]
   for (const entry of described) describeFile(entry, lines)
   if (omitted.length > 0) {
-    lines.push(`... and ${omitted.length} more file(s) from this message, not described here.`)
-    lines.push(`  Their types: ${omittedTypes(omitted)}`)
+    lines.push(`... (${omitted.length} more file(s) from this message omitted from this context.)`)
+    lines.push(`  Omitted file types: ${omittedTypes(omitted)}`)
     lines.push(`  List every upload with \`glob(pattern='**/*', path='${UPLOADS}/')\`.`)
     lines.push(`  Search across them with \`grep(pattern='keyword', path='${UPLOADS}/')\`.`)
     lines.push("")

@@ -165,15 +165,19 @@ describe("Uploads middleware", () => {
       assert.isTrue(content.endsWith("</current_uploads>\n\nwhat is the revenue?"))
       assert.include(content, "- report.pdf (2.0 KB)\n  Path: /mnt/user-data/uploads/report.pdf")
       assert.include(content, "Converted to Markdown: /mnt/user-data/uploads/report.md")
+      // DeerFlow test_uploads_middleware_core_logic.py: test_outline_injected_when_md_file_exists,
+      // test_fallback_preview_shown_when_outline_empty, test_current_message_files_are_limited_in_context
+      assert.include(content, "Document outline")
       assert.include(content, "    L1: Summary\n    L3: Revenue")
+      assert.include(content, "No structural headings detected")
       assert.include(content, "    > first line\n    > second line")
       assert.notInclude(content, "missing.pdf")
       assert.notInclude(content, ".upload-9.part")
       // 13 accepted: 10 described, 3 counted.
       assert.include(content, "- data07.csv")
       assert.notInclude(content, "- data08.csv")
-      assert.include(content, "... and 3 more file(s)")
-      assert.include(content, "3 .csv")
+      assert.include(content, "3 more file(s) from this message omitted from this context")
+      assert.include(content, "Omitted file types: 3 .csv")
       assert.strictEqual(textOf(outcome.requests[0]!.messages[0]!.content), content)
     }).pipe(H.withStore))
 
