@@ -16,6 +16,7 @@ import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as LLMErrorHandling from "../../src/middleware/LLMErrorHandling.js"
+import * as Notices from "../../src/middleware/llm/Notices.js"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as Render from "../../src/programs/cli/Render.js"
 import * as Run from "../../src/programs/Run.js"
@@ -81,6 +82,31 @@ const kwargs = (response: ModelResponse) => response.message.additional_kwargs ?
 
 // ---------------------------------------------------------------------------------------------------------
 // Pure helpers
+
+// DeerFlow test_llm_error_handling_middleware.py: the phrases its tests pin in what the user reads
+// (test_user_message_for_*, test_async_model_call_marks_transient_retry_exhaustion_as_error_fallback,
+// test_burst_rate_retry_event_reports_effective_budget_sync)
+describe("LLMErrorHandling notices, as DeerFlow words them", () => {
+  const error = (errorType: string) => new ModelError({ reason: "other", errorType, message: "boom" })
+  it("transient, stream-timeout, burst-rate and quota fallbacks carry DeerFlow's phrases", () => {
+    const transient = Notices.fallbackText("transient", error("APIConnectionError"))
+    assert.include(transient, "temporarily unavailable")
+    assert.notInclude(transient, "streaming response was interrupted")
+    const stalled = Notices.fallbackText("transient", error("StreamChunkTimeoutError"))
+    assert.include(stalled, "streaming response was interrupted")
+    assert.isTrue(stalled.includes("split") || stalled.includes("shorten"))
+    assert.notInclude(stalled, "temporarily unavailable")
+    const burst = Notices.fallbackText("burst_rate", error("RateLimitError"))
+    assert.include(burst, "burst-rate")
+    assert.notInclude(burst, "temporarily unavailable")
+    assert.include(Notices.fallbackText("quota", error("RateLimitError")), "out of quota")
+  })
+  it("the llm_retry message reports attempt/budget as DeerFlow's does (1/2)", () => {
+    const event = Notices.retryEvent(1, 2, 2000, "burst_rate")
+    assert.deepInclude(event, { type: "llm_retry", attempt: 1, max_attempts: 2 })
+    assert.include(event.message, "1/2")
+  })
+})
 
 describe("LLMErrorHandling.classify", () => {
   const cases: ReadonlyArray<readonly [string, ModelError, LLMErrorHandling.ErrorReason, boolean]> = [
@@ -495,7 +521,7 @@ describe("LLMErrorHandling against the real openai client", () => {
       assert.deepInclude(retry, { attempt: 1, wait_ms: 60_000, retry_after_ms: 86_400_000, reason: "transient" })
       assert.strictEqual(
         retry.message,
-        "Model call attempt 1 of 3 failed (the request failed temporarily); trying again in 60s " +
+        "LLM request retry 1/3: the request failed temporarily. Retrying in 60s " +
           "(the provider asked to wait 24h; llm_call.max_retry_after_ms caps it)."
       )
       yield* TestClock.adjust(59_999)
@@ -552,7 +578,7 @@ describe("LLMErrorHandling against the real openai client", () => {
         shown,
         "… Waiting for model test-model: no answer yet, nothing received for 15s (gives up after 30s).\n"
       )
-      assert.include(shown, "↻ Model call attempt 1 of 2 failed")
+      assert.include(shown, "↻ LLM request retry 1/2:")
     }).pipe(Effect.scoped, Effect.provide(MemoryThreadStore.layer())))
 
   it.effect("a 500 is retried after a jittered backoff within its bounds, then succeeds", () =>
@@ -603,7 +629,7 @@ describe("LLMErrorHandling against the real openai client", () => {
         error_detail: last.additional_kwargs?.error_detail
       })
       assert.include(String(last.additional_kwargs?.error_detail), "503")
-      assert.match(M.text(last), /still unavailable/)
+      assert.match(M.text(last), /temporarily unavailable/)
       // The user saw the fallback as the run's last message.
       assert.isTrue(rec.events.some((e) => e.type === "message" && e.message.id === last.id))
     }).pipe(Effect.scoped, Effect.provide(MemoryThreadStore.layer())))

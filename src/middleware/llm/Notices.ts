@@ -43,8 +43,8 @@ export const retryEvent = (
   wait_ms: waitMs,
   reason,
   ...(askedMs !== undefined && askedMs > waitMs ? { retry_after_ms: askedMs } : {}),
-  message: `Model call attempt ${attempt} of ${max} failed (${REASON_TEXT[reason]}); ` +
-    `trying again in ${formatWait(waitMs)}` +
+  message: `LLM request retry ${attempt}/${max}: ${REASON_TEXT[reason]}. ` +
+    `Retrying in ${formatWait(waitMs)}` +
     (askedMs !== undefined && askedMs > waitMs
       ? ` (the provider asked to wait ${formatWait(askedMs)}; llm_call.max_retry_after_ms caps it).`
       : ".")
@@ -63,14 +63,14 @@ export const fallbackText = (reason: ErrorReason, error: ModelError): string => 
       return "The model provider turned the request down because the credentials are invalid or lack access. " +
         "Check the API key and its permissions, then try again."
     case "burst_rate":
-      return "The model provider is throttling because requests ramped up too fast, and the retries did not get " +
-        "through. Give it a moment (or lower the concurrency), then continue."
+      return "The model provider is throttling because requests ramped up too fast (burst-rate limit), and the " +
+        "retries did not get through. Give it a moment (or lower the concurrency), then continue."
     case "busy":
     case "transient":
       return error.errorType === "StreamChunkTimeoutError"
-        ? "The model's response kept stalling mid-stream, so the request timed out twice. Split the work into " +
-          "smaller steps and ask again."
-        : "The model provider is still unavailable after several attempts. Wait a moment, then continue the " +
+        ? "The model's streaming response was interrupted before it could finish: it stalled mid-stream, twice. " +
+          "Please split the work into smaller steps, or shorten the requested output, and ask again."
+        : "The model provider is temporarily unavailable after several attempts. Wait a moment, then continue the " +
           "conversation."
     case "generic":
       return `The model request failed: ${error.message.trim() || error.errorType}`

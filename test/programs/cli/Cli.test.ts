@@ -766,7 +766,7 @@ describe("secrets a server echoes", () => {
       const detail = JSON.parse(shown.stdout).state.messages.at(-1).additional_kwargs.error_detail
       assert.include(detail, "Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
       assert.strictEqual(failed.code, 1)
-      assert.include(failed.stdout, "still unavailable")
+      assert.include(failed.stdout, "temporarily unavailable")
       // The error line gives the server's answer as its cause, neutralised (once: no log line repeats it).
       assert.include(failed.stdout, "Cause: ")
       assert.include(failed.stdout, "500 Incorrect API key provided: Bearer [redacted] (also tried [redacted])")
@@ -861,7 +861,7 @@ describe("what a run prints", () => {
         result.stdout.replaceAll(server.url, "URL"),
         [
           "thread snap (new; continue it with --continue) · model main-model at URL",
-          "↻ Model call attempt 1 of 3 failed (the request failed temporarily); trying again in 200ms.",
+          "↻ LLM request retry 1/3: the request failed temporarily. Retrying in 200ms.",
           "Cleaning up. ",
           "→ Remove everything · bash rm -rf /",
           "⛔ Blocked `rm -rf /`: recursive delete of the root, home or /root directory.",
@@ -884,7 +884,7 @@ describe("what a run prints", () => {
       const verboseServer = yield* ScriptedChatServer.start(script())
       const verbose = yield* antlerDone(dir, ["run", "--config", configFor(dir, verboseServer.url), "--verbose", "x"])
       assert.strictEqual(verbose.code, 1, verbose.stderr)
-      assert.include(verbose.stdout, "↻ Model call attempt 1 of 3 failed")
+      assert.include(verbose.stdout, "↻ LLM request retry 1/3:")
       assert.match(verbose.stdout, /^\[llm_retry\] \{"type":"llm_retry","attempt":1,"max_attempts":3,"wait_ms":200,/m)
       const args = JSON.stringify({ description: "Remove everything", command: "rm -rf /" })
       assert.include(verbose.stdout, `→ Remove everything · bash rm -rf /\n  ${args}\n`)
