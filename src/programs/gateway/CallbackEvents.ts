@@ -20,6 +20,7 @@
  */
 import type { AIMessage, Message, ToolCall, ToolMessage } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import { toolCallChunks } from "./Protocol.js"
 import type { Out } from "./StreamEvent.js"
 import { SplicedOut } from "./StreamEvent.js"
 
@@ -42,16 +43,6 @@ export interface Options {
 export const ROOT = "LangGraph"
 
 const STREAM_HEAD = `{"event":"on_chat_model_stream","data":{"chunk":{"content":`
-
-/** A tool call's chunk, whole (as the final chunk of a streamed message carries it). */
-const toolCallChunks = (calls: ReadonlyArray<ToolCall>) =>
-  calls.map((call, index) => ({
-    name: call.name,
-    args: JSON.stringify(call.args),
-    id: call.id,
-    index,
-    type: "tool_call_chunk"
-  }))
 
 /** The events of one run: each method returns the events it makes, in order. */
 export const make = (options: Options) => {

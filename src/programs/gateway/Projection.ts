@@ -6,14 +6,14 @@
  */
 import * as Either from "effect/Either"
 import type { RunEvent } from "../../services/RunEvents.js"
-import type { AIMessage, Message, ToolCall } from "../../state/Message.js"
+import type { AIMessage, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
 import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../state/ThreadState.js"
 import type { StreamMode } from "./api/Runs.js"
 import * as CallbackEvents from "./CallbackEvents.js"
-import { publicValues } from "./Protocol.js"
+import { publicValues, toolCallChunks } from "./Protocol.js"
 import type { Out, Spliced } from "./StreamEvent.js"
 import { SplicedOut } from "./StreamEvent.js"
 
@@ -44,16 +44,6 @@ const finalChunk = (message: AIMessage, content: string) => ({
   tool_call_chunks: toolCallChunks(message.tool_calls ?? []),
   ...(message.usage_metadata !== undefined ? { usage_metadata: message.usage_metadata } : {})
 })
-
-/** A message's tool calls as the chunks that carried them, whole. */
-const toolCallChunks = (calls: ReadonlyArray<ToolCall>) =>
-  calls.map((call, index) => ({
-    name: call.name,
-    args: JSON.stringify(call.args),
-    id: call.id,
-    index,
-    type: "tool_call_chunk"
-  }))
 
 /**
  * A streamed AI message so far, as LangGraph's `messages/partial` carries it (its chunks concatenated, typed

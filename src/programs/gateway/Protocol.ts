@@ -10,7 +10,7 @@ import * as Clarification from "../../middleware/Clarification.js"
 import * as DynamicContext from "../../middleware/DynamicContext.js"
 import * as ViewImage from "../../middleware/ViewImage.js"
 import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
-import type { Message } from "../../state/Message.js"
+import type { Message, ToolCall } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import { describeParseError } from "./api/Problem.js"
@@ -316,3 +316,13 @@ export const gapPayload = (runId: string, requested: number, earliest: number, l
   latest_available_event_id: String(latest),
   recovery: "reload_durable_state"
 })
+
+/** A message's tool calls as the chunks that carried them, whole. */
+export const toolCallChunks = (calls: ReadonlyArray<ToolCall>) =>
+  calls.map((call, index) => ({
+    name: call.name,
+    args: JSON.stringify(call.args),
+    id: call.id,
+    index,
+    type: "tool_call_chunk"
+  }))

@@ -10,17 +10,12 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const { ALICE, BOB, lastUserText, statusOf } = Support
+const { ALICE, BOB, statusOf } = Support
 
-const script = (body: ChatRequestBody): Turn => {
-  const text = lastUserText(body)
-  if (text.includes("hang")) return { content: "working", stall: true }
-  return `You said: ${text}`
-}
+const script = Support.echoOrHang
 
 let gateway: TestGateway
 let alice: Client

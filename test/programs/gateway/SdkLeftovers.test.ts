@@ -7,17 +7,12 @@
 import type { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const { ALICE, BOB, lastUserText, statusOf } = Support
 
-const script = (body: ChatRequestBody): Turn => {
-  const text = lastUserText(body)
-  if (text.includes("hang")) return { content: "working", stall: true }
-  return `You said: ${text}`
-}
+const script = Support.echoOrHang
 
 let gateway: TestGateway
 let alice: Client

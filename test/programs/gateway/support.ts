@@ -181,6 +181,13 @@ export const lastUserText = (body: ScriptedChatServer.ChatRequestBody): string =
   return typeof last === "string" ? last : JSON.stringify(last ?? "")
 }
 
+/** A script that echoes the user's last message, and stalls (streams "working", then nothing) when it says "hang". */
+export const echoOrHang = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Turn => {
+  const text = lastUserText(body)
+  if (text.includes("hang")) return { content: "working", stall: true }
+  return `You said: ${text}`
+}
+
 /** The HTTP status an SDK call failed with (none when it succeeded). */
 export const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
   call.then(() => undefined, (error) => (error as { status?: number }).status)
