@@ -21,9 +21,10 @@ import { runFields } from "./api/Crons.js"
 import { MultitaskStrategy } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
 import * as Protocol from "./Protocol.js"
-import type * as Quotas from "./Quotas.js"
+import * as Quotas from "./Quotas.js"
 import * as RunSettings from "./RunSettings.js"
 import type { ActiveRun, RunRequest } from "./Runs.js"
+import type { LaunchError } from "./scheduler/Scheduler.js"
 import type { Service as TaskStoreService, Task } from "./scheduler/TaskStore.js"
 import * as ThreadIds from "./ThreadIds.js"
 
@@ -97,7 +98,7 @@ export const launch = (
   },
   task: Task,
   ids: { readonly runId: string; readonly threadId: string }
-): Effect.Effect<Launched, { readonly message: string }> =>
+): Effect.Effect<Launched, LaunchError> =>
   Effect.gen(function*() {
     const stored = yield* Option.match(storedOf(task), {
       onNone: () => Effect.fail({ message: `Cron ${task.id} is not one this build reads` }),
@@ -140,7 +141,7 @@ export const launch = (
       deleteThread: stateless && stored.on_run_completed !== "keep"
     })
     return { threadId: publicId, run }
-  }).pipe(Effect.mapError((error) => ({ message: error.message })))
+  }).pipe(Effect.mapError(Quotas.launchError))
 
 /** Deletes the user's crons of thread `threadId` (the thread was deleted, as LangGraph deletes them with it). */
 export const removeThreadCrons = (tasks: TaskStoreService, userId: string, threadId: string) =>

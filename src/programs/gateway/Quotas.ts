@@ -64,6 +64,12 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
 
 const STAT_BATCH = 32
 
+/** A run's launch error as the scheduler keeps it: a quota's refusal is `refused` (the user's limit, not a fault). */
+export const launchError = (error: { readonly message: string }): { message: string; refused: boolean } => ({
+  message: error.message,
+  refused: error instanceof QuotaExceeded
+})
+
 /** What the bytes of a directory were found to be: `complete` false when the walk stopped early. */
 export interface Measured {
   readonly bytes: number

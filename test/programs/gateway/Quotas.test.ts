@@ -134,9 +134,9 @@ describe("max_threads_per_user", () => {
     })
     assert.strictEqual(created.status, 200, created.text)
     const task = created.json()
-    // (a manual trigger whose run cannot start is answered 502, saying why)
+    // (a manual trigger whose run the quota refuses is answered 403, as every quota refusal, saying why)
     const triggered = await aliceRequest("POST", `/api/scheduled-tasks/${task.id}/trigger`)
-    assert.strictEqual(triggered.status, 502, triggered.text)
+    assert.strictEqual(triggered.status, 403, triggered.text)
     assert.include(triggered.json().detail, "could not start its run: Thread quota reached: user alice has 2 threads")
     assert.include(triggered.json().detail, "max_threads_per_user allows (2); delete a thread to make another.")
     // the task's run is recorded failed, saying why; no thread was made

@@ -9,7 +9,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { ThreadPath } from "./Ids.js"
-import { refusal } from "./Problem.js"
+import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
 import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
 
@@ -169,6 +169,7 @@ export const group = HttpApiGroup.make("scheduledTasks")
       .addError(TaskNotFound)
       .addError(TaskBusy)
       .addError(refusal(502, "The run could not be started (the detail says why)"))
+      .addError(QuotaRefusal)
       .middleware(NoBody)
       .annotate(OpenApi.Summary, "Run a scheduled task now")
   )

@@ -215,6 +215,13 @@ export const layer = (api: DeerFlowApi) =>
               case "conflict":
                 return yield* fail("conflict", `Scheduled task ${task.id}: ${dispatched.error}.`)
               case "failed":
+                // the user's own quota refused the run's thread: theirs to free, not the gateway's fault
+                if (dispatched.refused === true) {
+                  return yield* fail(
+                    "forbidden",
+                    `Scheduled task ${task.id} could not start its run: ${dispatched.error}`
+                  )
+                }
                 return problem(
                   502,
                   `Scheduled task ${task.id} could not start its run: ${dispatched.error.replace(/\.$/, "")}.`

@@ -58,7 +58,7 @@ export interface Launcher {
    * `ids` (a launcher that cannot choose them may give others). A run of `ids.runId` started before (by a process
    * that stopped before recording it) is not started again: it is followed, and made to go on.
    */
-  readonly start: (task: Task, ids: LaunchIds) => Effect.Effect<Launched, { readonly message: string }>
+  readonly start: (task: Task, ids: LaunchIds) => Effect.Effect<Launched, LaunchError>
   /** How run `runId` ended, or none while it has not (or is not known). */
   readonly outcome: (runId: string) => Effect.Effect<Option.Option<Outcome>>
 }
@@ -74,11 +74,17 @@ export const launchIds = (taskRunId: string): LaunchIds => {
   return { runId: uuidOf(digest.slice(0, 32)), threadId: uuidOf(digest.slice(32, 64)) }
 }
 
-/** What a trigger did. */
+/** Why a run could not start; `refused` when the user's own limits refused it (a quota), not a fault. */
+export interface LaunchError {
+  readonly message: string
+  readonly refused?: boolean | undefined
+}
+
+/** What a trigger did (`refused`: see `LaunchError`). */
 export type Dispatched =
   | { readonly outcome: "launched"; readonly run: TaskRun }
   | { readonly outcome: "conflict"; readonly error: string }
-  | { readonly outcome: "failed"; readonly error: string }
+  | { readonly outcome: "failed"; readonly error: string; readonly refused?: boolean | undefined }
 
 /** The scheduler. */
 export interface Service {
@@ -203,7 +209,7 @@ export const make = (launcher: Launcher, options: Options = {}) =>
             last_run_at: iso(started),
             ...(task.schedule_type === "once" && run.trigger === "scheduled" ? { status: "failed" as const } : {})
           }, iso(started))
-          return { outcome: "failed", error } as Dispatched
+          return { outcome: "failed", error, refused: launched.left.refused } as Dispatched
         }
         const { done, runId, threadId } = launched.right
         const going: TaskRun = {

@@ -18,7 +18,7 @@ import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
-import { Quotas } from "../Quotas.js"
+import { launchError, Quotas } from "../Quotas.js"
 import { type ActiveRun, type RunRequest, Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Scheduler from "./Scheduler.js"
@@ -139,7 +139,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
         metadata: { scheduled_task_id: task.id }
       })
       return { runId: ids.runId, threadId: publicId, done: run === undefined ? recorded(ids.runId) : ended(run) }
-    }).pipe(Effect.mapError((error) => ({ message: error.message })))
+    }).pipe(Effect.mapError(launchError))
 
   const start: Scheduler.Launcher["start"] = (task, ids) =>
     task.cron == null
