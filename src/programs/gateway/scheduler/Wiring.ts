@@ -9,8 +9,6 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import * as Path from "node:path"
-import * as SqliteThreadStore from "../../../layers/SqliteThreadStore.js"
 import type { AppConfigService } from "../../../services/AppConfig.js"
 import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
@@ -20,28 +18,17 @@ import * as Crons from "../Crons.js"
 import * as Protocol from "../Protocol.js"
 import { launchError, Quotas } from "../Quotas.js"
 import { type ActiveRun, type RunRequest, Runs } from "../Runs.js"
+import { besideThreads } from "../StoreBackend.js"
 import * as ThreadIds from "../ThreadIds.js"
 import * as Scheduler from "./Scheduler.js"
 import { TaskStore } from "./TaskStore.js"
 
-/** The task store a configuration chooses: beside its threads. */
-export const storeLayer = (app: AppConfigService["Type"]): Layer.Layer<TaskStore, StoreError> => {
-  const url = app.config.database.url ?? app.config.database.postgres_url ?? undefined
-  if (url === undefined) {
-    return Layer.unwrapEffect(Effect.map(
-      Effect.promise(() => import("./SqliteTasks.js")),
-      (SqliteTasks) => SqliteTasks.layer(Path.join(app.home, SqliteThreadStore.FILENAME))
-    ))
-  }
-  return Layer.unwrapEffect(Effect.map(
-    Effect.tryPromise({
-      try: () => import("./PgTasks.js"),
-      catch: (cause) =>
-        new StoreError({ operation: "open", message: `@effect/sql-pg cannot be loaded: ${String(cause)}`, cause })
-    }),
-    (PgTasks) => PgTasks.layer(url)
-  ))
-}
+/** The task store a configuration chooses: beside its threads (see `StoreBackend`). */
+export const storeLayer = (app: AppConfigService["Type"]): Layer.Layer<TaskStore, StoreError> =>
+  besideThreads(app, {
+    sqlite: (file) => import("./SqliteTasks.js").then((SqliteTasks) => SqliteTasks.layer(file)),
+    postgres: (url) => import("./PgTasks.js").then((PgTasks) => PgTasks.layer(url))
+  })
 
 /** How a run record's end reads for a task. */
 export const outcomeOf = (record: RunRecord): Option.Option<Scheduler.Outcome> => {
