@@ -29,13 +29,11 @@ const internal = (error: StoreError) => new GatewayError({ reason: "internal", m
 const ItemAddress = Schema.Struct({ namespace: Api.Labels, key: Api.Key })
 const decodeAddress = Schema.decodeUnknownEither(ItemAddress, { errors: "all" })
 
-/** What is wrong with a value larger than `MAX_VALUE_BYTES` of JSON, if it is. */
-const valueProblem = (value: Readonly<Record<string, unknown>>): string | undefined => {
-  const size = StoreItems.sizeOf(value)
-  return size > Api.MAX_VALUE_BYTES
+/** What is wrong with a value of `size` bytes of JSON, if it is larger than `MAX_VALUE_BYTES`. */
+const valueProblem = (size: number): string | undefined =>
+  size > Api.MAX_VALUE_BYTES
     ? `value: ${size} bytes of JSON, more than the ${Api.MAX_VALUE_BYTES} (1 MiB) an item may hold.`
     : undefined
-}
 
 /** The store endpoints of `api` (the LangGraph API under one of its prefixes). */
 export const layer = (api: LangGraphApi) =>
@@ -50,12 +48,13 @@ export const layer = (api: LangGraphApi) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const request = yield* Body.json(Api.PutItem)
-            const tooLarge = valueProblem(request.value)
+            const size = StoreItems.sizeOf(request.value)
+            const tooLarge = valueProblem(size)
             if (tooLarge !== undefined) return yield* fail("unprocessable", tooLarge)
             const at = yield* now
             yield* quotas.storeBytes(
               user,
-              StoreItems.sizeOf(request.value),
+              size,
               store.usage(user, request.namespace, request.key),
               store.put(user, request.namespace, request.key, request.value, at)
             ).pipe(Effect.mapError((error) => error instanceof QuotaExceeded ? quotaRefused(error) : internal(error)))

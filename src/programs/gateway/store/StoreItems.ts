@@ -240,13 +240,15 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
   Effect.gen(function*() {
     for (const statement of MIGRATIONS) yield* sql.query(statement, [])
     return {
-      put: (userId, namespace, key, value, now) =>
-        Effect.asVoid(sql.query(
+      put: (userId, namespace, key, value, now) => {
+        const text = JSON.stringify(value)
+        return Effect.asVoid(sql.query(
           "INSERT INTO antler_store_items (user_id, namespace, item_key, value, size, created_at, updated_at) " +
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, namespace, item_key) " +
             "DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at",
-          [userId, joined(namespace), key, JSON.stringify(value), sizeOf(value), now, now]
-        )),
+          [userId, joined(namespace), key, text, Buffer.byteLength(text), now, now]
+        ))
+      },
       usage: (userId, namespace, key) =>
         Effect.map(
           sql.query(
