@@ -17,13 +17,7 @@ import * as TS from "../../../src/state/ThreadState.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const lastUserText = (body: ChatRequestBody): string => {
-  for (let i = body.messages.length - 1; i >= 0; i--) {
-    const message = body.messages[i]!
-    if (message.role === "user" && typeof message.content === "string") return message.content
-  }
-  return ""
-}
+const { lastUserText } = Support
 
 const ANSWER = "Hello there, friend: the list is in your workspace."
 const CALLING = "Writing it down."
