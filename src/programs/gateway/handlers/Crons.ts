@@ -22,6 +22,7 @@ import { fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
+import { sameJson } from "../JsonEquality.js"
 import * as Protocol from "../Protocol.js"
 import * as RunSettings from "../RunSettings.js"
 import * as Schedules from "../scheduler/Schedules.js"
@@ -52,19 +53,6 @@ export const cronObject = (task: Task, stored: Crons.Stored): typeof Api.CronObj
   metadata: stored.metadata,
   enabled: task.status !== "paused"
 })
-
-/** A deep equality of JSON values (metadata filters). */
-const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(sorted(a)) === JSON.stringify(sorted(b))
-
-/** A JSON value with its objects' keys in order. */
-const sorted = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(sorted)
-  if (typeof value === "object" && value !== null) {
-    const record = value as Record<string, unknown>
-    return Object.fromEntries(Object.keys(record).sort().map((key) => [key, sorted(record[key])]))
-  }
-  return value
-}
 
 /** The run fields of a body, those it gives (`null` clears one). */
 const runFieldsOf = (body: Api.CronPatch | Api.CronCreate): Record<string, unknown> => {

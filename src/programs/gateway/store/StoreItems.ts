@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { StoreError } from "../../../services/RunContext.js"
+import { sameJson } from "../JsonEquality.js"
 import type { Sql } from "../scheduler/TaskStore.js"
 
 /** An item as LangGraph's clients read it (times in ISO 8601). */
@@ -115,20 +116,6 @@ export const startsWith = (namespace: ReadonlyArray<string>, prefix: ReadonlyArr
 export const endsWith = (namespace: ReadonlyArray<string>, suffix: ReadonlyArray<string>) =>
   suffix.length <= namespace.length &&
   suffix.every((label, i) => label === "*" || namespace[namespace.length - suffix.length + i] === label)
-
-/** A JSON value with its objects' keys in order (so equal values have equal text). */
-const canonical = (value: unknown): unknown => {
-  if (Array.isArray(value)) return value.map(canonical)
-  if (typeof value === "object" && value !== null) {
-    const record = value as Record<string, unknown>
-    return Object.fromEntries(Object.keys(record).sort().map((key) => [key, canonical(record[key])]))
-  }
-  return value
-}
-
-/** Whether two JSON values are equal (objects whatever the order of their keys). */
-export const sameJson = (a: unknown, b: unknown): boolean =>
-  a === b || (a !== undefined && b !== undefined && JSON.stringify(canonical(a)) === JSON.stringify(canonical(b)))
 
 /** Whether a value has every field of `filter` (equal as JSON) and, with a query, holds it in its JSON text. */
 export const matches = (
