@@ -150,12 +150,12 @@ export class Quotas extends Context.Tag("antler/gateway/Quotas")<Quotas, Service
 const userLocks = () => {
   const locks = new Map<string, Effect.Semaphore>()
   return (userId: string) =>
-    Effect.suspend(() => {
+    Effect.sync(() => {
       const known = locks.get(userId)
-      if (known !== undefined) return Effect.succeed(known)
+      if (known !== undefined) return known
       const lock = Effect.unsafeMakeSemaphore(1)
       locks.set(userId, lock)
-      return Effect.succeed(lock)
+      return lock
     })
 }
 
@@ -174,49 +174,49 @@ export const make = (
     // (a thread made without an owner is the CLI's, the local user's)
     const countThreads = (userId: string) => store.countOwned(userId, userId === DEFAULT_USER)
 
+    /** `write` when `limit` is 0 (no limit); else `check`, then `write`, under the user's lock of `locks`. */
+    const guarded = <A, E, R, E2>(
+      locks: ReturnType<typeof userLocks>,
+      userId: string,
+      limit: number,
+      check: Effect.Effect<void, E2>,
+      write: Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | E2, R> =>
+      limit === 0
+        ? write
+        : Effect.flatMap(locks(userId), (lock) => lock.withPermits(1)(Effect.zipRight(check, write)))
+
     const thread: Service["thread"] = (userId, make) => {
       const limit = limits.max_threads_per_user
-      if (limit === 0) return make
-      return Effect.flatMap(threadLock(userId), (lock) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          const used = yield* countThreads(userId)
-          if (used >= limit) {
-            return yield* new QuotaExceeded({ reason: "threads", user: userId, limit, used, adding: 1 })
-          }
-          return yield* make
-        })))
+      const check = Effect.flatMap(countThreads(userId), (used) =>
+        used >= limit
+          ? Effect.fail(new QuotaExceeded({ reason: "threads", user: userId, limit, used, adding: 1 }))
+          : Effect.void)
+      return guarded(threadLock, userId, limit, check, make)
     }
 
     const bytes: Service["bytes"] = (userId, adding, write) => {
       const limit = limits.max_user_bytes
-      if (limit === 0) return write
-      return Effect.flatMap(bytesLock(userId), (lock) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          const measured = yield* Effect.promise(() =>
-            measure(userThreadsDir(userId), limit - adding, performance.now() + MEASURE_BUDGET_MS)
-          )
-          if (!measured.complete) {
-            return yield* new QuotaExceeded({ reason: "unmeasured", user: userId, limit, used: measured.bytes, adding })
-          }
-          if (measured.bytes + adding > limit) {
-            return yield* new QuotaExceeded({ reason: "bytes", user: userId, limit, used: measured.bytes, adding })
-          }
-          return yield* write
-        })))
+      const check = Effect.flatMap(
+        Effect.promise(() => measure(userThreadsDir(userId), limit - adding, performance.now() + MEASURE_BUDGET_MS)),
+        ({ bytes: used, complete }) =>
+          !complete
+            ? Effect.fail(new QuotaExceeded({ reason: "unmeasured", user: userId, limit, used, adding }))
+            : used + adding > limit
+            ? Effect.fail(new QuotaExceeded({ reason: "bytes", user: userId, limit, used, adding }))
+            : Effect.void
+      )
+      return guarded(bytesLock, userId, limit, check, write)
     }
 
     const storeBytes: Service["storeBytes"] = (userId, size, usage, write) => {
       const limit = limits.max_store_bytes_per_user
-      if (limit === 0) return write
-      return Effect.flatMap(storeLock(userId), (lock) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          const { item, total } = yield* usage
-          const used = total - item
-          if (used + size > limit) {
-            return yield* new QuotaExceeded({ reason: "store", user: userId, limit, used, adding: size })
-          }
-          return yield* write
-        })))
+      // (the item a put replaces is not counted: its new value takes its place)
+      const check = Effect.flatMap(usage, ({ item, total }) =>
+        total - item + size > limit
+          ? Effect.fail(new QuotaExceeded({ reason: "store", user: userId, limit, used: total - item, adding: size }))
+          : Effect.void)
+      return guarded(storeLock, userId, limit, check, write)
     }
 
     const threadBytes: Service["threadBytes"] = (userId, stored) =>
