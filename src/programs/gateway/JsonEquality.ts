@@ -16,3 +16,28 @@ const canonical = (value: unknown): unknown => {
 /** Whether two JSON values are equal (objects whatever the order of their keys). */
 export const sameJson = (a: unknown, b: unknown): boolean =>
   a === b || (a !== undefined && b !== undefined && JSON.stringify(canonical(a)) === JSON.stringify(canonical(b)))
+
+/**
+ * Whether the JSON value `found` contains `wanted`, as PostgreSQL's `jsonb @>` (LangGraph's metadata and values
+ * filters) decides: an object contains each key of `wanted` with a value it contains, an array contains each
+ * element of `wanted` somewhere among its own (in any order), anything else is equal. So `{ "a": { "b": 1, "c": 2 } }`
+ * contains `{ "a": { "b": 1 } }`, whatever the order of the keys.
+ */
+export const containsJson = (found: unknown, wanted: unknown): boolean => {
+  if (Array.isArray(wanted)) {
+    if (!Array.isArray(found)) return false
+    return wanted.every((item) => found.some((element) => containsJson(element, item)))
+  }
+  if (typeof wanted === "object" && wanted !== null) {
+    if (typeof found !== "object" || found === null || Array.isArray(found)) return false
+    const record = found as Readonly<Record<string, unknown>>
+    return Object.entries(wanted).every(([key, value]) => Object.hasOwn(record, key) && containsJson(record[key], value))
+  }
+  return found === wanted
+}
+
+/** Whether the record `found` has each key of `filter` with a value that contains the filter's (`containsJson`). */
+export const matchesFilter = (
+  found: Readonly<Record<string, unknown>> | null | undefined,
+  filter: Readonly<Record<string, unknown>> | null | undefined
+): boolean => filter == null || containsJson(found ?? {}, filter)

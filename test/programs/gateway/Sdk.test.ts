@@ -341,6 +341,15 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     const found = await client.threads.search({ metadata: { project: "trip", stage: "done" } })
     assert.deepStrictEqual(found.map((t) => t.thread_id), [thread.thread_id])
     assert.strictEqual((found[0]!.values as any).title, "Trip planning")
+    // metadata filters match as LangGraph's (jsonb containment): nested objects in any key order, in part
+    await client.threads.update(thread.thread_id, { metadata: { owner: { team: "ops", name: "ana" }, tags: ["a", "b"] } })
+    const search = (metadata: Record<string, unknown>) =>
+      client.threads.search({ metadata }).then((all) => all.map((t) => t.thread_id))
+    assert.deepStrictEqual(await search({ owner: { name: "ana", team: "ops" } }), [thread.thread_id])
+    assert.deepStrictEqual(await search({ owner: { team: "ops" }, tags: ["b"] }), [thread.thread_id])
+    assert.deepStrictEqual(await search({ owner: { team: "dev" } }), [])
+    assert.deepStrictEqual(await search({ tags: ["c"] }), [])
+    assert.strictEqual(await client.threads.count({ metadata: { owner: { name: "ana" } } }), 1)
     await client.threads.delete(thread.thread_id)
     const gone = await fetch(`${gateway.url}/threads/${thread.thread_id}`)
     assert.strictEqual(gone.status, 404)

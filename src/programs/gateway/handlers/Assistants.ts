@@ -18,6 +18,7 @@ import type { LangGraphApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
+import { matchesFilter } from "../JsonEquality.js"
 import * as Protocol from "../Protocol.js"
 import { json, selectFields } from "./Http.js"
 
@@ -38,13 +39,6 @@ const version = (id: string): typeof AssistantsApi.AssistantVersion.Type => {
   const { updated_at: _, ...rest } = assistant(id)
   return rest
 }
-
-/** Whether `found` has each value of `wanted` (compared whole), as LangGraph's metadata filters match. */
-const hasAll = (
-  found: Readonly<Record<string, unknown>>,
-  wanted: Readonly<Record<string, unknown>> | null | undefined
-) =>
-  Object.entries(wanted ?? {}).every(([key, value]) => JSON.stringify(found[key]) === JSON.stringify(value))
 
 /** Where an assistant is changed: the lead agent in `config.yaml`, a custom agent through `/api/agents`. */
 const changedWhere = (id: string, verb: "change" | "delete") => {
@@ -114,7 +108,7 @@ export const layer = (api: LangGraphApi) =>
         [Protocol.LEAD_AGENT, ...agentNames(userId)].map(assistant)
           .filter((a) => request.name == null || a.name.includes(request.name))
           .filter((a) => request.graph_id == null || a.graph_id === request.graph_id)
-          .filter((a) => hasAll(a.metadata, request.metadata))
+          .filter((a) => matchesFilter(a.metadata, request.metadata))
 
       return handlers
         .handleRaw("searchAssistants", () =>
@@ -173,7 +167,7 @@ export const layer = (api: LangGraphApi) =>
             yield* known(path.assistant_id)
             const request = yield* Body.json(AssistantsApi.AssistantVersionsRequest)
             const offset = request.offset ?? 0
-            const versions = [version(path.assistant_id)].filter((v) => hasAll(v.metadata, request.metadata))
+            const versions = [version(path.assistant_id)].filter((v) => matchesFilter(v.metadata, request.metadata))
             return json(AssistantsApi.AssistantVersions, versions.slice(offset, offset + (request.limit ?? 10)))
           }))
         .handleRaw("setLatestAssistantVersion", ({ path }) =>

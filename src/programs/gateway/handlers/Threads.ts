@@ -28,6 +28,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Threads from "../api/Threads.js"
 import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
+import { matchesFilter } from "../JsonEquality.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
 import { TaskStore } from "../scheduler/TaskStore.js"
@@ -108,15 +109,13 @@ export const layer = (api: LangGraphApi) =>
         const beforeSeq = cursor != null && typeof cursor === "object" && cursor.checkpoint_id != null
           ? Number(cursor.checkpoint_id)
           : undefined
-        const wanted = Object.entries(filter ?? {})
+        const filtered = filter != null && Object.keys(filter).length > 0
         const matches = (state: typeof Threads.StateObject.Type) =>
-          wanted.every(([key, value]) =>
-            JSON.stringify((state.metadata as Record<string, unknown>)[key]) === JSON.stringify(value)
-          )
+          matchesFilter(state.metadata as Record<string, unknown>, filter)
         return Effect.map(
           history(
             thread,
-            wanted.length === 0 ? limit : Number.MAX_SAFE_INTEGER,
+            filtered ? Number.MAX_SAFE_INTEGER : limit,
             Number.isInteger(beforeSeq) ? beforeSeq : undefined
           ),
           (states) => json(Threads.StateHistory, states.filter(matches).slice(0, limit))
@@ -135,21 +134,19 @@ export const layer = (api: LangGraphApi) =>
           const all = yield* Effect.mapError(store.list, storeFailed)
           const wanted = request.metadata ?? {}
           const ids = request.ids == null ? undefined : new Set(request.ids)
-          const same = (found: Readonly<Record<string, unknown>> | undefined, [key, value]: [string, unknown]) =>
-            JSON.stringify(found?.[key]) === JSON.stringify(value)
           const candidates = all.filter((thread) => (thread.owner ?? "default") === userId)
             .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
             .filter(({ thread, threadId }) =>
               (ids === undefined || ids.has(threadId)) &&
-              Object.entries(wanted).every((entry) => same(thread.metadata, entry))
+              matchesFilter(thread.metadata, wanted)
             )
           // a values filter reads the state of each thread the other filters kept
-          const wantedValues = Object.entries(request.values ?? {})
-          const kept = wantedValues.length === 0 ? candidates : yield* Effect.filter(
+          const wantedValues = request.values ?? {}
+          const kept = Object.keys(wantedValues).length === 0 ? candidates : yield* Effect.filter(
             candidates,
             ({ thread, threadId }) =>
               Effect.map(fullThread(thread, threadId), (full) =>
-                wantedValues.every((entry) => same(full.values as Record<string, unknown>, entry))),
+                matchesFilter(full.values as Record<string, unknown>, wantedValues)),
             { concurrency: 4 }
           )
           return kept.map(({ thread, threadId }) =>
