@@ -534,11 +534,12 @@ export const layer = (): Middleware.Middleware =>
       scan: { calls: EMPTY, answered: 0 }
     }
     return {
-      model: (request, next) =>
-        Effect.suspend(() => {
+      modelHooks: {
+        before: (request) => {
           const messages = patchSeen(seen, request.messages)
-          return next(messages === request.messages ? request : { ...request, messages })
-        })
+          return messages === request.messages ? request : { ...request, messages }
+        }
+      }
     }
   }))
 

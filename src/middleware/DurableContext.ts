@@ -16,6 +16,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type { ModelRequest } from "../services/ModelService.js"
 import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
@@ -35,7 +36,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as SkillContext from "./SkillContext.js"
 import * as Chain from "./Chain.js"
-import { withState } from "./internal/StateRead.js"
+import { atOnce, withState } from "./internal/StateRead.js"
 
 /** Id of the injected authority-contract system message. */
 export const CONTRACT_ID = "durable_context__contract"
@@ -455,14 +456,13 @@ export const layer = (options: Options = {}): Middleware => {
     let skills: ReadonlyArray<SkillEntry> | undefined
     let ledger: ReadonlyArray<DelegationEntry> | undefined
     let injected: ReadonlyArray<Message> | undefined
+    // the state each request sent on was made from (read again after the call)
+    const readFor = new WeakMap<ModelRequest, ThreadState>()
 
     // before the call: the skill files read since the last call (the whole history when it is not the one seen)
     // (then the delegations, from the same read of the state when the skills did not change it). What the usual
     // call sees, with nothing to record, is the state as read: then the call goes on with no effect step of its own.
-    const capture = <A, E, R>(
-      current: ThreadState,
-      then: (current: ThreadState) => Effect.Effect<A, E, R>
-    ): Effect.Effect<A, E, R> => {
+    const capture = <A>(current: ThreadState, then: (current: ThreadState) => A): A | Effect.Effect<A> => {
       const messages = current.messages
       const seen = skillsSeen.get(messages)
       const from = seen === undefined ? 0 : seen.input.length
@@ -471,10 +471,10 @@ export const layer = (options: Options = {}): Middleware => {
       const changed = SkillContext.changedSkills(current.skill_context, found)
       if (changed.length > 0) {
         const updated = Effect.zipRight(Effect.orDie(state.update({ skill_context: changed })), delegations)
-        return Effect.flatMap(updated, then)
+        return Effect.map(updated, (read) => then(read))
       }
       const recorded = delegationsOf(current)
-      return recorded === undefined ? then(current) : Effect.flatMap(recorded, then)
+      return recorded === undefined ? then(current) : Effect.map(recorded, (read) => then(read))
     }
 
     // before the call: this run's task calls and their results (`undefined`: nothing to record, the state as read)
@@ -506,28 +506,34 @@ export const layer = (options: Options = {}): Middleware => {
             return { ...result, update: { ...result.update, skill_context: skills } }
           })
         }),
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : withState(state, (read) => capture(read, (current) => {
-          if (current.summary_text !== summary || current.skill_context !== skills || current.delegations !== ledger) {
-            summary = current.summary_text
-            skills = current.skill_context
-            ledger = current.delegations
-            const data = renderData(summary, skills, ledger)
-            injected = data === undefined ? undefined : projection(data)
-          }
-          const call = injected === undefined
-            ? next(request)
-            : next({ ...request, messages: insert(request.messages, injected) })
-          // after the call: the response's task calls are in progress
-          return Effect.flatMap(call, (response) => {
-            const calls = keptIds(response.message, current.messages)
-            if (calls.length === 0) return Effect.succeed(response)
-            return Effect.map(now, (at) => {
-              const entries = changedEntries(current.delegations, calls.map((c) => pendingEntry(c, context.runId, at)))
-              return entries.length === 0 ? response : withUpdate(response, { delegations: entries })
-            })
+      modelHooks: {
+        before: (request) =>
+          request.internal !== undefined ? request : atOnce(state, (read) => capture(read, (current) => {
+            const changed = current.summary_text !== summary || current.skill_context !== skills ||
+              current.delegations !== ledger
+            if (changed) {
+              summary = current.summary_text
+              skills = current.skill_context
+              ledger = current.delegations
+              const data = renderData(summary, skills, ledger)
+              injected = data === undefined ? undefined : projection(data)
+            }
+            const sent = injected === undefined ? request : { ...request, messages: insert(request.messages, injected) }
+            readFor.set(sent, current)
+            return sent
+          })),
+        // after the call: the response's task calls are in progress
+        after: (response, request, sent) => {
+          const current = readFor.get(sent)
+          if (request.internal !== undefined || current === undefined) return response
+          const calls = keptIds(response.message, current.messages)
+          if (calls.length === 0) return response
+          return Effect.map(now, (at) => {
+            const entries = changedEntries(current.delegations, calls.map((c) => pendingEntry(c, context.runId, at)))
+            return entries.length === 0 ? response : withUpdate(response, { delegations: entries })
           })
-        }))
+        }
+      }
     }
   }))
 }

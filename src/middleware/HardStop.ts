@@ -142,6 +142,14 @@ export interface WarningQueue {
     request: ModelRequest,
     next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
   ) => Effect.Effect<ModelResponse, ModelError, R>
+  /**
+   * `inject` as model hooks (`Middleware.ModelHooks`): `before` appends the queued warnings (the same request
+   * when none is queued), `after` removes exactly the warnings its request carried once the call succeeded.
+   */
+  readonly hooks: {
+    readonly before: (request: ModelRequest) => ModelRequest
+    readonly after: (response: ModelResponse, request: ModelRequest, sent: ModelRequest) => ModelResponse
+  }
 }
 
 /**
@@ -150,6 +158,20 @@ export interface WarningQueue {
  */
 export const warningQueue = (name: string, max = 4): WarningQueue => {
   let queued: ReadonlyArray<string> = []
+  // the warnings each request sent with them carried (kept while the request lives)
+  const carried = new WeakMap<ModelRequest, ReadonlyArray<string>>()
+  const before = (request: ModelRequest): ModelRequest => {
+    const taken = queued
+    if (taken.length === 0) return request
+    const injected: ModelRequest = { ...request, messages: [...request.messages, warningMessage(name, taken)] }
+    carried.set(injected, taken)
+    return injected
+  }
+  const after = (response: ModelResponse, _request: ModelRequest, sent: ModelRequest): ModelResponse => {
+    const taken = carried.get(sent)
+    if (taken !== undefined) queued = queued.filter((warning) => !taken.includes(warning))
+    return response
+  }
   return {
     push: (warning) => {
       if (max <= 0 || queued.includes(warning)) return
@@ -157,13 +179,9 @@ export const warningQueue = (name: string, max = 4): WarningQueue => {
     },
     pending: () => queued,
     inject: (request, next) => {
-      const taken = queued
-      if (taken.length === 0) return next(request)
-      const injected: ModelRequest = { ...request, messages: [...request.messages, warningMessage(name, taken)] }
-      return Effect.map(next(injected), (response) => {
-        queued = queued.filter((warning) => !taken.includes(warning))
-        return response
-      })
-    }
+      const sent = before(request)
+      return sent === request ? next(request) : Effect.map(next(sent), (response) => after(response, request, sent))
+    },
+    hooks: { before, after }
   }
 }

@@ -393,28 +393,22 @@ export const layer = (): Middleware.Middleware =>
     const cache: Cache = new WeakMap()
     const memo = Incremental.makeMemo<number>()
     const earlier: Earlier = { cache: new WeakMap(), memo: Incremental.makeMemo() }
-    return Middleware.make({ model: (request, next) => sanitized(request, next, cache, memo, earlier) })
+    return Middleware.make({ modelHooks: { before: (request) => sanitized(request, cache, memo, earlier) } })
   }))
 
 const sanitized = (
   request: ModelRequest,
-  next: Middleware.ModelNext,
   cache: Cache,
   memo: Incremental.Memo<number>,
   earlier: Earlier
-) =>
-  Effect.suspend(() => {
-    let sanitized: ModelRequest
-    try {
-      sanitized = sanitizeRequest(request, cache, memo, earlier)
-    } catch (error) {
-      return Effect.zipRight(
-        Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error),
-        next(request)
-      )
-    }
-    return next(sanitized)
-  })
+): Middleware.Now<ModelRequest> => {
+  try {
+    return sanitizeRequest(request, cache, memo, earlier)
+  } catch (error) {
+    const warned = Effect.logWarning("InputSanitization failed; the request goes to the model unchanged", error)
+    return Effect.as(warned, request)
+  }
+}
 
 /** Its chain entry: outermost, so nothing reads the run's input before it is sanitised. */
 export const entry = () =>

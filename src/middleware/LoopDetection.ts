@@ -296,18 +296,22 @@ export const layer = (config: LoopDetectionConfig = defaultConfig()): Middleware
   return Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
     const history = tracker(config)
     const queue = HardStop.warningQueue(WARNING_NAME)
-    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> => {
+    const afterModel = (response: ModelResponse): Middleware.Now<ModelResponse> => {
       const calls = response.message.tool_calls
-      if (calls === undefined || calls.length === 0) return Effect.succeed(response)
+      if (calls === undefined || calls.length === 0) return response
       const verdict = history.observe(calls)
       for (const warning of verdict.warnings) queue.push(warning)
-      if (verdict.stop === undefined) return Effect.succeed(response)
+      if (verdict.stop === undefined) return response
       const stopped = HardStop.replaceMessage(response, HardStop.hardStop(response.message, verdict.stop))
       return Effect.as(context.setStopReason("loop_capped"), stopped)
     }
+    const { before, after } = queue.hooks
     return {
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(queue.inject(request, next), afterModel)
+      modelHooks: {
+        before: (request) => request.internal !== undefined ? request : before(request),
+        after: (response, request, sent) =>
+          request.internal !== undefined ? response : afterModel(after(response, request, sent))
+      }
     }
   }))
 }

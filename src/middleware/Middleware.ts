@@ -23,6 +23,7 @@ import type { RunServices } from "../services/RunContext.js"
 import type * as Tool from "../services/Tool.js"
 import type { Interrupt, ToolError, ToolResult, ToolService } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
+import * as Hooks from "./internal/ModelHooks.js"
 import * as Internal from "./internal/RunFrame.js"
 
 /** The three ports every middleware receives and provides. */
@@ -37,10 +38,33 @@ export type ModelNext = (request: ModelRequest) => Effect.Effect<ModelResponse, 
 /** The inner tool call. */
 export type ToolNext = (call: ToolCall) => Effect.Effect<ToolResult, ToolError | Interrupt, RunServices>
 
+/** A value, or an effect making it: a hook's common path returns the value itself. */
+export type Now<A> = Hooks.Now<A>
+
+/** A hook's answer as an effect. */
+export const lift: <A>(value: Now<A>) => Effect.Effect<A, ModelError, RunServices> = Hooks.lift
+
+/**
+ * A model call's work as two functions instead of a wrapper (DeerFlow's `before_model` / `after_model`):
+ * `before` gives the request to pass on (the same object when nothing changes), `after` the response to pass out
+ * (`request` is what this middleware received, `sent` what it passed on; `next` is the inner call, for a call of
+ * its own: a summary, a title, an answer asked again). Either may return an effect where it
+ * needs one. They run where the wrapper `(request, next) => flatMap(next(before(request)), after)` would, and cost
+ * less: adjacent hooked middlewares are fused into one call of the inner port (`internal/ModelHooks.ts`).
+ */
+export interface ModelHooks {
+  readonly before?: ((request: ModelRequest, next: ModelNext) => Now<ModelRequest>) | undefined
+  readonly after?:
+    | ((response: ModelResponse, request: ModelRequest, sent: ModelRequest, next: ModelNext) => Now<ModelResponse>)
+    | undefined
+}
+
 /** What a middleware wraps. Every field is optional; absent ones pass the inner port through. */
 export interface Wrappers {
   /** Wraps each model call (DeerFlow's `wrap_model_call`; work after `next` is `after_model`). */
   readonly model?: (request: ModelRequest, next: ModelNext) => Effect.Effect<ModelResponse, ModelError, RunServices>
+  /** Each model call's work as hooks instead (used when `model` is absent; see `ModelHooks`). */
+  readonly modelHooks?: ModelHooks | undefined
   /** Wraps each tool call (DeerFlow's `wrap_tool_call`). */
   readonly tool?: (call: ToolCall, next: ToolNext) => Effect.Effect<ToolResult, ToolError | Interrupt, RunServices>
   /** Wraps the whole run (DeerFlow's `before_agent` / `after_agent`). */

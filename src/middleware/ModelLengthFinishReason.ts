@@ -8,7 +8,6 @@
  * only when no other guard set one, and the message is never modified.
  */
 import * as Effect from "effect/Effect"
-import type { ModelResponse } from "../services/ModelService.js"
 import { RunContext } from "../services/RunContext.js"
 import type { AIMessage } from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
@@ -50,13 +49,13 @@ export const isLengthCapped = (message: AIMessage): boolean =>
  */
 export const layer = (): Middleware.Middleware =>
   Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
-    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> =>
-      isLengthCapped(response.message)
-        ? Effect.as(context.setStopReason("model_length_capped", true), response)
-        : Effect.succeed(response)
     return {
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
+      modelHooks: {
+        after: (response, request) =>
+          request.internal === undefined && isLengthCapped(response.message)
+            ? Effect.as(context.setStopReason("model_length_capped", true), response)
+            : response
+      }
     }
   }))
 

@@ -26,7 +26,6 @@ import type { AIMessage, JsonObject } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
-import type { RunServices } from "../services/RunContext.js"
 import * as Chain from "./Chain.js"
 
 /** A safety signal found on a response. */
@@ -305,11 +304,11 @@ export const layer = (options: Options = {}): Middleware.Middleware<never, Safet
 const perRun = (detectors: ReadonlyArray<Detector>) =>
   Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext
-    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse, never, RunServices> => {
+    const afterModel = (response: ModelResponse): Middleware.Now<ModelResponse> => {
       const message = response.message
-      if (!shouldInspect(message)) return Effect.succeed(response)
+      if (!shouldInspect(message)) return response
       const hit = detect(message, detectors)
-      if (hit === undefined) return Effect.succeed(response)
+      if (hit === undefined) return response
       const { message: rewritten, record } = terminate(message, hit)
       return context.setStopReason("safety_capped").pipe(
         Effect.zipRight(emitCustom(EVENT_NAME, {
@@ -332,8 +331,7 @@ const perRun = (detectors: ReadonlyArray<Detector>) =>
       )
     }
     return {
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(next(request), afterModel)
+      modelHooks: { after: (response, request) => request.internal !== undefined ? response : afterModel(response) }
     } satisfies Middleware.Wrappers
   }))
 

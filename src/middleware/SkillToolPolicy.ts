@@ -26,7 +26,8 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import { ACTIVATION_KEY, PATH_KEY, targetIndex } from "./SkillActivation.js"
 import * as Chain from "./Chain.js"
-import { withState } from "./internal/StateRead.js"
+import type { ThreadState } from "../state/ThreadState.js"
+import { atOnce, withState } from "./internal/StateRead.js"
 
 /**
  * The SKILL.md paths a request makes active: its slash activation (right before the latest real user message,
@@ -157,12 +158,25 @@ export const layer = (options: Options): Middleware => {
     let decision: Policy | undefined
 
     const unrestricted: Policy = { _tag: "Unrestricted" }
+    // (no effect when no skill is active: the usual case)
+    const decideNow = (current: ThreadState, messages: ReadonlyArray<Message>): Policy | Effect.Effect<Policy> => {
+      const paths = activePaths(messages, current.skill_context, memo)
+      if (paths.length === 0) return unrestricted
+      return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
+    }
     const decide = (messages: ReadonlyArray<Message>) =>
       withState(state, (current) => {
-        const paths = activePaths(messages, current.skill_context, memo)
-        if (paths.length === 0) return Effect.succeed(unrestricted)
-        return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
+        const policy = decideNow(current, messages)
+        return Effect.isEffect(policy) ? policy : Effect.succeed(policy)
       })
+    const restrict = (policy: Policy, request: ModelRequest): MW.Now<ModelRequest> => {
+      decision = policy
+      if (policy._tag === "Unrestricted") return request
+      return Effect.as(
+        reportUnknown(policy, request),
+        { ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) }
+      )
+    }
     const enforce = (policy: Policy, call: ToolCall, next: MW.ToolNext) =>
       policy._tag !== "Restricted"
         ? next(call)
@@ -186,16 +200,14 @@ export const layer = (options: Options): Middleware => {
     }
 
     return {
-      model: (request: ModelRequest, next) => {
-        if (request.internal !== undefined) return next(request)
-        return Effect.flatMap(decide(request.messages), (policy) => {
-          decision = policy
-          if (policy._tag === "Unrestricted") return next(request)
-          return Effect.zipRight(
-            reportUnknown(policy, request),
-            next({ ...request, tools: request.tools.filter((t) => policy.allowed.has(t.name)) })
-          )
-        })
+      modelHooks: {
+        before: (request) =>
+          request.internal !== undefined ? request : atOnce(state, (current) => {
+            const policy = decideNow(current, request.messages)
+            return Effect.isEffect(policy)
+              ? Effect.flatMap(policy, (p) => MW.lift(restrict(p, request)))
+              : restrict(policy, request)
+          })
       },
       tool: (call, next) =>
         decision !== undefined

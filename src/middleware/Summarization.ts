@@ -41,7 +41,7 @@ import * as Compact from "./summarization/Compact.js"
 import type * as Hooks from "./summarization/Hooks.js"
 import type { Plan, SkillRescue, TriggerHit } from "./summarization/Plan.js"
 import { firstHit, rebuildRequest } from "./summarization/Plan.js"
-import { withState } from "./internal/StateRead.js"
+import { atOnce } from "./internal/StateRead.js"
 
 export * from "./summarization/Plan.js"
 export * from "./summarization/Request.js"
@@ -171,18 +171,19 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
       )
 
     return {
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : withState(state, (current) => {
-          let outgoing = request
-          if (compacted !== undefined) {
-            if (current.messages === compacted.messages) outgoing = rebuildRequest(request, compacted.plan, current)
-            else compacted = undefined
-          }
-          if (current.messages === settled) return next(outgoing)
-          const hit = firstHit(current.messages, current.summary_text, triggers, window, () => counted(current))
-          if (hit === undefined) return next(outgoing)
-          return Effect.flatMap(compact(current, hit, outgoing, next), next)
-        })
+      modelHooks: {
+        before: (request, next) =>
+          request.internal !== undefined ? request : atOnce(state, (current) => {
+            let outgoing = request
+            if (compacted !== undefined) {
+              if (current.messages === compacted.messages) outgoing = rebuildRequest(request, compacted.plan, current)
+              else compacted = undefined
+            }
+            if (current.messages === settled) return outgoing
+            const hit = firstHit(current.messages, current.summary_text, triggers, window, () => counted(current))
+            return hit === undefined ? outgoing : compact(current, hit, outgoing, next)
+          })
+      }
     }
   }))
 

@@ -56,7 +56,7 @@ export const layer = (): Middleware =>
   Layer.unwrapEffect(Effect.sync(() => {
     const cache = new WeakMap<Message, Message>()
     const memo = Incremental.makeMemo<ReadonlyArray<Message>>()
-    return MW.make({ model: (request, next) => Effect.suspend(() => next(coalesce(request, cache, memo))) })
+    return MW.make({ modelHooks: { before: (request) => coalesce(request, cache, memo) } })
   }))
 
 /**

@@ -16,17 +16,16 @@
  * Internal calls (summaries, titles) are left alone.
  */
 import * as Effect from "effect/Effect"
-import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
+import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
 import { withUpdate } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
-import type { RunServices } from "../services/RunContext.js"
 import type { AIMessage, HumanMessage, Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as HardStop from "./HardStop.js"
 import { FALLBACK_MARKER } from "./LLMErrorHandling.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
-import { withState } from "./internal/StateRead.js"
+import { atOnce } from "./internal/StateRead.js"
 
 /** The `name` of the request-only reminder sent with the retry. */
 export const RECOVERY_NAME = "terminal_response_recovery"
@@ -94,8 +93,12 @@ export const layer = (): Middleware.Middleware =>
       // "armed": the retry was asked for but its call failed; the caller's retry of this call carries the reminder.
       let budget: "unused" | "armed" | "spent" = "unused"
 
+      const withReminder = (request: ModelRequest): ModelRequest => ({
+        ...request,
+        messages: [...request.messages, recoveryMessage()]
+      })
       const askAgain = (request: ModelRequest, next: Middleware.ModelNext) =>
-        Effect.tap(next({ ...request, messages: [...request.messages, recoveryMessage()] }), () => {
+        Effect.tap(next(withReminder(request)), () => {
           budget = "spent"
         })
 
@@ -103,25 +106,29 @@ export const layer = (): Middleware.Middleware =>
         request: ModelRequest,
         response: ModelResponse,
         next: Middleware.ModelNext
-      ): Effect.Effect<ModelResponse, ModelError, RunServices> => {
-        // (the usual response, with text or tool calls, passes without an effect step: no generator per call)
-        if (response.failure !== undefined || !isEmptyTerminal(response.message)) return Effect.succeed(response)
-        return withState(state, (current) => {
-          if (!toolResultInCurrentTurn(current.messages)) return Effect.succeed(response)
-          if (budget !== "unused") return Effect.succeed(fallbackResponse(response))
+      ): Middleware.Now<ModelResponse> => {
+        // (the usual response, with text or tool calls, passes as it is: no effect step, no state read)
+        if (response.failure !== undefined || !isEmptyTerminal(response.message)) return response
+        return atOnce(state, (current): Middleware.Now<ModelResponse> => {
+          if (!toolResultInCurrentTurn(current.messages)) return response
+          if (budget !== "unused") return fallbackResponse(response)
           budget = "armed"
           return Effect.logDebug("The model's final answer after its tool calls was empty; asking it again once").pipe(
             Effect.zipRight(askAgain(request, next)),
-            Effect.flatMap((again) => afterModel(request, carryUpdate(response, again), next))
+            Effect.flatMap((again) => Middleware.lift(afterModel(request, carryUpdate(response, again), next)))
           )
         })
       }
 
       return {
-        model: (request, next) => {
-          if (request.internal !== undefined) return next(request)
-          const first = budget === "armed" ? askAgain(request, next) : next(request)
-          return Effect.flatMap(first, (response) => afterModel(request, response, next))
+        modelHooks: {
+          // a retry of a failed re-ask (LLMErrorHandling is outside) still carries the reminder
+          before: (request) => request.internal !== undefined || budget !== "armed" ? request : withReminder(request),
+          after: (response, request, sent, next) => {
+            if (request.internal !== undefined) return response
+            if (sent !== request) budget = "spent"
+            return afterModel(request, response, next)
+          }
         }
       }
     }),

@@ -123,9 +123,9 @@ export const layer = (config: TitleConfig): Middleware => {
       })
     return {
       run: (loop) => Effect.onExit(loop, onEnd),
-      model: (request, next) =>
-        Effect.flatMap(next(request), (response) => {
-          if (done || request.internal !== undefined) return Effect.succeed(response)
+      modelHooks: {
+        after: (response, request, _sent, next) => {
+          if (done || request.internal !== undefined) return response
           return Effect.flatMap(state.get, (current) => {
             const user = due(current.title, current.messages)
             done = true
@@ -152,7 +152,8 @@ export const layer = (config: TitleConfig): Middleware => {
               Effect.map((title) => withUpdate(response, { title }))
             )
           })
-        })
+        }
+      }
     }
   }))
 }

@@ -26,7 +26,7 @@ import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
 import { normalizeUsage, SUBAGENT_ATTRIBUTED_KEY, SUBAGENT_USAGE_KEY } from "./TokenUsage.js"
 import * as Chain from "./Chain.js"
-import { withState } from "./internal/StateRead.js"
+import { atOnce } from "./internal/StateRead.js"
 
 /** Tokens used so far in the run. */
 export interface Used {
@@ -148,14 +148,14 @@ export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.M
     const queue = HardStop.warningQueue(WARNING_NAME)
     let warned = false
 
-    const afterModel = (response: ModelResponse): Effect.Effect<ModelResponse> =>
-      withState(state, (current) => {
+    const afterModel = (response: ModelResponse): Middleware.Now<ModelResponse> =>
+      atOnce(state, (current) => {
         const message = response.message
         for (const sub of pendingSubagentUsage(current.messages)) {
           if (!charges.has(sub.id)) charges.chargeUsage(sub.id, sub.input, sub.output)
         }
         const used = charges.charge(message)
-        if (used.total <= 0) return Effect.succeed(response)
+        if (used.total <= 0) return response
         const result = check(used, config)
         if (result.fraction >= config.hard_stop_threshold) {
           const stopped = HardStop.replaceMessage(response, HardStop.hardStop(message, exceededText(result)))
@@ -165,12 +165,16 @@ export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.M
           warned = true
           queue.push(warningText(result))
         }
-        return Effect.succeed(response)
+        return response
       })
 
+    const { before, after } = queue.hooks
     return {
-      model: (request, next) =>
-        request.internal !== undefined ? next(request) : Effect.flatMap(queue.inject(request, next), afterModel)
+      modelHooks: {
+        before: (request) => request.internal !== undefined ? request : before(request),
+        after: (response, request, sent) =>
+          request.internal !== undefined ? response : afterModel(after(response, request, sent))
+      }
     } satisfies Middleware.Wrappers
   }))
 }

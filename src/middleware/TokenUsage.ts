@@ -30,7 +30,7 @@ import * as M from "../state/Message.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
-import { withState } from "./internal/StateRead.js"
+import { atOnce } from "./internal/StateRead.js"
 import * as Chain from "./Chain.js"
 
 /** `additional_kwargs` key of the step attribution. */
@@ -319,23 +319,25 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
   return Middleware.make(Effect.gen(function*() {
     const context = yield* RunContext
     const state = yield* RunState
+    // (the usage line is made and logged only when the run logs at debug level: most runs do not, and the check is
+    // the one the logger makes first; the level is the one the run started with)
+    const logging = !LogLevel.greaterThan(yield* FiberRef.get(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
 
     const save = (update: StateUpdate): Effect.Effect<void> =>
       state.update(update).pipe(
         Effect.catchAll((error) => Effect.logWarning(`Token usage was not recorded: ${error.message}`))
       )
 
-    const afterModel = (request: ModelRequest, response: ModelResponse): Effect.Effect<ModelResponse> => {
+    const afterModel = (request: ModelRequest, response: ModelResponse): Middleware.Now<ModelResponse> => {
       const message = response.message
       const model = modelOf(message, request.settings.modelName, context.options.modelName)
       const own = usageDelta(message, model)
       if (request.internal !== undefined) {
         // The caller (e.g. Summarization) consumes this response itself, so the totals are saved directly.
-        return own === undefined
-          ? Effect.succeed(response)
-          : Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
+        if (own === undefined) return response
+        return Effect.as(save({ token_usage: [{ ...own, purpose: request.internal }] }), response)
       }
-      return withState(state, (current) => {
+      return atOnce(state, (current) => {
         const rolled = rollUp(current.messages)
         const deltas: Array<TokenUsageDelta> = rolled.usage.map((u) => ({
           model: u.model ?? model,
@@ -348,12 +350,12 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
         const stamp = attribution(message, current.todos ?? [])
         const stamped = M.withKwargs(message, { [ATTRIBUTION_KEY]: stamp })
         const result = HardStop.replaceMessage(response, stamped)
-        if (rolled.writes.length === 0 && deltas.length === 0) return Effect.succeed(result)
+        if (rolled.writes.length === 0 && deltas.length === 0) return result
         // Written by the loop together with the message: one state update per step.
-        return Effect.succeed(withUpdate(result, {
+        return withUpdate(result, {
           ...(rolled.writes.length > 0 ? { messages: rolled.writes } : {}),
           ...(deltas.length > 0 ? { token_usage: deltas } : {})
-        }))
+        })
       })
     }
 
@@ -368,15 +370,15 @@ export const layer = (config: TokenUsageConfig = defaultConfig()): Middleware.Mi
     }
 
     return {
-      // (the line is made and logged only when the fiber logs at debug level: most runs do not, and the check is
-      // the one the logger makes first)
-      model: (request, next) =>
-        Effect.flatMap(next(request), (response) =>
-          Effect.withFiberRuntime((fiber) =>
-            LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
-              ? afterModel(request, response)
-              : Effect.zipRight(logUsage(request, response), afterModel(request, response))
-          ))
+      modelHooks: {
+        after: (response, request) =>
+          logging
+            ? Effect.zipRight(
+              logUsage(request, response),
+              Effect.suspend(() => Middleware.lift(afterModel(request, response)))
+            )
+            : afterModel(request, response)
+      }
     } satisfies Middleware.Wrappers
   }))
 }

@@ -393,7 +393,7 @@ const perRun = (config: Config, cache: HistoryCache, memo: Incremental.Memo<Read
       tool: (call, next) =>
         Effect.flatMap(next(call), (result) =>
           needsBudget(result, config) ? budgetResult(result, config, persistFor(result)) : Effect.succeed(result)),
-      model: (request, next) => Effect.suspend(() => next(budgetRequest(request, config, cache, memo)))
+      modelHooks: { before: (request) => budgetRequest(request, config, cache, memo) }
     }
   }))
 

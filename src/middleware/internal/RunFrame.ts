@@ -26,6 +26,7 @@ import { RunEvents } from "../../services/RunEvents.js"
 import * as Tool from "../../services/Tool.js"
 import { ToolService } from "../../services/ToolService.js"
 import type { ToolCall } from "../../state/Message.js"
+import * as ModelHooks from "./ModelHooks.js"
 
 type Ports = ModelService | ToolService | AgentHooks
 
@@ -38,6 +39,7 @@ type ToolNext = ToolService["Type"]["call"]
 /** What the machinery calls of a middleware's wrappers: the shape of `Middleware.Wrappers`. */
 export interface Wrap {
   readonly model?: ((request: ModelRequest, next: ModelNext) => ReturnType<ModelNext>) | undefined
+  readonly modelHooks?: ModelHooks.Hooks | undefined
   readonly tool?: ((call: ToolCall, next: ToolNext) => ReturnType<ToolNext>) | undefined
   readonly run?: ((run: RunLoop) => RunLoop) | undefined
 }
@@ -136,6 +138,16 @@ export const resolve = (model: ModelService["Type"], tools: ToolService["Type"])
 // ---------------------------------------------------------------------------------------------------------
 // The two kinds of middleware layer
 
+/**
+ * A middleware's model work over an inner call: its wrapper, else its hooks (fused with hooked layers below,
+ * see `ModelHooks`), else nothing.
+ */
+const modelWrapper = (w: Wrap): ((inner: ModelNext) => ModelNext) | undefined => {
+  const { model: wrap, modelHooks: hooks } = w
+  if (wrap !== undefined) return (inner) => (request) => wrap(request, inner)
+  return hooks === undefined ? undefined : (inner) => ModelHooks.over(hooks, inner)
+}
+
 /** The inner tool port with these tools answered here (each by its name) and added to the definitions. */
 const withTools = (inner: ToolService["Type"], tools: ReadonlyArray<Tool.Tool> | undefined): ToolService["Type"] => {
   if (tools === undefined || tools.length === 0) return inner
@@ -161,14 +173,12 @@ export const staticLayer = (spec: Wrap & { readonly tools?: ReadonlyArray<Tool.T
     const model = Context.get(inner, ModelService)
     const hooks = Context.get(inner, AgentHooks)
     const tools = withTools(Context.get(inner, ToolService), spec.tools)
-    const { model: wrapModel, run: wrapRun, tool: wrapTool } = spec
+    const { run: wrapRun, tool: wrapTool } = spec
+    const wrapModel = modelWrapper(spec)
     const next = model.generate
     const below = tools.call
     return portsOf(
-      wrapModel === undefined ? model : modelPort((request) => wrapModel(request, next), (fiber) => {
-        const inner = resolveModel(model, fiber)
-        return (request) => wrapModel(request, inner)
-      }),
+      wrapModel === undefined ? model : modelPort(wrapModel(next), (fiber) => wrapModel(resolveModel(model, fiber))),
       wrapTool === undefined ? tools : toolPort(tools.definitions, (call) => wrapTool(call, below), (fiber) => {
         const inner = resolveTool(tools, fiber)
         return (call) => wrapTool(call, inner)
@@ -277,7 +287,9 @@ export const perRunLayer = <E, R>(
     const generate: ModelNext = (request) =>
       Effect.withFiberRuntime((fiber) => {
         const w = wrappersOf(fiber as RunFiber)
-        return w === undefined ? outside : w.model === undefined ? next(request) : w.model(request, next)
+        if (w === undefined) return outside
+        const wrap = modelWrapper(w)
+        return wrap === undefined ? next(request) : wrap(next)(request)
       })
     const call: ToolNext = (call) =>
       Effect.withFiberRuntime((fiber) => {
@@ -289,8 +301,8 @@ export const perRunLayer = <E, R>(
         const w = wrappersOf(fiber)
         if (w === undefined) return generate
         const inner = resolveModel(model, fiber)
-        const wrap = w.model
-        return wrap === undefined ? inner : (request) => wrap(request, inner)
+        const wrap = modelWrapper(w)
+        return wrap === undefined ? inner : wrap(inner)
       }),
       toolPort(tools.definitions, call, (fiber) => {
         const w = wrappersOf(fiber)

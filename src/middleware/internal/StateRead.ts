@@ -26,3 +26,19 @@ export const withState = <A, E, R>(
   const read = (state as Readable)[current]
   return read === undefined ? Effect.flatMap(state.get, f) : Effect.suspend(() => f(read()))
 }
+
+/**
+ * `f` over the state read now, for model hooks (`Middleware.ModelHooks`, which run when the call runs): a plain
+ * call when the holder has a synchronous read, else `withState` (and `f`'s value lifted into the effect).
+ */
+export const atOnce = <A, E, R>(
+  state: RunState["Type"],
+  f: (current: ThreadState) => A | Effect.Effect<A, E, R>
+): A | Effect.Effect<A, E, R> => {
+  const read = (state as Readable)[current]
+  if (read !== undefined) return f(read())
+  return Effect.flatMap(state.get, (s) => {
+    const out = f(s)
+    return Effect.isEffect(out) ? out : Effect.succeed(out)
+  })
+}

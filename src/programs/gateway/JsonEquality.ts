@@ -31,7 +31,9 @@ export const containsJson = (found: unknown, wanted: unknown): boolean => {
   if (typeof wanted === "object" && wanted !== null) {
     if (typeof found !== "object" || found === null || Array.isArray(found)) return false
     const record = found as Readonly<Record<string, unknown>>
-    return Object.entries(wanted).every(([key, value]) => Object.hasOwn(record, key) && containsJson(record[key], value))
+    return Object.entries(wanted).every(([key, value]) =>
+      Object.hasOwn(record, key) && containsJson(record[key], value)
+    )
   }
   return found === wanted
 }

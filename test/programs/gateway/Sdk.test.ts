@@ -342,7 +342,8 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     assert.deepStrictEqual(found.map((t) => t.thread_id), [thread.thread_id])
     assert.strictEqual((found[0]!.values as any).title, "Trip planning")
     // metadata filters match as LangGraph's (jsonb containment): nested objects in any key order, in part
-    await client.threads.update(thread.thread_id, { metadata: { owner: { team: "ops", name: "ana" }, tags: ["a", "b"] } })
+    const owner = { team: "ops", name: "ana" }
+    await client.threads.update(thread.thread_id, { metadata: { owner, tags: ["a", "b"] } })
     const search = (metadata: Record<string, unknown>) =>
       client.threads.search({ metadata }).then((all) => all.map((t) => t.thread_id))
     assert.deepStrictEqual(await search({ owner: { name: "ana", team: "ops" } }), [thread.thread_id])
