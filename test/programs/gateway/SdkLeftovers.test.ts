@@ -81,6 +81,22 @@ describe("assistants.count", () => {
     assert.strictEqual(await alice.assistants.count({ metadata: { team: "x" } }), 0)
     // search filters by metadata as count does (it ignored it)
     assert.deepStrictEqual(await alice.assistants.search({ metadata: { team: "x" } }), [])
+    // a name matches in any case, as LangGraph's
+    assert.strictEqual(await alice.assistants.count({ name: "RESEARCH" }), 1)
+    // sorted by a field when asked (the lead agent first, then the agents by name, otherwise)
+    const ids = (all: ReadonlyArray<{ assistant_id: string }>) => all.map((a) => a.assistant_id)
+    assert.deepStrictEqual(ids(await alice.assistants.search()), ["lead_agent", "researcher"])
+    assert.deepStrictEqual(ids(await alice.assistants.search({ sortBy: "assistant_id", sortOrder: "desc" })), [
+      "researcher",
+      "lead_agent"
+    ])
+    assert.deepStrictEqual(ids(await alice.assistants.search({ sortBy: "name", sortOrder: "asc" })), [
+      "lead_agent",
+      "researcher"
+    ])
+    const badSort = await raw(ALICE, "POST", "/assistants/search", JSON.stringify({ sort_by: "size" }))
+    assert.strictEqual(badSort.status, 422)
+    assert.include(await badSort.text(), "sort_by")
     // bob has the lead agent only
     assert.strictEqual(await bob.assistants.count(), 1)
     assert.strictEqual(await bob.assistants.count({ name: "research" }), 0)

@@ -27,6 +27,10 @@ export const AssistantSearch = Schema.Struct({
   ...assistantFilters,
   limit: Schema.optional(Schema.NullOr(Schema.Number)),
   offset: Schema.optional(Schema.NullOr(Schema.Number)),
+  sort_by: Schema.optional(
+    Schema.NullOr(Schema.Literal("assistant_id", "graph_id", "name", "created_at", "updated_at"))
+  ),
+  sort_order: Schema.optional(Schema.NullOr(Schema.Literal("asc", "desc"))),
   select: Schema.optional(Schema.NullOr(selectOf(
     "assistant_id",
     "graph_id",

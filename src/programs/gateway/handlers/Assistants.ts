@@ -103,10 +103,10 @@ export const layer = (api: LangGraphApi) =>
           if (name !== undefined && !agentNames(userId).includes(name)) return yield* notFound(`Assistant ${id}`)
         })
 
-      /** The user's assistants the filters of a search or a count keep. */
+      /** The user's assistants the filters of a search or a count keep (a name in any case, as LangGraph's). */
       const matching = (userId: string, request: typeof AssistantsApi.AssistantCount.Type) =>
         [Protocol.LEAD_AGENT, ...agentNames(userId)].map(assistant)
-          .filter((a) => request.name == null || a.name.includes(request.name))
+          .filter((a) => request.name == null || a.name.toLowerCase().includes(request.name.toLowerCase()))
           .filter((a) => request.graph_id == null || a.graph_id === request.graph_id)
           .filter((a) => matchesFilter(a.metadata, request.metadata))
 
@@ -115,7 +115,13 @@ export const layer = (api: LangGraphApi) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const request = yield* Body.json(AssistantsApi.AssistantSearch)
-            const all = matching(userId, request)
+            const found = matching(userId, request)
+            // (the lead agent first, then the agents by name, unless a field is asked for; equal ones keep that)
+            const key = request.sort_by
+            const all = key == null ? found : found.sort((a, b) => {
+              const order = a[key] < b[key] ? -1 : a[key] > b[key] ? 1 : 0
+              return request.sort_order === "asc" ? order : -order
+            })
             const offset = request.offset ?? 0
             const page = all.slice(offset, offset + (request.limit ?? 10))
             return json(AssistantsApi.AssistantList, page.map((a) => selectFields(a, request.select)))
