@@ -22,8 +22,11 @@ export interface Hooks {
     | undefined
 }
 
+/** What a model call is. */
+type Call = Effect.Effect<ModelResponse, ModelError, RunServices>
+
 /** A model call. */
-export type Next = (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, RunServices>
+export type Next = (request: ModelRequest) => Call
 
 const fused: unique symbol = Symbol.for("antler/Middleware/fusedModelHooks")
 
@@ -43,11 +46,7 @@ const make = (hooks: ReadonlyArray<Hooks>, core: Next): Next => {
     )
   }
   // `seen[i]`: the request hook i received; `seen[i + 1]`: the one it passed on (`seen[count]` goes to `core`)
-  const backward = (from: number, response: ModelResponse, seen: Array<ModelRequest>): Effect.Effect<
-    ModelResponse,
-    ModelError,
-    RunServices
-  > => {
+  const backward = (from: number, response: ModelResponse, seen: Array<ModelRequest>): Call => {
     let current = response
     nexts ??= nextsOf()
     for (let i = from; i >= 0; i--) {
@@ -59,11 +58,7 @@ const make = (hooks: ReadonlyArray<Hooks>, core: Next): Next => {
     }
     return Effect.succeed(current)
   }
-  const forward = (from: number, request: ModelRequest, seen: Array<ModelRequest>): Effect.Effect<
-    ModelResponse,
-    ModelError,
-    RunServices
-  > => {
+  const forward = (from: number, request: ModelRequest, seen: Array<ModelRequest>): Call => {
     let current = request
     for (let i = from; i < count; i++) {
       const before = hooks[i]!.before
