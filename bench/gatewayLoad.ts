@@ -32,7 +32,7 @@
  *
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
- *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph] [--cli path/main.cjs] [--cpu-prof dir]
+ *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph[,...]] [--cli path/main.cjs] [--cpu-prof dir]
  *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
  *     [--max-active-runs N] [--kept]
  *
@@ -100,6 +100,8 @@ const params = {
 }
 const skip = new Set((option("skip") ?? "").split(",").filter((x) => x !== ""))
 const only = option("only")
+// (`--only antler,langgraph`: several servers)
+const chosen = (id: string) => only === undefined || only.split(",").includes(id)
 const STEPS_PER_RUN = params.toolSteps + 1
 const STREAM_MODE: Array<"values" | "messages-tuple"> = ["values", "messages-tuple"]
 
@@ -670,17 +672,17 @@ try {
   const gatewayConfig = option("max-active-runs") === undefined
     ? {}
     : { max_active_runs: numbers(option("max-active-runs"), [])[0] }
-  if (only === undefined || only === "antler") {
+  if (chosen("antler")) {
     const cli = antlerCli(root, option("cli"))
     const home = path.join(work, "antler")
     starts.set("antler", () => startAntler(cli, home, started.url, nodeArgs, gatewayConfig))
   }
-  if (only === undefined || only === "antler-memory") {
+  if (chosen("antler-memory")) {
     const entry = path.join(here, "gatewayMemoryServer.js")
     const home = path.join(work, "antler-memory")
     starts.set("antler-memory", () => startAntlerMemory(entry, home, started.url, nodeArgs, gatewayConfig))
   }
-  if (only === undefined || only === "langgraph") {
+  if (chosen("langgraph")) {
     ensurePeer(peerFolder, say)
     const jobs = Math.max(...params.levels, params.g3Clients)
     starts.set("langgraph", () => startPeer(peerFolder, path.join(work, "peer"), started.url, jobs))
@@ -719,7 +721,7 @@ try {
       totalSeconds: round((Date.now() - t0) / 1000, 1),
       params,
       servers: servers.map((s) => ({ id: s.id, label: s.label })),
-      peerVersions: only === undefined || only === "langgraph" ? peerVersions(peerFolder) : undefined,
+      peerVersions: chosen("langgraph") ? peerVersions(peerFolder) : undefined,
       notes: [
         "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
         "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
