@@ -165,7 +165,7 @@ const responseKey = (calls: ReadonlyArray<CallLike>): string => {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Texts (the markers are protocol; the wording is Antler's)
+// Texts (the markers are protocol; the wording is Antler's, except where DeerFlow's tests pin the exact text)
 
 /** Starts every loop warning. */
 export const LOOP_MARKER = "[LOOP DETECTED]"
@@ -178,10 +178,14 @@ export const repeatWarning = (): string =>
   `tools again: write your final answer now from what you already have. If the task cannot be finished, say ` +
   `what you completed and what is still open.`
 
-/** The notice appended when repeated identical calls are stopped. */
+/**
+ * The notice appended when repeated identical calls are stopped: DeerFlow's `_HARD_STOP_MSG` word for word, since
+ * its tests assert that exact text ends the final answer (test_hard_stop_at_limit,
+ * test_hash_detection_takes_priority).
+ */
 export const repeatStop = (): string =>
-  `${FORCED_STOP_MARKER} The same tool calls were repeated too many times, so this turn's calls were not run. ` +
-  `This answer is based on the results gathered so far.`
+  `${FORCED_STOP_MARKER} Repeated tool calls exceeded the safety limit. Producing final answer with results ` +
+  `collected so far.`
 
 /** The warning for a tool called very often, with any arguments. */
 export const frequencyWarning = (name: string, count: number): string =>

@@ -221,6 +221,25 @@ describe("LoopDetection.layer", () => {
       assert.strictEqual(out.end.stop_reason, "loop_capped")
     }).pipe(Harness.withStore))
 
+  // DeerFlow's test_hard_stop_at_limit / test_hash_detection_takes_priority assert its exact _HARD_STOP_MSG.
+  it.effect("a repeat stop ends the answer with DeerFlow's forced-stop text, no calls and loop_capped", () =>
+    Effect.gen(function*() {
+      const out = yield* Harness.run({
+        script: () => ({ content: "Reading again.", toolCalls: [{ name: "read_file", args: { path: "/same" } }] }),
+        tools: [readFile],
+        middlewares: () => [L.layer(config({ warn_threshold: 2, hard_limit: 3 }))]
+      })
+      assert.lengthOf(out.requests, 3)
+      const last = out.state.messages.at(-1)!
+      assert.isFalse(M.hasToolCalls(last as M.AIMessage))
+      assert.strictEqual(
+        M.text(last),
+        "Reading again.\n\n[FORCED STOP] Repeated tool calls exceeded the safety limit. Producing final answer with " +
+          "results collected so far."
+      )
+      assert.strictEqual(out.end.stop_reason, "loop_capped")
+    }).pipe(Harness.withStore))
+
   it.effect("a response calling several tools at their warning gets one warning, the first's, as DeerFlow's", () =>
     Effect.gen(function*() {
       const names = ["alpha", "bravo", "charlie"]
