@@ -21,40 +21,63 @@ export interface LengthTermination {
   readonly reason_value: string
 }
 
-/** The length signal in the message's metadata, if any. */
+/**
+ * The length signal in the message's metadata, if any. Checked in DeerFlow's detector order (OpenAI, Anthropic,
+ * Gemini), so a message carrying two signals is logged under the detector DeerFlow names.
+ */
 export const detectLength = (message: AIMessage): LengthTermination | undefined => {
   const finish = HardStop.metadataString(message, "finish_reason")
-  if (finish !== undefined) {
-    if (finish.toLowerCase() === "length") {
-      return { detector: "openai_compatible_length", reason_field: "finish_reason", reason_value: finish }
-    }
-    if (finish.toUpperCase() === "MAX_TOKENS") {
-      return { detector: "gemini_max_tokens", reason_field: "finish_reason", reason_value: finish }
-    }
+  if (finish !== undefined && finish.toLowerCase() === "length") {
+    return { detector: "openai_compatible_length", reason_field: "finish_reason", reason_value: finish }
   }
   const stop = HardStop.metadataString(message, "stop_reason")
   if (stop !== undefined && stop.toLowerCase() === "max_tokens") {
     return { detector: "anthropic_max_tokens", reason_field: "stop_reason", reason_value: stop }
   }
+  if (finish !== undefined && finish.toUpperCase() === "MAX_TOKENS") {
+    return { detector: "gemini_max_tokens", reason_field: "finish_reason", reason_value: finish }
+  }
   return undefined
 }
 
+/** The length signal of a visible answer that asks for no tool; none for any other response. */
+export const lengthCap = (message: AIMessage): LengthTermination | undefined =>
+  HardStop.hasVisibleText(message) && !HardStop.hasToolCallIntent(message) ? detectLength(message) : undefined
+
 /** Whether the response is a visible answer cut off by the output limit (and asks for no tool). */
-export const isLengthCapped = (message: AIMessage): boolean =>
-  HardStop.hasVisibleText(message) && !HardStop.hasToolCallIntent(message) && detectLength(message) !== undefined
+export const isLengthCapped = (message: AIMessage): boolean => lengthCap(message) !== undefined
+
+/** The message of the info line logged for each capped answer (DeerFlow's, so log searches find both). */
+export const LOG_MESSAGE = "Provider model length cap detected"
 
 /**
  * The ModelLengthFinishReason middleware (SPEC §4.1 slot 34: inside TerminalResponse, outside Safety, so its
  * after_model runs right after Safety's). Requires `RunContext`. Internal calls are ignored.
+ *
+ * Each capped answer is logged at info with DeerFlow's fields (thread, run, message, detector, the field and
+ * value that said so, and whether this set the stop reason): the answer itself is never marked, so the log is
+ * where an operator sees which provider signal capped it.
  */
 export const layer = (): Middleware.Middleware =>
   Middleware.make(Effect.map(RunContext, (context): Middleware.Wrappers => {
+    const capped = (message: AIMessage, termination: LengthTermination) =>
+      Effect.flatMap(context.stopReason, (before) => {
+        const stamped = before === undefined
+        const logged = Effect.logInfo(LOG_MESSAGE).pipe(Effect.annotateLogs({
+          thread_id: context.threadId,
+          run_id: context.runId,
+          message_id: message.id,
+          ...termination,
+          stamped_stop_reason: stamped
+        }))
+        return stamped ? Effect.zipRight(context.setStopReason("model_length_capped", true), logged) : logged
+      })
     return {
       modelHooks: {
-        after: (response, request) =>
-          request.internal === undefined && isLengthCapped(response.message)
-            ? Effect.as(context.setStopReason("model_length_capped", true), response)
-            : response
+        after: (response, request) => {
+          const termination = request.internal === undefined ? lengthCap(response.message) : undefined
+          return termination === undefined ? response : Effect.as(capped(response.message, termination), response)
+        }
       }
     }
   }))
