@@ -95,10 +95,11 @@ export const blockedText = (tool: string, path: string, lines: number): string =
 }
 
 // The metadata is set here: the text has a line count, which keyword classification could read as a status
-// code ("401 lines"), and ToolErrorHandling stands inside this middleware, so it never sees this result.
+// code ("401 lines"), and ToolErrorHandling stands inside this middleware, so it never sees this result. It is
+// what DeerFlow's classification gives its own text (no keyword matches: `unknown`).
 const BLOCKED_META: ToolMeta = {
   status: "error",
-  error_type: null,
+  error_type: "unknown",
   recoverable_by_model: true,
   recommended_next_action: "try_alternative",
   source: "tool_return"

@@ -88,10 +88,13 @@ describe("ReadBeforeWrite", () => {
       assert.include(text, "Every write changes the file and makes earlier reads stale")
       assert.include(text, "Call read_file on it (a range is enough, e.g. start_line=1, end_line=2")
       assert.include(text, "then retry")
-      // the blocked result carries tool metadata the model-facing guards read
-      assert.deepInclude(refused!.additional_kwargs?.[ToolErrorHandling.TOOL_META_KEY] as object, {
+      // the blocked result carries tool metadata the model-facing guards read, as DeerFlow classifies it
+      assert.deepStrictEqual(refused!.additional_kwargs?.[ToolErrorHandling.TOOL_META_KEY], {
         status: "error",
-        recoverable_by_model: true
+        error_type: "unknown",
+        recoverable_by_model: true,
+        recommended_next_action: "try_alternative",
+        source: "tool_return"
       })
       assert.strictEqual(M.text(read!), "- one")
       // a ranged read still marks the whole file
