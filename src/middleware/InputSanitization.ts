@@ -12,12 +12,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import type { ModelRequest } from "../services/ModelService.js"
 import type { ContentBlock, HumanMessage, Message } from "../state/Message.js"
 import * as Lookalike from "../state/Lookalike.js"
 import * as M from "../state/Message.js"
-import { HumanInputResponse } from "./Clarification.js"
 import * as Incremental from "./internal/Incremental.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -238,17 +236,16 @@ export const frameUntrustedText = (text: string): string => {
   return `${BEGIN_USER_INPUT}\n${neutralizeBoundaries(escaped)}\n${END_USER_INPUT}`
 }
 
-const isHumanInputResponse = Schema.is(HumanInputResponse)
-
 /**
  * Whether a message is something the user typed: a human message that is not a summary and not hidden,
- * except that a hidden clarification answer carrying a valid `human_input_response` counts as typed.
+ * except that a hidden clarification answer carrying a valid `human_input_response` (as DeerFlow reads it:
+ * non-blank source, request id and value, an option's id) counts as typed.
  */
 export const isGenuineUserMessage = (message: Message): message is HumanMessage => {
   if (message.type !== "human" || message.name === "summary") return false
   const kwargs = message.additional_kwargs
   if (kwargs === undefined || kwargs.hide_from_ui !== true) return true
-  return isHumanInputResponse(kwargs.human_input_response)
+  return M.isHumanInputResponse(kwargs.human_input_response)
 }
 
 const isTextBlock = (block: ContentBlock): block is M.TextBlock =>

@@ -74,24 +74,10 @@ export const removeBlocks = (text: string, tags: ReadonlyArray<string>, trailing
 
 const UPLOADS_TAGS = ["current_uploads", "uploaded_files"]
 
-const filled = (value: unknown): boolean => typeof value === "string" && value.trim() !== ""
-
-/**
- * Whether a hidden message's `human_input_response` is a well-formed answer to a clarification question (DeerMem's
- * structural check): version 1, its kind, a source, a request id and a value, and an option's id for an option.
- */
-const isClarificationAnswer = (response: unknown): boolean => {
-  if (typeof response !== "object" || response === null || Array.isArray(response)) return false
-  const r = response as Record<string, unknown>
-  if (r.version !== 1 || r.kind !== "human_input_response") return false
-  if (!filled(r.source) || !filled(r.request_id) || !filled(r.value)) return false
-  return r.response_kind === "text" || (r.response_kind === "option" && filled(r.option_id))
-}
-
 /** A user message worth remembering from: visible, or a hidden, well-formed answer to a clarification question. */
 const isUserTurn = (message: Message): boolean =>
   message.type === "human" && message.name !== "summary" &&
-  (!M.isHidden(message) || isClarificationAnswer(message.additional_kwargs?.human_input_response))
+  (!M.isHidden(message) || M.isHumanInputResponse(message.additional_kwargs?.human_input_response))
 
 /**
  * DeerMem's pure acknowledgements (`message_patterns/trivial.yaml`): a user message that is nothing else, once

@@ -349,6 +349,21 @@ export const withKwargs = <A extends Message>(message: A, fields: Readonly<Recor
 /** Whether the message is hidden from the UI and from memory (`additional_kwargs.hide_from_ui`). */
 export const isHidden = (message: Message): boolean => message.additional_kwargs?.hide_from_ui === true
 
+const filled = (value: unknown): boolean => typeof value === "string" && value.trim() !== ""
+
+/**
+ * Whether `additional_kwargs.human_input_response` is a well-formed answer to a clarification question, as
+ * DeerFlow's `read_human_input_response` reads it: version 1, its kind, a non-blank source, request id and value,
+ * and for an option a non-blank option id.
+ */
+export const isHumanInputResponse = (response: unknown): boolean => {
+  if (typeof response !== "object" || response === null || Array.isArray(response)) return false
+  const r = response as Record<string, unknown>
+  if (r.version !== 1 || r.kind !== "human_input_response") return false
+  if (!filled(r.source) || !filled(r.request_id) || !filled(r.value)) return false
+  return r.response_kind === "text" || (r.response_kind === "option" && filled(r.option_id))
+}
+
 /**
  * A message the user wrote, as DeerFlow's `is_real_user_message` tells it: human, not hidden, not a summary. A
  * hidden answer to a clarification question is not one (it drives no user-intent feature: routing, slash skills).
