@@ -29,6 +29,7 @@ import type { Todo } from "../state/ThreadState.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import * as HardStop from "./HardStop.js"
 
 /** The tool's name. */
 export const TOOL_NAME = "write_todos"
@@ -74,14 +75,11 @@ export const completionReminderText = (open: ReadonlyArray<Todo>): string =>
     "</system_reminder>"
   ].join("\n")
 
-/** Whether a response ends the turn cleanly: no tool calls (valid, invalid or raw) and no tool finish reason. */
-const isFinalAnswer = (message: M.AIMessage): boolean => {
-  if (M.hasToolCalls(message) || (message.invalid_tool_calls?.length ?? 0) > 0) return false
-  const kwargs = message.additional_kwargs ?? {}
-  if (kwargs.tool_calls !== undefined || kwargs.function_call !== undefined) return false
-  const reason = message.response_metadata?.finish_reason
-  return reason !== "tool_calls" && reason !== "function_call"
-}
+/**
+ * Whether a response ends the turn cleanly: no tool calls (valid, invalid or raw) and no tool finish reason. An
+ * empty raw `tool_calls` list asks for nothing, so it is a final answer (as DeerFlow's truthiness test reads it).
+ */
+const isFinalAnswer = (message: M.AIMessage): boolean => !HardStop.hasToolCallIntent(message)
 
 const showsList = (m: Message) => m.name === REMINDER_NAME || M.toolCalls(m).some((c) => c.name === TOOL_NAME)
 

@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as DurableContext from "../../src/middleware/DurableContext.js"
 import * as Summarization from "../../src/middleware/Summarization.js"
 import * as Todo from "../../src/middleware/Todo.js"
@@ -146,6 +147,34 @@ describe("Todo", () => {
       })
       assert.lengthOf(o.requests, 2)
       assert.isFalse(o.requests.some((r) => r.messages.some((m) => m.name === Todo.COMPLETION_REMINDER_NAME)))
+    }).pipe(H.withStore))
+
+  // DeerFlow test_todo_middleware.py TestAfterModel.test_does_not_trigger_for_{invalid_tool_calls,
+  // raw_provider_tool_calls,legacy_function_call,tool_finish_reason}: only a clean final answer is asked again
+  it.effect("no completion reminder for an answer asking for a tool in any form; an empty raw list asks for none", () =>
+    Effect.gen(function*() {
+      const plain = ScriptedModel.message("")
+      const answers: Record<string, M.AIMessage> = {
+        invalid: {
+          ...plain,
+          invalid_tool_calls: [{ type: "invalid_tool_call", id: "bad", name: "bash", args: "{", error: "Bad JSON" }]
+        },
+        raw: { ...plain, additional_kwargs: { tool_calls: [{ id: "r", type: "function", function: { name: "ls" } }] } },
+        legacy: { ...plain, additional_kwargs: { function_call: { name: "bash", arguments: "{}" } } },
+        finish: { ...plain, response_metadata: { finish_reason: "tool_calls" } },
+        emptyRaw: { ...plain, content: "All done.", additional_kwargs: { tool_calls: [] } }
+      }
+      const reminded: Record<string, boolean> = {}
+      for (const [kind, answer] of Object.entries(answers)) {
+        const o = yield* H.run({
+          threadId: kind,
+          input: "Plan",
+          script: [{ toolCalls: [write([{ content: "Pack", status: "pending" }])] }, () => answer, "Done.", "Now."],
+          middlewares: () => [Todo.layer()]
+        })
+        reminded[kind] = o.requests[2]?.messages.at(-1)?.name === Todo.COMPLETION_REMINDER_NAME
+      }
+      assert.deepStrictEqual(reminded, { invalid: false, raw: false, legacy: false, finish: false, emptyRaw: true })
     }).pipe(H.withStore))
 
   it.effect("a compaction that removed the writes brings the list back as a reminder, once, kept in the thread", () =>
