@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as MW from "../../src/middleware/Middleware.js"
 import * as Title from "../../src/middleware/Title.js"
+import * as Uploads from "../../src/middleware/Uploads.js"
 import { TitleConfig } from "../../src/services/AppConfig.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
@@ -143,6 +144,13 @@ describe("Title, as DeerFlow names a thread", () => {
       })
       assert.strictEqual(o.state.title, "Plan a trip to Lyon")
     }).pipe(H.withStore))
+
+  // docs/deerflow.md: DeerFlow titles the content with the uploads block in front; Antler the user's words
+  it("a message with uploaded files is titled by what the user wrote", () => {
+    const block = "<uploaded_files>\n- a.pdf\n</uploaded_files>"
+    const sent = Uploads.prependUploadsBlock(M.human("Sum up the report"), block)
+    assert.strictEqual(Title.fallbackTitle(Title.userText(sent), 60), "Sum up the report")
+  })
 
   it.effect("a run cancelled after the user's message still gets the local title", () =>
     Effect.gen(function*() {
