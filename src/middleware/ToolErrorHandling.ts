@@ -21,6 +21,7 @@ import { AppConfigService } from "../services/AppConfig.js"
 import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as SubagentStatus from "../state/SubagentStatus.js"
 import * as Middleware from "./Middleware.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as Chain from "./Chain.js"
@@ -32,7 +33,8 @@ export const SKILL_CONTEXT_ENTRY_KEY = "skill_context_entry"
 /** How much of an error detail the model sees. */
 export const MAX_DETAIL_CHARS = 500
 
-const RECOVERY_HINT = "Work with what you already have, or try a different tool."
+/** What every failure result ends with (DeerFlow's `_RECOVERY_HINT`; its tests pin the text). */
+const RECOVERY_HINT = "Continue with available context, or choose an alternative tool."
 
 /** What a tool result means, for the middlewares that react to results rather than read them. */
 export interface ToolMeta {
@@ -240,13 +242,6 @@ export const normalize = (message: ToolMessage): ToolMessage => {
 export const truncateDetail = (detail: string): string =>
   detail.length > MAX_DETAIL_CHARS ? `${detail.slice(0, MAX_DETAIL_CHARS - 3)}...` : detail
 
-const headTail = (text: string, max: number): string => {
-  if (text.length <= max) return text
-  const marker = " ... "
-  const head = Math.ceil((max - marker.length) / 2)
-  return `${text.slice(0, head)}${marker}${text.slice(text.length - (max - marker.length - head))}`
-}
-
 /** The class name and detail of a failure or defect. */
 export const describeFailure = (error: unknown): { readonly type: string; readonly detail: string } => {
   const e = error as {
@@ -270,18 +265,17 @@ export const failureResult = (call: ToolCall, error: unknown): ToolResult => {
   const name = call.name || "unknown_tool"
   const id = call.id || "missing_tool_call_id"
   const { detail: full, type } = describeFailure(error)
-  const detail = truncateDetail(full)
-  const structured = `${type}: ${detail}`
-  const kwargs: Record<string, unknown> = {
-    [TOOL_META_KEY]: meta("error", "exception", classifyErrorText(structured))
-  }
+  const structured = `${type}: ${truncateDetail(full)}`
   let content = `Error: Tool '${name}' failed with ${structured}. ${RECOVERY_HINT}`
+  let kwargs: Record<string, unknown> = {}
   if (name === "task") {
-    content = `Task failed. Error: ${structured}${/[.!?]$/.test(structured) ? "" : "."} ` +
-      `The subagent did not finish; continue without its result or delegate a smaller task.`
-    kwargs.subagent_status = "failed"
-    kwargs.subagent_error = headTail(`${type}: ${full}`, 2000)
+    // the subagent contract's failure text and metadata, as for a subagent that failed inside the tool
+    const outcome = { status: "failed", error: structured } as const
+    const text = SubagentStatus.resultText(outcome)
+    content = `${text}${/[.!?]$/.test(text) ? "" : "."} ${RECOVERY_HINT}`
+    kwargs = { ...SubagentStatus.metadata(outcome) }
   }
+  kwargs[TOOL_META_KEY] = meta("error", "exception", classifyErrorText(structured))
   return { message: M.tool(content, id, { name, status: "error", additional_kwargs: kwargs }) }
 }
 
