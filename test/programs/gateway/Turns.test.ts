@@ -5,6 +5,7 @@
  * user: another user's thread or run is a 404.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -22,7 +23,11 @@ const runIds: Array<string> = []
 beforeAll(async () => {
   gateway = await Support.start({
     script: () => "Here you go.",
-    config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
+    config: (url) => ({
+      gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
+      models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000",
+        context_window: 100_000 }]
+    })
   })
   assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "chat" })).status, 200)
   for (const text of ["first question", "second question"]) {
@@ -80,8 +85,29 @@ describe("token usage", () => {
     assert.strictEqual(usage.total_runs, 2)
     assert.deepStrictEqual(usage.by_model.scripted, { tokens: usage.total_tokens, runs: 2 })
     assert.strictEqual(usage.by_caller.lead_agent, usage.total_tokens)
-    assert.isAbove(usage.context_usage.token_count, 0)
+    // the context gauge of DeerFlow's app: the model's window and the share of it the context takes
+    const { token_count, max_context_tokens, percentage } = usage.context_usage
+    assert.isAbove(token_count, 0)
+    assert.strictEqual(max_context_tokens, 100_000)
+    assert.strictEqual(percentage, Math.round(token_count / 100) / 10)
+    assert.deepStrictEqual((await alice("GET", "/api/threads/chat/token-usage?include_active=true")).json(), usage)
     assert.strictEqual((await bob("GET", "/api/threads/chat/token-usage")).status, 404)
+  })
+
+  it("leaves a running run out unless include_active=true, as DeerFlow's view does", async () => {
+    const [record] = await Effect.runPromise(gateway.store.runs({ runId: runIds[1]! }))
+    const whole = (await alice("GET", "/api/threads/chat/token-usage")).json()
+    await Effect.runPromise(gateway.store.saveRun({ ...record!, status: "running", ended_at: null }))
+    try {
+      const ended = (await alice("GET", "/api/threads/chat/token-usage")).json()
+      assert.strictEqual(ended.total_runs, 1)
+      assert.deepStrictEqual(ended.by_model.scripted, { tokens: ended.total_tokens, runs: 1 })
+      assert.isBelow(ended.total_tokens, whole.total_tokens)
+      const active = (await alice("GET", "/api/threads/chat/token-usage?include_active=true")).json()
+      assert.deepStrictEqual(active, whole)
+    } finally {
+      await Effect.runPromise(gateway.store.saveRun(record!))
+    }
   })
 })
 

@@ -10,6 +10,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { AppConfigService } from "../../../services/AppConfig.js"
 import type { CheckpointRecord, RunRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { applyUpdate, makeIndexes } from "../../../state/Reducers.js"
@@ -32,6 +33,13 @@ import { json } from "./Http.js"
 export const FEEDBACK = "feedback"
 
 const first = (value: QueryValue) => (Array.isArray(value) ? value[0] : value) as string | undefined
+
+/** DeerFlow's `context_usage`: the tokens in context, the model's window and the share used (one decimal). */
+export const contextUsage = (tokenCount: number, window: number | undefined) => ({
+  token_count: tokenCount,
+  max_context_tokens: window ?? null,
+  percentage: window !== undefined && window > 0 ? Math.round((tokenCount / window) * 1000) / 10 : null
+})
 
 const EVENT_TYPES: Record<string, string> = {
   human: "llm.human.input",
@@ -92,6 +100,14 @@ export const layer = (api: DeerFlowApi) =>
         })
 
       const runRecords = (stored: string) => Effect.mapError(store.runs({ threadId: stored }), storeFailed)
+
+      // The context window of the thread's model (the last agent call's, by name or provider id), else of the first
+      // configured model, as DeerFlow's view falls back to it.
+      const models = (yield* AppConfigService).config.models
+      const windowOf = (model: string | undefined): number | undefined => {
+        const entry = models.find((m) => m.name === model) ?? models.find((m) => m.model === model) ?? models[0]
+        return entry?.context_window
+      }
 
       const positive = (name: string, value: QueryValue, fallback: number, max: number) =>
         Effect.gen(function*() {
@@ -172,19 +188,26 @@ export const layer = (api: DeerFlowApi) =>
               next_before_seq: hasMore ? data[0]!.seq : null
             })
           }))
-        .handleRaw("tokenUsage", ({ path }) =>
+        .handleRaw("tokenUsage", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const thread = yield* access.threadRef(user, path.thread_id)
             const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
-            const runList = yield* runRecords(thread.stored)
+            // as DeerFlow's view: runs not yet started are left out, and running ones unless include_active=true
+            const includeActive = first(urlParams.include_active)?.trim().toLowerCase() === "true"
+            const allRuns = yield* runRecords(thread.stored)
+            const counted = (run: RunRecord) => run.status !== "pending" && (includeActive || run.status !== "running")
+            const runList = allRuns.filter(counted)
+            const left = new Set(allRuns.filter((run) => !counted(run)).map((run) => run.run_id))
             const byModel: Record<string, { tokens: number; runs: Set<string> }> = {}
             const byCaller = { lead_agent: 0, subagent: 0, middleware: 0 }
             let input = 0
             let output = 0
             let total = 0
             let lastInput = 0
+            let lastModel: string | undefined
             for (const record of records) {
+              if (left.has(record.run_id)) continue
               for (const update of record.updates) {
                 for (const delta of update.token_usage ?? []) {
                   input += delta.input_tokens
@@ -197,6 +220,7 @@ export const layer = (api: DeerFlowApi) =>
                   if (purpose === "agent") {
                     byCaller.lead_agent += delta.total_tokens
                     lastInput = delta.input_tokens
+                    lastModel = delta.model
                   } else if (purpose === "subagent") byCaller.subagent += delta.total_tokens
                   else byCaller.middleware += delta.total_tokens
                 }
@@ -212,7 +236,7 @@ export const layer = (api: DeerFlowApi) =>
                 Object.entries(byModel).map(([name, m]) => [name, { tokens: m.tokens, runs: m.runs.size }])
               ),
               by_caller: byCaller,
-              context_usage: { token_count: lastInput, max_context_tokens: null, percentage: null }
+              context_usage: contextUsage(lastInput, windowOf(lastModel))
             })
           }))
         .handleRaw("runEvents", ({ path, urlParams }) =>
