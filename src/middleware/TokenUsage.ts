@@ -9,7 +9,8 @@
  * - subagent usage is rolled up: each ToolMessage just before the new response that carries
  *   `additional_kwargs.subagent_token_usage` and is not yet marked `subagent_token_usage_attributed` adds
  *   its tokens to the `usage_metadata` of the AI message that issued the call, is marked attributed (both are
- *   replaced by id, so a replayed checkpoint never counts twice), and is added to the totals;
+ *   replaced by id, so a replayed checkpoint never counts twice), and is added to the totals under the model the
+ *   subagent ran on (`subagent_model_name`; the lead's when it is not given);
  * - the response gets `additional_kwargs.token_usage_attribution = { version: 1, kind, shared_attribution,
  *   tool_call_ids, actions }`, the UI's label for the step (`todo_update`, `subagent_dispatch`, `tool_batch`,
  *   `final_answer`, `thinking`).
@@ -27,6 +28,7 @@ import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { AIMessage, JsonObject, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as SubagentStatus from "../state/SubagentStatus.js"
 import type { StateUpdate, TokenUsageDelta } from "../state/ThreadState.js"
 import * as HardStop from "./HardStop.js"
 import * as Middleware from "./Middleware.js"
@@ -278,8 +280,11 @@ export const rollUp = (messages: ReadonlyArray<Message>): RollUp => {
     if (toolMessage.type !== "tool" || toolMessage.tool_call_id === "") break
     const kwargs = toolMessage.additional_kwargs
     if (kwargs?.[SUBAGENT_ATTRIBUTED_KEY] === true) continue
-    const moved = normalizeUsage(kwargs?.[SUBAGENT_USAGE_KEY])
-    if (moved === undefined) continue
+    const usageOf = normalizeUsage(kwargs?.[SUBAGENT_USAGE_KEY])
+    if (usageOf === undefined) continue
+    // booked under the model the subagent ran on (`subagent_model_name`), not the lead's
+    const subagentModel = usageOf.model ?? nonBlank(kwargs?.[SubagentStatus.MODEL_NAME_KEY])
+    const moved = subagentModel === null ? usageOf : { ...usageOf, model: subagentModel }
     for (let j = i - 1; j >= 0; j--) {
       if (!issues(messages[j]!, toolMessage.tool_call_id)) continue
       const dispatch = (updated?.get(j) ?? messages[j]) as AIMessage

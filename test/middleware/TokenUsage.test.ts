@@ -218,7 +218,7 @@ describe("TokenUsage.layer", () => {
           Effect.succeed({
             message: M.tool("The subagent found 3 sources.", c.id, {
               name: "task",
-              additional_kwargs: { [TU.SUBAGENT_USAGE_KEY]: usage(4000, 600) }
+              additional_kwargs: { [TU.SUBAGENT_USAGE_KEY]: usage(4000, 600), subagent_model_name: "sub-model" }
             })
           })
       })
@@ -242,6 +242,11 @@ describe("TokenUsage.layer", () => {
       const result = out.state.messages.find((m) => m.type === "tool")!
       assert.isTrue(result.additional_kwargs?.[TU.SUBAGENT_ATTRIBUTED_KEY] === true)
       assert.deepStrictEqual(out.state.token_usage?.total, { ...usage(4300, 630), calls: 3 })
+      // the subagent's tokens are its model's, not the lead's (DeerFlow's by-model totals)
+      assert.deepStrictEqual(out.state.token_usage?.by_model, {
+        scripted: { ...usage(300, 30), calls: 2 },
+        "sub-model": { ...usage(4000, 600), calls: 1 }
+      })
     }).pipe(Harness.withStore))
 
   it.effect("disabled: no totals, no stamps", () =>
