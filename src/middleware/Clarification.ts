@@ -5,11 +5,11 @@
  *
  * Decided explicitly where DeerFlow is ambiguous (SPEC §1.1, §14 items 9 and 15): other tool calls of the same
  * response still run, then the run ends; non-interactive runs are not offered the tool, and a call made anyway is
- * answered that nobody is there while the run goes on.
+ * answered, in DeerFlow's words, that clarification is disabled, while the run goes on.
  *
  * Lenient at the model boundary, as DeerFlow is: `null` for optional arguments, options and fields encoded as
- * JSON strings, options as objects or as a dictionary parsed from XML-ish output, and kinds of question outside
- * the described list are all asked as meant; only a call without a question is refused.
+ * JSON strings, options as objects or as a dictionary parsed from XML-ish output, and any kind of question (or
+ * none) are all asked as meant; only a call without a question is refused (DeerFlow asks an empty one).
  */
 import { createHash } from "node:crypto"
 import * as Context from "effect/Context"
@@ -55,15 +55,15 @@ const stringList = (description: string, maxItems?: number) => ({
 })
 
 /**
- * The tool's arguments. Only `question` and `clarification_type` are checked strictly (and the type may be any
+ * The tool's arguments. Only `question` is checked strictly (`clarification_type` may be any value, read as
  * text); `context`, `options` and `fields` take whatever models send (null, JSON-encoded strings, objects) and are
  * normalised afterwards, while the JSON Schema the model sees describes their intended shape.
  */
 export const Arguments = Schema.Struct({
   question: Schema.String.annotations({ description: "The question to ask the user, one clear sentence." }),
-  clarification_type: Schema.String.annotations({
-    description: "What kind of clarification this is.",
-    jsonSchema: { enum: CLARIFICATION_TYPES }
+  // Any value is taken and read as DeerFlow's str() reads it (missing: missing_info); the model sees the five kinds.
+  clarification_type: Schema.Unknown.annotations({
+    jsonSchema: { type: "string", enum: CLARIFICATION_TYPES, description: "What kind of clarification this is." }
   }),
   context: Schema.optional(Schema.Unknown.annotations({
     jsonSchema: { type: "string", description: "Why you are asking: what you know so far." }
@@ -312,6 +312,25 @@ const coerceRequired = (value: unknown): boolean =>
 
 const isChoiceType = (type: FieldType) => type === "select" || type === "multi_select"
 
+/** A text's length in characters (code points), as Python's `len` counts it: an emoji is one, not two. */
+const chars = (text: string) => {
+  let n = 0
+  for (const _ of text) n++
+  return n
+}
+
+/** The `", "` and `": "` spaces Python's `json.dumps` writes and `JSON.stringify` does not, one byte each. */
+const pythonSeparators = (value: unknown): number => {
+  if (Array.isArray(value)) {
+    return value.reduce((n: number, v) => n + pythonSeparators(v), Math.max(0, value.length - 1))
+  }
+  if (isRecord(value)) {
+    const items = Object.values(value)
+    return items.reduce((n: number, v) => n + pythonSeparators(v), 2 * items.length - (items.length > 0 ? 1 : 0))
+  }
+  return 0
+}
+
 /**
  * A form from the model's `fields` (a list, or that list JSON-encoded in a string), or undefined when there is
  * none or anything about it is structurally wrong: the whole form is dropped, never half of it (DeerFlow).
@@ -325,16 +344,16 @@ export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefi
   for (const item of value) {
     if (!isRecord(item)) return undefined
     const name = typeof item.name === "string" ? item.name.trim() : ""
-    if (name === "" || name.length > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
+    if (name === "" || chars(name) > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
     names.add(name)
     const label = typeof item.label === "string" && item.label.trim() !== "" ? item.label.trim() : name
-    if (label.length > MAX_TEXT) return undefined
+    if (chars(label) > MAX_TEXT) return undefined
     let type = (typeof item.type === "string" && FIELD_TYPE_SET.has(item.type) ? item.type : "text") as FieldType
     const options = isChoiceType(type) ? normalizeOptions(item.options) : []
-    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => o.label.length > MAX_TEXT)) return undefined
+    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => chars(o.label) > MAX_TEXT)) return undefined
     if (isChoiceType(type) && options.length === 0) type = "text"
     const placeholder = typeof item.placeholder === "string" ? item.placeholder.trim() : ""
-    if (placeholder.length > MAX_TEXT) return undefined
+    if (chars(placeholder) > MAX_TEXT) return undefined
     fields.push({
       name,
       label,
@@ -344,7 +363,8 @@ export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefi
       ...(placeholder !== "" ? { placeholder } : {})
     })
   }
-  if (Buffer.byteLength(JSON.stringify(fields), "utf8") > MAX_FORM_BYTES) return undefined
+  // the size of the form as DeerFlow measures it: `json.dumps(fields, ensure_ascii=False)` in UTF-8
+  if (Buffer.byteLength(JSON.stringify(fields), "utf8") + pythonSeparators(fields) > MAX_FORM_BYTES) return undefined
   return fields
 }
 
@@ -360,20 +380,25 @@ const ICONS: Record<string, string> = {
   suggestion: "💡"
 }
 
-/** The structured request for a call. */
+/** The kind of a call as DeerFlow's `str(args.get("clarification_type", "missing_info"))` reads it. */
+const clarificationType = (raw: unknown): string =>
+  raw === undefined ? "missing_info" : pythonStr(raw) ?? "missing_info"
+
+/**
+ * The structured request for a call. Its id is `clarification:{tool call id}`, or without one, as DeerFlow's,
+ * the first 16 hex digits of the SHA-256 of the question's text as shown (`display`).
+ */
 export const request = (args: Arguments, toolCallId: string | undefined): HumanInputRequest => {
   const fields = normalizeFields(args.fields)
   const options = fields === undefined ? normalizeOptions(args.options) : []
   const context = contextText(args.context)
-  const id = toolCallId && toolCallId.trim() !== ""
-    ? `clarification:${toolCallId}`
-    : `clarification:${createHash("sha256").update(args.question).digest("hex").slice(0, 16)}`
-  return {
+  const id = toolCallId && toolCallId.trim() !== "" ? `clarification:${toolCallId}` : undefined
+  const req: HumanInputRequest = {
     version: fields !== undefined ? 2 : 1,
     kind: "human_input_request",
     source: "ask_clarification",
-    request_id: id,
-    clarification_type: args.clarification_type,
+    request_id: id ?? "",
+    clarification_type: clarificationType(args.clarification_type),
     question: args.question.trim(),
     input_mode: fields !== undefined ? "form" : options.length > 0 ? "choice_with_other" : "free_text",
     ...(toolCallId ? { tool_call_id: toolCallId } : {}),
@@ -381,6 +406,8 @@ export const request = (args: Arguments, toolCallId: string | undefined): HumanI
     ...(fields !== undefined ? { fields } : {}),
     ...(options.length > 0 ? { options: options.map((o, i) => ({ id: `option-${i + 1}`, ...o })) } : {})
   }
+  if (id !== undefined) return req
+  return { ...req, request_id: `clarification:${createHash("sha256").update(display(req)).digest("hex").slice(0, 16)}` }
 }
 
 /**
@@ -454,8 +481,10 @@ export const isAnswer = Schema.is(Schema.Struct({ human_input_response: HumanInp
 // ---------------------------------------------------------------------------------------------------------
 // The middleware
 
-const NOBODY_THERE = "Nobody can answer questions in this run (it is not interactive). Do not wait for a reply: " +
-  "make the most reasonable assumption, say clearly which assumption you made, and continue the task."
+/** DeerFlow's words (its tests pin "disabled" and "proceed"). */
+export const DISABLED = "Clarification is disabled in this context — the human is not present to answer " +
+  "synchronously. Do not ask for confirmation. Proceed with your best judgment, carry out the requested action, " +
+  "and state any assumptions you made in your final response."
 
 /**
  * The `ask_clarification` tool. In a run whose options say it is not interactive (nobody can answer), the call
@@ -471,7 +500,7 @@ export const tool: Tool.Tool<Arguments> = Tool.make({
     Effect.flatMap(RunContext, (context) => {
       if (context.options.nonInteractive === true) {
         return Effect.succeed({
-          message: M.tool(NOBODY_THERE, call.id, { id: `clarification:${call.id}`, name: TOOL_NAME, status: "success" })
+          message: M.tool(DISABLED, call.id, { id: `clarification:${call.id}`, name: TOOL_NAME, status: "success" })
         })
       }
       const req = request(args, call.id)

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as FC from "effect/FastCheck"
 import * as Schema from "effect/Schema"
@@ -92,6 +93,22 @@ describe("Clarification helpers", () => {
     assert.isUndefined(Clarification.normalizeFields(null))
   })
 
+  // DeerFlow test_serialized_fields_over_byte_budget_degrade_whole_form, test_overlong_field_text_degrades_whole_form:
+  // its limits measured as it measures them (json.dumps writes ", " and ": "; len counts characters, not UTF-16)
+  it("a form's limits are DeerFlow's measures: json.dumps bytes, characters not UTF-16 units", () => {
+    const form = (n: number) =>
+      ["f0", "f1"].map((name) => ({
+        name,
+        type: "select",
+        options: Array.from({ length: 24 }, (_, j) => `${j}`.padStart(n, "x"))
+      }))
+    // 16,351 bytes as JSON.stringify writes it, 16,656 as json.dumps does: over the 16,384 budget
+    assert.isUndefined(Clarification.normalizeFields(form(147)))
+    assert.isDefined(Clarification.normalizeFields(form(144)))
+    assert.isDefined(Clarification.normalizeFields([{ name: "mood", label: "😀".repeat(200) }]))
+    assert.isUndefined(Clarification.normalizeFields([{ name: "mood", label: "😀".repeat(201) }]))
+  })
+
   it("the tool's schema describes the form's fields, so models need not guess their shape", () => {
     const parameters = Tool.definition(Clarification.tool).parameters as any
     assert.deepStrictEqual(parameters.required, ["question", "clarification_type"])
@@ -138,7 +155,9 @@ describe("Clarification helpers", () => {
     assert.strictEqual(req.input_mode, "choice_with_other")
     assert.strictEqual(Clarification.display(req), "🔀 Two formats fit.\n\nWhich format?\n\n  1. CSV\n  2. JSON")
     const free = Clarification.request({ question: "Name?", clarification_type: "missing_info" }, "")
-    assert.match(free.request_id, /^clarification:[0-9a-f]{16}$/)
+    // without a call id, DeerFlow's: the hash of the text shown
+    const digest = createHash("sha256").update("❓ Name?").digest("hex").slice(0, 16)
+    assert.strictEqual(free.request_id, `clarification:${digest}`)
     assert.strictEqual(free.input_mode, "free_text")
     assert.strictEqual(Clarification.display(free), "❓ Name?")
   })
@@ -278,7 +297,11 @@ describe("Clarification in a run", () => {
         middlewares: () => [Clarification.layer()]
       })
       assert.strictEqual(o.end.stop_reason, "completed")
-      assert.match(M.text(o.state.messages[2]!), /Nobody can answer/)
+      // DeerFlow test_disabled_message_tells_agent_to_proceed: its words, which say "disabled" and "proceed"
+      assert.strictEqual(M.text(o.state.messages[2]!), Clarification.DISABLED)
+      assert.match(M.text(o.state.messages[2]!), /^Clarification is disabled in this context/)
+      assert.include(M.text(o.state.messages[2]!).toLowerCase(), "proceed")
+      assert.isUndefined((o.state.messages[2] as M.ToolMessage).artifact)
       assert.strictEqual(M.text(o.state.messages[3]!), "Assuming CSV.")
     }).pipe(H.withStore))
 
@@ -300,6 +323,28 @@ describe("Clarification in a run", () => {
       assert.strictEqual(req.input_mode, "free_text")
       assert.isUndefined(req.context)
       assert.strictEqual(M.text(o.state.messages[2]!), "❓ Which environment?")
+    }).pipe(H.withStore))
+
+  // DeerFlow test_unhashable_clarification_type_does_not_crash: a kind that is not text is still asked
+  it.effect("a kind of question that is not text, or none, is asked all the same (as DeerFlow's str() reads it)", () =>
+    Effect.gen(function*() {
+      const asked = (args: Record<string, unknown>) =>
+        Effect.map(
+          H.run({
+            script: [{ toolCalls: [{ name: "ask_clarification", args: { question: "q?", ...args }, id: "c1" }] }],
+            middlewares: () => [Clarification.layer()]
+          }),
+          (o) => ({ o, req: o.end.interrupt as Clarification.HumanInputRequest })
+        )
+      const list = yield* asked({ clarification_type: [], fields: [{ name: "amount", type: [] }] })
+      assert.strictEqual(list.o.end.status, "interrupted")
+      assert.strictEqual(list.req.input_mode, "form")
+      assert.strictEqual(list.req.clarification_type, "[]")
+      assert.strictEqual(list.req.fields?.[0]?.type, "text")
+      assert.match(M.text(list.o.state.messages.at(-1)!), /^❓ q\?/)
+      const missing = yield* asked({})
+      assert.strictEqual(missing.o.end.status, "interrupted")
+      assert.strictEqual(missing.req.clarification_type, "missing_info")
     }).pipe(H.withStore))
 
   it.effect("options as objects or a JSON-quoted string, fields as a JSON string: all asked as meant", () =>
