@@ -22,7 +22,7 @@ import * as H from "../support/harness.js"
 /** A provider that hands out one sandbox per thread and records what happens. */
 const fakeProvider = () => {
   const live = new Map<string, Sandbox>()
-  const log = { acquired: [] as Array<string>, released: [] as Array<string>, currentCalls: 0 }
+  const log = { acquired: [] as Array<string>, released: [] as Array<string>, currentCalls: 0, acquireCalls: 0 }
   const make = (threadId: string, userId: string): Sandbox => {
     const unused = Effect.die("not used in this test")
     return {
@@ -45,6 +45,7 @@ const fakeProvider = () => {
   const service = SandboxProvider.of({
     acquire: (threadId, userId) =>
       Effect.sync(() => {
+        log.acquireCalls++
         let sandbox = live.get(threadId)
         if (sandbox === undefined) {
           sandbox = make(threadId, userId)
@@ -147,6 +148,21 @@ describe("Sandbox middleware", () => {
         .pipe(Effect.provide(fake.layer))
       assert.deepStrictEqual(outcome.state.sandbox, { sandbox_id: "fake:default:test-thread" })
       assert.deepStrictEqual(fake.log.released, ["fake:default:test-thread"])
+    }).pipe(H.withStore))
+
+  // DeerFlow test_sandbox_middleware.py::test_abefore_agent_uses_async_provider_acquire (the run's thread and user)
+  // and test_abefore_agent_delegates_to_super_when_not_acquiring (a bound thread acquires nothing more)
+  it.effect("acquires before the run for the run's thread and user, unless the thread is already bound", () =>
+    Effect.gen(function*() {
+      const fake = fakeProvider()
+      const eager = () => [SandboxMW.layer({ lazyInit: false })]
+      const first = yield* H.run({ script: ["hi"], threadId: "thread-2", userId: "owner-2", middlewares: eager })
+        .pipe(Effect.provide(fake.layer))
+      assert.deepStrictEqual(first.state.sandbox, { sandbox_id: "fake:owner-2:thread-2" })
+      yield* H.run({ script: ["hi"], threadId: "thread-2", userId: "owner-2", middlewares: eager })
+        .pipe(Effect.provide(fake.layer))
+      assert.strictEqual(fake.log.acquireCalls, 1)
+      assert.deepStrictEqual(fake.log.released, ["fake:owner-2:thread-2", "fake:owner-2:thread-2"])
     }).pipe(H.withStore))
 
   it.effect("releases the sandbox when the run fails", () =>

@@ -68,6 +68,22 @@ describe("ThreadData middleware", () => {
       assert.strictEqual(outcome.requests[0]!.messages[0]!.name, "user-input")
     }).pipe(H.withStore))
 
+  // DeerFlow test_thread_data_middleware.py::test_before_agent_uses_runtime_user_bucket
+  it.effect("puts the thread's directories under the run's user", () =>
+    Effect.gen(function*() {
+      const home = tempHome()
+      const outcome = yield* H.run({
+        script: ["ok"],
+        threadId: "thread-123",
+        userId: "runtime-user",
+        middlewares: () => [ThreadData.layer()]
+      }).pipe(withHome(home))
+      assert.strictEqual(
+        outcome.state.thread_data?.workspace_path,
+        `${home}/users/runtime-user/threads/thread-123/user-data/workspace`
+      )
+    }).pipe(H.withStore))
+
   it.effect("creates the directories when not lazy", () =>
     Effect.gen(function*() {
       const home = tempHome()

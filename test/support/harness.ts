@@ -37,6 +37,8 @@ export interface RunSpec<R> {
   /** Outermost first, as in LeadAgent. A function, because layers must be fresh for every run. */
   readonly middlewares?: () => ReadonlyArray<Middleware<R, any>>
   readonly threadId?: string
+  /** The run's user (default: `default`). */
+  readonly userId?: string
   readonly input?: ReadonlyArray<Message> | string
   readonly systemPrompt?: string
   readonly options?: RunInput["options"]
@@ -52,7 +54,7 @@ export const run = <R = never>(spec: RunSpec<R>) =>
     const threadId = spec.threadId ?? "test-thread"
     const input = typeof spec.input === "string" ? [M.human(spec.input)] : spec.input ?? [M.human("hello")]
     const end = yield* Run.execute(
-      { threadId, input, systemPrompt: spec.systemPrompt, options: spec.options },
+      { threadId, userId: spec.userId, input, systemPrompt: spec.systemPrompt, options: spec.options },
       MW.stack(spec.middlewares?.() ?? [], MW.base(model, Toolkit.make(spec.tools ?? []))),
       (event) => events.push(event)
     )
