@@ -23,6 +23,7 @@ import { Interrupt } from "../services/ToolService.js"
 import type { HumanMessage, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Json from "../state/Json.js"
+import { charLength } from "./internal/Synopsis.js"
 import * as Chain from "./Chain.js"
 
 export const TOOL_NAME = "ask_clarification"
@@ -312,25 +313,6 @@ const coerceRequired = (value: unknown): boolean =>
 
 const isChoiceType = (type: FieldType) => type === "select" || type === "multi_select"
 
-/** A text's length in characters (code points), as Python's `len` counts it: an emoji is one, not two. */
-const chars = (text: string) => {
-  let n = 0
-  for (const _ of text) n++
-  return n
-}
-
-/** The `", "` and `": "` spaces Python's `json.dumps` writes and `JSON.stringify` does not, one byte each. */
-const pythonSeparators = (value: unknown): number => {
-  if (Array.isArray(value)) {
-    return value.reduce((n: number, v) => n + pythonSeparators(v), Math.max(0, value.length - 1))
-  }
-  if (isRecord(value)) {
-    const items = Object.values(value)
-    return items.reduce((n: number, v) => n + pythonSeparators(v), 2 * items.length - (items.length > 0 ? 1 : 0))
-  }
-  return 0
-}
-
 /**
  * A form from the model's `fields` (a list, or that list JSON-encoded in a string), or undefined when there is
  * none or anything about it is structurally wrong: the whole form is dropped, never half of it (DeerFlow).
@@ -344,16 +326,16 @@ export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefi
   for (const item of value) {
     if (!isRecord(item)) return undefined
     const name = typeof item.name === "string" ? item.name.trim() : ""
-    if (name === "" || chars(name) > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
+    if (name === "" || charLength(name) > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
     names.add(name)
     const label = typeof item.label === "string" && item.label.trim() !== "" ? item.label.trim() : name
-    if (chars(label) > MAX_TEXT) return undefined
+    if (charLength(label) > MAX_TEXT) return undefined
     let type = (typeof item.type === "string" && FIELD_TYPE_SET.has(item.type) ? item.type : "text") as FieldType
     const options = isChoiceType(type) ? normalizeOptions(item.options) : []
-    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => chars(o.label) > MAX_TEXT)) return undefined
+    if (options.length > MAX_FIELD_OPTIONS || options.some((o) => charLength(o.label) > MAX_TEXT)) return undefined
     if (isChoiceType(type) && options.length === 0) type = "text"
     const placeholder = typeof item.placeholder === "string" ? item.placeholder.trim() : ""
-    if (chars(placeholder) > MAX_TEXT) return undefined
+    if (charLength(placeholder) > MAX_TEXT) return undefined
     fields.push({
       name,
       label,
@@ -363,8 +345,9 @@ export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefi
       ...(placeholder !== "" ? { placeholder } : {})
     })
   }
-  // the size of the form as DeerFlow measures it: `json.dumps(fields, ensure_ascii=False)` in UTF-8
-  if (Buffer.byteLength(JSON.stringify(fields), "utf8") + pythonSeparators(fields) > MAX_FORM_BYTES) return undefined
+  // the size of the form as DeerFlow measures it: `json.dumps(fields, ensure_ascii=False)` in UTF-8 (the order of
+  // the keys does not change it)
+  if (Buffer.byteLength(Json.pythonDumps(fields), "utf8") > MAX_FORM_BYTES) return undefined
   return fields
 }
 

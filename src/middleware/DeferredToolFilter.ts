@@ -19,6 +19,7 @@ import type { Promoted } from "../state/ThreadState.js"
 import * as M from "../state/Message.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
+import * as Json from "../state/Json.js"
 import * as Chain from "./Chain.js"
 
 export const TOOL_NAME = "tool_search"
@@ -33,20 +34,11 @@ export const functionSchema = (tool: ToolDefinition) => ({
   parameters: tool.parameters
 })
 
-// Python's `json.dumps(..., sort_keys=True, ensure_ascii=False)`: the same text DeerFlow hashes.
-const canonical = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map(canonical).join(", ")}]`
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${canonical(v)}`).join(", ")}}`
-}
-
 /** The catalog hash: the first 16 hex digits of sha256 over the sorted `(name, schema)` list (SPEC §7.14). */
 export const catalogHash = (tools: ReadonlyArray<ToolDefinition>): string => {
   const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  const blob = canonical(sorted.map((tool) => ({ name: tool.name, schema: functionSchema(tool) })))
+  // (the same text DeerFlow hashes)
+  const blob = Json.pythonDumps(sorted.map((tool) => ({ name: tool.name, schema: functionSchema(tool) })))
   return createHash("sha256").update(blob, "utf8").digest("hex").slice(0, 16)
 }
 

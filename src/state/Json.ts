@@ -139,3 +139,16 @@ export const objectEnd = (text: string, start: number): number | undefined => {
   }
   return undefined
 }
+
+/**
+ * The text of Python's `json.dumps(value, sort_keys=True, ensure_ascii=False)`: `", "` and `": "` between items,
+ * keys in order, characters as they are. DeerFlow hashes such text and measures sizes by it.
+ */
+export const pythonDumps = (value: unknown): string => {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  if (Array.isArray(value)) return `[${value.map(pythonDumps).join(", ")}]`
+  const entries = Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${pythonDumps(v)}`).join(", ")}}`
+}
