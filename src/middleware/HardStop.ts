@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import type { ModelError, ModelRequest, ModelResponse } from "../services/ModelService.js"
 import type { AIMessage, HumanMessage, JsonObject } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import type * as Hooks from "./internal/ModelHooks.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Hard stop
@@ -143,13 +144,12 @@ export interface WarningQueue {
     next: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError, R>
   ) => Effect.Effect<ModelResponse, ModelError, R>
   /**
-   * `inject` as model hooks (`Middleware.ModelHooks`): `before` appends the queued warnings (the same request
-   * when none is queued), `after` removes exactly the warnings its request carried once the call succeeded.
+   * `inject` as model hooks (`Middleware.ModelHooks`) for the thread's calls, internal ones passing untouched:
+   * `before` appends the queued warnings (the same request when none is queued), `after` removes exactly the
+   * warnings its request carried once the call succeeded, then answers what `then` makes of the response (the
+   * guard's own after_model, which may queue new warnings).
    */
-  readonly hooks: {
-    readonly before: (request: ModelRequest) => ModelRequest
-    readonly after: (response: ModelResponse, request: ModelRequest, sent: ModelRequest) => ModelResponse
-  }
+  readonly hooks: (then: (response: ModelResponse) => Hooks.Now<ModelResponse>) => Hooks.Hooks
 }
 
 /**
@@ -182,6 +182,10 @@ export const warningQueue = (name: string, max = 4): WarningQueue => {
       const sent = before(request)
       return sent === request ? next(request) : Effect.map(next(sent), (response) => after(response, request, sent))
     },
-    hooks: { before, after }
+    hooks: (then) => ({
+      before: (request) => request.internal !== undefined ? request : before(request),
+      after: (response, request, sent) =>
+        request.internal !== undefined ? response : then(after(response, request, sent))
+    })
   }
 }

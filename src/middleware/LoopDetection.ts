@@ -309,13 +309,8 @@ export const layer = (config: LoopDetectionConfig = defaultConfig()): Middleware
       const stopped = HardStop.replaceMessage(response, HardStop.hardStop(response.message, verdict.stop))
       return Effect.as(context.setStopReason("loop_capped"), stopped)
     }
-    const { before, after } = queue.hooks
     return {
-      modelHooks: {
-        before: (request) => request.internal !== undefined ? request : before(request),
-        after: (response, request, sent) =>
-          request.internal !== undefined ? response : afterModel(after(response, request, sent))
-      }
+      modelHooks: queue.hooks(afterModel)
     }
   }))
 }

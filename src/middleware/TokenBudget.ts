@@ -168,13 +168,8 @@ export const layer = (config: TokenBudgetConfig = defaultConfig()): Middleware.M
         return response
       })
 
-    const { before, after } = queue.hooks
     return {
-      modelHooks: {
-        before: (request) => request.internal !== undefined ? request : before(request),
-        after: (response, request, sent) =>
-          request.internal !== undefined ? response : afterModel(after(response, request, sent))
-      }
+      modelHooks: queue.hooks(afterModel)
     } satisfies Middleware.Wrappers
   }))
 }
