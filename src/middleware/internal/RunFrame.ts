@@ -288,8 +288,8 @@ export const perRunLayer = <E, R>(
       Effect.withFiberRuntime((fiber) => {
         const w = wrappersOf(fiber as RunFiber)
         if (w === undefined) return outside
-        const wrap = modelWrapper(w)
-        return wrap === undefined ? next(request) : wrap(next)(request)
+        if (w.model !== undefined) return w.model(request, next)
+        return w.modelHooks === undefined ? next(request) : ModelHooks.over(w.modelHooks, next)(request)
       })
     const call: ToolNext = (call) =>
       Effect.withFiberRuntime((fiber) => {

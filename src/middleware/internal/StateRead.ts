@@ -37,7 +37,7 @@ export const atOnce = <A, E, R>(
 ): A | Effect.Effect<A, E, R> => {
   const read = (state as Readable)[current]
   if (read !== undefined) return f(read())
-  return Effect.flatMap(state.get, (s) => {
+  return withState(state, (s) => {
     const out = f(s)
     return Effect.isEffect(out) ? out : Effect.succeed(out)
   })
