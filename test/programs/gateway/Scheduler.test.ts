@@ -425,6 +425,31 @@ describe("the scheduler on TestClock", () => {
       assert.deepStrictEqual((yield* store.runs("report", 10, 0)).map((r) => r.status), ["success"])
     }))
 
+  it.scoped("a run recorded going whose process stopped before counting it is counted when another records its end", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const store = yield* sqliteStore(Path.join(Support.tempDir("antler-sched-"), "antler.sqlite"))
+      yield* store.create(task("report", "cron", { cron: "0 9 * * *" }, T0))
+      const admitted = admittedRun("task-run-counted", "report", T0, "manual")
+      assert.isTrue(yield* store.addRun(admitted))
+      const { end, launcher, started } = yield* recording
+      // the process that admitted it started it and recorded the run going, then stopped before the task's write
+      yield* launcher.start(yield* get(store, "report"), Scheduler.launchIds(admitted.id))
+      const first = yield* Queue.take(started)
+      yield* store.updateRun(admitted.id, {
+        status: "running",
+        run_id: first.runId,
+        thread_id: "thread-1",
+        started_at: new Date(T0).toISOString()
+      })
+      assert.strictEqual((yield* get(store, "report")).run_count, 0)
+      const { scheduler } = yield* schedulerOn(store, launcher)
+      yield* end(first.runId)
+      yield* scheduler.tick
+      assert.deepStrictEqual((yield* store.runs("report", 10, 0)).map((r) => r.status), ["success"])
+      assert.strictEqual((yield* get(store, "report")).run_count, 1)
+    }))
+
   it.scoped("one user's tasks have at most maxActivePerUser runs going; another user's are not held by them", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(T0)

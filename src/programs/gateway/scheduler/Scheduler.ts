@@ -166,13 +166,17 @@ export const make = (launcher: Launcher, options: Options = {}) =>
     const now = Clock.currentTimeMillis
 
     /** Records on the task the end of its last run (a `once` task ends with it). */
+    // (`run_count` again: the process that launched the run may have stopped before it recorded the count, and the
+    // run's end is then recorded by another, which must not leave the task ended with no run counted)
     const ended = (task: Task, outcome: Pick<Outcome, "error"> & { readonly status: string }, at: string) =>
-      store.update(task.id, task.user_id, {
-        last_error: outcome.status === "success" ? null : outcome.error,
-        ...(task.schedule_type === "once" && task.status === "running"
-          ? { status: outcome.status === "success" ? "completed" : "failed" }
-          : {})
-      }, at)
+      Effect.flatMap(store.launched(task.id), (count) =>
+        store.update(task.id, task.user_id, {
+          last_error: outcome.status === "success" ? null : outcome.error,
+          run_count: count,
+          ...(task.schedule_type === "once" && task.status === "running"
+            ? { status: outcome.status === "success" ? "completed" : "failed" }
+            : {})
+        }, at))
 
     /**
      * Records a run's end, and then the task's (a `once` task's end with it): a client that sees the task ended
