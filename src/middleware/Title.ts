@@ -16,6 +16,7 @@ import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Chain from "./Chain.js"
 import { isGenuineUserMessage } from "./InputSanitization.js"
+import { headChars } from "./internal/Synopsis.js"
 
 /**
  * Fills a prompt template as Python's `str.format` does for DeerFlow's three fields (`{max_words}`, `{user_msg}`,
@@ -48,13 +49,6 @@ export const formatPrompt = (template: string, fields: Readonly<Record<string, s
     }
   }
   return out
-}
-
-/** The first `max` characters (code points, as DeerFlow's Python slicing counts them: never half an emoji). */
-const headChars = (text: string, max: number): string => {
-  if (text.length <= max) return text
-  const chars = Array.from(text)
-  return chars.length <= max ? text : chars.slice(0, Math.max(0, max)).join("")
 }
 
 /** Text without the `<think>…</think>` blocks reasoning models write into their answer. */

@@ -53,6 +53,13 @@ export const joinChars = (chars: Chars, start: number, end?: number): string => 
   return typeof part === "string" ? part : part.join("")
 }
 
+/** The first `max` characters (code points, as Python's slicing counts them: never half an emoji). */
+export const headChars = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const chars = charsOf(text)
+  return chars.length <= max ? text : joinChars(chars, 0, Math.max(0, max))
+}
+
 const clip = (text: string, limit: number) => {
   if (limit <= 0) return ""
   if (text.length <= limit) return text
