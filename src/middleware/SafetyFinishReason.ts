@@ -45,9 +45,17 @@ export interface Detector {
   readonly detect: (message: AIMessage) => SafetyTermination | undefined
 }
 
+/** Python's truthiness, as DeerFlow's `if filter_results:` reads it: no empty objects, arrays or zeros. */
+const truthy = (value: unknown): boolean =>
+  Array.isArray(value)
+    ? value.length > 0
+    : typeof value === "object" && value !== null
+    ? Object.keys(value).length > 0
+    : value !== undefined && value !== null && value !== false && value !== "" && value !== 0
+
 const extrasFrom = (message: AIMessage, key: string): JsonObject => {
   const value = message.response_metadata?.[key]
-  return value === undefined || value === null || value === false || value === "" ? {} : { [key]: value }
+  return truthy(value) ? { [key]: value! } : {}
 }
 
 const lower = (s: string) => s.toLowerCase()

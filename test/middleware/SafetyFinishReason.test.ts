@@ -51,6 +51,16 @@ describe("SafetyFinishReason detectors", () => {
     assert.isUndefined(S.detect(shadowed, defaults))
   })
 
+  // DeerFlow's detectors keep content_filter_results / safety_ratings only when truthy (`if filter_results:`)
+  it("empty Azure filter results or Gemini ratings are not kept as extras", () => {
+    for (const [finish, key] of [["content_filter", "content_filter_results"], ["SAFETY", "safety_ratings"]]) {
+      for (const empty of [{}, [], 0]) {
+        const hit = S.detect(withMeta({ finish_reason: finish, [key!]: empty }), defaults)
+        assert.deepStrictEqual(hit?.extras, {}, `${key}: ${JSON.stringify(empty)}`)
+      }
+    }
+  })
+
   it("a detector that throws counts as no hit", () => {
     const broken: S.Detector = { name: "broken", detect: () => { throw new Error("bug") } }
     const hit = S.detect(withMeta({ stop_reason: "refusal" }), [broken, ...defaults])
