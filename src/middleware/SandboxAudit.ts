@@ -23,7 +23,9 @@
  *    `sh|bash|… -c` wherever the shell appears (`xargs sh -c`, `find -exec bash -c`, `$SHELL -c`), of
  *    `eval`, `su -c`, `env -S`, `trap`, `watch` and `alias`; what a shell or `source` reads from a heredoc,
  *    a here-string or a process substitution that prints code; what a substitution in command position
- *    prints. The most severe verdict of all the parts wins: one part that is blocked alone blocks the whole.
+ *    prints. Code handed to Python, Perl, Ruby, Node or PHP (`-c`/`-e`/`-r` strings, heredocs, here-strings)
+ *    cannot be lexed as shell and is checked as text against the rules, as DeerFlow checks every command.
+ *    The most severe verdict of all the parts wins: one part that is blocked alone blocks the whole.
  * If a quote or substitution does not close, or bash could read the text two ways (`$((…))` that is not
  * arithmetic), the raw command is checked as one part as well (fail closed).
  */
@@ -410,6 +412,39 @@ export const scriptsOf = (part: Part): Array<string> => {
   return scripts
 }
 
+/** Interpreters of other languages than shell, with the flags that hand them code as an argument. */
+const CODE_FLAGS: ReadonlyArray<readonly [RegExp, ReadonlySet<string>]> = [
+  [/^python[\d.]*$/, new Set(["-c"])],
+  [/^perl[\d.]*$/, new Set(["-e", "-E"])],
+  [/^ruby[\d.]*$/, new Set(["-e"])],
+  [/^node(?:js)?$/, new Set(["-e", "--eval", "-p", "--print"])],
+  [/^php[\d.]*$/, new Set(["-r"])]
+]
+
+/**
+ * The code a part hands to an interpreter of another language (Python, Perl, Ruby, Node, PHP): its code-string
+ * argument (`python3 -c …`, `perl -e …`), or the heredoc or here-string it reads. It cannot be lexed as shell,
+ * so it is checked as text, as DeerFlow checks every command: `python3 <<EOF` with `os.system("cat /etc/shadow")`
+ * in it is blocked.
+ */
+export const interpreterCodeOf = (part: Part): Array<string> => {
+  const code: Array<string> = []
+  const words = part.words
+  for (let k = 0; k < words.length; k++) {
+    const word = words[k]!
+    if (word.redirect !== undefined) continue
+    const flags = CODE_FLAGS.find(([name]) => name.test(basename(word.value)))?.[1]
+    if (flags === undefined) continue
+    const script = optionValue(words, k + 1, flags, true)
+    if (script !== undefined) code.push(script)
+    else {
+      for (const doc of part.heredocs) code.push(doc.body)
+      for (const w of words) if (w.redirect === "<<<") code.push(w.value)
+    }
+  }
+  return code
+}
+
 const classifyText = (command: string, depth: number): Finding => classifyLexed(lex(command), depth)
 
 const checkPart = (part: Part, depth: number): Finding => {
@@ -425,6 +460,10 @@ const checkPart = (part: Part, depth: number): Finding => {
   }
   for (const script of scriptsOf(part)) {
     finding = worse(finding, nested(script, depth))
+    if (finding.verdict === "block") return finding
+  }
+  for (const code of interpreterCodeOf(part)) {
+    finding = worse(finding, classifyRawText(code))
     if (finding.verdict === "block") return finding
   }
   const medium = firstMatch(MEDIUM_RISK, text)

