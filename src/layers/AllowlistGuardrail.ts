@@ -40,15 +40,18 @@ export const NAMES: ReadonlyArray<string> = [
 /** Whether a `use` value names the built-in allowlist provider. */
 export const isAllowlist = (use: string): boolean => NAMES.includes(use.trim())
 
-/** Decides one tool name against the lists (pure). The allowlist is checked first, as in DeerFlow. */
+/**
+ * Decides one tool name against the lists (pure). The allowlist is checked first, as in DeerFlow; either list
+ * denies with `oap.tool_not_allowed` and DeerFlow's reason.
+ */
 export const decide = (options: AllowlistOptions, toolName: string): Guardrail.GuardrailDecision => {
   const allowed = options.allowed_tools
   if (allowed !== undefined && allowed !== null && !allowed.includes(toolName)) {
-    return Guardrail.deny(Guardrail.TOOL_NOT_ALLOWED, `tool '${toolName}' is not on the allowlist`)
+    return Guardrail.deny(Guardrail.TOOL_NOT_ALLOWED, `tool '${toolName}' not in allowlist`)
   }
   const denied = options.denied_tools
   if (denied !== undefined && denied !== null && denied.includes(toolName)) {
-    return Guardrail.deny(Guardrail.TOOL_DENIED, `tool '${toolName}' is on the denylist`)
+    return Guardrail.deny(Guardrail.TOOL_NOT_ALLOWED, `tool '${toolName}' is denied`)
   }
   return Guardrail.allow
 }

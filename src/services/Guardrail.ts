@@ -46,10 +46,8 @@ export type GuardrailDecision = typeof GuardrailDecision.Type
 export const EVALUATOR_ERROR = "oap.evaluator_error"
 /** The reason code of a denial that carried no reason. */
 export const DENIED = "oap.denied"
-/** The reason code of a tool missing from an allowlist. */
+/** The reason code of a tool missing from an allowlist, or on a denylist (one code for both, as DeerFlow's). */
 export const TOOL_NOT_ALLOWED = "oap.tool_not_allowed"
-/** The reason code of a tool on a denylist. */
-export const TOOL_DENIED = "oap.tool_denied"
 
 /** The provider could not decide (its backend failed, timed out, answered nonsense). */
 export class GuardrailError extends Schema.TaggedError<GuardrailError>()("GuardrailError", {

@@ -38,8 +38,9 @@ describe("AllowlistGuardrail", () => {
     assert.strictEqual(code({ allowed_tools: ["read_file"] }, "read_file"), "allow")
     assert.strictEqual(code({ allowed_tools: ["read_file"] }, "bash"), Guardrail.TOOL_NOT_ALLOWED)
     assert.strictEqual(code({ allowed_tools: [] }, "read_file"), Guardrail.TOOL_NOT_ALLOWED)
-    assert.strictEqual(code({ denied_tools: ["bash"] }, "bash"), Guardrail.TOOL_DENIED)
-    assert.strictEqual(code({ allowed_tools: ["bash"], denied_tools: ["bash"] }, "bash"), Guardrail.TOOL_DENIED)
+    // DeerFlow's test_guardrail_middleware::test_denied_tools: a denylisted tool is oap.tool_not_allowed too
+    assert.strictEqual(code({ denied_tools: ["bash", "write_file"] }, "bash"), "oap.tool_not_allowed")
+    assert.strictEqual(code({ allowed_tools: ["bash"], denied_tools: ["bash"] }, "bash"), "oap.tool_not_allowed")
     assert.strictEqual(code({ allowed_tools: null, denied_tools: null }, "bash"), "allow")
   })
 

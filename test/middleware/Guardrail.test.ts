@@ -68,8 +68,8 @@ describe("Guardrail middleware", () => {
       const text = M.text(bash!)
       assert.match(text, /^Guardrail denied: /)
       assert.include(text, "'bash'")
-      assert.include(text, "(oap.tool_denied)")
-      assert.include(text, "tool 'bash' is on the denylist")
+      assert.include(text, "(oap.tool_not_allowed)")
+      assert.include(text, "tool 'bash' is denied")
       // The denial is audited.
       const [event] = guardrailEvents(outcome)
       assert.deepInclude(event, {
@@ -77,7 +77,7 @@ describe("Guardrail middleware", () => {
         tool_name: "bash",
         tool_call_id: "c2",
         allow: false,
-        reason_codes: ["oap.tool_denied"],
+        reason_codes: ["oap.tool_not_allowed"],
         provider_error: false
       })
       assert.strictEqual(outcome.end.status, "success")
