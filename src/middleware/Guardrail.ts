@@ -118,8 +118,8 @@ const audit = (
     user_role: request.user_role,
     allow: decision.allow,
     policy_id: decision.policy_id ?? null,
-    reason_codes: decision.reasons.map((r) => r.code),
-    reason_messages: decision.reasons.map((r) => r.message.slice(0, 500)),
+    reason_codes: decision.reasons.flatMap((r) => (r.code ? [r.code] : [])),
+    reason_messages: decision.reasons.flatMap((r) => (r.message ? [r.message.slice(0, 500)] : [])),
     fail_closed: failClosed,
     provider_error: providerError
   }

@@ -4,6 +4,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as AllowlistGuardrail from "../../src/layers/AllowlistGuardrail.js"
 import * as GuardrailMiddleware from "../../src/middleware/Guardrail.js"
+import * as RunJournal from "../../src/programs/gateway/RunJournal.js"
 import * as Guardrail from "../../src/services/Guardrail.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
@@ -192,6 +193,53 @@ describe("Guardrail middleware", () => {
       const text = M.text(toolMessages(outcome)[0]!)
       assert.include(text, "(oap.denied)")
       assert.include(text, "blocked by guardrail policy")
+    }).pipe(H.withStore))
+
+  // DeerFlow's test_denied_tool_records_guardrail_event / test_fail_open_provider_error_records_guardrail_event...
+  it.effect("the run journal keeps a middleware:guardrail record of each denial: no arguments, no identity", () =>
+    Effect.gen(function*() {
+      const { provider } = recording((request) =>
+        Effect.succeed(
+          request.tool_name === "bash"
+            ? {
+              allow: false,
+              reasons: [{ code: "oap.denied", message: "all tools blocked" }, { code: "", message: "" }],
+              policy_id: "test.deny.v1"
+            }
+            : Guardrail.allow
+        )
+      )
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "bash", args: { command: "cat secret.txt" }, id: "tool_call_1" }] }, "done"],
+        tools: tools([]),
+        middlewares: () => [GuardrailMiddleware.layerWith(provider, { passport: "agent_id" })],
+        options: { extra: { user_id: "u-1", user_role: "user", oauth_provider: "github", oauth_id: "gh_1" } }
+      })
+      const journal = RunJournal.make(() => "2026-01-01T00:00:00.000Z")
+      journal.push(outcome.events)
+      const records = journal.events().filter((e) => e.event_type === "middleware:guardrail")
+      assert.lengthOf(records, 1)
+      assert.strictEqual(records[0]!.category, "middleware")
+      assert.deepStrictEqual(records[0]!.content, {
+        name: "GuardrailMiddleware",
+        hook: "wrap_tool_call",
+        action: "deny_tool_call",
+        changes: {
+          tool_name: "bash",
+          tool_call_id: "tool_call_1",
+          agent_id: "agent_id",
+          is_subagent: false,
+          user_role: "user",
+          allow: false,
+          policy_id: "test.deny.v1",
+          reason_codes: ["oap.denied"],
+          reason_messages: ["all tools blocked"],
+          fail_closed: true,
+          provider_error: false
+        }
+      })
+      assert.notInclude(JSON.stringify(records), "secret.txt")
+      assert.notInclude(JSON.stringify(records), "gh_1")
     }).pipe(H.withStore))
 
   it.effect("exempt tools are not sent to the provider", () =>

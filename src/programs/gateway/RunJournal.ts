@@ -7,8 +7,8 @@
  * `run.end` with how the run ended. Bounded: at most `MAX_EVENTS` events and `MAX_BYTES` of JSON per run (past
  * either, later events are left out, `run.end` always kept), a message's content cut to `MAX_CONTENT_CHARS`, a
  * step's text to `STEP_MAX_CHARS`. Of the middleware actions DeerFlow's journal records, SafetyFinishReason's
- * `middleware:safety_termination` is kept (from its custom event); model-call traces and the other middleware
- * records are not.
+ * `middleware:safety_termination` and Guardrail's `middleware:guardrail` are kept (from their custom events);
+ * model-call traces and the other middleware records are not.
  */
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
@@ -119,15 +119,45 @@ const subagentEvent = (
 }
 
 /**
+ * Guardrail's audit record of a denied call, or of a call let through after its provider failed: who called which
+ * tool and why it was decided so, never the call's arguments nor the caller's identity beyond its role.
+ */
+const guardrailEvent = (fields: Record<string, unknown>): Omit<StoredRunEvent, "seq" | "created_at"> => {
+  const changes = {
+    tool_name: fields.tool_name ?? null,
+    tool_call_id: fields.tool_call_id ?? null,
+    agent_id: fields.agent_id ?? null,
+    is_subagent: fields.is_subagent === true,
+    user_role: fields.user_role ?? null,
+    allow: fields.allow === true,
+    policy_id: fields.policy_id ?? null,
+    reason_codes: fields.reason_codes ?? [],
+    reason_messages: fields.reason_messages ?? [],
+    fail_closed: fields.fail_closed ?? null,
+    provider_error: fields.provider_error === true
+  }
+  const action = typeof fields.action === "string" ? fields.action : "deny_tool_call"
+  return {
+    event_type: "middleware:guardrail",
+    category: "middleware",
+    content: { name: "GuardrailMiddleware", hook: "wrap_tool_call", action, changes },
+    metadata: {}
+  }
+}
+
+/**
  * DeerFlow's `middleware:{tag}` audit record (`RunJournal.record_middleware`) of a middleware's custom event:
- * `safety_termination` (SafetyFinishReason suppressed a response's tool calls: names and ids, never arguments).
+ * `safety_termination` (SafetyFinishReason suppressed a response's tool calls: names and ids, never arguments)
+ * and `guardrail` (a call denied, or allowed after the provider failed).
  */
 const middlewareEvent = (
   name: string,
   data: unknown
 ): Omit<StoredRunEvent, "seq" | "created_at"> | undefined => {
   const fields = record(data)
-  if (name !== "safety_termination" || fields === undefined) return undefined
+  if (fields === undefined) return undefined
+  if (name === "guardrail") return guardrailEvent(fields)
+  if (name !== "safety_termination") return undefined
   const changes = {
     detector: fields.detector ?? null,
     reason_field: fields.reason_field ?? null,
