@@ -2,7 +2,8 @@
  * Guardrail (SPEC §5.9, lead chain slots 9–10): before each tool call, a policy provider decides whether
  * the call may run. A denial (or, when `fail_closed`, a provider failure) answers the call with an error
  * ToolMessage naming the tool, the reason code and the reason, and the tool does not run. Every denial and
- * every provider failure is audited as a `guardrail` custom event and a log line.
+ * every provider failure is audited as a `guardrail` custom event and a log line. A run whose `authz_attributes`
+ * are not a mapping has each call fail with DeerFlow's `TypeError`, unasked.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -13,6 +14,7 @@ import type { ToolResult } from "../services/ToolService.js"
 import type { ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Middleware from "./Middleware.js"
+import { failureResult } from "./ToolErrorHandling.js"
 import * as Chain from "./Chain.js"
 
 /** Options of the middleware (DeerFlow's `guardrails.fail_closed`, `guardrails.passport`). */
@@ -62,6 +64,28 @@ export const buildRequest = (
       ? { ...attributes as Record<string, unknown> }
       : {}
   }
+}
+
+const pythonType = (value: unknown): string =>
+  Array.isArray(value)
+    ? "list"
+    : typeof value === "string"
+    ? "str"
+    : typeof value === "boolean"
+    ? "bool"
+    : typeof value === "number"
+    ? (Number.isInteger(value) ? "int" : "float")
+    : typeof value
+
+/**
+ * Why the caller's `authz_attributes` cannot be sent, if they cannot: anything but a mapping (or none). DeerFlow
+ * refuses such a call with the same `TypeError` rather than ask the provider without the attributes.
+ */
+export const invalidAttributes = (extra: Readonly<Record<string, unknown>> | undefined): TypeError | undefined => {
+  const attributes = extra?.authz_attributes
+  if (attributes === undefined || attributes === null) return undefined
+  if (typeof attributes === "object" && !Array.isArray(attributes)) return undefined
+  return new TypeError(`authz_attributes must be a Mapping, got ${pythonType(attributes)}`)
 }
 
 /** The first reason of a denial, with defaults for a denial that gave none. */
@@ -140,6 +164,13 @@ const wrappers = (provider: Guardrail.Service, options: Options) =>
     return {
       tool: (call, next) => {
         if (exempt.has(call.name)) return next(call)
+        const invalid = invalidAttributes(context.options.extra)
+        if (invalid !== undefined) {
+          return Effect.as(
+            Effect.logWarning(`guardrail: ${invalid.message}; tool=${call.name} refused`),
+            failureResult(call, invalid)
+          )
+        }
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const request = buildRequest(call, run, context.options.extra, passport, new Date(now).toISOString())
           return provider.evaluate(request).pipe(

@@ -137,6 +137,24 @@ describe("Guardrail middleware", () => {
       assert.strictEqual(named.user_id, "alice")
     }).pipe(H.withStore))
 
+  // DeerFlow's test_non_mapping_authz_attributes_raise_type_error: the call fails, the provider is not asked
+  it.effect("authz_attributes that are not a mapping refuse the call instead of asking without them", () =>
+    Effect.gen(function*() {
+      const runs: Array<string> = []
+      const { provider, requests } = recording(() => Effect.succeed(Guardrail.allow))
+      const outcome = yield* H.run({
+        script: [{ toolCalls: [{ name: "bash", args: { command: "ls" }, id: "c1" }] }, "done"],
+        tools: tools(runs),
+        options: { extra: { authz_attributes: ["not", "a", "mapping"] } },
+        middlewares: () => [GuardrailMiddleware.layerWith(provider)]
+      })
+      assert.deepStrictEqual(runs, [])
+      assert.lengthOf(requests, 0)
+      const [message] = toolMessages(outcome)
+      assert.strictEqual(message!.status, "error")
+      assert.include(M.text(message!), "TypeError: authz_attributes must be a Mapping, got list")
+    }).pipe(H.withStore))
+
   it.effect("fail closed (default): a failing provider denies with oap.evaluator_error", () =>
     Effect.gen(function*() {
       const runs: Array<string> = []
