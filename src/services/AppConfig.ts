@@ -199,7 +199,8 @@ export const ToolProgressConfig = Schema.Struct({
   /** Whether hints reach the model. */
   inject_assessment: withDefault(Schema.Boolean, () => true),
   jaccard_similarity_threshold: withDefault(Fraction, () => 0.8),
-  min_word_count_for_similarity: withDefault(PositiveInt, () => 10),
+  /** Fewer distinct words than this skip the near-duplicate check; 0 (or less, as DeerFlow takes it) compares all. */
+  min_word_count_for_similarity: withDefault(Schema.Int, () => 10),
   exempt_tools: withDefault(
     Schema.Array(Schema.String),
     () => ["ask_clarification", "write_todos", "present_files", "task"]

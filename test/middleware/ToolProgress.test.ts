@@ -199,6 +199,11 @@ describe("tool_progress configuration", () => {
     }]) {
       assert.isTrue(Either.isLeft(Schema.decodeUnknownEither(ToolProgressConfig)(bad)), JSON.stringify(bad))
     }
+    // DeerFlow's field has no bound (test_tool_progress_middleware::test_from_config takes what it is given)
+    for (const taken of [0, -1]) {
+      const decoded = Schema.decodeUnknownSync(ToolProgressConfig)({ min_word_count_for_similarity: taken })
+      assert.strictEqual(decoded.min_word_count_for_similarity, taken)
+    }
     assert.deepStrictEqual(ConfigFile.ignoredKeys({ tool_progress: { enabled: true, stagnation: 2 } }), [
       "tool_progress.stagnation"
     ])
