@@ -495,12 +495,17 @@ const classifyLexed = (lexed: Lexed, depth: number): Finding => {
   return finding
 }
 
-// Unbalanced or ambiguous: the lexer's reading is not trustworthy, so the raw text is checked as one part.
+// Unbalanced or ambiguous: the lexer's reading is not trustworthy, so the raw text is checked as one part, and
+// each of its lines and `;` / `&` / `|` pieces for the command-position rule (an unclosed `$((` must not hide
+// the command on the next line, as DeerFlow's test_unbalanced_arithmetic_keeps_splitting_newlines has it).
 const classifyRawText = (raw: string): Finding => {
   const normalized = raw.replace(/\s+/g, " ").trim()
   const high = firstMatch(HIGH_RISK, normalized)
   if (high !== undefined) return { verdict: "block", reason: high.label }
-  if (RAW_COMMAND_POSITION.test(normalized)) return { verdict: "block", reason: COMMAND_POSITION_LABEL }
+  const pieces = [normalized, ...raw.split(/[\n;&|]+/).map((piece) => piece.replace(/\s+/g, " ").trim())]
+  if (pieces.some((piece) => RAW_COMMAND_POSITION.test(piece))) {
+    return { verdict: "block", reason: COMMAND_POSITION_LABEL }
+  }
   const medium = firstMatch(MEDIUM_RISK, normalized)
   return medium !== undefined ? { verdict: "warn", reason: medium.label } : PASS
 }
