@@ -8,7 +8,7 @@ import * as Either from "effect/Either"
 import * as StateRead from "../middleware/internal/StateRead.js"
 import type { RunState } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
-import type * as M from "../state/Message.js"
+import * as M from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
 import { applyUpdate, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
@@ -29,7 +29,18 @@ const setsMoreThanMessages = (update: StateUpdate): boolean => {
   return false
 }
 
+/** Whether an update clears the messages (a compaction: everything removed, the kept messages written again). */
+const clearsMessages = (update: StateUpdate): boolean => {
+  for (const item of update.messages ?? []) {
+    if (item.type === "remove" && item.id === M.REMOVE_ALL_MESSAGES) return true
+  }
+  return false
+}
+
 const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
+  // Told whole, in its order: as messages first and the removal after, a listener would clear what it had just
+  // been told was kept (and the kept messages are not new ones).
+  if (clearsMessages(update)) return emit({ type: "state", update })
   let rest: StateUpdate | undefined
   if (update.messages !== undefined) {
     let removals: Array<M.MessageWrite> | undefined
@@ -49,7 +60,7 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
 
 /**
  * A holder starting from `initial`; with `emit`, each update applied is also told as the run's events (its messages,
- * then what else it sets).
+ * then what else it sets; an update that removes every message, as one `state` event).
  */
 export const make = (initial: ThreadState, emit: ((event: RunEvent) => void) | undefined): Holder => {
   let state = initial

@@ -85,6 +85,32 @@ export interface ProjectorOptions {
   readonly assistantId?: string | undefined
 }
 
+/** The node of a compaction's `updates` entry: DeerFlow's summarization hook, which its frontend recognises. */
+export const SUMMARIZATION_NODE = "DeerFlowSummarizationMiddleware.before_model"
+
+/** A compaction's update: every message removed and the kept ones written again, with the new summary. */
+const isCompaction = (update: StateUpdate): boolean => {
+  const first = update.messages?.[0]
+  return first?.type === "remove" && first.id === M.REMOVE_ALL_MESSAGES && update.summary_text !== undefined
+}
+
+/** One `updates` entry: the updates merged (their messages in order), under their node. */
+const updatesOut = (updates: ReadonlyArray<StateUpdate>, node?: string): Out => {
+  const messages = updates.flatMap((u) => u.messages ?? [])
+  const name = node ?? (messages.some((m) => m.type === "ai")
+    ? "model"
+    : messages.some((m) => m.type === "tool")
+    ? "tools"
+    : "agent")
+  const merged: Record<string, unknown> = {}
+  for (const update of updates) {
+    for (const [key, value] of Object.entries(update)) if (key !== "messages") merged[key] = value
+  }
+  if (messages.length > 0) merged.messages = messages
+  delete merged.thread_data
+  return { event: "updates", data: { [name]: merged } }
+}
+
 /**
  * The stream of one run in LangGraph's shape. `push` takes a batch of run events (what arrived together, e.g.
  * the messages and fields of one state update) and returns the events to send, in order: `metadata` first;
@@ -194,19 +220,19 @@ export const makeProjector = (options: ProjectorOptions) => {
     if (!dirty) return
     dirty = false
     if (wants("updates") && pending.length > 0) {
-      const messages = pending.flatMap((u) => u.messages ?? [])
-      const node = messages.some((m) => m.type === "ai")
-        ? "model"
-        : messages.some((m) => m.type === "tool")
-        ? "tools"
-        : "agent"
-      const merged: Record<string, unknown> = {}
+      // A compaction is an entry of its own, under the node DeerFlow's clients look for (they keep showing the
+      // summarised messages); the updates around it are merged as before.
+      let group: Array<StateUpdate> = []
       for (const update of pending) {
-        for (const [key, value] of Object.entries(update)) if (key !== "messages") merged[key] = value
+        if (!isCompaction(update)) {
+          group.push(update)
+          continue
+        }
+        if (group.length > 0) out.push(updatesOut(group))
+        group = []
+        out.push(updatesOut([update], SUMMARIZATION_NODE))
       }
-      if (messages.length > 0) merged.messages = messages
-      delete merged.thread_data
-      out.push({ event: "updates", data: { [node]: merged } })
+      if (group.length > 0) out.push(updatesOut(group))
       pending = []
     }
     if (wants("values")) out.push(valuesOut())

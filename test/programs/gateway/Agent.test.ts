@@ -251,8 +251,50 @@ describe("internal model calls", () => {
       })) streamed.push(part as any)
     }
     assert.isAbove(summaries().length, 0)
+    // (the answers stream in chunks of a word or two)
     const chunks = streamed.filter((p) => p.event === "messages")
-    assert.isTrue(chunks.some((p) => text(p.data[0].content).includes("Answer to")))
+    assert.include(chunks.map((p) => text(p.data[0].content)).join(""), "Answer to")
     assert.notInclude(JSON.stringify(streamed), SUMMARY)
+  })
+
+  it("a compaction streams as DeerFlow's summarization update; the next snapshot holds the kept messages", async () => {
+    // DeerFlow's test_summarization_middleware::
+    // test_summarization_middleware_emits_frontend_update_key_in_agent_stream: its frontend finds the compaction by
+    // this key (and keeps showing the summarised messages)
+    const SUMMARY = "SUMMARY-FOR-THE-UPDATES-STREAM"
+    const gateway = await Support.start({
+      script: (body) => (body.tools ?? []).length === 0 && lastUser(body).includes("<new_messages>")
+        ? SUMMARY
+        : `Answer to: ${lastUser(body).slice(-40)}`,
+      config: {
+        summarization: { enabled: true, trigger: { type: "messages", value: 4 }, keep: { type: "messages", value: 2 } }
+      }
+    })
+    gateways.push(gateway)
+    const client = new Client({ apiUrl: gateway.url, apiKey: null })
+    const thread = await client.threads.create()
+    const isCompaction = (p: { event: string; data: any }) =>
+      p.event === "updates" && "DeerFlowSummarizationMiddleware.before_model" in p.data
+    let streamed: Array<{ event: string; data: any }> = []
+    for (const question of ["first question", "second question", "third question"]) {
+      streamed = []
+      for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+        input: { messages: [{ type: "human", content: question }] },
+        streamMode: ["updates", "values"]
+      })) streamed.push(part as any)
+      if (streamed.some(isCompaction)) break
+    }
+    const at = streamed.findIndex(isCompaction)
+    assert.isAtLeast(at, 0, JSON.stringify(streamed.filter((p) => p.event === "updates")))
+    const update = streamed[at]!.data["DeerFlowSummarizationMiddleware.before_model"]
+    assert.strictEqual(update.summary_text, SUMMARY)
+    assert.deepInclude(update.messages[0], { type: "remove", id: "__remove_all__" })
+    const kept = update.messages.slice(1)
+    assert.isAbove(kept.length, 0)
+    assert.isFalse(kept.some((m: any) => m.type === "human" && m.name === "summary"))
+    // the snapshot after the compaction is the compacted thread, not an empty one
+    const values = streamed.slice(at).find((p) => p.event === "values")!.data
+    assert.deepStrictEqual(values.messages.map((m: any) => m.id), kept.map((m: any) => m.id))
+    assert.strictEqual(values.summary_text, SUMMARY)
   })
 })
