@@ -1,8 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Render from "../../../src/programs/cli/Render.js"
+import * as RunStateHolder from "../../../src/programs/RunStateHolder.js"
 import type { RunEvent } from "../../../src/services/RunEvents.js"
 import * as M from "../../../src/state/Message.js"
 import * as Redact from "../../../src/state/Redact.js"
+import * as TS from "../../../src/state/ThreadState.js"
 
 const custom = (name: string, data: Record<string, unknown>): RunEvent => ({ type: "custom", name, data })
 
@@ -35,5 +37,23 @@ describe("subagent progress in the terminal", () => {
     assert.match(lines[3]!, /^ {2}└ Find sources completed · 42 tokens — (long ){19}long…$/)
     assert.strictEqual(lines[4], "  └ Slow one timed out — Execution timed out after 5 seconds")
     assert.notInclude(out, "just text")
+  })
+})
+
+describe("a compaction in the terminal", () => {
+  it("the earlier answers a compaction keeps are not printed again", () => {
+    const earlier = [M.human("first", { id: "u1" }), M.ai("EARLIER ANSWER", { id: "a1" })]
+    const events: Array<RunEvent> = []
+    const holder = RunStateHolder.make({ ...TS.empty, messages: earlier }, (event) => events.push(event))
+    holder.apply({ messages: [M.human("second", { id: "u2" })] })
+    // Summarization's update: every message removed, the kept ones written again, the summary stored
+    const kept = [earlier[1]!, M.human("second", { id: "u2" })]
+    holder.apply({ messages: [M.remove(M.REMOVE_ALL_MESSAGES), ...kept], summary_text: "S" })
+    holder.apply({ messages: [M.ai("NEW ANSWER", { id: "a2" })] })
+    const render = Render.human({ color: false })
+    const out = [{ type: "run_start", thread_id: "t", run_id: "r" } as RunEvent, ...events].map(render).join("")
+    assert.include(out, "NEW ANSWER")
+    assert.notInclude(out, "EARLIER ANSWER")
+    assert.deepStrictEqual(holder.current().messages.map((m) => m.id), ["a1", "u2", "a2"])
   })
 })
