@@ -458,6 +458,20 @@ describe("Summarization", () => {
     assert.isTrue(prompt.endsWith("</new_messages>\n</messages>"))
   })
 
+  it("a summary_prompt written for DeerFlow reads the same: {messages} is the history, {{ and }} are braces", () => {
+    // DeerFlow fills it with Python's str.format (summary_prompt.format(messages=...))
+    const template = "Answer as JSON: {{\"intent\": \"...\"}}. A {{messages}} key is not the history.\n{messages}"
+    assert.strictEqual(
+      Summarization.fillPrompt(template, "Human: hi {{there}} $& {messages}"),
+      "Answer as JSON: {\"intent\": \"...\"}. A {messages} key is not the history.\nHuman: hi {{there}} $& {messages}"
+    )
+    // no placeholder (only an escaped one): the history still goes with it, in a block of its own
+    assert.strictEqual(
+      Summarization.fillPrompt("Summarise {{messages}}.", "H"),
+      "Summarise {messages}.\n\n<messages>\nH\n</messages>"
+    )
+  })
+
   it("the trim marker counts against the budget: what is sent never exceeds trim_tokens_to_summarize", () => {
     const chars = (text: string) => text.length
     const cut = Summarization.summaryInput(null, [M.human("a".repeat(200))], 50, chars)
