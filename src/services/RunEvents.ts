@@ -43,7 +43,10 @@ export const TokenDelta = Schema.Struct({
 /** A message written to state (added or replaced). */
 export const MessageEvent = Schema.Struct({ type: Schema.Literal("message"), message: Message })
 
-/** A state change other than messages (title, artifacts, todos...). */
+/**
+ * A state change other than new messages (title, artifacts, todos, removals...). A compaction is one whole: every
+ * message removed, the kept ones written again (not new: no `message` event each) and the summary.
+ */
 export const StateEvent = Schema.Struct({ type: Schema.Literal("state"), update: StateUpdate })
 
 /** A custom event named by DeerFlow's protocol (`llm_retry`, `safety_termination`, ...). */
