@@ -78,6 +78,28 @@ export const bound = (text: string, max: number = MAX_METADATA_CHARS): string =>
 /** The sha256 of a text, as 64 lowercase hex digits. */
 export const sha256 = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex")
 
+/**
+ * What went wrong, as `subagent_error` carries it: the error given, else the status's own sentence (`Task
+ * failed.`, never the `(capped: ...)` note, which is the text's: the cap is `subagent_stop_reason`). Undefined
+ * for `completed`.
+ */
+export const errorDetail = (outcome: Outcome): string | undefined => {
+  const error = outcome.error?.trim() ?? ""
+  if (error !== "") return outcome.status === "completed" ? undefined : error
+  switch (outcome.status) {
+    case "completed":
+      return undefined
+    case "cancelled":
+      return "Task cancelled by user."
+    case "timed_out":
+      return "Task timed out."
+    case "polling_timed_out":
+      return "Task polling timed out."
+    case "failed":
+      return "Task failed."
+  }
+}
+
 /** The text the model reads for an outcome (DeerFlow's `format_subagent_result_message`). */
 export const resultText = (outcome: Outcome): string => {
   const error = outcome.error?.trim() ?? ""
@@ -115,10 +137,8 @@ export const metadata = (outcome: Outcome): JsonObject => {
     out[RESULT_BRIEF_KEY] = bound(result)
     out[RESULT_SHA256_KEY] = sha256(result)
   }
-  if (outcome.status !== "completed") {
-    const error = outcome.error !== undefined && outcome.error.trim() !== "" ? outcome.error : resultText(outcome)
-    out[ERROR_KEY] = bound(error)
-  }
+  const error = errorDetail(outcome)
+  if (error !== undefined) out[ERROR_KEY] = bound(error)
   if (outcome.stopReason !== undefined) out[STOP_REASON_KEY] = outcome.stopReason
   if (outcome.modelName !== undefined && outcome.modelName.trim() !== "") out[MODEL_NAME_KEY] = outcome.modelName.trim()
   if (outcome.usage !== undefined) out[TOKEN_USAGE_KEY] = { ...outcome.usage }

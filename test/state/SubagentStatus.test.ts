@@ -30,6 +30,21 @@ describe("the subagent status contract", () => {
       "Task polling timed out after 2 minutes.")
   })
 
+  it("subagent_error: the error given, else the status's sentence; a cap is told in the text, not the error", () => {
+    // DeerFlow's test_subagent_status_contract: format_subagent_result_message("failed", stop_reason="turn_capped")
+    // reads "Task failed (capped: turn budget)." while the metadata error stays "Task failed."
+    const capped = { status: "failed", stopReason: "turn_capped" } as const
+    assert.strictEqual(SubagentStatus.resultText(capped), "Task failed (capped: turn budget).")
+    assert.deepStrictEqual(SubagentStatus.metadata(capped), {
+      subagent_status: "failed",
+      subagent_error: "Task failed.",
+      subagent_stop_reason: "turn_capped"
+    })
+    const withError = { status: "failed", error: " Reached max_turns=10 ", stopReason: "turn_capped" } as const
+    assert.strictEqual(SubagentStatus.metadata(withError).subagent_error, "Reached max_turns=10")
+    assert.strictEqual(SubagentStatus.metadata({ status: "timed_out", error: "  " }).subagent_error, "Task timed out.")
+  })
+
   it.prop("metadata: a brief and a hash only when completed, an error only otherwise, all bounded", [outcomeArb], ([outcome]) => {
     const kwargs = SubagentStatus.metadata(outcome)
     assert.strictEqual(kwargs.subagent_status, outcome.status)
