@@ -200,7 +200,8 @@ const lastAi = (messages: ReadonlyArray<Message>): AIMessage | undefined => {
 /**
  * How a subagent's run ended, as the status contract says it (SPEC §8.2 item 8): a normal end is `completed`
  * with the last answer (a loop or token cap as its stop reason); the recursion limit is `turn_capped`,
- * `completed` with the last text if there is one, else `failed`; a model failure is `failed`.
+ * `completed` with the last AI message's text if it has one, else `failed` (an earlier message's text is not
+ * taken, as in DeerFlow); a model failure is `failed`.
  */
 export const outcomeOf = (
   end: RunEndEvent,
@@ -220,13 +221,9 @@ export const outcomeOf = (
     }
     case "error": {
       if (end.stop_reason === "recursion_limit") {
-        let text = ""
-        for (let i = messages.length - 1; i >= 0 && text === ""; i--) {
-          const m = messages[i]!
-          if (m.type === "ai") text = M.text(m).trim()
-        }
-        return text !== ""
-          ? { ...base, status: "completed", stopReason: "turn_capped", result: text }
+        // only the last answer counts as partial work: an earlier one ("Let me look.") is not a result
+        return lastText !== ""
+          ? { ...base, status: "completed", stopReason: "turn_capped", result: lastText }
           : { ...base, status: "failed", stopReason: "turn_capped", error: `Reached max_turns=${info.maxTurns}` }
       }
       return { ...base, status: "failed", error: end.error?.message ?? "The subagent failed" }

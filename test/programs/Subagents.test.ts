@@ -115,16 +115,24 @@ describe("a subagent's end as a status", () => {
     assert.strictEqual(Subagents.outcomeOf(end({}), [], info).result, "No response generated")
   })
 
-  it("the turn limit is turn_capped: completed with the last text when there is one, else failed", () => {
+  it("the turn limit is turn_capped: completed with the last answer's text when it has one, else failed", () => {
     const capped = end(
       { status: "error", stop_reason: "recursion_limit", error: { name: "RecursionLimitReached", message: "x" } }
     )
     const calling = M.ai("", { tool_calls: [{ id: "c", name: "ls", args: {} }] })
+    const working = M.ai("Found 3 of 5 sources; still working", { tool_calls: [{ id: "d", name: "ls", args: {} }] })
+    const result = M.tool("a b", "d", { name: "ls" })
     assert.deepInclude(
-      Subagents.outcomeOf(capped, [used, calling], info),
-      { status: "completed", stopReason: "turn_capped", result: "Found it." }
+      Subagents.outcomeOf(capped, [used, working, result], info),
+      { status: "completed", stopReason: "turn_capped", result: "Found 3 of 5 sources; still working" }
     )
     assert.deepInclude(Subagents.outcomeOf(capped, [calling], info), {
+      status: "failed",
+      stopReason: "turn_capped",
+      error: "Reached max_turns=9"
+    })
+    // DeerFlow's _aexecute reads only the last AIMessage: an earlier answer's text is not the partial result
+    assert.deepInclude(Subagents.outcomeOf(capped, [used, calling], info), {
       status: "failed",
       stopReason: "turn_capped",
       error: "Reached max_turns=9"
@@ -225,14 +233,18 @@ describe("the runner", () => {
         seen.push(r)
         n++
         return {
-          content: n === 1 ? "Let me look." : "",
+          content: n === 1 ? "Let me look." : n === 3 ? "d1 and d2 hold nothing; d3 next." : "",
           toolCalls: [{ name: "ls", args: { description: "look", path: `/mnt/user-data/workspace/d${n}` } }]
         }
       })
       const runner = yield* runnerWith(model, { subagents: { agents: { "general-purpose": { max_turns: 3 } } } })
       const run = inRun({ threadId: "parent" })
       const outcome = yield* runner.run(request("t1")).pipe(Effect.provide(run.context))
-      assert.deepInclude(outcome, { status: "completed", stopReason: "turn_capped", result: "Let me look." })
+      // the partial result is the last answer's text (DeerFlow's _aexecute), not the first one's
+      assert.deepInclude(
+        outcome,
+        { status: "completed", stopReason: "turn_capped", result: "d1 and d2 hold nothing; d3 next." }
+      )
       assert.lengthOf(seen, 3)
       // the subagent's own prompt, thinking off, no task tool, and the task prompt framed as input
       assert.include(seen[0]!.systemPrompt!, "You are a general-purpose subagent")
