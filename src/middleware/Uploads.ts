@@ -245,8 +245,14 @@ export const renderUploadsBlock = (
   return lines.join("\n")
 }
 
-/** Whether the message already starts with an uploads block (a run over the same message adds none). */
+/**
+ * Whether the message already starts with the uploads block this middleware put there (a run over the same
+ * message adds none): it starts with the tag, and `original_user_content` holds the user's own text, which
+ * only the server sets (the gateway removes it from a client's message). A user's text that merely begins with
+ * the tag gets the block too, as in DeerFlow.
+ */
 export const hasUploadsBlock = (message: HumanMessage): boolean => {
+  if (typeof message.additional_kwargs?.[ORIGINAL_USER_CONTENT] !== "string") return false
   const content = message.content
   if (typeof content === "string") return content.startsWith(OPEN_TAG)
   const first = content[0]
