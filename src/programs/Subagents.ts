@@ -29,6 +29,7 @@ import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as Chain from "../middleware/Chain.js"
+import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
 import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
@@ -52,6 +53,7 @@ import * as Chains from "./Chains.js"
 import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import * as Run from "./Run.js"
 import * as SubagentPrompt from "./SubagentPrompt.js"
+import * as SystemPrompt from "./SystemPrompt.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -270,7 +272,9 @@ export const make = (options: Options = {}) =>
     const scope = yield* Effect.scope
     const pool = yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3))
     const building = yield* Effect.makeSemaphore(1)
-    const built = new Map<string, Either.Either<Context.Context<Ports>, string>>()
+    // each built agent with the sections its deferred tools add to its prompt
+    type Built = { readonly ports: Context.Context<Ports>; readonly toolSections: string }
+    const built = new Map<string, Either.Either<Built, string>>()
     const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const configs = registry(app.config, { bash })
     const models = options.models ?? app.config.models
@@ -311,6 +315,13 @@ export const make = (options: Options = {}) =>
               tools: deferredTools,
               routes: assembly.deferred.routes?.filter((r) => names.has(r.name))
             }
+          // the deferred tools are named in its prompt, with the routing hints of the tools it has (DeerFlow's
+          // _build_initial_state): `tool_search` alone does not tell the model what it may find
+          const toolSections = SystemPrompt.toolSearchSections({
+            tools: [...names, ...(deferred === undefined ? [] : [DeferredToolFilter.TOOL_NAME])],
+            deferredTools: deferred?.tools.map((t) => t.name),
+            mcpRoutingHints: assembly.routingHints.filter((h) => names.has(h.tool))
+          })
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
@@ -329,16 +340,23 @@ export const make = (options: Options = {}) =>
               scope
             )
           )
-          const result = Either.mapLeft(ports, (error) => String((error as { message?: unknown }).message ?? error))
+          const result = Either.match(ports, {
+            onLeft: (error) => Either.left(String((error as { message?: unknown }).message ?? error)),
+            onRight: (ports) => Either.right({ ports, toolSections })
+          })
           if (!assembly.incomplete) built.set(key, result)
           return result
         }).pipe(Effect.provide(services))
       }))
 
-    const promptOf = (config: SubagentConfig, parentSkills: ReadonlyArray<string> | undefined) => {
+    const promptOf = (
+      config: SubagentConfig,
+      parentSkills: ReadonlyArray<string> | undefined,
+      toolSections: string
+    ) => {
       const allowed = effectiveSkills(parentSkills, config.skills)
       const skills = allowed === undefined ? allSkills : allSkills.filter((s) => allowed.includes(s.name))
-      return [config.systemPrompt, SubagentPrompt.subagentSkillsSection(skills, container)]
+      return [config.systemPrompt, SubagentPrompt.subagentSkillsSection(skills, container), toolSections]
         .filter((part) => part !== "")
         .join("\n\n")
     }
@@ -407,7 +425,7 @@ export const make = (options: Options = {}) =>
             runId: parent.runId,
             userId: parent.userId,
             input: [M.human(request.prompt)],
-            systemPrompt: promptOf(config, request.skills),
+            systemPrompt: promptOf(config, request.skills, agent.right.toolSections),
             options: {
               modelName,
               recursionLimit: config.maxTurns,
@@ -416,7 +434,7 @@ export const make = (options: Options = {}) =>
               extra: { ...parent.options.extra, is_subagent: true, subagent_type: config.name }
             }
           }
-          const finished = yield* Run.stream(input, agent.right).pipe(
+          const finished = yield* Run.stream(input, agent.right.ports).pipe(
             Stream.runForEach((event) => {
               if (event.type === "run_end") end = event
               return step(event)

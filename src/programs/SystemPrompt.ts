@@ -356,6 +356,17 @@ const mcpRoutingHintsSection = (o: PromptOptions): string => {
   return `<mcp_routing_hints>\n${lines.join("\n")}\n</mcp_routing_hints>`
 }
 
+/**
+ * The `<available-deferred-tools>` and `<mcp_routing_hints>` sections alone, for a prompt of its own (a
+ * subagent's): the deferred tools are named when the agent has `tool_search`.
+ */
+export const toolSearchSections = (
+  options: Pick<PromptOptions, "deferredTools" | "mcpRoutingHints" | "tools">
+): string => {
+  const o: PromptOptions = { ...options, clarification: false, skills: [], skillsContainer: "" }
+  return [deferredToolsSection(o), mcpRoutingHintsSection(o)].filter((section) => section !== "").join("\n\n")
+}
+
 const subagentSection = (o: PromptOptions) => {
   if (o.subagents === undefined || !toolsOf(o).has("task")) return ""
   const s = clampSubagents(o.subagents)

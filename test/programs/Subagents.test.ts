@@ -22,6 +22,7 @@ import type { AppConfig } from "../../src/services/AppConfig.js"
 import { AppConfigSchema, AppConfigService } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import * as Mcp from "../../src/services/Mcp.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import type { RunEndEvent } from "../../src/services/RunEvents.js"
 import { SubagentRunner } from "../../src/services/SubagentRunner.js"
@@ -206,16 +207,24 @@ describe("the subagent chain", () => {
 })
 
 describe("the runner", () => {
-  const runnerWith = (model: ModelService["Type"], raw: Record<string, unknown>, options: Subagents.Options = {}) =>
+  const runnerWith = (
+    model: ModelService["Type"],
+    raw: Record<string, unknown>,
+    options: Subagents.Options = {},
+    mcp?: Mcp.Service
+  ) =>
     Effect.gen(function*() {
       const home = tempDir("antler-runner-")
       const app = yield* ConfigFile.fromObject(raw, { home })
       const config = Layer.succeed(AppConfigService, app)
+      const services = Layer.mergeAll(
+        config,
+        Layer.succeed(ModelService, model),
+        LocalSandbox.layer().pipe(Layer.provide(config))
+      )
       const context = yield* Layer.build(
         Subagents.layer({ bash: false, ...options }).pipe(
-          Layer.provide(
-            Layer.mergeAll(config, Layer.succeed(ModelService, model), LocalSandbox.layer().pipe(Layer.provide(config)))
-          )
+          Layer.provide(mcp === undefined ? services : Layer.merge(services, Layer.succeed(Mcp.Mcp, mcp)))
         )
       )
       return Context.get(context, SubagentRunner)
@@ -324,6 +333,46 @@ describe("the runner", () => {
       // without groups: every configured tool
       yield* runner.run(request("b")).pipe(Effect.provide(run.context))
       assert.includeMembers(seen[1]!.tools.map((t) => t.name), ["read_file", "write_file", "web_fetch"])
+    }))
+
+  it.scoped("with tool_search, a subagent's prompt names its deferred MCP tools and their routing hints", () =>
+    // DeerFlow's test_subagent_executor::test_build_initial_state_defers_mcp_tools_when_tool_search_enabled: the
+    // schema is withheld, tool_search is offered, and <available-deferred-tools> names the tool in the prompt
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const model = ScriptedModel.make((r) => (seen.push(r), "done"))
+      const mcp: Mcp.Service = {
+        catalog: Effect.succeed({
+          tools: [{
+            server: "calc",
+            name: "calc_eval",
+            original: "eval",
+            description: "Evaluate arithmetic.",
+            inputSchema: { type: "object", properties: { expression: { type: "string" } } },
+            routing: { mode: "prefer", priority: 5, keywords: ["arithmetic"] }
+          }],
+          problems: []
+        }),
+        call: () => Effect.die("unused"),
+        status: Effect.succeed([])
+      }
+      const runner = yield* runnerWith(model, { tool_search: { enabled: true } }, {}, mcp)
+      yield* runner.run(request("a")).pipe(Effect.provide(inRun().context))
+      const tools = seen[0]!.tools.map((t) => t.name)
+      assert.include(tools, "tool_search")
+      assert.notInclude(tools, "calc_eval")
+      const prompt = seen[0]!.systemPrompt!
+      assert.include(prompt, "You are a general-purpose subagent")
+      assert.include(prompt, "<available-deferred-tools>\ncalc_eval\n</available-deferred-tools>")
+      assert.include(prompt, "<mcp_routing_hints>")
+      assert.include(prompt, "use `tool_search` to fetch `calc_eval`")
+      // without tool_search the tool is offered at once, and nothing is named as deferred
+      const direct: Array<ModelRequest> = []
+      const plain = yield* runnerWith(ScriptedModel.make((r) => (direct.push(r), "done")), {}, {}, mcp)
+      yield* plain.run(request("b")).pipe(Effect.provide(inRun().context))
+      assert.include(direct[0]!.tools.map((t) => t.name), "calc_eval")
+      assert.notInclude(direct[0]!.systemPrompt!, "<available-deferred-tools>")
+      assert.include(direct[0]!.systemPrompt!, "prefer the `calc_eval` tool")
     }))
 
   it.scoped("a subagent's tools pass its own ReadBeforeWrite and ToolResultSanitization (SPEC §4.2 slots 3, 11)", () =>
