@@ -63,16 +63,27 @@ const STOP_LABELS: Record<SubagentStopReason, string> = {
   loop_capped: "repeated tool-call loop"
 }
 
-/** Text bounded to `max` characters: the first two thirds and the tail, joined by `"\n...\n"`. */
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
+
+/**
+ * Text bounded to `max` characters: the first two thirds and the tail, joined by `"\n...\n"`. Characters are
+ * code points, as DeerFlow's Python counts them: a cut never splits an emoji into a lone surrogate, which a
+ * provider refuses when the brief is shown to the model.
+ */
 export const bound = (text: string, max: number = MAX_METADATA_CHARS): string => {
   const cleaned = text.trim()
-  if (cleaned.length <= max) return cleaned
+  const chars: string | ReadonlyArray<string> = SURROGATE_PAIR.test(cleaned) ? Array.from(cleaned) : cleaned
+  if (chars.length <= max) return cleaned
+  const cut = (start: number, end?: number) => {
+    const part = chars.slice(start, end)
+    return typeof part === "string" ? part : part.join("")
+  }
   const marker = "\n...\n"
-  if (max <= marker.length) return cleaned.slice(0, max)
+  if (max <= marker.length) return cut(0, max)
   const head = Math.floor((max * 2) / 3)
   const tail = max - head - marker.length
-  if (tail <= 0) return cleaned.slice(0, max)
-  return `${cleaned.slice(0, head)}${marker}${cleaned.slice(cleaned.length - tail)}`
+  if (tail <= 0) return cut(0, max)
+  return `${cut(0, head)}${marker}${cut(chars.length - tail)}`
 }
 
 /** The sha256 of a text, as 64 lowercase hex digits. */

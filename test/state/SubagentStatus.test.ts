@@ -94,6 +94,16 @@ describe("the subagent status contract", () => {
     )
   })
 
+  it("bound counts characters as DeerFlow does (code points) and never cuts an emoji in half", () => {
+    // DeerFlow's _bound_metadata_text counts Python characters: 1332 letters and 1000 emoji are 2332 of them
+    const text = "a".repeat(1332) + "😀".repeat(1000)
+    const bounded = SubagentStatus.bound(text)
+    assert.notMatch(bounded, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/)
+    assert.strictEqual(Array.from(bounded).length, SubagentStatus.MAX_METADATA_CHARS)
+    assert.strictEqual(bounded, `${"a".repeat(1332)}😀\n...\n${"😀".repeat(662)}`)
+    assert.strictEqual(SubagentStatus.bound("😀".repeat(2000)), "😀".repeat(2000))
+  })
+
   it.prop("bound keeps the head two thirds and the tail within the limit", [FC.string({ maxLength: 5000 })], ([text]) => {
     const bounded = SubagentStatus.bound(text, 300)
     assert.isAtMost(bounded.length, 300)
