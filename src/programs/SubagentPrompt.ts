@@ -83,3 +83,23 @@ ${entries.join("\n")}
 </available_skills>
 </skill_system>`
 }
+
+/**
+ * The skills section of a subagent with deferred skill discovery (`skills.deferred_discovery`): the names alone,
+ * sorted, in DeerFlow's `<skill_index>`; `describe_skill` tells the rest.
+ */
+export const subagentSkillIndexSection = (
+  skills: ReadonlyArray<{ readonly name: string }>,
+  container: string
+): string => {
+  if (skills.length === 0) return ""
+  const names = skills.map((s) => s.name).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map(escape)
+  return `<skill_system>
+When your task may match a skill: find its name in <skill_index>, call describe_skill(name) to learn what it
+does and where its SKILL.md is, then read that SKILL.md with read_file and follow it.
+<skill_index>
+${names.join(", ")}
+</skill_index>
+Skills are located at: ${escape(container)}
+</skill_system>`
+}

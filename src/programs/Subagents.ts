@@ -356,7 +356,10 @@ export const make = (options: Options = {}) =>
     ) => {
       const allowed = effectiveSkills(parentSkills, config.skills)
       const skills = allowed === undefined ? allSkills : allSkills.filter((s) => allowed.includes(s.name))
-      return [config.systemPrompt, SubagentPrompt.subagentSkillsSection(skills, container), toolSections]
+      const skillsSection = app.config.skills.deferred_discovery
+        ? SubagentPrompt.subagentSkillIndexSection(skills, container)
+        : SubagentPrompt.subagentSkillsSection(skills, container)
+      return [config.systemPrompt, skillsSection, toolSections]
         .filter((part) => part !== "")
         .join("\n\n")
     }

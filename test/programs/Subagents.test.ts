@@ -335,6 +335,24 @@ describe("the runner", () => {
       assert.includeMembers(seen[1]!.tools.map((t) => t.name), ["read_file", "write_file", "web_fetch"])
     }))
 
+  it.scoped("with deferred skill discovery, a subagent's prompt lists skills by name, and it has describe_skill", () =>
+    // DeerFlow's _build_initial_state (test_subagent_executor::test_build_initial_state_consolidates_system_prompt_
+    // and_skill_discovery, test_passive_skill_allowed_tools_do_not_filter_agent_tools): a <skill_index> of names
+    // and the describe_skill tool, not the skills' descriptions
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const model = ScriptedModel.make((r) => (seen.push(r), "done"))
+      const runner = yield* runnerWith(model, { skills: { path: SKILLS, deferred_discovery: true } })
+      yield* runner.run({ ...request("a"), skills: ["deep-research", "data-analysis"] }).pipe(
+        Effect.provide(inRun().context)
+      )
+      const prompt = seen[0]!.systemPrompt!
+      assert.include(prompt, "<skill_index>\ndata-analysis, deep-research\n</skill_index>")
+      assert.notInclude(prompt, "<available_skills>")
+      assert.notInclude(prompt, "<description>")
+      assert.include(seen[0]!.tools.map((t) => t.name), "describe_skill")
+    }))
+
   it.scoped("with tool_search, a subagent's prompt names its deferred MCP tools and their routing hints", () =>
     // DeerFlow's test_subagent_executor::test_build_initial_state_defers_mcp_tools_when_tool_search_enabled: the
     // schema is withheld, tool_search is offered, and <available-deferred-tools> names the tool in the prompt
