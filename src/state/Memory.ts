@@ -275,6 +275,25 @@ export const withWatermark = (doc: Document, threadId: string, messageId: string
   return { ...doc, threads: { ...Object.fromEntries(kept), [threadId]: messageId } }
 }
 
+/** Characters (code points) of one message an update reads whole; a longer one keeps its head and its tail. */
+export const MAX_TURN_CHARS = 1000
+
+/** Characters (code points) of each of the head and the tail kept of a longer message. */
+export const TURN_EDGE_CHARS = 500
+
+/**
+ * A message as the update prompt shows it (DeerMem's `format_conversation_for_update`): one over `MAX_TURN_CHARS`
+ * characters keeps its first and last `TURN_EDGE_CHARS` around a `...[truncated]...` line, so both its topic and
+ * its closing words ("remember X") reach the memory model.
+ */
+export const clipTurn = (text: string): string => {
+  // (a text longer in UTF-16 units may still be short in code points)
+  if (text.length <= MAX_TURN_CHARS) return text
+  const chars = Array.from(text)
+  if (chars.length <= MAX_TURN_CHARS) return text
+  return `${chars.slice(0, TURN_EDGE_CHARS).join("")}\n...[truncated]...\n${chars.slice(-TURN_EDGE_CHARS).join("")}`
+}
+
 /** The prompt of a memory update: the current memory and the new conversation. */
 export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options: {
   readonly threshold: number
@@ -290,7 +309,9 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
       ...(f.sourceError === undefined ? {} : { sourceError: f.sourceError })
     }))
   }
-  const transcript = turns.map((t) => `${t.role === "user" ? "User" : "Assistant"}: ${escapeText(t.text)}`).join("\n\n")
+  const transcript = turns
+    .map((t) => `${t.role === "user" ? "User" : "Assistant"}: ${escapeText(clipTurn(t.text))}`)
+    .join("\n\n")
   return `You maintain the long-term memory an AI assistant keeps about its user across conversations. Read the
 current memory and the new conversation, and answer with ONE JSON object (no other text) saying what to change:
 

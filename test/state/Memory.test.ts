@@ -108,6 +108,26 @@ describe("the update prompt", () => {
     assert.strictEqual(occurrences(prompt, "</current_memory>"), 1)
     assert.isTrue(prompt.endsWith("</conversation>"))
   })
+
+  // DeerFlow test_updater_truncation.py (all six cases): a message over 1000 characters keeps its first and last 500
+  // around a "[truncated]" line (user and assistant alike), 1000 pass whole, and the cut text is escaped after
+  const transcript = (text: string, role: "user" | "assistant" = "user") =>
+    MemoryDoc.updatePrompt(MemoryDoc.empty(), [{ role, text }], { threshold: 0.7 }).split("<conversation>\n")[1]!
+  it("a long message keeps its head and its tail, not its middle", () => {
+    const long = transcript("H".repeat(600) + "M".repeat(400) + "T".repeat(600))
+    assert.include(long, `User: ${"H".repeat(500)}\n...[truncated]...\n${"T".repeat(500)}\n</conversation>`)
+    assert.notInclude(long, "M")
+    assert.notInclude(transcript("a short message"), "[truncated]")
+    assert.notInclude(transcript("x".repeat(1000)), "[truncated]")
+    assert.include(transcript("x".repeat(1001)), "[truncated]")
+    const ai = transcript("A".repeat(700) + "B".repeat(700), "assistant")
+    assert.include(ai, `Assistant: ${"A".repeat(500)}\n...[truncated]...\n${"B".repeat(500)}`)
+    const tagged = transcript("<b>" + "y".repeat(1500))
+    assert.include(tagged, `User: &lt;b&gt;${"y".repeat(497)}\n...[truncated]...`)
+    // characters are counted as DeerFlow counts them: an emoji is one
+    assert.notInclude(transcript("😀".repeat(1000)), "[truncated]")
+    assert.include(transcript("😀".repeat(1001)), `${"😀".repeat(500)}\n...[truncated]...\n${"😀".repeat(500)}`)
+  })
 })
 
 describe("a model's update", () => {
