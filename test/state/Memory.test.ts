@@ -130,6 +130,61 @@ describe("the update prompt", () => {
   })
 })
 
+describe("the signals an update prompt names", () => {
+  const CORRECTION = "Explicit correction signals were detected"
+  const REINFORCEMENT = "Positive reinforcement signals were detected"
+  const promptOf = (...texts: ReadonlyArray<string | M.Message>) => {
+    const messages = texts.map((t, i) => (typeof t !== "string" ? t : i % 2 === 0 ? M.human(t) : M.ai(t)))
+    return MemoryDoc.updatePrompt(MemoryDoc.empty(), MemoryDoc.conversation(messages), { threshold: 0.7 })
+  }
+
+  // DeerFlow test_memory_upload_filtering.py::TestDetectCorrection (five cases) and test_memory_updater.py::
+  // test_correction_hint_injected_when_detected / _empty_when_not_detected: an explicit correction among the user's
+  // lines of the last six puts DeerMem's correction hint after the conversation
+  it("a user's correction in the last six lines adds the correction hint", () => {
+    assert.include(promptOf("Please help me run the project.", "Use npm start.",
+      "That's wrong, use make dev instead.", "Understood."), CORRECTION)
+    assert.include(promptOf("帮我启动项目", "用 npm start", "不对，改用 make dev", "明白了"), CORRECTION)
+    assert.include(promptOf("No, that's wrong.", "Understood"), CORRECTION)
+    const blocks = M.human([{ type: "text", text: "That is wrong," }, { type: "text", text: "use make dev." }])
+    assert.include(promptOf(blocks, "Updated."), CORRECTION)
+    const none = promptOf("Please explain the build setup.", "Here is the build setup.", "Let's talk about memory.",
+      "Sure")
+    assert.notInclude(none, CORRECTION)
+    assert.isTrue(none.endsWith("</conversation>"))
+    assert.notInclude(promptOf("That is wrong, use make dev instead.", "Noted.", "Let's discuss tests.", "Sure.",
+      "What about linting?", "Use ruff.", "And formatting?", "Use make format."), CORRECTION)
+  })
+
+  // DeerFlow test_memory_upload_filtering.py::TestDetectReinforcement (six cases) and test_memory_updater.py::
+  // TestReinforcementHint (three cases)
+  it("a user's confirmation in the last six lines adds the reinforcement hint", () => {
+    assert.include(promptOf("Can you summarise it in bullet points?", "Here are the key points: ...",
+      "Yes, exactly! That's what I needed.", "Glad it helped."), REINFORCEMENT)
+    assert.include(promptOf("Write it more concisely.", "Here is the concise version.", "Perfect.", "Great!"),
+      REINFORCEMENT)
+    assert.include(promptOf("帮我用要点来总结", "好的，要点如下：...", "完全正确，就是这个意思", "很高兴能帮到你"),
+      REINFORCEMENT)
+    assert.notInclude(promptOf("What does this function do?", "It processes the input data.",
+      "Can you show me an example?", "Sure."), REINFORCEMENT)
+    assert.notInclude(promptOf("Yes, exactly right.", "Noted.", "Let's discuss tests.", "Sure.",
+      "What about linting?", "Use ruff.", "And formatting?", "Use make format."), REINFORCEMENT)
+    const correction = promptOf("That's wrong, try again.", "Corrected.")
+    assert.notInclude(correction, REINFORCEMENT)
+    assert.include(correction, CORRECTION)
+    const both = promptOf("No wait, that's wrong. Actually yes, exactly right.", "Got it.")
+    assert.include(both, `</conversation>\n\nIMPORTANT: ${CORRECTION}`)
+    assert.include(both, `must not be stored.\nIMPORTANT: ${REINFORCEMENT}`)
+  })
+
+  it("a preference, an identity, a goal and a decision have their hints too", () => {
+    const prompt = promptOf("I prefer tabs. I work as a nurse. My goal is to ship. Let's use uv.", "Noted.")
+    for (const hint of ["A preference signal", "An identity signal", "A goal signal", "A decision signal"]) {
+      assert.include(prompt, `IMPORTANT: ${hint} was detected.`)
+    }
+  })
+})
+
 describe("a model's update", () => {
   it("is found in fenced or bare JSON; anything else is a readable error", () => {
     const fenced = MemoryDoc.parseUpdate("Sure!\n```json\n{\"newFacts\": [{\"content\": \"x\"}]}\n```")
