@@ -123,9 +123,15 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
       }),
       handler: (args) =>
         change((doc, now) => {
+          // as DeerFlow's `memory_add`: nothing to remember, or a fact already known, is refused
+          const content = args.content.trim()
+          if (content === "") return [json({ error: "empty content" }), doc]
+          if (doc.facts.some((f) => MemoryDoc.sameContent(f.content, content))) {
+            return [json({ error: "Duplicate fact" }), doc]
+          }
           const fact: MemoryDoc.Fact = {
             id: `fact_${M.newId().replace(/-/g, "").slice(0, 12)}`,
-            content: args.content.trim(),
+            content,
             category: args.category ?? "context",
             confidence: args.confidence ?? 0.7,
             createdAt: now,
@@ -147,6 +153,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
         change((doc, now) => {
           const fact = doc.facts.find((f) => f.id === args.fact_id)
           if (fact === undefined) return [json({ error: `No fact has the id ${args.fact_id}.` }), doc]
+          if (args.content !== undefined && args.content.trim() === "") return [json({ error: "empty content" }), doc]
           const updated: MemoryDoc.Fact = {
             ...fact,
             ...(args.content !== undefined ? { content: args.content.trim() } : {}),

@@ -145,6 +145,9 @@ export interface ApplyOptions {
 
 const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
 
+/** Whether two facts say the same words (ignoring case and spacing): the second is not stored. */
+export const sameContent = (a: string, b: string): boolean => normalise(a) === normalise(b)
+
 /** Keeps the `max` most confident facts (ties: the newer one), in their original order. */
 export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fact> => {
   if (facts.length <= max) return facts

@@ -100,4 +100,34 @@ describe("Memory middleware", () => {
       // in tool mode the injected block has the summaries only, not the facts
       assert.strictEqual(yield* memory.context({ userId: "default" }), "")
     }).pipe(H.withStore))
+
+  // DeerFlow test_memory_updater.py::test_create_memory_fact_rejects_empty_content / _rejects_duplicate_content and
+  // memory_update's blank content (`update_memory_fact` raises on it): refused, and nothing is stored
+  it.scoped("tool mode: a blank fact, or one already known in other case and spacing, is refused", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool")
+      const o = yield* H.run({
+        threadId: "mem-3",
+        input: "Remember that I prefer tea.",
+        script: [
+          { toolCalls: [{ name: "memory_add", args: { content: "User prefers dark mode" } }] },
+          { toolCalls: [{ name: "memory_add", args: { content: "  user prefers DARK   mode " } }] },
+          { toolCalls: [{ name: "memory_add", args: { content: "   " } }] },
+          (request) => {
+            const id = JSON.parse(M.text(request.messages.at(-5)!)).added.id as string
+            return { toolCalls: [{ name: "memory_update", args: { fact_id: id, content: " \n " } }] }
+          },
+          "Done."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
+      assert.deepStrictEqual(results.slice(1), [
+        { error: "Duplicate fact" },
+        { error: "empty content" },
+        { error: "empty content" }
+      ])
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts.map((f) => f.content), ["User prefers dark mode"])
+    }).pipe(H.withStore))
 })

@@ -94,6 +94,9 @@ describe("memory settings", () => {
     const twice = await call(ALICE, "/memory/facts", { method: "POST", body: { content: " Prefers TypeScript " } })
     assert.strictEqual(twice.status, 409)
     assert.include((await bodyOf(twice)).detail, "same content")
+    // DeerFlow test_memory_updater.py::test_create_memory_fact_rejects_duplicate_content: in other case too
+    const cased = await call(ALICE, "/memory/facts", { method: "POST", body: { content: "  prefers TYPESCRIPT " } })
+    assert.strictEqual(cased.status, 409)
 
     const deleted = await doc(await call(ALICE, `/memory/facts/${fact.id}`, { method: "DELETE" }))
     assert.deepStrictEqual(deleted.facts, [])

@@ -95,7 +95,7 @@ export const layer = (api: DeerFlowApi) =>
           : undefined
 
       const duplicate = (doc: MemoryDoc.Document, content: string, except?: string) =>
-        doc.facts.some((fact) => fact.id !== except && fact.content.trim() === content)
+        doc.facts.some((fact) => fact.id !== except && MemoryDoc.sameContent(fact.content, content))
 
       const factNotFound = (id: string) => fail("not_found", `Memory fact '${id}' not found.`)
 
