@@ -107,6 +107,13 @@ const confidenceOf = (value: unknown): number | null | undefined => {
 const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // (not an update at all: left for the decoder to refuse)
   if (!isRecord(raw) || (raw.newFacts != null && !Array.isArray(raw.newFacts))) return Either.right(raw)
+  // an object that changes nothing a memory has (`{"user": "alice"}` from the conversation) is not an update: it
+  // would pass for an empty one, and the turns it answered would count as read
+  const changes = isRecord(raw.user) || isRecord(raw.history) || Array.isArray(raw.newFacts) ||
+    Array.isArray(raw.factsToRemove)
+  if (!changes) {
+    return Either.left("the answer's JSON is not a memory update (no user, history, newFacts or factsToRemove)")
+  }
   const sections = (value: unknown, keys: ReadonlyArray<string>) =>
     isRecord(value) ? Object.fromEntries(keys.filter((k) => isRecord(value[k])).map((k) => [k, value[k]])) : {}
   const newFacts: Array<unknown> = []

@@ -130,6 +130,22 @@ describe("the update prompt", () => {
   })
 })
 
+describe("an answer that is not a memory update", () => {
+  // DeerFlow test_memory_updater.py::test_still_rejects_decoy_object_missing_history_and_new_facts: an object that
+  // changes nothing a memory has is refused, not read as an empty update (which would mark its turns read)
+  it("a decoy object is refused; an update with any of its parts is read", () => {
+    for (const decoy of ['{"user": "alice"}', 'Example: {"name": "x"}', '```json\n{"history": 3}\n```']) {
+      assert.match(Either.getLeft(MemoryDoc.parseUpdate(decoy)).pipe((o) => (o._tag === "Some" ? o.value : "")),
+        /^the answer's JSON is not a memory update/, decoy)
+    }
+    const rust = '{"user": {}, "history": {}, "newFacts": [{"content": "User likes Rust", "confidence": 0.9}]}'
+    assert.deepStrictEqual(Either.getOrThrow(MemoryDoc.parseUpdate(rust)).newFacts?.map((f) => f.content), [
+      "User likes Rust"
+    ])
+    assert.isTrue(Either.isRight(MemoryDoc.parseUpdate('{"user": {"topOfMind": {"summary": "Rust"}}}')))
+  })
+})
+
 describe("the signals an update prompt names", () => {
   const CORRECTION = "Explicit correction signals were detected"
   const REINFORCEMENT = "Positive reinforcement signals were detected"
