@@ -488,7 +488,10 @@ export const make = (
       }
       return Effect.gen(function*() {
         const key = keyOf(item)
-        if (!pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth) {
+        // a full queue still takes a conversation whose user corrected, confirmed or told something (a signal, as
+        // DeerMem admits one): a later run may not say it again
+        const full = !pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth
+        if (full && MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages)).size === 0) {
           return yield* Effect.logWarning(
             `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
           )

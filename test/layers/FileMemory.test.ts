@@ -210,6 +210,23 @@ describe("the memory update queue", () => {
       assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
     }))
 
+  // DeerFlow test_memory_queue.py::test_queue_add_preserves_existing_correction_flag_for_same_thread (its point: a
+  // conversation with a signal is never shed): a full queue refuses a new thread's plain conversation, not one whose
+  // user corrected the assistant; a thread already waiting is replaced, as ever
+  it.effect("a full queue still takes a conversation with a correction", () =>
+    Effect.gen(function*() {
+      const { memory } = yield* setup([], { backend_config: { queue_max_depth: 1 } })
+      const plain = [M.human("Tell me about uv."), M.ai("It installs packages.")]
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: plain })
+      yield* memory.enqueue({ threadId: "t2", userId: "default", messages: plain })
+      assert.strictEqual(yield* memory.pending, 1)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: [...plain, ...plain] })
+      assert.strictEqual(yield* memory.pending, 1)
+      const corrected = [...plain, M.human("That's wrong, use make dev instead."), M.ai("Understood.")]
+      yield* memory.enqueue({ threadId: "t3", userId: "default", messages: corrected })
+      assert.strictEqual(yield* memory.pending, 2)
+    }))
+
   it.effect("a failed update logs a plain message (the CLI's log redaction sees all of it), never a cause object", () =>
     Effect.gen(function*() {
       const { memory } = yield* setup([])
