@@ -326,7 +326,10 @@ export const MemoryBackendConfig = Schema.Struct({
   file_lock_timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 10),
   /** Seconds to wait after a run before its memory update (a new run of the same thread restarts the wait). */
   debounce_seconds: withDefault(Schema.Number.pipe(Schema.nonNegative()), () => 30),
-  /** Pending updates at most (0 = no limit); new threads beyond it are dropped until the queue drains. */
+  /**
+   * Pending updates at most (0 = no limit); new threads beyond it are dropped until the queue drains, unless their
+   * user's recent lines carry a signal (a correction, a confirmation...).
+   */
   queue_max_depth: withDefault(NonNegativeInt, () => 1000),
   max_facts: withDefault(PositiveInt, () => 100),
   /**
