@@ -90,6 +90,20 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
       return yield* memory.modify(scope, (doc) => f(doc, now))
     }).pipe(Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message }))))
+  // `max_facts` keeps the most confident facts when memory is written: a new fact less confident than all of them
+  // is not stored, and the model is told so rather than given an id that names nothing (as in DeerFlow)
+  const stored = (result: string): Effect.Effect<string, never, RunContext> => {
+    const id = (JSON.parse(result) as { added?: { id: string } }).added?.id
+    if (id === undefined) return Effect.succeed(result)
+    return Effect.flatMap(scopeOf, (scope) => memory.load(scope)).pipe(
+      Effect.map((doc) =>
+        doc.facts.some((f) => f.id === id) ? result : json({
+          error: "Fact was not stored because the configured memory.max_facts capacity policy evicted it"
+        })
+      ),
+      Effect.orElseSucceed(() => result)
+    )
+  }
   return [
     Tool.make({
       name: "memory_search",
@@ -122,7 +136,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
         confidence: Schema.optional(Confidence)
       }),
       handler: (args) =>
-        change((doc, now) => {
+        Effect.flatMap(change((doc, now) => {
           // as DeerFlow's `memory_add`: nothing to remember, or a fact already known, is refused
           const content = args.content.trim()
           if (content === "") return [json({ error: "empty content" }), doc]
@@ -138,7 +152,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
             source: "tool"
           }
           return [json({ added: factView(fact) }), { ...doc, lastUpdated: now, facts: [...doc.facts, fact] }]
-        })
+        }), (result) => stored(result))
     }),
     Tool.make({
       name: "memory_update",

@@ -36,12 +36,14 @@ const recording = () => {
   return { service, queued }
 }
 
-const fileMemory = (mode: "middleware" | "tool") =>
+const fileMemory = (mode: "middleware" | "tool", backend_config: Record<string, unknown> = {}) =>
   Effect.map(
     Layer.build(FileMemory.layer().pipe(
       Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
       Layer.provide(MemoryThreadStore.layer()),
-      Layer.provide(ConfigFile.layerFromObject({ memory: { mode } }, { home: tempDir("antler-memmw-") })),
+      Layer.provide(
+        ConfigFile.layerFromObject({ memory: { mode, backend_config } }, { home: tempDir("antler-memmw-") })
+      ),
       Layer.provide(NodeFileSystem.layer)
     )),
     (context) => context.unsafeMap.get(Memory.key) as Memory["Type"]
@@ -129,5 +131,32 @@ describe("Memory middleware", () => {
       ])
       const doc = yield* memory.load({ userId: "default" })
       assert.deepStrictEqual(doc.facts.map((f) => f.content), ["User prefers dark mode"])
+    }).pipe(H.withStore))
+
+  // DeerFlow test_memory_updater.py::test_create_memory_fact_trims_to_max_facts_by_confidence and memory_add's
+  // capacity error: max_facts keeps the most confident facts; a new fact below all of them is not stored, and the
+  // model is told so instead of being given its id
+  it.scoped("tool mode: a fact max_facts does not keep is reported as not stored", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool", { max_facts: 2 })
+      const add = (content: string, confidence: number) => ({
+        toolCalls: [{ name: "memory_add", args: { content, confidence } }]
+      })
+      const o = yield* H.run({
+        threadId: "mem-4",
+        input: "Remember these.",
+        script: [add("High confidence", 0.95), add("Low confidence", 0.2), add("Medium confidence", 0.8),
+          add("Lowest confidence", 0.1), "Done."],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
+      assert.deepStrictEqual(results.map((r) => r.added?.content ?? r.error), [
+        "High confidence",
+        "Low confidence",
+        "Medium confidence",
+        "Fact was not stored because the configured memory.max_facts capacity policy evicted it"
+      ])
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts.map((f) => f.content), ["High confidence", "Medium confidence"])
     }).pipe(H.withStore))
 })
