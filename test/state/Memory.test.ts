@@ -113,6 +113,13 @@ describe("the update prompt", () => {
   // around a "[truncated]" line (user and assistant alike), 1000 pass whole, and the cut text is escaped after
   const transcript = (text: string, role: "user" | "assistant" = "user") =>
     MemoryDoc.updatePrompt(MemoryDoc.empty(), [{ role, text }], { threshold: 0.7 }).split("<conversation>\n")[1]!
+  // DeerFlow test_memory_upload_filtering.py's first line of defence is its prompt's rule (memory_update.chat.yaml:
+  // "Do NOT record file upload events in memory"); the scrub after the answer (stripUploadMentions) is the second
+  it("asks the model not to record upload events", () => {
+    assert.include(MemoryDoc.updatePrompt(MemoryDoc.empty(), [], { threshold: 0.7 }),
+      "- Do not record file upload events: uploaded files belong to one conversation and are not there in later ones.")
+  })
+
   it("a long message keeps its head and its tail, not its middle", () => {
     const long = transcript("H".repeat(600) + "M".repeat(400) + "T".repeat(600))
     assert.include(long, `User: ${"H".repeat(500)}\n...[truncated]...\n${"T".repeat(500)}\n</conversation>`)
