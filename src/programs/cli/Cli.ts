@@ -368,19 +368,25 @@ export const helpText = (path: ReadonlyArray<string>, options: { readonly color:
     : Help.command(entry, path.join(" "), { style, invocation })
 }
 
-// @effect/cli writes its own messages (a file that does not exist...) in colour: plain text unless colour is on.
-const plain = (value: unknown) => (typeof value === "string" ? value.replace(/\x1b\[[0-9;]*m/g, "") : value)
-const withPlainConsole = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Render.useColor()
-    ? effect
-    : Effect.flatMap(Effect.console, (console) =>
-      Effect.withConsole(effect, {
-        ...console,
-        log: (...args: ReadonlyArray<unknown>) => console.log(...args.map(plain)),
-        error: (...args: ReadonlyArray<unknown>) => console.error(...args.map(plain)),
-        info: (...args: ReadonlyArray<unknown>) => console.info(...args.map(plain)),
-        warn: (...args: ReadonlyArray<unknown>) => console.warn(...args.map(plain))
-      }))
+// @effect/cli writes its own messages (a file that does not exist, a value that is not an integer...) in colour:
+// plain text unless colour is on. They quote what was typed: its control characters are made visible (the
+// colour codes of @effect/cli's own, when on, kept).
+const SGR = /(\x1b\[[0-9;]*m)/
+const cleanMessage = (color: boolean) => (value: unknown) =>
+  typeof value === "string"
+    ? value.split(SGR).map((part, i) => (i % 2 === 1 ? (color ? part : "") : Render.safeText(part))).join("")
+    : value
+const withCleanConsole = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const clean = cleanMessage(Render.useColor())
+  return Effect.flatMap(Effect.console, (console) =>
+    Effect.withConsole(effect, {
+      ...console,
+      log: (...args: ReadonlyArray<unknown>) => console.log(...args.map(clean)),
+      error: (...args: ReadonlyArray<unknown>) => console.error(...args.map(clean)),
+      info: (...args: ReadonlyArray<unknown>) => console.info(...args.map(clean)),
+      warn: (...args: ReadonlyArray<unknown>) => console.warn(...args.map(clean))
+    }))
+}
 
 /**
  * The CLI as an effect over `process.argv`-shaped arguments. Help and the version are answered first; then
@@ -398,7 +404,7 @@ export const cli = (argv: ReadonlyArray<string>) => {
   }
   const problem = commandLineProblem(commandSpec, args)
   return problem === undefined
-    ? withPlainConsole(
+    ? withCleanConsole(
       Command.run(root, { name: "antler", version: version() })(
         [...argv.slice(0, 2), ...hoistBuiltIns(commandSpec, args)]
       )

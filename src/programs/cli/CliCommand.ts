@@ -83,10 +83,14 @@ export const ExitCode = {
 /** Ends the command with an exit code; its message (if any) has already been printed. */
 export class CliExit extends Data.TaggedError("CliExit")<{ readonly code: number }> {}
 
-/** Prints `message` on stderr and ends the command with `code`. */
+/**
+ * Prints `message` on stderr and ends the command with `code`. A message may name what the user typed (a thread
+ * id, an option, a command) or what a file holds: its control characters are made visible and URL credentials
+ * and bearer tokens hidden (`Render.safeText`), whatever its caller did.
+ */
 export const fail = (code: number, message: string) =>
   Effect.zipRight(
-    Render.writeError(message.endsWith("\n") ? message : `${message}\n`),
+    Render.writeError(Render.safeText(message.endsWith("\n") ? message : `${message}\n`)),
     Effect.fail(new CliExit({ code }))
   )
 
@@ -251,11 +255,12 @@ const warnIgnored = (app: AppConfigService["Type"]) =>
     const count = app.ignored.length
     const named = all ? app.ignored : app.ignored.slice(0, WARNED_KEYS)
     const more = count - named.length
-    yield* Render.writeError(
+    // (the keys are the file's: a quoted YAML key may hold any character)
+    yield* Render.writeError(Render.safeText(
       `warning: ${app.source}: ${count} key${count === 1 ? "" : "s"} not used by Antler (ignored): ${named.join(", ")}` +
         (more > 0 ? `, and ${more} more (--log-level debug lists them)` : "") +
         ". Said once for this configuration.\n"
-    )
+    ))
   })
 
 /** Configured tools that cannot work are a configuration error (exit 2), before anything runs. */

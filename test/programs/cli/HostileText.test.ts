@@ -131,3 +131,27 @@ describe("an uploaded file with a hostile name", () => {
       assert.notMatch(refused.stdout + refused.stderr, CONTROL)
     })), SLOW)
 })
+
+describe("a command line or a config key with escape sequences, named back in a usage error or a warning", () => {
+  it.live("is printed with its control characters made visible", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-hostile-argv-")
+      const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
+        [["threads", "show", `a${ESCAPES}`], "Invalid thread id \"a␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e\""],
+        [[`x${ESCAPES}`], "unknown command x␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e"],
+        [["threads", "list", `--x${ESCAPES}`], "unknown option --x␛]52"],
+        [["serve", "--port", `1${ESCAPES}`], "'1␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202e' is not a"]
+      ]
+      for (const [args, shown] of cases) {
+        const ran = yield* antler(home, args)
+        assert.strictEqual(ran.code, 2, ran.stderr)
+        assert.include(ran.stdout + ran.stderr, shown)
+        assert.notMatch(ran.stdout + ran.stderr, CONTROL, args.join(" "))
+      }
+      const key = JSON.stringify(`k${ESCAPES}`)
+      Fs.writeFileSync(Path.join(home, "config.yaml"), `memory:\n  enabled: false\n${key}: 1\n`)
+      const warned = yield* antler(home, ["skills", "list"])
+      assert.include(warned.stderr, "(ignored): k␛]52")
+      assert.notMatch(warned.stdout + warned.stderr, CONTROL)
+    }), SLOW)
+})
