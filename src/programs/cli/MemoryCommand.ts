@@ -39,7 +39,7 @@ export const render = (doc: MemoryDoc.Document, file: string, color: boolean): s
     lines.push("", s.bold(`Facts (${doc.facts.length}):`))
     for (const fact of [...doc.facts].sort((a, b) => b.confidence - a.confidence)) {
       const mark = s.dim(`[${Render.safeText(MemoryDoc.categoryOf(fact))} ${fact.confidence.toFixed(2)}]`)
-      lines.push(`  ${mark} ${Render.safeText(fact.content)} ${s.dim(fact.id)}`)
+      lines.push(`  ${mark} ${Render.safeText(fact.content)} ${s.dim(Render.safeText(fact.id))}`)
     }
   }
   return `${lines.join("\n")}\n`

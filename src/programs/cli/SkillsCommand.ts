@@ -31,16 +31,21 @@ export const render = (
       const state = skill.enabled ? s.green("enabled ") : s.yellow("disabled")
       const tools = skill.allowedTools === undefined
         ? ""
-        : s.dim(`  allowed-tools: ${skill.allowedTools.join(", ") || "(none)"}`)
-      lines.push(`  ${state} ${Render.safeText(skill.name)} ${s.dim(`(${skill.category})`)}  ${skill.location}${tools}`)
+        : s.dim(`  allowed-tools: ${Render.safeText(skill.allowedTools.join(", ")) || "(none)"}`)
+      // (a skill's folder name and its SKILL.md's fields are the files': any character)
+      const name = Render.safeText(skill.name)
+      lines.push(`  ${state} ${name} ${s.dim(`(${skill.category})`)}  ${Render.safeText(skill.location)}${tools}`)
     }
   }
   for (const skill of catalog.shadowed) {
-    lines.push(s.dim(`  replaced: ${skill.location} (a later skill has the name ${Render.safeText(skill.name)})`))
+    const replaced = `${Render.safeText(skill.location)} (a later skill has the name ${Render.safeText(skill.name)})`
+    lines.push(s.dim(`  replaced: ${replaced}`))
   }
   if (catalog.rejected.length > 0) {
     lines.push(s.bold(`rejected (${catalog.rejected.length})`))
-    for (const r of catalog.rejected) lines.push(`  ${s.red("✗")} ${r.file}: ${Render.safeText(r.problem)}`)
+    for (const r of catalog.rejected) {
+      lines.push(`  ${s.red("✗")} ${Render.safeText(r.file)}: ${Render.safeText(r.problem)}`)
+    }
   }
   for (const warning of catalog.warnings) lines.push(s.yellow(`warning: ${Render.safeText(warning)}`))
   return `${lines.join("\n")}\n`

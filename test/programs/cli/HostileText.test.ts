@@ -155,3 +155,29 @@ describe("a command line or a config key with escape sequences, named back in a 
       assert.notMatch(warned.stdout + warned.stderr, CONTROL)
     }), SLOW)
 })
+
+describe("antler skills list and memory show, of files with hostile names and ids", () => {
+  it.live("print a skill's folder name, its allowed-tools and a fact's id without control characters", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-hostile-skill-dir-")
+      Fs.writeFileSync(Path.join(home, "config.yaml"), "memory:\n  enabled: true\n")
+      const folder = Path.join(home, "skills", "public", `ev${ESCAPES}il`)
+      Fs.mkdirSync(folder, { recursive: true })
+      Fs.writeFileSync(
+        Path.join(folder, "SKILL.md"),
+        `---\nname: evil\ndescription: d\nallowed-tools: ${JSON.stringify(`bash${ESCAPES}`)}\n---\nbody\n`
+      )
+      const skills = yield* antler(home, ["skills", "list"])
+      assert.strictEqual(skills.code, 0, skills.stderr)
+      assert.include(skills.stdout, "/ev␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202eil/SKILL.md")
+      assert.notMatch(skills.stdout + skills.stderr, CONTROL)
+      const memory = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(memory), { recursive: true })
+      const fact = { id: `f1${ESCAPES}`, content: "Likes tea", confidence: 0.9 }
+      Fs.writeFileSync(memory, JSON.stringify({ facts: [fact] }))
+      const shown = yield* antler(home, ["memory", "show"])
+      assert.strictEqual(shown.code, 0, shown.stderr)
+      assert.include(shown.stdout, "Likes tea f1␛]52")
+      assert.notMatch(shown.stdout + shown.stderr, CONTROL)
+    }), SLOW)
+})
