@@ -215,6 +215,37 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
 /** A redactor without secrets: URL credentials and bearer tokens only. */
 export const none: Redactor = make()
 
+/** A redactor that learns secrets while it is in use (`learn`): what it redacts from then on hides them too. */
+export interface Growing extends Redactor {
+  readonly learn: (secrets: Iterable<SecretInput>) => void
+}
+
+/**
+ * `base`, growing: secrets configured while the process runs (an MCP server an admin adds to a running gateway)
+ * are hidden by everything that was handed the redactor at the start. A text stream already begun keeps the
+ * secrets it began with.
+ */
+export const growing = (base: Redactor): Growing => {
+  let current = base
+  return {
+    get secrets() {
+      return current.secrets
+    },
+    text: (text) => current.text(text),
+    test: (text) => current.test(text),
+    value: (value) => current.value(value),
+    stream: () => current.stream(),
+    learn: (secrets) => {
+      const known = new Set(current.secrets)
+      const fresh = [...secrets].filter((secret) => {
+        const value = Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
+        return value !== undefined && value !== null && !known.has(value)
+      })
+      if (fresh.length > 0) current = make([...current.secrets, ...fresh])
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Control characters
 

@@ -55,6 +55,8 @@ export interface Options {
   readonly models: ReadonlyArray<ModelConfig>
   /** The secrets no file written through the settings endpoints may hold (custom agents, extensions). */
   readonly redact?: Redact.Redactor | undefined
+  /** Adds secrets to `redact` (those of the MCP servers the settings endpoints configure). */
+  readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
   /** The gateway's accounts, when it has them (`gateway.auth.accounts`). */
   readonly accounts?: Accounts.Options | undefined
   /** The models' client for the gateway's own calls (follow-up questions, polishing a draft, compaction). */
@@ -89,7 +91,7 @@ const handlersLayer = (options: Options) => {
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
-    Extensions.layer(SERVED.deerflow, { open }),
+    Extensions.layer(SERVED.deerflow, { open, learnSecrets: options.learnSecrets }),
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),

@@ -34,6 +34,7 @@ import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
+import * as ToolAssembly from "../ToolAssembly.js"
 import * as AccountStore from "./accounts/AccountStore.js"
 import * as LoginLimiter from "./accounts/LoginLimiter.js"
 import * as Api from "./Api.js"
@@ -236,9 +237,12 @@ export const layer = (options: Options) => {
   const gateway = app.config.gateway
   const host = options.host ?? gateway.host
   const port = options.port ?? gateway.port
-  const redact = options.redact ?? App.redactor(options.choice.models, {}, secrets(app.config))
+  // (growing: the MCP servers' secrets join it at the start, and those of servers added while the gateway runs)
+  const configured = [...secrets(app.config), ...ToolAssembly.secrets(app.config)]
+  const redact = Redact.growing(options.redact ?? App.redactor(options.choice.models, {}, configured))
 
   const checks = Effect.gen(function*() {
+    redact.learn(yield* App.mcpSecrets(app))
     const bind = Auth.bindProblem(host, gateway.auth.tokens, gateway.auth.accounts)
     if (bind !== undefined) return yield* new GatewayStartError({ reason: "unsafe_bind", message: bind })
     const cors = Auth.corsProblem(gateway.cors.allow_origins, gateway.auth.tokens, gateway.auth.accounts)
@@ -305,7 +309,14 @@ export const layer = (options: Options) => {
     // the gateway's own model calls get clients of their own (the factory built the agents' from the same choice)
     const model = yield* Effect.orDie(App.modelService(options.choice))
     const auth = Auth.make(gateway.auth.tokens)
-    const api = yield* Api.router({ auth, models: options.choice.models, redact, accounts, model })
+    const api = yield* Api.router({
+      auth,
+      models: options.choice.models,
+      redact,
+      accounts,
+      model,
+      learnSecrets: redact.learn
+    })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)
     const routes = HttpRouter.concat(api, Web.router()).pipe(

@@ -23,6 +23,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { MAX_CONFIG_BYTES } from "../../../layers/ConfigFile.js"
 import * as ExtensionsFile from "../../../layers/ExtensionsFile.js"
+import * as McpVariables from "../../../layers/mcp/Variables.js"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import * as TextFile from "../../../layers/TextFile.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
@@ -242,6 +243,8 @@ export interface Options {
    * file). With accounts, anyone may register one: only an admin account may.
    */
   readonly open: boolean
+  /** Told the secrets of the servers written (env and header values...), before they start. */
+  readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
 }
 
 /** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers, skill states, MCP tasks. */
@@ -345,6 +348,8 @@ export const layer = (api: DeerFlowApi, options: Options) =>
         const decoded = yield* decodeServers(servers)
         const next = { ...raw, mcpServers: servers }
         yield* writeRaw(file, next)
+        // (what the new servers say may hold their secrets: every redaction of the gateway hides them from now on)
+        if (options.learnSecrets !== undefined) options.learnSecrets(yield* McpVariables.secrets(decoded))
         if (Option.isSome(mcp) && mcp.value.replace !== undefined) yield* mcp.value.replace(decoded)
         return next
       })
