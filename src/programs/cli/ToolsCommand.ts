@@ -104,7 +104,7 @@ export const render = (
   const clean = (text: string) => Render.safeText(text, options.redact)
   const width = Math.min(40, Math.max(12, ...[...r.tools, ...r.missing].map((row) => row.name.length + 2)))
   const line = (row: Row) =>
-    (`  ${pad(clean(row.name), width)}${pad(sourceText(row), 16)}${pad(row.group ?? "", 12)}` +
+    (`  ${pad(clean(row.name), width)}${pad(clean(sourceText(row)), 16)}${pad(clean(row.group ?? ""), 12)}` +
       `${row.state === "deferred" ? "deferred: " : ""}${clean(row.note ?? "")}`).trimEnd()
   const out: Array<string> = []
   const forModel = r.model !== undefined ? ` (model ${clean(r.model)})` : ""

@@ -12,6 +12,7 @@ import * as FileMemory from "../../../src/layers/FileMemory.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as MemoryCommand from "../../../src/programs/cli/MemoryCommand.js"
 import * as Render from "../../../src/programs/cli/Render.js"
+import * as ToolsCommand from "../../../src/programs/cli/ToolsCommand.js"
 import * as MemoryDoc from "../../../src/state/Memory.js"
 import * as Redact from "../../../src/state/Redact.js"
 import { childEnv, runAntler } from "../../support/cli.js"
@@ -180,4 +181,19 @@ describe("antler skills list and memory show, of files with hostile names and id
       assert.include(shown.stdout, "Likes tea f1␛]52")
       assert.notMatch(shown.stdout + shown.stderr, CONTROL)
     }), SLOW)
+})
+
+describe("antler tools list, of an MCP server with a hostile name", () => {
+  it("names the server of each of its tools without control characters", () => {
+    const server = `ev${ESCAPES}il`
+    const shown = ToolsCommand.render({
+      model: "m",
+      tools: [{ name: "ev_il_echo", source: "mcp", server, group: `g${ESCAPES}`, state: "available" }],
+      missing: [],
+      servers: [],
+      warnings: []
+    }, { color: false })
+    assert.include(shown, "mcp:ev␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202eil")
+    assert.notMatch(shown, CONTROL)
+  })
 })
