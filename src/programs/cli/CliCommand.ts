@@ -10,6 +10,7 @@ import type * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import type * as ValidationError from "@effect/cli/ValidationError"
 import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Cause from "effect/Cause"
 import * as ConfigError from "effect/ConfigError"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
@@ -397,9 +398,14 @@ export const withCleanLogs = (
     const matches = (patterns: ReadonlyArray<RegExp>, text: string) => patterns.some((pattern) => pattern.test(text))
     const notices = options.quiet === true && options.home !== undefined ? noticesOf(options.home) : undefined
     return Effect.locallyWith(effect, FiberRef.currentLoggers, HashSet.map((logger) => {
+      // (a logged cause, printed as it is, holds what its errors say: it is printed as its text, cleaned, after the
+      // message)
       const cleaned = Logger.mapInputOptions(logger, (input) => ({
         ...input,
-        message: clean(input.message),
+        message: Cause.isEmpty(input.cause)
+          ? clean(input.message)
+          : [...[input.message].flat().map(clean), clean(Cause.pretty(input.cause))],
+        cause: Cause.empty,
         annotations: HashMap.map(input.annotations, clean)
       }))
       if (options.quiet !== true) return cleaned

@@ -5,11 +5,14 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as FileMemory from "../../../src/layers/FileMemory.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import * as CliCommand from "../../../src/programs/cli/CliCommand.js"
 import * as MemoryCommand from "../../../src/programs/cli/MemoryCommand.js"
 import * as Render from "../../../src/programs/cli/Render.js"
 import * as ToolsCommand from "../../../src/programs/cli/ToolsCommand.js"
@@ -196,4 +199,24 @@ describe("antler tools list, of an MCP server with a hostile name", () => {
     assert.include(shown, "mcp:ev␛]52;c;ZXZpbA==␇␛[2J\\u009b31m\\u202eil")
     assert.notMatch(shown, CONTROL)
   })
+})
+
+describe("a log line with a cause (the gateway logs a failed request's cause as it is)", () => {
+  it.effect("is printed without the configured secret and without control characters, the cause's text kept", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.make(({ cause, message }) => {
+        lines.push(`${JSON.stringify(message)} ${Cause.isEmpty(cause) ? "" : Cause.pretty(cause)}`)
+      })
+      const failed = Cause.fail(new Error(`the provider said: bad key ${SECRET} ${ESCAPES}`))
+      yield* Effect.logError("gateway request failed", failed).pipe(
+        CliCommand.withCleanLogs(Redact.make([SECRET])),
+        Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+      )
+      const out = lines.join("\n")
+      assert.include(out, "gateway request failed")
+      assert.include(out, "the provider said: bad key [redacted]")
+      assert.notInclude(out, SECRET)
+      assert.notMatch(out, CONTROL)
+    }))
 })
