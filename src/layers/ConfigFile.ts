@@ -199,8 +199,14 @@ export const ignoredKeys = (raw: unknown, schema: Schema.Schema.Any = AppConfigS
 // ---------------------------------------------------------------------------------------------------------
 // Schema issues
 
-// (an ACP agent's `env` values are all secrets, whatever their names)
-const REDACT = /(^|[._])(api_?key|secret|token|password)$|^acp_agents\.[^.]+\.env\./i
+// (an ACP agent's `env` values are all secrets, whatever their names; so are headers and environments, and the
+// gateway's tokens, however they were written: a list of strings, one string)
+const REDACT = new RegExp([
+  "(^|[._])(api_?key|secret|token|password|passwd|credentials?)$",
+  "(^|\\.)tokens(\\[\\d+\\])?$",
+  "(^|[._])(env|headers)([.[]|$)",
+  "^acp_agents\\.[^.]+\\.env\\."
+].join("|"), "i")
 
 const describeExpected = (expected: string): string => {
   if (expected === "string") return "a string"

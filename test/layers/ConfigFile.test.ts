@@ -70,6 +70,23 @@ describe("ConfigFile", () => {
       assert.notInclude(error.message, "123456789")
     }))
 
+  it.effect("gateway tokens, tracing headers or a model's headers written as plain text are not echoed back", () =>
+    Effect.gen(function*() {
+      // (tokens written as a list of strings, or one string, and headers as OTEL_EXPORTER_OTLP_HEADERS' text: slips
+      // whose error would otherwise print the secret to the terminal and to any log of it)
+      const secret = "sk-plain-token-0123456789"
+      for (const [text, path] of [
+        [`gateway:\n  auth:\n    tokens:\n      - ${secret}\n`, "gateway.auth.tokens[0]"],
+        [`gateway:\n  auth:\n    tokens: ${secret}\n`, "gateway.auth.tokens"],
+        [`tracing:\n  enabled: true\n  headers: authorization=Bearer ${secret}\n`, "tracing.headers"],
+        [`models:\n  - name: a\n    model: b\n    default_headers: ${secret}\n`, "models[0].default_headers"]
+      ]) {
+        const error = yield* loadError(tempFile(text))
+        assert.include(error.message, `${path}: expected`)
+        assert.notInclude(error.message, secret)
+      }
+    }))
+
   it.effect("a YAML syntax error names the file, line and column", () =>
     Effect.gen(function*() {
       const file = tempFile("title:\n  enabled: true\nmodels: [a, b\nsandbox: {}\n")
