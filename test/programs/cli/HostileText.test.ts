@@ -220,3 +220,24 @@ describe("a log line with a cause (the gateway logs a failed request's cause as 
       assert.notMatch(out, CONTROL)
     }))
 })
+
+describe("the status line of a run calling a tool the model named with escape sequences", () => {
+  it("names the running tool without control characters and without the configured secret", () => {
+    const render = Render.human({ color: false, redact: Redact.make([SECRET]) })
+    render({ type: "run_start", thread_id: "t", run_id: "r" })
+    const name = `bash${ESCAPES}${SECRET}`
+    render({
+      type: "message",
+      message: {
+        type: "ai",
+        id: "m1",
+        content: "",
+        tool_calls: [{ id: "c1", name, args: { command: "ls" }, type: "tool_call" }]
+      }
+    } as any)
+    const label = render.activity() ?? ""
+    assert.include(label, "running bash␛]52")
+    assert.notInclude(label, SECRET)
+    assert.notMatch(label, CONTROL)
+  })
+})

@@ -79,8 +79,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
   const verbose = options.verbose === true
   const redactor = options.redact ?? Redact.none
   const invocation = options.invocation ?? "antler"
-  const waiting = `waiting for ${options.model ?? "the model"}`
   const safe = (text: string) => safeText(text, redactor)
+  const waiting = `waiting for ${safe(options.model ?? "the model")}`
   const printed = new Map<string, string>()
   const shownCalls = new Set<string>()
   // A result re-written under its id (TokenUsage marks a subagent's usage as counted) is shown once.
@@ -268,7 +268,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
           for (const call of M.toolCalls(message)) {
             if (shownCalls.has(call.id)) continue
             shownCalls.add(call.id)
-            pending.set(call.id, call.name)
+            // (the status line names it: the model chose the name)
+            pending.set(call.id, safe(call.name))
             const { detail, label } = toolLineParts(call)
             const line = label === undefined
               ? s.bold(safe(detail))
