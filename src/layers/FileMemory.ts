@@ -10,10 +10,12 @@
  * - Updates go through one queue per app (this layer): after a run, its conversation waits
  *   `debounce_seconds` (a new run of the same thread restarts the wait and replaces it); then one internal
  *   model call (`internal: "memory"`, never streamed) reads the current memory and the turns not read yet
- *   (a watermark per thread) and answers with the changes, which are applied (confident facts only, at most
- *   `max_facts`) and stored. Its token usage is added to the thread under the purpose `memory`. A failed
- *   update changes nothing and is retried with the thread's next run. When the app ends, pending updates
- *   run within `shutdown_flush_timeout_seconds`; when it is stopped (a signal), within `STOP_FLUSH_SECONDS`.
+ *   (a watermark per thread) and answers with the changes, which are applied (through DeerMem's write gate:
+ *   only what the model labels as the user's, durable and descriptive, with one warning naming what it refused;
+ *   confident facts only, at most `max_facts`) and stored. Its token usage is added to the thread under the
+ *   purpose `memory`. A failed update changes nothing and is retried with the thread's next run. When the app
+ *   ends, pending updates run within `shutdown_flush_timeout_seconds`; when it is stopped (a signal), within
+ *   `STOP_FLUSH_SECONDS`.
  * - What is stored is bounded and holds no secret: every write is redacted (the configured keys) and cut to
  *   `max_facts`, `max_fact_chars` and `max_summary_chars` (see `state/MemoryLimits.ts`), and so is every file
  *   read (one written by hand or by an older version), with one warning naming what was cut.
@@ -436,17 +438,26 @@ export const make = (
         const excess = Either.isRight(raw) ? raw.right.cut : []
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const last = MemoryDoc.lastMessageId(item.messages)
-        yield* write(s, (doc) => {
-          let next = MemoryDoc.applyUpdate(doc, capped.value, {
+        const refused = yield* write(s, (doc) => {
+          const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
             now,
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
             source: item.threadId
           })
+          let next = applied.value
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
-          return [undefined, next] as const
+          return [applied.refused, next] as const
         }, [...excess, ...capped.cut])
+        // what the model did not label as the user's, durable and descriptive is not stored, and said so
+        if (refused.length > 0) {
+          yield* Effect.logWarning(
+            `Memory of ${whose(s)} from thread ${item.threadId}: the write gate refused (a new fact is stored only ` +
+              `labelled scope user, durability durable, authority descriptive; a summary scope user, authority ` +
+              `descriptive; a removal scope user, with a reason): ${refused.join("; ")}`
+          )
+        }
       }).pipe(
         // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).
         Effect.catchAllCause((cause) => {

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 import type { Fact, Section, Update } from "./Memory.js"
 import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
+import type * as MemoryUpdate from "./MemoryUpdate.js"
 
 /** The limits of a memory document. */
 export interface Limits {
@@ -200,10 +201,7 @@ export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
   return { value: out ?? raw, cut }
 }
 
-type SectionUpdate = {
-  readonly summary?: string | null | undefined
-  readonly shouldUpdate?: boolean | null | undefined
-}
+type SectionUpdate = typeof MemoryUpdate.SectionUpdate.Type
 
 const capSectionUpdate = (
   where: string,

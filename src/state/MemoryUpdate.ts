@@ -8,10 +8,40 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 
+/**
+ * A write-gate label the model gave (DeerMem's `scope`, `durability`, `authority`), trimmed and lower-cased; absent
+ * when it gave none (or not as text). Read only by the gate (`Memory.ts`), never stored.
+ */
+const Label = Schema.optional(Schema.String)
+
 /** What the model answers for one summary. */
 export const SectionUpdate = Schema.Struct({
   summary: Schema.optional(Schema.NullOr(Schema.String)),
-  shouldUpdate: Schema.optional(Schema.NullOr(Schema.Boolean))
+  shouldUpdate: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  scope: Label,
+  authority: Label
+})
+
+/** A new fact the model answers. */
+export const FactUpdate = Schema.Struct({
+  content: Schema.String,
+  category: Schema.optional(Schema.NullOr(Schema.String)),
+  confidence: Schema.optional(Schema.NullOr(Schema.Number)),
+  sourceError: Schema.optional(Schema.NullOr(Schema.String)),
+  scope: Label,
+  durability: Label,
+  authority: Label
+})
+
+/**
+ * A fact the model removes: its id, the labels of the write gate (`scope`, a `reason`) and, when a new fact
+ * replaces it, that fact's index in `newFacts` (as the model wrote it: the gate refuses one that is not an index).
+ */
+export const FactRemoval = Schema.Struct({
+  id: Schema.String,
+  scope: Label,
+  reason: Label,
+  replacementFactIndex: Schema.optional(Schema.Unknown)
 })
 
 /** What the memory model answers (lenient: every part is optional). */
@@ -26,13 +56,8 @@ export const Update = Schema.Struct({
     earlierContext: Schema.optional(Schema.NullOr(SectionUpdate)),
     longTermBackground: Schema.optional(Schema.NullOr(SectionUpdate))
   }))),
-  newFacts: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
-    content: Schema.String,
-    category: Schema.optional(Schema.NullOr(Schema.String)),
-    confidence: Schema.optional(Schema.NullOr(Schema.Number)),
-    sourceError: Schema.optional(Schema.NullOr(Schema.String))
-  })))),
-  factsToRemove: Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
+  newFacts: Schema.optional(Schema.NullOr(Schema.Array(FactUpdate))),
+  factsToRemove: Schema.optional(Schema.NullOr(Schema.Array(FactRemoval)))
 })
 export type Update = typeof Update.Type
 
@@ -98,11 +123,33 @@ const confidenceOf = (value: unknown): number | null | undefined => {
   return Number.isFinite(n) ? n : undefined
 }
 
+/** A write-gate label as DeerMem reads one (`_normalize_gate_label`): text, trimmed, lower-cased; else none. */
+export const gateLabel = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return undefined
+  const label = value.trim().toLowerCase()
+  return label === "" ? undefined : label
+}
+
+/** The gate labels of an entry that has them (`gateLabel`), under their names. */
+const labelsOf = (entry: Record<string, unknown>, names: ReadonlyArray<string>) =>
+  Object.fromEntries(names.flatMap((name) => {
+    const label = gateLabel(entry[name])
+    return label === undefined ? [] : [[name, label]]
+  }))
+
+/** A summary section as read: the write-gate labels normalised (`gateLabel`). */
+const sectionOf = (section: Record<string, unknown>) => {
+  const { scope: _scope, authority: _authority, ...rest } = section
+  return { ...rest, ...labelsOf(section, ["scope", "authority"]) }
+}
+
 /**
  * An update's JSON with its malformed parts dropped, as DeerMem normalises one: `user` / `history` that are not
  * objects (and sections that are not), new facts without text content or a numeric confidence (a number in a
- * string is read), a category that is not text ("context" then), removals that name no id. Removals with a new fact dropped fail the whole update: a
- * replacement that was lost must not leave only the deletion of what it replaced.
+ * string is read), a category that is not text ("context" then), removals that name no id. Write-gate labels are
+ * normalised (`gateLabel`) and a removal's reason trimmed; a removal given as a bare id is kept without labels (the
+ * gate then refuses it, as DeerMem's does). Removals with a new fact dropped fail the whole update: a replacement
+ * that was lost must not leave only the deletion of what it replaced.
  */
 const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // (not an update at all: left for the decoder to refuse)
@@ -115,7 +162,12 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
     return Either.left("the answer's JSON is not a memory update (no user, history, newFacts or factsToRemove)")
   }
   const sections = (value: unknown, keys: ReadonlyArray<string>) =>
-    isRecord(value) ? Object.fromEntries(keys.filter((k) => isRecord(value[k])).map((k) => [k, value[k]])) : {}
+    isRecord(value)
+      ? Object.fromEntries(keys.flatMap((k) => {
+        const section = value[k]
+        return isRecord(section) ? [[k, sectionOf(section)]] : []
+      }))
+      : {}
   const newFacts: Array<unknown> = []
   let dropped = false
   for (const fact of Array.isArray(raw.newFacts) ? raw.newFacts : []) {
@@ -129,12 +181,22 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
       content,
       ...(typeof fact.category === "string" ? { category: fact.category } : {}),
       ...(confidence === null ? {} : { confidence }),
-      ...(typeof fact.sourceError === "string" ? { sourceError: fact.sourceError } : {})
+      ...(typeof fact.sourceError === "string" ? { sourceError: fact.sourceError } : {}),
+      ...labelsOf(fact, ["scope", "durability", "authority"])
     })
   }
   const factsToRemove = (Array.isArray(raw.factsToRemove) ? raw.factsToRemove : []).flatMap((entry: unknown) => {
     const id = typeof entry === "string" ? entry : isRecord(entry) && typeof entry.id === "string" ? entry.id : ""
-    return id.trim() === "" ? [] : [id.trim()]
+    if (id.trim() === "") return []
+    if (!isRecord(entry)) return [{ id: id.trim() }]
+    const reason = typeof entry.reason === "string" ? entry.reason.trim() : ""
+    return [{
+      id: id.trim(),
+      ...labelsOf(entry, ["scope"]),
+      ...(reason === "" ? {} : { reason }),
+      // kept as written, valid or not: the gate refuses a removal whose replacement is not an index
+      ...("replacementFactIndex" in entry ? { replacementFactIndex: entry.replacementFactIndex } : {})
+    }]
   })
   if (factsToRemove.length > 0 && dropped) {
     return Either.left("the answer removes facts while some of its new facts are malformed (nothing is changed)")

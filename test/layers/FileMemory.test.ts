@@ -116,9 +116,14 @@ describe("memory files", () => {
 // ---------------------------------------------------------------------------------------------------------
 // The queue
 
+/** The write gate's labels of a fact that is the user's (DeerFlow test_memory_updater's `_DURABLE_USER_FACT`). */
+const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
+/** The same of a summary. */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" } as const
+
 const UPDATE = JSON.stringify({
-  user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
-  newFacts: [{ content: "Prefers uv over pip", category: "preference", confidence: 0.95 }]
+  user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true, ...USER_SUMMARY } },
+  newFacts: [{ content: "Prefers uv over pip", category: "preference", confidence: 0.95, ...USER }]
 })
 
 const conversation = [M.human("I'm a data engineer at Acme and I always use uv, never pip."), M.ai("Noted!")]
@@ -322,12 +327,15 @@ describe("what memory stores", () => {
   it.effect("a hostile 2 MB update echoing the key is stored within the limits, redacted; one warning names cuts", () =>
     Effect.gen(function*() {
       const hostile = JSON.stringify({
-        user: { workContext: { summary: `Their key is ${KEY}. ${"w".repeat(1_000_000)}`, shouldUpdate: true } },
-        history: { recentMonths: { summary: "r".repeat(500_000), shouldUpdate: true } },
+        user: {
+          workContext: { summary: `Their key is ${KEY}. ${"w".repeat(1_000_000)}`, shouldUpdate: true, ...USER_SUMMARY }
+        },
+        history: { recentMonths: { summary: "r".repeat(500_000), shouldUpdate: true, ...USER_SUMMARY } },
         newFacts: Array.from({ length: 4000 }, (_, i) => ({
           content: `${i} uses ${KEY} ${"f".repeat(100)}`,
           category: "c".repeat(1000),
-          confidence: 0.9
+          confidence: 0.9,
+          ...USER
         }))
       })
       assert.isAbove(hostile.length, 2_000_000)

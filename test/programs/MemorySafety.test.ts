@@ -105,19 +105,26 @@ const writeMemory = (home: string, chars: number) => {
   return file
 }
 
+/** The write gate's labels of a summary that is the user's. */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" } as const
+
 describe("a hostile memory model", () => {
   it.live("its 2 MB update is stored within the limits, without the key; the next run reaches its model at once", () =>
     Effect.scoped(Effect.gen(function*() {
       const hostile = JSON.stringify({
         user: {
-          workContext: { summary: `Key ${KEY}. ${"w".repeat(700_000)}`, shouldUpdate: true },
-          topOfMind: { summary: "t".repeat(300_000), shouldUpdate: true }
+          workContext: { summary: `Key ${KEY}. ${"w".repeat(700_000)}`, shouldUpdate: true, ...USER_SUMMARY },
+          topOfMind: { summary: "t".repeat(300_000), shouldUpdate: true, ...USER_SUMMARY }
         },
-        history: { longTermBackground: { summary: "数".repeat(100_000), shouldUpdate: true } },
+        history: { longTermBackground: { summary: "数".repeat(100_000), shouldUpdate: true, ...USER_SUMMARY } },
         newFacts: Array.from({ length: 3000 }, (_, i) => ({
           content: `${i} ${KEY} ${"f".repeat(250)}`,
           category: "context",
-          confidence: 0.9
+          confidence: 0.9,
+          // labelled as the write gate keeps it: what is tested is what the limits do to a hostile answer
+          scope: "user",
+          durability: "durable",
+          authority: "descriptive"
         }))
       })
       assert.isAbove(hostile.length, 2_000_000)

@@ -75,6 +75,8 @@ const isInternal = (body: Body, marker: string) =>
   body.messages[0]?.role === "user" && textOf(body.messages[0]!).includes(marker)
 
 const MEMORY_PROMPT = "You maintain the long-term memory"
+/** The write gate's labels of a fact that is the user's (DeerFlow test_memory_updater's `_DURABLE_USER_FACT`). */
+const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
 const SUMMARY_PROMPT = "You are compacting the history"
 
 /** The app as the CLI builds it, over a config in config.yaml's shape pointing at the scripted server. */
@@ -120,7 +122,7 @@ describe("prefix-cache stability", () => {
       // something remembered before the thread starts: its first turn carries a memory block
       yield* FileMemory.writeDocument(Path.join(home, "users", "default", "memory.json"), MemoryDoc.applyUpdate(
         MemoryDoc.empty(),
-        { newFacts: [{ content: "Hikes in the Alps every summer", category: "context", confidence: 0.9 }] },
+        { newFacts: [{ content: "Hikes in the Alps every summer", category: "context", confidence: 0.9, ...USER }] },
         { now: "2026-05-01T00:00:00.000Z", maxFacts: 100, threshold: 0.7, newId: () => "fact_1", source: "earlier" }
       )).pipe(Effect.provide(NodeFileSystem.layer))
       let agent = 0
@@ -278,7 +280,9 @@ describe("memory", () => {
       const server = yield* ScriptedChatServer.start((body) => {
         if (isInternal(body, MEMORY_PROMPT)) {
           return JSON.stringify({
-            newFacts: [{ content: "Uses uv, never pip, for Python projects", category: "preference", confidence: 0.95 }]
+            newFacts: [
+              { content: "Uses uv, never pip, for Python projects", category: "preference", confidence: 0.95, ...USER }
+            ]
           })
         }
         return "Noted."

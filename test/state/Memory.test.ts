@@ -11,6 +11,13 @@ import * as MemoryDoc from "../../src/state/Memory.js"
 import * as Tokens from "../../src/state/Tokens.js"
 import { assertContained, forgedClosers, occurrences } from "../support/markup.js"
 
+/** The write gate's labels of what is the user's (DeerFlow test_memory_updater.py's `_DURABLE_USER_FACT`). */
+const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
+/** The same of a summary. */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" } as const
+/** The same, as a memory model writes them in its JSON. */
+const USER_JSON = '"scope": "user", "durability": "durable", "authority": "descriptive"'
+
 let n = 0
 const options = (extra: Partial<MemoryDoc.ApplyOptions> = {}): MemoryDoc.ApplyOptions => ({
   now: "2026-05-08T10:00:00.000Z",
@@ -239,7 +246,8 @@ describe("a model's update", () => {
 
     const coerced = Either.getOrThrow(MemoryDoc.parseUpdate(
       '{"user": {}, "history": {}, "newFacts": [' +
-        '{"content": "  User likes async updates  ", "category": 9, "confidence": "0.91", "sourceError": "  parse issue  "}, ' +
+        '{"content": "  User likes async updates  ", "category": 9, "confidence": "0.91", ' +
+        `"sourceError": "  parse issue  ", ${USER_JSON}}, ` +
         '{"content": "skip invalid confidence", "category": "context", "confidence": "high"}, ' +
         '{"content": 12, "category": "context", "confidence": 0.9}, ' +
         '{"content": " ", "category": "context", "confidence": 0.9}' +
@@ -260,14 +268,14 @@ describe("a model's update", () => {
   it("keeps confident new facts once, removes facts by id, rewrites summaries it marks", () => {
     const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
       user: {
-        workContext: { summary: "Data engineer at Acme.", shouldUpdate: true },
-        topOfMind: { summary: "x", shouldUpdate: false }
+        workContext: { summary: "Data engineer at Acme.", shouldUpdate: true, ...USER_SUMMARY },
+        topOfMind: { summary: "x", shouldUpdate: false, ...USER_SUMMARY }
       },
       newFacts: [
-        { content: "Prefers uv over pip", category: "preference", confidence: 0.95 },
-        { content: "prefers  UV over pip", category: "preference", confidence: 0.9 },
-        { content: "Might like tea", confidence: 0.4 },
-        { content: "Works at Acme", category: "context", confidence: 0.8 }
+        { content: "Prefers uv over pip", category: "preference", confidence: 0.95, ...USER },
+        { content: "prefers  UV over pip", category: "preference", confidence: 0.9, ...USER },
+        { content: "Might like tea", confidence: 0.4, ...USER },
+        { content: "Works at Acme", category: "context", confidence: 0.8, ...USER }
       ]
     }, options())
     assert.deepStrictEqual(doc.facts.map((f) => [f.content, f.category]), [
@@ -277,7 +285,9 @@ describe("a model's update", () => {
     assert.strictEqual(doc.user.workContext.summary, "Data engineer at Acme.")
     assert.strictEqual(doc.user.workContext.updatedAt, "2026-05-08T10:00:00.000Z")
     assert.strictEqual(doc.user.topOfMind.summary, "")
-    const removed = MemoryDoc.applyUpdate(doc, { factsToRemove: [doc.facts[0]!.id] }, options())
+    const removed = MemoryDoc.applyUpdate(doc, {
+      factsToRemove: [{ id: doc.facts[0]!.id, scope: "user", reason: "The user now uses pip" }]
+    }, options())
     assert.deepStrictEqual(removed.facts.map((f) => f.content), ["Works at Acme"])
   })
 
@@ -291,9 +301,10 @@ describe("a model's update", () => {
           content: "Use make dev for local development.",
           category: "correction",
           confidence: 0.95,
-          sourceError: "  The agent previously suggested npm start. "
+          sourceError: "  The agent previously suggested npm start. ",
+          ...USER
         },
-        { content: "Use uv.", category: "correction", confidence: 0.9, sourceError: "   " }
+        { content: "Use uv.", category: "correction", confidence: 0.9, sourceError: "   ", ...USER }
       ]
     }, options())
     assert.strictEqual(doc.facts[0]!.sourceError, "The agent previously suggested npm start.")
@@ -328,20 +339,26 @@ describe("a model's update", () => {
       user: {
         topOfMind: {
           summary: "User is interested in AI. User uploaded a test file for verification purposes. User prefers concise answers.",
-          shouldUpdate: true
+          shouldUpdate: true,
+          ...USER_SUMMARY
         },
-        workContext: { summary: "User regularly works with CSV files for data analysis.", shouldUpdate: true }
+        workContext: {
+          summary: "User regularly works with CSV files for data analysis.",
+          shouldUpdate: true,
+          ...USER_SUMMARY
+        }
       },
       history: {
         recentMonths: {
           summary: "User uses Python. User uploaded file to /mnt/user-data/uploads/tid/data.csv. User likes clean code.",
-          shouldUpdate: true
+          shouldUpdate: true,
+          ...USER_SUMMARY
         }
       },
       newFacts: [
-        { content: "User uploaded a file titled secret.txt", category: "behavior", confidence: 0.9 },
-        { content: "User prefers dark mode", category: "preference", confidence: 0.9 },
-        { content: "User prefers PDF export for reports.", category: "preference", confidence: 0.9 }
+        { content: "User uploaded a file titled secret.txt", category: "behavior", confidence: 0.9, ...USER },
+        { content: "User prefers dark mode", category: "preference", confidence: 0.9, ...USER },
+        { content: "User prefers PDF export for reports.", category: "preference", confidence: 0.9, ...USER }
       ]
     }, options())
     assert.strictEqual(doc.user.topOfMind.summary, "User is interested in AI.User prefers concise answers.")
@@ -362,7 +379,11 @@ describe("a model's update", () => {
     ],
     ([candidates, max]) => {
       const apply = (maxFacts: number) =>
-        MemoryDoc.applyUpdate(MemoryDoc.empty(), { newFacts: candidates }, options({ maxFacts, threshold: 0 }))
+        MemoryDoc.applyUpdate(
+          MemoryDoc.empty(),
+          { newFacts: candidates.map((c) => ({ ...c, ...USER })) },
+          options({ maxFacts, threshold: 0 })
+        )
       const doc = apply(max)
       assert.isAtMost(doc.facts.length, max)
       const all = apply(1000)
@@ -407,11 +428,11 @@ describe("the injected block", () => {
 
   it("has DeerMem's sections; facts by confidence", () => {
     const doc = MemoryDoc.applyUpdate(MemoryDoc.empty(), {
-      user: { workContext: { summary: "Data engineer." } },
-      history: { recentMonths: { summary: "Moved to Lyon." } },
+      user: { workContext: { summary: "Data engineer.", ...USER_SUMMARY } },
+      history: { recentMonths: { summary: "Moved to Lyon.", ...USER_SUMMARY } },
       newFacts: [
-        { content: "Likes tea", confidence: 0.8 },
-        { content: "Uses uv", category: "preference", confidence: 0.9 }
+        { content: "Likes tea", confidence: 0.8, ...USER },
+        { content: "Uses uv", category: "preference", confidence: 0.9, ...USER }
       ]
     }, options())
     assert.strictEqual(

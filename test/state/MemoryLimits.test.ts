@@ -90,9 +90,15 @@ describe("a memory document within its limits", () => {
 describe("a memory model's answer within the limits", () => {
   it("no more new facts or removals than max_facts are decoded; summaries, contents and categories are cut", () => {
     const raw = {
-      user: { topOfMind: { summary: "t".repeat(300), shouldUpdate: true } },
-      newFacts: Array.from({ length: 10 }, (_, i) => ({ content: `${i}${"n".repeat(80)}`, category: "g".repeat(250) })),
-      factsToRemove: Array.from({ length: 5 }, (_, i) => `f${i}`)
+      user: { topOfMind: { summary: "t".repeat(300), shouldUpdate: true, scope: "user", authority: "descriptive" } },
+      newFacts: Array.from({ length: 10 }, (_, i) => ({
+        content: `${i}${"n".repeat(80)}`,
+        category: "g".repeat(250),
+        scope: "user",
+        durability: "durable",
+        authority: "descriptive"
+      })),
+      factsToRemove: Array.from({ length: 5 }, (_, i) => ({ id: `f${i}`, scope: "user", reason: "retracted" }))
     }
     const bounded = MemoryLimits.capRawUpdate(raw, LIMITS)
     assert.deepStrictEqual(bounded.cut, [
@@ -105,6 +111,12 @@ describe("a memory model's answer within the limits", () => {
     const { cut, value } = MemoryLimits.capUpdate(update, LIMITS)
     assert.lengthOf(value.user!.topOfMind!.summary!, 100)
     assert.isTrue(value.user!.topOfMind!.shouldUpdate!)
+    // what is cut keeps the write gate's labels (else the gate would refuse it)
+    assert.strictEqual(value.user!.topOfMind!.scope, "user")
+    assert.deepStrictEqual(
+      value.newFacts!.map((f) => [f.scope, f.durability, f.authority]),
+      Array.from({ length: 3 }, () => ["user", "durable", "descriptive"])
+    )
     assert.deepStrictEqual(
       value.newFacts!.map((f) => [f.content.length, f.category!.length]),
       [[50, 200], [50, 200], [50, 200]]

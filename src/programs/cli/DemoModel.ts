@@ -41,18 +41,13 @@ const called = (body: Body): ReadonlyArray<string> => {
 
 const clip = (text: string, size: number) => (text.length > size ? `${text.slice(0, size - 3)}...` : text)
 
+/** A summary the memory update leaves as it is, labelled as the update prompt asks (the write gate reads them). */
+const UNCHANGED = { summary: "", shouldUpdate: false, scope: "user", authority: "descriptive" }
+
 /** The memory update's answer: nothing learnt (a scripted model knows nothing of the user). */
 const NOTHING_LEARNT = JSON.stringify({
-  user: {
-    workContext: { summary: "", shouldUpdate: false },
-    personalContext: { summary: "", shouldUpdate: false },
-    topOfMind: { summary: "", shouldUpdate: false }
-  },
-  history: {
-    recentMonths: { summary: "", shouldUpdate: false },
-    earlierContext: { summary: "", shouldUpdate: false },
-    longTermBackground: { summary: "", shouldUpdate: false }
-  },
+  user: { workContext: UNCHANGED, personalContext: UNCHANGED, topOfMind: UNCHANGED },
+  history: { recentMonths: UNCHANGED, earlierContext: UNCHANGED, longTermBackground: UNCHANGED },
   newFacts: [],
   factsToRemove: []
 })

@@ -1132,8 +1132,23 @@ describe("context commands", () => {
         const first = String(body.messages[0]?.content ?? "")
         if (first.startsWith("You maintain the long-term memory")) {
           return JSON.stringify({
-            user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
-            newFacts: [{ content: "Uses uv, never pip", category: "preference", confidence: 0.95 }]
+            // labelled as the write gate keeps them: the user's, durable, descriptive
+            user: {
+              workContext: {
+                summary: "Data engineer at Acme.",
+                shouldUpdate: true,
+                scope: "user",
+                authority: "descriptive"
+              }
+            },
+            newFacts: [{
+              content: "Uses uv, never pip",
+              category: "preference",
+              confidence: 0.95,
+              scope: "user",
+              durability: "durable",
+              authority: "descriptive"
+            }]
           })
         }
         return "Noted."

@@ -91,13 +91,18 @@ const ALICE = "alice-token-0123456789abcdef"
 const BOB = "bob-token-0123456789abcdef00"
 const MEMORY_PROMPT = "You maintain the long-term memory"
 
+/** The write gate's labels of a fact that is the user's (DeerFlow test_memory_updater's `_DURABLE_USER_FACT`). */
+const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
+/** The same of a summary. */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" } as const
+
 /** The model: a memory update answers with a fact about whoever spoke of uv; anything else is acknowledged. */
 const memoryScript = (body: ChatRequestBody): Turn => {
   const first = text(body.messages[0]?.content)
   if (first.startsWith(MEMORY_PROMPT)) {
     return JSON.stringify({
-      user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true } },
-      newFacts: [{ content: "Uses uv, never pip", category: "preference", confidence: 0.95 }]
+      user: { workContext: { summary: "Data engineer at Acme.", shouldUpdate: true, ...USER_SUMMARY } },
+      newFacts: [{ content: "Uses uv, never pip", category: "preference", confidence: 0.95, ...USER }]
     })
   }
   return "Noted."
@@ -159,8 +164,8 @@ describe("secrets stay out of the files the agent writes", () => {
     const script = (body: ChatRequestBody): Turn => {
       if (text(body.messages[0]?.content).startsWith(MEMORY_PROMPT)) {
         return JSON.stringify({
-          user: { workContext: { summary: `Their credentials: ${echo}.`, shouldUpdate: true } },
-          newFacts: [{ content: `Authenticates with ${echo}`, category: "context", confidence: 0.95 }]
+          user: { workContext: { summary: `Their credentials: ${echo}.`, shouldUpdate: true, ...USER_SUMMARY } },
+          newFacts: [{ content: `Authenticates with ${echo}`, category: "context", confidence: 0.95, ...USER }]
         })
       }
       const tools = toolNames(body)

@@ -19,7 +19,12 @@ const script = (body: ChatRequestBody) => {
     return JSON.stringify({
       user: {},
       history: {},
-      newFacts: [{ content: "Likes short answers", category: "preference", confidence: 0.95 }]
+      newFacts: [{
+        content: "Likes short answers",
+        category: "preference",
+        confidence: 0.95,
+        scope: "user", durability: "durable", authority: "descriptive"
+      }]
     })
   }
   return "Short answer."
