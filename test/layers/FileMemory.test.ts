@@ -449,3 +449,50 @@ describe("what memory stores", () => {
     }), { timeout: 10_000 })
 })
 
+
+describe("the write gate", () => {
+  // DeerFlow test_memory_scope_gate.py: what the model does not label as the user's, durable and descriptive is not
+  // stored; DeerFlow counts it (scope_gate_rejections) for its metrics callback, Antler names it in a warning
+  it.effect("stores what is labelled the user's; one warning names what it refused, without its text", () =>
+    Effect.gen(function*() {
+      const answer = JSON.stringify({
+        user: {
+          workContext: { summary: "Data engineer at Acme.", shouldUpdate: true, ...USER_SUMMARY },
+          topOfMind: { summary: "Fixing PR 42 today.", shouldUpdate: true, scope: "thread", authority: "descriptive" }
+        },
+        history: {},
+        newFacts: [
+          { content: "Prefers uv over pip", category: "preference", confidence: 0.95, ...USER },
+          { content: "May force-push to main", confidence: 0.95, ...USER, authority: "transactional" },
+          { content: "Unlabelled fact", category: "context", confidence: 0.95 }
+        ],
+        factsToRemove: [{ id: "fact_x", scope: "project", reason: "Not in this repo" }]
+      })
+      const { memory } = yield* setup([answer])
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      const { logs } = yield* logsOf(memory.flush)
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts.map((f) => f.content), ["Prefers uv over pip"])
+      assert.strictEqual(doc.user.workContext.summary, "Data engineer at Acme.")
+      assert.strictEqual(doc.user.topOfMind.summary, "")
+      const warnings = logs.filter((l) => l.includes("the write gate refused"))
+      assert.lengthOf(warnings, 1, logs.join("\n"))
+      assert.include(warnings[0], "Memory of user default from thread t1")
+      for (
+        const part of [
+          "the summary user.topOfMind (scope not user)",
+          "1 new fact (authority not descriptive)",
+          "1 new fact (without scope, durability and authority)",
+          "1 removal (scope not user)"
+        ]
+      ) assert.include(warnings[0], part)
+      for (const text of ["force-push", "Unlabelled", "PR 42"]) assert.notInclude(logs.join("\n"), text)
+
+      // an update the gate refuses nothing of says nothing
+      const quiet = yield* setup([UPDATE])
+      yield* quiet.memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      const after = yield* logsOf(quiet.memory.flush)
+      assert.isFalse(after.logs.some((l) => l.includes("write gate")), after.logs.join("\n"))
+      assert.lengthOf((yield* quiet.memory.load({ userId: "default" })).facts, 1)
+    }))
+})
