@@ -61,14 +61,26 @@ const cliPath = (): string => {
   return path.join(outdir, "main.cjs")
 }
 
-/** The memory a hostile model leaves: letters without a space (the slowest text to tokenize), 2 MB in all. */
+/** The labels of a summary that is the user's (DeerMem's write gate stores only what is labelled so). */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" }
+
+/**
+ * The memory a hostile model leaves: letters without a space (the slowest text to tokenize), 2 MB in all, labelled
+ * as the write gate keeps it.
+ */
 const hostileUpdate = JSON.stringify({
   user: {
-    workContext: { summary: "a".repeat(700_000), shouldUpdate: true },
-    topOfMind: { summary: "b".repeat(300_000), shouldUpdate: true }
+    workContext: { summary: "a".repeat(700_000), shouldUpdate: true, ...USER_SUMMARY },
+    topOfMind: { summary: "b".repeat(300_000), shouldUpdate: true, ...USER_SUMMARY }
   },
-  history: { longTermBackground: { summary: "c".repeat(300_000), shouldUpdate: true } },
-  newFacts: Array.from({ length: 700 }, (_, i) => ({ content: `${i}${"f".repeat(1000)}`, confidence: 0.9 }))
+  history: { longTermBackground: { summary: "c".repeat(300_000), shouldUpdate: true, ...USER_SUMMARY } },
+  newFacts: Array.from({ length: 700 }, (_, i) => ({
+    content: `${i}${"f".repeat(1000)}`,
+    confidence: 0.9,
+    scope: "user",
+    durability: "durable",
+    authority: "descriptive"
+  }))
 })
 
 const storedMemory = (chars: number) =>

@@ -45,19 +45,29 @@ const toolsCalled = (body: ChatRequestBody): ReadonlyArray<string> => {
 
 const clip = (text: string, size: number) => (text.length > size ? `${text.slice(0, size - 3)}...` : text)
 
+/** The labels of a summary that is the user's, as the update prompt asks (DeerMem's write gate reads them). */
+const USER_SUMMARY = { scope: "user", authority: "descriptive" }
+
 /** The memory update's answer: one fact about the user, so the memory screen has something to show. */
 const memoryUpdate = JSON.stringify({
   user: {
-    workContext: { summary: "Tries DeerFlow's web app against Antler.", shouldUpdate: true },
-    personalContext: { summary: "", shouldUpdate: false },
-    topOfMind: { summary: "Deer and their antlers.", shouldUpdate: true }
+    workContext: { summary: "Tries DeerFlow's web app against Antler.", shouldUpdate: true, ...USER_SUMMARY },
+    personalContext: { summary: "", shouldUpdate: false, ...USER_SUMMARY },
+    topOfMind: { summary: "Deer and their antlers.", shouldUpdate: true, ...USER_SUMMARY }
   },
   history: {
-    recentMonths: { summary: "", shouldUpdate: false },
-    earlierContext: { summary: "", shouldUpdate: false },
-    longTermBackground: { summary: "", shouldUpdate: false }
+    recentMonths: { summary: "", shouldUpdate: false, ...USER_SUMMARY },
+    earlierContext: { summary: "", shouldUpdate: false, ...USER_SUMMARY },
+    longTermBackground: { summary: "", shouldUpdate: false, ...USER_SUMMARY }
   },
-  newFacts: [{ content: "The user is curious about deer.", category: "preference", confidence: 0.95 }],
+  newFacts: [{
+    content: "The user is curious about deer.",
+    category: "preference",
+    confidence: 0.95,
+    scope: "user",
+    durability: "durable",
+    authority: "descriptive"
+  }],
   factsToRemove: []
 })
 
