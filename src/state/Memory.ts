@@ -225,27 +225,31 @@ const REMOVAL_REFUSAL: Readonly<Record<GateReason, string>> = {
   replacement: "its replacement fact not stored"
 }
 
-/** What the write gate refused of one update, one line per kind and reason (`refused`). */
+/** What the write gate refused of one update: summaries by name, facts and removals counted by reason. */
 class Refusals {
   private readonly lines: Array<string> = []
-  private readonly counts = new Map<string, number>()
+  private readonly counts = new Map<string, { readonly what: readonly [string, string]; n: number }>()
   summary(where: string, reason: GateReason) {
     this.lines.push(`the summary ${where} (${SUMMARY_REFUSAL[reason]})`)
   }
   fact(reason: GateReason) {
-    this.count(`new fact|new facts|${FACT_REFUSAL[reason]}`)
+    this.count(["new fact", "new facts"], FACT_REFUSAL[reason])
   }
   removal(reason: GateReason) {
-    this.count(`removal|removals|${REMOVAL_REFUSAL[reason]}`)
+    this.count(["removal", "removals"], REMOVAL_REFUSAL[reason])
   }
-  private count(key: string) {
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1)
+  private count(what: readonly [string, string], why: string) {
+    const key = `${what[0]} (${why})`
+    const entry = this.counts.get(key)
+    if (entry === undefined) this.counts.set(key, { what, n: 1 })
+    else entry.n++
   }
+  /** One line each, in the order first met. */
   all(): ReadonlyArray<string> {
-    return [...this.lines, ...[...this.counts].map(([key, n]) => {
-      const [one, many, why] = key.split("|")
-      return `${n} ${n === 1 ? one : many} (${why})`
-    })]
+    return [
+      ...this.lines,
+      ...[...this.counts].map(([key, { n, what }]) => `${n} ${n === 1 ? key : key.replace(what[0], what[1])}`)
+    ]
   }
 }
 

@@ -108,6 +108,8 @@ describe("the write gate on new facts", () => {
       "1 new fact (authority not descriptive)",
       "1 new fact (without scope, durability and authority)"
     ])
+    const twice = apply(memoryOf(), { newFacts: [fact("a", { scope: "project" }), fact("b", { scope: "thread" })] })
+    assert.deepStrictEqual(twice.refused, ["2 new facts (scope not user)"])
   })
 
   it("each label missing, or any other value, refuses the fact; case and whitespace do not", () => {
