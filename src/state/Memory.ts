@@ -2,9 +2,9 @@
  * Long-term memory as data (SPEC §11): the memory document DeerFlow's DeerMem keeps per user (and per custom
  * agent) — summaries of the user's context and history, and facts with a category and a confidence — and the
  * pure functions around it: the conversation an update reads, the update a model returns and how it is applied
- * (through DeerMem's write gate, bounded in facts, only confident ones kept), and the search of the memory tools. The block injected at the start
- * of a thread is `MemoryInjection.ts` and the update's own schema `MemoryUpdate.ts` (both re-exported here). No
- * I/O here; storage and the update queue live in `layers/FileMemory.ts`.
+ * (through DeerMem's write gate, bounded in facts, only confident ones kept), and the search of the memory tools.
+ * The block injected at the start of a thread is `MemoryInjection.ts` and the update's own schema `MemoryUpdate.ts`
+ * (both re-exported here). No I/O here; storage and the update queue live in `layers/FileMemory.ts`.
  */
 import type { Message } from "./Message.js"
 import * as M from "./Message.js"
