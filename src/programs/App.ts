@@ -32,6 +32,7 @@ import { ThreadStore } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as ConfiguredMiddlewares from "./ConfiguredMiddlewares.js"
 import * as Factory from "./Factory.js"
+import * as ToolAssembly from "./ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Model selection
@@ -408,6 +409,15 @@ export const mcpSecrets = (
     Effect.flatMap(({ config }) => McpClient.secrets(config.mcpServers)),
     Effect.orElseSucceed(() => [])
   )
+
+/**
+ * The secrets of the app's tools that a command's redactor hides besides the models' keys: the tools' own keys
+ * (`ToolAssembly.secrets`) and the MCP servers' env and header values.
+ */
+export const toolSecrets = (
+  app: AppConfigService["Type"]
+): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
+  Effect.map(mcpSecrets(app), (mcp) => [...ToolAssembly.secrets(app.config), ...mcp])
 
 /**
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see

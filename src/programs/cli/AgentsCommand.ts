@@ -27,7 +27,6 @@ import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as CustomAgents from "../CustomAgents.js"
 import * as Factory from "../Factory.js"
 import * as Render from "./Render.js"
-import * as ToolAssembly from "../ToolAssembly.js"
 
 const firstLine = (text: string) => text.trim().split("\n")[0] ?? ""
 
@@ -164,7 +163,7 @@ const createCommand = Command.make(
       }
       const threadId = Option.getOrElse(given, M.newId)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
-      const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+      const secrets = yield* App.toolSecrets(app)
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()
       const settings: Factory.RunSettings = { model_name: choice.name, is_bootstrap: true, agent_name: name }

@@ -21,7 +21,6 @@ import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as Factory from "../Factory.js"
 import * as Render from "./Render.js"
-import * as ToolAssembly from "../ToolAssembly.js"
 import * as Upload from "../Upload.js"
 import { uploadFiles } from "./UploadCommand.js"
 
@@ -152,11 +151,7 @@ const command = Command.make(
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
-      const secrets = [
-        ...ToolAssembly.secrets(app.config),
-        ...yield* App.mcpSecrets(app),
-        ...OtelTracing.secrets(tracing)
-      ]
+      const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()

@@ -19,7 +19,6 @@ import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
-import * as ToolAssembly from "../ToolAssembly.js"
 
 const command = Command.make(
   "serve",
@@ -38,11 +37,7 @@ const command = Command.make(
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
-      const secrets = [
-        ...ToolAssembly.secrets(app.config),
-        ...yield* App.mcpSecrets(app),
-        ...Gateway.secrets(app.config)
-      ]
+      const secrets = [...yield* App.toolSecrets(app), ...Gateway.secrets(app.config)]
       const redact = App.redactor(choice.models, env, secrets)
       const host = Option.getOrElse(args.host, () => app.config.gateway.host)
       const port = Option.getOrElse(args.port, () => app.config.gateway.port)

@@ -116,7 +116,7 @@ const compact: CliCommand.Entry = {
       const threadId = yield* CliCommand.threadIdFrom(args.id)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
-      const redact = App.redactor(choice.models, env, [])
+      const redact = App.redactor(choice.models, env, yield* App.toolSecrets(app))
       const model = yield* Effect.catchAll(App.modelService(choice), CliCommand.reportFailure("error", redact))
       yield* CliCommand.withStore((home) =>
         Effect.gen(function*() {

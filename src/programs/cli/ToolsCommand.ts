@@ -139,7 +139,7 @@ const list: CliCommand.Entry = {
         const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
         yield* CliCommand.checkTools(app)
         const result = yield* Effect.scoped(report(app, Option.getOrUndefined(args.model)))
-        const secrets = [...ToolAssembly.secrets(app.config), ...yield* App.mcpSecrets(app)]
+        const secrets = yield* App.toolSecrets(app)
         const redact = App.redactor(app.config.models, {}, secrets)
         if (args.json) yield* Render.write(`${Render.safeText(JSON.stringify(result), redact)}\n`)
         else yield* Render.write(render(result, { color: Render.useColor(), redact }))

@@ -567,6 +567,35 @@ describe("threads compact", () => {
       assert.include(missing.stderr, "No thread \"nope\"")
     })), SLOW)
 
+  it.live("a failed compaction's error hides the configured tools' keys", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const key = "tvly-compact-secret-0123456789"
+      const compacting = (body: ScriptedChatServer.ChatRequestBody) =>
+        String(body.messages.at(-1)?.content ?? "").includes("You are compacting the history")
+      // the provider's error repeats what it was sent, the tool's key among it
+      const server = yield* ScriptedChatServer.start((body) =>
+        compacting(body)
+          ? { status: 400, body: { error: { message: `bad request near ${key}`, type: "invalid_request_error" } } }
+          : "Answered."
+      )
+      const home = tempDir("antler-compact-secret-")
+      const config = Path.join(home, "config.yaml")
+      Fs.writeFileSync(config, "memory:\n  enabled: false\nsummarization:\n  enabled: true\n  keep:\n" +
+        "    type: messages\n    value: 2\n" +
+        `tools:\n  - name: web_search\n    group: web\n    use: deerflow.community.tavily.tools:web_search_tool\n` +
+        `    api_key: ${key}\n`)
+      const endpoint = ["--config", config, "--base-url", server.url, "--api-key", "x"]
+      for (const prompt of ["first question", "second question"]) {
+        const run = yield* antlerDone(home, ["run", ...endpoint, "--thread", "c3", prompt])
+        assert.strictEqual(run.code, 0, run.stderr)
+      }
+      const failed = yield* antlerDone(home, ["threads", "compact", "--force", ...endpoint, "c3"])
+      assert.strictEqual(failed.code, 1)
+      assert.include(failed.stderr, "No summary could be made")
+      assert.include(failed.stderr, "bad request near")
+      assert.notInclude(failed.stderr + failed.stdout, key)
+    })), SLOW)
+
   it.live("with summarization off, compaction is refused, saying how to turn it on", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(["Answered."])
