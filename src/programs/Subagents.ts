@@ -260,6 +260,14 @@ export interface Options {
 
 const POLLING_GRACE_SECONDS = 60
 
+/**
+ * The error of a task whose subagent outlived its timeout and the grace after it (DeerFlow's task tool's text: the
+ * minutes are the configured timeout's, whole, as its `timeout_seconds // 60`).
+ */
+export const pollingTimedOut = (timeoutSeconds: number, started: boolean): string =>
+  `Task polling timed out after ${Math.floor(timeoutSeconds / 60)} minutes. This may indicate the background task ` +
+  `is stuck. Status: ${started ? "running" : "pending"}`
+
 /** The runner over the app's services; the subagent chains it builds live as long as its scope. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -469,8 +477,7 @@ export const make = (options: Options = {}) =>
             onSuccess: (o): Outcome => o,
             onTimeout: (): Outcome => ({
               status: "polling_timed_out",
-              error: `Task polling timed out after ${Math.round(bound / 60)} minutes. This may indicate the ` +
-                `background task is stuck. Status: ${started ? "running" : "pending"}`,
+              error: pollingTimedOut(config.timeoutSeconds, started),
               modelName,
               usage: usageOf([...seen.values()])
             })

@@ -101,6 +101,13 @@ describe("a subagent's end as a status", () => {
   const used = M.ai("Found it.", { usage_metadata: { input_tokens: 10, output_tokens: 5, total_tokens: 15 } })
   const info = { maxTurns: 9, modelName: "main" }
 
+  it("a task that outlived its timeout names the configured minutes, whole, as DeerFlow's task tool does", () => {
+    assert.strictEqual(Subagents.pollingTimedOut(900, true),
+      "Task polling timed out after 15 minutes. This may indicate the background task is stuck. Status: running")
+    assert.include(Subagents.pollingTimedOut(150, false), "after 2 minutes.")
+    assert.include(Subagents.pollingTimedOut(150, false), "Status: pending")
+  })
+
   it("a normal end is completed with the last answer; a loop or budget cap is its stop reason", () => {
     assert.deepStrictEqual(Subagents.outcomeOf(end({}), [used], info), {
       status: "completed",
