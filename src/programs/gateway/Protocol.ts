@@ -8,6 +8,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Clarification from "../../middleware/Clarification.js"
 import * as DynamicContext from "../../middleware/DynamicContext.js"
+import * as SkillActivation from "../../middleware/SkillActivation.js"
 import * as ViewImage from "../../middleware/ViewImage.js"
 import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import type { Message, ToolCall } from "../../state/Message.js"
@@ -105,7 +106,11 @@ const SERVER_KEYS = [
   DynamicContext.REMINDER_KEY,
   DynamicContext.DATE_KEY,
   ViewImage.CONTEXT_KEY,
-  "deerflow_error_fallback"
+  "deerflow_error_fallback",
+  // a slash activation is the server's (SkillActivation's): a client's mark would choose the skill policy
+  SkillActivation.ACTIVATION_KEY,
+  SkillActivation.TARGET_KEY,
+  SkillActivation.PATH_KEY
 ]
 
 const decodeMessage = Schema.decodeUnknownEither(M.Message)
