@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
-import type { Catalog, Policy, Registry } from "../services/Skills.js"
+import type { Policy, Registry } from "../services/Skills.js"
 import { FRAMEWORK_TOOLS, policyOf } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
 import type { ToolResult } from "../services/ToolService.js"
@@ -147,13 +147,8 @@ export const layer = (options: Options): Middleware => {
   const memo = makeMemo()
   return MW.make(Effect.gen(function*() {
     const state = yield* RunState
-    // The catalog is read once per run, and only when a skill is active.
-    let catalog: Catalog | undefined
-    const catalogOnce = Effect.suspend(() =>
-      catalog !== undefined ? Effect.succeed(catalog) : Effect.tap(options.registry.catalog, (c) => {
-        catalog = c
-      })
-    )
+    // The catalog is read for each model call while a skill is active (never otherwise), so a skill disabled,
+    // removed or given other allowed-tools during a run decides its next step, as in DeerFlow.
     // The decision of the last model call serves the tool calls that answer it.
     let decision: Policy | undefined
 
@@ -162,7 +157,7 @@ export const layer = (options: Options): Middleware => {
     const decideNow = (current: ThreadState, messages: ReadonlyArray<Message>): Policy | Effect.Effect<Policy> => {
       const paths = activePaths(messages, current.skill_context, memo)
       if (paths.length === 0) return unrestricted
-      return Effect.map(catalogOnce, (catalog) => policyOf(paths, catalog, options.allowlist))
+      return Effect.map(options.registry.catalog, (catalog) => policyOf(paths, catalog, options.allowlist))
     }
     const decide = (messages: ReadonlyArray<Message>) =>
       withState(state, (current) => {

@@ -213,6 +213,37 @@ describe("SkillToolPolicy", () => {
       const gone = policyOf(["/mnt/skills/public/nope/SKILL.md"], catalog, undefined)
       assert.strictEqual(gone._tag, "Restricted")
     }).pipe(H.withStore))
+  // DeerFlow test_skill_tool_policy_middleware.py::test_next_model_call_refreshes_the_policy_decision and
+  // ::test_all_disabled_active_paths_fail_closed_to_framework_tools: a skill disabled mid-run decides the next step
+  it.effect("a skill disabled during the run fails closed to the framework tools from the next model call", () =>
+    Effect.gen(function*() {
+      const states = new Map<string, boolean>()
+      const registry: Registry = {
+        catalog: Effect.sync(() => SkillsDirectory.discover(SKILLS, { container: "/mnt/skills", states })),
+        read: (skill) => Effect.sync(() => Fs.readFileSync(skill.file, "utf8"))
+      }
+      const disabling = Tool.make({
+        name: "bash",
+        description: "The bash tool.",
+        parameters: Schema.Struct({}),
+        handler: () =>
+          Effect.sync(() => {
+            states.set("deep-research", false)
+            return "disabled"
+          })
+      })
+      const o = yield* H.run({
+        input: "/deep-research look it up",
+        tools: [disabling, ...tools.slice(1)],
+        script: [{ toolCalls: [{ name: "bash", args: {} }] }, { toolCalls: [{ name: "web_search", args: {} }] }, "done"],
+        middlewares: chain(registry)
+      })
+      assert.lengthOf(o.requests[0]!.tools, tools.length)
+      assert.deepStrictEqual(o.requests[1]!.tools.map((t) => t.name).sort(), ["read_file", "review_skill_package"])
+      const results = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.strictEqual(M.text(results[0]!), "disabled")
+      assert.include(M.text(results[1]!), "Error: Tool 'web_search' is not allowed by the active skill policy.")
+    }).pipe(H.withStore))
   // DeerFlow test_skill_policy_deferred_discovery.py::test_active_skill_can_search_promote_and_call_allowed_deferred_tool
   // and ::test_tool_search_promotion_cannot_expose_or_execute_denied_deferred_tool: tool_search stays available
   // under an active skill, but what it returns and promotes is cut to the tools the skill allows
