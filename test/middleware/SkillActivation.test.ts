@@ -11,6 +11,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
 import * as DeferredToolFilter from "../../src/middleware/DeferredToolFilter.js"
+import * as McpRouting from "../../src/middleware/McpRouting.js"
 import * as SkillActivation from "../../src/middleware/SkillActivation.js"
 import * as SkillToolPolicy from "../../src/middleware/SkillToolPolicy.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
@@ -272,5 +273,44 @@ describe("SkillToolPolicy", () => {
       assert.include(M.text(results[2]!), "not allowed by the active skill policy")
       assert.deepStrictEqual(o.state.promoted?.names, ["review_skill_package"])
       assert.isTrue(o.requests.every((r) => r.tools.every((t) => t.name !== "denied_lookup")))
+    }).pipe(H.withStore))
+  // DeerFlow test_skill_policy_deferred_discovery.py
+  // ::test_auto_promotion_cannot_expose_or_execute_denied_deferred_tool:
+  // routing keywords promote a tool the active skill denies; it is still never offered, and a call is refused
+  it.effect("a tool McpRouting promotes under an active skill that denies it is neither offered nor run", () =>
+    Effect.gen(function*() {
+      const ran: Array<string> = []
+      const definition: ToolDefinition = {
+        name: "denied_lookup",
+        description: "Run a lookup.",
+        parameters: { type: "object", properties: {} }
+      }
+      const denied = Tool.make({
+        name: "denied_lookup",
+        description: "Run a lookup.",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.sync(() => ran.push("denied_lookup")).pipe(Effect.as("denied data"))
+      })
+      const catalogHash = DeferredToolFilter.catalogHash([definition])
+      const o = yield* H.run({
+        input: "/skill-reviewer run the denied lookup",
+        tools: [denied, echo("review_skill_package")],
+        script: [{ toolCalls: [{ name: "denied_lookup", args: {} }] }, "done"],
+        middlewares: () => [
+          ...chain(registryOf())(),
+          McpRouting.layer({
+            routes: [{ name: "denied_lookup", priority: 100, keywords: ["denied lookup"] }],
+            catalogHash,
+            topK: 3
+          }),
+          DeferredToolFilter.layer({ deferred: [definition] })
+        ]
+      })
+      assert.deepStrictEqual(o.state.promoted, { catalog_hash: catalogHash, names: ["denied_lookup"] })
+      assert.isTrue(o.requests.every((r) => r.tools.every((t) => t.name !== "denied_lookup")))
+      assert.deepStrictEqual(ran, [])
+      const [blocked] = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.strictEqual(blocked!.status, "error")
+      assert.include(M.text(blocked!), "not allowed by the active skill policy")
     }).pipe(H.withStore))
 })
