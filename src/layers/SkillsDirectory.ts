@@ -314,8 +314,8 @@ export const signature = (app: AppConfigService["Type"]): string => {
 }
 
 /**
- * The registry of an app's skills: the directory is read again on each `catalog` (asked when a skill is named,
- * active or described, never on every step).
+ * The registry of an app's skills: the directory is read again on each `catalog` (asked when a skill is named or
+ * described, and for each model call while one is active; never on a step with no skill active).
  */
 export const make = (app: AppConfigService["Type"]): Registry => ({
   catalog: Effect.withSpan(Effect.sync(() => catalogOf(app)), "SkillsDirectory.catalog"),
