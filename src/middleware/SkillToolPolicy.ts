@@ -4,8 +4,8 @@
  * loaded it earlier (`skill_context`, the SKILL.md reads DurableContext keeps). The tools allowed are the union
  * of the `allowed-tools` of the active skills that declare one, plus the framework tools that never go away
  * (`read_file`, `describe_skill`, `review_skill_package`, `tool_search`); no restriction when none declares
- * one. Active skills that cannot be found (removed, disabled, not for this agent) fail closed to the framework
- * tools.
+ * one. Active skills that cannot be found (removed, disabled, not for this agent) or read fail closed to the
+ * framework tools.
  *
  * The model is offered only the allowed tools; a call to another one is refused with a result the model can
  * read (which skill restricts it, and what it allows), without running. `tool_search` stays, but the schemas it
@@ -135,6 +135,13 @@ export const filterSearch = (
   }
 }
 
+/** The policy when the active skills cannot be read: the framework tools only. */
+const failedClosed = (paths: ReadonlyArray<string>): Policy => ({
+  _tag: "Restricted",
+  allowed: new Set(FRAMEWORK_TOOLS),
+  skills: [...paths]
+})
+
 /** Options of `layer`. */
 export interface Options {
   readonly registry: Registry
@@ -157,7 +164,17 @@ export const layer = (options: Options): Middleware => {
     const decideNow = (current: ThreadState, messages: ReadonlyArray<Message>): Policy | Effect.Effect<Policy> => {
       const paths = activePaths(messages, current.skill_context, memo)
       if (paths.length === 0) return unrestricted
-      return Effect.map(options.registry.catalog, (catalog) => policyOf(paths, catalog, options.allowlist))
+      return options.registry.catalog.pipe(
+        Effect.map((catalog) => policyOf(paths, catalog, options.allowlist)),
+        // skills that cannot be read cannot be authorised: fail closed to the framework tools, as DeerFlow does
+        Effect.catchAllDefect((defect) =>
+          Effect.as(
+            Effect.logWarning("The skills could not be read for the active skill policy; only the framework " +
+              `tools stay: ${String(defect)}`),
+            failedClosed(paths)
+          )
+        )
+      )
     }
     const decide = (messages: ReadonlyArray<Message>) =>
       withState(state, (current) => {

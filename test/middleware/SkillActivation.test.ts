@@ -313,4 +313,25 @@ describe("SkillToolPolicy", () => {
       assert.strictEqual(blocked!.status, "error")
       assert.include(M.text(blocked!), "not allowed by the active skill policy")
     }).pipe(H.withStore))
+  // DeerFlow test_skill_tool_policy_middleware.py::test_active_policy_load_failure_fails_closed_to_framework_tools
+  it.effect("skills that cannot be read while one is active fail closed to the framework tools; the run goes on", () =>
+    Effect.gen(function*() {
+      const good = registryOf()
+      let reads = 0
+      // SkillActivation's read works; every later one (the policy's) fails
+      const registry: Registry = {
+        ...good,
+        catalog: Effect.suspend(() => ++reads === 1 ? good.catalog : Effect.die(new Error("storage unavailable")))
+      }
+      const o = yield* H.run({
+        input: "/deep-research look it up",
+        tools,
+        script: [{ toolCalls: [{ name: "bash", args: {} }] }, "done"],
+        middlewares: chain(registry)
+      })
+      assert.strictEqual(o.end.status, "success")
+      assert.deepStrictEqual(o.requests[0]!.tools.map((t) => t.name).sort(), ["read_file", "review_skill_package"])
+      const [blocked] = o.state.messages.filter((m): m is M.ToolMessage => m.type === "tool")
+      assert.include(M.text(blocked!), "Error: Tool 'bash' is not allowed by the active skill policy.")
+    }).pipe(H.withStore))
 })
