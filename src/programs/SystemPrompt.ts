@@ -201,9 +201,16 @@ const skillTag = (s: SkillSummary) => (s.category === "custom" ? "[custom, edita
  */
 export const MAX_SKILL_ENTRIES_CHARS = 64_000
 
+/**
+ * Whether skills are listed by name only (`<skill_index>`): with `describe_skill` and a skill to list; with none,
+ * the full section is written, as DeerFlow's `make_lead_agent` passes `skill_names or None`.
+ */
+const deferredDiscovery = (o: PromptOptions) =>
+  o.skillDiscovery === "deferred" && toolsOf(o).has("describe_skill") && o.skills.length > 0
+
 /** The skills section's entries, as many as fit in `MAX_SKILL_ENTRIES_CHARS`, and the names left out. */
 const skillEntries = (o: PromptOptions) => {
-  const deferred = o.skillDiscovery === "deferred" && toolsOf(o).has("describe_skill")
+  const deferred = deferredDiscovery(o)
   let room = MAX_SKILL_ENTRIES_CHARS
   const leftOut: Array<string> = []
   // (each entry costs its text and its separator: ", " in the index, a new line elsewhere)
@@ -270,10 +277,9 @@ simple one-off tasks.
 const skillsSection = (o: PromptOptions) => {
   const evolution = skillEvolution(o)
   if (o.skills.length === 0 && (o.disabledSkills ?? []).length === 0 && evolution === "") return ""
-  // DeerFlow's get_skills_prompt_section: an allowlist that leaves no enabled skill, or a skill index with no name
+  // DeerFlow's get_skills_prompt_section: an allowlist that leaves no enabled skill
   if (o.skills.length === 0 && o.skillsAllowlisted === true) return ""
   const entries = skillEntries(o)
-  if (entries.deferred && o.skills.length === 0) return ""
   const readFile = toolsOf(o).has("read_file")
   const leftOut = entries.leftOut.length === 0 ? "" : `
 ${entries.leftOut.length} more installed skill${
@@ -308,10 +314,10 @@ Skills are written procedures for kinds of work. They load progressively:
   from its location before doing anything else, then follow it.
 - Read the files a skill refers to (under the same folder) only when you need them.
 ${slash}${evolution}
-Skills are located at: ${escape(o.skillsContainer)}
+Skills are located at: ${escape(o.skillsContainer)}${entries.enabled.length === 0 ? "" : `
 <available_skills>
 ${entries.enabled.join("\n")}
-</available_skills>${disabledBlock}${leftOut}
+</available_skills>`}${disabledBlock}${leftOut}
 </skill_system>`
 }
 
@@ -477,7 +483,7 @@ const criticalReminders = (o: PromptOptions) => {
       `${s.maxTotal} per run; excess calls are discarded.`
     ]),
     ...(o.skills.length === 0 ? [] : [
-      o.skillDiscovery === "deferred" && tools.has("describe_skill")
+      deferredDiscovery(o)
         ? "- Skill First: when a skill may fit the task, call describe_skill(name), then read its SKILL.md " +
           "with read_file, before starting."
         : "- Skill First: always load the relevant skill (read its SKILL.md) before starting a complex task.",

@@ -184,8 +184,7 @@ describe("SystemPrompt: the skills section is bounded", () => {
 
   // DeerFlow lead_agent/prompt.py get_skills_prompt_section (test_lead_agent_skills.py::
   // test_get_skills_prompt_section_returns_empty_when_available_skills_empty / _when_no_skills_match): an agent whose
-  // skill list leaves no enabled skill (empty, unknown names, only disabled ones) has no skills section, and a
-  // deferred skill index with no name is no section either (get_skill_index_prompt_section)
+  // skill list leaves no enabled skill (empty, unknown names, only disabled ones) has no skills section
   it("an agent whose skill list allows no enabled skill has no skills section, disabled skills or skill_manage aside", () => {
     const options: SystemPrompt.PromptOptions = {
       ...base,
@@ -196,9 +195,30 @@ describe("SystemPrompt: the skills section is bounded", () => {
     // no allowlist: the disabled skill and the self-evolution rules are still said
     assert.include(SystemPrompt.make(options), "</skill_system>")
     assert.notInclude(SystemPrompt.make({ ...options, skillsAllowlisted: true }), "</skill_system>")
-    assert.notInclude(SystemPrompt.make({ ...options, skillDiscovery: "deferred" }), "</skill_system>")
     const one = { name: "one", description: "d", location: "/mnt/skills/public/one/SKILL.md", category: "public" as const }
     assert.include(SystemPrompt.make({ ...options, skills: [one], skillsAllowlisted: true }), "<name>one</name>")
+  })
+
+  // DeerFlow lead_agent/agent.py make_lead_agent passes `skill_names=skill_setup.skill_names or None`: with deferred
+  // discovery and no enabled skill, the full section is written (test_lead_agent_skills.py::
+  // test_get_skills_prompt_section_includes_self_evolution_rules_without_skills), and its <available_skills> only
+  // when a skill is listed (prompt.py _get_cached_skills_prompt_section)
+  it("deferred discovery with no enabled skill keeps the self-evolution rules and the disabled list", () => {
+    const options: SystemPrompt.PromptOptions = {
+      ...base,
+      tools: [...base.tools!, "skill_manage", "describe_skill"],
+      skillDiscovery: "deferred",
+      skills: [],
+      disabledSkills: [{ name: "switched-off", category: "public" }]
+    }
+    const prompt = SystemPrompt.make(options)
+    assert.include(prompt, "## Skill Self-Evolution")
+    assert.include(prompt, "<disabled_skills>")
+    assert.include(prompt, "- switched-off (public)")
+    assert.notInclude(prompt, "<skill_index>")
+    assert.notInclude(prompt, "<available_skills>")
+    assert.notInclude(prompt, "describe_skill(name)")
+    assert.notInclude(SystemPrompt.make({ ...options, skillsAllowlisted: true }), "</skill_system>")
   })
 })
 
