@@ -195,7 +195,12 @@ describe("SystemPrompt: the skills section is bounded", () => {
     // no allowlist: the disabled skill and the self-evolution rules are still said
     assert.include(SystemPrompt.make(options), "</skill_system>")
     assert.notInclude(SystemPrompt.make({ ...options, skillsAllowlisted: true }), "</skill_system>")
-    const one = { name: "one", description: "d", location: "/mnt/skills/public/one/SKILL.md", category: "public" as const }
+    const one = {
+      name: "one",
+      description: "d",
+      location: "/mnt/skills/public/one/SKILL.md",
+      category: "public" as const
+    }
     assert.include(SystemPrompt.make({ ...options, skills: [one], skillsAllowlisted: true }), "<name>one</name>")
   })
 
