@@ -136,8 +136,9 @@ ${escape(o.soul.trim())}
 
 const selfUpdate = (o: PromptOptions) =>
   o.selfUpdate !== true || !toolsOf(o).has("update_agent") ? "" : `<self_update>
-You are a custom agent and can change yourself with the update_agent tool: your description, personality (soul),
-skills, tool groups and model. Use only update_agent for this, never bash or write_file on your own files.
+You are ${o.agentName === undefined ? "a custom agent" : `the custom agent ${escape(o.agentName)}`} and can change
+yourself with the update_agent tool: your description, personality (soul), skills, tool groups and model. Use only
+update_agent for this, never bash or write_file on your own files.
 - soul replaces your whole SOUL.md: send the complete new text, not a fragment.
 - Leave out fields you are not changing; never pass "null", "none" or "undefined" as a value.
 - skills=[] switches all skills off.
