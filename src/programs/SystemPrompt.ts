@@ -418,9 +418,18 @@ const workingDirectory = (o: PromptOptions) => {
   const listUploads = tools.has("list_uploaded_files")
     ? " Files from earlier messages can be listed with list_uploaded_files."
     : ""
+  // DeerFlow's heading, after the ACP part
   const mountLines = mounts.length === 0 ? "" : `
-Other directories mounted for you:
-${mounts.map((m) => `- ${escape(m.containerPath)} (${m.readOnly ? "read-only" : "read-write"})`).join("\n")}`
+
+Custom Mounted Directories:
+${
+    mounts.map((m) =>
+      `- \`${escape(m.containerPath)}\`: a host directory mounted into the sandbox (${
+        m.readOnly ? "read-only" : "read-write"
+      })`
+    ).join("\n")
+  }
+- For the user's files there, outside /mnt/user-data, use these absolute paths directly.`
   return `<working_directory existed="true">
 - /mnt/user-data/uploads: files the user uploaded. Files uploaded with the current message are listed in
   <current_uploads>.${listUploads} PDF, Word, Excel and PowerPoint uploads also have a converted .md copy next to
@@ -430,7 +439,7 @@ ${mounts.map((m) => `- ${escape(m.containerPath)} (${m.readOnly ? "read-only" : 
   } take a relative path
   such as notes.txt from here (../uploads/x and ../outputs/y reach the other folders).
 - /mnt/user-data/outputs: final deliverables. ${present}
-  Skills are not deliverables: never write a SKILL.md here or in the workspace.${mountLines}${acpSection(o)}
+  Skills are not deliverables: never write a SKILL.md here or in the workspace.${acpSection(o)}${mountLines}
 </working_directory>`
 }
 
@@ -442,8 +451,8 @@ const acpSection = (o: PromptOptions) => {
   const how = [...read, ...(tools.has("bash") ? ["bash (cp)"] : [])]
   return `
 
-ACP agents (invoke_acp_agent) are external coding agents working in a workspace of their own, not in
-/mnt/user-data:
+ACP Agent Tasks (invoke_acp_agent): ACP agents are external coding agents working in a workspace of their own,
+not in /mnt/user-data:
 - Give them the task itself, complete; never mention /mnt/user-data paths in the prompt: they cannot see them.
 - What they make is in /mnt/acp-workspace, read-only for you${
     how.length === 0 ? "" : `: use ${how.join(", ")} to get at it`

@@ -85,7 +85,7 @@ describe("SystemPrompt", () => {
     assert.include(prompt, "MAXIMUM 3 `task` CALLS PER RESPONSE")
     assert.include(prompt, "MAXIMUM 6 `task` CALLS PER RUN")
     assert.include(prompt, "- general-purpose: Anything.")
-    assert.include(prompt, "- /mnt/data (read-only)")
+    assert.include(prompt, "- `/mnt/data`: a host directory mounted into the sandbox (read-only)")
     assert.notMatch(prompt, /\d{4}-\d{2}-\d{2}/)
   })
 
@@ -134,6 +134,30 @@ describe("SystemPrompt", () => {
     assert.include(prompt, "<skill_index>\nalpha, zeta\n</skill_index>")
     assert.notInclude(prompt, "<available_skills>")
     assert.include(prompt, "call describe_skill(name)")
+  })
+
+  // DeerFlow test_lead_agent_prompt.py::test_build_custom_mounts_section_lists_configured_mounts /
+  // _returns_empty_when_no_mounts and ::test_build_acp_section_uses_explicit_app_config_without_global_config: the
+  // mounts under their heading, each path in backticks with its access; the ACP part under its own, before them
+  it("working_directory names the custom mounts and the ACP agents under DeerFlow's headings, ACP first", () => {
+    const prompt = SystemPrompt.make({
+      ...base,
+      tools: [...base.tools!, "invoke_acp_agent"],
+      acpAgents: ["codex"],
+      mounts: [
+        { containerPath: "/home/user/shared", readOnly: false },
+        { containerPath: "/mnt/reference", readOnly: true }
+      ]
+    })
+    const section = /<working_directory existed="true">[\s\S]*<\/working_directory>/.exec(prompt)![0]
+    assert.include(section, "\nCustom Mounted Directories:\n")
+    assert.include(section, "- `/home/user/shared`: a host directory mounted into the sandbox (read-write)")
+    assert.include(section, "- `/mnt/reference`: a host directory mounted into the sandbox (read-only)")
+    assert.include(section, "\nACP Agent Tasks (invoke_acp_agent):")
+    assert.include(section, "/mnt/acp-workspace/")
+    assert.isBelow(section.indexOf("ACP Agent Tasks"), section.indexOf("Custom Mounted Directories"))
+    assert.notInclude(SystemPrompt.make(base), "Custom Mounted Directories")
+    assert.notInclude(SystemPrompt.make(base), "ACP Agent Tasks")
   })
 
   it.prop("is a pure function: the same options give the same bytes", [FC.string(), FC.boolean()], ([name, ask]) => {

@@ -125,7 +125,7 @@ describe("invoke_acp_agent through the lead chain (a real ACP agent over stdio)"
       const tool = (first.tools as ReadonlyArray<any>).find((t) => t.function.name === "invoke_acp_agent")
       assert.include(tool.function.description, "- coder: The test agent (write)")
       assert.deepStrictEqual(Object.keys(tool.function.parameters.properties).sort(), ["agent", "prompt"])
-      assert.include(systemOf(first), "ACP agents (invoke_acp_agent)")
+      assert.include(systemOf(first), "ACP Agent Tasks (invoke_acp_agent)")
       assert.include(systemOf(first), "/mnt/acp-workspace")
 
       const results = toolResults(events)

@@ -205,8 +205,8 @@ describe("custom mounts through the file tools", () => {
       const dirs = hostDirs()
       const { app, tools } = yield* setup(mountsConfig(dirs))
       const prompt = yield* AgentPrompt.defaultSystemPrompt(app)
-      assert.include(prompt, "- /mnt/data (read-only)")
-      assert.include(prompt, "- /mnt/scratch (read-write)")
+      assert.include(prompt, "- `/mnt/data`: a host directory mounted into the sandbox (read-only)")
+      assert.include(prompt, "- `/mnt/scratch`: a host directory mounted into the sandbox (read-write)")
       const bash = tools.find((t) => t.name === "bash")!
       assert.include(bash.description, "/mnt/data (read-only), /mnt/scratch (read-write)")
     }))
