@@ -396,7 +396,7 @@ DELEGATION CHECK before any task call: delegate only when the benefit clearly ou
 Do not delegate small tasks, tasks that need the conversation so far, or work you are already halfway through.
 Clarify with the user first if the request is unclear; never delegate a question to a subagent.
 HARD LIMITS:
-- MAXIMUM ${n} \`task\` CALL${n === 1 ? "" : "S"} PER RESPONSE. Excess calls are discarded.
+- MAXIMUM ${n} \`task\` CALLS PER RESPONSE. Excess calls are discarded.
 - MAXIMUM ${s.maxTotal} \`task\` CALLS PER RUN (only this run counts).
 Available subagents:
 ${types.join("\n")}

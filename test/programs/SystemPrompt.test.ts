@@ -321,5 +321,9 @@ describe("SystemPrompt: custom agents and subagents", () => {
     const one = SystemPrompt.make({ ...options, subagents: { ...options.subagents!, maxConcurrent: 1 } })
     assert.notInclude(one, "Parallel tasks must be independent")
     assert.include(one, "One task call per response")
+    // DeerFlow test_lead_agent_prompt.py::test_apply_prompt_template_single_subagent_limit_matches_middleware: the
+    // hard limit's line keeps its words at 1 too
+    assert.include(one, "MAXIMUM 1 `task` CALLS PER RESPONSE")
+    assert.notInclude(one, "parallel work saving wall-clock time")
   })
 })
