@@ -503,7 +503,7 @@ const criticalReminders = (o: PromptOptions) => {
     (tools.has("present_files") ? ", presented with present_files." : "."),
     ...(tools.has("str_replace") || tools.has("write_file")
       ? [
-        "- Editing files: " + [
+        "- File Editing Workflow: " + [
           tools.has("str_replace") ? "change existing files with str_replace rather than rewriting them" : "",
           tools.has("write_file") ? "write long files in sections\n  (write_file, then append=true)" : ""
         ].filter((p) => p !== "").join("; ") + "."

@@ -136,6 +136,13 @@ describe("SystemPrompt", () => {
     assert.include(prompt, "call describe_skill(name)")
   })
 
+  // DeerFlow test_lead_agent_prompt.py::test_system_prompt_template_contains_file_editing_workflow_rule: the rule
+  // keeps its anchor in the reminders (edit with str_replace, write long files in appended sections)
+  it("the file-editing rule is the 'File Editing Workflow' reminder", () => {
+    const reminders = /^<critical_reminders>$[\s\S]*<\/critical_reminders>/m.exec(SystemPrompt.make(base))![0]
+    assert.match(reminders, /- File Editing Workflow: [^\n]*str_replace[\s\S]*append=true/)
+  })
+
   // DeerFlow test_lead_agent_prompt.py::test_build_custom_mounts_section_lists_configured_mounts /
   // _returns_empty_when_no_mounts and ::test_build_acp_section_uses_explicit_app_config_without_global_config: the
   // mounts under their heading, each path in backticks with its access; the ACP part under its own, before them
