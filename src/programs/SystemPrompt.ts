@@ -326,8 +326,9 @@ const memoryToolSection = (o: PromptOptions) => {
   const tools = toolsOf(o)
   if (o.memoryTools !== true || !tools.has("memory_search")) return ""
   return `<memory_tool_system>
-You keep a long-term memory of the user across conversations. The <memory> shown at the start of a conversation
-holds only summaries; the facts themselves are found with memory_search(query).
+You keep a long-term memory of the user across conversations.
+When present, the injected <memory> holds only summaries: facts are never injected, find them with
+memory_search(query).
 - Search memory when the user's past preferences, decisions or context would help.
 - Add a fact with memory_add when you learn something durable about the user (a preference, a goal, a
   correction). Keep facts short and self-contained; never store secrets.

@@ -136,6 +136,20 @@ describe("SystemPrompt", () => {
     assert.include(prompt, "call describe_skill(name)")
   })
 
+  // DeerFlow test_lead_agent_prompt.py::test_apply_prompt_template_includes_memory_tool_guidance_only_in_tool_mode:
+  // in tool mode the section names the tools and says the injected <memory>, when there is one (memory.
+  // injection_enabled), holds only summaries; without tool mode there is no section
+  it("memory tool mode: <memory_tool_system> names the memory tools and says <memory> may be absent", () => {
+    const tools = [...base.tools!, "memory_search", "memory_add", "memory_update", "memory_delete"]
+    const prompt = SystemPrompt.make({ ...base, tools, memoryTools: true })
+    const section = /^<memory_tool_system>$[\s\S]*<\/memory_tool_system>/m.exec(prompt)![0]
+    for (const tool of ["memory_search", "memory_add", "memory_update", "memory_delete"]) {
+      assert.include(section, tool)
+    }
+    assert.include(section, "When present, the injected <memory> holds only summaries")
+    assert.notInclude(SystemPrompt.make({ ...base, tools }), "<memory_tool_system>")
+  })
+
   // DeerFlow test_lead_agent_prompt.py::test_system_prompt_template_contains_file_editing_workflow_rule: the rule
   // keeps its anchor in the reminders (edit with str_replace, write long files in appended sections)
   it("the file-editing rule is the 'File Editing Workflow' reminder", () => {
