@@ -45,7 +45,10 @@ export const layer = (options: Options): Middleware => {
           modelName: context.options.modelName
         }))
       // as DeerFlow's `after_agent`: a run that failed or was cancelled is not remembered
-      return { run: (loop) => Effect.tap(loop, (end) => (end.status === "success" || end.status === "interrupted" ? after : Effect.void)) }
+      return {
+        run: (loop) =>
+          Effect.tap(loop, (end) => (end.status === "success" || end.status === "interrupted" ? after : Effect.void))
+      }
     }),
     { name: "Memory", tools }
   )
@@ -72,12 +75,19 @@ export const beforeCompaction = (options: Options): SummarizationEvent.Hook => (
 
 const json = (value: unknown) => JSON.stringify(value)
 
+/** A fact as DeerFlow's `memory_search` shows it (`id, content, category, confidence, createdAt, source`). */
 const factView = (fact: MemoryDoc.Fact) => ({
   id: fact.id,
   content: fact.content,
   category: MemoryDoc.categoryOf(fact),
-  confidence: fact.confidence
+  confidence: fact.confidence,
+  createdAt: fact.createdAt,
+  source: fact.source
 })
+
+/** DeerFlow's answers of the writing tools: the fact's id and what was done, or the error. */
+const done = (factId: string, status: "added" | "updated" | "deleted") => json({ fact_id: factId, status })
+const notFound = (factId: string) => json({ error: `Fact not found: ${factId}` })
 
 const Confidence = Schema.Number.pipe(Schema.between(0, 1))
 
@@ -93,7 +103,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
   // `max_facts` keeps the most confident facts when memory is written: a new fact less confident than all of them
   // is not stored, and the model is told so rather than given an id that names nothing (as in DeerFlow)
   const stored = (result: string): Effect.Effect<string, never, RunContext> => {
-    const id = (JSON.parse(result) as { added?: { id: string } }).added?.id
+    const id = (JSON.parse(result) as { fact_id?: string }).fact_id
     if (id === undefined) return Effect.succeed(result)
     return Effect.flatMap(scopeOf, (scope) => memory.load(scope)).pipe(
       Effect.map((doc) =>
@@ -107,8 +117,9 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
   return [
     Tool.make({
       name: "memory_search",
-      description: "Search the facts remembered about the user across conversations. Returns JSON: matching facts " +
-        "with their ids (for memory_update / memory_delete), best first.",
+      description: "Search the facts remembered about the user across conversations. Returns JSON: `results` " +
+        "(matching facts, best first, each with id, content, category, confidence, createdAt and source; the id is " +
+        "for memory_update / memory_delete) and `count`.",
       parameters: Schema.Struct({
         query: Schema.String.annotations({ description: "Words to look for." }),
         category: Schema.optional(Schema.String).annotations({ description: "Only facts of this category." }),
@@ -117,21 +128,20 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
       handler: (args) =>
         Effect.flatMap(scopeOf, (scope) =>
           memory.load(scope).pipe(
-            Effect.map((doc) =>
-              json({
-                facts: MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
-                  .map(factView)
-              })
-            ),
+            Effect.map((doc) => {
+              const results = MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
+              return json({ results: results.map(factView), count: results.length })
+            }),
             Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message })))
           ))
     }),
     Tool.make({
       name: "memory_add",
       description: "Remember a fact about the user for later conversations (a short, self-contained statement). " +
-        `Categories: ${MemoryDoc.CATEGORIES.join(", ")}. Never store secrets.`,
+        `Categories: ${MemoryDoc.CATEGORIES.join(", ")}. Never store secrets. Returns JSON: \`fact_id\` and ` +
+        "`status` (`added`), or `error` (a fact already known is a `Duplicate fact`).",
       parameters: Schema.Struct({
-        content: Schema.String.pipe(Schema.minLength(1)),
+        content: Schema.String,
         category: Schema.optional(Schema.String),
         confidence: Schema.optional(Confidence)
       }),
@@ -151,22 +161,23 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
             createdAt: now,
             source: "tool"
           }
-          return [json({ added: factView(fact) }), { ...doc, lastUpdated: now, facts: [...doc.facts, fact] }]
+          return [done(fact.id, "added"), { ...doc, lastUpdated: now, facts: [...doc.facts, fact] }]
         }), (result) => stored(result))
     }),
     Tool.make({
       name: "memory_update",
-      description: "Change a remembered fact (by id, from memory_search).",
+      description: "Change a remembered fact (by id, from memory_search); what is left out stays as it is. " +
+        "Returns JSON: `fact_id` and `status` (`updated`), or `error`.",
       parameters: Schema.Struct({
         fact_id: Schema.String,
-        content: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+        content: Schema.optional(Schema.String),
         category: Schema.optional(Schema.String),
         confidence: Schema.optional(Confidence)
       }),
       handler: (args) =>
         change((doc, now) => {
           const fact = doc.facts.find((f) => f.id === args.fact_id)
-          if (fact === undefined) return [json({ error: `No fact has the id ${args.fact_id}.` }), doc]
+          if (fact === undefined) return [notFound(args.fact_id), doc]
           if (args.content !== undefined && args.content.trim() === "") return [json({ error: "empty content" }), doc]
           const updated: MemoryDoc.Fact = {
             ...fact,
@@ -175,20 +186,21 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
             ...(args.confidence !== undefined ? { confidence: args.confidence } : {})
           }
           const facts = doc.facts.map((f) => (f.id === fact.id ? updated : f))
-          return [json({ updated: factView(updated) }), { ...doc, lastUpdated: now, facts }]
+          return [done(fact.id, "updated"), { ...doc, lastUpdated: now, facts }]
         })
     }),
     Tool.make({
       name: "memory_delete",
-      description: "Forget a remembered fact (by id, from memory_search).",
+      description: "Forget a remembered fact (by id, from memory_search). Returns JSON: `fact_id` and `status` " +
+        "(`deleted`), or `error`.",
       parameters: Schema.Struct({ fact_id: Schema.String }),
       handler: (args) =>
         change((doc, now) => {
           if (!doc.facts.some((f) => f.id === args.fact_id)) {
-            return [json({ error: `No fact has the id ${args.fact_id}.` }), doc]
+            return [notFound(args.fact_id), doc]
           }
           const facts = doc.facts.filter((f) => f.id !== args.fact_id)
-          return [json({ deleted: args.fact_id }), { ...doc, lastUpdated: now, facts }]
+          return [done(args.fact_id, "deleted"), { ...doc, lastUpdated: now, facts }]
         })
     })
   ]

@@ -82,25 +82,63 @@ describe("Memory middleware", () => {
           },
           { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
           (request) => {
-            const found = JSON.parse(M.text(request.messages.at(-1)!)) as { facts: Array<{ id: string }> }
-            factId = found.facts[0]!.id
+            const found = JSON.parse(M.text(request.messages.at(-1)!)) as { results: Array<{ id: string }> }
+            factId = found.results[0]!.id
             return { toolCalls: [{ name: "memory_update", args: { fact_id: factId, content: "Prefers green tea" } }] }
           },
           () => ({ toolCalls: [{ name: "memory_delete", args: { fact_id: "nope" } }] }),
+          () => ({ toolCalls: [{ name: "memory_update", args: { fact_id: "nope", content: "x" } }] }),
           "Done."
         ],
         middlewares: () => [MemoryMW.layer({ memory })]
       })
       assert.strictEqual(yield* memory.pending, 0)
+      // DeerFlow test_memory_tools.py: each tool's JSON (TestMemorySearchTool::test_returns_json_with_results,
+      // TestMemoryAddTool::test_adds_fact_and_returns_json, TestMemoryUpdateTool::test_updates_fact_and_returns_json,
+      // and both ::test_invalid_fact_id_returns_error with the tools' "Fact not found: {id}")
       const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
-      assert.strictEqual(results[0].added.content, "Prefers tea")
-      assert.strictEqual(results[1].facts[0].content, "Prefers tea")
-      assert.strictEqual(results[2].updated.content, "Prefers green tea")
-      assert.strictEqual(results[3].error, "No fact has the id nope.")
+      assert.deepStrictEqual(results[0], { fact_id: factId, status: "added" })
+      assert.strictEqual(results[1].count, 1)
+      const { createdAt, ...found } = results[1].results[0]
+      assert.deepStrictEqual(found, {
+        id: factId,
+        content: "Prefers tea",
+        category: "preference",
+        confidence: 0.9,
+        source: "tool"
+      })
+      assert.match(createdAt, /^\d{4}-\d\d-\d\dT/)
+      assert.deepStrictEqual(results.slice(2), [
+        { fact_id: factId, status: "updated" },
+        { error: "Fact not found: nope" },
+        { error: "Fact not found: nope" }
+      ])
       const doc = yield* memory.load({ userId: "default" })
       assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "tool"]])
       // in tool mode the injected block has the summaries only, not the facts
       assert.strictEqual(yield* memory.context({ userId: "default" }), "")
+    }).pipe(H.withStore))
+
+  // DeerFlow test_memory_tools.py::TestMemoryDeleteTool::test_deletes_fact_and_returns_json
+  it.scoped("tool mode: memory_delete answers the fact's id and its status, and the fact is gone", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool")
+      const o = yield* H.run({
+        threadId: "mem-5",
+        input: "Remember that I prefer tea.",
+        script: [
+          { toolCalls: [{ name: "memory_add", args: { content: "Prefers tea" } }] },
+          (request) => {
+            const factId = JSON.parse(M.text(request.messages.at(-1)!)).fact_id as string
+            return { toolCalls: [{ name: "memory_delete", args: { fact_id: factId } }] }
+          },
+          "Done."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
+      assert.deepStrictEqual(results[1], { fact_id: results[0].fact_id, status: "deleted" })
+      assert.deepStrictEqual((yield* memory.load({ userId: "default" })).facts, [])
     }).pipe(H.withStore))
 
   // DeerFlow test_memory_updater.py::test_create_memory_fact_rejects_empty_content / _rejects_duplicate_content and
@@ -115,17 +153,27 @@ describe("Memory middleware", () => {
           { toolCalls: [{ name: "memory_add", args: { content: "User prefers dark mode" } }] },
           { toolCalls: [{ name: "memory_add", args: { content: "  user prefers DARK   mode " } }] },
           { toolCalls: [{ name: "memory_add", args: { content: "   " } }] },
+          { toolCalls: [{ name: "memory_add", args: { content: "" } }] },
           (request) => {
-            const id = JSON.parse(M.text(request.messages.at(-5)!)).added.id as string
-            return { toolCalls: [{ name: "memory_update", args: { fact_id: id, content: " \n " } }] }
+            const id = JSON.parse(M.text(request.messages.at(-7)!)).fact_id as string
+            return {
+              toolCalls: [
+                { id: "u1", name: "memory_update", args: { fact_id: id, content: " \n " } },
+                { id: "u2", name: "memory_update", args: { fact_id: id, content: "" } }
+              ]
+            }
           },
           "Done."
         ],
         middlewares: () => [MemoryMW.layer({ memory })]
       })
+      // DeerFlow test_memory_tools.py::TestMemoryAddTool::test_rejects_existing_duplicate_content and
+      // ::test_empty_content_returns_error (an empty string too is "empty content", not an argument error)
       const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
       assert.deepStrictEqual(results.slice(1), [
         { error: "Duplicate fact" },
+        { error: "empty content" },
+        { error: "empty content" },
         { error: "empty content" },
         { error: "empty content" }
       ])
@@ -150,10 +198,10 @@ describe("Memory middleware", () => {
         middlewares: () => [MemoryMW.layer({ memory })]
       })
       const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
-      assert.deepStrictEqual(results.map((r) => r.added?.content ?? r.error), [
-        "High confidence",
-        "Low confidence",
-        "Medium confidence",
+      assert.deepStrictEqual(results.map((r) => r.status ?? r.error), [
+        "added",
+        "added",
+        "added",
         "Fact was not stored because the configured memory.max_facts capacity policy evicted it"
       ])
       const doc = yield* memory.load({ userId: "default" })
