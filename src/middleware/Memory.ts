@@ -146,7 +146,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
         confidence: Schema.optional(Confidence)
       }),
       handler: (args) =>
-        Effect.flatMap(change((doc, now) => {
+        Effect.flatMap(RunContext, (context) => change((doc, now) => {
           // as DeerFlow's `memory_add`: nothing to remember, or a fact already known, is refused
           const content = args.content.trim()
           if (content === "") return [json({ error: "empty content" }), doc]
@@ -159,10 +159,11 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
             category: args.category ?? "context",
             confidence: args.confidence ?? 0.7,
             createdAt: now,
-            source: "tool"
+            // the thread it was added in (DeerFlow: `manual`, which its app shows as written by the user)
+            source: context.threadId
           }
           return [done(fact.id, "added"), { ...doc, lastUpdated: now, facts: [...doc.facts, fact] }]
-        }), (result) => stored(result))
+        })).pipe(Effect.flatMap(stored))
     }),
     Tool.make({
       name: "memory_update",

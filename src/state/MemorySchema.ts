@@ -31,7 +31,7 @@ export const Fact = Schema.Struct({
   category: Schema.optionalWith(Schema.String, { nullable: true, exact: true }),
   confidence: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 0.5, nullable: true }),
   createdAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
-  /** The thread it was learned in (or `tool` when the model added it itself). */
+  /** The thread it was learned in (by the memory update or the model's `memory_add`), or `manual` (the user's). */
   source: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   /** For a correction: what the assistant got wrong (DeerMem's `sourceError`), shown as what to avoid. */
   sourceError: Schema.optional(Schema.String)

@@ -105,7 +105,7 @@ describe("Memory middleware", () => {
         content: "Prefers tea",
         category: "preference",
         confidence: 0.9,
-        source: "tool"
+        source: "mem-2"
       })
       assert.match(createdAt, /^\d{4}-\d\d-\d\dT/)
       assert.deepStrictEqual(results.slice(2), [
@@ -114,7 +114,7 @@ describe("Memory middleware", () => {
         { error: "Fact not found: nope" }
       ])
       const doc = yield* memory.load({ userId: "default" })
-      assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "tool"]])
+      assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "mem-2"]])
       // in tool mode the injected block has the summaries only, not the facts
       assert.strictEqual(yield* memory.context({ userId: "default" }), "")
     }).pipe(H.withStore))
