@@ -302,6 +302,12 @@ export const make = (
     const config: MemoryConfig = { ...app.config.memory, ...options.config }
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
+    // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
+    if (!config.enabled && config.mode === "tool") {
+      yield* Effect.logWarning(
+        "memory.mode is 'tool' but memory.enabled is false; memory tools will not be registered."
+      )
+    }
     const root = rootOf(app)
     const count = backend.token_counting === "char" ? Tokens.estimateText : Tokens.countText
     const lockMs = backend.file_lock_timeout_seconds * 1000

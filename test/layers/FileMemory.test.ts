@@ -321,6 +321,19 @@ const logsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { logs, result }
   })
 
+describe("memory tool mode", () => {
+  // DeerFlow test_memory_tools.py::TestModeGating::test_tool_mode_disabled_logs_warning_and_uses_middleware
+  it.effect("mode tool with memory disabled is a warning; enabled, it is not", () =>
+    Effect.gen(function*() {
+      const WARNING = "memory.mode is 'tool' but memory.enabled is false; memory tools will not be registered."
+      const off = yield* logsOf(setup([], { enabled: false, mode: "tool" }))
+      assert.include(off.logs, WARNING)
+      assert.isFalse(off.result.memory.enabled)
+      const on = yield* logsOf(setup([], { enabled: true, mode: "tool" }))
+      assert.notInclude(on.logs, WARNING)
+    }))
+})
+
 describe("what memory stores", () => {
   const KEY = "sk-test-memory-key-0123456789"
 
