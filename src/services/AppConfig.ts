@@ -312,12 +312,18 @@ const TimeZone = Schema.String.pipe(
   )
 )
 
+/** DeerMem's file storage by its class path (`memory.backend_config.storage_class`). */
+const FILE_STORAGE_CLASS = "deerflow.agents.memory.backends.deermem.deermem.core.storage.FileMemoryStorage"
+
 /** DeerMem's settings (`memory.backend_config`), as far as Antler's file memory uses them. */
 export const MemoryBackendConfig = Schema.Struct({
   /** The root directory of memory files; empty: the data directory. Per user: `{root}/users/{user}/memory.json`. */
   storage_path: withDefault(Schema.String, () => ""),
-  /** Antler stores memory in files only. */
-  storage_class: withDefault(Schema.Literal("file"), () => "file" as const),
+  /**
+   * Antler stores memory in files only: `file`, or DeerMem's ways of naming its file storage (empty, DeerMem's
+   * default, or `FileMemoryStorage`'s class path). Any other class is an error, as DeerMem refuses to fall back.
+   */
+  storage_class: withDefault(Schema.Literal("file", "", FILE_STORAGE_CLASS), () => "file" as const),
   manifest_filename: withDefault(
     Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._-]+$/), Schema.filter((s) => s !== "." && s !== "..")),
     () => "memory.json"

@@ -220,6 +220,25 @@ describe("ConfigFile", () => {
       assert.isFalse(loaded.config.memory.enabled)
     }))
 
+  // DeerFlow test_memory_storage.py::TestCreateStorage: an empty storage_class (DeerMem's default) and
+  // FileMemoryStorage's class path are the file storage; a class that is not is an error, never a silent fallback
+  it.effect("storage_class: empty, file or FileMemoryStorage's class path; anything else is an error", () =>
+    Effect.gen(function*() {
+      const storage = (value: string) =>
+        tempFile(`memory:\n  backend_config:\n    storage_class: ${JSON.stringify(value)}\n`)
+      for (
+        const value of ["", "file", "deerflow.agents.memory.backends.deermem.deermem.core.storage.FileMemoryStorage"]
+      ) {
+        const loaded = yield* ConfigFile.load(storage(value)).pipe(withEnv({}))
+        assert.notInclude(loaded.ignored, "memory.backend_config.storage_class")
+      }
+      for (const value of ["non.existent.StorageClass", "os.path.join", "builtins.dict"]) {
+        const file = storage(value)
+        const error = yield* loadError(file)
+        assert.include(error.message, `${file}: memory.backend_config.storage_class: `, value)
+      }
+    }))
+
   it.effect("a __proto__ key in the file is dropped, not made the prototype of a record", () =>
     Effect.gen(function*() {
       const text = "tool_output:\n  tool_overrides:\n    __proto__:\n      bash: 5\n    web_fetch: 3\n"
