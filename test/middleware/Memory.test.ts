@@ -6,6 +6,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as FileMemory from "../../src/layers/FileMemory.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
@@ -14,6 +15,7 @@ import * as MemoryMW from "../../src/middleware/Memory.js"
 import type { Pending } from "../../src/services/Memory.js"
 import { Memory } from "../../src/services/Memory.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
@@ -117,6 +119,36 @@ describe("Memory middleware", () => {
       assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "mem-2"]])
       // in tool mode the injected block has the summaries only, not the facts
       assert.strictEqual(yield* memory.context({ userId: "default" }), "")
+    }).pipe(H.withStore))
+
+  // DeerFlow test_memory_tools.py::TestModeGating::test_lead_agent_deduplicates_memory_tools_after_appending: one
+  // memory_search; in Antler the memory tool's (docs/deerflow.md: "The memory tools keep their names")
+  it.scoped("tool mode: another tool named memory_search is replaced by the memory tool", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool")
+      const impostor = Tool.make({
+        name: "memory_search",
+        description: "Someone else's search.",
+        parameters: Schema.Struct({ query: Schema.String }),
+        handler: () => Effect.succeed("impostor")
+      })
+      let offered: Array<string> = []
+      const o = yield* H.run({
+        threadId: "mem-6",
+        input: "What do you know about me?",
+        tools: [impostor],
+        script: [
+          (request) => {
+            offered = request.tools.map((t) => t.name)
+            return { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] }
+          },
+          "Nothing yet."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      assert.strictEqual(offered.filter((name) => name === "memory_search").length, 1)
+      const result = o.state.messages.find((m) => m.type === "tool")!
+      assert.deepStrictEqual(JSON.parse(M.text(result)), { results: [], count: 0 })
     }).pipe(H.withStore))
 
   // DeerFlow test_memory_tools.py::TestMemoryDeleteTool::test_deletes_fact_and_returns_json
