@@ -116,7 +116,9 @@ describe("Memory middleware", () => {
         { error: "Fact not found: nope" }
       ])
       const doc = yield* memory.load({ userId: "default" })
-      assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [[factId, "Prefers green tea", "mem-2"]])
+      assert.deepStrictEqual(doc.facts.map((f) => [f.id, f.content, f.source]), [
+        [factId, "Prefers green tea", "mem-2"]
+      ])
       // in tool mode the injected block has the summaries only, not the facts
       assert.strictEqual(yield* memory.context({ userId: "default" }), "")
     }).pipe(H.withStore))
