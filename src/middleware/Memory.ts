@@ -9,7 +9,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { Memory, Scope } from "../services/Memory.js"
+import type { Memory, MemoryError, Scope } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
 import * as M from "../state/Message.js"
@@ -91,6 +91,22 @@ const notFound = (factId: string) => json({ error: `Fact not found: ${factId}` }
 
 const Confidence = Schema.Number.pipe(Schema.between(0, 1))
 
+/**
+ * A memory failure as the model is told it (DeerFlow's tools answer `{"error": str(exc)}`): what failed, never
+ * where the file is (the full message is logged), as the gateway's memory endpoints.
+ */
+const failed = (error: MemoryError) =>
+  Effect.as(
+    Effect.logWarning(`memory tool: ${error.message}`),
+    json({
+      error: error.reason === "locked"
+        ? "The memory is being updated by another process; try again later."
+        : error.reason === "corrupt"
+        ? "The stored memory is not a memory document."
+        : "The memory could not be read or written."
+    })
+  )
+
 const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
   const memory = options.memory
   const scopeOf = Effect.map(RunContext, (c): Scope => ({ userId: c.userId, agentName: options.agentName }))
@@ -99,7 +115,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
       const scope = yield* scopeOf
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
       return yield* memory.modify(scope, (doc) => f(doc, now))
-    }).pipe(Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message }))))
+    }).pipe(Effect.catchTag("MemoryError", failed))
   // `max_facts` keeps the most confident facts when memory is written: a new fact less confident than all of them
   // is not stored, and the model is told so rather than given an id that names nothing (as in DeerFlow)
   const stored = (result: string): Effect.Effect<string, never, RunContext> => {
@@ -132,7 +148,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
               const results = MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
               return json({ results: results.map(factView), count: results.length })
             }),
-            Effect.catchTag("MemoryError", (error) => Effect.succeed(json({ error: error.message })))
+            Effect.catchTag("MemoryError", failed)
           ))
     }),
     Tool.make({

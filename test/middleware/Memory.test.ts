@@ -7,6 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as FileMemory from "../../src/layers/FileMemory.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
@@ -38,13 +40,17 @@ const recording = () => {
   return { service, queued }
 }
 
-const fileMemory = (mode: "middleware" | "tool", backend_config: Record<string, unknown> = {}) =>
+const fileMemory = (
+  mode: "middleware" | "tool",
+  backend_config: Record<string, unknown> = {},
+  home = tempDir("antler-memmw-")
+) =>
   Effect.map(
     Layer.build(FileMemory.layer().pipe(
       Layer.provide(Layer.succeed(ModelService, ScriptedModel.make([]))),
       Layer.provide(MemoryThreadStore.layer()),
       Layer.provide(
-        ConfigFile.layerFromObject({ memory: { mode, backend_config } }, { home: tempDir("antler-memmw-") })
+        ConfigFile.layerFromObject({ memory: { mode, backend_config } }, { home })
       ),
       Layer.provide(NodeFileSystem.layer)
     )),
@@ -151,6 +157,31 @@ describe("Memory middleware", () => {
       assert.strictEqual(offered.filter((name) => name === "memory_search").length, 1)
       const result = o.state.messages.find((m) => m.type === "tool")!
       assert.deepStrictEqual(JSON.parse(M.text(result)), { results: [], count: 0 })
+    }).pipe(H.withStore))
+
+  // DeerFlow test_memory_tools.py::TestMemorySearchTool::test_runtime_error_returns_error_json: an error JSON, which
+  // in Antler says what failed but not where the file is
+  it.scoped("tool mode: a memory that cannot be read is an error the model is told, without the file's path", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-memmw-")
+      Fs.mkdirSync(Path.join(home, "users", "default"), { recursive: true })
+      Fs.writeFileSync(Path.join(home, "users", "default", "memory.json"), "{ not json")
+      const memory = yield* fileMemory("tool", {}, home)
+      const o = yield* H.run({
+        threadId: "mem-7",
+        input: "What do you know about me?",
+        script: [
+          { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
+          { toolCalls: [{ name: "memory_add", args: { content: "Prefers tea" } }] },
+          "Nothing."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      const results = o.state.messages.filter((m) => m.type === "tool").map((m) => JSON.parse(M.text(m)))
+      assert.deepStrictEqual(results, [
+        { error: "The stored memory is not a memory document." },
+        { error: "The stored memory is not a memory document." }
+      ])
     }).pipe(H.withStore))
 
   // DeerFlow test_memory_tools.py::TestMemoryDeleteTool::test_deletes_fact_and_returns_json
