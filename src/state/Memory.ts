@@ -46,10 +46,18 @@ export interface Turn {
   readonly text: string
 }
 
+/** Where `needle` (a tag: no pattern characters) is in `text` from `from` on, in any case; -1 when it is not. */
+const indexOfAnyCase = (text: string, needle: string, from: number): number => {
+  const pattern = new RegExp(needle, "gi")
+  pattern.lastIndex = from
+  return pattern.exec(text)?.index ?? -1
+}
+
 /**
- * The text without its blocks of the given tags, opening to closing (and the whitespace after each when `trailing`), by search rather
- * than a lazy regex, which rescans to the end of the text for each opening tag without a closing one (quadratic
- * in a text the user or the model wrote).
+ * The text without its blocks of the given tags, in any case (`<UPLOADED_FILES>` too, as DeerMem's `re.IGNORECASE`),
+ * opening to closing (and the whitespace after each when `trailing`), by search rather than a lazy regex, which
+ * rescans to the end of the text for each opening tag without a closing one (quadratic in a text the user or the
+ * model wrote).
  */
 export const removeBlocks = (text: string, tags: ReadonlyArray<string>, trailing = false): string => {
   let out = text
@@ -59,9 +67,9 @@ export const removeBlocks = (text: string, tags: ReadonlyArray<string>, trailing
     let from = 0
     let result = ""
     for (;;) {
-      const start = out.indexOf(open, from)
+      const start = indexOfAnyCase(out, open, from)
       if (start < 0) break
-      const end = out.indexOf(close, start + open.length)
+      const end = indexOfAnyCase(out, close, start + open.length)
       if (end < 0) break
       let after = end + close.length
       if (trailing) while (after < out.length && /\s/.test(out[after]!)) after++

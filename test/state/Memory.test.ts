@@ -641,6 +641,12 @@ describe("text from the model or the user", () => {
       ], true),
       "hi there"
     )
+    // in any case, as DeerMem's re.IGNORECASE: an upload's block never reaches the memory model
+    const upper = MemoryDoc.conversation([
+      M.human("<UPLOADED_FILES>/mnt/user-data/uploads/salary.xlsx</Uploaded_Files>\nI prefer short answers"),
+      M.ai("Noted.")
+    ])
+    assert.deepStrictEqual(upper.map((t) => t.text), ["I prefer short answers", "Noted."])
     const messages = [
       M.human(`${"<current_uploads>".repeat(20_000)}I use uv`),
       M.ai("<think>".repeat(20_000) + "Noted.")
