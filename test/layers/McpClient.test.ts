@@ -282,6 +282,21 @@ describe("MCP helpers", () => {
       assert.notInclude(found, "never-read")
     }))
 
+  it.effect("a server's command line gives its secrets too: a key or token flag's value, NAME_TOKEN=value, a URL's", () =>
+    Effect.gen(function*() {
+      const found = yield* McpClient.secrets({
+        docker: Servers.server({
+          command: "docker",
+          args: ["run", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN=ghp-in-args-123", "--api-key", "$KEY", "--max-tokens",
+            "4096", "--token=tok-inline-9876", "https://u:url-pass-555@mcp.example.com/sse", "--verbose"]
+        })
+      }).pipe(withEnv({ KEY: "sk-from-env-4321" }))
+      assert.includeMembers([...found], ["ghp-in-args-123", "sk-from-env-4321", "tok-inline-9876", "url-pass-555"])
+      assert.notInclude(found, "4096")
+      assert.notInclude(found, "--verbose")
+      assert.notInclude(found, "docker")
+    }))
+
   it("results: isError becomes an error message; structured content shows when nothing else does", () => {
     const error = McpTools.contentOf(McpClient.resultOf({ content: [{ type: "text", text: "bad input" }], isError: true }))
     assert.deepStrictEqual(error, { content: "Error: bad input", status: "error" })

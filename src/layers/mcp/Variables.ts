@@ -58,6 +58,30 @@ export const lookupAll = (names: ReadonlyArray<string>) =>
  * The secrets of the enabled servers, with their `$VAR`s resolved: header and env values and URL credentials,
  * which nothing the app prints or stores may contain.
  */
+// a command-line flag that takes a secret (`--api-key V`, `--token=V`, `--github-token V`, `-password V`)
+const SECRET_FLAG = /^--?(?:[a-z0-9]+[-_])*(?:api[-_]?key|key|token|secret|password|passwd|credentials?)(?:=(.*))?$/i
+// an environment assignment given as an argument (`-e GITHUB_TOKEN=V` to docker, `env API_KEY=V cmd`)
+const SECRET_ASSIGNMENT = /^[a-z_][a-z0-9_]*(?:key|token|secret|password|passwd|credentials?)=(.+)$/i
+
+/**
+ * The secrets a server's command line carries: the value of a flag named for a key, token, secret or password (in
+ * the same argument after `=`, else the next one), a secret-named `NAME=value`, and the credentials of a URL.
+ */
+export const argSecrets = (args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  args.forEach((arg, i) => {
+    const flag = SECRET_FLAG.exec(arg)
+    if (flag !== null) {
+      const value = flag[1] ?? args[i + 1]
+      if (value !== undefined && value !== "" && !value.startsWith("-")) out.push(value)
+    }
+    const assigned = SECRET_ASSIGNMENT.exec(arg)?.[1]
+    if (assigned !== undefined) out.push(assigned)
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(arg)) out.push(...Redact.urlSecrets(arg))
+  })
+  return out
+}
+
 export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
     const out: Array<string> = []
@@ -66,6 +90,7 @@ export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Eff
       const values = yield* lookupAll(variablesOf(config))
       const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
       out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
+      out.push(...argSecrets(resolved.args))
       for (const secret of [resolved.oauth?.client_secret, resolved.oauth?.refresh_token]) {
         if (typeof secret === "string" && secret !== "") out.push(secret)
       }
