@@ -10,7 +10,8 @@ describe("Objects.extend", () => {
       const out = extend(object, fields)
       const spread = { ...object, ...fields }
       assert.deepStrictEqual(Object.keys(out), Object.keys(spread))
-      for (const key of Object.keys(spread)) assert.strictEqual((out as any)[key], (spread as any)[key])
+      // (the same value: Object.is, as NaN is not === NaN)
+      for (const key of Object.keys(spread)) assert.isTrue(Object.is((out as any)[key], (spread as any)[key]), key)
       assert.strictEqual(JSON.stringify(Object.entries(object)), before)
       assert.notStrictEqual(out, object)
     }))
