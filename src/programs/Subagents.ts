@@ -131,8 +131,9 @@ export const registry = (
   if (options.bash) {
     out.set(BASH, builtin({
       name: BASH,
-      description: "A command-line specialist for a series of shell commands (builds, tests, git, data " +
-        "processing), whose long output would otherwise fill your context.",
+      description: "A command-line specialist for a bounded series of shell commands whose long output or " +
+        "intermediate state would otherwise fill your context. Routine git, build, test or deploy commands are " +
+        "not reason enough to delegate: run them with bash yourself.",
       systemPrompt: SubagentPrompt.BASH_PROMPT,
       tools: ["bash", "ls", "read_file", "write_file", "str_replace"],
       maxTurns: 60

@@ -386,6 +386,11 @@ const subagentSection = (o: PromptOptions) => {
 - Example: comparing three unrelated libraries can be three task calls in one response (at most ${n}); more
   pieces go in further batches, each after the previous one returned.`
     : "- One task call per response: wait for its result before dispatching the next."
+  // DeerFlow's direct-execution example: with a shell, running the tests is one bash call, not a task
+  const direct = toolsOf(o).has("bash")
+    ? `- Direct execution example: "run the tests" is one bash call: run it yourself. Routine git, build, test or
+  deploy commands are not reason enough to delegate.`
+    : "- Direct execution example: \"fix the typo in README.md\" is faster to do yourself than to delegate."
   return `<subagent_system>
 Subagent Routing: Delegate Only for Clear Net Benefit
 You can hand self-contained work to a subagent with the task tool. By default, do the work yourself.
@@ -406,7 +411,7 @@ How to delegate:
 2. Dispatch, then wait: task returns when the subagent has finished (there is nothing to poll).
 3. Check and combine the results yourself before answering.
 ${parallel}
-- Direct execution example: "fix the typo in README.md" is faster to do yourself than to delegate.
+${direct}
 </subagent_system>`
 }
 

@@ -63,6 +63,9 @@ describe("the subagent registry", () => {
     assert.deepStrictEqual([registry.get("writer")!.maxTurns, registry.get("writer")!.timeoutSeconds], [50, 900])
     // bash is only offered when commands can run
     assert.isFalse(Subagents.registry(config, { bash: false }).has("bash"))
+    // DeerFlow test_subagent_prompt_security.py::test_build_subagent_section_includes_bash_when_available: the
+    // lead reads that routine commands are not a reason to delegate to bash
+    assert.include(registry.get("bash")!.description, "Routine git, build, test or deploy commands are not reason")
   })
 
   it("defaults: general-purpose 150 turns, bash 60, 1800 s; the token budget on, 2M (1M with summarization)", () => {
