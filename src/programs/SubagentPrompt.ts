@@ -11,7 +11,8 @@ import { escapeText as escape } from "../state/Markup.js"
 
 const WORKING_DIRECTORY = `<working_directory>
 You share the lead agent's sandbox:
-- /mnt/user-data/workspace: the working directory (relative paths start here).
+- /mnt/user-data/workspace: the working directory. Relative paths start here, in the shell and in file tools:
+  hello.txt is a file here; ../uploads/input.csv and ../outputs/result.md reach the other folders.
 - /mnt/user-data/uploads: files the user uploaded (read them, do not change them).
 - /mnt/user-data/outputs: deliverables.
 Files you write are seen by the lead agent and by other subagents working at the same time.

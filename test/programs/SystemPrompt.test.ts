@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url"
 import { assert, describe, it } from "@effect/vitest"
 import * as FC from "effect/FastCheck"
 import * as SkillsDirectory from "../../src/layers/SkillsDirectory.js"
+import * as SubagentPrompt from "../../src/programs/SubagentPrompt.js"
 import { subagentSkillsSection } from "../../src/programs/SubagentPrompt.js"
 import * as SystemPrompt from "../../src/programs/SystemPrompt.js"
 import { assertContained, forgedClosers, occurrences } from "../support/markup.js"
@@ -142,6 +143,17 @@ describe("SystemPrompt", () => {
     const section = noBash.slice(noBash.indexOf("<subagent_system>"), noBash.indexOf("</subagent_system>"))
     assert.notInclude(section, "bash")
     assert.include(section, "Direct execution example: \"fix the typo in README.md\"")
+  })
+
+  // DeerFlow test_subagent_prompt_security.py::test_bash_subagent_prompt_mentions_workspace_relative_paths /
+  // ::test_general_purpose_subagent_prompt_mentions_workspace_relative_paths / ..._prohibits_task_tool
+  it("the built-in subagents' prompts: the workspace is where relative paths start, and no task tool", () => {
+    for (const prompt of [SubagentPrompt.GENERAL_PURPOSE_PROMPT, SubagentPrompt.BASH_PROMPT]) {
+      assert.include(prompt, "/mnt/user-data/workspace: the working directory. Relative paths start here")
+      assert.include(prompt, "hello.txt is a file here; ../uploads/input.csv and ../outputs/result.md reach")
+    }
+    assert.include(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "You cannot delegate: there is no task tool for you")
+    assert.notInclude(SubagentPrompt.GENERAL_PURPOSE_PROMPT, "disallowed")
   })
 
   // DeerFlow test_subagent_description_injection.py: a custom type's description (agent-editable) cannot close
