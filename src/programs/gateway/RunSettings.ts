@@ -99,6 +99,28 @@ export interface RunIds {
 }
 
 /**
+ * `context` without `secrets`: DeerFlow's request-scoped secrets (`context.secrets`, name to value) are never kept
+ * or answered with a run (DeerFlow's `redact_config_secrets`); Antler does not use them.
+ */
+const withoutSecrets = (context: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const { secrets: _secrets, ...rest } = context
+  return rest
+}
+
+/**
+ * A run's `metadata` may not hold `auth_token` (DeerFlow's `validate_run_metadata_secrets`): a request credential
+ * there would be stored and answered with the run. The refusal, or undefined.
+ */
+export const metadataRefusal = (metadata: unknown): Refusal | undefined =>
+  typeof metadata === "object" && metadata !== null && Object.hasOwn(metadata, "auth_token")
+    ? {
+      reason: "unprocessable",
+      message: "Run metadata key 'auth_token' is not allowed: a credential there would be stored and answered with " +
+        "the run."
+    }
+    : undefined
+
+/**
  * What a run was asked with, as LangGraph's Run object shows it (`kwargs`, the shape of `@langchain/langgraph-api`'s
  * `runs().put`): the input and command, the config with `configurable` naming the graph and assistant (and the
  * checkpoint it starts from; `Protocol.runObject` adds the run and its thread) and `metadata` the run's, the
@@ -131,7 +153,7 @@ export const kwargsOf = (
       },
       metadata: ids.metadata
     },
-    context: request.context ?? {},
+    context: withoutSecrets(request.context ?? {}),
     stream_mode: Protocol.modesOf(request.stream_mode),
     interrupt_before: request.interrupt_before,
     interrupt_after: request.interrupt_after,

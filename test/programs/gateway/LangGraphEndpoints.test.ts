@@ -166,6 +166,33 @@ describe("a run's kwargs and metadata", () => {
   })
 })
 
+describe("a run's request credentials (DeerFlow's test_run_metadata_secret_safety)", () => {
+  // `context.secrets` was kept in the run's kwargs and answered by runs.get and runs.list; `metadata.auth_token`
+  // was kept in the run's metadata (DeerFlow refuses it with 422 and never answers `context.secrets`)
+  it("are never answered: context.secrets is left out of kwargs, metadata.auth_token refused", async () => {
+    const token = "request-scoped-token-0123456789"
+    const thread = await alice.threads.create()
+    const run = await alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      context: { secrets: { MCP_AUTH_TOKEN: token }, thinking_enabled: false }
+    })
+    await alice.runs.join(thread.thread_id, run.run_id)
+    const got = await alice.runs.get(thread.thread_id, run.run_id)
+    assert.deepStrictEqual((got as any).kwargs.context, { thinking_enabled: false })
+    const listed = await alice.runs.list(thread.thread_id)
+    for (const answer of [run, got, listed, await alice.threads.get(thread.thread_id)]) {
+      assert.notInclude(JSON.stringify(answer), token)
+    }
+    const refused = alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      metadata: { auth_token: token, token_usage: 7 }
+    })
+    assert.strictEqual(await statusOf(refused), 422)
+    assert.notInclude(JSON.stringify(await alice.runs.list(thread.thread_id)), token)
+    assert.lengthOf(await alice.runs.list(thread.thread_id), 1)
+  })
+})
+
 describe("threads.count", () => {
   // `POST /threads/count` had no route (404)
   it("counts the user's threads the filters keep, never another user's", async () => {
