@@ -190,6 +190,15 @@ describe("a run's request credentials (DeerFlow's test_run_metadata_secret_safet
     assert.strictEqual(await statusOf(refused), 422)
     assert.notInclude(JSON.stringify(await alice.runs.list(thread.thread_id)), token)
     assert.lengthOf(await alice.runs.list(thread.thread_id), 1)
+
+    // nor is a thread's metadata.auth_token the run's (its metadata is over the thread's)
+    const tagged = await alice.threads.create({ metadata: { auth_token: token, project: "fells" } })
+    const over = await alice.runs.create(tagged.thread_id, "lead_agent", { input: human("hi") })
+    await alice.runs.join(tagged.thread_id, over.run_id)
+    assert.strictEqual((await alice.runs.get(tagged.thread_id, over.run_id)).metadata?.project, "fells")
+    for (const answer of [over, await alice.runs.list(tagged.thread_id)]) {
+      assert.notInclude(JSON.stringify(answer), token)
+    }
   })
 })
 

@@ -104,9 +104,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const modes = Protocol.modesOf(request.stream_mode)
           // the run's metadata as LangGraph's Run object has it: over the thread's (with the graph and assistant)
           // when the thread was there, the run's own on a thread the run made
+          // (without an `auth_token` the thread's metadata holds, refused in the run's: see metadataRefusal)
+          const { auth_token: _credential, ...threadMetadata } = thread.metadata ?? {}
           const metadata = made
             ? { ...request.metadata }
-            : { ...thread.metadata, ...ranOn, ...request.metadata }
+            : { ...threadMetadata, ...ranOn, ...request.metadata }
           const kwargs = redact.value(RunSettings.kwargsOf(request, {
             assistantId,
             checkpointId,
