@@ -3,13 +3,15 @@
  * agent) — summaries of the user's context and history, and facts with a category and a confidence — and the
  * pure functions around it: the conversation an update reads, the update a model returns and how it is applied
  * (through DeerMem's write gate, bounded in facts, only confident ones kept), and the search of the memory tools.
- * The block injected at the start of a thread is `MemoryInjection.ts` and the update's own schema `MemoryUpdate.ts`
- * (both re-exported here). No I/O here; storage and the update queue live in `layers/FileMemory.ts`.
+ * The block injected at the start of a thread is `MemoryInjection.ts`, the update's own schema `MemoryUpdate.ts`,
+ * the write gate's rules `MemoryGate.ts` and the signals of a conversation `MemorySignals.ts` (all re-exported
+ * here). No I/O here; storage and the update queue live in `layers/FileMemory.ts`.
  */
 import type { Message } from "./Message.js"
 import * as M from "./Message.js"
 import type { SectionUpdate, Update } from "./MemoryUpdate.js"
-import { gateLabel } from "./MemoryUpdate.js"
+import { factGateReason, Refusals, removalGateReason, summaryGateReason } from "./MemoryGate.js"
+import { signalHints } from "./MemorySignals.js"
 import { escapeText } from "./Markup.js"
 import { categoryOf } from "./MemoryInjection.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
@@ -26,6 +28,9 @@ export {
   Section,
   UserContext
 } from "./MemorySchema.js"
+
+export { factGateReason, type GateReason, removalGateReason, summaryGateReason } from "./MemoryGate.js"
+export { type Signal, signalHints, signalsOf } from "./MemorySignals.js"
 
 export {
   categoryOf,
@@ -169,97 +174,6 @@ export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fa
 
 // ---------------------------------------------------------------------------------------------------------
 // The write gate (DeerMem's scope gate): what the model labels as the user's, durable and descriptive is stored
-
-/** Why the write gate refused part of an update, as DeerMem counts it (`scope_gate_rejections`). */
-export type GateReason = "missing" | "scope" | "durability" | "authority" | "replacement"
-
-type Labelled = { readonly [K in "scope" | "durability" | "authority" | "reason"]?: unknown }
-
-/**
- * Why a new fact is refused (DeerMem's `_fact_scope_gate_reason`): any of `scope`, `durability`, `authority`
- * missing, else the first that is not `user`, `durable`, `descriptive`; undefined when it is stored.
- */
-export const factGateReason = (fact: Labelled): GateReason | undefined => {
-  const scope = gateLabel(fact.scope)
-  const durability = gateLabel(fact.durability)
-  const authority = gateLabel(fact.authority)
-  if (scope === undefined || durability === undefined || authority === undefined) return "missing"
-  if (scope !== "user") return "scope"
-  if (durability !== "durable") return "durability"
-  if (authority !== "descriptive") return "authority"
-  return undefined
-}
-
-/** Why a summary is refused (DeerMem's `_summary_scope_gate_reason`): it must be `user` and `descriptive`. */
-export const summaryGateReason = (section: Labelled): GateReason | undefined => {
-  const scope = gateLabel(section.scope)
-  const authority = gateLabel(section.authority)
-  if (scope === undefined || authority === undefined) return "missing"
-  if (scope !== "user") return "scope"
-  if (authority !== "descriptive") return "authority"
-  return undefined
-}
-
-/** Why a removal is refused (DeerMem's `_removal_scope_gate_reason`): it must be `user`, with a reason. */
-export const removalGateReason = (removal: Labelled): GateReason | undefined => {
-  const scope = gateLabel(removal.scope)
-  const reason = removal.reason
-  if (scope === undefined || typeof reason !== "string" || reason.trim() === "") return "missing"
-  if (scope !== "user") return "scope"
-  return undefined
-}
-
-const FACT_REFUSAL: Readonly<Record<GateReason, string>> = {
-  missing: "without scope, durability and authority",
-  scope: "scope not user",
-  durability: "durability not durable",
-  authority: "authority not descriptive",
-  replacement: ""
-}
-
-const SUMMARY_REFUSAL: Readonly<Record<GateReason, string>> = {
-  missing: "without scope and authority",
-  scope: "scope not user",
-  durability: "",
-  authority: "authority not descriptive",
-  replacement: ""
-}
-
-const REMOVAL_REFUSAL: Readonly<Record<GateReason, string>> = {
-  missing: "without scope and reason",
-  scope: "scope not user",
-  durability: "",
-  authority: "",
-  replacement: "its replacement fact not stored"
-}
-
-/** What the write gate refused of one update: summaries by name, facts and removals counted by reason. */
-class Refusals {
-  private readonly lines: Array<string> = []
-  private readonly counts = new Map<string, { readonly what: readonly [string, string]; n: number }>()
-  summary(where: string, reason: GateReason) {
-    this.lines.push(`the summary ${where} (${SUMMARY_REFUSAL[reason]})`)
-  }
-  fact(reason: GateReason) {
-    this.count(["new fact", "new facts"], FACT_REFUSAL[reason])
-  }
-  removal(reason: GateReason) {
-    this.count(["removal", "removals"], REMOVAL_REFUSAL[reason])
-  }
-  private count(what: readonly [string, string], why: string) {
-    const key = `${what[0]} (${why})`
-    const entry = this.counts.get(key)
-    if (entry === undefined) this.counts.set(key, { what, n: 1 })
-    else entry.n++
-  }
-  /** One line each, in the order first met. */
-  all(): ReadonlyArray<string> {
-    return [
-      ...this.lines,
-      ...[...this.counts].map(([key, { n, what }]) => `${n} ${n === 1 ? key : key.replace(what[0], what[1])}`)
-    ]
-  }
-}
 
 /** A document an update made, and what the write gate refused of the update (empty when nothing was). */
 export interface Applied {
@@ -485,101 +399,6 @@ export const clipTurn = (text: string): string => {
   return `${chars.slice(0, TURN_EDGE_CHARS).join("")}\n...[truncated]...\n${chars.slice(-TURN_EDGE_CHARS).join("")}`
 }
 
-/** What a user's recent words say, as DeerMem names it (a hint to the memory model, never stored). */
-export type Signal = "correction" | "reinforcement" | "preference" | "identity" | "goal" | "decision"
-
-/** DeerMem's signal patterns (`message_patterns/*.yaml`), in its order. */
-const SIGNAL_PATTERNS: ReadonlyArray<readonly [Signal, ReadonlyArray<RegExp>]> = [
-  ["correction", [
-    /\bthat(?:'s| is) (?:wrong|incorrect)\b/i,
-    /\byou misunderstood\b/i,
-    /\btry again\b/i,
-    /\bredo\b/i,
-    /不对|你理解错了|你理解有误|重试|重新来|换一种|改用/
-  ]],
-  ["reinforcement", [
-    /\byes[,.]?\s+(?:exactly|perfect|that(?:'s| is) (?:right|correct|it))\b/i,
-    /\bperfect(?:[.!?]|$)/i,
-    /\bexactly\s+(?:right|correct)\b/i,
-    /\bthat(?:'s| is)\s+(?:exactly\s+)?(?:right|correct|what i (?:wanted|needed|meant))\b/i,
-    /\bkeep\s+(?:doing\s+)?that\b/i,
-    /\bjust\s+(?:like\s+)?(?:that|this)\b/i,
-    /\bthis is (?:great|helpful)\b(?:[.!?]|$)/i,
-    /\bthis is what i wanted\b(?:[.!?]|$)/i,
-    /对[，,]?\s*就是这样(?:[。！？!?.]|$)/,
-    /完全正确(?:[。！？!?.]|$)/,
-    /(?:对[，,]?\s*)?就是这个意思(?:[。！？!?.]|$)/,
-    /正是我想要的(?:[。！？!?.]|$)/,
-    /继续保持(?:[。！？!?.]|$)/,
-    /(?:以后|今后)(?:都|一直)?保持这样(?:[。！？!?.]|$)/
-  ]],
-  ["preference", [
-    /\bI (?:really )?(?:prefer|like|love|enjoy|favor)\b/i,
-    /\bI (?:really )?(?:hate|dislike|don.t like|cannot stand)\b/i,
-    /\bmy favorite\b/i,
-    /\bI.d rather\b/i,
-    /我喜欢|我偏好|我更喜欢|我偏爱|我讨厌|我不喜欢|我钟爱|我最喜欢/
-  ]],
-  ["identity", [
-    /\bI am (?:a |an )?[a-z][a-z -]{2,}\b/i,
-    /\bI work as\b/i,
-    /\bI.m (?:a |an )?[a-z][a-z -]{2,}\b/i,
-    /\bmy job is\b/i,
-    /我是|我的职业是|我的工作是|我担任/
-  ]],
-  ["goal", [
-    /\bI (?:plan to|want to|am going to|aim to|intend to)\b/i,
-    /\bmy goal is\b/i,
-    /\bI.m going to\b/i,
-    /\bnext I.ll\b/i,
-    /我的目标是|我打算|我准备|接下来我要|我想做/
-  ]],
-  ["decision", [
-    /\blet.s (?:go with|use|pick|choose)\b/i,
-    /\bI.ll (?:go with|use|pick|choose)\b/i,
-    /\bwe (?:should|will) (?:go with|use|pick|choose)\b/i,
-    /\bI (?:decide|chose|selected) to\b/i,
-    /就用|决定用|决定采用|我们选|我选|就采用/
-  ]]
-]
-
-/** How many of the last lines of a conversation are read for signals (DeerMem's `messages[-6:]`). */
-const SIGNAL_WINDOW = 6
-
-/** The signals of a conversation: those whose patterns match a user line among its last six lines. */
-export const signalsOf = (turns: ReadonlyArray<Turn>): ReadonlySet<Signal> => {
-  const recent = turns.slice(-SIGNAL_WINDOW).filter((t) => t.role === "user").map((t) => t.text.trim())
-  const found = new Set<Signal>()
-  for (const [signal, patterns] of SIGNAL_PATTERNS) {
-    if (recent.some((text) => text !== "" && patterns.some((p) => p.test(text)))) found.add(signal)
-  }
-  return found
-}
-
-/** DeerMem's hint for each signal (`MemoryUpdater._build_signal_hints`), word for word. */
-const SIGNAL_HINTS: Readonly<Record<Signal, string>> = {
-  correction: "IMPORTANT: Explicit correction signals were detected in this conversation. " +
-    "Record a correction with confidence >= 0.95 only when it describes a durable, user-level " +
-    "working preference that is safe to reuse across unrelated tasks. A correction to facts, files, " +
-    "directions, or constraints in the current task is thread- or project-scoped and must not be stored.",
-  reinforcement: "IMPORTANT: Positive reinforcement signals were detected in this conversation. " +
-    "Record the confirmed approach, style, or preference with high confidence only if it is a durable, " +
-    "user-level pattern. Approval of the current result or current task is thread-scoped and must not be stored.",
-  preference: "IMPORTANT: A preference signal was detected. Record it with high confidence only when it is a " +
-    "durable, user-level preference; a one-off choice for the current task is thread-scoped and must not be stored.",
-  identity: "IMPORTANT: An identity signal was detected. Record the user's stated role, profession, or background " +
-    "only when it is user-level and durable across tasks.",
-  goal: "IMPORTANT: A goal signal was detected. Record only a durable, user-level goal that remains useful across " +
-    "unrelated tasks; the objective of the current task, sprint, PR, or thread must not be stored.",
-  decision: "IMPORTANT: A decision signal was detected. Record only a durable, user-level decision or working " +
-    "pattern; a choice made for the current task, file, PR, or thread must not be stored."
-}
-
-/** The hints of a conversation's signals, one a line, in DeerMem's order (empty without a signal). */
-export const signalHints = (turns: ReadonlyArray<Turn>): string => {
-  const signals = signalsOf(turns)
-  return SIGNAL_PATTERNS.flatMap(([signal]) => (signals.has(signal) ? [SIGNAL_HINTS[signal]] : [])).join("\n")
-}
 
 /** The labels of a summary, as DeerMem's prompt shows them. */
 const SUMMARY_LABELS = `"scope": "user|thread|project", "authority": "descriptive|transactional"`
