@@ -23,7 +23,7 @@ import { Interrupt } from "../services/ToolService.js"
 import type { HumanMessage, Message, ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Json from "../state/Json.js"
-import { charLength } from "./internal/Synopsis.js"
+import { charLength } from "../state/Chars.js"
 import * as Chain from "./Chain.js"
 
 export const TOOL_NAME = "ask_clarification"

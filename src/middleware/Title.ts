@@ -16,7 +16,7 @@ import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Chain from "./Chain.js"
 import { isGenuineUserMessage } from "./InputSanitization.js"
-import { headChars } from "./internal/Synopsis.js"
+import { headChars } from "../state/Chars.js"
 
 /**
  * Fills a prompt template as Python's `str.format` does for DeerFlow's three fields (`{max_words}`, `{user_msg}`,

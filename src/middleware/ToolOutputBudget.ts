@@ -31,13 +31,16 @@ import type { ToolResult } from "../services/ToolService.js"
 import type { Content, Message, ToolMessage } from "../state/Message.js"
 import * as Incremental from "./internal/Incremental.js"
 import * as Middleware from "./Middleware.js"
-import type { Chars } from "./internal/Synopsis.js"
-import { charLength, charsOf, joinChars, renderPreview } from "./internal/Synopsis.js"
+import type { Chars } from "../state/Chars.js"
+import { charLength, charsOf, joinChars } from "../state/Chars.js"
+import { renderPreview } from "./internal/Synopsis.js"
 import { resolveThreadPaths } from "./ThreadData.js"
 import * as Chain from "./Chain.js"
 
-export type { Chars, PreviewKind, PreviewOptions, Synopsis } from "./internal/Synopsis.js"
-export { charLength, charsOf, MAX_PARSE_CHARS, rawSample, renderPreview, synopsisOf } from "./internal/Synopsis.js"
+export type { Chars } from "../state/Chars.js"
+export { charLength, charsOf } from "../state/Chars.js"
+export type { PreviewKind, PreviewOptions, Synopsis } from "./internal/Synopsis.js"
+export { MAX_PARSE_CHARS, rawSample, renderPreview, synopsisOf } from "./internal/Synopsis.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Text of a result

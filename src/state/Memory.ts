@@ -9,6 +9,7 @@
  */
 import type { Message } from "./Message.js"
 import * as M from "./Message.js"
+import { charsOf, joinChars } from "./Chars.js"
 import type { SectionUpdate, Update } from "./MemoryUpdate.js"
 import { factGateReason, Refusals, removalGateReason, summaryGateReason } from "./MemoryGate.js"
 import { signalHints } from "./MemorySignals.js"
@@ -394,9 +395,10 @@ export const TURN_EDGE_CHARS = 500
 export const clipTurn = (text: string): string => {
   // (a text longer in UTF-16 units may still be short in code points)
   if (text.length <= MAX_TURN_CHARS) return text
-  const chars = Array.from(text)
+  const chars = charsOf(text)
   if (chars.length <= MAX_TURN_CHARS) return text
-  return `${chars.slice(0, TURN_EDGE_CHARS).join("")}\n...[truncated]...\n${chars.slice(-TURN_EDGE_CHARS).join("")}`
+  const tail = joinChars(chars, chars.length - TURN_EDGE_CHARS)
+  return `${joinChars(chars, 0, TURN_EDGE_CHARS)}\n...[truncated]...\n${tail}`
 }
 
 

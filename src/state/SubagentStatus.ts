@@ -17,6 +17,7 @@
 import { createHash } from "node:crypto"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { charsOf, joinChars } from "./Chars.js"
 import type { JsonObject } from "./Message.js"
 import { SubagentStopReason } from "./ThreadState.js"
 
@@ -63,8 +64,6 @@ const STOP_LABELS: Record<SubagentStopReason, string> = {
   loop_capped: "repeated tool-call loop"
 }
 
-const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
-
 /**
  * Text bounded to `max` characters: the first two thirds and the tail, joined by `"\n...\n"`. Characters are
  * code points, as DeerFlow's Python counts them: a cut never splits an emoji into a lone surrogate, which a
@@ -72,12 +71,9 @@ const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
  */
 export const bound = (text: string, max: number = MAX_METADATA_CHARS): string => {
   const cleaned = text.trim()
-  const chars: string | ReadonlyArray<string> = SURROGATE_PAIR.test(cleaned) ? Array.from(cleaned) : cleaned
+  const chars = charsOf(cleaned)
   if (chars.length <= max) return cleaned
-  const cut = (start: number, end?: number) => {
-    const part = chars.slice(start, end)
-    return typeof part === "string" ? part : part.join("")
-  }
+  const cut = (start: number, end?: number) => joinChars(chars, start, end)
   const marker = "\n...\n"
   if (max <= marker.length) return cut(0, max)
   const head = Math.floor((max * 2) / 3)

@@ -1,0 +1,32 @@
+/**
+ * Text counted in characters as DeerFlow's Python counts them: code points, so an emoji is one character and a
+ * cut never leaves half of it (a lone surrogate, which a provider refuses). Strings without surrogate pairs, the
+ * common case, are used as they are.
+ */
+
+/**
+ * A text as a sequence of characters (code points, as DeerFlow's Python strings count them): the string itself
+ * when it holds no surrogate pair (each code unit is a character then), else its code points.
+ */
+export type Chars = string | ReadonlyArray<string>
+
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
+
+/** The characters of a text (see `Chars`). */
+export const charsOf = (text: string): Chars => SURROGATE_PAIR.test(text) ? Array.from(text) : text
+
+/** The number of characters (code points) of a text: an emoji counts once, as in DeerFlow's `len`. */
+export const charLength = (text: string): number => charsOf(text).length
+
+/** `chars[start, end)` as a string. */
+export const joinChars = (chars: Chars, start: number, end?: number): string => {
+  const part = chars.slice(start, end)
+  return typeof part === "string" ? part : part.join("")
+}
+
+/** The first `max` characters (code points, as Python's slicing counts them: never half an emoji). */
+export const headChars = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const chars = charsOf(text)
+  return chars.length <= max ? text : joinChars(chars, 0, Math.max(0, max))
+}
