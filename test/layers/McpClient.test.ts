@@ -171,9 +171,10 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
         args: ["-e", `/* ${marker} */ process.stdin.resume(); setInterval(() => {}, 1e6)`],
         session_init_timeout: 60
       })
+      // up to 30 s: under a full parallel suite on two cores, starting a Node process has taken over 5 s
       const waitFor = (want: boolean) =>
         Effect.gen(function*() {
-          for (let i = 0; i < 250 && running() !== want; i++) yield* Effect.sleep("20 millis")
+          for (let i = 0; i < 1500 && running() !== want; i++) yield* Effect.sleep("20 millis")
           return running()
         })
       // its handshake timed out: when the catalog says so, the process has been ended (not left to the SDK's own
