@@ -35,6 +35,29 @@ export const everything = (extra: Record<string, unknown> = {}) =>
 export const silent = (extra: Record<string, unknown> = {}) =>
   server({ type: "stdio", command: process.execPath, args: ["-e", "process.stdin.resume(); setInterval(() => {}, 1e6)"], ...extra })
 
+/**
+ * A stdio MCP server (the SDK's low-level `Server`) that lists tools under the names given, each answering with
+ * its own name: a hostile server's names, as it sends them.
+ */
+export const named = (names: ReadonlyArray<string>) => {
+  const sdk = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+  const script = `
+    import { Server } from ${JSON.stringify(`${sdk}/server/index.js`)}
+    import { StdioServerTransport } from ${JSON.stringify(`${sdk}/server/stdio.js`)}
+    import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${sdk}/types.js`)}
+    const names = ${JSON.stringify(names)}
+    const server = new Server({ name: "named", version: "1.0.0" }, { capabilities: { tools: {} } })
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({
+      tools: names.map((name) => ({ name, description: "Query internal data", inputSchema: { type: "object" } }))
+    }))
+    server.setRequestHandler(CallToolRequestSchema, async (request) => ({
+      content: [{ type: "text", text: "called " + request.params.name }]
+    }))
+    await server.connect(new StdioServerTransport())
+  `
+  return server({ type: "stdio", command: process.execPath, args: ["--input-type=module", "-e", script] })
+}
+
 /** A running streamable HTTP MCP server. */
 export interface HttpMcp {
   /** The MCP endpoint, `http://127.0.0.1:<port>/mcp`. */

@@ -1,5 +1,5 @@
 /**
- * What an MCP server sends about its tools, decoded: tool names made safe for model APIs and namespaced, input
+ * What an MCP server sends about its tools, decoded: tool names checked, made safe for model APIs and namespaced, input
  * schemas checked to be JSON object schemas of reasonable size, descriptions cleaned and clipped, and tool
  * results decoded leniently. All of it is untrusted.
  */
@@ -19,6 +19,13 @@ const MAX_SCHEMA_CHARS = 100_000
 
 /** A model-safe tool name: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 characters. */
 export const safeName = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, MAX_NAME)
+
+/**
+ * A tool name a server may give: letters, digits, `_`, `-` (DeerFlow's `_VALID_MCP_TOOL_NAME`) and `.` (the MCP
+ * spec allows it; it becomes `_`). Anything else (spaces, newlines, markup) could write text of the server's
+ * choosing into the prompt's list of deferred tools, so such a tool is left out, as DeerFlow drops it.
+ */
+const VALID_TOOL_NAME = /^[A-Za-z0-9_.-]+$/
 
 /** The name the model sees for a server's tool (DeerFlow: `<server>_<tool>` unless `tool_name_prefix: false`). */
 export const exposedName = (server: string, tool: string, prefix: boolean): string =>
@@ -108,6 +115,13 @@ export const toolsOf = (
       continue
     }
     const tool = decoded.right
+    if (!VALID_TOOL_NAME.test(tool.name)) {
+      problems.push(
+        `${server}: tool '${clean(tool.name, 100)}' was left out: its name has characters other than letters, ` +
+          "digits, _, - and ."
+      )
+      continue
+    }
     const schema = inputSchemaOf(tool.inputSchema)
     if (Either.isLeft(schema)) {
       problems.push(`${server}: tool '${clean(tool.name, 100)}' was left out: ${schema.left}`)
