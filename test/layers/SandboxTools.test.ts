@@ -244,6 +244,23 @@ describe("read_file", () => {
       assert.strictEqual(text.slice(0, Number(match![1])), content.slice(0, Number(match![1])))
     }))
 
+  it.effect("read_file counts characters as DeerFlow does: emoji count once and are never cut in half", () =>
+    Effect.gen(function*() {
+      const { call, write } = yield* ready({ sandbox: { read_file_output_max_chars: 500 } })
+      const fits = "😀".repeat(400) // 800 code units, 400 characters
+      write("fits.txt", fits)
+      assert.strictEqual((yield* call("read_file", { description: "x", path: `${W}/fits.txt` })).text, fits)
+      const long = "a" + "😀".repeat(600)
+      write("long.txt", long)
+      const { text } = yield* call("read_file", { description: "x", path: `${W}/long.txt` })
+      assert.isAtMost(Array.from(text).length, 500)
+      assert.notMatch(text, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/)
+      const match = /\n\.\.\. \[truncated: showing first (\d+) of (\d+) chars\. /.exec(text)
+      assert.isNotNull(match)
+      assert.strictEqual(Number(match![2]), 601)
+      assert.strictEqual(text.slice(0, match!.index), Array.from(long).slice(0, Number(match![1])).join(""))
+    }))
+
   it.effect("reports missing files, directories and binary files readably", () =>
     Effect.gen(function*() {
       const { call, write, paths } = yield* ready()

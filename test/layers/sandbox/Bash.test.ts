@@ -144,6 +144,48 @@ describe("middle truncation", () => {
   )
 })
 
+describe("middle truncation counts characters as DeerFlow does (code points)", () => {
+  const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+  const points = (text: string) => Array.from(text).length
+
+  it("an output of emoji within the cap is kept whole, also when the runner collects it", () => {
+    const text = "😀".repeat(15_000) // 30,000 code units, 15,000 characters
+    assert.strictEqual(Bash.middleTruncate(text, 20_000), text)
+    const collector = new Bash.OutputCollector(20_000)
+    for (let i = 0; i < 15; i++) collector.push("😀".repeat(1000))
+    assert.strictEqual(collector.render(20_000), text)
+  })
+
+  it.prop(
+    "never over the cap in characters, never half an emoji, head + skipped + tail add up to the input",
+    [FastCheck.string({ unit: "binary", maxLength: 3000 }), FastCheck.integer({ min: 1, max: 2000 })],
+    ([text, max]) => {
+      const out = Bash.middleTruncate(text, max)
+      if (points(text) <= max) return out === text
+      if (points(out) > max || LONE.test(out)) return false
+      const match = /\n\.\.\. \[middle truncated: (\d+) chars skipped\] \.\.\.\n/.exec(out)
+      if (match === null) return out === Array.from(text).slice(0, max).join("")
+      const head = out.slice(0, match.index)
+      const tail = out.slice(match.index + match[0].length)
+      return text.startsWith(head) && text.endsWith(tail) &&
+        points(head) + points(tail) + Number(match[1]) === points(text)
+    }
+  )
+
+  it.prop(
+    "the streaming collector gives the same result however output of any characters is chunked",
+    [
+      FastCheck.array(FastCheck.string({ unit: "binary", maxLength: 400 }), { maxLength: 30 }),
+      FastCheck.integer({ min: 1, max: 1500 })
+    ],
+    ([chunks, max]) => {
+      const collector = new Bash.OutputCollector(max)
+      for (const chunk of chunks) collector.push(chunk)
+      return collector.render(max) === Bash.middleTruncate(chunks.join(""), max)
+    }
+  )
+})
+
 describe("host-bash guard (validateHostCommand)", () => {
   const roots = ["/mnt/user-data/workspace", "/mnt/user-data/uploads", "/mnt/user-data/outputs", "/mnt/skills"]
   const allowed = [

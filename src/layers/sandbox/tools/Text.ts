@@ -1,12 +1,19 @@
 /** Pure text helpers of the file tools: truncation, line ranges, literal replacement, result caps, paths. */
+import { charsOf, joinChars } from "../../../state/Chars.js"
 
-/** Head-truncates to `max` chars (0 = unlimited) with SPEC's marker; the result never exceeds `max`. */
+/**
+ * Head-truncates to `max` characters (code points, as DeerFlow counts them; 0 = unlimited) with SPEC's marker;
+ * the result never exceeds `max` and never ends in half an emoji.
+ */
 export const headTruncate = (text: string, max: number, hint: string): string => {
   if (max <= 0 || text.length <= max) return text
-  const marker = (kept: number) => `\n... [truncated: showing first ${kept} of ${text.length} chars. ${hint}] ...`
-  const kept = Math.max(0, max - marker(text.length).length)
-  if (kept === 0) return text.slice(0, max)
-  return text.slice(0, kept) + marker(kept)
+  const chars = charsOf(text)
+  const total = chars.length
+  if (total <= max) return text
+  const marker = (kept: number) => `\n... [truncated: showing first ${kept} of ${total} chars. ${hint}] ...`
+  const kept = Math.max(0, max - marker(total).length)
+  if (kept === 0) return joinChars(chars, 0, max)
+  return joinChars(chars, 0, kept) + marker(kept)
 }
 
 /** The effective result cap: the requested one (≤0 or absent → default), clamped to [1, upper]. */
