@@ -87,12 +87,23 @@ export const recursionLimit = (requested: number | null | undefined, fallback: n
 
 const Role = Schema.Literal("human", "user", "ai", "assistant", "system", "tool")
 
+/**
+ * Content as clients send it: a list may hold bare strings beside blocks (LangChain takes them as text, and some
+ * SDK and IM clients send that shape); each becomes a text block, so the message is read and sanitised as text.
+ */
+const InputContent = Schema.Union(Schema.String, Schema.Array(Schema.Union(Schema.String, M.ContentBlock)))
+
+const asContent = (content: typeof InputContent.Type): M.Content =>
+  typeof content === "string" || !content.some((block) => typeof block === "string")
+    ? content as M.Content
+    : content.map((block) => typeof block === "string" ? { type: "text" as const, text: block } : block)
+
 /** A message as clients send it: LangChain's dict (`type`) or OpenAI's (`role`); id optional. */
 const InputMessage = Schema.Struct({
   type: Schema.optional(Role),
   role: Schema.optional(Role),
   id: Schema.optional(Schema.NullOr(Schema.String)),
-  content: M.Content
+  content: InputContent
 }, { key: Schema.String, value: Schema.Unknown })
 
 const InputMessages = Schema.Struct({ messages: Schema.optional(Schema.NullOr(Schema.Array(InputMessage))) }, {
@@ -135,6 +146,7 @@ export const inputMessages = (input: unknown): Either.Either<ReadonlyArray<Messa
     const candidate = {
       ...rest,
       type,
+      content: asContent(raw.content),
       id: raw.id ?? M.newId(),
       ...(kwargs !== undefined ? { additional_kwargs: kwargs } : {})
     }
