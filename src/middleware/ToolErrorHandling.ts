@@ -21,7 +21,9 @@ import { AppConfigService } from "../services/AppConfig.js"
 import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import { charsOf, headChars, joinChars } from "../state/Chars.js"
 import * as SubagentStatus from "../state/SubagentStatus.js"
+import { MAX_SKILL_DESCRIPTION } from "../state/ThreadState.js"
 import * as Middleware from "./Middleware.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as Chain from "./Chain.js"
@@ -238,9 +240,15 @@ export const normalize = (message: ToolMessage): ToolMessage => {
   return M.withKwargs(message, { [TOOL_META_KEY]: classifyResult(message) })
 }
 
-/** Cuts an error detail to `MAX_DETAIL_CHARS` (497 characters and "..."). */
-export const truncateDetail = (detail: string): string =>
-  detail.length > MAX_DETAIL_CHARS ? `${detail.slice(0, MAX_DETAIL_CHARS - 3)}...` : detail
+/**
+ * Cuts an error detail to `MAX_DETAIL_CHARS` (497 characters and "..."), counted in code points as DeerFlow's
+ * Python counts them, never leaving half an emoji.
+ */
+export const truncateDetail = (detail: string): string => {
+  if (detail.length <= MAX_DETAIL_CHARS) return detail
+  const chars = charsOf(detail)
+  return chars.length > MAX_DETAIL_CHARS ? `${joinChars(chars, 0, MAX_DETAIL_CHARS - 3)}...` : detail
+}
 
 /** The class name and detail of a failure or defect. */
 export const describeFailure = (error: unknown): { readonly type: string; readonly detail: string } => {
@@ -315,12 +323,14 @@ export const frontMatter = (content: string): Record<string, unknown> | undefine
   }
 }
 
-/** The `description` of a SKILL.md front matter, whitespace-collapsed and at most 500 characters. */
+/**
+ * The `description` of a SKILL.md front matter, whitespace-collapsed and cut to its first 500 characters (code
+ * points), as DeerFlow's `_parse_description` and the `skill_context` reducer keep it.
+ */
 export const skillDescription = (content: string): string => {
   const description = frontMatter(content)?.description
   if (typeof description !== "string") return ""
-  const collapsed = description.replace(/\s+/g, " ").trim()
-  return collapsed.length > 500 ? `${collapsed.slice(0, 497)}...` : collapsed
+  return headChars(description.replace(/\s+/g, " ").trim(), MAX_SKILL_DESCRIPTION)
 }
 
 /** Stamps `skill_context_entry` on a successful string read of a skill file; otherwise the same message. */

@@ -6,6 +6,7 @@
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { headChars } from "./Chars.js"
 import type { Message, MessageWrite } from "./Message.js"
 import { REMOVE_ALL_MESSAGES } from "./Message.js"
 import type {
@@ -239,7 +240,7 @@ const normalizeSkill = (raw: unknown): SkillEntry | undefined => {
   return {
     name: entry.name,
     path: entry.path,
-    description: entry.description.replace(/\s+/g, " ").trim().slice(0, MAX_SKILL_DESCRIPTION),
+    description: headChars(entry.description.replace(/\s+/g, " ").trim(), MAX_SKILL_DESCRIPTION),
     loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
   }
 }

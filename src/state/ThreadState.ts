@@ -3,6 +3,7 @@
  * `Reducers.ts`; this module only holds the schemas.
  */
 import * as Schema from "effect/Schema"
+import { headChars } from "./Chars.js"
 import { Message, MessageWrite } from "./Message.js"
 
 /** `{ sandbox_id }`: the sandbox a thread is bound to. Never switches within a thread. */
@@ -84,7 +85,7 @@ export const SkillEntry = Schema.transform(SkillEntryFields, Schema.typeSchema(S
   decode: (entry) => ({
     name: entry.name,
     path: entry.path,
-    description: entry.description.replace(/\s+/g, " ").trim().slice(0, MAX_SKILL_DESCRIPTION),
+    description: headChars(entry.description.replace(/\s+/g, " ").trim(), MAX_SKILL_DESCRIPTION),
     loaded_at: Number.isInteger(entry.loaded_at) ? entry.loaded_at : 0
   }),
   encode: (entry) => entry

@@ -44,15 +44,24 @@ const runOne = (t: Tool.Tool, args: Record<string, unknown> = {}) =>
   })
 
 describe("ToolErrorHandling helpers", () => {
+  // characters are code points, as DeerFlow's Python counts them: an emoji is one, and is never cut in half
   it.prop("truncateDetail keeps at most 500 characters: 497 and '...' when cut", [
-    FastCheck.string({ maxLength: 1200 })
+    FastCheck.oneof(FastCheck.string({ maxLength: 1200 }), FastCheck.string({ unit: "binary", maxLength: 700 }))
   ], ([detail]) => {
     const cut = ToolErrorHandling.truncateDetail(detail)
-    if (detail.length <= 500) assert.strictEqual(cut, detail)
+    const chars = Array.from(detail)
+    if (chars.length <= 500) assert.strictEqual(cut, detail)
     else {
-      assert.strictEqual(cut.length, 500)
-      assert.strictEqual(cut, `${detail.slice(0, 497)}...`)
+      assert.strictEqual(Array.from(cut).length, 500)
+      assert.strictEqual(cut, `${chars.slice(0, 497).join("")}...`)
     }
+  })
+
+  it("an error detail of emoji is cut by characters, whole emoji only", () => {
+    const result = ToolErrorHandling.failureResult(call("web_search"), new Error("🔥".repeat(600)))
+    const text = M.contentText(result.message.content)
+    assert.include(text, `Error: ${"🔥".repeat(497)}...`)
+    assert.notMatch(text, /[\uD800-\uDBFF](?![\uDC00-\uDFFF])/)
   })
 
   it("classifies error texts by keyword, first rule wins, status codes as whole numbers", () => {
@@ -83,6 +92,11 @@ describe("ToolErrorHandling helpers", () => {
     assert.strictEqual(ToolErrorHandling.skillDescription("# no front matter"), "")
     assert.strictEqual(ToolErrorHandling.skillDescription("---\n: [broken\n---\n"), "")
     assert.strictEqual(ToolErrorHandling.skillDescription(`---\ndescription: ${"w ".repeat(400)}\n---\n`).length, 500)
+    // DeerFlow's _parse_description keeps the first 500 characters as they are (no "..."), an emoji being one
+    assert.strictEqual(
+      ToolErrorHandling.skillDescription(`---\ndescription: a${"📄".repeat(600)}\n---\n`),
+      `a${"📄".repeat(499)}`
+    )
   })
 
   it("recognises skill files only under the skills root", () => {

@@ -306,6 +306,16 @@ describe("skill_context reducer: legacy entries", () => {
     assert.deepStrictEqual(state.skill_context, [{ name: "research", path: skillPaths[0]!, description: "", loaded_at: 0 }])
   })
 
+  // DeerFlow test_thread_state_reducers.py::test_description_is_capped_when_normalizing_legacy_entries, with
+  // characters counted as Python counts them
+  it("a description is capped at 500 characters, an emoji counting once and never cut in half", () => {
+    const entry = { name: "charts", path: skillPaths[0], description: `a${"📊".repeat(600)}`, loaded_at: 1 }
+    const [stored] = Schema.decodeUnknownSync(TS.ThreadState)({ ...TS.empty, skill_context: [entry] }).skill_context
+    assert.strictEqual(stored!.description, `a${"📊".repeat(499)}`)
+    const [merged] = R.mergeSkillContext([], [entry as unknown as TS.SkillEntry])
+    assert.strictEqual(merged!.description, `a${"📊".repeat(499)}`)
+  })
+
   it("a stored thread's legacy entries load normalised: the body dropped, the description capped at 500", () => {
     const legacy = {
       name: "research",
