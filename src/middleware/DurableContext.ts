@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import type { ModelRequest } from "../services/ModelService.js"
 import { withUpdate } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
+import { charsOf, cutAt, headChars, joinChars } from "../state/Chars.js"
 import type { AIMessage, Message, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import { escapeText } from "../state/Markup.js"
@@ -91,7 +92,7 @@ export const clip = (text: string, max: number = MAX_SUMMARY_CHARS): string => {
   if (ampTail !== -1 && tailStart - ampTail < 6 && text.indexOf(";", ampTail) >= tailStart) {
     tailStart = text.indexOf(";", ampTail) + 1
   }
-  return `${text.slice(0, headEnd)}${marker}${text.slice(tailStart)}`
+  return `${text.slice(0, cutAt(text, headEnd, "back"))}${marker}${text.slice(cutAt(text, tailStart, "forward"))}`
 }
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
@@ -104,8 +105,11 @@ const MAX_RESULT_CHARS_SHOWN = 120
 const TRUNCATED = " ... [truncated]"
 
 /** A description bounded to 200 characters, marked when cut (so a cut is never mistaken for the task). */
-export const boundDescription = (text: string): string =>
-  text.length <= MAX_DESCRIPTION_CHARS ? text : `${text.slice(0, MAX_DESCRIPTION_CHARS - TRUNCATED.length)}${TRUNCATED}`
+export const boundDescription = (text: string): string => {
+  const chars = charsOf(text)
+  return chars.length <= MAX_DESCRIPTION_CHARS ? text :
+    `${joinChars(chars, 0, MAX_DESCRIPTION_CHARS - TRUNCATED.length)}${TRUNCATED}`
+}
 
 const STATUS_ONLY: Partial<Record<DelegationStatus, string>> = {
   failed: "Task failed.",
@@ -344,7 +348,7 @@ export const renderLedger = (entries: ReadonlyArray<DelegationEntry>, max: numbe
     if (fits(omittedLine(omitted))) lines.push(omittedLine(omitted))
   }
   const rendered = lines.join("\n")
-  return rendered.length <= max ? rendered : `${rendered.slice(0, Math.max(0, max - 4))}\n...`
+  return rendered.length <= max ? rendered : `${headChars(rendered, Math.max(0, max - 4))}\n...`
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -30,3 +30,15 @@ export const headChars = (text: string, max: number): string => {
   const chars = charsOf(text)
   return chars.length <= max ? text : joinChars(chars, 0, Math.max(0, max))
 }
+
+const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff
+const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff
+
+/**
+ * A cut at code unit `index` moved off the middle of a surrogate pair: to the pair's start (`"back"`, for the end
+ * of a head) or past its end (`"forward"`, for the start of a tail), so neither side keeps half an emoji.
+ */
+export const cutAt = (text: string, index: number, direction: "back" | "forward"): number =>
+  index > 0 && index < text.length && isHigh(text.charCodeAt(index - 1)) && isLow(text.charCodeAt(index))
+    ? (direction === "back" ? index - 1 : index + 1)
+    : index

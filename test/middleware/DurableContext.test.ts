@@ -176,6 +176,18 @@ describe("DurableContext", () => {
     }
   })
 
+  it.prop("a clipped summary, a bounded description and the ledger never keep half an emoji", [
+    FC.array(FC.constantFrom("a", "😀", "é", "&", " "), { minLength: 150, maxLength: 400 }).map((xs) => xs.join("")),
+    FC.integer({ min: 20, max: 120 })
+  ], ([text, max]) => {
+    const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+    const described = DurableContext.boundDescription(text.repeat(2))
+    const ledger = DurableContext.renderLedger([entry("a", { description: text })], max + 150)
+    for (const out of [DurableContext.clip(text, max), described, ledger]) assert.notMatch(out, lone)
+    assert.isAtMost(DurableContext.clip(text, max).length, max)
+    assert.isAtMost([...described].length, 200)
+  })
+
   it.scoped("with nothing durable the request is passed on as it is", () =>
     Effect.gen(function*() {
       const { model, seen } = yield* direct(TS.empty)
