@@ -22,6 +22,7 @@ import * as Incremental from "./internal/Incremental.js"
 import * as Middleware from "./Middleware.js"
 import * as Json from "../state/Json.js"
 import * as Chain from "./Chain.js"
+import { headChars } from "../state/Chars.js"
 
 /** The name given to calls whose name is missing or blank. */
 export const UNKNOWN_TOOL = "unknown_tool"
@@ -137,7 +138,7 @@ export const syntheticResultText = (call: EffectiveCall): string => {
       "tool names when retrying.]"
   }
   if (call.source === "invalid") {
-    const detail = typeof call.error === "string" && call.error !== "" ? call.error.slice(0, MAX_ERROR_DETAIL) : ""
+    const detail = typeof call.error === "string" && call.error !== "" ? headChars(call.error, MAX_ERROR_DETAIL) : ""
     if (call.name === "write_file") {
       // Large Markdown payloads often break the JSON: the model is steered away from sending the same one again.
       return "[write_file failed before execution: the tool-call arguments were not valid JSON, so no file was " +

@@ -41,6 +41,7 @@ export type { Lexed, Part, Word } from "../state/ShellLexer.js"
 import * as ShellLexer from "../state/ShellLexer.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import { headChars } from "../state/Chars.js"
 
 /** The verdict on a command. */
 export type Verdict = "block" | "warn" | "pass"
@@ -534,7 +535,7 @@ export const warningText = (command: string, reason: string): string =>
 
 /** A command cut for an audit record: at most 200 characters, with its full length when cut. */
 export const truncate = (command: string, limit: number = AUDIT_COMMAND_LIMIT): string =>
-  command.length > limit ? `${command.slice(0, limit)}... (${command.length} chars)` : command
+  command.length > limit ? `${headChars(command, limit)}... (${command.length} chars)` : command
 
 /** The error result of a blocked call. */
 export const blockedResult = (call: ToolCall, reason: string): ToolResult => ({

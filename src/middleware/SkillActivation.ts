@@ -30,6 +30,7 @@ import * as Incremental from "./internal/Incremental.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
+import { headChars } from "../state/Chars.js"
 
 /** `additional_kwargs` key marking the activation message. */
 export const ACTIVATION_KEY = "slash_skill_activation"
@@ -63,7 +64,7 @@ export const userText = (message: Message): string => {
 /** The activation message for a skill and the rest of the user's message. */
 export const activationMessage = (skill: Skill, body: string, rest: string, targetId: string): Message => {
   const cut = body.length > MAX_SKILL_CHARS
-  const shown = cut ? body.slice(0, MAX_SKILL_CHARS) : body
+  const shown = cut ? headChars(body, MAX_SKILL_CHARS) : body
   const sha = createHash("sha256").update(body).digest("hex")
   const request = rest.trim() === ""
     ? "(The user gave no request with it: ask what they want to do with this skill.)"

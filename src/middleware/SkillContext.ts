@@ -15,6 +15,7 @@ import type { AIMessage, Message, ToolCall, ToolMessage } from "../state/Message
 import * as M from "../state/Message.js"
 import type { SkillEntry } from "../state/ThreadState.js"
 import { callPath, SKILL_CONTEXT_ENTRY_KEY, skillFilePath, stampSkillRead } from "./ToolErrorHandling.js"
+import { headChars } from "../state/Chars.js"
 
 /** Where skills are and which tools read them. */
 export interface Settings {
@@ -30,7 +31,7 @@ export const stamped = (message: ToolMessage): { readonly path: string; readonly
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
   const { description, path } = raw as { readonly path?: unknown; readonly description?: unknown }
   if (typeof path !== "string") return undefined
-  const text = typeof description === "string" ? description.replace(/\s+/g, " ").trim().slice(0, MAX_DESCRIPTION) : ""
+  const text = typeof description === "string" ? headChars(description.replace(/\s+/g, " ").trim(), MAX_DESCRIPTION) : ""
   return { path, description: text }
 }
 

@@ -19,6 +19,7 @@ import { neutralizeBoundaries, ORIGINAL_USER_CONTENT } from "./InputSanitization
 import * as Middleware from "./Middleware.js"
 import { resolveThreadPaths } from "./ThreadData.js"
 import * as Chain from "./Chain.js"
+import { headChars } from "../state/Chars.js"
 
 /** How many files the block describes; the rest are only counted. */
 export const MAX_FILES_IN_BLOCK = 10
@@ -88,7 +89,7 @@ export interface Outline {
   readonly preview: ReadonlyArray<string>
 }
 
-const clipTitle = (text: string, max: number) => text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`
+const clipTitle = (text: string, max: number) => text.length <= max ? text : `${headChars(text, max - 1).trimEnd()}…`
 
 const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/
 const ATX = /^ {0,3}#{1,6}(?:[ \t]+(.*))?$/

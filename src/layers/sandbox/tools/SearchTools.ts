@@ -12,6 +12,7 @@ import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
 import { compileGlob, compileSearch } from "./Patterns.js"
 import { clampMax, normalizeVirtual } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
+import { headChars } from "../../../state/Chars.js"
 
 const GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
 const GREP_MAX_LINE_CHARS = 300
@@ -151,7 +152,7 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
                 if (!regex.test(line)) continue
                 count++
                 if (lines.length < max) {
-                  const shown = line.length > GREP_MAX_LINE_CHARS ? `${line.slice(0, GREP_MAX_LINE_CHARS)}...` : line
+                  const shown = line.length > GREP_MAX_LINE_CHARS ? `${headChars(line, GREP_MAX_LINE_CHARS)}...` : line
                   lines.push(`${file.path}:${i + 1}: ${sandbox.mask(shown)}`)
                 }
               }

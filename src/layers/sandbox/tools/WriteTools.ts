@@ -5,6 +5,7 @@ import { StrReplaceArgs, WriteFileArgs } from "./Args.js"
 import { countOccurrences, normalizeVirtual, replaceLiteral } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 import { errorText } from "./ToolContext.js"
+import { headChars } from "../../../state/Chars.js"
 
 const WRITE_ERROR_MAX_CHARS = 2000
 
@@ -35,7 +36,7 @@ export const writeFile = ({ settings, withSandbox }: ToolContext) =>
         }
         return sandbox.withFileLock(args.path, sandbox.writeText(args.path, args.content, args.append)).pipe(
           Effect.as("OK"),
-          Effect.catchAll((e) => Effect.succeed(errorText(e).slice(0, WRITE_ERROR_MAX_CHARS)))
+          Effect.catchAll((e) => Effect.succeed(headChars(errorText(e), WRITE_ERROR_MAX_CHARS)))
         )
       })(call)
   })
