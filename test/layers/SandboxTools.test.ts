@@ -189,12 +189,16 @@ describe("read_file", () => {
       const cases: Array<[JsonObject, string]> = [
         [{ start_line: 0 }, "Error: start_line must be >= 1"],
         [{ end_line: 0 }, "Error: end_line must be >= 1"],
-        [{ start_line: 3, end_line: 2 }, "Error: start_line (3) is after end_line (2)"],
-        [{ start_line: 4 }, "Error: start_line 4 is past the end of the file (3 lines)"]
+        // DeerFlow's phrases (test_read_file_line_range), with the numbers
+        [{ start_line: 3, end_line: 2 }, "Error: start_line > end_line (3 > 2); no lines in that range"],
+        [{ start_line: 4 }, "Error: start_line exceeds file length (start_line 4, the file has 3 lines)"],
+        [{ start_line: -1 }, "Error: start_line must be >= 1"],
+        [{ end_line: -1 }, "Error: end_line must be >= 1"]
       ]
       for (const [args, expected] of cases) {
         const result = yield* read(args)
         assert.isTrue(result.text.startsWith(expected), `${JSON.stringify(args)}: ${result.text}`)
+        assert.notMatch(result.text, /^[abc]$/m, "no line of the file leaks into the error")
         assert.strictEqual(result.status, "error")
       }
       const decimal = yield* read({ start_line: 1.5 })

@@ -22,7 +22,10 @@ export const clampMax = (requested: number | undefined, fallback: number, upper:
   return Math.min(Math.max(value, 1), upper)
 }
 
-/** Lines `start..end` (1-based, inclusive) of a text, or why that range is wrong. */
+/**
+ * Lines `start..end` (1-based, inclusive) of a text, or why that range is wrong, in words that keep DeerFlow's
+ * phrases (`start_line > end_line`, `start_line exceeds file length`).
+ */
 export const selectLines = (
   content: string,
   start: number | undefined,
@@ -31,7 +34,7 @@ export const selectLines = (
   if (start !== undefined && start < 1) return { error: `start_line must be >= 1 (got ${start})` }
   if (end !== undefined && end < 1) return { error: `end_line must be >= 1 (got ${end})` }
   if (start !== undefined && end !== undefined && start > end) {
-    return { error: `start_line (${start}) is after end_line (${end}); no lines in that range` }
+    return { error: `start_line > end_line (${start} > ${end}); no lines in that range` }
   }
   const lines = content.split(/\r?\n/)
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop()
@@ -39,7 +42,7 @@ export const selectLines = (
   if (first > lines.length) {
     return lines.length === 0 && first === 1
       ? { text: "" }
-      : { error: `start_line ${first} is past the end of the file (${lines.length} lines)` }
+      : { error: `start_line exceeds file length (start_line ${first}, the file has ${lines.length} lines)` }
   }
   return { text: lines.slice(first - 1, Math.min(end ?? lines.length, lines.length)).join("\n") }
 }
