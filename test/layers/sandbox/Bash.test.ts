@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import * as Bash from "../../../src/layers/sandbox/Bash.js"
 import * as Cgroup from "../../../src/layers/sandbox/Cgroup.js"
 import * as DiskQuota from "../../../src/layers/sandbox/DiskQuota.js"
+import * as BashTool from "../../../src/layers/sandbox/tools/BashTool.js"
 import * as LocalSandbox from "../../../src/layers/LocalSandbox.js"
 import * as SandboxTools from "../../../src/layers/SandboxTools.js"
 import * as Toolkit from "../../../src/layers/Toolkit.js"
@@ -186,6 +187,15 @@ describe("middle truncation counts characters as DeerFlow does (code points)", (
   )
 })
 
+describe("the timeout notice", () => {
+  it("says how long, as DeerFlow's does (test_local_sandbox_command_timeout): 1 second, 1.5 seconds", () => {
+    assert.strictEqual(BashTool.timeoutDuration(1000), "1 second")
+    assert.strictEqual(BashTool.timeoutDuration(1500), "1.5 seconds")
+    assert.strictEqual(BashTool.timeoutDuration(600_000), "600 seconds")
+    assert.strictEqual(BashTool.timeoutDuration(250), "0.3 seconds")
+  })
+})
+
 describe("host-bash guard (validateHostCommand)", () => {
   const roots = ["/mnt/user-data/workspace", "/mnt/user-data/uploads", "/mnt/user-data/outputs", "/mnt/skills"]
   const allowed = [
@@ -336,7 +346,7 @@ describe.skipIf(!bwrapInstalled)("bash under bubblewrap (real processes)", () =>
         `setsid sleep ${seconds} & nohup sleep ${seconds + 1} >/dev/null 2>&1 & (sleep ${seconds + 2} &) ; ` +
           `echo started; sleep ${seconds + 3}`
       )
-      assert.isTrue(result.text.startsWith("Error: The command did not finish within 1 s"))
+      assert.isTrue(result.text.startsWith("Error: The command timed out after 1 second and was stopped"))
       assert.include(result.text, "started")
       assert.strictEqual(result.status, "error")
       yield* eventually("every sleep is gone", () => sleepsGone(seconds))
@@ -707,7 +717,7 @@ describe.skipIf(!bwrapInstalled)("resource limits (real bash tool)", () => {
       const { bash, paths } = setup({ sandbox: { bash_command_timeout: 1 } })
       const seconds = 6000 + Math.floor(Math.random() * 900)
       const timedOut = yield* bash(`sleep ${seconds}`)
-      assert.isTrue(timedOut.text.startsWith("Error: The command did not finish within 1 s"))
+      assert.isTrue(timedOut.text.startsWith("Error: The command timed out after 1 second and was stopped"))
       yield* eventually("the timed-out command's group is removed", () => ownGroups(dir).length === 0)
       const fiber = yield* Effect.fork(bash(`touch started; sleep ${seconds + 1}`))
       yield* eventually("the command started", () => Fs.existsSync(Path.join(paths.workspace, "started")))
@@ -831,7 +841,7 @@ describe("bash without bubblewrap", () => {
       const { bash } = setup({ bwrap: "off", sandbox: { allow_host_bash: true, bash_command_timeout: 1 } })
       const seconds = 5000 + Math.floor(Math.random() * 900)
       const result = yield* bash(`sleep ${seconds} & sleep ${seconds + 1}`)
-      assert.isTrue(result.text.startsWith("Error: The command did not finish within 1 s"))
+      assert.isTrue(result.text.startsWith("Error: The command timed out after 1 second and was stopped"))
       yield* eventually("the sleeps are gone", () => sleepsGone(seconds))
     }))
 })

@@ -73,6 +73,12 @@ export const publishingOutput = <A, E, R>(
     return yield* body((text) => void Queue.unsafeOffer(queue, text)).pipe(Effect.ensuring(rest))
   })
 
+/** A timeout as the bash tool's notice says it, in DeerFlow's words: `1 second`, `1.5 seconds`, `600 seconds`. */
+export const timeoutDuration = (ms: number): string => {
+  const seconds = Math.round(ms / 100) / 10
+  return `${seconds} ${seconds === 1 ? "second" : "seconds"}`
+}
+
 // The configured mounts, for the tool's description.
 const mountsText = (settings: SandboxConfig): string =>
   settings.mounts.length === 0
@@ -97,9 +103,8 @@ export const bash = ({ settings, skillsContainer, withSandbox }: ToolContext) =>
         Effect.map(publishingOutput(call, (onOutput) => sandbox.exec(args.command, { onOutput })), (result) => {
           const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           if (result.timedOut) {
-            const seconds = Math.round(result.timeoutMs / 100) / 10
-            return `Error: The command did not finish within ${seconds} s and was stopped, together with every ` +
-              `process it started.${before}`
+            return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +
+              `together with every process it started.${before}`
           }
           if (result.stopped !== undefined) {
             return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
