@@ -483,12 +483,26 @@ describe("ls", () => {
       write("run.log", "")
       write("src/__pycache__/m.pyc", "")
       write("src/main.py", "")
+      write("env/bin/python", "")
+      write("logs/today.txt", "")
+      write("notes.md.bak", "")
       const { text } = yield* call("ls", { description: "x", path: W })
       assert.strictEqual(
         text,
         [`${W}/a/`, `${W}/a/deeper/`, `${W}/a/one.md`, `${W}/b.txt`, `${W}/src/`, `${W}/src/main.py`].join("\n")
       )
     }))
+
+  it("leaves out what DeerFlow's IGNORE_PATTERNS do (test_should_ignore_name), not names that look alike", () => {
+    const ignored = [".git", "node_modules", "__pycache__", ".venv", "env", ".env", "logs", "coverage",
+      ".pytest_cache", ".DS_Store", "Thumbs.db", "desktop.ini", "thing.egg-info", "x.swp", "y.swo", "z.log",
+      "a.tmp", "b.temp", "c.bak", "d.cache", "core~", "shortcut.lnk", "site-packages", "target", "out", ".output",
+      ".project", ".classpath", ".settings", ".coverage", ".upload-1.part"]
+    const kept = ["foo.py", "README.md", "src", "myenv", "node_modules_x", "x.git", "log", "main.c", "output",
+      "environment", "bak", "cache.json"]
+    for (const name of ignored) assert.isTrue(SandboxTools.isJunk(name), name)
+    for (const name of kept) assert.isFalse(SandboxTools.isJunk(name), name)
+  })
 
   it.effect("says (empty) for an empty directory and reports missing ones", () =>
     Effect.gen(function*() {
