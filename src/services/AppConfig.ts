@@ -453,7 +453,15 @@ export type ToolGroupConfig = typeof ToolGroupConfig.Type
 /** Deferred tools (SPEC §5.24, §5.25, §7.14): MCP tools hidden behind `tool_search` until promoted. */
 export const ToolSearchConfig = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),
-  auto_promote_top_k: withDefault(Schema.Number.pipe(Schema.int(), Schema.between(1, 5)), () => 3)
+  // clamped into 1-5, as DeerFlow's validator does (a value DeerFlow loads is not an error here)
+  auto_promote_top_k: withDefault(
+    Schema.transform(Schema.Number.pipe(Schema.int()), Schema.Number.pipe(Schema.int(), Schema.between(1, 5)), {
+      strict: true,
+      decode: (k) => Math.min(5, Math.max(1, k)),
+      encode: (k) => k
+    }),
+    () => 3
+  )
 })
 export type ToolSearchConfig = typeof ToolSearchConfig.Type
 

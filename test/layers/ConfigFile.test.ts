@@ -220,6 +220,19 @@ describe("ConfigFile", () => {
       assert.isFalse(loaded.config.memory.enabled)
     }))
 
+  // DeerFlow test_tool_search.py::test_auto_promote_top_k_is_clamped: a value out of 1-5 is clamped, not refused
+  it.effect("tool_search.auto_promote_top_k is clamped into 1-5; the default is 3", () =>
+    Effect.gen(function*() {
+      const topK = (text: string) =>
+        Effect.map(ConfigFile.load(tempFile(text)).pipe(withEnv({})), (l) => l.config.tool_search.auto_promote_top_k)
+      assert.strictEqual(yield* topK("tool_search:\n  enabled: true\n  auto_promote_top_k: 0\n"), 1)
+      assert.strictEqual(yield* topK("tool_search:\n  auto_promote_top_k: 99\n"), 5)
+      assert.strictEqual(yield* topK("tool_search:\n  auto_promote_top_k: 4\n"), 4)
+      assert.strictEqual(yield* topK("tool_search:\n  enabled: true\n"), 3)
+      const error = yield* loadError(tempFile("tool_search:\n  auto_promote_top_k: many\n"))
+      assert.include(error.message, "tool_search.auto_promote_top_k")
+    }))
+
   // DeerFlow test_memory_storage.py::TestCreateStorage: an empty storage_class (DeerMem's default) and
   // FileMemoryStorage's class path are the file storage; a class that is not is an error, never a silent fallback
   it.effect("storage_class: empty, file or FileMemoryStorage's class path; anything else is an error", () =>
