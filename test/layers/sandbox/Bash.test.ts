@@ -204,7 +204,17 @@ describe("host-bash guard (validateHostCommand)", () => {
     "python3 /mnt/skills/x/run.py 2>/dev/null",
     "/usr/bin/env python3 -c 'print(1)'",
     "curl -s https://example.com/a/b",
-    "echo a/b c=d"
+    "echo a/b c=d",
+    // DeerFlow's test_sandbox_tools_security: a URL's `..`, `cd` as an argument, text that only looks like a path
+    "curl https://example.com/packages/../archive.tar.gz -o /mnt/user-data/workspace/archive.tar.gz",
+    "echo cd $HOME",
+    "cd /mnt/user-data/workspace && cat data/input.csv > reports/out.txt",
+    "cd sub && ls",
+    "python3 -c \"print(10 / 2)\"",
+    "echo $((6 / 3))",
+    "python3 -c \"print(f'/端口{port}')\"",
+    "echo '健康检查 /端口 状态'",
+    "python3 -c \"print('/devices/{id}/port')\""
   ]
   const refused = [
     "cat /etc/passwd",
@@ -216,7 +226,25 @@ describe("host-bash guard (validateHostCommand)", () => {
     "echo >/root/.ssh/authorized_keys",
     "ls /mnt/user-data/workspace2",
     "cat /mnt/user-data/workspace/../../x",
-    "X=/home/user/.aws/credentials; cat $X"
+    "X=/home/user/.aws/credentials; cat $X",
+    // DeerFlow's test_sandbox_tools_security: working-directory escapes, / as an argument, brace expansion
+    "cd $HOME && cat .ssh/id_rsa",
+    "echo ok\ncd $HOME && cat .ssh/id_rsa",
+    "builtin cd $HOME && cat .ssh/id_rsa",
+    "if cd $HOME; then cat .ssh/id_rsa; fi",
+    "{ cd /; cat etc/passwd; }",
+    "echo \"$(cd $HOME && cat .ssh/id_rsa)\"",
+    "cd ~ && ls",
+    "cd && ls",
+    "cd - && ls",
+    "pushd \"$HOME\"",
+    "cd /usr/bin && ls",
+    "cat ~/.ssh/id_rsa",
+    "ln -s / root && cat root/etc/passwd",
+    "command ls /",
+    "cat /etc/{passwd,shadow}",
+    "cat /home/${USER}/.ssh/id_rsa",
+    "python3 -c \"open('/etc/passwd').read()\""
   ]
   for (const command of allowed) {
     it(`allows: ${command}`, () => assert.isUndefined(Bash.validateHostCommand(command, roots)))
