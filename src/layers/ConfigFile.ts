@@ -379,6 +379,22 @@ const lookupEnv = (name: string): Effect.Effect<string | undefined> =>
     Effect.orElseSucceed(() => undefined)
   )
 
+/** DeerFlow's environment variable for the largest `write_file` content (it has no key in `config.yaml`). */
+export const WRITE_FILE_MAX_ENV = "DEERFLOW_WRITE_FILE_MAX_BYTES"
+
+/**
+ * `sandbox.write_file_max_bytes` from `DEERFLOW_WRITE_FILE_MAX_BYTES` when the file does not set it, as DeerFlow
+ * reads it: an integer, `0` or less for no limit; a value that is not an integer is ignored, as there.
+ */
+const writeFileMaxFromEnv = (config: AppConfig, raw: Record<string, unknown>): Effect.Effect<AppConfig> =>
+  Effect.gen(function*() {
+    const sandbox = raw["sandbox"]
+    if (isRecord(sandbox) && sandbox["write_file_max_bytes"] !== undefined) return config
+    const value = (yield* lookupEnv(WRITE_FILE_MAX_ENV))?.trim()
+    if (value === undefined || !/^[+-]?\d+$/.test(value)) return config
+    return { ...config, sandbox: { ...config.sandbox, write_file_max_bytes: Math.max(0, Number(value)) } }
+  })
+
 /** Decodes configuration text (YAML) as if read from `file`. */
 export const decode = (
   text: string,
@@ -413,7 +429,7 @@ export const decode = (
     }
     const problems = mountProblems(decoded.right)
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
-    return { config: decoded.right, ignored: ignoredKeys(raw) }
+    return { config: yield* writeFileMaxFromEnv(decoded.right, raw), ignored: ignoredKeys(raw) }
   })
 
 /**
@@ -492,7 +508,9 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
   Effect.gen(function*() {
     const file = yield* resolvePath(path)
     const dataHome = yield* home
-    if (file === undefined) return { config: defaults(), source: undefined, home: dataHome, ignored: [] }
+    if (file === undefined) {
+      return { config: yield* writeFileMaxFromEnv(defaults(), {}), source: undefined, home: dataHome, ignored: [] }
+    }
     const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
     const { config, ignored } = yield* decode(text, file)
     const problems = mountProblems(config, dataHome)

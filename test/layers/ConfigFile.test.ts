@@ -220,6 +220,33 @@ describe("ConfigFile", () => {
       assert.isFalse(loaded.config.memory.enabled)
     }))
 
+  // DeerFlow test_write_file_tool_size_guard.py: DEERFLOW_WRITE_FILE_MAX_BYTES sets the limit, 0 removes it, a value
+  // that is not an integer leaves the default; Antler's key in the file wins over it
+  it.effect("DEERFLOW_WRITE_FILE_MAX_BYTES sets sandbox.write_file_max_bytes unless config.yaml does", () =>
+    Effect.gen(function*() {
+      const limit = (text: string, value: string) =>
+        Effect.map(
+          ConfigFile.load(tempFile(text)).pipe(withEnv({ DEERFLOW_WRITE_FILE_MAX_BYTES: value })),
+          (l) => l.config.sandbox.write_file_max_bytes
+        )
+      assert.strictEqual(yield* limit("models: []\n", String(300 * 1024)), 300 * 1024)
+      assert.strictEqual(yield* limit("models: []\n", "0"), 0)
+      assert.strictEqual(yield* limit("models: []\n", "-5"), 0)
+      assert.strictEqual(yield* limit("models: []\n", "lots"), 80 * 1024)
+      assert.strictEqual(yield* limit("sandbox:\n  write_file_max_bytes: 1000\n", "0"), 1000)
+      // without a config file too
+      const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
+      const cwd = process.cwd()
+      process.chdir(dir)
+      try {
+        const loaded = yield* ConfigFile.load().pipe(withEnv({ DEERFLOW_WRITE_FILE_MAX_BYTES: "2048" }))
+        assert.isUndefined(loaded.source)
+        assert.strictEqual(loaded.config.sandbox.write_file_max_bytes, 2048)
+      } finally {
+        process.chdir(cwd)
+      }
+    }))
+
   // DeerFlow test_tool_search.py::test_auto_promote_top_k_is_clamped: a value out of 1-5 is clamped, not refused
   it.effect("tool_search.auto_promote_top_k is clamped into 1-5; the default is 3", () =>
     Effect.gen(function*() {
