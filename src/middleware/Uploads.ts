@@ -2,7 +2,8 @@
  * Uploads (SPEC §5.5), before the run: the files the user attached to the last message
  * (`additional_kwargs.files`) are checked against the thread's uploads directory, recorded in
  * `uploaded_files`, and described to the model in a `<current_uploads>` block prepended to that message
- * (same id). Earlier uploads are not repeated: the model finds them with `list_uploaded_files`.
+ * (same id). Earlier uploads are not repeated: the model finds them in the uploads directory (`ls`, `glob`; the
+ * prompt names `list_uploaded_files` only when an agent has such a tool, which Antler does not provide yet).
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
