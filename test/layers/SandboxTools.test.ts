@@ -278,6 +278,10 @@ describe("read_file", () => {
         const text = yield* read(`${W}/${file}`)
         assert.isTrue(text.startsWith(`Error: Cannot read ${W}/${file} as text`), text)
         assert.include(text, "view_image")
+        // steered to bash and a library, not to another read_file (DeerFlow's test_read_file_tool_binary)
+        assert.include(text, "binary")
+        assert.include(text, "Use bash with a suitable library")
+        assert.include(text, "pandas or openpyxl for spreadsheets")
       }
     }))
 })

@@ -85,8 +85,9 @@ export const readFile = ({ gate, markReads, settings, withSandbox }: ToolContext
             (e) => e.reason === "binary",
             (e) =>
               Effect.succeed(
-                `Error: ${e.message} Use bash with a suitable tool (file, xxd, python) to inspect it, ` +
-                  "or view_image for images."
+                `Error: ${e.message} read_file reads UTF-8 text only. Use bash with a suitable library instead ` +
+                  "(python with pandas or openpyxl for spreadsheets; file or xxd to see what it is), or view_image " +
+                  "for images."
               )
           )
         )))(call)
