@@ -2,8 +2,8 @@
  * Uploads (SPEC §5.5), before the run: the files the user attached to the last message
  * (`additional_kwargs.files`) are checked against the thread's uploads directory, recorded in
  * `uploaded_files`, and described to the model in a `<current_uploads>` block prepended to that message
- * (same id). Earlier uploads are not repeated: the model finds them in the uploads directory (`ls`, `glob`; the
- * prompt names `list_uploaded_files` only when an agent has such a tool, which Antler does not provide yet).
+ * (same id). Earlier uploads are not repeated: the lead agent lists them with `list_uploaded_files`
+ * (`programs/UploadedFilesTool.ts`), which leaves out the files recorded here.
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
@@ -284,7 +284,8 @@ export const prependUploadsBlock = (message: HumanMessage, block: string): Human
 const regularFileSize = (file: string): Effect.Effect<number | undefined> =>
   Effect.promise(() => fs.lstat(file).then((s) => s.isFile() ? s.size : undefined, () => undefined))
 
-const readOutline = (file: string): Effect.Effect<Outline | undefined> =>
+/** The outline of a Markdown file on disk: none for a missing, non-regular or over-large file. */
+export const readOutline = (file: string): Effect.Effect<Outline | undefined> =>
   Effect.flatMap(regularFileSize(file), (size) =>
     size === undefined || size > OUTLINE_MAX_BYTES
       ? Effect.succeed(undefined)

@@ -6,7 +6,7 @@
  *    to Antler's own fetcher), `web_search` (DuckDuckGo, Tavily, SearXNG), `image_search` (DuckDuckGo). A
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
  *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools.
- * 2. Built-ins: `present_files`, and `view_image` for vision models.
+ * 2. Built-ins: `present_files`, `list_uploaded_files` (not for subagents), and `view_image` for vision models.
  * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
  *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted.
  * 4. `invoke_acp_agent`, when `acp_agents` are configured (not filtered by groups, as in DeerFlow).
@@ -37,6 +37,7 @@ import * as Tool from "../services/Tool.js"
 import type * as WebSearch from "../services/WebSearch.js"
 import type * as LeadAgent from "./LeadAgent.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
+import * as UploadedFilesTool from "./UploadedFilesTool.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // What a `use:` maps to
@@ -249,6 +250,8 @@ export interface Options {
   readonly vision: boolean
   /** Tool groups to keep (a custom agent's `tool_groups`): undefined or null = all; `[]` = no configured tools. */
   readonly groups?: ReadonlyArray<string> | null | undefined
+  /** Whether `list_uploaded_files` is there (default: yes; a subagent's state has no `uploaded_files` for it). */
+  readonly uploads?: boolean | undefined
 }
 
 const ENV_KEYS: Readonly<Record<Provider, string | undefined>> = {
@@ -417,9 +420,15 @@ export const assemble = (
       }
     }
 
-    for (const name of ["present_files", "view_image"]) {
-      const tool = sandbox.get(name)
-      if (tool !== undefined) add(tool, { name, source: "builtin", state: "available" }, `the built-in ${name}`)
+    const builtins = [
+      sandbox.get("present_files"),
+      options.uploads === false ? undefined : UploadedFilesTool.tool(app.home),
+      sandbox.get("view_image")
+    ]
+    for (const tool of builtins) {
+      if (tool !== undefined) {
+        add(tool, { name: tool.name, source: "builtin", state: "available" }, `the built-in ${tool.name}`)
+      }
     }
 
     // MCP tools: not filtered by groups (DeerFlow filters configured tools only).
