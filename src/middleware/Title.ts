@@ -74,11 +74,12 @@ export const fallbackTitle = (text: string, maxChars: number): string => {
 }
 
 /**
- * The thread's user message if the thread should get its title now: no title yet and exactly one message the
- * user wrote (hidden reminders, injected context and summaries are not the user's).
+ * The thread's user message if the thread should get its title now: no title yet (an empty one is none, as in
+ * DeerFlow) and exactly one message the user wrote (hidden reminders, injected context and summaries are not the
+ * user's).
  */
 export const due = (title: string | null, messages: ReadonlyArray<Message>): Message | undefined => {
-  if (title !== null) return undefined
+  if (title !== null && title !== "") return undefined
   let user: Message | undefined
   for (const m of messages) {
     if (isGenuineUserMessage(m)) {

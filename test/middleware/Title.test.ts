@@ -28,6 +28,12 @@ describe("Title", () => {
     assert.strictEqual(prompt, `${"😀".repeat(500)}|`)
   })
 
+  it("a thread whose title is empty gets one, as in DeerFlow (a title is set when it is not empty)", () => {
+    const user = M.human("Plan a trip to Lyon")
+    assert.strictEqual(Title.due("", [user, M.ai("Sure.")]), user)
+    assert.isUndefined(Title.due("Lyon", [user, M.ai("Sure.")]))
+  })
+
   it.effect("the first exchange names the thread; later runs keep the name", () =>
     Effect.gen(function*() {
       const first = yield* H.run({ threadId: "t", input: "Plan a trip to Lyon", script: ["Sure."], middlewares: () => [Title.layer(config())] })
