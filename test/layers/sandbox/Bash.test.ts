@@ -244,7 +244,10 @@ describe("host-bash guard (validateHostCommand)", () => {
     "command ls /",
     "cat /etc/{passwd,shadow}",
     "cat /home/${USER}/.ssh/id_rsa",
-    "python3 -c \"open('/etc/passwd').read()\""
+    "python3 -c \"open('/etc/passwd').read()\"",
+    // a real path with a non-ASCII name further down is still a path (DeerFlow lets it through)
+    "cat /home/用户/.ssh/id_rsa",
+    "ls /root/文档"
   ]
   for (const command of allowed) {
     it(`allows: ${command}`, () => assert.isUndefined(Bash.validateHostCommand(command, roots)))

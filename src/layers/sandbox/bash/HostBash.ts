@@ -37,12 +37,13 @@ const ROOT_PATH_COMMANDS: ReadonlySet<string> = new Set([
 ])
 
 /**
- * Whether a `/…` fragment is text rather than a path (DeerFlow's shape rule): non-ASCII characters, or braces
- * that are only `{identifier}` placeholders (`f'/{port}'`, `/devices/{id}/port`). Brace expansion (`{a,b}`) and
- * `${VAR}` expand to real paths, so they are not text.
+ * Whether a `/…` fragment is text rather than a path (DeerFlow's shape rule): a first segment with non-ASCII
+ * characters (`/端口`; DeerFlow lets any non-ASCII character through, but `/home/用户/...` is a real path), or
+ * braces that are only `{identifier}` placeholders (`f'/{port}'`, `/devices/{id}/port`). Brace expansion
+ * (`{a,b}`) and `${VAR}` expand to real paths, so they are not text.
  */
 const isTextFragment = (fragment: string): boolean => {
-  if (/[^\x00-\x7f]/.test(fragment)) return true
+  if (/[^\x00-\x7f]/.test(fragment.slice(1).split("/")[0]!)) return true
   if (!fragment.includes("{") && !fragment.includes("}")) return false
   if (fragment.includes("${")) return false
   const blocks = fragment.match(/\{[^{}]*\}/g) ?? []
