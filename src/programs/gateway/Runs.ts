@@ -499,7 +499,14 @@ export const layer = (
                 message: `Run ${runId} runs in another gateway process; cancel it there.`
               })
             }
-            return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} is not running.` })
+            // cancelling a cancelled run again is done already (DeerFlow's cancel is idempotent: 202, not 409)
+            if (record?.status === "cancelled") return
+            return yield* new GatewayError({
+              reason: "conflict",
+              message: record === undefined
+                ? `Run ${runId} is not running.`
+                : `Run ${runId} is not cancellable (status: ${Protocol.runStatus(record)}).`
+            })
           }
           yield* activeRun(runId)?.stop(action) ?? Effect.void
           if (wait) yield* Deferred.await(run.done)

@@ -273,6 +273,42 @@ describe("runs.delete", () => {
   })
 })
 
+describe("runs.cancel", () => {
+  // DeerFlow's test_cancel_run_idempotent: cancelling an interrupted run again is a 202 (the client's second
+  // stop, or a retry), not a 409; a run that ended otherwise is a 409 naming its status; no run of hers a 404
+  it("answers 202 again for a cancelled run, 409 for one that succeeded, 404 for none", async () => {
+    const thread = await alice.threads.create()
+    const hanging = await alice.runs.create(thread.thread_id, "lead_agent", { input: human("hang on") })
+    await runningSoon(thread.thread_id, hanging.run_id)
+    const cancel = (runId: string, wait = false) =>
+      fetch(`${gateway.url}/threads/${thread.thread_id}/runs/${runId}/cancel${wait ? "?wait=true" : ""}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE}` }
+      })
+    assert.strictEqual((await cancel(hanging.run_id)).status, 202)
+    await alice.runs.join(thread.thread_id, hanging.run_id)
+    assert.strictEqual((await alice.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
+    assert.strictEqual((await cancel(hanging.run_id)).status, 202)
+    const waited = await cancel(hanging.run_id, true)
+    assert.strictEqual(waited.status, 200)
+    assert.strictEqual(((await waited.json()) as { status: string }).status, "interrupted")
+
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
+    const [done] = await alice.runs.list(thread.thread_id)
+    assert.strictEqual(done!.status, "success")
+    const refused = await cancel(done!.run_id)
+    assert.strictEqual(refused.status, 409)
+    assert.include(((await refused.json()) as { detail: string }).detail, "not cancellable (status: success)")
+    assert.strictEqual((await cancel("no-such-run")).status, 404)
+    // another user's cancel of her run is a 404, and leaves it as it was
+    const bobs = await fetch(`${gateway.url}/threads/${thread.thread_id}/runs/${hanging.run_id}/cancel`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${Support.BOB}` }
+    })
+    assert.strictEqual(bobs.status, 404)
+  })
+})
+
 describe("threads.copy", () => {
   // `POST /threads/{id}/copy` had no route (404)
   it("makes a new thread of the user's with the thread's history and files, apart from it; not another's", async () => {

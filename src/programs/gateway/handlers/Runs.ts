@@ -380,12 +380,12 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const wanted = records.filter((record) =>
               RunRecords.unfinished(record) && (status === "all" || record.status === status)
             )
-            // each run that can be is cancelled (one that ended since it was read "is not running"); a run of
+            // each run that can be is cancelled (one that ended since it was read is "not cancellable"); a run of
             // another gateway process sharing the store refuses the request, once the others are cancelled
             const elsewhere: Array<string> = []
             for (const record of wanted) {
               const cancelled = yield* Effect.either(runs.cancel(record.run_id, action, false))
-              if (Either.isRight(cancelled) || /is not running/.test(cancelled.left.message)) continue
+              if (Either.isRight(cancelled) || /is not (running|cancellable)/.test(cancelled.left.message)) continue
               if (cancelled.left.reason !== "conflict") return yield* cancelled.left
               elsewhere.push(record.run_id)
             }
