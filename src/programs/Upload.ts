@@ -36,6 +36,8 @@ export const UploadResult = Schema.Struct({
   size: Schema.Number,
   /** `/mnt/user-data/uploads/{filename}` */
   path: Schema.String,
+  /** The name the file was given, when another file of the upload had it and this one was renamed. */
+  original_filename: Schema.optional(Schema.String),
   /** The converted Markdown sibling, when one was written. */
   markdown_path: Schema.optional(Schema.String),
   /** Why the document has no Markdown sibling; the upload itself succeeded. */
@@ -433,6 +435,7 @@ export const upload = Effect.fn("Upload.upload")(function*(
       converting ? convert(fs, dir, source, conflicts[i]) : Effect.succeed({}),
       (conversion): UploadResult => ({
         filename: source.filename,
+        ...(source.filename === named[i]!.filename ? {} : { original_filename: named[i]!.filename }),
         size: sizes[i]!,
         path: `${UPLOADS}/${source.filename}`,
         ...conversion

@@ -8,6 +8,7 @@
  * 422 (wrong shape).
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Multipart from "@effect/platform/Multipart"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as NodeMultipart from "@effect/platform-node/NodeMultipart"
 import * as Deferred from "effect/Deferred"
@@ -15,8 +16,14 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as Fs from "node:fs"
 import type * as Http from "node:http"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { Readable } from "node:stream"
 import { Transform } from "node:stream"
+import { pipeline } from "node:stream/promises"
 import * as Json from "../../state/Json.js"
 import { describeParseError, GatewayError } from "./api/Problem.js"
 
@@ -217,8 +224,40 @@ const watchClosing = (boundary: string, unclosed: () => void) => {
   })
 }
 
+/** A file of an upload's form: its field, its name as the client gave it, and the temporary file holding it. */
+export interface FormFile {
+  readonly key: string
+  readonly name: string
+  readonly path: string
+}
+
 /**
- * An upload's form, its files saved as temporary files (bounded by `Multipart.withLimits`). Refused when its
+ * The files of a form, in the form's order, each written to a temporary file of its own (the platform's
+ * `Multipart.toPersisted` names them by the client's file name, so that a second `data.txt` overwrote the first
+ * one's bytes); the temporary directory goes with the scope.
+ */
+const persistFiles = (source: Readable, headers: Http.IncomingHttpHeaders) =>
+  Effect.gen(function*() {
+    const internal = (cause: unknown) => new Multipart.MultipartError({ reason: "InternalError", cause })
+    const dir = yield* Effect.acquireRelease(
+      Effect.tryPromise({ try: () => Fs.promises.mkdtemp(Path.join(Os.tmpdir(), "antler-upload-")), catch: internal }),
+      (dir) => Effect.promise(() => Fs.promises.rm(dir, { recursive: true, force: true }))
+    )
+    const files: Array<FormFile> = []
+    yield* Stream.runForEach(NodeMultipart.stream(source, headers), (part) => {
+      if (part._tag === "Field" || part.name === "") return Effect.void
+      const path = Path.join(dir, String(files.length))
+      files.push({ key: part.key, name: part.name, path })
+      return Effect.tryPromise({
+        try: (signal) => pipeline(NodeMultipart.fileToReadable(part), Fs.createWriteStream(path), { signal }),
+        catch: internal
+      })
+    })
+    return files as ReadonlyArray<FormFile>
+  })
+
+/**
+ * An upload's form: its files, saved as temporary files (bounded by `Multipart.withLimits`). Refused when its
  * headers are not a form's (`multipartProblem`), and when its body ends before the form's closing boundary (400).
  */
 export const multipart = Effect.gen(function*() {
@@ -240,7 +279,7 @@ export const multipart = Effect.gen(function*() {
       ))
     )
   ))
-  return yield* Effect.raceFirst(NodeMultipart.persisted(source, headers), Deferred.await(cut))
+  return yield* Effect.raceFirst(persistFiles(source, headers), Deferred.await(cut))
 })
 
 /** The largest form body read (the sign-in form: an email, a password and a flag). */

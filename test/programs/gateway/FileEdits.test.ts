@@ -116,6 +116,57 @@ describe("uploads limits and artifact edits", () => {
     assert.strictEqual((await alice("/threads", { body: { thread_id: chat } })).status, 409)
   })
 
+  // DeerFlow's test_uploads_router: a name given twice in one form is renamed (`data_1.txt`, with its
+  // original_filename), too many or too large files are a 413, and deleting a document deletes its conversion
+  it("answers an upload, its refusals and a deletion as DeerFlow's uploads router does", async () => {
+    const send = (files: ReadonlyArray<[string, string]>) => {
+      const form = new FormData()
+      for (const [name, text] of files) form.append("files", new Blob([text], { type: "text/plain" }), name)
+      return fetch(`${gateway.url}/api/threads/work/uploads`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE}` },
+        body: form
+      })
+    }
+    const uploaded = await send([["data.txt", "first"], ["data.txt", "second"]])
+    assert.strictEqual(uploaded.status, 200)
+    const body = await uploaded.json() as {
+      success: boolean
+      message: string
+      skipped_files: ReadonlyArray<string>
+      files: ReadonlyArray<{ filename: string; original_filename?: string; size: number }>
+    }
+    assert.strictEqual(body.success, true)
+    assert.strictEqual(body.message, "Successfully uploaded 2 file(s)")
+    assert.deepStrictEqual(body.skipped_files, [])
+    assert.deepStrictEqual(body.files.map((f) => [f.filename, f.original_filename, f.size]), [
+      ["data.txt", undefined, 5],
+      ["data_1.txt", "data.txt", 6]
+    ])
+    const uploads = threadPaths(gateway.home, "alice", `work${ThreadIds.tagOf("alice")}`).uploads
+    assert.strictEqual(Fs.readFileSync(Path.join(uploads, "data_1.txt"), "utf8"), "second")
+
+    const tooBig = await send([["big.txt", "x".repeat(2000)]])
+    assert.strictEqual(tooBig.status, 413, await tooBig.clone().text())
+    assert.include(((await tooBig.json()) as { detail: string }).detail, "uploads.max_file_size")
+    const tooMany = await send([["1.txt", "1"], ["2.txt", "2"], ["3.txt", "3"], ["4.txt", "4"], ["5.txt", "5"]])
+    assert.strictEqual(tooMany.status, 413)
+    assert.isFalse(Fs.existsSync(Path.join(uploads, "1.txt")))
+
+    // a converted document (report.md beside report.pdf) goes with its document; a text file's namesake stays
+    Fs.writeFileSync(Path.join(uploads, "report.pdf"), "%PDF-1.4")
+    Fs.writeFileSync(Path.join(uploads, "report.md"), "converted")
+    Fs.writeFileSync(Path.join(uploads, "data.md"), "the user's own")
+    const deleted = await alice("/api/threads/work/uploads/report.pdf", { method: "DELETE" })
+    assert.strictEqual(deleted.status, 200)
+    assert.deepStrictEqual(deleted.body, { success: true, message: "Deleted report.pdf" })
+    assert.isFalse(Fs.existsSync(Path.join(uploads, "report.md")))
+    assert.strictEqual((await alice("/api/threads/work/uploads/data.txt", { method: "DELETE" })).status, 200)
+    assert.strictEqual(Fs.readFileSync(Path.join(uploads, "data.md"), "utf8"), "the user's own")
+    assert.strictEqual((await bob("/api/threads/work/uploads/data_1.txt", { method: "DELETE" })).status, 404)
+    assert.isTrue(Fs.existsSync(Path.join(uploads, "data_1.txt")))
+  })
+
   it("makes no thread from a refused upload: a new chat's failed first upload leaves nothing behind", async () => {
     const send = (chat: string, body: string | FormData, type?: string) =>
       fetch(`${gateway.url}/api/threads/${chat}/uploads`, {

@@ -17,8 +17,10 @@ import { QueryValue, ThreadNotFound } from "./Threads.js"
 /** An uploaded file, where the agent reads it and where it is downloaded. */
 export const UploadedFile = Schema.Struct({
   filename: Schema.String,
+  original_filename: Schema.optional(Schema.String),
   size: Schema.Number,
   path: Schema.String,
+  markdown_file: Schema.optional(Schema.String),
   markdown_path: Schema.optional(Schema.String),
   conversion_error: Schema.optional(Schema.String),
   virtual_path: Schema.String,
@@ -31,7 +33,9 @@ export const UploadedFile = Schema.Struct({
 export const Uploaded = Schema.Struct({
   success: Schema.Boolean,
   files: Schema.Array(UploadedFile),
-  message: Schema.String
+  message: Schema.String,
+  /** DeerFlow's files it left out as unsafe destinations; Antler writes every file or none, so always empty. */
+  skipped_files: Schema.Array(Schema.String)
 }).annotations({ identifier: "Uploaded" })
 
 /** A thread's uploads. */
@@ -78,7 +82,8 @@ export const group = HttpApiGroup.make("files")
       .addError(ThreadNotFound)
       .addError(refusal(400, "Not a multipart form with files, or one cut short"))
       .addError(refusal(415, "Not multipart/form-data"))
-      .addError(refusal(422, "Too many files, or too large (uploads.*), or a bad file name"))
+      .addError(refusal(413, "Too many files, or too large (uploads.*)"))
+      .addError(refusal(422, "A bad file name"))
       .addError(QuotaRefusal)
       .annotate(OpenApi.Summary, "Upload files to a thread")
   )

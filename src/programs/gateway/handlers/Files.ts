@@ -12,7 +12,8 @@ import * as Option from "effect/Option"
 import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { isStagingFile } from "../../../middleware/Uploads.js"
+import * as DocumentConverter from "../../../layers/DocumentConverter.js"
+import { isStagingFile, markdownSiblingOf } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import { SandboxProvider, threadPaths, UPLOADS, USER_DATA } from "../../../services/Sandbox.js"
@@ -50,6 +51,14 @@ const artifactUrl = (threadId: string, virtualPath: string) =>
   `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
 
 /** The files endpoints of `api` (DeerFlow's, under `/api`). */
+/** The status of a refused upload: too many or too large files 413 (as DeerFlow), a write that failed 500. */
+const uploadRefusal = (reason: Upload.UploadError["reason"]): GatewayError["reason"] =>
+  reason === "too_many_files" || reason === "file_too_large" || reason === "total_too_large"
+    ? "too_large"
+    : reason === "io"
+    ? "internal"
+    : "unprocessable"
+
 export const layer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "files", (handlers) =>
     Effect.gen(function*() {
@@ -65,16 +74,18 @@ export const layer = (api: DeerFlowApi) =>
             const { user: userId } = yield* CurrentIdentity
             const limits = config.uploads
             const form = yield* Body.multipart.pipe(
+              // (no maxFileSize: the parser drops a file past it, and every part after it, without failing, which
+              // answered "No files to upload"; the total bounds what is written, and `Upload` refuses a file too
+              // large by its size, naming it)
               Multipart.withLimits({
                 maxParts: Option.some(limits.max_files + 20),
-                maxFileSize: Option.some(limits.max_file_size),
                 maxTotalSize: Option.some(limits.max_total_size + 1024 * 1024)
               }),
               Effect.mapError((error) =>
                 error instanceof GatewayError ? error : fail(
                   error.reason === "FileTooLarge" || error.reason === "BodyTooLarge" ||
                     error.reason === "TooManyParts"
-                    ? "unprocessable"
+                    ? "too_large"
                     : "bad_request",
                   `The upload was refused: ${
                     error.reason === "FileTooLarge"
@@ -89,14 +100,7 @@ export const layer = (api: DeerFlowApi) =>
                   }.`
                 ))
             )
-            const files = Object.values(form).flatMap((value) =>
-              Array.isArray(value)
-                ? value.filter(Multipart.isPersistedFile)
-                : Multipart.isPersistedFile(value)
-                ? [value]
-                : []
-            )
-            const inputs = yield* Effect.forEach(files, (file) =>
+            const inputs = yield* Effect.forEach(form, (file) =>
               Effect.map(
                 Effect.tryPromise({
                   try: () => Fs.promises.readFile(file.path),
@@ -131,7 +135,8 @@ export const layer = (api: DeerFlowApi) =>
               )
               const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
                 Effect.provideService(AppConfigService, app),
-                Effect.mapError((error) => fail(error.reason === "io" ? "internal" : "unprocessable", error.message)),
+                // (too many or too large files are a 413, as DeerFlow answers them)
+                Effect.mapError((error) => fail(uploadRefusal(error.reason), error.message)),
                 Effect.tapError(() =>
                   Option.isSome(existing) ? Effect.void : Effect.ignore(
                     App.deleteThread(app.home, stored, userId).pipe(Effect.provideService(ThreadStore, store))
@@ -148,12 +153,14 @@ export const layer = (api: DeerFlowApi) =>
                 artifact_url: artifactUrl(threadId, result.path),
                 ...(result.markdown_path !== undefined
                   ? {
+                    markdown_file: Path.posix.basename(result.markdown_path),
                     markdown_virtual_path: result.markdown_path,
                     markdown_artifact_url: artifactUrl(threadId, result.markdown_path)
                   }
                   : {})
               })),
-              message: `Uploaded ${results.length} file${results.length === 1 ? "" : "s"}.`
+              message: `Successfully uploaded ${results.length} file(s)`,
+              skipped_files: []
             })
           }))
         .handleRaw("listUploads", ({ path }) =>
@@ -188,7 +195,12 @@ export const layer = (api: DeerFlowApi) =>
             const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
             if (!Fs.existsSync(file)) return yield* notFound(`Upload ${filename}`)
             Fs.rmSync(file, { force: true })
-            return json(FilesApi.Deleted, { success: true, message: `Deleted ${filename}.` })
+            // a document's Markdown conversion goes with it, as in DeerFlow (the file the upload wrote beside it)
+            if (Option.isSome(DocumentConverter.formatOf(filename))) {
+              const sibling = Path.join(Path.dirname(file), markdownSiblingOf(filename))
+              if (Fs.lstatSync(sibling, { throwIfNoEntry: false })?.isFile() === true) Fs.rmSync(sibling, { force: true })
+            }
+            return json(FilesApi.Deleted, { success: true, message: `Deleted ${filename}` })
           }))
         .handleRaw("getArtifact", ({ path, urlParams }) =>
           Effect.gen(function*() {
