@@ -325,8 +325,9 @@ export const layer = (options: Options) => {
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
-      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token"],
-      exposedHeaders: ["content-location", "location"],
+      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token", "range"],
+      // (an artifact's preview reads its range and revision)
+      exposedHeaders: ["content-location", "location", "content-range", "accept-ranges", "etag"],
       allowedMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
     }))
     // the Host and Origin checks come first: a refused request reaches neither the routes nor CORS

@@ -218,6 +218,38 @@ describe("uploads limits and artifact edits", () => {
     assert.deepStrictEqual(Fs.readdirSync(outputs).filter((name) => name.startsWith(".")), [])
   })
 
+  // DeerFlow's test_artifacts_router: its app previews a text artifact from its first MiB (`Range: bytes=0-...`),
+  // and shows a preview cut short (206, Content-Range) with a button for the whole file
+  it("answers a byte range of an artifact (206, Content-Range), and 416 for one outside it", async () => {
+    const text = "0123456789".repeat(30)
+    Fs.writeFileSync(Path.join(outputs, "long.txt"), text)
+    const get = (range?: string, token = ALICE) =>
+      fetch(`${gateway.url}/api/threads/work/artifacts/mnt/user-data/outputs/long.txt`, {
+        headers: { authorization: `Bearer ${token}`, ...(range === undefined ? {} : { range }) }
+      })
+    const whole = await get()
+    assert.strictEqual(whole.status, 200)
+    assert.strictEqual(whole.headers.get("accept-ranges"), "bytes")
+    assert.strictEqual(await whole.text(), text)
+    const first = await get("bytes=0-99")
+    assert.strictEqual(first.status, 206)
+    assert.strictEqual(first.headers.get("content-range"), "bytes 0-99/300")
+    // the etag stays the whole file's revision, which an edit names
+    assert.strictEqual(first.headers.get("etag"), `"${sha(text)}"`)
+    assert.strictEqual(await first.text(), text.slice(0, 100))
+    const past = await get("bytes=0-1048575")
+    assert.strictEqual(past.status, 206)
+    assert.strictEqual(past.headers.get("content-range"), "bytes 0-299/300")
+    const tail = await get("bytes=-5")
+    assert.strictEqual(tail.headers.get("content-range"), "bytes 295-299/300")
+    assert.strictEqual(await tail.text(), "56789")
+    assert.strictEqual(await (await get("bytes=290-")).text(), "0123456789")
+    const outside = await get("bytes=300-")
+    assert.strictEqual(outside.status, 416)
+    assert.strictEqual(outside.headers.get("content-range"), "bytes */300")
+    assert.strictEqual((await get("bytes=0-99", BOB)).status, 404)
+  })
+
   it("refuses files it must not edit", async () => {
     const current = sha(Fs.readFileSync(Path.join(outputs, "report.md")))
     const outside = await alice("/api/threads/work/artifacts/mnt/user-data/workspace/notes.md", {

@@ -109,8 +109,18 @@ export const group = HttpApiGroup.make("files")
       .setUrlParams(Schema.Struct({
         download: Schema.optional(QueryValue.annotations({ description: "true: as an attachment" }))
       }))
+      .setHeaders(Schema.Struct({
+        range: Schema.optional(Schema.String.annotations({
+          description: "One byte range (`bytes=0-1048575`, `bytes=500-`, `bytes=-100`): a 206 with that part"
+        }))
+      }))
       .addSuccess(ArtifactBytes)
+      .addSuccess(
+        ArtifactBytes.annotations({ description: "The range asked for (Content-Range: bytes START-END/SIZE)" }),
+        { status: 206 }
+      )
       .addError(refusal(404, "No such thread (of this user), or no such file under /mnt/user-data"))
+      .addError(refusal(416, "A range outside the file (Content-Range: bytes */SIZE)"))
       .annotate(OpenApi.Summary, "Download a file of a thread (sandboxed: it runs no script here)")
   )
   .middlewareEndpoints(Authentication)

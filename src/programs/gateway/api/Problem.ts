@@ -57,6 +57,7 @@ const TITLES: Record<number, string> = {
   409: "Conflict",
   413: "Payload Too Large",
   415: "Unsupported Media Type",
+  416: "Range Not Satisfiable",
   422: "Unprocessable Entity",
   500: "Internal Server Error"
 }

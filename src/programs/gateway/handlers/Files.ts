@@ -21,7 +21,7 @@ import * as App from "../../App.js"
 import * as Upload from "../../Upload.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import * as FilesApi from "../api/Files.js"
-import { fail, GatewayError, notFound } from "../api/Problem.js"
+import { fail, GatewayError, notFound, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
@@ -51,6 +51,28 @@ const artifactUrl = (threadId: string, virtualPath: string) =>
   `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
 
 /** The files endpoints of `api` (DeerFlow's, under `/api`). */
+/**
+ * The one byte range a `Range` header asks of a file of `size` bytes (RFC 9110: `bytes=START-`, `bytes=START-END`,
+ * `bytes=-SUFFIX`); undefined (the whole file) without one, or for one this does not read (another unit, several
+ * ranges); "unsatisfiable" for a range outside the file (an empty file has none).
+ */
+export const byteRange = (
+  header: string | undefined,
+  size: number
+): { readonly start: number; readonly end: number } | "unsatisfiable" | undefined => {
+  const match = header === undefined ? null : /^bytes=(\d*)-(\d*)$/.exec(header.trim())
+  if (match === null || (match[1] === "" && match[2] === "")) return undefined
+  const [first, last] = [match[1]!, match[2]!]
+  if (first === "") {
+    const suffix = Number(last)
+    return suffix === 0 || size === 0 ? "unsatisfiable" : { start: Math.max(0, size - suffix), end: size - 1 }
+  }
+  const start = Number(first)
+  const end = last === "" ? size - 1 : Math.min(Number(last), size - 1)
+  if (last !== "" && Number(last) < start) return undefined
+  return start >= size ? "unsatisfiable" : { start, end }
+}
+
 /** The status of a refused upload: too many or too large files 413 (as DeerFlow), a write that failed 500. */
 const uploadRefusal = (reason: Upload.UploadError["reason"]): GatewayError["reason"] =>
   reason === "too_many_files" || reason === "file_too_large" || reason === "total_too_large"
@@ -198,11 +220,13 @@ export const layer = (api: DeerFlowApi) =>
             // a document's Markdown conversion goes with it, as in DeerFlow (the file the upload wrote beside it)
             if (Option.isSome(DocumentConverter.formatOf(filename))) {
               const sibling = Path.join(Path.dirname(file), markdownSiblingOf(filename))
-              if (Fs.lstatSync(sibling, { throwIfNoEntry: false })?.isFile() === true) Fs.rmSync(sibling, { force: true })
+              if (Fs.lstatSync(sibling, { throwIfNoEntry: false })?.isFile() === true) {
+                Fs.rmSync(sibling, { force: true })
+              }
             }
             return json(FilesApi.Deleted, { success: true, message: `Deleted ${filename}` })
           }))
-        .handleRaw("getArtifact", ({ path, urlParams }) =>
+        .handleRaw("getArtifact", ({ headers: requestHeaders, path, urlParams }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const { stored } = yield* access.threadRef(userId, path.thread_id)
@@ -227,18 +251,35 @@ export const layer = (api: DeerFlowApi) =>
               try: () => Fs.promises.readFile(host),
               catch: () => notFound(`Artifact ${virtual}`)
             })
-            return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
+            const range = byteRange(requestHeaders.range, bytes.byteLength)
+            if (range === "unsatisfiable") {
+              return problem(416, `The range ${JSON.stringify(requestHeaders.range)} is outside the file.`, {
+                "accept-ranges": "bytes",
+                "content-range": `bytes */${bytes.byteLength}`
+              })
+            }
+            const common = {
+              // a model-written page must not run scripts in the gateway's origin (where the API token lives)
+              "content-security-policy": "sandbox",
+              "x-content-type-options": "nosniff",
+              // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it: the whole file's
+              etag: `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`,
+              "accept-ranges": "bytes",
+              "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${
+                encodeURIComponent(name)
+              }`
+            }
+            if (range === undefined) {
+              return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
+                contentType: contentTypeOf(name),
+                headers: common
+              })
+            }
+            // DeerFlow's app previews a text artifact from its first MiB (`Range: bytes=0-1048575`)
+            return HttpServerResponse.uint8Array(new Uint8Array(bytes.subarray(range.start, range.end + 1)), {
+              status: 206,
               contentType: contentTypeOf(name),
-              headers: {
-                // a model-written page must not run scripts in the gateway's origin (where the API token lives)
-                "content-security-policy": "sandbox",
-                "x-content-type-options": "nosniff",
-                // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it
-                etag: `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`,
-                "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${
-                  encodeURIComponent(name)
-                }`
-              }
+              headers: { ...common, "content-range": `bytes ${range.start}-${range.end}/${bytes.byteLength}` }
             })
           }))
     }))
