@@ -6,6 +6,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -22,7 +23,16 @@ const runIds: Array<string> = []
 
 beforeAll(async () => {
   gateway = await Support.start({
-    script: () => "Here you go.",
+    // ("save a note": a tool call first, so that the run has two answers)
+    script: (body: ChatRequestBody): Turn => {
+      const last = body.messages.at(-1)
+      if (last?.role === "tool") return "Saved it."
+      if (JSON.stringify(last?.content ?? "").includes("save a note")) {
+        const args = { description: "note", path: "/mnt/user-data/outputs/note.md", content: "note\n" }
+        return { toolCalls: [{ name: "write_file", arguments: args }] }
+      }
+      return "Here you go."
+    },
     config: (url) => ({
       gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
       models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000",
@@ -150,6 +160,35 @@ describe("feedback on an answer", () => {
     assert.deepStrictEqual(deleted.json(), { success: true })
     assert.deepStrictEqual((await alice("GET", `/api/threads/chat/runs/${run}/feedback`)).json(), [])
     assert.strictEqual((await alice("DELETE", `/api/threads/chat/runs/${run}/feedback`)).status, 404)
+  })
+})
+
+describe("a run's duration and rating on the page", () => {
+  // DeerFlow's test_thread_messages_page: `additional_kwargs.turn_duration` (the run's seconds, which its app shows
+  // under the run) on the run's last answer of the page only; the rating on the run's last answer in the thread,
+  // so that an older page does not show it on an earlier answer of the run
+  it("stamps turn_duration on each run's last answer, and keeps the rating off a page without it", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "steps" })).status, 200)
+    const input = { messages: [{ type: "human", content: "save a note" }] }
+    const run = (await alice("POST", "/api/threads/steps/runs/wait", { input }))
+    assert.strictEqual(run.status, 200, run.text)
+    const [record] = (await alice("GET", "/api/threads/steps/runs")).json()
+    assert.strictEqual(record.status, "success")
+    const whole = (await alice("GET", "/api/threads/steps/messages/page")).json()
+    assert.deepStrictEqual(whole.data.map((row: any) => row.content.type), ["human", "ai", "tool", "ai"])
+    const durations = whole.data.map((row: any) => row.content.additional_kwargs?.turn_duration)
+    assert.deepStrictEqual(durations.slice(0, 3), [undefined, undefined, undefined])
+    assert.isTrue(Number.isInteger(durations[3]) && durations[3] >= 0, JSON.stringify(durations))
+    assert.strictEqual(whole.data[3].content.content, "Saved it.")
+
+    assert.strictEqual((await alice("PUT", `/api/threads/steps/runs/${record.run_id}/feedback`, { rating: 1 })).status,
+      200)
+    const ratings = (await alice("GET", "/api/threads/steps/messages/page")).json()
+    assert.deepStrictEqual(ratings.data.map((row: any) => row.feedback?.rating ?? null), [null, null, null, 1])
+    // the page before the last answer: the tool-calling answer is the run's last on it, not in the thread
+    const older = (await alice("GET", `/api/threads/steps/messages/page?before_seq=${whole.data[3].seq}`)).json()
+    assert.deepStrictEqual(older.data.map((row: any) => row.feedback), [null, null, null])
+    assert.isNumber(older.data[1].content.additional_kwargs?.turn_duration)
   })
 })
 

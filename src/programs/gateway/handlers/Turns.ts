@@ -79,6 +79,16 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
 export const hidden = (message: M.Message) =>
   (message.additional_kwargs as Record<string, unknown> | undefined)?.hide_from_ui === true
 
+/**
+ * A run's `turn_duration` as DeerFlow's app shows it under the run's last answer: the whole seconds from its start to
+ * its end (none while it runs: the app times a live run itself).
+ */
+export const turnDuration = (record: RunRecord | undefined): number | undefined => {
+  if (record === undefined || record.ended_at === null) return undefined
+  const seconds = Math.floor((Date.parse(record.ended_at) - Date.parse(record.started_at)) / 1000)
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
+}
+
 const feedbackOf = (record: RunRecord | undefined) => {
   const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
   return typeof value === "object" && value !== null ? value : undefined
@@ -152,28 +162,46 @@ export const layer = (api: DeerFlowApi) =>
             const before = yield* positive("before_seq", urlParams.before_seq, most, most)
             const { state, origin } = yield* folded(thread)
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
-            const rows = state.messages
+            const visible = state.messages
               .map((message, index) => ({ message, seq: index + 1 }))
-              .filter(({ message, seq }) => seq < before && !hidden(message))
+              .filter(({ message }) => !hidden(message))
+            const rows = visible.filter(({ seq }) => seq < before)
             const page = rows.slice(Math.max(0, rows.length - limit))
-            const lastAnswer = new Map<string, number>()
-            for (const { message, seq } of page) {
-              const run = origin.get(message.id)?.run_id
-              if (message.type === "ai" && run !== undefined) lastAnswer.set(run, seq)
+            // a run's rating goes with its last answer in the thread, not the last one of this page (DeerFlow's
+            // test_thread_messages_page); its duration with its last answer on this page, as DeerFlow stamps it
+            const lastAnswerOf = (list: typeof visible) => {
+              const last = new Map<string, number>()
+              for (const { message, seq } of list) {
+                const run = origin.get(message.id)?.run_id
+                if (message.type === "ai" && run !== undefined) last.set(run, seq)
+              }
+              return last
             }
+            const lastAnswer = lastAnswerOf(visible)
+            const lastOnPage = lastAnswerOf(page)
             const data = page.map(({ message, seq }) => {
               const from = origin.get(message.id)
               const runId = from?.run_id ?? null
               const feedback = runId !== null && lastAnswer.get(runId) === seq
                 ? feedbackOf(records.get(runId))
                 : undefined
+              const duration = runId !== null && lastOnPage.get(runId) === seq
+                ? turnDuration(records.get(runId))
+                : undefined
+              const content = message as unknown as Record<string, unknown>
               return {
                 run_id: runId,
                 seq,
                 thread_id: thread.threadId,
                 event_type: EVENT_TYPES[message.type] ?? "llm.message",
                 category: "message",
-                content: message as unknown as Record<string, unknown>,
+                content: duration === undefined ? content : {
+                  ...content,
+                  additional_kwargs: {
+                    ...(content["additional_kwargs"] as object | undefined),
+                    turn_duration: duration
+                  }
+                },
                 metadata: { caller: "lead_agent" },
                 created_at: from?.created_at ?? null,
                 feedback: feedback === undefined
