@@ -184,11 +184,19 @@ export interface RunJournal {
   readonly workspace: (changes: unknown) => void
   /** Records the run's end (always kept). */
   readonly end: (
-    ended: { readonly status: string; readonly stop_reason: string | null; readonly error?: string | null | undefined }
+    ended: {
+      readonly status: string
+      readonly stop_reason: string | null
+      readonly error?: string | null | undefined
+      /** The error's class (`error_type`), when the run failed. */
+      readonly error_type?: string | undefined
+    }
   ) => void
   /** The events recorded, in order, numbered from 1 (read once the run ended). */
   readonly events: () => ReadonlyArray<StoredRunEvent>
 }
+
+const CALLER = { caller: "lead_agent" }
 
 /** A fresh journal; `now` is the time each event is stamped with (ISO 8601). */
 export const make = (now: () => string): RunJournal => {
@@ -198,6 +206,7 @@ export const make = (now: () => string): RunJournal => {
   let bytes = 0
   let seq = 0
   let full = false
+  let answers = 0
 
   const add = (event: Omit<StoredRunEvent, "seq" | "created_at">, force = false) => {
     const size = JSON.stringify(event).length
@@ -231,7 +240,11 @@ export const make = (now: () => string): RunJournal => {
       events[at] = { ...before, content }
       return
     }
-    const index = add({ event_type: type, category: "message", content, metadata: { caller: "lead_agent" } })
+    // DeerFlow's contract: a model's answer says which call of the run it was, its usage and latency (not timed here)
+    const metadata = written.type === "ai"
+      ? { caller: "lead_agent", usage: written.usage_metadata ?? {}, latency_ms: null, llm_call_index: ++answers }
+      : { caller: "lead_agent" }
+    const index = add({ event_type: type, category: "message", content, metadata })
     if (index >= 0) byMessage.set(written.id, index)
   }
 
@@ -240,7 +253,7 @@ export const make = (now: () => string): RunJournal => {
       for (const event of given) {
         switch (event.type) {
           case "run_start":
-            add({ event_type: "run.start", category: "trace", content: {}, metadata: {} })
+            add({ event_type: "run.start", category: "trace", content: { chain: "lead_agent" }, metadata: CALLER })
             break
           case "message":
             message(event.message)
@@ -258,14 +271,17 @@ export const make = (now: () => string): RunJournal => {
     workspace: (changes) => {
       add({ event_type: "workspace_changes", category: "workspace", content: changes, metadata: {} }, true)
     },
+    // DeerFlow's contract (contracts/run_event_stream_contract.json): `run.end` says its status in its metadata,
+    // `run.error` is the error's message with its `error_type`
     end: (ended) => {
-      const content: Record<string, unknown> = { status: ended.status, stop_reason: ended.stop_reason }
-      if (ended.error != null) content.error = cut(ended.error, STEP_MAX_CHARS)[0]
-      const failed = ended.status === "error"
-      const type = failed
-        ? { event_type: "run.error", category: "error" }
-        : { event_type: "run.end", category: "outputs" }
-      add({ ...type, content, metadata: {} }, true)
+      const ending = { status: ended.status, stop_reason: ended.stop_reason }
+      if (ended.status !== "error") {
+        add({ event_type: "run.end", category: "outputs", content: ending, metadata: ending }, true)
+        return
+      }
+      const message = cut(ended.error ?? "The run failed", STEP_MAX_CHARS)[0]
+      const metadata = { ...ending, error_type: ended.error_type ?? "Error" }
+      add({ event_type: "run.error", category: "error", content: message, metadata }, true)
     },
     // numbered from 1 as kept (an event dropped leaves no gap)
     events: () =>

@@ -348,7 +348,12 @@ export const layer = (
             )
             if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
             // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
-            journal.end({ status: Protocol.runStatus(record), stop_reason: record.stop_reason, error: record.error })
+            journal.end({
+              status: Protocol.runStatus(record),
+              stop_reason: record.stop_reason,
+              error: record.error,
+              error_type: end?.error?.name
+            })
             yield* store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
               Effect.catchAll((error) => Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`))
             )

@@ -68,6 +68,15 @@ describe("a run's events, as DeerFlow's app reads them", () => {
     assert.strictEqual(events[2].category, "message")
     assert.strictEqual(events[4].content.content, "Deer eat grass.")
     assert.deepInclude(events[5].content, { status: "success", stop_reason: "completed" })
+    // DeerFlow's run event contract (contracts/run_event_stream_contract.json, test_run_event_stream_contract):
+    // run.start names its chain and caller, a model's answer its call index, usage and latency, run.end its status
+    assert.deepStrictEqual([events[0].content, events[0].metadata], [{ chain: "lead_agent" }, { caller: "lead_agent" }])
+    assert.deepStrictEqual(events.filter((e) => e.event_type === "llm.ai.response").map((e) => e.metadata), [
+      { caller: "lead_agent", usage: events[2].metadata.usage, latency_ms: null, llm_call_index: 1 },
+      { caller: "lead_agent", usage: events[4].metadata.usage, latency_ms: null, llm_call_index: 2 }
+    ])
+    assert.isObject(events[2].metadata.usage)
+    assert.deepInclude(events[5].metadata, { status: "success" })
 
     // DeerFlow's paging and filters
     assert.deepStrictEqual((await read("?limit=2")).map((e) => e.seq), [1, 2])

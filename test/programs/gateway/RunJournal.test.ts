@@ -72,11 +72,13 @@ describe("the run journal", () => {
 
     const big = RunJournal.make(at)
     for (let i = 0; i < 100; i++) big.push([{ type: "message", message: M.ai("z".repeat(100_000), { id: `a${i}` }) }])
-    big.end({ status: "error", stop_reason: "error", error: "boom" })
+    big.end({ status: "error", stop_reason: "error", error: "boom", error_type: "ModelError" })
     const kept = big.events()
     assert.isAtMost(JSON.stringify(kept).length, RunJournal.MAX_BYTES + 10_000)
     assert.isTrue((kept[0]!.content as any).additional_kwargs.content_truncated)
-    assert.deepStrictEqual(kept.at(-1)!.content, { status: "error", stop_reason: "error", error: "boom" })
+    // DeerFlow's contract: run.error's content is the error's message, its metadata names the error's type
+    assert.strictEqual(kept.at(-1)!.content, "boom")
+    assert.deepStrictEqual(kept.at(-1)!.metadata, { status: "error", stop_reason: "error", error_type: "ModelError" })
     assert.strictEqual(kept.at(-1)!.event_type, "run.error")
   })
 
