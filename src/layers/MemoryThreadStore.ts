@@ -121,12 +121,12 @@ export const make = (): ThreadStore["Type"] => {
             : Option.some(summary(threadId, entry, clock.unsafeCurrentTimeMillis()))
         })
       ),
-    patchMetadata: (threadId, patch) =>
+    patchMetadata: (threadId, patch, options) =>
       Effect.sync(() => {
         const entry = threads.get(threadId)
         if (entry === undefined) return false
         entry.metadata = mergeMetadata(entry.metadata, patch)
-        entry.updated_at = new Date().toISOString()
+        if (options?.touch !== false) entry.updated_at = new Date().toISOString()
         return true
       }),
     checkpoints: (threadId) => Effect.sync(() => threads.get(threadId)?.checkpoints.slice() ?? []),

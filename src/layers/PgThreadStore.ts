@@ -330,7 +330,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, millis))
       })
 
-    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
+    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch, options) =>
       Effect.flatMap(now, (at) =>
         transaction(
           Effect.gen(function*() {
@@ -342,10 +342,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               "patchMetadata",
               `Thread "${threadId}"`
             )
-            yield* q(`UPDATE antler_threads SET metadata = $2, updated_at = $3 WHERE thread_id = $1`, [
+            const set = `UPDATE antler_threads SET metadata = $2, updated_at = COALESCE($3::text, updated_at)`
+            yield* q(`${set} WHERE thread_id = $1`, [
               threadId,
               JSON.stringify(mergeMetadata(current ?? {}, patch)),
-              at
+              options?.touch === false ? null : at
             ])
             return true
           }),

@@ -234,7 +234,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return threads.length === 0 ? Option.none() : Option.some(threadSummary(threads[0]!, now))
       })
 
-    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch) =>
+    const patchMetadata: ThreadStore["Type"]["patchMetadata"] = (threadId, patch, options) =>
       Effect.clockWith((clock) =>
         transaction(
           Effect.gen(function*() {
@@ -242,7 +242,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             if (rows.length === 0) return false
             const current = yield* decodeRows(decodeMetadata, rows[0].metadata, "patchMetadata", `Thread "${threadId}"`)
             const next = mergeMetadata(current ?? {}, patch)
-            yield* conn.executeRaw(SET_METADATA, [JSON.stringify(next), iso(clock.unsafeCurrentTimeMillis()), threadId])
+            const at = options?.touch === false ? null : iso(clock.unsafeCurrentTimeMillis())
+            yield* conn.executeRaw(SET_METADATA, [JSON.stringify(next), at, threadId])
             return true
           }),
           "patchMetadata",

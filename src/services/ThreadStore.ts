@@ -198,8 +198,15 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
      * exist.
      */
     readonly info: (threadId: string) => Effect.Effect<Option.Option<ThreadSummary>, StoreError>
-    /** Merges keys into the thread's metadata (a `null` value removes its key); false when there is no thread. */
-    readonly patchMetadata: (threadId: string, patch: Metadata) => Effect.Effect<boolean, StoreError>
+    /**
+     * Merges keys into the thread's metadata (a `null` value removes its key); false when there is no thread. The
+     * thread's `updated_at` is now, unless `touch` is false (a change that is no activity: pinning it).
+     */
+    readonly patchMetadata: (
+      threadId: string,
+      patch: Metadata,
+      options?: { readonly touch?: boolean }
+    ) => Effect.Effect<boolean, StoreError>
     /** The thread's checkpoints in step order (for history); empty when there is no thread. */
     readonly checkpoints: (threadId: string) => Effect.Effect<ReadonlyArray<CheckpointRecord>, StoreError>
     /**

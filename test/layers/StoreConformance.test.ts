@@ -212,6 +212,15 @@ const conformance = (backend: Backend) =>
             assert.isTrue(yield* store.patchMetadata("t-alice", { n: 2, topic: null, extra: [1, 2] }))
             assert.deepStrictEqual(Option.getOrThrow(yield* store.info("t-alice")).metadata, { n: 2, extra: [1, 2] })
             assert.isFalse(yield* store.patchMetadata("t-nobody", { a: 1 }))
+            // a change that is no activity (DeerFlow's app pinning a chat) keeps the thread's updated_at
+            const before = Option.getOrThrow(yield* store.info("t-alice")).updated_at
+            yield* Effect.sleep("5 millis")
+            assert.isTrue(yield* store.patchMetadata("t-alice", { deerflow_pinned: true }, { touch: false }))
+            const pinned = Option.getOrThrow(yield* store.info("t-alice"))
+            assert.strictEqual(pinned.updated_at, before)
+            assert.strictEqual(pinned.metadata?.["deerflow_pinned"], true)
+            assert.isTrue(yield* store.patchMetadata("t-alice", { deerflow_pinned: null }))
+            assert.notStrictEqual(Option.getOrThrow(yield* store.info("t-alice")).updated_at, before)
             const listed = yield* store.list
             assert.deepStrictEqual(listed.map((t) => t.thread_id).sort(), ["t-alice", "t-plain"])
             assert.strictEqual(listed.find((t) => t.thread_id === "t-alice")!.owner, "alice")

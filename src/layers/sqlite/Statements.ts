@@ -42,7 +42,7 @@ export const LIST_THREADS =
 export const COUNT_OWNED = `SELECT COUNT(*) AS n FROM threads WHERE owner = ? OR (? = 1 AND owner IS NULL)`
 export const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
 export const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`
-export const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?`
+export const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = COALESCE(?, updated_at) WHERE thread_id = ?`
 export const DELETE_THREAD: ReadonlyArray<string> = [
   `DELETE FROM checkpoints WHERE thread_id = ?`,
   `DELETE FROM runs WHERE thread_id = ?`,

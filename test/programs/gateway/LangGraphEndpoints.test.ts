@@ -309,6 +309,35 @@ describe("runs.cancel", () => {
   })
 })
 
+describe("DeerFlow's pinned chats", () => {
+  // DeerFlow's test_threads_router: pinning a chat (metadata.deerflow_pinned) does not bump its updated_at, and
+  // DeerFlow's /api/threads/search answers pinned chats first, so that the sidebar's first page has them
+  it("keep their place in time, and come first in DeerFlow's search (LangGraph's keeps its order)", async () => {
+    const call = async (method: string, path: string, body: unknown) => {
+      const answer = await fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${Support.BOB}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      })
+      assert.strictEqual(answer.status, 200, path)
+      return answer.json() as Promise<any>
+    }
+    const older = await call("POST", "/api/threads", { metadata: { chat: "older" } })
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const newer = await call("POST", "/api/threads", { metadata: { chat: "newer" } })
+    const pinned = await call("PATCH", `/api/threads/${older.thread_id}`, { metadata: { deerflow_pinned: true } })
+    assert.strictEqual(pinned.updated_at, older.updated_at)
+    assert.deepStrictEqual(pinned.metadata, { chat: "older", deerflow_pinned: true })
+    const first = await call("POST", "/api/threads/search", { limit: 1 })
+    assert.deepStrictEqual(first.map((t: any) => t.thread_id), [older.thread_id])
+    const langgraph = await call("POST", "/threads/search", { limit: 2 })
+    assert.deepStrictEqual(langgraph.map((t: any) => t.thread_id), [newer.thread_id, older.thread_id])
+    // another change is activity
+    const renamed = await call("PATCH", `/api/threads/${older.thread_id}`, { metadata: { chat: "renamed" } })
+    assert.isTrue(renamed.updated_at > older.updated_at)
+  })
+})
+
 describe("threads.copy", () => {
   // `POST /threads/{id}/copy` had no route (404)
   it("makes a new thread of the user's with the thread's history and files, apart from it; not another's", async () => {

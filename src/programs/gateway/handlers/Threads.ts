@@ -40,6 +40,9 @@ import { json, prefixOf, queryList, selectFields } from "./Http.js"
 const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
 
+/** The metadata key DeerFlow's app pins a thread with. */
+const PINNED = "deerflow_pinned"
+
 /** The threads endpoints of `api` (the LangGraph API under one of its prefixes). */
 export const layer = (api: LangGraphApi) =>
   HttpApiBuilder.group(api, "threads", (handlers) =>
@@ -212,12 +215,19 @@ export const layer = (api: LangGraphApi) =>
             const matches = yield* matching(userId, request)
             const sortBy = request.sort_by ?? "updated_at"
             const order = request.sort_order === "asc" ? 1 : -1
-            matches.sort((a, b) => order * String(a[sortBy]).localeCompare(String(b[sortBy])))
+            const deerflow = prefixOf(http.url) === DEERFLOW_PREFIX
+            // DeerFlow's own route answers the threads its app pinned (`metadata.deerflow_pinned: true`) first, so
+            // that the sidebar's first page has them however old they are (DeerFlow's test_threads_router)
+            const pinned = (thread: (typeof matches)[number]) =>
+              deerflow && (thread.metadata as Record<string, unknown> | null)?.[PINNED] === true ? 1 : 0
+            matches.sort((a, b) =>
+              pinned(b) - pinned(a) || order * String(a[sortBy]).localeCompare(String(b[sortBy]))
+            )
             const offset = request.offset ?? 0
             const page = matches.slice(offset, offset + (request.limit ?? 10))
             // DeerFlow's own route (`/api/threads/search`) answers whole threads whatever `select` names, as
             // DeerFlow's gateway does (its web app sends one); LangGraph's routes answer only the fields named
-            const select = prefixOf(http.url) === DEERFLOW_PREFIX ? undefined : request.select
+            const select = deerflow ? undefined : request.select
             return json(Threads.ThreadList, page.map((thread) => selectFields(thread, select)))
           }))
         .handleRaw("countThreads", () =>
@@ -238,7 +248,10 @@ export const layer = (api: LangGraphApi) =>
             const threadId = path.thread_id
             const stored = (yield* ownedThread(userId, threadId)).thread_id
             const request = yield* Body.json(Threads.ThreadPatch)
-            yield* Effect.mapError(store.patchMetadata(stored, request.metadata ?? {}), storeFailed)
+            // pinning or unpinning a chat is no activity on it: its place among the others stays (as DeerFlow's)
+            const patch = request.metadata ?? {}
+            const pinOnly = Object.keys(patch).length > 0 && Object.keys(patch).every((key) => key === PINNED)
+            yield* Effect.mapError(store.patchMetadata(stored, patch, { touch: !pinOnly }), storeFailed)
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
           }))
         .handleRaw("deleteThread", ({ path }) =>
