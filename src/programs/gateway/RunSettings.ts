@@ -121,6 +121,23 @@ export const metadataRefusal = (metadata: unknown): Refusal | undefined =>
     : undefined
 
 /**
+ * The run options Antler does not carry out, refused rather than dropped (a client asking for a webhook would wait
+ * for a call that never comes, one asking for `after_seconds` get its run at once), as DeerFlow's gateway refuses
+ * them (`unsupported_run_option`). The refusal of the first one given, or undefined.
+ */
+export const optionRefusal = (
+  request: { readonly webhook?: unknown; readonly after_seconds?: unknown }
+): Refusal | undefined => {
+  const option = (["webhook", "after_seconds"] as const).find((name) => request[name] != null)
+  return option === undefined ? undefined : {
+    reason: "unprocessable",
+    message: `Run option '${option}' is not supported: Antler's gateway ${
+      option === "webhook" ? "calls no webhook when a run ends" : "starts a run when it is asked, not later"
+    }.`
+  }
+}
+
+/**
  * What a run was asked with, as LangGraph's Run object shows it (`kwargs`, the shape of `@langchain/langgraph-api`'s
  * `runs().put`): the input and command, the config with `configurable` naming the graph and assistant (and the
  * checkpoint it starts from; `Protocol.runObject` adds the run and its thread) and `metadata` the run's, the

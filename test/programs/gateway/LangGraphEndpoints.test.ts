@@ -273,6 +273,26 @@ describe("runs.delete", () => {
   })
 })
 
+describe("run options Antler does not carry out", () => {
+  // DeerFlow's test_run_request_validation refuses them (422 unsupported_run_option); Antler accepted a webhook
+  // and after_seconds and dropped them, so that the client waited for a call that never came, or got its run at once
+  it("webhook and after_seconds are a 422 naming the option, and start no run", async () => {
+    const thread = await alice.threads.create()
+    const hooked = await errorOf(
+      alice.runs.create(thread.thread_id, "lead_agent", { input: human("hi"), webhook: "https://example.com/hook" })
+    )
+    assert.strictEqual(hooked.status, 422)
+    assert.include(hooked.message, "Run option 'webhook' is not supported")
+    const later = await errorOf(alice.runs.wait(null, "lead_agent", { input: human("hi"), afterSeconds: 30 }))
+    assert.strictEqual(later.status, 422)
+    assert.include(later.message, "Run option 'after_seconds' is not supported")
+    assert.deepStrictEqual(await alice.runs.list(thread.thread_id), [])
+    // the SDK's defaults (stream_resumable: false, null options) are taken
+    const ran = await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hi") })
+    assert.isObject(ran)
+  })
+})
+
 describe("runs.cancel", () => {
   // DeerFlow's test_cancel_run_idempotent: cancelling an interrupted run again is a 202 (the client's second
   // stop, or a retry), not a 409; a run that ended otherwise is a 409 naming its status; no run of hers a 404

@@ -169,12 +169,20 @@ describe("a run's kwargs", () => {
         assistant_id: "lead_agent",
         input: human("hi"),
         config: { configurable: { authorization: `Bearer ${token}` } },
-        metadata: { callback: `https://user:${token}@example.com/hook` },
-        webhook: `https://user:${token}@example.com/hook`
+        metadata: { callback: `https://user:${token}@example.com/hook` }
       }),
       { "x-api-key": `secret-header-${token}`, "x-custom": token }
     )
     assert.strictEqual(answered.status, 200)
+    // a webhook is refused (Antler calls none), without its credentials in the refusal or any run kept
+    const hooked = await raw(
+      ALICE,
+      "POST",
+      `/threads/${thread.thread_id}/runs/wait`,
+      JSON.stringify({ assistant_id: "lead_agent", input: human("hi"), webhook: `https://user:${token}@example.com/h` })
+    )
+    assert.strictEqual(hooked.status, 422)
+    assert.notInclude(await hooked.text(), token)
     const text = JSON.stringify(await alice.runs.list(thread.thread_id))
     assert.notInclude(text, token)
     assert.notInclude(text, ALICE)

@@ -60,7 +60,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
         Effect.gen(function*() {
           const userId = who.user
           const strategy = request.multitask_strategy ?? "reject"
-          const credential = RunSettings.metadataRefusal(request.metadata)
+          const credential = RunSettings.metadataRefusal(request.metadata) ?? RunSettings.optionRefusal(request)
           if (credential !== undefined) return yield* fail(credential.reason, credential.message)
           const { messages, settings } = yield* Either.match(
             RunSettings.prepare(request, {
