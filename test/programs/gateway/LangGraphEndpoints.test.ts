@@ -329,6 +329,38 @@ describe("runs.cancel", () => {
   })
 })
 
+describe("stopping a run by its stream", () => {
+  // DeerFlow's stop (test_cancel_run_idempotent's stream_existing_run): `POST .../stream?action=interrupt` cancels
+  // the run, then streams what is left of it; a second stop is no 409; a run that succeeded is
+  it("cancels, then streams to the end; again is no conflict; with wait a 204", async () => {
+    const thread = await alice.threads.create()
+    const hanging = await alice.runs.create(thread.thread_id, "lead_agent", { input: human("hang on") })
+    await runningSoon(thread.thread_id, hanging.run_id)
+    const stop = (runId: string, query: string) =>
+      fetch(`${gateway.url}/threads/${thread.thread_id}/runs/${runId}/stream?${query}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE}` }
+      })
+    const stopped = await stop(hanging.run_id, "action=interrupt")
+    assert.strictEqual(stopped.status, 200)
+    assert.include(await stopped.text(), "event: end")
+    assert.strictEqual((await alice.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
+    const again = await stop(hanging.run_id, "action=interrupt")
+    assert.strictEqual(again.status, 200)
+    await again.text()
+    assert.strictEqual((await stop(hanging.run_id, "action=interrupt&wait=true")).status, 204)
+
+    const second = await alice.runs.create(thread.thread_id, "lead_agent", { input: human("hang on") })
+    await runningSoon(thread.thread_id, second.run_id)
+    assert.strictEqual((await stop(second.run_id, "action=rollback&wait=1")).status, 204)
+    assert.strictEqual((await alice.runs.get(thread.thread_id, second.run_id)).status, "error")
+    await alice.runs.wait(thread.thread_id, "lead_agent", { input: human("hello") })
+    const [done] = await alice.runs.list(thread.thread_id)
+    assert.strictEqual((await stop(done!.run_id, "action=interrupt")).status, 409)
+    assert.strictEqual((await stop(done!.run_id, "action=stop")).status, 422)
+  })
+})
+
 describe("DeerFlow's pinned chats", () => {
   // DeerFlow's test_threads_router: pinning a chat (metadata.deerflow_pinned) does not bump its updated_at, and
   // DeerFlow's /api/threads/search answers pinned chats first, so that the sidebar's first page has them

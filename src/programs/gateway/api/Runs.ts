@@ -251,14 +251,22 @@ export const group = HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.post("joinStreamPost", "/threads/:thread_id/runs/:run_id/stream")
       .setPath(RunPath)
-      .setUrlParams(JoinParams)
+      .setUrlParams(Schema.Struct({
+        ...JoinParams.fields,
+        action: Schema.optional(QueryValue.annotations({
+          description: "interrupt or rollback: cancel the run first (DeerFlow's stop), then stream what is left"
+        })),
+        wait: Schema.optional(QueryValue.annotations({ description: "with action, true: answer 204 once it ended" }))
+      }))
       .setHeaders(JoinHeaders)
       .addSuccess(RunStream)
+      .addSuccess(HttpApiSchema.Empty(204).annotations({ description: "Cancelled and ended (action with wait)" }))
       .addError(refusal(404, "No such thread (of this user), or no such run of it"))
       .addError(refusal(400, "A Last-Event-ID that is not an event id"))
-      .addError(refusal(422, "A stream mode that is not one"))
+      .addError(refusal(409, "With action: the run has ended other than cancelled"))
+      .addError(refusal(422, "A stream mode that is not one, or an action not interrupt or rollback"))
       .middleware(NoBody)
-      .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID)")
+      .annotate(OpenApi.Summary, "Stream a run's events (again, from after Last-Event-ID); with action, stop it first")
   )
   .add(
     HttpApiEndpoint.get("joinRunStream", "/runs/:run_id/stream")

@@ -400,7 +400,19 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             return HttpServerResponse.empty({ status: 204 })
           }))
         .handleRaw("joinStream", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
-        .handleRaw("joinStreamPost", ({ headers, path, urlParams }) => joinStream(path, urlParams, headers))
+        // DeerFlow's stop: `POST .../stream?action=interrupt|rollback` cancels the run first (a cancelled run again is
+        // no conflict), then streams what is left of it; with `wait`, answers 204 once it ended
+        .handleRaw("joinStreamPost", ({ headers, path, urlParams }) =>
+          Effect.gen(function*() {
+            if (urlParams.action === undefined) return yield* joinStream(path, urlParams, headers)
+            const { user: userId } = yield* CurrentIdentity
+            const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
+            yield* ownedRun(stored, path.run_id)
+            const action = yield* cancelAction(urlParams.action)
+            const wait = queryFlag(urlParams.wait)
+            yield* runs.cancel(path.run_id, action, wait)
+            return wait ? HttpServerResponse.empty({ status: 204 }) : yield* joinStream(path, urlParams, headers)
+          }))
         // the SDK's joinStream without a thread (LangGraph's, for a stateless run): the run's thread is found from
         // its record, and joined as the user's thread; a run of no thread of theirs is a run that does not exist
         .handleRaw("joinRunStream", ({ headers, path, urlParams }) =>
