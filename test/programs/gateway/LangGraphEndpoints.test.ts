@@ -329,6 +329,50 @@ describe("runs.cancel", () => {
   })
 })
 
+describe("a /wait client that goes away", () => {
+  // DeerFlow's test_wait_disconnect_handling: on_disconnect "cancel" (the default) cancels the run the client
+  // waited for; "continue" lets it run on
+  it("cancels its run by default, and leaves it running with on_disconnect: continue", async () => {
+    const waitAndLeave = async (threadId: string, onDisconnect?: string) => {
+      const abort = new AbortController()
+      const body = {
+        assistant_id: "lead_agent",
+        input: human("hang on"),
+        ...(onDisconnect ? { on_disconnect: onDisconnect } : {})
+      }
+      const waiting = fetch(`${gateway.url}/threads/${threadId}/runs/wait`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: abort.signal
+      }).catch(() => undefined)
+      let runs: ReadonlyArray<{ run_id: string; status: string }> = []
+      for (let i = 0; i < 400 && runs[0]?.status !== "running"; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25))
+        runs = await alice.runs.list(threadId)
+      }
+      assert.strictEqual(runs[0]?.status, "running")
+      abort.abort()
+      await waiting
+      return runs[0]!.run_id
+    }
+    const cancelled = await alice.threads.create()
+    const first = await waitAndLeave(cancelled.thread_id)
+    let status = ""
+    for (let i = 0; i < 400 && status !== "interrupted"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+      status = (await alice.runs.get(cancelled.thread_id, first)).status
+    }
+    assert.strictEqual(status, "interrupted")
+
+    const continued = await alice.threads.create()
+    const second = await waitAndLeave(continued.thread_id, "continue")
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    assert.strictEqual((await alice.runs.get(continued.thread_id, second)).status, "running")
+    await alice.runs.cancel(continued.thread_id, second, true)
+  })
+})
+
 describe("stopping a run by its stream", () => {
   // DeerFlow's stop (test_cancel_run_idempotent's stream_existing_run): `POST .../stream?action=interrupt` cancels
   // the run, then streams what is left of it; a second stop is no 409; a run that succeeded is
