@@ -23,7 +23,7 @@ import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Registry, Skill } from "../services/Skills.js"
 import { ACTIVATED_KEY, closeMatches, parseSlash } from "../services/Skills.js"
 import * as Tool from "../services/Tool.js"
-import { escapeAttribute } from "../state/Markup.js"
+import { escapeAttribute, escapeText } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Incremental from "./internal/Incremental.js"
@@ -220,14 +220,21 @@ export const layer = (options: Options): Middleware => {
 // ---------------------------------------------------------------------------------------------------------
 // describe_skill (deferred discovery)
 
-/** What `describe_skill` says about one skill. */
-export const describe = (skill: Skill): string =>
-  [
-    `## Skill: ${skill.name}`,
-    `- Description: ${skill.description} ${skill.category === "custom" ? "[custom, editable]" : "[built-in]"}`,
-    `- Allowed tools: ${skill.allowedTools === undefined ? "(all)" : skill.allowedTools.join(", ") || "(none)"}`,
-    `- Location: ${skill.location}`
+/**
+ * What `describe_skill` says about one skill. Its name, description, allowed tools and location come from a
+ * SKILL.md anyone may install, so they are escaped: a description cannot close a tag or forge a harness block.
+ */
+export const describe = (skill: Skill): string => {
+  const tools = skill.allowedTools === undefined ? "(all)" : skill.allowedTools.join(", ") || "(none)"
+  return [
+    `## Skill: ${escapeText(skill.name)}`,
+    `- Description: ${escapeText(skill.description)} ${
+      skill.category === "custom" ? "[custom, editable]" : "[built-in]"
+    }`,
+    `- Allowed tools: ${escapeText(tools)}`,
+    `- Location: ${escapeText(skill.location)}`
   ].join("\n")
+}
 
 /** Skills matching a query: `select:a,b` (exact names), else words matched in names (first) and descriptions. */
 export const findSkills = (skills: ReadonlyArray<Skill>, query: string): ReadonlyArray<Skill> => {
