@@ -139,6 +139,30 @@ export type Parsed =
   }
   | { readonly ok: false; readonly problem: string }
 
+/**
+ * Why the front matter is not YAML, for the one who wrote it (often a model): the parser's complaint, the line it
+ * is on as numbered in the file (the front matter starts on line 2), written out whole, and for a value holding
+ * `: ` that is not quoted (`description: a: b`, the common mistake) the quoted line to write instead, escaped so
+ * that it reads back as the same text (DeerFlow's parser: `hint: values containing ":" must be quoted`).
+ */
+const yamlProblem = (error: unknown, frontMatter: string): string => {
+  const message = ((error as Error).message ?? String(error)).split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "")
+  const parts = [`the front matter is not valid YAML (${message})`]
+  const line = (error as { linePos?: ReadonlyArray<{ line: number }> }).linePos?.[0]?.line
+  const lines = frontMatter.split(/\r?\n/)
+  if (line !== undefined && line >= 1 && line <= lines.length) {
+    const offending = lines[line - 1]!
+    parts.push(`line ${line + 1}: ${offending}`)
+    const colon = offending.indexOf(":")
+    const value = colon < 0 ? "" : offending.slice(colon + 1).trim()
+    if ((error as { code?: unknown }).code === "BLOCK_AS_IMPLICIT_KEY" && value !== "" && !/^["'|>[{]/.test(value)) {
+      const quoted = value.replace(/\\/g, "\\\\").replace(/"/g, "\\\"")
+      parts.push(`hint: values containing ":" must be quoted, e.g. ${offending.slice(0, colon)}: "${quoted}"`)
+    }
+  }
+  return parts.join("\n  ")
+}
+
 /** Reads and checks a SKILL.md's front matter (SPEC §9). */
 export const parseSkill = (content: string): Parsed => {
   const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
@@ -147,8 +171,7 @@ export const parseSkill = (content: string): Parsed => {
   try {
     data = OnDemand.yaml().parse(match[1]!)
   } catch (error) {
-    const first = ((error as Error).message ?? String(error)).split("\n")[0]
-    return { ok: false, problem: `the front matter is not valid YAML (${first})` }
+    return { ok: false, problem: yamlProblem(error, match[1]!) }
   }
   if (typeof data !== "object" || data === null || Array.isArray(data)) {
     return { ok: false, problem: "the front matter is not a mapping of keys" }

@@ -97,6 +97,41 @@ describe("SkillsDirectory", () => {
     assert.match(problems["public/badyaml/SKILL.md"]!, /^the front matter is not valid YAML/)
   })
 
+  // DeerFlow test_skills_parser.py::test_parse_unquoted_colon_value_logs_line_and_hint, ..._nested_key_indent,
+  // ..._escapes_backslashes_in_hint, ..._escapes_regex_in_hint, test_parse_unrelated_yaml_error_omits_quoting_hint:
+  // an unquoted `: ` in a value (what a model writing a SKILL.md often does) is named by its line in the file, whole,
+  // with the quoted line to write instead
+  it("a YAML mistake is named by its line in the file, and an unquoted ': ' gets the quoted line to write", () => {
+    const problem = (frontMatter: string) => {
+      const parsed = SkillsDirectory.parseSkill(`---\n${frontMatter}\n---\n# Skill\n`)
+      assert.isFalse(parsed.ok)
+      return parsed.ok ? "" : parsed.problem
+    }
+    const long = "StarRun collector: progress, errors, tables out, plus assorted diagnostic notes"
+    const colon = problem(`name: collect-startrun\ndescription: ${long}`)
+    assert.match(colon, /^the front matter is not valid YAML \(/)
+    assert.include(colon, `\n  line 3: description: ${long}\n`)
+    assert.isTrue(colon.endsWith(`\n  hint: values containing ":" must be quoted, e.g. description: "${long}"`))
+    assert.include(
+      problem("name: nested-skill\nmetadata:\n  author: Jane: Doe"),
+      'hint: values containing ":" must be quoted, e.g.   author: "Jane: Doe"'
+    )
+    const windows = problem("name: path-skill\ndescription: Windows path: C:\\Temp")
+    assert.include(windows, String.raw`description: "Windows path: C:\\Temp"`)
+    const regex = problem("name: regex-skill\ndescription: match: \\d+ digits")
+    assert.include(regex, String.raw`description: "match: \\d+ digits"`)
+    // what the hint suggests reads back as the value written
+    const fixed = SkillsDirectory.parseSkill(`---\nname: path-skill\ndescription: "Windows path: C:\\\\Temp"\n---\n`)
+    assert.deepInclude(fixed, { ok: true, description: "Windows path: C:\\Temp" })
+    const unclosed = problem("name: [unclosed\ndescription: x")
+    assert.match(unclosed, /^the front matter is not valid YAML/)
+    assert.notInclude(unclosed, "hint:")
+    assert.deepInclude(SkillsDirectory.parseSkill('---\nname: ok-skill\ndescription: "Foo: bar"\n---\n'), {
+      ok: true,
+      description: "Foo: bar"
+    })
+  })
+
   it("enabled state comes from extensions_config.json next to the config; a broken file is a warning", () => {
     const dir = tempDir("antler-skills-cfg-")
     write(dir, "skills/public/alpha/SKILL.md", skill("alpha"))
