@@ -3,10 +3,11 @@
  * (the user's own) categories; a folder holding a `SKILL.md` is a skill package (SKILL.md files deeper inside
  * it are its data), other folders are namespaces searched further, hidden folders are skipped. Each SKILL.md
  * must open with YAML front matter giving a `name` and a `description` (and, optionally, `allowed-tools` as a
- * list of tool names); a file that does not is rejected with a reason naming it. A SKILL.md is read only as a
- * regular file of at most `MAX_SKILL_BYTES`; a name is at most 64 characters, and a description longer than
- * 1024 is cut to it (with a warning in the catalog): the prompt lists every skill on every request. Whether a
- * skill is enabled comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent = enabled).
+ * list of tool names, and a `license`); a file that does not is rejected with a reason naming it. A SKILL.md is
+ * read only as a regular file of at most `MAX_SKILL_BYTES`; a name is at most 64 characters, and a description
+ * longer than 1024 is cut to it (with a warning in the catalog): the prompt lists every skill on every request.
+ * Whether a skill is enabled comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent =
+ * enabled).
  *
  * The directory is `skills.path` (relative to the config file), else `$DEER_FLOW_SKILLS_PATH` or
  * `$ANTLER_SKILLS_PATH`, else `skills/` next to the config file (or in the working directory without one).
@@ -134,6 +135,8 @@ export type Parsed =
     readonly name: string
     readonly description: string
     readonly allowedTools: ReadonlyArray<string> | undefined
+    /** Its `license`, when it gives one (a number or a boolean as written, at most `MAX_DESCRIPTION_CHARS`). */
+    readonly license?: string | undefined
     /** The length of the description as written, when it was cut to `MAX_DESCRIPTION_CHARS`. */
     readonly cutFrom?: number | undefined
   }
@@ -198,9 +201,15 @@ export const parseSkill = (content: string): Parsed => {
     }
     allowedTools = tools.map((t: string) => t.trim())
   }
+  const rawLicense = fields["license"]
+  const licenseText =
+    typeof rawLicense === "string" || typeof rawLicense === "number" || typeof rawLicense === "boolean"
+      ? String(rawLicense).trim()
+      : ""
+  const license = licenseText === "" ? undefined : clipDescription(licenseText)
   return description.length > MAX_DESCRIPTION_CHARS
-    ? { ok: true, name, description: clipDescription(description), allowedTools, cutFrom: description.length }
-    : { ok: true, name, description, allowedTools }
+    ? { ok: true, name, description: clipDescription(description), allowedTools, license, cutFrom: description.length }
+    : { ok: true, name, description, allowedTools, license }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -288,7 +297,8 @@ export const discover = (
         location: `${container}/${category}/${found.relativePath}/SKILL.md`,
         file: found.file,
         enabled: states.get(parsed.name) ?? true,
-        allowedTools: parsed.allowedTools
+        allowedTools: parsed.allowedTools,
+        ...(parsed.license === undefined ? {} : { license: parsed.license })
       }
       const earlier = byName.get(skill.name)
       if (earlier !== undefined) {

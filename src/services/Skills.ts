@@ -42,6 +42,8 @@ export interface Skill {
   readonly enabled: boolean
   /** Its `allowed-tools`: the only tools it may use while active; undefined when it declares none. */
   readonly allowedTools: ReadonlyArray<string> | undefined
+  /** Its `license` (front matter), when it gives one. */
+  readonly license?: string | undefined
 }
 
 /** A SKILL.md that was not accepted, and why. */

@@ -55,6 +55,9 @@ describe("SkillsDirectory", () => {
       const find = (name: string) => catalog.skills.find((s) => s.name === name)
       assert.strictEqual(find("vercel-deploy")?.relativePath, "vercel-deploy-claimable")
       assert.deepStrictEqual(find("skill-reviewer")?.allowedTools, ["review_skill_package"])
+      // DeerFlow test_skills_parser.py::test_parse_license_field
+      assert.strictEqual(find("frontend-design")?.license, "Complete terms in LICENSE.txt")
+      assert.isUndefined(find("deep-research")?.license)
       const deep = catalog.skills.find((s) => s.name === "deep-research")!
       const text = yield* SkillsDirectory.make(app).read(deep)
       assert.strictEqual(text, Fs.readFileSync(deep.file, "utf8"))

@@ -35,6 +35,11 @@ beforeAll(async () => {
   dir = Support.tempDir("antler-ext-")
   Fs.mkdirSync(Path.join(dir, "skills", "public", "demo-skill"), { recursive: true })
   Fs.writeFileSync(Path.join(dir, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+  Fs.mkdirSync(Path.join(dir, "skills", "public", "licensed-skill"), { recursive: true })
+  Fs.writeFileSync(
+    Path.join(dir, "skills", "public", "licensed-skill", "SKILL.md"),
+    "---\nname: licensed-skill\ndescription: Has a license\nlicense: ' Apache-2.0 '\n---\n"
+  )
   Fs.writeFileSync(
     file(),
     JSON.stringify({
@@ -237,6 +242,8 @@ describe("skills switch", () => {
     assert.isFalse(demo.enabled)
     assert.isFalse(demo.editable)
     assert.isNull(demo.license)
+    // DeerFlow test_skills_parser.py::test_parse_license_field: the front matter's license, trimmed
+    assert.strictEqual(listed.skills.find((s: { name: string }) => s.name === "licensed-skill").license, "Apache-2.0")
     const stored = JSON.parse(Fs.readFileSync(file(), "utf8"))
     assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
     assert.property(stored.mcpServers, "warehouse")

@@ -35,8 +35,8 @@ export const skillObject = (skill: Skill) => ({
   description: skill.description,
   category: skill.category,
   enabled: skill.enabled,
-  // (DeerFlow's fields: Antler reads no license, and a custom skill is the user's to change)
-  license: null,
+  license: skill.license ?? null,
+  // (DeerFlow's field: a custom skill is the user's to change)
   editable: skill.category === "custom"
 })
 
