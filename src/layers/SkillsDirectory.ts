@@ -212,6 +212,87 @@ export const parseSkill = (content: string): Parsed => {
     : { ok: true, name, description, allowedTools, license }
 }
 
+/** The front matter keys a SKILL.md that is installed or written may have (DeerFlow's). */
+export const FRONT_MATTER_KEYS: ReadonlyArray<string> = [
+  "allowed-tools",
+  "author",
+  "compatibility",
+  "description",
+  "license",
+  "metadata",
+  "name",
+  "required-secrets",
+  "secrets-autonomous",
+  "version"
+]
+
+const typeName = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "list" : typeof value === "object" ? "mapping" : typeof value
+
+/**
+ * Why a SKILL.md may not be installed or written (a `.skill` archive, `skill_manage`, the custom skill endpoints),
+ * if it may not: DeerFlow's stricter check for what becomes a skill (`_validate_skill_frontmatter`), beside what
+ * `parseSkill` asks of a skill found on disk. Only DeerFlow's keys; a hyphen-case name of at most 64 characters; a
+ * description of at most 1024 characters without `<` or `>`; `allowed-tools` a list of tool names;
+ * `required-secrets` a list and `secrets-autonomous` true or false. The reason names no host path.
+ */
+export const installProblem = (content: string): string | undefined => {
+  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  if (match === null) return "No YAML frontmatter found"
+  let data: unknown
+  try {
+    data = OnDemand.yaml().parse(match[1]!)
+  } catch (error) {
+    const detail = yamlProblem(error, match[1]!).replace(/^the front matter is not valid YAML /, "")
+    return `Invalid YAML in frontmatter: ${detail}`
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return "Frontmatter must be a YAML dictionary"
+  const fields = data as Record<string, unknown>
+  const unexpected = Object.keys(fields).filter((key) => !FRONT_MATTER_KEYS.includes(key)).sort()
+  if (unexpected.length > 0) return `Unexpected key(s) in SKILL.md frontmatter: ${unexpected.join(", ")}`
+  if (!("name" in fields)) return "Missing 'name' in frontmatter"
+  if (!("description" in fields)) return "Missing 'description' in frontmatter"
+  if (typeof fields.name !== "string") return `Name must be a string, got ${typeName(fields.name)}`
+  const name = fields.name.trim()
+  if (name === "") return "Name cannot be empty"
+  if (!/^[a-z0-9-]+$/.test(name)) {
+    return `Name '${name}' should be hyphen-case (lowercase letters, digits, and hyphens only)`
+  }
+  if (name.startsWith("-") || name.endsWith("-") || name.includes("--")) {
+    return `Name '${name}' cannot start/end with hyphen or contain consecutive hyphens`
+  }
+  if (name.length > MAX_NAME_CHARS) {
+    return `Name is too long (${name.length} characters). Maximum is ${MAX_NAME_CHARS} characters.`
+  }
+  if (typeof fields.description !== "string") {
+    return `Description must be a string, got ${typeName(fields.description)}`
+  }
+  const description = fields.description.trim()
+  if (description.includes("<") || description.includes(">")) {
+    return "Description cannot contain angle brackets (< or >)"
+  }
+  if (description.length > MAX_DESCRIPTION_CHARS) {
+    return `Description is too long (${description.length} characters). Maximum is ${MAX_DESCRIPTION_CHARS} characters.`
+  }
+  const tools = fields["allowed-tools"]
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) return "allowed-tools in SKILL.md must be a list of strings"
+    if (!tools.every((tool) => typeof tool === "string")) return "allowed-tools in SKILL.md must contain only strings"
+    if (tools.some((tool: string) => tool.trim() === "")) {
+      return "allowed-tools in SKILL.md cannot contain empty tool names"
+    }
+  }
+  const secrets = fields["required-secrets"]
+  if (secrets !== undefined && secrets !== null && !Array.isArray(secrets)) {
+    return "required-secrets in SKILL.md must be a list"
+  }
+  const autonomous = fields["secrets-autonomous"]
+  if (autonomous !== undefined && autonomous !== null && typeof autonomous !== "boolean") {
+    return "secrets-autonomous in SKILL.md must be a boolean"
+  }
+  return undefined
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Discovery
 

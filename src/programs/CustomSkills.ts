@@ -9,10 +9,11 @@
  *
  * What is written is untrusted (a model wrote it): a name is hyphen-case (`[a-z0-9]` words joined by `-`, at most
  * 64), so it names one folder under `custom/` and nothing else; a file is at most `MAX_FILE_BYTES` and must
- * declare a skill as the skills directory reads one (front matter with this name and a description); a
- * supporting file's path is relative, plain (no `..`, no backslash, no control character) and under one of the
- * four folders; no link is followed or replaced. Files are written whole (a temporary file renamed over them).
- * A history larger than `MAX_HISTORY_BYTES` loses its oldest records when a new one is added.
+ * declare a skill as the skills directory reads one (front matter with this name and a description) and pass
+ * DeerFlow's check of what is written (`SkillsDirectory.installProblem`); a supporting file's path is relative,
+ * plain (no `..`, no backslash, no control character) and under one of the four folders; no link is followed or
+ * replaced. Files are written whole (a temporary file renamed over them). A history larger than
+ * `MAX_HISTORY_BYTES` loses its oldest records when a new one is added.
  *
  * Every operation is one synchronous step over the file system, so two of them (a run's tool call and a request
  * of the gateway) never interleave within the process.
@@ -103,6 +104,8 @@ export const contentProblem = (name: string, content: string): string | undefine
   }
   const parsed = SkillsDirectory.parseSkill(content)
   if (!parsed.ok) return `SKILL.md does not declare a skill: ${parsed.problem}.`
+  const problem = SkillsDirectory.installProblem(content)
+  if (problem !== undefined) return `Invalid skill: ${problem}`
   if (parsed.name !== name) {
     return `Frontmatter name '${parsed.name}' must match requested skill name '${name}'.`
   }

@@ -6,9 +6,10 @@
  * with at most `MAX_ENTRIES` entries unpacking to at most `MAX_UNPACKED_BYTES` (declared sizes checked before
  * anything is unpacked, actual sizes as it is), every entry a plain relative path (no `..`, no absolute path, no
  * backslash, no control character) and none a link. Its `SKILL.md` must declare a skill as the skills directory
- * reads one (`SkillsDirectory.parseSkill`), named as a folder may be (letters, digits, `-`, `_`), and no skill of
- * that name may exist. The skill is unpacked into a staging folder inside `custom/` that is renamed into place,
- * so a skill appears whole or not at all.
+ * reads one (`SkillsDirectory.parseSkill`) and pass DeerFlow's stricter check of what is installed
+ * (`SkillsDirectory.installProblem`: its keys only, a hyphen-case name, a description without `<` or `>`), and
+ * no skill of that name may exist. The skill is unpacked into a staging folder inside `custom/` that is renamed
+ * into place, so a skill appears whole or not at all.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -153,8 +154,11 @@ export const install = (
     if (skillBytes.length > SkillsDirectory.MAX_SKILL_BYTES) {
       return yield* invalid(`SKILL.md is larger than ${TextFile.formatBytes(SkillsDirectory.MAX_SKILL_BYTES)}.`)
     }
-    const parsed = SkillsDirectory.parseSkill(new TextDecoder().decode(skillBytes))
+    const skillText = new TextDecoder().decode(skillBytes)
+    const parsed = SkillsDirectory.parseSkill(skillText)
     if (!parsed.ok) return yield* invalid(`SKILL.md does not declare a skill: ${parsed.problem}.`)
+    const problem = SkillsDirectory.installProblem(skillText)
+    if (problem !== undefined) return yield* invalid(`Invalid skill: ${problem}`)
     const name = parsed.name
     if (!SKILL_NAME.test(name)) {
       return yield* invalid(

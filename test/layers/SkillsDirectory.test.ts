@@ -135,6 +135,49 @@ describe("SkillsDirectory", () => {
     })
   })
 
+  // DeerFlow test_skills_validation.py (TestValidateSkillFrontmatter): what may be installed or written as a skill
+  it("installProblem: DeerFlow's check of an installed or written SKILL.md, with its messages", () => {
+    const fm = (lines: string) => `---\n${lines}\n---\n\nBody\n`
+    for (const valid of [
+      "name: my-skill\ndescription: A valid skill",
+      "name: my-skill\ndescription: A skill\nlicense: MIT\nversion: '1.0'\nauthor: test\n" +
+      "allowed-tools: [bash, read_file]",
+      "name: my-skill\ndescription: A skill\nallowed-tools: []",
+      "name: my-skill\ndescription: A skill\nmetadata:\n  team: x\ncompatibility: any\nrequired-secrets: [API_KEY]",
+      'name: demo-skill\ndescription: "Curly quotes: \u201cutf8\u201d"\nsecrets-autonomous: false'
+    ]) {
+      assert.isUndefined(SkillsDirectory.installProblem(fm(valid)), valid)
+    }
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ["# Just markdown\n\nNo front matter.\n", "No YAML frontmatter found"],
+      [fm("[invalid yaml: {{"), "Invalid YAML in frontmatter: "],
+      [fm("description: no name"), "Missing 'name' in frontmatter"],
+      [fm("name: my-skill"), "Missing 'description' in frontmatter"],
+      [fm("name: my-skill\ndescription: test\n42: bad\ncustom-field: bad"),
+        "Unexpected key(s) in SKILL.md frontmatter: 42, custom-field"],
+      [fm("name: MySkill\ndescription: test"),
+        "Name 'MySkill' should be hyphen-case (lowercase letters, digits, and hyphens only)"],
+      [fm("name: -my-skill\ndescription: test"),
+        "Name '-my-skill' cannot start/end with hyphen or contain consecutive hyphens"],
+      [fm("name: my-skill-\ndescription: test"), "cannot start/end with hyphen"],
+      [fm("name: my--skill\ndescription: test"), "contain consecutive hyphens"],
+      [fm(`name: ${"a".repeat(65)}\ndescription: test`), "Name is too long (65 characters). Maximum is 64 characters."],
+      [fm("name: ''\ndescription: test"), "Name cannot be empty"],
+      [fm("name: my-skill\ndescription: Has <html> tags"), "Description cannot contain angle brackets (< or >)"],
+      [fm(`name: my-skill\ndescription: ${"a".repeat(1025)}`), "Description is too long (1025 characters)."],
+      [fm("name: my-skill\ndescription: A skill\nallowed-tools: bash"), "allowed-tools in SKILL.md must be a list"],
+      [fm("name: my-skill\ndescription: A skill\nallowed-tools: [bash, 1]"), "must contain only strings"],
+      [fm("name: my-skill\ndescription: A skill\nrequired-secrets: API_KEY"),
+        "required-secrets in SKILL.md must be a list"],
+      [fm("name: my-skill\ndescription: A skill\nsecrets-autonomous: 'no'"), "must be a boolean"]
+    ]
+    for (const [content, message] of cases) {
+      const problem = SkillsDirectory.installProblem(content)
+      assert.isString(problem, content)
+      assert.include(problem, message, content)
+    }
+  })
+
   it("enabled state comes from extensions_config.json next to the config; a broken file is a warning", () => {
     const dir = tempDir("antler-skills-cfg-")
     write(dir, "skills/public/alpha/SKILL.md", skill("alpha"))

@@ -48,6 +48,24 @@ describe("skill_manage", () => {
       assert.isFalse(Fs.existsSync(root))
     }))
 
+  // DeerFlow test_skills_validation.py: skill_manage checks what it writes with _validate_skill_frontmatter
+  it.effect("refuses a SKILL.md with a key DeerFlow does not know, angle brackets, or a patch that adds one", () =>
+    Effect.gen(function*() {
+      const { root, call, text } = setup()
+      const extra = V1.replace("description:", "custom-field: bad\ndescription:")
+      assert.strictEqual(
+        text(yield* call({ action: "create", name: "notes", content: extra })),
+        "Error: Invalid skill: Unexpected key(s) in SKILL.md frontmatter: custom-field"
+      )
+      assert.isFalse(Fs.existsSync(Path.join(root, "custom", "notes")))
+      yield* call({ action: "create", name: "notes", content: V1 })
+      assert.strictEqual(
+        text(yield* call({ action: "patch", name: "notes", find: "Takes notes", replace: "Takes <b>notes</b>" })),
+        "Error: Invalid skill: Description cannot contain angle brackets (< or >)"
+      )
+      assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "SKILL.md"), "utf8"), V1)
+    }))
+
   it.effect("patches, adds and removes supporting files, deletes: each change in the history, no secret kept", () =>
     Effect.gen(function*() {
       const { root, call, text } = setup()

@@ -327,7 +327,20 @@ describe("skill install", () => {
       ["link.skill", { "SKILL.md": skillMd("lnk"), "data": { link: "/etc/passwd" } }, 400, "is a link"],
       ["none.skill", { "README.md": "no skill here" }, 400, "no SKILL.md"],
       ["bad.skill", { "SKILL.md": "# no front matter\n" }, 400, "front matter"],
-      ["name.skill", { "SKILL.md": "---\nname: a b/c\ndescription: d\n---\n" }, 400, "cannot name a folder"]
+      // DeerFlow test_skills_validation.py (what is installed is checked by _validate_skill_frontmatter), with its
+      // messages, after "Invalid skill: "
+      ["name.skill", { "SKILL.md": "---\nname: a b/c\ndescription: d\n---\n" }, 400, "should be hyphen-case"],
+      ["upper.skill", { "SKILL.md": "---\nname: MySkill\ndescription: d\n---\n" }, 400,
+        "Invalid skill: Name 'MySkill'"],
+      ["dash.skill", { "SKILL.md": "---\nname: my--skill\ndescription: d\n---\n" }, 400, "consecutive hyphens"],
+      ["key.skill", { "SKILL.md": "---\nname: key-skill\ndescription: d\ncustom-field: bad\n42: x\n---\n" }, 400,
+        "Invalid skill: Unexpected key(s) in SKILL.md frontmatter: 42, custom-field"],
+      ["angle.skill", { "SKILL.md": "---\nname: angle-skill\ndescription: Has <html> tags\n---\n" }, 400,
+        "Invalid skill: Description cannot contain angle brackets (< or >)"],
+      ["wordy.skill", { "SKILL.md": `---\nname: wordy-skill\ndescription: ${"a".repeat(1025)}\n---\n` }, 400,
+        "Description is too long (1025 characters). Maximum is 1024 characters."],
+      ["tools.skill", { "SKILL.md": "---\nname: tools-skill\ndescription: d\nallowed-tools: [bash, 1]\n---\n" }, 400,
+        "allowed-tools"]
     ]
     for (const [file, entries, status, detail] of cases) {
       const response = await installAs(CAROL, "t-skills", file, await archive(entries))
