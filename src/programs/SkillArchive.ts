@@ -5,7 +5,9 @@
  * The archive is untrusted (a model wrote it): it is read only as a regular file of at most `MAX_ARCHIVE_BYTES`,
  * with at most `MAX_ENTRIES` entries unpacking to at most `MAX_UNPACKED_BYTES` (declared sizes checked before
  * anything is unpacked, actual sizes as it is), every entry a plain relative path (no `..`, no absolute path, no
- * backslash, no control character) and none a link. Its `SKILL.md` must declare a skill as the skills directory
+ * backslash, no control character, no colon), none a link, none an executable program (ELF, PE, Mach-O), and no
+ * second SKILL.md inside the skill; what a ZIP tool puts beside the skill's folder (`__MACOSX/`, `.DS_Store`) is
+ * left out, as in DeerFlow. Its `SKILL.md` must declare a skill as the skills directory
  * reads one (`SkillsDirectory.parseSkill`) and pass DeerFlow's stricter check of what is installed
  * (`SkillsDirectory.installProblem`: its keys only, a hyphen-case name, a description without `<` or `>`), and
  * no skill of that name may exist. The skill is unpacked into a staging folder inside `custom/` that is renamed
@@ -50,8 +52,31 @@ export const entryProblem = (name: string): string | undefined => {
   if (name.startsWith("/") || /^[A-Za-z]:/.test(name)) return "is an absolute path"
   const parts = name.replace(/\/$/, "").split("/")
   if (parts.some((part) => part === ".." || part === "." || part === "")) return "is not a plain relative path"
+  // (as DeerFlow: on NTFS, `run.sh:x` writes a hidden stream of run.sh rather than a file of its own)
+  if (name.includes(":")) return "has a colon"
   return undefined
 }
+
+/** Top-level entries a ZIP tool adds beside the skill (macOS's `__MACOSX/`, `.DS_Store`), never the skill. */
+const isPackagingLitter = (top: string): boolean => top === "__MACOSX" || top.startsWith(".")
+
+/** The first bytes of an executable program (ELF, PE/DOS, Mach-O and its fat forms), DeerFlow's list. */
+const EXECUTABLE_MAGIC: ReadonlyArray<ReadonlyArray<number>> = [
+  [0x7f, 0x45, 0x4c, 0x46],
+  [0x4d, 0x5a],
+  [0xfe, 0xed, 0xfa, 0xce],
+  [0xfe, 0xed, 0xfa, 0xcf],
+  [0xce, 0xfa, 0xed, 0xfe],
+  [0xcf, 0xfa, 0xed, 0xfe],
+  [0xca, 0xfe, 0xba, 0xbe],
+  [0xbe, 0xba, 0xfe, 0xca],
+  [0xca, 0xfe, 0xba, 0xbf],
+  [0xbf, 0xba, 0xfe, 0xca]
+]
+
+/** Whether `data` starts as an executable program does (a skill's scripts are text; a binary cannot be read). */
+export const isExecutableBinary = (data: Uint8Array): boolean =>
+  EXECUTABLE_MAGIC.some((magic) => magic.length <= data.length && magic.every((byte, i) => data[i] === byte))
 
 const S_IFMT = 0o170000
 const S_IFLNK = 0o120000
@@ -113,6 +138,7 @@ export const install = (
       catch: () => invalid("The .skill file does not exist.")
     })
     if (!stat.isFile()) return yield* invalid("The .skill path is not a regular file.")
+    if (Path.extname(archive) !== ".skill") return yield* invalid("The file must have the .skill extension.")
     if (stat.size > MAX_ARCHIVE_BYTES) {
       return yield* invalid(
         `The .skill file is ${TextFile.formatBytes(stat.size)}; at most ${TextFile.formatBytes(MAX_ARCHIVE_BYTES)}.`
@@ -138,16 +164,23 @@ export const install = (
     if (declared > MAX_UNPACKED_BYTES) {
       return yield* invalid(`The archive unpacks to more than ${TextFile.formatBytes(MAX_UNPACKED_BYTES)}.`)
     }
-    const files = entries.filter((entry) => !entry.dir)
-    // SKILL.md at the top, or every entry inside one top folder holding it
-    const tops = new Set(files.map((entry) => entry.name.split("/")[0]!))
-    const prefix = files.some((entry) => entry.name === "SKILL.md")
+    const all = entries.filter((entry) => !entry.dir)
+    // SKILL.md at the top, or every entry inside one top folder holding it (what a ZIP tool adds beside it aside)
+    const tops = new Set(all.map((entry) => entry.name.split("/")[0]!).filter((top) => !isPackagingLitter(top)))
+    if (tops.size === 0) return yield* invalid("The skill archive is empty.")
+    const prefix = all.some((entry) => entry.name === "SKILL.md")
       ? ""
-      : tops.size === 1 && files.some((entry) => entry.name === `${[...tops][0]}/SKILL.md`)
+      : tops.size === 1 && all.some((entry) => entry.name === `${[...tops][0]}/SKILL.md`)
       ? `${[...tops][0]}/`
       : undefined
     if (prefix === undefined) {
       return yield* invalid("The archive has no SKILL.md at its top (or inside its one top folder).")
+    }
+    const files = all.filter((entry) => entry.name.startsWith(prefix))
+    // a SKILL.md further down would be a second skill's instructions inside this one (DeerFlow refuses it too)
+    const nested = files.find((entry) => entry.name !== `${prefix}SKILL.md` && /(^|\/)SKILL\.md$/.test(entry.name))
+    if (nested !== undefined) {
+      return yield* invalid(`The archive holds a nested SKILL.md (${JSON.stringify(nested.name)}); a skill has one.`)
     }
     const skillFile = files.find((entry) => entry.name === `${prefix}SKILL.md`)!
     const skillBytes = yield* Effect.promise(() => skillFile.read())
@@ -177,6 +210,10 @@ export const install = (
         let unpacked = 0
         for (const entry of files) {
           const data = await entry.read()
+          if (isExecutableBinary(data)) {
+            const named = JSON.stringify(entry.name)
+            throw invalid(`The archive entry ${named} is an executable program; a skill holds none.`)
+          }
           unpacked += data.length
           if (unpacked > MAX_UNPACKED_BYTES) {
             throw invalid(`The archive unpacks to more than ${TextFile.formatBytes(MAX_UNPACKED_BYTES)}.`)

@@ -268,11 +268,13 @@ describe("MCP tasks", () => {
 const skillMd = (name: string) => `---\nname: ${name}\ndescription: d\n---\n`
 
 /** A `.skill` archive of these entries (a link when the value is `{ link }`). */
-const archive = async (entries: Record<string, string | { readonly link: string }>): Promise<Uint8Array> => {
+const archive = async (
+  entries: Record<string, string | Uint8Array | { readonly link: string }>
+): Promise<Uint8Array> => {
   const { default: JSZip } = await import("jszip")
   const zip = new JSZip()
   for (const [name, value] of Object.entries(entries)) {
-    if (typeof value === "string") zip.file(name, value, { createFolders: false })
+    if (typeof value === "string" || value instanceof Uint8Array) zip.file(name, value, { createFolders: false })
     else zip.file(name, value.link, { createFolders: false, unixPermissions: 0o120777 })
   }
   return zip.generateAsync({ type: "uint8array", platform: "UNIX" })
@@ -365,6 +367,37 @@ describe("skill install", () => {
       body: { thread_id: "t-skills", path: "mnt/user-data/../../../../etc/passwd" }
     })
     assert.strictEqual(outside.status, 404)
+  })
+
+  // DeerFlow test_skills_installer.py: test_macosx_filtered_during_resolve, test_rejects_executable_binary,
+  // test_rejects_ntfs_ads_colon_member, test_nested_skill_markdown_prevents_install, test_invalid_extension
+  it("installs a skill zipped on macOS; refuses a program, a colon, a nested SKILL.md, another extension", async () => {
+    const custom = Path.join(dir, "skills", "custom")
+    const mac = await archive({
+      "mac-notes/SKILL.md": skillMd("mac-notes"),
+      "mac-notes/references/guide.md": "# Guide\n",
+      "__MACOSX/mac-notes/._SKILL.md": "\u0000\u0005\u0016\u0007",
+      ".DS_Store": "\u0000\u0000\u0000\u0001Bud1"
+    })
+    const installed = await ok(await installAs(CAROL, "t-skills", "mac.skill", mac))
+    assert.strictEqual(installed.skill_name, "mac-notes")
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(custom, "mac-notes")).sort(), ["SKILL.md", "references"])
+    const elf = new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0])
+    const cases: ReadonlyArray<[string, Record<string, string | Uint8Array>, string]> = [
+      ["elf.skill", { "SKILL.md": skillMd("elf-skill"), "scripts/tool": elf }, "executable program"],
+      ["ads.skill", { "SKILL.md": skillMd("ads-skill"), "scripts/run.sh:hidden.txt": "x" }, "has a colon"],
+      ["nested.skill", { "SKILL.md": skillMd("outer"), "examples/inner/SKILL.md": skillMd("inner") }, "nested SKILL.md"]
+    ]
+    for (const [file, entries, detail] of cases) {
+      const response = await installAs(CAROL, "t-skills", file, await archive(entries))
+      const problem = await bodyOf(response)
+      assert.strictEqual(response.status, 400, `${file}: ${JSON.stringify(problem)}`)
+      assert.include(problem.detail, detail, file)
+    }
+    const zip = await installAs(CAROL, "t-skills", "plain-notes.zip", await archive({ "SKILL.md": skillMd("zipped") }))
+    assert.strictEqual(zip.status, 400)
+    assert.include((await bodyOf(zip)).detail, ".skill extension")
+    assert.deepStrictEqual(Fs.readdirSync(custom).sort(), ["mac-notes", "web-notes"])
   })
 })
 
