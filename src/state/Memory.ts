@@ -509,7 +509,10 @@ ${transcript}
 // ---------------------------------------------------------------------------------------------------------
 // Facts as the memory tools see them
 
-/** Facts whose content or category contains every word of the query (case-insensitive), best first. */
+/**
+ * Facts whose content or category contains any word of the query (case-insensitive), those holding more words
+ * first, then the more confident; an empty query: every fact, the most confident first.
+ */
 export const search = (doc: Document, query: string, options: {
   readonly category?: string | undefined
   readonly limit: number
