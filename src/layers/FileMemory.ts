@@ -47,6 +47,7 @@ import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
+import * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
@@ -302,6 +303,17 @@ export const make = (
     const config: MemoryConfig = { ...app.config.memory, ...options.config }
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
+    const hybrid: MemoryEviction.Settings | undefined = backend.fact_eviction_policy === "hybrid-v1"
+      ? {
+        confidenceWeight: backend.eviction_confidence_weight,
+        confirmationWeight: backend.eviction_confirmation_weight,
+        accessWeight: backend.eviction_access_weight,
+        confirmationHalfLifeDays: backend.eviction_confirmation_half_life_days,
+        accessHalfLifeDays: backend.eviction_access_half_life_days,
+        correctionReservedFraction: backend.eviction_correction_reserved_fraction,
+        correctionReservedMax: backend.eviction_correction_reserved_max
+      }
+      : undefined
     // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
     if (!config.enabled && config.mode === "tool") {
       yield* Effect.logWarning(
@@ -450,7 +462,8 @@ export const make = (
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
-            source: item.threadId
+            source: item.threadId,
+            hybrid
           })
           let next = applied.value
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)

@@ -315,6 +315,9 @@ const TimeZone = Schema.String.pipe(
 /** DeerMem's file storage by its class path (`memory.backend_config.storage_class`). */
 const FILE_STORAGE_CLASS = "deerflow.agents.memory.backends.deermem.deermem.core.storage.FileMemoryStorage"
 
+/** Days a signal takes to count half (DeerMem's bounds: 1 to 3650). */
+const HalfLifeDays = PositiveInt.pipe(Schema.lessThanOrEqualTo(3650))
+
 /** DeerMem's settings (`memory.backend_config`), as far as Antler's file memory uses them. */
 export const MemoryBackendConfig = Schema.Struct({
   /** The root directory of memory files; empty: the data directory. Per user: `{root}/users/{user}/memory.json`. */
@@ -338,6 +341,19 @@ export const MemoryBackendConfig = Schema.Struct({
    */
   queue_max_depth: withDefault(NonNegativeInt, () => 1000),
   max_facts: withDefault(PositiveInt, () => 100),
+  /**
+   * Which facts stay past `max_facts`: `confidence`, the most confident; `hybrid-v1` (DeerMem's, opt-in),
+   * confidence, how fresh a fact's confirmation is, and how often it was recalled, with room kept for corrections
+   * (`MemoryEviction.ts`), weighted by the `eviction_*` keys.
+   */
+  fact_eviction_policy: withDefault(Schema.Literal("confidence", "hybrid-v1"), () => "confidence" as const),
+  eviction_confidence_weight: withDefault(Fraction, () => 0.65),
+  eviction_confirmation_weight: withDefault(Fraction, () => 0.25),
+  eviction_access_weight: withDefault(Fraction, () => 0.1),
+  eviction_confirmation_half_life_days: withDefault(HalfLifeDays, () => 90),
+  eviction_access_half_life_days: withDefault(HalfLifeDays, () => 30),
+  eviction_correction_reserved_fraction: withDefault(Fraction, () => 0.1),
+  eviction_correction_reserved_max: withDefault(NonNegativeInt.pipe(Schema.lessThanOrEqualTo(100)), () => 10),
   /**
    * Characters of one fact at most, and of one summary (Antler's keys): a memory model's answer, and a memory
    * file, over them is cut (with a warning naming what was cut).

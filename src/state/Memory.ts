@@ -15,6 +15,7 @@ import { factGateReason, Refusals, removalGateReason, summaryGateReason } from "
 import { signalHints } from "./MemorySignals.js"
 import { escapeText } from "./Markup.js"
 import { categoryOf } from "./MemoryInjection.js"
+import * as MemoryEviction from "./MemoryEviction.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
 import { CATEGORIES } from "./MemorySchema.js"
 
@@ -156,6 +157,8 @@ export interface ApplyOptions {
   readonly newId: () => string
   /** Where new facts come from (the thread id). */
   readonly source: string
+  /** DeerMem's `hybrid-v1` capacity policy and its settings; without it, the most confident facts stay (`bound`). */
+  readonly hybrid?: MemoryEviction.Settings | undefined
 }
 
 const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
@@ -206,10 +209,11 @@ const applySection = (
  * non-empty summary) labelled `scope: user` and `authority: descriptive`; facts it removed (by id) with
  * `scope: user` and a reason; new facts labelled `scope: user`, `durability: durable`, `authority: descriptive`, at
  * or above the confidence threshold and not already known (same words, ignoring case and spacing); then the most
- * confident `maxFacts` kept; what names an upload event is then left out (`stripUploadMentions`). A removal with a
- * `replacementFactIndex` is made last, and only when that new fact is in the result under another id (it passed the
- * gate and the threshold and was kept): a replacement that was refused must not leave only the deletion of what it
- * replaced. What the gate refused is named in `refused` (for the warning the caller logs).
+ * confident `maxFacts` kept (with `hybrid`, those DeerMem's `hybrid-v1` policy keeps); what names an upload event
+ * is then left out (`stripUploadMentions`). A removal with a `replacementFactIndex` is made last, and only when that
+ * new fact is in the result under another id (it passed the gate and the threshold and was kept): a replacement
+ * that was refused must not leave only the deletion of what it replaced. What the gate refused is named in
+ * `refused` (for the warning the caller logs).
  */
 export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOptions): Applied => {
   const refusals = new Refusals()
@@ -295,7 +299,10 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
         refusals
       )
     },
-    facts: bound(facts, options.maxFacts)
+    facts: options.hybrid === undefined
+      ? bound(facts, options.maxFacts)
+      : MemoryEviction.select(facts, { maxFacts: options.maxFacts, now: Date.parse(now), settings: options.hybrid })
+        .kept
   })
   const replaced = new Set<string>()
   for (const { id, index } of paired) {

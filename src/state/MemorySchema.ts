@@ -34,7 +34,9 @@ export const Fact = Schema.Struct({
   /** The thread it was learned in (by the memory update or the model's `memory_add`), or `manual` (the user's). */
   source: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   /** For a correction: what the assistant got wrong (DeerMem's `sourceError`), shown as what to avoid. */
-  sourceError: Schema.optional(Schema.String)
+  sourceError: Schema.optional(Schema.String),
+  /** When the user last confirmed it (DeerMem's), read by the `hybrid-v1` capacity policy. */
+  lastConfirmedAt: Schema.optional(Schema.String)
 })
 export type Fact = typeof Fact.Type
 

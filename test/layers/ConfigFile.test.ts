@@ -169,14 +169,18 @@ describe("ConfigFile", () => {
         key.startsWith("tools") || key.startsWith("tool_search") ||
         key.startsWith("title.")
       ))
-      // memory: the keys of DeerMem's options Antler implements are read; its eviction, staleness and
-      // consolidation policies are not (and are named)
+      // memory: the keys of DeerMem's options Antler implements are read, its eviction policy (hybrid-v1) among
+      // them; its eviction audit and shadow mode, staleness and consolidation policies are not (and are named)
       for (const key of ["enabled", "injection_enabled", "mode", "manager_class", "shutdown_flush_timeout_seconds"]) {
         assert.notInclude(loaded.ignored, `memory.${key}`)
       }
       for (const key of ["debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens"]) {
         assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
       }
+      for (const key of ["fact_eviction_policy", "eviction_confidence_weight", "eviction_correction_reserved_max"]) {
+        assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
+      }
+      assert.include(loaded.ignored, "memory.backend_config.fact_eviction_shadow_enabled")
       assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
       const memory = loaded.config.memory
       assert.deepInclude(memory, { enabled: true, injection_enabled: true, mode: "middleware", manager_class: "deermem" })
@@ -185,6 +189,8 @@ describe("ConfigFile", () => {
         max_facts: 100,
         fact_confidence_threshold: 0.7,
         max_injection_tokens: 2000,
+        fact_eviction_policy: "confidence",
+        eviction_confirmation_half_life_days: 90,
         guaranteed_categories: ["correction"],
         guaranteed_token_budget: 500
       })
@@ -200,6 +206,7 @@ describe("ConfigFile", () => {
         "  backend_config:",
         "    max_facts: 0",
         "    fact_confidence_threshold: 1.5",
+        "    fact_eviction_policy: lru",
         "skills:",
         "  deferred_discovery: sometimes",
         "timezone: Mars/Olympus_Mons",
@@ -207,7 +214,11 @@ describe("ConfigFile", () => {
       ].join("\n"))
       const error = yield* loadError(file)
       const lines = error.message.split("\n")
-      assert.strictEqual(lines.length, 6, error.message)
+      assert.strictEqual(lines.length, 7, error.message)
+      assert.include(
+        lines,
+        `${file}: memory.backend_config.fact_eviction_policy: expected "confidence" or "hybrid-v1", got "lru"`
+      )
       assert.include(lines, `${file}: memory.mode: expected "middleware" or "tool", got "passive"`)
       assert.include(lines, `${file}: memory.manager_class: expected "deermem" or "noop", got "mem0"`)
       assert.include(lines, `${file}: memory.backend_config.max_facts: expected a positive number, got 0`)
