@@ -125,11 +125,28 @@ export const readDocument = (
   redact?: Redact.Redactor | undefined
 ): Effect.Effect<MemoryDoc.Document, MemoryError> => Effect.map(readCapped(file, limits, redact), (read) => read.value)
 
+/** The settings of DeerMem's `hybrid-v1` capacity policy, when a memory configuration chooses it. */
+export const hybridOf = (config: MemoryConfig): MemoryEviction.Settings | undefined => {
+  const backend = config.backend_config
+  return backend.fact_eviction_policy === "hybrid-v1"
+    ? {
+      confidenceWeight: backend.eviction_confidence_weight,
+      confirmationWeight: backend.eviction_confirmation_weight,
+      accessWeight: backend.eviction_access_weight,
+      confirmationHalfLifeDays: backend.eviction_confirmation_half_life_days,
+      accessHalfLifeDays: backend.eviction_access_half_life_days,
+      correctionReservedFraction: backend.eviction_correction_reserved_fraction,
+      correctionReservedMax: backend.eviction_correction_reserved_max
+    }
+    : undefined
+}
+
 /** The limits of a memory configuration. */
 export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
   maxFacts: config.backend_config.max_facts,
   maxFactChars: config.backend_config.max_fact_chars,
-  maxSummaryChars: config.backend_config.max_summary_chars
+  maxSummaryChars: config.backend_config.max_summary_chars,
+  hybrid: hybridOf(config)
 })
 
 /**
@@ -303,17 +320,7 @@ export const make = (
     const config: MemoryConfig = { ...app.config.memory, ...options.config }
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
-    const hybrid: MemoryEviction.Settings | undefined = backend.fact_eviction_policy === "hybrid-v1"
-      ? {
-        confidenceWeight: backend.eviction_confidence_weight,
-        confirmationWeight: backend.eviction_confirmation_weight,
-        accessWeight: backend.eviction_access_weight,
-        confirmationHalfLifeDays: backend.eviction_confirmation_half_life_days,
-        accessHalfLifeDays: backend.eviction_access_half_life_days,
-        correctionReservedFraction: backend.eviction_correction_reserved_fraction,
-        correctionReservedMax: backend.eviction_correction_reserved_max
-      }
-      : undefined
+    const hybrid = hybridOf(config)
     // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
     if (!config.enabled && config.mode === "tool") {
       yield* Effect.logWarning(
@@ -363,7 +370,7 @@ export const make = (
           yield* removeStaleTemps(path)
           const current = yield* readCapped(path, limits, redact)
           const [result, next] = f(current.value)
-          const stored = MemoryLimits.capDocument(redact.value(next), limits)
+          const stored = MemoryLimits.capDocument(redact.value(next), limits, yield* Clock.currentTimeMillis)
           yield* warnCut(s, [...cut, ...current.cut, ...stored.cut])
           yield* writeDocument(path, stored.value)
           return result

@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 import type { Fact, Section, Update } from "./Memory.js"
 import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
+import * as MemoryEviction from "./MemoryEviction.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
 
 /** The limits of a memory document. */
@@ -22,6 +23,11 @@ export interface Limits {
   readonly maxFactChars: number
   /** Characters of one summary at most. */
   readonly maxSummaryChars: number
+  /**
+   * DeerMem's `hybrid-v1` capacity policy, when configured: which facts a document written past `maxFacts` keeps
+   * (without it, or without the time, the most confident).
+   */
+  readonly hybrid?: MemoryEviction.Settings | undefined
 }
 
 /** Characters of a short field (an id, a category, a source, a timestamp, the version, a watermark) at most. */
@@ -96,11 +102,12 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
 }
 
 /**
- * A document within its limits: each summary and fact cut to its length, the most confident `maxFacts` facts,
- * the short fields cut, the newest `MAX_WATERMARKS` watermarks (a watermark whose thread or message id is over
- * `MAX_LABEL_CHARS` is dropped: a cut id would name another message). The same document when nothing is over.
+ * A document within its limits: each summary and fact cut to its length, the most confident `maxFacts` facts
+ * (with `limits.hybrid` and `now`, in milliseconds, those `hybrid-v1` keeps), the short fields cut, the newest
+ * `MAX_WATERMARKS` watermarks (a watermark whose thread or message id is over `MAX_LABEL_CHARS` is dropped: a cut
+ * id would name another message). The same document when nothing is over.
  */
-export const capDocument = (doc: Document, limits: Limits): Capped<Document> => {
+export const capDocument = (doc: Document, limits: Limits, now?: number): Capped<Document> => {
   const cuts = new Cuts()
   const user = {
     workContext: capSection("user.workContext", doc.user.workContext, limits, cuts),
@@ -114,8 +121,14 @@ export const capDocument = (doc: Document, limits: Limits): Capped<Document> => 
   }
   let facts = doc.facts
   if (facts.length > limits.maxFacts) {
-    cuts.add(`${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; the least confident)`)
-    facts = bound(facts, limits.maxFacts)
+    const hybrid = limits.hybrid !== undefined && now !== undefined ? limits.hybrid : undefined
+    cuts.add(
+      `${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; ` +
+        `${hybrid === undefined ? "the least confident" : "the lowest scored by hybrid-v1"})`
+    )
+    facts = hybrid === undefined || now === undefined
+      ? bound(facts, limits.maxFacts)
+      : MemoryEviction.select(facts, { maxFacts: limits.maxFacts, now, settings: hybrid }).kept
   }
   const cappedFacts = facts.map((fact) => capFact(fact, limits, cuts))
   if (cappedFacts.some((fact, i) => fact !== facts[i])) facts = cappedFacts

@@ -272,4 +272,38 @@ describe("Memory middleware", () => {
       const doc = yield* memory.load({ userId: "default" })
       assert.deepStrictEqual(doc.facts.map((f) => f.content), ["High confidence", "Medium confidence"])
     }).pipe(H.withStore))
+
+  // DeerFlow test_memory_eviction.py::test_hybrid_policy_reserves_bounded_correction_capacity: under hybrid-v1 a
+  // correction keeps its room past max_facts and a fresh fact outscores a stale one, where the confidence policy
+  // keeps the most confident
+  it.scoped("tool mode, fact_eviction_policy hybrid-v1: a correction keeps its room past max_facts", () =>
+    Effect.gen(function*() {
+      const seeded = () => {
+        const home = tempDir("antler-memmw-")
+        Fs.mkdirSync(Path.join(home, "users", "default"), { recursive: true })
+        Fs.writeFileSync(Path.join(home, "users", "default", "memory.json"), JSON.stringify({
+          facts: [
+            { id: "pref", content: "Prefers Python", category: "preference", confidence: 0.9, createdAt: "" },
+            { id: "fix", content: "Do not run npm start", category: "correction", confidence: 0.3, createdAt: "" }
+          ]
+        }))
+        return home
+      }
+      const added = (policy: string) =>
+        Effect.gen(function*() {
+          const memory = yield* fileMemory("tool", { max_facts: 2, fact_eviction_policy: policy }, seeded())
+          const o = yield* H.run({
+            threadId: `mem-7-${policy}`,
+            input: "Remember that I use uv.",
+            script: [{ toolCalls: [{ name: "memory_add", args: { content: "Uses uv", confidence: 0.8 } }] }, "Done."],
+            middlewares: () => [MemoryMW.layer({ memory })]
+          })
+          const result = JSON.parse(M.text(o.state.messages.find((m) => m.type === "tool")!))
+          const doc = yield* memory.load({ userId: "default" })
+          return { said: result.status ?? result.error, kept: doc.facts.map((f) => f.content) }
+        })
+      // the correction keeps its room, and the new fact (fresh) outscores the old one (no time: never confirmed)
+      assert.deepStrictEqual(yield* added("hybrid-v1"), { said: "added", kept: ["Do not run npm start", "Uses uv"] })
+      assert.deepStrictEqual(yield* added("confidence"), { said: "added", kept: ["Prefers Python", "Uses uv"] })
+    }).pipe(H.withStore))
 })

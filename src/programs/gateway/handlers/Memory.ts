@@ -140,10 +140,10 @@ export const layer = (api: DeerFlowApi) =>
               return Either.right({ ...doc, facts: [...doc.facts, fact] })
             })
             if (!doc.facts.some((fact) => fact.id === id)) {
+              // (DeerFlow's words: the policy may be hybrid-v1, which keeps more than the most confident)
               return yield* fail(
                 "conflict",
-                `The fact was not stored: memory.max_facts (${limits.maxFacts}) keeps the most confident facts, ` +
-                  "and this one was the least confident."
+                "Fact was not stored because the configured memory.max_facts capacity policy evicted it"
               )
             }
             return answer(doc)
