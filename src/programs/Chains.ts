@@ -71,6 +71,8 @@ export interface ChainOptions {
   readonly skills?: Skills.Registry | undefined
   /** The skills this agent may use (a custom agent's list); all when undefined. */
   readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** How many skills this agent may use, when known: with none, `describe_skill` is not offered. */
+  readonly usableSkills?: number | undefined
   /** The app's long-term memory; none: no memory. */
   readonly memory?: Memory["Type"] | undefined
   /** Plan mode: the todo list (`write_todos`). */
@@ -101,6 +103,8 @@ export interface SubagentChainOptions {
   readonly skills?: Skills.Registry | undefined
   /** The skills the subagent may use (the parent's allowlist ∩ the type's); all when undefined. */
   readonly skillAllowlist?: ReadonlyArray<string> | undefined
+  /** How many skills the subagent may use, when known: with none, `describe_skill` is not offered. */
+  readonly usableSkills?: number | undefined
   /** The subagent's model accepts images: viewed images reach it. */
   readonly vision?: boolean | undefined
   /** MCP tools deferred behind `tool_search` (none: no deferral). */
@@ -118,6 +122,11 @@ export interface Parts {
   readonly deferred: Deferred | undefined
   readonly skills: Skills.Registry
   readonly skillAllowlist: ReadonlyArray<string> | undefined
+  /**
+   * `describe_skill` is offered (deferred skill discovery, and a skill to describe; DeerFlow's
+   * build_skill_search_setup offers no tool for none).
+   */
+  readonly describeSkills: boolean
   /** The app's memory, when it is enabled. */
   readonly memory: Memory["Type"] | undefined
   readonly planMode: boolean
@@ -173,7 +182,7 @@ const entries = {
     SkillActivation.entry({
       registry: p.skills,
       allowlist: p.skillAllowlist,
-      describeTool: p.config.skills.deferred_discovery
+      describeTool: p.describeSkills
     }),
   SkillToolPolicy: (p: Parts) => SkillToolPolicy.entry({ registry: p.skills, allowlist: p.skillAllowlist }),
   DurableContext: (p: Parts) =>
@@ -336,6 +345,12 @@ const noSkills = (config: AppConfig): Skills.Registry => ({
 const deferredOf = (options: { readonly deferred?: Deferred | undefined }): Deferred | undefined =>
   options.deferred !== undefined && options.deferred.tools.length > 0 ? options.deferred : undefined
 
+/** Whether `describe_skill` is offered: deferred skill discovery, and a skill to describe (when that is known). */
+const describeSkills = (
+  options: { readonly config: AppConfig; readonly usableSkills?: number | undefined }
+): boolean =>
+  options.config.skills.deferred_discovery && (options.usableSkills === undefined || options.usableSkills > 0)
+
 /** The parts of the lead agent's chain. */
 export const leadParts = (options: ChainOptions): Parts => ({
   config: options.config,
@@ -344,6 +359,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
   deferred: deferredOf(options),
   skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,
+  describeSkills: describeSkills(options),
   memory: options.memory?.enabled === true ? options.memory : undefined,
   planMode: options.planMode === true,
   vision: options.vision === true,
@@ -363,6 +379,7 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   deferred: deferredOf(options),
   skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,
+  describeSkills: describeSkills(options),
   memory: undefined,
   planMode: false,
   vision: options.vision === true,

@@ -211,6 +211,9 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         breaker: options.breaker,
         skills: registry,
         skillAllowlist: options.skills,
+        usableSkills: catalog.skills.filter((s) =>
+          s.enabled && (options.skills === undefined || options.skills.includes(s.name))
+        ).length,
         memory,
         planMode: options.planMode,
         vision: options.vision,

@@ -339,6 +339,7 @@ export const make = (options: Options = {}) =>
             tokenBudget: config.tokenBudget,
             skills: skillRegistry,
             skillAllowlist: skills,
+            usableSkills: (skills === undefined ? allSkills : allSkills.filter((s) => skills.includes(s.name))).length,
             vision,
             deferred,
             configured: configured?.entries

@@ -9,6 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
@@ -138,6 +140,24 @@ describe("the lead chain as data", () => {
 })
 
 describe("LeadAgent.layer", () => {
+  // DeerFlow test_skill_describe.py::test_setup_enabled_with_skills / test_setup_empty_skills: with deferred skill
+  // discovery, describe_skill is offered to an agent that has skills, and not to one that may use none
+  it.scoped("with deferred skill discovery, describe_skill is offered only to an agent with a skill to describe", () =>
+    Effect.gen(function*() {
+      const skills = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/skills")
+      const config = { skills: { path: skills, deferred_discovery: true } }
+      const offered = (allowlist: ReadonlyArray<string> | undefined) =>
+        Effect.gen(function*() {
+          const seen: Array<ModelRequest> = []
+          const agent = yield* buildAgent(agentLayer((r) => (seen.push(r), "ok"), { skills: allowlist }, config))
+          yield* agent.turn({ threadId: `skills-${allowlist?.length ?? "all"}`, prompt: "Hello" })
+          return seen[0]!.tools.map((t) => t.name)
+        })
+      assert.include(yield* offered(undefined), "describe_skill")
+      assert.include(yield* offered(["deep-research"]), "describe_skill")
+      assert.notInclude(yield* offered([]), "describe_skill")
+    }))
+
   it.scoped("a misordered chain fails when the agent is built, with the typed error", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(buildAgent(agentLayer(["hi"], {

@@ -361,6 +361,10 @@ describe("the runner", () => {
       assert.notInclude(prompt, "<available_skills>")
       assert.notInclude(prompt, "<description>")
       assert.include(seen[0]!.tools.map((t) => t.name), "describe_skill")
+      // DeerFlow test_skill_describe.py::test_setup_empty_skills: with no skill to describe, no describe_skill
+      yield* runner.run({ ...request("b"), skills: [] }).pipe(Effect.provide(inRun().context))
+      assert.notInclude(seen[1]!.tools.map((t) => t.name), "describe_skill")
+      assert.notInclude(seen[1]!.systemPrompt!, "<skill_index>")
     }))
 
   it.scoped("with tool_search, a subagent's prompt names its deferred MCP tools and their routing hints", () =>
