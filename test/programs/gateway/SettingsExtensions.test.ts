@@ -386,7 +386,9 @@ describe("skill install", () => {
     const cases: ReadonlyArray<[string, Record<string, string | Uint8Array>, string]> = [
       ["elf.skill", { "SKILL.md": skillMd("elf-skill"), "scripts/tool": elf }, "executable program"],
       ["ads.skill", { "SKILL.md": skillMd("ads-skill"), "scripts/run.sh:hidden.txt": "x" }, "has a colon"],
-      ["nested.skill", { "SKILL.md": skillMd("outer"), "examples/inner/SKILL.md": skillMd("inner") }, "nested SKILL.md"]
+      ["nested.skill", { "SKILL.md": skillMd("outer"), "examples/inner/SKILL.md": skillMd("inner") }, "nested SKILL.md"],
+      // DeerFlow test_skills_installer.py::test_empty_after_filter
+      ["litter.skill", { "__MACOSX/._SKILL.md": "x", ".DS_Store": "x" }, "The skill archive is empty."]
     ]
     for (const [file, entries, detail] of cases) {
       const response = await installAs(CAROL, "t-skills", file, await archive(entries))
