@@ -87,8 +87,10 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
   const category = fact.category === undefined ? undefined : label(fact.category, cuts)
   const createdAt = label(fact.createdAt, cuts)
   const source = label(fact.source, cuts)
+  const lastConfirmedAt = fact.lastConfirmedAt === undefined ? undefined : label(fact.lastConfirmedAt, cuts)
   return content === fact.content && id === fact.id && category === fact.category &&
-      createdAt === fact.createdAt && source === fact.source && sourceError === fact.sourceError
+      createdAt === fact.createdAt && source === fact.source && sourceError === fact.sourceError &&
+      lastConfirmedAt === fact.lastConfirmedAt
     ? fact
     : {
       ...fact,
@@ -97,7 +99,8 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
       ...(category === undefined ? {} : { category }),
       createdAt,
       source,
-      ...(sourceError === undefined ? {} : { sourceError })
+      ...(sourceError === undefined ? {} : { sourceError }),
+      ...(lastConfirmedAt === undefined ? {} : { lastConfirmedAt })
     }
 }
 

@@ -30,7 +30,7 @@ describe("a memory document within its limits", () => {
         fact(1, "c".repeat(60)),
         fact(2),
         fact(3, "d".repeat(70)),
-        fact(4),
+        { ...fact(4), lastConfirmedAt: "z".repeat(300) },
         { ...fact(5), category: "k".repeat(300) }
       ],
       threads: Object.fromEntries([
@@ -48,6 +48,8 @@ describe("a memory document within its limits", () => {
       value.facts.every((f) => f.content.length <= 50 && (f.category ?? "").length <= MemoryLimits.MAX_LABEL_CHARS)
     )
     assert.lengthOf(value.lastUpdated, MemoryLimits.MAX_LABEL_CHARS)
+    // DeerMem's lastConfirmedAt (read by hybrid-v1) is a short field too
+    assert.lengthOf(value.facts[1]!.lastConfirmedAt!, MemoryLimits.MAX_LABEL_CHARS)
     assert.lengthOf(Object.keys(value.threads), MemoryDoc.MAX_WATERMARKS)
     assert.strictEqual(value.threads[`t${MemoryDoc.MAX_WATERMARKS + 4}`], `m${MemoryDoc.MAX_WATERMARKS + 4}`)
     assert.deepStrictEqual(cut, [
@@ -55,7 +57,7 @@ describe("a memory document within its limits", () => {
       "the summary history.longTermBackground (160 characters, kept 100 characters)",
       "2 facts over max_facts (3; the least confident)",
       "1 fact contents over 50 characters (cut to it)",
-      "2 short fields (ids, categories, sources, timestamps) over 200 characters",
+      "3 short fields (ids, categories, sources, timestamps) over 200 characters",
       "1 watermarks with an id too long to keep (dropped)",
       "5 watermarks over 500 (the oldest)"
     ])
