@@ -10,9 +10,10 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
-import type { Fact, Section, Update } from "./Memory.js"
+import type { Section, Update } from "./Memory.js"
 import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
 import * as MemoryEviction from "./MemoryEviction.js"
+import { Fact } from "./MemorySchema.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
 
 /** The limits of a memory document. */
@@ -289,12 +290,29 @@ export const decodeDocument = (
   } catch (error) {
     return Either.left(`not valid JSON (${(error as Error).message})`)
   }
-  const bounded = capRawDocument(raw, limits)
+  const readable = readableFacts(raw)
+  const bounded = capRawDocument(readable.value, limits)
   return Either.match(Schema.decodeUnknownEither(Document)(bounded.value), {
     onLeft: (error) => Either.left(ParseResult.TreeFormatter.formatErrorSync(error)),
     onRight: (doc) => {
       const capped = capDocument(prepare(doc), limits)
-      return Either.right({ value: capped.value, cut: [...bounded.cut, ...capped.cut] })
+      return Either.right({ value: capped.value, cut: [...readable.cut, ...bounded.cut, ...capped.cut] })
     }
   })
+}
+
+const decodeFact = Schema.decodeUnknownEither(Fact)
+
+/**
+ * A stored document without the facts that cannot be read (a hand edit's `"content": 42`): they are left out
+ * and counted, as DeerMem skips them, instead of the whole memory being unreadable until it is cleared.
+ */
+const readableFacts = (raw: unknown): Capped<unknown> => {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { value: raw, cut: [] }
+  const facts = (raw as { readonly facts?: unknown }).facts
+  if (!Array.isArray(facts)) return { value: raw, cut: [] }
+  const kept = facts.filter((fact) => Either.isRight(decodeFact(fact)))
+  return kept.length === facts.length
+    ? { value: raw, cut: [] }
+    : { value: { ...raw, facts: kept }, cut: [`${facts.length - kept.length} facts that could not be read`] }
 }

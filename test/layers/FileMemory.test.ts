@@ -97,6 +97,19 @@ describe("memory files", () => {
       assert.include(error.message, `process ${process.pid}`)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
+  it.effect("a fact that cannot be read is left out and counted; the rest of the memory is kept, as DeerMem does", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-membadfact-"), "memory.json")
+      Fs.writeFileSync(file, JSON.stringify({
+        user: { workContext: { summary: "Data engineer." } },
+        facts: [{ id: "f1", content: 42 }, { id: "f2", content: "Prefers tea." }, "junk"]
+      }))
+      const read = yield* FileMemory.readCapped(file, { maxFacts: 100, maxFactChars: 1000, maxSummaryChars: 1000 })
+      assert.deepStrictEqual(read.value.facts.map((f) => f.content), ["Prefers tea."])
+      assert.strictEqual(read.value.user.workContext.summary, "Data engineer.")
+      assert.deepStrictEqual(read.cut, ["2 facts that could not be read"])
+    }))
+
   it.effect("a damaged file is reported as such, with the file's name; unsafe ids never name a directory", () =>
     Effect.gen(function*() {
       const file = Path.join(tempDir("antler-memcorrupt-"), "memory.json")
