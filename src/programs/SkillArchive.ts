@@ -81,16 +81,72 @@ export const isExecutableBinary = (data: Uint8Array): boolean =>
 const S_IFMT = 0o170000
 const S_IFLNK = 0o120000
 
-interface Entry {
+/** An entry of an archive, as its header declares it; its bytes are read on demand. */
+export interface Entry {
+  /** The name as written (leading `../` kept). */
   readonly name: string
   readonly dir: boolean
   readonly unixPermissions: number | null | undefined
+  /** The unpacked size its header declares (which an archive may lie about). */
   readonly declared: number
   readonly read: () => Promise<Uint8Array>
+  /**
+   * Its bytes, unpacking no more than `max + 1` of them whatever the header declares: `size` is the bytes unpacked
+   * (at most `max + 1`), `exceeded` whether there were more than `max` (then `data` holds the first ones only).
+   */
+  readonly readBounded: (max: number) => Promise<Bounded>
 }
 
-/** The entries of a ZIP archive's bytes (refused: not a ZIP archive). */
-const entriesOf = (bytes: Uint8Array) =>
+/** What `Entry.readBounded` read. */
+export interface Bounded {
+  readonly data: Uint8Array
+  readonly size: number
+  readonly exceeded: boolean
+}
+
+interface StreamHelper {
+  on(event: "data", listener: (chunk: Uint8Array) => void): StreamHelper
+  on(event: "end", listener: () => void): StreamHelper
+  on(event: "error", listener: (error: Error) => void): StreamHelper
+  resume(): StreamHelper
+  pause(): StreamHelper
+}
+
+const readBounded = (stream: StreamHelper, max: number): Promise<Bounded> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    let done = false
+    const finish = (exceeded: boolean) => {
+      done = true
+      resolve({ data: Buffer.concat(chunks), size: exceeded ? max + 1 : size, exceeded })
+    }
+    stream
+      .on("data", (chunk) => {
+        if (done) return
+        if (size + chunk.length > max) {
+          chunks.push(chunk.subarray(0, max - size))
+          stream.pause()
+          finish(true)
+          return
+        }
+        size += chunk.length
+        chunks.push(chunk)
+      })
+      .on("error", (error) => {
+        if (!done) {
+          done = true
+          reject(error)
+        }
+      })
+      .on("end", () => {
+        if (!done) finish(false)
+      })
+      .resume()
+  })
+
+/** The entries of a ZIP archive's bytes (refused: not a ZIP archive; jszip missing: `missing_package`). */
+export const entriesOf = (bytes: Uint8Array) =>
   Effect.tryPromise({
     try: async () => {
       const { default: JSZip } = await OptionalPackage.load(["jszip"], "install .skill archives", () => import("jszip"))
@@ -105,7 +161,11 @@ const entriesOf = (bytes: Uint8Array) =>
           dir: file.dir,
           unixPermissions: typeof file.unixPermissions === "number" ? file.unixPermissions : null,
           declared: data?.uncompressedSize ?? 0,
-          read: () => file.async("uint8array")
+          read: () => file.async("uint8array"),
+          readBounded: (max) => {
+            const streaming = file as unknown as { internalStream: (type: "uint8array") => StreamHelper }
+            return readBounded(streaming.internalStream("uint8array"), max)
+          }
         })
       })
       return entries

@@ -6,7 +6,8 @@
  *    to Antler's own fetcher), `web_search` (DuckDuckGo, Tavily, SearXNG), `image_search` (DuckDuckGo). A
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
  *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools.
- * 2. Built-ins: `present_files`, `list_uploaded_files` (not for subagents), and `view_image` for vision models.
+ * 2. Built-ins: `present_files`, `review_skill_package`, `list_uploaded_files` (not for subagents), and
+ *    `view_image` for vision models.
  * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
  *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted.
  * 4. `invoke_acp_agent`, when `acp_agents` are configured (not filtered by groups, as in DeerFlow).
@@ -26,6 +27,7 @@ import { schemaIssues } from "../layers/ConfigFile.js"
 import * as AcpTool from "../layers/AcpTool.js"
 import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
+import * as ToolContext from "../layers/sandbox/tools/ToolContext.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as SearchProviders from "../layers/SearchProviders.js"
 import * as WebTools from "../layers/WebTools.js"
@@ -37,6 +39,7 @@ import * as Tool from "../services/Tool.js"
 import type * as WebSearch from "../services/WebSearch.js"
 import type * as LeadAgent from "./LeadAgent.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
+import * as ReviewSkillPackageTool from "./ReviewSkillPackageTool.js"
 import * as UploadedFilesTool from "./UploadedFilesTool.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -422,6 +425,7 @@ export const assemble = (
 
     const builtins = [
       sandbox.get("present_files"),
+      ReviewSkillPackageTool.tool(yield* ToolContext.make),
       options.uploads === false ? undefined : UploadedFilesTool.tool(app.home),
       sandbox.get("view_image")
     ]

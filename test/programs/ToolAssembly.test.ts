@@ -42,7 +42,7 @@ describe("ToolAssembly", () => {
       const assembly = yield* assembleWith(app, { vision: false })
       assert.deepStrictEqual(assembly.tools.map((t) => t.name), [
         "web_search", "web_fetch", "image_search", "ls", "read_file", "glob", "grep", "write_file", "str_replace", "bash",
-        "present_files", "list_uploaded_files"
+        "present_files", "review_skill_package", "list_uploaded_files"
       ])
       const search = assembly.entries.find((e) => e.name === "web_search")!
       assert.deepInclude(search, { source: "config", group: "web", use: "deerflow.community.ddg_search.tools:web_search_tool" })
@@ -56,19 +56,23 @@ describe("ToolAssembly", () => {
       const app = yield* ConfigFile.load(FIXTURE).pipe(withEnv({ ANTLER_HOME: tempDir("antler-df-") }))
       const reader = yield* assembleWith(app, { vision: true, groups: ["file:read"] })
       assert.deepStrictEqual(reader.tools.map((t) => t.name), [
-        "ls", "read_file", "glob", "grep", "present_files", "list_uploaded_files", "view_image"
+        "ls", "read_file", "glob", "grep", "present_files", "review_skill_package", "list_uploaded_files", "view_image"
       ])
       const webMissing = reader.entries.find((e) => e.name === "web_fetch")!
       assert.deepInclude(webMissing, { state: "missing", note: "its group web is not among the agent's tool groups" })
       const none = yield* assembleWith(app, { vision: false, groups: [] })
-      assert.deepStrictEqual(none.tools.map((t) => t.name), ["present_files", "list_uploaded_files"])
+      assert.deepStrictEqual(none.tools.map((t) => t.name), [
+        "present_files", "review_skill_package", "list_uploaded_files"
+      ])
       // Without a tools: section the sandbox tools have DeerFlow's groups.
       const bare = yield* fromObject({})
       const writer = yield* assembleWith(bare, { vision: false, groups: ["file:write"] })
-      assert.deepStrictEqual(writer.tools.map((t) => t.name), ["write_file", "str_replace", "present_files", "list_uploaded_files"])
+      assert.deepStrictEqual(writer.tools.map((t) => t.name), [
+        "write_file", "str_replace", "present_files", "review_skill_package", "list_uploaded_files"
+      ])
       // a subagent's tools: no list_uploaded_files (its state has no uploaded_files)
       const sub = yield* assembleWith(bare, { vision: false, groups: [], uploads: false })
-      assert.deepStrictEqual(sub.tools.map((t) => t.name), ["present_files"])
+      assert.deepStrictEqual(sub.tools.map((t) => t.name), ["present_files", "review_skill_package"])
     }))
 
   it.effect("uses Antler has no tool for are left out with a warning naming the tool; Tavily without a key too", () =>
@@ -83,7 +87,9 @@ describe("ToolAssembly", () => {
         ]
       })
       const assembly = yield* assembleWith(app, { vision: false }).pipe(withEnv({}))
-      assert.deepStrictEqual(assembly.tools.map((t) => t.name), ["web_fetch", "present_files", "list_uploaded_files"])
+      assert.deepStrictEqual(assembly.tools.map((t) => t.name), [
+        "web_fetch", "present_files", "review_skill_package", "list_uploaded_files"
+      ])
       assert.deepStrictEqual(assembly.warnings, [
         "tools[0] (web_search): left out: Antler has no serper search provider; use " +
         "deerflow.community.tavily.tools:web_search_tool, deerflow.community.searxng.tools:web_search_tool or " +
