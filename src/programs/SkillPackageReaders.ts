@@ -3,8 +3,9 @@
  * without running, installing or unpacking anything to disk: pasted SKILL.md text, a folder read through the
  * run's sandbox (virtual paths only), or the bytes of a `.skill` archive (`SkillArchive`'s reader). The package
  * is untrusted: it is read within `LIMITS` (files, bytes per file, bytes in all), an archive entry is unpacked
- * no further than they allow whatever its header declares, and what is left out is reported (`truncated`,
- * `reader_errors`) instead of failing the review.
+ * no further than they allow whatever its header declares, links are recorded and not followed (a folder's as
+ * the sandbox shows them: those leading out of its directories not at all), and what is left out is reported
+ * (`truncated`, `reader_errors`) instead of failing the review.
  */
 import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
@@ -124,9 +125,20 @@ export const directorySnapshot = (
     if (walked.right.truncated || files.length > LIMITS.max_files) {
       snapshot.error("too_many_files", null, "Package file count exceeds the review limit", true)
     }
+    // A link is not followed: the walk shows one as what it points to (when that stays inside the thread's
+    // directories; others it leaves out), so a file whose real path is not where it lies is recorded as a link,
+    // its target named by virtual path.
+    const rootReal = yield* Effect.option(sandbox.resolve(dir, "read"))
     let total = 0
     for (const entry of files.slice(0, LIMITS.max_files)) {
       const path = entry.relative
+      const real = yield* Effect.option(sandbox.resolve(entry.path, "read"))
+      if (rootReal._tag === "Some" && real._tag === "Some" && real.value !== `${rootReal.value}/${path}`) {
+        const masked = sandbox.mask(real.value)
+        const target = masked === real.value ? "(outside the sandbox)" : masked
+        snapshot.file({ path, kind: "symlink", size: 0, sha256: sha256(new TextEncoder().encode(target)), target })
+        continue
+      }
       const stat = yield* Effect.either(sandbox.stat(entry.path))
       if (stat._tag === "Left") {
         snapshot.error("stat_failed", path, stat.left.message)

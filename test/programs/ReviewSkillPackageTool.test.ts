@@ -188,6 +188,20 @@ describe("review_skill_package", () => {
       assert.strictEqual(relative.payload.facts.subject.source, "local_directory")
       const absolute = yield* call({ target: "/mnt/user-data/workspace/demo" })
       assert.strictEqual(absolute.payload.facts.subject.package_digest, relative.payload.facts.subject.package_digest)
+      // a link is recorded as one, not followed: its target by virtual path; one leading out of the sandbox unseen
+      write(paths.workspace, "outside.md", "# Outside\n")
+      Fs.mkdirSync(Path.join(paths.workspace, "demo/references"))
+      Fs.symlinkSync("../../outside.md", Path.join(paths.workspace, "demo/references/link.md"))
+      Fs.symlinkSync("/etc/hostname", Path.join(paths.workspace, "demo/references/host.md"))
+      const linked = yield* call({ target: "demo" })
+      assert.deepStrictEqual(linked.payload.facts.resources.nodes, [
+        { path: "SKILL.md", kind: "text" },
+        { path: "references/link.md", kind: "symlink" }
+      ])
+      const link = linked.payload.facts.findings.find((f: any) => f.rule_id === "package.symlink")
+      assert.deepInclude(link, { path: "references/link.md", evidence: "/mnt/user-data/workspace/outside.md" })
+      assert.deepStrictEqual(linked.payload.artifacts.map((a: any) => a.path), ["SKILL.md"])
+      assert.notInclude(linked.text, "# Outside")
       // the skills mount is a place to review from too
       const mounted = yield* call({ target: "/mnt/skills/public/nothing-here" })
       assert.include(mounted.text, "directories containing a root SKILL.md")
