@@ -209,6 +209,13 @@ export const tool = (context: ToolContext): Tool.Tool =>
           }
         }).pipe(
           Effect.catchTag("ReviewError", (error) =>
-            Effect.succeed(`Error: failed to review skill package: ${neutralizeUntrustedTags(error.message)}`))
+            Effect.succeed(`Error: failed to review skill package: ${neutralizeUntrustedTags(error.message)}`)),
+          // (anything unexpected, as DeerFlow answers any exception: host paths masked)
+          Effect.catchAllDefect((defect) =>
+            Effect.succeed(
+              `Error: failed to review skill package: ${
+                neutralizeUntrustedTags(sandbox.mask(defect instanceof Error ? defect.message : String(defect)))
+              }`
+            ))
         ))(call)
   })

@@ -131,7 +131,14 @@ export const directorySnapshot = (
     const rootReal = yield* Effect.option(sandbox.resolve(dir, "read"))
     let total = 0
     for (const entry of files.slice(0, LIMITS.max_files)) {
-      const path = entry.relative
+      // (a file name may hold a backslash, which a package path reads as a separator: `..\\x` would leave it)
+      let path: string
+      try {
+        path = normalizeRelativePath(entry.relative)
+      } catch {
+        snapshot.error("path_escaped", null, "Package entry escapes the root")
+        continue
+      }
       const real = yield* Effect.option(sandbox.resolve(entry.path, "read"))
       if (rootReal._tag === "Some" && real._tag === "Some" && real.value !== `${rootReal.value}/${path}`) {
         const masked = sandbox.mask(real.value)

@@ -207,6 +207,20 @@ describe("review_skill_package", () => {
       assert.include(mounted.text, "directories containing a root SKILL.md")
     }))
 
+  it.effect("a file name with backslashes is a package path; one that would leave the package is reported", () =>
+    Effect.gen(function*() {
+      const { call, paths, write } = setup()
+      write(paths.workspace, "slashes/SKILL.md", skill("slashes", "\nRead references/a.md.\n"))
+      write(paths.workspace, "slashes/references\\a.md", "# A\n")
+      write(paths.workspace, "slashes/..\\evil.md", "# Evil\n")
+      const { payload, status } = yield* call({ target: "slashes" })
+      assert.strictEqual(status, "success")
+      assert.deepStrictEqual(payload.facts.resources.nodes.map((n: any) => n.path), ["SKILL.md", "references/a.md"])
+      assert.deepStrictEqual(payload.facts.reader_errors, [
+        { code: "path_escaped", path: null, message: "Package entry escapes the root" }
+      ])
+    }))
+
   it.effect("a .skill archive: read without unpacking to disk; entries leaving the package and links reported", () =>
     Effect.gen(function*() {
       const { call, paths, write } = setup()
