@@ -127,13 +127,19 @@ describe("review_skill_package", () => {
 
   it.effect("inline:// without inline_content is refused", () =>
     Effect.gen(function*() {
-      const { call } = setup()
+      const { call, provide } = setup()
       const result = yield* call({ target: "inline://SKILL.md" })
       assert.strictEqual(result.status, "error")
       assert.strictEqual(
         result.text,
         "Error: failed to review skill package: inline_content is required for inline:// targets"
       )
+      // only target is required; a profile DeerFlow does not have is refused before anything is read
+      const definition = ReviewSkillPackageTool.tool(yield* provide(ToolContext.make)).definition!
+      assert.deepStrictEqual(definition.parameters["required"], ["target"])
+      const badProfile = yield* call({ target: "inline://SKILL.md", inline_content: skill(), profile: "strict" })
+      assert.strictEqual(badProfile.status, "error")
+      assert.match(badProfile.text, /^Error: Invalid arguments for tool 'review_skill_package': profile: /)
     }))
 
   it.effect("skill://public/<name> and skill://custom/<name> read the installed skill, activating nothing", () =>
