@@ -61,6 +61,8 @@ export interface Finding {
   readonly message: string
   readonly remediation: string
   readonly evidence: unknown
+  /** SkillScan's own severity (`CRITICAL`, `HIGH`, `MEDIUM`), on its findings. */
+  readonly skillscan_severity?: string
 }
 
 export const finding = (

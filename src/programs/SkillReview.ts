@@ -3,7 +3,8 @@
  * snapshot (`SkillPackage`) becomes review facts (`deerflow.skill-review.facts.v1`): structure findings on the
  * root SKILL.md and its front matter, package findings (links, nested archives, hidden credential files), the
  * resource graph and eval manifests (`SkillReviewResources`), and the package digest. Nothing here reads a disk
- * or runs anything: the snapshot is given. Antler has no SkillScan, so `skillscan` is always `not_assessed`.
+ * or runs anything: the snapshot is given. Of DeerFlow's SkillScan only the text rules run (`SkillScanText`), so
+ * `skillscan` is always `not_assessed`.
  */
 import * as OnDemand from "../internal/OnDemand.js"
 import { charLength } from "../state/Chars.js"
@@ -17,6 +18,7 @@ import {
   partsOf,
   sortFindings
 } from "./SkillPackage.js"
+import * as SkillScanText from "./SkillScanText.js"
 import type { Evals, ResourceGraph } from "./SkillReviewResources.js"
 import { evalManifests, resourceGraph } from "./SkillReviewResources.js"
 
@@ -211,6 +213,7 @@ export const analyze = (snapshot: Snapshot, profile: Profile = "deerflow"): Fact
   findings.push(...resources.findings)
   const evals = evalManifests(snapshot)
   findings.push(...evals.findings)
+  findings.push(...SkillScanText.scan(snapshot))
   const notAssessed = ["skillscan", ...(snapshot.truncated ? ["full_package"] : [])]
   const sorted = sortFindings(findings)
   return {
