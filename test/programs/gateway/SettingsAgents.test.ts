@@ -130,6 +130,29 @@ describe("custom agents settings", () => {
     assert.deepStrictEqual(Fs.readdirSync(Path.dirname(dir)), [])
   })
 
+  // DeerFlow's test_agents_router_model_settings: test_update_model_settings_merges_omitted_subfields and
+  // test_update_model_settings_null_subfield_clears_only_that_subfield
+  it("merges model_settings sub-field by sub-field on an update", async () => {
+    const created = await call(ALICE, "/agents", {
+      method: "POST",
+      body: { name: "tuned", model_settings: { temperature: 0.2, max_tokens: 12000 }, thinking_enabled: true }
+    })
+    assert.strictEqual(created.status, 201)
+    const put = async (body: unknown) => bodyOf(await call(ALICE, "/agents/tuned", { method: "PUT", body }))
+    const described = await put({ description: "updated" })
+    assert.deepStrictEqual(described.model_settings, { temperature: 0.2, max_tokens: 12000 })
+    assert.isTrue(described.thinking_enabled)
+    assert.deepStrictEqual((await put({ model_settings: { temperature: 0.9 } })).model_settings, {
+      temperature: 0.9,
+      max_tokens: 12000
+    })
+    assert.deepStrictEqual((await put({ model_settings: { max_tokens: null } })).model_settings, { temperature: 0.9 })
+    assert.deepStrictEqual((await put({ model_settings: { temperature: null } })).model_settings, null)
+    assert.deepStrictEqual((await put({ model_settings: { max_tokens: 2048 } })).model_settings, { max_tokens: 2048 })
+    assert.deepStrictEqual((await put({ model_settings: null })).model_settings, null)
+    assert.strictEqual((await call(ALICE, "/agents/tuned", { method: "DELETE" })).status, 204)
+  })
+
   it("refuses bad names, unknown models and bad settings with a readable detail", async () => {
     const cases: ReadonlyArray<[string, string, unknown, number, string]> = [
       ["GET", "/agents/check?name=..%2Fbob", undefined, 422, "letters, digits and '-'"],

@@ -65,7 +65,10 @@ const fields = {
 /** `POST /agents` */
 export const AgentCreate = Schema.Struct({ name: Schema.String.pipe(Schema.maxLength(MAX_ITEM_CHARS)), ...fields })
 
-/** `PUT /agents/{agent_name}`: the fields given change (null clears one), the others stay. */
+/**
+ * `PUT /agents/{agent_name}`: the fields given change (null clears one), the others stay; `model_settings` is
+ * merged the same way, sub-field by sub-field.
+ */
 export const AgentUpdate = Schema.Struct(fields)
 
 const AgentPath = Schema.Struct({ agent_name: Schema.String })

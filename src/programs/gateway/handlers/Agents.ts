@@ -48,6 +48,21 @@ export const agentObject = (agent: CustomAgents.CustomAgent): typeof AgentsApi.A
 
 const internal = (message: string) => new GatewayError({ reason: "internal", message })
 
+/**
+ * `model_settings` of an update over the agent's (DeerFlow's merge): a sub-field given replaces the agent's, a
+ * null one clears it, one left out is kept (`{temperature}` keeps `max_tokens`).
+ */
+const mergedSettings = (current: unknown, update: unknown): Record<string, unknown> => {
+  const merged: Record<string, unknown> = typeof current === "object" && current !== null && !Array.isArray(current)
+    ? { ...current }
+    : {}
+  for (const [key, value] of Object.entries(update as Record<string, unknown>)) {
+    if (value === null) delete merged[key]
+    else if (value !== undefined) merged[key] = value
+  }
+  return merged
+}
+
 /** The name as stored (lower case, as DeerFlow stores it), or 422 naming what is wrong with it. */
 const checkedName = (name: string) => {
   const problem = CustomAgents.nameProblem(name)
@@ -117,7 +132,11 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           if (!(key in request)) continue
           const value = request[key]
           if (value === null || value === undefined) delete next[key]
+          else if (key === "model_settings") next[key] = mergedSettings(base[key], value)
           else next[key] = redact.value(value)
+        }
+        if (next.model_settings !== undefined && Object.keys(next.model_settings as object).length === 0) {
+          delete next.model_settings
         }
         if (typeof next.description === "string") next.description = (next.description as string).trim()
         return next
