@@ -163,6 +163,8 @@ describe("custom agents settings", () => {
       ["POST", "/agents", { name: "x".repeat(65) }, 422, "at most"],
       ["POST", "/agents", { name: "ok", model: "gpt-nope" }, 422, "Unknown model 'gpt-nope'"],
       ["POST", "/agents", { name: "ok", model_settings: { temperature: 9 } }, 422, "temperature"],
+      // DeerFlow's test_agent_model_settings: test_model_settings_forbids_unknown_keys
+      ["POST", "/agents", { name: "ok", model_settings: { top_p: 0.9 } }, 422, "top_p"],
       ["POST", "/agents", { name: "ok", soul: "x".repeat(200 * 1024) }, 422, "SOUL.md holds at most"],
       ["GET", "/agents/a.b", undefined, 422, "letters, digits and '-'"]
     ]

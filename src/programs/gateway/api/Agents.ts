@@ -22,11 +22,14 @@ export const MAX_ITEM_CHARS = 128
 
 const Names = Schema.Array(Schema.String.pipe(Schema.maxLength(MAX_ITEM_CHARS))).pipe(Schema.maxItems(MAX_LIST_ITEMS))
 
-/** Per-agent model settings (`temperature` 0–2, `max_tokens`). */
+/**
+ * Per-agent model settings (`temperature` 0–2, `max_tokens`); any other key (`top_p`) is refused, as DeerFlow
+ * refuses it, rather than dropped while the client believes it set.
+ */
 export const AgentModelSettings = Schema.Struct({
   temperature: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 2)))),
   max_tokens: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 200000))))
-}).annotations({ identifier: "AgentModelSettings" })
+}).annotations({ identifier: "AgentModelSettings", parseOptions: { onExcessProperty: "error" } })
 
 const ReasoningEffort = Schema.Literal("low", "medium", "high")
 
