@@ -88,7 +88,8 @@ export const setupAgent = (
         Effect.gen(function*() {
           const context = yield* RunContext
           if (args.soul.trim() === "") {
-            return "Error: soul is empty. Write the SOUL.md content first, then call setup_agent."
+            return "Error: soul content is empty; nothing was written. Write the SOUL.md content first, then call " +
+              "setup_agent."
           }
           const skills = givenList(args.skills, "skills")
           if ("error" in skills) return skills.error
@@ -179,10 +180,12 @@ export const updateAgent = (
           const groups = redact.value(givenList(args.tool_groups, "tool_groups"))
           if ("error" in groups) return groups.error
           if ([soul, description, model, skills.value, groups.value].every((v) => v === undefined)) {
-            return "Error: No fields to update. Give at least one of soul, description, skills, tool_groups, model."
+            return "Error: No fields provided. Give at least one of soul, description, skills, tool_groups, model; " +
+              "leave out the fields that do not change (rather than sending \"null\")."
           }
           if (soul !== undefined && soul.trim() === "") {
-            return "Error: soul is empty; leave it out to keep the current one."
+            return "Error: soul content is empty; the SOUL.md was not changed. Omit the soul field to keep the " +
+              "current one."
           }
           if (model !== undefined && !models.some((m) => m.name === model)) {
             const names = models.map((m) => m.name).join(", ") || "(none)"

@@ -157,7 +157,8 @@ describe("setup_agent and update_agent", () => {
       const home = tempDir("antler-tools-")
       const setup = yield* AgentTools.setupAgent(home)
       const empty = yield* callTool(setup, { soul: "  ", description: "d" }, "ada")
-      assert.match(empty.text, /^Error: soul is empty/)
+      // DeerFlow's test_setup_agent_tool looks for "soul content is empty"
+      assert.match(empty.text, /^Error: soul content is empty/)
       assert.isFalse(Fs.existsSync(CustomAgents.agentsDir(home, "default")))
       const made = yield* callTool(setup, { soul: "# Ada", description: "Research", skills: ["deep-research"] }, "ada")
       assert.strictEqual(made.text, "Agent 'ada' created successfully!")
@@ -206,7 +207,13 @@ describe("setup_agent and update_agent", () => {
       })
       const update = yield* AgentTools.updateAgent(home, [{ name: "main" }, { name: "deep" }])
       const nothing = yield* callTool(update, { soul: "null", model: "None", skills: "undefined" }, "ada")
-      assert.match(nothing.text, /^Error: No fields to update/)
+      // DeerFlow's test_update_agent_tool looks for "No fields provided", "soul content is empty", "Omit the soul field"
+      assert.match(nothing.text, /^Error: No fields provided/)
+      for (const blank of ["", "  \n\t "]) {
+        const empty = yield* callTool(update, { soul: blank, description: "Other" }, "ada")
+        assert.match(empty.text, /^Error: soul content is empty.*Omit the soul field/)
+      }
+      assert.strictEqual((yield* CustomAgents.load(home, "default", "ada")).config.description, "Research")
       const unknown = yield* callTool(update, { model: "gpt-9" }, "ada")
       assert.strictEqual(unknown.text, `Error: Unknown model "gpt-9". Configured models: main, deep.`)
       const notList = yield* callTool(update, { skills: "deep-research" }, "ada")
