@@ -9,7 +9,8 @@
  *   itself; unchanged fields are left out, `"null"` / `"none"` / `"undefined"` count as left out, unmanaged
  *   settings (`github:`, `thinking_enabled`, `model_settings`...) are kept. Changes apply from the next run.
  *
- * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results. What the model
+ * Both write atomically (see `CustomAgents.save`) and answer errors as `Error: ...` results; a run's agent name
+ * that is not a name is refused (never taken for "no name", which would be the default agent's soul). What the model
  * writes (the SOUL, the description) is redacted first: no secret of the process reaches an agent's files.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -29,6 +30,17 @@ export const AGENT_CREATED_EVENT = "agent_created"
 export const agentNameOf = (context: RunContext["Type"]): string | undefined => {
   const name = context.options.extra?.agent_name
   return typeof name === "string" && CustomAgents.isAgentName(name) ? name : undefined
+}
+
+/**
+ * What the agent tools answer when the run's agent name is not a name (the factory refuses such a run, so this is
+ * a guard): nothing is written, and the default agent's soul is not taken for it.
+ */
+export const invalidNameOf = (context: RunContext["Type"]): string | undefined => {
+  const name = context.options.extra?.agent_name
+  if (name == null || agentNameOf(context) !== undefined) return undefined
+  const problem = typeof name === "string" ? CustomAgents.nameProblem(name) : "not a name"
+  return `Error: Invalid agent name ${JSON.stringify(name)}: ${problem ?? "not a name"}. Nothing was written.`
 }
 
 const NULLS: ReadonlySet<string> = new Set(["null", "none", "undefined"])
@@ -93,6 +105,8 @@ export const setupAgent = (
           }
           const skills = givenList(args.skills, "skills")
           if ("error" in skills) return skills.error
+          const invalid = invalidNameOf(context)
+          if (invalid !== undefined) return invalid
           const name = agentNameOf(context)
           const soul = redact.text(args.soul)
           if (name === undefined) {
@@ -170,6 +184,8 @@ export const updateAgent = (
       handler: (args) =>
         Effect.gen(function*() {
           const context = yield* RunContext
+          const invalid = invalidNameOf(context)
+          if (invalid !== undefined) return invalid
           const name = agentNameOf(context)
           if (name === undefined) return "Error: This run is not a custom agent's: there is no agent to update."
           const soul = mapDefined(given(args.soul), redact.text)

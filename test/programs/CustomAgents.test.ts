@@ -236,6 +236,23 @@ describe("setup_agent and update_agent", () => {
       assert.match(same.text, /^No changes applied/)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
+  // DeerFlow's test_setup_agent_tool: test_setup_agent_rejects_invalid_agent_name_before_writing (and absolute);
+  // test_update_agent_tool: test_update_agent_rejects_invalid_agent_name
+  it.effect("an invalid agent name in the run is refused by both tools; nothing is written, not the default soul", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-bad-name-")
+      const setup = yield* AgentTools.setupAgent(home)
+      const update = yield* AgentTools.updateAgent(home, [])
+      for (const name of ["../../outside/evil", Path.join(home, "outside-agent"), "lead-agent"]) {
+        const made = yield* callTool(setup, { soul: "# Evil", description: "d" }, name, true)
+        assert.match(made.text, /^Error: Invalid agent name/, name)
+        assert.lengthOf(made.events, 0)
+        const changed = yield* callTool(update, { soul: "# Evil" }, name, true)
+        assert.match(changed.text, /^Error: Invalid agent name/, name)
+      }
+      assert.deepStrictEqual(Fs.readdirSync(home), [])
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
   it("agent names in a run's settings are validated before any path is made from them", () => {
     const context = {
       ...runContext(),
