@@ -66,11 +66,14 @@ export const CONFIG_FILE = "config.yaml"
 /** The largest SOUL.md read or written: 128 KiB (it is in the system prompt of every request). */
 export const MAX_SOUL_BYTES = 128 * 1024
 
-/** Per-agent model settings. */
+/**
+ * Per-agent model settings. Another key (`top_p`) is an error, as in DeerFlow: the agent would otherwise run
+ * without a setting its author believes it has.
+ */
 export const ModelSettings = Schema.Struct({
   temperature: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.between(0, 2)))),
   max_tokens: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.int(), Schema.between(1, 200000))))
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 
 /** An agent's `config.yaml` (DeerFlow's `AgentConfig`; other keys are kept but not read). */
 export const AgentConfig = Schema.Struct({

@@ -37,6 +37,8 @@ describe("custom agents on disk", () => {
         "  Be brief.  \n"
       )
       writeAgent(mine, "broken", "model_settings:\n  temperature: 7\n")
+      // DeerFlow's test_agent_model_settings: test_model_settings_forbids_unknown_keys
+      writeAgent(mine, "sampled", "model_settings:\n  temperature: 0.5\n  top_p: 0.9\n")
       writeAgent(CustomAgents.legacyAgentsDir(home), "writer", "description: the old writer\n")
       writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: From before\n")
       Fs.mkdirSync(Path.join(mine, "no-config"))
@@ -49,9 +51,10 @@ describe("custom agents on disk", () => {
       assert.strictEqual(writer.soul, "Be brief.")
       assert.deepStrictEqual(writer.config.tool_groups, ["file:write"])
       assert.deepStrictEqual(writer.raw.github, { repo: "x" })
-      assert.lengthOf(problems, 1)
+      assert.lengthOf(problems, 2)
       assert.strictEqual(problems[0]!.reason, "invalid_config")
       assert.match(problems[0]!.message, /broken\/config\.yaml: model_settings\.temperature: .*between 0 and 2/)
+      assert.match(problems[1]!.message, /sampled\/config\.yaml: model_settings\.top_p: is unexpected/)
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
   it.effect("loading: a name that is not a name, a missing agent, a YAML error with its line", () =>
