@@ -344,8 +344,9 @@ export const save = (
         new AgentError({
           reason: "legacy",
           name,
-          message: `The agent ${name} is in the old shared layout (${where.dir}); move it to ` +
-            `${Path.join(agentsDir(home, userId), name)} to change it`
+          // the data directory is not named: the message may go to the model and a gateway's client
+          message: `The agent ${name} is in the old shared layout (agents/${name} of the data directory), which ` +
+            `no user's run changes; move it to users/${userId}/agents/${name} to change it`
         })
       )
     }

@@ -256,6 +256,25 @@ describe("setup_agent and update_agent", () => {
       assert.deepStrictEqual(Fs.readdirSync(home), [])
     }).pipe(Effect.provide(NodeFileSystem.layer)))
 
+  // DeerFlow's test_update_agent_tool: test_update_agent_rejects_legacy_agent_when_user_dir_has_only_memory
+  it.effect("update_agent refuses an agent of the shared layout without naming the data directory", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-tools-legacy-")
+      writeAgent(CustomAgents.legacyAgentsDir(home), "old", "description: shared\n", "Old soul")
+      const own = Path.join(CustomAgents.agentsDir(home, "default"), "old")
+      Fs.mkdirSync(own, { recursive: true })
+      Fs.writeFileSync(Path.join(own, "memory.json"), "{}")
+      const update = yield* AgentTools.updateAgent(home, [])
+      const refused = yield* callTool(update, { soul: "Mine now" }, "old")
+      assert.strictEqual(
+        refused.text,
+        "Error: The agent old is in the old shared layout (agents/old of the data directory), which no user's run " +
+          "changes; move it to users/default/agents/old to change it"
+      )
+      assert.deepStrictEqual(Fs.readdirSync(own), ["memory.json"])
+      assert.strictEqual(Fs.readFileSync(Path.join(CustomAgents.legacyAgentsDir(home), "old", "SOUL.md"), "utf8"), "Old soul")
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
   it("agent names in a run's settings are validated before any path is made from them", () => {
     const context = {
       ...runContext(),
