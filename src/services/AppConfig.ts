@@ -123,6 +123,13 @@ export type SkillsConfig = typeof SkillsConfig.Type
 export const SkillEvolutionConfig = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => false) })
 export type SkillEvolutionConfig = typeof SkillEvolutionConfig.Type
 
+/**
+ * DeerFlow's `agents_api`: whether the gateway serves the custom agents endpoints (`/api/agents`). On unless
+ * `enabled: false` (each user reads and changes only their own agents); DeerFlow's is off unless enabled.
+ */
+export const AgentsApiConfig = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
+export type AgentsApiConfig = typeof AgentsApiConfig.Type
+
 export const UploadsConfig = Schema.Struct({
   max_files: withDefault(PositiveInt, () => 10),
   max_file_size: withDefault(PositiveInt, () => 50 * 1024 * 1024),
@@ -490,6 +497,7 @@ export const AppConfigSchema = Schema.Struct({
   tool_output: withDefault(ToolOutputConfig, () => Schema.decodeSync(ToolOutputConfig)({})),
   skills: withDefault(SkillsConfig, () => Schema.decodeSync(SkillsConfig)({})),
   skill_evolution: withDefault(SkillEvolutionConfig, () => ({ enabled: false })),
+  agents_api: withDefault(AgentsApiConfig, () => ({ enabled: true })),
   uploads: withDefault(UploadsConfig, () => Schema.decodeSync(UploadsConfig)({})),
   llm_call: withDefault(LlmCallConfig, () => Schema.decodeSync(LlmCallConfig)({})),
   circuit_breaker: withDefault(CircuitBreakerConfig, () => Schema.decodeSync(CircuitBreakerConfig)({})),

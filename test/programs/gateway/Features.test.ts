@@ -1,9 +1,12 @@
 /**
  * `GET /api/features` says truthfully what this server has (the custom agents API and MCP tasks exactly when
  * their endpoints are served; never live browser control), and DeerFlow's endpoints of features Antler has not
- * (channels, the Lark integration) answer as DeerFlow does with them off, for each user, never a 404.
+ * (channels, the Lark integration) answer as DeerFlow does with them off, for each user, never a 404. With
+ * `agents_api.enabled: false` the custom agents endpoints answer DeerFlow's 403.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { declaredEndpoints } from "./routes.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -49,5 +52,46 @@ describe("features", () => {
     assert.strictEqual(lark.body.cli.available, false)
     assert.strictEqual(lark.body.auth.status, "unavailable")
     assert.deepStrictEqual(lark.body.installed_skills, [])
+  })
+})
+
+// DeerFlow's test_custom_agent: TestAgentsApiDisabled
+describe("agents_api.enabled: false", () => {
+  let gateway: TestGateway
+  beforeAll(async () => {
+    gateway = await Support.start({
+      script: () => "Hello.",
+      config: {
+        agents_api: { enabled: false },
+        gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: TOKEN, user: "alice" }] } }
+      }
+    })
+  })
+  afterAll(() => gateway.stop())
+
+  it("refuses every custom agents endpoint with 403 naming the key, writes nothing, and says the feature is off", async () => {
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${gateway.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      })
+      return { status: response.status, body: await response.json() as any }
+    }
+    const requests: ReadonlyArray<[string, string, unknown?]> = [
+      ["GET", "/api/agents"],
+      ["GET", "/api/agents/example-agent"],
+      ["GET", "/api/agents/check?name=example-agent"],
+      ["POST", "/api/agents", { name: "example-agent", soul: "blocked" }],
+      ["PUT", "/api/agents/example-agent", { description: "blocked" }],
+      ["DELETE", "/api/agents/example-agent"]
+    ]
+    for (const [method, path, body] of requests) {
+      const answer = await call(method, path, body)
+      assert.strictEqual(answer.status, 403, `${method} ${path}: ${JSON.stringify(answer.body)}`)
+      assert.include(answer.body.detail, "agents_api.enabled=true", `${method} ${path}`)
+    }
+    assert.isFalse(Fs.existsSync(Path.join(gateway.home, "users", "alice", "agents")))
+    assert.deepStrictEqual((await call("GET", "/api/features")).body.agents_api, { enabled: false })
   })
 })

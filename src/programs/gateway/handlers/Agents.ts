@@ -79,6 +79,12 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
       const fs = yield* FileSystem.FileSystem
       const home = app.home
       const models = new Set(app.config.models.map((m) => m.name))
+      /** What every endpoint answers when `agents_api.enabled` is false (DeerFlow's 403 and its wording). */
+      const enabled = app.config.agents_api.enabled ? Effect.void : Effect.fail(fail(
+        "forbidden",
+        "Custom-agent management API is disabled. Set agents_api.enabled=true in config.yaml to expose the " +
+          "custom agents (their settings and SOUL.md) over HTTP."
+      ))
 
       const provided = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem>) =>
         Effect.provideService(effect, FileSystem.FileSystem, fs)
@@ -147,6 +153,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
       return handlers
         .handleRaw("listAgents", () =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const { agents, problems } = yield* provided(CustomAgents.list(home, user))
             for (const problem of problems) yield* Effect.logWarning(`agent not listed: ${problem.message}`)
@@ -154,6 +161,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           }))
         .handleRaw("checkAgentName", ({ urlParams }) =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const given = queryList(urlParams.name as QueryValue)[0]
             if (given === undefined) {
@@ -166,6 +174,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           }))
         .handleRaw("createAgent", () =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const request = yield* Body.json(AgentsApi.AgentCreate)
             const name = yield* checkedName(request.name)
@@ -186,12 +195,14 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           }))
         .handleRaw("getAgent", ({ path }) =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const name = yield* checkedName(path.agent_name)
             return json(AgentsApi.Agent, agentObject(yield* load(user, name)))
           }))
         .handleRaw("updateAgent", ({ path }) =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const name = yield* checkedName(path.agent_name)
             const request = yield* Body.json(AgentsApi.AgentUpdate)
@@ -216,6 +227,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           }))
         .handleRaw("deleteAgent", ({ path }) =>
           Effect.gen(function*() {
+            yield* enabled
             const { user } = yield* CurrentIdentity
             const name = yield* checkedName(path.agent_name)
             const own = Path.join(CustomAgents.agentsDir(home, user), name)

@@ -1,11 +1,13 @@
 /**
  * What this server has (declared in `api/Features.ts`), read from the API it serves rather than written down:
- * the custom agents API is on when `/api/agents` is served, MCP tasks when a thread's `mcp-tasks` are; live
+ * the custom agents API is on when `/api/agents` is served (and `agents_api.enabled` is not false), MCP tasks when
+ * a thread's `mcp-tasks` are; live
  * browser control never is. Channels and the Lark integration answer as DeerFlow's do with the feature off.
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
+import { AppConfigService } from "../../../services/AppConfig.js"
 import * as FeaturesApi from "../api/Features.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { json } from "./Http.js"
@@ -46,10 +48,11 @@ const servedBy = (api: DeerFlowApi): ReadonlySet<string> => {
 
 /** The features endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
-  HttpApiBuilder.group(api, "features", (handlers) => {
+  HttpApiBuilder.group(api, "features", (handlers) => Effect.gen(function*() {
+    const app = yield* AppConfigService
     const served = servedBy(api)
     const features: typeof FeaturesApi.Features.Type = {
-      agents_api: { enabled: served.has("GET /api/agents") },
+      agents_api: { enabled: served.has("GET /api/agents") && app.config.agents_api.enabled },
       browser_control: { enabled: false },
       mcp_tasks: { enabled: served.has("GET /api/threads/:thread_id/mcp-tasks") }
     }
@@ -60,4 +63,4 @@ export const layer = (api: DeerFlowApi) =>
       .handleRaw("channelConnections", () =>
         Effect.succeed(json(FeaturesApi.ChannelConnections, { connections: [] })))
       .handleRaw("larkStatus", () => Effect.succeed(json(FeaturesApi.LarkStatus, LARK_OFF)))
-  })
+  }))
