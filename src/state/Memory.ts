@@ -517,14 +517,24 @@ ${transcript}
 // Facts as the memory tools see them
 
 /**
- * Facts whose content or category contains any word of the query (case-insensitive), those holding more words
- * first, then the more confident; an empty query: every fact, the most confident first.
+ * The signs around a query's word ("TypeScript?", `"alpha beta"`, "(tea),"), left out as DeerFlow's tokenizer
+ * (unicode61) leaves them out; `+` and `#` stay (C++, C#).
+ */
+const EDGE_PUNCTUATION = /^[^\p{L}\p{M}\p{N}+#]+|[^\p{L}\p{M}\p{N}+#]+$/gu
+
+/**
+ * Facts whose content or category contains any word of the query (case-insensitive, without the signs around
+ * it), those holding more words first, then the more confident; an empty query: every fact, the most confident
+ * first; a query of signs alone: none.
  */
 export const search = (doc: Document, query: string, options: {
   readonly category?: string | undefined
   readonly limit: number
 }): ReadonlyArray<Fact> => {
-  const words = normalise(query).split(" ").filter((w) => w !== "")
+  const all = normalise(query)
+  const words = all.split(" ").map((w) => w.replace(EDGE_PUNCTUATION, "")).filter((w) => w !== "")
+  // a query of signs alone names nothing (DeerFlow's tokenizer leaves it no word)
+  if (all !== "" && words.length === 0) return []
   return doc.facts
     .filter((f) => options.category === undefined || categoryOf(f) === options.category)
     .map((fact) => {

@@ -656,3 +656,29 @@ describe("text from the model or the user", () => {
     assert.isTrue(turns[0]!.text.endsWith("I use uv") && turns[1]!.text.endsWith("<think>Noted."))
   })
 })
+
+// DeerFlow's test_memory_retrieval_adapter (test_score_time_decay_and_advanced_phrase_query; its tokenizer,
+// unicode61, leaves punctuation out of a query's words): a quoted phrase, or a word ending a question, finds
+// the fact holding it
+describe("memory_search's query", () => {
+  const doc: MemoryDoc.Document = {
+    ...MemoryDoc.empty(),
+    facts: [
+      { id: "phrase", content: "alpha beta", category: "context", confidence: 0.8, createdAt: "", source: "t" },
+      { id: "lang", content: "Prefers TypeScript", category: "preference", confidence: 0.9, createdAt: "", source: "t" },
+      { id: "cpp", content: "Writes C++ at work", category: "context", confidence: 0.7, createdAt: "", source: "t" }
+    ]
+  }
+  const ids = (query: string) => MemoryDoc.search(doc, query, { limit: 10 }).map((f) => f.id)
+
+  it("reads its words without the punctuation around them", () => {
+    assert.deepStrictEqual(ids("\"alpha beta\""), ["phrase"])
+    assert.deepStrictEqual(ids("TypeScript?"), ["lang"])
+    assert.deepStrictEqual(ids("(typescript), please!"), ["lang"])
+  })
+
+  it("keeps a word's own signs (C++) and finds nothing with signs alone", () => {
+    assert.deepStrictEqual(ids("C++?"), ["cpp"])
+    assert.deepStrictEqual(ids("?!"), [])
+  })
+})
