@@ -228,6 +228,33 @@ describe("the memory update queue", () => {
       assert.lengthOf((yield* memory.load({ userId: "default" })).facts, 1)
     }))
 
+  // DeerFlow test_memory_queue_user_isolation.py (test_queue_keeps_updates_for_different_users_in_same_thread_and_agent,
+  // test_queue_still_coalesces_updates_for_same_user_thread_and_agent): one pending update per thread, user and agent
+  it.effect("two users' runs of the same thread and agent wait apart, and each user's memory has only their turns", () =>
+    Effect.gen(function*() {
+      const fact = (content: string) => JSON.stringify({ newFacts: [{ content, confidence: 0.9, ...USER }] })
+      const { memory, requests } = yield* setup([fact("Alice uses uv"), fact("Bob uses pip")])
+      const said = (text: string) => [M.human(text), M.ai("Noted.")]
+      const alice = { threadId: "main", userId: "alice", agentName: "researcher" }
+      const bob = { threadId: "main", userId: "bob", agentName: "researcher" }
+      yield* memory.enqueue({ ...alice, messages: said("alice first") })
+      yield* memory.enqueue({ ...bob, messages: said("bob update") })
+      yield* memory.enqueue({ ...alice, messages: said("alice second") })
+      assert.strictEqual(yield* memory.pending, 2)
+      yield* memory.flush
+      assert.lengthOf(requests, 2)
+      const prompts = requests.map((r) => M.text(r.messages[0]!))
+      assert.include(prompts[0]!, "alice second")
+      assert.notInclude(prompts[0]!, "alice first")
+      assert.notInclude(prompts[0]!, "bob")
+      assert.include(prompts[1]!, "bob update")
+      assert.notInclude(prompts[1]!, "alice")
+      const facts = (userId: string) =>
+        Effect.map(memory.load({ userId, agentName: "researcher" }), (d) => d.facts.map((f) => f.content))
+      assert.deepStrictEqual(yield* facts("alice"), ["Alice uses uv"])
+      assert.deepStrictEqual(yield* facts("bob"), ["Bob uses pip"])
+    }))
+
   // DeerFlow test_memory_queue.py::test_queue_add_preserves_existing_correction_flag_for_same_thread (its point: a
   // conversation with a signal is never shed): a full queue refuses a new thread's plain conversation, not one whose
   // user corrected the assistant; a thread already waiting is replaced, as ever
