@@ -433,6 +433,16 @@ const SCOPE_CLASSIFICATION = [
   `- When uncertain, use thread/project or temporary; never guess user+durable.`
 ].join("\n")
 
+/** The source of a fact the user wrote (the gateway's and the app's memory screen). */
+const MANUAL = "manual"
+const MANUAL_MARK = "[MANUAL]"
+/**
+ * DeerMem's note on the facts the user wrote, marked `[MANUAL]` in the current memory the update prompt shows
+ * (only there: the memory is not changed), word for word.
+ */
+const MANUAL_HINT = "NOTE: Facts marked [MANUAL] are high-trust user-authored edits. Update them only when the new " +
+  "conversation is an explicit, unambiguous correction; otherwise preserve them as-is."
+
 /** The prompt of a memory update: the current memory and the new conversation. */
 export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options: {
   readonly threshold: number
@@ -442,7 +452,7 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
     history: doc.history,
     facts: doc.facts.map((f) => ({
       id: f.id,
-      content: f.content,
+      content: f.source === MANUAL && !f.content.startsWith(MANUAL_MARK) ? `${MANUAL_MARK} ${f.content}` : f.content,
       category: categoryOf(f),
       confidence: f.confidence,
       ...(f.sourceError === undefined ? {} : { sourceError: f.sourceError })
@@ -451,7 +461,8 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
   const transcript = turns
     .map((t) => `${t.role === "user" ? "User" : "Assistant"}: ${escapeText(clipTurn(t.text))}`)
     .join("\n\n")
-  const hints = signalHints(turns)
+  const manual = doc.facts.some((f) => f.source === MANUAL)
+  const hints = [signalHints(turns), manual ? MANUAL_HINT : ""].filter((h) => h !== "").join("\n")
   return `You maintain the long-term memory an AI assistant keeps about its user across conversations. Read the
 current memory and the new conversation, and answer with ONE JSON object (no other text) saying what to change:
 

@@ -116,6 +116,30 @@ describe("the update prompt", () => {
     assert.isTrue(prompt.endsWith("</conversation>"))
   })
 
+  // DeerMem's updater (`_memory_with_manual_markers`, read by test_updater_watermark's MemoryUpdater): a fact the user
+  // wrote is marked [MANUAL] in the prompt only, with DeerMem's note after the signals' hints
+  it("marks the facts the user wrote [MANUAL], once, and tells the model to keep them", () => {
+    const fact = (id: string, content: string, source: string) =>
+      ({ id, content, category: "preference", confidence: 0.9, createdAt: "", source })
+    const doc = {
+      ...MemoryDoc.empty(),
+      facts: [fact("m", "Likes tea", "manual"), fact("t", "Uses uv", "t1"), fact("a", "[MANUAL] Owns a cat", "manual")]
+    }
+    const turns = [{ role: "user", text: "That's wrong, use pnpm" }, { role: "assistant", text: "ok" }] as const
+    const prompt = MemoryDoc.updatePrompt(doc, turns, { threshold: 0.7 })
+    assert.include(prompt, "\"content\": \"[MANUAL] Likes tea\"")
+    assert.include(prompt, "\"content\": \"Uses uv\"")
+    assert.include(prompt, "\"content\": \"[MANUAL] Owns a cat\"")
+    assert.notInclude(prompt, "[MANUAL] [MANUAL]")
+    const note = "NOTE: Facts marked [MANUAL] are high-trust user-authored edits. Update them only when the new " +
+      "conversation is an explicit, unambiguous correction; otherwise preserve them as-is."
+    assert.isTrue(prompt.endsWith(`\n${note}`))
+    assert.include(prompt, "IMPORTANT: Explicit correction signals were detected")
+    assert.strictEqual(doc.facts[0]!.content, "Likes tea")
+    const none = MemoryDoc.updatePrompt({ ...doc, facts: [fact("t", "Uses uv", "t1")] }, turns, { threshold: 0.7 })
+    assert.notInclude(none, "[MANUAL]")
+  })
+
   // DeerFlow test_updater_truncation.py (all six cases): a message over 1000 characters keeps its first and last 500
   // around a "[truncated]" line (user and assistant alike), 1000 pass whole, and the cut text is escaped after
   const transcript = (text: string, role: "user" | "assistant" = "user") =>
