@@ -13,7 +13,7 @@ import * as Json from "./Json.js"
 import type { Section, Update } from "./Memory.js"
 import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
 import * as MemoryEviction from "./MemoryEviction.js"
-import { Fact } from "./MemorySchema.js"
+import { confidenceOf, Fact } from "./MemorySchema.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
 
 /** The limits of a memory document. */
@@ -158,8 +158,8 @@ export const capDocument = (doc: Document, limits: Limits, now?: number): Capped
 }
 
 /**
- * A memory file's JSON (parsed, not decoded) with at most `maxFacts` facts (the most confident; a confidence
- * that is not a number counts as 0.5, its default) and `MAX_WATERMARKS` watermarks (the last ones), so that
+ * A memory file's JSON (parsed, not decoded) with at most `maxFacts` facts (the most confident, each confidence
+ * read as the decoded fact's: `confidenceOf`) and `MAX_WATERMARKS` watermarks (the last ones), so that
  * decoding a file someone filled with a hundred thousand facts does not hold the process; `capDocument` does the
  * rest once it is decoded.
  */
@@ -174,7 +174,7 @@ export const capRawDocument = (raw: unknown, limits: Limits): Capped<unknown> =>
       const value = typeof fact === "object" && fact !== null
         ? (fact as { confidence?: unknown }).confidence
         : undefined
-      return typeof value === "number" ? value : 0.5
+      return confidenceOf(value)
     }
     const kept = new Set(
       facts.map((fact, index) => ({ c: confidence(fact), index }))

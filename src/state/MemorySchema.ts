@@ -20,6 +20,26 @@ const section = () => ({ summary: "", updatedAt: "" })
 /** The fact categories the update prompt offers (a stored fact may carry any other). */
 export const CATEGORIES = ["preference", "knowledge", "context", "behavior", "goal", "correction"] as const
 
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?$/i
+
+/**
+ * A stored fact's confidence as DeerMem reads one (`_coerce_source_confidence`): a number, or a number's text
+ * (`"0.9"`), kept within 0 and 1; anything else (`"high"`, `true`, infinite) is 0.5. A file or an import written
+ * by hand or by an older version keeps its facts.
+ */
+export const confidenceOf = (raw: unknown): number => {
+  const value = typeof raw === "number" ? raw
+    : typeof raw === "string" && DECIMAL.test(raw.trim()) ? Number(raw.trim())
+    : Number.NaN
+  return Number.isFinite(value) ? Math.max(0, Math.min(1, value)) : 0.5
+}
+
+const StoredConfidence = Schema.transform(Schema.Unknown, Schema.Number, {
+  strict: true,
+  decode: confidenceOf,
+  encode: (value) => value
+})
+
 /**
  * One remembered fact. A fact read without a category (an older or hand-written file) keeps none: it is shown
  * as `context` (`categoryOf`) but is not of the guaranteed categories (`isGuaranteed`), as in DeerMem, and it is
@@ -29,7 +49,7 @@ export const Fact = Schema.Struct({
   id: Schema.String,
   content: Schema.String,
   category: Schema.optionalWith(Schema.String, { nullable: true, exact: true }),
-  confidence: Schema.optionalWith(Schema.Number.pipe(Schema.between(0, 1)), { default: () => 0.5, nullable: true }),
+  confidence: Schema.optionalWith(StoredConfidence, { default: () => 0.5, nullable: true }),
   createdAt: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),
   /** The thread it was learned in (by the memory update or the model's `memory_add`), or `manual` (the user's). */
   source: Schema.optionalWith(Schema.String, { default: () => "", nullable: true }),

@@ -110,6 +110,30 @@ describe("memory files", () => {
       assert.deepStrictEqual(read.cut, ["2 facts that could not be read"])
     }))
 
+  // DeerFlow test_deermem_self_contained.py::test_search_survives_non_float_confidence: a confidence that is not a
+  // number (null, "0.9", "high", true) is read as DeerMem reads it (a number's text as that number, else 0.5; kept
+  // within 0 and 1), so the fact is kept, and searched in DeerMem's order
+  it.effect("a fact whose confidence is not a number is kept, with DeerMem's reading of it", () =>
+    Effect.gen(function*() {
+      const file = Path.join(tempDir("antler-memconf-"), "memory.json")
+      Fs.writeFileSync(file, JSON.stringify({
+        facts: [
+          { id: "a", content: "alpha matching query", confidence: null },
+          { id: "b", content: "bravo matching query", confidence: "0.9" },
+          { id: "c", content: "charlie matching query", confidence: "high" },
+          { id: "d", content: "delta", confidence: true },
+          { id: "e", content: "echo", confidence: 7 },
+          { id: "f", content: "foxtrot", confidence: "-1" }
+        ]
+      }))
+      const read = yield* FileMemory.readCapped(file, { maxFacts: 100, maxFactChars: 1000, maxSummaryChars: 1000 })
+      assert.deepStrictEqual(read.cut, [])
+      assert.deepStrictEqual(read.value.facts.map((f) => [f.id, f.confidence]), [
+        ["a", 0.5], ["b", 0.9], ["c", 0.5], ["d", 0.5], ["e", 1], ["f", 0]
+      ])
+      assert.deepStrictEqual(MemoryDoc.search(read.value, "query", { limit: 10 }).map((f) => f.id), ["b", "a", "c"])
+    }))
+
   it.effect("a damaged file is reported as such, with the file's name; unsafe ids never name a directory", () =>
     Effect.gen(function*() {
       const file = Path.join(tempDir("antler-memcorrupt-"), "memory.json")
