@@ -531,7 +531,8 @@ ${transcript}
  * The signs around a query's word ("TypeScript?", `"alpha beta"`, "(tea),"), left out as DeerFlow's tokenizer
  * (unicode61) leaves them out; `+` and `#` stay (C++, C#).
  */
-const EDGE_PUNCTUATION = /^[^\p{L}\p{M}\p{N}+#]+|[^\p{L}\p{M}\p{N}+#]+$/gu
+const LEADING_SIGNS = /^[^\p{L}\p{M}\p{N}+#]+/u
+const TRAILING_SIGNS = /[^\p{L}\p{M}\p{N}+#]+$/u
 
 /**
  * Facts whose content or category contains any word of the query (case-insensitive, without the signs around
@@ -543,7 +544,9 @@ export const search = (doc: Document, query: string, options: {
   readonly limit: number
 }): ReadonlyArray<Fact> => {
   const all = normalise(query)
-  const words = all.split(" ").map((w) => w.replace(EDGE_PUNCTUATION, "")).filter((w) => w !== "")
+  const words = all.split(" ")
+    .map((w) => w.replace(LEADING_SIGNS, "").replace(TRAILING_SIGNS, ""))
+    .filter((w) => w !== "")
   // a query of signs alone names nothing (DeerFlow's tokenizer leaves it no word)
   if (all !== "" && words.length === 0) return []
   return doc.facts
