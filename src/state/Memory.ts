@@ -433,8 +433,8 @@ const SCOPE_CLASSIFICATION = [
   `- When uncertain, use thread/project or temporary; never guess user+durable.`
 ].join("\n")
 
-/** The source of a fact the user wrote (the gateway's and the app's memory screen). */
-const MANUAL = "manual"
+/** The source of a fact the user wrote (through the gateway: DeerFlow's memory screen). */
+export const MANUAL_SOURCE = "manual"
 const MANUAL_MARK = "[MANUAL]"
 /**
  * DeerMem's note on the facts the user wrote, marked `[MANUAL]` in the current memory the update prompt shows
@@ -452,7 +452,9 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
     history: doc.history,
     facts: doc.facts.map((f) => ({
       id: f.id,
-      content: f.source === MANUAL && !f.content.startsWith(MANUAL_MARK) ? `${MANUAL_MARK} ${f.content}` : f.content,
+      content: f.source === MANUAL_SOURCE && !f.content.startsWith(MANUAL_MARK)
+        ? `${MANUAL_MARK} ${f.content}`
+        : f.content,
       category: categoryOf(f),
       confidence: f.confidence,
       ...(f.sourceError === undefined ? {} : { sourceError: f.sourceError })
@@ -461,7 +463,7 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
   const transcript = turns
     .map((t) => `${t.role === "user" ? "User" : "Assistant"}: ${escapeText(clipTurn(t.text))}`)
     .join("\n\n")
-  const manual = doc.facts.some((f) => f.source === MANUAL)
+  const manual = doc.facts.some((f) => f.source === MANUAL_SOURCE)
   const hints = [signalHints(turns), manual ? MANUAL_HINT : ""].filter((h) => h !== "").join("\n")
   return `You maintain the long-term memory an AI assistant keeps about its user across conversations. Read the
 current memory and the new conversation, and answer with ONE JSON object (no other text) saying what to change:

@@ -24,7 +24,7 @@ import * as Body from "../Body.js"
 import { json } from "./Http.js"
 
 /** A fact the user wrote (DeerFlow's fact source for one made through its settings). */
-export const MANUAL_SOURCE = "manual"
+export const MANUAL_SOURCE = MemoryDoc.MANUAL_SOURCE
 
 /** The document as DeerFlow answers it: without Antler's per-thread watermarks. */
 export const shown = (doc: MemoryDoc.Document): typeof MemoryApi.MemoryDocument.Type => ({
