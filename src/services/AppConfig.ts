@@ -413,7 +413,7 @@ export type SubagentTokenBudgetConfig = typeof SubagentTokenBudgetConfig.Type
 export const SubagentOverride = Schema.Struct({
   timeout_seconds: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.positive()))),
   max_turns: Schema.optional(Schema.NullOr(PositiveInt)),
-  model: Schema.optional(Schema.NullOr(Schema.String)),
+  model: Schema.optional(Schema.NullOr(Schema.NonEmptyString)),
   skills: Schema.optional(Schema.NullOr(Schema.Array(Schema.String))),
   token_budget: Schema.optional(Schema.NullOr(SubagentTokenBudgetConfig))
 })

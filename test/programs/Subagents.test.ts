@@ -80,6 +80,15 @@ describe("the subagent registry", () => {
     assert.strictEqual(summarizing.max_tokens, 1_000_000)
   })
 
+  it("a per-agent override's model may not be empty (DeerFlow test_subagent_timeout_config test_rejects_empty_model)",
+    () => {
+      const decode = (model: unknown) =>
+        Schema.decodeUnknownEither(AppConfigSchema)({ subagents: { agents: { bash: { model } } } })
+      assert.isTrue(Either.isLeft(decode("")))
+      assert.isTrue(Either.isRight(decode("any-arbitrary-model-name")))
+      assert.isTrue(Either.isRight(decode(null)))
+    })
+
   it("skills: the parent's allowlist ∩ the type's; tools: allowlist minus denylist", () => {
     assert.isUndefined(Subagents.effectiveSkills(undefined, undefined))
     assert.deepStrictEqual(Subagents.effectiveSkills(["a", "b"], undefined), ["a", "b"])
