@@ -107,7 +107,8 @@ export const registry = (
       ...(o.timeout_seconds != null ? { timeoutSeconds: o.timeout_seconds } : {}),
       ...(o.max_turns != null ? { maxTurns: o.max_turns } : {}),
       ...(o.model != null ? { model: o.model } : {}),
-      ...(o.skills !== undefined ? { skills: o.skills ?? undefined } : {}),
+      // null is no override, as DeerFlow's get_skills_for: a custom type keeps its own allowlist
+      ...(o.skills != null ? { skills: o.skills } : {}),
       ...(o.token_budget != null ? { tokenBudget: Chains.subagentTokenBudget(config, o.token_budget) } : {})
     }
   }

@@ -80,6 +80,25 @@ describe("the subagent registry", () => {
     assert.strictEqual(summarizing.max_tokens, 1_000_000)
   })
 
+  it("a per-agent override's null skills keep the type's own (DeerFlow test_subagent_skills_config: None is no override)",
+    () => {
+      const config = configOf({
+        subagents: {
+          agents: { analyst: { skills: null, timeout_seconds: 300 }, writer: { skills: [] } },
+          custom_agents: {
+            analyst: { description: "Analysis", system_prompt: "Analyse.", skills: ["data-analysis"] },
+            writer: { description: "Writes", system_prompt: "Write.", skills: ["data-analysis"] }
+          }
+        }
+      })
+      const registry = Subagents.registry(config, { bash: true })
+      assert.deepStrictEqual([registry.get("analyst")!.skills, registry.get("analyst")!.timeoutSeconds], [
+        ["data-analysis"],
+        300
+      ])
+      assert.deepStrictEqual(registry.get("writer")!.skills, [])
+    })
+
   it("a per-agent override's model may not be empty (DeerFlow test_subagent_timeout_config test_rejects_empty_model)",
     () => {
       const decode = (model: unknown) =>
