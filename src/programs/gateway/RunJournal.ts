@@ -58,7 +58,9 @@ const step = (taskId: string, index: number, message: Record<string, unknown>) =
   const raw = typeof content === "string"
     ? content
     : Array.isArray(content)
-    ? content.map((b) => (typeof b === "string" ? b : typeof b?.text === "string" ? b.text : "")).join("")
+    ? content.map((b) => (typeof b === "string" ? b : typeof b?.text === "string" ? b.text : ""))
+      .filter((part) => part !== "")
+      .join("\n")
     : ""
   const [text, truncated] = cut(raw, STEP_MAX_CHARS)
   const out: Record<string, unknown> = { task_id: taskId, message_index: index, kind, text, truncated }
@@ -107,7 +109,9 @@ const subagentEvent = (
   const status = TERMINAL[name]
   if (status === undefined) return undefined
   const content: Record<string, unknown> = { task_id: taskId, status }
-  if (typeof fields.model_name === "string" && fields.model_name.trim() !== "") content.model_name = fields.model_name
+  if (typeof fields.model_name === "string" && fields.model_name.trim() !== "") {
+    content.model_name = fields.model_name.trim()
+  }
   if (fields.usage !== undefined && fields.usage !== null) content.usage = fields.usage
   for (const key of ["result", "error"] as const) {
     if (fields[key] === undefined || fields[key] === null) continue

@@ -60,6 +60,19 @@ describe("the run journal", () => {
     })
   })
 
+  it("a step's text joins its content blocks line by line; a terminal model name is trimmed", () => {
+    // DeerFlow test_subagent_step_events test_list_content_blocks_are_flattened_to_text (message_content_to_text)
+    const journal = RunJournal.make(at)
+    const blocks = [{ type: "text", text: "first" }, { type: "text", text: "" }, "second"]
+    journal.push([
+      task("task_running", { task_id: "c", message_index: 1, message: { type: "ai", content: blocks } }),
+      task("task_failed", { task_id: "c", error: "boom", model_name: " scripted " })
+    ])
+    const events = journal.events()
+    assert.deepInclude(events[0]!.content as any, { text: "first\nsecond", tool_calls: [] })
+    assert.strictEqual((events[1]!.content as any).model_name, "scripted")
+  })
+
   it("keeps at most MAX_EVENTS events and MAX_BYTES of them, and always the run's end", () => {
     const journal = RunJournal.make(at)
     for (let i = 0; i < RunJournal.MAX_EVENTS + 50; i++) {
