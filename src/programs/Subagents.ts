@@ -177,7 +177,10 @@ export const toolsOf = <T extends { readonly name: string }>(
 // ---------------------------------------------------------------------------------------------------------
 // Outcomes
 
-/** Token usage summed over AI messages. */
+/**
+ * Token usage summed over AI messages, as DeerFlow's token collector counts it: a zero total is input + output,
+ * and a response that spent nothing is not counted (none counted = no usage).
+ */
 export const usageOf = (messages: ReadonlyArray<Message>): TokenUsage | undefined => {
   let input = 0
   let output = 0
@@ -185,10 +188,13 @@ export const usageOf = (messages: ReadonlyArray<Message>): TokenUsage | undefine
   let found = false
   for (const m of messages) {
     if (m.type !== "ai" || m.usage_metadata === undefined) continue
+    const u = m.usage_metadata
+    const spent = u.total_tokens > 0 ? u.total_tokens : u.input_tokens + u.output_tokens
+    if (spent <= 0) continue
     found = true
-    input += m.usage_metadata.input_tokens
-    output += m.usage_metadata.output_tokens
-    total += m.usage_metadata.total_tokens
+    input += u.input_tokens
+    output += u.output_tokens
+    total += spent
   }
   return found ? { input_tokens: input, output_tokens: output, total_tokens: total } : undefined
 }

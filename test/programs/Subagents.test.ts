@@ -132,6 +132,18 @@ describe("a subagent's end as a status", () => {
   const used = M.ai("Found it.", { usage_metadata: { input_tokens: 10, output_tokens: 5, total_tokens: 15 } })
   const info = { maxTurns: 9, modelName: "main" }
 
+  it("usage: a zero total is input + output; a response that spent nothing counts for nothing", () => {
+    // DeerFlow test_subagent_token_collector: test_total_tokens_zero_uses_input_plus_output, test_zero_usage_no_record
+    const spent = (input_tokens: number, output_tokens: number, total_tokens: number) =>
+      M.ai("x", { usage_metadata: { input_tokens, output_tokens, total_tokens } })
+    assert.deepStrictEqual(Subagents.usageOf([spent(10, 5, 0), spent(1, 1, 2)]), {
+      input_tokens: 11,
+      output_tokens: 6,
+      total_tokens: 17
+    })
+    assert.isUndefined(Subagents.usageOf([spent(0, 0, 0)]))
+  })
+
   it("a task that outlived its timeout names the configured minutes, whole, as DeerFlow's task tool does", () => {
     assert.strictEqual(Subagents.pollingTimedOut(900, true),
       "Task polling timed out after 15 minutes. This may indicate the background task is stuck. Status: running")
