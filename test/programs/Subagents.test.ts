@@ -447,6 +447,37 @@ describe("the runner", () => {
       assert.include(direct[0]!.systemPrompt!, "prefer the `calc_eval` tool")
     }))
 
+  it.scoped("a subagent's deferred MCP tool is hidden until its tool_search promotes it, the others stay hidden", () =>
+    // DeerFlow test_subagent_deferred_promotion_integration: turn 1 binds neither deferred tool, turn 2 the one
+    // searched for, not the other
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const steps = [{ toolCalls: [{ name: "tool_search", args: { query: "select:calc_eval" } }] }, "done"]
+      const model = ScriptedModel.make((r) => (seen.push(r), steps[seen.length - 1]!))
+      const tool = (name: string) => ({
+        server: "calc",
+        name,
+        original: name,
+        description: `${name} tool.`,
+        inputSchema: { type: "object", properties: { expression: { type: "string" } } },
+        routing: { mode: "off" as const, priority: 0, keywords: [] }
+      })
+      const mcp: Mcp.Service = {
+        catalog: Effect.succeed({ tools: [tool("calc_eval"), tool("calc_other")], problems: [] }),
+        call: () => Effect.die("unused"),
+        status: Effect.succeed([])
+      }
+      const runner = yield* runnerWith(model, { tool_search: { enabled: true } }, {}, mcp)
+      const outcome = yield* runner.run(request("a")).pipe(Effect.provide(inRun().context))
+      assert.strictEqual(outcome.status, "completed")
+      const bound = seen.map((r) => r.tools.map((t) => t.name))
+      assert.lengthOf(bound, 2)
+      assert.notInclude(bound[0], "calc_eval")
+      assert.notInclude(bound[0], "calc_other")
+      assert.include(bound[1], "calc_eval")
+      assert.notInclude(bound[1], "calc_other")
+    }))
+
   it.scoped("a subagent's tools pass its own ReadBeforeWrite and ToolResultSanitization (SPEC §4.2 slots 3, 11)", () =>
     Effect.gen(function*() {
       const seen: Array<ModelRequest> = []
