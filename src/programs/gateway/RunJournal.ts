@@ -37,6 +37,13 @@ const TERMINAL: Readonly<Record<string, string | undefined>> = {
   task_timed_out: "timed_out"
 }
 
+/**
+ * Whether events hold a subagent's end (`task_completed`, `task_failed`, `task_cancelled`, `task_timed_out`): the
+ * journal is then kept at once, as DeerFlow's worker flushes it, so its steps are read before the run ends.
+ */
+export const endsSubagent = (events: ReadonlyArray<RunEvent>): boolean =>
+  events.some((e) => e.type === "custom" && TERMINAL[e.name] !== undefined)
+
 const cut = (text: string, max: number): [string, boolean] =>
   text.length > max ? [text.slice(0, max), true] : [text, false]
 

@@ -285,8 +285,30 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
+          // The journal is kept when a subagent ends (its steps can be read while the run goes on) and when the
+          // run ends; the run's end is kept last, and no earlier save overwrites it.
+          let settled = false
+          const saving = yield* Effect.makeSemaphore(1)
+          const saveJournal = (last: boolean) =>
+            saving.withPermits(1)(Effect.suspend(() => {
+              if (settled) return Effect.void
+              settled = last
+              return store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
+                Effect.catchAll((error) =>
+                  Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`)
+                )
+              )
+            }))
+          const subagentEnded = yield* Effect.makeLatch(false)
+          yield* subagentEnded.await.pipe(
+            Effect.zipRight(subagentEnded.close),
+            Effect.zipRight(saveJournal(false)),
+            Effect.forever,
+            Effect.fork
+          )
           const listener = RunListener.make(publicEvent, (encoded) => {
             journal.push(encoded)
+            if (request.deleteThread !== true && RunJournal.endsSubagent(encoded)) subagentEnded.unsafeOpen()
             append(made.projector.push(encoded))
           })
           let handingOver = false
@@ -354,9 +376,7 @@ export const layer = (
               error: record.error,
               error_type: end?.error?.name
             })
-            yield* store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
-              Effect.catchAll((error) => Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`))
-            )
+            yield* saveJournal(true)
           }
           active.delete(request.threadId)
           if (request.deleteThread === true) {
