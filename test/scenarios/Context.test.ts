@@ -229,7 +229,7 @@ describe("skills", () => {
       // while skill-reviewer is active the model is offered its allowed-tools (and the framework tools) only
       const offered = (w: Wire) =>
         (w.body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name).sort()
-      assert.deepStrictEqual(offered(reviewer!), ["read_file"])
+      assert.deepStrictEqual(offered(reviewer!), ["read_file", "review_skill_package"])
       assert.include(offered(research!), "bash")
       const refusal = afterRefusal!.body.messages.at(-1)!
       assert.strictEqual(refusal.role, "tool")
@@ -269,7 +269,7 @@ describe("skills read with read_file", () => {
         textOf(m).includes("- skill-reviewer: ") && textOf(m).includes("/mnt/skills/public/skill-reviewer/SKILL.md")
       ))
       const offered = (requests[3]!.body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name)
-      assert.deepStrictEqual(offered.sort(), ["read_file"])
+      assert.deepStrictEqual(offered.sort(), ["read_file", "review_skill_package"])
     })), SLOW)
 })
 

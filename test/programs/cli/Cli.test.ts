@@ -1228,10 +1228,11 @@ describe("context commands", () => {
       assert.include(run.stdout, "✦ Skill notes activated for this run.")
       const warning = "The allowed-tools of the active skill notes names tool this agent does not have: web_zap."
       assert.strictEqual(run.stdout.split(warning).length - 1, 1, run.stdout)
-      // the model was offered what the skill allows and the agent has
+      // the model was offered what the skill allows and the agent has, and what every skill allows
+      // (review_skill_package, as DeerFlow's skill tool policy)
       assert.deepStrictEqual(
         server.requests[0]!.tools!.map((tool: any) => tool.function.name).sort(),
-        ["read_file", "write_file"]
+        ["read_file", "review_skill_package", "write_file"]
       )
     })), SLOW)
 
