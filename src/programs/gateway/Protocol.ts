@@ -10,7 +10,7 @@ import * as Clarification from "../../middleware/Clarification.js"
 import * as DynamicContext from "../../middleware/DynamicContext.js"
 import * as SkillActivation from "../../middleware/SkillActivation.js"
 import * as ViewImage from "../../middleware/ViewImage.js"
-import type { RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
+import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
 import type { Message, ToolCall } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type { ThreadState } from "../../state/ThreadState.js"
@@ -229,8 +229,77 @@ const kwargsOf = (stored: unknown, record: RunRecord): Record<string, unknown> =
   }
 }
 
-/** LangGraph's Run object. */
-export const runObject = (record: RunRecord): typeof RunObject.Type => {
+/** What a run used and wrote, as DeerFlow's run response counts it. */
+export interface RunCounts {
+  readonly total_input_tokens: number
+  readonly total_output_tokens: number
+  readonly total_tokens: number
+  /** The model calls that reported tokens. */
+  readonly llm_call_count: number
+  readonly lead_agent_tokens: number
+  readonly subagent_tokens: number
+  /** Titles, summaries, memory updates. */
+  readonly middleware_tokens: number
+  /** The questions, answers and tool results the run wrote (not the hidden ones). */
+  readonly message_count: number
+}
+
+/** A run that used and wrote nothing (yet). */
+export const noCounts: RunCounts = {
+  total_input_tokens: 0,
+  total_output_tokens: 0,
+  total_tokens: 0,
+  llm_call_count: 0,
+  lead_agent_tokens: 0,
+  subagent_tokens: 0,
+  middleware_tokens: 0,
+  message_count: 0
+}
+
+const COUNTED_MESSAGES = new Set(["human", "ai", "tool"])
+
+/**
+ * Each run's counts, by run id, from its thread's checkpoints: the usage records of its model calls (by caller as
+ * the thread's `token-usage`) and the messages it first wrote.
+ */
+export const runCounts = (records: ReadonlyArray<CheckpointRecord>): ReadonlyMap<string, RunCounts> => {
+  const counts = new Map<string, { -readonly [K in keyof RunCounts]: number }>()
+  // by id, the run that first wrote the message and its latest version (a removed one still counts: the run
+  // wrote it), as a date reminder takes over the id of the question it moves
+  const written = new Map<string, { readonly run: string; message: Message }>()
+  for (const record of records) {
+    let run = counts.get(record.run_id)
+    if (run === undefined) counts.set(record.run_id, run = { ...noCounts })
+    for (const update of record.updates) {
+      for (const delta of update.token_usage ?? []) {
+        const total = delta.total_tokens > 0 ? delta.total_tokens : delta.input_tokens + delta.output_tokens
+        if (total <= 0) continue
+        run.total_input_tokens += delta.input_tokens
+        run.total_output_tokens += delta.output_tokens
+        run.total_tokens += total
+        run.llm_call_count += 1
+        const purpose = delta.purpose ?? "agent"
+        if (purpose === "agent") run.lead_agent_tokens += total
+        else if (purpose === "subagent") run.subagent_tokens += total
+        else run.middleware_tokens += total
+      }
+      for (const message of update.messages ?? []) {
+        if (message.type === "remove") continue
+        const known = written.get(message.id)
+        if (known === undefined) written.set(message.id, { run: record.run_id, message })
+        else known.message = message
+      }
+    }
+  }
+  for (const { run, message } of written.values()) {
+    const count = counts.get(run)
+    if (count !== undefined && COUNTED_MESSAGES.has(message.type) && !M.isHidden(message)) count.message_count += 1
+  }
+  return counts
+}
+
+/** LangGraph's Run object, with DeerFlow's counts of what the run used and wrote. */
+export const runObject = (record: RunRecord, counts: RunCounts = noCounts): typeof RunObject.Type => {
   const metadata = (record.metadata ?? {}) as Record<string, unknown>
   return {
     run_id: record.run_id,
@@ -243,7 +312,15 @@ export const runObject = (record: RunRecord): typeof RunObject.Type => {
     multitask_strategy: metadata.multitask_strategy ?? "reject",
     kwargs: kwargsOf(metadata.kwargs, record),
     stop_reason: record.stop_reason,
-    ...(record.error != null ? { error: record.error } : {})
+    ...(record.error != null ? { error: record.error } : {}),
+    total_input_tokens: counts.total_input_tokens,
+    total_output_tokens: counts.total_output_tokens,
+    total_tokens: counts.total_tokens,
+    llm_call_count: counts.llm_call_count,
+    lead_agent_tokens: counts.lead_agent_tokens,
+    subagent_tokens: counts.subagent_tokens,
+    middleware_tokens: counts.middleware_tokens,
+    message_count: counts.message_count
   }
 }
 

@@ -121,6 +121,31 @@ describe("token usage", () => {
   })
 })
 
+describe("a run's own counts (DeerFlow's RunResponse)", () => {
+  it("each run says its tokens, model calls and messages; together they are the thread's token usage", async () => {
+    const usage = (await alice("GET", "/api/threads/chat/token-usage")).json()
+    const listed = await alice("GET", "/api/threads/chat/runs")
+    assert.strictEqual(listed.status, 200, listed.text)
+    const runs = listed.json()
+    assert.deepStrictEqual(runs.map((run: any) => run.run_id), [runIds[1], runIds[0]])
+    for (const run of runs) {
+      assert.isAbove(run.total_tokens, 0)
+      assert.strictEqual(run.total_tokens, run.total_input_tokens + run.total_output_tokens)
+      assert.strictEqual(run.lead_agent_tokens, run.total_tokens)
+      assert.strictEqual(run.subagent_tokens, 0)
+      assert.strictEqual(run.middleware_tokens, 0)
+      assert.strictEqual(run.llm_call_count, 1)
+      // the question and its answer
+      assert.strictEqual(run.message_count, 2)
+      const one = await alice("GET", `/api/threads/chat/runs/${run.run_id}`)
+      assert.deepStrictEqual(one.json(), run)
+    }
+    assert.strictEqual(runs[0].total_tokens + runs[1].total_tokens, usage.total_tokens)
+    const selected = (await alice("GET", "/api/threads/chat/runs?select=run_id&select=total_tokens")).json()
+    assert.deepStrictEqual(selected[0], { run_id: runIds[1], total_tokens: runs[0].total_tokens })
+  })
+})
+
 describe("run events and workspace changes", () => {
   it("a run without subagent steps nor file changes has none of them, 404 for another user", async () => {
     const events = await alice("GET", `/api/threads/chat/runs/${runIds[0]}/events?event_types=subagent.step`)

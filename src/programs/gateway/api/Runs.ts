@@ -112,10 +112,19 @@ export const RunObject = Schema.Struct({
   multitask_strategy: Schema.Unknown,
   kwargs: JsonRecord,
   stop_reason: Schema.NullOr(StopReason),
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  // DeerFlow's counts of what the run used and wrote (0 until it has)
+  total_input_tokens: Schema.Number,
+  total_output_tokens: Schema.Number,
+  total_tokens: Schema.Number,
+  llm_call_count: Schema.Number,
+  lead_agent_tokens: Schema.Number,
+  subagent_tokens: Schema.Number,
+  middleware_tokens: Schema.Number,
+  message_count: Schema.Number
 }).annotations({ identifier: "Run" })
 
-/** The fields of a run a list may select (the SDK's `RunSelectField`, and Antler's `stop_reason` and `error`). */
+/** The fields of a run a list may select (the SDK's `RunSelectField`, `stop_reason`, `error` and DeerFlow's counts). */
 export const RunSelect = selectOf(
   "run_id",
   "thread_id",
@@ -128,7 +137,15 @@ export const RunSelect = selectOf(
   "multitask_strategy",
   "cancel_reason",
   "stop_reason",
-  "error"
+  "error",
+  "total_input_tokens",
+  "total_output_tokens",
+  "total_tokens",
+  "llm_call_count",
+  "lead_agent_tokens",
+  "subagent_tokens",
+  "middleware_tokens",
+  "message_count"
 )
 
 /** Runs of a thread (with `select`, only the fields selected). */

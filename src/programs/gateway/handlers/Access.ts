@@ -100,8 +100,13 @@ export const make = Effect.gen(function*() {
         Protocol.publicValues(loaded.state)
       ))
 
-  /** A stored run as its thread's client knows it. */
-  const runObject = (record: RunRecord, threadId: string) => Protocol.runObject({ ...record, thread_id: threadId })
+  /** A stored run as its thread's client knows it (with its counts, when they were read). */
+  const runObject = (record: RunRecord, threadId: string, counts?: Protocol.RunCounts) =>
+    Protocol.runObject({ ...record, thread_id: threadId }, counts)
+
+  /** The counts of each run of the stored thread (from its checkpoints). */
+  const runCounts = (threadId: string) =>
+    Effect.map(Effect.mapError(store.checkpoints(threadId), storeFailed), Protocol.runCounts)
 
   /** The run `runId` of the stored thread, or 404. */
   const ownedRun = (threadId: string, runId: string) =>
@@ -125,6 +130,7 @@ export const make = Effect.gen(function*() {
     threadStatus,
     fullThread,
     runObject,
+    runCounts,
     ownedRun
   }
 })

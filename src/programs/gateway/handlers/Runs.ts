@@ -51,7 +51,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
   HttpApiBuilder.group(api, "runs", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
-      const { store, runs, storeFailed, ownedThread, newThread, loadState, ownedRun, runObject } = access
+      const { store, runs, storeFailed, ownedThread, newThread, loadState, ownedRun, runObject, runCounts } = access
       const factory = yield* Factory.AgentFactory
       const config = (yield* AppConfigService).config
       const modelNames = new Set(models.map((m) => m.name))
@@ -444,7 +444,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const wait = queryFlag(urlParams.wait)
             yield* runs.cancel(runId, action, wait)
             if (!wait) return HttpServerResponse.empty({ status: 202 })
-            return json(RunsApi.RunObject, runObject(yield* ownedRun(stored, runId), threadId))
+            const record = yield* ownedRun(stored, runId)
+            return json(RunsApi.RunObject, runObject(record, threadId, (yield* runCounts(stored)).get(runId)))
           }))
         .handleRaw("listRuns", ({ path, urlParams }) =>
           Effect.gen(function*() {
@@ -458,8 +459,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               onLeft: (error) => Effect.fail(fail("unprocessable", `select: ${describeParseError(error)}`)),
               onRight: Effect.succeed
             })
+            const counts = yield* runCounts(stored)
             const records = (yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
-              .map((record) => runObject(record, threadId))
+              .map((record) => runObject(record, threadId, counts.get(record.run_id)))
               .filter((run) => status === undefined || run.status === status)
               .reverse()
             return json(RunsApi.RunList, records.slice(offset, offset + limit).map((run) => selectFields(run, select)))
@@ -486,6 +488,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const stored = (yield* ownedThread(userId, path.thread_id)).thread_id
-            return json(RunsApi.RunObject, runObject(yield* ownedRun(stored, path.run_id), path.thread_id))
+            const record = yield* ownedRun(stored, path.run_id)
+            const counts = (yield* runCounts(stored)).get(path.run_id)
+            return json(RunsApi.RunObject, runObject(record, path.thread_id, counts))
           }))
     }))
