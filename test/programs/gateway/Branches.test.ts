@@ -91,6 +91,63 @@ describe("regenerate", () => {
     assert.notStrictEqual(after[1], textOf(answer))
   })
 
+  // DeerFlow's test_prepare_regenerate_payload_replays_the_pre_swap_user_message_id: the first question's id was
+  // taken over by the date reminder (the question came back as `<id>__user`); replayed under that id, the
+  // regenerated turn would be told no date
+  it("of a first answer replays the question under the id the client sent, so it is told the date", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "dated" })).status, 200)
+    await ask("dated", "qdated")
+    const [question, answer] = await visible("dated")
+    assert.isTrue(question.id.endsWith("__user"))
+    const body = (await alice("POST", "/api/threads/dated/runs/regenerate/prepare", { message_id: answer.id })).json()
+    assert.strictEqual(body.input.messages[0].id, question.id.slice(0, -"__user".length))
+    const before = gateway.scripted.requests.length
+    await runPrepared("dated", body)
+    const request = gateway.scripted.requests.slice(before).find((r) => JSON.stringify(r).includes("qdated"))
+    assert.include(JSON.stringify(request?.messages), "<current_date>")
+    const after = await visible("dated")
+    assert.deepStrictEqual(after.map(textOf).slice(0, 1), ["qdated"])
+    assert.strictEqual(after.length, 2)
+  })
+
+  // DeerFlow's test_prepare_regenerate_payload_returns_clean_input_and_base_checkpoint: the question as the user
+  // wrote it, not the uploads block put before it for the model
+  it("replays a question sent with files as the user wrote it, with its files and no server keys", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "files" })).status, 200)
+    const form = new FormData()
+    form.append("files", new Blob(["field notes\n"], { type: "text/plain" }), "notes.txt")
+    const upload = await fetch(`${gateway.url}/api/threads/files/uploads`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE}` },
+      body: form
+    })
+    assert.strictEqual(upload.status, 200)
+    const files = [{ filename: "notes.txt", size: 12, path: "/mnt/user-data/uploads/notes.txt" }]
+    const first = gateway.scripted.requests.length
+    const run = await alice("POST", "/api/threads/files/runs/wait", {
+      input: {
+        messages: [{ type: "human", content: [{ type: "text", text: "qfiles" }], additional_kwargs: { files } }]
+      }
+    })
+    assert.strictEqual(run.status, 200, run.text)
+    const [, answer] = await visible("files")
+    const body = (await alice("POST", "/api/threads/files/runs/regenerate/prepare", { message_id: answer.id })).json()
+    const [replayed] = body.input.messages
+    assert.deepStrictEqual(replayed.content, [{ type: "text", text: "qfiles" }])
+    assert.deepStrictEqual(replayed.additional_kwargs.files, files)
+    assert.notProperty(replayed.additional_kwargs, "original_user_content")
+    const before = gateway.scripted.requests.length
+    await runPrepared("files", body)
+    const request = gateway.scripted.requests.slice(before).find((r) => JSON.stringify(r).includes("qfiles"))
+    // the uploads block once, as in the first run
+    const blocks = (r: any) => JSON.stringify(r?.messages).split("<current_uploads>").length - 1
+    const original = gateway.scripted.requests.slice(first).find((r) => JSON.stringify(r).includes("qfiles"))
+    assert.isAbove(blocks(original), 0)
+    assert.strictEqual(blocks(request), blocks(original))
+    const [question] = await visible("files")
+    assert.strictEqual(question.additional_kwargs.original_user_content, "qfiles")
+  })
+
   it("refuses what is not the latest answer, a message it does not have, and another user's thread", async () => {
     const messages = await visible("regen")
     const older = await alice("POST", "/api/threads/regen/runs/regenerate/prepare", { message_id: messages[1].id })

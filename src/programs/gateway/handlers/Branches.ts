@@ -9,6 +9,8 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import { USER_SUFFIX } from "../../../middleware/DynamicContext.js"
+import { ORIGINAL_USER_CONTENT } from "../../../middleware/InputSanitization.js"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { CheckpointRecord } from "../../../services/ThreadStore.js"
@@ -38,6 +40,26 @@ const ref = (threadId: string, seq: number) => ({
 
 /** The text a human message's content holds. */
 const textOf = (message: M.Message) => M.text(message).trim()
+
+/** What the user wrote of a question: its `original_user_content` when a middleware put context before it. */
+const userText = (message: M.Message) => {
+  const original = (message.additional_kwargs as Record<string, unknown> | undefined)?.[ORIGINAL_USER_CONTENT]
+  return typeof original === "string" ? original : textOf(message)
+}
+
+/**
+ * The id the client sent a question under: the date reminder takes over the first question's id and puts the
+ * question back as `<id>__user`, which a replayed turn must not carry (it would be told no date).
+ */
+const sentId = (id: string) => id.endsWith(USER_SUFFIX) && id.length > USER_SUFFIX.length
+  ? id.slice(0, -USER_SUFFIX.length)
+  : id
+
+/** A question's `name`, when it has one. */
+const nameOf = (message: M.Message) => {
+  const name = (message as { readonly name?: unknown }).name
+  return typeof name === "string" && name !== "" ? { name } : {}
+}
 
 /** The branches endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
@@ -89,13 +111,16 @@ export const layer = (api: DeerFlowApi) =>
             const runId = origin.get(request.message_id)?.run_id
             if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
             const base = baseBefore(records, { state, origin }, human.id)
-            const { hide_from_ui: _hidden, ...kwargs } = (human.additional_kwargs ?? {}) as Record<string, unknown>
+            // (the server's keys left out: the run puts them back)
+            const { hide_from_ui: _hidden, [ORIGINAL_USER_CONTENT]: _original, ...kwargs } =
+              (human.additional_kwargs ?? {}) as Record<string, unknown>
             return json(BranchesApi.Prepared, {
               input: {
                 messages: [{
                   type: "human",
-                  id: human.id,
-                  content: [{ type: "text", text: textOf(human) }],
+                  id: sentId(human.id),
+                  ...nameOf(human),
+                  content: [{ type: "text", text: userText(human) }],
                   additional_kwargs: kwargs
                 }],
                 ...(state.title !== null && state.title !== "" ? { title: state.title } : {})
@@ -131,7 +156,7 @@ export const layer = (api: DeerFlowApi) =>
             if (answer === undefined || !finished) {
               return yield* fail("conflict", "Only completed assistant text turns can be edited.")
             }
-            if (text === textOf(human)) return yield* fail("conflict", "Edited message is unchanged.")
+            if (text === userText(human).trim()) return yield* fail("conflict", "Edited message is unchanged.")
             const runId = origin.get(answer.id)?.run_id
             if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
             const base = baseBefore(records, { state, origin }, human.id)
@@ -145,6 +170,7 @@ export const layer = (api: DeerFlowApi) =>
                 messages: [{
                   type: "human",
                   id: replacement,
+                  ...nameOf(human),
                   content: [{ type: "text", text }],
                   additional_kwargs: kwargs
                 }]
