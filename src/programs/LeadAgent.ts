@@ -61,6 +61,8 @@ export interface TurnInput {
   readonly prompt?: string | undefined
   /** Messages to add instead of (or after) `prompt`. */
   readonly messages?: ReadonlyArray<Message> | undefined
+  /** The thread's title to set with them (a client's input values). */
+  readonly title?: string | undefined
   /** Files uploaded with this message (`additional_kwargs.files`, read by the Uploads middleware). */
   readonly files?: ReadonlyArray<unknown> | undefined
   /** Run options: the model name to route to, recursion limit, non-interactive, ... */
@@ -249,6 +251,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         runId: input.runId,
         userId: input.userId,
         input: turnMessages(input),
+        title: input.title,
         systemPrompt,
         options: { recursionLimit: app.config.recursion_limit, ...input.options }
       })

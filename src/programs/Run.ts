@@ -62,6 +62,8 @@ export interface RunInput {
    * answer a pending clarification question), so a turn reads the thread once.
    */
   readonly input: ReadonlyArray<Message> | ((state: ThreadState) => ReadonlyArray<Message>)
+  /** The thread's title to set with the input (a client's input values). */
+  readonly title?: string | undefined
   /** The static system prompt. */
   readonly systemPrompt?: string | undefined
   readonly options?: Partial<RunOptions> | undefined
@@ -467,7 +469,10 @@ export const execute = <E = never, R = never>(
       const state = holder.current()
       const open = interruptedResults(state.messages)
       const messages = typeof input.input === "function" ? input.input(state) : input.input
-      if (open.length > 0 || messages.length > 0) yield* holder.service.update({ messages: [...open, ...messages] })
+      const title = input.title !== undefined && input.title !== state.title ? { title: input.title } : {}
+      if (open.length > 0 || messages.length > 0 || "title" in title) {
+        yield* holder.service.update({ messages: [...open, ...messages], ...title })
+      }
       return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(
         Effect.provide(inRun),
         Effect.onExit((exit) => RunFrame.closeRunFrame(frame, exit))

@@ -157,6 +157,24 @@ export const inputMessages = (input: unknown): Either.Either<ReadonlyArray<Messa
   return Either.right(out)
 }
 
+/** The longest `input.title` a run takes. */
+export const MAX_INPUT_TITLE = 1000
+
+/**
+ * The thread's title a run's input sets (LangGraph applies a run's input values to the state; DeerFlow's app sends
+ * the thread's title with a regenerated or edited turn, so a rename is not rolled back with the checkpoint): a
+ * non-empty string, or none.
+ */
+export const inputTitle = (input: unknown): Either.Either<string | undefined, string> => {
+  const title = typeof input === "object" && input !== null && !Array.isArray(input)
+    ? (input as Record<string, unknown>).title
+    : undefined
+  if (title == null || title === "") return Either.right(undefined)
+  if (typeof title !== "string") return Either.left("input.title: expected a string.")
+  if (title.length > MAX_INPUT_TITLE) return Either.left(`input.title: at most ${MAX_INPUT_TITLE} characters.`)
+  return Either.right(title)
+}
+
 /**
  * The messages of a run as the thread should get them: a lone human message while a clarification question
  * is pending becomes its answer (as the CLI does; DeerFlow's UI marks the answer itself), keeping the client's

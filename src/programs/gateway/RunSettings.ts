@@ -26,6 +26,8 @@ export interface Fields {
 export interface Prepared {
   readonly messages: ReadonlyArray<Message>
   readonly settings: Record<string, unknown>
+  /** The thread's title the input sets (`input.title`), if any. */
+  readonly title?: string | undefined
 }
 
 /** Limits of `prepare`: the configuration's recursion limits, the models runs may name (none: any), and whether
@@ -56,6 +58,8 @@ export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared
   }
   const messages = Protocol.inputMessages(request.input)
   if (Either.isLeft(messages)) return refuse("unprocessable", messages.left)
+  const title = Protocol.inputTitle(request.input)
+  if (Either.isLeft(title)) return refuse("unprocessable", title.left)
   const settings: Record<string, unknown> = Factory.mergeRuntime(
     request.config?.configurable,
     Protocol.allowedContext(request.context)
@@ -85,7 +89,8 @@ export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared
         "one of your own)."
     )
   }
-  return Either.right({ messages: messages.right, settings })
+  const titled = title.right !== undefined ? { title: title.right } : {}
+  return Either.right({ messages: messages.right, settings, ...titled })
 }
 
 /** What names a run in its `kwargs` (see `kwargsOf`; its run and thread ids are added as it is answered). */

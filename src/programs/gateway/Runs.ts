@@ -66,6 +66,8 @@ export interface RunRequest {
   readonly assistantId: string
   /** The run's new messages (already decoded). */
   readonly messages: ReadonlyArray<Message>
+  /** The thread's title the run's input sets. */
+  readonly title?: string | undefined
   /** `command.resume`, when given. */
   readonly resume?: unknown
   /** Merged run settings (configurable + context, recursion limit). */
@@ -317,6 +319,7 @@ export const layer = (
             runId,
             userId: request.userId,
             messages: request.messages,
+            title: request.title,
             settings: request.settings,
             admin: request.admin === true
           }, listener.onEvent).pipe(

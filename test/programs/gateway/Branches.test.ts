@@ -183,6 +183,41 @@ describe("edit and regenerate", () => {
     assert.strictEqual(after.length, 4)
   })
 
+  // DeerFlow's test_prepare_edit_regenerate_payload_preserves_a_rename_the_replay_base_predates and
+  // ..._lets_an_untitled_base_name_the_edited_turn
+  it("keeps a title the user gave after the turn's start; a first turn's edit is titled anew", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "renamed" })).status, 200)
+    await ask("renamed", "qone")
+    await ask("renamed", "qtwo")
+    const title = (await alice("GET", "/api/threads/renamed/state")).json().values.title
+    assert.isString(title)
+    const renamed = await alice("POST", "/api/threads/renamed/state", { values: { title: "My rename" } })
+    assert.strictEqual(renamed.status, 200, renamed.text)
+    const before = await visible("renamed")
+    const edit = async (at: number, text: string) => {
+      const request = { human_message_id: before[at].id, replacement_text: text }
+      const prepared = await alice("POST", "/api/threads/renamed/runs/edit-regenerate/prepare", request)
+      assert.strictEqual(prepared.status, 200, prepared.text)
+      return prepared.json()
+    }
+    const body = await edit(2, "qtwo edited")
+    assert.strictEqual(body.input.title, "My rename")
+    await runPrepared("renamed", body)
+    assert.strictEqual((await alice("GET", "/api/threads/renamed/state")).json().values.title, "My rename")
+    // (the first turn, from before the thread had a title)
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "untitled" })).status, 200)
+    await ask("untitled", "qfirst")
+    await alice("POST", "/api/threads/untitled/state", { values: { title: "Named" } })
+    const [question] = await visible("untitled")
+    const request = { human_message_id: question.id, replacement_text: "qfirst edited" }
+    const first = (await alice("POST", "/api/threads/untitled/runs/edit-regenerate/prepare", request)).json()
+    assert.notProperty(first.input, "title")
+    // a run's input title is read as the state's, a string
+    const refused = await alice("POST", "/api/threads/untitled/runs/wait", { input: { title: 5 } })
+    assert.strictEqual(refused.status, 422, refused.text)
+    assert.include(refused.json().detail, "input.title")
+  })
+
   it("refuses an unchanged text, an older question, and another user's thread", async () => {
     const messages = await visible("edit")
     const same = { human_message_id: messages[2].id, replacement_text: " qtwo edited " }

@@ -165,6 +165,11 @@ export const layer = (api: DeerFlowApi) =>
             const kwargs = Object.fromEntries(
               ["files", "referenced_message_contexts"].filter((key) => key in source).map((key) => [key, source[key]])
             )
+            // a title the thread had at the base is kept as it is now (a rename since is not rolled back); an
+            // untitled base is left to be titled from the edited question
+            const baseState = base === Fork.BEFORE_FIRST ? undefined : Fork.stateAfter(records, base)
+            const titled = baseState !== undefined && Either.isRight(baseState) && baseState.right.title !== null &&
+              baseState.right.title !== "" && state.title !== null && state.title !== ""
             return json(BranchesApi.EditPrepared, {
               input: {
                 messages: [{
@@ -173,7 +178,8 @@ export const layer = (api: DeerFlowApi) =>
                   ...nameOf(human),
                   content: [{ type: "text", text }],
                   additional_kwargs: kwargs
-                }]
+                }],
+                ...(titled ? { title: state.title } : {})
               },
               checkpoint: ref(thread.threadId, base),
               metadata: {

@@ -62,7 +62,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const strategy = request.multitask_strategy ?? "reject"
           const credential = RunSettings.metadataRefusal(request.metadata) ?? RunSettings.optionRefusal(request)
           if (credential !== undefined) return yield* fail(credential.reason, credential.message)
-          const { messages, settings } = yield* Either.match(
+          const { messages, settings, title } = yield* Either.match(
             RunSettings.prepare(request, {
               recursionLimit: config.recursion_limit,
               maxRecursionLimit: config.max_recursion_limit,
@@ -122,6 +122,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             admin: who.admin,
             assistantId,
             messages,
+            ...(title !== undefined ? { title } : {}),
             ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
             settings,
             modes,
