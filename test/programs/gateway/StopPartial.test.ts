@@ -101,6 +101,21 @@ describe("a run stopped while the model streams its answer", () => {
     assert.deepStrictEqual(Support.visibleTypes(next.json().messages), ["human", "ai", "human", "ai"])
   })
 
+  // DeerFlow's test_prepare_edit_regenerate_payload_requires_successful_source_run (a regenerate may start it over)
+  it("is not a turn to edit, but one to regenerate", async () => {
+    await stopMidAnswer("stopped-edit", "Please answer slowly: what do deer eat?", "Deer eat grass, leaves and")
+    const state = (await api("GET", "/api/threads/stopped-edit/state")).json()
+    const [question, answer] = Support.visible(state.values.messages)
+    const edit = await api("POST", "/api/threads/stopped-edit/runs/edit-regenerate/prepare", {
+      human_message_id: question.id,
+      replacement_text: "What do fawns eat?"
+    })
+    assert.strictEqual(edit.status, 409, edit.text)
+    assert.include(edit.json().detail, "Only successful assistant runs can be edited")
+    const regenerate = await api("POST", "/api/threads/stopped-edit/runs/regenerate/prepare", { message_id: answer.id })
+    assert.strictEqual(regenerate.status, 200, regenerate.text)
+  })
+
   it("keeps the text of an answer stopped while it streamed a tool call, without the call", async () => {
     const { chunks } = await stopMidAnswer("stopped-call", "Use a tool: what do deer eat?", "I will look it up.")
     assert.isAbove(chunks.length, 0)

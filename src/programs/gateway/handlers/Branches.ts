@@ -159,6 +159,11 @@ export const layer = (api: DeerFlowApi) =>
             if (text === userText(human).trim()) return yield* fail("conflict", "Edited message is unchanged.")
             const runId = origin.get(answer.id)?.run_id
             if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
+            // (a stopped or failed turn is regenerated, not edited: its answer may be a part)
+            const [ran] = yield* Effect.mapError(store.runs({ runId }), storeFailed)
+            if (ran?.status !== "success") {
+              return yield* fail("conflict", "Only successful assistant runs can be edited and rerun.")
+            }
             const base = baseBefore(records, { state, origin }, human.id)
             const replacement = M.newId()
             const source = (human.additional_kwargs ?? {}) as Record<string, unknown>
