@@ -6,10 +6,12 @@
  * `subagent.start`, `subagent.step` (DeerFlow's compact step: kind, text, tool calls) and `subagent.end`; and
  * `run.end` with how the run ended. Bounded: at most `MAX_EVENTS` events and `MAX_BYTES` of JSON per run (past
  * either, later events are left out, `run.end` always kept), a message's content cut to `MAX_CONTENT_CHARS`, a
- * step's text to `STEP_MAX_CHARS`. Of the middleware actions DeerFlow's journal records, SafetyFinishReason's
+ * step's text to `STEP_MAX_CHARS`. The memory block the run's model read is `context:memory` (its SHA-256 only, once
+ * a run). Of the middleware actions DeerFlow's journal records, SafetyFinishReason's
  * `middleware:safety_termination` and Guardrail's `middleware:guardrail` are kept (from their custom events);
  * model-call traces and the other middleware records are not.
  */
+import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -218,6 +220,7 @@ export const make = (now: () => string): RunJournal => {
   let seq = 0
   let full = false
   let answers = 0
+  let memory = false
 
   const add = (event: Omit<StoredRunEvent, "seq" | "created_at">, force = false) => {
     const size = JSON.stringify(event).length
@@ -270,6 +273,14 @@ export const make = (now: () => string): RunJournal => {
             message(event.message)
             break
           case "custom": {
+            // DeerFlow's `record_memory_context`: the block's identity, never its text; once a run (a goal's
+            // continuations enter the agent again)
+            const hash = event.name === MEMORY_EVENT ? record(event.data)?.content_sha256 : undefined
+            if (typeof hash === "string") {
+              if (!memory && add({ event_type: "context:memory", category: "context", content: { content_sha256: hash },
+                metadata: {} }) >= 0) memory = true
+              break
+            }
             const mapped = subagentEvent(event.name, event.data) ?? middlewareEvent(event.name, event.data)
             if (mapped !== undefined) add(mapped)
             break

@@ -12,6 +12,21 @@ const at = () => "2026-12-03T00:00:00.000Z"
 const task = (name: string, data: Record<string, unknown>): RunEvent => ({ type: "custom", name, data })
 
 describe("the run journal", () => {
+  // DeerFlow's test_run_journal TestContextEvents and test_run_events_endpoint: the debug API says which memory
+  // block a run's model read, by its hash, once a run
+  it("records the memory block the run read as context:memory, its hash only, once", () => {
+    const journal = RunJournal.make(at)
+    const hash = "a".repeat(64)
+    journal.push([
+      { type: "run_start", thread_id: "t", run_id: "r" },
+      task("memory_context", { content_sha256: hash }),
+      task("memory_context", { content_sha256: hash })
+    ])
+    journal.end({ status: "success", stop_reason: "completed" })
+    const memory = journal.events().filter((e) => e.event_type === "context:memory")
+    assert.deepStrictEqual(memory.map((e) => [e.category, e.content]), [["context", { content_sha256: hash }]])
+  })
+
   it("records a subagent's start, steps and end as DeerFlow's subagent events", () => {
     const journal = RunJournal.make(at)
     journal.push([
