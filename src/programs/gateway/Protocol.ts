@@ -274,7 +274,7 @@ export const noCounts: RunCounts = {
   message_count: 0
 }
 
-const COUNTED_MESSAGES = new Set(["human", "ai", "tool"])
+const COUNTED_MESSAGES: ReadonlySet<string> = new Set(["human", "ai", "tool"])
 
 /**
  * Each run's counts, by run id, from its thread's checkpoints: the usage records of its model calls (by caller as
