@@ -252,7 +252,7 @@ export interface RunCounts {
   readonly total_input_tokens: number
   readonly total_output_tokens: number
   readonly total_tokens: number
-  /** The model calls that reported tokens. */
+  /** The run's own model calls that reported tokens (not its subagents'). */
   readonly llm_call_count: number
   readonly lead_agent_tokens: number
   readonly subagent_tokens: number
@@ -295,8 +295,9 @@ export const runCounts = (records: ReadonlyArray<CheckpointRecord>): ReadonlyMap
         run.total_input_tokens += delta.input_tokens
         run.total_output_tokens += delta.output_tokens
         run.total_tokens += total
-        run.llm_call_count += 1
         const purpose = delta.purpose ?? "agent"
+        // (a subagent's usage is its task's, rolled up: none of this run's model calls, as in DeerFlow)
+        if (purpose !== "subagent") run.llm_call_count += 1
         if (purpose === "agent") run.lead_agent_tokens += total
         else if (purpose === "subagent") run.subagent_tokens += total
         else run.middleware_tokens += total

@@ -342,3 +342,36 @@ describe("a values snapshot's text in parts", () => {
     assert.isUndefined(values[0]!.spliced)
   })
 })
+
+// DeerFlow's test_run_journal (record_external_llm_usage_records): a subagent's usage counts in the run's tokens,
+// under subagent_tokens, but is not one of the run's model calls
+describe("a run's counts", () => {
+  it("sum its usage by caller; a subagent's usage is no model call of the run", () => {
+    const usage = (purpose: string | undefined, total: number) => ({
+      model: "m",
+      ...(purpose !== undefined ? { purpose } : {}),
+      input_tokens: total - 1,
+      output_tokens: 1,
+      total_tokens: total
+    })
+    const counts = Protocol.runCounts([{
+      seq: 1,
+      run_id: "r",
+      created_at: "2026-12-06T00:00:00.000Z",
+      updates: [
+        { messages: [M.human("q")] },
+        { token_usage: [usage(undefined, 10), usage("subagent", 25), usage("title", 5)], messages: [M.ai("a")] }
+      ]
+    }]).get("r")
+    assert.deepStrictEqual(counts, {
+      total_input_tokens: 37,
+      total_output_tokens: 3,
+      total_tokens: 40,
+      llm_call_count: 2,
+      lead_agent_tokens: 10,
+      subagent_tokens: 25,
+      middleware_tokens: 5,
+      message_count: 2
+    })
+  })
+})
