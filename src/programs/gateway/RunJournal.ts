@@ -12,6 +12,7 @@
  * model-call traces and the other middleware records are not.
  */
 import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
+import { ORIGINAL_USER_CONTENT } from "../../middleware/InputSanitization.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -49,8 +50,31 @@ export const endsSubagent = (events: ReadonlyArray<RunEvent>): boolean =>
 const cut = (text: string, max: number): [string, boolean] =>
   text.length > max ? [text.slice(0, max), true] : [text, false]
 
+/**
+ * A question as the user wrote it (DeerFlow's `restore_original_human_message`): a middleware put context before
+ * its text (the uploads block) and kept the user's own in `original_user_content`; the text blocks become that
+ * text, at the first one's place, other blocks kept.
+ */
+const original = (message: Message): Message => {
+  const kwargs = message.additional_kwargs as Record<string, unknown> | undefined
+  const text = kwargs?.[ORIGINAL_USER_CONTENT]
+  if (message.type !== "human" || typeof text !== "string") return message
+  const { [ORIGINAL_USER_CONTENT]: _original, ...rest } = kwargs!
+  const content = typeof message.content === "string"
+    ? text
+    : message.content.flatMap((block, i, all) =>
+      block.type !== "text"
+        ? [block]
+        : all.findIndex((b) => b.type === "text") === i
+        ? [{ ...block, text }]
+        : []
+    )
+  return { ...message, content, additional_kwargs: rest } as Message
+}
+
 /** A message as its event keeps it: its content cut to `MAX_CONTENT_CHARS` of text when longer. */
-const bounded = (message: Message): unknown => {
+const bounded = (given: Message): unknown => {
+  const message = original(given)
   const text = M.text(message)
   if (JSON.stringify(message.content).length <= MAX_CONTENT_CHARS) return message
   const [kept] = cut(text, MAX_CONTENT_CHARS)

@@ -12,6 +12,26 @@ const at = () => "2026-12-03T00:00:00.000Z"
 const task = (name: string, data: Record<string, unknown>): RunEvent => ({ type: "custom", name, data })
 
 describe("the run journal", () => {
+  // DeerFlow's test_on_chat_model_start_persists_original_user_input_without_mutating_model_message
+  it("records a question as the user wrote it, not with the context a middleware put before it", () => {
+    const journal = RunJournal.make(at)
+    const question = M.human([{ type: "text", text: "Show revenue" }], { additional_kwargs: { channel: "web" } })
+    const framed = M.human([
+      { type: "text", text: "<current_uploads>...</current_uploads>\n\n" },
+      { type: "text", text: "Show revenue" }
+    ], { id: question.id, additional_kwargs: { channel: "web", original_user_content: "Show revenue" } })
+    journal.push([
+      { type: "run_start", thread_id: "t", run_id: "r" },
+      { type: "message", message: question },
+      { type: "message", message: framed }
+    ])
+    const [human] = journal.events().filter((e) => e.event_type === "llm.human.input")
+    const content = human!.content as any
+    assert.strictEqual(content.id, question.id)
+    assert.deepStrictEqual(content.content, [{ type: "text", text: "Show revenue" }])
+    assert.deepStrictEqual(content.additional_kwargs, { channel: "web" })
+  })
+
   // DeerFlow's test_run_journal TestContextEvents and test_run_events_endpoint: the debug API says which memory
   // block a run's model read, by its hash, once a run
   it("records the memory block the run read as context:memory, its hash only, once", () => {
