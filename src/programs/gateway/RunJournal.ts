@@ -55,7 +55,7 @@ const cut = (text: string, max: number): [string, boolean] =>
  * its text (the uploads block) and kept the user's own in `original_user_content`; the text blocks become that
  * text, at the first one's place, other blocks kept.
  */
-const original = (message: Message): Message => {
+export const original = (message: Message): Message => {
   const kwargs = message.additional_kwargs as Record<string, unknown> | undefined
   const text = kwargs?.[ORIGINAL_USER_CONTENT]
   if (message.type !== "human" || typeof text !== "string") return message

@@ -131,6 +131,10 @@ describe("regenerate", () => {
     })
     assert.strictEqual(run.status, 200, run.text)
     const [, answer] = await visible("files")
+    // DeerFlow's page reads the question from its run events, as the user wrote it (test_run_journal)
+    const page = (await alice("GET", "/api/threads/files/messages/page")).json()
+    assert.deepStrictEqual(page.data[0].content.content, [{ type: "text", text: "qfiles" }])
+    assert.notProperty(page.data[0].content.additional_kwargs, "original_user_content")
     const body = (await alice("POST", "/api/threads/files/runs/regenerate/prepare", { message_id: answer.id })).json()
     const [replayed] = body.input.messages
     assert.deepStrictEqual(replayed.content, [{ type: "text", text: "qfiles" }])

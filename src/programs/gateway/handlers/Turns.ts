@@ -23,6 +23,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
 import * as Protocol from "../Protocol.js"
+import * as RunJournal from "../RunJournal.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
@@ -188,7 +189,8 @@ export const layer = (api: DeerFlowApi) =>
               const duration = runId !== null && lastOnPage.get(runId) === seq
                 ? turnDuration(records.get(runId))
                 : undefined
-              const content = message as unknown as Record<string, unknown>
+              // (a question as the user wrote it, as DeerFlow's page reads it from its run events)
+              const content = RunJournal.original(message) as unknown as Record<string, unknown>
               return {
                 run_id: runId,
                 seq,
