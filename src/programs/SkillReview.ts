@@ -7,6 +7,7 @@
  * `skillscan` is always `not_assessed`.
  */
 import * as OnDemand from "../internal/OnDemand.js"
+import { FRONT_MATTER_KEYS } from "../layers/SkillsDirectory.js"
 import { charLength } from "../state/Chars.js"
 import type { Finding, Profile, ReaderError, Snapshot } from "./SkillPackage.js"
 import {
@@ -26,12 +27,6 @@ export const FACTS_SCHEMA_VERSION = "deerflow.skill-review.facts.v1"
 
 // ---------------------------------------------------------------------------------------------------------
 // SKILL.md
-
-/** Front matter keys DeerFlow's schema knows. */
-export const ALLOWED_FRONTMATTER: ReadonlySet<string> = new Set([
-  "name", "description", "license", "allowed-tools", "required-secrets", "secrets-autonomous", "metadata",
-  "compatibility", "version", "author"
-])
 
 const splitSkillMarkdown = (
   content: string
@@ -68,7 +63,7 @@ const analyzeSkillMd = (content: string, profile: Profile, findings: Array<Findi
     return null
   }
   const metadata = parts.metadata
-  const unexpected = Object.keys(metadata).filter((key) => !ALLOWED_FRONTMATTER.has(key)).sort(compare)
+  const unexpected = Object.keys(metadata).filter((key) => !FRONT_MATTER_KEYS.includes(key)).sort(compare)
   if (unexpected.length > 0) {
     findings.push(finding("structure.unknown-frontmatter-field", "warning",
       `Unknown frontmatter field(s): ${unexpected.join(", ")}`,
