@@ -176,6 +176,19 @@ export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fa
   return facts.filter((_, index) => kept.has(index))
 }
 
+/**
+ * The `max` facts a memory keeps: with DeerMem's `hybrid-v1` settings and the time (milliseconds), those the policy
+ * scores highest; else the most confident (`bound`).
+ */
+export const boundFacts = (
+  facts: ReadonlyArray<Fact>,
+  max: number,
+  hybrid?: { readonly settings: MemoryEviction.Settings; readonly now: number } | undefined
+): ReadonlyArray<Fact> =>
+  hybrid === undefined
+    ? bound(facts, max)
+    : MemoryEviction.select(facts, { maxFacts: max, now: hybrid.now, settings: hybrid.settings }).kept
+
 // ---------------------------------------------------------------------------------------------------------
 // The write gate (DeerMem's scope gate): what the model labels as the user's, durable and descriptive is stored
 
@@ -299,10 +312,11 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
         refusals
       )
     },
-    facts: options.hybrid === undefined
-      ? bound(facts, options.maxFacts)
-      : MemoryEviction.select(facts, { maxFacts: options.maxFacts, now: Date.parse(now), settings: options.hybrid })
-        .kept
+    facts: boundFacts(
+      facts,
+      options.maxFacts,
+      options.hybrid === undefined ? undefined : { settings: options.hybrid, now: Date.parse(now) }
+    )
   })
   const replaced = new Set<string>()
   for (const { id, index } of paired) {

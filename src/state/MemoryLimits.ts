@@ -11,7 +11,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 import type { Section, Update } from "./Memory.js"
-import { bound, Document, head, MAX_WATERMARKS } from "./Memory.js"
+import { boundFacts, Document, head, MAX_WATERMARKS } from "./Memory.js"
 import * as MemoryEviction from "./MemoryEviction.js"
 import { confidenceOf, Fact } from "./MemorySchema.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
@@ -125,14 +125,12 @@ export const capDocument = (doc: Document, limits: Limits, now?: number): Capped
   }
   let facts = doc.facts
   if (facts.length > limits.maxFacts) {
-    const hybrid = limits.hybrid !== undefined && now !== undefined ? limits.hybrid : undefined
+    const hybrid = limits.hybrid !== undefined && now !== undefined ? { settings: limits.hybrid, now } : undefined
     cuts.add(
       `${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; ` +
         `${hybrid === undefined ? "the least confident" : "the lowest scored by hybrid-v1"})`
     )
-    facts = hybrid === undefined || now === undefined
-      ? bound(facts, limits.maxFacts)
-      : MemoryEviction.select(facts, { maxFacts: limits.maxFacts, now, settings: hybrid }).kept
+    facts = boundFacts(facts, limits.maxFacts, hybrid)
   }
   const cappedFacts = facts.map((fact) => capFact(fact, limits, cuts))
   if (cappedFacts.some((fact, i) => fact !== facts[i])) facts = cappedFacts
