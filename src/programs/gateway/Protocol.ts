@@ -276,6 +276,13 @@ export const noCounts: RunCounts = {
 
 const COUNTED_MESSAGES: ReadonlySet<string> = new Set(["human", "ai", "tool"])
 
+/** Who made a model call, as DeerFlow's usage counts it: the lead agent, a subagent, or a middleware. */
+export type Caller = "lead_agent" | "subagent" | "middleware"
+
+/** The caller of a usage record by its `purpose` (none: the lead agent's own call). */
+export const callerOf = (purpose: string | undefined): Caller =>
+  purpose === undefined || purpose === "agent" ? "lead_agent" : purpose === "subagent" ? "subagent" : "middleware"
+
 /**
  * Each run's counts, by run id, from its thread's checkpoints: the usage records of its model calls (by caller as
  * the thread's `token-usage`) and the messages it first wrote.
@@ -295,12 +302,10 @@ export const runCounts = (records: ReadonlyArray<CheckpointRecord>): ReadonlyMap
         run.total_input_tokens += delta.input_tokens
         run.total_output_tokens += delta.output_tokens
         run.total_tokens += total
-        const purpose = delta.purpose ?? "agent"
+        const caller = callerOf(delta.purpose)
         // (a subagent's usage is its task's, rolled up: none of this run's model calls, as in DeerFlow)
-        if (purpose !== "subagent") run.llm_call_count += 1
-        if (purpose === "agent") run.lead_agent_tokens += total
-        else if (purpose === "subagent") run.subagent_tokens += total
-        else run.middleware_tokens += total
+        if (caller !== "subagent") run.llm_call_count += 1
+        run[`${caller}_tokens`] += total
       }
       for (const message of update.messages ?? []) {
         if (message.type === "remove") continue

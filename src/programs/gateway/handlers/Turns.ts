@@ -230,7 +230,7 @@ export const layer = (api: DeerFlowApi) =>
             const runList = allRuns.filter(counted)
             const left = new Set(allRuns.filter((run) => !counted(run)).map((run) => run.run_id))
             const byModel: Record<string, { tokens: number; runs: Set<string> }> = {}
-            const byCaller = { lead_agent: 0, subagent: 0, middleware: 0 }
+            const byCaller: Record<Protocol.Caller, number> = { lead_agent: 0, subagent: 0, middleware: 0 }
             let input = 0
             let output = 0
             let total = 0
@@ -246,13 +246,12 @@ export const layer = (api: DeerFlowApi) =>
                   const model = (byModel[delta.model] ??= { tokens: 0, runs: new Set() })
                   model.tokens += delta.total_tokens
                   model.runs.add(record.run_id)
-                  const purpose = delta.purpose ?? "agent"
-                  if (purpose === "agent") {
-                    byCaller.lead_agent += delta.total_tokens
+                  const caller = Protocol.callerOf(delta.purpose)
+                  byCaller[caller] += delta.total_tokens
+                  if (caller === "lead_agent") {
                     lastInput = delta.input_tokens
                     lastModel = delta.model
-                  } else if (purpose === "subagent") byCaller.subagent += delta.total_tokens
-                  else byCaller.middleware += delta.total_tokens
+                  }
                 }
               }
             }
