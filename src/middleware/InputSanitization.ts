@@ -112,6 +112,12 @@ export const NEUTRALIZED_END = "[END USER INPUT]"
 /** `additional_kwargs` key holding the user's own text, before uploads or sanitising changed the content. */
 export const ORIGINAL_USER_CONTENT = "original_user_content"
 
+/** What the user wrote of a message, kept in `original_user_content` when a middleware put text before it. */
+export const originalUserContent = (message: Message): string | undefined => {
+  const original = (message.additional_kwargs as Record<string, unknown> | undefined)?.[ORIGINAL_USER_CONTENT]
+  return typeof original === "string" ? original : undefined
+}
+
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")
 
 // Longest names first, so `system-reminder` wins over `system` (either way the whole tag is escaped). Matched

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import { ORIGINAL_USER_CONTENT } from "./InputSanitization.js"
+import { originalUserContent } from "./InputSanitization.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -30,8 +30,7 @@ export const latestUserText = (messages: ReadonlyArray<Message>): string | undef
   for (let i = messages.length - 1; i >= 0; i--) {
     const message = messages[i]!
     if (M.isRealUserMessage(message)) {
-      const original = message.additional_kwargs?.[ORIGINAL_USER_CONTENT]
-      return typeof original === "string" ? original : M.contentText(message.content)
+      return originalUserContent(message) ?? M.contentText(message.content)
     }
   }
   return undefined

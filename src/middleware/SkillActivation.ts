@@ -31,6 +31,7 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
 import { headChars } from "../state/Chars.js"
+import { originalUserContent } from "./InputSanitization.js"
 
 /** `additional_kwargs` key marking the activation message. */
 export const ACTIVATION_KEY = "slash_skill_activation"
@@ -56,10 +57,7 @@ export const targetIndex = (messages: ReadonlyArray<Message>, memo?: Incremental
   Incremental.lastIndexOf(messages, isRealUser, memo)
 
 /** What the user typed (before the harness framed or extended it). */
-export const userText = (message: Message): string => {
-  const original = message.additional_kwargs?.original_user_content
-  return typeof original === "string" ? original : M.text(message)
-}
+export const userText = (message: Message): string => originalUserContent(message) ?? M.text(message)
 
 /** The activation message for a skill and the rest of the user's message. */
 export const activationMessage = (skill: Skill, body: string, rest: string, targetId: string): Message => {

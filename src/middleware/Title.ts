@@ -15,7 +15,7 @@ import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as Chain from "./Chain.js"
-import { isGenuineUserMessage } from "./InputSanitization.js"
+import { isGenuineUserMessage, originalUserContent } from "./InputSanitization.js"
 import { headChars } from "../state/Chars.js"
 
 /**
@@ -55,10 +55,7 @@ export const formatPrompt = (template: string, fields: Readonly<Record<string, s
 export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
 
 /** The user's own words of a message (without a prepended uploads block). */
-export const userText = (message: Message): string => {
-  const original = message.additional_kwargs?.original_user_content
-  return (typeof original === "string" ? original : M.text(message)).trim()
-}
+export const userText = (message: Message): string => (originalUserContent(message) ?? M.text(message)).trim()
 
 /**
  * The local title: the first user message on one line; longer than `min(maxChars, 50)` characters (code points),

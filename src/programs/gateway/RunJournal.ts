@@ -12,7 +12,7 @@
  * model-call traces and the other middleware records are not.
  */
 import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
-import { ORIGINAL_USER_CONTENT } from "../../middleware/InputSanitization.js"
+import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../middleware/InputSanitization.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
@@ -56,10 +56,9 @@ const cut = (text: string, max: number): [string, boolean] =>
  * text, at the first one's place, other blocks kept.
  */
 export const original = (message: Message): Message => {
-  const kwargs = message.additional_kwargs as Record<string, unknown> | undefined
-  const text = kwargs?.[ORIGINAL_USER_CONTENT]
-  if (message.type !== "human" || typeof text !== "string") return message
-  const { [ORIGINAL_USER_CONTENT]: _original, ...rest } = kwargs!
+  const text = originalUserContent(message)
+  if (message.type !== "human" || text === undefined) return message
+  const { [ORIGINAL_USER_CONTENT]: _original, ...rest } = message.additional_kwargs as Record<string, unknown>
   const content = typeof message.content === "string"
     ? text
     : message.content.flatMap((block, i, all) =>

@@ -10,7 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { USER_SUFFIX } from "../../../middleware/DynamicContext.js"
-import { ORIGINAL_USER_CONTENT } from "../../../middleware/InputSanitization.js"
+import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../../middleware/InputSanitization.js"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { CheckpointRecord } from "../../../services/ThreadStore.js"
@@ -42,10 +42,7 @@ const ref = (threadId: string, seq: number) => ({
 const textOf = (message: M.Message) => M.text(message).trim()
 
 /** What the user wrote of a question: its `original_user_content` when a middleware put context before it. */
-const userText = (message: M.Message) => {
-  const original = (message.additional_kwargs as Record<string, unknown> | undefined)?.[ORIGINAL_USER_CONTENT]
-  return typeof original === "string" ? original : textOf(message)
-}
+const userText = (message: M.Message) => originalUserContent(message) ?? textOf(message)
 
 /**
  * The id the client sent a question under: the date reminder takes over the first question's id and puts the
