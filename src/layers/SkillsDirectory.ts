@@ -18,7 +18,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { AppConfigService } from "../services/AppConfig.js"
 import type { Catalog, Category, Registry, Rejected, Skill } from "../services/Skills.js"
-import { clipDescription, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SkillReadError } from "../services/Skills.js"
+import { clipDescription, FRONT_MATTER, MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, SkillReadError } from "../services/Skills.js"
 import { MAX_CONFIG_BYTES } from "./ConfigFile.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
@@ -168,7 +168,7 @@ const yamlProblem = (error: unknown, frontMatter: string): string => {
 
 /** Reads and checks a SKILL.md's front matter (SPEC §9). */
 export const parseSkill = (content: string): Parsed => {
-  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  const match = FRONT_MATTER.exec(content)
   if (match === null) return { ok: false, problem: "no YAML front matter (the file must start with a --- block)" }
   let data: unknown
   try {
@@ -237,7 +237,7 @@ const typeName = (value: unknown): string =>
  * `required-secrets` a list and `secrets-autonomous` true or false. The reason names no host path.
  */
 export const installProblem = (content: string): string | undefined => {
-  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  const match = FRONT_MATTER.exec(content)
   if (match === null) return "No YAML frontmatter found"
   let data: unknown
   try {

@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
+import { FRONT_MATTER } from "../services/Skills.js"
 import type { Interrupt, ToolError, ToolResult } from "../services/ToolService.js"
 import type { ToolCall, ToolMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -312,7 +313,7 @@ export const skillFilePath = (path: string, skillsRoot: string): string | undefi
 
 /** The YAML front matter of a Markdown file such as SKILL.md; undefined when it has none or it does not parse. */
 export const frontMatter = (content: string): Record<string, unknown> | undefined => {
-  const match = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/.exec(content)
+  const match = FRONT_MATTER.exec(content)
   if (match === null) return undefined
   try {
     const data: unknown = OnDemand.yaml().parse(match[1]!)

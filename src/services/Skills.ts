@@ -17,6 +17,9 @@ export const MAX_NAME_CHARS = 64
 /** The longest description the prompt shows (SPEC §9); a longer one is cut to it, with a warning. */
 export const MAX_DESCRIPTION_CHARS = 1024
 
+/** A SKILL.md's YAML front matter: a `---` block at the very start (after a BOM); group 1 is the YAML. */
+export const FRONT_MATTER = /^\uFEFF?---[ \t]*\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/
+
 /** A description cut to `MAX_DESCRIPTION_CHARS` (the last character an ellipsis when cut). */
 export const clipDescription = (text: string): string => {
   if (text.length <= MAX_DESCRIPTION_CHARS) return text
