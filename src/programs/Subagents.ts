@@ -189,7 +189,7 @@ export const usageOf = (messages: ReadonlyArray<Message>): TokenUsage | undefine
   for (const m of messages) {
     if (m.type !== "ai" || m.usage_metadata === undefined) continue
     const u = m.usage_metadata
-    const spent = u.total_tokens > 0 ? u.total_tokens : u.input_tokens + u.output_tokens
+    const spent = M.spentTokens(u)
     if (spent <= 0) continue
     found = true
     input += u.input_tokens

@@ -67,6 +67,16 @@ export const UsageMetadata = Schema.Struct({
 })
 export type UsageMetadata = typeof UsageMetadata.Type
 
+/**
+ * The tokens a call spent, as DeerFlow's token collector counts them: its total, or input + output when a provider
+ * reported a total of 0.
+ */
+export const spentTokens = (usage: {
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly total_tokens: number
+}): number => usage.total_tokens > 0 ? usage.total_tokens : usage.input_tokens + usage.output_tokens
+
 const common = {
   id: Schema.String,
   content: Content,

@@ -297,7 +297,7 @@ export const runCounts = (records: ReadonlyArray<CheckpointRecord>): ReadonlyMap
     if (run === undefined) counts.set(record.run_id, run = { ...noCounts })
     for (const update of record.updates) {
       for (const delta of update.token_usage ?? []) {
-        const total = delta.total_tokens > 0 ? delta.total_tokens : delta.input_tokens + delta.output_tokens
+        const total = M.spentTokens(delta)
         if (total <= 0) continue
         run.total_input_tokens += delta.input_tokens
         run.total_output_tokens += delta.output_tokens
