@@ -13,6 +13,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { under } from "../layers/sandbox/tools/Text.js"
 import type { ToolContext } from "../layers/sandbox/tools/ToolContext.js"
 import { neutralizeUntrustedTags } from "../middleware/InputSanitization.js"
 import { withDefault } from "../services/AppConfig.js"
@@ -79,7 +80,6 @@ export const parseSkillUri = (target: string): { category: string; path: string 
   }
 }
 
-const within = (path: string, root: string) => path === root || path.startsWith(`${root}/`)
 const baseName = (path: string) => path.split("/").filter((p) => p !== "").at(-1) ?? path
 
 /** The snapshot of a target (see the module header); targets that cannot be reviewed fail readably. */
@@ -106,7 +106,7 @@ export const snapshotOf = (
       )
     }
     const path = absoluteVirtual(target.trim())
-    if (path.split("/").includes("..") || !(within(path, USER_DATA) || within(path, skillsContainer))) {
+    if (path.split("/").includes("..") || !(under(path, USER_DATA) || under(path, skillsContainer))) {
       return yield* new ReviewError({
         message: `Local review targets must be under ${USER_DATA} (the thread's workspace, uploads and outputs) ` +
           `or the skills mount ${skillsContainer}, as virtual paths; ${target} is not`
