@@ -50,17 +50,30 @@ const extensionLabel = (name: string) => neutralizeUntrustedTags(Path.extname(na
 /** `"2 .pdf, 1 .txt"`: the files left out, counted by extension. */
 export const omittedSummary = (names: ReadonlyArray<string>): string => {
   const counts = new Map<string, number>()
-  for (const name of names) counts.set(extensionLabel(name), (counts.get(extensionLabel(name)) ?? 0) + 1)
+  for (const name of names) {
+    const label = extensionLabel(name)
+    counts.set(label, (counts.get(label) ?? 0) + 1)
+  }
   return neutralizeUntrustedTags([...counts].sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
     .map(([label, count]) => `${count} ${label}`).join(", "))
 }
 
-/** Whether `name` is the `.md` conversion of another upload (`report.md` beside `report.pdf`). */
-const isConversion = (name: string, all: ReadonlySet<string>): boolean => {
-  if (!name.endsWith(".md")) return false
-  const stem = name.slice(0, -3)
-  for (const other of all) if (other !== name && Path.parse(other).name === stem) return true
-  return false
+/**
+ * The test whether a name is the `.md` conversion of another of `names` (`report.md` beside `report.pdf`): another
+ * name has its stem. The stems are counted once, not searched for each `.md`.
+ */
+const conversions = (names: ReadonlyArray<string>): ((name: string) => boolean) => {
+  const stems = new Map<string, number>()
+  for (const name of names) {
+    const stem = Path.parse(name).name
+    stems.set(stem, (stems.get(stem) ?? 0) + 1)
+  }
+  return (name) => {
+    if (!name.endsWith(".md")) return false
+    const stem = name.slice(0, -3)
+    // (the name's own stem counts once when it is this one: `.md` alone has the stem `.md`)
+    return (stems.get(stem) ?? 0) > (Path.parse(name).name === stem ? 1 : 0)
+  }
 }
 
 /** The listing of `dir` without `current`, as JSON text. */
@@ -81,8 +94,8 @@ export const listing = (
     }
     // (a Dirent from readdir is not followed: a symlink is not a file here)
     const files = entries.right.filter((e) => e.isFile() && !isStagingFile(e.name))
-    const all = new Set(files.map((e) => e.name))
-    const kept = files.filter((e) => !current.has(e.name) && !isConversion(e.name, all))
+    const isConversion = conversions(files.map((e) => e.name))
+    const kept = files.filter((e) => !current.has(e.name) && !isConversion(e.name))
     const stats = yield* Effect.forEach(kept, (e) =>
       Effect.promise(() =>
         Fs.lstat(Path.join(dir, e.name)).then(
