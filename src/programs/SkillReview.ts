@@ -3,8 +3,7 @@
  * snapshot (`SkillPackage`) becomes review facts (`deerflow.skill-review.facts.v1`): structure findings on the
  * root SKILL.md and its front matter, package findings (links, nested archives, hidden credential files), the
  * resource graph and eval manifests (`SkillReviewResources`), and the package digest. Nothing here reads a disk
- * or runs anything: the snapshot is given. Of DeerFlow's SkillScan only the text rules run (`SkillScanText`), so
- * `skillscan` is always `not_assessed`.
+ * or runs anything: the snapshot is given. SkillScan's findings come from `SkillReviewScan`.
  */
 import * as OnDemand from "../internal/OnDemand.js"
 import { FRONT_MATTER_KEYS } from "../layers/SkillsDirectory.js"
@@ -19,7 +18,7 @@ import {
   partsOf,
   sortFindings
 } from "./SkillPackage.js"
-import * as SkillScanText from "./SkillScanText.js"
+import * as SkillReviewScan from "./SkillReviewScan.js"
 import type { Evals, ResourceGraph } from "./SkillReviewResources.js"
 import { evalManifests, resourceGraph } from "./SkillReviewResources.js"
 
@@ -208,8 +207,8 @@ export const analyze = (snapshot: Snapshot, profile: Profile = "deerflow"): Fact
   findings.push(...resources.findings)
   const evals = evalManifests(snapshot)
   findings.push(...evals.findings)
-  findings.push(...SkillScanText.scan(snapshot))
-  const notAssessed = ["skillscan", ...(snapshot.truncated ? ["full_package"] : [])]
+  findings.push(...SkillReviewScan.scan(snapshot))
+  const notAssessed = snapshot.truncated ? ["full_package"] : []
   const sorted = sortFindings(findings)
   return {
     schema_version: FACTS_SCHEMA_VERSION,

@@ -349,9 +349,8 @@ describe("review_skill_package", () => {
       assert.strictEqual(agentskills.payload.facts.profile, "agentskills")
       const deerflow = yield* call({ target: "inline://SKILL.md", inline_content: long })
       assert.isFalse(deerflow.payload.facts.findings.some((f: any) => f.rule_id === "agentskills.description-length"))
-      // Antler has no SkillScan: a full review is never a publish candidate on the facts alone
-      assert.deepStrictEqual(deerflow.payload.facts.completeness.not_assessed, ["skillscan"])
-      assert.strictEqual(deerflow.payload.static_report.readiness, "revise")
+      assert.deepStrictEqual(deerflow.payload.facts.completeness.not_assessed, [])
+      assert.strictEqual(deerflow.payload.static_report.readiness, "publish_candidate")
       const scoped = yield* call({ target: "inline://SKILL.md", inline_content: long, scope: ["structure"] })
       assert.strictEqual(scoped.payload.static_report.readiness, "publish_candidate")
       assert.deepStrictEqual(

@@ -1,8 +1,8 @@
 /**
  * The deterministic skill package review (SPEC §7.18), after DeerFlow's test_skill_review_core: the facts of a
  * package snapshot (front matter, structure, package findings, resource graph, eval manifests, digest), the
- * static report and its Markdown, package-relative paths, and SkillScan's text rules. (DeerFlow's CLI cases and
- * SkillScan's other rules have no counterpart: Antler has neither.)
+ * static report and its Markdown, package-relative paths, and SkillScan's findings (its rules themselves: SkillScan.test).
+ * (DeerFlow's CLI cases have no counterpart: Antler has no review CLI.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Crypto from "node:crypto"
@@ -35,7 +35,7 @@ const rules = (facts: SkillReview.Facts) => facts.findings.map((f) => f.rule_id)
 const COMPLETED = "2026-07-10T00:00:00Z"
 
 describe("skill review facts", () => {
-  it("a minimal valid skill: no blockers, its name, a sha256 digest; a full review is not a publish candidate", () => {
+  it("a minimal valid skill: no blockers, its name, a sha256 digest, everything assessed; a publish candidate", () => {
     const facts = SkillReview.analyze(pkg({ "SKILL.md": validSkill() }))
     assert.strictEqual(facts.schema_version, "deerflow.skill-review.facts.v1")
     assert.strictEqual(facts.subject.declared_name, "demo-skill")
@@ -45,11 +45,15 @@ describe("skill review facts", () => {
       package_enumerated: true,
       text_content_complete: true,
       truncated: false,
-      not_assessed: ["skillscan"]
+      not_assessed: []
     })
     const full = SkillReviewReport.staticReport(facts, ["all"], COMPLETED)
     assert.strictEqual(full.schema_version, "deerflow.skill-review.report.v1")
-    assert.strictEqual(full.readiness, "revise")
+    assert.strictEqual(full.readiness, "publish_candidate")
+    // a package cut short is not assessed whole, so a full review is no publish candidate
+    const cut = SkillReview.analyze({ ...pkg({ "SKILL.md": validSkill() }), truncated: true })
+    assert.deepStrictEqual(cut.completeness.not_assessed, ["full_package"])
+    assert.strictEqual(SkillReviewReport.staticReport(cut, ["all"], COMPLETED).readiness, "revise")
     assert.deepStrictEqual(full.recommended_actions, [])
     const structure = SkillReviewReport.staticReport(facts, ["structure"], COMPLETED)
     assert.strictEqual(structure.readiness, "publish_candidate")
@@ -142,7 +146,7 @@ describe("skill review facts", () => {
   })
 })
 
-describe("skill review SkillScan text rules", () => {
+describe("skill review SkillScan", () => {
   const scanned = (facts: SkillReview.Facts) => facts.findings.filter((f) => f.source === "skillscan")
 
   it("an embedded private key is a blocker, the key itself never shown", () => {
@@ -175,9 +179,24 @@ describe("skill review SkillScan text rules", () => {
     assert.deepStrictEqual(scanned(facts).map((f) => [f.rule_id, f.path, f.severity, f.line]), [
       ["secret-cloud-token", "references/leak.md", "blocker", 2],
       ["secret-env-assignment", "references/leak.md", "error", 1],
-      ["declaration-external-endpoint", "SKILL.md", "warning", 11]
+      ["declaration-external-endpoint", "SKILL.md", "warning", 11],
+      ["network-local-http", "SKILL.md", "info", 11]
     ])
     assert.strictEqual(scanned(facts)[2]!.evidence, "http://api.example.org/v1.")
+  })
+})
+
+describe("skill review SkillScan on code", () => {
+  it("a script running a shell is a blocker, one using subprocess an error; the report is blocked", () => {
+    const facts = SkillReview.analyze(pkg({
+      "SKILL.md": validSkill() + "\nRun scripts/run.py.\n",
+      "scripts/run.py": "import os\nimport subprocess\nos.system('whoami')\nsubprocess.run(['ls'])\n"
+    }))
+    assert.deepStrictEqual(
+      facts.findings.filter((f) => f.source === "skillscan").map((f) => [f.rule_id, f.path, f.line, f.severity]),
+      [["python-shell-exec", "scripts/run.py", 3, "blocker"], ["python-subprocess", "scripts/run.py", 4, "error"]]
+    )
+    assert.strictEqual(SkillReviewReport.staticReport(facts, ["all"], COMPLETED).readiness, "blocked")
   })
 })
 
@@ -304,6 +323,6 @@ describe("skill review report Markdown", () => {
     const en = SkillReviewReport.renderMarkdown(SkillReviewReport.staticReport(blocked, ["all"], COMPLETED), blocked, "en")
     assert.include(en, "- Readiness: blocked (Not ready)")
     assert.include(en, "- blocker deterministic.1.structure.missing-skill-md at <package>: ")
-    assert.include(en, "- Not assessed: skillscan")
+    assert.include(en, "- Not assessed: (none)")
   })
 })
