@@ -255,6 +255,31 @@ describe("skills switch", () => {
   })
 })
 
+// DeerFlow test_skills_reload.py: POST /api/skills/reload is an admin's, answered with DeerFlow's body; Antler keeps
+// no skill cache across runs, so a skill changed on disk by hand is what the next request reads
+describe("skills reload", () => {
+  it("is an admin's, answers as DeerFlow, and what was changed on disk is read afterwards", async () => {
+    const refused = await call(ALICE, "/skills/reload", { method: "POST" })
+    assert.strictEqual(refused.status, 403)
+    assert.include((await bodyOf(refused)).detail, "Admin privileges required to manage skills")
+    const folder = Path.join(dir, "skills", "public", "mounted-skill")
+    Fs.mkdirSync(folder, { recursive: true })
+    Fs.writeFileSync(Path.join(folder, "SKILL.md"), "---\nname: mounted-skill\ndescription: Put there by hand\n---\n")
+    try {
+      assert.deepStrictEqual(await ok(await call(CAROL, "/skills/reload", { method: "POST" })), {
+        success: true,
+        scope: "process",
+        message: "Skill caches invalidated; subsequent runs in this Gateway process will rescan the latest skills."
+      })
+      const listed = await ok(await call(CAROL, "/skills"))
+      const found = listed.skills.find((s: { name: string }) => s.name === "mounted-skill")
+      assert.strictEqual(found?.description, "Put there by hand")
+    } finally {
+      Fs.rmSync(folder, { recursive: true, force: true })
+    }
+  })
+})
+
 describe("MCP tasks", () => {
   it("lists none for the user's thread, 404 for another's", async () => {
     const created = await ok(await call(ALICE, "/threads", { method: "POST", body: { thread_id: "t-tasks" } }))

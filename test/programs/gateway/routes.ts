@@ -157,6 +157,7 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PATCH", "/mcp/config", "patch"],
   ["PUT", "/skills/:skill_name", "patch"],
   ["POST", "/skills/install", "patch"],
+  ["POST", "/skills/reload", "none"],
   // issue 27: custom skills with their history (api/CustomSkills.ts)
   ["GET", "/skills/custom", "none"],
   ["GET", "/skills/custom/:skill_name", "none"],

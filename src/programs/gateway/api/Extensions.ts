@@ -57,6 +57,13 @@ export const SkillInstalled = Schema.Struct({
   message: Schema.String
 }).annotations({ identifier: "SkillInstalled" })
 
+/** The answer to `POST /skills/reload` (DeerFlow's `SkillReloadResponse`). */
+export const SkillReload = Schema.Struct({
+  success: Schema.Boolean,
+  scope: Schema.Literal("process"),
+  message: Schema.String
+}).annotations({ identifier: "SkillReload" })
+
 /** A skill as DeerFlow answers it after a change. */
 export const SkillObject = Schema.Struct({
   name: Schema.String,
@@ -114,6 +121,12 @@ export const skillStates = HttpApiGroup.make("skillStates")
       .addError(refusal(409, "A skill of that name exists"))
       .addError(AdminOnly)
       .annotate(OpenApi.Summary, "Install a skill from a thread's .skill file (into the skills' custom/)")
+  )
+  .add(
+    HttpApiEndpoint.post("reloadSkills", "/skills/reload")
+      .addSuccess(SkillReload)
+      .addError(AdminOnly)
+      .annotate(OpenApi.Summary, "Have the next runs read the skills directory again (Antler reads it on each run)")
   )
   .add(
     HttpApiEndpoint.put("putSkill", "/skills/:skill_name")

@@ -473,6 +473,17 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             message: `Skill '${installed.name}' installed successfully`
           })
         }))
+      .handleRaw("reloadSkills", () =>
+        // DeerFlow drops its skill caches; Antler keeps none across runs (an agent is built again when a SKILL.md
+        // or a skill state changed), so the next runs read the skills as they are now, as promised
+        Effect.as(
+          adminOnly("skills"),
+          json(ExtensionsApi.SkillReload, {
+            success: true,
+            scope: "process",
+            message: "Skill caches invalidated; subsequent runs in this Gateway process will rescan the latest skills."
+          })
+        ))
       .handleRaw("putSkill", ({ path }) =>
         Effect.gen(function*() {
           yield* adminOnly("skills")
