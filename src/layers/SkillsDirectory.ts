@@ -389,7 +389,9 @@ export const discover = (
       byName.set(skill.name, skill)
     }
   }
-  return { root: dir, container, skills: [...byName.values()], rejected, shadowed, warnings }
+  // by name, as DeerFlow's load_skills lists them (the prompt, GET /api/skills), whatever their folders or categories
+  const skills = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return { root: dir, container, skills, rejected, shadowed, warnings }
 }
 
 /** The catalog of an app's skills directory, with the states of its `extensions_config.json`. */

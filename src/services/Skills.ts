@@ -61,7 +61,7 @@ export interface Catalog {
   readonly root: string | undefined
   /** Where skills are mounted for the model (`/mnt/skills`). */
   readonly container: string
-  /** Accepted skills, in discovery order (public, then custom); a later skill of the same name replaced an earlier. */
+  /** Accepted skills, by name (a custom skill replaced a public one of the same name). */
   readonly skills: ReadonlyArray<Skill>
   readonly rejected: ReadonlyArray<Rejected>
   /** Skills replaced by a later one of the same name (a custom skill shadowing a public one). */

@@ -50,6 +50,8 @@ describe("SkillsDirectory", () => {
         assert.isTrue(s.enabled)
         assert.strictEqual(s.location, `/mnt/skills/public/${s.relativePath}/SKILL.md`)
         assert.isTrue(Fs.existsSync(s.file))
+        // DeerFlow test_skills_bundled.py: each passes the check a skill installed or written must pass too
+        assert.isUndefined(SkillsDirectory.installProblem(Fs.readFileSync(s.file, "utf8")), s.name)
       }
       // the name comes from the front matter, not the folder
       const find = (name: string) => catalog.skills.find((s) => s.name === name)
@@ -78,12 +80,12 @@ describe("SkillsDirectory", () => {
     const states = new Map([["team-review", false]])
     const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills/", states })
     assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.category, s.relativePath, s.enabled]), [
-      ["team-review", "public", "team/review", false],
-      ["good", "custom", "good", true]
+      ["good", "custom", "good", true],
+      ["team-review", "public", "team/review", false]
     ])
-    assert.deepStrictEqual(catalog.skills[0]!.allowedTools, ["read_file", "bash"])
-    assert.strictEqual(catalog.skills[1]!.location, "/mnt/skills/custom/good/SKILL.md")
-    assert.strictEqual(catalog.skills[1]!.description, "Does good my own things.")
+    assert.deepStrictEqual(catalog.skills[1]!.allowedTools, ["read_file", "bash"])
+    assert.strictEqual(catalog.skills[0]!.location, "/mnt/skills/custom/good/SKILL.md")
+    assert.strictEqual(catalog.skills[0]!.description, "Does good my own things.")
     assert.deepStrictEqual(catalog.shadowed.map((s) => s.location), ["/mnt/skills/public/good/SKILL.md"])
     const problems = Object.fromEntries(catalog.rejected.map((r) => [Path.relative(root, r.file), r.problem]))
     assert.deepStrictEqual(Object.keys(problems).sort(), [
@@ -98,6 +100,19 @@ describe("SkillsDirectory", () => {
     assert.strictEqual(problems["public/nodesc/SKILL.md"], "the front matter has no `description`")
     assert.strictEqual(problems["public/badtools/SKILL.md"], "`allowed-tools` must be a list of tool names")
     assert.match(problems["public/badyaml/SKILL.md"]!, /^the front matter is not valid YAML/)
+  })
+
+  // DeerFlow test_skills_loader.py (load_skills sorts by name): the skills are listed by name, whatever their
+  // category or folder, so the prompt and GET /api/skills list a custom skill among the public ones
+  it("lists the skills by name, not by category or folder", () => {
+    const root = tempDir("antler-skills-")
+    write(root, "public/a-folder/SKILL.md", skill("zeta-report"))
+    write(root, "public/team/helper/SKILL.md", skill("Mid-tool"))
+    write(root, "public/beta/SKILL.md", skill("beta"))
+    write(root, "custom/alpha/SKILL.md", skill("alpha"))
+    write(root, "custom/omega/SKILL.md", skill("omega"))
+    const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills" })
+    assert.deepStrictEqual(catalog.skills.map((s) => s.name), ["Mid-tool", "alpha", "beta", "omega", "zeta-report"])
   })
 
   // DeerFlow test_skills_parser.py::test_parse_unquoted_colon_value_logs_line_and_hint, ..._nested_key_indent,
