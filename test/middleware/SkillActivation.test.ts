@@ -17,7 +17,7 @@ import * as SkillToolPolicy from "../../src/middleware/SkillToolPolicy.js"
 import * as ToolErrorHandling from "../../src/middleware/ToolErrorHandling.js"
 import type { ToolDefinition } from "../../src/services/ModelService.js"
 import type { Catalog, Registry, Skill } from "../../src/services/Skills.js"
-import { closeMatches, parseSlash, policyOf } from "../../src/services/Skills.js"
+import { closeMatches, parseSlash, policyOf, RESERVED } from "../../src/services/Skills.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import * as H from "../support/harness.js"
@@ -68,6 +68,15 @@ describe("slash parsing", () => {
     for (const text of ["  /data-analysis run", "\n/data-analysis", "/data-analysis分析这个文档", "/data_analysis run"]) {
       assert.isUndefined(parseSlash(text), text)
     }
+  })
+
+  // DeerFlow test_slash_skill_contract.py: contracts/slash_skill_contract.json's reserved commands, which the web
+  // app's composer owns; none of them is ever read as a skill
+  it("the reserved commands are DeerFlow's contract's, and none activates a skill", () => {
+    const contract = ["bootstrap", "goal", "help", "memory", "models", "new", "status"]
+    assert.deepStrictEqual([...RESERVED].sort(), contract)
+    for (const name of contract) assert.isUndefined(parseSlash(`/${name} please`), name)
+    assert.deepStrictEqual(parseSlash("/goals now"), { name: "goals", rest: "now" })
   })
 
   it("close matches are offered for a mistyped name", () => {
