@@ -115,6 +115,24 @@ describe("SkillsDirectory", () => {
     assert.deepStrictEqual(catalog.skills.map((s) => s.name), ["Mid-tool", "alpha", "beta", "omega", "zeta-report"])
   })
 
+  // DeerFlow's loader follows every link (os.walk followlinks=True); a folder linked from outside the category is
+  // skipped here, named among the rejected, while a link that stays inside it is followed
+  it("follows a linked folder inside the category, skips one linked from outside", () => {
+    const root = tempDir("antler-skills-")
+    const outside = tempDir("antler-skills-outside-")
+    write(outside, "stray/SKILL.md", skill("stray"))
+    write(root, "public/real/inner/SKILL.md", skill("inner"))
+    Fs.symlinkSync(Path.join(outside, "stray"), Path.join(root, "public", "stray"))
+    Fs.symlinkSync(Path.join(root, "public", "real"), Path.join(root, "public", "alias"))
+    const catalog = SkillsDirectory.discover(root, { container: "/mnt/skills" })
+    assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.relativePath]), [["inner", "real/inner"]])
+    assert.deepStrictEqual(catalog.shadowed.map((s) => s.relativePath), ["alias/inner"])
+    assert.deepStrictEqual(catalog.rejected, [{
+      file: Path.join(root, "public", "stray"),
+      problem: "a link to a folder outside the skills directory (skipped)"
+    }])
+  })
+
   // DeerFlow test_skills_parser.py::test_parse_unquoted_colon_value_logs_line_and_hint, ..._nested_key_indent,
   // ..._escapes_backslashes_in_hint, ..._escapes_regex_in_hint, test_parse_unrelated_yaml_error_omits_quoting_hint:
   // an unquoted `: ` in a value (what a model writing a SKILL.md often does) is named by its line in the file, whole,
