@@ -107,6 +107,22 @@ describe("skill_manage", () => {
       )
     }))
 
+  // DeerFlow test_skills_custom_router.py::test_custom_skill_delete_continues_when_history_write_is_readonly deletes
+  // without the history record; here a deletion whose record cannot be written deletes nothing (it could not be
+  // rolled back)
+  it.effect("deletes nothing when the deletion cannot be recorded in the history", () =>
+    Effect.gen(function*() {
+      const { root, call, text } = setup()
+      yield* call({ action: "create", name: "notes", content: V1 })
+      const record = Path.join(root, "custom", ".history", "notes.jsonl")
+      Fs.rmSync(record)
+      Fs.mkdirSync(record)
+      const out = yield* call({ action: "delete", name: "notes" })
+      assert.strictEqual((out as { status: string }).status, "error")
+      assert.include(text(out), "history")
+      assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "SKILL.md"), "utf8"), V1)
+    }))
+
   it.effect("takes a skills directory (and its custom/) that is a link its owner made", () =>
     Effect.gen(function*() {
       const real = tempDir("antler-real-skills-")
