@@ -19,12 +19,17 @@ const lastUser = (body: ChatRequestBody) =>
 const script = (body: ChatRequestBody): Turn => {
   if (systemOf(body).includes("follow-up questions")) {
     if (lastUser(body).includes("FAIL")) return { status: 400 }
+    // a reasoning block with attributes, then the answer, then a thought cut off (with brackets in both)
+    if (lastUser(body).includes("CUT")) return '<think class="r">maybe [x]</THINK >["Is it tall?"]\n<think>and [y'
     return "<think>the user wants more</think>\n```json\n" +
       JSON.stringify(["What about the south?", "How old\nis it?", 42, "", "Who built it?", "One too many?"]) +
       "\n```"
   }
   if (systemOf(body).includes("prompt optimizer")) {
     if (lastUser(body).includes("EMPTY")) return "<think>nothing</think>"
+    if (lastUser(body).includes("TAGS")) {
+      return '<think class="plan">about tags</think >\n```\nExplain what the <think> tag does in an answer.\n```'
+    }
     return "Write a concise summary of the French Revolution's causes, as five bullet points."
   }
   return "The tower is in Paris."
@@ -102,6 +107,21 @@ describe("suggestions and input polish", () => {
     assert.strictEqual(bad.status, 422)
     const unknownModel = await alice("/api/threads/tour/suggestions", { messages, model_name: "nope" })
     assert.strictEqual(unknownModel.status, 422)
+  })
+
+  // DeerFlow's test_utils_llm_text: a reasoning block is removed however its tags are written, and a thought the
+  // model was cut off in is not read as part of the answer
+  it("reads the questions past reasoning blocks, and not a thought left open", async () => {
+    const made = await alice("/api/threads/tour/suggestions", { messages: [{ role: "user", content: "CUT" }] })
+    assert.deepStrictEqual(made, { status: 200, body: { suggestions: ["Is it tall?"] } })
+  })
+
+  it("polishes a draft without the model's reasoning, keeping a <think> the draft mentions", async () => {
+    const polished = await alice("/api/input-polish", { text: "what do TAGS like think do" })
+    assert.deepStrictEqual(polished.body, {
+      rewritten_text: "Explain what the <think> tag does in an answer.",
+      changed: true
+    })
   })
 
   it("polishes a draft", async () => {

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { ModelService } from "../../../services/ModelService.js"
+import * as LlmText from "../../../state/LlmText.js"
 import * as Markup from "../../../state/Markup.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, problem } from "../api/Problem.js"
@@ -24,17 +25,10 @@ import { json } from "./Http.js"
 const MAX_QUESTION_CHARS = 300
 const MAX_REWRITE_CHARS = 100_000
 
-const withoutThinking = (text: string) => text.replace(/<think>[\s\S]*?<\/think>/gi, "")
-
-const withoutFence = (text: string) => {
-  const trimmed = text.trim()
-  const fenced = /^```[\w-]*\s*\n([\s\S]*?)\n?```$/.exec(trimmed)
-  return fenced === null ? trimmed : fenced[1]!.trim()
-}
-
 /** The questions of a model's answer: the strings of its JSON array (none when it has none), one line each. */
 export const parseQuestions = (answer: string, n: number): ReadonlyArray<string> => {
-  const text = withoutFence(withoutThinking(answer))
+  // (a `<think>` left open is a model cut off mid-thought: what follows it is not read)
+  const text = LlmText.withoutCodeFence(LlmText.withoutThinkBlocks(answer))
   const start = text.indexOf("[")
   const end = text.lastIndexOf("]")
   if (start < 0 || end <= start) return []
@@ -149,7 +143,8 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             }).pipe(Effect.either)
             if (answer._tag === "Left") yield* Effect.logWarning(`Input not polished: ${answer.left.message}`)
             const rewritten = answer._tag === "Right"
-              ? withoutFence(withoutThinking(answer.right)).slice(0, MAX_REWRITE_CHARS)
+              // (a draft may mention `<think>`: a tag left open is kept)
+              ? LlmText.withoutCodeFence(LlmText.withoutThinkBlocks(answer.right, false)).slice(0, MAX_REWRITE_CHARS)
               : ""
             if (rewritten === "") return problem(503, "Failed to polish input")
             return json(SuggestionsApi.InputPolished, { rewritten_text: rewritten, changed: rewritten !== text })
