@@ -53,21 +53,19 @@ const cut = (text: string, max: number): [string, boolean] =>
 /**
  * A question as the user wrote it (DeerFlow's `restore_original_human_message`): a middleware put context before
  * its text (the uploads block) and kept the user's own in `original_user_content`; the text blocks become that
- * text, at the first one's place, other blocks kept.
+ * text, at the first one's place, other blocks kept (blocks without text get it first).
  */
 export const original = (message: Message): Message => {
   const text = originalUserContent(message)
   if (message.type !== "human" || text === undefined) return message
   const { [ORIGINAL_USER_CONTENT]: _original, ...rest } = message.additional_kwargs as Record<string, unknown>
-  const content = typeof message.content === "string"
-    ? text
-    : message.content.flatMap((block, i, all) =>
-      block.type !== "text"
-        ? [block]
-        : all.findIndex((b) => b.type === "text") === i
-        ? [{ ...block, text }]
-        : []
-    )
+  let content: Message["content"] = text
+  if (typeof message.content !== "string") {
+    const first = message.content.findIndex((b) => b.type === "text")
+    content = first < 0
+      ? [{ type: "text", text }, ...message.content]
+      : message.content.flatMap((block, i) => block.type !== "text" ? [block] : i === first ? [{ ...block, text }] : [])
+  }
   return { ...message, content, additional_kwargs: rest } as Message
 }
 

@@ -32,6 +32,18 @@ describe("the run journal", () => {
     assert.deepStrictEqual(content.additional_kwargs, { channel: "web" })
   })
 
+  // DeerFlow's restore_original_human_message: blocks without text get the user's text first
+  it("records a question whose blocks hold no text with the user's text before them", () => {
+    const journal = RunJournal.make(at)
+    const image = { type: "image_url" as const, image_url: { url: "data:image/png;base64,abc" } }
+    const question = M.human([image], { additional_kwargs: { original_user_content: "What is this?", source: "web" } })
+    journal.push([{ type: "run_start", thread_id: "t", run_id: "r" }, { type: "message", message: question }])
+    const [human] = journal.events().filter((e) => e.event_type === "llm.human.input")
+    const content = human!.content as any
+    assert.deepStrictEqual(content.content, [{ type: "text", text: "What is this?" }, image])
+    assert.deepStrictEqual(content.additional_kwargs, { source: "web" })
+  })
+
   // DeerFlow's test_run_journal TestContextEvents and test_run_events_endpoint: the debug API says which memory
   // block a run's model read, by its hash, once a run
   it("records the memory block the run read as context:memory, its hash only, once", () => {
