@@ -46,6 +46,7 @@ import * as AgentSetup from "./AgentSetup.js"
 import * as CustomAgents from "./CustomAgents.js"
 import * as CustomSkills from "./CustomSkills.js"
 import * as LeadAgent from "./LeadAgent.js"
+import * as ShadowedTools from "./ShadowedTools.js"
 import * as SkillManage from "./SkillManage.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
@@ -404,7 +405,8 @@ export const layer = (
             Effect.provide(yield* withRunner),
             Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
           )
-          return { agent: Context.get(context, LeadAgent.LeadAgent), assembly }
+          const agent = Context.get(context, LeadAgent.LeadAgent)
+          return { agent, assembly: ShadowedTools.report(assembly, agent.tools) }
         })
 
       const built = (r: Resolved) =>

@@ -62,7 +62,7 @@ const app = (setup: Setup) =>
         Layer.provide(NodeFileSystem.layer)
       )
     )
-    return { chat, factory: Context.get(context, Factory.AgentFactory), context }
+    return { chat, factory: Context.get(context, Factory.AgentFactory), context, models }
   })
 
 const turn = (factory: Factory.Service, threadId: string, prompt: string) =>
@@ -245,5 +245,31 @@ describe("MCP tools through the lead chain", () => {
       const warnings = events.flatMap((e) => (e.type === "custom" && e.name === "warning" ? [(e.data as any).message] : []))
       assert.deepStrictEqual(warnings, ["MCP server 'mute' did not finish starting within 1 s"])
       assert.deepInclude(events.at(-1)!, { type: "run_end", status: "success" })
+    }), SLOW)
+})
+
+// DeerFlow's test_tool_deduplication (issue #1803): a tool whose name is taken is left out, with a warning
+describe("an MCP tool named as one of the agent's own tools", () => {
+  it.scopedLive("is left out with a warning in the report and in the run; the model gets the agent's own", () =>
+    Effect.gen(function*() {
+      const { chat, factory, models } = yield* app({
+        servers: { srv: { ...Servers.named(["ask_clarification", "lookup"]), tool_name_prefix: false } },
+        script: ["Done."]
+      })
+      const told = "MCP server 'srv': a second tool named ask_clarification is left out (the agent's own comes first)"
+      const assembly = yield* factory.tools(Factory.resolve(models, {}))
+      assert.include(assembly.warnings, told)
+      const entries = assembly.entries.filter((e) => e.source === "mcp").map((e) => [e.name, e.state])
+      assert.deepStrictEqual(entries, [["ask_clarification", "missing"], ["lookup", "available"]])
+      const events = yield* turn(factory, "t-shadow", "hi")
+      const warnings = events.flatMap((e) =>
+        e.type === "custom" && e.name === "warning" ? [(e.data as any).message] : []
+      )
+      assert.deepStrictEqual(warnings, [told])
+      const offered = (chat.requests[0]!.tools as ReadonlyArray<any>)
+        .filter((t) => t.function.name === "ask_clarification")
+      assert.lengthOf(offered, 1)
+      assert.notStrictEqual(offered[0].function.description, "Query internal data")
+      assert.include(toolNames(chat.requests[0]!), "lookup")
     }), SLOW)
 })
