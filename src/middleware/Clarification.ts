@@ -458,8 +458,12 @@ export const answer = (req: HumanInputRequest, text: string): HumanMessage => {
   })
 }
 
-/** Whether a human message carries a well-formed clarification answer. */
-export const isAnswer = Schema.is(Schema.Struct({ human_input_response: HumanInputResponse }))
+/**
+ * Whether a human message's `additional_kwargs` carry a well-formed clarification answer, as DeerFlow's
+ * `read_human_input_response` reads one (a blank value, source or request id is none).
+ */
+export const isAnswer = (kwargs: Readonly<Record<string, unknown>> | undefined): boolean =>
+  M.isHumanInputResponse(kwargs?.human_input_response)
 
 // ---------------------------------------------------------------------------------------------------------
 // The middleware

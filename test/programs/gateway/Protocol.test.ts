@@ -110,6 +110,16 @@ describe("requests", () => {
     assert.isTrue(Clarification.isAnswer(answer!.additional_kwargs ?? {}))
     const [resumed] = Protocol.withClarificationAnswer(state, [], "A")
     assert.strictEqual(resumed!.content, "A")
+    // a client's own mark with a blank value is no answer (DeerFlow's reader drops it): the text answers instead
+    const blank = { version: 1, kind: "human_input_response", source: "ask_clarification", request_id: "r",
+      response_kind: "text", value: "  " }
+    const [remarked] = Protocol.withClarificationAnswer(
+      state,
+      [M.human("A", { additional_kwargs: { hide_from_ui: true, human_input_response: blank } })],
+      undefined
+    )
+    assert.strictEqual((remarked!.additional_kwargs?.human_input_response as any).value, "A")
+    assert.isTrue(Clarification.isAnswer(remarked!.additional_kwargs ?? {}))
     // nothing pending: messages pass as they are
     const plain = [M.human("2")]
     assert.strictEqual(Protocol.withClarificationAnswer(TS.empty, plain, undefined), plain)
