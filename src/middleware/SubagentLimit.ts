@@ -160,8 +160,9 @@ export const taskTool = (options: TaskOptions): Tool.Tool<typeof TaskArgs.Type> 
     name: TASK_TOOL,
     description: "Delegate a self-contained task to a subagent that works in the same sandbox (same files) with " +
       "its own context, and wait for its result. The subagent cannot see this conversation: put everything it " +
-      "needs in `prompt`. Task calls in one response run in parallel. Use it only when delegating clearly " +
-      "helps (see the subagent section of the system prompt).",
+      "needs in `prompt`. Task calls in one response run in parallel: never split dependent steps across " +
+      "them (keep such a chain in one task). Use it only when delegating clearly helps (see the subagent " +
+      "section of the system prompt).",
     parameters: TaskArgs,
     handler: (args, call) =>
       Effect.gen(function*() {

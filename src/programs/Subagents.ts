@@ -124,8 +124,9 @@ export const registry = (
   out.set(GENERAL_PURPOSE, builtin({
     name: GENERAL_PURPOSE,
     description: "A capable agent for self-contained, multi-step tasks that need both exploring and acting: " +
-      "research, analysis, writing or changing files. Use it when a part of the work is independent and " +
-      "benefits from a context of its own.",
+      "research, analysis, writing or changing files. Use it when a bounded part of the work clearly benefits " +
+      "from a context of its own (an independent part, or a dependent chain kept whole), not merely because " +
+      "the work is complex or sequential.",
     systemPrompt: SubagentPrompt.GENERAL_PURPOSE_PROMPT,
     maxTurns: 150
   }))

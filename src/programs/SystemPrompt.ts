@@ -382,10 +382,12 @@ const subagentSection = (o: PromptOptions) => {
   const types = s.types.map((t) => `- ${escape(t.name)}: ${escape(t.description.split("\n")[0]!.trim())}`)
   const parallel = n > 1
     ? `- Parallel tasks must be independent: never dispatch together tasks where one needs another's result, or that
-  change the same files or state.
+  change the same files or state. Keep a dependent chain together: it may go to one subagent as one task.
 - Example: comparing three unrelated libraries can be three task calls in one response (at most ${n}); more
-  pieces go in further batches, each after the previous one returned.`
-    : "- One task call per response: wait for its result before dispatching the next."
+  pieces go in further batches, each after the previous one returned. Re-evaluate the remaining work after every
+  batch: delegate the next batch only if it still clearly pays.`
+    : "- One task call per response: wait for its result before dispatching the next. A dependent chain may go to\n" +
+      "  one subagent as one task."
   // DeerFlow's direct-execution example: with a shell, running the tests is one bash call, not a task
   const direct = toolsOf(o).has("bash")
     ? `- Direct execution example: "run the tests" is one bash call: run it yourself. Routine git, build, test or

@@ -169,5 +169,7 @@ describe("SubagentLimit in a run", () => {
         Object.keys((definition.parameters as any).properties),
         ["description", "prompt", "subagent_type"]
       )
+      // DeerFlow test_subagent_routing_prompt.py: its description keeps dependent steps in one task
+      assert.include(definition.description, "never split dependent steps across them (keep such a chain in one task)")
     })))
 })

@@ -396,7 +396,14 @@ describe("SystemPrompt: custom agents and subagents", () => {
     // static: the same options give the same text
     assert.strictEqual(SystemPrompt.make(options), prompt)
     assert.include(prompt, "Parallel tasks must be independent")
+    // DeerFlow test_subagent_routing_prompt.py::test_hard_vetoes_apply_to_parallel_dispatch_not_single_agent_chains
+    // / ::test_later_batches_retain_within_batch_parallel_benefit: a dependent chain stays whole in one task, and
+    // each batch is weighed again
+    assert.include(prompt, "Keep a dependent chain together: it may go to one subagent as one task.")
+    assert.include(prompt, "Re-evaluate the remaining work after every\n  batch")
     const one = SystemPrompt.make({ ...options, subagents: { ...options.subagents!, maxConcurrent: 1 } })
+    assert.include(one, "A dependent chain may go to\n  one subagent as one task.")
+    assert.notInclude(one, "Re-evaluate the remaining work")
     assert.notInclude(one, "Parallel tasks must be independent")
     assert.include(one, "One task call per response")
     // DeerFlow test_lead_agent_prompt.py::test_apply_prompt_template_single_subagent_limit_matches_middleware: the
