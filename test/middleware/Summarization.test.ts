@@ -694,9 +694,11 @@ describe("Summarization", () => {
     Effect.gen(function*() {
       yield* seed("t-fallback", seedHistory())
       const asked: Array<string | undefined> = []
+      const thinking: Array<boolean | undefined> = []
       const script = (request: ModelRequest) => {
         if (request.internal === undefined) return "ok"
         asked.push(request.settings.modelName)
+        thinking.push(request.settings.thinkingEnabled)
         return request.settings.modelName === "cheap" ? "" : "summary from the run model"
       }
       const out = yield* Harness.run({
@@ -711,6 +713,10 @@ describe("Summarization", () => {
         options: { modelName: "main" }
       })
       assert.deepStrictEqual(asked, ["cheap", "main"])
+      // DeerFlow test_lead_agent_model_resolution.py::
+      // test_create_summarization_middleware_uses_configured_model_alias: the summary is asked with thinking off,
+      // whichever model answers it
+      assert.deepStrictEqual(thinking, [false, false])
       assert.strictEqual(out.state.summary_text, "summary from the run model")
       assert.strictEqual(customs(out.events, "summarization")[0]!.model, "main")
     }).pipe(Harness.withStore, withConfig))

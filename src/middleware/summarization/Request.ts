@@ -159,7 +159,8 @@ export const summaryRequest = (prompt: string, modelName: string | undefined): M
   systemPrompt: undefined,
   messages: [M.human(prompt)],
   tools: [],
-  settings: { modelName },
+  // thinking off, as DeerFlow makes its summary model: a summary needs no reasoning tokens
+  settings: { modelName, thinkingEnabled: false },
   internal: "summarization"
 })
 
