@@ -58,7 +58,12 @@ export const shapeOf = (agent: CustomAgents.CustomAgent | undefined): string | n
  * agent get the data directory's SOUL.md from `LeadAgent.layer`).
  */
 export const agentOptions = (
-  r: { readonly custom?: CustomAgents.CustomAgent | undefined; readonly bootstrap: boolean },
+  r: {
+    readonly custom?: CustomAgents.CustomAgent | undefined
+    readonly bootstrap: boolean
+    /** The agent a bootstrap conversation creates: its memory is that agent's. */
+    readonly bootstrapName?: string | undefined
+  },
   app: {
     readonly home: string
     readonly models: ReadonlyArray<ModelConfig>
@@ -70,7 +75,11 @@ export const agentOptions = (
   Effect.gen(function*() {
     if (r.bootstrap) {
       const setup = yield* AgentTools.setupAgent(app.home, app.redact)
-      return { tools: [...(app.tools ?? []), setup], skills: [BOOTSTRAP_SKILL] }
+      return {
+        tools: [...(app.tools ?? []), setup],
+        skills: [BOOTSTRAP_SKILL],
+        ...(r.bootstrapName !== undefined ? { memoryAgent: r.bootstrapName } : {})
+      }
     }
     const agent = r.custom
     if (agent === undefined) return {}

@@ -228,7 +228,7 @@ export const shapeKey = (r: Resolved): string =>
     r.subagents.enabled && [r.subagents.maxConcurrent, r.subagents.maxTotal],
     r.agentName ?? null,
     AgentSetup.shapeOf(r.custom),
-    r.bootstrap,
+    r.bootstrap && (r.bootstrapName ?? null),
     r.nonInteractive,
     r.toolGroups ?? null,
     r.skillEvolution === true

@@ -111,6 +111,11 @@ export interface Options {
   readonly planMode?: boolean | undefined
   /** A custom agent's name: the prompt's name and the agent's own memory (default: the default agent). */
   readonly agentName?: string | undefined
+  /**
+   * The agent whose memory the run reads and writes, when not `agentName`'s: the bootstrap agent's is the
+   * agent it creates (DeerFlow scopes the bootstrap's middlewares to it), its prompt staying the default one.
+   */
+  readonly memoryAgent?: string | undefined
   /** The agent's personality (SOUL.md text); default: `SOUL.md` in the data directory, for the default agent. */
   readonly soul?: string | undefined
   /** The skills this agent may use (a custom agent's list); default: every enabled skill. */
@@ -219,7 +224,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         memory,
         planMode: options.planMode,
         vision: options.vision,
-        agentName: options.agentName,
+        agentName: options.memoryAgent ?? options.agentName,
         deferred: options.deferred,
         subagents,
         summarizationHooks: options.summarizationHooks,

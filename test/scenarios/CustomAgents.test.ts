@@ -14,12 +14,14 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as FileMemory from "../../src/layers/FileMemory.js"
 import type { ChatRequestBody, Turn } from "../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as App from "../../src/programs/App.js"
 import * as CustomAgents from "../../src/programs/CustomAgents.js"
 import * as Factory from "../../src/programs/Factory.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
+import * as MemoryDoc from "../../src/state/Memory.js"
 import { tempDirs } from "../support/fixtures.js"
 import { toolNames } from "../support/modelRequests.js"
 
@@ -30,6 +32,8 @@ const textOf = (m: { readonly [key: string]: unknown }): string =>
   typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
 const systemOf = (body: ChatRequestBody) => textOf(body.messages[0]!)
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
+
+const USER_FACT = { scope: "user", durability: "durable", authority: "descriptive" } as const
 
 const collect = (stream: Stream.Stream<RunEvent>) => Effect.map(Stream.runCollect(stream), (chunk) => Array.from(chunk))
 
@@ -124,6 +128,44 @@ describe("custom agents", () => {
       const limited = toolNames(server.requests.at(-1)!)
       assert.includeMembers(limited, ["read_file", "ls", "glob", "grep", "update_agent", "present_files"])
       for (const gone of ["bash", "write_file", "str_replace"]) assert.notInclude(limited, gone)
+    }).pipe(Effect.provide(NodeFileSystem.layer))), 120_000)
+
+  // DeerFlow test_lead_agent_model_resolution.py::test_make_lead_agent_scopes_bootstrap_middlewares_to_custom_agent:
+  // the bootstrap conversation's memory is the agent's it creates, not the default agent's
+  it.live("a bootstrap conversation reads the memory of the agent it creates, not the default agent's", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = tempDir("antler-agents-")
+      const remember = (file: string, content: string) =>
+        FileMemory.writeDocument(file, MemoryDoc.applyUpdate(
+          MemoryDoc.empty(),
+          { newFacts: [{ content, category: "context", confidence: 0.9, ...USER_FACT }] },
+          { now: "2026-05-01T00:00:00.000Z", maxFacts: 100, threshold: 0.7, newId: () => "fact_1", source: "earlier" }
+        ))
+      yield* remember(Path.join(home, "users", "default", "memory.json"), "Hikes in the Alps every summer")
+      yield* remember(
+        Path.join(home, "users", "default", "agents", "researcher", "memory.json"),
+        "Wants every claim cited"
+      )
+      const server = yield* ScriptedChatServer.start((body) =>
+        (body.tools ?? []).length === 0 ? "{}" : "Nice to meet you! What should your partner be called?"
+      )
+      const app = yield* ConfigFile.fromObject({
+        models: [{ name: "scripted", model: "scripted-model", base_url: server.url, api_key: "sk-test-agents" }],
+        skills: { path: SKILLS },
+        memory: { backend_config: { debounce_seconds: 86400 } }
+      }, { home })
+      const choice = Either.getOrThrow(App.chooseModel(app.config.models, {}, {}))
+      const factory = Context.get(yield* Layer.build(factoryLayer(app, choice)), Factory.AgentFactory)
+      const bootstrap = { model_name: "scripted", is_bootstrap: true, agent_name: "researcher" }
+      yield* collect(factory.run({ threadId: "boot", prompt: "Hi, I want a research partner", settings: bootstrap }))
+      const seen = server.requests.find((b) => (b.tools ?? []).length > 0)!.messages.map(textOf).join("\n")
+      assert.include(seen, "Wants every claim cited")
+      assert.notInclude(seen, "Hikes in the Alps every summer")
+      // the default agent keeps its own
+      yield* collect(factory.run({ threadId: "plain", prompt: "Plan a trip", settings: { model_name: "scripted" } }))
+      const plain = server.requests.filter((b) => (b.tools ?? []).length > 0).at(-1)!.messages.map(textOf).join("\n")
+      assert.include(plain, "Hikes in the Alps every summer")
+      assert.notInclude(plain, "Wants every claim cited")
     }).pipe(Effect.provide(NodeFileSystem.layer))), 120_000)
 
   it.live("a run naming an unknown agent ends at once with a readable error", () =>
