@@ -155,8 +155,12 @@ const thinkingStyle = (o: PromptOptions) => {
     ...(s === undefined ? [] : [
       `- DELEGATION CHECK: by default do the work yourself. Use task only when delegating clearly pays off:\n` +
       `  never more than ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} in one response and ` +
-      `${s.maxTotal} in one run${s.maxConcurrent > 1 ? ",\n  and only for pieces that do not depend on each other " +
-        "and do not touch the same files or state" : ""}.`
+      `${s.maxTotal} in one run${
+        s.maxConcurrent > 1
+          ? ",\n  and calls in one response only for pieces that do not depend on each other and do not touch the " +
+            "same files or state"
+          : ""
+      }.`
     ]),
     "- Never write the whole answer in your thinking: the user sees only your visible reply, so always give one."
   ]

@@ -400,6 +400,8 @@ describe("SystemPrompt: custom agents and subagents", () => {
     // / ::test_later_batches_retain_within_batch_parallel_benefit: a dependent chain stays whole in one task, and
     // each batch is weighed again
     assert.include(prompt, "Keep a dependent chain together: it may go to one subagent as one task.")
+    // the thinking-style check rules out dependencies between the calls of one response, not a delegated chain
+    assert.include(prompt, "and calls in one response only for pieces that do not depend on each other")
     assert.include(prompt, "Re-evaluate the remaining work after every\n  batch")
     const one = SystemPrompt.make({ ...options, subagents: { ...options.subagents!, maxConcurrent: 1 } })
     assert.include(one, "A dependent chain may go to\n  one subagent as one task.")
