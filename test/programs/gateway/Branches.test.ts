@@ -276,4 +276,30 @@ describe("branches", () => {
     assert.strictEqual((await alice("POST", "/api/threads/trunk/branches", { message_id: "nope" })).status, 404)
     assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
   })
+
+  it("each inherited turn is a run of its own; regenerating the latest answer keeps the turns before it", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "stem" })).status, 200)
+    await ask("stem", "qone")
+    await ask("stem", "qtwo")
+    await ask("stem", "qthree")
+    const stem = await visible("stem")
+    const branch = (await alice("POST", "/api/threads/stem/branches", { message_id: stem[5].id })).json()
+    const page = (await alice("GET", `/api/threads/${branch.thread_id}/messages/page`)).json()
+    const runOf = new Map<string, string>(page.data.map((row: any) => [row.content.id, row.run_id]))
+    const turns = [0, 2, 4].map((i) => runOf.get(stem[i].id))
+    assert.strictEqual(new Set(turns).size, 3)
+    for (const i of [1, 3, 5]) assert.strictEqual(runOf.get(stem[i].id), turns[(i - 1) / 2])
+    // the app's regenerate replaces the last turn's run only, from the checkpoint after the turns before it
+    const prepared = await alice("POST", `/api/threads/${branch.thread_id}/runs/regenerate/prepare`, {
+      message_id: stem[5].id
+    })
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    assert.strictEqual(prepared.json().target_run_id, turns[2])
+    await runPrepared(branch.thread_id, prepared.json())
+    const after = await texts(branch.thread_id)
+    assert.deepStrictEqual(after.slice(0, 5), stem.slice(0, 5).map(textOf))
+    assert.strictEqual(after.length, 6)
+    assert.match(after[5]!, /^Answer \d+ to qthree$/)
+    assert.notStrictEqual(after[5], textOf(stem[5]))
+  })
 })

@@ -15,13 +15,13 @@ import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { CheckpointRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
-import * as TS from "../../../state/ThreadState.js"
 import * as App from "../../App.js"
 import * as BranchesApi from "../api/Branches.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
+import * as BranchSeed from "../BranchSeed.js"
 import * as Fork from "../Fork.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
@@ -235,9 +235,24 @@ export const layer = (api: DeerFlowApi) =>
               return { made, clone: copied === "copied" ? "current_thread_best_effort" : copied }
             }))
             const title = request.title ?? snapshot.right.title
-            const updates = Fork.resetUpdates(TS.empty, { ...snapshot.right, title })
-            const seed = latest ? [...updates, { artifacts: snapshot.right.artifacts }] : updates
-            yield* Effect.mapError(store.append(made.thread_id, `branch-${branchId}`, seed), storeFailed)
+            // the parent's state before the last turn: the branch's checkpoint before it (see BranchSeed)
+            const opening = snapshot.right.messages.findLast(BranchSeed.opensTurn)
+            const baseSeq = opening === undefined
+              ? Fork.BEFORE_FIRST
+              : baseBefore(records, { state, origin }, opening.id)
+            const base = baseSeq === Fork.BEFORE_FIRST ? undefined : Fork.stateAfter(records, baseSeq)
+            if (base !== undefined && Either.isLeft(base)) return yield* fail("internal", base.left.message)
+            const seeds = BranchSeed.seeds(
+              branchId,
+              base === undefined ? undefined : { ...base.right, title },
+              { ...snapshot.right, title }
+            )
+            for (const [i, seed] of seeds.entries()) {
+              const updates = latest && i === seeds.length - 1
+                ? [...seed.updates, { artifacts: snapshot.right.artifacts }]
+                : seed.updates
+              yield* Effect.mapError(store.append(made.thread_id, seed.runId, updates), storeFailed)
+            }
             return json(BranchesApi.Branch, {
               thread_id: branchId,
               parent_thread_id: thread.threadId,
