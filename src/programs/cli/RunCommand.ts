@@ -192,6 +192,7 @@ const command = Command.make(
               Tracing.runSpanOptions({
                 "antler.thread_id": threadId,
                 "antler.run_id": runId,
+                "antler.agent_name": resolved.agentName ?? "lead_agent",
                 "gen_ai.request.model": resolved.model?.model ?? choice.model
               })
             )

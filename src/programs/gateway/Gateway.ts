@@ -218,13 +218,20 @@ const httpServer = (listen: { readonly host: string; readonly port: number }) =>
     return closing.pipe(Layer.provideMerge(NodeHttpServer.layer(() => server, listen)))
   })).pipe(Layer.provide(Layer.sync(NodeServer, makeServer)))
 
-/** The span every run is traced under: the root of its own trace, with the thread, run and model. */
+/**
+ * The span every run is traced under: the root of its own trace, with the thread, run, agent and model. The agent
+ * is named as DeerFlow names a run's root trace (`resolve_root_run_name`): the run's `agent_name` (its context's,
+ * else its configurable's, else its assistant's), else the assistant id.
+ */
 const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
   Effect.withSpan(effect, Tracing.RUN_SPAN, Tracing.runSpanOptions({
     "antler.thread_id": run.threadId,
     "antler.run_id": run.runId,
     "antler.user_id": run.userId,
     "antler.assistant_id": run.assistantId,
+    "antler.agent_name": typeof run.settings.agent_name === "string" && run.settings.agent_name.trim() !== ""
+      ? run.settings.agent_name
+      : run.assistantId,
     ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
   }))
 

@@ -1,11 +1,13 @@
 /**
  * OpenTelemetry traces of the gateway's runs, exported to an in-memory exporter: one trace per run, rooted at
- * `antler.run` (thread, run, model), with the model calls (tokens; the internal title call among them) and the
+ * `antler.run` (thread, run, agent, model), with the model calls (tokens; the internal title call among them) and the
  * tool calls as its descendants.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Support from "./support.js"
 
@@ -49,9 +51,14 @@ describe("traces", () => {
       assert.include([...texts.values()], "All done.")
       assert.isFalse([...texts.values()].some((text) => text.includes("Traced")), JSON.stringify([...texts.values()]))
       assert.strictEqual((events.filter((e) => e.event === "values").at(-1)!.data as any).title, "Traced thread")
+      // the second run as the app runs a custom agent: the agent named in its context (its root names it)
+      const agentDir = Path.join(gateway.home, "users", "default", "agents", "scout")
+      Fs.mkdirSync(agentDir, { recursive: true })
+      Fs.writeFileSync(Path.join(agentDir, "config.yaml"), "name: scout\n")
       for (const text of ["second"]) {
         const response = await post(`/threads/${thread.thread_id}/runs/wait`, {
           assistant_id: "lead_agent",
+          context: { agent_name: "scout" },
           input: { messages: [{ type: "human", content: text }] }
         })
         assert.strictEqual(response.status, 200)
@@ -87,6 +94,9 @@ describe("traces", () => {
       assert.strictEqual(internal.length, 1)
       const first = roots.find((r) => r.attributes["antler.run_id"] === runIds[0])!
       assert.strictEqual(internal[0]!.spanContext().traceId, first.spanContext().traceId)
+      const second = roots.find((r) => r.attributes["antler.run_id"] === runIds[1])!
+      assert.strictEqual(first.attributes["antler.agent_name"], "lead_agent")
+      assert.strictEqual(second.attributes["antler.agent_name"], "scout")
     } finally {
       await gateway.stop()
     }
