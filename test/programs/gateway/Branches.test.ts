@@ -274,6 +274,9 @@ describe("branches", () => {
     }
     assert.strictEqual((await bob("GET", `/api/threads/${made.thread_id}/runs/${runIds[0]}/workspace-changes`)).status, 404)
     assert.strictEqual((await alice("POST", "/api/threads/trunk/branches", { message_id: "nope" })).status, 404)
+    // a question is no turn's end: as DeerFlow's, 409 (it made a branch holding the question's answer)
+    const question = await alice("POST", "/api/threads/trunk/branches", { message_id: trunk[2].id })
+    assert.strictEqual(question.status, 409, question.text)
     assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
   })
 

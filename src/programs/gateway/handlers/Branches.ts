@@ -213,8 +213,9 @@ export const layer = (api: DeerFlowApi) =>
             const endAt = records.findLastIndex((r) => r.run_id === from.run_id)
             const snapshot = Fork.stateAfter(records, records[endAt]!.seq)
             if (Either.isLeft(snapshot)) return yield* fail("internal", snapshot.left.message)
-            const ids = new Set(snapshot.right.messages.map((m) => m.id))
-            if (!wanted.every((id) => ids.has(id))) {
+            // a branch is taken from answers (as DeerFlow's): a question, or a tool's result, names no turn's end
+            const types = new Map(snapshot.right.messages.map((m) => [m.id, m.type]))
+            if (!wanted.every((id) => types.get(id) === "ai")) {
               return yield* fail("conflict", "This turn can no longer be branched from.")
             }
             const latest = state.messages.findLast((m) => visible(m, "ai"))?.id === request.message_id
