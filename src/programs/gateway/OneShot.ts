@@ -35,7 +35,8 @@ export const text = (model: ModelService["Type"], call: Call) =>
     systemPrompt: call.system,
     messages: [M.human(call.user)],
     tools: [],
-    settings: { modelName: call.modelName },
+    // (thinking off, as DeerFlow's one-shot model: a short answer, not a reasoning trace)
+    settings: { modelName: call.modelName, thinkingEnabled: false },
     internal: call.purpose
   }).pipe(
     Effect.map((response) => M.text(response.message)),
