@@ -210,7 +210,7 @@ const middlewareEvent = (
   }
 }
 
-/** A run's journal: fed the run's events as streamed, read once the run ended. */
+/** A run's journal: fed the run's events as streamed, read while the run goes on and once it ended. */
 export interface RunJournal {
   /** Records what of `events` DeerFlow's journal holds. */
   readonly push: (events: ReadonlyArray<RunEvent>) => void
@@ -226,8 +226,10 @@ export interface RunJournal {
       readonly error_type?: string | undefined
     }
   ) => void
-  /** The events recorded, in order, numbered from 1 (read once the run ended). */
+  /** The events recorded so far, in order, numbered from 1. */
   readonly events: () => ReadonlyArray<StoredRunEvent>
+  /** How many events were recorded so far (those left out past the bounds not counted). */
+  readonly count: () => number
 }
 
 const CALLER = { caller: "lead_agent" }
@@ -326,6 +328,7 @@ export const make = (now: () => string): RunJournal => {
       const metadata = { ...ending, error_type: ended.error_type ?? "Error" }
       add({ event_type: "run.error", category: "error", content: message, metadata }, true)
     },
+    count: () => seq,
     // numbered from 1 as kept (an event dropped leaves no gap)
     events: () =>
       events

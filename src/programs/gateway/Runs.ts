@@ -22,7 +22,7 @@ import * as Runtime from "effect/Runtime"
 import { AppConfigService } from "../../services/AppConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
-import type { RunRecord } from "../../services/ThreadStore.js"
+import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
@@ -107,6 +107,11 @@ export interface ActiveRun extends RunBuffer.Reader {
   readonly done: Deferred.Deferred<RunRecord>
   /** The state as the run's events left it. */
   readonly state: () => ThreadState
+  /**
+   * The run's events (`.../runs/{run_id}/events`) recorded so far, secrets redacted: read while this process runs it
+   * (the store holds them as last kept); absent for a run of another process.
+   */
+  readonly events?: (() => ReadonlyArray<StoredRunEvent>) | undefined
 }
 
 /** The run manager of a gateway. */
@@ -194,6 +199,9 @@ export const FINISHED_GRACE_MS = 60_000
 /** At most this many times `keepFinished` finished runs are kept for the grace period. */
 export const GRACE_CAP = 50
 
+/** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
+export const SAVE_EVERY = 20
+
 /** How a run is stopped: by a client, or to hand it over to another process (see `Service.handOver`). */
 type Stop = CancelAction | typeof HANDOVER
 const HANDOVER = "handover"
@@ -234,7 +242,8 @@ export const layer = (
         return redact.test(text) ? JSON.stringify(redact.value(data)) : text
       }
 
-      const makeRun = (request: RunRequest, runId: string, initial: ThreadState) => {
+      const makeRun = (request: RunRequest, runId: string, initial: ThreadState, stamp: () => string) => {
+        const journal = RunJournal.make(stamp)
         const projector = Projection.makeProjector({
           runId,
           threadId: request.publicThreadId ?? request.threadId,
@@ -260,9 +269,10 @@ export const layer = (
           after: buffer.after,
           changes: buffer.changes,
           onChange: buffer.onChange,
-          state: projector.state
+          state: projector.state,
+          events: () => redact.value(journal.events())
         }
-        return { run, append: buffer.append, close: buffer.close, projector }
+        return { run, append: buffer.append, close: buffer.close, projector, journal }
       }
 
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
@@ -274,9 +284,7 @@ export const layer = (
         stop: Deferred.Deferred<Stop>
       ) =>
         Effect.gen(function*() {
-          const { run, append } = made
-          const clock = yield* Effect.clock
-          const journal = RunJournal.make(() => new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+          const { run, append, journal } = made
           const owner = request.userId
           const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
           // a custom event naming the thread (a safety stop's) names it as the client does
@@ -287,8 +295,10 @@ export const layer = (
               ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
               : event
           }
-          // The journal is kept when a subagent ends (its steps can be read while the run goes on) and when the
-          // run ends; the run's end is kept last, and no earlier save overwrites it.
+          // The journal is kept when a subagent ends (its steps can be read while the run goes on), as it grows
+          // (by SAVE_EVERY events or by half, whichever is more: a few saves a run, what another process reads)
+          // and when the run ends; the run's end is kept last, and no earlier save overwrites it. (This process
+          // reads a running run's journal itself, `ActiveRun.events`.)
           let settled = false
           const saving = yield* Effect.makeSemaphore(1)
           const saveJournal = (last: boolean) =>
@@ -301,16 +311,23 @@ export const layer = (
                 )
               )
             }))
-          const subagentEnded = yield* Effect.makeLatch(false)
-          yield* subagentEnded.await.pipe(
-            Effect.zipRight(subagentEnded.close),
+          const keep = yield* Effect.makeLatch(false)
+          let nextSave = SAVE_EVERY
+          const grown = () => {
+            const count = journal.count()
+            if (count < nextSave) return false
+            nextSave = count + Math.max(SAVE_EVERY, Math.floor(count / 2))
+            return true
+          }
+          yield* keep.await.pipe(
+            Effect.zipRight(keep.close),
             Effect.zipRight(saveJournal(false)),
             Effect.forever,
             Effect.fork
           )
           const listener = RunListener.make(publicEvent, (encoded) => {
             journal.push(encoded)
-            if (request.deleteThread !== true && RunJournal.endsSubagent(encoded)) subagentEnded.unsafeOpen()
+            if (request.deleteThread !== true && (grown() || RunJournal.endsSubagent(encoded))) keep.unsafeOpen()
             append(made.projector.push(encoded))
           })
           let handingOver = false
@@ -484,7 +501,9 @@ export const layer = (
             Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
             Effect.mapError(internal)
           )
-          const made = makeRun({ ...request, messages }, runId, state)
+          const clock = yield* Effect.clock
+          const made = makeRun({ ...request, messages }, runId, state, () =>
+            new Date(clock.unsafeCurrentTimeMillis()).toISOString())
           const stop = Deferred.unsafeMake<Stop>(FiberId.none)
           const entry = {
             ...made.run,

@@ -3,8 +3,9 @@
  * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer), its token
  * usage (summed from the checkpoints' usage records), feedback on a run (kept in the run's record), the goal
  * (a state update through the `goal` reducer), a run's events (recorded by the gateway's `RunJournal`, paged by
- * `after_seq`, filtered by type and subagent task), and what a run changed in the thread's files (its
- * `workspace_changes` event, `WorkspaceChanges`; `available: false` for a run that changed nothing, as DeerFlow).
+ * `after_seq`, filtered by type and subagent task; a running run's as they are now), and what a run changed in the
+ * thread's files (its `workspace_changes` event, `WorkspaceChanges`; `available: false` for a run that changed
+ * nothing, as DeerFlow).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
@@ -277,7 +278,11 @@ export const layer = (api: DeerFlowApi) =>
             const after = yield* positive("after_seq", urlParams.after_seq, 0, Number.MAX_SAFE_INTEGER)
             const types = first(urlParams.event_types)?.split(",").map((t) => t.trim()).filter((t) => t !== "")
             const taskId = first(urlParams.task_id)
-            const stored = yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
+            // a run this process runs: its journal as it is now (the store holds it as last kept)
+            const live = runs.get(path.run_id)
+            const stored = live?.events !== undefined && live.threadId === thread.stored
+              ? live.events()
+              : yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
             const events = stored
               .filter((e) =>
                 e.seq > after &&
