@@ -19,6 +19,9 @@ const lastUser = (body: ChatRequestBody) =>
 const script = (body: ChatRequestBody): Turn => {
   if (systemOf(body).includes("follow-up questions")) {
     if (lastUser(body).includes("FAIL")) return { status: 400 }
+    // a reasoning model cut off mid-thought: its reasoning names a list, its answer never came
+    if (lastUser(body).includes("CUT OFF")) return "<think>\nMaybe a list like [\"x\", \"y\"] could work. Let me"
+    if (lastUser(body).includes("ATTRIBUTED")) return "<Think mode=\"fast\">[\"no\"]</THINK >\n[\"Why?\"]"
     // a reasoning block with attributes, then the answer, then a thought cut off (with brackets in both)
     if (lastUser(body).includes("CUT")) return '<think class="r">maybe [x]</THINK >["Is it tall?"]\n<think>and [y'
     return "<think>the user wants more</think>\n```json\n" +
@@ -30,6 +33,7 @@ const script = (body: ChatRequestBody): Turn => {
     if (lastUser(body).includes("TAGS")) {
       return '<think class="plan">about tags</think >\n```\nExplain what the <think> tag does in an answer.\n```'
     }
+    if (lastUser(body).includes("TAG")) return "<think>r</think>Explain what the <think> tag does in reasoning models."
     return "Write a concise summary of the French Revolution's causes, as five bullet points."
   }
   return "The tower is in Paris."
@@ -103,6 +107,14 @@ describe("suggestions and input polish", () => {
     const foreign = await bob("/api/threads/tour/suggestions", { messages })
     assert.strictEqual(foreign.status, 404)
     assert.strictEqual(gateway.scripted.requests.length, calls)
+    // reasoning is never read as the questions: a block left open (DeerFlow's strip_think_blocks cuts there), or
+    // one with attributes
+    const cutOff = await alice("/api/threads/tour/suggestions", { messages: [{ role: "user", content: "CUT OFF" }] })
+    assert.deepStrictEqual(cutOff, { status: 200, body: { suggestions: [] } })
+    const attributed = await alice("/api/threads/tour/suggestions", {
+      messages: [{ role: "user", content: "ATTRIBUTED" }]
+    })
+    assert.deepStrictEqual(attributed, { status: 200, body: { suggestions: ["Why?"] } })
     const bad = await alice("/api/threads/tour/suggestions", { messages, n: 99 })
     assert.strictEqual(bad.status, 422)
     const unknownModel = await alice("/api/threads/tour/suggestions", { messages, model_name: "nope" })
@@ -142,6 +154,11 @@ describe("suggestions and input polish", () => {
     assert.isTrue(forged.endsWith("</draft>"), forged)
     assert.strictEqual((await alice("/api/input-polish", { text: "   " })).status, 400)
     assert.strictEqual((await alice("/api/input-polish", { text: "x".repeat(4001) })).status, 400)
+    // a rewrite may name the tag: kept whole (only complete reasoning blocks go)
+    assert.deepStrictEqual((await alice("/api/input-polish", { text: "what is the TAG" })).body, {
+      rewritten_text: "Explain what the <think> tag does in reasoning models.",
+      changed: true
+    })
     const empty = await alice("/api/input-polish", { text: "EMPTY" })
     assert.strictEqual(empty.status, 503)
     assert.strictEqual(empty.body.detail, "Failed to polish input")
