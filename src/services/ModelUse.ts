@@ -118,6 +118,20 @@ export const useProblem = (entry: {
   }
 }
 
+/**
+ * DeerFlow's classes that send a model's reasoning (`reasoning_content`) back with its earlier answers, as their
+ * servers ask in thinking mode (DeepSeek's, MiMo's and StepFun's: `restore_reasoning_content`).
+ */
+const REASONING_REPLAYED: ReadonlySet<string> = new Set([
+  "deerflow.models.patched_deepseek:PatchedChatDeepSeek",
+  "deerflow.models.patched_mimo:PatchedChatMiMo",
+  "deerflow.models.patched_stepfun:PatchedChatStepFun"
+])
+
+/** Whether a model of class `use` gets its answers' reasoning back in later calls (see `REASONING_REPLAYED`). */
+export const replaysReasoning = (use: string | undefined): boolean =>
+  use !== undefined && REASONING_REPLAYED.has(use.trim())
+
 /** The endpoint of a class whose provider has a well-known one (DeepSeek), for entries without `base_url`. */
 export const defaultBaseUrl = (use: string | undefined): string | undefined => {
   const kind = classify(use)

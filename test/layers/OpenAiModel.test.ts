@@ -832,6 +832,41 @@ describe("OpenAiModel configuration", () => {
     assert.strictEqual(OpenAiModel.optionsFromConfig(deepseek).baseURL, "https://api.deepseek.com/v1")
   })
 
+  // DeerFlow's PatchedChatDeepSeek / MiMo / StepFun (test_assistant_payload_replay): in thinking mode their servers
+  // want each earlier answer's reasoning back, and refuse a call after a tool call without it
+  it.scopedLive("sends an answer's reasoning back to DeepSeek's, MiMo's and StepFun's classes, to no other", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start((body) =>
+        body.messages.some((m) => m.role === "tool")
+          ? "Done."
+          : { reasoning: "I should look first.", toolCalls: [{ name: "look", arguments: {} }] }
+      )
+      const models = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        {
+          name: "ds",
+          use: "deerflow.models.patched_deepseek:PatchedChatDeepSeek",
+          model: "deepseek-v4",
+          base_url: server.url
+        },
+        { name: "gpt", use: "langchain_openai:ChatOpenAI", model: "gpt-4o", base_url: server.url }
+      ])
+      const model = yield* OpenAiModel.fromConfig(models)
+      for (const modelName of ["ds", "gpt"]) {
+        const settings = { modelName }
+        const first = yield* answer(model, request([M.human("look")], { settings }))
+        if (first.type !== "ai") return assert.fail("an answer")
+        assert.strictEqual(first.additional_kwargs?.reasoning_content, "I should look first.")
+        const call = first.tool_calls![0]!
+        const result = M.tool("seen", call.id, { name: "look" })
+        yield* answer(model, request([M.human("look"), first, result], { settings }))
+      }
+      const [, ds, , gpt] = server.requests as ReadonlyArray<any>
+      assert.strictEqual(ds.messages[1].role, "assistant")
+      assert.strictEqual(ds.messages[1].reasoning_content, "I should look first.")
+      assert.strictEqual(ds.messages[1].tool_calls[0].function.name, "look")
+      assert.notProperty(gpt.messages[1], "reasoning_content")
+    }))
+
   it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(() => "ok")

@@ -49,6 +49,8 @@ export interface Options {
   readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
   /** Settings applied when the request has thinking off (`when_thinking_disabled`). */
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
+  /** Whether earlier answers are sent with their reasoning (`reasoning_content`; `ModelUse.replaysReasoning`). */
+  readonly replayReasoning?: boolean | undefined
 }
 
 
@@ -125,7 +127,8 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       supportsThinking: options.supportsThinking,
       extraBody: options.extraBody,
       whenThinkingEnabled: options.whenThinkingEnabled,
-      whenThinkingDisabled: options.whenThinkingDisabled
+      whenThinkingDisabled: options.whenThinkingDisabled,
+      replayReasoning: options.replayReasoning
     }
   })
 
@@ -147,7 +150,8 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   headers: config.default_headers,
   extraBody: config.extra_body ?? undefined,
   whenThinkingEnabled: whenThinkingEnabled(config),
-  whenThinkingDisabled: config.when_thinking_disabled ?? undefined
+  whenThinkingDisabled: config.when_thinking_disabled ?? undefined,
+  replayReasoning: ModelUse.replaysReasoning(config.use)
 })
 
 /** `when_thinking_enabled` with DeerFlow's `thinking` shortcut merged into its `thinking` field. */

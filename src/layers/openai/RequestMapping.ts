@@ -21,6 +21,8 @@ export interface ModelProfile {
   readonly extraBody?: Readonly<Record<string, unknown>> | undefined
   readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
+  /** Whether earlier answers are sent with their reasoning, as `reasoning_content` (DeepSeek's, MiMo's servers). */
+  readonly replayReasoning?: boolean | undefined
 }
 
 /** Whether a value is a JSON object (not null, not an array). */
@@ -109,7 +111,7 @@ export const normaliseArguments = (raw: string | null): string => {
   return "args" in parsed ? JSON.stringify(parsed.args) : "{}"
 }
 
-const assistantMessage = (original: AIMessage): ChatMessage => {
+const assistantMessage = (original: AIMessage, replayReasoning: boolean): ChatMessage => {
   // Calls kept only in the raw provider payload are sent as calls (the parse DanglingToolCall counts with), so
   // their results never reach the provider without them.
   const message = M.parseRawToolCalls(original)
@@ -126,17 +128,22 @@ const assistantMessage = (original: AIMessage): ChatMessage => {
       function: { name: call.name || "unknown_tool", arguments: normaliseArguments(call.args) }
     })
   })
-  if (calls.length === 0) return { role: "assistant", content: text }
-  return { role: "assistant", content: text === "" ? null : text, tool_calls: calls }
+  // the answer's reasoning, when the server asks for it back (DeerFlow's restore_reasoning_content: any string kept)
+  const reasoning = replayReasoning ? original.additional_kwargs?.reasoning_content : undefined
+  const thought = typeof reasoning === "string" ? { reasoning_content: reasoning } : {}
+  if (calls.length === 0) return { role: "assistant", content: text, ...thought }
+  return { role: "assistant", content: text === "" ? null : text, tool_calls: calls, ...thought }
 }
 
-/** One state message as a Chat Completions message. */
-export const toChatMessage = (message: Message, vision = true): ChatMessage => {
+/**
+ * One state message as a Chat Completions message (an answer with its `reasoning_content` when `replayReasoning`).
+ */
+export const toChatMessage = (message: Message, vision = true, replayReasoning = false): ChatMessage => {
   switch (message.type) {
     case "human":
       return { role: "user", content: userContent(message.content, vision) as string }
     case "ai":
-      return assistantMessage(message)
+      return assistantMessage(message, replayReasoning)
     case "tool":
       return { role: "tool", tool_call_id: message.tool_call_id, content: M.contentText(message.content) }
     case "system":
@@ -145,12 +152,12 @@ export const toChatMessage = (message: Message, vision = true): ChatMessage => {
 }
 
 /** The Chat Completions messages of a request: the system prompt first, then the messages in order. */
-export const toChatMessages = (request: ModelRequest, vision = true): Array<ChatMessage> => {
+export const toChatMessages = (request: ModelRequest, vision = true, replayReasoning = false): Array<ChatMessage> => {
   const out: Array<ChatMessage> = []
   if (request.systemPrompt !== undefined && request.systemPrompt !== "") {
     out.push({ role: "system", content: request.systemPrompt })
   }
-  for (const message of request.messages) out.push(toChatMessage(message, vision))
+  for (const message of request.messages) out.push(toChatMessage(message, vision, replayReasoning))
   return out
 }
 
@@ -177,7 +184,7 @@ export const toChatRequest = (
     ...extraBody,
     ...thinking,
     model: profile.model,
-    messages: toChatMessages(request, profile.supportsVision !== false),
+    messages: toChatMessages(request, profile.supportsVision !== false, profile.replayReasoning === true),
     stream: true,
     stream_options: { include_usage: true },
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
