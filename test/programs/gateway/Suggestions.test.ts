@@ -25,7 +25,7 @@ const script = (body: ChatRequestBody): Turn => {
     // a reasoning block with attributes, then the answer, then a thought cut off (with brackets in both)
     if (lastUser(body).includes("CUT")) return '<think class="r">maybe [x]</THINK >["Is it tall?"]\n<think>and [y'
     return "<think>the user wants more</think>\n```json\n" +
-      JSON.stringify(["What about the south?", "How old\nis it?", 42, "", "Who built it?", "One too many?"]) +
+      JSON.stringify(["What about the south?", "How old\nis it?", 42, "", "Who built it?", "And the north?", "One too many?"]) +
       "\n```"
   }
   if (systemOf(body).includes("prompt optimizer")) {
@@ -60,7 +60,7 @@ describe("suggestions and input polish", () => {
           heartbeat_seconds: 1,
           auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
         },
-        suggestions: { max_suggestions: 3 }
+        suggestions: { max_suggestions: 4 }
       }
     })
     await alice("/api/threads", { thread_id: "tour" })
@@ -78,7 +78,7 @@ describe("suggestions and input polish", () => {
   ]
 
   it("answers the setting", async () => {
-    assert.deepStrictEqual((await alice("/api/suggestions/config")).body, { enabled: true, max_suggestions: 3 })
+    assert.deepStrictEqual((await alice("/api/suggestions/config")).body, { enabled: true, max_suggestions: 4 })
   })
 
   it("makes follow-up questions with one internal call, in no thread", async () => {
@@ -88,16 +88,22 @@ describe("suggestions and input polish", () => {
     const made = await alice("/api/threads/tour/suggestions", { messages, n: 5 })
     assert.strictEqual(made.status, 200)
     // the strings of the array, one line each, at most max_suggestions of them
-    assert.deepStrictEqual(made.body, { suggestions: ["What about the south?", "How old is it?", "Who built it?"] })
+    assert.deepStrictEqual(made.body, {
+      suggestions: ["What about the south?", "How old is it?", "Who built it?", "And the north?"]
+    })
     assert.strictEqual(gateway.scripted.requests.length, calls + 1)
     const call = gateway.scripted.requests.at(-1)!
-    assert.include(systemOf(call), "produce EXACTLY 3 short questions")
+    assert.include(systemOf(call), "produce EXACTLY 4 short questions")
     assert.include(lastUser(call), "User: Where is the tower?\\nAssistant: The tower is in Paris.")
     assert.deepStrictEqual(call.tools ?? [], [])
     // nothing of it in the thread
     assert.deepStrictEqual((await alice("/api/threads/tour/state")).body.values, before.values)
     assert.strictEqual((await alice("/api/threads/tour/history")).body.length, history)
     assert.strictEqual((await alice("/api/threads/tour/runs")).body.length, 1)
+    // without n: DeerFlow's default of 3, within the setting
+    const unsized = await alice("/api/threads/tour/suggestions", { messages })
+    assert.deepStrictEqual(unsized.body, { suggestions: ["What about the south?", "How old is it?", "Who built it?"] })
+    assert.include(systemOf(gateway.scripted.requests.at(-1)!), "produce EXACTLY 3 short questions")
   })
 
   it("answers none when the model fails, and 404 for another user's thread", async () => {

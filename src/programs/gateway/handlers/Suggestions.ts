@@ -21,6 +21,9 @@ import * as OneShot from "../OneShot.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
 
+/** The questions asked for when a request does not say (DeerFlow's `n` default), within the setting. */
+const DEFAULT_SUGGESTIONS = 3
+
 /** The longest question kept, and the longest rewritten draft. */
 const MAX_QUESTION_CHARS = 300
 const MAX_REWRITE_CHARS = 100_000
@@ -105,7 +108,7 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
             const context = conversation(request.messages)
             if (!suggestions.enabled || context === "") return none
-            const n = Math.min(request.n ?? suggestions.max_suggestions, suggestions.max_suggestions)
+            const n = Math.min(request.n ?? DEFAULT_SUGGESTIONS, suggestions.max_suggestions)
             const answer = yield* OneShot.text(model, {
               purpose: "suggestions",
               system: suggestionsPrompt(n),
