@@ -7,8 +7,9 @@
  *   attacker's that resolves to 127.0.0.1 (DNS rebinding) is same-origin with what it reaches, so only the
  *   `Host` it sends tells it from the gateway's own page; refused, it reads nothing.
  * - A state-changing request (POST, PUT, PATCH, DELETE) from a browser must come from the gateway's own page or
- *   an origin of `gateway.cors.allow_origins`. Browsers send `Origin` with every such request; without one, a
- *   `Sec-Fetch-Site` of `cross-site` or `same-site` still gives another page away. `Origin: null` (a sandboxed
+ *   an origin of `gateway.cors.allow_origins` (`"*"`: any page's request that sends an API token). Browsers send
+ *   `Origin` with every such request; without one, a `Sec-Fetch-Site` of `cross-site` or `same-site` still gives
+ *   another page away. `Origin: null` (a sandboxed
  *   frame, such as an artifact's, a local file, a redirect) cannot be told from any other page and is refused.
  *   Clients that are not browsers (the SDK, curl) send neither header and are not concerned.
  */
@@ -110,7 +111,18 @@ const isOwnOrigin = (origin: string, hostHeader: string | undefined): boolean =>
   return name === host.name && port === (host.port ?? defaultPort(url.protocol))
 }
 
-/** Why a request may not change anything, judged by where a browser says it comes from, if it may not. */
+/**
+ * Whether the request sends an API token (`Authorization` or `X-API-Key`), which no form a page submits can: a
+ * page that has one is a client of the API, where a page without one could only drive the routes that need none
+ * (signing in as the attacker's account, making the first admin with a password of its own).
+ */
+const carriesToken = (headers: Readonly<Record<string, string | undefined>>): boolean =>
+  (headers["authorization"] ?? "").trim() !== "" || (headers["x-api-key"] ?? "").trim() !== ""
+
+/**
+ * Why a request may not change anything, judged by where a browser says it comes from, if it may not. An
+ * origin `gateway.cors.allow_origins` lists may; `"*"` admits any origin's requests that send an API token only.
+ */
 export const originProblem = (
   method: string,
   headers: Readonly<Record<string, string | undefined>>,
@@ -128,8 +140,14 @@ export const originProblem = (
     return `A ${method} from Origin null (a sandboxed frame, a local file or a redirect) is refused: its page ` +
       "cannot be told from any other."
   }
-  if (options.allowOrigins.includes("*") || options.allowOrigins.includes(normalizeOrigin(origin))) return undefined
+  if (options.allowOrigins.includes(normalizeOrigin(origin))) return undefined
   if (isOwnOrigin(origin, headers["host"])) return undefined
+  if (options.allowOrigins.includes("*")) {
+    if (carriesToken(headers)) return undefined
+    return `A ${method} without an API token from a page of ${JSON.stringify(origin)} is refused: allow_origins ` +
+      "\"*\" admits pages that send a token; signing in, signing up and making the first admin are for the " +
+      "gateway's own page and the origins gateway.cors.allow_origins lists."
+  }
   return `A ${method} from a page of ${JSON.stringify(origin)} is refused: only the gateway's own page and the ` +
     "origins of gateway.cors.allow_origins may change anything here."
 }

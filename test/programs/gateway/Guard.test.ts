@@ -242,6 +242,59 @@ describe("the Origin of state-changing requests", () => {
   })
 })
 
+describe("signing in from another site's page", () => {
+  it("allow_origins \"*\" admits no page without a token: no first admin, account, sign-in, sign-out", async () => {
+    const token = "token-of-the-ui-0123456789"
+    const gateway = await Support.start({
+      script: () => "Hello.",
+      config: {
+        gateway: { cors: { allow_origins: ["*"] }, auth: { accounts: true, tokens: [{ token, user: "ui" }] } }
+      }
+    })
+    const post = (path: string, headers: Record<string, string>, body?: string) =>
+      fetch(`${gateway.url}${path}`, { method: "POST", headers, ...(body === undefined ? {} : { body }) })
+    const JSON_BODY = { "content-type": "application/json" }
+    const FORM = { "content-type": "application/x-www-form-urlencoded" }
+    const evil = { origin: "http://evil.example" }
+    const account = (email: string) => JSON.stringify({ email, password: "a-long-passphrase-9" })
+    const form = (email: string) => new URLSearchParams({ username: email, password: "a-long-passphrase-9" }).toString()
+    try {
+      // a page of any origin may not make the first admin of a fresh gateway (the password would be its own)
+      const seized = await post("/api/v1/auth/initialize", { ...JSON_BODY, ...evil }, account("evil@example.com"))
+      assert.strictEqual(seized.status, 403)
+      assert.include(((await seized.json()) as { detail: string }).detail, "refused")
+      const status = await fetch(`${gateway.url}/api/v1/auth/setup-status`)
+      assert.deepInclude(await status.json(), { needs_setup: true })
+      // a client that is no browser may; then a foreign page may neither register nor sign anyone in (login CSRF:
+      // the victim's browser signed in to the attacker's account), nor sign out
+      assert.strictEqual((await post("/api/v1/auth/initialize", JSON_BODY, account("admin@example.com"))).status, 201)
+      assert.strictEqual((await post("/api/v1/auth/register", JSON_BODY, account("mallory@example.com"))).status, 201)
+      const refused: Array<[string, Record<string, string>, string | undefined]> = [
+        ["/api/v1/auth/register", JSON_BODY, account("victim@example.com")],
+        ["/api/v1/auth/login/local", FORM, form("mallory@example.com")],
+        ["/api/v1/auth/logout", {}, undefined]
+      ]
+      for (const [path, headers, body] of refused) {
+        const answer = await post(path, { ...headers, ...evil }, body)
+        assert.strictEqual(answer.status, 403, path)
+        assert.deepStrictEqual(answer.headers.getSetCookie(), [], path)
+      }
+      const victim = await post("/api/v1/auth/login/local", FORM, form("victim@example.com"))
+      assert.strictEqual(victim.status, 401)
+      // the gateway's own page signs in; a page with a token still uses the API from anywhere
+      const port = new URL(gateway.url).port
+      const own = await post("/api/v1/auth/login/local", { ...FORM, origin: `http://127.0.0.1:${port}` },
+        form("mallory@example.com"))
+      assert.strictEqual(own.status, 200)
+      assert.isNotEmpty(own.headers.getSetCookie())
+      const withToken = await post("/threads", { ...JSON_BODY, ...evil, authorization: `Bearer ${token}` }, "{}")
+      assert.strictEqual(withToken.status, 200)
+    } finally {
+      await gateway.stop()
+    }
+  })
+})
+
 describe("gateway.allowed_hosts in config.yaml", () => {
   it("is decoded: an entry with a scheme or a path is refused, saying what an entry is", async () => {
     const home = Support.tempDir("antler-hosts-")
