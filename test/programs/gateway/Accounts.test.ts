@@ -224,6 +224,27 @@ describe("gateway accounts", () => {
     assert.strictEqual(formElsewhere.status, 415)
   })
 
+  it("marks the session's cookies Secure behind an HTTPS proxy (X-Forwarded-Proto or Forwarded)", async () => {
+    const signIn = (headers: Record<string, string>) =>
+      fetch(`${gateway.url}/api/v1/auth/login/local`, {
+        method: "POST",
+        headers: { ...FORM, ...headers },
+        body: loginForm("bob@example.com", "bobs own secret")
+      })
+    const secure = async (headers: Record<string, string>) => {
+      const answer = await signIn(headers)
+      assert.strictEqual(answer.status, 200, JSON.stringify(headers))
+      const cookies = answer.headers.getSetCookie()
+      assert.strictEqual(cookies.length, 2)
+      return cookies.map((line) => /;\s*secure(;|$)/i.test(line))
+    }
+    assert.deepStrictEqual(await secure({}), [false, false])
+    assert.deepStrictEqual(await secure({ "x-forwarded-proto": "https" }), [true, true])
+    assert.deepStrictEqual(await secure({ forwarded: "proto=https;host=antler.example" }), [true, true])
+    assert.deepStrictEqual(await secure({ forwarded: "for=192.0.2.60;Proto=\"https\", proto=http" }), [true, true])
+    assert.deepStrictEqual(await secure({ forwarded: "proto=http;host=antler.example" }), [false, false])
+  })
+
   it("limits failed sign-ins from one address", async () => {
     const limited = await Support.start({ script, config })
     try {

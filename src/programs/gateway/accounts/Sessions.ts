@@ -4,7 +4,7 @@
  * sends it back in `X-CSRF-Token` with every state-changing request (POST, PUT, PATCH, DELETE). The header must
  * name the CSRF token of the session the cookie opens (not merely repeat the cookie): a page of another site can
  * neither read the cookie nor, by planting one, choose it. Cookies are `Secure` when the request came over HTTPS
- * (a proxy's `X-Forwarded-Proto: https`). This is besides the gateway's Host and Origin checks (`Guard.ts`),
+ * (a proxy's `X-Forwarded-Proto: https` or `Forwarded: proto=https`). This is besides the gateway's Host and Origin checks (`Guard.ts`),
  * which every request passes first.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -21,9 +21,19 @@ export const CSRF_HEADER = "x-csrf-token"
 
 const STATE_CHANGING: ReadonlySet<string> = new Set(["POST", "PUT", "PATCH", "DELETE"])
 
-/** Whether the request came over HTTPS (directly, or as a proxy in front says). */
-export const isSecure = (headers: Readonly<Record<string, string | undefined>>): boolean =>
-  (headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim().toLowerCase() === "https"
+/**
+ * Whether the request came over HTTPS, as a proxy in front says: in `X-Forwarded-Proto`, or in the `proto` of the
+ * first element of RFC 7239's `Forwarded` (the client's side of the nearest proxy), as DeerFlow reads them.
+ */
+export const isSecure = (headers: Readonly<Record<string, string | undefined>>): boolean => {
+  if ((headers["x-forwarded-proto"] ?? "").split(",")[0]!.trim().toLowerCase() === "https") return true
+  const first = (headers["forwarded"] ?? "").split(",")[0]!
+  return first.split(";").some((pair) => {
+    const at = pair.indexOf("=")
+    if (at < 0 || pair.slice(0, at).trim().toLowerCase() !== "proto") return false
+    return pair.slice(at + 1).trim().replace(/^"(.*)"$/, "$1").toLowerCase() === "https"
+  })
+}
 
 /**
  * The response with a session's cookies: kept `maxAgeSeconds` (remember me), or until the browser closes
