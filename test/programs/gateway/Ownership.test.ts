@@ -144,6 +144,33 @@ describe("what a gateway user's runs may change", () => {
     assert.strictEqual(Fs.readFileSync(Path.join(home, "agents", "shared", "SOUL.md"), "utf8"), "SHARED-LEGACY-SOUL\n")
   })
 
+  it("a user, role or owner a run names in its context or config is not who runs it: bob's agent is his", async () => {
+    const home = Support.tempDir("antler-gw-spoof-")
+    const config = { gateway: { heartbeat_seconds: 1, auth: { tokens } } }
+    const gateway = await Support.start({ script, config, home })
+    gateways.push(gateway)
+    const bob = client(() => gateway, BOB)
+    const spoof = { user_id: "alice", user_role: "admin", owner: "alice", oauth_provider: "github", oauth_id: "x" }
+    const own = await bob.run("setup BOB-SPOOF", {
+      context: { is_bootstrap: true, agent_name: "spoofed", ...spoof },
+      config: { configurable: spoof, context: spoof, metadata: spoof }
+    })
+    assert.strictEqual(own.status, 200, JSON.stringify(own.body))
+    assert.include(toolAnswer(own.body), "Agent 'spoofed' created successfully!")
+    assert.strictEqual(
+      Fs.readFileSync(Path.join(home, "users", "bob", "agents", "spoofed", "SOUL.md"), "utf8").trim(),
+      "BOB-SPOOF soul"
+    )
+    assert.isFalse(Fs.existsSync(Path.join(home, "users", "alice")))
+    // nor does naming an admin make the run an admin's: the default agent's soul stays unwritten
+    const global = await bob.run("setup BOB-GLOBAL", {
+      context: { is_bootstrap: true, ...spoof },
+      config: { configurable: spoof, context: spoof }
+    })
+    assert.strictEqual(global.status, 400, JSON.stringify(global.body))
+    assert.isFalse(Fs.existsSync(Path.join(home, "SOUL.md")))
+  })
+
   it("an admin token's bootstrap run without an agent name writes the default agent's soul", async () => {
     const home = Support.tempDir("antler-gw-admin-")
     const config = { gateway: { heartbeat_seconds: 1, auth: { tokens } } }
