@@ -4,8 +4,10 @@
  * default agent's SOUL.md that every user's default agent reads), makes and changes an agent of his own, and
  * tries to change an agent of the old shared layout; Alice's model requests (their system prompts, as the
  * SCRIPTED Chat Completions server received them) show none of it, before and after the gateway is started
- * again on the same data directory, and Bob's agent is not Alice's to run. A token marked `admin` may still
- * write the default agent's soul. Real HTTP through the gateway; the model is reached with the real `openai`
+ * again on the same data directory, and Bob's agent is not Alice's to run. A user id, role or owner a run names
+ * in its context or config is ignored: the token says who runs it, and `update_agent` changes that user's agent
+ * of the name, not another user's of the same name. A token marked `admin` may still write the default agent's
+ * soul. Real HTTP through the gateway; the model is reached with the real `openai`
  * client.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
@@ -169,6 +171,28 @@ describe("what a gateway user's runs may change", () => {
     })
     assert.strictEqual(global.status, 400, JSON.stringify(global.body))
     assert.isFalse(Fs.existsSync(Path.join(home, "SOUL.md")))
+  })
+
+  it("update_agent of the agent a run's context.agent_name names changes the user's own, no other's", async () => {
+    const home = Support.tempDir("antler-gw-update-")
+    for (const user of ["alice", "bob", "default"]) {
+      const dir = Path.join(home, "users", user, "agents", "same-name")
+      Fs.mkdirSync(dir, { recursive: true })
+      Fs.writeFileSync(Path.join(dir, "config.yaml"), "name: same-name\ndescription: old\n")
+      Fs.writeFileSync(Path.join(dir, "SOUL.md"), `${user} original\n`)
+    }
+    const config = { gateway: { heartbeat_seconds: 1, auth: { tokens } } }
+    const gateway = await Support.start({ script, config, home })
+    gateways.push(gateway)
+    const bob = client(() => gateway, BOB)
+    const updated = await bob.run("update BOB-CTX", { context: { agent_name: "same-name", user_id: "alice" } })
+    assert.strictEqual(updated.status, 200, JSON.stringify(updated.body))
+    assert.include(toolAnswer(updated.body), "Agent 'same-name' updated successfully")
+    const soul = (user: string) =>
+      Fs.readFileSync(Path.join(home, "users", user, "agents", "same-name", "SOUL.md"), "utf8")
+    assert.strictEqual(soul("bob").trim(), "BOB-CTX soul")
+    assert.strictEqual(soul("alice"), "alice original\n")
+    assert.strictEqual(soul("default"), "default original\n")
   })
 
   it("an admin token's bootstrap run without an agent name writes the default agent's soul", async () => {
