@@ -3,7 +3,8 @@
  * upload to or download from the other's thread, through any endpoint under any prefix; every such request
  * gets 404 as if the thread did not exist, and the thread is untouched afterwards. The other's thread id is, for
  * each, an id nobody has: bob may make a thread of his own with it (no 409 saying it is taken), and the two
- * threads stay apart. Requests without a valid token get 401. A gateway bound beyond loopback without tokens
+ * threads stay apart. A file a run presents is its user's (each user's file of the same name their own, none
+ * the default user's). Requests without a valid token get 401. A gateway bound beyond loopback without tokens
  * refuses to start.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -12,6 +13,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Redacted from "effect/Redacted"
 import * as Layer from "effect/Layer"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import * as App from "../../../src/programs/App.js"
 import * as Auth from "../../../src/programs/gateway/Auth.js"
@@ -283,6 +286,49 @@ describe("two users", () => {
     // the hanging run is alice's to stop
     const cancelled = await alice(`/threads/${threadId}/runs/${hangingRun}/cancel?wait=1`, { method: "POST" })
     assert.strictEqual(cancelled.status, 200)
+  })
+})
+
+describe("present_files", () => {
+  it("presents the file of the run's user's thread, and each user's file of the same name is theirs", async () => {
+    // write the user's report, then present it, then answer
+    const present = (body: ChatRequestBody): Turn => {
+      const said = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
+      const path = "/mnt/user-data/outputs/report.md"
+      const content = `${said.includes("alice") ? "alice" : "bob"}'s report\n`
+      const results = body.messages.filter((m) => m.role === "tool").length
+      if (results === 0) return { toolCalls: [{ name: "write_file", arguments: { description: "w", path, content } }] }
+      if (results === 1) return { toolCalls: [{ name: "present_files", arguments: { filepaths: [path] } }] }
+      return "Presented the report."
+    }
+    const two = await Support.start({ script: present, config: { gateway: Support.twoUsers } })
+    const call = (token: string) => (path: string, init: RequestInit = {}) =>
+      fetch(`${two.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      })
+    try {
+      const report = async (token: string, who: string) => {
+        const thread = await (await call(token)("/threads", { method: "POST", body: JSON.stringify({}) })).json() as any
+        const ran = await call(token)(`/threads/${thread.thread_id}/runs/wait`, {
+          method: "POST",
+          body: JSON.stringify({ input: { messages: [{ type: "human", content: `present ${who}'s report` }] } })
+        })
+        assert.strictEqual(ran.status, 200)
+        const values = await ran.json() as any
+        assert.deepStrictEqual(values.artifacts, ["/mnt/user-data/outputs/report.md"])
+        const served = await call(token)(`/api/threads/${thread.thread_id}/artifacts/mnt/user-data/outputs/report.md`)
+        assert.strictEqual(await served.text(), `${who}'s report\n`)
+      }
+      await report(Support.ALICE, "alice")
+      await report(Support.BOB, "bob")
+      // written under each user's own directory; nothing under the default user's
+      assert.isTrue(Fs.existsSync(Path.join(two.home, "users", "alice", "threads")))
+      assert.isTrue(Fs.existsSync(Path.join(two.home, "users", "bob", "threads")))
+      assert.isFalse(Fs.existsSync(Path.join(two.home, "users", "default")))
+    } finally {
+      await two.stop()
+    }
   })
 })
 
