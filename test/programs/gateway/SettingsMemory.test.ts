@@ -180,6 +180,19 @@ describe("memory settings", () => {
     assert.notInclude(bob, "Likes-green-tea")
   })
 
+  it("reloads the user's own file, edited by hand, and only theirs", async () => {
+    const file = Path.join(gateway.home, "users", "alice", "memory.json")
+    const edited = await doc(await call(ALICE, "/memory"))
+    edited.user.workContext = { summary: "Edited by hand", updatedAt: "2026-01-01T00:00:00Z" }
+    Fs.mkdirSync(Path.dirname(file), { recursive: true })
+    Fs.writeFileSync(file, JSON.stringify(edited))
+    const reloaded = await doc(await call(ALICE, "/memory/reload", { method: "POST" }))
+    assert.strictEqual(reloaded.user.workContext.summary, "Edited by hand")
+    assert.strictEqual((await doc(await call(ALICE, "/memory"))).user.workContext.summary, "Edited by hand")
+    const bobs = await doc(await call(BOB, "/memory/reload", { method: "POST" }))
+    assert.notInclude(JSON.stringify(bobs), "Edited by hand")
+  })
+
   it("needs a token", async () => {
     const response = await fetch(`${gateway.url}/api/memory`)
     assert.strictEqual(response.status, 401)
