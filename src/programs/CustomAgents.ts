@@ -137,8 +137,10 @@ const exists = (fs: FileSystem.FileSystem, path: string): Effect.Effect<boolean>
 
 /**
  * The directory of an agent: the user's when it holds the agent (its `config.yaml`), else the shared one when
- * that does, else the user's. (The user's directory of a shared agent may exist without being an agent: the
- * user's memory of it lives there.)
+ * that does, else the user's. Directory names are the name in lower case, as DeerFlow stores them (so `MyAgent`
+ * and `myagent` are one agent, whichever a client or the CLI names); a directory of the name as written is still
+ * found where no lower-case one is (agents written before). (The user's directory of a shared agent may exist
+ * without being an agent: the user's memory of it lives there.)
  */
 export const agentDir = (
   home: string,
@@ -147,11 +149,14 @@ export const agentDir = (
 ): Effect.Effect<{ readonly dir: string; readonly legacy: boolean }, never, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const own = Path.join(agentsDir(home, userId), name)
-    if (yield* exists(fs, Path.join(own, CONFIG_FILE))) return { dir: own, legacy: false }
-    const legacy = Path.join(legacyAgentsDir(home), name)
-    if (yield* exists(fs, Path.join(legacy, CONFIG_FILE))) return { dir: legacy, legacy: true }
-    return { dir: own, legacy: false }
+    const names = name === name.toLowerCase() ? [name] : [name.toLowerCase(), name]
+    for (const [root, legacy] of [[agentsDir(home, userId), false], [legacyAgentsDir(home), true]] as const) {
+      for (const each of names) {
+        const dir = Path.join(root, each)
+        if (yield* exists(fs, Path.join(dir, CONFIG_FILE))) return { dir, legacy }
+      }
+    }
+    return { dir: Path.join(agentsDir(home, userId), name.toLowerCase()), legacy: false }
   })
 
 /** The text of an agent's file (undefined when there is none); a `TextFileError` is thrown. */
@@ -239,7 +244,8 @@ export const load = (
         onRight: ({ config, raw }) => {
           const trimmed = soul?.trim()
           return Effect.succeed<CustomAgent>({
-            name,
+            // the name its directory has: its memory and its runs' events name the agent as its files do
+            name: Path.basename(dir),
             dir,
             legacy,
             config,

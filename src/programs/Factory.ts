@@ -454,7 +454,8 @@ export const layer = (
           const evolving = app.config.skill_evolution.enabled && admin
           return {
             ...resolved,
-            ...(custom === undefined ? {} : { custom }),
+            // (named as its directory is, whatever case the run wrote: its memory is that agent's)
+            ...(custom === undefined ? {} : { custom, agentName: custom.name }),
             ...(evolving ? { skillEvolution: true } : {})
           }
         })

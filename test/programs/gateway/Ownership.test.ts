@@ -195,6 +195,38 @@ describe("what a gateway user's runs may change", () => {
     assert.strictEqual(soul("default"), "default original\n")
   })
 
+  it("an agent bootstrapped as MyAgent is stored as myagent (DeerFlow's): the API and runs find it", async () => {
+    const home = Support.tempDir("antler-gw-case-")
+    // an agent written before names were kept in lower case is still found under its own name
+    const old = Path.join(home, "users", "bob", "agents", "OldCase")
+    Fs.mkdirSync(old, { recursive: true })
+    Fs.writeFileSync(Path.join(old, "config.yaml"), "name: OldCase\ndescription: old\n")
+    Fs.writeFileSync(Path.join(old, "SOUL.md"), "OLD-CASE soul\n")
+    const config = { gateway: { heartbeat_seconds: 1, auth: { tokens } } }
+    const gateway = await Support.start({ script, config, home })
+    gateways.push(gateway)
+    const bob = client(() => gateway, BOB)
+    const made = await bob.run("setup BOB-CASED", { context: { is_bootstrap: true, agent_name: "MyAgent" } })
+    assert.include(toolAnswer(made.body), "Agent 'MyAgent' created successfully!")
+    const dirs = Fs.readdirSync(Path.join(home, "users", "bob", "agents")).sort()
+    assert.deepStrictEqual(dirs, ["OldCase", "myagent"])
+    for (const name of ["MyAgent", "myagent"]) {
+      const got = await bob.call(`/api/agents/${name}`)
+      assert.strictEqual(got.status, 200, name)
+      assert.deepInclude(await got.json(), { name: "myagent", soul: "BOB-CASED soul" })
+    }
+    assert.deepInclude(await (await bob.call("/api/agents/check?name=MyAgent")).json(), { available: false })
+    for (const name of ["myagent", "MYAGENT"]) {
+      assert.include(await bob.systemPrompt(`bob ${name} probe`, { context: { agent_name: name } }), "BOB-CASED soul")
+    }
+    assert.include(await bob.systemPrompt("bob old probe", { context: { agent_name: "OldCase" } }), "OLD-CASE soul")
+    // updating it through a run that names it in another case changes the one agent
+    const updated = await bob.run("update BOB-RECASED", { context: { agent_name: "MYAGENT" } })
+    assert.include(toolAnswer(updated.body), "updated successfully")
+    const soul = Fs.readFileSync(Path.join(home, "users", "bob", "agents", "myagent", "SOUL.md"), "utf8")
+    assert.strictEqual(soul.trim(), "BOB-RECASED soul")
+  })
+
   it("an admin token's bootstrap run without an agent name writes the default agent's soul", async () => {
     const home = Support.tempDir("antler-gw-admin-")
     const config = { gateway: { heartbeat_seconds: 1, auth: { tokens } } }
