@@ -257,6 +257,36 @@ describe("two users", () => {
     assert.strictEqual(reserved.status, 422)
   })
 
+  it("a stateless run naming alice's thread in its config runs on a new thread, reading none of hers", async () => {
+    const before = await (await alice(`/threads/${threadId}/state`)).json()
+    const bobs = async () => (await bob("/threads/search", { method: "POST", body: "{}" })).json()
+    const bobsBefore = await bobs()
+    const sent = gateway.scripted.requests.length
+    const body = JSON.stringify({
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "what did we say" }] },
+      config: { configurable: { thread_id: threadId } },
+      context: { thread_id: threadId }
+    })
+    for (const path of ["/runs/wait", "/api/runs/wait", "/api/runs/stream"]) {
+      const response = await bob(path, { method: "POST", body })
+      assert.strictEqual(response.status, 200, path)
+      const text = await response.text()
+      assert.notInclude(text, "save my plan", path)
+      assert.notInclude(response.headers.get("content-location") ?? "", threadId, path)
+    }
+    assert.deepStrictEqual(await (await alice(`/threads/${threadId}/state`)).json(), before)
+    // (a stateless run leaves no thread behind)
+    assert.deepStrictEqual(await bobs(), bobsBefore)
+    // the model was sent bob's message, without alice's conversation
+    const requests = gateway.scripted.requests.slice(sent).map((r) => JSON.stringify(r.messages))
+    assert.isNotEmpty(requests)
+    for (const request of requests) {
+      assert.include(request, "what did we say")
+      assert.notInclude(request, "save my plan")
+    }
+  })
+
   it("artifacts are virtual paths inside the thread's user data only", async () => {
     for (const path of [
       "/api/threads/THREAD/artifacts/etc/passwd",
