@@ -28,6 +28,7 @@ import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as TextFile from "../layers/TextFile.js"
 import type { AppConfigService } from "../services/AppConfig.js"
 import * as Json from "../state/Json.js"
+import * as SkillScan from "./SkillScan.js"
 
 /** A custom skill's name: hyphen-case (DeerFlow's rule), at most 64 characters. */
 export const NAME = /^[a-z0-9]+(?:-[a-z0-9]+)*$/
@@ -165,10 +166,11 @@ export interface Store {
 const isErrno = (cause: unknown, code: string) => (cause as { code?: unknown } | null)?.code === code
 
 /** The store of an app's skills directory (`SkillsDirectory.location`). */
-export const of = (app: AppConfigService["Type"]): Store => make(SkillsDirectory.location(app).path)
+export const of = (app: AppConfigService["Type"]): Store =>
+  make(SkillsDirectory.location(app).path, { scan: app.config.skill_scan.enabled })
 
 /** The store of the skills directory `root`. */
-export const make = (root: string): Store => {
+export const make = (root: string, options: { readonly scan?: boolean } = {}): Store => {
   const custom = Path.join(root, "custom")
   const historyDir = Path.join(custom, ".history")
   const skillDir = (name: string) => Path.join(custom, name)
@@ -320,9 +322,17 @@ export const make = (root: string): Store => {
     writeWhole(file, [...tail, line].join(""))
   }
 
+  /** Refuses what SkillScan blocks in file `path` of skill `name` (DeerFlow's static scan before a write). */
+  const scanned = (name: string, path: string, content: string) => {
+    if (options.scan === false) return
+    const blocked = SkillScan.blockedMessage(name, SkillScan.scanTexts([{ path, text: content }]))
+    if (blocked !== undefined) throw invalid(blocked)
+  }
+
   const checked = (name: string, content: string) => {
     const problem = contentProblem(name, content)
     if (problem !== undefined) throw invalid(problem)
+    scanned(name, SKILL_FILE, content)
   }
 
   /** The supporting file `path` of skill `name`, checked (see `supportPathProblem`), no link on its way. */
@@ -413,6 +423,7 @@ export const make = (root: string): Store => {
             `'${path}' would be ${TextFile.formatBytes(bytes)}; at most ${TextFile.formatBytes(MAX_FILE_BYTES)}.`
           )
         }
+        scanned(name, path, content)
         const prev = readText(file, `'${path}'`) ?? null
         let at = skillDir(name)
         for (const part of path.split("/").slice(0, -1)) ensureDir(at = Path.join(at, part))

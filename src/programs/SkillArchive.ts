@@ -21,6 +21,7 @@ import * as Path from "node:path"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as TextFile from "../layers/TextFile.js"
+import * as SkillScan from "./SkillScan.js"
 
 /** The largest `.skill` file read: 16 MiB. */
 export const MAX_ARCHIVE_BYTES = 16 * 1024 * 1024
@@ -60,23 +61,8 @@ export const entryProblem = (name: string): string | undefined => {
 /** Top-level entries a ZIP tool adds beside the skill (macOS's `__MACOSX/`, `.DS_Store`), never the skill. */
 const isPackagingLitter = (top: string): boolean => top === "__MACOSX" || top.startsWith(".")
 
-/** The first bytes of an executable program (ELF, PE/DOS, Mach-O and its fat forms), DeerFlow's list. */
-const EXECUTABLE_MAGIC: ReadonlyArray<ReadonlyArray<number>> = [
-  [0x7f, 0x45, 0x4c, 0x46],
-  [0x4d, 0x5a],
-  [0xfe, 0xed, 0xfa, 0xce],
-  [0xfe, 0xed, 0xfa, 0xcf],
-  [0xce, 0xfa, 0xed, 0xfe],
-  [0xcf, 0xfa, 0xed, 0xfe],
-  [0xca, 0xfe, 0xba, 0xbe],
-  [0xbe, 0xba, 0xfe, 0xca],
-  [0xca, 0xfe, 0xba, 0xbf],
-  [0xbf, 0xba, 0xfe, 0xca]
-]
-
 /** Whether `data` starts as an executable program does (a skill's scripts are text; a binary cannot be read). */
-export const isExecutableBinary = (data: Uint8Array): boolean =>
-  EXECUTABLE_MAGIC.some((magic) => magic.length <= data.length && magic.every((byte, i) => data[i] === byte))
+export const isExecutableBinary = (data: Uint8Array): boolean => SkillScan.executableKind(data) !== undefined
 
 const S_IFMT = 0o170000
 const S_IFLNK = 0o120000
@@ -190,7 +176,8 @@ export interface Installed {
 export const install = (
   archive: string,
   skillsDir: string,
-  existing: ReadonlySet<string>
+  existing: ReadonlySet<string>,
+  options: { readonly scan?: boolean } = {}
 ): Effect.Effect<Installed, SkillInstallError> =>
   Effect.gen(function*() {
     const stat = yield* Effect.try({
@@ -268,8 +255,10 @@ export const install = (
       try: async () => {
         Fs.mkdirSync(staging, { recursive: true })
         let unpacked = 0
+        const read: Array<SkillScan.File> = []
         for (const entry of files) {
           const data = await entry.read()
+          read.push({ path: entry.name.slice(prefix.length), data })
           if (isExecutableBinary(data)) {
             const named = JSON.stringify(entry.name)
             throw invalid(`The archive entry ${named} is an executable program; a skill holds none.`)
@@ -282,6 +271,9 @@ export const install = (
           Fs.mkdirSync(Path.dirname(file), { recursive: true })
           Fs.writeFileSync(file, data, { flag: "wx", mode: 0o644 })
         }
+        // SkillScan's rules on the whole skill before it is in place (DeerFlow's static scan of an install)
+        const blocked = options.scan === false ? undefined : SkillScan.blockedMessage(name, SkillScan.scan(read))
+        if (blocked !== undefined) throw invalid(blocked)
         Fs.renameSync(staging, target)
       },
       catch: (cause) =>

@@ -38,7 +38,9 @@ const startsWith = (data: Uint8Array, magic: ReadonlyArray<number>) =>
   magic.length <= data.length && magic.every((byte, i) => data[i] === byte)
 const ZIP = [0x50, 0x4b, 0x03, 0x04]
 const ARCHIVE_MAGIC = [ZIP, [0x1f, 0x8b], [0x37, 0x7a, 0xbc, 0xaf, 0x27, 0x1c]]
-const ARCHIVE_SUFFIXES = [".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar", ".whl"]
+const ARCHIVE_SUFFIXES = [
+  ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar", ".whl"
+]
 const HIDDEN_SENSITIVE: ReadonlySet<string> = new Set([".env", ".npmrc", ".pypirc", ".netrc", "credentials", "config"])
 
 const isHiddenSensitive = (parts: ReadonlyArray<string>) => {

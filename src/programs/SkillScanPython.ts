@@ -104,7 +104,9 @@ const tokenize = (text: string): Array<Line> => {
   return lines
 }
 
-const COMPOUND = new Set(["if", "elif", "else", "while", "for", "with", "try", "except", "finally", "async"])
+const COMPOUND: ReadonlySet<string> = new Set([
+  "if", "elif", "else", "while", "for", "with", "try", "except", "finally", "async"
+])
 
 /** A logical line's statements: split at `;` and after a compound statement's header (`if x: y()`). */
 const statements = (tokens: ReadonlyArray<Token>): Array<ReadonlyArray<Token>> => {
@@ -294,7 +296,8 @@ const shellMayBeTrue = (call: Call) =>
 
 const compileExec = (call: Call) => {
   const positional = call.args.filter((arg) => keywordOf(arg) === undefined)
-  return isString(positional[2], "exec") || call.args.some((arg) => keywordOf(arg) === "mode" && isString(arg.slice(2), "exec"))
+  return isString(positional[2], "exec") ||
+    call.args.some((arg) => keywordOf(arg) === "mode" && isString(arg.slice(2), "exec"))
 }
 
 const safeYaml = (call: Call) =>
@@ -394,7 +397,9 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
         const name = call.name
         if (name === "eval" || name === "exec" || (name === "compile" && compileExec(call))) {
           at("python-dynamic-exec", call.line, name)
-        } else if (name === "os.system" || name === "os.popen" || (name.startsWith("subprocess.") && shellMayBeTrue(call))) {
+        } else if (
+          name === "os.system" || name === "os.popen" || (name.startsWith("subprocess.") && shellMayBeTrue(call))
+        ) {
           at("python-shell-exec", call.line, name)
         } else if (name.startsWith("subprocess.")) {
           at("python-subprocess", call.line, name)

@@ -511,6 +511,11 @@ export const AppConfigSchema = Schema.Struct({
   input_polish: withDefault(InputPolishConfig, () => Schema.decodeSync(InputPolishConfig)({})),
   safety_finish_reason: withDefault(SafetyFinishReasonConfig, () => Schema.decodeSync(SafetyFinishReasonConfig)({})),
   read_before_write: withDefault(EnabledFlag, () => ({ enabled: true })),
+  /**
+   * DeerFlow's `skill_scan`: SkillScan's rules on what a skill install, a custom skill edit or `skill_manage`
+   * writes (a CRITICAL finding refuses it). On unless `enabled: false`; an archive's own checks stay either way.
+   */
+  skill_scan: withDefault(EnabledFlag, () => ({ enabled: true })),
   tool_progress: withDefault(ToolProgressConfig, () => Schema.decodeSync(ToolProgressConfig)({})),
   database: withDefault(DatabaseConfig, () => ({})),
   gateway: withDefault(GatewayConfig, () => Schema.decodeSync(GatewayConfig)({})),

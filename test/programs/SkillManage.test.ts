@@ -66,6 +66,31 @@ describe("skill_manage", () => {
       assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "SKILL.md"), "utf8"), V1)
     }))
 
+  // DeerFlow test_skill_manage_tool / test_skillscan_native: what the model writes is scanned before it is written
+  it.effect("refuses a write SkillScan blocks (a shell-running script, a private key), naming the rule; writes nothing", () =>
+    Effect.gen(function*() {
+      const { root, call, text } = setup()
+      yield* call({ action: "create", name: "notes", content: V1 })
+      const script = "import subprocess\nsubprocess.run(cmd, shell=True)\n"
+      const refused = text(yield* call({ action: "write_file", name: "notes", path: "scripts/run.py", content: script }))
+      assert.match(refused, /^Error: Static security scan blocked skill 'notes': python-shell-exec \(CRITICAL\) at scripts\/run\.py:2: /)
+      assert.isFalse(Fs.existsSync(Path.join(root, "custom", "notes", "scripts", "run.py")))
+      const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+      assert.include(
+        text(yield* call({ action: "patch", name: "notes", find: "Step one.\nStep one.", replace: key })),
+        "secret-private-key (CRITICAL) at SKILL.md:6"
+      )
+      assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "SKILL.md"), "utf8"), V1)
+      // a fixed argument list is a warning only
+      const fixed = "import subprocess\nsubprocess.run(['ls'], check=True)\n"
+      yield* call({ action: "write_file", name: "notes", path: "scripts/run.py", content: fixed })
+      assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "scripts", "run.py"), "utf8"), fixed)
+      // skill_scan.enabled: false writes it
+      const unscanned = CustomSkills.make(root, { scan: false })
+      yield* unscanned.writeFile("notes", "scripts/run.py", script, { author: "human", threadId: undefined })
+      assert.strictEqual(Fs.readFileSync(Path.join(root, "custom", "notes", "scripts", "run.py"), "utf8"), script)
+    }))
+
   it.effect("patches, adds and removes supporting files, deletes: each change in the history, no secret kept", () =>
     Effect.gen(function*() {
       const { root, call, text } = setup()

@@ -446,7 +446,8 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             SkillArchive.install(
               host,
               SkillsDirectory.location(app).path,
-              new Set(SkillsDirectory.catalogOf(app).skills.map((skill) => skill.name))
+              new Set(SkillsDirectory.catalogOf(app).skills.map((skill) => skill.name)),
+              { scan: app.config.skill_scan.enabled }
             )
           ).pipe(Effect.catchAll((error) => {
             switch (error.reason) {
