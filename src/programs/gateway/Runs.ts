@@ -286,7 +286,9 @@ export const layer = (
         Effect.gen(function*() {
           const { run, append, journal } = made
           const owner = request.userId
-          const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
+          // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
+          const savedOutputs = [app.config.tool_output.storage_subdir]
+          const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
           // a custom event naming the thread (a safety stop's) names it as the client does
           const publicEvent = (event: RunEvent): RunEvent => {
             if (event.type !== "custom" || run.publicThreadId === request.threadId) return event
@@ -386,7 +388,7 @@ export const layer = (
           if (request.deleteThread !== true) {
             const changes = WorkspaceChanges.compare(
               filesBefore,
-              yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId)
+              yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
             )
             if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
             // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)

@@ -5,8 +5,9 @@
  * deleted line counts. Bounded as DeerFlow's: at most 2000 files scanned, 200 listed, diffs of files up to 256 KB
  * and 1 MB of diffs in all (past a bound, `truncated`); a file over 16 MB is not read (compared by size and time).
  * Files whose names look like secrets (`.env`, `*.pem`, `*token*`...) are listed without their content or hash;
- * binary files without a diff; symbolic links are not followed (listed with their target), and tool caches (`.git`,
- * `node_modules`, ...) are skipped.
+ * text is UTF-8 (a byte order mark dropped) or UTF-16 after its mark, anything else is binary and has no diff;
+ * symbolic links are not followed (listed with their target; one where there was none is `symlink_created`), and
+ * tool caches (`.git`, `node_modules`, ...) and the harness's own folders (saved tool outputs) are skipped.
  */
 import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
@@ -28,8 +29,11 @@ export const MAX_HASHED_BYTES = 16 * 1024 * 1024
 /** The run event that holds a run's changes. */
 export const EVENT_TYPE = "workspace_changes"
 
+// (DeerFlow's: tool caches, and what the harness keeps in the thread's folders besides the model's work: saved tool
+// outputs, browser frames, an MCP server's scratch files)
 const EXCLUDED: ReadonlySet<string> = new Set([
-  ".git", ".hg", ".svn", ".cache", ".next", ".venv", "__pycache__", "build", "dist", "node_modules"
+  ".git", ".hg", ".svn", ".cache", ".mcp", ".next", ".venv", ".browser-frames", ".tool-results", "__pycache__", "build",
+  "dist", "node_modules"
 ])
 const BINARY: ReadonlySet<string> = new Set([
   ".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc", ".docx", ".exe", ".gif", ".gz", ".ico", ".jar",
@@ -75,6 +79,37 @@ export interface Snapshot {
   readonly truncated: boolean
 }
 
+/** How much of a file's start tells text from binary, as DeerFlow samples it. */
+const SAMPLE_BYTES = 4096
+
+const utf16Of = (data: Uint8Array): "utf-16le" | "utf-16be" | undefined =>
+  data[0] === 0xff && data[1] === 0xfe ? "utf-16le" : data[0] === 0xfe && data[1] === 0xff ? "utf-16be" : undefined
+
+// (a sample may end inside a character: `stream` leaves that last one undecoded rather than failing)
+const decodes = (data: Uint8Array, encoding: string, stream: boolean): string | undefined => {
+  try {
+    return new TextDecoder(encoding, { fatal: true }).decode(data, { stream })
+  } catch {
+    return undefined
+  }
+}
+
+/** Whether a file's first bytes look binary (DeerFlow's test): not UTF-16 after its BOM, and a NUL or not UTF-8. */
+const looksBinary = (sample: Uint8Array): boolean => {
+  const utf16 = utf16Of(sample)
+  if (utf16 !== undefined && decodes(sample, utf16, true) !== undefined) return false
+  return sample.includes(0) || decodes(sample, "utf-8", true) === undefined
+}
+
+/**
+ * The text of a file as DeerFlow reads it: UTF-8 without its byte order mark, or UTF-16 after its mark (a Markdown
+ * file saved by a Windows editor); undefined when it is neither.
+ */
+export const decodeText = (data: Uint8Array): string | undefined => {
+  const utf16 = utf16Of(data)
+  return decodes(data, "utf-8", false) ?? (utf16 === undefined ? undefined : decodes(data, utf16, false))
+}
+
 const readState = async (host: string, path: string, root: string): Promise<FileState | undefined> => {
   const stat = await Fs.lstat(host)
   const secret = sensitive(path)
@@ -95,18 +130,27 @@ const readState = async (host: string, path: string, root: string): Promise<File
   }
   const data = await Fs.readFile(host)
   const sha256 = Crypto.createHash("sha256").update(data).digest("hex")
-  const binary = BINARY.has(Path.extname(path).toLowerCase()) || data.subarray(0, 4096).includes(0)
+  let binary = BINARY.has(Path.extname(path).toLowerCase()) || looksBinary(data.subarray(0, SAMPLE_BYTES))
   const large = data.length > LIMITS.max_file_bytes_for_diff
+  const text = secret || binary || large ? undefined : decodeText(data)
+  if (!secret && !large && text === undefined) binary = true
   const unavailable = secret ? "sensitive" : binary ? "binary" : large ? "large" : undefined
   return {
-    path, root, size: stat.size, mtime: stat.mtimeMs, sha256, binary, sensitive: secret,
-    text: unavailable === undefined ? data.toString("utf8") : undefined,
-    unavailable, symlink: false, target: null
+    path, root, size: stat.size, mtime: stat.mtimeMs, sha256, binary, sensitive: secret, text, unavailable,
+    symlink: false, target: null
   }
 }
 
-/** Scans the thread's `workspace` and `outputs` (none: empty). Never fails: what cannot be read is not listed. */
-export const snapshot = (home: string, userId: string, threadId: string): Effect.Effect<Snapshot> =>
+/**
+ * Scans the thread's `workspace` and `outputs` (none: empty), skipping the folders named `skip` too (the configured
+ * `tool_output.storage_subdir`). Never fails: what cannot be read is not listed.
+ */
+export const snapshot = (
+  home: string,
+  userId: string,
+  threadId: string,
+  skip: ReadonlyArray<string> = []
+): Effect.Effect<Snapshot> =>
   Effect.promise(async () => {
     const paths = threadPaths(home, userId, threadId)
     const files = new Map<string, FileState>()
@@ -123,7 +167,7 @@ export const snapshot = (home: string, userId: string, threadId: string): Effect
         const host = Path.join(dir, entry.name)
         const path = `${virtual}/${entry.name}`
         if (entry.isDirectory()) {
-          if (!EXCLUDED.has(entry.name)) await walk(host, path, root)
+          if (!EXCLUDED.has(entry.name) && !skip.includes(entry.name)) await walk(host, path, root)
           continue
         }
         scanned++
@@ -236,6 +280,9 @@ const same = (a: FileState, b: FileState) =>
   a.symlink === b.symlink && a.size === b.size && a.sha256 === b.sha256 && a.target === b.target &&
   (a.sha256 !== null || a.mtime === b.mtime)
 
+// Why a file's diff is not shown, the first that applies to either side first (DeerFlow's order).
+const UNAVAILABLE = ["symlink", "sensitive", "binary", "large"] as const
+
 /** What changed from `before` to `after`, in DeerFlow's shape (without `available`). */
 export const compare = (before: Snapshot, after: Snapshot) => {
   const paths = [...new Set([...before.files.keys(), ...after.files.keys()])].sort()
@@ -254,13 +301,16 @@ export const compare = (before: Snapshot, after: Snapshot) => {
     const was = before.files.get(path)
     const now = after.files.get(path)
     if (was !== undefined && now !== undefined && same(was, now)) continue
-    const status = was === undefined
-      ? (now!.symlink ? "symlink_created" : "created")
+    // (a link where there was none is told apart, also when it replaced a file: it may lead anywhere)
+    const status = now?.symlink === true && was?.symlink !== true
+      ? "symlink_created"
+      : was === undefined
+      ? "created"
       : now === undefined
       ? "deleted"
       : "modified"
     summary[status]++
-    const reason = [was, now].find((f) => f?.unavailable !== undefined)?.unavailable ?? null
+    const reason = UNAVAILABLE.find((r) => was?.unavailable === r || now?.unavailable === r) ?? null
     let diff = ""
     let additions = 0
     let deletions = 0

@@ -95,6 +95,67 @@ describe("comparing a thread's files", () => {
     assert.deepInclude(byPath["/mnt/user-data/workspace/gone.txt"], { status: "deleted", deletions: 1 })
     assert.notInclude(JSON.stringify(result), "API_KEY")
   })
+
+  it("reads UTF-16 and BOM-marked UTF-8 text as text, and other bytes as binary (DeerFlow's decoding)", async () => {
+    const home = Support.tempDir("antler-wc-")
+    const workspace = Path.join(home, "users/alice/threads/t1/user-data/workspace")
+    Fs.mkdirSync(workspace, { recursive: true })
+    const before = await Effect.runPromise(WorkspaceChanges.snapshot(home, "alice", "t1"))
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("# 标题\n\nhello\n", "utf16le")])
+    Fs.writeFileSync(Path.join(workspace, "utf16.md"), utf16)
+    const bom = Buffer.from([0xef, 0xbb, 0xbf])
+    Fs.writeFileSync(Path.join(workspace, "bom.md"), Buffer.concat([bom, Buffer.from("# 标题\n")]))
+    // a character cut by the 4096-byte sample is still UTF-8
+    Fs.writeFileSync(Path.join(workspace, "long.md"), `${"a".repeat(4095)}你\nrest\n`)
+    Fs.writeFileSync(Path.join(workspace, "latin1.txt"), Buffer.from([0x63, 0x61, 0x66, 0xe9, 0x0a]))
+    const after = await Effect.runPromise(WorkspaceChanges.snapshot(home, "alice", "t1"))
+    const byPath = Object.fromEntries(WorkspaceChanges.compare(before, after).files.map((f: any) => [f.path, f]))
+    const W = "/mnt/user-data/workspace"
+    assert.deepInclude(byPath[`${W}/utf16.md`], { binary: false, diff_unavailable_reason: null })
+    assert.include(byPath[`${W}/utf16.md`].diff, "+# 标题")
+    assert.include(byPath[`${W}/bom.md`].diff, "+# 标题")
+    assert.notInclude(byPath[`${W}/bom.md`].diff, "\ufeff")
+    assert.include(byPath[`${W}/long.md`].diff, "你")
+    assert.include(byPath[`${W}/long.md`].diff, "+rest")
+    assert.deepInclude(byPath[`${W}/latin1.txt`], { binary: true, diff: "", diff_unavailable_reason: "binary" })
+  })
+
+  it("a link replacing a file is symlink_created; the harness's folders (saved outputs) are no change", async () => {
+    const home = Support.tempDir("antler-wc-")
+    const root = Path.join(home, "users/alice/threads/t1/user-data")
+    Fs.mkdirSync(Path.join(root, "workspace"), { recursive: true })
+    Fs.mkdirSync(Path.join(root, "outputs"), { recursive: true })
+    Fs.writeFileSync(Path.join(root, "workspace/config.txt"), "safe\n")
+    Fs.writeFileSync(Path.join(root, "workspace/image.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0]))
+    const scan = () => Effect.runPromise(WorkspaceChanges.snapshot(home, "alice", "t1", ["saved-results"]))
+    const before = await scan()
+    for (const file of ["config.txt", "image.png"]) {
+      Fs.rmSync(Path.join(root, "workspace", file))
+      Fs.symlinkSync("/etc/passwd", Path.join(root, "workspace", file))
+    }
+    for (const dir of [".tool-results", ".browser-frames", ".mcp/tmp", "saved-results"]) {
+      Fs.mkdirSync(Path.join(root, "outputs", dir), { recursive: true })
+      Fs.writeFileSync(Path.join(root, "outputs", dir, "bash-abcdef123456.log"), "internal\n")
+    }
+    Fs.writeFileSync(Path.join(root, "outputs/report.md"), "deliverable\n")
+    const result = WorkspaceChanges.compare(before, await scan())
+    assert.deepInclude(result.summary, { created: 1, modified: 0, deleted: 0, symlink_created: 2 })
+    const byPath = Object.fromEntries(result.files.map((f: any) => [f.path, f]))
+    assert.deepStrictEqual(Object.keys(byPath), [
+      "/mnt/user-data/outputs/report.md",
+      "/mnt/user-data/workspace/config.txt",
+      "/mnt/user-data/workspace/image.png"
+    ])
+    for (const file of ["config.txt", "image.png"]) {
+      assert.deepInclude(byPath[`/mnt/user-data/workspace/${file}`], {
+        status: "symlink_created",
+        symlink: true,
+        symlink_target_after: "/etc/passwd",
+        diff: "",
+        diff_unavailable_reason: "symlink"
+      })
+    }
+  })
 })
 
 const ALICE = "alice-token-workspace-00000"
