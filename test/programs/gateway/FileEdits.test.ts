@@ -167,6 +167,41 @@ describe("uploads limits and artifact edits", () => {
     assert.isTrue(Fs.existsSync(Path.join(uploads, "data_1.txt")))
   })
 
+  // DeerFlow's test_uploads_manager (list_files_in_dir, delete_file_safe): files only, by name, an upload in
+  // progress left out (not a name that merely looks like one), `modified` a number of seconds; a folder is no upload
+  it("lists a thread's uploads as DeerFlow's list_files_in_dir does; deleting a folder's name is a 404", async () => {
+    const chat = Crypto.randomUUID()
+    const form = new FormData()
+    form.append("files", new Blob(["b"], { type: "text/plain" }), "b.txt")
+    const sent = await fetch(`${gateway.url}/api/threads/${chat}/uploads`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE}` },
+      body: form
+    })
+    assert.strictEqual(sent.status, 200)
+    const uploads = threadPaths(gateway.home, "alice", `${chat}${ThreadIds.tagOf("alice")}`).uploads
+    for (const name of ["a.txt", ".env", ".upload-note.txt", "draft.part", ".upload-active.part"]) {
+      Fs.writeFileSync(Path.join(uploads, name), "x")
+    }
+    Fs.mkdirSync(Path.join(uploads, "subdir"))
+    Fs.utimesSync(Path.join(uploads, "a.txt"), 1_700_000_000.5, 1_700_000_000.5)
+    const listed = await alice(`/api/threads/${chat}/uploads/list`)
+    assert.strictEqual(listed.status, 200)
+    assert.deepStrictEqual(listed.body.files.map((f: { filename: string }) => f.filename), [
+      ".env",
+      ".upload-note.txt",
+      "a.txt",
+      "b.txt",
+      "draft.part"
+    ])
+    assert.strictEqual(listed.body.count, 5)
+    assert.strictEqual(listed.body.files[2].modified, 1_700_000_000.5)
+    assert.isTrue(listed.body.files.every((f: { modified: unknown }) => typeof f.modified === "number"))
+    const folder = await alice(`/api/threads/${chat}/uploads/subdir`, { method: "DELETE" })
+    assert.strictEqual(folder.status, 404, folder.text)
+    assert.isTrue(Fs.statSync(Path.join(uploads, "subdir")).isDirectory())
+  })
+
   it("makes no thread from a refused upload: a new chat's failed first upload leaves nothing behind", async () => {
     const send = (chat: string, body: string | FormData, type?: string) =>
       fetch(`${gateway.url}/api/threads/${chat}/uploads`, {

@@ -47,7 +47,8 @@ export const UploadList = Schema.Struct({
     virtual_path: Schema.String,
     artifact_url: Schema.String,
     extension: Schema.String,
-    modified: Schema.String
+    /** Seconds since the epoch (DeerFlow's float). */
+    modified: Schema.Number
   })),
   count: Schema.Number
 }).annotations({ identifier: "UploadList" })

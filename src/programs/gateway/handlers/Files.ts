@@ -191,17 +191,19 @@ export const layer = (api: DeerFlowApi) =>
             const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
             const dir = threadPaths(app.home, userId, stored).uploads
             const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir, { withFileTypes: true }) : []
-            const files = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((entry) => {
-              const stat = Fs.statSync(Path.join(dir, entry.name))
-              const path = `${UPLOADS}/${entry.name}`
+            // (by name, as DeerFlow's `list_files_in_dir`; `modified` in seconds since the epoch, as its float)
+            const names = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((e) => e.name).sort()
+            const files = names.map((name) => {
+              const stat = Fs.statSync(Path.join(dir, name))
+              const path = `${UPLOADS}/${name}`
               return {
-                filename: entry.name,
+                filename: name,
                 size: stat.size,
                 path,
                 virtual_path: path,
                 artifact_url: artifactUrl(threadId, path),
-                extension: Path.extname(entry.name),
-                modified: stat.mtime.toISOString()
+                extension: Path.extname(name),
+                modified: stat.mtimeMs / 1000
               }
             })
             return json(FilesApi.UploadList, { files, count: files.length })
@@ -215,7 +217,8 @@ export const layer = (api: DeerFlowApi) =>
             const problemText = Upload.filenameProblem(filename)
             if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
             const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
-            if (!Fs.existsSync(file)) return yield* notFound(`Upload ${filename}`)
+            // (a folder the sandbox made there is no upload: 404, as DeerFlow answers it)
+            if (!Fs.existsSync(file) || Fs.statSync(file).isDirectory()) return yield* notFound(`Upload ${filename}`)
             Fs.rmSync(file, { force: true })
             // a document's Markdown conversion goes with it, as in DeerFlow (the file the upload wrote beside it)
             if (Option.isSome(DocumentConverter.formatOf(filename))) {
