@@ -6,7 +6,8 @@
  * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
  *
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
- * the runs a previous process left running (recorded as `error`, "server restarted"). Each user's threads and
+ * the runs a previous process left running (recorded as `error`, "server restarted") and the staging files of its
+ * unfinished uploads (`StaleUploads`). Each user's threads and
  * files are bounded by `gateway.quotas` (`Quotas`). Every request passes
  * `Guard` first: a `Host` that does not name the gateway, or a state-changing request from another site's page,
  * reaches no route.
@@ -34,6 +35,7 @@ import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
+import * as StaleUploads from "../StaleUploads.js"
 import * as ToolAssembly from "../ToolAssembly.js"
 import * as AccountStore from "./accounts/AccountStore.js"
 import * as LoginLimiter from "./accounts/LoginLimiter.js"
@@ -302,6 +304,8 @@ export const layer = (options: Options) => {
           settled.map((r) => `${r.run_id} of thread ${r.thread_id}`).join(", ")
       )
     }
+    const staging = yield* StaleUploads.removeStale(app.home)
+    if (staging > 0) yield* Effect.logInfo(`removed ${staging} staging file(s) of uploads a previous process left`)
   }))
 
   const http = Layer.unwrapScoped(Effect.gen(function*() {
