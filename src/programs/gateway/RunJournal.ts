@@ -17,6 +17,7 @@ import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** The most events kept of one run. */
 export const MAX_EVENTS = 2000
@@ -215,7 +216,7 @@ export interface RunJournal {
   /** Records what of `events` DeerFlow's journal holds. */
   readonly push: (events: ReadonlyArray<RunEvent>) => void
   /** Records what the run changed in the thread's files (bounded by `WorkspaceChanges`; always kept). */
-  readonly workspace: (changes: unknown) => void
+  readonly workspace: (changes: WorkspaceChanges.Changes) => void
   /** Records the run's end (always kept). */
   readonly end: (
     ended: {
@@ -313,8 +314,13 @@ export const make = (now: () => string): RunJournal => {
         }
       }
     },
+    // DeerFlow's: a line saying how much changed as the content, the comparison in the metadata
     workspace: (changes) => {
-      add({ event_type: "workspace_changes", category: "workspace", content: changes, metadata: {} }, true)
+      const { summary: s } = changes
+      const count = s.created + s.modified + s.deleted + s.symlink_created
+      const content = `${count} file${count === 1 ? "" : "s"} changed +${s.additions} -${s.deletions}`
+      const metadata = { workspace_changes: changes }
+      add({ event_type: "workspace_changes", category: "workspace", content, metadata }, true)
     },
     // DeerFlow's contract (contracts/run_event_stream_contract.json): `run.end` says its status in its metadata,
     // `run.error` is the error's message with its `error_type`

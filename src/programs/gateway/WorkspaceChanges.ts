@@ -361,6 +361,20 @@ export const compare = (before: Snapshot, after: Snapshot) => {
   return { version: 1, summary, files, limits: LIMITS }
 }
 
+/** What a run changed, as `compare` answers it. */
+export type Changes = ReturnType<typeof compare>
+
+/**
+ * The comparison a run's `workspace_changes` event holds: in its metadata (`workspace_changes`), as DeerFlow records
+ * it, or, as recorded before, as its content.
+ */
+export const recorded = (event: { readonly content: unknown; readonly metadata: unknown }): Changes | undefined => {
+  const metadata = event.metadata as { readonly workspace_changes?: unknown } | null | undefined
+  const changes = typeof metadata === "object" && metadata !== null ? metadata.workspace_changes : undefined
+  const held = changes ?? event.content
+  return typeof held === "object" && held !== null && "summary" in held ? held as Changes : undefined
+}
+
 /** Whether a comparison found anything (DeerFlow records nothing for a run that changed nothing). */
-export const changed = (result: ReturnType<typeof compare>) =>
+export const changed = (result: Changes) =>
   result.summary.created + result.summary.modified + result.summary.deleted + result.summary.symlink_created > 0

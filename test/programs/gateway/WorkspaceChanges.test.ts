@@ -96,6 +96,15 @@ describe("comparing a thread's files", () => {
     assert.notInclude(JSON.stringify(result), "API_KEY")
   })
 
+  it("reads a run's comparison from its event's metadata, or from its content as recorded before", () => {
+    const none = { files: new Map(), truncated: false }
+    const changes = WorkspaceChanges.compare(none, { ...none, truncated: true })
+    const metadata = { workspace_changes: changes }
+    assert.strictEqual(WorkspaceChanges.recorded({ content: "0 files changed +0 -0", metadata }), changes)
+    assert.strictEqual(WorkspaceChanges.recorded({ content: changes, metadata: {} }), changes)
+    assert.isUndefined(WorkspaceChanges.recorded({ content: "0 files changed +0 -0", metadata: {} }))
+  })
+
   it("reads UTF-16 and BOM-marked UTF-8 text as text, and other bytes as binary (DeerFlow's decoding)", async () => {
     const home = Support.tempDir("antler-wc-")
     const workspace = Path.join(home, "users/alice/threads/t1/user-data/workspace")
@@ -225,6 +234,13 @@ describe("a run's workspace changes through HTTP", () => {
     assert.include(edited.files[0].diff, "+Fawns drink milk.")
     assert.strictEqual((await changes(editRun, "?include_diff=false")).files[0].diff, "")
     assert.deepStrictEqual((await changes(editRun, "?include_files=false")).files, [])
+    // the run's event, as DeerFlow's recorder writes it: a line as its content, the comparison in its metadata
+    const events = await alice("GET", `/api/threads/files/runs/${editRun}/events?event_types=workspace_changes`)
+    assert.strictEqual(events.status, 200, events.text)
+    const [event] = events.json()
+    assert.deepInclude(event, { event_type: "workspace_changes", category: "workspace" })
+    assert.strictEqual(event.content, "1 file changed +1 -0")
+    assert.deepInclude(event.metadata.workspace_changes.summary, { modified: 1, additions: 1 })
 
     const idle = await changes(await runOnce("Just say hello"))
     assert.strictEqual(idle.available, false)

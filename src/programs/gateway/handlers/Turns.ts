@@ -300,9 +300,8 @@ export const layer = (api: DeerFlowApi) =>
             // name a run (`branch-...`) that no run record holds, and the app asks about it as about any answer
             const thread = yield* access.threadRef(user, path.thread_id)
             const events = yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
-            const recorded = events.findLast((e) => e.event_type === WorkspaceChanges.EVENT_TYPE)?.content as
-              | ReturnType<typeof WorkspaceChanges.compare>
-              | undefined
+            const event = events.findLast((e) => e.event_type === WorkspaceChanges.EVENT_TYPE)
+            const recorded = event === undefined ? undefined : WorkspaceChanges.recorded(event)
             if (recorded !== undefined) {
               const files = first(urlParams.include_files) === "false"
                 ? []
