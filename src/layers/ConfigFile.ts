@@ -16,6 +16,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
+import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
 import * as Json from "../state/Json.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
@@ -423,13 +424,15 @@ export const decode = (
     if (Either.isLeft(interpolated)) {
       return yield* new ConfigError({ reason: "env", file, issues: interpolated.left })
     }
-    const decoded = Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(interpolated.right)
+    const migrated = MemoryLegacy.migrate(interpolated.right)
+    const decoded = Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw)
     if (Either.isLeft(decoded)) {
       return yield* new ConfigError({ reason: "schema", file, issues: schemaIssues(decoded.left) })
     }
     const problems = mountProblems(decoded.right)
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
-    return { config: yield* writeFileMaxFromEnv(decoded.right, raw), ignored: ignoredKeys(raw) }
+    for (const warning of migrated.warnings) yield* Effect.logWarning(`${file}: ${warning}`)
+    return { config: yield* writeFileMaxFromEnv(decoded.right, raw), ignored: ignoredKeys(migrated.raw) }
   })
 
 /**
@@ -544,17 +547,18 @@ export const fromObject = (
       new ConfigError({ reason: "schema", file, issues: [{ path: "", message: "expected an object of sections" }] })
     )
   }
-  return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(raw), {
+  const migrated = MemoryLegacy.migrate(raw)
+  return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw), {
     onLeft: (error) => Effect.fail(new ConfigError({ reason: "schema", file, issues: schemaIssues(error) })),
     onRight: (config) => {
       const problems = mountProblems(config, options.home)
       return problems.length > 0
         ? Effect.fail(new ConfigError({ reason: "schema", file, issues: problems }))
-        : Effect.succeed({
+        : Effect.as(Effect.forEach(migrated.warnings, (warning) => Effect.logWarning(`${file}: ${warning}`)), {
           config,
           source: options.source,
           home: Path.resolve(options.home),
-          ignored: ignoredKeys(raw)
+          ignored: ignoredKeys(migrated.raw)
         })
     }
   })

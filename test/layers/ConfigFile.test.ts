@@ -3,6 +3,7 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
+import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -229,6 +230,56 @@ describe("ConfigFile", () => {
       const loaded = yield* ConfigFile.load(good).pipe(withEnv({}))
       assert.strictEqual(loaded.config.timezone, "Asia/Tokyo")
       assert.isFalse(loaded.config.memory.enabled)
+    }))
+
+  // DeerFlow test_memory_manager_pluggable.py: DeerMem's options at the top of `memory:` (the older layout) are
+  // read under backend_config, a file-like storage_path is dropped with a warning, and manager_class may be the
+  // backend's class path
+  it.effect("memory: the older layout's options and the backends' class paths are read as DeerFlow reads them", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push(String(message))
+        })
+      )
+      const file = tempFile([
+        "memory:",
+        "  max_facts: 7",
+        "  debounce_seconds: 5",
+        "  storage_path: memory.json",
+        "  token_counting: ''",
+        "  staleness_review_enabled: true",
+        "  fact_confidence_threshold: 0.2",
+        "  manager_class: deerflow.agents.memory.backends.noop.noop_manager:NoopMemoryManager",
+        "  backend_config:",
+        "    fact_confidence_threshold: 0.9",
+        ""
+      ].join("\n"))
+      const loaded = yield* ConfigFile.load(file).pipe(withEnv({}), Effect.provide(capture))
+      const memory = loaded.config.memory
+      assert.strictEqual(memory.manager_class, "noop")
+      assert.deepInclude(memory.backend_config, {
+        max_facts: 7,
+        debounce_seconds: 5,
+        storage_path: "",
+        token_counting: "tiktoken",
+        fact_confidence_threshold: 0.9
+      })
+      // moved, then named as a key of backend_config Antler does not read
+      assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
+      assert.isFalse(loaded.ignored.some((key) => /^memory\.(max_facts|debounce_seconds|storage_path)$/.test(key)))
+      assert.strictEqual(warnings.length, 3, warnings.join("\n"))
+      assert.isTrue(warnings.some((w) => w.includes("max_facts, debounce_seconds, staleness_review_enabled") && w.includes("backend_config")))
+      assert.isTrue(warnings.some((w) => w.includes("memory.storage_path looks like a file")))
+      assert.isTrue(warnings.some((w) => w.includes("fact_confidence_threshold not used")))
+      for (const manager of ["deermem.deer_mem.DeerMem", "deermem.deer_mem:DeerMem"]) {
+        const named = tempFile(`memory:\n  manager_class: deerflow.agents.memory.backends.${manager}\n`)
+        assert.strictEqual((yield* ConfigFile.load(named).pipe(withEnv({}))).config.memory.manager_class, "deermem")
+      }
+      const wrong = tempFile("memory:\n  manager_class: deerflow.agents.memory.backends.mem0.mem0_manager:Mem0\n")
+      assert.include((yield* loadError(wrong)).message, "memory.manager_class")
     }))
 
   // DeerFlow test_write_file_tool_size_guard.py: DEERFLOW_WRITE_FILE_MAX_BYTES sets the limit, 0 removes it, a value
