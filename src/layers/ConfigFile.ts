@@ -482,6 +482,27 @@ export const mountProblems = (config: AppConfig, home?: string): ReadonlyArray<C
   return issues
 }
 
+/**
+ * What is wrong with where memory is stored: `memory.backend_config.storage_path` (relative to the config file) is
+ * the root directory of the memory files, so an existing file there is refused before anything runs (DeerMem's
+ * factory refuses it), rather than every memory update failing to write.
+ */
+export const memoryStorageProblems = (config: AppConfig, file: string): ReadonlyArray<ConfigIssue> => {
+  const storage = config.memory.backend_config.storage_path
+  if (!config.memory.enabled || config.memory.manager_class === "noop" || storage === "") return []
+  const root = Path.resolve(Path.dirname(Path.resolve(file)), storage)
+  let stat: Fs.Stats | undefined
+  try {
+    stat = Fs.statSync(root)
+  } catch {
+    stat = undefined
+  }
+  return stat === undefined || stat.isDirectory() ? [] : [{
+    path: "memory.backend_config.storage_path",
+    message: `${storage} is an existing file; it must be the directory memory files are kept under`
+  }]
+}
+
 /** The largest `config.yaml` (and `extensions_config.json`, an agent's `config.yaml`) read: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -516,7 +537,7 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
     }
     const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
     const { config, ignored } = yield* decode(text, file)
-    const problems = mountProblems(config, dataHome)
+    const problems = [...mountProblems(config, dataHome), ...memoryStorageProblems(config, file)]
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
     return { config, source: file, home: dataHome, ignored }
   })

@@ -282,6 +282,29 @@ describe("ConfigFile", () => {
       assert.include((yield* loadError(wrong)).message, "memory.manager_class")
     }))
 
+  // DeerFlow test_memory_manager_pluggable.py: a storage_path that is an existing file is a configuration error
+  it.effect("memory: a storage_path that is an existing file is refused before anything runs", () =>
+    Effect.gen(function*() {
+      const file = tempFile("memory:\n  backend_config:\n    storage_path: mem.json\n")
+      Fs.writeFileSync(Path.join(Path.dirname(file), "mem.json"), "{}")
+      const refused = yield* Effect.either(ConfigFile.load(file).pipe(withEnv({})))
+      assert.isTrue(Either.isLeft(refused), "a storage_path that is a file is refused")
+      if (Either.isLeft(refused)) {
+        assert.include(refused.left.message, `${file}: memory.backend_config.storage_path: mem.json is an existing file`)
+      }
+      // a directory, or one not made yet, is where memory files go; with memory off, the key is not used
+      Fs.mkdirSync(Path.join(Path.dirname(file), "memdir"))
+      for (const text of [
+        "memory:\n  backend_config:\n    storage_path: memdir\n",
+        "memory:\n  backend_config:\n    storage_path: new-dir\n",
+        "memory:\n  enabled: false\n  backend_config:\n    storage_path: mem.json\n"
+      ]) {
+        const other = Path.join(Path.dirname(file), "other.yaml")
+        Fs.writeFileSync(other, text)
+        yield* ConfigFile.load(other).pipe(withEnv({}))
+      }
+    }))
+
   // DeerFlow test_write_file_tool_size_guard.py: DEERFLOW_WRITE_FILE_MAX_BYTES sets the limit, 0 removes it, a value
   // that is not an integer leaves the default; Antler's key in the file wins over it
   it.effect("DEERFLOW_WRITE_FILE_MAX_BYTES sets sandbox.write_file_max_bytes unless config.yaml does", () =>
