@@ -172,7 +172,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
           const fact: MemoryDoc.Fact = {
             id: `fact_${M.newId().replace(/-/g, "").slice(0, 12)}`,
             content,
-            category: args.category ?? "context",
+            category: MemoryDoc.categoryName(args.category),
             confidence: args.confidence ?? 0.7,
             createdAt: now,
             // the thread it was added in (DeerFlow: `manual`, which its app shows as written by the user)
@@ -199,7 +199,7 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
           const updated: MemoryDoc.Fact = {
             ...fact,
             ...(args.content !== undefined ? { content: args.content.trim() } : {}),
-            ...(args.category !== undefined ? { category: args.category } : {}),
+            ...(args.category !== undefined ? { category: MemoryDoc.categoryName(args.category) } : {}),
             ...(args.confidence !== undefined ? { confidence: args.confidence } : {})
           }
           const facts = doc.facts.map((f) => (f.id === fact.id ? updated : f))

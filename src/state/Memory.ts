@@ -35,6 +35,7 @@ export { factGateReason, type GateReason, removalGateReason, summaryGateReason }
 export { type Signal, signalHints, signalsOf } from "./MemorySignals.js"
 
 export {
+  categoryName,
   categoryOf,
   CUT_MARKER,
   formatForInjection,

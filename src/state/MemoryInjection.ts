@@ -10,6 +10,12 @@ import type { Document, Fact, Section } from "./MemorySchema.js"
 export const categoryOf = (fact: Fact): string => fact.category?.trim() || "context"
 
 /**
+ * A category given to a fact (by the model's `memory_add`/`memory_update` or the memory settings) as it is stored:
+ * trimmed, and `context` when blank (DeerMem's `category.strip() or "context"`).
+ */
+export const categoryName = (category: string | null | undefined): string => category?.trim() || "context"
+
+/**
  * Whether a fact is of one of the guaranteed categories: by its own category only, so a fact without one is never
  * promoted into a guaranteed `context` pool (DeerMem's `_category_match`).
  */

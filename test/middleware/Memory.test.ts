@@ -246,6 +246,33 @@ describe("Memory middleware", () => {
       assert.deepStrictEqual(doc.facts.map((f) => f.content), ["User prefers dark mode"])
     }).pipe(H.withStore))
 
+  // DeerFlow's create_memory_fact / update_memory_fact (`category.strip() or "context"`): a padded category is
+  // stored trimmed, a blank one as `context`, so a padded `correction` is a correction
+  it.scoped("tool mode: a fact's category is stored trimmed, and a blank one as context", () =>
+    Effect.gen(function*() {
+      const memory = yield* fileMemory("tool")
+      const o = yield* H.run({
+        threadId: "mem-cat",
+        input: "Remember these.",
+        script: [
+          { toolCalls: [{ name: "memory_add", args: { content: "Use make dev", category: " correction " } }] },
+          { toolCalls: [{ name: "memory_add", args: { content: "Likes tea", category: "  " } }] },
+          (request) => {
+            const id = JSON.parse(M.text(request.messages.at(-1)!)).fact_id as string
+            return { toolCalls: [{ name: "memory_update", args: { fact_id: id, category: " preference\n" } }] }
+          },
+          "Done."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      assert.strictEqual(o.state.messages.filter((m) => m.type === "tool").length, 3)
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts.map((f) => [f.content, f.category]), [
+        ["Use make dev", "correction"],
+        ["Likes tea", "preference"]
+      ])
+    }).pipe(H.withStore))
+
   // DeerFlow test_memory_updater.py::test_create_memory_fact_trims_to_max_facts_by_confidence and memory_add's
   // capacity error: max_facts keeps the most confident facts; a new fact below all of them is not stored, and the
   // model is told so instead of being given its id

@@ -132,7 +132,7 @@ export const layer = (api: DeerFlowApi) =>
               const fact: MemoryDoc.Fact = {
                 id,
                 content,
-                category: request.category ?? "context",
+                category: MemoryDoc.categoryName(request.category),
                 confidence: request.confidence ?? 0.5,
                 createdAt,
                 source: MANUAL_SOURCE
@@ -165,7 +165,7 @@ export const layer = (api: DeerFlowApi) =>
               facts[at] = {
                 ...fact,
                 content: content ?? fact.content,
-                ...(request.category == null ? {} : { category: request.category }),
+                ...(request.category == null ? {} : { category: MemoryDoc.categoryName(request.category) }),
                 confidence: request.confidence ?? fact.confidence
               }
               return Either.right({ ...doc, facts })
