@@ -271,7 +271,8 @@ describe("ConfigFile", () => {
       assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
       assert.isFalse(loaded.ignored.some((key) => /^memory\.(max_facts|debounce_seconds|storage_path)$/.test(key)))
       assert.strictEqual(warnings.length, 3, warnings.join("\n"))
-      assert.isTrue(warnings.some((w) => w.includes("max_facts, debounce_seconds, staleness_review_enabled") && w.includes("backend_config")))
+      const moved = "max_facts, debounce_seconds, staleness_review_enabled"
+      assert.isTrue(warnings.some((w) => w.includes(moved) && w.includes("backend_config")))
       assert.isTrue(warnings.some((w) => w.includes("memory.storage_path looks like a file")))
       assert.isTrue(warnings.some((w) => w.includes("fact_confidence_threshold not used")))
       for (const manager of ["deermem.deer_mem.DeerMem", "deermem.deer_mem:DeerMem"]) {
@@ -290,7 +291,8 @@ describe("ConfigFile", () => {
       const refused = yield* Effect.either(ConfigFile.load(file).pipe(withEnv({})))
       assert.isTrue(Either.isLeft(refused), "a storage_path that is a file is refused")
       if (Either.isLeft(refused)) {
-        assert.include(refused.left.message, `${file}: memory.backend_config.storage_path: mem.json is an existing file`)
+        const expected = `${file}: memory.backend_config.storage_path: mem.json is an existing file`
+        assert.include(refused.left.message, expected)
       }
       // a directory, or one not made yet, is where memory files go; with memory off, the key is not used
       Fs.mkdirSync(Path.join(Path.dirname(file), "memdir"))
