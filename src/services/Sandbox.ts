@@ -98,6 +98,11 @@ export interface ExecOptions {
    * when the command ends. For showing progress only: the result's `output` is the same with or without it.
    */
   readonly onOutput?: (text: string) => void
+  /**
+   * Virtual directories inside a read-only mount (the skills') the command does not see: each shows empty and
+   * read-only. Under bubblewrap only: bash on the host sees what the host shows.
+   */
+  readonly hidden?: ReadonlyArray<string>
 }
 
 /** The outcome of a command. */

@@ -16,6 +16,7 @@ import { SandboxProvider, threadPaths } from "../../src/services/Sandbox.js"
 import { ToolService } from "../../src/services/ToolService.js"
 import type { JsonObject } from "../../src/state/Message.js"
 import * as ReadMark from "../../src/state/ReadMark.js"
+import * as Bwrap from "../support/bwrap.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
 
@@ -23,10 +24,17 @@ import * as H from "../support/harness.js"
 // The real tools over a temp data directory.
 
 const tempDir = tempDirs()
+const bwrapInstalled = await Bwrap.installed()
 
 
 const setup = (
-  options: { sandbox?: Partial<SandboxConfig>; vision?: boolean; skills?: string; readBeforeWrite?: boolean } = {}
+  options: {
+    sandbox?: Partial<SandboxConfig>
+    vision?: boolean
+    skills?: string
+    readBeforeWrite?: boolean
+    bwrap?: "auto" | "off"
+  } = {}
 ) => {
   const home = tempDir("antler-tools-")
   const base = defaults()
@@ -41,7 +49,7 @@ const setup = (
     home,
     ignored: []
   })
-  const provider = LocalSandbox.make(app, { bwrap: "off" })
+  const provider = LocalSandbox.make(app, { bwrap: options.bwrap ?? "off" })
   type Needs = SandboxProvider | AppConfigService | RunServices
   const provide = <A, E>(effect: Effect.Effect<A, E, Needs>, threadId = "t1") =>
     effect.pipe(
@@ -645,9 +653,9 @@ describe("disabled skills' files (SPEC §7.1)", () => {
     `Error: Skill '${name}' is disabled. Access to its files is blocked. Enable the skill in settings before using it.`
 
   /** A skills directory with `alpha` (enabled) and `beta` (disabled in the home's extensions_config.json). */
-  const withSkills = Effect.gen(function*() {
+  const withSkills = (bwrap: "auto" | "off" = "off") => Effect.gen(function*() {
     const skills = tempDir("antler-tools-skills-")
-    const env = yield* ready({ skills })
+    const env = yield* ready({ skills, bwrap })
     env.write("public/alpha/SKILL.md", skill("alpha"), skills)
     env.write("public/beta/SKILL.md", skill("beta"), skills)
     env.write("public/beta/notes/ref.md", "SECRET-beta-notes\n", skills)
@@ -662,7 +670,7 @@ describe("disabled skills' files (SPEC §7.1)", () => {
 
   it.effect("read_file, ls, glob and grep refuse a path inside a disabled skill; an enabled one reads as before", () =>
     Effect.gen(function*() {
-      const { call } = yield* withSkills
+      const { call } = yield* withSkills()
       const text = (name: string, args: JsonObject) => Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
       assert.include(yield* text("read_file", { path: `${S}/alpha/SKILL.md` }), "SECRET-alpha")
       assert.strictEqual(yield* text("read_file", { path: `${S}/beta/SKILL.md` }), refused("beta"))
@@ -679,7 +687,7 @@ describe("disabled skills' files (SPEC §7.1)", () => {
 
   it.effect("a listing or search from above a disabled skill leaves its files out", () =>
     Effect.gen(function*() {
-      const { call } = yield* withSkills
+      const { call } = yield* withSkills()
       const text = (name: string, args: JsonObject) => Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
       assert.strictEqual(
         yield* text("ls", { path: "/mnt/skills" }),
@@ -696,9 +704,27 @@ describe("disabled skills' files (SPEC §7.1)", () => {
       assert.strictEqual(yield* text("grep", { path: "/mnt/skills", pattern: "beta-notes" }), "No matches found under /mnt/skills")
     }))
 
+  // DeerFlow mounts a copy of the enabled skills only: its shell does not see a disabled one either
+  it.live.skipIf(!bwrapInstalled)("under bubblewrap, bash sees a disabled skill's folder empty and read-only", () =>
+    Effect.gen(function*() {
+      const { call, states } = yield* withSkills("auto")
+      const bash = (command: string) => Effect.map(call("bash", { description: "x", command }), (r) => r.text)
+      const seen = yield* bash(
+        `cat ${S}/alpha/SKILL.md; cat ${S}/beta/SKILL.md; ls -A ${S}/beta | wc -l; grep -r SECRET-beta /mnt/skills; ` +
+          `touch ${S}/beta/x 2>&1 | grep -o 'Read-only file system'`
+      )
+      assert.include(seen, "SECRET-alpha")
+      assert.notInclude(seen, "SECRET-beta")
+      assert.include(seen, `cat: ${S}/beta/SKILL.md: No such file or directory`)
+      assert.match(seen, /^0$/m)
+      assert.include(seen, "Read-only file system")
+      states(true)
+      assert.include(yield* bash(`cat ${S}/beta/notes/ref.md`), "SECRET-beta-notes")
+    }))
+
   it.effect("the skill's state is read at each call: enabled again, its files read at once", () =>
     Effect.gen(function*() {
-      const { call, states } = yield* withSkills
+      const { call, states } = yield* withSkills()
       const read = Effect.map(call("read_file", { description: "x", path: `${S}/beta/SKILL.md` }), (r) => r.text)
       assert.strictEqual(yield* read, refused("beta"))
       states(true)

@@ -112,7 +112,8 @@ const bwrapLaunch = (
   bwrap: string,
   work: string | undefined,
   command: string,
-  env: Record<string, string>
+  env: Record<string, string>,
+  hidden: ReadonlyArray<string>
 ): Launch => {
   const { paths, spec } = state
   const { limits } = state.quota
@@ -143,6 +144,8 @@ const bwrapLaunch = (
     mode,
     layout: spec.layout(),
     mounts: bwrapMounts,
+    // (only a directory inside a read-only mount: nothing the command writes is hidden from it)
+    hidden: hidden.filter((dir) => state.mounts.some((m) => !m.writable && isInside(dir, m.virtual) && dir !== m.virtual)),
     stage,
     cwd: WORKSPACE,
     env: {
@@ -229,7 +232,7 @@ export const exec = (
         Effect.gen(function*() {
           // (rewritten is set whenever bubblewrap is not available: bash was refused above otherwise)
           const { args, cwd, env: childEnv, file, inputs, statusFd } = status.available
-            ? bwrapLaunch(state, status.path, work, command, env)
+            ? bwrapLaunch(state, status.path, work, command, env, options.hidden ?? [])
             : hostLaunch(state, rewritten!, env)
           // A command may shrink a thread that is over its quota, not grow it.
           let diskLimit = limits.diskQuotaBytes

@@ -575,6 +575,54 @@ describe.skipIf(!bwrapInstalled)("the direct sandbox (bubblewrap alone, where th
     }))
 })
 
+describe.skipIf(!bwrapInstalled)("hidden directories (a disabled skill's folder)", () => {
+  it.live("show empty and read-only in the direct sandbox as in the staged one; their siblings as they are", () =>
+    Effect.gen(function*() {
+      const skills = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-hidden-"))
+      homes.push(skills)
+      for (const name of ["alpha", "beta"]) {
+        Fs.mkdirSync(Path.join(skills, name))
+        Fs.writeFileSync(Path.join(skills, name, "SKILL.md"), `SECRET-${name}\n`)
+      }
+      const stage = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-hidden-stage-"))
+      homes.push(stage)
+      Fs.mkdirSync(Path.join(stage, "ws"))
+      Fs.mkdirSync(Path.join(stage, "work/0"), { recursive: true })
+      for (const mode of ["direct", "staged"] as const) {
+        const invocation = Bash.bwrapInvocation({
+          mode,
+          layout: Bash.hostRootLayout(),
+          mounts: [
+            mode === "direct"
+              ? { host: Path.join(stage, "ws"), target: WORKSPACE, writable: true }
+              : { host: Path.join(stage, "ws"), target: WORKSPACE, writable: true, work: Path.join(stage, "work/0") },
+            { host: skills, target: "/mnt/skills", writable: false }
+          ],
+          hidden: ["/mnt/skills/beta"],
+          stage,
+          cwd: WORKSPACE,
+          env: { PATH: Bash.SANDBOX_PATH, HOME: WORKSPACE },
+          command: "cat /mnt/skills/*/SKILL.md; ls -A /mnt/skills/beta | wc -l; touch /mnt/skills/beta/x",
+          limits: Bash.NO_LIMITS
+        })
+        const outcome = yield* Bash.run({
+          file: "bwrap",
+          args: invocation.argv,
+          inputs: [invocation.options.join("\0"), ...invocation.files],
+          statusFd: invocation.statusFd,
+          env: { PATH: Bash.SANDBOX_PATH },
+          timeoutMs: 20_000,
+          maxOutputChars: 0
+        })
+        assert.include(outcome.output, "SECRET-alpha", mode)
+        assert.notInclude(outcome.output, "SECRET-beta", mode)
+        assert.match(outcome.output, /^0$/m, mode)
+        assert.include(outcome.output, "Read-only file system", mode)
+        assert.isFalse(Fs.existsSync(Path.join(skills, "beta", "x")), mode)
+      }
+    }))
+})
+
 describe.skipIf(!bwrapInstalled || !isRoot)("the sandbox built by an unprivileged user", () => {
   it.live("a staged sandbox works as uid 65534 on the host (no cgroups, no root)", () =>
     Effect.gen(function*() {

@@ -36,6 +36,8 @@ export interface BwrapSpec {
    * directory, on the same filesystem).
    */
   readonly mounts: ReadonlyArray<Mount & { readonly work?: string }>
+  /** Directories inside read-only mounts shown empty and read-only (a disabled skill's folder). */
+  readonly hidden?: ReadonlyArray<string>
   /** Staged mode: the host directory that holds the writable mounts (bound at `/.stage/thread` during setup). */
   readonly stage?: string
   readonly cwd: string
@@ -105,6 +107,7 @@ export const bwrapInvocation = (spec: BwrapSpec): BwrapInvocation => {
   const staged: Array<string> = []
   if (spec.mode === "direct") {
     for (const mount of spec.mounts) options.push(mount.writable ? "--bind" : "--ro-bind", mount.host, mount.target)
+    for (const dir of spec.hidden ?? []) options.push("--size", "4096", "--tmpfs", dir, "--remount-ro", dir)
   } else {
     if (spec.stage === undefined) throw new Error("a staged sandbox needs a stage directory")
     const stage = spec.stage.replace(/\/+$/, "")
@@ -124,6 +127,7 @@ export const bwrapInvocation = (spec: BwrapSpec): BwrapInvocation => {
         staged.push("ro", `${STAGE}/ro${i}`, mount.target, "")
       }
     })
+    for (const dir of spec.hidden ?? []) staged.push("hide", "", dir, "")
   }
   options.push("--remount-ro", "/", "--unshare-all", "--unshare-user", "--hostname", SANDBOX_HOSTNAME)
   if (spec.mode === "direct") {

@@ -15,7 +15,7 @@ import { SANDBOX_USER } from "./SystemView.js"
  * namespaces (the one made next is the last); makes /proc/sys read-only; applies the limits; and finally runs
  * the command as the unprivileged `sandbox` user of a nested user namespace (no capabilities anywhere).
  * Arguments: status fd, working directory, memory KiB, file KiB, tasks, command, mount count, then per mount:
- * rw|ro, source, target, overlay work directory.
+ * rw|ro|hide, source, target, overlay work directory (`hide`: an empty read-only tmpfs over the target).
  */
 export const SETUP_SCRIPT = `set -u
 status=$1 cwd=$2 mem=$3 fsize=$4 nproc=$5 cmd=$6 n=$7
@@ -27,7 +27,9 @@ while [ "$n" -gt 0 ]; do
   kind=$1 src=$2 dst=$3 work=$4
   shift 4
   n=$((n - 1))
-  if [ "$kind" = rw ]; then
+  if [ "$kind" = hide ]; then
+    command -p mount -t tmpfs -o ro,nosuid,nodev,size=4k tmpfs "$dst" 2>/dev/null || fail "could not hide $dst"
+  elif [ "$kind" = rw ]; then
     overlay "lowerdir=/.stage/empty,upperdir=$src,workdir=$work" "$dst" || bind nosuid,nodev "$src" "$dst" ||
       fail "could not mount $dst"
   else

@@ -88,7 +88,7 @@ const mountsText = (settings: SandboxConfig): string =>
     }.`
 
 /** The `bash` tool. */
-export const bash = ({ settings, skillsContainer, withSandbox }: ToolContext) =>
+export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }: ToolContext) =>
   Tool.make({
     name: "bash",
     description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
@@ -100,7 +100,9 @@ export const bash = ({ settings, skillsContainer, withSandbox }: ToolContext) =>
     parameters: BashArgs,
     handler: (args, call) =>
       withSandbox("bash", (sandbox) =>
-        Effect.map(publishingOutput(call, (onOutput) => sandbox.exec(args.command, { onOutput })), (result) => {
+        Effect.map(publishingOutput(call, (onOutput) =>
+          // (a disabled skill's folder shows empty: DeerFlow's sandbox mounts the enabled skills only)
+          sandbox.exec(args.command, { onOutput, hidden: disabledSkills() })), (result) => {
           const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           if (result.timedOut) {
             return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +

@@ -2,8 +2,8 @@
  * The file tools' gate on disabled skills (SPEC §7.1): `ls`, `read_file`, `glob` and `grep` refuse a path inside a
  * disabled skill's folder, and leave such paths out of what they list or search when they walk from above it (a
  * root above a disabled skill would otherwise still show its files). The skills and their states are the catalog's
- * (`SkillsDirectory.catalogOf`), read only when a path can reach the skills' mount. `bash` is not gated yet (DeerFlow
- * mounts a copy of the enabled skills only, so its shell does not see a disabled one either).
+ * (`SkillsDirectory.catalogOf`), read only when a path can reach the skills' mount. Under bubblewrap, `bash` sees a
+ * disabled skill's folder empty (DeerFlow mounts a copy of the enabled skills only); bash on the host sees it.
  */
 import * as Path from "node:path"
 import type { Catalog } from "../../../services/Skills.js"

@@ -65,6 +65,8 @@ export interface ToolContext {
     name: string,
     body: Body
   ) => (call: ToolCall) => Effect.Effect<HandlerOutput, never, RunContext | RunEvents>
+  /** The virtual folders of the disabled skills, which `bash` does not see (read when asked). */
+  readonly disabledSkills: () => ReadonlyArray<string>
   /**
    * Runs a file tool's `body` on `path` unless the path lies in a disabled skill's folder (then the model reads
    * why it is refused); `body` is given the test for the paths its listing or search must leave out
@@ -100,6 +102,7 @@ export const make = Effect.gen(function*() {
     settings: app.config.sandbox,
     skillsContainer: container,
     markReads: app.config.read_before_write.enabled,
+    disabledSkills: () => SkillGate.disabledOf(SkillsDirectory.catalogOf(app)).map((d) => d.folder),
     withSandbox,
     gate
   } satisfies ToolContext
