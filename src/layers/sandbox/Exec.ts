@@ -145,7 +145,9 @@ const bwrapLaunch = (
     layout: spec.layout(),
     mounts: bwrapMounts,
     // (only a directory inside a read-only mount: nothing the command writes is hidden from it)
-    hidden: hidden.filter((dir) => state.mounts.some((m) => !m.writable && isInside(dir, m.virtual) && dir !== m.virtual)),
+    hidden: hidden.filter((dir) =>
+      state.mounts.some((m) => !m.writable && isInside(dir, m.virtual) && dir !== m.virtual)
+    ),
     stage,
     cwd: WORKSPACE,
     env: {
