@@ -321,7 +321,7 @@ export const make = (options: Options = {}) =>
           // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
           // allowlist and denylist.
           // (no list_uploaded_files: a subagent's state has no uploaded_files to leave this run's uploads out by)
-          const assembly = yield* ToolAssembly.assemble({ vision, groups: toolGroups, uploads: false })
+          const assembly = yield* ToolAssembly.assemble({ vision, groups: toolGroups, uploads: false, bash })
           const own = options.tools ?? []
           const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
           const names = new Set(tools.map((t) => t.name))

@@ -5,7 +5,8 @@
  *    maps to an Antler tool: the sandbox's file and bash tools, `web_fetch` (every DeerFlow fetch provider maps
  *    to Antler's own fetcher), `web_search` (DuckDuckGo, Tavily, SearXNG), `image_search` (DuckDuckGo). A
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
- *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools.
+ *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools. `bash`
+ *    (under any name) is left out where commands cannot run: no bubblewrap and no `sandbox.allow_host_bash`.
  * 2. Built-ins: `present_files`, `review_skill_package`, `list_uploaded_files` (not for subagents), and
  *    `view_image` for vision models.
  * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
@@ -25,6 +26,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { schemaIssues } from "../layers/ConfigFile.js"
 import * as AcpTool from "../layers/AcpTool.js"
+import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as ToolContext from "../layers/sandbox/tools/ToolContext.js"
@@ -255,6 +257,8 @@ export interface Options {
   readonly groups?: ReadonlyArray<string> | null | undefined
   /** Whether `list_uploaded_files` is there (default: yes; a subagent's state has no `uploaded_files` for it). */
   readonly uploads?: boolean | undefined
+  /** Whether bash can run (default: the sandbox's bash mode is not "disabled"); without, `bash` is left out. */
+  readonly bash?: boolean | undefined
 }
 
 const ENV_KEYS: Readonly<Record<Provider, string | undefined>> = {
@@ -298,6 +302,11 @@ const PROVIDER_LABEL: Readonly<Record<Provider, string>> = {
   searxng: "SearXNG"
 }
 
+/** Why `bash` is not among an agent's tools when commands cannot run. */
+export const BASH_UNAVAILABLE = "bash is unavailable (bubblewrap is not available here and " +
+  "sandbox.allow_host_bash is false); install bubblewrap, or set sandbox.allow_host_bash: true to run commands " +
+  "on the host without isolation"
+
 /** The tools of an agent (see the module header). MCP tools come from the app's `Mcp` service when there is one. */
 export const assemble = (
   options: Options
@@ -306,6 +315,7 @@ export const assemble = (
     const app = yield* AppConfigService
     const config = app.config
     const sandbox = new Map((yield* SandboxTools.tools({ vision: options.vision })).map((t) => [t.name, t]))
+    const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const groups = options.groups ?? undefined
     const inGroups = (group: string | undefined) =>
       groups === undefined || (group !== undefined && groups.includes(group))
@@ -326,6 +336,12 @@ export const assemble = (
       tools.push(tool)
       entries.push({ ...entry, name: tool.name })
     }
+    // a sandbox tool; bash only where commands can run (DeerFlow hides bash when host bash is not allowed)
+    const addSandbox = (tool: Tool.Tool, entry: Entry, where: string) => {
+      if (tool.name !== "bash" || bash) return add(tool, entry, where)
+      entries.push({ ...entry, name: tool.name, state: "missing", note: BASH_UNAVAILABLE })
+      if (!warnings.some((w) => w.endsWith(BASH_UNAVAILABLE))) warnings.push(`${where}: left out: ${BASH_UNAVAILABLE}`)
+    }
 
     if (config.tools == null) {
       for (const name of SANDBOX_TOOLS) {
@@ -337,7 +353,7 @@ export const assemble = (
           entries.push({ name, source: "sandbox", group, state: "missing", note })
           continue
         }
-        add(tool, { name, source: "sandbox", group, state: "available" }, `the sandbox's ${name}`)
+        addSandbox(tool, { name, source: "sandbox", group, state: "available" }, `the sandbox's ${name}`)
       }
     } else {
       for (const [i, entry] of config.tools.entries()) {
@@ -359,7 +375,7 @@ export const assemble = (
         switch (mapped.kind) {
           case "sandbox": {
             const tool = sandbox.get(mapped.tool)
-            if (tool !== undefined) add(tool, { ...base, state: "available" }, where)
+            if (tool !== undefined) addSandbox(tool, { ...base, state: "available" }, where)
             break
           }
           case "web_fetch": {

@@ -75,6 +75,38 @@ describe("ToolAssembly", () => {
       assert.deepStrictEqual(sub.tools.map((t) => t.name), ["present_files", "review_skill_package"])
     }))
 
+  it.effect("bash is left out, under any name, where commands cannot run (no bubblewrap, no allow_host_bash)", () =>
+    Effect.gen(function*() {
+      // DeerFlow's get_available_tools hides host bash (and a renamed alias of it) when it is not allowed
+      const bare = yield* fromObject({})
+      const hidden = yield* assembleWith(bare, { vision: false, bash: false })
+      assert.deepStrictEqual(hidden.tools.map((t) => t.name), [
+        "ls", "read_file", "glob", "grep", "write_file", "str_replace", "present_files", "review_skill_package",
+        "list_uploaded_files"
+      ])
+      assert.deepInclude(hidden.entries.find((e) => e.name === "bash")!, {
+        state: "missing",
+        note: ToolAssembly.BASH_UNAVAILABLE
+      })
+      assert.deepStrictEqual(hidden.warnings, [`the sandbox's bash: left out: ${ToolAssembly.BASH_UNAVAILABLE}`])
+      const aliased = yield* fromObject({
+        tools: [
+          { name: "bash", group: "bash", use: "deerflow.sandbox.tools:bash_tool" },
+          { name: "shell", group: "bash", use: "deerflow.sandbox.tools:bash_tool" },
+          { name: "ls", group: "file:read", use: "deerflow.sandbox.tools:ls_tool" }
+        ]
+      })
+      const noShell = yield* assembleWith(aliased, { vision: false, bash: false })
+      assert.deepStrictEqual(noShell.tools.map((t) => t.name), ["ls", "present_files", "review_skill_package",
+        "list_uploaded_files"])
+      assert.deepStrictEqual(noShell.warnings, [`tools[0] (bash): left out: ${ToolAssembly.BASH_UNAVAILABLE}`])
+      // where bash runs (under bubblewrap, as here, or allowed on the host) it stays
+      const kept = yield* assembleWith(aliased, { vision: false, bash: true })
+      assert.include(kept.tools.map((t) => t.name), "bash")
+      const probed = yield* assembleWith(bare, { vision: false })
+      assert.include(probed.tools.map((t) => t.name), "bash")
+    }))
+
   it.effect("uses Antler has no tool for are left out with a warning naming the tool; Tavily without a key too", () =>
     Effect.gen(function*() {
       const app = yield* fromObject({
