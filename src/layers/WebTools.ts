@@ -71,6 +71,9 @@ const documentName = (mime: string): string | undefined => {
 const sizeText = (bytes: number) =>
   bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`
 
+/** DeerFlow's text for a page with nothing to read (a script-only page, an empty body). */
+export const NO_CONTENT = "No content could be extracted from this page"
+
 /** What `web_fetch` returns for a response: the page as Markdown with its title and final URL, or an error text. */
 export const pageText = (
   response: SafeHttp.Response,
@@ -118,7 +121,8 @@ export const pageText = (
       markdown = `${markdown.slice(0, options.maxChars)}\n\n[Cut at ${options.maxChars} characters.]`
     }
     const head = title !== undefined ? `# ${title}\n\n` : ""
-    return `${head}URL: ${response.url}\n\n${markdown.trim()}${cut}\n`
+    const body = markdown.trim() === "" ? NO_CONTENT : markdown.trim()
+    return `${head}URL: ${response.url}\n\n${body}${cut}\n`
   })
 
 /** The `web_fetch` tool. */

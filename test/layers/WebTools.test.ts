@@ -82,6 +82,24 @@ describe("web_fetch", () => {
       assert.lengthOf(inside.requests, 0, "the redirect target was never contacted")
     }))
 
+  it.scopedLive("a page with nothing to read says so, as DeerFlow's extractor does", () =>
+    Effect.gen(function*() {
+      const site = yield* HttpServer.start((req, res) =>
+        req.url === "/blank"
+          ? HttpServer.reply(res, 200, "<html><head><script>app()</script></head><body><div id=app></div></body></html>")
+          : HttpServer.reply(res, 200, "", "text/plain")
+      )
+      const fetch = WebTools.webFetch({ allowPrivateAddresses: true })
+      assert.strictEqual(
+        yield* callTool(fetch, { url: `${site.url}/blank` }),
+        `URL: ${site.url}/blank\n\nNo content could be extracted from this page\n`
+      )
+      assert.strictEqual(
+        yield* callTool(fetch, { url: `${site.url}/empty` }),
+        `URL: ${site.url}/empty\n\nNo content could be extracted from this page\n`
+      )
+    }))
+
   it.scopedLive("bounds redirects, size and time", () =>
     Effect.gen(function*() {
       const site = yield* HttpServer.start((req, res) => {
