@@ -264,7 +264,9 @@ describe("web_search providers", () => {
       ])
       assert.strictEqual(ddg.requests[0]!.body, "q=moose")
       const images = JSON.parse(yield* callTool(WebTools.imageSearch(provider as any), { query: "moose" }))
+      // the full-size image, not the thumbnail (DeerFlow's test_image_search regression)
       assert.strictEqual(images.results[0].image_url, "https://img.example.org/moose.jpg")
+      assert.strictEqual(images.results[0].thumbnail_url, "https://img.example.org/m.jpg")
       const imageCall = ddg.requests.find((r) => r.url.startsWith("/i.js"))!
       assert.strictEqual(new URL(imageCall.url, "http://x").searchParams.get("vqd"), "4-123456789")
     }))
