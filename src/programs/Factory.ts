@@ -30,6 +30,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -341,6 +342,8 @@ export const layer = (
         ? mcp.value.revision
         : Effect.succeed(0)
       const lock = yield* Effect.makeSemaphore(1)
+      // whether commands can run here (bubblewrap, or host bash allowed): probed once, when an agent is first built
+      const bash = yield* Effect.cached(Effect.map(LocalSandbox.bashMode(app), (m) => m.mode !== "disabled"))
 
       // One subagent runner (one pool) per app, built when a run first enables subagents.
       const runner = yield* Effect.cached(
@@ -378,7 +381,7 @@ export const layer = (
 
       const build = (r: Resolved) =>
         Effect.gen(function*() {
-          const assembly = yield* ToolAssembly.assemble({ vision: r.vision, groups: r.toolGroups }).pipe(
+          const assembly = yield* ToolAssembly.assemble({ vision: r.vision, groups: r.toolGroups, bash: yield* bash }).pipe(
             Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
           )
           const base = yield* agentOptions(r)
