@@ -381,7 +381,8 @@ export const layer = (
 
       const build = (r: Resolved) =>
         Effect.gen(function*() {
-          const assembly = yield* ToolAssembly.assemble({ vision: r.vision, groups: r.toolGroups, bash: yield* bash }).pipe(
+          const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash }
+          const assembly = yield* ToolAssembly.assemble(wanted).pipe(
             Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
           )
           const base = yield* agentOptions(r)

@@ -86,7 +86,7 @@ describe("web_fetch", () => {
     Effect.gen(function*() {
       const site = yield* HttpServer.start((req, res) =>
         req.url === "/blank"
-          ? HttpServer.reply(res, 200, "<html><head><script>app()</script></head><body><div id=app></div></body></html>")
+          ? HttpServer.reply(res, 200, "<html><head><script>app()</script></head><body><div id=a></div></body></html>")
           : HttpServer.reply(res, 200, "", "text/plain")
       )
       const fetch = WebTools.webFetch({ allowPrivateAddresses: true })
