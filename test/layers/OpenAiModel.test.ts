@@ -787,6 +787,7 @@ describe("OpenAiModel configuration", () => {
           default_headers: { "X-Tenant": "antlers" },
           extra_body: { service_tier: "flex", thinking: { budget: 100 } },
           supports_thinking: true,
+          supports_reasoning_effort: true,
           when_thinking_enabled: { extra_body: { thinking: { type: "enabled" } } }
         },
         {
@@ -812,6 +813,44 @@ describe("OpenAiModel configuration", () => {
       assert.deepStrictEqual(qwen.chat_template_kwargs, { enable_thinking: false })
       assert.strictEqual(server.headers[0]!["x-tenant"], "antlers")
       assert.strictEqual(on.model, "doubao-seed", "a provider field never replaces the protocol's own")
+    }))
+
+  // DeerFlow's test_reasoning_effort_cleared_when_not_supported / _preserved_when_supported: thinking off sends
+  // `reasoning_effort: minimal` only to a model with supports_reasoning_effort (others may refuse the field)
+  it.scopedLive("a model without supports_reasoning_effort gets no reasoning_effort from its thinking settings", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(() => "ok")
+      const thinking = { extra_body: { thinking: { type: "enabled", budget_tokens: 5000 } }, reasoning_effort: "high" }
+      const models = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        {
+          name: "plain",
+          model: "plain-v1",
+          base_url: server.url,
+          supports_thinking: true,
+          when_thinking_enabled: thinking
+        },
+        {
+          name: "effort",
+          model: "effort-v1",
+          base_url: server.url,
+          supports_thinking: true,
+          supports_reasoning_effort: true,
+          when_thinking_enabled: thinking
+        }
+      ])
+      const model = yield* OpenAiModel.fromConfig(models)
+      for (const modelName of ["plain", "effort"]) {
+        for (const thinkingEnabled of [false, true]) {
+          yield* generate(model, request([M.human("hi")], { settings: { modelName, thinkingEnabled } }))
+        }
+      }
+      const sent = server.requests.map((r: any) => [r.model, r.thinking?.type, r.reasoning_effort])
+      assert.deepStrictEqual(sent, [
+        ["plain-v1", "disabled", undefined],
+        ["plain-v1", "enabled", undefined],
+        ["effort-v1", "disabled", "minimal"],
+        ["effort-v1", "enabled", "high"]
+      ])
     }))
 
   it("a model class Antler cannot speak is refused, naming the entry and the OpenAI-compatible way", () => {

@@ -48,9 +48,20 @@ export const deepMerge = (
  * `when_thinking_disabled`, else the switch-off DeerFlow derives from the enabled settings (an
  * `extra_body.thinking.type` becomes `disabled` with `reasoning_effort: minimal`; vLLM's
  * `chat_template_kwargs` thinking flags become false). `extra_body` entries are merged into the body, other
- * keys (`reasoning_effort`, `temperature`, a provider's own field) become body fields.
+ * keys (`reasoning_effort`, `temperature`, a provider's own field) become body fields. A model without
+ * `supports_reasoning_effort` is never sent a `reasoning_effort`, from these settings either (as in DeerFlow).
  */
 export const thinkingFields = (
+  profile: ModelProfile,
+  thinkingEnabled: boolean | undefined
+): Record<string, unknown> => {
+  const fields = thinkingSettings(profile, thinkingEnabled)
+  if (profile.supportsReasoningEffort === true || !("reasoning_effort" in fields)) return fields
+  const { reasoning_effort: _dropped, ...rest } = fields
+  return rest
+}
+
+const thinkingSettings = (
   profile: ModelProfile,
   thinkingEnabled: boolean | undefined
 ): Record<string, unknown> => {
