@@ -75,8 +75,9 @@ export const root = (app: AppConfigService["Type"]): string | undefined => {
 
 /**
  * Where `extensions_config.json` is (as `ExtensionsFile.resolvePath` finds it): `$ANTLER_EXTENSIONS_CONFIG` or
- * `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else next to the config file; without a config file, the one in the working
- * directory when there is one, else `$ANTLER_HOME`'s (never a new file in a working directory that has none).
+ * `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else the first `extensions_config.json` or `mcp_config.json` (DeerFlow's
+ * older name) next to the config file, in the working directory or in `$ANTLER_HOME`; when there is none, a new
+ * one next to the config file, else in `$ANTLER_HOME` (never a new file in a working directory that has none).
  */
 export const extensionsConfigPath = (
   app: AppConfigService["Type"],
@@ -86,11 +87,14 @@ export const extensionsConfigPath = (
     const given = env[name]
     if (given !== undefined && given.trim() !== "") return Path.resolve(given)
   }
-  if (app.source !== undefined) return Path.join(Path.dirname(Path.resolve(app.source)), "extensions_config.json")
-  const inCwd = ["extensions_config.json", "mcp_config.json"].map((name) => Path.join(process.cwd(), name))
+  const beside = app.source !== undefined ? Path.dirname(Path.resolve(app.source)) : undefined
+  const dirs = [...(beside !== undefined ? [beside] : []), process.cwd(), app.home]
+  const found = dirs.flatMap((dir) => EXTENSIONS_NAMES.map((name) => Path.join(dir, name)))
     .find((file) => Fs.existsSync(file))
-  return inCwd ?? Path.join(app.home, "extensions_config.json")
+  return found ?? Path.join(beside ?? app.home, "extensions_config.json")
 }
+
+const EXTENSIONS_NAMES: ReadonlyArray<string> = ["extensions_config.json", "mcp_config.json"]
 
 /**
  * The enabled state of each skill named in an `extensions_config.json` (a missing file: none), and the

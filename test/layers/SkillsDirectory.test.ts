@@ -224,6 +224,18 @@ describe("SkillsDirectory", () => {
     assert.match(broken.warnings[0]!, /extensions_config\.json: not valid JSON/)
   })
 
+  // DeerFlow's ExtensionsConfig.resolve_config_path (test_runtime_paths): mcp_config.json, the older name, is the
+  // extensions file when there is no extensions_config.json; the MCP servers are read from the same file
+  it("a skill switched off in mcp_config.json next to the config is off", () => {
+    const dir = tempDir("antler-skills-mcpcfg-")
+    write(dir, "skills/public/alpha/SKILL.md", skill("alpha"))
+    write(dir, "skills/public/beta/SKILL.md", skill("beta"))
+    write(dir, "mcp_config.json", JSON.stringify({ mcpServers: {}, skills: { beta: { enabled: false } } }))
+    const catalog = SkillsDirectory.catalogOf(appAt(dir))
+    assert.deepStrictEqual(catalog.skills.map((s) => [s.name, s.enabled]), [["alpha", true], ["beta", false]])
+    assert.strictEqual(SkillsDirectory.extensionsConfigPath(appAt(dir), {}), Path.join(dir, "mcp_config.json"))
+  })
+
   it.effect("bounded: a name over 64 characters, a SKILL.md over 1 MiB or a FIFO is rejected; a long description is cut, with a warning", () =>
     Effect.gen(function*() {
       const dir = tempDir("antler-skills-bounds-")
