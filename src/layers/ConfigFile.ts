@@ -276,12 +276,17 @@ export const schemaIssues = (error: ParseResult.ParseError): ReadonlyArray<Confi
 // ---------------------------------------------------------------------------------------------------------
 // Loading
 
-/** Where the configuration comes from: `--config`, else `ANTLER_CONFIG`, else `./config.yaml` if present. */
+/**
+ * Where the configuration comes from: `--config`, else `ANTLER_CONFIG`, else `DEER_FLOW_CONFIG_PATH` (DeerFlow's
+ * variable), else `./config.yaml` if present.
+ */
 export const resolvePath = (explicit?: string | undefined): Effect.Effect<string | undefined> =>
   Effect.gen(function*() {
     if (explicit !== undefined && explicit !== "") return Path.resolve(explicit)
-    const fromEnv = yield* Config.option(Config.string("ANTLER_CONFIG")).pipe(Effect.orElseSucceed(() => Option.none()))
-    if (Option.isSome(fromEnv) && fromEnv.value !== "") return Path.resolve(fromEnv.value)
+    for (const name of ["ANTLER_CONFIG", "DEER_FLOW_CONFIG_PATH"]) {
+      const fromEnv = yield* Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none()))
+      if (Option.isSome(fromEnv) && fromEnv.value !== "") return Path.resolve(fromEnv.value)
+    }
     const local = Path.resolve("config.yaml")
     return Fs.existsSync(local) ? local : undefined
   })
@@ -525,8 +530,8 @@ export const readConfigText = (file: string, limit: number): Effect.Effect<strin
   )
 
 /**
- * Loads the configuration: from `path` if given, else `ANTLER_CONFIG`, else `./config.yaml` when it exists,
- * else the defaults (no file). `home` is `ANTLER_HOME` or `~/.antler`, absolute.
+ * Loads the configuration: from `path` if given, else `ANTLER_CONFIG` or `DEER_FLOW_CONFIG_PATH`, else
+ * `./config.yaml` when it exists, else the defaults (no file). `home` is `ANTLER_HOME` or `~/.antler`, absolute.
  */
 export const load = (path?: string | undefined): Effect.Effect<AppConfigService["Type"], ConfigError> =>
   Effect.gen(function*() {

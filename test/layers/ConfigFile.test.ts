@@ -426,6 +426,22 @@ describe("ConfigFile", () => {
       assert.strictEqual(error.message, `${missing}: the file does not exist`)
     }))
 
+  // DeerFlow's AppConfig.resolve_config_path (test_runtime_paths): DEER_FLOW_CONFIG_PATH names the file, and one
+  // named that does not exist is an error rather than a fallback to ./config.yaml
+  it.effect("DEER_FLOW_CONFIG_PATH names the config file when ANTLER_CONFIG does not", () =>
+    Effect.gen(function*() {
+      const deerflow = tempFile("recursion_limit: 33\n")
+      const antler = tempFile("recursion_limit: 44\n")
+      const a = yield* ConfigFile.load().pipe(withEnv({ DEER_FLOW_CONFIG_PATH: deerflow }))
+      assert.strictEqual(a.config.recursion_limit, 33)
+      assert.strictEqual(a.source, deerflow)
+      const b = yield* ConfigFile.load().pipe(withEnv({ DEER_FLOW_CONFIG_PATH: deerflow, ANTLER_CONFIG: antler }))
+      assert.strictEqual(b.config.recursion_limit, 44)
+      const missing = Path.join(Path.dirname(deerflow), "gone.yaml")
+      const error = yield* ConfigFile.load().pipe(Effect.flip, withEnv({ DEER_FLOW_CONFIG_PATH: missing }))
+      assert.strictEqual(error.reason, "not_found")
+    }))
+
   it.effect("sandbox resource limits: defaults, 0 for none, negative or fractional values refused", () =>
     Effect.gen(function*() {
       const defaulted = (yield* ConfigFile.load(tempFile("sandbox: {}\n")).pipe(withEnv({}))).config.sandbox

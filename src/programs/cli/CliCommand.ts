@@ -190,7 +190,7 @@ export const config = Options.text("config").pipe(Options.optional)
 /** The help line of `--config FILE`. */
 export const CONFIG_HELP = [
   "--config FILE",
-  "The config.yaml to use (default: $ANTLER_CONFIG, else ./config.yaml when there is one)"
+  "The config.yaml to use (default: $ANTLER_CONFIG or $DEER_FLOW_CONFIG_PATH, else ./config.yaml when there is one)"
 ] as const
 
 // ---------------------------------------------------------------------------------------------------------
