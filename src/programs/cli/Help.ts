@@ -115,7 +115,7 @@ export const root = (
     `${heading("Where things are", options)}\n${
       table([
         ["Data", `Threads, uploads and the agent's files: $ANTLER_HOME, else ~/.antler (here: ${options.home})`],
-        ["Config", "--config FILE, else $ANTLER_CONFIG, else ./config.yaml (models, sandbox, limits)"],
+        ["Config", "--config FILE, else $ANTLER_CONFIG or $DEER_FLOW_CONFIG_PATH, else ./config.yaml"],
         ["Model", "config.yaml, or --base-url/--model/--api-key, or OPENAI_API_KEY/OPENAI_BASE_URL/OPENAI_MODEL"]
       ], options)
     }`,
