@@ -71,6 +71,24 @@ export const settle = (
   })
 
 /**
+ * Undoes an edit-and-rerun run (its metadata's `replay_kind: "edit"`, see `handlers/Branches`) that did not succeed
+ * (it failed, or was stopped): its checkpoints go, the fork before its first step with them, so the thread is again
+ * as it was before the edit, as DeerFlow's worker restores it; the run keeps its status. Returns whether it did.
+ */
+export const undoFailedEdit = (
+  store: ThreadStore["Type"],
+  record: RunRecord,
+  metadata: Readonly<Record<string, unknown>>
+): Effect.Effect<boolean> =>
+  metadata.replay_kind !== "edit" || (record.status !== "error" && record.status !== "cancelled")
+    ? Effect.succeed(false)
+    : store.rollback(record.thread_id, record.run_id).pipe(
+      Effect.as(true),
+      Effect.catchAll((error) =>
+        Effect.as(Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error), false))
+    )
+
+/**
  * Records as `error` ("server restarted") the runs left `running` or `pending` whose thread no live process holds
  * (its lease is free); returns them.
  */

@@ -375,10 +375,12 @@ export const layer = (
           }
           const action: CancelAction | undefined = how
           const record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
+          const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
           yield* Effect.ignore(store.releaseLease(request.threadId, runId))
           const outs: Array<Projection.Out> = []
-          if (action !== undefined) {
-            // what the cancelled run left (or the rollback restored): the client reloads nothing
+          if (action !== undefined || undone) {
+            // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
+            // reloads nothing
             const loaded = yield* Effect.orElseSucceed(store.load(request.threadId), () => Option.none())
             if (Option.isSome(loaded) && request.modes.includes("values")) {
               outs.push({ event: "values", data: Protocol.publicValues(loaded.value.state) })

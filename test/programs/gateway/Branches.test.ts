@@ -44,6 +44,10 @@ beforeAll(async () => {
   gateway = await Support.start({
     script: (body) => {
       const last = body.messages[body.messages.length - 1] as { content?: unknown }
+      // a question the model cannot answer: a request it refuses (not retried)
+      if (JSON.stringify(last.content).includes("qbroken")) {
+        return { status: 400, body: { error: { message: "the model refuses this", type: "invalid_request_error" } } }
+      }
       return `Answer ${++calls} to ${JSON.stringify(last.content).match(/q\w+( edited)?/)?.[0]}`
     },
     config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
@@ -220,6 +224,35 @@ describe("edit and regenerate", () => {
     const refused = await alice("POST", "/api/threads/untitled/runs/wait", { input: { title: 5 } })
     assert.strictEqual(refused.status, 422, refused.text)
     assert.include(refused.json().detail, "input.title")
+  })
+
+  // DeerFlow's test_run_agent_rolls_back_failed_edit_replay_and_publishes_restored_values
+  it("an edited question's run that fails leaves the thread as it was before the edit", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "edit-fails" })).status, 200)
+    await ask("edit-fails", "qone")
+    await ask("edit-fails", "qtwo")
+    const before = await texts("edit-fails")
+    const question = (await visible("edit-fails"))[2]
+    const request = { human_message_id: question.id, replacement_text: "qbroken edited" }
+    const prepared = (await alice("POST", "/api/threads/edit-fails/runs/edit-regenerate/prepare", request)).json()
+    const run = await alice("POST", "/api/threads/edit-fails/runs/wait", {
+      assistant_id: "lead_agent",
+      input: prepared.input,
+      checkpoint: prepared.checkpoint,
+      metadata: prepared.metadata
+    })
+    assert.strictEqual(run.status, 200, run.text)
+    // the client is told the run failed, and is given the thread as it is again
+    assert.isDefined(run.json().__error__)
+    assert.deepStrictEqual(Support.visible(run.json().messages).map(textOf), before)
+    assert.deepStrictEqual(await texts("edit-fails"), before)
+    const runs = (await alice("GET", "/api/threads/edit-fails/runs")).json()
+    assert.strictEqual(runs[0].status, "error")
+    // the thread goes on from its original turns
+    await ask("edit-fails", "qthree")
+    const after = await texts("edit-fails")
+    assert.deepStrictEqual(after.slice(0, 4), before)
+    assert.match(after[5]!, /^Answer \d+ to qthree$/)
   })
 
   it("refuses an unchanged text, an older question, and another user's thread", async () => {
