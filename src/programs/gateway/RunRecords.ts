@@ -1,6 +1,7 @@
 /**
  * What the store keeps of a gateway run as it ends: its record settled by how it was stopped (rolled back,
- * cancelled, or ended without saying so), and the runs a previous process left `running` settled at start.
+ * cancelled, or ended without saying so), an edit's run that failed undone, and the runs a previous process left
+ * `running` settled at start.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
