@@ -248,6 +248,25 @@ describe("edit and regenerate", () => {
     assert.deepStrictEqual(await texts("edit-fails"), before)
     const runs = (await alice("GET", "/api/threads/edit-fails/runs")).json()
     assert.strictEqual(runs[0].status, "error")
+    // streamed: the error, then the thread as it is again
+    const again = (await alice("POST", "/api/threads/edit-fails/runs/edit-regenerate/prepare", request)).json()
+    const streamed = await fetch(`${gateway.url}/api/threads/edit-fails/runs/stream`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ALICE}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: again.input,
+        checkpoint: again.checkpoint,
+        metadata: again.metadata,
+        stream_mode: ["values"]
+      })
+    })
+    const { events } = await Support.readSse(streamed)
+    const names = events.map((e) => e.event)
+    assert.isAbove(names.lastIndexOf("values"), names.indexOf("error"))
+    assert.isAtLeast(names.indexOf("error"), 0)
+    const last = events.filter((e) => e.event === "values").at(-1)!.data as any
+    assert.deepStrictEqual(Support.visible(last.messages).map(textOf), before)
     // the thread goes on from its original turns
     await ask("edit-fails", "qthree")
     const after = await texts("edit-fails")
