@@ -7,8 +7,8 @@
  * does: env and header values, URL passwords and secret-like query parameters, and every key named like a
  * secret (`token`, `api_key`, `password`...) are `"***"`; a `"***"` sent back keeps the stored value (a new key
  * given `"***"` is refused). A server whose launch changes (command, args, env) is screened as DeerFlow screens
- * API-managed servers: a bare executable name among the allowed launchers (`npx`, `uvx`, and those of
- * `$DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST`), no argument that evaluates code, no variable that injects it. What
+ * API-managed servers (`McpLaunch`): a bare executable name among the allowed launchers (`npx`, `uvx`, and those
+ * of `$DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST`), no argument that evaluates code, no variable that injects it. What
  * is written decodes as the app reads it, fits in `MAX_CONFIG_BYTES`, keeps the file's other keys, and is
  * written whole (a temporary file renamed over it), one writer at a time. The MCP servers are then replaced in
  * the running app (`Mcp.Service.replace`): the next run's agent has the new servers' tools, no restart.
@@ -27,7 +27,7 @@ import * as McpVariables from "../../../layers/mcp/Variables.js"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import * as TextFile from "../../../layers/TextFile.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
-import { McpServerConfig, serverProblem, transportOf } from "../../../services/Extensions.js"
+import { McpServerConfig, transportOf } from "../../../services/Extensions.js"
 import { Mcp } from "../../../services/Mcp.js"
 import { SandboxProvider, USER_DATA } from "../../../services/Sandbox.js"
 import * as Json from "../../../state/Json.js"
@@ -41,6 +41,7 @@ import * as Body from "../Body.js"
 import * as Access from "./Access.js"
 import { skillObject } from "./Catalog.js"
 import { json } from "./Http.js"
+import { LAUNCHERS, launchProblem } from "./McpLaunch.js"
 
 type Raw = Record<string, unknown>
 
@@ -170,62 +171,6 @@ const unmask = (incoming: unknown, existing: unknown, where: string): Either.Eit
     return Either.right(out)
   }
   return Either.right(incoming)
-}
-
-/** Launchers allowed for servers set through the API (DeerFlow's defaults). */
-const LAUNCHERS: ReadonlyArray<string> = ["npx", "uvx"]
-
-/** Arguments that make a launcher evaluate the text that follows (DeerFlow's list). */
-const EVAL_ARGS: ReadonlySet<string> = new Set([
-  "-c",
-  "--call",
-  "-e",
-  "--eval",
-  "--print",
-  "--shell",
-  "--node-arg",
-  "--node-options"
-])
-
-/** Variables that run code when a process starts. */
-const CODE_VARIABLES: ReadonlySet<string> = new Set([
-  "BASH_ENV",
-  "DYLD_INSERT_LIBRARIES",
-  "ENV",
-  "LD_AUDIT",
-  "LD_PRELOAD",
-  "NODE_OPTIONS",
-  "PERL5OPT",
-  "PYTHONHOME",
-  "PYTHONPATH",
-  "PYTHONSTARTUP",
-  "RUBYOPT"
-])
-
-/** Why a server's launch is not taken through the API, if it is not (see the module header). */
-const launchProblem = (name: string, server: McpServerConfig, allowed: ReadonlySet<string>): string | undefined => {
-  const problem = serverProblem(name, server)
-  if (problem !== undefined) return `${problem}.`
-  if (transportOf(server) !== "stdio") return undefined
-  const command = server.command ?? ""
-  if (command !== command.trim() || /[/\\\s;|&`$<>]/.test(command)) {
-    return `MCP server '${name}' command must be a single executable name; put parameters in args instead.`
-  }
-  if (!allowed.has(command)) {
-    return `MCP server '${name}' uses disallowed stdio command '${command}'. Allowed commands: ` +
-      `${[...allowed].sort().join(", ")}. Configure DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST to extend this list.`
-  }
-  const evaluating = server.args.find((arg) => EVAL_ARGS.has(arg.split("=")[0]!))
-  if (evaluating !== undefined) {
-    return `MCP server '${name}' passes '${evaluating}' to '${command}', which would run arbitrary code. ` +
-      "Point the server at a package or module instead."
-  }
-  const variable = Object.keys(server.env).find((key) => CODE_VARIABLES.has(key.trim().toUpperCase()))
-  if (variable !== undefined) {
-    return `MCP server '${name}' sets environment variable '${variable}', which would run arbitrary code at ` +
-      "process startup."
-  }
-  return undefined
 }
 
 /** What starts a server (as the app reads it): changed, it is screened again. */
