@@ -81,6 +81,20 @@ const codeOf = (error: unknown): number | undefined => {
   return typeof code === "number" ? code : undefined
 }
 
+/** A warning for each routing priority of a server outside 0–100 (it is clamped, as DeerFlow clamps it). */
+const priorityWarnings = (name: string, config: McpServerConfig): ReadonlyArray<string> =>
+  [
+    ["", config.routing?.priority] as const,
+    ...Object.entries(config.tools).map(([tool, entry]) => [` (tool '${tool}')`, entry.routing?.priority] as const)
+  ].flatMap(([where, priority]) =>
+    priority === undefined || (priority >= 0 && priority <= 100)
+      ? []
+      : [
+        `MCP server '${name}'${where}: routing priority ${priority} is ${priority < 0 ? "below 0" : "above 100"}; ` +
+        `clamped to ${priority < 0 ? 0 : 100}`
+      ]
+  )
+
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -123,6 +137,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       })
     }
     const byName = new Map(connections.map((c) => [c.name, c]))
+    for (const c of connections) {
+      if (c.config.enabled) yield* Effect.forEach(priorityWarnings(c.name, c.config), (w) => Effect.logWarning(w))
+    }
 
     const initMs = (c: Connection) => (c.config.session_init_timeout ?? undefined) !== undefined
       ? c.config.session_init_timeout! * 1000

@@ -7,12 +7,16 @@ import * as Schema from "effect/Schema"
 
 const Seconds = Schema.Number.pipe(Schema.positive())
 
-/** Soft routing hints for an MCP tool (SPEC §5.24): keywords that make it preferred, with a priority 0–100. */
+/**
+ * Soft routing hints for an MCP tool (SPEC §5.24): keywords that make it preferred, with a priority 0–100 (one
+ * outside is clamped, with a warning when the servers start). A key of its own is refused, as DeerFlow refuses it:
+ * a misspelt `keyword` must not leave the routing silently off.
+ */
 export const McpRouting = Schema.Struct({
   mode: Schema.optional(Schema.Literal("off", "prefer")),
   priority: Schema.optional(Schema.Number.pipe(Schema.int())),
   keywords: Schema.optional(Schema.Array(Schema.String))
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type McpRouting = typeof McpRouting.Type
 
 /**

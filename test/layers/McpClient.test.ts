@@ -14,6 +14,7 @@ import * as Fiber from "effect/Fiber"
 import * as Logger from "effect/Logger"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
 import * as McpClient from "../../src/layers/McpClient.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -95,6 +96,40 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
         "MCP stdio servers start without a parent-death signal (setpriv (util-linux) was not found at " +
         "/nonexistent/setpriv): a server may outlive Antler if Antler is killed"
       ])
+    }), SLOW)
+
+  // DeerFlow test_mcp_routing_config.py: the tool's routing fields over the server's, a priority outside 0–100
+  // clamped with a warning, a routing key of its own (a misspelling) refused
+  it.scopedLive("routing: a tool's own fields over its server's, a priority clamped with a warning", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      )
+      const mcp = yield* McpClient.make({
+        servers: {
+          db: Servers.everything({
+            routing: { mode: "prefer", priority: 150, keywords: ["订单", "SQL"] },
+            tools: { echo: { routing: { priority: -1 } }, "get-sum": { routing: { keywords: ["add"] } } }
+          })
+        },
+        setpriv: false
+      }).pipe(Effect.provide(capture))
+      assert.deepStrictEqual(logged, [
+        "MCP server 'db': routing priority 150 is above 100; clamped to 100",
+        "MCP server 'db' (tool 'echo'): routing priority -1 is below 0; clamped to 0"
+      ])
+      const routing = (yield* mcp.catalog).tools.map((t) => [t.original, t.routing] as const)
+      assert.deepInclude(routing, ["echo", { mode: "prefer", priority: 0, keywords: ["订单", "SQL"] }])
+      assert.deepInclude(routing, ["get-sum", { mode: "prefer", priority: 100, keywords: ["add"] }])
+      for (const routing of [{ mode: "prefer", keyword: ["sql"] }, { mode: "require" }]) {
+        const text = JSON.stringify({ mcpServers: { db: { command: "x", tools: { q: { routing } } } } })
+        const decoded = ExtensionsFile.decode(text, "extensions_config.json")
+        const key = "keyword" in routing ? "keyword" : "mode"
+        const path = Either.isLeft(decoded) ? decoded.left.issues[0]!.path : undefined
+        assert.strictEqual(path, `mcpServers.db.tools.q.routing.${key}`)
+      }
     }), SLOW)
 
   it.scopedLive("$VAR in env comes from the environment; an unset one keeps only that server from starting", () =>
