@@ -40,7 +40,7 @@ export { secrets } from "./mcp/Variables.js"
 export interface Options {
   /** The servers, by name (`mcpServers` of `extensions_config.json`, decoded). */
   readonly servers: Readonly<Record<string, McpServerConfig>>
-  /** Starting a server and its handshake, when the server sets no `session_init_timeout`. Default 30 s. */
+  /** Starting a server and its handshake, when the server sets no `session_init_timeout`. Default 60 s, DeerFlow's. */
   readonly initTimeoutMs?: number | undefined
   /** One tool call, when the server sets no `tool_call_timeout`. Default 300 s. */
   readonly callTimeoutMs?: number | undefined
@@ -98,7 +98,7 @@ const priorityWarnings = (name: string, config: McpServerConfig): ReadonlyArray<
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const initTimeoutMs = options.initTimeoutMs ?? 30_000
+    const initTimeoutMs = options.initTimeoutMs ?? 60_000
     const callTimeoutMs = options.callTimeoutMs ?? 300_000
     const retryAfterMs = options.retryAfterMs ?? 30_000
     const connections: Array<Connection> = []
