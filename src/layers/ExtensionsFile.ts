@@ -4,8 +4,8 @@
  * The file is `$ANTLER_EXTENSIONS_CONFIG`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else `extensions_config.json`
  * (then `mcp_config.json`, DeerFlow's older name) beside the `config.yaml` in use, else in the working
  * directory, else in `$ANTLER_HOME` (where the gateway writes it when no config file is in use). A file named by
- * a variable must exist; none found means no MCP servers. It is read when the app starts; the gateway's MCP
- * settings, which write it, replace the servers (`McpReloadable`).
+ * a variable must exist; none found means no MCP servers. It is read when the app starts, and again when it
+ * changed (see `layer`); the gateway's MCP settings, which write it, replace the servers (`McpReloadable`).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
@@ -93,9 +93,22 @@ export const find = (
     return { config: yield* load(file), source: file }
   })
 
+/** What the extensions file says now: where it is and its text (undefined: no file, or it cannot be read). */
+const snapshot = (configSource: string | undefined, home: string | undefined) =>
+  Effect.flatMap(resolvePath(configSource, home), (file) =>
+    file === undefined
+      ? Effect.succeed(undefined)
+      : Effect.match(readConfigText(file, MAX_CONFIG_BYTES), {
+        onFailure: () => undefined,
+        onSuccess: (text) => ({ file, text })
+      }))
+
 /**
  * The app's MCP service from its extensions file (found beside the loaded `config.yaml`). Servers start when
- * their tools are first asked for and stop when the layer is released.
+ * their tools are first asked for and stop when the layer is released. The file edited by hand (or another file
+ * found in its place) while the app runs is read again when the next agent is built (DeerFlow's stale-cache
+ * check, on the file's content): its servers replace the old ones. A file that no longer decodes keeps the
+ * servers, with a warning; a file removed keeps them too.
  */
 export const layer = (
   options: Omit<McpClient.Options, "servers"> = {}
@@ -104,7 +117,34 @@ export const layer = (
     Mcp,
     Effect.gen(function*() {
       const app = yield* AppConfigService
+      const fs = yield* FileSystem.FileSystem
       const { config } = yield* find(app.source, app.home)
-      return yield* McpReloadable.make({ ...options, servers: config.mcpServers })
+      const service = yield* McpReloadable.make({ ...options, servers: config.mcpServers })
+      const now = snapshot(app.source, app.home).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+      let seen = yield* now
+      const lock = yield* Effect.makeSemaphore(1)
+      const replace = service.replace!
+      // (the file edited since it was last seen: its servers, once; a bad file warns once)
+      const refresh = lock.withPermits(1)(Effect.gen(function*() {
+        const current = yield* now
+        if (current === undefined || (current.file === seen?.file && current.text === seen.text)) return
+        seen = current
+        const decoded = decode(current.text, current.file)
+        if (Either.isLeft(decoded)) {
+          return yield* Effect.logWarning(
+            `${current.file} changed but was not taken, the MCP servers stay as they were: ${decoded.left.message}`
+          )
+        }
+        yield* replace(decoded.right.mcpServers)
+      }))
+      return {
+        ...service,
+        revision: Effect.zipRight(refresh, service.revision!),
+        // (the gateway writes the file, then replaces the servers: what it wrote is seen)
+        replace: (servers) =>
+          lock.withPermits(1)(Effect.zipRight(replace(servers), Effect.flatMap(now, (s) => Effect.sync(() => {
+            seen = s
+          }))))
+      } satisfies Mcp["Type"]
     })
   )

@@ -1,0 +1,64 @@
+/**
+ * DeerFlow test_mcp_cache.py: the MCP tools follow `extensions_config.json` edited by hand while the app runs, on
+ * its content (not its mtime), and a removed file keeps the servers. Antler reads the file again when the next
+ * agent is built (`revision`), against real stdio servers; a file that no longer decodes keeps them, with a warning.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
+import { Mcp } from "../../src/services/Mcp.js"
+import { tempDirs } from "../support/fixtures.js"
+import * as Servers from "../support/mcpServers.js"
+
+const tempDir = tempDirs()
+const SLOW = 120_000
+
+describe("extensions_config.json edited while the app runs", () => {
+  it.scopedLive("its servers replace the old ones at the next agent; a bad or removed file keeps them", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-ext-")
+      const file = Path.join(dir, "extensions_config.json")
+      const write = (servers: Record<string, unknown>) =>
+        Fs.writeFileSync(file, JSON.stringify({ mcpServers: servers }))
+      const one = { one: Servers.everything() }
+      write(one)
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      )
+      const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
+      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false }).pipe(
+        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
+      ))
+      const mcp = Context.get(built, Mcp)
+      const servers = Effect.map(mcp.catalog, (c) => [...new Set(c.tools.map((t) => t.server))])
+      assert.strictEqual(yield* mcp.revision!, 0)
+      assert.deepStrictEqual(yield* servers, ["one"])
+      assert.strictEqual(yield* mcp.revision!, 0, "an untouched file changes nothing")
+      // the same length and mtime, another content
+      const { mtime } = Fs.statSync(file)
+      write({ two: Servers.everything() })
+      Fs.utimesSync(file, mtime, mtime)
+      assert.strictEqual(yield* mcp.revision!, 1)
+      assert.deepStrictEqual(yield* servers, ["two"])
+      Fs.writeFileSync(file, "{ not json")
+      assert.strictEqual(yield* Effect.provide(mcp.revision!, capture), 1)
+      assert.deepStrictEqual(yield* servers, ["two"])
+      assert.lengthOf(logged.filter((line) => line.includes("changed but was not taken")), 1)
+      Fs.rmSync(file)
+      assert.strictEqual(yield* mcp.revision!, 1)
+      assert.deepStrictEqual(yield* servers, ["two"])
+      // the gateway writes the file, then replaces the servers: they are not replaced twice
+      write(one)
+      yield* mcp.replace!((yield* ExtensionsFile.load(file)).mcpServers)
+      assert.strictEqual(yield* mcp.revision!, 2)
+    }), SLOW)
+})
