@@ -202,6 +202,30 @@ describe("MCP settings", () => {
     await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: { mcp_servers: before.mcp_servers } }))
   })
 
+  // DeerFlow test_mcp_config_secrets.py::test_update_mcp_configuration_preserves_omitted_routing_and_tools and
+  // ::test_update_mcp_configuration_preserves_server_extra_fields: the settings page sends back what it was shown
+  it("keeps what the settings page is not shown: routing, tools, cwd and a server's own keys", async () => {
+    const before = Fs.readFileSync(file(), "utf8")
+    const raw = JSON.parse(before)
+    const hidden = {
+      cwd: dir,
+      customFlag: "keep-me",
+      routing: { mode: "prefer", priority: 50, keywords: ["订单"] },
+      tools: { query: { routing: { priority: 100 } } }
+    }
+    Object.assign(raw.mcpServers.local, hidden)
+    Fs.writeFileSync(file(), JSON.stringify(raw))
+    const local = { enabled: false, command: "node", args: ["server.js"], env: { GITHUB_TOKEN: "***" } }
+    const shown = await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: { mcp_servers: { local } } }))
+    const stored = JSON.parse(Fs.readFileSync(file(), "utf8")).mcpServers.local
+    const secrets = { apiKey: "stored-api-key", env: { GITHUB_TOKEN: "ghp-stored-secret-value" } }
+    assert.deepInclude(stored, { ...hidden, ...secrets })
+    assert.isUndefined(stored.description, "a shown field left out takes its default")
+    assert.strictEqual(shown.mcp_servers.local.customFlag, "keep-me")
+    assert.strictEqual(shown.mcp_servers.local.apiKey, "***")
+    Fs.writeFileSync(file(), before)
+  })
+
   it("refuses what cannot be taken, with a readable detail, and writes nothing", async () => {
     const before = Fs.readFileSync(file(), "utf8")
     const cases: ReadonlyArray<[string, unknown, number, string]> = [

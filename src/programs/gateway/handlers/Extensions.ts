@@ -173,6 +173,15 @@ const unmask = (incoming: unknown, existing: unknown, where: string): Either.Eit
   return Either.right(incoming)
 }
 
+/**
+ * The fields of a server the settings page is given (DeerFlow's `McpServerConfigResponse`): one it leaves out of
+ * a `PUT` takes its default; any other key the file has (`routing`, `tools`, `cwd`, a key of its own) is kept.
+ */
+const SHOWN_FIELDS: ReadonlySet<string> = new Set([
+  "enabled", "type", "transport", "command", "args", "env", "url", "headers", "oauth", "description",
+  "tool_name_prefix", "tool_call_timeout", "session_init_timeout", "task_toolsets"
+])
+
 /** What starts a server (as the app reads it): changed, it is screened again. */
 const launchOf = (raw: unknown): string | undefined => {
   const decoded = Schema.decodeUnknownEither(McpServerConfig)(raw)
@@ -340,8 +349,9 @@ export const layer = (api: DeerFlowApi, options: Options) =>
                   server.transport = server.type ?? existing.transport
                   delete server.type
                 }
-                for (const key of ["routing", "tools"]) {
-                  if (existing !== undefined && key in existing && !(key in server)) server[key] = existing[key]
+                // what the settings page does not show (routing, tools, `cwd`, keys of the file's own) is kept
+                for (const key of Object.keys(existing ?? {})) {
+                  if (!SHOWN_FIELDS.has(key) && !(key in server)) server[key] = existing![key]
                 }
                 servers[name] = server
               }
