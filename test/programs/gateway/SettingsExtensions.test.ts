@@ -238,7 +238,9 @@ describe("MCP settings", () => {
       ["PUT", { mcp_servers: { x: { enabled: "yes" } } }, 422, "mcp_servers.x"],
       ["PUT", { mcp_servers: { "a b": { type: "http", url: mcpUrl } } }, 422, "not a server name"],
       ["PUT", { servers: {} }, 422, "mcp_servers"],
-      ["PATCH", { server_name: "nope", enabled: true }, 404, "nope"]
+      ["PATCH", { server_name: "nope", enabled: true }, 404, "nope"],
+      // DeerFlow ::test_update_mcp_server_state_allows_disabling_but_rejects_enabling_disallowed_command
+      ["PATCH", { server_name: "local", enabled: true }, 400, "disallowed stdio command 'node'"]
     ]
     for (const [method, body, status, detail] of cases) {
       const response = await call(CAROL, "/mcp/config", { method, body })
@@ -247,6 +249,8 @@ describe("MCP settings", () => {
       assert.include(problem.detail, detail, JSON.stringify(body))
     }
     assert.strictEqual(Fs.readFileSync(file(), "utf8"), before)
+    const off = await call(CAROL, "/mcp/config", { method: "PATCH", body: { server_name: "local", enabled: false } })
+    assert.strictEqual(off.status, 200, "switching a server off is never screened")
   })
 })
 

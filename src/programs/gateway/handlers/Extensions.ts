@@ -6,9 +6,10 @@
  * writes it (403 otherwise, DeerFlow's answer to a non-admin). Reading masks what may be secret, as DeerFlow
  * does: env and header values, URL passwords and secret-like query parameters, and every key named like a
  * secret (`token`, `api_key`, `password`...) are `"***"`; a `"***"` sent back keeps the stored value (a new key
- * given `"***"` is refused). A server whose launch changes (command, args, env) is screened as DeerFlow screens
- * API-managed servers (`McpLaunch`): a bare executable name among the allowed launchers (`npx`, `uvx`, and those
- * of `$DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST`), no argument that evaluates code, no variable that injects it. What
+ * given `"***"` is refused). A server whose launch changes (command, args, env), or that `PATCH` switches on, is
+ * screened as DeerFlow screens API-managed servers (`McpLaunch`): a bare executable name among the allowed
+ * launchers (`npx`, `uvx`, and those of `$DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST`), no argument that evaluates
+ * code, no variable that injects it. What
  * is written decodes as the app reads it, fits in `MAX_CONFIG_BYTES`, keeps the file's other keys, and is
  * written whole (a temporary file renamed over it), one writer at a time. The MCP servers are then replaced in
  * the running app (`Mcp.Service.replace`): the next run's agent has the new servers' tools, no restart.
@@ -375,6 +376,14 @@ export const layer = (api: DeerFlowApi, options: Options) =>
               const stored = serversOf(raw)
               const server = Object.hasOwn(stored, request.server_name) ? stored[request.server_name] : undefined
               if (!isRecord(server)) return yield* notFound(`MCP server '${request.server_name}'`)
+              // (switched on, it is screened as a server set through the API is; switched off, never)
+              if (request.enabled) {
+                const decoded = Schema.decodeUnknownEither(McpServerConfig)(server)
+                const problem = Either.isRight(decoded)
+                  ? launchProblem(request.server_name, decoded.right, yield* allowedLaunchers)
+                  : `MCP server '${request.server_name}' cannot be read: ${describeParseError(decoded.left)}`
+                if (problem !== undefined) return yield* fail("bad_request", problem)
+              }
               const servers = { ...stored, [request.server_name]: { ...server, enabled: request.enabled } }
               return shownConfig(yield* apply(file, raw, servers))
             }))
