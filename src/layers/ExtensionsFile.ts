@@ -118,7 +118,13 @@ export const layer = (
     Effect.gen(function*() {
       const app = yield* AppConfigService
       const fs = yield* FileSystem.FileSystem
-      const { config } = yield* find(app.source, app.home)
+      const { config, source } = yield* find(app.source, app.home)
+      if (config.mcpInterceptors !== undefined && config.mcpInterceptors !== null) {
+        yield* Effect.logWarning(
+          `${source}: mcpInterceptors is not read: Antler cannot load DeerFlow's Python interceptors (MCP calls go ` +
+            "out without them)"
+        )
+      }
       const service = yield* McpReloadable.make({ ...options, servers: config.mcpServers })
       const now = snapshot(app.source, app.home).pipe(Effect.provideService(FileSystem.FileSystem, fs))
       let seen = yield* now

@@ -28,7 +28,7 @@ describe("extensions_config.json edited while the app runs", () => {
       const write = (servers: Record<string, unknown>) =>
         Fs.writeFileSync(file, JSON.stringify({ mcpServers: servers }))
       const one = { one: Servers.everything() }
-      write(one)
+      Fs.writeFileSync(file, JSON.stringify({ mcpServers: one, mcpInterceptors: ["my_pkg.interceptors:build"] }))
       const logged: Array<string> = []
       const capture = Logger.replace(
         Logger.defaultLogger,
@@ -37,7 +37,12 @@ describe("extensions_config.json edited while the app runs", () => {
       const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
       const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false }).pipe(
         Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
-      ))
+      )).pipe(Effect.provide(capture))
+      // DeerFlow test_mcp_custom_interceptors.py: Python interceptors Antler cannot run are named, not dropped silently
+      assert.deepStrictEqual(logged, [
+        `${file}: mcpInterceptors is not read: Antler cannot load DeerFlow's Python interceptors (MCP calls go out ` +
+        "without them)"
+      ])
       const mcp = Context.get(built, Mcp)
       const servers = Effect.map(mcp.catalog, (c) => [...new Set(c.tools.map((t) => t.server))])
       assert.strictEqual(yield* mcp.revision!, 0)
