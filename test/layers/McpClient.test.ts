@@ -35,6 +35,16 @@ const invoke = (tool: Tool.Tool, args: Record<string, unknown>) => {
   )
 }
 
+
+/** A logger that keeps each message's text (`logged`), to provide to what should warn. */
+const captureLogs = () => {
+  const logged: Array<string> = []
+  const capture = Logger.replace(
+    Logger.defaultLogger,
+    Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+  )
+  return { capture, logged }
+}
 describe("MCP over stdio (server-everything, server-filesystem)", () => {
   it.scopedLive("lists the tools under <server>_<tool> and calls them; results become tool messages", () =>
     Effect.gen(function*() {
@@ -80,11 +90,7 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
 
   it.scopedLive("without setpriv a stdio server still starts, with one warning that it may outlive Antler", () =>
     Effect.gen(function*() {
-      const logged: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
-      )
+      const { capture, logged } = captureLogs()
       const mcp = yield* McpClient.make({
         servers: { one: Servers.everything(), two: Servers.everything() },
         setpriv: "/nonexistent/setpriv"
@@ -102,11 +108,7 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
   // clamped with a warning, a routing key of its own (a misspelling) refused
   it.scopedLive("routing: a tool's own fields over its server's, a priority clamped with a warning", () =>
     Effect.gen(function*() {
-      const logged: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
-      )
+      const { capture, logged } = captureLogs()
       const mcp = yield* McpClient.make({
         servers: {
           db: Servers.everything({
