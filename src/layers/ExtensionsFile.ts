@@ -8,6 +8,7 @@
  * changed (see `layer`); the gateway's MCP settings, which write it, replace the servers (`McpReloadable`).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -103,15 +104,18 @@ const snapshot = (configSource: string | undefined, home: string | undefined) =>
         onSuccess: (text) => ({ file, text })
       }))
 
+/** How often, at most, a hand edit of the extensions file is looked for (when the next agent is built). */
+export const RECHECK_MS = 2_000
+
 /**
  * The app's MCP service from its extensions file (found beside the loaded `config.yaml`). Servers start when
  * their tools are first asked for and stop when the layer is released. The file edited by hand (or another file
  * found in its place) while the app runs is read again when the next agent is built (DeerFlow's stale-cache
- * check, on the file's content): its servers replace the old ones. A file that no longer decodes keeps the
- * servers, with a warning; a file removed keeps them too.
+ * check, on the file's content), at most once every `recheckMs` (default `RECHECK_MS`): its servers replace the
+ * old ones. A file that no longer decodes keeps the servers, with a warning; a file removed keeps them too.
  */
 export const layer = (
-  options: Omit<McpClient.Options, "servers"> = {}
+  options: Omit<McpClient.Options, "servers"> & { readonly recheckMs?: number } = {}
 ): Layer.Layer<Mcp, ConfigError, AppConfigService | FileSystem.FileSystem> =>
   Layer.scoped(
     Mcp,
@@ -125,13 +129,21 @@ export const layer = (
             "out without them)"
         )
       }
-      const service = yield* McpReloadable.make({ ...options, servers: config.mcpServers })
+      const { recheckMs = RECHECK_MS, ...clientOptions } = options
+      const service = yield* McpReloadable.make({ ...clientOptions, servers: config.mcpServers })
       const now = snapshot(app.source, app.home).pipe(Effect.provideService(FileSystem.FileSystem, fs))
       let seen = yield* now
       const lock = yield* Effect.makeSemaphore(1)
       const replace = service.replace!
-      // (the file edited since it was last seen: its servers, once; a bad file warns once)
-      const refresh = lock.withPermits(1)(Effect.gen(function*() {
+      // (the file edited since it was last seen: its servers, once; a bad file warns once. Read at most once a
+      // `recheckMs`: under load every run would otherwise read it, one at a time, before its agent is built)
+      let checkedAt = Number.NEGATIVE_INFINITY
+      const due = Effect.map(Clock.currentTimeMillis, (at) => {
+        if (at - checkedAt < recheckMs) return false
+        checkedAt = at
+        return true
+      })
+      const refresh = Effect.flatMap(due, (go) => !go ? Effect.void : lock.withPermits(1)(Effect.gen(function*() {
         const current = yield* now
         if (current === undefined || (current.file === seen?.file && current.text === seen.text)) return
         seen = current
@@ -142,7 +154,7 @@ export const layer = (
           )
         }
         yield* replace(decoded.right.mcpServers)
-      }))
+      })))
       return {
         ...service,
         revision: Effect.zipRight(refresh, service.revision!),

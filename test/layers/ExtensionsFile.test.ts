@@ -35,7 +35,7 @@ describe("extensions_config.json edited while the app runs", () => {
         Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
       )
       const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
-      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false }).pipe(
+      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false, recheckMs: 0 }).pipe(
         Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
       )).pipe(Effect.provide(capture))
       // DeerFlow test_mcp_custom_interceptors.py: Python interceptors Antler cannot run are named, not dropped silently
@@ -65,5 +65,24 @@ describe("extensions_config.json edited while the app runs", () => {
       write(one)
       yield* mcp.replace!((yield* ExtensionsFile.load(file)).mcpServers)
       assert.strictEqual(yield* mcp.revision!, 2)
+    }), SLOW)
+})
+
+describe("looking for a hand edit costs a run nothing most of the time", () => {
+  it.scopedLive("within recheckMs of the last look, the file is not read again", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-ext-recheck-")
+      const file = Path.join(dir, "extensions_config.json")
+      Fs.writeFileSync(file, JSON.stringify({ mcpServers: { one: Servers.everything() } }))
+      const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
+      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false, recheckMs: 60_000 }).pipe(
+        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
+      ))
+      const mcp = Context.get(built, Mcp)
+      assert.strictEqual(yield* mcp.revision!, 0)
+      Fs.writeFileSync(file, JSON.stringify({ mcpServers: { two: Servers.everything() } }))
+      // (the first look was just now: the edit waits for the next look, a minute on)
+      assert.strictEqual(yield* mcp.revision!, 0)
+      assert.deepStrictEqual([...new Set((yield* mcp.catalog).tools.map((t) => t.server))], ["one"])
     }), SLOW)
 })
