@@ -115,10 +115,12 @@ const networkAndResource = (file: string, text: string, out: Array<SecurityFindi
   }
 }
 
+/** A file's `#!` line, lower-cased ("" when it has none). */
+const shebang = (text: string) => text.startsWith("#!") ? text.slice(0, text.indexOf("\n") >>> 0).toLowerCase() : ""
+
 /** Whether a file is a shell script (by its extension or its `#!` line). */
 export const isShell = (file: string, text: string): boolean =>
-  /\.(sh|bash)$/i.test(file) ||
-  (text.startsWith("#!") && /sh|bash|zsh/.test(text.slice(0, text.indexOf("\n") >>> 0).toLowerCase()))
+  /\.(sh|bash)$/i.test(file) || /sh|bash|zsh/.test(shebang(text))
 
 /**
  * SkillScan's findings on the text of file `file` (its path in the skill); what an analyzer could not read is
@@ -128,7 +130,7 @@ export const scanText = (file: string, text: string, errors: Array<string>): Arr
   const out: Array<SecurityFinding> = []
   secrets(file, text, out)
   if ((file.split("/").at(-1) ?? "") === "SKILL.md") declaration(file, text, out)
-  if (/\.py$/i.test(file) || (text.startsWith("#!") && /python/i.test(text.slice(0, text.indexOf("\n") >>> 0)))) {
+  if (/\.py$/i.test(file) || shebang(text).includes("python")) {
     try {
       out.push(...SkillScanPython.scan(file, text))
     } catch (cause) {

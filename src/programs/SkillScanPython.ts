@@ -108,22 +108,27 @@ const COMPOUND: ReadonlySet<string> = new Set([
   "if", "elif", "else", "while", "for", "with", "try", "except", "finally", "async"
 ])
 
+/** Calls `visit` with each token outside brackets (the brackets themselves left out), in order. */
+const eachTopLevel = (texts: ReadonlyArray<string>, visit: (text: string, k: number) => void) => {
+  let depth = 0
+  texts.forEach((t, k) => {
+    if ("([{".includes(t)) depth++
+    else if (")]}".includes(t)) depth = Math.max(0, depth - 1)
+    else if (depth === 0) visit(t, k)
+  })
+}
+
 /** A logical line's statements: split at `;` and after a compound statement's header (`if x: y()`). */
 const statements = (tokens: ReadonlyArray<Token>): Array<ReadonlyArray<Token>> => {
   const out: Array<ReadonlyArray<Token>> = []
-  let depth = 0
   let from = 0
   let header = COMPOUND.has(tokens[0]?.text ?? "")
-  for (let k = 0; k < tokens.length; k++) {
-    const t = tokens[k]!.text
-    if ("([{".includes(t)) depth++
-    else if (")]}".includes(t)) depth = Math.max(0, depth - 1)
-    else if (depth === 0 && (t === ";" || (t === ":" && header))) {
-      out.push(tokens.slice(from, t === ":" ? k + 1 : k))
-      from = k + 1
-      header = COMPOUND.has(tokens[from]?.text ?? "")
-    }
-  }
+  eachTopLevel(tokens.map((t) => t.text), (t, k) => {
+    if (t !== ";" && !(t === ":" && header)) return
+    out.push(tokens.slice(from, t === ":" ? k + 1 : k))
+    from = k + 1
+    header = COMPOUND.has(tokens[from]?.text ?? "")
+  })
   if (from < tokens.length) out.push(tokens.slice(from))
   return out
 }
@@ -184,17 +189,12 @@ const boundNames = (s: ReadonlyArray<Token>): Array<string> => {
   if (texts[0] === "import" || texts[0] === "from") return [...out, ...importsOf(s).map(([n]) => n)]
   if (texts[head] === "for") namesIn(head + 1, Math.max(head + 1, texts.indexOf("in")))
   for (let k = 0; k < texts.length; k++) if (texts[k] === "as" && s[k + 1]?.kind === "name") out.push(texts[k + 1]!)
-  let depth = 0
   let from = 0
-  for (let k = 0; k < texts.length; k++) {
-    const t = texts[k]!
-    if ("([{".includes(t)) depth++
-    else if (")]}".includes(t)) depth = Math.max(0, depth - 1)
-    else if (depth === 0 && (t === "=" || /^[^=!<>:]+=$|^(\*\*|\/\/|>>|<<)=$/.test(t))) {
-      namesIn(from, texts[from + 1] === ":" ? from + 1 : k)
-      from = k + 1
-    }
-  }
+  eachTopLevel(texts, (t, k) => {
+    if (t !== "=" && !/^[^=!<>:]+=$|^(\*\*|\/\/|>>|<<)=$/.test(t)) return
+    namesIn(from, texts[from + 1] === ":" ? from + 1 : k)
+    from = k + 1
+  })
   return out
 }
 
@@ -431,11 +431,9 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
       }
       // the last `=` outside brackets (`conn = HTTPConnection(host, timeout=5)`: not the keyword's)
       let eq = -1
-      for (let k = 0, depth = 0; k < texts.length; k++) {
-        if ("([{".includes(texts[k]!)) depth++
-        else if (")]}".includes(texts[k]!)) depth = Math.max(0, depth - 1)
-        else if (depth === 0 && texts[k] === "=") eq = k
-      }
+      eachTopLevel(texts, (t, k) => {
+        if (t === "=") eq = k
+      })
       if (eq > 0 && texts.indexOf("(", eq) > eq) {
         const client = built(eq + 1, s.length)
         if (client !== undefined) {
