@@ -8,7 +8,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
@@ -16,6 +15,7 @@ import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import { Mcp } from "../../src/services/Mcp.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
+import { captureLogs } from "../support/logs.js"
 
 const tempDir = tempDirs()
 const SLOW = 120_000
@@ -29,11 +29,7 @@ describe("extensions_config.json edited while the app runs", () => {
         Fs.writeFileSync(file, JSON.stringify({ mcpServers: servers }))
       const one = { one: Servers.everything() }
       Fs.writeFileSync(file, JSON.stringify({ mcpServers: one, mcpInterceptors: ["my_pkg.interceptors:build"] }))
-      const logged: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
-      )
+      const { capture, logged } = captureLogs()
       const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
       const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false, recheckMs: 0 }).pipe(
         Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))

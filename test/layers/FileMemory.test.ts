@@ -31,6 +31,7 @@ import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import * as MemoryDoc from "../../src/state/Memory.js"
 import { tempDirs } from "../support/fixtures.js"
+import { captureLogs } from "../support/logs.js"
 
 const tempDir = tempDirs()
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
@@ -319,11 +320,7 @@ describe("the memory update queue", () => {
   it.effect("a memory.json too large, or a FIFO, is neither injected nor updated, with a warning naming it and the limit", () =>
     Effect.gen(function*() {
       const { home, memory, requests } = yield* setup([UPDATE, UPDATE])
-      const logged: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
-      )
+      const { capture, logged } = captureLogs()
       const file = Path.join(home, "users", "default", "memory.json")
       Fs.mkdirSync(Path.dirname(file), { recursive: true })
       // a valid document over the limit (facts a model never wrote: 17 MiB of them), that would otherwise be injected

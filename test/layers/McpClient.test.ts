@@ -11,7 +11,6 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
-import * as Logger from "effect/Logger"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
@@ -21,6 +20,7 @@ import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
+import { captureLogs } from "../support/logs.js"
 
 const tempDir = tempDirs()
 const SLOW = 120_000
@@ -35,16 +35,6 @@ const invoke = (tool: Tool.Tool, args: Record<string, unknown>) => {
   )
 }
 
-
-/** A logger that keeps each message's text (`logged`), to provide to what should warn. */
-const captureLogs = () => {
-  const logged: Array<string> = []
-  const capture = Logger.replace(
-    Logger.defaultLogger,
-    Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
-  )
-  return { capture, logged }
-}
 describe("MCP over stdio (server-everything, server-filesystem)", () => {
   it.scopedLive("lists the tools under <server>_<tool> and calls them; results become tool messages", () =>
     Effect.gen(function*() {
