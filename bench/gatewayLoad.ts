@@ -7,7 +7,9 @@
  *
  * - G1 latency: one streamed run at a time, the servers alternating run by run: the time each answer token adds
  *   between the model server writing it and the client reading it (p50, p99), and the time to the first event.
- * - G2 load: 10, 100 and 500 concurrent streamed runs (a thread each), the servers alternating level by level:
+ * - G2 load: 10, 100 and 500 concurrent streamed runs (a thread each), the servers alternating level by level; a level
+ *   of fewer than 50 runs runs again, one round after another, until it has run 50 (`--min-runs`; memory is the first
+ *   round's):
  *   steps per second, CPU-seconds per 1,000 steps of the server's process tree (/proc), p99 added latency per
  *   token, and resident memory per active run (the peak during the level less the level's start, over N). Each
  *   level runs on a fresh server process warmed by 10 runs one at a time (`--warm N`), so that its memory per run
@@ -33,7 +35,7 @@
  *   npm run bench:gateway                       # default profile
  *   BENCH_PROFILE=quick npm run bench:gateway   # smoke test, about a minute
  *   node dist-bench/bench/gatewayLoad.js [--only antler|antler-memory|langgraph[,...]] [--cli path/main.cjs] [--cpu-prof dir]
- *     [--levels 10,100] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
+ *     [--levels 10,100] [--min-runs 50] [--g1 20] [--g3 500] [--warm 10] [--skip g1,g2,g3] [--node-arg --a-node-flag]...
  *     [--max-active-runs N] [--kept]
  *
  * `--kept` runs each G2 level again on fresh servers that collect their garbage in full every 200 ms
@@ -84,8 +86,8 @@ const numbers = (text: string | undefined, fallback: ReadonlyArray<number>) => {
 }
 
 const PROFILES = {
-  quick: { g1Runs: 6, levels: [10, 50], g3Clients: 50 },
-  default: { g1Runs: 20, levels: [10, 100, 500], g3Clients: 500 }
+  quick: { g1Runs: 6, levels: [10, 50], g3Clients: 50, minRuns: 10 },
+  default: { g1Runs: 20, levels: [10, 100, 500], g3Clients: 500, minRuns: 50 }
 } as const
 const params = {
   toolSteps: 4,
@@ -96,8 +98,15 @@ const params = {
   warmRuns: numbers(option("warm"), [10])[0]!,
   g1Runs: numbers(option("g1"), [PROFILES[profile].g1Runs])[0]!,
   levels: numbers(option("levels"), PROFILES[profile].levels),
-  g3Clients: numbers(option("g3"), [PROFILES[profile].g3Clients])[0]!
+  g3Clients: numbers(option("g3"), [PROFILES[profile].g3Clients])[0]!,
+  /** a G2 level runs rounds of its concurrent runs until it has run at least this many (`roundsOf`) */
+  minRuns: numbers(option("min-runs"), [PROFILES[profile].minRuns])[0]!
 }
+/**
+ * Rounds of `n` concurrent runs a G2 level runs, one after another (`--min-runs`, default 50): a level of 10 runs
+ * alone is under a second of a server's CPU, too short a measurement to repeat within a third from run to run.
+ */
+const roundsOf = (n: number) => Math.max(1, Math.ceil(params.minRuns / n))
 const skip = new Set((option("skip") ?? "").split(",").filter((x) => x !== ""))
 const only = option("only")
 // (`--only antler,langgraph`: several servers)
@@ -275,9 +284,17 @@ const level = async (
   loopDelay.enable()
   const client0 = process.cpuUsage()
   const t0 = performance.now()
-  let settled: Array<PromiseSettledResult<RunResult>>
+  const rounds = roundsOf(n)
+  const settled: Array<PromiseSettledResult<RunResult>> = []
   try {
-    settled = await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, server, "c")))
+    for (let round = 0; round < rounds; round++) {
+      settled.push(...await Promise.allSettled(Array.from({ length: n }, () => streamRun(model, server, "c"))))
+      // memory per active run is the first round's: later rounds start on the garbage the first left
+      if (round === 0) {
+        clearInterval(sampler)
+        peak = Math.max(peak, usageOf(server.pid).rssBytes)
+      }
+    }
   } finally {
     clearInterval(sampler)
     loopDelay.disable()
@@ -287,12 +304,12 @@ const level = async (
   const failures = settled.flatMap((r) => (r.status === "rejected" ? [describe(r.reason)] : []))
   const wallMs = performance.now() - t0
   const u1 = usageOf(server.pid)
-  peak = Math.max(peak, u1.rssBytes)
   const steps = results.length * STEPS_PER_RUN
   const cpuS = (u1.cpuMs - u0.cpuMs) / 1000
   const latencies = results.flatMap((r) => r.latencies)
   return {
     runs: n,
+    rounds,
     quietS,
     failedRuns: failures.length,
     ...(failures.length > 0
@@ -725,7 +742,8 @@ try {
       notes: [
         "added latency per token: from the model server writing the token's chunk to the SDK client yielding it",
         "CPU and RSS: the server's whole process tree (LangGraph: the CLI and its server child) from /proc",
-        "RSS per active run: (peak RSS during the level - RSS at its start) / concurrent runs, each level on a fresh server process warmed by params.warmRuns runs",
+        "RSS per active run: (peak RSS during the level's first round - RSS at its start) / concurrent runs, each level on a fresh server process warmed by params.warmRuns runs",
+        "a level runs rounds of its concurrent runs, one after another, until it has run params.minRuns: steps, CPU and latencies are all rounds'",
         "client: the bench's own process (SDK clients and the model server) during the level: CPU share of a core, event-loop delay",
         "kept heap per active run (--kept): (the most heap kept after a full GC during the level - what the warm server kept before it) / concurrent runs, summed over the server's node processes, each level again on fresh servers"
       ]
