@@ -89,9 +89,17 @@ export const undoFailedEdit = (
         Effect.as(Effect.logWarning(`run ${record.run_id}: the failed edit could not be undone`, error), false))
     )
 
+/** The caller's metadata a run was started with, as its record keeps it (`metadata.metadata`). */
+const callerMetadata = (record: RunRecord): Readonly<Record<string, unknown>> => {
+  const given = record.metadata?.metadata
+  return typeof given === "object" && given !== null && !Array.isArray(given)
+    ? given as Readonly<Record<string, unknown>>
+    : {}
+}
+
 /**
  * Records as `error` ("server restarted") the runs left `running` or `pending` whose thread no live process holds
- * (its lease is free); returns them.
+ * (its lease is free), an edit's run undone as a failed one is; returns them.
  */
 export const recover = (store: ThreadStore["Type"]) =>
   Effect.gen(function*() {
@@ -119,6 +127,7 @@ export const recover = (store: ThreadStore["Type"]) =>
         error: SERVER_RESTARTED
       }
       yield* store.saveRun(ended)
+      yield* undoFailedEdit(store, ended, callerMetadata(record))
       yield* store.releaseLease(record.thread_id, probe)
       settled.push(ended)
     }

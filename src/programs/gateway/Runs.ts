@@ -14,6 +14,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
@@ -346,14 +347,16 @@ export const layer = (
             admitted(request.threadId, runId)
           )
           // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
-          // waiting for its place never starts)
+          // waiting for its place never starts). Whatever stops it (a client, the server stopping), the run is
+          // waited for until it has ended and said so in the store.
+          const turnFiber = yield* Effect.fork(turn)
           yield* Effect.raceFirst(
             Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
               handingOver = how === HANDOVER
               listener.stop()
             }))),
-            turn
-          ).pipe(Effect.ensuring(Effect.sync(listener.stop)))
+            Fiber.join(turnFiber)
+          ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.ensuring(Effect.sync(listener.stop)))
           const broken = listener.broken()
           if (broken !== undefined) return yield* Effect.die(broken.defect)
           if (listener.invalid.length > 0) {
@@ -519,9 +522,11 @@ export const layer = (
           // waiters and subscribers learn the run ended
           const settle = Effect.gen(function*() {
             if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+            const record = yield* RunRecords.latest(store, runId)
+            // an edit's run stopped with the server (or ended by a defect) is undone as a failed one is
+            if (record !== undefined) yield* RunRecords.undoFailedEdit(store, record, request.metadata)
             yield* Effect.ignore(store.releaseLease(request.threadId, runId))
             if (!made.run.finished()) made.append([{ event: "end", data: null }])
-            const record = yield* RunRecords.latest(store, runId)
             const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
             yield* Deferred.succeed(made.run.done, record ?? fallback)
           })

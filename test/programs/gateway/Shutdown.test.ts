@@ -59,4 +59,48 @@ describe("a gateway stopped mid-run", () => {
     const answer = next.json().messages.filter((m: any) => m.type === "ai").at(-1)
     assert.match(answer.content, /You said: [\s\S]*carry on/)
   })
+
+  // DeerFlow restores a failed edit replay (test_run_agent_rolls_back_failed_edit_replay_and_publishes_restored_values);
+  // one stopped with the server is undone as well
+  it("undoes an edited question's run that the server stopped: the thread is as before the edit", async () => {
+    const home = Support.tempDir("antler-gw-shutdown-edit-")
+    const first = await Support.start({ script: Support.echoOrHang, home })
+    gateways.push(first)
+    const call = as(() => first)
+    const thread = (await call("POST", "/threads", {})).json()
+    const path = `/api/threads/${thread.thread_id}`
+    for (const question of ["one", "two"]) {
+      const done = await call("POST", `${path}/runs/wait`, { assistant_id: "lead_agent", input: human(question) })
+      assert.strictEqual(done.status, 200, done.text)
+    }
+    const texts = async (get: typeof call) =>
+      Support.visible((await get("GET", `${path}/state`)).json().values.messages).map((m: any) => m.content)
+    const before = await texts(call)
+    assert.strictEqual(before.length, 4)
+    assert.match(before[3], /You said: [\s\S]*two/)
+    const question = Support.visible((await call("GET", `${path}/state`)).json().values.messages)[2]
+    const prepared = await call("POST", `${path}/runs/edit-regenerate/prepare`, {
+      human_message_id: question.id,
+      replacement_text: "hang on, edited"
+    })
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    const run = (await call("POST", `${path}/runs`, {
+      assistant_id: "lead_agent",
+      input: prepared.json().input,
+      checkpoint: prepared.json().checkpoint,
+      metadata: prepared.json().metadata
+    })).json()
+    await until(async () => {
+      const now = (await call("GET", `${path}/runs/${run.run_id}`)).json()
+      return now.status === "running" &&
+        first.scripted.requests.some((body) => Support.lastUserText(body).includes("hang on, edited"))
+    }, "the edited question's run waiting for the model")
+    await first.stop()
+
+    const second = await Support.start({ script: Support.echoOrHang, home })
+    gateways.push(second)
+    const again = as(() => second)
+    assert.strictEqual((await again("GET", `${path}/runs/${run.run_id}`)).json().status, "interrupted")
+    assert.deepStrictEqual(await texts(again), before)
+  })
 })

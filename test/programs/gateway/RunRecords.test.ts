@@ -1,0 +1,45 @@
+/**
+ * `RunRecords.recover`, as `antler serve` runs it at start: a run a dead process left `running` is recorded as
+ * `error` ("server restarted"), and one that replayed an edited question is undone as well (the thread is again
+ * as before the edit, as DeerFlow restores a failed edit replay); any other run keeps the steps it completed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
+import * as RunRecords from "../../../src/programs/gateway/RunRecords.js"
+import { ThreadStore } from "../../../src/services/ThreadStore.js"
+import * as M from "../../../src/state/Message.js"
+
+const texts = (store: ThreadStore["Type"], threadId: string) =>
+  Effect.map(store.load(threadId), (loaded) =>
+    Option.getOrThrow(loaded).state.messages.map((m) => (typeof m.content === "string" ? m.content : "")))
+
+const left = (runId: string, threadId: string, metadata: Record<string, unknown>) => ({
+  ...RunRecords.base(threadId, runId, "2026-12-06T00:00:00.000Z"),
+  status: "running" as const,
+  metadata: { assistant_id: "lead_agent", metadata }
+})
+
+describe("RunRecords.recover", () => {
+  it.effect("undoes an edit's run a dead process left running; another run keeps its steps", () =>
+    Effect.gen(function*() {
+      const store = yield* ThreadStore
+      for (const threadId of ["edited", "plain"]) {
+        yield* store.append(threadId, "first", [{ messages: [M.human("one"), M.ai("answer one")] }])
+        yield* store.saveRun({ ...RunRecords.base(threadId, "first", "2026-12-06T00:00:00.000Z"), status: "success" })
+      }
+      yield* store.append("edited", "edit", [{ messages: [M.human("one, edited")] }])
+      yield* store.saveRun(left("edit", "edited", { replay_kind: "edit" }))
+      yield* store.append("plain", "next", [{ messages: [M.human("two")] }])
+      yield* store.saveRun(left("next", "plain", { replay_kind: "regenerate" }))
+
+      const settled = yield* RunRecords.recover(store)
+      assert.deepStrictEqual(settled.map((r) => [r.run_id, r.status, r.error]).sort(), [
+        ["edit", "error", RunRecords.SERVER_RESTARTED],
+        ["next", "error", RunRecords.SERVER_RESTARTED]
+      ])
+      assert.deepStrictEqual(yield* texts(store, "edited"), ["one", "answer one"])
+      assert.deepStrictEqual(yield* texts(store, "plain"), ["one", "answer one", "two"])
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+})
