@@ -1,8 +1,10 @@
 /**
  * The MCP port over the official SDK (`@modelcontextprotocol/sdk`): stdio servers (a child process each),
- * streamable HTTP and SSE servers. One connection per server for the whole app, made the first time the
- * server's tools are asked for; a server whose connection closed (a crashed process, a dropped session) is
- * started again by the next call; every server stops when the layer's scope closes.
+ * streamable HTTP and SSE servers. One connection per server is made the first time the server's tools are asked
+ * for; a run's calls go through a session of its thread's own (`sessionOf`: a stdio server's process, an HTTP
+ * server's session), so one thread's server state (a browser's pages) is never another's; a connection that
+ * closed (a crashed process, a dropped session) is started again by the next call; every server stops when the
+ * layer's scope closes.
  *
  * What a server sends is untrusted: tool names are made safe for model APIs (`[A-Za-z0-9_-]`, 64 characters)
  * and namespaced `<server>_<tool>` as DeerFlow does, input schemas must be JSON object schemas of reasonable
@@ -50,6 +52,11 @@ export interface Options {
   readonly clientName?: string | undefined
   /** The `setpriv` giving stdio servers a parent-death signal (default: found on PATH); `false`: none. */
   readonly setpriv?: string | false | undefined
+  /**
+   * The sessions kept at once for scoped calls (a run's thread each), over all servers; the least recently used
+   * one past it is closed (its stdio process ends). Default 256, DeerFlow's `MCPSessionPool.MAX_SESSIONS`.
+   */
+  readonly maxSessions?: number | undefined
 }
 
 /** A configured server and the state of its connection. */
@@ -172,6 +179,73 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       ], { concurrency: "unbounded", discard: true })
     // set when the service closes: a start still under way then stops its server instead of keeping it
     let closed = false
+    /** Closes a connection's client and gives up its start under way (its stdio process ends). */
+    const stopConnection = (c: Connection) => {
+      const client = c.client
+      const start = c.starting
+      c.client = undefined
+      c.starting = undefined
+      c.pid = undefined
+      return Effect.zipRight(
+        client === undefined ? Effect.void : closeClient(client),
+        start === undefined ? Effect.void : abandon(start)
+      )
+    }
+
+    // Scoped calls' sessions (a run's user and thread each: `Mcp.sessionScope`), least recently used first. The
+    // first scope of a server takes its shared connection (the one its tools were listed on, which no scope had
+    // used); every other scope has a connection of its own. A session closed for room ends its process; the shared
+    // connection is then started afresh by its next use, so no scope inherits another's server state.
+    const maxSessions = Math.max(1, options.maxSessions ?? 256)
+    const sessions = new Map<string, Connection>()
+    const takenBy = new Map<string, string>()
+    // (the calls under way on each connection: a session with one is not closed for room)
+    const busy = new Map<Connection, number>()
+    const enter = (c: Connection) => {
+      busy.set(c, (busy.get(c) ?? 0) + 1)
+      return c
+    }
+    const leave = (c: Connection) => {
+      const left = (busy.get(c) ?? 1) - 1
+      if (left > 0) busy.set(c, left)
+      else busy.delete(c)
+    }
+    /** The session of `scope` on server `c`, entered (see `busy`; `leave` it when the call is done). */
+    const sessionOf = (c: Connection, scope: string | undefined): Effect.Effect<Connection> =>
+      Effect.suspend(() => {
+        if (scope === undefined) return Effect.succeed(enter(c))
+        const key = `${c.name}\u0000${scope}`
+        const found = sessions.get(key)
+        if (found !== undefined) {
+          sessions.delete(key)
+          sessions.set(key, found)
+          return Effect.succeed(enter(found))
+        }
+        const session: Connection = takenBy.has(c.name)
+          ? {
+            ...c,
+            lock: Effect.unsafeMakeSemaphore(1),
+            client: undefined,
+            starting: undefined,
+            pid: undefined,
+            failure: undefined,
+            starts: 0,
+            healthy: true,
+            stderr: ""
+          }
+          : c
+        if (session === c) takenBy.set(c.name, key)
+        sessions.set(key, enter(session))
+        const out: Array<Connection> = []
+        for (const [old, s] of sessions) {
+          if (sessions.size <= maxSessions) break
+          if ((busy.get(s) ?? 0) > 0) continue
+          sessions.delete(old)
+          if (takenBy.get(s.name) === old) takenBy.delete(s.name)
+          out.push(s)
+        }
+        return Effect.as(Effect.forEach(out, stopConnection, { concurrency: "unbounded", discard: true }), session)
+      })
 
     // Connects (or reuses the live connection). A closed connection (crash) is replaced.
     const connect = (c: Connection): Effect.Effect<Client, McpError> =>
@@ -304,14 +378,19 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     })
 
     // (a span per call: a round trip to another process or server, which costs far more than the span)
-    const call = Effect.fn("McpClient.call")(function*(server: string, tool: string, args: JsonObject) {
+    const call = Effect.fn("McpClient.call")(function*(
+      server: string,
+      tool: string,
+      args: JsonObject,
+      scope?: string
+    ) {
       yield* Effect.annotateCurrentSpan({ "mcp.server": server, "mcp.tool": tool })
-      const c = byName.get(server)
-      if (c === undefined) {
+      const shared = byName.get(server)
+      if (shared === undefined) {
         const message = `no MCP server is named '${server}'`
         return yield* Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
       }
-      return yield* Effect.gen(function*() {
+      return yield* Effect.acquireUseRelease(sessionOf(shared, scope), (c) => Effect.gen(function*() {
         const client = yield* connect(c)
         const ms = callMs(c)
         const raw = yield* Effect.tryPromise({
@@ -339,7 +418,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         })
         c.healthy = true
         return resultOf(raw)
-      })
+      }), (c) => Effect.sync(() => leave(c)))
     })
 
     const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() =>
@@ -367,16 +446,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     yield* Effect.addFinalizer(() => {
       closed = true
-      return Effect.forEach(connections, (c) => {
-        const client = c.client
-        const start = c.starting
-        c.client = undefined
-        c.starting = undefined
-        return Effect.zipRight(
-          client === undefined ? Effect.void : closeClient(client),
-          start === undefined ? Effect.void : abandon(start)
-        )
-      }, { concurrency: "unbounded", discard: true })
+      const all = new Set([...connections, ...sessions.values()])
+      sessions.clear()
+      return Effect.forEach(all, stopConnection, { concurrency: "unbounded", discard: true })
     })
 
     return { catalog, call, status }

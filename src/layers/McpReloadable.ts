@@ -40,7 +40,7 @@ export const make = (options: McpClient.Options): Effect.Effect<Service, never, 
 
     return {
       catalog: Effect.suspend(() => current.client.catalog),
-      call: (server, tool, args) => Effect.suspend(() => current.client.call(server, tool, args)),
+      call: (server, tool, args, scope) => Effect.suspend(() => current.client.call(server, tool, args, scope)),
       status: Effect.suspend(() => current.client.status),
       revision: Effect.sync(() => revision),
       replace,

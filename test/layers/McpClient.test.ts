@@ -273,6 +273,57 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
     }), SLOW)
 })
 
+// DeerFlow's MCPSessionPool (test_mcp_session_pool*): a session per thread, so one thread's server state (a
+// browser's pages) is never another's; the least recently used past the pool's size is closed
+describe("MCP sessions per thread (a stateful stdio server)", () => {
+  const NOTEPAD = Path.resolve(import.meta.dirname, "../fixtures/mcp-notepad.mjs")
+  const callIn = (tool: Tool.Tool, threadId: string, userId: string, args: Record<string, unknown>) => {
+    const run = inRun({ threadId, userId })
+    return Tool.invoke(tool, { id: "call_1", name: tool.name, args }).pipe(
+      Effect.provide(run.context),
+      Effect.map((result) => JSON.parse(M.contentText(result.message.content)) as { pid: number; notes: Array<string> })
+    )
+  }
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  it.scopedLive("each thread (and user) has its own server process; the least recently used is closed for room", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: { pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }) },
+        setpriv: false,
+        maxSessions: 2
+      })
+      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const note = tools.get("pad_note")!
+      const notes = tools.get("pad_notes")!
+      const alice = yield* callIn(note, "t1", "alice", { text: "alice's secret page" })
+      assert.deepStrictEqual(alice.notes, ["alice's secret page"])
+      // another user's thread of the same id, and another thread: neither sees it
+      const bob = yield* callIn(notes, "t1", "bob", {})
+      assert.deepStrictEqual(bob.notes, [])
+      assert.notStrictEqual(bob.pid, alice.pid)
+      // the same thread keeps its session (a subagent of the run shares its thread's)
+      assert.deepStrictEqual((yield* callIn(notes, "t1", "alice", {})).notes, ["alice's secret page"])
+      // a third session: bob's, now the least recently used, is closed (its process ends)
+      const carol = yield* callIn(notes, "t2", "alice", {})
+      assert.deepStrictEqual(carol.notes, [])
+      assert.isTrue(alive(alice.pid))
+      for (let i = 0; i < 50 && alive(bob.pid); i++) yield* Effect.sleep("100 millis")
+      assert.isFalse(alive(bob.pid), "the session closed for room ended its process")
+      // bob's thread starts afresh, without what any other session was told
+      const again = yield* callIn(notes, "t1", "bob", {})
+      assert.deepStrictEqual(again.notes, [])
+      assert.notStrictEqual(again.pid, bob.pid)
+    }), SLOW)
+})
+
 describe("MCP over streamable HTTP (a server started by the test)", () => {
   it.scopedLive("tools listed and called; $VAR in headers is sent; tool_name_prefix: false keeps the names", () =>
     Effect.gen(function*() {
