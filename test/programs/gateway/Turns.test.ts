@@ -217,6 +217,36 @@ describe("a run's duration and rating on the page", () => {
   })
 })
 
+describe("a run's duration in the thread's history", () => {
+  // DeerFlow's test_threads_router (test_get_thread_history_associates_tool_messages_from_checkpoint_turn, the
+  // durations test_run_duration_checkpoint keeps): the newest state of `/history` gives each answer and tool result
+  // its `run_id`, and the run's last answer (only) its `turn_duration`, which the app shows under the run
+  it("stamps the newest state's answers with their run and the run's last answer with its turn_duration", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "timed" })).status, 200)
+    const input = { messages: [{ type: "human", content: "save a note" }] }
+    assert.strictEqual((await alice("POST", "/api/threads/timed/runs/wait", { input })).status, 200)
+    const [record] = (await alice("GET", "/api/threads/timed/runs")).json()
+    for (const history of [
+      await alice("POST", "/api/threads/timed/history", { limit: 10 }),
+      await alice("GET", "/api/threads/timed/history?limit=10")
+    ]) {
+      assert.strictEqual(history.status, 200, history.text)
+      const [newest, older] = history.json()
+      const messages = Support.visible(newest.values.messages)
+      assert.deepStrictEqual(messages.map((m: any) => m.type), ["human", "ai", "tool", "ai"])
+      assert.deepStrictEqual(messages.map((m: any) => m.run_id ?? null), [null, ...Array(3).fill(record.run_id)])
+      const durations = messages.map((m: any) => m.additional_kwargs?.turn_duration)
+      assert.deepStrictEqual(durations.slice(0, 3), [undefined, undefined, undefined])
+      assert.isTrue(Number.isInteger(durations[3]) && durations[3] >= 0, JSON.stringify(durations))
+      // (an older state's answers are not stamped: its last answer is not the run's)
+      assert.isTrue(older.values.messages.every((m: any) => m.additional_kwargs?.turn_duration === undefined))
+    }
+    // the state is the checkpoint's as stored, as DeerFlow's
+    const state = (await alice("GET", "/api/threads/timed/state")).json()
+    assert.isUndefined(state.values.messages.at(-1).additional_kwargs?.turn_duration)
+  })
+})
+
 describe("the thread's goal", () => {
   it("is set, read in the state's values.goal, and cleared; a new chat's goal makes its thread", async () => {
     assert.deepStrictEqual((await alice("GET", "/api/threads/chat/goal")).json(), { goal: null })

@@ -33,6 +33,7 @@ import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
 import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
+import { withTurnDurations } from "../TurnDurations.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import { json, prefixOf, queryList, selectFields } from "./Http.js"
@@ -52,15 +53,16 @@ export const layer = (api: LangGraphApi) =>
       const { store, runs, storeFailed, ownedThread, newThread, loadState, fullThread } = access
       const app = yield* AppConfigService
 
-      /** The states after each of the thread's checkpoints, newest first: the last `limit` (before `before`). */
-      const history = ({ stored, threadId }: ThreadRef, limit: number, before?: number) =>
+      /** The states after each checkpoint, newest first: the last `limit` (before `before`); `stamp` as `/history`. */
+      const stampedHistory = ({ stored, threadId }: ThreadRef, limit: number, before?: number) =>
         Effect.gen(function*() {
           const all = yield* Effect.mapError(store.checkpoints(stored), storeFailed)
           const records: ReadonlyArray<CheckpointRecord> = before === undefined
             ? all
             : all.filter((r) => r.seq < before)
           const from = Math.max(0, records.length - limit)
-          const parentOf = Fork.parentOf(records, yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed))
+          const runRecords = yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed)
+          const parentOf = Fork.parentOf(records, runRecords)
           const indexes = makeIndexes()
           let state: ThreadState = TS.empty
           const prefix = applyUpdates(state, records.slice(0, from).flatMap((r) => r.updates), indexes)
@@ -80,8 +82,15 @@ export const layer = (api: LangGraphApi) =>
               step: i
             }))
           }
-          return out.reverse()
+          const stamp = (entry: (typeof out)[number]): (typeof out)[number] => {
+            const messages = withTurnDurations(entry.values["messages"] as ReadonlyArray<M.Message>, records, runRecords)
+            return { ...entry, values: { ...entry.values, messages } }
+          }
+          return { states: out.reverse(), stamp }
         })
+
+      const history = (thread: ThreadRef, limit: number, before?: number) =>
+        Effect.map(stampedHistory(thread, limit, before), (h) => h.states)
 
       const currentState = (thread: ThreadRef) =>
         Effect.gen(function*() {
@@ -115,13 +124,17 @@ export const layer = (api: LangGraphApi) =>
         const filtered = filter != null && Object.keys(filter).length > 0
         const matches = (state: typeof Threads.StateObject.Type) =>
           matchesFilter(state.metadata as Record<string, unknown>, filter)
+        // (the first state's messages with their runs and durations, as DeerFlow's `/history`)
         return Effect.map(
-          history(
+          stampedHistory(
             thread,
             filtered ? Number.MAX_SAFE_INTEGER : limit,
             Number.isInteger(beforeSeq) ? beforeSeq : undefined
           ),
-          (states) => json(Threads.StateHistory, states.filter(matches).slice(0, limit))
+          ({ stamp, states }) => {
+            const [head, ...rest] = states.filter(matches).slice(0, limit)
+            return json(Threads.StateHistory, head === undefined ? [] : [stamp(head), ...rest])
+          }
         )
       }
 

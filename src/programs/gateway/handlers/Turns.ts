@@ -25,6 +25,7 @@ import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
 import * as Protocol from "../Protocol.js"
 import * as RunJournal from "../RunJournal.js"
+import * as TurnDurations from "../TurnDurations.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
@@ -78,18 +79,7 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
 }
 
 /** Whether the app hides a message (a date reminder, a goal continuation). */
-export const hidden = (message: M.Message) =>
-  (message.additional_kwargs as Record<string, unknown> | undefined)?.hide_from_ui === true
-
-/**
- * A run's `turn_duration` as DeerFlow's app shows it under the run's last answer: the whole seconds from its start to
- * its end (none while it runs: the app times a live run itself).
- */
-export const turnDuration = (record: RunRecord | undefined): number | undefined => {
-  if (record === undefined || record.ended_at === null) return undefined
-  const seconds = Math.floor((Date.parse(record.ended_at) - Date.parse(record.started_at)) / 1000)
-  return Number.isFinite(seconds) ? Math.max(0, seconds) : undefined
-}
+export const hidden = TurnDurations.hidden
 
 const feedbackOf = (record: RunRecord | undefined) => {
   const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
@@ -188,7 +178,7 @@ export const layer = (api: DeerFlowApi) =>
                 ? feedbackOf(records.get(runId))
                 : undefined
               const duration = runId !== null && lastOnPage.get(runId) === seq
-                ? turnDuration(records.get(runId))
+                ? TurnDurations.turnDuration(records.get(runId))
                 : undefined
               // (a question as the user wrote it, as DeerFlow's page reads it from its run events)
               const content = RunJournal.original(message) as unknown as Record<string, unknown>
