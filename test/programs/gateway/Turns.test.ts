@@ -27,6 +27,10 @@ beforeAll(async () => {
     script: (body: ChatRequestBody): Turn => {
       const last = body.messages.at(-1)
       if (last?.role === "tool") return "Saved it."
+      if (JSON.stringify(last?.content ?? "").includes("which city")) {
+        const args = { question: "Which city?", clarification_type: "approach_choice", options: ["Paris", "Rome"] }
+        return { toolCalls: [{ name: "ask_clarification", arguments: args }] }
+      }
       if (JSON.stringify(last?.content ?? "").includes("save a note")) {
         const args = { description: "note", path: "/mnt/user-data/outputs/note.md", content: "note\n" }
         return { toolCalls: [{ name: "write_file", arguments: args }] }
@@ -185,6 +189,33 @@ describe("feedback on an answer", () => {
     assert.deepStrictEqual(deleted.json(), { success: true })
     assert.deepStrictEqual((await alice("GET", `/api/threads/chat/runs/${run}/feedback`)).json(), [])
     assert.strictEqual((await alice("DELETE", `/api/threads/chat/runs/${run}/feedback`)).status, 404)
+  })
+})
+
+describe("a clarification on the page", () => {
+  // DeerFlow's journal keeps a hidden answer to an `ask_clarification` question (test_run_journal's
+  // test_hidden_human_input_response_is_captured), so that a reload shows the question's card answered
+  it("shows the question and its hidden answer; other hidden messages stay off", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "asked" })).status, 200)
+    const input = { messages: [{ type: "human", content: "plan a trip, which city?" }] }
+    assert.strictEqual((await alice("POST", "/api/threads/asked/runs/wait", { input })).status, 200)
+    const answered = await alice("POST", "/api/threads/asked/runs/wait", { command: { resume: "2" } })
+    assert.strictEqual(answered.status, 200, answered.text)
+    const rows = (await alice("GET", "/api/threads/asked/messages/page")).json().data
+    assert.deepStrictEqual(rows.map((row: any) => row.content.type), ["human", "ai", "tool", "human", "ai"])
+    assert.strictEqual(rows[2].content.name, "ask_clarification")
+    const answer = rows[3].content
+    assert.strictEqual(answer.content, "Rome")
+    assert.strictEqual(answer.additional_kwargs.human_input_response.source, "ask_clarification")
+    assert.strictEqual(answer.additional_kwargs.human_input_response.request_id,
+      rows[2].content.artifact.human_input.request_id)
+    // (the thread holds hidden messages the page leaves off: the date reminder)
+    const state = (await alice("GET", "/api/threads/asked/state")).json()
+    const hiddenOthers = state.values.messages.filter((m: any) =>
+      m.additional_kwargs?.hide_from_ui === true && m.additional_kwargs?.human_input_response === undefined
+    )
+    assert.isAbove(hiddenOthers.length, 0)
+    assert.strictEqual(rows.length, state.values.messages.length - hiddenOthers.length)
   })
 })
 

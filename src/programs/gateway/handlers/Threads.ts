@@ -83,7 +83,8 @@ export const layer = (api: LangGraphApi) =>
             }))
           }
           const stamp = (entry: (typeof out)[number]): (typeof out)[number] => {
-            const messages = withTurnDurations(entry.values["messages"] as ReadonlyArray<M.Message>, records, runRecords)
+            const stored = entry.values["messages"] as ReadonlyArray<M.Message>
+            const messages = withTurnDurations(stored, records, runRecords)
             return { ...entry, values: { ...entry.values, messages } }
           }
           return { states: out.reverse(), stamp }

@@ -81,6 +81,16 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
 /** Whether the app hides a message (a date reminder, a goal continuation). */
 export const hidden = TurnDurations.hidden
 
+/**
+ * Whether the messages page shows a message: one not hidden, and a hidden answer to a clarification question (the
+ * app shows the question's card answered with it), as DeerFlow's journal keeps the `ask_clarification` answers.
+ */
+export const shownOnPage = (message: M.Message) => {
+  if (!hidden(message)) return true
+  const response = M.kwarg(message, "human_input_response") as { readonly source?: unknown } | undefined
+  return message.type === "human" && M.isHumanInputResponse(response) && response?.source === "ask_clarification"
+}
+
 const feedbackOf = (record: RunRecord | undefined) => {
   const value = record?.metadata?.[FEEDBACK] as typeof TurnsApi.Feedback.Type | undefined
   return typeof value === "object" && value !== null ? value : undefined
@@ -156,7 +166,7 @@ export const layer = (api: DeerFlowApi) =>
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
             const visible = state.messages
               .map((message, index) => ({ message, seq: index + 1 }))
-              .filter(({ message }) => !hidden(message))
+              .filter(({ message }) => shownOnPage(message))
             const rows = visible.filter(({ seq }) => seq < before)
             const page = rows.slice(Math.max(0, rows.length - limit))
             // a run's rating goes with its last answer in the thread, not the last one of this page (DeerFlow's
