@@ -42,6 +42,7 @@ import * as Security from "./handlers/Security.js"
 import * as Store from "./handlers/Store.js"
 import * as Suggestions from "./handlers/Suggestions.js"
 import * as Threads from "./handlers/Threads.js"
+import * as ThreadStream from "./handlers/ThreadStream.js"
 import * as Turns from "./handlers/Turns.js"
 
 export { LANGGRAPH_PREFIXES } from "./api/GatewayApi.js"
@@ -75,6 +76,7 @@ const handlersLayer = (options: Options) => {
     Layer.mergeAll(
       Assistants.layer(api),
       Threads.layer(api),
+      ThreadStream.layer(api),
       Runs.layer(api, options.models, options.redact ?? Redact.none),
       Crons.layer(api, options.models),
       Store.layer(api),

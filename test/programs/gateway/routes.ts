@@ -73,6 +73,7 @@ export const LANGGRAPH: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/threads/:thread_id/state/:checkpoint_id", "none"],
   ["GET", "/threads/:thread_id/history", "none"],
   ["POST", "/threads/:thread_id/history", "history"],
+  ["GET", "/threads/:thread_id/stream", "none"],
   ["POST", "/threads/:thread_id/runs", "run"],
   ["POST", "/threads/:thread_id/runs/stream", "run"],
   ["POST", "/threads/:thread_id/runs/wait", "run"],

@@ -28,6 +28,7 @@ import * as ScheduledTasks from "./ScheduledTasks.js"
 import * as Store from "./Store.js"
 import * as Suggestions from "./Suggestions.js"
 import * as Threads from "./Threads.js"
+import * as ThreadStream from "./ThreadStream.js"
 import * as Turns from "./Turns.js"
 
 /** Where the LangGraph API is served: the SDK's root, DeerFlow's `/api` and its frontend's `/api/langgraph`. */
@@ -42,6 +43,7 @@ const Failed = refusal(500, "The server failed to handle the request (see its lo
 export const LangGraphApi = HttpApi.make("langgraph")
   .add(Assistants.group)
   .add(Threads.group)
+  .add(ThreadStream.group)
   .add(Runs.group)
   .add(Crons.group)
   .add(Store.group)

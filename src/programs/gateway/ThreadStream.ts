@@ -1,0 +1,203 @@
+/**
+ * A thread's stream (LangGraph's `GET /threads/{thread_id}/stream`, the SDK's `threads.joinStream`): the events
+ * of the thread's runs, one run after the other as this process runs them, open until the client goes. Each
+ * event's id is `<run id>:<event id>`, which a client rejoins with as `Last-Event-ID`: the stream goes on after
+ * that event (the run's `gap` when it is no longer kept, and then the thread's next runs). Without one it starts
+ * with what the thread's active run does next; `-` starts with the first kept event of the thread's latest run.
+ */
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import type { RunRecord } from "../../services/ThreadStore.js"
+import * as Protocol from "./Protocol.js"
+import type { Reader } from "./RunBuffer.js"
+
+/** What a thread stream carries: its runs' events (`run_modes`), their starts and ends, or their states. */
+export const MODES = ["run_modes", "lifecycle", "state_update"] as const
+
+/** One of `MODES`. */
+export type ThreadStreamMode = (typeof MODES)[number]
+
+/** Where a thread stream starts. */
+export type Cursor =
+  /** With what the thread's active run does next. */
+  | { readonly _tag: "now" }
+  /** With the first kept event of the thread's latest run (`Last-Event-ID: -`). */
+  | { readonly _tag: "start" }
+  /** After event `id` of run `runId`. */
+  | { readonly _tag: "after"; readonly runId: string; readonly id: number }
+
+/** The cursor a `Last-Event-ID` names (none: `now`); undefined when it names no event. */
+export const parseCursor = (header: string | undefined): Cursor | undefined => {
+  const text = header?.trim() ?? ""
+  if (text === "") return { _tag: "now" }
+  if (text === "-") return { _tag: "start" }
+  const at = text.lastIndexOf(":")
+  const id = Number(text.slice(at + 1))
+  if (at <= 0 || text.slice(at + 1).trim() === "" || !Number.isInteger(id) || id < 0) return undefined
+  return { _tag: "after", runId: text.slice(0, at), id }
+}
+
+/** A run this process knows, as the thread stream reads it. */
+export interface FollowedRun extends Reader {
+  readonly runId: string
+}
+
+/** Where the thread stream finds the thread's runs. */
+export interface Source {
+  /** The thread's active run in this process. */
+  readonly active: () => FollowedRun | undefined
+  /** A run this process still keeps the events of. */
+  readonly get: (runId: string) => FollowedRun | undefined
+  /** The thread's run records. */
+  readonly records: Effect.Effect<ReadonlyArray<RunRecord>>
+}
+
+const LIFECYCLE: ReadonlySet<string> = new Set(["metadata", "end", "error"])
+
+/** Whether a run's event goes out in `modes` (a `gap` always does). */
+const keepOf = (modes: ReadonlyArray<ThreadStreamMode>) => (event: string) =>
+  event === "gap" || modes.includes("run_modes") ||
+  (modes.includes("lifecycle") && LIFECYCLE.has(event)) ||
+  (modes.includes("state_update") && event === "values")
+
+/** A run's event as the thread stream's SSE text: its id prefixed with the run's. */
+const sseOf = (runId: string, frame: Protocol.Frame) =>
+  `event: ${frame.event}\ndata: ${frame.data}\nid: ${runId}:${frame.id}\n\n`
+
+/** How long an idle stream waits before it looks for the thread's next run again. */
+const LOOK_AGAIN = "200 millis"
+
+/** How many idle looks go by between two reads of the thread's run records (a run that began and ended between). */
+const RECORDS_EVERY = 5
+
+/** The ids of the runs followed last, newest last (a few: the runs a stream may still meet again). */
+const REMEMBERED = 32
+
+interface Following {
+  readonly run: FollowedRun
+  readonly position: number
+}
+
+interface State {
+  readonly following: Following | undefined
+  /** The runs followed so far (the last `REMEMBERED`). */
+  readonly followed: ReadonlyArray<string>
+  readonly idle: number
+}
+
+/** Until `run` appends after `seen` (one listener, no fiber). */
+const appended = (run: Reader, seen: number): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (run.changes() !== seen) return resume(Effect.void)
+    return Effect.sync(run.onChange(() => resume(Effect.void)))
+  })
+
+const remember = (followed: ReadonlyArray<string>, runId: string) =>
+  followed.includes(runId) ? followed : [...followed, runId].slice(-REMEMBERED)
+
+/** The first run of `records` after the last one followed that this process keeps and no one followed yet. */
+const nextRecorded = (source: Source, records: ReadonlyArray<RunRecord>, followed: ReadonlyArray<string>) => {
+  const ordered = [...records].sort((a, b) => a.started_at.localeCompare(b.started_at))
+  // (none followed yet: the thread had no run when the stream began)
+  const last = followed.length === 0 ? -1 : ordered.findIndex((r) => r.run_id === followed[followed.length - 1])
+  if (last < 0 && followed.length > 0) return undefined
+  for (const record of ordered.slice(last + 1)) {
+    const run = followed.includes(record.run_id) ? undefined : source.get(record.run_id)
+    if (run !== undefined) return run
+  }
+  return undefined
+}
+
+/** The run and position the stream starts at (`cursor`), and the runs it is not to follow again. */
+const startOf = (source: Source, cursor: Cursor): Effect.Effect<State> =>
+  Effect.gen(function*() {
+    // (with no run to follow, the thread's latest is the one after which the next is looked for)
+    const latest = [...yield* source.records].sort((a, b) => a.started_at.localeCompare(b.started_at)).at(-1)
+    const none: State = { following: undefined, followed: latest === undefined ? [] : [latest.run_id], idle: 0 }
+    switch (cursor._tag) {
+      case "now": {
+        const run = source.active()
+        if (run === undefined) return none
+        const last = run.after(0).frames.at(-1)?.id ?? 0
+        return { following: { run, position: last }, followed: [run.runId], idle: 0 }
+      }
+      case "start": {
+        const run = source.active() ?? (latest === undefined ? undefined : source.get(latest.run_id))
+        if (run === undefined) return none
+        return { following: { run, position: 0 }, followed: [run.runId], idle: 0 }
+      }
+      case "after": {
+        const run = source.get(cursor.runId)
+        if (run === undefined) return { ...none, followed: [cursor.runId] }
+        return { following: { run, position: cursor.id }, followed: [run.runId], idle: 0 }
+      }
+    }
+  })
+
+/**
+ * The thread's stream from `cursor` as SSE text, each event in `modes`, with a heartbeat at once (the response
+ * starts before the first event) and every `heartbeatSeconds`; it does not end (the client closes it). A cursor
+ * naming a run this process no longer keeps starts with that run's `gap` (the client reloads the thread's
+ * state), then follows the thread's next runs.
+ */
+export const stream = (
+  source: Source,
+  cursor: Cursor,
+  modes: ReadonlyArray<ThreadStreamMode>,
+  heartbeatSeconds: number
+): Stream.Stream<string> => {
+  const keep = keepOf(modes)
+  const step = (state: State): Effect.Effect<readonly [Chunk.Chunk<string>, Option.Option<State>]> =>
+    Effect.gen(function*() {
+      const { following, followed } = state
+      if (following !== undefined) {
+        const { run, position } = following
+        for (;;) {
+          const seen = run.changes()
+          const found = run.after(position)
+          const done: State = { following: undefined, followed, idle: 0 }
+          if (found.gap !== undefined) return [Chunk.of(sseOf(run.runId, found.gap)), Option.some(done)] as const
+          if (found.frames.length > 0) {
+            let text = ""
+            for (const frame of found.frames) if (keep(frame.event)) text += sseOf(run.runId, frame)
+            const last = found.frames[found.frames.length - 1]!
+            const next: State = last.event === "end" ? done : { ...state, following: { run, position: last.id } }
+            return [text === "" ? Chunk.empty<string>() : Chunk.of(text), Option.some(next)] as const
+          }
+          if (run.finished()) return [Chunk.empty<string>(), Option.some(done)] as const
+          yield* appended(run, seen)
+        }
+      }
+      const active = source.active()
+      const look = active !== undefined && !followed.includes(active.runId)
+        ? active
+        : state.idle % RECORDS_EVERY === RECORDS_EVERY - 1
+        ? nextRecorded(source, yield* source.records, followed)
+        : undefined
+      if (look !== undefined) {
+        const next: State = { following: { run: look, position: 0 }, followed: remember(followed, look.runId), idle: 0 }
+        return [Chunk.empty<string>(), Option.some(next)] as const
+      }
+      yield* Effect.sleep(LOOK_AGAIN)
+      return [Chunk.empty<string>(), Option.some({ ...state, idle: state.idle + 1 })] as const
+    })
+  const events = Stream.unwrap(Effect.map(startOf(source, cursor), (start) => Stream.paginateChunkEffect(start, step)))
+  // a cursor naming a run no longer kept here: that run's gap first
+  const gap = cursor._tag === "after" && source.get(cursor.runId) === undefined
+    ? Stream.make(sseOf(cursor.runId, {
+      id: cursor.id,
+      event: "gap",
+      data: JSON.stringify(Protocol.gapPayload(cursor.runId, cursor.id, cursor.id + 1, cursor.id))
+    }))
+    : Stream.empty
+  const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
+    Stream.map(() => Protocol.HEARTBEAT)
+  )
+  return Stream.concat(
+    Stream.make(Protocol.HEARTBEAT),
+    Stream.merge(Stream.concat(gap, events), heartbeats, { haltStrategy: "left" })
+  )
+}

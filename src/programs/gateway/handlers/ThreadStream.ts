@@ -1,0 +1,62 @@
+/**
+ * The thread stream endpoint (declared in `api/ThreadStream.ts`): the user's thread's runs' events, one run after
+ * the other as this process runs them (`ThreadStream`); another user's thread is a 404, as a run's join.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { Readable } from "node:stream"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { AppConfigService } from "../../../services/AppConfig.js"
+import type { LangGraphApi } from "../api/GatewayApi.js"
+import { describeParseError, fail } from "../api/Problem.js"
+import { CurrentIdentity } from "../api/Security.js"
+import * as ThreadStream from "../ThreadStream.js"
+import * as Access from "./Access.js"
+import { prefixOf, queryList, sse } from "./Http.js"
+
+const decodeModes = Schema.decodeUnknownEither(Schema.Array(Schema.Literal(...ThreadStream.MODES)))
+
+/** The thread stream endpoint of `api` (the LangGraph API under one of its prefixes). */
+export const layer = (api: LangGraphApi) =>
+  HttpApiBuilder.group(api, "threadStream", (handlers) =>
+    Effect.gen(function*() {
+      const { store, runs, storeFailed, ownedThread } = yield* Access.make
+      const heartbeatSeconds = (yield* AppConfigService).config.gateway.heartbeat_seconds
+      return handlers.handleRaw("joinThreadStream", ({ headers, path, request, urlParams }) =>
+        Effect.gen(function*() {
+          const { user } = yield* CurrentIdentity
+          const stored = (yield* ownedThread(user, path.thread_id)).thread_id
+          const lastEventId = headers["last-event-id"]
+          const cursor = ThreadStream.parseCursor(lastEventId)
+          if (cursor === undefined) {
+            return yield* fail(
+              "bad_request",
+              `Last-Event-ID must be an event id of this thread's stream, got ${JSON.stringify(lastEventId)}.`
+            )
+          }
+          const requested = [...queryList(urlParams.stream_mode), ...queryList(urlParams.stream_modes)]
+          const decoded = decodeModes(requested)
+          if (decoded._tag === "Left") {
+            return yield* fail("unprocessable", `stream_mode: ${describeParseError(decoded.left)}`)
+          }
+          const modes = decoded.right.length === 0 ? ["run_modes" as const] : decoded.right
+          // (a run of another thread is none of this stream's, whatever a cursor names)
+          const ofThread = <A extends { readonly threadId: string }>(run: A | undefined) =>
+            run?.threadId === stored ? run : undefined
+          const records = Effect.orElseSucceed(
+            Effect.mapError(store.runs({ threadId: stored }), storeFailed),
+            () => []
+          )
+          const source: ThreadStream.Source = {
+            active: () => ofThread(runs.activeOf(stored)),
+            get: (runId) => ofThread(runs.get(runId)),
+            records
+          }
+          const text = ThreadStream.stream(source, cursor, modes, heartbeatSeconds)
+          // destroying the readable (the client gone) ends the iteration, which interrupts the stream
+          const body = Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
+          // (where the SDK reconnects to, with the last event's id, when the connection breaks)
+          return sse(body, { location: `${prefixOf(request.url)}/threads/${path.thread_id}/stream` })
+        }))
+    }))
