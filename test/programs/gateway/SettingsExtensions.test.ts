@@ -254,6 +254,54 @@ describe("MCP settings", () => {
   })
 })
 
+describe("MCP settings as DeerFlow's response shows them", () => {
+  // DeerFlow's McpServerConfigResponse (backend/app/gateway/routers/mcp.py): each field a server leaves unset is
+  // shown with its default; sent back as shown (a PUT of what the GET gave), it is taken
+  it("shows each field a server leaves unset with its default, and takes the servers back as shown", async () => {
+    const before = Fs.readFileSync(file(), "utf8")
+    const shown = await ok(await call(CAROL, "/mcp/config"))
+    assert.deepInclude(shown.mcp_servers.local, {
+      type: "stdio",
+      command: "node",
+      url: null,
+      headers: {},
+      oauth: null,
+      routing: { mode: "off", priority: 0, keywords: [] },
+      tool_name_prefix: true,
+      tool_call_timeout: null,
+      session_init_timeout: 60,
+      task_toolsets: []
+    })
+    assert.strictEqual(shown.mcp_servers.warehouse.command, null)
+    const again = await ok(await call(CAROL, "/mcp/config", { method: "PUT", body: shown }))
+    assert.deepStrictEqual(again, shown)
+    const stored = JSON.parse(Fs.readFileSync(file(), "utf8")).mcpServers
+    assert.isFalse("command" in stored.warehouse, "a command shown as null is none")
+    assert.strictEqual(stored.local.env.GITHUB_TOKEN, "ghp-stored-secret-value")
+    Fs.writeFileSync(file(), before)
+  })
+
+  // DeerFlow's test_mcp_config_secrets.py::test_reset_mcp_tools_cache_endpoint_requires_admin_user
+  it("resets the MCP tools: an admin's reset starts the file's servers again, as edited by hand since", async () => {
+    const before = Fs.readFileSync(file(), "utf8")
+    const refused = await call(ALICE, "/mcp/cache/reset", { method: "POST" })
+    assert.strictEqual(refused.status, 403)
+    const raw = JSON.parse(before)
+    raw.mcpServers.depot = { type: "http", url: mcpUrl, description: "Edited by hand" }
+    Fs.writeFileSync(file(), JSON.stringify(raw))
+    try {
+      assert.notInclude(await offered(), "depot_lookup")
+      const reset = await ok(await call(CAROL, "/mcp/cache/reset", { method: "POST" }))
+      assert.deepStrictEqual(reset, { success: true, message: "MCP tools cache reset. Tools will reload on next use." })
+      assert.include(await offered(), "depot_lookup")
+    } finally {
+      Fs.writeFileSync(file(), before)
+      await ok(await call(CAROL, "/mcp/cache/reset", { method: "POST" }))
+    }
+    assert.notInclude(await offered(), "depot_lookup")
+  })
+})
+
 describe("skills switch", () => {
   it("switches a skill off and on, kept in extensions_config.json", async () => {
     const off = await ok(await call(CAROL, "/skills/demo-skill", { method: "PUT", body: { enabled: false } }))

@@ -156,6 +156,7 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/mcp/config", "none"],
   ["PUT", "/mcp/config", "patch"],
   ["PATCH", "/mcp/config", "patch"],
+  ["POST", "/mcp/cache/reset", "none"],
   ["PUT", "/skills/:skill_name", "patch"],
   ["POST", "/skills/install", "patch"],
   ["POST", "/skills/reload", "none"],

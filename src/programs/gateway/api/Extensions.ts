@@ -1,7 +1,7 @@
 /**
  * DeerFlow's endpoints over `extensions_config.json`, declared: its MCP servers (DeerFlow's settings "Tools":
- * read with their secrets masked, replaced, one switched on or off) and its skills' states (the "Skills"
- * switches), and a thread's MCP background tasks (none: Antler has no durable MCP tasks, so the list is empty, as
+ * read with their secrets masked, replaced, one switched on or off, restarted from the file) and its skills'
+ * states (the "Skills" switches), and a thread's MCP background tasks (none: Antler has no durable MCP tasks, so the list is empty, as
  * DeerFlow answers with the feature off). The file is every user's: only an admin token, or the open gateway on
  * loopback (the local user's), reads or changes it; other tokens are refused with 403, as DeerFlow refuses a
  * non-admin. Implemented in `handlers/Extensions.ts`.
@@ -38,6 +38,10 @@ export const McpConfig = Schema.Struct({ mcp_servers: Schema.Record({ key: Schem
 
 /** `PATCH /mcp/config`: one server on or off. */
 export const McpServerState = Schema.Struct({ server_name: Schema.String, enabled: Schema.Boolean })
+
+/** The answer to `POST /mcp/cache/reset` (DeerFlow's `McpCacheResetResponse`). */
+export const McpCacheReset = Schema.Struct({ success: Schema.Boolean, message: Schema.String })
+  .annotations({ identifier: "McpCacheReset" })
 
 /** `PUT /skills/{skill_name}` */
 export const SkillState = Schema.Struct({ enabled: Schema.Boolean })
@@ -105,6 +109,17 @@ export const mcp = HttpApiGroup.make("mcpConfig")
       .addError(AdminOnly)
       .addError(FileFailed)
       .annotate(OpenApi.Summary, "Switch one MCP server on or off")
+  )
+  .add(
+    HttpApiEndpoint.post("resetMcpCache", "/mcp/cache/reset")
+      .addSuccess(McpCacheReset)
+      .addError(refusal(422, "A server of the file that cannot be read"))
+      .addError(AdminOnly)
+      .addError(FileFailed)
+      .annotate(
+        OpenApi.Summary,
+        "Restart the MCP servers from extensions_config.json as it is now (every thread's; the next run uses them)"
+      )
   )
   .middlewareEndpoints(Authentication)
   .annotate(OpenApi.Description, "The MCP servers of extensions_config.json (DeerFlow's settings: Tools)")
