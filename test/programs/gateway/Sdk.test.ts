@@ -321,14 +321,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     assert.strictEqual(counts[0], 4)
     const current = await client.threads.getState(thread.thread_id)
     // (the same state; history's newest gives its answers their run and the run's last its turn_duration)
-    const unstamped = (values: any) => ({
-      ...values,
-      messages: values.messages.map(({ run_id: _run, ...m }: any) => {
-        const { turn_duration: _duration, ...kwargs } = m.additional_kwargs ?? {}
-        return m.additional_kwargs === undefined ? m : { ...m, additional_kwargs: kwargs }
-      })
-    })
-    assert.deepStrictEqual(unstamped(history[0]!.values), current.values)
+    assert.deepStrictEqual(Support.unstamped(history[0]!.values), current.values)
     assert.strictEqual(history[0]!.checkpoint.checkpoint_id, current.checkpoint.checkpoint_id)
     const older = history[history.length - 1]!
     const fetched = await client.threads.getState(thread.thread_id, older.checkpoint.checkpoint_id!)

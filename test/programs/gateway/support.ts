@@ -147,6 +147,19 @@ export const readSse = async (
 export const visible = (messages: ReadonlyArray<any>): ReadonlyArray<any> =>
   messages.filter((m) => m.additional_kwargs?.hide_from_ui !== true)
 
+/**
+ * A state's values without what `/history` adds to its newest state's messages (each answer's `run_id`, a run's
+ * `turn_duration`): the state as stored.
+ */
+export const unstamped = (values: any): any => ({
+  ...values,
+  messages: values.messages.map(({ run_id: _run, ...message }: any) => {
+    if (message.additional_kwargs === undefined) return message
+    const { turn_duration: _duration, ...kwargs } = message.additional_kwargs
+    return { ...message, additional_kwargs: kwargs }
+  })
+})
+
 /** The types of the messages a user sees. */
 export const visibleTypes = (messages: ReadonlyArray<any>): ReadonlyArray<string> => visible(messages).map((m) => m.type)
 
