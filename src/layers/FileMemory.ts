@@ -47,6 +47,7 @@ import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
+import * as MemoryConsolidation from "../state/MemoryConsolidation.js"
 import * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as Redact from "../state/Redact.js"
@@ -137,6 +138,19 @@ export const hybridOf = (config: MemoryConfig): MemoryEviction.Settings | undefi
       accessHalfLifeDays: backend.eviction_access_half_life_days,
       correctionReservedFraction: backend.eviction_correction_reserved_fraction,
       correctionReservedMax: backend.eviction_correction_reserved_max
+    }
+    : undefined
+}
+
+/** DeerMem's consolidation settings, when `consolidation_enabled`; else undefined (nothing is merged). */
+export const consolidationOf = (config: MemoryConfig): MemoryConsolidation.Settings | undefined => {
+  const backend = config.backend_config
+  return backend.consolidation_enabled
+    ? {
+      minFacts: backend.consolidation_min_facts,
+      maxGroups: backend.consolidation_max_groups_per_cycle,
+      maxSources: backend.consolidation_max_sources,
+      protectedCategories: backend.staleness_protected_categories
     }
     : undefined
 }
@@ -321,6 +335,7 @@ export const make = (
     const backend = config.backend_config
     const enabled = config.enabled && config.manager_class !== "noop"
     const hybrid = hybridOf(config)
+    const consolidation = consolidationOf(config)
     // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
     if (!config.enabled && config.mode === "tool") {
       yield* Effect.logWarning(
@@ -443,7 +458,10 @@ export const make = (
         const turns = MemoryDoc.conversation(item.messages, item.immediate ? undefined : before.threads[item.threadId])
         if (turns.length === 0) return
         const modelName = config.model_name ?? item.modelName ?? undefined
-        const prompt = MemoryDoc.updatePrompt(before, turns, { threshold: backend.fact_confidence_threshold })
+        const prompt = MemoryDoc.updatePrompt(before, turns, {
+          threshold: backend.fact_confidence_threshold,
+          consolidation
+        })
         const response = yield* model.generate(updateRequest(prompt, modelName)).pipe(
           Effect.provide(callServices(item.threadId, item.userId, modelName)),
           Effect.withSpan("FileMemory.update", { attributes: { thread: item.threadId } })
@@ -470,7 +488,9 @@ export const make = (
             threshold: backend.fact_confidence_threshold,
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
             source: item.threadId,
-            hybrid
+            hybrid,
+            signals: MemoryDoc.signalsOf(turns),
+            consolidation
           })
           let next = applied.value
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)

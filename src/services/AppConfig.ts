@@ -362,6 +362,17 @@ export const MemoryBackendConfig = Schema.Struct({
   eviction_correction_reserved_fraction: withDefault(Fraction, () => 0.1),
   eviction_correction_reserved_max: withDefault(NonNegativeInt.pipe(Schema.lessThanOrEqualTo(100)), () => 10),
   /**
+   * DeerMem's consolidation (opt-in: a merge is lossy): a category of at least `consolidation_min_facts` facts is
+   * shown to the memory model, which may merge up to `consolidation_max_sources` of them into one richer fact, at
+   * most `consolidation_max_groups_per_cycle` merges per update (`MemoryConsolidation.ts`).
+   */
+  consolidation_enabled: withDefault(Schema.Boolean, () => false),
+  consolidation_min_facts: withDefault(PositiveInt.pipe(Schema.between(3, 30)), () => 8),
+  consolidation_max_groups_per_cycle: withDefault(PositiveInt.pipe(Schema.between(1, 10)), () => 3),
+  consolidation_max_sources: withDefault(PositiveInt.pipe(Schema.between(2, 20)), () => 8),
+  /** Fact categories never merged by consolidation (DeerMem's, which its staleness review spares too). */
+  staleness_protected_categories: withDefault(Schema.Array(Schema.String), () => ["correction"]),
+  /**
    * Characters of one fact at most, and of one summary (Antler's keys): a memory model's answer, and a memory
    * file, over them is cut (with a warning naming what was cut).
    */

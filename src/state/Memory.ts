@@ -15,7 +15,10 @@ import { factGateReason, Refusals, removalGateReason, summaryGateReason } from "
 import { signalHints } from "./MemorySignals.js"
 import { escapeText } from "./Markup.js"
 import { categoryOf } from "./MemoryInjection.js"
+import * as MemoryConsolidation from "./MemoryConsolidation.js"
 import * as MemoryEviction from "./MemoryEviction.js"
+import * as MemoryReinforcement from "./MemoryReinforcement.js"
+import type { Signal } from "./MemorySignals.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
 import { CATEGORIES } from "./MemorySchema.js"
 
@@ -160,6 +163,10 @@ export interface ApplyOptions {
   readonly source: string
   /** DeerMem's `hybrid-v1` capacity policy and its settings; without it, the most confident facts stay (`bound`). */
   readonly hybrid?: MemoryEviction.Settings | undefined
+  /** The signals of the conversation the update read: a `reinforcement` one lets `hybrid` record confirmations. */
+  readonly signals?: ReadonlySet<Signal> | undefined
+  /** DeerMem's consolidation settings, when it is enabled: the update's merges are made (`MemoryConsolidation`). */
+  readonly consolidation?: MemoryConsolidation.Settings | undefined
 }
 
 const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
@@ -226,11 +233,18 @@ const applySection = (
  * confident `maxFacts` kept (with `hybrid`, those DeerMem's `hybrid-v1` policy keeps); what names an upload event
  * is then left out (`stripUploadMentions`). A removal with a `replacementFactIndex` is made last, and only when that
  * new fact is in the result under another id (it passed the gate and the threshold and was kept): a replacement
- * that was refused must not leave only the deletion of what it replaced. What the gate refused is named in
- * `refused` (for the warning the caller logs).
+ * that was refused must not leave only the deletion of what it replaced. Under `hybrid` with a `reinforcement`
+ * signal, the facts the user confirmed are recorded first (`MemoryReinforcement`); with `consolidation`, the
+ * update's merges are made last (`MemoryConsolidation`: through the same gate as a new fact). What the gate
+ * refused is named in `refused` (for the warning the caller logs).
  */
 export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOptions): Applied => {
   const refusals = new Refusals()
+  // confirmations first, so that the trim below already counts them (only where they count: hybrid-v1)
+  const confirming = options.hybrid !== undefined && options.signals?.has("reinforcement") === true
+  const current = confirming
+    ? MemoryReinforcement.reinforce(doc.facts, update.factsToReinforce ?? [], options.now)
+    : doc.facts
   const removed = new Set<string>()
   const paired: Array<{ readonly id: string; readonly index: number }> = []
   for (const removal of update.factsToRemove ?? []) {
@@ -248,7 +262,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
       refusals.removal("replacement")
     }
   }
-  const facts: Array<Fact> = doc.facts.filter((f) => !removed.has(f.id))
+  const facts: Array<Fact> = current.filter((f) => !removed.has(f.id))
   const known = new Set(facts.map((f) => normalise(f.content)))
   // what each new fact that passed the gate and the threshold says: a removal it replaces checks it was kept
   const replacements = new Map<number, string>()
@@ -329,7 +343,19 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     }
   }
   const value = replaced.size === 0 ? applied : { ...applied, facts: applied.facts.filter((f) => !replaced.has(f.id)) }
-  return { value, refused: refusals.all() }
+  // merges last: a source the trim or a removal took is gone, so a merge cannot delete it (or outlive its sources)
+  if (options.consolidation === undefined || (update.factsToConsolidate ?? []).length === 0) {
+    return { value, refused: refusals.all() }
+  }
+  const merged = MemoryConsolidation.consolidate(value.facts, update.factsToConsolidate ?? [], {
+    settings: options.consolidation,
+    threshold: options.threshold,
+    now,
+    newId: options.newId,
+    admissible: (content) => !UPLOAD_EVENT.test(content)
+  })
+  for (const reason of merged.refused) refusals.consolidation(reason)
+  return { value: merged.facts === value.facts ? value : { ...value, facts: merged.facts }, refused: refusals.all() }
 }
 
 /** Applies a model's update (`applyUpdateGated`), without what its write gate refused. */
@@ -461,6 +487,8 @@ const MANUAL_HINT = "NOTE: Facts marked [MANUAL] are high-trust user-authored ed
 /** The prompt of a memory update: the current memory and the new conversation. */
 export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options: {
   readonly threshold: number
+  /** DeerMem's consolidation settings, when it is enabled: the categories to merge are shown (at the end). */
+  readonly consolidation?: MemoryConsolidation.Settings | undefined
 }): string => {
   const current = {
     user: doc.user,
@@ -480,6 +508,9 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
     .join("\n\n")
   const manual = doc.facts.some((f) => f.source === MANUAL_SOURCE)
   const hints = [signalHints(turns), manual ? MANUAL_HINT : ""].filter((h) => h !== "").join("\n")
+  const merging = options.consolidation === undefined
+    ? ""
+    : MemoryConsolidation.promptSection(doc.facts, options.consolidation)
   return `You maintain the long-term memory an AI assistant keeps about its user across conversations. Read the
 current memory and the new conversation, and answer with ONE JSON object (no other text) saying what to change:
 
@@ -497,6 +528,7 @@ current memory and the new conversation, and answer with ONE JSON object (no oth
   "newFacts": [
     {"content": "...", "category": "preference", "confidence": 0.9, ${FACT_LABELS}}
   ],
+  ${MemoryReinforcement.PROMPT_EXAMPLE},
   "factsToRemove": [
     {"id": "fact_id_1", "scope": "user|thread|project", "reason": "explicit user-level contradiction or retraction",
      "replacementFactIndex": 0}
@@ -517,6 +549,7 @@ Rules:
   file/commit/error state, project-only constraints, or one-time action permissions.
 - Facts are short, self-contained statements about the user. Categories: ${CATEGORIES.join(", ")}.
   Confidence from 0 to 1; facts below ${options.threshold} are not kept. Do not repeat a fact already known.
+${MemoryReinforcement.PROMPT_RULE}
 - When the user corrects something, add a "correction" fact (with "sourceError": what the assistant did or said
   wrong, when there was such a mistake) and remove the facts it contradicts.
 - Remove an existing fact only when the user explicitly contradicts or retracts it at user scope. A
@@ -537,7 +570,7 @@ ${escapeText(JSON.stringify(current, null, 2))}
 
 <conversation>
 ${transcript}
-</conversation>${hints === "" ? "" : `\n\n${hints}`}`
+</conversation>${hints === "" ? "" : `\n\n${hints}`}${merging === "" ? "" : `\n\n${merging}`}`
 }
 
 

@@ -4,7 +4,12 @@
  * removal the user's, with a reason. What it refuses is counted for the warning `FileMemory` logs (`Refusals`).
  * Applied by `Memory.applyUpdateGated`.
  */
-import { gateLabel } from "./MemoryUpdate.js"
+/** A write-gate label as DeerMem reads one (`_normalize_gate_label`): text, trimmed, lower-cased; else none. */
+export const gateLabel = (value: unknown): string | undefined => {
+  if (typeof value !== "string") return undefined
+  const label = value.trim().toLowerCase()
+  return label === "" ? undefined : label
+}
 
 /** Why the write gate refused part of an update, as DeerMem counts it (`scope_gate_rejections`). */
 export type GateReason = "missing" | "scope" | "durability" | "authority" | "replacement"
@@ -81,6 +86,9 @@ export class Refusals {
   }
   removal(reason: GateReason) {
     this.count(["removal", "removals"], REMOVAL_REFUSAL[reason])
+  }
+  consolidation(reason: GateReason) {
+    this.count(["merged fact", "merged facts"], FACT_REFUSAL[reason])
   }
   private count(what: readonly [string, string], why: string) {
     const key = `${what[0]} (${why})`

@@ -89,9 +89,15 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
   const createdAt = label(fact.createdAt, cuts)
   const source = label(fact.source, cuts)
   const lastConfirmedAt = fact.lastConfirmedAt === undefined ? undefined : label(fact.lastConfirmedAt, cuts)
+  const consolidatedAt = fact.consolidatedAt === undefined ? undefined : label(fact.consolidatedAt, cuts)
+  const from = fact.consolidatedFrom?.map((source) => label(source, cuts))
+  const consolidatedFrom = from?.every((source, i) => source === fact.consolidatedFrom![i])
+    ? fact.consolidatedFrom
+    : from
   return content === fact.content && id === fact.id && category === fact.category &&
       createdAt === fact.createdAt && source === fact.source && sourceError === fact.sourceError &&
-      lastConfirmedAt === fact.lastConfirmedAt
+      lastConfirmedAt === fact.lastConfirmedAt && consolidatedAt === fact.consolidatedAt &&
+      consolidatedFrom === fact.consolidatedFrom
     ? fact
     : {
       ...fact,
@@ -101,7 +107,9 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
       createdAt,
       source,
       ...(sourceError === undefined ? {} : { sourceError }),
-      ...(lastConfirmedAt === undefined ? {} : { lastConfirmedAt })
+      ...(lastConfirmedAt === undefined ? {} : { lastConfirmedAt }),
+      ...(consolidatedAt === undefined ? {} : { consolidatedAt }),
+      ...(consolidatedFrom === undefined ? {} : { consolidatedFrom })
     }
 }
 
@@ -195,8 +203,8 @@ export const capRawDocument = (raw: unknown, limits: Limits): Capped<unknown> =>
 }
 
 /**
- * A memory model's answer (its JSON, parsed but not decoded) with at most `maxFacts` new facts and fact ids to
- * remove: no update can keep more, and decoding a hostile answer's hundred thousand facts would hold the
+ * A memory model's answer (its JSON, parsed but not decoded) with at most `maxFacts` new facts, fact ids to
+ * remove, confirmations and merges: no update can keep more, and decoding a hostile answer's hundred thousand facts would hold the
  * process for seconds. Anything that is not an object with such arrays is left for the decoder to refuse.
  */
 export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
@@ -204,7 +212,7 @@ export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
   const record = raw as Record<string, unknown>
   const cut: Array<string> = []
   let out: Record<string, unknown> | undefined
-  for (const key of ["newFacts", "factsToRemove"]) {
+  for (const key of ["newFacts", "factsToRemove", "factsToReinforce", "factsToConsolidate"]) {
     const list = record[key]
     if (Array.isArray(list) && list.length > limits.maxFacts) {
       cut.push(
@@ -231,8 +239,8 @@ const capSectionUpdate = (
 }
 
 /**
- * A decoded update within the limits of what it may store: summaries and fact contents cut to their lengths,
- * categories to `MAX_LABEL_CHARS` (so that repeats are recognised on what is stored).
+ * A decoded update within the limits of what it may store: summaries and fact contents (new or merged) cut to their
+ * lengths, categories to `MAX_LABEL_CHARS` (so that repeats are recognised on what is stored).
  */
 export const capUpdate = (update: Update, limits: Limits): Capped<Update> => {
   const cuts = new Cuts()
@@ -267,9 +275,21 @@ export const capUpdate = (update: Update, limits: Limits): Capped<Update> => {
       ? fact
       : { ...fact, content, category, sourceError }
   })
+  const factsToConsolidate = update.factsToConsolidate?.map((merge) => {
+    const fact = merge.consolidated
+    let content = fact.content
+    if (content.length > limits.maxFactChars) {
+      cuts.count(`merged facts over ${chars(limits.maxFactChars)} (cut to it)`)
+      content = head(content, limits.maxFactChars)
+    }
+    const category = label(fact.category, cuts)
+    return content === fact.content && category === fact.category
+      ? merge
+      : { ...merge, consolidated: { ...fact, content, category } }
+  })
   const cut = cuts.all()
   if (cut.length === 0) return { value: update, cut }
-  return { value: { ...update, user, history, newFacts }, cut }
+  return { value: { ...update, user, history, newFacts, factsToConsolidate }, cut }
 }
 
 /**

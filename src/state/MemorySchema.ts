@@ -40,6 +40,26 @@ const StoredConfidence = Schema.transform(Schema.Unknown, Schema.Number, {
   encode: (value) => value
 })
 
+/** A stored count: a non-negative whole number; anything else (`"3"`, `-1`, `true`) is none. */
+const StoredCount = Schema.transform(Schema.Unknown, Schema.UndefinedOr(Schema.Number), {
+  strict: true,
+  decode: (raw) => typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0 ? raw : undefined,
+  encode: (value) => value
+})
+
+/** Ids a merged fact keeps at most (DeerMem merges at most 20 facts into one). */
+export const MAX_CONSOLIDATED_FROM = 20
+
+/** Stored fact ids: the texts of a list, at most `MAX_CONSOLIDATED_FROM`; anything else is none. */
+const StoredIds = Schema.transform(Schema.Unknown, Schema.Array(Schema.String), {
+  strict: true,
+  decode: (raw) =>
+    Array.isArray(raw)
+      ? raw.slice(0, MAX_CONSOLIDATED_FROM).filter((id): id is string => typeof id === "string")
+      : [],
+  encode: (value) => value
+})
+
 /**
  * One remembered fact. A fact read without a category (an older or hand-written file) keeps none: it is shown
  * as `context` (`categoryOf`) but is not of the guaranteed categories (`isGuaranteed`), as in DeerMem, and it is
@@ -56,7 +76,12 @@ export const Fact = Schema.Struct({
   /** For a correction: what the assistant got wrong (DeerMem's `sourceError`), shown as what to avoid. */
   sourceError: Schema.optional(Schema.String),
   /** When the user last confirmed it (DeerMem's), read by the `hybrid-v1` capacity policy. */
-  lastConfirmedAt: Schema.optional(Schema.String)
+  lastConfirmedAt: Schema.optional(Schema.String),
+  /** How often the user confirmed it (DeerMem's; one that is not a count is read as none). */
+  confirmationCount: Schema.optional(StoredCount),
+  /** For a fact consolidation merged (`source: consolidation`): when, and the ids of the facts it replaced. */
+  consolidatedAt: Schema.optional(Schema.String),
+  consolidatedFrom: Schema.optional(StoredIds)
 })
 export type Fact = typeof Fact.Type
 

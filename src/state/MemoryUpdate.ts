@@ -7,6 +7,11 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
+import { Consolidation, consolidationsOf } from "./MemoryConsolidation.js"
+import { gateLabel } from "./MemoryGate.js"
+import { Reinforcement, reinforcementsOf } from "./MemoryReinforcement.js"
+
+export { gateLabel } from "./MemoryGate.js"
 
 /**
  * A write-gate label the model gave (DeerMem's `scope`, `durability`, `authority`), trimmed and lower-cased; absent
@@ -57,7 +62,11 @@ export const Update = Schema.Struct({
     longTermBackground: Schema.optional(Schema.NullOr(SectionUpdate))
   }))),
   newFacts: Schema.optional(Schema.NullOr(Schema.Array(FactUpdate))),
-  factsToRemove: Schema.optional(Schema.NullOr(Schema.Array(FactRemoval)))
+  factsToRemove: Schema.optional(Schema.NullOr(Schema.Array(FactRemoval))),
+  /** Facts the user confirmed (`MemoryReinforcement.ts`). */
+  factsToReinforce: Schema.optional(Schema.Array(Reinforcement)),
+  /** Facts merged into one (`MemoryConsolidation.ts`). */
+  factsToConsolidate: Schema.optional(Schema.Array(Consolidation))
 })
 export type Update = typeof Update.Type
 
@@ -123,13 +132,6 @@ const confidenceOf = (value: unknown): number | null | undefined => {
   return Number.isFinite(n) ? n : undefined
 }
 
-/** A write-gate label as DeerMem reads one (`_normalize_gate_label`): text, trimmed, lower-cased; else none. */
-export const gateLabel = (value: unknown): string | undefined => {
-  if (typeof value !== "string") return undefined
-  const label = value.trim().toLowerCase()
-  return label === "" ? undefined : label
-}
-
 /** The gate labels of an entry that has them (`gateLabel`), under their names. */
 const labelsOf = (entry: Record<string, unknown>, names: ReadonlyArray<string>) =>
   Object.fromEntries(names.flatMap((name) => {
@@ -149,7 +151,8 @@ const sectionOf = (section: Record<string, unknown>) => {
  * string is read), a category that is not text ("context" then), removals that name no id. Write-gate labels are
  * normalised (`gateLabel`) and a removal's reason trimmed; a removal given as a bare id is kept without labels (the
  * gate then refuses it, as DeerMem's does). Removals with a new fact dropped fail the whole update: a replacement
- * that was lost must not leave only the deletion of what it replaced.
+ * that was lost must not leave only the deletion of what it replaced. Confirmations and merges are read by their
+ * own modules (`MemoryReinforcement.reinforcementsOf`, `MemoryConsolidation.consolidationsOf`).
  */
 const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // (not an update at all: left for the decoder to refuse)
@@ -205,7 +208,9 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
     user: sections(raw.user, ["workContext", "personalContext", "topOfMind"]),
     history: sections(raw.history, ["recentMonths", "earlierContext", "longTermBackground"]),
     newFacts,
-    factsToRemove
+    factsToRemove,
+    factsToReinforce: reinforcementsOf(raw.factsToReinforce),
+    factsToConsolidate: consolidationsOf(raw.factsToConsolidate)
   })
 }
 

@@ -170,8 +170,8 @@ describe("ConfigFile", () => {
         key.startsWith("tools") || key.startsWith("tool_search") ||
         key.startsWith("title.")
       ))
-      // memory: the keys of DeerMem's options Antler implements are read, its eviction policy (hybrid-v1) among
-      // them; its eviction audit and shadow mode, staleness and consolidation policies are not (and are named)
+      // memory: the keys of DeerMem's options Antler implements are read, its eviction policy (hybrid-v1) and
+      // consolidation among them; its eviction audit and shadow mode and its staleness review are not (and are named)
       for (const key of ["enabled", "injection_enabled", "mode", "manager_class", "shutdown_flush_timeout_seconds"]) {
         assert.notInclude(loaded.ignored, `memory.${key}`)
       }
@@ -181,6 +181,15 @@ describe("ConfigFile", () => {
       for (const key of ["fact_eviction_policy", "eviction_confidence_weight", "eviction_correction_reserved_max"]) {
         assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
       }
+      for (
+        const key of [
+          "consolidation_enabled",
+          "consolidation_min_facts",
+          "consolidation_max_groups_per_cycle",
+          "consolidation_max_sources",
+          "staleness_protected_categories"
+        ]
+      ) assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
       assert.include(loaded.ignored, "memory.backend_config.fact_eviction_shadow_enabled")
       assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
       const memory = loaded.config.memory
@@ -193,7 +202,11 @@ describe("ConfigFile", () => {
         fact_eviction_policy: "confidence",
         eviction_confirmation_half_life_days: 90,
         guaranteed_categories: ["correction"],
-        guaranteed_token_budget: 500
+        guaranteed_token_budget: 500,
+        consolidation_enabled: false,
+        consolidation_min_facts: 8,
+        consolidation_max_groups_per_cycle: 3,
+        consolidation_max_sources: 8
       })
       assert.deepStrictEqual(loaded.config.skills, { container_path: "/mnt/skills", deferred_discovery: false })
     }))

@@ -570,3 +570,82 @@ describe("the write gate", () => {
       assert.lengthOf((yield* quiet.memory.load({ userId: "default" })).facts, 1)
     }))
 })
+
+describe("confirmations and merges", () => {
+  const knowledge = (id: string, content: string, confidence = 0.9): MemoryDoc.Fact => ({
+    id,
+    content,
+    category: "knowledge",
+    confidence,
+    createdAt: "2026-01-01T00:00:00Z",
+    source: "t0"
+  })
+  const seeded = [
+    knowledge("fact_a", "User uses React"),
+    knowledge("fact_b", "User uses Python", 0.85),
+    knowledge("fact_c", "User uses PostgreSQL", 0.8),
+    { ...knowledge("fact_pref", "User prefers concise answers"), category: "preference" }
+  ]
+  const answer = JSON.stringify({
+    user: {},
+    history: {},
+    newFacts: [],
+    factsToReinforce: [{ id: "fact_pref", scope: "user", reason: "The user said yes, exactly: keep it short" }],
+    factsToConsolidate: [{
+      sourceIds: ["fact_a", "fact_b", "fact_c"],
+      consolidated: {
+        content: "Full-stack: React, Python, PostgreSQL",
+        category: "knowledge",
+        confidence: 0.9,
+        ...USER
+      }
+    }]
+  })
+  const confirming = [M.human("Yes, exactly. Keep doing that: short answers."), M.ai("Will do.")]
+
+  // DeerFlow test_memory_consolidation.py (TestPrepareUpdatePromptConsolidation, test_consolidation_removes_sources_
+  // adds_merged) and test_memory_updater.py (test_apply_updates_reinforces_existing_fact_only_with_detected_signal),
+  // through the queue, the model call and the file
+  it.effect("consolidation and hybrid-v1 on: the model sees what to merge; its merge and confirmation are kept", () =>
+    Effect.gen(function*() {
+      const config = {
+        backend_config: {
+          fact_eviction_policy: "hybrid-v1",
+          consolidation_enabled: true,
+          consolidation_min_facts: 3
+        }
+      }
+      const { home, memory, requests } = yield* setup([answer], config)
+      yield* memory.modify({ userId: "default" }, (doc) => [undefined, { ...doc, facts: seeded }] as const)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: confirming })
+      yield* memory.flush
+      const prompt = M.text(requests[0]!.messages[0]!)
+      assert.include(prompt, `<consolidation_candidates category="knowledge" count="3">`)
+      assert.include(prompt, `- [fact_b | 0.85] "User uses Python"`)
+      assert.notInclude(prompt, `category="preference"`)
+      assert.include(prompt, "Positive reinforcement signals were detected")
+      const stored = JSON.parse(Fs.readFileSync(Path.join(home, "users", "default", "memory.json"), "utf8"))
+      const facts: Array<Record<string, unknown>> = stored.facts
+      assert.deepStrictEqual(facts.map((f) => f.id).slice(0, 1), ["fact_pref"])
+      assert.lengthOf(facts, 2)
+      assert.strictEqual(facts[0]!.confirmationCount, 1)
+      assert.match(String(facts[0]!.lastConfirmedAt), /^\d{4}-\d{2}-\d{2}T.*Z$/)
+      assert.deepInclude(facts[1], {
+        content: "Full-stack: React, Python, PostgreSQL",
+        source: "consolidation",
+        consolidatedFrom: ["fact_a", "fact_b", "fact_c"],
+        createdAt: "2026-01-01T00:00:00Z"
+      })
+    }))
+
+  it.effect("with both off (the default), nothing is merged or confirmed, and the prompt shows nothing to merge", () =>
+    Effect.gen(function*() {
+      const { memory, requests } = yield* setup([answer], { backend_config: { consolidation_min_facts: 3 } })
+      yield* memory.modify({ userId: "default" }, (doc) => [undefined, { ...doc, facts: seeded }] as const)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: confirming })
+      yield* memory.flush
+      assert.notInclude(M.text(requests[0]!.messages[0]!), "Memory Consolidation")
+      const doc = yield* memory.load({ userId: "default" })
+      assert.deepStrictEqual(doc.facts, seeded)
+    }))
+})

@@ -132,3 +132,51 @@ describe("a memory model's answer within the limits", () => {
     assert.deepStrictEqual(MemoryLimits.capRawUpdate([1], LIMITS), { value: [1], cut: [] })
   })
 })
+
+describe("confirmations and merges within the limits", () => {
+  it("no more than max_facts of either are decoded; a merged fact is cut as a new fact is", () => {
+    const merge = (i: number) => ({
+      sourceIds: [`f${i}`, `g${i}`],
+      consolidated: { content: `${i}${"m".repeat(80)}`, category: "k".repeat(250), scope: "user" }
+    })
+    const raw = {
+      newFacts: [],
+      factsToReinforce: Array.from({ length: 5 }, (_, i) => ({ id: `f${i}`, scope: "user", reason: "confirmed" })),
+      factsToConsolidate: Array.from({ length: 4 }, (_, i) => merge(i))
+    }
+    const bounded = MemoryLimits.capRawUpdate(raw, LIMITS)
+    assert.deepStrictEqual(bounded.cut, [
+      "2 of the update's 5 factsToReinforce (at most max_facts, 3)",
+      "1 of the update's 4 factsToConsolidate (at most max_facts, 3)"
+    ])
+    const update = Either.getOrThrow(MemoryDoc.decodeUpdate(bounded.value))
+    assert.lengthOf(update.factsToReinforce!, 3)
+    const { cut, value } = MemoryLimits.capUpdate(update, LIMITS)
+    assert.deepStrictEqual(
+      value.factsToConsolidate!.map((m) => [m.consolidated.content.length, m.consolidated.category.length]),
+      [[50, 200], [50, 200], [50, 200]]
+    )
+    assert.strictEqual(value.factsToConsolidate![0]!.consolidated.scope, "user")
+    assert.deepStrictEqual(cut, [
+      "3 merged facts over 50 characters (cut to it)",
+      "3 short fields (ids, categories, sources, timestamps) over 200 characters"
+    ])
+  })
+
+  it("a stored merged fact keeps at most 20 ids it replaced, each a short field; its count is a count or none", () => {
+    const text = JSON.stringify({
+      facts: [{
+        ...fact(1),
+        consolidatedAt: "t".repeat(300),
+        consolidatedFrom: [...Array.from({ length: 30 }, (_, i) => `f${i}`), 7, "x".repeat(300)],
+        confirmationCount: "3"
+      }, { ...fact(2), consolidatedFrom: "f1,f2", confirmationCount: 2 }]
+    })
+    const { value } = Either.getOrThrow(MemoryLimits.decodeDocument(text, LIMITS))
+    assert.deepStrictEqual(value.facts[0]!.consolidatedFrom, Array.from({ length: 20 }, (_, i) => `f${i}`))
+    assert.lengthOf(value.facts[0]!.consolidatedAt!, MemoryLimits.MAX_LABEL_CHARS)
+    assert.isUndefined(value.facts[0]!.confirmationCount)
+    assert.deepStrictEqual(value.facts[1]!.consolidatedFrom, [])
+    assert.strictEqual(value.facts[1]!.confirmationCount, 2)
+  })
+})

@@ -193,6 +193,25 @@ describe("memory settings", () => {
     assert.notInclude(JSON.stringify(bobs), "Edited by hand")
   })
 
+  // DeerFlow's Fact model shows a merged fact's consolidatedAt and consolidatedFrom
+  it("shows a merged fact with when it was merged and the facts it replaced", async () => {
+    const file = Path.join(gateway.home, "users", "alice", "memory.json")
+    const merged = {
+      id: "fact_merged",
+      content: "Full-stack: React, Python, PostgreSQL",
+      category: "knowledge",
+      confidence: 0.9,
+      createdAt: "2026-03-15T12:00:00Z",
+      source: "consolidation",
+      consolidatedAt: "2026-05-08T10:00:00.000Z",
+      consolidatedFrom: ["fact_a", "fact_b", "fact_c"]
+    }
+    Fs.mkdirSync(Path.dirname(file), { recursive: true })
+    Fs.writeFileSync(file, JSON.stringify({ facts: [merged] }))
+    const reloaded = await doc(await call(ALICE, "/memory/reload", { method: "POST" }))
+    assert.deepStrictEqual(reloaded.facts, [merged])
+  })
+
   it("needs a token", async () => {
     const response = await fetch(`${gateway.url}/api/memory`)
     assert.strictEqual(response.status, 401)

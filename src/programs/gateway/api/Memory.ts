@@ -28,6 +28,12 @@ export const MemoryFact = Schema.Struct({
   source: Schema.String.annotations({ description: "The thread it was learned in, or `manual` / `tool`" }),
   sourceError: Schema.optional(Schema.String).annotations({
     description: "For a correction: the prior mistake or wrong approach"
+  }),
+  consolidatedAt: Schema.optional(Schema.String).annotations({
+    description: "For a fact consolidation merged from others (source `consolidation`): when"
+  }),
+  consolidatedFrom: Schema.optional(Schema.Array(Schema.String)).annotations({
+    description: "For a fact consolidation merged from others: the ids of the facts it replaced"
   })
 }).annotations({ identifier: "MemoryFact" })
 
