@@ -221,6 +221,7 @@ describe("ConfigFile", () => {
         "    max_facts: 0",
         "    fact_confidence_threshold: 1.5",
         "    fact_eviction_policy: lru",
+        "    consolidation_max_sources: 50",
         "skills:",
         "  deferred_discovery: sometimes",
         "timezone: Mars/Olympus_Mons",
@@ -228,7 +229,7 @@ describe("ConfigFile", () => {
       ].join("\n"))
       const error = yield* loadError(file)
       const lines = error.message.split("\n")
-      assert.strictEqual(lines.length, 7, error.message)
+      assert.strictEqual(lines.length, 8, error.message)
       assert.include(
         lines,
         `${file}: memory.backend_config.fact_eviction_policy: expected "confidence" or "hybrid-v1", got "lru"`
@@ -237,6 +238,8 @@ describe("ConfigFile", () => {
       assert.include(lines, `${file}: memory.manager_class: expected "deermem" or "noop", got "mem0"`)
       assert.include(lines, `${file}: memory.backend_config.max_facts: expected a positive number, got 0`)
       assert.include(lines, `${file}: skills.deferred_discovery: expected true or false, got "sometimes"`)
+      // DeerMem's bounds of a merge (2 to 20 sources)
+      assert.isTrue(lines.some((l) => l.startsWith(`${file}: memory.backend_config.consolidation_max_sources: `)))
       assert.isTrue(lines.some((l) => l.startsWith(`${file}: memory.backend_config.fact_confidence_threshold: `)), error.message)
       assert.include(error.message, `unknown time zone "Mars/Olympus_Mons"`)
       const good = tempFile("timezone: Asia/Tokyo\nmemory:\n  enabled: false\n")
