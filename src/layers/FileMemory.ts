@@ -12,10 +12,11 @@
  *   model call (`internal: "memory"`, never streamed) reads the current memory and the turns not read yet
  *   (a watermark per thread) and answers with the changes, which are applied (through DeerMem's write gate:
  *   only what the model labels as the user's, durable and descriptive, with one warning naming what it refused;
- *   confident facts only, at most `max_facts`) and stored. Its token usage is added to the thread under the
- *   purpose `memory`. A failed update changes nothing and is retried with the thread's next run. When the app
- *   ends, pending updates run within `shutdown_flush_timeout_seconds`; when it is stopped (a signal), within
- *   `STOP_FLUSH_SECONDS`.
+ *   confident facts only, at most `max_facts`; DeerMem's staleness review of the facts past their window, see
+ *   `state/MemoryStaleness.ts`, with one line naming what it removed or extended) and stored. Its token usage
+ *   is added to the thread under the purpose `memory`. A failed update changes nothing and is retried with the
+ *   thread's next run. When the app ends, pending updates run within `shutdown_flush_timeout_seconds`; when it
+ *   is stopped (a signal), within `STOP_FLUSH_SECONDS`.
  * - What is stored is bounded and holds no secret: every write is redacted (the configured keys) and cut to
  *   `max_facts`, `max_fact_chars` and `max_summary_chars` (see `state/MemoryLimits.ts`), and so is every file
  *   read (one written by hand or by an older version), with one warning naming what was cut.
@@ -50,6 +51,7 @@ import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryConsolidation from "../state/MemoryConsolidation.js"
 import * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
+import * as MemoryStaleness from "../state/MemoryStaleness.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
 import * as TextFile from "./TextFile.js"
@@ -153,6 +155,20 @@ export const consolidationOf = (config: MemoryConfig): MemoryConsolidation.Setti
       protectedCategories: backend.staleness_protected_categories
     }
     : undefined
+}
+
+/** The settings of DeerMem's staleness review in a memory configuration. */
+export const stalenessOf = (config: MemoryConfig): MemoryStaleness.Settings => {
+  const backend = config.backend_config
+  return {
+    enabled: backend.staleness_review_enabled,
+    ageDays: backend.staleness_age_days,
+    minCandidates: backend.staleness_min_candidates,
+    maxRemovalsPerCycle: backend.staleness_max_removals_per_cycle,
+    protectedCategories: backend.staleness_protected_categories,
+    maxLifetimeMultiplier: backend.staleness_max_lifetime_multiplier,
+    maxExtensionDays: backend.staleness_max_extension_days
+  }
 }
 
 /** The limits of a memory configuration. */
@@ -336,6 +352,7 @@ export const make = (
     const enabled = config.enabled && config.manager_class !== "noop"
     const hybrid = hybridOf(config)
     const consolidation = consolidationOf(config)
+    const staleness = stalenessOf(config)
     // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
     if (!config.enabled && config.mode === "tool") {
       yield* Effect.logWarning(
@@ -460,7 +477,9 @@ export const make = (
         const modelName = config.model_name ?? item.modelName ?? undefined
         const prompt = MemoryDoc.updatePrompt(before, turns, {
           threshold: backend.fact_confidence_threshold,
-          consolidation
+          consolidation,
+          staleness,
+          now: yield* Clock.currentTimeMillis
         })
         const response = yield* model.generate(updateRequest(prompt, modelName)).pipe(
           Effect.provide(callServices(item.threadId, item.userId, modelName)),
@@ -481,7 +500,7 @@ export const make = (
         const excess = Either.isRight(raw) ? raw.right.cut : []
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const last = MemoryDoc.lastMessageId(item.messages)
-        const refused = yield* write(s, (doc) => {
+        const [refused, review] = yield* write(s, (doc) => {
           const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
             now,
             maxFacts: backend.max_facts,
@@ -490,11 +509,12 @@ export const make = (
             source: item.threadId,
             hybrid,
             signals: MemoryDoc.signalsOf(turns),
-            consolidation
+            consolidation,
+            staleness
           })
           let next = applied.value
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
-          return [applied.refused, next] as const
+          return [[applied.refused, applied.staleness] as const, next] as const
         }, [...excess, ...capped.cut])
         // what the model did not label as the user's, durable and descriptive is not stored, and said so
         if (refused.length > 0) {
@@ -503,6 +523,15 @@ export const make = (
               `labelled scope user, durability durable, authority descriptive; a summary scope user, authority ` +
               `descriptive; a removal scope user, with a reason): ${refused.join("; ")}`
           )
+        }
+        // the ids only: the model's reasons may echo the conversation
+        const reviewed = [
+          review.removed.length === 0 ? "" : `removed ${review.removed.join(", ")}`,
+          review.extended.length === 0 ? "" : `extended ${review.extended.join(", ")}`,
+          review.ignored === 0 ? "" : `ignored ${review.ignored} decisions naming no fact due for review`
+        ].filter((part) => part !== "")
+        if (reviewed.length > 0) {
+          yield* Effect.logInfo(`Memory of ${whose(s)}: the staleness review ${reviewed.join("; ")}`)
         }
       }).pipe(
         // Only a message: a logged cause object would escape the caller's log redaction (a server may echo keys).

@@ -6,6 +6,7 @@ import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { AcpAgentsConfig } from "./config/Acp.js"
 import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
+import { StalenessFields } from "./config/MemoryStaleness.js"
 import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
 import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
@@ -361,6 +362,8 @@ export const MemoryBackendConfig = Schema.Struct({
   eviction_access_half_life_days: withDefault(HalfLifeDays, () => 30),
   eviction_correction_reserved_fraction: withDefault(Fraction, () => 0.1),
   eviction_correction_reserved_max: withDefault(NonNegativeInt.pipe(Schema.lessThanOrEqualTo(100)), () => 10),
+  /** DeerMem's staleness review (`staleness_*`, `state/MemoryStaleness.ts`). */
+  ...StalenessFields,
   /**
    * DeerMem's consolidation (opt-in: a merge is lossy): a category of at least `consolidation_min_facts` facts is
    * shown to the memory model, which may merge up to `consolidation_max_sources` of them into one richer fact, at
@@ -370,8 +373,7 @@ export const MemoryBackendConfig = Schema.Struct({
   consolidation_min_facts: withDefault(PositiveInt.pipe(Schema.between(3, 30)), () => 8),
   consolidation_max_groups_per_cycle: withDefault(PositiveInt.pipe(Schema.between(1, 10)), () => 3),
   consolidation_max_sources: withDefault(PositiveInt.pipe(Schema.between(2, 20)), () => 8),
-  /** Fact categories never merged by consolidation (DeerMem's, which its staleness review spares too). */
-  staleness_protected_categories: withDefault(Schema.Array(Schema.String), () => ["correction"]),
+  // (consolidation never merges the categories the staleness review spares: `staleness_protected_categories`)
   /**
    * Characters of one fact at most, and of one summary (Antler's keys): a memory model's answer, and a memory
    * file, over them is cut (with a warning naming what was cut).

@@ -19,8 +19,9 @@ import * as MemoryConsolidation from "./MemoryConsolidation.js"
 import * as MemoryEviction from "./MemoryEviction.js"
 import * as MemoryReinforcement from "./MemoryReinforcement.js"
 import type { Signal } from "./MemorySignals.js"
+import * as MemoryStaleness from "./MemoryStaleness.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
-import { CATEGORIES } from "./MemorySchema.js"
+import { CATEGORIES, expectedValidDaysOf } from "./MemorySchema.js"
 
 export {
   CATEGORIES,
@@ -167,6 +168,8 @@ export interface ApplyOptions {
   readonly signals?: ReadonlySet<Signal> | undefined
   /** DeerMem's consolidation settings, when it is enabled: the update's merges are made (`MemoryConsolidation`). */
   readonly consolidation?: MemoryConsolidation.Settings | undefined
+  /** The staleness review's settings (`MemoryStaleness.ts`); without them, DeerMem's defaults. */
+  readonly staleness?: MemoryStaleness.Settings | undefined
 }
 
 const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase()
@@ -204,6 +207,8 @@ export const boundFacts = (
 export interface Applied {
   readonly value: Document
   readonly refused: ReadonlyArray<string>
+  /** What the staleness review removed and extended (ids), and how many of its decisions it ignored. */
+  readonly staleness: Omit<MemoryStaleness.Reviewed<Fact>, "facts">
 }
 
 const applySection = (
@@ -234,9 +239,11 @@ const applySection = (
  * is then left out (`stripUploadMentions`). A removal with a `replacementFactIndex` is made last, and only when that
  * new fact is in the result under another id (it passed the gate and the threshold and was kept): a replacement
  * that was refused must not leave only the deletion of what it replaced. Under `hybrid` with a `reinforcement`
- * signal, the facts the user confirmed are recorded first (`MemoryReinforcement`); with `consolidation`, the
- * update's merges are made last (`MemoryConsolidation`: through the same gate as a new fact). What the gate
- * refused is named in `refused` (for the warning the caller logs).
+ * signal, the facts the user confirmed are recorded first (`MemoryReinforcement`); then the staleness review's
+ * decisions are applied to the facts due for review (`MemoryStaleness.reviewFacts`, at `now`; a confirmation
+ * restarts a fact's window); a new fact keeps its `expected_valid_days`, at most `MemoryStaleness.creationCap`;
+ * with `consolidation`, the update's merges are made last (`MemoryConsolidation`: through the same gate as a new
+ * fact). What the gate refused is named in `refused` (for the warning the caller logs).
  */
 export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOptions): Applied => {
   const refusals = new Refusals()
@@ -262,7 +269,10 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
       refusals.removal("replacement")
     }
   }
-  const facts: Array<Fact> = current.filter((f) => !removed.has(f.id))
+  const staleness = options.staleness ?? MemoryStaleness.DEFAULT_SETTINGS
+  const { facts: reviewed, ...review } =
+    MemoryStaleness.reviewFacts(current, update, staleness, Date.parse(options.now))
+  const facts: Array<Fact> = reviewed.filter((f) => !removed.has(f.id))
   const known = new Set(facts.map((f) => normalise(f.content)))
   // what each new fact that passed the gate and the threshold says: a removal it replaces checks it was kept
   const replacements = new Map<number, string>()
@@ -279,6 +289,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     if (known.has(normalise(content))) continue
     known.add(normalise(content))
     const sourceError = candidate.sourceError?.trim()
+    const lifetime = expectedValidDaysOf(candidate.expected_valid_days)
     facts.push({
       id: options.newId(),
       content,
@@ -286,7 +297,10 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
       confidence,
       createdAt: options.now,
       source: options.source,
-      ...(sourceError ? { sourceError } : {})
+      ...(sourceError ? { sourceError } : {}),
+      ...(lifetime === undefined
+        ? {}
+        : { expected_valid_days: Math.min(lifetime, MemoryStaleness.creationCap(staleness)) })
     })
   }
   const { now } = options
@@ -345,7 +359,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
   const value = replaced.size === 0 ? applied : { ...applied, facts: applied.facts.filter((f) => !replaced.has(f.id)) }
   // merges last: a source the trim or a removal took is gone, so a merge cannot delete it (or outlive its sources)
   if (options.consolidation === undefined || (update.factsToConsolidate ?? []).length === 0) {
-    return { value, refused: refusals.all() }
+    return { value, refused: refusals.all(), staleness: review }
   }
   const merged = MemoryConsolidation.consolidate(value.facts, update.factsToConsolidate ?? [], {
     settings: options.consolidation,
@@ -355,7 +369,11 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     admissible: (content) => !UPLOAD_EVENT.test(content)
   })
   for (const reason of merged.refused) refusals.consolidation(reason)
-  return { value: merged.facts === value.facts ? value : { ...value, facts: merged.facts }, refused: refusals.all() }
+  return {
+    value: merged.facts === value.facts ? value : { ...value, facts: merged.facts },
+    refused: refusals.all(),
+    staleness: review
+  }
 }
 
 /** Applies a model's update (`applyUpdateGated`), without what its write gate refused. */
@@ -484,11 +502,16 @@ const MANUAL_MARK = "[MANUAL]"
 const MANUAL_HINT = "NOTE: Facts marked [MANUAL] are high-trust user-authored edits. Update them only when the new " +
   "conversation is an explicit, unambiguous correction; otherwise preserve them as-is."
 
-/** The prompt of a memory update: the current memory and the new conversation. */
+/**
+ * The prompt of a memory update: the current memory and the new conversation; with the time (`now`, milliseconds),
+ * the staleness review of the facts due then (`MemoryStaleness.stalenessSection`, DeerMem's defaults unless given).
+ */
 export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options: {
   readonly threshold: number
   /** DeerMem's consolidation settings, when it is enabled: the categories to merge are shown (at the end). */
   readonly consolidation?: MemoryConsolidation.Settings | undefined
+  readonly staleness?: MemoryStaleness.Settings | undefined
+  readonly now?: number | undefined
 }): string => {
   const current = {
     user: doc.user,
@@ -511,6 +534,9 @@ export const updatePrompt = (doc: Document, turns: ReadonlyArray<Turn>, options:
   const merging = options.consolidation === undefined
     ? ""
     : MemoryConsolidation.promptSection(doc.facts, options.consolidation)
+  const stale = options.now === undefined
+    ? ""
+    : MemoryStaleness.stalenessSection(doc.facts, options.staleness ?? MemoryStaleness.DEFAULT_SETTINGS, options.now)
   return `You maintain the long-term memory an AI assistant keeps about its user across conversations. Read the
 current memory and the new conversation, and answer with ONE JSON object (no other text) saying what to change:
 
@@ -526,13 +552,14 @@ current memory and the new conversation, and answer with ONE JSON object (no oth
     "longTermBackground": {"summary": "...", "shouldUpdate": false, ${SUMMARY_LABELS}}
   },
   "newFacts": [
-    {"content": "...", "category": "preference", "confidence": 0.9, ${FACT_LABELS}}
+    {"content": "...", "category": "preference", "confidence": 0.9, "expected_valid_days": 90, ${FACT_LABELS}}
   ],
   ${MemoryReinforcement.PROMPT_EXAMPLE},
   "factsToRemove": [
     {"id": "fact_id_1", "scope": "user|thread|project", "reason": "explicit user-level contradiction or retraction",
      "replacementFactIndex": 0}
-  ]
+  ],
+${MemoryStaleness.ANSWER_KEYS}
 }
 
 Scope and Safety Classification:
@@ -550,6 +577,7 @@ Rules:
 - Facts are short, self-contained statements about the user. Categories: ${CATEGORIES.join(", ")}.
   Confidence from 0 to 1; facts below ${options.threshold} are not kept. Do not repeat a fact already known.
 ${MemoryReinforcement.PROMPT_RULE}
+${MemoryStaleness.LIFETIME_GUIDANCE}
 - When the user corrects something, add a "correction" fact (with "sourceError": what the assistant did or said
   wrong, when there was such a mistake) and remove the facts it contradicts.
 - Remove an existing fact only when the user explicitly contradicts or retracts it at user scope. A
@@ -570,7 +598,9 @@ ${escapeText(JSON.stringify(current, null, 2))}
 
 <conversation>
 ${transcript}
-</conversation>${hints === "" ? "" : `\n\n${hints}`}${merging === "" ? "" : `\n\n${merging}`}`
+</conversation>${hints === "" ? "" : `\n\n${hints}`}${stale === "" ? "" : `\n\n${stale}`}${
+  merging === "" ? "" : `\n\n${merging}`
+}`
 }
 
 

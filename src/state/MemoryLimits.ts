@@ -14,6 +14,7 @@ import type { Section, Update } from "./Memory.js"
 import { boundFacts, Document, head, MAX_WATERMARKS } from "./Memory.js"
 import * as MemoryEviction from "./MemoryEviction.js"
 import { confidenceOf, Fact } from "./MemorySchema.js"
+import * as MemoryStaleness from "./MemoryStaleness.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
 
 /** The limits of a memory document. */
@@ -204,15 +205,16 @@ export const capRawDocument = (raw: unknown, limits: Limits): Capped<unknown> =>
 
 /**
  * A memory model's answer (its JSON, parsed but not decoded) with at most `maxFacts` new facts, fact ids to
- * remove, confirmations and merges: no update can keep more, and decoding a hostile answer's hundred thousand facts would hold the
- * process for seconds. Anything that is not an object with such arrays is left for the decoder to refuse.
+ * remove, confirmations, merges and staleness decisions of each kind: no update can keep more, and decoding a
+ * hostile answer's hundred thousand facts would hold the process for seconds. Anything that is not an object with
+ * such arrays is left for the decoder to refuse.
  */
 export const capRawUpdate = (raw: unknown, limits: Limits): Capped<unknown> => {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return { value: raw, cut: [] }
   const record = raw as Record<string, unknown>
   const cut: Array<string> = []
   let out: Record<string, unknown> | undefined
-  for (const key of ["newFacts", "factsToRemove", "factsToReinforce", "factsToConsolidate"]) {
+  for (const key of ["newFacts", "factsToRemove", "factsToReinforce", "factsToConsolidate", ...MemoryStaleness.KEYS]) {
     const list = record[key]
     if (Array.isArray(list) && list.length > limits.maxFacts) {
       cut.push(

@@ -4,6 +4,7 @@
  * with a readable error. `Memory.ts` re-exports it.
  */
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
@@ -61,6 +62,23 @@ const StoredIds = Schema.transform(Schema.Unknown, Schema.Array(Schema.String), 
 })
 
 /**
+ * A fact's lifetime in days as DeerMem reads one (`_read_expected_valid_days`): a finite number (not `true`),
+ * truncated to whole days, kept when positive; anything else (`0.5`, `-5`, `"365"`, `true`) is none, so the fact
+ * falls back to `staleness_age_days`.
+ */
+export const expectedValidDaysOf = (raw: unknown): number | undefined => {
+  if (typeof raw !== "number" || !Number.isFinite(raw)) return undefined
+  const days = Math.trunc(raw)
+  return days > 0 ? days : undefined
+}
+
+/** A stored lifetime: one that `expectedValidDaysOf` does not read is left out (the fact keeps the others). */
+const StoredLifetime = Schema.optionalToOptional(Schema.Unknown, Schema.Number, {
+  decode: Option.flatMap((raw) => Option.fromNullable(expectedValidDaysOf(raw))),
+  encode: (value) => value
+})
+
+/**
  * One remembered fact. A fact read without a category (an older or hand-written file) keeps none: it is shown
  * as `context` (`categoryOf`) but is not of the guaranteed categories (`isGuaranteed`), as in DeerMem, and it is
  * written back without one.
@@ -81,7 +99,12 @@ export const Fact = Schema.Struct({
   confirmationCount: Schema.optional(StoredCount),
   /** For a fact consolidation merged (`source: consolidation`): when, and the ids of the facts it replaced. */
   consolidatedAt: Schema.optional(Schema.String),
-  consolidatedFrom: Schema.optional(StoredIds)
+  consolidatedFrom: Schema.optional(StoredIds),
+  /**
+   * Days after which it is reviewed (DeerMem's `expected_valid_days`, see `MemoryStaleness.ts`): set by the memory
+   * model for a new fact, or by a staleness review that keeps it; without it, `staleness_age_days`.
+   */
+  expected_valid_days: StoredLifetime
 })
 export type Fact = typeof Fact.Type
 

@@ -12,6 +12,8 @@ import { gateLabel } from "./MemoryGate.js"
 import { Reinforcement, reinforcementsOf } from "./MemoryReinforcement.js"
 
 export { gateLabel } from "./MemoryGate.js"
+import { expectedValidDaysOf } from "./MemorySchema.js"
+import * as MemoryStaleness from "./MemoryStaleness.js"
 
 /**
  * A write-gate label the model gave (DeerMem's `scope`, `durability`, `authority`), trimmed and lower-cased; absent
@@ -33,6 +35,8 @@ export const FactUpdate = Schema.Struct({
   category: Schema.optional(Schema.NullOr(Schema.String)),
   confidence: Schema.optional(Schema.NullOr(Schema.Number)),
   sourceError: Schema.optional(Schema.NullOr(Schema.String)),
+  /** Days before it is reviewed (`MemoryStaleness.ts`), as `expectedValidDaysOf` reads the model's. */
+  expected_valid_days: Schema.optional(Schema.Number),
   scope: Label,
   durability: Label,
   authority: Label
@@ -66,7 +70,10 @@ export const Update = Schema.Struct({
   /** Facts the user confirmed (`MemoryReinforcement.ts`). */
   factsToReinforce: Schema.optional(Schema.Array(Reinforcement)),
   /** Facts merged into one (`MemoryConsolidation.ts`). */
-  factsToConsolidate: Schema.optional(Schema.Array(Consolidation))
+  factsToConsolidate: Schema.optional(Schema.Array(Consolidation)),
+  /** The staleness review's answer (`MemoryStaleness.ts`). */
+  staleFactsToRemove: Schema.optional(Schema.NullOr(Schema.Array(MemoryStaleness.StaleRemoval))),
+  staleFactsToExtend: Schema.optional(Schema.NullOr(Schema.Array(MemoryStaleness.StaleExtension)))
 })
 export type Update = typeof Update.Type
 
@@ -152,7 +159,9 @@ const sectionOf = (section: Record<string, unknown>) => {
  * normalised (`gateLabel`) and a removal's reason trimmed; a removal given as a bare id is kept without labels (the
  * gate then refuses it, as DeerMem's does). Removals with a new fact dropped fail the whole update: a replacement
  * that was lost must not leave only the deletion of what it replaced. Confirmations and merges are read by their
- * own modules (`MemoryReinforcement.reinforcementsOf`, `MemoryConsolidation.consolidationsOf`).
+ * own modules (`MemoryReinforcement.reinforcementsOf`, `MemoryConsolidation.consolidationsOf`). A new fact's
+ * `expected_valid_days` is kept when `expectedValidDaysOf` reads it; the staleness review's decisions are
+ * normalised as `MemoryStaleness.ts` says.
  */
 const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // (not an update at all: left for the decoder to refuse)
@@ -160,7 +169,7 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // an object that changes nothing a memory has (`{"user": "alice"}` from the conversation) is not an update: it
   // would pass for an empty one, and the turns it answered would count as read
   const changes = isRecord(raw.user) || isRecord(raw.history) || Array.isArray(raw.newFacts) ||
-    Array.isArray(raw.factsToRemove)
+    Array.isArray(raw.factsToRemove) || MemoryStaleness.KEYS.some((key) => Array.isArray(raw[key]))
   if (!changes) {
     return Either.left("the answer's JSON is not a memory update (no user, history, newFacts or factsToRemove)")
   }
@@ -180,8 +189,10 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
       dropped = true
       continue
     }
+    const lifetime = expectedValidDaysOf(fact.expected_valid_days)
     newFacts.push({
       content,
+      ...(lifetime === undefined ? {} : { expected_valid_days: lifetime }),
       ...(typeof fact.category === "string" ? { category: fact.category } : {}),
       ...(confidence === null ? {} : { confidence }),
       ...(typeof fact.sourceError === "string" ? { sourceError: fact.sourceError } : {}),
@@ -210,7 +221,9 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
     newFacts,
     factsToRemove,
     factsToReinforce: reinforcementsOf(raw.factsToReinforce),
-    factsToConsolidate: consolidationsOf(raw.factsToConsolidate)
+    factsToConsolidate: consolidationsOf(raw.factsToConsolidate),
+    staleFactsToRemove: MemoryStaleness.normaliseRemovals(raw.staleFactsToRemove),
+    staleFactsToExtend: MemoryStaleness.normaliseExtensions(raw.staleFactsToExtend)
   })
 }
 

@@ -170,8 +170,8 @@ describe("ConfigFile", () => {
         key.startsWith("tools") || key.startsWith("tool_search") ||
         key.startsWith("title.")
       ))
-      // memory: the keys of DeerMem's options Antler implements are read, its eviction policy (hybrid-v1) and
-      // consolidation among them; its eviction audit and shadow mode and its staleness review are not (and are named)
+      // memory: the keys of DeerMem's options Antler implements are read, its eviction policy (hybrid-v1),
+      // consolidation and its staleness review among them; its eviction audit and shadow mode are not (and are named)
       for (const key of ["enabled", "injection_enabled", "mode", "manager_class", "shutdown_flush_timeout_seconds"]) {
         assert.notInclude(loaded.ignored, `memory.${key}`)
       }
@@ -190,8 +190,8 @@ describe("ConfigFile", () => {
           "staleness_protected_categories"
         ]
       ) assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
+      assert.isFalse(loaded.ignored.some((key) => key.startsWith("memory.backend_config.staleness_")))
       assert.include(loaded.ignored, "memory.backend_config.fact_eviction_shadow_enabled")
-      assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
       const memory = loaded.config.memory
       assert.deepInclude(memory, { enabled: true, injection_enabled: true, mode: "middleware", manager_class: "deermem" })
       assert.deepInclude(memory.backend_config, {
@@ -206,7 +206,14 @@ describe("ConfigFile", () => {
         consolidation_enabled: false,
         consolidation_min_facts: 8,
         consolidation_max_groups_per_cycle: 3,
-        consolidation_max_sources: 8
+        consolidation_max_sources: 8,
+        staleness_review_enabled: true,
+        staleness_age_days: 90,
+        staleness_min_candidates: 3,
+        staleness_max_removals_per_cycle: 10,
+        staleness_protected_categories: ["correction"],
+        staleness_max_lifetime_multiplier: 20,
+        staleness_max_extension_days: 3650
       })
       assert.deepStrictEqual(loaded.config.skills, { container_path: "/mnt/skills", deferred_discovery: false })
     }))
@@ -248,6 +255,39 @@ describe("ConfigFile", () => {
       assert.isFalse(loaded.config.memory.enabled)
     }))
 
+  // DeerMem's bounds (DeerMemConfig's ge/le): a value outside them is an error naming the key, not a silent default
+  it.effect("the staleness review's options are bounded as DeerMem bounds them", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "memory:",
+        "  backend_config:",
+        "    staleness_age_days: 10",
+        "    staleness_min_candidates: 0",
+        "    staleness_max_removals_per_cycle: 2.5",
+        "    staleness_max_lifetime_multiplier: 0.5",
+        "    staleness_max_extension_days: 100000",
+        "    staleness_protected_categories: correction",
+        ""
+      ].join("\n"))
+      const error = yield* loadError(file)
+      const lines = error.message.split("\n")
+      assert.strictEqual(lines.length, 6, error.message)
+      for (const key of ["age_days", "min_candidates", "max_removals_per_cycle", "max_lifetime_multiplier",
+        "max_extension_days", "protected_categories"]) {
+        const prefix = `${file}: memory.backend_config.staleness_${key}: `
+        assert.isTrue(lines.some((l) => l.startsWith(prefix)), error.message)
+      }
+      const ok = tempFile(
+        "memory:\n  backend_config:\n    staleness_age_days: 30\n    staleness_max_extension_days: 36500\n"
+      )
+      const loaded = yield* ConfigFile.load(ok).pipe(withEnv({}))
+      assert.deepInclude(loaded.config.memory.backend_config, {
+        staleness_age_days: 30,
+        staleness_max_extension_days: 36500,
+        staleness_min_candidates: 3
+      })
+    }))
+
   // DeerFlow test_memory_manager_pluggable.py: DeerMem's options at the top of `memory:` (the older layout) are
   // read under backend_config, a file-like storage_path is dropped with a warning, and manager_class may be the
   // backend's class path
@@ -266,7 +306,7 @@ describe("ConfigFile", () => {
         "  debounce_seconds: 5",
         "  storage_path: memory.json",
         "  token_counting: ''",
-        "  staleness_review_enabled: true",
+        "  staleness_review_enabled: false",
         "  fact_confidence_threshold: 0.2",
         "  manager_class: deerflow.agents.memory.backends.noop.noop_manager:NoopMemoryManager",
         "  backend_config:",
@@ -281,10 +321,10 @@ describe("ConfigFile", () => {
         debounce_seconds: 5,
         storage_path: "",
         token_counting: "tiktoken",
-        fact_confidence_threshold: 0.9
+        fact_confidence_threshold: 0.9,
+        staleness_review_enabled: false
       })
-      // moved, then named as a key of backend_config Antler does not read
-      assert.include(loaded.ignored, "memory.backend_config.staleness_review_enabled")
+      assert.deepStrictEqual(loaded.ignored, [])
       assert.isFalse(loaded.ignored.some((key) => /^memory\.(max_facts|debounce_seconds|storage_path)$/.test(key)))
       assert.strictEqual(warnings.length, 3, warnings.join("\n"))
       const moved = "max_facts, debounce_seconds, staleness_review_enabled"

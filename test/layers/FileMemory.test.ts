@@ -649,3 +649,84 @@ describe("confirmations and merges", () => {
       assert.deepStrictEqual(doc.facts, seeded)
     }))
 })
+
+describe("the staleness review", () => {
+  // DeerFlow test_memory_staleness_review.py (TestPrepareUpdatePromptStaleness, TestApplyUpdatesStaleness): facts
+  // past their window are shown to the memory model in its usual call; what it removes or extends is applied only
+  // to those, within the configured bounds, and said in one line (ids only, not the model's reasons)
+  const NOW = Date.parse("2026-06-01T12:00:00.000Z")
+  const daysAgo = (days: number) => new Date(NOW - days * 86_400_000).toISOString()
+  const stored = [
+    { id: "fact_vue", content: "Uses Vue.js", category: "knowledge", confidence: 0.8, createdAt: daysAgo(200) },
+    { id: "fact_py", content: "Knows Python", category: "knowledge", confidence: 0.9, createdAt: daysAgo(120) },
+    { id: "fact_goal", content: "Learning Rust", category: "goal", confidence: 0.9, createdAt: daysAgo(100) },
+    { id: "fact_fix", content: "Use uv, not pip", category: "correction", confidence: 1, createdAt: daysAgo(300) },
+    { id: "fact_new", content: "Likes tea", category: "preference", confidence: 0.9, createdAt: daysAgo(5) }
+  ]
+  const answer = JSON.stringify({
+    user: {},
+    history: {},
+    newFacts: [
+      { content: "Uses React at work", category: "knowledge", confidence: 0.9, expected_valid_days: 9999, ...USER }
+    ],
+    staleFactsToRemove: [
+      { id: "fact_vue", reason: "switched to React (secret-reason)" },
+      { id: "fact_fix", reason: "slip" },
+      { id: "fact_ghost", reason: "invented" }
+    ],
+    staleFactsToExtend: [{ id: "fact_py", extend_by_days: 99999, reason: "core skill" }]
+  })
+  const conversation = [M.human("We moved from Vue to React at work."), M.ai("Got it.")]
+
+  const run = (config: Record<string, unknown>) =>
+    Effect.gen(function*() {
+      const { home, memory, requests } = yield* setup([answer], { backend_config: config })
+      const file = Path.join(home, "users", "default", "memory.json")
+      Fs.mkdirSync(Path.dirname(file), { recursive: true })
+      Fs.writeFileSync(file, JSON.stringify({ facts: stored.map((f) => ({ ...f, source: "t0" })) }))
+      yield* TestClock.setTime(NOW)
+      yield* memory.enqueue({ threadId: "t1", userId: "default", messages: conversation })
+      const { logs } = yield* logsOf(memory.flush)
+      const prompt = M.text(requests[0]!.messages[0]!)
+      const doc = yield* memory.load({ userId: "default" })
+      const saved = JSON.parse(Fs.readFileSync(file, "utf8")) as { facts: Array<Record<string, unknown>> }
+      return { doc, logs, prompt, saved }
+    })
+
+  it.effect("shows the facts due to the memory model and applies its decisions to them only, within the bounds", () =>
+    Effect.gen(function*() {
+      const { doc, logs, prompt, saved } = yield* run({ staleness_max_extension_days: 1000 })
+      // due: past 90 days and not a correction; the fresh fact and the correction are not shown
+      assert.include(prompt, "## Staleness Review")
+      const listed = prompt.slice(prompt.indexOf("<stale_facts>"), prompt.indexOf("</stale_facts>"))
+      assert.deepStrictEqual(listed.match(/fact_\w+/g), ["fact_vue", "fact_py", "fact_goal"])
+      assert.include(listed, "valid:90d")
+      // removed: the fact due it named; the correction and the unknown id are not touched
+      const kept = ["fact_py", "fact_goal", "fact_fix", "fact_new"]
+      assert.deepStrictEqual(doc.facts.map((f) => f.id).slice(0, 4), kept)
+      assert.deepStrictEqual(doc.facts.map((f) => f.content).slice(4), ["Uses React at work"])
+      // extended to at most staleness_max_extension_days; the new fact's lifetime capped at 90 x 20 days
+      const lifetimes = saved.facts.map((f) => f.expected_valid_days)
+      assert.deepStrictEqual(lifetimes, [1000, undefined, undefined, undefined, 1800])
+      const said = logs.filter((l) => l.includes("staleness review"))
+      assert.deepStrictEqual(said, [
+        "Memory of user default: the staleness review removed fact_vue; extended fact_py; ignored 2 decisions naming " +
+        "no fact due for review"
+      ])
+      assert.notInclude(logs.join("\n"), "secret-reason")
+    }))
+
+  it.effect("with the review off, or too few facts due, the prompt asks for none; decisions need a fact due", () =>
+    Effect.gen(function*() {
+      for (const config of [{ staleness_review_enabled: false }, { staleness_min_candidates: 4 }]) {
+        const { doc, prompt } = yield* run(config)
+        assert.notInclude(prompt, "Staleness Review")
+        assert.notInclude(prompt, "<stale_facts>")
+        const ids = doc.facts.map((f) => f.id)
+        assert.deepStrictEqual(ids.slice(0, 4), ["fact_py", "fact_goal", "fact_fix", "fact_new"])
+      }
+      // a longer default window makes none of them due: nothing is removed
+      const { doc } = yield* run({ staleness_age_days: 365 })
+      assert.includeMembers(doc.facts.map((f) => f.id), ["fact_vue", "fact_fix"])
+    }))
+})
