@@ -81,7 +81,8 @@ export const reviewedAt = (fact: Reviewable): number | undefined =>
 
 /** Whether a fact is due for review at `now`: not protected, and its window over (DeerMem's candidate). */
 export const isCandidate = (fact: Reviewable, settings: Settings, now: number): boolean => {
-  if (fact.category !== undefined && settings.protectedCategories.includes(fact.category)) return false
+  // (a fact without a category is read as "" there, as DeerMem reads it)
+  if (settings.protectedCategories.includes(fact.category ?? "")) return false
   const reviewed = reviewedAt(fact)
   if (reviewed === undefined) return false
   const cutoff = addDays(now, -windowDays(fact, settings))

@@ -147,6 +147,9 @@ describe("the facts due for review", () => {
     const facts = [fact("corr", { category: "correction" }), fact("goal", { category: "goal" }), fact("know")]
     assert.deepStrictEqual(due(facts), ["goal", "know"])
     assert.deepStrictEqual(due(facts, { protectedCategories: ["goal"] }), ["corr", "know"])
+    const { category: _, ...uncategorised } = fact("none")
+    assert.deepStrictEqual(due([uncategorised]), ["none"])
+    assert.deepStrictEqual(due([uncategorised], { protectedCategories: [""] }), [])
   })
 
   it("a fact's own expected_valid_days decides; a recent confirmation restarts its window", () => {
