@@ -10,11 +10,15 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { AppConfigService } from "../../services/AppConfig.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
+import * as AgentSetup from "../AgentSetup.js"
 import * as App from "../App.js"
 import * as Compaction from "../Compaction.js"
+import * as CustomAgents from "../CustomAgents.js"
+import * as Factory from "../Factory.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
 import * as Render from "./Render.js"
+import { runSettings } from "./RunCommand.js"
 
 const notFound = (home: string, threadId: string) =>
   fail(
@@ -110,13 +114,36 @@ const compact: CliCommand.Entry = {
     config: CliCommand.config,
     model: Options.text("model").pipe(Options.optional),
     baseUrl: Options.text("base-url").pipe(Options.optional),
-    apiKey: Options.redacted("api-key").pipe(Options.optional)
+    apiKey: Options.redacted("api-key").pipe(Options.optional),
+    agent: Options.text("agent").pipe(Options.optional)
   }, (args) =>
     Effect.gen(function*() {
       const threadId = yield* CliCommand.threadIdFrom(args.id)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const redact = App.redactor(choice.models, env, yield* App.toolSecrets(app))
+      // a custom agent's thread is summarised with the agent's model, as run --agent chooses it
+      const agentName = Option.getOrUndefined(args.agent)
+      const custom = agentName === undefined
+        ? undefined
+        : yield* CustomAgents.load(app.home, "default", agentName).pipe(
+          Effect.catchTag("AgentError", (error) =>
+            fail(
+              error.reason === "io" ? ExitCode.runFailed : ExitCode.usage,
+              `--agent: ${Render.safeText(error.message, redact)}`
+            ))
+        )
+      const resolved = Factory.resolve(
+        choice.models,
+        runSettings(choice.name, {
+          modelGiven: Option.isSome(args.model) || Option.isSome(args.baseUrl),
+          agent: agentName
+        }),
+        AgentSetup.defaultsOf(custom)
+      )
+      for (const warning of resolved.warnings) {
+        yield* Render.writeError(`warning: ${Render.safeText(warning, redact)}\n`)
+      }
       const model = yield* Effect.catchAll(App.modelService(choice), CliCommand.reportFailure("error", redact))
       yield* CliCommand.withStore((home) =>
         Effect.gen(function*() {
@@ -124,7 +151,8 @@ const compact: CliCommand.Entry = {
             model,
             force: args.force,
             raise: true,
-            modelName: choice.name
+            modelName: resolved.modelName ?? choice.name,
+            agentName: custom?.name
           }).pipe(
             Effect.catchTags({
               CompactionThreadNotFound: () => notFound(home, threadId),
@@ -151,13 +179,14 @@ const compact: CliCommand.Entry = {
     })),
   help: {
     summary: "Compact a thread: summarise its older messages, as happens when a summarization trigger fires",
-    usage: ["threads compact [--force] [--json] <id>"],
+    usage: ["threads compact [--force] [--json] [--agent NAME] <id>"],
     description: "The older messages are replaced by a summary a model writes (never splitting a tool call " +
       "from its result; the latest question and the most recent skill reads stay); the next run of the thread " +
       "reads the summary and the recent messages. Follows the summarization section of config.yaml: off unless " +
       "summarization.enabled is true, and without --force only when one of its triggers fires. Nothing to " +
       "compact is not an error (exit code 0); a summary that cannot be made leaves the thread unchanged (exit " +
-      "code 1). The model is chosen as run chooses it.",
+      "code 1). The model is chosen as run chooses it: with --agent, the custom agent's model unless --model or " +
+      "--base-url is given.",
     arguments: [["<id>", "The thread's id (from threads list)"]],
     options: [
       ["--force", "Compact even when no summarization trigger fires"],
@@ -172,9 +201,13 @@ const compact: CliCommand.Entry = {
         "--api-key KEY",
         "The key for --base-url. Visible in the process list: prefer OPENAI_API_KEY or $VAR in config.yaml"
       ],
-      CliCommand.CONFIG_HELP
+      CliCommand.CONFIG_HELP,
+      ["--agent NAME", "The thread is this custom agent's (see agents list): its model writes the summary"]
     ],
-    examples: [["threads compact --force 7f3c…", "Make a long conversation cheaper to continue"]]
+    examples: [
+      ["threads compact --force 7f3c…", "Make a long conversation cheaper to continue"],
+      ["threads compact --agent ada 7f3c…", "Compact a thread of your custom agent ada, with its model"]
+    ]
   }
 }
 

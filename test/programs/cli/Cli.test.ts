@@ -567,6 +567,57 @@ describe("threads compact", () => {
       assert.include(missing.stderr, "No thread \"nope\"")
     })), SLOW)
 
+  it.live("--agent summarises a custom agent's thread with the agent's model, unless --model is given", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const summaryOf = (body: ScriptedChatServer.ChatRequestBody) =>
+        String(body.messages.at(-1)?.content ?? "").includes("You are compacting the history")
+      const server = yield* ScriptedChatServer.start((body) =>
+        summaryOf(body) ? "## Session intent\nCompacted by the agent's model" : "Answered."
+      )
+      const home = tempDir("antler-compact-agent-")
+      const config = Path.join(home, "config.yaml")
+      Fs.writeFileSync(
+        config,
+        "memory:\n  enabled: false\nsummarization:\n  enabled: true\n  keep:\n    type: messages\n    value: 2\n" +
+          "models:\n" +
+          ["main", "special"].map((name) =>
+            `  - name: ${name}\n    use: langchain_openai:ChatOpenAI\n    model: ${name}-model\n` +
+            `    base_url: ${server.url}\n    api_key: x\n`
+          ).join("")
+      )
+      const agent = Path.join(home, "users", "default", "agents", "ada")
+      Fs.mkdirSync(agent, { recursive: true })
+      Fs.writeFileSync(Path.join(agent, "config.yaml"), "name: ada\ndescription: A helper\nmodel: special\n")
+      Fs.writeFileSync(Path.join(agent, "SOUL.md"), "You are Ada.")
+      for (const prompt of ["first question", "second question"]) {
+        const run = yield* antlerDone(home, ["run", "--config", config, "--agent", "ada", "--thread", "a1", prompt])
+        assert.strictEqual(run.code, 0, run.stderr)
+        assert.strictEqual(server.requests.at(-1)!.model, "special-model")
+      }
+      const summaryModel = () => server.requests.filter(summaryOf).at(-1)?.model
+
+      const compact = ["threads", "compact", "--force", "--config", config]
+      const byAgent = yield* antlerDone(home, [...compact, "--agent", "ada", "a1"])
+      assert.strictEqual(byAgent.code, 0, byAgent.stderr)
+      assert.match(byAgent.stdout, /^Compacted thread a1: /)
+      assert.strictEqual(summaryModel(), "special-model")
+
+      const third = yield* antlerDone(home, ["run", "--config", config, "--agent", "ada", "--thread", "a1", "third"])
+      assert.strictEqual(third.code, 0, third.stderr)
+      const byFlag = yield* antlerDone(home, [...compact, "--agent", "ada", "--model", "main", "a1"])
+      assert.strictEqual(byFlag.code, 0, byFlag.stderr)
+      assert.match(byFlag.stdout, /^Compacted thread a1: /)
+      assert.strictEqual(summaryModel(), "main-model")
+
+      const calls = server.requests.length
+      const unknown = yield* antlerDone(home, [...compact, "--agent", "bob", "a1"])
+      assert.strictEqual(unknown.code, 2)
+      assert.include(unknown.stderr, "No agent named \"bob\"")
+      const invalid = yield* antlerDone(home, [...compact, "--agent", "../ada", "a1"])
+      assert.strictEqual(invalid.code, 2, invalid.stderr)
+      assert.strictEqual(server.requests.length, calls, "no model call for an agent that is not there")
+    })), SLOW)
+
   it.live("a failed compaction's error hides the configured tools' keys", () =>
     Effect.scoped(Effect.gen(function*() {
       const key = "tvly-compact-secret-0123456789"
