@@ -17,6 +17,7 @@ import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
 import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
+import * as ModelRequest from "../services/config/ModelRequest.js"
 import * as Json from "../state/Json.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
@@ -432,7 +433,8 @@ export const decode = (
     const migrated = MemoryLegacy.migrate(interpolated.right)
     const decoded = Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw)
     if (Either.isLeft(decoded)) {
-      return yield* new ConfigError({ reason: "schema", file, issues: schemaIssues(decoded.left) })
+      const issues = ModelRequest.withModelNames(schemaIssues(decoded.left), migrated.raw)
+      return yield* new ConfigError({ reason: "schema", file, issues })
     }
     const problems = mountProblems(decoded.right)
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
@@ -575,7 +577,14 @@ export const fromObject = (
   }
   const migrated = MemoryLegacy.migrate(raw)
   return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw), {
-    onLeft: (error) => Effect.fail(new ConfigError({ reason: "schema", file, issues: schemaIssues(error) })),
+    onLeft: (error) =>
+      Effect.fail(
+        new ConfigError({
+          reason: "schema",
+          file,
+          issues: ModelRequest.withModelNames(schemaIssues(error), migrated.raw)
+        })
+      ),
     onRight: (config) => {
       const problems = mountProblems(config, options.home)
       return problems.length > 0

@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import { AcpAgentsConfig } from "./config/Acp.js"
 import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
 import { StalenessFields } from "./config/MemoryStaleness.js"
+import * as ModelRequest from "./config/ModelRequest.js"
 import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
 import { DatabaseConfig, GatewayConfig, TracingConfig } from "./config/Server.js"
 import { useProblem } from "./ModelUse.js"
@@ -53,7 +54,9 @@ export const ModelConfig = Schema.Struct({
   /** Settings applied when thinking is off (default: DeerFlow's switch-off derived from the enabled ones). */
   when_thinking_disabled: Schema.optional(Schema.NullOr(JsonRecord)),
   /** Shortcut for `when_thinking_enabled.thinking`. */
-  thinking: Schema.optional(Schema.NullOr(JsonRecord))
+  thinking: Schema.optional(Schema.NullOr(JsonRecord)),
+  /** Request fields sent with every call: `top_p`, `seed`, `stop`, ..., `model_kwargs`, `stream_usage`. */
+  ...ModelRequest.fields
 }).pipe(
   // The `use` class must be one Antler can speak: the entry is named, with the way to reach the model.
   Schema.filter((entry) => {

@@ -46,11 +46,34 @@ describe("ConfigFile", () => {
       assert.strictEqual(error._tag, "ConfigError")
       assert.strictEqual(error.reason, "schema")
       const lines = error.message.split("\n")
-      assert.include(lines, `${file}: models[0].supports_vision: expected true or false, got "yes"`)
+      assert.include(lines, `${file}: models[0].supports_vision: expected true or false, got "yes" (model "gpt")`)
       assert.include(lines, `${file}: models[1].name: required key is missing`)
       assert.include(lines, `${file}: recursion_limit: expected a positive number, got -3`)
       assert.include(lines, `${file}: loop_detection: hard_limit must be >= warn_threshold`)
       assert.strictEqual(lines.length, 4, error.message)
+    }))
+
+  // DeerFlow's ModelConfig takes any extra key (model_config extra="allow") and its client sends it as it is;
+  // Antler types the request fields it sends (test_model_factory's stream_usage among them)
+  it.effect("a model's request field of the wrong type or out of range is an error naming the model and key", () =>
+    Effect.gen(function*() {
+      const file = tempFile(
+        "models:\n  - name: tuned\n    model: m\n    top_p: 2\n    seed: 1.5\n    stream_usage: \"no\"\n" +
+          "    stop: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]\n    n: 3\n"
+      )
+      const error = yield* loadError(file)
+      const lines = error.message.split("\n")
+      assert.include(lines, `${file}: models[0].top_p: expected a number between 0 and 1, got 2 (model "tuned")`)
+      assert.include(lines, `${file}: models[0].seed: expected an integer, got 1.5 (model "tuned")`)
+      assert.include(lines, `${file}: models[0].stream_usage: expected true or false, got "no" (model "tuned")`)
+      assert.isTrue(lines.some((line) => line.startsWith(`${file}: models[0].stop: `)), error.message)
+      assert.strictEqual(lines.length, 4, error.message)
+      // n is not read (one answer of a stream is read): it stays among the ignored keys, the others are read
+      Fs.writeFileSync(file, "models:\n  - name: t\n    model: m\n    top_p: 0.5\n    n: 3\n    stream_usage: false\n")
+      const loaded = yield* ConfigFile.load(file).pipe(withEnv({}))
+      assert.deepStrictEqual(loaded.ignored, ["models[].n"])
+      assert.strictEqual(loaded.config.models[0]!.top_p, 0.5)
+      assert.isFalse(loaded.config.models[0]!.stream_usage)
     }))
 
   it.effect("a list where a mapping belongs, and one of several literals, read plainly", () =>
@@ -574,8 +597,10 @@ describe("model server addresses", () => {
       assert.strictEqual(
         error.message,
         [
-          `${file}: models[0].base_url: expected an http:// or https:// URL, such as http://localhost:11434/v1`,
-          `${file}: models[1].api_base: expected an http:// or https:// URL; did you mean http://localhost:11434/v1?`
+          `${file}: models[0].base_url: expected an http:// or https:// URL, such as http://localhost:11434/v1 ` +
+          `(model "a")`,
+          `${file}: models[1].api_base: expected an http:// or https:// URL; did you mean http://localhost:11434/v1? ` +
+          `(model "b")`
         ].join("\n")
       )
     }))

@@ -815,6 +815,61 @@ describe("OpenAiModel configuration", () => {
       assert.strictEqual(on.model, "doubao-seed", "a provider field never replaces the protocol's own")
     }))
 
+  // DeerFlow's ModelConfig passes its extra keys to ChatOpenAI, which sends them with every request
+  // (test_model_factory: stream_usage kept when set to false)
+  it.scopedLive("a model's top_p, seed, stop, penalties, model_kwargs and reasoning_effort reach the wire", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(() => "ok")
+      const models = Schema.decodeUnknownSync(Schema.Array(ModelConfig))([
+        {
+          name: "tuned",
+          model: "tuned-v1",
+          base_url: server.url,
+          top_p: 0.9,
+          seed: 42,
+          stop: ["</answer>"],
+          frequency_penalty: 0.5,
+          presence_penalty: -0.5,
+          logit_bias: { "50256": -100 },
+          service_tier: "flex",
+          verbosity: "low",
+          supports_reasoning_effort: true,
+          reasoning_effort: "low",
+          model_kwargs: { top_k: 20, model: "not-this", repetition_penalty: 1.1 },
+          extra_body: { repetition_penalty: 1.05 },
+          temperature: 0.2
+        },
+        { name: "quiet", model: "quiet-v1", base_url: server.url, stream_usage: false, reasoning_effort: "high" }
+      ])
+      const model = yield* OpenAiModel.fromConfig(models)
+      const tuned = yield* answer(model, request([M.human("hi")], { settings: { modelName: "tuned" } }))
+      yield* answer(model, request([M.human("hi")], { settings: { modelName: "tuned", reasoningEffort: "high" } }))
+      const quiet = yield* answer(model, request([M.human("hi")], { settings: { modelName: "quiet" } }))
+      const [first, second, third] = server.requests as ReadonlyArray<any>
+      assert.strictEqual(first.model, "tuned-v1", "a provider field never replaces the protocol's own")
+      assert.strictEqual(first.top_p, 0.9)
+      assert.strictEqual(first.seed, 42)
+      assert.deepStrictEqual(first.stop, ["</answer>"])
+      assert.strictEqual(first.frequency_penalty, 0.5)
+      assert.strictEqual(first.presence_penalty, -0.5)
+      assert.deepStrictEqual(first.logit_bias, { "50256": -100 })
+      assert.strictEqual(first.service_tier, "flex")
+      assert.strictEqual(first.verbosity, "low")
+      assert.strictEqual(first.top_k, 20)
+      assert.strictEqual(first.repetition_penalty, 1.05, "extra_body wins over model_kwargs")
+      assert.strictEqual(first.temperature, 0.2)
+      assert.strictEqual(first.reasoning_effort, "low")
+      assert.strictEqual(second.reasoning_effort, "high", "the run's reasoning effort wins over the model's")
+      assert.deepStrictEqual(first.stream_options, { include_usage: true })
+      assert.isDefined(tuned.usage_metadata)
+      // stream_usage: false asks for no usage (a server that refuses stream_options); without
+      // supports_reasoning_effort the model's reasoning_effort is not sent
+      assert.notProperty(third, "stream_options")
+      assert.isUndefined(quiet.usage_metadata)
+      assert.notProperty(third, "reasoning_effort")
+      assert.notProperty(third, "top_p")
+    }))
+
   // DeerFlow's test_reasoning_effort_cleared_when_not_supported / _preserved_when_supported: thinking off sends
   // `reasoning_effort: minimal` only to a model with supports_reasoning_effort (others may refuse the field)
   it.scopedLive("a model without supports_reasoning_effort gets no reasoning_effort from its thinking settings", () =>

@@ -11,6 +11,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type OpenAI from "openai"
 import type { ModelConfig } from "../../services/AppConfig.js"
+import * as ModelRequest from "../../services/config/ModelRequest.js"
 import * as ModelUse from "../../services/ModelUse.js"
 import * as Redact from "../../state/Redact.js"
 import type { ModelProfile } from "./RequestMapping.js"
@@ -51,6 +52,14 @@ export interface Options {
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
   /** Whether earlier answers are sent with their reasoning (`reasoning_content`; `ModelUse.replaysReasoning`). */
   readonly replayReasoning?: boolean | undefined
+  /** Fields sent with every request (`top_p`, `seed`, `stop`, ...), under the run's and the protocol's own. */
+  readonly requestFields?: Readonly<Record<string, unknown>> | undefined
+  /** Fields added to every request body (`model_kwargs`), under `extraBody`. */
+  readonly modelKwargs?: Readonly<Record<string, unknown>> | undefined
+  /** The model's `reasoning_effort` (with `supportsReasoningEffort`; thinking settings and the run's win). */
+  readonly reasoningEffort?: string | undefined
+  /** When `false`, the stream is not asked for its token usage (`stream_options.include_usage`). Default true. */
+  readonly streamUsage?: boolean | undefined
 }
 
 
@@ -128,7 +137,11 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       extraBody: options.extraBody,
       whenThinkingEnabled: options.whenThinkingEnabled,
       whenThinkingDisabled: options.whenThinkingDisabled,
-      replayReasoning: options.replayReasoning
+      replayReasoning: options.replayReasoning,
+      requestFields: options.requestFields,
+      modelKwargs: options.modelKwargs,
+      reasoningEffort: options.reasoningEffort,
+      streamUsage: options.streamUsage
     }
   })
 
@@ -151,7 +164,11 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   extraBody: config.extra_body ?? undefined,
   whenThinkingEnabled: whenThinkingEnabled(config),
   whenThinkingDisabled: config.when_thinking_disabled ?? undefined,
-  replayReasoning: ModelUse.replaysReasoning(config.use)
+  replayReasoning: ModelUse.replaysReasoning(config.use),
+  requestFields: ModelRequest.samplingOf(config),
+  modelKwargs: config.model_kwargs ?? undefined,
+  reasoningEffort: config.reasoning_effort,
+  streamUsage: config.stream_usage
 })
 
 /** `when_thinking_enabled` with DeerFlow's `thinking` shortcut merged into its `thinking` field. */

@@ -23,6 +23,14 @@ export interface ModelProfile {
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
   /** Whether earlier answers are sent with their reasoning, as `reasoning_content` (DeepSeek's, MiMo's servers). */
   readonly replayReasoning?: boolean | undefined
+  /** The model's own request fields (`top_p`, `seed`, `stop`, ...). */
+  readonly requestFields?: Readonly<Record<string, unknown>> | undefined
+  /** Fields added to every body (`model_kwargs`), under `extraBody`. */
+  readonly modelKwargs?: Readonly<Record<string, unknown>> | undefined
+  /** The model's default `reasoning_effort` (sent only with `supportsReasoningEffort`). */
+  readonly reasoningEffort?: string | undefined
+  /** `false`: no `stream_options.include_usage` (a server that refuses it); default true. */
+  readonly streamUsage?: boolean | undefined
 }
 
 /** Whether a value is a JSON object (not null, not an array). */
@@ -190,14 +198,21 @@ export const toChatRequest = (
   const maxTokens = settings.maxTokens ?? profile.maxTokens
   const temperature = settings.temperature ?? profile.temperature
   const effort = profile.supportsReasoningEffort === true ? settings.reasoningEffort : undefined
-  // Provider fields first, so what the run asks for (and the protocol's own fields) always win.
+  const modelEffort = profile.supportsReasoningEffort === true && profile.reasoningEffort !== undefined
+    ? { reasoning_effort: profile.reasoningEffort }
+    : {}
+  // Provider fields first, then the model's own, then its thinking settings, so what the run asks for (and the
+  // protocol's own fields) always win.
   return {
+    ...profile.modelKwargs,
     ...extraBody,
+    ...profile.requestFields,
+    ...modelEffort,
     ...thinking,
     model: profile.model,
     messages: toChatMessages(request, profile.supportsVision !== false, profile.replayReasoning === true),
     stream: true,
-    stream_options: { include_usage: true },
+    ...(profile.streamUsage === false ? {} : { stream_options: { include_usage: true } }),
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
     ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),
