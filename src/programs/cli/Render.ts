@@ -28,7 +28,7 @@ type RunEvent = typeof RunEventSchema.Type
 import { endLine, isReply } from "./render/Events.js"
 import type { RenderOptions } from "./render/Human.js"
 import { human } from "./render/Human.js"
-import { json, jsonLine } from "./render/Json.js"
+import { json } from "./render/Json.js"
 import { style } from "./render/Style.js"
 import * as Terminal from "./Terminal.js"
 
@@ -145,7 +145,7 @@ export const run = <R>(
         Effect.onInterrupt(() =>
           show(
             options.json
-              ? jsonLine(cancelledEnd, options.threadId, options.runId)
+              ? jsonRender!.end(cancelledEnd)
               : `\n${endLine(cancelledEnd, options.threadId, s)}\n`,
             true
           )

@@ -211,6 +211,14 @@ describe("antler run (against aimock, a separate process)", () => {
       }
       const last = events[events.length - 1]!
       assert.deepInclude(last, { type: "run_end", status: "success", stop_reason: "completed" })
+      // the run's total usage, named as the gateway's token-usage: at least its answers' own
+      const usage = (last as unknown as { usage: Record<string, number> }).usage
+      const answered = events.flatMap((e) =>
+        e.type === "message" && e.message.type === "ai" ? [e.message.usage_metadata?.total_tokens ?? 0] : []
+      )
+      assert.isAbove(usage.total_tokens!, 0)
+      assert.isAtLeast(usage.total_tokens!, answered.reduce((a, b) => a + b, 0))
+      assert.strictEqual(usage.total_tokens, usage.total_input_tokens! + usage.total_output_tokens!)
       // The user's message comes once, as stored (stamped with its name and the run).
       const humans = events.flatMap((e) => (e.type === "message" && e.message.type === "human" ? [e.message] : []))
       assert.strictEqual(humans.length, 1)
@@ -1805,6 +1813,37 @@ describe("Render.human", () => {
     assert.deepStrictEqual(lines.map((l) => l.type), ["run_start", "message", "state", "message", "run_end"])
     assert.deepStrictEqual(lines[1].message, stamped)
     assert.strictEqual(lines[3].message.id, "h2")
+  })
+
+  it("--json's run_end carries the run's total token usage: every token_usage delta of its state events", () => {
+    const render = Render.json("t1", "r1")
+    const delta = (purpose: string, input: number, output: number) => ({
+      model: "m",
+      purpose,
+      input_tokens: input,
+      output_tokens: output,
+      total_tokens: input + output
+    })
+    const lines = [
+      render(runStart),
+      render({ type: "state", update: { token_usage: [delta("agent", 100, 20)] } }),
+      render({ type: "state", update: { title: "hi", token_usage: [delta("title", 30, 5), delta("subagent", 7, 3)] } }),
+      render({ type: "run_end", status: "success", stop_reason: "completed" })
+    ].join("").trim().split("\n").map((line) => JSON.parse(line))
+    assert.deepStrictEqual(lines.at(-1), {
+      type: "run_end",
+      status: "success",
+      stop_reason: "completed",
+      usage: { total_input_tokens: 137, total_output_tokens: 28, total_tokens: 165 },
+      thread_id: "t1",
+      run_id: "r1"
+    })
+    // a run stopped with Ctrl-C: the end the CLI writes carries what was used until then
+    const stopped = Render.json("t2", "r2")
+    stopped({ type: "state", update: { token_usage: [delta("agent", 4, 1)] } })
+    assert.deepInclude(JSON.parse(stopped.end({ type: "run_end", status: "cancelled", stop_reason: "cancelled" })), {
+      usage: { total_input_tokens: 4, total_output_tokens: 1, total_tokens: 5 }
+    })
   })
 
   it("threads list: one line per thread with its status in words, newest first, and how to go on", () => {

@@ -10,14 +10,20 @@ type RunEvent = typeof RunEventSchema.Type
 import * as Redact from "../../../state/Redact.js"
 
 /**
- * One run event as a JSON line (encoded with the event Schema), carrying the thread id and run id. Its strings
- * are redacted (`redact`), and the control characters JSON leaves raw (DEL, C1, bidirectional overrides) are
- * escaped.
+ * One run event as a JSON line (encoded with the event Schema), carrying the thread id and run id (and `extra`
+ * fields before them). Its strings are redacted (`redact`), and the control characters JSON leaves raw (DEL, C1,
+ * bidirectional overrides) are escaped.
  */
-export const jsonLine = (event: RunEvent, threadId: string, runId: string, redact = Redact.none): string => {
+export const jsonLine = (
+  event: RunEvent,
+  threadId: string,
+  runId: string,
+  redact = Redact.none,
+  extra: Readonly<Record<string, unknown>> = {}
+): string => {
   const encoded = Either.getOrElse(encodeEvent(event), () => event)
   const { type, ...rest } = redact.value(encoded) as { type: string } & Record<string, unknown>
-  return `${Redact.jsonControls(JSON.stringify({ type, ...rest, thread_id: threadId, run_id: runId }))}\n`
+  return `${Redact.jsonControls(JSON.stringify({ type, ...rest, ...extra, thread_id: threadId, run_id: runId }))}\n`
 }
 
 /**
@@ -46,16 +52,48 @@ export const latestWrites = () => {
   })
 }
 
+/** The run's total token usage on `run_end`, named as the gateway's `GET /api/threads/{id}/token-usage` names it. */
+export interface RunUsage {
+  readonly total_input_tokens: number
+  readonly total_output_tokens: number
+  readonly total_tokens: number
+}
+
+/**
+ * A sum of a run's token usage (stateful): every `token_usage` delta of its state events (the lead agent's calls,
+ * its subagents' and the middlewares' own, as the thread's token usage counts them).
+ */
+export const usageTotal = () => {
+  let input = 0
+  let output = 0
+  let total = 0
+  const add = (event: RunEvent): void => {
+    if (event.type !== "state") return
+    for (const delta of event.update.token_usage ?? []) {
+      input += delta.input_tokens
+      output += delta.output_tokens
+      total += delta.total_tokens
+    }
+  }
+  return Object.assign(add, {
+    total: (): RunUsage => ({ total_input_tokens: input, total_output_tokens: output, total_tokens: total })
+  })
+}
+
 /**
  * A JSON-lines renderer for one run (stateful): like `jsonLine`, but token deltas go through a streaming
  * redactor per message, so a secret split across deltas never appears; what it held back comes as one more
  * token event just before the message (or the end of the run). The user's message is sent once (see
- * `latestWrites`).
+ * `latestWrites`). `run_end` carries the run's total token usage (`usage`, see `RunUsage`); `end(event)` is the
+ * line of an end the run did not send (a run stopped with Ctrl-C).
  */
 export const json = (threadId: string, runId: string, redact = Redact.none) => {
   const streams = new Map<string, Redact.TextStream>()
   const writes = latestWrites()
+  const usage = usageTotal()
   const line = (event: RunEvent) => jsonLine(event, threadId, runId, redact)
+  const endLine = (event: RunEvent & { readonly type: "run_end" }) =>
+    jsonLine(event, threadId, runId, redact, { usage: usage.total() })
   const flush = (messageId: string) => {
     let text = ""
     for (const kind of ["reasoning", "text"] as const) {
@@ -87,13 +125,19 @@ export const json = (threadId: string, runId: string, redact = Redact.none) => {
       case "run_end": {
         let text = ""
         for (const key of [...streams.keys()]) text += flush(key.slice(key.indexOf(":") + 1))
-        return text + line(event)
+        return text + endLine(event)
       }
       default:
         return line(event)
     }
   }
-  return (event: RunEvent): string => writes(event).map(one).join("")
+  return Object.assign(
+    (event: RunEvent): string => {
+      usage(event)
+      return writes(event).map(one).join("")
+    },
+    { end: endLine }
+  )
 }
 
 const encodeEvent = Schema.encodeEither(RunEventSchema)
