@@ -138,9 +138,11 @@ const exists = (fs: FileSystem.FileSystem, path: string): Effect.Effect<boolean>
 /**
  * The directory of an agent: the user's when it holds the agent (its `config.yaml`), else the shared one when
  * that does, else the user's. Directory names are the name in lower case, as DeerFlow stores them (so `MyAgent`
- * and `myagent` are one agent, whichever a client or the CLI names); a directory of the name as written is still
- * found where no lower-case one is (agents written before). (The user's directory of a shared agent may exist
- * without being an agent: the user's memory of it lives there.)
+ * and `myagent` are one agent, whichever a client or the CLI names); a directory of another case is still found
+ * where no lower-case one is (agents written before names were kept in lower case: `MyAgent/` is the agent
+ * `myagent`, `MYAGENT` and `MyAgent`; only directory names that are agent names are looked at, the first in
+ * sorted order when several differ only in case). (The user's directory of a shared agent may exist without
+ * being an agent: the user's memory of it lives there.)
  */
 export const agentDir = (
   home: string,
@@ -149,14 +151,23 @@ export const agentDir = (
 ): Effect.Effect<{ readonly dir: string; readonly legacy: boolean }, never, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const names = name === name.toLowerCase() ? [name] : [name.toLowerCase(), name]
+    const lower = name.toLowerCase()
+    const names = name === lower ? [name] : [lower, name]
     for (const [root, legacy] of [[agentsDir(home, userId), false], [legacyAgentsDir(home), true]] as const) {
       for (const each of names) {
         const dir = Path.join(root, each)
         if (yield* exists(fs, Path.join(dir, CONFIG_FILE))) return { dir, legacy }
       }
+      const entries = yield* Effect.orElseSucceed(fs.readDirectory(root), (): Array<string> => [])
+      const others = entries.filter((entry) =>
+        entry.toLowerCase() === lower && !names.includes(entry) && isAgentName(entry)
+      )
+      for (const each of others.sort()) {
+        const dir = Path.join(root, each)
+        if (yield* exists(fs, Path.join(dir, CONFIG_FILE))) return { dir, legacy }
+      }
     }
-    return { dir: Path.join(agentsDir(home, userId), name.toLowerCase()), legacy: false }
+    return { dir: Path.join(agentsDir(home, userId), lower), legacy: false }
   })
 
 /** The text of an agent's file (undefined when there is none); a `TextFileError` is thrown. */

@@ -177,6 +177,38 @@ describe("custom agents settings", () => {
     assert.deepStrictEqual(await bodyOf(await call(ALICE, "/agents")), { agents: [] })
   })
 
+  it("an agent's directory made before names were kept in lower case is listed, read, changed and deleted", async () => {
+    const agents = Path.join(gateway.home, "users", "alice", "agents")
+    const old = Path.join(agents, "OldAgent")
+    Fs.mkdirSync(old, { recursive: true })
+    Fs.writeFileSync(Path.join(old, "config.yaml"), "name: OldAgent\ndescription: made long ago\n")
+    Fs.writeFileSync(Path.join(old, "SOUL.md"), "Old but gold.")
+    const listed = await bodyOf(await call(ALICE, "/agents"))
+    assert.deepStrictEqual(listed.agents.map((a: { name: string }) => a.name), ["OldAgent"])
+    // read by the name listed, and by the name in lower case, as DeerFlow stores names
+    for (const name of ["OldAgent", "oldagent"]) {
+      const read = await call(ALICE, `/agents/${name}`)
+      const agent = await bodyOf(read)
+      assert.strictEqual(read.status, 200, `${name}: ${JSON.stringify(agent)}`)
+      assert.strictEqual(agent.soul, "Old but gold.")
+    }
+    const put = await call(ALICE, "/agents/oldagent", { method: "PUT", body: { description: "still here" } })
+    assert.strictEqual(put.status, 200, await put.text())
+    assert.include(Fs.readFileSync(Path.join(old, "config.yaml"), "utf8"), "still here")
+    assert.deepStrictEqual(await bodyOf(await call(ALICE, "/agents/check?name=OLDAGENT")), {
+      available: false,
+      name: "oldagent"
+    })
+    // another user's agent of that name stays another user's; the validation of names is unchanged
+    assert.strictEqual((await call(BOB, "/agents/OldAgent", { method: "DELETE" })).status, 404)
+    assert.strictEqual((await call(ALICE, "/agents/Old.Agent", { method: "DELETE" })).status, 422)
+    const deleted = await call(ALICE, "/agents/OldAgent", { method: "DELETE" })
+    assert.strictEqual(deleted.status, 204, await deleted.text())
+    assert.isFalse(Fs.existsSync(old))
+    assert.deepStrictEqual(Fs.readdirSync(agents), [])
+    assert.strictEqual((await call(ALICE, "/agents/oldagent")).status, 404)
+  })
+
   it("lists the old shared agents but never changes or deletes them", async () => {
     const shared = Path.join(gateway.home, "agents", "shared-one")
     Fs.mkdirSync(shared, { recursive: true })

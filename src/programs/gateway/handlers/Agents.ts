@@ -230,12 +230,12 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             yield* enabled
             const { user } = yield* CurrentIdentity
             const name = yield* checkedName(path.agent_name)
-            const own = Path.join(CustomAgents.agentsDir(home, user), name)
+            // (an agent's directory of another case, made before names were kept in lower case, is this agent)
+            const where = yield* provided(CustomAgents.agentDir(home, user, name))
+            const own = where.dir
             const exists = (file: string) => Effect.orElseSucceed(fs.exists(file), () => false)
+            if (where.legacy) return yield* legacy(name)
             if (!(yield* exists(Path.join(own, CustomAgents.CONFIG_FILE)))) {
-              if (yield* exists(Path.join(CustomAgents.legacyAgentsDir(home), name, CustomAgents.CONFIG_FILE))) {
-                return yield* legacy(name)
-              }
               if (yield* exists(own)) {
                 return yield* fail(
                   "conflict",
