@@ -366,7 +366,8 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     threshold: options.threshold,
     now,
     newId: options.newId,
-    admissible: (content) => !UPLOAD_EVENT.test(content)
+    admissible: (content) => !UPLOAD_EVENT.test(content),
+    staleness
   })
   for (const reason of merged.refused) refusals.consolidation(reason)
   return {

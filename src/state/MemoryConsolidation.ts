@@ -22,6 +22,7 @@ import { factGateReason, gateLabel, type GateReason } from "./MemoryGate.js"
 import { parseTime } from "./MemoryEviction.js"
 import type { Fact } from "./MemorySchema.js"
 import { MAX_CONSOLIDATED_FROM } from "./MemorySchema.js"
+import * as MemoryStaleness from "./MemoryStaleness.js"
 
 /** DeerMem's consolidation settings (`consolidation_*`, and the categories never merged). */
 export interface Settings {
@@ -172,6 +173,30 @@ export interface Options {
   readonly newId: () => string
   /** Whether a merged fact's content may be stored at all (one naming an upload event may not); default: yes. */
   readonly admissible?: ((content: string) => boolean) | undefined
+  /** The staleness review's settings, for a merged fact's `expected_valid_days` (`inheritedLifetime`). */
+  readonly staleness?: MemoryStaleness.Settings | undefined
+}
+
+const DAY_MS = 86_400_000
+
+/**
+ * A merged fact's `expected_valid_days` (DeerMem's): it is reviewed at its sources' earliest deadline (each one's
+ * `createdAt` plus its window, `expected_valid_days` else `staleness_age_days`), counted in whole days from the
+ * merged fact's `createdAt` (`newest`); at least 1 (a source already past its deadline: reviewed next time), at
+ * most `MemoryStaleness.creationCap`. A source whose window reaches no date has `staleness_age_days`'s.
+ */
+export const inheritedLifetime = (
+  sources: ReadonlyArray<Fact>,
+  newest: number,
+  settings: MemoryStaleness.Settings
+): number => {
+  const deadlines = sources.map((f) => {
+    const created = parseTime(f.createdAt) ?? newest
+    return MemoryStaleness.addDays(created, MemoryStaleness.windowDays(f, settings)) ??
+      MemoryStaleness.addDays(created, settings.ageDays) ?? newest
+  })
+  const days = Math.floor((Math.min(...deadlines) - newest) / DAY_MS)
+  return Math.min(Math.max(days, 1), MemoryStaleness.creationCap(settings))
 }
 
 /** The facts after the merges, and why the write gate refused those it refused. */
@@ -229,6 +254,9 @@ export const consolidate = (
       ? options.now
       : sources[times.indexOf(Math.max(...(times as Array<number>)))]!.createdAt
     const errors = [...new Set(sources.flatMap((f) => f.sourceError?.trim() ? [f.sourceError] : []))]
+    const lifetime = options.staleness === undefined
+      ? undefined
+      : inheritedLifetime(sources, parseTime(newest) ?? Date.parse(options.now), options.staleness)
     for (const id of ids) consumed.add(id)
     merged.push({
       id: options.newId(),
@@ -239,7 +267,8 @@ export const consolidate = (
       source: "consolidation",
       ...(errors.length === 0 ? {} : { sourceError: errors.join("\n") }),
       consolidatedAt: options.now,
-      consolidatedFrom: [...ids]
+      consolidatedFrom: [...ids],
+      ...(lifetime === undefined ? {} : { expected_valid_days: lifetime })
     })
   }
   if (merged.length === 0) return { facts, refused }

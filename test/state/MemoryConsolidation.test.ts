@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import * as FC from "effect/FastCheck"
 import * as MemoryDoc from "../../src/state/Memory.js"
 import * as MemoryConsolidation from "../../src/state/MemoryConsolidation.js"
+import * as MemoryStaleness from "../../src/state/MemoryStaleness.js"
 
 /** DeerFlow's `_DURABLE_USER_CLASSIFICATION`. */
 const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
@@ -464,4 +465,56 @@ describe("a merge", () => {
       assert.deepStrictEqual(run().facts, out)
     }
   )
+})
+
+// DeerFlow's test_consolidated_evd_*: a merged fact is reviewed at its sources' earliest deadline
+describe("a merged fact's expected_valid_days", () => {
+  const DAY = 86_400_000
+  const daysAgo = (days: number) => new Date(Date.parse(NOW) - days * DAY).toISOString()
+  const lifetime = (facts: ReadonlyArray<MemoryDoc.Fact>, multiplier = 20) => {
+    const staleness = { ...MemoryStaleness.DEFAULT_SETTINGS, maxLifetimeMultiplier: multiplier }
+    const doc = apply(facts, [merge(facts.map((f) => f.id), "merged")], { staleness }).value
+    const merged = mergedOf(doc)
+    assert.lengthOf(merged, 1)
+    return {
+      days: merged[0]!.expected_valid_days,
+      due: MemoryStaleness.isCandidate(merged[0]!, staleness, Date.parse(NOW))
+    }
+  }
+
+  it("is the earliest source deadline from the merged fact's createdAt, capped as a new fact's", () => {
+    const created = daysAgo(100)
+    assert.strictEqual(lifetime([
+      stored("fact_a", "Fact A", "knowledge", 0.9, { createdAt: created, expected_valid_days: 365 }),
+      stored("fact_b", "Fact B", "knowledge", 0.85, { createdAt: created, expected_valid_days: 730 })
+    ]).days, 365)
+    const fresh = daysAgo(10)
+    assert.strictEqual(lifetime([
+      stored("fact_a", "Fact A", "knowledge", 0.9, { createdAt: fresh, expected_valid_days: 3650 }),
+      stored("fact_b", "Fact B", "knowledge", 0.85, { createdAt: fresh, expected_valid_days: 3650 })
+    ], 3).days, 270)
+  })
+
+  it("counts a source without one at staleness_age_days, so a volatile or legacy detail is reviewed soon", () => {
+    const created = daysAgo(100)
+    const legacy = lifetime([
+      stored("fact_a", "Fact A", "knowledge", 0.9, { createdAt: created }),
+      stored("fact_b", "Fact B", "knowledge", 0.85, { createdAt: created })
+    ])
+    assert.deepStrictEqual(legacy, { days: 90, due: true })
+    assert.strictEqual(lifetime([
+      stored("fact_legacy", "Legacy", "knowledge", 0.9, { createdAt: daysAgo(50) }),
+      stored("fact_stable", "Stable", "knowledge", 0.85, { createdAt: daysAgo(50), expected_valid_days: 3650 })
+    ]).days, 90)
+    // the legacy source's deadline passed before the merged fact's createdAt (the stable one's): 1 day
+    assert.strictEqual(lifetime([
+      stored("fact_legacy", "Legacy", "knowledge", 0.9, { createdAt: daysAgo(200) }),
+      stored("fact_stable", "Stable", "knowledge", 0.85, { createdAt: daysAgo(10), expected_valid_days: 3650 })
+    ]).days, 1)
+    const volatile = lifetime([
+      stored("fact_stable", "Stable", "knowledge", 0.9, { createdAt: created, expected_valid_days: 3650 }),
+      stored("fact_volatile", "Volatile", "knowledge", 0.85, { createdAt: created, expected_valid_days: 7 })
+    ])
+    assert.deepStrictEqual(volatile, { days: 7, due: true })
+  })
 })
