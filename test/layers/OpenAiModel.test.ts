@@ -961,6 +961,36 @@ describe("OpenAiModel configuration", () => {
       assert.notProperty(gpt.messages[1], "reasoning_content")
     }))
 
+  // DeerFlow's PatchedChatOpenAI (test_patched_openai): a Gemini thinking model behind an OpenAI-compatible gateway
+  // refuses the request after a tool call unless each call comes back with its thought_signature
+  it.scopedLive("sends each tool call's thought_signature back as the server gave it (either spelling)", () =>
+    Effect.gen(function*() {
+      const chunk = (delta: unknown, finish: string | null = null) =>
+        `data: ${JSON.stringify({ id: "c1", model: "gemini", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
+      const calls = [
+        { index: 0, id: "call_a", thought_signature: "sig-A==", function: { name: "look", arguments: "{}" } },
+        { index: 1, id: "call_b", thoughtSignature: "sig-B==", function: { name: "look", arguments: "{}" } },
+        { index: 2, id: "call_c", function: { name: "look", arguments: "{}" } }
+      ]
+      const server = yield* ScriptedChatServer.start((body) =>
+        body.messages.some((m) => m.role === "tool")
+          ? "Done."
+          : { raw: chunk({ role: "assistant", tool_calls: calls }) + chunk({}, "tool_calls") + "data: [DONE]\n\n" }
+      )
+      const model = yield* OpenAiModel.make({ apiKey: "k", baseURL: server.url, model: "gemini" })
+      const first = yield* answer(model, request([M.human("look")]))
+      if (first.type !== "ai") return assert.fail("an answer")
+      assert.deepStrictEqual(first.tool_calls!.map((c) => c.id), ["call_a", "call_b", "call_c"])
+      const results = first.tool_calls!.map((c) => M.tool("seen", c.id, { name: "look" }))
+      yield* answer(model, request([M.human("look"), first, ...results]))
+      const sent = (server.requests[1] as any).messages[1].tool_calls
+      assert.deepStrictEqual(sent.map((c: any) => [c.id, c.thought_signature]), [
+        ["call_a", "sig-A=="],
+        ["call_b", "sig-B=="],
+        ["call_c", undefined]
+      ])
+    }))
+
   it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(() => "ok")

@@ -20,6 +20,9 @@ const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Number))
 const ToolCallDelta = Schema.Struct({
   index: OptionalNumber,
   id: OptionalString,
+  // Gemini's signature of the thinking behind a call, through an OpenAI-compatible gateway (either spelling)
+  thought_signature: Schema.optional(Schema.Unknown),
+  thoughtSignature: Schema.optional(Schema.Unknown),
   function: Schema.optional(Schema.NullOr(Schema.Struct({
     name: OptionalString,
     // Some servers send arguments as an object rather than a JSON string.
@@ -90,7 +93,19 @@ interface PartialCall {
   args: string
   /** Why the arguments are refused before they are complete (too long, too deep). */
   refused: string | undefined
+  /** The call's `thought_signature`, when the server gave one (`THOUGHT_SIGNATURES`). */
+  signature?: string | undefined
 }
+
+/**
+ * Where an answer keeps the `thought_signature` of each of its tool calls (by call id): a Gemini thinking model
+ * behind an OpenAI-compatible gateway refuses the next request unless each call comes back with its signature
+ * (DeerFlow's `PatchedChatOpenAI`), which `RequestMapping` sends.
+ */
+export const THOUGHT_SIGNATURES = "thought_signatures"
+
+/** The longest signature kept (a longer one is dropped: the call goes back without it). */
+export const MAX_SIGNATURE_CHARS = 65_536
 
 /** What one chunk carried for the user to see. */
 export interface ChunkText {
@@ -216,6 +231,10 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       for (const part of delta.tool_calls ?? []) {
         const call = callFor(part.index, part.id)
         if (part.id != null && part.id !== "" && call.id === undefined) call.id = part.id
+        const signature = part.thought_signature ?? part.thoughtSignature
+        if (typeof signature === "string" && signature !== "" && signature.length <= MAX_SIGNATURE_CHARS) {
+          call.signature = signature
+        }
         const fn = part.function
         if (fn == null) continue
         if (fn.name != null && fn.name !== "" && call.name === "") call.name = fn.name
@@ -257,6 +276,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       }))
     }
     const toolCalls: Array<ToolCall> = []
+    const signatures: Array<string | undefined> = []
     const invalid: Array<InvalidToolCall> = []
     const indexed = calls.length > 1 && calls.every((call) => call.index >= 0)
     const sorted = indexed ? [...calls].sort((a, b) => a.index - b.index) : calls
@@ -272,14 +292,16 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
         continue
       }
       const parsed = parseArguments(call.args)
-      if ("args" in parsed) toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
-      else invalid.push({ id, name: call.name, args: call.args, error: parsed.error, type: "invalid_tool_call" })
+      if ("args" in parsed) {
+        toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
+        signatures.push(call.signature)
+      } else invalid.push({ id, name: call.name, args: call.args, error: parsed.error, type: "invalid_tool_call" })
     }
     const metadata: Record<string, unknown> = { model_name: modelName ?? model }
     if (finishReason !== undefined) metadata.finish_reason = finishReason
     if (completionId !== undefined) metadata.id = completionId
     if (fingerprint !== undefined) metadata.system_fingerprint = fingerprint
-    const message: AIMessage = M.uniqueToolCallIds({
+    const unique: AIMessage = M.uniqueToolCallIds({
       type: "ai",
       id: messageId,
       content: text,
@@ -289,6 +311,14 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       invalid_tool_calls: invalid,
       ...(usage !== undefined ? { usage_metadata: usage } : {})
     })
+    // (by the calls' ids as the answer keeps them: made unique above, in the same order)
+    const signed = (unique.tool_calls ?? []).flatMap((c, i) =>
+      signatures[i] === undefined ? [] : [[c.id, signatures[i]] as const]
+    )
+    const message: AIMessage = signed.length === 0 ? unique : {
+      ...unique,
+      additional_kwargs: { ...unique.additional_kwargs, [THOUGHT_SIGNATURES]: Object.fromEntries(signed) }
+    }
     const valid = validateMessage(message)
     if (Either.isLeft(valid)) {
       return Either.left(new ModelError({

@@ -8,6 +8,7 @@ import type OpenAI from "openai"
 import type { ModelRequest, ToolDefinition } from "../../services/ModelService.js"
 import type { AIMessage, Content, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import { THOUGHT_SIGNATURES } from "./ChunkAccumulator.js"
 import { parseArguments } from "./ToolArguments.js"
 
 /** What a request is built with: the model id and its defaults and capabilities. */
@@ -136,8 +137,19 @@ const assistantMessage = (original: AIMessage, replayReasoning: boolean): ChatMe
   const message = M.parseRawToolCalls(original)
   const text = M.contentText(message.content)
   const calls: Array<OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall> = []
+  // each call's thought signature, as the server gave it (DeerFlow's PatchedChatOpenAI sends it back)
+  const kept = original.additional_kwargs?.[THOUGHT_SIGNATURES]
+  const signatures = typeof kept === "object" && kept !== null && !Array.isArray(kept)
+    ? kept as Readonly<Record<string, unknown>>
+    : {}
   for (const call of message.tool_calls ?? []) {
-    calls.push({ id: call.id, type: "function", function: { name: call.name, arguments: JSON.stringify(call.args) } })
+    const signature = Object.hasOwn(signatures, call.id) ? signatures[call.id] : undefined
+    calls.push({
+      id: call.id,
+      type: "function",
+      function: { name: call.name, arguments: JSON.stringify(call.args) },
+      ...(typeof signature === "string" ? { thought_signature: signature } : {})
+    })
   }
   // Same fallbacks as the run's result for an invalid call, so the call and its tool message match.
   message.invalid_tool_calls?.forEach((call, i) => {
