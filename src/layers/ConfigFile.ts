@@ -542,11 +542,20 @@ export const load = (path?: string | undefined): Effect.Effect<AppConfigService[
     if (file === undefined) {
       return { config: yield* writeFileMaxFromEnv(defaults(), {}), source: undefined, home: dataHome, ignored: [] }
     }
+    return yield* loadFile(file, dataHome)
+  })
+
+/**
+ * Reads and decodes the configuration file `file` for the data directory `home` (absolute), with the checks of
+ * `load`: the sandbox's mounts and where memory is stored.
+ */
+export const loadFile = (file: string, home: string): Effect.Effect<AppConfigService["Type"], ConfigError> =>
+  Effect.gen(function*() {
     const text = yield* readConfigText(file, MAX_CONFIG_BYTES)
     const { config, ignored } = yield* decode(text, file)
-    const problems = [...mountProblems(config, dataHome), ...memoryStorageProblems(config, file)]
+    const problems = [...mountProblems(config, home), ...memoryStorageProblems(config, file)]
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
-    return { config, source: file, home: dataHome, ignored }
+    return { config, source: file, home, ignored }
   })
 
 /** A layer providing `AppConfigService` from `load(path)`. */

@@ -1,0 +1,61 @@
+/**
+ * The configuration of a long-running process as it is now. `antler serve` re-reads `config.yaml` when the file
+ * changed (`layers/ConfigReload.ts`): runs started after an edit use the new configuration, runs under way keep
+ * the one they started with. The sections that are read once when the process starts (`STARTUP_ONLY`) stay as
+ * they were until a restart. An app that does not re-read its file provides no `LiveConfig`: its configuration
+ * is the `AppConfigService` it started with.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type { AppConfig, AppConfigService, ModelConfig } from "./AppConfig.js"
+import type { ModelService } from "./ModelService.js"
+
+/**
+ * The sections of `config.yaml` read once, when the process starts (DeerFlow's reload boundary,
+ * `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its users (`gateway`), the thread
+ * store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills directory and its checks
+ * (`skills`, `skill_scan`), the long-term memory queue (`memory`), the configured middlewares (`extensions`), and
+ * what the gateway's own endpoints read (`uploads`, `agents_api`, `suggestions`, `input_polish`). An edit of one
+ * of them takes effect on a restart; the other sections take effect at the next run.
+ */
+export const STARTUP_ONLY = [
+  "gateway",
+  "database",
+  "tracing",
+  "sandbox",
+  "skills",
+  "skill_scan",
+  "memory",
+  "extensions",
+  "uploads",
+  "agents_api",
+  "suggestions",
+  "input_polish"
+] as const satisfies ReadonlyArray<keyof AppConfig>
+
+/** A section of `config.yaml` that takes effect on a restart only. */
+export type StartupOnly = (typeof STARTUP_ONLY)[number]
+
+/** The configuration a run starts with. */
+export interface Snapshot {
+  /** The configuration (its startup-only sections those the process started with). */
+  readonly app: AppConfigService["Type"]
+  /** The models runs choose from, the default first (the process's model choice over this configuration). */
+  readonly models: ReadonlyArray<ModelConfig>
+  /** The clients of those models. */
+  readonly model: ModelService["Type"]
+  /** 0 for the configuration the process started with, one more for each edit taken since. */
+  readonly revision: number
+}
+
+/** The configuration as it is now (see the module header). */
+export class LiveConfig extends Context.Tag("antler/LiveConfig")<
+  LiveConfig,
+  {
+    /**
+     * The last configuration that was taken: the file is looked at again (its size, time and inode) at most every
+     * few seconds, and read only when it changed. An edit that cannot be used is refused with one warning.
+     */
+    readonly current: Effect.Effect<Snapshot>
+  }
+>() {}
