@@ -60,7 +60,8 @@ function reveal(this: unknown, key: string, value: unknown): unknown {
   return Redacted.isRedacted(raw) ? Redacted.value(raw) : value
 }
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a ?? null, reveal) === JSON.stringify(b ?? null, reveal)
+const same = (a: unknown, b: unknown): boolean =>
+  JSON.stringify(a ?? null, reveal) === JSON.stringify(b ?? null, reveal)
 
 /** `edited` with the startup-only sections of `running`, and the names of those the edit changed. */
 export const withStartupSections = (

@@ -15,6 +15,7 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ConfigError } from "../layers/ConfigFile.js"
+import * as ConfigReload from "../layers/ConfigReload.js"
 import * as ExtensionsFile from "../layers/ExtensionsFile.js"
 import * as FileMemory from "../layers/FileMemory.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
@@ -22,6 +23,7 @@ import * as McpClient from "../layers/McpClient.js"
 import * as OpenAiModel from "../layers/OpenAiModel.js"
 import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
+import type { LiveConfig } from "../services/LiveConfig.js"
 import type { Mcp } from "../services/Mcp.js"
 import type { Memory } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
@@ -370,16 +372,18 @@ export const layerWithMcp = (
  * `Factory.layer` over them, choosing among the
  * choice's models (the chosen one is the default). `redact`: the secrets the store, memory files and agents'
  * files must never hold (see `redactor`). `store`: another thread store than the configured one (an embedder's,
- * or the in-memory one).
+ * or the in-memory one). `reload`: take edits of `app`'s configuration file for the runs that start after them
+ * (`LiveConfig`, see `ConfigReload`); without it, the configuration of the start is the only one.
  */
 export const factoryLayer = (
   app: AppConfigService["Type"],
   choice: ModelChoice,
   options: Factory.Options = {},
   redact?: Redact.Redactor,
-  store?: Layer.Layer<ThreadStore, StoreError>
+  store?: Layer.Layer<ThreadStore, StoreError>,
+  reload?: ConfigReload.Watch
 ): Layer.Layer<
-  Factory.AgentFactory | Memory | Services | Mcp,
+  Factory.AgentFactory | Memory | Services | Mcp | LiveConfig,
   StoreError | ModelBuildError | ConfigError | ConfiguredMiddlewares.ConfiguredMiddlewareError,
   FileSystem.FileSystem
 > => {
@@ -389,9 +393,11 @@ export const factoryLayer = (
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
+  const live = ConfigReload.layer({ app, models: choice.models, ...reload }).pipe(Layer.provide(model))
   return Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
     Layer.provide(ConfiguredMiddlewares.layer(app)),
+    Layer.provideMerge(live),
     Layer.provideMerge(mcp),
     Layer.provideMerge(memory),
     Layer.provideMerge(services)

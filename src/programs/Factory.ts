@@ -16,6 +16,8 @@
  *   subagents, custom agent, tool groups, bootstrap, non-interactive, skill self-evolution) and kept until the
  *   MCP servers or the skills change (`SkillsDirectory.signature`); what only changes a run (model name,
  *   thinking, effort, recursion limit) goes into the run's options.
+ * - With a `LiveConfig` (`antler serve`), each run takes the configuration as it is when it starts: after an edit
+ *   of `config.yaml` is taken, agents are built again over it (its models, their clients, its sections).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Context from "effect/Context"
@@ -34,8 +36,10 @@ import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import type { Snapshot } from "../services/LiveConfig.js"
+import { LiveConfig } from "../services/LiveConfig.js"
 import { Mcp } from "../services/Mcp.js"
-import type { ModelService } from "../services/ModelService.js"
+import { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -334,6 +338,18 @@ export const layer = (
       const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
       const agents = new Map<string, Built>()
+      // the configuration each run takes (the one of the start, unless the app re-reads its file: `LiveConfig`)
+      const started: Snapshot = { app, models, model: Context.get(services, ModelService), revision: 0 }
+      const live = yield* Effect.serviceOption(LiveConfig)
+      const current = Option.isSome(live) ? live.value.current : Effect.succeed(started)
+      const contextOf = (snap: Snapshot) => {
+        const base = snap.revision === 0
+          ? services
+          : Context.add(Context.add(services, AppConfigService, snap.app), ModelService, snap.model)
+        return Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
+      }
+      // the configuration's revision the agents in `agents` were built for
+      let configFor = 0
       // the MCP servers' revision the agents in `agents` were built for (see `Mcp.Service.revision`)
       let builtFor = 0
       // the skills the agents in `agents` list in their prompts (see `SkillsDirectory.signature`)
@@ -345,20 +361,22 @@ export const layer = (
       // whether commands can run here (bubblewrap, or host bash allowed): probed once, when an agent is first built
       const bash = yield* Effect.cached(Effect.map(LocalSandbox.bashMode(app), (m) => m.mode !== "disabled"))
 
-      // One subagent runner (one pool) per app, built when a run first enables subagents.
-      const runner = yield* Effect.cached(
-        Effect.map(
+      // One subagent runner per configuration taken, built when a run first enables subagents; one pool for the app,
+      // whichever configuration its subagents' runs started with.
+      const pool = yield* Effect.makeSemaphore(Math.max(1, options.subagents?.poolSize ?? 3))
+      const runnerOf = (snap: Snapshot) =>
+        Effect.cached(Effect.map(
           Layer.buildWithScope(
-            Subagents.layer({ tools: options.agent?.tools, models, ...options.subagents }),
+            Subagents.layer({ tools: options.agent?.tools, models: snap.models, pool, ...options.subagents }),
             scope
-          ).pipe(Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)),
+          ).pipe(Effect.provide(contextOf(snap))),
           (context) => Context.get(context, SubagentRunner)
-        )
-      )
+        ))
+      let runner = { revision: 0, get: yield* runnerOf(started) }
 
-      const agentOptions = (r: Resolved): Effect.Effect<LeadAgent.Options> =>
+      const agentOptions = (r: Resolved, snap: Snapshot): Effect.Effect<LeadAgent.Options> =>
         Effect.map(
-          AgentSetup.agentOptions(r, { home: app.home, models, tools: options.agent?.tools, redact }).pipe(
+          AgentSetup.agentOptions(r, { home: app.home, models: snap.models, tools: options.agent?.tools, redact }).pipe(
             Effect.provideService(FileSystem.FileSystem, files)
           ),
           (custom): LeadAgent.Options => ({
@@ -379,13 +397,12 @@ export const layer = (
           })
         )
 
-      const build = (r: Resolved) =>
+      const build = (r: Resolved, snap: Snapshot) =>
         Effect.gen(function*() {
           const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash }
-          const assembly = yield* ToolAssembly.assemble(wanted).pipe(
-            Effect.provide(Option.isSome(mcp) ? Context.add(services, Mcp, mcp.value) : services)
-          )
-          const base = yield* agentOptions(r)
+          const context = contextOf(snap)
+          const assembly = yield* ToolAssembly.assemble(wanted).pipe(Effect.provide(context))
+          const base = yield* agentOptions(r, snap)
           const own = [
             ...(base.tools ?? []),
             // skill self-evolution: the skills directory's custom skills, in an admin's run (see SkillManage)
@@ -393,10 +410,15 @@ export const layer = (
           ]
           const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+          if (r.subagents.enabled && snap.revision > runner.revision) {
+            runner = { revision: snap.revision, get: yield* runnerOf(snap) }
+          }
+          // (a run that started before the last edit taken gets a runner over its own configuration, not kept)
+          const runnerOfRun = runner.revision === snap.revision ? runner.get : yield* runnerOf(snap)
           const withRunner = r.subagents.enabled
-            ? Effect.map(runner, (found) => Context.add(services, SubagentRunner, found))
-            : Effect.succeed(services)
-          const context = yield* Layer.buildWithScope(
+            ? Effect.map(runnerOfRun, (found) => Context.add(context, SubagentRunner, found))
+            : Effect.succeed(context)
+          const agentContext = yield* Layer.buildWithScope(
             LeadAgent.layer({
               ...base,
               tools,
@@ -409,17 +431,24 @@ export const layer = (
             Effect.provide(yield* withRunner),
             Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
           )
-          const agent = Context.get(context, LeadAgent.LeadAgent)
+          const agent = Context.get(agentContext, LeadAgent.LeadAgent)
           return { agent, assembly: ShadowedTools.report(assembly, agent.tools) }
         })
 
-      const built = (r: Resolved) =>
+      const built = (r: Resolved, snap: Snapshot) =>
         lock.withPermits(1)(Effect.flatMap(mcpRevision, (revision) => {
           // agents built before the MCP servers were replaced have the old servers' tools: built again
           if (revision !== builtFor) {
             agents.clear()
             builtFor = revision
           }
+          // agents built over a configuration an edit of `config.yaml` replaced: built again over the new one (a run
+          // that started before the edit builds its agent over its own, and does not keep it)
+          if (snap.revision > configFor) {
+            agents.clear()
+            configFor = snap.revision
+          }
+          if (snap.revision < configFor) return build(r, snap)
           // agents built before a skill was added, changed, removed or switched: built again, with the skills now
           const skills = SkillsDirectory.signature(app)
           if (skills !== skillsFor) {
@@ -430,13 +459,17 @@ export const layer = (
           const known = agents.get(key)
           if (known !== undefined) return Effect.succeed(known)
           // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
-          return Effect.tap(build(r), (made) => Effect.sync(() => made.assembly.incomplete || agents.set(key, made)))
+          return Effect.tap(
+            build(r, snap),
+            (made) => Effect.sync(() => made.assembly.incomplete || agents.set(key, made))
+          )
         }))
 
-      const agent = (r: Resolved) => Effect.map(built(r), (made) => made.agent)
+      const agent = (r: Resolved) => Effect.flatMap(current, (snap) => Effect.map(built(r, snap), (made) => made.agent))
 
-      const resolveSettings = (raw: unknown, userId = "default", admin = false) =>
+      const resolveWith = (snap: Snapshot, raw: unknown, userId = "default", admin = false) =>
         Effect.gen(function*() {
+          const { models } = snap
           if (models.length === 0 && options.requireModel !== false) {
             return yield* new NoModelsError({ message: NO_MODELS })
           }
@@ -453,9 +486,9 @@ export const layer = (
             )
           )
           const resolved = resolve(models, settings, AgentSetup.defaultsOf(custom), {
-            maxTotalSubagents: app.config.subagents.max_total_per_run
+            maxTotalSubagents: snap.app.config.subagents.max_total_per_run
           })
-          const evolving = app.config.skill_evolution.enabled && admin
+          const evolving = snap.app.config.skill_evolution.enabled && admin
           return {
             ...resolved,
             // (named as its directory is, whatever case the run wrote: its memory is that agent's)
@@ -478,9 +511,11 @@ export const layer = (
             })
           })
         return Effect.gen(function*() {
-          const resolved = yield* Effect.either(resolveSettings(input.settings, input.userId, input.admin === true))
+          // (one configuration for the whole run: the one of its start)
+          const snap = yield* current
+          const resolved = yield* Effect.either(resolveWith(snap, input.settings, input.userId, input.admin === true))
           if (Either.isLeft(resolved)) return yield* failed(resolved.left)
-          const made = yield* Effect.either(built(resolved.right))
+          const made = yield* Effect.either(built(resolved.right, snap))
           if (Either.isLeft(made)) return yield* failed(made.left)
           const { admin, settings: _, ...rest } = input
           const options = { ...runOptions(resolved.right), admin: admin === true }
@@ -509,9 +544,9 @@ export const layer = (
 
       return AgentFactory.of({
         turn,
-        resolve: resolveSettings,
+        resolve: (raw, userId, admin) => Effect.flatMap(current, (snap) => resolveWith(snap, raw, userId, admin)),
         agent,
-        tools: (r) => Effect.map(built(r), (made) => made.assembly),
+        tools: (r) => Effect.flatMap(current, (snap) => Effect.map(built(r, snap), (made) => made.assembly)),
         run
       })
     })

@@ -257,6 +257,11 @@ export const outcomeOf = (
 export interface Options {
   /** How many subagents may run at once in the app (default 3, DeerFlow's pool). */
   readonly poolSize?: number | undefined
+  /**
+   * The pool itself, shared with the app's other runners (one per configuration `antler serve` took, each built
+   * over its own); wins over `poolSize`.
+   */
+  readonly pool?: Effect.Semaphore | undefined
   /** The app's own tools, offered to subagents too (limited like the sandbox tools). */
   readonly tools?: ReadonlyArray<Tool.Tool> | undefined
   /** Whether the `bash` subagent is offered; default: when bash can run in the sandbox. */
@@ -287,7 +292,7 @@ export const make = (options: Options = {}) =>
     const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
     const services = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
     const scope = yield* Effect.scope
-    const pool = yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3))
+    const pool = options.pool ?? (yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3)))
     const building = yield* Effect.makeSemaphore(1)
     // each built agent with the sections its deferred tools add to its prompt
     type Built = { readonly ports: Context.Context<Ports>; readonly toolSections: string }

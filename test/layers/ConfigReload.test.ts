@@ -122,7 +122,7 @@ describe("config.yaml edited while the process runs", () => {
       assert.deepStrictEqual((yield* live.current).models.map((m) => m.name), ["b"])
     }))
 
-  it.effect("the sections read at the start keep their values, and their edit is named as taking effect on a restart", () =>
+  it.effect("the sections read at the start keep their values; their edit is named as taking effect on a restart", () =>
     Effect.gen(function*() {
       const { capture, logged } = captureLogs()
       const { file, write, live } = yield* setup({ models: [model("a")], gateway: { port: 8001 } })

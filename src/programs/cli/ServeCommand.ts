@@ -5,7 +5,8 @@
  * within about two seconds; a runner of a cluster drains instead, see `gateway/cluster/ClusterRuns`, and exits 0).
  * The model is chosen as
  * `antler run` chooses it; the others in `config.yaml` stay available to runs by name. The first line on
- * stdout is the address it listens on.
+ * stdout is the address it listens on. An edit of `config.yaml` is taken for the runs that start after it (see
+ * `ConfigReload`): the model is chosen again over it, with the same flags.
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
@@ -15,6 +16,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type { AppConfig } from "../../services/AppConfig.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
@@ -57,8 +60,17 @@ const command = Command.make(
             "\n"
         )
       })
+      const flags: App.ModelFlags = {
+        model: Option.getOrUndefined(args.model),
+        baseUrl: Option.getOrUndefined(args.baseUrl),
+        apiKey: Option.getOrUndefined(Option.map(args.apiKey, Redacted.value))
+      }
+      // (an edit of config.yaml: the model chosen again over it, as at the start)
+      const reload = { choose: (config: AppConfig) => App.chooseModel(config.models, flags, env) }
       const served = Layer.launch(
-        Layer.effectDiscard(announce).pipe(Layer.provideMerge(Gateway.layer({ app, choice, host, port, redact })))
+        Layer.effectDiscard(announce).pipe(
+          Layer.provideMerge(Gateway.layer({ app, choice, host, port, redact, reload }))
+        )
       ).pipe(
         CliCommand.withCleanLogs(redact),
         Effect.catchTags({

@@ -20,12 +20,14 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import type * as Stream from "node:stream"
 import type * as OptionalPackage from "../../internal/OptionalPackage.js"
+import type * as ConfigReload from "../../layers/ConfigReload.js"
 import * as OtelTracing from "../../layers/OtelTracing.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
@@ -121,7 +123,34 @@ export interface Options {
   readonly factory?: Factory.Options | undefined
   /** Threads kept here instead of the configured store (an embedder's, or `MemoryThreadStore.layer()`). */
   readonly store?: Layer.Layer<ThreadStore, StoreError> | undefined
+  /**
+   * Take edits of `app.source` (`config.yaml`) for the runs that start after them, as `antler serve` does (see
+   * `ConfigReload`): `choose` is the process's model choice over an edited configuration (`App.chooseModel` with
+   * the command's flags), or why it cannot be made. Without it, the configuration of the start is the only one.
+   */
+  readonly reload?: {
+    readonly choose: (config: AppConfig) => Either.Either<App.ModelChoice, { readonly message: string }>
+    readonly recheckMs?: number | undefined
+  } | undefined
 }
+
+/**
+ * How a gateway takes an edited configuration: its model choice and the clients of the models (a choice that
+ * cannot be made refuses the edit), their secrets and the new tools' learned by `redact` before any run uses them.
+ */
+const watch = (
+  reload: NonNullable<Options["reload"]>,
+  redact: Redact.Growing
+): ConfigReload.Watch => ({
+  recheckMs: reload.recheckMs,
+  prepare: (app) =>
+    Effect.gen(function*() {
+      const choice = yield* Either.mapLeft(reload.choose(app.config), (error) => error.message)
+      redact.learn([...App.redactor(choice.models).secrets, ...ToolAssembly.secrets(app.config)])
+      const model = yield* Effect.mapError(App.modelService(choice), (error) => error.message)
+      return { models: choice.models, model }
+    })
+})
 
 /** The answer to a request no route takes: a 404 problem naming what was asked (at most 200 characters of it). */
 const notRouted = (request: HttpServerRequest.HttpServerRequest) => {
@@ -267,7 +296,8 @@ export const layer = (options: Options) => {
     }
   })
 
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store)
+  const reload = options.reload === undefined ? undefined : watch(options.reload, redact)
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload)
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),

@@ -14,6 +14,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Yaml from "yaml"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as App from "../../../src/programs/App.js"
@@ -45,6 +46,14 @@ export interface StartOptions {
   readonly spanProcessor?: SpanProcessor
   /** Where the configuration says it was read from (files beside it: extensions_config.json, skills/). */
   readonly source?: string
+  /**
+   * The configuration is written to this file (YAML) and read from it, as `antler serve --config` reads it; with
+   * `reload`, its edits are taken for the next runs (looked for at every run: `recheckMs` 0).
+   */
+  readonly file?: string
+  readonly reload?: boolean
+  /** The gateway's logger (`captureLogs`'s). */
+  readonly logger?: Layer.Layer<never>
 }
 
 /** A fresh temp directory. */
@@ -67,16 +76,23 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
     const scripted = yield* ScriptedChatServer.start(options.script, options.server)
     const base = baseConfig(scripted.url)
     const more = typeof options.config === "function" ? options.config(scripted.url) : options.config
-    const app = yield* ConfigFile.fromObject({ ...base, ...more }, { home, source: options.source })
+    const file = options.file
+    if (file !== undefined) Fs.writeFileSync(file, Yaml.stringify({ ...base, ...more }))
+    const app = file !== undefined
+      ? yield* ConfigFile.loadFile(file, home)
+      : yield* ConfigFile.fromObject({ ...base, ...more }, { home, source: options.source })
     return Gateway.layer({
       app,
       choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
       host: "127.0.0.1",
       port: 0,
-      ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {})
+      ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {}),
+      ...(options.reload === true
+        ? { reload: { choose: (config) => App.chooseModel(config.models, {}, {}), recheckMs: 0 } }
+        : {})
     }).pipe(Layer.merge(Layer.succeed(Scripted, scripted)))
   }))
-  const runtime = ManagedRuntime.make(layer)
+  const runtime = ManagedRuntime.make(options.logger === undefined ? layer : Layer.provide(layer, options.logger))
   const { address, scripted, store, runs } = await runtime.runPromise(Effect.gen(function*() {
     return {
       address: (yield* HttpServer.HttpServer).address,

@@ -4,30 +4,38 @@
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { Skill } from "../../../services/Skills.js"
 import * as CatalogApi from "../api/Catalog.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { json } from "./Http.js"
 
-/** The models endpoint of `api` (DeerFlow's, under `/api`): `models`, the first the default. */
+/**
+ * The models endpoint of `api` (DeerFlow's, under `/api`): `models`, the first the default; with a `LiveConfig`, the
+ * models of `config.yaml` as it is now (an edit taken lists its models).
+ */
 export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>) =>
   HttpApiBuilder.group(api, "models", (handlers) =>
-    handlers.handleRaw("listModels", () =>
-      Effect.sync(() =>
-        json(CatalogApi.ModelList, {
-          models: models.map((m) => ({
-            name: m.name,
-            model: m.model,
-            display_name: m.display_name ?? m.name,
-            supports_thinking: m.supports_thinking,
-            supports_reasoning_effort: m.supports_reasoning_effort,
-            supports_vision: m.supports_vision
-          }))
-        })
-      )))
+    Effect.map(Effect.serviceOption(LiveConfig), (live) =>
+      handlers.handleRaw("listModels", () =>
+        Effect.map(
+          Option.isSome(live) ? Effect.map(live.value.current, (snap) => snap.models) : Effect.succeed(models),
+          (now) =>
+            json(CatalogApi.ModelList, {
+              models: now.map((m) => ({
+                name: m.name,
+                model: m.model,
+                display_name: m.display_name ?? m.name,
+                supports_thinking: m.supports_thinking,
+                supports_reasoning_effort: m.supports_reasoning_effort,
+                supports_vision: m.supports_vision
+              }))
+            })
+        ))))
 
 /** A skill as DeerFlow's skills endpoints answer it. */
 export const skillObject = (skill: Skill) => ({

@@ -10,9 +10,11 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import type * as Redact from "../../../state/Redact.js"
@@ -53,8 +55,17 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
       const access = yield* Access.make
       const { store, runs, storeFailed, ownedThread, newThread, loadState, ownedRun, runObject, runCounts } = access
       const factory = yield* Factory.AgentFactory
-      const config = (yield* AppConfigService).config
-      const modelNames = new Set(models.map((m) => m.name))
+      // the configuration and the models a run is checked against: those of the start, or as `config.yaml` is now
+      // (`LiveConfig`: the names are gathered again only when an edit was taken)
+      const started = { config: (yield* AppConfigService).config, names: new Set(models.map((m) => m.name)) }
+      const live = yield* Effect.serviceOption(LiveConfig)
+      let seen = { revision: 0, ...started }
+      const limits = Option.isNone(live) ? Effect.succeed(started) : Effect.map(live.value.current, (snap) => {
+        if (snap.revision !== seen.revision) {
+          seen = { revision: snap.revision, config: snap.app.config, names: new Set(snap.models.map((m) => m.name)) }
+        }
+        return seen
+      })
 
       const prepareRun = (who: Identity, threadId: string | undefined, request: RunsApi.RunCreate) =>
         Effect.gen(function*() {
@@ -62,11 +73,12 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const strategy = request.multitask_strategy ?? "reject"
           const credential = RunSettings.metadataRefusal(request.metadata) ?? RunSettings.optionRefusal(request)
           if (credential !== undefined) return yield* fail(credential.reason, credential.message)
+          const { config, names } = yield* limits
           const { messages, settings, title } = yield* Either.match(
             RunSettings.prepare(request, {
               recursionLimit: config.recursion_limit,
               maxRecursionLimit: config.max_recursion_limit,
-              models: modelNames,
+              models: names,
               admin: who.admin
             }),
             { onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)), onRight: Effect.succeed }
