@@ -3,14 +3,21 @@
  * run without a restart) through the real gateway, its config file in a temp directory and the scripted model
  * behind the real openai client: the next run uses the edited default model, a model the edit adds is listed and
  * may be asked for, and an edit that does not decode is refused with one warning while the runs go on with the
- * last good configuration.
+ * last good configuration. Then `antler serve` itself (the bundle, a child process), which looks at the file at
+ * most every 2 s: the runs are repeated until one goes to the edited model.
  */
 import { Client } from "@langchain/langgraph-sdk"
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Yaml from "yaml"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import { serveProcess, type ServeProcess } from "../../support/cli.js"
 import { captureLogs } from "../../support/logs.js"
+import { eventually, until } from "../../support/poll.js"
 import * as Support from "./support.js"
 
 const human = (content: string) => ({ messages: [{ role: "user", content }] })
@@ -83,4 +90,79 @@ describe("config.yaml edited while the gateway runs", () => {
       await gateway.stop()
     }
   }, 60_000)
+
+  it("the title setting follows the edit for the next thread; a startup-only section's edit needs a restart", async () => {
+    const { capture, logged } = captureLogs()
+    const file = Path.join(Support.tempDir("antler-gw-reload-title-"), "config.yaml")
+    const gateway = await Support.start({
+      script: () => "Hello.",
+      file,
+      reload: true,
+      logger: capture,
+      config: { title: { enabled: false } }
+    })
+    try {
+      const client = new Client({ apiUrl: gateway.url })
+      const titleOf = async (content: string) => {
+        const thread = await client.threads.create()
+        await client.runs.wait(thread.thread_id, "lead_agent", { input: human(content) })
+        return ((await client.threads.getState(thread.thread_id)).values as any).title
+      }
+      assert.isNull(await titleOf("Plan a trip to the mountains in spring"))
+      Fs.writeFileSync(file, Yaml.stringify({
+        ...Support.baseConfig(gateway.scripted.url),
+        title: { enabled: true, max_chars: 12 },
+        gateway: { heartbeat_seconds: 5 }
+      }))
+      assert.strictEqual(await titleOf("Plan a trip to the mountains in spring"), "Plan a tr...")
+      assert.isTrue(logged.some((line) =>
+        line === `${file}: gateway changed; that section is read when the process starts, so the edit takes ` +
+          "effect on a restart"
+      ), logged.join("\n"))
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})
+
+const scope = Effect.runSync(Scope.make())
+const servers: Array<ServeProcess> = []
+afterAll(async () => {
+  for (const server of servers) server.child.kill("SIGKILL")
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+})
+
+describe("antler serve with config.yaml edited", () => {
+  it("the runs after the edit use it; a broken edit is refused once, in its output", async () => {
+    const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => "Hello."), scope))
+    const home = Support.tempDir("antler-serve-reload-")
+    const file = Path.join(home, "config.yaml")
+    const write = (...names: ReadonlyArray<string>) =>
+      Fs.writeFileSync(file, Yaml.stringify({
+        models: names.map((name) => model(name, scripted.url)),
+        memory: { enabled: false },
+        sandbox: { allow_host_bash: false }
+      }))
+    write("first", "second")
+    const server = serveProcess(home, file)
+    servers.push(server)
+    const client = new Client({ apiUrl: await server.url })
+    const thread = await client.threads.create()
+    const run = async () => {
+      const before = scripted.requests.length
+      await client.runs.wait(thread.thread_id, "lead_agent", { input: human("hi") })
+      return scripted.requests[before]!.model
+    }
+    assert.strictEqual(await run(), "model-first")
+    write("second", "first")
+    await until(async () => (await run()) === "model-second", "a run with the edited default model", 60, 250)
+    Fs.writeFileSync(file, "models: [ { name: broken\n")
+    const refusal = `${file} changed but was not taken`
+    await eventually(async () => (await run(), server.output().includes(refusal) ? true : undefined), () =>
+      `the refusal in the output:\n${server.output()}`, { tries: 60, everyMs: 250 })
+    assert.strictEqual(await run(), "model-second", "the last good configuration")
+    write("first")
+    await until(async () => (await run()) === "model-first", "a run with the fixed file's model", 60, 250)
+    assert.lengthOf(server.output().split(refusal), 2, `one refusal:\n${server.output()}`)
+  }, 120_000)
 })
