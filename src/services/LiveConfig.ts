@@ -15,8 +15,8 @@ import type { ModelService } from "./ModelService.js"
  * `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its users (`gateway`), the thread
  * store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills directory and its checks
  * (`skills`, `skill_scan`), the long-term memory queue (`memory`), the configured middlewares (`extensions`), and
- * what the gateway's own endpoints read (`uploads`, `agents_api`, `suggestions`, `input_polish`). An edit of one
- * of them takes effect on a restart; the other sections take effect at the next run.
+ * the uploads' conversion (`uploads`). An edit of one of them takes effect on a restart; the other sections take
+ * effect at the next run or request.
  */
 export const STARTUP_ONLY = [
   "gateway",
@@ -27,10 +27,7 @@ export const STARTUP_ONLY = [
   "skill_scan",
   "memory",
   "extensions",
-  "uploads",
-  "agents_api",
-  "suggestions",
-  "input_polish"
+  "uploads"
 ] as const satisfies ReadonlyArray<keyof AppConfig>
 
 /** A section of `config.yaml` that takes effect on a restart only. */

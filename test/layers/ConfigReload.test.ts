@@ -140,8 +140,7 @@ describe("config.yaml edited while the process runs", () => {
       assert.strictEqual(next.app.config.sandbox.allow_host_bash, false, "the sandbox stays as it started")
       assert.include(logged[1]!, "gateway, sandbox changed; these sections are read when the process starts")
       assert.deepStrictEqual([...STARTUP_ONLY].sort(), [
-        "agents_api", "database", "extensions", "gateway", "input_polish", "memory", "sandbox", "skill_scan", "skills",
-        "suggestions", "tracing", "uploads"
+        "database", "extensions", "gateway", "memory", "sandbox", "skill_scan", "skills", "tracing", "uploads"
       ])
     }))
 

@@ -91,7 +91,7 @@ describe("config.yaml edited while the gateway runs", () => {
     }
   }, 60_000)
 
-  it("the title setting follows the edit for the next thread; a startup-only section's edit needs a restart", async () => {
+  it("the title setting, the custom agents API and the suggestions follow the edit; a startup-only one does not", async () => {
     const { capture, logged } = captureLogs()
     const file = Path.join(Support.tempDir("antler-gw-reload-title-"), "config.yaml")
     const gateway = await Support.start({
@@ -115,6 +115,28 @@ describe("config.yaml edited while the gateway runs", () => {
         gateway: { heartbeat_seconds: 5 }
       }))
       assert.strictEqual(await titleOf("Plan a trip to the mountains in spring"), "Plan a tr...")
+      // what the gateway's own endpoints read follows too
+      const get = async (path: string) => (await fetch(`${gateway.url}${path}`)).json() as Promise<any>
+      assert.deepStrictEqual(await get("/api/suggestions/config"), { enabled: true, max_suggestions: 3 })
+      assert.strictEqual((await get("/api/features")).agents_api.enabled, true)
+      const { url } = gateway.scripted
+      const createAgent = (model: string) =>
+        fetch(`${gateway.url}/api/agents`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ name: `helper-${model}`, model })
+        })
+      assert.strictEqual((await createAgent("extra")).status, 422, "a model no configuration names")
+      Fs.writeFileSync(file, Yaml.stringify({
+        ...Support.baseConfig(url),
+        models: [...(Support.baseConfig(url).models as Array<unknown>), { name: "extra", model: "extra", base_url: url }],
+        suggestions: { max_suggestions: 2 }
+      }))
+      assert.deepStrictEqual(await get("/api/suggestions/config"), { enabled: true, max_suggestions: 2 })
+      assert.strictEqual((await createAgent("extra")).status, 201, "a model the edit added")
+      Fs.writeFileSync(file, Yaml.stringify({ ...Support.baseConfig(url), agents_api: { enabled: false } }))
+      assert.strictEqual((await get("/api/features")).agents_api.enabled, false)
+      assert.strictEqual((await fetch(`${gateway.url}/api/agents`)).status, 403)
       assert.isTrue(logged.some((line) =>
         line === `${file}: gateway changed; that section is read when the process starts, so the edit takes ` +
           "effect on a restart"

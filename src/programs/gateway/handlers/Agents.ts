@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Crypto from "node:crypto"
 import * as Path from "node:path"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import * as Live from "./Live.js"
 import type * as Redact from "../../../state/Redact.js"
 import * as CustomAgents from "../../CustomAgents.js"
 import * as AgentsApi from "../api/Agents.js"
@@ -78,13 +79,15 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
       const app = yield* AppConfigService
       const fs = yield* FileSystem.FileSystem
       const home = app.home
-      const models = new Set(app.config.models.map((m) => m.name))
+      // (`config.yaml` as it is now: its models, and whether these endpoints are on)
+      const now = yield* Live.config
       /** What every endpoint answers when `agents_api.enabled` is false (DeerFlow's 403 and its wording). */
-      const enabled = app.config.agents_api.enabled ? Effect.void : Effect.fail(fail(
-        "forbidden",
-        "Custom-agent management API is disabled. Set agents_api.enabled=true in config.yaml to expose the " +
-          "custom agents (their settings and SOUL.md) over HTTP."
-      ))
+      const enabled = Effect.flatMap(now, ({ config }) =>
+        config.agents_api.enabled ? Effect.void : Effect.fail(fail(
+          "forbidden",
+          "Custom-agent management API is disabled. Set agents_api.enabled=true in config.yaml to expose the " +
+            "custom agents (their settings and SOUL.md) over HTTP."
+        )))
 
       const provided = <A, E>(effect: Effect.Effect<A, E, FileSystem.FileSystem>) =>
         Effect.provideService(effect, FileSystem.FileSystem, fs)
@@ -121,12 +124,13 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
         Effect.catchAll(provided(CustomAgents.load(home, userId, name)), agentFailed)
 
       const modelProblem = (model: string | null | undefined) =>
-        model == null || model === "" || models.has(model)
-          ? undefined
-          : fail(
-            "unprocessable",
-            `Unknown model '${model}'. Use a model name defined under \`models:\` in config.yaml.`
-          )
+        Effect.map(now, ({ config }) =>
+          model == null || model === "" || config.models.some((m) => m.name === model)
+            ? undefined
+            : fail(
+              "unprocessable",
+              `Unknown model '${model}'. Use a model name defined under \`models:\` in config.yaml.`
+            ))
 
       /** The settings of a request, redacted: the fields it sets over `base`, without the nulls. */
       const settingsOf = (
@@ -178,7 +182,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             const { user } = yield* CurrentIdentity
             const request = yield* Body.json(AgentsApi.AgentCreate)
             const name = yield* checkedName(request.name)
-            const unknownModel = modelProblem(request.model)
+            const unknownModel = yield* modelProblem(request.model)
             if (unknownModel !== undefined) return yield* unknownModel
             const where = yield* provided(CustomAgents.agentDir(home, user, name))
             if (yield* hasConfig(where.dir)) {
@@ -209,7 +213,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             const agent = yield* load(user, name)
             if (agent.legacy) return yield* legacy(name)
             if ("model" in request) {
-              const unknownModel = modelProblem(request.model)
+              const unknownModel = yield* modelProblem(request.model)
               if (unknownModel !== undefined) return yield* unknownModel
             }
             const soul = soulOf(request.soul)

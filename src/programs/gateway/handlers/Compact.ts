@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as MemoryMW from "../../../middleware/Memory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import type { Snapshot } from "../../../services/LiveConfig.js"
 import { Memory } from "../../../services/Memory.js"
 import type { ModelService } from "../../../services/ModelService.js"
 import * as Compaction from "../../Compaction.js"
@@ -23,11 +24,15 @@ import { fail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
+import * as Live from "./Live.js"
 import { json } from "./Http.js"
 
 const BUSY = "Thread has a run in flight. Compact after the run finishes."
 
-/** The compaction endpoint of `api` (DeerFlow's, under `/api`), its summaries asked of `model`. */
+/**
+ * The compaction endpoint of `api` (DeerFlow's, under `/api`), its summaries asked of `model` among `models` (those
+ * of `config.yaml` as it is now, with its `summarization`, when the gateway takes its edits).
+ */
 export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: ReadonlyArray<ModelConfig>) =>
   HttpApiBuilder.group(api, "compact", (handlers) =>
     Effect.gen(function*() {
@@ -35,12 +40,13 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
       const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
       const home = (yield* AppConfigService).home
       const fs = yield* FileSystem.FileSystem
-      const configured = (name: string | null | undefined) =>
-        name != null && models.some((m) => m.name === name) ? name : undefined
+      const now = yield* Live.snapshot({ model, models })
+      const configured = (snap: Snapshot, name: string | null | undefined) =>
+        name != null && snap.models.some((m) => m.name === name) ? name : undefined
       /** The custom agent's model, as a run of it would use (none when it cannot be read: the default). */
-      const agentModel = (user: string, agentName: string) =>
+      const agentModel = (snap: Snapshot, user: string, agentName: string) =>
         CustomAgents.load(home, user, agentName).pipe(
-          Effect.map((agent) => configured(agent.config.model)),
+          Effect.map((agent) => configured(snap, agent.config.model)),
           Effect.provideService(FileSystem.FileSystem, fs),
           Effect.orElseSucceed(() => undefined)
         )
@@ -49,21 +55,23 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
           const { user } = yield* CurrentIdentity
           const thread = yield* access.threadRef(user, path.thread_id)
           const request = yield* Body.json(CompactApi.CompactRequest)
+          const snap = yield* now
           const modelName = request.model_name ?? undefined
-          if (modelName !== undefined && !models.some((m) => m.name === modelName)) {
+          if (modelName !== undefined && !snap.models.some((m) => m.name === modelName)) {
             const named = JSON.stringify(modelName)
             return yield* fail("unprocessable", `model_name: no model named ${named} is configured.`)
           }
           if (access.runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", BUSY)
           const agentName = request.agent_name ?? undefined
           // as DeerFlow resolves it: the request's model, else the custom agent's, else the default
-          const threadModel = modelName ?? (agentName === undefined ? undefined : yield* agentModel(user, agentName))
+          const threadModel = modelName ??
+            (agentName === undefined ? undefined : yield* agentModel(snap, user, agentName))
           // memory's flush, as in the lead chain (DeerFlow's `memory_flush_hook`)
           const hooks = memory === undefined || !memory.enabled
             ? []
             : [MemoryMW.beforeCompaction({ memory, agentName })]
           const result = yield* Compaction.compactThread(thread.stored, {
-            model,
+            model: snap.model,
             force: request.force,
             raise: true,
             keep: request.keep ?? undefined,
@@ -103,7 +111,8 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
               CompactionThreadNotFound: () => Effect.fail(fail("not_found", `Thread ${path.thread_id} not found.`)),
               SummarizationConfigError: (error) => Effect.fail(fail("internal", error.message)),
               StoreError: (error) => Effect.fail(access.storeFailed(error))
-            })
+            }),
+            Effect.provideService(AppConfigService, snap.app)
           )
           const { summary: _summary, ...answer } = result
           return json(CompactApi.CompactResponse, answer)

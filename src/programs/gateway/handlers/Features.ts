@@ -7,7 +7,8 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
-import { AppConfigService } from "../../../services/AppConfig.js"
+import type { AppConfigService } from "../../../services/AppConfig.js"
+import * as Live from "./Live.js"
 import * as FeaturesApi from "../api/Features.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { json } from "./Http.js"
@@ -49,15 +50,16 @@ const servedBy = (api: DeerFlowApi): ReadonlySet<string> => {
 /** The features endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "features", (handlers) => Effect.gen(function*() {
-    const app = yield* AppConfigService
+    // (`config.yaml` as it is now: whether the custom agents API is on)
+    const now = yield* Live.config
     const served = servedBy(api)
-    const features: typeof FeaturesApi.Features.Type = {
+    const features = (app: AppConfigService["Type"]): typeof FeaturesApi.Features.Type => ({
       agents_api: { enabled: served.has("GET /api/agents") && app.config.agents_api.enabled },
       browser_control: { enabled: false },
       mcp_tasks: { enabled: served.has("GET /api/threads/:thread_id/mcp-tasks") }
-    }
+    })
     return handlers
-      .handleRaw("listFeatures", () => Effect.succeed(json(FeaturesApi.Features, features)))
+      .handleRaw("listFeatures", () => Effect.map(now, (app) => json(FeaturesApi.Features, features(app))))
       .handleRaw("channelProviders", () =>
         Effect.succeed(json(FeaturesApi.ChannelProviders, { enabled: false, providers: [] })))
       .handleRaw("channelConnections", () =>

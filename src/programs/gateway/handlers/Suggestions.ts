@@ -8,7 +8,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../../../services/AppConfig.js"
-import { AppConfigService } from "../../../services/AppConfig.js"
+import type { Snapshot } from "../../../services/LiveConfig.js"
 import type { ModelService } from "../../../services/ModelService.js"
 import * as LlmText from "../../../state/LlmText.js"
 import * as Markup from "../../../state/Markup.js"
@@ -19,6 +19,7 @@ import * as SuggestionsApi from "../api/Suggestions.js"
 import * as Body from "../Body.js"
 import * as OneShot from "../OneShot.js"
 import * as Access from "./Access.js"
+import * as Live from "./Live.js"
 import { json } from "./Http.js"
 
 /** The questions asked for when a request does not say (DeerFlow's `n` default), within the setting. */
@@ -81,30 +82,36 @@ const POLISH_PROMPT = "You are a pre-send prompt optimizer.\n" +
   "Prefer one concise paragraph or a short bullet list, under 180 words unless the draft is longer.\n" +
   "Output only the rewritten draft, with no markdown wrapper, explanation or alternatives."
 
-/** The suggestions endpoints of `api` (DeerFlow's, under `/api`), their model calls made with `model`. */
+/**
+ * The suggestions endpoints of `api` (DeerFlow's, under `/api`), their model calls made with `model` among `models`
+ * (those of `config.yaml` as it is now, when the gateway takes its edits).
+ */
 export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: ReadonlyArray<ModelConfig>) =>
   HttpApiBuilder.group(api, "suggestions", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
-      const app = yield* AppConfigService
-      const { input_polish: polish, suggestions } = app.config
-      const known = (name: string | null | undefined, field: string) =>
-        name == null || models.some((m) => m.name === name)
+      const now = yield* Live.snapshot({ model, models })
+      const known = (snap: Snapshot, name: string | null | undefined, field: string) =>
+        name == null || snap.models.some((m) => m.name === name)
           ? Effect.succeed(name ?? undefined)
           : Effect.fail(fail("unprocessable", `${field}: no model named ${JSON.stringify(name)} is configured.`))
 
       return handlers
         .handleRaw("suggestionsConfig", () =>
-          Effect.succeed(json(SuggestionsApi.SuggestionsConfig, {
-            enabled: suggestions.enabled,
-            max_suggestions: suggestions.max_suggestions
-          })))
+          Effect.map(now, (snap) =>
+            json(SuggestionsApi.SuggestionsConfig, {
+              enabled: snap.app.config.suggestions.enabled,
+              max_suggestions: snap.app.config.suggestions.max_suggestions
+            })))
         .handleRaw("suggest", ({ path }) =>
           Effect.gen(function*() {
             const identity = yield* CurrentIdentity
             const request = yield* Body.json(SuggestionsApi.SuggestionsRequest)
             yield* access.threadRef(identity.user, path.thread_id)
-            const modelName = yield* known(request.model_name, "model_name")
+            const snap = yield* now
+            const { suggestions } = snap.app.config
+            const model = snap.model
+            const modelName = yield* known(snap, request.model_name, "model_name")
             const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
             const context = conversation(request.messages)
             if (!suggestions.enabled || context === "") return none
@@ -127,6 +134,9 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
         .handleRaw("polishInput", () =>
           Effect.gen(function*() {
             const identity = yield* CurrentIdentity
+            const snap = yield* now
+            const { input_polish: polish } = snap.app.config
+            const model = snap.model
             if (!polish.enabled) return yield* fail("not_found", "Input polishing is disabled (input_polish.enabled).")
             const request = yield* Body.json(SuggestionsApi.InputPolishRequest)
             const text = request.text.trim()
