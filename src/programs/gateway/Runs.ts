@@ -21,6 +21,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import { AppConfigService } from "../../services/AppConfig.js"
+import { LiveConfig } from "../../services/LiveConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
 import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
@@ -243,7 +244,19 @@ export const layer = (
         return redact.test(text) ? JSON.stringify(redact.value(data)) : text
       }
 
-      const makeRun = (request: RunRequest, runId: string, initial: ThreadState, stamp: () => string) => {
+      // the default model of a run: the first of `config.yaml`'s models as it is when the run starts (`LiveConfig`)
+      const live = yield* Effect.serviceOption(LiveConfig)
+      const defaultModel = Option.isNone(live)
+        ? Effect.succeed(options.defaultModel)
+        : Effect.map(live.value.current, (snap) => snap.models[0]?.name ?? options.defaultModel)
+
+      const makeRun = (
+        request: RunRequest,
+        runId: string,
+        initial: ThreadState,
+        stamp: () => string,
+        modelName: string | undefined
+      ) => {
         const journal = RunJournal.make(stamp)
         const projector = Projection.makeProjector({
           runId,
@@ -252,7 +265,7 @@ export const layer = (
           initial,
           modelName: typeof request.settings.model_name === "string" && request.settings.model_name !== ""
             ? request.settings.model_name
-            : options.defaultModel,
+            : modelName,
           redact,
           attempt: (request.resumes ?? 0) + 1,
           input: request.messages.length > 0 ? { messages: request.messages } : null,
@@ -509,8 +522,13 @@ export const layer = (
             Effect.mapError(internal)
           )
           const clock = yield* Effect.clock
-          const made = makeRun({ ...request, messages }, runId, state, () =>
-            new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+          const made = makeRun(
+            { ...request, messages },
+            runId,
+            state,
+            () => new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+            yield* defaultModel
+          )
           const stop = Deferred.unsafeMake<Stop>(FiberId.none)
           const entry = {
             ...made.run,

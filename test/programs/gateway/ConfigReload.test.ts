@@ -70,6 +70,15 @@ describe("config.yaml edited while the gateway runs", () => {
 
       write({ models: [model("second", url), model("first", url), model("third", url)] })
       assert.strictEqual(await runWith("two"), "model-second", "the edited default model")
+      // the streamed messages name it too
+      const named = new Set<string>()
+      for await (const part of client.runs.stream(thread.thread_id, "lead_agent", {
+        input: human("two again"),
+        streamMode: ["messages-tuple"]
+      })) {
+        if (part.event === "messages") named.add((part.data as any)[1]?.ls_model_name)
+      }
+      assert.deepStrictEqual([...named], ["second"])
       assert.deepStrictEqual(await modelNames(), ["second", "first", "third"])
       assert.strictEqual(await runWith("three", { model_name: "third" }), "model-third", "a model the edit added")
       assert.isTrue(logged.some((line) => line === `${file} changed: the runs started from now on use it`))
