@@ -67,6 +67,13 @@ describe("config.yaml edited while the gateway runs", () => {
         400,
         "a model no configuration names is refused"
       )
+      const cronWith = (model: string) =>
+        Support.statusOf(client.crons.createForThread(thread.thread_id, "lead_agent", {
+          schedule: "0 0 1 1 *",
+          input: human("yearly"),
+          config: { configurable: { model_name: model } }
+        }))
+      assert.strictEqual(await cronWith("third"), 422)
 
       write({ models: [model("second", url), model("first", url), model("third", url)] })
       assert.strictEqual(await runWith("two"), "model-second", "the edited default model")
@@ -81,6 +88,7 @@ describe("config.yaml edited while the gateway runs", () => {
       assert.deepStrictEqual([...named], ["second"])
       assert.deepStrictEqual(await modelNames(), ["second", "first", "third"])
       assert.strictEqual(await runWith("three", { model_name: "third" }), "model-third", "a model the edit added")
+      assert.isUndefined(await cronWith("third"), "a cron of a model the edit added")
       assert.isTrue(logged.some((line) => line === `${file} changed: the runs started from now on use it`))
 
       Fs.writeFileSync(file, "models: [ { name: broken\n")

@@ -14,7 +14,6 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Crypto from "node:crypto"
 import type { ModelConfig } from "../../../services/AppConfig.js"
-import { AppConfigService } from "../../../services/AppConfig.js"
 import * as Factory from "../../Factory.js"
 import * as Api from "../api/Crons.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
@@ -29,6 +28,7 @@ import * as Schedules from "../scheduler/Schedules.js"
 import type { Task, TaskPatch } from "../scheduler/TaskStore.js"
 import { neverRun, TaskStore } from "../scheduler/TaskStore.js"
 import * as Access from "./Access.js"
+import * as Live from "./Live.js"
 import { json } from "./Http.js"
 
 /** The most crons a user has. */
@@ -69,13 +69,14 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
       const store = yield* TaskStore
       const access = yield* Access.make
       const factory = yield* Factory.AgentFactory
-      const config = (yield* AppConfigService).config
-      const limits: RunSettings.Limits = {
+      // (`config.yaml` as it is now: its run limits and models)
+      const now = yield* Live.choice(models)
+      const limitsOf = ({ app: { config }, models }: Effect.Effect.Success<typeof now>): RunSettings.Limits => ({
         recursionLimit: config.recursion_limit,
         maxRecursionLimit: config.max_recursion_limit,
         models: new Set(models.map((m) => m.name)),
         admin: false
-      }
+      })
 
       const stored = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         Effect.mapError(effect, (error) =>
@@ -133,7 +134,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: (message) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })
-          const prepared = yield* Either.match(RunSettings.prepare(decoded, limits), {
+          const prepared = yield* Either.match(RunSettings.prepare(decoded, limitsOf(yield* now)), {
             onLeft: ({ message }) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })

@@ -31,3 +31,17 @@ export const config: Effect.Effect<Effect.Effect<AppConfigService["Type"]>, neve
     return Option.isSome(live) ? Effect.map(live.value.current, (snap) => snap.app) : Effect.succeed(app)
   }
 )
+
+/** How an endpoint gets the configuration of a request and the models runs choose from (the start's: `models`). */
+export const choice = (
+  models: ReadonlyArray<ModelConfig>
+): Effect.Effect<
+  Effect.Effect<{ readonly app: AppConfigService["Type"]; readonly models: ReadonlyArray<ModelConfig> }>,
+  never,
+  AppConfigService
+> =>
+  Effect.gen(function*() {
+    const app = yield* AppConfigService
+    const live = yield* Effect.serviceOption(LiveConfig)
+    return Option.isSome(live) ? live.value.current : Effect.succeed({ app, models })
+  })

@@ -11,7 +11,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { AppConfigService } from "../../../services/AppConfig.js"
+import type { ModelConfig } from "../../../services/AppConfig.js"
 import type { CheckpointRecord, RunRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { applyUpdate, makeIndexes } from "../../../state/Reducers.js"
@@ -31,6 +31,7 @@ import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
 import { json } from "./Http.js"
+import * as Live from "./Live.js"
 
 /** The run record's metadata key of the feedback on its answer. */
 export const FEEDBACK = "feedback"
@@ -114,9 +115,9 @@ export const layer = (api: DeerFlowApi) =>
       const runRecords = (stored: string) => Effect.mapError(store.runs({ threadId: stored }), storeFailed)
 
       // The context window of the thread's model (the last agent call's, by name or provider id), else of the first
-      // configured model, as DeerFlow's view falls back to it.
-      const models = (yield* AppConfigService).config.models
-      const windowOf = (model: string | undefined): number | undefined => {
+      // configured model, as DeerFlow's view falls back to it (the models of `config.yaml` as it is now).
+      const now = yield* Live.config
+      const windowOf = (models: ReadonlyArray<ModelConfig>, model: string | undefined): number | undefined => {
         const entry = models.find((m) => m.name === model) ?? models.find((m) => m.model === model) ?? models[0]
         return entry?.context_window
       }
@@ -266,7 +267,7 @@ export const layer = (api: DeerFlowApi) =>
                 Object.entries(byModel).map(([name, m]) => [name, { tokens: m.tokens, runs: m.runs.size }])
               ),
               by_caller: byCaller,
-              context_usage: contextUsage(lastInput, windowOf(lastModel))
+              context_usage: contextUsage(lastInput, windowOf((yield* now).config.models, lastModel))
             })
           }))
         .handleRaw("runEvents", ({ path, urlParams }) =>
