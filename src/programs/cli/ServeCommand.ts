@@ -106,6 +106,9 @@ export const entry: CliCommand.Entry = {
       "cancelled with their completed steps saved (exit 130). A runner of a cluster (gateway.cluster) drains " +
       "instead: its runs go on for up to gateway.cluster.drain_seconds, then the others are handed over to the " +
       "other runners, which resume them; it then exits 0.\n\n" +
+      "An edit of config.yaml is taken for the runs that start after it, without a restart (the model chosen " +
+      "again with the same flags); an edit that does not decode is refused with a warning, and the sections read at " +
+      "the start (gateway, database, tracing, sandbox, skills, memory...) take effect on a restart.\n\n" +
       "Runs execute in the server, not in the request: a client may disconnect and join again. Runs a previous " +
       "process left unfinished are recorded as error (\"server restarted\") when it starts. Threads are kept in " +
       "the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share it).\n\n" +
