@@ -6,7 +6,8 @@
  * keep theirs. The sections read once at the start (`STARTUP_ONLY`) keep the values the process started with, and
  * an edit of one of them is named in a warning (it takes effect on a restart). An edit that cannot be used (a YAML
  * or schema error, a removed file, a model choice it breaks) is refused with one warning naming the file and what
- * is wrong, and the last configuration taken stays in use.
+ * is wrong, and the last configuration taken stays in use. Keys of an edit that Antler does not read (a typo) are
+ * named in a warning.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -108,6 +109,11 @@ export const make = (options: Options): Effect.Effect<LiveConfig["Type"]> =>
       Effect.gen(function*() {
         const read = yield* Effect.either(ConfigFile.loadFile(file, running.app.home))
         if (Either.isLeft(read)) return yield* Effect.as(refuse(read.left.message), running)
+        // (a key mistyped in the edit is said, as the start says the keys it does not read)
+        const unread = read.right.ignored.filter((key) => !running.app.ignored.includes(key))
+        if (unread.length > 0) {
+          yield* Effect.logWarning(`${file}: the edit has keys Antler does not read: ${unread.join(", ")}`)
+        }
         const { config, held } = withStartupSections(read.right.config, running.app.config)
         const restart = held.length === 0 ? Effect.void : Effect.logWarning(
           `${file}: ${held.join(", ")} changed; ${held.length === 1 ? "that section is" : "these sections are"} ` +

@@ -87,11 +87,12 @@ describe("config.yaml edited while the process runs", () => {
       assert.strictEqual((yield* Effect.provide(live.current, capture)).revision, 0)
       assert.lengthOf(logged, 2)
       assert.include(logged[1]!, "title: expected a mapping (key: value), got false")
-      // fixed: taken
-      write({ models: [model("a")], title: { enabled: true } })
+      // fixed: taken; a key mistyped in the same edit is named
+      write({ models: [model("a")], title: { enabled: true }, titel: { enabled: false } })
       const fixed = yield* Effect.provide(live.current, capture)
       assert.strictEqual(fixed.revision, 1)
       assert.strictEqual(fixed.app.config.title.enabled, true)
+      assert.strictEqual(logged[2], `${file}: the edit has keys Antler does not read: titel`)
     }))
 
   it.effect("an edit the process cannot use (its model choice fails) is refused; a removed file keeps the last", () =>
