@@ -78,9 +78,11 @@ export const INTERNAL_PROMPT_TAGS: ReadonlyArray<string> = [
   "messages",
   "existing_summary",
   "new_messages",
-  // the memory update prompt
+  // the memory update prompt (its staleness review and consolidation sections too)
   "current_memory",
   "conversation",
+  "stale_facts",
+  "consolidation_candidates",
   // the gateway's input polish prompt
   "draft"
 ]
