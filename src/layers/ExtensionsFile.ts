@@ -15,10 +15,13 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
+import type { SessionScope } from "../services/Mcp.js"
 import { Mcp } from "../services/Mcp.js"
+import { threadPaths, USER_DATA } from "../services/Sandbox.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
@@ -104,6 +107,39 @@ const snapshot = (configSource: string | undefined, home: string | undefined) =>
         onSuccess: (text) => ({ file, text })
       }))
 
+/** Where a thread's stdio MCP processes keep their temporary files: under its workspace, as DeerFlow's. */
+export const MCP_TMP_SUBDIR = ".mcp/tmp"
+
+/**
+ * A thread's place for its stdio MCP servers' processes (DeerFlow's pinning): its workspace as their working
+ * directory, `.mcp/tmp` in it as their temporary directory (so what they save lands where the thread's files are
+ * served, and `.mcp` is left out of its changes), and the host paths of its files in their results named as the
+ * model knows them (`/mnt/user-data/...`).
+ */
+export const workspaceOf = (home: string, scope: SessionScope): McpClient.Workspace => {
+  const paths = threadPaths(home, scope.userId, scope.threadId)
+  const roots = [paths.root]
+  let resolved = false
+  return {
+    cwd: paths.workspace,
+    tmp: `${paths.workspace}/${MCP_TMP_SUBDIR}`,
+    rewrite: (text) => {
+      if (!resolved) {
+        resolved = true
+        try {
+          const real = Fs.realpathSync(paths.root)
+          if (real !== paths.root) roots.push(real)
+        } catch {
+          // not made yet: its path is the one written
+        }
+      }
+      let out = text
+      for (const root of roots) out = out.replaceAll(`${root}/`, `${USER_DATA}/`).replaceAll(root, USER_DATA)
+      return out
+    }
+  }
+}
+
 /** How often, at most, a hand edit of the extensions file is looked for (when the next agent is built). */
 export const RECHECK_MS = 2_000
 
@@ -130,7 +166,11 @@ export const layer = (
         )
       }
       const { recheckMs = RECHECK_MS, ...clientOptions } = options
-      const service = yield* McpReloadable.make({ ...clientOptions, servers: config.mcpServers })
+      const service = yield* McpReloadable.make({
+        workspace: (scope) => workspaceOf(app.home, scope),
+        ...clientOptions,
+        servers: config.mcpServers
+      })
       const now = snapshot(app.source, app.home).pipe(Effect.provideService(FileSystem.FileSystem, fs))
       let seen = yield* now
       const lock = yield* Effect.makeSemaphore(1)

@@ -17,6 +17,7 @@
  * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import * as Fs from "node:fs"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -25,7 +26,7 @@ import type * as Scope from "effect/Scope"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { McpServerConfig } from "../services/Extensions.js"
 import { serverProblem, transportOf } from "../services/Extensions.js"
-import type { McpCatalog, McpTool, ServerStatus, Service } from "../services/Mcp.js"
+import type { McpCatalog, McpResult, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import { resultOf, toolsOf } from "./mcp/Decode.js"
@@ -57,6 +58,20 @@ export interface Options {
    * one past it is closed (its stdio process ends). Default 256, DeerFlow's `MCPSessionPool.MAX_SESSIONS`.
    */
   readonly maxSessions?: number | undefined
+  /**
+   * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
+   * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
+   * both made when its session starts; `rewrite` turns the host paths its results name into the ones the model
+   * knows. Without it, a scope's process starts where the server's configuration says.
+   */
+  readonly workspace?: ((scope: SessionScope) => Workspace) | undefined
+}
+
+/** A scope's place for its stdio servers' processes (`Options.workspace`). */
+export interface Workspace {
+  readonly cwd: string
+  readonly tmp: string
+  readonly rewrite: (text: string) => string
 }
 
 /** A configured server and the state of its connection. */
@@ -79,6 +94,9 @@ interface Connection {
   starts: number
   healthy: boolean
   stderr: string
+  /** A scope's pinned session (`Options.workspace`): the directories made before it starts, and its results' paths. */
+  readonly dirs?: ReadonlyArray<string> | undefined
+  readonly rewrite?: ((text: string) => string) | undefined
 }
 
 const errorText = (error: unknown): string => clean(error instanceof Error ? error.message : String(error), 500)
@@ -101,6 +119,18 @@ const priorityWarnings = (name: string, config: McpServerConfig): ReadonlyArray<
         `clamped to ${priority < 0 ? 0 : 100}`
       ]
   )
+
+/** A result with the host paths its texts name rewritten (`Workspace.rewrite`). */
+const rewritten = (result: McpResult, rewrite: (text: string) => string): McpResult => ({
+  ...result,
+  content: result.content.map((block) => {
+    if (block.type === "text") return { ...block, text: rewrite(block.text) }
+    if (block.type === "resource" && block.resource.text !== undefined) {
+      return { ...block, resource: { ...block.resource, text: rewrite(block.resource.text) } }
+    }
+    return block
+  })
+})
 
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
@@ -196,6 +226,16 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     // first scope of a server takes its shared connection (the one its tools were listed on, which no scope had
     // used); every other scope has a connection of its own. A session closed for room ends its process; the shared
     // connection is then started afresh by its next use, so no scope inherits another's server state.
+    /** A stdio server's entry run in `workspace`: its cwd (unless set) and temporary directory (unless set). */
+    const pin = (resolved: Either.Either<McpServerConfig, string>, workspace: Workspace) => ({
+      resolved: Either.map(resolved, (entry): McpServerConfig => ({
+        ...entry,
+        cwd: entry.cwd ?? workspace.cwd,
+        env: { TMPDIR: workspace.tmp, TMP: workspace.tmp, TEMP: workspace.tmp, ...entry.env }
+      })),
+      rewrite: workspace.rewrite,
+      dirs: [workspace.cwd, workspace.tmp]
+    })
     const maxSessions = Math.max(1, options.maxSessions ?? 256)
     const sessions = new Map<string, Connection>()
     const takenBy = new Map<string, string>()
@@ -211,19 +251,24 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       else busy.delete(c)
     }
     /** The session of `scope` on server `c`, entered (see `busy`; `leave` it when the call is done). */
-    const sessionOf = (c: Connection, scope: string | undefined): Effect.Effect<Connection> =>
+    const sessionOf = (c: Connection, scope: SessionScope | undefined): Effect.Effect<Connection> =>
       Effect.suspend(() => {
         if (scope === undefined) return Effect.succeed(enter(c))
-        const key = `${c.name}\u0000${scope}`
+        const key = `${c.name}\u0000${scope.userId}\u0000${scope.threadId}`
         const found = sessions.get(key)
         if (found !== undefined) {
           sessions.delete(key)
           sessions.set(key, found)
           return Effect.succeed(enter(found))
         }
-        const session: Connection = takenBy.has(c.name)
+        // a stdio server pinned to the scope's workspace is a process of its own from the start
+        const pinned = c.transport === "stdio" && options.workspace !== undefined
+          ? pin(c.resolved, options.workspace(scope))
+          : undefined
+        const session: Connection = takenBy.has(c.name) || pinned !== undefined
           ? {
             ...c,
+            ...(pinned === undefined ? {} : { resolved: pinned.resolved, rewrite: pinned.rewrite, dirs: pinned.dirs }),
             lock: Effect.unsafeMakeSemaphore(1),
             client: undefined,
             starting: undefined,
@@ -254,6 +299,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (Either.isLeft(c.resolved)) return Effect.fail(fail(c, "config", c.resolved.left))
         const entry = c.resolved.right
         return Effect.gen(function*() {
+          if (c.dirs !== undefined) {
+            const dirs = c.dirs
+            yield* Effect.try({
+              try: () => {
+                for (const dir of dirs) Fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+              },
+              catch: (error) => fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error)}`)
+            })
+          }
           const sdk = yield* Effect.tryPromise({
             try: () => OptionalPackage.load([MCP_SDK], "connect to MCP servers", loadSdk),
             catch: (cause) =>
@@ -382,7 +436,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       server: string,
       tool: string,
       args: JsonObject,
-      scope?: string
+      scope?: SessionScope
     ) {
       yield* Effect.annotateCurrentSpan({ "mcp.server": server, "mcp.tool": tool })
       const shared = byName.get(server)
@@ -417,7 +471,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           }
         })
         c.healthy = true
-        return resultOf(raw)
+        return c.rewrite === undefined ? resultOf(raw) : rewritten(resultOf(raw), c.rewrite)
       }), (c) => Effect.sync(() => leave(c)))
     })
 

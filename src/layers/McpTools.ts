@@ -8,7 +8,6 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Mcp, McpResult, McpTool } from "../services/Mcp.js"
-import { sessionScope } from "../services/Mcp.js"
 import { RunContext } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
 import * as Tool from "../services/Tool.js"
@@ -103,7 +102,7 @@ export const tool = (mcp: Mcp["Type"], spec: McpTool): Tool.Tool => ({
   definition: { name: spec.name, description: spec.description, parameters: spec.inputSchema },
   handler: (args, call) =>
     Effect.flatMap(RunContext, (run) =>
-      mcp.call(spec.server, spec.original, args as JsonObject, sessionScope(run.userId, run.threadId))).pipe(
+      mcp.call(spec.server, spec.original, args as JsonObject, { userId: run.userId, threadId: run.threadId })).pipe(
       Effect.map((result) => {
         const { content, status } = contentOf(result)
         return { message: M.tool(content, call.id, { name: call.name, status }) }

@@ -90,10 +90,15 @@ export interface Service {
   readonly catalog: Effect.Effect<McpCatalog>
   /**
    * Calls a tool by its name on its server (starting the server again if it died). Calls of one `scope` (a run's
-   * user and thread, see `sessionScope`) share a session of the server, kept apart from other scopes' (a stdio
+   * user and thread) share a session of the server, kept apart from other scopes' (a stdio
    * server's process each), as DeerFlow pools a session per thread; without a scope, the server's shared one.
    */
-  readonly call: (server: string, tool: string, args: JsonObject, scope?: string) => Effect.Effect<McpResult, McpError>
+  readonly call: (
+    server: string,
+    tool: string,
+    args: JsonObject,
+    scope?: SessionScope
+  ) => Effect.Effect<McpResult, McpError>
   /** What each configured server is doing (starts nothing). */
   readonly status: Effect.Effect<ReadonlyArray<ServerStatus>>
   /**
@@ -117,4 +122,7 @@ export interface Service {
 export class Mcp extends Context.Tag("antler/Mcp")<Mcp, Service>() {}
 
 /** The scope of a run's MCP calls (`Service.call`): its user and thread. */
-export const sessionScope = (userId: string, threadId: string): string => `${userId}\u0000${threadId}`
+export interface SessionScope {
+  readonly userId: string
+  readonly threadId: string
+}

@@ -277,11 +277,17 @@ describe("MCP over stdio (server-everything, server-filesystem)", () => {
 // browser's pages) is never another's; the least recently used past the pool's size is closed
 describe("MCP sessions per thread (a stateful stdio server)", () => {
   const NOTEPAD = Path.resolve(import.meta.dirname, "../fixtures/mcp-notepad.mjs")
+  interface Notes {
+    readonly pid: number
+    readonly notes: Array<string>
+    readonly cwd: string
+    readonly tmp: string | null
+  }
   const callIn = (tool: Tool.Tool, threadId: string, userId: string, args: Record<string, unknown>) => {
     const run = inRun({ threadId, userId })
     return Tool.invoke(tool, { id: "call_1", name: tool.name, args }).pipe(
       Effect.provide(run.context),
-      Effect.map((result) => JSON.parse(M.contentText(result.message.content)) as { pid: number; notes: Array<string> })
+      Effect.map((result) => JSON.parse(M.contentText(result.message.content)) as Notes)
     )
   }
   const alive = (pid: number) => {
@@ -321,6 +327,32 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       const again = yield* callIn(notes, "t1", "bob", {})
       assert.deepStrictEqual(again.notes, [])
       assert.notStrictEqual(again.pid, bob.pid)
+    }), SLOW)
+
+  // DeerFlow's _prepare_stdio_workspace: a thread's stdio process runs in its workspace, TMPDIR under it, and the
+  // host paths its results name are the model's /mnt/user-data ones
+  it.scopedLive("a thread's process runs in its workspace with TMPDIR under it; its results name virtual paths", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-mcp-home-")
+      const mcp = yield* McpClient.make({
+        servers: {
+          pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }),
+          fixed: Servers.server({ command: process.execPath, args: [NOTEPAD], cwd: home })
+        },
+        setpriv: false,
+        workspace: (scope) => ExtensionsFile.workspaceOf(home, scope)
+      })
+      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const alice = yield* callIn(tools.get("pad_notes")!, "t1", "alice", {})
+      assert.strictEqual(alice.cwd, "/mnt/user-data/workspace")
+      assert.strictEqual(alice.tmp, "/mnt/user-data/workspace/.mcp/tmp")
+      const hostWorkspace = Path.join(home, "users", "alice", "threads", "t1", "user-data", "workspace")
+      assert.isTrue(Fs.statSync(Path.join(hostWorkspace, ".mcp", "tmp")).isDirectory())
+      assert.notInclude(JSON.stringify(alice), home)
+      // a server that sets its cwd keeps it (its TMPDIR is the thread's still)
+      const fixed = yield* callIn(tools.get("fixed_notes")!, "t1", "alice", {})
+      assert.strictEqual(fixed.cwd, Fs.realpathSync(home))
+      assert.strictEqual(fixed.tmp, "/mnt/user-data/workspace/.mcp/tmp")
     }), SLOW)
 })
 
