@@ -140,6 +140,9 @@ export const workspaceOf = (home: string, scope: SessionScope): McpClient.Worksp
   }
 }
 
+/** Keys of config.yaml's `extensions` block that DeerFlow reads and Antler takes from the extensions file only. */
+const YAML_ONLY_IN_FILE: ReadonlyArray<string> = ["mcpServers", "mcp_servers", "skills"]
+
 /** How often, at most, a hand edit of the extensions file is looked for (when the next agent is built). */
 export const RECHECK_MS = 2_000
 
@@ -163,6 +166,16 @@ export const layer = (
         yield* Effect.logWarning(
           `${source}: mcpInterceptors is not read: Antler cannot load DeerFlow's Python interceptors (MCP calls go ` +
             "out without them)"
+        )
+      }
+      // DeerFlow lets config.yaml's `extensions` block set the MCP servers and skill states too; Antler reads them
+      // from the extensions file only, and says so rather than drop them silently
+      const inYaml = Object.keys(app.config.extensions ?? {}).filter((key) => YAML_ONLY_IN_FILE.includes(key))
+      if (inYaml.length > 0) {
+        const keys = inYaml.map((key) => `extensions.${key}`).join(", ")
+        yield* Effect.logWarning(
+          `${app.source ?? "config.yaml"}: ${keys} ${inYaml.length === 1 ? "is" : "are"} not read: Antler reads MCP ` +
+            `servers and skill states from ${source ?? "extensions_config.json"} (move them there)`
         )
       }
       const { recheckMs = RECHECK_MS, ...clientOptions } = options

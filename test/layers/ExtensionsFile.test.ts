@@ -20,6 +20,27 @@ import { captureLogs } from "../support/logs.js"
 const tempDir = tempDirs()
 const SLOW = 120_000
 
+// DeerFlow's AppConfig.from_file: config.yaml's `extensions` block may set the MCP servers and skill states; Antler
+// reads them from the extensions file only, and names those it does not read instead of dropping them silently
+describe("config.yaml's extensions block", () => {
+  it.scopedLive("MCP servers or skill states there are named in one warning, not dropped silently", () =>
+    Effect.gen(function*() {
+      const dir = tempDir("antler-ext-yaml-")
+      const file = Path.join(dir, "extensions_config.json")
+      Fs.writeFileSync(file, JSON.stringify({ mcpServers: {} }))
+      const { capture, logged } = captureLogs()
+      const config = { ...defaults(), extensions: { middlewares: [], mcpServers: { x: {} }, skills: {} } }
+      const app = { config, source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
+      yield* Layer.build(ExtensionsFile.layer({ setpriv: false }).pipe(
+        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
+      )).pipe(Effect.provide(capture))
+      assert.deepStrictEqual(logged, [
+        `${app.source}: extensions.mcpServers, extensions.skills are not read: Antler reads MCP servers and skill ` +
+        `states from ${file} (move them there)`
+      ])
+    }))
+})
+
 describe("extensions_config.json edited while the app runs", () => {
   it.scopedLive("its servers replace the old ones at the next agent; a bad or removed file keeps them", () =>
     Effect.gen(function*() {
