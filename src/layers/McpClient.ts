@@ -59,6 +59,11 @@ export interface Options {
    */
   readonly maxSessions?: number | undefined
   /**
+   * The sessions one user keeps at once (default 16): past it, that user's least recently used one is closed, so
+   * one user's many threads can neither start processes without end nor push another user's sessions out.
+   */
+  readonly maxSessionsPerUser?: number | undefined
+  /**
    * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
    * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
    * both made when its session starts; `rewrite` turns the host paths its results name into the ones the model
@@ -237,7 +242,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       dirs: [workspace.cwd, workspace.tmp]
     })
     const maxSessions = Math.max(1, options.maxSessions ?? 256)
+    const maxPerUser = Math.max(1, options.maxSessionsPerUser ?? 16)
     const sessions = new Map<string, Connection>()
+    // (the user of each session)
+    const owners = new Map<string, string>()
     const takenBy = new Map<string, string>()
     // (the calls under way on each connection: a session with one is not closed for room)
     const busy = new Map<Connection, number>()
@@ -281,13 +289,27 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           : c
         if (session === c) takenBy.set(c.name, key)
         sessions.set(key, enter(session))
+        owners.set(key, scope.userId)
         const out: Array<Connection> = []
+        const close = (old: string, s: Connection) => {
+          sessions.delete(old)
+          owners.delete(old)
+          if (takenBy.get(s.name) === old) takenBy.delete(s.name)
+          out.push(s)
+        }
+        // a user past their share closes their own least recently used first: no user's threads push out another's
+        let mine = 0
+        for (const owner of owners.values()) if (owner === scope.userId) mine++
+        for (const [old, s] of sessions) {
+          if (mine <= maxPerUser) break
+          if (owners.get(old) !== scope.userId || (busy.get(s) ?? 0) > 0) continue
+          close(old, s)
+          mine--
+        }
         for (const [old, s] of sessions) {
           if (sessions.size <= maxSessions) break
           if ((busy.get(s) ?? 0) > 0) continue
-          sessions.delete(old)
-          if (takenBy.get(s.name) === old) takenBy.delete(s.name)
-          out.push(s)
+          close(old, s)
         }
         return Effect.as(Effect.forEach(out, stopConnection, { concurrency: "unbounded", discard: true }), session)
       })
@@ -502,6 +524,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       closed = true
       const all = new Set([...connections, ...sessions.values()])
       sessions.clear()
+      owners.clear()
       return Effect.forEach(all, stopConnection, { concurrency: "unbounded", discard: true })
     })
 

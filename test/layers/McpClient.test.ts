@@ -329,6 +329,26 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       assert.notStrictEqual(again.pid, bob.pid)
     }), SLOW)
 
+  // (an attack: one user's many threads must not close another user's sessions, nor start processes without end)
+  it.scopedLive("a user past their share closes their own least recently used session, not another user's", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: { pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }) },
+        setpriv: false,
+        maxSessionsPerUser: 1
+      })
+      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const note = tools.get("pad_note")!
+      const bob = yield* callIn(note, "b1", "bob", { text: "bob's page" })
+      const first = yield* callIn(note, "m1", "mallory", { text: "one" })
+      const second = yield* callIn(note, "m2", "mallory", { text: "two" })
+      for (let i = 0; i < 50 && alive(first.pid); i++) yield* Effect.sleep("100 millis")
+      assert.isFalse(alive(first.pid), "mallory's older session was closed")
+      assert.isTrue(alive(second.pid))
+      const bobAgain = yield* callIn(tools.get("pad_notes")!, "b1", "bob", {})
+      assert.deepStrictEqual([bobAgain.pid, bobAgain.notes], [bob.pid, ["bob's page"]])
+    }), SLOW)
+
   // DeerFlow's _prepare_stdio_workspace: a thread's stdio process runs in its workspace, TMPDIR under it, and the
   // host paths its results name are the model's /mnt/user-data ones
   it.scopedLive("a thread's process runs in its workspace with TMPDIR under it; its results name virtual paths", () =>
