@@ -246,6 +246,14 @@ export const growing = (base: Redactor): Growing => {
   }
 }
 
+/**
+ * `redactor` as a growing one: itself when it is one already, so that what anyone teaches it (the gateway, the
+ * MCP servers started with it, an edit of the configuration) is hidden from everything it was handed to (the
+ * process's logs among them).
+ */
+export const growingOf = (redactor: Redactor): Growing =>
+  "learn" in redactor && typeof (redactor as Growing).learn === "function" ? redactor as Growing : growing(redactor)
+
 // ---------------------------------------------------------------------------------------------------------
 // Control characters
 

@@ -122,3 +122,20 @@ describe("Redact.controls", () => {
     assert.deepStrictEqual(JSON.parse(json), value)
   })
 })
+
+describe("Redact.growingOf", () => {
+  // `antler serve` hands one growing redactor to its logs and its gateway: what the gateway learns later (the MCP
+  // servers' secrets, an edit's new keys) must be hidden from the logs too, so the gateway teaches that one
+  it("is the growing redactor it is given (what either holder learns, both hide), else a new one", () => {
+    const logs = Redact.growing(Redact.make(["sk-start-0123456789"]))
+    const gateway = Redact.growingOf(logs)
+    assert.strictEqual(gateway, logs)
+    gateway.learn(["sk-learned-later-0123456789"])
+    assert.notInclude(logs.text("key sk-learned-later-0123456789"), "sk-learned-later")
+    const plain = Redact.make(["sk-start-0123456789"])
+    const wrapped = Redact.growingOf(plain)
+    wrapped.learn(["sk-other-0123456789abc"])
+    assert.notInclude(wrapped.text("sk-other-0123456789abc"), "sk-other")
+    assert.include(plain.text("sk-other-0123456789abc"), "sk-other")
+  })
+})

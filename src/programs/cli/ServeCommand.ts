@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type { AppConfig } from "../../services/AppConfig.js"
+import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
@@ -41,7 +42,9 @@ const command = Command.make(
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const secrets = [...yield* App.toolSecrets(app), ...Gateway.secrets(app.config)]
-      const redact = App.redactor(choice.models, env, secrets)
+      // (growing, and the gateway's own: the secrets it learns later, the MCP servers' and an edit's, leave the logs
+      // hidden too)
+      const redact = Redact.growing(App.redactor(choice.models, env, secrets))
       const host = Option.getOrElse(args.host, () => app.config.gateway.host)
       const port = Option.getOrElse(args.port, () => app.config.gateway.port)
       if (port < 0 || port > 65535) {

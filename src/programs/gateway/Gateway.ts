@@ -277,7 +277,8 @@ export const layer = (options: Options) => {
   const port = options.port ?? gateway.port
   // (growing: the MCP servers' secrets join it at the start, and those of servers added while the gateway runs)
   const configured = [...secrets(app.config), ...ToolAssembly.secrets(app.config)]
-  const redact = Redact.growing(options.redact ?? App.redactor(options.choice.models, {}, configured))
+  // (one given as growing is the one taught: its other holders, the process's logs, hide what it learns)
+  const redact = Redact.growingOf(options.redact ?? App.redactor(options.choice.models, {}, configured))
 
   const checks = Effect.gen(function*() {
     redact.learn(yield* App.mcpSecrets(app))
