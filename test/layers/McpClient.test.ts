@@ -16,6 +16,7 @@ import * as Path from "node:path"
 import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
 import * as McpClient from "../../src/layers/McpClient.js"
 import * as McpTools from "../../src/layers/McpTools.js"
+import type { McpServerConfig } from "../../src/services/Extensions.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
@@ -290,6 +291,16 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       Effect.map((result) => JSON.parse(M.contentText(result.message.content)) as Notes)
     )
   }
+  /** The notepad server `pad` (and `more` servers) over McpClient with `options`, and its tools by name. */
+  const notepad = (options: Partial<McpClient.Options>, more: Record<string, McpServerConfig> = {}) =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: { pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }), ...more },
+        setpriv: false,
+        ...options
+      })
+      return new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+    })
   const alive = (pid: number) => {
     try {
       process.kill(pid, 0)
@@ -301,12 +312,7 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
 
   it.scopedLive("each thread (and user) has its own server process; the least recently used is closed for room", () =>
     Effect.gen(function*() {
-      const mcp = yield* McpClient.make({
-        servers: { pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }) },
-        setpriv: false,
-        maxSessions: 2
-      })
-      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const tools = yield* notepad({ maxSessions: 2 })
       const note = tools.get("pad_note")!
       const notes = tools.get("pad_notes")!
       const alice = yield* callIn(note, "t1", "alice", { text: "alice's secret page" })
@@ -332,12 +338,7 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
   // (an attack: one user's many threads must not close another user's sessions, nor start processes without end)
   it.scopedLive("a user past their share closes their own least recently used session, not another user's", () =>
     Effect.gen(function*() {
-      const mcp = yield* McpClient.make({
-        servers: { pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }) },
-        setpriv: false,
-        maxSessionsPerUser: 1
-      })
-      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const tools = yield* notepad({ maxSessionsPerUser: 1 })
       const note = tools.get("pad_note")!
       const bob = yield* callIn(note, "b1", "bob", { text: "bob's page" })
       const first = yield* callIn(note, "m1", "mallory", { text: "one" })
@@ -354,15 +355,10 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
   it.scopedLive("a thread's process runs in its workspace with TMPDIR under it; its results name virtual paths", () =>
     Effect.gen(function*() {
       const home = tempDir("antler-mcp-home-")
-      const mcp = yield* McpClient.make({
-        servers: {
-          pad: Servers.server({ command: process.execPath, args: [NOTEPAD] }),
-          fixed: Servers.server({ command: process.execPath, args: [NOTEPAD], cwd: home })
-        },
-        setpriv: false,
-        workspace: (scope) => ExtensionsFile.workspaceOf(home, scope)
-      })
-      const tools = new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
+      const tools = yield* notepad(
+        { workspace: (scope) => ExtensionsFile.workspaceOf(home, scope) },
+        { fixed: Servers.server({ command: process.execPath, args: [NOTEPAD], cwd: home }) }
+      )
       const alice = yield* callIn(tools.get("pad_notes")!, "t1", "alice", {})
       assert.strictEqual(alice.cwd, "/mnt/user-data/workspace")
       assert.strictEqual(alice.tmp, "/mnt/user-data/workspace/.mcp/tmp")
