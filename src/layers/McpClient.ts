@@ -227,10 +227,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       )
     }
 
-    // Scoped calls' sessions (a run's user and thread each: `Mcp.sessionScope`), least recently used first. The
+    // Scoped calls' sessions (a run's user and thread each: `Mcp.SessionScope`), least recently used first. The
     // first scope of a server takes its shared connection (the one its tools were listed on, which no scope had
-    // used); every other scope has a connection of its own. A session closed for room ends its process; the shared
-    // connection is then started afresh by its next use, so no scope inherits another's server state.
+    // used), unless it is a stdio server pinned to the scope's workspace (`Options.workspace`); every other scope has
+    // a connection of its own. A session closed for room ends its process; the shared connection is then started
+    // afresh by its next use, so no scope inherits another's server state.
     /** A stdio server's entry run in `workspace`: its cwd (unless set) and temporary directory (unless set). */
     const pin = (resolved: Either.Either<McpServerConfig, string>, workspace: Workspace) => ({
       resolved: Either.map(resolved, (entry): McpServerConfig => ({
