@@ -21,7 +21,7 @@ import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
 import type { SessionScope } from "../services/Mcp.js"
 import { Mcp } from "../services/Mcp.js"
-import { threadPaths, USER_DATA } from "../services/Sandbox.js"
+import { SafeId, threadPaths, USER_DATA } from "../services/Sandbox.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
@@ -107,6 +107,8 @@ const snapshot = (configSource: string | undefined, home: string | undefined) =>
         onSuccess: (text) => ({ file, text })
       }))
 
+const isSafeId = Schema.is(SafeId)
+
 /** Where a thread's stdio MCP processes keep their temporary files: under its workspace, as DeerFlow's. */
 export const MCP_TMP_SUBDIR = ".mcp/tmp"
 
@@ -114,9 +116,11 @@ export const MCP_TMP_SUBDIR = ".mcp/tmp"
  * A thread's place for its stdio MCP servers' processes (DeerFlow's pinning): its workspace as their working
  * directory, `.mcp/tmp` in it as their temporary directory (so what they save lands where the thread's files are
  * served, and `.mcp` is left out of its changes), and the host paths of its files in their results named as the
- * model knows them (`/mnt/user-data/...`).
+ * model knows them (`/mnt/user-data/...`). None for ids that are not one path segment each (`SafeId`).
  */
-export const workspaceOf = (home: string, scope: SessionScope): McpClient.Workspace => {
+export const workspaceOf = (home: string, scope: SessionScope): McpClient.Workspace | undefined => {
+  // (ids that are not one path segment each have no workspace: the sandbox refuses them too)
+  if (!isSafeId(scope.userId) || !isSafeId(scope.threadId)) return undefined
   const paths = threadPaths(home, scope.userId, scope.threadId)
   const roots = [paths.root]
   let resolved = false

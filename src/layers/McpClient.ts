@@ -67,9 +67,10 @@ export interface Options {
    * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
    * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
    * both made when its session starts; `rewrite` turns the host paths its results name into the ones the model
-   * knows. Without it, a scope's process starts where the server's configuration says.
+   * knows. Without it (or without a workspace for the scope), a scope's process starts where the server's
+   * configuration says.
    */
-  readonly workspace?: ((scope: SessionScope) => Workspace) | undefined
+  readonly workspace?: ((scope: SessionScope) => Workspace | undefined) | undefined
 }
 
 /** A scope's place for its stdio servers' processes (`Options.workspace`). */
@@ -271,9 +272,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           return Effect.succeed(enter(found))
         }
         // a stdio server pinned to the scope's workspace is a process of its own from the start
-        const pinned = c.transport === "stdio" && options.workspace !== undefined
-          ? pin(c.resolved, options.workspace(scope))
-          : undefined
+        const workspace = c.transport === "stdio" ? options.workspace?.(scope) : undefined
+        const pinned = workspace === undefined ? undefined : pin(c.resolved, workspace)
         const session: Connection = takenBy.has(c.name) || pinned !== undefined
           ? {
             ...c,

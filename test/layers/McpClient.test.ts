@@ -369,6 +369,10 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       const fixed = yield* callIn(tools.get("fixed_notes")!, "t1", "alice", {})
       assert.strictEqual(fixed.cwd, Fs.realpathSync(home))
       assert.strictEqual(fixed.tmp, "/mnt/user-data/workspace/.mcp/tmp")
+      // (an id that is more than one path segment has no workspace: nothing is made outside the thread's folder)
+      const odd = yield* callIn(tools.get("pad_notes")!, "../../escape", "alice", {})
+      assert.notStrictEqual(odd.cwd, "/mnt/user-data/workspace")
+      assert.isFalse(Fs.existsSync(Path.join(home, "users", "escape")))
     }), SLOW)
 })
 
