@@ -21,7 +21,7 @@ import { AppConfigService } from "../services/AppConfig.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
 import type { SessionScope } from "../services/Mcp.js"
 import { Mcp } from "../services/Mcp.js"
-import { SafeId, threadPaths, USER_DATA } from "../services/Sandbox.js"
+import { isSafeId, threadPaths, USER_DATA } from "../services/Sandbox.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
@@ -106,8 +106,6 @@ const snapshot = (configSource: string | undefined, home: string | undefined) =>
         onFailure: () => undefined,
         onSuccess: (text) => ({ file, text })
       }))
-
-const isSafeId = Schema.is(SafeId)
 
 /** Where a thread's stdio MCP processes keep their temporary files: under its workspace, as DeerFlow's. */
 export const MCP_TMP_SUBDIR = ".mcp/tmp"

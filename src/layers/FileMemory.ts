@@ -29,7 +29,6 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
@@ -43,7 +42,7 @@ import { Memory, MemoryError } from "../services/Memory.js"
 import type { Pending, Scope as MemoryScope, Service } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
 import type { ModelRequest } from "../services/ModelService.js"
-import { SafeId } from "../services/Sandbox.js"
+import { isSafeId } from "../services/Sandbox.js"
 import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
@@ -58,8 +57,6 @@ import * as TextFile from "./TextFile.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Files
-
-const isSafeId = Schema.is(SafeId)
 
 /** The memory file of a scope under a root directory. */
 export const fileOf = (

@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import { AppConfigService } from "../services/AppConfig.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import type { ThreadPaths } from "../services/Sandbox.js"
-import { SafeId, threadPaths } from "../services/Sandbox.js"
+import { isSafeId, threadPaths } from "../services/Sandbox.js"
 import type { HumanMessage } from "../state/Message.js"
 import type { ThreadData } from "../state/ThreadState.js"
 import * as Middleware from "./Middleware.js"
@@ -26,8 +26,6 @@ export class UnsafeThreadPath extends Schema.TaggedError<UnsafeThreadPath>()("Un
       `digits, '.', '_' or '-', starting with a letter or digit`
   }
 }
-
-const isSafeId = Schema.is(SafeId)
 
 /** The host directories of a thread, refusing ids that are not one safe path segment. */
 export const resolveThreadPaths = (

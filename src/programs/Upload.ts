@@ -17,7 +17,7 @@ import * as FileErrors from "../internal/FileErrors.js"
 import * as DocumentConverter from "../layers/DocumentConverter.js"
 import { isBareFilename, isStagingFile, markdownSiblingOf } from "../middleware/Uploads.js"
 import { AppConfigService, type UploadsConfig } from "../services/AppConfig.js"
-import { SafeId, threadPaths, UPLOADS } from "../services/Sandbox.js"
+import { isSafeId, threadPaths, UPLOADS } from "../services/Sandbox.js"
 
 /** A file to upload: a host path (its base name is kept), or a name with its bytes (the gateway). */
 export type UploadInput = string | { readonly name: string; readonly bytes: Uint8Array }
@@ -407,7 +407,7 @@ export const upload = Effect.fn("Upload.upload")(function*(
   const limits = app.config.uploads
   const userId = options.userId ?? "default"
   for (const [field, value] of [["thread", threadId], ["user", userId]] as const) {
-    if (!Schema.is(SafeId)(value)) {
+    if (!isSafeId(value)) {
       return yield* new UploadError({
         reason: "invalid_thread",
         message: `Invalid ${field} id ${JSON.stringify(value)}: ids are 1-128 letters, digits, '.', '_' or '-', ` +

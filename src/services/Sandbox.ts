@@ -45,6 +45,9 @@ export const SafeId = Schema.String.pipe(
   })
 )
 
+/** Whether a text is a `SafeId` (one path segment of allowed characters). */
+export const isSafeId: (u: unknown) => u is string = Schema.is(SafeId)
+
 /** The host directories of a thread under the data directory (`ANTLER_HOME`). Pure: creates nothing. */
 export const threadPaths = (home: string, userId: string, threadId: string): ThreadPaths => {
   const root = `${home.replace(/\/+$/, "")}/users/${userId}/threads/${threadId}/user-data`

@@ -19,9 +19,8 @@
 import * as Crypto from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
 import type { StoreError } from "../../services/RunContext.js"
-import { SafeId } from "../../services/Sandbox.js"
+import { isSafeId } from "../../services/Sandbox.js"
 import type { Metadata, ThreadStore, ThreadSummary } from "../../services/ThreadStore.js"
 import { DEFAULT_USER } from "./Auth.js"
 import type * as Quotas from "./Quotas.js"
@@ -31,8 +30,6 @@ export const MAX_NEW_ID_LENGTH = 114
 
 /** The end of a derived id; clients may not end a new thread's id so. */
 const DERIVED = /\.u[0-9a-f]{12}$/
-
-const isSafeId = Schema.is(SafeId)
 
 /** What a user's derived ids end with: `.u` and 12 hex digits of the user id's digest. */
 export const tagOf = (userId: string): string =>

@@ -13,7 +13,7 @@ import * as Schema from "effect/Schema"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import * as ThreadData from "../../../middleware/ThreadData.js"
-import { SafeId, threadPaths } from "../../../services/Sandbox.js"
+import { isSafeId, threadPaths } from "../../../services/Sandbox.js"
 import type { CheckpointRecord, ThreadSummary } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
@@ -206,7 +206,7 @@ export const layer = (api: LangGraphApi) =>
             const { user: userId } = yield* CurrentIdentity
             const request = yield* Body.json(Threads.ThreadCreate)
             const threadId = request.thread_id ?? M.newId()
-            const existing = Schema.is(SafeId)(threadId)
+            const existing = isSafeId(threadId)
               ? yield* Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed)
               : Option.none<ThreadSummary>()
             if (Option.isSome(existing)) {
