@@ -19,7 +19,7 @@
 import * as Schema from "effect/Schema"
 import { escapeAttribute } from "./Markup.js"
 import { factGateReason, gateLabel, type GateReason } from "./MemoryGate.js"
-import { parseTime } from "./MemoryEviction.js"
+import { DAY_MS, parseTime } from "./MemoryEviction.js"
 import type { Fact } from "./MemorySchema.js"
 import { MAX_CONSOLIDATED_FROM } from "./MemorySchema.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
@@ -177,7 +177,6 @@ export interface Options {
   readonly staleness?: MemoryStaleness.Settings | undefined
 }
 
-const DAY_MS = 86_400_000
 
 /**
  * A merged fact's `expected_valid_days` (DeerMem's): it is reviewed at its sources' earliest deadline (each one's

@@ -83,7 +83,8 @@ export interface Decision<F> {
   readonly reservedCorrectionSlots: number
 }
 
-const DAY_MS = 86_400_000
+/** A day, in milliseconds. */
+export const DAY_MS = 86_400_000
 
 const fraction = (value: unknown, fallback: number): number => {
   if (typeof value !== "number" && typeof value !== "string") return fallback

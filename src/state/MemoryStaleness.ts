@@ -18,7 +18,7 @@
  */
 import * as Schema from "effect/Schema"
 import { escapeText } from "./Markup.js"
-import { parseTime } from "./MemoryEviction.js"
+import { DAY_MS, parseTime } from "./MemoryEviction.js"
 import { expectedValidDaysOf, type Fact } from "./MemorySchema.js"
 
 /** The settings of the review (DeerMem's `staleness_*` options). */
@@ -50,7 +50,6 @@ export const DEFAULT_SETTINGS: Settings = {
   maxExtensionDays: 3650
 }
 
-const DAY_MS = 86_400_000
 
 /** The furthest a JavaScript time reaches from 1970, in milliseconds. */
 const MAX_TIME_MS = 8.64e15
