@@ -17,11 +17,13 @@ import * as ExtensionsFile from "../../src/layers/ExtensionsFile.js"
 import * as McpClient from "../../src/layers/McpClient.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 import type { McpServerConfig } from "../../src/services/Extensions.js"
+import { processAlive } from "../../src/services/ThreadStore.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { inRun, tempDirs } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
 import { captureLogs } from "../support/logs.js"
+import { until } from "../support/poll.js"
 
 const tempDir = tempDirs()
 const SLOW = 120_000
@@ -301,14 +303,8 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       })
       return new Map(McpTools.tools(mcp, (yield* mcp.catalog).tools).map((t) => [t.name, t]))
     })
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
+  /** Waits until process `pid` has ended (a closed session's). */
+  const ended = (pid: number, what: string) => Effect.promise(() => until(() => !processAlive(pid), what, 100))
 
   it.scopedLive("each thread (and user) has its own server process; the least recently used is closed for room", () =>
     Effect.gen(function*() {
@@ -326,9 +322,9 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       // a third session: bob's, now the least recently used, is closed (its process ends)
       const carol = yield* callIn(notes, "t2", "alice", {})
       assert.deepStrictEqual(carol.notes, [])
-      assert.isTrue(alive(alice.pid))
-      for (let i = 0; i < 50 && alive(bob.pid); i++) yield* Effect.sleep("100 millis")
-      assert.isFalse(alive(bob.pid), "the session closed for room ended its process")
+      assert.isTrue(processAlive(alice.pid))
+      yield* ended(bob.pid, "bob's session closed for room")
+      assert.isFalse(processAlive(bob.pid), "the session closed for room ended its process")
       // bob's thread starts afresh, without what any other session was told
       const again = yield* callIn(notes, "t1", "bob", {})
       assert.deepStrictEqual(again.notes, [])
@@ -343,9 +339,9 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       const bob = yield* callIn(note, "b1", "bob", { text: "bob's page" })
       const first = yield* callIn(note, "m1", "mallory", { text: "one" })
       const second = yield* callIn(note, "m2", "mallory", { text: "two" })
-      for (let i = 0; i < 50 && alive(first.pid); i++) yield* Effect.sleep("100 millis")
-      assert.isFalse(alive(first.pid), "mallory's older session was closed")
-      assert.isTrue(alive(second.pid))
+      yield* ended(first.pid, "mallory's older session closed")
+      assert.isFalse(processAlive(first.pid), "mallory's older session was closed")
+      assert.isTrue(processAlive(second.pid))
       const bobAgain = yield* callIn(tools.get("pad_notes")!, "b1", "bob", {})
       assert.deepStrictEqual([bobAgain.pid, bobAgain.notes], [bob.pid, ["bob's page"]])
     }), SLOW)
