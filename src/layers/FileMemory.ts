@@ -47,13 +47,13 @@ import * as Tracing from "../services/Tracing.js"
 import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
-import * as MemoryConsolidation from "../state/MemoryConsolidation.js"
-import * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
-import * as MemoryStaleness from "../state/MemoryStaleness.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
 import * as TextFile from "./TextFile.js"
+import { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
+
+export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Files
@@ -124,57 +124,6 @@ export const readDocument = (
   limits?: MemoryLimits.Limits | undefined,
   redact?: Redact.Redactor | undefined
 ): Effect.Effect<MemoryDoc.Document, MemoryError> => Effect.map(readCapped(file, limits, redact), (read) => read.value)
-
-/** The settings of DeerMem's `hybrid-v1` capacity policy, when a memory configuration chooses it. */
-export const hybridOf = (config: MemoryConfig): MemoryEviction.Settings | undefined => {
-  const backend = config.backend_config
-  return backend.fact_eviction_policy === "hybrid-v1"
-    ? {
-      confidenceWeight: backend.eviction_confidence_weight,
-      confirmationWeight: backend.eviction_confirmation_weight,
-      accessWeight: backend.eviction_access_weight,
-      confirmationHalfLifeDays: backend.eviction_confirmation_half_life_days,
-      accessHalfLifeDays: backend.eviction_access_half_life_days,
-      correctionReservedFraction: backend.eviction_correction_reserved_fraction,
-      correctionReservedMax: backend.eviction_correction_reserved_max
-    }
-    : undefined
-}
-
-/** DeerMem's consolidation settings, when `consolidation_enabled`; else undefined (nothing is merged). */
-export const consolidationOf = (config: MemoryConfig): MemoryConsolidation.Settings | undefined => {
-  const backend = config.backend_config
-  return backend.consolidation_enabled
-    ? {
-      minFacts: backend.consolidation_min_facts,
-      maxGroups: backend.consolidation_max_groups_per_cycle,
-      maxSources: backend.consolidation_max_sources,
-      protectedCategories: backend.staleness_protected_categories
-    }
-    : undefined
-}
-
-/** The settings of DeerMem's staleness review in a memory configuration. */
-export const stalenessOf = (config: MemoryConfig): MemoryStaleness.Settings => {
-  const backend = config.backend_config
-  return {
-    enabled: backend.staleness_review_enabled,
-    ageDays: backend.staleness_age_days,
-    minCandidates: backend.staleness_min_candidates,
-    maxRemovalsPerCycle: backend.staleness_max_removals_per_cycle,
-    protectedCategories: backend.staleness_protected_categories,
-    maxLifetimeMultiplier: backend.staleness_max_lifetime_multiplier,
-    maxExtensionDays: backend.staleness_max_extension_days
-  }
-}
-
-/** The limits of a memory configuration. */
-export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
-  maxFacts: config.backend_config.max_facts,
-  maxFactChars: config.backend_config.max_fact_chars,
-  maxSummaryChars: config.backend_config.max_summary_chars,
-  hybrid: hybridOf(config)
-})
 
 /**
  * The secrets memory never stores unless told others (`Options.redact`): the configured models' keys and

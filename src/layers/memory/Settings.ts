@@ -1,0 +1,60 @@
+/**
+ * A memory configuration (`memory:` of `config.yaml`) read as the settings of the pure memory functions: the
+ * limits of a document, DeerMem's `hybrid-v1` capacity policy, its staleness review and its consolidation.
+ */
+import type { MemoryConfig } from "../../services/AppConfig.js"
+import type * as MemoryConsolidation from "../../state/MemoryConsolidation.js"
+import type * as MemoryEviction from "../../state/MemoryEviction.js"
+import type * as MemoryLimits from "../../state/MemoryLimits.js"
+import type * as MemoryStaleness from "../../state/MemoryStaleness.js"
+
+/** The settings of DeerMem's `hybrid-v1` capacity policy, when a memory configuration chooses it. */
+export const hybridOf = (config: MemoryConfig): MemoryEviction.Settings | undefined => {
+  const backend = config.backend_config
+  return backend.fact_eviction_policy === "hybrid-v1"
+    ? {
+      confidenceWeight: backend.eviction_confidence_weight,
+      confirmationWeight: backend.eviction_confirmation_weight,
+      accessWeight: backend.eviction_access_weight,
+      confirmationHalfLifeDays: backend.eviction_confirmation_half_life_days,
+      accessHalfLifeDays: backend.eviction_access_half_life_days,
+      correctionReservedFraction: backend.eviction_correction_reserved_fraction,
+      correctionReservedMax: backend.eviction_correction_reserved_max
+    }
+    : undefined
+}
+
+/** DeerMem's consolidation settings, when `consolidation_enabled`; else undefined (nothing is merged). */
+export const consolidationOf = (config: MemoryConfig): MemoryConsolidation.Settings | undefined => {
+  const backend = config.backend_config
+  return backend.consolidation_enabled
+    ? {
+      minFacts: backend.consolidation_min_facts,
+      maxGroups: backend.consolidation_max_groups_per_cycle,
+      maxSources: backend.consolidation_max_sources,
+      protectedCategories: backend.staleness_protected_categories
+    }
+    : undefined
+}
+
+/** The settings of DeerMem's staleness review in a memory configuration. */
+export const stalenessOf = (config: MemoryConfig): MemoryStaleness.Settings => {
+  const backend = config.backend_config
+  return {
+    enabled: backend.staleness_review_enabled,
+    ageDays: backend.staleness_age_days,
+    minCandidates: backend.staleness_min_candidates,
+    maxRemovalsPerCycle: backend.staleness_max_removals_per_cycle,
+    protectedCategories: backend.staleness_protected_categories,
+    maxLifetimeMultiplier: backend.staleness_max_lifetime_multiplier,
+    maxExtensionDays: backend.staleness_max_extension_days
+  }
+}
+
+/** The limits of a memory configuration. */
+export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
+  maxFacts: config.backend_config.max_facts,
+  maxFactChars: config.backend_config.max_fact_chars,
+  maxSummaryChars: config.backend_config.max_summary_chars,
+  hybrid: hybridOf(config)
+})
