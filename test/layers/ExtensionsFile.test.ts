@@ -20,6 +20,12 @@ import { captureLogs } from "../support/logs.js"
 const tempDir = tempDirs()
 const SLOW = 120_000
 
+/** The MCP service of `ExtensionsFile.layer(options)` for the app `app`, built in the test's scope. */
+const built = (app: AppConfigService["Type"], options: Parameters<typeof ExtensionsFile.layer>[0] = {}) =>
+  Layer.build(ExtensionsFile.layer({ setpriv: false, ...options }).pipe(
+    Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
+  ))
+
 // DeerFlow's AppConfig.from_file: config.yaml's `extensions` block may set the MCP servers and skill states; Antler
 // reads them from the extensions file only, and names those it does not read instead of dropping them silently
 describe("config.yaml's extensions block", () => {
@@ -31,9 +37,7 @@ describe("config.yaml's extensions block", () => {
       const { capture, logged } = captureLogs()
       const config = { ...defaults(), extensions: { middlewares: [], mcpServers: { x: {} }, skills: {} } }
       const app = { config, source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
-      yield* Layer.build(ExtensionsFile.layer({ setpriv: false }).pipe(
-        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
-      )).pipe(Effect.provide(capture))
+      yield* built(app).pipe(Effect.provide(capture))
       assert.deepStrictEqual(logged, [
         `${app.source}: extensions.mcpServers, extensions.skills are not read: Antler reads MCP servers and skill ` +
         `states from ${file} (move them there)`
@@ -52,15 +56,13 @@ describe("extensions_config.json edited while the app runs", () => {
       Fs.writeFileSync(file, JSON.stringify({ mcpServers: one, mcpInterceptors: ["my_pkg.interceptors:build"] }))
       const { capture, logged } = captureLogs()
       const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
-      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false, recheckMs: 0 }).pipe(
-        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
-      )).pipe(Effect.provide(capture))
+      const context = yield* built(app, { recheckMs: 0 }).pipe(Effect.provide(capture))
       // DeerFlow test_mcp_custom_interceptors.py: Python interceptors Antler cannot run are named, not dropped silently
       assert.deepStrictEqual(logged, [
         `${file}: mcpInterceptors is not read: Antler cannot load DeerFlow's Python interceptors (MCP calls go out ` +
         "without them)"
       ])
-      const mcp = Context.get(built, Mcp)
+      const mcp = Context.get(context, Mcp)
       const servers = Effect.map(mcp.catalog, (c) => [...new Set(c.tools.map((t) => t.server))])
       assert.strictEqual(yield* mcp.revision!, 0)
       assert.deepStrictEqual(yield* servers, ["one"])
@@ -92,10 +94,8 @@ describe("looking for a hand edit costs a run nothing most of the time", () => {
       const file = Path.join(dir, "extensions_config.json")
       Fs.writeFileSync(file, JSON.stringify({ mcpServers: { one: Servers.everything() } }))
       const app = { config: defaults(), source: Path.join(dir, "config.yaml"), ignored: [], home: dir }
-      const built = yield* Layer.build(ExtensionsFile.layer({ setpriv: false, recheckMs: 60_000 }).pipe(
-        Layer.provide(Layer.merge(Layer.succeed(AppConfigService, app), NodeFileSystem.layer))
-      ))
-      const mcp = Context.get(built, Mcp)
+      const context = yield* built(app, { recheckMs: 60_000 })
+      const mcp = Context.get(context, Mcp)
       assert.strictEqual(yield* mcp.revision!, 0)
       Fs.writeFileSync(file, JSON.stringify({ mcpServers: { two: Servers.everything() } }))
       // (the first look was just now: the edit waits for the next look, a minute on)
