@@ -20,6 +20,7 @@ import * as FiberMap from "effect/FiberMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
+import type * as Scope from "effect/Scope"
 import { AppConfigService } from "../../services/AppConfig.js"
 import { LiveConfig } from "../../services/LiveConfig.js"
 import type { RunEvent } from "../../services/RunEvents.js"
@@ -155,6 +156,12 @@ export interface Service {
     modes?: ReadonlyArray<Protocol.StreamMode> | undefined,
     onDisconnect?: Effect.Effect<void> | undefined
   ) => Readable
+  /**
+   * In a cluster: run `run` as a reader of this process can follow it, its events after `cursor` (a run of
+   * another runner: its frames kept here, as they come from its runner, while `Scope` lasts; a run of this
+   * process: itself). None without a cluster (every run a process follows is its own).
+   */
+  readonly mirror?: ((run: ActiveRun, cursor: number) => Effect.Effect<RunBuffer.Reader, never, Scope.Scope>) | undefined
   /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
   /**

@@ -1,6 +1,7 @@
 /**
  * A thread's stream (LangGraph's `GET /threads/{thread_id}/stream`, the SDK's `threads.joinStream`): the events
- * of the thread's runs, one run after the other as this process runs them, open until the client goes. Each
+ * of the thread's runs, one run after the other as this process (or, in a cluster, the thread's runner) runs them,
+ * open until the client goes. Each
  * event's id is `<run id>:<event id>`, which a client rejoins with as `Last-Event-ID`: the stream goes on after
  * that event (the run's `gap` when it is no longer kept, and then the thread's next runs). Without one it starts
  * with what the thread's active run does next; `-` starts with the first kept event of the thread's latest run.
@@ -12,6 +13,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import * as Protocol from "./Protocol.js"
+import * as RunRecords from "./RunRecords.js"
 import type { Reader } from "./RunBuffer.js"
 
 /** What a thread stream carries: its runs' events (`run_modes`), their starts and ends, or their states. */
@@ -49,8 +51,11 @@ export interface FollowedRun extends Reader {
 export interface Source {
   /** The thread's active run in this process. */
   readonly active: () => FollowedRun | undefined
-  /** A run this process still keeps the events of. */
-  readonly get: (runId: string) => FollowedRun | undefined
+  /**
+   * A run whose events are still kept, as the stream follows it from `cursor`: one of this process, or, in a
+   * cluster, one of the runner of its thread.
+   */
+  readonly get: (runId: string, cursor: number) => Effect.Effect<FollowedRun | undefined>
   /** The thread's run records. */
   readonly records: Effect.Effect<ReadonlyArray<RunRecord>>
 }
@@ -98,41 +103,60 @@ const appended = (run: Reader, seen: number): Effect.Effect<void> =>
 const remember = (followed: ReadonlyArray<string>, runId: string) =>
   followed.includes(runId) ? followed : [...followed, runId].slice(-REMEMBERED)
 
-/** The first run of `records` after the last one followed that this process keeps and no one followed yet. */
-const nextRecorded = (source: Source, records: ReadonlyArray<RunRecord>, followed: ReadonlyArray<string>) => {
-  const ordered = [...records].sort((a, b) => a.started_at.localeCompare(b.started_at))
-  // (none followed yet: the thread had no run when the stream began)
-  const last = followed.length === 0 ? -1 : ordered.findIndex((r) => r.run_id === followed[followed.length - 1])
-  if (last < 0 && followed.length > 0) return undefined
-  for (const record of ordered.slice(last + 1)) {
-    const run = followed.includes(record.run_id) ? undefined : source.get(record.run_id)
-    if (run !== undefined) return run
-  }
-  return undefined
-}
+const ordered = (records: ReadonlyArray<RunRecord>) =>
+  [...records].sort((a, b) => a.started_at.localeCompare(b.started_at))
 
-/** The run and position the stream starts at (`cursor`), and the runs it is not to follow again. */
-const startOf = (source: Source, cursor: Cursor): Effect.Effect<State> =>
+/** The first run of `records` after the last one followed whose events are kept and no one followed yet. */
+const nextRecorded = (source: Source, records: ReadonlyArray<RunRecord>, followed: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const runs = ordered(records)
+    // (none followed yet: the thread had no run when the stream began)
+    const last = followed.length === 0 ? -1 : runs.findIndex((r) => r.run_id === followed[followed.length - 1])
+    if (last < 0 && followed.length > 0) return undefined
+    for (const record of runs.slice(last + 1)) {
+      const run = followed.includes(record.run_id) ? undefined : yield* source.get(record.run_id, 0)
+      if (run !== undefined) return run
+    }
+    return undefined
+  })
+
+/**
+ * The run and position the stream starts at (`cursor`), and the runs it is not to follow again; and, for a cursor
+ * naming a run whose events are no longer kept, that run's `gap` to send first (the client reloads the thread's
+ * state).
+ */
+const startOf = (source: Source, cursor: Cursor): Effect.Effect<readonly [State, string | undefined]> =>
   Effect.gen(function*() {
     // (with no run to follow, the thread's latest is the one after which the next is looked for)
-    const latest = [...yield* source.records].sort((a, b) => a.started_at.localeCompare(b.started_at)).at(-1)
+    const latest = ordered(yield* source.records).at(-1)
     const none: State = { following: undefined, followed: latest === undefined ? [] : [latest.run_id], idle: 0 }
     switch (cursor._tag) {
       case "now": {
-        const run = source.active()
-        if (run === undefined) return none
-        const last = run.after(0).frames.at(-1)?.id ?? 0
-        return { following: { run, position: last }, followed: [run.runId], idle: 0 }
+        const own = source.active()
+        if (own !== undefined) {
+          const last = own.after(0).frames.at(-1)?.id ?? 0
+          return [{ following: { run: own, position: last }, followed: [own.runId], idle: 0 }, undefined] as const
+        }
+        // (in a cluster, an active run of another runner: followed from its first kept event)
+        const run = latest !== undefined && RunRecords.unfinished(latest) ? yield* source.get(latest.run_id, 0) : undefined
+        if (run === undefined) return [none, undefined] as const
+        return [{ following: { run, position: 0 }, followed: [run.runId], idle: 0 }, undefined] as const
       }
       case "start": {
-        const run = source.active() ?? (latest === undefined ? undefined : source.get(latest.run_id))
-        if (run === undefined) return none
-        return { following: { run, position: 0 }, followed: [run.runId], idle: 0 }
+        const run = source.active() ?? (latest === undefined ? undefined : yield* source.get(latest.run_id, 0))
+        if (run === undefined) return [none, undefined] as const
+        return [{ following: { run, position: 0 }, followed: [run.runId], idle: 0 }, undefined] as const
       }
       case "after": {
-        const run = source.get(cursor.runId)
-        if (run === undefined) return { ...none, followed: [cursor.runId] }
-        return { following: { run, position: cursor.id }, followed: [run.runId], idle: 0 }
+        const run = yield* source.get(cursor.runId, cursor.id)
+        if (run === undefined) {
+          const gap = Protocol.gapPayload(cursor.runId, cursor.id, cursor.id + 1, cursor.id)
+          return [
+            { ...none, followed: [cursor.runId] },
+            sseOf(cursor.runId, { id: cursor.id, event: "gap", data: JSON.stringify(gap) })
+          ] as const
+        }
+        return [{ following: { run, position: cursor.id }, followed: [run.runId], idle: 0 }, undefined] as const
       }
     }
   })
@@ -175,7 +199,7 @@ export const stream = (
       const look = active !== undefined && !followed.includes(active.runId)
         ? active
         : state.idle % RECORDS_EVERY === RECORDS_EVERY - 1
-        ? nextRecorded(source, yield* source.records, followed)
+        ? yield* nextRecorded(source, yield* source.records, followed)
         : undefined
       if (look !== undefined) {
         const next: State = { following: { run: look, position: 0 }, followed: remember(followed, look.runId), idle: 0 }
@@ -184,20 +208,15 @@ export const stream = (
       yield* Effect.sleep(LOOK_AGAIN)
       return [Chunk.empty<string>(), Option.some({ ...state, idle: state.idle + 1 })] as const
     })
-  const events = Stream.unwrap(Effect.map(startOf(source, cursor), (start) => Stream.paginateChunkEffect(start, step)))
-  // a cursor naming a run no longer kept here: that run's gap first
-  const gap = cursor._tag === "after" && source.get(cursor.runId) === undefined
-    ? Stream.make(sseOf(cursor.runId, {
-      id: cursor.id,
-      event: "gap",
-      data: JSON.stringify(Protocol.gapPayload(cursor.runId, cursor.id, cursor.id + 1, cursor.id))
-    }))
-    : Stream.empty
+  const events = Stream.unwrap(Effect.map(startOf(source, cursor), ([start, gap]) => {
+    const runs = Stream.paginateChunkEffect(start, step)
+    return gap === undefined ? runs : Stream.concat(Stream.make(gap), runs)
+  }))
   const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(
     Stream.map(() => Protocol.HEARTBEAT)
   )
   return Stream.concat(
     Stream.make(Protocol.HEARTBEAT),
-    Stream.merge(Stream.concat(gap, events), heartbeats, { haltStrategy: "left" })
+    Stream.merge(events, heartbeats, { haltStrategy: "left" })
   )
 }

@@ -38,6 +38,7 @@ import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
 import * as RunRecords from "../RunRecords.js"
+import * as FrameMirror from "../FrameMirror.js"
 import * as Runs from "../Runs.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunnerSocket from "./RunnerSocket.js"
@@ -341,17 +342,16 @@ export const layer = (
           yield* Effect.mapError(client(record.thread_id).Cancel({ runId, action, wait }), routed)
         })
 
-      const subscribe: Runs.Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
-        if (!remote.has(run)) return localRuns.subscribe(run, cursor, modes, onDisconnect)
-        // `complete`: the run's last frame (`end`, `gap`) passed; `ended`: the stream ended here (not the client
-        // gone, after which `onDisconnect` runs)
+      /**
+       * The frames of run `run` (another runner's) after `cursor`, from its runner. Its stream ending without the
+       * run's last frame (the runner drained and handed the run over, or died) is joined again, from the last frame
+       * it gave, once a second while the run's record says it goes on, up to a minute: on the thread's next runner
+       * once it resumed the run (whose event ids go on above these), so the stream goes on through the change of
+       * runner. `complete`: whether the run's last frame (`end`, `gap`) passed.
+       */
+      const remoteFrames = (run: Runs.ActiveRun, cursor: number) => {
         let complete = false
-        let ended = false
         let last = cursor
-        // The run's frames from its runner after `last`. Its stream ending without the run's last frame (the runner
-        // drained and handed the run over, or died) is joined again, from the last frame it gave, once a second
-        // while the run's record says it goes on, up to a minute: on the thread's next runner once it resumed the
-        // run (whose event ids go on above these), so the client's stream goes on through the change of runner.
         const from = (attempt: number): Stream.Stream<Protocol.Frame> =>
           client(run.threadId).Frames({ runId: run.runId, cursor: last }).pipe(
             Stream.tap((frame) =>
@@ -383,15 +383,36 @@ export const layer = (
             yield* Effect.sleep("1 second")
             return from(attempt + 1)
           })
-        const frames = from(0).pipe(Stream.concat(Stream.drain(Stream.fromEffect(Effect.sync(() => (ended = true))))))
+        return { frames: from(0), complete: () => complete }
+      }
+
+      const subscribe: Runs.Service["subscribe"] = (run, cursor, modes, onDisconnect) => {
+        if (!remote.has(run)) return localRuns.subscribe(run, cursor, modes, onDisconnect)
+        // `ended`: the stream ended here (not the client gone, after which `onDisconnect` runs)
+        let ended = false
+        const followed = remoteFrames(run, cursor)
+        const frames = followed.frames.pipe(Stream.concat(Stream.drain(Stream.fromEffect(Effect.sync(() => (ended = true))))))
         const text = Runs.sseOf(frames, modes, options.heartbeatSeconds).pipe(
           Stream.ensuring(
-            Effect.suspend(() => (complete || ended || onDisconnect === undefined ? Effect.void : onDisconnect))
+            Effect.suspend(() =>
+              followed.complete() || ended || onDisconnect === undefined ? Effect.void : onDisconnect
+            )
           )
         )
         // destroying the readable (the client gone) ends the iteration, which interrupts the stream
         return Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
       }
+
+      const mirror: NonNullable<Runs.Service["mirror"]> = (run, cursor) =>
+        Effect.gen(function*() {
+          if (!remote.has(run)) return run
+          const kept = FrameMirror.make(run.runId, options)
+          yield* Stream.runForEach(remoteFrames(run, cursor).frames, (frame) => Effect.sync(() => kept.put(frame))).pipe(
+            Effect.ensuring(Effect.sync(kept.close)),
+            Effect.forkScoped
+          )
+          return kept
+        })
 
       return Runs.Runs.of({
         start,
@@ -400,6 +421,7 @@ export const layer = (
         activeOf: (threadId) => localRuns.activeOf(threadId),
         cancel,
         subscribe,
+        mirror,
         resume: localRuns.resume,
         adopt,
         // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it

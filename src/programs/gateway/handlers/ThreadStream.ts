@@ -1,6 +1,7 @@
 /**
  * The thread stream endpoint (declared in `api/ThreadStream.ts`): the user's thread's runs' events, one run after
- * the other as this process runs them (`ThreadStream`); another user's thread is a 404, as a run's join.
+ * the other as this process runs them or, in a cluster, as their thread's runner does (`ThreadStream`,
+ * `FrameMirror`); another user's thread is a 404, as a run's join.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Readable } from "node:stream"
@@ -11,6 +12,7 @@ import { AppConfigService } from "../../../services/AppConfig.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
+import * as FrameMirror from "../FrameMirror.js"
 import * as ThreadStream from "../ThreadStream.js"
 import * as Access from "./Access.js"
 import { prefixOf, queryList, sse } from "./Http.js"
@@ -48,12 +50,22 @@ export const layer = (api: LangGraphApi) =>
             Effect.mapError(store.runs({ threadId: stored }), storeFailed),
             () => []
           )
+          const mirrors = FrameMirror.mirrors()
           const source: ThreadStream.Source = {
             active: () => ofThread(runs.activeOf(stored)),
-            get: (runId) => ofThread(runs.get(runId)),
+            get: (runId, from) => {
+              const own = ofThread(runs.get(runId))
+              if (own !== undefined || runs.mirror === undefined) return Effect.succeed(own)
+              // in a cluster, a run its thread's runner keeps: its frames from there, as long as they are followed
+              const mirror = runs.mirror
+              return Effect.flatMap(
+                Effect.orElseSucceed(runs.lookup(stored, runId), () => undefined),
+                (run) => ofThread(run) === undefined ? Effect.succeed(undefined) : mirrors.follow(runId, mirror(run!, from))
+              )
+            },
             records
           }
-          const text = ThreadStream.stream(source, cursor, modes, heartbeatSeconds)
+          const text = ThreadStream.stream(source, cursor, modes, heartbeatSeconds).pipe(Stream.ensuring(mirrors.close))
           // destroying the readable (the client gone) ends the iteration, which interrupts the stream
           const body = Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
           // (where the SDK reconnects to, with the last event's id, when the connection breaks)
