@@ -102,8 +102,9 @@ export interface ExecOptions {
    */
   readonly onOutput?: (text: string) => void
   /**
-   * Virtual directories inside a read-only mount (the skills') the command does not see: each shows empty and
-   * read-only. Under bubblewrap only: bash on the host sees what the host shows.
+   * Virtual directories inside a read-only mount (the skills') the command does not see: under bubblewrap each
+   * shows empty and read-only; on the host (the skills' only) a command naming one is refused, and the others see
+   * the skills without them.
    */
   readonly hidden?: ReadonlyArray<string>
 }

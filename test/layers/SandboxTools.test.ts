@@ -653,9 +653,9 @@ describe("disabled skills' files (SPEC §7.1)", () => {
     `Error: Skill '${name}' is disabled. Access to its files is blocked. Enable the skill in settings before using it.`
 
   /** A skills directory with `alpha` (enabled) and `beta` (disabled in the home's extensions_config.json). */
-  const withSkills = (bwrap: "auto" | "off" = "off") => Effect.gen(function*() {
+  const withSkills = (bwrap: "auto" | "off" = "off", sandbox: Partial<SandboxConfig> = {}) => Effect.gen(function*() {
     const skills = tempDir("antler-tools-skills-")
-    const env = yield* ready({ skills, bwrap })
+    const env = yield* ready({ skills, bwrap, sandbox })
     env.write("public/alpha/SKILL.md", skill("alpha"), skills)
     env.write("public/beta/SKILL.md", skill("beta"), skills)
     env.write("public/beta/notes/ref.md", "SECRET-beta-notes\n", skills)
@@ -665,7 +665,7 @@ describe("disabled skills' files (SPEC §7.1)", () => {
         JSON.stringify({ mcpServers: {}, skills: { beta: { enabled: beta } } })
       )
     states(false)
-    return { ...env, states }
+    return { ...env, states, skills }
   })
 
   it.effect("read_file, ls, glob and grep refuse a path inside a disabled skill; an enabled one reads as before", () =>
@@ -720,6 +720,52 @@ describe("disabled skills' files (SPEC §7.1)", () => {
       assert.include(seen, "Read-only file system")
       states(true)
       assert.include(yield* bash(`cat ${S}/beta/notes/ref.md`), "SECRET-beta-notes")
+    }))
+
+  // DeerFlow's local sandbox maps the skills to a copy of the enabled ones only: its host bash does not see the others
+  it.live("bash on the host does not see a disabled skill's folder: not through a glob, a cd, or a search", () =>
+    Effect.gen(function*() {
+      const { call, home, paths, skills, states } = yield* withSkills("off", { allow_host_bash: true })
+      const bash = (command: string) => Effect.map(call("bash", { description: "x", command }), (r) => r.text)
+      const seen = yield* bash(
+        "cat /mnt/skills/*/*/SKILL.md /mnt/skills/*/*/*/*; ls /mnt/skills/public; grep -r SECRET /mnt/skills; " +
+          "cd /mnt/skills/public && cat beta/SKILL.md; pwd; find . -name '*.md' | sort"
+      )
+      assert.include(seen, "SECRET-alpha")
+      assert.notInclude(seen, "SECRET-beta")
+      assert.include(seen, "/mnt/skills/public/alpha/SKILL.md:SECRET-alpha")
+      assert.include(seen, "cat: beta/SKILL.md: No such file or directory")
+      assert.match(seen, /^alpha$/m)
+      assert.notMatch(seen, /^beta$/m)
+      assert.include(seen, "\n/mnt/skills/public\n./alpha/SKILL.md")
+      assert.notInclude(seen, home)
+      // the command's view of the skills is gone with it; the skills are as they were
+      const work = Path.join(Path.dirname(paths.root), LocalSandbox.WORK_DIR)
+      assert.deepStrictEqual(Fs.existsSync(work) ? Fs.readdirSync(work) : [], [])
+      assert.include(Fs.readFileSync(Path.join(skills, "public/beta/notes/ref.md"), "utf8"), "SECRET-beta-notes")
+      states(true)
+      const enabled = yield* bash(`cat ${S}/beta/notes/ref.md; ls /mnt/skills/public`)
+      assert.include(enabled, "SECRET-beta-notes")
+      assert.match(enabled, /^beta$/m)
+    }))
+
+  it.live("bash on the host refuses a command naming a disabled skill's folder, by its path or its host path", () =>
+    Effect.gen(function*() {
+      const { call, skills } = yield* withSkills("off", { allow_host_bash: true })
+      const bash = (command: string) => Effect.map(call("bash", { description: "x", command }), (r) => r.text)
+      for (const path of [`${S}/beta`, `${S}/beta/SKILL.md`, `${S}//beta/notes/`, "/mnt/skills/./public/beta"]) {
+        const text = yield* bash(`echo start; cat ${path}; ls "${path}"`)
+        assert.strictEqual(
+          text,
+          `Error: Command refused: ${path} is in a disabled skill's folder (${S}/beta); access to its files is ` +
+            "blocked. Enable the skill in settings before using it.",
+          path
+        )
+      }
+      const host = yield* bash(`cat ${skills}/public/beta/SKILL.md`)
+      assert.isTrue(host.startsWith("Error: Command refused:"), host)
+      assert.notInclude(host, "SECRET-beta")
+      assert.include(yield* bash(`cat ${S}/alpha/SKILL.md`), "SECRET-alpha")
     }))
 
   it.effect("the skill's state is read at each call: enabled again, its files read at once", () =>

@@ -7,12 +7,19 @@
  *
  * The parts live under `bash/`, one concept each: `Output` (capture and truncation), `SystemView` (what of the
  * host the sandbox shows), `Limits` (rlimits), `Setup` (the staged setup script), `Bwrap` (bubblewrap's
- * arguments), `Process` (running and supervising the child), `Probe` (whether bubblewrap works here) and
- * `HostBash` (the guard for host bash).
+ * arguments), `Process` (running and supervising the child), `Probe` (whether bubblewrap works here),
+ * `HostBash` (the guard for host bash) and `SkillsView` (the skills host bash sees while one is disabled).
  */
 export type { BwrapInvocation, BwrapMode, BwrapSpec, Mount } from "./bash/Bwrap.js"
 export { bwrapInvocation } from "./bash/Bwrap.js"
-export { hostBashArgs, rewriteHostCommand, shellQuote, SYSTEM_PREFIXES, validateHostCommand } from "./bash/HostBash.js"
+export {
+  hostBashArgs,
+  pathInFolders,
+  rewriteHostCommand,
+  shellQuote,
+  SYSTEM_PREFIXES,
+  validateHostCommand
+} from "./bash/HostBash.js"
 export type { Limits } from "./bash/Limits.js"
 export { NO_LIMITS } from "./bash/Limits.js"
 export {
@@ -28,5 +35,6 @@ export { probeBwrap } from "./bash/Probe.js"
 export type { Guard, ProcessOutcome, ProcessSpec } from "./bash/Process.js"
 export { run, wrapped } from "./bash/Process.js"
 export { parseSetupStatus, removeTree, SETUP_SCRIPT, STAGE } from "./bash/Setup.js"
+export { buildSkillsView } from "./bash/SkillsView.js"
 export type { LayoutEntry, RootLayout } from "./bash/SystemView.js"
 export { etcFiles, hostRootLayout, SANDBOX_HOSTNAME, SANDBOX_PATH, SANDBOX_USER } from "./bash/SystemView.js"

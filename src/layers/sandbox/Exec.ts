@@ -2,7 +2,8 @@
  * Running a command in a thread's sandbox: under bubblewrap (the thread's directories at their virtual paths,
  * staged through overlayfs where it can be), or, knowingly, on the host (`sandbox.allow_host_bash`), or not at
  * all (with how to enable it). Each command gets its own cgroup where one can be made and an overlayfs work
- * directory in the thread's directory, both removed when it ends; a guard stops it at the process cap or past the
+ * directory in the thread's directory (on the host, while a skill is disabled, a view of the enabled skills
+ * instead: `SkillsView`), all removed when it ends; a guard stops it at the process cap or past the
  * disk quota, and its result carries notes on the limits it ran into.
  */
 import { randomBytes } from "node:crypto"
@@ -17,7 +18,8 @@ import { codeOf } from "./FsErrors.js"
 import * as Quota from "./Quota.js"
 import type { SandboxState } from "./SandboxState.js"
 import { realOrSelf } from "./SandboxState.js"
-import { isInside } from "./VirtualPaths.js"
+import type { MountPoint } from "./VirtualPaths.js"
+import { isInside, makeMask } from "./VirtualPaths.js"
 
 /** The message bash gives when it cannot run (no bubblewrap, host bash not allowed). */
 export const bashDisabledMessage = (reason: string): string =>
@@ -56,15 +58,48 @@ export const sweepWorkDirs = (root: string) => {
   }
 }
 
-/** What one command holds while it runs: its cgroup and its overlayfs work directory, when it has them. */
+/**
+ * What one command holds while it runs: its cgroup, its overlayfs work directory, and on the host its view of the
+ * enabled skills, when it has them.
+ */
 interface Resources {
   readonly group: Cgroup.Group | undefined
   readonly work: string | undefined
+  readonly view: string | undefined
 }
 
-const acquireResources = (state: SandboxState, groups: Cgroup.Availability, staged: boolean) =>
+/** The skills host bash must not see: the skills' mount and the disabled folders in it, relative to it. */
+interface HiddenSkills {
+  readonly mount: MountPoint
+  readonly hidden: ReadonlyArray<string>
+}
+
+const acquireResources = (
+  state: SandboxState,
+  groups: Cgroup.Availability,
+  staged: boolean,
+  skills: HiddenSkills | undefined
+) =>
   Effect.gen(function*() {
     const { limits } = state.quota
+    // First, so that a view that cannot be made leaves nothing else to release.
+    let view: string | undefined
+    if (skills !== undefined) {
+      view = Path.join(state.workRoot, `${process.pid}-${randomBytes(6).toString("hex")}`)
+      const made = view
+      yield* Effect.try({
+        try: () => Bash.buildSkillsView(skills.mount.host, made, skills.hidden),
+        catch: (cause) => {
+          Bash.removeTree(made)
+          return new SandboxError({
+            reason: "io",
+            message: `The view of the enabled skills could not be made (${codeOf(cause) ?? "error"}); the command ` +
+              "did not run.",
+            cause
+          })
+        }
+      })
+    }
     let group: Cgroup.Group | undefined
     if (groups.available && (limits.processes > 0 || limits.memoryBytes > 0)) {
       const made = yield* Effect.either(
@@ -82,7 +117,7 @@ const acquireResources = (state: SandboxState, groups: Cgroup.Availability, stag
         work = undefined
       }
     }
-    return { group, work } satisfies Resources
+    return { group, work, view } satisfies Resources
   })
 
 const releaseResources = (resources: Resources) =>
@@ -90,8 +125,19 @@ const releaseResources = (resources: Resources) =>
     resources.group?.destroy ?? Effect.void,
     Effect.sync(() => {
       if (resources.work !== undefined) Bash.removeTree(resources.work)
+      if (resources.view !== undefined) Bash.removeTree(resources.view)
     })
   )
+
+// The disabled skills' folders (virtual) inside the skills' mount, which host bash must not see.
+const hiddenSkills = (state: SandboxState, folders: ReadonlyArray<string>): HiddenSkills | undefined => {
+  const mount = state.mounts.find((m) => m.origin === "skills")
+  if (mount === undefined) return undefined
+  const hidden = folders.filter((dir) => isInside(dir, mount.virtual)).map((dir) =>
+    Path.posix.relative(mount.virtual, dir)
+  )
+  return hidden.length === 0 ? undefined : { mount, hidden }
+}
 
 /** How the child process is started. */
 interface Launch {
@@ -177,10 +223,20 @@ const bwrapLaunch = (
   }
 }
 
-// On the host: the command (its virtual roots rewritten to host directories) run from the workspace.
-const hostLaunch = (state: SandboxState, rewritten: string, env: Record<string, string>): Launch => {
+// On the host: the command (its virtual roots rewritten to host directories, the skills' to the view of the
+// enabled ones when there is one) run from the workspace.
+const hostLaunch = (
+  state: SandboxState,
+  command: string,
+  env: Record<string, string>,
+  view: string | undefined
+): Launch => {
   const { paths } = state
   const { limits } = state.quota
+  const rewritten = Bash.rewriteHostCommand(
+    command,
+    state.mounts.map((m) => [m.virtual, view !== undefined && m.origin === "skills" ? view : m.host] as const)
+  )
   return {
     file: "/bin/bash",
     // RLIMIT_NPROC would count every process of the host user here, so it is not set.
@@ -205,14 +261,14 @@ export const exec = (
   options: ExecOptions = {}
 ): Effect.Effect<ExecResult, SandboxError> =>
   Effect.gen(function*() {
-    const { mask, mounts, quota, spec } = state
+    const { mounts, quota, spec } = state
     const { limits, usage } = quota
     const configuredMs = Math.round(spec.config.bash_command_timeout * 1000)
     const timeoutMs = Math.max(1, Math.min(options.timeoutMs ?? configuredMs, configuredMs))
     const maxOutputChars = options.maxOutputChars ?? spec.config.bash_output_max_chars
     const status = yield* spec.bwrap
     const env = { ...options.env }
-    let rewritten: string | undefined
+    let skills: HiddenSkills | undefined
     if (!status.available) {
       if (!spec.config.allow_host_bash) {
         return yield* new SandboxError({ reason: "bash_disabled", message: bashDisabledMessage(status.reason) })
@@ -221,7 +277,15 @@ export const exec = (
       if (problem !== undefined) {
         return yield* new SandboxError({ reason: "path_escape", message: `Command refused: ${problem}.` })
       }
-      rewritten = Bash.rewriteHostCommand(command, mounts.map((m) => [m.virtual, m.host] as const))
+      skills = hiddenSkills(state, options.hidden ?? [])
+      const named = Bash.pathInFolders(command, (options.hidden ?? []).map((dir) => Path.posix.normalize(dir)))
+      if (named !== undefined) {
+        return yield* new SandboxError({
+          reason: "permission",
+          message: `Command refused: ${named.path} is in a disabled skill's folder (${named.folder}); access to its ` +
+            "files is blocked. Enable the skill in settings before using it."
+        })
+      }
     } else if (status.warning !== undefined) {
       yield* spec.warn("bwrap", `bash sandbox: ${status.warning}`)
     }
@@ -229,13 +293,17 @@ export const exec = (
     yield* Quota.warnUnenforced(quota, groups, spec.warn)
     const staged = status.available && status.mode === "staged"
     return yield* Effect.acquireUseRelease(
-      acquireResources(state, groups, staged),
-      ({ group, work }) =>
+      acquireResources(state, groups, staged, skills),
+      ({ group, view, work }) =>
         Effect.gen(function*() {
-          // (rewritten is set whenever bubblewrap is not available: bash was refused above otherwise)
           const { args, cwd, env: childEnv, file, inputs, statusFd } = status.available
             ? bwrapLaunch(state, status.path, work, command, env, options.hidden ?? [])
-            : hostLaunch(state, rewritten!, env)
+            : hostLaunch(state, command, env, view)
+          // The view's host path reads as the skills' virtual one, as the skills directory's does.
+          const viewMask = view === undefined || skills === undefined
+            ? undefined
+            : makeMask([[view, skills.mount.virtual], [realOrSelf(view), skills.mount.virtual]])
+          const mask = viewMask === undefined ? state.mask : (text: string) => state.mask(viewMask(text))
           // A command may shrink a thread that is over its quota, not grow it.
           let diskLimit = limits.diskQuotaBytes
           if (diskLimit > 0 && (yield* Effect.promise(() => usage.estimate())) > diskLimit) {

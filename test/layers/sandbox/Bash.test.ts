@@ -925,6 +925,77 @@ describe("bash without bubblewrap", () => {
     }))
 })
 
+describe("Bash.buildSkillsView (the skills host bash sees while one is disabled)", () => {
+  /** A skills directory with `public/{alpha,beta}`, a linked category `linked/` holding `delta`, and links. */
+  const skillsTree = () => {
+    const base = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-view-"))
+    homes.push(base)
+    const root = Path.join(base, "skills")
+    const file = (relative: string, content: string) => {
+      Fs.mkdirSync(Path.dirname(Path.join(root, relative)), { recursive: true })
+      Fs.writeFileSync(Path.join(root, relative), content)
+    }
+    file("public/alpha/SKILL.md", "SECRET-alpha\n")
+    file("public/beta/SKILL.md", "SECRET-beta\n")
+    file("README.md", "read me\n")
+    Fs.mkdirSync(Path.join(base, "elsewhere/delta"), { recursive: true })
+    Fs.writeFileSync(Path.join(base, "elsewhere/delta/SKILL.md"), "SECRET-delta\n")
+    Fs.writeFileSync(Path.join(base, "outside.txt"), "outside\n")
+    Fs.symlinkSync(Path.join(base, "elsewhere"), Path.join(root, "linked"))
+    const alpha = Path.join(root, "public/alpha")
+    Fs.symlinkSync("../beta/SKILL.md", Path.join(alpha, "to-beta"))
+    Fs.symlinkSync("..", Path.join(alpha, "up"))
+    Fs.symlinkSync(root, Path.join(alpha, "root"))
+    Fs.symlinkSync("/", Path.join(alpha, "slash"))
+    Fs.symlinkSync(Path.join(alpha, "SKILL.md"), Path.join(alpha, "self"))
+    Fs.symlinkSync(Path.join(base, "outside.txt"), Path.join(alpha, "outside"))
+    return { base, root, view: Path.join(base, "view") }
+  }
+  const read = (path: string) => Fs.readFileSync(path, "utf8")
+
+  it("leaves out the hidden folders and links into or above them; keeps the rest, links pointing into the view", () => {
+    const { base, root, view } = skillsTree()
+    Bash.buildSkillsView(root, view, ["public/beta", "linked/delta"])
+    assert.deepStrictEqual(Fs.readdirSync(view).sort(), ["README.md", "linked", "public"])
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(view, "public")), ["alpha"])
+    assert.deepStrictEqual(Fs.readdirSync(Path.join(view, "linked")), [])
+    assert.deepStrictEqual(
+      Fs.readdirSync(Path.join(view, "public/alpha")).sort(),
+      ["SKILL.md", "outside", "self"]
+    )
+    assert.strictEqual(read(Path.join(view, "public/alpha/SKILL.md")), "SECRET-alpha\n")
+    assert.strictEqual(read(Path.join(view, "README.md")), "read me\n")
+    // a link into the skills points into the view; one out of them where it did
+    assert.strictEqual(Fs.realpathSync(Path.join(view, "public/alpha/self")), Path.join(Fs.realpathSync(view),
+      "public/alpha/SKILL.md"))
+    assert.strictEqual(read(Path.join(view, "public/alpha/outside")), "outside\n")
+    // the skills directory is as it was
+    assert.strictEqual(read(Path.join(root, "public/beta/SKILL.md")), "SECRET-beta\n")
+    assert.strictEqual(read(Path.join(base, "elsewhere/delta/SKILL.md")), "SECRET-delta\n")
+    Bash.removeTree(view)
+    assert.strictEqual(read(Path.join(root, "public/alpha/SKILL.md")), "SECRET-alpha\n")
+    assert.isTrue(Fs.existsSync(Path.join(root, "public/alpha/self")))
+  })
+
+  it.live("a FIFO is left out (the view never waits on one); the whole directory hidden is an empty view", () =>
+    Effect.gen(function*() {
+      const { root, view } = skillsTree()
+      const made = yield* Bash.run({
+        file: "/bin/sh",
+        args: ["-c", `mkfifo "${Path.join(root, "public/alpha/pipe")}"`],
+        env: { PATH: Bash.SANDBOX_PATH },
+        timeoutMs: 10_000,
+        maxOutputChars: 0
+      })
+      assert.strictEqual(made.exitCode, 0)
+      Bash.buildSkillsView(root, view, ["public/beta"])
+      assert.notInclude(Fs.readdirSync(Path.join(view, "public/alpha")), "pipe")
+      const empty = `${view}-empty`
+      Bash.buildSkillsView(root, empty, [""])
+      assert.deepStrictEqual(Fs.readdirSync(empty), [])
+    }))
+})
+
 describe("Bash.LineBuffer (output shown while a command runs)", () => {
   it("passes whole lines (\\n or \\r), holds a partial one, and lets a line past its limit through in pieces", () => {
     const lines = new Bash.LineBuffer(8)

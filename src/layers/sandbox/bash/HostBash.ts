@@ -3,6 +3,7 @@
  * against mistakes (not isolation) that checks the paths a command names and rewrites virtual roots to host
  * directories.
  */
+import * as Path from "node:path"
 import type { Lexed, Part } from "../../../state/ShellLexer.js"
 import { lex } from "../../../state/ShellLexer.js"
 import type { Limits } from "./Limits.js"
@@ -121,6 +122,27 @@ export const validateHostCommand = (command: string, roots: ReadonlyArray<string
     if (!allowed) return `the path ${path} is outside the sandbox (allowed: ${roots.join(", ")} and system binaries)`
   }
   return lexedProblem(lex(command), roots)
+}
+
+/**
+ * The first absolute path a host command names inside one of `folders` (the disabled skills' virtual folders),
+ * with that folder, or undefined. Doubled slashes and `.` segments are read as the shell reads them; a path the
+ * command builds (a glob, a variable, a `cd` then a relative path) is not seen here (host bash hides the folders
+ * from those through a view of the skills: `SkillsView`).
+ */
+export const pathInFolders = (
+  command: string,
+  folders: ReadonlyArray<string>
+): { readonly path: string; readonly folder: string } | undefined => {
+  if (folders.length === 0) return undefined
+  const withoutUrls = command.replace(new RegExp(URL, "g"), " ")
+  for (const match of withoutUrls.matchAll(new RegExp(ABSOLUTE, "g"))) {
+    const path = match[2]!
+    const normal = Path.posix.normalize(path)
+    const folder = folders.find((dir) => normal === dir || normal.startsWith(`${dir}/`))
+    if (folder !== undefined) return { path, folder }
+  }
+  return undefined
 }
 
 /** Rewrites virtual roots at the start of words to host directories (longest root first). */

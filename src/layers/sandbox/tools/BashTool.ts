@@ -101,7 +101,8 @@ export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }:
     handler: (args, call) =>
       withSandbox("bash", (sandbox) =>
         Effect.map(publishingOutput(call, (onOutput) =>
-          // (a disabled skill's folder shows empty: DeerFlow's sandbox mounts the enabled skills only)
+          // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
+          // enabled skills only)
           sandbox.exec(args.command, { onOutput, hidden: disabledSkills() })), (result) => {
           const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           if (result.timedOut) {

@@ -3,7 +3,8 @@
  * disabled skill's folder, and leave such paths out of what they list or search when they walk from above it (a
  * root above a disabled skill would otherwise still show its files). The skills and their states are the catalog's
  * (`SkillsDirectory.catalogOf`), read only when a path can reach the skills' mount. Under bubblewrap, `bash` sees a
- * disabled skill's folder empty (DeerFlow mounts a copy of the enabled skills only); bash on the host sees it.
+ * disabled skill's folder empty (DeerFlow mounts a copy of the enabled skills only); bash on the host refuses a
+ * command that names it and runs the others over a view of the skills without it (`SkillsView`).
  */
 import * as Path from "node:path"
 import type { Catalog } from "../../../services/Skills.js"
