@@ -114,7 +114,9 @@ export const MCP_TMP_SUBDIR = ".mcp/tmp"
  * A thread's place for its stdio MCP servers' processes (DeerFlow's pinning): its workspace as their working
  * directory, `.mcp/tmp` in it as their temporary directory (so what they save lands where the thread's files are
  * served, and `.mcp` is left out of its changes), and the host paths of its files in their results named as the
- * model knows them (`/mnt/user-data/...`). None for ids that are not one path segment each (`SafeId`).
+ * model knows them (`/mnt/user-data/...`), as are the files named by a path relative to the process's working
+ * directory or by the bare name of a file the call wrote (`WorkspaceFiles`). None for ids that are not one path
+ * segment each (`SafeId`).
  */
 export const workspaceOf = (home: string, scope: SessionScope): McpClient.Workspace | undefined => {
   // (ids that are not one path segment each have no workspace: the sandbox refuses them too)
@@ -125,6 +127,7 @@ export const workspaceOf = (home: string, scope: SessionScope): McpClient.Worksp
   return {
     cwd: paths.workspace,
     tmp: `${paths.workspace}/${MCP_TMP_SUBDIR}`,
+    files: { root: paths.root, virtual: USER_DATA, workspace: paths.workspace },
     rewrite: (text) => {
       if (!resolved) {
         resolved = true

@@ -26,13 +26,14 @@ import type * as Scope from "effect/Scope"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { McpServerConfig } from "../services/Extensions.js"
 import { serverProblem, transportOf } from "../services/Extensions.js"
-import type { McpCatalog, McpResult, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
+import type { McpCatalog, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import { resultOf, toolsOf } from "./mcp/Decode.js"
 import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
+import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
 
@@ -67,8 +68,9 @@ export interface Options {
    * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
    * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
    * both made when its session starts; `rewrite` turns the host paths its results name into the ones the model
-   * knows. Without it (or without a workspace for the scope), a scope's process starts where the server's
-   * configuration says.
+   * knows, and `files` the thread's files they name by a relative path or a bare file name (`WorkspaceFiles`).
+   * Without it (or without a workspace for the scope), a scope's process starts where the server's configuration
+   * says.
    */
   readonly workspace?: ((scope: SessionScope) => Workspace | undefined) | undefined
 }
@@ -78,6 +80,8 @@ export interface Workspace {
   readonly cwd: string
   readonly tmp: string
   readonly rewrite: (text: string) => string
+  /** The thread's files, for the relative paths and bare file names its results name (none: host paths only). */
+  readonly files?: WorkspaceFiles.Place | undefined
 }
 
 /** A configured server and the state of its connection. */
@@ -103,6 +107,7 @@ interface Connection {
   /** A scope's pinned session (`Options.workspace`): the directories made before it starts, and its results' paths. */
   readonly dirs?: ReadonlyArray<string> | undefined
   readonly rewrite?: ((text: string) => string) | undefined
+  readonly files?: WorkspaceFiles.Place | undefined
 }
 
 const errorText = (error: unknown): string => clean(error instanceof Error ? error.message : String(error), 500)
@@ -125,18 +130,6 @@ const priorityWarnings = (name: string, config: McpServerConfig): ReadonlyArray<
         `clamped to ${priority < 0 ? 0 : 100}`
       ]
   )
-
-/** A result with the host paths its texts name rewritten (`Workspace.rewrite`). */
-const rewritten = (result: McpResult, rewrite: (text: string) => string): McpResult => ({
-  ...result,
-  content: result.content.map((block) => {
-    if (block.type === "text") return { ...block, text: rewrite(block.text) }
-    if (block.type === "resource" && block.resource.text !== undefined) {
-      return { ...block, resource: { ...block.resource, text: rewrite(block.resource.text) } }
-    }
-    return block
-  })
-})
 
 /** The MCP service over `options.servers`. Servers stop when the scope closes. */
 export const make = (options: Options): Effect.Effect<Service, never, Scope.Scope> =>
@@ -241,6 +234,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         env: { TMPDIR: workspace.tmp, TMP: workspace.tmp, TEMP: workspace.tmp, ...entry.env }
       })),
       rewrite: workspace.rewrite,
+      files: workspace.files,
       dirs: [workspace.cwd, workspace.tmp]
     })
     const maxSessions = Math.max(1, options.maxSessions ?? 256)
@@ -277,7 +271,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         const session: Connection = takenBy.has(c.name) || pinned !== undefined
           ? {
             ...c,
-            ...(pinned === undefined ? {} : { resolved: pinned.resolved, rewrite: pinned.rewrite, dirs: pinned.dirs }),
+            ...(pinned === undefined
+              ? {}
+              : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, dirs: pinned.dirs }),
             lock: Effect.unsafeMakeSemaphore(1),
             client: undefined,
             starting: undefined,
@@ -469,6 +465,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       }
       return yield* Effect.acquireUseRelease(sessionOf(shared, scope), (c) => Effect.gen(function*() {
         const client = yield* connect(c)
+        // (DeerFlow's pre-call snapshot: the files the call writes are told apart by it)
+        const before = c.files === undefined ? undefined : yield* WorkspaceFiles.snapshot(c.files.workspace)
         const ms = callMs(c)
         const raw = yield* Effect.tryPromise({
           try: (signal) =>
@@ -494,7 +492,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           }
         })
         c.healthy = true
-        return c.rewrite === undefined ? resultOf(raw) : rewritten(resultOf(raw), c.rewrite)
+        if (c.rewrite === undefined) return resultOf(raw)
+        const cwd = Either.isRight(c.resolved) ? c.resolved.right.cwd : undefined
+        return yield* WorkspaceFiles.rewrite(resultOf(raw), { hostPaths: c.rewrite, place: c.files, cwd, before })
       }), (c) => Effect.sync(() => leave(c)))
     })
 

@@ -370,6 +370,62 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       assert.notStrictEqual(odd.cwd, "/mnt/user-data/workspace")
       assert.isFalse(Fs.existsSync(Path.join(home, "users", "escape")))
     }), SLOW)
+
+  // DeerFlow's _rewrite_unique_bare_filenames and _rewrite_local_paths_in_text over a real server: what a call
+  // wrote in the thread's workspace and names by its bare name, or by a path from the process's cwd, is shown as
+  // its /mnt/user-data path; nothing of another thread's or outside the thread's folder is named
+  it.scopedLive("a file a call wrote, named by its bare name or a relative path, is given as its virtual path", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-mcp-home-")
+      const tools = yield* notepad(
+        { workspace: (scope) => ExtensionsFile.workspaceOf(home, scope) },
+        { fixed: Servers.server({ command: process.execPath, args: [NOTEPAD], cwd: home }) }
+      )
+      const save = tools.get("pad_save")!
+      const sayIn = (tool: Tool.Tool, threadId: string, userId: string, args: Record<string, unknown>) => {
+        const run = inRun({ threadId, userId })
+        return Tool.invoke(tool, { id: "call_1", name: tool.name, args }).pipe(
+          Effect.provide(run.context),
+          Effect.map((result) => M.contentText(result.message.content))
+        )
+      }
+      const wrote = yield* sayIn(save, "t1", "alice", {
+        files: ["page-2026-06-16T10-21-46-864Z.yml", "temp/shot.png"],
+        say: "Saved as page-2026-06-16T10-21-46-864Z.yml. Screenshot: ![shot](temp/shot.png)",
+        links: true
+      })
+      const ws = "/mnt/user-data/workspace"
+      assert.include(
+        wrote,
+        `Saved as ${ws}/page-2026-06-16T10-21-46-864Z.yml. Screenshot: ![shot](${ws}/temp/shot.png)`
+      )
+      assert.include(wrote, `Resource link: shot.png <file://${ws}/temp/shot.png>`)
+      assert.notInclude(wrote, home)
+      const hostWorkspace = Path.join(home, "users", "alice", "threads", "t1", "user-data", "workspace")
+      assert.isTrue(Fs.statSync(Path.join(hostWorkspace, "temp", "shot.png")).isFile())
+      // a later call that did not write it: the bare name stays (its relative path is still the thread's file)
+      assert.strictEqual(
+        yield* sayIn(save, "t1", "alice", { say: "page-2026-06-16T10-21-46-864Z.yml and temp/shot.png" }),
+        `page-2026-06-16T10-21-46-864Z.yml and ${ws}/temp/shot.png`
+      )
+      // two files of one name written by one call: which one is meant cannot be told
+      assert.strictEqual(
+        yield* sayIn(save, "t1", "alice", { files: ["a/dup.txt", "b/dup.txt"], say: "Saved dup.txt" }),
+        "Saved dup.txt"
+      )
+      // another user's thread names alice's file by a path from its own workspace: not its file, left as it is
+      const spy = "../../../../../alice/threads/t1/user-data/workspace/temp/shot.png"
+      assert.strictEqual(yield* sayIn(save, "t1", "bob", { say: `Look at ${spy}` }), `Look at ${spy}`)
+      // a server with its own cwd (outside the thread) writes there: not the thread's file, so not named as one
+      assert.strictEqual(
+        yield* sayIn(tools.get("fixed_save")!, "t1", "alice", {
+          files: ["elsewhere.txt", "out/far.txt"],
+          say: "elsewhere.txt, out/far.txt"
+        }),
+        "elsewhere.txt, out/far.txt"
+      )
+      assert.isTrue(Fs.existsSync(Path.join(home, "out", "far.txt")))
+    }), SLOW)
 })
 
 describe("MCP over streamable HTTP (a server started by the test)", () => {
