@@ -14,7 +14,8 @@
  * included: it is started with a parent-death signal (see `ParentDeath`; without one, a warning says so).
  *
  * This module keeps the connections (start, reuse, restart, stop) and the port; `mcp/Transport.ts` makes the
- * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s.
+ * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s,
+ * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import * as Fs from "node:fs"
