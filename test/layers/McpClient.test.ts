@@ -399,7 +399,7 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
         wrote,
         `Saved as ${ws}/page-2026-06-16T10-21-46-864Z.yml. Screenshot: ![shot](${ws}/temp/shot.png)`
       )
-      assert.include(wrote, `Resource link: shot.png <file://${ws}/temp/shot.png>`)
+      assert.include(wrote, `Resource link: shot.png <${ws}/temp/shot.png>`)
       assert.notInclude(wrote, home)
       const hostWorkspace = Path.join(home, "users", "alice", "threads", "t1", "user-data", "workspace")
       assert.isTrue(Fs.statSync(Path.join(hostWorkspace, "temp", "shot.png")).isFile())

@@ -108,6 +108,25 @@ const lookUp = async (token: string, cwd: string, realRoot: string, place: Place
   }
 }
 
+/**
+ * The local path a link's URI names (DeerFlow's `_local_path_from_uri`): a `file://` URI's path, percent-decoded,
+ * or the URI itself when it has no scheme (possibly relative); none for a remote URI (`http:`, `data:`...).
+ */
+export const localPathOf = (uri: string): string | undefined => {
+  if (uri === "" || uri.length > 4096) return undefined
+  if (uri.startsWith("file://")) {
+    const rest = uri.slice("file://".length)
+    // (`file://host/path`: only the local host's)
+    const path = rest.startsWith("/") ? rest : rest.startsWith("localhost/") ? rest.slice("localhost".length) : ""
+    try {
+      return path === "" ? undefined : decodeURIComponent(path.replace(/[?#].*$/s, ""))
+    } catch {
+      return undefined
+    }
+  }
+  return /^[A-Za-z][A-Za-z0-9+.-]*:/.test(uri) ? undefined : uri
+}
+
 /** The result's texts (text blocks, embedded resources' texts), each through `f`. */
 const mapTexts = (result: McpResult, f: (text: string) => string): McpResult => ({
   ...result,
@@ -159,14 +178,28 @@ export interface Call {
  */
 export const rewrite = (result: McpResult, call: Call): Effect.Effect<McpResult> =>
   Effect.gen(function*() {
-    const shown = mapLinks(mapTexts(result, call.hostPaths), call.hostPaths)
     const place = call.place
-    const texts = textsOf(shown)
-    if (place === undefined || texts.length === 0) return shown
-    const realRoot = yield* Effect.promise(() => Fs.promises.realpath(place.root).catch(() => undefined))
-    if (realRoot === undefined) return shown
-    let out = shown
+    const realRoot = place === undefined
+      ? undefined
+      : yield* Effect.promise(() => Fs.promises.realpath(place.root).catch(() => undefined))
     const cwd = call.cwd
+    // a resource link naming a file of the thread (a `file://` URI, a path, one relative to the server's cwd) is
+    // its path as the model knows it, as DeerFlow gives it; any other keeps its URI, host paths hidden
+    const links = new Map<string, string>()
+    if (place !== undefined && realRoot !== undefined) {
+      const uris = [...new Set(result.content.flatMap((b) => (b.type === "resource_link" ? [b.uri] : [])))]
+      yield* Effect.promise(() =>
+        Promise.all(uris.slice(0, MAX_PATHS).map(async (uri) => {
+          const local = localPathOf(uri)
+          const to = local === undefined ? undefined : await lookUp(local, cwd ?? place.workspace, realRoot, place)
+          if (to !== undefined) links.set(uri, to)
+        }))
+      )
+    }
+    const shown = mapLinks(mapTexts(result, call.hostPaths), (uri) => links.get(uri) ?? call.hostPaths(uri))
+    const texts = textsOf(shown)
+    if (place === undefined || realRoot === undefined || texts.length === 0) return shown
+    let out = shown
     if (cwd !== undefined) {
       const tokens = [...new Set(texts.flatMap(FileNames.pathTokens))].slice(0, MAX_PATHS)
       const found = new Map<string, string>()

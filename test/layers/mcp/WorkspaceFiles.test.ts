@@ -166,4 +166,36 @@ describe("WorkspaceFiles.rewrite", () => {
         { type: "image", data: "QUJD", mimeType: "image/png" }
       ])
     }))
+
+  it.effect("a resource link naming a file of the thread is its plain path (file://, percent-encoded, relative)", () =>
+    Effect.gen(function*() {
+      const t = thread()
+      const shot = t.write("shot one.png")
+      t.write("temp/page.yml")
+      const outside = Path.join(tempDir("antler-mcp-outside-"), "secret.png")
+      Fs.writeFileSync(outside, "secret")
+      const link = (uri: string) => ({ type: "resource_link" as const, uri, name: "file" })
+      const result = yield* WorkspaceFiles.rewrite({
+        content: [
+          link(`file://${shot.replaceAll(" ", "%20")}`),
+          link("temp/page.yml"),
+          link(`file://${outside}`),
+          link(`file://${Path.join(t.workspace, "missing.png")}`),
+          link("https://example.com/a.png")
+        ],
+        isError: false
+      }, { hostPaths: t.hostPaths, place: t.place, cwd: t.workspace })
+      assert.deepStrictEqual(result.content.map((block) => block.type === "resource_link" ? block.uri : ""), [
+        "/mnt/user-data/workspace/shot one.png",
+        "/mnt/user-data/workspace/temp/page.yml",
+        // not the thread's: as it was; a file that is not there: its host path hidden all the same
+        `file://${outside}`,
+        "file:///mnt/user-data/workspace/missing.png",
+        "https://example.com/a.png"
+      ])
+      assert.strictEqual(WorkspaceFiles.localPathOf("file://localhost/tmp/a%2Fb"), "/tmp/a/b")
+      assert.isUndefined(WorkspaceFiles.localPathOf("file://server/share/a"))
+      assert.isUndefined(WorkspaceFiles.localPathOf("file:///tmp/%E0%A4%A"))
+      assert.isUndefined(WorkspaceFiles.localPathOf("data:text/plain,hi"))
+    }))
 })
