@@ -15,6 +15,7 @@ import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
 import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../middleware/InputSanitization.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { StoredRunEvent } from "../../services/ThreadStore.js"
+import { headChars } from "../../state/Chars.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import type * as WorkspaceChanges from "./WorkspaceChanges.js"
@@ -48,8 +49,11 @@ const TERMINAL: Readonly<Record<string, string | undefined>> = {
 export const endsSubagent = (events: ReadonlyArray<RunEvent>): boolean =>
   events.some((e) => e.type === "custom" && TERMINAL[e.name] !== undefined)
 
-const cut = (text: string, max: number): [string, boolean] =>
-  text.length > max ? [text.slice(0, max), true] : [text, false]
+// (in characters as DeerFlow's Python counts them, code points: a cut never leaves half an emoji)
+const cut = (text: string, max: number): [string, boolean] => {
+  const head = headChars(text, max)
+  return [head, head !== text]
+}
 
 /**
  * A question as the user wrote it (DeerFlow's `restore_original_human_message`): a middleware put context before
@@ -101,8 +105,9 @@ const step = (taskId: string, index: number, message: Record<string, unknown>) =
     out.tool_calls = calls.map((call) => {
       const c = record(call) ?? {}
       const args = typeof c.args === "string" ? c.args : JSON.stringify(c.args ?? {})
-      return args.length > STEP_MAX_CHARS
-        ? { name: c.name ?? null, args: args.slice(0, STEP_MAX_CHARS), args_truncated: true }
+      const [head, truncated] = cut(args, STEP_MAX_CHARS)
+      return truncated
+        ? { name: c.name ?? null, args: head, args_truncated: true }
         : { name: c.name ?? null, args: c.args ?? {} }
     })
   }

@@ -120,6 +120,28 @@ describe("the run journal", () => {
     assert.strictEqual((events[1]!.content as any).model_name, "scripted")
   })
 
+  it("cuts a step's text, a call's arguments and a result in characters (code points), never half an emoji", () => {
+    // DeerFlow's truncate_step_text: Python's len and slicing count code points
+    const journal = RunJournal.make(at)
+    const short = "🦌".repeat(5000)
+    const long = "🦌".repeat(RunJournal.STEP_MAX_CHARS + 10)
+    journal.push([
+      task("task_running", { task_id: "c", message_index: 1, message: M.tool(short, "x", { name: "web_search" }) }),
+      task("task_running", {
+        task_id: "c",
+        message_index: 2,
+        message: M.ai(long, { tool_calls: [{ id: "x", name: "write_file", args: long as any, type: "tool_call" }] })
+      }),
+      task("task_completed", { task_id: "c", result: long })
+    ])
+    const [kept, cut, end] = journal.events().map((e) => e.content as any)
+    assert.deepInclude(kept, { text: short, truncated: false })
+    const expected = "🦌".repeat(RunJournal.STEP_MAX_CHARS)
+    assert.deepInclude(cut, { text: expected, truncated: true })
+    assert.deepStrictEqual(cut.tool_calls, [{ name: "write_file", args: expected, args_truncated: true }])
+    assert.deepInclude(end, { result: expected, result_truncated: true })
+  })
+
   it("keeps at most MAX_EVENTS events and MAX_BYTES of them, and always the run's end", () => {
     const journal = RunJournal.make(at)
     for (let i = 0; i < RunJournal.MAX_EVENTS + 50; i++) {
