@@ -279,24 +279,24 @@ const oneLineEscaped = (text: string): string => escapeText(text.replace(/\s+/g,
 export const guidance = (status: DelegationStatus, stopReason: SubagentStopReason | undefined): string => {
   if (stopReason !== undefined) {
     return status === "completed"
-      ? "stopped early by a guard with a partial result; reuse it, or retry with a narrower scope or a larger " +
-        "budget (max_turns / token_budget)"
-      : "stopped early by a guard without a usable result; retry with a narrower scope or a larger budget " +
+      ? "hit a guardrail cap with a partial result; reuse the partial result, or retry with a narrower scope or " +
+        "a larger budget (max_turns / token_budget)"
+      : "hit a guardrail cap without a usable result; retry with a narrower scope or a larger budget " +
         "(max_turns / token_budget)"
   }
   switch (status) {
     case "in_progress":
       return "already delegated; do NOT delegate it again; wait for its result or build on it"
     case "completed":
-      return "finished; do NOT delegate it again; reuse this result"
+      return "completed result; do NOT delegate it again; reuse this result"
     case "failed":
-      return "failed; you may retry with a changed plan"
+      return "failed attempt; you may retry with a changed plan"
     case "cancelled":
-      return "cancelled; you may retry with a changed plan"
+      return "cancelled attempt; you may retry with a changed plan"
     case "timed_out":
-      return "timed out; you may retry with a changed plan"
+      return "timed-out attempt; you may retry with a changed plan"
     case "polling_timed_out":
-      return "never reported back; you may retry with a changed plan"
+      return "polling timed-out attempt (it never reported back); you may retry with a changed plan"
   }
 }
 
@@ -340,7 +340,8 @@ export const renderLedger = (entries: ReadonlyArray<DelegationEntry>, max: numbe
     break
   }
   if (omitted > 0) {
-    const omittedLine = (n: number) => `- ... ${n} older delegation entries are not shown (context budget)`
+    const omittedLine = (n: number) =>
+      `- ... ${n} older delegation entries omitted from this model view because of context budget`
     while (lines.length > 2 && !fits(omittedLine(omitted))) {
       lines.pop()
       omitted++

@@ -421,6 +421,23 @@ describe("DurableContext: the delegation ledger", () => {
     assert.include(rendered, "-> ok")
   })
 
+  it("an ended entry says, in DeerFlow's words, whether it is an attempt to retry or a capped partial result", () => {
+    const lines = DurableContext.renderLedger([
+      entry("f", { status: "failed", result_brief: "network timeout" }),
+      entry("c", { status: "cancelled" }),
+      entry("p", { status: "polling_timed_out" }),
+      entry("x", { status: "failed", stop_reason: "token_capped" })
+    ]).split("\n").slice(2)
+    assert.deepStrictEqual(lines, [
+      "- [failed] task x (via general-purpose; hit a guardrail cap without a usable result; retry with a narrower " +
+      "scope or a larger budget (max_turns / token_budget))",
+      "- [polling_timed_out] task p (via general-purpose; polling timed-out attempt (it never reported back); you " +
+      "may retry with a changed plan)",
+      "- [cancelled] task c (via general-purpose; cancelled attempt; you may retry with a changed plan)",
+      "- [failed] task f (via general-purpose; failed attempt; you may retry with a changed plan) -> network timeout"
+    ])
+  })
+
   it("renders newest first with what to do about each entry, escaped, within its budget", () => {
     const rendered = DurableContext.renderLedger([
       entry("a", { status: "completed", description: "Read <the> spec", result_brief: "It says & more" }),
@@ -435,11 +452,11 @@ describe("DurableContext: the delegation ledger", () => {
     )
     assert.match(
       lines[3]!,
-      /^- \[completed\] task b \(via general-purpose; stopped early by a guard with a partial result/
+      /^- \[completed\] task b \(via general-purpose; hit a guardrail cap with a partial result; reuse the partial result/
     )
     assert.strictEqual(
       lines[4],
-      "- [completed] Read &lt;the&gt; spec (via general-purpose; finished; do NOT delegate it again; reuse this result) -> It says &amp; more"
+      "- [completed] Read &lt;the&gt; spec (via general-purpose; completed result; do NOT delegate it again; reuse this result) -> It says &amp; more"
     )
     const many = Array.from(
       { length: 50 },
@@ -447,7 +464,7 @@ describe("DurableContext: the delegation ledger", () => {
     )
     const bounded = DurableContext.renderLedger(many)
     assert.isAtMost(bounded.length, DurableContext.MAX_LEDGER_CHARS)
-    assert.match(bounded, /\n- \.\.\. \d+ older delegation entries are not shown \(context budget\)$/)
+    assert.match(bounded, /\n- \.\.\. \d+ older delegation entries omitted from this model view because of context budget$/)
     assert.include(bounded, "task t49")
     assert.notInclude(bounded, "task t0 ")
   })
@@ -458,7 +475,7 @@ describe("DurableContext: the delegation ledger", () => {
       yield* model.generate(request([M.human("hi")]))
       const data = M.text(dataOf(seen[0]!.messages)!)
       assert.include(data, "## Work already delegated")
-      assert.include(data, "- [timed_out] task a (via general-purpose; timed out; you may retry with a changed plan)")
+      assert.include(data, "- [timed_out] task a (via general-purpose; timed-out attempt; you may retry with a changed plan)")
       assert.notInclude(data, DurableContext.SUMMARY_HEADING)
     }))
 })
