@@ -224,6 +224,17 @@ const describeExpected = (expected: string): string => {
 
 const clip = (text: string, max = 60) => (text.length > max ? `${text.slice(0, max - 3)}...` : text)
 
+const CONTAINERS: ReadonlySet<string> = new Set(["a list", "a mapping (key: value)"])
+
+// (a mapping or list is named, never shown: it may hold a secret under a key of any name, as a string written where
+// a section belongs may be one (`auth: <token>`); a value where a single value belongs is shown, a secret key's aside)
+const shownActual = (actual: string, expected: ReadonlyArray<string>): string => {
+  if (actual.startsWith("{")) return "a mapping"
+  if (actual.startsWith("[")) return "a list"
+  if (actual.startsWith("\"") && expected.every((what) => CONTAINERS.has(what))) return "a string"
+  return clip(actual)
+}
+
 /**
  * Turns a decode error into one readable issue per bad key. Union alternatives are merged ("expected
  * "tokens", "messages" or "fraction"") and the `null` / missing alternatives of optional keys are dropped
@@ -264,7 +275,7 @@ export const schemaIssues = (error: ParseResult.ParseError): ReadonlyArray<Confi
       ? ""
       : REDACT.test(path)
       ? ", got a value of the wrong type"
-      : `, got ${clip(actual)}`
+      : `, got ${shownActual(actual, expected)}`
     if (expected.length > 0) {
       const list = expected.length === 1
         ? expected[0]

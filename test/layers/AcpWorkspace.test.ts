@@ -75,7 +75,7 @@ describe("acp_agents in config.yaml", () => {
         ""
       ].join("\n"))
       assert.deepStrictEqual(lines, [
-        "/cfg/config.yaml: acp_agents.coder.args: expected a list, got \"x\"",
+        "/cfg/config.yaml: acp_agents.coder.args: expected a list, got a string",
         "/cfg/config.yaml: acp_agents.coder.command: required key is missing",
         "/cfg/config.yaml: acp_agents.coder.env.SOME_VAR: expected a string, got a value of the wrong type",
         "/cfg/config.yaml: acp_agents.coder.timeout_seconds: expected a positive number, got 0"

@@ -81,7 +81,7 @@ describe("ConfigFile", () => {
       const file = tempFile("sandbox: [1]\nsummarization:\n  trigger: {type: tokenz, value: 3}\n")
       const error = yield* loadError(file)
       assert.deepStrictEqual(error.message.split("\n").sort(), [
-        `${file}: sandbox: expected a mapping (key: value), got [1]`,
+        `${file}: sandbox: expected a mapping (key: value), got a list`,
         `${file}: summarization.trigger.type: expected "tokens", "messages" or "fraction", got "tokenz"`
       ])
     }))
@@ -92,6 +92,23 @@ describe("ConfigFile", () => {
       const error = yield* loadError(file)
       assert.include(error.message, "models[0].api_key: expected a string")
       assert.notInclude(error.message, "123456789")
+    }))
+
+  it.effect("a mapping, list or text where a section belongs is named, not echoed (a secret may be inside)", () =>
+    Effect.gen(function*() {
+      // (an indentation slip: the model's mapping where the list belongs, the tokens' list where auth's mapping
+      // does, one token written as the auth section itself)
+      const secret = "sk-live-0123456789"
+      for (const [text, line] of [
+        [`models:\n  api_key: ${secret}\n  name: a\n`, "models: expected a list, got a mapping"],
+        [`gateway:\n  auth: [{token: ${secret}}]\n`, "gateway.auth: expected a mapping (key: value), got a list"],
+        [`gateway:\n  auth: ${secret}\n`, "gateway.auth: expected a mapping (key: value), got a string"]
+      ]) {
+        const file = tempFile(text)
+        const error = yield* loadError(file)
+        assert.include(error.message.split("\n"), `${file}: ${line}`)
+        assert.notInclude(error.message, secret)
+      }
     }))
 
   it.effect("gateway tokens, tracing headers or a model's headers written as plain text are not echoed back", () =>
