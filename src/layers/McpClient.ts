@@ -18,7 +18,6 @@
  * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import * as Fs from "node:fs"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -35,6 +34,7 @@ import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
+import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
 
@@ -105,8 +105,8 @@ interface Connection {
   starts: number
   healthy: boolean
   stderr: string
-  /** A scope's pinned session (`Options.workspace`): the directories made before it starts, and its results' paths. */
-  readonly dirs?: ReadonlyArray<string> | undefined
+  /** A scope's pinned session (`Options.workspace`): the workspace made before it starts, and its results' paths. */
+  readonly pinnedTo?: Workspace | undefined
   readonly rewrite?: ((text: string) => string) | undefined
   readonly files?: WorkspaceFiles.Place | undefined
 }
@@ -236,7 +236,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       })),
       rewrite: workspace.rewrite,
       files: workspace.files,
-      dirs: [workspace.cwd, workspace.tmp]
+      pinnedTo: workspace
     })
     const maxSessions = Math.max(1, options.maxSessions ?? 256)
     const maxPerUser = Math.max(1, options.maxSessionsPerUser ?? 16)
@@ -274,7 +274,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             ...c,
             ...(pinned === undefined
               ? {}
-              : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, dirs: pinned.dirs }),
+              : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, pinnedTo: pinned.pinnedTo }),
             lock: Effect.unsafeMakeSemaphore(1),
             client: undefined,
             starting: undefined,
@@ -319,12 +319,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (Either.isLeft(c.resolved)) return Effect.fail(fail(c, "config", c.resolved.left))
         const entry = c.resolved.right
         return Effect.gen(function*() {
-          if (c.dirs !== undefined) {
-            const dirs = c.dirs
+          if (c.pinnedTo !== undefined) {
+            const { cwd, tmp } = c.pinnedTo
+            // (the workspace is the model's: a symlink its bash put at .mcp is not followed)
             yield* Effect.try({
-              try: () => {
-                for (const dir of dirs) Fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-              },
+              try: () => WorkspaceDirs.make(cwd, [tmp]),
               catch: (error) => fail(c, "start", `MCP server '${c.name}' could not be started: ${errorText(error)}`)
             })
           }

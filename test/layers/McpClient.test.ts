@@ -426,6 +426,30 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       )
       assert.isTrue(Fs.existsSync(Path.join(home, "out", "far.txt")))
     }), SLOW)
+
+  // (an attack: the model's bash puts a symlink where .mcp or .mcp/tmp belongs, naming a host directory; the process
+  // runs on the host, and followed, its temporary files and the folders made for it would land there)
+  it.scopedLive("a symlink or file the model put at .mcp or .mcp/tmp is replaced by a directory, never followed", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-mcp-home-")
+      const outside = tempDir("antler-mcp-outside-")
+      const tools = yield* notepad({ workspace: (scope) => ExtensionsFile.workspaceOf(home, scope) })
+      const workspaceOf = (thread: string) =>
+        Path.join(home, "users", "alice", "threads", thread, "user-data", "workspace")
+      for (const thread of ["t1", "t3"]) Fs.mkdirSync(workspaceOf(thread), { recursive: true })
+      Fs.mkdirSync(Path.join(workspaceOf("t2"), ".mcp"), { recursive: true })
+      Fs.symlinkSync(outside, Path.join(workspaceOf("t1"), ".mcp"), "dir")
+      Fs.symlinkSync(outside, Path.join(workspaceOf("t2"), ".mcp", "tmp"), "dir")
+      Fs.writeFileSync(Path.join(workspaceOf("t3"), ".mcp"), "not a folder")
+      for (const thread of ["t1", "t2", "t3"]) {
+        const notes = yield* callIn(tools.get("pad_notes")!, thread, "alice", {})
+        assert.strictEqual(notes.tmp, "/mnt/user-data/workspace/.mcp/tmp", thread)
+        for (const dir of [".mcp", ".mcp/tmp"]) {
+          assert.isTrue(Fs.lstatSync(Path.join(workspaceOf(thread), dir)).isDirectory(), `${thread} ${dir}`)
+        }
+      }
+      assert.deepStrictEqual(Fs.readdirSync(outside), [])
+    }), SLOW)
 })
 
 describe("MCP over streamable HTTP (a server started by the test)", () => {
