@@ -6,6 +6,7 @@
 import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -116,5 +117,22 @@ describe("a thread's stream", () => {
     assert.strictEqual(bobs.status, 404)
     assert.strictEqual((await as(Support.ALICE, { "last-event-id": "nope" })).status, 400)
     assert.strictEqual((await as(Support.ALICE, {}, "?stream_mode=values")).status, 422)
+    // her thread's stored id is none of his either
+    const stored = await fetch(`${gateway.url}/threads/${threadId}${ThreadIds.tagOf("alice")}/stream`, {
+      headers: { authorization: `Bearer ${Support.BOB}` }
+    })
+    assert.strictEqual(stored.status, 404)
+  })
+
+  it("follows none of another thread's runs, whatever run its Last-Event-ID names (only that run's gap)", async () => {
+    // (a cursor is the client's text: bob names alice's run on his own thread, alice a run of her other thread)
+    const run = runOf(first.at(-1)!)
+    const bobs = (await bob.threads.create()).thread_id
+    const hers = (await alice.threads.create()).thread_id
+    for (const [client, thread] of [[bob, bobs], [alice, hers]] as const) {
+      const parts = await join(client, thread, { lastEventId: `${run}:0` }, (parts) => parts.length > 0)
+      assert.deepStrictEqual(parts.map((p) => [p.event, p.id]), [["gap", `${run}:0`]])
+      assert.notInclude(JSON.stringify(parts), "You said")
+    }
   })
 })
