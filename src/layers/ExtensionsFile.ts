@@ -25,6 +25,7 @@ import { isSafeId, threadPaths, USER_DATA } from "../services/Sandbox.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
+import { secrets as serverSecrets } from "./mcp/Variables.js"
 import * as Json from "../state/Json.js"
 
 const NAMES = ["extensions_config.json", "mcp_config.json"]
@@ -157,9 +158,14 @@ export const RECHECK_MS = 2_000
  * found in its place) while the app runs is read again when the next agent is built (DeerFlow's stale-cache
  * check, on the file's content), at most once every `recheckMs` (default `RECHECK_MS`): its servers replace the
  * old ones. A file that no longer decodes keeps the servers, with a warning; a file removed keeps them too.
+ * `learnSecrets` is told the secrets of an edited file's servers before any of them starts (a growing redactor's
+ * `learn`: what the servers echo is hidden as the secrets of the servers of the start are).
  */
 export const layer = (
-  options: Omit<McpClient.Options, "servers"> & { readonly recheckMs?: number } = {}
+  options: Omit<McpClient.Options, "servers"> & {
+    readonly recheckMs?: number
+    readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
+  } = {}
 ): Layer.Layer<Mcp, ConfigError, AppConfigService | FileSystem.FileSystem> =>
   Layer.scoped(
     Mcp,
@@ -183,7 +189,7 @@ export const layer = (
             `servers and skill states from ${source ?? "extensions_config.json"} (move them there)`
         )
       }
-      const { recheckMs = RECHECK_MS, ...clientOptions } = options
+      const { learnSecrets, recheckMs = RECHECK_MS, ...clientOptions } = options
       const service = yield* McpReloadable.make({
         workspace: (scope) => workspaceOf(app.home, scope),
         ...clientOptions,
@@ -211,6 +217,7 @@ export const layer = (
             `${current.file} changed but was not taken, the MCP servers stay as they were: ${decoded.left.message}`
           )
         }
+        if (learnSecrets !== undefined) learnSecrets(yield* serverSecrets(decoded.right.mcpServers))
         yield* replace(decoded.right.mcpServers)
       })))
       return {

@@ -388,7 +388,7 @@ export const factoryLayer = (
   FileSystem.FileSystem
 > => {
   // one MCP service for the app: the agents' MCP tools and the sandbox's filesystem roots come from it
-  const mcp = mcpLayer(app)
+  const mcp = mcpLayer(app, redact)
   const services = layerWithMcp(app, mcp, redact, store)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
@@ -429,5 +429,11 @@ export const toolSecrets = (
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see
  * `ExtensionsFile`): servers start when an agent first asks for their tools and stop with the layer.
  */
-export const mcpLayer = (app: AppConfigService["Type"]): Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem> =>
-  ExtensionsFile.layer().pipe(Layer.provide(Layer.succeed(AppConfigService, app)))
+export const mcpLayer = (
+  app: AppConfigService["Type"],
+  redact?: Redact.Redactor
+): Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem> =>
+  ExtensionsFile.layer({
+    // (a growing redactor learns the secrets of servers a hand edit of the file adds)
+    learnSecrets: redact !== undefined && "learn" in redact ? (redact as Redact.Growing).learn : undefined
+  }).pipe(Layer.provide(Layer.succeed(AppConfigService, app)))
