@@ -991,6 +991,40 @@ describe("OpenAiModel configuration", () => {
       ])
     }))
 
+  // (an attack: a hostile server's signature is the model's text, kept in the thread and sent with every later call)
+  it.scopedLive("a thought_signature over 64 KiB, or not a text, is not kept: the call goes back without it", () =>
+    Effect.gen(function*() {
+      const chunk = (delta: unknown, finish: string | null = null) =>
+        `data: ${JSON.stringify({ id: "c1", model: "gemini", choices: [{ index: 0, delta, finish_reason: finish }] })}` +
+          "\n\n"
+      const call = (id: string, signature: unknown) =>
+        ({ index: Number(id.at(-1)), id, thought_signature: signature, function: { name: "look", arguments: "{}" } })
+      const calls = [
+        call("call_0", "s".repeat(65_537)),
+        call("call_1", { nested: "sig" }),
+        call("call_2", ["sig"]),
+        call("call_3", "s".repeat(65_536))
+      ]
+      const server = yield* ScriptedChatServer.start((body) =>
+        body.messages.some((m) => m.role === "tool")
+          ? "Done."
+          : { raw: chunk({ role: "assistant", tool_calls: calls }) + chunk({}, "tool_calls") + "data: [DONE]\n\n" }
+      )
+      const model = yield* OpenAiModel.make({ apiKey: "k", baseURL: server.url, model: "gemini" })
+      const first = yield* answer(model, request([M.human("look")]))
+      if (first.type !== "ai") return assert.fail("an answer")
+      assert.deepStrictEqual(Object.keys(first.additional_kwargs?.thought_signatures as object), ["call_3"])
+      const results = first.tool_calls!.map((c) => M.tool("seen", c.id, { name: "look" }))
+      yield* answer(model, request([M.human("look"), first, ...results]))
+      const sent = (server.requests[1] as any).messages[1].tool_calls
+      assert.deepStrictEqual(sent.map((c: any) => [c.id, c.thought_signature?.length]), [
+        ["call_0", undefined],
+        ["call_1", undefined],
+        ["call_2", undefined],
+        ["call_3", 65_536]
+      ])
+    }))
+
   it.scopedLive("routes each request by settings.modelName; an unknown name is a bad_request listing the models", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(() => "ok")
