@@ -189,7 +189,15 @@ export const redactor = (
       m.api_key,
       ...Redact.urlSecrets(m.base_url),
       ...Redact.urlSecrets(m.api_base),
-      ...Object.values(m.default_headers ?? {})
+      ...Object.values(m.default_headers ?? {}),
+      // (a key a provider takes in the request body)
+      ...Redact.namedSecrets([
+        m.model_kwargs,
+        m.extra_body,
+        m.when_thinking_enabled,
+        m.when_thinking_disabled,
+        m.thinking
+      ])
     ]),
     ...extra
   ])

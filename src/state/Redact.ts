@@ -96,6 +96,25 @@ export const urlSecrets = (url: string | undefined): ReadonlyArray<string> => {
   }
 }
 
+// a key naming a secret, in snake, kebab or camel case (`api_key`, `access-token`, `clientSecret`, `password`)
+const SECRET_WORD = "(?:(?:api|access|private|secret)[-_]?key|token|secret|password|passwd|credentials?)"
+const SECRET_SNAKE = new RegExp(`(?:^|[-_])${SECRET_WORD}$`)
+const SECRET_CAMEL = /[a-z0-9](?:Key|Token|Secret|Password|Passwd|Credentials?)$/
+
+const isSecretKey = (key: string) => SECRET_SNAKE.test(key.toLowerCase()) || SECRET_CAMEL.test(key)
+
+/**
+ * The text values held under secret-named keys (`api_key`, `access_token`, `client_secret`...), at any depth of a
+ * JSON value (a model's `model_kwargs` or `extra_body`, which a provider may take its key in).
+ */
+export const namedSecrets = (value: unknown, depth = 0): ReadonlyArray<string> => {
+  if (depth > 32 || typeof value !== "object" || value === null) return []
+  if (Array.isArray(value)) return value.flatMap((item) => namedSecrets(item, depth + 1))
+  return Object.entries(value).flatMap(([key, item]) =>
+    typeof item === "string" ? (isSecretKey(key) ? [item] : []) : namedSecrets(item, depth + 1)
+  )
+}
+
 /** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
 export const url = (text: string): string => text.replace(urlCredentials(), `://${MARKER}@`)
 

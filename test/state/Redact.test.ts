@@ -93,6 +93,25 @@ describe("Redact.make", () => {
   })
 })
 
+describe("Redact.namedSecrets", () => {
+  it("gives the texts under secret-named keys at any depth, in snake, kebab or camel case; none of other keys", () => {
+    const body = {
+      api_key: "a1",
+      nested: [{ "access-token": "a2" }, { clientSecret: "a3", password: "a4" }],
+      auth: { apiKey: "a5", credentials: "a6", private_key: "a7" },
+      max_tokens: "n1",
+      maxTokens: "n2",
+      monkey: "n3",
+      cache_key: "n4",
+      region: "n5",
+      count: 3
+    }
+    assert.deepStrictEqual([...Redact.namedSecrets(body)].sort(), ["a1", "a2", "a3", "a4", "a5", "a6", "a7"])
+    assert.deepStrictEqual(Redact.namedSecrets(null), [])
+    assert.deepStrictEqual(Redact.namedSecrets("api_key"), [])
+  })
+})
+
 describe("Redact.controls", () => {
   it("makes terminal escape sequences visible: clipboard, title, clear screen, links, bell, 8-bit CSI, bidi", () => {
     const hostile = "a\x1b]52;c;ZXZpbA==\x07b\x1b]0;pwned\x07c\x1b[2Jd" +
