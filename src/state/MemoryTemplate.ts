@@ -1,0 +1,168 @@
+/**
+ * DeerMem's prompt templates (`prompts_dir`, `memory_update.chat.yaml`): a chat template decoded from its YAML,
+ * checked to keep the memory update's protocol (the placeholders of the memory and the conversation, the JSON keys
+ * the updater decodes and the labels the write gate reads), and rendered with Python's `str.format` syntax
+ * (`{name}`, `{{` and `}}` for braces). Pure: reading the files is `layers/memory/PromptFiles.ts`'s.
+ */
+import * as Either from "effect/Either"
+import type { UpdateVariables } from "./MemoryPrompt.js"
+
+/** A message of a chat template: `system`, or the user's (DeerMem reads any other role as the user's). */
+export interface TemplateMessage {
+  readonly role: "system" | "user"
+  readonly content: string
+}
+
+/** A chat template (`format: chat`): its messages, in order. */
+export interface ChatTemplate {
+  readonly messages: ReadonlyArray<TemplateMessage>
+}
+
+/** The placeholders a memory update's template may use (DeerMem's five). */
+export const UPDATE_PLACEHOLDERS: ReadonlyArray<keyof UpdateVariables> = [
+  "current_memory",
+  "conversation",
+  "correction_hint",
+  "staleness_review_section",
+  "consolidation_section"
+]
+
+/** The placeholders a memory update's template must use: without them the model sees neither memory nor talk. */
+export const REQUIRED_PLACEHOLDERS: ReadonlyArray<keyof UpdateVariables> = ["current_memory", "conversation"]
+
+/**
+ * The JSON keys a memory update's template must name (quoted), as its answer is decoded: an answer is read only
+ * with `user`, `history` and `newFacts`; and the write gate stores only what is labelled with `scope`, `durability`
+ * and `authority` (a template without them has every write refused).
+ */
+export const PROTOCOL_KEYS: ReadonlyArray<string> = [
+  "user",
+  "history",
+  "newFacts",
+  "factsToRemove",
+  "shouldUpdate",
+  "scope",
+  "durability",
+  "authority"
+]
+
+/** Characters of a template's messages together, at most (DeerMem's own is about 12,000). */
+export const MAX_TEMPLATE_CHARS = 60_000
+
+/**
+ * A template rendered as Python's `str.format` renders it: `{name}` is the variable's value, `{{` and `}}` are
+ * braces; else why not (an unknown name, a lone brace, or a placeholder with a conversion, a format or an index,
+ * which DeerMem's templates never use).
+ */
+export const render = (
+  template: string,
+  variables: Readonly<Record<string, string>>
+): Either.Either<string, string> => {
+  let out = ""
+  let i = 0
+  while (i < template.length) {
+    const c = template[i]!
+    if (c === "{" && template[i + 1] === "{") {
+      out += "{"
+      i += 2
+    } else if (c === "}" && template[i + 1] === "}") {
+      out += "}"
+      i += 2
+    } else if (c === "}") {
+      return Either.left(`a single '}' at character ${i} (write '}}' for a brace)`)
+    } else if (c === "{") {
+      const end = template.indexOf("}", i + 1)
+      if (end === -1) return Either.left(`a single '{' at character ${i} (write '{{' for a brace)`)
+      const name = template.slice(i + 1, end)
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+        return Either.left(`the placeholder {${name.slice(0, 40)}} at character ${i} is not a plain {name}`)
+      }
+      if (!Object.hasOwn(variables, name)) {
+        return Either.left(`unknown placeholder {${name}} (known: ${Object.keys(variables).join(", ")})`)
+      }
+      out += variables[name]!
+      i = end + 1
+    } else {
+      const next = template.slice(i).search(/[{}]/)
+      const stop = next === -1 ? template.length : i + next
+      out += template.slice(i, stop)
+      i = stop
+    }
+  }
+  return Either.right(out)
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * A chat template from the value of its YAML file, as DeerMem's `load_prompt_messages` reads it (`format` `chat`
+ * when given; a non-empty list `messages` of `{role, content}`, `role` `user` when missing); else why not.
+ */
+export const decodeChat = (data: unknown): Either.Either<ChatTemplate, string> => {
+  const value = data ?? {}
+  if (!isRecord(value)) return Either.left("expected a mapping with 'messages'")
+  const format = value.format ?? "chat"
+  if (format !== "chat") return Either.left(`expected format 'chat', got ${JSON.stringify(format)}`)
+  const list = value.messages
+  if (!Array.isArray(list) || list.length === 0) return Either.left("missing or empty 'messages'")
+  const messages: Array<TemplateMessage> = []
+  for (const [index, entry] of list.entries()) {
+    if (!isRecord(entry)) return Either.left(`messages[${index}] is not a mapping with 'role' and 'content'`)
+    const content = entry.content ?? ""
+    if (typeof content !== "string") return Either.left(`messages[${index}].content is not text`)
+    messages.push({ role: entry.role === "system" ? "system" : "user", content })
+  }
+  return Either.right({ messages })
+}
+
+/**
+ * A chat template checked as a memory update's: its size, a user message, every message rendering with DeerMem's
+ * five variables, the placeholders of the memory and the conversation, and the protocol's keys; else what is wrong.
+ */
+export const checkUpdate = (template: ChatTemplate): Either.Either<ChatTemplate, string> => {
+  const size = template.messages.reduce((n, m) => n + m.content.length, 0)
+  if (size > MAX_TEMPLATE_CHARS) {
+    return Either.left(`its messages hold ${size} characters, over ${MAX_TEMPLATE_CHARS}`)
+  }
+  if (!template.messages.some((m) => m.role === "user")) return Either.left("it has no user message")
+  const probe = Object.fromEntries(UPDATE_PLACEHOLDERS.map((name) => [name, `\u0000${name}\u0000`]))
+  const rendered: Array<string> = []
+  for (const [index, message] of template.messages.entries()) {
+    const text = render(message.content, probe)
+    if (Either.isLeft(text)) return Either.left(`messages[${index}]: ${text.left}`)
+    rendered.push(text.right)
+  }
+  const all = rendered.join("\n")
+  const placeholders = REQUIRED_PLACEHOLDERS.filter((name) => !all.includes(`\u0000${name}\u0000`))
+  if (placeholders.length > 0) {
+    return Either.left(`it does not use ${placeholders.map((name) => `{${name}}`).join(", ")}`)
+  }
+  const keys = PROTOCOL_KEYS.filter((key) => !all.includes(`"${key}"`))
+  if (keys.length > 0) {
+    return Either.left(
+      `it does not name the answer's keys ${keys.map((key) => `"${key}"`).join(", ")} (the memory update reads ` +
+        `an answer with "user", "history" and "newFacts", and stores only what is labelled with "scope", ` +
+        `"durability" and "authority")`
+    )
+  }
+  return Either.right(template)
+}
+
+/** A memory update's request from a checked template: its system messages (joined), then its user messages. */
+export interface RenderedUpdate {
+  readonly system: string | undefined
+  readonly user: ReadonlyArray<string>
+}
+
+/** A checked memory update's template rendered with the update's variables. */
+export const renderUpdate = (template: ChatTemplate, variables: UpdateVariables): RenderedUpdate => {
+  const values: Readonly<Record<string, string>> = { ...variables }
+  // a checked template renders with these variables (`checkUpdate`): a failure here is a template never checked
+  const text = (content: string) => Either.getOrThrow(render(content, values))
+  const system = template.messages.filter((m) => m.role === "system").map((m) => text(m.content))
+  return {
+    system: system.length === 0 ? undefined : system.join("\n\n"),
+    user: template.messages.filter((m) => m.role === "user").map((m) => text(m.content))
+  }
+}
