@@ -390,7 +390,14 @@ export const MemoryBackendConfig = Schema.Struct({
   token_counting: withDefault(Schema.Literal("tiktoken", "char"), () => "tiktoken" as const),
   /** Fact categories injected first, from their own budget (`guaranteed_token_budget`). */
   guaranteed_categories: withDefault(Schema.Array(Schema.String), () => ["correction"]),
-  guaranteed_token_budget: withDefault(NonNegativeInt, () => 500)
+  guaranteed_token_budget: withDefault(NonNegativeInt, () => 500),
+  /**
+   * DeerMem's own files (`layers/memory/PatternFiles.ts`, `PromptFiles.ts`), relative to the config file; empty or
+   * null: the built-in ones. `patterns_dir`: the signal patterns (`correction.yaml`... `trivial.yaml`);
+   * `prompts_dir`: the memory update's prompt (`memory_update.chat.yaml`, per custom agent in `{agent}/`).
+   */
+  patterns_dir: withDefault(Schema.NullOr(Schema.String), () => null),
+  prompts_dir: withDefault(Schema.NullOr(Schema.String), () => null)
 })
 export type MemoryBackendConfig = typeof MemoryBackendConfig.Type
 

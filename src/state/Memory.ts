@@ -15,7 +15,7 @@ import { categoryOf } from "./MemoryInjection.js"
 import * as MemoryConsolidation from "./MemoryConsolidation.js"
 import * as MemoryEviction from "./MemoryEviction.js"
 import * as MemoryReinforcement from "./MemoryReinforcement.js"
-import type { Signal } from "./MemorySignals.js"
+import type { Pattern, Signal } from "./MemorySignals.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 import type { Document, Fact, Section } from "./MemorySchema.js"
 import { expectedValidDaysOf } from "./MemorySchema.js"
@@ -23,7 +23,16 @@ import { expectedValidDaysOf } from "./MemorySchema.js"
 import type { Turn } from "./MemoryPrompt.js"
 
 export type { Turn } from "./MemoryPrompt.js"
-export { clipTurn, MANUAL_SOURCE, MAX_TURN_CHARS, TURN_EDGE_CHARS, updatePrompt } from "./MemoryPrompt.js"
+export {
+  clipTurn,
+  MANUAL_SOURCE,
+  MAX_TURN_CHARS,
+  type PromptOptions,
+  TURN_EDGE_CHARS,
+  updatePrompt,
+  type UpdateVariables,
+  updateVariables
+} from "./MemoryPrompt.js"
 
 export {
   CATEGORIES,
@@ -38,7 +47,7 @@ export {
 } from "./MemorySchema.js"
 
 export { factGateReason, type GateReason, removalGateReason, summaryGateReason } from "./MemoryGate.js"
-export { type Signal, signalHints, signalsOf } from "./MemorySignals.js"
+export { type Pattern, type Patterns, type Signal, signalHints, signalsOf } from "./MemorySignals.js"
 
 export {
   categoryName,
@@ -103,16 +112,27 @@ const isUserTurn = (message: Message): boolean =>
 const TRIVIAL = /^(?:嗯+|ok(?:ay)?|好的[呢]?|好[的呀]?|谢谢|感谢|多谢|对|是的|收到|明白|了解|知道了|got it|thanks|thank you|cheers)$/i
 const TRIVIAL_TRAIL = /[ \t\n\r.。,，!！?？;；]+$/
 
-/** Whether a user's message is only an acknowledgement ("ok.", "thanks", "好的！"). */
-export const isTrivial = (text: string): boolean => TRIVIAL.test(text.trim().replace(TRIVIAL_TRAIL, ""))
+/**
+ * Whether a user's message is only an acknowledgement ("ok.", "thanks", "好的！"): the built-in patterns, or those
+ * given (DeerMem's `trivial.yaml` of `patterns_dir`), matched against the whole of it.
+ */
+export const isTrivial = (text: string, patterns?: ReadonlyArray<Pattern>): boolean => {
+  const bare = text.trim().replace(TRIVIAL_TRAIL, "")
+  return patterns === undefined ? TRIVIAL.test(bare) : bare !== "" && patterns.some((p) => p.matches(bare))
+}
 
 /**
  * The conversation of messages after `afterId` (all of them when it is not among them): the user's own
  * messages (uploads blocks removed; a message that was only an uploads block, or only an acknowledgement such as
  * "ok" or "thanks", is dropped with the reply to it) and the assistant's final answers (AI messages without tool
- * calls). Empty unless it has at least one user and one assistant line.
+ * calls). Empty unless it has at least one user and one assistant line. `trivial`: the acknowledgements' patterns
+ * (default: the built-in ones).
  */
-export const conversation = (messages: ReadonlyArray<Message>, afterId?: string): ReadonlyArray<Turn> => {
+export const conversation = (
+  messages: ReadonlyArray<Message>,
+  afterId?: string,
+  trivial?: ReadonlyArray<Pattern>
+): ReadonlyArray<Turn> => {
   let start = 0
   if (afterId !== undefined) {
     const at = messages.findIndex((m) => m.id === afterId)
@@ -126,7 +146,7 @@ export const conversation = (messages: ReadonlyArray<Message>, afterId?: string)
       const original = message.additional_kwargs?.original_user_content
       const raw = typeof original === "string" ? original : M.text(message)
       const text = removeBlocks(raw, UPLOADS_TAGS, true).trim()
-      skipReply = text === "" || isTrivial(text)
+      skipReply = text === "" || isTrivial(text, trivial)
       if (!skipReply) out.push({ role: "user", text })
     } else if (message.type === "ai" && !M.hasToolCalls(message)) {
       const text = removeBlocks(M.text(message), ["think"]).trim()

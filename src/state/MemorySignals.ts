@@ -10,6 +10,21 @@ type Line = { readonly role: "user" | "assistant"; readonly text: string }
 /** What a user's recent words say, as DeerMem names it (a hint to the memory model, never stored). */
 export type Signal = "correction" | "reinforcement" | "preference" | "identity" | "goal" | "decision"
 
+/** A pattern of a user's message: whether it occurs in a text (`test`), whether it is the whole text (`matches`). */
+export interface Pattern {
+  readonly test: (text: string) => boolean
+  readonly matches: (text: string) => boolean
+}
+
+/**
+ * Patterns read from DeerMem's `patterns_dir` (`layers/memory/PatternFiles.ts`): those of a signal, or of the pure
+ * acknowledgements (`trivial`), replace the built-in ones; a signal without patterns here keeps the built-in ones.
+ */
+export interface Patterns {
+  readonly signals?: Partial<Readonly<Record<Signal, ReadonlyArray<Pattern>>>> | undefined
+  readonly trivial?: ReadonlyArray<Pattern> | undefined
+}
+
 /** DeerMem's signal patterns (`message_patterns/*.yaml`), in its order. */
 const SIGNAL_PATTERNS: ReadonlyArray<readonly [Signal, ReadonlyArray<RegExp>]> = [
   ["correction", [
@@ -68,11 +83,15 @@ const SIGNAL_PATTERNS: ReadonlyArray<readonly [Signal, ReadonlyArray<RegExp>]> =
 /** How many of the last lines of a conversation are read for signals (DeerMem's `messages[-6:]`). */
 const SIGNAL_WINDOW = 6
 
-/** The signals of a conversation: those whose patterns match a user line among its last six lines. */
-export const signalsOf = (turns: ReadonlyArray<Line>): ReadonlySet<Signal> => {
+/**
+ * The signals of a conversation: those whose patterns (`custom`'s, else the built-in ones) match a user line among
+ * its last six lines.
+ */
+export const signalsOf = (turns: ReadonlyArray<Line>, custom?: Patterns): ReadonlySet<Signal> => {
   const recent = turns.slice(-SIGNAL_WINDOW).filter((t) => t.role === "user").map((t) => t.text.trim())
   const found = new Set<Signal>()
-  for (const [signal, patterns] of SIGNAL_PATTERNS) {
+  for (const [signal, builtIn] of SIGNAL_PATTERNS) {
+    const patterns: ReadonlyArray<{ readonly test: (text: string) => boolean }> = custom?.signals?.[signal] ?? builtIn
     if (recent.some((text) => text !== "" && patterns.some((p) => p.test(text)))) found.add(signal)
   }
   return found
@@ -98,7 +117,7 @@ const SIGNAL_HINTS: Readonly<Record<Signal, string>> = {
 }
 
 /** The hints of a conversation's signals, one a line, in DeerMem's order (empty without a signal). */
-export const signalHints = (turns: ReadonlyArray<Line>): string => {
-  const signals = signalsOf(turns)
+export const signalHints = (turns: ReadonlyArray<Line>, custom?: Patterns): string => {
+  const signals = signalsOf(turns, custom)
   return SIGNAL_PATTERNS.flatMap(([signal]) => (signals.has(signal) ? [SIGNAL_HINTS[signal]] : [])).join("\n")
 }
