@@ -48,10 +48,14 @@ import { processAlive as processRunning, ThreadStore } from "../services/ThreadS
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
+import * as MemoryTemplate from "../state/MemoryTemplate.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
 import * as TextFile from "./TextFile.js"
+import * as PatternFiles from "./memory/PatternFiles.js"
+import * as PromptFiles from "./memory/PromptFiles.js"
 import { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
+import { dirOf } from "./memory/YamlFiles.js"
 
 export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
 
@@ -258,10 +262,13 @@ export const rootOf = (app: AppConfigService["Type"]): string => {
   return Path.resolve(base, storage)
 }
 
-/** The internal request of a memory update. */
-export const updateRequest = (prompt: string, modelName: string | undefined): ModelRequest => ({
-  systemPrompt: undefined,
-  messages: [M.human(prompt)],
+/** The internal request of a memory update: its prompt, or a template of `prompts_dir` rendered. */
+export const updateRequest = (
+  prompt: string | MemoryTemplate.RenderedUpdate,
+  modelName: string | undefined
+): ModelRequest => ({
+  systemPrompt: typeof prompt === "string" ? undefined : prompt.system,
+  messages: typeof prompt === "string" ? [M.human(prompt)] : prompt.user.map((text) => M.human(text)),
   tools: [],
   settings: { modelName },
   internal: "memory"
@@ -311,6 +318,9 @@ export const make = (
     const limits = limitsOf(config)
     const redact = options.redact ?? defaultRedactor(app)
     const scope = yield* Effect.scope
+    // DeerMem's own files, read now (an agent's prompt when first used), with one warning for what is not used
+    const patterns = enabled ? yield* PatternFiles.load(dirOf(app, backend.patterns_dir)) : undefined
+    const prompts = yield* PromptFiles.make(enabled ? dirOf(app, backend.prompts_dir) : undefined)
 
     const file = (s: MemoryScope) => Either.match(fileOf(root, s, backend.manifest_filename), {
       onLeft: Effect.fail,
@@ -418,15 +428,21 @@ export const make = (
       Effect.gen(function*() {
         const s: MemoryScope = { userId: item.userId, agentName: item.agentName }
         const before = (yield* read(s)).value
-        const turns = MemoryDoc.conversation(item.messages, item.immediate ? undefined : before.threads[item.threadId])
+        const watermark = item.immediate ? undefined : before.threads[item.threadId]
+        const turns = MemoryDoc.conversation(item.messages, watermark, patterns?.trivial)
         if (turns.length === 0) return
         const modelName = config.model_name ?? item.modelName ?? undefined
-        const prompt = MemoryDoc.updatePrompt(before, turns, {
+        const options: MemoryDoc.PromptOptions = {
           threshold: backend.fact_confidence_threshold,
           consolidation,
           staleness,
-          now: yield* Clock.currentTimeMillis
-        })
+          now: yield* Clock.currentTimeMillis,
+          patterns
+        }
+        const template = yield* prompts.updateTemplate(item.agentName)
+        const prompt = template === undefined
+          ? MemoryDoc.updatePrompt(before, turns, options)
+          : MemoryTemplate.renderUpdate(template, MemoryDoc.updateVariables(before, turns, options))
         const response = yield* model.generate(updateRequest(prompt, modelName)).pipe(
           Effect.provide(callServices(item.threadId, item.userId, modelName)),
           Effect.withSpan("FileMemory.update", { attributes: { thread: item.threadId } })
@@ -454,7 +470,7 @@ export const make = (
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
             source: item.threadId,
             hybrid,
-            signals: MemoryDoc.signalsOf(turns),
+            signals: MemoryDoc.signalsOf(turns, patterns),
             consolidation,
             staleness
           })
@@ -523,7 +539,9 @@ export const make = (
         // a full queue still takes a conversation whose user corrected, confirmed or told something (a signal, as
         // DeerMem admits one): a later run may not say it again
         const full = !pending.has(key) && backend.queue_max_depth > 0 && pending.size >= backend.queue_max_depth
-        if (full && MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages)).size === 0) {
+        const signalled = () =>
+          MemoryDoc.signalsOf(MemoryDoc.conversation(item.messages, undefined, patterns?.trivial), patterns).size > 0
+        if (full && !signalled()) {
           return yield* Effect.logWarning(
             `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
           )
