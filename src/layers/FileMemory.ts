@@ -432,14 +432,24 @@ export const make = (
         const turns = MemoryDoc.conversation(item.messages, watermark, patterns?.trivial)
         if (turns.length === 0) return
         const modelName = config.model_name ?? item.modelName ?? undefined
+        const templates = yield* prompts.templates(item.agentName)
+        const { consolidation: merging, staleness: stale, update: template } = templates
         const options: MemoryDoc.PromptOptions = {
           threshold: backend.fact_confidence_threshold,
           consolidation,
           staleness,
           now: yield* Clock.currentTimeMillis,
-          patterns
+          patterns,
+          sections: {
+            staleness: stale === undefined
+              ? undefined
+              : (facts) => MemoryTemplate.renderText(stale, { stale_facts: facts }),
+            consolidation: merging === undefined
+              ? undefined
+              : (groups, most) =>
+                MemoryTemplate.renderText(merging, { consolidation_groups: groups, max_groups: String(most) })
+          }
         }
-        const template = yield* prompts.updateTemplate(item.agentName)
         const prompt = template === undefined
           ? MemoryDoc.updatePrompt(before, turns, options)
           : MemoryTemplate.renderUpdate(template, MemoryDoc.updateVariables(before, turns, options))

@@ -121,9 +121,14 @@ export const candidates = (facts: ReadonlyArray<Fact>, settings: Settings): Read
 /**
  * The consolidation part of the update prompt (DeerMem's `consolidation.yaml`, word for word): the largest
  * `maxGroups` groups, each its first `maxSources` facts (`- [id | confidence] "content"`, escaped so no fact can
- * close its block); empty when no category may be merged.
+ * close its block); empty when no category may be merged. `template`: a `prompts_dir`'s words instead, given the
+ * groups for its `{consolidation_groups}` and `maxGroups` for its `{max_groups}`.
  */
-export const promptSection = (facts: ReadonlyArray<Fact>, settings: Settings): string => {
+export const promptSection = (
+  facts: ReadonlyArray<Fact>,
+  settings: Settings,
+  template?: ((groups: string, maxGroups: number) => string) | undefined
+): string => {
   const groups = candidates(facts, settings).slice(0, settings.maxGroups)
   if (groups.length === 0) return ""
   const blocks = groups.map(({ category, facts: group }) => {
@@ -134,6 +139,7 @@ export const promptSection = (facts: ReadonlyArray<Fact>, settings: Settings): s
     return `<consolidation_candidates category="${escapeAttribute(category)}" count="${shown.length}">\n` +
       `${lines.join("\n")}\n</consolidation_candidates>`
   })
+  if (template !== undefined) return template(blocks.join("\n\n"), settings.maxGroups)
   return `## Memory Consolidation
 
 The following fact categories have accumulated many individual entries.

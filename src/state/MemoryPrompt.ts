@@ -84,6 +84,11 @@ export interface PromptOptions {
   readonly now?: number | undefined
   /** The signal patterns of `patterns_dir` (default: the built-in ones). */
   readonly patterns?: Patterns | undefined
+  /** The words of the staleness review and of consolidation from `prompts_dir` (default: DeerMem's). */
+  readonly sections?: {
+    readonly staleness?: ((staleFacts: string) => string) | undefined
+    readonly consolidation?: ((groups: string, maxGroups: number) => string) | undefined
+  } | undefined
 }
 
 /**
@@ -131,12 +136,15 @@ export const updateVariables = (
     conversation: transcript,
     correction_hint: [signalHints(turns, options.patterns), manual ? MANUAL_HINT : ""].filter((h) => h !== "")
       .join("\n"),
-    staleness_review_section: options.now === undefined
-      ? ""
-      : MemoryStaleness.stalenessSection(doc.facts, options.staleness ?? MemoryStaleness.DEFAULT_SETTINGS, options.now),
+    staleness_review_section: options.now === undefined ? "" : MemoryStaleness.stalenessSection(
+      doc.facts,
+      options.staleness ?? MemoryStaleness.DEFAULT_SETTINGS,
+      options.now,
+      options.sections?.staleness
+    ),
     consolidation_section: options.consolidation === undefined
       ? ""
-      : MemoryConsolidation.promptSection(doc.facts, options.consolidation)
+      : MemoryConsolidation.promptSection(doc.facts, options.consolidation, options.sections?.consolidation)
   }
 }
 

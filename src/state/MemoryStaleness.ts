@@ -129,9 +129,20 @@ const candidateLine = (fact: Reviewable, settings: Settings): string => {
     `valid:${windowDays(fact, settings)}d] "${escapeText(fact.content)}"`
 }
 
-/** DeerMem's `staleness_review.yaml` for the given candidates, word for word; empty without candidates. */
-export const sectionOf = (facts: ReadonlyArray<Reviewable>, settings: Settings): string =>
-  facts.length === 0 ? "" : `## Staleness Review
+/**
+ * DeerMem's `staleness_review.yaml` for the given candidates, word for word, or `template`'s (a `prompts_dir`'s,
+ * given the list of facts for its `{stale_facts}`); empty without candidates.
+ */
+export const sectionOf = (
+  facts: ReadonlyArray<Reviewable>,
+  settings: Settings,
+  template?: ((staleFacts: string) => string) | undefined
+): string =>
+  facts.length === 0
+    ? ""
+    : template !== undefined
+    ? template(facts.map((fact) => candidateLine(fact, settings)).join("\n"))
+    : `## Staleness Review
 
 The following facts have reached their individual review window and may no longer
 accurately reflect the user's current situation. Each entry shows a \`\`valid:Nd\`\`
@@ -168,12 +179,17 @@ keeping a slightly stale one, because the next review cycle will re-evaluate it.
 
 /**
  * The section the update prompt ends with (DeerMem's `_prepare_update_prompt`): the review of the facts due at
- * `now`, when it is on and they are at least `minCandidates`; else empty.
+ * `now`, when it is on and they are at least `minCandidates` (in `template`'s words when given); else empty.
  */
-export const stalenessSection = (facts: ReadonlyArray<Reviewable>, settings: Settings, now: number): string => {
+export const stalenessSection = (
+  facts: ReadonlyArray<Reviewable>,
+  settings: Settings,
+  now: number,
+  template?: ((staleFacts: string) => string) | undefined
+): string => {
   if (!settings.enabled) return ""
   const due = candidates(facts, settings, now)
-  return due.length >= settings.minCandidates ? sectionOf(due, settings) : ""
+  return due.length >= settings.minCandidates ? sectionOf(due, settings, template) : ""
 }
 
 // ---------------------------------------------------------------------------------------------------------

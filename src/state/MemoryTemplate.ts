@@ -18,33 +18,49 @@ export interface ChatTemplate {
   readonly messages: ReadonlyArray<TemplateMessage>
 }
 
-/** The placeholders a memory update's template may use (DeerMem's five). */
-export const UPDATE_PLACEHOLDERS: ReadonlyArray<keyof UpdateVariables> = [
-  "current_memory",
-  "conversation",
-  "correction_hint",
-  "staleness_review_section",
-  "consolidation_section"
-]
-
-/** The placeholders a memory update's template must use: without them the model sees neither memory nor talk. */
-export const REQUIRED_PLACEHOLDERS: ReadonlyArray<keyof UpdateVariables> = ["current_memory", "conversation"]
+/** What a template must keep: the placeholders it may use and must use, the JSON keys it must name, and why. */
+export interface Protocol {
+  readonly placeholders: ReadonlyArray<string>
+  readonly required: ReadonlyArray<string>
+  readonly keys: ReadonlyArray<string>
+  readonly why: string
+}
 
 /**
- * The JSON keys a memory update's template must name (quoted), as its answer is decoded: an answer is read only
- * with `user`, `history` and `newFacts`; and the write gate stores only what is labelled with `scope`, `durability`
- * and `authority` (a template without them has every write refused).
+ * The memory update's (`memory_update.chat.yaml`): DeerMem's five placeholders, the memory and the conversation
+ * among them; an answer is read only with `user`, `history` and `newFacts`, and the write gate stores only what is
+ * labelled with `scope`, `durability` and `authority` (a template without them has every write refused).
  */
-export const PROTOCOL_KEYS: ReadonlyArray<string> = [
-  "user",
-  "history",
-  "newFacts",
-  "factsToRemove",
-  "shouldUpdate",
-  "scope",
-  "durability",
-  "authority"
-]
+export const UPDATE_PROTOCOL: Protocol = {
+  placeholders: [
+    "current_memory",
+    "conversation",
+    "correction_hint",
+    "staleness_review_section",
+    "consolidation_section"
+  ] satisfies ReadonlyArray<keyof UpdateVariables>,
+  required: ["current_memory", "conversation"],
+  keys: ["user", "history", "newFacts", "factsToRemove", "shouldUpdate", "scope", "durability", "authority"],
+  why: `the memory update reads an answer with "user", "history" and "newFacts", and stores only what is ` +
+    `labelled with "scope", "durability" and "authority"`
+}
+
+/** The staleness review's (`staleness_review.yaml`): the facts due, and the key of the removals. */
+export const STALENESS_PROTOCOL: Protocol = {
+  placeholders: ["stale_facts"],
+  required: ["stale_facts"],
+  keys: ["staleFactsToRemove"],
+  why: `the review's removals are read from "staleFactsToRemove"`
+}
+
+/** Consolidation's (`consolidation.yaml`): the groups, and the keys of a merge and the write gate's labels. */
+export const CONSOLIDATION_PROTOCOL: Protocol = {
+  placeholders: ["consolidation_groups", "max_groups"],
+  required: ["consolidation_groups"],
+  keys: ["factsToConsolidate", "sourceIds", "consolidated", "scope", "durability", "authority"],
+  why: `merges are read from "factsToConsolidate" ("sourceIds", "consolidated"), and stored only labelled with ` +
+    `"scope", "durability" and "authority"`
+}
 
 /** Characters of a template's messages together, at most (DeerMem's own is about 12,000). */
 export const MAX_TEMPLATE_CHARS = 60_000
@@ -116,38 +132,59 @@ export const decodeChat = (data: unknown): Either.Either<ChatTemplate, string> =
   return Either.right({ messages })
 }
 
-/**
- * A chat template checked as a memory update's: its size, a user message, every message rendering with DeerMem's
- * five variables, the placeholders of the memory and the conversation, and the protocol's keys; else what is wrong.
- */
-export const checkUpdate = (template: ChatTemplate): Either.Either<ChatTemplate, string> => {
-  const size = template.messages.reduce((n, m) => n + m.content.length, 0)
-  if (size > MAX_TEMPLATE_CHARS) {
-    return Either.left(`its messages hold ${size} characters, over ${MAX_TEMPLATE_CHARS}`)
-  }
-  if (!template.messages.some((m) => m.role === "user")) return Either.left("it has no user message")
-  const probe = Object.fromEntries(UPDATE_PLACEHOLDERS.map((name) => [name, `\u0000${name}\u0000`]))
+/** Templates' texts checked against a protocol (size, rendering, placeholders, keys); else what is wrong. */
+const checkTexts = (texts: ReadonlyArray<string>, protocol: Protocol): Either.Either<void, string> => {
+  const size = texts.reduce((n, text) => n + text.length, 0)
+  if (size > MAX_TEMPLATE_CHARS) return Either.left(`it holds ${size} characters, over ${MAX_TEMPLATE_CHARS}`)
+  const probe = Object.fromEntries(protocol.placeholders.map((name) => [name, `\u0000${name}\u0000`]))
   const rendered: Array<string> = []
-  for (const [index, message] of template.messages.entries()) {
-    const text = render(message.content, probe)
-    if (Either.isLeft(text)) return Either.left(`messages[${index}]: ${text.left}`)
-    rendered.push(text.right)
+  for (const [index, text] of texts.entries()) {
+    const out = render(text, probe)
+    if (Either.isLeft(out)) return Either.left(texts.length === 1 ? out.left : `messages[${index}]: ${out.left}`)
+    rendered.push(out.right)
   }
   const all = rendered.join("\n")
-  const placeholders = REQUIRED_PLACEHOLDERS.filter((name) => !all.includes(`\u0000${name}\u0000`))
+  const placeholders = protocol.required.filter((name) => !all.includes(`\u0000${name}\u0000`))
   if (placeholders.length > 0) {
     return Either.left(`it does not use ${placeholders.map((name) => `{${name}}`).join(", ")}`)
   }
-  const keys = PROTOCOL_KEYS.filter((key) => !all.includes(`"${key}"`))
+  const keys = protocol.keys.filter((key) => !all.includes(`"${key}"`))
   if (keys.length > 0) {
     return Either.left(
-      `it does not name the answer's keys ${keys.map((key) => `"${key}"`).join(", ")} (the memory update reads ` +
-        `an answer with "user", "history" and "newFacts", and stores only what is labelled with "scope", ` +
-        `"durability" and "authority")`
+      `it does not name the answer's keys ${keys.map((key) => `"${key}"`).join(", ")} (${protocol.why})`
     )
   }
-  return Either.right(template)
+  return Either.void
 }
+
+/**
+ * A chat template checked as a memory update's (`UPDATE_PROTOCOL`): its size, a user message, every message
+ * rendering with DeerMem's five variables, the placeholders of the memory and the conversation, and the protocol's
+ * keys; else what is wrong.
+ */
+export const checkUpdate = (template: ChatTemplate): Either.Either<ChatTemplate, string> => {
+  if (!template.messages.some((m) => m.role === "user")) return Either.left("it has no user message")
+  return Either.map(checkTexts(template.messages.map((m) => m.content), UPDATE_PROTOCOL), () => template)
+}
+
+/**
+ * A text template from the value of its YAML file, as DeerMem's `load_prompt` reads it (`format` `text` when given,
+ * a non-empty `template`), checked against `protocol`; else why not.
+ */
+export const decodeText = (data: unknown, protocol: Protocol): Either.Either<string, string> => {
+  const value = data ?? {}
+  if (!isRecord(value)) return Either.left("expected a mapping with 'template'")
+  const format = value.format ?? "text"
+  if (format !== "text") return Either.left(`expected format 'text', got ${JSON.stringify(format)}`)
+  const template = value.template
+  if (typeof template !== "string" || template === "") return Either.left("missing or empty 'template'")
+  return Either.map(checkTexts([template], protocol), () => template)
+}
+
+/** A checked text template rendered with its values. */
+export const renderText = (template: string, variables: Readonly<Record<string, string>>): string =>
+  // a checked template renders with its protocol's variables: a failure here is a template never checked
+  Either.getOrThrow(render(template, variables))
 
 /** A memory update's request from a checked template: its system messages (joined), then its user messages. */
 export interface RenderedUpdate {

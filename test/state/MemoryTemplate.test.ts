@@ -115,3 +115,34 @@ describe("the memory update's template", () => {
     assert.include(check(huge), `over ${MemoryTemplate.MAX_TEMPLATE_CHARS}`)
   })
 })
+
+describe("the sections' templates", () => {
+  const problem = (data: unknown, protocol: MemoryTemplate.Protocol) =>
+    Either.match(MemoryTemplate.decodeText(data, protocol), { onLeft: (p) => p, onRight: () => "accepted" })
+  const STALE = MemoryTemplate.STALENESS_PROTOCOL
+  const MERGE = MemoryTemplate.CONSOLIDATION_PROTOCOL
+
+  it("are read as DeerMem's load_prompt reads them (format text, a non-empty template)", () => {
+    assert.strictEqual(problem({ format: "chat", messages: [] }, STALE), `expected format 'text', got "chat"`)
+    assert.strictEqual(problem({ template: "" }, STALE), "missing or empty 'template'")
+    assert.strictEqual(problem("text", STALE), "expected a mapping with 'template'")
+    assert.strictEqual(problem({ format: "text", template: `{stale_facts} "staleFactsToRemove"` }, STALE), "accepted")
+  })
+
+  it("must keep their protocol: their placeholders, the keys their answer is read by, the gate's labels", () => {
+    assert.include(problem({ template: `{stale_facts} {other} "staleFactsToRemove"` }, STALE), "unknown placeholder")
+    assert.include(problem({ template: `"staleFactsToRemove"` }, STALE), "does not use {stale_facts}")
+    assert.include(problem({ template: "{stale_facts}" }, STALE), `the answer's keys "staleFactsToRemove"`)
+    const keys = `"factsToConsolidate" "sourceIds" "consolidated" "scope" "durability" "authority"`
+    assert.strictEqual(problem({ template: `{consolidation_groups} ${keys}` }, MERGE), "accepted")
+    assert.include(problem({ template: `{max_groups} ${keys}` }, MERGE), "does not use {consolidation_groups}")
+    assert.include(
+      problem({ template: `{consolidation_groups} "factsToConsolidate" "sourceIds" "consolidated"` }, MERGE),
+      `does not name the answer's keys "scope", "durability", "authority"`
+    )
+    assert.strictEqual(
+      MemoryTemplate.renderText("{max_groups}: {consolidation_groups}", { consolidation_groups: "G", max_groups: "3" }),
+      "3: G"
+    )
+  })
+})

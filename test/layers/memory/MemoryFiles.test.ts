@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../../src/layers/ConfigFile.js"
 import * as FileMemory from "../../../src/layers/FileMemory.js"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
@@ -19,11 +20,16 @@ import { Memory } from "../../../src/services/Memory.js"
 import type { ModelRequest } from "../../../src/services/ModelService.js"
 import { ModelService } from "../../../src/services/ModelService.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
+import type * as MemoryDoc from "../../../src/state/Memory.js"
 import * as M from "../../../src/state/Message.js"
 import { tempDirs } from "../../support/fixtures.js"
 import { captureLogs } from "../../support/logs.js"
 
 const tempDir = tempDirs()
+const DEERMEM_PROMPTS = Path.resolve(
+  Path.dirname(fileURLToPath(import.meta.url)),
+  "../../fixtures/deerflow/deermem/prompts"
+)
 
 const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
 const fact = (content: string) => JSON.stringify({ newFacts: [{ content, confidence: 0.9, ...USER }] })
@@ -39,6 +45,8 @@ const template = (name: string) =>
     "    content: |-",
     "      <current_memory>{current_memory}</current_memory>",
     "      <conversation>{conversation}</conversation>{correction_hint}",
+    "      {staleness_review_section}",
+    "      {consolidation_section}",
     ""
   ].join("\n")
 
@@ -70,17 +78,39 @@ const setup = (dir: string, memory: Record<string, unknown>, script: ScriptedMod
   })
 
 describe("prompts_dir", () => {
-  it.effect("the update's request is the template rendered; an agent's own template for its memory", () =>
+  it.effect("the update's request is the templates rendered; an agent's own templates for its memory", () =>
     Effect.gen(function*() {
       const dir = tempDir("antler-memfiles-")
-      write(Path.join(dir, "prompts", "memory_update.chat.yaml"), template("DEFAULT PROMPT"))
-      write(Path.join(dir, "prompts", "researcher", "memory_update.chat.yaml"), template("RESEARCHER PROMPT"))
+      const prompts = Path.join(dir, "prompts")
+      write(Path.join(prompts, "memory_update.chat.yaml"), template("DEFAULT PROMPT"))
+      for (const name of ["staleness_review.yaml", "consolidation.yaml"]) {
+        Fs.copyFileSync(Path.join(DEERMEM_PROMPTS, name), Path.join(prompts, name))
+      }
+      write(Path.join(prompts, "researcher", "memory_update.chat.yaml"), template("RESEARCHER PROMPT"))
+      write(
+        Path.join(prompts, "researcher", "staleness_review.yaml"),
+        `template: |-\n  RESEARCHER REVIEW <stale_facts>{stale_facts}</stale_facts> into "staleFactsToRemove"\n`
+      )
       const { capture, logged } = captureLogs()
       const { memory, requests } = yield* setup(
         dir,
-        { backend_config: { prompts_dir: "prompts" } },
+        { backend_config: { prompts_dir: "prompts", consolidation_enabled: true, consolidation_min_facts: 3 } },
         [fact("Uses uv"), fact("Reads papers")]
       ).pipe(Effect.provide(capture))
+      // three old facts of one category in each memory: due for review, and shown for merging
+      const old = (id: string): MemoryDoc.Fact => ({
+        id,
+        content: `knows ${id}`,
+        category: "knowledge",
+        confidence: 0.9,
+        createdAt: "1960-01-01T00:00:00Z",
+        source: "t0"
+      })
+      const seeded = (agentName?: string) =>
+        memory.modify({ userId: "default", agentName }, (doc) =>
+          [undefined, { ...doc, facts: [old("fact_a"), old("fact_b"), old("fact_c")] }] as const)
+      yield* seeded()
+      yield* seeded("researcher")
       const said = (text: string) => [M.human(text), M.ai("Noted.")]
       yield* memory.enqueue({ threadId: "t1", userId: "default", messages: said("I always use uv, never pip.") })
       yield* memory.enqueue({
@@ -100,14 +130,25 @@ describe("prompts_dir", () => {
       const text = M.text(user!.messages[0]!)
       assert.include(text, "<conversation>User: I always use uv, never pip.\n\nAssistant: Noted.</conversation>")
       assert.include(text, `<current_memory>{\n  "user": {`)
+      // DeerMem's own words for the sections, from the directory's files, with the facts
+      assert.include(text, "## Staleness Review")
+      assert.include(text, `<stale_facts>\n- [fact_a | knowledge | 0.90 | 1960-01-01 | valid:90d] "knows fact_a"`)
+      assert.include(text, "## Memory Consolidation")
+      assert.include(text, `<consolidation_candidates category="knowledge" count="3">`)
+      assert.include(text, "- Maximum 3 consolidation groups per cycle")
+      const agentText = M.text(agent!.messages[0]!)
       assert.include(agent!.systemPrompt, "RESEARCHER PROMPT")
+      // the agent's own staleness words; the directory's consolidation words (it has none of its own)
+      assert.match(agentText, /RESEARCHER REVIEW <stale_facts>- \[fact_a [^<]*knows fact_c[^<]*<\/stale_facts>/)
+      assert.notInclude(agentText, "## Staleness Review")
+      assert.include(agentText, "## Memory Consolidation")
       // the hints of the conversation's signals fill {correction_hint}
-      assert.include(M.text(agent!.messages[0]!), "Explicit correction signals were detected")
+      assert.include(agentText, "Explicit correction signals were detected")
       // the answers are applied as ever
       const facts = (agentName?: string) =>
         Effect.map(memory.load({ userId: "default", agentName }), (d) => d.facts.map((f) => f.content))
-      assert.deepStrictEqual(yield* facts(), ["Uses uv"])
-      assert.deepStrictEqual(yield* facts("researcher"), ["Reads papers"])
+      assert.include(yield* facts(), "Uses uv")
+      assert.include(yield* facts("researcher"), "Reads papers")
     }))
 
   it.effect("without a template file: Antler's own prompt, and one warning naming the key and the file", () =>
@@ -118,9 +159,11 @@ describe("prompts_dir", () => {
         .pipe(Effect.provide(capture))
       yield* memory.enqueue({ threadId: "t1", userId: "default", messages: [M.human("I use uv."), M.ai("Ok.")] })
       yield* memory.flush
+      const nowhere = Path.join(dir, "nowhere")
       assert.deepStrictEqual(logged, [
-        `memory.backend_config.prompts_dir (${Path.join(dir, "nowhere")}): ` +
-        `${Path.join(dir, "nowhere", "memory_update.chat.yaml")}: not found (the built-in prompt is used)`
+        `memory.backend_config.prompts_dir (${nowhere}): ` +
+        ["memory_update.chat.yaml", "staleness_review.yaml", "consolidation.yaml"]
+          .map((name) => `${Path.join(nowhere, name)}: not found (the built-in prompt is used)`).join("; ")
       ])
       assert.isUndefined(requests[0]!.systemPrompt)
       assert.include(M.text(requests[0]!.messages[0]!), "You maintain the long-term memory")
