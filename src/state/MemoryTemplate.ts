@@ -99,8 +99,9 @@ export const render = (
       out += variables[name]!
       i = end + 1
     } else {
-      const next = template.slice(i).search(/[{}]/)
-      const stop = next === -1 ? template.length : i + next
+      // (one pass over the template: a text of many braces costs no more than one of none)
+      let stop = i + 1
+      while (stop < template.length && template[stop] !== "{" && template[stop] !== "}") stop++
       out += template.slice(i, stop)
       i = stop
     }
