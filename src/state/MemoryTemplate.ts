@@ -66,6 +66,12 @@ export const CONSOLIDATION_PROTOCOL: Protocol = {
 export const MAX_TEMPLATE_CHARS = 60_000
 
 /**
+ * Placeholders of a template at most, counting repeats (DeerMem's use each once): each is a copy of its value, and
+ * a template must not make a prompt of thousands of copies of the conversation.
+ */
+export const MAX_PLACEHOLDERS = 16
+
+/**
  * A template rendered as Python's `str.format` renders it: `{name}` is the variable's value, `{{` and `}}` are
  * braces; else why not (an unknown name, a lone brace, or a placeholder with a conversion, a format or an index,
  * which DeerMem's templates never use).
@@ -145,6 +151,10 @@ const checkTexts = (texts: ReadonlyArray<string>, protocol: Protocol): Either.Ei
     rendered.push(out.right)
   }
   const all = rendered.join("\n")
+  const used = all.split("\u0000").length - 1
+  if (used / 2 > MAX_PLACEHOLDERS) {
+    return Either.left(`it uses ${used / 2} placeholders, over ${MAX_PLACEHOLDERS} (each is a copy of its value)`)
+  }
   const placeholders = protocol.required.filter((name) => !all.includes(`\u0000${name}\u0000`))
   if (placeholders.length > 0) {
     return Either.left(`it does not use ${placeholders.map((name) => `{${name}}`).join(", ")}`)

@@ -111,6 +111,9 @@ describe("the memory update's template", () => {
       ),
       "it has no user message"
     )
+    const copies = "{conversation}".repeat(MemoryTemplate.MAX_PLACEHOLDERS)
+    assert.include(check(full, `{current_memory}${copies}`), `uses 17 placeholders, over 16`)
+    assert.strictEqual(check(full, `{current_memory}${copies.slice("{conversation}".length)}`), "accepted")
     const huge = full + " ".repeat(MemoryTemplate.MAX_TEMPLATE_CHARS)
     assert.include(check(huge), `over ${MemoryTemplate.MAX_TEMPLATE_CHARS}`)
   })
