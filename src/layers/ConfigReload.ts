@@ -3,11 +3,11 @@
  * the next request when it changed. The file is looked at (its inode, size and times, never its text) at most once
  * every `recheckMs` when a run asks for the configuration, and read and decoded only when that changed. An edit
  * that decodes and whose models can be used is taken: runs started after it use it (`LiveConfig`), runs under way
- * keep theirs. The sections read once at the start (`STARTUP_ONLY`) keep the values the process started with, and
- * an edit of one of them is named in a warning (it takes effect on a restart). An edit that cannot be used (a YAML
- * or schema error, a removed file, a model choice it breaks) is refused with one warning naming the file and what
- * is wrong, and the last configuration taken stays in use. Keys of an edit that Antler does not read (a typo) are
- * named in a warning.
+ * keep theirs. The sections and settings read once at the start (`STARTUP_ONLY`) keep the values the process
+ * started with, and an edit of one of them is named in a warning (it takes effect on a restart). An edit that cannot
+ * be used (a YAML or schema error, a removed file, a model choice it breaks) is refused with one warning naming the
+ * file and what is wrong, and the last configuration taken stays in use. Keys of an edit that Antler does not read
+ * (a typo) are named in a warning.
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -64,15 +64,33 @@ function reveal(this: unknown, key: string, value: unknown): unknown {
 const same = (a: unknown, b: unknown): boolean =>
   JSON.stringify(a ?? null, reveal) === JSON.stringify(b ?? null, reveal)
 
-/** `edited` with the startup-only sections of `running`, and the names of those the edit changed. */
+// the value at a dotted path of a configuration (undefined when a step is missing)
+const at = (config: unknown, path: ReadonlyArray<string>): unknown =>
+  path.reduce<unknown>(
+    (value, key) => (typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined),
+    config
+  )
+
+// a configuration with the value at a dotted path replaced (copied along the path, the rest shared)
+const put = (config: unknown, path: ReadonlyArray<string>, value: unknown): unknown => {
+  if (path.length === 0) return value
+  const [key, ...rest] = path as [string, ...Array<string>]
+  const holder = typeof config === "object" && config !== null ? (config as Record<string, unknown>) : {}
+  return { ...holder, [key]: put(holder[key], rest, value) }
+}
+
+/**
+ * `edited` with the startup-only sections and settings of `running` (`STARTUP_ONLY`, a setting as a dotted path),
+ * and the names of those the edit changed.
+ */
 export const withStartupSections = (
   edited: AppConfig,
   running: AppConfig
 ): { readonly config: AppConfig; readonly held: ReadonlyArray<string> } => {
-  const held = STARTUP_ONLY.filter((key) => !same(edited[key], running[key]))
-  const kept: Partial<Record<keyof AppConfig, unknown>> = {}
-  for (const key of STARTUP_ONLY) kept[key] = running[key]
-  return { config: { ...edited, ...kept } as AppConfig, held }
+  const paths = STARTUP_ONLY.map((name) => name.split("."))
+  const held = STARTUP_ONLY.filter((_, i) => !same(at(edited, paths[i]!), at(running, paths[i]!)))
+  const config = paths.reduce<unknown>((kept, path) => put(kept, path, at(running, path)), edited)
+  return { config: config as AppConfig, held }
 }
 
 interface State {
@@ -115,8 +133,10 @@ export const make = (options: Options): Effect.Effect<LiveConfig["Type"]> =>
           yield* Effect.logWarning(`${file}: the edit has keys Antler does not read: ${unread.join(", ")}`)
         }
         const { config, held } = withStartupSections(read.right.config, running.app.config)
+        // (a section, or a setting of one: `memory.backend_config.storage_path`)
+        const noun = held.every((name) => !name.includes(".")) ? "section" : "setting"
         const restart = held.length === 0 ? Effect.void : Effect.logWarning(
-          `${file}: ${held.join(", ")} changed; ${held.length === 1 ? "that section is" : "these sections are"} ` +
+          `${file}: ${held.join(", ")} changed; ${held.length === 1 ? `that ${noun} is` : `these ${noun}s are`} ` +
             "read when the process starts, so the edit takes effect on a restart"
         )
         if (same(config, running.app.config)) return yield* Effect.as(restart, running)

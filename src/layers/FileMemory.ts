@@ -20,6 +20,9 @@
  * - What is stored is bounded and holds no secret: every write is redacted (the configured keys) and cut to
  *   `max_facts`, `max_fact_chars` and `max_summary_chars` (see `state/MemoryLimits.ts`), and so is every file
  *   read (one written by hand or by an older version), with one warning naming what was cut.
+ * - `antler serve` takes edits of `config.yaml`: the service `under` the `memory` section of an edit injects and
+ *   queues with that section's settings (each queued conversation is updated with the settings it was queued with);
+ *   where the files are and the backend stay those of the start.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -54,7 +57,8 @@ import * as Tokens from "../state/Tokens.js"
 import * as TextFile from "./TextFile.js"
 import * as PatternFiles from "./memory/PatternFiles.js"
 import * as PromptFiles from "./memory/PromptFiles.js"
-import { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
+import type { Settings } from "./memory/Settings.js"
+import { settingsOf } from "./memory/Settings.js"
 import { dirOf } from "./memory/YamlFiles.js"
 
 export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
@@ -280,6 +284,12 @@ const callServices = (threadId: string, userId: string, modelName: string | unde
 
 const keyOf = (p: Pending) => JSON.stringify([p.threadId, p.userId, p.agentName ?? null])
 
+// a conversation in the update queue, with the settings its update reads
+interface Queued {
+  readonly item: Pending
+  readonly settings: Settings
+}
+
 /** Options of `make`. */
 export interface Options {
   /** Overrides of the `memory` section of the app config. */
@@ -290,7 +300,9 @@ export interface Options {
 
 /**
  * The memory service over the app's model, configuration and thread store. Its update queue lives in the
- * scope: closing it runs what is pending (within `shutdown_flush_timeout_seconds`).
+ * scope: closing it runs what is pending (within `shutdown_flush_timeout_seconds`). `under` gives the service under
+ * another `memory` section (an edit of `config.yaml` taken by `antler serve`): its injections and the updates of the
+ * conversations it queues read that section; the files (the root, their name, the backend) stay those of the start.
  */
 export const make = (
   options: Options = {}
@@ -300,29 +312,32 @@ export const make = (
     const model = yield* ModelService
     const store = yield* ThreadStore
     const fs = yield* FileSystem.FileSystem
-    const config: MemoryConfig = { ...app.config.memory, ...options.config }
-    const backend = config.backend_config
-    const enabled = config.enabled && config.manager_class !== "noop"
-    const hybrid = hybridOf(config)
-    const consolidation = consolidationOf(config)
-    const staleness = stalenessOf(config)
+    // (the settings of a `memory` section; the test's overrides over any)
+    const settingsFor = (memory: MemoryConfig) => settingsOf({ ...memory, ...options.config })
+    const started = settingsFor(app.config.memory)
     // as DeerFlow's agent factory: tool mode without memory is a configuration the operator should see
-    if (!config.enabled && config.mode === "tool") {
+    if (!started.config.enabled && started.config.mode === "tool") {
       yield* Effect.logWarning(
         "memory.mode is 'tool' but memory.enabled is false; memory tools will not be registered."
       )
     }
+    // where the files are, their name and the backend are those of the start (`LiveConfig.STARTUP_ONLY`)
     const root = rootOf(app)
-    const count = backend.token_counting === "char" ? Tokens.estimateText : Tokens.countText
-    const lockMs = backend.file_lock_timeout_seconds * 1000
-    const limits = limitsOf(config)
+    const filename = started.config.backend_config.manifest_filename
     const redact = options.redact ?? defaultRedactor(app)
     const scope = yield* Effect.scope
-    // DeerMem's own files, read now (an agent's prompt when first used), with one warning for what is not used
-    const patterns = enabled ? yield* PatternFiles.load(dirOf(app, backend.patterns_dir)) : undefined
-    const prompts = yield* PromptFiles.make(enabled ? dirOf(app, backend.prompts_dir) : undefined)
+    // DeerMem's own files, read now (an agent's prompt when first used), with one warning for what is not used; an
+    // edit of their folders is taken at the next start (`LiveConfig.STARTUP_ONLY`)
+    const enabled = started.config.enabled
+    const dirs = started.config.backend_config
+    const patterns = enabled ? yield* PatternFiles.load(dirOf(app, dirs.patterns_dir)) : undefined
+    const prompts = yield* PromptFiles.make(enabled ? dirOf(app, dirs.prompts_dir) : undefined)
+    // the settings of the last conversation queued (what the app's stop reads: `shutdown_flush_timeout_seconds`)
+    let latest = started
+    const countOf = (st: Settings) =>
+      st.config.backend_config.token_counting === "char" ? Tokens.estimateText : Tokens.countText
 
-    const file = (s: MemoryScope) => Either.match(fileOf(root, s, backend.manifest_filename), {
+    const file = (s: MemoryScope) => Either.match(fileOf(root, s, filename), {
       onLeft: Effect.fail,
       onRight: Effect.succeed
     })
@@ -330,52 +345,58 @@ export const make = (
     const whose = (s: MemoryScope) =>
       s.agentName === undefined ? `user ${s.userId}` : `agent ${s.agentName} of user ${s.userId}`
 
-    const warnCut = (s: MemoryScope, cut: ReadonlyArray<string>, note = "") =>
+    const warnCut = (st: Settings, s: MemoryScope, cut: ReadonlyArray<string>, note = "") =>
       cut.length === 0 ? Effect.void : Effect.logWarning(
-        `Memory of ${whose(s)} over its limits (memory.backend_config: max_facts ${limits.maxFacts}, ` +
-          `max_fact_chars ${limits.maxFactChars}, max_summary_chars ${limits.maxSummaryChars})${note}; cut: ` +
+        `Memory of ${whose(s)} over its limits (memory.backend_config: max_facts ${st.limits.maxFacts}, ` +
+          `max_fact_chars ${st.limits.maxFactChars}, max_summary_chars ${st.limits.maxSummaryChars})${note}; cut: ` +
           cut.join("; ")
       )
 
     /** The document of a scope, within the limits (quietly: the caller reports what was cut). */
-    const read = (s: MemoryScope) => Effect.flatMap(file(s), (path) => readCapped(path, limits, redact))
+    const read = (st: Settings, s: MemoryScope) =>
+      Effect.flatMap(file(s), (path) => readCapped(path, st.limits, redact))
 
-    const load = (s: MemoryScope) =>
-      Effect.flatMap(read(s), (doc) =>
-        Effect.as(warnCut(s, doc.cut, " when read (its file is cut at its next update)"), doc.value))
+    const load = (st: Settings, s: MemoryScope) =>
+      Effect.flatMap(read(st, s), (doc) =>
+        Effect.as(warnCut(st, s, doc.cut, " when read (its file is cut at its next update)"), doc.value))
 
     /**
      * Every write: the new document redacted (no secret is stored) and within the limits, with one warning naming
      * what was cut (`cut`: what the caller cut before, such as an update's excess).
      */
     const write = <A>(
+      st: Settings,
       s: MemoryScope,
       f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document],
       cut: ReadonlyArray<string> = []
     ) =>
       Effect.flatMap(file(s), (path) =>
-        withLock(path, lockMs, Effect.gen(function*() {
+        withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
           yield* removeStaleTemps(path)
-          const current = yield* readCapped(path, limits, redact)
+          const current = yield* readCapped(path, st.limits, redact)
           const [result, next] = f(current.value)
-          const stored = MemoryLimits.capDocument(redact.value(next), limits, yield* Clock.currentTimeMillis)
-          yield* warnCut(s, [...cut, ...current.cut, ...stored.cut])
+          const stored = MemoryLimits.capDocument(redact.value(next), st.limits, yield* Clock.currentTimeMillis)
+          yield* warnCut(st, s, [...cut, ...current.cut, ...stored.cut])
           yield* writeDocument(path, stored.value)
           return result
         }))).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 
-    const modify = <A>(s: MemoryScope, f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]) =>
-      write(s, f)
+    const modify = <A>(
+      st: Settings,
+      s: MemoryScope,
+      f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document]
+    ) => write(st, s, f)
 
     // Tokenizing is slow on some text (over 5 µs a character for CJK text never seen before: a second for a hostile
     // memory at the default limits). The texts of the block are counted first in slices, yielding to the event loop
     // between them; formatting the block then counts them again from the tokenizer's cache (by chunk).
-    const warm = (doc: MemoryDoc.Document): Effect.Effect<void> =>
-      backend.token_counting === "char" ? Effect.void : Effect.gen(function*() {
-        const most = backend.max_injection_tokens * MemoryDoc.MAX_CHARS_PER_TOKEN
+    const warm = (st: Settings, doc: MemoryDoc.Document): Effect.Effect<void> =>
+      st.config.backend_config.token_counting === "char" ? Effect.void : Effect.gen(function*() {
+        const count = countOf(st)
+        const most = st.config.backend_config.max_injection_tokens * MemoryDoc.MAX_CHARS_PER_TOKEN
         const texts = [
           ...[...Object.values(doc.user), ...Object.values(doc.history)].map((section) => section.summary),
-          ...(config.mode === "tool" ? [] : doc.facts.map((fact) => fact.content))
+          ...(st.config.mode === "tool" ? [] : doc.facts.map((fact) => fact.content))
         ]
         let since = 0
         for (const text of texts) {
@@ -392,18 +413,18 @@ export const make = (
         }
       })
 
-    const context = (s: MemoryScope) =>
-      !enabled || !config.injection_enabled
+    const context = (st: Settings, s: MemoryScope) =>
+      !st.enabled || !st.config.injection_enabled
         ? Effect.succeed("")
-        : load(s).pipe(
-          Effect.tap((doc) => Effect.zipRight(breathe, warm(doc))),
+        : load(st, s).pipe(
+          Effect.tap((doc) => Effect.zipRight(breathe, warm(st, doc))),
           Effect.map((doc) =>
             MemoryDoc.formatForInjection(doc, {
-              maxTokens: backend.max_injection_tokens,
-              count,
-              guaranteedCategories: backend.guaranteed_categories,
-              guaranteedBudget: backend.guaranteed_token_budget,
-              includeFacts: config.mode !== "tool"
+              maxTokens: st.config.backend_config.max_injection_tokens,
+              count: countOf(st),
+              guaranteedCategories: st.config.backend_config.guaranteed_categories,
+              guaranteedBudget: st.config.backend_config.guaranteed_token_budget,
+              includeFacts: st.config.mode !== "tool"
             })
           ),
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`Memory not injected: ${error.message}`), ""))
@@ -423,15 +444,17 @@ export const make = (
         }]
       }])).pipe(Effect.catchAll((error) => Effect.logWarning(`Memory token usage not recorded: ${error.message}`)))
 
-    /** One update: the unread turns of the item, one model call, the changes applied and stored. */
-    const update = (item: Pending) =>
+    /** One update: the unread turns of the item, one model call, the changes applied and stored (its settings). */
+    const update = ({ item, settings: st }: Queued) =>
       Effect.gen(function*() {
+        const { consolidation, limits, staleness } = st
+        const backend = st.config.backend_config
         const s: MemoryScope = { userId: item.userId, agentName: item.agentName }
-        const before = (yield* read(s)).value
+        const before = (yield* read(st, s)).value
         const watermark = item.immediate ? undefined : before.threads[item.threadId]
         const turns = MemoryDoc.conversation(item.messages, watermark, patterns?.trivial)
         if (turns.length === 0) return
-        const modelName = config.model_name ?? item.modelName ?? undefined
+        const modelName = st.config.model_name ?? item.modelName ?? undefined
         const templates = yield* prompts.templates(item.agentName)
         const { consolidation: merging, staleness: stale, update: template } = templates
         const options: MemoryDoc.PromptOptions = {
@@ -472,14 +495,14 @@ export const make = (
         const excess = Either.isRight(raw) ? raw.right.cut : []
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const last = MemoryDoc.lastMessageId(item.messages)
-        const [refused, review] = yield* write(s, (doc) => {
+        const [refused, review] = yield* write(st, s, (doc) => {
           const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
             now,
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,
             newId: () => `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`,
             source: item.threadId,
-            hybrid,
+            hybrid: st.hybrid,
             signals: MemoryDoc.signalsOf(turns, patterns),
             consolidation,
             staleness
@@ -516,20 +539,21 @@ export const make = (
         })
       )
 
-    // The queue: one pending update per (thread, user, agent); a debounce timer; one update at a time.
-    const pending = new Map<string, Pending>()
-    const urgent: Array<Pending> = []
+    // The queue: one pending update per (thread, user, agent), with the settings of the service that queued it; a
+    // debounce timer; one update at a time.
+    const pending = new Map<string, Queued>()
+    const urgent: Array<Queued> = []
     const running = yield* Effect.makeSemaphore(1)
     let timer: Fiber.RuntimeFiber<void, never> | undefined
 
     // An item leaves the queue once its update is done: one interrupted (the app stopping) is still pending.
     const drain = running.withPermits(1)(Effect.gen(function*() {
       for (;;) {
-        const next: Pending | undefined = urgent[0] ?? pending.values().next().value
+        const next: Queued | undefined = urgent[0] ?? pending.values().next().value
         if (next === undefined) return
         yield* update(next)
         if (urgent[0] === next) urgent.shift()
-        else if (pending.get(keyOf(next)) === next) pending.delete(keyOf(next))
+        else if (pending.get(keyOf(next.item)) === next) pending.delete(keyOf(next.item))
       }
     }))
 
@@ -539,11 +563,14 @@ export const make = (
       return current === undefined ? Effect.void : Fiber.interrupt(current)
     })
 
-    const enqueue = (item: Pending): Effect.Effect<void> => {
-      if (!enabled || config.mode === "tool") return Effect.void
+    const enqueue = (st: Settings, item: Pending): Effect.Effect<void> => {
+      if (!st.enabled || st.config.mode === "tool") return Effect.void
+      const queued: Queued = { item, settings: st }
+      latest = st
       if (item.immediate) {
-        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sync(() => void urgent.push(item)), drain), scope))
+        return Effect.asVoid(Effect.forkIn(Effect.zipRight(Effect.sync(() => void urgent.push(queued)), drain), scope))
       }
+      const backend = st.config.backend_config
       return Effect.gen(function*() {
         const key = keyOf(item)
         // a full queue still takes a conversation whose user corrected, confirmed or told something (a signal, as
@@ -556,7 +583,7 @@ export const make = (
             `Memory queue full (${backend.queue_max_depth} pending): thread ${item.threadId} is read after its next run`
           )
         }
-        pending.set(key, item)
+        pending.set(key, queued)
         yield* stopTimer
         // the timer only waits: stopping it never interrupts an update already running
         const wait = Effect.sleep(`${backend.debounce_seconds} seconds`)
@@ -573,9 +600,8 @@ export const make = (
       Effect.suspend(() => {
         if (pending.size === 0 && urgent.length === 0) return Effect.void
         const stopped = Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-        const seconds = stopped
-          ? Math.min(STOP_FLUSH_SECONDS, config.shutdown_flush_timeout_seconds)
-          : config.shutdown_flush_timeout_seconds
+        const limit = latest.config.shutdown_flush_timeout_seconds
+        const seconds = stopped ? Math.min(STOP_FLUSH_SECONDS, limit) : limit
         return Effect.interruptible(flush).pipe(
           Effect.timeout(`${seconds} seconds`),
           Effect.catchAll(() =>
@@ -594,22 +620,25 @@ export const make = (
       user: s.userId,
       ...(s.agentName === undefined ? {} : { agent: s.agentName })
     })
-    return {
-      enabled,
-      mode: config.mode,
-      context: (s) => Tracing.withSpanWhenTraced(context(s), "FileMemory.context", { attributes: attributes(s) }),
+    // the service under the settings of one `memory` section
+    const serviceOf = (st: Settings): Service => ({
+      enabled: st.enabled,
+      mode: st.config.mode,
+      context: (s) => Tracing.withSpanWhenTraced(context(st, s), "FileMemory.context", { attributes: attributes(s) }),
       enqueue: (item) =>
-        Tracing.withSpanWhenTraced(enqueue(item), "FileMemory.enqueue", { attributes: { thread: item.threadId } }),
+        Tracing.withSpanWhenTraced(enqueue(st, item), "FileMemory.enqueue", { attributes: { thread: item.threadId } }),
       flush: Effect.withSpan(flush, "FileMemory.flush"),
       pending: Effect.sync(() => pending.size + urgent.length),
       load: Effect.fn("FileMemory.load")(function*(s) {
-        return yield* load(s)
+        return yield* load(st, s)
       }),
       clear: Effect.fn("FileMemory.clear")(function*(s) {
-        yield* modify(s, () => [undefined, MemoryDoc.empty()] as const)
+        yield* modify(st, s, () => [undefined, MemoryDoc.empty()] as const)
       }),
-      modify: (s, f) => Effect.withSpan(modify(s, f), "FileMemory.modify", { attributes: attributes(s) })
-    } satisfies Service
+      modify: (s, f) => Effect.withSpan(modify(st, s, f), "FileMemory.modify", { attributes: attributes(s) }),
+      under: (memory) => serviceOf(settingsFor({ ...memory, manager_class: started.config.manager_class }))
+    })
+    return serviceOf(started)
   })
 
 /** The memory service as a layer (one per app). */

@@ -186,7 +186,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const app = yield* AppConfigService
       const store = yield* ThreadStore
       const guardrail = yield* Chains.guardrailOf(app.config)
-      const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))
+      // the app's memory under this configuration's `memory` (an edit taken by `antler serve`: the agents over it)
+      const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))?.under(app.config.memory)
       const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
       const registry = SkillsDirectory.make(app)
       const catalog = SkillsDirectory.catalogOf(app)

@@ -11,12 +11,13 @@ import type { AppConfig, AppConfigService, ModelConfig } from "./AppConfig.js"
 import type { ModelService } from "./ModelService.js"
 
 /**
- * The sections of `config.yaml` read once, when the process starts (DeerFlow's reload boundary,
- * `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its users (`gateway`), the thread
- * store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills directory and its checks
- * (`skills`, `skill_scan`), the long-term memory queue (`memory`), the configured middlewares (`extensions`), and
- * the uploads' conversion (`uploads`). An edit of one of them takes effect on a restart; the other sections take
- * effect at the next run or request.
+ * The sections of `config.yaml`, and the settings of a section (a dotted path), read once, when the process starts
+ * (DeerFlow's reload boundary, `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its
+ * users (`gateway`), the thread store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills
+ * directory and its checks (`skills`, `skill_scan`), where memory is stored and by which backend (the files of every
+ * user are open under that root: `memory.manager_class`, `memory.backend_config.storage_path`, `storage_class` and
+ * `manifest_filename`), the configured middlewares (`extensions`), and the uploads' conversion (`uploads`). An edit
+ * of one of them takes effect on a restart; the rest takes effect at the next run, request or memory update.
  */
 export const STARTUP_ONLY = [
   "gateway",
@@ -25,17 +26,20 @@ export const STARTUP_ONLY = [
   "sandbox",
   "skills",
   "skill_scan",
-  "memory",
+  "memory.manager_class",
+  "memory.backend_config.storage_path",
+  "memory.backend_config.storage_class",
+  "memory.backend_config.manifest_filename",
   "extensions",
   "uploads"
-] as const satisfies ReadonlyArray<keyof AppConfig>
+] as const satisfies ReadonlyArray<keyof AppConfig | `${keyof AppConfig}.${string}`>
 
-/** A section of `config.yaml` that takes effect on a restart only. */
+/** A section of `config.yaml`, or a setting of one (`section.key...`), that takes effect on a restart only. */
 export type StartupOnly = (typeof STARTUP_ONLY)[number]
 
 /** The configuration a run starts with. */
 export interface Snapshot {
-  /** The configuration (its startup-only sections those the process started with). */
+  /** The configuration (its startup-only sections and settings those the process started with). */
   readonly app: AppConfigService["Type"]
   /** The models runs choose from, the default first (the process's model choice over this configuration). */
   readonly models: ReadonlyArray<ModelConfig>

@@ -7,6 +7,7 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { MemoryConfig } from "./AppConfig.js"
 import type { Message } from "../state/Message.js"
 import type { Document, Fact } from "../state/Memory.js"
 
@@ -56,6 +57,13 @@ export interface Service {
   readonly clear: (scope: Scope) => Effect.Effect<void, MemoryError>
   /** Changes the facts of a scope (memory tools): the function gets the document and returns the new one. */
   readonly modify: <A>(scope: Scope, f: (doc: Document) => readonly [A, Document]) => Effect.Effect<A, MemoryError>
+  /**
+   * The same memory (its files, its update queue) under another `memory` section: an edit of `config.yaml` that
+   * `antler serve` took, for the runs and requests after it. What it injects, and the updates of the conversations
+   * it queues, read that section (on or off, the injection, the debounce, the update model, the limits, DeerMem's
+   * policies); where the files are and the backend stay those of the start.
+   */
+  readonly under: (config: MemoryConfig) => Service
 }
 
 /** The memory service of an app. */

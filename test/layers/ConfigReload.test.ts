@@ -141,7 +141,45 @@ describe("config.yaml edited while the process runs", () => {
       assert.strictEqual(next.app.config.sandbox.allow_host_bash, false, "the sandbox stays as it started")
       assert.include(logged[1]!, "gateway, sandbox changed; these sections are read when the process starts")
       assert.deepStrictEqual([...STARTUP_ONLY].sort(), [
-        "database", "extensions", "gateway", "memory", "sandbox", "skill_scan", "skills", "tracing", "uploads"
+        "database",
+        "extensions",
+        "gateway",
+        "memory.backend_config.manifest_filename",
+        "memory.backend_config.storage_class",
+        "memory.backend_config.storage_path",
+        "memory.manager_class",
+        "sandbox",
+        "skill_scan",
+        "skills",
+        "tracing",
+        "uploads"
+      ])
+    }))
+
+  it.effect("memory follows the edit but where its files are and its backend: those keep their values, named", () =>
+    Effect.gen(function*() {
+      const { capture, logged } = captureLogs()
+      const { file, write, live } = yield* setup({ models: [model("a")], memory: { enabled: false } })
+      write({
+        models: [model("a")],
+        memory: {
+          enabled: true,
+          manager_class: "noop",
+          backend_config: { max_facts: 7, debounce_seconds: 1, storage_path: "elsewhere" }
+        }
+      })
+      const next = yield* Effect.provide(live.current, capture)
+      assert.strictEqual(next.revision, 1)
+      const memory = next.app.config.memory
+      assert.strictEqual(memory.enabled, true)
+      assert.strictEqual(memory.backend_config.max_facts, 7)
+      assert.strictEqual(memory.backend_config.debounce_seconds, 1)
+      assert.strictEqual(memory.backend_config.storage_path, "", "where the files are: as it started")
+      assert.strictEqual(memory.manager_class, "deermem", "the backend: as it started")
+      assert.deepStrictEqual(logged, [
+        `${file}: memory.manager_class, memory.backend_config.storage_path changed; these settings are read when ` +
+          "the process starts, so the edit takes effect on a restart",
+        `${file} changed: the runs started from now on use it`
       ])
     }))
 

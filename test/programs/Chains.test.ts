@@ -27,7 +27,8 @@ const memory: Memory["Type"] = {
   pending: Effect.succeed(0),
   load: () => Effect.die("unused"),
   clear: () => Effect.void,
-  modify: () => Effect.die("unused")
+  modify: () => Effect.die("unused"),
+  under: () => memory
 }
 
 const deferred: Chains.Deferred = {

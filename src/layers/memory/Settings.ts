@@ -1,6 +1,7 @@
 /**
  * A memory configuration (`memory:` of `config.yaml`) read as the settings of the pure memory functions: the
- * limits of a document, DeerMem's `hybrid-v1` capacity policy, its staleness review and its consolidation.
+ * limits of a document, DeerMem's `hybrid-v1` capacity policy, its staleness review and its consolidation; and all of
+ * them as the settings a memory service reads for an injection or an update (`settingsOf`).
  */
 import type { MemoryConfig } from "../../services/AppConfig.js"
 import type * as MemoryConsolidation from "../../state/MemoryConsolidation.js"
@@ -57,4 +58,29 @@ export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
   maxFactChars: config.backend_config.max_fact_chars,
   maxSummaryChars: config.backend_config.max_summary_chars,
   hybrid: hybridOf(config)
+})
+
+/**
+ * What a memory service reads of one `memory` section, for each injection and update (an edit of `config.yaml` taken
+ * by `antler serve` gives the next runs another): on or off, the injection, the update queue's timing and depth, the
+ * update model, the limits and DeerMem's policies.
+ */
+export interface Settings {
+  readonly config: MemoryConfig
+  /** `memory.enabled`, and a backend other than `noop`. */
+  readonly enabled: boolean
+  readonly limits: MemoryLimits.Limits
+  readonly hybrid: MemoryEviction.Settings | undefined
+  readonly consolidation: MemoryConsolidation.Settings | undefined
+  readonly staleness: MemoryStaleness.Settings
+}
+
+/** The settings of a memory configuration. */
+export const settingsOf = (config: MemoryConfig): Settings => ({
+  config,
+  enabled: config.enabled && config.manager_class !== "noop",
+  limits: limitsOf(config),
+  hybrid: hybridOf(config),
+  consolidation: consolidationOf(config),
+  staleness: stalenessOf(config)
 })

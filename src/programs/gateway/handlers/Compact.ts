@@ -67,9 +67,11 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
           const threadModel = modelName ??
             (agentName === undefined ? undefined : yield* agentModel(snap, user, agentName))
           // memory's flush, as in the lead chain (DeerFlow's `memory_flush_hook`)
-          const hooks = memory === undefined || !memory.enabled
+          // (under `config.yaml`'s `memory` as it is now)
+          const under = memory?.under(snap.app.config.memory)
+          const hooks = under === undefined || !under.enabled
             ? []
-            : [MemoryMW.beforeCompaction({ memory, agentName })]
+            : [MemoryMW.beforeCompaction({ memory: under, agentName })]
           const result = yield* Compaction.compactThread(thread.stored, {
             model: snap.model,
             force: request.force,

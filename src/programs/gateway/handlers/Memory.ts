@@ -4,7 +4,8 @@
  * what is stored is redacted and within the memory limits (`memory.backend_config`) however it came. A fact
  * longer than `max_fact_chars` is refused rather than cut; an imported document is cut to the limits, as a file
  * written by hand is. A failure to read or write the file is logged with its cause; the client is told what
- * failed, never where the file is.
+ * failed, never where the file is. The limits, and what is injected, are `config.yaml`'s as it is at each request
+ * when the gateway takes its edits (`Live`).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
@@ -12,7 +13,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
-import { AppConfigService } from "../../../services/AppConfig.js"
 import { Memory, type MemoryError } from "../../../services/Memory.js"
 import * as MemoryDoc from "../../../state/Memory.js"
 import * as MemoryLimits from "../../../state/MemoryLimits.js"
@@ -22,6 +22,7 @@ import { describeParseError, fail, GatewayError } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { json } from "./Http.js"
+import * as Live from "./Live.js"
 
 /** A fact the user wrote (DeerFlow's fact source for one made through its settings). */
 export const MANUAL_SOURCE = MemoryDoc.MANUAL_SOURCE
@@ -57,24 +58,32 @@ type Change = (doc: MemoryDoc.Document) => Either.Either<MemoryDoc.Document, Gat
 export const layer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "memory", (handlers) =>
     Effect.gen(function*() {
-      const memory = yield* Memory
-      const app = yield* AppConfigService
-      const limits: MemoryLimits.Limits = {
-        maxFacts: app.config.memory.backend_config.max_facts,
-        maxFactChars: app.config.memory.backend_config.max_fact_chars,
-        maxSummaryChars: app.config.memory.backend_config.max_summary_chars
-      }
+      const started = yield* Memory
+      const config = yield* Live.config
+      // the memory and its limits under `config.yaml`'s `memory` as it is at this request (an edit the gateway took)
+      const settings = Effect.map(config, (app) => ({
+        memory: started.under(app.config.memory),
+        limits: {
+          maxFacts: app.config.memory.backend_config.max_facts,
+          maxFactChars: app.config.memory.backend_config.max_fact_chars,
+          maxSummaryChars: app.config.memory.backend_config.max_summary_chars
+        } satisfies MemoryLimits.Limits
+      }))
 
       const scope = Effect.map(CurrentIdentity, (identity) => ({ userId: identity.user }))
 
       const answer = (doc: MemoryDoc.Document) => json(MemoryApi.MemoryDocument, shown(doc))
 
-      const current = Effect.flatMap(scope, (s) => Effect.catchAll(memory.load(s), memoryFailed))
+      const current = Effect.flatMap(
+        Effect.zip(scope, settings),
+        ([s, { memory }]) => Effect.catchAll(memory.load(s), memoryFailed)
+      )
 
       /** Applies a change (refused: nothing is written), then answers the document as stored. */
       const change = (f: Change) =>
         Effect.gen(function*() {
           const s = yield* scope
+          const { memory } = yield* settings
           const now = new Date(yield* Clock.currentTimeMillis).toISOString()
           const refused = yield* memory.modify(s, (doc) =>
             Either.match(f(doc), {
@@ -85,7 +94,7 @@ export const layer = (api: DeerFlowApi) =>
           return yield* Effect.catchAll(memory.load(s), memoryFailed)
         })
 
-      const tooLong = (content: string) =>
+      const tooLong = (content: string, limits: MemoryLimits.Limits) =>
         content.length > limits.maxFactChars
           ? fail(
             "unprocessable",
@@ -108,6 +117,7 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("importMemory", () =>
           Effect.gen(function*() {
             const raw = yield* Body.json(Schema.Unknown)
+            const { limits } = yield* settings
             // no more facts than can be kept are decoded (the rest are cut as a hand-written file's are)
             const bounded = MemoryLimits.capRawDocument(raw, limits)
             const imported = yield* Either.match(Schema.decodeUnknownEither(MemoryDoc.Document)(bounded.value), {
@@ -121,7 +131,7 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const request = yield* Body.json(MemoryApi.FactCreate)
             const content = request.content.trim()
-            const long = tooLong(content)
+            const long = tooLong(content, (yield* settings).limits)
             if (long !== undefined) return yield* long
             const id = `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`
             const createdAt = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -152,7 +162,7 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const request = yield* Body.json(MemoryApi.FactPatch)
             const content = request.content == null ? undefined : request.content.trim()
-            const long = content === undefined ? undefined : tooLong(content)
+            const long = content === undefined ? undefined : tooLong(content, (yield* settings).limits)
             if (long !== undefined) return yield* long
             const doc = yield* change((doc) => {
               const at = doc.facts.findIndex((fact) => fact.id === path.fact_id)

@@ -1,0 +1,128 @@
+/**
+ * DeerFlow test_app_config_reload.py (`get_memory_config()` follows an edit of `config.yaml`; a section removed
+ * takes its defaults again) and test_reload_boundary.py (`memory` is not startup-only), through the real gateway,
+ * its config file in a temp directory and the scripted model behind the real openai client: an edit of `memory`
+ * is read by the next run's memory update and injection (on or off, the update model, `max_facts`, the debounce,
+ * `injection_enabled`); where the files are stays as the gateway started, named in a warning.
+ */
+import { Client } from "@langchain/langgraph-sdk"
+import { assert, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Yaml from "yaml"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { captureLogs } from "../../support/logs.js"
+import { eventually } from "../../support/poll.js"
+import * as Support from "./support.js"
+
+const human = (content: string) => ({ messages: [{ role: "user", content }] })
+
+const model = (name: string, url: string) => ({
+  name,
+  model: `model-${name}`,
+  base_url: url,
+  api_key: "sk-test-scripted-key-000000"
+})
+
+const textOf = (content: unknown): string =>
+  typeof content === "string"
+    ? content
+    : Array.isArray(content)
+    ? content.map((part) => (typeof part?.text === "string" ? part.text : "")).join("")
+    : ""
+
+const MEMORY_PROMPT = "You maintain the long-term memory"
+
+/** The write gate's labels of a fact that is the user's. */
+const USER = { scope: "user", durability: "durable", authority: "descriptive" } as const
+
+const isMemoryCall = (body: ChatRequestBody) => textOf(body.messages[0]?.content).startsWith(MEMORY_PROMPT)
+
+/** The model: a memory update proposes three facts; anything else is acknowledged. */
+const script = (body: ChatRequestBody): Turn =>
+  isMemoryCall(body)
+    ? JSON.stringify({
+      newFacts: ["Hikes in the Alps", "Drinks green tea", "Plays the cello"].map((content, i) => ({
+        content,
+        category: "preference",
+        confidence: 0.99 - i * 0.05,
+        ...USER
+      }))
+    })
+    : "Noted."
+
+describe("config.yaml's memory edited while the gateway runs", () => {
+  it("the next run's memory update and injection read the edit; where the files are stays", async () => {
+    const { capture, logged } = captureLogs()
+    const dir = Support.tempDir("antler-gw-reload-memory-")
+    const file = Path.join(dir, "config.yaml")
+    const gateway = await Support.start({
+      script,
+      file,
+      reload: true,
+      logger: capture,
+      config: (url) => ({
+        models: [model("first", url), model("second", url)],
+        // (a debounce longer than the test: the edit's is the one waited)
+        memory: { enabled: false, backend_config: { debounce_seconds: 3600 } }
+      })
+    })
+    const { url } = gateway.scripted
+    const write = (memory: Record<string, unknown>) =>
+      Fs.writeFileSync(file, Yaml.stringify({
+        ...Support.baseConfig(url),
+        models: [model("first", url), model("second", url)],
+        memory
+      }))
+    const stored = Path.join(gateway.home, "users", "default", "memory.json")
+    const facts = (): ReadonlyArray<string> =>
+      Fs.existsSync(stored) ? JSON.parse(Fs.readFileSync(stored, "utf8")).facts.map((f: any) => f.content) : []
+    const memoryCalls = () => gateway.scripted.requests.filter(isMemoryCall)
+    try {
+      const client = new Client({ apiUrl: gateway.url })
+      // the first request of a run in a new thread
+      const runIn = async (content: string) => {
+        const thread = await client.threads.create()
+        const before = gateway.scripted.requests.length
+        await client.runs.wait(thread.thread_id, "lead_agent", { input: human(content) })
+        return gateway.scripted.requests[before]!
+      }
+
+      await runIn("alpha: memory is off for this one")
+      write({
+        enabled: true,
+        model_name: "second",
+        injection_enabled: false,
+        backend_config: { debounce_seconds: 0, max_facts: 2, storage_path: "elsewhere" }
+      })
+      await runIn("beta: memory is on from here")
+      const kept = await eventually(() => (facts().length > 0 ? facts() : undefined), "a memory update stored")
+      assert.deepStrictEqual(kept, ["Hikes in the Alps", "Drinks green tea"], "max_facts of the edit")
+      const [update] = memoryCalls()
+      assert.strictEqual(update!.model, "model-second", "memory.model_name of the edit")
+      assert.include(textOf(update!.messages[0]?.content), "beta")
+      assert.notInclude(textOf(update!.messages[0]?.content), "alpha", "a run of memory off is not remembered")
+      assert.isFalse(Fs.existsSync(Path.join(dir, "elsewhere")), "the files stay where the gateway started")
+      assert.isTrue(logged.some((line) =>
+        line === `${file}: memory.backend_config.storage_path changed; that setting is read when the process ` +
+          "starts, so the edit takes effect on a restart"
+      ), logged.join("\n"))
+
+      const injected = (request: ChatRequestBody) => JSON.stringify(request.messages).includes("Hikes in the Alps")
+      assert.isFalse(injected(await runIn("gamma")), "injection_enabled: false")
+      write({ enabled: true, backend_config: { debounce_seconds: 0, max_facts: 2, storage_path: "elsewhere" } })
+      assert.isTrue(injected(await runIn("delta")), "injected once the edit switches it on")
+      // the default model again for the update: the run's
+      await eventually(
+        () => memoryCalls().find((body) => textOf(body.messages[0]?.content).includes("delta")),
+        "the update of delta's thread"
+      ).then((body) => assert.strictEqual(body.model, "model-first"))
+    } finally {
+      await gateway.stop()
+    }
+    assert.isFalse(
+      memoryCalls().some((body) => textOf(body.messages[0]?.content).includes("alpha")),
+      "alpha's run was never queued"
+    )
+  }, 60_000)
+})
