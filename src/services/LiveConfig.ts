@@ -16,8 +16,8 @@ import type { ModelService } from "./ModelService.js"
  * users (`gateway`), the thread store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills
  * directory and its checks (`skills`, `skill_scan`), where memory is stored and by which backend (the files of every
  * user are open under that root: `memory.manager_class`, `memory.backend_config.storage_path`, `storage_class` and
- * `manifest_filename`), the configured middlewares (`extensions`), and the uploads' conversion (`uploads`). An edit
- * of one of them takes effect on a restart; the rest takes effect at the next run, request or memory update.
+ * `manifest_filename`), and the configured middlewares (`extensions`). An edit of one of them takes effect on a
+ * restart; the rest takes effect at the next run, request (an upload's limits) or memory update.
  */
 export const STARTUP_ONLY = [
   "gateway",
@@ -30,8 +30,7 @@ export const STARTUP_ONLY = [
   "memory.backend_config.storage_path",
   "memory.backend_config.storage_class",
   "memory.backend_config.manifest_filename",
-  "extensions",
-  "uploads"
+  "extensions"
 ] as const satisfies ReadonlyArray<keyof AppConfig | `${keyof AppConfig}.${string}`>
 
 /** A section of `config.yaml`, or a setting of one (`section.key...`), that takes effect on a restart only. */

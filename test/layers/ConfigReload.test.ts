@@ -151,8 +151,7 @@ describe("config.yaml edited while the process runs", () => {
         "sandbox",
         "skill_scan",
         "skills",
-        "tracing",
-        "uploads"
+        "tracing"
       ])
     }))
 

@@ -126,3 +126,50 @@ describe("config.yaml's memory edited while the gateway runs", () => {
     )
   }, 60_000)
 })
+
+// DeerFlow's uploads router reads `uploads.*` from `get_config()` at each request (`_get_upload_limits`,
+// `_auto_convert_documents_enabled`)
+describe("config.yaml's uploads edited while the gateway runs", () => {
+  it("the next upload and the limits endpoint read the edit: the limits and the documents' conversion", async () => {
+    const file = Path.join(Support.tempDir("antler-gw-reload-uploads-"), "config.yaml")
+    const gateway = await Support.start({
+      script: () => "Hello.",
+      file,
+      reload: true,
+      config: { uploads: { max_files: 1 } }
+    })
+    const thread = "reload-uploads"
+    const upload = async (...names: ReadonlyArray<string>) => {
+      const form = new FormData()
+      for (const name of names) {
+        form.append("files", new Blob([`<html><body><p>${name}</p></body></html>`], { type: "text/html" }), name)
+      }
+      const response = await fetch(`${gateway.url}/api/threads/${thread}/uploads`, { method: "POST", body: form })
+      return { status: response.status, body: (await response.json()) as any }
+    }
+    const limits = async () => (await fetch(`${gateway.url}/api/threads/${thread}/uploads/limits`)).json()
+    try {
+      assert.strictEqual((await limits() as any).max_files, 1)
+      const refused = await upload("a.html", "b.html")
+      assert.strictEqual(refused.status, 413)
+      const converted = await upload("a.html")
+      assert.strictEqual(converted.status, 200)
+      assert.strictEqual(converted.body.files[0].markdown_file, "a.md", "conversion on, as the gateway started")
+
+      Fs.writeFileSync(file, Yaml.stringify({
+        ...Support.baseConfig(gateway.scripted.url),
+        uploads: { max_files: 3, max_file_size: 4096, auto_convert_documents: false }
+      }))
+      assert.deepStrictEqual(await limits(), { max_files: 3, max_file_size: 4096, max_total_size: 100 * 1024 * 1024 })
+      const taken = await upload("b.html", "c.html")
+      assert.strictEqual(taken.status, 200, JSON.stringify(taken.body))
+      assert.deepStrictEqual(taken.body.files.map((f: any) => [f.filename, f.markdown_file]), [
+        ["b.html", undefined],
+        ["c.html", undefined]
+      ], "auto_convert_documents: false of the edit")
+      assert.strictEqual((await upload("a.html", "b.html", "c.html", "d.html")).status, 413)
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})

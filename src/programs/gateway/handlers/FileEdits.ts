@@ -19,6 +19,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
+import * as Live from "./Live.js"
 
 /** The largest file the artifact panel edits (DeerFlow's). */
 export const MAX_EDITABLE_BYTES = 2 * 1024 * 1024
@@ -53,13 +54,14 @@ export const layer = (api: DeerFlowApi) =>
       const access = yield* Access.make
       const app = yield* AppConfigService
       const sandboxes = yield* SandboxProvider
-      const { uploads } = app.config
+      const current = yield* Live.config
 
       return handlers
         .handleRaw("uploadLimits", ({ path }) =>
           Effect.gen(function*() {
             // the server's limits, the same for every thread: a new chat asks before its thread exists (as
-            // DeerFlow's gateway, no thread is looked up)
+            // DeerFlow's gateway, no thread is looked up); `config.yaml`'s as it is now (an edit the gateway took)
+            const { uploads } = (yield* current).config
             return json(FileEditsApi.UploadLimits, {
               max_files: uploads.max_files,
               max_file_size: uploads.max_file_size,

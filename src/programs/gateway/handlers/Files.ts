@@ -1,6 +1,6 @@
 /**
- * The files endpoints (declared in `api/Files.ts`): uploads (a multipart form read within `uploads.*`'s limits,
- * its files written by `Upload.upload`), their list and deletion, and artifacts: files under `/mnt/user-data`,
+ * The files endpoints (declared in `api/Files.ts`): uploads (a multipart form read within `uploads.*`'s limits as
+ * `config.yaml` is at the request, its files written by `Upload.upload`), their list and deletion, and artifacts: files under `/mnt/user-data`,
  * resolved by the thread's sandbox (which refuses any path out of it), served typed by their extension in a
  * sandbox of their own (`Content-Security-Policy: sandbox`: a model-written page runs no script here).
  */
@@ -26,6 +26,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
 import { json, queryFlag } from "./Http.js"
+import * as Live from "./Live.js"
 
 const CONTENT_TYPES: Record<string, string> = {
   ".md": "text/markdown; charset=utf-8",
@@ -88,13 +89,15 @@ export const layer = (api: DeerFlowApi) =>
       const app = yield* AppConfigService
       const sandboxes = yield* SandboxProvider
       const store = yield* ThreadStore
-      const config = app.config
+      // `config.yaml` as it is at each request (an edit the gateway took: its `uploads` limits and conversion)
+      const current = yield* Live.config
 
       return handlers
         .handleRaw("uploadFiles", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
-            const limits = config.uploads
+            const now = yield* current
+            const limits = now.config.uploads
             const form = yield* Body.multipart.pipe(
               // (no maxFileSize: the parser drops a file past it, and every part after it, without failing, which
               // answered "No files to upload"; the total bounds what is written, and `Upload` refuses a file too
@@ -156,7 +159,7 @@ export const layer = (api: DeerFlowApi) =>
                 )
               )
               const results = yield* Upload.upload(stored, inputs, { userId }).pipe(
-                Effect.provideService(AppConfigService, app),
+                Effect.provideService(AppConfigService, now),
                 // (too many or too large files are a 413, as DeerFlow answers them)
                 Effect.mapError((error) => fail(uploadRefusal(error.reason), error.message)),
                 Effect.tapError(() =>
