@@ -406,7 +406,8 @@ export const layer = (
           const own = [
             ...(base.tools ?? []),
             // skill self-evolution: the skills directory's custom skills, in an admin's run (see SkillManage)
-            ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(app), redact)] : [])
+            // (checked with the run's `skill_scan`: an edit of `config.yaml` taken, the agents built again over it)
+            ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(snap.app), redact)] : [])
           ]
           const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
           const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)

@@ -149,7 +149,6 @@ describe("config.yaml edited while the process runs", () => {
         "memory.backend_config.storage_path",
         "memory.manager_class",
         "sandbox",
-        "skill_scan",
         "skills",
         "tracing"
       ])

@@ -173,3 +173,62 @@ describe("config.yaml's uploads edited while the gateway runs", () => {
     }
   }, 60_000)
 })
+
+// DeerFlow's SkillScan reads `skill_scan.enabled` from `get_app_config()` at each check (`skill_scan_enabled`)
+describe("config.yaml's skill_scan edited while the gateway runs", () => {
+  it("the next custom skill edit and the next run's skill_manage are checked, or not, as the edit says", async () => {
+    const dir = Support.tempDir("antler-gw-reload-scan-")
+    const file = Path.join(dir, "config.yaml")
+    const skill = (name: string) => Path.join(dir, "skills", "custom", name, "SKILL.md")
+    const first = "---\nname: notes\ndescription: Notes\n---\n# Notes\nStep one.\n"
+    const key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+    Fs.mkdirSync(Path.dirname(skill("notes")), { recursive: true })
+    Fs.writeFileSync(skill("notes"), first)
+    const ADMIN = "carol-token-0123456789abcdef"
+    const sections = {
+      skill_evolution: { enabled: true },
+      gateway: { heartbeat_seconds: 1, auth: { tokens: [{ token: ADMIN, user: "carol", admin: true }] } }
+    }
+    // an admin's run that asks for it creates a skill holding the key with `skill_manage`
+    const script = (body: ChatRequestBody): Turn => {
+      const asked = textOf(body.messages.filter((m) => m.role === "user").at(-1)?.content)
+      const name = /create (\S+)/.exec(asked)?.[1]
+      if (name === undefined || body.messages.some((m) => m.role === "tool")) return "Done."
+      const content = `---\nname: ${name}\ndescription: Keys\n---\n# Keys\n${key}`
+      return { toolCalls: [{ id: "c1", name: "skill_manage", arguments: { action: "create", name, content } }] }
+    }
+    const gateway = await Support.start({ script, file, reload: true, config: sections })
+    const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }
+    const edit = async () => {
+      const response = await fetch(`${gateway.url}/api/skills/custom/notes`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ content: `${first}${key}` })
+      })
+      return { status: response.status, body: JSON.stringify(await response.json()) }
+    }
+    const client = new Client({ apiUrl: gateway.url, apiKey: ADMIN })
+    const run = async (content: string) => {
+      const thread = await client.threads.create()
+      await client.runs.wait(thread.thread_id, "lead_agent", { input: human(content) })
+    }
+    try {
+      const refused = await edit()
+      assert.strictEqual(refused.status, 400, refused.body)
+      assert.include(refused.body, "secret-private-key (CRITICAL)")
+      assert.strictEqual(Fs.readFileSync(skill("notes"), "utf8"), first)
+      await run("create keys-one")
+      assert.isFalse(Fs.existsSync(skill("keys-one")), "skill_manage's write refused by the scan")
+
+      const base = Support.baseConfig(gateway.scripted.url)
+      Fs.writeFileSync(file, Yaml.stringify({ ...base, ...sections, skill_scan: { enabled: false } }))
+      const taken = await edit()
+      assert.strictEqual(taken.status, 200, taken.body)
+      assert.include(Fs.readFileSync(skill("notes"), "utf8"), "BEGIN OPENSSH PRIVATE KEY")
+      await run("create keys-two")
+      assert.isTrue(Fs.existsSync(skill("keys-two")), "skill_manage's write, unscanned")
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})

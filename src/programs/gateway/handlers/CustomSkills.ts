@@ -21,6 +21,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { skillObject } from "./Catalog.js"
 import { json } from "./Http.js"
+import * as Live from "./Live.js"
 
 /** Options of `layer`. */
 export interface Options {
@@ -52,8 +53,11 @@ const refused = (error: CustomSkills.CustomSkillError) => {
 /** The custom skill endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi, options: Options) =>
   HttpApiBuilder.group(api, "customSkills", (handlers) =>
-    Effect.map(AppConfigService, (app) => {
-      const store = () => CustomSkills.of(app)
+    Effect.gen(function*() {
+      const app = yield* AppConfigService
+      const current = yield* Live.config
+      // the store as `config.yaml` is at the request (an edit the gateway took: `skill_scan`)
+      const store = Effect.map(current, CustomSkills.of)
       const human: CustomSkills.Author = { author: "human" }
 
       const adminOnly = Effect.flatMap(CurrentIdentity, (identity) =>
@@ -69,7 +73,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
         Effect.gen(function*() {
           const skill = SkillsDirectory.catalogOf(app).skills.find((s) => s.name === name && s.category === "custom")
           if (skill === undefined) return yield* fail("not_found", `Custom skill '${name}' not found`)
-          const text = yield* Effect.catchAll(store().read(name), refused)
+          const text = yield* Effect.catchAll((yield* store).read(name), refused)
           return json(Api.CustomSkillContent, { ...skillObject(skill), content: text })
         })
 
@@ -87,20 +91,20 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             yield* adminOnly
             const request = yield* Body.json(Api.CustomSkillUpdate)
             const name = nameOf(path.skill_name)
-            yield* Effect.catchAll(store().edit(name, request.content, human, "human_edit"), refused)
+            yield* Effect.catchAll((yield* store).edit(name, request.content, human, "human_edit"), refused)
             return yield* content(name)
           }))
         .handleRaw("deleteCustomSkill", ({ path }) =>
           Effect.gen(function*() {
             yield* adminOnly
-            yield* Effect.catchAll(store().remove(nameOf(path.skill_name), human, "human_delete"), refused)
+            yield* Effect.catchAll((yield* store).remove(nameOf(path.skill_name), human, "human_delete"), refused)
             return json(Api.Deleted, { success: true })
           }))
         .handleRaw("getCustomSkillHistory", ({ path }) =>
           Effect.gen(function*() {
             yield* adminOnly
             const name = nameOf(path.skill_name)
-            const s = store()
+            const s = (yield* store)
             if (!s.exists(name) && !s.hasHistory(name)) {
               return yield* fail("not_found", `Custom skill '${name}' not found`)
             }
@@ -112,7 +116,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             yield* adminOnly
             const request = yield* Body.json(Api.SkillRollback)
             const name = nameOf(path.skill_name)
-            const s = store()
+            const s = (yield* store)
             if (!s.exists(name) && !s.hasHistory(name)) {
               return yield* fail("not_found", `Custom skill '${name}' not found`)
             }

@@ -43,6 +43,7 @@ import * as Body from "../Body.js"
 import * as Access from "./Access.js"
 import { skillObject } from "./Catalog.js"
 import { json } from "./Http.js"
+import * as Live from "./Live.js"
 import { LAUNCHERS, launchProblem } from "./McpLaunch.js"
 import { isRecord, type Raw, restoreOAuthSecrets, shownServer, unmask } from "./McpShown.js"
 
@@ -78,6 +79,7 @@ export interface Options {
 export const layer = (api: DeerFlowApi, options: Options) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const app = yield* AppConfigService
+    const current = yield* Live.config
     const fs = yield* FileSystem.FileSystem
     const mcp = yield* Effect.serviceOption(Mcp)
     // one writer of the file at a time (its MCP servers and its skill states are read, changed and written whole)
@@ -301,7 +303,8 @@ export const layer = (api: DeerFlowApi, options: Options) =>
               host,
               SkillsDirectory.location(app).path,
               new Set(SkillsDirectory.catalogOf(app).skills.map((skill) => skill.name)),
-              { scan: app.config.skill_scan.enabled }
+              // (`skill_scan` as `config.yaml` is at the request: an edit the gateway took)
+              { scan: (yield* current).config.skill_scan.enabled }
             )
           ).pipe(Effect.catchAll((error) => {
             switch (error.reason) {
