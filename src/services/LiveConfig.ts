@@ -14,17 +14,20 @@ import type { ModelService } from "./ModelService.js"
  * The sections of `config.yaml`, and the settings of a section (a dotted path), read once, when the process starts
  * (DeerFlow's reload boundary, `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its
  * users (`gateway`), the thread store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills
- * directory (`skills`), where memory is stored and by which backend (the files of every user are open under that
- * root: `memory.manager_class`, `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), and
- * the configured middlewares (`extensions`). An edit of one of them takes effect on a restart; the rest takes effect
- * at the next run, request (an upload's limits, a skill's checks) or memory update.
+ * directory and where the sandbox shows it (`skills.path`, `skills.container_path`: the sandbox provider mounts it
+ * when the process starts, and a run's prompt must name the folder its sandbox has), where memory is stored and by
+ * which backend (the files of every user are open under that root: `memory.manager_class`,
+ * `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), and the configured middlewares
+ * (`extensions`). An edit of one of them takes effect on a restart; the rest takes effect at the next run, request
+ * (an upload's limits, a skill's checks) or memory update.
  */
 export const STARTUP_ONLY = [
   "gateway",
   "database",
   "tracing",
   "sandbox",
-  "skills",
+  "skills.path",
+  "skills.container_path",
   "memory.manager_class",
   "memory.backend_config.storage_path",
   "memory.backend_config.storage_class",

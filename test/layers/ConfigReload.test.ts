@@ -149,7 +149,8 @@ describe("config.yaml edited while the process runs", () => {
         "memory.backend_config.storage_path",
         "memory.manager_class",
         "sandbox",
-        "skills",
+        "skills.container_path",
+        "skills.path",
         "tracing"
       ])
     }))

@@ -232,3 +232,51 @@ describe("config.yaml's skill_scan edited while the gateway runs", () => {
     }
   }, 60_000)
 })
+
+// DeerFlow's skill storage is built again for a new `get_app_config()`; its sandbox provider maps the skills
+// directory once, at its start (`LocalSandboxProvider._setup_path_mappings`)
+describe("config.yaml's skills edited while the gateway runs", () => {
+  it("the next run's agent lists the skills as the edit says; the directory and its mount stay", async () => {
+    const { capture, logged } = captureLogs()
+    const dir = Support.tempDir("antler-gw-reload-skills-")
+    const file = Path.join(dir, "config.yaml")
+    Fs.mkdirSync(Path.join(dir, "skills", "public", "demo"), { recursive: true })
+    Fs.writeFileSync(
+      Path.join(dir, "skills", "public", "demo", "SKILL.md"),
+      "---\nname: demo\ndescription: A built-in skill for the demo\n---\n# Demo\n"
+    )
+    const gateway = await Support.start({ script: () => "Hello.", file, reload: true, logger: capture, config: {} })
+    const client = new Client({ apiUrl: gateway.url })
+    const promptOf = async () => {
+      const thread = await client.threads.create()
+      const before = gateway.scripted.requests.length
+      await client.runs.wait(thread.thread_id, "lead_agent", { input: human("hi") })
+      const request = gateway.scripted.requests[before]!
+      return {
+        system: textOf(request.messages.find((m) => m.role === "system")?.content),
+        tools: (request.tools ?? []).map((t: any) => t.function?.name)
+      }
+    }
+    try {
+      const full = await promptOf()
+      assert.include(full.system, "A built-in skill for the demo")
+      assert.notInclude(full.system, "<skill_index>")
+      Fs.writeFileSync(file, Yaml.stringify({
+        ...Support.baseConfig(gateway.scripted.url),
+        skills: { deferred_discovery: true, path: "elsewhere", container_path: "/mnt/other-skills" }
+      }))
+      const deferred = await promptOf()
+      assert.include(deferred.system, "<skill_index>", "skills.deferred_discovery of the edit")
+      assert.include(deferred.tools, "describe_skill")
+      assert.include(deferred.system, "demo", "the skills of the directory the gateway started with")
+      assert.include(deferred.system, "/mnt/skills", "where its sandbox shows them")
+      assert.notInclude(deferred.system, "/mnt/other-skills")
+      assert.isTrue(logged.some((line) =>
+        line === `${file}: skills.path, skills.container_path changed; these settings are read when the process ` +
+          "starts, so the edit takes effect on a restart"
+      ), logged.join("\n"))
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})
