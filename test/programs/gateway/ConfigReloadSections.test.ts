@@ -3,7 +3,8 @@
  * takes its defaults again) and test_reload_boundary.py (`memory` is not startup-only), through the real gateway,
  * its config file in a temp directory and the scripted model behind the real openai client: an edit of `memory`
  * is read by the next run's memory update and injection (on or off, the update model, `max_facts`, the debounce,
- * `injection_enabled`); where the files are stays as the gateway started, named in a warning.
+ * `injection_enabled`) and by the memory endpoints; where the files are stays as the gateway started, named in a
+ * warning. Then `uploads`, `skill_scan` and `skills` (DeerFlow's readers of each named above its test).
  */
 import { Client } from "@langchain/langgraph-sdk"
 import { assert, describe, it } from "@effect/vitest"
@@ -89,11 +90,17 @@ describe("config.yaml's memory edited while the gateway runs", () => {
       }
 
       await runIn("alpha: memory is off for this one")
+      const addFact = (content: string) =>
+        fetch(`${gateway.url}/api/memory/facts`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ content, category: "preference", confidence: 0.9 })
+        })
       write({
         enabled: true,
         model_name: "second",
         injection_enabled: false,
-        backend_config: { debounce_seconds: 0, max_facts: 2, storage_path: "elsewhere" }
+        backend_config: { debounce_seconds: 0, max_facts: 2, max_fact_chars: 50, storage_path: "elsewhere" }
       })
       await runIn("beta: memory is on from here")
       const kept = await eventually(() => (facts().length > 0 ? facts() : undefined), "a memory update stored")
@@ -107,6 +114,11 @@ describe("config.yaml's memory edited while the gateway runs", () => {
         line === `${file}: memory.backend_config.storage_path changed; that setting is read when the process ` +
           "starts, so the edit takes effect on a restart"
       ), logged.join("\n"))
+
+      // the memory endpoints read the limits of the edit
+      const long = await addFact("x".repeat(60))
+      assert.strictEqual(long.status, 422)
+      assert.include(JSON.stringify(await long.json()), "at most 50 characters")
 
       const injected = (request: ChatRequestBody) => JSON.stringify(request.messages).includes("Hikes in the Alps")
       assert.isFalse(injected(await runIn("gamma")), "injection_enabled: false")
