@@ -17,7 +17,8 @@ import type { ModelService } from "./ModelService.js"
  * directory and where the sandbox shows it (`skills.path`, `skills.container_path`: the sandbox provider mounts it
  * when the process starts, and a run's prompt must name the folder its sandbox has), where memory is stored and by
  * which backend (the files of every user are open under that root: `memory.manager_class`,
- * `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), and the configured middlewares
+ * `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), DeerMem's own prompt and pattern
+ * files (`prompts_dir`, `patterns_dir`: read when the memory starts), and the configured middlewares
  * (`extensions`). An edit of one of them takes effect on a restart; the rest takes effect at the next run, request
  * (an upload's limits, a skill's checks) or memory update.
  */
@@ -32,6 +33,8 @@ export const STARTUP_ONLY = [
   "memory.backend_config.storage_path",
   "memory.backend_config.storage_class",
   "memory.backend_config.manifest_filename",
+  "memory.backend_config.prompts_dir",
+  "memory.backend_config.patterns_dir",
   "extensions"
 ] as const satisfies ReadonlyArray<keyof AppConfig | `${keyof AppConfig}.${string}`>
 

@@ -145,6 +145,8 @@ describe("config.yaml edited while the process runs", () => {
         "extensions",
         "gateway",
         "memory.backend_config.manifest_filename",
+        "memory.backend_config.patterns_dir",
+        "memory.backend_config.prompts_dir",
         "memory.backend_config.storage_class",
         "memory.backend_config.storage_path",
         "memory.manager_class",
