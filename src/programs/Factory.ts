@@ -18,6 +18,9 @@
  *   thinking, effort, recursion limit) goes into the run's options.
  * - With a `LiveConfig` (`antler serve`), each run takes the configuration as it is when it starts: after an edit
  *   of `config.yaml` is taken, agents are built again over it (its models, their clients, its sections).
+ * - Each agent lives in a scope of its own (its chain, its middlewares' resources, the subagent runner of its
+ *   configuration), held by the runs that use it (`Shared`): an agent replaced (an edit taken, the MCP servers or
+ *   the skills changed) or not kept is closed once no run holds it; a run under way keeps its agent until it ends.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Context from "effect/Context"
@@ -52,7 +55,9 @@ import * as CustomAgents from "./CustomAgents.js"
 import * as CustomSkills from "./CustomSkills.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as ShadowedTools from "./ShadowedTools.js"
+import * as Shared from "./Shared.js"
 import * as SkillManage from "./SkillManage.js"
+import * as SubagentRunners from "./SubagentRunners.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
@@ -274,7 +279,11 @@ export interface Service {
     userId?: string,
     admin?: boolean
   ) => Effect.Effect<Resolved, SettingsError | NoModelsError>
-  /** The agent for a resolved run: built on first use for its shape, then kept. */
+  /**
+   * The agent for a resolved run: built on first use for its shape, then kept while it is current. One that is not
+   * kept (an earlier configuration's, or one missing a failed MCP server's tools) is closed at once: run turns
+   * through `turn` or `run`, which hold their agent until they end.
+   */
   readonly agent: (resolved: Resolved) => Effect.Effect<LeadAgent.Service, LeadAgent.BuildError>
   /** How the agent of a resolved run got its tools (sources, what is missing and why). */
   readonly tools: (resolved: Resolved) => Effect.Effect<ToolAssembly.Assembly, LeadAgent.BuildError>
@@ -337,7 +346,7 @@ export const layer = (
       const models = options.models ?? app.config.models
       const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
-      const agents = new Map<string, Built>()
+      const agents = Shared.kept<Built>()
       // the configuration each run takes (the one of the start, unless the app re-reads its file: `LiveConfig`)
       const started: Snapshot = { app, models, model: Context.get(services, ModelService), revision: 0 }
       const live = yield* Effect.serviceOption(LiveConfig)
@@ -361,18 +370,12 @@ export const layer = (
       // whether commands can run here (bubblewrap, or host bash allowed): probed once, when an agent is first built
       const bash = yield* Effect.cached(Effect.map(LocalSandbox.bashMode(app), (m) => m.mode !== "disabled"))
 
-      // One subagent runner per configuration taken, built when a run first enables subagents; one pool for the app,
-      // whichever configuration its subagents' runs started with.
-      const pool = yield* Effect.makeSemaphore(Math.max(1, options.subagents?.poolSize ?? 3))
-      const runnerOf = (snap: Snapshot) =>
-        Effect.cached(Effect.map(
-          Layer.buildWithScope(
-            Subagents.layer({ tools: options.agent?.tools, models: snap.models, pool, ...options.subagents }),
-            scope
-          ).pipe(Effect.provide(contextOf(snap))),
-          (context) => Context.get(context, SubagentRunner)
-        ))
-      let runner = { revision: 0, get: yield* runnerOf(started) }
+      // one subagent runner per configuration taken, held by the agents built over it (see `SubagentRunners`)
+      const runners = yield* SubagentRunners.make(
+        scope,
+        { tools: options.agent?.tools, ...options.subagents },
+        contextOf
+      )
 
       const agentOptions = (r: Resolved, snap: Snapshot): Effect.Effect<LeadAgent.Options> =>
         Effect.map(
@@ -397,76 +400,94 @@ export const layer = (
           })
         )
 
+      // an agent in a scope of its own (closed if the build fails or is interrupted)
       const build = (r: Resolved, snap: Snapshot) =>
-        Effect.gen(function*() {
-          const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash }
-          const context = contextOf(snap)
-          const assembly = yield* ToolAssembly.assemble(wanted).pipe(Effect.provide(context))
-          const base = yield* agentOptions(r, snap)
-          const own = [
-            ...(base.tools ?? []),
-            // skill self-evolution: the skills directory's custom skills, in an admin's run (see SkillManage)
-            // (checked with the run's `skill_scan`: an edit of `config.yaml` taken, the agents built again over it)
-            ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(snap.app), redact)] : [])
-          ]
-          const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
-          const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-          if (r.subagents.enabled && snap.revision > runner.revision) {
-            runner = { revision: snap.revision, get: yield* runnerOf(snap) }
-          }
-          // (a run that started before the last edit taken gets a runner over its own configuration, not kept)
-          const runnerOfRun = runner.revision === snap.revision ? runner.get : yield* runnerOf(snap)
-          const withRunner = r.subagents.enabled
-            ? Effect.map(runnerOfRun, (found) => Context.add(context, SubagentRunner, found))
-            : Effect.succeed(context)
-          const agentContext = yield* Layer.buildWithScope(
-            LeadAgent.layer({
-              ...base,
-              tools,
-              sandboxTools: false,
-              deferred: assembly.deferred,
-              routingHints: assembly.routingHints
-            }),
-            child
-          ).pipe(
-            Effect.provide(yield* withRunner),
-            Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
+        Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Scope.fork(scope, ExecutionStrategy.sequential), (child) =>
+            restore(Effect.gen(function*() {
+              const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash }
+              const context = contextOf(snap)
+              const assembly = yield* ToolAssembly.assemble(wanted).pipe(Effect.provide(context))
+              const base = yield* agentOptions(r, snap)
+              const own = [
+                ...(base.tools ?? []),
+                // skill self-evolution: the skills directory's custom skills, in an admin's run (see SkillManage)
+                // (checked with the run's `skill_scan`: an edit of `config.yaml` taken, the agents built again over it)
+                ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(snap.app), redact)] : [])
+              ]
+              const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
+              const withRunner = r.subagents.enabled
+                ? Context.add(context, SubagentRunner, yield* runners.forAgent(snap, child))
+                : context
+              const agentContext = yield* Layer.buildWithScope(
+                LeadAgent.layer({
+                  ...base,
+                  tools,
+                  sandboxTools: false,
+                  deferred: assembly.deferred,
+                  routingHints: assembly.routingHints
+                }),
+                child
+              ).pipe(Effect.provide(withRunner))
+              const agent = Context.get(agentContext, LeadAgent.LeadAgent)
+              const made: Built = { agent, assembly: ShadowedTools.report(assembly, agent.tools) }
+              return Shared.make(made, child)
+            })).pipe(Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(child, exit))))
           )
-          const agent = Context.get(agentContext, LeadAgent.LeadAgent)
-          return { agent, assembly: ShadowedTools.report(assembly, agent.tools) }
-        })
+        )
 
-      const built = (r: Resolved, snap: Snapshot) =>
-        lock.withPermits(1)(Effect.flatMap(mcpRevision, (revision) => {
-          // agents built before the MCP servers were replaced have the old servers' tools: built again
-          if (revision !== builtFor) {
-            agents.clear()
-            builtFor = revision
-          }
-          // agents built over a configuration an edit of `config.yaml` replaced: built again over the new one (a run
-          // that started before the edit builds its agent over its own, and does not keep it)
-          if (snap.revision > configFor) {
-            agents.clear()
-            configFor = snap.revision
-          }
-          if (snap.revision < configFor) return build(r, snap)
-          // agents built before a skill was added, changed, removed or switched: built again, with the skills now
-          const skills = SkillsDirectory.signature(app)
-          if (skills !== skillsFor) {
-            agents.clear()
-            skillsFor = skills
-          }
-          const key = shapeKey(r)
-          const known = agents.get(key)
-          if (known !== undefined) return Effect.succeed(known)
-          // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
-          return Effect.tap(
-            build(r, snap),
-            (made) => Effect.sync(() => made.assembly.incomplete || agents.set(key, made))
-          )
-        }))
+      // The agent of a resolved run over `snap`, held for the caller (`onHold` gets it in the step that holds it).
+      // (uninterruptible but for the build: an agent built is kept or retired, and held, whatever happens)
+      const built = (r: Resolved, snap: Snapshot, onHold: (entry: Shared.Shared<Built>) => void) =>
+        lock.withPermits(1)(Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const revision = yield* mcpRevision
+            // agents built before the MCP servers were replaced have the old servers' tools: built again (each
+            // replaced one is closed once no run holds it)
+            if (revision !== builtFor) {
+              yield* agents.retireAll
+              builtFor = revision
+            }
+            // agents built over a configuration an edit of `config.yaml` replaced: built again over the new one (a
+            // run that started before the edit builds its agent over its own, and does not keep it)
+            if (snap.revision > configFor) {
+              yield* agents.retireAll
+              configFor = snap.revision
+            }
+            const current = snap.revision === configFor
+            const key = shapeKey(r)
+            if (current) {
+              // agents built before a skill was added, changed, removed or switched: built again, with the skills
+              // now
+              const skills = SkillsDirectory.signature(app)
+              if (skills !== skillsFor) {
+                yield* agents.retireAll
+                skillsFor = skills
+              }
+              const known = agents.hold(key)
+              if (known !== undefined) {
+                onHold(known)
+                return known.value
+              }
+            }
+            const entry = yield* restore(build(r, snap))
+            // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
+            const keep = current && !entry.value.assembly.incomplete
+            if (keep) agents.keep(key, entry)
+            entry.hold()
+            onHold(entry)
+            // (one not kept is closed once its caller released it)
+            if (!keep) yield* entry.retire
+            return entry.value
+          })
+        ))
 
-      const agent = (r: Resolved) => Effect.flatMap(current, (snap) => Effect.map(built(r, snap), (made) => made.agent))
+      // `use` of the agent of a resolved run, the agent held until `use` ended
+      const using = <A, E>(r: Resolved, snap: Snapshot, use: (made: Built) => Effect.Effect<A, E>) =>
+        Shared.using((onHold) => built(r, snap, onHold), use)
+
+      const agent = (r: Resolved) =>
+        Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.agent)))
 
       const resolveWith = (snap: Snapshot, raw: unknown, userId = "default", admin = false) =>
         Effect.gen(function*() {
@@ -516,20 +537,22 @@ export const layer = (
           const snap = yield* current
           const resolved = yield* Effect.either(resolveWith(snap, input.settings, input.userId, input.admin === true))
           if (Either.isLeft(resolved)) return yield* failed(resolved.left)
-          const made = yield* Effect.either(built(resolved.right, snap))
-          if (Either.isLeft(made)) return yield* failed(made.left)
           const { admin, settings: _, ...rest } = input
           const options = { ...runOptions(resolved.right), admin: admin === true }
-          const messages = [...resolved.right.warnings, ...made.right.assembly.warnings]
-          let first = true
-          // (the resolution's warnings right after `run_start`, as `run` sends them)
-          const send = messages.length === 0 ? onEvent : (event: RunEvent) => {
-            onEvent(event)
-            if (!first) return
-            first = false
-            for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
-          }
-          yield* made.right.agent.turn({ ...rest, threadId, runId, options }, send)
+          // (the agent is held until the run ended: one retired meanwhile is released then)
+          const held = yield* Effect.either(using(resolved.right, snap, (made) => {
+            const messages = [...resolved.right.warnings, ...made.assembly.warnings]
+            let first = true
+            // (the resolution's warnings right after `run_start`, as `run` sends them)
+            const send = messages.length === 0 ? onEvent : (event: RunEvent) => {
+              onEvent(event)
+              if (!first) return
+              first = false
+              for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
+            }
+            return made.agent.turn({ ...rest, threadId, runId, options }, send)
+          }))
+          if (Either.isLeft(held)) return yield* failed(held.left)
         })
       }
 
@@ -547,7 +570,7 @@ export const layer = (
         turn,
         resolve: (raw, userId, admin) => Effect.flatMap(current, (snap) => resolveWith(snap, raw, userId, admin)),
         agent,
-        tools: (r) => Effect.flatMap(current, (snap) => Effect.map(built(r, snap), (made) => made.assembly)),
+        tools: (r) => Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.assembly))),
         run
       })
     })
