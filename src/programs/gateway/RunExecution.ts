@@ -1,0 +1,256 @@
+/**
+ * A gateway run from its start to its end (see `Runs`): its parts (journal, projector, event buffer), and its body
+ * in its fiber of the server. The body runs the turn through the factory, relays each event to the run's buffer
+ * (what its subscribers stream) and journal (`.../runs/{run_id}/events`, kept in the store as it grows), stops it
+ * when a client or a handover asks, and settles it: its record, its lease, the thread's last values and `end` for
+ * its subscribers.
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Option from "effect/Option"
+import type { AppConfigService } from "../../services/AppConfig.js"
+import type { RunEvent } from "../../services/RunEvents.js"
+import { RunHandover } from "../../services/RunHandover.js"
+import type { RunRecord } from "../../services/ThreadStore.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import type * as Redact from "../../state/Redact.js"
+import type { ThreadState } from "../../state/ThreadState.js"
+import * as App from "../App.js"
+import type * as Factory from "../Factory.js"
+import type * as Admission from "./Admission.js"
+import * as EventIds from "./EventIds.js"
+import * as Projection from "./Projection.js"
+import * as Protocol from "./Protocol.js"
+import * as RunBuffer from "./RunBuffer.js"
+import * as RunJournal from "./RunJournal.js"
+import * as RunListener from "./RunListener.js"
+import type { ActiveRun, CancelAction, Options, RunRequest, Stop } from "./RunModel.js"
+import { HANDOVER, now } from "./RunModel.js"
+import * as RunRecords from "./RunRecords.js"
+import type { Registry } from "./RunRegistry.js"
+import * as WorkspaceChanges from "./WorkspaceChanges.js"
+
+/** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
+export const SAVE_EVERY = 20
+
+/** What a run needs of its manager. */
+export interface Deps {
+  readonly factory: Factory.Service
+  readonly store: ThreadStore["Type"]
+  readonly app: AppConfigService["Type"]
+  readonly options: Options
+  /** What never leaves the server (`Options.redact`, or nothing). */
+  readonly redact: Redact.Redactor
+  readonly registry: Registry
+  /** A run's turn waits for its place among the runs executing at once (see `Admission`). */
+  readonly admitted: Admission.Admit
+}
+
+/** A run's parts (`makeRun`). */
+export interface Made {
+  readonly run: ActiveRun
+  readonly append: RunBuffer.RunBuffer["append"]
+  readonly close: RunBuffer.RunBuffer["close"]
+  readonly projector: ReturnType<typeof Projection.makeProjector>
+  readonly journal: RunJournal.RunJournal
+}
+
+// an event's data as JSON, without the secrets of `redact`
+const jsonOf = (redact: Redact.Redactor) => (data: unknown): string => {
+  const text = JSON.stringify(data)
+  return redact.test(text) ? JSON.stringify(redact.value(data)) : text
+}
+
+/**
+ * A run's parts before it starts: its journal, its projector (the LangGraph stream of its events), its event buffer
+ * and the run as this process follows it.
+ */
+export const makeRun = (
+  deps: Deps,
+  request: RunRequest,
+  runId: string,
+  initial: ThreadState,
+  stamp: () => string,
+  modelName: string | undefined
+): Made => {
+  const journal = RunJournal.make(stamp)
+  const projector = Projection.makeProjector({
+    runId,
+    threadId: request.publicThreadId ?? request.threadId,
+    modes: request.modes,
+    initial,
+    modelName: typeof request.settings.model_name === "string" && request.settings.model_name !== ""
+      ? request.settings.model_name
+      : modelName,
+    redact: deps.redact,
+    attempt: (request.resumes ?? 0) + 1,
+    input: request.messages.length > 0 ? { messages: request.messages } : null,
+    assistantId: request.assistantId
+  })
+  const buffer = RunBuffer.make(runId, deps.options, jsonOf(deps.redact), EventIds.firstId(request.resumes ?? 0))
+  const run: ActiveRun = {
+    runId,
+    threadId: request.threadId,
+    publicThreadId: request.publicThreadId ?? request.threadId,
+    userId: request.userId,
+    modes: request.modes,
+    done: Deferred.unsafeMake<RunRecord>(FiberId.none),
+    finished: buffer.finished,
+    after: buffer.after,
+    changes: buffer.changes,
+    onChange: buffer.onChange,
+    state: projector.state,
+    events: () => deps.redact.value(journal.events())
+  }
+  return { run, append: buffer.append, close: buffer.close, projector, journal }
+}
+
+/**
+ * A run's body, in its fiber of the server: its turn through the factory (once it has its place), its events to
+ * its buffer and journal, stopped by a client or a handover, then settled: its record, its lease released, the
+ * thread deleted if asked, and its end told to waiters and subscribers.
+ */
+export const execute = (
+  deps: Deps,
+  request: RunRequest,
+  runId: string,
+  made: Made,
+  stop: Deferred.Deferred<Stop>
+) =>
+  Effect.gen(function*() {
+    const { factory, store, app, redact, admitted } = deps
+    const { active, known, forget } = deps.registry
+    const { run, append, journal } = made
+    const owner = request.userId
+    // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
+    const savedOutputs = [app.config.tool_output.storage_subdir]
+    const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
+    // a custom event naming the thread (a safety stop's) names it as the client does
+    const publicEvent = (event: RunEvent): RunEvent => {
+      if (event.type !== "custom" || run.publicThreadId === request.threadId) return event
+      const data = event.data as { readonly thread_id?: unknown } | null | undefined
+      return typeof data === "object" && data !== null && data.thread_id === request.threadId
+        ? { ...event, data: { ...data, thread_id: run.publicThreadId } }
+        : event
+    }
+    // The journal is kept when a subagent ends (its steps can be read while the run goes on), as it grows
+    // (by SAVE_EVERY events or by half, whichever is more: a few saves a run, what another process reads)
+    // and when the run ends; the run's end is kept last, and no earlier save overwrites it. (This process
+    // reads a running run's journal itself, `ActiveRun.events`.)
+    let settled = false
+    const saving = yield* Effect.makeSemaphore(1)
+    const saveJournal = (last: boolean) =>
+      saving.withPermits(1)(Effect.suspend(() => {
+        if (settled) return Effect.void
+        settled = last
+        return store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
+          Effect.catchAll((error) =>
+            Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`)
+          )
+        )
+      }))
+    const keep = yield* Effect.makeLatch(false)
+    let nextSave = SAVE_EVERY
+    const grown = () => {
+      const count = journal.count()
+      if (count < nextSave) return false
+      nextSave = count + Math.max(SAVE_EVERY, Math.floor(count / 2))
+      return true
+    }
+    yield* keep.await.pipe(
+      Effect.zipRight(keep.close),
+      Effect.zipRight(saveJournal(false)),
+      Effect.forever,
+      Effect.fork
+    )
+    const listener = RunListener.make(publicEvent, (encoded) => {
+      journal.push(encoded)
+      if (request.deleteThread !== true && (grown() || RunJournal.endsSubagent(encoded))) keep.unsafeOpen()
+      append(made.projector.push(encoded))
+    })
+    let handingOver = false
+    const turn = factory.turn({
+      threadId: request.threadId,
+      runId,
+      userId: request.userId,
+      messages: request.messages,
+      title: request.title,
+      settings: request.settings,
+      admin: request.admin === true
+    }, listener.onEvent).pipe(
+      Effect.provideService(RunHandover, { requested: () => handingOver }),
+      admitted(request.threadId, runId)
+    )
+    // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
+    // waiting for its place never starts). Whatever stops it (a client, the server stopping), the run is
+    // waited for until it has ended and said so in the store.
+    const turnFiber = yield* Effect.fork(turn)
+    yield* Effect.raceFirst(
+      Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
+        handingOver = how === HANDOVER
+        listener.stop()
+      }))),
+      Fiber.join(turnFiber)
+    ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.ensuring(Effect.sync(listener.stop)))
+    const broken = listener.broken()
+    if (broken !== undefined) return yield* Effect.die(broken.defect)
+    if (listener.invalid.length > 0) {
+      yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
+    }
+    const end = listener.end()
+    const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
+    )
+    if (how === HANDOVER) {
+      // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
+      yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+      if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+      known.delete(runId)
+      made.close()
+      const left = yield* RunRecords.latest(store, runId)
+      yield* Deferred.succeed(run.done, left ?? RunRecords.base(request.threadId, runId, yield* now))
+      return
+    }
+    const action: CancelAction | undefined = how
+    const record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
+    const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
+    yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+    const outs: Array<Projection.Out> = []
+    if (action !== undefined || undone) {
+      // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
+      // reloads nothing
+      const loaded = yield* Effect.orElseSucceed(store.load(request.threadId), () => Option.none())
+      if (Option.isSome(loaded) && request.modes.includes("values")) {
+        outs.push({ event: "values", data: Protocol.publicValues(loaded.value.state) })
+      }
+    }
+    outs.push({ event: "end", data: null })
+    if (request.deleteThread !== true) {
+      const changes = WorkspaceChanges.compare(
+        filesBefore,
+        yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
+      )
+      if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
+      // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
+      journal.end({
+        status: Protocol.runStatus(record),
+        stop_reason: record.stop_reason,
+        error: record.error,
+        error_type: end?.error?.name
+      })
+      yield* saveJournal(true)
+    }
+    active.delete(request.threadId)
+    if (request.deleteThread === true) {
+      yield* App.deleteThread(app.home, request.threadId, request.userId).pipe(
+        Effect.provideService(ThreadStore, store),
+        Effect.ignoreLogged
+      )
+    }
+    append(outs)
+    forget(runId, yield* Clock.currentTimeMillis)
+    yield* Deferred.succeed(run.done, record)
+  })

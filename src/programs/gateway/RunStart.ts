@@ -1,0 +1,178 @@
+/**
+ * How a gateway run starts (see `Runs`): a thread has one active run at a time. The manager takes the thread's
+ * lease in the store when it accepts a run (so a second gateway process sharing the store refuses too), and
+ * `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll back, or wait behind
+ * it: `Queue`). An accepted run is recorded, forked from an older checkpoint when asked (`Fork`), and executed in a
+ * fiber of the server (`RunExecution`), never in the fiber of the request that started it; whatever ends that
+ * fiber, the thread is freed and the run's waiters learn its end. A run a dead runner left is resumed under its id.
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as FiberMap from "effect/FiberMap"
+import * as Option from "effect/Option"
+import { ThreadStore } from "../../services/ThreadStore.js"
+import * as M from "../../state/Message.js"
+import * as TS from "../../state/ThreadState.js"
+import * as Run from "../Run.js"
+import { GatewayError } from "./api/Problem.js"
+import * as EventIds from "./EventIds.js"
+import * as Fork from "./Fork.js"
+import * as Protocol from "./Protocol.js"
+import * as Queue from "./Queue.js"
+import * as RunExecution from "./RunExecution.js"
+import type { ActiveRun, RunRequest, Stop } from "./RunModel.js"
+import { internal, now } from "./RunModel.js"
+import * as RunRecords from "./RunRecords.js"
+
+/** What starting runs needs of the manager, besides what a run needs. */
+export interface Deps extends RunExecution.Deps {
+  /** The server's fibers of the runs (and of the queued runs' waits), by run id. */
+  readonly fibers: FiberMap.FiberMap<string>
+  /** Runs start one at a time (the thread's active run, its lease). */
+  readonly lock: Effect.Semaphore
+  /** The model a run uses when its settings name none, as the configuration is when it starts. */
+  readonly defaultModel: Effect.Effect<string | undefined>
+}
+
+/** How runs start: now (`start`), under the id of a run a dead runner left (`resume`), or queued. */
+export interface Starter {
+  /** Accepts a run and starts it (refused, 409, when the thread is busy and the strategy is "reject"). */
+  readonly start: (request: RunRequest) => Effect.Effect<ActiveRun, GatewayError>
+  /** Starts again, under its id, a run that a runner which died was running (see `Runs.Service.resume`). */
+  readonly resume: (request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>
+  /** The runs waiting behind each thread's active run. */
+  readonly queues: ReturnType<typeof Queue.makeQueues<RunRequest>>
+}
+
+/** The starter of a run manager. */
+export const make = (deps: Deps): Starter => {
+  const { store, options, fibers, lock, defaultModel } = deps
+  const { known, active } = deps.registry
+
+  const queues = Queue.makeQueues<RunRequest>({
+    saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
+    baseRecord: RunRecords.base,
+    now,
+    run: (id, effect) => FiberMap.run(fibers, id, effect),
+    known,
+    active: (threadId) => active.get(threadId),
+    start: (request: RunRequest, runId: string) => startWith(request, runId)
+  })
+
+  const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
+    lock.withPermits(1)(Effect.gen(function*() {
+      const runId = queuedId ?? request.runId ?? M.newId()
+      const shown = request.publicThreadId ?? request.threadId
+      if (queuedId === undefined && request.runId !== undefined && request.resumes === undefined) {
+        const recorded = yield* Effect.mapError(store.runs({ runId }), internal)
+        if (recorded.length > 0) {
+          return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} was already started.` })
+        }
+      }
+      const current = active.get(request.threadId)
+      if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
+        return yield* queues.enqueue(request)
+      }
+      if (current !== undefined) {
+        if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
+          yield* current.stop(request.multitaskStrategy)
+          yield* Deferred.await(current.done)
+        } else {
+          return yield* new GatewayError({
+            reason: "conflict",
+            message: `Thread ${shown} already has a run in progress (run ${current.runId}). Wait for ` +
+              `it to end, cancel it, or start this run with multitask_strategy "interrupt" or "rollback".`
+          })
+        }
+      }
+      // the lease, taken now under this run's id: a gateway process sharing the store refuses the thread too
+      const holder = yield* Run.takeLease(store, request.threadId, runId).pipe(Effect.mapError(internal))
+      if (holder !== undefined) {
+        return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
+      }
+      const forkedFrom = request.checkpointId === undefined
+        ? undefined
+        : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
+          Effect.provideService(ThreadStore, store),
+          Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId)))
+        )
+      const loaded = yield* store.load(request.threadId).pipe(
+        Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
+        Effect.mapError(internal)
+      )
+      const state = Option.match(loaded, { onNone: () => TS.empty, onSome: (t) => t.state })
+      const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
+      const at = yield* now
+      yield* store.saveRun({
+        ...RunRecords.base(request.threadId, runId, at),
+        metadata: {
+          assistant_id: request.assistantId,
+          multitask_strategy: request.multitaskStrategy,
+          metadata: request.metadata,
+          ...(request.kwargs !== undefined ? { kwargs: request.kwargs } : {}),
+          user_id: request.userId,
+          ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {}),
+          ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
+        }
+      }).pipe(
+        Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
+        Effect.mapError(internal)
+      )
+      const clock = yield* Effect.clock
+      const made = RunExecution.makeRun(
+        deps,
+        { ...request, messages },
+        runId,
+        state,
+        () => new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+        yield* defaultModel
+      )
+      const stop = Deferred.unsafeMake<Stop>(FiberId.none)
+      const entry = {
+        ...made.run,
+        stop: (action: Stop) => Effect.asVoid(Deferred.succeed(stop, action))
+      }
+      known.set(runId, made.run)
+      active.set(request.threadId, entry)
+      // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
+      // waiters and subscribers learn the run ended
+      const settle = Effect.gen(function*() {
+        if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
+        const record = yield* RunRecords.latest(store, runId)
+        // an edit's run stopped with the server (or ended by a defect) is undone as a failed one is
+        if (record !== undefined) yield* RunRecords.undoFailedEdit(store, record, request.metadata)
+        yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+        if (!made.run.finished()) made.append([{ event: "end", data: null }])
+        const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
+        yield* Deferred.succeed(made.run.done, record ?? fallback)
+      })
+      const body = RunExecution.execute(deps, { ...request, messages }, runId, made, stop).pipe(
+        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
+        Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
+      )
+      yield* FiberMap.run(
+        fibers,
+        runId,
+        options.traced === undefined ? body : options.traced(body, { ...request, runId })
+      )
+      return made.run
+    }))
+
+  const resume = (request: RunRequest, runId: string): Effect.Effect<ActiveRun, GatewayError> =>
+    Effect.gen(function*() {
+      const loaded = yield* Effect.mapError(store.load(request.threadId), internal)
+      const stored = Option.match(loaded, { onNone: () => [], onSome: (thread) => thread.state.messages })
+      // (a message the run was given is kept under its id, or an id made from it)
+      const had = (id: string) => stored.some((m) => m.id === id || m.id?.startsWith(`${id}__`) === true)
+      const messages = request.messages.filter((m) => m.id === undefined || !had(m.id))
+      const { checkpointId: _, resume: __, ...rest } = request
+      // its events are numbered after every id an earlier attempt gave (`EventIds`)
+      const record = (yield* Effect.mapError(store.runs({ runId }), internal))[0]
+      const resumes = EventIds.resumesOf(record) + 1
+      return yield* startWith({ ...rest, messages, multitaskStrategy: "reject", resumes }, runId)
+    })
+
+  return { start: (request) => startWith(request), resume, queues }
+}
