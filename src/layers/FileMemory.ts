@@ -34,8 +34,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as FileSystem from "@effect/platform/FileSystem"
-import type { PlatformError } from "@effect/platform/Error"
-import { randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import * as Path from "node:path"
 import * as FileErrors from "../internal/FileErrors.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -47,13 +46,14 @@ import { ModelService } from "../services/ModelService.js"
 import type { ModelRequest } from "../services/ModelService.js"
 import { isSafeId } from "../services/Sandbox.js"
 import * as Tracing from "../services/Tracing.js"
-import { processAlive as processRunning, ThreadStore } from "../services/ThreadStore.js"
+import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as MemoryTemplate from "../state/MemoryTemplate.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
+import { processAlive, removeStaleTemps, writeTextAtomic } from "./memory/AtomicFile.js"
 import * as TextFile from "./TextFile.js"
 import * as PatternFiles from "./memory/PatternFiles.js"
 import * as PromptFiles from "./memory/PromptFiles.js"
@@ -61,6 +61,7 @@ import type { Settings } from "./memory/Settings.js"
 import { settingsOf } from "./memory/Settings.js"
 import { dirOf } from "./memory/YamlFiles.js"
 
+export { removeStaleTemps, writeTextAtomic } from "./memory/AtomicFile.js"
 export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -161,29 +162,6 @@ const WARM_SLICE_CHARS = 4096
  */
 export const STOP_FLUSH_SECONDS = 0.5
 
-/**
- * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
- * the directory flushed), so the target is always whole, the old text or the new. A write once started is not
- * interrupted (a temporary file would be left behind).
- */
-export const writeTextAtomic = (
-  file: string,
-  text: string
-): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
-  Effect.uninterruptible(Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const dir = Path.dirname(file)
-    yield* fs.makeDirectory(dir, { recursive: true })
-    const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
-    yield* Effect.scoped(Effect.flatMap(
-      fs.open(temp, { flag: "wx", mode: 0o600 }),
-      (handle) => Effect.zipRight(handle.writeAll(new TextEncoder().encode(text)), handle.sync)
-    ))
-    yield* Effect.tapError(fs.rename(temp, file), () => Effect.ignore(fs.remove(temp, { force: true })))
-    // some file systems cannot flush a directory; the rename is still atomic
-    yield* Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
-  }))
-
 /** The text of a memory document as stored. */
 export const documentText = (doc: MemoryDoc.Document): string => `${JSON.stringify(doc, null, 2)}\n`
 
@@ -193,23 +171,6 @@ export const writeDocument = (
   doc: MemoryDoc.Document
 ): Effect.Effect<void, MemoryError, FileSystem.FileSystem> =>
   Effect.mapError(writeTextAtomic(file, documentText(doc)), ioError("write", file))
-
-// (a zombie holds no lock: see `processAlive`)
-const processAlive = (pid: number): boolean => pid === process.pid || processRunning(pid)
-
-/** Removes temporary files left by processes that died while writing (never a document's only copy). */
-export const removeStaleTemps = (file: string): Effect.Effect<void, never, FileSystem.FileSystem> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const dir = Path.dirname(file)
-    const prefix = `.${Path.basename(file)}.`
-    const names = yield* Effect.orElseSucceed(fs.readDirectory(dir), () => [])
-    for (const name of names) {
-      if (!name.startsWith(prefix) || !name.endsWith(".tmp")) continue
-      const pid = Number(name.slice(prefix.length).split(".")[0])
-      if (!processAlive(pid)) yield* Effect.orDie(fs.remove(Path.join(dir, name), { force: true }))
-    }
-  })
 
 const sleepReal = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
