@@ -12,6 +12,7 @@ import * as M from "./Message.js"
 import type { SectionUpdate, Update } from "./MemoryUpdate.js"
 import { factGateReason, Refusals, removalGateReason, summaryGateReason } from "./MemoryGate.js"
 import { categoryOf } from "./MemoryInjection.js"
+import * as MemoryCapacity from "./MemoryCapacity.js"
 import * as MemoryConsolidation from "./MemoryConsolidation.js"
 import * as MemoryEviction from "./MemoryEviction.js"
 import * as MemoryReinforcement from "./MemoryReinforcement.js"
@@ -180,6 +181,8 @@ export interface ApplyOptions {
   readonly source: string
   /** DeerMem's `hybrid-v1` capacity policy and its settings; without it, the most confident facts stay (`bound`). */
   readonly hybrid?: MemoryEviction.Settings | undefined
+  /** The facts' recall records (`MemoryRecall.forPolicy`), read by `hybrid`. */
+  readonly usage?: ReadonlyMap<string, MemoryEviction.Usage> | undefined
   /** The signals of the conversation the update read: a `reinforcement` one lets `hybrid` record confirmations. */
   readonly signals?: ReadonlySet<Signal> | undefined
   /** DeerMem's consolidation settings, when it is enabled: the update's merges are made (`MemoryConsolidation`). */
@@ -194,27 +197,18 @@ const normalise = (text: string) => text.replace(/\s+/g, " ").trim().toLowerCase
 export const sameContent = (a: string, b: string): boolean => normalise(a) === normalise(b)
 
 /** Keeps the `max` most confident facts (ties: the newer one), in their original order. */
-export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fact> => {
-  if (facts.length <= max) return facts
-  const ranked = facts.map((fact, index) => ({ fact, index }))
-    .sort((a, b) => b.fact.confidence - a.fact.confidence || b.index - a.index)
-    .slice(0, Math.max(0, max))
-  const kept = new Set(ranked.map((r) => r.index))
-  return facts.filter((_, index) => kept.has(index))
-}
+export const bound = (facts: ReadonlyArray<Fact>, max: number): ReadonlyArray<Fact> =>
+  MemoryCapacity.decide(facts, max).kept
 
 /**
  * The `max` facts a memory keeps: with DeerMem's `hybrid-v1` settings and the time (milliseconds), those the policy
- * scores highest; else the most confident (`bound`).
+ * scores highest (with the facts' recall records, `usage`); else the most confident (`bound`).
  */
 export const boundFacts = (
   facts: ReadonlyArray<Fact>,
   max: number,
-  hybrid?: { readonly settings: MemoryEviction.Settings; readonly now: number } | undefined
-): ReadonlyArray<Fact> =>
-  hybrid === undefined
-    ? bound(facts, max)
-    : MemoryEviction.select(facts, { maxFacts: max, now: hybrid.now, settings: hybrid.settings }).kept
+  hybrid?: MemoryCapacity.Hybrid | undefined
+): ReadonlyArray<Fact> => MemoryCapacity.decide(facts, max, hybrid).kept
 
 // ---------------------------------------------------------------------------------------------------------
 // The write gate (DeerMem's scope gate): what the model labels as the user's, durable and descriptive is stored
@@ -225,6 +219,8 @@ export interface Applied {
   readonly refused: ReadonlyArray<string>
   /** What the staleness review removed and extended (ids), and how many of its decisions it ignored. */
   readonly staleness: Omit<MemoryStaleness.Reviewed<Fact>, "facts">
+  /** What `maxFacts` left out of the update, for the eviction audit (`MemoryAudit`; nothing when it left none). */
+  readonly capacity: MemoryCapacity.Decision<Fact>
 }
 
 const applySection = (
@@ -320,6 +316,11 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     })
   }
   const { now } = options
+  const capacity = MemoryCapacity.decide(
+    facts,
+    options.maxFacts,
+    options.hybrid === undefined ? undefined : { settings: options.hybrid, now: Date.parse(now), usage: options.usage }
+  )
   const applied = stripUploadMentions({
     ...doc,
     lastUpdated: now,
@@ -357,11 +358,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
         refusals
       )
     },
-    facts: boundFacts(
-      facts,
-      options.maxFacts,
-      options.hybrid === undefined ? undefined : { settings: options.hybrid, now: Date.parse(now) }
-    )
+    facts: capacity.kept
   })
   const replaced = new Set<string>()
   for (const { id, index } of paired) {
@@ -375,7 +372,7 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
   const value = replaced.size === 0 ? applied : { ...applied, facts: applied.facts.filter((f) => !replaced.has(f.id)) }
   // merges last: a source the trim or a removal took is gone, so a merge cannot delete it (or outlive its sources)
   if (options.consolidation === undefined || (update.factsToConsolidate ?? []).length === 0) {
-    return { value, refused: refusals.all(), staleness: review }
+    return { value, refused: refusals.all(), staleness: review, capacity }
   }
   const merged = MemoryConsolidation.consolidate(value.facts, update.factsToConsolidate ?? [], {
     settings: options.consolidation,
@@ -389,7 +386,8 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
   return {
     value: merged.facts === value.facts ? value : { ...value, facts: merged.facts },
     refused: refusals.all(),
-    staleness: review
+    staleness: review,
+    capacity
   }
 }
 

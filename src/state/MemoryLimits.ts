@@ -11,8 +11,9 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Json from "./Json.js"
 import type { Section, Update } from "./Memory.js"
-import { boundFacts, Document, head, MAX_WATERMARKS } from "./Memory.js"
-import * as MemoryEviction from "./MemoryEviction.js"
+import { Document, head, MAX_WATERMARKS } from "./Memory.js"
+import * as MemoryCapacity from "./MemoryCapacity.js"
+import type * as MemoryEviction from "./MemoryEviction.js"
 import { confidenceOf, Fact } from "./MemorySchema.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
 import type * as MemoryUpdate from "./MemoryUpdate.js"
@@ -118,9 +119,15 @@ const capFact = (fact: Fact, limits: Limits, cuts: Cuts): Fact => {
  * A document within its limits: each summary and fact cut to its length, the most confident `maxFacts` facts
  * (with `limits.hybrid` and `now`, in milliseconds, those `hybrid-v1` keeps), the short fields cut, the newest
  * `MAX_WATERMARKS` watermarks (a watermark whose thread or message id is over `MAX_LABEL_CHARS` is dropped: a cut
- * id would name another message). The same document when nothing is over.
+ * id would name another message). The same document when nothing is over. `usage`, the facts' recall records, is
+ * read by `hybrid-v1`; `capacity` is what `maxFacts` left out (for the eviction audit), when it left any.
  */
-export const capDocument = (doc: Document, limits: Limits, now?: number): Capped<Document> => {
+export const capDocument = (
+  doc: Document,
+  limits: Limits,
+  now?: number,
+  usage?: ReadonlyMap<string, MemoryEviction.Usage> | undefined
+): Capped<Document> & { readonly capacity?: MemoryCapacity.Decision<Fact> } => {
   const cuts = new Cuts()
   const user = {
     workContext: capSection("user.workContext", doc.user.workContext, limits, cuts),
@@ -133,13 +140,17 @@ export const capDocument = (doc: Document, limits: Limits, now?: number): Capped
     longTermBackground: capSection("history.longTermBackground", doc.history.longTermBackground, limits, cuts)
   }
   let facts = doc.facts
+  let capacity: MemoryCapacity.Decision<Fact> | undefined
   if (facts.length > limits.maxFacts) {
-    const hybrid = limits.hybrid !== undefined && now !== undefined ? { settings: limits.hybrid, now } : undefined
+    const hybrid = limits.hybrid !== undefined && now !== undefined
+      ? { settings: limits.hybrid, now, usage }
+      : undefined
     cuts.add(
       `${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; ` +
         `${hybrid === undefined ? "the least confident" : "the lowest scored by hybrid-v1"})`
     )
-    facts = boundFacts(facts, limits.maxFacts, hybrid)
+    capacity = MemoryCapacity.decide(facts, limits.maxFacts, hybrid)
+    facts = capacity.kept
   }
   const cappedFacts = facts.map((fact) => capFact(fact, limits, cuts))
   if (cappedFacts.some((fact, i) => fact !== facts[i])) facts = cappedFacts
@@ -161,7 +172,8 @@ export const capDocument = (doc: Document, limits: Limits, now?: number): Capped
   const lastUpdated = label(doc.lastUpdated, cuts)
   const cut = cuts.all()
   if (cut.length === 0) return { value: doc, cut }
-  return { value: { ...doc, version, lastUpdated, user, history, facts, threads }, cut }
+  const value = { ...doc, version, lastUpdated, user, history, facts, threads }
+  return capacity === undefined ? { value, cut } : { value, cut, capacity }
 }
 
 /**
