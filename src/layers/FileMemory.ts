@@ -49,8 +49,12 @@ import * as Tracing from "../services/Tracing.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
+import * as MemoryAudit from "../state/MemoryAudit.js"
+import type * as MemoryCapacity from "../state/MemoryCapacity.js"
+import type * as MemoryEviction from "../state/MemoryEviction.js"
 import * as MemoryLimits from "../state/MemoryLimits.js"
 import * as MemoryTemplate from "../state/MemoryTemplate.js"
+import * as MemoryRecall from "../state/MemoryRecall.js"
 import * as Redact from "../state/Redact.js"
 import * as Tokens from "../state/Tokens.js"
 import { processAlive, removeStaleTemps, writeTextAtomic } from "./memory/AtomicFile.js"
@@ -60,6 +64,7 @@ import * as PromptFiles from "./memory/PromptFiles.js"
 import type { Settings } from "./memory/Settings.js"
 import { settingsOf } from "./memory/Settings.js"
 import { dirOf } from "./memory/YamlFiles.js"
+import * as Sidecars from "./memory/Sidecars.js"
 
 export { removeStaleTemps, writeTextAtomic } from "./memory/AtomicFile.js"
 export { consolidationOf, hybridOf, limitsOf, stalenessOf } from "./memory/Settings.js"
@@ -323,24 +328,71 @@ export const make = (
 
     /**
      * Every write: the new document redacted (no secret is stored) and within the limits, with one warning naming
-     * what was cut (`cut`: what the caller cut before, such as an update's excess).
+     * what was cut (`cut`: what the caller cut before, such as an update's excess). `f` gets the facts' recall
+     * records (under `hybrid-v1`) and may return what `max_facts` left out of it; what it and the limits left out
+     * goes to the eviction audit once the memory is written, and the sidecars forget the facts that left the memory
+     * (`memory/Sidecars.ts`; all of them when `clearing`).
      */
     const write = <A>(
       st: Settings,
       s: MemoryScope,
-      f: (doc: MemoryDoc.Document) => readonly [A, MemoryDoc.Document],
-      cut: ReadonlyArray<string> = []
+      f: (
+        doc: MemoryDoc.Document,
+        usage: ReadonlyMap<string, MemoryEviction.Usage>
+      ) => readonly [A, MemoryDoc.Document] | readonly [A, MemoryDoc.Document, MemoryCapacity.Decision<MemoryDoc.Fact>],
+      cut: ReadonlyArray<string> = [],
+      clearing = false
     ) =>
       Effect.flatMap(file(s), (path) =>
         withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
           yield* removeStaleTemps(path)
           const current = yield* readCapped(path, st.limits, redact)
-          const [result, next] = f(current.value)
-          const stored = MemoryLimits.capDocument(redact.value(next), st.limits, yield* Clock.currentTimeMillis)
+          const usage = st.hybrid === undefined
+            ? new Map<string, MemoryEviction.Usage>()
+            : MemoryRecall.forPolicy(yield* Sidecars.readUsage(path, s))
+          const [result, next, decided] = f(current.value, usage)
+          const now = yield* Clock.currentTimeMillis
+          const stored = MemoryLimits.capDocument(redact.value(next), st.limits, now, usage)
           yield* warnCut(st, s, [...cut, ...current.cut, ...stored.cut])
           yield* writeDocument(path, stored.value)
+          if (clearing) {
+            yield* Sidecars.clear(path, s)
+          } else {
+            const facts = new Set(stored.value.facts.map((fact) => fact.id))
+            const events = [decided, stored.capacity].flatMap((decision) => {
+              const event = decision === undefined
+                ? undefined
+                : MemoryAudit.event(decision, { maxFacts: st.limits.maxFacts, occurredAt: now })
+              return event === undefined ? [] : [redact.value(event)]
+            })
+            const gone = new Set(current.value.facts.map((fact) => fact.id).filter((id) => !facts.has(id)))
+            yield* Sidecars.afterWrite(path, s, {
+              facts,
+              gone,
+              events,
+              maxEntries: st.config.backend_config.eviction_audit_max_entries
+            })
+          }
           return result
         }))).pipe(Effect.provideService(FileSystem.FileSystem, fs))
+
+    // DeerMem records recalls only where a policy reads them (`hybrid-v1`); a failure only loses a hint
+    const recall = (st: Settings, s: MemoryScope, ids: ReadonlyArray<string>): Effect.Effect<void> => {
+      const hybrid = st.hybrid
+      return hybrid === undefined || ids.length === 0 ? Effect.void : Effect.flatMap(file(s), (path) =>
+        withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
+          // only facts still there: a recall racing a deletion must not bring its record back
+          const doc = yield* readCapped(path, st.limits, redact)
+          yield* Sidecars.recordRecall(path, s, ids, {
+            now: yield* Clock.currentTimeMillis,
+            halfLifeDays: hybrid.accessHalfLifeDays,
+            facts: new Set(doc.value.facts.map((fact) => fact.id))
+          })
+        }))).pipe(
+          Effect.provideService(FileSystem.FileSystem, fs),
+          Effect.catchAll((error) => Effect.logWarning(`Memory recall not recorded: ${error.message}`))
+        )
+    }
 
     const modify = <A>(
       st: Settings,
@@ -456,8 +508,9 @@ export const make = (
         const excess = Either.isRight(raw) ? raw.right.cut : []
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const last = MemoryDoc.lastMessageId(item.messages)
-        const [refused, review] = yield* write(st, s, (doc) => {
+        const [refused, review] = yield* write(st, s, (doc, usage) => {
           const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
+            usage,
             now,
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,
@@ -470,7 +523,7 @@ export const make = (
           })
           let next = applied.value
           if (!item.immediate && last !== undefined) next = MemoryDoc.withWatermark(next, item.threadId, last)
-          return [[applied.refused, applied.staleness] as const, next] as const
+          return [[applied.refused, applied.staleness] as const, next, applied.capacity] as const
         }, [...excess, ...capped.cut])
         // what the model did not label as the user's, durable and descriptive is not stored, and said so
         if (refused.length > 0) {
@@ -594,9 +647,10 @@ export const make = (
         return yield* load(st, s)
       }),
       clear: Effect.fn("FileMemory.clear")(function*(s) {
-        yield* modify(st, s, () => [undefined, MemoryDoc.empty()] as const)
+        yield* write(st, s, () => [undefined, MemoryDoc.empty()] as const, [], true)
       }),
       modify: (s, f) => Effect.withSpan(modify(st, s, f), "FileMemory.modify", { attributes: attributes(s) }),
+      recall: (s, ids) => Effect.withSpan(recall(st, s, ids), "FileMemory.recall", { attributes: attributes(s) }),
       under: (memory) => serviceOf(settingsFor({ ...memory, manager_class: started.config.manager_class }))
     })
     return serviceOf(started)

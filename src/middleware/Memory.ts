@@ -144,10 +144,12 @@ const memoryTools = (options: Options): ReadonlyArray<Tool.Tool> => {
       handler: (args) =>
         Effect.flatMap(scopeOf, (scope) =>
           memory.load(scope).pipe(
-            Effect.map((doc) => {
-              const results = MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
-              return json({ results: results.map(factView), count: results.length })
-            }),
+            Effect.map((doc) =>
+              MemoryDoc.search(doc, args.query, { category: args.category, limit: args.limit ?? 10 })
+            ),
+            // what was returned counts as recalled (DeerMem's access heat, read by its `hybrid-v1` policy)
+            Effect.tap((results) => memory.recall(scope, results.map((fact) => fact.id))),
+            Effect.map((results) => json({ results: results.map(factView), count: results.length })),
             Effect.catchTag("MemoryError", failed)
           ))
     }),

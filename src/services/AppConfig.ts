@@ -365,6 +365,11 @@ export const MemoryBackendConfig = Schema.Struct({
   eviction_access_half_life_days: withDefault(HalfLifeDays, () => 30),
   eviction_correction_reserved_fraction: withDefault(Fraction, () => 0.1),
   eviction_correction_reserved_max: withDefault(NonNegativeInt.pipe(Schema.lessThanOrEqualTo(100)), () => 10),
+  /**
+   * Events the eviction audit of a memory keeps (DeerMem's `eviction-audit.json`, the newest; 0: no audit): which
+   * facts `max_facts` left out, with their scores, never their content (`state/MemoryAudit.ts`).
+   */
+  eviction_audit_max_entries: withDefault(NonNegativeInt.pipe(Schema.lessThanOrEqualTo(10000)), () => 200),
   /** DeerMem's staleness review (`staleness_*`, `state/MemoryStaleness.ts`). */
   ...StalenessFields,
   /**

@@ -64,6 +64,11 @@ export interface Service {
    * policies); where the files are and the backend stay those of the start.
    */
   readonly under: (config: MemoryConfig) => Service
+  /**
+   * Records that `memory_search` returned these facts (DeerMem's recall records, which its `hybrid-v1` capacity
+   * policy reads); nothing under the `confidence` policy. A failure is a warning: a recall is a hint, not memory.
+   */
+  readonly recall: (scope: Scope, factIds: ReadonlyArray<string>) => Effect.Effect<void>
 }
 
 /** The memory service of an app. */

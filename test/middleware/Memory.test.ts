@@ -333,4 +333,29 @@ describe("Memory middleware", () => {
       assert.deepStrictEqual(yield* added("hybrid-v1"), { said: "added", kept: ["Do not run npm start", "Uses uv"] })
       assert.deepStrictEqual(yield* added("confidence"), { said: "added", kept: ["Prefers Python", "Uses uv"] })
     }).pipe(H.withStore))
+
+  // DeerFlow test_deermem_self_contained.py::test_query_search_records_access_but_default_injection_does_not: the
+  // facts memory_search returns count as recalled (DeerMem's access heat, read by hybrid-v1); an empty search none
+  it.scoped("tool mode, hybrid-v1: the facts memory_search returns are recorded as recalled, for the user", () =>
+    Effect.gen(function*() {
+      const home = tempDir("antler-memmw-")
+      const memory = yield* fileMemory("tool", { fact_eviction_policy: "hybrid-v1" }, home)
+      yield* H.run({
+        threadId: "mem-8",
+        input: "What do I drink?",
+        script: [
+          { toolCalls: [{ name: "memory_add", args: { content: "Prefers tea", confidence: 0.9 } }] },
+          { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
+          { toolCalls: [{ name: "memory_search", args: { query: "coffee" } }] },
+          { toolCalls: [{ name: "memory_search", args: { query: "tea" } }] },
+          "Tea."
+        ],
+        middlewares: () => [MemoryMW.layer({ memory })]
+      })
+      const [id] = (yield* memory.load({ userId: "default" })).facts.map((f) => f.id)
+      const file = Path.join(home, "users", "default", "agents", "__default__", ".metadata", "fact-usage.json")
+      const usage = JSON.parse(Fs.readFileSync(file, "utf8"))
+      assert.deepStrictEqual(Object.keys(usage), [id])
+      assert.strictEqual(usage[id!].accessCount, 2)
+    }).pipe(H.withStore))
 })

@@ -28,7 +28,8 @@ const memory: Memory["Type"] = {
   load: () => Effect.die("unused"),
   clear: () => Effect.void,
   modify: () => Effect.die("unused"),
-  under: () => memory
+  under: () => memory,
+  recall: () => Effect.void
 }
 
 const deferred: Chains.Deferred = {
