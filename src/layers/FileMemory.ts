@@ -331,7 +331,7 @@ export const make = (
      * what was cut (`cut`: what the caller cut before, such as an update's excess). `f` gets the facts' recall
      * records (under `hybrid-v1`) and may return what `max_facts` left out of it; what it and the limits left out
      * goes to the eviction audit once the memory is written, and the sidecars forget the facts that left the memory
-     * (`memory/Sidecars.ts`; all of them when `clearing`).
+     * (`memory/Sidecars.ts`); a memory left remembering nothing (cleared) keeps no sidecars.
      */
     const write = <A>(
       st: Settings,
@@ -340,8 +340,7 @@ export const make = (
         doc: MemoryDoc.Document,
         usage: ReadonlyMap<string, MemoryEviction.Usage>
       ) => readonly [A, MemoryDoc.Document] | readonly [A, MemoryDoc.Document, MemoryCapacity.Decision<MemoryDoc.Fact>],
-      cut: ReadonlyArray<string> = [],
-      clearing = false
+      cut: ReadonlyArray<string> = []
     ) =>
       Effect.flatMap(file(s), (path) =>
         withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
@@ -355,7 +354,7 @@ export const make = (
           const stored = MemoryLimits.capDocument(redact.value(next), st.limits, now, usage)
           yield* warnCut(st, s, [...cut, ...current.cut, ...stored.cut])
           yield* writeDocument(path, stored.value)
-          if (clearing) {
+          if (MemoryDoc.isEmpty(stored.value)) {
             yield* Sidecars.clear(path, s)
           } else {
             const facts = new Set(stored.value.facts.map((fact) => fact.id))
@@ -647,7 +646,7 @@ export const make = (
         return yield* load(st, s)
       }),
       clear: Effect.fn("FileMemory.clear")(function*(s) {
-        yield* write(st, s, () => [undefined, MemoryDoc.empty()] as const, [], true)
+        yield* modify(st, s, () => [undefined, MemoryDoc.empty()] as const)
       }),
       modify: (s, f) => Effect.withSpan(modify(st, s, f), "FileMemory.modify", { attributes: attributes(s) }),
       recall: (s, ids) => Effect.withSpan(recall(st, s, ids), "FileMemory.recall", { attributes: attributes(s) }),

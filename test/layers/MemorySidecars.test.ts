@@ -162,6 +162,12 @@ describe("recall records", () => {
       yield* memory.clear(U1)
       assert.isFalse(Fs.existsSync(Path.join(home, "users", "u1", "agents", "__default__")))
       assert.deepStrictEqual(ids(yield* memory.load(U1)), [])
+      // as the gateway clears a memory (its watermarks kept): a memory left remembering nothing keeps no sidecars
+      yield* add(memory, U1, fact("fact_d", "Works at Acme", 0.9))
+      yield* memory.recall(U1, ["fact_d"])
+      assert.isTrue(Fs.existsSync(metadata(home, "u1")))
+      yield* memory.modify(U1, (doc) => [undefined, { ...doc, facts: [] }] as const)
+      assert.isFalse(Fs.existsSync(Path.join(home, "users", "u1", "agents", "__default__")))
     }))
 
   it.scoped("each user's and each agent's files are their own: one's recall or eviction never touches another's", () =>
@@ -225,13 +231,16 @@ describe("the eviction audit", () => {
       assert.include(audit, "[redacted]")
     }))
 
-  it.scoped("a memory update whose new facts max_facts leaves out audits them; its removals leave the audit", () =>
+  it.scoped("a memory update whose new facts max_facts leaves out audits them; what it removes is not audited", () =>
     Effect.gen(function*() {
       const USER = { scope: "user", durability: "durable", authority: "descriptive" }
       const update = JSON.stringify({
         newFacts: [{ content: "Uses uv", category: "preference", confidence: 0.75, ...USER }]
       })
-      const removal = JSON.stringify({ factsToRemove: [{ id: "fact_keep", scope: "user", reason: "not true" }] })
+      const removal = JSON.stringify({
+        factsToRemove: [{ id: "fact_keep", scope: "user", reason: "not true" }],
+        newFacts: [{ content: "Drinks coffee", category: "preference", confidence: 0.9, ...USER }]
+      })
       const { home, memory } = yield* setup({ fact_eviction_policy: "hybrid-v1", max_facts: 1 }, [update, removal])
       yield* add(memory, U1, fact("fact_keep", "Prefers tea", 0.95))
       yield* memory.enqueue({ threadId: "t1", userId: "u1", messages: [M.human("I use uv."), M.ai("Noted.")] })
@@ -243,14 +252,14 @@ describe("the eviction audit", () => {
       assert.lengthOf(event.evicted, 1)
       assert.match(event.evicted[0].factId, /^fact_/)
       assert.notInclude(Fs.readFileSync(file, "utf8"), "Uses uv")
-      // an audited fact that leaves the memory leaves the audit (here, none of the audit's: it stays)
+      // a fact the update removes is not audited (it was not left out), and the audit keeps what it had
       yield* memory.enqueue({
         threadId: "t1",
         userId: "u1",
-        messages: [M.human("I use uv."), M.ai("Noted."), M.human("I do not like tea."), M.ai("Noted.")]
+        messages: [M.human("I use uv."), M.ai("Noted."), M.human("I drink coffee, not tea."), M.ai("Noted.")]
       })
       yield* memory.flush
-      assert.deepStrictEqual(ids(yield* memory.load(U1)), [])
-      assert.lengthOf(readJson(file), 1)
+      assert.deepStrictEqual((yield* memory.load(U1)).facts.map((f) => f.content), ["Drinks coffee"])
+      assert.deepStrictEqual(readJson(file), [event])
     }))
 })

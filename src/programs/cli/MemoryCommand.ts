@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as FileMemory from "../../layers/FileMemory.js"
+import * as Sidecars from "../../layers/memory/Sidecars.js"
 import type { Scope } from "../../services/Memory.js"
 import * as MemoryDoc from "../../state/Memory.js"
 import * as CliCommand from "./CliCommand.js"
@@ -67,7 +68,7 @@ const fileFor = (args: {
     const scope: Scope = { userId: args.user, agentName: Option.getOrUndefined(args.agent) }
     const file = FileMemory.fileOf(FileMemory.rootOf(app), scope, app.config.memory.backend_config.manifest_filename)
     if (Either.isLeft(file)) return yield* fail(ExitCode.usage, file.left.message)
-    return { app, file: file.right }
+    return { app, file: file.right, scope }
   })
 
 const show: CliCommand.Entry = {
@@ -98,9 +99,11 @@ const clear: CliCommand.Entry = {
   name: "clear",
   command: Command.make("clear", scopeOptions, (args) =>
     Effect.gen(function*() {
-      const { app, file } = yield* fileFor(args)
+      const { app, file, scope } = yield* fileFor(args)
       const timeout = app.config.memory.backend_config.file_lock_timeout_seconds * 1000
-      yield* FileMemory.withLock(file, timeout, FileMemory.writeDocument(file, MemoryDoc.empty())).pipe(
+      // its recall records and eviction audit go with it, as DeerMem clears them
+      const cleared = Effect.zipRight(FileMemory.writeDocument(file, MemoryDoc.empty()), Sidecars.clear(file, scope))
+      yield* FileMemory.withLock(file, timeout, cleared).pipe(
         Effect.catchTag("MemoryError", (error) => fail(ExitCode.runFailed, error.message))
       )
       yield* Render.write(`Memory cleared: ${file}\n`)

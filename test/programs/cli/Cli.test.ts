@@ -1259,8 +1259,13 @@ describe("context commands", () => {
       assert.match(shown.stdout, /\[preference 0\.95\] Uses uv, never pip fact_/)
       const json = yield* antlerDone(memHome, ["memory", "show", "--json", "--config", config])
       assert.strictEqual(JSON.parse(json.stdout).facts[0].content, "Uses uv, never pip")
+      // the memory's recall records and eviction audit go with it
+      const sidecars = Path.join(memHome, "users", "default", "agents", "__default__", ".metadata")
+      Fs.mkdirSync(sidecars, { recursive: true })
+      Fs.writeFileSync(Path.join(sidecars, "eviction-audit.json"), "[]")
       const cleared = yield* antlerDone(memHome, ["memory", "clear", "--config", config])
       assert.strictEqual(cleared.code, 0, cleared.stderr)
+      assert.isFalse(Fs.existsSync(Path.join(memHome, "users", "default", "agents", "__default__")))
       const after = yield* antlerDone(memHome, ["memory", "show", "--config", config])
       assert.include(after.stdout, "(nothing remembered yet)")
       const unsafe = yield* antlerDone(memHome, ["memory", "show", "--user", "../x", "--config", config])
