@@ -346,7 +346,7 @@ export const make = (
         withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
           yield* removeStaleTemps(path)
           const current = yield* readCapped(path, st.limits, redact)
-          const usage = st.hybrid === undefined
+          const usage = st.scoring === undefined
             ? new Map<string, MemoryEviction.Usage>()
             : MemoryRecall.forPolicy(yield* Sidecars.readUsage(path, s))
           const [result, next, decided] = f(current.value, usage)
@@ -375,16 +375,16 @@ export const make = (
           return result
         }))).pipe(Effect.provideService(FileSystem.FileSystem, fs))
 
-    // DeerMem records recalls only where a policy reads them (`hybrid-v1`); a failure only loses a hint
+    // DeerMem records recalls only where a policy reads them (`hybrid-v1`, or its shadow); a failure only loses a hint
     const recall = (st: Settings, s: MemoryScope, ids: ReadonlyArray<string>): Effect.Effect<void> => {
-      const hybrid = st.hybrid
-      return hybrid === undefined || ids.length === 0 ? Effect.void : Effect.flatMap(file(s), (path) =>
+      const scoring = st.scoring
+      return scoring === undefined || ids.length === 0 ? Effect.void : Effect.flatMap(file(s), (path) =>
         withLock(path, st.config.backend_config.file_lock_timeout_seconds * 1000, Effect.gen(function*() {
           // only facts still there: a recall racing a deletion must not bring its record back
           const doc = yield* readCapped(path, st.limits, redact)
           yield* Sidecars.recordRecall(path, s, ids, {
             now: yield* Clock.currentTimeMillis,
-            halfLifeDays: hybrid.accessHalfLifeDays,
+            halfLifeDays: scoring.accessHalfLifeDays,
             facts: new Set(doc.value.facts.map((fact) => fact.id))
           })
         }))).pipe(
@@ -510,6 +510,7 @@ export const make = (
         const [refused, review] = yield* write(st, s, (doc, usage) => {
           const applied = MemoryDoc.applyUpdateGated(doc, capped.value, {
             usage,
+            shadow: st.limits.shadow,
             now,
             maxFacts: backend.max_facts,
             threshold: backend.fact_confidence_threshold,

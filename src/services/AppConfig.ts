@@ -358,6 +358,11 @@ export const MemoryBackendConfig = Schema.Struct({
    * (`MemoryEviction.ts`), weighted by the `eviction_*` keys.
    */
   fact_eviction_policy: withDefault(Schema.Literal("confidence", "hybrid-v1"), () => "confidence" as const),
+  /**
+   * DeerMem's shadow mode: under `confidence`, recalls are recorded and each audited eviction also says what
+   * `hybrid-v1` would have left out (`shadow`); what is kept does not change.
+   */
+  fact_eviction_shadow_enabled: withDefault(Schema.Boolean, () => false),
   eviction_confidence_weight: withDefault(Fraction, () => 0.65),
   eviction_confirmation_weight: withDefault(Fraction, () => 0.25),
   eviction_access_weight: withDefault(Fraction, () => 0.1),

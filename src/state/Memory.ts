@@ -181,8 +181,10 @@ export interface ApplyOptions {
   readonly source: string
   /** DeerMem's `hybrid-v1` capacity policy and its settings; without it, the most confident facts stay (`bound`). */
   readonly hybrid?: MemoryEviction.Settings | undefined
-  /** The facts' recall records (`MemoryRecall.forPolicy`), read by `hybrid`. */
+  /** The facts' recall records (`MemoryRecall.forPolicy`), read by `hybrid` (and `shadow`). */
   readonly usage?: ReadonlyMap<string, MemoryEviction.Usage> | undefined
+  /** DeerMem's shadow mode (without `hybrid`): what `hybrid-v1` would leave out is in `capacity`, for the audit. */
+  readonly shadow?: MemoryEviction.Settings | undefined
   /** The signals of the conversation the update read: a `reinforcement` one lets `hybrid` record confirmations. */
   readonly signals?: ReadonlySet<Signal> | undefined
   /** DeerMem's consolidation settings, when it is enabled: the update's merges are made (`MemoryConsolidation`). */
@@ -316,11 +318,9 @@ export const applyUpdateGated = (doc: Document, update: Update, options: ApplyOp
     })
   }
   const { now } = options
-  const capacity = MemoryCapacity.decide(
-    facts,
-    options.maxFacts,
-    options.hybrid === undefined ? undefined : { settings: options.hybrid, now: Date.parse(now), usage: options.usage }
-  )
+  const policy = (settings: MemoryEviction.Settings | undefined) =>
+    settings === undefined ? undefined : { settings, now: Date.parse(now), usage: options.usage }
+  const capacity = MemoryCapacity.decide(facts, options.maxFacts, policy(options.hybrid), policy(options.shadow))
   const applied = stripUploadMentions({
     ...doc,
     lastUpdated: now,

@@ -33,6 +33,8 @@ export type Event = {
   readonly maxFacts: number
   readonly reservedCorrectionSlots: number
   readonly evicted: ReadonlyArray<EvictedEntry>
+  /** Shadow mode: what `hybrid-v1` would have left out, and whether that differs. */
+  readonly shadow?: MemoryCapacity.Shadow
 }
 
 /** The events of an audit file, oldest first (those read from a file: objects, their fields unchecked). */
@@ -43,7 +45,7 @@ const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
 
 /** The event of a capacity decision at `occurredAt` (milliseconds); undefined when it left nothing out. */
 export const event = (
-  decision: Pick<MemoryCapacity.Decision<unknown>, "policy" | "evicted" | "reservedCorrectionSlots">,
+  decision: Pick<MemoryCapacity.Decision<unknown>, "policy" | "evicted" | "reservedCorrectionSlots" | "shadow">,
   options: { readonly maxFacts: number; readonly occurredAt: number }
 ): Event | undefined =>
   decision.evicted.length === 0 ? undefined : {
@@ -57,7 +59,10 @@ export const event = (
       category: head(item.category, MAX_LABEL_CHARS),
       score: item.score,
       components: { ...item.components }
-    }))
+    })),
+    ...(decision.shadow === undefined ? {} : {
+      shadow: { ...decision.shadow, wouldEvict: decision.shadow.wouldEvict.map((id) => head(id, MAX_LABEL_CHARS)) }
+    })
   }
 
 /** The events of a file's text: none for text that is not a JSON array; what is not an object dropped. */

@@ -31,6 +31,8 @@ export interface Limits {
    * (without it, or without the time, the most confident).
    */
   readonly hybrid?: MemoryEviction.Settings | undefined
+  /** DeerMem's shadow mode (without `hybrid`): what `hybrid-v1` would leave out is computed for the audit. */
+  readonly shadow?: MemoryEviction.Settings | undefined
 }
 
 /** Characters of a short field (an id, a category, a source, a timestamp, the version, a watermark) at most. */
@@ -149,7 +151,10 @@ export const capDocument = (
       `${facts.length - limits.maxFacts} facts over max_facts (${limits.maxFacts}; ` +
         `${hybrid === undefined ? "the least confident" : "the lowest scored by hybrid-v1"})`
     )
-    capacity = MemoryCapacity.decide(facts, limits.maxFacts, hybrid)
+    const shadow = limits.shadow !== undefined && now !== undefined
+      ? { settings: limits.shadow, now, usage }
+      : undefined
+    capacity = MemoryCapacity.decide(facts, limits.maxFacts, hybrid, shadow)
     facts = capacity.kept
   }
   const cappedFacts = facts.map((fact) => capFact(fact, limits, cuts))

@@ -231,7 +231,9 @@ describe("ConfigFile", () => {
         ]
       ) assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
       assert.isFalse(loaded.ignored.some((key) => key.startsWith("memory.backend_config.staleness_")))
-      assert.include(loaded.ignored, "memory.backend_config.fact_eviction_shadow_enabled")
+      for (const key of ["fact_eviction_shadow_enabled", "eviction_audit_max_entries"]) {
+        assert.notInclude(loaded.ignored, `memory.backend_config.${key}`)
+      }
       const memory = loaded.config.memory
       assert.deepInclude(memory, { enabled: true, injection_enabled: true, mode: "middleware", manager_class: "deermem" })
       assert.deepInclude(memory.backend_config, {

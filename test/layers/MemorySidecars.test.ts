@@ -221,6 +221,33 @@ describe("the eviction audit", () => {
       }
     }))
 
+  // DeerFlow test_deermem_self_contained.py::test_confidence_policy_shadow_does_not_change_actual_selection
+  it.scoped("shadow mode: confidence still decides; the audit says what hybrid-v1 would have left out", () =>
+    Effect.gen(function*() {
+      const { home, memory } = yield* setup({ fact_eviction_shadow_enabled: true, max_facts: 10 })
+      const facts = [
+        ...Array.from({ length: 8 }, (_, i) => fact(`high_${i}`, `high ${i}`, 0.99)),
+        { ...fact("stale_high", "stale high confidence", 0.9), createdAt: "2025-01-01T00:00:00Z" },
+        {
+          ...fact("confirmed_recently", "recently confirmed preference", 0.7),
+          createdAt: "2025-01-01T00:00:00Z",
+          lastConfirmedAt: "2026-08-12T00:00:00Z"
+        }
+      ]
+      yield* memory.modify(U1, (doc) => [undefined, { ...doc, facts }] as const)
+      yield* add(memory, U1, fact("new_context", "new useful context", 0.8, "context"))
+      const kept = ids(yield* memory.load(U1))
+      assert.include(kept, "stale_high")
+      assert.notInclude(kept, "confirmed_recently")
+      const [event] = readJson(Path.join(metadata(home, "u1"), "eviction-audit.json"))
+      assert.strictEqual(event.policyVersion, "confidence")
+      assert.deepStrictEqual(event.evicted.map((e: any) => e.factId), ["confirmed_recently"])
+      assert.deepStrictEqual(event.shadow, { policyVersion: "hybrid-v1", wouldEvict: ["stale_high"], disagrees: true })
+      // recalls are recorded for the shadow to read
+      yield* memory.recall(U1, ["high_0"])
+      assert.strictEqual(readJson(Path.join(metadata(home, "u1"), "fact-usage.json")).high_0.accessCount, 1)
+    }))
+
   it.scoped("holds no secret: what it names is redacted as the memory is", () =>
     Effect.gen(function*() {
       const { home, memory } = yield* setup({ max_facts: 1 })

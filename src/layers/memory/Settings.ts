@@ -25,6 +25,15 @@ export const hybridOf = (config: MemoryConfig): MemoryEviction.Settings | undefi
     : undefined
 }
 
+/**
+ * The settings of `hybrid-v1` for DeerMem's shadow mode (`fact_eviction_shadow_enabled` under the `confidence`
+ * policy: what `hybrid-v1` would leave out is audited beside what was); else undefined.
+ */
+export const shadowOf = (config: MemoryConfig): MemoryEviction.Settings | undefined =>
+  config.backend_config.fact_eviction_shadow_enabled && config.backend_config.fact_eviction_policy === "confidence"
+    ? hybridOf({ ...config, backend_config: { ...config.backend_config, fact_eviction_policy: "hybrid-v1" } })
+    : undefined
+
 /** DeerMem's consolidation settings, when `consolidation_enabled`; else undefined (nothing is merged). */
 export const consolidationOf = (config: MemoryConfig): MemoryConsolidation.Settings | undefined => {
   const backend = config.backend_config
@@ -57,7 +66,8 @@ export const limitsOf = (config: MemoryConfig): MemoryLimits.Limits => ({
   maxFacts: config.backend_config.max_facts,
   maxFactChars: config.backend_config.max_fact_chars,
   maxSummaryChars: config.backend_config.max_summary_chars,
-  hybrid: hybridOf(config)
+  hybrid: hybridOf(config),
+  shadow: shadowOf(config)
 })
 
 /**
@@ -71,6 +81,8 @@ export interface Settings {
   readonly enabled: boolean
   readonly limits: MemoryLimits.Limits
   readonly hybrid: MemoryEviction.Settings | undefined
+  /** What reads the recall records: `hybrid-v1`, or its shadow beside `confidence`. */
+  readonly scoring: MemoryEviction.Settings | undefined
   readonly consolidation: MemoryConsolidation.Settings | undefined
   readonly staleness: MemoryStaleness.Settings
 }
@@ -81,6 +93,7 @@ export const settingsOf = (config: MemoryConfig): Settings => ({
   enabled: config.enabled && config.manager_class !== "noop",
   limits: limitsOf(config),
   hybrid: hybridOf(config),
+  scoring: hybridOf(config) ?? shadowOf(config),
   consolidation: consolidationOf(config),
   staleness: stalenessOf(config)
 })
