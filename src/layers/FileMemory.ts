@@ -23,6 +23,8 @@
  * - `antler serve` takes edits of `config.yaml`: the service `under` the `memory` section of an edit injects and
  *   queues with that section's settings (each queued conversation is updated with the settings it was queued with);
  *   where the files are and the backend stay those of the start.
+ * - Beside each memory, under its lock, DeerMem's recall records (what `memory_search` returned, for `hybrid-v1`)
+ *   and eviction audit (what `max_facts` left out at each write): `memory/Sidecars.ts`.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
