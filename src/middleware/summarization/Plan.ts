@@ -327,6 +327,22 @@ export const compactionUpdate = (compaction: Plan, summary: string): StateUpdate
 })
 
 /**
+ * Whether a stored update is a compaction's (`compactionUpdate`, with the summary call's `token_usage`): every
+ * message removed first, the summary set, nothing else. A fork's reset also removes every message and sets the
+ * summary, but sets the title, todos and goal too.
+ */
+export const isCompaction = (update: StateUpdate): boolean => {
+  const first = update.messages?.[0]
+  if (first?.type !== "remove" || first.id !== M.REMOVE_ALL_MESSAGES || typeof update.summary_text !== "string") {
+    return false
+  }
+  for (const key in update) {
+    if (Object.hasOwn(update, key) && key !== "messages" && key !== "summary_text" && key !== "token_usage") return false
+  }
+  return true
+}
+
+/**
  * The request after a compaction: the summarised messages (and any result the request carried for their tool
  * calls) are dropped — request-only messages added by outer wrappers stay where they were — and the durable
  * projection is rebuilt from the new state, so the request carries the new summary.

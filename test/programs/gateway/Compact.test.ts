@@ -22,14 +22,16 @@ const textOf = (content: unknown) =>
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)?.content)
 const isSummary = (body: ChatRequestBody) => lastUser(body).includes("You are compacting the history")
 
+const ask = async (threadId: string, text: string) => {
+  const input = { messages: [{ type: "human", content: text }] }
+  const run = await alice("POST", `/api/threads/${threadId}/runs`, { input })
+  assert.strictEqual(run.status, 200, run.text)
+  await alice("GET", `/api/threads/${threadId}/runs/${run.json().run_id}/join`)
+}
+
 const chat = async (threadId: string, texts: ReadonlyArray<string>) => {
   assert.strictEqual((await alice("POST", "/api/threads", { thread_id: threadId })).status, 200)
-  for (const text of texts) {
-    const input = { messages: [{ type: "human", content: text }] }
-    const run = await alice("POST", `/api/threads/${threadId}/runs`, { input })
-    assert.strictEqual(run.status, 200, run.text)
-    await alice("GET", `/api/threads/${threadId}/runs/${run.json().run_id}/join`)
-  }
+  for (const text of texts) await ask(threadId, text)
 }
 
 beforeAll(async () => {
@@ -156,5 +158,59 @@ describe("POST /api/threads/{id}/compact", () => {
     // an agent name is a directory name of memory: no way out of it
     const agent = await alice("POST", "/api/threads/busy/compact", { agent_name: "../../etc" })
     assert.strictEqual(agent.status, 422, agent.text)
+  })
+})
+
+describe("the messages page after a compaction", () => {
+  // DeerFlow's page reads its run journal (test_thread_messages_page), which a compaction leaves as it is; Antler's
+  // read the thread's state, so a chat reloaded after a compaction lost its summarised turns, and the turns left
+  // were numbered anew
+  it("keeps the summarised turns under the seqs they had; a regenerated answer replaces its own turn only", async () => {
+    await chat("paged", ["first question", "second question"])
+    const rows = async () => {
+      const page = await alice("GET", "/api/threads/paged/messages/page")
+      assert.strictEqual(page.status, 200, page.text)
+      return page.json().data.map((row: any) => ({
+        seq: row.seq,
+        run: row.run_id,
+        id: row.content.id,
+        // (a regenerated question is replayed as text blocks)
+        text: typeof row.content.content === "string" ? row.content.content : row.content.content[0].text
+      }))
+    }
+    const before = await rows()
+    assert.deepStrictEqual(before.map((row: any) => row.text), [
+      "first question",
+      "Here you go.",
+      "second question",
+      "Here you go."
+    ])
+    const done = await alice("POST", "/api/threads/paged/compact", {})
+    assert.isTrue(done.json().compacted, done.text)
+    assert.deepStrictEqual(await rows(), before)
+    // the older pages are read by before_seq as before
+    const older = (await alice("GET", `/api/threads/paged/messages/page?limit=2&before_seq=${before[2].seq}`)).json()
+    assert.deepStrictEqual(older.data.map((row: any) => row.content.id), [before[0].id, before[1].id])
+    assert.isFalse(older.has_more)
+
+    await ask("paged", "third question")
+    const later = await rows()
+    assert.deepStrictEqual(later.slice(0, 4), before)
+    assert.deepStrictEqual(later.slice(4).map((row: any) => row.text), ["third question", "Here you go."])
+    assert.isAbove(later[4].seq, before[3].seq)
+
+    const answer = later[5]
+    const prepared = (await alice("POST", "/api/threads/paged/runs/regenerate/prepare", { message_id: answer.id })).json()
+    const rerun = await alice("POST", "/api/threads/paged/runs/wait", {
+      input: prepared.input,
+      checkpoint: prepared.checkpoint,
+      metadata: prepared.metadata
+    })
+    assert.strictEqual(rerun.status, 200, rerun.text)
+    const regenerated = await rows()
+    assert.deepStrictEqual(regenerated.slice(0, 5), later.slice(0, 5))
+    assert.strictEqual(regenerated.length, 6)
+    assert.strictEqual(regenerated[5].text, "Here you go.")
+    assert.notStrictEqual(regenerated[5].id, answer.id)
   })
 })

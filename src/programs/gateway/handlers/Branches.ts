@@ -23,10 +23,11 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as BranchSeed from "../BranchSeed.js"
 import * as Fork from "../Fork.js"
+import type { Folded } from "../MessageHistory.js"
+import * as MessageHistory from "../MessageHistory.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
-import type { Folded } from "./Turns.js"
 import * as Turns from "./Turns.js"
 
 const visible = (message: M.Message, type: "human" | "ai") => message.type === type && !Turns.hidden(message)
@@ -73,13 +74,13 @@ export const layer = (api: DeerFlowApi) =>
           }
           const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
           if (records.length === 0) return yield* notFound(`A checkpoint of thread ${thread.threadId}`)
-          const result = Turns.fold(records)
+          const result = MessageHistory.fold(records)
           if (Either.isLeft(result)) return yield* fail("internal", result.left.message)
           return { records, ...result.right }
         })
 
       /** The checkpoint before the one that first wrote message `id` (`0`: before the thread's first). */
-      const baseBefore = (records: ReadonlyArray<CheckpointRecord>, folded: Folded, id: string) => {
+      const baseBefore = (records: ReadonlyArray<CheckpointRecord>, folded: Pick<Folded, "origin">, id: string) => {
         const at = folded.origin.get(id)?.index ?? 0
         return at > 0 ? records[at - 1]!.seq : Fork.BEFORE_FIRST
       }
@@ -107,7 +108,7 @@ export const layer = (api: DeerFlowApi) =>
             }
             const runId = origin.get(request.message_id)?.run_id
             if (runId === undefined) return yield* fail("conflict", "Could not find the run of this assistant message.")
-            const base = baseBefore(records, { state, origin }, human.id)
+            const base = baseBefore(records, { origin }, human.id)
             // (the server's keys left out: the run puts them back)
             const { hide_from_ui: _hidden, [ORIGINAL_USER_CONTENT]: _original, ...kwargs } =
               (human.additional_kwargs ?? {}) as Record<string, unknown>
@@ -161,7 +162,7 @@ export const layer = (api: DeerFlowApi) =>
             if (ran?.status !== "success") {
               return yield* fail("conflict", "Only successful assistant runs can be edited and rerun.")
             }
-            const base = baseBefore(records, { state, origin }, human.id)
+            const base = baseBefore(records, { origin }, human.id)
             const replacement = M.newId()
             const source = (human.additional_kwargs ?? {}) as Record<string, unknown>
             const kwargs = Object.fromEntries(
@@ -240,7 +241,7 @@ export const layer = (api: DeerFlowApi) =>
             const opening = snapshot.right.messages.findLast(BranchSeed.opensTurn)
             const baseSeq = opening === undefined
               ? Fork.BEFORE_FIRST
-              : baseBefore(records, { state, origin }, opening.id)
+              : baseBefore(records, { origin }, opening.id)
             const base = baseSeq === Fork.BEFORE_FIRST ? undefined : Fork.stateAfter(records, baseSeq)
             if (base !== undefined && Either.isLeft(base)) return yield* fail("internal", base.left.message)
             const seeds = BranchSeed.seeds(

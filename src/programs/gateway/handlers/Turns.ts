@@ -1,7 +1,8 @@
 /**
  * DeerFlow's endpoints about a thread's turns (declared in `api/Turns.ts`), over the thread's checkpoints: the
- * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer), its token
- * usage (summed from the checkpoints' usage records), feedback on a run (kept in the run's record), the goal
+ * pages of its messages (each with the run that wrote it, and the run's feedback on its last answer; those a
+ * compaction summarised away included, `MessageHistory`), its token usage (summed from the checkpoints' usage
+ * records), feedback on a run (kept in the run's record), the goal
  * (a state update through the `goal` reducer), a run's events (recorded by the gateway's `RunJournal`, paged by
  * `after_seq`, filtered by type and subagent task; a running run's as they are now), and what a run changed in the
  * thread's files (its `workspace_changes` event, `WorkspaceChanges`; `available: false` for a run that changed
@@ -12,17 +13,16 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { ModelConfig } from "../../../services/AppConfig.js"
-import type { CheckpointRecord, RunRecord } from "../../../services/ThreadStore.js"
+import type { RunRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
-import { applyUpdate, makeIndexes } from "../../../state/Reducers.js"
-import type { GoalState, StateUpdate, ThreadState } from "../../../state/ThreadState.js"
-import * as TS from "../../../state/ThreadState.js"
+import type { GoalState, StateUpdate } from "../../../state/ThreadState.js"
 import * as Run from "../../Run.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
+import * as MessageHistory from "../MessageHistory.js"
 import * as Protocol from "../Protocol.js"
 import * as RunJournal from "../RunJournal.js"
 import * as TurnDurations from "../TurnDurations.js"
@@ -50,33 +50,6 @@ const EVENT_TYPES: Record<string, string> = {
   ai: "llm.ai.response",
   tool: "llm.tool.result",
   system: "llm.system"
-}
-
-/** Where each message came from: the run (and the time) of the checkpoint that first wrote it. */
-export interface Folded {
-  readonly state: ThreadState
-  /** By message id: the run, the time and the index (in the checkpoints) of the checkpoint that first wrote it. */
-  readonly origin: ReadonlyMap<string, { readonly run_id: string; readonly created_at: string; readonly index: number }>
-}
-
-/** The thread's state folded from its checkpoints, with the origin of each message. */
-export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Folded, { readonly message: string }> => {
-  const indexes = makeIndexes()
-  const origin = new Map<string, { run_id: string; created_at: string; index: number }>()
-  let state: ThreadState = TS.empty
-  for (const [index, record] of records.entries()) {
-    for (const update of record.updates) {
-      const next = applyUpdate(state, update, indexes)
-      if (Either.isLeft(next)) return Either.left(next.left)
-      state = next.right
-      for (const message of update.messages ?? []) {
-        if (message.type !== "remove" && !origin.has(message.id)) {
-          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at, index })
-        }
-      }
-    }
-  }
-  return Either.right({ state, origin })
 }
 
 /** Whether the app hides a message (a date reminder, a goal continuation). */
@@ -107,7 +80,7 @@ export const layer = (api: DeerFlowApi) =>
       const folded = (thread: ThreadRef) =>
         Effect.gen(function*() {
           const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
-          const result = fold(records)
+          const result = MessageHistory.fold(records)
           if (Either.isLeft(result)) return yield* fail("internal", result.left.message)
           return { records, ...result.right }
         })
@@ -163,11 +136,10 @@ export const layer = (api: DeerFlowApi) =>
             const limit = yield* positive("limit", urlParams.limit, 50, 200)
             const most = Number.MAX_SAFE_INTEGER
             const before = yield* positive("before_seq", urlParams.before_seq, most, most)
-            const { state, origin } = yield* folded(thread)
+            const { history, origin } = yield* folded(thread)
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
-            const visible = state.messages
-              .map((message, index) => ({ message, seq: index + 1 }))
-              .filter(({ message }) => shownOnPage(message))
+            // (with the turns a compaction summarised away, as DeerFlow's page reads them from its journal)
+            const visible = history.filter(({ message }) => shownOnPage(message))
             const rows = visible.filter(({ seq }) => seq < before)
             const page = rows.slice(Math.max(0, rows.length - limit))
             // a run's rating goes with its last answer in the thread, not the last one of this page (DeerFlow's

@@ -1,0 +1,83 @@
+/**
+ * A thread's message history as DeerFlow's messages page reads it from its run journal, folded from the thread's
+ * checkpoints: the state's messages, each with the run (and the time) of the checkpoint that first wrote it, and
+ * the messages a compaction summarised away, which the page still shows. Each has a `seq` that never changes: its
+ * place among every message the thread was ever written (1, 2, ...), so a compaction neither drops the older turns
+ * of a reloaded chat nor renumbers them. A fork (a regenerated or edited turn, a run from an older checkpoint) takes
+ * the thread back to an earlier state: the messages it drops are gone from the history too, as DeerFlow's page
+ * hides the runs a regenerate superseded.
+ */
+import * as Either from "effect/Either"
+import { isCompaction } from "../../middleware/summarization/Plan.js"
+import type { CheckpointRecord } from "../../services/ThreadStore.js"
+import * as M from "../../state/Message.js"
+import { applyUpdate, makeIndexes } from "../../state/Reducers.js"
+import type { ThreadState } from "../../state/ThreadState.js"
+import * as TS from "../../state/ThreadState.js"
+
+/**
+ * Where a message came from: the run, the time and the index (in the checkpoints) of the checkpoint that first
+ * wrote it, and its `seq` in the history.
+ */
+export interface Origin {
+  readonly run_id: string
+  readonly created_at: string
+  readonly index: number
+  readonly seq: number
+}
+
+/** A message of the history, with its `seq`. */
+export interface Shown {
+  readonly message: M.Message
+  readonly seq: number
+}
+
+/** The thread's state folded from its checkpoints, with the origin of each message and the history. */
+export interface Folded {
+  readonly state: ThreadState
+  /** By message id (also of the messages no longer in the state). */
+  readonly origin: ReadonlyMap<string, Origin>
+  /** The state's messages and those compactions summarised away, oldest first. */
+  readonly history: ReadonlyArray<Shown>
+}
+
+const clearsAll = (writes: ReadonlyArray<M.MessageWrite>) =>
+  writes.some((item) => item.type === "remove" && item.id === M.REMOVE_ALL_MESSAGES)
+
+/** The thread's state folded from its checkpoints, with the origin of each message and its message history. */
+export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Folded, { readonly message: string }> => {
+  const indexes = makeIndexes()
+  const origin = new Map<string, Origin>()
+  // the messages summarised away, by id (the version the compaction removed)
+  const archived = new Map<string, M.Message>()
+  let state: ThreadState = TS.empty
+  for (const [index, record] of records.entries()) {
+    for (const update of record.updates) {
+      const next = applyUpdate(state, update, indexes)
+      if (Either.isLeft(next)) return Either.left(next.left)
+      const writes = update.messages ?? []
+      for (const message of writes) {
+        if (message.type !== "remove" && !origin.has(message.id)) {
+          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at, index, seq: origin.size + 1 })
+        }
+      }
+      if (clearsAll(writes)) {
+        const kept = new Set(next.right.messages.map((message) => message.id))
+        if (isCompaction(update)) {
+          for (const message of state.messages) if (!kept.has(message.id)) archived.set(message.id, message)
+        } else {
+          // back to an earlier state (a fork's reset): what was written after it goes, summarised or not
+          let latest = -1
+          for (const message of next.right.messages) latest = Math.max(latest, origin.get(message.id)?.index ?? -1)
+          for (const id of [...archived.keys()]) if ((origin.get(id)?.index ?? -1) > latest) archived.delete(id)
+        }
+      }
+      state = next.right
+    }
+  }
+  const current = new Set(state.messages.map((message) => message.id))
+  const history = [...[...archived.values()].filter((message) => !current.has(message.id)), ...state.messages]
+    .map((message) => ({ message, seq: origin.get(message.id)?.seq ?? 0 }))
+    .sort((a, b) => a.seq - b.seq)
+  return Either.right({ state, origin, history })
+}
