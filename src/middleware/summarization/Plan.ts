@@ -336,9 +336,8 @@ export const isCompaction = (update: StateUpdate): boolean => {
   if (first?.type !== "remove" || first.id !== M.REMOVE_ALL_MESSAGES || typeof update.summary_text !== "string") {
     return false
   }
-  for (const key in update) {
-    if (Object.hasOwn(update, key) && key !== "messages" && key !== "summary_text" && key !== "token_usage") return false
-  }
+  const allowed = new Set(["messages", "summary_text", "token_usage"])
+  for (const key in update) if (Object.hasOwn(update, key) && !allowed.has(key)) return false
   return true
 }
 

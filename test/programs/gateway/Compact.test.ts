@@ -165,7 +165,7 @@ describe("the messages page after a compaction", () => {
   // DeerFlow's page reads its run journal (test_thread_messages_page), which a compaction leaves as it is; Antler's
   // read the thread's state, so a chat reloaded after a compaction lost its summarised turns, and the turns left
   // were numbered anew
-  it("keeps the summarised turns under the seqs they had; a regenerated answer replaces its own turn only", async () => {
+  it("keeps the summarised turns under their seqs; a regenerated answer replaces its own turn only", async () => {
     await chat("paged", ["first question", "second question"])
     const rows = async () => {
       const page = await alice("GET", "/api/threads/paged/messages/page")
@@ -200,7 +200,8 @@ describe("the messages page after a compaction", () => {
     assert.isAbove(later[4].seq, before[3].seq)
 
     const answer = later[5]
-    const prepared = (await alice("POST", "/api/threads/paged/runs/regenerate/prepare", { message_id: answer.id })).json()
+    const prepare = "/api/threads/paged/runs/regenerate/prepare"
+    const prepared = (await alice("POST", prepare, { message_id: answer.id })).json()
     const rerun = await alice("POST", "/api/threads/paged/runs/wait", {
       input: prepared.input,
       checkpoint: prepared.checkpoint,
