@@ -119,6 +119,18 @@ describe("token usage", () => {
       assert.isBelow(ended.total_tokens, whole.total_tokens)
       const active = (await alice("GET", "/api/threads/chat/token-usage?include_active=true")).json()
       assert.deepStrictEqual(active, whole)
+      // the flag read as DeerFlow's gateway (FastAPI) reads a boolean: `1` and `yes` too; a word that is none a 422
+      for (const word of ["1", "yes", "True", "on"]) {
+        const read = await alice("GET", `/api/threads/chat/token-usage?include_active=${word}`)
+        assert.deepStrictEqual(read.json(), whole, word)
+      }
+      for (const word of ["0", "no", "false"]) {
+        const read = await alice("GET", `/api/threads/chat/token-usage?include_active=${word}`)
+        assert.deepStrictEqual(read.json(), ended, word)
+      }
+      const wrong = await alice("GET", "/api/threads/chat/token-usage?include_active=maybe")
+      assert.strictEqual(wrong.status, 422, wrong.text)
+      assert.include(wrong.json().detail, "include_active")
     } finally {
       await Effect.runPromise(gateway.store.saveRun(record!))
     }

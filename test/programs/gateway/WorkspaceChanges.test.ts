@@ -234,6 +234,12 @@ describe("a run's workspace changes through HTTP", () => {
     assert.include(edited.files[0].diff, "+Fawns drink milk.")
     assert.strictEqual((await changes(editRun, "?include_diff=false")).files[0].diff, "")
     assert.deepStrictEqual((await changes(editRun, "?include_files=false")).files, [])
+    // as DeerFlow's gateway (FastAPI) reads a boolean
+    assert.strictEqual((await changes(editRun, "?include_diff=0")).files[0].diff, "")
+    assert.deepStrictEqual((await changes(editRun, "?include_files=no")).files, [])
+    assert.include((await changes(editRun, "?include_diff=1")).files[0].diff, "+Fawns drink milk.")
+    const wrong = await alice("GET", `/api/threads/files/runs/${editRun}/workspace-changes?include_diff=nope`)
+    assert.strictEqual(wrong.status, 422, wrong.text)
     // the run's event, as DeerFlow's recorder writes it: a line as its content, the comparison in its metadata
     const events = await alice("GET", `/api/threads/files/runs/${editRun}/events?event_types=workspace_changes`)
     assert.strictEqual(events.status, 200, events.text)

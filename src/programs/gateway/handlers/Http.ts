@@ -46,6 +46,21 @@ export const queryFlag = (value: QueryValue) => {
   return text === "1" || text === "true"
 }
 
+const TRUE_WORDS: ReadonlySet<string> = new Set(["1", "on", "t", "true", "y", "yes"])
+const FALSE_WORDS: ReadonlySet<string> = new Set(["0", "off", "f", "false", "n", "no"])
+
+/**
+ * A boolean of the query as DeerFlow's gateway (FastAPI) reads one: `1`, `true`, `yes`, `on`, `t`, `y` or `0`,
+ * `false`, `no`, `off`, `f`, `n`, in any case (the first, when repeated); `fallback` when it is not given, undefined
+ * when it is no boolean.
+ */
+export const queryBool = (value: QueryValue, fallback: boolean): boolean | undefined => {
+  const text = Array.isArray(value) ? value[0] : value
+  if (text === undefined) return fallback
+  const word = text.trim().toLowerCase()
+  return TRUE_WORDS.has(word) ? true : FALSE_WORDS.has(word) ? false : undefined
+}
+
 /** A query parameter's values. */
 export const queryList = (value: QueryValue): Array<string> =>
   value === undefined ? [] : typeof value === "string" ? [value] : [...value]

@@ -30,7 +30,7 @@ import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
-import { json } from "./Http.js"
+import { json, queryBool } from "./Http.js"
 import * as Live from "./Live.js"
 
 /** The run record's metadata key of the feedback on its answer. */
@@ -93,6 +93,13 @@ export const layer = (api: DeerFlowApi) =>
       const windowOf = (models: ReadonlyArray<ModelConfig>, model: string | undefined): number | undefined => {
         const entry = models.find((m) => m.name === model) ?? models.find((m) => m.model === model) ?? models[0]
         return entry?.context_window
+      }
+
+      const flag = (name: string, value: QueryValue, fallback: boolean) => {
+        const read = queryBool(value, fallback)
+        return read !== undefined
+          ? Effect.succeed(read)
+          : fail("unprocessable", `${name} must be true or false, got ${JSON.stringify(first(value))}.`)
       }
 
       const positive = (name: string, value: QueryValue, fallback: number, max: number) =>
@@ -198,7 +205,7 @@ export const layer = (api: DeerFlowApi) =>
             const thread = yield* access.threadRef(user, path.thread_id)
             const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
             // as DeerFlow's view: runs not yet started are left out, and running ones unless include_active=true
-            const includeActive = first(urlParams.include_active)?.trim().toLowerCase() === "true"
+            const includeActive = yield* flag("include_active", urlParams.include_active, false)
             const allRuns = yield* runRecords(thread.stored)
             const counted = (run: RunRecord) => run.status !== "pending" && (includeActive || run.status !== "running")
             const runList = allRuns.filter(counted)
@@ -272,13 +279,15 @@ export const layer = (api: DeerFlowApi) =>
             // the user's thread; any run id of it, as DeerFlow reads its event store: a branch's seeded answers
             // name a run (`branch-...`) that no run record holds, and the app asks about it as about any answer
             const thread = yield* access.threadRef(user, path.thread_id)
+            const includeFiles = yield* flag("include_files", urlParams.include_files, true)
+            const includeDiff = yield* flag("include_diff", urlParams.include_diff, true)
             const events = yield* Effect.mapError(store.runEvents(thread.stored, path.run_id), storeFailed)
             const event = events.findLast((e) => e.event_type === WorkspaceChanges.EVENT_TYPE)
             const recorded = event === undefined ? undefined : WorkspaceChanges.recorded(event)
             if (recorded !== undefined) {
-              const files = first(urlParams.include_files) === "false"
+              const files = !includeFiles
                 ? []
-                : first(urlParams.include_diff) === "false"
+                : !includeDiff
                 ? recorded.files.map((file) => ({ ...file, diff: "" }))
                 : recorded.files
               return json(TurnsApi.WorkspaceChanges, {
