@@ -165,7 +165,7 @@ describe("the messages page after a compaction", () => {
   // DeerFlow's page reads its run journal (test_thread_messages_page), which a compaction leaves as it is; Antler's
   // read the thread's state, so a chat reloaded after a compaction lost its summarised turns, and the turns left
   // were numbered anew
-  it("keeps the summarised turns under their seqs; a regenerated answer replaces its own turn only", async () => {
+  it("keeps summarised turns (to branch from) under their seqs; a regenerated answer replaces its turn", async () => {
     await chat("paged", ["first question", "second question"])
     const rows = async () => {
       const page = await alice("GET", "/api/threads/paged/messages/page")
@@ -213,5 +213,13 @@ describe("the messages page after a compaction", () => {
     assert.strictEqual(regenerated.length, 6)
     assert.strictEqual(regenerated[5].text, "Here you go.")
     assert.notStrictEqual(regenerated[5].id, answer.id)
+
+    // a summarised answer shown on the page can be branched from, as any other; a replaced one cannot
+    const branch = await alice("POST", "/api/threads/paged/branches", { message_id: before[1].id })
+    assert.strictEqual(branch.status, 200, branch.text)
+    const branched = (await alice("GET", `/api/threads/${branch.json().thread_id}/messages/page`)).json()
+    assert.deepStrictEqual(branched.data.map((row: any) => row.content.content), ["first question", "Here you go."])
+    const replaced = await alice("POST", "/api/threads/paged/branches", { message_id: answer.id })
+    assert.strictEqual(replaced.status, 404, replaced.text)
   })
 })

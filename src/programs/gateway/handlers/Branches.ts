@@ -204,10 +204,11 @@ export const layer = (api: DeerFlowApi) =>
             const { user } = yield* CurrentIdentity
             const thread = yield* access.threadRef(user, path.thread_id)
             const request = yield* Body.json(BranchesApi.BranchRequest)
-            const { records, state, origin } = yield* folded(thread)
+            const { records, state, origin, history } = yield* folded(thread)
             const wanted = [request.message_id, ...(request.message_ids ?? [])]
             const from = origin.get(request.message_id)
-            if (from === undefined || !state.messages.some((m) => m.id === request.message_id)) {
+            // (an answer of the messages page: one a compaction summarised away too, not one a regenerate replaced)
+            if (from === undefined || !history.some(({ message }) => message.id === request.message_id)) {
               return yield* notFound(`Message ${request.message_id}`)
             }
             // the turn's end: the last checkpoint of the run that wrote the answer
