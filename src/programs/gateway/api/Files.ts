@@ -60,7 +60,7 @@ export const Deleted = Schema.Struct({ success: Schema.Boolean, message: Schema.
 
 /** An artifact's bytes. */
 export const ArtifactBytes = HttpApiSchema.Uint8Array({ contentType: "application/octet-stream" }).annotations({
-  description: "The file, typed by its extension (Markdown, text, JSON, CSV, HTML, images, PDF; else bytes)"
+  description: "The file, typed by its extension (text, HTML, images, audio, video, PDF, ...), else text if no NUL"
 })
 
 /** The upload form: the files in `files`. */

@@ -36,18 +36,53 @@ const CONTENT_TYPES: Record<string, string> = {
   ".csv": "text/csv; charset=utf-8",
   ".html": "text/html; charset=utf-8",
   ".htm": "text/html; charset=utf-8",
+  ".xhtml": "application/xhtml+xml",
   ".svg": "image/svg+xml",
   ".png": "image/png",
   ".jpg": "image/jpeg",
   ".jpeg": "image/jpeg",
   ".gif": "image/gif",
   ".webp": "image/webp",
-  ".pdf": "application/pdf"
+  ".bmp": "image/bmp",
+  ".ico": "image/vnd.microsoft.icon",
+  ".pdf": "application/pdf",
+  ".mp3": "audio/mpeg",
+  ".wav": "audio/x-wav",
+  ".ogg": "audio/ogg",
+  ".oga": "audio/ogg",
+  ".m4a": "audio/mp4",
+  ".flac": "audio/flac",
+  ".aac": "audio/aac",
+  ".mp4": "video/mp4",
+  ".m4v": "video/mp4",
+  ".webm": "video/webm",
+  ".mov": "video/quicktime",
+  ".ogv": "video/ogg",
+  ".zip": "application/zip",
+  ".py": "text/x-python; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".xml": "text/xml; charset=utf-8",
+  ".tsv": "text/tab-separated-values; charset=utf-8",
+  ".log": "text/plain; charset=utf-8",
+  ".yaml": "text/plain; charset=utf-8",
+  ".yml": "text/plain; charset=utf-8"
 }
 
 /** The content type of an artifact by its extension (unknown ones are bytes). */
 export const contentTypeOf = (name: string): string =>
   CONTENT_TYPES[Path.extname(name).toLowerCase()] ?? "application/octet-stream"
+
+/**
+ * The content type an artifact is served with: by its extension, else text when its first 8 KiB hold no NUL byte
+ * (a script, `Makefile`, `notes`), as DeerFlow's gateway sniffs it, so the browser shows it rather than saving it.
+ */
+export const artifactTypeOf = (name: string, bytes: Uint8Array): string => {
+  const known = CONTENT_TYPES[Path.extname(name).toLowerCase()]
+  if (known !== undefined) return known
+  return bytes.subarray(0, 8192).includes(0) ? "application/octet-stream" : "text/plain; charset=utf-8"
+}
 
 const artifactUrl = (threadId: string, virtualPath: string) =>
   `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
@@ -278,14 +313,14 @@ export const layer = (api: DeerFlowApi) =>
             }
             if (range === undefined) {
               return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
-                contentType: contentTypeOf(name),
+                contentType: artifactTypeOf(name, bytes),
                 headers: common
               })
             }
             // DeerFlow's app previews a text artifact from its first MiB (`Range: bytes=0-1048575`)
             return HttpServerResponse.uint8Array(new Uint8Array(bytes.subarray(range.start, range.end + 1)), {
               status: 206,
-              contentType: contentTypeOf(name),
+              contentType: artifactTypeOf(name, bytes),
               headers: { ...common, "content-range": `bytes ${range.start}-${range.end}/${bytes.byteLength}` }
             })
           }))
