@@ -160,6 +160,9 @@ describe("suggestions and input polish", () => {
     assert.isTrue(forged.endsWith("</draft>"), forged)
     assert.strictEqual((await alice("/api/input-polish", { text: "   " })).status, 400)
     assert.strictEqual((await alice("/api/input-polish", { text: "x".repeat(4001) })).status, 400)
+    // characters are counted as DeerFlow counts them (code points): 4000 emoji fit input_polish.max_chars
+    assert.strictEqual((await alice("/api/input-polish", { text: "\u{1F600}".repeat(4000) })).status, 200)
+    assert.strictEqual((await alice("/api/input-polish", { text: "\u{1F600}".repeat(4001) })).status, 400)
     // a rewrite may name the tag: kept whole (only complete reasoning blocks go)
     assert.deepStrictEqual((await alice("/api/input-polish", { text: "what is the TAG" })).body, {
       rewritten_text: "Explain what the <think> tag does in reasoning models.",

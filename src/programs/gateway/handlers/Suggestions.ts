@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import type { Snapshot } from "../../../services/LiveConfig.js"
 import type { ModelService } from "../../../services/ModelService.js"
+import * as Chars from "../../../state/Chars.js"
 import * as LlmText from "../../../state/LlmText.js"
 import * as Markup from "../../../state/Markup.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
@@ -141,7 +142,8 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             const request = yield* Body.json(SuggestionsApi.InputPolishRequest)
             const text = request.text.trim()
             if (text === "") return yield* fail("bad_request", "Input text is required")
-            if (text.length > polish.max_chars) {
+            // (counted in characters as DeerFlow counts them, code points: an emoji is one)
+            if (Chars.charLength(text) > polish.max_chars) {
               return yield* fail("bad_request", `Input text exceeds ${polish.max_chars} characters`)
             }
             const locale = request.locale?.trim() || "same language as the draft"
