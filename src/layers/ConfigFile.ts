@@ -16,6 +16,7 @@ import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
 import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
+import * as UploadsLegacy from "../services/config/UploadsLegacy.js"
 import * as ModelRequest from "../services/config/ModelRequest.js"
 import * as Json from "../state/Json.js"
 import * as OnDemand from "../internal/OnDemand.js"
@@ -327,6 +328,13 @@ const writeFileMaxFromEnv = (config: AppConfig, raw: Record<string, unknown>): E
     return { ...config, sandbox: { ...config.sandbox, write_file_max_bytes: Math.max(0, Number(value)) } }
   })
 
+/** DeerFlow's older layouts (of `memory:`, of the `uploads:` limits) read as its newer ones, with warnings. */
+const migrateLegacy = (raw: unknown): MemoryLegacy.Migrated => {
+  const memory = MemoryLegacy.migrate(raw)
+  const uploads = UploadsLegacy.migrate(memory.raw)
+  return { raw: uploads.raw, warnings: [...memory.warnings, ...uploads.warnings] }
+}
+
 /** Decodes configuration text (YAML) as if read from `file`. */
 export const decode = (
   text: string,
@@ -355,7 +363,7 @@ export const decode = (
     if (Either.isLeft(interpolated)) {
       return yield* new ConfigError({ reason: "env", file, issues: interpolated.left })
     }
-    const migrated = MemoryLegacy.migrate(interpolated.right)
+    const migrated = migrateLegacy(interpolated.right)
     const decoded = Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw)
     if (Either.isLeft(decoded)) {
       const issues = ModelRequest.withModelNames(schemaIssues(decoded.left), migrated.raw)
@@ -509,7 +517,7 @@ export const fromObject = (
       new ConfigError({ reason: "schema", file, issues: [{ path: "", message: "expected an object of sections" }] })
     )
   }
-  const migrated = MemoryLegacy.migrate(raw)
+  const migrated = migrateLegacy(raw)
   return Either.match(Schema.decodeUnknownEither(AppConfigSchema, { errors: "all" })(migrated.raw), {
     onLeft: (error) =>
       Effect.fail(

@@ -381,6 +381,32 @@ describe("ConfigFile", () => {
       assert.include((yield* loadError(wrong)).message, "memory.manager_class")
     }))
 
+  // DeerFlow test_uploads_router.py (_get_upload_limits): the older names of two upload limits are read when the
+  // newer key is not set
+  it.effect("uploads: max_file_count and max_single_file_size are read as max_files and max_file_size", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push(String(message))
+        })
+      )
+      const older = tempFile("uploads:\n  max_file_count: 3\n  max_single_file_size: 1000\n")
+      const loaded = yield* ConfigFile.load(older).pipe(withEnv({}), Effect.provide(capture))
+      assert.strictEqual(loaded.config.uploads.max_files, 3)
+      assert.strictEqual(loaded.config.uploads.max_file_size, 1000)
+      assert.deepStrictEqual(loaded.ignored, [])
+      const read = "uploads.max_file_count read as uploads.max_files"
+      assert.isTrue(warnings.some((w) => w.includes(read)), warnings.join())
+      const both = tempFile("uploads:\n  max_files: 5\n  max_file_count: 3\n")
+      const newer = yield* ConfigFile.load(both).pipe(withEnv({}), Effect.provide(capture))
+      assert.strictEqual(newer.config.uploads.max_files, 5)
+      assert.isTrue(warnings.some((w) => w.includes("uploads.max_file_count not used")), warnings.join())
+      const fromObject = yield* ConfigFile.fromObject({ uploads: { max_file_count: 2 } }, { home: Os.tmpdir() })
+      assert.strictEqual(fromObject.config.uploads.max_files, 2)
+    }))
+
   // DeerFlow test_memory_manager_pluggable.py: a storage_path that is an existing file is a configuration error
   it.effect("memory: a storage_path that is an existing file is refused before anything runs", () =>
     Effect.gen(function*() {
