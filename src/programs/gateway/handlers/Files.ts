@@ -2,8 +2,8 @@
  * The files endpoints (declared in `api/Files.ts`): uploads (a multipart form read within `uploads.*`'s limits as
  * `config.yaml` is at the request, its files written by `Upload.upload`), their list and deletion, and artifacts:
  * files under `/mnt/user-data`, resolved by the thread's sandbox (which refuses any path out of it), served typed by
- * their extension in a sandbox of their own (`Content-Security-Policy: sandbox`: a model-written page runs no script
- * here).
+ * their extension (else as text when they hold no NUL byte) in a sandbox of their own (`Content-Security-Policy:
+ * sandbox`: a model-written page runs no script here).
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
