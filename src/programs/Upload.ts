@@ -1,10 +1,11 @@
 /**
  * Uploading files into a thread (DeerFlow's gateway upload endpoint, SPEC §10), for `antler upload` and the
  * gateway: the files are checked (names reduced to safe base names, a name repeated in one upload numbered,
- * `uploads.max_files`, `max_file_size`, `max_total_size`) before anything is written, staged as `.upload-*.part` files and renamed into the thread's uploads directory, and
- * documents (PDF, DOCX, XLSX, PPTX, HTML) get a `{stem}.md` sibling when `uploads.auto_convert_documents` is
- * on. The Uploads middleware (SPEC §5.5) then describes them to the model, with the sibling's headings as
- * the outline, once they are attached to the next human message (`messageFiles`).
+ * `uploads.max_files`, `max_file_size`, `max_total_size`) before anything is written, staged as `.upload-*.part`
+ * files and renamed into the thread's uploads directory, and documents (PDF, DOCX, XLSX, PPTX, HTML) get a
+ * `{stem}.md` sibling when `uploads.auto_convert_documents` is on (unset: the CLI's uploads, not the gateway's;
+ * DeerFlow's default). The Uploads middleware (SPEC §5.5) then describes them to the model, with the sibling's
+ * headings as the outline, once they are attached to the next human message (`messageFiles`).
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { PlatformError } from "@effect/platform/Error"
@@ -26,7 +27,7 @@ export type UploadInput = string | { readonly name: string; readonly bytes: Uint
 export interface UploadOptions {
   /** The thread's owner (default `default`, as runs use). */
   readonly userId?: string
-  /** Write the Markdown siblings; default `uploads.auto_convert_documents`. */
+  /** Write the Markdown siblings; default `uploads.auto_convert_documents` (unset: no). */
   readonly convert?: boolean
 }
 
@@ -428,7 +429,7 @@ export const upload = Effect.fn("Upload.upload")(function*(
   const dir = threadPaths(app.home, userId, threadId).uploads
   yield* ensureUploadsDir(fs, dir)
   const sizes = yield* commit(fs, dir, sources, limits)
-  const converting = options.convert ?? limits.auto_convert_documents
+  const converting = options.convert ?? limits.auto_convert_documents ?? false
   const conflicts = siblingConflicts(sources.map((source) => source.filename))
   return yield* Effect.forEach(sources, (source, i) =>
     Effect.map(

@@ -138,7 +138,12 @@ export const UploadsConfig = Schema.Struct({
   max_files: withDefault(PositiveInt, () => 10),
   max_file_size: withDefault(PositiveInt, () => 50 * 1024 * 1024),
   max_total_size: withDefault(PositiveInt, () => 100 * 1024 * 1024),
-  auto_convert_documents: withDefault(Schema.Boolean, () => true)
+  /**
+   * Whether an upload's documents get a Markdown sibling. Unset, the gateway's uploads do not (DeerFlow's default:
+   * the parsers run on the host, before any sandbox, over files from any user) and the CLI's do (the operator's own
+   * files).
+   */
+  auto_convert_documents: Schema.optional(Schema.Boolean)
 })
 export type UploadsConfig = typeof UploadsConfig.Type
 

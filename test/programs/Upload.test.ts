@@ -19,7 +19,8 @@ const freshHome = () => {
   return { home, uploads: path.join(home, "users/default/threads/t1/user-data/uploads") }
 }
 
-const withConfig = (home: string, uploads: Partial<UploadsConfig> = {}) => {
+// (conversion on unless a test says otherwise: unset, the gateway's uploads are not converted)
+const withConfig = (home: string, uploads: Partial<UploadsConfig> = { auto_convert_documents: true }) => {
   const config = defaults()
   return Effect.provide(Layer.merge(
     Layer.succeed(AppConfigService, {
@@ -138,6 +139,11 @@ describe("Upload", () => {
         .pipe(withConfig(forced.home, { auto_convert_documents: false }))
       assert.strictEqual(converted!.markdown_path, "/mnt/user-data/uploads/page.md")
       assert.strictEqual(fs.readFileSync(path.join(forced.uploads, "page.md"), "utf8"), "# Title\n\nBody\n")
+      // unset (DeerFlow's default): a document is not parsed on the host
+      const unset = freshHome()
+      const [kept] = yield* Upload.upload("t1", [html]).pipe(withConfig(unset.home, {}))
+      assert.isUndefined(kept!.markdown_path)
+      assert.deepStrictEqual(listDir(unset.uploads), ["page.html"])
     }))
 
   it.effect("a user's own file is never overwritten by a conversion sibling", () =>

@@ -26,7 +26,9 @@ export const uploadFiles = (
   json: boolean
 ) =>
   Effect.gen(function*() {
-    const results = yield* Upload.upload(threadId, files).pipe(
+    // (the operator's own files: converted unless `uploads.auto_convert_documents` says no)
+    const convert = app.config.uploads.auto_convert_documents ?? true
+    const results = yield* Upload.upload(threadId, files, { convert }).pipe(
       Effect.provideService(AppConfigService, app),
       Effect.catchTag("UploadError", (error) =>
         fail(
@@ -84,7 +86,8 @@ export const entry: CliCommand.Entry = {
     usage: ["upload [options] <thread> <file>..."],
     description: "The files go to /mnt/user-data/uploads of the thread (checked: names, at most 10 files, 50 MiB " +
       "each, 100 MiB in all by default). PDF, DOCX, XLSX, PPTX and HTML files also get a Markdown copy next to " +
-      "them (report.pdf → report.md). The thread must exist; to start a thread with files, use run --file.",
+      "them (report.pdf → report.md) unless uploads.auto_convert_documents is false. The thread must exist; to " +
+      "start a thread with files, use run --file.",
     arguments: [
       ["<thread>", "The id of a saved thread (see threads list)"],
       ["<file>...", "One or more files to copy"]

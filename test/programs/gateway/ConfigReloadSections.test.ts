@@ -148,7 +148,7 @@ describe("config.yaml's uploads edited while the gateway runs", () => {
       script: () => "Hello.",
       file,
       reload: true,
-      config: { uploads: { max_files: 1 } }
+      config: { uploads: { max_files: 1, auto_convert_documents: true } }
     })
     const thread = "reload-uploads"
     const upload = async (...names: ReadonlyArray<string>) => {
