@@ -72,11 +72,13 @@ export interface Options {
 const handlersLayer = (options: Options) => {
   // (the open gateway's local user owns the shared files; an account, which anyone may register, does not)
   const open = !options.auth.required && options.accounts === undefined
+  // (one count of the users' open thread streams for every prefix)
+  const threadStreams = ThreadStream.openStreams()
   const [first, ...more] = Arr.map(SERVED.langgraph, (api) =>
     Layer.mergeAll(
       Assistants.layer(api),
       Threads.layer(api),
-      ThreadStream.layer(api),
+      ThreadStream.layer(api, threadStreams),
       Runs.layer(api, options.models, options.redact ?? Redact.none),
       Crons.layer(api, options.models),
       Store.layer(api),

@@ -135,4 +135,42 @@ describe("a thread's stream", () => {
       assert.notInclude(JSON.stringify(parts), "You said")
     }
   })
+
+  it("one user holds at most 32 open at a time (429 past that, Retry-After); closing one frees it; others unaffected", async () => {
+    const thread = (await alice.threads.create()).thread_id
+    const bobs = (await bob.threads.create()).thread_id
+    const open = (token: string, id: string) => {
+      const controller = new AbortController()
+      return fetch(`${gateway.url}/threads/${id}/stream`, {
+        headers: { authorization: `Bearer ${token}` },
+        signal: controller.signal
+      }).then((response) => ({ response, close: () => controller.abort() }))
+    }
+    const held = await Promise.all(Array.from({ length: 32 }, () => open(Support.ALICE, thread)))
+    try {
+      for (const { response } of held) assert.strictEqual(response.status, 200)
+      const refused = await open(Support.ALICE, thread)
+      assert.strictEqual(refused.response.status, 429)
+      assert.strictEqual(refused.response.headers.get("retry-after"), "5")
+      assert.include(((await refused.response.json()) as any).detail, "At most 32 thread streams")
+      // under another of the gateway's prefixes too (one count per user)
+      const prefixed = await fetch(`${gateway.url}/api/langgraph/threads/${thread}/stream`, {
+        headers: { authorization: `Bearer ${Support.ALICE}` }
+      })
+      assert.strictEqual(prefixed.status, 429)
+      const his = await open(Support.BOB, bobs)
+      assert.strictEqual(his.response.status, 200)
+      his.close()
+      held.pop()!.close()
+      let again = await open(Support.ALICE, thread)
+      for (let i = 0; i < 50 && again.response.status === 429; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        again = await open(Support.ALICE, thread)
+      }
+      assert.strictEqual(again.response.status, 200)
+      again.close()
+    } finally {
+      for (const { close } of held) close()
+    }
+  })
 })

@@ -59,6 +59,7 @@ const TITLES: Record<number, string> = {
   415: "Unsupported Media Type",
   416: "Range Not Satisfiable",
   422: "Unprocessable Entity",
+  429: "Too Many Requests",
   500: "Internal Server Error"
 }
 

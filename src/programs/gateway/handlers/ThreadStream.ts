@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
-import { describeParseError, fail } from "../api/Problem.js"
+import { describeParseError, fail, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as FrameMirror from "../FrameMirror.js"
 import * as ThreadStream from "../ThreadStream.js"
@@ -19,8 +19,36 @@ import { prefixOf, queryList, sse } from "./Http.js"
 
 const decodeModes = Schema.decodeUnknownEither(Schema.Array(Schema.Literal(...ThreadStream.MODES)))
 
-/** The thread stream endpoint of `api` (the LangGraph API under one of its prefixes). */
-export const layer = (api: LangGraphApi) =>
+/** How many thread streams one user may hold open at a time (each looks for its thread's next run while idle). */
+export const MAX_OPEN_PER_USER = 32
+
+/** The thread streams each user holds open, under every prefix of the gateway (one count per gateway). */
+export interface OpenStreams {
+  /** Takes one of the user's streams; false when the user holds `MAX_OPEN_PER_USER` already. */
+  readonly take: (user: string) => boolean
+  readonly release: (user: string) => void
+}
+
+/** No streams open yet. */
+export const openStreams = (): OpenStreams => {
+  const open = new Map<string, number>()
+  return {
+    take: (user) => {
+      const held = open.get(user) ?? 0
+      if (held >= MAX_OPEN_PER_USER) return false
+      open.set(user, held + 1)
+      return true
+    },
+    release: (user) => {
+      const held = (open.get(user) ?? 1) - 1
+      if (held <= 0) open.delete(user)
+      else open.set(user, held)
+    }
+  }
+}
+
+/** The thread stream endpoint of `api` (the LangGraph API under one of its prefixes); `open` counts the streams. */
+export const layer = (api: LangGraphApi, open: OpenStreams) =>
   HttpApiBuilder.group(api, "threadStream", (handlers) =>
     Effect.gen(function*() {
       const { store, runs, storeFailed, ownedThread } = yield* Access.make
@@ -65,9 +93,18 @@ export const layer = (api: LangGraphApi) =>
             },
             records
           }
+          if (!open.take(user)) {
+            return problem(
+              429,
+              `At most ${MAX_OPEN_PER_USER} thread streams may be open at a time for one user; close one first.`,
+              { "retry-after": "5" }
+            )
+          }
           const text = ThreadStream.stream(source, cursor, modes, heartbeatSeconds).pipe(Stream.ensuring(mirrors.close))
           // destroying the readable (the client gone) ends the iteration, which interrupts the stream
           const body = Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
+          // (the stream's share given back once its response is over, however it ended)
+          body.once("close", () => open.release(user))
           // (where the SDK reconnects to, with the last event's id, when the connection breaks)
           return sse(body, { location: `${prefixOf(request.url)}/threads/${path.thread_id}/stream` })
         }))
