@@ -304,10 +304,22 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           close(old, s)
           mine--
         }
-        for (const [old, s] of sessions) {
-          if (sessions.size <= maxSessions) break
-          if ((busy.get(s) ?? 0) > 0) continue
-          close(old, s)
+        // past the pool's size, the least recently used idle session of the user holding the most is closed: the
+        // users of many accounts (anyone may register one) push out their own sessions first, not the others'
+        while (sessions.size > maxSessions) {
+          const held = new Map<string, number>()
+          for (const owner of owners.values()) held.set(owner, (held.get(owner) ?? 0) + 1)
+          let victim: readonly [string, Connection] | undefined
+          let most = 0
+          for (const [old, s] of sessions) {
+            const count = held.get(owners.get(old) ?? "") ?? 0
+            if ((busy.get(s) ?? 0) === 0 && count > most) {
+              most = count
+              victim = [old, s]
+            }
+          }
+          if (victim === undefined) break
+          close(victim[0], victim[1])
         }
         return Effect.as(Effect.forEach(out, stopConnection, { concurrency: "unbounded", discard: true }), session)
       })

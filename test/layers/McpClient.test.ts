@@ -319,8 +319,8 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       assert.notStrictEqual(bob.pid, alice.pid)
       // the same thread keeps its session (a subagent of the run shares its thread's)
       assert.deepStrictEqual((yield* callIn(notes, "t1", "alice", {})).notes, ["alice's secret page"])
-      // a third session: bob's, now the least recently used, is closed (its process ends)
-      const carol = yield* callIn(notes, "t2", "alice", {})
+      // a third session (each user holds one): bob's, now the least recently used, is closed (its process ends)
+      const carol = yield* callIn(notes, "t2", "carol", {})
       assert.deepStrictEqual(carol.notes, [])
       assert.isTrue(processAlive(alice.pid))
       yield* ended(bob.pid, "bob's session closed for room")
@@ -342,6 +342,22 @@ describe("MCP sessions per thread (a stateful stdio server)", () => {
       yield* ended(first.pid, "mallory's older session closed")
       assert.isFalse(processAlive(first.pid), "mallory's older session was closed")
       assert.isTrue(processAlive(second.pid))
+      const bobAgain = yield* callIn(tools.get("pad_notes")!, "b1", "bob", {})
+      assert.deepStrictEqual([bobAgain.pid, bobAgain.notes], [bob.pid, ["bob's page"]])
+    }), SLOW)
+
+  // (an attack: accounts are free to make; many of one person's, each within its share, must not push out others)
+  it.scopedLive("a full pool closes an idle session of the user holding the most, not the least recently used one", () =>
+    Effect.gen(function*() {
+      const tools = yield* notepad({ maxSessions: 4, maxSessionsPerUser: 3 })
+      const note = tools.get("pad_note")!
+      const bob = yield* callIn(note, "b1", "bob", { text: "bob's page" })
+      const first = yield* callIn(note, "m1", "mallory", { text: "one" })
+      yield* callIn(note, "m2", "mallory", { text: "two" })
+      yield* callIn(note, "m3", "mallory", { text: "three" })
+      yield* callIn(note, "c1", "carol", { text: "carol's page" })
+      yield* ended(first.pid, "mallory's least recently used session closed")
+      assert.isTrue(processAlive(bob.pid), "bob's older session stays")
       const bobAgain = yield* callIn(tools.get("pad_notes")!, "b1", "bob", {})
       assert.deepStrictEqual([bobAgain.pid, bobAgain.notes], [bob.pid, ["bob's page"]])
     }), SLOW)
