@@ -5,6 +5,7 @@
  * model) falls back to the local title. Written with the step's message, once per thread; a run that ends
  * before the first answer (cancelled, failed) still leaves the local title.
  */
+import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Middleware } from "./Middleware.js"
@@ -14,6 +15,7 @@ import { withUpdate } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as PyFormat from "../state/PyFormat.js"
 import * as Chain from "./Chain.js"
 import { isGenuineUserMessage, originalUserContent } from "./InputSanitization.js"
 import { headChars } from "../state/Chars.js"
@@ -23,33 +25,8 @@ import { headChars } from "../state/Chars.js"
  * `{assistant_msg}`; `{{` and `}}` are literal braces). Undefined when the template is invalid: an unknown or
  * positional field, a format spec, an unmatched brace (DeerFlow's `format` raises there, and it falls back).
  */
-export const formatPrompt = (template: string, fields: Readonly<Record<string, string>>): string | undefined => {
-  let out = ""
-  let i = 0
-  while (i < template.length) {
-    const c = template[i]!
-    if (c === "{" && template[i + 1] === "{") {
-      out += "{"
-      i += 2
-    } else if (c === "}" && template[i + 1] === "}") {
-      out += "}"
-      i += 2
-    } else if (c === "}") {
-      return undefined
-    } else if (c === "{") {
-      const close = template.indexOf("}", i)
-      if (close < 0) return undefined
-      const name = template.slice(i + 1, close)
-      if (!Object.hasOwn(fields, name)) return undefined
-      out += fields[name]
-      i = close + 1
-    } else {
-      out += c
-      i++
-    }
-  }
-  return out
-}
+export const formatPrompt = (template: string, fields: Readonly<Record<string, string>>): string | undefined =>
+  Either.getOrUndefined(PyFormat.format(template, fields))
 
 /** Text without the `<think>…</think>` blocks reasoning models write into their answer. */
 export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
