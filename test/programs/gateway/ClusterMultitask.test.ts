@@ -37,20 +37,7 @@ const human = (content: string, strategy?: string) => ({
 })
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/**
- * The index of the gateway whose runner executes the run, once its model was asked `asked` (the model's answer
- * stalls there, its first words sent).
- */
-const ownerOf = async (runId: string, asked: string) => {
-  for (let i = 0; i < 400; i++) {
-    const owner = gateways.findIndex((g) =>
-      g.runs.get(runId)?.finished() === false && g.scripted.requests.some((r) => JSON.stringify(r).includes(asked))
-    )
-    if (owner >= 0) return (await sleep(200), owner)
-    await sleep(25)
-  }
-  throw new Error(`run ${runId} never asked the model "${asked}"`)
-}
+const ownerOf = (runId: string, asked: string) => Support.runnerAsked(gateways, runId, asked)
 
 const texts = (state: any): ReadonlyArray<string> =>
   Support.visible(state.values.messages).map((m: any) => String(m.content).slice(0, 12))

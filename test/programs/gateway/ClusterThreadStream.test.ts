@@ -36,17 +36,7 @@ const human = (content: string) => ({
 })
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** The index of the gateway running run `runId` once its model was asked `asked` (the answer stalls there). */
-const ownerOf = async (runId: string, asked: string) => {
-  for (let i = 0; i < 400; i++) {
-    const owner = gateways.findIndex((g) =>
-      g.runs.get(runId)?.finished() === false && g.scripted.requests.some((r) => JSON.stringify(r).includes(asked))
-    )
-    if (owner >= 0) return (await sleep(200), owner)
-    await sleep(25)
-  }
-  throw new Error(`run ${runId} never asked the model "${asked}"`)
-}
+const ownerOf = (runId: string, asked: string) => Support.runnerAsked(gateways, runId, asked)
 
 /** The thread stream of `gateway` from `lastEventId` until `enough` (then the connection is closed). */
 const threadStream = async (

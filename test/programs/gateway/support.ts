@@ -220,3 +220,18 @@ export const echoOrHang = (body: ScriptedChatServer.ChatRequestBody): ScriptedCh
 /** The HTTP status an SDK call failed with (none when it succeeded). */
 export const statusOf = (call: Promise<unknown>): Promise<number | undefined> =>
   call.then(() => undefined, (error) => (error as { status?: number }).status)
+
+/**
+ * The index among `gateways` of the one whose runner executes run `runId`, once its model was asked `asked` (a
+ * cluster's run, its answer stalled there, its first words sent).
+ */
+export const runnerAsked = async (gateways: ReadonlyArray<TestGateway>, runId: string, asked: string) => {
+  for (let i = 0; i < 400; i++) {
+    const owner = gateways.findIndex((g) =>
+      g.runs.get(runId)?.finished() === false && g.scripted.requests.some((r) => JSON.stringify(r).includes(asked))
+    )
+    if (owner >= 0) return (await new Promise((resolve) => setTimeout(resolve, 200)), owner)
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  throw new Error(`run ${runId} never asked the model "${asked}"`)
+}
