@@ -2,9 +2,9 @@
  * A run's frames as another process streams them, kept here so that a reader of this process can follow the run as
  * it follows a run of its own (`RunBuffer.Reader`): a cluster's thread stream (`ThreadStream`) following a run whose
  * thread's runner is another process. The frames arrive already encoded (and redacted) by the run's runner, under
- * its ids, from the cursor the mirror was started at (the runner maps a cursor of an earlier attempt, and answers one it
- * no longer keeps with the run's `gap`). The mirror keeps the newest frames within the same bounds as a run's buffer,
- * and answers a cursor that fell out of them with a `gap` of its own.
+ * its ids, from the cursor the mirror was started at (the runner maps a cursor of an earlier attempt, and answers
+ * one it no longer keeps with the run's `gap`). The mirror keeps the newest frames within the same bounds as a run's
+ * buffer, and answers a cursor that fell out of them with a `gap` of its own.
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"

@@ -90,7 +90,9 @@ export interface Service {
    * another runner: its frames kept here, as they come from its runner, while `Scope` lasts; a run of this
    * process: itself). None without a cluster (every run a process follows is its own).
    */
-  readonly mirror?: ((run: ActiveRun, cursor: number) => Effect.Effect<RunBuffer.Reader, never, Scope.Scope>) | undefined
+  readonly mirror?:
+    | ((run: ActiveRun, cursor: number) => Effect.Effect<RunBuffer.Reader, never, Scope.Scope>)
+    | undefined
   /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
   /**

@@ -138,7 +138,9 @@ const startOf = (source: Source, cursor: Cursor): Effect.Effect<readonly [State,
           return [{ following: { run: own, position: last }, followed: [own.runId], idle: 0 }, undefined] as const
         }
         // (in a cluster, an active run of another runner: followed from its first kept event)
-        const run = latest !== undefined && RunRecords.unfinished(latest) ? yield* source.get(latest.run_id, 0) : undefined
+        const run = latest !== undefined && RunRecords.unfinished(latest)
+          ? yield* source.get(latest.run_id, 0)
+          : undefined
         if (run === undefined) return [none, undefined] as const
         return [{ following: { run, position: 0 }, followed: [run.runId], idle: 0 }, undefined] as const
       }

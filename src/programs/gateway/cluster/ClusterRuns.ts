@@ -391,7 +391,9 @@ export const layer = (
         // `ended`: the stream ended here (not the client gone, after which `onDisconnect` runs)
         let ended = false
         const followed = remoteFrames(run, cursor)
-        const frames = followed.frames.pipe(Stream.concat(Stream.drain(Stream.fromEffect(Effect.sync(() => (ended = true))))))
+        const frames = followed.frames.pipe(
+          Stream.concat(Stream.drain(Stream.fromEffect(Effect.sync(() => (ended = true)))))
+        )
         const text = Runs.sseOf(frames, modes, options.heartbeatSeconds).pipe(
           Stream.ensuring(
             Effect.suspend(() =>
@@ -407,7 +409,8 @@ export const layer = (
         Effect.gen(function*() {
           if (!remote.has(run)) return run
           const kept = FrameMirror.make(run.runId, options)
-          yield* Stream.runForEach(remoteFrames(run, cursor).frames, (frame) => Effect.sync(() => kept.put(frame))).pipe(
+          const frames = remoteFrames(run, cursor).frames
+          yield* Stream.runForEach(frames, (frame) => Effect.sync(() => kept.put(frame))).pipe(
             Effect.ensuring(Effect.sync(kept.close)),
             Effect.forkScoped
           )

@@ -88,7 +88,10 @@ export const layer = (api: LangGraphApi, open: OpenStreams) =>
               const mirror = runs.mirror
               return Effect.flatMap(
                 Effect.orElseSucceed(runs.lookup(stored, runId), () => undefined),
-                (run) => ofThread(run) === undefined ? Effect.succeed(undefined) : mirrors.follow(runId, mirror(run!, from))
+                (run) => {
+                  const ours = ofThread(run)
+                  return ours === undefined ? Effect.succeed(undefined) : mirrors.follow(runId, mirror(ours, from))
+                }
               )
             },
             records
