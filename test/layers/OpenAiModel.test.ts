@@ -961,17 +961,15 @@ describe("OpenAiModel configuration", () => {
       assert.notProperty(gpt.messages[1], "reasoning_content")
     }))
 
-  // DeerFlow's PatchedChatOpenAI (test_patched_openai): a Gemini thinking model behind an OpenAI-compatible gateway
-  // refuses the request after a tool call unless each call comes back with its thought_signature
-  it.scopedLive("sends each tool call's thought_signature back as the server gave it (either spelling)", () =>
+  /**
+   * A server streaming `calls` as one answer's tool calls, then "Done." once their results come: the answer the
+   * model got, and the tool calls it sent back with the results.
+   */
+  const roundTrip = (calls: ReadonlyArray<unknown>) =>
     Effect.gen(function*() {
       const chunk = (delta: unknown, finish: string | null = null) =>
-        `data: ${JSON.stringify({ id: "c1", model: "gemini", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
-      const calls = [
-        { index: 0, id: "call_a", thought_signature: "sig-A==", function: { name: "look", arguments: "{}" } },
-        { index: 1, id: "call_b", thoughtSignature: "sig-B==", function: { name: "look", arguments: "{}" } },
-        { index: 2, id: "call_c", function: { name: "look", arguments: "{}" } }
-      ]
+        `data: ${JSON.stringify({ id: "c1", model: "gemini", choices: [{ index: 0, delta, finish_reason: finish }] })}` +
+          "\n\n"
       const server = yield* ScriptedChatServer.start((body) =>
         body.messages.some((m) => m.role === "tool")
           ? "Done."
@@ -979,11 +977,22 @@ describe("OpenAiModel configuration", () => {
       )
       const model = yield* OpenAiModel.make({ apiKey: "k", baseURL: server.url, model: "gemini" })
       const first = yield* answer(model, request([M.human("look")]))
-      if (first.type !== "ai") return assert.fail("an answer")
-      assert.deepStrictEqual(first.tool_calls!.map((c) => c.id), ["call_a", "call_b", "call_c"])
+      if (first.type !== "ai") return yield* Effect.dieMessage("not an answer")
       const results = first.tool_calls!.map((c) => M.tool("seen", c.id, { name: "look" }))
       yield* answer(model, request([M.human("look"), first, ...results]))
-      const sent = (server.requests[1] as any).messages[1].tool_calls
+      return { first, sent: (server.requests[1] as any).messages[1].tool_calls as ReadonlyArray<any> }
+    })
+
+  // DeerFlow's PatchedChatOpenAI (test_patched_openai): a Gemini thinking model behind an OpenAI-compatible gateway
+  // refuses the request after a tool call unless each call comes back with its thought_signature
+  it.scopedLive("sends each tool call's thought_signature back as the server gave it (either spelling)", () =>
+    Effect.gen(function*() {
+      const { first, sent } = yield* roundTrip([
+        { index: 0, id: "call_a", thought_signature: "sig-A==", function: { name: "look", arguments: "{}" } },
+        { index: 1, id: "call_b", thoughtSignature: "sig-B==", function: { name: "look", arguments: "{}" } },
+        { index: 2, id: "call_c", function: { name: "look", arguments: "{}" } }
+      ])
+      assert.deepStrictEqual(first.tool_calls!.map((c) => c.id), ["call_a", "call_b", "call_c"])
       assert.deepStrictEqual(sent.map((c: any) => [c.id, c.thought_signature]), [
         ["call_a", "sig-A=="],
         ["call_b", "sig-B=="],
@@ -994,29 +1003,15 @@ describe("OpenAiModel configuration", () => {
   // (an attack: a hostile server's signature is the model's text, kept in the thread and sent with every later call)
   it.scopedLive("a thought_signature over 64 KiB, or not a text, is not kept: the call goes back without it", () =>
     Effect.gen(function*() {
-      const chunk = (delta: unknown, finish: string | null = null) =>
-        `data: ${JSON.stringify({ id: "c1", model: "gemini", choices: [{ index: 0, delta, finish_reason: finish }] })}` +
-          "\n\n"
       const call = (id: string, signature: unknown) =>
         ({ index: Number(id.at(-1)), id, thought_signature: signature, function: { name: "look", arguments: "{}" } })
-      const calls = [
+      const { first, sent } = yield* roundTrip([
         call("call_0", "s".repeat(65_537)),
         call("call_1", { nested: "sig" }),
         call("call_2", ["sig"]),
         call("call_3", "s".repeat(65_536))
-      ]
-      const server = yield* ScriptedChatServer.start((body) =>
-        body.messages.some((m) => m.role === "tool")
-          ? "Done."
-          : { raw: chunk({ role: "assistant", tool_calls: calls }) + chunk({}, "tool_calls") + "data: [DONE]\n\n" }
-      )
-      const model = yield* OpenAiModel.make({ apiKey: "k", baseURL: server.url, model: "gemini" })
-      const first = yield* answer(model, request([M.human("look")]))
-      if (first.type !== "ai") return assert.fail("an answer")
+      ])
       assert.deepStrictEqual(Object.keys(first.additional_kwargs?.thought_signatures as object), ["call_3"])
-      const results = first.tool_calls!.map((c) => M.tool("seen", c.id, { name: "look" }))
-      yield* answer(model, request([M.human("look"), first, ...results]))
-      const sent = (server.requests[1] as any).messages[1].tool_calls
       assert.deepStrictEqual(sent.map((c: any) => [c.id, c.thought_signature?.length]), [
         ["call_0", undefined],
         ["call_1", undefined],

@@ -20,14 +20,8 @@ import { captureLogs } from "../../support/logs.js"
 import { eventually, until } from "../../support/poll.js"
 import * as Support from "./support.js"
 
-const human = (content: string) => ({ messages: [{ role: "user", content }] })
-
-const model = (name: string, url: string) => ({
-  name,
-  model: `model-${name}`,
-  base_url: url,
-  api_key: "sk-test-scripted-key-000000"
-})
+const human = Support.userInput
+const model = Support.scriptedModel
 
 describe("config.yaml edited while the gateway runs", () => {
   it("the next run uses the edit; a broken edit is refused once and the last good one stays in use", async () => {

@@ -16,14 +16,8 @@ import { captureLogs } from "../../support/logs.js"
 import { eventually } from "../../support/poll.js"
 import * as Support from "./support.js"
 
-const human = (content: string) => ({ messages: [{ role: "user", content }] })
-
-const model = (name: string, url: string) => ({
-  name,
-  model: `model-${name}`,
-  base_url: url,
-  api_key: "sk-test-scripted-key-000000"
-})
+const human = Support.userInput
+const model = Support.scriptedModel
 
 const textOf = (content: unknown): string =>
   typeof content === "string"

@@ -59,6 +59,17 @@ export interface StartOptions {
 /** A fresh temp directory. */
 export const tempDir = (prefix: string) => Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), prefix)))
 
+/** A model of `config.yaml` named `name` over the scripted server at `url` (several of one server in a test). */
+export const scriptedModel = (name: string, url: string) => ({
+  name,
+  model: `model-${name}`,
+  base_url: url,
+  api_key: "sk-test-scripted-key-000000"
+})
+
+/** A run's input of one user message. */
+export const userInput = (content: string) => ({ messages: [{ role: "user", content }] })
+
 /** The test's defaults: fast retries, no title model, no summaries. */
 export const baseConfig = (url: string): Record<string, unknown> => ({
   models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000" }],
