@@ -3,7 +3,6 @@ import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
-import * as Logger from "effect/Logger"
 import * as Redacted from "effect/Redacted"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -11,6 +10,7 @@ import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import { baseUrlProblem, defaults } from "../../src/services/AppConfig.js"
+import { captureLogs } from "../support/logs.js"
 
 const FIXTURE = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "../fixtures/deerflow/config.example.yaml")
 
@@ -335,13 +335,7 @@ describe("ConfigFile", () => {
   // backend's class path
   it.effect("memory: the older layout's options and the backends' class paths are read as DeerFlow reads them", () =>
     Effect.gen(function*() {
-      const warnings: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => {
-          if (logLevel._tag === "Warning") warnings.push(String(message))
-        })
-      )
+      const { capture, logged: warnings } = captureLogs("Warning")
       const file = tempFile([
         "memory:",
         "  max_facts: 7",
@@ -385,13 +379,7 @@ describe("ConfigFile", () => {
   // newer key is not set
   it.effect("uploads: max_file_count and max_single_file_size are read as max_files and max_file_size", () =>
     Effect.gen(function*() {
-      const warnings: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => {
-          if (logLevel._tag === "Warning") warnings.push(String(message))
-        })
-      )
+      const { capture, logged: warnings } = captureLogs("Warning")
       const older = tempFile("uploads:\n  max_file_count: 3\n  max_single_file_size: 1000\n")
       const loaded = yield* ConfigFile.load(older).pipe(withEnv({}), Effect.provide(capture))
       assert.strictEqual(loaded.config.uploads.max_files, 3)
