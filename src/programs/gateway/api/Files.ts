@@ -120,7 +120,9 @@ export const group = HttpApiGroup.make("files")
         ArtifactBytes.annotations({ description: "The range asked for (Content-Range: bytes START-END/SIZE)" }),
         { status: 206 }
       )
+      .addError(refusal(400, "A folder, not a file"))
       .addError(refusal(404, "No such thread (of this user), or no such file under /mnt/user-data"))
+      .addError(refusal(413, "A file inside a .skill archive (x.skill/SKILL.md) past 16 MiB unpacked"))
       .addError(refusal(416, "A range outside the file (Content-Range: bytes */SIZE)"))
       .annotate(OpenApi.Summary, "Download a file of a thread (sandboxed: it runs no script here)")
   )

@@ -25,7 +25,9 @@ import * as FilesApi from "../api/Files.js"
 import { fail, GatewayError, notFound, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
+import * as SkillArchiveMember from "../SkillArchiveMember.js"
 import * as Access from "./Access.js"
+import { MAX_EDITABLE_BYTES } from "./FileEdits.js"
 import { json, queryFlag } from "./Http.js"
 import * as Live from "./Live.js"
 
@@ -83,6 +85,72 @@ export const artifactTypeOf = (name: string, bytes: Uint8Array): string => {
   if (known !== undefined) return known
   return bytes.subarray(0, 8192).includes(0) ? "application/octet-stream" : "text/plain; charset=utf-8"
 }
+
+/**
+ * The most of an artifact read whole to be served (and given its SHA-256 as `etag`): an edit takes no larger file
+ * (`MAX_EDITABLE_BYTES`). A larger one is streamed from the disk, the range asked for only, with no `etag`.
+ */
+export const MAX_BUFFERED_BYTES = MAX_EDITABLE_BYTES
+
+const artifactHeaders = (name: string, download: boolean): Record<string, string> => ({
+  // a model-written page must not run scripts in the gateway's origin (where the API token lives)
+  "content-security-policy": "sandbox",
+  "x-content-type-options": "nosniff",
+  "accept-ranges": "bytes",
+  "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${encodeURIComponent(name)}`
+})
+
+const unsatisfiable = (header: string | undefined, size: number) =>
+  problem(416, `The range ${JSON.stringify(header)} is outside the file.`, {
+    "accept-ranges": "bytes",
+    "content-range": `bytes */${size}`
+  })
+
+/** An artifact held in memory, whole or the one byte range asked for (DeerFlow's app previews its first MiB). */
+const bytesResponse = (
+  bytes: Uint8Array,
+  name: string,
+  download: boolean,
+  rangeHeader: string | undefined,
+  extra: Record<string, string>
+) => {
+  const range = byteRange(rangeHeader, bytes.byteLength)
+  if (range === "unsatisfiable") return unsatisfiable(rangeHeader, bytes.byteLength)
+  const headers = { ...artifactHeaders(name, download), ...extra }
+  const contentType = artifactTypeOf(name, bytes)
+  if (range === undefined) return HttpServerResponse.uint8Array(new Uint8Array(bytes), { contentType, headers })
+  return HttpServerResponse.uint8Array(new Uint8Array(bytes.subarray(range.start, range.end + 1)), {
+    status: 206,
+    contentType,
+    headers: { ...headers, "content-range": `bytes ${range.start}-${range.end}/${bytes.byteLength}` }
+  })
+}
+
+/** An artifact too large to hold: typed by its first 8 KiB, and streamed from the disk (the range asked for). */
+const streamedResponse = (
+  host: string,
+  size: number,
+  name: string,
+  download: boolean,
+  rangeHeader: string | undefined
+) =>
+  Effect.tryPromise(async () => {
+    const range = byteRange(rangeHeader, size)
+    if (range === "unsatisfiable") return unsatisfiable(rangeHeader, size)
+    const handle = await Fs.promises.open(host, "r")
+    const head = new Uint8Array(8192)
+    const { bytesRead } = await handle.read(head, 0, head.byteLength, 0).finally(() => handle.close())
+    const { start, end } = range ?? { start: 0, end: size - 1 }
+    return HttpServerResponse.raw(Fs.createReadStream(host, { start, end }), {
+      status: range === undefined ? 200 : 206,
+      contentType: artifactTypeOf(name, head.subarray(0, bytesRead)),
+      headers: {
+        ...artifactHeaders(name, download),
+        "content-length": String(end - start + 1),
+        ...(range === undefined ? {} : { "content-range": `bytes ${start}-${end}/${size}` })
+      }
+    })
+  })
 
 const artifactUrl = (threadId: string, virtualPath: string) =>
   `/api/threads/${threadId}/artifacts${virtualPath.split("/").map(encodeURIComponent).join("/")}`
@@ -281,47 +349,45 @@ export const layer = (api: DeerFlowApi) =>
               sandboxes.acquire(stored, userId),
               (error) => fail("internal", error.message)
             )
+            const download = queryFlag(urlParams.download)
+            const skill = SkillArchiveMember.splitPath(virtual)
+            if (skill !== undefined) {
+              // a file inside a `.skill` archive (DeerFlow's app previews one by its `SKILL.md`)
+              const archive = yield* Effect.mapError(
+                sandbox.resolve(skill.archive, "read"),
+                () => notFound(`Skill file ${skill.archive}`)
+              )
+              const member = yield* SkillArchiveMember.read(archive, skill.archive, skill.member).pipe(
+                Effect.mapError((error) =>
+                  fail(
+                    error.reason === "not_a_file" ? "bad_request" : error.reason === "too_large" ? "too_large" : "not_found",
+                    `${error.message}.`
+                  )
+                )
+              )
+              const name = Path.posix.basename(skill.member)
+              return bytesResponse(member, name, download, requestHeaders.range, { "cache-control": "private, max-age=300" })
+            }
             const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
-            const stat = yield* Effect.try({
-              try: () => Fs.statSync(host),
+            const stat = yield* Effect.tryPromise({
+              try: () => Fs.promises.stat(host),
               catch: () => notFound(`Artifact ${virtual}`)
             })
-            if (!stat.isFile()) return yield* notFound(`Artifact ${virtual}`)
-            const download = queryFlag(urlParams.download)
+            // (a folder: DeerFlow's 400)
+            if (!stat.isFile()) return yield* fail("bad_request", `Path is not a file: ${virtual}`)
             const name = Path.basename(virtual)
+            if (stat.size > MAX_BUFFERED_BYTES) {
+              return yield* Effect.orElseFail(
+                streamedResponse(host, stat.size, name, download, requestHeaders.range),
+                () => notFound(`Artifact ${virtual}`)
+              )
+            }
             const bytes = yield* Effect.tryPromise({
               try: () => Fs.promises.readFile(host),
               catch: () => notFound(`Artifact ${virtual}`)
             })
-            const range = byteRange(requestHeaders.range, bytes.byteLength)
-            if (range === "unsatisfiable") {
-              return problem(416, `The range ${JSON.stringify(requestHeaders.range)} is outside the file.`, {
-                "accept-ranges": "bytes",
-                "content-range": `bytes */${bytes.byteLength}`
-              })
-            }
-            const common = {
-              // a model-written page must not run scripts in the gateway's origin (where the API token lives)
-              "content-security-policy": "sandbox",
-              "x-content-type-options": "nosniff",
-              // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it: the whole file's
-              etag: `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`,
-              "accept-ranges": "bytes",
-              "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${
-                encodeURIComponent(name)
-              }`
-            }
-            if (range === undefined) {
-              return HttpServerResponse.uint8Array(new Uint8Array(bytes), {
-                contentType: artifactTypeOf(name, bytes),
-                headers: common
-              })
-            }
-            // DeerFlow's app previews a text artifact from its first MiB (`Range: bytes=0-1048575`)
-            return HttpServerResponse.uint8Array(new Uint8Array(bytes.subarray(range.start, range.end + 1)), {
-              status: 206,
-              contentType: artifactTypeOf(name, bytes),
-              headers: { ...common, "content-range": `bytes ${range.start}-${range.end}/${bytes.byteLength}` }
-            })
+            // the revision an edit names (`expected_sha256`), as DeerFlow's app reads it: the whole file's
+            const etag = `"${Crypto.createHash("sha256").update(bytes).digest("hex")}"`
+            return bytesResponse(bytes, name, download, requestHeaders.range, { etag })
           }))
     }))
