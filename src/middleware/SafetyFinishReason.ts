@@ -221,10 +221,10 @@ export const detect = (message: AIMessage, detectors: ReadonlyArray<Detector>): 
   return undefined
 }
 
-/** The names of every tool call in the message (structured first, then invalid ones). */
+/** The names of every tool call in the message (structured first, then invalid ones); a nameless call is `unknown`. */
 export const toolCallNames = (message: AIMessage): ReadonlyArray<string> => [
-  ...(message.tool_calls ?? []).map((call) => call.name),
-  ...(message.invalid_tool_calls ?? []).map((call) => call.name ?? "unknown")
+  ...(message.tool_calls ?? []).map((call) => call.name || "unknown"),
+  ...(message.invalid_tool_calls ?? []).map((call) => call.name || "unknown")
 ]
 
 /** The explanation appended to the message ("safety-related signal" and "returned no content" are DeerFlow's). */

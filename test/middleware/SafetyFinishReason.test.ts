@@ -155,6 +155,17 @@ describe("SafetyFinishReason decision", () => {
     assert.include(text, "safety-related signal")
     assert.notInclude(JSON.stringify(record), "secret payload")
   })
+
+  // DeerFlow's suppressed names: `tc.get("name") or "unknown"`
+  it("a suppressed call without a name is named unknown, in the record and in the explanation", () => {
+    const message = M.ai("", {
+      tool_calls: [{ id: "c1", name: "", args: {} }, { id: "c2", name: "bash", args: {} }],
+      response_metadata: { finish_reason: "content_filter" }
+    })
+    const { message: out, record } = S.terminate(message, S.detect(message, defaults)!)
+    assert.deepStrictEqual(record.suppressed_tool_call_names, ["unknown", "bash"])
+    assert.include(M.text(out), "(unknown, bash)")
+  })
 })
 
 describe("SafetyFinishReason.layer", () => {
