@@ -177,6 +177,19 @@ describe("custom agents settings", () => {
     assert.deepStrictEqual(await bodyOf(await call(ALICE, "/agents")), { agents: [] })
   })
 
+  // DeerFlow's test_custom_agent: test_delete_rejects_memory_only_directory_without_removing_facts
+  it("deleting lead-agent keeps the memory kept under its name (409), and is a 404 when there is none", async () => {
+    assert.strictEqual((await call(ALICE, "/agents/lead-agent", { method: "DELETE" })).status, 404)
+    const facts = Path.join(gateway.home, "users", "alice", "agents", "lead-agent", "facts")
+    Fs.mkdirSync(facts, { recursive: true })
+    Fs.writeFileSync(Path.join(facts, "fact_keep.md"), "memory data")
+    const refused = await call(ALICE, "/agents/lead-agent", { method: "DELETE" })
+    assert.strictEqual(refused.status, 409)
+    assert.include((await bodyOf(refused)).detail, "not a custom agent")
+    assert.strictEqual(Fs.readFileSync(Path.join(facts, "fact_keep.md"), "utf8"), "memory data")
+    Fs.rmSync(Path.dirname(facts), { recursive: true })
+  })
+
   it("an agent's directory made before names were kept in lower case is listed, read, changed and deleted", async () => {
     const agents = Path.join(gateway.home, "users", "alice", "agents")
     const old = Path.join(agents, "OldAgent")

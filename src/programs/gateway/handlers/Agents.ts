@@ -233,21 +233,26 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           Effect.gen(function*() {
             yield* enabled
             const { user } = yield* CurrentIdentity
+            const exists = (file: string) => Effect.orElseSucceed(fs.exists(file), () => false)
+            const kept = (name: string) =>
+              fail(
+                "conflict",
+                `The directory of '${name}' holds memory data but is not a custom agent (no config.yaml); it was kept.`
+              )
+            // a reserved name (`lead-agent`: the default agent's memory may be kept under it) is no custom agent to
+            // delete: its directory is kept (409), as DeerFlow answers one without config.yaml, else there is none
+            const reserved = path.agent_name.toLowerCase()
+            if (CustomAgents.RESERVED_NAMES.has(reserved)) {
+              const dir = Path.join(CustomAgents.agentsDir(home, user), reserved)
+              return yield* (yield* exists(dir)) ? kept(reserved) : notFound(`Agent '${reserved}'`)
+            }
             const name = yield* checkedName(path.agent_name)
             // (an agent's directory of another case, made before names were kept in lower case, is this agent)
             const where = yield* provided(CustomAgents.agentDir(home, user, name))
             const own = where.dir
-            const exists = (file: string) => Effect.orElseSucceed(fs.exists(file), () => false)
             if (where.legacy) return yield* legacy(name)
             if (!(yield* exists(Path.join(own, CustomAgents.CONFIG_FILE)))) {
-              if (yield* exists(own)) {
-                return yield* fail(
-                  "conflict",
-                  `The directory of '${name}' holds memory data but is not a custom agent (no config.yaml); ` +
-                    "it was kept."
-                )
-              }
-              return yield* notFound(`Agent '${name}'`)
+              return yield* (yield* exists(own)) ? kept(name) : notFound(`Agent '${name}'`)
             }
             // moved out of the agents directory first: no reader sees half an agent
             const gone = Path.join(CustomAgents.agentsDir(home, user), `.${name}.deleted-${Crypto.randomUUID()}`)
