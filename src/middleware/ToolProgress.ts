@@ -17,7 +17,9 @@
  *   configuration, internal errors) BLOCKS it at once.
  * A BLOCKED tool does not run: its calls get a `[TOOL_BLOCKED]` error result. Hints (deduplicated, at most 3
  * waiting at once) go into the next model request as one hidden `progress_hint` message, request-only; a
- * failed call keeps them for its retry. Every run starts with the thread's tools ACTIVE again.
+ * failed call keeps them for its retry. Every run starts with the thread's tools ACTIVE again. Each change of
+ * phase is logged in DeerFlow's words (BLOCKED at warning, WARNED and back to ACTIVE at info), and so is each call
+ * a block stops (info), so an operator sees which tool of which thread stopped working and why.
  *
  * The per-thread states belong to the agent, in an LRU of `max_tracked_threads` threads. Exempt tools
  * (`exempt_tools`: ask_clarification, write_todos, present_files, task) are never tracked.
@@ -190,14 +192,21 @@ export const assess = (
   return { state: { ...state, problems } }
 }
 
+/** What recording one result did to its tool: the state before and after, and the hint to queue (if any). */
+export interface Observation {
+  readonly before: PhaseState
+  readonly after: PhaseState
+  readonly hint?: string | undefined
+}
+
 /** The states of the tools of recently active threads, for one agent. */
 export interface Tracker {
   /** A new run of the thread: every tool of it is ACTIVE again, with nothing remembered. */
   readonly startRun: (threadId: string) => void
   /** Why the tool is blocked in the thread, if it is (does not make the thread more recent). */
   readonly blocked: (threadId: string, tool: string) => string | undefined
-  /** Records a result; returns the hint to queue, if any. */
-  readonly observe: (threadId: string, tool: string, meta: ToolMeta, content: string) => string | undefined
+  /** Records a result. */
+  readonly observe: (threadId: string, tool: string, meta: ToolMeta, content: string) => Observation
   /** The threads tracked now. */
   readonly threads: () => number
 }
@@ -221,9 +230,10 @@ export const tracker = (config: Limits & Pick<ToolProgressConfig, "max_tracked_t
     },
     observe: (threadId, tool, meta, content) => {
       const tools = touch(threadId)
-      const next = assess(tools.get(tool) ?? ACTIVE, meta, content, config, tool)
+      const before = tools.get(tool) ?? ACTIVE
+      const next = assess(before, meta, content, config, tool)
       tools.set(tool, next.state)
-      return next.hint
+      return { before, after: next.state, hint: next.hint }
     },
     threads: () => threads.size
   }
@@ -246,6 +256,24 @@ export const metaOf = (message: ToolMessage): ToolMeta | undefined =>
   Option.getOrUndefined(decodeMeta(message.additional_kwargs?.[TOOL_META_KEY]))
 
 /**
+ * The log line of a tool changing phase, in DeerFlow's words (so a search of either's logs finds both): BLOCKED
+ * at warning, WARNED and the return to ACTIVE at info. Nothing when the phase stays.
+ */
+export const transitionLog = (threadId: string, tool: string, observation: Observation): Effect.Effect<void> => {
+  const { after, before } = observation
+  if (after.phase === before.phase) return Effect.void
+  const who = `tool_progress: ${threadId}/${tool}`
+  switch (after.phase) {
+    case "blocked":
+      return Effect.logWarning(`${who} -> BLOCKED: ${after.blockReason}`)
+    case "warned":
+      return Effect.logInfo(`${who} -> WARNED (consecutive_problems=${after.problems})`)
+    case "active":
+      return Effect.logInfo(`${who} -> ACTIVE (reset after good result)`)
+  }
+}
+
+/**
  * ToolProgress. Needs `RunContext` per run. With `enabled: false` it wraps nothing. The tracker belongs to the
  * agent (one per built layer); hints belong to the run.
  */
@@ -262,27 +290,43 @@ export const layer = (config: ToolProgressConfig = defaultConfig()): Middleware.
         const observe = (call: ToolCall, result: ToolResult): Effect.Effect<ToolResult> => {
           const meta = metaOf(result.message)
           if (meta === undefined) {
+            const missing = result.message.additional_kwargs?.[TOOL_META_KEY] === undefined
             return Effect.as(
               Effect.logWarning(
-                `tool_progress: ${call.name}'s result has no deerflow_tool_meta ` +
-                  "(ToolProgress must stand outside ToolErrorHandling)"
+                missing
+                  ? `tool_progress: deerflow_tool_meta missing for ${call.name} ` +
+                    "(ToolProgress must stand outside ToolErrorHandling)"
+                  : `tool_progress: ${call.name}'s deerflow_tool_meta is not valid; the result is not tracked`
               ),
               result
             )
           }
           const content = typeof result.message.content === "string" ? result.message.content : ""
-          const hint = states.observe(threadId, call.name, meta, content)
-          if (hint !== undefined && config.inject_assessment) hints.push(hint)
-          return Effect.succeed(result)
+          const observation = states.observe(threadId, call.name, meta, content)
+          if (observation.hint !== undefined && config.inject_assessment) hints.push(observation.hint)
+          return Effect.as(transitionLog(threadId, call.name, observation), result)
         }
         return {
           tool: (call, next) => {
             if (call.name === "" || exempt.has(call.name)) return next(call)
             const reason = states.blocked(threadId, call.name)
-            if (reason !== undefined) return Effect.succeed(blockedResult(call, reason))
+            if (reason !== undefined) {
+              return Effect.as(
+                Effect.logInfo(`tool_progress: ${threadId}/${call.name} call intercepted (blocked): ${reason}`),
+                blockedResult(call, reason)
+              )
+            }
             return Effect.flatMap(next(call), (result) => observe(call, result))
           },
-          model: (request, next) => (request.internal !== undefined ? next(request) : hints.inject(request, next))
+          model: (request, next) => {
+            if (request.internal !== undefined) return next(request)
+            const waiting = hints.pending().length
+            if (waiting === 0) return hints.inject(request, next)
+            return Effect.zipRight(
+              Effect.logDebug(`tool_progress: injecting ${waiting} hint(s) for ${threadId}/${context.runId}`),
+              hints.inject(request, next)
+            )
+          }
         }
       }),
       { name: "ToolProgress" }

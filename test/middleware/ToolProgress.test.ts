@@ -6,6 +6,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Schema from "effect/Schema"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -167,6 +169,48 @@ describe("ToolProgress", () => {
       assert.strictEqual(api.calls.n, 1)
       yield* turn()
       assert.strictEqual(api.calls.n, 2)
+    }).pipe(H.withStore))
+
+  // DeerFlow's test_log_active_to_warned_emits_info, test_log_escalation_block_emits_warning,
+  // test_log_blocked_call_intercepted_emits_info, test_log_warned_to_active_reset_emits_info,
+  // test_log_hint_injection_emits_debug.
+  it.effect("an operator's log says when a tool is warned, blocked, stopped, active again, and hinted", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+          if (text.startsWith("tool_progress:")) logged.push(`${logLevel.label} ${text}`)
+        })
+      )
+      // web_fetch times out 5 times (warned at 3, blocked at 5), then its 6th call is stopped; web_search finds
+      // nothing 3 times (warned), then finds something (active again)
+      const fetch = counted("web_fetch", () => "Error: connection timed out")
+      const search = counted("web_search", (n) => (n < 3 ? "Error: No results found" : "Results: three pages"))
+      const out = yield* run({
+        threadId: "logged",
+        script: (_request, call) =>
+          call < 6 ? { toolCalls: [{ name: "web_fetch", args: { q: `${call}` } }] }
+          : call < 10 ? { toolCalls: [{ name: "web_search", args: { q: `${call}` } }] }
+          : "done",
+        tools: [fetch.tool, search.tool]
+      }).pipe(Effect.provide(capture), Logger.withMinimumLogLevel(LogLevel.Debug))
+      const start = out.events.find((e) => e.type === "run_start")
+      const runId = start?.type === "run_start" ? start.run_id : ""
+      const hinted = `DEBUG tool_progress: injecting 1 hint(s) for logged/${runId}`
+      assert.deepStrictEqual(logged, [
+        "INFO tool_progress: logged/web_fetch -> WARNED (consecutive_problems=3)",
+        hinted,
+        hinted,
+        "WARN tool_progress: logged/web_fetch -> BLOCKED: It kept failing with transient errors: take a " +
+          "different approach.",
+        "INFO tool_progress: logged/web_fetch call intercepted (blocked): It kept failing with transient errors: " +
+          "take a different approach.",
+        "INFO tool_progress: logged/web_search -> WARNED (consecutive_problems=3)",
+        hinted,
+        "INFO tool_progress: logged/web_search -> ACTIVE (reset after good result)"
+      ])
     }).pipe(H.withStore))
 
   it.effect("with inject_assessment off the model gets no hints, but blocking still works", () =>
