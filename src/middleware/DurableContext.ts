@@ -367,9 +367,11 @@ export const renderData = (
   }
   if (delegations.length > 0) sections.push(renderLedger(delegations))
   if (skills.length > 0) {
-    const lines = skills.map((s) =>
-      `- ${escapeText(oneLine(s.name))}: ${escapeText(oneLine(s.description))} -> ${escapeText(oneLine(s.path))}`
-    )
+    const lines = skills.map((s) => {
+      const description = oneLine(s.description)
+      const suffix = description === "" ? "" : `: ${escapeText(description)}`
+      return `- ${escapeText(oneLine(s.name))}${suffix} -> ${escapeText(oneLine(s.path))}`
+    })
     sections.push(`${SKILLS_HEADING}\n${lines.join("\n")}`)
   }
   if (sections.length === 0) return undefined
