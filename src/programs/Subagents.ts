@@ -142,7 +142,8 @@ export const registry = (
     }))
   }
   for (const [name, custom] of Object.entries(settings.custom_agents)) {
-    if (out.has(name)) continue
+    // a built-in's name stays the built-in's, offered or not (a custom `bash` does not stand in for it)
+    if (name === GENERAL_PURPOSE || name === BASH) continue
     out.set(name, withOverride({
       name,
       description: custom.description,

@@ -84,6 +84,20 @@ describe("the subagent registry", () => {
     assert.strictEqual(summarizing.max_tokens, 1_000_000)
   })
 
+  it("a custom type named as a built-in is never used, even when bash is not offered (DeerFlow's built-ins win)", () => {
+    const config = configOf({
+      subagents: {
+        custom_agents: {
+          bash: { description: "My shell", system_prompt: "Custom." },
+          "general-purpose": { description: "Mine", system_prompt: "Custom." }
+        }
+      }
+    })
+    assert.notStrictEqual(Subagents.registry(config, { bash: true }).get("bash")!.systemPrompt, "Custom.")
+    assert.notStrictEqual(Subagents.registry(config, { bash: true }).get("general-purpose")!.systemPrompt, "Custom.")
+    assert.deepStrictEqual([...Subagents.registry(config, { bash: false }).keys()], ["general-purpose"])
+  })
+
   it("a per-agent override's null skills keep the type's own (DeerFlow test_subagent_skills_config: None is no override)",
     () => {
       const config = configOf({
