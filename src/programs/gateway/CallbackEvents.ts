@@ -16,6 +16,10 @@
  * - each tool call: the `tools` node around them, `on_tool_start` (input: the call's args) when the model's message
  *   asks for it, `on_tool_end` (output: the ToolMessage) when its answer is written.
  *
+ * - each custom event: `on_custom_event` named by its `type`, its data the payload the `custom` mode sends, as
+ *   DeerFlow dispatches each one to the callbacks too (`emit_custom_event`); under the tool call it names
+ *   (`tool_call_id`, a task's `task_id`), else the model call or tools step in progress, else the graph.
+ *
  * Internal model calls (titles, summaries, memory updates) stream nothing to the run, and are left out. Pure.
  */
 import type { AIMessage, Message, ToolCall, ToolMessage } from "../../state/Message.js"
@@ -235,6 +239,26 @@ export const make = (options: Options) => {
         if (tools.pending.size === 0) closeTools(out)
       }
       return out
+    },
+
+    /**
+     * A custom event, `payload` as the `custom` mode sends it (`{type, ...}`): one without a `type` is not
+     * dispatched (DeerFlow's writer-only payloads).
+     */
+    custom: (payload: Readonly<Record<string, unknown>>): Array<Out> => {
+      const name = payload.type
+      if (!started || typeof name !== "string" || name === "") return []
+      const named = [payload.tool_call_id, payload.task_id].filter((id): id is string => typeof id === "string")
+      const call = named.map((id) => tools?.pending.get(id)).find((pending) => pending !== undefined)
+      const custom = (run: string, parents: ReadonlyArray<string>, tags: ReadonlyArray<string>, meta: object) =>
+        [event("on_custom_event", name, run, parents, tags, { ...meta }, payload)]
+      const tags = [`graph:step:${step}`]
+      if (call !== undefined && tools !== undefined) {
+        return custom(call.run, [options.runId, tools.node], [], nodeMeta("tools"))
+      }
+      if (model !== undefined) return custom(model.node, [options.runId], tags, nodeMeta("model"))
+      if (tools !== undefined) return custom(tools.node, [options.runId], tags, nodeMeta("tools"))
+      return custom(options.runId, [], [], root)
     },
 
     /** The run's end: what is open closes; the graph ends with the thread's values when the run succeeded. */

@@ -341,18 +341,16 @@ export const makeProjector = (options: ProjectorOptions) => {
         case "state":
           apply(event.update)
           break
-        case "custom":
+        case "custom": {
           flush(out)
-          if (wants("custom")) {
-            const data = event.data
-            out.push({
-              event: "custom",
-              data: typeof data === "object" && data !== null && !Array.isArray(data)
-                ? { type: event.name, ...data }
-                : { type: event.name, data }
-            })
-          }
+          const data = event.data
+          const payload: Record<string, unknown> = typeof data === "object" && data !== null && !Array.isArray(data)
+            ? { type: event.name, ...data }
+            : { type: event.name, data }
+          if (wants("custom")) out.push({ event: "custom", data: payload })
+          if (callbacks !== undefined) out.push(...callbacks.custom(payload))
           break
+        }
         case "run_end":
           flush(out)
           if (callbacks !== undefined) {

@@ -305,7 +305,7 @@ describe("stream_mode events", () => {
 describe("events of a run's events (the projector alone)", () => {
   const project = (
     batches: ReadonlyArray<ReadonlyArray<RunEvent>>,
-    modes: ReadonlyArray<"events" | "values" | "messages-tuple"> = ["events"],
+    modes: ReadonlyArray<"events" | "values" | "messages-tuple" | "custom"> = ["events"],
     input: ReadonlyArray<M.Message> = []
   ) => {
     const projector = Projection.makeProjector({
@@ -393,6 +393,55 @@ describe("events of a run's events (the projector alone)", () => {
       ["a"]
     )
     assert.notInclude(data.map((d) => d.event), "on_tool_start")
+  })
+
+  // DeerFlow test_custom_events.py::test_real_task_tool_events_reach_astream_events: every custom event DeerFlow
+  // emits is dispatched to the callbacks as well, so `astream_events` sees the task's events under its tool call
+  it("each custom event is also on_custom_event, named by its type: under the tool call it names, or the step", () => {
+    const task = { id: "task-call-1", name: "task", args: { description: "validate streaming", prompt: "go" } }
+    const custom = (name: string, data: unknown): RunEvent => ({ type: "custom", name, data })
+    const out = project([
+      [start, custom("memory_injected", { content_sha256: "abc" })],
+      [{ type: "token", message_id: "a", text: "Hi" }, custom("llm_retry", { attempt: 1 })],
+      [{ type: "message", message: M.ai("Hi", { id: "a", tool_calls: [task] }) }],
+      [custom("task_started", { task_id: "task-call-1", description: "validate streaming" })],
+      [custom("task_completed", { task_id: "task-call-1", result: "delegated result" })],
+      [{ type: "message", message: M.tool("delegated result", "task-call-1", { id: "t1", name: "task" }) }],
+      [custom("note", "plain text")]
+    ], ["events", "custom"])
+    const events = out.filter((o) => o.event === "events").map((o) => o.data as any)
+    const customs = events.filter((d) => d.event === "on_custom_event")
+    assert.deepStrictEqual(
+      customs.map((d) => d.name),
+      ["memory_injected", "llm_retry", "task_started", "task_completed", "note"]
+    )
+    // the data is the payload the custom mode sends
+    assert.deepStrictEqual(
+      customs.map((d) => d.data),
+      out.filter((o) => o.event === "custom").map((o) => o.data)
+    )
+    assert.deepStrictEqual(customs[2].data, {
+      type: "task_started",
+      task_id: "task-call-1",
+      description: "validate streaming"
+    })
+    assert.strictEqual(customs[3].data.result, "delegated result")
+    // under the task's tool call, as DeerFlow's task tool dispatches them
+    const toolStart = events.find((d) => d.event === "on_tool_start")
+    const tools = events.find((d) => d.event === "on_chain_start" && d.name === "tools")
+    for (const d of customs.slice(2, 4)) {
+      assert.strictEqual(d.run_id, toolStart.run_id)
+      assert.deepStrictEqual(d.parent_ids, ["r", tools.run_id])
+      assert.strictEqual(d.metadata.langgraph_node, "tools")
+    }
+    // a retry under the model call's node; what comes outside any step under the graph
+    const node = events.find((d) => d.event === "on_chain_start" && d.name === "model")
+    assert.deepStrictEqual([customs[1].run_id, customs[1].parent_ids], [node.run_id, ["r"]])
+    assert.deepStrictEqual([customs[0].run_id, customs[0].parent_ids], ["r", []])
+    assert.deepStrictEqual([customs[4].run_id, customs[4].data], ["r", { type: "note", data: "plain text" }])
+    // without the events mode, the custom mode alone
+    const alone = project([[start, custom("llm_retry", { attempt: 1 })]], ["custom"])
+    assert.deepStrictEqual(alone.map((o) => o.event), ["metadata", "custom"])
   })
 
   it("a token's chunk kept in parts (for the replay buffer) reads back as the chunk it is", () => {
