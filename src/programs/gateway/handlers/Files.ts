@@ -297,21 +297,26 @@ export const layer = (api: DeerFlowApi) =>
             const { user: userId } = yield* CurrentIdentity
             const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
             const dir = threadPaths(app.home, userId, stored).uploads
-            const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir, { withFileTypes: true }) : []
-            // (by name, as DeerFlow's `list_files_in_dir`; `modified` in seconds since the epoch, as its float)
-            const names = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((e) => e.name).sort()
-            const files = names.map((name) => {
-              const stat = Fs.statSync(Path.join(dir, name))
-              const path = `${UPLOADS}/${name}`
-              return {
-                filename: name,
-                size: stat.size,
-                path,
-                virtual_path: path,
-                artifact_url: artifactUrl(threadId, path),
-                extension: Path.extname(name),
-                modified: stat.mtimeMs / 1000
-              }
+            // (off the event loop; by name, as DeerFlow's `list_files_in_dir`; `modified` in seconds since the
+            // epoch, as its float; a file deleted while listed is left out)
+            const files = yield* Effect.promise(async () => {
+              const entries = await Fs.promises.readdir(dir, { withFileTypes: true }).catch(() => [])
+              const names = entries.filter((e) => e.isFile() && !isStagingFile(e.name)).map((e) => e.name).sort()
+              const statOf = (name: string) => Fs.promises.stat(Path.join(dir, name)).catch(() => null)
+              const stats = await Promise.all(names.map(statOf))
+              return names.flatMap((name, i) => {
+                const stat = stats[i]
+                const path = `${UPLOADS}/${name}`
+                return stat == null ? [] : [{
+                  filename: name,
+                  size: stat.size,
+                  path,
+                  virtual_path: path,
+                  artifact_url: artifactUrl(threadId, path),
+                  extension: Path.extname(name),
+                  modified: stat.mtimeMs / 1000
+                }]
+              })
             })
             return json(FilesApi.UploadList, { files, count: files.length })
           }))
@@ -325,15 +330,20 @@ export const layer = (api: DeerFlowApi) =>
             if (problemText !== undefined) return yield* fail("bad_request", `Invalid file name: ${problemText}.`)
             const file = Path.join(threadPaths(app.home, userId, stored).uploads, filename)
             // (a folder the sandbox made there is no upload: 404, as DeerFlow answers it)
-            if (!Fs.existsSync(file) || Fs.statSync(file).isDirectory()) return yield* notFound(`Upload ${filename}`)
-            Fs.rmSync(file, { force: true })
-            // a document's Markdown conversion goes with it, as in DeerFlow (the file the upload wrote beside it)
-            if (Option.isSome(DocumentConverter.formatOf(filename))) {
-              const sibling = Path.join(Path.dirname(file), markdownSiblingOf(filename))
-              if (Fs.lstatSync(sibling, { throwIfNoEntry: false })?.isFile() === true) {
-                Fs.rmSync(sibling, { force: true })
-              }
-            }
+            const stat = yield* Effect.promise(() => Fs.promises.stat(file).catch(() => null))
+            if (stat === null || stat.isDirectory()) return yield* notFound(`Upload ${filename}`)
+            yield* Effect.tryPromise({
+              try: async () => {
+                await Fs.promises.rm(file, { force: true })
+                // a document's Markdown conversion goes with it, as in DeerFlow (the file the upload wrote beside it)
+                if (Option.isSome(DocumentConverter.formatOf(filename))) {
+                  const sibling = Path.join(Path.dirname(file), markdownSiblingOf(filename))
+                  const linked = await Fs.promises.lstat(sibling).catch(() => null)
+                  if (linked?.isFile() === true) await Fs.promises.rm(sibling, { force: true })
+                }
+              },
+              catch: () => fail("internal", `Upload ${filename} could not be deleted.`)
+            })
             return json(FilesApi.Deleted, { success: true, message: `Deleted ${filename}` })
           }))
         .handleRaw("getArtifact", ({ headers: requestHeaders, path, urlParams }) =>
