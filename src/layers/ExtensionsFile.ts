@@ -7,6 +7,7 @@
  * a variable must exist; none found means no MCP servers. It is read when the app starts, and again when it
  * changed (see `layer`); the gateway's MCP settings, which write it, replace the servers (`McpReloadable`).
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
@@ -25,6 +26,7 @@ import { isSafeId, threadPaths, USER_DATA } from "../services/Sandbox.js"
 import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./ConfigFile.js"
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
+import { writeTextAtomic } from "./memory/AtomicFile.js"
 import { secrets as serverSecrets } from "./mcp/Variables.js"
 import * as Json from "../state/Json.js"
 
@@ -96,6 +98,24 @@ export const find = (
     const file = yield* resolvePath(configSource, home)
     if (file === undefined) return { config: { mcpServers: {} }, source: undefined }
     return { config: yield* load(file), source: file }
+  })
+
+/**
+ * Writes the extensions file whole, as DeerFlow's `atomic_write_extensions_config`: flushed and renamed over the
+ * file, so a failed write leaves it as it was and no temporary file beside it. A symbolic link at `file` stays a
+ * link, the file it names written (a dangling one is replaced by the file); the file keeps its permissions, and a
+ * new one is its owner's only (0600: it holds the MCP servers' secrets).
+ */
+export const write = (file: string, text: string): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const linked = Effect.zipRight(fs.readLink(file), fs.realPath(file))
+    const target = yield* Effect.orElseSucceed(linked, () => file)
+    const mode = yield* fs.stat(target).pipe(
+      Effect.map((info) => info.mode & 0o777),
+      Effect.orElseSucceed(() => undefined)
+    )
+    yield* writeTextAtomic(target, text, mode)
   })
 
 /** What the extensions file says now: where it is and its text (undefined: no file, or it cannot be read). */

@@ -1,6 +1,7 @@
 /**
- * Files written whole or not at all (the memory document and its sidecars): a temporary file, flushed, renamed over
- * the target; and the removal of temporary files left by processes that died while writing.
+ * Files written whole or not at all (the memory document and its sidecars, `extensions_config.json`): a temporary
+ * file, flushed, renamed over the target; and the removal of temporary files left by processes that died while
+ * writing.
  */
 import * as Effect from "effect/Effect"
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -11,23 +12,28 @@ import { processAlive as processRunning } from "../../services/ThreadStore.js"
 
 /**
  * Writes text atomically: a temporary file in the same directory, flushed, then renamed over the target (and
- * the directory flushed), so the target is always whole, the old text or the new. A write once started is not
- * interrupted (a temporary file would be left behind).
+ * the directory flushed), so the target is always whole, the old text or the new. The file is the owner's only
+ * (0600) unless `mode` gives its permissions. A write once started is not interrupted (a temporary file would be
+ * left behind).
  */
 export const writeTextAtomic = (
   file: string,
-  text: string
+  text: string,
+  mode?: number
 ): Effect.Effect<void, PlatformError, FileSystem.FileSystem> =>
   Effect.uninterruptible(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const dir = Path.dirname(file)
     yield* fs.makeDirectory(dir, { recursive: true })
     const temp = Path.join(dir, `.${Path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`)
-    yield* Effect.scoped(Effect.flatMap(
-      fs.open(temp, { flag: "wx", mode: 0o600 }),
-      (handle) => Effect.zipRight(handle.writeAll(new TextEncoder().encode(text)), handle.sync)
-    ))
-    yield* Effect.tapError(fs.rename(temp, file), () => Effect.ignore(fs.remove(temp, { force: true })))
+    yield* Effect.zipRight(
+      Effect.scoped(Effect.flatMap(
+        fs.open(temp, { flag: "wx", mode: 0o600 }),
+        (handle) => Effect.zipRight(handle.writeAll(new TextEncoder().encode(text)), handle.sync)
+      )),
+      // (set after the open: the process's umask would take bits from the mode asked for there)
+      Effect.zipRight(mode === undefined ? Effect.void : fs.chmod(temp, mode), fs.rename(temp, file))
+    ).pipe(Effect.tapError(() => Effect.ignore(fs.remove(temp, { force: true }))))
     // some file systems cannot flush a directory; the rename is still atomic
     yield* Effect.ignore(Effect.scoped(Effect.flatMap(fs.open(dir, { flag: "r" }), (handle) => handle.sync)))
   }))

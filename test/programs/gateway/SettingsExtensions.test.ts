@@ -568,6 +568,67 @@ describe("the open gateway (no tokens, loopback only)", () => {
   })
 })
 
+// DeerFlow test_extensions_config_atomic_write.py: the file is written whole, through a symbolic link at its path
+// (the link stays), keeping its permissions; a new one is its owner's only (it holds the servers' secrets)
+describe("writing extensions_config.json", () => {
+  it("writes through a link at its path, keeping the file's permissions, no temporary file left", async () => {
+    const home = Support.tempDir("antler-ext-link-")
+    const elsewhere = Support.tempDir("antler-ext-target-")
+    Fs.mkdirSync(Path.join(home, "skills", "public", "demo-skill"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
+    const target = Path.join(elsewhere, "actual-extensions-config.json")
+    Fs.writeFileSync(target, JSON.stringify({ mcpServers: {}, skills: {}, middlewares: [] }))
+    Fs.chmodSync(target, 0o640)
+    const link = Path.join(home, "extensions_config.json")
+    Fs.symlinkSync(target, link)
+    const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
+    try {
+      const headers = { "content-type": "application/json" }
+      const put = await fetch(`${open.url}/api/mcp/config`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+      })
+      assert.strictEqual(put.status, 200, await put.clone().text())
+      const skill = await fetch(`${open.url}/api/skills/demo-skill`, {
+        method: "PUT",
+        headers,
+        body: JSON.stringify({ enabled: false })
+      })
+      assert.strictEqual(skill.status, 200, await skill.clone().text())
+      assert.isTrue(Fs.lstatSync(link).isSymbolicLink())
+      const stored = JSON.parse(Fs.readFileSync(target, "utf8"))
+      assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
+      assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
+      assert.deepStrictEqual(stored.middlewares, [])
+      assert.strictEqual(Fs.statSync(target).mode & 0o777, 0o640)
+      for (const folder of [home, elsewhere]) {
+        assert.deepStrictEqual(Fs.readdirSync(folder).filter((name) => name.endsWith(".tmp")), [], folder)
+      }
+    } finally {
+      await open.stop()
+    }
+  })
+
+  it("makes a new file its owner's only", async () => {
+    const home = Support.tempDir("antler-ext-new-")
+    const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
+    try {
+      const put = await fetch(`${open.url}/api/mcp/config`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          mcp_servers: { warehouse: { type: "http", url: mcpUrl, headers: { "X-Api-Key": "k-123" } } }
+        })
+      })
+      assert.strictEqual(put.status, 200, await put.clone().text())
+      assert.strictEqual(Fs.statSync(Path.join(home, "extensions_config.json")).mode & 0o777, 0o600)
+    } finally {
+      await open.stop()
+    }
+  })
+})
+
 describe("a gateway without a config file", () => {
   it("keeps extensions_config.json in $ANTLER_HOME, never in the working directory", async () => {
     const home = Support.tempDir("antler-ext-nosource-")

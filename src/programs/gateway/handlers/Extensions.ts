@@ -33,7 +33,6 @@ import { McpServerConfig, transportOf } from "../../../services/Extensions.js"
 import { Mcp } from "../../../services/Mcp.js"
 import { SandboxProvider, USER_DATA } from "../../../services/Sandbox.js"
 import * as Json from "../../../state/Json.js"
-import * as CustomAgents from "../../CustomAgents.js"
 import * as SkillArchive from "../../SkillArchive.js"
 import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
@@ -128,7 +127,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
             `The configuration would be larger than ${TextFile.formatBytes(MAX_CONFIG_BYTES)}, the most Antler reads.`
           )
         }
-        yield* Effect.uninterruptible(CustomAgents.writeAtomic(file, text)).pipe(
+        yield* ExtensionsFile.write(file, text).pipe(
           Effect.provideService(FileSystem.FileSystem, fs),
           Effect.catchAll(fileFailed("could not be written"))
         )
