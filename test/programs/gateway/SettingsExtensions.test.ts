@@ -610,6 +610,36 @@ describe("writing extensions_config.json", () => {
     }
   })
 
+  // DeerFlow blocking_io/test_skills_update_router.py::test_skill_and_mcp_config_writes_are_serialized: the skills
+  // switch and the MCP settings change the same file, one at a time, so neither loses the other's change
+  it("takes skill switches and MCP changes sent at once, none lost", async () => {
+    const home = Support.tempDir("antler-ext-race-")
+    const names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    for (const name of names) {
+      Fs.mkdirSync(Path.join(home, "skills", "public", name), { recursive: true })
+      Fs.writeFileSync(Path.join(home, "skills", "public", name, "SKILL.md"), skillMd(name))
+    }
+    const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
+    try {
+      const send = (path: string, body: unknown) =>
+        fetch(`${open.url}/api${path}`, {
+          method: "PUT",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body)
+        })
+      const answers = await Promise.all([
+        ...names.map((name) => send(`/skills/${name}`, { enabled: false })),
+        send("/mcp/config", { mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+      ])
+      for (const answer of answers) assert.strictEqual(answer.status, 200, await answer.clone().text())
+      const stored = JSON.parse(Fs.readFileSync(Path.join(home, "extensions_config.json"), "utf8"))
+      assert.deepStrictEqual(stored.skills, Object.fromEntries(names.map((name) => [name, { enabled: false }])))
+      assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
+    } finally {
+      await open.stop()
+    }
+  })
+
   it("makes a new file its owner's only", async () => {
     const home = Support.tempDir("antler-ext-new-")
     const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
