@@ -139,7 +139,15 @@ describe("memory settings", () => {
           user: { workContext: { summary: "Works on Antler with sk-test-scripted-key-000000", updatedAt: "t" } },
           history: {},
           facts: [
-            { id: "f1", content: "one", category: "knowledge", confidence: 0.9, createdAt: "", source: "t1" },
+            {
+              id: "f1",
+              content: "one",
+              category: "correction",
+              confidence: 0.9,
+              createdAt: "",
+              source: "t1",
+              sourceError: "The agent previously suggested npm start."
+            },
             { id: "f2", content: "two", confidence: 0.8 },
             { id: "f3", content: "three", confidence: 0.7 },
             { id: "f4", content: "four", confidence: 0.1 }
@@ -152,6 +160,8 @@ describe("memory settings", () => {
     assert.notInclude(imported.user.workContext.summary, "sk-test-scripted-key-000000")
     assert.include(imported.user.workContext.summary, "Works on Antler")
     assert.deepStrictEqual(imported.history.recentMonths, { summary: "", updatedAt: "" })
+    // DeerFlow test_memory_router.py::test_*_memory_route_preserves_source_error: a correction keeps its mistake
+    assert.strictEqual(imported.facts[0].sourceError, "The agent previously suggested npm start.")
     const exported = await doc(await call(ALICE, "/memory/export"))
     assert.deepStrictEqual(exported, imported)
     // the server's watermarks are its own
