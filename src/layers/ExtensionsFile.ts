@@ -1,5 +1,6 @@
 /**
- * Finding and reading DeerFlow's `extensions_config.json` (its MCP servers), and the app's MCP service over it.
+ * Finding, reading and writing DeerFlow's `extensions_config.json` (its MCP servers), and the app's MCP service
+ * over it.
  *
  * The file is `$ANTLER_EXTENSIONS_CONFIG`, else `$DEER_FLOW_EXTENSIONS_CONFIG_PATH`, else `extensions_config.json`
  * (then `mcp_config.json`, DeerFlow's older name) beside the `config.yaml` in use, else in the working
