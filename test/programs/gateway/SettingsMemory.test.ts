@@ -15,6 +15,7 @@ import * as Support from "./support.js"
 
 const ALICE = "alice-token-0123456789abcdef"
 const BOB = "bob-token-0123456789abcdef00"
+const CAROL = "carol-token-0123456789abcdef"
 
 let gateway: TestGateway
 beforeAll(async () => {
@@ -24,7 +25,9 @@ beforeAll(async () => {
       ...Support.baseConfig(url),
       gateway: {
         heartbeat_seconds: 1,
-        auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+        auth: {
+          tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }, { token: CAROL, user: "carol" }]
+        }
       },
       memory: {
         enabled: true,
@@ -105,7 +108,9 @@ describe("memory settings", () => {
 
   it("refuses bad facts with a readable detail", async () => {
     const cases: ReadonlyArray<[unknown, number, string]> = [
-      [{ content: "   " }, 422, "cannot be empty"],
+      // DeerFlow's: spaces only are a 400, an empty string its schema's 422
+      [{ content: "   " }, 400, "Memory fact content cannot be empty."],
+      [{ content: "" }, 422, "cannot be empty"],
       [{ content: "x", confidence: 2 }, 422, "confidence"],
       [{ content: "x".repeat(201) }, 422, "max_fact_chars"],
       [{}, 422, "content"]
@@ -220,6 +225,17 @@ describe("memory settings", () => {
     Fs.writeFileSync(file, JSON.stringify({ facts: [merged] }))
     const reloaded = await doc(await call(ALICE, "/memory/reload", { method: "POST" }))
     assert.deepStrictEqual(reloaded.facts, [merged])
+  })
+
+  // DeerFlow's _map_memory_manager_error: a damaged file is its 500 and words, naming nothing of the file
+  it("a memory file that is no memory document is a 500 saying so, and is left as it was", async () => {
+    const file = Path.join(gateway.home, "users", "carol", "memory.json")
+    Fs.mkdirSync(Path.dirname(file), { recursive: true })
+    Fs.writeFileSync(file, JSON.stringify({ facts: "not a list" }))
+    const read = await call(CAROL, "/memory")
+    assert.strictEqual(read.status, 500)
+    assert.strictEqual((await bodyOf(read)).detail, "Stored memory data is corrupted.")
+    assert.strictEqual(Fs.readFileSync(file, "utf8"), JSON.stringify({ facts: "not a list" }))
   })
 
   it("needs a token", async () => {

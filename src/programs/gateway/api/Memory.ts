@@ -50,9 +50,8 @@ export const MemoryDocument = Schema.Struct({
   facts: Schema.Array(MemoryFact)
 }).annotations({ identifier: "MemoryDocument" })
 
-const Content = Schema.String.pipe(
-  Schema.filter((text) => text.trim() !== "" || "Memory fact content cannot be empty.")
-)
+// (blank text is refused by the handler, with DeerFlow's 400; an empty string here, with its 422)
+const Content = Schema.String.pipe(Schema.minLength(1, { message: () => "Memory fact content cannot be empty." }))
 const Category = Schema.String.pipe(Schema.maxLength(MAX_CATEGORY_CHARS))
 const Confidence = Schema.Number.pipe(Schema.between(0, 1))
 
@@ -73,8 +72,8 @@ export const FactPatch = Schema.Struct({
 const FactPath = Schema.Struct({ fact_id: Schema.String })
 
 const MemoryFailed = Schema.Union(
-  refusal(409, "The memory is being updated by another process; try again"),
-  refusal(500, "The stored memory cannot be read or written")
+  refusal(409, "Memory changed concurrently; reload and retry"),
+  refusal(500, "Stored memory data is corrupted, or cannot be read or written")
 )
 const FactNotFound = refusal(404, "No such fact in this user's memory")
 

@@ -38,14 +38,14 @@ export const shown = (doc: MemoryDoc.Document): typeof MemoryApi.MemoryDocument.
 
 const memoryFailed = (error: MemoryError) =>
   error.reason === "locked"
-    ? Effect.fail(fail("conflict", "The memory is being updated by another process; reload and try again."))
+    ? Effect.fail(fail("conflict", "Memory changed concurrently; reload and retry."))
     : Effect.zipRight(
       Effect.logError(`memory endpoint: ${error.message}`),
       Effect.fail(
         new GatewayError({
           reason: "internal",
           message: error.reason === "corrupt"
-            ? "The stored memory is not a memory document (see the server's log)."
+            ? "Stored memory data is corrupted."
             : "The memory could not be read or written (see the server's log)."
         })
       )
@@ -106,6 +106,9 @@ export const layer = (api: DeerFlowApi) =>
       const duplicate = (doc: MemoryDoc.Document, content: string, except?: string) =>
         doc.facts.some((fact) => fact.id !== except && MemoryDoc.sameContent(fact.content, content))
 
+      // (DeerFlow's 400 and words for text of spaces only)
+      const blank = fail("bad_request", "Memory fact content cannot be empty.")
+
       const factNotFound = (id: string) => fail("not_found", `Memory fact '${id}' not found.`)
 
       return handlers
@@ -131,6 +134,7 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const request = yield* Body.json(MemoryApi.FactCreate)
             const content = request.content.trim()
+            if (content === "") return yield* blank
             const long = tooLong(content, (yield* settings).limits)
             if (long !== undefined) return yield* long
             const id = `fact_${randomUUID().replace(/-/g, "").slice(0, 12)}`
@@ -162,6 +166,7 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const request = yield* Body.json(MemoryApi.FactPatch)
             const content = request.content == null ? undefined : request.content.trim()
+            if (content === "") return yield* blank
             const long = content === undefined ? undefined : tooLong(content, (yield* settings).limits)
             if (long !== undefined) return yield* long
             const doc = yield* change((doc) => {
