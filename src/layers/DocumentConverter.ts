@@ -19,9 +19,10 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
+import * as ZipDirectory from "../state/ZipDirectory.js"
 import { docxToMarkdown } from "./documents/Docx.js"
 import { decodeHtml, htmlToMarkdown } from "./documents/Html.js"
-import { isOleFile, zipExpandedSize } from "./documents/OfficeArchive.js"
+import { isOleFile } from "./documents/OfficeArchive.js"
 import { pdfToMarkdown } from "./documents/Pdf.js"
 import { pptxToMarkdown } from "./documents/Pptx.js"
 import { xlsxToMarkdown } from "./documents/Xlsx.js"
@@ -82,6 +83,12 @@ export interface Options {
 
 const DEFAULT_MAX_EXPANDED = 256 * 1024 * 1024
 
+/**
+ * The most parts (zip entries) an Office file may hold to be converted: the zip reader builds an object for each
+ * before anything else can be checked (a document of real use holds hundreds).
+ */
+const MAX_OFFICE_PARTS = 10_000
+
 const formatMiB = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(0)} MiB`
 
 const causeText = (cause: unknown): string => {
@@ -119,8 +126,12 @@ export const toMarkdown = (
           "save it unprotected as .docx/.xlsx/.pptx"
       ))
     }
-    const expanded = zipExpandedSize(file.bytes)
-    if (expanded === undefined) return Effect.fail(fail("unreadable", "it is not a valid Office Open XML (zip) file"))
+    const directory = ZipDirectory.read(file.bytes, MAX_OFFICE_PARTS)
+    if (directory === undefined) return Effect.fail(fail("unreadable", "it is not a valid Office Open XML (zip) file"))
+    if (directory.entries > MAX_OFFICE_PARTS) {
+      return Effect.fail(fail("too_large", `it holds more than ${MAX_OFFICE_PARTS} parts`))
+    }
+    const expanded = directory.declared
     const limit = options.maxExpandedBytes ?? DEFAULT_MAX_EXPANDED
     if (expanded > limit) {
       return Effect.fail(fail(

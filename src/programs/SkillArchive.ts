@@ -21,6 +21,7 @@ import * as Path from "node:path"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as TextFile from "../layers/TextFile.js"
+import * as ZipDirectory from "../state/ZipDirectory.js"
 import * as SkillScan from "./SkillScan.js"
 
 /** The largest `.skill` file read: 16 MiB. */
@@ -131,10 +132,20 @@ const readBounded = (stream: StreamHelper, max: number): Promise<Bounded> =>
       .resume()
   })
 
-/** The entries of a ZIP archive's bytes (refused: not a ZIP archive; jszip missing: `missing_package`). */
+/**
+ * The entries of a ZIP archive's bytes (refused: not a ZIP archive, or one of more than `MAX_ENTRIES` entries;
+ * jszip missing: `missing_package`).
+ */
 export const entriesOf = (bytes: Uint8Array) =>
   Effect.tryPromise({
     try: async () => {
+      // counted before jszip builds an object for each (an archive of 150,000 empty entries is 13 MiB)
+      const directory = ZipDirectory.read(bytes, MAX_ENTRIES)
+      const invalid = (message: string) => new SkillInstallError({ reason: "invalid", message })
+      if (directory === undefined) throw invalid("The file is not a ZIP archive.")
+      if (directory.entries > MAX_ENTRIES) {
+        throw invalid(`The archive has more than ${MAX_ENTRIES} entries; at most ${MAX_ENTRIES}.`)
+      }
       const { default: JSZip } = await OptionalPackage.load(["jszip"], "install .skill archives", () => import("jszip"))
       const zip = await JSZip.loadAsync(bytes, { createFolders: false })
       const entries: Array<Entry> = []
@@ -157,7 +168,9 @@ export const entriesOf = (bytes: Uint8Array) =>
       return entries
     },
     catch: (cause) =>
-      cause instanceof OptionalPackage.MissingPackageError
+      cause instanceof SkillInstallError
+        ? cause
+        : cause instanceof OptionalPackage.MissingPackageError
         ? new SkillInstallError({ reason: "missing_package", message: `Cannot open the archive: ${cause.message}.`, cause })
         : new SkillInstallError({ reason: "invalid", message: "The file is not a ZIP archive.", cause })
   })

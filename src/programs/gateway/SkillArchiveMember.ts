@@ -1,12 +1,13 @@
 /**
  * A file inside a `.skill` archive of a thread, as the artifacts endpoint serves `.../x.skill/SKILL.md` (DeerFlow's
  * app previews a `.skill` artifact by its `SKILL.md`). The archive is untrusted (a model wrote it): it is read only
- * when at most `SkillArchive.MAX_ARCHIVE_BYTES`, and a member is unpacked no further than `MAX_MEMBER_BYTES`
- * whatever its header declares (DeerFlow's cap on a previewed member).
+ * when at most `SkillArchive.MAX_ARCHIVE_BYTES` of at most `SkillArchive.MAX_ENTRIES` entries, and a member is
+ * unpacked no further than `MAX_MEMBER_BYTES` whatever its header declares (DeerFlow's cap on a previewed member).
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
+import * as ZipDirectory from "../../state/ZipDirectory.js"
 import * as SkillArchive from "../SkillArchive.js"
 
 /** The most of one member that is unpacked to be served (DeerFlow's `MAX_SKILL_ARCHIVE_MEMBER_BYTES`). */
@@ -40,6 +41,11 @@ export const read = (host: string, archive: string, member: string): Effect.Effe
     }
     const missing = new MemberError({ reason: "not_found", message: `File '${member}' not found in skill archive` })
     const bytes = yield* Effect.tryPromise({ try: () => Fs.promises.readFile(host), catch: () => missing })
+    // (an archive of more entries than a skill may hold is not opened: each is an object jszip builds first)
+    const directory = ZipDirectory.read(bytes, SkillArchive.MAX_ENTRIES)
+    if (directory !== undefined && directory.entries > SkillArchive.MAX_ENTRIES) {
+      return yield* new MemberError({ reason: "too_large", message: "Skill archive is too large to preview" })
+    }
     const entries = yield* Effect.orElseFail(SkillArchive.entriesOf(bytes), () => missing)
     const files = entries.filter((entry) => !entry.dir)
     const entry = files.find((e) => e.name === member) ?? files.find((e) => e.name.endsWith(`/${member}`))

@@ -48,6 +48,11 @@ beforeAll(async () => {
     await zip.generateAsync({ type: "uint8array", compression: "DEFLATE" })
   )
   Fs.writeFileSync(Path.join(outputs, "fake.skill"), "not a zip archive")
+  // more entries than a skill may hold (1,000): each would be an object the zip reader builds before any check
+  const many = new JSZip()
+  for (let i = 0; i <= 1000; i++) many.file(`${i}`, "")
+  many.file("SKILL.md", SKILL_MD)
+  Fs.writeFileSync(Path.join(outputs, "many.skill"), await many.generateAsync({ type: "uint8array" }))
 })
 afterAll(async () => {
   await gateway?.stop()
@@ -132,6 +137,9 @@ describe("artifacts DeerFlow's app opens", () => {
     const huge = await inside("deep-search.skill/huge.txt")
     assert.strictEqual(huge.status, 413)
     assert.strictEqual(await detail(huge), "Skill archive member is too large to preview.")
+    const many = await inside("many.skill/SKILL.md")
+    assert.strictEqual(many.status, 413)
+    assert.strictEqual(await detail(many), "Skill archive is too large to preview.")
     assert.strictEqual((await inside("fake.skill/SKILL.md")).status, 404)
     assert.strictEqual((await inside("absent.skill/SKILL.md")).status, 404)
   })
