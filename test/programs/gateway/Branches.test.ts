@@ -332,6 +332,20 @@ describe("branches", () => {
     assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
   })
 
+  // DeerFlow's test_threads_router (test_branch_thread_rejects_sidecar_threads): the app's side conversation
+  // (metadata.deerflow_sidecar) is not branched; it made a thread of the user's from it
+  it("of a side conversation (the app's sidecar thread) is refused, and no thread is made", async () => {
+    const made = await alice("POST", "/api/threads", { thread_id: "aside", metadata: { deerflow_sidecar: true } })
+    assert.strictEqual(made.status, 200, made.text)
+    await ask("aside", "qone")
+    const answer = (await visible("aside"))[1]
+    const before = (await alice("POST", "/api/threads/search", { limit: 100 })).json().length
+    const refused = await alice("POST", "/api/threads/aside/branches", { message_id: answer.id })
+    assert.strictEqual(refused.status, 409, refused.text)
+    assert.include(refused.json().detail, "main conversation")
+    assert.strictEqual((await alice("POST", "/api/threads/search", { limit: 100 })).json().length, before)
+  })
+
   it("each inherited turn is a run of its own; regenerating the latest answer keeps the turns before it", async () => {
     assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "stem" })).status, 200)
     await ask("stem", "qone")

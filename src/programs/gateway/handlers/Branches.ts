@@ -30,6 +30,9 @@ import * as Access from "./Access.js"
 import { json } from "./Http.js"
 import * as Turns from "./Turns.js"
 
+/** The metadata key DeerFlow's app marks a side conversation's thread with. */
+const SIDECAR = "deerflow_sidecar"
+
 const visible = (message: M.Message, type: "human" | "ai") => message.type === type && !Turns.hidden(message)
 
 const ref = (threadId: string, seq: number) => ({
@@ -202,8 +205,13 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("createBranch", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
+            const owned = yield* access.ownedThread(user, path.thread_id)
+            const thread: ThreadRef = { stored: owned.thread_id, threadId: path.thread_id }
             const request = yield* Body.json(BranchesApi.BranchRequest)
+            // a side conversation (the app's sidecar, `metadata.deerflow_sidecar`) is not branched, as DeerFlow's
+            if (owned.metadata?.[SIDECAR] === true) {
+              return yield* fail("conflict", "Branching is only available in the main conversation.")
+            }
             const { records, state, origin, history } = yield* folded(thread)
             const wanted = [request.message_id, ...(request.message_ids ?? [])]
             const from = origin.get(request.message_id)
