@@ -332,6 +332,25 @@ describe("branches", () => {
     assert.strictEqual((await bob("POST", "/api/threads/trunk/branches", { message_id: trunk[3].id })).status, 404)
   })
 
+  // DeerFlow's test_threads_router (test_branch_thread_from_older_assistant_turn_creates_truncated_thread): a branch
+  // is named as its source chat is now (DeerFlow's display name), even from a turn before the chat was renamed
+  it("is named as the chat is now, a rename since the turn included; a blank title is none", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "renamed" })).status, 200)
+    await ask("renamed", "qone")
+    await ask("renamed", "qtwo")
+    const renamed = await alice("POST", "/api/threads/renamed/state", { values: { title: "Trip plans" } })
+    assert.strictEqual(renamed.status, 200, renamed.text)
+    const first = (await visible("renamed"))[1]
+    for (const title of [undefined, "  "]) {
+      const made = await alice("POST", "/api/threads/renamed/branches", { message_id: first.id, title })
+      assert.strictEqual(made.status, 200, made.text)
+      const id = made.json().thread_id
+      assert.strictEqual((await alice("GET", `/api/threads/${id}/state`)).json().values.title, "Trip plans")
+      const listed = (await alice("POST", "/api/threads/search", { limit: 100 })).json()
+      assert.strictEqual(listed.find((t: any) => t.thread_id === id).values.title, "Trip plans")
+    }
+  })
+
   // DeerFlow's test_threads_router (test_branch_thread_rejects_sidecar_threads): the app's side conversation
   // (metadata.deerflow_sidecar) is not branched; it made a thread of the user's from it
   it("of a side conversation (the app's sidecar thread) is refused, and no thread is made", async () => {

@@ -245,7 +245,9 @@ export const layer = (api: DeerFlowApi) =>
               const copied = yield* App.copyThreadFiles(app.home, user, thread.stored, made.thread_id, isStagingFile)
               return { made, clone: copied === "copied" ? "current_thread_best_effort" : copied }
             }))
-            const title = request.title ?? snapshot.right.title
+            // named as the chat is now (a title given since the turn included), as DeerFlow names a branch after
+            // its source's display name; a title the request gives (not blank) is the branch's
+            const title = request.title?.trim() ? request.title : state.title
             // the parent's state before the last turn: the branch's checkpoint before it (see BranchSeed)
             const opening = snapshot.right.messages.findLast(BranchSeed.opensTurn)
             const baseSeq = opening === undefined
