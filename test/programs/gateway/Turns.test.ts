@@ -299,7 +299,10 @@ describe("the thread's goal", () => {
     assert.strictEqual(put.json().goal.status, "active")
     assert.strictEqual((await alice("GET", "/api/threads/chat/goal")).json().goal.objective, "Ship the report")
     assert.strictEqual((await alice("GET", "/api/threads/chat/state")).json().values.goal.objective, "Ship the report")
-    assert.strictEqual((await bob("GET", "/api/threads/chat/goal")).status, 404)
+    // bob has no thread "chat": for him it is a new chat's, with no goal, whatever alice's holds
+    assert.deepStrictEqual((await bob("GET", "/api/threads/chat/goal")).json(), { goal: null })
+    assert.deepStrictEqual((await bob("DELETE", "/api/threads/chat/goal")).json(), { goal: null })
+    assert.strictEqual((await alice("GET", "/api/threads/chat/goal")).json().goal.objective, "Ship the report")
     assert.strictEqual((await alice("PUT", "/api/threads/chat/goal", { objective: "" })).status, 422)
     const cleared = await alice("DELETE", "/api/threads/chat/goal")
     assert.deepStrictEqual(cleared.json(), { goal: null })
@@ -307,6 +310,21 @@ describe("the thread's goal", () => {
     const fresh = await alice("PUT", "/api/threads/new-chat/goal", { objective: "Plan a trip" })
     assert.strictEqual(fresh.status, 200, fresh.text)
     assert.strictEqual((await alice("GET", "/api/threads/new-chat/goal")).json().goal.objective, "Plan a trip")
-    assert.strictEqual((await bob("GET", "/api/threads/new-chat/goal")).status, 404)
+    assert.deepStrictEqual((await bob("GET", "/api/threads/new-chat/goal")).json(), { goal: null })
+  })
+
+  // DeerFlow's get_thread_goal and clear_thread_goal: the app's new chat holds its thread id before its first run,
+  // and `/goal` (status) or `/goal clear` there answers no goal (it showed "Thread ... not found")
+  it("of a new chat (no thread yet) is none, and clearing it is no error; neither makes the thread", async () => {
+    const read = await alice("GET", "/api/threads/not-yet/goal")
+    assert.strictEqual(read.status, 200, read.text)
+    assert.deepStrictEqual(read.json(), { goal: null })
+    const cleared = await alice("DELETE", "/api/threads/not-yet/goal")
+    assert.strictEqual(cleared.status, 200, cleared.text)
+    assert.deepStrictEqual(cleared.json(), { goal: null })
+    assert.strictEqual((await alice("GET", "/api/threads/not-yet")).status, 404)
+    // an id no thread can have names none
+    assert.strictEqual((await alice("GET", "/api/threads/has%20space/goal")).status, 404)
+    assert.strictEqual((await alice("DELETE", "/api/threads/has%20space/goal")).status, 404)
   })
 })

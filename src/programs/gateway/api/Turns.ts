@@ -193,7 +193,7 @@ export const group = HttpApiGroup.make("turns")
       .setPath(ThreadPath)
       .addSuccess(GoalAnswer)
       .addError(ThreadNotFound)
-      .annotate(OpenApi.Summary, "The thread's goal")
+      .annotate(OpenApi.Summary, "The thread's goal (none for a new chat's id, whose thread does not exist yet)")
   )
   .add(
     HttpApiEndpoint.put("putGoal", "/threads/:thread_id/goal")

@@ -12,6 +12,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
@@ -25,6 +26,7 @@ import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
 import * as Protocol from "../Protocol.js"
 import * as RunJournal from "../RunJournal.js"
+import * as ThreadIds from "../ThreadIds.js"
 import * as TurnDurations from "../TurnDurations.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
@@ -127,6 +129,18 @@ export const layer = (api: DeerFlowApi) =>
           yield* Effect.mapError(store.append(thread.stored, writer, [update]), storeFailed).pipe(
             Effect.ensuring(Effect.ignore(store.releaseLease(thread.stored, writer)))
           )
+        })
+
+      /**
+       * The user's thread `threadId`, or none for a new chat's id (the app's new chat holds its thread id before
+       * its first run, and asks for its goal): an id that could name a new thread; any other id is a 404.
+       */
+      const chatOf = (user: string, threadId: string) =>
+        Effect.gen(function*() {
+          const found = yield* Effect.mapError(ThreadIds.find(store, user, threadId), storeFailed)
+          if (Option.isSome(found)) return { stored: found.value.thread_id, threadId } satisfies ThreadRef
+          if (ThreadIds.newIdProblem(threadId) !== undefined) return yield* notFound(`Thread ${threadId}`)
+          return undefined
         })
 
       const currentGoal = (thread: ThreadRef) =>
@@ -364,8 +378,8 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("getGoal", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            return json(TurnsApi.GoalAnswer, { goal: yield* currentGoal(thread) })
+            const thread = yield* chatOf(user, path.thread_id)
+            return json(TurnsApi.GoalAnswer, { goal: thread === undefined ? null : yield* currentGoal(thread) })
           }))
         .handleRaw("putGoal", ({ path }) =>
           Effect.gen(function*() {
@@ -394,8 +408,10 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("deleteGoal", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            if ((yield* currentGoal(thread)) !== null) yield* writeState(thread, { goal: { clear: true } })
+            const thread = yield* chatOf(user, path.thread_id)
+            if (thread !== undefined && (yield* currentGoal(thread)) !== null) {
+              yield* writeState(thread, { goal: { clear: true } })
+            }
             return json(TurnsApi.GoalAnswer, { goal: null })
           }))
     }))
