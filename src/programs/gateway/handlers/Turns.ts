@@ -385,6 +385,9 @@ export const layer = (api: DeerFlowApi) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
             const request = yield* Body.json(TurnsApi.GoalRequest)
+            // the objective as one line of words, as DeerFlow's normalize_goal_objective keeps it
+            const objective = request.objective.trim().split(/\s+/).join(" ")
+            if (objective === "") return yield* fail("unprocessable", "Goal objective must not be empty.")
             // a new chat holds its thread id before its first run: the goal makes the thread
             const found = yield* Effect.either(access.threadRef(user, path.thread_id))
             const thread: ThreadRef = Either.isRight(found)
@@ -393,7 +396,7 @@ export const layer = (api: DeerFlowApi) =>
             const at = new Date(yield* Clock.currentTimeMillis).toISOString()
             const earlier = yield* currentGoal(thread)
             const goal: GoalState = {
-              objective: request.objective,
+              objective,
               status: "active",
               created_at: earlier?.created_at ?? at,
               updated_at: at,
