@@ -1,8 +1,8 @@
 /**
  * A run request read into what the run manager starts: its input as messages, and its settings (the config's
- * `configurable` and the allowed `context` keys, the agent its assistant names, the recursion limit within the
- * configured maximum). Both `POST .../runs` and a LangGraph cron's payload (when the cron is saved and at each tick)
- * go through `prepare`, so a cron refuses what a run refuses, with the same words.
+ * `configurable` and the allowed keys of `context` and the config's `context`, the agent its assistant names, the
+ * recursion limit within the configured maximum). Both `POST .../runs` and a LangGraph cron's payload (when the cron is
+ * saved and at each tick) go through `prepare`, so a cron refuses what a run refuses, with the same words.
  */
 import * as Either from "effect/Either"
 import type { Message } from "../../state/Message.js"
@@ -16,6 +16,8 @@ export interface Fields {
   readonly config?: {
     readonly recursion_limit?: number | null | undefined
     readonly configurable?: Readonly<Record<string, unknown>> | null | undefined
+    readonly context?: Readonly<Record<string, unknown>> | null | undefined
+    readonly metadata?: Readonly<Record<string, unknown>> | null | undefined
   } | null | undefined
   readonly context?: Readonly<Record<string, unknown>> | null | undefined
   readonly interrupt_before?: unknown
@@ -60,9 +62,10 @@ export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared
   if (Either.isLeft(messages)) return refuse("unprocessable", messages.left)
   const title = Protocol.inputTitle(request.input)
   if (Either.isLeft(title)) return refuse("unprocessable", title.left)
+  // (`config.context` over `context`, as DeerFlow's `build_run_config` merges the request's context into it)
   const settings: Record<string, unknown> = Factory.mergeRuntime(
     request.config?.configurable,
-    Protocol.allowedContext(request.context)
+    { ...Protocol.allowedContext(request.context), ...Protocol.allowedContext(request.config?.context) }
   )
   delete settings.non_interactive
   const agentName = Protocol.agentNameOf(request.assistant_id)
@@ -104,20 +107,47 @@ export interface RunIds {
 }
 
 /**
- * `context` without `secrets`: DeerFlow's request-scoped secrets (`context.secrets`, name to value) are never kept
- * or answered with a run (DeerFlow's `redact_config_secrets`); Antler does not use them.
+ * The context keys that carry a request's secrets (DeerFlow's `REDACTED_CONTEXT_KEYS`): `secrets`, DeerFlow's
+ * request-scoped secrets (name to value), and the run-context keys its middlewares keep them under.
  */
-const withoutSecrets = (context: Readonly<Record<string, unknown>>): Record<string, unknown> => {
-  const { secrets: _secrets, ...rest } = context
-  return rest
+const SECRET_CONTEXT_KEYS: ReadonlySet<string> = new Set([
+  "secrets",
+  "__active_skill_secrets",
+  "__slash_skill_secret_source",
+  "__skill_secrets_binding_audit",
+  "__slash_skill_activation_run",
+  "__skill_tool_policy_decision"
+])
+
+/**
+ * A `context` (the request's, or its config's) without the keys that carry secrets: they are never kept or
+ * answered with a run (DeerFlow's `redact_config_secrets`); Antler does not use them.
+ */
+export const withoutSecrets = (context: Readonly<Record<string, unknown>>): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(context).filter(([key]) => !SECRET_CONTEXT_KEYS.has(key)))
+
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * Run fields (a cron's payload) as they may be kept: `context` and `config.context` without the keys that carry
+ * secrets (see `withoutSecrets`).
+ */
+export const keptFields = (fields: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const out: Record<string, unknown> = { ...fields }
+  if (isRecord(out.context)) out.context = withoutSecrets(out.context)
+  if (isRecord(out.config) && isRecord(out.config.context)) {
+    out.config = { ...out.config, context: withoutSecrets(out.config.context) }
+  }
+  return out
 }
 
 /**
- * A run's `metadata` may not hold `auth_token` (DeerFlow's `validate_run_metadata_secrets`): a request credential
- * there would be stored and answered with the run. The refusal, or undefined.
+ * A run's `metadata`, and its config's, may not hold `auth_token` (DeerFlow's `validate_run_metadata_secrets`): a
+ * request credential there would be stored and answered with the run. The refusal, or undefined.
  */
-export const metadataRefusal = (metadata: unknown): Refusal | undefined =>
-  typeof metadata === "object" && metadata !== null && Object.hasOwn(metadata, "auth_token")
+export const metadataRefusal = (metadata: unknown, configMetadata?: unknown): Refusal | undefined =>
+  [metadata, configMetadata].some((value) => isRecord(value) && Object.hasOwn(value, "auth_token"))
     ? {
       reason: "unprocessable",
       message: "Run metadata key 'auth_token' is not allowed: a credential there would be stored and answered with " +
@@ -167,6 +197,7 @@ export const kwargsOf = (
     command: request.command,
     config: {
       ...config,
+      ...(config.context != null ? { context: withoutSecrets(config.context) } : {}),
       configurable: {
         ...config.configurable,
         ...(ids.checkpointId !== undefined ? { checkpoint_id: ids.checkpointId } : {}),

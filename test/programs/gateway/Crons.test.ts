@@ -253,6 +253,39 @@ describe("LangGraph crons through the SDK", () => {
     }
   })
 
+  it("keeps no request credential: secrets of its contexts are left out, auth_token refused", async () => {
+    // as a run's (DeerFlow's test_run_metadata_secret_safety, test_skill_request_scoped_secrets): a cron kept its
+    // payload's `context.secrets` and answered it, and its runs' metadata took `auth_token` into their records
+    const gateway = await start()
+    const token = "request-scoped-token-0123456789"
+    const made = await post(gateway, "/runs/crons", {
+      schedule: "0 9 * * *",
+      context: { secrets: { ERP_TOKEN: token }, thinking_enabled: false },
+      config: { context: { secrets: { ERP_TOKEN: token }, model_name: "scripted" } }
+    })
+    assert.strictEqual(made.status, 200, JSON.stringify(made.body))
+    assert.deepStrictEqual(made.body.payload.context, { thinking_enabled: false })
+    assert.deepStrictEqual(made.body.payload.config.context, { model_name: "scripted" })
+    const changed = await post(
+      gateway,
+      `/runs/crons/${made.body.cron_id}`,
+      { context: { secrets: { ERP_TOKEN: token } } },
+      "PATCH"
+    )
+    assert.strictEqual(changed.status, 200, JSON.stringify(changed.body))
+    assert.deepStrictEqual(changed.body.payload.context, {})
+    const found = await post(gateway, "/runs/crons/search", {})
+    assert.notInclude(JSON.stringify([made.body, changed.body, found.body]), token)
+    for (const body of [{ metadata: { auth_token: token } }, { config: { metadata: { auth_token: token } } }]) {
+      const refused = await post(gateway, "/runs/crons", { schedule: "0 9 * * *", ...body })
+      assert.strictEqual(refused.status, 422, JSON.stringify(body))
+      assert.include(refused.body.detail, "'auth_token' is not allowed")
+      const patched = await post(gateway, `/runs/crons/${made.body.cron_id}`, body, "PATCH")
+      assert.strictEqual(patched.status, 422, JSON.stringify(body))
+    }
+    assert.notInclude(JSON.stringify((await post(gateway, "/runs/crons/search", {})).body), token)
+  })
+
   it("a thread's crons are deleted with it", async () => {
     const gateway = await start()
     const alice = clientOf(gateway, ALICE)

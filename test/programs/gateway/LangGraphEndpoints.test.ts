@@ -202,6 +202,42 @@ describe("a run's request credentials (DeerFlow's test_run_metadata_secret_safet
   })
 })
 
+describe("a run's config.context (DeerFlow's test_skill_request_scoped_secrets, TestSecretCarrier)", () => {
+  // DeerFlow's clients put a run's settings and its request-scoped secrets in `config.context` (LangGraph 0.6's
+  // place for them), which DeerFlow's gateway reads over `context` and keeps without `secrets`; the gateway dropped
+  // the settings there, and accepted `config.metadata.auth_token`, which DeerFlow refuses as it does `metadata`'s
+  it("gives the run its settings, is answered without secrets, and config.metadata.auth_token is refused", async () => {
+    const token = "request-scoped-token-9876543210"
+    const thread = await alice.threads.create()
+    const unknown = await errorOf(alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      config: { context: { model_name: "no-such-model" } } as any
+    }))
+    assert.strictEqual(unknown.status, 400)
+    assert.include(unknown.message, "Unknown model")
+    const run = await alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      context: { thinking_enabled: true },
+      config: {
+        context: { secrets: { ERP_TOKEN: token }, __active_skill_secrets: { ERP_TOKEN: token }, model_name: "scripted" }
+      } as any
+    })
+    await alice.runs.join(thread.thread_id, run.run_id)
+    const got = await alice.runs.get(thread.thread_id, run.run_id)
+    assert.deepStrictEqual((got as any).kwargs.config.context, { model_name: "scripted" })
+    const listed = await alice.runs.list(thread.thread_id)
+    for (const answer of [run, got, listed, await alice.threads.get(thread.thread_id)]) {
+      assert.notInclude(JSON.stringify(answer), token)
+    }
+    const refused = alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      config: { metadata: { auth_token: token } } as any
+    })
+    assert.strictEqual(await statusOf(refused), 422)
+    assert.lengthOf(await alice.runs.list(thread.thread_id), 1)
+  })
+})
+
 describe("threads.count", () => {
   // `POST /threads/count` had no route (404)
   it("counts the user's threads the filters keep, never another user's", async () => {

@@ -46,10 +46,15 @@ export type StreamMode = typeof StreamMode.Type
 /** `stream_mode`: one mode or a list (default `["values"]`). */
 export const StreamModes = Schema.Union(StreamMode, Schema.Array(StreamMode))
 
-/** A run's `config`: its recursion limit, and `configurable` (the run's settings, with `context`). */
+/**
+ * A run's `config`: its recursion limit, `configurable` and `context` (the run's settings, with the request's
+ * `context`; LangGraph 0.6's place for them, where DeerFlow's clients also put `secrets`) and `metadata`.
+ */
 export const RunConfig = Schema.Struct({
   recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
   configurable: Schema.optional(Schema.NullOr(JsonRecord)),
+  context: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
   tags: Schema.optional(Schema.Unknown)
 })
 

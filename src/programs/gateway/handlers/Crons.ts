@@ -3,8 +3,9 @@
  * `Crons.ts`). Everything a cron's runs would be refused for is refused here, at the boundary, with a 422 naming
  * the field: a schedule that is not five valid cron fields (checked as DeerFlow's scheduled tasks check theirs),
  * an unknown time zone, an end time that is not a time, input that is not messages, settings of an agent or model
- * the user does not have, a payload larger than `Crons.MAX_STORED_BYTES`. A thread cron's thread is one of its
- * user's; every cron is its user's alone (another user's is "not found").
+ * the user does not have, a payload larger than `Crons.MAX_STORED_BYTES`, run metadata holding `auth_token` (as a
+ * run's). The payload is kept without the secrets of its `context` and `config.context` (as a run's `kwargs`). A
+ * thread cron's thread is one of its user's; every cron is its user's alone (another user's is "not found").
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -134,6 +135,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             onLeft: (message) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
           })
+          const credential = RunSettings.metadataRefusal(decoded.metadata, decoded.config?.metadata)
+          if (credential !== undefined) return yield* unprocessable(credential.message)
           const prepared = yield* Either.match(RunSettings.prepare(decoded, limitsOf(yield* now)), {
             onLeft: ({ message }) => Effect.fail(unprocessable(message)),
             onRight: Effect.succeed
@@ -156,7 +159,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           const schedule = yield* scheduleOf(request.schedule, timezone, request.end_time ?? null, now)
           const assistantId = request.assistant_id ?? Protocol.LEAD_AGENT
           const metadata = request.metadata ?? {}
-          const payload = { assistant_id: assistantId, ...runFieldsOf(request) }
+          const payload = RunSettings.keptFields({ assistant_id: assistantId, ...runFieldsOf(request) })
           yield* checkedPayload(user, payload, metadata)
           if ((yield* stored(store.crons(user))).length >= MAX_CRONS_PER_USER) {
             return yield* fail("conflict", `A user has at most ${MAX_CRONS_PER_USER} crons; delete one first.`)
@@ -264,11 +267,12 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
             }
             patch.status = enabled ? "enabled" : "paused"
             const given = runFieldsOf(request)
-            const payload: Record<string, unknown> = { ...fields.payload }
+            let payload: Record<string, unknown> = { ...fields.payload }
             for (const [key, value] of Object.entries(given)) {
               if (value === null) delete payload[key]
               else payload[key] = value
             }
+            payload = RunSettings.keptFields(payload)
             const metadata = request.metadata !== undefined ? (request.metadata ?? {}) : fields.metadata
             yield* checkedPayload(user, payload, metadata)
             const next: Crons.Stored = {

@@ -71,7 +71,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
         Effect.gen(function*() {
           const userId = who.user
           const strategy = request.multitask_strategy ?? "reject"
-          const credential = RunSettings.metadataRefusal(request.metadata) ?? RunSettings.optionRefusal(request)
+          const credential = RunSettings.metadataRefusal(request.metadata, request.config?.metadata) ??
+            RunSettings.optionRefusal(request)
           if (credential !== undefined) return yield* fail(credential.reason, credential.message)
           const { config, names } = yield* limits
           const { messages, settings, title } = yield* Either.match(
