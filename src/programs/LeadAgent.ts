@@ -88,7 +88,10 @@ export class LeadAgent extends Context.Tag("antler/LeadAgent")<LeadAgent, Servic
 
 /** Options of `layer`. */
 export interface Options {
-  /** The app's own tools, added after the sandbox tools (a tool of the same name replaces a sandbox tool). */
+  /**
+   * The app's own tools, added after the sandbox tools (a tool of the same name replaces a sandbox tool; a tool of
+   * the chain's middleware, `ask_clarification`, `task`..., replaces one of the same name here).
+   */
   readonly tools?: ReadonlyArray<Tool.Tool> | undefined
   /** Whether the sandbox's file and bash tools are offered (default true). */
   readonly sandboxTools?: boolean | undefined

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
@@ -21,6 +22,7 @@ import * as LeadAgent from "../../src/programs/LeadAgent.js"
 import { defaults } from "../../src/services/AppConfig.js"
 import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import * as Tool from "../../src/services/Tool.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import * as M from "../../src/state/Message.js"
 import { tempDirs } from "../support/fixtures.js"
@@ -156,6 +158,34 @@ describe("LeadAgent.layer", () => {
       assert.include(yield* offered(undefined), "describe_skill")
       assert.include(yield* offered(["deep-research"]), "describe_skill")
       assert.notInclude(yield* offered([]), "describe_skill")
+    }))
+
+  // DeerFlow test_create_deerflow_agent.py::test_tool_deduplication keeps the user's ask_clarification; Antler keeps
+  // the chain's (its middleware answers the calls) and says so in agent.tools; an app's bash replaces the sandbox's
+  it.scoped("an app's tool named as a chain's tool is replaced by it; one named as a sandbox tool replaces it", () =>
+    Effect.gen(function*() {
+      const own = (name: string) =>
+        Tool.make({
+          name,
+          description: `The app's ${name}`,
+          parameters: Schema.Struct({ question: Schema.optional(Schema.String) }),
+          handler: () => Effect.succeed(`the app's ${name} ran`)
+        })
+      const seen: Array<ModelRequest> = []
+      const agent = yield* buildAgent(agentLayer(
+        [(request) => (seen.push(request), { toolCalls: [{ name: "ask_clarification", args: { question: "Which?" } }] })],
+        { sandboxTools: true, tools: [own("ask_clarification"), own("bash")] }
+      ))
+      const end = yield* agent.turn({ threadId: "own-tools", prompt: "Pick one" })
+      assert.strictEqual(end.status, "interrupted")
+      const offered = (name: string) => seen[0]!.tools.filter((t) => t.name === name).map((t) => t.description)
+      assert.lengthOf(offered("ask_clarification"), 1)
+      assert.notStrictEqual(offered("ask_clarification")[0], "The app's ask_clarification")
+      assert.deepStrictEqual(offered("bash"), ["The app's bash"])
+      assert.deepStrictEqual(
+        agent.tools.filter((t) => t.name === "ask_clarification" || t.name === "bash").map((t) => t.description).sort(),
+        [...offered("ask_clarification"), ...offered("bash")].sort()
+      )
     }))
 
   it.scoped("a misordered chain fails when the agent is built, with the typed error", () =>
