@@ -173,7 +173,10 @@ describe("LeadAgent.layer", () => {
         })
       const seen: Array<ModelRequest> = []
       const agent = yield* buildAgent(agentLayer(
-        [(request) => (seen.push(request), { toolCalls: [{ name: "ask_clarification", args: { question: "Which?" } }] })],
+        [(request) => {
+          seen.push(request)
+          return { toolCalls: [{ name: "ask_clarification", args: { question: "Which?" } }] }
+        }],
         { sandboxTools: true, tools: [own("ask_clarification"), own("bash")] }
       ))
       const end = yield* agent.turn({ threadId: "own-tools", prompt: "Pick one" })
