@@ -348,21 +348,21 @@ const commit = (fs: FileSystem.FileSystem, dir: string, sources: ReadonlyArray<S
   })
 
 /**
- * Why each file of an upload must not get its Markdown sibling, if it must not: the sibling's name is one of
- * the uploaded files, or an earlier document of the same upload already converts to it (`a.pdf`, `a.docx`).
+ * Why a document of an upload must not get its Markdown sibling, if it must not: the sibling's name is one of the
+ * uploaded files, or an earlier document of the same upload was converted to it (`a.pdf`, `a.docx`). `written` has
+ * each sibling written so far, with its document; one whose conversion wrote nothing holds no name (as DeerFlow
+ * releases its claim).
  */
-export const siblingConflicts = (filenames: ReadonlyArray<string>): ReadonlyArray<string | undefined> => {
-  const uploaded = new Set(filenames)
-  const claimed = new Map<string, string>()
-  return filenames.map((filename) => {
-    if (Option.isNone(DocumentConverter.formatOf(filename))) return undefined
-    const sibling = markdownSiblingOf(filename)
-    if (uploaded.has(sibling)) return `${sibling} is one of the uploaded files, so the conversion did not replace it`
-    const owner = claimed.get(sibling)
-    if (owner !== undefined) return `${sibling} already holds the conversion of ${owner}`
-    claimed.set(sibling, filename)
-    return undefined
-  })
+export const siblingConflict = (
+  filename: string,
+  uploaded: ReadonlySet<string>,
+  written: ReadonlyMap<string, string>
+): string | undefined => {
+  if (Option.isNone(DocumentConverter.formatOf(filename))) return undefined
+  const sibling = markdownSiblingOf(filename)
+  if (uploaded.has(sibling)) return `${sibling} is one of the uploaded files, so the conversion did not replace it`
+  const owner = written.get(sibling)
+  return owner !== undefined ? `${sibling} already holds the conversion of ${owner}` : undefined
 }
 
 const convert = (
@@ -430,10 +430,20 @@ export const upload = Effect.fn("Upload.upload")(function*(
   yield* ensureUploadsDir(fs, dir)
   const sizes = yield* commit(fs, dir, sources, limits)
   const converting = options.convert ?? limits.auto_convert_documents ?? false
-  const conflicts = siblingConflicts(sources.map((source) => source.filename))
+  const uploaded = new Set(sources.map((source) => source.filename))
+  // (the siblings written by this upload, one document after the other)
+  const written = new Map<string, string>()
+  const converted = (source: Source) =>
+    Effect.suspend(() => convert(fs, dir, source, siblingConflict(source.filename, uploaded, written))).pipe(
+      Effect.tap((conversion) =>
+        Effect.sync(() => {
+          if (conversion.markdown_path !== undefined) written.set(markdownSiblingOf(source.filename), source.filename)
+        })
+      )
+    )
   return yield* Effect.forEach(sources, (source, i) =>
     Effect.map(
-      converting ? convert(fs, dir, source, conflicts[i]) : Effect.succeed({}),
+      converting ? converted(source) : Effect.succeed({}),
       (conversion): UploadResult => ({
         filename: source.filename,
         ...(source.filename === named[i]!.filename ? {} : { original_filename: named[i]!.filename }),

@@ -162,6 +162,22 @@ describe("Upload", () => {
       assert.strictEqual(fs.readFileSync(path.join(uploads, "plan.md"), "utf8"), "# Plan A\n")
     }))
 
+  // DeerFlow test_client.py::test_upload_files_failed_conversion_releases_the_claimed_markdown_name: a document whose
+  // conversion wrote nothing holds no name; the next of its stem was refused as if plan.md held the first's
+  it.effect("a document whose conversion wrote nothing leaves its Markdown name to the next one of its stem", () =>
+    Effect.gen(function*() {
+      const { home, uploads } = freshHome()
+      const results = yield* Upload.upload("t1", [
+        { name: "plan.html", bytes: new TextEncoder().encode("<p>   </p>") },
+        { name: "plan.htm", bytes: new TextEncoder().encode("<h1>Plan B</h1>") }
+      ]).pipe(withConfig(home))
+      assert.strictEqual(results[0]!.conversion_error, "no text was found in the document")
+      assert.isUndefined(results[0]!.markdown_path)
+      assert.strictEqual(results[1]!.markdown_path, "/mnt/user-data/uploads/plan.md")
+      assert.isUndefined(results[1]!.conversion_error)
+      assert.strictEqual(fs.readFileSync(path.join(uploads, "plan.md"), "utf8"), "# Plan B\n")
+    }))
+
   it.effect("limits: too many files, a file too large, too much in all; a refused upload writes nothing", () =>
     Effect.gen(function*() {
       const { home, uploads } = freshHome()
