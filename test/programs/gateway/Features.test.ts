@@ -1,6 +1,7 @@
 /**
- * `GET /api/features` says truthfully what this server has (the custom agents API and MCP tasks exactly when
- * their endpoints are served; never live browser control), and DeerFlow's endpoints of features Antler has not
+ * `GET /api/features` says truthfully what this server has (the custom agents API exactly when its endpoints are
+ * served; never live browser control, nor durable MCP tasks: DeerFlow's app would show a Background tasks button
+ * that is always empty), and DeerFlow's endpoints of features Antler has not
  * (channels, the Lark integration) answer as DeerFlow does with them off, for each user, never a 404. With
  * `agents_api.enabled: false` the custom agents endpoints answer DeerFlow's 403.
  */
@@ -37,9 +38,23 @@ describe("features", () => {
     assert.deepStrictEqual(body, {
       agents_api: { enabled: served.includes("GET /api/agents") },
       browser_control: { enabled: false },
-      mcp_tasks: { enabled: served.includes("GET /api/threads/:thread_id/mcp-tasks") }
+      mcp_tasks: { enabled: false }
     })
     assert.strictEqual((await get("/api/features", null)).status, 401)
+  })
+
+  it("has no durable MCP tasks: DeerFlow's app hides its Background tasks button, and a thread lists none", async () => {
+    // (the app's useMcpTasksEnabled reads mcp_tasks.enabled, as DeerFlow's gateway answers it with its
+    // mcp_tasks runtime off, its default; an app that asks anyway gets the thread's tasks: none)
+    assert.isFalse((await get("/api/features")).body.mcp_tasks.enabled)
+    const thread = await fetch(`${gateway.url}/api/threads`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: "{}"
+    }).then((response) => response.json() as Promise<any>)
+    const tasks = await get(`/api/threads/${thread.thread_id}/mcp-tasks?limit=20`)
+    assert.strictEqual(tasks.status, 200)
+    assert.deepStrictEqual(tasks.body, [])
   })
 
   it("has no channels and no Lark integration, as DeerFlow answers with them off", async () => {

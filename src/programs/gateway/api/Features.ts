@@ -16,7 +16,9 @@ const Flag = Schema.Struct({ enabled: Schema.Boolean })
 export const Features = Schema.Struct({
   agents_api: Flag.annotations({ description: "Whether the custom agents API (/api/agents) is served" }),
   browser_control: Flag.annotations({ description: "Live browser control (never, in Antler)" }),
-  mcp_tasks: Flag.annotations({ description: "Durable MCP tasks (/api/threads/{id}/mcp-tasks)" })
+  mcp_tasks: Flag.annotations({
+    description: "Durable MCP tasks (never, in Antler: /api/threads/{id}/mcp-tasks is always empty)"
+  })
 }).annotations({ identifier: "Features" })
 
 /** DeerFlow's channel providers (none: Antler has no channels). */

@@ -1,8 +1,9 @@
 /**
- * What this server has (declared in `api/Features.ts`), read from the API it serves rather than written down:
- * the custom agents API is on when `/api/agents` is served (and `agents_api.enabled` is not false), MCP tasks when
- * a thread's `mcp-tasks` are; live
- * browser control never is. Channels and the Lark integration answer as DeerFlow's do with the feature off.
+ * What this server has (declared in `api/Features.ts`): the custom agents API is on when `/api/agents` is served
+ * (read from the API it serves) and `agents_api.enabled` is not false; live browser control and durable MCP tasks
+ * never are (a thread's `mcp-tasks` list is served, always empty: DeerFlow's app shows its Background tasks button
+ * only when the flag is on, as DeerFlow's gateway has it with its task runtime started). Channels and the Lark
+ * integration answer as DeerFlow's do with the feature off.
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
@@ -56,7 +57,7 @@ export const layer = (api: DeerFlowApi) =>
     const features = (app: AppConfigService["Type"]): typeof FeaturesApi.Features.Type => ({
       agents_api: { enabled: served.has("GET /api/agents") && app.config.agents_api.enabled },
       browser_control: { enabled: false },
-      mcp_tasks: { enabled: served.has("GET /api/threads/:thread_id/mcp-tasks") }
+      mcp_tasks: { enabled: false }
     })
     return handlers
       .handleRaw("listFeatures", () => Effect.map(now, (app) => json(FeaturesApi.Features, features(app))))
