@@ -160,6 +160,33 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     assert.strictEqual((await client.runs.get(thread.thread_id, runId)).status, "success")
   })
 
+  it("a page reloaded mid-run rejoins as useStream's reconnectOnMount does (Last-Event-ID -1): from the first event", async () => {
+    // (DeerFlow's app keeps the run id in sessionStorage and, on reload, joins with the SDK's `lastEventId ??= "-1"`:
+    // DeerFlow's gateway replays from the earliest kept event, where Antler answered 400)
+    const thread = await client.threads.create()
+    const run = await client.runs.create(thread.thread_id, "lead_agent", {
+      input: { messages: [{ type: "human", content: "Count slowly, please" }] },
+      streamMode: ["values", "messages-tuple"]
+    })
+    await until(async () => (await client.runs.get(thread.thread_id, run.run_id)).status === "running", "running")
+    const parts: Array<{ event: string; data: any; id?: string }> = []
+    for await (const part of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })) {
+      parts.push(part as any)
+    }
+    assert.strictEqual(parts[0]?.event, "metadata", JSON.stringify(parts[0]))
+    assert.deepStrictEqual(parts.map((p) => Number(p.id)), parts.map((_, i) => i + 1))
+    assert.strictEqual(parts.at(-1)!.event, "end")
+    const texts = [...reassemble(parts.filter((p) => p.event === "messages").map((p) => p.data)).values()]
+    assert.include(texts, LONG)
+    // a run that has ended: the thread's values once, as any join without a cursor
+    const again: Array<{ event: string; data: any }> = []
+    for await (const part of client.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: "-1" })) {
+      again.push(part as any)
+    }
+    assert.strictEqual(again.at(-1)!.event, "end")
+    assert.notInclude(again.map((p) => p.event), "error")
+  })
+
   it("a joiner whose cursor fell out of the replay window gets the gap event and reloads state", async () => {
     // a gateway that keeps only the last 20 events of a run (the run streams about 65)
     const small = await Support.start({

@@ -277,7 +277,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const { thread_id: threadId, run_id: runId } = path
           const stored = (yield* ownedThread(userId, threadId)).thread_id
           const lastEventId = headers["last-event-id"]
-          const cursor = lastEventId === undefined || lastEventId.trim() === "" ? 0 : Number(lastEventId)
+          // none, or the SDK's "-1" (useStream's rejoin on a page reload, `lastEventId ??= "-1"`): from the first
+          // kept event, as DeerFlow's gateway replays an id it has not sent from the earliest it keeps
+          const cursor = lastEventId === undefined || lastEventId.trim() === "" || lastEventId.trim() === "-1"
+            ? 0
+            : Number(lastEventId)
           if (!Number.isInteger(cursor) || cursor < 0) {
             return yield* fail(
               "bad_request",
