@@ -242,6 +242,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const prefix = prefixOf(http.url)
           const run = yield* prepareRun(who, threadId, request)
           const location = runLocation(prefix, run)
+          // (where the SDK rejoins a broken stream: its apiUrl, then this path, so none of the prefix the request
+          // came by, which the client's apiUrl has already or, behind DeerFlow's Next rewrite, names otherwise)
+          const rejoin = `${runLocation("", run)}/stream`
           const cancelOnDisconnect = (request.on_disconnect ?? "cancel") === "cancel"
           const disconnect = cancelOnDisconnect ? Effect.ignore(runs.cancel(run.runId, "interrupt", false)) : undefined
           switch (kind) {
@@ -252,7 +255,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             case "stream":
               return sse(runs.subscribe(run, 0, undefined, disconnect), {
                 "content-location": location,
-                location: `${location}/stream`
+                location: rejoin
               })
             case "wait": {
               // (a stateless run's thread goes with it: only its own end is awaited)

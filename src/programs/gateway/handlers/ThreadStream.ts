@@ -15,7 +15,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as FrameMirror from "../FrameMirror.js"
 import * as ThreadStream from "../ThreadStream.js"
 import * as Access from "./Access.js"
-import { prefixOf, queryList, sse } from "./Http.js"
+import { queryList, sse } from "./Http.js"
 
 const decodeModes = Schema.decodeUnknownEither(Schema.Array(Schema.Literal(...ThreadStream.MODES)))
 
@@ -108,7 +108,8 @@ export const layer = (api: LangGraphApi, open: OpenStreams) =>
           const body = Readable.from(Stream.toAsyncIterable(text), { objectMode: false })
           // (the stream's share given back once its response is over, however it ended)
           body.once("close", () => open.release(user))
-          // (where the SDK reconnects to, with the last event's id, when the connection breaks)
-          return sse(body, { location: `${prefixOf(request.url)}/threads/${path.thread_id}/stream` })
+          // (where the SDK reconnects to, with the last event's id, when the connection breaks: the path under its
+          // apiUrl, without the prefix the request came by)
+          return sse(body, { location: `/threads/${path.thread_id}/stream` })
         }))
     }))
