@@ -78,7 +78,7 @@ afterAll(async () => {
 })
 
 describe("DeerFlow's app behind its Next rewrite", () => {
-  it("a run's stream that breaks is rejoined where Location says, the events after the last one, each once", async () => {
+  it("a broken run stream is rejoined where Location says: the events after the last one, each once", async () => {
     const client = new Client({ apiUrl: `${proxy.url}/api/langgraph`, apiKey: null })
     const thread = await client.threads.create()
     breaks = 1

@@ -43,7 +43,7 @@ describe("features", () => {
     assert.strictEqual((await get("/api/features", null)).status, 401)
   })
 
-  it("has no durable MCP tasks: DeerFlow's app hides its Background tasks button, and a thread lists none", async () => {
+  it("has no durable MCP tasks: DeerFlow's app hides its Background tasks button; a thread lists none", async () => {
     // (the app's useMcpTasksEnabled reads mcp_tasks.enabled, as DeerFlow's gateway answers it with its
     // mcp_tasks runtime off, its default; an app that asks anyway gets the thread's tasks: none)
     assert.isFalse((await get("/api/features")).body.mcp_tasks.enabled)

@@ -160,7 +160,7 @@ describe("reconnecting, cancelling, clarifying, reading state and history", () =
     assert.strictEqual((await client.runs.get(thread.thread_id, runId)).status, "success")
   })
 
-  it("a page reloaded mid-run rejoins as useStream's reconnectOnMount does (Last-Event-ID -1): from the first event", async () => {
+  it("a page reloaded mid-run rejoins as useStream does (Last-Event-ID -1): from the first event", async () => {
     // (DeerFlow's app keeps the run id in sessionStorage and, on reload, joins with the SDK's `lastEventId ??= "-1"`:
     // DeerFlow's gateway replays from the earliest kept event, where Antler answered 400)
     const thread = await client.threads.create()
