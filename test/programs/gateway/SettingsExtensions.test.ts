@@ -536,6 +536,19 @@ describe("skill install", () => {
   })
 })
 
+/** Through the open gateway at `url`'s settings: the `warehouse` MCP server added (off), `demo-skill` turned off. */
+const addWarehouseAndDisableDemo = async (url: string) => {
+  const headers = { "content-type": "application/json" }
+  const put = await fetch(`${url}/api/mcp/config`, {
+    method: "PUT",
+    headers,
+    body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
+  })
+  assert.strictEqual(put.status, 200, await put.clone().text())
+  const skill = await fetch(`${url}/api/skills/demo-skill`, { method: "PUT", headers, body: '{"enabled":false}' })
+  assert.strictEqual(skill.status, 200, await skill.clone().text())
+}
+
 describe("the open gateway (no tokens, loopback only)", () => {
   it("lets its local user manage MCP servers and skills", async () => {
     const home = Support.tempDir("antler-ext-open-")
@@ -543,22 +556,10 @@ describe("the open gateway (no tokens, loopback only)", () => {
     Fs.writeFileSync(Path.join(home, "skills", "public", "demo-skill", "SKILL.md"), SKILL)
     const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
     try {
-      const headers = { "content-type": "application/json" }
-      const put = await fetch(`${open.url}/api/mcp/config`, {
-        method: "PUT",
-        headers,
-        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
-      })
-      assert.strictEqual(put.status, 200, await put.clone().text())
+      await addWarehouseAndDisableDemo(open.url)
       assert.deepStrictEqual(Object.keys((await bodyOf(await fetch(`${open.url}/api/mcp/config`))).mcp_servers), [
         "warehouse"
       ])
-      const skill = await fetch(`${open.url}/api/skills/demo-skill`, {
-        method: "PUT",
-        headers,
-        body: JSON.stringify({ enabled: false })
-      })
-      assert.strictEqual(skill.status, 200)
       const stored = JSON.parse(Fs.readFileSync(Path.join(home, "extensions_config.json"), "utf8"))
       assert.deepStrictEqual(stored.skills, { "demo-skill": { enabled: false } })
       assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
@@ -583,19 +584,7 @@ describe("writing extensions_config.json", () => {
     Fs.symlinkSync(target, link)
     const open = await Support.start({ script: () => "ok", home, source: Path.join(home, "config.yaml") })
     try {
-      const headers = { "content-type": "application/json" }
-      const put = await fetch(`${open.url}/api/mcp/config`, {
-        method: "PUT",
-        headers,
-        body: JSON.stringify({ mcp_servers: { warehouse: { type: "http", url: mcpUrl, enabled: false } } })
-      })
-      assert.strictEqual(put.status, 200, await put.clone().text())
-      const skill = await fetch(`${open.url}/api/skills/demo-skill`, {
-        method: "PUT",
-        headers,
-        body: JSON.stringify({ enabled: false })
-      })
-      assert.strictEqual(skill.status, 200, await skill.clone().text())
+      await addWarehouseAndDisableDemo(open.url)
       assert.isTrue(Fs.lstatSync(link).isSymbolicLink())
       const stored = JSON.parse(Fs.readFileSync(target, "utf8"))
       assert.strictEqual(stored.mcpServers.warehouse.url, mcpUrl)
