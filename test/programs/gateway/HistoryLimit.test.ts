@@ -1,6 +1,8 @@
 /**
  * `GET /threads/{id}/history?limit=` takes what `POST .../history` takes: an integer from 1 to 1000 (default 10).
- * Any other limit is a 422 naming it; a fractional one was a 500 (the states were indexed by it).
+ * Any other limit is a 422 naming it; a fractional one was a 500 (the states were indexed by it). `POST
+ * .../history` pages by `before`: a checkpoint, or its id alone (as LangGraph's Python SDK and DeerFlow's API send
+ * it; it was ignored, so each page was the first).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { TestGateway } from "./support.js"
@@ -39,5 +41,28 @@ describe("a thread's history by GET", () => {
     assert.isAbove(all.length, 1)
     const one = (await (await fetch(`${gateway.url}/threads/${threadId}/history?limit=1`)).json()) as Array<any>
     assert.deepStrictEqual(one, all.slice(0, 1))
+  })
+})
+
+describe("a thread's history paged by before", () => {
+  const page = async (before: unknown) => {
+    const response = await fetch(`${gateway.url}/threads/${threadId}/history`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ limit: 10, before })
+    })
+    assert.strictEqual(response.status, 200)
+    return ((await response.json()) as Array<any>).map((state) => state.checkpoint.checkpoint_id)
+  }
+
+  it("gives the states before a checkpoint named by its id alone, as before one given whole", async () => {
+    const all = await page(null)
+    assert.isAbove(all.length, 1)
+    const anchor = all[0]
+    const byId = await page(anchor)
+    assert.deepStrictEqual(byId, all.slice(1))
+    assert.deepStrictEqual(await page({ checkpoint_id: anchor }), byId)
+    // (an empty id names no checkpoint: the newest states)
+    assert.deepStrictEqual(await page(""), all)
   })
 })

@@ -118,8 +118,11 @@ export const layer = (api: LangGraphApi) =>
         before: unknown,
         filter?: Readonly<Record<string, unknown>> | null
       ) => {
-        const cursor = before as { checkpoint_id?: unknown } | null | undefined
-        const beforeSeq = cursor != null && typeof cursor === "object" && cursor.checkpoint_id != null
+        // a checkpoint (LangGraph's JS SDK) or its id alone (LangGraph's Python SDK, DeerFlow's API)
+        const cursor = before as { checkpoint_id?: unknown } | string | null | undefined
+        const beforeSeq = typeof cursor === "string"
+          ? cursor.trim() === "" ? undefined : Number(cursor)
+          : cursor != null && typeof cursor === "object" && cursor.checkpoint_id != null
           ? Number(cursor.checkpoint_id)
           : undefined
         const filtered = filter != null && Object.keys(filter).length > 0
