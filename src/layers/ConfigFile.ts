@@ -15,6 +15,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
+import * as DatabaseLegacy from "../services/config/DatabaseLegacy.js"
 import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
 import * as UploadsLegacy from "../services/config/UploadsLegacy.js"
 import * as ModelRequest from "../services/config/ModelRequest.js"
@@ -328,11 +329,15 @@ const writeFileMaxFromEnv = (config: AppConfig, raw: Record<string, unknown>): E
     return { ...config, sandbox: { ...config.sandbox, write_file_max_bytes: Math.max(0, Number(value)) } }
   })
 
-/** DeerFlow's older layouts (of `memory:`, of the `uploads:` limits) read as its newer ones, with warnings. */
+/**
+ * DeerFlow's older layouts (of `memory:`, of the `uploads:` limits, its `checkpointer:` and `memory` database) read
+ * as what Antler reads, with warnings.
+ */
 const migrateLegacy = (raw: unknown): MemoryLegacy.Migrated => {
   const memory = MemoryLegacy.migrate(raw)
   const uploads = UploadsLegacy.migrate(memory.raw)
-  return { raw: uploads.raw, warnings: [...memory.warnings, ...uploads.warnings] }
+  const database = DatabaseLegacy.migrate(uploads.raw)
+  return { raw: database.raw, warnings: [...memory.warnings, ...uploads.warnings, ...database.warnings] }
 }
 
 /** Decodes configuration text (YAML) as if read from `file`. */

@@ -395,6 +395,34 @@ describe("ConfigFile", () => {
       assert.strictEqual(fromObject.config.uploads.max_files, 2)
     }))
 
+  // DeerFlow test_checkpointer.py: DeerFlow's `memory` database backend and its older `checkpointer:` section (put
+  // before `database` for checkpoints) are read, where a DeerFlow configuration was refused or its database unused
+  it.effect("database: backend memory starts on SQLite; a postgres checkpointer section is read as database.url", () =>
+    Effect.gen(function*() {
+      const { capture, logged: warnings } = captureLogs("Warning")
+      const load = (text: string) => ConfigFile.load(tempFile(text)).pipe(withEnv({}), Effect.provide(capture))
+      const memory = yield* load("database:\n  backend: memory\n  postgres_url: postgresql://u:p@db:5432/x\n")
+      assert.isUndefined(memory.config.database.backend)
+      assert.isUndefined(memory.config.database.url ?? memory.config.database.postgres_url ?? undefined)
+      assert.isTrue(warnings.some((w) => w.includes("database.backend memory read as sqlite")), warnings.join())
+      const dsn = "postgresql://u:p@db:5432/deerflow"
+      const legacy = yield* load(`checkpointer:\n  type: postgres\n  connection_string: ${dsn}\n`)
+      assert.strictEqual(Redacted.value(legacy.config.database.url!), dsn)
+      assert.deepStrictEqual(legacy.ignored, [])
+      assert.isTrue(warnings.some((w) => w.includes("checkpointer (DeerFlow's older section) read as database.url")))
+      // first, as in DeerFlow: before a database section's own backend
+      const both = yield* load(
+        `checkpointer:\n  type: postgres\n  connection_string: ${dsn}\ndatabase:\n  backend: sqlite\n`
+      )
+      assert.strictEqual(Redacted.value(both.config.database.url!), dsn)
+      assert.isUndefined(both.config.database.backend)
+      // a SQLite file or memory: not used, and said so
+      const sqlite = yield* load("checkpointer:\n  type: sqlite\n  connection_string: checkpoints.db\n")
+      assert.isUndefined(sqlite.config.database.url ?? undefined)
+      assert.deepStrictEqual(sqlite.ignored, [])
+      assert.isTrue(warnings.some((w) => w.includes("checkpointer (type sqlite) not used")), warnings.join())
+    }))
+
   // DeerFlow test_memory_manager_pluggable.py: a storage_path that is an existing file is a configuration error
   it.effect("memory: a storage_path that is an existing file is refused before anything runs", () =>
     Effect.gen(function*() {
