@@ -372,7 +372,7 @@ export const checkpointRef = (threadId: string, seq: number | undefined) =>
 /** What the run id of a state update's checkpoint starts with (`POST /threads/{id}/state`). */
 export const UPDATE_WRITER = "update-state-"
 
-/** LangGraph's ThreadState object. */
+/** LangGraph's ThreadState object, with DeerFlow's `checkpoint_id` and `parent_checkpoint_id`. */
 export const stateObject = (
   threadId: string,
   state: ThreadState,
@@ -389,6 +389,8 @@ export const stateObject = (
   tasks: [],
   checkpoint: checkpointRef(threadId, at.seq) ?? { thread_id: threadId, checkpoint_ns: "", checkpoint_id: null },
   parent_checkpoint: checkpointRef(threadId, at.parent),
+  checkpoint_id: at.seq === undefined ? null : String(at.seq),
+  parent_checkpoint_id: at.parent === undefined ? null : String(at.parent),
   metadata: {
     // (a state update's checkpoint is LangGraph's `update`; a run's, `loop`)
     source: at.run_id?.startsWith(UPDATE_WRITER) === true ? "update" : "loop",

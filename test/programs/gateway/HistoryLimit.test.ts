@@ -2,7 +2,8 @@
  * `GET /threads/{id}/history?limit=` takes what `POST .../history` takes: an integer from 1 to 1000 (default 10).
  * Any other limit is a 422 naming it; a fractional one was a 500 (the states were indexed by it). `POST
  * .../history` pages by `before`: a checkpoint, or its id alone (as LangGraph's Python SDK and DeerFlow's API send
- * it; it was ignored, so each page was the first).
+ * it; it was ignored, so each page was the first). Each state names its checkpoint and its parent's by id too, as
+ * DeerFlow's states and history entries do.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { TestGateway } from "./support.js"
@@ -64,5 +65,27 @@ describe("a thread's history paged by before", () => {
     assert.deepStrictEqual(await page({ checkpoint_id: anchor }), byId)
     // (an empty id names no checkpoint: the newest states)
     assert.deepStrictEqual(await page(""), all)
+  })
+})
+
+describe("a thread's states name their checkpoints by id", () => {
+  it("checkpoint_id and parent_checkpoint_id, as DeerFlow's; its history paged by the one a state gives", async () => {
+    const post = async (body: unknown) =>
+      (await (await fetch(`${gateway.url}/threads/${threadId}/history`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body)
+      })).json()) as Array<any>
+    const entries = await post({ limit: 10 })
+    assert.isAbove(entries.length, 1)
+    for (const entry of entries) {
+      assert.strictEqual(entry.checkpoint_id, entry.checkpoint.checkpoint_id)
+      assert.strictEqual(entry.parent_checkpoint_id, entry.parent_checkpoint?.checkpoint_id ?? null)
+    }
+    assert.strictEqual(entries[0].parent_checkpoint_id, entries[1].checkpoint_id)
+    const state = (await (await fetch(`${gateway.url}/threads/${threadId}/state`)).json()) as any
+    assert.strictEqual(state.checkpoint_id, entries[0].checkpoint_id)
+    const paged = await post({ limit: 10, before: entries[0].checkpoint_id })
+    assert.strictEqual(paged[0].checkpoint_id, entries[1].checkpoint_id)
   })
 })

@@ -160,6 +160,9 @@ export const StateObject = Schema.Struct({
   tasks: Schema.Array(Schema.Unknown),
   checkpoint: Checkpoint,
   parent_checkpoint: Schema.NullOr(Checkpoint),
+  /** The checkpoint's id and its parent's, as DeerFlow's states and history entries give them. */
+  checkpoint_id: Schema.NullOr(Schema.String),
+  parent_checkpoint_id: Schema.NullOr(Schema.String),
   metadata: Schema.Struct({
     source: Schema.String,
     step: Schema.Number,
