@@ -65,6 +65,9 @@ describe("a thread's history paged by before", () => {
     assert.deepStrictEqual(await page({ checkpoint_id: anchor }), byId)
     // (an empty id names no checkpoint: the newest states)
     assert.deepStrictEqual(await page(""), all)
+    // and by GET, as LangGraph's
+    const got = await (await fetch(`${gateway.url}/threads/${threadId}/history?before=${anchor}`)).json()
+    assert.deepStrictEqual((got as Array<any>).map((state) => state.checkpoint.checkpoint_id), byId)
   })
 })
 

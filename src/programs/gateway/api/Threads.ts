@@ -290,7 +290,8 @@ export const group = HttpApiGroup.make("threads")
     HttpApiEndpoint.get("getHistory", "/threads/:thread_id/history")
       .setPath(ThreadPath)
       .setUrlParams(Schema.Struct({
-        limit: Schema.optional(QueryValue.annotations({ description: "How many states (1-1000, default 10)" }))
+        limit: Schema.optional(QueryValue.annotations({ description: "How many states (1-1000, default 10)" })),
+        before: Schema.optional(QueryValue.annotations({ description: "Only the states before this checkpoint id" }))
       }))
       .addSuccess(StateHistory)
       .addError(ThreadNotFound)

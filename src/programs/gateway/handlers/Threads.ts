@@ -453,7 +453,7 @@ export const layer = (api: LangGraphApi) =>
                 `limit must be an integer from 1 to 1000, got ${JSON.stringify(text)}.`
               )
             }
-            return yield* getHistory(thread, limit, undefined)
+            return yield* getHistory(thread, limit, queryList(urlParams.before)[0])
           }))
         .handleRaw("searchHistory", ({ path }) =>
           Effect.gen(function*() {
