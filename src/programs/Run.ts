@@ -226,7 +226,7 @@ const callTools = (
     // The results, in the calls' order, applied now (the run's own writes); the first failure, if one fails.
     const applyAll = (synthesizeMissing: boolean): ReducerError | undefined => {
       const writes: Array<Message> = []
-      let updates: Array<StateUpdate> | undefined
+      let updates: Array<readonly [StateUpdate, string]> | undefined
       for (let i = 0; i < calls.length; i++) {
         const result = results[i]
         if (result === undefined) {
@@ -236,7 +236,7 @@ const callTools = (
           continue
         }
         writes.push(result.message)
-        if (result.update !== undefined) (updates ??= []).push(result.update)
+        if (result.update !== undefined) (updates ??= []).push([result.update, calls[i]!.id])
       }
       message.invalid_tool_calls?.forEach((call, i) => writes.push(invalidCallResult(call, i, message).message))
       const apply = step.holder.apply
@@ -245,8 +245,8 @@ const callTools = (
         if (failed !== undefined) return failed
       }
       if (updates !== undefined) {
-        for (const update of updates) {
-          const failed = apply(update)
+        for (const [update, callId] of updates) {
+          const failed = apply(update, callId)
           if (failed !== undefined) return failed
         }
       }

@@ -16,8 +16,11 @@ import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 /** A run's thread state, its updates since the last checkpoint, and the run's `RunState` service over it. */
 export interface Holder {
   readonly service: RunState["Type"]
-  /** Applies an update now (the loop's own writes: no effect of their own); its failure, if it fails. */
-  readonly apply: (update: StateUpdate) => ReducerError | undefined
+  /**
+   * Applies an update now (the loop's own writes: no effect of their own); its failure, if it fails. `toolCallId`
+   * names the tool call whose result made it (told with its `state` event).
+   */
+  readonly apply: (update: StateUpdate, toolCallId?: string) => ReducerError | undefined
   /** The updates applied since the last checkpoint, cleared. */
   readonly drain: () => ReadonlyArray<StateUpdate>
   readonly current: () => ThreadState
@@ -37,7 +40,7 @@ const clearsMessages = (update: StateUpdate): boolean => {
   return false
 }
 
-const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
+const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void, toolCallId: string | undefined) => {
   // Told whole, in its order: as messages first and the removal after, a listener would clear what it had just
   // been told was kept (and the kept messages are not new ones).
   if (clearsMessages(update)) return emit({ type: "state", update })
@@ -55,7 +58,10 @@ const eventsOf = (update: StateUpdate, emit: (event: RunEvent) => void) => {
     const { messages: _, ...others } = update
     rest = removals === undefined ? others : { ...others, messages: removals }
   } else rest = update
-  if (Object.keys(rest).length > 0) emit({ type: "state", update: rest })
+  if (Object.keys(rest).length > 0) {
+    const event = { type: "state" as const, update: rest }
+    emit(toolCallId === undefined ? event : { ...event, tool_call_id: toolCallId })
+  }
 }
 
 /**
@@ -67,12 +73,12 @@ export const make = (initial: ThreadState, emit: ((event: RunEvent) => void) | u
   const indexes = makeIndexes()
   let journal: Array<StateUpdate> = []
   const current = () => state
-  const apply = (update: StateUpdate): ReducerError | undefined => {
+  const apply = (update: StateUpdate, toolCallId?: string): ReducerError | undefined => {
     const next = applyUpdate(state, update, indexes)
     if (Either.isLeft(next)) return next.left
     state = next.right
     journal.push(update)
-    if (emit !== undefined) eventsOf(update, emit)
+    if (emit !== undefined) eventsOf(update, emit, toolCallId)
     return undefined
   }
   return {

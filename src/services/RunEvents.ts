@@ -47,7 +47,12 @@ export const MessageEvent = Schema.Struct({ type: Schema.Literal("message"), mes
  * A state change other than new messages (title, artifacts, todos, removals...). A compaction is one whole: every
  * message removed, the kept ones written again (not new: no `message` event each) and the summary.
  */
-export const StateEvent = Schema.Struct({ type: Schema.Literal("state"), update: StateUpdate })
+export const StateEvent = Schema.Struct({
+  type: Schema.Literal("state"),
+  update: StateUpdate,
+  /** The tool call whose result made this update (LangGraph's `Command` of a tool), when one did. */
+  tool_call_id: Schema.optional(Schema.String)
+})
 
 /** A custom event named by DeerFlow's protocol (`llm_retry`, `safety_termination`, ...). */
 export const CustomEvent = Schema.Struct({

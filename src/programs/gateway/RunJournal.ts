@@ -5,11 +5,13 @@
  * app does not show); a subagent's `task_*` events as
  * `subagent.start`, `subagent.step` (DeerFlow's compact step: kind, text, tool calls) and `subagent.end`; and
  * `run.end` with how the run ended. Bounded: at most `MAX_EVENTS` events and `MAX_BYTES` of JSON per run (past
- * either, later events are left out, `run.end` always kept), a message's content cut to `MAX_CONTENT_CHARS`, a
- * step's text to `STEP_MAX_CHARS`. The memory block the run's model read is `context:memory` (its SHA-256 only, once
- * a run). Of the middleware actions DeerFlow's journal records, SafetyFinishReason's
- * `middleware:safety_termination` and Guardrail's `middleware:guardrail` are kept (from their custom events);
- * model-call traces and the other middleware records are not.
+ * either, later events are left out, `run.end` and `run.delivery` always kept), a message's content cut to
+ * `MAX_CONTENT_CHARS`, a step's text to `STEP_MAX_CHARS`. The memory block the run's model read is
+ * `context:memory` (its SHA-256 only, once a run). Of the middleware actions DeerFlow's journal records,
+ * SafetyFinishReason's `middleware:safety_termination` and Guardrail's `middleware:guardrail` are kept (from their
+ * custom events); model-call traces and the other middleware records are not. After the run's end,
+ * `run.delivery` (DeerFlow's receipt, category `outputs`): the files its tools presented (their `artifacts`
+ * updates), `{presented, paths, by_tool}`.
  */
 import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
 import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../middleware/InputSanitization.js"
@@ -26,6 +28,8 @@ export const MAX_EVENTS = 2000
 export const MAX_BYTES = 1_000_000
 /** A message's text beyond this is cut in its event. */
 export const MAX_CONTENT_CHARS = 32_000
+/** The most characters of presented paths `run.delivery` lists (each path and tool once); later ones left out. */
+export const MAX_DELIVERY_CHARS = 64_000
 /** DeerFlow's cap on a subagent step's text (and a tool call's arguments, as JSON). */
 export const STEP_MAX_CHARS = 8192
 
@@ -222,7 +226,7 @@ export interface RunJournal {
   readonly push: (events: ReadonlyArray<RunEvent>) => void
   /** Records what the run changed in the thread's files (bounded by `WorkspaceChanges`; always kept). */
   readonly workspace: (changes: WorkspaceChanges.Changes) => void
-  /** Records the run's end (always kept). */
+  /** Records the run's end and its delivery receipt (always kept). */
   readonly end: (
     ended: {
       readonly status: string
@@ -239,6 +243,19 @@ export interface RunJournal {
 }
 
 const CALLER = { caller: "lead_agent" }
+// the events always kept, past the bounds: the workspace changes, the run's end and its delivery receipt
+const FORCED = 3
+
+/** DeerFlow's delivery receipt: each presented path once per tool (in order), by the tool that presented it. */
+const deliveryContent = (produced: ReadonlyArray<readonly [string, string | undefined]>) => {
+  const paths: Array<string> = []
+  const byTool: Record<string, Array<string>> = {}
+  for (const [path, tool] of produced) {
+    paths.push(path)
+    if (tool !== undefined) (byTool[tool] ??= []).push(path)
+  }
+  return { presented: paths.length, paths, by_tool: byTool }
+}
 
 /** A fresh journal; `now` is the time each event is stamped with (ISO 8601). */
 export const make = (now: () => string): RunJournal => {
@@ -250,10 +267,28 @@ export const make = (now: () => string): RunJournal => {
   let full = false
   let answers = 0
   let memory = false
+  // the lead's tool calls by id (their names), and the paths its tools presented with the tool's name, once each
+  const callNames = new Map<string, string>()
+  const produced: Array<readonly [string, string | undefined]> = []
+  const producedKeys = new Set<string>()
+  let producedChars = 0
+
+  const present = (artifacts: unknown, toolCallId: string | undefined) => {
+    if (!Array.isArray(artifacts)) return
+    const tool = toolCallId === undefined ? undefined : callNames.get(toolCallId)
+    for (const path of artifacts) {
+      if (typeof path !== "string" || path === "") continue
+      const key = JSON.stringify([path, tool ?? null])
+      if (producedKeys.has(key) || producedChars + path.length > MAX_DELIVERY_CHARS) continue
+      producedKeys.add(key)
+      producedChars += path.length
+      produced.push([path, tool])
+    }
+  }
 
   const add = (event: Omit<StoredRunEvent, "seq" | "created_at">, force = false) => {
     const size = JSON.stringify(event).length
-    if (!force && (full || events.length >= MAX_EVENTS - 1 || bytes + size > MAX_BYTES)) {
+    if (!force && (full || events.length >= MAX_EVENTS - FORCED || bytes + size > MAX_BYTES)) {
       full = true
       return -1
     }
@@ -263,6 +298,9 @@ export const make = (now: () => string): RunJournal => {
   }
 
   const message = (written: Message) => {
+    if (written.type === "ai") {
+      for (const call of written.tool_calls ?? []) if (call.id !== "") callNames.set(call.id, call.name)
+    }
     const type = MESSAGE_EVENTS[written.type]
     const at = byMessage.get(written.id)
     if (type === undefined || M.isHidden(written)) {
@@ -301,6 +339,9 @@ export const make = (now: () => string): RunJournal => {
           case "message":
             message(event.message)
             break
+          case "state":
+            present(event.update.artifacts, event.tool_call_id)
+            break
           case "custom": {
             // DeerFlow's `record_memory_context`: the block's identity, never its text; once a run (a goal's
             // continuations enter the agent again)
@@ -333,11 +374,13 @@ export const make = (now: () => string): RunJournal => {
       const ending = { status: ended.status, stop_reason: ended.stop_reason }
       if (ended.status !== "error") {
         add({ event_type: "run.end", category: "outputs", content: ending, metadata: ending }, true)
-        return
+      } else {
+        const message = cut(ended.error ?? "The run failed", STEP_MAX_CHARS)[0]
+        const metadata = { ...ending, error_type: ended.error_type ?? "Error" }
+        add({ event_type: "run.error", category: "error", content: message, metadata }, true)
       }
-      const message = cut(ended.error ?? "The run failed", STEP_MAX_CHARS)[0]
-      const metadata = { ...ending, error_type: ended.error_type ?? "Error" }
-      add({ event_type: "run.error", category: "error", content: message, metadata }, true)
+      // DeerFlow's terminal receipt, whatever the ending (a run that presented nothing: `presented: 0`)
+      add({ event_type: "run.delivery", category: "outputs", content: deliveryContent(produced), metadata: {} }, true)
     },
     count: () => seq,
     // numbered from 1 as kept (an event dropped leaves no gap)

@@ -17,12 +17,31 @@ let gateway: TestGateway
 let home: string
 
 const lastRole = (body: any) => body.messages[body.messages.length - 1]?.role
+const toolCount = (body: any) => body.messages.filter((m: any) => m.role === "tool").length
+const asksReport = (body: any) =>
+  body.messages.some((m: any) => m.role === "user" && JSON.stringify(m.content).includes("Write the deer report"))
+const REPORT = "/mnt/user-data/outputs/deer.md"
+
+// a report: written, then presented with a look at the outputs in the same step, then the answer
+const report = (body: any) =>
+  toolCount(body) === 0
+    ? { toolCalls: [{ name: "write_file", arguments: { description: "report", path: REPORT, content: "# Deer" } }] }
+    : toolCount(body) === 1
+    ? {
+      toolCalls: [
+        { name: "ls", arguments: { description: "outputs", path: "/mnt/user-data/outputs" } },
+        { name: "present_files", arguments: { filepaths: [REPORT] } }
+      ]
+    }
+    : "Here is the report."
 
 const options = () => ({
   home,
   // a tool the agent does not have: its call is answered with an error result, then the model answers
   script: (body: any) =>
-    lastRole(body) === "tool"
+    asksReport(body)
+      ? report(body)
+      : lastRole(body) === "tool"
       ? "Deer eat grass."
       : { content: "Let me check. ", toolCalls: [{ name: "deer_lookup", arguments: { q: "food" } }] },
   config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
@@ -59,9 +78,10 @@ describe("a run's events, as DeerFlow's app reads them", () => {
       "llm.ai.response",
       "llm.tool.result",
       "llm.ai.response",
-      "run.end"
+      "run.end",
+      "run.delivery"
     ])
-    assert.deepStrictEqual(events.map((e) => e.seq), [1, 2, 3, 4, 5, 6])
+    assert.deepStrictEqual(events.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7])
     assert.isTrue(events.every((e) => e.thread_id === "journal" && e.run_id === runId && e.created_at !== ""))
     assert.strictEqual(events[1].content.content, "What do deer eat?")
     assert.strictEqual(events[2].content.tool_calls[0].name, "deer_lookup")
@@ -91,6 +111,30 @@ describe("a run's events, as DeerFlow's app reads them", () => {
     await gateway.stop()
     gateway = await Support.start(options())
     assert.deepStrictEqual(await read(), events)
+  })
+
+  // DeerFlow's test_run_journal TestDeliveryTracking: the run's receipt of the files it presented, by tool
+  it("ends with run.delivery: what the run presented, by the tool that presented it", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "report" })).status, 200)
+    const ran = await alice("POST", "/api/threads/report/runs/wait", {
+      input: { messages: [{ type: "human", content: "Write the deer report" }] }
+    })
+    assert.strictEqual(ran.status, 200, ran.text)
+    assert.deepStrictEqual(ran.json().artifacts, [REPORT])
+    const runId = (await alice("GET", "/api/threads/report/runs")).json()[0].run_id
+    const events = (await alice("GET", `/api/threads/report/runs/${runId}/events`)).json() as ReadonlyArray<any>
+    const last = events.at(-1)
+    assert.deepInclude(last, { event_type: "run.delivery", category: "outputs" })
+    assert.deepStrictEqual(last.content, { presented: 1, paths: [REPORT], by_tool: { present_files: [REPORT] } })
+    const only = await alice("GET", `/api/threads/report/runs/${runId}/events?event_types=run.delivery`)
+    assert.deepStrictEqual(only.json(), [last])
+
+    // a run that presented nothing: its receipt says so
+    await alice("POST", "/api/threads", { thread_id: "no-report" })
+    await alice("POST", "/api/threads/no-report/runs/wait", { input: { messages: [{ type: "human", content: "hi" }] } })
+    const other = (await alice("GET", "/api/threads/no-report/runs")).json()[0].run_id
+    const receipt = await alice("GET", `/api/threads/no-report/runs/${other}/events?event_types=run.delivery`)
+    assert.deepStrictEqual(receipt.json().map((e: any) => e.content), [{ presented: 0, paths: [], by_tool: {} }])
   })
 
   it("bob cannot read alice's run events, by her thread or by his", async () => {

@@ -88,7 +88,8 @@ describe("the run journal", () => {
       [3, "subagent.step", "subagent"],
       [4, "subagent.step", "subagent"],
       [5, "subagent.end", "subagent"],
-      [6, "run.end", "outputs"]
+      [6, "run.end", "outputs"],
+      [7, "run.delivery", "outputs"]
     ])
     const ai = events[2]!.content as any
     assert.deepInclude(ai, { task_id: "call-1", message_index: 1, kind: "ai", text: "Searching.", truncated: false })
@@ -149,8 +150,9 @@ describe("the run journal", () => {
     }
     journal.end({ status: "interrupted", stop_reason: "cancelled" })
     const events = journal.events()
-    assert.strictEqual(events.length, RunJournal.MAX_EVENTS)
-    assert.strictEqual(events.at(-1)!.event_type, "run.end")
+    assert.isAtLeast(events.length, RunJournal.MAX_EVENTS - 1)
+    assert.isAtMost(events.length, RunJournal.MAX_EVENTS)
+    assert.deepStrictEqual(events.slice(-2).map((e) => e.event_type), ["run.end", "run.delivery"])
 
     const big = RunJournal.make(at)
     for (let i = 0; i < 100; i++) big.push([{ type: "message", message: M.ai("z".repeat(100_000), { id: `a${i}` }) }])
@@ -159,9 +161,75 @@ describe("the run journal", () => {
     assert.isAtMost(JSON.stringify(kept).length, RunJournal.MAX_BYTES + 10_000)
     assert.isTrue((kept[0]!.content as any).additional_kwargs.content_truncated)
     // DeerFlow's contract: run.error's content is the error's message, its metadata names the error's type
-    assert.strictEqual(kept.at(-1)!.content, "boom")
-    assert.deepStrictEqual(kept.at(-1)!.metadata, { status: "error", stop_reason: "error", error_type: "ModelError" })
-    assert.strictEqual(kept.at(-1)!.event_type, "run.error")
+    const error = kept.at(-2)!
+    assert.strictEqual(error.content, "boom")
+    assert.deepStrictEqual(error.metadata, { status: "error", stop_reason: "error", error_type: "ModelError" })
+    assert.strictEqual(error.event_type, "run.error")
+    assert.strictEqual(kept.at(-1)!.event_type, "run.delivery")
+  })
+
+  // DeerFlow's test_run_journal TestDeliveryTracking: the run's terminal receipt of the files it presented
+  describe("run.delivery", () => {
+    const call = (id: string, name: string) => ({ id, name, args: {}, type: "tool_call" as const })
+    const presented = (callId: string, artifacts: ReadonlyArray<string>): RunEvent => ({
+      type: "state",
+      update: { artifacts },
+      tool_call_id: callId
+    })
+    const delivery = (journal: RunJournal.RunJournal) => {
+      const receipts = journal.events().filter((e) => e.event_type === "run.delivery")
+      assert.strictEqual(receipts.length, 1)
+      assert.strictEqual(receipts[0]!.category, "outputs")
+      return receipts[0]!.content
+    }
+
+    it("lists each path a tool presented once, by the tool that presented it", () => {
+      const journal = RunJournal.make(at)
+      journal.push([
+        { type: "run_start", thread_id: "t", run_id: "r" },
+        { type: "message", message: M.ai("", { tool_calls: [call("c1", "present_files"), call("c2", "ls")] }) },
+        { type: "message", message: M.tool("Presented 1 file(s)", "c1", { name: "present_files" }) },
+        { type: "message", message: M.tool("a.txt", "c2", { name: "ls" }) },
+        { type: "state", update: { sandbox: { sandbox_id: "local" } }, tool_call_id: "c2" },
+        presented("c1", ["/mnt/user-data/outputs/report.md"]),
+        { type: "message", message: M.ai("", { tool_calls: [call("c3", "present_files")] }) },
+        presented("c3", ["/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/appendix.md"]),
+        // a path whose tool is not known is counted, under no tool
+        presented("unknown", ["/mnt/user-data/outputs/anon.txt"])
+      ])
+      journal.end({ status: "success", stop_reason: "completed" })
+      assert.deepStrictEqual(delivery(journal), {
+        presented: 3,
+        paths: [
+          "/mnt/user-data/outputs/report.md",
+          "/mnt/user-data/outputs/appendix.md",
+          "/mnt/user-data/outputs/anon.txt"
+        ],
+        by_tool: { present_files: ["/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/appendix.md"] }
+      })
+      assert.strictEqual(journal.events().at(-1)!.event_type, "run.delivery")
+    })
+
+    it("is recorded with nothing presented, whatever the run's end", () => {
+      for (const status of ["success", "interrupted", "error"]) {
+        const journal = RunJournal.make(at)
+        journal.push([{ type: "run_start", thread_id: "t", run_id: "r" }])
+        journal.end({ status, stop_reason: status === "error" ? "error" : "completed", error: "boom" })
+        assert.deepStrictEqual(delivery(journal), { presented: 0, paths: [], by_tool: {} })
+      }
+    })
+
+    it("lists at most MAX_DELIVERY_CHARS of paths", () => {
+      const journal = RunJournal.make(at)
+      const paths = Array.from({ length: 100 }, (_, i) => `/mnt/user-data/outputs/${String(i).padStart(1000, "f")}`)
+      journal.push([presented("c", paths)])
+      journal.end({ status: "success", stop_reason: "completed" })
+      const content = delivery(journal) as { presented: number; paths: ReadonlyArray<string> }
+      assert.isAbove(content.presented, 0)
+      assert.isBelow(content.presented, 100)
+      assert.strictEqual(content.presented, content.paths.length)
+      assert.isAtMost(content.paths.join("").length, RunJournal.MAX_DELIVERY_CHARS)
+    })
   })
 
   it("drops a message's event when it is written again as one the app does not show", () => {
