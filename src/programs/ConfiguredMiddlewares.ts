@@ -24,10 +24,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import * as Fs from "node:fs"
-import { createRequire } from "node:module"
-import * as Path from "node:path"
-import { pathToFileURL } from "node:url"
+import * as UserModule from "../internal/UserModule.js"
 import type { ConfigError } from "../layers/ConfigFile.js"
 import * as ExtensionsFile from "../layers/ExtensionsFile.js"
 import * as Chain from "../middleware/Chain.js"
@@ -56,10 +53,8 @@ export class ConfiguredMiddlewares extends Context.Tag("antler/ConfiguredMiddlew
 export const parseEntry = (
   entry: string
 ): { readonly module: string; readonly exportName: string } | ConfiguredMiddlewareError => {
-  const at = entry.lastIndexOf(":")
-  const module = at > 0 ? entry.slice(0, at).trim() : ""
-  const exportName = at > 0 ? entry.slice(at + 1).trim() : ""
-  if (module === "" || !/^[A-Za-z_$][\w$]*$/.test(exportName)) {
+  const parsed = UserModule.split(entry)
+  if (parsed === undefined) {
     return new ConfiguredMiddlewareError({
       reason: "format",
       entry,
@@ -67,10 +62,8 @@ export const parseEntry = (
         `"./middlewares/guard.mjs:DomainGuard" (a path relative to the configuration file, or a package name)`
     })
   }
-  return { module, exportName }
+  return parsed
 }
-
-const isClass = (f: Function): boolean => /^class[\s{]/.test(Function.prototype.toString.call(f))
 
 const WRAPPERS = ["model", "tool", "run"] as const
 
@@ -117,7 +110,7 @@ export const entryOf = (entry: string, exported: unknown): Chain.Entry | Configu
     )
   }
   const factory = exported as Function
-  const call = (): unknown => (isClass(factory) ? Reflect.construct(factory, []) : factory())
+  const call = (): unknown => (UserModule.isClass(factory) ? Reflect.construct(factory, []) : factory())
   let first: unknown
   try {
     first = call()
@@ -147,74 +140,24 @@ export const none: Layer.Layer<ConfiguredMiddlewares> = Layer.succeed(Configured
 // ---------------------------------------------------------------------------------------------------------
 // Loading
 
-const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
-
-/**
- * Node's own `import()` of a module URL. Bundled, `antler` is a CommonJS script in which the bundler turns
- * `import(url)` into `require`, which cannot load an ES module: there a function made at run time does the real
- * import. Where that has no import of its own (a test runner's VM context), the module system's `import()` does.
- */
-const importUrl = (url: string): Promise<Record<string, unknown>> => {
-  const native = new Function("url", "return import(url)") as (url: string) => Promise<Record<string, unknown>>
-  return native(url).catch((cause) =>
-    (cause as { code?: unknown })?.code === "ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING"
-      ? import(url) as Promise<Record<string, unknown>>
-      : Promise.reject(cause)
-  )
-}
-
-/** Where a module of an entry is: a file path, resolved from `baseDir`, or a package found from there. */
-const resolveModule = (entry: string, module: string, baseDir: string): string | ConfiguredMiddlewareError => {
-  if (module.startsWith(".") || Path.isAbsolute(module)) {
-    const file = Path.resolve(baseDir, module)
-    if (Fs.existsSync(file)) return file
-    return new ConfiguredMiddlewareError({
-      reason: "module_not_found",
-      entry,
-      message: `extensions.middlewares: "${entry}": no module at ${file} (a relative path is read from ${baseDir})`
-    })
-  }
-  try {
-    return createRequire(Path.join(baseDir, "antler-configured-middlewares.js")).resolve(module)
-  } catch (cause) {
-    return new ConfiguredMiddlewareError({
-      reason: "module_not_found",
-      entry,
-      message: `extensions.middlewares: "${entry}": could not find the package "${module}" from ${baseDir}; ` +
-        `install it there (npm install ${module.startsWith("@") ? module.split("/").slice(0, 2).join("/") : module.split("/")[0]}) ` +
-        `or give a path to the module`,
-      cause
-    })
-  }
-}
+const LABEL = "extensions.middlewares"
 
 /** One entry, imported and checked. */
 const loadEntry = (entry: string, baseDir: string): Effect.Effect<Chain.Entry, ConfiguredMiddlewareError> =>
   Effect.gen(function*() {
     const parsed = parseEntry(entry)
     if (parsed instanceof ConfiguredMiddlewareError) return yield* parsed
-    const file = resolveModule(entry, parsed.module, baseDir)
-    if (file instanceof ConfiguredMiddlewareError) return yield* file
-    const module = yield* Effect.tryPromise({
-      try: () => importUrl(pathToFileURL(file).href),
-      catch: (cause) =>
+    const exported = yield* UserModule.load(LABEL, entry, parsed, baseDir).pipe(
+      Effect.mapError((error) =>
         new ConfiguredMiddlewareError({
-          reason: "import_failed",
+          reason: error.reason,
           entry,
-          message: `extensions.middlewares: "${entry}": importing ${file} failed: ${errorText(cause)}`,
-          cause
+          message: error.message,
+          ...(error.cause !== undefined ? { cause: error.cause } : {})
         })
-    })
-    if (!(parsed.exportName in module)) {
-      const names = Object.keys(module).filter((name) => name !== "__esModule").sort()
-      return yield* new ConfiguredMiddlewareError({
-        reason: "export_missing",
-        entry,
-        message: `extensions.middlewares: "${entry}": ${file} has no export named ${parsed.exportName}` +
-          ` (its exports: ${names.length === 0 ? "none" : names.join(", ")})`
-      })
-    }
-    const made = entryOf(entry, module[parsed.exportName])
+      )
+    )
+    const made = entryOf(entry, exported)
     return made instanceof ConfiguredMiddlewareError ? yield* made : made
   })
 
@@ -234,12 +177,12 @@ export const layer = (
     Effect.gen(function*() {
       const declared = app.config.extensions?.middlewares
       if (declared !== undefined) {
-        const baseDir = app.source !== undefined ? Path.dirname(app.source) : process.cwd()
+        const baseDir = UserModule.baseDirOf(app.source)
         return { entries: yield* load(declared, baseDir) }
       }
       const { config, source } = yield* ExtensionsFile.find(app.source, app.home)
       const listed = config.middlewares ?? []
       if (listed.length === 0) return { entries: [] }
-      return { entries: yield* load(listed, source !== undefined ? Path.dirname(source) : process.cwd()) }
+      return { entries: yield* load(listed, UserModule.baseDirOf(source)) }
     })
   )
