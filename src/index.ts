@@ -55,6 +55,7 @@ export * as WebSearch from "./services/WebSearch.js"
 // Implementations of the ports
 export * as AllowlistGuardrail from "./layers/AllowlistGuardrail.js"
 export * as ConfigFile from "./layers/ConfigFile.js"
+export * as ConfiguredGuardrail from "./layers/ConfiguredGuardrail.js"
 export * as ExtensionsFile from "./layers/ExtensionsFile.js"
 export * as FileMemory from "./layers/FileMemory.js"
 export * as LocalSandbox from "./layers/LocalSandbox.js"

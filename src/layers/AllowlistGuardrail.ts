@@ -1,7 +1,7 @@
 /**
  * The built-in guardrail provider: a tool allowlist and denylist (DeerFlow's
- * `deerflow.guardrails.builtin:AllowlistProvider`), and the resolution of `guardrails.provider` from
- * `config.yaml` to a provider.
+ * `deerflow.guardrails.builtin:AllowlistProvider`), from `guardrails.provider` of `config.yaml` (an operator's own
+ * provider module is `ConfiguredGuardrail`'s).
  *
  *   guardrails:
  *     enabled: true
@@ -14,7 +14,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { AppConfigService, type GuardrailsConfig } from "../services/AppConfig.js"
+import type { GuardrailsConfig } from "../services/AppConfig.js"
 import * as Guardrail from "../services/Guardrail.js"
 
 /** The provider's options (`guardrails.provider.config`). */
@@ -67,9 +67,9 @@ export const layer = (options: AllowlistOptions = {}): Layer.Layer<Guardrail.Gua
   Layer.succeed(Guardrail.GuardrailProvider, make(options))
 
 /**
- * The provider named by `guardrails.provider`. Only the built-in allowlist exists; any other `use` (a Python
- * class path from a DeerFlow config, a typo) is a readable config error, and so is a `config` that does not
- * fit (an unknown key, a list that is not a list of names). `None` when no provider is configured.
+ * The built-in provider named by `guardrails.provider`: any other `use` is a readable config error here (see
+ * `ConfiguredGuardrail.fromConfig` for providers of the operator's own), and so is a `config` that does not fit
+ * (an unknown key, a list that is not a list of names). `undefined` when no provider is configured.
  */
 export const fromConfig = (
   config: GuardrailsConfig
@@ -99,30 +99,3 @@ export const fromConfig = (
   }
   return Either.right(make(decoded.right))
 }
-
-/**
- * The provider from the loaded `config.yaml` (`guardrails.provider`). Fails with a config error when the
- * section names an unknown provider, or when guardrails are enabled without a provider.
- */
-export const layerFromConfig: () => Layer.Layer<
-  Guardrail.GuardrailProvider,
-  Guardrail.GuardrailConfigError,
-  AppConfigService
-> = () =>
-  Layer.effect(
-    Guardrail.GuardrailProvider,
-    Effect.flatMap(AppConfigService, ({ config }) => {
-      const resolved = fromConfig(config.guardrails)
-      if (Either.isLeft(resolved)) return Effect.fail(resolved.left)
-      if (resolved.right === undefined) {
-        return Effect.fail(
-          new Guardrail.GuardrailConfigError({
-            reason: "unknown_provider",
-            use: "",
-            message: "guardrails.provider: no provider is configured (set guardrails.provider.use, e.g. 'allowlist')"
-          })
-        )
-      }
-      return Effect.succeed(resolved.right)
-    })
-  )

@@ -6,8 +6,7 @@
  * DeerFlow's slots (§4.1, §4.2); slots Antler does not have yet are left out (see README, "Status").
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as AllowlistGuardrail from "../layers/AllowlistGuardrail.js"
+import * as ConfiguredGuardrail from "../layers/ConfiguredGuardrail.js"
 import * as Chain from "../middleware/Chain.js"
 import * as Clarification from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
@@ -420,19 +419,23 @@ export const subagentTokenBudget = (
   }
 }
 
-/** The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. */
+/**
+ * The guardrail provider of a configuration: none when guardrails are off; a config error when unusable. A
+ * provider module (`guardrails.provider.use: ./x.mjs:X`) is read from `baseDir`, the folder of `config.yaml`.
+ */
 export const guardrailOf = (
-  config: AppConfig
-): Either.Either<Guardrail.Service | undefined, Guardrail.GuardrailConfigError> => {
-  if (!config.guardrails.enabled) return Either.right(undefined)
-  return Either.flatMap(AllowlistGuardrail.fromConfig(config.guardrails), (guardrail) =>
+  config: AppConfig,
+  baseDir: string = process.cwd()
+): Effect.Effect<Guardrail.Service | undefined, Guardrail.GuardrailConfigError> => {
+  if (!config.guardrails.enabled) return Effect.succeed(undefined)
+  return Effect.flatMap(ConfiguredGuardrail.fromConfig(config.guardrails, baseDir), (guardrail) =>
     guardrail === undefined
-      ? Either.left(
+      ? Effect.fail(
         new Guardrail.GuardrailConfigError({
           reason: "unknown_provider",
           use: "",
           message: "guardrails.enabled is true but no guardrails.provider is set (e.g. use: allowlist)"
         })
       )
-      : Either.right(guardrail))
+      : Effect.succeed(guardrail))
 }

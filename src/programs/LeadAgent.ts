@@ -12,6 +12,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as UserModule from "../internal/UserModule.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import type { ConfigError } from "../layers/ConfigFile.js"
@@ -188,7 +189,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
     Effect.gen(function*() {
       const app = yield* AppConfigService
       const store = yield* ThreadStore
-      const guardrail = yield* Chains.guardrailOf(app.config)
+      const guardrail = yield* Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source))
       // the app's memory under this configuration's `memory` (an edit taken by `antler serve`: the agents over it)
       const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))?.under(app.config.memory)
       const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))

@@ -24,6 +24,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as UserModule from "../internal/UserModule.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
@@ -322,7 +323,7 @@ export const make = (options: Options = {}) =>
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
-          const guardrail = Chains.guardrailOf(app.config)
+          const guardrail = yield* Effect.either(Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source)))
           if (Either.isLeft(guardrail)) return Either.left(guardrail.left.message)
           // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
           // allowlist and denylist.

@@ -171,6 +171,11 @@ export const GuardrailsConfig = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => false),
   fail_closed: withDefault(Schema.Boolean, () => true),
   passport: Schema.optional(Schema.NullOr(Schema.String)),
+  /**
+   * How long a provider may take to answer one call (or to be created), in seconds; past it the call is a provider
+   * failure, handled by `fail_closed`. Antler's bound: DeerFlow waits for its provider without one.
+   */
+  timeout_seconds: withDefault(Schema.Number.pipe(Schema.positive()), () => 30),
   provider: Schema.optional(
     Schema.NullOr(
       Schema.Struct({

@@ -56,9 +56,20 @@ export class GuardrailError extends Schema.TaggedError<GuardrailError>()("Guardr
   cause: Schema.optional(Schema.Defect)
 }) {}
 
-/** `guardrails.provider` names no known provider, or its `config` does not fit the provider. */
+/**
+ * `guardrails.provider` names no known provider, its `config` does not fit the provider, or its module
+ * (`module:Export`) cannot be loaded, does not export a provider, or failed when created.
+ */
 export class GuardrailConfigError extends Schema.TaggedError<GuardrailConfigError>()("GuardrailConfigError", {
-  reason: Schema.Literal("unknown_provider", "invalid_config"),
+  reason: Schema.Literal(
+    "unknown_provider",
+    "invalid_config",
+    "module_not_found",
+    "import_failed",
+    "export_missing",
+    "not_provider",
+    "init_failed"
+  ),
   /** The `use` value from the config. */
   use: Schema.String,
   message: Schema.String

@@ -1,10 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as AllowlistGuardrail from "../../src/layers/AllowlistGuardrail.js"
-import { AppConfigSchema, AppConfigService } from "../../src/services/AppConfig.js"
+import { AppConfigSchema } from "../../src/services/AppConfig.js"
 import * as Guardrail from "../../src/services/Guardrail.js"
 
 const request = (tool_name: string): Guardrail.GuardrailRequest => ({
@@ -81,32 +80,4 @@ describe("AllowlistGuardrail", () => {
     assert.include(badError.message, "guardrails.provider.config.allowed_tools")
     assert.include(badError.message, "guardrails.provider.config.denid_tools")
   })
-
-  it.effect("layerFromConfig provides the configured provider, or fails with the config error", () =>
-    Effect.gen(function*() {
-      const withConfig = (section: unknown) =>
-        Layer.succeed(AppConfigService, {
-          config: Schema.decodeUnknownSync(AppConfigSchema)({ guardrails: section }),
-          source: undefined,
-          ignored: [],
-          home: "/tmp"
-        })
-      const provider = yield* Guardrail.GuardrailProvider.pipe(
-        Effect.provide(AllowlistGuardrail.layerFromConfig().pipe(
-          Layer.provide(withConfig({ enabled: true, provider: { use: "allowlist", config: { allowed_tools: [] } } }))
-        ))
-      )
-      assert.isFalse((yield* provider.evaluate(request("read_file"))).allow)
-
-      const failure = yield* Effect.flip(Guardrail.GuardrailProvider.pipe(
-        Effect.provide(
-          AllowlistGuardrail.layerFromConfig().pipe(Layer.provide(withConfig({ provider: { use: "nope" } })))
-        )
-      ))
-      assert.strictEqual(failure._tag, "GuardrailConfigError")
-      const missing = yield* Effect.flip(Guardrail.GuardrailProvider.pipe(
-        Effect.provide(AllowlistGuardrail.layerFromConfig().pipe(Layer.provide(withConfig({ enabled: true }))))
-      ))
-      assert.include(missing.message, "no provider is configured")
-    }))
 })

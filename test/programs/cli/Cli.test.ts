@@ -272,11 +272,13 @@ describe("antler errors", () => {
       assert.strictEqual(result.code, 2)
       assert.include(result.stderr, `${config}: models[0].supports_vision: expected true or false, got "maybe"`)
       assert.strictEqual(result.stdout, "")
-      // A guardrail provider Antler does not have is a configuration error too, before anything runs.
+      // A guardrail provider that cannot be loaded (a DeerFlow Python class path) is a configuration error too,
+      // before anything runs.
       Fs.writeFileSync(config, "guardrails:\n  enabled: true\n  provider:\n    use: my_company.guards:Strict\n")
       const guard = yield* antlerDone(home, ["run", "--config", config, "--base-url", "http://127.0.0.1:9/v1", "hello"])
       assert.strictEqual(guard.code, 2)
-      assert.include(guard.stderr, `${config}: guardrails.provider.use: unknown provider 'my_company.guards:Strict'`)
+      assert.include(guard.stderr, `${config}: guardrails.provider.use: "my_company.guards:Strict": could not find`)
+      assert.include(guard.stderr, "a Python class path from a DeerFlow config cannot be loaded")
       assert.strictEqual(guard.stdout, "")
     }), SLOW)
 
