@@ -26,6 +26,15 @@ export const split = (entry: string): { readonly module: string; readonly export
   return module === "" || !/^[A-Za-z_$][\w$]*$/.test(exportName) ? undefined : { module, exportName }
 }
 
+/**
+ * Whether an entry names a JavaScript module (`./x.mjs:X`, `/abs/x.js:X`, `@scope/pkg:X`, `my-pkg:X`) rather than a
+ * Python path (`deerflow.guardrails.builtin:AllowlistProvider`), which only DeerFlow can load.
+ */
+export const isScriptEntry = (entry: string): boolean => {
+  const parsed = split(entry)
+  return parsed !== undefined && !/^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/.test(parsed.module)
+}
+
 /** The folder a configuration's relative module paths are read from: its file's, else the working directory. */
 export const baseDirOf = (source: string | undefined): string =>
   source !== undefined ? Path.dirname(source) : process.cwd()

@@ -153,7 +153,8 @@ export const load = (
     }).pipe(
       Effect.timeoutFail({
         duration: timeout,
-        onTimeout: () => configError("init_failed", `${LABEL}: "${use}" was not created within ${Duration.format(timeout)}`)
+        onTimeout: () =>
+          configError("init_failed", `${LABEL}: "${use}" was not created within ${Duration.format(timeout)}`)
       })
     )
     const method = typeof created === "object" && created !== null
@@ -161,10 +162,14 @@ export const load = (
         .find((m): m is Evaluate => typeof m === "function")
       : undefined
     if (method === undefined) {
+      const gave = created === null
+        ? "null"
+        : typeof created === "object"
+        ? "an object without an evaluate method"
+        : typeof created
       return yield* configError(
         "not_provider",
-        `${LABEL}: "${use}" is not a guardrail provider: it gave ` +
-          `${created === null ? "null" : typeof created === "object" ? "an object without an evaluate method" : typeof created}; ` +
+        `${LABEL}: "${use}" is not a guardrail provider: it gave ${gave}; ` +
           `export a class or function taking the provider's config and giving { evaluate(request) }`
       )
     }

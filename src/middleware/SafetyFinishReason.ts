@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as UserModule from "../internal/UserModule.js"
 import { EMPTY_DETECTORS_MESSAGE, SafetyFinishReasonConfig } from "../services/AppConfig.js"
 import type { ModelResponse } from "../services/ModelService.js"
 import { RunContext } from "../services/RunContext.js"
@@ -115,11 +116,23 @@ export const defaultDetectors = (): ReadonlyArray<Detector> => [
 // ---------------------------------------------------------------------------------------------------------
 // Configured detectors
 
-/** `safety_finish_reason.detectors` names a detector that does not exist, or gives it bad settings. */
+/**
+ * `safety_finish_reason.detectors` names a detector that does not exist, gives it bad settings, or names a detector
+ * module that cannot be loaded, gives no detector or fails when created.
+ */
 export class SafetyDetectorConfigError extends Schema.TaggedError<SafetyDetectorConfigError>()(
   "SafetyDetectorConfigError",
   {
-    reason: Schema.Literal("unknown_detector", "invalid_config", "no_detectors"),
+    reason: Schema.Literal(
+      "unknown_detector",
+      "invalid_config",
+      "no_detectors",
+      "module_not_found",
+      "import_failed",
+      "export_missing",
+      "not_detector",
+      "init_failed"
+    ),
     /** Where in the config: `safety_finish_reason.detectors[i]`. */
     path: Schema.String,
     use: Schema.String,
@@ -163,9 +176,45 @@ const builtins: ReadonlyArray<readonly [ReadonlyArray<string>, Builtin]> = [
 const builtinNames = builtins.map(([names]) => names[0]).join(", ")
 
 /**
- * The detectors a config asks for: the built-ins when `detectors` is absent, else each entry's `use` resolved to
- * a built-in by its name (`gemini_safety`) or DeerFlow's class name, with or without a module path
+ * The built-in detector of one `safety_finish_reason.detectors` entry (at `path`): by its name (`gemini_safety`)
+ * or DeerFlow's class name, with or without a module path
  * (`deerflow.agents.middlewares.safety_termination_detectors:GeminiSafetyDetector`). Settings go in `config`.
+ */
+export const resolveDetector = (
+  entry: { readonly use: string; readonly config?: Readonly<Record<string, unknown>> | null | undefined },
+  path: string
+): Either.Either<Detector, SafetyDetectorConfigError> => {
+  const short = entry.use.split(/[:.]/).pop() ?? entry.use
+  if (UserModule.isScriptEntry(entry.use)) {
+    return Either.left(new SafetyDetectorConfigError({
+      reason: "unknown_detector",
+      path,
+      use: entry.use,
+      detail: "a detector module is loaded when the agent is built (SafetyDetectorModules.fromConfig), not here"
+    }))
+  }
+  const found = builtins.find(([names]) => names.includes(short))
+  if (found === undefined) {
+    return Either.left(new SafetyDetectorConfigError({
+      reason: "unknown_detector",
+      path,
+      use: entry.use,
+      detail: `no such detector; the built-in detectors are ${builtinNames}, and your own is a JavaScript module ` +
+        `and its export ("./my-detector.mjs:MyDetector")`
+    }))
+  }
+  return Either.mapLeft(found[1](entry.config ?? {}), (error) =>
+    new SafetyDetectorConfigError({
+      reason: "invalid_config",
+      path: `${path}.config`,
+      use: entry.use,
+      detail: ParseResult.TreeFormatter.formatErrorSync(error)
+    }))
+}
+
+/**
+ * The detectors a config asks for: the built-ins when `detectors` is absent, else each entry resolved by
+ * `resolveDetector` (detector modules of the operator's own are `SafetyDetectorModules`').
  */
 export const resolveDetectors = (
   config: SafetyFinishReasonConfig
@@ -174,27 +223,8 @@ export const resolveDetectors = (
   if (config.detectors.length === 0) return Either.left(noDetectors("safety_finish_reason.detectors"))
   const out: Array<Detector> = []
   for (let i = 0; i < config.detectors.length; i++) {
-    const entry = config.detectors[i]!
-    const path = `safety_finish_reason.detectors[${i}]`
-    const short = entry.use.split(/[:.]/).pop() ?? entry.use
-    const found = builtins.find(([names]) => names.includes(short))
-    if (found === undefined) {
-      return Either.left(new SafetyDetectorConfigError({
-        reason: "unknown_detector",
-        path,
-        use: entry.use,
-        detail: `no such detector; the built-in detectors are ${builtinNames}`
-      }))
-    }
-    const detector = found[1](entry.config ?? {})
-    if (Either.isLeft(detector)) {
-      return Either.left(new SafetyDetectorConfigError({
-        reason: "invalid_config",
-        path: `${path}.config`,
-        use: entry.use,
-        detail: ParseResult.TreeFormatter.formatErrorSync(detector.left)
-      }))
-    }
+    const detector = resolveDetector(config.detectors[i]!, `safety_finish_reason.detectors[${i}]`)
+    if (Either.isLeft(detector)) return Either.left(detector.left)
     out.push(detector.right)
   }
   return Either.right(out)

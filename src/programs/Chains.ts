@@ -86,6 +86,8 @@ export interface ChainOptions {
   readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
   /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
   readonly configured?: ReadonlyArray<Chain.Entry> | undefined
+  /** SafetyFinishReason's detectors, when the configuration names detector modules (`SafetyDetectorModules`). */
+  readonly safetyDetectors?: ReadonlyArray<SafetyFinishReason.Detector> | undefined
 }
 
 /** What a subagent's chain is built from. */
@@ -110,6 +112,8 @@ export interface SubagentChainOptions {
   readonly deferred?: Deferred | undefined
   /** The app's configured middlewares (`ConfiguredMiddlewares`), in order; by default none. */
   readonly configured?: ReadonlyArray<Chain.Entry> | undefined
+  /** SafetyFinishReason's detectors, when the configuration names detector modules (`SafetyDetectorModules`). */
+  readonly safetyDetectors?: ReadonlyArray<SafetyFinishReason.Detector> | undefined
 }
 
 /** Everything an entry of either chain is made from, resolved from the options. */
@@ -117,6 +121,8 @@ export interface Parts {
   readonly config: AppConfig
   readonly guardrail: Guardrail.Service | undefined
   readonly breaker: LLMErrorHandling.CircuitBreaker | undefined
+  /** SafetyFinishReason's loaded detectors; undefined: the configuration's built-ins. */
+  readonly safetyDetectors: ReadonlyArray<SafetyFinishReason.Detector> | undefined
   /** The deferred tools, when there are any. */
   readonly deferred: Deferred | undefined
   readonly skills: Skills.Registry
@@ -216,7 +222,8 @@ const entries = {
   TokenBudget: (p: Parts) => TokenBudget.entry(p.tokenBudget),
   TerminalResponse: () => TerminalResponse.entry(),
   ModelLengthFinishReason: () => ModelLengthFinishReason.entry(),
-  SafetyFinishReason: (p: Parts) => SafetyFinishReason.entry({ config: p.config.safety_finish_reason }),
+  SafetyFinishReason: (p: Parts) =>
+    SafetyFinishReason.entry({ config: p.config.safety_finish_reason, detectors: p.safetyDetectors }),
   ClarificationMiddleware: () => Clarification.entry(),
   SubagentDateContext: (p: Parts) => DynamicContext.subagentEntry({ timeZone: p.config.timezone ?? undefined })
 } satisfies Record<string, (parts: Parts) => Chain.Entry>
@@ -355,6 +362,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
   breaker: options.breaker,
+  safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),
   skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,
@@ -375,6 +383,7 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
   breaker: options.breaker,
+  safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),
   skills: options.skills ?? noSkills(options.config),
   skillAllowlist: options.skillAllowlist,

@@ -22,6 +22,7 @@ import * as ClarificationMW from "../middleware/Clarification.js"
 import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
+import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
 import type * as Summarization from "../middleware/Summarization.js"
 import type * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -190,6 +191,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const app = yield* AppConfigService
       const store = yield* ThreadStore
       const guardrail = yield* Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source))
+      const safetyDetectors = yield* SafetyDetectorModules.fromConfig(
+        app.config.safety_finish_reason,
+        UserModule.baseDirOf(app.source)
+      )
       // the app's memory under this configuration's `memory` (an edit taken by `antler serve`: the agents over it)
       const memory = Option.getOrUndefined(yield* Effect.serviceOption(Memory))?.under(app.config.memory)
       const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
@@ -220,6 +225,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const planned = Chains.chain({
         config: app.config,
         guardrail,
+        safetyDetectors,
         breaker: options.breaker,
         skills: registry,
         skillAllowlist: options.skills,

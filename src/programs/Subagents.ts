@@ -34,6 +34,7 @@ import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
 import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
+import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
 import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
@@ -325,6 +326,10 @@ export const make = (options: Options = {}) =>
         return Effect.gen(function*() {
           const guardrail = yield* Effect.either(Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source)))
           if (Either.isLeft(guardrail)) return Either.left(guardrail.left.message)
+          const safetyDetectors = yield* Effect.either(
+            SafetyDetectorModules.fromConfig(app.config.safety_finish_reason, UserModule.baseDirOf(app.source))
+          )
+          if (Either.isLeft(safetyDetectors)) return Either.left(safetyDetectors.left.message)
           // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
           // allowlist and denylist.
           // (no list_uploaded_files: a subagent's state has no uploaded_files to leave this run's uploads out by)
@@ -350,6 +355,7 @@ export const make = (options: Options = {}) =>
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
+            safetyDetectors: safetyDetectors.right,
             breaker: options.breaker,
             tokenBudget: config.tokenBudget,
             skills: skillRegistry,

@@ -39,7 +39,8 @@ export class ToolPolicy {
     this.asked.push(request)
     request.tool_input.command = "tampered"
     if (this.blocked.includes(request.tool_name)) {
-      return { allow: false, reasons: [{ code: "custom.blocked", message: request.tool_name + " is off limits" }], policy_id: "p1" }
+      const reason = { code: "custom.blocked", message: request.tool_name + " is off limits" }
+      return { allow: false, reasons: [reason], policy_id: "p1" }
     }
     return { allow: true, reasons: [{ code: "oap.allowed" }] }
   }
@@ -204,7 +205,10 @@ describe("ConfiguredGuardrail: a provider module", () => {
 
   it("decodeDecision fills DeerFlow's defaults and says what is wrong", () => {
     const ok = ConfiguredGuardrail.decodeDecision({ allow: false, reasons: [{ code: "x" }], policy_id: null })
-    assert.deepStrictEqual(ok._tag === "Right" ? ok.right : undefined, { allow: false, reasons: [{ code: "x", message: "" }] })
+    assert.deepStrictEqual(ok._tag === "Right" ? ok.right : undefined, {
+      allow: false,
+      reasons: [{ code: "x", message: "" }]
+    })
     const bad = ConfiguredGuardrail.decodeDecision({ allow: true, reasons: [{ message: "m" }] })
     assert.strictEqual(bad._tag, "Left")
     assert.include(bad._tag === "Left" ? bad.left : "", "reasons.0.code")
@@ -283,7 +287,9 @@ describe("ConfiguredGuardrail: configuration", () => {
       )
       assert.isFalse((yield* builtin.evaluate(request)).allow)
       const failure = yield* Effect.flip(Guardrail.GuardrailProvider.pipe(
-        Effect.provide(ConfiguredGuardrail.layerFromConfig().pipe(Layer.provide(withConfig({ provider: { use: "nope" } }))))
+        Effect.provide(
+          ConfiguredGuardrail.layerFromConfig().pipe(Layer.provide(withConfig({ provider: { use: "nope" } })))
+        )
       ))
       assert.strictEqual(failure._tag, "GuardrailConfigError")
       const missing = yield* Effect.flip(Guardrail.GuardrailProvider.pipe(
@@ -332,8 +338,11 @@ describe("ConfiguredGuardrail: antler run", () => {
         runAntler(["run", "--base-url", server.url, "--api-key", "sk-guard", "look at my notes"], { cwd: home, env })
       )
       assert.strictEqual(ran.code, 0, ran.stderr)
-      assert.include(ran.stdout, "The tools said: Guardrail denied: the call to tool 'read_file' was refused (custom.blocked)")
-      // ls ran: the workspace is empty
-      assert.include(ran.stdout, "read_file is off limits. The tool did not run; take another route to the goal. | (empty)")
+      assert.include(
+        ran.stdout,
+        "The tools said: Guardrail denied: the call to tool 'read_file' was refused (custom.blocked): " +
+          // ls ran: the workspace is empty
+          "read_file is off limits. The tool did not run; take another route to the goal. | (empty)"
+      )
     })), 180_000)
 })
