@@ -5,6 +5,7 @@
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { AcpAgentsConfig } from "./config/Acp.js"
+import { AuthorizationConfig } from "./config/Authorization.js"
 import { BaseUrl, Fraction, JsonRecord, NonNegativeInt, PositiveInt, withDefault } from "./config/Fields.js"
 import { StalenessFields } from "./config/MemoryStaleness.js"
 import * as ModelRequest from "./config/ModelRequest.js"
@@ -545,6 +546,8 @@ export const AppConfigSchema = Schema.Struct({
   llm_call: withDefault(LlmCallConfig, () => Schema.decodeSync(LlmCallConfig)({})),
   circuit_breaker: withDefault(CircuitBreakerConfig, () => Schema.decodeSync(CircuitBreakerConfig)({})),
   guardrails: withDefault(GuardrailsConfig, () => Schema.decodeSync(GuardrailsConfig)({})),
+  /** DeerFlow's role-based permissions, which Antler does not enforce: enabled, an error (`config/Authorization`). */
+  authorization: withDefault(AuthorizationConfig, () => ({ enabled: false })),
   loop_detection: withDefault(LoopDetectionConfig, () => Schema.decodeSync(LoopDetectionConfig)({})),
   summarization: withDefault(SummarizationConfig, () => Schema.decodeSync(SummarizationConfig)({})),
   token_usage: withDefault(TokenUsageConfig, () => Schema.decodeSync(TokenUsageConfig)({})),

@@ -260,6 +260,37 @@ describe("ConfigFile", () => {
       assert.deepStrictEqual(loaded.config.skills, { container_path: "/mnt/skills", deferred_discovery: false })
     }))
 
+  // DeerFlow's test_authorization_enforcement / test_authorization_route_permissions: with authorization enabled,
+  // a role sees and calls only the tools (and routes) its policy allows. Antler does not enforce those policies,
+  // so an enabled section stops the start instead of leaving every role every tool behind a warning
+  it.effect("authorization: enabled is a configuration error (roles are not enforced); off, it loads", () =>
+    Effect.gen(function*() {
+      const rbac = [
+        "    provider:",
+        "      use: deerflow.authz.rbac:RbacAuthorizationProvider",
+        "      config:",
+        "        roles:",
+        "          user:",
+        "            tools: {allow: [web_search, read_file]}",
+        ""
+      ]
+      const file = tempFile(["authorization:", "    enabled: true", ...rbac].join("\n"))
+      const loaded = yield* ConfigFile.load(file).pipe(Effect.either, withEnv({}))
+      if (Either.isRight(loaded)) return assert.fail("an enabled authorization section was loaded")
+      assert.strictEqual(loaded.left.reason, "schema")
+      const lines = loaded.left.message.split("\n")
+      assert.strictEqual(lines.length, 1, loaded.left.message)
+      assert.include(lines[0], `${file}: authorization: role-based permissions (authorization.enabled: true) are not`)
+      assert.include(lines[0], "set enabled: false or remove the section")
+      // DeerFlow's example has it off: it loads, and the section's other keys are named as not read
+      const off = yield* ConfigFile.load(tempFile(["authorization:", "    enabled: false", ...rbac].join("\n")))
+        .pipe(withEnv({}))
+      assert.isFalse(off.config.authorization.enabled)
+      assert.deepStrictEqual(off.ignored, ["authorization.provider"])
+      const example = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
+      assert.isFalse(example.ignored.some((key) => key.startsWith("authorization")))
+    }))
+
   it.effect("memory, skills and timezone values are checked, with readable errors", () =>
     Effect.gen(function*() {
       const file = tempFile([
