@@ -11,6 +11,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
@@ -316,6 +317,20 @@ describe("two users", () => {
     // the hanging run is alice's to stop
     const cancelled = await alice(`/threads/${threadId}/runs/${hangingRun}/cancel?wait=1`, { method: "POST" })
     assert.strictEqual(cancelled.status, 200)
+  })
+
+  // DeerFlow's test_thread_meta_repo: a thread row without an owner (made before users) is everyone's. Antler's
+  // thread without an owner is the CLI's local user's only: no token user reads, lists or changes it
+  it("a thread stored without an owner (the CLI's) is no token user's", async () => {
+    await Effect.runPromise(gateway.store.ensure("made-by-the-cli"))
+    for (const user of [alice, bob]) {
+      assert.strictEqual((await user("/threads/made-by-the-cli")).status, 404)
+      assert.strictEqual((await user("/threads/made-by-the-cli/state")).status, 404)
+      assert.strictEqual((await user("/threads/made-by-the-cli", { method: "DELETE" })).status, 404)
+      const found = await (await user("/threads/search", { method: "POST", body: "{\"limit\":100}" })).json() as any
+      assert.notInclude(found.map((t: any) => t.thread_id), "made-by-the-cli")
+    }
+    assert.isTrue(Option.isSome(await Effect.runPromise(gateway.store.info("made-by-the-cli"))))
   })
 })
 
