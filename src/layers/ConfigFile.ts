@@ -17,6 +17,7 @@ import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
 import * as DatabaseLegacy from "../services/config/DatabaseLegacy.js"
 import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
+import * as Plugins from "../services/config/Plugins.js"
 import * as UploadsLegacy from "../services/config/UploadsLegacy.js"
 import * as ModelRequest from "../services/config/ModelRequest.js"
 import * as Json from "../state/Json.js"
@@ -374,7 +375,7 @@ export const decode = (
       const issues = ModelRequest.withModelNames(schemaIssues(decoded.left), migrated.raw)
       return yield* new ConfigError({ reason: "schema", file, issues })
     }
-    const problems = mountProblems(decoded.right)
+    const problems = [...Plugins.problems(migrated.raw), ...mountProblems(decoded.right)]
     if (problems.length > 0) return yield* new ConfigError({ reason: "schema", file, issues: problems })
     for (const warning of migrated.warnings) yield* Effect.logWarning(`${file}: ${warning}`)
     return { config: yield* writeFileMaxFromEnv(decoded.right, raw), ignored: ignoredKeys(migrated.raw) }
@@ -533,7 +534,7 @@ export const fromObject = (
         })
       ),
     onRight: (config) => {
-      const problems = mountProblems(config, options.home)
+      const problems = [...Plugins.problems(migrated.raw), ...mountProblems(config, options.home)]
       return problems.length > 0
         ? Effect.fail(new ConfigError({ reason: "schema", file, issues: problems }))
         : Effect.as(Effect.forEach(migrated.warnings, (warning) => Effect.logWarning(`${file}: ${warning}`)), {

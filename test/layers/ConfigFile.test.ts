@@ -559,6 +559,41 @@ describe("ConfigFile", () => {
     assert.deepStrictEqual(ConfigFile.ignoredKeys(raw), ["models[].num_predict", "extra"])
   })
 
+  // DeerFlow's test_extension_loader / test_extension_config: a `required: true` plugin that cannot be loaded
+  // aborts startup, a misspelt key is refused; the Python plugins are never loaded by Antler
+  it.effect("a required DeerFlow plugin, or a plugin entry with an unknown key, stops the start; others ignored", () =>
+    Effect.gen(function*() {
+      const file = tempFile([
+        "plugins:",
+        "  - use: acme_observability:install",
+        "    config: { enabled: true }",
+        "  - use: acme_policy:install",
+        "    required: true",
+        "  - use: acme_audit:install",
+        "    require: true",
+        "  - use: acme_off:install",
+        "    required: true",
+        "    enabled: false",
+        ""
+      ].join("\n"))
+      const result = yield* ConfigFile.load(file).pipe(withEnv({}), Effect.either)
+      if (Either.isRight(result)) return assert.fail("a configuration with a required plugin was accepted")
+      assert.strictEqual(result.left.reason, "schema")
+      const lines = result.left.message.split("\n")
+      assert.strictEqual(lines.length, 2, result.left.message)
+      assert.match(lines[0]!, /plugins\[1\]\.required: the plugin "acme_policy:install" is required, but Antler/)
+      assert.include(lines[0]!, "extensions.middlewares")
+      assert.match(lines[1]!, /plugins\[2\]: unknown key require \(a plugin entry takes enabled, name, package/)
+      const fromObject = yield* ConfigFile.fromObject({ plugins: [{ use: "p:install", required: true }] }, {
+        home: Path.dirname(file)
+      }).pipe(Effect.either)
+      if (Either.isRight(fromObject)) return assert.fail("an object with a required plugin was accepted")
+      assert.include(fromObject.left.message, "plugins[0].required")
+      const optional = tempFile("plugins:\n  - use: acme_observability:install\n    required: false\n")
+      const loaded = yield* ConfigFile.load(optional).pipe(withEnv({}))
+      assert.deepStrictEqual(loaded.ignored, ["plugins"])
+    }))
+
   it.effect("without a file the defaults apply; the data directory is ANTLER_HOME, made absolute, else ~/.antler", () =>
     Effect.gen(function*() {
       const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-cwd-"))
