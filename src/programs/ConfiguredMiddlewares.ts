@@ -35,7 +35,15 @@ import type { AppConfigService } from "../services/AppConfig.js"
 export class ConfiguredMiddlewareError extends Schema.TaggedError<ConfiguredMiddlewareError>()(
   "ConfiguredMiddlewareError",
   {
-    reason: Schema.Literal("format", "module_not_found", "import_failed", "export_missing", "not_middleware", "init_failed"),
+    reason: Schema.Literal(
+      "format",
+      "module_not_found",
+      "import_failed",
+      "export_missing",
+      "not_middleware",
+      "init_failed",
+      "duplicate"
+    ),
     /** The entry as configured (`module:Export`). */
     entry: Schema.String,
     message: Schema.String,
@@ -161,12 +169,31 @@ const loadEntry = (entry: string, baseDir: string): Effect.Effect<Chain.Entry, C
     return made instanceof ConfiguredMiddlewareError ? yield* made : made
   })
 
-/** The entries of a list of `module:Export` paths, in order, relative to `baseDir`. */
+/**
+ * The entries of a list of `module:Export` paths, in order, relative to `baseDir`. Two entries of one name (one
+ * path listed twice, or two factories giving one name) are refused: a chain holds one entry of each name.
+ */
 export const load = (
   entries: ReadonlyArray<string>,
   baseDir: string
 ): Effect.Effect<ReadonlyArray<Chain.Entry>, ConfiguredMiddlewareError> =>
-  Effect.forEach(entries, (entry) => loadEntry(entry, baseDir))
+  Effect.gen(function*() {
+    const loaded: Array<Chain.Entry> = []
+    for (const [i, entry] of entries.entries()) {
+      const made = yield* loadEntry(entry, baseDir)
+      const before = loaded.findIndex((other) => other.name === made.name)
+      if (before >= 0) {
+        return yield* new ConfiguredMiddlewareError({
+          reason: "duplicate",
+          entry,
+          message: `extensions.middlewares: "${entry}" (entry ${i + 1}) is named "${made.name}", as entry ` +
+            `${before + 1} ("${entries[before]}") is: list each middleware once (a chain holds one of each name)`
+        })
+      }
+      loaded.push(made)
+    }
+    return loaded
+  })
 
 /** The app's configured middlewares (see the module header). */
 export const layer = (

@@ -50,7 +50,8 @@ describe("configured middlewares: loading", () => {
         ["./guards.mjs:Nope", "export_missing", /has no export named Nope \(its exports: AnswerStamp, DomainGuard, /],
         ["./guards.mjs:NotAFactory", "not_middleware", /is not a middleware factory: the export is number/],
         ["./guards.mjs:GivesNothing", "not_middleware", /no "model", "tool" or "run" wrapper/],
-        ["./guards.mjs:Throws", "init_failed", /failed when created: configured middleware init failed/]
+        ["./guards.mjs:Throws", "init_failed", /failed when created: configured middleware init failed/],
+        ["./guards.mjs:DomainGuard", "duplicate", /\(entry 2\) is named "\.\/guards\.mjs:DomainGuard", as entry 1/]
       ]
       for (const [entry, reason, message] of cases) {
         const error = yield* loadError(["./guards.mjs:DomainGuard", entry])
