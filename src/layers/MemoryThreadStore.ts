@@ -110,6 +110,17 @@ export const make = (): ThreadStore["Type"] => {
     }
     return Either.right(entry.state)
   }
+  /** The threads `keep` keeps, most recently updated first. */
+  const listOf = (keep: (entry: Entry) => boolean) =>
+    Effect.clockWith((clock) =>
+      Effect.sync(() => {
+        const now = clock.unsafeCurrentTimeMillis()
+        return [...threads.entries()]
+          .filter(([, entry]) => keep(entry))
+          .map(([thread_id, entry]) => summary(thread_id, entry, now))
+          .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      })
+    )
   return withSpans("MemoryThreadStore", {
     ensure: (threadId, init) => Effect.sync(() => void get(threadId, init?.owner ?? null, init?.metadata ?? {})),
     info: (threadId) =>
@@ -204,14 +215,8 @@ export const make = (): ThreadStore["Type"] => {
         get(threadId).events.set(runId, events)
       }),
     runEvents: (threadId, runId) => Effect.sync(() => threads.get(threadId)?.events.get(runId) ?? []),
-    list: Effect.clockWith((clock) =>
-      Effect.sync(() => {
-        const now = clock.unsafeCurrentTimeMillis()
-        return [...threads.entries()]
-          .map(([thread_id, entry]) => summary(thread_id, entry, now))
-          .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
-      })
-    ),
+    list: listOf(() => true),
+    listOwned: (owner, unowned) => listOf((entry) => entry.owner === owner || (unowned && entry.owner == null)),
     countOwned: (owner, unowned) =>
       Effect.sync(() => {
         let n = 0

@@ -296,17 +296,36 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           `Cannot save run "${record.run_id}" of thread "${record.thread_id}"`
         ))
 
-    const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
-      const rows = yield* run(
+    const summaries = (rows: ReadonlyArray<unknown>, operation: "list" | "listOwned") =>
+      Effect.gen(function*() {
+        const millis = yield* Clock.currentTimeMillis
+        return (yield* decodeRows(decodeThreadRows, rows, operation, "The thread table")).map((row) =>
+          threadSummary(row, millis)
+        )
+      })
+
+    const list: ThreadStore["Type"]["list"] = Effect.flatMap(
+      run(
         q(`SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.ord DESC`),
         "list",
         "Cannot list threads"
+      ),
+      (rows) => summaries(rows, "list")
+    )
+
+    const listOwned: ThreadStore["Type"]["listOwned"] = (owner, unowned) =>
+      Effect.flatMap(
+        run(
+          q(
+            `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.owner = $1 OR ($2 AND t.owner IS NULL)
+              ORDER BY updated_at DESC, t.ord DESC`,
+            [owner, unowned]
+          ),
+          "listOwned",
+          `Cannot list the threads of ${owner}`
+        ),
+        (rows) => summaries(rows, "listOwned")
       )
-      const millis = yield* Clock.currentTimeMillis
-      return (yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")).map((row) =>
-        threadSummary(row, millis)
-      )
-    })
 
     const countOwned: ThreadStore["Type"]["countOwned"] = (owner, unowned) =>
       Effect.flatMap(
@@ -524,6 +543,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       saveRunEvents,
       runEvents,
       list,
+      listOwned,
       countOwned,
       acquireLease,
       releaseLease

@@ -42,6 +42,7 @@ import {
   DELETE_THREAD,
   DELETE_THREAD_ROW,
   ENSURE_THREAD,
+  LIST_OWNED,
   LIST_THREADS,
   RUN_COLUMNS,
   SELECT_ALL_CHECKPOINTS,
@@ -207,12 +208,27 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         return decoded[0]?.events ?? []
       })
 
-    const list: ThreadStore["Type"]["list"] = Effect.gen(function*() {
-      const rows = yield* exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads")
-      const threads = yield* decodeRows(decodeThreadRows, rows, "list", "The thread table")
-      const now = yield* Clock.currentTimeMillis
-      return threads.map((row) => threadSummary(row, now))
-    })
+    const summaries = (rows: unknown, operation: "list" | "listOwned") =>
+      Effect.gen(function*() {
+        const threads = yield* decodeRows(decodeThreadRows, rows, operation, "The thread table")
+        const now = yield* Clock.currentTimeMillis
+        return threads.map((row) => threadSummary(row, now))
+      })
+
+    const list: ThreadStore["Type"]["list"] = Effect.flatMap(
+      exclusive(conn.execute(LIST_THREADS, [], undefined), "list", "Cannot list threads"),
+      (rows) => summaries(rows, "list")
+    )
+
+    const listOwned: ThreadStore["Type"]["listOwned"] = (owner, unowned) =>
+      Effect.flatMap(
+        exclusive(
+          conn.execute(LIST_OWNED, [owner, unowned ? 1 : 0], undefined),
+          "listOwned",
+          `Cannot list the threads of ${owner}`
+        ),
+        (rows) => summaries(rows, "listOwned")
+      )
 
     const countOwned: ThreadStore["Type"]["countOwned"] = (owner, unowned) =>
       exclusive(
@@ -342,6 +358,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       saveRunEvents,
       runEvents,
       list,
+      listOwned,
       countOwned,
       acquireLease,
       releaseLease

@@ -242,6 +242,11 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     /** Every thread, most recently updated first. */
     readonly list: Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
     /**
+     * The threads of `owner`, most recently updated first (as `list`, without reading anyone else's): with
+     * `unowned` also those made without one (the CLI's, which are `default`'s).
+     */
+    readonly listOwned: (owner: string, unowned: boolean) => Effect.Effect<ReadonlyArray<ThreadSummary>, StoreError>
+    /**
      * How many threads `owner` has: those whose owner it is, and with `unowned` also those made without one (the
      * CLI's, which are `default`'s). Without reading the threads' checkpoints or runs (a gateway's quota).
      */

@@ -253,6 +253,27 @@ const conformance = (backend: Backend) =>
           }))
       }))
 
+    it.live("listOwned: an owner's threads as list gives them, and with unowned those made without one", () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.promise(backend.fresh)
+        yield* withStore(db.open(), (store) =>
+          Effect.gen(function*() {
+            yield* store.ensure("t-a1", { owner: "alice" })
+            yield* store.ensure("t-b1", { owner: "bob" })
+            yield* store.ensure("t-none")
+            yield* store.ensure("t-a2", { owner: "alice" })
+            yield* store.append("t-a1", "run-1", [{ messages: [M.human("touched", { id: "m1" })] }])
+            const ids = (threads: ReadonlyArray<{ readonly thread_id: string }>) => threads.map((t) => t.thread_id)
+            const all = yield* store.list
+            const alices = yield* store.listOwned("alice", false)
+            // the same summaries (a checkpoint's counted), in the same order, as the whole list's
+            assert.deepStrictEqual(alices, all.filter((t) => t.owner === "alice"))
+            assert.deepStrictEqual(ids(alices).sort(), ["t-a1", "t-a2"])
+            assert.deepStrictEqual(ids(yield* store.listOwned("bob", true)).sort(), ["t-b1", "t-none"])
+            assert.deepStrictEqual(ids(yield* store.listOwned("carol", false)), [])
+          }))
+      }))
+
     it.live("a thread's status comes from its last run and its lease; delete is refused while a run holds it", () =>
       Effect.gen(function*() {
         const db = yield* Effect.promise(backend.fresh)

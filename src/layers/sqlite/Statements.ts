@@ -39,6 +39,8 @@ const THREAD_COLUMNS = `t.thread_id, t.title, t.created_at,
 const THREADS_FROM = `threads t LEFT JOIN leases l ON l.thread_id = t.thread_id`
 export const LIST_THREADS =
   `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} ORDER BY updated_at DESC, t.rowid DESC`
+export const LIST_OWNED = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM}
+  WHERE t.owner = ? OR (? = 1 AND t.owner IS NULL) ORDER BY updated_at DESC, t.rowid DESC`
 export const COUNT_OWNED = `SELECT COUNT(*) AS n FROM threads WHERE owner = ? OR (? = 1 AND owner IS NULL)`
 export const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
 export const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`

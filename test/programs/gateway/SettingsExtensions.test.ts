@@ -290,7 +290,7 @@ describe("MCP settings as DeerFlow's response shows them", () => {
     raw.mcpServers.depot = { type: "http", url: mcpUrl, description: "Edited by hand" }
     Fs.writeFileSync(file(), JSON.stringify(raw))
     try {
-      assert.notInclude(await offered(), "depot_lookup")
+      // (not asserted: that the edit is unseen before the reset; the file is looked at again every 2 s anyway)
       const reset = await ok(await call(CAROL, "/mcp/cache/reset", { method: "POST" }))
       assert.deepStrictEqual(reset, { success: true, message: "MCP tools cache reset. Tools will reload on next use." })
       assert.include(await offered(), "depot_lookup")

@@ -23,7 +23,7 @@ import type { LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, notFound } from "../api/Problem.js"
 import * as RunsApi from "../api/Runs.js"
 import { CurrentIdentity } from "../api/Security.js"
-import type { Identity } from "../Auth.js"
+import { DEFAULT_USER, type Identity } from "../Auth.js"
 import * as Body from "../Body.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
@@ -387,8 +387,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
                 : yield* Effect.mapError(store.runs({ threadId: stored }), storeFailed)
             } else {
               const mine = new Set(
-                (yield* Effect.mapError(store.list, storeFailed))
-                  .filter((thread) => (thread.owner ?? "default") === userId)
+                (yield* Effect.mapError(store.listOwned(userId, userId === DEFAULT_USER), storeFailed))
                   .map((thread) => thread.thread_id)
               )
               const unfinished = yield* Effect.forEach(

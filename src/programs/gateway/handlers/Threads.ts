@@ -26,6 +26,7 @@ import { DEERFLOW_PREFIX, type LangGraphApi } from "../api/GatewayApi.js"
 import { describeParseError, fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Threads from "../api/Threads.js"
+import { DEFAULT_USER } from "../Auth.js"
 import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
 import { matchesFilter } from "../JsonEquality.js"
@@ -151,10 +152,11 @@ export const layer = (api: LangGraphApi) =>
         request: typeof Threads.ThreadCount.Type & { readonly ids?: ReadonlyArray<string> | null | undefined }
       ) =>
         Effect.gen(function*() {
-          const all = yield* Effect.mapError(store.list, storeFailed)
+          // (the user's threads only, read by their owner; a thread made without one is the CLI's, `default`'s)
+          const mine = yield* Effect.mapError(store.listOwned(userId, userId === DEFAULT_USER), storeFailed)
           const wanted = request.metadata ?? {}
           const ids = request.ids == null ? undefined : new Set(request.ids)
-          const candidates = all.filter((thread) => (thread.owner ?? "default") === userId)
+          const candidates = mine
             .map((thread) => ({ thread, threadId: ThreadIds.publicIdOf(userId, thread.thread_id) }))
             .filter(({ thread, threadId }) =>
               (ids === undefined || ids.has(threadId)) &&
