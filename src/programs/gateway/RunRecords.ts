@@ -33,6 +33,16 @@ export const latest = (store: ThreadStore["Type"], runId: string) =>
   Effect.map(store.runs({ runId }), (records) => records[0]).pipe(Effect.orElseSucceed(() => undefined))
 
 /**
+ * Saves a run's settled record; a store that refuses it is said in a warning naming the run and its status (the
+ * run ends as settled for its waiters; its record stays as it was), as DeerFlow's drain logs it.
+ */
+const keep = (store: ThreadStore["Type"], record: RunRecord) =>
+  store.saveRun(record).pipe(
+    Effect.catchAll((error) =>
+      Effect.logWarning(`Could not persist ${record.status} status for run ${record.run_id}: ${error.message}`))
+  )
+
+/**
  * Settles the record of run `runId` as it ended: rolled back (its thread's checkpoints too) when a client asked
  * `rollback`; else, if the run never said how it ended (settings or agent refused it, or it was stopped), with its
  * `run_end`'s status or `cancelled` (stopped) or `error`. Returns the record.
@@ -56,7 +66,7 @@ export const settle = (
         ended_at: at,
         error: ROLLED_BACK
       }
-      yield* Effect.ignore(store.saveRun(record))
+      yield* keep(store, record)
     } else if (record === undefined || unfinished(record)) {
       const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
       record = {
@@ -66,7 +76,7 @@ export const settle = (
         ended_at: at,
         error: end?.error?.message ?? null
       }
-      yield* Effect.ignore(store.saveRun(record))
+      yield* keep(store, record)
     }
     return record
   })

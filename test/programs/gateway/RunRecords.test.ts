@@ -2,12 +2,15 @@
  * `RunRecords.recover`, as `antler serve` runs it at start: a run a dead process left `running` is recorded as
  * `error` ("server restarted"), and one that replayed an edited question is undone as well (the thread is again
  * as before the edit, as DeerFlow restores a failed edit replay); any other run keeps the steps it completed.
+ * `RunRecords.settle`: a run's end the store refuses to keep is said in a warning, as DeerFlow's drain logs it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import * as RunRecords from "../../../src/programs/gateway/RunRecords.js"
+import { StoreError } from "../../../src/services/RunContext.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as M from "../../../src/state/Message.js"
 
@@ -41,5 +44,32 @@ describe("RunRecords.recover", () => {
       ])
       assert.deepStrictEqual(yield* texts(store, "edited"), ["one", "answer one"])
       assert.deepStrictEqual(yield* texts(store, "plain"), ["one", "answer one", "two"])
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
+})
+
+describe("RunRecords.settle", () => {
+  it.effect("a stopped run whose record the store refuses is said in a warning naming the run", () =>
+    Effect.gen(function*() {
+      const store = yield* ThreadStore
+      yield* store.append("t", "stopped", [{ messages: [M.human("one")] }])
+      yield* store.saveRun(left("stopped", "t", {}))
+      const refusing: ThreadStore["Type"] = {
+        ...store,
+        saveRun: () => Effect.fail(new StoreError({ operation: "saveRun", message: "store unavailable" }))
+      }
+      const lines: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) => {
+          lines.push(`${logLevel.label} ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`)
+        })
+      )
+      const record = yield* RunRecords.settle(refusing, "t", "stopped", "interrupt", undefined).pipe(
+        Effect.provide(capture)
+      )
+      assert.strictEqual(record.status, "cancelled")
+      assert.deepStrictEqual(lines, ["WARN Could not persist cancelled status for run stopped: store unavailable"])
+      // the store keeps what it had
+      assert.strictEqual((yield* RunRecords.latest(store, "stopped"))?.status, "running")
     }).pipe(Effect.provide(MemoryThreadStore.layer())))
 })
