@@ -335,4 +335,30 @@ describe("the thread's goal", () => {
     assert.strictEqual((await alice("GET", "/api/threads/has%20space/goal")).status, 404)
     assert.strictEqual((await alice("DELETE", "/api/threads/has%20space/goal")).status, 404)
   })
+
+  // DeerFlow's set_thread_goal builds a fresh goal (build_goal_state): a replaced goal is a new one, its
+  // created_at the time it was set (what tells DeerFlow's worker that the goal it evaluated was replaced)
+  it("set again is a new goal: its created_at is when it was set, not the earlier goal's", async () => {
+    const earlier = {
+      objective: "Old aim",
+      status: "active",
+      created_at: "2020-01-01T00:00:00.000Z",
+      updated_at: "2020-01-01T00:00:00.000Z",
+      continuation_count: 3,
+      max_continuations: 8,
+      no_progress_count: 1,
+      max_no_progress_continuations: 2
+    }
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "replaced" })).status, 200)
+    const seeded = await alice("POST", "/api/threads/replaced/state", { values: { goal: earlier } })
+    assert.strictEqual(seeded.status, 200, seeded.text)
+    assert.strictEqual((await alice("GET", "/api/threads/replaced/goal")).json().goal.created_at, earlier.created_at)
+    const put = await alice("PUT", "/api/threads/replaced/goal", { objective: "New aim" })
+    assert.strictEqual(put.status, 200, put.text)
+    const goal = put.json().goal
+    assert.strictEqual(goal.created_at, goal.updated_at)
+    assert.notStrictEqual(goal.created_at, earlier.created_at)
+    assert.strictEqual(goal.continuation_count, 0)
+    assert.deepStrictEqual((await alice("GET", "/api/threads/replaced/goal")).json().goal, goal)
+  })
 })

@@ -394,11 +394,11 @@ export const layer = (api: DeerFlowApi) =>
               ? found.right
               : { stored: (yield* access.newThread(user, path.thread_id, {})).thread_id, threadId: path.thread_id }
             const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-            const earlier = yield* currentGoal(thread)
+            // a fresh goal, as DeerFlow's build_goal_state: one set again is a new goal (made now, no continuations)
             const goal: GoalState = {
               objective,
               status: "active",
-              created_at: earlier?.created_at ?? at,
+              created_at: at,
               updated_at: at,
               continuation_count: 0,
               max_continuations: request.max_continuations ?? 8,
