@@ -7,6 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { until } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -31,6 +32,8 @@ beforeAll(async () => {
         const args = { question: "Which city?", clarification_type: "approach_choice", options: ["Paris", "Rome"] }
         return { toolCalls: [{ name: "ask_clarification", arguments: args }] }
       }
+      // (a run that holds its thread until it is cancelled)
+      if (JSON.stringify(last?.content ?? "").includes("hang on")) return { content: "working", stall: true }
       if (JSON.stringify(last?.content ?? "").includes("save a note")) {
         const args = { description: "note", path: "/mnt/user-data/outputs/note.md", content: "note\n" }
         return { toolCalls: [{ name: "write_file", arguments: args }] }
@@ -360,5 +363,24 @@ describe("the thread's goal", () => {
     assert.notStrictEqual(goal.created_at, earlier.created_at)
     assert.strictEqual(goal.continuation_count, 0)
     assert.deepStrictEqual((await alice("GET", "/api/threads/replaced/goal")).json().goal, goal)
+  })
+
+  // DeerFlow's set_thread_goal and clear_thread_goal refuse a thread a run holds, saying what to do
+  it("is not set or cleared while a run holds the thread (409, DeerFlow's words)", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "held" })).status, 200)
+    assert.strictEqual((await alice("PUT", "/api/threads/held/goal", { objective: "Keep going" })).status, 200)
+    const input = { messages: [{ type: "human", content: "hang on" }] }
+    const run = (await alice("POST", "/api/threads/held/runs", { input })).json()
+    await until(async () => (await alice("GET", `/api/threads/held/runs/${run.run_id}`)).json().status === "running",
+      "the run running")
+    const set = await alice("PUT", "/api/threads/held/goal", { objective: "Another aim" })
+    assert.strictEqual(set.status, 409, set.text)
+    assert.strictEqual(set.json().detail, "Thread has a run in flight. Set the goal after the run finishes.")
+    const clear = await alice("DELETE", "/api/threads/held/goal")
+    assert.strictEqual(clear.status, 409, clear.text)
+    assert.strictEqual(clear.json().detail, "Thread has a run in flight. Clear the goal after the run finishes.")
+    const cancelled = await alice("POST", `/api/threads/held/runs/${run.run_id}/cancel?wait=true`)
+    assert.strictEqual(cancelled.status < 300, true, cancelled.text)
+    assert.strictEqual((await alice("GET", "/api/threads/held/goal")).json().goal.objective, "Keep going")
   })
 })

@@ -118,10 +118,13 @@ export const layer = (api: DeerFlowApi) =>
           return n
         })
 
-      /** An update of the thread's state outside a run: refused while a run holds it. */
-      const writeState = (thread: ThreadRef, update: StateUpdate) =>
+      /** An update of the thread's state outside a run: refused (409, `busy`) while a run holds it. */
+      const writeState = (
+        thread: ThreadRef,
+        update: StateUpdate,
+        busy = `Thread ${thread.threadId} has a run in progress; change it after the run.`
+      ) =>
         Effect.gen(function*() {
-          const busy = `Thread ${thread.threadId} has a run in progress; change it after the run.`
           if (runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", busy)
           const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
           const holder = yield* Effect.mapError(Run.takeLease(store, thread.stored, writer), storeFailed)
@@ -405,7 +408,7 @@ export const layer = (api: DeerFlowApi) =>
               no_progress_count: 0,
               max_no_progress_continuations: 2
             }
-            yield* writeState(thread, { goal })
+            yield* writeState(thread, { goal }, "Thread has a run in flight. Set the goal after the run finishes.")
             return json(TurnsApi.GoalAnswer, { goal })
           }))
         .handleRaw("deleteGoal", ({ path }) =>
@@ -413,7 +416,11 @@ export const layer = (api: DeerFlowApi) =>
             const { user } = yield* CurrentIdentity
             const thread = yield* chatOf(user, path.thread_id)
             if (thread !== undefined && (yield* currentGoal(thread)) !== null) {
-              yield* writeState(thread, { goal: { clear: true } })
+              yield* writeState(
+                thread,
+                { goal: { clear: true } },
+                "Thread has a run in flight. Clear the goal after the run finishes."
+              )
             }
             return json(TurnsApi.GoalAnswer, { goal: null })
           }))
