@@ -15,6 +15,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { AppConfig } from "../services/AppConfig.js"
 import { AppConfigSchema, AppConfigService, defaults, mountIssues } from "../services/AppConfig.js"
+import * as AuthLegacy from "../services/config/AuthLegacy.js"
 import * as DatabaseLegacy from "../services/config/DatabaseLegacy.js"
 import * as MemoryLegacy from "../services/config/MemoryLegacy.js"
 import * as Plugins from "../services/config/Plugins.js"
@@ -331,14 +332,18 @@ const writeFileMaxFromEnv = (config: AppConfig, raw: Record<string, unknown>): E
   })
 
 /**
- * DeerFlow's older layouts (of `memory:`, of the `uploads:` limits, its `checkpointer:` and `memory` database) read
- * as what Antler reads, with warnings.
+ * DeerFlow's older layouts (of `memory:`, of the `uploads:` limits, its `checkpointer:` and `memory` database) and
+ * its `auth.local.allow_registration` read as what Antler reads, with warnings.
  */
 const migrateLegacy = (raw: unknown): MemoryLegacy.Migrated => {
   const memory = MemoryLegacy.migrate(raw)
   const uploads = UploadsLegacy.migrate(memory.raw)
   const database = DatabaseLegacy.migrate(uploads.raw)
-  return { raw: database.raw, warnings: [...memory.warnings, ...uploads.warnings, ...database.warnings] }
+  const auth = AuthLegacy.migrate(database.raw)
+  return {
+    raw: auth.raw,
+    warnings: [...memory.warnings, ...uploads.warnings, ...database.warnings, ...auth.warnings]
+  }
 }
 
 /** Decodes configuration text (YAML) as if read from `file`. */

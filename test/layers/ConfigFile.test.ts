@@ -454,6 +454,33 @@ describe("ConfigFile", () => {
       assert.isTrue(warnings.some((w) => w.includes("checkpointer (type sqlite) not used")), warnings.join())
     }))
 
+  // DeerFlow test_local_registration_gate.py: DeerFlow's auth.local.allow_registration: false closes registration
+  it.effect("auth.local.allow_registration (DeerFlow's) is read; false in either place closes registration", () =>
+    Effect.gen(function*() {
+      const { capture, logged: warnings } = captureLogs("Warning")
+      const load = (text: string) => ConfigFile.load(tempFile(text)).pipe(withEnv({}), Effect.provide(capture))
+      const open = yield* load("gateway:\n  auth:\n    accounts: true\n")
+      assert.isTrue(open.config.gateway.auth.allow_registration, "open by default, as DeerFlow's")
+      const closed = yield* load(
+        "auth:\n  local:\n    allow_registration: false\n  oidc:\n    enabled: false\n" +
+          "gateway:\n  port: 8123\n  auth:\n    accounts: true\n"
+      )
+      assert.isFalse(closed.config.gateway.auth.allow_registration)
+      assert.isTrue(closed.config.gateway.auth.accounts)
+      assert.strictEqual(closed.config.gateway.port, 8123)
+      assert.deepStrictEqual(closed.ignored, ["auth"], "its oidc is not used")
+      assert.isTrue(warnings.some((w) => w.includes("auth.local.allow_registration: false (DeerFlow's) read")))
+      const alone = yield* load("auth:\n  local:\n    allow_registration: false\n")
+      assert.isFalse(alone.config.gateway.auth.allow_registration)
+      assert.deepStrictEqual(alone.ignored, [])
+      // DeerFlow's true does not open what Antler's key closed
+      const both = yield* load(
+        "auth:\n  local:\n    allow_registration: true\ngateway:\n  auth:\n    allow_registration: false\n"
+      )
+      assert.isFalse(both.config.gateway.auth.allow_registration)
+      assert.deepStrictEqual(both.ignored, [])
+    }))
+
   // DeerFlow test_memory_manager_pluggable.py: a storage_path that is an existing file is a configuration error
   it.effect("memory: a storage_path that is an existing file is refused before anything runs", () =>
     Effect.gen(function*() {

@@ -410,23 +410,39 @@ describe("gateway without accounts", () => {
     }
   })
 
-  it("refuses registration when it is closed", async () => {
-    const gateway = await Support.start({
-      script,
-      config: { gateway: { auth: { accounts: true, allow_registration: false } } }
+  // and as DeerFlow's config.yaml closes it (test_local_registration_gate.py): auth.local.allow_registration
+  for (
+    const [how, config] of [
+      ["gateway.auth.allow_registration", { gateway: { auth: { accounts: true, allow_registration: false } } }],
+      ["DeerFlow's auth.local.allow_registration", {
+        auth: { local: { allow_registration: false } },
+        gateway: { auth: { accounts: true } }
+      }]
+    ] as const
+  ) {
+    it(`refuses registration when it is closed (${how})`, async () => {
+      const gateway = await Support.start({ script, config })
+      try {
+        const status = await fetch(`${gateway.url}/api/v1/auth/setup-status`)
+        assert.deepStrictEqual(await json(status), { needs_setup: true, registration_enabled: false })
+        const made = await fetch(`${gateway.url}/api/v1/auth/register`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: "eve@example.com", password: "eves long secret" })
+        })
+        assert.strictEqual(made.status, 403)
+        assert.strictEqual((await json(made)).code, "registration_disabled")
+        // closing registration never blocks making the first admin
+        const admin = await fetch(`${gateway.url}/api/v1/auth/initialize`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ email: "eve@example.com", password: "eves long secret" })
+        })
+        assert.strictEqual(admin.status, 201)
+        assert.strictEqual((await json(admin)).system_role, "admin")
+      } finally {
+        await gateway.stop()
+      }
     })
-    try {
-      const status = await fetch(`${gateway.url}/api/v1/auth/setup-status`)
-      assert.deepStrictEqual(await json(status), { needs_setup: true, registration_enabled: false })
-      const made = await fetch(`${gateway.url}/api/v1/auth/register`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ email: "eve@example.com", password: "eves long secret" })
-      })
-      assert.strictEqual(made.status, 403)
-      assert.strictEqual((await json(made)).code, "registration_disabled")
-    } finally {
-      await gateway.stop()
-    }
-  })
+  }
 })
