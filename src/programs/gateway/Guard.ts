@@ -10,7 +10,8 @@
  *   an origin of `gateway.cors.allow_origins` (`"*"`: any page's request that sends an API token). Browsers send
  *   `Origin` with every such request; without one, a `Sec-Fetch-Site` of `cross-site` or `same-site` still gives
  *   another page away. `Origin: null` (a sandboxed
- *   frame, such as an artifact's, a local file, a redirect) cannot be told from any other page and is refused.
+ *   frame, such as an artifact's, a local file, a redirect) cannot be told from any other page and is refused, as
+ *   is one with more than `scheme://host[:port]` (a path), which no browser sends.
  *   Clients that are not browsers (the SDK, curl) send neither header and are not concerned.
  */
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
@@ -119,6 +120,9 @@ const isOwnOrigin = (origin: string, hostHeader: string | undefined): boolean =>
 const carriesToken = (headers: Readonly<Record<string, string | undefined>>): boolean =>
   (headers["authorization"] ?? "").trim() !== "" || (headers["x-api-key"] ?? "").trim() !== ""
 
+// an Origin as browsers send it: a scheme, "://" and a host with an optional port; no path, query or user
+const SERIALIZED_ORIGIN = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#@\\\s]+$/
+
 /**
  * Why a request may not change anything, judged by where a browser says it comes from, if it may not. An
  * origin `gateway.cors.allow_origins` lists may; `"*"` admits any origin's requests that send an API token only.
@@ -139,6 +143,10 @@ export const originProblem = (
   if (origin.trim() === "null") {
     return `A ${method} from Origin null (a sandboxed frame, a local file or a redirect) is refused: its page ` +
       "cannot be told from any other."
+  }
+  if (!SERIALIZED_ORIGIN.test(origin.trim())) {
+    return `A ${method} with Origin ${JSON.stringify(origin)} is refused: an origin is scheme://host[:port], ` +
+      "nothing after it (a browser sends no other)."
   }
   if (options.allowOrigins.includes(normalizeOrigin(origin))) return undefined
   if (isOwnOrigin(origin, headers["host"])) return undefined

@@ -166,6 +166,10 @@ describe("the Origin of state-changing requests", () => {
       { origin: "http://attacker.example" },
       { origin: `http://localhost:${port}.attacker.example` },
       { origin: "null" },
+      // the own page's origin with a path, a port that is no number (DeerFlow's test_csrf_middleware refuses both)
+      { origin: `http://127.0.0.1:${port}/path` },
+      { origin: `http://127.0.0.1:${port}/` },
+      { origin: "http://127.0.0.1:bad" },
       { "sec-fetch-site": "cross-site" },
       { "sec-fetch-site": "same-site" }
     ]
@@ -216,6 +220,8 @@ describe("the Origin of state-changing requests", () => {
       assert.strictEqual(allowed.status, 200)
       assert.strictEqual(allowed.headers["access-control-allow-origin"], "http://ui.example:3000")
       assert.strictEqual((await raw(cors, "POST", "/threads", { origin: "http://ui.example:3001" }, json)).status, 403)
+      const path = await raw(cors, "POST", "/threads", { origin: "http://ui.example:3000/app" }, json)
+      assert.strictEqual(path.status, 403)
     } finally {
       await cors.stop()
     }
