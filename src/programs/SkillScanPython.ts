@@ -381,11 +381,13 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
         if (SENSITIVE_PATH.test(t.value)) sensitive ??= t.line
         if (isOutboundUrl(t.value)) network ??= t.line
       }
+      // (an import of os.environ is no read of it: its first use is, as in DeerFlow's syntax tree)
+      const importing = s[0]?.text === "import" || s[0]?.text === "from"
       for (let k = 0; k < s.length; k++) {
         if (s[k]!.kind !== "name" || s[k - 1]?.text === ".") continue
         const base = aliases.get(s[k]!.text) ?? s[k]!.text
         const dotted = s[k + 1]?.text === "." && s[k + 2]?.kind === "name" ? `${base}.${s[k + 2]!.text}` : base
-        if (dotted === "os.environ" || base === "os.environ") environ ??= s[k]!.line
+        if (!importing && (dotted === "os.environ" || base === "os.environ")) environ ??= s[k]!.line
         // a client's method on the simple name it was bound to in this function
         const client = scope.handles.get(s[k]!.text)
         if (client !== undefined && s[k + 1]?.text === "." && s[k + 3]?.text === "(") {
@@ -422,6 +424,15 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
         const call = calls.find((c) => c.start === from && c.end === to)
         return call === undefined ? undefined : constructorOf(scope, call)
       }
+      // the last `=` outside brackets (`conn = HTTPConnection(host, timeout=5)`: not the keyword's)
+      let eq = -1
+      eachTopLevel(texts, (t, k) => {
+        if (t === "=") eq = k
+      })
+      // a client handle given another name (`s = session`), read before the statement rebinds anything
+      const renamed = eq > 0 && eq === s.length - 2 && s[eq + 1]!.kind === "name"
+        ? scope.handles.get(texts[eq + 1]!)
+        : undefined
       const bound = boundNames(s)
       for (const n of bound) scope.handles.delete(n)
       if (texts[0] === "import" || texts[0] === "from") {
@@ -429,17 +440,10 @@ export const scan = (file: string, text: string): Array<SecurityFinding> => {
       } else if (scope === scopes.get(0)) {
         for (const n of bound) moduleImports.delete(n)
       }
-      // the last `=` outside brackets (`conn = HTTPConnection(host, timeout=5)`: not the keyword's)
-      let eq = -1
-      eachTopLevel(texts, (t, k) => {
-        if (t === "=") eq = k
-      })
-      if (eq > 0 && texts.indexOf("(", eq) > eq) {
-        const client = built(eq + 1, s.length)
-        if (client !== undefined) {
-          for (let k = 0; k < eq; k++) {
-            if (s[k]!.kind === "name" && (texts[k + 1] === "=" || k + 1 === eq)) scope.handles.set(texts[k]!, client)
-          }
+      const client = renamed ?? (eq > 0 && texts.indexOf("(", eq) > eq ? built(eq + 1, s.length) : undefined)
+      if (client !== undefined) {
+        for (let k = 0; k < eq; k++) {
+          if (s[k]!.kind === "name" && (texts[k + 1] === "=" || k + 1 === eq)) scope.handles.set(texts[k]!, client)
         }
       }
       const withAt = texts.indexOf("with")
