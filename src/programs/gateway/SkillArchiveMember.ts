@@ -35,7 +35,9 @@ export const read = (host: string, archive: string, member: string): Effect.Effe
       try: () => Fs.promises.stat(host),
       catch: () => new MemberError({ reason: "not_found", message: `Skill file not found: ${archive}` })
     })
-    if (!stat.isFile()) return yield* new MemberError({ reason: "not_a_file", message: `Path is not a file: ${archive}` })
+    if (!stat.isFile()) {
+      return yield* new MemberError({ reason: "not_a_file", message: `Path is not a file: ${archive}` })
+    }
     if (stat.size > SkillArchive.MAX_ARCHIVE_BYTES) {
       return yield* new MemberError({ reason: "too_large", message: "Skill archive is too large to preview" })
     }

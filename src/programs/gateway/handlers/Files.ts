@@ -100,6 +100,13 @@ const artifactHeaders = (name: string, download: boolean): Record<string, string
   "content-disposition": `${download ? "attachment" : "inline"}; filename*=UTF-8''${encodeURIComponent(name)}`
 })
 
+/** How the gateway refuses a file of a `.skill` archive it does not serve (DeerFlow's codes). */
+const MEMBER_REFUSALS: Record<SkillArchiveMember.MemberError["reason"], GatewayError["reason"]> = {
+  not_a_file: "bad_request",
+  too_large: "too_large",
+  not_found: "not_found"
+}
+
 const unsatisfiable = (header: string | undefined, size: number) =>
   problem(416, `The range ${JSON.stringify(header)} is outside the file.`, {
     "accept-ranges": "bytes",
@@ -368,15 +375,11 @@ export const layer = (api: DeerFlowApi) =>
                 () => notFound(`Skill file ${skill.archive}`)
               )
               const member = yield* SkillArchiveMember.read(archive, skill.archive, skill.member).pipe(
-                Effect.mapError((error) =>
-                  fail(
-                    error.reason === "not_a_file" ? "bad_request" : error.reason === "too_large" ? "too_large" : "not_found",
-                    `${error.message}.`
-                  )
-                )
+                Effect.mapError((error) => fail(MEMBER_REFUSALS[error.reason], `${error.message}.`))
               )
               const name = Path.posix.basename(skill.member)
-              return bytesResponse(member, name, download, requestHeaders.range, { "cache-control": "private, max-age=300" })
+              const cached = { "cache-control": "private, max-age=300" }
+              return bytesResponse(member, name, download, requestHeaders.range, cached)
             }
             const host = yield* Effect.mapError(sandbox.resolve(virtual, "read"), () => notFound(`Artifact ${virtual}`))
             const stat = yield* Effect.tryPromise({
