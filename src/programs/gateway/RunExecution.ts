@@ -3,7 +3,7 @@
  * in its fiber of the server. The body runs the turn through the factory, relays each event to the run's buffer
  * (what its subscribers stream) and journal (`.../runs/{run_id}/events`, kept in the store as it grows), stops it
  * when a client or a handover asks, and settles it: its record, its lease, the thread's last values and `end` for
- * its subscribers.
+ * its subscribers. A run that changed outputs and presented none of them fails as DeerFlow's does (`Delivery`).
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -21,6 +21,7 @@ import type { ThreadState } from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import type * as Factory from "../Factory.js"
 import type * as Admission from "./Admission.js"
+import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
 import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
@@ -215,10 +216,26 @@ export const execute = (
       return
     }
     const action: CancelAction | undefined = how
-    const record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
+    let record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
+    // DeerFlow's delivery check: a run that succeeded having created or modified files under outputs, none of which
+    // it presented, fails (a cancelled, failed or clarification-waiting run keeps its status)
+    const filesAfter = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
+    const delivery = Delivery.verdict(journal.delivery(), WorkspaceChanges.changedOutputs(filesBefore, filesAfter))
+    const undelivered = record.status === "success" ? Delivery.failure(delivery) : undefined
+    if (undelivered !== undefined) {
+      // (a guard's cap stays the reason it stopped, as DeerFlow keeps it)
+      const capped = record.stop_reason !== "completed" && record.stop_reason !== null
+      record = { ...record, status: "error", stop_reason: capped ? record.stop_reason : "error", error: undelivered }
+      yield* Effect.ignore(store.saveRun(record))
+    }
     const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
     yield* Effect.ignore(store.releaseLease(request.threadId, runId))
     const outs: Array<Projection.Out> = []
+    if (undelivered !== undefined) {
+      // as a failed run's stream ends: its error, then `end`
+      const name = Delivery.ERROR_NAME
+      outs.push({ event: "error", data: { message: undelivered, name, error: name } })
+    }
     if (action !== undefined || undone) {
       // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
       // reloads nothing
@@ -229,18 +246,15 @@ export const execute = (
     }
     outs.push({ event: "end", data: null })
     if (request.deleteThread !== true) {
-      const changes = WorkspaceChanges.compare(
-        filesBefore,
-        yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
-      )
+      const changes = WorkspaceChanges.compare(filesBefore, filesAfter)
       if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
       // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
       journal.end({
         status: Protocol.runStatus(record),
         stop_reason: record.stop_reason,
         error: record.error,
-        error_type: end?.error?.name
-      })
+        error_type: undelivered !== undefined ? Delivery.ERROR_NAME : end?.error?.name
+      }, delivery)
       yield* saveJournal(true)
     }
     active.delete(request.threadId)

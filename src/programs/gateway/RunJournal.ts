@@ -11,7 +11,7 @@
  * SafetyFinishReason's `middleware:safety_termination` and Guardrail's `middleware:guardrail` are kept (from their
  * custom events); model-call traces and the other middleware records are not. After the run's end,
  * `run.delivery` (DeerFlow's receipt, category `outputs`): the files its tools presented (their `artifacts`
- * updates), `{presented, paths, by_tool}`.
+ * updates), `{presented, paths, by_tool}`, with DeerFlow's verdict when the run changed outputs (see `Delivery`).
  */
 import { MEMORY_EVENT } from "../../middleware/DynamicContext.js"
 import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../middleware/InputSanitization.js"
@@ -20,6 +20,7 @@ import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import { headChars } from "../../state/Chars.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
+import type * as Delivery from "./Delivery.js"
 import type * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** The most events kept of one run. */
@@ -226,7 +227,12 @@ export interface RunJournal {
   readonly push: (events: ReadonlyArray<RunEvent>) => void
   /** Records what the run changed in the thread's files (bounded by `WorkspaceChanges`; always kept). */
   readonly workspace: (changes: WorkspaceChanges.Changes) => void
-  /** Records the run's end and its delivery receipt (always kept). */
+  /** What the run's tools presented so far (its receipt without a verdict). */
+  readonly delivery: () => Delivery.Receipt
+  /**
+   * Records the run's end and its delivery receipt (always kept): `delivery` (the receipt with its verdict, see
+   * `Delivery.verdict`), or what the run's tools presented.
+   */
   readonly end: (
     ended: {
       readonly status: string
@@ -234,7 +240,8 @@ export interface RunJournal {
       readonly error?: string | null | undefined
       /** The error's class (`error_type`), when the run failed. */
       readonly error_type?: string | undefined
-    }
+    },
+    delivery?: Delivery.Receipt
   ) => void
   /** The events recorded so far, in order, numbered from 1. */
   readonly events: () => ReadonlyArray<StoredRunEvent>
@@ -247,7 +254,7 @@ const CALLER = { caller: "lead_agent" }
 const FORCED = 3
 
 /** DeerFlow's delivery receipt: each presented path once per tool (in order), by the tool that presented it. */
-const deliveryContent = (produced: ReadonlyArray<readonly [string, string | undefined]>) => {
+const deliveryContent = (produced: ReadonlyArray<readonly [string, string | undefined]>): Delivery.Receipt => {
   const paths: Array<string> = []
   const byTool: Record<string, Array<string>> = {}
   for (const [path, tool] of produced) {
@@ -370,7 +377,8 @@ export const make = (now: () => string): RunJournal => {
     },
     // DeerFlow's contract (contracts/run_event_stream_contract.json): `run.end` says its status in its metadata,
     // `run.error` is the error's message with its `error_type`
-    end: (ended) => {
+    delivery: () => deliveryContent(produced),
+    end: (ended, delivery) => {
       const ending = { status: ended.status, stop_reason: ended.stop_reason }
       if (ended.status !== "error") {
         add({ event_type: "run.end", category: "outputs", content: ending, metadata: ending }, true)
@@ -380,7 +388,8 @@ export const make = (now: () => string): RunJournal => {
         add({ event_type: "run.error", category: "error", content: message, metadata }, true)
       }
       // DeerFlow's terminal receipt, whatever the ending (a run that presented nothing: `presented: 0`)
-      add({ event_type: "run.delivery", category: "outputs", content: deliveryContent(produced), metadata: {} }, true)
+      const content = delivery ?? deliveryContent(produced)
+      add({ event_type: "run.delivery", category: "outputs", content, metadata: {} }, true)
     },
     count: () => seq,
     // numbered from 1 as kept (an event dropped leaves no gap)

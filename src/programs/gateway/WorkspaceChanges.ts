@@ -361,6 +361,19 @@ export const compare = (before: Snapshot, after: Snapshot) => {
   return { version: 1, summary, files, limits: LIMITS }
 }
 
+/**
+ * The regular files under outputs a run created or modified (DeerFlow's `get_changed_output_paths`), sorted: no
+ * link, nothing deleted, not bounded by what `compare` lists.
+ */
+export const changedOutputs = (before: Snapshot, after: Snapshot): Array<string> =>
+  [...after.files.values()]
+    .filter((now) => {
+      const was = before.files.get(now.path)
+      return now.root === "outputs" && !now.symlink && (was === undefined || !same(was, now))
+    })
+    .map((now) => now.path)
+    .sort()
+
 /** What a run changed, as `compare` answers it. */
 export type Changes = ReturnType<typeof compare>
 
