@@ -37,11 +37,16 @@ const script = (body: ChatRequestBody): Turn => {
     const call = { name: "bash", arguments: { description: "x", command: "true" } }
     return { toolCalls: [call], finishReason: "content_filter" }
   }
+  // the plan written, then presented (a run that leaves an output unpresented fails), then the answer
+  const plan = "/mnt/user-data/outputs/plan.md"
+  const called = (body.messages.at(-2) as any)?.tool_calls?.[0]?.function?.name
+  const wrote = last?.role === "tool" && called === "write_file"
+  if (wrote) return { toolCalls: [{ name: "present_files", arguments: { filepaths: [plan] } }] }
   if (last?.role === "tool") return "Saved your secret plan."
   return {
     toolCalls: [{
       name: "write_file",
-      arguments: { description: "save", path: "/mnt/user-data/outputs/plan.md", content: "alice's secret plan\n" }
+      arguments: { description: "save", path: plan, content: "alice's secret plan\n" }
     }]
   }
 }

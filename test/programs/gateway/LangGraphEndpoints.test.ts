@@ -18,11 +18,16 @@ const SECRET = "sk-live-very-secret-0123456789"
 const script = (body: ChatRequestBody): Turn => {
   const text = lastUserText(body)
   if (text.includes("hang")) return { content: "working", stall: true }
-  // "write NAME": a file of that name in the thread's outputs
+  // "write NAME": a file of that name in the thread's outputs, then presented (else the run fails its delivery)
   const write = /write (\w+)/.exec(text)
-  if (write !== null && body.messages.at(-1)?.role !== "tool") {
+  const last = body.messages.at(-1)
+  if (write !== null && last?.role !== "tool") {
     const path = `/mnt/user-data/outputs/${write[1]}.md`
     return { toolCalls: [{ name: "write_file", arguments: { description: "save", path, content: "notes\n" } }] }
+  }
+  if (write !== null && (body.messages.at(-2) as any)?.tool_calls?.[0]?.function?.name === "write_file") {
+    const path = `/mnt/user-data/outputs/${write[1]}.md`
+    return { toolCalls: [{ name: "present_files", arguments: { filepaths: [path] } }] }
   }
   return `You said: ${text}`
 }

@@ -125,7 +125,18 @@ describe("a run's events, as DeerFlow's app reads them", () => {
     const events = (await alice("GET", `/api/threads/report/runs/${runId}/events`)).json() as ReadonlyArray<any>
     const last = events.at(-1)
     assert.deepInclude(last, { event_type: "run.delivery", category: "outputs" })
-    assert.deepStrictEqual(last.content, { presented: 1, paths: [REPORT], by_tool: { present_files: [REPORT] } })
+    // (it wrote the report it presented: DeerFlow's verdict on its delivery too)
+    assert.deepStrictEqual(last.content, {
+      presented: 1,
+      paths: [REPORT],
+      by_tool: { present_files: [REPORT] },
+      verification: { source: "outputs_changed", requirement: "present_files_matches_produced_output" },
+      produced_paths: [REPORT],
+      presented_paths: [REPORT],
+      matched_paths: [REPORT],
+      stage: "presented",
+      satisfied: true
+    })
     const only = await alice("GET", `/api/threads/report/runs/${runId}/events?event_types=run.delivery`)
     assert.deepStrictEqual(only.json(), [last])
 

@@ -35,7 +35,8 @@ beforeAll(async () => {
       // (a run that holds its thread until it is cancelled)
       if (JSON.stringify(last?.content ?? "").includes("hang on")) return { content: "working", stall: true }
       if (JSON.stringify(last?.content ?? "").includes("save a note")) {
-        const args = { description: "note", path: "/mnt/user-data/outputs/note.md", content: "note\n" }
+        // (in the workspace: a note in outputs would have to be presented, or the run fails its delivery)
+        const args = { description: "note", path: "/mnt/user-data/workspace/note.md", content: "note\n" }
         return { toolCalls: [{ name: "write_file", arguments: args }] }
       }
       return "Here you go."

@@ -26,8 +26,16 @@ const HAIKU = "Antlers in the mist,\nthe deer reads every file twice,\nsaves the
 
 const script = (body: ChatRequestBody): Turn => {
   const text = lastUser(body)
+  // the haiku drafted in the workspace, then written to outputs and presented (a run that leaves an output
+  // unpresented fails its delivery)
   if (text.includes("present")) {
-    if (lastIsTool(body)) return "Here is your file."
+    const results = body.messages.slice(body.messages.findLastIndex((m) => m.role === "user"))
+      .filter((m) => m.role === "tool").length
+    if (results === 0) {
+      const args = { description: "Deliver the haiku", path: "/mnt/user-data/outputs/haiku.md", content: `${HAIKU}\n` }
+      return { toolCalls: [{ name: "write_file", arguments: args }] }
+    }
+    if (results > 1) return "Here is your file."
     return { toolCalls: [{ name: "present_files", arguments: { filepaths: ["/mnt/user-data/outputs/haiku.md"] } }] }
   }
   if (text.includes("haiku")) {
@@ -38,7 +46,7 @@ const script = (body: ChatRequestBody): Turn => {
         name: "write_file",
         arguments: {
           description: "Save the haiku",
-          path: "/mnt/user-data/outputs/haiku.md",
+          path: "/mnt/user-data/workspace/haiku.md",
           content: `${HAIKU}\n`
         }
       }]
