@@ -6,6 +6,7 @@
  * change only the workspace, succeed. Runs that wrote outputs without presenting them ended as `success`.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import * as FC from "effect/FastCheck"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -82,7 +83,11 @@ const PLANS: Record<string, ReadonlyArray<ReadonlyArray<unknown>>> = {
   "keep it to yourself": [[write(`${OUT}/secret-plan.md`)]],
   "deliver it": [[write(`${OUT}/report.md`)], [present(`${OUT}/report.md`)]],
   "show the old one": [[write(`${OUT}/fresh.md`)], [present(`${OUT}/old.md`)]],
-  "draft in the workspace": [[write("/mnt/user-data/workspace/draft.md")]]
+  "draft in the workspace": [[write("/mnt/user-data/workspace/draft.md")]],
+  "ask me first": [[write(`${OUT}/outline.md`)], [{
+    name: "ask_clarification",
+    arguments: { question: "Which herd?", clarification_type: "approach_choice", options: ["North", "South"] }
+  }]]
 }
 
 let gateway: TestGateway
@@ -174,6 +179,17 @@ describe("a gateway run's delivery check", () => {
       stage: "mismatched",
       satisfied: false
     })
+  })
+
+  it("a run that wrote an output, then asked a clarification question, waits for the answer unfailed", async () => {
+    const { sse, record, delivery } = await streamed("asked", "ask me first")
+    assert.strictEqual(record.status, "success")
+    assert.notInclude(JSON.stringify(record), Delivery.INCOMPLETE)
+    assert.notInclude(sse.map((e) => e.event), "error")
+    // its receipt still says what it produced and did not present
+    assert.deepInclude(delivery, { produced_paths: [`${OUT}/outline.md`], stage: "not_started", satisfied: false })
+    const stored = await Effect.runPromise(gateway.store.runs({ runId: record.run_id }))
+    assert.strictEqual(stored[0]!.status, "interrupted")
   })
 
   it("a run that wrote only in the workspace succeeds, its receipt as before", async () => {
