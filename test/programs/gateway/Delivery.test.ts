@@ -70,6 +70,20 @@ describe("the delivery verdict", () => {
     assert.deepStrictEqual([verdict.stage, verdict.satisfied], ["not_started", false])
     assert.strictEqual(Delivery.failure(verdict), Delivery.INCOMPLETE)
   })
+
+  it("lists at most 64,000 characters of paths each, judging on all of them", () => {
+    // 2,000 files of long names (what a snapshot may find), the last of them the one presented
+    const name = (i: number) => `${OUT}/${"n".repeat(200)}-${String(i).padStart(4, "0")}.md`
+    const produced = Array.from({ length: 2000 }, (_, i) => name(i))
+    const last = produced.at(-1)!
+    const verdict = Delivery.verdict(receipt([last]), produced) as Delivery.Verdict
+    const chars = (paths: ReadonlyArray<string>) => paths.reduce((n, path) => n + path.length, 0)
+    assert.isAtMost(chars(verdict.produced_paths), Delivery.MAX_LISTED_CHARS)
+    assert.isBelow(verdict.produced_paths.length, produced.length)
+    assert.isTrue(verdict.satisfied)
+    assert.deepStrictEqual(verdict.matched_paths, [last])
+    assert.isUndefined(Delivery.failure(verdict))
+  })
 })
 
 const write = (path: string) => ({ name: "write_file", arguments: { description: "file", path, content: "# Deer\n" } })
