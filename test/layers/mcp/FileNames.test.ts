@@ -71,11 +71,13 @@ describe("FileNames.replaceBareNames", () => {
       }
       assert.strictEqual(back, text)
       assert.strictEqual(FileNames.replaceBareNames(out, files), out)
-      // a name two files share is never taken for either
+      // a name two files share is never taken for either (the file's whole path: `page.yml.bak`'s holds
+      // `page.yml`'s)
       const names = files.map((f) => f.slice(f.lastIndexOf("/") + 1))
+      const whole = (file: string) => new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?!\\.?[\\w-])`)
       for (const file of files) {
         const n = file.slice(file.lastIndexOf("/") + 1)
-        if (names.filter((m) => m === n).length > 1) assert.notInclude(out, file)
+        if (names.filter((m) => m === n).length > 1) assert.notMatch(out, whole(file))
       }
     }
   )
