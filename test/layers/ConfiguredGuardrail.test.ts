@@ -25,6 +25,7 @@ import * as M from "../../src/state/Message.js"
 import { childEnv, runAntler } from "../support/cli.js"
 import { tempDir } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
+import { messageText } from "../support/modelRequests.js"
 
 const PROVIDERS = `
 // denies the tools named in its config, with its own code; counts what it was asked
@@ -299,8 +300,7 @@ describe("ConfiguredGuardrail: configuration", () => {
     }))
 })
 
-const textOf = (m: { readonly [key: string]: unknown }): string =>
-  typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
+const textOf = messageText
 
 // Step 0 reads a file and lists the folder; step 1 repeats what the tools answered.
 const script = (body: ChatRequestBody): Turn => {

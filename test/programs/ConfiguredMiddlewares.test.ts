@@ -20,6 +20,7 @@ import * as ConfiguredMiddlewaresFile from "../../src/programs/ConfiguredMiddlew
 import { ConfiguredMiddlewareError } from "../../src/programs/ConfiguredMiddlewares.js"
 import { childEnv, runAntler } from "../support/cli.js"
 import { tempDir } from "../support/fixtures.js"
+import { messageText } from "../support/modelRequests.js"
 
 const HERE = Path.dirname(fileURLToPath(import.meta.url))
 const FIXTURES = Path.resolve(HERE, "../fixtures/configured-middlewares")
@@ -104,8 +105,7 @@ describe("configured middlewares: their place in the chains", () => {
   })
 })
 
-const textOf = (m: { readonly [key: string]: unknown }): string =>
-  typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
+const textOf = messageText
 
 // Step 0 asks for bash; step 1 repeats what the tool answered.
 const script = (body: ChatRequestBody): Turn => {

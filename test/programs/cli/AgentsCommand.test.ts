@@ -12,6 +12,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as RunCommand from "../../../src/programs/cli/RunCommand.js"
 import { runAntler } from "../../support/cli.js"
+import { messageText } from "../../support/modelRequests.js"
 
 const SLOW = 180_000
 
@@ -30,8 +31,7 @@ const childEnv = (home: string): NodeJS.ProcessEnv => {
 const antler = (home: string, args: ReadonlyArray<string>, stdin = "") =>
   Effect.promise(() => runAntler(args, { cwd: home, env: childEnv(home), stdin }))
 
-const textOf = (m: { readonly [key: string]: unknown }): string =>
-  typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
+const textOf = messageText
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
 
 const script = (body: ChatRequestBody): Turn => {

@@ -10,7 +10,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { toolNames } from "../../support/modelRequests.js"
+import { messageText, toolNames } from "../../support/modelRequests.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -22,8 +22,7 @@ const V1 = "---\nname: csv-cleanup\ndescription: Cleans CSV files (first draft)\
 const V2 = "---\nname: csv-cleanup\ndescription: Cleans CSV files, quoting fixed\n---\n# CSV cleanup\n2. Quote.\n"
 const V3 = "---\nname: csv-cleanup\ndescription: Cleans CSV files, by hand\n---\n# CSV cleanup\n3. By hand.\n"
 
-const textOf = (m: { readonly [key: string]: unknown }): string =>
-  typeof m.content === "string" ? m.content : JSON.stringify(m.content ?? "")
+const textOf = messageText
 
 const script = (body: ChatRequestBody): Turn => {
   const user = textOf(body.messages.filter((m) => m.role === "user").at(-1)!)

@@ -21,6 +21,7 @@ import * as App from "../../../src/programs/App.js"
 import * as Gateway from "../../../src/programs/gateway/Gateway.js"
 import * as Runs from "../../../src/programs/gateway/Runs.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
+import { messageText } from "../../support/modelRequests.js"
 
 /** The scripted server of a test gateway. */
 export class Scripted extends Context.Tag("test/Scripted")<Scripted, ScriptedChatServer.ScriptedChatServer>() {}
@@ -217,8 +218,7 @@ export const startTwoUsers = async (
 
 /** The text of the last user message a scripted model was sent. */
 export const lastUserText = (body: ScriptedChatServer.ChatRequestBody): string => {
-  const last = body.messages.filter((m) => m.role === "user").at(-1)?.content
-  return typeof last === "string" ? last : JSON.stringify(last ?? "")
+  return messageText(body.messages.filter((m) => m.role === "user").at(-1) ?? {})
 }
 
 /** A script that echoes the user's last message, and stalls (streams "working", then nothing) when it says "hang". */
