@@ -124,7 +124,7 @@ export const interpolate = (
       })
     }
     if (Array.isArray(node)) return node.map((item, i) => walk(item, joinPath(path, i)))
-    if (isRecord(node)) {
+    if (Json.isRecord(node)) {
       const out: Record<string, unknown> = {}
       for (const [key, item] of Object.entries(node)) out[key] = walk(item, joinPath(path, key))
       return out
@@ -134,9 +134,6 @@ export const interpolate = (
   const out = walk(value, "")
   return issues.length > 0 ? Either.left(issues) : Either.right(out)
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 // ---------------------------------------------------------------------------------------------------------
 // Ignored keys
@@ -193,7 +190,7 @@ export const ignoredKeys = (raw: unknown, schema: Schema.Schema.Any = AppConfigS
       if (shape.elements.length > 0) for (const item of node) walk(item, shape.elements, `${path}[]`)
       return
     }
-    if (!isRecord(node) || shape.keys === undefined || shape.open) return
+    if (!Json.isRecord(node) || shape.keys === undefined || shape.open) return
     for (const [key, value] of Object.entries(node)) {
       const known = shape.keys.get(key)
       if (known === undefined) out.add(joinPath(path, key))
@@ -325,7 +322,7 @@ export const WRITE_FILE_MAX_ENV = "DEERFLOW_WRITE_FILE_MAX_BYTES"
 const writeFileMaxFromEnv = (config: AppConfig, raw: Record<string, unknown>): Effect.Effect<AppConfig> =>
   Effect.gen(function*() {
     const sandbox = raw["sandbox"]
-    if (isRecord(sandbox) && sandbox["write_file_max_bytes"] !== undefined) return config
+    if (Json.isRecord(sandbox) && sandbox["write_file_max_bytes"] !== undefined) return config
     const value = (yield* lookupEnv(WRITE_FILE_MAX_ENV))?.trim()
     if (value === undefined || !/^[+-]?\d+$/.test(value)) return config
     return { ...config, sandbox: { ...config.sandbox, write_file_max_bytes: Math.max(0, Number(value)) } }
@@ -355,7 +352,7 @@ export const decode = (
     const parsed = parseYaml(text)
     if (Either.isLeft(parsed)) return yield* new ConfigError({ reason: "syntax", file, issues: parsed.left })
     const raw = parsed.right ?? {}
-    if (!isRecord(raw)) {
+    if (!Json.isRecord(raw)) {
       return yield* new ConfigError({
         reason: "schema",
         file,
@@ -523,7 +520,7 @@ export const fromObject = (
   options: { readonly home: string; readonly source?: string | undefined }
 ): Effect.Effect<AppConfigService["Type"], ConfigError> => {
   const file = options.source ?? "(configuration)"
-  if (!isRecord(raw)) {
+  if (!Json.isRecord(raw)) {
     return Effect.fail(
       new ConfigError({ reason: "schema", file, issues: [{ path: "", message: "expected an object of sections" }] })
     )

@@ -152,3 +152,7 @@ export const pythonDumps = (value: unknown): string => {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}: ${pythonDumps(v)}`).join(", ")}}`
 }
+
+/** Whether a parsed value is a JSON object (a mapping: not null, not an array). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)

@@ -4,10 +4,8 @@
  * wins: `false` in either place closes registration, so a DeerFlow configuration that closed it does not open it
  * under Antler. The rest of DeerFlow's `auth:` section (`oidc`) stays among the keys Antler does not use.
  */
+import { isRecord } from "../../state/Json.js"
 import type { Migrated } from "./MemoryLegacy.js"
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** `raw` (a whole configuration value) with DeerFlow's `auth.local.allow_registration` read. */
 export const migrate = (raw: unknown): Migrated => {

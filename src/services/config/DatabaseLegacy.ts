@@ -6,10 +6,8 @@
  * database (`type: postgres`, `connection_string`), and is not used otherwise (a SQLite file or memory: Antler's
  * threads are where `database` says).
  */
+import { isRecord } from "../../state/Json.js"
 import type { Migrated } from "./MemoryLegacy.js"
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const URL_KEYS = ["url", "postgres_url"] as const
 

@@ -5,6 +5,7 @@
  * is dropped, as memory files now live under a directory; and `manager_class` written as the class path of DeerMem
  * or of the noop backend is its short name (`deermem`, `noop`). What was moved or dropped is said in warnings.
  */
+import { isRecord } from "../../state/Json.js"
 
 /** DeerMem's options DeerFlow moves from the top of `memory:` into `backend_config` (not `model_name`: Antler's). */
 export const LEGACY_FIELDS: ReadonlyArray<string> = [
@@ -43,9 +44,6 @@ export interface Migrated {
   readonly raw: unknown
   readonly warnings: ReadonlyArray<string>
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * `raw` (a whole configuration value, `config.yaml`'s shape) with its `memory:` section in DeerFlow's newer layout.

@@ -7,12 +7,10 @@
  * DeerFlow refuses it, so a misspelt `required` is not read as optional. The other entries are named among the
  * keys Antler does not use.
  */
+import { isRecord } from "../../state/Json.js"
 
 /** The keys of one `plugins:` entry (DeerFlow's `ExtensionSpec`, which forbids others). */
 export const ENTRY_KEYS: ReadonlySet<string> = new Set(["enabled", "name", "package", "use", "config", "required"])
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 // (shown in an error on a terminal: control characters are replaced)
 const clip = (text: string, max = 80) =>

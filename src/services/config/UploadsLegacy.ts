@@ -3,6 +3,7 @@
  * (`_get_upload_limits`): `max_file_count` is `max_files` and `max_single_file_size` is `max_file_size` when the
  * newer key is not set. What was read so is said in a warning; an older key beside the newer one is not used.
  */
+import { isRecord } from "../../state/Json.js"
 import type { Migrated } from "./MemoryLegacy.js"
 
 /** The older `uploads:` keys and the keys DeerFlow reads them as. */
@@ -10,9 +11,6 @@ export const LEGACY_KEYS: ReadonlyArray<readonly [string, string]> = [
   ["max_file_count", "max_files"],
   ["max_single_file_size", "max_file_size"]
 ]
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** `raw` (a whole configuration value) with the older `uploads:` limits under their newer names. */
 export const migrate = (raw: unknown): Migrated => {
