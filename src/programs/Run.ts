@@ -33,7 +33,7 @@ import { AgentHooks } from "../services/AgentHooks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions, RunServices } from "../services/RunContext.js"
 import { RecursionLimitReached, RunContext, RunState, StoreError } from "../services/RunContext.js"
-import type { RunEndEvent, RunEvent, StopReason } from "../services/RunEvents.js"
+import type { RunEndEvent, RunEvent, RunUsage, StopReason } from "../services/RunEvents.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { RunHandover } from "../services/RunHandover.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
@@ -328,6 +328,20 @@ const loop = (step: Step) =>
     }
   })
 
+/**
+ * The token usage of a run: what its model calls (the lead agent's, its subagents' and the middlewares' own) added
+ * to the thread's totals, named as the gateway's `GET /api/threads/{id}/token-usage` names it.
+ */
+const usageBetween = (before: TS.ThreadState, after: TS.ThreadState): RunUsage => {
+  const added = (key: "input_tokens" | "output_tokens" | "total_tokens") =>
+    (after.token_usage?.total[key] ?? 0) - (before.token_usage?.total[key] ?? 0)
+  return {
+    total_input_tokens: added("input_tokens"),
+    total_output_tokens: added("output_tokens"),
+    total_tokens: added("total_tokens")
+  }
+}
+
 const errorEnd = (cause: Cause.Cause<unknown>, reason: StopReason = "error"): RunEndEvent => {
   const failure = Cause.failureOption(cause)
   const error: any = Option.isSome(failure) ? failure.value : Cause.squash(cause)
@@ -508,6 +522,7 @@ export const execute = <E = never, R = never>(
     yield* closeDangling
     const saved = yield* Effect.exit(checkpoint)
     if (Exit.isFailure(saved) && end.status !== "error") end = errorEnd(saved.cause)
+    end = { ...end, usage: usageBetween(prepared.right, holder.current()) }
     if (handover && Exit.isSuccess(saved)) {
       // left `running`, for the thread's next runner to resume
       yield* release

@@ -61,6 +61,17 @@ export const CustomEvent = Schema.Struct({
   data: Schema.Unknown
 })
 
+/**
+ * A run's total token usage, summed from the `token_usage` of its state events (the lead agent's calls, its
+ * subagents' and the middlewares' own), named as the gateway's `GET /api/threads/{id}/token-usage` names it.
+ */
+export const RunUsage = Schema.Struct({
+  total_input_tokens: Schema.Number,
+  total_output_tokens: Schema.Number,
+  total_tokens: Schema.Number
+})
+export type RunUsage = typeof RunUsage.Type
+
 /** The last event of every run. */
 export const RunEnd = Schema.Struct({
   type: Schema.Literal("run_end"),
@@ -69,7 +80,9 @@ export const RunEnd = Schema.Struct({
   /** The interrupt payload (a clarification request), when the run waits for someone. */
   interrupt: Schema.optional(Schema.Unknown),
   /** What went wrong, when the run failed. */
-  error: Schema.optional(Schema.Struct({ name: Schema.String, message: Schema.String }))
+  error: Schema.optional(Schema.Struct({ name: Schema.String, message: Schema.String })),
+  /** The run's total token usage, on the ends the library's `LeadAgent` and the CLI's `--json` give. */
+  usage: Schema.optional(RunUsage)
 })
 
 export const RunEvent = Schema.Union(RunStart, TokenDelta, MessageEvent, StateEvent, CustomEvent, RunEnd)

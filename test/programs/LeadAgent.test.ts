@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
@@ -269,6 +270,37 @@ describe("LeadAgent.layer", () => {
       assert.strictEqual(end.status, "success")
       assert.strictEqual(loads.n, 1)
       assert.include(said[0]!, "PDF")
+    }))
+
+  it.scoped("a run's end carries that run's own token usage, from turn and from run's stream alike", () =>
+    Effect.gen(function*() {
+      const usage = (input: number, output: number) => ({
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output
+      })
+      const echo = Tool.make({
+        name: "echo",
+        description: "Says it back",
+        parameters: Schema.Struct({ text: Schema.String }),
+        handler: ({ text }) => Effect.succeed(text)
+      })
+      const agent = yield* buildAgent(agentLayer([
+        { toolCalls: [{ name: "echo", args: { text: "hi" } }], usage: usage(100, 10) },
+        { content: "Done.", usage: usage(120, 5) },
+        { content: "Again.", usage: usage(200, 7) }
+      ], { tools: [echo] }, { token_usage: { enabled: true } }))
+      const first = yield* agent.turn({ threadId: "t", prompt: "echo hi" })
+      assert.deepStrictEqual(first.usage, { total_input_tokens: 220, total_output_tokens: 15, total_tokens: 235 })
+      // the second run counts its own call only, not the thread's total so far
+      const events = yield* Stream.runCollect(agent.run({ threadId: "t", prompt: "again" }))
+      const end = [...events].at(-1)!
+      assert.strictEqual(end.type, "run_end")
+      assert.deepStrictEqual(end.type === "run_end" ? end.usage : undefined, {
+        total_input_tokens: 200,
+        total_output_tokens: 7,
+        total_tokens: 207
+      })
     }))
 
   it.scoped("the agent is built once: its runs, on one thread or several, each see their own thread", () =>

@@ -63,7 +63,12 @@ describe("the run loop", () => {
   it.effect("a tool call is executed, its result sent back, and the final answer ends the run", () =>
     Effect.gen(function*() {
       const o = yield* H.run({ script: [{ toolCalls: [{ name: "echo", args: { text: "hi" } }] }, "all done"], tools: [echo] })
-      assert.deepStrictEqual(o.end, { type: "run_end", status: "success", stop_reason: "completed" })
+      assert.deepStrictEqual(o.end, {
+        type: "run_end",
+        status: "success",
+        stop_reason: "completed",
+        usage: { total_input_tokens: 0, total_output_tokens: 0, total_tokens: 0 }
+      })
       assert.deepStrictEqual(o.state.messages.map((m) => m.type), ["human", "ai", "tool", "ai"])
       assert.deepStrictEqual(results(o.state.messages), ["echo: hi"])
       assert.deepStrictEqual(o.requests[1]!.messages.map((m) => m.type), ["human", "ai", "tool"])
