@@ -287,8 +287,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
                 record.stop_reason,
                 record.started_at,
                 record.ended_at,
-                record.error ?? null,
-                record.metadata == null ? null : JSON.stringify(record.metadata)
+                record.error == null ? null : redactor.text(record.error),
+                record.metadata == null ? null : JSON.stringify(redactor.value(record.metadata))
               ]
             )
           ),

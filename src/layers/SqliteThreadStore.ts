@@ -176,8 +176,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               run.stop_reason,
               run.started_at,
               run.ended_at,
-              run.error ?? null,
-              run.metadata == null ? null : JSON.stringify(run.metadata)
+              run.error == null ? null : redactor.text(run.error),
+              run.metadata == null ? null : JSON.stringify(redactor.value(run.metadata))
             ])
           ),
           "saveRun",

@@ -269,6 +269,29 @@ describe("LLMErrorHandling wrapper", () => {
       assert.strictEqual(plain.attempts(), 3, "llm_call.retry_max_attempts (3)")
     }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
+  it.effect("a failed call ends the run with the provider's detail; the thread keeps the words for the user", () =>
+    Effect.gen(function*() {
+      const rejected = error({
+        status: 401,
+        reason: "auth",
+        errorType: "AuthenticationError",
+        message: "Incorrect API key provided: sk-***"
+      })
+      const response = yield* LLMErrorHandling.wrap()(request, inner([rejected]).next)
+      assert.match(M.text(response.message), /credentials are invalid/)
+      assert.deepStrictEqual(response.failure, {
+        name: "AuthenticationError",
+        message: "Incorrect API key provided: sk-***"
+      })
+      // as DeerFlow's worker reads a marked message: the detail, else the reason, else the text, else a default
+      const marked = (kwargs: Record<string, string>, text = "") =>
+        Notices.fallbackErrorText(M.ai(text, { additional_kwargs: { [Notices.FALLBACK_MARKER]: true, ...kwargs } }))
+      assert.strictEqual(marked({ error_detail: "  boom  ", error_reason: "auth" }, "words"), "boom")
+      assert.strictEqual(marked({ error_detail: " ", error_reason: "auth" }, "words"), "auth")
+      assert.strictEqual(marked({}, `  ${"w".repeat(2500)}`), "w".repeat(2000))
+      assert.strictEqual(marked({}), "LLM provider failed after retries")
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
+
   it.effect("generic errors show their detail; stream-chunk timeouts suggest smaller steps", () =>
     Effect.gen(function*() {
       const notFound = inner([error({ message: "model not found: gpt-9" })])
@@ -566,10 +589,13 @@ describe("LLMErrorHandling against the real openai client", () => {
       const end = yield* Fiber.join(fiber)
       assert.deepInclude(end, { type: "run_end", status: "error", stop_reason: "error" })
       assert.strictEqual(end.error?.name, "StreamChunkTimeoutError")
-      assert.match(end.error!.message, /smaller steps/)
+      // the run's error is the provider's detail (DeerFlow's run error); the thread's message says what to do
       const saved = Option.getOrThrow(yield* (yield* ThreadStore).load("thread-1"))
-      const detail = String(saved.state.messages.at(-1)!.additional_kwargs?.error_detail)
+      const last = saved.state.messages.at(-1)!
+      const detail = String(last.additional_kwargs?.error_detail)
       assert.include(detail, "The model server stopped sending its answer: nothing came for 30s (model test-model")
+      assert.strictEqual(end.error!.message, detail)
+      assert.match(M.text(last), /smaller steps/)
       yield* until(() => server.aborted.includes(1))
       // What a person sees: the waiting lines, the retry, and the end.
       const render = Render.human({ color: false })

@@ -89,12 +89,27 @@ export const fallbackMessage = (error: ModelError, classification: Classificatio
   })
 
 /**
+ * What a run ended by a fallback records as its error, as DeerFlow's run worker reads the marked message: the
+ * provider's detail, else the failure's reason, else the message's text (2,000 characters at most).
+ */
+export const fallbackErrorText = (message: AIMessage): string => {
+  const kwargs = message.additional_kwargs
+  for (const key of ["error_detail", "error_reason"] as const) {
+    const value = kwargs?.[key]
+    if (typeof value === "string" && value.trim() !== "") return value.trim()
+  }
+  const text = M.text(message).trim()
+  return text === "" ? "LLM provider failed after retries" : text.slice(0, 2000)
+}
+
+/**
  * The response that ends the run with an error: the marked message (kept in the thread, so the user and the
- * model see what happened) and the typed failure the run ends with.
+ * model see what happened, in words meant for the user) and the typed failure the run ends with (what went
+ * wrong, as the provider said it: `fallbackErrorText`).
  */
 export const failedResponse = (message: AIMessage): ModelResponse => ({
   message,
-  failure: { name: String(message.additional_kwargs?.error_type ?? "ModelError"), message: M.text(message) }
+  failure: { name: String(message.additional_kwargs?.error_type ?? "ModelError"), message: fallbackErrorText(message) }
 })
 
 /** The marked AI message that answers a call while the circuit is open. */
@@ -107,7 +122,7 @@ export const circuitOpenMessage = (): AIMessage =>
         [FALLBACK_MARKER]: true,
         error_type: "CircuitBreakerOpen",
         error_reason: "circuit_open",
-        error_detail: "circuit breaker open after repeated provider failures"
+        error_detail: "LLM circuit breaker is open"
       }
     }
   )

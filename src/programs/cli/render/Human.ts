@@ -329,7 +329,8 @@ export const human = (options: RenderOptions): HumanRenderer => {
           // a run refused because another one holds the thread did nothing: its message says all, once
           if (error?.name === "ThreadBusy") return text + out(`${s.red(`error: ${safe(error.message)}`)}\n`)
           const known = fallback
-          const message = known === undefined || error?.message !== known.text
+          // (the run's error is the provider's detail: DeerFlow's run error; the fallback's words come first)
+          const message = known === undefined || (error?.message !== known.text && error?.message !== known.detail)
             ? errorText(error)
             : known.detail === undefined || known.text.includes(known.detail)
             ? known.text
