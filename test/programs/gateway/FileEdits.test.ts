@@ -112,7 +112,7 @@ describe("uploads limits and artifact edits", () => {
     const listed = await alice(`/api/threads/${chat}/uploads/list`)
     assert.deepStrictEqual(listed.body.files.map((f: { filename: string }) => f.filename), ["notes.txt"])
     // the thread is alice's: bob has none of that id, and LangGraph's own path still raises on a second create
-    assert.strictEqual((await bob(`/api/threads/${chat}/uploads/list`)).status, 404)
+    assert.deepStrictEqual((await bob(`/api/threads/${chat}/uploads/list`)).body, { files: [], count: 0 })
     assert.strictEqual((await alice("/threads", { body: { thread_id: chat } })).status, 409)
   })
 

@@ -135,7 +135,6 @@ describe("two users", () => {
     // (an upload to an id bob has no thread of makes his own, as DeerFlow's app uploads a new chat's files before
     // its first run: the next test shows his thread of alice's id is his, and alice's files stay hers)
     const deerflow: Array<[string, () => RequestInit]> = [
-      [`/api/threads/${threadId}/uploads/list`, () => ({})],
       [`/api/threads/${threadId}/uploads/notes.txt`, () => ({ method: "DELETE" })],
       [`/api/threads/${threadId}/artifacts/mnt/user-data/outputs/plan.md`, () => ({})],
       [`/api/threads/${threadId}/artifacts/mnt/user-data/uploads/notes.txt`, () => ({})]
@@ -157,6 +156,9 @@ describe("two users", () => {
       assert.strictEqual(response.status, 404, `${request.method ?? "GET"} ${path}`)
     }
     assert.strictEqual(tried.length, langgraph.length * 3 + deerflow.length)
+    // (the uploads of an id bob has no thread of are a new chat's, none, as DeerFlow lists an id it has not seen)
+    const listed = await bob(`/api/threads/${threadId}/uploads/list`)
+    assert.deepStrictEqual([listed.status, await listed.json()], [200, { files: [], count: 0 }])
     // nor see it in a search
     const found = await (await bob("/threads/search", json({ limit: 100 }))).json() as any
     assert.deepStrictEqual(found, [])

@@ -213,12 +213,14 @@ describe("scheduled tasks over HTTP", () => {
       ["POST", `/api/scheduled-tasks/${task.id}/resume`],
       ["POST", `/api/scheduled-tasks/${task.id}/trigger`],
       ["GET", `/api/scheduled-tasks/${task.id}/runs`],
-      ["DELETE", `/api/scheduled-tasks/${task.id}`],
-      ["GET", "/api/threads/alice-notes/scheduled-tasks"]
+      ["DELETE", `/api/scheduled-tasks/${task.id}`]
     ] as const) {
       const answer = await bob(method, path, body)
       assert.strictEqual(answer.status, 404, `${method} ${path}: ${JSON.stringify(answer.body)}`)
     }
+    // (for bob, alice's thread id is a new chat's: no tasks, as DeerFlow lists an id it has not seen)
+    const listed = await bob("GET", "/api/threads/alice-notes/scheduled-tasks")
+    assert.deepStrictEqual([listed.status, listed.body], [200, []])
     const stolen = await bob("POST", "/api/scheduled-tasks", { ...trending, context_mode: "reuse_thread", thread_id: "alice-notes" })
     assert.strictEqual(stolen.status, 404, JSON.stringify(stolen.body))
 

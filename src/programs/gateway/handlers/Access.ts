@@ -48,6 +48,20 @@ export const make = Effect.gen(function*() {
     Effect.map(ownedThread(userId, threadId), (thread): ThreadRef => ({ stored: thread.thread_id, threadId }))
 
   /**
+   * The user's thread `threadId`, or none for an id that could name a new thread: DeerFlow's app makes up a new
+   * chat's thread id and reads the chat's uploads, messages, token usage, scheduled tasks and goal before its first
+   * run, which DeerFlow answers empty. Another user's thread of that id is, for this user, such a new one (as
+   * `ownedThread`); an id no new thread could have is a 404.
+   */
+  const chatOf = (userId: string, threadId: string) =>
+    Effect.gen(function*() {
+      const found = yield* Effect.mapError(ThreadIds.find(store, userId, threadId), storeFailed)
+      if (Option.isSome(found)) return { stored: found.value.thread_id, threadId } satisfies ThreadRef
+      if (ThreadIds.newIdProblem(threadId) !== undefined) return yield* notFound(`Thread ${threadId}`)
+      return undefined
+    })
+
+  /**
    * Makes the user's thread `threadId` (the user has none of that id: see `ownedThread`); refused (403) when the
    * user has as many threads as `gateway.quotas.max_threads_per_user` allows.
    */
@@ -124,6 +138,7 @@ export const make = Effect.gen(function*() {
     storeFailed,
     ownedThread,
     threadRef,
+    chatOf,
     newThread,
     withBytes,
     loadState,

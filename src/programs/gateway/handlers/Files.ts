@@ -302,7 +302,10 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("listUploads", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
-            const { stored, threadId } = yield* access.threadRef(userId, path.thread_id)
+            // (a new chat's thread, before its first run or upload, has none; DeerFlow answers it so)
+            const thread = yield* access.chatOf(userId, path.thread_id)
+            if (thread === undefined) return json(FilesApi.UploadList, { files: [], count: 0 })
+            const { stored, threadId } = thread
             const dir = threadPaths(app.home, userId, stored).uploads
             // (off the event loop; by name, as DeerFlow's `list_files_in_dir`; `modified` in seconds since the
             // epoch, as its float; a file deleted while listed is left out)

@@ -240,7 +240,8 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("listThreadScheduledTasks", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            yield* access.ownedThread(user, path.thread_id)
+            // (a new chat's thread, before its first run, has none; DeerFlow answers it so)
+            yield* access.chatOf(user, path.thread_id)
             return yield* list(user, path.thread_id)
           }))
     }))

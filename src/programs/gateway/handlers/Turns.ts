@@ -12,7 +12,6 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Option from "effect/Option"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
@@ -26,7 +25,6 @@ import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
 import * as Protocol from "../Protocol.js"
 import * as RunJournal from "../RunJournal.js"
-import * as ThreadIds from "../ThreadIds.js"
 import * as TurnDurations from "../TurnDurations.js"
 import * as WorkspaceChanges from "../WorkspaceChanges.js"
 import type { ThreadRef } from "./Access.js"
@@ -134,18 +132,6 @@ export const layer = (api: DeerFlowApi) =>
           )
         })
 
-      /**
-       * The user's thread `threadId`, or none for a new chat's id (the app's new chat holds its thread id before
-       * its first run, and asks for its goal): an id that could name a new thread; any other id is a 404.
-       */
-      const chatOf = (user: string, threadId: string) =>
-        Effect.gen(function*() {
-          const found = yield* Effect.mapError(ThreadIds.find(store, user, threadId), storeFailed)
-          if (Option.isSome(found)) return { stored: found.value.thread_id, threadId } satisfies ThreadRef
-          if (ThreadIds.newIdProblem(threadId) !== undefined) return yield* notFound(`Thread ${threadId}`)
-          return undefined
-        })
-
       const currentGoal = (thread: ThreadRef) =>
         Effect.map(access.loadState(thread.stored), (loaded) => loaded.state.goal ?? null)
 
@@ -153,13 +139,17 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("messagesPage", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
+            const thread = yield* access.chatOf(user, path.thread_id)
             if (urlParams.after_seq !== undefined) {
               return yield* fail("unprocessable", "after_seq is not supported by this backward-only endpoint.")
             }
             const limit = yield* positive("limit", urlParams.limit, 50, 200)
             const most = Number.MAX_SAFE_INTEGER
             const before = yield* positive("before_seq", urlParams.before_seq, most, most)
+            // a new chat's (its id made up before its first run): no messages yet, as DeerFlow answers it
+            if (thread === undefined) {
+              return json(TurnsApi.MessagesPage, { data: [], has_more: false, next_before_seq: null })
+            }
             const { history, origin } = yield* folded(thread)
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
             // (with the turns a compaction summarised away, as DeerFlow's page reads them from its journal)
@@ -219,11 +209,14 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("tokenUsage", ({ path, urlParams }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* access.threadRef(user, path.thread_id)
-            const records = yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
+            // (a new chat's thread, before its first run, has used no tokens: DeerFlow's sums are zeros)
+            const thread = yield* access.chatOf(user, path.thread_id)
+            const records = thread === undefined
+              ? []
+              : yield* Effect.mapError(store.checkpoints(thread.stored), storeFailed)
             // as DeerFlow's view: runs not yet started are left out, and running ones unless include_active=true
             const includeActive = yield* flag("include_active", urlParams.include_active, false)
-            const allRuns = yield* runRecords(thread.stored)
+            const allRuns = thread === undefined ? [] : yield* runRecords(thread.stored)
             const counted = (run: RunRecord) => run.status !== "pending" && (includeActive || run.status !== "running")
             const runList = allRuns.filter(counted)
             const left = new Set(allRuns.filter((run) => !counted(run)).map((run) => run.run_id))
@@ -254,7 +247,7 @@ export const layer = (api: DeerFlowApi) =>
               }
             }
             return json(TurnsApi.TokenUsage, {
-              thread_id: thread.threadId,
+              thread_id: path.thread_id,
               total_tokens: total,
               total_input_tokens: input,
               total_output_tokens: output,
@@ -381,7 +374,7 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("getGoal", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* chatOf(user, path.thread_id)
+            const thread = yield* access.chatOf(user, path.thread_id)
             return json(TurnsApi.GoalAnswer, { goal: thread === undefined ? null : yield* currentGoal(thread) })
           }))
         .handleRaw("putGoal", ({ path }) =>
@@ -414,7 +407,7 @@ export const layer = (api: DeerFlowApi) =>
         .handleRaw("deleteGoal", ({ path }) =>
           Effect.gen(function*() {
             const { user } = yield* CurrentIdentity
-            const thread = yield* chatOf(user, path.thread_id)
+            const thread = yield* access.chatOf(user, path.thread_id)
             if (thread !== undefined && (yield* currentGoal(thread)) !== null) {
               yield* writeState(
                 thread,

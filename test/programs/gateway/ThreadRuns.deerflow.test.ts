@@ -1,0 +1,110 @@
+/**
+ * DeerFlow's gateway tests about a thread's runs and reads, against `antler serve`. Mirrors
+ * test_runs_api_endpoints.py, test_thread_run_query_validation.py, test_thread_run_messages_pagination.py,
+ * test_thread_messages_feedback.py, test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
+ * DeerFlow's routers (uploads.py, thread_runs.py, scheduled_tasks.py) for a new chat's reads: their
+ * `require_permission(owner_check=True)` lets a thread id nobody has through, so a chat whose id the app made up
+ * before its first run reads as empty there.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const ALICE = "alice-token-dfruns-00000000"
+const BOB = "bob-token-dfruns-0000000000"
+
+let gateway: TestGateway
+
+const alice = Requests.as(() => gateway, ALICE)
+const bob = Requests.as(() => gateway, BOB)
+
+beforeAll(async () => {
+  gateway = await Support.start({
+    script: (_body: ChatRequestBody): Turn => "Here you go.",
+    config: (url) => ({
+      gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
+      models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000",
+        context_window: 100_000 }]
+    })
+  })
+  // bob's chat, with a run, an upload and a scheduled task on it
+  assert.strictEqual((await bob("POST", "/api/threads", { thread_id: "bobs-chat" })).status, 200)
+  const run = await bob("POST", "/api/threads/bobs-chat/runs", { input: Support.userInput("hello") })
+  assert.strictEqual(run.status, 200, run.text)
+  await bob("GET", `/api/threads/bobs-chat/runs/${run.json().run_id}/join`)
+  const form = new FormData()
+  form.append("files", new Blob(["bob's notes"]), "notes.txt")
+  assert.strictEqual((await bob("POST", "/api/threads/bobs-chat/uploads", form)).status, 200)
+  const task = {
+    title: "daily",
+    prompt: "summarise",
+    schedule_type: "cron",
+    schedule_spec: { cron: "0 9 * * *" },
+    timezone: "UTC",
+    context_mode: "reuse_thread",
+    thread_id: "bobs-chat"
+  }
+  const made = await bob("POST", "/api/scheduled-tasks", task)
+  assert.strictEqual(made.status, 200, made.text)
+})
+afterAll(() => gateway?.stop())
+
+/** What alice reads of a thread id's uploads, messages, token usage and scheduled tasks. */
+const newChatReads = async (threadId: string) => ({
+  uploads: await alice("GET", `/api/threads/${threadId}/uploads/list`),
+  page: await alice("GET", `/api/threads/${threadId}/messages/page`),
+  usage: await alice("GET", `/api/threads/${threadId}/token-usage`),
+  tasks: await alice("GET", `/api/threads/${threadId}/scheduled-tasks`)
+})
+
+describe("a new chat's thread, before its first run", () => {
+  it("reads as empty: no uploads, no messages, no tokens, no scheduled tasks (DeerFlow's answers)", async () => {
+    const reads = await newChatReads("6f1c2d3e-new-chat")
+    for (const [name, answer] of Object.entries(reads)) {
+      assert.strictEqual(answer.status, 200, `${name}: ${answer.text}`)
+    }
+    assert.deepStrictEqual(reads.uploads.json(), { files: [], count: 0 })
+    assert.deepStrictEqual(reads.page.json(), { data: [], has_more: false, next_before_seq: null })
+    const usage = reads.usage.json()
+    assert.strictEqual(usage.thread_id, "6f1c2d3e-new-chat")
+    assert.strictEqual(usage.total_tokens, 0)
+    assert.strictEqual(usage.total_runs, 0)
+    assert.deepStrictEqual(usage.by_model, {})
+    assert.deepStrictEqual(reads.tasks.json(), [])
+    // reading made no thread
+    assert.strictEqual((await alice("GET", "/api/threads/6f1c2d3e-new-chat")).status, 404)
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "6f1c2d3e-new-chat" })).status, 200)
+  })
+
+  it("another user's thread reads exactly as a new chat's: nothing of it shows", async () => {
+    const theirs = await newChatReads("bobs-chat")
+    const nobodys = await newChatReads("nobodys-chat")
+    for (const key of ["uploads", "page", "tasks"] as const) {
+      assert.strictEqual(theirs[key].status, 200)
+      assert.deepStrictEqual(theirs[key].json(), nobodys[key].json(), key)
+    }
+    assert.deepStrictEqual(
+      { ...theirs.usage.json(), thread_id: "x" },
+      { ...nobodys.usage.json(), thread_id: "x" }
+    )
+    // bob still reads his own
+    assert.strictEqual((await bob("GET", "/api/threads/bobs-chat/uploads/list")).json().count, 1)
+    assert.strictEqual((await bob("GET", "/api/threads/bobs-chat/messages/page")).json().data.length, 2)
+    assert.isAbove((await bob("GET", "/api/threads/bobs-chat/token-usage")).json().total_runs, 0)
+    assert.strictEqual((await bob("GET", "/api/threads/bobs-chat/scheduled-tasks")).json().length, 1)
+  })
+
+  it("an id no new thread could have is still a 404 (the server's own `.u` ids too)", async () => {
+    for (const id of ["has space", "chat.u0123456789ab", "-dash-first", "x".repeat(115)]) {
+      const reads = await newChatReads(encodeURIComponent(id))
+      for (const [name, answer] of Object.entries(reads)) assert.strictEqual(answer.status, 404, `${id} ${name}`)
+    }
+  })
+
+  it("a new chat's page still refuses DeerFlow's bad queries (after_seq, a limit of 0)", async () => {
+    assert.strictEqual((await alice("GET", "/api/threads/fresh-chat/messages/page?after_seq=1")).status, 422)
+    assert.strictEqual((await alice("GET", "/api/threads/fresh-chat/messages/page?limit=0")).status, 422)
+  })
+})
