@@ -1,7 +1,8 @@
 /**
  * DeerFlow's gateway tests about a thread's runs and reads, against `antler serve`. Mirrors
  * test_runs_api_endpoints.py, test_thread_run_query_validation.py, test_thread_run_messages_pagination.py,
- * test_thread_messages_feedback.py, test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
+ * test_thread_messages_feedback.py, test_run_event_store_filter.py, test_run_event_store_pagination.py,
+ * test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
  * DeerFlow's routers (uploads.py, thread_runs.py, scheduled_tasks.py) for a new chat's reads: their
  * `require_permission(owner_check=True)` lets a thread id nobody has through, so a chat whose id the app made up
  * before its first run reads as empty there.
@@ -22,7 +23,24 @@ const bob = Requests.as(() => gateway, BOB)
 
 beforeAll(async () => {
   gateway = await Support.start({
-    script: (_body: ChatRequestBody): Turn => "Here you go.",
+    script: (body: ChatRequestBody): Turn => {
+      const text = JSON.stringify(body.messages)
+      const last = body.messages.at(-1)
+      // two subagents: each looks once (a tool call), then answers
+      if (text.includes("general-purpose subagent")) {
+        if (last?.role === "tool") return text.includes("task alpha") ? "Alpha done." : "Beta done."
+        return { toolCalls: [{ name: "ls", arguments: { description: "look", path: "/mnt/user-data/workspace" } }] }
+      }
+      if (text.includes("delegate twice")) {
+        if (last?.role === "tool") return "Both done."
+        const task = (name: string) => ({
+          name: "task",
+          arguments: { description: name, prompt: `task ${name}: list the workspace`, subagent_type: "general-purpose" }
+        })
+        return { toolCalls: [task("alpha"), task("beta")] }
+      }
+      return "Here you go."
+    },
     config: (url) => ({
       gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } },
       models: [{ name: "scripted", model: "scripted", base_url: url, api_key: "sk-test-scripted-key-000000",
@@ -106,5 +124,67 @@ describe("a new chat's thread, before its first run", () => {
   it("a new chat's page still refuses DeerFlow's bad queries (after_seq, a limit of 0)", async () => {
     assert.strictEqual((await alice("GET", "/api/threads/fresh-chat/messages/page?after_seq=1")).status, 422)
     assert.strictEqual((await alice("GET", "/api/threads/fresh-chat/messages/page?limit=0")).status, 422)
+  })
+})
+
+describe("a run's events of one subagent task (DeerFlow's subtask card, fetched on expand)", () => {
+  it("task_id keeps that task's events only; with after_seq and a small limit it pages with no gap or repeat", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "tasks" })).status, 200)
+    const input = { messages: [{ type: "human", content: "delegate twice" }] }
+    const run = await alice("POST", "/api/threads/tasks/runs/wait", { input, context: { subagent_enabled: true } })
+    assert.strictEqual(run.status, 200, run.text)
+    const runId = (await alice("GET", "/api/threads/tasks/runs")).json()[0].run_id
+    const events = (path: string) => alice("GET", `/api/threads/tasks/runs/${runId}/events${path}`)
+    const all: Array<any> = (await events("?limit=2000")).json()
+    const starts = all.filter((e) => e.event_type === "subagent.start")
+    assert.strictEqual(starts.length, 2, JSON.stringify(all.map((e) => e.event_type)))
+    const [alpha, beta] = starts.map((e) => e.metadata.task_id as string)
+    assert.isString(alpha)
+    assert.notStrictEqual(alpha, beta)
+    const ofTask = (id: string) => all.filter((e) => e.metadata.task_id === id)
+    assert.isAbove(ofTask(alpha!).filter((e) => e.event_type === "subagent.step").length, 1)
+
+    const filtered: Array<any> = (await events(`?task_id=${alpha}`)).json()
+    assert.deepStrictEqual(filtered.map((e) => e.seq), ofTask(alpha!).map((e) => e.seq))
+    assert.deepStrictEqual(
+      ((await events(`?task_id=${alpha}&event_types=subagent.step`)).json() as Array<any>).map((e) => e.event_type),
+      ofTask(alpha!).filter((e) => e.event_type === "subagent.step").map(() => "subagent.step")
+    )
+    // page by page, two at a time, as the card backfills: every step of the task once, in order
+    const collected: Array<any> = []
+    let after = ""
+    for (let i = 0; i < 50; i++) {
+      const answer = await events(`?task_id=${alpha}&event_types=subagent.step&limit=2${after}`)
+      const page: Array<any> = answer.json()
+      assert.isArray(page, answer.text)
+      collected.push(...page)
+      if (page.length < 2) break
+      after = `&after_seq=${page.at(-1).seq}`
+    }
+    assert.deepStrictEqual(
+      collected.map((e) => e.seq),
+      ofTask(alpha!).filter((e) => e.event_type === "subagent.step").map((e) => e.seq)
+    )
+    assert.isTrue(collected.every((e) => e.metadata.task_id === alpha))
+    // after_seq alone: the events after it, all of them (a cursor of 0 is a 422 in both)
+    assert.strictEqual((await events("?after_seq=0")).status, 422)
+    const cursor = all[2].seq
+    assert.deepStrictEqual(
+      ((await events(`?after_seq=${cursor}&limit=2000`)).json() as Array<any>).map((e) => e.seq),
+      all.slice(3).map((e) => e.seq)
+    )
+  }, 30_000)
+})
+
+describe("a run whose config.configurable is null (DeerFlow's test_runs_api_endpoints)", () => {
+  it("runs, on a thread and stateless, where DeerFlow's gateway once failed with a 500", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "nulls" })).status, 200)
+    const body = { input: Support.userInput("hi"), config: { configurable: null } }
+    const onThread = await alice("POST", "/api/threads/nulls/runs/wait", body)
+    assert.strictEqual(onThread.status, 200, onThread.text)
+    assert.strictEqual(onThread.json().messages.at(-1).content, "Here you go.")
+    const stateless = await alice("POST", "/api/runs/wait", { ...body, config: { configurable: null, tags: null } })
+    assert.strictEqual(stateless.status, 200, stateless.text)
+    assert.strictEqual(stateless.json().messages.at(-1).content, "Here you go.")
   })
 })
