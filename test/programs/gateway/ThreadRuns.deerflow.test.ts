@@ -2,7 +2,7 @@
  * DeerFlow's gateway tests about a thread's runs and reads, against `antler serve`. Mirrors
  * test_runs_api_endpoints.py, test_thread_run_query_validation.py, test_thread_run_messages_pagination.py,
  * test_thread_messages_feedback.py, test_run_event_store_filter.py, test_run_event_store_pagination.py,
- * test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
+ * test_thread_regenerate_prepare.py, test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
  * DeerFlow's routers (uploads.py, thread_runs.py, scheduled_tasks.py) for a new chat's reads: their
  * `require_permission(owner_check=True)` lets a thread id nobody has through, so a chat whose id the app made up
  * before its first run reads as empty there.
@@ -128,7 +128,7 @@ describe("a new chat's thread, before its first run", () => {
 })
 
 describe("a run's events of one subagent task (DeerFlow's subtask card, fetched on expand)", () => {
-  it("task_id keeps that task's events only; with after_seq and a small limit it pages with no gap or repeat", async () => {
+  it("task_id keeps that task's events; with after_seq and a small limit it pages with no gap or repeat", async () => {
     assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "tasks" })).status, 200)
     const input = { messages: [{ type: "human", content: "delegate twice" }] }
     const run = await alice("POST", "/api/threads/tasks/runs/wait", { input, context: { subagent_enabled: true } })
@@ -186,5 +186,52 @@ describe("a run whose config.configurable is null (DeerFlow's test_runs_api_endp
     const stateless = await alice("POST", "/api/runs/wait", { ...body, config: { configurable: null, tags: null } })
     assert.strictEqual(stateless.status, 200, stateless.text)
     assert.strictEqual(stateless.json().messages.at(-1).content, "Here you go.")
+  })
+})
+
+describe("an edit of an edited question (DeerFlow's test_thread_regenerate_prepare)", () => {
+  it("keeps the first question's edit_version_group_id, read from the source run's metadata", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "edits" })).status, 200)
+    const first = await alice("POST", "/api/threads/edits/runs/wait", { input: Support.userInput("first question") })
+    assert.strictEqual(first.status, 200, first.text)
+    const shown = async () =>
+      ((await alice("GET", "/api/threads/edits/messages/page")).json().data as Array<any>).map((row) => row.content)
+    const prepare = async (text: string) => {
+      const question = (await shown()).findLast((m) => m.type === "human")
+      const answer = await alice("POST", "/api/threads/edits/runs/edit-regenerate/prepare", {
+        human_message_id: question.id,
+        replacement_text: text
+      })
+      assert.strictEqual(answer.status, 200, answer.text)
+      return { question, prepared: answer.json() }
+    }
+    const once = await prepare("  first question, edited \n")
+    assert.deepStrictEqual(once.prepared.input.messages[0].content, [{ type: "text", text: "first question, edited" }])
+    assert.strictEqual(once.prepared.metadata.edit_from_message_id, once.question.id)
+    assert.strictEqual(once.prepared.metadata.edit_version_group_id, once.question.id)
+    const rerun = await alice("POST", "/api/threads/edits/runs/wait", {
+      input: once.prepared.input,
+      checkpoint: once.prepared.checkpoint,
+      metadata: once.prepared.metadata
+    })
+    assert.strictEqual(rerun.status, 200, rerun.text)
+    const twice = await prepare("first question, edited again")
+    // (the replacement, a thread's first question, kept as `{id}__user` as DeerFlow's dynamic context keys it)
+    assert.strictEqual(twice.question.id, `${once.prepared.replacement_human_message_id}__user`)
+    assert.strictEqual(twice.prepared.metadata.edit_from_message_id, twice.question.id)
+    assert.strictEqual(twice.prepared.metadata.edit_version_group_id, once.question.id)
+    // DeerFlow's refusals, with its words
+    const unchanged = await alice("POST", "/api/threads/edits/runs/edit-regenerate/prepare", {
+      human_message_id: twice.question.id,
+      replacement_text: "  first question, edited  "
+    })
+    assert.strictEqual(unchanged.status, 409)
+    assert.include(unchanged.json().detail, "Edited message is unchanged")
+    const empty = await alice("POST", "/api/threads/edits/runs/edit-regenerate/prepare", {
+      human_message_id: twice.question.id,
+      replacement_text: " \n\t"
+    })
+    assert.strictEqual(empty.status, 409)
+    assert.include(empty.json().detail, "Edited message cannot be empty")
   })
 })

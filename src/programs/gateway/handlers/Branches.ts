@@ -14,6 +14,7 @@ import { ORIGINAL_USER_CONTENT, originalUserContent } from "../../../middleware/
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import type { CheckpointRecord } from "../../../services/ThreadStore.js"
+import { isRecord } from "../../../state/Json.js"
 import * as M from "../../../state/Message.js"
 import * as App from "../../App.js"
 import * as BranchesApi from "../api/Branches.js"
@@ -167,6 +168,13 @@ export const layer = (api: DeerFlowApi) =>
             }
             const base = baseBefore(records, { origin }, human.id)
             const replacement = M.newId()
+            // an edit of an edited question keeps its first question's group, as DeerFlow reads it from the source
+            // run's metadata (the prepared metadata the app ran it with)
+            const asked = ran.metadata?.["metadata"]
+            const group = isRecord(asked) && typeof asked["edit_version_group_id"] === "string" &&
+                asked["edit_version_group_id"] !== ""
+              ? asked["edit_version_group_id"]
+              : human.id
             const source = (human.additional_kwargs ?? {}) as Record<string, unknown>
             const kwargs = Object.fromEntries(
               ["files", "referenced_message_contexts"].filter((key) => key in source).map((key) => [key, source[key]])
@@ -195,7 +203,7 @@ export const layer = (api: DeerFlowApi) =>
                 regenerate_checkpoint_id: String(base),
                 edit_from_message_id: human.id,
                 edit_message_id: replacement,
-                edit_version_group_id: human.id
+                edit_version_group_id: group
               },
               target_run_id: runId,
               replacement_human_message_id: replacement,
