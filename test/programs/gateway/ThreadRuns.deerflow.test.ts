@@ -235,3 +235,28 @@ describe("an edit of an edited question (DeerFlow's test_thread_regenerate_prepa
     assert.include(empty.json().detail, "Edited message cannot be empty")
   })
 })
+
+describe("the read endpoints' queries (DeerFlow's test_thread_run_query_validation)", () => {
+  it("refuse a limit or a seq cursor that is not positive, and a page past 200, with a 422 naming it", async () => {
+    const runId = (await bob("GET", "/api/threads/bobs-chat/runs")).json()[0].run_id
+    const events = `/api/threads/bobs-chat/runs/${runId}/events`
+    for (const path of [
+      `${events}?limit=0`,
+      `${events}?limit=-1`,
+      `${events}?after_seq=0`,
+      `${events}?after_seq=-1`,
+      "/api/threads/bobs-chat/messages/page?limit=0",
+      "/api/threads/bobs-chat/messages/page?limit=201",
+      "/api/threads/bobs-chat/messages/page?before_seq=0",
+      "/api/threads/bobs-chat/messages/page?before_seq=-1"
+    ]) {
+      const answer = await bob("GET", path)
+      assert.strictEqual(answer.status, 422, `${path}: ${answer.text}`)
+      const name = path.match(/[?&](\w+)=/)![1]!
+      assert.include(answer.json().detail, name, path)
+    }
+    const one = await bob("GET", `${events}?limit=1`)
+    assert.strictEqual(one.json().length, 1)
+    assert.strictEqual((await bob("GET", "/api/threads/bobs-chat/messages/page?limit=1")).json().data.length, 1)
+  })
+})
