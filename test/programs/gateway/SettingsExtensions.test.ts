@@ -357,11 +357,12 @@ describe("skills reload", () => {
 })
 
 describe("MCP tasks", () => {
-  it("lists none for the user's thread, 404 for another's", async () => {
+  it("lists none for the user's thread, none for another's (to him, a new chat's), 404 for a bad id", async () => {
     const created = await ok(await call(ALICE, "/threads", { method: "POST", body: { thread_id: "t-tasks" } }))
     assert.strictEqual(created.thread_id, "t-tasks")
     assert.deepStrictEqual(await ok(await call(ALICE, "/threads/t-tasks/mcp-tasks?limit=20")), [])
-    assert.strictEqual((await call(CAROL, "/threads/t-tasks/mcp-tasks")).status, 404)
+    assert.deepStrictEqual(await ok(await call(CAROL, "/threads/t-tasks/mcp-tasks")), [])
+    assert.strictEqual((await call(CAROL, "/threads/t-tasks.u0123456789ab/mcp-tasks")).status, 404)
   })
 })
 

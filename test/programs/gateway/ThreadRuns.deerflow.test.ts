@@ -3,7 +3,7 @@
  * test_runs_api_endpoints.py, test_thread_run_query_validation.py, test_thread_run_messages_pagination.py,
  * test_thread_messages_feedback.py, test_run_event_store_filter.py, test_run_event_store_pagination.py,
  * test_thread_regenerate_prepare.py, test_owner_isolation.py and test_stateless_runs_owner_isolation.py, and
- * DeerFlow's routers (uploads.py, thread_runs.py, scheduled_tasks.py) for a new chat's reads: their
+ * DeerFlow's routers (uploads.py, thread_runs.py, scheduled_tasks.py, mcp_tasks.py) for a new chat's reads: their
  * `require_permission(owner_check=True)` lets a thread id nobody has through, so a chat whose id the app made up
  * before its first run reads as empty there.
  */
@@ -74,7 +74,8 @@ const newChatReads = async (threadId: string) => ({
   uploads: await alice("GET", `/api/threads/${threadId}/uploads/list`),
   page: await alice("GET", `/api/threads/${threadId}/messages/page`),
   usage: await alice("GET", `/api/threads/${threadId}/token-usage`),
-  tasks: await alice("GET", `/api/threads/${threadId}/scheduled-tasks`)
+  tasks: await alice("GET", `/api/threads/${threadId}/scheduled-tasks`),
+  mcpTasks: await alice("GET", `/api/threads/${threadId}/mcp-tasks`)
 })
 
 describe("a new chat's thread, before its first run", () => {
@@ -91,6 +92,7 @@ describe("a new chat's thread, before its first run", () => {
     assert.strictEqual(usage.total_runs, 0)
     assert.deepStrictEqual(usage.by_model, {})
     assert.deepStrictEqual(reads.tasks.json(), [])
+    assert.deepStrictEqual(reads.mcpTasks.json(), [])
     // reading made no thread
     assert.strictEqual((await alice("GET", "/api/threads/6f1c2d3e-new-chat")).status, 404)
     assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "6f1c2d3e-new-chat" })).status, 200)
@@ -99,7 +101,7 @@ describe("a new chat's thread, before its first run", () => {
   it("another user's thread reads exactly as a new chat's: nothing of it shows", async () => {
     const theirs = await newChatReads("bobs-chat")
     const nobodys = await newChatReads("nobodys-chat")
-    for (const key of ["uploads", "page", "tasks"] as const) {
+    for (const key of ["uploads", "page", "tasks", "mcpTasks"] as const) {
       assert.strictEqual(theirs[key].status, 200)
       assert.deepStrictEqual(theirs[key].json(), nobodys[key].json(), key)
     }
