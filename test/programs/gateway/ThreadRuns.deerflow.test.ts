@@ -91,6 +91,8 @@ describe("a new chat's thread, before its first run", () => {
     assert.strictEqual(usage.total_tokens, 0)
     assert.strictEqual(usage.total_runs, 0)
     assert.deepStrictEqual(usage.by_model, {})
+    // (the gauge of an empty context, of the model a run would use)
+    assert.deepStrictEqual(usage.context_usage, { token_count: 0, max_context_tokens: 100_000, percentage: 0 })
     assert.deepStrictEqual(reads.tasks.json(), [])
     assert.deepStrictEqual(reads.mcpTasks.json(), [])
     // reading made no thread
