@@ -39,6 +39,10 @@ beforeAll(async () => {
         })
         return { toolCalls: [task("alpha"), task("beta")] }
       }
+      if (JSON.stringify(last?.content ?? "").includes("which city")) {
+        const args = { question: "Which city?", clarification_type: "approach_choice", options: ["Paris", "Rome"] }
+        return { toolCalls: [{ name: "ask_clarification", arguments: args }] }
+      }
       return "Here you go."
     },
     config: (url) => ({
@@ -237,6 +241,14 @@ describe("an edit of an edited question (DeerFlow's test_thread_regenerate_prepa
     })
     assert.strictEqual(empty.status, 409)
     assert.include(empty.json().detail, "Edited message cannot be empty")
+    // nor while the thread pursues a goal
+    assert.strictEqual((await alice("PUT", "/api/threads/edits/goal", { objective: "Finish it" })).status, 200)
+    const goal = await alice("POST", "/api/threads/edits/runs/edit-regenerate/prepare", {
+      human_message_id: twice.question.id,
+      replacement_text: "another edit"
+    })
+    assert.strictEqual(goal.status, 409)
+    assert.include(goal.json().detail, "Cannot edit while a goal is active")
   })
 })
 
@@ -262,5 +274,36 @@ describe("the read endpoints' queries (DeerFlow's test_thread_run_query_validati
     const one = await bob("GET", `${events}?limit=1`)
     assert.strictEqual(one.json().length, 1)
     assert.strictEqual((await bob("GET", "/api/threads/bobs-chat/messages/page?limit=1")).json().data.length, 1)
+  })
+})
+
+describe("editing around a clarification question (DeerFlow's test_thread_regenerate_prepare)", () => {
+  it("an open question's turn is not edited; once answered, a later question is", async () => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: "clarify" })).status, 200)
+    const asked = await alice("POST", "/api/threads/clarify/runs/wait", { input: Support.userInput("which city?") })
+    assert.strictEqual(asked.status, 200, asked.text)
+    const page = async () =>
+      ((await alice("GET", "/api/threads/clarify/messages/page")).json().data as Array<any>).map((row) => row.content)
+    const edit = (humanId: string, text: string) =>
+      alice("POST", "/api/threads/clarify/runs/edit-regenerate/prepare", {
+        human_message_id: humanId,
+        replacement_text: text
+      })
+    const open = await edit((await page())[0].id, "which town?")
+    assert.strictEqual(open.status, 409)
+    assert.include(open.json().detail, "Only completed assistant text turns can be edited")
+    // answered (a hidden answer), then a question of its own
+    const answered = await alice("POST", "/api/threads/clarify/runs/wait", { command: { resume: "2" } })
+    assert.strictEqual(answered.status, 200, answered.text)
+    const latest = await alice("POST", "/api/threads/clarify/runs/wait", { input: Support.userInput("and then?") })
+    assert.strictEqual(latest.status, 200, latest.text)
+    const runId = (await alice("GET", "/api/threads/clarify/runs")).json()[0].run_id
+    const rows = await page()
+    const [question, answer] = rows.slice(-2)
+    assert.deepStrictEqual([question.type, answer.type], ["human", "ai"])
+    const prepared = await edit(question.id, "and after that?")
+    assert.strictEqual(prepared.status, 200, prepared.text)
+    assert.deepStrictEqual(prepared.json().source_message_ids, [question.id, answer.id])
+    assert.strictEqual(prepared.json().target_run_id, runId)
   })
 })
