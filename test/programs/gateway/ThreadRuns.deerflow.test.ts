@@ -10,6 +10,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Requests from "../../support/requests.js"
+import { ROUTES } from "./routes.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -305,5 +306,39 @@ describe("editing around a clarification question (DeerFlow's test_thread_regene
     assert.strictEqual(prepared.status, 200, prepared.text)
     assert.deepStrictEqual(prepared.json().source_message_ids, [question.id, answer.id])
     assert.strictEqual(prepared.json().target_run_id, runId)
+  })
+})
+
+describe("a path naming an id no thread could have (DeerFlow's test_thread_id_route_contract)", () => {
+  // DeerFlow answers a non-canonical id with a 422 naming thread_id; Antler's ids differ (docs/deerflow.md), and a
+  // path naming one no thread of the user's could have is a 404, or a 422 where the route would make the thread
+  it("is refused on every thread route under /api, and no thread is made", async () => {
+    const before = (await alice("POST", "/api/threads/search", { limit: 1000 })).json().length
+    const bodyOf = (route: (typeof ROUTES)[number]) => {
+      if (route.method === "GET" || route.method === "DELETE") return undefined
+      if (route.body === "upload") {
+        const form = new FormData()
+        form.append("files", new Blob(["x"]), "x.txt")
+        return form
+      }
+      return route.body === "goal" ? { objective: "x" } : {}
+    }
+    for (const id of ["bad%20id", "-dash-first", "chat.u0123456789ab", "x".repeat(115)]) {
+      for (const route of ROUTES.filter((r) => r.path.startsWith("/api/threads/:thread_id"))) {
+        // (the server's upload limits, which no thread changes, as DeerFlow's are)
+        if (route.path.endsWith("/uploads/limits")) continue
+        const path = route.path.replace(":thread_id", id).replace(/:\w+/g, "x").replace("*", "mnt/user-data/x")
+        const answer = await alice(route.method, path, bodyOf(route))
+        assert.oneOf(answer.status, [404, 422], `${route.method} ${route.path} (${id}): ${answer.text}`)
+        // (a route that makes the thread names what is wrong with its id)
+        if ((route.body === "upload" || route.body === "goal") && answer.status === 422) {
+          assert.include(answer.json().detail, "thread_id", route.path)
+        }
+      }
+    }
+    assert.strictEqual((await alice("POST", "/api/threads/search", { limit: 1000 })).json().length, before)
+    const goal = await alice("PUT", "/api/threads/chat.u0123456789ab/goal", { objective: "x" })
+    assert.strictEqual(goal.status, 422)
+    assert.include(goal.json().detail, "thread_id")
   })
 })
