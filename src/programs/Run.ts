@@ -395,7 +395,7 @@ export const execute = <E = never, R = never>(
       })
     }
     const release = Effect.ignore(store.releaseLease(threadId, runId))
-    const startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
+    let startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
 
     let stopReason: StopReason | undefined
     const context = RunContext.of({
@@ -417,6 +417,8 @@ export const execute = <E = never, R = never>(
       // running): its completed steps are in the checkpoints; record that it did not finish.
       if (Option.isSome(loaded)) {
         for (const stale of loaded.value.runs) {
+          // (this run already running: a later turn of it, a goal's continuation, keeps its start)
+          if (stale.status === "running" && stale.run_id === runId) startedAt = stale.started_at
           if (stale.status !== "running" || stale.run_id === runId) continue
           yield* store.saveRun({ ...stale, status: "cancelled", stop_reason: "cancelled", ended_at: startedAt })
         }

@@ -12,6 +12,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import type { AppConfigService } from "../../services/AppConfig.js"
+import type { ModelService } from "../../services/ModelService.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
@@ -23,6 +24,7 @@ import type * as Factory from "../Factory.js"
 import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
+import * as GoalLoop from "./GoalLoop.js"
 import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
 import * as RunBuffer from "./RunBuffer.js"
@@ -48,6 +50,8 @@ export interface Deps {
   readonly registry: Registry
   /** A run's turn waits for its place among the runs executing at once (see `Admission`). */
   readonly admitted: Admission.Admit
+  /** The goal evaluator's model clients as the configuration is now (none: no goal loop, see `GoalLoop`). */
+  readonly goalModel: Effect.Effect<ModelService["Type"] | undefined>
 }
 
 /** A run's parts (`makeRun`). */
@@ -173,15 +177,27 @@ export const execute = (
       append(made.projector.push(encoded))
     })
     let handingOver = false
-    const turn = factory.turn({
+    // the run's turns: the user's, then the hidden continuations of the thread's goal, if it has one (`GoalLoop`)
+    const turnOf: GoalLoop.Turn = (messages, onEvent, continuing) =>
+      factory.turn({
+        threadId: request.threadId,
+        runId,
+        userId: request.userId,
+        messages,
+        title: continuing ? undefined : request.title,
+        settings: request.settings,
+        admin: request.admin === true
+      }, onEvent)
+    const modelName = request.settings.model_name
+    const turn = GoalLoop.drive({
+      store,
+      model: deps.goalModel,
       threadId: request.threadId,
       runId,
       userId: request.userId,
-      messages: request.messages,
-      title: request.title,
-      settings: request.settings,
-      admin: request.admin === true
-    }, listener.onEvent).pipe(
+      modelName: typeof modelName === "string" && modelName !== "" ? modelName : undefined,
+      hasGoal: () => made.projector.state().goal !== null
+    }, turnOf, request.messages, listener.onEvent).pipe(
       Effect.provideService(RunHandover, { requested: () => handingOver }),
       admitted(request.threadId, runId)
     )

@@ -129,6 +129,8 @@ export const layer = (
         redact: options.redact ?? Redact.none,
         registry,
         admitted: yield* Admission.make(store, options.maxActiveRuns),
+        // the goal evaluator's model: the clients of the configuration as it is when it judges
+        goalModel: Option.isNone(live) ? Effect.succeed(undefined) : Effect.map(live.value.current, (snap) => snap.model),
         fibers: yield* FiberMap.make<string>(),
         lock: yield* Effect.makeSemaphore(1),
         defaultModel

@@ -1,0 +1,224 @@
+/**
+ * DeerFlow's goal loop in a gateway run (its worker's `_prepare_goal_continuation_input`): after a turn that ended
+ * normally on a thread whose goal is active, a model (the run's, thinking off) judges from the visible conversation
+ * whether the goal is met (`GoalEvaluation`). Met: the goal is cleared. Not met yet, within its caps: the evaluation
+ * is recorded on the goal, its `continuation_count` one more, and a hidden `<goal_continuation>` message starts
+ * another turn in the same run, streamed to the same clients. Otherwise the evaluation is recorded with why the loop
+ * stood down. Each change of the goal reaches the run's stream as a state update (a `values` event with the goal).
+ *
+ * The turns' own `run_start` and `run_end` are the run's: the continuations' `run_start` is left out and each turn's
+ * `run_end` is held until no turn follows, so the run starts and ends once. While the evaluator runs, the run's
+ * record says `running` again, so a run stopped then ends `cancelled`. The evaluator's failure (the model failing,
+ * an answer that is no verdict, the store) ends the loop, never the run: the run ends as its turn did. A thread with
+ * no goal costs one look at the run's state.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type { ModelService } from "../../services/ModelService.js"
+import type { RunEndEvent, RunEvent, StopReason } from "../../services/RunEvents.js"
+import type { ThreadStore } from "../../services/ThreadStore.js"
+import * as Goal from "../../state/GoalEvaluation.js"
+import type { Message } from "../../state/Message.js"
+import type { GoalState, GoalUpdate } from "../../state/ThreadState.js"
+import * as Run from "../Run.js"
+import * as OneShot from "./OneShot.js"
+import * as RunRecords from "./RunRecords.js"
+
+/** The `internal` purpose of the evaluator's model call. */
+export const PURPOSE = "goal_evaluator"
+
+/**
+ * One turn of the run: its new messages in, its events out (with its own `run_start` and `run_end`); `continuing`:
+ * a goal's continuation (not the user's turn).
+ */
+export type Turn = (
+  messages: ReadonlyArray<Message>,
+  onEvent: (event: RunEvent) => void,
+  continuing: boolean
+) => Effect.Effect<void>
+
+/** What the loop needs of the run. */
+export interface Options {
+  readonly store: ThreadStore["Type"]
+  /** The evaluator's model clients as the configuration is now (none: no loop). */
+  readonly model: Effect.Effect<ModelService["Type"] | undefined>
+  readonly threadId: string
+  readonly runId: string
+  readonly userId: string
+  /** The run's model (none: the default). */
+  readonly modelName: string | undefined
+  /** Whether the thread has a goal now (the run's state: no store read). */
+  readonly hasGoal: () => boolean
+}
+
+/** The loop's options with where the run's events go (a change of the goal is streamed as a state update). */
+export interface Emitting extends Options {
+  readonly emit: (event: RunEvent) => void
+}
+
+const at = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+/**
+ * Runs the turns of a run: `first` with the run's messages, then a continuation while the goal loop asks for one.
+ * Events reach `onEvent` as the run's, one `run_start` and one `run_end`.
+ */
+export const drive = (
+  options: Options,
+  turn: Turn,
+  first: ReadonlyArray<Message>,
+  onEvent: (event: RunEvent) => void
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let messages = first
+    let continuing = false
+    // a cap the user's turn hit stays the run's stop reason, as DeerFlow keeps it (#4176)
+    let capped: StopReason | undefined
+    for (;;) {
+      let end: RunEndEvent | undefined
+      const hidden = continuing
+      yield* turn(messages, (event) => {
+        if (event.type === "run_end") end = event
+        else if (!(hidden && event.type === "run_start")) onEvent(event)
+      }, hidden)
+      // (none: the turn was stopped, and the run ends as stopped)
+      if (end === undefined) return
+      const ended: RunEndEvent = end
+      const judged = ended.status === "success" && options.hasGoal()
+      const next = judged ? yield* continuation({ ...options, emit: onEvent }) : Option.none()
+      if (Option.isSome(next)) {
+        if (capped === undefined && ended.stop_reason !== "completed") capped = ended.stop_reason
+        messages = [next.value]
+        continuing = true
+        continue
+      }
+      const final: RunEndEvent = capped !== undefined && ended.status === "success" && ended.stop_reason === "completed"
+        ? { ...ended, stop_reason: capped }
+        : ended
+      // the record as the turn left it (the evaluation marked it running), with the run's stop reason
+      if (judged || final !== ended) {
+        yield* settleRecord(options, final)
+      }
+      onEvent(final)
+      return
+    }
+  })
+
+// the run's record as its last turn ended it (status, stop reason), its end now
+const settleRecord = (options: Options, end: RunEndEvent) =>
+  Effect.gen(function*() {
+    const record = yield* RunRecords.latest(options.store, options.runId)
+    if (record === undefined) return
+    yield* options.store.saveRun({
+      ...record,
+      status: end.status,
+      stop_reason: end.stop_reason,
+      ended_at: yield* at
+    })
+  }).pipe(Effect.catchAll((error) => Effect.logWarning(`run ${options.runId}: its record was not kept: ${error.message}`)))
+
+/**
+ * After a turn that succeeded on a thread with a goal: the evaluation, recorded, and the continuation message when
+ * another turn follows. Never fails (a failure is logged and ends the loop); stopping the run interrupts it.
+ */
+export const continuation = (options: Emitting): Effect.Effect<Option.Option<Message>> => {
+  const { store, threadId, runId } = options
+  return Effect.gen(function*() {
+    const loaded = yield* store.load(threadId)
+    if (Option.isNone(loaded)) return Option.none()
+    const goal = loaded.value.state.goal
+    if (goal === null || goal.status !== "active") return Option.none()
+    // running again while judged: a run stopped now ends cancelled, not as its turn did
+    const record = yield* RunRecords.latest(store, runId)
+    if (record !== undefined) yield* store.saveRun({ ...record, status: "running", ended_at: null })
+    const messages = loaded.value.state.messages
+    const signature = Goal.evidenceSignature(messages)
+    const recordVerdict = (verdict: Goal.Verdict, extra: { continuationCount?: number; standDownReason?: string }) =>
+      Effect.flatMap(at, (now) =>
+        write(options, Goal.attach(goal, verdict, {
+          runId,
+          at: now,
+          signature,
+          noProgress: Goal.noProgressCount(goal, verdict, signature),
+          ...extra
+        })))
+    if (!Goal.endsWithAnswer(messages)) {
+      yield* recordVerdict(Goal.noReceipt, { standDownReason: "no_durable_end_of_turn" })
+      return Option.none()
+    }
+    const verdict = yield* evaluate(options, goal, messages)
+    if (verdict === undefined) return Option.none()
+    if (verdict.satisfied) {
+      yield* write(options, { clear: true })
+      return Option.none()
+    }
+    const noProgress = Goal.noProgressCount(goal, verdict, signature)
+    const standDown = Goal.standDownReason(goal, verdict, noProgress)
+    if (standDown !== undefined) {
+      yield* recordVerdict(verdict, { standDownReason: standDown })
+      return Option.none()
+    }
+    const next = Goal.attach(goal, verdict, {
+      runId,
+      at: yield* at,
+      signature,
+      noProgress,
+      continuationCount: goal.continuation_count + 1
+    })
+    if (!(yield* write(options, next))) return Option.none()
+    yield* Effect.logInfo(
+      `run ${runId} continuing thread ${threadId} for its goal (${next.continuation_count}/${next.max_continuations})`
+    )
+    return Option.some<Message>(Goal.continuationMessage(next, verdict))
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`Goal not evaluated for thread ${threadId} after run ${runId}: ${error.message}`),
+        Option.none())
+    ),
+    Effect.catchAllDefect((defect) =>
+      Effect.as(Effect.logWarning(`Goal not evaluated for thread ${threadId} after run ${runId}`, defect), Option.none())
+    ),
+    Effect.withSpan("GoalLoop.continuation", { attributes: { thread: threadId, run: runId } })
+  )
+}
+
+// the evaluator's verdict on the goal (none when there is no model, or it failed: logged)
+const evaluate = (options: Options, goal: GoalState, messages: ReadonlyArray<Message>) =>
+  Effect.gen(function*() {
+    const conversation = Goal.conversation(messages)
+    if (conversation === "") return Goal.noEvidence
+    const model = yield* options.model
+    if (model === undefined) return undefined
+    const answer = yield* Effect.either(OneShot.text(model, {
+      purpose: PURPOSE,
+      system: Goal.SYSTEM_PROMPT,
+      user: Goal.userPrompt(goal, conversation),
+      modelName: options.modelName,
+      userId: options.userId
+    }))
+    const verdict: Either.Either<Goal.Verdict, { readonly message: string }> = Either.isRight(answer)
+      ? Goal.parseVerdict(answer.right)
+      : Either.left(answer.left)
+    if (Either.isLeft(verdict)) {
+      yield* Effect.logWarning(
+        `Goal evaluator failed for thread ${options.threadId} after run ${options.runId}: ${verdict.left.message}`
+      )
+      return undefined
+    }
+    return verdict.right
+  })
+
+/**
+ * The goal changed in the thread (a checkpoint of the run's, under its lease) and in the run's stream; false when
+ * another run holds the thread now.
+ */
+const write = (options: Emitting, goal: GoalUpdate) =>
+  Effect.gen(function*() {
+    const holder = yield* Run.takeLease(options.store, options.threadId, options.runId)
+    if (holder !== undefined) return false
+    const update = { goal }
+    yield* options.store.append(options.threadId, options.runId, [update])
+    options.emit({ type: "state", update })
+    return true
+  })
