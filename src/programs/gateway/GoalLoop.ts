@@ -116,7 +116,9 @@ const settleRecord = (options: Options, end: RunEndEvent) =>
       stop_reason: end.stop_reason,
       ended_at: yield* at
     })
-  }).pipe(Effect.catchAll((error) => Effect.logWarning(`run ${options.runId}: its record was not kept: ${error.message}`)))
+  }).pipe(
+    Effect.catchAll((error) => Effect.logWarning(`run ${options.runId}: its record was not kept: ${error.message}`))
+  )
 
 /**
  * After a turn that succeeded on a thread with a goal: the evaluation, recorded, and the continuation message when
@@ -177,7 +179,10 @@ export const continuation = (options: Emitting): Effect.Effect<Option.Option<Mes
         Option.none())
     ),
     Effect.catchAllDefect((defect) =>
-      Effect.as(Effect.logWarning(`Goal not evaluated for thread ${threadId} after run ${runId}`, defect), Option.none())
+      Effect.as(
+        Effect.logWarning(`Goal not evaluated for thread ${threadId} after run ${runId}`, defect),
+        Option.none()
+      )
     ),
     Effect.withSpan("GoalLoop.continuation", { attributes: { thread: threadId, run: runId } })
   )

@@ -97,16 +97,21 @@ const isCompaction = (update: StateUpdate): boolean => {
 /** One `updates` entry: the updates merged (their messages in order), under their node. */
 const updatesOut = (updates: ReadonlyArray<StateUpdate>, node?: string): Out => {
   const messages = updates.flatMap((u) => u.messages ?? [])
+  // (a goal alone changes in a run where the goal loop judged it: DeerFlow's `goal_evaluator` writes it)
   const name = node ?? (messages.some((m) => m.type === "ai")
     ? "model"
     : messages.some((m) => m.type === "tool")
     ? "tools"
+    : updates.every((u) => Object.keys(u).every((key) => key === "goal"))
+    ? "goal_evaluator"
     : "agent")
   const merged: Record<string, unknown> = {}
   for (const update of updates) {
     for (const [key, value] of Object.entries(update)) if (key !== "messages") merged[key] = value
   }
   if (messages.length > 0) merged.messages = messages
+  // (a goal cleared is none, as the state says it)
+  if (typeof merged.goal === "object" && merged.goal !== null && "clear" in merged.goal) merged.goal = null
   delete merged.thread_data
   return { event: "updates", data: { [name]: merged } }
 }

@@ -130,7 +130,9 @@ export const layer = (
         registry,
         admitted: yield* Admission.make(store, options.maxActiveRuns),
         // the goal evaluator's model: the clients of the configuration as it is when it judges
-        goalModel: Option.isNone(live) ? Effect.succeed(undefined) : Effect.map(live.value.current, (snap) => snap.model),
+        goalModel: Option.isNone(live)
+          ? Effect.succeed(undefined)
+          : Effect.map(live.value.current, (snap) => snap.model),
         fibers: yield* FiberMap.make<string>(),
         lock: yield* Effect.makeSemaphore(1),
         defaultModel

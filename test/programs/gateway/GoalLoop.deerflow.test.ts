@@ -78,12 +78,15 @@ const setGoal = async (threadId: string, objective: string, max?: number) => {
   assert.strictEqual(put.status, 200, put.text)
 }
 
-/** A streamed run of `question` on `threadId` (values and messages), read to its end; `onEvent` sees each event. */
+/** A streamed run of `question` on `threadId` (values, messages, updates), read to its end; `onEvent` sees each. */
 const streamRun = async (threadId: string, question: string, onEvent?: (event: SseEvent, runId: string) => void) => {
   const response = await fetch(`${gateway.url}/api/threads/${threadId}/runs/stream`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ input: { messages: [{ type: "human", content: question }] }, stream_mode: ["values", "messages-tuple"] })
+    body: JSON.stringify({
+      input: { messages: [{ type: "human", content: question }] },
+      stream_mode: ["values", "messages-tuple", "updates"]
+    })
   })
   assert.strictEqual(response.status, 200)
   let runId = ""
@@ -126,6 +129,11 @@ describe("a run on a thread with a goal", () => {
     const goals = events.filter((e) => e.event === "values").map((e) => (e.data as any).goal)
     assert.isTrue(goals.some((g) => g?.continuation_count === 1 && g.last_evaluation?.blocker === "goal_not_met_yet"))
     assert.isNull(goals.at(-1))
+    // and its updates: the evaluator's, as DeerFlow names them (the met goal none)
+    const updates = events.filter((e) => e.event === "updates").map((e) => e.data as any)
+    assert.strictEqual(updates.filter((u) => "goal_evaluator" in u).at(-1).goal_evaluator.goal, null)
+    const goalUpdates = updates.flatMap((u) => Object.values(u)).filter((u: any) => u?.goal !== undefined)
+    assert.strictEqual((goalUpdates[0] as any).goal.continuation_count, 1)
     const answers = Support.visible((events.filter((e) => e.event === "values").at(-1)!.data as any).messages)
     assert.deepStrictEqual(answers.map((m: any) => m.content), [
       "Please start the [met] report",
