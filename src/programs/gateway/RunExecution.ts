@@ -1,6 +1,7 @@
 /**
  * A gateway run from its start to its end (see `Runs`): its parts (journal, projector, event buffer), and its body
- * in its fiber of the server. The body runs the turn through the factory, relays each event to the run's buffer
+ * in its fiber of the server. The body runs the turn through the factory (and, on a thread with a goal, the hidden
+ * continuation turns of DeerFlow's goal loop: `GoalLoop`), relays each event to the run's buffer
  * (what its subscribers stream) and journal (`.../runs/{run_id}/events`, kept in the store as it grows), stops it
  * when a client or a handover asks, and settles it: its record, its lease, the thread's last values and `end` for
  * its subscribers. A run that changed outputs and presented none of them fails as DeerFlow's does (`Delivery`).

@@ -62,6 +62,7 @@ beforeAll(async () => {
       }
       const n = continuations(body)
       if (key === "stuck") return "Still looking into it."
+      if (key === "silent") return ""
       if (key === "cancel" && n > 0) return { content: "working on the next step", stall: true }
       return `Step ${n + 1} of ${key} done.`
     }
@@ -197,6 +198,18 @@ describe("a run on a thread with a goal", () => {
       stand_down_reason: "blocked:needs_user_input"
     })
     assert.strictEqual((await runOf("goal-blocked", runId)).status, "success")
+  })
+
+  it("does not judge a turn that failed (the model answered nothing): the run ends failed, the goal as it was", async () => {
+    await setGoal("goal-silent", "Summarise the [silent] notes")
+    const before = await goalOf("goal-silent")
+    const { runId, events } = await streamRun("goal-silent", "Summarise them [silent]")
+    assert.isTrue(events.some((e) => e.event === "error"))
+    assert.strictEqual(events.at(-1)?.event, "end")
+    assert.isAbove(agentCalls("silent").length, 0)
+    assert.strictEqual(evaluatorCalls("silent").length, 0)
+    assert.deepStrictEqual(await goalOf("goal-silent"), before)
+    assert.strictEqual((await runOf("goal-silent", runId)).status, "error")
   })
 
   it("keeps the run and the goal as they were when the verdict is not one, or the evaluator fails", async () => {
