@@ -200,7 +200,7 @@ describe("a run on a thread with a goal", () => {
     assert.strictEqual((await runOf("goal-blocked", runId)).status, "success")
   })
 
-  it("does not judge a turn that failed (the model answered nothing): the run ends failed, the goal as it was", async () => {
+  it("does not judge a turn that failed (the model answered nothing): it ends failed, the goal as it was", async () => {
     await setGoal("goal-silent", "Summarise the [silent] notes")
     const before = await goalOf("goal-silent")
     const { runId, events } = await streamRun("goal-silent", "Summarise them [silent]")
