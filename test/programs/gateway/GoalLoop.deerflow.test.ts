@@ -4,7 +4,7 @@
  * whether the goal is met; met clears it, not met yet goes on in the same run with a hidden `<goal_continuation>`
  * turn streamed to the same client, up to the goal's caps, and anything else stands down with the reason recorded on
  * the goal. A verdict that is not one, or an evaluator that fails, leaves the run as its turn ended it; stopping the
- * run stops the loop. A thread without a goal asks no evaluator.
+ * run stops the loop. A thread without a goal asks no evaluator; a cap the user's turn hit stays the run's stop reason.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
@@ -276,5 +276,39 @@ describe("a run on a thread without a goal", () => {
     const made = gateway.scripted.requests.slice(before)
     assert.strictEqual(made.length, 1)
     assert.isFalse(made.some(isEvaluator))
+  })
+})
+
+describe("a run whose user turn hit a cap", () => {
+  it("keeps the cap as its stop reason after a continuation that completed, as DeerFlow keeps it", async () => {
+    let evaluated = 0
+    const capped = await Support.start({
+      script: (body): Turn => {
+        if (isEvaluator(body)) return verdict(++evaluated === 2, evaluated === 2 ? "none" : "goal_not_met_yet")
+        // the user's turn spends past the token budget; the continuation spends little
+        return continuations(body) === 0
+          ? { content: "A first draft.", usage: { prompt_tokens: 5000, completion_tokens: 10 } }
+          : { content: "The final draft.", usage: { prompt_tokens: 10, completion_tokens: 10 } }
+      },
+      config: { token_budget: { enabled: true, max_tokens: 1000 } }
+    })
+    try {
+      const call = as(() => capped)
+      assert.strictEqual((await call("POST", "/api/threads", { thread_id: "capped" })).status, 200)
+      assert.strictEqual((await call("PUT", "/api/threads/capped/goal", { objective: "Draft it" })).status, 200)
+      const run = await call("POST", "/api/threads/capped/runs", {
+        input: { messages: [{ type: "human", content: "Draft it" }] }
+      })
+      assert.strictEqual(run.status, 200, run.text)
+      const runId = run.json().run_id
+      await call("GET", `/api/threads/capped/runs/${runId}/join`)
+      assert.strictEqual(evaluated, 2)
+      const stored = (await call("GET", `/api/threads/capped/runs/${runId}`)).json()
+      assert.strictEqual(stored.status, "success")
+      assert.strictEqual(stored.stop_reason, "token_capped")
+      assert.isNull((await call("GET", "/api/threads/capped/goal")).json().goal)
+    } finally {
+      await capped.stop()
+    }
   })
 })
