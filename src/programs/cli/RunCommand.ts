@@ -192,6 +192,8 @@ const command = Command.make(
               Tracing.runSpanOptions({
                 "antler.thread_id": threadId,
                 "antler.run_id": runId,
+                // the CLI's user, as a run without a user is DeerFlow's (its traces' `user_id` falls back to it)
+                "antler.user_id": "default",
                 "antler.agent_name": resolved.agentName ?? "lead_agent",
                 "gen_ai.request.model": resolved.model?.model ?? choice.model
               })

@@ -92,6 +92,13 @@ describe("antler run, traced", () => {
       assert.strictEqual(roots.length, 1)
       const root = roots[0]!
       assert.isUndefined(root.parentSpanId || undefined)
+      // as DeerFlow's trace metadata (test_tracing_metadata.py): the thread, the user (the CLI's, `default`), the
+      // agent the trace is named after and the model
+      const attributes = Object.fromEntries(root.attributes.map((a: any) => [a.key, a.value.stringValue]))
+      assert.match(attributes["antler.thread_id"], /\S/)
+      assert.strictEqual(attributes["antler.user_id"], "default")
+      assert.strictEqual(attributes["antler.agent_name"], "lead_agent")
+      assert.isString(attributes["gen_ai.request.model"])
       const service = root.resource.attributes.find((a: any) => a.key === "service.name")
       assert.strictEqual(service.value.stringValue, "antler-cli-test")
       const trace = spans.filter((span: any) => span.traceId === root.traceId)
