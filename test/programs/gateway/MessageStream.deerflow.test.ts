@@ -42,10 +42,10 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-const ask = async (threadId: string, text: string) => {
+const ask = async (threadId: string, text: string, id?: string) => {
   const answer = await call("POST", `/threads/${threadId}/runs/wait`, {
     assistant_id: "lead_agent",
-    input: { messages: [{ type: "human", content: text }] }
+    input: { messages: [{ type: "human", content: text, ...(id !== undefined ? { id } : {}) }] }
   })
   assert.strictEqual(answer.status, 200, answer.text)
 }
@@ -63,8 +63,9 @@ describe("two turns on one thread, memory on", () => {
   it("the second request reasons about the newest message, given once; one system message, first and unchanged", async () => {
     assert.strictEqual((await call("POST", "/threads", { thread_id: "turns" })).status, 200)
     const before = gateway.scripted.requests.length
-    await ask("turns", TURN_1)
-    await ask("turns", TURN_2)
+    // with the ids a client gives its messages (the SDK's useStream does)
+    await ask("turns", TURN_1, "u1")
+    await ask("turns", TURN_2, "u2")
     const requests = gateway.scripted.requests.slice(before)
     assert.lengthOf(requests, 2)
     for (const request of requests) {
@@ -95,6 +96,12 @@ describe("two turns on one thread, memory on", () => {
     const ids = messages.map((m) => m.id)
     assert.strictEqual(new Set(ids).size, ids.length, JSON.stringify(ids))
     assert.isFalse(ids.some((id) => id.includes("__user__user")), JSON.stringify(ids))
+    // the first turn's question was swapped once for its context (the date reminder takes its id), the second
+    // (the same day) is kept as sent
+    const question = (text: string) => messages.find((m) => m.type === "human" && textOf(m.content) === text)
+    assert.strictEqual(question(TURN_1).id, "u1__user")
+    assert.strictEqual(question(TURN_2).id, "u2")
+    assert.include(ids, "u1__memory")
     // what the user sees: the two turns in order, as typed (the framing the model reads is the request's only)
     const shown = Support.visible(messages).map((m) => [m.type, textOf(m.content)])
     assert.deepStrictEqual(shown, [["human", TURN_1], ["ai", "ack-1"], ["human", TURN_2], ["ai", "ack-2"]])
