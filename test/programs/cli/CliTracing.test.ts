@@ -81,7 +81,9 @@ describe("antler run, traced", () => {
       const run = yield* antler(home, ["run", "--base-url", model.url, "--api-key", "x", "write a"], {
         OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
         OTEL_EXPORTER_OTLP_HEADERS: "x-honeycomb-team=s3cr3t%2Dkey",
-        OTEL_SERVICE_NAME: "antler-cli-test"
+        OTEL_SERVICE_NAME: "antler-cli-test",
+        // DeerFlow tags a trace with its environment (`env:production`); OpenTelemetry's way is a resource attribute
+        OTEL_RESOURCE_ATTRIBUTES: "deployment.environment=production"
       })
       assert.strictEqual(run.code, 0, run.stderr)
       assert.notInclude(run.stdout + run.stderr, "s3cr3t-key")
@@ -101,6 +103,8 @@ describe("antler run, traced", () => {
       assert.isString(attributes["gen_ai.request.model"])
       const service = root.resource.attributes.find((a: any) => a.key === "service.name")
       assert.strictEqual(service.value.stringValue, "antler-cli-test")
+      const environment = root.resource.attributes.find((a: any) => a.key === "deployment.environment")
+      assert.strictEqual(environment?.value.stringValue, "production")
       const trace = spans.filter((span: any) => span.traceId === root.traceId)
       assert.isAtLeast(trace.filter((span: any) => span.name === "OpenAiModel.generate").length, 2)
       assert.strictEqual(trace.filter((span: any) => span.name === "Tool.call").length, 1)
