@@ -6,10 +6,15 @@
  * test_system_message_coalescing_middleware.py (one system message, first, in every request; Antler sends the
  * in-history reminders as hidden user messages instead of merging them, docs/deerflow.md), and the usage and
  * `additional_kwargs` a client reads of a message (test_token_usage.py, test_client_message_serialization.py:
- * the embedded client's `messages-tuple`; here the `messages` stream and `/state`).
+ * the embedded client's `messages-tuple`; here the `messages` stream and `/state`), and a provider's safety stop
+ * as the app reads it (test_safety_finish_reason_graph_integration.py: the filtered call never runs, the answer
+ * says why and keeps the provider's finish reason, the `safety_termination` event names the thread).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { threadPaths } from "../../../src/services/Sandbox.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -19,8 +24,17 @@ const TURN_2 = "tell me the weather of next week in berlin"
 const FACT = "User prefers concise answers about travel."
 const USAGE = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 }
 
+const PARTIAL = "Here is the report:\n# Weekly Politics\n- Meeting time: 2026-05-12"
+
 const script = (body: ChatRequestBody): Turn => {
   const said = JSON.stringify(body.messages)
+  const asked = Support.lastUserText(body)
+  if (asked.includes("write me a report")) {
+    // a provider cutting a response that calls a tool (Moonshot's content_filter), the call's content cut short
+    const args = { description: "save", path: "/mnt/user-data/outputs/report.md", content: "# Weekly Politics" }
+    return { content: PARTIAL, toolCalls: [{ name: "write_file", arguments: args }], finishReason: "content_filter" }
+  }
+  if (asked.includes("a sensitive question")) return { content: "", finishReason: "content_filter" }
   if (said.includes("no usage")) return { content: "Answered without usage.", usage: null }
   return { content: said.includes(TURN_2) ? "ack-2" : "ack-1", usage: USAGE }
 }
@@ -160,5 +174,65 @@ describe("what a client reads of a message", () => {
     const answer = messages.findLast((m) => m.type === "ai")
     assert.strictEqual(textOf(answer.content), "Answered without usage.")
     assert.notProperty(answer, "usage_metadata")
+  })
+})
+
+describe("a provider's safety stop", () => {
+  const stream = async (threadId: string, text: string) => {
+    assert.strictEqual((await call("POST", "/threads", { thread_id: threadId })).status, 200)
+    const response = await fetch(`${gateway.url}/threads/${threadId}/runs/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "lead_agent",
+        input: { messages: [{ type: "human", content: text }] },
+        stream_mode: ["custom"]
+      })
+    })
+    const { events } = await Support.readSse(response)
+    const messages: ReadonlyArray<any> = (await call("GET", `/threads/${threadId}/state`)).json().values.messages
+    return { events, answer: messages.findLast((m) => m.type === "ai"), messages }
+  }
+
+  it("a filtered response's tool call never runs; the answer keeps its text and finish reason and says why", async () => {
+    const { events, answer, messages } = await stream("filtered", "write me a report")
+    const outputs = threadPaths(gateway.home, "default", "filtered").outputs
+    assert.isFalse(Fs.existsSync(Path.join(outputs, "report.md")))
+    assert.isFalse(messages.some((m) => m.type === "tool"))
+    assert.deepStrictEqual(answer.tool_calls, [])
+    assert.include(textOf(answer.content), "Weekly Politics")
+    assert.include(textOf(answer.content), "safety-related signal")
+    assert.strictEqual(answer.response_metadata.finish_reason, "content_filter")
+    assert.deepInclude(answer.additional_kwargs.safety_termination, {
+      detector: "openai_compatible_content_filter",
+      reason_field: "finish_reason",
+      reason_value: "content_filter",
+      suppressed_tool_call_count: 1,
+      suppressed_tool_call_names: ["write_file"]
+    })
+    const custom = events.filter((e) => e.event === "custom").map((e) => e.data as any)
+    const safety = custom.filter((d) => d.type === "safety_termination")
+    assert.lengthOf(safety, 1, JSON.stringify(custom))
+    assert.deepInclude(safety[0], {
+      type: "safety_termination",
+      detector: "openai_compatible_content_filter",
+      reason_field: "finish_reason",
+      reason_value: "content_filter",
+      suppressed_tool_call_count: 1,
+      suppressed_tool_call_names: ["write_file"],
+      thread_id: "filtered"
+    })
+  })
+
+  it("an empty filtered answer is not kept empty: the next request a strict provider reads has its explanation", async () => {
+    const { answer } = await stream("refused", "a sensitive question")
+    assert.include(textOf(answer.content), "safety-related signal")
+    assert.include(textOf(answer.content), "returned no content")
+    assert.strictEqual(answer.additional_kwargs.safety_termination.suppressed_tool_call_count, 0)
+    assert.strictEqual(answer.response_metadata.finish_reason, "content_filter")
+    await ask("refused", "ok, something else")
+    const next = gateway.scripted.requests.at(-1)!
+    const assistants = next.messages.filter((m) => m.role === "assistant")
+    assert.isTrue(assistants.every((m) => textOf(m.content).trim() !== ""), JSON.stringify(assistants))
   })
 })
