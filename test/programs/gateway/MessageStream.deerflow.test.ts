@@ -74,7 +74,7 @@ const textOf = (content: unknown): string =>
 const count = (haystack: string, needle: string) => haystack.split(needle).length - 1
 
 describe("two turns on one thread, memory on", () => {
-  it("the second request reasons about the newest message, given once; one system message, first and unchanged", async () => {
+  it("the second request reads the newest message last, once; one system message, first and unchanged", async () => {
     assert.strictEqual((await call("POST", "/threads", { thread_id: "turns" })).status, 200)
     const before = gateway.scripted.requests.length
     // with the ids a client gives its messages (the SDK's useStream does)
@@ -124,14 +124,16 @@ describe("two turns on one thread, memory on", () => {
 })
 
 describe("what a client reads of a message", () => {
-  it("an answer carries the provider's usage and its attribution, in the stream's last chunk and in the state", async () => {
+  it("an answer has the provider's usage and its attribution, in the last streamed chunk and the state", async () => {
     assert.strictEqual((await call("POST", "/threads", { thread_id: "usage" })).status, 200)
     const response = await fetch(`${gateway.url}/threads/usage/runs/stream`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
         assistant_id: "lead_agent",
-        input: { messages: [{ type: "human", content: "hello", additional_kwargs: { files: [{ filename: "a.png" }] } }] },
+        input: {
+          messages: [{ type: "human", content: "hello", additional_kwargs: { files: [{ filename: "a.png" }] } }]
+        },
         stream_mode: ["messages-tuple"]
       })
     })
@@ -194,7 +196,7 @@ describe("a provider's safety stop", () => {
     return { events, answer: messages.findLast((m) => m.type === "ai"), messages }
   }
 
-  it("a filtered response's tool call never runs; the answer keeps its text and finish reason and says why", async () => {
+  it("a filtered call never runs; the answer keeps its text and finish reason, and says why", async () => {
     const { events, answer, messages } = await stream("filtered", "write me a report")
     const outputs = threadPaths(gateway.home, "default", "filtered").outputs
     assert.isFalse(Fs.existsSync(Path.join(outputs, "report.md")))
@@ -224,7 +226,7 @@ describe("a provider's safety stop", () => {
     })
   })
 
-  it("an empty filtered answer is not kept empty: the next request a strict provider reads has its explanation", async () => {
+  it("an empty filtered answer is explained, so the next request has no empty assistant message", async () => {
     const { answer } = await stream("refused", "a sensitive question")
     assert.include(textOf(answer.content), "safety-related signal")
     assert.include(textOf(answer.content), "returned no content")
