@@ -36,6 +36,9 @@ const script = (body: ChatRequestBody): Turn => {
   }
   if (asked.includes("a sensitive question")) return { content: "", finishReason: "content_filter" }
   if (said.includes("no usage")) return { content: "Answered without usage.", usage: null }
+  if (said.includes("zero usage")) {
+    return { content: "Answered for free.", usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } }
+  }
   return { content: said.includes(TURN_2) ? "ack-2" : "ack-1", usage: USAGE }
 }
 
@@ -176,6 +179,14 @@ describe("what a client reads of a message", () => {
     const answer = messages.findLast((m) => m.type === "ai")
     assert.strictEqual(textOf(answer.content), "Answered without usage.")
     assert.notProperty(answer, "usage_metadata")
+  })
+
+  it("a usage of zero tokens is a usage: kept as reported", async () => {
+    assert.strictEqual((await call("POST", "/threads", { thread_id: "zero-usage" })).status, 200)
+    await ask("zero-usage", "zero usage please")
+    const messages: ReadonlyArray<any> = (await call("GET", "/threads/zero-usage/state")).json().values.messages
+    const answer = messages.findLast((m) => m.type === "ai")
+    assert.deepInclude(answer.usage_metadata, { input_tokens: 0, output_tokens: 0, total_tokens: 0 })
   })
 })
 
