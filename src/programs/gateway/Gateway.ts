@@ -48,6 +48,7 @@ import * as Quotas from "./Quotas.js"
 import * as Runs from "./Runs.js"
 import * as Scheduling from "./scheduler/Wiring.js"
 import * as StoreWiring from "./store/Wiring.js"
+import * as ThreadIds from "./ThreadIds.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
@@ -250,13 +251,16 @@ const httpServer = (listen: { readonly host: string; readonly port: number }) =>
   })).pipe(Layer.provide(Layer.sync(NodeServer, makeServer)))
 
 /**
- * The span every run is traced under: the root of its own trace, with the thread, run, agent and model. The agent
- * is named as DeerFlow names a run's root trace (`resolve_root_run_name`): the run's `agent_name` (its context's,
- * else its configurable's, else its assistant's), else the assistant id.
+ * The span every run is traced under: the root of its own trace, with the thread, run, agent and model. The thread
+ * is the id its user's client knows (DeerFlow's trace session), with the id it is stored under beside it when that
+ * differs. The agent is named as DeerFlow names a run's root trace (`resolve_root_run_name`): the run's
+ * `agent_name` (its context's, else its configurable's, else its assistant's), else the assistant id.
  */
-const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) =>
-  Effect.withSpan(effect, Tracing.RUN_SPAN, Tracing.runSpanOptions({
-    "antler.thread_id": run.threadId,
+const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & { readonly runId: string }) => {
+  const publicId = ThreadIds.publicIdOf(run.userId, run.threadId)
+  return Effect.withSpan(effect, Tracing.RUN_SPAN, Tracing.runSpanOptions({
+    "antler.thread_id": publicId,
+    ...(publicId !== run.threadId ? { "antler.stored_thread_id": run.threadId } : {}),
     "antler.run_id": run.runId,
     "antler.user_id": run.userId,
     "antler.assistant_id": run.assistantId,
@@ -265,6 +269,7 @@ const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & 
       : run.assistantId,
     ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
   }))
+}
 
 /**
  * The gateway: its HTTP server (read its address from `HttpServer.HttpServer`), the run manager and the store.
