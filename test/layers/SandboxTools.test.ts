@@ -523,7 +523,7 @@ describe("ls", () => {
       assert.strictEqual((yield* call("ls", { description: "x", path: O })).text, "(empty)")
       const ls = (path: string) => Effect.map(call("ls", { description: "x", path }), (r) => r.text)
       assert.strictEqual(yield* ls(`${W}/nope`), `Error: Directory not found: ${W}/nope`)
-      assert.strictEqual(yield* ls(`${W}/f.txt`), `Error: Not a directory: ${W}/f.txt`)
+      assert.strictEqual(yield* ls(`${W}/f.txt`), `Error: Path is not a directory: ${W}/f.txt`)
     }))
 
   it.effect("head-truncates long listings over ls_output_max_chars", () =>

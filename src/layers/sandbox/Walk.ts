@@ -25,7 +25,7 @@ export const walk = (
         if (!info.isDirectory()) {
           throw new SandboxError({
             reason: "not_a_directory",
-            message: `Not a directory: ${parsed.virtual}`,
+            message: `Path is not a directory: ${parsed.virtual}`,
             path: parsed.virtual
           })
         }
