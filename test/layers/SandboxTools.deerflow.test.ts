@@ -32,7 +32,10 @@ const setup = (options: { skills?: string; maxCached?: number } = {}) =>
     const home = tempDir("antler-df-tools-")
     const base = defaults()
     const app = AppConfigService.of({
-      config: { ...base, skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills } },
+      config: {
+        ...base,
+        skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills }
+      },
       source: undefined,
       home,
       ignored: []
@@ -53,7 +56,8 @@ const setup = (options: { skills?: string; maxCached?: number } = {}) =>
             update: result.update
           }))
         )
-    const text = (name: string, args: JsonObject) => Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
+    const text = (name: string, args: JsonObject) =>
+      Effect.map(call(name, { description: "x", ...args }), (r) => r.text)
     const paths = threadPaths(home, "u1", "t1")
     yield* text("ls", { path: W }) // acquires the sandbox: the thread's directories exist from here on
     const write = (relative: string, content: string | Uint8Array, root = paths.workspace) => {
@@ -95,7 +99,10 @@ describe("test_sandbox_search_tools.py", () => {
         `Error: Path is not a directory: ${U}/report.md`
       )
       const grep = yield* text("grep", { pattern: "Revenue", path: `${U}/report.md` })
-      assert.strictEqual(grep, [`Found 1 matches under ${U}/report.md`, `${U}/report.md:1: Revenue grew 20%`].join("\n"))
+      assert.strictEqual(
+        grep,
+        [`Found 1 matches under ${U}/report.md`, `${U}/report.md:1: Revenue grew 20%`].join("\n")
+      )
       assert.notInclude(grep, paths.uploads)
     }))
 
@@ -140,7 +147,7 @@ describe("test_sandbox_search_tools.py", () => {
       assert.isTrue(glob[3]!.startsWith("Results truncated."))
     }))
 
-  it.effect("ls leaves out upload staging files (.upload-*.part) but not other dot files; an empty folder is (empty)", () =>
+  it.effect("ls leaves out staging files (.upload-*.part), not other dot files; an empty folder is (empty)", () =>
     Effect.gen(function*() {
       const { text, write, paths } = yield* setup()
       assert.strictEqual(yield* text("ls", { path: W }), "(empty)")
@@ -171,7 +178,12 @@ describe("test_str_replace_empty_file.py", () => {
     Effect.gen(function*() {
       const { call, write, paths } = yield* setup()
       const file = write("empty.txt", "", paths.outputs)
-      const result = yield* call("str_replace", { description: "x", path: `${O}/empty.txt`, old_str: "something", new_str: "x" })
+      const result = yield* call("str_replace", {
+        description: "x",
+        path: `${O}/empty.txt`,
+        old_str: "something",
+        new_str: "x"
+      })
       assert.strictEqual(result.text, `Error: String to replace not found in file: ${O}/empty.txt`)
       assert.strictEqual(result.status, "error")
       assert.strictEqual(Fs.readFileSync(file, "utf8"), "")

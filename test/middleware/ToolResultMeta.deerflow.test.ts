@@ -98,7 +98,8 @@ describe("test_tool_result_meta.py", () => {
       [bare.status, bare.error_type, bare.recoverable_by_model, bare.recommended_next_action],
       ["error", "unknown", true, "try_alternative"]
     )
-    for (const none of [`{"error": null, "query": "test"}`, `{"error": 0}`, `{"error": false}`, `{"error": "broken json`]) {
+    const notErrors = [`{"error": null, "query": "test"}`, `{"error": 0}`, `{"error": false}`, `{"error": "broken json`]
+    for (const none of notErrors) {
       assert.notStrictEqual(meta(none).status, "error", none)
     }
     assert.strictEqual(meta(`{"results": [{"title": "page one"}], "total": 1}`).status, "success")
