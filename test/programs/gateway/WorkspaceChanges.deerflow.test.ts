@@ -38,7 +38,7 @@ describe("test_workspace_changes.py", () => {
     assert.deepStrictEqual([plus.additions, plus.deletions], [2, 2])
   })
 
-  it("changed outputs: the outputs created or modified, sorted; not workspace files, deletions or saved results", async () => {
+  it("changed outputs: outputs created or modified, sorted; no workspace file, deletion or saved result", async () => {
     const { workspace, outputs, scan } = thread()
     Fs.writeFileSync(Path.join(workspace, "draft.md"), "before")
     Fs.writeFileSync(Path.join(outputs, "existing.md"), "before")
@@ -73,7 +73,7 @@ describe("test_workspace_changes.py", () => {
 
   // DeerFlow gives a file past the diff limit no hash; Antler hashes files up to 16 MB, on purpose (docs/deerflow.md,
   // "Workspace changes hash files up to 16 MB"), so the hash is there and the rest is DeerFlow's.
-  it("a text file over the diff limit is listed without a diff, as `large`, and the comparison is truncated", async () => {
+  it("a text file over the diff limit is listed without a diff, as `large`; the comparison is truncated", async () => {
     const { workspace, scan } = thread()
     const before = await scan()
     const text = "0123456789\n".repeat(Math.ceil((WorkspaceChanges.LIMITS.max_file_bytes_for_diff + 1) / 11))
