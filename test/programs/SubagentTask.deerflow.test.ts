@@ -1,0 +1,85 @@
+/**
+ * DeerFlow's `test_task_tool_core_logic.py`, the progress events a `task` call sends while its subagent runs
+ * (`test_task_tool_emits_running_and_completed_events`, `test_task_tool_emits_cumulative_usage_on_running_event`,
+ * `test_terminal_events_include_usage`): `task_started`, one `task_running` per new step message with a 1-based
+ * `message_index` and the usage so far, then `task_completed` with the result and the final usage, every one with the
+ * call's id as `task_id` and the subagent's model. The subagent runs the real chain over a scripted model. (The
+ * result text and metadata are Subagents.test, SubagentStatus.test and scenarios/Subagents.test.)
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as Subagents from "../../src/programs/Subagents.js"
+import { AppConfigService } from "../../src/services/AppConfig.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import { SubagentRunner } from "../../src/services/SubagentRunner.js"
+import * as M from "../../src/state/Message.js"
+import { inRun, tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+
+const runner = (model: ModelService["Type"]) =>
+  Effect.gen(function*() {
+    const models = [{ name: "ark-model", use: "langchain_openai:ChatOpenAI", model: "m" }]
+    const app = yield* ConfigFile.fromObject({ models }, { home: tempDir("antler-df-task-") })
+    const config = Layer.succeed(AppConfigService, app)
+    const services = Layer.mergeAll(
+      config,
+      Layer.succeed(ModelService, model),
+      LocalSandbox.layer().pipe(Layer.provide(config))
+    )
+    const context = yield* Layer.build(Subagents.layer({ bash: false }).pipe(Layer.provide(services)))
+    return Context.get(context, SubagentRunner)
+  })
+
+describe("test_task_tool_core_logic.py: the task's progress events", () => {
+  it.scoped("started, running per step with the usage so far, completed with the result and the final usage", () =>
+    Effect.gen(function*() {
+      // one tool step, then the answer; each model call reports its usage
+      const model = ScriptedModel.make((request) =>
+        request.messages.at(-1)?.type === "tool"
+          ? { content: "all done", usage: { input_tokens: 50, output_tokens: 10, total_tokens: 60 } }
+          : {
+            content: "phase-1",
+            toolCalls: [{ name: "ls", args: { description: "look", path: "/mnt/user-data/workspace" } }],
+            usage: { input_tokens: 100, output_tokens: 20, total_tokens: 120 }
+          }
+      )
+      const run = inRun({ threadId: "thread-1" })
+      const outcome = yield* (yield* runner(model)).run({
+        toolCallId: "tc-123",
+        description: "运行子任务",
+        prompt: "collect diagnostics",
+        subagentType: "general-purpose"
+      }).pipe(Effect.provide(run.context))
+      assert.deepInclude(outcome, { status: "completed", result: "all done", modelName: "ark-model" })
+
+      const events = run.events.flatMap((e) => (e.type === "custom" ? [{ name: e.name, ...e.data }] : []))
+      assert.deepStrictEqual(events.map((e) => e.name), [
+        "task_started",
+        "task_running",
+        "task_running",
+        "task_running",
+        "task_completed"
+      ])
+      for (const event of events) {
+        assert.strictEqual(event.task_id, "tc-123", event.name)
+        assert.strictEqual(event.model_name, "ark-model", event.name)
+      }
+      const running = events.filter((e) => e.name === "task_running") as Array<Record<string, any>>
+      assert.deepStrictEqual(running.map((e) => e.message_index), [1, 2, 3])
+      assert.deepStrictEqual(running.map((e) => e.message.type), ["ai", "tool", "ai"])
+      assert.strictEqual(M.text(running[0]!.message), "phase-1")
+      const first = { input_tokens: 100, output_tokens: 20, total_tokens: 120 }
+      const both = { input_tokens: 150, output_tokens: 30, total_tokens: 180 }
+      assert.deepStrictEqual(running.map((e) => e.usage), [first, first, both])
+      const completed = events.at(-1) as Record<string, unknown>
+      assert.strictEqual(completed.result, "all done")
+      assert.deepStrictEqual(completed.usage, both)
+      assert.deepStrictEqual(outcome.usage, both)
+    }))
+})
