@@ -58,7 +58,9 @@ describe("test_task_tool_core_logic.py: the task's progress events", () => {
       }).pipe(Effect.provide(run.context))
       assert.deepInclude(outcome, { status: "completed", result: "all done", modelName: "ark-model" })
 
-      const events = run.events.flatMap((e) => (e.type === "custom" ? [{ name: e.name, ...e.data }] : []))
+      const events: Array<Record<string, any>> = run.events.flatMap((e) =>
+        e.type === "custom" ? [{ name: e.name, ...(e.data as Record<string, unknown>) }] : []
+      )
       assert.deepStrictEqual(events.map((e) => e.name), [
         "task_started",
         "task_running",
@@ -70,14 +72,14 @@ describe("test_task_tool_core_logic.py: the task's progress events", () => {
         assert.strictEqual(event.task_id, "tc-123", event.name)
         assert.strictEqual(event.model_name, "ark-model", event.name)
       }
-      const running = events.filter((e) => e.name === "task_running") as Array<Record<string, any>>
+      const running = events.filter((e) => e.name === "task_running")
       assert.deepStrictEqual(running.map((e) => e.message_index), [1, 2, 3])
       assert.deepStrictEqual(running.map((e) => e.message.type), ["ai", "tool", "ai"])
       assert.strictEqual(M.text(running[0]!.message), "phase-1")
       const first = { input_tokens: 100, output_tokens: 20, total_tokens: 120 }
       const both = { input_tokens: 150, output_tokens: 30, total_tokens: 180 }
       assert.deepStrictEqual(running.map((e) => e.usage), [first, first, both])
-      const completed = events.at(-1) as Record<string, unknown>
+      const completed = events.at(-1)!
       assert.strictEqual(completed.result, "all done")
       assert.deepStrictEqual(completed.usage, both)
       assert.deepStrictEqual(outcome.usage, both)
