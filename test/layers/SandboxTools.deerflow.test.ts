@@ -1,8 +1,8 @@
 /**
  * DeerFlow's sandbox tool tests, run against Antler's real tools over a temp data directory. Mirrors
  * `test_sandbox_search_tools.py`, `test_str_replace_empty_file.py`, `test_tool_output_truncation.py`,
- * `test_present_file_tool_core_logic.py`, `test_local_sandbox_virtual_path_contract.py` and
- * `test_local_sandbox_path_regex_cache.py` (the parts that are behaviour a model or user sees; the rest is already
+ * `test_present_file_tool_core_logic.py`, `test_local_sandbox_virtual_path_contract.py`,
+ * `test_local_sandbox_path_regex_cache.py` and `test_local_sandbox_encoding.py` (the parts that are behaviour a model or user sees; the rest is already
  * in SandboxTools.test, LocalSandbox.test, PathEscape.test and sandbox/Bash.test). Where Antler answers otherwise on
  * purpose (docs/deerflow.md), the test pins Antler's answer and says so.
  */
@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as Bash from "../../src/layers/sandbox/Bash.js"
 import * as SandboxTools from "../../src/layers/SandboxTools.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
@@ -297,4 +298,29 @@ describe("test_tool_output_truncation.py (read_file and ls: head truncation)", (
     assert.include(out, "of 50022 chars")
     assert.isAtMost(out.length, 50_000)
   })
+})
+
+describe("test_local_sandbox_path_regex_cache.py (host bash: the command's paths)", () => {
+  it("a virtual root is rewritten as a whole path segment only: /mnt/skills-extra is not /mnt/skills", () => {
+    const roots: ReadonlyArray<readonly [string, string]> = [
+      ["/mnt/user-data/workspace", "/host/ws"],
+      ["/mnt/skills", "/host/skills"]
+    ]
+    assert.strictEqual(Bash.rewriteHostCommand("ls /mnt/skills-extra/data", roots), "ls /mnt/skills-extra/data")
+    assert.strictEqual(
+      Bash.rewriteHostCommand("cat /mnt/user-data/workspace/foo.txt /mnt/skills", roots),
+      "cat /host/ws/foo.txt /host/skills"
+    )
+  })
+})
+
+describe("test_local_sandbox_encoding.py", () => {
+  it.effect("write_file and read_file keep UTF-8 text as written: curly quotes, CJK, emoji", () =>
+    Effect.gen(function*() {
+      const { text, paths } = yield* setup()
+      const content = "\u201cutf8\u201d 文档 emoji \u{1F600}\n"
+      assert.strictEqual(yield* text("write_file", { path: `${W}/utf8.txt`, content }), "OK")
+      assert.strictEqual(Fs.readFileSync(Path.join(paths.workspace, "utf8.txt"), "utf8"), content)
+      assert.strictEqual(yield* text("read_file", { path: `${W}/utf8.txt` }), content)
+    }))
 })
