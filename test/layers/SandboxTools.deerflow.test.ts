@@ -2,9 +2,10 @@
  * DeerFlow's sandbox tool tests, run against Antler's real tools over a temp data directory. Mirrors
  * `test_sandbox_search_tools.py`, `test_str_replace_empty_file.py`, `test_tool_output_truncation.py`,
  * `test_present_file_tool_core_logic.py`, `test_local_sandbox_virtual_path_contract.py`,
- * `test_local_sandbox_path_regex_cache.py` and `test_local_sandbox_encoding.py` (the parts that are behaviour a model or user sees; the rest is already
- * in SandboxTools.test, LocalSandbox.test, PathEscape.test and sandbox/Bash.test). Where Antler answers otherwise on
- * purpose (docs/deerflow.md), the test pins Antler's answer and says so.
+ * `test_local_sandbox_path_regex_cache.py` and `test_local_sandbox_encoding.py` (the parts that are behaviour a
+ * model or user sees; the rest is already in SandboxTools.test, LocalSandbox.test, PathEscape.test and
+ * sandbox/Bash.test). Where Antler answers otherwise on purpose (docs/deerflow.md), the test pins Antler's answer
+ * and says so.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
