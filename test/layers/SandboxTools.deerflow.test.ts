@@ -28,14 +28,15 @@ const W = "/mnt/user-data/workspace"
 const U = "/mnt/user-data/uploads"
 const O = "/mnt/user-data/outputs"
 
-/** The real tools of thread t1 (user u1) over a fresh data directory; bash off (these are the file tools). */
-const setup = (options: { skills?: string; maxCached?: number } = {}) =>
+/** The real tools of thread t1 (user u1) over a fresh data directory; bash on the host only with `hostBash`. */
+const setup = (options: { skills?: string; maxCached?: number; hostBash?: boolean } = {}) =>
   Effect.gen(function*() {
     const home = tempDir("antler-df-tools-")
     const base = defaults()
     const app = AppConfigService.of({
       config: {
         ...base,
+        sandbox: { ...base.sandbox, allow_host_bash: options.hostBash ?? false },
         skills: options.skills === undefined ? base.skills : { ...base.skills, path: options.skills }
       },
       source: undefined,
@@ -243,6 +244,16 @@ describe("test_local_sandbox_virtual_path_contract.py", () => {
       for (const sub of ["workspace", "uploads", "outputs"]) {
         assert.strictEqual(lines.filter((l) => l.replace(/\/$/, "") === `/mnt/user-data/${sub}`).length, 1, sub)
       }
+    }))
+
+  it.live("bash (on the host) lists /mnt/user-data as its three folders, and an upload by its virtual path", () =>
+    Effect.gen(function*() {
+      const { text, write, paths } = yield* setup({ hostBash: true })
+      write("note.txt", "payload", paths.uploads)
+      assert.strictEqual(
+        yield* text("bash", { command: "ls /mnt/user-data; ls /mnt/user-data/uploads" }),
+        "outputs\nuploads\nworkspace\nnote.txt\n"
+      )
     }))
 
   it.effect("one thread of two users: what one writes the other cannot read", () =>
