@@ -3,8 +3,9 @@
  * (`test_task_tool_emits_running_and_completed_events`, `test_task_tool_emits_cumulative_usage_on_running_event`,
  * `test_terminal_events_include_usage`): `task_started`, one `task_running` per new step message with a 1-based
  * `message_index` and the usage so far, then `task_completed` with the result and the final usage, every one with the
- * call's id as `task_id` and the subagent's model. The subagent runs the real chain over a scripted model. (The
- * result text and metadata are Subagents.test, SubagentStatus.test and scenarios/Subagents.test.)
+ * call's id as `task_id` and the subagent's model; and the tools a subagent gets are those of its own model
+ * (`test_task_tool_uses_subagent_model_override_for_tool_loading`). The subagent runs the real chain over a scripted
+ * model. (The result text and metadata are Subagents.test, SubagentStatus.test and scenarios/Subagents.test.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
@@ -15,17 +16,19 @@ import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as Subagents from "../../src/programs/Subagents.js"
 import { AppConfigService } from "../../src/services/AppConfig.js"
+import type { ModelRequest } from "../../src/services/ModelService.js"
 import { ModelService } from "../../src/services/ModelService.js"
+import { RunContext } from "../../src/services/RunContext.js"
 import { SubagentRunner } from "../../src/services/SubagentRunner.js"
 import * as M from "../../src/state/Message.js"
-import { inRun, tempDirs } from "../support/fixtures.js"
+import { inRun, runContext, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 
-const runner = (model: ModelService["Type"]) =>
+const runner = (model: ModelService["Type"], raw: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
     const models = [{ name: "ark-model", use: "langchain_openai:ChatOpenAI", model: "m" }]
-    const app = yield* ConfigFile.fromObject({ models }, { home: tempDir("antler-df-task-") })
+    const app = yield* ConfigFile.fromObject({ models, ...raw }, { home: tempDir("antler-df-task-") })
     const config = Layer.succeed(AppConfigService, app)
     const services = Layer.mergeAll(
       config,
@@ -83,5 +86,34 @@ describe("test_task_tool_core_logic.py: the task's progress events", () => {
       assert.strictEqual(completed.result, "all done")
       assert.deepStrictEqual(completed.usage, both)
       assert.deepStrictEqual(outcome.usage, both)
+    }))
+})
+
+describe("test_task_tool_core_logic.py: the subagent's model decides its tools", () => {
+  // test_task_tool_uses_subagent_model_override_for_tool_loading: tools are loaded for the subagent's own model
+  it.scoped("a type whose model sees images gets view_image; one inheriting a text-only parent's model does not", () =>
+    Effect.gen(function*() {
+      const seen: Array<ModelRequest> = []
+      const model = ScriptedModel.make((request) => (seen.push(request), "done"))
+      const tasks = yield* runner(model, {
+        models: [
+          { name: "text", use: "langchain_openai:ChatOpenAI", model: "t" },
+          { name: "eyes", use: "langchain_openai:ChatOpenAI", model: "e", supports_vision: true }
+        ],
+        subagents: { custom_agents: { viewer: { description: "Looks", system_prompt: "Look.", model: "eyes" } } }
+      })
+      const run = inRun({ threadId: "thread-1" })
+      const parent = Context.add(run.context, RunContext, {
+        ...runContext("thread-1"),
+        options: { recursionLimit: 10, toolConcurrency: 1, modelName: "text" }
+      })
+      const task = (id: string, subagentType: string) =>
+        tasks.run({ toolCallId: id, description: "d", prompt: "p", subagentType }).pipe(Effect.provide(parent))
+      yield* task("tc-inherit", "general-purpose")
+      yield* task("tc-viewer", "viewer")
+      assert.deepStrictEqual(seen.map((r) => r.settings.modelName), ["text", "eyes"])
+      const tools = seen.map((r) => r.tools.map((t) => t.name))
+      assert.notInclude(tools[0]!, "view_image")
+      assert.include(tools[1]!, "view_image")
     }))
 })
