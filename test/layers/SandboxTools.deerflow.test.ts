@@ -129,6 +129,18 @@ describe("test_sandbox_search_tools.py", () => {
       assert.isTrue((yield* text("grep", { pattern: "[invalid", path: W })).startsWith("Error: Invalid regex pattern:"))
     }))
 
+  it.effect("a long matching line is shown as DeerFlow's summary: at most 200 characters, 197 and `...`", () =>
+    Effect.gen(function*() {
+      const { text, write } = yield* setup()
+      write("long.txt", `${"x".repeat(120)}NEEDLE${"😀".repeat(150)}\nshort NEEDLE\n${"y".repeat(194)}NEEDLE\n`)
+      const lines = (yield* text("grep", { pattern: "NEEDLE", path: `${W}/long.txt` })).split("\n")
+      const prefix = `${W}/long.txt:1: `
+      assert.strictEqual(lines[1], `${prefix}${"x".repeat(120)}NEEDLE${"😀".repeat(71)}...`)
+      assert.strictEqual(lines[2], `${W}/long.txt:2: short NEEDLE`)
+      // exactly 200 characters: whole
+      assert.strictEqual(lines[3], `${W}/long.txt:3: ${"y".repeat(194)}NEEDLE`)
+    }))
+
   // DeerFlow counts the matches it shows ("Found 2 matches ... (showing first 2)"); Antler counts all it found, on
   // purpose (docs/deerflow.md, "The file tools' results are sentences of Antler's").
   it.effect("a smaller max_results caps the list, says how many there were, and that the results were truncated", () =>

@@ -12,10 +12,11 @@ import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
 import { compileGlob, compileSearch } from "./Patterns.js"
 import { clampMax, normalizeVirtual } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
-import { headChars } from "../../../state/Chars.js"
+import { charLength, headChars } from "../../../state/Chars.js"
 
 const GREP_MAX_FILE_BYTES = 4 * 1024 * 1024
-const GREP_MAX_LINE_CHARS = 300
+/** The longest matching line grep shows: a longer one is cut to its first 197 characters and `...` (DeerFlow's). */
+const GREP_MAX_LINE_CHARS = 200
 const GREP_COUNT_LIMIT = 10_000
 
 /** How long one `glob` or `grep` may search; it then answers with what it found so far, saying so. */
@@ -152,7 +153,9 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
                 if (!regex.test(line)) continue
                 count++
                 if (lines.length < max) {
-                  const shown = line.length > GREP_MAX_LINE_CHARS ? `${headChars(line, GREP_MAX_LINE_CHARS)}...` : line
+                  const shown = line.length > GREP_MAX_LINE_CHARS && charLength(line) > GREP_MAX_LINE_CHARS
+                    ? `${headChars(line, GREP_MAX_LINE_CHARS - 3)}...`
+                    : line
                   lines.push(`${file.path}:${i + 1}: ${sandbox.mask(shown)}`)
                 }
               }
