@@ -234,24 +234,45 @@ export const describe = (skill: Skill): string => {
   ].join("\n")
 }
 
-/** Skills matching a query: `select:a,b` (exact names), else words matched in names (first) and descriptions. */
+/** How well `words` match a skill: 10 for each word in its name, 1 for each in its description. */
+const wordScore = (skill: Skill, words: ReadonlyArray<string>): number => {
+  const name = skill.name.toLowerCase()
+  const description = skill.description.toLowerCase()
+  return words.reduce((sum, w) => sum + (name.includes(w) ? 10 : 0) + (description.includes(w) ? 1 : 0), 0)
+}
+
+/** The most skills a search (not a `select:`) gives. */
+export const MAX_RESULTS = 5
+
+/**
+ * Skills matching a query, with `tool_search`'s forms (DeerFlow's `SkillCatalog.search`): `select:a,b` gives those
+ * skills (uncapped); `+term more words` the skills whose name holds `term`, the more of the other words they hold
+ * the earlier; other words the skills whose name (first) or description holds any of them. A search gives at most
+ * `MAX_RESULTS`.
+ */
 export const findSkills = (skills: ReadonlyArray<Skill>, query: string): ReadonlyArray<Skill> => {
   const q = query.trim()
   if (q.startsWith("select:")) {
     const names = q.slice(7).split(",").map((n) => n.trim()).filter((n) => n !== "")
     return names.flatMap((n) => skills.filter((s) => s.name === n))
   }
-  const words = q.toLowerCase().split(/\s+/).filter((w) => w !== "")
+  const required = q.startsWith("+")
+  const words = (required ? q.slice(1) : q).toLowerCase().split(/\s+/).filter((w) => w !== "")
+  if (required) {
+    const [term, ...rest] = words
+    if (term === undefined) return []
+    return skills
+      .filter((skill) => skill.name.toLowerCase().includes(term))
+      .map((skill, index) => ({ skill, index, score: wordScore(skill, rest) }))
+      .sort((a, b) => b.score - a.score || a.index - b.index)
+      .slice(0, MAX_RESULTS)
+      .map((r) => r.skill)
+  }
   return skills
-    .map((skill) => {
-      const name = skill.name.toLowerCase()
-      const description = skill.description.toLowerCase()
-      const score = words.reduce((sum, w) => sum + (name.includes(w) ? 10 : 0) + (description.includes(w) ? 1 : 0), 0)
-      return { skill, score }
-    })
+    .map((skill) => ({ skill, score: wordScore(skill, words) }))
     .filter((r) => r.score > 0)
     .sort((a, b) => b.score - a.score || a.skill.name.localeCompare(b.skill.name))
-    .slice(0, 5)
+    .slice(0, MAX_RESULTS)
     .map((r) => r.skill)
 }
 
@@ -259,10 +280,13 @@ const describeSkill = (options: Options) =>
   Tool.make({
     name: "describe_skill",
     description: "Describe skills from the skill index: what each is for, the tools it may use, and where its " +
-      "SKILL.md is (read it with read_file before following it). `select:name1,name2` gives those skills; other " +
-      "words search names and descriptions (up to 5 results).",
+      "SKILL.md is (read it with read_file before following it). `select:name1,name2` gives those skills; " +
+      "`+term more words` the skills whose name holds term, ranked by the other words; other words search names " +
+      `and descriptions (a search gives up to ${MAX_RESULTS}).`,
     parameters: Schema.Struct({
-      name: Schema.String.annotations({ description: "A skill name, `select:a,b`, or words to search for." })
+      name: Schema.String.annotations({
+        description: "A skill name, `select:a,b`, `+term more words`, or words to search for."
+      })
     }),
     handler: ({ name }) =>
       Effect.map(options.registry.catalog, (catalog) => {
