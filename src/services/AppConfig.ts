@@ -320,6 +320,10 @@ export const MemoryBackendConfig = Schema.Struct({
 })
 export type MemoryBackendConfig = typeof MemoryBackendConfig.Type
 
+/** Why `memory.mode: tool` with the noop backend is refused (memory enabled). */
+export const MEMORY_TOOL_NEEDS_SEARCH = "memory.mode 'tool' needs a backend that searches memory (memory_search), " +
+  "and manager_class 'noop' does not: use mode 'middleware', manager_class 'deermem', or enabled: false"
+
 /** Long-term memory (`memory:`, SPEC §11). */
 export const MemoryConfig = Schema.Struct({
   enabled: withDefault(Schema.Boolean, () => true),
@@ -334,7 +338,10 @@ export const MemoryConfig = Schema.Struct({
   /** The configured model that writes memory (Antler's key); default: the model of the run. */
   model_name: Schema.optional(Schema.NullOr(Schema.String)),
   backend_config: withDefault(MemoryBackendConfig, () => Schema.decodeSync(MemoryBackendConfig)({}))
-})
+}).pipe(
+  // as DeerFlow's MemoryManager: the model of tool mode searches memory, which the noop backend cannot
+  Schema.filter((c) => !(c.enabled && c.mode === "tool" && c.manager_class === "noop") || MEMORY_TOOL_NEEDS_SEARCH)
+)
 export type MemoryConfig = typeof MemoryConfig.Type
 
 export const EnabledFlag = Schema.Struct({ enabled: withDefault(Schema.Boolean, () => true) })
