@@ -253,8 +253,8 @@ export const MAX_RESULTS = 5
 export const findSkills = (skills: ReadonlyArray<Skill>, query: string): ReadonlyArray<Skill> => {
   const q = query.trim()
   if (q.startsWith("select:")) {
-    const names = q.slice(7).split(",").map((n) => n.trim()).filter((n) => n !== "")
-    return names.flatMap((n) => skills.filter((s) => s.name === n))
+    const names = new Set(q.slice(7).split(",").map((n) => n.trim()).filter((n) => n !== ""))
+    return [...names].flatMap((n) => skills.filter((s) => s.name === n))
   }
   const required = q.startsWith("+")
   const words = (required ? q.slice(1) : q).toLowerCase().split(/\s+/).filter((w) => w !== "")

@@ -2,7 +2,7 @@
  * Mirrors DeerFlow's test_skill_catalog.py: with deferred skill discovery, `describe_skill` finds skills with
  * `tool_search`'s query forms. A run of the whole app (SCRIPTED model on the loopback server, the real `openai`
  * client, skills as real files) calls `describe_skill` with each form; what the model reads back is checked:
- * `select:` gives every skill it names (uncapped) and nothing for an unknown name; `+term more words` only skills
+ * `select:` gives every skill it names (uncapped, each once) and nothing for an unknown name; `+term more words` only skills
  * whose name holds `term`, ranked by the other words; a bare `+` nothing; other words name matches first, at most
  * five, whatever the case; a query that is not a valid regular expression is just words.
  */
@@ -38,10 +38,13 @@ const SKILLS: ReadonlyArray<readonly [string, string, "public" | "custom"]> = [
   ["custom-analyzer", "Custom data analyzer", "custom"]
 ]
 
+const SELECT_ALL = `select:${SKILLS.map(([name]) => name).join(",")}`
+
 const QUERIES = [
   "select:data-analysis,deep-research",
   "select:data-analysis,nonexistent",
-  `select:${SKILLS.map(([name]) => name).join(",")}`,
+  "select:data-analysis, data-analysis",
+  SELECT_ALL,
   "+podcast",
   "+gen music",
   "+",
@@ -104,7 +107,8 @@ describe("describe_skill (DeerFlow's SkillCatalog.search)", () => {
       // exact selection: every name given that exists, uncapped
       assert.sameMembers([...named(answer("select:data-analysis,deep-research"))], ["data-analysis", "deep-research"])
       assert.deepStrictEqual(named(answer("select:data-analysis,nonexistent")), ["data-analysis"])
-      assert.sameMembers([...named(answer(QUERIES[2]!))], SKILLS.map(([name]) => name))
+      assert.deepStrictEqual(named(answer("select:data-analysis, data-analysis")), ["data-analysis"])
+      assert.sameMembers([...named(answer(SELECT_ALL))], SKILLS.map(([name]) => name))
 
       // +term: only skills whose name holds the term, ranked by the other words
       assert.deepStrictEqual(named(answer("+podcast")), ["podcast-generation"])
@@ -123,6 +127,6 @@ describe("describe_skill (DeerFlow's SkillCatalog.search)", () => {
 
       // what a skill is: its description, whether it may be edited, its tools, where its SKILL.md is
       assert.include(answer("select:data-analysis,nonexistent"), "- Location: /mnt/skills/public/data-analysis/SKILL.md")
-      assert.include(answer(QUERIES[2]!), "- Description: Custom data analyzer [custom, editable]")
+      assert.include(answer(SELECT_ALL), "- Description: Custom data analyzer [custom, editable]")
     })), 60_000)
 })
