@@ -5,7 +5,8 @@
  * cases where the folder is not simply `{category}/{name}`: a skill in a namespace folder, two skills of one name in
  * two namespaces (both hidden when that name is disabled), a SKILL.md inside a package (the package's data, not a
  * skill of its own, hidden with its package), and a custom skill disabled beside another (only it is hidden).
- * The real tools over real files; the states are the home's `extensions_config.json`, read at every call.
+ * The real tools over real files (bash on the host, `allow_host_bash`); the states are the home's
+ * `extensions_config.json`, read at every call.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -22,7 +23,8 @@ import { inRun, tempDirs } from "../support/fixtures.js"
 
 const tempDir = tempDirs()
 
-const skillFile = (name: string) => `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\nBODY-${name}\n`
+const skillFile = (name: string) =>
+  `---\nname: ${name}\ndescription: The ${name} skill.\n---\n# ${name}\nBODY-${name}\n`
 
 /** Skills as files (relative path to content), the file tools over them, and the skills' states to set. */
 const setup = (files: Readonly<Record<string, string>>) => {
@@ -34,7 +36,11 @@ const setup = (files: Readonly<Record<string, string>>) => {
   }
   const base = defaults()
   const app = AppConfigService.of({
-    config: { ...base, skills: { ...base.skills, path: skills } },
+    config: {
+      ...base,
+      skills: { ...base.skills, path: skills },
+      sandbox: { ...base.sandbox, allow_host_bash: true }
+    },
     source: undefined,
     home,
     ignored: []
@@ -100,6 +106,12 @@ describe("what the model may read of disabled skills (DeerFlow's enabled-only pr
         yield* call("grep", { path: "/mnt/skills", pattern: "BODY" }),
         "No matches found under /mnt/skills"
       )
+      // host bash sees neither folder: a command naming one is refused, a search finds nothing of either
+      const named = yield* call("bash", { command: "cat /mnt/skills/public/a/dup/SKILL.md" })
+      assert.match(named, /^Error: Command refused: /)
+      const searched = yield* call("bash", { command: "grep -r BODY /mnt/skills; echo searched" })
+      assert.include(searched, "searched")
+      assert.notInclude(searched, "BODY-dup")
     }))
 
   // test_nested_skill_frontmatter_is_supporting_data_inside_parent_package and
