@@ -3,7 +3,8 @@
  * (the user's own) categories; a folder holding a `SKILL.md` is a skill package (SKILL.md files deeper inside
  * it are its data), other folders are namespaces searched further, hidden folders are skipped. Each SKILL.md
  * must open with YAML front matter giving a `name` and a `description` (and, optionally, `allowed-tools` as a
- * list of tool names, and a `license`); a file that does not is rejected with a reason naming it. A SKILL.md is
+ * list of tool names, a `license`, and `required-secrets` / `secrets-autonomous`, see `SkillSecrets`); a file that
+ * does not is rejected with a reason naming it. A SKILL.md is
  * read only as a regular file of at most `MAX_SKILL_BYTES`; a name is at most 64 characters, and a description
  * longer than 1024 is cut to it (with a warning in the catalog): the prompt lists every skill on every request.
  * Whether a skill is enabled comes from `extensions_config.json` (`skills: { <name>: { enabled } }`, absent =
@@ -23,6 +24,7 @@ import { MAX_CONFIG_BYTES } from "./ConfigFile.js"
 import * as OnDemand from "../internal/OnDemand.js"
 import * as TextFile from "./TextFile.js"
 import * as Json from "../state/Json.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 
 /** The categories searched, in order (a later skill of the same name replaces an earlier one). */
 export const CATEGORIES: ReadonlyArray<Category> = ["public", "custom"]
@@ -143,6 +145,11 @@ export type Parsed =
     readonly license?: string | undefined
     /** The length of the description as written, when it was cut to `MAX_DESCRIPTION_CHARS`. */
     readonly cutFrom?: number | undefined
+    /** Its `required-secrets` (entries without a valid name dropped, named in `droppedSecrets`). */
+    readonly requiredSecrets?: ReadonlyArray<SkillSecrets.Requirement> | undefined
+    readonly droppedSecrets?: ReadonlyArray<string> | undefined
+    /** Its `secrets-autonomous` (anything but a boolean: false). */
+    readonly secretsAutonomous?: boolean | undefined
   }
   | { readonly ok: false; readonly problem: string }
 
@@ -205,6 +212,12 @@ export const parseSkill = (content: string): Parsed => {
     }
     allowedTools = tools.map((t: string) => t.trim())
   }
+  const secrets = SkillSecrets.parseRequired(fields["required-secrets"])
+  if (secrets.problem !== undefined) return { ok: false, problem: secrets.problem }
+  const declared = secrets.requirements.length === 0 ? {} : { requiredSecrets: secrets.requirements }
+  const dropped = secrets.dropped.length === 0 ? {} : { droppedSecrets: secrets.dropped }
+  const autonomous = SkillSecrets.parseAutonomous(fields["secrets-autonomous"])
+  const secretFields = { ...declared, ...dropped, ...(autonomous ? {} : { secretsAutonomous: false }) }
   const rawLicense = fields["license"]
   const licenseText =
     typeof rawLicense === "string" || typeof rawLicense === "number" || typeof rawLicense === "boolean"
@@ -212,8 +225,16 @@ export const parseSkill = (content: string): Parsed => {
       : ""
   const license = licenseText === "" ? undefined : clipDescription(licenseText)
   return description.length > MAX_DESCRIPTION_CHARS
-    ? { ok: true, name, description: clipDescription(description), allowedTools, license, cutFrom: description.length }
-    : { ok: true, name, description, allowedTools, license }
+    ? {
+      ok: true,
+      name,
+      description: clipDescription(description),
+      allowedTools,
+      license,
+      cutFrom: description.length,
+      ...secretFields
+    }
+    : { ok: true, name, description, allowedTools, license, ...secretFields }
 }
 
 /** The front matter keys a SKILL.md that is installed or written may have (DeerFlow's). */
@@ -374,6 +395,12 @@ export const discover = (
             `its first ${MAX_DESCRIPTION_CHARS}`
         )
       }
+      if (parsed.droppedSecrets !== undefined) {
+        warnings.push(
+          `${found.file}: required-secrets entries of ${parsed.name} without a valid environment variable name ` +
+            `are ignored: ${parsed.droppedSecrets.join(", ")}`
+        )
+      }
       const skill: Skill = {
         name: parsed.name,
         description: parsed.description,
@@ -383,7 +410,9 @@ export const discover = (
         file: found.file,
         enabled: states.get(parsed.name) ?? true,
         allowedTools: parsed.allowedTools,
-        ...(parsed.license === undefined ? {} : { license: parsed.license })
+        ...(parsed.license === undefined ? {} : { license: parsed.license }),
+        ...(parsed.requiredSecrets === undefined ? {} : { requiredSecrets: parsed.requiredSecrets }),
+        ...(parsed.secretsAutonomous === undefined ? {} : { secretsAutonomous: parsed.secretsAutonomous })
       }
       const earlier = byName.get(skill.name)
       if (earlier !== undefined) {

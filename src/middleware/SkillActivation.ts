@@ -11,6 +11,12 @@
  * first): a retried call and the calls after a tool result still carry the skill, and the requests of the run
  * keep a common prefix.
  *
+ * It also binds the request's secrets for skills (`RunOptions.secrets`, see `SkillSecrets`) on every model call:
+ * those the slash-activated skill and the thread's loaded skills declare (`required-secrets`) go to the `bash`
+ * commands that answer the call, as environment variables; a change of what is bound is a `skill_secrets` custom
+ * event naming skills and secret names, never a value. Every tool result of a run given secrets has their values
+ * masked before anything outside this middleware sees it (the output budget's files, the thread, the events).
+ *
  * With `skills.deferred_discovery`, this middleware also contributes `describe_skill`.
  */
 import * as Effect from "effect/Effect"
@@ -18,10 +24,12 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { ModelRequest, ModelResponse } from "../services/ModelService.js"
+import { RunContext, RunState } from "../services/RunContext.js"
 import type { RunEvents } from "../services/RunEvents.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { Catalog, Registry, Skill } from "../services/Skills.js"
 import { ACTIVATED_KEY, closeMatches, parseSlash } from "../services/Skills.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import * as Tool from "../services/Tool.js"
 import { escapeAttribute, escapeText } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
@@ -145,7 +153,15 @@ export const layer = (options: Options): Middleware => {
   // where the latest real user message is, per thread, for the agent's life
   const memo = Incremental.makeMemo<number>()
   return MW.make(
-    Effect.sync(() => {
+    Effect.gen(function*() {
+      const context = yield* RunContext
+      const state = yield* RunState
+      const secrets = SkillSecrets.entries(context.options.secrets)
+      // (every value the request gave, masked in every tool result of the run, bound or not)
+      const masked = SkillSecrets.maskedTexts(secrets.values())
+      // what the last model call bound, for the bash calls answering it, and what the audit said last
+      let binding = SkillSecrets.unbound
+      let audited: string | undefined
       // One resolution per run, for the user message it was made for.
       let resolved: { readonly targetId: string; readonly resolution: Resolution } | undefined
       // the user message whose first answer carries the activation's mark (ACTIVATED_KEY), once marked
@@ -172,11 +188,33 @@ export const layer = (options: Options): Middleware => {
         })
       }
 
+      // The secrets the skills in use bind now (DeerFlow recomputes them on every model call: a skill evicted,
+      // disabled or no longer given its value stops binding at once); the catalog is read only for a run given
+      // secrets whose thread loaded skills.
+      const rebind = (resolution: Resolution): Effect.Effect<void, never, RunEvents> =>
+        secrets.size === 0 ? Effect.void : Effect.gen(function*() {
+          const loaded = (yield* state.get).skill_context
+          const catalog = loaded.length === 0 ? undefined : yield* options.registry.catalog
+          const slash = resolution._tag === "active" ? resolution.skill : undefined
+          binding = SkillSecrets.bind(SkillSecrets.sourcesOf(slash, loaded, catalog, options.allowlist), secrets)
+          const changes = SkillSecrets.audit(binding)
+          const key = JSON.stringify(changes)
+          if (key === audited || (audited === undefined && changes.secrets.length === 0 &&
+            Object.keys(changes.missing).length === 0)) return
+          audited = key
+          for (const [skill, names] of Object.entries(changes.missing)) {
+            yield* Effect.logWarning(
+              `Skill ${skill} is active but required secrets are missing from the request context: ${names.join(", ")}`
+            )
+          }
+          yield* emitCustom("skill_secrets", { action: "bind_secrets", ...changes })
+        })
+
       return {
         model: (request: ModelRequest, next) => {
           if (request.internal !== undefined) return next(request)
           const at = targetIndex(request.messages, memo)
-          if (at < 0) return next(request)
+          if (at < 0) return Effect.zipRight(rebind({ _tag: "none" }), next(request))
           const target = request.messages[at]!
           const known = resolved !== undefined && resolved.targetId === target.id
             ? Effect.succeed(resolved.resolution)
@@ -184,7 +222,7 @@ export const layer = (options: Options): Middleware => {
               Effect.sync(() => {
                 resolved = { targetId: target.id, resolution }
               }))
-          return Effect.flatMap(known, (resolution) => {
+          return Effect.flatMap(Effect.tap(known, rebind), (resolution) => {
             switch (resolution._tag) {
               case "none":
                 return next(request)
@@ -208,7 +246,17 @@ export const layer = (options: Options): Middleware => {
               }
             }
           })
-        }
+        },
+        ...(secrets.size === 0 ? {} : {
+          tool: (call, next) => {
+            const env = binding.env
+            // (bash alone gets them: a subagent's commands, under `task`, get none)
+            const ran = call.name === "bash" && Object.keys(env).length > 0
+              ? Effect.provideService(next(call), SkillSecrets.ActiveSecrets, { env })
+              : next(call)
+            return Effect.map(ran, (result) => SkillSecrets.maskValue(result, masked))
+          }
+        })
       } satisfies MW.Wrappers
     }),
     { name: "SkillActivation", tools: options.describeTool === true ? [describeSkill(options)] : [] }

@@ -56,6 +56,7 @@ import * as CustomSkills from "./CustomSkills.js"
 import * as LeadAgent from "./LeadAgent.js"
 import * as ShadowedTools from "./ShadowedTools.js"
 import * as Shared from "./Shared.js"
+import type * as SkillSecrets from "../services/SkillSecrets.js"
 import * as SkillManage from "./SkillManage.js"
 import * as SubagentRunners from "./SubagentRunners.js"
 import * as Subagents from "./Subagents.js"
@@ -266,6 +267,8 @@ export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
    * from the settings; default false.
    */
   readonly admin?: boolean | undefined
+  /** The request's secrets for skills (`RunOptions.secrets`): never taken from the settings, never stored. */
+  readonly secrets?: SkillSecrets.RequestSecrets | undefined
 }
 
 /** The lead agent factory of an app. */
@@ -537,8 +540,12 @@ export const layer = (
           const snap = yield* current
           const resolved = yield* Effect.either(resolveWith(snap, input.settings, input.userId, input.admin === true))
           if (Either.isLeft(resolved)) return yield* failed(resolved.left)
-          const { admin, settings: _, ...rest } = input
-          const options = { ...runOptions(resolved.right), admin: admin === true }
+          const { admin, secrets, settings: _, ...rest } = input
+          const options = {
+            ...runOptions(resolved.right),
+            admin: admin === true,
+            ...(secrets === undefined ? {} : { secrets })
+          }
           // (the agent is held until the run ended: one retired meanwhile is released then)
           const held = yield* Effect.either(using(resolved.right, snap, (made) => {
             const messages = [...resolved.right.warnings, ...made.assembly.warnings]

@@ -9,6 +9,7 @@ import type { ReducerError } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import type { ModelError } from "./ModelError.js"
 import type { RunEvents, StopReason } from "./RunEvents.js"
+import type * as SkillSecrets from "./SkillSecrets.js"
 
 /** Options of one run (DeerFlow's merged `configurable` + `context`). */
 export interface RunOptions {
@@ -28,6 +29,11 @@ export interface RunOptions {
    * (its local user owns the data directory), a gateway token marked `admin`. Absent: not an admin's.
    */
   readonly admin?: boolean | undefined
+  /**
+   * The request's secrets for skills (`context.secrets`): given to the `bash` commands of the skills in use that
+   * declare them (`required-secrets`), never stored. Set by whoever starts the run; a subagent's run has none.
+   */
+  readonly secrets?: SkillSecrets.RequestSecrets | undefined
   /** Anything else a middleware reads by name. */
   readonly extra?: Readonly<Record<string, unknown>> | undefined
 }

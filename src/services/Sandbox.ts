@@ -93,6 +93,11 @@ export interface ExecOptions {
   readonly timeoutMs?: number
   /** Extra environment variables for this command. */
   readonly env?: Readonly<Record<string, string>>
+  /**
+   * Texts shown as `[redacted]` wherever the command's output goes (the result, `onOutput`): the secrets `env`
+   * gives it (`SkillSecrets.maskedTexts`).
+   */
+  readonly masked?: ReadonlyArray<string>
   /** Overrides `sandbox.bash_output_max_chars` (0 = unlimited). */
   readonly maxOutputChars?: number
   /**

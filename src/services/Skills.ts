@@ -28,6 +28,15 @@ export const clipDescription = (text: string): string => {
   return `${head}…`
 }
 
+/**
+ * A request-scoped secret a skill declares (`required-secrets`, see `SkillSecrets`): its name (also the environment
+ * variable's) and whether the skill works without it.
+ */
+export interface SecretRequirement {
+  readonly name: string
+  readonly optional: boolean
+}
+
 /** A skill as discovered. */
 export interface Skill {
   /** Its `name` (front matter). */
@@ -47,6 +56,10 @@ export interface Skill {
   readonly allowedTools: ReadonlyArray<string> | undefined
   /** Its `license` (front matter), when it gives one. */
   readonly license?: string | undefined
+  /** Its `required-secrets`: the request-scoped secrets its `bash` commands get while it is in use (none: absent). */
+  readonly requiredSecrets?: ReadonlyArray<SecretRequirement> | undefined
+  /** Its `secrets-autonomous`: whether they bind when the model loaded it by itself (absent: true). */
+  readonly secretsAutonomous?: boolean | undefined
 }
 
 /** A SKILL.md that was not accepted, and why. */

@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import type { ExecOptions, ExecResult } from "../../services/Sandbox.js"
+import * as SkillSecrets from "../../services/SkillSecrets.js"
 import { OUTPUTS, SandboxError, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import * as Bash from "./Bash.js"
 import * as Cgroup from "./Cgroup.js"
@@ -303,7 +304,10 @@ export const exec = (
           const viewMask = view === undefined || skills === undefined
             ? undefined
             : makeMask([[view, skills.mount.virtual], [realOrSelf(view), skills.mount.virtual]])
-          const mask = viewMask === undefined ? state.mask : (text: string) => state.mask(viewMask(text))
+          const paths = viewMask === undefined ? state.mask : (text: string) => state.mask(viewMask(text))
+          // (a secret first, whole, before a host path inside it could be masked away from under it)
+          const secrets = (options.masked ?? []).length === 0 ? undefined : SkillSecrets.mask(options.masked!)
+          const mask = secrets === undefined ? paths : (text: string) => paths(secrets(text))
           // A command may shrink a thread that is over its quota, not grow it.
           let diskLimit = limits.diskQuotaBytes
           if (diskLimit > 0 && (yield* Effect.promise(() => usage.estimate())) > diskLimit) {

@@ -187,7 +187,8 @@ export const execute = (
         messages,
         title: continuing ? undefined : request.title,
         settings: request.settings,
-        admin: request.admin === true
+        admin: request.admin === true,
+        ...(request.secrets === undefined ? {} : { secrets: request.secrets })
       }, onEvent)
     const modelName = request.settings.model_name
     const turn = GoalLoop.drive({

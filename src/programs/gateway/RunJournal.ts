@@ -192,8 +192,9 @@ const guardrailEvent = (fields: Record<string, unknown>): Omit<StoredRunEvent, "
 
 /**
  * DeerFlow's `middleware:{tag}` audit record (`RunJournal.record_middleware`) of a middleware's custom event:
- * `safety_termination` (SafetyFinishReason suppressed a response's tool calls: names and ids, never arguments)
- * and `guardrail` (a call denied, or allowed after the provider failed).
+ * `safety_termination` (SafetyFinishReason suppressed a response's tool calls: names and ids, never arguments),
+ * `guardrail` (a call denied, or allowed after the provider failed) and `skill_secrets` (the secrets a request's
+ * skills bind changed: skill and secret names, never values).
  */
 const middlewareEvent = (
   name: string,
@@ -202,6 +203,21 @@ const middlewareEvent = (
   const fields = record(data)
   if (fields === undefined) return undefined
   if (name === "guardrail") return guardrailEvent(fields)
+  if (name === "skill_secrets") {
+    // (names only: the event never holds a value)
+    const { action, ...changes } = fields
+    return {
+      event_type: "middleware:skill_secrets",
+      category: "middleware",
+      content: {
+        name: "SkillActivationMiddleware",
+        hook: "wrap_model_call",
+        action: action ?? "bind_secrets",
+        changes
+      },
+      metadata: {}
+    }
+  }
   if (name !== "safety_termination") return undefined
   const changes = {
     detector: fields.detector ?? null,

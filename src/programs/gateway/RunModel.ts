@@ -5,6 +5,7 @@
 import * as Clock from "effect/Clock"
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import type * as SkillSecrets from "../../services/SkillSecrets.js"
 import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
@@ -31,6 +32,11 @@ export interface RunRequest {
   readonly resume?: unknown
   /** Merged run settings (configurable + context, recursion limit). */
   readonly settings: Record<string, unknown>
+  /**
+   * The request's secrets for skills (`context.secrets`): held in memory for the run only, never in `settings`,
+   * `kwargs`, the store or the events (see `RunSettings.requestSecrets`).
+   */
+  readonly secrets?: SkillSecrets.RequestSecrets | undefined
   readonly modes: ReadonlyArray<Protocol.StreamMode>
   readonly multitaskStrategy: "reject" | "interrupt" | "rollback" | "enqueue"
   /** The run's metadata, as its Run object shows it. */

@@ -6,6 +6,7 @@
  */
 import * as Either from "effect/Either"
 import type { Message } from "../../state/Message.js"
+import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Factory from "../Factory.js"
 import * as Protocol from "./Protocol.js"
 
@@ -121,7 +122,7 @@ const SECRET_CONTEXT_KEYS: ReadonlySet<string> = new Set([
 
 /**
  * A `context` (the request's, or its config's) without the keys that carry secrets: they are never kept or
- * answered with a run (DeerFlow's `redact_config_secrets`); Antler does not use them.
+ * answered with a run (DeerFlow's `redact_config_secrets`); the run gets `secrets` apart (see `requestSecrets`).
  */
 export const withoutSecrets = (context: Readonly<Record<string, unknown>>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(context).filter(([key]) => !SECRET_CONTEXT_KEYS.has(key)))
@@ -140,6 +141,31 @@ export const keptFields = (fields: Readonly<Record<string, unknown>>): Record<st
     out.config = { ...out.config, context: withoutSecrets(out.config.context) }
   }
   return out
+}
+
+/**
+ * A request's secrets for skills (DeerFlow's `context.secrets`, name to value): `config.context.secrets` when the
+ * config's context has them, else `context.secrets`, decoded (`SkillSecrets.decodeRequest`: names, sizes); a
+ * refusal (422) names the field. `cluster`: the gateway is a runner of a cluster, whose runs travel between
+ * processes and wait in PostgreSQL: secrets are refused there rather than stored or sent on.
+ */
+export const requestSecrets = (
+  request: Fields,
+  cluster: boolean
+): Either.Either<SkillSecrets.RequestSecrets | undefined, Refusal> => {
+  const fromConfig = isRecord(request.config?.context) && Object.hasOwn(request.config.context, "secrets")
+  const where = fromConfig ? "config.context.secrets" : "context.secrets"
+  const raw = fromConfig ? request.config!.context!.secrets : request.context?.secrets
+  const decoded = SkillSecrets.decodeRequest(raw, where)
+  if (Either.isLeft(decoded)) return Either.left({ reason: "unprocessable", message: decoded.left })
+  if (decoded.right !== undefined && cluster) {
+    return Either.left({
+      reason: "unprocessable",
+      message: `${where} is not accepted by a gateway running as a cluster (gateway.cluster): a run's request ` +
+        "travels between its runners and waits in the database, where secrets are not to be kept."
+    })
+  }
+  return Either.right(decoded.right)
 }
 
 /**

@@ -4,10 +4,12 @@
  */
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { SandboxConfig } from "../../../services/AppConfig.js"
 import { RunEvents } from "../../../services/RunEvents.js"
 import { OUTPUTS, UPLOADS, WORKSPACE } from "../../../services/Sandbox.js"
+import * as SkillSecrets from "../../../services/SkillSecrets.js"
 import * as Tool from "../../../services/Tool.js"
 import type { ToolCall } from "../../../state/Message.js"
 import { BashArgs } from "./Args.js"
@@ -102,8 +104,12 @@ export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }:
       withSandbox("bash", (sandbox) =>
         Effect.map(publishingOutput(call, (onOutput) =>
           // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
-          // enabled skills only)
-          sandbox.exec(args.command, { onOutput, hidden: disabledSkills() })), (result) => {
+          // enabled skills only; the secrets the skills in use bind come as variables, masked in the output)
+          Effect.flatMap(Effect.serviceOption(SkillSecrets.ActiveSecrets), (active) => {
+            const env = Option.isSome(active) ? active.value.env : {}
+            const masked = SkillSecrets.maskedTexts(Object.values(env))
+            return sandbox.exec(args.command, { onOutput, hidden: disabledSkills(), env, masked })
+          })), (result) => {
           const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           if (result.timedOut) {
             return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +

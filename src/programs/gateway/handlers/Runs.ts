@@ -84,6 +84,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             }),
             { onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)), onRight: Effect.succeed }
           )
+          const secrets = yield* Either.match(RunSettings.requestSecrets(request, config.gateway.cluster != null), {
+            onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)),
+            onRight: Effect.succeed
+          })
           const checkpointId = Fork.requestedCheckpoint(request)
           if (checkpointId !== undefined && threadId === undefined) {
             return yield* fail("unprocessable", "A stateless run has no thread, so no checkpoint to start from.")
@@ -138,6 +142,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             ...(title !== undefined ? { title } : {}),
             ...(request.command?.resume !== undefined ? { resume: request.command.resume } : {}),
             settings,
+            ...(secrets === undefined ? {} : { secrets }),
             modes,
             multitaskStrategy: strategy,
             metadata: redact.value(metadata),
