@@ -234,6 +234,31 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
 /** A redactor without secrets: URL credentials and bearer tokens only. */
 export const none: Redactor = make()
 
+/**
+ * `base` hiding `secrets` too (a run's own, on top of the process's): read through `base` each time, so what `base`
+ * learns meanwhile is hidden as well. `base` itself when none of `secrets` is long enough to search for.
+ */
+export const also = (base: Redactor, secrets: Iterable<SecretInput>): Redactor => {
+  const extra = make(secrets)
+  if (extra.secrets.length === 0) return base
+  return {
+    get secrets() {
+      return [...base.secrets, ...extra.secrets]
+    },
+    text: (text) => extra.text(base.text(text)),
+    test: (text) => base.test(text) || extra.test(text),
+    value: (value) => extra.value(base.value(value)),
+    stream: () => {
+      const first = base.stream()
+      const second = extra.stream()
+      return {
+        push: (delta) => second.push(first.push(delta)),
+        end: () => second.push(first.end()) + second.end()
+      }
+    }
+  }
+}
+
 /** A redactor that learns secrets while it is in use (`learn`): what it redacts from then on hides them too. */
 export interface Growing extends Redactor {
   readonly learn: (secrets: Iterable<SecretInput>) => void

@@ -12,8 +12,10 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
+import * as SkillSecrets from "../../services/SkillSecrets.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import * as M from "../../state/Message.js"
+import * as Redact from "../../state/Redact.js"
 import * as TS from "../../state/ThreadState.js"
 import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
@@ -121,8 +123,13 @@ export const make = (deps: Deps): Starter => {
         Effect.mapError(internal)
       )
       const clock = yield* Effect.clock
+      // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
+      // file a command wrote with one, too)
+      const runDeps = request.secrets === undefined
+        ? deps
+        : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
       const made = RunExecution.makeRun(
-        deps,
+        runDeps,
         { ...request, messages },
         runId,
         state,
@@ -148,7 +155,7 @@ export const make = (deps: Deps): Starter => {
         const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
         yield* Deferred.succeed(made.run.done, record ?? fallback)
       })
-      const body = RunExecution.execute(deps, { ...request, messages }, runId, made, stop).pipe(
+      const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
         Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
       )

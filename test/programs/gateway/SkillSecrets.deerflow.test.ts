@@ -10,6 +10,8 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Either from "effect/Either"
+import * as RunSettings from "../../../src/programs/gateway/RunSettings.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -20,7 +22,9 @@ const BOB_SECRET = "sk-erp-bob-77aa-DO-NOT-LEAK"
 const reversed = (text: string) => [...text].reverse().join("")
 
 // (the value reversed is what proves the command got it: only the value itself is masked)
-const COMMAND = "echo \"token:[$ERP_TOKEN]\"; printf '%s' \"$ERP_TOKEN\" | rev; echo; echo \"host:[$OPENAI_API_KEY]\""
+// (and a file it writes in the workspace, whose diff the run's workspace_changes event carries)
+const COMMAND = "echo \"token:[$ERP_TOKEN]\"; printf '%s' \"$ERP_TOKEN\" | rev; echo; " +
+  "echo \"host:[$OPENAI_API_KEY]\"; printf 'report for %s\\n' \"$ERP_TOKEN\" > report.txt"
 
 const toolMessages = (body: ChatRequestBody) => body.messages.filter((m) => m.role === "tool")
 
@@ -108,6 +112,9 @@ describe("request-scoped secrets for skills, through the gateway", () => {
     const asked = modelSaw(ALICE_SECRET)
     assert.isAbove(asked.length, 0)
     for (const body of asked) assert.notInclude(JSON.stringify(body), ALICE_SECRET)
+    // the workspace diff of the file the command wrote is in the run's events, the value masked
+    const changes = JSON.parse(seen.events).find((e: any) => e.event_type === "workspace_changes")
+    assert.include(JSON.stringify(changes), "report for [redacted]")
     // the audit names the skill and the secret, never its value
     const audit = JSON.parse(seen.events).find((e: any) => e.event_type === "middleware:skill_secrets")
     assert.deepStrictEqual(audit.content.changes, { skills: ["erp-report"], secrets: ["ERP_TOKEN"], missing: {} })
@@ -190,5 +197,20 @@ describe("request-scoped secrets for skills, through the gateway", () => {
       assert.notInclude(answer.text, "sk-value-0000000000")
     }
     assert.deepStrictEqual((await alice("GET", "/threads/alice-refused/runs")).json(), [])
+  })
+})
+
+describe("request-scoped secrets in a cluster", () => {
+  it("are refused (a run's request waits in PostgreSQL and travels between runners); none is fine", () => {
+    const refused = RunSettings.requestSecrets({ context: { secrets: { ERP_TOKEN: ALICE_SECRET } } }, true)
+    assert.isTrue(Either.isLeft(refused))
+    if (Either.isLeft(refused)) {
+      assert.strictEqual(refused.left.reason, "unprocessable")
+      assert.include(refused.left.message, "context.secrets is not accepted by a gateway running as a cluster")
+      assert.notInclude(refused.left.message, ALICE_SECRET)
+    }
+    assert.deepStrictEqual(RunSettings.requestSecrets({ context: { model_name: "m" } }, true), Either.right(undefined))
+    const alone = RunSettings.requestSecrets({ config: { context: { secrets: { ERP_TOKEN: ALICE_SECRET } } } }, false)
+    assert.isTrue(Either.isRight(alone) && alone.right !== undefined)
   })
 })
