@@ -19,6 +19,12 @@ export type Requirement = SecretRequirement
 /** A valid environment variable name (DeerFlow's `_ENV_VAR_NAME_RE`). */
 export const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/**
+ * Names a skill may not declare: variables that make bash or the dynamic linker run other code (`BASH_ENV`,
+ * `LD_PRELOAD`...), which the bubblewrap sandbox never sets and bash on the host must not get from a request either.
+ */
+export const UNSAFE_NAME = /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*)$/
+
 /** Most secrets one request may give. */
 export const MAX_SECRETS = 64
 
@@ -37,7 +43,8 @@ export const MAX_TOTAL_CHARS = 64 * 1024
 /**
  * A SKILL.md's `required-secrets`: a list of names, or of `{ name, optional }` mappings. Absent (or null): none. Not
  * a list: `problem` (the skill is rejected, as DeerFlow rejects it). An entry without a valid environment variable
- * name is dropped and named in `dropped` (one bad entry does not lose the skill); a repeated name counts once.
+ * name, or with an `UNSAFE_NAME`, is dropped and named in `dropped` (one bad entry does not lose the skill); a
+ * repeated name counts once.
  */
 export const parseRequired = (raw: unknown): {
   readonly requirements: ReadonlyArray<Requirement>
@@ -61,7 +68,7 @@ export const parseRequired = (raw: unknown): {
       dropped.push(JSON.stringify(item) ?? String(item))
       continue
     }
-    if (!NAME.test(name) || name.length > MAX_NAME_CHARS) {
+    if (!NAME.test(name) || name.length > MAX_NAME_CHARS || UNSAFE_NAME.test(name)) {
       dropped.push(JSON.stringify(name))
       continue
     }

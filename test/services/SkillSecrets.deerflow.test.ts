@@ -28,10 +28,10 @@ describe("required-secrets in a SKILL.md", () => {
     ])
   })
 
-  it("mappings with optional; an entry without a valid name is dropped, the skill kept", () => {
+  it("mappings with optional; an entry without a valid or safe name is dropped, the skill kept", () => {
     const skill = parsed(
       `${BASE}\nrequired-secrets:\n  - name: ERP_TOKEN\n    optional: true\n  - name: REQUIRED_ONE\n  - "bad name!"` +
-        "\n  - 42\n  - ERP_TOKEN"
+        "\n  - 42\n  - ERP_TOKEN\n  - LD_PRELOAD\n  - BASH_ENV"
     )
     assert.isTrue(skill.ok)
     if (!skill.ok) return
@@ -39,7 +39,7 @@ describe("required-secrets in a SKILL.md", () => {
       { name: "ERP_TOKEN", optional: true },
       { name: "REQUIRED_ONE", optional: false }
     ])
-    assert.deepStrictEqual(skill.droppedSecrets, ["\"bad name!\"", "42"])
+    assert.deepStrictEqual(skill.droppedSecrets, ["\"bad name!\"", "42", "\"LD_PRELOAD\"", "\"BASH_ENV\""])
   })
 
   it("not a list: the skill is rejected, saying why", () => {
