@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import * as Effect from "effect/Effect"
 import type { ExecOptions, ExecResult } from "../../services/Sandbox.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
+import * as Redact from "../../state/Redact.js"
 import { OUTPUTS, SandboxError, UPLOADS, WORKSPACE } from "../../services/Sandbox.js"
 import * as Bash from "./Bash.js"
 import * as Cgroup from "./Cgroup.js"
@@ -316,8 +317,12 @@ export const exec = (
           const launch = Bash.wrapped(group?.procs, inputs.length + (statusFd === undefined ? 0 : 1), file, args)
           const onOutput = options.onOutput
           const lines = new Bash.LineBuffer()
+          // (a line longer than the buffer's comes in pieces: a secret split between two is held back until whole)
+          const held = secrets === undefined ? undefined : Redact.make(options.masked).stream()
           const show = (text: string) => {
-            if (onOutput !== undefined && text !== "") onOutput(mask(text))
+            if (onOutput === undefined || text === "") return
+            const shown = held === undefined ? mask(text) : held.push(mask(text))
+            if (shown !== "") onOutput(shown)
           }
           const outcome = yield* Bash.run({
             file: launch.file,
@@ -336,6 +341,8 @@ export const exec = (
             ...(onOutput === undefined ? {} : { onOutput: (chunk: string) => show(lines.push(chunk)) })
           })
           show(lines.end())
+          const rest = held?.end() ?? ""
+          if (onOutput !== undefined && rest !== "") onOutput(rest)
           const setup = Bash.parseSetupStatus(outcome.status)
           if (setup.bound.length > 0) {
             yield* spec.warn(
