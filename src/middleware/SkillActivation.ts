@@ -194,9 +194,16 @@ export const layer = (options: Options): Middleware => {
       const rebind = (resolution: Resolution): Effect.Effect<void, never, RunEvents> =>
         secrets.size === 0 ? Effect.void : Effect.gen(function*() {
           const loaded = (yield* state.get).skill_context
-          const catalog = loaded.length === 0 ? undefined : yield* options.registry.catalog
-          const slash = resolution._tag === "active" ? resolution.skill : undefined
-          binding = SkillSecrets.bind(SkillSecrets.sourcesOf(slash, loaded, catalog, options.allowlist), secrets)
+          // (skills that cannot be read bind nothing this call, the slash skill's neither: DeerFlow fails closed)
+          const catalog = loaded.length === 0 ? undefined : yield* options.registry.catalog.pipe(
+            Effect.catchAllDefect((defect) =>
+              Effect.as(Effect.logWarning(`The skills could not be read to bind secrets: ${String(defect)}`), null)
+            )
+          )
+          const slash = resolution._tag === "active" && catalog !== null ? resolution.skill : undefined
+          binding = catalog === null
+            ? SkillSecrets.unbound
+            : SkillSecrets.bind(SkillSecrets.sourcesOf(slash, loaded, catalog, options.allowlist), secrets)
           const changes = SkillSecrets.audit(binding)
           const key = JSON.stringify(changes)
           if (key === audited || (audited === undefined && changes.secrets.length === 0 &&
