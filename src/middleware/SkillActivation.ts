@@ -221,7 +221,9 @@ export const layer = (options: Options): Middleware => {
         model: (request: ModelRequest, next) => {
           if (request.internal !== undefined) return next(request)
           const at = targetIndex(request.messages, memo)
-          if (at < 0) return Effect.zipRight(rebind({ _tag: "none" }), next(request))
+          if (at < 0) {
+            return secrets.size === 0 ? next(request) : Effect.zipRight(rebind({ _tag: "none" }), next(request))
+          }
           const target = request.messages[at]!
           const known = resolved !== undefined && resolved.targetId === target.id
             ? Effect.succeed(resolved.resolution)
@@ -229,7 +231,7 @@ export const layer = (options: Options): Middleware => {
               Effect.sync(() => {
                 resolved = { targetId: target.id, resolution }
               }))
-          return Effect.flatMap(Effect.tap(known, rebind), (resolution) => {
+          return Effect.flatMap(secrets.size === 0 ? known : Effect.tap(known, rebind), (resolution) => {
             switch (resolution._tag) {
               case "none":
                 return next(request)
