@@ -150,9 +150,6 @@ export type HumanInputResponse = typeof HumanInputResponse.Type
 // DeerFlow's pattern: only real tags (opening, closing, self-closing), so text such as `a < b` is kept.
 const clean = (text: string) => text.replace(/<\/?[A-Za-z_][\p{L}\p{N}\p{M}_:.-]*(?:\s[^<>]*?)?\s*\/?>/gu, "").trim()
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const isScalar = (value: unknown): value is string | number | boolean =>
   typeof value === "string" || (typeof value === "number" && Number.isFinite(value)) || typeof value === "boolean"
 
@@ -173,7 +170,7 @@ const scalarLeaves = (value: unknown, out: Array<string | number | boolean>, dep
   if (isScalar(value)) out.push(value)
   else if (depth >= MAX_OPTION_DEPTH) return
   else if (Array.isArray(value)) for (const item of value) scalarLeaves(item, out, depth + 1)
-  else if (isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out, depth + 1)
+  else if (Json.isRecord(value)) for (const item of Object.values(value)) scalarLeaves(item, out, depth + 1)
 }
 
 const LABEL_KEYS = ["label", "text", "title", "name", "value", "option"] as const
@@ -252,7 +249,7 @@ const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
     out.push({ label: text, value: text })
     return
   }
-  if (isRecord(item)) {
+  if (Json.isRecord(item)) {
     const key = LABEL_KEYS.find((k) => isScalar(item[k]) && String(item[k]).trim() !== "")
     if (key !== undefined) {
       const label = pythonStr(item[key])!
@@ -273,7 +270,7 @@ const choicesOf = (item: unknown, out: Array<Choice>, depth = 0): void => {
 export const normalizeOptions = (raw: unknown): ReadonlyArray<Choice> => {
   const value = typeof raw === "string" ? decodeJsonText(raw) : raw
   const items: Array<unknown> = []
-  if (isRecord(value)) scalarLeaves(value, items as Array<string | number | boolean>)
+  if (Json.isRecord(value)) scalarLeaves(value, items as Array<string | number | boolean>)
   else if (Array.isArray(value)) items.push(...value)
   else if (value !== null && value !== undefined) items.push(value)
   const choices: Array<Choice> = []
@@ -324,7 +321,7 @@ export const normalizeFields = (raw: unknown): ReadonlyArray<FormField> | undefi
   const names = new Set<string>()
   const fields: Array<FormField> = []
   for (const item of value) {
-    if (!isRecord(item)) return undefined
+    if (!Json.isRecord(item)) return undefined
     const name = typeof item.name === "string" ? item.name.trim() : ""
     if (name === "" || charLength(name) > MAX_TEXT || FORBIDDEN_NAMES.has(name) || names.has(name)) return undefined
     names.add(name)

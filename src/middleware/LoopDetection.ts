@@ -36,9 +36,6 @@ export const SALIENT_FIELDS: ReadonlyArray<string> = ["path", "url", "query", "c
 
 const CONTENT_SENSITIVE: ReadonlySet<string> = new Set(["write_file", "str_replace"])
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /**
  * JSON with object keys sorted at every level, so equal values always give equal text. Values JSON cannot
  * hold (non-finite numbers, bigints) are written as strings; `undefined` object entries are skipped.
@@ -84,7 +81,7 @@ export interface NormalizedArgs {
 
 /** Normalizes raw tool-call arguments: objects as they are, JSON-string objects parsed, else a fallback key. */
 export const normalizeArgs = (raw: unknown): NormalizedArgs => {
-  if (isRecord(raw)) return { args: raw, fallback: undefined }
+  if (Json.isRecord(raw)) return { args: raw, fallback: undefined }
   if (raw === null || raw === undefined) return { args: {}, fallback: undefined }
   if (typeof raw === "string") {
     let parsed: unknown
@@ -93,7 +90,7 @@ export const normalizeArgs = (raw: unknown): NormalizedArgs => {
     } catch {
       return { args: {}, fallback: raw }
     }
-    return isRecord(parsed) ? { args: parsed, fallback: undefined } : { args: {}, fallback: canonicalJson(parsed) }
+    return Json.isRecord(parsed) ? { args: parsed, fallback: undefined } : { args: {}, fallback: canonicalJson(parsed) }
   }
   return { args: {}, fallback: canonicalJson(raw) }
 }

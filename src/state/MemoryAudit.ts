@@ -40,9 +40,6 @@ export type Event = {
 /** The events of an audit file, oldest first (those read from a file: objects, their fields unchecked). */
 export type Events = ReadonlyArray<Readonly<Record<string, unknown>>>
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** The event of a capacity decision at `occurredAt` (milliseconds); undefined when it left nothing out. */
 export const event = (
   decision: Pick<MemoryCapacity.Decision<unknown>, "policy" | "evicted" | "reservedCorrectionSlots" | "shadow">,
@@ -73,7 +70,7 @@ export const parse = (text: string): Events => {
   } catch {
     return []
   }
-  return Array.isArray(raw) ? raw.filter(isRecord) : []
+  return Array.isArray(raw) ? raw.filter(Json.isRecord) : []
 }
 
 /** The text of the events as stored. */
@@ -88,7 +85,7 @@ export const append = (events: Events, added: ReadonlyArray<Event>, max: number)
 }
 
 const factIdOf = (item: unknown): string | undefined =>
-  isRecord(item) && typeof item.factId === "string" ? item.factId : undefined
+  Json.isRecord(item) && typeof item.factId === "string" ? item.factId : undefined
 
 /**
  * The events without the facts in `forgotten`: their entries leave `evicted` (an event left with none, or whose
@@ -117,7 +114,7 @@ export const forget = (events: Events, forgotten: ReadonlySet<string>): Events =
     let touched = left.length !== evicted.length
     if ("shadow" in raw) {
       const shadow = raw.shadow
-      if (!isRecord(shadow) || !Array.isArray(shadow.wouldEvict)) {
+      if (!Json.isRecord(shadow) || !Array.isArray(shadow.wouldEvict)) {
         delete next.shadow
         touched = true
       } else {

@@ -23,6 +23,7 @@ import { DAY_MS, parseTime } from "./MemoryEviction.js"
 import type { Fact } from "./MemorySchema.js"
 import { MAX_CONSOLIDATED_FROM } from "./MemorySchema.js"
 import * as MemoryStaleness from "./MemoryStaleness.js"
+import { isRecord } from "./Json.js"
 
 /** DeerMem's consolidation settings (`consolidation_*`, and the categories never merged). */
 export interface Settings {
@@ -60,9 +61,6 @@ export const Consolidation = Schema.Struct({
   consolidated: Consolidated
 })
 export type Consolidation = typeof Consolidation.Type
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The merges of an update's JSON as DeerMem normalises them: entries with at least two distinct text ids (in their

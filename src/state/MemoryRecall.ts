@@ -27,9 +27,6 @@ export type Usage = Readonly<Record<string, Readonly<Record<string, unknown>>>>
 /** No records. */
 export const empty: Usage = {}
 
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** The records of a file's text: `empty` for text that is not a JSON object; entries that are not objects dropped. */
 export const parse = (text: string): Usage => {
   let raw: unknown
@@ -38,8 +35,8 @@ export const parse = (text: string): Usage => {
   } catch {
     return empty
   }
-  if (!isRecord(raw)) return empty
-  return Object.fromEntries(Object.entries(raw).filter(([, entry]) => isRecord(entry))) as Usage
+  if (!Json.isRecord(raw)) return empty
+  return Object.fromEntries(Object.entries(raw).filter(([, entry]) => Json.isRecord(entry))) as Usage
 }
 
 /** The text of the records as stored. */

@@ -7,6 +7,7 @@
  */
 import * as Schema from "effect/Schema"
 import { gateLabel } from "./MemoryGate.js"
+import { isRecord } from "./Json.js"
 
 /** A fact the model says the user confirmed: its id, the write gate's `scope` and a `reason`. */
 export const Reinforcement = Schema.Struct({
@@ -15,9 +16,6 @@ export const Reinforcement = Schema.Struct({
   reason: Schema.optional(Schema.String)
 })
 export type Reinforcement = typeof Reinforcement.Type
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The confirmations of an update's JSON as DeerMem normalises them: entries that are objects with a non-empty

@@ -20,6 +20,7 @@ import * as Schema from "effect/Schema"
 import { escapeText } from "./Markup.js"
 import { DAY_MS, parseTime } from "./MemoryEviction.js"
 import { expectedValidDaysOf, type Fact } from "./MemorySchema.js"
+import { isRecord } from "./Json.js"
 
 /** The settings of the review (DeerMem's `staleness_*` options). */
 export interface Settings {
@@ -209,9 +210,6 @@ export const StaleExtension = Schema.Struct({
   reason: Schema.String
 })
 export type StaleExtension = typeof StaleExtension.Type
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const reasonOf = (entry: Record<string, unknown>): string => typeof entry.reason === "string" ? entry.reason : ""
 

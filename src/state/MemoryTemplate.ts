@@ -7,6 +7,7 @@
 import * as Either from "effect/Either"
 import type { UpdateVariables } from "./MemoryPrompt.js"
 import * as PyFormat from "./PyFormat.js"
+import { isRecord } from "./Json.js"
 
 /** A message of a chat template: `system`, or the user's (DeerMem reads any other role as the user's). */
 export interface TemplateMessage {
@@ -74,9 +75,6 @@ export const MAX_PLACEHOLDERS = 16
 
 /** A template rendered as Python's `str.format` renders it (`PyFormat.format`); else why not. */
 export const render = PyFormat.format
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * A chat template from the value of its YAML file, as DeerMem's `load_prompt_messages` reads it (`format` `chat`

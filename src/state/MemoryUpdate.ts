@@ -106,9 +106,6 @@ export const updateJson = (text: string): Either.Either<unknown, string> => {
 const MAX_OBJECT_STARTS = 64
 
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /**
  * The first JSON object of an answer that has `user`, `history` and `newFacts` (DeerMem's test of a memory update),
  * so an example object the model wrote before it is passed over; undefined when there is none.
@@ -127,7 +124,7 @@ const completeUpdateObject = (text: string): unknown => {
     } catch {
       continue
     }
-    if (isRecord(value) && "user" in value && "history" in value && "newFacts" in value) return value
+    if (Json.isRecord(value) && "user" in value && "history" in value && "newFacts" in value) return value
   }
   return undefined
 }
@@ -165,27 +162,27 @@ const sectionOf = (section: Record<string, unknown>) => {
  */
 const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   // (not an update at all: left for the decoder to refuse)
-  if (!isRecord(raw) || (raw.newFacts != null && !Array.isArray(raw.newFacts))) return Either.right(raw)
+  if (!Json.isRecord(raw) || (raw.newFacts != null && !Array.isArray(raw.newFacts))) return Either.right(raw)
   // an object that changes nothing a memory has (`{"user": "alice"}` from the conversation) is not an update: it
   // would pass for an empty one, and the turns it answered would count as read
-  const changes = isRecord(raw.user) || isRecord(raw.history) || Array.isArray(raw.newFacts) ||
+  const changes = Json.isRecord(raw.user) || Json.isRecord(raw.history) || Array.isArray(raw.newFacts) ||
     Array.isArray(raw.factsToRemove) || MemoryStaleness.KEYS.some((key) => Array.isArray(raw[key]))
   if (!changes) {
     return Either.left("the answer's JSON is not a memory update (no user, history, newFacts or factsToRemove)")
   }
   const sections = (value: unknown, keys: ReadonlyArray<string>) =>
-    isRecord(value)
+    Json.isRecord(value)
       ? Object.fromEntries(keys.flatMap((k) => {
         const section = value[k]
-        return isRecord(section) ? [[k, sectionOf(section)]] : []
+        return Json.isRecord(section) ? [[k, sectionOf(section)]] : []
       }))
       : {}
   const newFacts: Array<unknown> = []
   let dropped = false
   for (const fact of Array.isArray(raw.newFacts) ? raw.newFacts : []) {
-    const content = isRecord(fact) && typeof fact.content === "string" ? fact.content : ""
-    const confidence = isRecord(fact) && typeof fact.confidence !== "boolean" ? confidenceOf(fact.confidence) : undefined
-    if (!isRecord(fact) || content.trim() === "" || confidence === undefined) {
+    const content = Json.isRecord(fact) && typeof fact.content === "string" ? fact.content : ""
+    const confidence = Json.isRecord(fact) && typeof fact.confidence !== "boolean" ? confidenceOf(fact.confidence) : undefined
+    if (!Json.isRecord(fact) || content.trim() === "" || confidence === undefined) {
       dropped = true
       continue
     }
@@ -200,9 +197,9 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
     })
   }
   const factsToRemove = (Array.isArray(raw.factsToRemove) ? raw.factsToRemove : []).flatMap((entry: unknown) => {
-    const id = typeof entry === "string" ? entry : isRecord(entry) && typeof entry.id === "string" ? entry.id : ""
+    const id = typeof entry === "string" ? entry : Json.isRecord(entry) && typeof entry.id === "string" ? entry.id : ""
     if (id.trim() === "") return []
-    if (!isRecord(entry)) return [{ id: id.trim() }]
+    if (!Json.isRecord(entry)) return [{ id: id.trim() }]
     const reason = typeof entry.reason === "string" ? entry.reason.trim() : ""
     return [{
       id: id.trim(),

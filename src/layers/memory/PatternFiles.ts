@@ -25,6 +25,7 @@ import * as OnDemand from "../../internal/OnDemand.js"
 import { charsOf, joinChars } from "../../state/Chars.js"
 import type { Pattern, Patterns, Signal } from "../../state/MemorySignals.js"
 import { readYaml } from "./YamlFiles.js"
+import { isRecord } from "../../state/Json.js"
 
 /** The pattern files DeerMem reads, by name: the six signals and the pure acknowledgements. */
 export const PATTERN_NAMES = [
@@ -57,9 +58,6 @@ export interface Entry {
   readonly source: string
   readonly ignoreCase: boolean
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * The entries of a pattern file's value, as DeerMem's `load_patterns` reads them, with the notes of what was skipped
