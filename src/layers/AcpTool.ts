@@ -17,6 +17,7 @@ import * as Tool from "../services/Tool.js"
 import * as Redact from "../state/Redact.js"
 import * as AcpClient from "./acp/Client.js"
 import * as ParentDeath from "./ParentDeath.js"
+import { clean } from "./SearchProviders.js"
 import { HIDDEN_HOME, makeMask } from "./sandbox/VirtualPaths.js"
 
 export { AcpError } from "./acp/Client.js"
@@ -39,11 +40,13 @@ export const InvokeAcpAgentArgs = Schema.Struct({
 
 /** The tool's description: what it does, the agents and what each is good at, where results land. */
 export const description = (agents: AcpAgentsConfig): string =>
-  "Hand a task to an external coding agent (run over the Agent Client Protocol) and get its final answer.\n\n" +
+  // DeerFlow's words (`build_invoke_acp_agent_tool`), which its prompts are tuned to
+  "Invoke an external ACP-compatible agent and return its final response.\n\n" +
   "Available agents:\n" +
   Object.entries(agents).map(([name, agent]) => `- ${name}: ${agent.description}`).join("\n") + "\n\n" +
-  "The agent works in its own workspace and cannot see /mnt/user-data: give it a self-contained task and never " +
-  `mention /mnt/user-data paths. The files it makes are readable at ${ACP_WORKSPACE}/ (read-only) afterwards.`
+  "IMPORTANT: ACP agents operate in their own independent workspace. Do NOT include /mnt/user-data paths in the " +
+  "prompt. Give the agent a self-contained task description — it will produce results in its own workspace. " +
+  `After the agent completes, its output files are accessible at ${ACP_WORKSPACE}/ (read-only).`
 
 /** The secrets of the configured agents: their `env` values. */
 export const secrets = (agents: AcpAgentsConfig): ReadonlyArray<string> =>
@@ -83,8 +86,8 @@ export const make = (options: Options): Effect.Effect<Tool.Tool> =>
         Effect.gen(function*() {
           const config = Object.hasOwn(agents, agent) ? agents[agent] : undefined
           if (config === undefined) {
-            const shown = JSON.stringify(agent.length > 100 ? `${agent.slice(0, 100)}...` : agent)
-            return `Error: Unknown agent ${shown}. Available: ${Object.keys(agents).join(", ")}`
+            // DeerFlow's text; the name the model gave is cleaned of control characters and clipped
+            return `Error: Unknown agent '${clean(agent, 100)}'. Available: ${Object.keys(agents).join(", ")}`
           }
           const run = yield* RunContext
           for (const id of [run.threadId, run.userId]) {

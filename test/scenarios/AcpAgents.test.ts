@@ -210,7 +210,7 @@ describe("invoke_acp_agent through the lead chain (a real ACP agent over stdio)"
       assert.match(results.get("call_hang")!.text, /^Error: ACP agent 'hanger' timed out after 3 seconds/)
       assert.include(results.get("call_hang")!.text, "acp_agents.hanger.timeout_seconds")
       assert.match(results.get("call_missing")!.text, /^Error: .*'antler-no-such-acp-agent' was not found on PATH/)
-      assert.strictEqual(results.get("call_unknown")!.text, "Error: Unknown agent \"nobody\". Available: crasher, hanger, missing")
+      assert.strictEqual(results.get("call_unknown")!.text, "Error: Unknown agent 'nobody'. Available: crasher, hanger, missing")
 
       // the hanging agent was stopped
       const pidFile = Path.join(workspaceOf(home, "t-fail"), "pid")

@@ -106,6 +106,25 @@ const terminate = (child: ChildProcess.ChildProcess): Promise<void> => {
   })
 }
 
+/**
+ * What a command not found on `PATH` says (DeerFlow's `_format_invocation_error`): the agent and the command, and
+ * what to do, for MiniMax Code (`mcode`) and the plain `codex` CLI (which does not speak ACP) in their own words.
+ */
+export const notFoundMessage = (agent: string, command: string, codexFound: boolean): string => {
+  const head = `ACP agent '${agent}': Command '${clean(command, 200)}' was not found on PATH.`
+  if (command === "codex-acp" && codexFound) {
+    return `${head} The installed \`codex\` CLI does not speak ACP directly. Install a Codex ACP adapter (for ` +
+      `example \`npx @zed-industries/codex-acp\`) or update \`acp_agents.${agent}.command\` and \`args\` in ` +
+      "config.yaml."
+  }
+  if (agent === "mcode") {
+    return `${head} Install it with \`npm install --global @minimax-ai/code\`, run \`mcode login\`, and restart ` +
+      "Antler so it inherits the updated PATH. If Antler runs in a container, ensure `mcode` is installed and " +
+      "authenticated inside it."
+  }
+  return `${head} Install the agent binary or update acp_agents.${agent}.command in config.yaml.`
+}
+
 interface Running {
   readonly child: ChildProcess.ChildProcess
   /** Settles (never rejects) when the child exits: how it ended. */
@@ -119,11 +138,8 @@ const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
     const fail = (reason: AcpError["reason"], message: string) =>
       Effect.fail(new AcpError({ agent: inv.name, reason, message }))
     if (ParentDeath.which(inv.config.command, env.PATH, inv.workspace) === undefined) {
-      return fail(
-        "not_found",
-        `Command '${clean(inv.config.command, 200)}' was not found on PATH. Install the agent binary or update ` +
-          `acp_agents.${inv.name}.command in config.yaml.`
-      )
+      const codexFound = ParentDeath.which("codex", env.PATH, inv.workspace) !== undefined
+      return fail("not_found", notFoundMessage(inv.name, inv.config.command, codexFound))
     }
     const { args, command } = ParentDeath.wrap(inv.wrapper, inv.config.command, inv.config.args, {
       path: env.PATH,
