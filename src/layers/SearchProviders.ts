@@ -20,6 +20,10 @@ export interface Connection {
   readonly baseUrl?: string | undefined
   readonly apiKey?: Redacted.Redacted<string> | undefined
   readonly timeoutMs: number
+  /** DuckDuckGo's region (`kl`), such as `us-en` or `wt-wt`; unset: DuckDuckGo's default. */
+  readonly region?: string | undefined
+  /** DuckDuckGo's safe search (`kp`); unset: DuckDuckGo's default (moderate). */
+  readonly safesearch?: "on" | "moderate" | "off" | undefined
 }
 
 const MAX_BYTES = 4 * 1024 * 1024
@@ -318,9 +322,13 @@ const DdgImages = Schema.Struct({
 /** The `vqd` token DuckDuckGo's image endpoint needs, from its search page. */
 export const ddgVqd = (page: string): string | undefined => /vqd=["']?([0-9-]{5,80})/.exec(page.slice(0, 500_000))?.[1]
 
+/** DuckDuckGo's `kp` values (its URL parameters: 1 on, -1 moderate, -2 off). */
+const SAFE_SEARCH = { on: "1", moderate: "-1", off: "-2" } as const
+
 /**
  * DuckDuckGo (no key): web results from `POST {base}/html/` (default base `https://html.duckduckgo.com`),
- * images from `{imagesBase}/i.js` (default `https://duckduckgo.com`). Both take `base_url` in tests.
+ * images from `{imagesBase}/i.js` (default `https://duckduckgo.com`). Both take `base_url` in tests. A `region`
+ * and `safesearch` (DeerFlow's keys) are sent as DuckDuckGo's `kl` and `kp` (`l` and `p` for images).
  */
 export const duckduckgo = (connection: Connection): Service => {
   const htmlBase = connection.baseUrl ?? "https://html.duckduckgo.com"
@@ -333,7 +341,11 @@ export const duckduckgo = (connection: Connection): Service => {
           url: join(htmlBase, "/html/"),
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ q: query }).toString()
+          body: new URLSearchParams({
+            q: query,
+            ...(connection.region !== undefined ? { kl: connection.region.toLowerCase() } : {}),
+            ...(connection.safesearch !== undefined ? { kp: SAFE_SEARCH[connection.safesearch] } : {})
+          }).toString()
         }),
         (response) => parseDdgHtml(new TextDecoder().decode(response.body), max)
       ),
@@ -350,7 +362,14 @@ export const duckduckgo = (connection: Connection): Service => {
             message: "DuckDuckGo's image search did not give its search token (vqd); it may be limiting requests"
           })
         }
-        const params = new URLSearchParams({ l: "us-en", o: "json", q: query, vqd, f: ",,,,,", p: "1" })
+        const params = new URLSearchParams({
+          l: connection.region?.toLowerCase() ?? "us-en",
+          o: "json",
+          q: query,
+          vqd,
+          f: ",,,,,",
+          p: connection.safesearch === "off" ? "-1" : "1"
+        })
         const answer = yield* Effect.flatMap(
           call("DuckDuckGo", connection, {
             url: join(imagesBase, `/i.js?${params}`),

@@ -162,8 +162,17 @@ export const SearchSettings = Schema.Struct({
   max_results: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 20))),
   api_key: Schema.optional(Schema.String),
   base_url: Schema.optional(HttpUrl),
-  timeout: Schema.optional(Seconds)
+  timeout: Schema.optional(Seconds),
+  /** DuckDuckGo's region (DeerFlow's `region`: `wt-wt`, `us-en`, `cn-zh`...). */
+  region: Schema.optional(Schema.String.pipe(
+    Schema.filter((r) => /^[a-z]{2,3}-[a-z]{2,4}$/i.test(r) || "expected a region such as us-en, cn-zh or wt-wt")
+  )),
+  /** DuckDuckGo's safe search (DeerFlow's `safesearch`). */
+  safesearch: Schema.optional(Schema.Literal("on", "moderate", "off"))
 })
+
+/** Keys of `SearchSettings` only DuckDuckGo reads. */
+const DUCKDUCKGO_ONLY: ReadonlyArray<string> = ["region", "safesearch"]
 
 const KNOWN_KEYS: Readonly<Record<Mapping["kind"], ReadonlyArray<string>>> = {
   sandbox: [],
@@ -280,7 +289,9 @@ const providerOf = (
     const connection = {
       baseUrl: settings.base_url,
       apiKey: key === undefined || key === "" ? undefined : Redacted.make(key),
-      timeoutMs: (settings.timeout ?? 15) * 1000
+      timeoutMs: (settings.timeout ?? 15) * 1000,
+      region: settings.region,
+      safesearch: settings.safesearch
     }
     switch (provider) {
       case "tavily":
@@ -359,6 +370,8 @@ export const assemble = (
       for (const [i, entry] of config.tools.entries()) {
         const where = `tools[${i}] (${entry.name})`
         const base = { name: entry.name, source: "config" as const, group: entry.group, use: entry.use }
+        // keys a known tool has that its provider does not read
+        const notRead: Array<string> = []
         const missing = (note: string, warn = true) => {
           entries.push({ ...base, state: "missing", note })
           if (warn) warnings.push(`${where}: left out: ${note}`)
@@ -407,6 +420,7 @@ export const assemble = (
               missing(`it needs a provider (${PROVIDERS.join(", ")})`)
               break
             }
+            if (provider !== "duckduckgo") notRead.push(...DUCKDUCKGO_ONLY.filter((key) => key in settings))
             const built = yield* providerOf(provider, decoded.right)
             if (Either.isLeft(built)) {
               missing(built.left)
@@ -434,7 +448,7 @@ export const assemble = (
         }
         const unread = mapped.kind === "sandbox" || mapped.kind === "unknown" || mapped.kind === "unsupported"
           ? []
-          : Object.keys(settings).filter((key) => !KNOWN_KEYS[mapped.kind].includes(key))
+          : Object.keys(settings).filter((key) => !KNOWN_KEYS[mapped.kind].includes(key) || notRead.includes(key))
         if (unread.length > 0) warnings.push(`${where}: keys not used by Antler (ignored): ${unread.join(", ")}`)
       }
     }

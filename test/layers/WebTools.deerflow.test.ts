@@ -1,0 +1,135 @@
+/**
+ * The web tools configured as DeerFlow configures them, over real HTTP against loopback servers playing the
+ * providers. Mirrors `test_ddg_search_tools.py` (the entry's `max_results`, `region` and `safesearch` reach the
+ * search; `backend`, a DDGS library setting, has no meaning for DuckDuckGo's own endpoint and is named as not
+ * read), `test_searxng_client.py` (the entry's `max_results` caps what a SearXNG instance answers) and
+ * `test_jina_client.py` (a refused fetch is an `Error:` naming the status). The other providers of those files
+ * (Serper, Brave, Exa, Firecrawl and InfoQuest search) are not Antler's: ToolAssembly.test.ts checks they are left
+ * out with a warning, and their fetchers are served by Antler's own.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
+import { AppConfigService } from "../../src/services/AppConfig.js"
+import * as Tool from "../../src/services/Tool.js"
+import * as M from "../../src/state/Message.js"
+import { provideRun, tempDirs } from "../support/fixtures.js"
+import * as HttpServer from "../support/httpServer.js"
+
+const tempDir = tempDirs()
+
+const assemble = (tools: ReadonlyArray<Record<string, unknown>>) =>
+  Effect.gen(function*() {
+    const app = yield* ConfigFile.fromObject({ tools }, { home: tempDir("antler-web-df-") })
+    const assembly = yield* ToolAssembly.assemble({ vision: false }).pipe(
+      Effect.provide(LocalSandbox.layer().pipe(Layer.provideMerge(Layer.succeed(AppConfigService, app))))
+    )
+    return { app, assembly }
+  })
+
+const call = (tool: Tool.Tool, args: Record<string, unknown>) =>
+  Tool.invoke(tool, { id: "c", name: tool.name, args }).pipe(
+    Effect.map((r) => ({ text: M.contentText(r.message.content), status: r.message.status })),
+    provideRun
+  )
+
+const DDG_PAGE = Array.from({ length: 8 }, (_, i) =>
+  `<div class="result"><a class="result__a" href="https://example.org/${i}">Result ${i}</a>
+   <a class="result__snippet" href="#">Snippet ${i}</a></div>`).join("\n")
+
+describe("web_search configured as DeerFlow's DuckDuckGo tool", () => {
+  it.scoped("its region and safesearch reach DuckDuckGo, its max_results caps the results; backend is named unread", () =>
+    Effect.gen(function*() {
+      const ddg = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, DDG_PAGE))
+      const { assembly } = yield* assemble([{
+        name: "web_search",
+        group: "web",
+        use: "deerflow.community.ddg_search.tools:web_search_tool",
+        base_url: ddg.url,
+        max_results: 3,
+        region: "cn-zh",
+        safesearch: "off",
+        backend: "auto"
+      }])
+      assert.deepStrictEqual(assembly.warnings, [
+        "tools[0] (web_search): keys not used by Antler (ignored): backend"
+      ])
+      const search = assembly.tools.find((t) => t.name === "web_search")!
+      const result = yield* call(search, { query: "世界杯新闻 2026" })
+      assert.strictEqual(result.status, "success")
+      assert.deepStrictEqual(JSON.parse(result.text).map((r: { url: string }) => r.url), [
+        "https://example.org/0", "https://example.org/1", "https://example.org/2"
+      ])
+      const form = new URLSearchParams(ddg.requests[0]!.body)
+      assert.deepStrictEqual(Object.fromEntries(form), { q: "世界杯新闻 2026", kl: "cn-zh", kp: "-2" })
+    }))
+
+  it.scoped("without region and safesearch, DuckDuckGo's own defaults apply (nothing is sent for them)", () =>
+    Effect.gen(function*() {
+      const ddg = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, DDG_PAGE))
+      const { assembly } = yield* assemble([{
+        name: "web_search",
+        use: "deerflow.community.ddg_search.tools:web_search_tool",
+        base_url: ddg.url
+      }])
+      const search = assembly.tools.find((t) => t.name === "web_search")!
+      assert.lengthOf(JSON.parse((yield* call(search, { query: "moose" })).text), 5, "DeerFlow's default of 5")
+      assert.deepStrictEqual(Object.fromEntries(new URLSearchParams(ddg.requests[0]!.body)), { q: "moose" })
+    }))
+
+  it.effect("a safesearch or region DuckDuckGo cannot take is a configuration issue at its key; others ignore them", () =>
+    Effect.gen(function*() {
+      const { app, assembly } = yield* assemble([
+        { name: "web_search", use: "deerflow.community.ddg_search.tools:web_search_tool", safesearch: "strict" },
+        { name: "web_search", use: "deerflow.community.ddg_search.tools:web_search_tool", region: "Chinese" },
+        { name: "web_search", use: "deerflow.community.searxng.tools:web_search_tool", region: "us-en" }
+      ])
+      const issues = ToolAssembly.check(app.config)
+      assert.deepStrictEqual(issues.map((i) => i.path), ["tools[0].safesearch", "tools[1].region"])
+      assert.include(issues[1]!.message, "expected a region such as us-en, cn-zh or wt-wt")
+      assert.include(assembly.warnings, "tools[2] (web_search): keys not used by Antler (ignored): region")
+    }))
+})
+
+describe("web_search configured as DeerFlow's SearXNG tool", () => {
+  it.scoped("max_results caps what the instance answers (it may answer more)", () =>
+    Effect.gen(function*() {
+      const searx = yield* HttpServer.start((_, res) =>
+        HttpServer.reply(res, 200, JSON.stringify({
+          results: Array.from({ length: 10 }, (_, i) => ({
+            title: `Result ${i}`,
+            url: `https://example.com/${i}`,
+            content: `Desc ${i}`
+          }))
+        }), "application/json"))
+      const { assembly } = yield* assemble([{
+        name: "web_search",
+        use: "deerflow.community.searxng.tools:web_search_tool",
+        base_url: searx.url,
+        max_results: 3
+      }])
+      const search = assembly.tools.find((t) => t.name === "web_search")!
+      const results = JSON.parse((yield* call(search, { query: "test query" })).text)
+      assert.deepStrictEqual(results[0], { title: "Result 0", url: "https://example.com/0", snippet: "Desc 0" })
+      assert.lengthOf(results, 3)
+    }))
+})
+
+describe("web_fetch configured as DeerFlow's Jina AI tool", () => {
+  it.scoped("a page refused with 429 is an Error: result naming the status", () =>
+    Effect.gen(function*() {
+      const site = yield* HttpServer.start((_, res) => HttpServer.reply(res, 429, "Too many requests"))
+      const { assembly } = yield* assemble([{
+        name: "web_fetch",
+        use: "deerflow.community.jina_ai.tools:web_fetch_tool",
+        allow_private_addresses: ["127.0.0.1"]
+      }])
+      const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
+      const result = yield* call(fetch, { url: `${site.url}/busy` })
+      assert.strictEqual(result.status, "error")
+      assert.match(result.text, /^Error: .*429/)
+    }))
+})
