@@ -41,7 +41,7 @@ const DDG_PAGE = Array.from({ length: 8 }, (_, i) =>
    <a class="result__snippet" href="#">Snippet ${i}</a></div>`).join("\n")
 
 describe("web_search configured as DeerFlow's DuckDuckGo tool", () => {
-  it.scoped("its region and safesearch reach DuckDuckGo, its max_results caps the results; backend is named unread", () =>
+  it.scoped("region and safesearch reach DuckDuckGo, max_results caps the results; backend is named unread", () =>
     Effect.gen(function*() {
       const ddg = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, DDG_PAGE))
       const { assembly } = yield* assemble([{
@@ -80,7 +80,7 @@ describe("web_search configured as DeerFlow's DuckDuckGo tool", () => {
       assert.deepStrictEqual(Object.fromEntries(new URLSearchParams(ddg.requests[0]!.body)), { q: "moose" })
     }))
 
-  it.effect("a safesearch or region DuckDuckGo cannot take is a configuration issue at its key; others ignore them", () =>
+  it.effect("a safesearch or region DuckDuckGo cannot take is an issue at its key; other providers ignore them", () =>
     Effect.gen(function*() {
       const { app, assembly } = yield* assemble([
         { name: "web_search", use: "deerflow.community.ddg_search.tools:web_search_tool", safesearch: "strict" },
