@@ -42,8 +42,8 @@ describe("an upload's outline on DeerFlow's documents", () => {
     assert.deepStrictEqual(outline(spans), [
       { line: 1, title: "UNITED STATES SECURITIES AND EXCHANGE COMMISSION" }
     ])
-    const paper = "## **Attention Is All You Need**\n\n**1** **Introduction**\n\nBody text.\n\n**2** **Background**\n\n" +
-      "More text.\n\n**3.1** **Encoder and Decoder Stacks**\n"
+    const paper = "## **Attention Is All You Need**\n\n**1** **Introduction**\n\nBody text.\n\n" +
+      "**2** **Background**\n\nMore text.\n\n**3.1** **Encoder and Decoder Stacks**\n"
     assert.includeMembers(outline(paper).map((h) => h.title), [
       "1 Introduction", "2 Background", "3.1 Encoder and Decoder Stacks"
     ])
