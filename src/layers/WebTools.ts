@@ -1,7 +1,7 @@
 /**
- * The web tools: `web_fetch` (a page as Markdown, over `SafeHttp`: deadline, size cap, bounded redirects,
- * private addresses refused unless allowed), `web_search` and `image_search` (over a `WebSearch` provider).
- * Every failure is a readable `Error: ...` result, never a failed run.
+ * The web tools: `web_fetch` (a page as Markdown, its main element alone when it has one, over `SafeHttp`:
+ * deadline, size cap, bounded redirects, private addresses refused unless allowed), `web_search` and
+ * `image_search` (over a `WebSearch` provider). Every failure is a readable `Error: ...` result, never a failed run.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -49,6 +49,36 @@ export const htmlTitle = (html: string): string | undefined => {
   return title === "" ? undefined : title
 }
 
+// the start of each `<tag` opening tag (not `<tagname...`), at most two
+const openings = (html: string, tag: string): ReadonlyArray<number> => {
+  const out: Array<number> = []
+  for (const match of html.matchAll(new RegExp(`<${tag}[\\s>/]`, "gi"))) {
+    out.push(match.index)
+    if (out.length === 2) break
+  }
+  return out
+}
+
+/**
+ * The part of a page that is its content, as DeerFlow's readability step keeps the article rather than the
+ * navigation around it: its one `<main>` element, else its one `<article>`, else the whole page (several of either
+ * say nothing about which one matters).
+ */
+export const mainContent = (html: string): string => {
+  for (const tag of ["main", "article"]) {
+    const opens = openings(html, tag)
+    if (opens.length !== 1) continue
+    let close = -1
+    let closeLength = 0
+    for (const match of html.matchAll(new RegExp(`</${tag}\\s*>`, "gi"))) {
+      close = match.index
+      closeLength = match[0].length
+    }
+    if (close > opens[0]!) return html.slice(opens[0], close + closeLength)
+  }
+  return html
+}
+
 const mimeOf = (contentType: string | undefined): string => (contentType ?? "").split(";")[0]!.trim().toLowerCase()
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|javascript|x-javascript|ld\+json|rss\+xml|atom\+xml|x-yaml|yaml))/
@@ -93,7 +123,12 @@ export const pageText = (
       const html = DocumentConverter.decodeHtml(response.body)
       title = htmlTitle(html)
       const converted = yield* Effect.try({
-        try: () => DocumentConverter.htmlToMarkdown(html),
+        try: () => {
+          const main = mainContent(html)
+          const content = DocumentConverter.htmlToMarkdown(main)
+          // an empty main element: the page's content is elsewhere
+          return main !== html && content.trim() === "" ? DocumentConverter.htmlToMarkdown(html) : content
+        },
         catch: (cause) => cause
       }).pipe(Effect.either)
       if (converted._tag === "Left") {

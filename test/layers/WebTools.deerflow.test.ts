@@ -2,10 +2,11 @@
  * The web tools configured as DeerFlow configures them, over real HTTP against loopback servers playing the
  * providers. Mirrors `test_ddg_search_tools.py` (the entry's `max_results`, `region` and `safesearch` reach the
  * search; `backend`, a DDGS library setting, has no meaning for DuckDuckGo's own endpoint and is named as not
- * read), `test_searxng_client.py` (the entry's `max_results` caps what a SearXNG instance answers) and
- * `test_jina_client.py` (a refused fetch is an `Error:` naming the status). The other providers of those files
- * (Serper, Brave, Exa, Firecrawl and InfoQuest search) are not Antler's: ToolAssembly.test.ts checks they are left
- * out with a warning, and their fetchers are served by Antler's own.
+ * read), `test_searxng_client.py` (the entry's `max_results` caps what a SearXNG instance answers),
+ * `test_jina_client.py` (a refused fetch is an `Error:` naming the status) and `test_readability.py` (the page's
+ * article is what the model reads, not the navigation around it: here its one main element). The other providers
+ * of those files (Serper, Brave, Exa, Firecrawl and InfoQuest search) are not Antler's: ToolAssembly.test.ts checks
+ * they are left out with a warning, and their fetchers are served by Antler's own.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -131,5 +132,48 @@ describe("web_fetch configured as DeerFlow's Jina AI tool", () => {
       const result = yield* call(fetch, { url: `${site.url}/busy` })
       assert.strictEqual(result.status, "error")
       assert.match(result.text, /^Error: .*429/)
+    }))
+})
+
+describe("web_fetch reads the page's content, as DeerFlow's readability step does", () => {
+  const page = (body: string) =>
+    `<!doctype html><html><head><title>Velvet season</title></head><body>
+    <nav><a href="/">Home</a> <a href="/shop">SHOP-LINK</a></nav>${body}
+    <footer>COOKIE-BANNER and copyright</footer></body></html>`
+
+  it.scoped("the one main element (else the one article) alone; several, or an empty one: the whole page", () =>
+    Effect.gen(function*() {
+      const pages: Record<string, string> = {
+        "/main": page("<MAIN class=\"post\"><h1>Antlers</h1><p>They are shed every winter.</p></Main >"),
+        "/article": page("<div><article><h2>Moose</h2><p>The largest deer.</p></article></div>"),
+        "/two": page("<article><p>First story.</p></article><article><p>Second story.</p></article>"),
+        "/empty": page("<main></main><div><p>Content outside main.</p></div>")
+      }
+      const site = yield* HttpServer.start((req, res) => HttpServer.reply(res, 200, pages[req.url] ?? ""))
+      const { assembly } = yield* assemble([{
+        name: "web_fetch",
+        use: "deerflow.community.jina_ai.tools:web_fetch_tool",
+        allow_private_addresses: ["127.0.0.1"]
+      }])
+      const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
+      const read = (path: string) => Effect.map(call(fetch, { url: `${site.url}${path}` }), (r) => r.text)
+
+      const main = yield* read("/main")
+      assert.strictEqual(
+        main,
+        `# Velvet season\n\nURL: ${site.url}/main\n\n# Antlers\n\nThey are shed every winter.\n`
+      )
+      const article = yield* read("/article")
+      assert.include(article, "## Moose\n\nThe largest deer.")
+      for (const text of [main, article]) {
+        assert.notInclude(text, "SHOP-LINK")
+        assert.notInclude(text, "COOKIE-BANNER")
+      }
+      for (const [path, content] of [["/two", "Second story."], ["/empty", "Content outside main."]] as const) {
+        const whole = yield* read(path)
+        assert.include(whole, content)
+        assert.include(whole, "SHOP-LINK", `${path}: the whole page`)
+        assert.include(whole, "COOKIE-BANNER")
+      }
     }))
 })
