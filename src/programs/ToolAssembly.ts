@@ -79,6 +79,7 @@ const FETCHERS: Readonly<Record<string, string>> = {
   exa: "Exa",
   groundroute: "GroundRoute",
   fastcrw: "fastCRW",
+  tavily: "Tavily extract",
   browserless: "Browserless; pages that need JavaScript come back without it",
   crawl4ai: "Crawl4AI; pages that need JavaScript come back without it"
 }

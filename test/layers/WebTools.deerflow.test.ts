@@ -119,6 +119,25 @@ describe("web_search configured as DeerFlow's SearXNG tool", () => {
     }))
 })
 
+describe("web_fetch configured as DeerFlow's Tavily tool", () => {
+  it.scoped("is served by Antler's fetcher (Tavily's extract API is not called); its api_key is named unread", () =>
+    Effect.gen(function*() {
+      const site = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, "<p>Velvet grows in spring.</p>"))
+      const { assembly } = yield* assemble([{
+        name: "web_fetch",
+        use: "deerflow.community.tavily.tools:web_fetch_tool",
+        api_key: "tvly-not-needed",
+        allow_private_addresses: ["127.0.0.1"]
+      }])
+      assert.deepStrictEqual(assembly.warnings, ["tools[0] (web_fetch): keys not used by Antler (ignored): api_key"])
+      assert.include(assembly.entries.find((e) => e.name === "web_fetch")!.note!, "instead of DeerFlow's Tavily")
+      const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
+      const result = yield* call(fetch, { url: `${site.url}/velvet` })
+      assert.include(result.text, "Velvet grows in spring.")
+      assert.deepStrictEqual(site.requests.map((r) => r.url), ["/velvet"])
+    }))
+})
+
 describe("web_fetch configured as DeerFlow's Jina AI tool", () => {
   it.scoped("a page refused with 429 is an Error: result naming the status", () =>
     Effect.gen(function*() {
