@@ -328,7 +328,8 @@ const SAFE_SEARCH = { on: "1", moderate: "-1", off: "-2" } as const
 /**
  * DuckDuckGo (no key): web results from `POST {base}/html/` (default base `https://html.duckduckgo.com`),
  * images from `{imagesBase}/i.js` (default `https://duckduckgo.com`). Both take `base_url` in tests. A `region`
- * and `safesearch` (DeerFlow's keys) are sent as DuckDuckGo's `kl` and `kp` (`l` and `p` for images).
+ * and `safesearch` (DeerFlow's keys) are sent as DuckDuckGo's `kl` and `kp` (`l` and `p` for images), the image
+ * filters the model gives (size, type, layout) in its `f`.
  */
 export const duckduckgo = (connection: Connection): Service => {
   const htmlBase = connection.baseUrl ?? "https://html.duckduckgo.com"
@@ -349,7 +350,7 @@ export const duckduckgo = (connection: Connection): Service => {
         }),
         (response) => parseDdgHtml(new TextDecoder().decode(response.body), max)
       ),
-    images: (query, max) =>
+    images: (query, max, filters = {}) =>
       Effect.gen(function*() {
         const page = yield* call("DuckDuckGo", connection, {
           url: join(imagesBase, `/?${new URLSearchParams({ q: query, iax: "images", ia: "images" })}`)
@@ -367,7 +368,15 @@ export const duckduckgo = (connection: Connection): Service => {
           o: "json",
           q: query,
           vqd,
-          f: ",,,,,",
+          // time, size, color, type, layout, license
+          f: [
+            "",
+            filters.size !== undefined ? `size:${filters.size}` : "",
+            "",
+            filters.type_image !== undefined ? `type:${filters.type_image}` : "",
+            filters.layout !== undefined ? `layout:${filters.layout}` : "",
+            ""
+          ].join(","),
           p: connection.safesearch === "off" ? "-1" : "1"
         })
         const answer = yield* Effect.flatMap(

@@ -200,8 +200,23 @@ export const SearchArgs = Schema.Struct({
 
 /** The arguments of `image_search`. */
 export const ImageSearchArgs = Schema.Struct({
-  query: Schema.String.annotations({ description: "What the images should show." })
+  query: Schema.String.annotations({
+    description: "Search keywords describing the images you want to find. Be specific for better results (e.g., " +
+      "\"Japanese woman street photography 1990s\" instead of just \"woman\")."
+  }),
+  size: Schema.optional(Schema.NullOr(Schema.Literal("Small", "Medium", "Large", "Wallpaper"))).annotations({
+    description: "Image size filter. Use \"Large\" for reference images."
+  }),
+  type_image: Schema.optional(Schema.NullOr(Schema.Literal("photo", "clipart", "gif", "transparent", "line")))
+    .annotations({ description: "Image type filter. Use \"photo\" for realistic references." }),
+  layout: Schema.optional(Schema.NullOr(Schema.Literal("Square", "Tall", "Wide"))).annotations({
+    description: "Layout filter. Choose based on your generation needs."
+  })
 })
+
+/** What `image_search` tells the model to do with its results (DeerFlow's `usage_hint`). */
+export const IMAGE_USAGE_HINT =
+  "Use the 'image_url' values as reference images in image generation. Download them first if needed."
 
 const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${tool} failed: ${error.message}.`
 
@@ -231,17 +246,33 @@ export const imageSearch = (
 ): Tool.Tool =>
   Tool.make({
     name: "image_search",
-    description: `Search the web for images (${provider.name}) and return up to ${maxResults} of them with ` +
-      "their image and thumbnail URLs, e.g. as references before generating an image.",
+    // DeerFlow's guidance (its image_search docstring), with the provider and the number of results
+    description: `Search for images online (${provider.name}; up to ${maxResults} results, with their image, ` +
+      "thumbnail and page URLs). Use this tool BEFORE image generation to find reference images for characters, " +
+      "portraits, objects, scenes, or any content requiring visual accuracy.\n\n**When to use:**\n" +
+      "- Before generating character/portrait images: search for similar poses, expressions, styles\n" +
+      "- Before generating specific objects/products: search for accurate visual references\n" +
+      "- Before generating scenes/locations: search for architectural or environmental references\n" +
+      "- Before generating fashion/clothing: search for style and detail references\n\n" +
+      "The returned image URLs can be used as reference images in image generation to significantly improve quality.",
     parameters: ImageSearchArgs,
     handler: (args) => {
       const query = args.query.trim()
       if (query === "") return Effect.succeed("Error: image_search needs a non-empty query.")
-      return provider.images(query, maxResults).pipe(
+      const filters = {
+        size: args.size ?? undefined,
+        type_image: args.type_image ?? undefined,
+        layout: args.layout ?? undefined
+      }
+      return provider.images(query, maxResults, filters).pipe(
         Effect.map((results) =>
           results.length === 0
             ? `No images found for: ${clean(query, 300)}`
-            : JSON.stringify({ query: clean(query, 300), total_results: results.length, results }, null, 2)
+            : JSON.stringify(
+              { query: clean(query, 300), total_results: results.length, results, usage_hint: IMAGE_USAGE_HINT },
+              null,
+              2
+            )
         ),
         Effect.catchTag("SearchError", (error) => Effect.succeed(searchFailed("image_search", error)))
       )

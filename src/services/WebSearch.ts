@@ -30,6 +30,16 @@ export class SearchError extends Schema.TaggedError<SearchError>()("SearchError"
   message: Schema.String
 }) {}
 
+/**
+ * Filters the model may give `image_search` (DeerFlow's `size`, `type_image`, `layout`); a provider without them
+ * ignores them.
+ */
+export interface ImageFilters {
+  readonly size?: "Small" | "Medium" | "Large" | "Wallpaper" | undefined
+  readonly type_image?: "photo" | "clipart" | "gif" | "transparent" | "line" | undefined
+  readonly layout?: "Square" | "Tall" | "Wide" | undefined
+}
+
 /** A search provider. */
 export interface Service {
   /** Its name, as users know it (`Tavily`, `SearXNG`). */
@@ -37,7 +47,11 @@ export interface Service {
   readonly search: (query: string, maxResults: number) => Effect.Effect<ReadonlyArray<SearchResult>, SearchError>
   /** Image search, when the provider has it. */
   readonly images?:
-    | ((query: string, maxResults: number) => Effect.Effect<ReadonlyArray<ImageResult>, SearchError>)
+    | ((
+      query: string,
+      maxResults: number,
+      filters?: ImageFilters
+    ) => Effect.Effect<ReadonlyArray<ImageResult>, SearchError>)
     | undefined
 }
 

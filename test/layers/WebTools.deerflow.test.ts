@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as WebTools from "../../src/layers/WebTools.js"
 import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
 import { AppConfigService } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -92,6 +93,41 @@ describe("web_search configured as DeerFlow's DuckDuckGo tool", () => {
       assert.deepStrictEqual(issues.map((i) => i.path), ["tools[0].safesearch", "tools[1].region"])
       assert.include(issues[1]!.message, "expected a region such as us-en, cn-zh or wt-wt")
       assert.include(assembly.warnings, "tools[2] (web_search): keys not used by Antler (ignored): region")
+    }))
+})
+
+describe("image_search configured as DeerFlow's DuckDuckGo image tool", () => {
+  it.scoped("the model's size, type and layout filters reach DuckDuckGo; the results carry DeerFlow's usage_hint", () =>
+    Effect.gen(function*() {
+      const ddg = yield* HttpServer.start((req, res) =>
+        req.url.startsWith("/i.js")
+          ? HttpServer.reply(res, 200, JSON.stringify({
+            results: [{
+              title: "Moose",
+              image: "https://img.example.org/m.jpg",
+              thumbnail: "https://img.example.org/t.jpg"
+            }]
+          }), "application/json")
+          : HttpServer.reply(res, 200, "<script>vqd=\"4-123456789\";</script>"))
+      const { assembly } = yield* assemble([{
+        name: "image_search",
+        use: "deerflow.community.image_search.tools:image_search_tool",
+        base_url: ddg.url
+      }])
+      const images = assembly.tools.find((t) => t.name === "image_search")!
+      assert.include(Tool.definition(images).description, "Use this tool BEFORE image generation")
+      const result = yield* call(images, { query: "moose", size: "Large", type_image: "photo", layout: "Wide" })
+      const parsed = JSON.parse(result.text)
+      assert.strictEqual(parsed.usage_hint, WebTools.IMAGE_USAGE_HINT)
+      assert.include(parsed.usage_hint, "Use the 'image_url' values as reference images in image generation")
+      assert.strictEqual(parsed.results[0].image_url, "https://img.example.org/m.jpg")
+      const query = (n: number) => new URL(ddg.requests.filter((r) => r.url.startsWith("/i.js"))[n]!.url, "http://x")
+      assert.strictEqual(query(0).searchParams.get("f"), ",size:Large,,type:photo,layout:Wide,")
+      yield* call(images, { query: "moose", size: null })
+      assert.strictEqual(query(1).searchParams.get("f"), ",,,,,")
+      const refused = yield* call(images, { query: "moose", size: "Huge" })
+      assert.strictEqual(refused.status, "error")
+      assert.include(refused.text, "size")
     }))
 })
 
