@@ -34,7 +34,7 @@ const DEFAULT_FETCH = { timeoutMs: 10_000, maxBytes: 5 * 1024 * 1024, maxRedirec
 
 /** The arguments of `web_fetch`. */
 export const FetchArgs = Schema.Struct({
-  url: Schema.String.annotations({ description: "The http:// or https:// URL of the page to read." })
+  url: Schema.String.annotations({ description: "The URL to fetch the contents of." })
 })
 
 /** The `<title>` of an HTML page, if it has one. */
@@ -172,9 +172,16 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
     : SafeHttp.publicOnly(Array.isArray(allow) ? allow : undefined)
   return Tool.make({
     name: "web_fetch",
-    description: "Fetch a web page (or a text, PDF or Office document on the web) and return its content as " +
-      "Markdown, with its title and final URL. Use it to read a page found with web_search, or a URL the user " +
-      `gave. Only public http(s) addresses can be read; the fetch gives up after ${Math.round(timeoutMs / 1000)} s.`,
+    // DeerFlow's guidance (its fetchers' docstring) after what Antler's fetcher returns
+    description: "Fetch the contents of a web page at a given URL (or of a text, PDF or Office document on the " +
+      "web) and return them as Markdown, with the page's title and final URL.\n" +
+      "Only fetch EXACT URLs that have been provided directly by the user or have been returned in results from " +
+      "the web_search and web_fetch tools.\n" +
+      "This tool can NOT access content that requires authentication, such as private Google Docs or pages behind " +
+      "login walls.\nDo NOT add www. to URLs that do NOT have them.\n" +
+      "URLs must include the schema: https://example.com is a valid URL while example.com is an invalid URL.\n" +
+      (allow === true ? "" : "Only public addresses can be read. ") +
+      `The fetch gives up after ${Math.round(timeoutMs / 1000)} s.`,
     parameters: FetchArgs,
     handler: (args) =>
       SafeHttp.request({ url: args.url.trim(), timeoutMs, maxBytes, maxRedirects, policy }).pipe(

@@ -168,6 +168,10 @@ describe("web_fetch configured as DeerFlow's Tavily tool", () => {
       assert.deepStrictEqual(assembly.warnings, ["tools[0] (web_fetch): keys not used by Antler (ignored): api_key"])
       assert.include(assembly.entries.find((e) => e.name === "web_fetch")!.note!, "instead of DeerFlow's Tavily")
       const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
+      const described = Tool.definition(fetch).description
+      assert.include(described, "Only fetch EXACT URLs that have been provided directly by the user or have been " +
+        "returned in results from the web_search and web_fetch tools.")
+      assert.include(described, "Do NOT add www. to URLs that do NOT have them.")
       const result = yield* call(fetch, { url: `${site.url}/velvet` })
       assert.include(result.text, "Velvet grows in spring.")
       assert.deepStrictEqual(site.requests.map((r) => r.url), ["/velvet"])
