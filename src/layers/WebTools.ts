@@ -202,7 +202,9 @@ export const webFetch = (options: FetchOptions = {}): Tool.Tool => {
 
 /** The arguments of `web_search`. */
 export const SearchArgs = Schema.Struct({
-  query: Schema.String.annotations({ description: "What to search the web for." })
+  query: Schema.String.annotations({
+    description: "Search keywords describing what you want to find. Be specific for better results."
+  })
 })
 
 /** The arguments of `image_search`. */
@@ -231,8 +233,9 @@ const searchFailed = (tool: string, error: WebSearch.SearchError) => `Error: ${t
 export const webSearch = (provider: WebSearch.Service, maxResults = 5): Tool.Tool =>
   Tool.make({
     name: "web_search",
-    description: `Search the web (${provider.name}) and return up to ${maxResults} results as a JSON list of ` +
-      "{title, url, snippet}. Read a promising result in full with web_fetch, and cite the pages you use.",
+    description: "Search the web for information. Use this tool to find current information, news, articles, and " +
+      `facts from the internet (${provider.name}; up to ${maxResults} results, as a JSON list of {title, url, ` +
+      "snippet}). Read a promising result in full with web_fetch, and cite the pages you use.",
     parameters: SearchArgs,
     handler: (args) => {
       const query = args.query.trim()

@@ -60,6 +60,7 @@ describe("web_search configured as DeerFlow's DuckDuckGo tool", () => {
         "tools[0] (web_search): keys not used by Antler (ignored): backend"
       ])
       const search = assembly.tools.find((t) => t.name === "web_search")!
+      assert.include(Tool.definition(search).description, "Use this tool to find current information, news, articles")
       const result = yield* call(search, { query: "世界杯新闻 2026" })
       assert.strictEqual(result.status, "success")
       assert.deepStrictEqual(JSON.parse(result.text).map((r: { url: string }) => r.url), [
