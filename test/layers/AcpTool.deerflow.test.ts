@@ -1,14 +1,16 @@
 /**
  * `invoke_acp_agent` as DeerFlow's tests pin it, in the words the model reads. Mirrors
  * `test_invoke_acp_agent_tool.py` (the tool's description, the unknown agent's error, the missing command's
- * install guidance for `mcode` and for a `codex` CLI that does not speak ACP) and `test_acp_config.py` (whose
- * decoding checks are in AcpWorkspace.test.ts; the hung agent's timeout is in scenarios/AcpAgents.test.ts).
+ * install guidance for `mcode` and for a `codex` CLI that does not speak ACP, the answer to a permission request)
+ * and `test_acp_config.py` (whose decoding checks are in AcpWorkspace.test.ts, its reload case in
+ * gateway/AcpReload.deerflow.test.ts; the hung agent's timeout is in scenarios/AcpAgents.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as AcpClient from "../../src/layers/acp/Client.js"
 import * as AcpTool from "../../src/layers/AcpTool.js"
 import { AcpAgentsConfig } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
@@ -86,4 +88,24 @@ describe("invoke_acp_agent in DeerFlow's words", () => {
           "update acp_agents.other.command in config.yaml."
       )
     }))
+})
+
+describe("an ACP agent's permission request, as DeerFlow answers it", () => {
+  const option = (optionId: string, kind: "allow_once" | "allow_always" | "reject_once" | "reject_always") =>
+    ({ optionId, name: optionId, kind })
+
+  it("approving prefers allow_once; with no allow option, or without approval, it is refused", () => {
+    const all = [option("deny", "reject_once"), option("always", "allow_always"), option("once", "allow_once")]
+    assert.deepStrictEqual(
+      AcpClient.permissionOutcome(all, true),
+      { outcome: { outcome: "selected", optionId: "once" } }
+    )
+    assert.deepStrictEqual(
+      AcpClient.permissionOutcome([option("deny", "reject_once"), option("always", "allow_always")], true),
+      { outcome: { outcome: "selected", optionId: "always" } }
+    )
+    const refusals = [option("deny", "reject_once"), option("deny-forever", "reject_always")]
+    assert.deepStrictEqual(AcpClient.permissionOutcome(refusals, true), { outcome: { outcome: "cancelled" } })
+    assert.deepStrictEqual(AcpClient.permissionOutcome(all, false), { outcome: { outcome: "cancelled" } })
+  })
 })

@@ -175,7 +175,8 @@ const spawn = (inv: Invocation): Effect.Effect<Running, AcpError> =>
     })
   })
 
-const permissionOutcome = (
+/** The answer to an agent's permission request: `allow_once`, else `allow_always`, when approving; else refused. */
+export const permissionOutcome = (
   options: ReadonlyArray<Acp.PermissionOption>,
   approve: boolean
 ): Acp.RequestPermissionResponse => {
