@@ -160,7 +160,10 @@ export const FetchSettings = Schema.Struct({
 /** Keys a configured `web_search` / `image_search` reads. */
 export const SearchSettings = Schema.Struct({
   provider: Schema.optional(Schema.Literal(...PROVIDERS)),
-  max_results: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(1, 20))),
+  // a number written as text too (a `$VAR` from the environment is), as DeerFlow's tools coerce it
+  max_results: Schema.optional(
+    Schema.Union(Schema.Number, Schema.NumberFromString).pipe(Schema.int(), Schema.between(1, 20))
+  ),
   api_key: Schema.optional(Schema.String),
   base_url: Schema.optional(HttpUrl),
   timeout: Schema.optional(Seconds),

@@ -133,7 +133,7 @@ describe("image_search configured as DeerFlow's DuckDuckGo image tool", () => {
 })
 
 describe("web_search configured as DeerFlow's SearXNG tool", () => {
-  it.scoped("max_results caps what the instance answers (it may answer more)", () =>
+  it.scoped("max_results, a number as text too (a $VAR), caps what the instance answers (it may answer more)", () =>
     Effect.gen(function*() {
       const searx = yield* HttpServer.start((_, res) =>
         HttpServer.reply(res, 200, JSON.stringify({
@@ -147,7 +147,7 @@ describe("web_search configured as DeerFlow's SearXNG tool", () => {
         name: "web_search",
         use: "deerflow.community.searxng.tools:web_search_tool",
         base_url: searx.url,
-        max_results: 3
+        max_results: "3"
       }])
       const search = assembly.tools.find((t) => t.name === "web_search")!
       const results = JSON.parse((yield* call(search, { query: "test query" })).text)
