@@ -67,6 +67,12 @@ export const CONFIG_FILE = "config.yaml"
 export const MAX_SOUL_BYTES = 128 * 1024
 
 /**
+ * The most agents one user may have: each holds up to 1 MiB of settings, `MAX_SOUL_BYTES` of soul and a memory of
+ * its own, so without a bound one gateway user could fill the disk every user shares (DeerFlow has none).
+ */
+export const MAX_AGENTS_PER_USER = 100
+
+/**
  * Per-agent model settings. Another key (`top_p`) is an error, as in DeerFlow: the agent would otherwise run
  * without a setting its author believes it has.
  */
@@ -105,7 +111,7 @@ export interface CustomAgent {
 
 /** A custom agent that cannot be used. */
 export class AgentError extends Schema.TaggedError<AgentError>()("AgentError", {
-  reason: Schema.Literal("invalid_name", "not_found", "invalid_config", "legacy", "io"),
+  reason: Schema.Literal("invalid_name", "not_found", "invalid_config", "legacy", "too_many", "io"),
   name: Schema.String,
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
@@ -296,6 +302,19 @@ export const list = (home: string, userId: string): Effect.Effect<
 // ---------------------------------------------------------------------------------------------------------
 // Writing
 
+/** Fails when the user has `MAX_AGENTS_PER_USER` agents (their folders, staging ones left out) already. */
+const roomFor = (home: string, userId: string, name: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const entries = yield* Effect.orElseSucceed(fs.readDirectory(agentsDir(home, userId)), (): Array<string> => [])
+    if (entries.filter((entry) => !entry.startsWith(".")).length < MAX_AGENTS_PER_USER) return
+    return yield* new AgentError({
+      reason: "too_many",
+      name,
+      message: `The agent ${name} was not created: a user has at most ${MAX_AGENTS_PER_USER} agents; delete one first`
+    })
+  })
+
 /** Writes a file whole: a temporary file next to it, then a rename over it. */
 export const writeAtomic = (
   file: string,
@@ -367,6 +386,7 @@ export const save = (
         })
       )
     }
+    if (!(yield* isDir(yield* FileSystem.FileSystem, where.dir))) yield* roomFor(home, userId, name)
     // (a write once started is not interrupted: it would leave a staging directory or a temporary file behind)
     return yield* Effect.uninterruptible(Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem

@@ -32,3 +32,12 @@ export const resumesOf = (record: RunRecord | undefined): number => {
 
 /** A cursor as the attempt whose first event is `first` reads it: one from an earlier attempt is `first - 1`. */
 export const cursorIn = (cursor: number, first: number): number => (cursor > 0 && cursor < first ? first - 1 : cursor)
+
+/**
+ * An event id as a client sends it back (`Last-Event-ID`): decimal digits naming a safe integer; undefined for any
+ * other text, which `Number` would also read (`0x10`, `1e3`, `0b1`, twenty digits rounded).
+ */
+export const parse = (text: string): number | undefined => {
+  const trimmed = text.trim()
+  return /^\d{1,16}$/.test(trimmed) && Number.isSafeInteger(Number(trimmed)) ? Number(trimmed) : undefined
+}

@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { RunRecord } from "../../services/ThreadStore.js"
+import * as EventIds from "./EventIds.js"
 import * as Protocol from "./Protocol.js"
 import * as RunRecords from "./RunRecords.js"
 import type { Reader } from "./RunBuffer.js"
@@ -37,8 +38,8 @@ export const parseCursor = (header: string | undefined): Cursor | undefined => {
   if (text === "") return { _tag: "now" }
   if (text === "-") return { _tag: "start" }
   const at = text.lastIndexOf(":")
-  const id = Number(text.slice(at + 1))
-  if (at <= 0 || text.slice(at + 1).trim() === "" || !Number.isInteger(id) || id < 0) return undefined
+  const id = EventIds.parse(text.slice(at + 1))
+  if (at <= 0 || id === undefined) return undefined
   return { _tag: "after", runId: text.slice(0, at), id }
 }
 

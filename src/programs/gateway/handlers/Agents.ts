@@ -99,6 +99,8 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
           case "invalid_name":
           case "invalid_config":
             return Effect.fail(fail("unprocessable", error.message))
+          case "too_many":
+            return Effect.fail(fail("conflict", `${error.message}.`))
           case "legacy":
             return Effect.fail(fail(
               "conflict",

@@ -25,6 +25,7 @@ import * as RunsApi from "../api/Runs.js"
 import { CurrentIdentity } from "../api/Security.js"
 import { DEFAULT_USER, type Identity } from "../Auth.js"
 import * as Body from "../Body.js"
+import * as EventIds from "../EventIds.js"
 import * as Fork from "../Fork.js"
 import * as Protocol from "../Protocol.js"
 import * as RunRecords from "../RunRecords.js"
@@ -289,8 +290,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           // kept event, as DeerFlow's gateway replays an id it has not sent from the earliest it keeps
           const cursor = lastEventId === undefined || lastEventId.trim() === "" || lastEventId.trim() === "-1"
             ? 0
-            : Number(lastEventId)
-          if (!Number.isInteger(cursor) || cursor < 0) {
+            : EventIds.parse(lastEventId)
+          if (cursor === undefined) {
             return yield* fail(
               "bad_request",
               `Last-Event-ID must be an event id of this run, got ${JSON.stringify(lastEventId)}.`
