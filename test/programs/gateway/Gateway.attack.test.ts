@@ -93,3 +93,54 @@ describe("a Last-Event-ID that is no event id", () => {
     assert.deepStrictEqual(ThreadStream.parseCursor("run-1:16"), { _tag: "after", runId: "run-1", id: 16 })
   })
 })
+
+// a thread's metadata and title are answered with each thread of a search: 40 threads of 15 MB metadata made a
+// search a 500 (RangeError: Invalid string length) after the gateway's memory grew by 1.7 GB building it
+describe("what every search answers", () => {
+  const huge = { x: "a".repeat(15 * 1024 * 1024) }
+  const count = async (token: string) => (await (await call(token, "POST", "/threads/count", {})).json()) as number
+
+  it("a thread's metadata past 64 KiB is a 422 naming it, made or patched, and nothing is stored", async () => {
+    const before = await count(BOB)
+    const made = await call(BOB, "POST", "/threads", { metadata: huge })
+    assert.strictEqual(made.status, 422)
+    assert.match(await detail(made), /^metadata: .*15728648 bytes of JSON, more than the 65536 \(64 KiB\) metadata/)
+    assert.strictEqual(await count(BOB), before)
+    // one just within is kept; patches that would merge past the bound are refused, the thread's metadata kept
+    const within = { a: "b".repeat(40 * 1024) }
+    const thread = (await (await call(BOB, "POST", "/threads", { metadata: within })).json()) as any
+    assert.deepStrictEqual(thread.metadata, within)
+    const grown = await call(BOB, "PATCH", `/threads/${thread.thread_id}`, { metadata: { c: "d".repeat(40 * 1024) } })
+    assert.strictEqual(grown.status, 422)
+    assert.match(await detail(grown), /^metadata: the thread's metadata would be \d+ bytes of JSON, more than 65536/)
+    const after = (await (await call(BOB, "GET", `/threads/${thread.thread_id}`)).json()) as any
+    assert.deepStrictEqual(after.metadata, within)
+    // a patch that replaces a key stays within
+    const replaced = await call(BOB, "PATCH", `/threads/${thread.thread_id}`, { metadata: { a: "small" } })
+    assert.strictEqual(replaced.status, 200)
+  })
+
+  it("a run's metadata past 64 KiB is a 422, and no run starts", async () => {
+    const thread = (await (await call(BOB, "POST", "/threads", {})).json()) as any
+    for (const body of [{ metadata: huge }, { config: { metadata: huge } }]) {
+      const refused = await call(BOB, "POST", `/threads/${thread.thread_id}/runs`, {
+        assistant_id: "lead_agent",
+        input: Support.userInput("hello"),
+        ...body
+      })
+      assert.strictEqual(refused.status, 422)
+      assert.match(await detail(refused), /metadata: .*bytes of JSON, more than the 65536/)
+    }
+    assert.deepStrictEqual(await (await call(BOB, "GET", `/threads/${thread.thread_id}/runs`)).json(), [])
+  })
+
+  it("a title set through the state is bounded as a run's input.title", async () => {
+    const thread = (await (await call(BOB, "POST", "/threads", {})).json()) as any
+    const state = `/threads/${thread.thread_id}/state`
+    const refused = await call(BOB, "POST", state, { values: { title: "t".repeat(1001) } })
+    assert.strictEqual(refused.status, 422)
+    assert.strictEqual(await detail(refused), "values.title: at most 1000 characters.")
+    const taken = await call(BOB, "POST", state, { values: { title: "t".repeat(1000) } })
+    assert.strictEqual(taken.status, 200)
+  })
+})

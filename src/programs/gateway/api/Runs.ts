@@ -12,7 +12,7 @@ import { StopReason } from "../../../services/RunEvents.js"
 import { RunId, RunPath, ThreadPath } from "./Ids.js"
 import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
-import { BodyRefusals, JsonRecord, QueryValue, selectOf, ThreadNotFound } from "./Threads.js"
+import { BodyRefusals, JsonRecord, QueryValue, selectOf, StoredMetadata, ThreadNotFound } from "./Threads.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests
@@ -54,7 +54,7 @@ export const RunConfig = Schema.Struct({
   recursion_limit: Schema.optional(Schema.NullOr(Schema.Number)),
   configurable: Schema.optional(Schema.NullOr(JsonRecord)),
   context: Schema.optional(Schema.NullOr(JsonRecord)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(StoredMetadata)),
   tags: Schema.optional(Schema.Unknown)
 })
 
@@ -68,7 +68,7 @@ export const RunCreate = Schema.Struct({
   command: Schema.optional(Schema.NullOr(Schema.Struct({ resume: Schema.optional(Schema.Unknown) }))),
   config: Schema.optional(Schema.NullOr(RunConfig)),
   context: Schema.optional(Schema.NullOr(JsonRecord)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(StoredMetadata)),
   stream_mode: Schema.optional(Schema.NullOr(StreamModes)),
   stream_subgraphs: Schema.optional(Schema.NullOr(Schema.Boolean)),
   stream_resumable: Schema.optional(Schema.NullOr(Schema.Boolean)),

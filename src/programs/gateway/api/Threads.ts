@@ -15,6 +15,22 @@ import { Authentication, NoBody } from "./Security.js"
 /** A JSON object of any fields. */
 export const JsonRecord = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
+/**
+ * The most bytes of JSON a thread's or a run's `metadata` holds: it is stored, copied into each run of the thread
+ * and answered with every thread of a search, so one of megabytes would make a search of a hundred threads larger
+ * than the server can build (LangGraph has no bound).
+ */
+export const MAX_METADATA_BYTES = 64 * 1024
+
+/** `metadata` as it is stored: a JSON object of at most `MAX_METADATA_BYTES`. */
+export const StoredMetadata = JsonRecord.pipe(
+  Schema.filter((record) => {
+    const size = Buffer.byteLength(JSON.stringify(record) ?? "")
+    return size <= MAX_METADATA_BYTES ||
+      `${size} bytes of JSON, more than the ${MAX_METADATA_BYTES} (64 KiB) metadata may hold`
+  })
+)
+
 /** A query parameter as sent: once, or repeated. */
 export const QueryValue = Schema.Union(Schema.String, Schema.Array(Schema.String))
 
@@ -63,12 +79,12 @@ export const ThreadNotFound = refusal(404, "No such thread (of this user)")
 /** `POST /threads` */
 export const ThreadCreate = Schema.Struct({
   thread_id: Schema.optional(Schema.NullOr(Schema.String)),
-  metadata: Schema.optional(Schema.NullOr(JsonRecord)),
+  metadata: Schema.optional(Schema.NullOr(StoredMetadata)),
   if_exists: Schema.optional(Schema.NullOr(Schema.Literal("raise", "do_nothing")))
 })
 
 /** `PATCH /threads/{id}` */
-export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(JsonRecord)) })
+export const ThreadPatch = Schema.Struct({ metadata: Schema.optional(Schema.NullOr(StoredMetadata)) })
 
 /** The filters of a thread search and a count. */
 const threadFilters = {

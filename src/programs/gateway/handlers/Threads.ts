@@ -265,10 +265,20 @@ export const layer = (api: LangGraphApi) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             const threadId = path.thread_id
-            const stored = (yield* ownedThread(userId, threadId)).thread_id
+            const owned = yield* ownedThread(userId, threadId)
+            const stored = owned.thread_id
             const request = yield* Body.json(Threads.ThreadPatch)
             // pinning or unpinning a chat is no activity on it: its place among the others stays (as DeerFlow's)
             const patch = request.metadata ?? {}
+            // (patches merge: what they make is bounded as what one sets)
+            const merged = Buffer.byteLength(JSON.stringify({ ...owned.metadata, ...patch }))
+            if (merged > Threads.MAX_METADATA_BYTES) {
+              return yield* fail(
+                "unprocessable",
+                `metadata: the thread's metadata would be ${merged} bytes of JSON, more than ` +
+                  `${Threads.MAX_METADATA_BYTES} (64 KiB), the most metadata may hold.`
+              )
+            }
             const pinOnly = Object.keys(patch).length > 0 && Object.keys(patch).every((key) => key === PINNED)
             yield* Effect.mapError(store.patchMetadata(stored, patch, { touch: !pinOnly }), storeFailed)
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
@@ -375,6 +385,10 @@ export const layer = (api: LangGraphApi) =>
             )
             if (Either.isLeft(decoded)) {
               return yield* fail("unprocessable", `values: ${describeParseError(decoded.left)}`)
+            }
+            // (a title is answered with every thread of a search: bounded as a run's `input.title`)
+            if ((decoded.right.title?.length ?? 0) > Protocol.MAX_INPUT_TITLE) {
+              return yield* fail("unprocessable", `values.title: at most ${Protocol.MAX_INPUT_TITLE} characters.`)
             }
             const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
             if (rawMessages !== undefined) {
