@@ -431,7 +431,21 @@ export const mcpSecrets = (
 export const toolSecrets = (
   app: AppConfigService["Type"]
 ): Effect.Effect<ReadonlyArray<string>, never, FileSystem.FileSystem> =>
-  Effect.map(mcpSecrets(app), (mcp) => [...ToolAssembly.secrets(app.config), ...mcp])
+  Effect.map(mcpSecrets(app), (mcp) => [...configSecrets(app.config), ...mcp])
+
+/**
+ * The secrets of `config.yaml` besides the models': the tools' keys (`ToolAssembly.secrets`) and the values under
+ * secret-named keys of the guards' module configuration (`guardrails.provider.config`, each
+ * `safety_finish_reason.detectors` entry's `config`: a policy service's key), which a failing provider's words may
+ * hold; the guard puts them in the refused call's result, which the model reads and the user is shown.
+ */
+export const configSecrets = (config: AppConfigService["Type"]["config"]): ReadonlyArray<string> => [
+  ...ToolAssembly.secrets(config),
+  ...Redact.namedSecrets([
+    config.guardrails.provider?.config,
+    ...(config.safety_finish_reason.detectors ?? []).map((entry) => entry.config)
+  ])
+]
 
 /**
  * The app's MCP connections, from the `extensions_config.json` found beside its `config.yaml` (see

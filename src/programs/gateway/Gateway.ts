@@ -38,7 +38,6 @@ import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as Factory from "../Factory.js"
 import * as StaleUploads from "../StaleUploads.js"
-import * as ToolAssembly from "../ToolAssembly.js"
 import * as AccountStore from "./accounts/AccountStore.js"
 import * as LoginLimiter from "./accounts/LoginLimiter.js"
 import * as Api from "./Api.js"
@@ -147,7 +146,7 @@ const watch = (
   prepare: (app) =>
     Effect.gen(function*() {
       const choice = yield* Either.mapLeft(reload.choose(app.config), (error) => error.message)
-      redact.learn([...App.redactor(choice.models).secrets, ...ToolAssembly.secrets(app.config)])
+      redact.learn([...App.redactor(choice.models).secrets, ...App.configSecrets(app.config)])
       const model = yield* Effect.mapError(App.modelService(choice), (error) => error.message)
       return { models: choice.models, model }
     })
@@ -281,7 +280,7 @@ export const layer = (options: Options) => {
   const host = options.host ?? gateway.host
   const port = options.port ?? gateway.port
   // (growing: the MCP servers' secrets join it at the start, and those of servers added while the gateway runs)
-  const configured = [...secrets(app.config), ...ToolAssembly.secrets(app.config)]
+  const configured = [...secrets(app.config), ...App.configSecrets(app.config)]
   // (one given as growing is the one taught: its other holders, the process's logs, hide what it learns)
   const redact = Redact.growingOf(options.redact ?? App.redactor(options.choice.models, {}, configured))
 
