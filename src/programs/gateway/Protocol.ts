@@ -176,6 +176,22 @@ export const inputTitle = (input: unknown): Either.Either<string | undefined, st
 }
 
 /**
+ * The most bytes of JSON of a run's `input` besides its `messages` (its `title`, keys Antler does not read): they
+ * are stored with the run (`kwargs`) and answered with each run of a list, where keys of megabytes made a list of
+ * a thread's runs larger than the server can build.
+ */
+export const MAX_INPUT_EXTRA_BYTES = 64 * 1024
+
+/** Why a run's `input` besides its messages is too large to keep, if it is. */
+export const inputExtraProblem = (input: unknown): string | undefined => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
+  const { messages: _messages, ...rest } = input as Record<string, unknown>
+  const size = Buffer.byteLength(JSON.stringify(rest))
+  return size <= MAX_INPUT_EXTRA_BYTES ? undefined : `input: ${size} bytes of JSON besides its messages, more than ` +
+    `${MAX_INPUT_EXTRA_BYTES} (64 KiB), the most a run keeps.`
+}
+
+/**
  * The messages of a run as the thread should get them: a lone human message while a clarification question
  * is pending becomes its answer (as the CLI does; DeerFlow's UI marks the answer itself), keeping the client's
  * id; `command.resume` answers the pending question too.

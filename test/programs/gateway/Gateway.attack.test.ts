@@ -134,6 +134,30 @@ describe("what every search answers", () => {
     assert.deepStrictEqual(await (await call(BOB, "GET", `/threads/${thread.thread_id}/runs`)).json(), [])
   })
 
+  // (40 runs with a 15 MB key beside their messages made the thread's run list a 500, the gateway 1.7 GB larger)
+  it("a run's input besides its messages past 64 KiB is a 422, and no run is kept", async () => {
+    const thread = (await (await call(BOB, "POST", "/threads", {})).json()) as any
+    const refused = await call(BOB, "POST", `/threads/${thread.thread_id}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { ...Support.userInput("hi"), junk: huge.x }
+    })
+    assert.strictEqual(refused.status, 422)
+    assert.strictEqual(
+      await detail(refused),
+      "input: 15728651 bytes of JSON besides its messages, more than 65536 (64 KiB), the most a run keeps."
+    )
+    assert.deepStrictEqual(await (await call(BOB, "GET", `/threads/${thread.thread_id}/runs`)).json(), [])
+    // a stateless run and a cron are refused alike; a small key beside the messages is taken
+    assert.strictEqual((await call(BOB, "POST", "/runs/wait", { input: { junk: huge.x } })).status, 422)
+    const cron = await call(BOB, "POST", "/runs/crons", { schedule: "0 0 * * *", input: { junk: "j".repeat(70_000) } })
+    assert.strictEqual(cron.status, 422)
+    const taken = await call(BOB, "POST", `/threads/${thread.thread_id}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { ...Support.userInput("hi"), note: "small" }
+    })
+    assert.strictEqual(taken.status, 200)
+  })
+
   it("a title set through the state is bounded as a run's input.title", async () => {
     const thread = (await (await call(BOB, "POST", "/threads", {})).json()) as any
     const state = `/threads/${thread.thread_id}/state`
