@@ -176,19 +176,25 @@ export const inputTitle = (input: unknown): Either.Either<string | undefined, st
 }
 
 /**
- * The most bytes of JSON of a run's `input` besides its `messages` (its `title`, keys Antler does not read): they
- * are stored with the run (`kwargs`) and answered with each run of a list, where keys of megabytes made a list of
- * a thread's runs larger than the server can build.
+ * The most bytes of JSON of what a run keeps besides its messages (`kwargs`): its `input` besides `messages` (its
+ * `title`, keys Antler does not read), its `context` and its `config` (`configurable`, `context`, `metadata`...).
+ * They are answered with each run of a list, where runs with megabytes of them made a list of a thread's runs
+ * larger than the server can build.
  */
-export const MAX_INPUT_EXTRA_BYTES = 64 * 1024
+export const MAX_RUN_EXTRA_BYTES = 128 * 1024
 
-/** Why a run's `input` besides its messages is too large to keep, if it is. */
-export const inputExtraProblem = (input: unknown): string | undefined => {
-  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined
-  const { messages: _messages, ...rest } = input as Record<string, unknown>
-  const size = Buffer.byteLength(JSON.stringify(rest))
-  return size <= MAX_INPUT_EXTRA_BYTES ? undefined : `input: ${size} bytes of JSON besides its messages, more than ` +
-    `${MAX_INPUT_EXTRA_BYTES} (64 KiB), the most a run keeps.`
+/** Why what a run keeps besides its messages is too large, if it is. */
+export const runExtraProblem = (request: {
+  readonly input?: unknown
+  readonly context?: unknown
+  readonly config?: unknown
+}): string | undefined => {
+  const input = typeof request.input === "object" && request.input !== null && !Array.isArray(request.input)
+    ? { ...(request.input as Record<string, unknown>), messages: undefined }
+    : request.input
+  const size = Buffer.byteLength(JSON.stringify({ input, context: request.context, config: request.config }))
+  return size <= MAX_RUN_EXTRA_BYTES ? undefined : `input (besides its messages), context and config: ${size} bytes ` +
+    `of JSON, more than ${MAX_RUN_EXTRA_BYTES} (128 KiB), the most a run keeps.`
 }
 
 /**

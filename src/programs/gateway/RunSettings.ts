@@ -63,7 +63,7 @@ export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared
   if (Either.isLeft(messages)) return refuse("unprocessable", messages.left)
   const title = Protocol.inputTitle(request.input)
   if (Either.isLeft(title)) return refuse("unprocessable", title.left)
-  const extra = Protocol.inputExtraProblem(request.input)
+  const extra = Protocol.runExtraProblem(request)
   if (extra !== undefined) return refuse("unprocessable", extra)
   // (`config.context` over `context`, as DeerFlow's `build_run_config` merges the request's context into it)
   const settings: Record<string, unknown> = Factory.mergeRuntime(

@@ -135,25 +135,33 @@ describe("what every search answers", () => {
   })
 
   // (40 runs with a 15 MB key beside their messages made the thread's run list a 500, the gateway 1.7 GB larger)
-  it("a run's input besides its messages past 64 KiB is a 422, and no run is kept", async () => {
+  it("what a run keeps besides its messages past 128 KiB is a 422, and no run is kept", async () => {
     const thread = (await (await call(BOB, "POST", "/threads", {})).json()) as any
-    const refused = await call(BOB, "POST", `/threads/${thread.thread_id}/runs/wait`, {
-      assistant_id: "lead_agent",
-      input: { ...Support.userInput("hi"), junk: huge.x }
-    })
-    assert.strictEqual(refused.status, 422)
-    assert.strictEqual(
-      await detail(refused),
-      "input: 15728651 bytes of JSON besides its messages, more than 65536 (64 KiB), the most a run keeps."
-    )
+    const runs = `/threads/${thread.thread_id}/runs/wait`
+    const big = "j".repeat(140 * 1024)
+    for (const extra of [
+      { input: { ...Support.userInput("hi"), junk: huge.x } },
+      { input: Support.userInput("hi"), context: { junk: big } },
+      { input: Support.userInput("hi"), config: { configurable: { junk: big } } },
+      { input: Support.userInput("hi"), config: { context: { junk: big } } },
+      { input: Support.userInput("hi"), config: { tags: [big] } }
+    ]) {
+      const refused = await call(BOB, "POST", runs, { assistant_id: "lead_agent", ...extra })
+      assert.strictEqual(refused.status, 422, Object.keys(extra).join())
+      assert.match(
+        await detail(refused),
+        /^input \(besides its messages\), context and config: \d+ bytes of JSON, more than 131072 \(128 KiB\)/
+      )
+    }
     assert.deepStrictEqual(await (await call(BOB, "GET", `/threads/${thread.thread_id}/runs`)).json(), [])
     // a stateless run and a cron are refused alike; a small key beside the messages is taken
-    assert.strictEqual((await call(BOB, "POST", "/runs/wait", { input: { junk: huge.x } })).status, 422)
-    const cron = await call(BOB, "POST", "/runs/crons", { schedule: "0 0 * * *", input: { junk: "j".repeat(70_000) } })
+    assert.strictEqual((await call(BOB, "POST", "/runs/wait", { input: { junk: big } })).status, 422)
+    const cron = await call(BOB, "POST", "/runs/crons", { schedule: "0 0 * * *", input: { junk: big } })
     assert.strictEqual(cron.status, 422)
-    const taken = await call(BOB, "POST", `/threads/${thread.thread_id}/runs/wait`, {
+    const taken = await call(BOB, "POST", runs, {
       assistant_id: "lead_agent",
-      input: { ...Support.userInput("hi"), note: "small" }
+      input: { ...Support.userInput("hi"), note: "small" },
+      context: { note: "small" }
     })
     assert.strictEqual(taken.status, 200)
   })
