@@ -68,6 +68,9 @@ const SCHEMA = [
 /** Whether a failed statement broke a UNIQUE constraint (an email taken). */
 const isUnique = (error: SqlError) => String((error.cause as { code?: unknown } | undefined)?.code).includes("UNIQUE")
 
+/** The most sessions an account keeps open: a sign-in past them ends the oldest (DeerFlow's JWTs are not kept). */
+export const MAX_SESSIONS_PER_ACCOUNT = 100
+
 /** The store over `{home}/accounts.db` (created when missing); closed with the scope. */
 export const open = (home: string, sessionDays: number) =>
   Effect.gen(function*() {
@@ -128,6 +131,12 @@ export const open = (home: string, sessionDays: number) =>
         yield* db.executeRaw(
           "INSERT INTO sessions (token_hash, account_id, csrf_hash, expires_at) VALUES (?, ?, ?, ?)",
           [digest(token), accountId, digest(csrf), now + lifetimeMs]
+        )
+        // an account keeps its newest sessions only: signing in without end would fill the file
+        yield* db.executeRaw(
+          "DELETE FROM sessions WHERE account_id = ? AND rowid NOT IN " +
+            "(SELECT rowid FROM sessions WHERE account_id = ? ORDER BY rowid DESC LIMIT ?)",
+          [accountId, accountId, MAX_SESSIONS_PER_ACCOUNT]
         )
         return { token, csrf } satisfies OpenedSession
       })
