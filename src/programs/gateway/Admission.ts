@@ -6,6 +6,10 @@
  * thread from a run that was accepted. Once the turn has its place the renewing stops: the turn renews its own
  * lease as it runs (`Run`). A run cancelled while it waits leaves the line; one cancelled as its place came
  * passes the place on.
+ *
+ * `gateway.max_active_runs_per_user` is the same rule for each user's own runs, before the process's: a user past
+ * it waits in a line of their own, holding none of the process's places, so one user starting runs without end
+ * delays only their own runs.
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -15,8 +19,14 @@ import * as FiberId from "effect/FiberId"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Run from "../Run.js"
 
-/** Wraps a run's turn so that it runs only when it has a place. */
-export type Admit = (threadId: string, runId: string) => <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+/** Wraps a run's turn (of the user's) so that it runs only when it has a place. */
+export type Admit = (
+  threadId: string,
+  runId: string,
+  userId: string
+) => <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+type Places = <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /** At most `size` holders at once, handed out first come, first served. */
 const places = (size: number) => {
@@ -49,15 +59,40 @@ const places = (size: number) => {
     )
 }
 
-/** Admission to at most `maxActiveRuns` turns at once; absent: every turn runs at once. */
+/** At most `size` holders at once for each user, a user's line kept only while the user has runs in it. */
+const placesByUser = (size: number) => {
+  const users = new Map<string, { readonly places: Places; holders: number }>()
+  return (userId: string): Places => (turn) =>
+    Effect.suspend(() => {
+      let entry = users.get(userId)
+      if (entry === undefined) users.set(userId, entry = { places: places(size), holders: 0 })
+      const held = entry
+      held.holders++
+      return Effect.ensuring(
+        held.places(turn),
+        Effect.sync(() => {
+          if (--held.holders === 0) users.delete(userId)
+        })
+      )
+    })
+}
+
+/**
+ * Admission to at most `maxActiveRuns` turns at once, and `maxPerUser` of one user's; absent: no such limit (both
+ * absent: every turn runs at once).
+ */
 export const make = (
   store: ThreadStore["Type"],
-  maxActiveRuns: number | undefined
+  maxActiveRuns: number | undefined,
+  maxPerUser?: number | undefined
 ): Effect.Effect<Admit> =>
   Effect.sync(() => {
-    if (maxActiveRuns === undefined) return () => (turn) => turn
-    const withPlace = places(maxActiveRuns)
-    return (threadId, runId) => (turn) => {
+    if (maxActiveRuns === undefined && maxPerUser === undefined) return () => (turn) => turn
+    const process: Places = maxActiveRuns === undefined ? (turn) => turn : places(maxActiveRuns)
+    const ofUser = maxPerUser === undefined ? undefined : placesByUser(maxPerUser)
+    const withPlace = (userId: string): Places =>
+      ofUser === undefined ? process : (turn) => ofUser(userId)(process(turn))
+    return (threadId, runId, userId) => (turn) => {
       const renewing = Run.takeLease(store, threadId, runId).pipe(
         Effect.ignore,
         Effect.delay(Run.LEASE_TTL_MS / 3),
@@ -65,7 +100,7 @@ export const make = (
       )
       return Effect.scoped(Effect.gen(function*() {
         const renewer = yield* Effect.forkScoped(renewing)
-        return yield* withPlace(Effect.zipRight(Fiber.interrupt(renewer), turn))
+        return yield* withPlace(userId)(Effect.zipRight(Fiber.interrupt(renewer), turn))
       }))
     }
   })

@@ -310,6 +310,7 @@ export const layer = (options: Options) => {
     heartbeatSeconds: gateway.heartbeat_seconds,
     defaultModel: options.choice.name,
     maxActiveRuns: gateway.max_active_runs ?? undefined,
+    maxActiveRunsPerUser: gateway.max_active_runs_per_user ?? undefined,
     redact,
     traced
   }

@@ -201,7 +201,7 @@ export const execute = (
       hasGoal: () => made.projector.state().goal !== null
     }, turnOf, request.messages, listener.onEvent).pipe(
       Effect.provideService(RunHandover, { requested: () => handingOver }),
-      admitted(request.threadId, runId)
+      admitted(request.threadId, runId, request.userId)
     )
     // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
     // waiting for its place never starts). Whatever stops it (a client, the server stopping), the run is

@@ -99,6 +99,8 @@ export interface Options {
   readonly defaultModel?: string | undefined
   /** Runs executing at once; the others wait (`pending`) for a place. Absent: no limit. */
   readonly maxActiveRuns?: number | undefined
+  /** Runs of one user executing at once; the user's others wait (`pending`). Absent: no limit. */
+  readonly maxActiveRunsPerUser?: number | undefined
   /** What never leaves the server (secrets in streamed events). */
   readonly redact?: Redact.Redactor | undefined
   /** Runs its fibers with this wrapper (a trace root span). */

@@ -157,6 +157,12 @@ export const GatewayConfig = Schema.Struct({
    * `pending`, its stream open, until a run ends; a cancelled one never starts. Absent or null: no limit.
    */
   max_active_runs: Schema.optional(Schema.NullOr(PositiveInt)),
+  /**
+   * Runs of one user executing at once: past it the user's run is accepted and waits `pending` in a line of the
+   * user's own, holding none of `max_active_runs`' places, so one user's runs never crowd out the others'. Absent
+   * or null: no limit.
+   */
+  max_active_runs_per_user: Schema.optional(Schema.NullOr(PositiveInt)),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
   /** Per-user quotas on threads and on the bytes of their files (see `QuotasConfig`). */

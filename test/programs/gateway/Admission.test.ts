@@ -128,12 +128,12 @@ describe("a run waiting for its place, on the TestClock", () => {
       const store = MemoryThreadStore.make()
       const admit = yield* Admission.make(store, 1)
       const release = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(admit("t1", "r1")(Deferred.await(release)))
+      const first = yield* Effect.fork(admit("t1", "r1", "alice")(Deferred.await(release)))
       yield* Effect.yieldNow()
       // the second run was accepted: its lease taken at T0, as the manager does
       assert.isUndefined(yield* Run.takeLease(store, "t2", "r2"))
       let ran = false
-      const second = yield* Effect.fork(admit("t2", "r2")(Effect.sync(() => (ran = true))))
+      const second = yield* Effect.fork(admit("t2", "r2", "alice")(Effect.sync(() => (ran = true))))
       yield* TestClock.adjust(Run.LEASE_TTL_MS * 3)
       assert.isFalse(ran, "it waits while the place is taken")
       assert.strictEqual(yield* blocker(store, "t2"), "r2", "three lease lives later, the thread is still its")
@@ -150,7 +150,7 @@ describe("a run waiting for its place, on the TestClock", () => {
     Effect.gen(function*() {
       const admit = yield* Admission.make(MemoryThreadStore.make(), undefined)
       const turn = Effect.succeed("ran")
-      assert.strictEqual(admit("t", "r")(turn), turn)
+      assert.strictEqual(admit("t", "r", "alice")(turn), turn)
     }))
 
   /** Lets the forked fibers run until they wait. */
@@ -161,8 +161,8 @@ describe("a run waiting for its place, on the TestClock", () => {
       const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
       const release = yield* Deferred.make<void>()
       const order: Array<string> = []
-      const turn = (name: string) => admit(name, `run-${name}`)(Effect.sync(() => order.push(name)))
-      const holder = yield* Effect.fork(admit("h", "run-h")(Deferred.await(release)))
+      const turn = (name: string) => admit(name, `run-${name}`, "alice")(Effect.sync(() => order.push(name)))
+      const holder = yield* Effect.fork(admit("h", "run-h", "alice")(Deferred.await(release)))
       yield* settle
       const waiting: Array<Fiber.RuntimeFiber<number>> = []
       for (const name of ["a", "b", "c"]) {
@@ -181,11 +181,11 @@ describe("a run waiting for its place, on the TestClock", () => {
       const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
       const release = yield* Deferred.make<void>()
       const ran: Array<string> = []
-      const holder = yield* Effect.fork(admit("h", "run-h")(Deferred.await(release)))
+      const holder = yield* Effect.fork(admit("h", "run-h", "alice")(Deferred.await(release)))
       yield* settle
-      const dropped = yield* Effect.fork(admit("d", "run-d")(Effect.sync(() => ran.push("dropped"))))
+      const dropped = yield* Effect.fork(admit("d", "run-d", "alice")(Effect.sync(() => ran.push("dropped"))))
       yield* settle
-      const next = yield* Effect.fork(admit("n", "run-n")(Effect.sync(() => ran.push("next"))))
+      const next = yield* Effect.fork(admit("n", "run-n", "alice")(Effect.sync(() => ran.push("next"))))
       yield* settle
       yield* Fiber.interrupt(dropped)
       yield* Deferred.succeed(release, undefined)
@@ -194,9 +194,9 @@ describe("a run waiting for its place, on the TestClock", () => {
       assert.deepStrictEqual(ran, ["next"])
       // one place still, neither lost nor doubled: of two turns, the second waits for the first
       const gate = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(admit("x", "run-x")(Deferred.await(gate)))
+      const first = yield* Effect.fork(admit("x", "run-x", "alice")(Deferred.await(gate)))
       yield* settle
-      const second = yield* Effect.fork(admit("y", "run-y")(Effect.sync(() => ran.push("second"))))
+      const second = yield* Effect.fork(admit("y", "run-y", "alice")(Effect.sync(() => ran.push("second"))))
       yield* settle
       assert.deepStrictEqual(ran, ["next"])
       yield* Deferred.succeed(gate, undefined)
@@ -226,7 +226,7 @@ describe("a run waiting for its place, on the TestClock", () => {
             started.push(i)
             most = Math.max(most, ++running)
           }).pipe(Effect.zipRight(Effect.sleep(t.ms)), Effect.ensuring(Effect.sync(() => running--)))
-          fibers.push(yield* Effect.fork(admit(`t${i}`, `r${i}`)(body)))
+          fibers.push(yield* Effect.fork(admit(`t${i}`, `r${i}`, "alice")(body)))
           yield* settle
         }
         const cancelled = new Set<number>()
@@ -249,4 +249,70 @@ describe("a run waiting for its place, on the TestClock", () => {
       }),
     { fastCheck: { numRuns: 60 } }
   )
+
+  it.effect.prop(
+    "max_active_runs_per_user: never more of one user's turns at once than it, nor more in all than the process's; " +
+      "every turn runs, each user's in the order asked",
+    [
+      FC.integer({ min: 1, max: 3 }),
+      FC.option(FC.integer({ min: 1, max: 4 }), { nil: undefined }),
+      FC.array(FC.record({ user: FC.constantFrom("alice", "bob", "carol"), ms: FC.integer({ min: 0, max: 40 }) }), {
+        minLength: 1,
+        maxLength: 14
+      })
+    ],
+    ([perUser, limit, turns]) =>
+      Effect.gen(function*() {
+        const admit = yield* Admission.make(MemoryThreadStore.make(), limit, perUser)
+        const running = new Map<string, number>()
+        let all = 0
+        let most = 0
+        let mostOfOne = 0
+        const started: Array<number> = []
+        const fibers = yield* Effect.forEach(turns, (t, i) => {
+          const body = Effect.sync(() => {
+            started.push(i)
+            const mine = (running.get(t.user) ?? 0) + 1
+            running.set(t.user, mine)
+            mostOfOne = Math.max(mostOfOne, mine)
+            most = Math.max(most, ++all)
+          }).pipe(
+            Effect.zipRight(Effect.sleep(t.ms)),
+            Effect.ensuring(Effect.sync(() => (all--, running.set(t.user, running.get(t.user)! - 1))))
+          )
+          return Effect.zipLeft(Effect.fork(admit(`t${i}`, `r${i}`, t.user)(body)), settle)
+        })
+        yield* TestClock.adjust(turns.length * 50 + 100)
+        for (const fiber of fibers) yield* Fiber.join(fiber)
+        assert.isAtMost(mostOfOne, perUser)
+        if (limit !== undefined) assert.isAtMost(most, limit)
+        assert.strictEqual(all, 0)
+        assert.deepStrictEqual([...started].sort((a, b) => a - b), turns.map((_, i) => i))
+        for (const user of ["alice", "bob", "carol"]) {
+          const mine = turns.flatMap((t, i) => (t.user === user ? [i] : []))
+          assert.deepStrictEqual(started.filter((i) => turns[i]!.user === user), mine)
+        }
+      }),
+    { fastCheck: { numRuns: 60 } }
+  )
+
+  it.effect("a user past max_active_runs_per_user waits in a line of their own: another user's run goes first", () =>
+    Effect.gen(function*() {
+      const admit = yield* Admission.make(MemoryThreadStore.make(), 2, 1)
+      const release = yield* Deferred.make<void>()
+      const order: Array<string> = []
+      const holder = yield* Effect.fork(admit("a1", "run-a1", "alice")(Deferred.await(release)))
+      yield* settle
+      // alice's second run waits for her own place and takes none of the process's two
+      const second = yield* Effect.fork(admit("a2", "run-a2", "alice")(Effect.sync(() => order.push("alice"))))
+      yield* settle
+      const bob = yield* Effect.fork(admit("b1", "run-b1", "bob")(Effect.sync(() => order.push("bob"))))
+      yield* settle
+      assert.deepStrictEqual(order, ["bob"])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      yield* Fiber.join(second)
+      yield* Fiber.join(bob)
+      assert.deepStrictEqual(order, ["bob", "alice"])
+    }))
 })
