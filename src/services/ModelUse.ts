@@ -118,11 +118,16 @@ export const useProblem = (entry: {
   }
 }
 
+const VLLM = "deerflow.models.vllm_provider:VllmChatModel"
+const MINIMAX = "deerflow.models.patched_minimax:PatchedChatMiniMax"
+
 /**
  * DeerFlow's classes that send a model's reasoning (`reasoning_content`) back with its earlier answers, as their
- * servers ask in thinking mode (DeepSeek's, MiMo's and StepFun's: `restore_reasoning_content`).
+ * servers ask in thinking mode (DeepSeek's, MiMo's and StepFun's: `restore_reasoning_content`), and vLLM's, which
+ * wants it back for interleaved thinking (`VllmChatModel`, in the `reasoning` field: `reasoningReplayField`).
  */
 const REASONING_REPLAYED: ReadonlySet<string> = new Set([
+  VLLM,
   "deerflow.models.patched_deepseek:PatchedChatDeepSeek",
   "deerflow.models.patched_mimo:PatchedChatMiMo",
   "deerflow.models.patched_stepfun:PatchedChatStepFun"
@@ -131,6 +136,25 @@ const REASONING_REPLAYED: ReadonlySet<string> = new Set([
 /** Whether a model of class `use` gets its answers' reasoning back in later calls (see `REASONING_REPLAYED`). */
 export const replaysReasoning = (use: string | undefined): boolean =>
   use !== undefined && REASONING_REPLAYED.has(use.trim())
+
+/**
+ * The field an earlier answer's reasoning goes back in: vLLM's reasoning parsers read `reasoning` (DeerFlow's
+ * `VllmChatModel`), the others' servers `reasoning_content`.
+ */
+export const reasoningReplayField = (use: string | undefined): "reasoning_content" | "reasoning" =>
+  use?.trim() === VLLM ? "reasoning" : "reasoning_content"
+
+/**
+ * Whether every request asks for the reasoning apart from the answer (`reasoning_split: true`): MiniMax otherwise
+ * writes its thinking into the answer's text as `<think>` blocks (DeerFlow's `PatchedChatMiniMax`).
+ */
+export const splitsReasoning = (use: string | undefined): boolean => use?.trim() === MINIMAX
+
+/**
+ * Whether `chat_template_kwargs.thinking` is sent as `enable_thinking`, the flag vLLM's Qwen reasoning parser reads
+ * (DeerFlow's `VllmChatModel` renames the old spelling it once documented, so those configs keep working).
+ */
+export const enableThinkingKwarg = (use: string | undefined): boolean => use?.trim() === VLLM
 
 /** The endpoint of a class whose provider has a well-known one (DeepSeek), for entries without `base_url`. */
 export const defaultBaseUrl = (use: string | undefined): string | undefined => {

@@ -44,7 +44,10 @@ export const Chunk = Schema.Struct({
     delta: Schema.optional(Schema.NullOr(Schema.Struct({
       content: OptionalString,
       reasoning_content: OptionalString,
-      reasoning: OptionalString,
+      // vLLM's reasoning parsers send a text, some of them a structure (read as text: `reasoningText`)
+      reasoning: Schema.optional(Schema.Unknown),
+      // MiniMax's, with `reasoning_split: true`: `[{ type: "reasoning.text", text }]`
+      reasoning_details: Schema.optional(Schema.Unknown),
       tool_calls: Schema.optional(Schema.NullOr(Schema.Array(ToolCallDelta)))
     }))),
     finish_reason: Schema.optional(Schema.Unknown)
@@ -166,6 +169,43 @@ export const usageOf = (raw: unknown): UsageMetadata | undefined => {
 
 const stringOf = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
+/** How deep a structured reasoning value is read (deeper parts are left out). */
+const MAX_REASONING_DEPTH = 8
+
+/**
+ * A `reasoning` field as text, as DeerFlow's `VllmChatModel` reads it: a text as it is, a list's parts joined, an
+ * object's `text`, `content` or `reasoning`, anything else as JSON; nothing for null. Bounded in depth.
+ */
+export const reasoningText = (value: unknown, depth = 0): string | undefined => {
+  if (value === undefined || value === null) return undefined
+  if (typeof value === "string") return value
+  if (depth >= MAX_REASONING_DEPTH) return ""
+  if (Array.isArray(value)) return value.map((item) => reasoningText(item, depth + 1) ?? "").join("")
+  if (isRecord(value)) {
+    for (const key of ["text", "content", "reasoning"]) {
+      const field = value[key]
+      if (typeof field === "string") return field
+      if (field !== undefined && field !== null) {
+        const text = reasoningText(field, depth + 1)
+        if (text !== undefined && text !== "") return text
+      }
+    }
+  }
+  return valueDepth(value, MAX_REASONING_DEPTH) > MAX_REASONING_DEPTH ? "" : JSON.stringify(value) ?? ""
+}
+
+/**
+ * MiniMax's `reasoning_details` as text (DeerFlow's `PatchedChatMiniMax`): the `text` of each item, blank ones
+ * left out, joined by a blank line; nothing when there is none.
+ */
+export const reasoningDetailsText = (value: unknown): string | undefined => {
+  if (!Array.isArray(value)) return undefined
+  const parts = value.flatMap((item) =>
+    isRecord(item) && typeof item.text === "string" && item.text.trim() !== "" ? [item.text] : []
+  )
+  return parts.length === 0 ? undefined : parts.join("\n\n")
+}
+
 /** The first issues of a parse error, one line each with their path (a full tree can run to dozens of lines). */
 export const issuesText = (error: ParseResult.ParseError, max = 3): string => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
@@ -226,7 +266,8 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       const delta = choice.delta
       if (delta == null) continue
       if (delta.content != null && delta.content !== "") textDelta += delta.content
-      const thought = delta.reasoning_content ?? delta.reasoning
+      const thought = delta.reasoning_content ?? reasoningText(delta.reasoning) ??
+        reasoningDetailsText(delta.reasoning_details)
       if (thought != null && thought !== "") reasoningDelta += thought
       for (const part of delta.tool_calls ?? []) {
         const call = callFor(part.index, part.id)

@@ -52,6 +52,12 @@ export interface Options {
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
   /** Whether earlier answers are sent with their reasoning (`reasoning_content`; `ModelUse.replaysReasoning`). */
   readonly replayReasoning?: boolean | undefined
+  /** The field that reasoning goes back in (vLLM's `reasoning`). Default `reasoning_content`. */
+  readonly replayReasoningAs?: "reasoning_content" | "reasoning" | undefined
+  /** When `true`, every request asks for the reasoning apart from the text (MiniMax's `reasoning_split`). */
+  readonly reasoningSplit?: boolean | undefined
+  /** When `true`, `chat_template_kwargs.thinking` is sent as `enable_thinking` (vLLM's Qwen parser's flag). */
+  readonly enableThinkingKwarg?: boolean | undefined
   /** Fields sent with every request (`top_p`, `seed`, `stop`, ...), under the run's and the protocol's own. */
   readonly requestFields?: Readonly<Record<string, unknown>> | undefined
   /** Fields added to every request body (`model_kwargs`), under `extraBody`. */
@@ -138,6 +144,9 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       whenThinkingEnabled: options.whenThinkingEnabled,
       whenThinkingDisabled: options.whenThinkingDisabled,
       replayReasoning: options.replayReasoning,
+      replayReasoningAs: options.replayReasoningAs,
+      reasoningSplit: options.reasoningSplit,
+      enableThinkingKwarg: options.enableThinkingKwarg,
       requestFields: options.requestFields,
       modelKwargs: options.modelKwargs,
       reasoningEffort: options.reasoningEffort,
@@ -165,6 +174,9 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   whenThinkingEnabled: whenThinkingEnabled(config),
   whenThinkingDisabled: config.when_thinking_disabled ?? undefined,
   replayReasoning: ModelUse.replaysReasoning(config.use),
+  replayReasoningAs: ModelUse.reasoningReplayField(config.use),
+  reasoningSplit: ModelUse.splitsReasoning(config.use),
+  enableThinkingKwarg: ModelUse.enableThinkingKwarg(config.use),
   requestFields: ModelRequest.samplingOf(config),
   modelKwargs: config.model_kwargs ?? undefined,
   reasoningEffort: config.reasoning_effort,

@@ -38,7 +38,7 @@ export const readBody = async (
   return { text: new TextDecoder().decode(Buffer.concat(parts)).slice(0, limit), cut }
 }
 
-const ASSISTANT_FIELDS = ["content", "reasoning_content", "reasoning", "tool_calls"] as const
+const ASSISTANT_FIELDS = ["content", "reasoning_content", "reasoning", "reasoning_details", "tool_calls"] as const
 
 /**
  * What a non-stream body with status 2xx is: a whole (non-streamed) completion, turned into one chunk; an

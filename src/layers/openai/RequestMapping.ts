@@ -24,6 +24,12 @@ export interface ModelProfile {
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
   /** Whether earlier answers are sent with their reasoning, as `reasoning_content` (DeepSeek's, MiMo's servers). */
   readonly replayReasoning?: boolean | undefined
+  /** The field that reasoning goes back in (vLLM reads `reasoning`); default `reasoning_content`. */
+  readonly replayReasoningAs?: "reasoning_content" | "reasoning" | undefined
+  /** Ask for the reasoning apart from the text (`reasoning_split: true`, MiniMax's). */
+  readonly reasoningSplit?: boolean | undefined
+  /** Send `chat_template_kwargs.thinking` as `enable_thinking` (vLLM's Qwen reasoning parser reads that one). */
+  readonly enableThinkingKwarg?: boolean | undefined
   /** The model's own request fields (`top_p`, `seed`, `stop`, ...). */
   readonly requestFields?: Readonly<Record<string, unknown>> | undefined
   /** Fields added to every body (`model_kwargs`), under `extraBody`. */
@@ -131,7 +137,7 @@ export const normaliseArguments = (raw: string | null): string => {
   return "args" in parsed ? JSON.stringify(parsed.args) : "{}"
 }
 
-const assistantMessage = (original: AIMessage, replayReasoning: boolean): ChatMessage => {
+const assistantMessage = (original: AIMessage, replayAs: ReplayField | undefined): ChatMessage => {
   // Calls kept only in the raw provider payload are sent as calls (the parse DanglingToolCall counts with), so
   // their results never reach the provider without them.
   const message = M.parseRawToolCalls(original)
@@ -160,21 +166,30 @@ const assistantMessage = (original: AIMessage, replayReasoning: boolean): ChatMe
     })
   })
   // the answer's reasoning, when the server asks for it back (DeerFlow's restore_reasoning_content: any string kept)
-  const reasoning = replayReasoning ? original.additional_kwargs?.reasoning_content : undefined
-  const thought = typeof reasoning === "string" ? { reasoning_content: reasoning } : {}
+  const reasoning = replayAs !== undefined ? original.additional_kwargs?.reasoning_content : undefined
+  const thought = typeof reasoning === "string" && replayAs !== undefined ? { [replayAs]: reasoning } : {}
   if (calls.length === 0) return { role: "assistant", content: text, ...thought }
   return { role: "assistant", content: text === "" ? null : text, tool_calls: calls, ...thought }
 }
 
+/** The field an answer's reasoning goes back in, when it goes back. */
+type ReplayField = "reasoning_content" | "reasoning"
+
 /**
- * One state message as a Chat Completions message (an answer with its `reasoning_content` when `replayReasoning`).
+ * One state message as a Chat Completions message (an answer with its reasoning when `replayReasoning`, in the
+ * field `replayAs`).
  */
-export const toChatMessage = (message: Message, vision = true, replayReasoning = false): ChatMessage => {
+export const toChatMessage = (
+  message: Message,
+  vision = true,
+  replayReasoning = false,
+  replayAs: ReplayField = "reasoning_content"
+): ChatMessage => {
   switch (message.type) {
     case "human":
       return { role: "user", content: userContent(message.content, vision) as string }
     case "ai":
-      return assistantMessage(message, replayReasoning)
+      return assistantMessage(message, replayReasoning ? replayAs : undefined)
     case "tool":
       return { role: "tool", tool_call_id: message.tool_call_id, content: M.contentText(message.content) }
     case "system":
@@ -183,12 +198,17 @@ export const toChatMessage = (message: Message, vision = true, replayReasoning =
 }
 
 /** The Chat Completions messages of a request: the system prompt first, then the messages in order. */
-export const toChatMessages = (request: ModelRequest, vision = true, replayReasoning = false): Array<ChatMessage> => {
+export const toChatMessages = (
+  request: ModelRequest,
+  vision = true,
+  replayReasoning = false,
+  replayAs: ReplayField = "reasoning_content"
+): Array<ChatMessage> => {
   const out: Array<ChatMessage> = []
   if (request.systemPrompt !== undefined && request.systemPrompt !== "") {
     out.push({ role: "system", content: request.systemPrompt })
   }
-  for (const message of request.messages) out.push(toChatMessage(message, vision, replayReasoning))
+  for (const message of request.messages) out.push(toChatMessage(message, vision, replayReasoning, replayAs))
   return out
 }
 
@@ -199,6 +219,19 @@ export const toChatTools = (tools: ReadonlyArray<ToolDefinition>): Array<OpenAI.
     function: { name: tool.name, description: tool.description, parameters: tool.parameters }
   }))
 
+/**
+ * Body fields with `chat_template_kwargs.thinking` renamed `enable_thinking` (an `enable_thinking` already there
+ * wins), as DeerFlow's `VllmChatModel` sends them.
+ */
+export const withEnableThinking = (
+  body: Readonly<Record<string, unknown>> | undefined
+): Readonly<Record<string, unknown>> | undefined => {
+  const kwargs = body?.chat_template_kwargs
+  if (!isPlainObject(kwargs) || !("thinking" in kwargs)) return body
+  const { thinking, ...rest } = kwargs
+  return { ...body, chat_template_kwargs: { enable_thinking: thinking, ...rest } }
+}
+
 /** The streaming request body for a model call. */
 export const toChatRequest = (
   request: ModelRequest,
@@ -206,7 +239,8 @@ export const toChatRequest = (
 ): OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming => {
   const settings = request.settings
   const { extra_body: thinkingBody, ...thinking } = thinkingFields(profile, settings.thinkingEnabled)
-  const extraBody = isPlainObject(thinkingBody) ? deepMerge(profile.extraBody, thinkingBody) : profile.extraBody
+  const merged = isPlainObject(thinkingBody) ? deepMerge(profile.extraBody, thinkingBody) : profile.extraBody
+  const extraBody = profile.enableThinkingKwarg === true ? withEnableThinking(merged) : merged
   const maxTokens = settings.maxTokens ?? profile.maxTokens
   const temperature = settings.temperature ?? profile.temperature
   const effort = profile.supportsReasoningEffort === true ? settings.reasoningEffort : undefined
@@ -222,7 +256,13 @@ export const toChatRequest = (
     ...modelEffort,
     ...thinking,
     model: profile.model,
-    messages: toChatMessages(request, profile.supportsVision !== false, profile.replayReasoning === true),
+    ...(profile.reasoningSplit === true ? { reasoning_split: true } : {}),
+    messages: toChatMessages(
+      request,
+      profile.supportsVision !== false,
+      profile.replayReasoning === true,
+      profile.replayReasoningAs
+    ),
     stream: true,
     ...(profile.streamUsage === false ? {} : { stream_options: { include_usage: true } }),
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
