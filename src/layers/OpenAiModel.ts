@@ -23,7 +23,8 @@
  * This module is the public face: the layers and their options. The parts live in `openai/`: Config (options,
  * environment, client), RequestMapping (messages and settings as a Chat Completions request), ToolArguments
  * (bounded argument parsing), ChunkAccumulator (chunks into one message), ErrorClassification (anything thrown
- * as a `ModelError`), NonStreamBody (a 200 that is not a stream) and Streaming (one call, its watchdog, its span).
+ * as a `ModelError`), NonStreamBody (a 200 that is not a stream), MindIe (MindIE's dialect: tool calls as XML in
+ * the text) and Streaming (one call, its watchdog, its span).
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"

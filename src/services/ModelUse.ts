@@ -120,6 +120,7 @@ export const useProblem = (entry: {
 
 const VLLM = "deerflow.models.vllm_provider:VllmChatModel"
 const MINIMAX = "deerflow.models.patched_minimax:PatchedChatMiniMax"
+const MINDIE = "deerflow.models.mindie_provider:MindIEChatModel"
 
 /**
  * DeerFlow's classes that send a model's reasoning (`reasoning_content`) back with its earlier answers, as their
@@ -155,6 +156,19 @@ export const splitsReasoning = (use: string | undefined): boolean => use?.trim()
  * (DeerFlow's `VllmChatModel` renames the old spelling it once documented, so those configs keep working).
  */
 export const enableThinkingKwarg = (use: string | undefined): boolean => use?.trim() === VLLM
+
+/**
+ * Whether the model speaks MindIE's dialect (DeerFlow's `MindIEChatModel`): tool calls and results as XML in the
+ * text, no streamed answer when tools are offered (see `layers/openai/MindIe.ts`).
+ */
+export const speaksMindIe = (use: string | undefined): boolean => use?.trim() === MINDIE
+
+/**
+ * Seconds a call of this class may stay silent when its entry sets no timeout: MindIE's answer to a request with
+ * tools is not streamed, so nothing comes until it is whole (DeerFlow's `MindIEChatModel` reads for 900 s).
+ */
+export const defaultTimeoutSeconds = (use: string | undefined): number | undefined =>
+  speaksMindIe(use) ? 900 : undefined
 
 /** The endpoint of a class whose provider has a well-known one (DeepSeek), for entries without `base_url`. */
 export const defaultBaseUrl = (use: string | undefined): string | undefined => {

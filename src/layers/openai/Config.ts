@@ -58,6 +58,8 @@ export interface Options {
   readonly reasoningSplit?: boolean | undefined
   /** When `true`, `chat_template_kwargs.thinking` is sent as `enable_thinking` (vLLM's Qwen parser's flag). */
   readonly enableThinkingKwarg?: boolean | undefined
+  /** When `true`, the server speaks MindIE's dialect (tool calls as XML in the text; see `MindIe.ts`). */
+  readonly mindIe?: boolean | undefined
   /** Fields sent with every request (`top_p`, `seed`, `stop`, ...), under the run's and the protocol's own. */
   readonly requestFields?: Readonly<Record<string, unknown>> | undefined
   /** Fields added to every request body (`model_kwargs`), under `extraBody`. */
@@ -147,6 +149,7 @@ export const resolve = (options: Options): Effect.Effect<Resolved, ConfigError.C
       replayReasoningAs: options.replayReasoningAs,
       reasoningSplit: options.reasoningSplit,
       enableThinkingKwarg: options.enableThinkingKwarg,
+      mindIe: options.mindIe,
       requestFields: options.requestFields,
       modelKwargs: options.modelKwargs,
       reasoningEffort: options.reasoningEffort,
@@ -161,9 +164,7 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   baseURL: config.base_url ?? config.api_base ?? ModelUse.defaultBaseUrl(config.use),
   apiKey: config.api_key,
   model: config.model,
-  timeoutMs: (config.request_timeout ?? config.timeout) !== undefined
-    ? (config.request_timeout ?? config.timeout)! * 1000
-    : undefined,
+  timeoutMs: timeoutSecondsOf(config) !== undefined ? timeoutSecondsOf(config)! * 1000 : undefined,
   maxTokens: config.max_tokens,
   temperature: config.temperature,
   supportsVision: config.supports_vision,
@@ -177,11 +178,16 @@ export const optionsFromConfig = (config: ModelConfig): Options => ({
   replayReasoningAs: ModelUse.reasoningReplayField(config.use),
   reasoningSplit: ModelUse.splitsReasoning(config.use),
   enableThinkingKwarg: ModelUse.enableThinkingKwarg(config.use),
+  mindIe: ModelUse.speaksMindIe(config.use),
   requestFields: ModelRequest.samplingOf(config),
   modelKwargs: config.model_kwargs ?? undefined,
   reasoningEffort: config.reasoning_effort,
   streamUsage: config.stream_usage
 })
+
+/** The entry's timeout in seconds: `request_timeout`, else `timeout`, else its class's own default. */
+const timeoutSecondsOf = (config: ModelConfig): number | undefined =>
+  config.request_timeout ?? config.timeout ?? ModelUse.defaultTimeoutSeconds(config.use)
 
 /** `when_thinking_enabled` with DeerFlow's `thinking` shortcut merged into its `thinking` field. */
 const whenThinkingEnabled = (config: ModelConfig): Readonly<Record<string, unknown>> | undefined => {

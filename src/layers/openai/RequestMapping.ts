@@ -9,6 +9,7 @@ import type { ModelRequest, ToolDefinition } from "../../services/ModelService.j
 import type { AIMessage, Content, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import { THOUGHT_SIGNATURES } from "./ChunkAccumulator.js"
+import * as MindIe from "./MindIe.js"
 import { parseArguments } from "./ToolArguments.js"
 
 /** What a request is built with: the model id and its defaults and capabilities. */
@@ -30,6 +31,8 @@ export interface ModelProfile {
   readonly reasoningSplit?: boolean | undefined
   /** Send `chat_template_kwargs.thinking` as `enable_thinking` (vLLM's Qwen reasoning parser reads that one). */
   readonly enableThinkingKwarg?: boolean | undefined
+  /** The server speaks MindIE's dialect: messages as text, tool calls as XML, no stream when tools are offered. */
+  readonly mindIe?: boolean | undefined
   /** The model's own request fields (`top_p`, `seed`, `stop`, ...). */
   readonly requestFields?: Readonly<Record<string, unknown>> | undefined
   /** Fields added to every body (`model_kwargs`), under `extraBody`. */
@@ -247,6 +250,14 @@ export const toChatRequest = (
   const modelEffort = profile.supportsReasoningEffort === true && profile.reasoningEffort !== undefined
     ? { reasoning_effort: profile.reasoningEffort }
     : {}
+  const messages = toChatMessages(
+    request,
+    profile.supportsVision !== false,
+    profile.replayReasoning === true,
+    profile.replayReasoningAs
+  )
+  // MindIE drops the choices of a stream when tools are offered: such an answer comes whole
+  const whole = profile.mindIe === true && request.tools.length > 0
   // Provider fields first, then the model's own, then its thinking settings, so what the run asks for (and the
   // protocol's own fields) always win.
   return {
@@ -257,14 +268,9 @@ export const toChatRequest = (
     ...thinking,
     model: profile.model,
     ...(profile.reasoningSplit === true ? { reasoning_split: true } : {}),
-    messages: toChatMessages(
-      request,
-      profile.supportsVision !== false,
-      profile.replayReasoning === true,
-      profile.replayReasoningAs
-    ),
-    stream: true,
-    ...(profile.streamUsage === false ? {} : { stream_options: { include_usage: true } }),
+    messages: profile.mindIe === true ? MindIe.messages(messages) : messages,
+    ...(whole ? { stream: false } : { stream: true }),
+    ...(profile.streamUsage === false || whole ? {} : { stream_options: { include_usage: true } }),
     ...(request.tools.length > 0 ? { tools: toChatTools(request.tools) } : {}),
     ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     ...(temperature !== undefined ? { temperature } : {}),

@@ -17,6 +17,7 @@ import type { ChunkText } from "./ChunkAccumulator.js"
 import { accumulator, decodeChunk, issuesText } from "./ChunkAccumulator.js"
 import type { Resolved } from "./Config.js"
 import { toModelError } from "./ErrorClassification.js"
+import * as MindIe from "./MindIe.js"
 import { MAX_BODY_BYTES, nonStreamBody, readBody } from "./NonStreamBody.js"
 import { toChatRequest } from "./RequestMapping.js"
 import * as SseEvents from "./SseEvents.js"
@@ -155,7 +156,8 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         return Either.right(data)
       }
 
-      const add = (chunk: unknown): Effect.Effect<void, ModelError> => {
+      const add = (raw: unknown, whole = false): Effect.Effect<void, ModelError> => {
+        const chunk = resolved.mindIe === true ? MindIe.readChunk(raw, whole) : raw
         const decoded = decodeChunk(chunk)
         if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
         const delta = acc.add(decoded.right)
@@ -179,7 +181,7 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
           })
           const chunk = nonStreamBody(contentType, text, cut, where)
           if (Either.isLeft(chunk)) return yield* Effect.fail(chunk.left)
-          return yield* add(chunk.right)
+          return yield* add(chunk.right, true)
         }
         if (response.body === null) {
           return yield* Effect.fail(failWith(call)(new Error("Attempted to iterate over a response with no body")))
