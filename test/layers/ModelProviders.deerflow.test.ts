@@ -435,6 +435,27 @@ describe("MindIE (test_mindie_provider)", () => {
       assert.deepStrictEqual(sent[1], { role: "user", content: "<tool_response>\n2\n</tool_response>" })
     }))
 
+  // (an attack: a hostile server's answer of unclosed tags must not cost quadratic time)
+  it.scopedLive("an answer of a hundred thousand unclosed tags is read at once", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start([
+        "<tool_call><function=f>" + "<parameter=k>v".repeat(100_000) + "</function></tool_call>",
+        "<tool_call><function=g>" + "<parameter=".repeat(100_000) + "</tool_call>",
+        // (no call in it: the text stays as it came, as DeerFlow's)
+        "<tool_call>" + "<function=".repeat(100_000) + "</tool_call>after"
+      ])
+      const model = yield* models(server.url, [{ name: "mindie", use: MINDIE, model: "mindie-test" }])
+      const started = Date.now()
+      const seen = []
+      for (let i = 0; i < 3; i++) {
+        const { message } = yield* call(model, { ...request([M.human("q")]), tools: [calcTool] })
+        const text = M.contentText(message.content)
+        seen.push([text.length > 20 ? text.slice(-17) : text, message.tool_calls!.map((c) => [c.name, c.args])])
+      }
+      assert.deepStrictEqual(seen, [["", [["f", {}]]], ["", [["g", {}]]], ["</tool_call>after", []]])
+      assert.isBelow(Date.now() - started, 5_000)
+    }))
+
   it.scopedLive("a literal \\n the server over-escaped is a new line, except inside a code fence", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start([

@@ -118,6 +118,26 @@ const parameterValue = (raw: string): unknown => {
   return raw
 }
 
+/**
+ * The value of the first `<prefix…>` tag from `from` (what is between the prefix and the next `>`, which must come
+ * before any `<`) and where the tag ends. Read with `indexOf`, so a hostile answer costs linear time.
+ */
+const tagValue = (
+  text: string,
+  prefix: string,
+  from: number
+): { readonly value: string; readonly end: number } | undefined => {
+  for (let at = text.indexOf(prefix, from); at !== -1; at = text.indexOf(prefix, at + 1)) {
+    const start = at + prefix.length
+    // up to the `>`, or a `<` that starts another tag (each character is looked at once)
+    let close = start
+    while (close < text.length && text[close] !== ">" && text[close] !== "<") close++
+    if (close === text.length) return undefined
+    if (text[close] === ">" && close > start) return { value: text.slice(start, close).trim(), end: close + 1 }
+  }
+  return undefined
+}
+
 /** A tool call read from MindIE's text, in the protocol's shape (its arguments as a JSON text). */
 export interface XmlToolCall {
   readonly id: string
@@ -137,8 +157,8 @@ export const parseToolCalls = (text: string): { readonly text: string; readonly 
   for (const block of blocks(text)) {
     kept.push(text.slice(cursor, block.start))
     cursor = block.end
-    const name = /<function=([^>]+)>/.exec(block.inner)?.[1]
-    if (name === undefined) continue
+    const name = tagValue(block.inner, "<function=", 0)?.value
+    if (name === undefined || name === "") continue
     let own = ""
     let at = 0
     for (const nested of blocks(block.inner)) {
@@ -147,10 +167,14 @@ export const parseToolCalls = (text: string): { readonly text: string; readonly 
     }
     own += block.inner.slice(at)
     const args: Record<string, unknown> = {}
-    for (const param of own.matchAll(/<parameter=([^>]+)>([\s\S]*?)<\/parameter>/g)) {
-      const key = unescapeXml(param[1]!.trim())
-      if (key === "__proto__") continue
-      args[key] = parameterValue(unescapeXml(param[2]!.trim()))
+    for (let at = 0;;) {
+      const tag = tagValue(own, "<parameter=", at)
+      const close = tag === undefined ? -1 : own.indexOf("</parameter>", tag.end)
+      if (tag === undefined || close === -1) break
+      at = close + "</parameter>".length
+      const key = unescapeXml(tag.value.trim())
+      if (key === "" || key === "__proto__") continue
+      args[key] = parameterValue(unescapeXml(own.slice(tag.end, close).trim()))
     }
     const id = `call_${crypto.randomUUID().replace(/-/g, "").slice(0, 10)}`
     calls.push({ id, type: "function", function: { name: unescapeXml(name.trim()), arguments: JSON.stringify(args) } })
