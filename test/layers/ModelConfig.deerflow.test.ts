@@ -1,7 +1,8 @@
 /**
  * A `config.yaml` model entry as DeerFlow's users write it, loaded from a file and called through the real `openai`
  * client against a loopback server. Mirrors DeerFlow's test_model_config.py and test_model_factory.py (what of an
- * entry reaches the provider, api_base and base_url).
+ * entry reaches the provider, api_base and base_url), and test_config_version.py, test_logging_level_from_config.py
+ * and test_logging_config.py for the keys Antler does not read (docs/deerflow.md).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
@@ -73,6 +74,23 @@ describe("a model entry of config.yaml (test_model_config, test_model_factory)",
       assert.strictEqual(body!.model, "gpt-5")
       for (const key of ["pricing", "context_window", "use_responses_api", "output_version", "api_base"]) {
         assert.notProperty(body, key)
+      }
+    }))
+
+  // Antler ships no config.example.yaml to compare config_version with, and takes its log level from --log-level
+  it.effect("config_version (a number or a string), log_level and logging load, and are named as not read", () =>
+    Effect.gen(function*() {
+      for (const version of ["1", "\"1\"", "26"]) {
+        const loaded = yield* load(configFile([
+          `config_version: ${version}`,
+          "log_level: debug",
+          "logging:",
+          "  enhance: {enabled: true, format: json}",
+          "models:",
+          "  - {name: m, model: m}"
+        ]))
+        assert.deepStrictEqual(loaded.ignored, ["config_version", "log_level", "logging"])
+        assert.strictEqual(loaded.config.models[0]!.name, "m")
       }
     }))
 })
