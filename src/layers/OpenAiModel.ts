@@ -24,7 +24,7 @@
  * environment, client), RequestMapping (messages and settings as a Chat Completions request), ToolArguments
  * (bounded argument parsing), ChunkAccumulator (chunks into one message), ErrorClassification (anything thrown
  * as a `ModelError`), NonStreamBody (a 200 that is not a stream), MindIe (MindIE's dialect: tool calls as XML in
- * the text) and Streaming (one call, its watchdog, its span).
+ * the text), MiniMax (`<think>` blocks of a whole answer) and Streaming (one call, its watchdog, its span).
  */
 import type * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"

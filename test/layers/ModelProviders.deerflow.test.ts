@@ -124,6 +124,33 @@ describe("MiniMax (test_patched_minimax)", () => {
       assert.strictEqual(complete.message.content, "最终答案")
       assert.strictEqual(complete.message.additional_kwargs?.reasoning_content, "先分析问题，再给出答案。")
     }))
+
+  it.scopedLive("takes the <think> blocks out of a whole answer's text, as its reasoning", () =>
+    Effect.gen(function*() {
+      const inline = "<think>\n这是思考过程。\n</think>\n\n真正回答。"
+      const server = yield* ScriptedChatServer.start([
+        whole({ content: inline }),
+        whole({
+          content: "<think>inline</think>Answer.",
+          reasoning_details: [{ type: "reasoning.text", text: "split" }]
+        }),
+        whole({ content: inline })
+      ])
+      const model = yield* models(server.url, [
+        { name: "mm", use: MINIMAX, model: "MiniMax-M3" },
+        { name: "gpt", use: "langchain_openai:ChatOpenAI", model: "gpt-4o" }
+      ])
+      const seen = []
+      for (const name of ["mm", "mm", "gpt"]) {
+        const { message, text } = yield* call(model, request([M.human("q")], name))
+        seen.push([message.content, message.additional_kwargs?.reasoning_content, text])
+      }
+      assert.deepStrictEqual(seen, [
+        ["真正回答。", "这是思考过程。", "真正回答。"],
+        ["Answer.", "split\n\ninline", "Answer."],
+        [inline, undefined, inline]
+      ])
+    }))
 })
 
 describe("MiMo and StepFun (test_patched_mimo, test_patched_stepfun)", () => {

@@ -18,6 +18,7 @@ import { accumulator, decodeChunk, issuesText } from "./ChunkAccumulator.js"
 import type { Resolved } from "./Config.js"
 import { toModelError } from "./ErrorClassification.js"
 import * as MindIe from "./MindIe.js"
+import * as MiniMax from "./MiniMax.js"
 import { MAX_BODY_BYTES, nonStreamBody, readBody } from "./NonStreamBody.js"
 import { toChatRequest } from "./RequestMapping.js"
 import * as SseEvents from "./SseEvents.js"
@@ -157,7 +158,11 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       }
 
       const add = (raw: unknown, whole = false): Effect.Effect<void, ModelError> => {
-        const chunk = resolved.mindIe === true ? MindIe.readChunk(raw, whole) : raw
+        const chunk = resolved.mindIe === true
+          ? MindIe.readChunk(raw, whole)
+          : whole && resolved.reasoningSplit === true
+          ? MiniMax.readWholeChunk(raw)
+          : raw
         const decoded = decodeChunk(chunk)
         if (Either.isLeft(decoded)) return Effect.fail(malformed(decoded.left))
         const delta = acc.add(decoded.right)
