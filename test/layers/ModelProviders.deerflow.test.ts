@@ -331,7 +331,10 @@ describe("vLLM (test_vllm_provider)", () => {
           { id: "chatcmpl-1", model: "m", choices: [], ...usage(3) }
         )
       ])
-      const model = yield* models(server.url, [{ name: "qwq", use: VLLM, model: "Qwen/QwQ-32B" }])
+      // (DeerFlow's switch for this is not needed, and not read)
+      const model = yield* models(server.url, [
+        { name: "qwq", use: VLLM, model: "Qwen/QwQ-32B", cumulative_stream_usage: true }
+      ])
       const { message } = yield* call(model, request([M.human("q")]))
       assert.strictEqual(message.content, "AB")
       assert.deepStrictEqual(message.usage_metadata, { input_tokens: 10, output_tokens: 3, total_tokens: 13 })
