@@ -7,13 +7,20 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as OpenAiModel from "../../src/layers/OpenAiModel.js"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
+import * as Middleware from "../../src/middleware/Middleware.js"
+import * as Run from "../../src/programs/Run.js"
 import { ModelConfig } from "../../src/services/AppConfig.js"
 import type { ModelRequest, ModelService } from "../../src/services/ModelService.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import { RunEvents } from "../../src/services/RunEvents.js"
+import { ThreadStore } from "../../src/services/ThreadStore.js"
+import * as Tool from "../../src/services/Tool.js"
 import type { AIMessage, Message } from "../../src/state/Message.js"
 import * as M from "../../src/state/Message.js"
 import { inRun } from "../support/fixtures.js"
@@ -464,6 +471,41 @@ describe("MindIE (test_mindie_provider)", () => {
       assert.notProperty(sent[0], "tool_calls")
       assert.deepStrictEqual(sent[1], { role: "user", content: "<tool_response>\n2\n</tool_response>" })
     }))
+
+  it.scopedLive("a whole turn: the call written as XML runs, its result goes back framed, the answer is saved", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start((body) =>
+        body.messages.some((m) => typeof m.content === "string" && m.content.startsWith("<tool_response>"))
+          ? "It is sunny in Paris."
+          : "Let me look.\n<tool_call> <function=get_weather> <parameter=city>Paris</parameter> </function> " +
+            "</tool_call>"
+      )
+      const model = yield* models(server.url, [{ name: "mindie", use: MINDIE, model: "mindie-test" }])
+      const seen: Array<string> = []
+      const weather = Tool.make({
+        name: "get_weather",
+        description: "The current weather in a city",
+        parameters: Schema.Struct({ city: Schema.String }),
+        handler: ({ city }) => Effect.sync(() => (seen.push(city), `Sunny, 21°C in ${city}`))
+      })
+      const end = yield* Run.execute(
+        { threadId: "mindie-thread", input: [M.human("Weather in Paris?")], systemPrompt: "You are a weather bot." },
+        Middleware.base(model, Toolkit.make([weather])),
+        () => undefined
+      )
+      assert.strictEqual(end.status, "success")
+      assert.deepStrictEqual(seen, ["Paris"])
+      const thread = Option.getOrThrow(yield* (yield* ThreadStore).load("mindie-thread"))
+      const messages = thread.state.messages
+      assert.deepStrictEqual(messages.map((m) => m.type), ["human", "ai", "tool", "ai"])
+      assert.strictEqual(M.text(messages[1]!), "Let me look.")
+      assert.strictEqual((messages[2] as any).tool_call_id, (messages[1] as AIMessage).tool_calls![0]!.id)
+      assert.strictEqual(M.text(messages[3]!), "It is sunny in Paris.")
+      const second = server.requests[1] as any
+      assert.deepStrictEqual(second.messages.slice(-1), [
+        { role: "user", content: "<tool_response>\nSunny, 21°C in Paris\n</tool_response>" }
+      ])
+    }).pipe(Effect.provide(MemoryThreadStore.layer())))
 
   // (an attack: a hostile server's answer of unclosed tags must not cost quadratic time)
   it.scopedLive("an answer of a hundred thousand unclosed tags is read at once", () =>
