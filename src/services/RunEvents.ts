@@ -22,6 +22,13 @@ export const StopReason = Schema.Literal(
 )
 export type StopReason = typeof StopReason.Type
 
+/**
+ * Why a run's record says it ended: its run's `StopReason`, or `orphan_recovered` (DeerFlow's) for a run a previous
+ * gateway process left unfinished and a starting one recorded as `error`.
+ */
+export const RecordStopReason = Schema.Union(StopReason, Schema.Literal("orphan_recovered"))
+export type RecordStopReason = typeof RecordStopReason.Type
+
 /** How a run ended: `success` (possibly capped), `interrupted` (waiting for someone), `cancelled` or `error`. */
 export const RunStatus = Schema.Literal("success", "interrupted", "cancelled", "error")
 export type RunStatus = typeof RunStatus.Type

@@ -9,7 +9,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import type * as Option from "effect/Option"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
-import type { RunStatus, StopReason } from "./RunEvents.js"
+import type { RecordStopReason, RunStatus } from "./RunEvents.js"
 import type { StoreError } from "./RunContext.js"
 import * as Tracing from "./Tracing.js"
 
@@ -37,7 +37,7 @@ export interface ThreadSummary {
   /** How its last run stands (see `ThreadStatus`); absent when no run was recorded (or the store does not say). */
   readonly status?: ThreadStatus | undefined
   /** The last run's stop reason, once it ended. */
-  readonly stop_reason?: StopReason | null | undefined
+  readonly stop_reason?: RecordStopReason | null | undefined
 }
 
 /** What a new thread starts with (`ensure` ignores it when the thread exists). */
@@ -54,7 +54,7 @@ export interface RunRecord {
   readonly run_id: string
   readonly thread_id: string
   readonly status: RunRecordStatus
-  readonly stop_reason: StopReason | null
+  readonly stop_reason: RecordStopReason | null
   readonly started_at: string
   readonly ended_at: string | null
   /** Why the run failed, when it did. Saving `undefined` or `null` keeps what was saved before. */

@@ -8,7 +8,7 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { StoreError } from "../../services/RunContext.js"
-import { RunStatus, StopReason } from "../../services/RunEvents.js"
+import { RecordStopReason, RunStatus } from "../../services/RunEvents.js"
 import type { Metadata, ThreadSummary } from "../../services/ThreadStore.js"
 import { threadStatus } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
@@ -31,7 +31,7 @@ export const ThreadRow = Schema.Struct({
   /** The thread's last run, and the holder of its lease (for its status). */
   run_id: Schema.NullOr(Schema.String),
   status: Schema.NullOr(Schema.Union(RunStatus, Schema.Literal("pending", "running"))),
-  stop_reason: Schema.NullOr(StopReason),
+  stop_reason: Schema.NullOr(RecordStopReason),
   lease_run_id: Schema.NullOr(Schema.String),
   lease_owner: Schema.NullOr(Schema.String),
   lease_expires_at: Schema.NullOr(Schema.Union(Schema.Number, Schema.NumberFromString))
@@ -42,7 +42,7 @@ export const RunRow = Schema.Struct({
   run_id: Schema.String,
   thread_id: Schema.String,
   status: Schema.Union(RunStatus, Schema.Literal("pending", "running")),
-  stop_reason: Schema.NullOr(StopReason),
+  stop_reason: Schema.NullOr(RecordStopReason),
   started_at: Schema.String,
   ended_at: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),

@@ -6,7 +6,7 @@
  * plan mode, thinking, custom agent...) choose its agent as `antler run`'s flags do.
  *
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
- * the runs a previous process left running (recorded as `error`, "server restarted") and the staging files of its
+ * the runs a previous process left running (recorded as `error`, `orphan_recovered`) and the staging files of its
  * unfinished uploads (`StaleUploads`). Each user's threads and
  * files are bounded by `gateway.quotas` (`Quotas`). Every request passes
  * `Guard` first: a `Host` that does not name the gateway, or a state-changing request from another site's page,
@@ -336,7 +336,7 @@ export const layer = (options: Options) => {
     const settled = yield* manager.recover
     if (settled.length > 0) {
       yield* Effect.logWarning(
-        `${settled.length} run(s) a previous process left unfinished recorded as error (server restarted): ` +
+        `${settled.length} run(s) a previous process left unfinished recorded as error (orphan_recovered): ` +
           settled.map((r) => `${r.run_id} of thread ${r.thread_id}`).join(", ")
       )
     }

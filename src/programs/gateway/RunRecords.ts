@@ -12,8 +12,11 @@ import * as M from "../../state/Message.js"
 /** The message of a run ended by `action=rollback`. */
 export const ROLLED_BACK = "Rolled back by user"
 
-/** The message of a run a previous gateway process left unfinished. */
-export const SERVER_RESTARTED = "server restarted"
+/** The message of a run a previous gateway process left unfinished (DeerFlow's `STARTUP_ORPHAN_RECOVERY_ERROR`). */
+export const SERVER_RESTARTED = "Gateway restarted before this run reached a durable final state."
+
+/** The stop reason of such a run (DeerFlow's `ORPHAN_RECOVERY_STOP_REASON`). */
+export const ORPHAN_RECOVERED = "orphan_recovered"
 
 /** Whether a run's record says it has not ended yet (`pending` or `running`). */
 export const unfinished = (record: RunRecord): boolean => record.status === "pending" || record.status === "running"
@@ -108,8 +111,9 @@ const callerMetadata = (record: RunRecord): Readonly<Record<string, unknown>> =>
 }
 
 /**
- * Records as `error` ("server restarted") the runs left `running` or `pending` whose thread no live process holds
- * (its lease is free), an edit's run undone as a failed one is; returns them.
+ * Records as `error` (`orphan_recovered`, "Gateway restarted before...", as DeerFlow's startup recovery) the runs
+ * left `running` or `pending` whose thread no live process holds (its lease is free), an edit's run undone as a
+ * failed one is; returns them.
  */
 export const recover = (store: ThreadStore["Type"]) =>
   Effect.gen(function*() {
@@ -132,7 +136,7 @@ export const recover = (store: ThreadStore["Type"]) =>
       const ended: RunRecord = {
         ...record,
         status: "error",
-        stop_reason: "error",
+        stop_reason: ORPHAN_RECOVERED,
         ended_at: new Date(millis).toISOString(),
         error: SERVER_RESTARTED
       }

@@ -6,7 +6,7 @@
  * cursor fell out of the buffer gets the `gap` event. A thread has one active run at a time: the manager
  * takes the thread's lease in the store when it accepts a run (so a second gateway process sharing the store
  * refuses too), and `multitask_strategy` decides what a new run does to an active one (reject, interrupt, roll
- * back). On start, runs a previous process left `running` are recorded as `error` ("server restarted").
+ * back). On start, runs a previous process left `running` are recorded as `error` (`orphan_recovered`).
  *
  * The parts: what a run is (`RunModel`), the runs this process knows (`RunRegistry`), how a run starts (`RunStart`,
  * `Queue`), its body from its start to its end (`RunExecution`), how it is stopped (`RunCancel`), and how a client
@@ -41,7 +41,7 @@ import * as RunStream from "./RunStream.js"
 export { GatewayError, statusOf } from "./api/Problem.js"
 export { SAVE_EVERY } from "./RunExecution.js"
 export type { ActiveRun, CancelAction, Options, RunRequest, Traced } from "./RunModel.js"
-export { ROLLED_BACK, SERVER_RESTARTED } from "./RunRecords.js"
+export { ORPHAN_RECOVERED, ROLLED_BACK, SERVER_RESTARTED } from "./RunRecords.js"
 export { FINISHED_GRACE_MS, GRACE_CAP } from "./RunRegistry.js"
 /** (Re-exported: the cluster follows runs of other processes with them.) */
 export { framesOf, sseOf } from "./RunStream.js"
@@ -93,7 +93,7 @@ export interface Service {
   readonly mirror?:
     | ((run: ActiveRun, cursor: number) => Effect.Effect<RunBuffer.Reader, never, Scope.Scope>)
     | undefined
-  /** Records runs a previous process left `running` or `pending` as `error` ("server restarted"). */
+  /** Records runs a previous process left `running` or `pending` as `error` (`orphan_recovered`). */
   readonly recover: Effect.Effect<ReadonlyArray<RunRecord>, GatewayError>
   /**
    * Stops a run of this process to hand it over to another (a cluster's runner draining, see `RunHandover`): it

@@ -1,6 +1,6 @@
 /**
  * `antler serve` killed with SIGKILL in the middle of a run (a real child process, no cleanup), then started again
- * on the same data directory: the run is recorded as `error` ("server restarted"), the steps it completed are
+ * on the same data directory: the run is recorded as `error` (`orphan_recovered`), the steps it completed are
  * in the thread, and the thread takes a new run. The model is a SCRIPTED Chat Completions server in this
  * process; the gateway reaches it with the real `openai` client.
  */
@@ -71,8 +71,9 @@ describe("antler serve killed mid-run", () => {
     const again = await second.url
     const record = await (await fetch(`${again}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
     assert.strictEqual(record.status, "error")
-    assert.strictEqual(record.error, "server restarted")
-    assert.include(second.output(), "server restarted")
+    assert.strictEqual(record.error, "Gateway restarted before this run reached a durable final state.")
+    assert.strictEqual(record.stop_reason, "orphan_recovered")
+    assert.include(second.output(), `recorded as error (orphan_recovered): ${run.run_id}`)
     // the completed step is there: the question, the model's call and the tool's result
     const state = await (await fetch(`${again}/threads/${thread.thread_id}/state`)).json() as any
     assert.deepStrictEqual(Support.visibleTypes(state.values.messages), ["human", "ai", "tool"])

@@ -1,6 +1,6 @@
 /**
  * `RunRecords.recover`, as `antler serve` runs it at start: a run a dead process left `running` is recorded as
- * `error` ("server restarted"), and one that replayed an edited question is undone as well (the thread is again
+ * `error` (`orphan_recovered`), and one that replayed an edited question is undone as well (the thread is again
  * as before the edit, as DeerFlow restores a failed edit replay); any other run keeps the steps it completed.
  * `RunRecords.settle`: a run's end the store refuses to keep is said in a warning, as DeerFlow's drain logs it.
  */

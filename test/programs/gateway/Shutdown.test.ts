@@ -1,7 +1,7 @@
 /**
  * A gateway stopped (its layer closed, as `antler serve` on SIGTERM) while a run is under way, then started again on
  * the same data directory: the run stopped with the server is `interrupted` (as DeerFlow's drain on shutdown records
- * it), not `error` ("server restarted", what a process that died leaves); a run that had ended keeps its status; the
+ * it), not `error` (`orphan_recovered`, what a process that died leaves); a run that had ended keeps its status; the
  * thread takes a new run. The model is a SCRIPTED Chat Completions server; the gateway reaches it with the real
  * `openai` client.
  */

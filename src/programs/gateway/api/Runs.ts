@@ -8,7 +8,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { StopReason } from "../../../services/RunEvents.js"
+import { RecordStopReason } from "../../../services/RunEvents.js"
 import { RunId, RunPath, ThreadPath } from "./Ids.js"
 import { QuotaRefusal, refusal } from "./Problem.js"
 import { Authentication, NoBody } from "./Security.js"
@@ -116,7 +116,7 @@ export const RunObject = Schema.Struct({
   metadata: Schema.Unknown,
   multitask_strategy: Schema.Unknown,
   kwargs: JsonRecord,
-  stop_reason: Schema.NullOr(StopReason),
+  stop_reason: Schema.NullOr(RecordStopReason),
   error: Schema.optional(Schema.String),
   // DeerFlow's counts of what the run used and wrote (0 until it has)
   total_input_tokens: Schema.Number,

@@ -428,7 +428,7 @@ export const layer = (
         resume: localRuns.resume,
         adopt,
         // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it
-        // ended), so a process starting does not record it as ended ("server restarted") as without a cluster
+        // ended), so a process starting does not record it as ended (`orphan_recovered`) as without a cluster
         recover: Effect.succeed([])
       })
     })
