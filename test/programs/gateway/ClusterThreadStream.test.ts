@@ -99,7 +99,7 @@ describe.skipIf("skip" in pg)("a thread's stream across the processes of a clust
     const rejoined = threadStream(other, thread, cursor.id, (event) => event.event === "end" && runOf(event) !== hanging.run_id)
     await sleep(500)
     const cancel = await api(other, "POST", `/threads/${thread}/runs/${hanging.run_id}/cancel?wait=true`)
-    assert.strictEqual(cancel.status, 200, cancel.text)
+    assert.strictEqual(cancel.status, 204, cancel.text)
     const next = await api(other, "POST", `/threads/${thread}/runs/wait`, human("second question"))
     assert.strictEqual(next.status, 200, next.text)
     const events = (await rejoined).filter((e) => e.id !== undefined)

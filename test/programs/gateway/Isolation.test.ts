@@ -323,7 +323,7 @@ describe("two users", () => {
     assert.strictEqual((await fetch(`${gateway.url}/`)).status, 200)
     // the hanging run is alice's to stop
     const cancelled = await alice(`/threads/${threadId}/runs/${hangingRun}/cancel?wait=1`, { method: "POST" })
-    assert.strictEqual(cancelled.status, 200)
+    assert.strictEqual(cancelled.status, 204)
   })
 
   // DeerFlow's test_thread_meta_repo: a thread row without an owner (made before users) is everyone's. Antler's

@@ -5,11 +5,12 @@
  * unless a later run ended otherwise, its stream ended) and test_runtime_lifecycle_e2e.py (a cancelled first turn
  * still titles its thread, whether the cancel waits or not; a rollback restores the thread as before the run).
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as RunRecords from "../../../src/programs/gateway/RunRecords.js"
 import * as M from "../../../src/state/Message.js"
 import * as Requests from "../../support/requests.js"
+import { until } from "../../support/poll.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -71,4 +72,73 @@ describe("a run a previous process left running (test_gateway_run_recovery)", ()
     assert.strictEqual(next.json().messages.at(-1).content, "Picked up.")
     assert.strictEqual((await api("GET", "/threads/crashed")).json().status, "idle")
   }, 60_000)
+})
+
+describe("a cancelled run (test_runtime_lifecycle_e2e)", () => {
+  let gateway: TestGateway
+  const api = Requests.as(() => gateway)
+  beforeAll(async () => {
+    gateway = await Support.start({ script: Support.echoOrHang })
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+  })
+
+  /** A new thread with a run whose model has been asked `prompt` and hangs. */
+  const hanging = async (prompt: string) => {
+    const thread = (await api("POST", "/threads", {})).json().thread_id as string
+    const asked = gateway.scripted.requests.length
+    const run = await api("POST", `/threads/${thread}/runs`, { input: Support.userInput(prompt) })
+    assert.strictEqual(run.status, 200, run.text)
+    await until(async () => gateway.scripted.requests.length > asked, "the model asked")
+    return { thread, runId: run.json().run_id as string }
+  }
+
+  const searched = async (thread: string) =>
+    (await api("POST", "/threads/search", { limit: 100 })).json().find((t: any) => t.thread_id === thread)
+
+  it("interrupted and waited for, a first turn's thread still gets its title; the thread is idle", async () => {
+    const { runId, thread } = await hanging("hang on, plan a week in Lisbon")
+    const cancelled = await api("POST", `/threads/${thread}/runs/${runId}/cancel?wait=true&action=interrupt`)
+    assert.strictEqual(cancelled.status, 204, cancelled.text)
+    assert.strictEqual((await api("GET", `/threads/${thread}/runs/${runId}`)).json().status, "interrupted")
+    const info = (await api("GET", `/threads/${thread}`)).json()
+    assert.strictEqual(info.status, "idle")
+    assert.strictEqual(info.values.title, "hang on, plan a week in Lisbon")
+    assert.strictEqual((await searched(thread)).values.title, "hang on, plan a week in Lisbon")
+  })
+
+  it("interrupted without waiting (202), it gets its title too", async () => {
+    const { runId, thread } = await hanging("hang on, compare three laptops")
+    const cancelled = await api("POST", `/threads/${thread}/runs/${runId}/cancel?wait=false&action=interrupt`)
+    assert.strictEqual(cancelled.status, 202, cancelled.text)
+    await until(async () => (await api("GET", `/threads/${thread}/runs/${runId}`)).json().status === "interrupted",
+      "the run interrupted")
+    await until(async () => (await searched(thread))?.values?.title === "hang on, compare three laptops",
+      "the title listed")
+    assert.strictEqual((await api("GET", `/threads/${thread}`)).json().values.title, "hang on, compare three laptops")
+  })
+
+  it("rolled back, the run is error and the thread is as before it", async () => {
+    const thread = (await api("POST", "/threads", {})).json().thread_id as string
+    const seeded = await api("POST", `/threads/${thread}/state`, {
+      values: { title: "Before rollback", messages: [{ type: "human", content: "before" }] }
+    })
+    assert.strictEqual(seeded.status, 200, seeded.text)
+    const asked = gateway.scripted.requests.length
+    const run = await api("POST", `/threads/${thread}/runs`, { input: Support.userInput("hang on, then undo") })
+    const runId = run.json().run_id as string
+    await until(async () => gateway.scripted.requests.length > asked, "the model asked")
+    const during = (await api("GET", `/threads/${thread}/state`)).json()
+    assert.include(JSON.stringify(during.values.messages), "hang on, then undo")
+
+    const rolled = await api("POST", `/threads/${thread}/runs/${runId}/cancel?wait=true&action=rollback`)
+    assert.strictEqual(rolled.status, 204, rolled.text)
+    assert.strictEqual((await api("GET", `/threads/${thread}/runs/${runId}`)).json().status, "error")
+    const after = (await api("GET", `/threads/${thread}/state`)).json()
+    assert.strictEqual(after.values.title, "Before rollback")
+    assert.deepStrictEqual(Support.visible(after.values.messages).map((m: any) => [m.type, m.content]), [
+      ["human", "before"]
+    ])
+  })
 })

@@ -316,7 +316,7 @@ export const group = HttpApiGroup.make("runs")
         wait: Schema.optional(QueryValue.annotations({ description: "true: answer once the run ended" })),
         action: Schema.optional(QueryValue.annotations({ description: "interrupt (default) or rollback" }))
       }))
-      .addSuccess(RunObject)
+      .addSuccess(HttpApiSchema.Empty(204).annotations({ description: "The run was cancelled and has ended (wait)" }))
       .addSuccess(HttpApiSchema.Empty(202).annotations({ description: "The run is being cancelled (without wait)" }))
       .addError(refusal(404, "No such thread (of this user), or no such run of it"))
       .addError(refusal(409, "The run has ended other than cancelled (a cancelled run answers 202 again)"))

@@ -469,9 +469,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const action = yield* cancelAction(urlParams.action)
             const wait = queryFlag(urlParams.wait)
             yield* runs.cancel(runId, action, wait)
-            if (!wait) return HttpServerResponse.empty({ status: 202 })
-            const record = yield* ownedRun(stored, runId)
-            return json(RunsApi.RunObject, runObject(record, threadId, (yield* runCounts(stored)).get(runId)))
+            // DeerFlow's and LangGraph's: 204 once the run ended (with wait), else 202
+            return HttpServerResponse.empty({ status: wait ? 204 : 202 })
           }))
         .handleRaw("listRuns", ({ path, urlParams }) =>
           Effect.gen(function*() {
