@@ -3,7 +3,8 @@
  * client and a SCRIPTED model server). Mirrors test_gateway_run_recovery.py (startup recovery: a run a previous
  * process left running is `error` with `stop_reason` `orphan_recovered` and DeerFlow's message, its thread `error`
  * unless a later run ended otherwise, its stream ended) and test_runtime_lifecycle_e2e.py (a cancelled first turn
- * still titles its thread, whether the cancel waits or not; a rollback restores the thread as before the run).
+ * still titles its thread, whether the cancel waits or not; a rollback restores the thread as before the run) and
+ * test_run_worker_rollback.py (a run answered by LLMErrorHandling's fallback is `error`, with its detail).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -140,5 +141,31 @@ describe("a cancelled run (test_runtime_lifecycle_e2e)", () => {
     assert.deepStrictEqual(Support.visible(after.values.messages).map((m: any) => [m.type, m.content]), [
       ["human", "before"]
     ])
+  })
+})
+
+describe("a run whose model call failed for good (test_run_worker_rollback)", () => {
+  let gateway: TestGateway
+  const api = Requests.as(() => gateway)
+  beforeAll(async () => {
+    const refusal = { error: { message: "Unknown parameter: 'tempreture'.", type: "invalid_request_error" } }
+    gateway = await Support.start({ script: () => ({ status: 400, body: refusal }) })
+  })
+  afterAll(async () => {
+    await gateway?.stop()
+  })
+
+  // test_run_agent_marks_llm_error_fallback_as_error_status: the fallback answer LLMErrorHandling writes makes
+  // the run `error`, its `error` the fallback's `error_detail`
+  it("is error, its error the fallback answer's error_detail; the thread is error", async () => {
+    assert.strictEqual((await api("POST", "/threads", { thread_id: "failing" })).status, 200)
+    const run = (await api("POST", "/threads/failing/runs", { input: Support.userInput("hello") })).json()
+    await api("GET", `/threads/failing/runs/${run.run_id}/join`)
+    const record = (await api("GET", `/threads/failing/runs/${run.run_id}`)).json()
+    const last = (await api("GET", "/threads/failing/state")).json().values.messages.at(-1)
+    assert.strictEqual(last.additional_kwargs.deerflow_error_fallback, true)
+    assert.include(last.additional_kwargs.error_detail, "Unknown parameter: 'tempreture'.")
+    assert.deepStrictEqual([record.status, record.error], ["error", last.additional_kwargs.error_detail])
+    assert.strictEqual((await api("GET", "/threads/failing")).json().status, "error")
   })
 })
