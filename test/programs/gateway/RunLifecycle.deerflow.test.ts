@@ -24,7 +24,7 @@ describe("a run a previous process left running (test_gateway_run_recovery)", ()
     await gateway?.stop()
   })
 
-  it("is recorded as error, orphan_recovered; its thread is error unless a later run ended; its join ends", async () => {
+  it("is error, orphan_recovered; its thread is error unless a later run ended; its join ends", async () => {
     const home = Support.tempDir("antler-df-recovery-")
     gateway = await Support.start({ script: () => "Done.", home })
     assert.strictEqual((await api("POST", "/threads", { thread_id: "crashed" })).status, 200)
@@ -47,7 +47,11 @@ describe("a run a previous process left running (test_gateway_run_recovery)", ()
 
     gateway = await Support.start({ script: () => "Picked up.", home })
     const crashed = (await api("GET", "/threads/crashed/runs/r-crashed")).json()
-    assert.deepStrictEqual([crashed.status, crashed.stop_reason, crashed.error], ["error", "orphan_recovered", RESTARTED])
+    assert.deepStrictEqual([crashed.status, crashed.stop_reason, crashed.error], [
+      "error",
+      "orphan_recovered",
+      RESTARTED
+    ])
     assert.strictEqual((await api("GET", "/threads/crashed")).json().status, "error")
     const older = (await api("GET", "/threads/superseded/runs/r-older")).json()
     assert.deepStrictEqual([older.status, older.stop_reason], ["error", "orphan_recovered"])
@@ -59,7 +63,8 @@ describe("a run a previous process left running (test_gateway_run_recovery)", ()
       signal: AbortSignal.timeout(5_000)
     })
     assert.strictEqual(joined.status, 200)
-    assert.deepStrictEqual(Support.visible(((await joined.json()) as any).messages).map((m: any) => m.content), ["half done"])
+    const values = (await joined.json()) as any
+    assert.deepStrictEqual(Support.visible(values.messages).map((m: any) => m.content), ["half done"])
     const streamed = await fetch(`${gateway.url}/threads/crashed/runs/r-crashed/stream`, {
       signal: AbortSignal.timeout(5_000)
     })
