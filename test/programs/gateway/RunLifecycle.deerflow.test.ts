@@ -147,6 +147,21 @@ describe("a cancelled run (test_runtime_lifecycle_e2e)", () => {
       ["human", "before"]
     ])
   })
+  // test_run_worker_rollback's test_rollback_deletes_thread_when_no_snapshot_exists: a first run rolled back
+  // leaves no checkpoint; the thread itself stays, empty
+  it("rolled back on a new thread, leaves it with no checkpoint, no title, and usable", async () => {
+    const { runId, thread } = await hanging("hang on, first words")
+    const rolled = await api("POST", `/threads/${thread}/runs/${runId}/cancel?wait=true&action=rollback`)
+    assert.strictEqual(rolled.status, 204, rolled.text)
+    const info = await api("GET", `/threads/${thread}`)
+    assert.strictEqual(info.status, 200, info.text)
+    assert.deepStrictEqual(info.json().values.messages ?? [], [])
+    assert.isNotOk(info.json().values.title)
+    assert.deepStrictEqual((await api("POST", `/threads/${thread}/history`, { limit: 10 })).json(), [])
+    const next = await api("POST", `/threads/${thread}/runs/wait`, { input: Support.userInput("hello again") })
+    assert.strictEqual(next.status, 200, next.text)
+    assert.deepStrictEqual(Support.visible(next.json().messages).map((m: any) => m.type), ["human", "ai"])
+  })
 })
 
 describe("a run whose model call failed for good (test_run_worker_rollback)", () => {
