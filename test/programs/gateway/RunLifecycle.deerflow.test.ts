@@ -4,7 +4,8 @@
  * process left running is `error` with `stop_reason` `orphan_recovered` and DeerFlow's message, its thread `error`
  * unless a later run ended otherwise, its stream ended) and test_runtime_lifecycle_e2e.py (a cancelled first turn
  * still titles its thread, whether the cancel waits or not; a rollback restores the thread as before the run) and
- * test_run_worker_rollback.py (a run answered by LLMErrorHandling's fallback is `error`, with its detail).
+ * test_run_worker_rollback.py (a run answered by LLMErrorHandling's fallback is `error`, with its detail; a first
+ * run rolled back leaves no checkpoint; an interrupted first turn replaced by another run keeps its title).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -161,6 +162,23 @@ describe("a cancelled run (test_runtime_lifecycle_e2e)", () => {
     const next = await api("POST", `/threads/${thread}/runs/wait`, { input: Support.userInput("hello again") })
     assert.strictEqual(next.status, 200, next.text)
     assert.deepStrictEqual(Support.visible(next.json().messages).map((m: any) => m.type), ["human", "ai"])
+  })
+  // test_run_worker_rollback's test_interrupted_title_does_not_overwrite_checkpoint_from_admitted_replacement: the
+  // run that replaces an interrupted first turn (multitask_strategy interrupt) keeps its own steps, and the thread
+  // keeps the interrupted turn's title
+  it("replaced by a run of multitask_strategy interrupt, titles the thread; the new run's turn stays", async () => {
+    const { runId, thread } = await hanging("hang on, plan a trip to Porto")
+    const replacing = await api("POST", `/threads/${thread}/runs/wait`, {
+      input: Support.userInput("make it Lisbon instead"),
+      multitask_strategy: "interrupt"
+    })
+    assert.strictEqual(replacing.status, 200, replacing.text)
+    assert.strictEqual((await api("GET", `/threads/${thread}/runs/${runId}`)).json().status, "interrupted")
+    const state = (await api("GET", `/threads/${thread}/state`)).json()
+    assert.strictEqual(state.values.title, "hang on, plan a trip to Porto")
+    const visible = Support.visible(state.values.messages)
+    assert.deepStrictEqual(visible.slice(-2).map((m: any) => m.type), ["human", "ai"])
+    assert.include(JSON.stringify(visible.at(-1).content), "make it Lisbon instead")
   })
 })
 
