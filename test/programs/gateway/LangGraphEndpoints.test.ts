@@ -350,7 +350,7 @@ describe("runs.cancel", () => {
     await alice.runs.join(thread.thread_id, hanging.run_id)
     assert.strictEqual((await alice.runs.get(thread.thread_id, hanging.run_id)).status, "interrupted")
     assert.strictEqual((await cancel(hanging.run_id)).status, 202)
-    // with wait, 204 (no body), as DeerFlow's and LangGraph's
+    // with wait, 204 (no body), as DeerFlow's
     const waited = await cancel(hanging.run_id, true)
     assert.deepStrictEqual([waited.status, await waited.text()], [204, ""])
 

@@ -469,7 +469,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             const action = yield* cancelAction(urlParams.action)
             const wait = queryFlag(urlParams.wait)
             yield* runs.cancel(runId, action, wait)
-            // DeerFlow's and LangGraph's: 204 once the run ended (with wait), else 202
+            // DeerFlow's: 204 once the run ended (with wait), else 202; the SDK reads no body
             return HttpServerResponse.empty({ status: wait ? 204 : 202 })
           }))
         .handleRaw("listRuns", ({ path, urlParams }) =>
