@@ -67,7 +67,12 @@ export const FRAMEWORK_TAGS: ReadonlyArray<string> = [
   "skill",
   "name",
   "description",
-  "location"
+  "location",
+  // MindIE's transcript (`layers/openai/MindIe.ts`): a user's text cannot forge a call or a tool's result there
+  "tool_call",
+  "tool_response",
+  "function",
+  "parameter"
 ]
 
 /**
