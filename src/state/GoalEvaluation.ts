@@ -16,6 +16,7 @@ import * as Markup from "./Markup.js"
 import type { HumanMessage, Message } from "./Message.js"
 import * as M from "./Message.js"
 import type { GoalEvaluation, GoalState } from "./ThreadState.js"
+import { GoalBlocker } from "./ThreadState.js"
 
 /** DeerFlow's `MAX_GOAL_REASON_CHARS` and `MAX_GOAL_EVIDENCE_CHARS`: what is kept of the verdict's texts. */
 export const MAX_REASON_CHARS = 1000
@@ -34,14 +35,7 @@ export const CONTINUATION_KWARG = "deerflow_goal_continuation"
 /** Why the loop stopped at a goal (DeerFlow's blocker). */
 export type Blocker = GoalEvaluation["blocker"]
 
-const BLOCKERS: ReadonlySet<string> = new Set<Blocker>([
-  "none",
-  "missing_evidence",
-  "needs_user_input",
-  "run_failed",
-  "external_wait",
-  "goal_not_met_yet"
-])
+const BLOCKERS: ReadonlySet<string> = new Set<Blocker>(GoalBlocker.literals)
 
 /** The evaluator's verdict, read and bounded. */
 export interface Verdict {

@@ -181,7 +181,9 @@ const normaliseUpdate = (raw: unknown): Either.Either<unknown, string> => {
   let dropped = false
   for (const fact of Array.isArray(raw.newFacts) ? raw.newFacts : []) {
     const content = Json.isRecord(fact) && typeof fact.content === "string" ? fact.content : ""
-    const confidence = Json.isRecord(fact) && typeof fact.confidence !== "boolean" ? confidenceOf(fact.confidence) : undefined
+    const confidence = Json.isRecord(fact) && typeof fact.confidence !== "boolean"
+      ? confidenceOf(fact.confidence)
+      : undefined
     if (!Json.isRecord(fact) || content.trim() === "" || confidence === undefined) {
       dropped = true
       continue

@@ -158,17 +158,20 @@ export const DelegationEntry = Schema.Struct({
 })
 export type DelegationEntry = typeof DelegationEntry.Type
 
+/** What keeps a goal from being met, as the goal loop's evaluator names it (DeerFlow's blockers). */
+export const GoalBlocker = Schema.Literal(
+  "none",
+  "missing_evidence",
+  "needs_user_input",
+  "run_failed",
+  "external_wait",
+  "goal_not_met_yet"
+)
+
 /** How the goal loop judged the last turn (DeerFlow's `last_evaluation`). */
 export const GoalEvaluation = Schema.Struct({
   satisfied: Schema.Boolean,
-  blocker: Schema.Literal(
-    "none",
-    "missing_evidence",
-    "needs_user_input",
-    "run_failed",
-    "external_wait",
-    "goal_not_met_yet"
-  ),
+  blocker: GoalBlocker,
   reason: Schema.String,
   evidence_summary: Schema.optional(Schema.String),
   run_id: Schema.optional(Schema.String),

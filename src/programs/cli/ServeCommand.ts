@@ -114,7 +114,8 @@ export const entry: CliCommand.Entry = {
       "the start (gateway, database, tracing, sandbox, skills, memory...) take effect on a restart.\n\n" +
       "Runs execute in the server, not in the request: a client may disconnect and join again. Runs a previous " +
       "process left unfinished are recorded as error (stop reason orphan_recovered) when it starts. Threads are " +
-      "kept in the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share it).\n\n" +
+      "kept in the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share " +
+      "it).\n\n" +
       "Bound to a loopback address it may run without API tokens (every request is user default, the CLI's); " +
       "bound anywhere else it refuses to start unless gateway.auth.tokens maps tokens to users, and each user " +
       "sees only their own threads. Exit codes: 0 stopped (a runner of a cluster, drained); 1 the store cannot be " +

@@ -3,7 +3,8 @@
  * stream open) until one ends, as LangGraph's server does past `N_JOBS_PER_WORKER`. A waiting run cancelled
  * never reaches the model; without the setting there is no limit. On Effect's TestClock: a run waiting longer than
  * its lease lasts keeps its thread, and stops renewing once it has its place; places go first come, first served
- * (one arriving as a place frees does not take it from those waiting), never more at once than the limit.
+ * (one arriving as a place frees does not take it from those waiting), never more at once than the limit. With
+ * `gateway.max_active_runs_per_user`, a user past it waits in a line of their own while another user runs.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
@@ -315,4 +316,47 @@ describe("a run waiting for its place, on the TestClock", () => {
       yield* Fiber.join(bob)
       assert.deepStrictEqual(order, ["bob", "alice"])
     }))
+})
+
+describe("gateway.max_active_runs_per_user, through the gateway", () => {
+  const ALICE = "alice-token-per-user-000000"
+  const BOB = "bob-token-per-user-00000000"
+  let shared: TestGateway
+  const alice = Requests.as(() => shared, ALICE)
+  const bob = Requests.as(() => shared, BOB)
+  const askedOf = (text: string) => shared.scripted.requests.findIndex((r) => lastText(r).includes(text))
+
+  beforeAll(async () => {
+    shared = await Support.start({
+      // a long answer streamed slowly: alice's first run is still running when the others arrive
+      script: (body) => lastText(body).includes("slow") ? `${"word ".repeat(60)}done` : "Quick answer.",
+      server: { delayMs: 15 },
+      config: {
+        gateway: {
+          heartbeat_seconds: 1,
+          max_active_runs_per_user: 1,
+          auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] }
+        }
+      }
+    })
+  })
+  afterAll(() => shared?.stop())
+
+  it("a user's run past the limit waits pending; another user's run does not wait behind it", async () => {
+    for (const [api, id] of [[alice, "a1"], [alice, "a2"], [bob, "b1"]] as const) {
+      assert.strictEqual((await api("POST", "/threads", { thread_id: id })).status, 200)
+    }
+    const first = (await alice("POST", "/threads/a1/runs", question("slow one"))).json()
+    const second = (await alice("POST", "/threads/a2/runs", question("alice waits"))).json()
+    // bob's run completes while alice's first still streams and her second still waits
+    const bobs = (await bob("POST", "/threads/b1/runs/wait", question("bob goes"))).json()
+    assert.strictEqual(Support.visible(bobs.messages).at(-1).content, "Quick answer.")
+    assert.strictEqual((await alice("GET", `/threads/a1/runs/${first.run_id}`)).json().status, "running")
+    assert.strictEqual((await alice("GET", `/threads/a2/runs/${second.run_id}`)).json().status, "pending")
+    assert.strictEqual(askedOf("alice waits"), -1)
+    // once her first run ends, her second runs
+    assert.strictEqual((await alice("GET", `/threads/a2/runs/${second.run_id}/join`)).status, 200)
+    assert.strictEqual((await alice("GET", `/threads/a1/runs/${first.run_id}`)).json().status, "success")
+    assert.isAbove(askedOf("alice waits"), askedOf("bob goes"))
+  })
 })
