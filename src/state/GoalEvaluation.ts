@@ -113,13 +113,23 @@ export const noProgressCount = (goal: GoalState, verdict: Verdict, signature: st
     : 0
 
 /**
+ * The most hidden continuations one goal gets (DeerFlow's `DEFAULT_MAX_GOAL_CONTINUATIONS`, the goal endpoint's
+ * bound): a goal written some other way (a client's state update) with a larger `max_continuations` gets no more,
+ * so one request never buys an unbounded number of model calls.
+ */
+export const MAX_CONTINUATIONS = 8
+
+/**
  * Why the loop stops at a goal not met (DeerFlow's stand-down reasons): blocked by something other than work left
- * (`blocked:<blocker>`), out of continuations, or twice without progress; none when it goes on (or it is met).
+ * (`blocked:<blocker>`), out of continuations (at most `MAX_CONTINUATIONS`), or twice without progress; none when it
+ * goes on (or it is met).
  */
 export const standDownReason = (goal: GoalState, verdict: Verdict, noProgress: number): string | undefined => {
   if (verdict.satisfied) return undefined
   if (verdict.blocker !== "goal_not_met_yet") return `blocked:${verdict.blocker}`
-  if (goal.continuation_count >= goal.max_continuations) return "max_continuations_reached"
+  if (goal.continuation_count >= Math.min(goal.max_continuations, MAX_CONTINUATIONS)) {
+    return "max_continuations_reached"
+  }
   if (noProgress >= goal.max_no_progress_continuations) return "no_progress_detected"
   return undefined
 }

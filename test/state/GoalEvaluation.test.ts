@@ -87,6 +87,13 @@ describe("whether the loop goes on", () => {
   it("stands down when met, blocked, out of continuations or without progress", () => {
     assert.isUndefined(Goal.standDownReason(goal(), unmet, 0))
     assert.strictEqual(Goal.standDownReason(goal({ continuation_count: 8 }), unmet, 0), "max_continuations_reached")
+    // a goal a client wrote through a state update gets no more than the goal endpoint allows
+    const greedy = goal({ max_continuations: 1_000_000, max_no_progress_continuations: 1_000_000 })
+    assert.isUndefined(Goal.standDownReason({ ...greedy, continuation_count: Goal.MAX_CONTINUATIONS - 1 }, unmet, 0))
+    assert.strictEqual(
+      Goal.standDownReason({ ...greedy, continuation_count: Goal.MAX_CONTINUATIONS }, unmet, 0),
+      "max_continuations_reached"
+    )
     assert.strictEqual(Goal.standDownReason(goal(), unmet, 2), "no_progress_detected")
     const waiting = { ...unmet, blocker: "external_wait" as const }
     assert.strictEqual(Goal.standDownReason(goal(), waiting, 0), "blocked:external_wait")

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
+import * as Goal from "../../../state/GoalEvaluation.js"
 import * as M from "../../../state/Message.js"
 import type { GoalState, StateUpdate } from "../../../state/ThreadState.js"
 import * as Run from "../../Run.js"
@@ -397,7 +398,7 @@ export const layer = (api: DeerFlowApi) =>
               created_at: at,
               updated_at: at,
               continuation_count: 0,
-              max_continuations: request.max_continuations ?? 8,
+              max_continuations: request.max_continuations ?? Goal.MAX_CONTINUATIONS,
               no_progress_count: 0,
               max_no_progress_continuations: 2
             }
