@@ -59,9 +59,17 @@ export const SYSTEM_PROMPT = "You are a strict completion evaluator for an AI co
   "Output exactly one JSON object: " +
   "{\"satisfied\": boolean, \"blocker\": string, \"reason\": string, \"evidence_summary\": string}."
 
+/**
+ * The most characters of an objective a prompt carries (the goal endpoint's bound): one written some other way (a
+ * client's state update) is cut there, in the evaluator's question and in each continuation.
+ */
+export const MAX_OBJECTIVE_CHARS = 4000
+
+const objectiveOf = (goal: GoalState): string => goal.objective.slice(0, MAX_OBJECTIVE_CHARS)
+
 /** The evaluator's question: the goal and the visible conversation. */
 export const userPrompt = (goal: GoalState, conversation: string): string =>
-  `Active goal:\n${goal.objective}\n\nVisible conversation evidence:\n${conversation}\n\n` +
+  `Active goal:\n${objectiveOf(goal)}\n\nVisible conversation evidence:\n${conversation}\n\n` +
   "Is the active goal fully satisfied?"
 
 const kwargs = (message: Message) => message.additional_kwargs as Record<string, unknown> | undefined
@@ -249,7 +257,7 @@ export const attach = (goal: GoalState, verdict: Verdict, recorded: Recorded): G
 export const continuationMessage = (goal: GoalState, verdict: Verdict): HumanMessage =>
   M.human(
     "<goal_continuation>\n" +
-      `Active goal: ${Markup.escapeText(goal.objective)}\n` +
+      `Active goal: ${Markup.escapeText(objectiveOf(goal))}\n` +
       `Evaluator result: not satisfied. Blocker: ${verdict.blocker}. ` +
       `Reason: ${Markup.escapeText(verdict.reason === "" ? "No reason provided." : verdict.reason)}\n` +
       `Visible evidence: ${

@@ -87,7 +87,11 @@ describe("whether the loop goes on", () => {
   it("stands down when met, blocked, out of continuations or without progress", () => {
     assert.isUndefined(Goal.standDownReason(goal(), unmet, 0))
     assert.strictEqual(Goal.standDownReason(goal({ continuation_count: 8 }), unmet, 0), "max_continuations_reached")
-    // a goal a client wrote through a state update gets no more than the goal endpoint allows
+    // a goal a client wrote through a state update gets no more than the goal endpoint allows: continuations, and
+    // the objective's characters in each prompt
+    const long = goal({ objective: `${"o".repeat(Goal.MAX_OBJECTIVE_CHARS)}TAIL` })
+    assert.notInclude(Goal.userPrompt(long, "conversation"), "TAIL")
+    assert.notInclude(M.text(Goal.continuationMessage(long, unmet)), "TAIL")
     const greedy = goal({ max_continuations: 1_000_000, max_no_progress_continuations: 1_000_000 })
     assert.isUndefined(Goal.standDownReason({ ...greedy, continuation_count: Goal.MAX_CONTINUATIONS - 1 }, unmet, 0))
     assert.strictEqual(

@@ -7,7 +7,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { MAX_CONTINUATIONS } from "../../../state/GoalEvaluation.js"
+import { MAX_CONTINUATIONS, MAX_OBJECTIVE_CHARS } from "../../../state/GoalEvaluation.js"
 import { GoalState } from "../../../state/ThreadState.js"
 import { RunPath, ThreadPath } from "./Ids.js"
 import { QuotaRefusal, refusal } from "./Problem.js"
@@ -102,7 +102,7 @@ export const GoalAnswer = Schema.Struct({ goal: Schema.NullOr(GoalState) }).anno
 
 /** `PUT /api/threads/{id}/goal` */
 export const GoalRequest = Schema.Struct({
-  objective: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(4000)),
+  objective: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_OBJECTIVE_CHARS)),
   max_continuations: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.between(0, MAX_CONTINUATIONS)))
 })
 
