@@ -4,19 +4,11 @@
  * config file in a temp directory and the scripted model behind the real openai client: the first run's model is
  * offered `invoke_acp_agent` and told about the agents; after the edit, the next run's model is offered neither.
  */
-import { Client } from "@langchain/langgraph-sdk"
 import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as Yaml from "yaml"
 import * as Support from "./support.js"
-
-const textOf = (content: unknown): string =>
-  typeof content === "string"
-    ? content
-    : Array.isArray(content)
-    ? content.map((part) => (typeof part?.text === "string" ? part.text : "")).join("")
-    : ""
 
 describe("config.yaml's acp_agents edited while the gateway runs", () => {
   it("removing acp_agents takes invoke_acp_agent and the agents' prompt section from the next run", async () => {
@@ -24,17 +16,7 @@ describe("config.yaml's acp_agents edited while the gateway runs", () => {
     const file = Path.join(dir, "config.yaml")
     const acp_agents = { codex: { command: "codex-acp", description: "Codex, for refactors across many files" } }
     const gateway = await Support.start({ script: () => "Hello.", file, reload: true, config: { acp_agents } })
-    const client = new Client({ apiUrl: gateway.url })
-    const requestOf = async () => {
-      const thread = await client.threads.create()
-      const before = gateway.scripted.requests.length
-      await client.runs.wait(thread.thread_id, "lead_agent", { input: Support.userInput("hi") })
-      const request = gateway.scripted.requests[before]!
-      return {
-        system: textOf(request.messages.find((m) => m.role === "system")?.content),
-        tools: (request.tools ?? []).map((t: any) => t.function?.name)
-      }
-    }
+    const requestOf = () => Support.firstRequestOf(gateway)
     try {
       const withAgents = await requestOf()
       assert.include(withAgents.tools, "invoke_acp_agent")

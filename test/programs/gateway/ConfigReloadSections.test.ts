@@ -252,17 +252,7 @@ describe("config.yaml's skills edited while the gateway runs", () => {
       "---\nname: demo\ndescription: A built-in skill for the demo\n---\n# Demo\n"
     )
     const gateway = await Support.start({ script: () => "Hello.", file, reload: true, logger: capture, config: {} })
-    const client = new Client({ apiUrl: gateway.url })
-    const promptOf = async () => {
-      const thread = await client.threads.create()
-      const before = gateway.scripted.requests.length
-      await client.runs.wait(thread.thread_id, "lead_agent", { input: human("hi") })
-      const request = gateway.scripted.requests[before]!
-      return {
-        system: textOf(request.messages.find((m) => m.role === "system")?.content),
-        tools: (request.tools ?? []).map((t: any) => t.function?.name)
-      }
-    }
+    const promptOf = () => Support.firstRequestOf(gateway)
     try {
       const full = await promptOf()
       assert.include(full.system, "A built-in skill for the demo")

@@ -221,6 +221,19 @@ export const lastUserText = (body: ScriptedChatServer.ChatRequestBody): string =
   return messageText(body.messages.filter((m) => m.role === "user").at(-1) ?? {})
 }
 
+/** What a new thread's first run sent the model: its system prompt's text and the names of the tools offered. */
+export const firstRequestOf = async (gateway: TestGateway): Promise<{ system: string; tools: Array<string> }> => {
+  const client = new Client({ apiUrl: gateway.url })
+  const thread = await client.threads.create()
+  const before = gateway.scripted.requests.length
+  await client.runs.wait(thread.thread_id, "lead_agent", { input: userInput("hi") })
+  const request = gateway.scripted.requests[before]!
+  return {
+    system: messageText(request.messages.find((m) => m.role === "system") ?? {}),
+    tools: (request.tools ?? []).map((t: any) => t.function?.name)
+  }
+}
+
 /** A script that echoes the user's last message, and stalls (streams "working", then nothing) when it says "hang". */
 export const echoOrHang = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Turn => {
   const text = lastUserText(body)
