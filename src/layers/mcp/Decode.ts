@@ -37,13 +37,10 @@ const ToolListing = Schema.Struct({
   inputSchema: Schema.optional(Schema.Unknown)
 })
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** A server's input schema as the model gets it: an object schema, `$schema` dropped; or why it cannot be used. */
 export const inputSchemaOf = (raw: unknown): Either.Either<JsonObject, string> => {
   if (raw === undefined || raw === null) return Either.right({ type: "object", properties: {} })
-  if (!isRecord(raw)) return Either.left("its input schema is not an object")
+  if (!Json.isRecord(raw)) return Either.left("its input schema is not an object")
   const { $schema: _, ...rest } = raw
   if (rest.type !== undefined && rest.type !== "object") {
     return Either.left("its input schema does not describe an object")
@@ -86,7 +83,7 @@ const decodeBlock = Schema.decodeUnknownOption(Block, { onExcessProperty: "ignor
  */
 export const resultOf = (given: unknown): McpResult => {
   const raw = Json.withoutProto(given)
-  const record = isRecord(raw) ? raw : {}
+  const record = Json.isRecord(raw) ? raw : {}
   const content = Array.isArray(record.content) ? record.content : []
   return {
     content: content.map((block): McpContent =>

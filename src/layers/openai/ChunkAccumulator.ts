@@ -12,6 +12,7 @@ import { ModelError } from "../../services/ModelService.js"
 import type { AIMessage, InvalidToolCall, JsonObject, ToolCall, UsageMetadata } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
 import { MAX_ARGUMENT_CHARS, MAX_ARGUMENT_DEPTH, parseArguments, valueDepth } from "./ToolArguments.js"
+import { isRecord } from "../../state/Json.js"
 
 const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
 const AnyObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -57,9 +58,6 @@ export const Chunk = Schema.Struct({
 export type Chunk = typeof Chunk.Type
 
 const decodeWithSchema = Schema.decodeUnknownEither(Chunk)
-
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const optionalString = (u: unknown) => u === undefined || u === null || typeof u === "string"
 

@@ -17,6 +17,7 @@ import type { ThreadState } from "../../state/ThreadState.js"
 import { describeParseError } from "./api/Problem.js"
 import type { RunObject, StreamMode } from "./api/Runs.js"
 import type { StateObject, ThreadObject } from "./api/Threads.js"
+import { isRecord } from "../../state/Json.js"
 
 // ---------------------------------------------------------------------------------------------------------
 // Requests (declared with their endpoints, in api/)
@@ -254,9 +255,6 @@ export const runStatus = (
       return "interrupted"
   }
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** A run's stored `kwargs` with `config.configurable` naming the run and its thread (as the record does). */
 const kwargsOf = (stored: unknown, record: RunRecord): Record<string, unknown> => {

@@ -9,6 +9,7 @@ import type { Message } from "../../state/Message.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Factory from "../Factory.js"
 import * as Protocol from "./Protocol.js"
+import { isRecord } from "../../state/Json.js"
 
 /** The fields of a run request (`RunCreate`, a cron's `Payload`) that make the run's messages and settings. */
 export interface Fields {
@@ -128,9 +129,6 @@ const SECRET_CONTEXT_KEYS: ReadonlySet<string> = new Set([
  */
 export const withoutSecrets = (context: Readonly<Record<string, unknown>>): Record<string, unknown> =>
   Object.fromEntries(Object.entries(context).filter(([key]) => !SECRET_CONTEXT_KEYS.has(key)))
-
-const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * Run fields (a cron's payload) as they may be kept: `context` and `config.context` without the keys that carry
