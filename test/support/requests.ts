@@ -46,6 +46,28 @@ export const api = (target: Target) =>
     ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) })
   })
 
+/**
+ * `(token, method, path, body?, headers?)` as a hostile client sends it: the body as given (a string, JSON's
+ * content type set), any extra headers, the `Response` as it came.
+ */
+export const raw = (target: Target) =>
+(
+  token: string,
+  method: string,
+  path: string,
+  body?: string,
+  headers: Record<string, string> = {}
+): Promise<Response> =>
+  fetch(`${target().url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      ...headers
+    },
+    ...(body !== undefined ? { body } : {})
+  })
+
 /** The JSON body of a response, asserted to be a 200 (the body in the message when not). */
 export const ok = async (response: Response): Promise<any> => {
   const body = await response.json()

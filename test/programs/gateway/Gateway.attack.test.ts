@@ -8,6 +8,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as CustomAgents from "../../../src/programs/CustomAgents.js"
 import * as ThreadStream from "../../../src/programs/gateway/ThreadStream.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -20,16 +21,9 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
+const raw = Requests.raw(() => gateway)
 const call = (token: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-      ...headers
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
+  raw(token, method, path, body === undefined ? undefined : JSON.stringify(body), headers)
 
 const detail = async (response: Response) => ((await response.json()) as { detail: string }).detail
 

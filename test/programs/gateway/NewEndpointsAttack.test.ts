@@ -10,6 +10,7 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import * as ThreadIds from "../../../src/programs/gateway/ThreadIds.js"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -28,16 +29,7 @@ afterAll(() => gateway?.stop())
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
 
-const raw = (token: string, method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
-  fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-      ...headers
-    },
-    ...(body !== undefined ? { body } : {})
-  })
+const raw = Requests.raw(() => gateway)
 
 /** Alice's thread with one finished run. */
 const aliceThread = async (metadata: Record<string, unknown> = {}) => {

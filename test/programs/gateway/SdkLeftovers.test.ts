@@ -7,6 +7,7 @@
 import type { Client } from "@langchain/langgraph-sdk"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -28,15 +29,7 @@ afterAll(() => gateway?.stop())
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
 
-const raw = (token: string, method: string, path: string, body?: string) =>
-  fetch(`${gateway.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined ? { "content-type": "application/json" } : {})
-    },
-    ...(body !== undefined ? { body } : {})
-  })
+const raw = Requests.raw(() => gateway)
 
 /** The status and the problem's detail an SDK call was refused with. */
 const refusal = (call: Promise<unknown>): Promise<{ readonly status: number; readonly detail: string }> =>
