@@ -21,6 +21,13 @@ export const SKILLS = "/mnt/skills"
 export const ACP_WORKSPACE = "/mnt/acp-workspace"
 
 /**
+ * Environment variables a command is never given: those that make bash or the dynamic linker run other code
+ * (`BASH_ENV`, `LD_PRELOAD`...). The bubblewrap sandbox leaves them out of a command's environment, and a skill may
+ * not declare them as secrets (so bash on the host never gets them from a request either).
+ */
+export const UNSAFE_ENV_NAME = /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*)$/
+
+/**
  * A path argument as the file tools take it, made absolute and normalised: a relative path is taken from the
  * workspace, empty and `.` segments are dropped (`..` is kept: a sandbox refuses it). Pure; checks nothing else.
  */

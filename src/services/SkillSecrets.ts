@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import { MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
+import { UNSAFE_ENV_NAME } from "./Sandbox.js"
 import type { Catalog, SecretRequirement, Skill } from "./Skills.js"
 import { normalisePath } from "./Skills.js"
 
@@ -19,11 +20,8 @@ export type Requirement = SecretRequirement
 /** A valid environment variable name (DeerFlow's `_ENV_VAR_NAME_RE`). */
 export const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
-/**
- * Names a skill may not declare: variables that make bash or the dynamic linker run other code (`BASH_ENV`,
- * `LD_PRELOAD`...), which the bubblewrap sandbox never sets and bash on the host must not get from a request either.
- */
-export const UNSAFE_NAME = /^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*)$/
+/** Names a skill may not declare: the sandbox's `UNSAFE_ENV_NAME`. */
+export const UNSAFE_NAME = UNSAFE_ENV_NAME
 
 /** Most secrets one request may give. */
 export const MAX_SECRETS = 64

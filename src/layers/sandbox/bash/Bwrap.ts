@@ -3,6 +3,7 @@
  * for the setup script), the namespaces, the user, the environment and the limits. Its options go through a
  * descriptor, so no host path is on its command line.
  */
+import { UNSAFE_ENV_NAME } from "../../../services/Sandbox.js"
 import type { Limits } from "./Limits.js"
 import { LIMITS_PRELUDE, ulimitArgs } from "./Limits.js"
 import { SETUP_SCRIPT, STAGE } from "./Setup.js"
@@ -147,7 +148,7 @@ export const bwrapInvocation = (spec: BwrapSpec): BwrapInvocation => {
   options.push("--die-with-parent", "--new-session", "--clearenv")
   for (const [key, value] of Object.entries(spec.env)) {
     // Variables that would make bash (the setup script is bash) or the dynamic linker run other code.
-    if (/^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*)$/.test(key)) continue
+    if (UNSAFE_ENV_NAME.test(key)) continue
     options.push("--setenv", key, value)
   }
   options.push("--chdir", spec.mode === "direct" ? spec.cwd : "/")
