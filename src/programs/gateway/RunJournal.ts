@@ -20,7 +20,7 @@ import type { StoredRunEvent } from "../../services/ThreadStore.js"
 import { headChars } from "../../state/Chars.js"
 import type { Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
-import type * as Delivery from "./Delivery.js"
+import * as Delivery from "./Delivery.js"
 import type * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** The most events kept of one run. */
@@ -29,8 +29,11 @@ export const MAX_EVENTS = 2000
 export const MAX_BYTES = 1_000_000
 /** A message's text beyond this is cut in its event. */
 export const MAX_CONTENT_CHARS = 32_000
-/** The most characters of presented paths `run.delivery` lists (each path and tool once); later ones left out. */
-export const MAX_DELIVERY_CHARS = 64_000
+/**
+ * The most characters of presented paths `run.delivery` lists (each path and tool once); later ones left out. The
+ * same bound as each list of the verdict (`Delivery.MAX_LISTED_CHARS`).
+ */
+export const MAX_DELIVERY_CHARS = Delivery.MAX_LISTED_CHARS
 /** DeerFlow's cap on a subagent step's text (and a tool call's arguments, as JSON). */
 export const STEP_MAX_CHARS = 8192
 
