@@ -12,7 +12,6 @@
  * an answer that is no verdict, the store) ends the loop, never the run: the run ends as its turn did. A thread with
  * no goal costs one look at the run's state.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -24,6 +23,7 @@ import type { Message } from "../../state/Message.js"
 import type { GoalState, GoalUpdate } from "../../state/ThreadState.js"
 import * as Run from "../Run.js"
 import * as OneShot from "./OneShot.js"
+import { now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
 
 /** The `internal` purpose of the evaluator's model call. */
@@ -57,8 +57,6 @@ export interface Options {
 export interface Emitting extends Options {
   readonly emit: (event: RunEvent) => void
 }
-
-const at = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
 /**
  * Runs the turns of a run: `first` with the run's messages, then a continuation while the goal loop asks for one.
@@ -114,7 +112,7 @@ const settleRecord = (options: Options, end: RunEndEvent) =>
       ...record,
       status: end.status,
       stop_reason: end.stop_reason,
-      ended_at: yield* at
+      ended_at: yield* now
     })
   }).pipe(
     Effect.catchAll((error) => Effect.logWarning(`run ${options.runId}: its record was not kept: ${error.message}`))
@@ -137,10 +135,10 @@ export const continuation = (options: Emitting): Effect.Effect<Option.Option<Mes
     const messages = loaded.value.state.messages
     const signature = Goal.evidenceSignature(messages)
     const recordVerdict = (verdict: Goal.Verdict, extra: { continuationCount?: number; standDownReason?: string }) =>
-      Effect.flatMap(at, (now) =>
+      Effect.flatMap(now, (evaluatedAt) =>
         write(options, Goal.attach(goal, verdict, {
           runId,
-          at: now,
+          at: evaluatedAt,
           signature,
           noProgress: Goal.noProgressCount(goal, verdict, signature),
           ...extra
@@ -163,7 +161,7 @@ export const continuation = (options: Emitting): Effect.Effect<Option.Option<Mes
     }
     const next = Goal.attach(goal, verdict, {
       runId,
-      at: yield* at,
+      at: yield* now,
       signature,
       noProgress,
       continuationCount: goal.continuation_count + 1
