@@ -170,3 +170,16 @@ describe("what every search answers", () => {
     assert.strictEqual(taken.status, 200)
   })
 })
+
+describe("a refusal of a huge value", () => {
+  it("names what was wrong without echoing the value: a 2 MB metadata's 422 stays small", async () => {
+    const huge = { metadata: { blob: "y".repeat(2_000_000) } }
+    for (const path of ["/runs", "/threads"]) {
+      const refused = await call(BOB, "POST", path, huge)
+      const text = await refused.text()
+      assert.strictEqual(refused.status, 422, text.slice(0, 300))
+      assert.include(text, "metadata")
+      assert.isBelow(text.length, 10_000)
+    }
+  })
+})

@@ -122,8 +122,17 @@ export const problem = (status: number, detail: string, headers: Record<string, 
 export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): string =>
   issues
     .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${issue.message}`)
+    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${cut(issue.message)}`)
     .join("; ")
+
+/**
+ * The most characters of one issue's message a problem repeats: a message that quotes the value it refused (a
+ * union's "Expected null, actual {...}") would otherwise echo megabytes of the request back.
+ */
+export const MAX_ISSUE_CHARS = 1000
+
+const cut = (message: string): string =>
+  message.length <= MAX_ISSUE_CHARS ? message : `${message.slice(0, MAX_ISSUE_CHARS)}…`
 
 /** Renders a decoding failure as `where: what` lines. */
 export const describeParseError = (error: ParseResult.ParseError): string =>
