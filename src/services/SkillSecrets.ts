@@ -9,6 +9,7 @@
 import * as Context from "effect/Context"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
+import * as Json from "../state/Json.js"
 import { MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
 import { UNSAFE_ENV_NAME } from "./Sandbox.js"
 import type { Catalog, SecretRequirement, Skill } from "./Skills.js"
@@ -252,20 +253,5 @@ export const mask = (texts: ReadonlyArray<string>) => (text: string): string => 
 }
 
 /** Every string inside a JSON-like value (a tool's result) masked; the same value when nothing changed. */
-export const maskValue = <A>(value: A, texts: ReadonlyArray<string>, depth = 0): A => {
-  if (texts.length === 0) return value
-  if (typeof value === "string") return mask(texts)(value) as A
-  if (depth > 32 || typeof value !== "object" || value === null) return value
-  if (Array.isArray(value)) {
-    const items = value.map((item) => maskValue(item, texts, depth + 1))
-    return items.some((item, i) => item !== value[i]) ? items as A : value
-  }
-  let changed = false
-  const out: Record<string, unknown> = {}
-  for (const [key, item] of Object.entries(value)) {
-    const masked = maskValue(item, texts, depth + 1)
-    if (masked !== item) changed = true
-    out[key] = masked
-  }
-  return changed ? out as A : value
-}
+export const maskValue = <A>(value: A, texts: ReadonlyArray<string>): A =>
+  texts.length === 0 ? value : Json.mapStrings(value, mask(texts))

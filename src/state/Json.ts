@@ -156,3 +156,32 @@ export const pythonDumps = (value: unknown): string => {
 /** Whether a parsed value is a JSON object (a mapping: not null, not an array). */
 export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * Every string inside a JSON-like value (arrays and plain objects, at any depth) passed through `f`; the same
+ * value (by reference) where nothing changed, so an untouched value costs no copy.
+ */
+export const mapStrings = <A>(value: A, f: (text: string) => string): A => {
+  const walk = (node: unknown): unknown => {
+    if (typeof node === "string") return f(node)
+    if (Array.isArray(node)) {
+      let copy: Array<unknown> | undefined
+      for (let i = 0; i < node.length; i++) {
+        const next = walk(node[i])
+        if (next !== node[i]) (copy ??= [...node])[i] = next
+      }
+      return copy ?? node
+    }
+    if (typeof node === "object" && node !== null && Object.getPrototypeOf(node) === Object.prototype) {
+      let copy: Record<string, unknown> | undefined
+      for (const key of Object.keys(node)) {
+        const before = (node as Record<string, unknown>)[key]
+        const next = walk(before)
+        if (next !== before) (copy ??= { ...(node as Record<string, unknown>) })[key] = next
+      }
+      return copy ?? node
+    }
+    return node
+  }
+  return walk(value) as A
+}

@@ -8,6 +8,7 @@
  * key, the CLI every configured one). There is no registry.
  */
 import * as Redacted from "effect/Redacted"
+import * as Json from "./Json.js"
 
 /** What a secret or a credential is replaced with. */
 export const MARKER = "[redacted]"
@@ -148,30 +149,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
 
   const test = (input: string) => text(input) !== input
 
-  const value = <A>(input: A): A => {
-    const walk = (node: unknown): unknown => {
-      if (typeof node === "string") return text(node)
-      if (Array.isArray(node)) {
-        let copy: Array<unknown> | undefined
-        for (let i = 0; i < node.length; i++) {
-          const next = walk(node[i])
-          if (next !== node[i]) (copy ??= [...node])[i] = next
-        }
-        return copy ?? node
-      }
-      if (typeof node === "object" && node !== null && Object.getPrototypeOf(node) === Object.prototype) {
-        let copy: Record<string, unknown> | undefined
-        for (const key of Object.keys(node)) {
-          const before = (node as Record<string, unknown>)[key]
-          const next = walk(before)
-          if (next !== before) (copy ??= { ...(node as Record<string, unknown>) })[key] = next
-        }
-        return copy ?? node
-      }
-      return node
-    }
-    return walk(input) as A
-  }
+  const value = <A>(input: A): A => Json.mapStrings(input, text)
 
   /** Where `pending` may be cut: nothing after the cut can still grow into (or be part of) something to hide. */
   const safeCut = (pending: string): number => {

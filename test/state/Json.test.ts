@@ -162,3 +162,35 @@ describe("Json.withoutProto", () => {
     assert.strictEqual(Json.withoutProto(cycle), cycle)
   })
 })
+
+describe("mapStrings", () => {
+  const json = FC.jsonValue({ maxDepth: 6 })
+  /** The value with `f` applied to each string: the plain reference version. */
+  const mapped = (value: unknown, f: (text: string) => string): unknown => {
+    if (typeof value === "string") return f(value)
+    if (Array.isArray(value)) return value.map((item) => mapped(item, f))
+    if (typeof value === "object" && value !== null) {
+      return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, mapped(item, f)]))
+    }
+    return value
+  }
+
+  it.prop("applies f to every string and to nothing else, leaving the input as it was", [json], ([value]) => {
+    const before = structuredClone(value)
+    const upper = (text: string) => text.toUpperCase() + "!"
+    assert.deepStrictEqual(Json.mapStrings(value, upper), mapped(value, upper))
+    assert.deepStrictEqual(value, before)
+  })
+
+  it.prop("gives the same value by reference where f changes nothing", [json], ([value]) => {
+    assert.strictEqual(Json.mapStrings(value, (text) => text), value)
+  })
+
+  it("copies only the branches that changed", () => {
+    const kept = { a: ["x", 1] }
+    const value = { kept, changed: { b: "secret" } }
+    const out = Json.mapStrings(value, (text) => text.replace("secret", "[redacted]"))
+    assert.deepStrictEqual(out, { kept, changed: { b: "[redacted]" } })
+    assert.strictEqual(out.kept, kept)
+  })
+})
