@@ -17,8 +17,11 @@ import * as Redact from "../../state/Redact.js"
 import type { ModelProfile } from "./RequestMapping.js"
 import { isPlainObject } from "./RequestMapping.js"
 
-/** How to reach one model. Unset connection fields come from the environment. */
-export interface Options {
+/**
+ * How to reach one model: its connection, and its profile's defaults and capabilities (`ModelProfile`). Unset
+ * connection fields come from the environment.
+ */
+export interface Options extends Partial<Omit<ModelProfile, "model">> {
   /** Default: `OPENAI_BASE_URL`, else `https://api.openai.com/v1`. */
   readonly baseURL?: string | undefined
   /** Default: `OPENAI_API_KEY`. Without any key, a placeholder is sent (local servers ignore it). */
@@ -31,43 +34,8 @@ export interface Options {
    * else 120 s (`request_timeout` of a configured model).
    */
   readonly timeoutMs?: number | undefined
-  readonly maxTokens?: number | undefined
-  readonly temperature?: number | undefined
-  /** When `false`, images in human messages are replaced by a short text note. Default: images pass. */
-  readonly supportsVision?: boolean | undefined
-  /**
-   * Kept for callers that pick models by capability. Chat Completions has no standard switch for thinking,
-   * so it changes nothing on the wire; reasoning the server streams is always kept.
-   */
-  readonly supportsThinking?: boolean | undefined
-  /** When `true`, `settings.reasoningEffort` is sent as `reasoning_effort`. */
-  readonly supportsReasoningEffort?: boolean | undefined
   /** Headers sent with every request (`default_headers`). */
   readonly headers?: Readonly<Record<string, string>> | undefined
-  /** Fields merged into every request body (`extra_body`). */
-  readonly extraBody?: Readonly<Record<string, unknown>> | undefined
-  /** Settings applied when the request has thinking on (`when_thinking_enabled`, with `thinking` merged in). */
-  readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
-  /** Settings applied when the request has thinking off (`when_thinking_disabled`). */
-  readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
-  /** Whether earlier answers are sent with their reasoning (`reasoning_content`; `ModelUse.replaysReasoning`). */
-  readonly replayReasoning?: boolean | undefined
-  /** The field that reasoning goes back in (vLLM's `reasoning`). Default `reasoning_content`. */
-  readonly replayReasoningAs?: "reasoning_content" | "reasoning" | undefined
-  /** When `true`, every request asks for the reasoning apart from the text (MiniMax's `reasoning_split`). */
-  readonly reasoningSplit?: boolean | undefined
-  /** When `true`, `chat_template_kwargs.thinking` is sent as `enable_thinking` (vLLM's Qwen parser's flag). */
-  readonly enableThinkingKwarg?: boolean | undefined
-  /** When `true`, the server speaks MindIE's dialect (tool calls as XML in the text; see `MindIe.ts`). */
-  readonly mindIe?: boolean | undefined
-  /** Fields sent with every request (`top_p`, `seed`, `stop`, ...), under the run's and the protocol's own. */
-  readonly requestFields?: Readonly<Record<string, unknown>> | undefined
-  /** Fields added to every request body (`model_kwargs`), under `extraBody`. */
-  readonly modelKwargs?: Readonly<Record<string, unknown>> | undefined
-  /** The model's `reasoning_effort` (with `supportsReasoningEffort`; thinking settings and the run's win). */
-  readonly reasoningEffort?: string | undefined
-  /** When `false`, the stream is not asked for its token usage (`stream_options.include_usage`). Default true. */
-  readonly streamUsage?: boolean | undefined
 }
 
 

@@ -17,29 +17,44 @@ export interface ModelProfile {
   readonly model: string
   readonly maxTokens?: number | undefined
   readonly temperature?: number | undefined
+  /** When `false`, images in human messages are replaced by a short text note. Default: images pass. */
   readonly supportsVision?: boolean | undefined
+  /** When `true`, `settings.reasoningEffort` is sent as `reasoning_effort`. */
   readonly supportsReasoningEffort?: boolean | undefined
+  /**
+   * Kept for callers that pick models by capability. Chat Completions has no standard switch for thinking,
+   * so it changes nothing on the wire; reasoning the server streams is always kept.
+   */
   readonly supportsThinking?: boolean | undefined
+  /** Fields merged into every request body (`extra_body`). */
   readonly extraBody?: Readonly<Record<string, unknown>> | undefined
+  /** Settings applied when the request has thinking on (`when_thinking_enabled`, with `thinking` merged in). */
   readonly whenThinkingEnabled?: Readonly<Record<string, unknown>> | undefined
+  /** Settings applied when the request has thinking off (`when_thinking_disabled`). */
   readonly whenThinkingDisabled?: Readonly<Record<string, unknown>> | undefined
-  /** Whether earlier answers are sent with their reasoning, as `reasoning_content` (DeepSeek's, MiMo's servers). */
+  /**
+   * Whether earlier answers are sent with their reasoning (`reasoning_content`: DeepSeek's, MiMo's servers;
+   * `ModelUse.replaysReasoning`).
+   */
   readonly replayReasoning?: boolean | undefined
-  /** The field that reasoning goes back in (vLLM reads `reasoning`); default `reasoning_content`. */
+  /** The field that reasoning goes back in (vLLM reads `reasoning`). Default `reasoning_content`. */
   readonly replayReasoningAs?: "reasoning_content" | "reasoning" | undefined
-  /** Ask for the reasoning apart from the text (`reasoning_split: true`, MiniMax's). */
+  /** When `true`, every request asks for the reasoning apart from the text (MiniMax's `reasoning_split`). */
   readonly reasoningSplit?: boolean | undefined
-  /** Send `chat_template_kwargs.thinking` as `enable_thinking` (vLLM's Qwen reasoning parser reads that one). */
+  /** When `true`, `chat_template_kwargs.thinking` is sent as `enable_thinking` (vLLM's Qwen parser's flag). */
   readonly enableThinkingKwarg?: boolean | undefined
-  /** The server speaks MindIE's dialect: messages as text, tool calls as XML, no stream when tools are offered. */
+  /**
+   * When `true`, the server speaks MindIE's dialect: messages as text, tool calls as XML in the text, no stream
+   * when tools are offered (see `MindIe.ts`).
+   */
   readonly mindIe?: boolean | undefined
-  /** The model's own request fields (`top_p`, `seed`, `stop`, ...). */
+  /** Fields sent with every request (`top_p`, `seed`, `stop`, ...), under the run's and the protocol's own. */
   readonly requestFields?: Readonly<Record<string, unknown>> | undefined
-  /** Fields added to every body (`model_kwargs`), under `extraBody`. */
+  /** Fields added to every request body (`model_kwargs`), under `extraBody`. */
   readonly modelKwargs?: Readonly<Record<string, unknown>> | undefined
-  /** The model's default `reasoning_effort` (sent only with `supportsReasoningEffort`). */
+  /** The model's `reasoning_effort` (with `supportsReasoningEffort`; thinking settings and the run's win). */
   readonly reasoningEffort?: string | undefined
-  /** `false`: no `stream_options.include_usage` (a server that refuses it); default true. */
+  /** When `false`, the stream is not asked for its token usage (`stream_options.include_usage`). Default true. */
   readonly streamUsage?: boolean | undefined
 }
 
