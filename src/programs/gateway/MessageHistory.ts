@@ -1,11 +1,13 @@
 /**
  * A thread's message history as DeerFlow's messages page reads it from its run journal, folded from the thread's
- * checkpoints: the state's messages, each with the run (and the time) of the checkpoint that first wrote it, and
+ * checkpoints: the state's messages, each with the run (and the time) of the checkpoint that wrote it, and
  * the messages a compaction summarised away, which the page still shows. Each has a `seq` that never changes: its
  * place among every message the thread was ever written (1, 2, ...), so a compaction neither drops the older turns
  * of a reloaded chat nor renumbers them. A fork (a regenerated or edited turn, a run from an older checkpoint) takes
- * the thread back to an earlier state: the messages it drops are gone from the history too, as DeerFlow's page
- * hides the runs a regenerate superseded.
+ * the thread back to an earlier state: the messages it drops leave the history, and are kept aside with the run
+ * that forked (`dropped`: the page shows them again while a regenerate has not succeeded, see `MessagesPage`); a
+ * message the forking run writes again (a regenerated question, under its id) is written anew, with that run and a
+ * seq of its own, as DeerFlow's journal writes a regenerate's question again.
  */
 import * as Either from "effect/Either"
 import { isCompaction } from "../../middleware/summarization/Plan.js"
@@ -26,50 +28,86 @@ export interface Origin {
   readonly seq: number
 }
 
-/** A message of the history, with its `seq`. */
+/** A message of the history, with its `seq`, the run that wrote it and when. */
 export interface Shown {
   readonly message: M.Message
   readonly seq: number
+  readonly run_id: string
+  readonly created_at: string
+}
+
+/** A message a fork dropped from the history, with the run that forked (`by`). */
+export interface Dropped extends Shown {
+  readonly by: string
 }
 
 /** The thread's state folded from its checkpoints, with the origin of each message and the history. */
 export interface Folded {
   readonly state: ThreadState
-  /** By message id (also of the messages no longer in the state). */
+  /** By message id (also of the messages no longer in the state): the first writing of each. */
   readonly origin: ReadonlyMap<string, Origin>
   /** The state's messages and those compactions summarised away, oldest first. */
   readonly history: ReadonlyArray<Shown>
+  /** The messages forks dropped (and that no later fork brought back), oldest first. */
+  readonly dropped: ReadonlyArray<Dropped>
 }
 
 const clearsAll = (writes: ReadonlyArray<M.MessageWrite>) =>
   writes.some((item) => item.type === "remove" && item.id === M.REMOVE_ALL_MESSAGES)
 
+type Written = Omit<Shown, "message">
+
 /** The thread's state folded from its checkpoints, with the origin of each message and its message history. */
 export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Folded, { readonly message: string }> => {
   const indexes = makeIndexes()
   const origin = new Map<string, Origin>()
+  // the writing of each message in the history (the state's, and those summarised away), by id
+  const written = new Map<string, Written>()
   // the messages summarised away, by id (the version the compaction removed)
   const archived = new Map<string, M.Message>()
+  const dropped: Array<Dropped> = []
+  let seq = 0
   let state: ThreadState = TS.empty
   for (const [index, record] of records.entries()) {
     for (const update of record.updates) {
       const next = applyUpdate(state, update, indexes)
       if (Either.isLeft(next)) return Either.left(next.left)
       const writes = update.messages ?? []
+      const reset = clearsAll(writes) && !isCompaction(update)
       for (const message of writes) {
-        if (message.type !== "remove" && !origin.has(message.id)) {
-          origin.set(message.id, { run_id: record.run_id, created_at: record.created_at, index, seq: origin.size + 1 })
+        if (message.type === "remove" || written.has(message.id)) continue
+        // a fork back to a state that held a message some fork dropped brings it back as it was
+        const back = reset ? dropped.findLastIndex((d) => d.message.id === message.id) : -1
+        if (back >= 0) {
+          const [{ by: _by, message: _message, ...was }] = dropped.splice(back, 1) as [Dropped]
+          written.set(message.id, was)
+          continue
         }
+        const now = { run_id: record.run_id, created_at: record.created_at, seq: ++seq }
+        written.set(message.id, now)
+        if (!origin.has(message.id)) origin.set(message.id, { ...now, index })
       }
       if (clearsAll(writes)) {
         const kept = new Set(next.right.messages.map((message) => message.id))
-        if (isCompaction(update)) {
+        if (!reset) {
           for (const message of state.messages) if (!kept.has(message.id)) archived.set(message.id, message)
         } else {
           // back to an earlier state (a fork's reset): what was written after it goes, summarised or not
           let latest = -1
           for (const message of next.right.messages) latest = Math.max(latest, origin.get(message.id)?.index ?? -1)
-          for (const id of [...archived.keys()]) if ((origin.get(id)?.index ?? -1) > latest) archived.delete(id)
+          const gone = state.messages.filter((message) => !kept.has(message.id))
+          for (const [id, message] of [...archived]) {
+            if ((origin.get(id)?.index ?? -1) > latest) {
+              archived.delete(id)
+              gone.push(message)
+            }
+          }
+          for (const message of gone) {
+            const was = written.get(message.id)
+            if (was === undefined) continue
+            written.delete(message.id)
+            dropped.push({ message, ...was, by: record.run_id })
+          }
         }
       }
       state = next.right
@@ -77,7 +115,7 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
   }
   const current = new Set(state.messages.map((message) => message.id))
   const history = [...[...archived.values()].filter((message) => !current.has(message.id)), ...state.messages]
-    .map((message) => ({ message, seq: origin.get(message.id)?.seq ?? 0 }))
+    .map((message) => ({ message, ...(written.get(message.id) ?? { seq: 0, run_id: "", created_at: "" }) }))
     .sort((a, b) => a.seq - b.seq)
-  return Either.right({ state, origin, history })
+  return Either.right({ state, origin, history, dropped: dropped.sort((a, b) => a.seq - b.seq) })
 }

@@ -103,7 +103,7 @@ export const undoFailedEdit = (
     )
 
 /** The caller's metadata a run was started with, as its record keeps it (`metadata.metadata`). */
-const callerMetadata = (record: RunRecord): Readonly<Record<string, unknown>> => {
+export const callerMetadata = (record: RunRecord): Readonly<Record<string, unknown>> => {
   const given = record.metadata?.metadata
   return typeof given === "object" && given !== null && !Array.isArray(given)
     ? given as Readonly<Record<string, unknown>>

@@ -26,6 +26,7 @@ import * as BranchSeed from "../BranchSeed.js"
 import * as Fork from "../Fork.js"
 import type { Folded } from "../MessageHistory.js"
 import * as MessageHistory from "../MessageHistory.js"
+import * as MessagesPage from "../MessagesPage.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
@@ -220,13 +221,14 @@ export const layer = (api: DeerFlowApi) =>
             if (owned.metadata?.[SIDECAR] === true) {
               return yield* fail("conflict", "Branching is only available in the main conversation.")
             }
-            const { records, state, origin, history } = yield* folded(thread)
+            const { records, state, origin, history, dropped } = yield* folded(thread)
             const wanted = [request.message_id, ...(request.message_ids ?? [])]
-            const from = origin.get(request.message_id)
-            // (an answer of the messages page: one a compaction summarised away too, not one a regenerate replaced)
-            if (from === undefined || !history.some(({ message }) => message.id === request.message_id)) {
-              return yield* notFound(`Message ${request.message_id}`)
-            }
+            // (an answer of the messages page: one a compaction summarised away too, and one a regenerate that has
+            // not succeeded took back; not one a regenerate replaced)
+            const ran = yield* Effect.mapError(store.runs({ threadId: thread.stored }), storeFailed)
+            const from = MessagesPage.rows({ history, dropped }, new Map(ran.map((r) => [r.run_id, r])))
+              .findLast(({ message }) => message.id === request.message_id)
+            if (from === undefined) return yield* notFound(`Message ${request.message_id}`)
             // the turn's end: the last checkpoint of the run that wrote the answer
             const endAt = records.findLastIndex((r) => r.run_id === from.run_id)
             const snapshot = Fork.stateAfter(records, records[endAt]!.seq)

@@ -24,6 +24,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as TurnsApi from "../api/Turns.js"
 import * as Body from "../Body.js"
 import * as MessageHistory from "../MessageHistory.js"
+import * as MessagesPage from "../MessagesPage.js"
 import * as Protocol from "../Protocol.js"
 import * as RunJournal from "../RunJournal.js"
 import * as TurnDurations from "../TurnDurations.js"
@@ -151,27 +152,24 @@ export const layer = (api: DeerFlowApi) =>
             if (thread === undefined) {
               return json(TurnsApi.MessagesPage, { data: [], has_more: false, next_before_seq: null })
             }
-            const { history, origin } = yield* folded(thread)
+            const journal = yield* folded(thread)
             const records = new Map((yield* runRecords(thread.stored)).map((r) => [r.run_id, r]))
-            // (with the turns a compaction summarised away, as DeerFlow's page reads them from its journal)
-            const visible = history.filter(({ message }) => shownOnPage(message))
+            // (with the turns a compaction summarised away, as DeerFlow's page reads them from its journal, and
+            // those a regenerate that has not succeeded took back)
+            const visible = MessagesPage.rows(journal, records).filter(({ message }) => shownOnPage(message))
             const rows = visible.filter(({ seq }) => seq < before)
             const page = rows.slice(Math.max(0, rows.length - limit))
             // a run's rating goes with its last answer in the thread, not the last one of this page (DeerFlow's
             // test_thread_messages_page); its duration with its last answer on this page, as DeerFlow stamps it
             const lastAnswerOf = (list: typeof visible) => {
               const last = new Map<string, number>()
-              for (const { message, seq } of list) {
-                const run = origin.get(message.id)?.run_id
-                if (message.type === "ai" && run !== undefined) last.set(run, seq)
-              }
+              for (const { message, seq, run_id } of list) if (message.type === "ai") last.set(run_id, seq)
               return last
             }
             const lastAnswer = lastAnswerOf(visible)
             const lastOnPage = lastAnswerOf(page)
-            const data = page.map(({ message, seq }) => {
-              const from = origin.get(message.id)
-              const runId = from?.run_id ?? null
+            const data = page.map(({ message, seq, run_id, created_at }) => {
+              const runId = run_id === "" ? null : run_id
               const feedback = runId !== null && lastAnswer.get(runId) === seq
                 ? feedbackOf(records.get(runId))
                 : undefined
@@ -194,7 +192,7 @@ export const layer = (api: DeerFlowApi) =>
                   }
                 },
                 metadata: { caller: "lead_agent" },
-                created_at: from?.created_at ?? null,
+                created_at: created_at === "" ? null : created_at,
                 feedback: feedback === undefined
                   ? null
                   : { feedback_id: feedback.feedback_id, rating: feedback.rating, comment: feedback.comment }
