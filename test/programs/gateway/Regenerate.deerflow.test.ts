@@ -20,7 +20,7 @@ const BOB = "bob-token-regenerate-000000"
 let gateway: TestGateway
 let answers = 0
 /** What the model does with the next question ("fail": refuses it, "stall": streams a start, then nothing). */
-let next: "answer" | "fail" | "stall" = "answer"
+let next: "answer" | "fail" | "stall" | "clarify" = "answer"
 
 const alice = Requests.as(() => gateway, ALICE)
 const bob = Requests.as(() => gateway, BOB)
@@ -34,6 +34,10 @@ beforeAll(async () => {
         return { status: 400, body: { error: { message: "the model refuses this", type: "invalid_request_error" } } }
       }
       if (mode === "stall") return { content: "A second thought about", stall: true }
+      if (mode === "clarify") {
+        const args = { question: "Which city?", clarification_type: "approach_choice", options: ["Paris", "Rome"] }
+        return { toolCalls: [{ name: "ask_clarification", arguments: args }] }
+      }
       return `Answer ${++answers}.`
     },
     config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bob" }] } } }
@@ -191,5 +195,54 @@ describe("the messages page around a regenerate (DeerFlow's successful-regenerat
     assert.deepStrictEqual(after.slice(0, 4), regenerated)
     assert.deepStrictEqual(shape(after.slice(4)), [["human", "And fawns?"], ["ai", "The model request failed"]])
     assert.deepStrictEqual(after.slice(4).map((row: any) => row.run), [second, second])
+  })
+
+  // a turn of two runs: the question, the model's clarification question, and (a run of its own) the user's answer
+  // and the model's. DeerFlow hides the run a regenerate replaced, the second; its page keeps the first run's rows
+  // (the question, the clarification asked) before the new turn. Antler's hides the whole turn (docs/deerflow.md)
+  const clarified = async (threadId: string) => {
+    assert.strictEqual((await alice("POST", "/api/threads", { thread_id: threadId })).status, 200)
+    next = "clarify"
+    const asked = await alice("POST", `/api/threads/${threadId}/runs/wait`, {
+      input: { messages: [{ type: "human", content: "Where should deer go?" }] }
+    })
+    assert.strictEqual(asked.status, 200, asked.text)
+    const answered = await alice("POST", `/api/threads/${threadId}/runs/wait`, { command: { resume: "Rome" } })
+    assert.strictEqual(answered.status, 200, answered.text)
+    const rows = await page(threadId)
+    assert.deepStrictEqual(shape([rows[0], rows.at(-1)]), [["human", "Where should deer go?"], ["ai", "Answer N."]])
+    assert.isTrue(rows.some((row: any) => row.text.includes("Rome")), JSON.stringify(rows))
+    return rows
+  }
+
+  it("a regenerate of a clarified turn: the new turn only once it succeeded; the whole turn while it failed", async () => {
+    const turn = await clarified("regen-clarified-ok")
+    const done = await regenerate("regen-clarified-ok", turn.at(-1).id)
+    assert.strictEqual(await joined("regen-clarified-ok", done), "success")
+    const replaced = await page("regen-clarified-ok")
+    assert.deepStrictEqual(shape(replaced), [["human", "Where should deer go?"], ["ai", "Answer N."]])
+    assert.deepStrictEqual(replaced.map((row: any) => row.run), [done, done])
+
+    const before = await clarified("regen-clarified")
+    next = "fail"
+    const failed = await regenerate("regen-clarified", before.at(-1).id)
+    assert.strictEqual(await joined("regen-clarified", failed), "error")
+    const after = await page("regen-clarified")
+    assert.deepStrictEqual(after.slice(0, before.length), before)
+    assert.deepStrictEqual(shape(after.slice(before.length)), [
+      ["human", "Where should deer go?"],
+      ["ai", "The model request failed"]
+    ])
+    // (the failed attempt's answer is the thread's latest: the user regenerates that one, with success; the first
+    // turn stays, as DeerFlow's page keeps a run whose regenerate did not succeed)
+    const again = await regenerate("regen-clarified", after.at(-1).id)
+    assert.strictEqual(await joined("regen-clarified", again), "success")
+    const later = await page("regen-clarified")
+    assert.deepStrictEqual(later.slice(0, before.length), before)
+    assert.deepStrictEqual(shape(later.slice(before.length)), [
+      ["human", "Where should deer go?"],
+      ["ai", "Answer N."]
+    ])
+    assert.deepStrictEqual(later.slice(before.length).map((row: any) => row.run), [again, again])
   })
 })
