@@ -74,17 +74,23 @@ export const fold = (records: ReadonlyArray<CheckpointRecord>): Either.Either<Fo
       if (Either.isLeft(next)) return Either.left(next.left)
       const writes = update.messages ?? []
       const reset = clearsAll(writes) && !isCompaction(update)
+      // (a fork's messages in their order: a message brought back goes after those before it, never before)
+      let floor = 0
       for (const message of writes) {
-        if (message.type === "remove" || written.has(message.id)) continue
-        // a fork back to a state that held a message some fork dropped brings it back as it was
-        const back = reset ? dropped.findLastIndex((d) => d.message.id === message.id) : -1
-        if (back >= 0) {
-          const [{ by: _by, message: _message, ...was }] = dropped.splice(back, 1) as [Dropped]
-          written.set(message.id, was)
+        if (message.type === "remove") continue
+        const was = written.get(message.id)
+        if (was !== undefined) {
+          floor = Math.max(floor, was.seq)
           continue
         }
-        const now = { run_id: record.run_id, created_at: record.created_at, seq: ++seq }
+        // a fork back to a state that held a message some fork dropped brings it back as it was
+        const back = reset ? dropped.findLastIndex((d) => d.message.id === message.id && d.seq > floor) : -1
+        const [restored] = back >= 0 ? dropped.splice(back, 1) : []
+        const now = restored !== undefined
+          ? { run_id: restored.run_id, created_at: restored.created_at, seq: restored.seq }
+          : { run_id: record.run_id, created_at: record.created_at, seq: ++seq }
         written.set(message.id, now)
+        floor = Math.max(floor, now.seq)
         if (!origin.has(message.id)) origin.set(message.id, { ...now, index })
       }
       if (clearsAll(writes)) {
