@@ -16,6 +16,7 @@ import {
   TokenBudgetConfig,
   ToolProgressConfig
 } from "./config/Guards.js"
+import { LoggingConfig, LogLevelName } from "./config/Logging.js"
 import { StalenessFields } from "./config/MemoryStaleness.js"
 import * as ModelRequest from "./config/ModelRequest.js"
 import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
@@ -25,6 +26,7 @@ import { useProblem } from "./ModelUse.js"
 export { baseUrlProblem, withDefault } from "./config/Fields.js"
 export * from "./config/Acp.js"
 export * from "./config/Guards.js"
+export * from "./config/Logging.js"
 export * from "./config/Server.js"
 export { mountIssues, VolumeMountConfig } from "./config/Mounts.js"
 
@@ -471,6 +473,9 @@ export const AppConfigSchema = Schema.Struct({
   database: withDefault(DatabaseConfig, () => ({})),
   gateway: withDefault(GatewayConfig, () => Schema.decodeSync(GatewayConfig)({})),
   tracing: withDefault(TracingConfig, () => Schema.decodeSync(TracingConfig)({})),
+  /** How much `antler serve` logs (`--log-level` wins); absent: warnings and errors. `antler run` does not read it. */
+  log_level: Schema.optional(Schema.NullOr(LogLevelName)),
+  logging: withDefault(LoggingConfig, () => Schema.decodeSync(LoggingConfig)({})),
   /** Configured tools; absent: the sandbox tools (all groups) and no web tools. */
   tools: Schema.optional(Schema.NullOr(Schema.Array(ToolConfig))),
   tool_groups: withDefault(Schema.Array(ToolGroupConfig), () => []),

@@ -13,8 +13,9 @@ import type { ModelService } from "./ModelService.js"
 /**
  * The sections of `config.yaml`, and the settings of a section (a dotted path), read once, when the process starts
  * (DeerFlow's reload boundary, `reload_boundary.STARTUP_ONLY_FIELDS`, in Antler's terms): the HTTP server and its
- * users (`gateway`), the thread store (`database`), traces (`tracing`), the sandbox provider (`sandbox`), the skills
- * directory and where the sandbox shows it (`skills.path`, `skills.container_path`: the sandbox provider mounts it
+ * users (`gateway`), the thread store (`database`), traces (`tracing`), logs (`log_level`, `logging`: how much
+ * is logged, and the request trace ids), the sandbox provider (`sandbox`), the skills directory and where the
+ * sandbox shows it (`skills.path`, `skills.container_path`: the sandbox provider mounts it
  * when the process starts, and a run's prompt must name the folder its sandbox has), where memory is stored and by
  * which backend (the files of every user are open under that root: `memory.manager_class`,
  * `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), DeerMem's own prompt and pattern
@@ -26,6 +27,8 @@ export const STARTUP_ONLY = [
   "gateway",
   "database",
   "tracing",
+  "log_level",
+  "logging",
   "sandbox",
   "skills.path",
   "skills.container_path",

@@ -199,10 +199,11 @@ describe("ConfigFile", () => {
   it.effect("the keys of DeerFlow's example that Antler does not read are named, and only those", () =>
     Effect.gen(function*() {
       const loaded = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
-      for (const key of ["config_version", "log_level", "uploads.pdf_converter"]) {
+      for (const key of ["config_version", "uploads.pdf_converter"]) {
         assert.include(loaded.ignored, key)
       }
-      const read = ["models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget", "memory", "skills",
+      const read = ["log_level", "logging",
+        "models", "summarization", "sandbox", "uploads", "title", "loop_detection", "token_budget", "memory", "skills",
         "tools", "tool_groups", "tool_search"]
       for (const key of read) assert.notInclude(loaded.ignored, key)
       assert.isFalse(loaded.ignored.some((key) =>

@@ -144,6 +144,8 @@ describe("config.yaml edited while the process runs", () => {
         "database",
         "extensions",
         "gateway",
+        "log_level",
+        "logging",
         "memory.backend_config.manifest_filename",
         "memory.backend_config.patterns_dir",
         "memory.backend_config.prompts_dir",

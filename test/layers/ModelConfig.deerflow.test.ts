@@ -77,8 +77,8 @@ describe("a model entry of config.yaml (test_model_config, test_model_factory)",
       }
     }))
 
-  // Antler ships no config.example.yaml to compare config_version with, and takes its log level from --log-level
-  it.effect("config_version (a number or a string), log_level and logging load, and are named as not read", () =>
+  // Antler ships no config.example.yaml to compare config_version with; log_level and logging are antler serve's
+  it.effect("config_version (a number or a string) loads, named as not read; log_level and logging are read", () =>
     Effect.gen(function*() {
       for (const version of ["1", "\"1\"", "26"]) {
         const loaded = yield* load(configFile([
@@ -89,8 +89,10 @@ describe("a model entry of config.yaml (test_model_config, test_model_factory)",
           "models:",
           "  - {name: m, model: m}"
         ]))
-        assert.deepStrictEqual(loaded.ignored, ["config_version", "log_level", "logging"])
+        assert.deepStrictEqual(loaded.ignored, ["config_version"])
         assert.strictEqual(loaded.config.models[0]!.name, "m")
+        assert.strictEqual(loaded.config.log_level, "debug")
+        assert.deepStrictEqual(loaded.config.logging.enhance, { enabled: true, format: "json" })
       }
     }))
 })

@@ -34,6 +34,7 @@ import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as DemoCommand from "./DemoCommand.js"
 import * as Help from "./Help.js"
+import * as LogSettings from "./LogSettings.js"
 import * as MemoryCommand from "./MemoryCommand.js"
 import * as Render from "./Render.js"
 import * as RunCommand from "./RunCommand.js"
@@ -293,6 +294,10 @@ export const hoistBuiltIns = (spec: CommandSpec, args: ReadonlyArray<string>): R
   return [...hoisted, ...rest]
 }
 
+/** Whether the command line gives `--log-level` (before `--`, not as an option's value). */
+export const logLevelGiven = (spec: CommandSpec, args: ReadonlyArray<string>): boolean =>
+  pieces(spec, args).some((piece) => piece._tag === "Option" && piece.builtIn && piece.name === "--log-level")
+
 const unknownOption = (command: CommandSpec, name: string): string => {
   const own = Object.keys(command.options).filter((option) => option.startsWith("--"))
   const near = closestName(name, [...own, ...Object.keys(BUILT_IN_OPTIONS).filter((o) => o.startsWith("--"))])
@@ -408,7 +413,7 @@ export const cli = (argv: ReadonlyArray<string>) => {
       Command.run(root, { name: "antler", version: version() })(
         [...argv.slice(0, 2), ...hoistBuiltIns(commandSpec, args)]
       )
-    )
+    ).pipe(Effect.provideService(LogSettings.LogLevelGiven, logLevelGiven(commandSpec, args)))
     : fail(ExitCode.usage, problem)
 }
 

@@ -22,6 +22,7 @@ import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { ExitCode, fail } from "./CliCommand.js"
+import * as LogSettings from "./LogSettings.js"
 import * as Render from "./Render.js"
 
 const command = Command.make(
@@ -76,6 +77,8 @@ const command = Command.make(
         )
       ).pipe(
         CliCommand.withCleanLogs(redact),
+        // (outside the cleaning: the lines it writes are cleaned too)
+        LogSettings.configured(app.config),
         Effect.catchTags({
           GatewayStartError: (error) => fail(ExitCode.usage, `antler serve: ${error.message}`),
           StoreError: (error) => fail(ExitCode.runFailed, `antler serve: ${Render.safeText(error.message, redact)}`),

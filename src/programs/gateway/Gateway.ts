@@ -48,6 +48,7 @@ import * as Runs from "./Runs.js"
 import * as Scheduling from "./scheduler/Wiring.js"
 import * as StoreWiring from "./store/Wiring.js"
 import * as ThreadIds from "./ThreadIds.js"
+import * as TraceId from "./TraceId.js"
 import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
@@ -266,8 +267,12 @@ const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & 
     "antler.agent_name": typeof run.settings.agent_name === "string" && run.settings.agent_name.trim() !== ""
       ? run.settings.agent_name
       : run.assistantId,
-    ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {})
-  }))
+    ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {}),
+    ...(run.traceId !== undefined ? { [TraceId.SPAN_ATTRIBUTE]: run.traceId } : {})
+  })).pipe(
+    // (the run's log lines name the trace id of the request that started it, however long it waited for a place)
+    (traced) => run.traceId === undefined ? traced : Effect.annotateLogs(traced, TraceId.LOG_KEY, run.traceId)
+  )
 }
 
 /**
@@ -372,7 +377,15 @@ export const layer = (options: Options) => {
     const handler = origins.length === 0 ? routes : routes.pipe(HttpMiddleware.cors({
       // (an empty list answers any origin with `*`)
       allowedOrigins: origins.includes("*") ? [] : origins,
-      allowedHeaders: ["content-type", "authorization", "x-api-key", "last-event-id", "x-csrf-token", "range"],
+      allowedHeaders: [
+        "content-type",
+        "authorization",
+        "x-api-key",
+        "last-event-id",
+        "x-csrf-token",
+        "range",
+        TraceId.HEADER
+      ],
       // (an artifact's preview reads its range and revision)
       exposedHeaders: ["content-location", "location", "content-range", "accept-ranges", "etag"],
       allowedMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -384,7 +397,8 @@ export const layer = (options: Options) => {
       allowedHosts: gateway.allowed_hosts,
       allowOrigins: origins
     }))
-    return HttpServer.serve(guarded)
+    // (every answer carries the request's trace id, the Host and Origin checks' refusals too)
+    return HttpServer.serve(TraceId.middleware(app.config.logging.enhance.enabled)(guarded))
   }))
 
   // built bottom up: the checks, the store and run manager, the recovery, the scheduler, then the server binds

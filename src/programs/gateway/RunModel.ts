@@ -54,6 +54,8 @@ export interface RunRequest {
   readonly runId?: string | undefined
   /** How many times the run was resumed after its runner died (its event ids: `EventIds`); set by `resume`. */
   readonly resumes?: number | undefined
+  /** The trace id of the request that started it (`TraceId.forRun`), when request trace ids are on. */
+  readonly traceId?: string | undefined
 }
 
 /** How a run is being stopped by a client. */

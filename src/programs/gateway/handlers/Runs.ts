@@ -32,6 +32,7 @@ import * as RunRecords from "../RunRecords.js"
 import * as RunSettings from "../RunSettings.js"
 import type { ActiveRun } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
+import * as TraceId from "../TraceId.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
 import { json, prefixOf, queryFlag, queryList, selectFields, sse } from "./Http.js"
@@ -133,6 +134,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             metadata,
             temporary: deleteThread
           }))
+          // (as DeerFlow merges them: the run's metadata over its config's)
+          const traceId = yield* TraceId.forRun({ ...request.config?.metadata, ...request.metadata })
           const run = yield* runs.start({
             threadId: thread.thread_id,
             publicThreadId: publicId,
@@ -149,7 +152,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             metadata: redact.value(metadata),
             kwargs,
             deleteThread,
-            ...(checkpointId !== undefined ? { checkpointId } : {})
+            ...(checkpointId !== undefined ? { checkpointId } : {}),
+            ...(traceId !== undefined ? { traceId } : {})
           })
           // (only once the run is accepted, a refused run leaving the thread as it was; and only when they change)
           const known = thread.metadata ?? {}
