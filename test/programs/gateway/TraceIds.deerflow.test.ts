@@ -8,17 +8,20 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import * as FC from "effect/FastCheck"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Net from "node:net"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as TraceId from "../../../src/programs/gateway/TraceId.js"
 import * as Support from "./support.js"
 
 /** A run whose question says "flaky" gets a 503 first (the retry middleware logs a warning), then its answer. */
 const failed = new Set<string>()
 const script = (body: ChatRequestBody): Turn => {
   const asked = Support.lastUserText(body)
+  if (asked.includes("stall")) return { content: "Thinking", stall: true }
   if (asked.includes("flaky") && !failed.has(asked)) {
     failed.add(asked)
     return { status: 503 }
@@ -198,6 +201,48 @@ describe("X-Trace-Id with logging.enhance.enabled", () => {
   })
 })
 
+describe("a run that waited for a place", () => {
+  it("logs with the trace id of the request that started it, not that of the run it followed", async () => {
+    const busy = await Support.start({
+      script,
+      logger: capture,
+      config: (url) => ({
+        ...Support.baseConfig(url),
+        gateway: { heartbeat_seconds: 1, max_active_runs: 1 },
+        logging: { enhance: { enabled: true } }
+      })
+    })
+    try {
+      const send = (path: string, body: unknown, traceId: string) =>
+        fetch(`${busy.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-trace-id": traceId },
+          body: JSON.stringify(body)
+        })
+      const from = logged.length
+      for (const id of ["first", "second"]) {
+        assert.strictEqual((await send("/threads", { thread_id: id }, id)).status, 200)
+      }
+      const first = await (await send("/threads/first/runs", {
+        assistant_id: "lead_agent",
+        input: Support.userInput("stall here")
+      }, "trace-first")).json() as any
+      const second = await (await send("/threads/second/runs", {
+        assistant_id: "lead_agent",
+        input: Support.userInput("a flaky one that waits")
+      }, "trace-second")).json() as any
+      assert.strictEqual(second.status, "pending")
+      const cancelled = await send(`/threads/first/runs/${first.run_id}/cancel?wait=1`, {}, "trace-cancel")
+      assert.strictEqual(cancelled.status, 204)
+      assert.strictEqual((await fetch(`${busy.url}/threads/second/runs/${second.run_id}/join`)).status, 200)
+      const retry = logged.slice(from).filter((line) => line.text.includes("model call failed, retrying"))
+      assert.deepStrictEqual(retry.map((line) => line.traceId), ["trace-second"])
+    } finally {
+      await busy.stop()
+    }
+  })
+})
+
 describe("X-Trace-Id with logging.enhance off (the default)", () => {
   it("is neither answered nor carried into the run", async () => {
     const off = new InMemorySpanExporter()
@@ -224,5 +269,28 @@ describe("X-Trace-Id with logging.enhance off (the default)", () => {
     } finally {
       await plain.stop()
     }
+  })
+})
+
+describe("TraceId.normalize (test_trace_context.py)", () => {
+  it.prop("takes a value whole or not at all: printable ASCII, trimmed, 1 to 512 characters", [
+    FC.oneof(
+      FC.string({ maxLength: 600 }),
+      FC.string({ unit: "binary", maxLength: 40 }),
+      // (mostly usable characters, with the edges on either side of the range)
+      FC.string({ unit: FC.constantFrom(" ", "\t", "\n", "a", "~", "-", "\x7f", "\x9f", "é"), maxLength: 40 })
+    )
+  ], ([value]) => {
+    const id = TraceId.normalize(value)
+    const trimmed = value.trim()
+    const usable = trimmed.length >= 1 && trimmed.length <= 512 && /^[\x20-\x7e]+$/.test(trimmed)
+    assert.strictEqual(id, usable ? trimmed : undefined)
+  })
+
+  it("refuses what is not a string, and made ids are usable", () => {
+    for (const value of [undefined, null, 12345, ["a"], { id: "a" }]) assert.isUndefined(TraceId.normalize(value))
+    const made = TraceId.generate()
+    assert.match(made, MADE)
+    assert.strictEqual(TraceId.normalize(made), made)
   })
 })
