@@ -114,7 +114,11 @@ export const entry: CliCommand.Entry = {
       "other runners, which resume them; it then exits 0.\n\n" +
       "An edit of config.yaml is taken for the runs that start after it, without a restart (the model chosen " +
       "again with the same flags); an edit that does not decode is refused with a warning, and the sections read at " +
-      "the start (gateway, database, tracing, sandbox, skills, memory...) take effect on a restart.\n\n" +
+      "the start (gateway, database, tracing, log_level, logging, sandbox, skills, memory...) take effect on a " +
+      "restart.\n\n" +
+      "log_level in config.yaml sets how much it logs on stderr (--log-level wins); logging.enhance.enabled gives " +
+      "each request a trace id (its X-Trace-Id, or a new one), answered in the response's X-Trace-Id and named in " +
+      "the log lines of the request and of the run it starts (logging.enhance.format: text or json).\n\n" +
       "Runs execute in the server, not in the request: a client may disconnect and join again. Runs a previous " +
       "process left unfinished are recorded as error (stop reason orphan_recovered) when it starts. Threads are " +
       "kept in the data directory's SQLite file, or in PostgreSQL with database.url (several processes may share " +
