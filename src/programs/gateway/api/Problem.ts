@@ -118,16 +118,20 @@ export const problem = (status: number, detail: string, headers: Record<string, 
     headers
   })
 
-/** Decoding issues as `where: what`, the first five, `;`-separated (`(body)` for the value itself). */
+/**
+ * Decoding issues as `where: what`, the first five, `;`-separated (`(body)` for the value itself); the place and the
+ * message each cut at `MAX_ISSUE_CHARS`.
+ */
 export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): string =>
   issues
     .slice(0, 5)
-    .map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "(body)"}: ${cut(issue.message)}`)
+    .map((issue) => `${issue.path.length > 0 ? cut(issue.path.join(".")) : "(body)"}: ${cut(issue.message)}`)
     .join("; ")
 
 /**
- * The most characters of one issue's message a problem repeats: a message that quotes the value it refused (a
- * union's "Expected null, actual {...}") would otherwise echo megabytes of the request back.
+ * The most characters of one issue's place or message a problem repeats: a message that quotes the value it refused
+ * (a union's "Expected null, actual {...}"), or a place that is a key the request made up (a 1 MB field name of a
+ * state update, of a store search's filter), would otherwise echo megabytes of the request back.
  */
 export const MAX_ISSUE_CHARS = 1000
 
