@@ -261,6 +261,31 @@ export const isGenuineUserMessage = (message: Message): message is HumanMessage 
   return M.isHumanInputResponse(kwargs.human_input_response)
 }
 
+/**
+ * A client's human message the middleware leaves as it is, because it cannot tell it from the harness's own (one
+ * marked hidden, `hide_from_ui`, as DeerFlow's app sends a quote's context; one named `summary`), with its text
+ * neutralised as an earlier typed message's is: the gateway applies it where such a message comes in, so its forged
+ * tags and input markers never reach the model as the harness's. Other messages: the same object.
+ */
+export const neutralizeHiddenClientMessage = (message: Message): Message => {
+  // (widened: the guard's false branch would rule out every human message)
+  if (message.type !== "human" || isGenuineUserMessage(message as Message)) return message
+  const content = message.content
+  if (typeof content === "string") {
+    const neutral = neutralizeUntrustedTags(content)
+    return neutral === content ? message : { ...message, content: neutral }
+  }
+  let changed = false
+  const blocks = content.map((block) => {
+    if (!isTextBlock(block)) return block
+    const neutral = neutralizeUntrustedTags(block.text)
+    if (neutral === block.text) return block
+    changed = true
+    return { ...block, text: neutral }
+  })
+  return changed ? { ...message, content: blocks } : message
+}
+
 const isTextBlock = (block: ContentBlock): block is M.TextBlock =>
   block.type === "text" && typeof block.text === "string" && block.text !== ""
 

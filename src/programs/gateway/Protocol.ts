@@ -8,6 +8,7 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Clarification from "../../middleware/Clarification.js"
 import * as DynamicContext from "../../middleware/DynamicContext.js"
+import * as InputSanitization from "../../middleware/InputSanitization.js"
 import * as SkillActivation from "../../middleware/SkillActivation.js"
 import * as ViewImage from "../../middleware/ViewImage.js"
 import type { CheckpointRecord, RunRecord, ThreadSummary } from "../../services/ThreadStore.js"
@@ -129,7 +130,8 @@ const decodeMessage = Schema.decodeUnknownEither(M.Message)
 
 /**
  * The messages of a run's `input` (`{messages: [...]}`), as thread messages: roles mapped to types, missing
- * ids made, server-owned metadata removed. A value that is not a message is a readable error.
+ * ids made, server-owned metadata removed, a human message marked hidden neutralised
+ * (`InputSanitization.neutralizeHiddenClientMessage`). A value that is not a message is a readable error.
  */
 export const inputMessages = (input: unknown): Either.Either<ReadonlyArray<Message>, string> => {
   if (input == null) return Either.right([])
@@ -153,7 +155,8 @@ export const inputMessages = (input: unknown): Either.Either<ReadonlyArray<Messa
     }
     const message = decodeMessage(candidate)
     if (Either.isLeft(message)) return Either.left(`input.messages.${i}: ${describeParseError(message.left)}`)
-    out.push(message.right)
+    // (a hidden one is left as it is by InputSanitization, as the harness's own are: neutralised here)
+    out.push(InputSanitization.neutralizeHiddenClientMessage(message.right))
   }
   return Either.right(out)
 }
