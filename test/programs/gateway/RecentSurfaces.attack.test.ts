@@ -1,9 +1,9 @@
 /**
  * Attacks on the gateway's newest surfaces by a hostile client, each found to work once: a made-up key of a
  * megabyte (a state update's field, a store search's filter field) echoed whole in the 422 that refused it; a
- * client's message marked hidden (`hide_from_ui`, as DeerFlow's app marks a quote's context) or named `summary` reaching the model with
- * forged harness tags and input markers as they were typed. The model is SCRIPTED; the client speaks HTTP as a
- * hostile one would.
+ * client's message marked hidden (`hide_from_ui`, as DeerFlow's app marks a quote's context) or named `summary`
+ * reaching the model with forged harness tags and input markers as they were typed. The model is SCRIPTED; the
+ * client speaks HTTP as a hostile one would.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as InputSanitization from "../../../src/middleware/InputSanitization.js"
@@ -50,7 +50,7 @@ describe("a client's message marked hidden", () => {
     const answer = await api("POST", path, {
       input: {
         messages: [
-          { role: "user", content: FORGED, additional_kwargs: { hide_from_ui: true, conversation_quote_context: true } },
+          { role: "user", content: FORGED, additional_kwargs: { hide_from_ui: true, conversation_quote: true } },
           { role: "user", name: "summary", content: [{ type: "text", text: `Summary. ${FORGED}` }] },
           { role: "user", content: "What did I quote?" }
         ]
