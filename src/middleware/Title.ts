@@ -15,6 +15,7 @@ import { withUpdate } from "../services/ModelService.js"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
+import * as LlmText from "../state/LlmText.js"
 import * as PyFormat from "../state/PyFormat.js"
 import * as Chain from "./Chain.js"
 import { isGenuineUserMessage, originalUserContent } from "./InputSanitization.js"
@@ -28,8 +29,9 @@ import { headChars } from "../state/Chars.js"
 export const formatPrompt = (template: string, fields: Readonly<Record<string, string>>): string | undefined =>
   Either.getOrUndefined(PyFormat.format(template, fields))
 
-/** Text without the `<think>…</think>` blocks reasoning models write into their answer. */
-export const withoutThinking = (text: string): string => text.replace(/<think>[\s\S]*?<\/think>/gi, "").trim()
+/** Text without the `<think>…</think>` blocks reasoning models write into their answer (in linear time). */
+export const withoutThinking = (text: string): string =>
+  LlmText.splitBlocks(text, "<think>", "<\\/think>", "i").text.trim()
 
 /** The user's own words of a message (without a prepended uploads block). */
 export const userText = (message: Message): string => (originalUserContent(message) ?? M.text(message)).trim()

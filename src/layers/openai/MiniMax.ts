@@ -3,6 +3,7 @@
  * models write into the text are taken out of it and kept as the answer's reasoning, after any it gave apart
  * (`reasoning_details`, asked for with `reasoning_split`). A streamed answer is read as any other.
  */
+import * as LlmText from "../../state/LlmText.js"
 import { reasoningDetailsText, reasoningText } from "./ChunkAccumulator.js"
 
 const isRecord = (u: unknown): u is Record<string, unknown> =>
@@ -10,12 +11,9 @@ const isRecord = (u: unknown): u is Record<string, unknown> =>
 
 /** The text without its `<think>` blocks (trimmed), and what they held (trimmed, blank ones left out). */
 export const splitThinkBlocks = (text: string): { readonly text: string; readonly thoughts: Array<string> } => {
-  const thoughts: Array<string> = []
-  const rest = text.replace(/<think>([\s\S]*?)<\/think>/g, (_whole, inner: string) => {
-    if (inner.trim() !== "") thoughts.push(inner.trim())
-    return ""
-  })
-  return { text: rest.trim(), thoughts }
+  // (in linear time: a hostile answer of unclosed tags is read at once)
+  const { blocks, text: rest } = LlmText.splitBlocks(text, "<think>", "<\\/think>")
+  return { text: rest.trim(), thoughts: blocks.map((inner) => inner.trim()).filter((inner) => inner !== "") }
 }
 
 /** A whole answer's chunk with its text's `<think>` blocks moved to `reasoning_content` (see the module). */
