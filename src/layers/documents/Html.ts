@@ -3,6 +3,7 @@
  * `<head>`, `<title>`, scripts and styles are dropped; inline images keep only their alt text. DOCX goes through
  * here too, as mammoth's HTML.
  */
+import * as Crypto from "node:crypto"
 import { createRequire } from "node:module"
 import type TurndownService from "turndown"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
@@ -136,6 +137,28 @@ const tableRules = (service: TurndownService) => {
   })
 }
 
+/**
+ * A rule taking the Markdown of a wrapper element (`name`, in capitals) to `take`, in its place none: turndown's
+ * last step trims the text's end with `/[\t\r\n\s]+$/`, whose cost is the square of each run of blanks anywhere in
+ * it (20,000 `<br>`, `&nbsp;` or spaces in a `<pre>`, 80 KB, held the event loop for seconds), so the page is
+ * wrapped in an element of a name it cannot know, and what turndown made of it is taken here, before that step.
+ */
+const wholePage = (service: TurndownService, name: string, take: (markdown: string) => void) =>
+  service.addRule("wholePage", {
+    filter: (node) => (node as unknown as DomNode).nodeName === name,
+    replacement: (content) => {
+      take(content)
+      return ""
+    }
+  })
+
+// the text without its trailing new lines (linear: `/\n+$/` costs the square of each run of new lines)
+const trimTrailingNewlines = (text: string) => {
+  let end = text.length
+  while (end > 0 && text[end - 1] === "\n") end--
+  return text.slice(0, end)
+}
+
 const makeTurndown = () => {
   const { TurndownService, gfm } = turndown()
   const service = new TurndownService({
@@ -163,7 +186,7 @@ const makeTurndown = () => {
         prefix = `${(Number.isFinite(start) ? start : 1) + index}. `
       }
       const paragraph = /\n$/.test(content)
-      const body = content.replace(/^\n+/, "").replace(/\n+$/, "") + (paragraph ? "\n" : "")
+      const body = trimTrailingNewlines(content.replace(/^\n+/, "")) + (paragraph ? "\n" : "")
       return prefix + body.replace(/\n/g, `\n${" ".repeat(prefix.length)}`) + (dom.nextSibling ? "\n" : "")
     }
   })
@@ -188,7 +211,16 @@ const makeTurndown = () => {
  * when turndown (an optional package) is not installed.
  */
 export const htmlToMarkdown = (html: string): string => {
-  const markdown = makeTurndown().turndown(html).replace(/\n{3,}/g, "\n\n").trim()
+  const service = makeTurndown()
+  const name = `x-antler-page-${Crypto.randomUUID()}`
+  let page: string | undefined
+  wholePage(service, name.toUpperCase(), (markdown) => {
+    page = markdown
+  })
+  const rest = service.turndown(`<${name}>${html}</${name}>`)
+  // (a blank page is turndown's own: nothing taken)
+  const whole = page === undefined ? rest : rest.trim() === "" ? page : `${page}\n\n${rest}`
+  const markdown = whole.replace(/\n{3,}/g, "\n\n").trim()
   return markdown === "" ? "" : `${markdown}\n`
 }
 
