@@ -122,7 +122,15 @@ export interface Accumulator {
   readonly finish: () => Either.Either<AIMessage, ModelError>
   /** Whether no chunk so far carried a choice. */
   readonly empty: () => boolean
+  /** Whether the answer reached `MAX_ANSWER_CHARS` and was cut there (what follows is not read). */
+  readonly full: () => boolean
 }
+
+/**
+ * The most of an answer a stream is read for (its text, reasoning and tool-call arguments, in characters), as a
+ * whole answer's body is read up to `MAX_BODY_BYTES`: past it the answer is cut, with finish reason `length`.
+ */
+export const MAX_ANSWER_CHARS = 4 * 1024 * 1024
 
 const INPUT_DETAILS = [["cached_tokens", "cache_read"], ["audio_tokens", "audio"]] as const
 const OUTPUT_DETAILS = [["reasoning_tokens", "reasoning"], ["audio_tokens", "audio"]] as const
@@ -226,6 +234,19 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
   let usage: UsageMetadata | undefined
   const calls: Array<PartialCall> = []
   const byIndex = new Map<number, PartialCall>()
+  let size = 0
+  let full = false
+  /** The part of `piece` the answer still has room for (all of it, until `MAX_ANSWER_CHARS`). */
+  const room = (piece: string): string => {
+    if (size + piece.length <= MAX_ANSWER_CHARS) {
+      size += piece.length
+      return piece
+    }
+    full = true
+    const kept = piece.slice(0, MAX_ANSWER_CHARS - size)
+    size = MAX_ANSWER_CHARS
+    return kept
+  }
 
   const callFor = (index: number | null | undefined, id: string | null | undefined): PartialCall => {
     if (typeof index === "number") {
@@ -246,6 +267,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
   }
 
   const add = (chunk: Chunk): ChunkText => {
+    if (full) return { text: "", reasoning: "" }
     const chunkId = stringOf(chunk.id)
     if (chunkId !== undefined && completionId === undefined) completionId = chunkId
     const chunkModel = stringOf(chunk.model)
@@ -263,10 +285,10 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
       if (reason !== undefined) finishReason = reason
       const delta = choice.delta
       if (delta == null) continue
-      if (delta.content != null && delta.content !== "") textDelta += delta.content
+      if (delta.content != null && delta.content !== "") textDelta += room(delta.content)
       const thought = delta.reasoning_content ?? reasoningText(delta.reasoning) ??
         reasoningDetailsText(delta.reasoning_details)
-      if (thought != null && thought !== "") reasoningDelta += thought
+      if (thought != null && thought !== "") reasoningDelta += room(thought)
       for (const part of delta.tool_calls ?? []) {
         const call = callFor(part.index, part.id)
         if (part.id != null && part.id !== "" && call.id === undefined) call.id = part.id
@@ -289,9 +311,10 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
           call.args = call.args.slice(0, 2000)
           continue
         }
-        call.args += piece
+        call.args += room(piece)
       }
     }
+    if (full) finishReason = "length"
     text += textDelta
     reasoning += reasoningDelta
     return { text: textDelta, reasoning: reasoningDelta }
@@ -369,5 +392,5 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     return Either.right(message)
   }
 
-  return { add, finish, empty: () => !sawChoice }
+  return { add, finish, empty: () => !sawChoice, full: () => full }
 }

@@ -216,6 +216,11 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
             yield* add(chunk.right)
           }
           if (result.done) break
+          // (an answer past MAX_ANSWER_CHARS is cut: the rest of the body is not read)
+          if (acc.full()) {
+            yield* Effect.promise(() => reader.cancel().catch(() => undefined))
+            break
+          }
         }
         if (acc.empty()) {
           return yield* Effect.fail(
