@@ -26,7 +26,8 @@ export interface Connection {
   readonly safesearch?: "on" | "moderate" | "off" | undefined
 }
 
-const MAX_BYTES = 4 * 1024 * 1024
+/** Bytes of a provider's answer read at most. */
+export const MAX_BYTES = 4 * 1024 * 1024
 const MAX_SNIPPET = 1000
 const MAX_TITLE = 300
 
@@ -38,7 +39,8 @@ export const clean = (text: string, max: number): string => {
   return folded.length > max ? `${headChars(folded, max - 1)}…` : folded
 }
 
-const httpUrl = (value: string | undefined): string | undefined => {
+/** `value` as an http(s) URL, or undefined. */
+export const httpUrl = (value: string | undefined): string | undefined => {
   if (value === undefined) return undefined
   try {
     const url = new URL(value)
@@ -48,11 +50,22 @@ const httpUrl = (value: string | undefined): string | undefined => {
   }
 }
 
-const join = (base: string, path: string): string => `${base.replace(/\/+$/, "")}${path}`
+/** `base` and `path`, one slash between. */
+export const join = (base: string, path: string): string => `${base.replace(/\/+$/, "")}${path}`
 
-type Call = Omit<SafeHttp.RequestSpec, "timeoutMs" | "maxBytes" | "maxRedirects" | "policy">
+/** A request to a provider: what `call` takes (its deadline, size cap and address policy are the provider's). */
+export type Call = Omit<SafeHttp.RequestSpec, "timeoutMs" | "maxBytes" | "maxRedirects" | "policy">
 
-const call = (provider: string, connection: Connection, spec: Call) =>
+/**
+ * A request to a provider, a `SearchError` unless it answers 2xx. `statusMessage` words a refusal as the provider's
+ * DeerFlow tool does (`Serper API error: HTTP 500`); by default, Antler's words with advice.
+ */
+export const call = (
+  provider: string,
+  connection: Connection,
+  spec: Call,
+  statusMessage?: (status: number) => string
+) =>
   SafeHttp.request({
     ...spec,
     timeoutMs: connection.timeoutMs,
@@ -79,12 +92,15 @@ const call = (provider: string, connection: Connection, spec: Call) =>
         : reason === "rate_limited"
         ? " (too many requests: wait a moment)"
         : ""
-      const message = `${provider} answered HTTP ${response.status}${advice}`
+      const message = statusMessage !== undefined
+        ? `${statusMessage(response.status)}${advice}`
+        : `${provider} answered HTTP ${response.status}${advice}`
       return Effect.fail(new SearchError({ provider, reason, message }))
     })
   )
 
-const decodeJson = <A, I>(provider: string, schema: Schema.Schema<A, I>, body: Uint8Array) => {
+/** A provider's JSON answer decoded with `schema` (excess keys ignored), or an `invalid_response` error. */
+export const decodeJson = <A, I>(provider: string, schema: Schema.Schema<A, I>, body: Uint8Array) => {
   let raw: unknown
   try {
     raw = Json.parse(new TextDecoder().decode(body))
@@ -106,15 +122,18 @@ const decodeJson = <A, I>(provider: string, schema: Schema.Schema<A, I>, body: U
   })
 }
 
-type Text = string | null | undefined
+/** A text field as a provider may give it. */
+export type Text = string | null | undefined
 
-const result = (title: Text, url: Text, snippet: Text): SearchResult | undefined => {
+/** One web result, when its URL is http(s); text cleaned and clipped. */
+export const result = (title: Text, url: Text, snippet: Text): SearchResult | undefined => {
   const href = httpUrl(url ?? undefined)
   if (href === undefined) return undefined
   return { title: clean(title ?? href, MAX_TITLE), url: href, snippet: clean(snippet ?? "", MAX_SNIPPET) }
 }
 
-const image = (title: Text, src: Text, thumb?: Text, page?: Text): ImageResult | undefined => {
+/** One image result, when its image URL is http(s). */
+export const image = (title: Text, src: Text, thumb?: Text, page?: Text): ImageResult | undefined => {
   const imageUrl = httpUrl(src ?? undefined)
   if (imageUrl === undefined) return undefined
   return {
@@ -125,10 +144,12 @@ const image = (title: Text, src: Text, thumb?: Text, page?: Text): ImageResult |
   }
 }
 
-const defined = <A>(items: ReadonlyArray<A | undefined>, max: number): ReadonlyArray<A> =>
+/** The results that are there, `max` at most. */
+export const defined = <A>(items: ReadonlyArray<A | undefined>, max: number): ReadonlyArray<A> =>
   items.filter((item): item is A => item !== undefined).slice(0, max)
 
-const Str = Schema.optional(Schema.NullOr(Schema.String))
+/** An optional text field of a provider's answer (null allowed). */
+export const Str = Schema.optional(Schema.NullOr(Schema.String))
 
 // ---------------------------------------------------------------------------------------------------------
 // Tavily
@@ -394,4 +415,36 @@ export const duckduckgo = (connection: Connection): Service => {
         )
       })
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared by the keyed providers (layers/web/*)
+
+/**
+ * `items` with the provider's key replaced by `[redacted]` wherever an answer repeats it (a hostile or broken
+ * provider may echo it back); keys under 8 characters are left alone, as everywhere else.
+ */
+export const masked = <A>(connection: Connection, items: ReadonlyArray<A>): ReadonlyArray<A> => {
+  const key = connection.apiKey === undefined ? "" : Redacted.value(connection.apiKey)
+  if (key.length < 8) return items
+  const text = JSON.stringify(items)
+  const escaped = JSON.stringify(key).slice(1, -1)
+  return text.includes(escaped) ? JSON.parse(text.split(escaped).join("[redacted]")) as ReadonlyArray<A> : items
+}
+
+/** The text of a query as a provider takes it: trimmed, at most `max` characters (DeerFlow's `_clean_query`). */
+export const clippedQuery = (query: string, max: number): string => headChars(query.trim(), max)
+
+/**
+ * `value` when it is an http(s) URL that does not name a private, loopback or link-local address nor `localhost`
+ * (DeerFlow's `_safe_public_url` for image URLs, which a consumer may download); else undefined. Only the URL is
+ * judged: `web_fetch` checks the address it really connects to.
+ */
+export const publicUrl = (value: Text): string | undefined => {
+  const href = httpUrl(value ?? undefined)
+  if (href === undefined) return undefined
+  const checked = SafeHttp.urlProblem(href, SafeHttp.publicOnly())
+  if (!(checked instanceof URL)) return undefined
+  const host = checked.hostname.toLowerCase().replace(/\.$/, "")
+  return host === "localhost" || host.endsWith(".localhost") ? undefined : href
 }

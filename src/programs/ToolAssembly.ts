@@ -3,7 +3,7 @@
  *
  * 1. Configured tools (`tools:` in `config.yaml`), in file order, filtered by tool groups. Each DeerFlow `use:`
  *    maps to an Antler tool: the sandbox's file and bash tools, `web_fetch` (every DeerFlow fetch provider maps
- *    to Antler's own fetcher), `web_search` (DuckDuckGo, Tavily, SearXNG), `image_search` (DuckDuckGo). A
+ *    to Antler's own fetcher), `web_search` and `image_search` (over the providers of `layers/web/Providers`). A
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
  *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools. `bash`
  *    (under any name) is left out where commands cannot run: no bubblewrap and no `sandbox.allow_host_bash`.
@@ -17,12 +17,10 @@
  * custom agent's `tool_groups` go through; `check` reports configured tools that cannot work as
  * configuration issues (a CLI exits 2 on them before anything runs).
  */
-import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { schemaIssues } from "../layers/ConfigFile.js"
 import * as AcpTool from "../layers/AcpTool.js"
@@ -31,14 +29,13 @@ import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as ToolContext from "../layers/sandbox/tools/ToolContext.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
-import * as SearchProviders from "../layers/SearchProviders.js"
+import * as Providers from "../layers/web/Providers.js"
 import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
-import type * as WebSearch from "../services/WebSearch.js"
 import type * as LeadAgent from "./LeadAgent.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
 import * as ReviewSkillPackageTool from "./ReviewSkillPackageTool.js"
@@ -48,7 +45,7 @@ import * as UploadedFilesTool from "./UploadedFilesTool.js"
 // What a `use:` maps to
 
 /** Search providers Antler has. */
-export type Provider = "duckduckgo" | "tavily" | "searxng"
+export type Provider = Providers.Provider
 
 /** What a configured tool's `use:` is to Antler. */
 export type Mapping =
@@ -84,9 +81,7 @@ const FETCHERS: Readonly<Record<string, string>> = {
   crawl4ai: "Crawl4AI; pages that need JavaScript come back without it"
 }
 
-const SEARCHERS: Readonly<Record<string, Provider>> = { ddg_search: "duckduckgo", tavily: "tavily", searxng: "searxng" }
-
-const PROVIDERS: ReadonlyArray<Provider> = ["duckduckgo", "tavily", "searxng"]
+const PROVIDERS: ReadonlyArray<Provider> = Providers.PROVIDERS
 
 /** What a `use:` value maps to. */
 export const mapping = (use: string): Mapping => {
@@ -105,22 +100,23 @@ export const mapping = (use: string): Mapping => {
       : { kind: "web_fetch", note: `Antler's own fetcher (instead of DeerFlow's ${provider})` }
   }
   if (name === "web_search_tool") {
-    const provider = SEARCHERS[module]
+    const provider = Providers.SEARCH_MODULES[module]
     return provider !== undefined
       ? { kind: "web_search", provider }
       : {
         kind: "unsupported",
-        why: `Antler has no ${module} search provider; use deerflow.community.tavily.tools:web_search_tool, ` +
-          "deerflow.community.searxng.tools:web_search_tool or deerflow.community.ddg_search.tools:web_search_tool"
+        why: `Antler has no ${module} search provider; use one of ` +
+          Object.keys(Providers.SEARCH_MODULES).map((m) => `deerflow.community.${m}.tools:web_search_tool`).join(", ")
       }
   }
   if (name === "image_search_tool") {
-    return module === "image_search"
-      ? { kind: "image_search", provider: "duckduckgo" }
+    const provider = Providers.IMAGE_MODULES[module]
+    return provider !== undefined
+      ? { kind: "image_search", provider }
       : {
         kind: "unsupported",
-        why: `Antler has no ${module} image search; use deerflow.community.image_search.tools:image_search_tool ` +
-          "(DuckDuckGo)"
+        why: `Antler has no ${module} image search; use one of ` +
+          Object.keys(Providers.IMAGE_MODULES).map((m) => `deerflow.community.${m}.tools:image_search_tool`).join(", ")
       }
   }
   if (module === "browser_automation" || name === "web_capture_tool") {
@@ -133,15 +129,6 @@ export const mapping = (use: string): Mapping => {
 // Options of configured tools (decoded, with readable issues)
 
 const Seconds = Schema.Number.pipe(Schema.positive())
-const HttpUrl = Schema.String.pipe(Schema.filter((value) => {
-  try {
-    const url = new URL(value)
-    return url.protocol === "http:" || url.protocol === "https:" || "expected an http:// or https:// URL"
-  } catch {
-    return "expected an http:// or https:// URL"
-  }
-}))
-
 /** Keys a configured `web_fetch` reads. */
 export const FetchSettings = Schema.Struct({
   timeout: Schema.optional(Seconds),
@@ -158,25 +145,7 @@ export const FetchSettings = Schema.Struct({
 })
 
 /** Keys a configured `web_search` / `image_search` reads. */
-export const SearchSettings = Schema.Struct({
-  provider: Schema.optional(Schema.Literal(...PROVIDERS)),
-  // a number written as text too (a `$VAR` from the environment is), as DeerFlow's tools coerce it
-  max_results: Schema.optional(
-    Schema.Union(Schema.Number, Schema.NumberFromString).pipe(Schema.int(), Schema.between(1, 20))
-  ),
-  api_key: Schema.optional(Schema.String),
-  base_url: Schema.optional(HttpUrl),
-  timeout: Schema.optional(Seconds),
-  /** DuckDuckGo's region (DeerFlow's `region`: `wt-wt`, `us-en`, `cn-zh`...). */
-  region: Schema.optional(Schema.String.pipe(
-    Schema.filter((r) => /^[a-z]{2,3}-[a-z]{2,4}$/i.test(r) || "expected a region such as us-en, cn-zh or wt-wt")
-  )),
-  /** DuckDuckGo's safe search (DeerFlow's `safesearch`). */
-  safesearch: Schema.optional(Schema.Literal("on", "moderate", "off"))
-})
-
-/** Keys of `SearchSettings` only DuckDuckGo reads. */
-const DUCKDUCKGO_ONLY: ReadonlyArray<string> = ["region", "safesearch"]
+export const SearchSettings = Providers.Settings
 
 const KNOWN_KEYS: Readonly<Record<Mapping["kind"], ReadonlyArray<string>>> = {
   sandbox: [],
@@ -272,49 +241,6 @@ export interface Options {
   readonly uploads?: boolean | undefined
   /** Whether bash can run (default: the sandbox's bash mode is not "disabled"); without, `bash` is left out. */
   readonly bash?: boolean | undefined
-}
-
-const ENV_KEYS: Readonly<Record<Provider, string | undefined>> = {
-  tavily: "TAVILY_API_KEY",
-  searxng: undefined,
-  duckduckgo: undefined
-}
-
-const providerOf = (
-  provider: Provider,
-  settings: typeof SearchSettings.Type
-): Effect.Effect<Either.Either<WebSearch.Service, string>> =>
-  Effect.gen(function*() {
-    const envName = ENV_KEYS[provider]
-    const fromEnv = envName === undefined
-      ? Option.none<string>()
-      : yield* Effect.orElseSucceed(Config.option(Config.string(envName)), () => Option.none<string>())
-    const key = settings.api_key ?? Option.getOrUndefined(Option.filter(fromEnv, (v) => v.trim() !== ""))
-    const connection = {
-      baseUrl: settings.base_url,
-      apiKey: key === undefined || key === "" ? undefined : Redacted.make(key),
-      timeoutMs: (settings.timeout ?? 15) * 1000,
-      region: settings.region,
-      safesearch: settings.safesearch
-    }
-    switch (provider) {
-      case "tavily":
-        return connection.apiKey === undefined
-          ? Either.left(
-            "Tavily needs an API key: set api_key: $TAVILY_API_KEY in its entry, or TAVILY_API_KEY in the environment"
-          )
-          : Either.right(SearchProviders.tavily(connection))
-      case "searxng":
-        return Either.right(SearchProviders.searxng(connection))
-      case "duckduckgo":
-        return Either.right(SearchProviders.duckduckgo(connection))
-    }
-  })
-
-const PROVIDER_LABEL: Readonly<Record<Provider, string>> = {
-  duckduckgo: "DuckDuckGo",
-  tavily: "Tavily",
-  searxng: "SearXNG"
 }
 
 /** Why `bash` is not among an agent's tools when commands cannot run. */
@@ -424,15 +350,17 @@ export const assemble = (
               missing(`it needs a provider (${PROVIDERS.join(", ")})`)
               break
             }
-            if (provider !== "duckduckgo") notRead.push(...DUCKDUCKGO_ONLY.filter((key) => key in settings))
-            const built = yield* providerOf(provider, decoded.right)
+            for (const [key, readers] of Object.entries(Providers.ONLY)) {
+              if (key in settings && !readers.includes(provider)) notRead.push(key)
+            }
+            const built = yield* Providers.build(provider, decoded.right)
             if (Either.isLeft(built)) {
               missing(built.left)
               break
             }
             const service = built.right
             const max = decoded.right.max_results ?? 5
-            const note = `${PROVIDER_LABEL[provider]}, up to ${max} results`
+            const note = `${Providers.LABEL[provider]}, up to ${max} results`
             if (mapped.kind === "web_search") {
               add(WebTools.webSearch(service, max), { ...base, state: "available", note }, where)
             } else if (service.images === undefined) {

@@ -1,7 +1,7 @@
 /**
  * The web search port: what `web_search` and `image_search` ask of a search provider (Tavily, SearXNG,
- * DuckDuckGo... in `layers/SearchProviders.ts`, or an app's own). Results are plain data; what a provider sends
- * is untrusted and decoded by the adapter.
+ * DuckDuckGo... in `layers/SearchProviders.ts`; Serper, Brave, Exa... in `layers/web/`; or an app's own). Results
+ * are plain data; what a provider sends is untrusted and decoded by the adapter.
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
@@ -12,6 +12,8 @@ export interface SearchResult {
   readonly title: string
   readonly url: string
   readonly snippet: string
+  /** The engine that answered, where a meta search says it (GroundRoute's `source_engine`). */
+  readonly source_engine?: string | undefined
 }
 
 /** One image result. */
@@ -21,6 +23,9 @@ export interface ImageResult {
   readonly thumbnail_url?: string | undefined
   /** The page the image is on. */
   readonly source_url?: string | undefined
+  /** The image's size, where the provider gives it (Brave). */
+  readonly width?: number | undefined
+  readonly height?: number | undefined
 }
 
 /** A search that failed: the provider could not be reached, refused the key, or answered something unreadable. */

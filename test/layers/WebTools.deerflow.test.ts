@@ -4,9 +4,9 @@
  * search; `backend`, a DDGS library setting, has no meaning for DuckDuckGo's own endpoint and is named as not
  * read), `test_searxng_client.py` (the entry's `max_results` caps what a SearXNG instance answers),
  * `test_jina_client.py` (a refused fetch is an `Error:` naming the status) and `test_readability.py` (the page's
- * article is what the model reads, not the navigation around it: here its one main element). The other providers
- * of those files (Serper, Brave, Exa, Firecrawl and InfoQuest search) are not Antler's: ToolAssembly.test.ts checks
- * they are left out with a warning, and their fetchers are served by Antler's own.
+ * article is what the model reads, not the navigation around it: here its one main element). The keyed providers
+ * (Serper, Brave, Exa, Firecrawl, fastCRW, InfoQuest, GroundRoute) are in WebSearchProviders.deerflow.test.ts; their
+ * fetchers are served by Antler's own.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"

@@ -111,7 +111,7 @@ describe("ToolAssembly", () => {
     Effect.gen(function*() {
       const app = yield* fromObject({
         tools: [
-          { name: "web_search", group: "web", use: "deerflow.community.serper.tools:web_search_tool" },
+          { name: "web_search", group: "web", use: "deerflow.community.bing.tools:web_search_tool" },
           { name: "browser_click", group: "browser", use: "deerflow.community.browser_automation.tools:browser_click_tool" },
           { name: "mine", group: "web", use: "my_company.tools:magic_tool" },
           { name: "web_search", group: "web", use: "deerflow.community.tavily.tools:web_search_tool" },
@@ -123,9 +123,9 @@ describe("ToolAssembly", () => {
         "web_fetch", "present_files", "review_skill_package", "list_uploaded_files"
       ])
       assert.deepStrictEqual(assembly.warnings, [
-        "tools[0] (web_search): left out: Antler has no serper search provider; use " +
-        "deerflow.community.tavily.tools:web_search_tool, deerflow.community.searxng.tools:web_search_tool or " +
-        "deerflow.community.ddg_search.tools:web_search_tool",
+        "tools[0] (web_search): left out: Antler has no bing search provider; use one of " +
+        ["ddg_search", "tavily", "searxng", "serper", "brave", "exa", "firecrawl", "fastcrw", "infoquest",
+          "groundroute"].map((m) => `deerflow.community.${m}.tools:web_search_tool`).join(", "),
         "tools[1] (browser_click): left out: Antler has no browser tools",
         "tools[2] (mine): left out: Antler has no tool for use: my_company.tools:magic_tool",
         "tools[3] (web_search): left out: Tavily needs an API key: set api_key: $TAVILY_API_KEY in its entry, or " +
@@ -148,7 +148,11 @@ describe("ToolAssembly", () => {
       assert.deepStrictEqual(issues, [
         { path: "tools[0].timeout", message: "expected a number, got \"soon\"" },
         { path: "tools[0].allow_private_addresses[0]", message: "expected an address or CIDR range such as 10.0.0.0/8" },
-        { path: "tools[1].provider", message: "antler:web_search needs a provider: duckduckgo, tavily, searxng" }
+        {
+          path: "tools[1].provider",
+          message: "antler:web_search needs a provider: duckduckgo, tavily, searxng, serper, brave, exa, firecrawl, " +
+            "fastcrw, infoquest, groundroute"
+        }
       ])
     }))
 

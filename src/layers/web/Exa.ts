@@ -1,0 +1,60 @@
+/**
+ * Exa (`https://api.exa.ai`), as DeerFlow's `community/exa` search asks it through the `exa_py` SDK: `POST /search`
+ * with `{query, type, numResults, contents: {highlights: {maxCharacters}}}` and the key in `x-api-key`; a result's
+ * snippet is its highlights, one after another.
+ */
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type { Service } from "../../services/WebSearch.js"
+import { call, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+
+/** Exa's address, unless `base_url` says otherwise. */
+export const DEFAULT_BASE_URL = "https://api.exa.ai"
+/** The environment variable the Exa SDK reads the key from. */
+export const KEY_ENV = "EXA_API_KEY"
+
+/** DeerFlow's Exa keys: `search_type` (default `auto`) and `contents_max_characters` (default 1000). */
+export interface Options {
+  readonly searchType?: string | undefined
+  readonly contentsMaxCharacters?: number | undefined
+}
+
+const Answer = Schema.Struct({
+  results: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    title: Str,
+    url: Str,
+    highlights: Schema.optional(Schema.NullOr(Schema.Array(Schema.String)))
+  }))))
+})
+
+/** Exa as a search provider (web only). */
+export const make = (connection: Connection, options: Options = {}): Service => {
+  const base = connection.baseUrl ?? DEFAULT_BASE_URL
+  return {
+    name: "Exa",
+    search: (query, max) =>
+      call("Exa", connection, {
+        url: join(base, "/search"),
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(connection.apiKey !== undefined ? { "x-api-key": Redacted.value(connection.apiKey) } : {})
+        },
+        body: JSON.stringify({
+          query,
+          type: options.searchType ?? "auto",
+          numResults: max,
+          contents: { highlights: { maxCharacters: options.contentsMaxCharacters ?? 1000 } }
+        })
+      }, (status) => `Exa request failed with status code ${status}`).pipe(
+        Effect.flatMap((response) => decodeJson("Exa", Answer, response.body)),
+        Effect.map((answer) =>
+          masked(
+            connection,
+            defined((answer.results ?? []).map((r) => result(r.title, r.url, (r.highlights ?? []).join("\n"))), max)
+          )
+        )
+      )
+  }
+}

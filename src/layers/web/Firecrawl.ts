@@ -1,0 +1,54 @@
+/**
+ * Firecrawl (`https://api.firecrawl.dev`) and fastCRW (its API, `https://fastcrw.com/api` or self-hosted), as
+ * DeerFlow's `community/firecrawl` and `community/fastcrw` searches ask them through the Firecrawl SDK: `POST
+ * /v2/search` with `{query, limit}` and `Authorization: Bearer <key>`; the answer's `data.web` are the results.
+ */
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type { Service } from "../../services/WebSearch.js"
+import { call, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+
+/** Firecrawl's address, unless `base_url` says otherwise. */
+export const DEFAULT_BASE_URL = "https://api.firecrawl.dev"
+/** The environment variable the Firecrawl SDK reads the key from. */
+export const KEY_ENV = "FIRECRAWL_API_KEY"
+/** fastCRW's managed service, unless `base_url` or `CRW_API_URL` says otherwise (DeerFlow's default). */
+export const FASTCRW_BASE_URL = "https://fastcrw.com/api"
+/** The environment variables DeerFlow's fastCRW tool reads its key and its address from. */
+export const FASTCRW_KEY_ENV = "CRW_API_KEY"
+export const FASTCRW_URL_ENV = "CRW_API_URL"
+
+const Answer = Schema.Struct({
+  data: Schema.optional(Schema.NullOr(Schema.Struct({
+    web: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ title: Str, url: Str, description: Str }))))
+  })))
+})
+
+const make = (name: string, defaultBase: string) => (connection: Connection): Service => {
+  const base = connection.baseUrl ?? defaultBase
+  return {
+    name,
+    search: (query, max) =>
+      call(name, connection, {
+        url: join(base, "/v2/search"),
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
+        },
+        body: JSON.stringify({ query, limit: max })
+      }, (status) => `${name} API error: HTTP ${status}`).pipe(
+        Effect.flatMap((response) => decodeJson(name, Answer, response.body)),
+        Effect.map((answer) =>
+          masked(connection, defined((answer.data?.web ?? []).map((r) => result(r.title, r.url, r.description)), max))
+        )
+      )
+  }
+}
+
+/** Firecrawl as a search provider (web only). */
+export const firecrawl = make("Firecrawl", DEFAULT_BASE_URL)
+
+/** fastCRW (Firecrawl's API) as a search provider (web only). */
+export const fastcrw = make("fastCRW", FASTCRW_BASE_URL)

@@ -1,0 +1,215 @@
+/**
+ * The search providers a configured `web_search` / `image_search` can name, the keys of its `tools[]` entry
+ * (decoded with Schema) and the provider built from them: its key from `api_key`, else the environment variable
+ * DeerFlow reads (`SERPER_API_KEY`...), its address from `base_url` (fastCRW: else `CRW_API_URL`), else the
+ * provider's own.
+ */
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as WebSearch from "../../services/WebSearch.js"
+import * as SearchProviders from "../SearchProviders.js"
+import * as Brave from "./Brave.js"
+import * as Exa from "./Exa.js"
+import * as Firecrawl from "./Firecrawl.js"
+import * as GroundRoute from "./GroundRoute.js"
+import * as InfoQuest from "./InfoQuest.js"
+import * as Serper from "./Serper.js"
+
+/** Search providers Antler has. */
+export const PROVIDERS = [
+  "duckduckgo",
+  "tavily",
+  "searxng",
+  "serper",
+  "brave",
+  "exa",
+  "firecrawl",
+  "fastcrw",
+  "infoquest",
+  "groundroute"
+] as const
+
+/** A search provider Antler has. */
+export type Provider = typeof PROVIDERS[number]
+
+/** Each provider as users know it. */
+export const LABEL: Readonly<Record<Provider, string>> = {
+  duckduckgo: "DuckDuckGo",
+  tavily: "Tavily",
+  searxng: "SearXNG",
+  serper: "Serper",
+  brave: "Brave Search",
+  exa: "Exa",
+  firecrawl: "Firecrawl",
+  fastcrw: "fastCRW",
+  infoquest: "InfoQuest",
+  groundroute: "GroundRoute"
+}
+
+/** The providers of DeerFlow's `deerflow.community.<module>.tools:web_search_tool`, by module. */
+export const SEARCH_MODULES: Readonly<Record<string, Provider>> = {
+  ddg_search: "duckduckgo",
+  tavily: "tavily",
+  searxng: "searxng",
+  serper: "serper",
+  brave: "brave",
+  exa: "exa",
+  firecrawl: "firecrawl",
+  fastcrw: "fastcrw",
+  infoquest: "infoquest",
+  groundroute: "groundroute"
+}
+
+/** The providers of DeerFlow's `deerflow.community.<module>.tools:image_search_tool`, by module. */
+export const IMAGE_MODULES: Readonly<Record<string, Provider>> = {
+  image_search: "duckduckgo",
+  serper: "serper",
+  brave: "brave",
+  infoquest: "infoquest"
+}
+
+const Seconds = Schema.Number.pipe(Schema.positive())
+const HttpUrl = Schema.String.pipe(Schema.filter((value) => {
+  try {
+    const url = new URL(value)
+    return url.protocol === "http:" || url.protocol === "https:" || "expected an http:// or https:// URL"
+  } catch {
+    return "expected an http:// or https:// URL"
+  }
+}))
+// a number written as text too (a `$VAR` from the environment is), as DeerFlow's tools coerce it
+const Count = (min: number, max: number) =>
+  Schema.Union(Schema.Number, Schema.NumberFromString).pipe(Schema.int(), Schema.between(min, max))
+
+/** Keys a configured `web_search` / `image_search` reads. */
+export const Settings = Schema.Struct({
+  provider: Schema.optional(Schema.Literal(...PROVIDERS)),
+  max_results: Schema.optional(Count(1, 20)),
+  api_key: Schema.optional(Schema.String),
+  base_url: Schema.optional(HttpUrl),
+  timeout: Schema.optional(Seconds),
+  /** DuckDuckGo's region (DeerFlow's `region`: `wt-wt`, `us-en`, `cn-zh`...). */
+  region: Schema.optional(Schema.String.pipe(
+    Schema.filter((r) => /^[a-z]{2,3}-[a-z]{2,4}$/i.test(r) || "expected a region such as us-en, cn-zh or wt-wt")
+  )),
+  /** DuckDuckGo's safe search (DeerFlow's `safesearch`). */
+  safesearch: Schema.optional(Schema.Literal("on", "moderate", "off")),
+  /** Exa's search type (`auto`, `neural`, `keyword`, `fast`...). */
+  search_type: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z_-]{1,40}$/))),
+  /** Characters of highlights Exa gives per result. */
+  contents_max_characters: Schema.optional(Count(1, 100_000)),
+  /** InfoQuest: days back its web search looks. */
+  search_time_range: Schema.optional(Count(1, 36_500)),
+  /** InfoQuest: days back its image search looks. */
+  image_search_time_range: Schema.optional(Count(1, 365)),
+  /** InfoQuest: the size of the images (`l`, `m`, `i`). */
+  image_size: Schema.optional(Schema.Literal("l", "m", "i"))
+})
+
+/** Keys of `Settings` only some providers read (the others name them as not read). */
+export const ONLY: Readonly<Record<string, ReadonlyArray<Provider>>> = {
+  region: ["duckduckgo"],
+  safesearch: ["duckduckgo"],
+  search_type: ["exa"],
+  contents_max_characters: ["exa"],
+  search_time_range: ["infoquest"],
+  image_search_time_range: ["infoquest"],
+  image_size: ["infoquest"]
+}
+
+interface KeyRule {
+  readonly env: string
+  /** Whether the provider cannot work without one (fastCRW self-hosted and InfoQuest can). */
+  readonly required: "always" | "default_base" | "never"
+}
+
+const KEYS: Readonly<Record<Provider, KeyRule | undefined>> = {
+  duckduckgo: undefined,
+  searxng: undefined,
+  tavily: { env: "TAVILY_API_KEY", required: "always" },
+  serper: { env: Serper.KEY_ENV, required: "always" },
+  brave: { env: Brave.KEY_ENV, required: "always" },
+  exa: { env: Exa.KEY_ENV, required: "always" },
+  groundroute: { env: GroundRoute.KEY_ENV, required: "always" },
+  firecrawl: { env: Firecrawl.KEY_ENV, required: "default_base" },
+  fastcrw: { env: Firecrawl.FASTCRW_KEY_ENV, required: "never" },
+  infoquest: { env: InfoQuest.KEY_ENV, required: "never" }
+}
+
+const fromEnv = (name: string) =>
+  Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()).pipe(
+    Effect.map((value) => Option.getOrUndefined(Option.filter(value, (v) => v.trim() !== ""))?.trim())
+  )
+
+const missingKey = (provider: Provider, env: string) =>
+  provider === "tavily"
+    ? `Tavily needs an API key: set api_key: $${env} in its entry, or ${env} in the environment`
+    : `${env} is not configured: set api_key: $${env} in its entry, or ${env} in the environment`
+
+/** The provider a configured tool names, or why it cannot work (no key where one is needed, a bad address). */
+export const build = (
+  provider: Provider,
+  settings: typeof Settings.Type
+): Effect.Effect<Either.Either<WebSearch.Service, string>> =>
+  Effect.gen(function*() {
+    const rule = KEYS[provider]
+    const configured = settings.api_key?.trim()
+    const key = configured !== undefined && configured !== ""
+      ? configured
+      : rule === undefined
+      ? undefined
+      : yield* fromEnv(rule.env)
+    let baseUrl = settings.base_url
+    if (baseUrl === undefined && provider === "fastcrw") {
+      const env = yield* fromEnv(Firecrawl.FASTCRW_URL_ENV)
+      if (env !== undefined && Either.isLeft(Schema.decodeEither(HttpUrl)(env))) {
+        return Either.left(`${Firecrawl.FASTCRW_URL_ENV} is not an http:// or https:// URL`)
+      }
+      baseUrl = env
+    }
+    if (rule !== undefined && key === undefined) {
+      if (rule.required === "always" || (rule.required === "default_base" && baseUrl === undefined)) {
+        return Either.left(missingKey(provider, rule.env))
+      }
+    }
+    const connection: SearchProviders.Connection = {
+      baseUrl,
+      apiKey: key === undefined ? undefined : Redacted.make(key),
+      timeoutMs: (settings.timeout ?? 15) * 1000,
+      region: settings.region,
+      safesearch: settings.safesearch
+    }
+    switch (provider) {
+      case "duckduckgo":
+        return Either.right(SearchProviders.duckduckgo(connection))
+      case "tavily":
+        return Either.right(SearchProviders.tavily(connection))
+      case "searxng":
+        return Either.right(SearchProviders.searxng(connection))
+      case "serper":
+        return Either.right(Serper.make(connection))
+      case "brave":
+        return Either.right(Brave.make(connection))
+      case "exa":
+        return Either.right(Exa.make(connection, {
+          searchType: settings.search_type,
+          contentsMaxCharacters: settings.contents_max_characters
+        }))
+      case "firecrawl":
+        return Either.right(Firecrawl.firecrawl(connection))
+      case "fastcrw":
+        return Either.right(Firecrawl.fastcrw(connection))
+      case "infoquest":
+        return Either.right(InfoQuest.make(connection, {
+          searchTimeRange: settings.search_time_range,
+          imageTimeRange: settings.image_search_time_range,
+          imageSize: settings.image_size
+        }))
+      case "groundroute":
+        return Either.right(GroundRoute.make(connection))
+    }
+  })
