@@ -29,6 +29,7 @@ import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as ToolContext from "../layers/sandbox/tools/ToolContext.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
+import * as ProviderFetch from "../layers/web/ProviderFetch.js"
 import * as Providers from "../layers/web/Providers.js"
 import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
@@ -50,7 +51,12 @@ export type Provider = Providers.Provider
 /** What a configured tool's `use:` is to Antler. */
 export type Mapping =
   | { readonly kind: "sandbox"; readonly tool: string }
-  | { readonly kind: "web_fetch"; readonly note?: string | undefined }
+  | {
+    readonly kind: "web_fetch"
+    readonly note?: string | undefined
+    /** The provider that reads pages (Exa, Firecrawl...), when it has a key; else Antler's own fetcher. */
+    readonly reader?: Providers.ReaderProvider | undefined
+  }
   | { readonly kind: "web_search"; readonly provider: Provider | undefined }
   | { readonly kind: "image_search"; readonly provider: Provider | undefined }
   | { readonly kind: "unsupported"; readonly why: string }
@@ -95,8 +101,11 @@ export const mapping = (use: string): Mapping => {
   const [, module, name] = community as unknown as [string, string, string]
   if (name === "web_fetch_tool") {
     const provider = FETCHERS[module]
+    const reader = (Providers.READERS as Readonly<Record<string, Providers.ReaderProvider>>)[module]
     return provider === undefined
       ? { kind: "unknown" }
+      : reader !== undefined
+      ? { kind: "web_fetch", reader }
       : { kind: "web_fetch", note: `Antler's own fetcher (instead of DeerFlow's ${provider})` }
   }
   if (name === "web_search_tool") {
@@ -149,7 +158,7 @@ export const SearchSettings = Providers.Settings
 
 const KNOWN_KEYS: Readonly<Record<Mapping["kind"], ReadonlyArray<string>>> = {
   sandbox: [],
-  web_fetch: Object.keys(FetchSettings.fields),
+  web_fetch: [...Object.keys(FetchSettings.fields), ...Object.keys(Providers.ReaderSettings.fields)],
   web_search: Object.keys(SearchSettings.fields),
   image_search: Object.keys(SearchSettings.fields),
   unsupported: [],
@@ -189,6 +198,10 @@ export const check = (config: AppConfig): ReadonlyArray<Issue> => {
     if (mapped.kind === "web_fetch") {
       const decoded = Schema.decodeUnknownEither(FetchSettings, { errors: "all" })(settings)
       if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
+      if (mapped.reader !== undefined) {
+        const read = Schema.decodeUnknownEither(Providers.ReaderSettings, { errors: "all" })(settings)
+        if (Either.isLeft(read)) issues.push(...issuesOf(read.left, at))
+      }
     } else if (mapped.kind === "web_search" || mapped.kind === "image_search") {
       const decoded = Schema.decodeUnknownEither(SearchSettings, { errors: "all" })(settings)
       if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
@@ -329,13 +342,37 @@ export const assemble = (
             }
             const s = decoded.right
             const timeout = s.timeout ?? s.timeout_s
+            const readerKeys = Object.keys(Providers.ReaderSettings.fields)
+            if (mapped.reader !== undefined) {
+              const read = Schema.decodeUnknownEither(Providers.ReaderSettings)(settings)
+              if (Either.isLeft(read)) {
+                missing(`its settings are invalid (${ParseResult.TreeFormatter.formatErrorSync(read.left)})`)
+                break
+              }
+              const built = yield* Providers.buildReader(mapped.reader, { ...read.right, timeout })
+              if (Either.isRight(built)) {
+                if (mapped.reader !== "infoquest") notRead.push(...Providers.READER_ONLY)
+                notRead.push("max_redirects", "max_bytes")
+                const tool = ProviderFetch.webFetch(built.right, {
+                  maxChars: s.max_chars,
+                  allowPrivateAddresses: s.allow_private_addresses
+                })
+                add(tool, { ...base, state: "available", note: `read through ${built.right.name}` }, where)
+                break
+              }
+              // without its key, Antler's own fetcher reads the page (as before readers existed)
+              warnings.push(`${where}: ${built.left}; Antler's own fetcher reads pages instead`)
+              notRead.push(...readerKeys)
+            } else {
+              notRead.push(...readerKeys)
+            }
             add(WebTools.webFetch({
               timeoutMs: timeout === undefined ? undefined : timeout * 1000,
               maxRedirects: s.max_redirects,
               maxBytes: s.max_bytes,
               maxChars: s.max_chars,
               allowPrivateAddresses: s.allow_private_addresses
-            }), { ...base, state: "available", note: mapped.note }, where)
+            }), { ...base, state: "available", note: mapped.note ?? "Antler's own fetcher" }, where)
             break
           }
           case "web_search":

@@ -500,3 +500,105 @@ describe("every keyed provider", () => {
         "Error: web_search failed: Serper answered JSON of an unexpected shape.")
     }))
 })
+
+const fetchTool = (use: string, url: string, extra: Record<string, unknown> = {}, env: Record<string, string> = {}) =>
+  Effect.map(
+    assemble([{ name: "web_fetch", group: "web", use, base_url: url, api_key: KEY, ...extra }], env),
+    (assembly) => toolOf(assembly, "web_fetch")
+  )
+
+describe("web_fetch read through a provider (DeerFlow's Exa, Firecrawl, fastCRW, InfoQuest, GroundRoute fetchers)", () => {
+  it.scopedLive("Firecrawl: POST /v2/scrape {url, formats: [markdown]}; '# <title>' then the Markdown", () =>
+    Effect.gen(function*() {
+      let answer: unknown = { success: true, data: { markdown: "Fetched markdown", metadata: { title: "Fetched Page" } } }
+      const firecrawl = yield* HttpServer.start((_, res) =>
+        HttpServer.reply(res, 200, JSON.stringify(answer), "application/json")
+      )
+      const tool = yield* fetchTool("deerflow.community.firecrawl.tools:web_fetch_tool", firecrawl.url)
+      assert.strictEqual((yield* call(tool, { url: "https://example.com" })).text, "# Fetched Page\n\nFetched markdown")
+      assert.strictEqual(firecrawl.requests[0]!.url, "/v2/scrape")
+      assert.strictEqual(firecrawl.requests[0]!.headers.authorization, `Bearer ${KEY}`)
+      assert.deepStrictEqual(JSON.parse(firecrawl.requests[0]!.body), { url: "https://example.com", formats: ["markdown"] })
+      answer = { success: true, data: { markdown: "", metadata: { title: "Empty" } } }
+      assert.strictEqual((yield* call(tool, { url: "https://example.com" })).text, "Error: No content found")
+    }))
+
+  it.scopedLive("a private or loopback URL is refused before the provider is asked, unless allowed", () =>
+    Effect.gen(function*() {
+      const crw = yield* HttpServer.start(json({ data: { markdown: "inside", metadata: { title: "Intranet" } } }))
+      const tool = yield* fetchTool("deerflow.community.fastcrw.tools:web_fetch_tool", crw.url)
+      for (const url of ["http://169.254.169.254/latest/meta-data/", "http://0x7f000001/", "http://localhost/x"]) {
+        const result = yield* call(tool, { url })
+        assert.match(result.text, /^Error: web_fetch refused .*Only public addresses can be fetched/, url)
+      }
+      assert.strictEqual(crw.requests.length, 0)
+      const allowed = yield* fetchTool("deerflow.community.fastcrw.tools:web_fetch_tool", crw.url, {
+        allow_private_addresses: true
+      })
+      assert.strictEqual((yield* call(allowed, { url: "http://10.0.0.5/" })).text, "# Intranet\n\ninside")
+    }))
+
+  it.scopedLive("Exa: POST /contents {urls, text.maxCharacters}; GroundRoute: mode=page, its content", () =>
+    Effect.gen(function*() {
+      const exa = yield* HttpServer.start(json({ results: [{ title: null, text: "This is the page content." }] }))
+      const exaFetch = yield* fetchTool("deerflow.community.exa.tools:web_fetch_tool", exa.url, { max_chars: 4096 })
+      assert.strictEqual((yield* call(exaFetch, { url: "https://example.com" })).text,
+        "# Untitled\n\nThis is the page content.")
+      assert.strictEqual(exa.requests[0]!.url, "/contents")
+      assert.strictEqual(exa.requests[0]!.headers["x-api-key"], KEY)
+      assert.deepStrictEqual(JSON.parse(exa.requests[0]!.body), {
+        urls: ["https://example.com"],
+        text: { maxCharacters: 4096 }
+      })
+      const groundroute = yield* HttpServer.start(json({
+        results: [{ title: "Page", url: "https://example.com/", snippet: "short", content: `long ${KEY}` }]
+      }))
+      const grFetch = yield* fetchTool("deerflow.community.groundroute.tools:web_fetch_tool", groundroute.url)
+      assert.strictEqual((yield* call(grFetch, { url: "https://example.com/" })).text, "# Page\n\nlong [redacted]")
+      assert.deepStrictEqual(JSON.parse(groundroute.requests[0]!.body), {
+        query: "https://example.com/",
+        mode: "page",
+        max_results: 1
+      })
+    }))
+
+  it.scopedLive("InfoQuest: its reader gets {url, format: HTML, timeouts}; the page's main part as Markdown", () =>
+    Effect.gen(function*() {
+      const page = "<html><head><title>Article</title></head><body><nav>Menu</nav>" +
+        "<main><h1>Heading</h1><p>Body <em>text</em>.</p></main></body></html>"
+      const infoquest = yield* HttpServer.start(json({ reader_result: page }))
+      const tool = yield* fetchTool("deerflow.community.infoquest.tools:web_fetch_tool", infoquest.url, {
+        timeout: 10,
+        fetch_time: 5,
+        navigation_timeout: 30
+      })
+      const result = yield* call(tool, { url: "https://example.com/a" })
+      assert.deepStrictEqual(JSON.parse(infoquest.requests[0]!.body), {
+        url: "https://example.com/a",
+        format: "HTML",
+        fetch_time: 5,
+        timeout: 10,
+        navi_timeout: 30
+      })
+      assert.strictEqual(infoquest.requests[0]!.headers.authorization, `Bearer ${KEY}`)
+      assert.match(result.text, /^# Article\n\n# Heading\n\nBody _text_\.$/)
+      assert.notInclude(result.text, "Menu")
+    }))
+
+  it.scopedLive("without its key, Antler's own fetcher reads the page, with a warning; its keys are named", () =>
+    Effect.gen(function*() {
+      const assembly = yield* assemble([{
+        name: "web_fetch",
+        use: "deerflow.community.firecrawl.tools:web_fetch_tool",
+        fetch_time: 3
+      }])
+      assert.deepStrictEqual(assembly.warnings, [
+        "tools[0] (web_fetch): FIRECRAWL_API_KEY is not configured: set api_key: $FIRECRAWL_API_KEY in its entry, " +
+        "or FIRECRAWL_API_KEY in the environment; Antler's own fetcher reads pages instead",
+        "tools[0] (web_fetch): keys not used by Antler (ignored): fetch_time"
+      ])
+      const tool = toolOf(assembly, "web_fetch")
+      // Antler's own fetcher: a loopback page is refused by the address it connects to
+      assert.include((yield* call(tool, { url: "http://127.0.0.1:9/" })).text, "Error: web_fetch refused")
+    }))
+})

@@ -1,13 +1,16 @@
 /**
  * Exa (`https://api.exa.ai`), as DeerFlow's `community/exa` search asks it through the `exa_py` SDK: `POST /search`
  * with `{query, type, numResults, contents: {highlights: {maxCharacters}}}` and the key in `x-api-key`; a result's
- * snippet is its highlights, one after another.
+ * snippet is its highlights, one after another. Its `web_fetch` asks `POST /contents` with `{urls: [url], text:
+ * {maxCharacters}}`.
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { Service } from "../../services/WebSearch.js"
-import { call, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import { SearchError } from "../../services/WebSearch.js"
+import { call, clean, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import type { Reader } from "./ProviderFetch.js"
 
 /** Exa's address, unless `base_url` says otherwise. */
 export const DEFAULT_BASE_URL = "https://api.exa.ai"
@@ -55,6 +58,39 @@ export const make = (connection: Connection, options: Options = {}): Service => 
             defined((answer.results ?? []).map((r) => result(r.title, r.url, (r.highlights ?? []).join("\n"))), max)
           )
         )
+      )
+  }
+}
+
+const Contents = Schema.Struct({
+  results: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ title: Str, text: Str }))))
+})
+
+/** Exa as the reader of `web_fetch`. */
+export const reader = (connection: Connection): Reader => {
+  const base = connection.baseUrl ?? DEFAULT_BASE_URL
+  return {
+    name: "Exa",
+    read: (url, maxChars) =>
+      call("Exa", connection, {
+        url: join(base, "/contents"),
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(connection.apiKey !== undefined ? { "x-api-key": Redacted.value(connection.apiKey) } : {})
+        },
+        body: JSON.stringify({ urls: [url], text: { maxCharacters: maxChars } })
+      }, (status) => `Exa request failed with status code ${status}`).pipe(
+        Effect.flatMap((response) => decodeJson("Exa", Contents, response.body)),
+        Effect.flatMap((answer) => {
+          const first = answer.results?.[0]
+          if (first === undefined) {
+            const message = "No results found"
+            return Effect.fail(new SearchError({ provider: "Exa", reason: "invalid_response", message }))
+          }
+          const [page] = masked(connection, [{ title: clean(first.title || "Untitled", 300), text: first.text ?? "" }])
+          return Effect.succeed(page!)
+        })
       )
   }
 }

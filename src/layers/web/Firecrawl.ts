@@ -2,12 +2,15 @@
  * Firecrawl (`https://api.firecrawl.dev`) and fastCRW (its API, `https://fastcrw.com/api` or self-hosted), as
  * DeerFlow's `community/firecrawl` and `community/fastcrw` searches ask them through the Firecrawl SDK: `POST
  * /v2/search` with `{query, limit}` and `Authorization: Bearer <key>`; the answer's `data.web` are the results.
+ * Their `web_fetch` asks `POST /v2/scrape` with `{url, formats: ["markdown"]}`.
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { Service } from "../../services/WebSearch.js"
-import { call, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import { SearchError } from "../../services/WebSearch.js"
+import { call, clean, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import type { Reader } from "./ProviderFetch.js"
 
 /** Firecrawl's address, unless `base_url` says otherwise. */
 export const DEFAULT_BASE_URL = "https://api.firecrawl.dev"
@@ -52,3 +55,44 @@ export const firecrawl = make("Firecrawl", DEFAULT_BASE_URL)
 
 /** fastCRW (Firecrawl's API) as a search provider (web only). */
 export const fastcrw = make("fastCRW", FASTCRW_BASE_URL)
+
+const Scrape = Schema.Struct({
+  data: Schema.optional(Schema.NullOr(Schema.Struct({
+    markdown: Str,
+    metadata: Schema.optional(Schema.NullOr(Schema.Struct({ title: Str })))
+  })))
+})
+
+const makeReader = (name: string, defaultBase: string) => (connection: Connection): Reader => {
+  const base = connection.baseUrl ?? defaultBase
+  return {
+    name,
+    read: (url) =>
+      call(name, connection, {
+        url: join(base, "/v2/scrape"),
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
+        },
+        body: JSON.stringify({ url, formats: ["markdown"] })
+      }, (status) => `${name} API error: HTTP ${status}`).pipe(
+        Effect.flatMap((response) => decodeJson(name, Scrape, response.body)),
+        Effect.flatMap((answer) => {
+          const markdown = answer.data?.markdown ?? ""
+          if (markdown === "") {
+            const message = "No content found"
+            return Effect.fail(new SearchError({ provider: name, reason: "invalid_response", message }))
+          }
+          const title = clean(answer.data?.metadata?.title || "Untitled", 300)
+          return Effect.succeed(masked(connection, [{ title, text: markdown }])[0]!)
+        })
+      )
+  }
+}
+
+/** Firecrawl as the reader of `web_fetch`. */
+export const firecrawlReader = makeReader("Firecrawl", DEFAULT_BASE_URL)
+
+/** fastCRW as the reader of `web_fetch`. */
+export const fastcrwReader = makeReader("fastCRW", FASTCRW_BASE_URL)

@@ -2,17 +2,24 @@
  * BytePlus InfoQuest search (`https://search.infoquest.bytepluses.com`), as DeerFlow's `community/infoquest`
  * client asks it: `POST /` with `{format: "JSON", query}` (`time_range` when set; for images `search_type:
  * "Images"` and `image_size`) and `Authorization: Bearer <key>`. Pages (`organic`) and news (`top_stories`) are
- * the web results, `images_results` the images; a URL seen once is not repeated.
+ * the web results, `images_results` the images; a URL seen once is not repeated. Its `web_fetch` asks the reader
+ * (`https://reader.infoquest.bytepluses.com`) `{url, format: "HTML"}` and converts the page's main part to Markdown.
  */
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { ImageResult, SearchResult, Service } from "../../services/WebSearch.js"
 import { SearchError } from "../../services/WebSearch.js"
+import * as DocumentConverter from "../DocumentConverter.js"
+import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import { call, type Connection, decodeJson, image, masked, result, Str } from "../SearchProviders.js"
+import * as WebTools from "../WebTools.js"
+import type { Reader } from "./ProviderFetch.js"
 
 /** InfoQuest's search address, unless `base_url` says otherwise. */
 export const DEFAULT_BASE_URL = "https://search.infoquest.bytepluses.com"
+/** InfoQuest's reader address, unless a `web_fetch` entry's `base_url` says otherwise. */
+export const READER_BASE_URL = "https://reader.infoquest.bytepluses.com"
 /** The environment variable DeerFlow reads the key from. */
 export const KEY_ENV = "INFOQUEST_API_KEY"
 
@@ -122,6 +129,68 @@ export const make = (connection: Connection, options: Options = {}): Service => 
               max
             ).map(({ url: _url, ...entry }) => entry)
           )
+      )
+  }
+}
+
+/** DeerFlow's InfoQuest reader keys (seconds; unset: InfoQuest's own). */
+export interface ReaderOptions {
+  readonly fetchTime?: number | undefined
+  readonly timeout?: number | undefined
+  readonly navigationTimeout?: number | undefined
+}
+
+const ReaderAnswer = Schema.Struct({ reader_result: Str, content: Str })
+
+const failure = (message: string) => new SearchError({ provider: "InfoQuest", reason: "invalid_response", message })
+
+/** The Markdown of an HTML page as DeerFlow's readability step gives it: its main part, its title. */
+const article = (html: string) =>
+  Effect.try({
+    try: () => {
+      const main = WebTools.mainContent(html)
+      const text = DocumentConverter.htmlToMarkdown(main).trim()
+      return { title: WebTools.htmlTitle(html) ?? "Untitled", text: text === "" ? WebTools.NO_CONTENT : text }
+    },
+    catch: (cause) =>
+      failure(cause instanceof OptionalPackage.MissingPackageError ? cause.message : "the page could not be converted")
+  })
+
+/** InfoQuest's reader as the reader of `web_fetch`. */
+export const reader = (connection: Connection, options: ReaderOptions = {}): Reader => {
+  const base = connection.baseUrl ?? READER_BASE_URL
+  return {
+    name: "InfoQuest",
+    read: (url) =>
+      call("InfoQuest", connection, {
+        url: base,
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
+        },
+        body: JSON.stringify({
+          url,
+          format: "HTML",
+          ...(options.fetchTime !== undefined ? { fetch_time: options.fetchTime } : {}),
+          ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+          ...(options.navigationTimeout !== undefined ? { navi_timeout: options.navigationTimeout } : {})
+        })
+      }, (status) => `fetch API returned status ${status}`).pipe(
+        Effect.flatMap((response) => {
+          const body = new TextDecoder().decode(response.body)
+          if (body.trim() === "") return Effect.fail(failure("no result found"))
+          // a JSON answer carries the page in reader_result (else content); anything else is the page itself
+          const html = Effect.orElseSucceed(
+            Effect.map(
+              decodeJson("InfoQuest", ReaderAnswer, response.body),
+              (answer) => answer.reader_result ?? answer.content ?? body
+            ),
+            () => body
+          )
+          return Effect.flatMap(html, article)
+        }),
+        Effect.map((page) => masked(connection, [page])[0]!)
       )
   }
 }

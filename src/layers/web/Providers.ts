@@ -2,7 +2,7 @@
  * The search providers a configured `web_search` / `image_search` can name, the keys of its `tools[]` entry
  * (decoded with Schema) and the provider built from them: its key from `api_key`, else the environment variable
  * DeerFlow reads (`SERPER_API_KEY`...), its address from `base_url` (fastCRW: else `CRW_API_URL`), else the
- * provider's own.
+ * provider's own. The same for the providers that read pages for `web_fetch` (`READERS`).
  */
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
@@ -17,6 +17,7 @@ import * as Exa from "./Exa.js"
 import * as Firecrawl from "./Firecrawl.js"
 import * as GroundRoute from "./GroundRoute.js"
 import * as InfoQuest from "./InfoQuest.js"
+import type * as ProviderFetch from "./ProviderFetch.js"
 import * as Serper from "./Serper.js"
 
 /** Search providers Antler has. */
@@ -150,11 +151,12 @@ const missingKey = (provider: Provider, env: string) =>
     ? `Tavily needs an API key: set api_key: $${env} in its entry, or ${env} in the environment`
     : `${env} is not configured: set api_key: $${env} in its entry, or ${env} in the environment`
 
-/** The provider a configured tool names, or why it cannot work (no key where one is needed, a bad address). */
-export const build = (
+/** How a provider is reached (its key, address, deadline), or why it cannot be (no key where one is needed). */
+const connectionOf = (
   provider: Provider,
-  settings: typeof Settings.Type
-): Effect.Effect<Either.Either<WebSearch.Service, string>> =>
+  settings: Pick<typeof Settings.Type, "api_key" | "base_url" | "timeout" | "region" | "safesearch">,
+  defaultTimeout: number
+): Effect.Effect<Either.Either<SearchProviders.Connection, string>> =>
   Effect.gen(function*() {
     const rule = KEYS[provider]
     const configured = settings.api_key?.trim()
@@ -176,13 +178,24 @@ export const build = (
         return Either.left(missingKey(provider, rule.env))
       }
     }
-    const connection: SearchProviders.Connection = {
+    return Either.right({
       baseUrl,
       apiKey: key === undefined ? undefined : Redacted.make(key),
-      timeoutMs: (settings.timeout ?? 15) * 1000,
+      timeoutMs: (settings.timeout ?? defaultTimeout) * 1000,
       region: settings.region,
       safesearch: settings.safesearch
-    }
+    })
+  })
+
+/** The provider a configured tool names, or why it cannot work (no key where one is needed, a bad address). */
+export const build = (
+  provider: Provider,
+  settings: typeof Settings.Type
+): Effect.Effect<Either.Either<WebSearch.Service, string>> =>
+  Effect.gen(function*() {
+    const reached = yield* connectionOf(provider, settings, 15)
+    if (Either.isLeft(reached)) return Either.left(reached.left)
+    const connection = reached.right
     switch (provider) {
       case "duckduckgo":
         return Either.right(SearchProviders.duckduckgo(connection))
@@ -213,3 +226,59 @@ export const build = (
         return Either.right(GroundRoute.make(connection))
     }
   })
+
+// ---------------------------------------------------------------------------------------------------------
+// Readers of web_fetch
+
+/** The providers of DeerFlow's `deerflow.community.<module>.tools:web_fetch_tool` that Antler asks, by module. */
+export const READERS = {
+  exa: "exa",
+  firecrawl: "firecrawl",
+  fastcrw: "fastcrw",
+  infoquest: "infoquest",
+  groundroute: "groundroute"
+} as const satisfies Readonly<Record<string, Provider>>
+
+/** A provider that reads pages for `web_fetch`. */
+export type ReaderProvider = typeof READERS[keyof typeof READERS]
+
+/** Keys a reader's `web_fetch` entry reads besides `timeout`, `max_chars` and `allow_private_addresses`. */
+export const ReaderSettings = Schema.Struct({
+  api_key: Schema.optional(Schema.String),
+  base_url: Schema.optional(HttpUrl),
+  /** InfoQuest: seconds it may spend fetching (`fetch_time`). */
+  fetch_time: Schema.optional(Count(1, 600)),
+  /** InfoQuest: seconds its browser may spend navigating (`navigation_timeout`). */
+  navigation_timeout: Schema.optional(Count(1, 600))
+})
+
+/** Keys of `ReaderSettings` only InfoQuest reads. */
+export const READER_ONLY: ReadonlyArray<string> = ["fetch_time", "navigation_timeout"]
+
+/**
+ * The reader a `web_fetch` entry names, or why it cannot work (no key where one is needed). `timeout` (seconds) is
+ * the whole request's deadline (default 30: the provider loads the page first) and, for InfoQuest, its own.
+ */
+export const buildReader = (
+  provider: ReaderProvider,
+  settings: typeof ReaderSettings.Type & { readonly timeout?: number | undefined }
+): Effect.Effect<Either.Either<ProviderFetch.Reader, string>> =>
+  Effect.map(connectionOf(provider, settings, 30), (reached) =>
+    Either.map(reached, (connection) => {
+      switch (provider) {
+        case "exa":
+          return Exa.reader(connection)
+        case "firecrawl":
+          return Firecrawl.firecrawlReader(connection)
+        case "fastcrw":
+          return Firecrawl.fastcrwReader(connection)
+        case "groundroute":
+          return GroundRoute.reader(connection)
+        case "infoquest":
+          return InfoQuest.reader(connection, {
+            fetchTime: settings.fetch_time,
+            timeout: settings.timeout,
+            navigationTimeout: settings.navigation_timeout
+          })
+      }
+    }))
