@@ -173,11 +173,22 @@ const settingsOf = (entry: ToolConfig) => {
 const issuesOf = (error: ParseResult.ParseError, at: string) =>
   schemaIssues(error).map((issue) => ({ path: issue.path === "" ? at : `${at}.${issue.path}`, message: issue.message }))
 
-/** The secrets of configured tools (their `api_key`s, the ACP agents' `env`), which nothing may print or store. */
-export const secrets = (config: AppConfig): ReadonlyArray<string> => [
+/**
+ * The secrets of configured tools (their `api_key`s, the keys search providers read from the environment, the ACP
+ * agents' `env`), which nothing may print or store.
+ */
+export const secrets = (
+  config: AppConfig,
+  env: Readonly<Record<string, string | undefined>> = process.env
+): ReadonlyArray<string> => [
   ...(config.tools ?? []).flatMap((entry) => {
     const key = entry.api_key ?? entry.token
     return typeof key === "string" && key !== "" ? [key] : []
+  }),
+  // (a provider's key taken from the environment, as DeerFlow reads them, when the entry names none)
+  ...Providers.KEY_ENVS.flatMap((name) => {
+    const key = env[name]?.trim()
+    return key === undefined || key === "" ? [] : [key]
   }),
   ...AcpTool.secrets(config.acp_agents)
 ]

@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
-import { AppConfigService } from "../../src/services/AppConfig.js"
+import { AppConfigService, defaults } from "../../src/services/AppConfig.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { provideRun, tempDirs } from "../support/fixtures.js"
@@ -169,4 +169,16 @@ describe("ToolAssembly", () => {
       assert.include(page, "# Inside")
       assert.include(page, "hello _there_")
     }))
+})
+
+describe("ToolAssembly.secrets", () => {
+  it("names the search providers' keys taken from the environment, beside the entries' own keys", () => {
+    const entry = { name: "web_search", use: "deerflow.community.serper.tools:web_search_tool", api_key: "entry-key-123" }
+    const config = { ...defaults(), tools: [entry] }
+    const env = { SERPER_API_KEY: " serper-env-key-456 ", TAVILY_API_KEY: "tavily-env-key-789", EXA_API_KEY: "" }
+    const found = ToolAssembly.secrets(config, { ...env, HOME: "/home/x" })
+    assert.includeMembers([...found], ["entry-key-123", "serper-env-key-456", "tavily-env-key-789"])
+    assert.notInclude(found, "/home/x")
+    assert.notInclude(found, "")
+  })
 })

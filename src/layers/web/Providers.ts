@@ -141,6 +141,9 @@ const KEYS: Readonly<Record<Provider, KeyRule | undefined>> = {
   infoquest: { env: InfoQuest.KEY_ENV, required: "never" }
 }
 
+/** The environment variables the providers read their keys from (secrets wherever they are set). */
+export const KEY_ENVS: ReadonlyArray<string> = Object.values(KEYS).flatMap((rule) => rule === undefined ? [] : [rule.env])
+
 const fromEnv = (name: string) =>
   Effect.orElseSucceed(Config.option(Config.string(name)), () => Option.none<string>()).pipe(
     Effect.map((value) => Option.getOrUndefined(Option.filter(value, (v) => v.trim() !== ""))?.trim())
