@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as ConfiguredGuardrail from "../layers/ConfiguredGuardrail.js"
+import * as AuthorizationMW from "../middleware/Authorization.js"
 import * as Chain from "../middleware/Chain.js"
 import * as Clarification from "../middleware/Clarification.js"
 import * as DanglingToolCall from "../middleware/DanglingToolCall.js"
@@ -42,6 +43,7 @@ import * as ToolResultSanitization from "../middleware/ToolResultSanitization.js
 import * as Uploads from "../middleware/Uploads.js"
 import * as ViewImage from "../middleware/ViewImage.js"
 import type { AppConfig, TokenBudgetConfig } from "../services/AppConfig.js"
+import type * as Authorization from "../services/Authorization.js"
 import * as Guardrail from "../services/Guardrail.js"
 import type { Memory } from "../services/Memory.js"
 import type { ToolDefinition } from "../services/ModelService.js"
@@ -62,6 +64,8 @@ export interface ChainOptions {
   readonly config: AppConfig
   /** The configured guardrail provider; none when guardrails are off. */
   readonly guardrail?: Guardrail.Service | undefined
+  /** Role-based permissions (`authorization.enabled`); none when off. */
+  readonly authorization?: Authorization.Authorization | undefined
   /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /** MCP tools deferred behind `tool_search` (none: no deferral). */
@@ -94,6 +98,7 @@ export interface ChainOptions {
 export interface SubagentChainOptions {
   readonly config: AppConfig
   readonly guardrail?: Guardrail.Service | undefined
+  readonly authorization?: Authorization.Authorization | undefined
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /**
    * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
@@ -120,6 +125,7 @@ export interface SubagentChainOptions {
 export interface Parts {
   readonly config: AppConfig
   readonly guardrail: Guardrail.Service | undefined
+  readonly authorization: Authorization.Authorization | undefined
   readonly breaker: LLMErrorHandling.CircuitBreaker | undefined
   /** SafetyFinishReason's loaded detectors; undefined: the configuration's built-ins. */
   readonly safetyDetectors: ReadonlyArray<SafetyFinishReason.Detector> | undefined
@@ -163,6 +169,7 @@ const entries = {
       breaker: p.breaker,
       attemptsByModel: LLMErrorHandling.attemptsByModel(p.config.models)
     }),
+  Authorization: (p: Parts) => AuthorizationMW.entry(p.authorization!),
   Guardrail: (p: Parts) =>
     GuardrailMW.entry(p.guardrail!, {
       failClosed: p.config.guardrails.fail_closed,
@@ -256,6 +263,7 @@ export const leadOrder: ReadonlyArray<Item> = [
   { name: "Sandbox" }, // 6
   { name: "DanglingToolCall" }, // 7
   { name: "LLMErrorHandling" }, // 8
+  { name: "Authorization", when: (p) => p.authorization !== undefined }, // 9
   { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 10
   { name: "SandboxAudit" }, // 11
   { name: "ReadBeforeWrite", when: readBeforeWrite }, // 12
@@ -296,6 +304,7 @@ export const subagentOrder: ReadonlyArray<Item> = [
   { name: "Sandbox" }, // 5
   { name: "DanglingToolCall" }, // 6
   { name: "LLMErrorHandling" }, // 7
+  { name: "Authorization", when: (p) => p.authorization !== undefined }, // 8
   { name: "Guardrail", when: (p) => p.guardrail !== undefined }, // 9
   { name: "SandboxAudit" }, // 10
   { name: "ReadBeforeWrite", when: readBeforeWrite }, // 11
@@ -361,6 +370,7 @@ const describeSkills = (
 export const leadParts = (options: ChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
+  authorization: options.authorization,
   breaker: options.breaker,
   safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),
@@ -382,6 +392,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
 export const subagentParts = (options: SubagentChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
+  authorization: options.authorization,
   breaker: options.breaker,
   safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),

@@ -36,6 +36,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
+import * as RbacAuthorization from "../layers/RbacAuthorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -50,6 +51,7 @@ import { SubagentRunner } from "../services/SubagentRunner.js"
 import type { ThreadStore } from "../services/ThreadStore.js"
 import * as M from "../state/Message.js"
 import * as Redact from "../state/Redact.js"
+import * as AgentAuthorization from "./AgentAuthorization.js"
 import * as AgentSetup from "./AgentSetup.js"
 import * as CustomAgents from "./CustomAgents.js"
 import * as CustomSkills from "./CustomSkills.js"
@@ -161,6 +163,11 @@ export interface Resolved {
    * in an admin's run (the skills directory is every user's; see `SkillManage`).
    */
   readonly skillEvolution?: boolean | undefined
+  /**
+   * The role of the run's user, with `authorization.enabled` (none: `default_role`): the agent is built for it (its
+   * tools and prompt), and the run asks the provider as that role.
+   */
+  readonly role?: string | undefined
 }
 
 /** Defaults an agent of its own may set (a custom agent's `config.yaml`, SPEC §3.2). */
@@ -242,19 +249,24 @@ export const shapeKey = (r: Resolved): string =>
     r.bootstrap && (r.bootstrapName ?? null),
     r.nonInteractive,
     r.toolGroups ?? null,
-    r.skillEvolution === true
+    r.skillEvolution === true,
+    r.role ?? null
   ])
 
 /** The run options of a resolved run. */
-export const runOptions = (r: Resolved): Partial<RunOptions> => ({
-  modelName: r.modelName,
-  thinkingEnabled: r.thinkingEnabled,
-  reasoningEffort: r.reasoningEffort,
-  isPlanMode: r.planMode,
-  nonInteractive: r.nonInteractive,
-  ...(r.recursionLimit !== undefined ? { recursionLimit: r.recursionLimit } : {}),
-  ...AgentSetup.runOptions(r.agentName ?? r.bootstrapName, r.custom, r.bootstrap)
-})
+export const runOptions = (r: Resolved): Partial<RunOptions> => {
+  const agent = AgentSetup.runOptions(r.agentName ?? r.bootstrapName, r.custom, r.bootstrap)
+  return {
+    modelName: r.modelName,
+    thinkingEnabled: r.thinkingEnabled,
+    reasoningEffort: r.reasoningEffort,
+    isPlanMode: r.planMode,
+    nonInteractive: r.nonInteractive,
+    ...(r.recursionLimit !== undefined ? { recursionLimit: r.recursionLimit } : {}),
+    ...agent,
+    ...(r.role !== undefined ? { extra: { ...agent.extra, user_role: r.role } } : {})
+  }
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // The factory service
@@ -269,6 +281,8 @@ export interface TurnInput extends Omit<LeadAgent.TurnInput, "options"> {
   readonly admin?: boolean | undefined
   /** The request's secrets for skills (`RunOptions.secrets`): never taken from the settings, never stored. */
   readonly secrets?: SkillSecrets.RequestSecrets | undefined
+  /** The role of the run's user (`authorization`; none: `default_role`). Never taken from the settings. */
+  readonly role?: string | undefined
 }
 
 /** The lead agent factory of an app. */
@@ -280,7 +294,8 @@ export interface Service {
   readonly resolve: (
     settings: unknown,
     userId?: string,
-    admin?: boolean
+    admin?: boolean,
+    role?: string
   ) => Effect.Effect<Resolved, SettingsError | NoModelsError>
   /**
    * The agent for a resolved run: built on first use for its shape, then kept while it is current. One that is not
@@ -419,6 +434,8 @@ export const layer = (
                 ...(r.skillEvolution === true ? [SkillManage.make(CustomSkills.of(snap.app), redact)] : [])
               ]
               const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
+              // (a deferred tool the role may not see is not in `tool_search`'s catalog either)
+              const deferred = yield* AgentAuthorization.deferredFor(snap.app.config, r.role, assembly.deferred)
               const withRunner = r.subagents.enabled
                 ? Context.add(context, SubagentRunner, yield* runners.forAgent(snap, child))
                 : context
@@ -427,8 +444,11 @@ export const layer = (
                   ...base,
                   tools,
                   sandboxTools: false,
-                  deferred: assembly.deferred,
-                  routingHints: assembly.routingHints
+                  deferred,
+                  routingHints: deferred === assembly.deferred
+                    ? assembly.routingHints
+                    : assembly.routingHints.filter((h) => deferred?.tools.some((t) => t.name === h.tool) ?? false),
+                  role: r.role
                 }),
                 child
               ).pipe(Effect.provide(withRunner))
@@ -492,7 +512,7 @@ export const layer = (
       const agent = (r: Resolved) =>
         Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.agent)))
 
-      const resolveWith = (snap: Snapshot, raw: unknown, userId = "default", admin = false) =>
+      const resolveWith = (snap: Snapshot, raw: unknown, userId = "default", admin = false, role?: string) =>
         Effect.gen(function*() {
           const { models } = snap
           if (models.length === 0 && options.requireModel !== false) {
@@ -514,12 +534,19 @@ export const layer = (
             maxTotalSubagents: snap.app.config.subagents.max_total_per_run
           })
           const evolving = snap.app.config.skill_evolution.enabled && admin
-          return {
+          const authz = RbacAuthorization.fromConfig(snap.app.config.authorization)
+          const full: Resolved = {
             ...resolved,
             // (named as its directory is, whatever case the run wrote: its memory is that agent's)
             ...(custom === undefined ? {} : { custom, agentName: custom.name }),
-            ...(evolving ? { skillEvolution: true } : {})
+            ...(evolving ? { skillEvolution: true } : {}),
+            ...(authz === undefined ? {} : { role: role ?? authz.defaultRole })
           }
+          if (authz === undefined) return full
+          return yield* Effect.mapError(
+            AgentAuthorization.authorizeModel(authz, full.role, models, full),
+            (error) => new SettingsError({ message: error.message })
+          )
         })
 
       const turn = (input: TurnInput, onEvent: (event: RunEvent) => void): Effect.Effect<void> => {
@@ -538,9 +565,11 @@ export const layer = (
         return Effect.gen(function*() {
           // (one configuration for the whole run: the one of its start)
           const snap = yield* current
-          const resolved = yield* Effect.either(resolveWith(snap, input.settings, input.userId, input.admin === true))
+          const resolved = yield* Effect.either(
+            resolveWith(snap, input.settings, input.userId, input.admin === true, input.role)
+          )
           if (Either.isLeft(resolved)) return yield* failed(resolved.left)
-          const { admin, secrets, settings: _, ...rest } = input
+          const { admin, secrets, settings: _, role: _role, ...rest } = input
           const options = {
             ...runOptions(resolved.right),
             admin: admin === true,
@@ -575,7 +604,8 @@ export const layer = (
 
       return AgentFactory.of({
         turn,
-        resolve: (raw, userId, admin) => Effect.flatMap(current, (snap) => resolveWith(snap, raw, userId, admin)),
+        resolve: (raw, userId, admin, role) =>
+          Effect.flatMap(current, (snap) => resolveWith(snap, raw, userId, admin, role)),
         agent,
         tools: (r) => Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.assembly))),
         run

@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as UserModule from "../internal/UserModule.js"
+import * as RbacAuthorization from "../layers/RbacAuthorization.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import type { ConfigError } from "../layers/ConfigFile.js"
@@ -26,6 +27,7 @@ import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
 import type * as Summarization from "../middleware/Summarization.js"
 import type * as SafetyFinishReason from "../middleware/SafetyFinishReason.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import * as Authz from "../services/Authorization.js"
 import type * as Guardrail from "../services/Guardrail.js"
 import { Memory } from "../services/Memory.js"
 import type { ModelService, ToolDefinition } from "../services/ModelService.js"
@@ -137,6 +139,11 @@ export interface Options {
    * compacted (see `Summarization.Hook`).
    */
   readonly summarizationHooks?: ReadonlyArray<Summarization.Hook> | undefined
+  /**
+   * The role the agent is built for (`authorization.enabled`: its prompt and `tools` name only the tools the role
+   * may see; each request is filtered again for the run's own user and role). Default: `default_role`.
+   */
+  readonly role?: string | null | undefined
   readonly subagents?: {
     readonly maxConcurrent?: number | undefined
     readonly maxTotal?: number | undefined
@@ -191,6 +198,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const app = yield* AppConfigService
       const store = yield* ThreadStore
       const guardrail = yield* Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source))
+      const authorization = RbacAuthorization.fromConfig(app.config.authorization)
       const safetyDetectors = yield* SafetyDetectorModules.fromConfig(
         app.config.safety_finish_reason,
         UserModule.baseDirOf(app.source)
@@ -225,6 +233,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const planned = Chains.chain({
         config: app.config,
         guardrail,
+        authorization,
         safetyDetectors,
         breaker: options.breaker,
         skills: registry,
@@ -246,7 +255,17 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const ports: Context.Context<Ports> = yield* Layer.build(
         MW.stack(checked.map((e) => e.make()), MW.baseOverModel(tools))
       )
-      const definitions = Context.get(ports, ToolService).definitions
+      const all = Context.get(ports, ToolService).definitions
+      // (the tools the role the agent is built for may see: the prompt speaks of no other)
+      const shown = authorization === undefined ? undefined : new Set(
+        yield* Authz.visible(
+          authorization,
+          Authz.principalOf({ role: options.role }, authorization.defaultRole),
+          "tool",
+          all.map((d) => d.name)
+        )
+      )
+      const definitions = shown === undefined ? all : all.filter((d) => shown.has(d.name) || d.name === "tool_search")
       const systemPrompt = yield* AgentPrompt.forAgent(app, catalog, {
         tools: definitions.map((d) => d.name),
         agentName: options.agentName,

@@ -27,6 +27,7 @@ import * as Stream from "effect/Stream"
 import * as UserModule from "../internal/UserModule.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
+import * as RbacAuthorization from "../layers/RbacAuthorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as Chain from "../middleware/Chain.js"
@@ -355,6 +356,7 @@ export const make = (options: Options = {}) =>
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
+            authorization: RbacAuthorization.fromConfig(app.config.authorization),
             safetyDetectors: safetyDetectors.right,
             breaker: options.breaker,
             tokenBudget: config.tokenBudget,

@@ -453,8 +453,8 @@ export const AppConfigSchema = Schema.Struct({
   llm_call: withDefault(LlmCallConfig, () => Schema.decodeSync(LlmCallConfig)({})),
   circuit_breaker: withDefault(CircuitBreakerConfig, () => Schema.decodeSync(CircuitBreakerConfig)({})),
   guardrails: withDefault(GuardrailsConfig, () => Schema.decodeSync(GuardrailsConfig)({})),
-  /** DeerFlow's role-based permissions, which Antler does not enforce: enabled, an error (`config/Authorization`). */
-  authorization: withDefault(AuthorizationConfig, () => ({ enabled: false })),
+  /** DeerFlow's role-based permissions: tools, models and routes per role (`config/Authorization`). */
+  authorization: withDefault(AuthorizationConfig, () => Schema.decodeSync(AuthorizationConfig)({})),
   loop_detection: withDefault(LoopDetectionConfig, () => Schema.decodeSync(LoopDetectionConfig)({})),
   summarization: withDefault(SummarizationConfig, () => Schema.decodeSync(SummarizationConfig)({})),
   token_usage: withDefault(TokenUsageConfig, () => Schema.decodeSync(TokenUsageConfig)({})),

@@ -19,8 +19,9 @@ import type { ModelService } from "./ModelService.js"
  * when the process starts, and a run's prompt must name the folder its sandbox has), where memory is stored and by
  * which backend (the files of every user are open under that root: `memory.manager_class`,
  * `memory.backend_config.storage_path`, `storage_class` and `manifest_filename`), DeerMem's own prompt and pattern
- * files (`prompts_dir`, `patterns_dir`: read when the memory starts), and the configured middlewares
- * (`extensions`). An edit of one of them takes effect on a restart; the rest takes effect at the next run, request
+ * files (`prompts_dir`, `patterns_dir`: read when the memory starts), the configured middlewares
+ * (`extensions`), and role-based permissions (`authorization`: the gateway's routes and every run's tools keep
+ * one policy). An edit of one of them takes effect on a restart; the rest takes effect at the next run, request
  * (an upload's limits, a skill's checks) or memory update.
  */
 export const STARTUP_ONLY = [
@@ -38,7 +39,8 @@ export const STARTUP_ONLY = [
   "memory.backend_config.manifest_filename",
   "memory.backend_config.prompts_dir",
   "memory.backend_config.patterns_dir",
-  "extensions"
+  "extensions",
+  "authorization"
 ] as const satisfies ReadonlyArray<keyof AppConfig | `${keyof AppConfig}.${string}`>
 
 /** A section of `config.yaml`, or a setting of one (`section.key...`), that takes effect on a restart only. */

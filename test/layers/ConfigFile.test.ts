@@ -261,33 +261,50 @@ describe("ConfigFile", () => {
       assert.deepStrictEqual(loaded.config.skills, { container_path: "/mnt/skills", deferred_discovery: false })
     }))
 
-  // DeerFlow's test_authorization_enforcement / test_authorization_route_permissions: with authorization enabled,
-  // a role sees and calls only the tools (and routes) its policy allows. Antler does not enforce those policies,
-  // so an enabled section stops the start instead of leaving every role every tool behind a warning
-  it.effect("authorization: enabled is a configuration error (roles are not enforced); off, it loads", () =>
+  // DeerFlow's test_authorization_runtime / test_rbac_authorization_provider: an enabled section is checked when the
+  // file loads (the built-in provider only, its roles, the default role), each problem at its key; off, the section is
+  // never resolved (DeerFlow's test_disabled_does_not_import_invalid_path)
+  it.effect("authorization: an enabled section is checked at its keys; off, it loads whatever it names", () =>
     Effect.gen(function*() {
-      const rbac = [
-        "    provider:",
-        "      use: deerflow.authz.rbac:RbacAuthorizationProvider",
-        "      config:",
-        "        roles:",
-        "          user:",
-        "            tools: {allow: [web_search, read_file]}",
-        ""
-      ]
-      const file = tempFile(["authorization:", "    enabled: true", ...rbac].join("\n"))
-      const loaded = yield* ConfigFile.load(file).pipe(Effect.either, withEnv({}))
-      if (Either.isRight(loaded)) return assert.fail("an enabled authorization section was loaded")
-      assert.strictEqual(loaded.left.reason, "schema")
-      const lines = loaded.left.message.split("\n")
-      assert.strictEqual(lines.length, 1, loaded.left.message)
-      assert.include(lines[0], `${file}: authorization: role-based permissions (authorization.enabled: true) are not`)
-      assert.include(lines[0], "set enabled: false or remove the section")
-      // DeerFlow's example has it off: it loads, and the section's other keys are named as not read
-      const off = yield* ConfigFile.load(tempFile(["authorization:", "    enabled: false", ...rbac].join("\n")))
-        .pipe(withEnv({}))
+      const section = (enabled: boolean, use: string, roles: ReadonlyArray<string>, extra: ReadonlyArray<string> = []) =>
+        ["authorization:", `    enabled: ${enabled}`, ...extra, "    provider:", `      use: ${use}`, "      config:",
+          "        roles:", ...roles, ""].join("\n")
+      const RBAC = "deerflow.authz.rbac:RbacAuthorizationProvider"
+      const good = ["          user:", "            tools: {allow: [web_search, read_file]}"]
+      const loaded = yield* ConfigFile.load(tempFile(section(true, RBAC, good))).pipe(withEnv({}))
+      assert.isTrue(loaded.config.authorization.enabled)
+      assert.isTrue(loaded.config.authorization.fail_closed)
+      assert.strictEqual(loaded.config.authorization.default_role, "user")
+      assert.deepStrictEqual(loaded.ignored, [])
+      const refused = (text: string) =>
+        ConfigFile.load(tempFile(text)).pipe(Effect.flip, withEnv({}), Effect.map((e) => e.message))
+      assert.include(
+        yield* refused(section(true, "my.module:Provider", good)),
+        `authorization.provider.use: "my.module:Provider" is not a provider Antler has`
+      )
+      assert.include(
+        yield* refused(section(true, RBAC, ["          user:", "            tool: {allow: [bash]}"])),
+        "authorization.provider.config.roles.user.tool: 'tool' is a request's resource type; write 'tools'"
+      )
+      assert.include(
+        yield* refused(section(true, RBAC, ["          user:", "            tools: {alow: [bash]}"])),
+        "authorization.provider.config.roles.user.tools.alow"
+      )
+      assert.include(
+        yield* refused(section(true, RBAC, ["          user:", "            tools: {deny: null}"])),
+        "authorization.provider.config.roles.user.tools.deny"
+      )
+      assert.include(
+        yield* refused(section(true, RBAC, good, ["    default_role: guest"])),
+        `authorization.default_role: 'guest' is not defined; known roles: ["user"]`
+      )
+      assert.include(
+        yield* refused(["authorization:", "    enabled: true", ""].join("\n")),
+        "authorization.provider: authorization.enabled is true but no provider is configured"
+      )
+      // off, nothing is resolved: an unknown provider loads
+      const off = yield* ConfigFile.load(tempFile(section(false, "my.module:Provider", good))).pipe(withEnv({}))
       assert.isFalse(off.config.authorization.enabled)
-      assert.deepStrictEqual(off.ignored, ["authorization.provider"])
       const example = yield* ConfigFile.load(FIXTURE).pipe(withEnv({}))
       assert.isFalse(example.ignored.some((key) => key.startsWith("authorization")))
     }))

@@ -17,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ModelConfig } from "../../services/AppConfig.js"
 import * as Redact from "../../state/Redact.js"
+import type * as Authz from "../../services/Authorization.js"
 import type { ModelService } from "../../services/ModelService.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
@@ -62,6 +63,8 @@ export interface Options {
   readonly accounts?: Accounts.Options | undefined
   /** The models' client for the gateway's own calls (follow-up questions, polishing a draft, compaction). */
   readonly model: ModelService["Type"]
+  /** Role-based permissions (`authorization.enabled`): routes and models per role. */
+  readonly authorization?: Authz.Authorization | undefined
 }
 
 /**
@@ -87,7 +90,7 @@ const handlersLayer = (options: Options) => {
   const langgraph = Layer.mergeAll(first, ...more)
   const deerflow = Layer.mergeAll(
     Files.layer(SERVED.deerflow),
-    Catalog.modelsLayer(SERVED.deerflow, options.models),
+    Catalog.modelsLayer(SERVED.deerflow, options.models, options.authorization),
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
@@ -105,7 +108,7 @@ const handlersLayer = (options: Options) => {
   return Layer.mergeAll(
     HttpApiBuilder.api(LangGraphApi).pipe(Layer.provide(langgraph)),
     HttpApiBuilder.api(DeerFlowApi).pipe(Layer.provide(deerflow))
-  ).pipe(Layer.provide(Security.layer(options.auth, options.accounts?.store)))
+  ).pipe(Layer.provide(Security.layer(options.auth, options.accounts?.store, options.authorization)))
 }
 
 /** The routes of a gateway over the app's services: the API's and its documentation's, every failure a problem. */

@@ -80,6 +80,9 @@ export const tokensProblem = (tokens: ReadonlyArray<GatewayToken>): string | und
     if (other !== undefined && other.admin !== entry.admin) {
       return `gateway.auth.tokens: one token of ${entry.user} is listed twice, once with admin: true and once without`
     }
+    if (other !== undefined && other.role !== entry.role) {
+      return `gateway.auth.tokens: one token of ${entry.user} is listed twice, with two roles`
+    }
     seen.set(value, entry)
   }
   return undefined
@@ -102,6 +105,11 @@ export const tokenOf = (headers: Readonly<Record<string, string | undefined>>): 
 export interface Identity {
   readonly user: string
   readonly admin: boolean
+  /**
+   * The user's role for `authorization`: a token's `role` (default `admin` for an admin token, else `user`), an
+   * account's `system_role`; none on an open gateway (the configured `default_role` applies).
+   */
+  readonly role?: string | undefined
   /** The account, when the request is a signed-in account's (`gateway.auth.accounts`); its id is `user`. */
   readonly account?: {
     readonly id: string
@@ -121,7 +129,12 @@ export interface Authenticator {
 
 /** An authenticator over the configured tokens. */
 export const make = (tokens: ReadonlyArray<GatewayToken>): Authenticator => {
-  const entries = tokens.map((t) => ({ hash: digest(Redacted.value(t.token)), user: t.user, admin: t.admin }))
+  const entries = tokens.map((t) => ({
+    hash: digest(Redacted.value(t.token)),
+    user: t.user,
+    admin: t.admin,
+    role: t.role ?? (t.admin ? "admin" : "user")
+  }))
   return {
     required: entries.length > 0,
     identify: (headers) => {
@@ -135,7 +148,8 @@ export const make = (tokens: ReadonlyArray<GatewayToken>): Authenticator => {
       // every entry is compared, so the time taken says nothing about which one matched
       let found: Identity | undefined
       for (const entry of entries) {
-        if (Crypto.timingSafeEqual(entry.hash, hash)) found ??= { user: entry.user, admin: entry.admin }
+        const { admin, role, user } = entry
+        if (Crypto.timingSafeEqual(entry.hash, hash)) found ??= { user, admin, role }
       }
       return found === undefined ? Either.left("The API token is not valid.") : Either.right(found)
     }

@@ -29,6 +29,7 @@ import type * as Stream from "node:stream"
 import type * as OptionalPackage from "../../internal/OptionalPackage.js"
 import type * as ConfigReload from "../../layers/ConfigReload.js"
 import * as OtelTracing from "../../layers/OtelTracing.js"
+import * as RbacAuthorization from "../../layers/RbacAuthorization.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
@@ -367,7 +368,8 @@ export const layer = (options: Options) => {
       redact,
       accounts,
       model,
-      learnSecrets: redact.learn
+      learnSecrets: redact.learn,
+      authorization: RbacAuthorization.fromConfig(app.config.authorization)
     })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)

@@ -188,6 +188,7 @@ export const execute = (
         title: continuing ? undefined : request.title,
         settings: request.settings,
         admin: request.admin === true,
+        ...(request.role === undefined ? {} : { role: request.role }),
         ...(request.secrets === undefined ? {} : { secrets: request.secrets })
       }, onEvent)
     const modelName = request.settings.model_name

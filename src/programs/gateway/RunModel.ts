@@ -23,6 +23,8 @@ export interface RunRequest {
   readonly userId: string
   /** Whether the run is an admin's (`RunOptions.admin`, from the request's token). */
   readonly admin?: boolean | undefined
+  /** The role of the run's user (`authorization`, from the request's token or account; none: `default_role`). */
+  readonly role?: string | undefined
   readonly assistantId: string
   /** The run's new messages (already decoded). */
   readonly messages: ReadonlyArray<Message>

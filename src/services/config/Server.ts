@@ -32,7 +32,7 @@ export const DatabaseConfig = Schema.Struct({
 export type DatabaseConfig = typeof DatabaseConfig.Type
 
 /**
- * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`). An `admin` token's runs may also
+ * A token of the gateway and the user it stands for (`gateway.auth.tokens[]`), with the user's role. An `admin` token's runs may also
  * change what every user's agent reads (the default agent's `SOUL.md`); no other token's may (see
  * `gateway/Auth.ts`).
  */
@@ -45,7 +45,18 @@ export const GatewayToken = Schema.Struct({
       message: () => "user ids are 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
     })
   ),
-  admin: withDefault(Schema.Boolean, () => false)
+  admin: withDefault(Schema.Boolean, () => false),
+  /**
+   * The user's role for `authorization` (its roles' names); default `admin` for an admin token, else `user`,
+   * DeerFlow's two account roles. It grants nothing by itself: `admin` above is what lets a run change shared files.
+   */
+  role: Schema.optional(
+    Schema.String.pipe(
+      Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/, {
+        message: () => "a role is 1-64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
+      })
+    )
+  )
 })
 export type GatewayToken = typeof GatewayToken.Type
 

@@ -108,5 +108,10 @@ export const identify = (store: AccountStore, request: SessionRequest) =>
       if (!csrfMatches(header, found.value.csrfHash)) return yield* fail("forbidden", "CSRF token mismatch.")
     }
     const { account } = found.value
-    return { user: account.id, admin: account.system_role === "admin", account } satisfies Identity
+    return {
+      user: account.id,
+      admin: account.system_role === "admin",
+      role: account.system_role,
+      account
+    } satisfies Identity
   })

@@ -7,35 +7,47 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
+import * as Authz from "../../../services/Authorization.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { Skill } from "../../../services/Skills.js"
 import * as CatalogApi from "../api/Catalog.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { CurrentIdentity } from "../api/Security.js"
 import { json } from "./Http.js"
 
 /**
  * The models endpoint of `api` (DeerFlow's, under `/api`): `models`, the first the default; with a `LiveConfig`, the
- * models of `config.yaml` as it is now (an edit taken lists its models).
+ * models of `config.yaml` as it is now (an edit taken lists its models). With `authorization`, only the models the
+ * caller's role may see (DeerFlow's `list_models`; a provider failure lists none under `fail_closed`).
  */
-export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>) =>
+export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>, authz?: Authz.Authorization) =>
   HttpApiBuilder.group(api, "models", (handlers) =>
     Effect.map(Effect.serviceOption(LiveConfig), (live) =>
       handlers.handleRaw("listModels", () =>
-        Effect.map(
-          Option.isSome(live) ? Effect.map(live.value.current, (snap) => snap.models) : Effect.succeed(models),
-          (now) =>
-            json(CatalogApi.ModelList, {
-              models: now.map((m) => ({
-                name: m.name,
-                model: m.model,
-                display_name: m.display_name ?? m.name,
-                supports_thinking: m.supports_thinking,
-                supports_reasoning_effort: m.supports_reasoning_effort,
-                supports_vision: m.supports_vision
-              }))
-            })
-        ))))
+        Effect.gen(function*() {
+          const all = Option.isSome(live) ? (yield* live.value.current).models : models
+          const who = yield* CurrentIdentity
+          const shown = authz === undefined ? undefined : new Set(
+            yield* Authz.visible(
+              authz,
+              Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole),
+              "model",
+              all.map((m) => m.name)
+            )
+          )
+          const now = shown === undefined ? all : all.filter((m) => shown.has(m.name))
+          return json(CatalogApi.ModelList, {
+            models: now.map((m) => ({
+              name: m.name,
+              model: m.model,
+              display_name: m.display_name ?? m.name,
+              supports_thinking: m.supports_thinking,
+              supports_reasoning_effort: m.supports_reasoning_effort,
+              supports_vision: m.supports_vision
+            }))
+          })
+        }))))
 
 /** A skill as DeerFlow's skills endpoints answer it. */
 export const skillObject = (skill: Skill) => ({

@@ -96,7 +96,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           }
           // the agent a run names is its user's (or a shared one): resolved for this user, as the run will be; an
           // assistant id naming no agent of the user's is an assistant that does not exist (LangGraph's 404)
-          yield* Effect.mapError(factory.resolve(settings, userId), (error) => Access.settingsRefusal(error, request.assistant_id))
+          yield* Effect.mapError(
+            factory.resolve(settings, userId, who.admin, who.role),
+            (error) => Access.settingsRefusal(error, request.assistant_id)
+          )
           const assistantId = request.assistant_id ?? Protocol.LEAD_AGENT
           // the graph and assistant the thread runs on, in its metadata as LangGraph keeps them (apps list a
           // graph's threads by `metadata.graph_id`)
@@ -141,6 +144,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             publicThreadId: publicId,
             userId,
             admin: who.admin,
+            ...(who.role === undefined ? {} : { role: who.role }),
             assistantId,
             messages,
             ...(title !== undefined ? { title } : {}),

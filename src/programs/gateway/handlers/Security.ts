@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import type * as Authz from "../../../services/Authorization.js"
 import type { AccountStore } from "../accounts/AccountStore.js"
 import * as Sessions from "../accounts/Sessions.js"
 import type { Authenticator, Identity } from "../Auth.js"
@@ -17,6 +18,7 @@ import * as Body from "../Body.js"
 import { fail } from "../api/Problem.js"
 import type { GatewayError } from "../api/Problem.js"
 import { Authentication, NoBody } from "../api/Security.js"
+import * as RoutePermissions from "../RoutePermissions.js"
 
 /**
  * Who the request is, or 401. On a gateway with accounts, a request with an API token (when there are tokens)
@@ -33,9 +35,17 @@ const identify = (auth: Authenticator, accounts: AccountStore | undefined) =>
     })
   })
 
-/** The middleware of a gateway with these tokens (and accounts, when it has them). */
-export const layer = (auth: Authenticator, accounts?: AccountStore) => {
-  const identity = identify(auth, accounts)
+/**
+ * The middleware of a gateway with these tokens (and accounts, when it has them); with `authorization`, a request
+ * whose role lacks its route's permission is refused (403, `RoutePermissions`).
+ */
+export const layer = (auth: Authenticator, accounts?: AccountStore, authz?: Authz.Authorization) => {
+  const identity = authz === undefined ? identify(auth, accounts) : Effect.flatMap(
+    identify(auth, accounts),
+    (who) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.as(RoutePermissions.check(authz, who, request.method, request.url), who))
+  )
   return Layer.merge(
     Layer.succeed(
       Authentication,

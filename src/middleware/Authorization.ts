@@ -1,0 +1,58 @@
+/**
+ * Authorization (SPEC §4.1 slot 9, §4.2 slot 8, with `authorization.enabled`): the role of the run's user decides
+ * which tools exist for it. Each model request is sent with only the tools the provider lets the run's principal
+ * see (DeerFlow's assembly-time filter: the model never sees the others), and each tool call is asked again
+ * through the Guardrail middleware over the provider (DeerFlow's `GuardrailAuthorizationAdapter`), so a hidden
+ * tool called anyway does not run and the model reads why (`Guardrail denied: ... (authz.denied): role 'user' is
+ * denied 'bash' on resource 'tool'`). A generated `tool_search` is exempt: its catalog is of visible tools only.
+ * The principal is the run's user and role (`RunOptions.extra.user_role`; none: `default_role`).
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Authz from "../services/Authorization.js"
+import { RunContext } from "../services/RunContext.js"
+import * as Chain from "./Chain.js"
+import * as GuardrailMW from "./Guardrail.js"
+import * as Middleware from "./Middleware.js"
+
+/** The tool `tool_search` generates over the deferred tools (already filtered), never asked about. */
+const EXEMPT = ["tool_search"]
+
+/** The principal of the current run. */
+export const runPrincipal = (authz: Authz.Authorization) =>
+  Effect.map(RunContext, (context) => {
+    const role = context.options.extra?.user_role
+    return Authz.principalOf(
+      { userId: context.userId, role: typeof role === "string" ? role : null },
+      authz.defaultRole,
+      context.options.extra?.is_internal === true
+    )
+  })
+
+/** The middleware that shows each model request only the tools the run's principal may see. */
+export const hiding = (authz: Authz.Authorization) =>
+  Middleware.make(Effect.map(runPrincipal(authz), (principal): Middleware.Wrappers => ({
+    model: (request, next) =>
+      Effect.flatMap(
+        Authz.visible(authz, principal, "tool", request.tools.map((t) => t.name).filter((n) => !EXEMPT.includes(n))),
+        (names) => {
+          const keep = new Set([...names, ...EXEMPT])
+          const tools = request.tools.filter((t) => keep.has(t.name))
+          return next(tools.length === request.tools.length ? request : { ...request, tools })
+        }
+      )
+  })), { name: "Authorization" })
+
+/** Both halves: the request's tools filtered, then each call asked (the provider's refusal as the tool's result). */
+export const layer = (authz: Authz.Authorization): Middleware.Middleware<RunContext> =>
+  Layer.provide(
+    hiding(authz),
+    GuardrailMW.layerWith(Authz.asGuardrail(authz), { failClosed: authz.failClosed, exempt: EXEMPT })
+  ) as unknown as Middleware.Middleware<RunContext>
+
+/** Its chain entry: outside the configured guardrail, which then never sees a call the role may not make. */
+export const entry = (authz: Authz.Authorization) =>
+  Chain.entry("Authorization", () => layer(authz), [
+    { outside: "Guardrail", reason: "the role's refusal comes before any configured policy (DeerFlow slot 9)" },
+    { outside: "SandboxAudit", reason: "a refused tool is never audited as if it ran" }
+  ])

@@ -1,0 +1,88 @@
+/**
+ * The permission each gateway route needs with `authorization.enabled` (DeerFlow's `@require_permission`): one of
+ * `threads:read|write|delete` and `runs:create|read|cancel`, asked of the provider as resource `route`, target the
+ * permission, for the request's user and role. A role without it gets 403 `Permission denied: threads:delete`
+ * (DeerFlow's detail). Routes DeerFlow gives no permission (models, skills, memory, agents, assistants, the store,
+ * accounts, health) need none; models are filtered per role by their own endpoints (`handlers/Catalog.ts`).
+ *
+ * As DeerFlow: a thread's state, history, files, goal, token use, suggestions and scheduled tasks are `threads`,
+ * a thread's runs and messages are `runs` (starting one, regenerating, polishing a draft: `runs:create`; cancelling
+ * or deleting one: `runs:cancel`). Stricter than DeerFlow, which checks neither: listing or counting threads is
+ * `threads:read`, making, copying or pruning threads `threads:write`.
+ */
+import * as Effect from "effect/Effect"
+import * as Authz from "../../services/Authorization.js"
+import { fail } from "./api/Problem.js"
+import type { GatewayError } from "./api/Problem.js"
+import type { Identity } from "./Auth.js"
+
+const PREFIXES = ["/api/langgraph", "/api"]
+
+/** The path under the gateway's prefixes, without its query. */
+const routeOf = (url: string): string => {
+  const path = url.split(/[?#]/, 1)[0] ?? ""
+  for (const prefix of PREFIXES) {
+    if (path === prefix) return "/"
+    if (path.startsWith(`${prefix}/`)) return path.slice(prefix.length)
+  }
+  return path
+}
+
+const byMethod = (method: string, resource: "threads"): Authz.Permission =>
+  method === "GET" || method === "HEAD" ? `${resource}:read` : method === "DELETE" ? `${resource}:delete` : `${resource}:write`
+
+/** The permission of a request (pure), or none for a route that needs none. */
+export const permissionOf = (method: string, url: string): Authz.Permission | undefined => {
+  const m = method.toUpperCase()
+  const parts = routeOf(url).split("/").filter((p) => p !== "")
+  const [head, second, third, fourth, fifth] = parts
+  if (head === "input-polish") return "runs:create"
+  if (head === "scheduled-tasks") return m === "GET" ? "threads:read" : "threads:write"
+  if (head === "runs") {
+    // (stateless runs, batches, crons, a run's stream)
+    if (second === "cancel") return "runs:cancel"
+    if (m === "GET") return "runs:read"
+    if (second === "crons") return m === "POST" && (third === "search" || third === "count") ? "runs:read" : "runs:create"
+    return "runs:create"
+  }
+  if (head !== "threads") return undefined
+  if (second === undefined) return m === "GET" ? "threads:read" : "threads:write"
+  if (third === undefined) {
+    if (m === "POST") return second === "search" || second === "count" ? "threads:read" : "threads:write"
+    return byMethod(m, "threads")
+  }
+  if (third === "runs" || third === "messages") {
+    if (m === "GET") return "runs:read"
+    if (fourth === undefined || fourth === "stream" || fourth === "wait" || fourth === "regenerate" ||
+      fourth === "edit-regenerate" || fourth === "crons") {
+      return "runs:create"
+    }
+    if (fifth === "cancel" || m === "DELETE") return "runs:cancel"
+    if (fifth === "feedback") return "threads:write"
+    // (joining a run's stream with POST, as DeerFlow's app does)
+    return "runs:read"
+  }
+  if (third === "history" || third === "suggestions") return "threads:read"
+  return byMethod(m, "threads")
+}
+
+/**
+ * Refuses (403) a request whose user's role lacks the route's permission (a provider failure: refused under
+ * `fail_closed`). Nothing is asked without authorization, or for a route that needs no permission.
+ */
+export const check = (
+  authz: Authz.Authorization | undefined,
+  who: Identity,
+  method: string,
+  url: string
+): Effect.Effect<void, GatewayError> => {
+  if (authz === undefined) return Effect.void
+  const permission = permissionOf(method, url)
+  if (permission === undefined) return Effect.void
+  const [resource, action] = permission.split(":") as [string, string]
+  const principal = Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
+  return Effect.flatMap(
+    Authz.allows(authz, principal, "route", action, permission),
+    (allowed) => (allowed ? Effect.void : Effect.fail(fail("forbidden", `Permission denied: ${resource}:${action}`)))
+  )
+}
