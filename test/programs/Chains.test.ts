@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as AllowlistGuardrail from "../../src/layers/AllowlistGuardrail.js"
+import * as RbacAuthorization from "../../src/layers/RbacAuthorization.js"
 import * as Chain from "../../src/middleware/Chain.js"
 import * as Chains from "../../src/programs/Chains.js"
 import type { AppConfig } from "../../src/services/AppConfig.js"
@@ -37,10 +38,18 @@ const deferred: Chains.Deferred = {
   routes: [{ name: "mcp_query", priority: 1, keywords: ["sql"] }]
 }
 
+/** Role-based permissions (`authorization.enabled`): the Authorization entry, outside the Guardrail. */
+const authorization = {
+  provider: RbacAuthorization.make({ roles: { user: {} } }),
+  failClosed: true,
+  defaultRole: "user"
+}
+
 /** Every optional entry of the lead chain switched on. */
 const leadAllOn = (): Chains.ChainOptions => ({
   config: configOf({ tool_progress: { enabled: true }, summarization: { enabled: true }, token_budget: { enabled: true } }),
   guardrail: AllowlistGuardrail.make({}),
+  authorization,
   memory,
   planMode: true,
   vision: true,
@@ -52,6 +61,7 @@ const leadAllOn = (): Chains.ChainOptions => ({
 const subagentAllOn = (): Chains.SubagentChainOptions => ({
   config: configOf({ tool_progress: { enabled: true }, summarization: { enabled: true } }),
   guardrail: AllowlistGuardrail.make({}),
+  authorization,
   vision: true,
   deferred
 })
@@ -95,6 +105,7 @@ describe("the lead order", () => {
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
+      "Authorization",
       "Guardrail",
       "SandboxAudit",
       "ReadBeforeWrite",
@@ -203,6 +214,7 @@ describe("a subagent's order", () => {
       "Sandbox",
       "DanglingToolCall",
       "LLMErrorHandling",
+      "Authorization",
       "Guardrail",
       "SandboxAudit",
       "ReadBeforeWrite",
