@@ -28,8 +28,8 @@ const routeOf = (url: string): string => {
   return path
 }
 
-const byMethod = (method: string, resource: "threads"): Authz.Permission =>
-  method === "GET" || method === "HEAD" ? `${resource}:read` : method === "DELETE" ? `${resource}:delete` : `${resource}:write`
+const byMethod = (method: string): Authz.Permission =>
+  method === "GET" || method === "HEAD" ? "threads:read" : method === "DELETE" ? "threads:delete" : "threads:write"
 
 /** The permission of a request (pure), or none for a route that needs none. */
 export const permissionOf = (method: string, url: string): Authz.Permission | undefined => {
@@ -42,14 +42,14 @@ export const permissionOf = (method: string, url: string): Authz.Permission | un
     // (stateless runs, batches, crons, a run's stream)
     if (second === "cancel") return "runs:cancel"
     if (m === "GET") return "runs:read"
-    if (second === "crons") return m === "POST" && (third === "search" || third === "count") ? "runs:read" : "runs:create"
+    if (second === "crons" && m === "POST" && (third === "search" || third === "count")) return "runs:read"
     return "runs:create"
   }
   if (head !== "threads") return undefined
   if (second === undefined) return m === "GET" ? "threads:read" : "threads:write"
   if (third === undefined) {
     if (m === "POST") return second === "search" || second === "count" ? "threads:read" : "threads:write"
-    return byMethod(m, "threads")
+    return byMethod(m)
   }
   if (third === "runs" || third === "messages") {
     if (m === "GET") return "runs:read"
@@ -63,7 +63,7 @@ export const permissionOf = (method: string, url: string): Authz.Permission | un
     return "runs:read"
   }
   if (third === "history" || third === "suggestions") return "threads:read"
-  return byMethod(m, "threads")
+  return byMethod(m)
 }
 
 /**

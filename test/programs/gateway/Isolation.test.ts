@@ -408,8 +408,8 @@ describe("admin tokens", () => {
     const token = (value: string, user: string, admin: boolean) => ({ token: Redacted.make(value), user, admin })
     const auth = Auth.make([token(ALICE, "alice", false), token(BOB, "bob", true)])
     const headers = (value: string) => ({ authorization: `Bearer ${value}` })
-    assert.deepStrictEqual(auth.identify(headers(ALICE)), Either.right({ user: "alice", admin: false }))
-    assert.deepStrictEqual(auth.identify(headers(BOB)), Either.right({ user: "bob", admin: true }))
+    assert.deepStrictEqual(auth.identify(headers(ALICE)), Either.right({ user: "alice", admin: false, role: "user" }))
+    assert.deepStrictEqual(auth.identify(headers(BOB)), Either.right({ user: "bob", admin: true, role: "admin" }))
     assert.deepStrictEqual(Auth.make([]).identify({}), Either.right({ user: "default", admin: false }))
     assert.include(
       Auth.tokensProblem([token(ALICE, "alice", false), token(ALICE, "alice", true)]),
