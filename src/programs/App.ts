@@ -25,6 +25,7 @@ import * as SqliteThreadStore from "../layers/SqliteThreadStore.js"
 import { AppConfigService, baseUrlProblem, ModelConfig } from "../services/AppConfig.js"
 import type { LiveConfig } from "../services/LiveConfig.js"
 import type { Mcp } from "../services/Mcp.js"
+import type { McpTasks } from "../services/McpTasks.js"
 import type { Memory } from "../services/Memory.js"
 import { ModelService } from "../services/ModelService.js"
 import { StoreError } from "../services/RunContext.js"
@@ -381,7 +382,8 @@ export const layerWithMcp = (
  * choice's models (the chosen one is the default). `redact`: the secrets the store, memory files and agents'
  * files must never hold (see `redactor`). `store`: another thread store than the configured one (an embedder's,
  * or the in-memory one). `reload`: take edits of `app`'s configuration file for the runs that start after them
- * (`LiveConfig`, see `ConfigReload`); without it, the configuration of the start is the only one.
+ * (`LiveConfig`, see `ConfigReload`); without it, the configuration of the start is the only one. `tasks`: the
+ * gateway's MCP task runtime over the app's MCP service (its agents get the task tools; see `services/McpTasks`).
  */
 export const factoryLayer = (
   app: AppConfigService["Type"],
@@ -389,7 +391,8 @@ export const factoryLayer = (
   options: Factory.Options = {},
   redact?: Redact.Redactor,
   store?: Layer.Layer<ThreadStore, StoreError>,
-  reload?: ConfigReload.Watch
+  reload?: ConfigReload.Watch,
+  tasks?: Layer.Layer<McpTasks, StoreError, Mcp>
 ): Layer.Layer<
   Factory.AgentFactory | Memory | Services | Mcp | LiveConfig,
   StoreError | ModelBuildError | ConfigError | ConfiguredMiddlewares.ConfiguredMiddlewareError,
@@ -402,9 +405,12 @@ export const factoryLayer = (
   // one memory queue for the app, shared by every agent the factory builds
   const memory = FileMemory.layer({ redact }).pipe(Layer.provide(model), Layer.provide(services))
   const live = ConfigReload.layer({ app, models: choice.models, ...reload }).pipe(Layer.provide(model))
-  return Factory.layer({ models: choice.models, redact, ...options }).pipe(
+  const factory = Factory.layer({ models: choice.models, redact, ...options }).pipe(
     Layer.provide(model),
-    Layer.provide(ConfiguredMiddlewares.layer(app)),
+    Layer.provide(ConfiguredMiddlewares.layer(app))
+  )
+  // (the factory, with the task runtime when there is one: both read by the gateway's handlers)
+  return (tasks === undefined ? factory : factory.pipe(Layer.provideMerge(tasks))).pipe(
     Layer.provideMerge(live),
     Layer.provideMerge(mcp),
     Layer.provideMerge(memory),

@@ -43,6 +43,7 @@ import { AppConfigService } from "../services/AppConfig.js"
 import type { Snapshot } from "../services/LiveConfig.js"
 import { LiveConfig } from "../services/LiveConfig.js"
 import { Mcp } from "../services/Mcp.js"
+import { McpTasks } from "../services/McpTasks.js"
 import { ModelService } from "../services/ModelService.js"
 import type { RunOptions } from "../services/RunContext.js"
 import type { RunEvent } from "../services/RunEvents.js"
@@ -361,6 +362,8 @@ export const layer = (
       const services = yield* Effect.context<ModelService | ThreadStore | SandboxProvider | AppConfigService>()
       // The app's MCP connections, when it has them (optional: an app without MCP servers provides none).
       const mcp = yield* Effect.serviceOption(Mcp)
+      // the gateway's MCP task runtime, when it has one (see `services/McpTasks`)
+      const tasks = yield* Effect.serviceOption(McpTasks)
       const models = options.models ?? app.config.models
       const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
@@ -373,7 +376,8 @@ export const layer = (
         const base = snap.revision === 0
           ? services
           : Context.add(Context.add(services, AppConfigService, snap.app), ModelService, snap.model)
-        return Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
+        const withMcp = Option.isSome(mcp) ? Context.add(base, Mcp, mcp.value) : base
+        return Option.isSome(tasks) ? Context.add(withMcp, McpTasks, tasks.value) : withMcp
       }
       // the configuration's revision the agents in `agents` were built for
       let configFor = 0

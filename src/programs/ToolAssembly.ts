@@ -7,10 +7,13 @@
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
  *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools. `bash`
  *    (under any name) is left out where commands cannot run: no bubblewrap and no `sandbox.allow_host_bash`.
- * 2. Built-ins: `present_files`, `review_skill_package`, `list_uploaded_files` (not for subagents), and
- *    `view_image` for vision models.
+ * 2. Built-ins: `present_files`, `review_skill_package`, `list_uploaded_files` (not for subagents),
+ *    `list_background_tasks` and `cancel_background_task` when there is an MCP task runtime, and `view_image` for
+ *    vision models.
  * 3. MCP tools of the enabled servers in `extensions_config.json` (not filtered by groups). With
- *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted.
+ *    `tool_search.enabled` they are deferred: hidden behind `tool_search` until promoted. A server's
+ *    `task_toolsets` run in the background (`McpTaskTools`): their submit tools answer with a task id, their status
+ *    and cancel tools are hidden.
  * 4. `invoke_acp_agent`, when `acp_agents` are configured (not filtered by groups, as in DeerFlow).
  *
  * Middlewares add their own tools later (`ask_clarification`, `tool_search`). `assemble` is the function a
@@ -35,10 +38,12 @@ import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
+import { McpTasks } from "../services/McpTasks.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
 import type * as LeadAgent from "./LeadAgent.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
+import * as McpTaskTools from "./McpTaskTools.js"
 import * as ReviewSkillPackageTool from "./ReviewSkillPackageTool.js"
 import * as UploadedFilesTool from "./UploadedFilesTool.js"
 
@@ -433,10 +438,12 @@ export const assemble = (
       }
     }
 
+    const tasks = yield* Effect.serviceOption(McpTasks)
     const builtins = [
       sandbox.get("present_files"),
       ReviewSkillPackageTool.tool(yield* ToolContext.make),
       options.uploads === false ? undefined : UploadedFilesTool.tool(app.home),
+      ...(Option.isSome(tasks) ? [McpTaskTools.listTool(tasks.value), McpTaskTools.cancelTool(tasks.value)] : []),
       sandbox.get("view_image")
     ]
     for (const tool of builtins) {
@@ -458,8 +465,12 @@ export const assemble = (
         incomplete = true
       }
       const defer = config.tool_search.enabled
+      const roles = McpTaskTools.rolesOf(mcp.value.servers === undefined ? {} : yield* mcp.value.servers, catalog.tools)
+      warnings.push(...roles.problems)
       for (const spec of catalog.tools) {
-        const tool = McpTools.tool(mcp.value, spec)
+        const role = roles.of(spec)
+        if (role === "hidden") continue
+        const tool = role === undefined ? McpTools.tool(mcp.value, spec) : McpTaskTools.submitTool(tasks, spec, role)
         const before = tools.length
         add(tool, {
           name: spec.name,

@@ -17,6 +17,7 @@ import {
   ToolProgressConfig
 } from "./config/Guards.js"
 import { LoggingConfig, LogLevelName } from "./config/Logging.js"
+import { McpTasksConfig } from "./config/McpTasks.js"
 import { StalenessFields } from "./config/MemoryStaleness.js"
 import * as ModelRequest from "./config/ModelRequest.js"
 import { SkillsContainerPath, VolumeMountConfig } from "./config/Mounts.js"
@@ -27,6 +28,7 @@ export { baseUrlProblem, withDefault } from "./config/Fields.js"
 export * from "./config/Acp.js"
 export * from "./config/Guards.js"
 export * from "./config/Logging.js"
+export { McpTasksConfig } from "./config/McpTasks.js"
 export * from "./config/Server.js"
 export { mountIssues, VolumeMountConfig } from "./config/Mounts.js"
 
@@ -486,6 +488,8 @@ export const AppConfigSchema = Schema.Struct({
   subagents: withDefault(SubagentsConfig, () => Schema.decodeSync(SubagentsConfig)({})),
   /** External agents run over the Agent Client Protocol (`invoke_acp_agent`); none by default. */
   acp_agents: withDefault(AcpAgentsConfig, () => ({})),
+  /** DeerFlow's durable MCP tasks (`mcp_tasks`, see `config/McpTasks`); off by default. */
+  mcp_tasks: withDefault(McpTasksConfig, () => Schema.decodeSync(McpTasksConfig)({})),
   /**
    * DeerFlow's `extensions` block. Antler reads its `middlewares` (see `ConfiguredMiddlewares`); declared here,
    * they win over the extensions file's. Its other keys (MCP servers, skills) live in the extensions file.

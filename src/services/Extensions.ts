@@ -57,6 +57,47 @@ export interface EffectiveRouting {
   readonly keywords: ReadonlyArray<string>
 }
 
+/** The longest task name, server name and remote task id a task record holds (DeerFlow's storage bounds). */
+export const MAX_TASK_NAME = 255
+export const MAX_TASK_SERVER_NAME = 128
+export const MAX_REMOTE_TASK_ID = 255
+
+const RawToolName = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_TASK_NAME))
+
+/**
+ * One ordinary long-running task contract of a server (`task_toolsets[]`, DeerFlow's `McpTaskToolsetConfig`): the
+ * raw names (as the server lists them, without the `<server>_` prefix) of the tools that submit work, poll it and
+ * cancel it. The model calls the submit tool, which runs in the background; the other two are hidden from it.
+ */
+export const McpTaskToolset = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.maxLength(MAX_TASK_NAME),
+    Schema.filter((name) => name.trim() !== "" || "MCP task toolset name must not be empty")
+  ),
+  submit_tool: RawToolName,
+  status_tool: RawToolName,
+  cancel_tool: RawToolName
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
+export type McpTaskToolset = typeof McpTaskToolset.Type
+
+const ROLES = ["submit_tool", "status_tool", "cancel_tool"] as const
+
+/** A server's toolsets: one raw tool takes one role in one of them (DeerFlow refuses a second). */
+const McpTaskToolsets = Schema.Array(McpTaskToolset).pipe(Schema.filter((toolsets) => {
+    const claimed = new Map<string, string>()
+    for (const toolset of toolsets) {
+      for (const role of ROLES) {
+        const previous = claimed.get(toolset[role])
+        if (previous !== undefined) {
+          return `MCP task tool '${toolset[role]}' must be unique across task_toolsets and roles; it is configured ` +
+            `as both ${previous} and ${toolset.name}.${role}`
+        }
+        claimed.set(toolset[role], `${toolset.name}.${role}`)
+      }
+    }
+    return true
+  }))
+
 /** One MCP server (`mcpServers.<name>`). `transport` is accepted as the MCP spec's spelling of `type`. */
 export const McpServerConfig = Schema.Struct(
   {
@@ -80,6 +121,8 @@ export const McpServerConfig = Schema.Struct(
     /** Seconds one tool call may take. */
     tool_call_timeout: Schema.optional(Schema.NullOr(Seconds)),
     routing: Schema.optional(McpRouting),
+    /** Long-running task contracts (`McpTaskToolset`), run by the gateway's MCP task runtime (`mcp_tasks`). */
+    task_toolsets: Schema.optionalWith(McpTaskToolsets, { default: () => [] }),
     tools: Schema.optionalWith(
       Schema.Record({
         key: Schema.String,

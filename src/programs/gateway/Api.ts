@@ -32,6 +32,7 @@ import * as Compact from "./handlers/Compact.js"
 import * as Crons from "./handlers/Crons.js"
 import * as CustomSkills from "./handlers/CustomSkills.js"
 import * as Extensions from "./handlers/Extensions.js"
+import * as McpTasks from "./handlers/McpTasks.js"
 import * as Features from "./handlers/Features.js"
 import * as FileEdits from "./handlers/FileEdits.js"
 import * as Files from "./handlers/Files.js"
@@ -99,6 +100,7 @@ const handlersLayer = (options: Options) => {
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
     Extensions.layer(SERVED.deerflow, { open, learnSecrets: options.learnSecrets }),
+    McpTasks.layer(SERVED.deerflow),
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),

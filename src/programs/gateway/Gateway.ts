@@ -46,6 +46,7 @@ import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Quotas from "./Quotas.js"
 import * as Runs from "./Runs.js"
+import * as McpTaskWiring from "./mcptasks/Wiring.js"
 import * as Scheduling from "./scheduler/Wiring.js"
 import * as StoreWiring from "./store/Wiring.js"
 import * as ThreadIds from "./ThreadIds.js"
@@ -308,7 +309,9 @@ export const layer = (options: Options) => {
   })
 
   const reload = options.reload === undefined ? undefined : watch(options.reload, redact)
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload)
+  // (the MCP task runtime, when `mcp_tasks.enabled`: the agents' task tools and the mcp-tasks endpoints read it)
+  const tasks = McpTaskWiring.layer(app)
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload, tasks)
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),

@@ -168,6 +168,8 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["GET", "/skills/custom/:skill_name/history", "none"],
   ["POST", "/skills/custom/:skill_name/rollback", "patch"],
   ["GET", "/threads/:thread_id/mcp-tasks", "none"],
+  ["GET", "/threads/:thread_id/mcp-tasks/:task_id", "none"],
+  ["POST", "/threads/:thread_id/mcp-tasks/:task_id/cancel", "none"],
   ["GET", "/v1/auth/setup-status", "none"],
   ["GET", "/v1/auth/providers", "none"],
   ["POST", "/v1/auth/initialize", "account"],

@@ -1,8 +1,7 @@
 /**
  * DeerFlow's endpoints over `extensions_config.json`, declared: its MCP servers (DeerFlow's settings "Tools":
  * read with their secrets masked, replaced, one switched on or off, restarted from the file) and its skills'
- * states (the "Skills" switches), and a thread's MCP background tasks (none: Antler has no durable MCP tasks, so the list is empty, as
- * DeerFlow answers with the feature off). The file is every user's: only an admin token, or the open gateway on
+ * states (the "Skills" switches). The file is every user's: only an admin token, or the open gateway on
  * loopback (the local user's), reads or changes it; other tokens are refused with 403, as DeerFlow refuses a
  * non-admin. Implemented in `handlers/Extensions.ts`.
  */
@@ -10,10 +9,9 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { ThreadPath } from "./Ids.js"
 import { refusal } from "./Problem.js"
 import { Authentication } from "./Security.js"
-import { BodyRefusals, JsonRecord, QueryValue, ThreadNotFound } from "./Threads.js"
+import { BodyRefusals, JsonRecord } from "./Threads.js"
 
 /** The value a secret is shown as (and may be sent back as, to keep it). */
 export const MASKED = "***"
@@ -156,16 +154,3 @@ export const skillStates = HttpApiGroup.make("skillStates")
   )
   .middlewareEndpoints(Authentication)
   .annotate(OpenApi.Description, "The skills' states (DeerFlow's settings: Skills)")
-
-/** The MCP background tasks group (served under `/api`). */
-export const mcpTasks = HttpApiGroup.make("mcpTasks")
-  .add(
-    HttpApiEndpoint.get("listMcpTasks", "/threads/:thread_id/mcp-tasks")
-      .setPath(ThreadPath)
-      .setUrlParams(Schema.Struct({ limit: Schema.optional(QueryValue) }))
-      .addSuccess(Schema.Array(JsonRecord))
-      .addError(ThreadNotFound)
-      .annotate(OpenApi.Summary, "A thread's MCP background tasks (always none: Antler has no durable MCP tasks)")
-  )
-  .middlewareEndpoints(Authentication)
-  .annotate(OpenApi.Description, "MCP background tasks (DeerFlow's; not a feature of Antler)")

@@ -17,7 +17,7 @@ export const Features = Schema.Struct({
   agents_api: Flag.annotations({ description: "Whether the custom agents API (/api/agents) is served" }),
   browser_control: Flag.annotations({ description: "Live browser control (never, in Antler)" }),
   mcp_tasks: Flag.annotations({
-    description: "Durable MCP tasks (never, in Antler: /api/threads/{id}/mcp-tasks is always empty)"
+    description: "Durable MCP tasks (on when the gateway runs its task runtime: mcp_tasks.enabled)"
   })
 }).annotations({ identifier: "Features" })
 

@@ -21,6 +21,7 @@ import * as Features from "./Features.js"
 import * as FileEdits from "./FileEdits.js"
 import * as Files from "./Files.js"
 import * as Health from "./Health.js"
+import * as McpTasks from "./McpTasks.js"
 import * as Memory from "./Memory.js"
 import { refusal } from "./Problem.js"
 import * as Runs from "./Runs.js"
@@ -65,7 +66,7 @@ export const DeerFlowApi = HttpApi.make("deerflow")
   .add(Extensions.mcp)
   .add(Extensions.skillStates)
   .add(CustomSkills.group)
-  .add(Extensions.mcpTasks)
+  .add(McpTasks.group)
   .add(Accounts.group)
   .add(Features.group)
   .add(Suggestions.group)

@@ -1,6 +1,6 @@
 /**
  * The endpoints over `extensions_config.json` (declared in `api/Extensions.ts`): its MCP servers and its skills'
- * states, and a thread's MCP background tasks (always none).
+ * states (a thread's MCP background tasks are `McpTasks.ts`'s).
  *
  * The file is every user's, so only an admin token or the open loopback gateway (the local user's) reads or
  * writes it (403 otherwise, DeerFlow's answer to a non-admin). Reading masks what may be secret, as DeerFlow
@@ -74,7 +74,7 @@ export interface Options {
   readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
 }
 
-/** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers, skill states, MCP tasks. */
+/** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers and skill states. */
 export const layer = (api: DeerFlowApi, options: Options) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const app = yield* AppConfigService
@@ -360,15 +360,5 @@ export const layer = (api: DeerFlowApi, options: Options) =>
           return json(ExtensionsApi.SkillObject, skillObject(skill))
         }))))
 
-    const tasksGroup = HttpApiBuilder.group(api, "mcpTasks", (handlers) =>
-      Effect.map(Access.make, (access) =>
-        handlers.handleRaw("listMcpTasks", ({ path }) =>
-          Effect.gen(function*() {
-            const { user } = yield* CurrentIdentity
-            // (a new chat's thread, before its first run, has none either; DeerFlow answers it so)
-            yield* access.chatOf(user, path.thread_id)
-            return json(Schema.Array(Schema.Unknown), [])
-          }))))
-
-    return Layer.mergeAll(mcpGroup, skillsGroup, tasksGroup)
+    return Layer.mergeAll(mcpGroup, skillsGroup)
   }))

@@ -1,14 +1,15 @@
 /**
  * What this server has (declared in `api/Features.ts`): the custom agents API is on when `/api/agents` is served
- * (read from the API it serves) and `agents_api.enabled` is not false; live browser control and durable MCP tasks
- * never are (a thread's `mcp-tasks` list is served, always empty: DeerFlow's app shows its Background tasks button
- * only when the flag is on, as DeerFlow's gateway has it with its task runtime started). Channels and the Lark
- * integration answer as DeerFlow's do with the feature off.
+ * (read from the API it serves) and `agents_api.enabled` is not false; durable MCP tasks when the gateway runs its
+ * task runtime (`mcp_tasks.enabled`: DeerFlow's app shows its Background tasks button only then); live browser
+ * control never. Channels and the Lark integration answer as DeerFlow's do with the feature off.
  */
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { AppConfigService } from "../../../services/AppConfig.js"
+import { McpTasks } from "../../../services/McpTasks.js"
 import * as Live from "./Live.js"
 import * as FeaturesApi from "../api/Features.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
@@ -54,10 +55,12 @@ export const layer = (api: DeerFlowApi) =>
     // (`config.yaml` as it is now: whether the custom agents API is on)
     const now = yield* Live.config
     const served = servedBy(api)
+    // (the runtime is made at the start, from the configuration of the start: a later edit does not change it)
+    const tasks = Option.isSome(yield* Effect.serviceOption(McpTasks))
     const features = (app: AppConfigService["Type"]): typeof FeaturesApi.Features.Type => ({
       agents_api: { enabled: served.has("GET /api/agents") && app.config.agents_api.enabled },
       browser_control: { enabled: false },
-      mcp_tasks: { enabled: false }
+      mcp_tasks: { enabled: tasks }
     })
     return handlers
       .handleRaw("listFeatures", () => Effect.map(now, (app) => json(FeaturesApi.Features, features(app))))

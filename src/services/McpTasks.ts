@@ -1,0 +1,116 @@
+/**
+ * The MCP task port: DeerFlow's durable background tasks for the MCP tools configured as `task_toolsets`. The
+ * model's call of such a tool submits the work and returns at once with a task id; the gateway keeps the task's
+ * record (beside its threads), polls the server until the task ends, and cancels it when asked. Every operation
+ * names its user and thread: another user's task is one nobody has. Absent: no task runtime (the CLI, or a
+ * gateway without `mcp_tasks.enabled`).
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { McpTaskToolset } from "./Extensions.js"
+import type { JsonObject } from "../state/Message.js"
+
+/** DeerFlow's task statuses. */
+export const TaskStatus = Schema.Literal("submitted", "working", "input_required", "completed", "failed", "cancelled")
+export type TaskStatus = typeof TaskStatus.Type
+
+/** Statuses of a task still going (polled). */
+export const ACTIVE: ReadonlyArray<TaskStatus> = ["submitted", "working", "input_required"]
+/** Statuses of a task that ended. */
+export const TERMINAL: ReadonlyArray<TaskStatus> = ["completed", "failed", "cancelled"]
+
+/** A result kept elsewhere by the server (DeerFlow's `result_artifact`). */
+export interface ResultArtifact {
+  readonly uri: string
+  readonly mime_type: string
+}
+
+/** A task as stored. Times are epoch milliseconds. `thread_id` is the stored thread id. */
+export interface TaskRecord {
+  readonly id: string
+  readonly user_id: string
+  readonly thread_id: string
+  readonly run_id: string | null
+  readonly tool_call_id: string | null
+  readonly server_name: string
+  readonly driver_name: string
+  readonly remote_task_id: string
+  readonly task_name: string
+  readonly status: TaskStatus
+  readonly result: unknown
+  readonly result_preview: string | null
+  readonly result_truncated: boolean
+  readonly result_artifact: ResultArtifact | null
+  readonly error: string | null
+  readonly input_required: JsonObject | null
+  /** The raw names of the task's tools (`submit_tool`, `status_tool`, `cancel_tool`). */
+  readonly driver_data: Readonly<Record<string, string>>
+  readonly next_poll_at: number | null
+  readonly last_polled_at: number | null
+  readonly last_poll_error: string | null
+  readonly poll_attempt_count: number
+  readonly consecutive_poll_error_count: number
+  readonly lease_owner: string | null
+  readonly lease_expires_at: number | null
+  readonly cancel_requested_at: number | null
+  readonly cancel_attempt_count: number
+  readonly next_cancel_at: number | null
+  readonly last_cancel_error: string | null
+  readonly completed_at: number | null
+  readonly created_at: number
+  readonly updated_at: number
+}
+
+/** Why a task operation failed. */
+export class McpTaskError extends Schema.TaggedError<McpTaskError>()("McpTaskError", {
+  reason: Schema.Literal("not_found", "ambiguous", "protocol", "call", "duplicate", "store"),
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** A model's call of a task tool: what to submit, for whom. */
+export interface SubmitRequest {
+  readonly userId: string
+  readonly threadId: string
+  readonly runId: string | null
+  readonly toolCallId: string | null
+  readonly server: string
+  readonly toolset: McpTaskToolset
+  readonly arguments: JsonObject
+}
+
+/** The task runtime. */
+export interface Service {
+  /** Submits the work on its server and records the task (before answering: it is never untracked). */
+  readonly submit: (request: SubmitRequest) => Effect.Effect<TaskRecord, McpTaskError>
+  /** The user's tasks of a thread, newest first. */
+  readonly list: (
+    threadId: string,
+    userId: string,
+    options: { readonly limit: number; readonly activeOnly: boolean }
+  ) => Effect.Effect<ReadonlyArray<TaskRecord>, McpTaskError>
+  /** The user's task of that id. */
+  readonly get: (id: string, userId: string) => Effect.Effect<Option.Option<TaskRecord>, McpTaskError>
+  /** Asks for the user's task of that thread to be cancelled (the poller cancels it on its server); none: no task. */
+  readonly cancel: (
+    id: string,
+    threadId: string,
+    userId: string
+  ) => Effect.Effect<Option.Option<TaskRecord>, McpTaskError>
+  /**
+   * Cancels the one active task of the thread named `task` (its id or exact name, case-insensitive), or the only
+   * active one: `not_found` when none matches, `ambiguous` when several do.
+   */
+  readonly cancelMatching: (
+    threadId: string,
+    userId: string,
+    task: string | undefined
+  ) => Effect.Effect<TaskRecord, McpTaskError>
+  /** Failed polls in a row after which a task's tracking reads as degraded. */
+  readonly trackingDegradedAfter: number
+}
+
+/** The MCP task runtime of a gateway. */
+export class McpTasks extends Context.Tag("antler/McpTasks")<McpTasks, Service>() {}
