@@ -69,8 +69,8 @@ let gateway: TestGateway
 const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
 const call = Requests.api(() => gateway)
 
-beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
+/** A gateway over the task server, with `mcp_tasks` as given. */
+const startWith = (mcp_tasks: Record<string, unknown>): Promise<TestGateway> => {
   const dir = Support.tempDir("antler-mcp-tasks-")
   Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
     mcpServers: {
@@ -84,7 +84,7 @@ beforeAll(async () => {
       }
     }
   }))
-  gateway = await Support.start({
+  return Support.start({
     script: (body) => {
       if (body.messages.at(-1)?.role === "tool") return "Done."
       // (the prompt: the line of the last user message inside the sanitizer's markers)
@@ -96,10 +96,17 @@ beforeAll(async () => {
       return "Hello."
     },
     source: Path.join(dir, "config.yaml"),
-    config: {
-      gateway: Support.twoUsers,
-      mcp_tasks: { enabled: true, poll_interval_seconds: 1, max_result_bytes: 1024, result_preview_max_chars: 64 }
-    }
+    config: { gateway: Support.twoUsers, mcp_tasks }
+  })
+}
+
+beforeAll(async () => {
+  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
+  gateway = await startWith({
+    enabled: true,
+    poll_interval_seconds: 1,
+    max_result_bytes: 1024,
+    result_preview_max_chars: 64
   })
 }, SLOW)
 afterAll(async () => {
@@ -112,13 +119,13 @@ const newThread = async (token: string) =>
   (await Requests.ok(await call(token, "/threads", { method: "POST", body: {} }))).thread_id as string
 
 /** Runs `prompt` on the thread; the text of the last tool message the run added. */
-const toolAnswer = async (token: string, threadId: string, prompt: string): Promise<string> => {
-  const answer = await call(token, `/threads/${threadId}/runs/wait`, {
+const toolAnswer = async (token: string, threadId: string, prompt: string, through = call): Promise<string> => {
+  const answer = await through(token, `/threads/${threadId}/runs/wait`, {
     method: "POST",
     body: { assistant_id: "lead_agent", input: { messages: [{ role: "user", content: prompt }] } }
   })
   assert.strictEqual(answer.status, 200, await answer.clone().text())
-  const state = await Requests.ok(await call(token, `/threads/${threadId}/state`))
+  const state = await Requests.ok(await through(token, `/threads/${threadId}/state`))
   const tools = state.values.messages.filter((m: { type: string }) => m.type === "tool")
   return String(tools.at(-1)?.content)
 }
@@ -229,5 +236,34 @@ describe("durable MCP tasks (mcp_tasks.enabled)", () => {
     assert.isTrue(asked.cancel_requested)
     const gone = await ended(threadId, second.task_id, "cancelled")
     assert.isString(gone.updated_at)
+  }, SLOW)
+})
+
+describe("durable MCP tasks without the runtime (mcp_tasks.enabled off, DeerFlow's default)", () => {
+  let off: TestGateway
+  const offCall = Requests.api(() => off)
+  beforeAll(async () => {
+    off = await startWith({})
+  }, SLOW)
+  afterAll(async () => {
+    await off?.stop()
+  })
+
+  it("never run a task tool as a plain call: it answers DeerFlow's error; no task tools, no feature", async () => {
+    assert.isFalse((await Requests.ok(await offCall(Support.ALICE, "/features"))).mcp_tasks.enabled)
+    const thread = await Requests.ok(await offCall(Support.ALICE, "/threads", { method: "POST", body: {} }))
+    const answer = await toolAnswer(Support.ALICE, thread.thread_id, "start otters", offCall)
+    assert.strictEqual(
+      answer,
+      "Error: The MCP task runtime is not initialized. Run this tool through the Gateway with " +
+        "mcp_tasks.enabled=true and a SQL database backend."
+    )
+    const names = (off.scripted.requests.at(-1)!.tools ?? []).map((t: any) => t.function.name)
+    assert.include(names, "tasks_start_report")
+    for (const hidden of ["tasks_report_status", "tasks_report_cancel", "list_background_tasks"]) {
+      assert.notInclude(names, hidden)
+    }
+    const listed = await Requests.ok(await offCall(Support.ALICE, `/threads/${thread.thread_id}/mcp-tasks`))
+    assert.deepStrictEqual(listed, [])
   }, SLOW)
 })
