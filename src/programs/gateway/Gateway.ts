@@ -310,7 +310,7 @@ export const layer = (options: Options) => {
 
   const reload = options.reload === undefined ? undefined : watch(options.reload, redact)
   // (the MCP task runtime, when `mcp_tasks.enabled`: the agents' task tools and the mcp-tasks endpoints read it)
-  const tasks = McpTaskWiring.layer(app)
+  const tasks = McpTaskWiring.layer(app, redact)
   const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload, tasks)
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,

@@ -14,6 +14,7 @@ import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const SLOW = 120_000
+const SECRET = "sk-mcp-task-secret-0123456789"
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 
@@ -50,7 +51,11 @@ const SERVER = `
           return answer({ task_id: args.task_id, status: task.state })
         }
         if (task.topic === "broken") return answer({ nothing: true })
-        const result = task.topic === "big" ? "x".repeat(5000) : { report: "Report on " + task.topic }
+        const result = task.topic === "big"
+          ? "x".repeat(5000)
+          : task.topic === "env"
+          ? { report: "key " + process.env.SERVICE_API_KEY }
+          : { report: "Report on " + task.topic }
         return answer({ task_id: args.task_id, status: "completed", result })
       }
       case "report_cancel": {
@@ -78,6 +83,7 @@ const startWith = (mcp_tasks: Record<string, unknown>): Promise<TestGateway> => 
         type: "stdio",
         command: "node",
         args: ["--input-type=module", "-e", SERVER],
+        env: { SERVICE_API_KEY: SECRET },
         task_toolsets: [
           { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
         ]
@@ -190,6 +196,10 @@ describe("durable MCP tasks (mcp_tasks.enabled)", () => {
     const broken = JSON.parse(await toolAnswer(Support.ALICE, threadId, "start broken"))
     const failed = await ended(threadId, broken.task_id, "failed")
     assert.include(failed.error, "Invalid structuredContent from MCP task tool 'report_status'")
+    // (a server's env secret it echoes in a result is not kept)
+    const env = JSON.parse(await toolAnswer(Support.ALICE, threadId, "start env"))
+    const echoed = await ended(threadId, env.task_id, "completed")
+    assert.deepStrictEqual(echoed.result, { report: "key [redacted]" })
   }, SLOW)
 
   it("are another user's to nobody: bob lists none of alice's, reads and cancels none (404)", async () => {

@@ -3,7 +3,7 @@
  * records the task before the model hears of it, then, in the background, polls each active task on its server
  * until it ends and carries out the cancels asked for. A failed poll or cancel is tried again later, the wait
  * doubling up to `max_poll_backoff_seconds`; a server that breaks the contract fails the task. Results are kept
- * bounded (`TaskDriver.bounded`).
+ * bounded (`TaskDriver.bounded`) and without the app's secrets (a server may echo its env).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -19,6 +19,7 @@ import { Mcp } from "../../../services/Mcp.js"
 import type { Service, TaskRecord } from "../../../services/McpTasks.js"
 import { ACTIVE, McpTaskError, McpTasks, TERMINAL } from "../../../services/McpTasks.js"
 import type { StoreError } from "../../../services/RunContext.js"
+import * as Redact from "../../../state/Redact.js"
 import * as Records from "./Records.js"
 
 const storeFailed = (error: StoreError) => new McpTaskError({ reason: "store", message: error.message, cause: error })
@@ -34,7 +35,12 @@ const refOf = (record: TaskRecord): TaskDriver.TaskRef => ({
 })
 
 /** The runtime over its store and the app's MCP servers, and the pass the poller makes (`pass`). */
-export const make = (config: McpTasksConfig, records: Records.Service, mcp: Mcp["Type"]) =>
+export const make = (
+  config: McpTasksConfig,
+  records: Records.Service,
+  mcp: Mcp["Type"],
+  redact: Redact.Redactor = Redact.none
+) =>
   Effect.gen(function*() {
     const owner = `${Os.hostname()}:${Crypto.randomUUID().replace(/-/g, "")}`
     const leaseMs = config.lease_seconds * 1000
@@ -158,18 +164,19 @@ export const make = (config: McpTasksConfig, records: Records.Service, mcp: Mcp[
     const pollOne = (record: TaskRecord) =>
       Effect.gen(function*() {
         const answer = yield* Effect.either(
-          Effect.flatMap(TaskDriver.status(mcp, refOf(record)), (snapshot) => TaskDriver.bounded(snapshot, limits))
+          Effect.flatMap(TaskDriver.status(mcp, refOf(record)), (snapshot) =>
+            TaskDriver.bounded(redact.value(snapshot), limits))
         )
         const now = yield* Clock.currentTimeMillis
         if (Either.isLeft(answer) && !answer.left.permanent) {
           const failures = record.consecutive_poll_error_count
-          const error = answer.left.message.slice(0, TaskDriver.MAX_ERROR_CHARS)
+          const error = redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
           yield* records.releasePoll(record.id, owner, now + backoffMs(failures), error, now)
           return
         }
         const snapshot: TaskDriver.Snapshot = Either.isRight(answer)
           ? answer.right
-          : { ...FAILED, error: answer.left.message.slice(0, TaskDriver.MAX_ERROR_CHARS) }
+          : { ...FAILED, error: redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS) }
         yield* records.applySnapshot(record.id, owner, snapshot, nextPollAt(snapshot, now), now)
       })
 
@@ -177,7 +184,7 @@ export const make = (config: McpTasksConfig, records: Records.Service, mcp: Mcp[
       Effect.gen(function*() {
         const answer = yield* Effect.either(
           Effect.flatMap(TaskDriver.cancel(mcp, refOf(record)), (snapshot) =>
-            Either.flatMap(TaskDriver.bounded(snapshot, limits), (bounded) =>
+            Either.flatMap(TaskDriver.bounded(redact.value(snapshot), limits), (bounded) =>
               TERMINAL.includes(bounded.status)
                 ? Either.right(bounded)
                 : Either.left(
@@ -190,7 +197,7 @@ export const make = (config: McpTasksConfig, records: Records.Service, mcp: Mcp[
         const now = yield* Clock.currentTimeMillis
         if (Either.isLeft(answer)) {
           const attempts = Math.max(0, record.cancel_attempt_count - 1)
-          const error = answer.left.message.slice(0, TaskDriver.MAX_ERROR_CHARS)
+          const error = redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
           yield* records.releaseCancel(record.id, owner, now + backoffMs(attempts), error, now)
           return
         }
@@ -239,11 +246,14 @@ const FAILED: TaskDriver.Snapshot = {
  * process left are taken up when their leases end), then one every `poll_interval_seconds` or when a cancel is
  * asked for.
  */
-export const layer = (config: McpTasksConfig): Layer.Layer<McpTasks, never, Records.Records | Mcp> =>
+export const layer = (
+  config: McpTasksConfig,
+  redact?: Redact.Redactor
+): Layer.Layer<McpTasks, never, Records.Records | Mcp> =>
   Layer.scoped(
     McpTasks,
     Effect.gen(function*() {
-      const runtime = yield* make(config, yield* Records.Records, yield* Mcp)
+      const runtime = yield* make(config, yield* Records.Records, yield* Mcp, redact)
       const pause = Effect.race(Effect.sleep(`${config.poll_interval_seconds} seconds`), runtime.wake)
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
         runtime.pass.pipe(Effect.catchAllCause((cause) => Effect.logWarning("MCP task poll failed; retrying", cause))),

@@ -7,6 +7,7 @@ import type { AppConfigService } from "../../../services/AppConfig.js"
 import type { Mcp } from "../../../services/Mcp.js"
 import type { McpTasks } from "../../../services/McpTasks.js"
 import type { StoreError } from "../../../services/RunContext.js"
+import type { Redactor } from "../../../state/Redact.js"
 import { besideThreads } from "../StoreBackend.js"
 import type { Records } from "./Records.js"
 import * as Runtime from "./Runtime.js"
@@ -18,8 +19,11 @@ export const recordsLayer = (app: AppConfigService["Type"]): Layer.Layer<Records
     postgres: (url) => import("./PgRecords.js").then((PgRecords) => PgRecords.layer(url))
   })
 
-/** The runtime of `app` (none when `mcp_tasks.enabled` is off). */
-export const layer = (app: AppConfigService["Type"]): Layer.Layer<McpTasks, StoreError, Mcp> | undefined =>
+/** The runtime of `app` (none when `mcp_tasks.enabled` is off); what it records is without `redact`'s secrets. */
+export const layer = (
+  app: AppConfigService["Type"],
+  redact?: Redactor
+): Layer.Layer<McpTasks, StoreError, Mcp> | undefined =>
   app.config.mcp_tasks.enabled
-    ? Runtime.layer(app.config.mcp_tasks).pipe(Layer.provide(recordsLayer(app)))
+    ? Runtime.layer(app.config.mcp_tasks, redact).pipe(Layer.provide(recordsLayer(app)))
     : undefined
