@@ -26,7 +26,8 @@ export const SERVER_NAME = /^[A-Za-z0-9_-]{1,64}$/
 export const McpServer = JsonRecord.annotations({
   identifier: "McpServer",
   description: "enabled, type (stdio, sse, http), command, args, env, url, headers, description, tool_name_prefix, " +
-    "session_init_timeout, tool_call_timeout, routing, tools; env and header values and secret-like keys are " +
+    "session_init_timeout, tool_call_timeout, routing, tools, task_toolsets; env and header values and secret-like " +
+    "keys are " +
     `shown as "${MASKED}" (send "${MASKED}" back to keep a value)`
 })
 
