@@ -40,7 +40,8 @@ export const STARTUP_ONLY = [
   "memory.backend_config.prompts_dir",
   "memory.backend_config.patterns_dir",
   "extensions",
-  "authorization"
+  "authorization",
+  "mcp_tasks"
 ] as const satisfies ReadonlyArray<keyof AppConfig | `${keyof AppConfig}.${string}`>
 
 /** A section of `config.yaml`, or a setting of one (`section.key...`), that takes effect on a restart only. */

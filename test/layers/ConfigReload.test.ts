@@ -141,11 +141,13 @@ describe("config.yaml edited while the process runs", () => {
       assert.strictEqual(next.app.config.sandbox.allow_host_bash, false, "the sandbox stays as it started")
       assert.include(logged[1]!, "gateway, sandbox changed; these sections are read when the process starts")
       assert.deepStrictEqual([...STARTUP_ONLY].sort(), [
+        "authorization",
         "database",
         "extensions",
         "gateway",
         "log_level",
         "logging",
+        "mcp_tasks",
         "memory.backend_config.manifest_filename",
         "memory.backend_config.patterns_dir",
         "memory.backend_config.prompts_dir",
