@@ -8,6 +8,7 @@ import * as Either from "effect/Either"
 import type { Message } from "../../state/Message.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Factory from "../Factory.js"
+import * as InputBounds from "./InputBounds.js"
 import * as Protocol from "./Protocol.js"
 import { isRecord } from "../../state/Json.js"
 
@@ -34,18 +35,22 @@ export interface Prepared {
   readonly title?: string | undefined
 }
 
-/** Limits of `prepare`: the configuration's recursion limits, the models runs may name (none: any), and whether
- * the caller holds an admin token. */
+/** Limits of `prepare`: the configuration's recursion limits, the models runs may name (none: any), whether
+ * the caller holds an admin token, and the bounds on the input's size (none: `InputBounds.DEFAULTS`). */
 export interface Limits {
   readonly recursionLimit: number
   readonly maxRecursionLimit: number
   readonly models?: ReadonlySet<string> | undefined
   readonly admin: boolean
+  readonly bounds?: InputBounds.Bounds | undefined
 }
 
-/** Why a request cannot be run, and the HTTP problem it is (`unprocessable`: 422, `bad_request`: 400). */
+/**
+ * Why a request cannot be run, and the HTTP problem it is (`unprocessable`: 422, `bad_request`: 400,
+ * `too_large`: 413).
+ */
 export interface Refusal {
-  readonly reason: "unprocessable" | "bad_request"
+  readonly reason: "unprocessable" | "bad_request" | "too_large"
   readonly message: string
 }
 
@@ -53,7 +58,13 @@ const refuse = (reason: Refusal["reason"], message: string): Either.Either<never
   Either.left({ reason, message })
 
 /** The messages and settings of a request's run, or why it cannot run (the field named). */
-export const prepare = (request: Fields, limits: Limits): Either.Either<Prepared, Refusal> => {
+export const prepare = (
+  request: Fields & { readonly command?: unknown },
+  limits: Limits
+): Either.Either<Prepared, Refusal> => {
+  // (first: a message of megabytes is refused before it is decoded)
+  const tooLarge = InputBounds.runInputProblem(request, limits.bounds ?? InputBounds.DEFAULTS)
+  if (tooLarge !== undefined) return refuse("too_large", tooLarge)
   for (const key of ["interrupt_before", "interrupt_after"] as const) {
     const value = request[key]
     if (value != null && !(Array.isArray(value) && value.length === 0)) {

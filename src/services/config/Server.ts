@@ -174,6 +174,21 @@ export const GatewayConfig = Schema.Struct({
    * or null: no limit.
    */
   max_active_runs_per_user: Schema.optional(Schema.NullOr(PositiveInt)),
+  /**
+   * Bytes of JSON one message of a run's input (`input.messages[i]`, `command.resume`, or a message of a state
+   * update) may hold: past it the request is a 413 naming the message and the bound. Default 2 MiB.
+   */
+  max_message_bytes: withDefault(PositiveInt, () => 2 * 1024 ** 2),
+  /**
+   * Bytes of JSON a run's `input` and `command` may hold together (every message with the rest): past it the
+   * request is a 413 naming the bound. Default 4 MiB.
+   */
+  max_run_input_bytes: withDefault(PositiveInt, () => 4 * 1024 ** 2),
+  /**
+   * Bytes of JSON a page of a list whose items grow with the thread (a thread's history, its runs) holds at most:
+   * the page ends before the item that would pass it (its first item is always answered). Default 32 MiB.
+   */
+  max_page_bytes: withDefault(PositiveInt, () => 32 * 1024 ** 2),
   /** Seconds between the scheduler's looks for due scheduled tasks; 0: tasks run only when triggered. */
   scheduler_poll_seconds: withDefault(NonNegativeInt, () => 10),
   /** Per-user quotas on threads and on the bytes of their files (see `QuotasConfig`). */

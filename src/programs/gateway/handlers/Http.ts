@@ -16,6 +16,29 @@ export const json = <A, I>(
 ) => HttpServerResponse.unsafeJson(body, { status, headers })
 
 /**
+ * A JSON list of a declared shape, at most `maxBytes` of it: the leading `items` whose JSON fits (the first always
+ * answered, however large), so that a page of items that each hold a thread (its history's states) or a run's input
+ * (its runs) is never larger than the gateway may build; the next page starts after the last item answered.
+ */
+export const jsonPage = <A, I>(
+  _schema: Schema.Schema<ReadonlyArray<A>, I>,
+  items: NoInfer<ReadonlyArray<A>>,
+  maxBytes: number,
+  headers: Record<string, string> = {}
+) => {
+  const parts: Array<string> = []
+  let bytes = 2
+  for (const item of items) {
+    const part = JSON.stringify(item)
+    const size = Buffer.byteLength(part) + (parts.length > 0 ? 1 : 0)
+    if (parts.length > 0 && bytes + size > maxBytes) break
+    parts.push(part)
+    bytes += size
+  }
+  return HttpServerResponse.text(`[${parts.join(",")}]`, { contentType: "application/json", headers })
+}
+
+/**
  * Server-sent events, never buffered by a proxy: a stream of them (text, which the server pipes to the socket),
  * or all of them at once.
  */

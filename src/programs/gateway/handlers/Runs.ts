@@ -27,6 +27,7 @@ import { DEFAULT_USER, type Identity } from "../Auth.js"
 import * as Body from "../Body.js"
 import * as EventIds from "../EventIds.js"
 import * as Fork from "../Fork.js"
+import * as InputBounds from "../InputBounds.js"
 import * as Protocol from "../Protocol.js"
 import * as RunRecords from "../RunRecords.js"
 import * as RunSettings from "../RunSettings.js"
@@ -35,7 +36,7 @@ import * as ThreadIds from "../ThreadIds.js"
 import * as TraceId from "../TraceId.js"
 import * as Access from "./Access.js"
 import type { QueryValue } from "./Http.js"
-import { json, prefixOf, queryFlag, queryList, selectFields, sse } from "./Http.js"
+import { json, jsonPage, prefixOf, queryFlag, queryList, selectFields, sse } from "./Http.js"
 
 const decodeStreamModes = Schema.decodeUnknownEither(Schema.Array(RunsApi.StreamMode))
 const decodeRunSelect = Schema.decodeUnknownEither(RunsApi.RunSelect)
@@ -82,7 +83,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               recursionLimit: config.recursion_limit,
               maxRecursionLimit: config.max_recursion_limit,
               models: names,
-              admin: who.admin
+              admin: who.admin,
+              bounds: InputBounds.fromConfig(config.gateway)
             }),
             { onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)), onRight: Effect.succeed }
           )
@@ -497,7 +499,12 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
               .map((record) => runObject(record, threadId, counts.get(record.run_id)))
               .filter((run) => status === undefined || run.status === status)
               .reverse()
-            return json(RunsApi.RunList, records.slice(offset, offset + limit).map((run) => selectFields(run, select)))
+            // (each run holds its input: a page of them ends at gateway.max_page_bytes)
+            return jsonPage(
+              RunsApi.RunList,
+              records.slice(offset, offset + limit).map((run) => selectFields(run, select)),
+              (yield* limits).config.gateway.max_page_bytes
+            )
           }))
         // LangGraph's server deletes a run whatever its status (the run going on without a record); a run that
         // has not ended is refused here, as the run manager writes its record and events until it ends

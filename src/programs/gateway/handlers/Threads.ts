@@ -31,13 +31,14 @@ import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
 import { matchesFilter } from "../JsonEquality.js"
 import * as Fork from "../Fork.js"
+import * as InputBounds from "../InputBounds.js"
 import * as Protocol from "../Protocol.js"
 import { TaskStore } from "../scheduler/TaskStore.js"
 import * as ThreadIds from "../ThreadIds.js"
 import { withTurnDurations } from "../TurnDurations.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
-import { json, prefixOf, queryList, selectFields } from "./Http.js"
+import { json, jsonPage, prefixOf, queryList, selectFields } from "./Http.js"
 
 const UpdateFields = TS.StateUpdate.pipe(Schema.omit("messages"))
 const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_images"]
@@ -53,6 +54,8 @@ export const layer = (api: LangGraphApi) =>
       const tasks = yield* TaskStore
       const { store, runs, storeFailed, ownedThread, newThread, loadState, fullThread } = access
       const app = yield* AppConfigService
+      const bounds = InputBounds.fromConfig(app.config.gateway)
+      const maxPageBytes = app.config.gateway.max_page_bytes
 
       /** The states after each checkpoint, newest first: the last `limit` (before `before`); `stamp` as `/history`. */
       const stampedHistory = ({ stored, threadId }: ThreadRef, limit: number, before?: number) =>
@@ -138,7 +141,8 @@ export const layer = (api: LangGraphApi) =>
           ),
           ({ stamp, states }) => {
             const [head, ...rest] = states.filter(matches).slice(0, limit)
-            return json(Threads.StateHistory, head === undefined ? [] : [stamp(head), ...rest])
+            // (each state holds the thread's messages: a page of them ends at gateway.max_page_bytes)
+            return jsonPage(Threads.StateHistory, head === undefined ? [] : [stamp(head), ...rest], maxPageBytes)
           }
         )
       }
@@ -393,6 +397,10 @@ export const layer = (api: LangGraphApi) =>
             const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
             if (rawMessages !== undefined) {
               const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
+              // (bounded as a run's input messages: each message, and all of them together)
+              const tooLarge = InputBounds.messagesProblem(list, "values.messages", bounds) ??
+                InputBounds.totalProblem([list], "values.messages", bounds)
+              if (tooLarge !== undefined) return yield* fail("too_large", tooLarge)
               const removals = list.filter((m) =>
                 typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove"
               )
