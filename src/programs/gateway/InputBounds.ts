@@ -49,11 +49,10 @@ export const messagesProblem = (list: unknown, where: string, bounds: Bounds): s
 }
 
 /**
- * Why a run request's `input` and `command` are too large, if they are: a message of `input.messages`, or
- * `command.resume` (it becomes the answer message), past `maxMessageBytes`; else `input` and `command` together past
- * `maxInputBytes`.
+ * Why a message of a run request is too large, if one is: a message of `input.messages`, or `command.resume` (it
+ * becomes the answer message), past `maxMessageBytes`.
  */
-export const runInputProblem = (
+export const runMessagesProblem = (
   request: { readonly input?: unknown; readonly command?: unknown },
   bounds: Bounds
 ): string | undefined => {
@@ -61,11 +60,17 @@ export const runInputProblem = (
   const message = messagesProblem(messages, "input.messages", bounds)
   if (message !== undefined) return message
   const resume = isRecord(request.command) ? jsonBytes(request.command.resume) : 0
-  if (resume > bounds.maxMessageBytes) {
-    return tooLarge("command.resume", resume, "max_message_bytes", bounds.maxMessageBytes, "one message holds")
-  }
-  return totalProblem([request.input, request.command], request.command == null ? "input" : "input and command", bounds)
+  return resume > bounds.maxMessageBytes
+    ? tooLarge("command.resume", resume, "max_message_bytes", bounds.maxMessageBytes, "one message holds")
+    : undefined
 }
+
+/** Why a run request's `input` and `command` are too large together (past `maxInputBytes`), if they are. */
+export const runInputProblem = (
+  request: { readonly input?: unknown; readonly command?: unknown },
+  bounds: Bounds
+): string | undefined =>
+  totalProblem([request.input, request.command], request.command == null ? "input" : "input and command", bounds)
 
 /** Why `values` (what one request adds to a thread; `where` names them) are too large together, if they are. */
 export const totalProblem = (values: ReadonlyArray<unknown>, where: string, bounds: Bounds): string | undefined => {

@@ -62,8 +62,9 @@ export const prepare = (
   request: Fields & { readonly command?: unknown },
   limits: Limits
 ): Either.Either<Prepared, Refusal> => {
+  const bounds = limits.bounds ?? InputBounds.DEFAULTS
   // (first: a message of megabytes is refused before it is decoded)
-  const tooLarge = InputBounds.runInputProblem(request, limits.bounds ?? InputBounds.DEFAULTS)
+  const tooLarge = InputBounds.runMessagesProblem(request, bounds)
   if (tooLarge !== undefined) return refuse("too_large", tooLarge)
   for (const key of ["interrupt_before", "interrupt_after"] as const) {
     const value = request[key]
@@ -77,6 +78,8 @@ export const prepare = (
   if (Either.isLeft(title)) return refuse("unprocessable", title.left)
   const extra = Protocol.runExtraProblem(request)
   if (extra !== undefined) return refuse("unprocessable", extra)
+  const input = InputBounds.runInputProblem(request, bounds)
+  if (input !== undefined) return refuse("too_large", input)
   // (`config.context` over `context`, as DeerFlow's `build_run_config` merges the request's context into it)
   const settings: Record<string, unknown> = Factory.mergeRuntime(
     request.config?.configurable,

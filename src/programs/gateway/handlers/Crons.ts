@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Crypto from "node:crypto"
 import type { ModelConfig } from "../../../services/AppConfig.js"
+import { AppConfigService } from "../../../services/AppConfig.js"
 import * as Factory from "../../Factory.js"
 import * as Api from "../api/Crons.js"
 import type { LangGraphApi } from "../api/GatewayApi.js"
@@ -30,7 +31,7 @@ import type { Task, TaskPatch } from "../scheduler/TaskStore.js"
 import { neverRun, TaskStore } from "../scheduler/TaskStore.js"
 import * as Access from "./Access.js"
 import * as Live from "./Live.js"
-import { json } from "./Http.js"
+import { json, jsonPage } from "./Http.js"
 
 /** The most crons a user has. */
 export const MAX_CRONS_PER_USER = 100
@@ -72,6 +73,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
       const factory = yield* Factory.AgentFactory
       // (`config.yaml` as it is now: its run limits and models)
       const now = yield* Live.choice(models)
+      // (the gateway's section is read when it starts)
+      const maxPageBytes = (yield* AppConfigService).config.gateway.max_page_bytes
       const limitsOf = ({ app: { config }, models }: Effect.Effect.Success<typeof now>): RunSettings.Limits => ({
         recursionLimit: config.recursion_limit,
         maxRecursionLimit: config.max_recursion_limit,
@@ -233,7 +236,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
                 const full: Record<string, unknown> = { ...cron, now }
                 return Object.fromEntries(select.map((field) => [field, full[field] ?? null]))
               })
-            return json(Api.CronList, shown)
+            // (each cron holds its payload, up to Crons.MAX_STORED_BYTES: a page of them ends at max_page_bytes)
+            return jsonPage(Api.CronList, shown, maxPageBytes)
           }))
         .handleRaw("countCrons", () =>
           Effect.gen(function*() {
