@@ -51,8 +51,8 @@ describe("a message of megabytes", () => {
       assert.strictEqual(refused.status, 413, path)
       assert.strictEqual(
         refused.json().detail,
-        `input.messages.1: ${JSON.stringify(message(huge)).length} bytes of JSON, more than gateway.max_message_bytes (2097152, 2.0 MB), ` +
-          "the most one message holds."
+        `input.messages.1: ${JSON.stringify(message(huge)).length} bytes of JSON, more than ` +
+          "gateway.max_message_bytes (2097152, 2.0 MB), the most one message holds."
       )
     }
     assert.deepStrictEqual((await bob("GET", `/threads/${threadId}/runs`)).json(), [])
