@@ -94,6 +94,10 @@ const isCompaction = (update: StateUpdate): boolean => {
   return first?.type === "remove" && first.id === M.REMOVE_ALL_MESSAGES && update.summary_text !== undefined
 }
 
+/** Whether an update changes the goal alone (the goal loop's write). */
+const isGoalChange = (update: StateUpdate): boolean =>
+  update.goal !== undefined && Object.keys(update).every((key) => key === "goal")
+
 /** One `updates` entry: the updates merged (their messages in order), under their node. */
 const updatesOut = (updates: ReadonlyArray<StateUpdate>, node?: string): Out => {
   const messages = updates.flatMap((u) => u.messages ?? [])
@@ -102,7 +106,7 @@ const updatesOut = (updates: ReadonlyArray<StateUpdate>, node?: string): Out => 
     ? "model"
     : messages.some((m) => m.type === "tool")
     ? "tools"
-    : updates.every((u) => Object.keys(u).every((key) => key === "goal"))
+    : updates.every(isGoalChange)
     ? "goal_evaluator"
     : "agent")
   const merged: Record<string, unknown> = {}
@@ -344,7 +348,11 @@ export const makeProjector = (options: ProjectorOptions) => {
           break
         }
         case "state":
+          // a change of the goal alone is the goal evaluator's step, between turns (DeerFlow writes it as a
+          // checkpoint of its own and streams its values): never merged with a turn's step, whatever came with it
+          if (isGoalChange(event.update)) flush(out)
           apply(event.update)
+          if (isGoalChange(event.update)) flush(out)
           break
         case "custom": {
           flush(out)
