@@ -64,8 +64,7 @@ describe("RunRecords.settle", () => {
           lines.push(`${logLevel.label} ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`)
         })
       )
-      const ended = RunRecords.ending("interrupt", undefined)
-      const record = yield* RunRecords.settle(refusing, "t", "stopped", "interrupt", ended).pipe(
+      const record = yield* RunRecords.settle(refusing, "t", "stopped", "interrupt", undefined).pipe(
         Effect.provide(capture)
       )
       assert.strictEqual(record.status, "cancelled")
