@@ -36,6 +36,7 @@ import { RecursionLimitReached, RunContext, RunState, StoreError } from "../serv
 import type { RunEndEvent, RunEvent, RunUsage, StopReason } from "../services/RunEvents.js"
 import { RunEvents } from "../services/RunEvents.js"
 import { RunHandover } from "../services/RunHandover.js"
+import { RunSettlement } from "../services/RunSettlement.js"
 import type { LeaseHolder } from "../services/ThreadStore.js"
 import { ThreadStore } from "../services/ThreadStore.js"
 import * as Tool from "../services/Tool.js"
@@ -530,16 +531,23 @@ export const execute = <E = never, R = never>(
       yield* release
       return yield* ended(end)
     }
-    yield* Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      store.saveRun({
-        run_id: runId,
-        thread_id: threadId,
-        status: end.status,
-        stop_reason: end.stop_reason,
-        started_at: startedAt,
-        ended_at: new Date(now).toISOString(),
-        ...(end.error !== undefined ? { error: end.error.message } : {})
-      })))
+    // (a caller that settles the record itself, `RunSettlement`, writes the run's end once its last phase ended)
+    const settled = Option.match(yield* Effect.serviceOption(RunSettlement), {
+      onNone: () => false,
+      onSome: (s) => s.settles(runId)
+    })
+    if (!settled) {
+      yield* Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        store.saveRun({
+          run_id: runId,
+          thread_id: threadId,
+          status: end.status,
+          stop_reason: end.stop_reason,
+          started_at: startedAt,
+          ended_at: new Date(now).toISOString(),
+          ...(end.error !== undefined ? { error: end.error.message } : {})
+        })))
+    }
     yield* release
     return yield* ended(end)
   }))

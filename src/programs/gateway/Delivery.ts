@@ -10,7 +10,14 @@
 /** The run's error when it changed outputs and presented none of them (DeerFlow's `_DELIVERY_INCOMPLETE_ERROR`). */
 export const INCOMPLETE = "Artifact delivery incomplete: no produced output artifact was presented"
 
-/** The error's class, as a failed run's `error` event and its `run.error` event name it. */
+/**
+ * The error of a run that changed outputs and whose receipt could not be kept (DeerFlow's
+ * `_DELIVERY_RECEIPT_FAILED_ERROR`): nothing durable says what it delivered.
+ */
+export const RECEIPT_FAILED =
+  "Artifact delivery verification failed: terminal delivery receipt could not be persisted"
+
+/** The error's class (of either error), as a failed run's `error` event and its `run.error` event name it. */
 export const ERROR_NAME = "ArtifactDeliveryIncomplete"
 
 /** The tool whose presented paths count as delivered. */

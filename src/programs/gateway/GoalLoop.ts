@@ -7,10 +7,10 @@
  * stood down. Each change of the goal reaches the run's stream as a state update (a `values` event with the goal).
  *
  * The turns' own `run_start` and `run_end` are the run's: the continuations' `run_start` is left out and each turn's
- * `run_end` is held until no turn follows, so the run starts and ends once. While the evaluator runs, the run's
- * record says `running` again, so a run stopped then ends `cancelled`. The evaluator's failure (the model failing,
- * an answer that is no verdict, the store) ends the loop, never the run: the run ends as its turn did. A thread with
- * no goal costs one look at the run's state.
+ * `run_end` is held until no turn follows, so the run starts and ends once. The run's record says `running` until
+ * the run settles it (`RunSettlement`), so a run stopped while the evaluator judges ends `cancelled`. The
+ * evaluator's failure (the model failing, an answer that is no verdict, the store) ends the loop, never the run: the
+ * run ends as its turn did. A thread with no goal costs one look at the run's state.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -24,7 +24,6 @@ import type { GoalState, GoalUpdate } from "../../state/ThreadState.js"
 import * as Run from "../Run.js"
 import * as OneShot from "./OneShot.js"
 import { now } from "./RunModel.js"
-import * as RunRecords from "./RunRecords.js"
 
 /** The `internal` purpose of the evaluator's model call. */
 export const PURPOSE = "goal_evaluator"
@@ -91,32 +90,13 @@ export const drive = (
         continuing = true
         continue
       }
-      const final: RunEndEvent = capped !== undefined && ended.status === "success" && ended.stop_reason === "completed"
+      // (the run's record is settled by the run, once, with this end: see `RunSettlement`)
+      onEvent(capped !== undefined && ended.status === "success" && ended.stop_reason === "completed"
         ? { ...ended, stop_reason: capped }
-        : ended
-      // the record as the turn left it (the evaluation marked it running), with the run's stop reason
-      if (judged || final !== ended) {
-        yield* settleRecord(options, final)
-      }
-      onEvent(final)
+        : ended)
       return
     }
   })
-
-// the run's record as its last turn ended it (status, stop reason), its end now
-const settleRecord = (options: Options, end: RunEndEvent) =>
-  Effect.gen(function*() {
-    const record = yield* RunRecords.latest(options.store, options.runId)
-    if (record === undefined) return
-    yield* options.store.saveRun({
-      ...record,
-      status: end.status,
-      stop_reason: end.stop_reason,
-      ended_at: yield* now
-    })
-  }).pipe(
-    Effect.catchAll((error) => Effect.logWarning(`run ${options.runId}: its record was not kept: ${error.message}`))
-  )
 
 /**
  * After a turn that succeeded on a thread with a goal: the evaluation, recorded, and the continuation message when
@@ -129,9 +109,6 @@ export const continuation = (options: Emitting): Effect.Effect<Option.Option<Mes
     if (Option.isNone(loaded)) return Option.none()
     const goal = loaded.value.state.goal
     if (goal === null || goal.status !== "active") return Option.none()
-    // running again while judged: a run stopped now ends cancelled, not as its turn did
-    const record = yield* RunRecords.latest(store, runId)
-    if (record !== undefined) yield* store.saveRun({ ...record, status: "running", ended_at: null })
     const messages = loaded.value.state.messages
     const signature = Goal.evidenceSignature(messages)
     const recordVerdict = (verdict: Goal.Verdict, extra: { continuationCount?: number; standDownReason?: string }) =>

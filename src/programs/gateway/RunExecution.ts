@@ -8,14 +8,17 @@
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ModelService } from "../../services/ModelService.js"
-import type { RunEvent } from "../../services/RunEvents.js"
+import type { RunEndEvent, RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
+import { RunSettlement } from "../../services/RunSettlement.js"
 import type { RunRecord } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
@@ -39,6 +42,9 @@ import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
 export const SAVE_EVERY = 20
+
+/** How an ended run's events (its `run.delivery` receipt) are saved again when the store refused them: DeerFlow's. */
+const RECEIPT_RETRIES = Schedule.fromDelays(Duration.millis(100), Duration.millis(500))
 
 /** What a run needs of its manager. */
 export interface Deps {
@@ -150,11 +156,14 @@ export const execute = (
     const saving = yield* Effect.makeSemaphore(1)
     const saveJournal = (last: boolean) =>
       saving.withPermits(1)(Effect.suspend(() => {
-        if (settled) return Effect.void
+        if (settled) return Effect.succeed(true)
         settled = last
-        return store.saveRunEvents(request.threadId, runId, redact.value(journal.events())).pipe(
+        const save = store.saveRunEvents(request.threadId, runId, redact.value(journal.events()))
+        // (the last save holds the run's receipt: retried briefly, as DeerFlow's worker retries it)
+        return (last ? Effect.retry(save, RECEIPT_RETRIES) : save).pipe(
+          Effect.as(true),
           Effect.catchAll((error) =>
-            Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`)
+            Effect.as(Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`), false)
           )
         )
       }))
@@ -178,6 +187,9 @@ export const execute = (
       append(made.projector.push(encoded))
     })
     let handingOver = false
+    let stopping = false
+    // the run's end as its last turn said it, held until the delivery check has judged the run (see below)
+    let last: RunEndEvent | undefined
     // the run's turns: the user's, then the hidden continuations of the thread's goal, if it has one (`GoalLoop`)
     const turnOf: GoalLoop.Turn = (messages, onEvent, continuing) =>
       factory.turn({
@@ -200,8 +212,13 @@ export const execute = (
       userId: request.userId,
       modelName: typeof modelName === "string" && modelName !== "" ? modelName : undefined,
       hasGoal: () => made.projector.state().goal !== null
-    }, turnOf, request.messages, listener.onEvent).pipe(
+    }, turnOf, request.messages, (event) => {
+      if (event.type !== "run_end") listener.onEvent(event)
+      else if (!stopping) last = event
+    }).pipe(
       Effect.provideService(RunHandover, { requested: () => handingOver }),
+      // (the record stays `running` through the turns and the checks after them: settled once, below)
+      Effect.provideService(RunSettlement, { settles: (id) => id === runId }),
       admitted(request.threadId, runId, request.userId)
     )
     // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
@@ -211,20 +228,18 @@ export const execute = (
     yield* Effect.raceFirst(
       Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
         handingOver = how === HANDOVER
+        stopping = true
         listener.stop()
       }))),
       Fiber.join(turnFiber)
-    ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.ensuring(Effect.sync(listener.stop)))
+    ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.onInterrupt(() => Effect.sync(listener.stop)))
     const broken = listener.broken()
     if (broken !== undefined) return yield* Effect.die(broken.defect)
-    if (listener.invalid.length > 0) {
-      yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
-    }
-    const end = listener.end()
     const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
     )
     if (how === HANDOVER) {
+      listener.stop()
       // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
       yield* Effect.ignore(store.releaseLease(request.threadId, runId))
       if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
@@ -235,26 +250,54 @@ export const execute = (
       return
     }
     const action: CancelAction | undefined = how
-    let record = yield* RunRecords.settle(store, request.threadId, runId, action, end)
     // DeerFlow's delivery check: a run that succeeded having created or modified files under outputs, none of which
     // it presented, fails (a cancelled, failed or clarification-waiting run keeps its status)
     const filesAfter = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
     const delivery = Delivery.verdict(journal.delivery(), WorkspaceChanges.changedOutputs(filesBefore, filesAfter))
-    const undelivered = record.status === "success" ? Delivery.failure(delivery) : undefined
-    if (undelivered !== undefined) {
-      // (a guard's cap stays the reason it stopped, as DeerFlow keeps it)
-      const capped = record.stop_reason !== "completed" && record.stop_reason !== null
-      record = { ...record, status: "error", stop_reason: capped ? record.stop_reason : "error", error: undelivered }
-      yield* Effect.ignore(store.saveRun(record))
+    let ended = RunRecords.ending(action, last)
+    let failure = ended.status === "success" && action !== "rollback" ? Delivery.failure(delivery) : undefined
+    // (a guard's cap stays the reason it stopped, as DeerFlow keeps it)
+    const failed = (error: string): RunRecords.Ending => ({
+      status: "error",
+      stop_reason: ended.stop_reason !== "completed" && ended.stop_reason !== null ? ended.stop_reason : "error",
+      error
+    })
+    if (failure !== undefined) ended = failed(failure)
+    // DeerFlow's order: the receipt is kept before the run's end is, and a run that produced outputs, whose
+    // receipt could not be kept, fails (nothing says what it delivered)
+    if (request.deleteThread !== true && action !== "rollback") {
+      const changes = WorkspaceChanges.compare(filesBefore, filesAfter)
+      if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
+      // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
+      journal.end({
+        status: Protocol.runStatus(ended),
+        stop_reason: ended.stop_reason,
+        error: ended.error,
+        error_type: failure !== undefined ? Delivery.ERROR_NAME : last?.error?.name
+      }, delivery)
+      const kept = yield* saveJournal(true)
+      if (!kept && ended.status === "success" && "satisfied" in delivery) {
+        failure = Delivery.RECEIPT_FAILED
+        ended = failed(failure)
+      }
+    }
+    // the run's end, as it ended after the checks, streamed (a failed check ends the stream as a failed run's does)
+    if (last !== undefined && !stopping) {
+      listener.onEvent(failure === undefined ? last : {
+        ...last,
+        status: "error",
+        stop_reason: last.stop_reason !== "completed" ? last.stop_reason : "error",
+        error: { name: Delivery.ERROR_NAME, message: failure }
+      })
+    }
+    listener.stop()
+    const record = yield* RunRecords.settle(store, request.threadId, runId, action, ended)
+    if (listener.invalid.length > 0) {
+      yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
     const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
     yield* Effect.ignore(store.releaseLease(request.threadId, runId))
     const outs: Array<Projection.Out> = []
-    if (undelivered !== undefined) {
-      // as a failed run's stream ends: its error, then `end`
-      const name = Delivery.ERROR_NAME
-      outs.push({ event: "error", data: { message: undelivered, name, error: name } })
-    }
     if (action !== undefined || undone) {
       // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
       // reloads nothing
@@ -264,16 +307,9 @@ export const execute = (
       }
     }
     outs.push({ event: "end", data: null })
-    if (request.deleteThread !== true) {
-      const changes = WorkspaceChanges.compare(filesBefore, filesAfter)
-      if (WorkspaceChanges.changed(changes)) journal.workspace(changes)
-      // (in LangGraph's terms, as the run object says it: a cancelled run is `interrupted`)
-      journal.end({
-        status: Protocol.runStatus(record),
-        stop_reason: record.stop_reason,
-        error: record.error,
-        error_type: undelivered !== undefined ? Delivery.ERROR_NAME : end?.error?.name
-      }, delivery)
+    if (request.deleteThread !== true && action === "rollback") {
+      const { stop_reason, error } = record
+      journal.end({ status: Protocol.runStatus(record), stop_reason, error }, delivery)
       yield* saveJournal(true)
     }
     active.delete(request.threadId)

@@ -45,43 +45,52 @@ const keep = (store: ThreadStore["Type"], record: RunRecord) =>
       Effect.logWarning(`Could not persist ${record.status} status for run ${record.run_id}: ${error.message}`))
   )
 
+/** How a run ended, as its record says it. */
+export interface Ending {
+  readonly status: RunRecord["status"]
+  readonly stop_reason: RunRecord["stop_reason"]
+  readonly error: string | null
+}
+
 /**
- * Settles the record of run `runId` as it ended: rolled back (its thread's checkpoints too) when a client asked
- * `rollback`; else, if the run never said how it ended (settings or agent refused it, or it was stopped), with its
- * `run_end`'s status or `cancelled` (stopped) or `error`. Returns the record.
+ * How a run that was not rolled back ended: as its last turn's `run_end` said; if it never said (its settings or
+ * agent refused it, or it was stopped before), `cancelled` when stopped (`action`), else `error`.
+ */
+export const ending = (
+  action: "interrupt" | "rollback" | undefined,
+  end: (RunEvent & { readonly type: "run_end" }) | undefined
+): Ending => {
+  const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
+  return {
+    status,
+    stop_reason: end?.stop_reason ?? (status === "cancelled" ? "cancelled" : "error"),
+    error: end?.error?.message ?? null
+  }
+}
+
+/**
+ * Settles the record of run `runId` once, at the end of its last phase (its turns leave it `running`, see
+ * `RunSettlement`): rolled back (its thread's checkpoints too) when a client asked `rollback`, else as `ended`
+ * says. Returns the record.
  */
 export const settle = (
   store: ThreadStore["Type"],
   threadId: string,
   runId: string,
   action: "interrupt" | "rollback" | undefined,
-  end: (RunEvent & { readonly type: "run_end" }) | undefined
+  ended: Ending
 ): Effect.Effect<RunRecord> =>
   Effect.gen(function*() {
-    let record = yield* latest(store, runId)
+    const record = yield* latest(store, runId)
     const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-    if (action === "rollback") {
-      yield* Effect.ignore(store.rollback(threadId, runId))
-      record = {
-        ...(record ?? base(threadId, runId, at)),
-        status: "error",
-        stop_reason: "error",
-        ended_at: at,
-        error: ROLLED_BACK
-      }
-      yield* keep(store, record)
-    } else if (record === undefined || unfinished(record)) {
-      const status = end?.status ?? (action !== undefined ? "cancelled" : "error")
-      record = {
-        ...(record ?? base(threadId, runId, at)),
-        status,
-        stop_reason: end?.stop_reason ?? (status === "cancelled" ? "cancelled" : "error"),
-        ended_at: at,
-        error: end?.error?.message ?? null
-      }
-      yield* keep(store, record)
+    if (action === "rollback") yield* Effect.ignore(store.rollback(threadId, runId))
+    const settled: RunRecord = {
+      ...(record ?? base(threadId, runId, at)),
+      ...(action === "rollback" ? { status: "error", stop_reason: "error", error: ROLLED_BACK } : ended),
+      ended_at: at
     }
-    return record
+    yield* keep(store, settled)
+    return settled
   })
 
 /**

@@ -145,9 +145,16 @@ export const make = (deps: Deps): Starter => {
       active.set(request.threadId, entry)
       // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
       // waiters and subscribers learn the run ended
-      const settle = Effect.gen(function*() {
+      const settle = (exit: Exit.Exit<unknown, unknown>) => Effect.gen(function*() {
         if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
-        const record = yield* RunRecords.latest(store, runId)
+        let record = yield* RunRecords.latest(store, runId)
+        // its turns left its record `running` for the run to settle (`RunSettlement`): stopped with the server, it
+        // ends cancelled; ended by a defect, failed
+        if (record?.status === "running") {
+          const action = Exit.isInterrupted(exit) ? "interrupt" : undefined
+          const ended = RunRecords.ending(action, undefined)
+          record = yield* RunRecords.settle(store, request.threadId, runId, action, ended)
+        }
         // an edit's run stopped with the server (or ended by a defect) is undone as a failed one is
         if (record !== undefined) yield* RunRecords.undoFailedEdit(store, record, request.metadata)
         yield* Effect.ignore(store.releaseLease(request.threadId, runId))
@@ -156,7 +163,7 @@ export const make = (deps: Deps): Starter => {
         yield* Deferred.succeed(made.run.done, record ?? fallback)
       })
       const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
-        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle)),
+        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle(exit))),
         Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
       )
       yield* FiberMap.run(

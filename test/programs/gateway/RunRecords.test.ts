@@ -64,7 +64,8 @@ describe("RunRecords.settle", () => {
           lines.push(`${logLevel.label} ${(Array.isArray(message) ? message : [message]).map(String).join(" ")}`)
         })
       )
-      const record = yield* RunRecords.settle(refusing, "t", "stopped", "interrupt", undefined).pipe(
+      const ended = RunRecords.ending("interrupt", undefined)
+      const record = yield* RunRecords.settle(refusing, "t", "stopped", "interrupt", ended).pipe(
         Effect.provide(capture)
       )
       assert.strictEqual(record.status, "cancelled")
