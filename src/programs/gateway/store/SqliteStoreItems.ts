@@ -1,41 +1,13 @@
-/**
- * LangGraph's store in the thread store's SQLite file: a connection of its own to the same file, its statements
- * alone on it, waiting out another connection's lock as the thread store does (`sqlite/Access`), as the
- * scheduled tasks' (`SqliteTasks`).
- */
+/** LangGraph's store in the thread store's SQLite file, on a connection of its own (`sqlite/SideStore`). */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import * as Access from "../../../layers/sqlite/Access.js"
-import * as SqliteConnection from "../../../layers/sqlite/SqliteConnection.js"
-import { StoreError } from "../../../services/RunContext.js"
+import * as SideStore from "../../../layers/sqlite/SideStore.js"
+import type { StoreError } from "../../../services/RunContext.js"
 import * as StoreItems from "./StoreItems.js"
-
-/** How long a statement waits for another connection's lock (milliseconds). */
-const BUSY_TIMEOUT = 5000
 
 /** The store in the SQLite file `filename` (created when missing); closed with the scope. */
 export const make = (filename: string) =>
-  Effect.gen(function*() {
-    const where = `the store's items in ${filename}`
-    if (filename !== ":memory:") {
-      yield* Effect.try({
-        try: () => Fs.mkdirSync(Path.dirname(Path.resolve(filename)), { recursive: true }),
-        catch: (cause) =>
-          new StoreError({ operation: "open", message: `Cannot open ${where}: ${String(cause)}`, cause })
-      })
-    }
-    const conn = yield* SqliteConnection.open(filename).pipe(
-      Effect.mapError((cause) =>
-        new StoreError({ operation: "open", message: `Cannot open ${where}: ${cause.message}`, cause })
-      )
-    )
-    const access = Access.make(conn, BUSY_TIMEOUT)
-    return yield* StoreItems.make({
-      query: (text, params) => access.exclusive(conn.execute(text, params), "store_items", `Cannot use ${where}`)
-    })
-  })
+  Effect.flatMap(SideStore.open(filename, "the store's items", "store_items"), (query) => StoreItems.make({ query }))
 
 /** The store layer over a SQLite file. */
 export const layer = (filename: string): Layer.Layer<StoreItems.StoreItems, StoreError> =>
