@@ -16,6 +16,8 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import type { ModelService } from "../../services/ModelService.js"
+import { RunContext } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Run from "../Run.js"
 
@@ -26,7 +28,8 @@ export type Admit = (
   userId: string
 ) => <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
-type Places = <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+/** Runs an effect when it has a place. */
+export type Places = <A, E, R>(turn: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /** At most `size` holders at once, handed out first come, first served. */
 const places = (size: number) => {
@@ -104,3 +107,19 @@ export const make = (
       }))
     }
   })
+
+/**
+ * The gateway's own model calls for a user outside runs (follow-up questions, a draft's polish, a manual
+ * compaction's summary), at most `maxPerUser` of one user's at once (`gateway.max_active_runs_per_user`): in a line
+ * of the user's own, apart from their runs, so that they neither wait behind the user's runs nor add to them.
+ * Absent: no limit.
+ */
+export const userCalls = (maxPerUser: number | undefined): ((userId: string) => Places) => {
+  if (maxPerUser === undefined) return () => (call) => call
+  return placesByUser(maxPerUser)
+}
+
+/** `model` whose calls each wait for a place in the line of the user they are made for (`RunContext.userId`). */
+export const lined = (model: ModelService["Type"], line: (userId: string) => Places): ModelService["Type"] => ({
+  generate: (request) => Effect.flatMap(RunContext, (context) => line(context.userId)(model.generate(request)))
+})

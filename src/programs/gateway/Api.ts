@@ -19,6 +19,7 @@ import type { ModelConfig } from "../../services/AppConfig.js"
 import * as Redact from "../../state/Redact.js"
 import type * as Authz from "../../services/Authorization.js"
 import type { ModelService } from "../../services/ModelService.js"
+import * as Admission from "./Admission.js"
 import { DeerFlowApi, LangGraphApi, SERVED } from "./api/GatewayApi.js"
 import { respondError } from "./api/Problem.js"
 import type { Authenticator } from "./Auth.js"
@@ -66,6 +67,8 @@ export interface Options {
   readonly model: ModelService["Type"]
   /** Role-based permissions (`authorization.enabled`): routes and models per role. */
   readonly authorization?: Authz.Authorization | undefined
+  /** How many of `model`'s calls one user makes at once (`gateway.max_active_runs_per_user`); absent: any. */
+  readonly maxModelCallsPerUser?: number | undefined
 }
 
 /**
@@ -78,6 +81,8 @@ const handlersLayer = (options: Options) => {
   const open = !options.auth.required && options.accounts === undefined
   // (one count of the users' open thread streams for every prefix)
   const threadStreams = ThreadStream.openStreams()
+  // (the gateway's own model calls, each waiting in the line of the user it is made for)
+  const userCalls = Admission.userCalls(options.maxModelCallsPerUser)
   const [first, ...more] = Arr.map(SERVED.langgraph, (api) =>
     Layer.mergeAll(
       Assistants.layer(api),
@@ -95,7 +100,7 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
-    Compact.layer(SERVED.deerflow, options.model, options.models),
+    Compact.layer(SERVED.deerflow, options.model, options.models, userCalls),
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
@@ -104,7 +109,7 @@ const handlersLayer = (options: Options) => {
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
-    Suggestions.layer(SERVED.deerflow, options.model, options.models),
+    Suggestions.layer(SERVED.deerflow, options.model, options.models, userCalls),
     FileEdits.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(

@@ -372,7 +372,8 @@ export const layer = (options: Options) => {
       accounts,
       model,
       learnSecrets: redact.learn,
-      authorization: RbacAuthorization.fromConfig(app.config.authorization)
+      authorization: RbacAuthorization.fromConfig(app.config.authorization),
+      maxModelCallsPerUser: gateway.max_active_runs_per_user ?? undefined
     })
     const address = (yield* HttpServer.HttpServer).address
     const origins = gateway.cors.allow_origins.map(Guard.normalizeOrigin)

@@ -359,4 +359,24 @@ describe("gateway.max_active_runs_per_user, through the gateway", () => {
     assert.strictEqual((await alice("GET", `/threads/a1/runs/${first.run_id}`)).json().status, "success")
     assert.isAbove(askedOf("alice waits"), askedOf("bob goes"))
   })
+
+  it("the gateway's own model calls for a user (follow-up questions) wait in that user's line, not another's", async () => {
+    for (const [api, id] of [[alice, "s-a"], [bob, "s-b"]] as const) {
+      assert.strictEqual((await api("POST", "/threads", { thread_id: id })).status, 200)
+    }
+    const suggest = (api: typeof alice, id: string, context: string) =>
+      api("POST", `/api/threads/${id}/suggestions`, {
+        messages: [{ role: "user", content: context }, { role: "assistant", content: "Noted." }],
+        n: 2
+      })
+    const seen = () => shared.scripted.requests.filter((r) => lastText(r).includes("slow-context")).length
+    // three of alice's at once, each answered slowly
+    const alices = [1, 2, 3].map((i) => suggest(alice, "s-a", `slow-context ${i}`))
+    while (seen() === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+    // bob's is answered while alice's first still streams: her other two have not reached the model
+    assert.strictEqual((await suggest(bob, "s-b", "bob context")).status, 200)
+    assert.strictEqual(seen(), 1)
+    for (const answer of await Promise.all(alices)) assert.strictEqual(answer.status, 200)
+    assert.strictEqual(seen(), 3)
+  })
 })

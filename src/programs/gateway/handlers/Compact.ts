@@ -22,6 +22,7 @@ import * as CompactApi from "../api/Compact.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
+import * as Admission from "../Admission.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
 import * as Live from "./Live.js"
@@ -33,7 +34,12 @@ const BUSY = "Thread has a run in flight. Compact after the run finishes."
  * The compaction endpoint of `api` (DeerFlow's, under `/api`), its summaries asked of `model` among `models` (those
  * of `config.yaml` as it is now, with its `summarization`, when the gateway takes its edits).
  */
-export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: ReadonlyArray<ModelConfig>) =>
+export const layer = (
+  api: DeerFlowApi,
+  model: ModelService["Type"],
+  models: ReadonlyArray<ModelConfig>,
+  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined)
+) =>
   HttpApiBuilder.group(api, "compact", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
@@ -73,7 +79,7 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             ? []
             : [MemoryMW.beforeCompaction({ memory: under, agentName })]
           const result = yield* Compaction.compactThread(thread.stored, {
-            model: snap.model,
+            model: Admission.lined(snap.model, userCalls),
             force: request.force,
             raise: true,
             keep: request.keep ?? undefined,

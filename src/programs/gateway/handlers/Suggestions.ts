@@ -17,6 +17,7 @@ import type { DeerFlowApi } from "../api/GatewayApi.js"
 import { fail, problem } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as SuggestionsApi from "../api/Suggestions.js"
+import * as Admission from "../Admission.js"
 import * as Body from "../Body.js"
 import * as OneShot from "../OneShot.js"
 import * as Access from "./Access.js"
@@ -87,7 +88,12 @@ const POLISH_PROMPT = "You are a pre-send prompt optimizer.\n" +
  * The suggestions endpoints of `api` (DeerFlow's, under `/api`), their model calls made with `model` among `models`
  * (those of `config.yaml` as it is now, when the gateway takes its edits).
  */
-export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: ReadonlyArray<ModelConfig>) =>
+export const layer = (
+  api: DeerFlowApi,
+  model: ModelService["Type"],
+  models: ReadonlyArray<ModelConfig>,
+  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined)
+) =>
   HttpApiBuilder.group(api, "suggestions", (handlers) =>
     Effect.gen(function*() {
       const access = yield* Access.make
@@ -111,7 +117,7 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             yield* access.threadRef(identity.user, path.thread_id)
             const snap = yield* now
             const { suggestions } = snap.app.config
-            const model = snap.model
+            const model = Admission.lined(snap.model, userCalls)
             const modelName = yield* known(snap, request.model_name, "model_name")
             const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
             const context = conversation(request.messages)
@@ -137,7 +143,7 @@ export const layer = (api: DeerFlowApi, model: ModelService["Type"], models: Rea
             const identity = yield* CurrentIdentity
             const snap = yield* now
             const { input_polish: polish } = snap.app.config
-            const model = snap.model
+            const model = Admission.lined(snap.model, userCalls)
             if (!polish.enabled) return yield* fail("not_found", "Input polishing is disabled (input_polish.enabled).")
             const request = yield* Body.json(SuggestionsApi.InputPolishRequest)
             const text = request.text.trim()
