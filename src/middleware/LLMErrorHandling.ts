@@ -53,7 +53,7 @@ import { emitCustom } from "../services/RunEvents.js"
 import * as Tracing from "../services/Tracing.js"
 import type { CircuitBreaker } from "./llm/CircuitBreaker.js"
 import { make as makeBreaker } from "./llm/CircuitBreaker.js"
-import { circuitOpenMessage, failedResponse, fallbackMessage, retryEvent } from "./llm/Notices.js"
+import { circuitOpenMessage, errorText, failedResponse, fallbackMessage, retryEvent } from "./llm/Notices.js"
 import * as RetryPolicy from "./llm/RetryPolicy.js"
 import * as Middleware from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -142,7 +142,7 @@ export const wrap = (options: Options = {}) => {
     const { attempt, classification: { reason }, maxAttempts: max, waitMs } = decision
     return emitCustom("llm_retry", retryEvent(attempt, max, waitMs, reason, decision.askedMs)).pipe(
       Effect.zipRight(Effect.logWarning(`model call failed, retrying in ${waitMs}ms`).pipe(
-        Effect.annotateLogs({ attempt, max_attempts: max, reason, error: decision.error.message })
+        Effect.annotateLogs({ attempt, max_attempts: max, reason, error: errorText(decision.error.message) })
       )),
       Effect.zipRight(Effect.annotateCurrentSpan("antler.llm.attempts", attempt + 1))
     )
@@ -161,7 +161,11 @@ export const wrap = (options: Options = {}) => {
       if (classification.retriable && classification.reason !== "burst_rate") breaker.onFailure(now)
       else breaker.release()
       const logged = Effect.logError(`model call failed after ${attempt} attempt(s)`).pipe(
-        Effect.annotateLogs({ reason: classification.reason, error_type: error.errorType, error: error.message }),
+        Effect.annotateLogs({
+          reason: classification.reason,
+          error_type: error.errorType,
+          error: errorText(error.message)
+        }),
         Effect.zipRight(Effect.annotateCurrentSpan({
           "antler.llm.attempts": attempt,
           "antler.llm.error_reason": classification.reason

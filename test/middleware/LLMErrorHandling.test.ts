@@ -6,7 +6,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FastCheck from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
@@ -290,6 +292,27 @@ describe("LLMErrorHandling wrapper", () => {
       assert.strictEqual(marked({ error_detail: " ", error_reason: "auth" }, "words"), "auth")
       assert.strictEqual(marked({}, `  ${"w".repeat(2500)}`), "w".repeat(2000))
       assert.strictEqual(marked({}), "LLM provider failed after retries")
+      // a provider's megabytes of detail: the run records 2,000 characters of them
+      assert.strictEqual(marked({ error_detail: "d".repeat(3_000_000) }), "d".repeat(2000))
+    }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
+
+  it.effect("a provider's megabytes of error reach the log lines and the run's error cut at 2,000 characters", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        lines.push(`${String(message)} ${JSON.stringify(Object.fromEntries(HashMap.toEntries(annotations)))}`)
+      })
+      const huge = error({ reason: "server", status: 500, errorType: "InternalServerError", message: "e".repeat(3e6) })
+      const wrap = LLMErrorHandling.wrap({ llmCall: { retry_max_attempts: 2, retry_base_delay_ms: 0, retry_cap_delay_ms: 0 } })
+      const response = yield* wrap(request, inner([huge, huge]).next).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Effect.fork,
+        Effect.tap(() => TestClock.adjust("1 minute")),
+        Effect.flatMap(Fiber.join)
+      )
+      assert.strictEqual(response.failure?.message, "e".repeat(2000), "the run's error: 2,000 characters of it")
+      assert.lengthOf(lines, 2, "a retry's warning and the final error")
+      for (const line of lines) assert.isBelow(line.length, 2500)
     }).pipe(Effect.provideService(RunEvents, RunEvents.discard)))
 
   it.effect("generic errors show their detail; stream-chunk timeouts suggest smaller steps", () =>

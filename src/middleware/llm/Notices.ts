@@ -96,11 +96,17 @@ export const fallbackErrorText = (message: AIMessage): string => {
   const kwargs = message.additional_kwargs
   for (const key of ["error_detail", "error_reason"] as const) {
     const value = kwargs?.[key]
-    if (typeof value === "string" && value.trim() !== "") return value.trim()
+    if (typeof value === "string" && value.trim() !== "") return errorText(value.trim())
   }
   const text = M.text(message).trim()
-  return text === "" ? "LLM provider failed after retries" : text.slice(0, 2000)
+  return text === "" ? "LLM provider failed after retries" : errorText(text)
 }
+
+/** The most of a provider's error a run records or a log line repeats. */
+export const MAX_ERROR_CHARS = 2000
+
+/** `text` cut at `MAX_ERROR_CHARS` (a provider may answer megabytes). */
+export const errorText = (text: string): string => text.length > MAX_ERROR_CHARS ? text.slice(0, MAX_ERROR_CHARS) : text
 
 /**
  * The response that ends the run with an error: the marked message (kept in the thread, so the user and the
