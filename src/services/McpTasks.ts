@@ -27,8 +27,30 @@ export interface ResultArtifact {
   readonly mime_type: string
 }
 
+/** Where a task stands: its status and what it gave (a record's, and a status or cancel call's answer). */
+export interface TaskState {
+  readonly status: TaskStatus
+  readonly result: unknown
+  readonly result_preview: string | null
+  readonly result_truncated: boolean
+  readonly result_artifact: ResultArtifact | null
+  readonly error: string | null
+  readonly input_required: JsonObject | null
+}
+
+/** A task just submitted: nothing given yet. */
+export const SUBMITTED: TaskState = {
+  status: "submitted",
+  result: null,
+  result_preview: null,
+  result_truncated: false,
+  result_artifact: null,
+  error: null,
+  input_required: null
+}
+
 /** A task as stored. Times are epoch milliseconds. `thread_id` is the stored thread id. */
-export interface TaskRecord {
+export interface TaskRecord extends TaskState {
   readonly id: string
   readonly user_id: string
   readonly thread_id: string
@@ -38,13 +60,6 @@ export interface TaskRecord {
   readonly driver_name: string
   readonly remote_task_id: string
   readonly task_name: string
-  readonly status: TaskStatus
-  readonly result: unknown
-  readonly result_preview: string | null
-  readonly result_truncated: boolean
-  readonly result_artifact: ResultArtifact | null
-  readonly error: string | null
-  readonly input_required: JsonObject | null
   /** The raw names of the task's tools (`submit_tool`, `status_tool`, `cancel_tool`). */
   readonly driver_data: Readonly<Record<string, string>>
   readonly next_poll_at: number | null
@@ -62,6 +77,41 @@ export interface TaskRecord {
   readonly created_at: number
   readonly updated_at: number
 }
+
+/** What names a new task: whose, where, on which server, and its first poll. */
+export type NewTask = Pick<
+  TaskRecord,
+  | "id"
+  | "user_id"
+  | "thread_id"
+  | "run_id"
+  | "tool_call_id"
+  | "server_name"
+  | "driver_name"
+  | "remote_task_id"
+  | "task_name"
+  | "driver_data"
+  | "next_poll_at"
+>
+
+/** The record of a task submitted at `now`: nothing polled, cancelled or leased yet. */
+export const submitted = (task: NewTask, now: number): TaskRecord => ({
+  ...SUBMITTED,
+  ...task,
+  last_polled_at: null,
+  last_poll_error: null,
+  poll_attempt_count: 0,
+  consecutive_poll_error_count: 0,
+  lease_owner: null,
+  lease_expires_at: null,
+  cancel_requested_at: null,
+  cancel_attempt_count: 0,
+  next_cancel_at: null,
+  last_cancel_error: null,
+  completed_at: null,
+  created_at: now,
+  updated_at: now
+})
 
 /** Why a task operation failed. */
 export class McpTaskError extends Schema.TaggedError<McpTaskError>()("McpTaskError", {

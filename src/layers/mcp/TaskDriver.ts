@@ -12,7 +12,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { MAX_REMOTE_TASK_ID } from "../../services/Extensions.js"
 import type { Mcp, McpResult, SessionScope } from "../../services/Mcp.js"
-import type { ResultArtifact, TaskStatus } from "../../services/McpTasks.js"
+import type { TaskState, TaskStatus } from "../../services/McpTasks.js"
+import { SUBMITTED } from "../../services/McpTasks.js"
 import type { JsonObject } from "../../state/Message.js"
 
 /** The driver's name in a task record. */
@@ -35,14 +36,7 @@ export class DriverError extends Data.TaggedError("DriverError")<{
 }> {}
 
 /** One normalized state of a task, as a status or cancel call reports it. */
-export interface Snapshot {
-  readonly status: TaskStatus
-  readonly result: unknown
-  readonly result_preview: string | null
-  readonly result_truncated: boolean
-  readonly result_artifact: ResultArtifact | null
-  readonly error: string | null
-  readonly input_required: JsonObject | null
+export interface Snapshot extends TaskState {
   readonly poll_after_seconds: number | null
 }
 
@@ -171,16 +165,8 @@ const snapshotOf = (
   })
 }
 
-const EMPTY: Snapshot = {
-  status: "submitted",
-  result: null,
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  poll_after_seconds: null
-}
+/** A snapshot with nothing given yet (`status` set by its caller). */
+export const EMPTY: Snapshot = { ...SUBMITTED, poll_after_seconds: null }
 
 /** Submits the work: the remote task id. */
 export const submit = (

@@ -15,6 +15,7 @@ import * as PgRecords from "../../../src/programs/gateway/mcptasks/PgRecords.js"
 import type * as Records from "../../../src/programs/gateway/mcptasks/Records.js"
 import * as SqliteRecords from "../../../src/programs/gateway/mcptasks/SqliteRecords.js"
 import type { TaskRecord } from "../../../src/services/McpTasks.js"
+import * as McpTasks from "../../../src/services/McpTasks.js"
 import * as Postgres from "../../support/postgres.js"
 import { tempDir } from "./support.js"
 
@@ -27,37 +28,19 @@ afterAll(async () => {
 const NOW = 1_800_000_000_000
 
 const record = (id: string, fields: Partial<TaskRecord> = {}): TaskRecord => ({
-  id,
-  user_id: "alice",
-  thread_id: "t1",
-  run_id: "r1",
-  tool_call_id: "c1",
-  server_name: "tasks",
-  driver_name: "ordinary-tools",
-  remote_task_id: `remote-${id}`,
-  task_name: "Report",
-  status: "submitted",
-  result: null,
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  driver_data: { submit_tool: "s", status_tool: "t", cancel_tool: "c" },
-  next_poll_at: NOW,
-  last_polled_at: null,
-  last_poll_error: null,
-  poll_attempt_count: 0,
-  consecutive_poll_error_count: 0,
-  lease_owner: null,
-  lease_expires_at: null,
-  cancel_requested_at: null,
-  cancel_attempt_count: 0,
-  next_cancel_at: null,
-  last_cancel_error: null,
-  completed_at: null,
-  created_at: NOW,
-  updated_at: NOW,
+  ...McpTasks.submitted({
+    id,
+    user_id: "alice",
+    thread_id: "t1",
+    run_id: "r1",
+    tool_call_id: "c1",
+    server_name: "tasks",
+    driver_name: "ordinary-tools",
+    remote_task_id: `remote-${id}`,
+    task_name: "Report",
+    driver_data: { submit_tool: "s", status_tool: "t", cancel_tool: "c" },
+    next_poll_at: NOW
+  }, NOW),
   ...fields
 })
 

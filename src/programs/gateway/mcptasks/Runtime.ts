@@ -17,7 +17,7 @@ import * as TaskDriver from "../../../layers/mcp/TaskDriver.js"
 import type { McpTasksConfig } from "../../../services/AppConfig.js"
 import { Mcp } from "../../../services/Mcp.js"
 import type { Service, TaskRecord } from "../../../services/McpTasks.js"
-import { ACTIVE, McpTaskError, McpTasks, TERMINAL } from "../../../services/McpTasks.js"
+import { ACTIVE, McpTaskError, McpTasks, submitted, TERMINAL } from "../../../services/McpTasks.js"
 import type { StoreError } from "../../../services/RunContext.js"
 import * as Redact from "../../../state/Redact.js"
 import * as Records from "./Records.js"
@@ -68,7 +68,7 @@ export const make = (
           driverFailed
         )
         const now = yield* Clock.currentTimeMillis
-        const record: TaskRecord = {
+        const record = submitted({
           id: `mcp-task-${Crypto.randomUUID().replace(/-/g, "")}`,
           user_id: request.userId,
           thread_id: request.threadId,
@@ -78,29 +78,9 @@ export const make = (
           driver_name: TaskDriver.ORDINARY,
           remote_task_id: remote,
           task_name: request.toolset.name,
-          status: "submitted",
-          result: null,
-          result_preview: null,
-          result_truncated: false,
-          result_artifact: null,
-          error: null,
-          input_required: null,
           driver_data: driverData,
-          next_poll_at: now + config.poll_interval_seconds * 1000,
-          last_polled_at: null,
-          last_poll_error: null,
-          poll_attempt_count: 0,
-          consecutive_poll_error_count: 0,
-          lease_owner: null,
-          lease_expires_at: null,
-          cancel_requested_at: null,
-          cancel_attempt_count: 0,
-          next_cancel_at: null,
-          last_cancel_error: null,
-          completed_at: null,
-          created_at: now,
-          updated_at: now
-        }
+          next_poll_at: now + config.poll_interval_seconds * 1000
+        }, now)
         yield* records.create(record).pipe(
           Effect.catchTags({
             // (that remote task has a record already: cancelling it would end the task that record tracks)
@@ -230,16 +210,7 @@ export const make = (
     return { service, pass, wake: Queue.take(wake) }
   })
 
-const FAILED: TaskDriver.Snapshot = {
-  status: "failed",
-  result: null,
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  poll_after_seconds: null
-}
+const FAILED: TaskDriver.Snapshot = { ...TaskDriver.EMPTY, status: "failed" }
 
 /**
  * The runtime as a layer, its poller running until the layer is released: a pass at once (tasks a stopped
