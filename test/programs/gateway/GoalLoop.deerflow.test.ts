@@ -8,6 +8,7 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { continuations, isEvaluator, verdict } from "../../support/goalScript.js"
 import { captureLogs } from "../../support/logs.js"
 import { messageText } from "../../support/modelRequests.js"
 import { until } from "../../support/poll.js"
@@ -19,15 +20,9 @@ let gateway: TestGateway
 const api = as(() => gateway)
 const logs = captureLogs("Warning")
 
-const EVALUATOR = "You are a strict completion evaluator"
-const isEvaluator = (body: ChatRequestBody) => messageText(body.messages[0] ?? {}).startsWith(EVALUATOR)
-const verdict = (satisfied: boolean, blocker: string, reason = "Not there yet.") =>
-  JSON.stringify({ satisfied, blocker, reason, evidence_summary: "The assistant reported a step." })
 
 // the scenario a request is about: the `[key]` its thread's question (or goal) names
 const keyOf = (body: ChatRequestBody) => /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages))?.[1] ?? ""
-const continuations = (body: ChatRequestBody) =>
-  body.messages.filter((m) => messageText(m).startsWith("<goal_continuation>")).length
 const judged = new Map<string, number>()
 
 const evaluatorTurn = (key: string, call: number): Turn => {
@@ -284,7 +279,7 @@ describe("a run whose user turn hit a cap", () => {
     let evaluated = 0
     const capped = await Support.start({
       script: (body): Turn => {
-        if (isEvaluator(body)) return verdict(++evaluated === 2, evaluated === 2 ? "none" : "goal_not_met_yet")
+        if (isEvaluator(body)) return verdict(++evaluated === 2, evaluated === 2 ? "none" : "goal_not_met_yet", "Not there yet.")
         // the user's turn spends past the token budget; the continuation spends little
         return continuations(body) === 0
           ? { content: "A first draft.", usage: { prompt_tokens: 5000, completion_tokens: 10 } }

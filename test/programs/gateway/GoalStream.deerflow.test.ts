@@ -7,27 +7,16 @@
  * the thread's usage.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import type { Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as Projection from "../../../src/programs/gateway/Projection.js"
 import type { RunEvent } from "../../../src/services/RunEvents.js"
 import * as M from "../../../src/state/Message.js"
 import * as TS from "../../../src/state/ThreadState.js"
-import { messageText } from "../../support/modelRequests.js"
+import { continuations, isEvaluator, verdict } from "../../support/goalScript.js"
 import { as } from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const EVALUATOR = "You are a strict completion evaluator"
-const isEvaluator = (body: ChatRequestBody) => messageText(body.messages[0] ?? {}).startsWith(EVALUATOR)
-const continuations = (body: ChatRequestBody) =>
-  body.messages.filter((m) => messageText(m).startsWith("<goal_continuation>")).length
-const verdict = (satisfied: boolean) =>
-  JSON.stringify({
-    satisfied,
-    blocker: satisfied ? "none" : "goal_not_met_yet",
-    reason: satisfied ? "Done." : "Not there yet.",
-    evidence_summary: "The assistant reported a step."
-  })
 
 // each agent call spends 15 tokens; each evaluator call far more, so that counting it would show
 const AGENT_USAGE = { prompt_tokens: 10, completion_tokens: 5 }

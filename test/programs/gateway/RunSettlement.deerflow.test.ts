@@ -14,26 +14,15 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 import * as Delivery from "../../../src/programs/gateway/Delivery.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { messageText } from "../../support/modelRequests.js"
+import { continuations, isEvaluator, verdict } from "../../support/goalScript.js"
 import { as } from "../../support/requests.js"
 import type { SseEvent, TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
 const OUT = "/mnt/user-data/outputs"
-const EVALUATOR = "You are a strict completion evaluator"
-const isEvaluator = (body: ChatRequestBody) => messageText(body.messages[0] ?? {}).startsWith(EVALUATOR)
 const keyOf = (body: ChatRequestBody) => /\[([a-z-]+)\]/.exec(JSON.stringify(body.messages))?.[1] ?? ""
-const continuations = (body: ChatRequestBody) =>
-  body.messages.filter((m) => messageText(m).startsWith("<goal_continuation>")).length
 const toolResults = (body: ChatRequestBody) =>
   body.messages.slice(body.messages.findLastIndex((m) => m.role === "user")).filter((m) => m.role === "tool").length
-const verdict = (satisfied: boolean) =>
-  JSON.stringify({
-    satisfied,
-    blocker: satisfied ? "none" : "goal_not_met_yet",
-    reason: satisfied ? "Done." : "Not there yet.",
-    evidence_summary: "The assistant reported a step."
-  })
 const write = (path: string) => ({ name: "write_file", arguments: { description: "file", path, content: "# Deer\n" } })
 
 // what the agent spends per call, and the evaluator (far more, so that counting it would show)
