@@ -56,6 +56,12 @@ export const join = (base: string, path: string): string => `${base.replace(/\/+
 /** A request to a provider: what `call` takes (its deadline, size cap and address policy are the provider's). */
 export type Call = Omit<SafeHttp.RequestSpec, "timeoutMs" | "maxBytes" | "maxRedirects" | "policy">
 
+/** The headers of a JSON request whose key goes as `Authorization: Bearer <key>` (when there is a key). */
+export const bearerJson = (connection: Connection): Record<string, string> => ({
+  "content-type": "application/json",
+  ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
+})
+
 /**
  * A request to a provider, a `SearchError` unless it answers 2xx. `statusMessage` words a refusal as the provider's
  * DeerFlow tool does (`Serper API error: HTTP 500`); by default, Antler's words with advice.
@@ -173,10 +179,7 @@ export const tavily = (connection: Connection): Service => {
       call("Tavily", connection, {
         url: join(base, "/search"),
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-        },
+        headers: bearerJson(connection),
         body: JSON.stringify({
           query,
           max_results: maxResults,

@@ -31,66 +31,56 @@ const Answer = Schema.Struct({
   }))))
 })
 
+/** A JSON `POST` to Exa's `path`, the key in `x-api-key`, its failure worded as DeerFlow's `exa_py` words it. */
+const post = <A, I>(connection: Connection, path: string, body: unknown, schema: Schema.Schema<A, I>) =>
+  call("Exa", connection, {
+    url: join(connection.baseUrl ?? DEFAULT_BASE_URL, path),
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(connection.apiKey !== undefined ? { "x-api-key": Redacted.value(connection.apiKey) } : {})
+    },
+    body: JSON.stringify(body)
+  }, (status) => `Exa request failed with status code ${status}`).pipe(
+    Effect.flatMap((response) => decodeJson("Exa", schema, response.body))
+  )
+
 /** Exa as a search provider (web only). */
-export const make = (connection: Connection, options: Options = {}): Service => {
-  const base = connection.baseUrl ?? DEFAULT_BASE_URL
-  return {
-    name: "Exa",
-    search: (query, max) =>
-      call("Exa", connection, {
-        url: join(base, "/search"),
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { "x-api-key": Redacted.value(connection.apiKey) } : {})
-        },
-        body: JSON.stringify({
-          query,
-          type: options.searchType ?? "auto",
-          numResults: max,
-          contents: { highlights: { maxCharacters: options.contentsMaxCharacters ?? 1000 } }
-        })
-      }, (status) => `Exa request failed with status code ${status}`).pipe(
-        Effect.flatMap((response) => decodeJson("Exa", Answer, response.body)),
-        Effect.map((answer) =>
-          masked(
-            connection,
-            defined((answer.results ?? []).map((r) => result(r.title, r.url, (r.highlights ?? []).join("\n"))), max)
-          )
+export const make = (connection: Connection, options: Options = {}): Service => ({
+  name: "Exa",
+  search: (query, max) =>
+    post(connection, "/search", {
+      query,
+      type: options.searchType ?? "auto",
+      numResults: max,
+      contents: { highlights: { maxCharacters: options.contentsMaxCharacters ?? 1000 } }
+    }, Answer).pipe(
+      Effect.map((answer) =>
+        masked(
+          connection,
+          defined((answer.results ?? []).map((r) => result(r.title, r.url, (r.highlights ?? []).join("\n"))), max)
         )
       )
-  }
-}
+    )
+})
 
 const Contents = Schema.Struct({
   results: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({ title: Str, text: Str }))))
 })
 
 /** Exa as the reader of `web_fetch`. */
-export const reader = (connection: Connection): Reader => {
-  const base = connection.baseUrl ?? DEFAULT_BASE_URL
-  return {
-    name: "Exa",
-    read: (url, maxChars) =>
-      call("Exa", connection, {
-        url: join(base, "/contents"),
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { "x-api-key": Redacted.value(connection.apiKey) } : {})
-        },
-        body: JSON.stringify({ urls: [url], text: { maxCharacters: maxChars } })
-      }, (status) => `Exa request failed with status code ${status}`).pipe(
-        Effect.flatMap((response) => decodeJson("Exa", Contents, response.body)),
-        Effect.flatMap((answer) => {
-          const first = answer.results?.[0]
-          if (first === undefined) {
-            const message = "No results found"
-            return Effect.fail(new SearchError({ provider: "Exa", reason: "invalid_response", message }))
-          }
-          const [page] = masked(connection, [{ title: clean(first.title || "Untitled", 300), text: first.text ?? "" }])
-          return Effect.succeed(page!)
-        })
-      )
-  }
-}
+export const reader = (connection: Connection): Reader => ({
+  name: "Exa",
+  read: (url, maxChars) =>
+    post(connection, "/contents", { urls: [url], text: { maxCharacters: maxChars } }, Contents).pipe(
+      Effect.flatMap((answer) => {
+        const first = answer.results?.[0]
+        if (first === undefined) {
+          const message = "No results found"
+          return Effect.fail(new SearchError({ provider: "Exa", reason: "invalid_response", message }))
+        }
+        const [page] = masked(connection, [{ title: clean(first.title || "Untitled", 300), text: first.text ?? "" }])
+        return Effect.succeed(page!)
+      })
+    )
+})

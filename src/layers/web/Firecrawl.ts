@@ -5,11 +5,21 @@
  * Their `web_fetch` asks `POST /v2/scrape` with `{url, formats: ["markdown"]}`.
  */
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { Service } from "../../services/WebSearch.js"
 import { SearchError } from "../../services/WebSearch.js"
-import { call, clean, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import {
+  bearerJson,
+  call,
+  clean,
+  type Connection,
+  decodeJson,
+  defined,
+  join,
+  masked,
+  result,
+  Str
+} from "../SearchProviders.js"
 import type { Reader } from "./ProviderFetch.js"
 
 /** Firecrawl's address, unless `base_url` says otherwise. */
@@ -36,10 +46,7 @@ const make = (name: string, defaultBase: string) => (connection: Connection): Se
       call(name, connection, {
         url: join(base, "/v2/search"),
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-        },
+        headers: bearerJson(connection),
         body: JSON.stringify({ query, limit: max })
       }, (status) => `${name} API error: HTTP ${status}`).pipe(
         Effect.flatMap((response) => decodeJson(name, Answer, response.body)),
@@ -71,10 +78,7 @@ const makeReader = (name: string, defaultBase: string) => (connection: Connectio
       call(name, connection, {
         url: join(base, "/v2/scrape"),
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-        },
+        headers: bearerJson(connection),
         body: JSON.stringify({ url, formats: ["markdown"] })
       }, (status) => `${name} API error: HTTP ${status}`).pipe(
         Effect.flatMap((response) => decodeJson(name, Scrape, response.body)),

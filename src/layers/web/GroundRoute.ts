@@ -5,12 +5,22 @@
  * `{query: url, mode: "page", max_results: 1}` and reads the first result's `content` (else its `snippet`).
  */
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { SearchResult, Service } from "../../services/WebSearch.js"
 import { SearchError } from "../../services/WebSearch.js"
 import type { Reader } from "./ProviderFetch.js"
-import { call, clean, type Connection, decodeJson, defined, join, masked, result, Str } from "../SearchProviders.js"
+import {
+  bearerJson,
+  call,
+  clean,
+  type Connection,
+  decodeJson,
+  defined,
+  join,
+  masked,
+  result,
+  Str
+} from "../SearchProviders.js"
 
 /** GroundRoute's address, unless `base_url` says otherwise. */
 export const DEFAULT_BASE_URL = "https://api.groundroute.ai"
@@ -31,10 +41,7 @@ const post = (connection: Connection, body: Record<string, unknown>) =>
   call("GroundRoute", connection, {
     url: join(connection.baseUrl ?? DEFAULT_BASE_URL, "/v1/search"),
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-    },
+    headers: bearerJson(connection),
     body: JSON.stringify(body)
   }, (status) => `GroundRoute API error: HTTP ${status}`).pipe(
     Effect.flatMap((response) => decodeJson("GroundRoute", Answer, response.body))

@@ -6,13 +6,12 @@
  * (`https://reader.infoquest.bytepluses.com`) `{url, format: "HTML"}` and converts the page's main part to Markdown.
  */
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type { ImageResult, SearchResult, Service } from "../../services/WebSearch.js"
 import { SearchError } from "../../services/WebSearch.js"
 import * as DocumentConverter from "../DocumentConverter.js"
 import * as OptionalPackage from "../../internal/OptionalPackage.js"
-import { call, type Connection, decodeJson, image, masked, result, Str } from "../SearchProviders.js"
+import { bearerJson, call, type Connection, decodeJson, image, masked, result, Str } from "../SearchProviders.js"
 import * as WebTools from "../WebTools.js"
 import type { Reader } from "./ProviderFetch.js"
 
@@ -57,10 +56,7 @@ export const make = (connection: Connection, options: Options = {}): Service => 
     call("InfoQuest", connection, {
       url: base,
       method: "POST",
-      headers: {
-        "content-type": "application/json",
-        ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-      },
+      headers: bearerJson(connection),
       body: JSON.stringify({ format: "JSON", ...body })
     }, (status) => `InfoQuest ${what} - Search tool execution failed | HTTP ${status}`).pipe(
       Effect.flatMap((response) => decodeJson("InfoQuest", Answer, response.body)),
@@ -165,10 +161,7 @@ export const reader = (connection: Connection, options: ReaderOptions = {}): Rea
       call("InfoQuest", connection, {
         url: base,
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(connection.apiKey !== undefined ? { authorization: `Bearer ${Redacted.value(connection.apiKey)}` } : {})
-        },
+        headers: bearerJson(connection),
         body: JSON.stringify({
           url,
           format: "HTML",
