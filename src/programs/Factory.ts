@@ -3,7 +3,8 @@
  * agent that serves the run. The CLI and the gateway both call it.
  *
  * - The runtime merge: LangGraph's `configurable` and `context` as one settings object, `context` winning,
- *   keys starting with `__` (internal) dropped; decoded with Schema (a bad value is a typed, readable error).
+ *   keys starting with `__` (internal) dropped; decoded with Schema (a bad value is a typed, readable error;
+ *   `RuntimeSettings`).
  * - Model resolution: the requested model (`model_name` or `model`), else the agent's, else the default
  *   (the first configured model). An unknown name is a warning and the default is used (DeerFlow falls
  *   back silently). No configured model at all is DeerFlow's error, `NoModelsError`, for every run. Thinking follows the request when it says so, else the agent, else on; a model that
@@ -31,7 +32,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -64,6 +64,8 @@ import * as SkillManage from "./SkillManage.js"
 import * as SubagentRunners from "./SubagentRunners.js"
 import * as Subagents from "./Subagents.js"
 import * as ToolAssembly from "./ToolAssembly.js"
+import type { RunSettings } from "./RuntimeSettings.js"
+import { SettingsError, settingsOf } from "./RuntimeSettings.js"
 
 /** An agent of the factory, with how it got its tools. */
 interface Built {
@@ -72,59 +74,9 @@ interface Built {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Run settings
+// Run settings (`RuntimeSettings`)
 
-const Effort = Schema.Literal("minimal", "low", "medium", "high")
-
-/** What a run may ask for (DeerFlow's runtime keys, SPEC §3.1). Unknown keys are ignored. */
-export const RunSettings = Schema.Struct({
-  model_name: Schema.optional(Schema.NullOr(Schema.String)),
-  model: Schema.optional(Schema.NullOr(Schema.String)),
-  is_plan_mode: Schema.optional(Schema.Boolean),
-  subagent_enabled: Schema.optional(Schema.Boolean),
-  max_concurrent_subagents: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  max_total_subagents: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive())),
-  is_bootstrap: Schema.optional(Schema.Boolean),
-  non_interactive: Schema.optional(Schema.Boolean),
-  agent_name: Schema.optional(Schema.NullOr(CustomAgents.AgentName)),
-  thinking_enabled: Schema.optional(Schema.Boolean),
-  reasoning_effort: Schema.optional(Schema.NullOr(Effort)),
-  recursion_limit: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
-})
-export type RunSettings = typeof RunSettings.Type
-
-/**
- * Run settings that do not decode: what was wrong, where. `missingAgent`: the custom agent the settings name
- * does not exist (for this user), which a gateway answers as an unknown assistant.
- */
-export class SettingsError extends Schema.TaggedError<SettingsError>()("SettingsError", {
-  message: Schema.String,
-  missingAgent: Schema.optional(Schema.String)
-}) {}
-
-/**
- * The runtime merge (SPEC §3.1): `configurable` then `context` (context wins); keys starting with `__` are
- * internal and never taken from a caller.
- */
-export const mergeRuntime = (configurable: unknown, context: unknown): Record<string, unknown> => {
-  const out: Record<string, unknown> = {}
-  for (const source of [configurable, context]) {
-    if (typeof source !== "object" || source === null || Array.isArray(source)) continue
-    for (const [key, value] of Object.entries(source)) if (!key.startsWith("__")) out[key] = value
-  }
-  return out
-}
-
-const decodeSettings = Schema.decodeUnknownEither(RunSettings, { errors: "all", onExcessProperty: "ignore" })
-
-/** Decodes merged settings; a bad value is a `SettingsError` naming each key and problem. */
-export const settingsOf = (raw: unknown): Either.Either<RunSettings, SettingsError> =>
-  Either.mapLeft(decodeSettings(raw ?? {}), (error) =>
-    new SettingsError({
-      message: ParseResult.ArrayFormatter.formatErrorSync(error)
-        .map((issue) => `${issue.path.join(".") || "(settings)"}: ${issue.message}`)
-        .join("; ")
-    }))
+export { mergeRuntime, RunSettings, SettingsError, settingsOf } from "./RuntimeSettings.js"
 
 /** No model is configured, so no run can be served (DeerFlow's `_resolve_model_name`, SPEC §3.2). */
 export class NoModelsError extends Schema.TaggedError<NoModelsError>()("NoModelsError", {
