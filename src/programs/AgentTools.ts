@@ -22,6 +22,7 @@ import { RunEvents } from "../services/RunEvents.js"
 import * as Tool from "../services/Tool.js"
 import * as Redact from "../state/Redact.js"
 import * as CustomAgents from "./CustomAgents.js"
+import { echoed } from "../state/Chars.js"
 
 /** Name of the event `setup_agent` emits when it wrote an agent. */
 export const AGENT_CREATED_EVENT = "agent_created"
@@ -205,7 +206,7 @@ export const updateAgent = (
           }
           if (model !== undefined && !models.some((m) => m.name === model)) {
             const names = models.map((m) => m.name).join(", ") || "(none)"
-            return `Error: Unknown model "${model}". Configured models: ${names}.`
+            return `Error: Unknown model "${echoed(model)}". Configured models: ${names}.`
           }
           const agent = yield* CustomAgents.load(home, context.userId, name)
           const raw = agent.raw

@@ -11,6 +11,7 @@ import * as Factory from "../Factory.js"
 import * as InputBounds from "./InputBounds.js"
 import * as Protocol from "./Protocol.js"
 import { isRecord } from "../../state/Json.js"
+import { echoed } from "../../state/Chars.js"
 
 /** The fields of a run request (`RunCreate`, a cron's `Payload`) that make the run's messages and settings. */
 export interface Fields {
@@ -97,7 +98,7 @@ export const prepare = (
   for (const key of ["model_name", "model"]) {
     const name = settings[key]
     if (typeof name === "string" && known !== undefined && known.size > 0 && !known.has(name)) {
-      return refuse("bad_request", `Unknown model "${name}". Configured models: ${[...known].join(", ")}.`)
+      return refuse("bad_request", `Unknown model "${echoed(name)}". Configured models: ${[...known].join(", ")}.`)
     }
   }
   // the bootstrap agent without an agent name writes the default agent's SOUL.md, which every user's default

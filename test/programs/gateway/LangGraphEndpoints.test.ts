@@ -220,6 +220,15 @@ describe("a run's config.context (DeerFlow's test_skill_request_scoped_secrets, 
     }))
     assert.strictEqual(unknown.status, 400)
     assert.include(unknown.message, "Unknown model")
+    // a made-up name of 100,000 characters is repeated as its first 199 and "…", not echoed whole
+    const long = await errorOf(alice.runs.create(thread.thread_id, "lead_agent", {
+      input: human("hi"),
+      config: { context: { model_name: "m".repeat(100_000) } } as any
+    }))
+    assert.strictEqual(long.status, 400)
+    assert.include(long.message, `${"m".repeat(199)}…`)
+    assert.notInclude(long.message, "m".repeat(200))
+    assert.isBelow(long.message.length, 1_000)
     const run = await alice.runs.create(thread.thread_id, "lead_agent", {
       input: human("hi"),
       context: { thinking_enabled: true },

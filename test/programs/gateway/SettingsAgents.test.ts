@@ -162,6 +162,7 @@ describe("custom agents settings", () => {
       ["POST", "/agents", { name: "default" }, 422, "reserved"],
       ["POST", "/agents", { name: "x".repeat(65) }, 422, "at most"],
       ["POST", "/agents", { name: "ok", model: "gpt-nope" }, 422, "Unknown model 'gpt-nope'"],
+      ["POST", "/agents", { name: "ok", model: "g".repeat(50_000) }, 422, "model: Expected a string at most 128"],
       ["POST", "/agents", { name: "ok", model_settings: { temperature: 9 } }, 422, "temperature"],
       // DeerFlow's test_agent_model_settings: test_model_settings_forbids_unknown_keys
       ["POST", "/agents", { name: "ok", model_settings: { top_p: 0.9 } }, 422, "top_p"],

@@ -22,6 +22,7 @@ import { fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import { json, queryList, type QueryValue } from "./Http.js"
+import { echoed } from "../../../state/Chars.js"
 
 /** The keys of `config.yaml` these endpoints manage (the others are kept as they are). */
 const MANAGED = [
@@ -131,7 +132,7 @@ export const layer = (api: DeerFlowApi, redact: Redact.Redactor) =>
             ? undefined
             : fail(
               "unprocessable",
-              `Unknown model '${model}'. Use a model name defined under \`models:\` in config.yaml.`
+              `Unknown model '${echoed(model)}'. Use a model name defined under \`models:\` in config.yaml.`
             ))
 
       /** The settings of a request, redacted: the fields it sets over `base`, without the nulls. */
