@@ -395,7 +395,13 @@ export const execute = <E = never, R = never>(
         error: { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
       })
     }
-    const release = Effect.ignore(store.releaseLease(threadId, runId))
+    // (a caller that settles the run's record itself, `RunSettlement`, also holds the thread's lease until it did:
+    // a turn leaves it held)
+    const settled = Option.match(yield* Effect.serviceOption(RunSettlement), {
+      onNone: () => false,
+      onSome: (s) => s.settles(runId)
+    })
+    const release = settled ? Effect.void : Effect.ignore(store.releaseLease(threadId, runId))
     let startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
 
     let stopReason: StopReason | undefined
@@ -532,10 +538,6 @@ export const execute = <E = never, R = never>(
       return yield* ended(end)
     }
     // (a caller that settles the record itself, `RunSettlement`, writes the run's end once its last phase ended)
-    const settled = Option.match(yield* Effect.serviceOption(RunSettlement), {
-      onNone: () => false,
-      onSome: (s) => s.settles(runId)
-    })
     if (!settled) {
       yield* Effect.ignore(Effect.flatMap(Clock.currentTimeMillis, (now) =>
         store.saveRun({

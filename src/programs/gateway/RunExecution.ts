@@ -25,6 +25,7 @@ import type * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import type * as Factory from "../Factory.js"
+import * as Run from "../Run.js"
 import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
@@ -38,6 +39,7 @@ import type { ActiveRun, CancelAction, Options, RunRequest, Stop } from "./RunMo
 import { HANDOVER, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
 import type { Registry } from "./RunRegistry.js"
+import * as RunSettling from "./RunSettling.js"
 import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
@@ -137,6 +139,18 @@ export const execute = (
     const { active, known, forget } = deps.registry
     const { run, append, journal } = made
     const owner = request.userId
+    // the thread's lease, taken when the run was accepted, is held (renewed) until the run's end is recorded: its
+    // turns leave it held (`RunSettlement`), so no other process takes the thread, or resumes the run, meanwhile
+    const renewer = yield* Effect.forkScoped(Run.takeLease(store, request.threadId, runId).pipe(
+      Effect.tap((holder) =>
+        holder === undefined ? Effect.void : Effect.logWarning(`run ${runId}: its thread's lease was taken by ` +
+          `run ${holder.run_id} (process ${holder.owner})`)
+      ),
+      Effect.catchAll((error) => Effect.logWarning(`run ${runId}: cannot renew its thread's lease: ${error.message}`)),
+      Effect.delay(Run.LEASE_TTL_MS / 3),
+      Effect.forever
+    ))
+    const release = Effect.zipRight(Fiber.interrupt(renewer), Effect.ignore(store.releaseLease(request.threadId, runId)))
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
     const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
@@ -190,9 +204,12 @@ export const execute = (
     let stopping = false
     // the run's end as its last turn said it, held until the delivery check has judged the run (see below)
     let last: RunEndEvent | undefined
+    // the end of the turn that ended last, while only the run's settling remains (recorded: `RunSettling`)
+    let settling: RunEndEvent | undefined
     // the run's turns: the user's, then the hidden continuations of the thread's goal, if it has one (`GoalLoop`)
-    const turnOf: GoalLoop.Turn = (messages, onEvent, continuing) =>
-      factory.turn({
+    const turnOf: GoalLoop.Turn = (messages, onEvent, continuing) => {
+      let end: RunEndEvent | undefined
+      const turn = factory.turn({
         threadId: request.threadId,
         runId,
         userId: request.userId,
@@ -202,7 +219,22 @@ export const execute = (
         admin: request.admin === true,
         ...(request.role === undefined ? {} : { role: request.role }),
         ...(request.secrets === undefined ? {} : { secrets: request.secrets })
-      }, onEvent)
+      }, (event) => {
+        if (event.type === "run_end") end = event
+        onEvent(event)
+      })
+      // (a turn ended and not stopped: what follows is the run's settling, or a goal's continuation)
+      const ended = Effect.suspend(() => {
+        if (end === undefined || stopping) return Effect.void
+        settling = end
+        return deps.options.resumable === true ? RunSettling.mark(store, runId, end) : Effect.void
+      })
+      const again = !continuing ? Effect.void : Effect.suspend(() => {
+        settling = undefined
+        return deps.options.resumable === true ? RunSettling.clear(store, runId) : Effect.void
+      })
+      return again.pipe(Effect.zipRight(turn), Effect.zipRight(ended))
+    }
     const modelName = request.settings.model_name
     const turn = GoalLoop.drive({
       store,
@@ -228,6 +260,8 @@ export const execute = (
     yield* Effect.raceFirst(
       Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
         handingOver = how === HANDOVER
+        // (a run whose last turn ended is not handed over: it settles here, as its turn ended, see below)
+        if (handingOver && settling !== undefined) return
         stopping = true
         listener.stop()
       }))),
@@ -235,13 +269,20 @@ export const execute = (
     ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.onInterrupt(() => Effect.sync(listener.stop)))
     const broken = listener.broken()
     if (broken !== undefined) return yield* Effect.die(broken.defect)
-    const how: Stop | undefined = yield* Deferred.poll(stop).pipe(
+    const stopped: Stop | undefined = yield* Deferred.poll(stop).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
     )
+    // handed over (its runner drains) once its last turn ended, while the goal evaluator judged it: the run settles
+    // here as that turn ended it, as when the evaluator fails (the thread's next runner would run no turn of it)
+    const how = stopped === HANDOVER && !stopping ? undefined : stopped
+    if (stopped === HANDOVER && !stopping) {
+      last ??= settling
+      yield* Effect.logWarning(`run ${runId}: settled here as its last turn ended, not handed over`)
+    }
     if (how === HANDOVER) {
       listener.stop()
       // handed over: the run stays `running` in the store for the thread's next runner; here it is gone
-      yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+      yield* release
       if (active.get(request.threadId)?.runId === runId) active.delete(request.threadId)
       known.delete(runId)
       made.close()
@@ -296,7 +337,7 @@ export const execute = (
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }
     const undone = action !== "rollback" && (yield* RunRecords.undoFailedEdit(store, record, request.metadata))
-    yield* Effect.ignore(store.releaseLease(request.threadId, runId))
+    yield* release
     const outs: Array<Projection.Out> = []
     if (action !== undefined || undone) {
       // what the cancelled run left (or the rollback, or a failed edit's undoing, restored): the client
@@ -322,4 +363,7 @@ export const execute = (
     append(outs)
     forget(runId, yield* Clock.currentTimeMillis)
     yield* Deferred.succeed(run.done, record)
-  })
+  }).pipe(
+    // (the renewing stops with the run, whatever ended it, before its manager settles what it left: `RunStart`)
+    Effect.scoped
+  )

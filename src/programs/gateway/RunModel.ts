@@ -109,6 +109,11 @@ export interface Options {
   readonly redact?: Redact.Redactor | undefined
   /** Runs its fibers with this wrapper (a trace root span). */
   readonly traced?: Traced | undefined
+  /**
+   * Whether a run its process dies in is resumed by another (a cluster's runner): a run then records when its last
+   * turn ended and only its settling remains, so it is ended, not run again (`RunSettling`).
+   */
+  readonly resumable?: boolean | undefined
 }
 
 /** A run stopped to hand it over to another process (see `Runs.Service.handOver`). */

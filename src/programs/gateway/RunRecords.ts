@@ -18,6 +18,16 @@ export const SERVER_RESTARTED = "Gateway restarted before this run reached a dur
 /** The stop reason of such a run (DeerFlow's `ORPHAN_RECOVERY_STOP_REASON`). */
 export const ORPHAN_RECOVERED = "orphan_recovered"
 
+/** The record's metadata key marking a run whose last turn ended and which settles (see `RunSettling`). */
+export const SETTLING = "settling"
+
+/** `record` without the mark of a run settling (its metadata as it was before). */
+export const unmarked = (record: RunRecord): RunRecord => {
+  if (record.metadata == null || !(SETTLING in record.metadata)) return record
+  const { [SETTLING]: _gone, ...metadata } = record.metadata
+  return { ...record, metadata }
+}
+
 /** Whether a run's record says it has not ended yet (`pending` or `running`). */
 export const unfinished = (record: RunRecord): boolean => record.status === "pending" || record.status === "running"
 
@@ -85,7 +95,7 @@ export const settle = (
     const at = new Date(yield* Clock.currentTimeMillis).toISOString()
     if (action === "rollback") yield* Effect.ignore(store.rollback(threadId, runId))
     const settled: RunRecord = {
-      ...(record ?? base(threadId, runId, at)),
+      ...(record === undefined ? base(threadId, runId, at) : unmarked(record)),
       ...(action === "rollback" ? { status: "error", stop_reason: "error", error: ROLLED_BACK } : ended),
       ended_at: at
     }
@@ -143,7 +153,7 @@ export const recover = (store: ThreadStore["Type"]) =>
       // a live process (this one, or another sharing the store) holds the thread: its run is running
       if (holder !== undefined) continue
       const ended: RunRecord = {
-        ...record,
+        ...unmarked(record),
         status: "error",
         stop_reason: ORPHAN_RECOVERED,
         ended_at: new Date(millis).toISOString(),

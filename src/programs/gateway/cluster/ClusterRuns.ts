@@ -24,6 +24,7 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -40,6 +41,7 @@ import type * as Protocol from "../Protocol.js"
 import * as RunRecords from "../RunRecords.js"
 import * as FrameMirror from "../FrameMirror.js"
 import * as Runs from "../Runs.js"
+import * as RunSettling from "../RunSettling.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunnerSocket from "./RunnerSocket.js"
 
@@ -149,7 +151,8 @@ const entityLayer = ThreadEntity.toLayer(
           const own = local.get(payload.runId)
           if (own !== undefined) return yield* untilDone(own)
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
-          // no live process holds the thread (its lease, renewed while a run goes) is the run resumed here
+          // no live process holds the thread (its lease, renewed until the run's end is recorded) is the run
+          // resumed here; one whose last turn had ended (it was settling) is ended instead, never run again
           const request = payload.request as Runs.RunRequest
           let waited = 0
           for (;;) {
@@ -171,8 +174,19 @@ const entityLayer = ThreadEntity.toLayer(
               () => ({ run_id: "unknown" })
             )
             if (holder === undefined) {
+              // (read again: its runner may have ended it, and released the thread, since it was read above)
+              const current = yield* RunRecords.latest(store, payload.runId)
+              const settling = current !== undefined && RunRecords.unfinished(current) &&
+                RunSettling.of(current) !== undefined
+              const ended = settling ? yield* Effect.either(RunSettling.interrupted(store, current!)) : undefined
               yield* Effect.ignore(store.releaseLease(request.threadId, probe))
-              break
+              if (current !== undefined && !RunRecords.unfinished(current)) return current
+              if (ended === undefined) break
+              if (Either.isRight(ended)) {
+                yield* Effect.logWarning(`run ${payload.runId}: its runner died while it settled; ended, not resumed`)
+                return ended.right
+              }
+              yield* Effect.logWarning(`run ${payload.runId}: its end could not be recorded`, ended.left)
             }
             yield* Effect.sleep("1 second")
           }
@@ -228,7 +242,8 @@ export const layer = (
   config: ClusterConfig,
   url: Redacted.Redacted<string>
 ) => {
-  const local = Layer.effect(LocalRuns, Runs.Runs).pipe(Layer.provide(Runs.layer(options)))
+  // (its runs are resumed by the thread's next runner when it dies: `RunSettling`)
+  const local = Layer.effect(LocalRuns, Runs.Runs).pipe(Layer.provide(Runs.layer({ ...options, resumable: true })))
   const routing = Layer.scoped(
     Runs.Runs,
     Effect.gen(function*() {
