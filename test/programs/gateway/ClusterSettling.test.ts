@@ -2,7 +2,8 @@
  * A cluster's run between its last turn and its end (its settling: the goal evaluator, the delivery check, its
  * receipt): two `antler serve` processes (real child processes) are runners of one cluster on one PostgreSQL
  * database. The thread has a goal, so once the run's turn answered, the goal evaluator is asked; the scripted model
- * holds that request open. Meanwhile the run's runner keeps the thread's lease, and:
+ * holds that request open. Meanwhile the run's runner keeps the thread's lease (the thread reads as busy from every
+ * process), and:
  *
  * - killed (SIGKILL), the run is not run again by the thread's next runner (the model sees no second answer turn,
  *   and no second evaluation): it ends `error` (`orphan_recovered`, an error saying the runner stopped after its last
@@ -109,9 +110,13 @@ const settlingRun = async (dbUrl: string, via: Started, a: Started, b: Started) 
   const pid = Number(owner!.slice(owner!.lastIndexOf(":") + 1))
   const runner = [a, b].find((s) => s.server.child.pid === pid)
   assert.isDefined(runner, `lease owner ${owner}`)
+  const other = runner === a ? b : a
   const record = await (await fetch(`${via.url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
   assert.strictEqual(record.status, "running", JSON.stringify(record))
-  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner: runner!, other: runner === a ? b : a }
+  // and the thread reads as busy from the other process too (not `error`, as a thread whose runner died)
+  const seen = await (await fetch(`${other.url}/threads/${thread.thread_id}`)).json() as any
+  assert.strictEqual(seen.status, "busy", JSON.stringify(seen))
+  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner: runner!, other }
 }
 
 const ended = async (url: string, threadId: string, runId: string, output: () => string) => {
