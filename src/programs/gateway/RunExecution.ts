@@ -150,7 +150,10 @@ export const execute = (
       Effect.delay(Run.LEASE_TTL_MS / 3),
       Effect.forever
     ))
-    const release = Effect.zipRight(Fiber.interrupt(renewer), Effect.ignore(store.releaseLease(request.threadId, runId)))
+    const release = Effect.zipRight(
+      Fiber.interrupt(renewer),
+      Effect.ignore(store.releaseLease(request.threadId, runId))
+    )
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
     const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
