@@ -64,13 +64,15 @@ export const bearerJson = (connection: Connection): Record<string, string> => ({
 
 /**
  * A request to a provider, a `SearchError` unless it answers 2xx. `statusMessage` words a refusal as the provider's
- * DeerFlow tool does (`Serper API error: HTTP 500`); by default, Antler's words with advice.
+ * DeerFlow tool does (`Serper API error: HTTP 500`); by default, Antler's words. Advice follows on a 429, and
+ * on a 401/403 it names the entry's `keyName` (`api_key`; Browserless and Crawl4AI: `token`).
  */
 export const call = (
   provider: string,
   connection: Connection,
   spec: Call,
-  statusMessage?: (status: number) => string
+  statusMessage?: (status: number) => string,
+  keyName = "api_key"
 ) =>
   SafeHttp.request({
     ...spec,
@@ -94,7 +96,7 @@ export const call = (
         ? "rate_limited" as const
         : "http" as const
       const advice = reason === "auth"
-        ? " (check its api_key)"
+        ? ` (check its ${keyName})`
         : reason === "rate_limited"
         ? " (too many requests: wait a moment)"
         : ""

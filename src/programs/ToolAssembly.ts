@@ -2,8 +2,9 @@
  * The lead agent's tools, from their three sources (SPEC §3.5, §7.1), in DeerFlow's order, first name wins:
  *
  * 1. Configured tools (`tools:` in `config.yaml`), in file order, filtered by tool groups. Each DeerFlow `use:`
- *    maps to an Antler tool: the sandbox's file and bash tools, `web_fetch` (every DeerFlow fetch provider maps
- *    to Antler's own fetcher), `web_search` and `image_search` (over the providers of `layers/web/Providers`). A
+ *    maps to an Antler tool: the sandbox's file and bash tools, `web_fetch` (read through DeerFlow's fetch provider,
+ *    `layers/web/ProviderFetch`; `antler:web_fetch` and a provider without its key: Antler's own fetcher),
+ *    `web_search` and `image_search` (over the providers of `layers/web/Providers`). A
  *    `use:` Antler has no tool for is left out with a warning naming the tool. Without a `tools:` section the
  *    sandbox tools are all there (groups `file:read`, `file:write`, `bash`) and there are no web tools. `bash`
  *    (under any name) is left out where commands cannot run: no bubblewrap and no `sandbox.allow_host_bash`.
@@ -32,11 +33,13 @@ import * as McpTools from "../layers/McpTools.js"
 import * as SafeHttp from "../layers/SafeHttp.js"
 import * as ToolContext from "../layers/sandbox/tools/ToolContext.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
+import * as DnsResolver from "../layers/web/DnsResolver.js"
 import * as ProviderFetch from "../layers/web/ProviderFetch.js"
 import * as Providers from "../layers/web/Providers.js"
 import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import { HostResolver } from "../services/HostResolver.js"
 import { Mcp } from "../services/Mcp.js"
 import { McpTasks } from "../services/McpTasks.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -80,18 +83,6 @@ export const DEFAULT_GROUPS: Readonly<Record<string, string>> = {
   bash: "bash"
 }
 
-const FETCHERS: Readonly<Record<string, string>> = {
-  jina_ai: "Jina AI reader",
-  infoquest: "InfoQuest",
-  firecrawl: "Firecrawl",
-  exa: "Exa",
-  groundroute: "GroundRoute",
-  fastcrw: "fastCRW",
-  tavily: "Tavily extract",
-  browserless: "Browserless; pages that need JavaScript come back without it",
-  crawl4ai: "Crawl4AI; pages that need JavaScript come back without it"
-}
-
 const PROVIDERS: ReadonlyArray<Provider> = Providers.PROVIDERS
 
 /** What a `use:` value maps to. */
@@ -105,13 +96,8 @@ export const mapping = (use: string): Mapping => {
   if (community === null) return { kind: "unknown" }
   const [, module, name] = community as unknown as [string, string, string]
   if (name === "web_fetch_tool") {
-    const provider = FETCHERS[module]
     const reader = (Providers.READERS as Readonly<Record<string, Providers.ReaderProvider>>)[module]
-    return provider === undefined
-      ? { kind: "unknown" }
-      : reader !== undefined
-      ? { kind: "web_fetch", reader }
-      : { kind: "web_fetch", note: `Antler's own fetcher (instead of DeerFlow's ${provider})` }
+    return reader === undefined ? { kind: "unknown" } : { kind: "web_fetch", reader }
   }
   if (name === "web_search_tool") {
     const provider = Providers.SEARCH_MODULES[module]
@@ -187,8 +173,7 @@ export const secrets = (
   env: Readonly<Record<string, string | undefined>> = process.env
 ): ReadonlyArray<string> => [
   ...(config.tools ?? []).flatMap((entry) => {
-    const key = entry.api_key ?? entry.token
-    return typeof key === "string" && key !== "" ? [key] : []
+    return [entry.api_key, entry.token].filter((key): key is string => typeof key === "string" && key !== "")
   }),
   // (a provider's key taken from the environment, as DeerFlow reads them, when the entry names none)
   ...Providers.KEY_ENVS.flatMap((name) => {
@@ -290,6 +275,8 @@ export const assemble = (
     const inGroups = (group: string | undefined) =>
       groups === undefined || (group !== undefined && groups.includes(group))
     const declared = new Set(config.tool_groups.map((g) => g.name))
+    // the app's resolver for the URLs of self-hosted readers, else the system's (asked only when one is configured)
+    const resolver = Effect.map(Effect.serviceOption(HostResolver), Option.getOrElse(() => DnsResolver.make()))
     const tools: Array<Tool.Tool> = []
     const entries: Array<Entry> = []
     const warnings: Array<string> = []
@@ -367,11 +354,11 @@ export const assemble = (
               }
               const built = yield* Providers.buildReader(mapped.reader, { ...read.right, timeout })
               if (Either.isRight(built)) {
-                if (mapped.reader !== "infoquest") notRead.push(...Providers.READER_ONLY)
-                notRead.push("max_redirects", "max_bytes")
+                notRead.push(...Providers.unreadBy(mapped.reader), "max_redirects", "max_bytes")
                 const tool = ProviderFetch.webFetch(built.right, {
                   maxChars: s.max_chars,
-                  allowPrivateAddresses: s.allow_private_addresses
+                  allowPrivateAddresses: s.allow_private_addresses,
+                  resolver: yield* resolver
                 })
                 add(tool, { ...base, state: "available", note: `read through ${built.right.name}` }, where)
                 break

@@ -15,6 +15,7 @@ import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
 import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
 import { AppConfigService } from "../../src/services/AppConfig.js"
+import { HostResolver } from "../../src/services/HostResolver.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { provideRun, tempDirs } from "../support/fixtures.js"
@@ -32,6 +33,8 @@ const assemble = (tools: ReadonlyArray<Record<string, unknown>>, env: Record<str
     const app = yield* ConfigFile.fromObject({ tools }, { home: tempDir("antler-search-df-") })
     return yield* ToolAssembly.assemble({ vision: false }).pipe(
       Effect.provide(LocalSandbox.layer().pipe(Layer.provideMerge(Layer.succeed(AppConfigService, app)))),
+      // every name is public here (no DNS in tests): the fetchers that resolve one are tested in WebFetchers
+      Effect.provideService(HostResolver, HostResolver.of({ lookup: () => Effect.succeed(["93.184.215.14"]) })),
       withEnv(env)
     )
   })
@@ -464,7 +467,7 @@ describe("every keyed provider", () => {
           : path === "/res/v1/web/search"
           ? { web: { results: [{ ...echo, description: echo.snippet }] } }
           : path.endsWith("/v2/search")
-          ? { data: { web: [{ ...echo, description: echo.snippet }] } }
+          ? { success: true, data: { web: [{ ...echo, description: echo.snippet }] } }
           : path === "/v1/search"
           ? { results: [echo] }
           : { search_result: { results: [{ content: { results: { organic: [{ ...echo, desc: echo.snippet }] } } }] } }
@@ -525,7 +528,10 @@ describe("web_fetch read through a provider (DeerFlow's Exa, Firecrawl, fastCRW,
 
   it.scopedLive("a private or loopback URL is refused before the provider is asked, unless allowed", () =>
     Effect.gen(function*() {
-      const crw = yield* HttpServer.start(json({ data: { markdown: "inside", metadata: { title: "Intranet" } } }))
+      const crw = yield* HttpServer.start(json({
+        success: true,
+        data: { markdown: "inside", metadata: { title: "Intranet" } }
+      }))
       const tool = yield* fetchTool("deerflow.community.fastcrw.tools:web_fetch_tool", crw.url)
       for (const url of ["http://169.254.169.254/latest/meta-data/", "http://0x7f000001/", "http://localhost/x"]) {
         const result = yield* call(tool, { url })

@@ -3,10 +3,11 @@
  * providers. Mirrors `test_ddg_search_tools.py` (the entry's `max_results`, `region` and `safesearch` reach the
  * search; `backend`, a DDGS library setting, has no meaning for DuckDuckGo's own endpoint and is named as not
  * read), `test_searxng_client.py` (the entry's `max_results` caps what a SearXNG instance answers),
- * `test_jina_client.py` (a refused fetch is an `Error:` naming the status) and `test_readability.py` (the page's
- * article is what the model reads, not the navigation around it: here its one main element). The keyed providers
- * (Serper, Brave, Exa, Firecrawl, fastCRW, InfoQuest, GroundRoute) are in WebSearchProviders.deerflow.test.ts; their
- * fetchers are served by Antler's own.
+ * Antler's own fetcher (`antler:web_fetch`: a refused fetch is an `Error:` naming the status) and
+ * `test_readability.py` (the page's article is what the model reads, not the navigation around it: here its one main
+ * element). The keyed providers (Serper, Brave, Exa, Firecrawl, fastCRW, InfoQuest, GroundRoute) are in
+ * WebSearchProviders.deerflow.test.ts; the Jina AI, Tavily, Browserless and Crawl4AI fetchers in
+ * WebFetchers.deerflow.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -156,18 +157,18 @@ describe("web_search configured as DeerFlow's SearXNG tool", () => {
     }))
 })
 
-describe("web_fetch configured as DeerFlow's Tavily tool", () => {
-  it.scoped("is served by Antler's fetcher (Tavily's extract API is not called); its api_key is named unread", () =>
+describe("web_fetch configured as antler:web_fetch", () => {
+  it.scoped("is served by Antler's fetcher with DeerFlow's guidance; a provider's api_key is named unread", () =>
     Effect.gen(function*() {
       const site = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, "<p>Velvet grows in spring.</p>"))
       const { assembly } = yield* assemble([{
         name: "web_fetch",
-        use: "deerflow.community.tavily.tools:web_fetch_tool",
+        use: "antler:web_fetch",
         api_key: "tvly-not-needed",
         allow_private_addresses: ["127.0.0.1"]
       }])
       assert.deepStrictEqual(assembly.warnings, ["tools[0] (web_fetch): keys not used by Antler (ignored): api_key"])
-      assert.include(assembly.entries.find((e) => e.name === "web_fetch")!.note!, "instead of DeerFlow's Tavily")
+      assert.strictEqual(assembly.entries.find((e) => e.name === "web_fetch")!.note, "Antler's own fetcher")
       const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
       const described = Tool.definition(fetch).description
       assert.include(described, "Only fetch EXACT URLs that have been provided directly by the user or have been " +
@@ -179,13 +180,13 @@ describe("web_fetch configured as DeerFlow's Tavily tool", () => {
     }))
 })
 
-describe("web_fetch configured as DeerFlow's Jina AI tool", () => {
+describe("Antler's own web_fetch", () => {
   it.scoped("a page refused with 429 is an Error: result naming the status", () =>
     Effect.gen(function*() {
       const site = yield* HttpServer.start((_, res) => HttpServer.reply(res, 429, "Too many requests"))
       const { assembly } = yield* assemble([{
         name: "web_fetch",
-        use: "deerflow.community.jina_ai.tools:web_fetch_tool",
+        use: "antler:web_fetch",
         allow_private_addresses: ["127.0.0.1"]
       }])
       const fetch = assembly.tools.find((t) => t.name === "web_fetch")!
@@ -212,7 +213,7 @@ describe("web_fetch reads the page's content, as DeerFlow's readability step doe
       const site = yield* HttpServer.start((req, res) => HttpServer.reply(res, 200, pages[req.url] ?? ""))
       const { assembly } = yield* assemble([{
         name: "web_fetch",
-        use: "deerflow.community.jina_ai.tools:web_fetch_tool",
+        use: "antler:web_fetch",
         allow_private_addresses: ["127.0.0.1"]
       }])
       const fetch = assembly.tools.find((t) => t.name === "web_fetch")!

@@ -159,7 +159,7 @@ describe("ToolAssembly", () => {
   it.scopedLive("a configured web_fetch refuses a private address by default and reads it when allowed", () =>
     Effect.gen(function*() {
       const site = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, "<h1>Inside</h1><p>hello <em>there</em></p>"))
-      const entry = { name: "web_fetch", group: "web", use: "deerflow.community.jina_ai.tools:web_fetch_tool", timeout: 10 }
+      const entry = { name: "web_fetch", group: "web", use: "antler:web_fetch", timeout: 10 }
       const strict = yield* assembleWith(yield* fromObject({ tools: [entry] }), { vision: false })
       const refused = yield* call(strict.tools[0]!, { url: `${site.url}/` })
       assert.include(refused, "is a loopback address")

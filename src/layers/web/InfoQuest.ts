@@ -9,11 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { ImageResult, SearchResult, Service } from "../../services/WebSearch.js"
 import { SearchError } from "../../services/WebSearch.js"
-import * as DocumentConverter from "../DocumentConverter.js"
-import * as OptionalPackage from "../../internal/OptionalPackage.js"
 import { bearerJson, call, type Connection, decodeJson, image, masked, result, Str } from "../SearchProviders.js"
-import * as WebTools from "../WebTools.js"
-import type { Reader } from "./ProviderFetch.js"
+import { article, type Reader } from "./ProviderFetch.js"
 
 /** InfoQuest's search address, unless `base_url` says otherwise. */
 export const DEFAULT_BASE_URL = "https://search.infoquest.bytepluses.com"
@@ -140,18 +137,6 @@ const ReaderAnswer = Schema.Struct({ reader_result: Str, content: Str })
 
 const failure = (message: string) => new SearchError({ provider: "InfoQuest", reason: "invalid_response", message })
 
-/** The Markdown of an HTML page as DeerFlow's readability step gives it: its main part, its title. */
-const article = (html: string) =>
-  Effect.try({
-    try: () => {
-      const main = WebTools.mainContent(html)
-      const text = DocumentConverter.htmlToMarkdown(main).trim()
-      return { title: WebTools.htmlTitle(html) ?? "Untitled", text: text === "" ? WebTools.NO_CONTENT : text }
-    },
-    catch: (cause) =>
-      failure(cause instanceof OptionalPackage.MissingPackageError ? cause.message : "the page could not be converted")
-  })
-
 /** InfoQuest's reader as the reader of `web_fetch`. */
 export const reader = (connection: Connection, options: ReaderOptions = {}): Reader => {
   const base = connection.baseUrl ?? READER_BASE_URL
@@ -181,7 +166,7 @@ export const reader = (connection: Connection, options: ReaderOptions = {}): Rea
             ),
             () => body
           )
-          return Effect.flatMap(html, article)
+          return Effect.flatMap(html, (page) => article("InfoQuest", page))
         }),
         Effect.map((page) => masked(connection, [page])[0]!)
       )

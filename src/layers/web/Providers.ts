@@ -13,12 +13,16 @@ import * as Schema from "effect/Schema"
 import type * as WebSearch from "../../services/WebSearch.js"
 import * as SearchProviders from "../SearchProviders.js"
 import * as Brave from "./Brave.js"
+import * as Browserless from "./Browserless.js"
+import * as Crawl4AI from "./Crawl4AI.js"
 import * as Exa from "./Exa.js"
 import * as Firecrawl from "./Firecrawl.js"
 import * as GroundRoute from "./GroundRoute.js"
 import * as InfoQuest from "./InfoQuest.js"
+import * as Jina from "./Jina.js"
 import type * as ProviderFetch from "./ProviderFetch.js"
 import * as Serper from "./Serper.js"
+import * as Tavily from "./Tavily.js"
 
 /** Search providers Antler has. */
 export const PROVIDERS = [
@@ -128,7 +132,7 @@ interface KeyRule {
   readonly required: "always" | "default_base" | "never"
 }
 
-const KEYS: Readonly<Record<Provider, KeyRule | undefined>> = {
+const KEYS: Readonly<Record<Provider | ReaderOnly, KeyRule | undefined>> = {
   duckduckgo: undefined,
   searxng: undefined,
   tavily: { env: "TAVILY_API_KEY", required: "always" },
@@ -138,7 +142,11 @@ const KEYS: Readonly<Record<Provider, KeyRule | undefined>> = {
   groundroute: { env: GroundRoute.KEY_ENV, required: "always" },
   firecrawl: { env: Firecrawl.KEY_ENV, required: "default_base" },
   fastcrw: { env: Firecrawl.FASTCRW_KEY_ENV, required: "never" },
-  infoquest: { env: InfoQuest.KEY_ENV, required: "never" }
+  infoquest: { env: InfoQuest.KEY_ENV, required: "never" },
+  jina: { env: Jina.KEY_ENV, required: "never" },
+  browserless: { env: Browserless.KEY_ENV, required: "never" },
+  // its `token`, from the entry alone
+  crawl4ai: undefined
 }
 
 /** The environment variables the providers read their keys from (secrets wherever they are set). */
@@ -149,14 +157,14 @@ const fromEnv = (name: string) =>
     Effect.map((value) => Option.getOrUndefined(Option.filter(value, (v) => v.trim() !== ""))?.trim())
   )
 
-const missingKey = (provider: Provider, env: string) =>
+const missingKey = (provider: Provider | ReaderOnly, env: string) =>
   provider === "tavily"
     ? `Tavily needs an API key: set api_key: $${env} in its entry, or ${env} in the environment`
     : `${env} is not configured: set api_key: $${env} in its entry, or ${env} in the environment`
 
 /** How a provider is reached (its key, address, deadline), or why it cannot be (no key where one is needed). */
 const connectionOf = (
-  provider: Provider,
+  provider: Provider | ReaderOnly,
   settings: Pick<typeof Settings.Type, "api_key" | "base_url" | "timeout" | "region" | "safesearch">,
   defaultTimeout: number
 ): Effect.Effect<Either.Either<SearchProviders.Connection, string>> =>
@@ -233,48 +241,97 @@ export const build = (
 // ---------------------------------------------------------------------------------------------------------
 // Readers of web_fetch
 
-/** The providers of DeerFlow's `deerflow.community.<module>.tools:web_fetch_tool` that Antler asks, by module. */
+/** The providers of DeerFlow's `deerflow.community.<module>.tools:web_fetch_tool`, by module. */
 export const READERS = {
+  jina_ai: "jina",
+  tavily: "tavily",
   exa: "exa",
   firecrawl: "firecrawl",
   fastcrw: "fastcrw",
+  browserless: "browserless",
+  crawl4ai: "crawl4ai",
   infoquest: "infoquest",
   groundroute: "groundroute"
-} as const satisfies Readonly<Record<string, Provider>>
+} as const
 
 /** A provider that reads pages for `web_fetch`. */
 export type ReaderProvider = typeof READERS[keyof typeof READERS]
 
+/** The readers that are no search provider. */
+type ReaderOnly = Exclude<ReaderProvider, Provider>
+
+const Text = (max: number) => Schema.String.pipe(Schema.maxLength(max))
+
 /** Keys a reader's `web_fetch` entry reads besides `timeout`, `max_chars` and `allow_private_addresses`. */
 export const ReaderSettings = Schema.Struct({
   api_key: Schema.optional(Schema.String),
+  /** Browserless and Crawl4AI: their token (DeerFlow's `token`; Browserless: else `BROWSERLESS_TOKEN`). */
+  token: Schema.optional(Schema.String),
   base_url: Schema.optional(HttpUrl),
   /** InfoQuest: seconds it may spend fetching (`fetch_time`). */
   fetch_time: Schema.optional(Count(1, 600)),
   /** InfoQuest: seconds its browser may spend navigating (`navigation_timeout`). */
-  navigation_timeout: Schema.optional(Count(1, 600))
+  navigation_timeout: Schema.optional(Count(1, 600)),
+  /** Crawl4AI: its Markdown filter (`fit`, `raw`, `bm25`, `llm`; written in any case). */
+  filter: Schema.optional(Schema.compose(Schema.Trim, Schema.Lowercase).pipe(
+    Schema.compose(Schema.Literal(...Crawl4AI.FILTERS))
+  )),
+  /** Browserless: the page event it waits for (`load`, `networkidle`...). */
+  wait_for_event: Schema.optional(Text(100)),
+  /** Browserless: milliseconds it waits after the page loaded. */
+  wait_for_timeout_ms: Schema.optional(Count(0, 600_000)),
+  /** Browserless: the CSS selector it waits for (5 s at most). */
+  wait_for_selector: Schema.optional(Text(1000))
 })
 
-/** Keys of `ReaderSettings` only InfoQuest reads. */
-export const READER_ONLY: ReadonlyArray<string> = ["fetch_time", "navigation_timeout"]
+/** Keys of `ReaderSettings` only some readers read (the others name them as not read). */
+export const READER_ONLY: Readonly<Record<string, ReadonlyArray<ReaderProvider>>> = {
+  api_key: ["jina", "tavily", "exa", "firecrawl", "fastcrw", "infoquest", "groundroute"],
+  token: ["browserless", "crawl4ai"],
+  fetch_time: ["infoquest"],
+  navigation_timeout: ["infoquest"],
+  filter: ["crawl4ai"],
+  wait_for_event: ["browserless"],
+  wait_for_timeout_ms: ["browserless"],
+  wait_for_selector: ["browserless"]
+}
+
+/** The keys of `ReaderSettings` `reader` does not read. */
+export const unreadBy = (reader: ReaderProvider): ReadonlyArray<string> =>
+  Object.entries(READER_ONLY).filter(([, readers]) => !readers.includes(reader)).map(([key]) => key)
 
 /**
  * The reader a `web_fetch` entry names, or why it cannot work (no key where one is needed). `timeout` (seconds) is
- * the whole request's deadline (default 30: the provider loads the page first) and, for InfoQuest, its own.
+ * the whole request's deadline (default 30: the provider loads the page first; Jina AI: 10, as DeerFlow's) and, for
+ * InfoQuest, Jina AI and Tavily, the provider's own.
  */
 export const buildReader = (
   provider: ReaderProvider,
   settings: typeof ReaderSettings.Type & { readonly timeout?: number | undefined }
-): Effect.Effect<Either.Either<ProviderFetch.Reader, string>> =>
-  Effect.map(connectionOf(provider, settings, 30), (reached) =>
+): Effect.Effect<Either.Either<ProviderFetch.Reader, string>> => {
+  const tokened = provider === "browserless" || provider === "crawl4ai"
+  const keyed = { ...settings, api_key: tokened ? settings.token : settings.api_key }
+  return Effect.map(connectionOf(provider, keyed, provider === "jina" ? 10 : 30), (reached) =>
     Either.map(reached, (connection) => {
       switch (provider) {
+        case "jina":
+          return Jina.reader(connection)
+        case "tavily":
+          return Tavily.reader(connection)
         case "exa":
           return Exa.reader(connection)
         case "firecrawl":
           return Firecrawl.firecrawlReader(connection)
         case "fastcrw":
           return Firecrawl.fastcrwReader(connection)
+        case "browserless":
+          return Browserless.reader(connection, {
+            waitForEvent: settings.wait_for_event,
+            waitForTimeoutMs: settings.wait_for_timeout_ms,
+            waitForSelector: settings.wait_for_selector
+          })
+        case "crawl4ai":
+          return Crawl4AI.reader(connection, { filter: settings.filter })
         case "groundroute":
           return GroundRoute.reader(connection)
         case "infoquest":
@@ -285,3 +342,4 @@ export const buildReader = (
           })
       }
     }))
+}
