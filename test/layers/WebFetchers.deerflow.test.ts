@@ -380,3 +380,18 @@ describe("Firecrawl as its SDK reads it (@mendable/firecrawl-js v2)", () => {
       ])
     }))
 })
+
+describe("the readers' keys and tokens are secrets", () => {
+  it.effect("an entry's api_key and token, and JINA_API_KEY and BROWSERLESS_TOKEN from the environment", () =>
+    Effect.gen(function*() {
+      const app = yield* ConfigFile.fromObject({
+        tools: [
+          { name: "web_fetch", use: "deerflow.community.browserless.tools:web_fetch_tool", token: "browserless-tok-1" },
+          { name: "f2", use: "deerflow.community.crawl4ai.tools:web_fetch_tool", api_key: "k-1234567", token: "c-tok-2" }
+        ]
+      }, { home: tempDir("antler-fetchers-df-") })
+      const env = { JINA_API_KEY: "jina-env-key-3", BROWSERLESS_TOKEN: " bl-env-tok-4 " }
+      assert.includeMembers([...ToolAssembly.secrets(app.config, env)],
+        ["browserless-tok-1", "k-1234567", "c-tok-2", "jina-env-key-3", "bl-env-tok-4"])
+    }))
+})
