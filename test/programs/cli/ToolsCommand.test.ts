@@ -34,7 +34,7 @@ describe("antler tools list", () => {
       assert.strictEqual(text.code, 0, text.stderr)
       const lines = text.stdout.split("\n")
       assert.match(lines.find((l) => l.trim().startsWith("web_search"))!, /web_search\s+config\s+web\s+DuckDuckGo, up to 5 results/)
-      assert.match(lines.find((l) => l.trim().startsWith("web_fetch"))!, /web_fetch\s+config\s+web\s+Antler's own fetcher/)
+      assert.match(lines.find((l) => l.trim().startsWith("web_fetch"))!, /web_fetch\s+config\s+web\s+read through Jina AI/)
       assert.match(lines.find((l) => l.trim().startsWith("ask_clarification"))!, /middleware/)
       const json = yield* antler(["tools", "list", "--config", FIXTURE, "--json"], dir)
       assert.strictEqual(json.code, 0, json.stderr)
