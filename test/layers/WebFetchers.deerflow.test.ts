@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ConfigFile from "../../src/layers/ConfigFile.js"
 import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as DnsResolver from "../../src/layers/web/DnsResolver.js"
 import * as ToolAssembly from "../../src/programs/ToolAssembly.js"
 import { AppConfigService } from "../../src/services/AppConfig.js"
 import { HostResolver } from "../../src/services/HostResolver.js"
@@ -393,5 +394,15 @@ describe("the readers' keys and tokens are secrets", () => {
       const env = { JINA_API_KEY: "jina-env-key-3", BROWSERLESS_TOKEN: " bl-env-tok-4 " }
       assert.includeMembers([...ToolAssembly.secrets(app.config, env)],
         ["browserless-tok-1", "k-1234567", "c-tok-2", "jina-env-key-3", "bl-env-tok-4"])
+    }))
+})
+
+describe("the system's resolver (DnsResolver, the HostResolver when an app gives none)", () => {
+  it.live("every address of a name; a name that does not resolve is no address, not a failure", () =>
+    Effect.gen(function*() {
+      const system = DnsResolver.make({ timeoutMs: 2_000 })
+      const local = yield* system.lookup("localhost")
+      assert.isTrue(local.some((a) => a === "127.0.0.1" || a === "::1"), local.join(", "))
+      assert.deepStrictEqual(yield* system.lookup("no-such-host.invalid"), [])
     }))
 })
