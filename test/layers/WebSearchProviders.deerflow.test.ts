@@ -172,6 +172,7 @@ describe("Brave (deerflow.community.brave.tools)", () => {
       }], { BRAVE_SEARCH_API_KEY: KEY })
       const result = yield* call(toolOf(assembly, "image_search"), { query: "eiffel tower" })
       assert.strictEqual(new URL(brave.requests[0]!.url, brave.url).pathname, "/res/v1/images/search")
+      assert.isNull(new URL(brave.requests[0]!.url, brave.url).searchParams.get("country"))
       assert.strictEqual(brave.requests[0]!.headers["x-subscription-token"], KEY)
       assert.deepStrictEqual(JSON.parse(result.text).results, [{
         title: "Tower",
@@ -181,6 +182,33 @@ describe("Brave (deerflow.community.brave.tools)", () => {
         width: 2000,
         height: 1000
       }])
+    }))
+
+  // DeerFlow's image_search_tool sends the entry's country, search_lang, safesearch and spellcheck
+  it.scopedLive("image_search sends the entry's country, search_lang, safesearch and spellcheck; bad ones refused", () =>
+    Effect.gen(function*() {
+      const brave = yield* HttpServer.start(json({ results: [] }))
+      const assembly = yield* assemble([{
+        name: "image_search",
+        use: "deerflow.community.brave.tools:image_search_tool",
+        base_url: brave.url,
+        country: "de",
+        search_lang: "zh-hans",
+        safesearch: "off",
+        spellcheck: false
+      }], { BRAVE_SEARCH_API_KEY: KEY })
+      yield* call(toolOf(assembly, "image_search"), { query: "tower" })
+      const params = new URL(brave.requests[0]!.url, brave.url).searchParams
+      assert.deepStrictEqual(
+        ["country", "search_lang", "safesearch", "spellcheck"].map((key) => params.get(key)),
+        ["de", "zh-hans", "off", "false"]
+      )
+      const bad = yield* Effect.either(assemble([{
+        name: "image_search",
+        use: "deerflow.community.brave.tools:image_search_tool",
+        country: "Germany"
+      }], { BRAVE_SEARCH_API_KEY: KEY }))
+      assert.include(JSON.stringify(bad), "expected a two-letter country code")
     }))
 
   it.scopedLive("a refusal is 'Brave Search API error: HTTP n'; a missing key names BRAVE_SEARCH_API_KEY", () =>

@@ -1,7 +1,8 @@
 /**
  * Brave Search (`https://api.search.brave.com`), as DeerFlow's `community/brave` tools ask it: `GET
  * /res/v1/web/search` or `/res/v1/images/search` with `q`, `count` (and `text_decorations=false` for the web) and
- * the key in `X-Subscription-Token`. A query of at most 400 characters; an image URL naming a private address is
+ * the key in `X-Subscription-Token`; an image search also sends the entry's `country`, `search_lang`, `safesearch`
+ * and `spellcheck`, as DeerFlow's does. A query of at most 400 characters; an image URL naming a private address is
  * dropped.
  */
 import * as Effect from "effect/Effect"
@@ -52,8 +53,18 @@ type Sized = { readonly width?: number | null | undefined; readonly height?: num
 
 const present = (value: Text) => typeof value === "string" && value.trim() !== ""
 
+/** What a configured `image_search` entry adds to Brave's image requests (DeerFlow's keys, sent as they are). */
+export interface ImageOptions {
+  readonly country?: string | undefined
+  readonly search_lang?: string | undefined
+  readonly safesearch?: string | undefined
+  readonly spellcheck?: boolean | undefined
+}
+
 /** Brave as a search provider (web and images). */
-export const make = (connection: Connection): Service => {
+export const make = (connection: Connection, imageOptions: ImageOptions = {}): Service => {
+  const imageParams: Record<string, string> = {}
+  for (const [key, value] of Object.entries(imageOptions)) if (value !== undefined) imageParams[key] = String(value)
   const base = connection.baseUrl ?? DEFAULT_BASE_URL
   const get = <A, I>(path: string, service: string, params: Record<string, string>, schema: Schema.Schema<A, I>) =>
     Effect.flatMap(
@@ -82,7 +93,11 @@ export const make = (connection: Connection): Service => {
       ),
     images: (query, max) =>
       Effect.map(
-        get("/res/v1/images/search", "Brave Image Search", { q: clippedQuery(query, MAX_QUERY), count: String(max) },
+        get("/res/v1/images/search", "Brave Image Search", {
+          q: clippedQuery(query, MAX_QUERY),
+          count: String(max),
+          ...imageParams
+        },
           ImageAnswer),
         (answer) => {
           const out: Array<ImageResult> = []

@@ -101,8 +101,18 @@ export const Settings = Schema.Struct({
   region: Schema.optional(Schema.String.pipe(
     Schema.filter((r) => /^[a-z]{2,3}-[a-z]{2,4}$/i.test(r) || "expected a region such as us-en, cn-zh or wt-wt")
   )),
-  /** DuckDuckGo's safe search (DeerFlow's `safesearch`). */
-  safesearch: Schema.optional(Schema.Literal("on", "moderate", "off")),
+  /** DuckDuckGo's safe search (DeerFlow's `safesearch`); Brave's image search's (`off` or `strict`). */
+  safesearch: Schema.optional(Schema.Literal("on", "moderate", "off", "strict")),
+  /** Brave's image search: the country results come from (`us`, `de`... or `all`). */
+  country: Schema.optional(Schema.String.pipe(
+    Schema.filter((c) => /^([a-z]{2}|all)$/i.test(c) || "expected a two-letter country code such as us or de, or all")
+  )),
+  /** Brave's image search: the language searched (`en`, `fr`, `zh-hans`, `pt-br`...). */
+  search_lang: Schema.optional(Schema.String.pipe(
+    Schema.filter((l) => /^[a-z]{2}(-[a-z]{2,4})?$/i.test(l) || "expected a language code such as en, fr or zh-hans")
+  )),
+  /** Brave's image search: whether Brave corrects the query's spelling. */
+  spellcheck: Schema.optional(Schema.Boolean),
   /** Exa's search type (`auto`, `neural`, `keyword`, `fast`...). */
   search_type: Schema.optional(Schema.String.pipe(Schema.pattern(/^[a-z_-]{1,40}$/))),
   /** Characters of highlights Exa gives per result. */
@@ -118,7 +128,10 @@ export const Settings = Schema.Struct({
 /** Keys of `Settings` only some providers read (the others name them as not read). */
 export const ONLY: Readonly<Record<string, ReadonlyArray<Provider>>> = {
   region: ["duckduckgo"],
-  safesearch: ["duckduckgo"],
+  safesearch: ["duckduckgo", "brave"],
+  country: ["brave"],
+  search_lang: ["brave"],
+  spellcheck: ["brave"],
   search_type: ["exa"],
   contents_max_characters: ["exa"],
   search_time_range: ["infoquest"],
@@ -194,7 +207,8 @@ const connectionOf = (
       apiKey: key === undefined ? undefined : Redacted.make(key),
       timeoutMs: (settings.timeout ?? defaultTimeout) * 1000,
       region: settings.region,
-      safesearch: settings.safesearch
+      // (DuckDuckGo has no `strict`: its `on` is its strictest)
+      safesearch: settings.safesearch === "strict" ? "on" : settings.safesearch
     })
   })
 
@@ -217,7 +231,12 @@ export const build = (
       case "serper":
         return Either.right(Serper.make(connection))
       case "brave":
-        return Either.right(Brave.make(connection))
+        return Either.right(Brave.make(connection, {
+          country: settings.country,
+          search_lang: settings.search_lang,
+          safesearch: settings.safesearch,
+          spellcheck: settings.spellcheck
+        }))
       case "exa":
         return Either.right(Exa.make(connection, {
           searchType: settings.search_type,
