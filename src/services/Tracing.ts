@@ -39,8 +39,11 @@ export const spanWhenTraced = <A, E, R>(
 /** The name of the span a run is traced under (`Effect.withSpan` or `Stream.withSpan`, with `runSpanOptions`). */
 export const RUN_SPAN = "antler.run"
 
-/** The options of a run's span: the root of its own trace, with the given attributes (thread, run, model...). */
-export const runSpanOptions = (attributes: Readonly<Record<string, string>>): Tracer.SpanOptions => ({
-  root: true,
-  attributes
-})
+/**
+ * The options of a run's span, with the given attributes (thread, run, model...): the root of its own trace, or,
+ * given the span of the client that asked for the run (`TraceContext.parentSpan`), its child in the client's trace.
+ */
+export const runSpanOptions = (
+  attributes: Readonly<Record<string, string>>,
+  parent?: Tracer.AnySpan | undefined
+): Tracer.SpanOptions => parent === undefined ? { root: true, attributes } : { parent, attributes }

@@ -4,7 +4,8 @@
  * non-stream 200 handed to NonStreamBody, and a watchdog on the Clock that emits `llm_waiting` while the
  * call is silent and ends it after `timeoutMs` (a first-byte or an idle-stream timeout). Every failure,
  * a bug included, comes back as a `ModelError` cut to size, without control characters or the adapter's
- * secrets. Each call is one `OpenAiModel.generate` span.
+ * secrets. Each call is one `OpenAiModel.generate` span, whose context its request carries (`traceparent`) when the
+ * app traces.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -12,6 +13,7 @@ import type * as ParseResult from "effect/ParseResult"
 import type { ModelRequest, ModelService } from "../../services/ModelService.js"
 import { ModelError } from "../../services/ModelService.js"
 import { RunEvents } from "../../services/RunEvents.js"
+import * as TraceContext from "../../services/TraceContext.js"
 import * as Redact from "../../state/Redact.js"
 import type { ChunkText } from "./ChunkAccumulator.js"
 import { accumulator, decodeChunk, issuesText } from "./ChunkAccumulator.js"
@@ -171,9 +173,11 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       }
 
       const consume = Effect.gen(function*() {
+        // (the call's span goes with its request, W3C's `traceparent`, when the app traces)
+        const headers = yield* TraceContext.outgoingHeaders
         // (the body's events are read here, not by the SDK's stream: see SseEvents)
         const response = yield* Effect.tryPromise({
-          try: () => client.chat.completions.create(body, { signal: call.controller.signal }).asResponse(),
+          try: () => client.chat.completions.create(body, { signal: call.controller.signal, headers }).asResponse(),
           catch: failWith(call)
         })
         call.headers = true

@@ -34,6 +34,7 @@ import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
+import * as TraceContext from "../../services/TraceContext.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
@@ -45,6 +46,7 @@ import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Quotas from "./Quotas.js"
+import * as RequestSpan from "./RequestSpan.js"
 import * as Runs from "./Runs.js"
 import * as McpTaskWiring from "./mcptasks/Wiring.js"
 import * as Scheduling from "./scheduler/Wiring.js"
@@ -253,7 +255,8 @@ const httpServer = (listen: { readonly host: string; readonly port: number }) =>
   })).pipe(Layer.provide(Layer.sync(NodeServer, makeServer)))
 
 /**
- * The span every run is traced under: the root of its own trace, with the thread, run, agent and model. The thread
+ * The span every run is traced under, with the thread, run, agent and model: the root of its own trace, or a child
+ * of the client's span when the request that started the run gave a valid W3C `traceparent`. The thread
  * is the id its user's client knows (DeerFlow's trace session), with the id it is stored under beside it when that
  * differs. The agent is named as DeerFlow names a run's root trace (`resolve_root_run_name`): the run's
  * `agent_name` (its context's, else its configurable's, else its assistant's), else the assistant id.
@@ -271,7 +274,7 @@ const traced = <A, E, R>(effect: Effect.Effect<A, E, R>, run: Runs.RunRequest & 
       : run.assistantId,
     ...(typeof run.settings.model_name === "string" ? { "gen_ai.request.model": run.settings.model_name } : {}),
     ...(run.traceId !== undefined ? { [TraceId.SPAN_ATTRIBUTE]: run.traceId } : {})
-  })).pipe(
+  }, run.traceContext === undefined ? undefined : TraceContext.parentSpan(run.traceContext))).pipe(
     // (the run's log lines name the trace id of the request that started it, however long it waited for a place)
     (traced) => run.traceId === undefined ? traced : Effect.annotateLogs(traced, TraceId.LOG_KEY, run.traceId)
   )
@@ -404,7 +407,10 @@ export const layer = (options: Options) => {
       allowOrigins: origins
     }))
     // (every answer carries the request's trace id, the Host and Origin checks' refusals too)
-    return HttpServer.serve(TraceId.middleware(app.config.logging.enhance.enabled)(guarded))
+    // (and each request is one span, a child of its client's when it gave a valid `traceparent`)
+    return RequestSpan.withoutPlatformSpans(
+      HttpServer.serve(RequestSpan.middleware(TraceId.middleware(app.config.logging.enhance.enabled)(guarded)))
+    )
   }))
 
   // built bottom up: the checks, the store and run manager, the recovery, the scheduler, then the server binds

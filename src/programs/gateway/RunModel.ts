@@ -6,6 +6,7 @@ import * as Clock from "effect/Clock"
 import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type * as SkillSecrets from "../../services/SkillSecrets.js"
+import type * as TraceContext from "../../services/TraceContext.js"
 import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
 import type { Message } from "../../state/Message.js"
 import type * as Redact from "../../state/Redact.js"
@@ -58,6 +59,8 @@ export interface RunRequest {
   readonly resumes?: number | undefined
   /** The trace id of the request that started it (`TraceId.forRun`), when request trace ids are on. */
   readonly traceId?: string | undefined
+  /** The client's span of the request that started it (its W3C `traceparent`), which the run's span joins. */
+  readonly traceContext?: TraceContext.Remote | undefined
 }
 
 /** How a run is being stopped by a client. */

@@ -5,7 +5,7 @@
  * end. A run's events are joined again from any event id, and its end waited for, by its thread's user only.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -16,6 +16,7 @@ import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
+import * as TraceContext from "../../../services/TraceContext.js"
 import * as M from "../../../state/Message.js"
 import type * as Redact from "../../../state/Redact.js"
 import * as Factory from "../../Factory.js"
@@ -141,6 +142,11 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           }))
           // (as DeerFlow merges them: the run's metadata over its config's)
           const traceId = yield* TraceId.forRun({ ...request.config?.metadata, ...request.metadata })
+          // (the client's span its W3C `traceparent` names, which the run's trace joins)
+          const traceContext = Option.flatMapNullable(
+            yield* Effect.serviceOption(HttpServerRequest.HttpServerRequest),
+            (http) => TraceContext.fromHeaders(http.headers)
+          )
           const run = yield* runs.start({
             threadId: thread.thread_id,
             publicThreadId: publicId,
@@ -159,7 +165,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             kwargs,
             deleteThread,
             ...(checkpointId !== undefined ? { checkpointId } : {}),
-            ...(traceId !== undefined ? { traceId } : {})
+            ...(traceId !== undefined ? { traceId } : {}),
+            ...(Option.isSome(traceContext) ? { traceContext: traceContext.value } : {})
           })
           // (only once the run is accepted, a refused run leaving the thread as it was; and only when they change)
           const known = thread.metadata ?? {}
