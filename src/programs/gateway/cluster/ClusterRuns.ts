@@ -42,6 +42,7 @@ import * as RunRecords from "../RunRecords.js"
 import * as FrameMirror from "../FrameMirror.js"
 import * as Runs from "../Runs.js"
 import * as RunSettling from "../RunSettling.js"
+import * as TraceId from "../TraceId.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunnerSocket from "./RunnerSocket.js"
 
@@ -92,6 +93,14 @@ const routed = (error: { readonly _tag: string; readonly message?: string }) =>
     ? (error as GatewayError)
     : new GatewayError({ reason: "internal", message: `cluster: ${error.message ?? error._tag}` })
 
+/**
+ * `effect` with its log lines naming the trace id of the request that started the run (`X-Trace-Id`), when it has
+ * one: a run's request travels whole between runners (its trace id and client's span among it, see `Start`), so
+ * what a runner logs about a run it was sent, resumed or handed over names it as the run's own lines do.
+ */
+const withTraceOf = <A, E, R>(request: Runs.RunRequest, effect: Effect.Effect<A, E, R>) =>
+  request.traceId === undefined ? effect : Effect.annotateLogs(effect, TraceId.LOG_KEY, request.traceId)
+
 const unknownRun = (runId: string) =>
   new GatewayError({ reason: "not_found", message: `Run ${runId} is not known to its thread's runner.` })
 
@@ -122,7 +131,10 @@ const entityLayer = ThreadEntity.toLayer(
       )
     return ThreadEntity.of({
       Start: ({ payload }) =>
-        Effect.map(local.start(payload.request as Runs.RunRequest), (run) => ({ runId: run.runId })),
+        withTraceOf(
+          payload.request as Runs.RunRequest,
+          Effect.map(local.start(payload.request as Runs.RunRequest), (run) => ({ runId: run.runId }))
+        ),
       Describe: ({ payload }) =>
         Effect.sync(() => {
           const run = local.get(payload.runId)
@@ -147,7 +159,7 @@ const entityLayer = ThreadEntity.toLayer(
         }),
       Cancel: ({ payload }) => local.cancel(payload.runId, payload.action, payload.wait),
       Execute: ({ payload }) =>
-        Effect.gen(function*() {
+        withTraceOf(payload.request as Runs.RunRequest, Effect.gen(function*() {
           const own = local.get(payload.runId)
           if (own !== undefined) return yield* untilDone(own)
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
@@ -193,7 +205,7 @@ const entityLayer = ThreadEntity.toLayer(
           yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
           const run = yield* local.resume(request, payload.runId)
           return yield* untilDone(run)
-        })
+        }))
     })
   }),
   // a run's stream, its end and a cancel are answered at once, whatever else the thread is asked
@@ -253,8 +265,15 @@ export const layer = (
       const scope = yield* Effect.scope
       const remote = new WeakSet<Runs.ActiveRun>()
 
-      /** A run another runner executes, as this process follows it: its end arrives through `Done`. */
-      const remoteRun = (info: typeof RunInfo.Type, runId: string): Effect.Effect<Runs.ActiveRun> =>
+      /**
+       * A run another runner executes, as this process follows it: its end arrives through `Done` (what is logged
+       * meanwhile names the trace id of the request that started it, when that request was this process's).
+       */
+      const remoteRun = (
+        info: typeof RunInfo.Type,
+        runId: string,
+        request?: Runs.RunRequest
+      ): Effect.Effect<Runs.ActiveRun> =>
         Effect.gen(function*() {
           const done = Deferred.unsafeMake<RunRecord>(FiberId.none)
           let state: ThreadState = TS.empty
@@ -296,7 +315,7 @@ export const layer = (
                 })
             )
           )
-          yield* Effect.forkIn(ask, scope)
+          yield* Effect.forkIn(request === undefined ? ask : withTraceOf(request, ask), scope)
           return run
         })
 
@@ -316,7 +335,7 @@ export const layer = (
           publicThreadId: request.publicThreadId ?? request.threadId,
           userId: request.userId,
           modes: request.modes
-        }, runId)
+        }, runId, request)
       }
 
       const start: Runs.Service["start"] = (request) =>
