@@ -393,7 +393,10 @@ export const layer = (options: Options) => {
         "last-event-id",
         "x-csrf-token",
         "range",
-        TraceId.HEADER
+        TraceId.HEADER,
+        // (a page whose OpenTelemetry instrumentation sends its trace: see RequestSpan)
+        "traceparent",
+        "tracestate"
       ],
       // (an artifact's preview reads its range and revision)
       exposedHeaders: ["content-location", "location", "content-range", "accept-ranges", "etag"],

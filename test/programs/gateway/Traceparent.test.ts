@@ -22,7 +22,10 @@ const SPAN = "b7ad6b7169203331"
 const script = (body: ChatRequestBody): Turn => {
   if (body.messages.at(-1)?.role === "tool") return "All done."
   return {
-    toolCalls: [{ name: "write_file", arguments: { description: "d", path: "/mnt/user-data/workspace/a.md", content: "a" } }]
+    toolCalls: [{
+      name: "write_file",
+      arguments: { description: "d", path: "/mnt/user-data/workspace/a.md", content: "a" }
+    }]
   }
 }
 
@@ -247,6 +250,29 @@ describe("TraceContext.parseTraceparent", () => {
     assert.isAtMost(members.length, 32)
     assert.strictEqual(new Set(members.map((m) => m.split("=")[0])).size, members.length)
     for (const member of members) assert.match(member, /^[a-z0-9][a-z0-9_\-*/@]*=[\x20-\x2b\x2d-\x3c\x3e-\x7e]*[^ ]$/)
+  })
+})
+
+describe("a page of an allowed origin", () => {
+  it("may send the trace headers (CORS preflight)", async () => {
+    const cors = await Support.start({
+      script,
+      config: { gateway: { cors: { allow_origins: ["http://ui.example"] } } }
+    })
+    try {
+      const preflight = await fetch(`${cors.url}/threads/t/runs/wait`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "http://ui.example",
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "content-type, traceparent, tracestate"
+        }
+      })
+      const allowed = (preflight.headers.get("access-control-allow-headers") ?? "").split(/\s*,\s*/)
+      assert.includeMembers(allowed, ["traceparent", "tracestate"])
+    } finally {
+      await cors.stop()
+    }
   })
 })
 
