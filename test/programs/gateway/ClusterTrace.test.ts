@@ -125,7 +125,8 @@ describe.skipIf("skip" in pg)("a cluster's runs carry the request's trace", () =
   it("the runner executing a run logs with its X-Trace-Id and exports its span in the client's trace", async () => {
     const { a, b, otlp, scripted } = await cluster()
 
-    // runs on fresh threads, all accepted by A, until one was executed by B (a thread's owner is its shard's)
+    // runs on fresh threads, all accepted by A, until one was executed by B (a thread's owner is its shard's; the
+    // shards are spread over a few assignment rounds once both runners registered: a second apart, up to a minute)
     interface Ran {
       readonly by: string
       readonly traceId: string
@@ -133,7 +134,8 @@ describe.skipIf("skip" in pg)("a cluster's runs carry the request's trace", () =
       readonly client: string
     }
     const ran: Array<Ran> = []
-    for (let i = 1; i <= 16 && !ran.some((r) => r.by === "runner-b"); i++) {
+    for (let i = 1; i <= 60 && !ran.some((r) => r.by === "runner-b"); i++) {
+      if (i > 1) await new Promise((resolve) => setTimeout(resolve, 1000))
       const thread = await (await post(a.url, "/threads", {})).json() as any
       const traceId = `cluster-trace-${i}`
       const otel = `4bf92f3577b34da6a3ce929d${hex(i, 8)}`
@@ -181,7 +183,7 @@ describe.skipIf("skip" in pg)("a cluster's runs carry the request's trace", () =
     // (on A, the process that accepted them, no log line of a run B executed)
     const ofB = new Set(ran.filter((r) => r.by === "runner-b").map((r) => r.traceId))
     assert.isFalse(logLines(a.server).some((line) => ofB.has(line.trace_id) && line.message.includes("retrying")))
-  }, 240_000)
+  }, 300_000)
 
   it("a run resumed by another runner after its own died keeps its X-Trace-Id and the client's span", async () => {
     const { a, b, dbUrl, otlp } = await cluster()
@@ -214,11 +216,13 @@ describe.skipIf("skip" in pg)("a cluster's runs carry the request's trace", () =
     }, () => `the run ended on the survivor: ${survivor.server.output()}`, 2400, 100)
     // what the survivor logged of it names the request's trace id: resuming it, and its model call's retry
     const lines = logLines(survivor.server)
+    // (once, unless the thread's shard also moved meanwhile)
     const resumed = lines.filter((line) => line.message.includes(`run ${run.run_id}: resumed here`))
-    assert.lengthOf(resumed, 1, survivor.server.output())
-    assert.strictEqual(resumed[0]!.trace_id, "resumed-trace")
+    assert.isAtLeast(resumed.length, 1, survivor.server.output())
+    assert.deepStrictEqual([...new Set(resumed.map((line) => line.trace_id))], ["resumed-trace"])
     const retry = lines.filter((line) => line.message.includes("model call failed, retrying"))
-    assert.deepStrictEqual(retry.map((line) => line.trace_id), ["resumed-trace"])
+    assert.isAtLeast(retry.length, 1, survivor.server.output())
+    assert.deepStrictEqual([...new Set(retry.map((line) => line.trace_id))], ["resumed-trace"])
     // its span, exported by the survivor: the request's trace id, under the client's span
     const root = await eventually(
       () => otlp.spans().find((s) => s.name === "antler.run" && s.attributes["antler.run_id"] === run.run_id),
