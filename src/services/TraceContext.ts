@@ -4,6 +4,7 @@
  * the headers a model call sends onwards (`outgoingHeaders`). Anything that is not valid is ignored whole, never
  * cleaned and never an error: the run is then the root of a trace of its own.
  */
+import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -97,6 +98,19 @@ export const fromHeaders = (headers: Readonly<Record<string, string | undefined>
   const tracestate = parseTracestate(headers.tracestate)
   return tracestate === undefined ? parent : { ...parent, tracestate }
 }
+
+/**
+ * The parent span a process was started under, from the environment as OpenTelemetry carries it there: `TRACEPARENT`
+ * and `TRACESTATE`, read as the headers are (`fromHeaders`); undefined without a valid `TRACEPARENT`.
+ */
+export const fromEnvironment: Effect.Effect<Remote | undefined> = Effect.map(
+  Effect.orElseSucceed(
+    Config.all([Config.option(Config.string("TRACEPARENT")), Config.option(Config.string("TRACESTATE"))]),
+    () => [Option.none(), Option.none()] as const
+  ),
+  ([traceparent, tracestate]) =>
+    fromHeaders({ traceparent: Option.getOrUndefined(traceparent), tracestate: Option.getOrUndefined(tracestate) })
+)
 
 /** A `traceparent` header's value (version `00`). */
 export const format = (traceId: string, spanId: string, sampled: boolean): string =>

@@ -14,6 +14,7 @@ import * as Stream from "effect/Stream"
 import * as OtelTracing from "../../layers/OtelTracing.js"
 import { Memory } from "../../services/Memory.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
+import * as TraceContext from "../../services/TraceContext.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as M from "../../state/Message.js"
 import * as App from "../App.js"
@@ -184,6 +185,8 @@ const command = Command.make(
           yield* Render.write(s.dim(`${line}\n`))
         }
         const uploaded = args.files.length === 0 ? [] : yield* uploadFiles(app, threadId, args.files, args.json)
+        // (the trace of the program that started this one, when it says so: OpenTelemetry's TRACEPARENT)
+        const parent = yield* TraceContext.fromEnvironment
         const outcome = yield* Render.run(
           // the CLI's user owns the data directory: its runs are an admin's (see gateway/Auth.ts)
           factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings, admin: true }).pipe(
@@ -196,7 +199,7 @@ const command = Command.make(
                 "antler.user_id": "default",
                 "antler.agent_name": resolved.agentName ?? "lead_agent",
                 "gen_ai.request.model": resolved.model?.model ?? choice.model
-              })
+              }, parent === undefined ? undefined : TraceContext.parentSpan(parent))
             )
           ),
           {
