@@ -3,7 +3,8 @@
  * and the real `openai` client calling a loopback model server: a valid `traceparent` (with its `tracestate`) on
  * the request that starts a run makes the run's span a child of the client's span, in the client's trace, with
  * every span of the run in that trace; the model calls carry the trace onwards (`traceparent` naming the call's
- * span, the client's `tracestate`); DeerFlow's `X-Trace-Id` stays an attribute. A `sampled` flag of 0 is followed.
+ * span, the client's `tracestate`); DeerFlow's `X-Trace-Id` stays an attribute; a run that waited for a place joins
+ * its own request's trace. A `sampled` flag of 0 is followed.
  * An invalid or hostile value is ignored whole (the run a root of its own, nothing of it sent or answered), never
  * an error; a `tracestate` is bounded. Without tracing no trace header is sent to the model.
  */
@@ -18,8 +19,9 @@ import * as Support from "./support.js"
 const TRACE = "0af7651916cd43dd8448eb211c80319c"
 const SPAN = "b7ad6b7169203331"
 
-/** One tool call, then an answer: a run of two model calls and a tool call. */
+/** One tool call, then an answer: a run of two model calls and a tool call ("stall": no answer at all). */
 const script = (body: ChatRequestBody): Turn => {
+  if (Support.lastUserText(body).includes("stall")) return { content: "Thinking", stall: true }
   if (body.messages.at(-1)?.role === "tool") return "All done."
   return {
     toolCalls: [{
@@ -164,6 +166,44 @@ describe("a run started with a valid traceparent", () => {
       for (const headers of models) assert.strictEqual(headers.tracestate, kept, tracestate)
     }
     assert.isAtMost(cases.at(-1)![1]!.length, 512)
+  })
+})
+
+describe("a run that waited for a place", () => {
+  it("joins the trace of the request that started it, not that of the run it followed", async () => {
+    const exported = new InMemorySpanExporter()
+    const busy = await Support.start({
+      script,
+      spanProcessor: new SimpleSpanProcessor(exported),
+      config: (url) => ({ ...Support.baseConfig(url), gateway: { heartbeat_seconds: 1, max_active_runs: 1 } })
+    })
+    try {
+      const send = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+        fetch(`${busy.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify(body)
+        })
+      for (const id of ["first", "second"]) assert.strictEqual((await send("/threads", { thread_id: id })).status, 200)
+      const first = await (await send("/threads/first/runs", {
+        assistant_id: "lead_agent",
+        input: Support.userInput("stall here")
+      }, { traceparent: `00-${"1".repeat(32)}-${"2".repeat(16)}-01` })).json() as any
+      const second = await (await send("/threads/second/runs", {
+        assistant_id: "lead_agent",
+        input: Support.userInput("then this one")
+      }, { traceparent: `00-${TRACE}-${SPAN}-01` })).json() as any
+      assert.strictEqual(second.status, "pending")
+      assert.strictEqual((await send(`/threads/first/runs/${first.run_id}/cancel?wait=1`, {})).status, 204)
+      assert.strictEqual((await fetch(`${busy.url}/threads/second/runs/${second.run_id}/join`)).status, 200)
+      const root = exported.getFinishedSpans().find((s) =>
+        s.name === "antler.run" && s.attributes["antler.run_id"] === second.run_id
+      )
+      assert.strictEqual(root?.spanContext().traceId, TRACE)
+      assert.strictEqual(parentOf(root!), SPAN)
+    } finally {
+      await busy.stop()
+    }
   })
 })
 
