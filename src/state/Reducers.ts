@@ -10,6 +10,7 @@ import { headChars } from "./Chars.js"
 import type { Message, MessageWrite } from "./Message.js"
 import { REMOVE_ALL_MESSAGES } from "./Message.js"
 import type {
+  BackgroundTask,
   DelegationEntry,
   DelegationStatus,
   GoalState,
@@ -24,7 +25,7 @@ import type {
   Todo,
   ViewedImages
 } from "./ThreadState.js"
-import { SkillEntry } from "./ThreadState.js"
+import { MAX_BACKGROUND_TASKS, SkillEntry } from "./ThreadState.js"
 
 /** Two different sandbox ids were written to one thread. */
 export class SandboxConflict extends Schema.TaggedError<SandboxConflict>()("SandboxConflict", {
@@ -367,6 +368,26 @@ export const mergeGoal = (
   return incoming
 }
 
+/**
+ * The background tasks (DeerFlow's last value, bounded): `null` or absent keeps them; a list replaces them, each
+ * task once (its first entry, the newest), at most `MAX_BACKGROUND_TASKS`.
+ */
+export const mergeBackgroundTasks = (
+  existing: ReadonlyArray<BackgroundTask> | undefined,
+  incoming: ReadonlyArray<BackgroundTask> | null | undefined
+): ReadonlyArray<BackgroundTask> | undefined => {
+  if (incoming == null) return existing
+  const seen = new Set<string>()
+  const out: Array<BackgroundTask> = []
+  for (const task of incoming) {
+    if (out.length === MAX_BACKGROUND_TASKS) break
+    if (seen.has(task.task_id)) continue
+    seen.add(task.task_id)
+    out.push(task)
+  }
+  return out
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // whole state
 
@@ -402,6 +423,9 @@ export const applyUpdate = (
   if (update.token_usage !== undefined) set("token_usage", addTokenUsage(state.token_usage, update.token_usage))
   if (update.delegations !== undefined) set("delegations", mergeDelegations(state.delegations, update.delegations))
   if (update.goal !== undefined) set("goal", mergeGoal(state.goal, update.goal))
+  if (update.background_tasks != null) {
+    set("background_tasks", mergeBackgroundTasks(state.background_tasks, update.background_tasks))
+  }
   return Either.right(next)
 }
 

@@ -199,6 +199,22 @@ export type GoalState = typeof GoalState.Type
 export const GoalUpdate = Schema.Union(GoalState, Schema.Struct({ clear: Schema.Literal(true) }))
 export type GoalUpdate = typeof GoalUpdate.Type
 
+/**
+ * A background task of the thread, as the model's state shows it (DeerFlow's `BackgroundTaskState`): one of the
+ * thread's MCP tasks, projected from their records at a run's start. `task_name` is the server's tool name with
+ * the prompt's tags neutralised; `updated_at` an ISO time.
+ */
+export const BackgroundTask = Schema.Struct({
+  task_id: Schema.String,
+  task_name: Schema.String,
+  status: Schema.Literal("submitted", "working", "input_required", "completed", "failed", "cancelled"),
+  updated_at: Schema.String
+})
+export type BackgroundTask = typeof BackgroundTask.Type
+
+/** The most background tasks the state holds (DeerFlow's worker projects 20). */
+export const MAX_BACKGROUND_TASKS = 20
+
 /** The whole state of a thread. */
 export const ThreadState = Schema.Struct({
   messages: Schema.Array(Message),
@@ -215,7 +231,9 @@ export const ThreadState = Schema.Struct({
   token_usage: Schema.NullOr(TokenUsage),
   /** The delegation ledger (threads saved before it existed decode with an empty one). */
   delegations: Schema.optionalWith(Schema.Array(DelegationEntry), { default: () => [] }),
-  goal: Schema.optionalWith(Schema.NullOr(GoalState), { default: () => null })
+  goal: Schema.optionalWith(Schema.NullOr(GoalState), { default: () => null }),
+  /** The thread's MCP tasks, newest first (absent until a run with the task runtime projected them). */
+  background_tasks: Schema.optional(Schema.Array(BackgroundTask))
 })
 export type ThreadState = typeof ThreadState.Type
 
@@ -255,6 +273,7 @@ export const StateUpdate = Schema.Struct({
   skill_context: Schema.optional(Schema.NullOr(Schema.Array(SkillEntry))),
   token_usage: Schema.optional(Schema.Array(TokenUsageDelta)),
   delegations: Schema.optional(Schema.NullOr(Schema.Array(DelegationEntry))),
-  goal: Schema.optional(Schema.NullOr(GoalUpdate))
+  goal: Schema.optional(Schema.NullOr(GoalUpdate)),
+  background_tasks: Schema.optional(Schema.NullOr(Schema.Array(BackgroundTask)))
 })
 export type StateUpdate = typeof StateUpdate.Type
