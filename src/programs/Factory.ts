@@ -63,6 +63,7 @@ import type * as SkillSecrets from "../services/SkillSecrets.js"
 import * as SkillManage from "./SkillManage.js"
 import * as SubagentRunners from "./SubagentRunners.js"
 import * as Subagents from "./Subagents.js"
+import * as BackgroundTasks from "./BackgroundTasks.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 import type { RunSettings } from "./RuntimeSettings.js"
 import { SettingsError, settingsOf } from "./RuntimeSettings.js"
@@ -526,6 +527,10 @@ export const layer = (
           )
           if (Either.isLeft(resolved)) return yield* failed(resolved.left)
           const { admin, secrets, settings: _, role: _role, ...rest } = input
+          // (the thread's MCP tasks as its state shows them, when the gateway tracks them: DeerFlow's projection)
+          const backgroundTasks = Option.isSome(tasks) && input.userId !== undefined && input.threadId !== undefined
+            ? yield* BackgroundTasks.project(tasks.value, input.threadId, input.userId)
+            : undefined
           const options = {
             ...runOptions(resolved.right),
             admin: admin === true,
@@ -542,7 +547,7 @@ export const layer = (
               first = false
               for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
             }
-            return made.agent.turn({ ...rest, threadId, runId, options }, send)
+            return made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send)
           }))
           if (Either.isLeft(held)) return yield* failed(held.left)
         })

@@ -40,7 +40,7 @@ import type * as Tool from "../services/Tool.js"
 import { ToolService } from "../services/ToolService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import type { ThreadState } from "../state/ThreadState.js"
+import type { BackgroundTask, ThreadState } from "../state/ThreadState.js"
 import * as AgentPrompt from "./AgentPrompt.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
 import * as Chains from "./Chains.js"
@@ -67,6 +67,8 @@ export interface TurnInput {
   readonly messages?: ReadonlyArray<Message> | undefined
   /** The thread's title to set with them (a client's input values). */
   readonly title?: string | undefined
+  /** The thread's background tasks to set with them (`background_tasks`, projected from the MCP task records). */
+  readonly backgroundTasks?: ReadonlyArray<BackgroundTask> | undefined
   /** Files uploaded with this message (`additional_kwargs.files`, read by the Uploads middleware). */
   readonly files?: ReadonlyArray<unknown> | undefined
   /** Run options: the model name to route to, recursion limit, non-interactive, ... */
@@ -287,6 +289,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         userId: input.userId,
         input: turnMessages(input),
         title: input.title,
+        backgroundTasks: input.backgroundTasks,
         systemPrompt,
         options: { recursionLimit: app.config.recursion_limit, ...input.options }
       })

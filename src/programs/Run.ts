@@ -46,7 +46,7 @@ import { ToolService } from "../services/ToolService.js"
 import type { AIMessage, Message, ToolCall } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { ReducerError } from "../state/Reducers.js"
-import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
+import type { BackgroundTask, StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { extend } from "../state/internal/Objects.js"
 import * as PartialAnswer from "./PartialAnswer.js"
@@ -65,6 +65,8 @@ export interface RunInput {
   readonly input: ReadonlyArray<Message> | ((state: ThreadState) => ReadonlyArray<Message>)
   /** The thread's title to set with the input (a client's input values). */
   readonly title?: string | undefined
+  /** The thread's background tasks to set with the input (DeerFlow's worker projects them into its input). */
+  readonly backgroundTasks?: ReadonlyArray<BackgroundTask> | undefined
   /** The static system prompt. */
   readonly systemPrompt?: string | undefined
   readonly options?: Partial<RunOptions> | undefined
@@ -493,8 +495,9 @@ export const execute = <E = never, R = never>(
       const open = interruptedResults(state.messages)
       const messages = typeof input.input === "function" ? input.input(state) : input.input
       const title = input.title !== undefined && input.title !== state.title ? { title: input.title } : {}
-      if (open.length > 0 || messages.length > 0 || "title" in title) {
-        yield* holder.service.update({ messages: [...open, ...messages], ...title })
+      const tasks = input.backgroundTasks === undefined ? {} : { background_tasks: input.backgroundTasks }
+      if (open.length > 0 || messages.length > 0 || "title" in title || "background_tasks" in tasks) {
+        yield* holder.service.update({ messages: [...open, ...messages], ...title, ...tasks })
       }
       return yield* Context.get(ports, AgentHooks).around(loop(step)).pipe(
         Effect.provide(inRun),

@@ -21,6 +21,25 @@ export const ACTIVE: ReadonlyArray<TaskStatus> = ["submitted", "working", "input
 /** Statuses of a task that ended. */
 export const TERMINAL: ReadonlyArray<TaskStatus> = ["completed", "failed", "cancelled"]
 
+/** Statuses whose snapshot is told to the user: a notification run on the thread (DeerFlow's `ATTENTION`). */
+export const ATTENTION: ReadonlyArray<TaskStatus> = ["input_required", "completed", "failed", "cancelled"]
+
+/**
+ * Where the telling of a task's latest event stands (DeerFlow's `notification_status`): `none` (nothing to tell),
+ * `pending`, `claimed` (a process is launching its run), `dispatched` (its run started), `retry`, `delivered`
+ * (its run succeeded), `dead_letter` (given up).
+ */
+export const NotificationStatus = Schema.Literal(
+  "none",
+  "pending",
+  "claimed",
+  "dispatched",
+  "retry",
+  "delivered",
+  "dead_letter"
+)
+export type NotificationStatus = typeof NotificationStatus.Type
+
 /** A result kept elsewhere by the server (DeerFlow's `result_artifact`). */
 export interface ResultArtifact {
   readonly uri: string
@@ -76,6 +95,24 @@ export interface TaskRecord extends TaskState {
   readonly completed_at: number | null
   readonly created_at: number
   readonly updated_at: number
+  /** Its notifications (DeerFlow's outbox columns): see `mcptasks/Notifications`. */
+  readonly notification_status: NotificationStatus
+  /** sha256 of the latest event told or to tell (its canonical JSON). */
+  readonly event_fingerprint: string | null
+  /** Events seen (one more each time the event changes), and the last one told. */
+  readonly event_version: number
+  readonly notified_version: number
+  /** The event being told: its version, its launch attempt (its run's idempotency key) and its snapshot. */
+  readonly dispatch_version: number | null
+  readonly dispatch_attempt: number
+  readonly dispatch_event: JsonObject | null
+  readonly notification_run_id: string | null
+  readonly notification_error: string | null
+  /** Failed tellings of the event in a row (five: dead letter). */
+  readonly notification_attempt_count: number
+  readonly next_notification_at: number | null
+  readonly notification_lease_owner: string | null
+  readonly notification_lease_expires_at: number | null
 }
 
 /** What names a new task: whose, where, on which server, and its first poll. */
@@ -110,7 +147,20 @@ export const submitted = (task: NewTask, now: number): TaskRecord => ({
   last_cancel_error: null,
   completed_at: null,
   created_at: now,
-  updated_at: now
+  updated_at: now,
+  notification_status: "none",
+  event_fingerprint: null,
+  event_version: 0,
+  notified_version: 0,
+  dispatch_version: null,
+  dispatch_attempt: 0,
+  dispatch_event: null,
+  notification_run_id: null,
+  notification_error: null,
+  notification_attempt_count: 0,
+  next_notification_at: null,
+  notification_lease_owner: null,
+  notification_lease_expires_at: null
 })
 
 /** Why a task operation failed. */

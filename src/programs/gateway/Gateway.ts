@@ -313,7 +313,10 @@ export const layer = (options: Options) => {
 
   const reload = options.reload === undefined ? undefined : watch(options.reload, redact)
   // (the MCP task runtime, when `mcp_tasks.enabled`: the agents' task tools and the mcp-tasks endpoints read it)
-  const tasks = McpTaskWiring.layer(app, redact)
+  const taskRecords = McpTaskWiring.recordsLayer(app)
+  const tasks = McpTaskWiring.layer(app, redact, taskRecords)
+  // (and its notifier, which starts runs: once the run manager settled what a previous process left)
+  const notifier = McpTaskWiring.notifierLayer(app, taskRecords)
   const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload, tasks)
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
@@ -422,6 +425,7 @@ export const layer = (options: Options) => {
     Layer.provideMerge(httpServer({ host, port })),
     // scheduled tasks start once the runs a previous process left are settled
     Layer.provideMerge(scheduling),
+    Layer.provideMerge(notifier ?? Layer.empty),
     // LangGraph's store: beside the threads and the scheduled tasks
     Layer.provideMerge(StoreWiring.layer(app)),
     Layer.provideMerge(recovered),

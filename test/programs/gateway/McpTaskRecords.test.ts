@@ -70,8 +70,8 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
       ])
       assert.strictEqual(takenA.length + takenB.length, 1)
       const [holder, other] = takenA.length === 1 ? ["a", "b"] : ["b", "a"]
-      assert.isFalse(await run(a.applySnapshot("task-1", other, done, null, NOW + 1)))
-      assert.isTrue(await run(a.applySnapshot("task-1", holder, done, null, NOW + 1)))
+      assert.isFalse(await run(a.applySnapshot(record("task-1"), other, done, null, NOW + 1)))
+      assert.isTrue(await run(a.applySnapshot(record("task-1"), holder, done, null, NOW + 1)))
       const read = Option.getOrThrow(await run(b.get("task-1", "alice")))
       assert.deepStrictEqual([read.status, read.result, read.completed_at, read.lease_owner], [
         "completed",
@@ -95,7 +95,7 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
       assert.strictEqual((await run(a.claimDue(NOW, "a", 60_000, 8))).length, 1)
       const asked = Option.getOrThrow(await run(b.requestCancel("task-3", "t1", "alice", NOW + 1)))
       assert.strictEqual(asked.cancel_requested_at, NOW + 1)
-      assert.isFalse(await run(a.applySnapshot("task-3", "a", done, null, NOW + 2)))
+      assert.isFalse(await run(a.applySnapshot(record("task-3"), "a", done, null, NOW + 2)))
       assert.deepStrictEqual(await run(a.list("t1", "alice", 50, true)).then((r) => r.map((t) => t.id)), ["task-3"])
       const [ca, cb] = await Promise.all([
         run(a.claimCancels(NOW + 2, "a", 60_000, 8)),
@@ -103,7 +103,7 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
       ])
       assert.strictEqual(ca.length + cb.length, 1)
       const holder = ca.length === 1 ? "a" : "b"
-      assert.isTrue(await run(a.applyCancel("task-3", holder, { ...done, status: "cancelled", result: null }, NOW + 3)))
+      assert.isTrue(await run(a.applyCancel(record("task-3"), holder, { ...done, status: "cancelled", result: null }, NOW + 3)))
       const ended = Option.getOrThrow(await run(a.get("task-3", "alice")))
       assert.strictEqual(ended.status, "cancelled")
       assert.deepStrictEqual(await run(a.list("t1", "alice", 50, true)), [])

@@ -34,16 +34,16 @@ export const itemOf = (record: TaskRecord, degradedAfter: number): typeof Api.Mc
   cancel_requested: record.cancel_requested_at !== null
 })
 
-/** A task as its own endpoint shows it (DeerFlow's `_detail`; Antler sends no notifications: `none`). */
+/** A task as its own endpoint shows it (DeerFlow's `_detail`, with where its notification stands). */
 export const detailOf = (record: TaskRecord, degradedAfter: number): typeof Api.McpTaskDetail.Type => ({
   ...itemOf(record, degradedAfter),
   last_polled_at: iso(record.last_polled_at),
   last_poll_error: short(record.last_poll_error),
   last_cancel_error: short(record.last_cancel_error),
   cancel_attempt_count: record.cancel_attempt_count,
-  notification_status: "none",
-  notification_error: null,
-  notification_attempt_count: 0,
+  notification_status: record.notification_status,
+  notification_error: short(record.notification_error),
+  notification_attempt_count: record.notification_attempt_count,
   result: record.result,
   result_preview: record.result_preview,
   result_truncated: record.result_truncated,

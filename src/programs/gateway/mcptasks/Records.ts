@@ -17,6 +17,7 @@ import type { TaskRecord } from "../../../services/McpTasks.js"
 import { ACTIVE, TaskStatus, TERMINAL } from "../../../services/McpTasks.js"
 import type { Snapshot } from "../../../layers/mcp/TaskDriver.js"
 import type { Sql } from "../scheduler/TaskStore.js"
+import * as Notifications from "./Notifications.js"
 
 /** The table (the same statements for SQLite and PostgreSQL). */
 export const MIGRATIONS: ReadonlyArray<string> = [
@@ -51,7 +52,8 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     last_cancel_error TEXT,
     completed_at BIGINT,
     created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
+    updated_at BIGINT NOT NULL,
+    ${Notifications.COLUMNS_SQL.join(",\n    ")}
   )`,
   // (one record per remote task of a server and user: DeerFlow's uq_mcp_tasks_user_server_remote)
   `CREATE UNIQUE INDEX IF NOT EXISTS antler_mcp_tasks_remote
@@ -60,6 +62,9 @@ export const MIGRATIONS: ReadonlyArray<string> = [
   `CREATE INDEX IF NOT EXISTS antler_mcp_tasks_due ON antler_mcp_tasks (status, next_poll_at)`,
   `CREATE INDEX IF NOT EXISTS antler_mcp_tasks_cancel ON antler_mcp_tasks (cancel_requested_at, next_cancel_at)`
 ]
+
+/** What runs after `MIGRATIONS` on a table an earlier build made: the notification columns (`Notifications`). */
+export const LATER = [Notifications.INDEX_SQL]
 
 const COLUMNS = [
   "id",
@@ -92,7 +97,8 @@ const COLUMNS = [
   "last_cancel_error",
   "completed_at",
   "created_at",
-  "updated_at"
+  "updated_at",
+  ...Notifications.COLUMNS
 ] as const
 
 const Text = Schema.NullOr(Schema.String)
@@ -132,7 +138,8 @@ const Row = Schema.Struct({
   last_cancel_error: Text,
   completed_at: Time,
   created_at: Int,
-  updated_at: Int
+  updated_at: Int,
+  ...Notifications.ROW_FIELDS
 })
 const decodeRows = Schema.decodeUnknownEither(Schema.Array(Row))
 
@@ -147,7 +154,8 @@ const recordsOf = (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Ta
       Effect.succeed(decoded.map((row): TaskRecord => ({
         ...row,
         result_truncated: row.result_truncated !== 0,
-        input_required: row.input_required as TaskRecord["input_required"]
+        input_required: row.input_required as TaskRecord["input_required"],
+        dispatch_event: row.dispatch_event as TaskRecord["dispatch_event"]
       })))
   })
 
@@ -158,6 +166,7 @@ const columnValue = (key: (typeof COLUMNS)[number], record: TaskRecord): unknown
     case "result":
     case "result_artifact":
     case "input_required":
+    case "dispatch_event":
     case "driver_data":
       return json(record[key])
     case "result_truncated":
@@ -195,7 +204,13 @@ export class Duplicate {
 export const make = (sql: Sql) =>
   Effect.gen(function*() {
     for (const statement of MIGRATIONS) yield* sql.query(statement, [])
+    yield* Notifications.addColumns(sql)
+    for (const statement of LATER) yield* sql.query(statement, [])
     const SELECT = `SELECT ${COLUMNS.join(", ")} FROM antler_mcp_tasks`
+    const notifications = Notifications.make(
+      sql,
+      (where, params) => Effect.flatMap(sql.query(`${SELECT} ${where}`, params), recordsOf)
+    )
     const byId = (id: string) =>
       Effect.map(
         Effect.flatMap(sql.query(`${SELECT} WHERE id = ?`, [id]), recordsOf),
@@ -265,29 +280,43 @@ export const make = (sql: Sql) =>
           owner,
           leaseMs
         ),
-      /** Writes a poll's answer, if `owner` still holds the task (and no cancel was asked); whether it did. */
-      applySnapshot: (id: string, owner: string, snapshot: Snapshot, nextPollAt: number | null, now: number) => {
+      /**
+       * Writes a poll's answer, if `owner` still holds the task (and no cancel was asked), with its event when it
+       * has one (`Notifications`); whether it did.
+       */
+      applySnapshot: (task: TaskRecord, owner: string, snapshot: Snapshot, nextPollAt: number | null, now: number) => {
         const set = snapshotSet(snapshot)
+        const event = Notifications.recordEvent(Notifications.eventOf({ ...task, ...snapshot }, false, null), now)
         const ended = TERMINAL.includes(snapshot.status)
         return Effect.map(
           sql.query(
             `UPDATE antler_mcp_tasks SET ${set.text}, next_poll_at = ?, last_polled_at = ?, last_poll_error = NULL, ` +
               "consecutive_poll_error_count = 0, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, " +
-              `completed_at = ? WHERE id = ? AND lease_owner = ? AND lease_expires_at >= ? AND ${NOT_ENDED} ` +
-              "AND cancel_requested_at IS NULL RETURNING id",
-            [...set.values, nextPollAt, now, now, ended ? now : null, id, owner, now]
+              `completed_at = ?${event.text} WHERE id = ? AND lease_owner = ? AND lease_expires_at >= ? ` +
+              `AND ${NOT_ENDED} AND cancel_requested_at IS NULL RETURNING id`,
+            [...set.values, nextPollAt, now, now, ended ? now : null, ...event.values, task.id, owner, now]
           ),
           (rows) => rows.length === 1
         )
       },
-      /** Gives a task back after a failed poll: polled again at `nextPollAt`, one more error in a row. */
-      releasePoll: (id: string, owner: string, nextPollAt: number, error: string, now: number) =>
-        Effect.asVoid(sql.query(
+      /**
+       * Gives a task back after a failed poll: polled again at `nextPollAt`, one more error in a row; with the
+       * event of its tracking degraded once that makes `degradedAfter`.
+       */
+      releasePoll: (task: TaskRecord, owner: string, nextPollAt: number, error: string, now: number,
+        degradedAfter: number) => {
+        const degraded = task.consecutive_poll_error_count + 1 >= degradedAfter
+        const event = Notifications.recordEvent(
+          degraded ? Notifications.eventOf(task, true, error) : undefined,
+          now
+        )
+        return Effect.asVoid(sql.query(
           "UPDATE antler_mcp_tasks SET next_poll_at = ?, last_poll_error = ?, " +
             "consecutive_poll_error_count = consecutive_poll_error_count + 1, lease_owner = NULL, " +
-            "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
-          [nextPollAt, error, now, id, owner]
-        )),
+            `lease_expires_at = NULL, updated_at = ?${event.text} WHERE id = ? AND lease_owner = ?`,
+          [nextPollAt, error, now, ...event.values, task.id, owner]
+        ))
+      },
       /**
        * Asks for the user's task of that thread to be cancelled (once: a second request changes nothing), and
        * drops a poll's lease so the cancel is not held up; the task as it is then, or none.
@@ -320,15 +349,16 @@ export const make = (sql: Sql) =>
           leaseMs
         ),
       /** Writes a cancel's answer (a status that ended), if `owner` still holds the task. */
-      applyCancel: (id: string, owner: string, snapshot: Snapshot, now: number) => {
+      applyCancel: (task: TaskRecord, owner: string, snapshot: Snapshot, now: number) => {
         const set = snapshotSet(snapshot)
+        const event = Notifications.recordEvent(Notifications.eventOf({ ...task, ...snapshot }, false, null), now)
         return Effect.map(
           sql.query(
             `UPDATE antler_mcp_tasks SET ${set.text}, next_poll_at = NULL, next_cancel_at = NULL, ` +
               "last_cancel_error = NULL, lease_owner = NULL, lease_expires_at = NULL, completed_at = ?, " +
-              "updated_at = ? " +
+              `updated_at = ?${event.text} ` +
               `WHERE id = ? AND lease_owner = ? AND lease_expires_at >= ? AND ${NOT_ENDED} RETURNING id`,
-            [...set.values, now, now, id, owner, now]
+            [...set.values, now, now, ...event.values, task.id, owner, now]
           ),
           (rows) => rows.length === 1
         )
@@ -339,7 +369,9 @@ export const make = (sql: Sql) =>
           "UPDATE antler_mcp_tasks SET next_cancel_at = ?, last_cancel_error = ?, lease_owner = NULL, " +
             "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
           [nextCancelAt, error, now, id, owner]
-        ))
+        )),
+      /** The notifications of the tasks (see `Notifications`). */
+      notifications
     }
   })
 

@@ -151,13 +151,20 @@ export const make = (
         if (Either.isLeft(answer) && !answer.left.permanent) {
           const failures = record.consecutive_poll_error_count
           const error = redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
-          yield* records.releasePoll(record.id, owner, now + backoffMs(failures), error, now)
+          yield* records.releasePoll(
+            record,
+            owner,
+            now + backoffMs(failures),
+            error,
+            now,
+            config.tracking_degraded_after_errors
+          )
           return
         }
         const snapshot: TaskDriver.Snapshot = Either.isRight(answer)
           ? answer.right
           : { ...FAILED, error: redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS) }
-        yield* records.applySnapshot(record.id, owner, snapshot, nextPollAt(snapshot, now), now)
+        yield* records.applySnapshot(record, owner, snapshot, nextPollAt(snapshot, now), now)
       })
 
     const cancelOne = (record: TaskRecord) =>
@@ -181,7 +188,7 @@ export const make = (
           yield* records.releaseCancel(record.id, owner, now + backoffMs(attempts), error, now)
           return
         }
-        yield* records.applyCancel(record.id, owner, answer.right, now)
+        yield* records.applyCancel(record, owner, answer.right, now)
       })
 
     /** One pass: the cancels due, then the polls due (each failure is the task's, never the pass's). */
