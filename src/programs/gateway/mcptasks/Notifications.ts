@@ -151,7 +151,11 @@ export const recordEvent = (event: Event | undefined, now: number) => {
   const parts: Array<[string, string, ReadonlyArray<unknown>]> = [
     ["event_version", `CASE WHEN ${changed} THEN event_version + 1 ELSE event_version END`, [print]],
     ["notification_status", `CASE WHEN ${idle} THEN 'pending' ELSE notification_status END`, [print]],
-    ["next_notification_at", `CASE WHEN ${idle} THEN ? ELSE next_notification_at END`, [print, now]],
+    // (a time in a CASE is cast: PostgreSQL would read a bare parameter there as text)
+    ["next_notification_at", `CASE WHEN ${idle} THEN CAST(? AS BIGINT) ELSE next_notification_at END`, [
+      print,
+      now
+    ]],
     ["notification_error", `CASE WHEN ${idle} THEN NULL ELSE notification_error END`, [print]],
     ["notification_attempt_count", `CASE WHEN ${idle} THEN 0 ELSE notification_attempt_count END`, [print]],
     ["dispatch_version", `CASE WHEN ${idle} THEN NULL ELSE dispatch_version END`, [print]],
@@ -264,7 +268,8 @@ export const make = (sql: Sql, read: Read) => {
         ? update(
           "notified_version = ?, " +
             "notification_status = CASE WHEN event_version > ? THEN 'pending' ELSE 'delivered' END, " +
-            "next_notification_at = CASE WHEN event_version > ? THEN ? ELSE NULL END, dispatch_version = NULL, " +
+            "next_notification_at = CASE WHEN event_version > ? THEN CAST(? AS BIGINT) ELSE NULL END, " +
+            "dispatch_version = NULL, " +
             "dispatch_attempt = 0, dispatch_event = NULL, notification_run_id = NULL, notification_error = NULL, " +
             "notification_attempt_count = 0, notification_lease_owner = NULL, notification_lease_expires_at = NULL " +
             `WHERE ${guard(["dispatched"])}`,
@@ -289,7 +294,7 @@ export const make = (sql: Sql, read: Read) => {
       update(
         "notification_status = CASE WHEN event_version > ? THEN 'pending' ELSE 'dead_letter' END, " +
           "notification_error = CASE WHEN event_version > ? THEN NULL ELSE ? END, " +
-          "next_notification_at = CASE WHEN event_version > ? THEN ? ELSE NULL END, " +
+          "next_notification_at = CASE WHEN event_version > ? THEN CAST(? AS BIGINT) ELSE NULL END, " +
           "notification_attempt_count = CASE WHEN event_version > ? THEN 0 ELSE notification_attempt_count + ? END, " +
           "dispatch_version = NULL, dispatch_attempt = 0, dispatch_event = NULL, notification_run_id = NULL, " +
           "notification_lease_owner = NULL, notification_lease_expires_at = NULL " +
