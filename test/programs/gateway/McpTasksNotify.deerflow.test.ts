@@ -66,6 +66,7 @@ const SERVER = `
 `
 
 let gateway: TestGateway
+let options: Support.StartOptions
 const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
 const call = Requests.api(() => gateway)
 
@@ -88,7 +89,7 @@ beforeAll(async () => {
       }
     }
   }))
-  gateway = await Support.start({
+  options = {
     script: (body) => {
       if (isNotification(body)) return "Your report is ready."
       if (body.messages.at(-1)?.role === "tool") return "Done."
@@ -109,7 +110,8 @@ beforeAll(async () => {
     },
     source: Path.join(dir, "config.yaml"),
     config: { gateway: Support.twoUsers, mcp_tasks: { enabled: true, poll_interval_seconds: 1 } }
-  })
+  }
+  gateway = await Support.start(options)
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()
@@ -282,5 +284,23 @@ describe("MCP task notifications (mcp_tasks.enabled)", () => {
     assert.deepStrictEqual(await Requests.ok(await call(Support.BOB, `/threads/${own}/runs`)), [])
     assert.strictEqual((await call(Support.BOB, `/threads/${threadId}/mcp-tasks/${taskId}`)).status, 404)
     assert.strictEqual((await call(Support.BOB, `/threads/${threadId}/state`)).status, 404)
+  }, SLOW)
+
+  it("are told once by gateway processes sharing the database", async () => {
+    // (a second process over the same data directory: the same SQLite file, its own poller and notifier)
+    const peer = await Support.start({ ...options, home: gateway.home })
+    try {
+      const threadId = await newThread(Support.ALICE)
+      const [taskId] = await submit(threadId, "start twins")
+      await notified(threadId, 1)
+      await new Promise((resolve) => setTimeout(resolve, 3000))
+      assert.strictEqual((await notificationRuns(threadId)).length, 1)
+      const told = [...gateway.scripted.requests, ...peer.scripted.requests].filter((body) =>
+        isNotification(body) && Support.lastUserText(body).includes(taskId!)
+      )
+      assert.strictEqual(told.length, 1)
+    } finally {
+      await peer.stop()
+    }
   }, SLOW)
 })
