@@ -147,6 +147,26 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
     }
   }, 120_000)
 
+  it("launch no more than `limit` notification runs at once, across threads (a storm waits its turn)", async () => {
+    const [a, b, close] = await open()
+    try {
+      for (const n of [7, 8, 9]) await polled(a, record(`n-${n}`, `s${n}`), [snapshot({ result: n })])
+      const at = T(4)
+      const first = await run(a.notifications.claim(at, "a", LEASE, 2, 3))
+      assert.deepStrictEqual(first.map((t) => t.notification_status), ["claimed", "claimed"])
+      for (const task of first) await run(a.notifications.dispatched(task.id, "a", 1, `run-${task.id}`, at))
+      // (another process, too, only follows the two going)
+      const followed = await run(b.notifications.claim(at + 1, "b", LEASE, 2, 3))
+      assert.deepStrictEqual(followed.map((t) => t.notification_status), ["dispatched", "dispatched"])
+      await run(b.notifications.finish(followed[0]!.id, "b", 1, true, null, null, at + 1))
+      await run(b.notifications.defer(followed[1]!.id, "b", 1, at + LEASE, at + 1))
+      const third = await run(a.notifications.claim(at + 2, "a", LEASE, 2, 3))
+      assert.deepStrictEqual(third.map((t) => [t.id, t.notification_status]), [["n-9", "claimed"]])
+    } finally {
+      await close()
+    }
+  }, 120_000)
+
   it("record the event of a task whose tracking degraded (once, with the last poll error)", async () => {
     const [a, , close] = await open()
     try {

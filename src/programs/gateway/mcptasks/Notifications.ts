@@ -188,7 +188,8 @@ export const make = (sql: Sql, read: Read) => {
 
   /**
    * Takes the events due at `now` for `owner` until `now + leaseMs`: at most `limit`, oldest due first, one per
-   * thread, and none of a thread whose earlier event's run is still going (a storm of events is told one by one).
+   * thread, and none of a thread whose earlier event's run is still going (a storm of events is told one by one);
+   * while `limit` notification runs go (of every process sharing the database), none is launched, only followed.
    * An event not yet launched is rebuilt from the task as it is now (its latest; its tracking degraded after
    * `degradedAfter` failed polls in a row).
    */
@@ -201,12 +202,17 @@ export const make = (sql: Sql, read: Read) => {
           "AND o.notification_status = 'dispatched')) ORDER BY next_notification_at, id LIMIT ?",
         [now, now, limit * 4]
       )
+      const going = yield* sql.query(
+        "SELECT COUNT(*) AS n FROM antler_mcp_tasks WHERE notification_status = 'dispatched'",
+        []
+      )
+      let slots = limit - Number(going[0]?.n ?? 0)
       const threads = new Set<string>()
       const taken: Array<TaskRecord> = []
       for (const row of found) {
         if (taken.length === limit) break
         const launching = row.notification_status !== "dispatched"
-        if (launching && threads.has(row.thread_id)) continue
+        if (launching && (threads.has(row.thread_id) || slots <= 0)) continue
         const rebuild = row.notification_status === "pending" || row.notification_status === "claimed" ||
           (row.notification_status === "retry" && row.dispatch_version !== row.event_version)
         const fresh = row.dispatch_version !== row.event_version
@@ -223,7 +229,10 @@ export const make = (sql: Sql, read: Read) => {
           [owner, now + leaseMs, ...values, row.id, now, row.event_version, row.notification_status]
         )
         if (!took) continue
-        if (launching) threads.add(row.thread_id)
+        if (launching) {
+          threads.add(row.thread_id)
+          slots--
+        }
         const current = yield* read("WHERE id = ?", [row.id])
         taken.push(...current)
       }
