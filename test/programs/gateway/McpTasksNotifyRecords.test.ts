@@ -65,6 +65,18 @@ const snapshot = (fields: Partial<Snapshot>): Snapshot => ({
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 
+const config: McpTasksConfig = {
+  enabled: true,
+  poll_interval_seconds: 1,
+  lease_seconds: 60,
+  max_concurrent_polls: 8,
+  max_poll_backoff_seconds: 1,
+  input_required_poll_interval_seconds: 60,
+  tracking_degraded_after_errors: 3,
+  max_result_bytes: 65_536,
+  result_preview_max_chars: 2_000
+}
+
 /** Applies `answer` as a poll of task `id` at `at` (the task due then); polled again right after. */
 const poll = async (store: Records.Service, id: string, answer: Snapshot, at: number) => {
   const claimed = (await run(store.claimDue(at, "poller", LEASE, 8))).find((task) => task.id === id)
@@ -189,21 +201,48 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
     }
   }, 120_000)
 
+  it("try a busy thread again later, follow the run while it goes, deliver on its success", async () => {
+    const [a, , close] = await open()
+    try {
+      await polled(a, record("n-10", "t10"), [snapshot({ result: "ok" })])
+      const answers: Array<"busy" | "ok"> = ["busy", "ok"]
+      const outcomes: Array<"running" | "success"> = ["running", "success"]
+      const keys: Array<string> = []
+      const launcher: Launcher = {
+        launch: (_task, _event, key) =>
+          Effect.suspend(() => {
+            keys.push(key)
+            return answers.shift() === "busy"
+              ? Effect.fail({ reason: "busy" as const, message: "Thread t10 already has a run in progress" })
+              : Effect.succeed("run-10")
+          }),
+        outcome: (runId) => Effect.sync(() => (runId === "run-10" ? outcomes.shift()! : "missing"))
+      }
+      const pass = Notifier.make(config, a.notifications, launcher, "a")
+      const read = async () => Option.getOrThrow(await run(a.get("n-10", "alice")))
+      let at = T(4)
+      await run(Effect.withClock(pass, clockAt(at)))
+      const busy = await read()
+      assert.deepStrictEqual(
+        [busy.notification_status, busy.notification_attempt_count, busy.notification_error],
+        ["pending", 0, "Thread t10 already has a run in progress"]
+      )
+      for (const expected of ["dispatched", "dispatched", "delivered"]) {
+        at += 2_000
+        await run(Effect.withClock(pass, clockAt(at)))
+        assert.strictEqual((await read()).notification_status, expected)
+      }
+      assert.deepStrictEqual(keys, ["mcp-task:n-10:1:0", "mcp-task:n-10:1:0"])
+      assert.strictEqual((await read()).notified_version, 1)
+    } finally {
+      await close()
+    }
+  }, 120_000)
+
   it("give an event up after the fifth failed telling, saying why", async () => {
     const [a, , close] = await open()
     try {
       await polled(a, record("n-5", "t5"), [snapshot({ result: "ok" })])
-      const config: McpTasksConfig = {
-        enabled: true,
-        poll_interval_seconds: 1,
-        lease_seconds: 60,
-        max_concurrent_polls: 8,
-        max_poll_backoff_seconds: 1,
-        input_required_poll_interval_seconds: 60,
-        tracking_degraded_after_errors: 3,
-        max_result_bytes: 65_536,
-        result_preview_max_chars: 2_000
-      }
       const launches: Array<string> = []
       const launcher: Launcher = {
         launch: (_task, _event, key) =>
