@@ -1,12 +1,14 @@
 /**
- * What a role changes in the agent of a run (`authorization.enabled`): the model it may use, and the deferred tools
- * `tool_search` may list. The tools each request offers and each call are decided by the Authorization middleware.
+ * What a role changes in the agent of a run (`authorization.enabled`): the model it may use, the deferred tools
+ * `tool_search` may list (a tool its `tools` policy hides, or whose MCP server its `mcp_servers` policy denies), and
+ * the skills the agent lists and activates (its `skills` policy). The tools each request offers and each call are
+ * decided by the Authorization middleware.
  */
 import * as Effect from "effect/Effect"
-import * as RbacAuthorization from "../layers/RbacAuthorization.js"
-import type { AppConfig, ModelConfig } from "../services/AppConfig.js"
+import type { ModelConfig } from "../services/AppConfig.js"
 import * as Authz from "../services/Authorization.js"
-import type * as ToolAssembly from "./ToolAssembly.js"
+import type * as Skills from "../services/Skills.js"
+import type { Deferred } from "./Chains.js"
 
 /** What of a resolved run the model choice changes (`Factory.Resolved`). */
 interface ModelChoice {
@@ -53,20 +55,26 @@ export const authorizeModel = <R extends ModelChoice>(
     return yield* new Authz.AuthorizationError({ message: "No models are authorized for the current role." })
   })
 
+/** The MCP server of each MCP tool of an assembly (`ToolAssembly`'s entries). */
+export const mcpServersOf = (
+  entries: ReadonlyArray<{ readonly name: string; readonly source: string; readonly server?: string | undefined }>
+): Authz.McpServers =>
+  new Map(entries.flatMap((e) => e.source === "mcp" && e.server !== undefined ? [[e.name, e.server] as const] : []))
+
 /** The deferred tools of an agent built for `role`, without those the role may not see. */
 export const deferredFor = (
-  config: AppConfig,
-  role: string | undefined,
-  deferred: ToolAssembly.Assembly["deferred"]
-): Effect.Effect<ToolAssembly.Assembly["deferred"]> =>
+  authz: Authz.Authorization | undefined,
+  role: string | null | undefined,
+  deferred: Deferred | undefined,
+  servers: Authz.McpServers = new Map()
+): Effect.Effect<Deferred | undefined> =>
   Effect.gen(function*() {
-    const authz = RbacAuthorization.fromConfig(config.authorization)
     if (authz === undefined || deferred === undefined) return deferred
-    const names = new Set(yield* Authz.visible(
+    const names = new Set(yield* Authz.visibleTools(
       authz,
       Authz.principalOf({ role }, authz.defaultRole),
-      "tool",
-      deferred.tools.map((t) => t.name)
+      deferred.tools.map((t) => t.name),
+      servers
     ))
     if (names.size === deferred.tools.length) return deferred
     return {
@@ -74,4 +82,22 @@ export const deferredFor = (
       tools: deferred.tools.filter((t) => names.has(t.name)),
       routes: deferred.routes?.filter((route) => names.has(route.name))
     }
+  })
+
+/**
+ * The skills an agent built for `role` may use: its `allowlist` (undefined: all) less the skills of the catalog the
+ * role may not load. Undefined (no limit) when the role is refused none and there was no allowlist.
+ */
+export const skillsFor = (
+  authz: Authz.Authorization | undefined,
+  role: string | null | undefined,
+  catalog: Skills.Catalog,
+  allowlist: ReadonlyArray<string> | undefined
+): Effect.Effect<ReadonlyArray<string> | undefined> =>
+  Effect.gen(function*() {
+    if (authz === undefined) return allowlist
+    const names = [...new Set(catalog.skills.map((s) => s.name))]
+      .filter((name) => allowlist === undefined || allowlist.includes(name))
+    const allowed = yield* Authz.visible(authz, Authz.principalOf({ role }, authz.defaultRole), "skill", names)
+    return allowlist === undefined && allowed.length === names.length ? undefined : allowed
   })

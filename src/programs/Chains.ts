@@ -66,6 +66,8 @@ export interface ChainOptions {
   readonly guardrail?: Guardrail.Service | undefined
   /** Role-based permissions (`authorization.enabled`); none when off. */
   readonly authorization?: Authorization.Authorization | undefined
+  /** The MCP server of each MCP tool, for the role's `mcp_servers` policy. */
+  readonly mcpServers?: Authorization.McpServers | undefined
   /** A circuit breaker to share with other agents of the app; by default the agent has its own. */
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /** MCP tools deferred behind `tool_search` (none: no deferral). */
@@ -99,6 +101,8 @@ export interface SubagentChainOptions {
   readonly config: AppConfig
   readonly guardrail?: Guardrail.Service | undefined
   readonly authorization?: Authorization.Authorization | undefined
+  /** The MCP server of each MCP tool, for the role's `mcp_servers` policy. */
+  readonly mcpServers?: Authorization.McpServers | undefined
   readonly breaker?: LLMErrorHandling.CircuitBreaker | undefined
   /**
    * The subagent's token budget (slot 20); default: `subagents.token_budget` of the configuration, on unless
@@ -126,6 +130,7 @@ export interface Parts {
   readonly config: AppConfig
   readonly guardrail: Guardrail.Service | undefined
   readonly authorization: Authorization.Authorization | undefined
+  readonly mcpServers: Authorization.McpServers | undefined
   readonly breaker: LLMErrorHandling.CircuitBreaker | undefined
   /** SafetyFinishReason's loaded detectors; undefined: the configuration's built-ins. */
   readonly safetyDetectors: ReadonlyArray<SafetyFinishReason.Detector> | undefined
@@ -169,7 +174,8 @@ const entries = {
       breaker: p.breaker,
       attemptsByModel: LLMErrorHandling.attemptsByModel(p.config.models)
     }),
-  Authorization: (p: Parts) => AuthorizationMW.entry(p.authorization!),
+  Authorization: (p: Parts) =>
+    AuthorizationMW.entry(p.authorization!, { mcpServers: p.mcpServers, skills: p.skills }),
   Guardrail: (p: Parts) =>
     GuardrailMW.entry(p.guardrail!, {
       failClosed: p.config.guardrails.fail_closed,
@@ -371,6 +377,7 @@ export const leadParts = (options: ChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
   authorization: options.authorization,
+  mcpServers: options.mcpServers,
   breaker: options.breaker,
   safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),
@@ -393,6 +400,7 @@ export const subagentParts = (options: SubagentChainOptions): Parts => ({
   config: options.config,
   guardrail: options.guardrail,
   authorization: options.authorization,
+  mcpServers: options.mcpServers,
   breaker: options.breaker,
   safetyDetectors: options.safetyDetectors,
   deferred: deferredOf(options),

@@ -392,7 +392,9 @@ export const layer = (
               ]
               const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
               // (a deferred tool the role may not see is not in `tool_search`'s catalog either)
-              const deferred = yield* AgentAuthorization.deferredFor(snap.app.config, r.role, assembly.deferred)
+              const servers = AgentAuthorization.mcpServersOf(assembly.entries)
+              const authz = RbacAuthorization.fromConfig(snap.app.config.authorization)
+              const deferred = yield* AgentAuthorization.deferredFor(authz, r.role, assembly.deferred, servers)
               const withRunner = r.subagents.enabled
                 ? Context.add(context, SubagentRunner, yield* runners.forAgent(snap, child))
                 : context
@@ -405,7 +407,8 @@ export const layer = (
                   routingHints: deferred === assembly.deferred
                     ? assembly.routingHints
                     : assembly.routingHints.filter((h) => deferred?.tools.some((t) => t.name === h.tool) ?? false),
-                  role: r.role
+                  role: r.role,
+                  mcpServers: servers
                 }),
                 child
               ).pipe(Effect.provide(withRunner))

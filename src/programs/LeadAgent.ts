@@ -41,6 +41,7 @@ import { ToolService } from "../services/ToolService.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { BackgroundTask, ThreadState } from "../state/ThreadState.js"
+import * as AgentAuthorization from "./AgentAuthorization.js"
 import * as AgentPrompt from "./AgentPrompt.js"
 import type * as SystemPrompt from "./SystemPrompt.js"
 import * as Chains from "./Chains.js"
@@ -146,6 +147,8 @@ export interface Options {
    * may see; each request is filtered again for the run's own user and role). Default: `default_role`.
    */
   readonly role?: string | null | undefined
+  /** The MCP server of each MCP tool among `tools` (the role's `mcp_servers` policy). */
+  readonly mcpServers?: Authz.McpServers | undefined
   readonly subagents?: {
     readonly maxConcurrent?: number | undefined
     readonly maxTotal?: number | undefined
@@ -210,6 +213,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const configured = Option.getOrUndefined(yield* Effect.serviceOption(ConfiguredMiddlewares))
       const registry = SkillsDirectory.make(app)
       const catalog = SkillsDirectory.catalogOf(app)
+      // (the skills the role it is built for may load: those it lists, activates and describes; its subagents too)
+      const skills = yield* AgentAuthorization.skillsFor(authorization, options.role, catalog, options.skills)
       const base = options.sandboxTools === false ? [] : yield* SandboxTools.tools({ vision: options.vision === true })
       const tools = Toolkit.make([
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
@@ -230,7 +235,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         maxConcurrent: options.subagents.maxConcurrent,
         maxTotal: options.subagents.maxTotal,
         toolGroups: options.subagents.toolGroups,
-        skills: options.skills
+        skills
       }
       const planned = Chains.chain({
         config: app.config,
@@ -239,10 +244,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         safetyDetectors,
         breaker: options.breaker,
         skills: registry,
-        skillAllowlist: options.skills,
-        usableSkills: catalog.skills.filter((s) =>
-          s.enabled && (options.skills === undefined || options.skills.includes(s.name))
-        ).length,
+        skillAllowlist: skills,
+        mcpServers: options.mcpServers,
+        usableSkills: catalog.skills.filter((s) => s.enabled && (skills === undefined || skills.includes(s.name)))
+          .length,
         memory,
         planMode: options.planMode,
         vision: options.vision,
@@ -260,11 +265,11 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const all = Context.get(ports, ToolService).definitions
       // (the tools the role the agent is built for may see: the prompt speaks of no other)
       const shown = authorization === undefined ? undefined : new Set(
-        yield* Authz.visible(
+        yield* Authz.visibleTools(
           authorization,
           Authz.principalOf({ role: options.role }, authorization.defaultRole),
-          "tool",
-          all.map((d) => d.name)
+          all.map((d) => d.name),
+          options.mcpServers
         )
       )
       const definitions = shown === undefined ? all : all.filter((d) => shown.has(d.name) || d.name === "tool_search")
@@ -273,7 +278,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         agentName: options.agentName,
         soul: options.soul,
         selfUpdate: options.selfUpdate,
-        skillAllowlist: options.skills,
+        skillAllowlist: skills,
         deferred: options.deferred,
         routingHints: options.routingHints,
         subagents: subagents === undefined ? undefined : {

@@ -52,6 +52,7 @@ import type { AIMessage, Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import type { Outcome, TokenUsage } from "../state/SubagentStatus.js"
 import type { StateUpdate } from "../state/ThreadState.js"
+import * as AgentAuthorization from "./AgentAuthorization.js"
 import * as Chains from "./Chains.js"
 import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import * as Run from "./Run.js"
@@ -312,16 +313,17 @@ export const make = (options: Options = {}) =>
       description: c.description
     }))
 
-    // One chain per (type, parent tool groups, skills, vision), built on first use and kept. An agent that
+    // One chain per (type, parent tool groups, skills, vision, role), built on first use and kept. An agent that
     // misses the tools of a failed MCP server is not kept: the next task tries the server again.
     const agentFor = (
       config: SubagentConfig,
       toolGroups: ReadonlyArray<string> | undefined,
       skills: ReadonlyArray<string> | undefined,
-      vision: boolean
+      vision: boolean,
+      role: string | undefined
     ) =>
       building.withPermits(1)(Effect.suspend(() => {
-        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision])
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null])
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
@@ -338,13 +340,17 @@ export const make = (options: Options = {}) =>
           const own = options.tools ?? []
           const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
           const names = new Set(tools.map((t) => t.name))
-          const deferredTools = assembly.deferred?.tools.filter((t) => names.has(t.name)) ?? []
-          const deferred = assembly.deferred === undefined || deferredTools.length === 0
+          const authorization = RbacAuthorization.fromConfig(app.config.authorization)
+          const servers = AgentAuthorization.mcpServersOf(assembly.entries)
+          // (the parent's role: a deferred tool it may not see is not in `tool_search`'s catalog)
+          const visible = yield* AgentAuthorization.deferredFor(authorization, role, assembly.deferred, servers)
+          const deferredTools = visible?.tools.filter((t) => names.has(t.name)) ?? []
+          const deferred = visible === undefined || deferredTools.length === 0
             ? undefined
             : {
-              ...assembly.deferred,
+              ...visible,
               tools: deferredTools,
-              routes: assembly.deferred.routes?.filter((r) => names.has(r.name))
+              routes: visible.routes?.filter((r) => names.has(r.name))
             }
           // the deferred tools are named in its prompt, with the routing hints of the tools it has (DeerFlow's
           // _build_initial_state): `tool_search` alone does not tell the model what it may find
@@ -356,7 +362,8 @@ export const make = (options: Options = {}) =>
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
-            authorization: RbacAuthorization.fromConfig(app.config.authorization),
+            authorization,
+            mcpServers: servers,
             safetyDetectors: safetyDetectors.right,
             breaker: options.breaker,
             tokenBudget: config.tokenBudget,
@@ -445,7 +452,14 @@ export const make = (options: Options = {}) =>
 
         const execute = Effect.gen(function*() {
           const skills = effectiveSkills(request.skills, config.skills)
-          const agent = yield* agentFor(config, request.toolGroups, skills, vision)
+          const role = parent.options.extra?.user_role
+          const agent = yield* agentFor(
+            config,
+            request.toolGroups,
+            skills,
+            vision,
+            typeof role === "string" ? role : undefined
+          )
           if (Either.isLeft(agent)) {
             return { status: "failed", error: `The subagent could not be built: ${agent.left}`, modelName } as Outcome
           }

@@ -10,6 +10,7 @@
  *
  * A provider failure (or an unknown role) denies under `fail_closed` (the default), else allows.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Guardrail from "./Guardrail.js"
@@ -121,31 +122,102 @@ export const allows = (
   )
 
 /**
- * The provider as a guardrail (DeerFlow's `GuardrailAuthorizationAdapter`): a tool call is `tool` / `call` of its
- * name by the principal of the run (its user and role; a missing role is the default role). A provider failure is
- * the guardrail's `GuardrailError`, which the middleware turns into a denial under `fail_closed`.
+ * The tools that run in the thread's sandbox (DeerFlow's `sandbox/tools.py`): with the role's `sandbox` policy
+ * denying, they are hidden and refused as the tools of its `tools` policy are.
  */
-export const asGuardrail = (authz: Authorization): Guardrail.Service => ({
+export const SANDBOX_TOOLS: ReadonlyArray<string> = [
+  "bash",
+  "ls",
+  "read_file",
+  "write_file",
+  "str_replace",
+  "glob",
+  "grep"
+]
+
+/** The sandbox's target in a `sandbox` / `execute` request: there is one sandbox per thread, DeerFlow's `default`. */
+export const SANDBOX_TARGET = "default"
+
+/** The MCP server of each MCP tool of an agent, by tool name (`ToolAssembly`'s entries). */
+export type McpServers = ReadonlyMap<string, string>
+
+/**
+ * The tools the principal may see, in order: those its `tool` policy shows, less an MCP tool whose server its
+ * `mcp_server` policy denies (`use`: a server it may not use contributes no tools), less the sandbox tools when its
+ * `sandbox` policy denies `execute`. A provider failure hides under `fail_closed`, as `visible` does.
+ */
+export const visibleTools = (
+  authz: Authorization,
+  principal: Principal,
+  names: ReadonlyArray<string>,
+  servers: McpServers = new Map()
+): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    const tools = yield* visible(authz, principal, "tool", names)
+    const used = [...new Set(tools.flatMap((name) => servers.get(name) ?? []))]
+    const usable = new Set(used.length === 0 ? [] : yield* visible(authz, principal, "mcp_server", used))
+    const sandbox = !tools.some((name) => SANDBOX_TOOLS.includes(name)) ||
+      (yield* allows(authz, principal, "sandbox", "execute", SANDBOX_TARGET))
+    return tools.filter((name) => {
+      const server = servers.get(name)
+      return (server === undefined || usable.has(server)) && (sandbox || !SANDBOX_TOOLS.includes(name))
+    })
+  })
+
+/**
+ * The provider as a guardrail (DeerFlow's `GuardrailAuthorizationAdapter`): a tool call is `tool` / `call` of its
+ * name by the principal of the run (its user and role; a missing role is the default role); then, for an MCP tool,
+ * `mcp_server` / `use` of its server, and for a sandbox tool `sandbox` / `execute` of `default`. The first denial
+ * is the answer. A provider failure is the guardrail's `GuardrailError`, which the middleware turns into a denial
+ * under `fail_closed`.
+ */
+export const asGuardrail = (authz: Authorization, servers: McpServers = new Map()): Guardrail.Service => ({
   name: "authorization",
-  evaluate: (request) =>
-    authz.provider.authorize({
-      principal: {
-        ...principalOf({ userId: request.user_id, role: request.user_role }, authz.defaultRole, request.is_internal),
-        attributes: request.authz_attributes ?? {}
-      },
-      resource: "tool",
-      action: "call",
-      target: request.tool_name,
-      context: {
-        thread_id: request.thread_id,
-        run_id: request.run_id,
-        tool_call_id: request.tool_call_id,
-        is_subagent: request.is_subagent
+  evaluate: (request) => {
+    const principal = {
+      ...principalOf({ userId: request.user_id, role: request.user_role }, authz.defaultRole, request.is_internal),
+      attributes: request.authz_attributes ?? {}
+    }
+    const context = {
+      thread_id: request.thread_id,
+      run_id: request.run_id,
+      tool_call_id: request.tool_call_id,
+      is_subagent: request.is_subagent
+    }
+    const ask = (resource: string, action: string, target: string) =>
+      authz.provider.authorize({ principal, resource, action, target, context })
+    const server = servers.get(request.tool_name)
+    const asks = [
+      ask("tool", "call", request.tool_name),
+      ...(server === undefined ? [] : [ask("mcp_server", "use", server)]),
+      ...(SANDBOX_TOOLS.includes(request.tool_name) ? [ask("sandbox", "execute", SANDBOX_TARGET)] : [])
+    ]
+    return Effect.gen(function*() {
+      let first: AuthzDecision | undefined
+      for (const asked of asks) {
+        const decision = yield* asked
+        if (!decision.allow) return decision
+        first ??= decision
       }
+      return first!
     }).pipe(
       Effect.mapError((error) => new Guardrail.GuardrailError({ provider: "authorization", message: error.message }))
     )
+  }
 })
+
+/**
+ * The skills a run's principal may not load (`skill` / `activate`), with the refusal its file tools answer: set by
+ * the Authorization middleware around each tool call, read by the sandbox's file gate (`SkillGate`).
+ */
+export class DeniedSkills extends Context.Tag("antler/DeniedSkills")<DeniedSkills, {
+  readonly names: ReadonlySet<string>
+  readonly role: string
+}>() {}
+
+/** What the model reads when a file tool asks for a skill its role may not load (DeerFlow's RBAC denial). */
+export const skillRefusal = (role: string, name: string): string =>
+  `Error: role '${role}' is denied '${name}' on resource 'skill'. Access to its files is blocked.`
 
 /** The gateway's route permissions, DeerFlow's `resource:action` names (`app/gateway/authz.py`). */
 export const PERMISSIONS = [

@@ -105,10 +105,13 @@ export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }:
         Effect.map(publishingOutput(call, (onOutput) =>
           // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
           // enabled skills only; the secrets the skills in use bind come as variables, masked in the output)
-          Effect.flatMap(Effect.serviceOption(SkillSecrets.ActiveSecrets), (active) => {
+          Effect.flatMap(Effect.all([Effect.serviceOption(SkillSecrets.ActiveSecrets), disabledSkills]), ([
+            active,
+            hidden
+          ]) => {
             const env = Option.isSome(active) ? active.value.env : {}
             const masked = SkillSecrets.maskedTexts(Object.values(env))
-            return sandbox.exec(args.command, { onOutput, hidden: disabledSkills(), env, masked })
+            return sandbox.exec(args.command, { onOutput, hidden, env, masked })
           })), (result) => {
           const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           if (result.timedOut) {

@@ -4,7 +4,8 @@
  * root above a disabled skill would otherwise still show its files). The skills and their states are the catalog's
  * (`SkillsDirectory.catalogOf`), read only when a path can reach the skills' mount. Under bubblewrap, `bash` sees a
  * disabled skill's folder empty (DeerFlow mounts a copy of the enabled skills only); bash on the host refuses a
- * command that names it and runs the others over a view of the skills without it (`SkillsView`).
+ * command that names it and runs the others over a view of the skills without it (`SkillsView`). A skill the run's
+ * role may not load (`Authorization.DeniedSkills`) is hidden and refused the same way, with the role's refusal.
  */
 import * as Path from "node:path"
 import type { Catalog } from "../../../services/Skills.js"
@@ -19,6 +20,13 @@ export interface Disabled {
 /** The disabled skills of a catalog (a shadowed skill too: its files are still mounted). */
 export const disabledOf = (catalog: Catalog): ReadonlyArray<Disabled> =>
   [...catalog.skills, ...catalog.shadowed].filter((s) => !s.enabled).map((s) => ({
+    name: s.name,
+    folder: Path.posix.dirname(s.location)
+  }))
+
+/** The folders of the named skills of a catalog (a shadowed one too), e.g. those a role may not load. */
+export const foldersOf = (catalog: Catalog, names: ReadonlySet<string>): ReadonlyArray<Disabled> =>
+  names.size === 0 ? [] : [...catalog.skills, ...catalog.shadowed].filter((s) => names.has(s.name)).map((s) => ({
     name: s.name,
     folder: Path.posix.dirname(s.location)
   }))

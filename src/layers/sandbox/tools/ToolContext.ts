@@ -5,8 +5,10 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { SandboxConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import * as Authz from "../../../services/Authorization.js"
 import { RunContext } from "../../../services/RunContext.js"
 import type { RunEvents } from "../../../services/RunEvents.js"
 import type { Sandbox } from "../../../services/Sandbox.js"
@@ -65,8 +67,11 @@ export interface ToolContext {
     name: string,
     body: Body
   ) => (call: ToolCall) => Effect.Effect<HandlerOutput, never, RunContext | RunEvents>
-  /** The virtual folders of the disabled skills, which `bash` does not see (read when asked). */
-  readonly disabledSkills: () => ReadonlyArray<string>
+  /**
+   * The virtual folders of the disabled skills and of those the run's role may not load, which `bash` does not see
+   * (read when asked).
+   */
+  readonly disabledSkills: Effect.Effect<ReadonlyArray<string>>
   /**
    * Runs a file tool's `body` on `path` unless the path lies in a disabled skill's folder (then the model reads
    * why it is refused); `body` is given the test for the paths its listing or search must leave out
@@ -89,20 +94,30 @@ export const make = Effect.gen(function*() {
     )
   const container = app.config.skills.container_path
   const nothingHidden = () => false
+  // the skills the run's role may not load (none outside a run with authorization)
+  const denied = Effect.map(Effect.serviceOption(Authz.DeniedSkills), Option.getOrUndefined)
   const gate: ToolContext["gate"] = (path, body) =>
     // (called as the tool's call runs: a path far from the skills costs one comparison)
-    !SkillGate.reaches(path, container) ? body(nothingHidden) : Effect.suspend(() => {
-      const disabled = SkillGate.disabledOf(SkillsDirectory.catalogOf(app))
+    !SkillGate.reaches(path, container) ? body(nothingHidden) : Effect.flatMap(denied, (access) => {
+      const catalog = SkillsDirectory.catalogOf(app)
+      const disabled = SkillGate.disabledOf(catalog)
       const blocked = SkillGate.blockedBy(disabled, path)
-      return blocked !== undefined
-        ? Effect.succeed(SkillGate.refusal(blocked))
-        : body((entry) => SkillGate.blockedBy(disabled, entry) !== undefined)
+      if (blocked !== undefined) return Effect.succeed(SkillGate.refusal(blocked))
+      const refused = access === undefined ? [] : SkillGate.foldersOf(catalog, access.names)
+      const refusedBy = SkillGate.blockedBy(refused, path)
+      if (refusedBy !== undefined) return Effect.succeed(Authz.skillRefusal(access!.role, refusedBy))
+      const hidden = [...disabled, ...refused]
+      return body((entry) => SkillGate.blockedBy(hidden, entry) !== undefined)
     })
   return {
     settings: app.config.sandbox,
     skillsContainer: container,
     markReads: app.config.read_before_write.enabled,
-    disabledSkills: () => SkillGate.disabledOf(SkillsDirectory.catalogOf(app)).map((d) => d.folder),
+    disabledSkills: Effect.map(denied, (access) => {
+      const catalog = SkillsDirectory.catalogOf(app)
+      const refused = access === undefined ? [] : SkillGate.foldersOf(catalog, access.names)
+      return [...SkillGate.disabledOf(catalog), ...refused].map((d) => d.folder)
+    }),
     withSandbox,
     gate
   } satisfies ToolContext
