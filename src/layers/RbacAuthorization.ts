@@ -9,7 +9,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { AuthorizationConfig, ResourcePolicy } from "../services/config/Authorization.js"
-import { RbacConfig, RESOURCE_KEYS } from "../services/config/Authorization.js"
+import { RBAC_USE, RbacConfig, RESOURCE_KEYS } from "../services/config/Authorization.js"
 import type * as Authorization from "../services/Authorization.js"
 import { AuthorizationError } from "../services/Authorization.js"
 
@@ -86,11 +86,12 @@ export const make = (config: RbacConfig): Authorization.Provider => {
 }
 
 /**
- * The authorization of a configuration: none when `authorization.enabled` is false. The section was checked when
- * the file loaded (`config/Authorization`), so an enabled one has the built-in provider and roles that decode.
+ * The authorization of a configuration with the built-in provider: none when `authorization.enabled` is false or
+ * the provider is another (`ConfiguredAuthorization` loads that one). The section was checked when the file loaded
+ * (`config/Authorization`), so an enabled one with the built-in provider has roles that decode.
  */
 export const fromConfig = (section: AuthorizationConfig): Authorization.Authorization | undefined => {
-  if (!section.enabled || section.provider == null) return undefined
+  if (!section.enabled || section.provider == null || section.provider.use !== RBAC_USE) return undefined
   return {
     provider: make(Schema.decodeUnknownSync(RbacConfig)(section.provider.config)),
     failClosed: section.fail_closed,

@@ -36,7 +36,8 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
-import * as RbacAuthorization from "../layers/RbacAuthorization.js"
+import * as UserModule from "../internal/UserModule.js"
+import * as ConfiguredAuthorization from "../layers/ConfiguredAuthorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -345,6 +346,11 @@ export const layer = (
       // whether commands can run here (bubblewrap, or host bash allowed): probed once, when an agent is first built
       const bash = yield* Effect.cached(Effect.map(LocalSandbox.bashMode(app), (m) => m.mode !== "disabled"))
 
+      // the authorization provider of each configuration taken (a provider module is loaded and created once)
+      const authorizationOf = yield* Effect.cachedFunction((taken: AppConfigService["Type"]) =>
+        ConfiguredAuthorization.fromConfig(taken.config.authorization, UserModule.baseDirOf(taken.source))
+      )
+
       // one subagent runner per configuration taken, held by the agents built over it (see `SubagentRunners`)
       const runners = yield* SubagentRunners.make(
         scope,
@@ -393,7 +399,7 @@ export const layer = (
               const tools = [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own]
               // (a deferred tool the role may not see is not in `tool_search`'s catalog either)
               const servers = AgentAuthorization.mcpServersOf(assembly.entries)
-              const authz = RbacAuthorization.fromConfig(snap.app.config.authorization)
+              const authz = yield* authorizationOf(snap.app)
               const deferred = yield* AgentAuthorization.deferredFor(authz, r.role, assembly.deferred, servers)
               const withRunner = r.subagents.enabled
                 ? Context.add(context, SubagentRunner, yield* runners.forAgent(snap, child))
@@ -494,7 +500,10 @@ export const layer = (
             maxTotalSubagents: snap.app.config.subagents.max_total_per_run
           })
           const evolving = snap.app.config.skill_evolution.enabled && admin
-          const authz = RbacAuthorization.fromConfig(snap.app.config.authorization)
+          const authz = yield* Effect.mapError(
+            authorizationOf(snap.app),
+            (error) => new SettingsError({ message: error.message })
+          )
           const full: Resolved = {
             ...resolved,
             // (named as its directory is, whatever case the run wrote: its memory is that agent's)

@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as UserModule from "../internal/UserModule.js"
-import * as RbacAuthorization from "../layers/RbacAuthorization.js"
+import * as ConfiguredAuthorization from "../layers/ConfiguredAuthorization.js"
 import * as SandboxTools from "../layers/SandboxTools.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import type { ConfigError } from "../layers/ConfigFile.js"
@@ -184,6 +184,7 @@ export type BuildError =
   | ConfigError
   | Chain.ChainError
   | Guardrail.GuardrailConfigError
+  | Authz.AuthorizationConfigError
   | SafetyFinishReason.SafetyDetectorConfigError
   | SubagentRunnerMissing
 
@@ -203,7 +204,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
       const app = yield* AppConfigService
       const store = yield* ThreadStore
       const guardrail = yield* Chains.guardrailOf(app.config, UserModule.baseDirOf(app.source))
-      const authorization = RbacAuthorization.fromConfig(app.config.authorization)
+      const authorization = yield* ConfiguredAuthorization.fromConfig(
+        app.config.authorization,
+        UserModule.baseDirOf(app.source)
+      )
       const safetyDetectors = yield* SafetyDetectorModules.fromConfig(
         app.config.safety_finish_reason,
         UserModule.baseDirOf(app.source)

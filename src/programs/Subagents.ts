@@ -27,7 +27,7 @@ import * as Stream from "effect/Stream"
 import * as UserModule from "../internal/UserModule.js"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as MemoryThreadStore from "../layers/MemoryThreadStore.js"
-import * as RbacAuthorization from "../layers/RbacAuthorization.js"
+import * as ConfiguredAuthorization from "../layers/ConfiguredAuthorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as Chain from "../middleware/Chain.js"
@@ -340,10 +340,13 @@ export const make = (options: Options = {}) =>
           const own = options.tools ?? []
           const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
           const names = new Set(tools.map((t) => t.name))
-          const authorization = RbacAuthorization.fromConfig(app.config.authorization)
+          const authorization = yield* Effect.either(
+            ConfiguredAuthorization.fromConfig(app.config.authorization, UserModule.baseDirOf(app.source))
+          )
+          if (Either.isLeft(authorization)) return Either.left(authorization.left.message)
           const servers = AgentAuthorization.mcpServersOf(assembly.entries)
           // (the parent's role: a deferred tool it may not see is not in `tool_search`'s catalog)
-          const visible = yield* AgentAuthorization.deferredFor(authorization, role, assembly.deferred, servers)
+          const visible = yield* AgentAuthorization.deferredFor(authorization.right, role, assembly.deferred, servers)
           const deferredTools = visible?.tools.filter((t) => names.has(t.name)) ?? []
           const deferred = visible === undefined || deferredTools.length === 0
             ? undefined
@@ -362,7 +365,7 @@ export const make = (options: Options = {}) =>
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
             guardrail: guardrail.right,
-            authorization,
+            authorization: authorization.right,
             mcpServers: servers,
             safetyDetectors: safetyDetectors.right,
             breaker: options.breaker,

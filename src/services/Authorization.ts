@@ -43,6 +43,20 @@ export class AuthorizationError extends Schema.TaggedError<AuthorizationError>()
   message: Schema.String
 }) {}
 
+/**
+ * `authorization.provider.use` names an operator's provider module (`module:Export`) that cannot be used: no such
+ * module or export, it failed when imported or created, or what it gives has no `authorize`.
+ */
+export class AuthorizationConfigError extends Schema.TaggedError<AuthorizationConfigError>()(
+  "AuthorizationConfigError",
+  {
+    reason: Schema.Literal("module_not_found", "import_failed", "export_missing", "not_provider", "init_failed"),
+    /** The `use` value from the config. */
+    use: Schema.String,
+    message: Schema.String
+  }
+) {}
+
 /** A provider (DeerFlow's `AuthorizationProvider` protocol). */
 export interface Provider {
   readonly name: string

@@ -155,6 +155,7 @@ export const reportAgentFailures = (
       case "ConfiguredMiddlewareError":
         return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${Render.safeText(message(), redact)}`)
       case "GuardrailConfigError":
+      case "AuthorizationConfigError":
       case "SafetyDetectorConfigError":
         return fail(ExitCode.usage, `Configuration error:\n${app.source ?? "config.yaml"}: ${message()}`)
     }

@@ -27,9 +27,10 @@ import * as Schema from "effect/Schema"
 import * as Http from "node:http"
 import type * as Stream from "node:stream"
 import type * as OptionalPackage from "../../internal/OptionalPackage.js"
+import * as UserModule from "../../internal/UserModule.js"
 import type * as ConfigReload from "../../layers/ConfigReload.js"
+import * as ConfiguredAuthorization from "../../layers/ConfiguredAuthorization.js"
 import * as OtelTracing from "../../layers/OtelTracing.js"
-import * as RbacAuthorization from "../../layers/RbacAuthorization.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
@@ -378,7 +379,10 @@ export const layer = (options: Options) => {
       accounts,
       model,
       learnSecrets: redact.learn,
-      authorization: RbacAuthorization.fromConfig(app.config.authorization),
+      // (loaded when the default agent was built: a provider that cannot be used stopped the start there)
+      authorization: yield* Effect.orDie(
+        ConfiguredAuthorization.fromConfig(app.config.authorization, UserModule.baseDirOf(app.source))
+      ),
       maxModelCallsPerUser: gateway.max_active_runs_per_user ?? undefined
     })
     const address = (yield* HttpServer.HttpServer).address

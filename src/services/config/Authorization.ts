@@ -17,11 +17,14 @@
  * A resource key is `tools`, `models`, `skills`, `sandbox`, `mcp_servers`, `routes` or a name of the operator's
  * own; a policy has `allow` (`"*"`, `true`, `false` or a list of names; absent: all) and `deny` (a list; deny wins).
  * Everything is checked when the file loads, and only when `enabled` is true (DeerFlow resolves a disabled
- * provider never): another `use`, an unknown key, a `null` list, a singular resource key (`tool`), or a
- * `default_role` no role defines is an error naming the key.
+ * provider never): a Python class path other than the built-in one, an unknown key, a `null` list, a singular
+ * resource key (`tool`), or a `default_role` no role defines is an error naming the key. An operator's own provider
+ * is a JavaScript module, `use: ./my-authz.mjs:MyAuthz` (`layers/ConfiguredAuthorization`): its `config` is its own,
+ * loaded and checked when an agent is built.
  */
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as UserModule from "../../internal/UserModule.js"
 import { JsonRecord, withDefault } from "./Fields.js"
 
 /** The built-in provider's class path, as DeerFlow names it. */
@@ -78,10 +81,12 @@ export const problems = (section: {
     }]
   }
   if (provider.use !== RBAC_USE) {
+    if (UserModule.isScriptEntry(provider.use)) return []
     return [{
       path: ["provider", "use"],
-      message: `"${provider.use.slice(0, 200)}" is not a provider Antler has: the built-in one is ${RBAC_USE} ` +
-        "(Antler cannot load Python classes)"
+      message: `"${provider.use.slice(0, 200)}" is not a provider Antler has: the built-in one is ${RBAC_USE}; ` +
+        `your own is a JavaScript module and its export, e.g. "./my-authz.mjs:MyAuthz" (Antler cannot load Python ` +
+        "classes)"
     }]
   }
   // (a singular key would be a policy nothing reads: DeerFlow refuses it as a reserved alias)
