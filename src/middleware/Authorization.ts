@@ -6,7 +6,7 @@
  * tool called anyway does not run and the model reads why (`Guardrail denied: ... (authz.denied): role 'user' is
  * denied 'bash' on resource 'tool'`). A generated `tool_search` is exempt: its catalog is of visible tools only.
  * Besides a tool's own policy, an MCP tool needs its server's (`mcp_server` / `use`) and a sandbox tool the
- * sandbox's (`sandbox` / `execute`). A skill the role may not load (`skill` / `activate`) is refused to the file
+ * sandbox's (`sandbox` / `execute`). A skill the role may not load (its `skill` filter) is refused to the file
  * tools (`DeniedSkills`, read by the sandbox's skill gate) for the run.
  * The principal is the run's user and role (`RunOptions.extra.user_role`; none: `default_role`).
  */

@@ -221,7 +221,7 @@ export const asGuardrail = (authz: Authorization, servers: McpServers = new Map(
 })
 
 /**
- * The skills a run's principal may not load (`skill` / `activate`), with the refusal its file tools answer: set by
+ * The skills a run's principal may not load (its `skill` filter), with the refusal its file tools answer: set by
  * the Authorization middleware around each tool call, read by the sandbox's file gate (`SkillGate`).
  */
 export class DeniedSkills extends Context.Tag("antler/DeniedSkills")<DeniedSkills, {
