@@ -38,6 +38,7 @@ import * as Stream from "effect/Stream"
 import * as LocalSandbox from "../layers/LocalSandbox.js"
 import * as UserModule from "../internal/UserModule.js"
 import * as ConfiguredAuthorization from "../layers/ConfiguredAuthorization.js"
+import type * as Authz from "../services/Authorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
@@ -251,7 +252,7 @@ export interface Service {
     userId?: string,
     admin?: boolean,
     role?: string
-  ) => Effect.Effect<Resolved, SettingsError | NoModelsError>
+  ) => Effect.Effect<Resolved, SettingsError | NoModelsError | Authz.AuthorizationConfigError>
   /**
    * The agent for a resolved run: built on first use for its shape, then kept while it is current. One that is not
    * kept (an earlier configuration's, or one missing a failed MCP server's tools) is closed at once: run turns
@@ -500,10 +501,7 @@ export const layer = (
             maxTotalSubagents: snap.app.config.subagents.max_total_per_run
           })
           const evolving = snap.app.config.skill_evolution.enabled && admin
-          const authz = yield* Effect.mapError(
-            authorizationOf(snap.app),
-            (error) => new SettingsError({ message: error.message })
-          )
+          const authz = yield* authorizationOf(snap.app)
           const full: Resolved = {
             ...resolved,
             // (named as its directory is, whatever case the run wrote: its memory is that agent's)
