@@ -51,6 +51,13 @@ const script = (body: ChatRequestBody): Turn => {
   if (user.includes("READ-SKILL")) {
     return done === 0 ? call("read_file", { description: "skill", path: "/mnt/skills/public/vault-skill/SKILL.md" }) : echo(body)
   }
+  if (user.includes("LIST-SKILLS")) {
+    if (done === 0) return call("ls", { description: "skills", path: "/mnt/skills/public" })
+    if (done === 1) {
+      return call("bash", { description: "read", command: "cat /mnt/skills/public/vault-skill/SKILL.md" })
+    }
+    return echo(body)
+  }
   if (user.includes("USE-MCP")) {
     if (done === 0) return call("tool_search", { query: "select:open_lookup,secret_vault" })
     if (done === 1) return call("secret_vault", {})
@@ -90,6 +97,8 @@ beforeAll(async () => {
     source: Path.join(dir, "config.yaml"),
     config: {
       tool_search: { enabled: true },
+      // (bash on the host, or under bubblewrap where there is one)
+      sandbox: { allow_host_bash: true },
       gateway: {
         heartbeat_seconds: 1,
         auth: {
@@ -141,6 +150,16 @@ describe("authorization: the skills, sandbox and mcp_servers policies", () => {
     assert.notInclude(prompt, "vault-skill")
     assert.include(guest.answer, "role 'guest' is denied 'vault-skill' on resource 'skill'")
     assert.notInclude(guest.answer, "vault-skill body text")
+    // a listing from above leaves it out; bash naming it is refused with the role's words
+    const listed = await ask(GUEST, "LIST-SKILLS please")
+    const [ls, cat] = listed.answer.split(" | ")
+    assert.include(ls, "open-skill")
+    assert.notInclude(ls, "vault-skill")
+    assert.include(cat, "role 'guest' is denied 'vault-skill' on resource 'skill'")
+    assert.notInclude(cat, "body text")
+    const aliceListed = await ask(Support.ALICE, "LIST-SKILLS please")
+    assert.include(aliceListed.answer.split(" | ")[0], "vault-skill")
+    assert.include(aliceListed.answer, "# vault-skill body text")
     // nor activated by its slash command
     const slash = await ask(GUEST, "/vault-skill READ-SKILL")
     assert.include(slash.answer, "Skill `/vault-skill` is not available for this agent.")

@@ -90,8 +90,35 @@ const mountsText = (settings: SandboxConfig): string =>
     }.`
 
 /** The `bash` tool. */
-export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }: ToolContext) =>
-  Tool.make({
+export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, withSandbox }: ToolContext) => {
+  const run = (args: typeof BashArgs.Type, call: ToolCall) =>
+    withSandbox("bash", (sandbox) =>
+      Effect.map(publishingOutput(call, (onOutput) =>
+        // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
+        // enabled skills only; the secrets the skills in use bind come as variables, masked in the output)
+        Effect.flatMap(Effect.all([Effect.serviceOption(SkillSecrets.ActiveSecrets), disabledSkills]), ([
+          active,
+          hidden
+        ]) => {
+          const env = Option.isSome(active) ? active.value.env : {}
+          const masked = SkillSecrets.maskedTexts(Object.values(env))
+          return sandbox.exec(args.command, { onOutput, hidden, env, masked })
+        })), (result) => {
+        const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
+        if (result.timedOut) {
+          return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +
+            `together with every process it started.${before}`
+        }
+        if (result.stopped !== undefined) {
+          return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
+            before
+        }
+        const body = result.output === "" ? "(no output)" : result.output
+        const notes = (result.notes ?? []).map((note) => `\n[limit: ${note}]`).join("")
+        if (result.exitCode === 0) return body + notes
+        return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]${notes}`
+      }))(call)
+  return Tool.make({
     name: "bash",
     description: `Run a bash command in the thread's sandbox. The working directory is ${WORKSPACE}; uploads ` +
       `are in ${UPLOADS}; put files for the user in ${OUTPUTS}; skills are read-only in ${skillsContainer}.` +
@@ -101,30 +128,11 @@ export const bash = ({ disabledSkills, settings, skillsContainer, withSandbox }:
       limitsText(settings),
     parameters: BashArgs,
     handler: (args, call) =>
-      withSandbox("bash", (sandbox) =>
-        Effect.map(publishingOutput(call, (onOutput) =>
-          // (a disabled skill's folder shows empty, or on the host is not there: DeerFlow's sandbox mounts the
-          // enabled skills only; the secrets the skills in use bind come as variables, masked in the output)
-          Effect.flatMap(Effect.all([Effect.serviceOption(SkillSecrets.ActiveSecrets), disabledSkills]), ([
-            active,
-            hidden
-          ]) => {
-            const env = Option.isSome(active) ? active.value.env : {}
-            const masked = SkillSecrets.maskedTexts(Object.values(env))
-            return sandbox.exec(args.command, { onOutput, hidden, env, masked })
-          })), (result) => {
-          const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
-          if (result.timedOut) {
-            return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +
-              `together with every process it started.${before}`
-          }
-          if (result.stopped !== undefined) {
-            return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
-              before
-          }
-          const body = result.output === "" ? "(no output)" : result.output
-          const notes = (result.notes ?? []).map((note) => `\n[limit: ${note}]`).join("")
-          if (result.exitCode === 0) return body + notes
-          return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]${notes}`
-        }))(call)
+      // (a command naming a skill the run's role may not load is refused with the role's words; one reaching it
+      // otherwise, by a glob or a `cd`, sees its folder empty or absent, as a disabled skill's)
+      Effect.flatMap(
+        refusedSkill(args.command),
+        (refused) => (refused !== undefined ? Effect.succeed(refused) : run(args, call))
+      )
   })
+}

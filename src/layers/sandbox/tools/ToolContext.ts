@@ -15,6 +15,7 @@ import type { Sandbox } from "../../../services/Sandbox.js"
 import { SandboxError, SandboxProvider } from "../../../services/Sandbox.js"
 import type { HandlerOutput } from "../../../services/Tool.js"
 import type { ToolCall } from "../../../state/Message.js"
+import * as Bash from "../Bash.js"
 import * as SkillsDirectory from "../../SkillsDirectory.js"
 import * as SkillGate from "./SkillGate.js"
 import { normalizeVirtual } from "./Text.js"
@@ -72,6 +73,8 @@ export interface ToolContext {
    * (read when asked).
    */
   readonly disabledSkills: Effect.Effect<ReadonlyArray<string>>
+  /** The role's refusal when a command names a path of a skill the run's role may not load (`SkillGate`). */
+  readonly refusedSkill: (command: string) => Effect.Effect<string | undefined>
   /**
    * Runs a file tool's `body` on `path` unless the path lies in a disabled skill's folder (then the model reads
    * why it is refused); `body` is given the test for the paths its listing or search must leave out
@@ -118,6 +121,14 @@ export const make = Effect.gen(function*() {
       const refused = access === undefined ? [] : SkillGate.foldersOf(catalog, access.names)
       return [...SkillGate.disabledOf(catalog), ...refused].map((d) => d.folder)
     }),
+    refusedSkill: (command) =>
+      Effect.map(denied, (access) => {
+        if (access === undefined || access.names.size === 0) return undefined
+        const refused = SkillGate.foldersOf(SkillsDirectory.catalogOf(app), access.names)
+        const named = Bash.pathInFolders(command, refused.map((d) => d.folder))
+        const skill = named === undefined ? undefined : refused.find((d) => d.folder === named.folder)
+        return skill === undefined ? undefined : Authz.skillRefusal(access.role, skill.name)
+      }),
     withSandbox,
     gate
   } satisfies ToolContext
