@@ -49,7 +49,8 @@ const script = (body: ChatRequestBody): Turn => {
   const user = Support.lastUserText(body)
   const done = toolResults(body).length
   if (user.includes("READ-SKILL")) {
-    return done === 0 ? call("read_file", { description: "skill", path: "/mnt/skills/public/vault-skill/SKILL.md" }) : echo(body)
+    const path = "/mnt/skills/public/vault-skill/SKILL.md"
+    return done === 0 ? call("read_file", { description: "skill", path }) : echo(body)
   }
   if (user.includes("LIST-SKILLS")) {
     if (done === 0) return call("ls", { description: "skills", path: "/mnt/skills/public" })
@@ -72,7 +73,9 @@ const script = (body: ChatRequestBody): Turn => {
     }
     return echo(body)
   }
-  if (user.includes("LIST-FILES")) return done === 0 ? call("ls", { description: "look", path: "/mnt/user-data" }) : echo(body)
+  if (user.includes("LIST-FILES")) {
+    return done === 0 ? call("ls", { description: "look", path: "/mnt/user-data" }) : echo(body)
+  }
   return "Nothing to do."
 }
 
