@@ -284,7 +284,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         selfUpdate: options.selfUpdate,
         skillAllowlist: skills,
         deferred: options.deferred,
-        routingHints: options.routingHints,
+        // (no hint names a tool the role may not see)
+        routingHints: shown === undefined
+          ? options.routingHints
+          : options.routingHints?.filter((h) => shown.has(h.tool)),
         subagents: subagents === undefined ? undefined : {
           maxConcurrent: subagents.maxConcurrent ?? 3,
           maxTotal: subagents.maxTotal ?? 6,

@@ -36,6 +36,7 @@ import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
+import * as Authz from "../services/Authorization.js"
 import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
@@ -357,10 +358,17 @@ export const make = (options: Options = {}) =>
             }
           // the deferred tools are named in its prompt, with the routing hints of the tools it has (DeerFlow's
           // _build_initial_state): `tool_search` alone does not tell the model what it may find
+          // (and no hint names a tool the parent's role may not see)
+          const shown = authorization.right === undefined ? names : new Set(yield* Authz.visibleTools(
+            authorization.right,
+            Authz.principalOf({ role }, authorization.right.defaultRole),
+            [...names],
+            servers
+          ))
           const toolSections = SystemPrompt.toolSearchSections({
-            tools: [...names, ...(deferred === undefined ? [] : [DeferredToolFilter.TOOL_NAME])],
+            tools: [...shown, ...(deferred === undefined ? [] : [DeferredToolFilter.TOOL_NAME])],
             deferredTools: deferred?.tools.map((t) => t.name),
-            mcpRoutingHints: assembly.routingHints.filter((h) => names.has(h.tool))
+            mcpRoutingHints: assembly.routingHints.filter((h) => shown.has(h.tool))
           })
           const chain = Chain.validate(Chains.subagentChain({
             config: app.config,
@@ -455,7 +463,8 @@ export const make = (options: Options = {}) =>
 
         const execute = Effect.gen(function*() {
           const skills = effectiveSkills(request.skills, config.skills)
-          const role = parent.options.extra?.user_role
+          // (the role matters only with authorization: one agent of a type for every role without it)
+          const role = app.config.authorization.enabled ? parent.options.extra?.user_role : undefined
           const agent = yield* agentFor(
             config,
             request.toolGroups,

@@ -93,7 +93,14 @@ beforeAll(async () => {
   }
   Fs.writeFileSync(
     Path.join(dir, "extensions_config.json"),
-    JSON.stringify({ mcpServers: { open: mcpServer("lookup"), secret: mcpServer("vault") }, skills: {} })
+    JSON.stringify({
+      mcpServers: {
+        open: mcpServer("lookup"),
+        // (its routing hint names its tool in the prompt, for the roles that may use it)
+        secret: { ...mcpServer("vault"), routing: { mode: "prefer", keywords: ["vault"] } }
+      },
+      skills: {}
+    })
   )
   gateway = await Support.start({
     script,
@@ -197,6 +204,8 @@ describe("authorization: the skills, sandbox and mcp_servers policies", () => {
 
     const alice = await ask(Support.ALICE, "DELEGATE it", { subagent_enabled: true })
     const aliceSub = alice.requests.filter((r) => Support.lastUserText(r).includes("SUB-SEARCH"))
+    assert.include(systemText(aliceSub[0]!), "secret_vault")
+    assert.include(systemText(alice.requests[0]!), "secret_vault")
     assert.include(toolResults(aliceSub.at(-1)!).map((m) => String(m.content)).join("\n"), "secret_vault")
   }, 30_000)
 
