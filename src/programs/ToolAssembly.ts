@@ -206,6 +206,12 @@ export const check = (config: AppConfig): ReadonlyArray<Issue> => {
     } else if (mapped.kind === "web_search" || mapped.kind === "image_search") {
       const decoded = Schema.decodeUnknownEither(SearchSettings, { errors: "all" })(settings)
       if (Either.isLeft(decoded)) issues.push(...issuesOf(decoded.left, at))
+      else if (decoded.right.safesearch === "strict" && (mapped.provider ?? settings.provider) === "duckduckgo") {
+        issues.push({
+          path: `${at}.safesearch`,
+          message: "DuckDuckGo's safe search is on, moderate or off (strict is Brave's)"
+        })
+      }
       if (mapped.provider === undefined && settings.provider === undefined) {
         issues.push({ path: `${at}.provider`, message: `${entry.use} needs a provider: ${PROVIDERS.join(", ")}` })
       }

@@ -207,7 +207,7 @@ const connectionOf = (
       apiKey: key === undefined ? undefined : Redacted.make(key),
       timeoutMs: (settings.timeout ?? defaultTimeout) * 1000,
       region: settings.region,
-      // (DuckDuckGo has no `strict`: its `on` is its strictest)
+      // (`strict`, Brave's, is refused for DuckDuckGo: `ToolAssembly.check`)
       safesearch: settings.safesearch === "strict" ? "on" : settings.safesearch
     })
   })
