@@ -40,6 +40,24 @@ interface Entry {
   readonly events: Map<string, ReadonlyArray<StoredRunEvent>>
   readonly owner: string | null
   metadata: Metadata
+  /** The bytes of the JSON of the first `measured` checkpoints (measured when asked: an append stays O(1)). */
+  measured: number
+  checkpointBytes: number
+}
+
+const jsonBytes = (value: unknown): number => (value == null ? 0 : Buffer.byteLength(JSON.stringify(value)))
+
+/** What the thread keeps, in bytes, as the SQLite store counts it (`ThreadStore.ThreadBytes.bytes`). */
+const entryBytes = (entry: Entry): number => {
+  for (; entry.measured < entry.checkpoints.length; entry.measured++) {
+    entry.checkpointBytes += jsonBytes(entry.checkpoints[entry.measured]!.updates)
+  }
+  let bytes = entry.checkpointBytes
+  for (const run of entry.runs.values()) {
+    bytes += jsonBytes(run.metadata) + (run.error == null ? 0 : Buffer.byteLength(run.error))
+  }
+  for (const events of entry.events.values()) bytes += jsonBytes(events)
+  return bytes
 }
 
 /** The thread's title: the last one its checkpoints set. */
@@ -72,7 +90,9 @@ export const make = (): ThreadStore["Type"] => {
         runs: new Map(),
         events: new Map(),
         owner,
-        metadata
+        metadata,
+        measured: 0,
+        checkpointBytes: 0
       }
       threads.set(threadId, entry)
     }
@@ -152,6 +172,8 @@ export const make = (): ThreadStore["Type"] => {
         // folded again from the start on the next read
         entry.state = TS.empty
         entry.folded = 0
+        entry.measured = 0
+        entry.checkpointBytes = 0
         return Effect.succeed(deleted)
       }),
     runs: (filter) =>
@@ -224,6 +246,22 @@ export const make = (): ThreadStore["Type"] => {
           if (entry.owner === owner || (unowned && entry.owner == null)) n++
         }
         return n
+      }),
+    bytesOf: (threadId) =>
+      Effect.sync(() => {
+        const entry = threads.get(threadId)
+        if (entry === undefined) return undefined
+        let owned = 0
+        for (const other of threads.values()) if (other.owner === entry.owner) owned += entryBytes(other)
+        return { bytes: entryBytes(entry), owner: entry.owner, owned }
+      }),
+    bytesOwned: (owner, unowned) =>
+      Effect.sync(() => {
+        let bytes = 0
+        for (const entry of threads.values()) {
+          if (entry.owner === owner || (unowned && entry.owner == null)) bytes += entryBytes(entry)
+        }
+        return bytes
       }),
     delete: (threadId) =>
       Effect.clockWith((clock) =>

@@ -25,10 +25,12 @@ import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
 import * as PgPool from "./store/PgPool.js"
+import { migrations, SCHEMA_VERSION } from "./store/PgMigrations.js"
 import { checkpointOf } from "./store/Codec.js"
 import { checkpointRecords, foldCheckpoints } from "./store/Fold.js"
 import {
   countOf,
+  decodeBytesRows,
   decodeMetadata,
   decodeRows,
   decodeRunEventsRows,
@@ -51,63 +53,7 @@ export interface Options {
   readonly redact?: Redact.Redactor | undefined
 }
 
-/**
- * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
- * SQLite store's tables as of its version 4. Version 2: `antler_run_events` (the SQLite store's version 5).
- * Version 3: threads indexed by owner (the SQLite store's version 6).
- */
-export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
-  [
-    `CREATE TABLE antler_threads (
-      thread_id TEXT PRIMARY KEY,
-      created_at TEXT NOT NULL,
-      updated_at TEXT NOT NULL,
-      title TEXT,
-      owner TEXT,
-      metadata TEXT,
-      ord BIGSERIAL
-    )`,
-    `CREATE TABLE antler_checkpoints (
-      seq BIGSERIAL PRIMARY KEY,
-      thread_id TEXT NOT NULL,
-      run_id TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      updates TEXT NOT NULL
-    )`,
-    `CREATE INDEX antler_checkpoints_by_thread ON antler_checkpoints (thread_id, seq)`,
-    `CREATE TABLE antler_runs (
-      run_id TEXT PRIMARY KEY,
-      thread_id TEXT NOT NULL,
-      status TEXT NOT NULL,
-      stop_reason TEXT,
-      started_at TEXT NOT NULL,
-      ended_at TEXT,
-      error TEXT,
-      metadata TEXT,
-      ord BIGSERIAL
-    )`,
-    `CREATE INDEX antler_runs_by_thread ON antler_runs (thread_id, started_at)`,
-    `CREATE INDEX antler_runs_by_status ON antler_runs (status)`,
-    `CREATE TABLE antler_leases (
-      thread_id TEXT PRIMARY KEY,
-      run_id TEXT NOT NULL,
-      owner TEXT NOT NULL,
-      expires_at BIGINT NOT NULL
-    )`
-  ],
-  [
-    `CREATE TABLE antler_run_events (
-      run_id TEXT PRIMARY KEY,
-      thread_id TEXT NOT NULL,
-      events TEXT NOT NULL
-    )`,
-    `CREATE INDEX antler_run_events_by_thread ON antler_run_events (thread_id)`
-  ],
-  [`CREATE INDEX antler_threads_by_owner ON antler_threads (owner)`]
-]
-
-/** The schema version this build writes. */
-export const SCHEMA_VERSION = migrations.length
+export { migrations, SCHEMA_VERSION } from "./store/PgMigrations.js"
 
 // An arbitrary constant: the advisory lock that serialises migrations of processes starting at once.
 const MIGRATION_LOCK = 7_246_114_337
@@ -337,6 +283,33 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         (rows) => countOf(rows, "countOwned")
       )
 
+    const bytesOf: ThreadStore["Type"]["bytesOf"] = (threadId) =>
+      Effect.flatMap(
+        run(
+          q(
+            `SELECT t.bytes, t.owner, COALESCE(o.bytes, 0) AS owned FROM antler_threads t
+              LEFT JOIN antler_owner_bytes o ON o.owner = COALESCE(t.owner, '') WHERE t.thread_id = $1`,
+            [threadId]
+          ),
+          "bytesOf",
+          `Cannot read thread "${threadId}"`
+        ),
+        (rows) => Effect.map(decodeRows(decodeBytesRows, rows, "bytesOf", "The thread table"), (found) => found[0])
+      )
+
+    const bytesOwned: ThreadStore["Type"]["bytesOwned"] = (owner, unowned) =>
+      Effect.flatMap(
+        run(
+          q(
+            `SELECT COALESCE(SUM(bytes), 0) AS n FROM antler_owner_bytes WHERE owner = $1 OR ($2 AND owner = '')`,
+            [owner, unowned]
+          ),
+          "bytesOwned",
+          `Cannot count the bytes of the threads of ${owner}`
+        ),
+        (rows) => countOf(rows, "bytesOwned")
+      )
+
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
         const rows = yield* run(
@@ -386,11 +359,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now: millis })) {
               return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
             }
+            // (the thread's row first: its owner's byte counter changes once, not once per checkpoint)
+            const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
             yield* q(`DELETE FROM antler_checkpoints WHERE thread_id = $1`, [threadId])
             yield* q(`DELETE FROM antler_runs WHERE thread_id = $1`, [threadId])
             yield* q(`DELETE FROM antler_run_events WHERE thread_id = $1`, [threadId])
             yield* q(`DELETE FROM antler_leases WHERE thread_id = $1`, [threadId])
-            const deleted = yield* q(`DELETE FROM antler_threads WHERE thread_id = $1 RETURNING thread_id`, [threadId])
             return deleted.length > 0
           }),
           "delete",
@@ -545,6 +519,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       list,
       listOwned,
       countOwned,
+      bytesOf,
+      bytesOwned,
       acquireLease,
       releaseLease
     })

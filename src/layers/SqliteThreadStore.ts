@@ -44,17 +44,20 @@ import {
   ENSURE_THREAD,
   LIST_OWNED,
   LIST_THREADS,
+  OWNED_BYTES,
   RUN_COLUMNS,
   SELECT_ALL_CHECKPOINTS,
   SELECT_METADATA,
   SET_METADATA,
   SET_TITLE,
+  THREAD_BYTES,
   THREAD_INFO,
   UPSERT_RUN
 } from "./sqlite/Statements.js"
 import { checkpointRecords } from "./store/Fold.js"
 import {
   countOf,
+  decodeBytesRows,
   decodeMetadata,
   decodeRows,
   decodeRunEventsRows,
@@ -238,6 +241,20 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
         `Cannot count the threads of ${owner}`
       )
 
+    const bytesOf: ThreadStore["Type"]["bytesOf"] = (threadId) =>
+      Effect.flatMap(
+        exclusive(conn.execute(THREAD_BYTES, [threadId], undefined), "bytesOf", `Cannot read thread "${threadId}"`),
+        (rows) => Effect.map(decodeRows(decodeBytesRows, rows, "bytesOf", "The thread table"), (found) => found[0])
+      )
+
+    const bytesOwned: ThreadStore["Type"]["bytesOwned"] = (owner, unowned) =>
+      exclusive(
+        Effect.flatMap(conn.execute(OWNED_BYTES, [owner, unowned ? 1 : 0], undefined), (rows) =>
+          countOf(rows, "bytesOwned")),
+        "bytesOwned",
+        `Cannot count the bytes of the threads of ${owner}`
+      )
+
     const info: ThreadStore["Type"]["info"] = (threadId) =>
       Effect.gen(function*() {
         const rows = yield* exclusive(
@@ -322,8 +339,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           if (leaseBlocks(holder, { threadId, runId: "", ttlMs: 0, now })) {
             return yield* new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) })
           }
-          for (const statement of DELETE_THREAD) yield* conn.executeRaw(statement, [threadId])
           const deleted = yield* conn.execute(DELETE_THREAD_ROW, [threadId], undefined)
+          for (const statement of DELETE_THREAD) yield* conn.executeRaw(statement, [threadId])
           return Array.isArray(deleted) && deleted.length > 0
         }),
         "delete",
@@ -360,6 +377,8 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       list,
       listOwned,
       countOwned,
+      bytesOf,
+      bytesOwned,
       acquireLease,
       releaseLease
     })

@@ -92,6 +92,17 @@ export interface CheckpointRecord {
   readonly updates: ReadonlyArray<StateUpdate>
 }
 
+/**
+ * What a thread keeps in the store, in bytes: the JSON of its checkpoints, of its runs' records (what each was
+ * asked with, why it failed) and of its runs' recorded events, as stored (UTF-8). Its owner, and what all the threads
+ * of that owner keep (`owned`; for a thread made without one, all the threads made without one).
+ */
+export interface ThreadBytes {
+  readonly bytes: number
+  readonly owner: string | null
+  readonly owned: number
+}
+
 /** A loaded thread: its state and how many checkpoints made it. */
 export interface LoadedThread {
   readonly thread_id: string
@@ -251,6 +262,16 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
      * CLI's, which are `default`'s). Without reading the threads' checkpoints or runs (a gateway's quota).
      */
     readonly countOwned: (owner: string, unowned: boolean) => Effect.Effect<number, StoreError>
+    /**
+     * What the thread keeps in the store (see `ThreadBytes`); none when there is no thread. Read from counters the
+     * store keeps with every write (a gateway's quota asks at each step), never by reading what they count.
+     */
+    readonly bytesOf: (threadId: string) => Effect.Effect<ThreadBytes | undefined, StoreError>
+    /**
+     * What the threads of `owner` keep in the store, in bytes (as `ThreadBytes.bytes`, summed): with `unowned` also
+     * those made without one (the CLI's, which are `default`'s). From the store's counter per owner.
+     */
+    readonly bytesOwned: (owner: string, unowned: boolean) => Effect.Effect<number, StoreError>
     /**
      * Deletes a thread: its checkpoints, runs, run events and cached state (its files are the sandbox's, not the store's).
      * `true` when there was such a thread. Refused (a `StoreError` with operation `delete`) while one of its

@@ -8,6 +8,62 @@ import * as Effect from "effect/Effect"
 import type { StoreError } from "../../services/RunContext.js"
 import type { Connection } from "./SqliteConnection.js"
 
+// What a run's record keeps (what it was asked with, why it failed), in bytes.
+const runBytes = (row: string) =>
+  `(COALESCE(octet_length(${row}.metadata), 0) + COALESCE(octet_length(${row}.error), 0))`
+const addTo = (thread: string, bytes: string) => `UPDATE threads SET bytes = bytes + ${bytes} WHERE thread_id = ${thread};`
+
+/**
+ * Version 7: the byte counters. Each write of a checkpoint, a run's record or its events adds what it keeps to its
+ * thread's `bytes` (a delete, what it kept, subtracted); each change of a thread's `bytes`, and its deletion, moves
+ * its owner's. The thread's row is deleted before its checkpoints (`Statements.DELETE_THREAD_ROW`), so deleting a
+ * long thread is one change of its owner's counter, not one per checkpoint.
+ */
+const BYTES_MIGRATION: ReadonlyArray<string> = [
+  `ALTER TABLE threads ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0`,
+  `CREATE TABLE owner_bytes (owner TEXT PRIMARY KEY NOT NULL, bytes INTEGER NOT NULL) WITHOUT ROWID`,
+  `CREATE TRIGGER checkpoints_bytes_in AFTER INSERT ON checkpoints BEGIN
+    ${addTo("NEW.thread_id", "octet_length(NEW.updates)")}
+  END`,
+  `CREATE TRIGGER checkpoints_bytes_out AFTER DELETE ON checkpoints BEGIN
+    ${addTo("OLD.thread_id", "-octet_length(OLD.updates)")}
+  END`,
+  `CREATE TRIGGER runs_bytes_in AFTER INSERT ON runs BEGIN ${addTo("NEW.thread_id", runBytes("NEW"))} END`,
+  `CREATE TRIGGER runs_bytes_change AFTER UPDATE ON runs
+    WHEN ${runBytes("NEW")} != ${runBytes("OLD")} OR NEW.thread_id != OLD.thread_id BEGIN
+    ${addTo("OLD.thread_id", `-${runBytes("OLD")}`)}
+    ${addTo("NEW.thread_id", runBytes("NEW"))}
+  END`,
+  `CREATE TRIGGER runs_bytes_out AFTER DELETE ON runs BEGIN ${addTo("OLD.thread_id", `-${runBytes("OLD")}`)} END`,
+  `CREATE TRIGGER run_events_bytes_in AFTER INSERT ON run_events BEGIN
+    ${addTo("NEW.thread_id", "octet_length(NEW.events)")}
+  END`,
+  `CREATE TRIGGER run_events_bytes_change AFTER UPDATE ON run_events BEGIN
+    ${addTo("OLD.thread_id", "-octet_length(OLD.events)")}
+    ${addTo("NEW.thread_id", "octet_length(NEW.events)")}
+  END`,
+  `CREATE TRIGGER run_events_bytes_out AFTER DELETE ON run_events BEGIN
+    ${addTo("OLD.thread_id", "-octet_length(OLD.events)")}
+  END`,
+  `CREATE TRIGGER threads_bytes_owner AFTER UPDATE OF bytes ON threads WHEN NEW.bytes != OLD.bytes BEGIN
+    INSERT INTO owner_bytes (owner, bytes) VALUES (COALESCE(NEW.owner, ''), NEW.bytes - OLD.bytes)
+      ON CONFLICT (owner) DO UPDATE SET bytes = owner_bytes.bytes + excluded.bytes;
+  END`,
+  `CREATE TRIGGER threads_owner_moved AFTER UPDATE OF owner ON threads WHEN NEW.owner IS NOT OLD.owner BEGIN
+    UPDATE owner_bytes SET bytes = bytes - OLD.bytes WHERE owner = COALESCE(OLD.owner, '');
+    INSERT INTO owner_bytes (owner, bytes) VALUES (COALESCE(NEW.owner, ''), OLD.bytes)
+      ON CONFLICT (owner) DO UPDATE SET bytes = owner_bytes.bytes + excluded.bytes;
+  END`,
+  `CREATE TRIGGER threads_bytes_gone AFTER DELETE ON threads WHEN OLD.bytes != 0 BEGIN
+    UPDATE owner_bytes SET bytes = bytes - OLD.bytes WHERE owner = COALESCE(OLD.owner, '');
+  END`,
+  // the threads there were, counted once (their owners' counters follow, through the trigger above)
+  `UPDATE threads SET bytes =
+    COALESCE((SELECT SUM(octet_length(c.updates)) FROM checkpoints c WHERE c.thread_id = threads.thread_id), 0) +
+    COALESCE((SELECT SUM(${runBytes("r")}) FROM runs r WHERE r.thread_id = threads.thread_id), 0) +
+    COALESCE((SELECT SUM(octet_length(e.events)) FROM run_events e WHERE e.thread_id = threads.thread_id), 0)`
+]
+
 /**
  * The schema, one entry per version: entry `i` takes a database from `user_version` i to i + 1. Entries are
  * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
@@ -16,6 +72,9 @@ import type { Connection } from "./SqliteConnection.js"
  * Version 4: a thread's `owner` and `metadata`, a run's `error` and `metadata` (the gateway's).
  * Version 5: `run_events`, a run's recorded events as one JSON text (see `ThreadStore.saveRunEvents`).
  * Version 6: threads indexed by owner (`ThreadStore.countOwned`, the gateway's thread quota).
+ * Version 7: what a thread keeps, in bytes (`threads.bytes`), and what each owner's threads keep (`owner_bytes`, the
+ * key `''` for threads made without one), kept by triggers with every write and delete (`ThreadStore.bytesOf`, the
+ * gateway's quotas on them) and counted once for the threads there were.
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -103,7 +162,8 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
   [
     // the gateway's thread quota counts a user's threads at each new one
     `CREATE INDEX threads_by_owner ON threads (owner)`
-  ]
+  ],
+  BYTES_MIGRATION
 ]
 
 /** The schema version this build writes. */

@@ -45,6 +45,11 @@ export const COUNT_OWNED = `SELECT COUNT(*) AS n FROM threads WHERE owner = ? OR
 export const THREAD_INFO = `SELECT ${THREAD_COLUMNS} FROM ${THREADS_FROM} WHERE t.thread_id = ?`
 export const SELECT_METADATA = `SELECT metadata FROM threads WHERE thread_id = ?`
 export const SET_METADATA = `UPDATE threads SET metadata = ?, updated_at = COALESCE(?, updated_at) WHERE thread_id = ?`
+export const THREAD_BYTES = `SELECT t.bytes, t.owner, COALESCE(o.bytes, 0) AS owned FROM threads t
+  LEFT JOIN owner_bytes o ON o.owner = COALESCE(t.owner, '') WHERE t.thread_id = ?`
+export const OWNED_BYTES =
+  `SELECT COALESCE(SUM(bytes), 0) AS n FROM owner_bytes WHERE owner = ? OR (? = 1 AND owner = '')`
+// (after DELETE_THREAD_ROW: the thread's row gone first, its owner's byte counter changes once, not per checkpoint)
 export const DELETE_THREAD: ReadonlyArray<string> = [
   `DELETE FROM checkpoints WHERE thread_id = ?`,
   `DELETE FROM runs WHERE thread_id = ?`,

@@ -118,6 +118,14 @@ export const decodeRows = <A>(
     onRight: Effect.succeed
   })
 
+// (PostgreSQL's `bigint` comes as a string)
+const Bytes = Schema.Union(Schema.Number, Schema.NumberFromString)
+
+/** The rows of a thread's byte counters (`ThreadStore.bytesOf`). */
+export const decodeBytesRows = Schema.decodeUnknownEither(
+  Schema.Array(Schema.Struct({ bytes: Bytes, owner: Schema.NullOr(Schema.String), owned: Bytes }))
+)
+
 const CountRows = Schema.Tuple(Schema.Struct({ n: Schema.Union(Schema.NonNegativeInt, Schema.NumberFromString) }))
 
 /** The count of a `SELECT COUNT(*) AS n` (PostgreSQL's `bigint` comes as a string), or a `StoreError`. */

@@ -1,0 +1,127 @@
+/**
+ * The PostgreSQL store's schema, one entry per version, taken to this build's by `PgThreadStore.make` (under an
+ * advisory lock, so processes starting at once migrate one at a time).
+ */
+
+// What a run's record keeps (what it was asked with, why it failed), in bytes.
+const runBytes = (row: string) =>
+  `(COALESCE(octet_length(${row}.metadata), 0) + COALESCE(octet_length(${row}.error), 0))`
+const addTo = (thread: string, bytes: string) =>
+  `UPDATE antler_threads SET bytes = bytes + ${bytes} WHERE thread_id = ${thread};`
+const addToOwner = (owner: string, bytes: string) =>
+  `INSERT INTO antler_owner_bytes (owner, bytes) VALUES (COALESCE(${owner}, ''), ${bytes})
+      ON CONFLICT (owner) DO UPDATE SET bytes = antler_owner_bytes.bytes + excluded.bytes;`
+
+/**
+ * Version 4: what a thread keeps, in bytes (`antler_threads.bytes`), and what each owner's threads keep
+ * (`antler_owner_bytes`, the key `''` for threads made without one), as the SQLite store's version 7: each write of a
+ * checkpoint, a run's record or its events adds what it keeps to its thread's counter (a delete subtracts it), each
+ * change of that counter, and the thread's deletion, its owner's. An appender holds its thread's row, then its
+ * owner's (always in that order: no deadlock), until it commits.
+ */
+const BYTES_MIGRATION: ReadonlyArray<string> = [
+  `ALTER TABLE antler_threads ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0`,
+  `CREATE TABLE antler_owner_bytes (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL)`,
+  `CREATE FUNCTION antler_checkpoints_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP = 'INSERT' THEN ${addTo("NEW.thread_id", "octet_length(NEW.updates)")}
+    ELSE ${addTo("OLD.thread_id", "-octet_length(OLD.updates)")} END IF;
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER antler_checkpoints_bytes AFTER INSERT OR DELETE ON antler_checkpoints
+    FOR EACH ROW EXECUTE FUNCTION antler_checkpoints_bytes()`,
+  `CREATE FUNCTION antler_runs_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP <> 'INSERT' THEN ${addTo("OLD.thread_id", `-${runBytes("OLD")}`)} END IF;
+    IF TG_OP <> 'DELETE' THEN ${addTo("NEW.thread_id", runBytes("NEW"))} END IF;
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER antler_runs_bytes AFTER INSERT OR DELETE ON antler_runs
+    FOR EACH ROW EXECUTE FUNCTION antler_runs_bytes()`,
+  `CREATE TRIGGER antler_runs_bytes_change AFTER UPDATE ON antler_runs FOR EACH ROW
+    WHEN (${runBytes("NEW")} <> ${runBytes("OLD")} OR NEW.thread_id <> OLD.thread_id)
+    EXECUTE FUNCTION antler_runs_bytes()`,
+  `CREATE FUNCTION antler_run_events_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP <> 'INSERT' THEN ${addTo("OLD.thread_id", "-octet_length(OLD.events)")} END IF;
+    IF TG_OP <> 'DELETE' THEN ${addTo("NEW.thread_id", "octet_length(NEW.events)")} END IF;
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER antler_run_events_bytes AFTER INSERT OR UPDATE OR DELETE ON antler_run_events
+    FOR EACH ROW EXECUTE FUNCTION antler_run_events_bytes()`,
+  `CREATE FUNCTION antler_threads_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP = 'DELETE' THEN
+      UPDATE antler_owner_bytes SET bytes = bytes - OLD.bytes WHERE owner = COALESCE(OLD.owner, '');
+    ELSIF NEW.owner IS DISTINCT FROM OLD.owner THEN
+      UPDATE antler_owner_bytes SET bytes = bytes - OLD.bytes WHERE owner = COALESCE(OLD.owner, '');
+      ${addToOwner("NEW.owner", "NEW.bytes")}
+    ELSE ${addToOwner("NEW.owner", "NEW.bytes - OLD.bytes")} END IF;
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER antler_threads_bytes AFTER UPDATE OF bytes, owner ON antler_threads FOR EACH ROW
+    WHEN (NEW.bytes <> OLD.bytes OR NEW.owner IS DISTINCT FROM OLD.owner) EXECUTE FUNCTION antler_threads_bytes()`,
+  `CREATE TRIGGER antler_threads_bytes_gone AFTER DELETE ON antler_threads FOR EACH ROW
+    WHEN (OLD.bytes <> 0) EXECUTE FUNCTION antler_threads_bytes()`,
+  // the threads there were, counted once (their owners' counters follow, through the trigger above)
+  `UPDATE antler_threads t SET bytes =
+    COALESCE((SELECT SUM(octet_length(c.updates)) FROM antler_checkpoints c WHERE c.thread_id = t.thread_id), 0) +
+    COALESCE((SELECT SUM(${runBytes("r")}) FROM antler_runs r WHERE r.thread_id = t.thread_id), 0) +
+    COALESCE((SELECT SUM(octet_length(e.events)) FROM antler_run_events e WHERE e.thread_id = t.thread_id), 0)`
+]
+
+/**
+ * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
+ * SQLite store's tables as of its version 4. Version 2: `antler_run_events` (the SQLite store's version 5).
+ * Version 3: threads indexed by owner (the SQLite store's version 6). Version 4: the byte counters of threads and
+ * owners, kept by triggers (the SQLite store's version 7; see `BYTES_MIGRATION`).
+ */
+export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
+  [
+    `CREATE TABLE antler_threads (
+      thread_id TEXT PRIMARY KEY,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      title TEXT,
+      owner TEXT,
+      metadata TEXT,
+      ord BIGSERIAL
+    )`,
+    `CREATE TABLE antler_checkpoints (
+      seq BIGSERIAL PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      run_id TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      updates TEXT NOT NULL
+    )`,
+    `CREATE INDEX antler_checkpoints_by_thread ON antler_checkpoints (thread_id, seq)`,
+    `CREATE TABLE antler_runs (
+      run_id TEXT PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      status TEXT NOT NULL,
+      stop_reason TEXT,
+      started_at TEXT NOT NULL,
+      ended_at TEXT,
+      error TEXT,
+      metadata TEXT,
+      ord BIGSERIAL
+    )`,
+    `CREATE INDEX antler_runs_by_thread ON antler_runs (thread_id, started_at)`,
+    `CREATE INDEX antler_runs_by_status ON antler_runs (status)`,
+    `CREATE TABLE antler_leases (
+      thread_id TEXT PRIMARY KEY,
+      run_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      expires_at BIGINT NOT NULL
+    )`
+  ],
+  [
+    `CREATE TABLE antler_run_events (
+      run_id TEXT PRIMARY KEY,
+      thread_id TEXT NOT NULL,
+      events TEXT NOT NULL
+    )`,
+    `CREATE INDEX antler_run_events_by_thread ON antler_run_events (thread_id)`
+  ],
+  [`CREATE INDEX antler_threads_by_owner ON antler_threads (owner)`],
+  BYTES_MIGRATION
+]
+
+/** The schema version this build writes. */
+export const SCHEMA_VERSION = migrations.length
