@@ -8,7 +8,8 @@
  * Before it serves anything it checks where it is bound (anywhere but loopback needs API tokens) and settles
  * the runs a previous process left running (recorded as `error`, `orphan_recovered`) and the staging files of its
  * unfinished uploads (`StaleUploads`). Each user's threads and
- * files are bounded by `gateway.quotas` (`Quotas`). Every request passes
+ * files are bounded by `gateway.quotas` (`Quotas`), and what their threads keep in the database too (`StorageQuota`).
+ * Every request passes
  * `Guard` first: a `Host` that does not name the gateway, or a state-changing request from another site's page,
  * reaches no route.
  */
@@ -34,7 +35,7 @@ import * as OtelTracing from "../../layers/OtelTracing.js"
 import * as SqliteThreadStore from "../../layers/SqliteThreadStore.js"
 import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
 import type { StoreError } from "../../services/RunContext.js"
-import type { ThreadStore } from "../../services/ThreadStore.js"
+import { ThreadStore } from "../../services/ThreadStore.js"
 import * as TraceContext from "../../services/TraceContext.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as Redact from "../../state/Redact.js"
@@ -48,6 +49,7 @@ import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Quotas from "./Quotas.js"
 import * as RequestSpan from "./RequestSpan.js"
+import * as StorageQuota from "./StorageQuota.js"
 import * as Runs from "./Runs.js"
 import * as McpTaskWiring from "./mcptasks/Wiring.js"
 import * as Scheduling from "./scheduler/Wiring.js"
@@ -318,7 +320,11 @@ export const layer = (options: Options) => {
   const tasks = McpTaskWiring.layer(app, redact, taskRecords)
   // (and its notifier, which starts runs: once the run manager settled what a previous process left)
   const notifier = McpTaskWiring.notifierLayer(app, taskRecords)
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact, options.store, reload, tasks)
+  // (every checkpoint the gateway writes checked against the quotas on what threads keep: see `StorageQuota`)
+  const limits = StorageQuota.fromConfig(gateway.quotas)
+  const store = Layer.map(options.store ?? storeLayer(app, redact), (context) =>
+    Context.add(context, ThreadStore, StorageQuota.bounded(Context.get(context, ThreadStore), limits)))
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, store, reload, tasks)
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),
@@ -327,6 +333,7 @@ export const layer = (options: Options) => {
     defaultModel: options.choice.name,
     maxActiveRuns: gateway.max_active_runs ?? undefined,
     maxActiveRunsPerUser: gateway.max_active_runs_per_user ?? undefined,
+    storageLimits: limits,
     redact,
     traced
   }

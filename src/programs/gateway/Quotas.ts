@@ -32,10 +32,12 @@ export const MEASURE_BUDGET_MS = 10_000
 
 /**
  * A request that would take a user past a quota: `threads` (`max_threads_per_user`), `bytes` (`max_user_bytes`),
- * or `unmeasured` (the user's files could not be measured within `MEASURE_BUDGET_MS`, `used` counted so far).
+ * `unmeasured` (the user's files could not be measured within `MEASURE_BUDGET_MS`, `used` counted so far), `store`
+ * (`max_store_bytes_per_user`), or what threads keep in the database (see `StorageQuota`): `thread_history` (one
+ * thread, `max_thread_bytes`) and `user_history` (all the user's, `max_thread_bytes_per_user`).
  */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
-  reason: Schema.Literal("threads", "bytes", "unmeasured", "store"),
+  reason: Schema.Literal("threads", "bytes", "unmeasured", "store", "thread_history", "user_history"),
   user: Schema.String,
   limit: Schema.Number,
   used: Schema.Number,
@@ -54,6 +56,20 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
         return `Store quota exceeded: the store items of user ${this.user} hold ${formatBytes(this.used)} of JSON ` +
           `and this would make it ${formatBytes(this.used + this.adding)}, past ` +
           `gateway.quotas.max_store_bytes_per_user (${formatBytes(this.limit)}); delete items to free space.`
+      case "thread_history":
+        return historyMessage(
+          this,
+          `this thread of user ${this.user} keeps`,
+          "max_thread_bytes",
+          "start a new thread (or delete this one)"
+        )
+      case "user_history":
+        return historyMessage(
+          this,
+          `the threads of user ${this.user} keep`,
+          "max_thread_bytes_per_user",
+          "delete threads to free space"
+        )
       case "unmeasured":
         return `Storage quota: the files of user ${this.user} could not be measured within ` +
           `${MEASURE_BUDGET_MS / 1000} s (more than ${formatBytes(this.used)} counted), so nothing more is stored ` +
@@ -61,6 +77,20 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
     }
   }
 }
+
+/** Bytes exactly, and for people. */
+const exactly = (bytes: number) => (bytes < 1024 ? formatBytes(bytes) : `${bytes} bytes (${formatBytes(bytes)})`)
+
+/**
+ * What a `thread_history` or `user_history` refusal says: before a request (`adding` what it would add) or after a
+ * step of a run that took the thread past (`adding` 0: the run stops there).
+ */
+const historyMessage = (error: QuotaExceeded, keep: string, key: string, then: string) =>
+  error.adding > 0
+    ? `Thread storage quota reached: ${keep} ${exactly(error.used)} in the database and this would add ` +
+      `${exactly(error.adding)}, past gateway.quotas.${key} (${exactly(error.limit)}); ${then}.`
+    : `Thread storage quota exceeded: ${keep} ${exactly(error.used)} in the database, past gateway.quotas.${key} ` +
+      `(${exactly(error.limit)}); the run stopped after its last step: ${then}.`
 
 const STAT_BATCH = 32
 

@@ -14,6 +14,7 @@ import type { ThreadState } from "../../state/ThreadState.js"
 import { GatewayError } from "./api/Problem.js"
 import type * as Protocol from "./Protocol.js"
 import type * as RunBuffer from "./RunBuffer.js"
+import type * as StorageQuota from "./StorageQuota.js"
 
 /** What a new run is. */
 export interface RunRequest {
@@ -108,6 +109,8 @@ export interface Options {
   readonly maxActiveRuns?: number | undefined
   /** Runs of one user executing at once; the user's others wait (`pending`). Absent: no limit. */
   readonly maxActiveRunsPerUser?: number | undefined
+  /** The quotas on what threads keep in the database (`StorageQuota`), checked before a run starts. */
+  readonly storageLimits?: StorageQuota.Limits | undefined
   /** What never leaves the server (secrets in streamed events). */
   readonly redact?: Redact.Redactor | undefined
   /** Runs its fibers with this wrapper (a trace root span). */

@@ -21,12 +21,15 @@ import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
 import * as EventIds from "./EventIds.js"
 import * as Fork from "./Fork.js"
+import * as InputBounds from "./InputBounds.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
+import { QuotaExceeded } from "./Quotas.js"
 import * as RunExecution from "./RunExecution.js"
 import type { ActiveRun, RunRequest, Stop } from "./RunModel.js"
 import { internal, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
+import * as StorageQuota from "./StorageQuota.js"
 
 /** What starting runs needs of the manager, besides what a run needs. */
 export interface Deps extends RunExecution.Deps {
@@ -72,6 +75,19 @@ export const make = (deps: Deps): Starter => {
         if (recorded.length > 0) {
           return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} was already started.` })
         }
+      }
+      // (what the run adds at once, its messages and its record's input, within the thread's and the user's quotas
+      // before any run is stopped for it; a run resumed after its runner died was admitted once)
+      if (options.storageLimits !== undefined && request.resumes === undefined) {
+        const adding = InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
+          InputBounds.jsonBytes(request.resume)
+        yield* StorageQuota.admit(store, options.storageLimits, request.userId, request.threadId, adding).pipe(
+          Effect.mapError((error) =>
+            error instanceof QuotaExceeded
+              ? new GatewayError({ reason: "forbidden", message: error.message })
+              : internal(error)
+          )
+        )
       }
       const current = active.get(request.threadId)
       if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {

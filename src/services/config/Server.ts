@@ -116,7 +116,20 @@ export const QuotasConfig = Schema.Struct({
    * Bytes of JSON a user's items in the LangGraph store (`/store/items`) may hold, in all: a put that would take
    * the user past it is refused. Default 100 MiB.
    */
-  max_store_bytes_per_user: withDefault(NonNegativeInt, () => 100 * 1024 ** 2)
+  max_store_bytes_per_user: withDefault(NonNegativeInt, () => 100 * 1024 ** 2),
+  /**
+   * Bytes one thread may keep in the database (its checkpoints, run records and run events, as stored; its state is
+   * folded from them at each run and `GET .../state`): a run, a state update or a copy that would take it past is
+   * refused before anything is kept, and a run that takes it past mid-run ends (an error) after that step. Default
+   * 64 MiB, far above what DeerFlow's web app makes of a long chat.
+   */
+  max_thread_bytes: withDefault(NonNegativeInt, () => 64 * 1024 ** 2),
+  /**
+   * Bytes all of a user's threads may keep in the database, in all (as `max_thread_bytes` counts them): past it the
+   * user's runs, state updates and copies are refused, and a run that takes the user past it mid-run ends after that
+   * step. Default 1 GiB (16 threads at `max_thread_bytes`, thousands of ordinary chats).
+   */
+  max_thread_bytes_per_user: withDefault(NonNegativeInt, () => 1024 ** 3)
 })
 export type QuotasConfig = typeof QuotasConfig.Type
 
@@ -195,7 +208,9 @@ export const GatewayConfig = Schema.Struct({
   quotas: withDefault(QuotasConfig, () => ({
     max_threads_per_user: 10_000,
     max_user_bytes: 5 * 1024 ** 3,
-    max_store_bytes_per_user: 100 * 1024 ** 2
+    max_store_bytes_per_user: 100 * 1024 ** 2,
+    max_thread_bytes: 64 * 1024 ** 2,
+    max_thread_bytes_per_user: 1024 ** 3
   })),
   /** Runs the gateway as one runner of a cluster (see `ClusterConfig`); needs `database.url`. */
   cluster: Schema.optional(Schema.NullOr(ClusterConfig))

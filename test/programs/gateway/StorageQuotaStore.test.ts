@@ -49,7 +49,10 @@ const run = (threadId: string, runId: string, status: RunRecord["status"], extra
   ...extra
 }) satisfies RunRecord
 
-const use = <A>(layer: Layer.Layer<ThreadStore, StoreError>, f: (store: ThreadStore["Type"]) => Effect.Effect<A, StoreError>) =>
+const use = <A>(
+  layer: Layer.Layer<ThreadStore, StoreError>,
+  f: (store: ThreadStore["Type"]) => Effect.Effect<A, StoreError>
+) =>
   Effect.runPromise(Effect.scoped(Effect.flatMap(Layer.build(layer), (ctx) => f(ctx.unsafeMap.get(ThreadStore.key)))))
 
 /**
@@ -195,7 +198,8 @@ describe("SQLite: a database written before the counters", () => {
       Effect.gen(function*() {
         assert.deepStrictEqual(yield* store.bytesOf("old"), { bytes: expected, owner: "alice", owned: expected })
         yield* store.append("old", "r2", [{ messages: [M.human("more")] }])
-        assert.strictEqual(yield* store.bytesOwned("alice", false), yield* Effect.promise(() => sqliteRecount(file)("old")))
+        const recounted = yield* Effect.promise(() => sqliteRecount(file)("old"))
+        assert.strictEqual(yield* store.bytesOwned("alice", false), recounted)
       }))
   })
 })

@@ -13,6 +13,7 @@ import type * as Factory from "../../Factory.js"
 import * as Protocol from "../Protocol.js"
 import { QuotaExceeded, Quotas } from "../Quotas.js"
 import { Runs } from "../Runs.js"
+import * as StorageQuota from "../StorageQuota.js"
 import * as ThreadIds from "../ThreadIds.js"
 
 /** A user's thread: as stored, and as the client calls it. */
@@ -84,6 +85,13 @@ export const make = Effect.gen(function*() {
   const withBytes = <A, R>(userId: string, adding: number, write: Effect.Effect<A, GatewayError, R>) =>
     Effect.mapError(quotas.bytes(userId, adding, write), refused)
 
+  /**
+   * Refused (403) when adding `adding` bytes to the user's thread `stored` (undefined: a thread to be made) would
+   * pass `gateway.quotas.max_thread_bytes` or `max_thread_bytes_per_user` (see `StorageQuota`).
+   */
+  const withinStorage = (userId: string, stored: string | undefined, adding: number) =>
+    Effect.mapError(StorageQuota.admit(store, StorageQuota.fromConfig(quotas.limits), userId, stored, adding), refused)
+
   const loadState = (threadId: string) =>
     Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>
       Option.match(loaded, {
@@ -141,6 +149,7 @@ export const make = Effect.gen(function*() {
     chatOf,
     newThread,
     withBytes,
+    withinStorage,
     loadState,
     threadStatus,
     fullThread,

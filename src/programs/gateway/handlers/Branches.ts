@@ -241,8 +241,11 @@ export const layer = (api: DeerFlowApi) =>
             const latest = state.messages.findLast((m) => visible(m, "ai"))?.id === request.message_id
             const branchId = M.newId()
             const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-            // within the user's quotas: one more thread, and the bytes of the files it copies
+            // within the user's quotas: one more thread, the bytes of the files it copies, and about what the
+            // parent keeps in the database (the branch is seeded with its state)
             const adding = latest ? yield* access.quotas.threadBytes(user, thread.stored) : 0
+            const kept = yield* Effect.mapError(store.bytesOf(thread.stored), storeFailed)
+            yield* access.withinStorage(user, undefined, kept?.bytes ?? 0)
             const { made, clone } = yield* access.withBytes(user, adding, Effect.gen(function*() {
               const made = yield* access.newThread(user, branchId, {
                 deerflow_branch: true,

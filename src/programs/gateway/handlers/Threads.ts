@@ -320,7 +320,7 @@ export const layer = (api: LangGraphApi) =>
           }))
         // LangGraph's copy: a new thread (a new id, also in its metadata) with the thread's checkpoints, here
         // appended again in order (under new checkpoint ids), and its files; not its runs. Within the user's quotas:
-        // one more thread, and the bytes of the thread's files
+        // one more thread, the bytes of the thread's files, and what the thread keeps in the database
         .handleRaw("copyThread", ({ path }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
@@ -328,6 +328,8 @@ export const layer = (api: LangGraphApi) =>
             const records = yield* Effect.mapError(store.checkpoints(source.thread_id), storeFailed)
             const copyId = M.newId()
             const adding = yield* access.quotas.threadBytes(userId, source.thread_id)
+            const kept = yield* Effect.mapError(store.bytesOf(source.thread_id), storeFailed)
+            yield* access.withinStorage(userId, undefined, kept?.bytes ?? 0)
             yield* access.withBytes(userId, adding, Effect.gen(function*() {
               const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
               const paths = threadPaths(app.home, userId, made.thread_id)
@@ -414,6 +416,7 @@ export const layer = (api: LangGraphApi) =>
                 ...removals.map((m) => M.remove(String((m as { id?: unknown }).id)))
               ]
             }
+            yield* access.withinStorage(userId, stored, InputBounds.jsonBytes(update))
             const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
             if (runs.activeOf(stored) !== undefined) {
               return yield* fail(

@@ -1,0 +1,102 @@
+/**
+ * The quotas on what threads keep in the database (`gateway.quotas.max_thread_bytes`, one thread's checkpoints, run
+ * records and run events; `max_thread_bytes_per_user`, all of a user's): a thread's state is folded from its
+ * checkpoints at each run and `GET .../state`, so without them a thread run long enough with large messages, and a
+ * user's threads together, would be as large as their user makes them. Read from the byte counters the store keeps
+ * with every write (`ThreadStore.bytesOf`, `bytesOwned`): a check is one indexed read, never a scan.
+ *
+ * Two places: before a request that adds to a thread (`admit`: a run, a state update, a copy), refused with a
+ * `QuotaExceeded` (a 403 naming the quota, the use and what would be added) before anything is kept; and after every
+ * checkpoint of the gateway's store (`bounded`), so that a run that grows its thread past a quota mid-run ends there,
+ * an error saying so, its last step kept whole (its tool calls then answered as a stopped run's are). A thread may so
+ * pass a quota by one step; processes sharing a database check the same counters.
+ */
+import * as Effect from "effect/Effect"
+import type { QuotasConfig } from "../../services/config/Server.js"
+import { StoreError } from "../../services/RunContext.js"
+import type { ThreadStore } from "../../services/ThreadStore.js"
+import { DEFAULT_USER } from "./Auth.js"
+import { QuotaExceeded } from "./Quotas.js"
+
+/** The limits, in bytes (0: no limit). */
+export interface Limits {
+  /** One thread (`max_thread_bytes`). */
+  readonly thread: number
+  /** All of a user's threads (`max_thread_bytes_per_user`). */
+  readonly user: number
+}
+
+/** The limits of `gateway.quotas`. */
+export const fromConfig = (quotas: QuotasConfig): Limits => ({
+  thread: quotas.max_thread_bytes,
+  user: quotas.max_thread_bytes_per_user
+})
+
+/** Whether there is a limit at all. */
+const limited = (limits: Limits) => limits.thread > 0 || limits.user > 0
+
+/** What the threads of `userId` keep (the local user's include those made without an owner: the CLI's). */
+const ownedBy = (store: ThreadStore["Type"], userId: string) => store.bytesOwned(userId, userId === DEFAULT_USER)
+
+/**
+ * Succeeds when adding `adding` bytes to the thread `threadId` of `userId` (as stored; undefined for a thread to be
+ * made) keeps both within their limits; else fails with the `QuotaExceeded` of the first limit it would pass.
+ */
+export const admit = (
+  store: ThreadStore["Type"],
+  limits: Limits,
+  userId: string,
+  threadId: string | undefined,
+  adding: number
+): Effect.Effect<void, QuotaExceeded | StoreError> =>
+  Effect.gen(function*() {
+    if (!limited(limits)) return
+    const thread = threadId === undefined || limits.thread === 0 ? undefined : yield* store.bytesOf(threadId)
+    if (thread !== undefined && thread.bytes + adding > limits.thread) {
+      return yield* new QuotaExceeded({
+        reason: "thread_history",
+        user: userId,
+        limit: limits.thread,
+        used: thread.bytes,
+        adding
+      })
+    }
+    if (limits.user === 0) return
+    const used = yield* ownedBy(store, userId)
+    if (used + adding > limits.user) {
+      return yield* new QuotaExceeded({ reason: "user_history", user: userId, limit: limits.user, used, adding })
+    }
+  })
+
+/**
+ * Fails, as a `StoreError` of `append` carrying the quota's message, when the thread keeps more than a limit allows
+ * (after a checkpoint: the run it belongs to ends there).
+ */
+const checkAfter = (store: ThreadStore["Type"], limits: Limits, threadId: string): Effect.Effect<void, StoreError> =>
+  Effect.gen(function*() {
+    const found = yield* store.bytesOf(threadId)
+    if (found === undefined) return
+    const user = found.owner ?? DEFAULT_USER
+    const exceeded = (reason: "thread_history" | "user_history", limit: number, used: number) =>
+      new StoreError({
+        operation: "append",
+        message: new QuotaExceeded({ reason, user, limit, used, adding: 0 }).message
+      })
+    if (limits.thread > 0 && found.bytes > limits.thread) {
+      return yield* exceeded("thread_history", limits.thread, found.bytes)
+    }
+    if (limits.user === 0) return
+    const used = user === DEFAULT_USER ? yield* ownedBy(store, user) : found.owned
+    if (used > limits.user) return yield* exceeded("user_history", limits.user, used)
+  })
+
+/**
+ * The store with every checkpoint checked against the limits once written (see the module's doc): the gateway's
+ * store, so that its runs, state updates, copies and branches are bounded however they write.
+ */
+export const bounded = (store: ThreadStore["Type"], limits: Limits): ThreadStore["Type"] =>
+  !limited(limits) ? store : {
+    ...store,
+    append: (threadId, runId, updates) =>
+      Effect.zipRight(store.append(threadId, runId, updates), checkAfter(store, limits, threadId))
+  }
