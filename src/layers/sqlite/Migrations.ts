@@ -11,7 +11,8 @@ import type { Connection } from "./SqliteConnection.js"
 // What a run's record keeps (what it was asked with, why it failed), in bytes.
 const runBytes = (row: string) =>
   `(COALESCE(octet_length(${row}.metadata), 0) + COALESCE(octet_length(${row}.error), 0))`
-const addTo = (thread: string, bytes: string) => `UPDATE threads SET bytes = bytes + ${bytes} WHERE thread_id = ${thread};`
+const addTo = (thread: string, bytes: string) =>
+  `UPDATE threads SET bytes = bytes + ${bytes} WHERE thread_id = ${thread};`
 
 /**
  * Version 7: the byte counters. Each write of a checkpoint, a run's record or its events adds what it keeps to its
