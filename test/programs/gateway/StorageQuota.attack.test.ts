@@ -11,6 +11,8 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as Effect from "effect/Effect"
+import * as M from "../../../src/state/Message.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -35,13 +37,14 @@ const script = (body: ChatRequestBody): Turn => {
 }
 
 const human = (content: string) => ({ messages: [{ type: "human", content }] })
+const big = "b".repeat(300 * KiB)
 
 /** A gateway of alice and bob with these quotas (and `config` beside them). */
 const startWith = (quotas: Record<string, unknown>, config: Record<string, unknown> = {}) =>
   Support.start({ script, config: { ...config, gateway: { ...twoUsers, quotas: { max_user_bytes: 0, ...quotas } } } })
 
 /** The user's requests to the gateway `target` holds. */
-const as = (target: () => TestGateway, token: string) => {
+const as = (target: () => TestGateway, token?: string) => {
   const request = Requests.as(target, token)
   const newThread = async () => (await request("POST", "/threads", {})).json().thread_id as string
   const run = (threadId: string, content: string) =>
@@ -131,6 +134,23 @@ describe("gateway.quotas.max_thread_bytes (one thread)", () => {
     assert.strictEqual((await bob.run(threadId, "more")).status, 403)
   }, 60_000)
 
+  it("streamed, the run's stream says why it ended, then ends", async () => {
+    const threadId = await bob.newThread()
+    const response = await fetch(`${gateway.url}/threads/${threadId}/runs/stream`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${BOB}`, "content-type": "application/json" },
+      body: JSON.stringify({ assistant_id: "lead_agent", input: human("grow, please"), stream_mode: ["values"] })
+    })
+    assert.strictEqual(response.status, 200)
+    const { events } = await Support.readSse(response)
+    const names = events.map((e) => e.event)
+    assert.include(names, "error")
+    assert.strictEqual(names.at(-1), "end")
+    const error = events.find((e) => e.event === "error")!.data as { message: string }
+    assert.match(error.message, THREAD_EXCEEDED)
+    assert.strictEqual((await bob.runs(threadId))[0].status, "error")
+  }, 60_000)
+
   it("a run whose tool call takes its thread past it ends with the call answered", async () => {
     const threadId = await bob.newThread()
     assert.strictEqual((await bob.run(threadId, "call a tool")).status, 200)
@@ -218,6 +238,29 @@ const perUser = (name: string, config: () => Promise<Record<string, unknown> | u
 
 perUser("SQLite", async () => ({}))
 perUser("PostgreSQL", async () => ("skip" in pg ? undefined : { database: { url: await pg.createDatabase() } }))
+
+describe("the open gateway's local user", () => {
+  it("is one user, the CLI's threads (made without an owner) counted", async () => {
+    const gateway = await Support.start({
+      script,
+      config: { gateway: { heartbeat_seconds: 1, quotas: { max_thread_bytes_per_user: 256 * KiB } } }
+    })
+    try {
+      const local = as(() => gateway)
+      assert.strictEqual((await local.run(await local.newThread(), "hello")).status, 200)
+      // a thread of the CLI's in the same data directory
+      await Effect.runPromise(Effect.gen(function*() {
+        yield* gateway.store.ensure("from-the-cli")
+        yield* Effect.either(gateway.store.append("from-the-cli", "cli-run", [{ messages: [M.human(big)] }]))
+      }))
+      const refused = await local.run(await local.newThread(), "hello again")
+      assert.strictEqual(refused.status, 403)
+      assert.match(refused.json().detail, /the threads of user default keep \d+ bytes/)
+    } finally {
+      await gateway.stop()
+    }
+  }, 60_000)
+})
 
 describe("the quotas' configuration", () => {
   for (const [quotas, says] of [
