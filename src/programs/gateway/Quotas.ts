@@ -83,14 +83,14 @@ const exactly = (bytes: number) => (bytes < 1024 ? formatBytes(bytes) : `${bytes
 
 /**
  * What a `thread_history` or `user_history` refusal says: before a request (`adding` what it would add) or after a
- * step of a run that took the thread past (`adding` 0: the run stops there).
+ * write that took the thread past (`adding` 0: a run stops there).
  */
 const historyMessage = (error: QuotaExceeded, keep: string, key: string, then: string) =>
   error.adding > 0
     ? `Thread storage quota reached: ${keep} ${exactly(error.used)} in the database and this would add ` +
       `${exactly(error.adding)}, past gateway.quotas.${key} (${exactly(error.limit)}); ${then}.`
     : `Thread storage quota exceeded: ${keep} ${exactly(error.used)} in the database, past gateway.quotas.${key} ` +
-      `(${exactly(error.limit)}); the run stopped after its last step: ${then}.`
+      `(${exactly(error.limit)}); writing stopped after this step: ${then}.`
 
 const STAT_BATCH = 32
 

@@ -68,9 +68,15 @@ export const admit = (
     }
   })
 
+/** The `StoreError` operation of a write stopped by a quota once kept (see `bounded`). */
+export const STOPPED = "quota"
+
+/** Whether `error` is a write stopped by a quota once kept (a 403 to a client, not a store's fault). */
+export const isStopped = (error: unknown): boolean => error instanceof StoreError && error.operation === STOPPED
+
 /**
- * Fails, as a `StoreError` of `append` carrying the quota's message, when the thread keeps more than a limit allows
- * (after a checkpoint: the run it belongs to ends there).
+ * Fails, as a `StoreError` (operation `STOPPED`) carrying the quota's message, when the thread keeps more than a
+ * limit allows (after a checkpoint: the run it belongs to ends there; a handler answers 403).
  */
 const checkAfter = (store: ThreadStore["Type"], limits: Limits, threadId: string): Effect.Effect<void, StoreError> =>
   Effect.gen(function*() {
@@ -79,7 +85,7 @@ const checkAfter = (store: ThreadStore["Type"], limits: Limits, threadId: string
     const user = found.owner ?? DEFAULT_USER
     const exceeded = (reason: "thread_history" | "user_history", limit: number, used: number) =>
       new StoreError({
-        operation: "append",
+        operation: STOPPED,
         message: new QuotaExceeded({ reason, user, limit, used, adding: 0 }).message
       })
     if (limits.thread > 0 && found.bytes > limits.thread) {

@@ -69,13 +69,13 @@ const USER_REFUSED = pattern(
 )
 const THREAD_EXCEEDED = pattern(
   "Thread storage quota exceeded: this thread of user bob keeps \\d+ bytes \\([\\d.]+ KB\\) in the database, ",
-  "past gateway\\.quotas\\.max_thread_bytes \\(262144 bytes \\(256\\.0 KB\\)\\); the run stopped after its ",
-  "last step: start a new thread \\(or delete this one\\)\\."
+  "past gateway\\.quotas\\.max_thread_bytes \\(262144 bytes \\(256\\.0 KB\\)\\); writing stopped after ",
+  "this step: start a new thread \\(or delete this one\\)\\."
 )
 const USER_EXCEEDED = pattern(
   "Thread storage quota exceeded: the threads of user alice keep \\d+ bytes \\([\\d.]+ MB\\) in the database, ",
-  "past gateway\\.quotas\\.max_thread_bytes_per_user \\(1048576 bytes \\(1\\.0 MB\\)\\); the run stopped ",
-  "after its last step: delete threads to free space\\."
+  "past gateway\\.quotas\\.max_thread_bytes_per_user \\(1048576 bytes \\(1\\.0 MB\\)\\); writing ",
+  "stopped after this step: delete threads to free space\\."
 )
 
 describe("gateway.quotas.max_thread_bytes (one thread)", () => {
@@ -132,6 +132,10 @@ describe("gateway.quotas.max_thread_bytes (one thread)", () => {
     assert.strictEqual(messages[1].content.length, 300 * KiB)
     // the thread is full: the next run is refused before it starts
     assert.strictEqual((await bob.run(threadId, "more")).status, 403)
+    // and any other write to it (DeerFlow's goal here) is answered with the quota's words, not as a fault
+    const goal = await bob.request("PUT", `/api/threads/${threadId}/goal`, { objective: "finish" })
+    assert.strictEqual(goal.status, 403)
+    assert.match(goal.json().detail, THREAD_EXCEEDED)
   }, 60_000)
 
   it("streamed, the run's stream says why it ended, then ends", async () => {

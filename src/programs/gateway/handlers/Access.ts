@@ -28,8 +28,11 @@ export const make = Effect.gen(function*() {
   const runs = yield* Runs
   const quotas = yield* Quotas
 
+  // (a write the storage quotas stopped once it was kept is the user's quota, not a fault: see `StorageQuota`)
   const storeFailed = (error: { readonly message: string }) =>
-    new GatewayError({ reason: "internal", message: error.message, cause: error })
+    StorageQuota.isStopped(error)
+      ? new GatewayError({ reason: "forbidden", message: error.message })
+      : new GatewayError({ reason: "internal", message: error.message, cause: error })
 
   /** A gateway error as is, a quota's refusal as a 403 saying which quota (see `quotaRefused`), else a 500. */
   const refused = (error: GatewayError | QuotaExceeded | { readonly message: string }) =>

@@ -34,6 +34,7 @@ import * as Fork from "../Fork.js"
 import * as InputBounds from "../InputBounds.js"
 import * as Protocol from "../Protocol.js"
 import { TaskStore } from "../scheduler/TaskStore.js"
+import * as StorageQuota from "../StorageQuota.js"
 import * as ThreadIds from "../ThreadIds.js"
 import { withTurnDurations } from "../TurnDurations.js"
 import type { ThreadRef } from "./Access.js"
@@ -446,6 +447,8 @@ export const layer = (api: LangGraphApi) =>
             if (Either.isLeft(appended)) {
               return yield* appended.left instanceof GatewayError
                 ? appended.left
+                : StorageQuota.isStopped(appended.left)
+                ? storeFailed(appended.left)
                 : fail("unprocessable", appended.left.message)
             }
             const latest = yield* currentState(thread)
