@@ -5,6 +5,7 @@
  * says which entry, and why, prefixed by the configuration key (`label`) that named it.
  */
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
@@ -39,7 +40,7 @@ export const isScriptEntry = (entry: string): boolean => {
 export const baseDirOf = (source: string | undefined): string =>
   source !== undefined ? Path.dirname(source) : process.cwd()
 
-const errorText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+const messageOf = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
 /**
  * Node's own `import()` of a module URL. Bundled, `antler` is a CommonJS script in which the bundler turns
@@ -100,7 +101,7 @@ export const load = (
       catch: (cause) =>
         new UserModuleError({
           reason: "import_failed",
-          message: `${label}: "${entry}": importing ${file} failed: ${errorText(cause)}`,
+          message: `${label}: "${entry}": importing ${file} failed: ${messageOf(cause)}`,
           cause
         })
     })
@@ -117,3 +118,40 @@ export const load = (
 
 /** Whether a function is a class (called with `new`). */
 export const isClass = (f: Function): boolean => /^class[\s{]/.test(Function.prototype.toString.call(f))
+
+/** What a provider threw, as an error repeats it: its message, at most 300 characters. */
+export const errorText = (cause: unknown): string => {
+  const text = messageOf(cause)
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text
+}
+
+/**
+ * A provider made from a module's export, given a copy of `config`: a class constructed, a function called (its
+ * answer awaited), anything else taken as it is; within `timeout`, else the failure `fail` makes of what went wrong
+ * (`what` names the provider in it, e.g. `guardrails.provider: "./x.mjs:X"`).
+ */
+export const instantiate = <E>(
+  exported: unknown,
+  config: unknown,
+  timeout: Duration.DurationInput,
+  what: string,
+  fail: (message: string) => E
+): Effect.Effect<unknown, E> => {
+  const copy = structuredClone(config)
+  return Effect.tryPromise({
+    try: () =>
+      Promise.resolve(
+        typeof exported !== "function"
+          ? exported
+          : isClass(exported)
+          ? Reflect.construct(exported, [copy])
+          : (exported as (config: unknown) => unknown)(copy)
+      ),
+    catch: (cause) => fail(`${what} failed when created: ${errorText(cause)}`)
+  }).pipe(
+    Effect.timeoutFail({
+      duration: timeout,
+      onTimeout: () => fail(`${what} was not created within ${Duration.format(timeout)}`)
+    })
+  )
+}

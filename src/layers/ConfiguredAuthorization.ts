@@ -36,10 +36,7 @@ const LABEL = "authorization.provider.use"
 /** How long a provider may take to answer one question, or to be created. */
 export const TIMEOUT = Duration.seconds(30)
 
-const errorText = (cause: unknown): string => {
-  const text = cause instanceof Error ? cause.message : String(cause)
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
+const { errorText } = UserModule
 
 type Method = (...args: ReadonlyArray<unknown>) => unknown
 
@@ -111,23 +108,12 @@ export const load = (
       UserModule.load(LABEL, use, parsed, baseDir),
       (error) => configError(error.reason, error.message)
     )
-    const copy = structuredClone(config)
-    const created = yield* Effect.tryPromise({
-      try: () =>
-        Promise.resolve(
-          typeof exported !== "function"
-            ? exported
-            : UserModule.isClass(exported)
-            ? Reflect.construct(exported, [copy])
-            : (exported as (config: unknown) => unknown)(copy)
-        ),
-      catch: (cause) => configError("init_failed", `${LABEL}: "${use}" failed when created: ${errorText(cause)}`)
-    }).pipe(
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () =>
-          configError("init_failed", `${LABEL}: "${use}" was not created within ${Duration.format(timeout)}`)
-      })
+    const created = yield* UserModule.instantiate(
+      exported,
+      config,
+      timeout,
+      `${LABEL}: "${use}"`,
+      (message) => configError("init_failed", message)
     )
     const method = (key: string): Method | undefined => {
       const found = typeof created === "object" && created !== null

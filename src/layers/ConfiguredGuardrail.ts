@@ -46,10 +46,7 @@ const Answer = Schema.Struct({
   metadata: Schema.optional(Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
 })
 
-const errorText = (cause: unknown): string => {
-  const text = cause instanceof Error ? cause.message : String(cause)
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
+const { errorText } = UserModule
 
 /** A provider's answer as a decision, or what is wrong with it (pure). */
 export const decodeDecision = (answer: unknown): Either.Either<Guardrail.GuardrailDecision, string> =>
@@ -139,23 +136,12 @@ export const load = (
         )
       )
     )
-    const copy = structuredClone(config)
-    const created = yield* Effect.tryPromise({
-      try: () =>
-        Promise.resolve(
-          typeof exported !== "function"
-            ? exported
-            : UserModule.isClass(exported)
-            ? Reflect.construct(exported, [copy])
-            : (exported as (config: unknown) => unknown)(copy)
-        ),
-      catch: (cause) => configError("init_failed", `${LABEL}: "${use}" failed when created: ${errorText(cause)}`)
-    }).pipe(
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () =>
-          configError("init_failed", `${LABEL}: "${use}" was not created within ${Duration.format(timeout)}`)
-      })
+    const created = yield* UserModule.instantiate(
+      exported,
+      config,
+      timeout,
+      `${LABEL}: "${use}"`,
+      (message) => configError("init_failed", message)
     )
     const method = typeof created === "object" && created !== null
       ? [(created as { evaluate?: unknown }).evaluate, (created as { aevaluate?: unknown }).aevaluate]
