@@ -18,14 +18,27 @@ import type { Identity } from "./Auth.js"
 
 const PREFIXES = ["/api/langgraph", "/api"]
 
-/** The path under the gateway's prefixes, without its query. */
-const routeOf = (url: string): string => {
-  const path = url.split(/[?#]/, 1)[0] ?? ""
-  for (const prefix of PREFIXES) {
-    if (path === prefix) return "/"
-    if (path.startsWith(`${prefix}/`)) return path.slice(prefix.length)
+/** A segment as the router reads it: percent-decoded, any case (one the router cannot decode matches no route). */
+const decoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment).toLowerCase()
+  } catch {
+    return segment.toLowerCase()
   }
-  return path
+}
+
+/**
+ * The segments of the path under the gateway's prefixes, as the router matches them: the path ends at its first
+ * `?`, `;` or `#`, each segment is percent-decoded, and letters match in any case (else `/api/%74hreads/…`,
+ * `/api/Threads/…` or `…/runs;x/wait` reached a route under another route's permission, or none).
+ */
+const routeOf = (url: string): ReadonlyArray<string> => {
+  const parts = (url.split(/[?;#]/, 1)[0] ?? "").split("/").filter((p) => p !== "").map(decoded)
+  for (const prefix of PREFIXES) {
+    const head = prefix.split("/").filter((p) => p !== "")
+    if (head.every((p, i) => parts[i] === p)) return parts.slice(head.length)
+  }
+  return parts
 }
 
 const byMethod = (method: string): Authz.Permission =>
@@ -34,7 +47,7 @@ const byMethod = (method: string): Authz.Permission =>
 /** The permission of a request (pure), or none for a route that needs none. */
 export const permissionOf = (method: string, url: string): Authz.Permission | undefined => {
   const m = method.toUpperCase()
-  const parts = routeOf(url).split("/").filter((p) => p !== "")
+  const parts = routeOf(url)
   const [head, second, third, fourth, fifth] = parts
   if (head === "input-polish") return "runs:create"
   if (head === "scheduled-tasks") return m === "GET" ? "threads:read" : "threads:write"
