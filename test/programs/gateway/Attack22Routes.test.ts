@@ -1,9 +1,9 @@
 /**
  * Attack round 22 on route permissions (`authorization.enabled`): a role denied a route's permission must not
- * reach it by spelling the path another way the router still matches — a percent-encoded letter (`%74hreads`,
- * `run%73`), a `;` parameter the router cuts the path at (`runs;x`), or a letter's case (the router matches in any case). The router decodes
- * and cuts these before matching; the permission was read from the raw path, so `GET /api/%74hreads/{id}` needed
- * no permission and `POST /api/threads/{id}/run%73/wait` needed only `threads:write`.
+ * reach it by spelling the path another way the router still matches: a percent-encoded letter (`%74hreads`,
+ * `run%73`), a `;` parameter the router cuts the path at (`runs;x`), or a letter's case (the router matches in
+ * any case). The permission was read from the raw path, so `GET /api/%74hreads/{id}` needed no permission and
+ * `POST /api/threads/{id}/run%73/wait` needed only `threads:write`.
  * The model is SCRIPTED (the real `openai` client against a loopback Chat Completions server).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
