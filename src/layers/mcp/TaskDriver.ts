@@ -97,6 +97,25 @@ const firstErrorText = (result: McpResult): string | undefined => {
   return undefined
 }
 
+/** The deepest `structuredContent` kept (the gateway's own bodies' bound, `Body.MAX_JSON_DEPTH`). */
+export const MAX_DEPTH = 100
+
+/**
+ * Whether a value nests arrays and objects deeper than `limit`, walked without recursion: what reads it later (the
+ * redactor, `JSON.stringify`, the store) recurses, and a server's deep enough value exhausted their stack, so a poll
+ * failed with a defect each time and its task was polled for ever.
+ */
+const deeperThan = (value: unknown, limit: number): boolean => {
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (typeof node !== "object" || node === null) continue
+    if (depth >= limit) return true
+    for (const item of Array.isArray(node) ? node : Object.values(node)) stack.push([item, depth + 1])
+  }
+  return false
+}
+
 /** Calls one of the task's tools and decodes its `structuredContent` with `schema`. */
 const call = <A, I>(
   mcp: Mcp["Type"],
@@ -117,6 +136,11 @@ const call = <A, I>(
       if (result.structuredContent === undefined || result.structuredContent === null) {
         return Effect.fail(
           permanent(`MCP task tool '${tool}' must return structuredContent; text content is not parsed`)
+        )
+      }
+      if (deeperThan(result.structuredContent, MAX_DEPTH)) {
+        return Effect.fail(
+          permanent(`MCP task tool '${tool}' returned structuredContent nested deeper than ${MAX_DEPTH} levels`)
         )
       }
       const decoded = Schema.decodeUnknownEither(schema, { onExcessProperty: "ignore" })(result.structuredContent)
