@@ -6,6 +6,7 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
@@ -14,7 +15,10 @@ import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
+import * as AccountStore from "../accounts/AccountStore.js"
+import { fail } from "../api/Problem.js"
 import * as Crons from "../Crons.js"
+import * as OwnerRole from "../OwnerRole.js"
 import * as Protocol from "../Protocol.js"
 import { launchError, Quotas } from "../Quotas.js"
 import { type ActiveRun, type RunRequest, Runs } from "../Runs.js"
@@ -53,6 +57,12 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
   const runs = yield* Runs
   const store = yield* ThreadStore
   const quotas = yield* Quotas
+  // (an account's role is read when a run starts: a scheduled run is rare, and the account may have changed)
+  const roleOf = OwnerRole.make(app.config, (id) =>
+    Effect.scoped(AccountStore.open(app.home, app.config.gateway.auth.session_days).pipe(
+      Effect.flatMap((accounts) => accounts.byId(id)),
+      Effect.map(Option.map((account): string => account.system_role))
+    )).pipe(Effect.orElseSucceed(() => Option.none<string>())))
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
     store.runs({ runId }).pipe(
@@ -89,14 +99,27 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
    * stopped) is adopted (`Runs.adopt`: in a cluster it goes on, resumed if its runner died before making it
    * durable) or, without a cluster, followed as recorded (none: undefined).
    */
-  const startRun = (request: RunRequest & { readonly runId: string }) =>
-    runs.start(request).pipe(
-      Effect.retry({ times: 3, schedule: Schedule.spaced("1 second"), while: (error) => error.reason === "internal" }),
-      Effect.catchAll((error) =>
-        Effect.flatMap(started(request.runId), (known): Effect.Effect<ActiveRun | undefined, typeof error> =>
-          !known ? Effect.fail(error) : runs.adopt === undefined ? Effect.succeed(undefined) : runs.adopt(request, request.runId))
+  const startRun = (given: RunRequest & { readonly runId: string }) =>
+    Effect.flatMap(roleOf(given.userId), (role) => {
+      // (the run is its user's role's, as their own requests are: see OwnerRole)
+      if (Either.isLeft(role)) return Effect.fail(fail("forbidden", `The run was not started: ${role.left}.`))
+      const request = role.right === undefined ? given : { ...given, role: role.right }
+      return runs.start(request).pipe(
+        Effect.retry({
+          times: 3,
+          schedule: Schedule.spaced("1 second"),
+          while: (error) => error.reason === "internal"
+        }),
+        Effect.catchAll((error) =>
+          Effect.flatMap(started(request.runId), (known): Effect.Effect<ActiveRun | undefined, typeof error> =>
+            !known
+              ? Effect.fail(error)
+              : runs.adopt === undefined
+              ? Effect.succeed(undefined)
+              : runs.adopt(request, request.runId))
+        )
       )
-    )
+    })
 
   /** A DeerFlow task's run: its prompt, on its thread or a new one (made the first time: `ids.threadId`). */
   const startTask: Scheduler.Launcher["start"] = (task, ids) =>

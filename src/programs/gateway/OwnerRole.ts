@@ -1,0 +1,52 @@
+/**
+ * The role a run the gateway starts on its own for a user (a scheduled task's, a cron's) is asked as, with
+ * `authorization.enabled`: the user's role now, as their own requests have it (DeerFlow's scheduler runs as the
+ * task's owner, with their `system_role`). Without it such a run had no role and ran as `default_role`, so a user
+ * of a narrower role reached, through a task or a cron, the tools and models their role may not use.
+ *
+ * The role is a token's `role` (`admin` for an admin token without one, else `user`), else an account's
+ * `system_role`; on an open gateway (no tokens, no accounts) none, as its requests have none. A user who holds
+ * tokens of several roles, or no token or account of the gateway any more, has no role a run can be given: the
+ * launch fails, saying why, rather than guess one.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type { AppConfig } from "../../services/AppConfig.js"
+
+/** The role of a user (none: `default_role`), or why a run cannot be given one. */
+export type Lookup = (userId: string) => Effect.Effect<Either.Either<string | undefined, string>>
+
+/** The roles of the user's tokens (pure), each once, in the configuration's order. */
+export const tokenRoles = (tokens: AppConfig["gateway"]["auth"]["tokens"], userId: string): ReadonlyArray<string> => [
+  ...new Set(tokens.filter((t) => t.user === userId).map((t) => t.role ?? (t.admin ? "admin" : "user")))
+]
+
+/**
+ * The lookup of a configuration: none of it without `authorization.enabled` (every run as it was), `account` the
+ * `system_role` of an account id (when the gateway has accounts).
+ */
+export const make = (
+  config: AppConfig,
+  account: (id: string) => Effect.Effect<Option.Option<string>>
+): Lookup => {
+  const { tokens, accounts } = config.gateway.auth
+  if (!config.authorization.enabled) return () => Effect.succeed(Either.right(undefined))
+  return (userId) =>
+    Effect.gen(function*() {
+      const roles = tokenRoles(tokens, userId)
+      if (roles.length === 1) return Either.right(roles[0])
+      if (roles.length > 1) {
+        return Either.left(
+          `user ${userId} holds tokens of several roles (${roles.join(", ")}), and a scheduled run cannot tell ` +
+            "which to run as: give the user's tokens one role"
+        )
+      }
+      if (accounts) {
+        const found = yield* account(userId)
+        if (Option.isSome(found)) return Either.right(found.value)
+      }
+      if (tokens.length === 0 && !accounts) return Either.right(undefined)
+      return Either.left(`user ${userId} has no token or account of this gateway now, so no role to run as`)
+    })
+}

@@ -1,0 +1,132 @@
+/**
+ * Attack round 22 on roles (`authorization.enabled`), as a user of a narrow role: a run the gateway starts later
+ * for them (a scheduled task's, a cron's) must be their role's, not `default_role`'s. Before, the scheduler
+ * started those runs with no role, so they ran as `default_role`: a `guest` denied `write_file` and the `deep`
+ * model made a scheduled task or a cron, and its run was offered `write_file` and used `deep`.
+ * The model is SCRIPTED (the real `openai` client against a loopback Chat Completions server).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ConfigFile from "../../../src/layers/ConfigFile.js"
+import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import { toolNames } from "../../support/modelRequests.js"
+import { eventually } from "../../support/poll.js"
+import * as OwnerRole from "../../../src/programs/gateway/OwnerRole.js"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const GUEST = "guest-token-0123456789abcdef"
+const SLOW = 60_000
+
+let gateway: TestGateway
+beforeAll(async () => {
+  gateway = await Support.start({
+    script: () => "Done.",
+    config: (url: string) => ({
+      models: [Support.scriptedModel("deep", url), Support.scriptedModel("scripted", url)],
+      gateway: {
+        auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
+      },
+      authorization: {
+        enabled: true,
+        provider: {
+          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
+          config: {
+            roles: {
+              user: {},
+              guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
+            }
+          }
+        }
+      }
+    })
+  })
+}, SLOW)
+afterAll(async () => {
+  await gateway?.stop().catch(() => {})
+})
+
+const guest = Requests.as(() => gateway, GUEST)
+
+/** The model requests with `marker` in their last user message, once there is one. */
+const requestsWith = (marker: string, tries = 400) =>
+  eventually(async () => {
+    const found = gateway.scripted.requests.filter((r: ChatRequestBody) =>
+      (r.tools ?? []).length > 0 && Support.lastUserText(r).includes(marker)
+    )
+    return found.length > 0 ? found : undefined
+  }, `a model request of ${marker}`, { tries, everyMs: 50 })
+
+describe("a narrow role's later runs keep the role", () => {
+  it("a guest's scheduled task runs as the guest: no denied tool, no denied model", async () => {
+    const created = await guest("POST", "/api/scheduled-tasks", {
+      context_mode: "fresh_thread_per_run",
+      title: "Notes",
+      prompt: "SCHEDULED-MARK write a note",
+      schedule_type: "cron",
+      schedule_spec: { cron: "0 9 * * *" },
+      timezone: "UTC"
+    })
+    assert.strictEqual(created.status, 200, created.text)
+    const triggered = await guest("POST", `/api/scheduled-tasks/${created.json().id}/trigger`)
+    assert.strictEqual(triggered.status, 200, triggered.text)
+    for (const request of await requestsWith("SCHEDULED-MARK")) {
+      assert.notInclude(toolNames(request), "write_file")
+      assert.include(toolNames(request), "read_file")
+      assert.strictEqual(request.model, "model-scripted")
+    }
+  }, SLOW)
+
+  it("a guest's cron runs as the guest, with the model the guest may use", async () => {
+    const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    const made = await guest("POST", `/threads/${thread}/runs/crons`, {
+      assistant_id: "lead_agent",
+      schedule: "* * * * *",
+      input: { messages: [{ role: "user", content: "CRON-MARK write a note" }] },
+      config: { configurable: { model_name: "deep" } }
+    })
+    assert.strictEqual(made.status, 200, made.text)
+    // (its first tick is at the next minute)
+    for (const request of await requestsWith("CRON-MARK", 1600)) {
+      assert.notInclude(toolNames(request), "write_file")
+      assert.strictEqual(request.model, "model-scripted")
+    }
+  }, 120_000)
+})
+
+describe("OwnerRole: the role a scheduled run is given", () => {
+  const rbac = {
+    enabled: true,
+    provider: { use: "deerflow.authz.rbac:RbacAuthorizationProvider", config: { roles: { user: {}, guest: {} } } }
+  }
+  const lookup = async (gateway: Record<string, unknown>, authorization: unknown = rbac) => {
+    const home = Support.tempDir("antler-owner-role-")
+    const app = await Effect.runPromise(ConfigFile.fromObject({ gateway, authorization }, { home }))
+    return OwnerRole.make(app.config, (id) => Effect.succeed(id === "acct-1" ? Option.some("admin") : Option.none()))
+  }
+  const roleOf = (find: OwnerRole.Lookup, user: string) => Effect.runPromise(find(user))
+
+  it("is the user's token's role or account's, none on an open gateway, and never a guess", async () => {
+    const tokens = [
+      { token: "t".repeat(24), user: "gus", role: "guest" },
+      { token: "u".repeat(24), user: "ann" },
+      { token: "v".repeat(24), user: "max", role: "guest" },
+      { token: "w".repeat(24), user: "max", admin: true }
+    ]
+    const find = await lookup({ auth: { tokens, accounts: true } })
+    assert.deepStrictEqual(await roleOf(find, "gus"), Either.right("guest"))
+    assert.deepStrictEqual(await roleOf(find, "ann"), Either.right("user"))
+    assert.deepStrictEqual(await roleOf(find, "acct-1"), Either.right("admin"))
+    const several = await roleOf(find, "max")
+    assert.isTrue(Either.isLeft(several) && several.left.includes("several roles (guest, admin)"))
+    const gone = await roleOf(find, "zed")
+    assert.isTrue(Either.isLeft(gone) && gone.left.includes("no token or account"))
+    // the open gateway's local user: as its requests, no role (default_role); without authorization, no change
+    assert.deepStrictEqual(await roleOf(await lookup({}), "default"), Either.right(undefined))
+    const off = await lookup({ auth: { tokens } }, { enabled: false })
+    assert.deepStrictEqual(await roleOf(off, "zed"), Either.right(undefined))
+  })
+})
