@@ -20,6 +20,7 @@ import { describeParseError } from "./api/Problem.js"
 import { runFields } from "./api/Crons.js"
 import { MultitaskStrategy } from "./api/Runs.js"
 import { JsonRecord } from "./api/Threads.js"
+import * as InputBounds from "./InputBounds.js"
 import * as Protocol from "./Protocol.js"
 import * as Quotas from "./Quotas.js"
 import * as RunSettings from "./RunSettings.js"
@@ -113,7 +114,8 @@ export const launch = (
       RunSettings.prepare(payload, {
         recursionLimit: config.recursion_limit,
         maxRecursionLimit: config.max_recursion_limit,
-        admin: false
+        admin: false,
+        bounds: InputBounds.fromConfig(config.gateway)
       }),
       { onLeft: ({ message }) => Effect.fail({ message }), onRight: Effect.succeed }
     )

@@ -23,6 +23,7 @@ import { fail, GatewayError, notFound } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import * as Body from "../Body.js"
 import * as Crons from "../Crons.js"
+import * as InputBounds from "../InputBounds.js"
 import { sameJson } from "../JsonEquality.js"
 import * as Protocol from "../Protocol.js"
 import * as RunSettings from "../RunSettings.js"
@@ -79,7 +80,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
         recursionLimit: config.recursion_limit,
         maxRecursionLimit: config.max_recursion_limit,
         models: new Set(models.map((m) => m.name)),
-        admin: false
+        admin: false,
+        // (a cron's input is bounded as a run's: each of its ticks adds it to a thread)
+        bounds: InputBounds.fromConfig(config.gateway)
       })
 
       const stored = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -141,7 +144,8 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>) =>
           const credential = RunSettings.metadataRefusal(decoded.metadata, decoded.config?.metadata)
           if (credential !== undefined) return yield* unprocessable(credential.message)
           const prepared = yield* Either.match(RunSettings.prepare(decoded, limitsOf(yield* now)), {
-            onLeft: ({ message }) => Effect.fail(unprocessable(message)),
+            onLeft: ({ message, reason }) =>
+              Effect.fail(reason === "too_large" ? fail(reason, message) : unprocessable(message)),
             onRight: Effect.succeed
           })
           // the agent the cron names is its user's (or a shared one), resolved as its runs will be: an unknown

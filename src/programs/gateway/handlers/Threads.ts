@@ -387,6 +387,19 @@ export const layer = (api: LangGraphApi) =>
                 `values.${serverOwn} is the server's own field (it names host resources); clients cannot set it.`
               )
             }
+            const list = rawMessages === undefined
+              ? undefined
+              : Array.isArray(rawMessages)
+              ? rawMessages
+              : [rawMessages]
+            // (bounded as a run's input: each message, all of them, and the whole update, which every later
+            // checkpoint of the thread keeps)
+            const tooLarge = (list === undefined
+              ? undefined
+              : InputBounds.messagesProblem(list, "values.messages", bounds) ??
+                InputBounds.totalProblem([list], "values.messages", bounds)) ??
+              InputBounds.totalProblem([values], "values", bounds)
+            if (tooLarge !== undefined) return yield* fail("too_large", tooLarge)
             const decoded = Schema.decodeUnknownEither(UpdateFields, { errors: "all", onExcessProperty: "error" })(
               fields
             )
@@ -398,12 +411,7 @@ export const layer = (api: LangGraphApi) =>
               return yield* fail("unprocessable", `values.title: at most ${Protocol.MAX_INPUT_TITLE} characters.`)
             }
             const update: { -readonly [K in keyof StateUpdate]: StateUpdate[K] } = { ...decoded.right }
-            if (rawMessages !== undefined) {
-              const list = Array.isArray(rawMessages) ? rawMessages : [rawMessages]
-              // (bounded as a run's input messages: each message, and all of them together)
-              const tooLarge = InputBounds.messagesProblem(list, "values.messages", bounds) ??
-                InputBounds.totalProblem([list], "values.messages", bounds)
-              if (tooLarge !== undefined) return yield* fail("too_large", tooLarge)
+            if (list !== undefined) {
               const removals = list.filter((m) =>
                 typeof m === "object" && m !== null && (m as { type?: unknown }).type === "remove"
               )
