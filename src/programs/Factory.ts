@@ -40,6 +40,7 @@ import * as UserModule from "../internal/UserModule.js"
 import * as ConfiguredAuthorization from "../layers/ConfiguredAuthorization.js"
 import type * as Authz from "../services/Authorization.js"
 import * as SkillsDirectory from "../layers/SkillsDirectory.js"
+import * as SubagentLimit from "../middleware/SubagentLimit.js"
 import type { ModelConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import type { Snapshot } from "../services/LiveConfig.js"
@@ -179,8 +180,10 @@ export const resolve = (
     planMode: settings.is_plan_mode === true,
     subagents: {
       enabled: settings.subagent_enabled === true,
-      maxConcurrent: settings.max_concurrent_subagents ?? 3,
-      maxTotal: settings.max_total_subagents ?? app.maxTotalSubagents ?? 6
+      // (clamped as SubagentLimit enforces them: the agent is kept per shape, and an unclamped number a run asks
+      // for made a new agent, kept for ever, for each value)
+      maxConcurrent: SubagentLimit.clampConcurrent(settings.max_concurrent_subagents ?? 3),
+      maxTotal: SubagentLimit.clampTotal(settings.max_total_subagents ?? app.maxTotalSubagents ?? 6)
     },
     agentName: bootstrap ? undefined : settings.agent_name ?? undefined,
     bootstrap,
