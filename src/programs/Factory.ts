@@ -197,6 +197,13 @@ export const resolve = (
   }
 }
 
+/**
+ * The most agents kept for runs to come, the one used longest ago given up first (rebuilt when asked for again):
+ * a shape's parts come from a run's settings (a custom agent's name, a bootstrap's new agent name), which users
+ * choose.
+ */
+export const MAX_KEPT_AGENTS = 64
+
 /** What makes two resolved runs need different agents (their chain, tools or prompt differ). */
 export const shapeKey = (r: Resolved): string =>
   JSON.stringify([
@@ -325,7 +332,7 @@ export const layer = (
       const models = options.models ?? app.config.models
       const redact = options.redact ?? Redact.make(models.map((m) => m.api_key))
       const scope = yield* Effect.scope
-      const agents = Shared.kept<Built>()
+      const agents = Shared.kept<Built>(MAX_KEPT_AGENTS)
       // the configuration each run takes (the one of the start, unless the app re-reads its file: `LiveConfig`)
       const started: Snapshot = { app, models, model: Context.get(services, ModelService), revision: 0 }
       const live = yield* Effect.serviceOption(LiveConfig)
@@ -466,7 +473,7 @@ export const layer = (
             const entry = yield* restore(build(r, snap))
             // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
             const keep = current && !entry.value.assembly.incomplete
-            if (keep) agents.keep(key, entry)
+            if (keep) yield* agents.keep(key, entry)
             entry.hold()
             onHold(entry)
             // (one not kept is closed once its caller released it)

@@ -75,23 +75,41 @@ export const using = <A, E, R, B, E2, R2>(
 export interface Kept<A> {
   /** The value kept under `key`, held; none when there is none. */
   readonly hold: (key: string) => Shared<A> | undefined
-  /** Keeps `shared` under `key` (replacing nothing: the caller looked first). */
-  readonly keep: (key: string, shared: Shared<A>) => void
+  /**
+   * Keeps `shared` under `key` (replacing nothing: the caller looked first), at once; past the most kept, the value
+   * used longest ago is no longer kept, and the effect returned retires it (closed once no user holds it).
+   */
+  readonly keep: (key: string, shared: Shared<A>) => Effect.Effect<void>
   /** Retires every value kept (each is closed once no user holds it) and keeps none. */
   readonly retireAll: Effect.Effect<void>
 }
 
-/** An empty `Kept`. */
-export const kept = <A>(): Kept<A> => {
+/**
+ * An empty `Kept` of at most `max` values (default: no bound), the one used longest ago given up first: what keys
+ * the values may come from a request (a run's settings), and each kept value holds what it built.
+ */
+export const kept = <A>(max = Number.POSITIVE_INFINITY): Kept<A> => {
+  // (in the order of their last use: a Map iterates in insertion order, and a value held is inserted again)
   const values = new Map<string, Shared<A>>()
   return {
     hold: (key) => {
       const found = values.get(key)
-      found?.hold()
+      if (found !== undefined) {
+        values.delete(key)
+        values.set(key, found)
+        found.hold()
+      }
       return found
     },
     keep: (key, shared) => {
       values.set(key, shared)
+      const evicted: Array<Shared<A>> = []
+      for (const [oldest, value] of values) {
+        if (values.size <= max) break
+        values.delete(oldest)
+        evicted.push(value)
+      }
+      return Effect.forEach(evicted, (value) => value.retire, { discard: true })
     },
     retireAll: Effect.suspend(() => {
       const retired = [...values.values()]
