@@ -305,6 +305,19 @@ export const make = (options: Options = {}) =>
     const built = new Map<string, Either.Either<Built, string>>()
     const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const configs = registry(app.config, { bash })
+    // (the run's role's provider, for a type's own model; one that cannot be loaded builds no agent, see below)
+    const authorization = yield* Effect.orElseSucceed(
+      ConfiguredAuthorization.fromConfig(app.config.authorization, UserModule.baseDirOf(app.source)),
+      () => undefined
+    )
+    /** The principal of the parent run (its role: `extra.user_role`; none: `default_role`). */
+    const runPrincipal = (parent: RunContext["Type"]) => {
+      const role = parent.options.extra?.user_role
+      return Authz.principalOf(
+        { userId: parent.userId, role: typeof role === "string" ? role : null },
+        authorization?.defaultRole ?? ""
+      )
+    }
     const models = options.models ?? app.config.models
     const container = app.config.skills.container_path
     const skillRegistry = SkillsDirectory.make(app)
@@ -437,7 +450,13 @@ export const make = (options: Options = {}) =>
           yield* emit(TaskEvent.failed, { description: request.description, error })
           return { status: "failed", error } satisfies Outcome
         }
-        const modelName = config.model === "inherit" ? parent.options.modelName ?? models[0]?.name : config.model
+        const inherited = parent.options.modelName ?? models[0]?.name
+        const wanted = config.model === "inherit" ? inherited : config.model
+        // (a type's own model the run's role may not use: the run's, which its role may; as the lead agent's)
+        const modelName = wanted === inherited || wanted === undefined || authorization === undefined ||
+            (yield* Authz.allows(authorization, runPrincipal(parent), "model", "use", wanted))
+          ? wanted
+          : inherited
         const vision = models.find((m) => m.name === modelName)?.supports_vision === true
         const info = { maxTurns: config.maxTurns, modelName }
         const common = { description: request.description, subagent_type: config.name, model_name: modelName ?? null }

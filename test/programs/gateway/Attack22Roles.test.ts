@@ -24,9 +24,16 @@ const SLOW = 60_000
 let gateway: TestGateway
 beforeAll(async () => {
   gateway = await Support.start({
-    script: () => "Done.",
+    script: (body: ChatRequestBody) => {
+      const text = Support.lastUserText(body)
+      if (!text.includes("DELEGATE-MARK") || body.messages.at(-1)?.role === "tool") return "Done."
+      const args = { description: "look", prompt: "SUBTASK-MARK list the workspace", subagent_type: "general-purpose" }
+      return { toolCalls: [{ name: "task", arguments: args }] }
+    },
     config: (url: string) => ({
       models: [Support.scriptedModel("deep", url), Support.scriptedModel("scripted", url)],
+      // (a subagent type on a model the guest may not use)
+      subagents: { agents: { "general-purpose": { model: "deep" } } },
       gateway: {
         auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
       },
@@ -95,6 +102,32 @@ describe("a narrow role's later runs keep the role", () => {
       assert.strictEqual(request.model, "model-scripted")
     }
   }, 120_000)
+})
+
+describe("a narrow role's subagents", () => {
+  it("run on a model the role may use, never on their type's model the role may not use", async () => {
+    const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    const ran = await guest("POST", `/threads/${thread}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("DELEGATE-MARK please"),
+      context: { subagent_enabled: true }
+    })
+    assert.strictEqual(ran.status, 200, ran.text.slice(0, 300))
+    const requests = await requestsWith("SUBTASK-MARK")
+    for (const request of requests) assert.strictEqual(request.model, "model-scripted")
+    const alice = Requests.as(() => gateway, Support.ALICE)
+    const own = (await alice("POST", "/threads", {})).json().thread_id as string
+    const before = gateway.scripted.requests.length
+    await alice("POST", `/threads/${own}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("DELEGATE-MARK please"),
+      context: { subagent_enabled: true }
+    })
+    // (alice's role has no model policy: the type's model)
+    const hers = gateway.scripted.requests.slice(before).filter((r) => Support.lastUserText(r).includes("SUBTASK-MARK"))
+    assert.isAbove(hers.length, 0)
+    for (const request of hers) assert.strictEqual(request.model, "model-deep")
+  }, SLOW)
 })
 
 describe("OwnerRole: the role a scheduled run is given", () => {
