@@ -100,7 +100,7 @@ const handlersLayer = (options: Options) => {
     Catalog.skillsLayer(SERVED.deerflow),
     ScheduledTasks.layer(SERVED.deerflow),
     Turns.layer(SERVED.deerflow),
-    Compact.layer(SERVED.deerflow, options.model, options.models, userCalls),
+    Compact.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization),
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
@@ -109,7 +109,7 @@ const handlersLayer = (options: Options) => {
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),
     Features.layer(SERVED.deerflow),
-    Suggestions.layer(SERVED.deerflow, options.model, options.models, userCalls),
+    Suggestions.layer(SERVED.deerflow, options.model, options.models, userCalls, options.authorization),
     FileEdits.layer(SERVED.deerflow)
   )
   return Layer.mergeAll(

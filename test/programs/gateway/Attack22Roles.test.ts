@@ -130,6 +130,29 @@ describe("a narrow role's subagents", () => {
   }, SLOW)
 })
 
+describe("a narrow role's gateway model calls", () => {
+  it("follow-up questions and a compaction asking for a model the role may not use are refused (403)", async () => {
+    const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    const before = gateway.scripted.requests.length
+    const asked = await guest("POST", `/api/threads/${thread}/suggestions`, {
+      messages: [{ role: "user", content: "hello" }, { role: "assistant", content: "hi" }],
+      model_name: "deep"
+    })
+    assert.strictEqual(asked.status, 403, asked.text)
+    assert.strictEqual(asked.json().detail, "model_name: the model \"deep\" is not available for your role.")
+    const compacted = await guest("POST", `/api/threads/${thread}/compact`, { model_name: "deep", force: true })
+    assert.strictEqual(compacted.status, 403, compacted.text)
+    assert.strictEqual(compacted.json().detail, "model_name: the model \"deep\" is not available for your role.")
+    assert.isFalse(gateway.scripted.requests.slice(before).some((r) => r.model === "model-deep"))
+    // a model the role may use is used
+    const allowed = await guest("POST", `/api/threads/${thread}/suggestions`, {
+      messages: [{ role: "user", content: "hello" }, { role: "assistant", content: "hi" }],
+      model_name: "scripted"
+    })
+    assert.strictEqual(allowed.status, 200, allowed.text)
+  }, SLOW)
+})
+
 describe("OwnerRole: the role a scheduled run is given", () => {
   const rbac = {
     enabled: true,

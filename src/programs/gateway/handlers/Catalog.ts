@@ -13,6 +13,7 @@ import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { Skill } from "../../../services/Skills.js"
 import * as CatalogApi from "../api/Catalog.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
+import { fail, type GatewayError } from "../api/Problem.js"
 import { CurrentIdentity } from "../api/Security.js"
 import { json } from "./Http.js"
 
@@ -48,6 +49,33 @@ export const modelsLayer = (api: DeerFlowApi, models: ReadonlyArray<ModelConfig>
             }))
           })
         }))))
+
+/**
+ * Refuses (403) a model a gateway call of the caller's names (`field`) that their role may not use (a provider
+ * failure: refused under `fail_closed`); nothing is asked without `authorization` or a name.
+ */
+export const usableModel = (
+  authz: Authz.Authorization | undefined,
+  who: { readonly user: string; readonly role?: string | undefined },
+  name: string | undefined,
+  field: string
+): Effect.Effect<void, GatewayError> =>
+  authz === undefined || name === undefined
+    ? Effect.void
+    : Effect.flatMap(
+      Authz.allows(
+        authz,
+        Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole),
+        "model",
+        "use",
+        name
+      ),
+      (allowed) => {
+        if (allowed) return Effect.void
+        const refused = `${field}: the model ${JSON.stringify(name)} is not available for your role.`
+        return Effect.fail(fail("forbidden", refused))
+      }
+    )
 
 /** A skill as DeerFlow's skills endpoints answer it. */
 export const skillObject = (skill: Skill) => ({

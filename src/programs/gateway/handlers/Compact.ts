@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as MemoryMW from "../../../middleware/Memory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
+import type * as Authz from "../../../services/Authorization.js"
 import type { Snapshot } from "../../../services/LiveConfig.js"
 import { Memory } from "../../../services/Memory.js"
 import type { ModelService } from "../../../services/ModelService.js"
@@ -25,6 +26,7 @@ import { CurrentIdentity } from "../api/Security.js"
 import * as Admission from "../Admission.js"
 import * as Body from "../Body.js"
 import * as Access from "./Access.js"
+import * as Catalog from "./Catalog.js"
 import * as Live from "./Live.js"
 import { json } from "./Http.js"
 
@@ -38,7 +40,8 @@ export const layer = (
   api: DeerFlowApi,
   model: ModelService["Type"],
   models: ReadonlyArray<ModelConfig>,
-  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined)
+  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined),
+  authz?: Authz.Authorization
 ) =>
   HttpApiBuilder.group(api, "compact", (handlers) =>
     Effect.gen(function*() {
@@ -58,7 +61,8 @@ export const layer = (
         )
       return handlers.handleRaw("compact", ({ path }) =>
         Effect.gen(function*() {
-          const { user } = yield* CurrentIdentity
+          const who = yield* CurrentIdentity
+          const { user } = who
           const thread = yield* access.threadRef(user, path.thread_id)
           const request = yield* Body.json(CompactApi.CompactRequest)
           const snap = yield* now
@@ -67,6 +71,7 @@ export const layer = (
             const named = JSON.stringify(modelName)
             return yield* fail("unprocessable", `model_name: no model named ${named} is configured.`)
           }
+          yield* Catalog.usableModel(authz, who, modelName, "model_name")
           if (access.runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", BUSY)
           const agentName = request.agent_name ?? undefined
           // as DeerFlow resolves it: the request's model, else the custom agent's, else the default

@@ -8,6 +8,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
 import type { ModelConfig } from "../../../services/AppConfig.js"
+import type * as Authz from "../../../services/Authorization.js"
 import type { Snapshot } from "../../../services/LiveConfig.js"
 import type { ModelService } from "../../../services/ModelService.js"
 import * as Chars from "../../../state/Chars.js"
@@ -21,6 +22,7 @@ import * as Admission from "../Admission.js"
 import * as Body from "../Body.js"
 import * as OneShot from "../OneShot.js"
 import * as Access from "./Access.js"
+import * as Catalog from "./Catalog.js"
 import * as Live from "./Live.js"
 import { json } from "./Http.js"
 
@@ -92,7 +94,8 @@ export const layer = (
   api: DeerFlowApi,
   model: ModelService["Type"],
   models: ReadonlyArray<ModelConfig>,
-  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined)
+  userCalls: (userId: string) => Admission.Places = Admission.userCalls(undefined),
+  authz?: Authz.Authorization
 ) =>
   HttpApiBuilder.group(api, "suggestions", (handlers) =>
     Effect.gen(function*() {
@@ -119,6 +122,7 @@ export const layer = (
             const { suggestions } = snap.app.config
             const model = Admission.lined(snap.model, userCalls)
             const modelName = yield* known(snap, request.model_name, "model_name")
+            yield* Catalog.usableModel(authz, identity, modelName, "model_name")
             const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
             const context = conversation(request.messages)
             if (!suggestions.enabled || context === "") return none
