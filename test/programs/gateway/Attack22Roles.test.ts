@@ -130,6 +130,43 @@ describe("a narrow role's subagents", () => {
   }, SLOW)
 })
 
+describe("a narrow role named otherwise in a request", () => {
+  it("a role, user or internal flag in a request's context, config or headers, or an agent's model: held", async () => {
+    const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    const spoof = { user_role: "user", role: "user", system_role: "admin", is_internal: true, user_id: "alice" }
+    const before = gateway.scripted.requests.length
+    const raw = Requests.raw(() => gateway)
+    const ran = await raw(GUEST, "POST", `/threads/${thread}/runs/wait`, JSON.stringify({
+      assistant_id: "lead_agent",
+      input: Support.userInput("SPOOF-MARK hello"),
+      context: { ...spoof, model_name: "deep" },
+      config: { configurable: spoof, context: spoof, metadata: spoof }
+    }), { "x-user-role": "user", "x-deerflow-role": "admin", "x-internal-auth": "1" })
+    assert.strictEqual(ran.status, 200, await ran.text())
+    const requests = gateway.scripted.requests.slice(before).filter((r) => (r.tools ?? []).length > 0)
+    assert.isAbove(requests.length, 0)
+    for (const request of requests) {
+      assert.notInclude(toolNames(request), "write_file")
+      assert.strictEqual(request.model, "model-scripted")
+    }
+    // nor a custom agent (an assistant) of the guest's on a model the guest may not use
+    const made = await guest("POST", "/api/agents", { name: "spoofy", model: "deep", soul: "A helper." })
+    assert.strictEqual(made.status, 201, made.text)
+    const mark = gateway.scripted.requests.length
+    const onAssistant = await guest("POST", `/threads/${thread}/runs/wait`, {
+      assistant_id: "spoofy",
+      input: Support.userInput("SPOOF-MARK again")
+    })
+    assert.strictEqual(onAssistant.status, 200, onAssistant.text.slice(0, 300))
+    const later = gateway.scripted.requests.slice(mark).filter((r) => (r.tools ?? []).length > 0)
+    assert.isAbove(later.length, 0)
+    for (const request of later) {
+      assert.notInclude(toolNames(request), "write_file")
+      assert.strictEqual(request.model, "model-scripted")
+    }
+  }, SLOW)
+})
+
 describe("a narrow role's gateway model calls", () => {
   it("follow-up questions and a compaction asking for a model the role may not use are refused (403)", async () => {
     const thread = (await guest("POST", "/threads", {})).json().thread_id as string
