@@ -69,3 +69,18 @@ describe("a state update is bounded whole, not only its messages", () => {
     assert.lengthOf((await bob("GET", `/threads/${threadId}/state`)).json().values.todos, 2)
   })
 })
+
+describe("a run's metadata is bounded (held: 64 KiB, as a thread's)", () => {
+  it("metadata past the bound is refused naming it, and no run starts", async () => {
+    const threadId = (await bob("POST", "/threads", {})).json().thread_id as string
+    const metadata = { note: "n".repeat(200 * KiB) }
+    const refused = await bob("POST", `/threads/${threadId}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [message("hi")] },
+      metadata
+    })
+    assert.include([413, 422], refused.status, refused.text.slice(0, 300))
+    assert.match(refused.json().detail, /metadata/)
+    assert.deepStrictEqual((await bob("GET", `/threads/${threadId}/runs`)).json(), [])
+  })
+})
