@@ -180,6 +180,12 @@ describe("a narrow role's gateway model calls", () => {
     const compacted = await guest("POST", `/api/threads/${thread}/compact`, { model_name: "deep", force: true })
     assert.strictEqual(compacted.status, 403, compacted.text)
     assert.strictEqual(compacted.json().detail, "model_name: the model \"deep\" is not available for your role.")
+    // nor through a custom agent of the guest's on that model
+    const agent = await guest("POST", "/api/agents", { name: "compactor", model: "deep", soul: "A helper." })
+    assert.strictEqual(agent.status, 201, agent.text)
+    const byAgent = await guest("POST", `/api/threads/${thread}/compact`, { agent_name: "compactor", force: true })
+    assert.strictEqual(byAgent.status, 403, byAgent.text)
+    assert.strictEqual(byAgent.json().detail, "agent_name: the model \"deep\" is not available for your role.")
     assert.isFalse(gateway.scripted.requests.slice(before).some((r) => r.model === "model-deep"))
     // a model the role may use is used
     const allowed = await guest("POST", `/api/threads/${thread}/suggestions`, {

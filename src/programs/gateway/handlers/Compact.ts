@@ -71,12 +71,12 @@ export const layer = (
             const named = JSON.stringify(modelName)
             return yield* fail("unprocessable", `model_name: no model named ${named} is configured.`)
           }
-          yield* Catalog.usableModel(authz, who, modelName, "model_name")
           if (access.runs.activeOf(thread.stored) !== undefined) return yield* fail("conflict", BUSY)
           const agentName = request.agent_name ?? undefined
           // as DeerFlow resolves it: the request's model, else the custom agent's, else the default
           const threadModel = modelName ??
             (agentName === undefined ? undefined : yield* agentModel(snap, user, agentName))
+          yield* Catalog.usableModel(authz, who, threadModel, modelName !== undefined ? "model_name" : "agent_name")
           // memory's flush, as in the lead chain (DeerFlow's `memory_flush_hook`)
           // (under `config.yaml`'s `memory` as it is now)
           const under = memory?.under(snap.app.config.memory)
