@@ -80,6 +80,17 @@ export const permissionOf = (method: string, url: string): Authz.Permission | un
 }
 
 /**
+ * The permission a request needs besides its route's (pure), if any: making, triggering or resuming a scheduled
+ * task starts runs of the agent, so it needs `runs:create` too (stricter than DeerFlow, whose `threads:write`
+ * alone lets a role without `runs:create` run the agent through a task).
+ */
+export const alsoNeeded = (method: string, url: string): Authz.Permission | undefined => {
+  const [head, second, third] = routeOf(url)
+  if (head !== "scheduled-tasks" || method.toUpperCase() !== "POST") return undefined
+  return second === undefined || third === "trigger" || third === "resume" ? "runs:create" : undefined
+}
+
+/**
  * Refuses (403) a request whose user's role lacks the route's permission (a provider failure: refused under
  * `fail_closed`). Nothing is asked without authorization, or for a route that needs no permission.
  */
@@ -90,12 +101,13 @@ export const check = (
   url: string
 ): Effect.Effect<void, GatewayError> => {
   if (authz === undefined) return Effect.void
-  const permission = permissionOf(method, url)
-  if (permission === undefined) return Effect.void
-  const [resource, action] = permission.split(":") as [string, string]
   const principal = Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
-  return Effect.flatMap(
-    Authz.allows(authz, principal, "route", action, permission),
-    (allowed) => (allowed ? Effect.void : Effect.fail(fail("forbidden", `Permission denied: ${resource}:${action}`)))
-  )
+  const needed = [permissionOf(method, url), alsoNeeded(method, url)].filter((p) => p !== undefined)
+  return Effect.forEach(needed, (permission) => {
+    const [resource, action] = permission.split(":") as [string, string]
+    return Effect.flatMap(
+      Authz.allows(authz, principal, "route", action, permission),
+      (allowed) => (allowed ? Effect.void : Effect.fail(fail("forbidden", `Permission denied: ${resource}:${action}`)))
+    )
+  }, { discard: true })
 }

@@ -7,7 +7,7 @@
  * The model is SCRIPTED (the real `openai` client against a loopback Chat Completions server).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { permissionOf } from "../../../src/programs/gateway/RoutePermissions.js"
+import { alsoNeeded, permissionOf } from "../../../src/programs/gateway/RoutePermissions.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -94,12 +94,39 @@ describe("route permissions hold however the path is spelled", () => {
     assert.strictEqual(gateway.scripted.requests.length, before, "no run reached the model")
   })
 
+  it("a role without runs:create cannot run the agent through a scheduled task (stricter than DeerFlow)", async () => {
+    const task = {
+      context_mode: "fresh_thread_per_run",
+      title: "Notes",
+      prompt: "hello",
+      schedule_type: "cron",
+      schedule_spec: { cron: "0 9 * * *" },
+      timezone: "UTC"
+    }
+    const before = gateway.scripted.requests.length
+    const made = await asWriter("POST", "/api/scheduled-tasks", task)
+    assert.strictEqual(made.status, 403, made.text)
+    assert.strictEqual(made.json().detail, "Permission denied: runs:create")
+    // (alice, whose role may do all, makes one: the writer may read the list, not trigger another's task)
+    const listed = await asWriter("GET", "/api/scheduled-tasks")
+    assert.strictEqual(listed.status, 200, listed.text)
+    const triggered = await asWriter("POST", "/api/scheduled-tasks/task-0123/trigger")
+    assert.strictEqual(triggered.status, 403, triggered.text)
+    assert.strictEqual(gateway.scripted.requests.length, before)
+    const alice = Requests.as(() => gateway, Support.ALICE)
+    assert.strictEqual((await alice("POST", "/api/scheduled-tasks", task)).status, 200)
+  })
+
   it("the permission of a path is that of the route the router matches", () => {
     assert.strictEqual(permissionOf("GET", "/api/%74hreads/t1"), "threads:read")
     assert.strictEqual(permissionOf("POST", "/api/threads/t1/run%73/wait"), "runs:create")
     assert.strictEqual(permissionOf("POST", "/api/threads/t1/runs;a=b/wait"), "runs:create")
     assert.strictEqual(permissionOf("DELETE", "/api/threads/t1/runs/r1;x"), "runs:cancel")
     assert.strictEqual(permissionOf("DELETE", "/API/Threads/t1/RUNS/r1"), "runs:cancel")
+    assert.strictEqual(alsoNeeded("POST", "/api/scheduled-tasks"), "runs:create")
+    assert.strictEqual(alsoNeeded("POST", "/api/scheduled-tasks/t1/%74rigger"), "runs:create")
+    assert.isUndefined(alsoNeeded("POST", "/api/scheduled-tasks/t1/pause"))
+    assert.isUndefined(alsoNeeded("GET", "/api/scheduled-tasks"))
     // an honest path keeps its permission
     assert.strictEqual(permissionOf("GET", "/api/threads/t1/state?x=1"), "threads:read")
     assert.strictEqual(permissionOf("POST", "/api/threads/t1/runs/stream"), "runs:create")
