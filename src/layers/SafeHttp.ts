@@ -175,6 +175,11 @@ export interface RequestSpec {
   readonly maxBytes: number
   readonly maxRedirects: number
   readonly policy: AddressPolicy
+  /**
+   * The policy of a redirect to another host than the request's (default: `policy`): a service the operator named
+   * at a private address may be reached (on any port or scheme of its host), not whatever address it redirects to.
+   */
+  readonly redirectPolicy?: AddressPolicy | undefined
 }
 
 /** A response. */
@@ -363,10 +368,12 @@ export const request = (spec: RequestSpec): Effect.Effect<Response, WebRequestEr
     let method = spec.method ?? "GET"
     let body = spec.body
     let headers = spec.headers
+    const host = current instanceof URL ? current.hostname : undefined
+    const policyOf = (url: URL) => url.hostname === host ? spec.policy : spec.redirectPolicy ?? spec.policy
     for (let redirects = 0;; redirects++) {
       if (current instanceof WebRequestError) return yield* current
       const url: URL = current
-      const result = yield* hop(url, { ...spec, headers }, method, body)
+      const result = yield* hop(url, { ...spec, headers, policy: policyOf(url) }, method, body)
       const location = result.status >= 300 && result.status < 400 ? result.headers.location : undefined
       if (location === undefined) {
         const { body: bytes, headers: received, status, truncated } = result
@@ -394,7 +401,7 @@ export const request = (spec: RequestSpec): Effect.Effect<Response, WebRequestEr
       if (next.origin !== url.origin && headers !== undefined) {
         headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !CREDENTIAL_HEADERS.test(name)))
       }
-      current = urlProblem(next.href, spec.policy)
+      current = urlProblem(next.href, policyOf(next))
     }
   }).pipe(
     Effect.timeoutFail({

@@ -79,7 +79,9 @@ export const call = (
     timeoutMs: connection.timeoutMs,
     maxBytes: MAX_BYTES,
     maxRedirects: 3,
-    policy: SafeHttp.anyAddress
+    // (the provider's own address is the operator's, private or not; another host it redirects to must be public)
+    policy: SafeHttp.anyAddress,
+    redirectPolicy: SafeHttp.publicOnly()
   }).pipe(
     Effect.mapError((error) =>
       new SearchError({
