@@ -43,22 +43,14 @@ interface Entry {
   /** The bytes of the JSON of the first `measured` checkpoints (measured when asked: an append stays O(1)). */
   measured: number
   checkpointBytes: number
+  /** What the thread kept when last measured, as its owner's total counts it (`settle`). */
+  counted: number
+  /** Changed since it was last measured. */
+  dirty: boolean
 }
 
 const jsonBytes = (value: unknown): number => (value == null ? 0 : Buffer.byteLength(JSON.stringify(value)))
 
-/** What the thread keeps, in bytes, as the SQLite store counts it (`ThreadStore.ThreadBytes.bytes`). */
-const entryBytes = (entry: Entry): number => {
-  for (; entry.measured < entry.checkpoints.length; entry.measured++) {
-    entry.checkpointBytes += jsonBytes(entry.checkpoints[entry.measured]!.updates)
-  }
-  let bytes = entry.checkpointBytes
-  for (const run of entry.runs.values()) {
-    bytes += jsonBytes(run.metadata) + (run.error == null ? 0 : Buffer.byteLength(run.error))
-  }
-  for (const events of entry.events.values()) bytes += jsonBytes(events)
-  return bytes
-}
 
 /** The thread's title: the last one its checkpoints set. */
 const entryTitle = (entry: Entry): string | null => {
@@ -77,6 +69,42 @@ export const make = (): ThreadStore["Type"] => {
   // (this process, as lease owner: the host name is a system call, asked once)
   const owner = leaseOwner()
   let seq = 0
+  // the byte counters (`bytesOf`): each owner's total, settled from the threads changed since the last question; a
+  // run's record and a run's events measured once each (they are replaced, never changed, when saved)
+  const owners = new Map<string | null, number>()
+  const dirty = new Set<Entry>()
+  const recordBytes = new WeakMap<object, number>()
+  const measuredOnce = (value: object, bytes: () => number) => {
+    let found = recordBytes.get(value)
+    if (found === undefined) recordBytes.set(value, found = bytes())
+    return found
+  }
+  /** What the thread keeps, in bytes, as the SQLite store counts it (`ThreadStore.ThreadBytes.bytes`). */
+  const entryBytes = (entry: Entry): number => {
+    for (; entry.measured < entry.checkpoints.length; entry.measured++) {
+      entry.checkpointBytes += jsonBytes(entry.checkpoints[entry.measured]!.updates)
+    }
+    let bytes = entry.checkpointBytes
+    for (const run of entry.runs.values()) {
+      bytes += measuredOnce(run, () => jsonBytes(run.metadata) + (run.error == null ? 0 : Buffer.byteLength(run.error)))
+    }
+    for (const events of entry.events.values()) bytes += measuredOnce(events, () => jsonBytes(events))
+    return bytes
+  }
+  const touched = (entry: Entry) => {
+    if (entry.dirty) return
+    entry.dirty = true
+    dirty.add(entry)
+  }
+  const settle = () => {
+    for (const entry of dirty) {
+      const bytes = entryBytes(entry)
+      owners.set(entry.owner, (owners.get(entry.owner) ?? 0) + bytes - entry.counted)
+      entry.counted = bytes
+      entry.dirty = false
+    }
+    dirty.clear()
+  }
   const get = (threadId: string, owner: string | null = null, metadata: Metadata = {}) => {
     let entry = threads.get(threadId)
     if (entry === undefined) {
@@ -92,7 +120,9 @@ export const make = (): ThreadStore["Type"] => {
         owner,
         metadata,
         measured: 0,
-        checkpointBytes: 0
+        checkpointBytes: 0,
+        counted: 0,
+        dirty: false
       }
       threads.set(threadId, entry)
     }
@@ -174,6 +204,7 @@ export const make = (): ThreadStore["Type"] => {
         entry.folded = 0
         entry.measured = 0
         entry.checkpointBytes = 0
+        touched(entry)
         return Effect.succeed(deleted)
       }),
     runs: (filter) =>
@@ -210,11 +241,14 @@ export const make = (): ThreadStore["Type"] => {
         const now = new Date().toISOString()
         entry.checkpoints.push({ seq: ++seq, run_id: runId, created_at: now, updates })
         entry.updated_at = now
+        touched(entry)
       }),
     saveRun: (run) =>
       Effect.sync(() => {
-        const runs = get(run.thread_id).runs
+        const entry = get(run.thread_id)
+        const runs = entry.runs
         const before = runs.get(run.run_id)
+        touched(entry)
         runs.set(run.run_id, {
           ...run,
           error: run.error ?? before?.error ?? null,
@@ -230,11 +264,14 @@ export const make = (): ThreadStore["Type"] => {
         }
         entry.runs.delete(runId)
         entry.events.delete(runId)
+        touched(entry)
         return true
       }),
     saveRunEvents: (threadId, runId, events) =>
       Effect.sync(() => {
-        get(threadId).events.set(runId, events)
+        const entry = get(threadId)
+        entry.events.set(runId, events)
+        touched(entry)
       }),
     runEvents: (threadId, runId) => Effect.sync(() => threads.get(threadId)?.events.get(runId) ?? []),
     list: listOf(() => true),
@@ -251,17 +288,13 @@ export const make = (): ThreadStore["Type"] => {
       Effect.sync(() => {
         const entry = threads.get(threadId)
         if (entry === undefined) return undefined
-        let owned = 0
-        for (const other of threads.values()) if (other.owner === entry.owner) owned += entryBytes(other)
-        return { bytes: entryBytes(entry), owner: entry.owner, owned }
+        settle()
+        return { bytes: entry.counted, owner: entry.owner, owned: owners.get(entry.owner) ?? 0 }
       }),
     bytesOwned: (owner, unowned) =>
       Effect.sync(() => {
-        let bytes = 0
-        for (const entry of threads.values()) {
-          if (entry.owner === owner || (unowned && entry.owner == null)) bytes += entryBytes(entry)
-        }
-        return bytes
+        settle()
+        return (owners.get(owner) ?? 0) + (unowned ? owners.get(null) ?? 0 : 0)
       }),
     delete: (threadId) =>
       Effect.clockWith((clock) =>
@@ -272,6 +305,12 @@ export const make = (): ThreadStore["Type"] => {
             return Effect.fail(new StoreError({ operation: "delete", message: deleteBusyMessage(threadId, holder) }))
           }
           leases.delete(threadId)
+          const entry = threads.get(threadId)
+          if (entry !== undefined) {
+            // (what its owner's total counts of it, measured or not since)
+            dirty.delete(entry)
+            owners.set(entry.owner, (owners.get(entry.owner) ?? 0) - entry.counted)
+          }
           return Effect.succeed(threads.delete(threadId))
         })
       ),
