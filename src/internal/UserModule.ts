@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { pathToFileURL } from "node:url"
+import { clipChars } from "../state/Chars.js"
 
 /** A `module:Export` entry that cannot be imported: why, and a message naming the entry. */
 export class UserModuleError extends Data.TaggedError("UserModuleError")<{
@@ -119,11 +120,8 @@ export const load = (
 /** Whether a function is a class (called with `new`). */
 export const isClass = (f: Function): boolean => /^class[\s{]/.test(Function.prototype.toString.call(f))
 
-/** What a provider threw, as an error repeats it: its message, at most 300 characters. */
-export const errorText = (cause: unknown): string => {
-  const text = messageOf(cause)
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text
-}
+/** What a provider threw, as an error repeats it: its message, past 300 characters cut there and "…". */
+export const errorText = (cause: unknown): string => clipChars(messageOf(cause), 301)
 
 /**
  * A provider made from a module's export, given a copy of `config`: a class constructed, a function called (its

@@ -13,7 +13,7 @@ import type { ImageResult, SearchResult, Service } from "../services/WebSearch.j
 import { SearchError } from "../services/WebSearch.js"
 import * as SafeHttp from "./SafeHttp.js"
 import * as Json from "../state/Json.js"
-import { headChars } from "../state/Chars.js"
+import { clipChars, headChars } from "../state/Chars.js"
 
 /** How a provider is reached. */
 export interface Connection {
@@ -36,7 +36,7 @@ export const clean = (text: string, max: number): string => {
   // eslint-disable-next-line no-control-regex
   const folded = text.replace(/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2066-\u2069]+/g, " ")
     .replace(/\s+/g, " ").trim()
-  return folded.length > max ? `${headChars(folded, max - 1)}…` : folded
+  return clipChars(folded, max)
 }
 
 /** `value` as an http(s) URL, or undefined. */

@@ -31,12 +31,15 @@ export const headChars = (text: string, max: number): string => {
   return chars.length <= max ? text : joinChars(chars, 0, Math.max(0, max))
 }
 
-/**
- * A name a caller sent, as an error repeats it: at most `max` characters (never half an emoji), a cut one ending
- * in "…", so a made-up name of a megabyte costs its sender a line, not a megabyte echoed back.
- */
-export const echoed = (text: string, max: number = 200): string =>
+/** A text of more than `max` code units cut to its first `max - 1` characters and "…" (never half an emoji). */
+export const clipChars = (text: string, max: number): string =>
   text.length <= max ? text : `${headChars(text, max - 1)}…`
+
+/**
+ * A name a caller sent, as an error repeats it: at most `max` characters (`clipChars`), so a made-up name of a
+ * megabyte costs its sender a line, not a megabyte echoed back.
+ */
+export const echoed = (text: string, max: number = 200): string => clipChars(text, max)
 
 const isHigh = (code: number) => code >= 0xd800 && code <= 0xdbff
 const isLow = (code: number) => code >= 0xdc00 && code <= 0xdfff
