@@ -31,9 +31,15 @@ export const headChars = (text: string, max: number): string => {
   return chars.length <= max ? text : joinChars(chars, 0, Math.max(0, max))
 }
 
-/** A text of more than `max` code units cut to its first `max - 1` characters and "…" (never half an emoji). */
-export const clipChars = (text: string, max: number): string =>
-  text.length <= max ? text : `${headChars(text, max - 1)}…`
+/**
+ * A text of more than `max` characters cut to its first `max - 1` and "…" (never half an emoji); a text of at most
+ * `max` characters is kept whole, however many code units its emoji take.
+ */
+export const clipChars = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const chars = charsOf(text)
+  return chars.length <= max ? text : `${joinChars(chars, 0, Math.max(0, max - 1))}…`
+}
 
 /**
  * A name a caller sent, as an error repeats it: at most `max` characters (`clipChars`), so a made-up name of a

@@ -36,4 +36,18 @@ describe("Chars", () => {
     })
     assert.notMatch(stamped(read)!.description, LONE)
   })
+
+  it.prop("a clipped text is whole when it has at most `max` characters, else `max - 1` of them and \"…\"", [
+    text,
+    FC.integer({ min: 1, max: 1300 })
+  ], ([value, max]) => {
+    const clipped = Chars.clipChars(value, max)
+    const length = [...value].length
+    assert.notMatch(clipped, LONE)
+    if (length <= max) assert.strictEqual(clipped, value)
+    else {
+      assert.strictEqual(clipped, [...value].slice(0, max - 1).join("") + "…")
+      assert.strictEqual([...clipped].length, max)
+    }
+  })
 })
