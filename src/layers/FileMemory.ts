@@ -347,7 +347,17 @@ export const make = (
         const watermark = item.immediate ? undefined : before.threads[item.threadId]
         const turns = MemoryDoc.conversation(item.messages, watermark, patterns?.trivial)
         if (turns.length === 0) return
-        const modelName = st.config.model_name ?? item.modelName ?? undefined
+        const configured = st.config.model_name ?? undefined
+        // (`memory.model_name` the user's role may not use: the run's model, which it may; none: no update)
+        const passedOver = configured !== undefined && item.allows !== undefined && !(yield* item.allows(configured))
+        const modelName = passedOver ? item.modelName : configured ?? item.modelName
+        if (passedOver) {
+          yield* Effect.logInfo(
+            `Memory update: memory.model_name ${configured} is not available for the user's role` +
+              (modelName === undefined ? "; not updated" : `; ${modelName} is used`)
+          ).pipe(Effect.annotateLogs({ thread: item.threadId }))
+          if (modelName === undefined) return
+        }
         const templates = yield* prompts.templates(item.agentName)
         const { consolidation: merging, staleness: stale, update: template } = templates
         const options: MemoryDoc.PromptOptions = {

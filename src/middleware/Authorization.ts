@@ -30,16 +30,40 @@ export interface Options {
   readonly skills?: Skills.Registry | undefined
 }
 
+/** The principal of a run (its user, its role: `extra.user_role`; none: `default_role`). */
+export const principalOfRun = (authz: Authz.Authorization, context: RunContext["Type"]) => {
+  const role = context.options.extra?.user_role
+  return Authz.principalOf(
+    { userId: context.userId, role: typeof role === "string" ? role : null },
+    authz.defaultRole,
+    context.options.extra?.is_internal === true
+  )
+}
+
 /** The principal of the current run. */
 export const runPrincipal = (authz: Authz.Authorization) =>
-  Effect.map(RunContext, (context) => {
-    const role = context.options.extra?.user_role
-    return Authz.principalOf(
-      { userId: context.userId, role: typeof role === "string" ? role : null },
-      authz.defaultRole,
-      context.options.extra?.is_internal === true
-    )
-  })
+  Effect.map(RunContext, (context) => principalOfRun(authz, context))
+
+/**
+ * The model an internal call of the run (a title, a summary) asks for, when the configuration names `configured`:
+ * it when the run's role may use it, else none (the caller falls back to the run's own model, or to no call),
+ * logged. Without `authorization`, `configured`.
+ */
+export const configuredModel = (
+  authz: Authz.Authorization | undefined,
+  configured: string | null | undefined,
+  purpose: string
+): Effect.Effect<string | null | undefined, never, RunContext> =>
+  authz === undefined || configured == null
+    ? Effect.succeed(configured)
+    : Effect.flatMap(runPrincipal(authz), (principal) =>
+      Effect.flatMap(Authz.allows(authz, principal, "model", "use", configured), (allowed) =>
+        allowed ? Effect.succeed(configured) : Effect.as(
+          Effect.logInfo(
+            `${purpose}: the model ${configured} is not available for role ${principal.role}; it is not used`
+          ),
+          null
+        )))
 
 /** The skills of a catalog the principal may not load (a shadowed one too: its files are still mounted). */
 export const deniedSkills = (authz: Authz.Authorization, principal: Authz.Principal, catalog: Skills.Catalog) =>

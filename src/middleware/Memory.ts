@@ -9,11 +9,13 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Authz from "../services/Authorization.js"
 import type { Memory, MemoryError, Scope } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
+import * as AuthorizationMW from "./Authorization.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
@@ -24,7 +26,25 @@ export interface Options {
   readonly memory: Memory["Type"]
   /** The custom agent whose memory this is (default: the user's). */
   readonly agentName?: string | undefined
+  /** With `authorization.enabled`: an update never uses a model the run's role may not (`Pending.allows`). */
+  readonly authorization?: Authz.Authorization | undefined
+  /** Whether the user's role may use a model, when known otherwise than from the run (a gateway compaction). */
+  readonly allows?: ((model: string) => Effect.Effect<boolean>) | undefined
 }
+
+/** Whether the user's role may use a model: `options.allows`, else the run's principal's (none: any). */
+const allowsOf = (options: Options) =>
+  options.allows !== undefined || options.authorization === undefined
+    ? Effect.succeed(options.allows)
+    : Effect.map(
+      Effect.serviceOption(RunContext),
+      (context) => {
+        const authz = options.authorization!
+        if (context._tag === "None") return undefined
+        const principal = AuthorizationMW.principalOfRun(authz, context.value)
+        return (model: string) => Authz.allows(authz, principal, "model", "use", model)
+      }
+    )
 
 /** The Memory middleware. Requires `RunContext` and `RunState`. */
 export const layer = (options: Options): Middleware => {
@@ -36,13 +56,15 @@ export const layer = (options: Options): Middleware => {
       const context = yield* RunContext
       const state = yield* RunState
       if (memory.mode === "tool") return {}
+      const allows = yield* allowsOf(options)
       const after = Effect.flatMap(state.get, (current) =>
         current.messages.length === 0 ? Effect.void : memory.enqueue({
           threadId: context.threadId,
           userId: context.userId,
           agentName: options.agentName,
           messages: current.messages,
-          modelName: context.options.modelName
+          modelName: context.options.modelName,
+          allows
         }))
       // as DeerFlow's `after_agent`: a run that failed or was cancelled is not remembered
       return {
@@ -61,14 +83,16 @@ export const layer = (options: Options): Middleware => {
 export const beforeCompaction = (options: Options): SummarizationEvent.Hook => (event) =>
   !options.memory.enabled || options.memory.mode === "tool"
     ? Effect.void
-    : options.memory.enqueue({
-      threadId: event.threadId,
-      userId: event.userId,
-      agentName: options.agentName ?? event.agentName,
-      messages: event.summarized,
-      modelName: event.modelName,
-      immediate: true
-    })
+    : Effect.flatMap(allowsOf(options), (allows) =>
+      options.memory.enqueue({
+        threadId: event.threadId,
+        userId: event.userId,
+        agentName: options.agentName ?? event.agentName,
+        messages: event.summarized,
+        modelName: event.modelName,
+        allows,
+        immediate: true
+      }))
 
 // ---------------------------------------------------------------------------------------------------------
 // Tool mode

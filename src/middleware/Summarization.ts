@@ -28,12 +28,14 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type { SummarizationConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
+import type * as Authz from "../services/Authorization.js"
 import type { ModelRequest } from "../services/ModelService.js"
 import { RunContext, RunState } from "../services/RunContext.js"
 import { emitCustom } from "../services/RunEvents.js"
 import type { Message } from "../state/Message.js"
 import type { ThreadState } from "../state/ThreadState.js"
 import * as Tokens from "../state/Tokens.js"
+import * as AuthorizationMW from "./Authorization.js"
 import * as Chain from "./Chain.js"
 import type { Middleware, ModelNext } from "./Middleware.js"
 import * as MW from "./Middleware.js"
@@ -68,6 +70,8 @@ export interface Options {
   readonly hooks?: ReadonlyArray<Hooks.Hook> | undefined
   /** The custom agent of the runs (what the hooks are told). */
   readonly agentName?: string | undefined
+  /** With `authorization.enabled`: `summarization.model_name` the run's role may not use is passed over. */
+  readonly authorization?: Authz.Authorization | undefined
 }
 
 /**
@@ -86,8 +90,14 @@ const perRun = (options: Options, counter: Tokens.Counter, upperBounds: Tokens.C
     const app = (yield* AppConfigService).config
     const context = yield* RunContext
     const state = yield* RunState
+    // (a summary model the run's role may not use: the summary is asked of the run's model only)
+    const summaryModel = yield* AuthorizationMW.configuredModel(
+      options.authorization,
+      options.config?.model_name !== undefined ? options.config.model_name : app.summarization.model_name,
+      "Summarization"
+    )
     const settings = yield* Compact.settingsOf(app, {
-      config: options.config,
+      config: summaryModel === null ? { ...options.config, model_name: null } : options.config,
       modelName: context.options.modelName,
       contextWindow: options.contextWindow,
       skillRescue: options.skillRescue,

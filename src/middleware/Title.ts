@@ -12,11 +12,13 @@ import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import type { TitleConfig } from "../services/AppConfig.js"
 import { withUpdate } from "../services/ModelService.js"
+import type * as Authz from "../services/Authorization.js"
 import { RunState } from "../services/RunContext.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
 import * as LlmText from "../state/LlmText.js"
 import * as PyFormat from "../state/PyFormat.js"
+import * as AuthorizationMW from "./Authorization.js"
 import * as Chain from "./Chain.js"
 import { isGenuineUserMessage, originalUserContent } from "./InputSanitization.js"
 import { headChars } from "../state/Chars.js"
@@ -79,9 +81,12 @@ export const titlePrompt = (config: TitleConfig, userText: string, answer: strin
   })
 
 /** The Title middleware (SPEC §4.1 slot 22). */
-export const layer = (config: TitleConfig): Middleware => {
+export const layer = (config: TitleConfig, authorization?: Authz.Authorization): Middleware => {
   if (!config.enabled) return MW.make({})
-  return MW.make(Effect.map(RunState, (state) => {
+  return MW.make(Effect.gen(function*() {
+    const state = yield* RunState
+    // (`title.model_name` the run's role may not use: the local title, as with none)
+    const model = yield* AuthorizationMW.configuredModel(authorization, config.model_name, "Title")
     let done = false
     // A run that ends before its first answer (cancelled, failed) leaves the local title, as DeerFlow's worker
     // writes one for an interrupted first turn.
@@ -102,7 +107,6 @@ export const layer = (config: TitleConfig): Middleware => {
             done = true
             if (user === undefined) return Effect.succeed(response)
             const local = fallbackTitle(userText(user), config.max_chars)
-            const model = config.model_name
             if (model === undefined || model === null) return Effect.succeed(withUpdate(response, { title: local }))
             const prompt = titlePrompt(config, userText(user), M.text(response.message))
             if (prompt === undefined) {
@@ -130,4 +134,5 @@ export const layer = (config: TitleConfig): Middleware => {
 }
 
 /** Its chain entry: names the thread after its first exchange. */
-export const entry = (config: TitleConfig) => Chain.entry("Title", () => layer(config))
+export const entry = (config: TitleConfig, authorization?: Authz.Authorization) =>
+  Chain.entry("Title", () => layer(config, authorization))

@@ -20,9 +20,33 @@ interface ModelChoice {
   readonly warnings: ReadonlyArray<string>
 }
 
+/** The refusal when a role may use none of the configured models (a run's, a gateway call's). */
+export const NO_MODEL = "No models are authorized for the current role."
+
 /**
- * The model a role may use (DeerFlow's `_authorize_model_name`): the resolved one when the role may use it, else
- * the first model it may see and use (with a warning); none: the run is refused under `fail_closed`.
+ * The model `principal` may use for a call that wants `wanted` (DeerFlow's `_authorize_model_name`): `wanted` when
+ * the role may use it, else the first of `models` (the default first) it may see and use; none is refused with
+ * `NO_MODEL` under `fail_closed` (else `wanted`). Every model call made for a user goes through it: a run's, its
+ * title, summary and memory update, and the gateway's own calls (follow-up questions, a compaction, a polish).
+ */
+export const allowedModel = (
+  authz: Authz.Authorization,
+  principal: Authz.Principal,
+  models: ReadonlyArray<string>,
+  wanted: string
+): Effect.Effect<string, Authz.AuthorizationError> =>
+  Effect.gen(function*() {
+    if (yield* Authz.allows(authz, principal, "model", "use", wanted)) return wanted
+    for (const candidate of yield* Authz.visible(authz, principal, "model", models)) {
+      if (candidate !== wanted && (yield* Authz.allows(authz, principal, "model", "use", candidate))) return candidate
+    }
+    if (!authz.failClosed) return wanted
+    return yield* new Authz.AuthorizationError({ message: NO_MODEL })
+  })
+
+/**
+ * The model a role may use (`allowedModel`): the resolved one when the role may use it, else the first model it
+ * may see and use (with a warning); none: the run is refused under `fail_closed`.
  */
 export const authorizeModel = <R extends ModelChoice>(
   authz: Authz.Authorization,
@@ -34,25 +58,21 @@ export const authorizeModel = <R extends ModelChoice>(
     const name = resolved.modelName
     if (name === undefined) return resolved
     const principal = Authz.principalOf({ role }, authz.defaultRole)
-    if (yield* Authz.allows(authz, principal, "model", "use", name)) return resolved
-    for (const candidate of yield* Authz.visible(authz, principal, "model", models.map((m) => m.name))) {
-      if (candidate === name || !(yield* Authz.allows(authz, principal, "model", "use", candidate))) continue
-      const model = models.find((m) => m.name === candidate)!
-      return {
-        ...resolved,
-        modelName: model.name,
-        model,
-        vision: model.supports_vision === true,
-        thinkingEnabled: resolved.thinkingEnabled && model.supports_thinking === true,
-        reasoningEffort: model.supports_reasoning_effort ? resolved.reasoningEffort : undefined,
-        warnings: [
-          ...resolved.warnings,
-          `The model "${name}" is not available for your role; using "${model.name}".`
-        ]
-      }
+    const chosen = yield* allowedModel(authz, principal, models.map((m) => m.name), name)
+    const model = models.find((m) => m.name === chosen)
+    if (chosen === name || model === undefined) return resolved
+    return {
+      ...resolved,
+      modelName: model.name,
+      model,
+      vision: model.supports_vision === true,
+      thinkingEnabled: resolved.thinkingEnabled && model.supports_thinking === true,
+      reasoningEffort: model.supports_reasoning_effort ? resolved.reasoningEffort : undefined,
+      warnings: [
+        ...resolved.warnings,
+        `The model "${name}" is not available for your role; using "${model.name}".`
+      ]
     }
-    if (!authz.failClosed) return resolved
-    return yield* new Authz.AuthorizationError({ message: "No models are authorized for the current role." })
   })
 
 /** The MCP server of each MCP tool of an assembly (`ToolAssembly`'s entries). */

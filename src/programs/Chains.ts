@@ -212,15 +212,18 @@ const entries = {
     Summarization.entry({
       // memory's flush first, then the app's own hooks, in the order given
       hooks: [
-        ...(p.memory === undefined ? [] : [MemoryMW.beforeCompaction({ memory: p.memory, agentName: p.agentName })]),
+        ...(p.memory === undefined ? [] : [
+          MemoryMW.beforeCompaction({ memory: p.memory, agentName: p.agentName, authorization: p.authorization })
+        ]),
         ...p.summarizationHooks
       ],
-      agentName: p.agentName
+      agentName: p.agentName,
+      authorization: p.authorization
     }),
   Todo: () => Todo.entry(),
   TokenUsage: (p: Parts) => TokenUsage.entry(p.config.token_usage),
-  Title: (p: Parts) => Title.entry(p.config.title),
-  Memory: (p: Parts) => MemoryMW.entry({ memory: p.memory!, agentName: p.agentName }),
+  Title: (p: Parts) => Title.entry(p.config.title, p.authorization),
+  Memory: (p: Parts) => MemoryMW.entry({ memory: p.memory!, agentName: p.agentName, authorization: p.authorization }),
   ViewImage: () => ViewImage.entry(),
   McpRouting: (p: Parts) =>
     McpRouting.entry({

@@ -59,6 +59,11 @@ export interface Options {
   readonly keep?: ContextSize | undefined
   /** The thread's model (the summary falls back to it; default: the first configured model). */
   readonly modelName?: string | undefined
+  /**
+   * The summary model in place of `summarization.model_name` (null: none, the thread's model only: the user's role
+   * may not use the configured one).
+   */
+  readonly summaryModel?: string | null | undefined
   /** The thread's custom agent (memory's flush files the messages under it). */
   readonly agentName?: string | undefined
   /** Whose thread (what the hooks are told; default `default`). */
@@ -126,7 +131,11 @@ export const compactThread = (threadId: string, options: Options) =>
   Effect.gen(function*() {
     const app = (yield* AppConfigService).config
     const store = yield* ThreadStore
-    const settings = yield* Compact.settingsOf(app, { modelName: options.modelName, keep: options.keep })
+    const settings = yield* Compact.settingsOf(app, {
+      modelName: options.modelName,
+      keep: options.keep,
+      ...(options.summaryModel === undefined ? {} : { config: { model_name: options.summaryModel } })
+    })
     const events = options.events ?? RunEvents.discard
     const userId = options.userId ?? "default"
     const notDone = (outcome: Compact.NotCompacted, tokens = 0) =>

@@ -24,6 +24,11 @@ export interface Pending extends Scope {
   readonly messages: ReadonlyArray<Message>
   /** The model the run used (the update uses `memory.model_name`, else this one). */
   readonly modelName?: string | undefined
+  /**
+   * Whether the user's role may use a model (`authorization.enabled`; absent: any): `memory.model_name` it may not
+   * use is passed over for `modelName`, the run's, which it may.
+   */
+  readonly allows?: ((model: string) => Effect.Effect<boolean>) | undefined
   /** Process it without waiting for the debounce (messages about to be summarised away). */
   readonly immediate?: boolean | undefined
 }

@@ -46,8 +46,11 @@ export interface Options {
   readonly threadId: string
   readonly runId: string
   readonly userId: string
-  /** The run's model (none: the default). */
-  readonly modelName: string | undefined
+  /**
+   * The model the evaluator asks: the run's, as its role may use it (resolved as the run's turns are; it fails when
+   * the role may use none: no verdict).
+   */
+  readonly modelName: Effect.Effect<string | undefined, { readonly message: string }>
   /** Whether the thread has a goal now (the run's state: no store read). */
   readonly hasGoal: () => boolean
 }
@@ -170,11 +173,12 @@ const evaluate = (options: Options, goal: GoalState, messages: ReadonlyArray<Mes
     if (conversation === "") return Goal.noEvidence
     const model = yield* options.model
     if (model === undefined) return undefined
-    const answer = yield* Effect.either(OneShot.text(model, {
+    const modelName = yield* Effect.either(options.modelName)
+    const answer = Either.isLeft(modelName) ? modelName : yield* Effect.either(OneShot.text(model, {
       purpose: PURPOSE,
       system: Goal.SYSTEM_PROMPT,
       user: Goal.userPrompt(goal, conversation),
-      modelName: options.modelName,
+      modelName: modelName.right,
       userId: options.userId
     }))
     const verdict: Either.Either<Goal.Verdict, { readonly message: string }> = Either.isRight(answer)

@@ -238,14 +238,17 @@ export const execute = (
       })
       return again.pipe(Effect.zipRight(turn), Effect.zipRight(ended))
     }
-    const modelName = request.settings.model_name
     const turn = GoalLoop.drive({
       store,
       model: deps.goalModel,
       threadId: request.threadId,
       runId,
       userId: request.userId,
-      modelName: typeof modelName === "string" && modelName !== "" ? modelName : undefined,
+      // (the run's model as its turns resolve it: one its role may use, never the raw `model_name`)
+      modelName: Effect.map(
+        factory.resolve(request.settings, request.userId, request.admin === true, request.role),
+        (resolved) => resolved.modelName
+      ),
       hasGoal: () => made.projector.state().goal !== null
     }, turnOf, request.messages, (event) => {
       if (event.type !== "run_end") listener.onEvent(event)

@@ -6,6 +6,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SkillsDirectory from "../../../layers/SkillsDirectory.js"
+import * as AgentAuthorization from "../../AgentAuthorization.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import * as Authz from "../../../services/Authorization.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
@@ -76,6 +77,36 @@ export const usableModel = (
         return Effect.fail(fail("forbidden", refused))
       }
     )
+
+/**
+ * The model a gateway call made for the caller uses (with `authorization`): the one the request names, refused (403)
+ * when their role may not use it (`usableModel`); else `fallback` (a model the configuration names for the call, or
+ * the default), or, when the role may not use that, the first configured model it may use
+ * (`AgentAuthorization.allowedModel`); none: 403 with the runs' refusal. Without `authorization`, the named model
+ * (none: the default).
+ */
+export const modelFor = (
+  authz: Authz.Authorization | undefined,
+  who: { readonly user: string; readonly role?: string | undefined },
+  models: ReadonlyArray<ModelConfig>,
+  named: string | undefined,
+  field: string,
+  fallback: string | undefined = undefined
+): Effect.Effect<string | undefined, GatewayError> => {
+  if (authz === undefined) return Effect.succeed(named ?? fallback)
+  if (named !== undefined) return Effect.as(usableModel(authz, who, named, field), named)
+  const wanted = fallback ?? models[0]?.name
+  if (wanted === undefined) return Effect.succeed(undefined)
+  const principal = Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
+  return AgentAuthorization.allowedModel(authz, principal, models.map((m) => m.name), wanted).pipe(
+    Effect.tap((chosen) =>
+      chosen === wanted ? Effect.void : Effect.logInfo(
+        `The model ${JSON.stringify(wanted)} is not available for role ${principal.role}; using ${chosen}.`
+      )
+    ),
+    Effect.mapError((error) => fail("forbidden", error.message))
+  )
+}
 
 /** A skill as DeerFlow's skills endpoints answer it. */
 export const skillObject = (skill: Skill) => ({

@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import * as MemoryMW from "../../../middleware/Memory.js"
 import type { ModelConfig } from "../../../services/AppConfig.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
-import type * as Authz from "../../../services/Authorization.js"
+import * as Authz from "../../../services/Authorization.js"
 import type { Snapshot } from "../../../services/LiveConfig.js"
 import { Memory } from "../../../services/Memory.js"
 import type { ModelService } from "../../../services/ModelService.js"
@@ -76,19 +76,35 @@ export const layer = (
           // as DeerFlow resolves it: the request's model, else the custom agent's, else the default
           const threadModel = modelName ??
             (agentName === undefined ? undefined : yield* agentModel(snap, user, agentName))
-          yield* Catalog.usableModel(authz, who, threadModel, modelName !== undefined ? "model_name" : "agent_name")
+          const field = modelName !== undefined ? "model_name" : "agent_name"
+          // (none named: the default, or the first model the role may use; never one it may not)
+          const summaryModel = yield* Catalog.modelFor(authz, who, snap.models, threadModel, field)
+          const principal = authz === undefined ? undefined : Authz.principalOf({ userId: who.user, role: who.role }, authz.defaultRole)
+          const allows = principal === undefined
+            ? undefined
+            : (name: string) => Authz.allows(authz!, principal, "model", "use", name)
+          // `summarization.model_name` the role may not use: the summary is asked of the thread's model only
+          const configured = snap.app.config.summarization.model_name
+          const ownSummary = configured == null || allows === undefined || (yield* allows(configured))
+          if (!ownSummary) {
+            yield* Effect.logInfo(
+              `Manual compaction: summarization.model_name ${configured} is not available for role ` +
+                `${principal?.role}; the summary uses ${summaryModel}`
+            )
+          }
           // memory's flush, as in the lead chain (DeerFlow's `memory_flush_hook`)
           // (under `config.yaml`'s `memory` as it is now)
           const under = memory?.under(snap.app.config.memory)
           const hooks = under === undefined || !under.enabled
             ? []
-            : [MemoryMW.beforeCompaction({ memory: under, agentName })]
+            : [MemoryMW.beforeCompaction({ memory: under, agentName, allows })]
           const result = yield* Compaction.compactThread(thread.stored, {
             model: Admission.lined(snap.model, userCalls),
             force: request.force,
             raise: true,
             keep: request.keep ?? undefined,
-            modelName: threadModel,
+            modelName: summaryModel,
+            ...(ownSummary ? {} : { summaryModel: null }),
             agentName,
             userId: user,
             hooks

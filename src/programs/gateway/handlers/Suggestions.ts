@@ -121,8 +121,9 @@ export const layer = (
             const snap = yield* now
             const { suggestions } = snap.app.config
             const model = Admission.lined(snap.model, userCalls)
-            const modelName = yield* known(snap, request.model_name, "model_name")
-            yield* Catalog.usableModel(authz, identity, modelName, "model_name")
+            const named = yield* known(snap, request.model_name, "model_name")
+            // (none named: the default, or the first model the role may use; never one it may not)
+            const modelName = yield* Catalog.modelFor(authz, identity, snap.models, named, "model_name")
             const none = json(SuggestionsApi.Suggestions, { suggestions: [] })
             const context = conversation(request.messages)
             if (!suggestions.enabled || context === "") return none
@@ -156,6 +157,15 @@ export const layer = (
             if (Chars.charLength(text) > polish.max_chars) {
               return yield* fail("bad_request", `Input text exceeds ${polish.max_chars} characters`)
             }
+            // (`input_polish.model_name`, else the default: when the role may not use it, one it may)
+            const modelName = yield* Catalog.modelFor(
+              authz,
+              identity,
+              snap.models,
+              undefined,
+              "input_polish.model_name",
+              polish.model_name ?? undefined
+            )
             const locale = request.locale?.trim() || "same language as the draft"
             const answer = yield* OneShot.text(model, {
               purpose: "input_polish",
@@ -163,7 +173,7 @@ export const layer = (
               // the draft cannot close its block (escaped as every harness block is)
               user: `Locale hint: ${Markup.escapeText(locale)}\n\nRewrite this draft while preserving its intent:\n` +
                 Markup.block("draft", text),
-              modelName: polish.model_name ?? undefined,
+              modelName,
               userId: identity.user
             }).pipe(Effect.either)
             if (answer._tag === "Left") yield* Effect.logWarning(`Input not polished: ${answer.left.message}`)
