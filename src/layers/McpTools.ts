@@ -100,6 +100,7 @@ export const tool = (mcp: Mcp["Type"], spec: McpTool): Tool.Tool => ({
   description: spec.description,
   parameters: Args,
   definition: { name: spec.name, description: spec.description, parameters: spec.inputSchema },
+  mcpServer: spec.server,
   handler: (args, call) =>
     Effect.flatMap(RunContext, (run) =>
       mcp.call(spec.server, spec.original, args as JsonObject, { userId: run.userId, threadId: run.threadId })).pipe(

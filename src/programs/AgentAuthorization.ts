@@ -81,6 +81,20 @@ export const mcpServersOf = (
 ): Authz.McpServers =>
   new Map(entries.flatMap((e) => e.source === "mcp" && e.server !== undefined ? [[e.name, e.server] as const] : []))
 
+/**
+ * The MCP server of each MCP tool among `tools` (`Tool.mcpServer`), with `given` (an assembly's, `mcpServersOf`) over
+ * them: an agent given MCP tools without their servers (a library's `LeadAgent.layer({ tools })`) still asks each
+ * one's server.
+ */
+export const mcpServersWith = (
+  tools: ReadonlyArray<{ readonly name: string; readonly mcpServer?: string | undefined }>,
+  given: Authz.McpServers | undefined
+): Authz.McpServers => {
+  const servers = new Map(tools.flatMap((t) => t.mcpServer === undefined ? [] : [[t.name, t.mcpServer] as const]))
+  for (const [name, server] of given ?? []) servers.set(name, server)
+  return servers
+}
+
 /** The deferred tools of an agent built for `role`, without those the role may not see. */
 export const deferredFor = (
   authz: Authz.Authorization | undefined,

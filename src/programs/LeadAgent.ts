@@ -224,6 +224,10 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         ...base.filter((t) => !(options.tools ?? []).some((own) => own.name === t.name)),
         ...(options.tools ?? [])
       ])
+      // (an MCP tool's server, given or the tool's own: its role's `mcp_servers` policy is asked of it)
+      const mcpServers = AgentAuthorization.mcpServersWith(options.tools ?? [], options.mcpServers)
+      // (a deferred tool the role may not see is not in `tool_search`'s catalog; the factory's are already not)
+      const deferred = yield* AgentAuthorization.deferredFor(authorization, options.role, options.deferred, mcpServers)
       const runner = options.subagents === undefined ? undefined : yield* Effect.flatMap(
         Effect.serviceOption(SubagentRunner),
         (found) =>
@@ -249,14 +253,14 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         breaker: options.breaker,
         skills: registry,
         skillAllowlist: skills,
-        mcpServers: options.mcpServers,
+        mcpServers,
         usableSkills: catalog.skills.filter((s) => s.enabled && (skills === undefined || skills.includes(s.name)))
           .length,
         memory,
         planMode: options.planMode,
         vision: options.vision,
         agentName: options.memoryAgent ?? options.agentName,
-        deferred: options.deferred,
+        deferred,
         subagents,
         summarizationHooks: options.summarizationHooks,
         configured: configured?.entries
@@ -273,7 +277,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
           authorization,
           Authz.principalOf({ role: options.role }, authorization.defaultRole),
           all.map((d) => d.name),
-          options.mcpServers
+          mcpServers
         )
       )
       const definitions = shown === undefined ? all : all.filter((d) => shown.has(d.name) || d.name === "tool_search")
@@ -283,7 +287,7 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         soul: options.soul,
         selfUpdate: options.selfUpdate,
         skillAllowlist: skills,
-        deferred: options.deferred,
+        deferred,
         // (no hint names a tool the role may not see)
         routingHints: shown === undefined
           ? options.routingHints

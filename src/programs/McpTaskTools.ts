@@ -54,6 +54,7 @@ export const submitTool = (
     description,
     parameters: Args,
     definition: { name: spec.name, description, parameters: spec.inputSchema },
+    mcpServer: spec.server,
     handler: (args, call) =>
       Option.isNone(tasks)
         ? Effect.succeed(`Error: ${NOT_INITIALIZED}`)

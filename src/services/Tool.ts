@@ -31,6 +31,11 @@ export interface Tool<A = any> {
   readonly marksReads?: boolean | undefined
   /** The definition the model sees (computed once by `make`; computed on demand for hand-written tools). */
   readonly definition?: ToolDefinition | undefined
+  /**
+   * The MCP server the tool calls (an MCP tool's): a role its `mcp_servers` policy denies that server neither sees
+   * nor runs it, wherever the tool is given to an agent.
+   */
+  readonly mcpServer?: string | undefined
 }
 
 const toDefinition = (

@@ -177,7 +177,7 @@ describe("the gateway's own model calls, naming no model", () => {
 })
 
 describe("a run's internal model calls", () => {
-  it("a guest's title, summary and memory update never use the model the configuration names for them (A)", async () => {
+  it("a guest's title and memory update never use the model the configuration names for them (A)", async () => {
     const mark = gateway.scripted.requests.length
     const thread = await threadWithRun(guest, "TITLE-MARK tell me about towers")
     // `title.model_name` the role may not use: the local title, no title call
