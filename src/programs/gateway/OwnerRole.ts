@@ -1,5 +1,6 @@
 /**
- * The role a run the gateway starts on its own for a user (a scheduled task's, a cron's) is asked as, with
+ * The role a run the gateway starts on its own for a user (a scheduled task's, a cron's, an MCP task's
+ * notification) is asked as, with
  * `authorization.enabled`: the user's role now, as their own requests have it (DeerFlow's scheduler runs as the
  * task's owner, with their `system_role`). Without it such a run had no role and ran as `default_role`, so a user
  * of a narrower role reached, through a task or a cron, the tools and models their role may not use.
@@ -12,7 +13,8 @@
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import type { AppConfig } from "../../services/AppConfig.js"
+import type { AppConfig, AppConfigService } from "../../services/AppConfig.js"
+import * as AccountStore from "./accounts/AccountStore.js"
 
 /** The role of a user (none: `default_role`), or why a run cannot be given one. */
 export type Lookup = (userId: string) => Effect.Effect<Either.Either<string | undefined, string>>
@@ -50,3 +52,14 @@ export const make = (
       return Either.left(`user ${userId} has no token or account of this gateway now, so no role to run as`)
     })
 }
+
+/**
+ * The lookup of an app: its tokens, and its accounts' `system_role` read when a run starts (such a run is rare, and
+ * the account may have changed since).
+ */
+export const ofApp = (app: AppConfigService["Type"]): Lookup =>
+  make(app.config, (id) =>
+    Effect.scoped(AccountStore.open(app.home, app.config.gateway.auth.session_days).pipe(
+      Effect.flatMap((accounts) => accounts.byId(id)),
+      Effect.map(Option.map((account): string => account.system_role))
+    )).pipe(Effect.orElseSucceed(() => Option.none<string>())))

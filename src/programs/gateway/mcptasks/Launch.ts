@@ -1,19 +1,21 @@
 /**
  * The notifier's launcher over the gateway's run manager (DeerFlow's `launch_mcp_task_notification_run`): the run
  * telling a task's event is started on the task's thread, which must still be there and be the task's user's (it
- * is never made again), as that user, with the source run's assistant, non-interactive, its one message hidden
- * from the UI, its metadata naming the task (`mcp_task_notification`). Behind a run of the thread in this process
+ * is never made again), as that user and their role (`OwnerRole`), with the source run's assistant,
+ * non-interactive, its one message hidden from the UI, its metadata naming the task (`mcp_task_notification`). Behind a run of the thread in this process
  * it waits its turn (`enqueue`); a run of another process holding the thread makes it busy (tried again later).
  * Its id is made from the idempotency key: a launch retried after a crash finds the run it started.
  */
 import * as Crypto from "node:crypto"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { AppConfigService } from "../../../services/AppConfig.js"
 import type { TaskRecord } from "../../../services/McpTasks.js"
 import type { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { DEFAULT_USER } from "../Auth.js"
+import type * as OwnerRole from "../OwnerRole.js"
 import * as Protocol from "../Protocol.js"
 import type { Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
@@ -29,8 +31,16 @@ export const runIdOf = (key: string): string => {
 
 const failure = (reason: LaunchFailure["reason"], message: string): LaunchFailure => ({ reason, message })
 
-/** The launcher over `runs` and `store`. */
-export const make = (app: AppConfigService["Type"], runs: Runs["Type"], store: ThreadStore["Type"]): Launcher => {
+/**
+ * The launcher over `runs` and `store`; `roleOf`: the role a user's run is given (`OwnerRole`; default none, the
+ * run as `default_role`).
+ */
+export const make = (
+  app: AppConfigService["Type"],
+  runs: Runs["Type"],
+  store: ThreadStore["Type"],
+  roleOf: OwnerRole.Lookup = () => Effect.succeed(Either.right(undefined))
+): Launcher => {
   const outcome = (runId: string): Effect.Effect<RunOutcome> =>
     store.runs({ runId }).pipe(
       Effect.map((records): RunOutcome => {
@@ -60,7 +70,11 @@ export const make = (app: AppConfigService["Type"], runs: Runs["Type"], store: T
       const assistant = source[0]?.metadata?.assistant_id
       const assistantId = typeof assistant === "string" && assistant !== "" ? assistant : Protocol.LEAD_AGENT
       const agentName = Protocol.agentNameOf(assistantId)
+      // (the run is its user's role's, as their own requests are: never `default_role`'s for a narrower role)
+      const role = yield* roleOf(task.user_id)
+      if (Either.isLeft(role)) return yield* Effect.fail(failure("failed", `The run was not started: ${role.left}.`))
       yield* runs.start({
+        ...(role.right === undefined ? {} : { role: role.right }),
         runId,
         threadId: task.thread_id,
         publicThreadId: ThreadIds.publicIdOf(task.user_id, task.thread_id),

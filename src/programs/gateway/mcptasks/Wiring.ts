@@ -13,6 +13,7 @@ import type { McpTasks } from "../../../services/McpTasks.js"
 import type { StoreError } from "../../../services/RunContext.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import type { Redactor } from "../../../state/Redact.js"
+import * as OwnerRole from "../OwnerRole.js"
 import { Runs } from "../Runs.js"
 import { besideThreads } from "../StoreBackend.js"
 import * as Launch from "./Launch.js"
@@ -53,7 +54,7 @@ export const notifierLayer = (
   if (!config.enabled) return undefined
   return Layer.scopedDiscard(Effect.gen(function*() {
     const store = yield* Records
-    const launcher = Launch.make(app, yield* Runs, yield* ThreadStore)
+    const launcher = Launch.make(app, yield* Runs, yield* ThreadStore, OwnerRole.ofApp(app))
     const owner = `${Os.hostname()}:${Crypto.randomUUID().replace(/-/g, "")}`
     const pass = Notifier.make(config, store.notifications, launcher, owner)
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(

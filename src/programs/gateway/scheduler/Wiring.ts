@@ -15,7 +15,6 @@ import { StoreError } from "../../../services/RunContext.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
-import * as AccountStore from "../accounts/AccountStore.js"
 import { fail } from "../api/Problem.js"
 import * as Crons from "../Crons.js"
 import * as OwnerRole from "../OwnerRole.js"
@@ -57,12 +56,7 @@ export const launcher = (app: AppConfigService["Type"]) => Effect.gen(function*(
   const runs = yield* Runs
   const store = yield* ThreadStore
   const quotas = yield* Quotas
-  // (an account's role is read when a run starts: a scheduled run is rare, and the account may have changed)
-  const roleOf = OwnerRole.make(app.config, (id) =>
-    Effect.scoped(AccountStore.open(app.home, app.config.gateway.auth.session_days).pipe(
-      Effect.flatMap((accounts) => accounts.byId(id)),
-      Effect.map(Option.map((account): string => account.system_role))
-    )).pipe(Effect.orElseSucceed(() => Option.none<string>())))
+  const roleOf = OwnerRole.ofApp(app)
 
   const outcome: Scheduler.Launcher["outcome"] = (runId) =>
     store.runs({ runId }).pipe(
