@@ -2,8 +2,9 @@
  * The notifier's launcher over the gateway's run manager (DeerFlow's `launch_mcp_task_notification_run`): the run
  * telling a task's event is started on the task's thread, which must still be there and be the task's user's (it
  * is never made again), as that user and their role (`OwnerRole`), with the source run's assistant,
- * non-interactive, its one message hidden from the UI, its metadata naming the task (`mcp_task_notification`). Behind a run of the thread in this process
- * it waits its turn (`enqueue`); a run of another process holding the thread makes it busy (tried again later).
+ * non-interactive, its one message hidden from the UI, its metadata naming the task (`mcp_task_notification`).
+ * Behind a run of the thread in this process it waits its turn (`enqueue`); a run of another process holding the
+ * thread makes it busy (tried again later).
  * Its id is made from the idempotency key: a launch retried after a crash finds the run it started.
  */
 import * as Crypto from "node:crypto"
