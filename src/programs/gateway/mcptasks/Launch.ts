@@ -16,7 +16,7 @@ import type { TaskRecord } from "../../../services/McpTasks.js"
 import type { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { DEFAULT_USER } from "../Auth.js"
-import type * as OwnerRole from "../OwnerRole.js"
+import * as OwnerRole from "../OwnerRole.js"
 import * as Protocol from "../Protocol.js"
 import type { Runs } from "../Runs.js"
 import * as ThreadIds from "../ThreadIds.js"
@@ -32,15 +32,12 @@ export const runIdOf = (key: string): string => {
 
 const failure = (reason: LaunchFailure["reason"], message: string): LaunchFailure => ({ reason, message })
 
-/**
- * The launcher over `runs` and `store`; `roleOf`: the role a user's run is given (`OwnerRole`; default none, the
- * run as `default_role`).
- */
+/** The launcher over `runs` and `store`; `roleOf`: the role a user's run is given (`OwnerRole`). */
 export const make = (
   app: AppConfigService["Type"],
   runs: Runs["Type"],
   store: ThreadStore["Type"],
-  roleOf: OwnerRole.Lookup = () => Effect.succeed(Either.right(undefined))
+  roleOf: OwnerRole.Lookup = OwnerRole.ofApp(app)
 ): Launcher => {
   const outcome = (runId: string): Effect.Effect<RunOutcome> =>
     store.runs({ runId }).pipe(

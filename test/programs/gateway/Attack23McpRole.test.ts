@@ -1,0 +1,127 @@
+/**
+ * Attack round 23 on MCP task notifications with roles (`authorization.enabled`), as a user of a narrow role: the
+ * run the gateway starts to tell a task's event must be the task's user's role's, as a scheduled task's and a
+ * cron's are (Attack22Roles). Before, the notifier started it with no role, so it ran as `default_role`: a `guest`
+ * denied `write_file` and the `deep` model started a task, and the run telling its end was offered `write_file`
+ * and ran on `deep`. A real stdio MCP server, the scripted model through the real `openai` client.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
+import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
+import { toolNames } from "../../support/modelRequests.js"
+import { eventually } from "../../support/poll.js"
+import * as Requests from "../../support/requests.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const SLOW = 120_000
+const GUEST = "guest-token-0123456789abcdef"
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
+const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+
+/** A stdio MCP server whose task completes at its first status call. */
+const SERVER = `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  let n = 0
+  const object = (properties) => ({ type: "object", properties })
+  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
+    { name: "start_report", description: "Writes a report", inputSchema: object({ topic: { type: "string" } }) },
+    { name: "report_status", description: "Status", inputSchema: object({ task_id: { type: "string" } }) },
+    { name: "report_cancel", description: "Cancels", inputSchema: object({ task_id: { type: "string" } }) }
+  ] }))
+  const answer = (structuredContent) =>
+    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const args = request.params.arguments ?? {}
+    if (request.params.name === "start_report") return answer({ task_id: "remote-" + (++n), status: "running" })
+    if (request.params.name === "report_status") {
+      return answer({ task_id: args.task_id, status: "completed", result: { report: "done" } })
+    }
+    return answer({ task_id: args.task_id, status: "cancelled" })
+  })
+  await server.connect(new StdioServerTransport())
+`
+
+let gateway: TestGateway
+const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+
+const isNotification = (body: ChatRequestBody) => Support.lastUserText(body).startsWith(INSTRUCTION)
+
+beforeAll(async () => {
+  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
+  const dir = Support.tempDir("antler-attack23-mcp-role-")
+  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
+    mcpServers: {
+      tasks: {
+        type: "stdio",
+        command: "node",
+        args: ["--input-type=module", "-e", SERVER],
+        task_toolsets: [
+          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
+        ]
+      }
+    }
+  }))
+  gateway = await Support.start({
+    script: (body: ChatRequestBody) => {
+      if (isNotification(body)) return "Your report is ready."
+      if (body.messages.at(-1)?.role === "tool") return "Done."
+      return { toolCalls: [{ name: "tasks_start_report", arguments: { topic: "x" } }] }
+    },
+    source: Path.join(dir, "config.yaml"),
+    config: (url: string) => ({
+      // (the first model, the default, is one the guest may not use)
+      models: [Support.scriptedModel("deep", url), Support.scriptedModel("scripted", url)],
+      gateway: {
+        auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
+      },
+      mcp_tasks: { enabled: true, poll_interval_seconds: 1 },
+      authorization: {
+        enabled: true,
+        provider: {
+          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
+          config: {
+            roles: {
+              user: {},
+              guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
+            }
+          }
+        }
+      }
+    })
+  })
+}, SLOW)
+afterAll(async () => {
+  await gateway?.stop().catch(() => {})
+  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
+})
+
+const guest = Requests.as(() => gateway, GUEST)
+
+describe("a narrow role's MCP task notification run", () => {
+  it("runs as the task's user's role: no denied tool, no denied model", async () => {
+    const thread = (await guest("POST", "/threads", {})).json().thread_id as string
+    const ran = await guest("POST", `/threads/${thread}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ role: "user", content: "start a report" }] },
+      config: { configurable: { model_name: "scripted" } }
+    })
+    assert.strictEqual(ran.status, 200, ran.text)
+    const told = await eventually(async () => {
+      const found = gateway.scripted.requests.filter((r: ChatRequestBody) => isNotification(r))
+      return found.length > 0 ? found : undefined
+    }, "the notification run's model request", { tries: 600, everyMs: 50 })
+    for (const request of told) {
+      assert.notInclude(toolNames(request), "write_file")
+      assert.include(toolNames(request), "read_file")
+      assert.strictEqual(request.model, "model-scripted")
+    }
+  }, SLOW)
+})
