@@ -53,7 +53,7 @@ export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExc
           `and this would add ${formatBytes(this.adding)}, past gateway.quotas.max_user_bytes ` +
           `(${formatBytes(this.limit)}); delete threads or uploads to free space.`
       case "store":
-        return `Store quota exceeded: the store items of user ${this.user} hold ${formatBytes(this.used)} of JSON ` +
+        return `Store quota exceeded: the store items of user ${this.user} hold ${formatBytes(this.used)} ` +
           `and this would make it ${formatBytes(this.used + this.adding)}, past ` +
           `gateway.quotas.max_store_bytes_per_user (${formatBytes(this.limit)}); delete items to free space.`
       case "thread_history":
@@ -159,9 +159,9 @@ export interface Service {
     write: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E | QuotaExceeded, R>
   /**
-   * Runs `write`, which puts an item of `size` bytes of JSON in the user's store items, when what they hold
-   * (`usage`: all of them, and the item it replaces) leaves room for it under `max_store_bytes_per_user`; else
-   * fails with `QuotaExceeded` and `write` does not run.
+   * Runs `write`, which puts an item weighing `size` bytes (`StoreItems.weightOf`) in the user's store items, when
+   * what they hold (`usage`: all of them, and the item it replaces) leaves room for it under
+   * `max_store_bytes_per_user`; else fails with `QuotaExceeded` and `write` does not run.
    */
   readonly storeBytes: <A, E, R, E2>(
     userId: string,

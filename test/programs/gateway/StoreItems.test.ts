@@ -117,23 +117,30 @@ const behaves = (open: () => Promise<{ store: StoreItems.Service }>) => {
     assert.deepStrictEqual(await keys({ limit: 5, offset: 300 }), ordered.slice(300, 305).map(key))
   })
 
-  it("counts the bytes of JSON each user's items hold, and those of the item a put would replace", async () => {
+  it("counts what each user's items weigh (value's JSON, namespace, key), and the item a put replaces", async () => {
     const { store } = await open()
     const small = { text: "é".repeat(10) }
     const large = { text: "x".repeat(500) }
     await run(store.put("alice", ["a"], "one", small, at(1)))
     await run(store.put("alice", ["a", "b"], "two", large, at(2)))
     await run(store.put("bob", ["a"], "one", large, at(3)))
-    const size = (value: object) => Buffer.byteLength(JSON.stringify(value))
+    // (the address is kept with the item: "a" and "one", "a.b" and "two")
+    const size = (value: object, address: string) => Buffer.byteLength(JSON.stringify(value)) + address.length
     assert.deepStrictEqual(await run(store.usage("alice", ["a"], "one")), {
-      total: size(small) + size(large),
-      item: size(small)
+      total: size(small, "aone") + size(large, "a.btwo"),
+      item: size(small, "aone")
     })
-    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "new")), { total: size(small) + size(large), item: 0 })
+    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "new")), {
+      total: size(small, "aone") + size(large, "a.btwo"),
+      item: 0
+    })
     // a replaced value counts once, at its new size; a deleted item not at all; another user's never
     await run(store.put("alice", ["a"], "one", large, at(4)))
     await run(store.remove("alice", ["a", "b"], "two"))
-    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "one")), { total: size(large), item: size(large) })
+    assert.deepStrictEqual(await run(store.usage("alice", ["a"], "one")), {
+      total: size(large, "aone"),
+      item: size(large, "aone")
+    })
     assert.deepStrictEqual(await run(store.usage("carol", ["a"], "one")), { total: 0, item: 0 })
   })
 

@@ -54,7 +54,7 @@ export const layer = (api: LangGraphApi) =>
             const at = yield* now
             yield* quotas.storeBytes(
               user,
-              size,
+              StoreItems.weightOf(request.namespace, request.key, request.value),
               store.usage(user, request.namespace, request.key),
               store.put(user, request.namespace, request.key, request.value, at)
             ).pipe(Effect.mapError((error) => error instanceof QuotaExceeded ? quotaRefused(error) : internal(error)))

@@ -50,8 +50,8 @@ export const make: Effect.Effect<StoreItems.Service> = Effect.sync((): StoreItem
       Effect.map(ofUser(userId), (kept) => {
         const here = items.get(idOf(userId, namespace, key))
         return {
-          total: kept.reduce((sum, item) => sum + StoreItems.sizeOf(item.value), 0),
-          item: here === undefined ? 0 : StoreItems.sizeOf(here.value)
+          total: kept.reduce((sum, item) => sum + StoreItems.weightOf(item.namespace, item.key, item.value), 0),
+          item: here === undefined ? 0 : StoreItems.weightOf(here.namespace, here.key, here.value)
         }
       }),
     namespaces: (userId, query) =>

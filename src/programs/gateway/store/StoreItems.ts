@@ -60,6 +60,17 @@ export interface Usage {
 /** The bytes of an item's value as kept (its JSON, UTF-8). */
 export const sizeOf = (value: Readonly<Record<string, unknown>>): number => Buffer.byteLength(JSON.stringify(value))
 
+/**
+ * The bytes an item weighs against its user's quota: its value's JSON, its namespace's labels joined and its key
+ * (UTF-8), all of which are kept with it: counted by its value alone, items of an empty value and the longest
+ * address kept some 5 KB each while the quota saw 2 bytes.
+ */
+export const weightOf = (
+  namespace: ReadonlyArray<string>,
+  key: string,
+  value: Readonly<Record<string, unknown>>
+): number => sizeOf(value) + Buffer.byteLength(joined(namespace)) + Buffer.byteLength(key)
+
 /** The store of items. Every operation names its user. */
 export interface Service {
   /** Makes the item, or replaces its value (its `created_at` kept, `updated_at` set to `now`). */
@@ -229,11 +240,12 @@ export const make = (sql: Sql): Effect.Effect<Service, StoreError> =>
     return {
       put: (userId, namespace, key, value, now) => {
         const text = JSON.stringify(value)
+        const weight = Buffer.byteLength(text) + Buffer.byteLength(joined(namespace)) + Buffer.byteLength(key)
         return Effect.asVoid(sql.query(
           "INSERT INTO antler_store_items (user_id, namespace, item_key, value, size, created_at, updated_at) " +
             "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, namespace, item_key) " +
             "DO UPDATE SET value = excluded.value, size = excluded.size, updated_at = excluded.updated_at",
-          [userId, joined(namespace), key, text, Buffer.byteLength(text), now, now]
+          [userId, joined(namespace), key, text, weight, now, now]
         ))
       },
       usage: (userId, namespace, key) =>
