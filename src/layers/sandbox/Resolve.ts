@@ -1,7 +1,8 @@
 /**
  * From a virtual path to a real host path: the path parsed against the thread's mounts, writes refused on
  * read-only mounts, symlinks followed (for a path that does not exist yet, from its deepest existing ancestor),
- * and the real path checked to lie inside the thread's directories.
+ * and the real path checked to lie inside the thread's directories (and in the skills' only when reached from
+ * their mount).
  */
 import * as Fsp from "node:fs/promises"
 import * as Path from "node:path"
@@ -61,7 +62,11 @@ const realResolve = (
     },
     catch: (cause) => fsError(cause, parsed.virtual)
   }).pipe(
-    Effect.filterOrFail((resolved) => state.allowed(resolved.real, access), () => escapeError(parsed.virtual))
+    // (a link from elsewhere into the skills is refused: the skills' gate judges their files by their path there)
+    Effect.filterOrFail(
+      (resolved) => state.allowed(resolved.real, access) && !state.intoSkills(resolved.real, parsed.mount),
+      () => escapeError(parsed.virtual)
+    )
   )
 
 /** Parses and resolves a virtual path for `access`: the parsed path and where it leads. */

@@ -19,6 +19,7 @@ import * as Quota from "./Quota.js"
 import type { Resolved } from "./Resolve.js"
 import { resolveParsed } from "./Resolve.js"
 import type { Access, SandboxState } from "./SandboxState.js"
+import type { MountPoint, ParsedPath } from "./VirtualPaths.js"
 import { parseVirtual } from "./VirtualPaths.js"
 
 /** The largest file `readText` reads. */
@@ -26,26 +27,31 @@ export const MAX_TEXT_BYTES = 32 * 1024 * 1024
 
 // Checks, after opening, that the descriptor really is inside the sandbox (defeats symlink swaps between
 // the check and the open). Linux only: elsewhere the resolve-time check stands alone.
-const verifyDescriptor = (state: SandboxState, fd: number, access: Access): string | undefined => {
+const verifyDescriptor = (
+  state: SandboxState,
+  fd: number,
+  access: Access,
+  via: MountPoint
+): string | undefined => {
   if (process.platform !== "linux") return undefined
   const actual = Fs.readlinkSync(`/proc/self/fd/${fd}`)
-  return state.allowed(actual, access) ? undefined : actual
+  return state.allowed(actual, access) && !state.intoSkills(actual, via) ? undefined : actual
 }
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_APPEND } = Fs.constants
 
-const openRead = (state: SandboxState, virtual: string, real: string) =>
+const openRead = (state: SandboxState, parsed: ParsedPath, real: string) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
         const handle = await Fsp.open(real, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        if (verifyDescriptor(state, handle.fd, "read") !== undefined) {
+        if (verifyDescriptor(state, handle.fd, "read", parsed.mount) !== undefined) {
           await handle.close()
-          throw escapeError(virtual)
+          throw escapeError(parsed.virtual)
         }
         return handle
       },
-      catch: (cause) => fsError(cause, virtual, "file")
+      catch: (cause) => fsError(cause, parsed.virtual, "file")
     }),
     (handle) => Effect.promise(() => handle.close().catch(() => undefined))
   )
@@ -58,7 +64,7 @@ export const readBytes = (
 ): Effect.Effect<Uint8Array, SandboxError> =>
   Effect.scoped(Effect.gen(function*() {
     const { parsed, resolved } = yield* resolveParsed(state, input, "read")
-    const handle = yield* openRead(state, parsed.virtual, resolved.real)
+    const handle = yield* openRead(state, parsed, resolved.real)
     const stat = yield* Effect.tryPromise({ try: () => handle.stat(), catch: (e) => fsError(e, parsed.virtual) })
     if (stat.isDirectory()) {
       return yield* new SandboxError({
@@ -163,7 +169,7 @@ export const writeText = (
           handle = await Fsp.open(resolved.real, flags)
         }
         try {
-          const outside = verifyDescriptor(state, handle.fd, "write")
+          const outside = verifyDescriptor(state, handle.fd, "write", parsed.mount)
           if (outside !== undefined) {
             if (created) await Fsp.unlink(outside).catch(() => undefined)
             throw escapeError(virtual)

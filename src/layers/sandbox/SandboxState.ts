@@ -72,6 +72,12 @@ export interface SandboxState {
   readonly refresh: Effect.Effect<void>
   /** Whether a real host path lies inside the directories open for `access`. */
   readonly allowed: (real: string, access: Access) => boolean
+  /**
+   * Whether a real host path reached from the mount `via` lies in the skills' directory while `via` is not the
+   * skills' mount: a link from elsewhere into the skills, which the skills' gate (by virtual path under the skills'
+   * mount) would not see, so a disabled or refused skill's files would be read through it.
+   */
+  readonly intoSkills: (real: string, via: MountPoint) => boolean
   /** Replaces host directories (the thread's and the data directory) in text with virtual roots. */
   readonly mask: (text: string) => string
   /** How a path argument is echoed in messages: masked, NULs escaped, never a host path. */
@@ -121,6 +127,7 @@ export const make = (spec: SandboxSpec): SandboxState => {
     mount(USER_DATA, paths.root, false)
   ]
   if (spec.skills !== undefined) own.push(mount(spec.skillsContainer, spec.skills, false, "skills"))
+  const skillsReal = own.find((m) => m.origin === "skills")?.real
   if (spec.acpWorkspace !== undefined) own.push(mount(ACP_WORKSPACE, spec.acpWorkspace, false, "acp"))
   // The data directory itself is hidden too, so another thread's host path never shows either.
   const home = spec.home.replace(/\/+$/, "")
@@ -177,6 +184,7 @@ export const make = (spec: SandboxSpec): SandboxState => {
     },
     refresh,
     allowed: (real, access) => view.allowed(real, access),
+    intoSkills: (real, via) => skillsReal !== undefined && via.origin !== "skills" && isInside(real, skillsReal),
     mask,
     show,
     quota: Quota.make(spec.config, paths.root),

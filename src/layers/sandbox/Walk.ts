@@ -55,7 +55,9 @@ export const walk = (
             } else if (dirent.isSymbolicLink()) {
               // Shown as what it points to when that stays inside; never descended into (no cycles).
               const target = await Fsp.realpath(host).catch(() => undefined)
-              if (target === undefined || !state.allowed(target, "read")) continue
+              if (target === undefined || !state.allowed(target, "read") || state.intoSkills(target, parsed.mount)) {
+                continue
+              }
               const targetStat = await Fsp.stat(target).catch(() => undefined)
               kind = targetStat?.isDirectory() ? "directory" : targetStat?.isFile() ? "file" : undefined
             }
