@@ -27,7 +27,9 @@ describe("mcp_tasks", () => {
       input_required_poll_interval_seconds: 60,
       tracking_degraded_after_errors: 3,
       max_result_bytes: 65_536,
-      result_preview_max_chars: 2_000
+      result_preview_max_chars: 2_000,
+      // (Antler's own bound: see Attack23McpStorm)
+      max_notifications_per_task: 20
     })
   })
 

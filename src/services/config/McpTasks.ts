@@ -26,6 +26,12 @@ export const McpTasksConfig = Schema.Struct({
   /** A result whose JSON is larger is not kept: a preview of it is (`result_preview`, `result_truncated`). */
   max_result_bytes: withDefault(between(1024, 10_485_760), () => 65_536),
   /** Characters of that preview. */
-  result_preview_max_chars: withDefault(between(64, 100_000), () => 2_000)
+  result_preview_max_chars: withDefault(between(64, 100_000), () => 2_000),
+  /**
+   * Events of one task told by a run at most (Antler's: DeerFlow tells every changed event, so a server asking a
+   * new question at each poll had a run of the user's model every `input_required_poll_interval_seconds`, without
+   * end); past it an event that does not end the task is given up, saying so. The task's end is always told.
+   */
+  max_notifications_per_task: withDefault(between(1, 1000), () => 20)
 })
 export type McpTasksConfig = typeof McpTasksConfig.Type

@@ -74,7 +74,8 @@ const config: McpTasksConfig = {
   input_required_poll_interval_seconds: 60,
   tracking_degraded_after_errors: 3,
   max_result_bytes: 65_536,
-  result_preview_max_chars: 2_000
+  result_preview_max_chars: 2_000,
+  max_notifications_per_task: 20
 }
 
 /** Applies `answer` as a poll of task `id` at `at` (the task due then); polled again right after. */

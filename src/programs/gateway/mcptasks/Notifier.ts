@@ -5,7 +5,9 @@
  * (`Launcher`), and follows the runs launched earlier: a success delivers the event, a failure is tried again (the
  * wait doubling up to `max_poll_backoff_seconds`), the fifth failure in a row gives it up. A thread that is gone,
  * or is not the user's, gives the event up at once (a deleted chat is never made again); a busy thread (another
- * process's run holds it) is tried again after `poll_interval_seconds`, with the task's latest event.
+ * process's run holds it) is tried again after `poll_interval_seconds`, with the task's latest event. Past
+ * `max_notifications_per_task` events of a task, only its end is told (a hostile server's stream of new questions
+ * is not a stream of runs).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -13,7 +15,7 @@ import * as Either from "effect/Either"
 import { frameUntrustedText } from "../../../middleware/InputSanitization.js"
 import { canonicalJson } from "../../../middleware/LoopDetection.js"
 import type { McpTasksConfig } from "../../../services/AppConfig.js"
-import type { TaskRecord } from "../../../services/McpTasks.js"
+import { TERMINAL, type TaskRecord } from "../../../services/McpTasks.js"
 import type { JsonObject } from "../../../state/Message.js"
 import * as TaskDriver from "../../../layers/mcp/TaskDriver.js"
 import * as Notifications from "./Notifications.js"
@@ -58,6 +60,11 @@ export const keyOf = (task: TaskRecord): string =>
 
 const bound = (text: string) => text.slice(0, TaskDriver.MAX_ERROR_CHARS)
 
+/** Why an event of a task was not told: the task's events told reached `limit`. */
+export const tooMany = (limit: number): string =>
+  `Notification not sent: this task's updates were told ${limit} times already ` +
+  "(mcp_tasks.max_notifications_per_task); only its end will be told."
+
 /** The notifier's pass for `owner` (a process's lease owner), over the records' notifications and `launcher`. */
 export const make = (config: McpTasksConfig, notifications: Notifications.Service, launcher: Launcher,
   owner: string) =>
@@ -100,6 +107,13 @@ export const make = (config: McpTasksConfig, notifications: Notifications.Servic
             yield* notifications.defer(task.id, owner, version, now + pollMs, now)
             return
         }
+      }
+      // (a server that keeps making new events does not get a run of the user's model for each: past the limit,
+      // only the task's end is told)
+      if (version > config.max_notifications_per_task && !TERMINAL.includes(task.status)) {
+        yield* notifications.deadLetter(task.id, owner, version, bound(tooMany(config.max_notifications_per_task)),
+          false, now)
+        return
       }
       if (task.dispatch_event === null) {
         // (nothing to tell after all: its event went away; given up quietly)
