@@ -4,7 +4,7 @@
  * `test_jina_client.py`, `test_browserless_client.py`, `test_crawl4ai_tools.py` and DeerFlow's Tavily tool: the
  * request (path, headers, body), the text the model reads, the key or token (from the entry or the environment) kept
  * out of it, refusals in DeerFlow's words. Then `url_safety.py` and `test_fastcrw_tools.py`: a self-hosted reader
- * (fastCRW, Browserless, Crawl4AI, Firecrawl at a `base_url`) gets no URL whose host resolves to a private address or
+ * (fastCRW, Browserless, Crawl4AI, any reader at a `base_url`) gets no URL whose host resolves to a private address or
  * to none, through an injected resolver (no DNS here). Last, the Firecrawl SDK's `success` flag and bare-URL results.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -342,13 +342,17 @@ describe("a self-hosted reader gets no URL whose host resolves to a private addr
       assert.include((yield* call(listed, { url: "https://mixed.example.com/" })).text, "169.254.169.254")
     }))
 
-  it.scopedLive("a cloud reader (Jina AI, Tavily, Exa) is not held to the local resolver, as in DeerFlow", () =>
+  // (at its own address a cloud reader resolves names itself, as in DeerFlow; at an operator's `base_url` it may be
+  // a self-hosted one, and is held to the resolver: see Attack23ReaderBaseUrl)
+  it.scopedLive("a cloud reader (Jina AI, Tavily, Exa) at a base_url is held to the local resolver", () =>
     Effect.gen(function*() {
       const hosts = resolver(HOSTS)
       const jina = yield* HttpServer.start((_, res) => HttpServer.reply(res, 200, "<p>read</p>"))
       const tool = yield* fetchTool("jina_ai", { base_url: jina.url }, {}, hosts.service)
-      assert.include((yield* call(tool, { url: "https://internal.example.com/" })).text, "read")
-      assert.deepStrictEqual(hosts.asked, [])
+      assert.include((yield* call(tool, { url: "https://internal.example.com/" })).text,
+        "internal.example.com resolves to 10.0.0.5, a private address")
+      assert.include((yield* call(tool, { url: "https://example.com/" })).text, "read")
+      assert.deepStrictEqual(hosts.asked, ["internal.example.com", "example.com"])
       // its URL's text is still checked
       assert.include((yield* call(tool, { url: "http://169.254.169.254/latest/meta-data/" })).text,
         "Error: web_fetch refused http://169.254.169.254/latest/meta-data/: 169.254.169.254 is a link-local address")

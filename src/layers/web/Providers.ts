@@ -332,33 +332,46 @@ export const buildReader = (
   const keyed = { ...settings, api_key: tokened ? settings.token : settings.api_key }
   return Effect.map(connectionOf(provider, keyed, provider === "jina" ? 10 : 30), (reached) =>
     Either.map(reached, (connection) => {
-      switch (provider) {
-        case "jina":
-          return Jina.reader(connection)
-        case "tavily":
-          return Tavily.reader(connection)
-        case "exa":
-          return Exa.reader(connection)
-        case "firecrawl":
-          return Firecrawl.firecrawlReader(connection)
-        case "fastcrw":
-          return Firecrawl.fastcrwReader(connection)
-        case "browserless":
-          return Browserless.reader(connection, {
-            waitForEvent: settings.wait_for_event,
-            waitForTimeoutMs: settings.wait_for_timeout_ms,
-            waitForSelector: settings.wait_for_selector
-          })
-        case "crawl4ai":
-          return Crawl4AI.reader(connection, { filter: settings.filter })
-        case "groundroute":
-          return GroundRoute.reader(connection)
-        case "infoquest":
-          return InfoQuest.reader(connection, {
-            fetchTime: settings.fetch_time,
-            timeout: settings.timeout,
-            navigationTimeout: settings.navigation_timeout
-          })
-      }
+      const reader = readerOf(provider, settings, connection)
+      // (a reader at an operator's address may run inside the deployment's network, a self-hosted Jina AI reader or
+      // a proxy, and fetch from there what it is sent: its URLs' host names are resolved and checked first, as a
+      // self-hosted one's; a cloud service at its own address resolves them itself, as in DeerFlow)
+      return connection.baseUrl != null && reader.resolvesHost !== true ? { ...reader, resolvesHost: true } : reader
     }))
+}
+
+/** The reader of `provider` over its connection. */
+const readerOf = (
+  provider: ReaderProvider,
+  settings: typeof ReaderSettings.Type & { readonly timeout?: number | undefined },
+  connection: SearchProviders.Connection
+): ProviderFetch.Reader => {
+  switch (provider) {
+    case "jina":
+      return Jina.reader(connection)
+    case "tavily":
+      return Tavily.reader(connection)
+    case "exa":
+      return Exa.reader(connection)
+    case "firecrawl":
+      return Firecrawl.firecrawlReader(connection)
+    case "fastcrw":
+      return Firecrawl.fastcrwReader(connection)
+    case "browserless":
+      return Browserless.reader(connection, {
+        waitForEvent: settings.wait_for_event,
+        waitForTimeoutMs: settings.wait_for_timeout_ms,
+        waitForSelector: settings.wait_for_selector
+      })
+    case "crawl4ai":
+      return Crawl4AI.reader(connection, { filter: settings.filter })
+    case "groundroute":
+      return GroundRoute.reader(connection)
+    case "infoquest":
+      return InfoQuest.reader(connection, {
+        fetchTime: settings.fetch_time,
+        timeout: settings.timeout,
+        navigationTimeout: settings.navigation_timeout
+      })
+  }
 }
