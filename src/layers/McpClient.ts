@@ -31,6 +31,7 @@ import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
 import { resultOf, toolsOf } from "./mcp/Decode.js"
 import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "./mcp/Bounds.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
@@ -65,6 +66,12 @@ export interface Options {
    * one user's many threads can neither start processes without end nor push another user's sessions out.
    */
   readonly maxSessionsPerUser?: number | undefined
+  /**
+   * The bound on one message a server sends (a stdio line, an HTTP body, an event), applied as it arrives: past it,
+   * the message is dropped unread, the calls under way on that connection fail saying so, and the connection is
+   * ended (started again by the next call). Default 16 MiB.
+   */
+  readonly maxMessageBytes?: number | undefined
   /**
    * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
    * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
@@ -138,6 +145,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const initTimeoutMs = options.initTimeoutMs ?? 60_000
     const callTimeoutMs = options.callTimeoutMs ?? 300_000
     const retryAfterMs = options.retryAfterMs ?? 30_000
+    const maxMessageBytes = Math.max(1024, options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES)
+    // (why a client's connection was ended for a message over the bound: its failed calls say so)
+    const oversize = new WeakMap<Client, string>()
     const connections: Array<Connection> = []
     for (const [name, config] of Object.entries(options.servers)) {
       const values = config.enabled ? yield* lookupAll(variablesOf(config)) : new Map<string, string | undefined>()
@@ -351,6 +361,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
             c.stderr = (c.stderr + text).slice(-2000)
+          }, {
+            server: c.name,
+            bytes: maxMessageBytes,
+            onOversize: (message) => {
+              if (!oversize.has(client)) oversize.set(client, message)
+            }
           }, c.tokens)
           const ms = initMs(c)
           c.starting = start
@@ -407,7 +423,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
               fail(
                 c,
                 codeOf(error) === -32001 ? "timeout" : "protocol",
-                `MCP server '${c.name}' did not list its tools: ${errorText(error)}`
+                `MCP server '${c.name}' did not list its tools: ${oversize.get(client) ?? errorText(error)}`
               )
           })
           raw.push(...answer.tools)
@@ -489,6 +505,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             }),
           catch: (error) => {
             const code = codeOf(error)
+            const over = oversize.get(client)
+            if (over !== undefined) return fail(c, "protocol", over)
             if (code === -32001) {
               return fail(c, "timeout", `MCP server '${c.name}' did not answer within ${ms / 1000} s`)
             }

@@ -2,8 +2,8 @@
  * How the MCP client reaches a server: the SDK (an optional package, loaded when a server first starts), its
  * transport for the server's kind (a stdio child process, started with a parent-death signal when there is one;
  * streamable HTTP; SSE, with the configured headers on the event stream too; over HTTP and SSE, an OAuth token on
- * every request when the server has one, `OAuth.ts`), and the ending of a stdio server's process when a start is
- * given up.
+ * every request when the server has one, `OAuth.ts`), each message it sends bounded as it arrives (`Bounds.ts`;
+ * past the bound, the connection is ended), and the ending of a stdio server's process when a start is given up.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -11,6 +11,7 @@ import type { ChildProcess } from "node:child_process"
 import { EventEmitter } from "node:events"
 import type { McpServerConfig } from "../../services/Extensions.js"
 import * as ParentDeath from "../ParentDeath.js"
+import { boundedFetch, LineBuffer, type Limit } from "./Bounds.js"
 import type { TokenSource } from "./OAuth.js"
 import { authorizedFetch } from "./OAuth.js"
 
@@ -23,13 +24,15 @@ export const loadSdk = () =>
     import("@modelcontextprotocol/sdk/client/index.js"),
     import("@modelcontextprotocol/sdk/client/sse.js"),
     import("@modelcontextprotocol/sdk/client/stdio.js"),
-    import("@modelcontextprotocol/sdk/client/streamableHttp.js")
-  ]).then(([client, sse, stdio, http]) => ({
+    import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/shared/stdio.js")
+  ]).then(([client, sse, stdio, http, lines]) => ({
     Client: client.Client,
     SSEClientTransport: sse.SSEClientTransport,
     StdioClientTransport: stdio.StdioClientTransport,
     getDefaultEnvironment: stdio.getDefaultEnvironment,
-    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    deserializeMessage: lines.deserializeMessage
   }))
 
 /** The loaded SDK. */
@@ -63,7 +66,9 @@ export const terminate = (child: ChildProcess): Promise<void> => {
 /**
  * The transport to a server (`entry`, its `$VAR`s resolved) of the given kind. A stdio server's process is
  * recorded in `start` once spawned, and its stderr handed to `onStderr`. An HTTP or SSE server's requests carry
- * `tokens`' `Authorization` header when it has OAuth.
+ * `tokens`' `Authorization` header when it has OAuth. A message over `limit` (a stdio line, an HTTP body, an
+ * event) is dropped as it arrives, `limit.onOversize` is told, and the connection ends: a stdio server's output
+ * is no longer read and its process is ended, an HTTP or SSE transport is closed (its calls under way fail).
  */
 export const makeTransport = (
   sdk: Sdk,
@@ -72,6 +77,7 @@ export const makeTransport = (
   start: Start,
   wrapper: ParentDeath.Wrapper,
   onStderr: (text: string) => void,
+  limit: Limit,
   tokens?: TokenSource | undefined
 ): Transport => {
   if (kind === "stdio") {
@@ -88,6 +94,22 @@ export const makeTransport = (
       stderr: "pipe"
     })
     transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString("utf8")))
+    // The SDK's read buffer holds a line whole until its end (up to 10 MiB, then it only closes stdin and waits):
+    // this one skips a line past the bound as it streams, and ends the process at once, so the calls under way
+    // fail while the server is still writing. (A private field, as `_process` below: checked before it is set.)
+    const buffer = new LineBuffer({
+      ...limit,
+      onOversize: (message) => {
+        limit.onOversize(message)
+        const child = start.child
+        if (child !== undefined) {
+          child.stdout?.destroy()
+          void terminate(child)
+        }
+      }
+    }, sdk.deserializeMessage)
+    const internals = transport as unknown as { _readBuffer?: { readonly append?: unknown } }
+    if (typeof internals._readBuffer?.append === "function") internals._readBuffer = buffer
     // The process, kept to end it when a start is given up. The SDK's own close, which the client calls
     // when its handshake fails, waits up to 4 s for the process to exit, on timers that do not keep Node
     // alive: an app that exits sooner leaves the server running. (Read off the transport once it has
@@ -104,8 +126,16 @@ export const makeTransport = (
   }
   const url = new URL(entry.url!)
   const requestInit = { headers: { ...entry.headers } }
-  const base: FetchLike = tokens === undefined ? fetch : authorizedFetch(tokens)
-  return kind === "sse"
+  let closing: Transport | undefined
+  // (past the bound the transport is closed: a response's call fails at once, an event's has no other way to)
+  const base: FetchLike = boundedFetch(tokens === undefined ? fetch : authorizedFetch(tokens), {
+    ...limit,
+    onOversize: (message) => {
+      limit.onOversize(message)
+      void closing?.close().catch(() => undefined)
+    }
+  })
+  const transport = kind === "sse"
     ? new sdk.SSEClientTransport(url, {
       requestInit,
       fetch: base,
@@ -119,4 +149,6 @@ export const makeTransport = (
       }
     })
     : new sdk.StreamableHTTPClientTransport(url, { requestInit, fetch: base })
+  closing = transport
+  return transport
 }
