@@ -1,9 +1,9 @@
 /**
  * The MCP task port: DeerFlow's durable background tasks for the MCP tools configured as `task_toolsets`. The
- * model's call of such a tool submits the work and returns at once with a task id; the gateway keeps the task's
- * record (beside its threads), polls the server until the task ends, and cancels it when asked. Every operation
- * names its user and thread: another user's task is one nobody has. Absent: no task runtime (the CLI, or a
- * gateway without `mcp_tasks.enabled`).
+ * model's call of such a tool submits the work and returns at once with a task id; the runtime (the gateway's, or
+ * `antler run`'s while it runs) keeps the task's record (beside its threads), polls the server until the task
+ * ends, and cancels it when asked. Every operation names its user and thread: another user's task is one nobody
+ * has. Absent: no task runtime (`mcp_tasks.enabled` off).
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"

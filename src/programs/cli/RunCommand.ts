@@ -3,7 +3,9 @@
  * from stdin (`-`, or no words and a pipe). The thread is new, named (`--thread ID`) or the most recent one
  * (`--continue`). A run on a new thread that fails before the model replies leaves no thread behind.
  * `--agent NAME` runs a custom agent (its SOUL, model, tool groups and skills); `--subagents` lets the agent
- * delegate with `task`; both are run settings the factory resolves (`agent_name`, `subagent_enabled`).
+ * delegate with `task`; both are run settings the factory resolves (`agent_name`, `subagent_enabled`). With
+ * `mcp_tasks.enabled`, the run has the gateway's MCP task runtime and waits for the tasks it submitted
+ * (`McpTaskWait`).
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
@@ -21,6 +23,7 @@ import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as Factory from "../Factory.js"
+import * as McpTaskWait from "./McpTaskWait.js"
 import * as Render from "./Render.js"
 import * as Upload from "../Upload.js"
 import { uploadFiles } from "./UploadCommand.js"
@@ -217,6 +220,10 @@ const command = Command.make(
         if (Render.discardable(outcome.end, outcome.replied, newThread)) {
           yield* Effect.ignoreLogged(App.deleteThread(app.home, threadId))
         }
+        // the background tasks the run submitted: waited for, and how each ended shown
+        if (CliCommand.exitCodeOf(outcome.end) === ExitCode.ok) {
+          yield* McpTaskWait.follow(threadId, runId, { json: args.json, redact })
+        }
         // the process ends here: the memory update of this run is made now rather than after its debounce
         const memory = yield* Memory
         if ((yield* memory.pending) > 0) {
@@ -226,7 +233,9 @@ const command = Command.make(
         return outcome.end
       })
       const end = yield* program.pipe(
-        Effect.provide(App.factoryLayer(app, choice, {}, redact)),
+        Effect.provide(
+          App.factoryLayer(app, choice, {}, redact, undefined, undefined, McpTaskWait.runtimeLayer(app, redact))
+        ),
         // spans are flushed when the run is over, before the process ends
         Effect.provide(OtelTracing.layer(tracing)),
         CliCommand.withCleanLogs(redact, { quiet: !args.json && !args.verbose, home: app.home }),

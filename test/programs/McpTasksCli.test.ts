@@ -1,0 +1,185 @@
+/**
+ * DeerFlow's long-running MCP tasks under `antler run` (`mcp_tasks.enabled`): a real stdio MCP server process
+ * whose `task_toolsets` entry is a submit/status/cancel contract, the CLI as a process, the scripted model called
+ * through the real `openai` client. The model's submit call answers at once with a task id; the CLI then waits
+ * for the task, polled on its server, and shows how it ended (a line, or a `background_task` JSON object); a
+ * later run of the thread has the task tools and sees the task's outcome. Without `mcp_tasks.enabled` the submit
+ * tool answers DeerFlow's "not initialized" error and nothing is waited for.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
+import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
+import { tempDir } from "../support/fixtures.js"
+
+const SLOW = 180_000
+const SECRET = "sk-mcp-task-cli-secret-0123456789"
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+
+/**
+ * A stdio MCP server with a long-running task contract (its tasks live in its process): a report is `running` at
+ * its first status call and `completed` at its second; topic `broken` answers a status without its fields, topic
+ * `flaky` fails every status call.
+ */
+const SERVER = `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  const tasks = new Map()
+  let n = 0
+  const object = (properties) => ({ type: "object", properties })
+  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
+    { name: "start_report", description: "Writes a report on a topic",
+      inputSchema: object({ topic: { type: "string" } }) },
+    { name: "report_status", description: "Status of a report", inputSchema: object({ task_id: { type: "string" } }) },
+    { name: "report_cancel", description: "Cancels a report", inputSchema: object({ task_id: { type: "string" } }) }
+  ] }))
+  const answer = (structuredContent) =>
+    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const args = request.params.arguments ?? {}
+    switch (request.params.name) {
+      case "start_report": {
+        const id = "remote-" + process.pid + "-" + (++n)
+        tasks.set(id, { topic: String(args.topic), polls: 0 })
+        return answer({ task_id: id, status: "running" })
+      }
+      case "report_status": {
+        const task = tasks.get(args.task_id)
+        if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
+        if (task.topic === "broken") return answer({ nothing: true })
+        if (task.topic === "flaky") return { isError: true, content: [{ type: "text", text: "backend unavailable" }] }
+        if (++task.polls < 2) return answer({ task_id: args.task_id, status: "running" })
+        return answer({ task_id: args.task_id, status: "completed",
+          result: { report: "Report on " + task.topic + " (key " + process.env.SERVICE_API_KEY + ")" } })
+      }
+      default: {
+        const task = tasks.get(args.task_id)
+        if (task !== undefined) task.topic = "cancelled"
+        return answer({ task_id: args.task_id, status: "cancelled" })
+      }
+    }
+  })
+  await server.connect(new StdioServerTransport())
+`
+
+/** The line of the last user message (inside the sanitizer's markers). */
+const lastUserLine = (body: ScriptedChatServer.ChatRequestBody): string => {
+  const last = body.messages.filter((m) => m.role === "user").at(-1)
+  const content = typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "")
+  return content.split("\n").find((line) => line !== "" && !line.startsWith("---")) ?? ""
+}
+
+/** The model: `start <topic>` submits a report, `list` lists the thread's tasks; after a tool's answer, `Ok.`. */
+const model = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Turn => {
+  if (body.messages.at(-1)?.role === "tool") return "Ok."
+  const text = lastUserLine(body)
+  const start = /start (\w+)/.exec(text)
+  if (start !== null) return { toolCalls: [{ name: "tasks_start_report", arguments: { topic: start[1] } }] }
+  if (text.includes("list")) return { toolCalls: [{ name: "list_background_tasks", arguments: {} }] }
+  return "Hello."
+}
+
+/** A data directory whose config has the scripted model at `url`, `mcp_tasks` as given and the task server. */
+const home = (url: string, mcpTasks: Record<string, unknown>) => {
+  const dir = tempDir("antler-mcp-tasks-cli-")
+  const config = writeServeConfig(Path.join(dir, "config.yaml"), url, { mcp_tasks: mcpTasks })
+  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
+    mcpServers: {
+      tasks: {
+        type: "stdio",
+        command: process.execPath,
+        args: ["--input-type=module", "-e", SERVER],
+        env: { SERVICE_API_KEY: SECRET },
+        task_toolsets: [
+          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
+        ]
+      }
+    }
+  }))
+  const antler = (args: ReadonlyArray<string>) =>
+    Effect.promise(() => runAntler(args, { cwd: dir, env: childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config }) }))
+  return { dir, antler }
+}
+
+/** The text of the last tool message the model was sent. */
+const lastToolText = (server: ScriptedChatServer.ScriptedChatServer): string =>
+  String(server.requests.at(-1)?.messages.filter((m) => m.role === "tool").at(-1)?.content)
+
+describe("antler run with long-running MCP tasks", () => {
+  it.scoped("waits for the task the run submitted and shows how it ended; a later run lists it", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(model)
+      const { antler } = home(server.url, { enabled: true, poll_interval_seconds: 1 })
+      const ran = yield* antler(["run", "--thread", "t1", "start otters"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      const submitted = JSON.parse(lastToolText(server))
+      assert.match(submitted.task_id, /^mcp-task-[0-9a-f]{32}$/)
+      assert.strictEqual(submitted.message, "Task is running in the background.")
+      assert.include(ran.stdout, "waiting for background task Report (Ctrl-C stops waiting;")
+      assert.include(ran.stdout, "background task Report completed: {\"report\":\"Report on otters (key [redacted])\"}")
+      assert.notInclude(ran.stdout + ran.stderr, SECRET)
+      // the outcome is shown after the answer: the CLI waited for the second poll
+      assert.isAbove(ran.stdout.indexOf("background task Report completed"), ran.stdout.indexOf("Ok."))
+
+      const listed = yield* antler(["run", "--thread", "t1", "list my tasks"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      const tools = (server.requests.at(-1)?.tools ?? [])
+        .map((t) => (t as { readonly function: { readonly name: string } }).function.name)
+      assert.includeMembers(tools, ["tasks_start_report", "list_background_tasks", "cancel_background_task"])
+      assert.notInclude(tools, "tasks_report_status")
+      const seen = lastToolText(server)
+      assert.include(seen, submitted.task_id)
+      assert.include(seen, "completed")
+      assert.notInclude(listed.stdout, "waiting for", "a run that submitted nothing waits for nothing")
+    }), SLOW)
+
+  it.scoped("--json: one background_task object per task; a task whose server breaks the contract failed", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(model)
+      const { antler } = home(server.url, { enabled: true, poll_interval_seconds: 1 })
+      const ran = yield* antler(["run", "--json", "--thread", "t2", "start broken"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      const lines = ran.stdout.trim().split("\n").map((line) => JSON.parse(line))
+      const types = lines.map((line) => line.type)
+      assert.strictEqual(types.at(-1), "background_task")
+      assert.isBelow(types.indexOf("run_end"), types.indexOf("background_task"))
+      const task = lines.at(-1)
+      assert.strictEqual(task.task_name, "Report")
+      assert.strictEqual(task.status, "failed")
+      assert.strictEqual(task.thread_id, "t2")
+      assert.include(task.error, "report_status")
+    }), SLOW)
+
+  it.scoped("a task whose server fails its polls is shown as no longer followed, not waited for without end", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(model)
+      const { antler } = home(server.url, {
+        enabled: true,
+        poll_interval_seconds: 1,
+        tracking_degraded_after_errors: 1
+      })
+      const ran = yield* antler(["run", "--thread", "t4", "start flaky"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      assert.include(
+        ran.stdout,
+        "background task Report submitted, no longer followed here: its server does not answer: MCP task tool " +
+          "'report_status' returned an error: backend unavailable"
+      )
+    }), SLOW)
+
+  it.scoped("without mcp_tasks.enabled the submit tool answers DeerFlow's error and nothing is waited for", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(model)
+      const { antler } = home(server.url, { enabled: false })
+      const ran = yield* antler(["run", "--thread", "t3", "start otters"])
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      assert.include(lastToolText(server), "The MCP task runtime is not initialized")
+      assert.notInclude(ran.stdout, "background task")
+    }), SLOW)
+})
