@@ -392,7 +392,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
             const tail = clean(c.stderr, 300)
             const message = timedOut
               ? `MCP server '${c.name}' did not finish starting within ${ms / 1000} s`
-              : `MCP server '${c.name}' could not be started: ${errorText(connected.left)}` +
+              : `MCP server '${c.name}' could not be started: ${oversize.get(client) ?? errorText(connected.left)}` +
                 (tail !== "" ? ` (its stderr: ${tail})` : "")
             c.failure = { message, at: yield* Clock.currentTimeMillis }
             return yield* Effect.fail(fail(c, timedOut ? "timeout" : "start", message))

@@ -1,6 +1,7 @@
 /**
  * One message from an MCP server is bounded as it arrives, not after it was held whole: a real server process
- * (test/fixtures/mcp-flood.mjs) answers a call with a 50 MiB stdio line, a 50 MiB HTTP body or a 50 MiB event.
+ * (test/fixtures/mcp-flood.mjs) answers a call with a 50 MiB stdio line, a 50 MiB HTTP body or a 50 MiB event (of a
+ * streamable HTTP response, or on the older SSE transport's stream).
  * The model's call fails with an error naming the server and the 16 MiB limit while the server is still writing
  * (it never gets to hand the whole message over), and the next call works. A `tools/list` past the bound is a
  * readable problem of that server's. The stdio read buffer alone: lines split over chunks, several in one chunk,
@@ -39,17 +40,18 @@ const toolsOf = (mcp: Effect.Effect.Success<ReturnType<typeof McpClient.make>>) 
   Effect.map(mcp.catalog, (catalog) => new Map(McpTools.tools(mcp, catalog.tools).map((t) => [t.name, t])))
 
 /** The flood server over HTTP, started as a process of its own: its URL and what it printed. */
-const httpFlood = Effect.acquireRelease(
+const httpFlood = (kind: "http" | "sse" = "http") => Effect.acquireRelease(
   Effect.promise(() =>
     new Promise<{ readonly child: Child.ChildProcess; readonly url: string; readonly out: () => string }>(
       (resolve, reject) => {
-        const child = Child.spawn(process.execPath, [FLOOD, "http"], { stdio: ["ignore", "pipe", "inherit"] })
+        const child = Child.spawn(process.execPath, [FLOOD, kind], { stdio: ["ignore", "pipe", "inherit"] })
         let out = ""
         child.stdout.setEncoding("utf8")
         child.stdout.on("data", (text: string) => {
           out += text
           const port = /listening (\d+)/.exec(out)?.[1]
-          if (port !== undefined) resolve({ child, url: `http://127.0.0.1:${port}/mcp`, out: () => out })
+          const path = kind === "http" ? "mcp" : "sse"
+          if (port !== undefined) resolve({ child, url: `http://127.0.0.1:${port}/${path}`, out: () => out })
         })
         child.once("exit", () => reject(new Error(`the flood server exited: ${out}`)))
       }
@@ -81,9 +83,9 @@ describe("a message from an MCP server is bounded as it arrives", () => {
       assert.strictEqual((yield* mcp.status)[0]!.starts, 2)
     }), SLOW)
 
-  it.scopedLive("HTTP: a 50 MiB body, and a 50 MiB event, fail their calls while the server writes; then a call works", () =>
+  it.scopedLive("HTTP: a 50 MiB body, and a 50 MiB event, fail their calls while being written; the next works", () =>
     Effect.gen(function*() {
-      const server = yield* httpFlood
+      const server = yield* httpFlood()
       const mcp = yield* McpClient.make({ servers: { flood: Servers.server({ type: "http", url: server.url }) } })
       const tools = yield* toolsOf(mcp)
       const body = yield* invoke(tools.get("flood_flood")!)
@@ -97,6 +99,19 @@ describe("a message from an MCP server is bounded as it arrives", () => {
       yield* Effect.promise(() =>
         until(() => server.out().split("closed-early").length === 3, "the event stream was cut off")
       )
+      assert.notInclude(server.out(), "sent-all")
+      assert.deepStrictEqual((yield* invoke(tools.get("flood_ping")!)), { status: "success", text: "pong" })
+    }), SLOW)
+
+  it.scopedLive("SSE: a 50 MiB event on the stream fails the call while the server writes; then a call works", () =>
+    Effect.gen(function*() {
+      const server = yield* httpFlood("sse")
+      const mcp = yield* McpClient.make({ servers: { flood: Servers.server({ type: "sse", url: server.url }) } })
+      const tools = yield* toolsOf(mcp)
+      const event = yield* invoke(tools.get("flood_flood")!)
+      assert.strictEqual(event.status, "error")
+      assert.include(event.text, "MCP server 'flood' sent an event over the 16 MiB limit on one message")
+      yield* Effect.promise(() => until(() => server.out().includes("closed-early"), "the event stream was cut off"))
       assert.notInclude(server.out(), "sent-all")
       assert.deepStrictEqual((yield* invoke(tools.get("flood_ping")!)), { status: "success", text: "pong" })
     }), SLOW)
