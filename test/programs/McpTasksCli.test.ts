@@ -12,7 +12,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
+import * as ChildProcess from "node:child_process"
+import { antlerCommand, childEnv, runAntler, writeServeConfig } from "../support/cli.js"
+import { until } from "../support/poll.js"
 import { tempDir } from "../support/fixtures.js"
 
 const SLOW = 180_000
@@ -23,7 +25,7 @@ const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 /**
  * A stdio MCP server with a long-running task contract (its tasks live in its process): a report is `running` at
  * its first status call and `completed` at its second; topic `broken` answers a status without its fields, topic
- * `flaky` fails every status call.
+ * `flaky` fails every status call, topic `forever` never ends.
  */
 const SERVER = `
   import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
@@ -53,6 +55,7 @@ const SERVER = `
         const task = tasks.get(args.task_id)
         if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
         if (task.topic === "broken") return answer({ nothing: true })
+        if (task.topic === "forever") return answer({ task_id: args.task_id, status: "running" })
         if (task.topic === "flaky") return { isError: true, content: [{ type: "text", text: "backend unavailable" }] }
         if (++task.polls < 2) return answer({ task_id: args.task_id, status: "running" })
         return answer({ task_id: args.task_id, status: "completed",
@@ -102,9 +105,9 @@ const home = (url: string, mcpTasks: Record<string, unknown>) => {
       }
     }
   }))
-  const antler = (args: ReadonlyArray<string>) =>
-    Effect.promise(() => runAntler(args, { cwd: dir, env: childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config }) }))
-  return { dir, antler }
+  const env = childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config })
+  const antler = (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
+  return { dir, antler, env }
 }
 
 /** The text of the last tool message the model was sent. */
@@ -170,6 +173,36 @@ describe("antler run with long-running MCP tasks", () => {
         ran.stdout,
         "background task Report submitted, no longer followed here: its server does not answer: MCP task tool " +
           "'report_status' returned an error: backend unavailable"
+      )
+    }), SLOW)
+
+  it.scopedLive("Ctrl-C stops the waiting and ends the CLI; a later run of the thread follows the task's record", () =>
+    Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start(model)
+      const { antler, dir, env } = home(server.url, { enabled: true, poll_interval_seconds: 1 })
+      const child = ChildProcess.spawn(process.execPath, [...antlerCommand, "run", "--thread", "t5", "start forever"], {
+        cwd: dir,
+        env,
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let out = ""
+      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")))
+      const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
+      yield* Effect.promise(() => until(() => out.includes("waiting for background task Report"), () => out))
+      const submitted = JSON.parse(lastToolText(server))
+      // (polled at least once: the task is working on its server)
+      yield* Effect.sleep("1500 millis")
+      child.kill("SIGINT")
+      const code = yield* Effect.promise(() => exited)
+      assert.strictEqual(code, 130, out)
+      assert.notInclude(out, "background task Report working")
+      const listed = yield* antler(["run", "--thread", "t5", "list my tasks"])
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      const seen = JSON.parse(lastToolText(server))
+      // the stdio server held the task in its process, which ended with the CLI: the next run's poll finds it gone
+      assert.deepStrictEqual(
+        seen.tasks.map((t: { task_id: string; status: string; error: string }) => [t.task_id, t.status, t.error]),
+        [[submitted.task_id, "failed", "Remote MCP task was not found"]]
       )
     }), SLOW)
 

@@ -4,8 +4,9 @@
  * after the turn it waits for the tasks the run submitted and shows how each ended (a line each, or with `--json`
  * a `background_task` object), where `antler serve` would tell the thread with a run. A task that asks for input is
  * shown as such and not waited for (nobody can answer it: DeerFlow cannot either), and so is one whose server failed
- * `tracking_degraded_after_errors` polls in a row. Ctrl-C stops the waiting, not
- * the tasks: their records stay beside the threads, and a later `antler run` or `antler serve` follows them.
+ * `tracking_degraded_after_errors` polls in a row. Ctrl-C stops the waiting and ends the CLI, with its stdio MCP
+ * servers (a task a server holds in its process ends with it); the records stay beside the threads, and a later
+ * `antler run` or `antler serve` follows them.
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -109,7 +110,7 @@ export const follow = (
     if (!options.json && names.length > 0) {
       const some = names.length === 1 ? `background task ${names[0]}` : `${names.length} background tasks`
       yield* Render.write(s.dim(
-        `waiting for ${some} (Ctrl-C stops waiting; the work goes on and a later run or antler serve follows it)…\n`
+        `waiting for ${some} (Ctrl-C stops waiting; a later run or antler serve follows it)…\n`
       ))
     }
     while (waiting.length > 0) {
