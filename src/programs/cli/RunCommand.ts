@@ -257,6 +257,8 @@ export const entry: CliCommand.Entry = {
       "bash in the thread's sandbox, shown one line each, with a command's output as it runs) and stops when it " +
       "is done or asks you something. Without --thread or --continue a new thread is started; its id is printed " +
       "so you can come back to it.\n\n" +
+      "With mcp_tasks enabled, the run then waits for the long-running MCP tasks it submitted and prints how " +
+      "each ended (Ctrl-C stops waiting).\n\n" +
       "Exit codes: 0 done; 1 the run failed; 2 a usage or configuration error; 3 the agent asks you a question " +
       "(answer with run --thread ID \"<answer>\"); 130 stopped with Ctrl-C (completed steps are saved). A run on " +
       "a new thread that fails before the model replies keeps nothing.",
@@ -291,7 +293,11 @@ export const entry: CliCommand.Entry = {
         "Let the agent delegate self-contained sub-tasks to subagents with the task tool (at most 3 at once per " +
         "response; their progress is shown nested under the call)"
       ],
-      ["--json", "Print every run event as one JSON object per line (for programs), ending with run_end"],
+      [
+        "--json",
+        "Print every run event as one JSON object per line (for programs), ending with run_end (then one " +
+        "background_task object per long-running MCP task the run submitted, as it ends)"
+      ],
       [
         "--verbose",
         "Also show what is normally left out: each tool call's full arguments, every event's raw data, passed " +
