@@ -29,7 +29,7 @@ import { serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
 import type { JsonObject } from "../state/Message.js"
-import { resultOf, toolsOf } from "./mcp/Decode.js"
+import { MAX_TOOLS, resultOf, toolsOf } from "./mcp/Decode.js"
 import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./mcp/Bounds.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
@@ -413,7 +413,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const list = (c: Connection): Effect.Effect<ReadonlyArray<McpTool>, McpError> =>
       Effect.gen(function*() {
         const client = yield* connect(c)
-        const raw: Array<unknown> = []
+        // (each page decoded as it comes: what is kept of a listing is its tools, at most MAX_TOOLS of them)
+        const tools: Array<McpTool> = []
+        const problems: Array<string> = []
         let cursor: string | undefined
         for (let page = 0; page < 50; page++) {
           const answer = yield* Effect.tryPromise({
@@ -426,11 +428,17 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
                 `MCP server '${c.name}' did not list its tools: ${oversize.get(client) ?? errorText(error)}`
               )
           })
-          raw.push(...answer.tools)
+          const listed = toolsOf(c.name, c.config, answer.tools)
+          problems.push(...listed.problems)
+          const room = MAX_TOOLS - tools.length
+          tools.push(...listed.tools.slice(0, room))
           cursor = answer.nextCursor
+          if (listed.tools.length > room || (tools.length >= MAX_TOOLS && cursor !== undefined)) {
+            problems.push(`MCP server '${c.name}' lists more than ${MAX_TOOLS} tools: the rest are left out`)
+            break
+          }
           if (cursor === undefined) break
         }
-        const { problems, tools } = toolsOf(c.name, c.config, raw)
         c.tools = tools
         c.toolProblems = problems
         c.healthy = true

@@ -116,6 +116,26 @@ describe("a message from an MCP server is bounded as it arrives", () => {
       assert.deepStrictEqual((yield* invoke(tools.get("flood_ping")!)), { status: "success", text: "pong" })
     }), SLOW)
 
+  it.scopedLive("of a server listing 3000 tools, the first 1000 are kept, saying the rest are left out", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({
+        servers: {
+          many: Servers.server({ command: process.execPath, args: [FLOOD, "stdio"], env: { FLOOD_TOOLS: "3000" } })
+        }
+      })
+      const catalog = yield* mcp.catalog
+      assert.strictEqual(catalog.tools.length, 1000)
+      assert.deepStrictEqual(catalog.tools.slice(0, 4).map((t) => t.name), [
+        "many_flood",
+        "many_bigevent",
+        "many_ping",
+        "many_tool_0"
+      ])
+      assert.deepStrictEqual(catalog.problems, [
+        { server: "many", message: "MCP server 'many' lists more than 1000 tools: the rest are left out" }
+      ])
+    }), SLOW)
+
   it.scopedLive("a tool listing past the bound leaves that server's tools out, saying why", () =>
     Effect.gen(function*() {
       const mcp = yield* McpClient.make({

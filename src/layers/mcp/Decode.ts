@@ -17,6 +17,9 @@ const MAX_NAME = 64
 const MAX_DESCRIPTION = 4000
 const MAX_SCHEMA_CHARS = 100_000
 
+/** The most tools kept of one server's listing (over all its pages); the rest are left out, saying so. */
+export const MAX_TOOLS = 1000
+
 /** A model-safe tool name: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 characters. */
 export const safeName = (name: string): string => name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, MAX_NAME)
 
