@@ -11,12 +11,14 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as OtelTracing from "../../layers/OtelTracing.js"
 import { Memory } from "../../services/Memory.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import * as TraceContext from "../../services/TraceContext.js"
+import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as M from "../../state/Message.js"
 import * as App from "../App.js"
@@ -25,6 +27,7 @@ import { CliExit, ExitCode, fail } from "./CliCommand.js"
 import * as Factory from "../Factory.js"
 import * as McpTaskWait from "./McpTaskWait.js"
 import * as Render from "./Render.js"
+import * as RunSecrets from "./RunSecrets.js"
 import * as Upload from "../Upload.js"
 import { uploadFiles } from "./UploadCommand.js"
 
@@ -136,6 +139,7 @@ const command = Command.make(
     plan: Options.boolean("plan"),
     agent: Options.text("agent").pipe(Options.optional),
     subagents: Options.boolean("subagents"),
+    secrets: Options.text("secret").pipe(Options.repeated),
     json: CliCommand.json,
     verbose: Options.boolean("verbose")
   },
@@ -150,12 +154,22 @@ const command = Command.make(
       const given = Option.isSome(args.thread)
         ? Option.some(yield* CliCommand.threadIdFrom(args.thread.value))
         : Option.none<string>()
+      // (the request's secrets, read from the environment before anything else: a name that is not there is a
+      // usage error, never a run without it)
+      const requestSecrets = yield* Either.match(RunSecrets.fromEnvironment(args.secrets, process.env), {
+        onLeft: (message) => fail(ExitCode.usage, `antler run: ${message}`),
+        onRight: Effect.succeed
+      })
       const prompt = yield* promptOf(args.prompt)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
-      const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
+      const secrets = [
+        ...yield* App.toolSecrets(app),
+        ...OtelTracing.secrets(tracing),
+        ...SkillSecrets.entries(requestSecrets).values()
+      ]
       const redact = App.redactor(choice.models, env, secrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()
@@ -192,7 +206,15 @@ const command = Command.make(
         const parent = yield* TraceContext.fromEnvironment
         const outcome = yield* Render.run(
           // the CLI's user owns the data directory: its runs are an admin's (see gateway/Auth.ts)
-          factory.run({ threadId, runId, prompt, files: Upload.messageFiles(uploaded), settings, admin: true }).pipe(
+          factory.run({
+            threadId,
+            runId,
+            prompt,
+            files: Upload.messageFiles(uploaded),
+            settings,
+            admin: true,
+            ...(requestSecrets === undefined ? {} : { secrets: requestSecrets })
+          }).pipe(
             Stream.withSpan(
               Tracing.RUN_SPAN,
               Tracing.runSpanOptions({
@@ -294,6 +316,12 @@ export const entry: CliCommand.Entry = {
         "response; their progress is shown nested under the call)"
       ],
       [
+        "--secret NAME",
+        "Give the run the secret in $NAME (repeat for more), as a gateway run's context.secrets: the bash commands " +
+        "of a skill in use that declares it (required-secrets) and MCP servers whose config names ${secret:NAME} " +
+        "get it; hidden from everything printed and stored. Never a value here: NAME=... antler run --secret NAME"
+      ],
+      [
         "--json",
         "Print every run event as one JSON object per line (for programs), ending with run_end (then one " +
         "background_task object per long-running MCP task the run submitted, as it ends)"
@@ -312,6 +340,7 @@ export const entry: CliCommand.Entry = {
       ["run --agent ada \"What should I read next?\"", "Talk to your custom agent ada (see agents create)"],
       ["run --subagents \"Compare these three libraries\"", "Let the agent hand parts of the work to subagents"],
       ["run \"Explain this diff:\" - < changes.diff", "Add stdin to the prompt"],
+      ["run --secret ERP_TOKEN \"/erp-report last month\"", "Give a skill the secret in $ERP_TOKEN"],
       ["run --json \"Hello\" | jq -r 'select(.type==\"token\") | .text'", "Only the streamed text, with jq"]
     ]
   }

@@ -1425,6 +1425,7 @@ describe("checking the command line", () => {
       ["--plan", false],
       ["--agent", true],
       ["--subagents", false],
+      ["--secret", true],
       ["--json", false],
       ["--verbose", false]
     ])
@@ -1476,7 +1477,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
-        "--config, --file, --plan, --agent, --subagents, --json, --verbose.\n" +
+        "--config, --file, --plan, --agent, --subagents, --secret, --json, --verbose.\n" +
         "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
