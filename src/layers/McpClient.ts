@@ -25,6 +25,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import * as OptionalPackage from "../internal/OptionalPackage.js"
 import type { McpServerConfig } from "../services/Extensions.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import { serverProblem, transportOf } from "../services/Extensions.js"
 import type { McpCatalog, McpTool, ServerStatus, Service, SessionScope } from "../services/Mcp.js"
 import { Mcp, McpError } from "../services/Mcp.js"
@@ -32,6 +33,7 @@ import type { JsonObject } from "../state/Message.js"
 import { MAX_TOOLS, resultOf, toolsOf } from "./mcp/Decode.js"
 import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./mcp/Bounds.js"
+import * as SecretRefs from "./mcp/SecretRefs.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
@@ -99,6 +101,9 @@ interface Connection {
   readonly transport: "stdio" | "sse" | "http"
   /** The entry with `$VAR`s replaced, or why it cannot start. */
   readonly resolved: Either.Either<McpServerConfig, string>
+  /** The request secrets its header and env values name (`SecretRefs`), and the entry resolved with a run's. */
+  readonly secretNames: ReadonlyArray<string>
+  readonly resolveWith: (secrets: ReadonlyMap<string, string>) => Either.Either<McpServerConfig, string>
   /** Its OAuth tokens (an HTTP or SSE server with `oauth` on), kept across its restarts. */
   readonly tokens: TokenSource | undefined
   readonly lock: Effect.Semaphore
@@ -151,23 +156,25 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
     const connections: Array<Connection> = []
     for (const [name, config] of Object.entries(options.servers)) {
       const values = config.enabled ? yield* lookupAll(variablesOf(config)) : new Map<string, string | undefined>()
-      const problem = serverProblem(name, config)
-      const resolved: Either.Either<McpServerConfig, string> = problem !== undefined
-        ? Either.left(problem)
-        : Either.flatMap(
-          Either.mapLeft(resolveEntry(config, (v) => values.get(v)), (m) => `MCP server '${name}': ${m}`),
+      const problem = serverProblem(name, config) ?? SecretRefs.problemOf(name, config)
+      const resolveWith = (secrets?: ReadonlyMap<string, string>): Either.Either<McpServerConfig, string> =>
+        problem !== undefined ? Either.left(problem) : Either.flatMap(
+          Either.mapLeft(resolveEntry(config, (v) => values.get(v), secrets), (m) => `MCP server '${name}': ${m}`),
           // (checked again with its `$VAR`s resolved: an OAuth token URL or secret may be one)
           (entry) => {
             const resolvedProblem = serverProblem(name, entry)
             return resolvedProblem === undefined ? Either.right(entry) : Either.left(resolvedProblem)
           }
         )
+      const resolved = resolveWith()
       const oauth = Either.isRight(resolved) ? resolved.right.oauth : undefined
       connections.push({
         name,
         config,
         transport: transportOf(config),
         resolved,
+        secretNames: SecretRefs.namesOf(config),
+        resolveWith,
         tokens: oauth !== undefined && oauth !== null && oauth.enabled && transportOf(config) !== "stdio"
           ? tokenSource(oauth)
           : undefined,
@@ -248,6 +255,34 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       files: workspace.files,
       pinnedTo: workspace
     })
+    /** A connection of its own to `c`'s server (not started), run in a workspace when `pinned`. */
+    const fresh = (c: Connection, pinned: ReturnType<typeof pin> | undefined): Connection => ({
+      ...c,
+      ...(pinned === undefined
+        ? {}
+        : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, pinnedTo: pinned.pinnedTo }),
+      lock: Effect.unsafeMakeSemaphore(1),
+      client: undefined,
+      starting: undefined,
+      pid: undefined,
+      failure: undefined,
+      starts: 0,
+      healthy: true,
+      stderr: ""
+    })
+    // Calls given request secrets their server's entry names (`SecretRefs`): each on a connection of its own, made
+    // with the run's values for that call and closed after it (its stdio process ended), as langchain-mcp-adapters
+    // opens a session for each call an interceptor gave headers; no session any other call uses ever holds them.
+    const withSecrets = new Set<Connection>()
+    const secretSession = (c: Connection, scope: SessionScope | undefined): Connection | undefined => {
+      const given = SkillSecrets.entries(scope?.secrets)
+      if (c.secretNames.every((name) => !given.has(name))) return undefined
+      const workspace = c.transport === "stdio" && scope !== undefined ? options.workspace?.(scope) : undefined
+      const own = fresh({ ...c, resolved: c.resolveWith(given) }, undefined)
+      const session = workspace === undefined ? own : fresh(own, pin(own.resolved, workspace))
+      withSecrets.add(session)
+      return session
+    }
     const maxSessions = Math.max(1, options.maxSessions ?? 256)
     const maxPerUser = Math.max(1, options.maxSessionsPerUser ?? 16)
     const sessions = new Map<string, Connection>()
@@ -279,22 +314,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         // a stdio server pinned to the scope's workspace is a process of its own from the start
         const workspace = c.transport === "stdio" ? options.workspace?.(scope) : undefined
         const pinned = workspace === undefined ? undefined : pin(c.resolved, workspace)
-        const session: Connection = takenBy.has(c.name) || pinned !== undefined
-          ? {
-            ...c,
-            ...(pinned === undefined
-              ? {}
-              : { resolved: pinned.resolved, rewrite: pinned.rewrite, files: pinned.files, pinnedTo: pinned.pinnedTo }),
-            lock: Effect.unsafeMakeSemaphore(1),
-            client: undefined,
-            starting: undefined,
-            pid: undefined,
-            failure: undefined,
-            starts: 0,
-            healthy: true,
-            stderr: ""
-          }
-          : c
+        const session: Connection = takenBy.has(c.name) || pinned !== undefined ? fresh(c, pinned) : c
         if (session === c) takenBy.set(c.name, key)
         sessions.set(key, enter(session))
         owners.set(key, scope.userId)
@@ -499,7 +519,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         const message = `no MCP server is named '${server}'`
         return yield* Effect.fail(new McpError({ server, reason: "config", message, firstInOutage: true }))
       }
-      return yield* Effect.acquireUseRelease(sessionOf(shared, scope), (c) => Effect.gen(function*() {
+      const callOn = (c: Connection) => Effect.gen(function*() {
         const client = yield* connect(c)
         // (DeerFlow's pre-call snapshot: the files the call writes are told apart by it)
         const before = c.files === undefined ? undefined : yield* WorkspaceFiles.snapshot(c.files.workspace)
@@ -533,7 +553,15 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
         if (c.rewrite === undefined) return resultOf(raw)
         const cwd = Either.isRight(c.resolved) ? c.resolved.right.cwd : undefined
         return yield* WorkspaceFiles.rewrite(resultOf(raw), { hostPaths: c.rewrite, place: c.files, cwd, before })
-      }), (c) => Effect.sync(() => leave(c)))
+      })
+      const own = secretSession(shared, scope)
+      if (own !== undefined) {
+        return yield* Effect.ensuring(callOn(own), Effect.suspend(() => {
+          withSecrets.delete(own)
+          return stopConnection(own)
+        }))
+      }
+      return yield* Effect.acquireUseRelease(sessionOf(shared, scope), callOn, (c) => Effect.sync(() => leave(c)))
     })
 
     const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() =>
@@ -561,7 +589,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     yield* Effect.addFinalizer(() => {
       closed = true
-      const all = new Set([...connections, ...sessions.values()])
+      const all = new Set([...connections, ...sessions.values(), ...withSecrets])
       sessions.clear()
       owners.clear()
       return Effect.forEach(all, stopConnection, { concurrency: "unbounded", discard: true })

@@ -103,7 +103,11 @@ export const tool = (mcp: Mcp["Type"], spec: McpTool): Tool.Tool => ({
   mcpServer: spec.server,
   handler: (args, call) =>
     Effect.flatMap(RunContext, (run) =>
-      mcp.call(spec.server, spec.original, args as JsonObject, { userId: run.userId, threadId: run.threadId })).pipe(
+      mcp.call(spec.server, spec.original, args as JsonObject, {
+        userId: run.userId,
+        threadId: run.threadId,
+        ...(run.options.secrets === undefined ? {} : { secrets: run.options.secrets })
+      })).pipe(
       Effect.map((result) => {
         const { content, status } = contentOf(result)
         return { message: M.tool(content, call.id, { name: call.name, status }) }

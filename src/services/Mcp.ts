@@ -9,6 +9,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { JsonObject } from "../state/Message.js"
 import type { EffectiveRouting, McpServerConfig } from "./Extensions.js"
+import type * as SkillSecrets from "./SkillSecrets.js"
 
 /** A tool one of the servers offers, under the name the model sees. */
 export interface McpTool {
@@ -125,4 +126,9 @@ export class Mcp extends Context.Tag("antler/Mcp")<Mcp, Service>() {}
 export interface SessionScope {
   readonly userId: string
   readonly threadId: string
+  /**
+   * The run's request secrets (`RunOptions.secrets`), for a server whose header or env values name them
+   * (`${secret:NAME}`): such a call gets a connection of its own, made with them and closed after it.
+   */
+  readonly secrets?: SkillSecrets.RequestSecrets | undefined
 }

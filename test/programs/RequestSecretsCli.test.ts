@@ -108,6 +108,37 @@ describe("antler run --secret", () => {
       assert.isAbove(holding.length, 0, "the command wrote its report with the secret")
     })), SLOW)
 
+  it.live("an MCP server naming ${secret:ERP_TOKEN} in its env gets the value for the run's call, hidden after", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* ScriptedChatServer.start((body) =>
+        body.messages.at(-1)?.role === "tool"
+          ? `It said: ${String(body.messages.at(-1)!.content)}`
+          : { toolCalls: [{ name: "local_whoami", arguments: {} }] }
+      )
+      const { antler, dir, home } = setup(server.url)
+      const echo = Path.resolve(import.meta.dirname, "../fixtures/echo-secrets-mcp.mjs")
+      Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
+        mcpServers: {
+          local: {
+            type: "stdio",
+            command: process.execPath,
+            args: [echo, "stdio"],
+            env: { ERP_TOKEN: "${secret:ERP_TOKEN}" }
+          }
+        }
+      }))
+      const run = yield* antler(["--json", "--secret", "ERP_TOKEN", "ask the server"], { ERP_TOKEN: SECRET })
+      assert.strictEqual(run.code, 0, run.stderr)
+      const answered = server.requests.filter((body) => toolTexts(body).length > 0)
+      assert.include(toolTexts(answered[0]!).join("\n"), `token:[[redacted]] rev:[${reversed(SECRET)}]`)
+      assert.notInclude(run.stdout + run.stderr, SECRET)
+      assert.deepStrictEqual(filesHolding(home, SECRET), [])
+      // without --secret, the server's env has no ERP_TOKEN, though Antler's has
+      const plain = yield* antler(["ask the server"], { ERP_TOKEN: SECRET })
+      assert.strictEqual(plain.code, 0, plain.stderr)
+      assert.include(toolTexts(server.requests.at(-1)!).join("\n"), "token:[] rev:[]")
+    })), SLOW)
+
   it.live("without --secret the command gets nothing, though the variable is in Antler's environment", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(script)

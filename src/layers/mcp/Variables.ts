@@ -11,6 +11,9 @@ import * as Option from "effect/Option"
 import type { McpServerConfig } from "../../services/Extensions.js"
 import * as Redact from "../../state/Redact.js"
 import { interpolate } from "../ConfigFile.js"
+import * as SecretRefs from "./SecretRefs.js"
+
+const NO_SECRETS: ReadonlyMap<string, string> = new Map()
 
 /** The `$VAR`s of a server entry's strings (command, args, env, url, headers, cwd, oauth). */
 export const variablesOf = (server: McpServerConfig): ReadonlyArray<string> => {
@@ -32,13 +35,18 @@ const interpolatable = (server: McpServerConfig) => ({
   oauth: server.oauth
 })
 
-/** The entry with its `$VAR`s replaced by `lookup`, or why it cannot be (a variable unset, ...). */
+/**
+ * The entry with its `$VAR`s replaced by `lookup`, or why it cannot be (a variable unset, ...); its header and env
+ * values naming a request secret (`${secret:NAME}`) filled from `secrets`, or left out (none given: the entry its
+ * tools are listed with, see `SecretRefs.forRun`).
+ */
 export const resolveEntry = (
   server: McpServerConfig,
-  lookup: (name: string) => string | undefined
+  lookup: (name: string) => string | undefined,
+  secrets: ReadonlyMap<string, string> = NO_SECRETS
 ): Either.Either<McpServerConfig, string> =>
   Either.map(
-    Either.mapLeft(interpolate(interpolatable(server), lookup), (issues) =>
+    Either.mapLeft(interpolate(interpolatable(SecretRefs.forRun(server, secrets)), lookup), (issues) =>
       issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")),
     (values) => ({ ...server, ...(values as Partial<McpServerConfig>) })
   )

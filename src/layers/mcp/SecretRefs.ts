@@ -1,0 +1,92 @@
+/**
+ * `${secret:NAME}` in an MCP server entry: a request-scoped secret of the run that calls the server (a gateway run's
+ * `context.secrets`, `antler run --secret NAME`), the declarative form of what DeerFlow's custom MCP interceptors do
+ * with `config.context.secrets` (an `Authorization` header from the request). Only a `headers` or `env` value may name
+ * one; `$$` stays a literal `$`, as everywhere in the entry. Which entry a call uses:
+ * - `forRun(entry, secrets)`: each header and env value naming one has it in place (its `$` written `$$`, so the
+ *   `$VAR`s resolved after never read into it); a value naming one the run did not give is left out, never sent
+ *   half made.
+ * - `forRun(entry, empty)`: the entry the server's tools are listed with and a run without them calls: every
+ *   value naming one left out (DeerFlow's interceptors apply to calls only).
+ */
+import type { McpServerConfig } from "../../services/Extensions.js"
+
+/** `$$` (a literal `$`, skipped) or `${secret:NAME}` (its name in group 1). */
+const TOKENS = () => /\$\$|\$\{secret:([^}]*)\}/g
+
+/** A secret's name: an environment variable's (as `context.secrets` takes them). */
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+/** The secret names one text refers to, in order. */
+const namesIn = (text: string): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  for (const match of text.matchAll(TOKENS())) if (match[1] !== undefined) out.push(match[1])
+  return out
+}
+
+/** The secrets the entry's header and env values name (none: the server takes no request secret). */
+export const namesOf = (entry: McpServerConfig): ReadonlyArray<string> => {
+  const out = new Set<string>()
+  for (const value of [...Object.values(entry.headers), ...Object.values(entry.env)]) {
+    for (const name of namesIn(value)) out.add(name)
+  }
+  return [...out]
+}
+
+/**
+ * Why the entry's `${secret:...}`s cannot be used (none: `undefined`): one outside a header or env value (the
+ * command, its args, the url, cwd or oauth: a request must not change what runs or where it connects), or a name
+ * that is not an environment variable's.
+ */
+export const problemOf = (name: string, entry: McpServerConfig): string | undefined => {
+  const elsewhere: Array<readonly [string, unknown]> = [
+    ["command", entry.command],
+    ["args", entry.args],
+    ["url", entry.url],
+    ["cwd", entry.cwd],
+    ["oauth", entry.oauth]
+  ]
+  for (const [field, value] of elsewhere) {
+    if (value !== undefined && value !== null && namesIn(JSON.stringify(value)).length > 0) {
+      return `MCP server '${name}': ${field} names a request secret (\${secret:...}); only header and env values may`
+    }
+  }
+  for (const [field, values] of [["headers", entry.headers], ["env", entry.env]] as const) {
+    for (const [key, value] of Object.entries(values)) {
+      const bad = namesIn(value).find((secret) => !NAME.test(secret))
+      if (bad !== undefined) {
+        return `MCP server '${name}': ${field}.${key}: ${JSON.stringify(bad.slice(0, 64))} is not a valid secret ` +
+          "name (an environment variable name: letters, digits and _, not starting with a digit)"
+      }
+    }
+  }
+  return undefined
+}
+
+/** `values` with each `${secret:NAME}` replaced from `secrets`; a value naming one absent is left out. */
+const fill = (
+  values: Readonly<Record<string, string>>,
+  secrets: ReadonlyMap<string, string>
+): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const [key, value] of Object.entries(values)) {
+    let missing = false
+    const filled = value.replace(TOKENS(), (match, name: string | undefined) => {
+      if (name === undefined) return match
+      const secret = secrets.get(name)
+      if (secret === undefined) {
+        missing = true
+        return match
+      }
+      return secret.replaceAll("$", "$$$$")
+    })
+    if (!missing) out[key] = filled
+  }
+  return out
+}
+
+/** The entry a run given `secrets` calls (before its `$VAR`s are resolved): see the module's header. */
+export const forRun = (entry: McpServerConfig, secrets: ReadonlyMap<string, string>): McpServerConfig =>
+  namesOf(entry).length === 0
+    ? entry
+    : { ...entry, headers: fill(entry.headers, secrets), env: fill(entry.env, secrets) }
