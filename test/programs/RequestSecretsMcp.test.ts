@@ -124,7 +124,13 @@ describe("an MCP server naming ${secret:NAME}, the MCP service alone", () => {
         servers: {
           args: Servers.server({ type: "stdio", command: process.execPath, args: [ECHO, "${secret:ERP_TOKEN}"] }),
           url: Servers.server({ type: "http", url: "http://127.0.0.1:9/${secret:PATH}" }),
-          name: Servers.server({ type: "http", url: "http://127.0.0.1:9/mcp", headers: { A: "${secret:9bad}" } })
+          name: Servers.server({ type: "http", url: "http://127.0.0.1:9/mcp", headers: { A: "${secret:9bad}" } }),
+          code: Servers.server({
+            type: "stdio",
+            command: process.execPath,
+            args: [ECHO, "stdio"],
+            env: { NODE_OPTIONS: "--require ${secret:ERP_TOKEN}" }
+          })
         }
       })
       const catalog = yield* mcp.catalog
@@ -132,6 +138,7 @@ describe("an MCP server naming ${secret:NAME}, the MCP service alone", () => {
       assert.include(problems.join("\n"), "MCP server 'args': args names a request secret (${secret:...}); only header")
       assert.include(problems.join("\n"), "MCP server 'url': url names a request secret")
       assert.include(problems.join("\n"), "MCP server 'name': headers.A: \"9bad\" is not a valid secret name")
+      assert.include(problems.join("\n"), "MCP server 'code': env.NODE_OPTIONS may not name a request secret")
       const call = yield* Effect.either(mcp.call("args", "whoami", {}, {
         userId: "u",
         threadId: "t",

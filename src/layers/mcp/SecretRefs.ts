@@ -17,6 +17,16 @@ const TOKENS = () => /\$\$|\$\{secret:([^}]*)\}/g
 /** A secret's name: an environment variable's (as `context.secrets` takes them). */
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
+/**
+ * Variables a request's value must not set in a stdio server's environment: those that make a shell, the dynamic
+ * linker or an interpreter run other code (or find other programs) at the server's start.
+ */
+const CODE_VARIABLE = new RegExp(
+  "^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*|DYLD_.*|NODE_OPTIONS|NODE_PATH|PYTHON(STARTUP|PATH|HOME)|" +
+    "PERL5OPT|PERL5LIB|RUBYOPT|JAVA_TOOL_OPTIONS|PATH)$",
+  "i"
+)
+
 /** The secret names one text refers to, in order. */
 const namesIn = (text: string): ReadonlyArray<string> => {
   const out: Array<string> = []
@@ -35,8 +45,9 @@ export const namesOf = (entry: McpServerConfig): ReadonlyArray<string> => {
 
 /**
  * Why the entry's `${secret:...}`s cannot be used (none: `undefined`): one outside a header or env value (the
- * command, its args, the url, cwd or oauth: a request must not change what runs or where it connects), or a name
- * that is not an environment variable's.
+ * command, its args, the url, cwd or oauth: a request must not change what runs or where it connects), one in the
+ * value of a variable that runs code at the start (`LD_PRELOAD`, `NODE_OPTIONS`, `PATH`...), or a name that is not
+ * an environment variable's.
  */
 export const problemOf = (name: string, entry: McpServerConfig): string | undefined => {
   const elsewhere: Array<readonly [string, unknown]> = [
@@ -53,7 +64,12 @@ export const problemOf = (name: string, entry: McpServerConfig): string | undefi
   }
   for (const [field, values] of [["headers", entry.headers], ["env", entry.env]] as const) {
     for (const [key, value] of Object.entries(values)) {
-      const bad = namesIn(value).find((secret) => !NAME.test(secret))
+      const names = namesIn(value)
+      if (field === "env" && names.length > 0 && CODE_VARIABLE.test(key.trim())) {
+        return `MCP server '${name}': env.${key} may not name a request secret: that variable makes the server's ` +
+          "start run other code"
+      }
+      const bad = names.find((secret) => !NAME.test(secret))
       if (bad !== undefined) {
         return `MCP server '${name}': ${field}.${key}: ${JSON.stringify(bad.slice(0, 64))} is not a valid secret ` +
           "name (an environment variable name: letters, digits and _, not starting with a digit)"
