@@ -161,23 +161,25 @@ export const keptFields = (fields: Readonly<Record<string, unknown>>): Record<st
 /**
  * A request's secrets for skills (DeerFlow's `context.secrets`, name to value): `config.context.secrets` when the
  * config's context has them, else `context.secrets`, decoded (`SkillSecrets.decodeRequest`: names, sizes); a
- * refusal (422) names the field. `cluster`: the gateway is a runner of a cluster, whose runs travel between
- * processes and wait in PostgreSQL: secrets are refused there rather than stored or sent on.
+ * refusal (422) names the field. `unsealed`: the gateway is a runner of a cluster without `gateway.cluster.secret`,
+ * whose runs travel between processes and wait in PostgreSQL with nothing to seal secrets with (`SealedSecrets`):
+ * secrets are refused there rather than stored or sent on in plain text.
  */
 export const requestSecrets = (
   request: Fields,
-  cluster: boolean
+  unsealed: boolean
 ): Either.Either<SkillSecrets.RequestSecrets | undefined, Refusal> => {
   const fromConfig = isRecord(request.config?.context) && Object.hasOwn(request.config.context, "secrets")
   const where = fromConfig ? "config.context.secrets" : "context.secrets"
   const raw = fromConfig ? request.config!.context!.secrets : request.context?.secrets
   const decoded = SkillSecrets.decodeRequest(raw, where)
   if (Either.isLeft(decoded)) return Either.left({ reason: "unprocessable", message: decoded.left })
-  if (decoded.right !== undefined && cluster) {
+  if (decoded.right !== undefined && unsealed) {
     return Either.left({
       reason: "unprocessable",
-      message: `${where} is not accepted by a gateway running as a cluster (gateway.cluster): a run's request ` +
-        "travels between its runners and waits in the database, where secrets are not to be kept."
+      message: `${where} is not accepted by a gateway running as a cluster (gateway.cluster) without ` +
+        "gateway.cluster.secret: a run's request travels between its runners and waits in the database, where " +
+        "secrets are kept only sealed with the runners' shared secret."
     })
   }
   return Either.right(decoded.right)

@@ -45,6 +45,7 @@ import * as RunSettling from "../RunSettling.js"
 import * as TraceId from "../TraceId.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunnerSocket from "./RunnerSocket.js"
+import * as SealedSecrets from "./SealedSecrets.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
 const RunId = { runId: Schema.String }
@@ -101,11 +102,38 @@ const routed = (error: { readonly _tag: string; readonly message?: string }) =>
 const withTraceOf = <A, E, R>(request: Runs.RunRequest, effect: Effect.Effect<A, E, R>) =>
   request.traceId === undefined ? effect : Effect.annotateLogs(effect, TraceId.LOG_KEY, request.traceId)
 
+/**
+ * A run request as it travels between runners (`Start`) and waits in PostgreSQL (`Execute`): its secrets sealed
+ * (`SealedSecrets`, with the runners' shared secret; the gateway refuses them without one), never in plain text.
+ */
+const wire = (clusterSecret: Redacted.Redacted<string> | undefined, request: Runs.RunRequest): unknown => {
+  const { secrets, ...rest } = request
+  if (secrets === undefined) return rest
+  if (clusterSecret === undefined) throw new Error("a run's secrets reached a cluster without gateway.cluster.secret")
+  return { ...rest, [SealedSecrets.FIELD]: SealedSecrets.seal(clusterSecret, request, secrets) }
+}
+
+/** A run request as it came from another runner or the database (`wire`): its secrets opened, or why they do not. */
+const unwire = (
+  clusterSecret: Redacted.Redacted<string> | undefined,
+  raw: unknown
+): Either.Either<Runs.RunRequest, { readonly request: Runs.RunRequest; readonly problem: string }> => {
+  const { [SealedSecrets.FIELD]: sealed, secrets: _, ...request } = raw as Runs.RunRequest & Record<string, unknown>
+  if (sealed === undefined) return Either.right(request)
+  const opened = clusterSecret === undefined
+    ? Either.left("this runner has no gateway.cluster.secret to open the run's sealed secrets with")
+    : SealedSecrets.open(clusterSecret, request, sealed)
+  return Either.match(opened, {
+    onLeft: (problem) => Either.left({ request, problem }),
+    onRight: (secrets) => Either.right(secrets === undefined ? request : { ...request, secrets })
+  })
+}
+
 const unknownRun = (runId: string) =>
   new GatewayError({ reason: "not_found", message: `Run ${runId} is not known to its thread's runner.` })
 
 /** The entity's behaviour on the runner that owns the thread: its local run manager. */
-const entityLayer = ThreadEntity.toLayer(
+const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => ThreadEntity.toLayer(
   Effect.gen(function*() {
     const local = yield* LocalRuns
     const store = yield* ThreadStore
@@ -133,7 +161,11 @@ const entityLayer = ThreadEntity.toLayer(
       Start: ({ payload }) =>
         withTraceOf(
           payload.request as Runs.RunRequest,
-          Effect.map(local.start(payload.request as Runs.RunRequest), (run) => ({ runId: run.runId }))
+          Either.match(unwire(clusterSecret, payload.request), {
+            onLeft: ({ problem }) =>
+              Effect.fail(new GatewayError({ reason: "internal", message: `cluster: ${problem}` })),
+            onRight: (request) => Effect.map(local.start(request), (run) => ({ runId: run.runId }))
+          })
         ),
       Describe: ({ payload }) =>
         Effect.sync(() => {
@@ -164,8 +196,10 @@ const entityLayer = ThreadEntity.toLayer(
           if (own !== undefined) return yield* untilDone(own)
           // not run here: the thread's shard moved while the run goes on elsewhere, or its runner died. Only when
           // no live process holds the thread (its lease, renewed until the run's end is recorded) is the run
-          // resumed here; one whose last turn had ended (it was settling) is ended instead, never run again
-          const request = payload.request as Runs.RunRequest
+          // resumed here; one whose last turn had ended (it was settling) is ended instead, never run again. (Its
+          // sealed secrets that do not open here: it goes on without them, saying why.)
+          const unwired = unwire(clusterSecret, payload.request)
+          const request = Either.isRight(unwired) ? unwired.right : unwired.left.request
           let waited = 0
           for (;;) {
             const thread = yield* Effect.orElseSucceed(store.runs({ threadId: request.threadId }), () => [])
@@ -203,6 +237,10 @@ const entityLayer = ThreadEntity.toLayer(
             yield* Effect.sleep("1 second")
           }
           yield* Effect.logWarning(`run ${payload.runId}: resumed here, its runner is gone`)
+          if (Either.isLeft(unwired)) {
+            const problem = unwired.left.problem
+            yield* Effect.logWarning(`run ${payload.runId}: resumed without its request's secrets: ${problem}`)
+          }
           const run = yield* local.resume(request, payload.runId)
           return yield* untilDone(run)
         }))
@@ -340,10 +378,14 @@ export const layer = (
 
       const start: Runs.Service["start"] = (request) =>
         Effect.gen(function*() {
-          const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request }), routed)
+          const sent = yield* Effect.try({
+            try: () => wire(config.secret, request),
+            catch: (error) => new GatewayError({ reason: "internal", message: `cluster: ${(error as Error).message}` })
+          })
+          const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request: sent }), routed)
           // a run that is not durable would be left unfinished, never resumed, by its runner's death (a process
           // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails
-          yield* client(request.threadId).Execute({ runId, request }, { discard: true }).pipe(
+          yield* client(request.threadId).Execute({ runId, request: sent }, { discard: true }).pipe(
             Effect.catchAll((error) =>
               Effect.gen(function*() {
                 yield* Effect.logWarning(`run ${runId}: not made durable, stopped`, error)
@@ -360,7 +402,11 @@ export const layer = (
 
       const adopt: NonNullable<Runs.Service["adopt"]> = (request, runId) =>
         Effect.gen(function*() {
-          yield* Effect.mapError(client(request.threadId).Execute({ runId, request }, { discard: true }), routed)
+          const sent = yield* Effect.try({
+            try: () => wire(config.secret, request),
+            catch: (error) => new GatewayError({ reason: "internal", message: `cluster: ${(error as Error).message}` })
+          })
+          yield* Effect.mapError(client(request.threadId).Execute({ runId, request: sent }, { discard: true }), routed)
           return yield* follow(request, runId)
         })
 
@@ -468,7 +514,7 @@ export const layer = (
     })
   )
   return routing.pipe(
-    Layer.provideMerge(entityLayer),
+    Layer.provideMerge(entityLayer(config.secret)),
     Layer.provideMerge(local),
     Layer.provideMerge(shardingLayer(config, url))
   )

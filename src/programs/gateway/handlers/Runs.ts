@@ -89,7 +89,9 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             }),
             { onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)), onRight: Effect.succeed }
           )
-          const secrets = yield* Either.match(RunSettings.requestSecrets(request, config.gateway.cluster != null), {
+          // (a cluster's runners seal them with their shared secret: without one, they are refused)
+          const unsealed = config.gateway.cluster != null && config.gateway.cluster.secret === undefined
+          const secrets = yield* Either.match(RunSettings.requestSecrets(request, unsealed), {
             onLeft: (refusal) => Effect.fail(fail(refusal.reason, refusal.message)),
             onRight: Effect.succeed
           })

@@ -1,0 +1,163 @@
+/**
+ * A run's request secrets in a cluster (`gateway.cluster` with `secret`): sealed with the runners' shared secret
+ * (`SealedSecrets`) before they travel to the thread's runner or wait in PostgreSQL. Two gateways on one database:
+ * runs given `context.secrets` through either, on threads owned by either runner, reach the skill's `bash` command
+ * (its reverse comes back), and no table of the database, nor anything the user reads, holds a value. A cluster
+ * without `secret` still refuses them with 422. The seal alone: it opens only under the same secret, for the same
+ * user and thread, unchanged. Skipped, saying why, without PostgreSQL.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Redacted from "effect/Redacted"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import * as SealedSecrets from "../../../src/programs/gateway/cluster/SealedSecrets.js"
+import * as SkillSecrets from "../../../src/services/SkillSecrets.js"
+import { freePort } from "../../support/ports.js"
+import * as Postgres from "../../support/postgres.js"
+import type { TestGateway } from "./support.js"
+import * as Support from "./support.js"
+
+const pg = await Postgres.start()
+if ("skip" in pg) console.warn(`[gateway cluster request secrets] skipped: ${pg.skip}`)
+
+const CLUSTER_SECRET = "s3cret-of-the-runners-0123456789"
+const VALUE = "sk-erp-cluster-77c3-DO-NOT-LEAK"
+const reversed = (text: string) => [...text].reverse().join("")
+const COMMAND = "echo \"token:[$ERP_TOKEN]\"; printf '%s' \"$ERP_TOKEN\" | rev; echo"
+
+const gateways: Array<TestGateway> = []
+afterAll(async () => {
+  for (const gateway of gateways) await gateway.stop().catch(() => {})
+  if ("stop" in pg) await pg.stop()
+})
+
+const script = (body: ChatRequestBody): Turn =>
+  body.messages.at(-1)?.role === "tool"
+    ? "Report pulled."
+    : { toolCalls: [{ name: "bash", arguments: { description: "pull the report", command: COMMAND } }] }
+
+const post = (gateway: TestGateway, path: string, body: unknown) =>
+  fetch(`${gateway.url}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body)
+  })
+
+const owner = { userId: "alice", threadId: "t1" }
+const given = Redacted.make(new Map([["ERP_TOKEN", VALUE]])) as SkillSecrets.RequestSecrets
+
+describe("SealedSecrets", () => {
+  it("opens under the same cluster secret, for the same user and thread, unchanged; never shows a value", () => {
+    const key = Redacted.make(CLUSTER_SECRET)
+    const sealed = SealedSecrets.seal(key, owner, given)
+    assert.notInclude(sealed, VALUE)
+    assert.notStrictEqual(SealedSecrets.seal(key, owner, given), sealed, "a fresh nonce each time")
+    const opened = SealedSecrets.open(key, owner, sealed)
+    assert.isTrue(Either.isRight(opened))
+    assert.strictEqual(SkillSecrets.entries(Either.getOrThrow(opened)).get("ERP_TOKEN"), VALUE)
+    const other = Redacted.make("another-cluster-secret-000000")
+    const tampered = sealed.slice(0, -2) + (sealed.endsWith("A") ? "BB" : "AA")
+    for (
+      const [secret, who, text] of [
+        [other, owner, sealed],
+        [key, { userId: "bob", threadId: "t1" }, sealed],
+        [key, { userId: "alice", threadId: "t2" }, sealed],
+        [key, owner, tampered],
+        [key, owner, "plain text"]
+      ] as const
+    ) {
+      const refused = SealedSecrets.open(secret, who, text)
+      assert.isTrue(Either.isLeft(refused))
+      if (Either.isLeft(refused)) assert.notInclude(refused.left, VALUE)
+    }
+  })
+})
+
+describe.skipIf("skip" in pg)("request secrets in a cluster", () => {
+  it("sealed between the runners: the skill's command gets them; no table holds a value", async () => {
+    const url = await (pg as Postgres.Postgres).createDatabase()
+    const dir = Support.tempDir("antler-cluster-secrets-")
+    Fs.mkdirSync(Path.join(dir, "skills", "custom", "erp-report"), { recursive: true })
+    Fs.writeFileSync(
+      Path.join(dir, "skills", "custom", "erp-report", "SKILL.md"),
+      "---\nname: erp-report\ndescription: Pull a report from the ERP\nrequired-secrets:\n  - ERP_TOKEN\n---\n# ERP\n"
+    )
+    const home = Support.tempDir("antler-cluster-secrets-home-")
+    for (let i = 0; i < 2; i++) {
+      gateways.push(await Support.start({
+        script,
+        home,
+        source: Path.join(dir, "config.yaml"),
+        config: {
+          database: { url },
+          sandbox: { allow_host_bash: true },
+          gateway: {
+            heartbeat_seconds: 1,
+            cluster: { runner_port: await freePort(), health_check_seconds: 1, secret: CLUSTER_SECRET }
+          }
+        }
+      }))
+    }
+    const [a, b] = [gateways.at(-2)!, gateways.at(-1)!]
+    const texts: Array<string> = []
+    // threads owned by either runner, each run asked through either gateway
+    for (let i = 0; i < 6; i++) {
+      const thread = await (await post(a, "/threads", {})).json() as any
+      const through = i % 2 === 0 ? a : b
+      const answer = await post(through, `/threads/${thread.thread_id}/runs/wait`, {
+        assistant_id: "lead_agent",
+        input: Support.userInput("/erp-report pull"),
+        context: { secrets: { ERP_TOKEN: VALUE } }
+      })
+      const text = await answer.text()
+      assert.strictEqual(answer.status, 200, text)
+      const state = await (await fetch(`${through.url}/threads/${thread.thread_id}/state`)).text()
+      const tool = (JSON.parse(state).values.messages as ReadonlyArray<any>).filter((m) => m.type === "tool").at(-1)
+      assert.include(String(tool.content), reversed(VALUE), `run ${i}`)
+      assert.include(String(tool.content), "token:[[redacted]]")
+      const runs = await (await fetch(`${through.url}/threads/${thread.thread_id}/runs`)).text()
+      texts.push(text, state, runs)
+    }
+    for (const text of texts) assert.notInclude(text, VALUE)
+    // every row of every table of the database, as text: the value in none (the runs' messages hold it sealed)
+    const dump = await Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const tables = yield* sql<{ table_name: string }>`
+        SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`
+      const rows: Array<string> = []
+      for (const { table_name } of tables) {
+        const found = yield* sql.unsafe<{ row: string }>(`SELECT t::text AS row FROM "${table_name}" t`)
+        rows.push(...found.map((r) => r.row))
+      }
+      return rows.join("\n")
+    }).pipe(Effect.scoped, Effect.provide(PgClient.layer({ url: Redacted.make(url) }))))
+    assert.include(dump, "erp-report", "the dump holds the runs")
+    assert.include(dump, "antler-sealed-v1.", "the runs' durable messages hold their secrets sealed")
+    assert.notInclude(dump, VALUE)
+    assert.notInclude(dump, Buffer.from(VALUE).toString("base64"))
+  }, 240_000)
+
+  it("a cluster without gateway.cluster.secret refuses them with 422", async () => {
+    const url = await (pg as Postgres.Postgres).createDatabase()
+    const gateway = await Support.start({
+      script,
+      config: { database: { url }, gateway: { cluster: { runner_port: await freePort(), health_check_seconds: 1 } } }
+    })
+    gateways.push(gateway)
+    const thread = await (await post(gateway, "/threads", {})).json() as any
+    const answer = await post(gateway, `/threads/${thread.thread_id}/runs`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("/erp-report pull"),
+      context: { secrets: { ERP_TOKEN: VALUE } }
+    })
+    const text = await answer.text()
+    assert.strictEqual(answer.status, 422, text)
+    assert.include(text, "without gateway.cluster.secret")
+    assert.notInclude(text, VALUE)
+  }, 120_000)
+})
