@@ -3,22 +3,29 @@
  * (`SealedSecrets`) before they travel to the thread's runner or wait in PostgreSQL. Two gateways on one database:
  * runs given `context.secrets` through either, on threads owned by either runner, reach the skill's `bash` command
  * (its reverse comes back), and no table of the database, nor anything the user reads, holds a value. A cluster
- * without `secret` still refuses them with 422. The seal alone: it opens only under the same secret, for the same
- * user and thread, unchanged. Skipped, saying why, without PostgreSQL.
+ * without `secret` still refuses them with 422. A run whose runner is killed (two `antler serve` processes) is resumed
+ * by the thread's next runner with its secrets, opened there from the run's durable message. The seal alone: it
+ * opens only under the same secret, for the same user and thread, unchanged. Skipped, saying why, without PostgreSQL.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as SealedSecrets from "../../../src/programs/gateway/cluster/SealedSecrets.js"
 import * as SkillSecrets from "../../../src/services/SkillSecrets.js"
+import { serveProcess, type ServeProcess, writeServeConfig } from "../../support/cli.js"
+import { until } from "../../support/poll.js"
 import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
+import { psql } from "../../support/postgres.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
@@ -31,10 +38,17 @@ const reversed = (text: string) => [...text].reverse().join("")
 const COMMAND = "echo \"token:[$ERP_TOKEN]\"; printf '%s' \"$ERP_TOKEN\" | rev; echo"
 
 const gateways: Array<TestGateway> = []
+const servers: Array<ServeProcess> = []
+const scope = Effect.runSync(Scope.make())
 afterAll(async () => {
   for (const gateway of gateways) await gateway.stop().catch(() => {})
+  for (const server of servers) server.child.kill("SIGKILL")
+  await Effect.runPromise(Scope.close(scope, Exit.void))
   if ("stop" in pg) await pg.stop()
 })
+
+const SKILL =
+  "---\nname: erp-report\ndescription: Pull a report from the ERP\nrequired-secrets:\n  - ERP_TOKEN\n---\n# ERP\n"
 
 const script = (body: ChatRequestBody): Turn =>
   body.messages.at(-1)?.role === "tool"
@@ -83,10 +97,7 @@ describe.skipIf("skip" in pg)("request secrets in a cluster", () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
     const dir = Support.tempDir("antler-cluster-secrets-")
     Fs.mkdirSync(Path.join(dir, "skills", "custom", "erp-report"), { recursive: true })
-    Fs.writeFileSync(
-      Path.join(dir, "skills", "custom", "erp-report", "SKILL.md"),
-      "---\nname: erp-report\ndescription: Pull a report from the ERP\nrequired-secrets:\n  - ERP_TOKEN\n---\n# ERP\n"
-    )
+    Fs.writeFileSync(Path.join(dir, "skills", "custom", "erp-report", "SKILL.md"), SKILL)
     const home = Support.tempDir("antler-cluster-secrets-home-")
     for (let i = 0; i < 2; i++) {
       gateways.push(await Support.start({
@@ -160,4 +171,67 @@ describe.skipIf("skip" in pg)("request secrets in a cluster", () => {
     assert.include(text, "without gateway.cluster.secret")
     assert.notInclude(text, VALUE)
   }, 120_000)
+
+  it("a run whose runner is killed is resumed by the next runner with its secrets, opened there", async () => {
+    const dbUrl = await (pg as Postgres.Postgres).createDatabase()
+    // the run's first model call is held open (its runner is killed meanwhile); the resumed run's gets bash
+    let calls = 0
+    const model = await Effect.runPromise(Scope.extend(ScriptedChatServer.start((body): Turn => {
+      if (calls++ === 0) return { hang: true }
+      return script(body)
+    }), scope))
+    const home = Support.tempDir("antler-cluster-secrets-resume-")
+    Fs.mkdirSync(Path.join(home, "skills", "custom", "erp-report"), { recursive: true })
+    Fs.writeFileSync(Path.join(home, "skills", "custom", "erp-report", "SKILL.md"), SKILL)
+    const start = async () => {
+      const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), model.url, {
+        database: { url: dbUrl },
+        sandbox: { allow_host_bash: true },
+        gateway: {
+          cluster: { runner_port: await freePort(), health_check_seconds: 1, drain_seconds: 1, secret: CLUSTER_SECRET }
+        }
+      })
+      const server = serveProcess(home, config)
+      servers.push(server)
+      return { server, url: await server.url }
+    }
+    const a = await start()
+    const b = await start()
+    const send = (base: string, path: string, body: unknown) =>
+      fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body)
+      })
+    const thread = await (await send(a.url, "/threads", {})).json() as any
+    const started = await send(a.url, `/threads/${thread.thread_id}/runs`, {
+      assistant_id: "lead_agent",
+      input: Support.userInput("/erp-report pull"),
+      context: { secrets: { ERP_TOKEN: VALUE } }
+    })
+    assert.strictEqual(started.status, 200, await started.clone().text())
+    const run = await started.json() as any
+    await until(async () => calls > 0, "the run's model call")
+    const leased = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${thread.thread_id}'`)
+    const pid = Number(leased.slice(leased.lastIndexOf(":") + 1))
+    const victim = [a, b].find((s) => s.server.child.pid === pid)!
+    assert.isDefined(victim, `lease owner ${leased}`)
+    const survivor = victim === a ? b : a
+    const exited = new Promise((resolve) => victim.server.child.once("exit", resolve))
+    victim.server.child.kill("SIGKILL")
+    await exited
+    await until(async () => {
+      const path = `/threads/${thread.thread_id}/runs/${run.run_id}`
+      const record = await (await fetch(`${survivor.url}${path}`)).json() as any
+      return record.status === "success"
+    }, () => `the run resumed and ended: ${survivor.server.output()}`)
+    assert.include(survivor.server.output(), `run ${run.run_id}: resumed here`)
+    assert.notInclude(survivor.server.output(), "resumed without its request's secrets")
+    const state = await (await fetch(`${survivor.url}/threads/${thread.thread_id}/state`)).text()
+    const tool = (JSON.parse(state).values.messages as ReadonlyArray<any>).filter((m) => m.type === "tool").at(-1)
+    assert.include(String(tool.content), reversed(VALUE))
+    assert.include(String(tool.content), "token:[[redacted]]")
+    for (const text of [state, survivor.server.output(), victim.server.output()]) assert.notInclude(text, VALUE)
+    assert.notInclude(psql(dbUrl, "SELECT string_agg(t::text, ' ') FROM cluster_messages t"), VALUE)
+  }, 240_000)
 })
