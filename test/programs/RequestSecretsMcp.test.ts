@@ -106,6 +106,14 @@ describe("an MCP server naming ${secret:NAME}, the MCP service alone", () => {
       for (const result of later) assert.include(textOf(result), "token:[]")
       const unscoped = yield* mcp.call("local", "whoami", {})
       assert.include(textOf(unscoped), "token:[]")
+      // a value with a line break cannot be a header: the header is left out (the env of a stdio server takes it)
+      const broken = {
+        userId: "alice",
+        threadId: "t1",
+        secrets: secrets({ ERP_TOKEN: `${ALICE_SECRET}\r\nX-Evil: 1` })
+      }
+      assert.include(textOf(yield* mcp.call("remote", "whoami", {}, broken)), "token:[]")
+      assert.include(textOf(yield* mcp.call("local", "whoami", {}, broken)), `token:[${ALICE_SECRET}\r\nX-Evil: 1]`)
       // the stdio calls given secrets each had a process of their own, ended after the call
       const pids = [a1, b1].map((r) => Number(/pid:(\d+)/.exec(textOf(r))![1]))
       assert.notStrictEqual(pids[0], pids[1])

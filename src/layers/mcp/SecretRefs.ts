@@ -4,8 +4,8 @@
  * with `config.context.secrets` (an `Authorization` header from the request). Only a `headers` or `env` value may name
  * one; `$$` stays a literal `$`, as everywhere in the entry. Which entry a call uses:
  * - `forRun(entry, secrets)`: each header and env value naming one has it in place (its `$` written `$$`, so the
- *   `$VAR`s resolved after never read into it); a value naming one the run did not give is left out, never sent
- *   half made.
+ *   `$VAR`s resolved after never read into it); a value naming one the run did not give (or a header one holding a
+ *   line break) is left out, never sent half made.
  * - `forRun(entry, empty)`: the entry the server's tools are listed with and a run without them calls: every
  *   value naming one left out (DeerFlow's interceptors apply to calls only).
  */
@@ -79,10 +79,15 @@ export const problemOf = (name: string, entry: McpServerConfig): string | undefi
   return undefined
 }
 
-/** `values` with each `${secret:NAME}` replaced from `secrets`; a value naming one absent is left out. */
+/**
+ * `values` with each `${secret:NAME}` replaced from `secrets`; a value naming one absent is left out, and so is a
+ * header (`header`) whose secret holds a line break (no header can carry it: the HTTP client's refusal would repeat
+ * the value in its message).
+ */
 const fill = (
   values: Readonly<Record<string, string>>,
-  secrets: ReadonlyMap<string, string>
+  secrets: ReadonlyMap<string, string>,
+  header: boolean
 ): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [key, value] of Object.entries(values)) {
@@ -90,7 +95,7 @@ const fill = (
     const filled = value.replace(TOKENS(), (match, name: string | undefined) => {
       if (name === undefined) return match
       const secret = secrets.get(name)
-      if (secret === undefined) {
+      if (secret === undefined || (header && /[\r\n]/.test(secret))) {
         missing = true
         return match
       }
@@ -105,4 +110,4 @@ const fill = (
 export const forRun = (entry: McpServerConfig, secrets: ReadonlyMap<string, string>): McpServerConfig =>
   namesOf(entry).length === 0
     ? entry
-    : { ...entry, headers: fill(entry.headers, secrets), env: fill(entry.env, secrets) }
+    : { ...entry, headers: fill(entry.headers, secrets, true), env: fill(entry.env, secrets, false) }
