@@ -12,6 +12,7 @@ import * as Schema from "effect/Schema"
 import * as Authz from "../services/Authorization.js"
 import type { Memory, MemoryError, Scope } from "../services/Memory.js"
 import { RunContext, RunState } from "../services/RunContext.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import * as Tool from "../services/Tool.js"
 import * as M from "../state/Message.js"
 import * as MemoryDoc from "../state/Memory.js"
@@ -57,12 +58,15 @@ export const layer = (options: Options): Middleware => {
       const state = yield* RunState
       if (memory.mode === "tool") return {}
       const allows = yield* allowsOf(options)
+      // (the run's request secrets, as the model may have written one out itself: never read into memory, whose
+      // store knows the app's secrets only)
+      const masked = SkillSecrets.maskedTexts(SkillSecrets.entries(context.options.secrets).values())
       const after = Effect.flatMap(state.get, (current) =>
         current.messages.length === 0 ? Effect.void : memory.enqueue({
           threadId: context.threadId,
           userId: context.userId,
           agentName: options.agentName,
-          messages: current.messages,
+          messages: SkillSecrets.maskValue(current.messages, masked),
           modelName: context.options.modelName,
           allows
         }))

@@ -1,0 +1,56 @@
+/**
+ * A run's request secrets are never read into long-term memory: the conversation the Memory middleware queues when
+ * the run ends has every value the request gave masked, the model's own answer included (a model may write out a
+ * value it put together from a tool's output); the store of memory knows the app's secrets only, not a run's.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as MemoryMW from "../../src/middleware/Memory.js"
+import type { Memory, Pending } from "../../src/services/Memory.js"
+import * as M from "../../src/state/Message.js"
+import * as H from "../support/harness.js"
+
+const VALUE = "sk-erp-memory-51d0-DO-NOT-LEAK"
+
+const recording = () => {
+  const queued: Array<Pending> = []
+  const service = {
+    enabled: true,
+    mode: "middleware",
+    context: () => Effect.succeed(""),
+    enqueue: (p: Pending) => Effect.sync(() => void queued.push(p)),
+    flush: Effect.void,
+    pending: Effect.sync(() => queued.length),
+    load: () => Effect.die("unused"),
+    clear: () => Effect.die("unused"),
+    modify: () => Effect.die("unused")
+  } as unknown as Memory["Type"]
+  return { service, queued }
+}
+
+describe("Memory middleware and a run's request secrets", () => {
+  it.effect("the queued conversation has the values masked; a run without secrets is queued as it is", () =>
+    Effect.gen(function*() {
+      const memory = recording()
+      yield* H.run({
+        threadId: "mem-secret",
+        input: "What is my ERP token?",
+        script: [`Your token is ${VALUE}.`],
+        options: { modelName: "main", secrets: Redacted.make(new Map([["ERP_TOKEN", VALUE]])) },
+        middlewares: () => [MemoryMW.layer({ memory: memory.service })]
+      })
+      assert.lengthOf(memory.queued, 1)
+      const texts = memory.queued[0]!.messages.map(M.text)
+      assert.include(texts.join("\n"), "Your token is [redacted].")
+      assert.notInclude(JSON.stringify(memory.queued), VALUE)
+      yield* H.run({
+        threadId: "mem-plain",
+        input: "Say it",
+        script: [`Your token is ${VALUE}.`],
+        options: { modelName: "main" },
+        middlewares: () => [MemoryMW.layer({ memory: memory.service })]
+      })
+      assert.include(memory.queued[1]!.messages.map(M.text).join("\n"), `Your token is ${VALUE}.`)
+    }).pipe(H.withStore))
+})
