@@ -8,6 +8,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Authz from "../services/Authorization.js"
 import type { Memory, MemoryError, Scope } from "../services/Memory.js"
@@ -87,12 +88,16 @@ export const layer = (options: Options): Middleware => {
 export const beforeCompaction = (options: Options): SummarizationEvent.Hook => (event) =>
   !options.memory.enabled || options.memory.mode === "tool"
     ? Effect.void
-    : Effect.flatMap(allowsOf(options), (allows) =>
+    // (inside a run, its request secrets masked, as at its end)
+    : Effect.flatMap(Effect.all([allowsOf(options), Effect.serviceOption(RunContext)]), ([allows, run]) =>
       options.memory.enqueue({
         threadId: event.threadId,
         userId: event.userId,
         agentName: options.agentName ?? event.agentName,
-        messages: event.summarized,
+        messages: Option.isNone(run) ? event.summarized : SkillSecrets.maskValue(
+          event.summarized,
+          SkillSecrets.maskedTexts(SkillSecrets.entries(run.value.options.secrets).values())
+        ),
         modelName: event.modelName,
         allows,
         immediate: true

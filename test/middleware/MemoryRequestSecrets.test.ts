@@ -8,7 +8,9 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as MemoryMW from "../../src/middleware/Memory.js"
 import type { Memory, Pending } from "../../src/services/Memory.js"
+import { RunContext } from "../../src/services/RunContext.js"
 import * as M from "../../src/state/Message.js"
+import { runContext } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
 
 const VALUE = "sk-erp-memory-51d0-DO-NOT-LEAK"
@@ -53,4 +55,29 @@ describe("Memory middleware and a run's request secrets", () => {
       })
       assert.include(memory.queued[1]!.messages.map(M.text).join("\n"), `Your token is ${VALUE}.`)
     }).pipe(H.withStore))
+
+  it.effect("what a run's compaction hands memory before it summarises has the values masked too", () =>
+    Effect.gen(function*() {
+      const memory = recording()
+      const event = {
+        summarized: [M.human("What is my token?"), M.ai(`Your token is ${VALUE}.`)],
+        preserved: [],
+        threadId: "t1",
+        userId: "u1",
+        agentName: undefined,
+        modelName: "main",
+        manual: false
+      }
+      const hook = MemoryMW.beforeCompaction({ memory: memory.service })
+      const context = runContext()
+      yield* hook(event).pipe(Effect.provideService(RunContext, {
+        ...context,
+        options: { ...context.options, secrets: Redacted.make(new Map([["ERP_TOKEN", VALUE]])) }
+      }))
+      assert.notInclude(JSON.stringify(memory.queued[0]), VALUE)
+      assert.include(memory.queued[0]!.messages.map(M.text).join("\n"), "Your token is [redacted].")
+      // (outside a run: as it is)
+      yield* hook(event)
+      assert.include(memory.queued[1]!.messages.map(M.text).join("\n"), VALUE)
+    }))
 })
