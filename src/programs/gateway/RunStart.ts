@@ -158,7 +158,7 @@ export const make = (deps: Deps): Starter => {
         stop: (action: Stop) => Effect.asVoid(Deferred.succeed(stop, action))
       }
       known.set(runId, made.run)
-      active.set(request.threadId, entry)
+      deps.registry.begin(request.threadId, entry)
       // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
       // waiters and subscribers learn the run ended
       const settle = (exit: Exit.Exit<unknown, unknown>) => Effect.gen(function*() {

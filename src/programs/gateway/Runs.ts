@@ -72,6 +72,11 @@ export interface Service {
   readonly adopt?: ((request: RunRequest, runId: string) => Effect.Effect<ActiveRun, GatewayError>) | undefined
   /** The active run of a thread in this process. */
   readonly activeOf: (threadId: string) => ActiveRun | undefined
+  /**
+   * Calls `listener` with each run that starts on thread `threadId` (as stored) in this process from now on (in a
+   * cluster: on this runner); returns how to stop.
+   */
+  readonly onStart: (threadId: string, listener: (run: ActiveRun) => void) => () => void
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
   readonly cancel: (runId: string, action: CancelAction, wait: boolean) => Effect.Effect<void, GatewayError>
   /**
@@ -157,6 +162,7 @@ export const layer = (
         lookup: (_threadId, runId) => Effect.sync(() => registry.known.get(runId)),
         resume: starter.resume,
         activeOf: (threadId) => registry.active.get(threadId),
+        onStart: registry.onStart,
         cancel: stopper.cancel,
         subscribe,
         recover: Effect.mapError(RunRecords.recover(store), internal)

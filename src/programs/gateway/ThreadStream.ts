@@ -5,6 +5,8 @@
  * event's id is `<run id>:<event id>`, which a client rejoins with as `Last-Event-ID`: the stream goes on after
  * that event (the run's `gap` when it is no longer kept, and then the thread's next runs). Without one it starts
  * with what the thread's active run does next; `-` starts with the first kept event of the thread's latest run.
+ * Idle, it waits for the thread's next run to start in this process, reading nothing meanwhile; in a cluster, where
+ * another runner may start it, it also reads the thread's run records every few seconds.
  */
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -59,6 +61,13 @@ export interface Source {
   readonly get: (runId: string, cursor: number) => Effect.Effect<FollowedRun | undefined>
   /** The thread's run records. */
   readonly records: Effect.Effect<ReadonlyArray<RunRecord>>
+  /** Calls `listener` with each run that starts on the thread in this process from now on; returns how to stop. */
+  readonly onStart: (listener: (run: FollowedRun) => void) => () => void
+  /**
+   * Whether another process may start the thread's runs (a cluster, where the thread's runner may be another): an
+   * idle stream then also reads the thread's run records, every `RECORDS_EVERY`.
+   */
+  readonly elsewhere: boolean
 }
 
 const LIFECYCLE: ReadonlySet<string> = new Set(["metadata", "end", "error"])
@@ -73,11 +82,11 @@ const keepOf = (modes: ReadonlyArray<ThreadStreamMode>) => (event: string) =>
 const sseOf = (runId: string, frame: Protocol.Frame) =>
   `event: ${frame.event}\ndata: ${frame.data}\nid: ${runId}:${frame.id}\n\n`
 
-/** How long an idle stream waits before it looks for the thread's next run again. */
-const LOOK_AGAIN = "200 millis"
-
-/** How many idle looks go by between two reads of the thread's run records (a run that began and ended between). */
-const RECORDS_EVERY = 5
+/**
+ * In a cluster, how long an idle stream waits for a run of this process before it reads the thread's run records
+ * (a run another runner started). Without one it reads none while idle: a run starting here wakes it.
+ */
+const RECORDS_EVERY = "3 seconds"
 
 /** The ids of the runs followed last, newest last (a few: the runs a stream may still meet again). */
 const REMEMBERED = 32
@@ -91,7 +100,45 @@ interface State {
   readonly following: Following | undefined
   /** The runs followed so far (the last `REMEMBERED`). */
   readonly followed: ReadonlyArray<string>
-  readonly idle: number
+  /**
+   * The thread's run records as the stream read them when it began, while they may still name a run to follow
+   * after the one it starts with (rejoined with a `Last-Event-ID`: the thread's runs after it); runs that start
+   * later reach the stream as they start.
+   */
+  readonly recorded?: ReadonlyArray<RunRecord> | undefined
+}
+
+/** The runs started on a thread in this process since a stream began, as they start (the last `REMEMBERED`). */
+interface Started {
+  /** The oldest run not taken yet. */
+  readonly take: () => FollowedRun | undefined
+  /** Until a run started that was not taken yet (one listener, no fiber). */
+  readonly wait: Effect.Effect<void>
+  readonly close: () => void
+}
+
+const started = (source: Source): Started => {
+  const runs: Array<FollowedRun> = []
+  let wake: (() => void) | undefined
+  const close = source.onStart((run) => {
+    runs.push(run)
+    if (runs.length > REMEMBERED) runs.shift()
+    wake?.()
+  })
+  return {
+    take: () => runs.shift(),
+    wait: Effect.async<void>((resume) => {
+      if (runs.length > 0) return resume(Effect.void)
+      wake = () => {
+        wake = undefined
+        resume(Effect.void)
+      }
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    }),
+    close
+  }
 }
 
 /** Until `run` appends after `seen` (one listener, no fiber). */
@@ -129,37 +176,38 @@ const nextRecorded = (source: Source, records: ReadonlyArray<RunRecord>, followe
 const startOf = (source: Source, cursor: Cursor): Effect.Effect<readonly [State, string | undefined]> =>
   Effect.gen(function*() {
     // (with no run to follow, the thread's latest is the one after which the next is looked for)
-    const latest = ordered(yield* source.records).at(-1)
-    const none: State = { following: undefined, followed: latest === undefined ? [] : [latest.run_id], idle: 0 }
+    const recorded = yield* source.records
+    const latest = ordered(recorded).at(-1)
+    const none: State = { following: undefined, followed: latest === undefined ? [] : [latest.run_id] }
     switch (cursor._tag) {
       case "now": {
         const own = source.active()
         if (own !== undefined) {
           const last = own.after(0).frames.at(-1)?.id ?? 0
-          return [{ following: { run: own, position: last }, followed: [own.runId], idle: 0 }, undefined] as const
+          return [{ following: { run: own, position: last }, followed: [own.runId] }, undefined] as const
         }
         // (in a cluster, an active run of another runner: followed from its first kept event)
         const run = latest !== undefined && RunRecords.unfinished(latest)
           ? yield* source.get(latest.run_id, 0)
           : undefined
         if (run === undefined) return [none, undefined] as const
-        return [{ following: { run, position: 0 }, followed: [run.runId], idle: 0 }, undefined] as const
+        return [{ following: { run, position: 0 }, followed: [run.runId] }, undefined] as const
       }
       case "start": {
         const run = source.active() ?? (latest === undefined ? undefined : yield* source.get(latest.run_id, 0))
         if (run === undefined) return [none, undefined] as const
-        return [{ following: { run, position: 0 }, followed: [run.runId], idle: 0 }, undefined] as const
+        return [{ following: { run, position: 0 }, followed: [run.runId] }, undefined] as const
       }
       case "after": {
         const run = yield* source.get(cursor.runId, cursor.id)
         if (run === undefined) {
           const gap = Protocol.gapPayload(cursor.runId, cursor.id, cursor.id + 1, cursor.id)
           return [
-            { ...none, followed: [cursor.runId] },
+            { ...none, followed: [cursor.runId], recorded },
             sseOf(cursor.runId, { id: cursor.id, event: "gap", data: JSON.stringify(gap) })
           ] as const
         }
-        return [{ following: { run, position: cursor.id }, followed: [run.runId], idle: 0 }, undefined] as const
+        return [{ following: { run, position: cursor.id }, followed: [run.runId], recorded }, undefined] as const
       }
     }
   })
@@ -177,7 +225,8 @@ export const stream = (
   heartbeatSeconds: number
 ): Stream.Stream<string> => {
   const keep = keepOf(modes)
-  const step = (state: State): Effect.Effect<readonly [Chunk.Chunk<string>, Option.Option<State>]> =>
+  type Step = Effect.Effect<readonly [Chunk.Chunk<string>, Option.Option<State>]>
+  const step = (starts: Started) => (state: State): Step =>
     Effect.gen(function*() {
       const { following, followed } = state
       if (following !== undefined) {
@@ -185,7 +234,7 @@ export const stream = (
         for (;;) {
           const seen = run.changes()
           const found = run.after(position)
-          const done: State = { following: undefined, followed, idle: 0 }
+          const done: State = { ...state, following: undefined }
           if (found.gap !== undefined) return [Chunk.of(sseOf(run.runId, found.gap)), Option.some(done)] as const
           if (found.frames.length > 0) {
             let text = ""
@@ -198,21 +247,33 @@ export const stream = (
           yield* appended(run, seen)
         }
       }
-      const active = source.active()
-      const look = active !== undefined && !followed.includes(active.runId)
-        ? active
-        : state.idle % RECORDS_EVERY === RECORDS_EVERY - 1
-        ? yield* nextRecorded(source, yield* source.records, followed)
-        : undefined
-      if (look !== undefined) {
-        const next: State = { following: { run: look, position: 0 }, followed: remember(followed, look.runId), idle: 0 }
+      // idle: the next run started here (in their order), or, in a cluster, the next the thread's records name
+      const follow = (run: FollowedRun, recorded?: ReadonlyArray<RunRecord>) => {
+        const next: State = { following: { run, position: 0 }, followed: remember(followed, run.runId), recorded }
         return [Chunk.empty<string>(), Option.some(next)] as const
       }
-      yield* Effect.sleep(LOOK_AGAIN)
-      return [Chunk.empty<string>(), Option.some({ ...state, idle: state.idle + 1 })] as const
+      if (state.recorded !== undefined) {
+        const next = yield* nextRecorded(source, state.recorded, followed)
+        if (next !== undefined) return follow(next, state.recorded)
+      }
+      for (;;) {
+        let own = starts.take()
+        while (own !== undefined && followed.includes(own.runId)) own = starts.take()
+        if (own !== undefined) return follow(own)
+        if (!source.elsewhere) {
+          yield* starts.wait
+          continue
+        }
+        if (Option.isSome(yield* Effect.timeoutOption(starts.wait, RECORDS_EVERY))) continue
+        const recorded = yield* nextRecorded(source, yield* source.records, followed)
+        if (recorded !== undefined) return follow(recorded)
+      }
     })
-  const events = Stream.unwrap(Effect.map(startOf(source, cursor), ([start, gap]) => {
-    const runs = Stream.paginateChunkEffect(start, step)
+  const events = Stream.unwrapScoped(Effect.gen(function*() {
+    // (listening before the stream looks at the thread: a run starting meanwhile is not missed)
+    const starts = yield* Effect.acquireRelease(Effect.sync(() => started(source)), (s) => Effect.sync(s.close))
+    const [start, gap] = yield* startOf(source, cursor)
+    const runs = Stream.paginateChunkEffect(start, step(starts))
     return gap === undefined ? runs : Stream.concat(Stream.make(gap), runs)
   }))
   const heartbeats = Stream.fromSchedule(Schedule.spaced(`${heartbeatSeconds} seconds`)).pipe(

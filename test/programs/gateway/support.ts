@@ -55,6 +55,8 @@ export interface StartOptions {
   readonly reload?: boolean
   /** The gateway's logger (`captureLogs`'s). */
   readonly logger?: Layer.Layer<never>
+  /** Wraps the configured thread store (a test watching what the gateway asks of it). */
+  readonly wrapStore?: (store: ThreadStore["Type"]) => ThreadStore["Type"]
 }
 
 /** A fresh temp directory. */
@@ -93,8 +95,15 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
     const app = file !== undefined
       ? yield* ConfigFile.loadFile(file, home)
       : yield* ConfigFile.fromObject({ ...base, ...more }, { home, source: options.source })
+    const wrap = options.wrapStore
     return Gateway.layer({
       app,
+      ...(wrap !== undefined
+        ? {
+          store: Layer.map(Gateway.storeLayer(app), (context) =>
+            Context.add(context, ThreadStore, wrap(Context.get(context, ThreadStore))))
+        }
+        : {}),
       choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
       host: "127.0.0.1",
       port: 0,

@@ -502,6 +502,7 @@ export const layer = (
         get: (runId) => localRuns.get(runId),
         lookup,
         activeOf: (threadId) => localRuns.activeOf(threadId),
+        onStart: localRuns.onStart,
         cancel,
         subscribe,
         mirror,

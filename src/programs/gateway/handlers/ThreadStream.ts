@@ -19,7 +19,7 @@ import { queryList, sse } from "./Http.js"
 
 const decodeModes = Schema.decodeUnknownEither(Schema.Array(Schema.Literal(...ThreadStream.MODES)))
 
-/** How many thread streams one user may hold open at a time (each looks for its thread's next run while idle). */
+/** How many thread streams one user may hold open at a time (each waits for its thread's next run while idle). */
 export const MAX_OPEN_PER_USER = 32
 
 /** The thread streams each user holds open, under every prefix of the gateway (one count per gateway). */
@@ -94,7 +94,10 @@ export const layer = (api: LangGraphApi, open: OpenStreams) =>
                 }
               )
             },
-            records
+            records,
+            onStart: (listener) => runs.onStart(stored, listener),
+            // (in a cluster another runner may start the thread's runs)
+            elsewhere: runs.mirror !== undefined
           }
           if (!open.take(user)) {
             return problem(
