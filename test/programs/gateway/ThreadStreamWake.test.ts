@@ -115,7 +115,8 @@ const ask = (content: string, more: Record<string, unknown> = {}) => ({
   ...more
 })
 const runOf = (event: Support.SseEvent) => event.id!.slice(0, event.id!.lastIndexOf(":"))
-const says = (event: Support.SseEvent, text: string) => event.event === "messages" && JSON.stringify(event.data).includes(text)
+const says = (event: Support.SseEvent, text: string) =>
+  event.event === "messages" && JSON.stringify(event.data).includes(text)
 
 describe("an idle thread stream of one process", () => {
   it("reads none of the thread's run records while idle, and a run starting wakes it at once", async () => {

@@ -38,12 +38,13 @@ import * as TS from "../../../state/ThreadState.js"
 import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
 import type * as Protocol from "../Protocol.js"
-import * as RunRecords from "../RunRecords.js"
 import * as FrameMirror from "../FrameMirror.js"
+import * as RunRecords from "../RunRecords.js"
 import * as Runs from "../Runs.js"
 import * as RunSettling from "../RunSettling.js"
 import * as TraceId from "../TraceId.js"
 import * as ClusterTables from "./ClusterTables.js"
+import * as RunClosing from "./RunClosing.js"
 import * as RunnerSocket from "./RunnerSocket.js"
 import * as SealedSecrets from "./SealedSecrets.js"
 
@@ -425,21 +426,24 @@ export const layer = (
       /**
        * The frames of run `run` (another runner's) after `cursor`, from its runner. Its stream ending without the
        * run's last frame (the runner drained and handed the run over, or died) is joined again, from the last frame
-       * it gave, once a second while the run's record says it goes on, up to a minute: on the thread's next runner
+       * it gave, once a second while the run's record says it goes on, up to a minute (two for a run that was
+       * settling: the thread's next runner ends it once its dead runner's lease lapsed): on the thread's next runner
        * once it resumed the run (whose event ids go on above these), so the stream goes on through the change of
-       * runner. `complete`: whether the run's last frame (`end`, `gap`) passed.
+       * runner. A run that ended meanwhile gives what is left of its stream; when no runner keeps it any more (it
+       * was ended, not resumed, by the next runner, or settled by a runner that stopped), the stream ends as its
+       * record says (`RunClosing`). `complete`: whether the run's last frame (`end`, `gap`) passed.
        */
       const remoteFrames = (run: Runs.ActiveRun, cursor: number) => {
         let complete = false
         let last = cursor
+        const tracked = <E>(frames: Stream.Stream<Protocol.Frame, E>) =>
+          Stream.tap(frames, (frame) =>
+            Effect.sync(() => {
+              complete = frame.event === "end" || frame.event === "gap"
+              last = Math.max(last, frame.id)
+            }))
         const from = (attempt: number): Stream.Stream<Protocol.Frame> =>
-          client(run.threadId).Frames({ runId: run.runId, cursor: last }).pipe(
-            Stream.tap((frame) =>
-              Effect.sync(() => {
-                complete = frame.event === "end" || frame.event === "gap"
-                last = Math.max(last, frame.id)
-              })
-            ),
+          tracked(client(run.threadId).Frames({ runId: run.runId, cursor: last })).pipe(
             // (however it broke: a runner stopping interrupts its entity's requests; this fiber interrupted, the
             // client gone, stays interrupted)
             Stream.catchAllCause((cause) =>
@@ -449,17 +453,29 @@ export const layer = (
                   : Effect.void
               ))
             ),
-            Stream.concat(Stream.unwrap(Effect.suspend(() => (complete ? Effect.succeed(Stream.empty) : again(attempt)))))
+            Stream.concat(
+              Stream.unwrap(Effect.suspend(() => (complete ? Effect.succeed(Stream.empty) : again(attempt))))
+            )
           )
-        const rest = Stream.suspend(() =>
-          Stream.catchAllCause(client(run.threadId).Frames({ runId: run.runId, cursor: last }), () => Stream.empty)
-        )
+        const rest = (record: RunRecord) =>
+          Stream.concat(
+            tracked(Stream.suspend(() =>
+              Stream.catchAllCause(client(run.threadId).Frames({ runId: run.runId, cursor: last }), () => Stream.empty)
+            )),
+            Stream.unwrap(Effect.suspend(() =>
+              complete
+                ? Effect.succeed(Stream.empty)
+                : Effect.map(RunClosing.frames(store, record, last, run.modes), (frames) =>
+                  tracked(Stream.fromIterable(frames)))
+            ))
+          )
         const again = (attempt: number): Effect.Effect<Stream.Stream<Protocol.Frame>> =>
           Effect.gen(function*() {
             const record = (yield* Effect.orElseSucceed(store.runs({ runId: run.runId }), () => []))[0]
-            if (record === undefined || attempt >= 60) return Stream.empty
+            if (record === undefined) return Stream.empty
             // (a run that ended meanwhile: one more look gives what is left of its stream, its end among it)
-            if (!RunRecords.unfinished(record)) return rest
+            if (!RunRecords.unfinished(record)) return rest(record)
+            if (attempt >= (RunSettling.of(record) === undefined ? 60 : 120)) return Stream.empty
             yield* Effect.sleep("1 second")
             return from(attempt + 1)
           })
