@@ -10,6 +10,8 @@
  *   run failing in one process ends its stream; the join's response then closes.
  * - Its runner stopped (SIGTERM, a drain shorter than the evaluator's wait), it settles the run itself: the streams
  *   end with `end`, no `error`.
+ * - And, for comparison, its runner killed mid-turn (the model stalled): the survivor resumes the run, and both
+ *   streams go on with the resumed attempt (its `metadata` says `attempt: 2`) to its `end`.
  *
  * Skipped, saying why, without PostgreSQL.
  */
@@ -33,8 +35,14 @@ import * as Support from "./support.js"
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster settling streams] skipped: ${pg.skip}`)
 
-// the answer turn; the evaluator's request held open (the runner stops while it waits)
-const script = (body: ChatRequestBody): Turn => (isEvaluator(body) ? { hang: true } : "Here is the report.")
+// the answer turn; the evaluator's request held open (the runner stops while it waits); a "slow" turn's first
+// request stalled (its runner is killed mid-turn), answered once the run is resumed
+const script = (body: ChatRequestBody): Turn => {
+  if (isEvaluator(body)) return { hang: true }
+  const slow = (b: ChatRequestBody) => JSON.stringify(b.messages).includes("slow")
+  if (slow(body) && scripted.filter(slow).length <= 1) return { content: "working", stall: true }
+  return "Here is the report."
+}
 let scripted: ReadonlyArray<ChatRequestBody> = []
 
 const scope = Effect.runSync(Scope.make())
@@ -179,6 +187,43 @@ describe.skipIf("skip" in pg)("the streams of a cluster's run whose runner stops
     } finally {
       join.close()
       thread.close()
+    }
+  }, 300_000)
+
+  it("killed mid-turn (not settling): the followers' streams go on with the resumed run to its end", async () => {
+    const { a, b, dbUrl } = await cluster(20)
+    const thread = (await send(a.url, "POST", "/threads", {})).thread_id as string
+    const run = (await send(a.url, "POST", `/threads/${thread}/runs`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "A slow report" }] }
+    })).run_id as string
+    await until(() => scripted.length > 0, "the model asked")
+    const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${thread}'`)
+    const runner = [a, b].find((s) => s.server.child.pid === Number(owner.slice(owner.lastIndexOf(":") + 1)))!
+    assert.isDefined(runner, `lease owner ${owner}`)
+    const other = runner === a ? b : a
+    const join = follow(`${other.url}/threads/${thread}/runs/${run}/stream`)
+    const stream = follow(`${other.url}/threads/${thread}/stream`, "-")
+    try {
+      await until(() => join.events.length >= 2 && stream.events.length >= 2, "both followers had the run's input")
+      const exited = new Promise((resolve) => runner.server.child.once("exit", resolve))
+      runner.server.child.kill("SIGKILL")
+      await exited
+      await until(() => join.closed() && ended(stream.events), () =>
+        `the followers' streams ended: ${JSON.stringify([join.events, stream.events])}\n${other.server.output()}`, 3600)
+      for (const events of [join.events, stream.events]) {
+        assert.strictEqual(events.at(-1)!.event, "end", JSON.stringify(events))
+        assert.strictEqual(events.filter((event) => event.event === "end").length, 1)
+        // the resumed attempt from its first event: its metadata, then its values with the answer
+        const resumed = events.findIndex((event) => event.event === "metadata" && (event.data as any).attempt === 2)
+        assert.isAbove(resumed, 0, JSON.stringify(events))
+        const values = events.filter((event) => event.event === "values").at(-1)!.data as any
+        assert.include(JSON.stringify(values.messages.at(-1)), "Here is the report.")
+        ascending(events)
+      }
+    } finally {
+      join.close()
+      stream.close()
     }
   }, 300_000)
 
