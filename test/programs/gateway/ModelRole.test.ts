@@ -195,6 +195,11 @@ describe("a run's internal model calls", () => {
     const hers = gateway.scripted.requests.length
     await threadWithRun(alice, "TITLE-MARK tell me about towers")
     assert.deepStrictEqual(since(hers, isTitle).map((r) => r.model), [A])
+    // (her memory update, on A, is let through before the next test counts requests on A)
+    await eventually(async () => since(hers, isMemory).length > 0 ? true : undefined, "alice's memory update", {
+      tries: 200,
+      everyMs: 25
+    })
   }, SLOW)
 
   it("a summary a guest's run makes when its trigger fires is asked of B, not `summarization.model_name`", async () => {
