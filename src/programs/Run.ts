@@ -385,9 +385,14 @@ export const execute = <E = never, R = never>(
     emit({ type: "run_start", thread_id: threadId, run_id: runId })
     const ended = (end: RunEndEvent) => Effect.sync(() => (emit(end), end))
 
+    // (a caller that settles the run's record itself, `RunSettlement`, holds the thread's lease and renews it from
+    // the run's acceptance until it did: a turn takes, renews and releases none, and asks the caller whether it lost
+    // it)
+    const settlement = Option.filter(yield* Effect.serviceOption(RunSettlement), (s) => s.settles(runId))
+    const settled = Option.isSome(settlement)
     // One active run per thread: take the lease before reading anything.
     const lease = takeLease(store, threadId, runId)
-    const leased = yield* Effect.either(restore(lease))
+    const leased = settled ? Either.right(settlement.value.lost()) : yield* Effect.either(restore(lease))
     if (Either.isLeft(leased)) return yield* ended(errorEnd(Cause.fail(leased.left)))
     if (leased.right !== undefined) {
       return yield* ended({
@@ -397,12 +402,6 @@ export const execute = <E = never, R = never>(
         error: { name: "ThreadBusy", message: busyMessage(threadId, leased.right) }
       })
     }
-    // (a caller that settles the run's record itself, `RunSettlement`, also holds the thread's lease until it did:
-    // a turn leaves it held)
-    const settled = Option.match(yield* Effect.serviceOption(RunSettlement), {
-      onNone: () => false,
-      onSome: (s) => s.settles(runId)
-    })
     const release = settled ? Effect.void : Effect.ignore(store.releaseLease(threadId, runId))
     let startedAt = new Date(yield* Clock.currentTimeMillis).toISOString()
 
@@ -447,16 +446,19 @@ export const execute = <E = never, R = never>(
       return yield* ended(errorEnd(Cause.fail(prepared.left)))
     }
     const holder = RunStateHolder.make(prepared.right, listener)
-    // The lease is renewed while the run goes. Losing it (another process took the thread over after this
-    // one stalled for longer than the lease lasts) fails the next checkpoint: two runs never both write.
-    let lost: LeaseHolder | undefined
+    // The lease is renewed while the run goes (by the turn, or by the caller that holds it). Losing it (another
+    // process took the thread over after this one stalled for longer than the lease lasts) fails the next
+    // checkpoint: two runs never both write.
+    let lostHere: LeaseHolder | undefined
+    const lostTo = settled ? settlement.value.lost : () => lostHere
     const renew = lease.pipe(
-      Effect.tap((holder) => Effect.sync(() => (lost ??= holder))),
+      Effect.tap((holder) => Effect.sync(() => (lostHere ??= holder))),
       Effect.catchAll((error) => Effect.logWarning(`cannot renew the thread's lease: ${error.message}`)),
       Effect.repeat(Schedule.spaced(LEASE_TTL_MS / 3)),
       Effect.delay(LEASE_TTL_MS / 3)
     )
     const checkpoint = Effect.suspend(() => {
+      const lost = lostTo()
       if (lost !== undefined) {
         return Effect.fail(new StoreError({ operation: "lease", message: busyMessage(threadId, lost) }))
       }
@@ -516,9 +518,9 @@ export const execute = <E = never, R = never>(
       return open.length === 0 ? Effect.void : Effect.ignore(holder.service.update({ messages: open }))
     })
 
-    const renewing = yield* Effect.forkDaemon(Effect.interruptible(renew))
+    const renewing = settled ? undefined : yield* Effect.forkDaemon(Effect.interruptible(renew))
     const exit = yield* Effect.exit(restore(body))
-    yield* Fiber.interrupt(renewing)
+    if (renewing !== undefined) yield* Fiber.interrupt(renewing)
     let end: RunEndEvent = Exit.isSuccess(exit)
       ? exit.value
       : Exit.isInterrupted(exit)

@@ -3,13 +3,17 @@
  * judged after its last one (the delivery check, its receipt kept). Through this service in the run's context, the
  * caller names the run whose turns leave its record `running` when they end (their `run_end` still says how); the
  * caller writes the run's end once, when its last phase ended, so a client reading the record never sees `success`
- * turn into another status. The caller also holds the thread's lease until then (a turn takes and renews it under
- * the run's id, and leaves it held), so no other process takes the thread, or the run, while it settles. Without it
- * (the CLI, the library, a subagent's run), a turn records how it ended and releases the lease.
+ * turn into another status. The caller also holds the thread's lease, and is the one that renews it, from the
+ * run's acceptance until its end is recorded: a turn of that run takes and renews no lease of its own, and asks
+ * `lost` before each checkpoint (a run whose lease another took writes nothing more). Without it (the CLI, the
+ * library, a subagent's run), a turn takes the lease, renews it, records how it ended and releases it.
  */
 import * as Context from "effect/Context"
+import type { LeaseHolder } from "./ThreadStore.js"
 
-/** Whether the caller settles the record of run `runId` itself. */
+/** Whether the caller settles the record of run `runId` itself, and holds its thread's lease meanwhile. */
 export class RunSettlement extends Context.Tag("antler/RunSettlement")<RunSettlement, {
   readonly settles: (runId: string) => boolean
+  /** Who took the thread's lease from the run the caller settles (`undefined`: the run still holds it). */
+  readonly lost: () => LeaseHolder | undefined
 }>() {}

@@ -2,10 +2,9 @@
  * `gateway.max_active_runs` (LangGraph's `N_JOBS_PER_WORKER`): past that many runs executing in the process, a
  * run's turn waits for a place. Places go in the order the runs asked for them: a place that frees is handed to
  * the run that has waited longest, never taken by one that arrives as it frees. The run stays `pending` while it
- * waits, and its lease on the thread is renewed every third of the lease's life, so no other writer takes the
- * thread from a run that was accepted. Once the turn has its place the renewing stops: the turn renews its own
- * lease as it runs (`Run`). A run cancelled while it waits leaves the line; one cancelled as its place came
- * passes the place on.
+ * waits, its lease on the thread held all the while by the run's one renewer (`RunLease`, from its acceptance to
+ * its end recorded). A run cancelled while it waits leaves the line; one cancelled as its place came passes the
+ * place on.
  *
  * `gateway.max_active_runs_per_user` is the same rule for each user's own runs, before the process's: a user past
  * it waits in a line of their own, holding none of the process's places, so one user starting runs without end
@@ -14,12 +13,9 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import type { ModelService } from "../../services/ModelService.js"
 import { RunContext } from "../../services/RunContext.js"
-import type { ThreadStore } from "../../services/ThreadStore.js"
-import * as Run from "../Run.js"
 
 /** Wraps a run's turn (of the user's) so that it runs only when it has a place. */
 export type Admit = (
@@ -85,7 +81,6 @@ const placesByUser = (size: number) => {
  * absent: every turn runs at once).
  */
 export const make = (
-  store: ThreadStore["Type"],
   maxActiveRuns: number | undefined,
   maxPerUser?: number | undefined
 ): Effect.Effect<Admit> =>
@@ -95,17 +90,7 @@ export const make = (
     const ofUser = maxPerUser === undefined ? undefined : placesByUser(maxPerUser)
     const withPlace = (userId: string): Places =>
       ofUser === undefined ? process : (turn) => ofUser(userId)(process(turn))
-    return (threadId, runId, userId) => (turn) => {
-      const renewing = Run.takeLease(store, threadId, runId).pipe(
-        Effect.ignore,
-        Effect.delay(Run.LEASE_TTL_MS / 3),
-        Effect.forever
-      )
-      return Effect.scoped(Effect.gen(function*() {
-        const renewer = yield* Effect.forkScoped(renewing)
-        return yield* withPlace(userId)(Effect.zipRight(Fiber.interrupt(renewer), turn))
-      }))
-    }
+    return (_threadId, _runId, userId) => withPlace(userId)
   })
 
 /**

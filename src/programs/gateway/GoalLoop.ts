@@ -17,6 +17,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { ModelService } from "../../services/ModelService.js"
 import type { RunEndEvent, RunEvent, StopReason } from "../../services/RunEvents.js"
+import { RunSettlement } from "../../services/RunSettlement.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
 import * as Goal from "../../state/GoalEvaluation.js"
 import type { Message } from "../../state/Message.js"
@@ -199,7 +200,11 @@ const evaluate = (options: Options, goal: GoalState, messages: ReadonlyArray<Mes
  */
 const write = (options: Emitting, goal: GoalUpdate) =>
   Effect.gen(function*() {
-    const holder = yield* Run.takeLease(options.store, options.threadId, options.runId)
+    // (the run's lease is its manager's, which renews it and says whether the run lost it: `RunSettlement`)
+    const settlement = Option.filter(yield* Effect.serviceOption(RunSettlement), (s) => s.settles(options.runId))
+    const holder = Option.isSome(settlement)
+      ? settlement.value.lost()
+      : yield* Run.takeLease(options.store, options.threadId, options.runId)
     if (holder !== undefined) return false
     const update = { goal }
     yield* options.store.append(options.threadId, options.runId, [update])

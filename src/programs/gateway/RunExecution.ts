@@ -25,7 +25,6 @@ import type * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"
 import * as App from "../App.js"
 import type * as Factory from "../Factory.js"
-import * as Run from "../Run.js"
 import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
@@ -34,6 +33,7 @@ import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
 import * as RunBuffer from "./RunBuffer.js"
 import * as RunJournal from "./RunJournal.js"
+import * as RunLease from "./RunLease.js"
 import * as RunListener from "./RunListener.js"
 import type { ActiveRun, CancelAction, Options, RunRequest, Stop } from "./RunModel.js"
 import { HANDOVER, now } from "./RunModel.js"
@@ -139,21 +139,10 @@ export const execute = (
     const { active, known, forget } = deps.registry
     const { run, append, journal } = made
     const owner = request.userId
-    // the thread's lease, taken when the run was accepted, is held (renewed) until the run's end is recorded: its
-    // turns leave it held (`RunSettlement`), so no other process takes the thread, or resumes the run, meanwhile
-    const renewer = yield* Effect.forkScoped(Run.takeLease(store, request.threadId, runId).pipe(
-      Effect.tap((holder) =>
-        holder === undefined ? Effect.void : Effect.logWarning(`run ${runId}: its thread's lease was taken by ` +
-          `run ${holder.run_id} (process ${holder.owner})`)
-      ),
-      Effect.catchAll((error) => Effect.logWarning(`run ${runId}: cannot renew its thread's lease: ${error.message}`)),
-      Effect.delay(Run.LEASE_TTL_MS / 3),
-      Effect.forever
-    ))
-    const release = Effect.zipRight(
-      Fiber.interrupt(renewer),
-      Effect.ignore(store.releaseLease(request.threadId, runId))
-    )
+    // the thread's lease, taken when the run was accepted, is held (renewed here, and only here) until the run's end
+    // is recorded: its turns take and renew none (`RunSettlement`), so no other process takes the thread, or resumes
+    // the run, meanwhile
+    const { lost, release } = yield* RunLease.hold(store, request.threadId, runId)
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
     const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)
@@ -256,7 +245,7 @@ export const execute = (
     }).pipe(
       Effect.provideService(RunHandover, { requested: () => handingOver }),
       // (the record stays `running` through the turns and the checks after them: settled once, below)
-      Effect.provideService(RunSettlement, { settles: (id) => id === runId }),
+      Effect.provideService(RunSettlement, { settles: (id) => id === runId, lost }),
       admitted(request.threadId, runId, request.userId)
     )
     // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still

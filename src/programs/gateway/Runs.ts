@@ -133,7 +133,7 @@ export const layer = (
         options,
         redact: options.redact ?? Redact.none,
         registry,
-        admitted: yield* Admission.make(store, options.maxActiveRuns, options.maxActiveRunsPerUser),
+        admitted: yield* Admission.make(options.maxActiveRuns, options.maxActiveRunsPerUser),
         // the goal evaluator's model: the clients of the configuration as it is when it judges
         goalModel: Option.isNone(live)
           ? Effect.succeed(undefined)

@@ -1,8 +1,8 @@
 /**
  * `gateway.max_active_runs`: past that many runs executing at once, a run is accepted and waits `pending` (its
  * stream open) until one ends, as LangGraph's server does past `N_JOBS_PER_WORKER`. A waiting run cancelled
- * never reaches the model; without the setting there is no limit. On Effect's TestClock: a run waiting longer than
- * its lease lasts keeps its thread, and stops renewing once it has its place; places go first come, first served
+ * never reaches the model; without the setting there is no limit. On Effect's TestClock: a run waits as long as
+ * its place is taken (its lease meanwhile is its renewer's: RunLease.test.ts); places go first come, first served
  * (one arriving as a place frees does not take it from those waiting), never more at once than the limit. With
  * `gateway.max_active_runs_per_user`, a user past it waits in a line of their own while another user runs.
  */
@@ -12,10 +12,8 @@ import * as Effect from "effect/Effect"
 import * as FC from "effect/FastCheck"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
-import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
 import * as Admission from "../../../src/programs/gateway/Admission.js"
 import * as Run from "../../../src/programs/Run.js"
-import type { ThreadStore } from "../../../src/services/ThreadStore.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
@@ -114,42 +112,26 @@ describe("gateway.max_active_runs", () => {
 })
 
 describe("a run waiting for its place, on the TestClock", () => {
-  const T0 = Date.UTC(2026, 0, 1)
-  /** Who another run asking for `threadId`'s lease now would find holding it (`undefined`: it gets it). */
-  const blocker = (store: ThreadStore["Type"], threadId: string) =>
+  it.effect("waits while its place is taken, for as long as that lasts, and runs when the place frees", () =>
     Effect.gen(function*() {
-      const holder = yield* Run.takeLease(store, threadId, "intruder")
-      if (holder === undefined) yield* store.releaseLease(threadId, "intruder")
-      return holder?.run_id
-    })
-
-  it.effect("keeps its thread's lease past the lease's life while it waits, and runs when the place frees", () =>
-    Effect.gen(function*() {
-      yield* TestClock.setTime(T0)
-      const store = MemoryThreadStore.make()
-      const admit = yield* Admission.make(store, 1)
+      const admit = yield* Admission.make(1)
       const release = yield* Deferred.make<void>()
       const first = yield* Effect.fork(admit("t1", "r1", "alice")(Deferred.await(release)))
       yield* Effect.yieldNow()
-      // the second run was accepted: its lease taken at T0, as the manager does
-      assert.isUndefined(yield* Run.takeLease(store, "t2", "r2"))
       let ran = false
       const second = yield* Effect.fork(admit("t2", "r2", "alice")(Effect.sync(() => (ran = true))))
+      // (its thread's lease is held meanwhile by the run's renewer: see RunLease.test.ts)
       yield* TestClock.adjust(Run.LEASE_TTL_MS * 3)
       assert.isFalse(ran, "it waits while the place is taken")
-      assert.strictEqual(yield* blocker(store, "t2"), "r2", "three lease lives later, the thread is still its")
       yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(first)
       yield* Fiber.join(second)
       assert.isTrue(ran)
-      // admitted and ended, it no longer renews: the lease runs out one life after its last renewal
-      yield* TestClock.adjust(Run.LEASE_TTL_MS)
-      assert.isUndefined(yield* blocker(store, "t2"))
     }))
 
   it.effect("without a limit, a turn is run as it is, with no place to wait for", () =>
     Effect.gen(function*() {
-      const admit = yield* Admission.make(MemoryThreadStore.make(), undefined)
+      const admit = yield* Admission.make(undefined)
       const turn = Effect.succeed("ran")
       assert.strictEqual(admit("t", "r", "alice")(turn), turn)
     }))
@@ -159,7 +141,7 @@ describe("a run waiting for its place, on the TestClock", () => {
 
   it.effect("places go in the order the runs asked; one arriving as a place frees waits behind them", () =>
     Effect.gen(function*() {
-      const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
+      const admit = yield* Admission.make(1)
       const release = yield* Deferred.make<void>()
       const order: Array<string> = []
       const turn = (name: string) => admit(name, `run-${name}`, "alice")(Effect.sync(() => order.push(name)))
@@ -179,7 +161,7 @@ describe("a run waiting for its place, on the TestClock", () => {
 
   it.effect("a run cancelled in line leaves it: the next one gets the place, and the limit stays what it was", () =>
     Effect.gen(function*() {
-      const admit = yield* Admission.make(MemoryThreadStore.make(), 1)
+      const admit = yield* Admission.make(1)
       const release = yield* Deferred.make<void>()
       const ran: Array<string> = []
       const holder = yield* Effect.fork(admit("h", "run-h", "alice")(Deferred.await(release)))
@@ -217,7 +199,7 @@ describe("a run waiting for its place, on the TestClock", () => {
     ],
     ([limit, turns]) =>
       Effect.gen(function*() {
-        const admit = yield* Admission.make(MemoryThreadStore.make(), limit)
+        const admit = yield* Admission.make(limit)
         let running = 0
         let most = 0
         const started: Array<number> = []
@@ -264,7 +246,7 @@ describe("a run waiting for its place, on the TestClock", () => {
     ],
     ([perUser, limit, turns]) =>
       Effect.gen(function*() {
-        const admit = yield* Admission.make(MemoryThreadStore.make(), limit, perUser)
+        const admit = yield* Admission.make(limit, perUser)
         const running = new Map<string, number>()
         let all = 0
         let most = 0
@@ -299,7 +281,7 @@ describe("a run waiting for its place, on the TestClock", () => {
 
   it.effect("a user past max_active_runs_per_user waits in a line of their own: another user's run goes first", () =>
     Effect.gen(function*() {
-      const admit = yield* Admission.make(MemoryThreadStore.make(), 2, 1)
+      const admit = yield* Admission.make(2, 1)
       const release = yield* Deferred.make<void>()
       const order: Array<string> = []
       const holder = yield* Effect.fork(admit("a1", "run-a1", "alice")(Deferred.await(release)))

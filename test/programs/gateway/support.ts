@@ -20,6 +20,7 @@ import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as App from "../../../src/programs/App.js"
 import * as Gateway from "../../../src/programs/gateway/Gateway.js"
 import * as Runs from "../../../src/programs/gateway/Runs.js"
+import type { StoreError } from "../../../src/services/RunContext.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { messageText } from "../../support/modelRequests.js"
 
@@ -57,6 +58,8 @@ export interface StartOptions {
   readonly logger?: Layer.Layer<never>
   /** Wraps the configured thread store (a test watching what the gateway asks of it). */
   readonly wrapStore?: (store: ThreadStore["Type"]) => ThreadStore["Type"]
+  /** Threads kept here instead of the configured store (`Gateway.Options.store`). */
+  readonly store?: Layer.Layer<ThreadStore, StoreError>
 }
 
 /** A fresh temp directory. */
@@ -107,6 +110,7 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
       choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
       host: "127.0.0.1",
       port: 0,
+      ...(options.store !== undefined ? { store: options.store } : {}),
       ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {}),
       ...(options.reload === true
         ? { reload: { choose: (config) => App.chooseModel(config.models, {}, {}), recheckMs: 0 } }
