@@ -24,7 +24,7 @@ import {
   withSpans
 } from "../services/ThreadStore.js"
 import { applyUpdates, makeIndexes } from "../state/Reducers.js"
-import type { ThreadState } from "../state/ThreadState.js"
+import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { titleOf } from "./store/Codec.js"
 import { mergeMetadata } from "./store/Rows.js"
@@ -126,6 +126,14 @@ export const make = (): ThreadStore["Type"] => {
       }
       threads.set(threadId, entry)
     }
+    return entry
+  }
+  const appendNow = (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>): Entry => {
+    const entry = get(threadId)
+    const now = new Date().toISOString()
+    entry.checkpoints.push({ seq: ++seq, run_id: runId, created_at: now, updates })
+    entry.updated_at = now
+    touched(entry)
     return entry
   }
   const summary = (thread_id: string, entry: Entry, now: number): ThreadSummary => {
@@ -235,13 +243,16 @@ export const make = (): ThreadStore["Type"] => {
             }))
         })
       }),
-    append: (threadId, runId, updates) =>
+    append: (threadId, runId, updates) => Effect.sync(() => void appendNow(threadId, runId, updates)),
+    appendMeasured: (threadId, runId, updates, unownedOf) =>
       Effect.sync(() => {
-        const entry = get(threadId)
-        const now = new Date().toISOString()
-        entry.checkpoints.push({ seq: ++seq, run_id: runId, created_at: now, updates })
-        entry.updated_at = now
-        touched(entry)
+        const entry = appendNow(threadId, runId, updates)
+        settle()
+        const mine = owners.get(entry.owner) ?? 0
+        const owned = entry.owner === null || entry.owner === unownedOf
+          ? (owners.get(unownedOf) ?? 0) + (owners.get(null) ?? 0)
+          : mine
+        return { bytes: entry.counted, owner: entry.owner, owned }
       }),
     saveRun: (run) =>
       Effect.sync(() => {

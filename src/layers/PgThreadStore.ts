@@ -24,6 +24,7 @@ import { StoreError } from "../services/RunContext.js"
 import type { LoadedThread, RunRecord } from "../services/ThreadStore.js"
 import { deleteBusyMessage, leaseBlocks, leaseOwner, ThreadStore, withSpans } from "../services/ThreadStore.js"
 import * as Redact from "../state/Redact.js"
+import type { StateUpdate } from "../state/ThreadState.js"
 import * as PgPool from "./store/PgPool.js"
 import { migrations, SCHEMA_VERSION } from "./store/PgMigrations.js"
 import { checkpointOf } from "./store/Codec.js"
@@ -157,11 +158,22 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
           `Cannot create thread "${threadId}"`
         ))
 
-    const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
+    // What the thread keeps once the checkpoint is kept, read by the statement that touches the thread after it (the
+    // checkpoint's triggers have counted it by then), for `appendMeasured`: no statement of its own.
+    const MEASURED = `RETURNING t.bytes, t.owner, (SELECT COALESCE(SUM(o.bytes), 0) FROM antler_owner_bytes o
+      WHERE o.owner = COALESCE(t.owner, '') OR (COALESCE(t.owner, '') IN ('', $3) AND o.owner IN ('', $3))) AS owned`
+    const appendWith = (
+      threadId: string,
+      runId: string,
+      given: ReadonlyArray<StateUpdate>,
+      unownedOf: string | undefined
+    ) =>
       Effect.suspend(() => {
         const checkpoint = checkpointOf(threadId, given, redactor)
         if (Either.isLeft(checkpoint)) return Effect.fail(checkpoint.left)
         const { text: body, title } = checkpoint.right
+        const returning = unownedOf === undefined ? "" : ` ${MEASURED}`
+        const measure = unownedOf === undefined ? [] : [unownedOf]
         return Effect.flatMap(now, (at) =>
           transaction(
             Effect.gen(function*() {
@@ -172,14 +184,32 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
                 `INSERT INTO antler_checkpoints (thread_id, run_id, created_at, updates) VALUES ($1, $2, $3, $4)`,
                 [threadId, runId, at, body]
               )
-              yield* title === undefined
-                ? q(`UPDATE antler_threads SET updated_at = $2 WHERE thread_id = $1`, [threadId, at])
-                : q(`UPDATE antler_threads SET updated_at = $2, title = $3 WHERE thread_id = $1`, [threadId, at, title])
+              const rows = yield* title === undefined
+                ? q(`UPDATE antler_threads t SET updated_at = $2 WHERE thread_id = $1${returning}`, [
+                  threadId,
+                  at,
+                  ...measure
+                ])
+                : q(
+                  `UPDATE antler_threads t SET updated_at = $2, title = $${3 + measure.length} WHERE thread_id = $1` +
+                    returning,
+                  [threadId, at, ...measure, title]
+                )
+              if (unownedOf === undefined) return undefined
+              const found = yield* decodeRows(decodeBytesRows, rows, "append", "The thread table")
+              return found[0]
             }),
             "append",
             `Cannot save a checkpoint of thread "${threadId}"`
           ))
       })
+
+    const append: ThreadStore["Type"]["append"] = (threadId, runId, given) =>
+      Effect.asVoid(appendWith(threadId, runId, given, undefined))
+
+    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, given, unownedOf) =>
+      Effect.flatMap(appendWith(threadId, runId, given, unownedOf), (measured) =>
+        measured !== undefined ? Effect.succeed(measured) : Effect.die(new Error("a measured append measured nothing")))
 
     const load: ThreadStore["Type"]["load"] = (threadId) =>
       Effect.gen(function*() {
@@ -513,6 +543,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       runs,
       load,
       append,
+      appendMeasured,
       saveRun,
       saveRunEvents,
       runEvents,

@@ -145,7 +145,12 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
     yield* transaction(migrate(conn, (message) => openFailed(message)), "open", `Cannot migrate ${where}`)
 
     const leases = Leases.make(conn, access)
-    const append = GroupCommit.make(conn, access, redactor, leases.alone)
+    const appendAny = GroupCommit.make(conn, access, redactor, leases.alone)
+    const append: ThreadStore["Type"]["append"] = (threadId, runId, updates) =>
+      Effect.asVoid(appendAny(threadId, runId, updates))
+    const appendMeasured: ThreadStore["Type"]["appendMeasured"] = (threadId, runId, updates, unownedOf) =>
+      Effect.flatMap(appendAny(threadId, runId, updates, unownedOf), (measured) =>
+        measured !== undefined ? Effect.succeed(measured) : Effect.die(new Error("a measured append measured nothing")))
     const load = Snapshots.makeLoad(conn, access, Math.max(0, Math.floor(options.snapshotEvery ?? 50)))
 
     const ensure: ThreadStore["Type"]["ensure"] = (threadId, init) =>
@@ -371,6 +376,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
       runs,
       load,
       append,
+      appendMeasured,
       saveRun,
       saveRunEvents,
       runEvents,

@@ -232,6 +232,17 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     /** Appends one checkpoint: the updates of one completed step, in order. */
     readonly append: (threadId: string, runId: string, updates: ReadonlyArray<StateUpdate>) => Effect.Effect<void, StoreError>
     /**
+     * Appends as `append` does, and says what the thread keeps once the checkpoint is kept (`ThreadBytes`; its
+     * owner's `owned` counts the threads made without one too when the owner is `unownedOf` or none), read by the
+     * write itself, not by a statement of its own (a gateway's quota asks at every step).
+     */
+    readonly appendMeasured: (
+      threadId: string,
+      runId: string,
+      updates: ReadonlyArray<StateUpdate>,
+      unownedOf: string
+    ) => Effect.Effect<ThreadBytes, StoreError>
+    /**
      * Deletes a run that has ended (not `pending` nor `running`): its record and its recorded events. Its
      * checkpoints stay (each is a delta the later ones build on). `false` when the thread has no such run, or the
      * run has not ended.
@@ -300,6 +311,10 @@ export const withSpans = (name: string, store: ThreadStore["Type"]): ThreadStore
       Tracing.withSpanWhenTraced(store.load(threadId), `${name}.load`, { attributes: { thread: threadId } }),
     append: (threadId, runId, updates) =>
       Tracing.withSpanWhenTraced(store.append(threadId, runId, updates), `${name}.append`, {
+        attributes: { thread: threadId, run: runId, updates: updates.length }
+      }),
+    appendMeasured: (threadId, runId, updates, unownedOf) =>
+      Tracing.withSpanWhenTraced(store.appendMeasured(threadId, runId, updates, unownedOf), `${name}.append`, {
         attributes: { thread: threadId, run: runId, updates: updates.length }
       }),
     rollback: Effect.fn(`${name}.rollback`)(function*(threadId: string, runId: string) {

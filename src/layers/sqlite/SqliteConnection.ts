@@ -24,6 +24,7 @@ export interface RunResult {
 
 interface Statement {
   readonly reader: boolean
+  readonly readonly: boolean
   run(...params: ReadonlyArray<unknown>): RunResult
   all(...params: ReadonlyArray<unknown>): Array<Record<string, unknown>>
 }
@@ -51,6 +52,11 @@ export interface Connection {
    * with. For the hot path of a caller that already holds the connection (see `Mutex.ifFree`).
    */
   readonly writeNow: (sql: string, params: ReadonlyArray<unknown>) => Either.Either<RunResult, SqlError>
+  /** `writeNow` for a write that returns rows (`RETURNING`): its rows. */
+  readonly writeRowsNow: (
+    sql: string,
+    params: ReadonlyArray<unknown>
+  ) => Either.Either<ReadonlyArray<Record<string, unknown>>, SqlError>
 }
 
 /** Prepared statements kept at most (the store has a few dozen distinct statements). */
@@ -250,7 +256,12 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
           return Either.left(failed(cause, "Failed to prepare statement"))
         }
         try {
-          if (s.reader) return Either.right(s.all(...params))
+          if (s.reader) {
+            const rows = s.all(...params)
+            // (a write that returns rows: `RETURNING`)
+            if (!s.readonly) checkpointer?.wrote()
+            return Either.right(rows)
+          }
           const result = s.run(...params)
           checkpointer?.wrote()
           return Either.right(raw ? result : [])
@@ -263,10 +274,13 @@ export const open = (filename: string): Effect.Effect<Connection, SqlError, Scop
         Effect.suspend(() => runNow(sql, params, raw))
       const writeNow = (sql: string, params: ReadonlyArray<unknown>) =>
         runNow(sql, params, true) as Either.Either<RunResult, SqlError>
+      const writeRowsNow = (sql: string, params: ReadonlyArray<unknown>) =>
+        runNow(sql, params, false) as Either.Either<ReadonlyArray<Record<string, unknown>>, SqlError>
       return {
         execute: (sql, params) => run(sql, params, false),
         executeRaw: (sql, params) => run(sql, params, true),
-        writeNow
+        writeNow,
+        writeRowsNow
       }
     }
   )

@@ -6,6 +6,17 @@
 // Inserts only when the thread row exists (a read of it, no write): no row, nothing inserted.
 export const APPEND_CHECKPOINT = `INSERT INTO checkpoints (thread_id, run_id, created_at, updates)
   SELECT thread_id, ?, ?, ? FROM threads WHERE thread_id = ?`
+// APPEND_CHECKPOINT answering what its thread keeps once it is kept, and its owner's threads (those made without an
+// owner too when the owner is the last parameter, given twice, or none): the append and the quota's read in one
+// statement. RETURNING is computed before the AFTER INSERT triggers add the checkpoint to the counters
+// (`Migrations.BYTES_MIGRATION`), so it adds the checkpoint's bytes itself, as they do (a test compares it with
+// `THREAD_BYTES` read after).
+export const APPEND_CHECKPOINT_MEASURED = `${APPEND_CHECKPOINT}
+  RETURNING (SELECT t.bytes FROM threads t WHERE t.thread_id = checkpoints.thread_id) + octet_length(updates) AS bytes,
+  (SELECT t.owner FROM threads t WHERE t.thread_id = checkpoints.thread_id) AS owner,
+  (SELECT COALESCE(SUM(o.bytes), 0) FROM threads t JOIN owner_bytes o ON o.owner = COALESCE(t.owner, '')
+    OR (COALESCE(t.owner, '') IN ('', ?) AND o.owner IN ('', ?))
+    WHERE t.thread_id = checkpoints.thread_id) + octet_length(updates) AS owned`
 export const SET_TITLE = `UPDATE threads SET title = ? WHERE thread_id = ?`
 export const ENSURE_THREAD = `INSERT INTO threads (thread_id, created_at, updated_at) VALUES (?, ?, ?)
   ON CONFLICT (thread_id) DO NOTHING`

@@ -57,7 +57,7 @@ const TestClockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
 
 describe("RunLease: the one renewer of a gateway run's lease, on the TestClock", () => {
-  it.effect("renews every third of the lease's life, keeps the thread for lease lives on end, frees it on release", () =>
+  it.effect("renews every third of the lease's life, keeps the thread for lives on end, frees it on release", () =>
     Effect.scoped(Effect.gen(function*() {
       yield* TestClock.setTime(T0)
       const { store, writes } = counting(MemoryThreadStore.make())
@@ -158,7 +158,7 @@ describe("a turn of a run whose caller holds the lease (RunSettlement), on the T
 })
 
 describe("a gateway run over HTTP", () => {
-  it("writes its lease once when its turn ends at once: taken at acceptance, renewed by no turn, released", async () => {
+  it("writes its lease once when its turn ends at once: taken at acceptance, renewed by no turn", async () => {
     let counted: ReturnType<typeof counting> | undefined
     const gateway = await Support.start({
       script: () => "Short answer.",
