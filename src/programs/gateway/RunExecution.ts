@@ -19,7 +19,7 @@ import type { ModelService } from "../../services/ModelService.js"
 import type { RunEndEvent, RunEvent } from "../../services/RunEvents.js"
 import { RunHandover } from "../../services/RunHandover.js"
 import { RunSettlement } from "../../services/RunSettlement.js"
-import type { RunRecord } from "../../services/ThreadStore.js"
+import type { RunRecord, StoredRunEvent } from "../../services/ThreadStore.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import type { ThreadState } from "../../state/ThreadState.js"
@@ -29,6 +29,7 @@ import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
 import * as GoalLoop from "./GoalLoop.js"
+import * as InputBounds from "./InputBounds.js"
 import * as Projection from "./Projection.js"
 import * as Protocol from "./Protocol.js"
 import * as RunBuffer from "./RunBuffer.js"
@@ -40,6 +41,7 @@ import { HANDOVER, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
 import type { Registry } from "./RunRegistry.js"
 import * as RunSettling from "./RunSettling.js"
+import * as StorageQuota from "./StorageQuota.js"
 import * as WorkspaceChanges from "./WorkspaceChanges.js"
 
 /** A running run's events are kept in the store each time they grew by this many (or by half, if more). */
@@ -158,20 +160,42 @@ export const execute = (
     // (by SAVE_EVERY events or by half, whichever is more: a few saves a run, what another process reads)
     // and when the run ends; the run's end is kept last, and no earlier save overwrites it. (This process
     // reads a running run's journal itself, `ActiveRun.events`.)
+    // Within the storage quotas (`gateway.quotas`), the events are kept as they grow only while what they add fits;
+    // past a quota the last save keeps the events always kept (the run's end, its receipt, its workspace changes:
+    // `RunJournal.ALWAYS_KEPT`), a few KB, so that the run ends readable.
     let settled = false
+    let savedBytes = 0
     const saving = yield* Effect.makeSemaphore(1)
+    const limits = deps.options.storageLimits
+    const withinQuota = (events: ReadonlyArray<StoredRunEvent>, last: boolean) =>
+      Effect.gen(function*() {
+        if (limits === undefined) return events
+        const fits = (kept: ReadonlyArray<StoredRunEvent>) =>
+          StorageQuota.fits(store, limits, owner, request.threadId, InputBounds.jsonBytes(kept) - savedBytes)
+        if (yield* Effect.orElseSucceed(fits(events), () => true)) return events
+        if (!last) return undefined
+        yield* Effect.logWarning(`run ${runId}: past a storage quota, only its end and receipt are kept of its events`)
+        return RunJournal.alwaysKept(events)
+      })
     const saveJournal = (last: boolean) =>
       saving.withPermits(1)(Effect.suspend(() => {
         if (settled) return Effect.succeed(true)
         settled = last
-        const save = store.saveRunEvents(request.threadId, runId, redact.value(journal.events()))
-        // (the last save holds the run's receipt: retried briefly, as DeerFlow's worker retries it)
-        return (last ? Effect.retry(save, RECEIPT_RETRIES) : save).pipe(
-          Effect.as(true),
-          Effect.catchAll((error) =>
-            Effect.as(Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`), false)
+        return Effect.flatMap(withinQuota(redact.value(journal.events()), last), (events) => {
+          // (not kept as it grows past a quota: this process serves them until the run ends)
+          if (events === undefined) return Effect.succeed(true)
+          const save = Effect.tap(
+            store.saveRunEvents(request.threadId, runId, events),
+            () => Effect.sync(() => (savedBytes = limits === undefined ? 0 : InputBounds.jsonBytes(events)))
           )
-        )
+          // (the last save holds the run's receipt: retried briefly, as DeerFlow's worker retries it)
+          return (last ? Effect.retry(save, RECEIPT_RETRIES) : save).pipe(
+            Effect.as(true),
+            Effect.catchAll((error) =>
+              Effect.as(Effect.logWarning(`run ${runId}: its events were not kept: ${error.message}`), false)
+            )
+          )
+        })
       }))
     const keep = yield* Effect.makeLatch(false)
     let nextSave = SAVE_EVERY

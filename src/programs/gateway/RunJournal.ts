@@ -268,6 +268,13 @@ export interface RunJournal {
   readonly count: () => number
 }
 
+/** The events a run's journal keeps past a storage quota: its workspace changes, its end and its receipt. */
+export const ALWAYS_KEPT: ReadonlyArray<string> = ["workspace_changes", "run.end", "run.error", "run.delivery"]
+
+/** Of a run's events, those always kept (`ALWAYS_KEPT`), numbered from 1. */
+export const alwaysKept = (events: ReadonlyArray<StoredRunEvent>): ReadonlyArray<StoredRunEvent> =>
+  events.filter((e) => ALWAYS_KEPT.includes(e.event_type)).map((e, i) => ({ ...e, seq: i + 1 }))
+
 const CALLER = { caller: "lead_agent" }
 // the events always kept, past the bounds: the workspace changes, the run's end and its delivery receipt
 const FORCED = 3

@@ -55,6 +55,8 @@ export interface Starter {
 export const make = (deps: Deps): Starter => {
   const { store, options, fibers, lock, defaultModel } = deps
   const { known, active } = deps.registry
+  // what the runs accepted here and not ended are to add (their input), against which a new run is admitted
+  const reservations = StorageQuota.makeReservations()
 
   const queues = Queue.makeQueues<RunRequest>({
     saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
@@ -77,11 +79,17 @@ export const make = (deps: Deps): Starter => {
         }
       }
       // (what the run adds at once, its messages and its record's input, within the thread's and the user's quotas
-      // before any run is stopped for it; a run resumed after its runner died was admitted once)
-      if (options.storageLimits !== undefined && request.resumes === undefined) {
-        const adding = InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
+      // before any run is stopped for it, besides what the runs accepted before it and not ended are to add; a run
+      // resumed after its runner died was admitted once)
+      const admitting = options.storageLimits !== undefined && request.resumes === undefined
+      const adding = !admitting
+        ? 0
+        : InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
           InputBounds.jsonBytes(request.resume)
-        yield* StorageQuota.admit(store, options.storageLimits, request.userId, request.threadId, adding).pipe(
+      if (options.storageLimits !== undefined && admitting) {
+        const { userId, threadId } = request
+        const reserved = reservations.of(userId, threadId)
+        yield* StorageQuota.admit(store, options.storageLimits, userId, threadId, adding, reserved).pipe(
           Effect.mapError((error) =>
             error instanceof QuotaExceeded
               ? new GatewayError({ reason: "forbidden", message: error.message })
@@ -178,9 +186,14 @@ export const make = (deps: Deps): Starter => {
         const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
         yield* Deferred.succeed(made.run.done, record ?? fallback)
       })
+      // (its messages, kept with its first step, reserved until it ended: see `StorageQuota.Reservations`; the rest of
+      // its input is in its record, kept now)
+      const pending = admitting ? InputBounds.jsonBytes(request.messages) : 0
+      const free = pending === 0 ? Effect.void : yield* reservations.reserve(request.userId, request.threadId, pending)
       const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle(exit))),
-        Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect))
+        Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect)),
+        Effect.ensuring(free)
       )
       yield* FiberMap.run(
         fibers,

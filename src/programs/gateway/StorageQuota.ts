@@ -5,11 +5,14 @@
  * user's threads together, would be as large as their user makes them. Read from the byte counters the store keeps
  * with every write (`ThreadStore.bytesOf`, `bytesOwned`): a check is one indexed read, never a scan.
  *
- * Two places: before a request that adds to a thread (`admit`: a run, a state update, a copy), refused with a
- * `QuotaExceeded` (a 403 naming the quota, the use and what would be added) before anything is kept; and after every
- * checkpoint of the gateway's store (`bounded`), so that a run that grows its thread past a quota mid-run ends there,
- * an error saying so, its last step kept whole (its tool calls then answered as a stopped run's are). A thread may so
- * pass a quota by one step; processes sharing a database check the same counters.
+ * Three places: before a request that adds to a thread (`admit`: a run, a state update, a copy), refused with a
+ * `QuotaExceeded` (a 403 naming the quota, the use and what would be added) before anything is kept, a run against
+ * what the runs accepted before it are to add (`Reservations`); after every checkpoint of the gateway's store
+ * (`bounded`), so that a run that grows its thread past a quota mid-run ends there, an error saying so, its last step
+ * kept whole (its tool calls then answered as a stopped run's are); and before a run's recorded events are kept
+ * (`fits`: past a quota, only its end and receipt are, `RunExecution`). A thread or a user may so pass a quota, for
+ * each run going at once, by its last step and a few KB (its record's end, its end and receipt events); processes
+ * sharing a database check the same counters (each its own reservations).
  */
 import * as Effect from "effect/Effect"
 import type { QuotasConfig } from "../../services/config/Server.js"
@@ -38,35 +41,105 @@ const limited = (limits: Limits) => limits.thread > 0 || limits.user > 0
 /** What the threads of `userId` keep (the local user's include those made without an owner: the CLI's). */
 const ownedBy = (store: ThreadStore["Type"], userId: string) => store.bytesOwned(userId, userId === DEFAULT_USER)
 
+/** What runs accepted and not yet ended are to add, in bytes (see `Reservations`). */
+export interface Reserved {
+  /** To the thread. */
+  readonly thread: number
+  /** To the user's threads. */
+  readonly user: number
+}
+
+const NONE: Reserved = { thread: 0, user: 0 }
+
 /**
  * Succeeds when adding `adding` bytes to the thread `threadId` of `userId` (as stored; undefined for a thread to be
- * made) keeps both within their limits; else fails with the `QuotaExceeded` of the first limit it would pass.
+ * made), besides what runs already accepted are to add (`reserved`), keeps both within their limits; else fails with
+ * the `QuotaExceeded` of the first limit it would pass (its `used` what is kept plus what is reserved).
  */
 export const admit = (
   store: ThreadStore["Type"],
   limits: Limits,
   userId: string,
   threadId: string | undefined,
-  adding: number
+  adding: number,
+  reserved: Reserved = NONE
 ): Effect.Effect<void, QuotaExceeded | StoreError> =>
   Effect.gen(function*() {
     if (!limited(limits)) return
     const thread = threadId === undefined || limits.thread === 0 ? undefined : yield* store.bytesOf(threadId)
-    if (thread !== undefined && thread.bytes + adding > limits.thread) {
+    if (thread !== undefined && thread.bytes + reserved.thread + adding > limits.thread) {
       return yield* new QuotaExceeded({
         reason: "thread_history",
         user: userId,
         limit: limits.thread,
-        used: thread.bytes,
+        used: thread.bytes + reserved.thread,
         adding
       })
     }
     if (limits.user === 0) return
-    const used = yield* ownedBy(store, userId)
+    const used = (yield* ownedBy(store, userId)) + reserved.user
     if (used + adding > limits.user) {
       return yield* new QuotaExceeded({ reason: "user_history", user: userId, limit: limits.user, used, adding })
     }
   })
+
+/**
+ * What the runs a run manager accepted and that have not ended are to add to their threads, by thread and by user:
+ * their messages (kept with their first step; the rest of their input is in their record, kept when they are
+ * accepted), reserved when the run is accepted and freed when it ended, so that runs of one user started together
+ * are admitted against what the others will add, not each against the counters as they were before any of them
+ * wrote (`admit`'s `reserved`). A manager's own (its process's runs); while a run goes its messages count twice
+ * (reserved and kept), which refuses sooner, never later.
+ */
+export interface Reservations {
+  readonly of: (userId: string, threadId: string) => Reserved
+  /** Reserves `bytes`; what it succeeds with frees them (once). */
+  readonly reserve: (userId: string, threadId: string, bytes: number) => Effect.Effect<Effect.Effect<void>>
+}
+
+/** Empty reservations. */
+export const makeReservations = (): Reservations => {
+  const users = new Map<string, number>()
+  const threads = new Map<string, number>()
+  const add = (map: Map<string, number>, key: string, bytes: number) => {
+    const next = (map.get(key) ?? 0) + bytes
+    if (next === 0) map.delete(key)
+    else map.set(key, next)
+  }
+  return {
+    of: (userId, threadId) => ({ thread: threads.get(threadId) ?? 0, user: users.get(userId) ?? 0 }),
+    reserve: (userId, threadId, bytes) =>
+      Effect.sync(() => {
+        add(users, userId, bytes)
+        add(threads, threadId, bytes)
+        let freed = false
+        return Effect.sync(() => {
+          if (freed) return
+          freed = true
+          add(users, userId, -bytes)
+          add(threads, threadId, -bytes)
+        })
+      })
+  }
+}
+
+/**
+ * Whether the thread `threadId` of `userId` can keep `adding` bytes more within the limits (a run's recorded events
+ * as they grow: `RunExecution`), or may have shrunk (`adding` ≤ 0).
+ */
+export const fits = (
+  store: ThreadStore["Type"],
+  limits: Limits,
+  userId: string,
+  threadId: string,
+  adding: number
+): Effect.Effect<boolean, StoreError> =>
+  adding <= 0 || !limited(limits)
+    ? Effect.succeed(true)
+    : admit(store, limits, userId, threadId, adding).pipe(
+      Effect.as(true),
+      Effect.catchTag("QuotaExceeded", () => Effect.succeed(false))
+    )
 
 /** The `StoreError` operation of a write stopped by a quota once kept (see `bounded`). */
 export const STOPPED = "quota"
