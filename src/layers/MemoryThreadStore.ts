@@ -89,6 +89,9 @@ export const make = (): ThreadStore["Type"] => {
       bytes += measuredOnce(run, () => jsonBytes(run.metadata) + (run.error == null ? 0 : Buffer.byteLength(run.error)))
     }
     for (const events of entry.events.values()) bytes += measuredOnce(events, () => jsonBytes(events))
+    // (its metadata too: replaced, never changed, when patched)
+    const metadata = entry.metadata
+    if (Object.keys(metadata).length > 0) bytes += measuredOnce(metadata, () => jsonBytes(metadata))
     return bytes
   }
   const touched = (entry: Entry) => {
@@ -125,6 +128,7 @@ export const make = (): ThreadStore["Type"] => {
         dirty: false
       }
       threads.set(threadId, entry)
+      if (Object.keys(metadata).length > 0) touched(entry)
     }
     return entry
   }
@@ -195,6 +199,7 @@ export const make = (): ThreadStore["Type"] => {
         const entry = threads.get(threadId)
         if (entry === undefined) return false
         entry.metadata = mergeMetadata(entry.metadata, patch)
+        touched(entry)
         if (options?.touch !== false) entry.updated_at = new Date().toISOString()
         return true
       }),

@@ -65,6 +65,24 @@ const BYTES_MIGRATION: ReadonlyArray<string> = [
     COALESCE((SELECT SUM(octet_length(e.events)) FROM run_events e WHERE e.thread_id = threads.thread_id), 0)`
 ]
 
+const metadataBytes = (row: string) => `COALESCE(octet_length(${row}.metadata), 0)`
+
+/**
+ * Version 8: a thread's metadata counts in its `bytes` (and so its owner's), as it is written and changed: a user's
+ * threads could each keep 64 KiB of it outside the quotas.
+ */
+const METADATA_BYTES_MIGRATION: ReadonlyArray<string> = [
+  `CREATE TRIGGER threads_metadata_bytes_in AFTER INSERT ON threads WHEN NEW.metadata IS NOT NULL BEGIN
+    ${addTo("NEW.thread_id", metadataBytes("NEW"))}
+  END`,
+  `CREATE TRIGGER threads_metadata_bytes_change AFTER UPDATE OF metadata ON threads
+    WHEN ${metadataBytes("NEW")} != ${metadataBytes("OLD")} BEGIN
+    ${addTo("NEW.thread_id", `${metadataBytes("NEW")} - ${metadataBytes("OLD")}`)}
+  END`,
+  // the metadata there was, counted once
+  `UPDATE threads SET bytes = bytes + octet_length(metadata) WHERE metadata IS NOT NULL`
+]
+
 /**
  * The schema, one entry per version: entry `i` takes a database from `user_version` i to i + 1. Entries are
  * only ever appended. Version 2: a checkpoint's `seq` is its rowid (increasing across the whole database, so
@@ -75,7 +93,8 @@ const BYTES_MIGRATION: ReadonlyArray<string> = [
  * Version 6: threads indexed by owner (`ThreadStore.countOwned`, the gateway's thread quota).
  * Version 7: what a thread keeps, in bytes (`threads.bytes`), and what each owner's threads keep (`owner_bytes`, the
  * key `''` for threads made without one), kept by triggers with every write and delete (`ThreadStore.bytesOf`, the
- * gateway's quotas on them) and counted once for the threads there were.
+ * gateway's quotas on them) and counted once for the threads there were. Version 8: a thread's metadata counts in
+ * its `bytes` too.
  * (Version 1 numbered checkpoints per thread through a trigger on the thread row: one more page written per
  * step, about a third of a step's SQLite time.) A thread's `updated_at` is that of its last checkpoint.
  * `snapshots` holds one folded state per thread, a cache that `load` may rebuild.
@@ -164,7 +183,8 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
     // the gateway's thread quota counts a user's threads at each new one
     `CREATE INDEX threads_by_owner ON threads (owner)`
   ],
-  BYTES_MIGRATION
+  BYTES_MIGRATION,
+  METADATA_BYTES_MIGRATION
 ]
 
 /** The schema version this build writes. */

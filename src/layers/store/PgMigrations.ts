@@ -66,11 +66,46 @@ const BYTES_MIGRATION: ReadonlyArray<string> = [
     COALESCE((SELECT SUM(octet_length(e.events)) FROM antler_run_events e WHERE e.thread_id = t.thread_id), 0)`
 ]
 
+const metadataBytes = (row: string) => `COALESCE(octet_length(${row}.metadata), 0)`
+
+/**
+ * Version 5: a thread's metadata counts in its `bytes` (and so its owner's), as the SQLite store's version 8: set
+ * as the row is written (a new thread's counter starts at its metadata, its owner's follows), changed as it changes.
+ * An update holds the thread's row, then its owner's, as an appender does.
+ */
+const METADATA_BYTES_MIGRATION: ReadonlyArray<string> = [
+  `CREATE FUNCTION antler_threads_metadata_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    IF TG_OP = 'INSERT' THEN NEW.bytes := NEW.bytes + ${metadataBytes("NEW")};
+    ELSE
+      NEW.bytes := NEW.bytes + ${metadataBytes("NEW")} - ${metadataBytes("OLD")};
+      -- (a change a BEFORE trigger makes fires no UPDATE OF bytes trigger: the owner's counter is moved here, unless
+      -- the owner changes too, when the version 4 trigger moves the whole counter)
+      IF NEW.owner IS NOT DISTINCT FROM OLD.owner THEN
+        ${addToOwner("NEW.owner", `${metadataBytes("NEW")} - ${metadataBytes("OLD")}`)}
+      END IF;
+    END IF;
+    RETURN NEW;
+  END $$`,
+  `CREATE TRIGGER antler_threads_metadata_in BEFORE INSERT ON antler_threads FOR EACH ROW
+    WHEN (NEW.metadata IS NOT NULL) EXECUTE FUNCTION antler_threads_metadata_bytes()`,
+  `CREATE TRIGGER antler_threads_metadata_change BEFORE UPDATE OF metadata ON antler_threads FOR EACH ROW
+    WHEN (${metadataBytes("NEW")} <> ${metadataBytes("OLD")}) EXECUTE FUNCTION antler_threads_metadata_bytes()`,
+  `CREATE FUNCTION antler_threads_born() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+    ${addToOwner("NEW.owner", "NEW.bytes")}
+    RETURN NULL;
+  END $$`,
+  `CREATE TRIGGER antler_threads_born AFTER INSERT ON antler_threads FOR EACH ROW WHEN (NEW.bytes <> 0)
+    EXECUTE FUNCTION antler_threads_born()`,
+  // the metadata there was, counted once (its owners' counters follow, through the version 4 trigger)
+  `UPDATE antler_threads SET bytes = bytes + octet_length(metadata) WHERE metadata IS NOT NULL`
+]
+
 /**
  * The schema, one entry per version (entry `i` takes the database from version i to i + 1). Version 1: the
  * SQLite store's tables as of its version 4. Version 2: `antler_run_events` (the SQLite store's version 5).
  * Version 3: threads indexed by owner (the SQLite store's version 6). Version 4: the byte counters of threads and
- * owners, kept by triggers (the SQLite store's version 7; see `BYTES_MIGRATION`).
+ * owners, kept by triggers (the SQLite store's version 7; see `BYTES_MIGRATION`). Version 5: a thread's metadata in
+ * its counter (the SQLite store's version 8).
  */
 export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
   [
@@ -120,7 +155,8 @@ export const migrations: ReadonlyArray<ReadonlyArray<string>> = [
     `CREATE INDEX antler_run_events_by_thread ON antler_run_events (thread_id)`
   ],
   [`CREATE INDEX antler_threads_by_owner ON antler_threads (owner)`],
-  BYTES_MIGRATION
+  BYTES_MIGRATION,
+  METADATA_BYTES_MIGRATION
 ]
 
 /** The schema version this build writes. */

@@ -229,6 +229,10 @@ export const layer = (api: LangGraphApi) =>
               }
               return json(Threads.ThreadObject, yield* fullThread(existing.value, threadId))
             }
+            // (its metadata is kept with the thread: within the user's storage quota)
+            if (Object.keys(request.metadata ?? {}).length > 0) {
+              yield* access.withinStorage(userId, undefined, InputBounds.jsonBytes(request.metadata))
+            }
             const made = yield* newThread(userId, threadId, request.metadata ?? {})
             return json(Threads.ThreadObject, yield* fullThread(made, threadId))
           }))
@@ -284,6 +288,9 @@ export const layer = (api: LangGraphApi) =>
                   `${Threads.MAX_METADATA_BYTES} (64 KiB), the most metadata may hold.`
               )
             }
+            // (what it grows the thread by is kept with it: within the storage quotas)
+            const growth = merged - Buffer.byteLength(JSON.stringify(owned.metadata ?? {}))
+            if (growth > 0) yield* access.withinStorage(userId, stored, growth)
             const pinOnly = Object.keys(patch).length > 0 && Object.keys(patch).every((key) => key === PINNED)
             yield* Effect.mapError(store.patchMetadata(stored, patch, { touch: !pinOnly }), storeFailed)
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
