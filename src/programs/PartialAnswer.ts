@@ -5,6 +5,7 @@
  * the thread's state and message pages). Only text: a tool call the model had begun is dropped, so nothing is
  * left without its result. Bounded: past `MAX_PARTIAL_CHARS` the rest is not kept.
  */
+import * as TextBuilder from "../internal/TextBuilder.js"
 import type { RunEvent } from "../services/RunEvents.js"
 import type { AIMessage } from "../state/Message.js"
 import * as M from "../state/Message.js"
@@ -26,30 +27,34 @@ export interface PartialAnswer {
 /** A fresh tracker for one run. */
 export const make = (): PartialAnswer => {
   let id: string | undefined
-  let text = ""
-  let reasoning = ""
-  const add = (kept: string, piece: string | undefined) =>
-    piece === undefined || kept.length >= MAX_PARTIAL_CHARS
-      ? kept
-      : kept + piece.slice(0, MAX_PARTIAL_CHARS - kept.length)
+  // (compact while they grow: read whole only when the run stops)
+  let text = TextBuilder.make()
+  let reasoning = TextBuilder.make()
+  const add = (kept: TextBuilder.TextBuilder, piece: string | undefined) => {
+    if (piece !== undefined && kept.length() < MAX_PARTIAL_CHARS) {
+      kept.append(piece.slice(0, MAX_PARTIAL_CHARS - kept.length()))
+    }
+  }
   return {
     see: (event) => {
       if (event.type !== "token") return
       if (event.message_id !== id) {
         id = event.message_id
-        text = ""
-        reasoning = ""
+        text = TextBuilder.make()
+        reasoning = TextBuilder.make()
       }
-      text = add(text, event.text)
-      reasoning = add(reasoning, event.reasoning)
+      add(text, event.text)
+      add(reasoning, event.reasoning)
     },
     message: (written) => {
-      if (id === undefined || text.trim() === "") return undefined
+      const said = text.text()
+      if (id === undefined || said.trim() === "") return undefined
       const current = id
       if (written.some((m) => m.id === current)) return undefined
-      return M.ai(text, {
+      const thought = reasoning.text()
+      return M.ai(said, {
         id: current,
-        additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
+        additional_kwargs: thought === "" ? {} : { reasoning_content: thought },
         response_metadata: { finish_reason: STOPPED },
         tool_calls: [],
         invalid_tool_calls: []

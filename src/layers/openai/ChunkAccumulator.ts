@@ -8,6 +8,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as TextBuilder from "../../internal/TextBuilder.js"
 import { ModelError } from "../../services/ModelService.js"
 import type { AIMessage, InvalidToolCall, JsonObject, ToolCall, UsageMetadata } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
@@ -91,7 +92,8 @@ interface PartialCall {
   readonly index: number
   id: string | undefined
   name: string
-  args: string
+  /** The arguments so far (compact while they stream in many pieces). */
+  args: TextBuilder.TextBuilder
   /** Why the arguments are refused before they are complete (too long, too deep). */
   refused: string | undefined
   /** The call's `thought_signature`, when the server gave one (`THOUGHT_SIGNATURES`). */
@@ -228,8 +230,9 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
   let modelName: string | undefined
   let fingerprint: string | undefined
   let sawChoice = false
-  let text = ""
-  let reasoning = ""
+  // the answer so far (compact: read whole when it is finished)
+  const text = TextBuilder.make()
+  const reasoning = TextBuilder.make()
   let finishReason: string | undefined
   let usage: UsageMetadata | undefined
   const calls: Array<PartialCall> = []
@@ -252,7 +255,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     if (typeof index === "number") {
       let call = byIndex.get(index)
       if (call === undefined) {
-        call = { index, id: undefined, name: "", args: "", refused: undefined }
+        call = { index, id: undefined, name: "", args: TextBuilder.make(), refused: undefined }
         byIndex.set(index, call)
         calls.push(call)
       }
@@ -261,7 +264,13 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     // No index (some servers): a new id starts a new call, otherwise the delta continues the last one.
     const last = calls[calls.length - 1]
     if (last !== undefined && (id == null || id === "" || id === last.id)) return last
-    const call: PartialCall = { index: -1 - calls.length, id: undefined, name: "", args: "", refused: undefined }
+    const call: PartialCall = {
+      index: -1 - calls.length,
+      id: undefined,
+      name: "",
+      args: TextBuilder.make(),
+      refused: undefined
+    }
     calls.push(call)
     return call
   }
@@ -306,17 +315,19 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
           call.refused = `The arguments nest more than ${MAX_ARGUMENT_DEPTH} levels deep; flatten them.`
           continue
         } else piece = JSON.stringify(fn.arguments)
-        if (call.args.length + piece.length > MAX_ARGUMENT_CHARS) {
+        if (call.args.length() + piece.length > MAX_ARGUMENT_CHARS) {
           call.refused = `The arguments are longer than ${MAX_ARGUMENT_CHARS} characters.`
-          call.args = call.args.slice(0, 2000)
+          const kept = call.args.text().slice(0, 2000)
+          call.args = TextBuilder.make()
+          call.args.append(kept)
           continue
         }
-        call.args += room(piece)
+        call.args.append(room(piece))
       }
     }
     if (full) finishReason = "length"
-    text += textDelta
-    reasoning += reasoningDelta
+    text.append(textDelta)
+    reasoning.append(reasoningDelta)
     return { text: textDelta, reasoning: reasoningDelta }
   }
 
@@ -330,7 +341,7 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     }
     // An empty answer cut off by the provider (length, content_filter) is returned: its finish reason matters.
     const cut = finishReason !== undefined && finishReason !== "stop"
-    if (text === "" && reasoning === "" && calls.length === 0 && !cut) {
+    if (text.length() === 0 && reasoning.length() === 0 && calls.length === 0 && !cut) {
       return Either.left(new ModelError({
         reason: "empty_response",
         errorType: "EmptyResponseError",
@@ -344,20 +355,21 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     const sorted = indexed ? [...calls].sort((a, b) => a.index - b.index) : calls
     for (const call of sorted) {
       const id = call.id ?? `call_${crypto.randomUUID()}`
+      const args = call.args.text()
       if (call.name === "") {
         const error = "The tool call has no function name."
-        invalid.push({ id, name: null, args: call.args, error, type: "invalid_tool_call" })
+        invalid.push({ id, name: null, args, error, type: "invalid_tool_call" })
         continue
       }
       if (call.refused !== undefined) {
-        invalid.push({ id, name: call.name, args: call.args, error: call.refused, type: "invalid_tool_call" })
+        invalid.push({ id, name: call.name, args, error: call.refused, type: "invalid_tool_call" })
         continue
       }
-      const parsed = parseArguments(call.args)
+      const parsed = parseArguments(args)
       if ("args" in parsed) {
         toolCalls.push({ id, name: call.name, args: parsed.args, type: "tool_call" })
         signatures.push(call.signature)
-      } else invalid.push({ id, name: call.name, args: call.args, error: parsed.error, type: "invalid_tool_call" })
+      } else invalid.push({ id, name: call.name, args, error: parsed.error, type: "invalid_tool_call" })
     }
     const metadata: Record<string, unknown> = { model_name: modelName ?? model }
     if (finishReason !== undefined) metadata.finish_reason = finishReason
@@ -366,8 +378,8 @@ export const accumulator = (messageId: string, model: string): Accumulator => {
     const unique: AIMessage = M.uniqueToolCallIds({
       type: "ai",
       id: messageId,
-      content: text,
-      additional_kwargs: reasoning === "" ? {} : { reasoning_content: reasoning },
+      content: text.text(),
+      additional_kwargs: reasoning.length() === 0 ? {} : { reasoning_content: reasoning.text() },
       response_metadata: metadata,
       tool_calls: toolCalls,
       invalid_tool_calls: invalid,

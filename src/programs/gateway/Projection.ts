@@ -5,6 +5,7 @@
  * buffer. The wire's objects and framing are `Protocol.ts`. Pure: no services, no I/O.
  */
 import * as Either from "effect/Either"
+import * as TextBuilder from "../../internal/TextBuilder.js"
 import type { RunEvent } from "../../services/RunEvents.js"
 import type { AIMessage, Message } from "../../state/Message.js"
 import * as M from "../../state/Message.js"
@@ -132,7 +133,8 @@ export const makeProjector = (options: ProjectorOptions) => {
   const wants = (mode: StreamMode) => modes.has(mode)
   let state = options.initial
   const indexes = makeIndexes()
-  const streamed = new Map<string, string>()
+  // each streamed message's text so far (compact: read whole only in `messages` mode and when the message is written)
+  const streamed = new Map<string, TextBuilder.TextBuilder>()
   const redactors = new Map<string, Redact.TextStream>()
   const redactorOf = (key: string) => {
     let stream = redactors.get(key)
@@ -276,16 +278,20 @@ export const makeProjector = (options: ProjectorOptions) => {
           const reasoning = event.reasoning === undefined
             ? undefined
             : redactorOf(`r:${id}`)?.push(event.reasoning) ?? event.reasoning
-          const first = !streamed.has(id)
-          if (first) step++
-          streamed.set(id, (streamed.get(id) ?? "") + text)
+          let sofar = streamed.get(id)
+          const first = sofar === undefined
+          if (sofar === undefined) {
+            step++
+            streamed.set(id, sofar = TextBuilder.make())
+          }
+          sofar.append(text)
           if (callbacks !== undefined) out.push(...callbacks.token(id, text, reasoning))
           if (wants("messages")) {
             if (first) out.push({ event: "messages/metadata", data: { [id]: { metadata: meta("model") } } })
             const thought = (thoughts.get(id) ?? "") + (reasoning ?? "")
             thoughts.set(id, thought)
             if (first || text !== "" || (reasoning ?? "") !== "") {
-              out.push({ event: "messages/partial", data: [partialOf(id, streamed.get(id)!, thought)] })
+              out.push({ event: "messages/partial", data: [partialOf(id, sofar.text(), thought)] })
             }
           }
           if (!wants("messages-tuple")) break
@@ -306,7 +312,7 @@ export const makeProjector = (options: ProjectorOptions) => {
         }
         case "message": {
           const message = event.message
-          const sofar = streamed.get(message.id)
+          const sofar = streamed.get(message.id)?.text()
           const held = sofar === undefined ? "" : endOf(`t:${message.id}`)
           const thought = sofar === undefined ? "" : endOf(`r:${message.id}`)
           if (wants("messages") && message.type === "ai" && sofar !== undefined) {
