@@ -8,37 +8,38 @@
 /** Pieces joined at once. */
 const BATCH = 64
 
-/** A growing text. */
-export interface TextBuilder {
+/** A growing text (a class: one small object per text, its methods shared, as texts are made per message). */
+export class TextBuilder {
+  private joined = ""
+  private readonly pieces: Array<string> = []
+  private size = 0
+
   /** Adds `piece` at the end. */
-  readonly append: (piece: string) => void
+  append(piece: string): void {
+    if (piece === "") return
+    this.size += piece.length
+    this.pieces.push(piece)
+    if (this.pieces.length >= BATCH) this.settle()
+  }
+
   /** The text so far. */
-  readonly text: () => string
+  text(): string {
+    this.settle()
+    return this.joined
+  }
+
   /** Its length so far, in UTF-16 code units (as `text().length`). */
-  readonly length: () => number
+  length(): number {
+    return this.size
+  }
+
+  private settle(): void {
+    const pieces = this.pieces
+    if (pieces.length === 0) return
+    this.joined += pieces.length === 1 ? pieces[0]! : pieces.join("")
+    pieces.length = 0
+  }
 }
 
 /** An empty text. */
-export const make = (): TextBuilder => {
-  let joined = ""
-  const pieces: Array<string> = []
-  let length = 0
-  const settle = () => {
-    if (pieces.length === 0) return
-    joined += pieces.length === 1 ? pieces[0]! : pieces.join("")
-    pieces.length = 0
-  }
-  return {
-    append: (piece) => {
-      if (piece === "") return
-      length += piece.length
-      pieces.push(piece)
-      if (pieces.length >= BATCH) settle()
-    },
-    text: () => {
-      settle()
-      return joined
-    },
-    length: () => length
-  }
-}
+export const make = (): TextBuilder => new TextBuilder()
