@@ -4,7 +4,8 @@
  * frames after a cursor (`Last-Event-ID`) and gets them, or the `gap` event when the cursor fell out of the
  * buffer (or is one the run never reached), and waits for the next append with a listener (no fiber, no
  * `Deferred` per event). A streamed chunk's frame and a `values` snapshot's keep their text in parts
- * (`Projection.Spliced`: what the frames of a run share, and each one's own), joined when the frame is read.
+ * (`Projection.Spliced`: what the frames of a run share, and each one's own), joined when the frame is read; the
+ * chunks of one message after its first are kept as their own part only (a string per token, no object).
  */
 import * as EventIds from "./EventIds.js"
 import * as Projection from "./Projection.js"
@@ -52,6 +53,12 @@ class SplicedFrame implements Protocol.Frame {
   }
 }
 
+/**
+ * What the buffer keeps of a frame: the frame, or only its body (a string) when it is kept in parts with the same
+ * event, head and tail as the frame before it (a streamed message's chunks: one string per token, not an object).
+ */
+type Kept = Protocol.Frame | string
+
 /** The characters of a frame's data (what `Options.bufferBytes` counts), without joining a spliced one. */
 const sizeOf = (frame: Protocol.Frame): number =>
   frame instanceof SplicedFrame ? frame.head.length + frame.body.length + frame.tail.length : frame.data.length
@@ -67,7 +74,15 @@ export const make = (
   json: (data: unknown) => string,
   firstId = 1
 ): RunBuffer => {
-  const frames: Array<Protocol.Frame> = []
+  // the frames, oldest first: the first one's id is `firstKept`, each next one's one more (ids are consecutive).
+  // The first is never a bare body; a bare body's shape is the nearest spliced frame before it, with nothing else
+  // between them but bodies of that shape.
+  const kept: Array<Kept> = []
+  let firstKept = firstId
+  // the index of the newest spliced frame kept whole (-1: none), and whether the newest frame is it or one of its
+  // bodies (then a next frame of its shape is kept as a bare body)
+  let shapeAt = -1
+  let shaping = false
   let nextId = firstId
   let finished = false
   let changes = 0
@@ -81,27 +96,83 @@ export const make = (
       for (const listener of woken) listener()
     }
   }
+  // the shape of a bare body at index `i`
+  const shapeOf = (i: number): SplicedFrame => {
+    if (shapeAt >= 0 && i > shapeAt) return kept[shapeAt] as SplicedFrame
+    for (let j = i - 1; j >= 0; j--) {
+      const frame = kept[j]!
+      if (typeof frame !== "string") return frame as SplicedFrame
+    }
+    throw new Error("RunBuffer: a body kept without its shape")
+  }
+  // the frames from index `from` on, as frames
+  const framesFrom = (from: number): Array<Protocol.Frame> => {
+    const out: Array<Protocol.Frame> = []
+    let shape: SplicedFrame | undefined
+    for (let i = from; i < kept.length; i++) {
+      const frame = kept[i]!
+      if (typeof frame !== "string") {
+        if (frame instanceof SplicedFrame) shape = frame
+        out.push(frame)
+      } else {
+        shape ??= shapeOf(i)
+        out.push(new SplicedFrame(firstKept + i, shape.event, shape.head, frame, shape.tail))
+      }
+    }
+    return out
+  }
   return {
     append: (outs) => {
       if (outs.length === 0) return
       for (const out of outs) {
         const parts = out.spliced
-        const frame: Protocol.Frame = parts !== undefined
-          ? new SplicedFrame(nextId++, out.event, parts.head, parts.body, parts.tail)
-          : { id: nextId++, event: out.event, data: json(out.data) }
-        frames.push(frame)
-        bytes += sizeOf(frame)
+        const id = nextId++
+        if (parts !== undefined) {
+          const shape = shaping ? kept[shapeAt] as SplicedFrame : undefined
+          const same = shape !== undefined && shape.event === out.event && shape.head === parts.head &&
+            shape.tail === parts.tail
+          if (same) {
+            kept.push(parts.body)
+          } else {
+            shapeAt = kept.length
+            shaping = true
+            kept.push(new SplicedFrame(id, out.event, parts.head, parts.body, parts.tail))
+          }
+          bytes += parts.head.length + parts.body.length + parts.tail.length
+        } else {
+          const frame = { id, event: out.event, data: json(out.data) }
+          shaping = false
+          kept.push(frame)
+          bytes += frame.data.length
+        }
         if (out.event === "end") finished = true
       }
       // trimmed in batches (a quarter of the buffer), so a long run does not move the array per event
-      if (frames.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
-        let drop = Math.max(0, frames.length - options.bufferSize)
-        let kept = bytes
-        for (let i = 0; i < drop; i++) kept -= sizeOf(frames[i]!)
+      if (kept.length > options.bufferSize + Math.ceil(options.bufferSize / 4) || bytes > options.bufferBytes) {
+        let drop = Math.max(0, kept.length - options.bufferSize)
+        let left = bytes
+        // the shape of the bodies met so far (the first frame is never a bare body)
+        let shape: SplicedFrame | undefined
+        const size = (i: number) => {
+          const frame = kept[i]!
+          if (typeof frame !== "string") {
+            if (frame instanceof SplicedFrame) shape = frame
+            return sizeOf(frame)
+          }
+          return shape!.head.length + frame.length + shape!.tail.length
+        }
+        for (let i = 0; i < drop; i++) left -= size(i)
         // by size too (values snapshots of a long thread are large), always keeping the newest frame
-        while (kept > options.bufferBytes * 0.75 && drop < frames.length - 1) kept -= sizeOf(frames[drop++]!)
-        frames.splice(0, drop)
-        bytes = kept
+        while (left > options.bufferBytes * 0.75 && drop < kept.length - 1) left -= size(drop++)
+        // a bare body left first is kept whole, in the shape of the frames dropped before it
+        const first = kept[drop]!
+        const whole = typeof first === "string"
+        if (whole) kept[drop] = new SplicedFrame(firstKept + drop, shape!.event, shape!.head, first, shape!.tail)
+        kept.splice(0, drop)
+        firstKept += drop
+        bytes = left
+        // (a body made whole is the newest spliced frame kept whole when the one before it went)
+        shapeAt = shapeAt >= drop ? shapeAt - drop : whole ? 0 : -1
       }
       changed()
     },
@@ -112,14 +183,14 @@ export const make = (
     finished: () => finished,
     after: (given) => {
       const cursor = EventIds.cursorIn(given, firstId)
-      const first = frames[0]
+      const last = nextId - 1
       // a cursor older than the buffer, or one the run never reached (an id of something else)
-      if (first !== undefined && cursor > 0 && (cursor < first.id - 1 || cursor >= nextId)) {
-        const gap = Protocol.gapPayload(runId, cursor, first.id, frames[frames.length - 1]!.id)
-        return { frames: [], gap: { id: frames[frames.length - 1]!.id, event: "gap", data: json(gap) } }
+      if (kept.length > 0 && cursor > 0 && (cursor < firstKept - 1 || cursor >= nextId)) {
+        const gap = Protocol.gapPayload(runId, cursor, firstKept, last)
+        return { frames: [], gap: { id: last, event: "gap", data: json(gap) } }
       }
-      if (first === undefined || cursor < first.id) return { frames }
-      return { frames: frames.slice(cursor - first.id + 1) }
+      if (kept.length === 0 || cursor < firstKept) return { frames: framesFrom(0) }
+      return { frames: framesFrom(cursor - firstKept + 1) }
     },
     changes: () => changes,
     onChange: (listener) => {
