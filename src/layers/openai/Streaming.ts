@@ -98,7 +98,9 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
       const messageId = `run-${crypto.randomUUID()}`
       const acc = accumulator(messageId, model)
       const silent = request.internal !== undefined
-      const body = toChatRequest(request, resolved)
+      // (the request once sent is the SDK's: not kept while its answer streams, which may take minutes; a long
+      // thread's request holds a copy of every tool call's arguments as JSON)
+      let body: ReturnType<typeof toChatRequest> | undefined = toChatRequest(request, resolved)
       const token = (delta: ChunkText): Effect.Effect<void> =>
         delta.reasoning === ""
           ? sink.emit({ type: "token", message_id: messageId, text: delta.text })
@@ -177,7 +179,11 @@ export const generateWith = (resolved: Resolved): ModelService["Type"]["generate
         const headers = yield* TraceContext.outgoingHeaders
         // (the body's events are read here, not by the SDK's stream: see SseEvents)
         const response = yield* Effect.tryPromise({
-          try: () => client.chat.completions.create(body, { signal: call.controller.signal, headers }).asResponse(),
+          try: () => {
+            const sending = body!
+            body = undefined
+            return client.chat.completions.create(sending, { signal: call.controller.signal, headers }).asResponse()
+          },
           catch: failWith(call)
         })
         call.headers = true
