@@ -10,66 +10,34 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as ChildProcess from "node:child_process"
 import { antlerCommand, childEnv, runAntler, writeServeConfig } from "../support/cli.js"
 import { until } from "../support/poll.js"
 import { tempDir } from "../support/fixtures.js"
+import { reportTaskServer } from "../support/mcpTaskServer.js"
 
 const SLOW = 180_000
 const SECRET = "sk-mcp-task-cli-secret-0123456789"
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 
 /**
  * A stdio MCP server with a long-running task contract (its tasks live in its process): a report is `running` at
  * its first status call and `completed` at its second; topic `broken` answers a status without its fields, topic
  * `flaky` fails every status call, topic `forever` never ends.
  */
-const SERVER = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  const tasks = new Map()
-  let n = 0
-  const object = (properties) => ({ type: "object", properties })
-  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
-    { name: "start_report", description: "Writes a report on a topic",
-      inputSchema: object({ topic: { type: "string" } }) },
-    { name: "report_status", description: "Status of a report", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "report_cancel", description: "Cancels a report", inputSchema: object({ task_id: { type: "string" } }) }
-  ] }))
-  const answer = (structuredContent) =>
-    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {}
-    switch (request.params.name) {
-      case "start_report": {
-        const id = "remote-" + process.pid + "-" + (++n)
-        tasks.set(id, { topic: String(args.topic), polls: 0 })
-        return answer({ task_id: id, status: "running" })
-      }
-      case "report_status": {
-        const task = tasks.get(args.task_id)
-        if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
-        if (task.topic === "broken") return answer({ nothing: true })
-        if (task.topic === "forever") return answer({ task_id: args.task_id, status: "running" })
-        if (task.topic === "flaky") return { isError: true, content: [{ type: "text", text: "backend unavailable" }] }
-        if (++task.polls < 2) return answer({ task_id: args.task_id, status: "running" })
-        return answer({ task_id: args.task_id, status: "completed",
-          result: { report: "Report on " + task.topic + " (key " + process.env.SERVICE_API_KEY + ")" } })
-      }
-      default: {
-        const task = tasks.get(args.task_id)
-        if (task !== undefined) task.topic = "cancelled"
-        return answer({ task_id: args.task_id, status: "cancelled" })
-      }
+const SERVER = reportTaskServer({
+  status: `if (task === undefined) {
+      return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
     }
-  })
-  await server.connect(new StdioServerTransport())
-`
+    if (task.topic === "broken") return answer({ nothing: true })
+    if (task.topic === "forever") return answer({ task_id: args.task_id, status: "running" })
+    if (task.topic === "flaky") return { isError: true, content: [{ type: "text", text: "backend unavailable" }] }
+    if (++task.polls < 2) return answer({ task_id: args.task_id, status: "running" })
+    return answer({ task_id: args.task_id, status: "completed",
+      result: { report: "Report on " + task.topic + " (key " + process.env.SERVICE_API_KEY + ")" } })`,
+  cancel: `if (task !== undefined) task.topic = "cancelled"
+    return answer({ task_id: args.task_id, status: "cancelled" })`
+})
 
 /** The line of the last user message (inside the sanitizer's markers). */
 const lastUserLine = (body: ScriptedChatServer.ChatRequestBody): string => {

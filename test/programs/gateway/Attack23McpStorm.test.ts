@@ -9,45 +9,23 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { reportTaskServer } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 
 /** A stdio MCP server whose task asks a new question at each poll, and ends at its eighth. */
-const SERVER = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  let polls = 0
-  const object = (properties) => ({ type: "object", properties })
-  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
-    { name: "start_report", description: "Writes a report", inputSchema: object({ topic: { type: "string" } }) },
-    { name: "report_status", description: "Status", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "report_cancel", description: "Cancels", inputSchema: object({ task_id: { type: "string" } }) }
-  ] }))
-  const answer = (structuredContent) =>
-    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {}
-    if (request.params.name === "start_report") return answer({ task_id: "remote-1", status: "running" })
-    if (request.params.name === "report_status") {
-      polls++
-      if (polls >= 8) return answer({ task_id: args.task_id, status: "completed", result: { report: "done" } })
-      return answer({ task_id: args.task_id, status: "input_required", input_required: { question: "Q" + polls } })
-    }
-    return answer({ task_id: args.task_id, status: "cancelled" })
-  })
-  await server.connect(new StdioServerTransport())
-`
+const SERVER = reportTaskServer({
+  prelude: "let polls = 0",
+  status: `polls++
+    if (polls >= 8) return answer({ task_id: args.task_id, status: "completed", result: { report: "done" } })
+    return answer({ task_id: args.task_id, status: "input_required", input_required: { question: "Q" + polls } })`
+})
 
 let gateway: TestGateway
 const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST

@@ -7,68 +7,33 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { reportTaskServer } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
 const SECRET = "sk-mcp-task-secret-0123456789"
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 
 /** A stdio MCP server with a long-running task contract (its tasks live in its process) and a plain tool. */
-const SERVER = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  const tasks = new Map()
-  let n = 0
-  const object = (properties) => ({ type: "object", properties })
-  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
-    { name: "start_report", description: "Writes a report on a topic",
-      inputSchema: object({ topic: { type: "string" } }) },
-    { name: "report_status", description: "Status of a report", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "report_cancel", description: "Cancels a report", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "echo", description: "Echoes its text", inputSchema: object({ text: { type: "string" } }) }
-  ] }))
-  const answer = (structuredContent) =>
-    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {}
-    switch (request.params.name) {
-      case "start_report": {
-        const id = "remote-" + process.pid + "-" + (++n)
-        tasks.set(id, { topic: String(args.topic), state: "running" })
-        return answer({ task_id: id, status: "running" })
-      }
-      case "report_status": {
-        const task = tasks.get(args.task_id)
-        if (task === undefined) return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
-        if (task.topic === "slow" || task.state !== "running") {
-          return answer({ task_id: args.task_id, status: task.state })
-        }
-        if (task.topic === "broken") return answer({ nothing: true })
-        const result = task.topic === "big"
-          ? "x".repeat(5000)
-          : task.topic === "env"
-          ? { report: "key " + process.env.SERVICE_API_KEY }
-          : { report: "Report on " + task.topic }
-        return answer({ task_id: args.task_id, status: "completed", result })
-      }
-      case "report_cancel": {
-        const task = tasks.get(args.task_id)
-        if (task !== undefined) task.state = "cancelled"
-        return answer({ task_id: args.task_id, status: "cancelled" })
-      }
-      default:
-        return { content: [{ type: "text", text: "echo " + args.text }] }
+const SERVER = reportTaskServer({
+  status: `if (task === undefined) {
+      return answer({ task_id: args.task_id, status: "failed", error_code: "task_not_found" })
     }
-  })
-  await server.connect(new StdioServerTransport())
-`
+    if (task.topic === "slow" || task.state !== "running") {
+      return answer({ task_id: args.task_id, status: task.state })
+    }
+    if (task.topic === "broken") return answer({ nothing: true })
+    const result = task.topic === "big"
+      ? "x".repeat(5000)
+      : task.topic === "env"
+      ? { report: "key " + process.env.SERVICE_API_KEY }
+      : { report: "Report on " + task.topic }
+    return answer({ task_id: args.task_id, status: "completed", result })`,
+  tools: `{ name: "echo", description: "Echoes its text", inputSchema: object({ text: { type: "string" } }) }`,
+  other: `return { content: [{ type: "text", text: "echo " + args.text }] }`
+})
 
 let gateway: TestGateway
 const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST

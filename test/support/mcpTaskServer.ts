@@ -1,0 +1,71 @@
+/**
+ * The source of a stdio MCP server with DeerFlow's long-running task contract (`task_toolsets`: `start_report`
+ * submits, `report_status` polls, `report_cancel` cancels), run as `node --input-type=module -e <source>` by the
+ * tests of MCP tasks. Its tasks live in its process: `tasks`, by id, each `{ topic, polls, at, state }` (`state`
+ * `"running"` until cancelled); what a status call answers is the test's.
+ */
+import * as Path from "node:path"
+import { fileURLToPath } from "node:url"
+
+const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
+const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
+
+export interface TaskServer {
+  /**
+   * JS statements answering `report_status`, with `args`, `task` (the task's record, undefined for an id the server
+   * never gave) and `answer` (a result with its `structuredContent`) in scope.
+   */
+  readonly status: string
+  /** JS statements answering `report_cancel` (default: the task's state `cancelled`, and so answered). */
+  readonly cancel?: string
+  /** Module-level JS statements (state of the test's own). */
+  readonly prelude?: string
+  /** More tools: the JS object literals of their listing, and JS statements answering their calls. */
+  readonly tools?: string
+  readonly other?: string
+}
+
+const object = (properties: string) => `object({ ${properties} })`
+
+/** The server's source. */
+export const reportTaskServer = (options: TaskServer): string => `
+  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
+  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
+  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
+  const tasks = new Map()
+  let n = 0
+  ${options.prelude ?? ""}
+  const object = (properties) => ({ type: "object", properties })
+  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
+    { name: "start_report", description: "Writes a report on a topic",
+      inputSchema: ${object(`topic: { type: "string" }`)} },
+    { name: "report_status", description: "Status of a report", inputSchema: ${object(`task_id: { type: "string" }`)} },
+    { name: "report_cancel", description: "Cancels a report", inputSchema: ${object(`task_id: { type: "string" }`)} },
+    ${options.tools ?? ""}
+  ] }))
+  const answer = (structuredContent) =>
+    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const args = request.params.arguments ?? {}
+    const task = tasks.get(args.task_id)
+    switch (request.params.name) {
+      case "start_report": {
+        const id = "remote-" + process.pid + "-" + (++n)
+        tasks.set(id, { topic: String(args.topic), polls: 0, at: Date.now(), state: "running" })
+        return answer({ task_id: id, status: "running" })
+      }
+      case "report_status": {
+        ${options.status}
+      }
+      case "report_cancel": {
+        ${options.cancel ?? `if (task !== undefined) task.state = "cancelled"
+        return answer({ task_id: args.task_id, status: "cancelled" })`}
+      }
+      default: {
+        ${options.other ?? `throw new Error("no tool " + request.params.name)`}
+      }
+    }
+  })
+  await server.connect(new StdioServerTransport())
+`
