@@ -5,7 +5,7 @@
  * one; `$$` stays a literal `$`, as everywhere in the entry. Which entry a call uses:
  * - `forRun(entry, secrets)`: each header and env value naming one has it in place (its `$` written `$$`, so the
  *   `$VAR`s resolved after never read into it); a value naming one the run did not give (or a header one holding a
- *   line break) is left out, never sent half made.
+ *   line break, a NUL or a character past U+00FF) is left out, never sent half made.
  * - `forRun(entry, empty)`: the entry the server's tools are listed with and a run without them calls: every
  *   value naming one left out (DeerFlow's interceptors apply to calls only).
  */
@@ -79,10 +79,13 @@ export const problemOf = (name: string, entry: McpServerConfig): string | undefi
   return undefined
 }
 
+/** What no HTTP header value can hold (fetch refuses it with a message repeating the whole value, or fails). */
+const NOT_IN_HEADER = /[\r\n\0]|[^\u0000-\u00ff]/
+
 /**
  * `values` with each `${secret:NAME}` replaced from `secrets`; a value naming one absent is left out, and so is a
- * header (`header`) whose secret holds a line break (no header can carry it: the HTTP client's refusal would repeat
- * the value in its message).
+ * header (`header`) whose secret holds a line break, a NUL or a character past U+00FF (no header can carry it: the
+ * HTTP client's refusal would repeat the value in its message).
  */
 const fill = (
   values: Readonly<Record<string, string>>,
@@ -95,7 +98,7 @@ const fill = (
     const filled = value.replace(TOKENS(), (match, name: string | undefined) => {
       if (name === undefined) return match
       const secret = secrets.get(name)
-      if (secret === undefined || (header && /[\r\n]/.test(secret))) {
+      if (secret === undefined || (header && NOT_IN_HEADER.test(secret))) {
         missing = true
         return match
       }
