@@ -46,11 +46,8 @@ describe("Attack23b: a request secret no header can carry", () => {
         Effect.promise(() => startHttpEcho(Path.join(dir, "echo.log"))),
         ({ child }) => Effect.sync(() => child.kill())
       )
-      const mcp = yield* McpClient.make({
-        servers: {
-          remote: Servers.server({ type: "http", url: http.url, headers: { Authorization: "Bearer ${secret:ERP_TOKEN}" } })
-        }
-      })
+      const headers = { Authorization: "Bearer ${secret:ERP_TOKEN}" }
+      const mcp = yield* McpClient.make({ servers: { remote: Servers.server({ type: "http", url: http.url, headers }) } })
       for (const value of [`${SECRET}\u0000x`, `${SECRET}\u0100x`]) {
         const run = { userId: "alice", threadId: "t1", secrets: Redacted.make(new Map([["ERP_TOKEN", value]])) }
         const exit = yield* Effect.exit(mcp.call("remote", "whoami", {}, run))
