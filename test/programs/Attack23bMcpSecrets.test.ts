@@ -47,7 +47,8 @@ describe("Attack23b: a request secret no header can carry", () => {
         ({ child }) => Effect.sync(() => child.kill())
       )
       const headers = { Authorization: "Bearer ${secret:ERP_TOKEN}" }
-      const mcp = yield* McpClient.make({ servers: { remote: Servers.server({ type: "http", url: http.url, headers }) } })
+      const remote = Servers.server({ type: "http", url: http.url, headers })
+      const mcp = yield* McpClient.make({ servers: { remote } })
       for (const value of [`${SECRET}\u0000x`, `${SECRET}\u0100x`]) {
         const run = { userId: "alice", threadId: "t1", secrets: Redacted.make(new Map([["ERP_TOKEN", value]])) }
         const exit = yield* Effect.exit(mcp.call("remote", "whoami", {}, run))
