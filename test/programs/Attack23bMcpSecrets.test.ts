@@ -3,7 +3,8 @@
  * echo server (test/fixtures/echo-secrets-mcp.mjs):
  * - in a header: a value no HTTP header can carry must not reach the HTTP client, whose refusal repeats the header's
  *   value (a NUL: `Headers.append: "Bearer ..." is an invalid header value`) or fails the call naming one of its
- *   characters (past U+00FF);
+ *   characters (past U+00FF); nor a NUL a stdio server's variable, whose spawn's refusal repeats it (a library's
+ *   run: the gateway and the CLI refuse a NUL);
  * - in env: a variable that makes the server's start run other code, besides those refused already: `HOME` (Python
  *   runs the `.pth` files of `~/.local`, npx reads `~/.npmrc`, git `~/.gitconfig`), `PYTHONUSERBASE`, `GCONV_PATH`,
  *   `RUBYLIB`, a package launcher's registry... A user's value there ran code of the user's choosing on the host:
@@ -75,6 +76,22 @@ const python = (() => {
     return undefined
   }
 })()
+
+describe("Attack23b: a request secret no environment variable can hold", () => {
+  it.scopedLive("a NUL leaves a stdio server's variable out, never in the spawn's error or the result", () =>
+    Effect.gen(function*() {
+      const env = { ERP_TOKEN: "${secret:ERP_TOKEN}" }
+      const local = Servers.server({ type: "stdio", command: process.execPath, args: [ECHO, "stdio"], env })
+      const mcp = yield* McpClient.make({ servers: { local } })
+      const secrets = Redacted.make(new Map([["ERP_TOKEN", `${SECRET}\u0000x`]]))
+      const run = { userId: "alice", threadId: "t1", secrets }
+      const exit = yield* Effect.exit(mcp.call("local", "whoami", {}, run))
+      const shown = JSON.stringify(exit)
+      assert.notInclude(shown, SECRET)
+      assert.strictEqual(exit._tag, "Success", shown)
+      if (exit._tag === "Success") assert.include(textOf(exit.value), "token:[]")
+    }), 120_000)
+})
 
 describe("Attack23b: a request secret in a variable that runs code at the server's start", () => {
   it.scopedLive.skipIf(python === undefined)("HOME from a request ran a user's .pth in Python's start: refused", () =>

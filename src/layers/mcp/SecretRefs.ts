@@ -5,7 +5,7 @@
  * one; `$$` stays a literal `$`, as everywhere in the entry. Which entry a call uses:
  * - `forRun(entry, secrets)`: each header and env value naming one has it in place (its `$` written `$$`, so the
  *   `$VAR`s resolved after never read into it); a value naming one the run did not give (or a header one holding a
- *   line break, a NUL or a character past U+00FF) is left out, never sent half made.
+ *   line break, a NUL or a character past U+00FF; an env one holding a NUL) is left out, never sent half made.
  * - `forRun(entry, empty)`: the entry the server's tools are listed with and a run without them calls: every
  *   value naming one left out (DeerFlow's interceptors apply to calls only).
  */
@@ -87,16 +87,18 @@ export const problemOf = (name: string, entry: McpServerConfig): string | undefi
 
 /** What no HTTP header value can hold (fetch refuses it with a message repeating the whole value, or fails). */
 const NOT_IN_HEADER = /[\r\n\0]|[^\u0000-\u00ff]/
+/** What no environment variable can hold (spawning refuses it with a message repeating the whole value). */
+const NOT_IN_ENV = /\0/
 
 /**
  * `values` with each `${secret:NAME}` replaced from `secrets`; a value naming one absent is left out, and so is a
- * header (`header`) whose secret holds a line break, a NUL or a character past U+00FF (no header can carry it: the
- * HTTP client's refusal would repeat the value in its message).
+ * value whose secret matches `refused`: what no header (a line break, a NUL, a character past U+00FF) or variable (a
+ * NUL) can hold, which the HTTP client's or the spawn's refusal would repeat in its message.
  */
 const fill = (
   values: Readonly<Record<string, string>>,
   secrets: ReadonlyMap<string, string>,
-  header: boolean
+  refused: RegExp
 ): Record<string, string> => {
   const out: Record<string, string> = {}
   for (const [key, value] of Object.entries(values)) {
@@ -104,7 +106,7 @@ const fill = (
     const filled = value.replace(TOKENS(), (match, name: string | undefined) => {
       if (name === undefined) return match
       const secret = secrets.get(name)
-      if (secret === undefined || (header && NOT_IN_HEADER.test(secret))) {
+      if (secret === undefined || refused.test(secret)) {
         missing = true
         return match
       }
@@ -119,4 +121,4 @@ const fill = (
 export const forRun = (entry: McpServerConfig, secrets: ReadonlyMap<string, string>): McpServerConfig =>
   namesOf(entry).length === 0
     ? entry
-    : { ...entry, headers: fill(entry.headers, secrets, true), env: fill(entry.env, secrets, false) }
+    : { ...entry, headers: fill(entry.headers, secrets, NOT_IN_HEADER), env: fill(entry.env, secrets, NOT_IN_ENV) }
