@@ -6,6 +6,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -14,7 +15,7 @@ import { AppConfigService } from "../../../services/AppConfig.js"
 import { isStagingFile } from "../../../middleware/Uploads.js"
 import * as ThreadData from "../../../middleware/ThreadData.js"
 import { isSafeId, threadPaths } from "../../../services/Sandbox.js"
-import type { CheckpointRecord, ThreadSummary } from "../../../services/ThreadStore.js"
+import type { CheckpointRecord, LeaseHolder, ThreadSummary } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../../state/Reducers.js"
@@ -46,6 +47,17 @@ const SERVER_FIELDS: ReadonlyArray<string> = ["thread_data", "sandbox", "viewed_
 
 /** The metadata key DeerFlow's app pins a thread with. */
 const PINNED = "deerflow_pinned"
+
+/** What the lease of a thread being copied (`POST /threads/{id}/copy`) is held by: this and the copy's id. */
+const COPY_WRITER = "copy-thread-"
+
+/** Why a thread cannot be deleted now: `holder` (a run, a state update or a copy) holds it. */
+const heldMessage = (threadId: string, holder: LeaseHolder): string =>
+  holder.run_id.startsWith(COPY_WRITER)
+    ? `Thread ${threadId} is being copied (its checkpoints are being written); delete it once the copy is done.`
+    : holder.run_id.startsWith(Protocol.UPDATE_WRITER)
+    ? `Thread ${threadId} has a state update in progress; try again.`
+    : `Thread ${threadId} has a run in progress (run ${holder.run_id}); cancel it, then delete the thread.`
 
 /** The threads endpoints of `api` (the LangGraph API under one of its prefixes). */
 export const layer = (api: LangGraphApi) =>
@@ -187,6 +199,15 @@ export const layer = (api: LangGraphApi) =>
        * Deletes the user's thread `threadId` (404 when they have none), its runs, files and crons; its active run is
        * cancelled first, and a run of another gateway process sharing the store refuses it (409).
        */
+      /** Who holds the stored thread's lease now, if anyone (taken and given back at once when no one does). */
+      const heldBy = (stored: string) =>
+        Effect.gen(function*() {
+          const probe = `${Protocol.UPDATE_WRITER}${M.newId()}`
+          const holder = yield* Effect.mapError(Run.takeLease(store, stored, probe), storeFailed)
+          if (holder === undefined) yield* Effect.ignore(store.releaseLease(stored, probe))
+          return holder
+        })
+
       const deleteOwned = (userId: string, threadId: string) =>
         Effect.gen(function*() {
           const stored = (yield* ownedThread(userId, threadId)).thread_id
@@ -200,9 +221,14 @@ export const layer = (api: LangGraphApi) =>
                 "delete the thread."
             )
           }
+          // (the store refuses while anything holds the thread's lease: a run, a state update or a copy, here 409)
           yield* App.deleteThread(app.home, stored, userId).pipe(
             Effect.provideService(ThreadStore, store),
-            Effect.mapError(storeFailed)
+            Effect.catchAll((error) =>
+              Effect.flatMap(heldBy(stored), (holder) =>
+                holder === undefined ? Effect.fail(storeFailed(error)) : fail("conflict", heldMessage(threadId, holder))
+              )
+            )
           )
           // its crons go with it
           yield* Effect.mapError(Crons.removeThreadCrons(tasks, userId, threadId), storeFailed)
@@ -338,6 +364,13 @@ export const layer = (api: LangGraphApi) =>
             const adding = yield* access.quotas.threadBytes(userId, source.thread_id)
             const kept = yield* Effect.mapError(store.bytesOf(source.thread_id), storeFailed)
             yield* access.withinStorage(userId, undefined, kept?.bytes ?? 0)
+            // the copy holds its thread as a run does, by its lease, taken before the thread is made (under the id
+            // it will be stored under: the first of a fresh id's) and kept until the last checkpoint is in: a delete
+            // meanwhile is refused, not let through to leave the checkpoints written after it with no thread
+            const leased = ThreadIds.storedIds(userId, copyId)[0]!
+            const writer = `${COPY_WRITER}${copyId}`
+            const hold = Effect.mapError(Run.takeLease(store, leased, writer), storeFailed)
+            if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} is held by another.`)
             yield* access.withBytes(userId, adding, Effect.gen(function*() {
               const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
               const paths = threadPaths(app.home, userId, made.thread_id)
@@ -357,15 +390,25 @@ export const layer = (api: LangGraphApi) =>
                 if (files === "failed") {
                   return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
                 }
+                if (made.thread_id !== leased) {
+                  return yield* fail("internal", `Thread ${copyId} was not made under the id it holds.`)
+                }
+                // (renewed as a run's, for a copy of many checkpoints)
+                let renewed = yield* Clock.currentTimeMillis
                 for (const { run_id, updates } of records) {
+                  if ((yield* Clock.currentTimeMillis) - renewed > Run.LEASE_TTL_MS / 3) {
+                    if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} was taken.`)
+                    renewed = yield* Clock.currentTimeMillis
+                  }
                   yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
                 }
               }).pipe(Effect.tapError(() =>
-                Effect.ignore(
+                Effect.ignore(Effect.andThen(
+                  store.releaseLease(leased, writer),
                   Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store)
-                )
+                ))
               ))
-            }))
+            })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(leased, writer))))
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, copyId), copyId))
           }))
         .handleRaw("getState", ({ path }) =>
