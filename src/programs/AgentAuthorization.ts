@@ -75,6 +75,46 @@ export const authorizeModel = <R extends ModelChoice>(
     }
   })
 
+/** The model a run of a library's `LeadAgent` goes to (`runModel`), and why it is not the one the run named. */
+export interface RunModel {
+  readonly modelName: string | undefined
+  readonly warning: string | undefined
+}
+
+/**
+ * The model of a run that the factory did not choose (a library's `LeadAgent` used directly), as `authorizeModel`
+ * chooses a factory's: the run's `modelName` (none: the first of `models`, the model service's default) when the
+ * run's role may use it, else the first model it may use (with a warning); none: refused with `NO_MODEL` under
+ * `fail_closed`. The role is the run's own (`extra.user_role`), else `role` (the agent's). No models configured:
+ * the run's as it is (the model service has one model of its own).
+ */
+export const runModel = (
+  authz: Authz.Authorization,
+  role: string | null | undefined,
+  models: ReadonlyArray<ModelConfig>,
+  run: {
+    readonly userId?: string | undefined
+    readonly modelName?: string | undefined
+    readonly extra?: Readonly<Record<string, unknown>> | undefined
+  }
+): Effect.Effect<RunModel, Authz.AuthorizationError> =>
+  Effect.gen(function*() {
+    const wanted = run.modelName ?? models[0]?.name
+    if (wanted === undefined) return { modelName: run.modelName, warning: undefined }
+    const own = run.extra?.user_role
+    const principal = Authz.principalOf(
+      { userId: run.userId, role: typeof own === "string" ? own : role },
+      authz.defaultRole,
+      run.extra?.is_internal === true
+    )
+    const chosen = yield* allowedModel(authz, principal, models.map((m) => m.name), wanted)
+    if (chosen === wanted) return { modelName: run.modelName, warning: undefined }
+    return {
+      modelName: chosen,
+      warning: `The model "${wanted}" is not available for your role; using "${chosen}".`
+    }
+  })
+
 /** The MCP server of each MCP tool of an assembly (`ToolAssembly`'s entries). */
 export const mcpServersOf = (
   entries: ReadonlyArray<{ readonly name: string; readonly source: string; readonly server?: string | undefined }>

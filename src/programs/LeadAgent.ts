@@ -179,6 +179,18 @@ const turnMessages = (input: TurnInput) => (state: ThreadState): ReadonlyArray<M
   return out
 }
 
+/**
+ * The events of a run refused before it starts (its role may use no model): `run_start`, then a `run_end` with
+ * status `error` saying why. Nothing of the thread is read or written.
+ */
+const refusal = (
+  input: { readonly threadId: string; readonly runId: string },
+  error: Authz.AuthorizationError
+): readonly [RunEvent, RunEndEvent] => [
+  { type: "run_start", thread_id: input.threadId, run_id: input.runId },
+  { type: "run_end", status: "error", stop_reason: "error", error: { name: error._tag, message: error.message } }
+]
+
 /** What building the agent can fail with: a chain that breaks an ordering fact, or an unusable configuration. */
 export type BuildError =
   | ConfigError
@@ -309,13 +321,55 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         systemPrompt,
         options: { recursionLimit: app.config.recursion_limit, ...input.options }
       })
+      // (a run's model, as the factory chooses it for a role: a library's run was not through the factory; one
+      // through it names a model its role may use, which this leaves as it is)
+      const chosen = (input: TurnInput) =>
+        Effect.gen(function*() {
+          const ids = { ...input, threadId: input.threadId ?? M.newId(), runId: input.runId ?? M.newId() }
+          if (authorization === undefined) return { input: ids, warning: undefined }
+          const run = { userId: input.userId, ...input.options }
+          const model = yield* Effect.either(
+            AgentAuthorization.runModel(authorization, options.role, app.config.models, run)
+          )
+          if (Either.isLeft(model)) return { input: ids, refusal: refusal(ids, model.left) }
+          const { modelName, warning } = model.right
+          const same = modelName === input.options?.modelName
+          return { input: same ? ids : { ...ids, options: { ...input.options, modelName } }, warning }
+        })
+      // (the warning right after the run's `run_start`, as the factory sends its own)
+      const warned = (warning: string | undefined) => {
+        let told = warning === undefined
+        return (event: RunEvent): ReadonlyArray<RunEvent> => {
+          if (told || event.type !== "run_start") return [event]
+          told = true
+          return [event, { type: "custom", name: "warning", data: { message: warning } }]
+        }
+      }
+
       return LeadAgent.of({
         order: Chain.names(checked),
         systemPrompt,
         tools: definitions,
-        run: (input) => Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store)),
+        run: (input) =>
+          Stream.unwrap(Effect.map(chosen(input), (ready) => {
+            if ("refusal" in ready) return Stream.fromIterable(ready.refusal)
+            return Run.stream(runInput(ready.input), ports).pipe(
+              Stream.mapConcat(warned(ready.warning)),
+              Stream.provideService(ThreadStore, store)
+            )
+          })),
         turn: (input, onEvent) =>
-          Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))
+          Effect.flatMap(chosen(input), (ready) => {
+            if ("refusal" in ready) {
+              for (const event of ready.refusal) onEvent?.(event)
+              return Effect.succeed(ready.refusal[1])
+            }
+            const warn = warned(ready.warning)
+            const send = onEvent === undefined ? undefined : (event: RunEvent) => {
+              for (const sent of warn(event)) onEvent(sent)
+            }
+            return Run.execute(runInput(ready.input), ports, send).pipe(Effect.provideService(ThreadStore, store))
+          })
       })
     })
   )
