@@ -208,6 +208,12 @@ export interface Service {
     userId: string,
     task: string | undefined
   ) => Effect.Effect<TaskRecord, McpTaskError>
+  /**
+   * Records the user's task's event `version` (its record's `event_version` when shown) as told to the user without a
+   * notification run (`antler run` showed it): no notification run tells it again. False when nothing changed (it
+   * was told already, a process is telling it, or a newer event came, which is still told).
+   */
+  readonly told: (id: string, userId: string, version: number) => Effect.Effect<boolean, McpTaskError>
   /** Failed polls in a row after which a task's tracking reads as degraded. */
   readonly trackingDegradedAfter: number
 }

@@ -2,8 +2,9 @@
  * `antler run`'s long-running MCP tasks (`task_toolsets`, with `mcp_tasks.enabled`): the CLI has the gateway's
  * task runtime while it runs (the model's submit tool records the task, the poller follows it on its server), and
  * after the turn it waits for the tasks the run submitted and shows how each ended (a line each, or with `--json`
- * a `background_task` object), where `antler serve` would tell the thread with a run. A task that asks for input is
- * shown as such and not waited for (nobody can answer it: DeerFlow cannot either), and so is one whose server failed
+ * a `background_task` object), where `antler serve` would tell the thread with a run; what it shows is recorded as
+ * told (a later `antler serve` does not tell it again). A task that asks for input is shown as such and not waited
+ * for (nobody can answer it: DeerFlow cannot either), and so is one whose server failed
  * `tracking_degraded_after_errors` polls in a row. Ctrl-C stops the waiting and ends the CLI, with its stdio MCP
  * servers (a task a server holds in its process ends with it); the records stay beside the threads, and a later
  * `antler run` or `antler serve` follows them.
@@ -120,7 +121,16 @@ export const follow = (
         // (a task whose server fails its polls in a row is not waited for without end: it is shown as such)
         const degraded = going(now) && now.consecutive_poll_error_count >= runtime.trackingDegradedAfter
         if (going(now) && !degraded) next.push(now)
-        else yield* show(now, degraded, options.json, options.redact)
+        else {
+          yield* show(now, degraded, options.json, options.redact)
+          // (what it shows is the event its record keeps: told, as a notification run would have told it, so that
+          // a later `antler serve` does not tell it again; a newer event is still told)
+          if (now.event_version > now.notified_version) {
+            yield* runtime.told(now.id, CLI_USER, now.event_version).pipe(Effect.catchAll((error) =>
+              Effect.logWarning(`background task ${now.id} could not be recorded as told: ${error.message}`)
+            ))
+          }
+        }
       }
       waiting = next
       if (waiting.length > 0) yield* Effect.sleep(options.everyMs ?? 1000)

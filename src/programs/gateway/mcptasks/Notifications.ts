@@ -298,6 +298,20 @@ export const make = (sql: Sql, read: Read) => {
           `WHERE ${guard(["dispatched"])}`,
         [next, id, owner, now, version]
       ),
+    /**
+     * The user's task's event `version` was told to its user another way (`antler run` showed it): delivered, as its
+     * notification run's success would have it; not while a process tells it (claimed or dispatched), nor once a
+     * newer event came (that one is still told).
+     */
+    told: (id: string, userId: string, version: number, now: number) =>
+      update(
+        "notified_version = ?, notification_status = 'delivered', next_notification_at = NULL, " +
+          "dispatch_version = NULL, dispatch_attempt = 0, dispatch_event = NULL, notification_run_id = NULL, " +
+          "notification_error = NULL, notification_attempt_count = 0 " +
+          `WHERE id = ? AND user_id = ? AND event_version = ? AND notified_version < ? AND ${LEASE_FREE} ` +
+          "AND notification_status IN ('pending', 'retry')",
+        [version, id, userId, version, version, now]
+      ),
     /** Gives the event up (a newer one is pending instead). */
     deadLetter: (id: string, owner: string, version: number, error: string, failure: boolean, now: number) =>
       update(

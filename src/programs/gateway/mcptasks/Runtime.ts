@@ -210,6 +210,9 @@ export const make = (
       submit,
       list,
       get: (id, userId) => Effect.mapError(records.get(id, userId), storeFailed),
+      told: (id, userId, version) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.mapError(records.notifications.told(id, userId, version, now), storeFailed)),
       cancel,
       cancelMatching,
       trackingDegradedAfter: config.tracking_degraded_after_errors
