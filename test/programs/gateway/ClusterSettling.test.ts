@@ -12,7 +12,9 @@
  * - stopped (SIGTERM, a drain shorter than the evaluator's wait), it settles the run itself as its turn ended
  *   (`success`), without handing it over, and exits 0; the other runner runs no turn of it.
  *
- * Skipped, saying why, without PostgreSQL.
+ * The thread is made once both runners are healthy and hold every shard between them, unchanged over a shard lock
+ * refresh (a shard moving just after the runners start would hand the run over). Skipped, saying why, without
+ * PostgreSQL.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -75,7 +77,30 @@ const cluster = async (drainSeconds: number) => {
   }
   const a = await start()
   const b = await start()
+  await settled(dbUrl)
   return { dbUrl, model, a, b }
+}
+
+/** The shard locks (PostgreSQL advisory locks, one per shard) held on the database, by the runner holding them. */
+const SHARD_LOCKS = "SELECT pid || ':' || count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted " +
+  "AND classid = 0 AND objid > 1000000 " +
+  "AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY pid ORDER BY pid"
+
+/**
+ * Until both runners are registered and healthy, and hold every shard between them the same over a shard lock
+ * refresh (3 s): the thread made then stays on its runner (a shard moving after would hand its run over).
+ */
+const settled = async (dbUrl: string) => {
+  await until(() => psql(dbUrl, "SELECT count(*) FROM cluster_runners WHERE healthy") === "2", "both runners")
+  let last = ""
+  await until(() => {
+    const held = psql(dbUrl, SHARD_LOCKS)
+    const counts = held.split("\n").filter((line) => line !== "").map((line) => Number(line.split(":")[1]))
+    const total = counts.reduce((sum, n) => sum + n, 0)
+    const stable = counts.length === 2 && total > 0 && total % 300 === 0 && held === last
+    last = held
+    return stable
+  }, () => `the shards settled on both runners (${last})`, 60, 4000)
 }
 
 const send = (base: string, method: string, path: string, body?: unknown) =>
