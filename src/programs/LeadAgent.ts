@@ -322,7 +322,8 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         options: { recursionLimit: app.config.recursion_limit, ...input.options }
       })
       // (a run's model, as the factory chooses it for a role: a library's run was not through the factory; one
-      // through it names a model its role may use, which this leaves as it is)
+      // through it names a model its role may use, which this leaves as it is. Without a role's policy a run is as
+      // it was asked: no check, its events not wrapped)
       const chosen = (input: TurnInput) =>
         Effect.gen(function*() {
           const ids = { ...input, threadId: input.threadId ?? M.newId(), runId: input.runId ?? M.newId() }
@@ -351,25 +352,29 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         systemPrompt,
         tools: definitions,
         run: (input) =>
-          Stream.unwrap(Effect.map(chosen(input), (ready) => {
-            if ("refusal" in ready) return Stream.fromIterable(ready.refusal)
-            return Run.stream(runInput(ready.input), ports).pipe(
-              Stream.mapConcat(warned(ready.warning)),
-              Stream.provideService(ThreadStore, store)
-            )
-          })),
+          authorization === undefined
+            ? Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store))
+            : Stream.unwrap(Effect.map(chosen(input), (ready) => {
+              if ("refusal" in ready) return Stream.fromIterable(ready.refusal)
+              const stream = Run.stream(runInput(ready.input), ports)
+              return (ready.warning === undefined ? stream : Stream.mapConcat(stream, warned(ready.warning))).pipe(
+                Stream.provideService(ThreadStore, store)
+              )
+            })),
         turn: (input, onEvent) =>
-          Effect.flatMap(chosen(input), (ready) => {
-            if ("refusal" in ready) {
-              for (const event of ready.refusal) onEvent?.(event)
-              return Effect.succeed(ready.refusal[1])
-            }
-            const warn = warned(ready.warning)
-            const send = onEvent === undefined ? undefined : (event: RunEvent) => {
-              for (const sent of warn(event)) onEvent(sent)
-            }
-            return Run.execute(runInput(ready.input), ports, send).pipe(Effect.provideService(ThreadStore, store))
-          })
+          authorization === undefined
+            ? Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))
+            : Effect.flatMap(chosen(input), (ready) => {
+              if ("refusal" in ready) {
+                for (const event of ready.refusal) onEvent?.(event)
+                return Effect.succeed(ready.refusal[1])
+              }
+              const warn = warned(ready.warning)
+              const send = onEvent === undefined || ready.warning === undefined ? onEvent : (event: RunEvent) => {
+                for (const sent of warn(event)) onEvent(sent)
+              }
+              return Run.execute(runInput(ready.input), ports, send).pipe(Effect.provideService(ThreadStore, store))
+            })
       })
     })
   )
