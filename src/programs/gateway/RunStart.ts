@@ -69,11 +69,14 @@ export const make = (deps: Deps): Starter => {
   })
 
   const startWith = (request: RunRequest, queuedId?: string): Effect.Effect<ActiveRun, GatewayError> =>
-    lock.withPermits(1)(Effect.gen(function*() {
+    // (from the lease on, the start runs to its end even when the request's fiber is interrupted, a client gone: the
+    // lease and the reservation are handed to the run's fiber, freed at its end, or freed here; the waits before it,
+    // and the run itself, stay interruptible)
+    lock.withPermits(1)(Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       const runId = queuedId ?? request.runId ?? M.newId()
       const shown = request.publicThreadId ?? request.threadId
       if (queuedId === undefined && request.runId !== undefined && request.resumes === undefined) {
-        const recorded = yield* Effect.mapError(store.runs({ runId }), internal)
+        const recorded = yield* restore(Effect.mapError(store.runs({ runId }), internal))
         if (recorded.length > 0) {
           return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} was already started.` })
         }
@@ -94,17 +97,17 @@ export const make = (deps: Deps): Starter => {
             error instanceof QuotaExceeded
               ? new GatewayError({ reason: "forbidden", message: error.message })
               : internal(error)
-          )
+          ),
+          restore
         )
       }
       const current = active.get(request.threadId)
       if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
-        return yield* queues.enqueue(request)
+        return yield* restore(queues.enqueue(request))
       }
       if (current !== undefined) {
         if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
-          yield* current.stop(request.multitaskStrategy)
-          yield* Deferred.await(current.done)
+          yield* restore(Effect.zipRight(current.stop(request.multitaskStrategy), Deferred.await(current.done)))
         } else {
           return yield* new GatewayError({
             reason: "conflict",
@@ -118,6 +121,23 @@ export const make = (deps: Deps): Starter => {
       if (holder !== undefined) {
         return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
       }
+      // (its messages, kept with its first step, reserved until it ended: see `StorageQuota.Reservations`; the rest of
+      // its input is in its record, kept now)
+      const pending = admitting ? InputBounds.jsonBytes(request.messages) : 0
+      const free = pending === 0 ? Effect.void : yield* reservations.reserve(request.userId, request.threadId, pending)
+      return yield* Effect.onError(launch(request, runId, runDepsOf(request), free), () => free)
+    })))
+
+  const runDepsOf = (request: RunRequest): RunExecution.Deps =>
+    // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
+    // file a command wrote with one, too)
+    request.secrets === undefined
+      ? deps
+      : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
+
+  /** The run `runId` of `request`, its thread's lease taken and its input reserved (`free`), recorded and started. */
+  const launch = (request: RunRequest, runId: string, runDeps: RunExecution.Deps, free: Effect.Effect<void>) =>
+    Effect.gen(function*() {
       const forkedFrom = request.checkpointId === undefined
         ? undefined
         : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
@@ -147,11 +167,6 @@ export const make = (deps: Deps): Starter => {
         Effect.mapError(internal)
       )
       const clock = yield* Effect.clock
-      // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
-      // file a command wrote with one, too)
-      const runDeps = request.secrets === undefined
-        ? deps
-        : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
       const made = RunExecution.makeRun(
         runDeps,
         { ...request, messages },
@@ -186,10 +201,6 @@ export const make = (deps: Deps): Starter => {
         const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
         yield* Deferred.succeed(made.run.done, record ?? fallback)
       })
-      // (its messages, kept with its first step, reserved until it ended: see `StorageQuota.Reservations`; the rest of
-      // its input is in its record, kept now)
-      const pending = admitting ? InputBounds.jsonBytes(request.messages) : 0
-      const free = pending === 0 ? Effect.void : yield* reservations.reserve(request.userId, request.threadId, pending)
       const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle(exit))),
         Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect)),
@@ -198,10 +209,10 @@ export const make = (deps: Deps): Starter => {
       yield* FiberMap.run(
         fibers,
         runId,
-        options.traced === undefined ? body : options.traced(body, { ...request, runId })
+        Effect.interruptible(options.traced === undefined ? body : options.traced(body, { ...request, runId }))
       )
       return made.run
-    }))
+    })
 
   const resume = (request: RunRequest, runId: string): Effect.Effect<ActiveRun, GatewayError> =>
     Effect.gen(function*() {
