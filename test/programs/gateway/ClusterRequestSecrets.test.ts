@@ -62,7 +62,7 @@ const post = (gateway: TestGateway, path: string, body: unknown) =>
     body: JSON.stringify(body)
   })
 
-const owner = { userId: "alice", threadId: "t1" }
+const owner = { userId: "alice", threadId: "t1", runId: "r1" }
 const given = Redacted.make(new Map([["ERP_TOKEN", VALUE]])) as SkillSecrets.RequestSecrets
 
 describe("SealedSecrets", () => {
@@ -79,8 +79,8 @@ describe("SealedSecrets", () => {
     for (
       const [secret, who, text] of [
         [other, owner, sealed],
-        [key, { userId: "bob", threadId: "t1" }, sealed],
-        [key, { userId: "alice", threadId: "t2" }, sealed],
+        [key, { ...owner, userId: "bob" }, sealed],
+        [key, { ...owner, threadId: "t2" }, sealed],
         [key, owner, tampered],
         [key, owner, "plain text"]
       ] as const

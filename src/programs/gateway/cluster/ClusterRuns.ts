@@ -34,6 +34,7 @@ import * as Stream from "effect/Stream"
 import type { ClusterConfig } from "../../../services/config/Server.js"
 import type { RunRecord } from "../../../services/ThreadStore.js"
 import { ThreadStore } from "../../../services/ThreadStore.js"
+import * as M from "../../../state/Message.js"
 import * as TS from "../../../state/ThreadState.js"
 import type { ThreadState } from "../../../state/ThreadState.js"
 import { GatewayError } from "../api/Problem.js"
@@ -107,23 +108,33 @@ const withTraceOf = <A, E, R>(request: Runs.RunRequest, effect: Effect.Effect<A,
  * A run request as it travels between runners (`Start`) and waits in PostgreSQL (`Execute`): its secrets sealed
  * (`SealedSecrets`, with the runners' shared secret; the gateway refuses them without one), never in plain text.
  */
-const wire = (clusterSecret: Redacted.Redacted<string> | undefined, request: Runs.RunRequest): unknown => {
+const wire = (
+  clusterSecret: Redacted.Redacted<string> | undefined,
+  request: Runs.RunRequest,
+  runId: string
+): unknown => {
   const { secrets, ...rest } = request
   if (secrets === undefined) return rest
   if (clusterSecret === undefined) throw new Error("a run's secrets reached a cluster without gateway.cluster.secret")
-  return { ...rest, [SealedSecrets.FIELD]: SealedSecrets.seal(clusterSecret, request, secrets) }
+  return { ...rest, [SealedSecrets.FIELD]: SealedSecrets.seal(clusterSecret, { ...request, runId }, secrets) }
 }
 
-/** A run request as it came from another runner or the database (`wire`): its secrets opened, or why they do not. */
+/**
+ * A run request of the run `runId` as it came from another runner or the database (`wire`): its secrets opened, or
+ * why they do not (sealed for another run among them).
+ */
 const unwire = (
   clusterSecret: Redacted.Redacted<string> | undefined,
-  raw: unknown
+  raw: unknown,
+  runId: string | undefined
 ): Either.Either<Runs.RunRequest, { readonly request: Runs.RunRequest; readonly problem: string }> => {
   const { [SealedSecrets.FIELD]: sealed, secrets: _, ...request } = raw as Runs.RunRequest & Record<string, unknown>
   if (sealed === undefined) return Either.right(request)
   const opened = clusterSecret === undefined
     ? Either.left("this runner has no gateway.cluster.secret to open the run's sealed secrets with")
-    : SealedSecrets.open(clusterSecret, request, sealed)
+    : runId === undefined
+    ? Either.left("the run's sealed secrets came without the run's id")
+    : SealedSecrets.open(clusterSecret, { ...request, runId }, sealed)
   return Either.match(opened, {
     onLeft: (problem) => Either.left({ request, problem }),
     onRight: (secrets) => Either.right(secrets === undefined ? request : { ...request, secrets })
@@ -162,7 +173,7 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
       Start: ({ payload }) =>
         withTraceOf(
           payload.request as Runs.RunRequest,
-          Either.match(unwire(clusterSecret, payload.request), {
+          Either.match(unwire(clusterSecret, payload.request, (payload.request as Runs.RunRequest).runId), {
             onLeft: ({ problem }) =>
               Effect.fail(new GatewayError({ reason: "internal", message: `cluster: ${problem}` })),
             onRight: (request) => Effect.map(local.start(request), (run) => ({ runId: run.runId }))
@@ -199,7 +210,7 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
           // no live process holds the thread (its lease, renewed until the run's end is recorded) is the run
           // resumed here; one whose last turn had ended (it was settling) is ended instead, never run again. (Its
           // sealed secrets that do not open here: it goes on without them, saying why.)
-          const unwired = unwire(clusterSecret, payload.request)
+          const unwired = unwire(clusterSecret, payload.request, payload.runId)
           const request = Either.isRight(unwired) ? unwired.right : unwired.left.request
           let waited = 0
           for (;;) {
@@ -377,13 +388,16 @@ export const layer = (
         }, runId, request)
       }
 
-      const start: Runs.Service["start"] = (request) =>
+      const start: Runs.Service["start"] = (asked) =>
         Effect.gen(function*() {
+          // (its id chosen here when the request names none: its secrets are sealed for it, see `SealedSecrets`)
+          const runId = asked.runId ?? M.newId()
+          const request = { ...asked, runId }
           const sent = yield* Effect.try({
-            try: () => wire(config.secret, request),
+            try: () => wire(config.secret, request, runId),
             catch: (error) => new GatewayError({ reason: "internal", message: `cluster: ${(error as Error).message}` })
           })
-          const { runId } = yield* Effect.mapError(client(request.threadId).Start({ request: sent }), routed)
+          yield* Effect.mapError(client(request.threadId).Start({ request: sent }), routed)
           // a run that is not durable would be left unfinished, never resumed, by its runner's death (a process
           // starting leaves unfinished runs to their durable messages): it is stopped, and the request fails
           yield* client(request.threadId).Execute({ runId, request: sent }, { discard: true }).pipe(
@@ -404,7 +418,7 @@ export const layer = (
       const adopt: NonNullable<Runs.Service["adopt"]> = (request, runId) =>
         Effect.gen(function*() {
           const sent = yield* Effect.try({
-            try: () => wire(config.secret, request),
+            try: () => wire(config.secret, request, runId),
             catch: (error) => new GatewayError({ reason: "internal", message: `cluster: ${(error as Error).message}` })
           })
           yield* Effect.mapError(client(request.threadId).Execute({ runId, request: sent }, { discard: true }), routed)

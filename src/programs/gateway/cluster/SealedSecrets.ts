@@ -3,7 +3,8 @@
  * the cluster's processes have (derived from `gateway.cluster.secret`, which never leaves their configuration), so
  * neither the runners' sockets nor PostgreSQL, where a run's durable message waits until its end (and from which the
  * thread's next runner resumes it), ever hold them in plain text. AES-256-GCM, a fresh nonce each time, bound to the
- * run's user and thread (a sealed value moved to another user's request does not open).
+ * run: its user, thread and id (a sealed value moved to another user's request, or to another run of the same thread,
+ * does not open; the thread's next runner resuming the run, under its id, opens it).
  */
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
@@ -19,13 +20,20 @@ const TAG_BYTES = 16
 const keyOf = (clusterSecret: Redacted.Redacted<string>): Buffer =>
   Buffer.from(Crypto.hkdfSync("sha256", Redacted.value(clusterSecret), "antler", "antler/request-secrets/v1", 32))
 
-const boundTo = (owner: { readonly userId: string; readonly threadId: string }) =>
-  Buffer.from(`${owner.userId}\u0000${owner.threadId}`, "utf8")
+/** The run a sealed value is for. */
+export interface Owner {
+  readonly userId: string
+  readonly threadId: string
+  readonly runId: string
+}
+
+const boundTo = (owner: Owner) =>
+  Buffer.from(`${owner.userId}\u0000${owner.threadId}\u0000${owner.runId}`, "utf8")
 
 /** `secrets` sealed for the run of `owner` (see the module's header). */
 export const seal = (
   clusterSecret: Redacted.Redacted<string>,
-  owner: { readonly userId: string; readonly threadId: string },
+  owner: Owner,
   secrets: SkillSecrets.RequestSecrets
 ): string => {
   const nonce = Crypto.randomBytes(NONCE_BYTES)
@@ -37,13 +45,13 @@ export const seal = (
 }
 
 /**
- * The secrets `sealed` holds for the run of `owner`, decoded as a request's (`SkillSecrets.decodeRequest`). One that
- * is not a sealed value, was sealed under another cluster secret or for another run's owner, or was changed, is a
- * refusal saying so (never a value).
+ * The secrets `sealed` holds for the run `owner`, decoded as a request's (`SkillSecrets.decodeRequest`). One that is
+ * not a sealed value, was sealed under another cluster secret or for another run (another user's, thread's, or one
+ * of the same thread), or was changed, is a refusal saying so (never a value).
  */
 export const open = (
   clusterSecret: Redacted.Redacted<string>,
-  owner: { readonly userId: string; readonly threadId: string },
+  owner: Owner,
   sealed: unknown
 ): Either.Either<SkillSecrets.RequestSecrets | undefined, string> => {
   if (typeof sealed !== "string" || !sealed.startsWith(PREFIX)) {
