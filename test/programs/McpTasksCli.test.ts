@@ -92,7 +92,7 @@ describe("antler run with long-running MCP tasks", () => {
       const submitted = JSON.parse(lastToolText(server))
       assert.match(submitted.task_id, /^mcp-task-[0-9a-f]{32}$/)
       assert.strictEqual(submitted.message, "Task is running in the background.")
-      assert.include(ran.stdout, "waiting for background task Report (Ctrl-C stops waiting;")
+      assert.include(ran.stdout, "waiting for background task Report (at most 600s; Ctrl-C stops waiting;")
       assert.include(ran.stdout, "background task Report completed: {\"report\":\"Report on otters (key [redacted])\"}")
       assert.notInclude(ran.stdout + ran.stderr, SECRET)
       // the outcome is shown after the answer: the CLI waited for the second poll

@@ -5,10 +5,11 @@
  * a `background_task` object), where `antler serve` would tell the thread with a run; what it shows is recorded as
  * told (a later `antler serve` does not tell it again). A task that asks for input is shown as such and not waited
  * for (nobody can answer it: DeerFlow cannot either), and so is one whose server failed
- * `tracking_degraded_after_errors` polls in a row. Ctrl-C stops the waiting and ends the CLI, with its stdio MCP
- * servers (a task a server holds in its process ends with it); the records stay beside the threads, and a later
- * `antler run` or `antler serve` follows them.
+ * `tracking_degraded_after_errors` polls in a row. The wait is bounded (`--wait-tasks`): past it, or at Ctrl-C, the
+ * CLI stops waiting and ends, with its stdio MCP servers (a task a server holds in its process ends with it); the
+ * records stay beside the threads, and a later `antler run` or `antler serve` follows them.
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -87,14 +88,47 @@ const show = (task: TaskRecord, degraded: boolean, json: boolean, redact: Redact
   return Render.write(`${color(`background task ${name} ${status}`)}${what === "" ? "" : `: ${what}`}\n`)
 }
 
+/** The tasks not waited for (past `--wait-tasks`), and where to see them later. */
+const left = (
+  tasks: ReadonlyArray<TaskRecord>,
+  threadId: string,
+  waitSeconds: number,
+  options: { readonly json: boolean; readonly redact: Redact.Redactor }
+): Effect.Effect<void> => {
+  const names = tasks.map((task) => Render.safeText(task.task_name, options.redact))
+  if (options.json) {
+    return Render.writeJson(options.redact.value({
+      type: "background_tasks_not_waited",
+      waited_seconds: waitSeconds,
+      thread_id: threadId,
+      tasks: tasks.map((task, i) => ({ task_id: task.id, task_name: names[i], status: task.status }))
+    }))
+  }
+  const some = names.length === 1 ? `background task ${names[0]}` : `${names.length} background tasks`
+  const s = Render.style(Render.useColor())
+  const stopped = waitSeconds === 0
+    ? `not waiting for ${some} (--wait-tasks 0)`
+    : `stopped waiting for ${some} after ${waitSeconds}s`
+  return Render.write(s.yellow(
+    `${stopped}: it goes on where its server runs (a stdio server's task ends with this process); a later ` +
+      `antler run --thread ${threadId} (its task tools) or antler serve follows it\n`
+  ))
+}
+
 /**
- * Waits for the tasks run `runId` of `threadId` submitted, showing each as it ends (every `everyMs`, it reads
- * their records, which the runtime's poller keeps). Nothing without a task runtime or tasks.
+ * Waits for the tasks run `runId` of `threadId` submitted, at most `waitSeconds` (0: not at all), showing each as
+ * it ends (every `everyMs`, it reads their records, which the runtime's poller keeps), then the ones still going as
+ * not waited for. Nothing without a task runtime or tasks.
  */
 export const follow = (
   threadId: string,
   runId: string,
-  options: { readonly json: boolean; readonly redact: Redact.Redactor; readonly everyMs?: number }
+  options: {
+    readonly json: boolean
+    readonly redact: Redact.Redactor
+    readonly waitSeconds: number
+    readonly everyMs?: number
+  }
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const tasks = yield* Effect.serviceOption(McpTasks)
@@ -108,12 +142,14 @@ export const follow = (
     let waiting = submitted
     const s = Render.style(Render.useColor())
     const names = submitted.filter(going).map((task) => Render.safeText(task.task_name, options.redact))
-    if (!options.json && names.length > 0) {
+    if (!options.json && names.length > 0 && options.waitSeconds > 0) {
       const some = names.length === 1 ? `background task ${names[0]}` : `${names.length} background tasks`
       yield* Render.write(s.dim(
-        `waiting for ${some} (Ctrl-C stops waiting; a later run or antler serve follows it)…\n`
+        `waiting for ${some} (at most ${options.waitSeconds}s; Ctrl-C stops waiting; a later run or antler serve ` +
+          `follows it)…\n`
       ))
     }
+    const until = (yield* Clock.currentTimeMillis) + options.waitSeconds * 1000
     while (waiting.length > 0) {
       const next: Array<TaskRecord> = []
       for (const task of waiting) {
@@ -133,7 +169,13 @@ export const follow = (
         }
       }
       waiting = next
-      if (waiting.length > 0) yield* Effect.sleep(options.everyMs ?? 1000)
+      if (waiting.length === 0) break
+      const remaining = until - (yield* Clock.currentTimeMillis)
+      if (remaining <= 0) {
+        yield* left(waiting, threadId, options.waitSeconds, options)
+        break
+      }
+      yield* Effect.sleep(Math.min(options.everyMs ?? 1000, remaining))
     }
   }).pipe(
     Effect.catchTag("McpTaskError", (error) =>

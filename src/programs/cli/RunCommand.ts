@@ -125,6 +125,9 @@ const chooseThread = (home: string, given: Option.Option<string>, latest: boolea
     return { threadId: M.newId(), newThread: true }
   })
 
+/** The longest `--wait-tasks` (a week). */
+const MAX_WAIT_TASKS = 7 * 24 * 3600
+
 const command = Command.make(
   "run",
   {
@@ -140,6 +143,7 @@ const command = Command.make(
     agent: Options.text("agent").pipe(Options.optional),
     subagents: Options.boolean("subagents"),
     secrets: Options.text("secret").pipe(Options.repeated),
+    waitTasks: Options.integer("wait-tasks").pipe(Options.withDefault(600)),
     json: CliCommand.json,
     verbose: Options.boolean("verbose")
   },
@@ -149,6 +153,13 @@ const command = Command.make(
         return yield* fail(
           ExitCode.usage,
           "antler run: --continue picks the most recent thread and --thread names one; give only one of them."
+        )
+      }
+      if (args.waitTasks < 0 || args.waitTasks > MAX_WAIT_TASKS) {
+        return yield* fail(
+          ExitCode.usage,
+          `antler run: --wait-tasks is a number of seconds from 0 (do not wait) to ${MAX_WAIT_TASKS}; ` +
+            `${args.waitTasks} is not.`
         )
       }
       const given = Option.isSome(args.thread)
@@ -244,7 +255,7 @@ const command = Command.make(
         }
         // the background tasks the run submitted: waited for, and how each ended shown
         if (CliCommand.exitCodeOf(outcome.end) === ExitCode.ok) {
-          yield* McpTaskWait.follow(threadId, runId, { json: args.json, redact })
+          yield* McpTaskWait.follow(threadId, runId, { json: args.json, redact, waitSeconds: args.waitTasks })
         }
         // the process ends here: the memory update of this run is made now rather than after its debounce
         const memory = yield* Memory
@@ -280,7 +291,7 @@ export const entry: CliCommand.Entry = {
       "is done or asks you something. Without --thread or --continue a new thread is started; its id is printed " +
       "so you can come back to it.\n\n" +
       "With mcp_tasks enabled, the run then waits for the long-running MCP tasks it submitted and prints how " +
-      "each ended (Ctrl-C stops waiting).\n\n" +
+      "each ended, at most --wait-tasks seconds (Ctrl-C stops waiting).\n\n" +
       "Exit codes: 0 done; 1 the run failed; 2 a usage or configuration error; 3 the agent asks you a question " +
       "(answer with run --thread ID \"<answer>\"); 130 stopped with Ctrl-C (completed steps are saved). A run on " +
       "a new thread that fails before the model replies keeps nothing.",
@@ -320,6 +331,12 @@ export const entry: CliCommand.Entry = {
         "Give the run the secret in $NAME (repeat for more), as a gateway run's context.secrets: the bash commands " +
         "of a skill in use that declares it (required-secrets) and MCP servers whose config names ${secret:NAME} " +
         "get it; hidden from everything printed and stored. Never a value here: NAME=... antler run --secret NAME"
+      ],
+      [
+        "--wait-tasks SECONDS",
+        "With mcp_tasks enabled, wait at most this long (default 600; 0: not at all) for the long-running MCP tasks " +
+        "the run submitted; past it the CLI says which still go on and exits 0 (a later run or antler serve " +
+        "follows them)"
       ],
       [
         "--json",
