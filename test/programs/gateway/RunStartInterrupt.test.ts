@@ -4,7 +4,7 @@
  * the request's fiber and left the lease held and the reservation taken for the process's life (the thread busy, the
  * user's quota shrunk). Now that section runs to its end: the run is handed to its fiber or, failing, frees both.
  * The store pauses the run's first record until the client has gone, then fails it; a run of the same size on the
- * same thread is then admitted and ends. SQLite; the model is SCRIPTED, the client speaks HTTP.
+ * same thread is then admitted (a reservation left taken would refuse it, 403) and ends. SQLite; the model is SCRIPTED, the client speaks HTTP.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -27,7 +27,7 @@ describe("a run's start interrupted by a client disconnect", () => {
     let pausing = true
     const gateway = await Support.start({
       script: () => "ok",
-      config: { gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 40 * KiB, max_thread_bytes_per_user: 0 } } },
+      config: { gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 0, max_thread_bytes_per_user: 32 * KiB } } },
       wrapStore: (store) => ({
         ...store,
         saveRun: (record) => {
@@ -43,7 +43,9 @@ describe("a run's start interrupted by a client disconnect", () => {
     gateways.push(gateway)
     const request = Requests.as(() => gateway, Support.ALICE)
     const threadId = (await request("POST", "/threads", {})).json().thread_id as string
-    const input = { messages: [{ type: "human", content: "x".repeat(25 * KiB) }] }
+    // (a run of this input is admitted alone, ~25 KB with its record's copy of it; not beside its own reservation left
+    // taken, ~12 KB more)
+    const input = { messages: [{ type: "human", content: "x".repeat(12 * KiB) }] }
     const aborted = new AbortController()
     const first = fetch(`${gateway.url}/threads/${threadId}/runs`, {
       method: "POST",
@@ -51,7 +53,8 @@ describe("a run's start interrupted by a client disconnect", () => {
       body: JSON.stringify({ assistant_id: "lead_agent", input }),
       signal: aborted.signal
     }).catch((error: unknown) => error)
-    await paused
+    const early = await Promise.race([paused.then(() => undefined), first])
+    if (early instanceof Response) assert.fail(`the first run was answered before its record: ${await early.text()}`)
     aborted.abort()
     assert.instanceOf(await first, Error, "the client went away")
     // (the server learns of the disconnect and interrupts the request's fiber, paused in the store)
@@ -59,7 +62,10 @@ describe("a run's start interrupted by a client disconnect", () => {
     release()
     const answer = await request("POST", `/threads/${threadId}/runs/wait`, { assistant_id: "lead_agent", input })
     assert.strictEqual(answer.status, 200, `the later run is admitted: ${answer.text}`)
+    // (admitted: it ran; what it keeps, its input twice and its answer, may pass the quota mid-run, its own affair)
     const runs = (await request("GET", `/threads/${threadId}/runs`)).json() as Array<{ status: string }>
-    assert.deepStrictEqual(runs.map((r) => r.status).sort(), ["success"])
+    assert.strictEqual(runs.length, 1, "the interrupted start left no run behind")
+    assert.notInclude(["pending", "running"], runs[0]!.status, "the later run ended")
+    assert.strictEqual((await request("GET", `/threads/${threadId}/state`)).status, 200)
   })
 })
