@@ -4,7 +4,8 @@
  * the request's fiber and left the lease held and the reservation taken for the process's life (the thread busy, the
  * user's quota shrunk). Now that section runs to its end: the run is handed to its fiber or, failing, frees both.
  * The store pauses the run's first record until the client has gone, then fails it; a run of the same size on the
- * same thread is then admitted (a reservation left taken would refuse it, 403) and ends. SQLite; the model is SCRIPTED, the client speaks HTTP.
+ * same thread is then admitted (a reservation left taken would refuse it, 403) and ends. SQLite; the model is
+ * SCRIPTED, the client speaks HTTP.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
