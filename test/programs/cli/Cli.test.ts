@@ -1426,6 +1426,7 @@ describe("checking the command line", () => {
       ["--agent", true],
       ["--subagents", false],
       ["--secret", true],
+      ["--wait-tasks", true],
       ["--json", false],
       ["--verbose", false]
     ])
@@ -1477,7 +1478,7 @@ describe("checking the command line", () => {
     assert.strictEqual(
       problem("run", "--bogus", "1", "hi"),
       "antler run: unknown option --bogus. Its options: --thread, --continue, --model, --base-url, --api-key, " +
-        "--config, --file, --plan, --agent, --subagents, --secret, --json, --verbose.\n" +
+        "--config, --file, --plan, --agent, --subagents, --secret, --wait-tasks, --json, --verbose.\n" +
         "An argument that starts with \"-\" goes after --: antler run -- \"--bogus ...\"\n" +
         "Run `antler run --help` for its usage."
     )
