@@ -15,7 +15,8 @@
  *
  * This module keeps the connections (start, reuse, restart, stop) and the port; `mcp/Transport.ts` makes the
  * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s,
- * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths.
+ * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths;
+ * `mcp/ClientOptions.ts` holds the service's options.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import * as Clock from "effect/Clock"
@@ -38,61 +39,13 @@ import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Tr
 import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
 import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
+import type { Options, Workspace } from "./mcp/ClientOptions.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
 
 export { exposedName, inputSchemaOf, resultOf, safeName } from "./mcp/Decode.js"
 export { secrets } from "./mcp/Variables.js"
-
-/** Options of the service. */
-export interface Options {
-  /** The servers, by name (`mcpServers` of `extensions_config.json`, decoded). */
-  readonly servers: Readonly<Record<string, McpServerConfig>>
-  /** Starting a server and its handshake, when the server sets no `session_init_timeout`. Default 60 s, DeerFlow's. */
-  readonly initTimeoutMs?: number | undefined
-  /** One tool call, when the server sets no `tool_call_timeout`. Default 300 s. */
-  readonly callTimeoutMs?: number | undefined
-  /** A server that failed to start is not tried again for this long. Default 30 s. */
-  readonly retryAfterMs?: number | undefined
-  /** The client's name in the MCP handshake. */
-  readonly clientName?: string | undefined
-  /** The `setpriv` giving stdio servers a parent-death signal (default: found on PATH); `false`: none. */
-  readonly setpriv?: string | false | undefined
-  /**
-   * The sessions kept at once for scoped calls (a run's thread each), over all servers; the least recently used
-   * one past it is closed (its stdio process ends). Default 256, DeerFlow's `MCPSessionPool.MAX_SESSIONS`.
-   */
-  readonly maxSessions?: number | undefined
-  /**
-   * The sessions one user keeps at once (default 16): past it, that user's least recently used one is closed, so
-   * one user's many threads can neither start processes without end nor push another user's sessions out.
-   */
-  readonly maxSessionsPerUser?: number | undefined
-  /**
-   * The bound on one message a server sends (a stdio line, an HTTP body, an event), applied as it arrives: past it,
-   * the message is dropped unread, the calls under way on that connection fail saying so, and the connection is
-   * ended (started again by the next call). Default 16 MiB.
-   */
-  readonly maxMessageBytes?: number | undefined
-  /**
-   * Where a scope's stdio servers run (DeerFlow's pinning): the working directory of its process (unless the
-   * server sets `cwd`) and the temporary directory given as `TMPDIR`/`TMP`/`TEMP` (unless its `env` sets them),
-   * both made when its session starts; `rewrite` turns the host paths its results name into the ones the model
-   * knows, and `files` the thread's files they name by a relative path or a bare file name (`WorkspaceFiles`).
-   * Without it (or without a workspace for the scope), a scope's process starts where the server's configuration
-   * says.
-   */
-  readonly workspace?: ((scope: SessionScope) => Workspace | undefined) | undefined
-}
-
-/** A scope's place for its stdio servers' processes (`Options.workspace`). */
-export interface Workspace {
-  readonly cwd: string
-  readonly tmp: string
-  readonly rewrite: (text: string) => string
-  /** The thread's files, for the relative paths and bare file names its results name (none: host paths only). */
-  readonly files?: WorkspaceFiles.Place | undefined
-}
+export type { Options, Workspace } from "./mcp/ClientOptions.js"
 
 /** A configured server and the state of its connection. */
 interface Connection {
