@@ -64,6 +64,19 @@ const nameOf = (message: M.Message) => {
   return typeof name === "string" && name !== "" ? { name } : {}
 }
 
+/**
+ * A branch's default name: its source's title trimmed; a branch of a branch drops the `Branch:` prefixes its title
+ * has (the names DeerFlow's earlier branches were given), as DeerFlow's `_default_branch_display_name`; blank is
+ * none (null).
+ */
+export const displayName = (title: string | null | undefined, sourceIsBranch: boolean): string | null => {
+  let name = title?.trim() ?? ""
+  if (sourceIsBranch) {
+    while (name.toLowerCase().startsWith("branch:")) name = name.slice("branch:".length).trim()
+  }
+  return name === "" ? null : name
+}
+
 /** The branches endpoints of `api` (DeerFlow's, under `/api`). */
 export const layer = (api: DeerFlowApi) =>
   HttpApiBuilder.group(api, "branches", (handlers) =>
@@ -260,7 +273,9 @@ export const layer = (api: DeerFlowApi) =>
             }))
             // named as the chat is now (a title given since the turn included), as DeerFlow names a branch after
             // its source's display name; a title the request gives (not blank) is the branch's
-            const title = request.title?.trim() ? request.title : state.title
+            const title = request.title?.trim()
+              ? request.title
+              : displayName(state.title, owned.metadata?.deerflow_branch === true)
             // the parent's state before the last turn: the branch's checkpoint before it (see BranchSeed)
             const opening = snapshot.right.messages.findLast(BranchSeed.opensTurn)
             const baseSeq = opening === undefined

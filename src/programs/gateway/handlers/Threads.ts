@@ -51,6 +51,9 @@ const PINNED = "deerflow_pinned"
 /** What the lease of a thread being copied (`POST /threads/{id}/copy`) is held by: this and the copy's id. */
 const COPY_WRITER = "copy-thread-"
 
+/** DeerFlow's refusal of a state update while a run holds the thread (409). */
+const STATE_BUSY = "Thread has a run in flight. Update state after the run finishes."
+
 /** Why a thread cannot be deleted now: `holder` (a run, a state update or a copy) holds it. */
 const heldMessage = (threadId: string, holder: LeaseHolder): string =>
   holder.run_id.startsWith(COPY_WRITER)
@@ -477,15 +480,18 @@ export const layer = (api: LangGraphApi) =>
             }
             yield* access.withinStorage(userId, stored, InputBounds.jsonBytes(update))
             const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
-            if (runs.activeOf(stored) !== undefined) {
-              return yield* fail(
-                "conflict",
-                `Thread ${threadId} has a run in progress; update its state after the run.`
-              )
-            }
+            // (DeerFlow's words for a run holding the thread, this process's or another's)
+            if (runs.activeOf(stored) !== undefined) return yield* fail("conflict", STATE_BUSY)
             const holder = yield* Effect.mapError(Run.takeLease(store, stored, writer), storeFailed)
             if (holder !== undefined) {
-              return yield* fail("conflict", `Thread ${threadId} has a run in progress (run ${holder.run_id}).`)
+              return yield* fail(
+                "conflict",
+                holder.run_id.startsWith(COPY_WRITER)
+                  ? `Thread ${threadId} is being copied; update its state once the copy is done.`
+                  : holder.run_id.startsWith(Protocol.UPDATE_WRITER)
+                  ? `Thread ${threadId} has a state update in progress; try again.`
+                  : STATE_BUSY
+              )
             }
             // an update that does not apply to the thread (removing a message it does not have) is refused, not
             // stored: stored, it would make every later load of the thread fail
