@@ -68,9 +68,28 @@ export const joinPath = (path: string, key: string | number | symbol): string =>
 // ---------------------------------------------------------------------------------------------------------
 // YAML
 
-/** Parses YAML text. Syntax errors come back as issues with line and column. */
+/**
+ * The booleans YAML 1.1 has beyond `true` and `false`, as PyYAML's `safe_load` (how DeerFlow reads its
+ * configuration) resolves them: a plain `yes`, `no`, `on` or `off` (lower, capitalised or upper case). `y` and `n`
+ * stay text, as in PyYAML.
+ */
+const pyYamlBool = {
+  tag: "tag:yaml.org,2002:bool",
+  default: true as const,
+  test: /^(?:yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF)$/,
+  resolve: (text: string) => /^(?:yes|on)$/i.test(text)
+}
+
+/**
+ * Parses YAML text as DeerFlow's configuration files are read: YAML 1.2 with PyYAML's booleans (`enabled: yes`
+ * is true). Syntax errors come back as issues with line and column.
+ */
 export const parseYaml = (text: string): Either.Either<unknown, ReadonlyArray<ConfigIssue>> => {
-  const doc = OnDemand.yaml().parseDocument(text, { merge: true, prettyErrors: true })
+  const doc = OnDemand.yaml().parseDocument(text, {
+    merge: true,
+    prettyErrors: true,
+    customTags: (tags) => [...tags, pyYamlBool]
+  })
   if (doc.errors.length > 0) {
     return Either.left(doc.errors.map((error) => {
       const pos = error.linePos?.[0]

@@ -34,7 +34,7 @@ describe("ConfigFile", () => {
         "models:",
         "  - name: gpt",
         "    model: gpt-4o",
-        "    supports_vision: yes",
+        "    supports_vision: maybe",
         "  - model: second",
         "recursion_limit: -3",
         "loop_detection:",
@@ -46,7 +46,7 @@ describe("ConfigFile", () => {
       assert.strictEqual(error._tag, "ConfigError")
       assert.strictEqual(error.reason, "schema")
       const lines = error.message.split("\n")
-      assert.include(lines, `${file}: models[0].supports_vision: expected true or false, got "yes" (model "gpt")`)
+      assert.include(lines, `${file}: models[0].supports_vision: expected true or false, got "maybe" (model "gpt")`)
       assert.include(lines, `${file}: models[1].name: required key is missing`)
       assert.include(lines, `${file}: recursion_limit: expected a positive number, got -3`)
       assert.include(lines, `${file}: loop_detection: hard_limit must be >= warn_threshold`)
