@@ -2,9 +2,14 @@
  * DeerFlow's test_threads_router, the parts its app sees that no other test ports: a state update while a run
  * holds the thread is refused in DeerFlow's words (`test_update_state_rejects_run_owned_by_another_worker`), and a
  * branch is named after its source's title, trimmed, a branch of a branch without the `Branch:` prefixes DeerFlow's
- * earlier branches were titled with (`test_branch_display_name_strips_legacy_branch_prefix_only_for_branch_sources`).
+ * earlier branches were titled with (`test_branch_display_name_strips_legacy_branch_prefix_only_for_branch_sources`),
+ * and a deletion that fails is DeerFlow's generic 500, its cause (a host path) logged, not answered
+ * (`test_delete_thread_data_returns_generic_500_error`).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { StoreError } from "../../../src/services/RunContext.js"
+import { captureLogs } from "../../support/logs.js"
 import { until } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -94,5 +99,43 @@ describe("DeerFlow's threads router", () => {
     // a title of only prefixes leaves the branch untitled
     await setTitle(first, "Branch:  branch: ")
     assert.isNull(await titleOf(await branch(first)))
+  })
+})
+
+describe("DeerFlow's threads router: a deletion that fails", () => {
+  const SECRET = "/srv/secret/antler-home/users/alice/threads"
+  const { capture, logged } = captureLogs()
+  let failing: TestGateway
+  const asAlice = Requests.as(() => failing, ALICE)
+
+  beforeAll(async () => {
+    failing = await Support.start({
+      script: Support.echoOrHang,
+      config: { gateway: { auth: { tokens: [{ token: ALICE, user: "alice" }] } } },
+      logger: capture,
+      wrapStore: (store) => ({
+        ...store,
+        delete: (threadId) =>
+          threadId.startsWith("doomed")
+            ? Effect.fail(new StoreError({ operation: "delete", message: `Cannot remove ${SECRET}: EACCES` }))
+            : store.delete(threadId)
+      })
+    })
+  })
+  afterAll(() => failing?.stop())
+
+  it("is a 500 in DeerFlow's words, naming no path; the cause is in the gateway's log", async () => {
+    assert.strictEqual((await asAlice("POST", "/api/threads", { thread_id: "doomed" })).status, 200)
+    for (const path of ["/api/threads/doomed", "/threads/doomed"]) {
+      const failed = await asAlice("DELETE", path)
+      assert.strictEqual(failed.status, 500, failed.text)
+      assert.strictEqual(failed.json().detail, "Failed to delete local thread data.")
+      assert.notInclude(failed.text, SECRET)
+    }
+    assert.isTrue(logged.some((line) => line.includes(SECRET) && line.includes("doomed")), logged.join("\n"))
+    // another thread is deleted as ever
+    assert.strictEqual((await asAlice("POST", "/api/threads", { thread_id: "fine" })).status, 200)
+    assert.strictEqual((await asAlice("DELETE", "/api/threads/fine")).status, 204)
+    assert.strictEqual((await asAlice("GET", "/api/threads/fine")).status, 404)
   })
 })

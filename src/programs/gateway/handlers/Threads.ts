@@ -51,6 +51,9 @@ const PINNED = "deerflow_pinned"
 /** What the lease of a thread being copied (`POST /threads/{id}/copy`) is held by: this and the copy's id. */
 const COPY_WRITER = "copy-thread-"
 
+/** What a deletion that failed (the store, or removing the thread's files) answers: DeerFlow's words, no path. */
+const DELETE_FAILED = "Failed to delete local thread data."
+
 /** DeerFlow's refusal of a state update while a run holds the thread (409). */
 const STATE_BUSY = "Thread has a run in flight. Update state after the run finishes."
 
@@ -229,7 +232,13 @@ export const layer = (api: LangGraphApi) =>
             Effect.provideService(ThreadStore, store),
             Effect.catchAll((error) =>
               Effect.flatMap(heldBy(stored), (holder) =>
-                holder === undefined ? Effect.fail(storeFailed(error)) : fail("conflict", heldMessage(threadId, holder))
+                holder !== undefined
+                  ? fail("conflict", heldMessage(threadId, holder))
+                  // (the cause, which names host paths, is logged, not answered: DeerFlow's generic 500)
+                  : Effect.zipRight(
+                    Effect.logError(`deleting thread ${threadId} failed: ${error.message}`),
+                    fail("internal", DELETE_FAILED)
+                  )
               )
             )
           )
