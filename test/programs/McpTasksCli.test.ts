@@ -3,8 +3,8 @@
  * whose `task_toolsets` entry is a submit/status/cancel contract, the CLI as a process, the scripted model called
  * through the real `openai` client. The model's submit call answers at once with a task id; the CLI then waits
  * for the task, polled on its server, and shows how it ended (a line, or a `background_task` JSON object); a
- * later run of the thread has the task tools and sees the task's outcome. Without `mcp_tasks.enabled` the submit
- * tool answers DeerFlow's "not initialized" error and nothing is waited for.
+ * later run of the thread has the task tools and sees the task's outcome. Without `mcp_tasks.enabled` the CLI
+ * refuses to start, as DeerFlow's gateway does.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -180,13 +180,13 @@ describe("antler run with long-running MCP tasks", () => {
       )
     }), SLOW)
 
-  it.scoped("without mcp_tasks.enabled the submit tool answers DeerFlow's error and nothing is waited for", () =>
+  it.scoped("without mcp_tasks.enabled antler run refuses to start, as DeerFlow's start-up check (exit 2)", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(model)
       const { antler } = home(server.url, { enabled: false })
       const ran = yield* antler(["run", "--thread", "t3", "start otters"])
-      assert.strictEqual(ran.code, 0, ran.stderr)
-      assert.include(lastToolText(server), "The MCP task runtime is not initialized")
-      assert.notInclude(ran.stdout, "background task")
+      assert.strictEqual(ran.code, 2, ran.stderr)
+      assert.include(ran.stderr, "antler run: MCP task_toolsets are configured, so mcp_tasks.enabled=true is required")
+      assert.strictEqual(server.requests.length, 0)
     }), SLOW)
 })

@@ -35,6 +35,7 @@ import { ThreadStore } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import * as PackageRoot from "../PackageRoot.js"
 import * as App from "../App.js"
+import * as McpTaskRequirement from "../McpTaskRequirement.js"
 import * as Render from "./Render.js"
 import * as ToolAssembly from "../ToolAssembly.js"
 
@@ -276,6 +277,14 @@ export const checkTools = (app: AppConfigService["Type"]) => {
       issues.map((issue) => `${file}: ${issue.path}: ${issue.message}`).join("\n")
   )
 }
+
+/**
+ * Refuses (exit 2) a configuration whose MCP servers configure `task_toolsets` while `mcp_tasks.enabled` is off, as
+ * DeerFlow refuses to start (see `McpTaskRequirement`). `command`: the command named in the message.
+ */
+export const checkMcpTasks = (app: AppConfigService["Type"], command: string) =>
+  Effect.flatMap(McpTaskRequirement.check(app), (problem) =>
+    problem === undefined ? Effect.void : fail(ExitCode.usage, `${command}: ${problem}`))
 
 /** A thread id from the command line, checked (a usage error names the rule). */
 export const threadIdFrom = (value: string) =>

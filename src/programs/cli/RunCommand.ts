@@ -174,6 +174,7 @@ const command = Command.make(
       const prompt = yield* promptOf(args.prompt)
       const app = yield* CliCommand.loadConfig(Option.getOrUndefined(args.config))
       yield* CliCommand.checkTools(app)
+      yield* CliCommand.checkMcpTasks(app, "antler run")
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
       const secrets = [

@@ -51,6 +51,7 @@ import * as Quotas from "./Quotas.js"
 import * as RequestSpan from "./RequestSpan.js"
 import * as StorageQuota from "./StorageQuota.js"
 import * as Runs from "./Runs.js"
+import * as McpTaskRequirement from "../McpTaskRequirement.js"
 import * as McpTaskWiring from "./mcptasks/Wiring.js"
 import * as Scheduling from "./scheduler/Wiring.js"
 import * as StoreWiring from "./store/Wiring.js"
@@ -60,7 +61,7 @@ import * as Web from "./Web.js"
 
 /** The gateway cannot start as configured. */
 export class GatewayStartError extends Schema.TaggedError<GatewayStartError>()("GatewayStartError", {
-  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens", "cluster"),
+  reason: Schema.Literal("unsafe_bind", "unsafe_cors", "tokens", "cluster", "mcp_tasks"),
   message: Schema.String
 }) {}
 
@@ -312,6 +313,8 @@ export const layer = (options: Options) => {
           "database.url (postgres://user:password@host:port/database), or remove gateway.cluster to run one process"
       })
     }
+    const tasks = yield* McpTaskRequirement.check(app)
+    if (tasks !== undefined) return yield* new GatewayStartError({ reason: "mcp_tasks", message: tasks })
   })
 
   const reload = options.reload === undefined ? undefined : watch(options.reload, redact)

@@ -222,30 +222,10 @@ describe("durable MCP tasks (mcp_tasks.enabled)", () => {
 })
 
 describe("durable MCP tasks without the runtime (mcp_tasks.enabled off, DeerFlow's default)", () => {
-  let off: TestGateway
-  const offCall = Requests.api(() => off)
-  beforeAll(async () => {
-    off = await startWith({})
-  }, SLOW)
-  afterAll(async () => {
-    await off?.stop()
-  })
-
-  it("never run a task tool as a plain call: it answers DeerFlow's error; no task tools, no feature", async () => {
-    assert.isFalse((await Requests.ok(await offCall(Support.ALICE, "/features"))).mcp_tasks.enabled)
-    const thread = await Requests.ok(await offCall(Support.ALICE, "/threads", { method: "POST", body: {} }))
-    const answer = await toolAnswer(Support.ALICE, thread.thread_id, "start otters", offCall)
-    assert.strictEqual(
-      answer,
-      "Error: The MCP task runtime is not initialized. Run this tool through the Gateway with " +
-        "mcp_tasks.enabled=true and a SQL database backend."
-    )
-    const names = (off.scripted.requests.at(-1)!.tools ?? []).map((t: any) => t.function.name)
-    assert.include(names, "tasks_start_report")
-    for (const hidden of ["tasks_report_status", "tasks_report_cancel", "list_background_tasks"]) {
-      assert.notInclude(names, hidden)
-    }
-    const listed = await Requests.ok(await offCall(Support.ALICE, `/threads/${thread.thread_id}/mcp-tasks`))
-    assert.deepStrictEqual(listed, [])
+  it("the gateway refuses to start: task_toolsets are never run as plain calls (DeerFlow's start-up check)", async () => {
+    const started = await startWith({}).then((gateway) => gateway.stop().then(() => "started"), String)
+    assert.include(started, "GatewayStartError")
+    assert.include(started, "MCP task_toolsets are configured, so mcp_tasks.enabled=true is required")
+    assert.include(started, "mcpServers 'tasks' configure task_toolsets")
   }, SLOW)
 })
