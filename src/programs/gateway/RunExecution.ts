@@ -82,7 +82,9 @@ const jsonOf = (redact: Redact.Redactor) => (data: unknown): string => {
 
 /**
  * A run's parts before it starts: its journal, its projector (the LangGraph stream of its events), its event buffer
- * and the run as this process follows it.
+ * and the run as this process follows it. `modelName`: the model the run uses as the factory resolves it (a role's
+ * substitute for the one it asked for), named by its stream's `ls_model_name`; none: the one its settings name,
+ * else `fallback` (the default).
  */
 export const makeRun = (
   deps: Deps,
@@ -90,7 +92,8 @@ export const makeRun = (
   runId: string,
   initial: ThreadState,
   stamp: () => string,
-  modelName: string | undefined
+  modelName: string | undefined,
+  fallback?: string | undefined
 ): Made => {
   const journal = RunJournal.make(stamp)
   const projector = Projection.makeProjector({
@@ -98,9 +101,11 @@ export const makeRun = (
     threadId: request.publicThreadId ?? request.threadId,
     modes: request.modes,
     initial,
-    modelName: typeof request.settings.model_name === "string" && request.settings.model_name !== ""
-      ? request.settings.model_name
-      : modelName,
+    // (the model the run uses, a role's substitute included; else the one it asked for, else the default)
+    modelName: modelName ??
+      (typeof request.settings.model_name === "string" && request.settings.model_name !== ""
+        ? request.settings.model_name
+        : fallback),
     redact: deps.redact,
     attempt: (request.resumes ?? 0) + 1,
     input: request.messages.length > 0 ? { messages: request.messages } : null,

@@ -167,12 +167,17 @@ export const make = (deps: Deps): Starter => {
         Effect.mapError(internal)
       )
       const clock = yield* Effect.clock
+      // (the model the run will use: the one its role may use, not the one it asked for; a run whose settings do not
+      // resolve fails in its turn, saying why)
+      const used = yield* deps.factory.resolve(request.settings, request.userId, request.admin === true, request.role)
+        .pipe(Effect.map((resolved) => resolved.modelName), Effect.orElseSucceed(() => undefined))
       const made = RunExecution.makeRun(
         runDeps,
         { ...request, messages },
         runId,
         state,
         () => new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+        used,
         yield* defaultModel
       )
       const stop = Deferred.unsafeMake<Stop>(FiberId.none)
