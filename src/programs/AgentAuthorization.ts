@@ -66,14 +66,28 @@ export const authorizeModel = <R extends ModelChoice>(
       modelName: model.name,
       model,
       vision: model.supports_vision === true,
-      thinkingEnabled: resolved.thinkingEnabled && model.supports_thinking === true,
-      reasoningEffort: model.supports_reasoning_effort ? resolved.reasoningEffort : undefined,
+      ...thinkingFor(model, resolved),
       warnings: [
         ...resolved.warnings,
         `The model "${name}" is not available for your role; using "${model.name}".`
       ]
     }
   })
+
+/**
+ * A run's thinking settings moved to the model a role substitutes: thinking stays on only for a model that
+ * `supports_thinking` (off, the model's `when_thinking_disabled` applies, as DeerFlow turns it off for such a model),
+ * and a `reasoning_effort` only for one that `supports_reasoning_effort`. Unset stays unset.
+ */
+export const thinkingFor = <S extends { readonly thinkingEnabled?: boolean | undefined }>(
+  model: ModelConfig,
+  settings: S & { readonly reasoningEffort?: string | undefined }
+): { readonly thinkingEnabled: S["thinkingEnabled"]; readonly reasoningEffort: string | undefined } => ({
+  thinkingEnabled: (settings.thinkingEnabled === undefined
+    ? undefined
+    : settings.thinkingEnabled && model.supports_thinking === true) as S["thinkingEnabled"],
+  reasoningEffort: model.supports_reasoning_effort ? settings.reasoningEffort : undefined
+})
 
 /** The model a run of a library's `LeadAgent` goes to (`runModel`), and why it is not the one the run named. */
 export interface RunModel {

@@ -335,7 +335,11 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
           if (Either.isLeft(model)) return { input: ids, refusal: refusal(ids, model.left) }
           const { modelName, warning } = model.right
           const same = modelName === input.options?.modelName
-          return { input: same ? ids : { ...ids, options: { ...input.options, modelName } }, warning }
+          if (same) return { input: ids, warning }
+          // (a substitute takes the run's thinking settings as its own configuration allows them)
+          const substitute = warning === undefined ? undefined : app.config.models.find((m) => m.name === modelName)
+          const thinking = substitute === undefined ? {} : AgentAuthorization.thinkingFor(substitute, input.options ?? {})
+          return { input: { ...ids, options: { ...input.options, modelName, ...thinking } }, warning }
         })
       // (the warning right after the run's `run_start`, as the factory sends its own)
       const warned = (warning: string | undefined) => {
