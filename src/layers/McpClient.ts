@@ -459,6 +459,48 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return { tools, problems }
     })
 
+    // A server naming request secrets that did not list its tools without them (its listing is refused without
+    // the header) is listed for each run with the run's values, on a connection of its own closed after it, as its
+    // calls are (`secretSession`); its tools are never kept for another run.
+    const catalogWith = (given: SkillSecrets.RequestSecrets | undefined): Effect.Effect<McpCatalog> =>
+      Effect.gen(function*() {
+        const shared = yield* catalog
+        const secrets = SkillSecrets.entries(given)
+        const gated = connections.filter((c) =>
+          c.config.enabled && c.secretNames.length > 0 && c.tools === undefined && Either.isRight(c.resolved)
+        )
+        if (gated.length === 0) return shared
+        const names = new Set(gated.map((c) => c.name))
+        const listed = yield* Effect.forEach(gated, (c) => {
+          const missing = c.secretNames.filter((name) => !secrets.has(name))
+          const none = (message: string) => ({ c, tools: [] as ReadonlyArray<McpTool>, problems: [message] })
+          if (missing.length > 0) return Effect.succeed(none(SecretRefs.notListed(c.name, missing)))
+          const own = fresh({ ...c, resolved: c.resolveWith(secrets) }, undefined)
+          withSecrets.add(own)
+          return list(own).pipe(
+            Effect.map((tools) => ({ c, tools, problems: own.toolProblems })),
+            Effect.catchAll((error) => Effect.succeed(none(error.message))),
+            Effect.ensuring(Effect.suspend(() => {
+              withSecrets.delete(own)
+              return stopConnection(own)
+            }))
+          )
+        }, { concurrency: "unbounded" })
+        const taken = new Set(shared.tools.map((t) => t.name))
+        const tools = [...shared.tools]
+        const problems = shared.problems.filter((p) => !names.has(p.server))
+        for (const { c, tools: own, problems: theirs } of listed) {
+          for (const message of theirs) problems.push({ server: c.name, message })
+          for (const tool of own) {
+            const message = `${c.name}: tool '${tool.original}' was left out: the name ${tool.name} is taken`
+            if (taken.has(tool.name)) problems.push({ server: c.name, message })
+            else tools.push(tool)
+            taken.add(tool.name)
+          }
+        }
+        return { tools, problems, perRun: true }
+      })
+
     // (a span per call: a round trip to another process or server, which costs far more than the span)
     const call = Effect.fn("McpClient.call")(function*(
       server: string,
@@ -548,7 +590,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       return Effect.forEach(all, stopConnection, { concurrency: "unbounded", discard: true })
     })
 
-    return { catalog, call, status }
+    return { catalog, catalogWith, call, status }
   })
 
 /** The MCP service as a layer: servers stop when the layer is released. */

@@ -40,6 +40,8 @@ export const make = (options: McpClient.Options): Effect.Effect<Service, never, 
 
     return {
       catalog: Effect.suspend(() => current.client.catalog),
+      catalogWith: (secrets) =>
+        Effect.suspend(() => current.client.catalogWith?.(secrets) ?? current.client.catalog),
       call: (server, tool, args, scope) => Effect.suspend(() => current.client.call(server, tool, args, scope)),
       status: Effect.suspend(() => current.client.status),
       revision: Effect.sync(() => revision),

@@ -77,6 +77,9 @@ interface Built {
   readonly assembly: ToolAssembly.Assembly
 }
 
+/** The run an agent is built for, when its request secrets may list MCP servers (`ToolAssembly.Options.run`). */
+type ForRun = ToolAssembly.Options["run"]
+
 // ---------------------------------------------------------------------------------------------------------
 // Run settings (`RuntimeSettings`)
 
@@ -393,11 +396,11 @@ export const layer = (
         )
 
       // an agent in a scope of its own (closed if the build fails or is interrupted)
-      const build = (r: Resolved, snap: Snapshot) =>
+      const build = (r: Resolved, snap: Snapshot, run?: ForRun) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.flatMap(Scope.fork(scope, ExecutionStrategy.sequential), (child) =>
             restore(Effect.gen(function*() {
-              const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash }
+              const wanted = { vision: r.vision, groups: r.toolGroups, bash: yield* bash, run }
               const context = contextOf(snap)
               const assembly = yield* ToolAssembly.assemble(wanted).pipe(Effect.provide(context))
               const base = yield* agentOptions(r, snap)
@@ -438,7 +441,7 @@ export const layer = (
 
       // The agent of a resolved run over `snap`, held for the caller (`onHold` gets it in the step that holds it).
       // (uninterruptible but for the build: an agent built is kept or retired, and held, whatever happens)
-      const built = (r: Resolved, snap: Snapshot, onHold: (entry: Shared.Shared<Built>) => void) =>
+      const built = (r: Resolved, snap: Snapshot, onHold: (entry: Shared.Shared<Built>) => void, run?: ForRun) =>
         lock.withPermits(1)(Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
             const revision = yield* mcpRevision
@@ -470,7 +473,7 @@ export const layer = (
                 return known.value
               }
             }
-            const entry = yield* restore(build(r, snap))
+            const entry = yield* restore(build(r, snap, run))
             // An agent missing tools of a failed MCP server is not kept: the next run tries the server again.
             const keep = current && !entry.value.assembly.incomplete
             if (keep) yield* agents.keep(key, entry)
@@ -483,8 +486,9 @@ export const layer = (
         ))
 
       // `use` of the agent of a resolved run, the agent held until `use` ended
-      const using = <A, E>(r: Resolved, snap: Snapshot, use: (made: Built) => Effect.Effect<A, E>) =>
-        Shared.using((onHold) => built(r, snap, onHold), use)
+      // (`run`: a run's, whose MCP servers listed only with request secrets are listed with its own)
+      const using = <A, E>(r: Resolved, snap: Snapshot, use: (made: Built) => Effect.Effect<A, E>, run?: ForRun) =>
+        Shared.using((onHold) => built(r, snap, onHold, run), use)
 
       const agent = (r: Resolved) =>
         Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.agent)))
@@ -568,7 +572,7 @@ export const layer = (
               for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
             }
             return made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send)
-          }))
+          }, { secrets }))
           if (Either.isLeft(held)) return yield* failed(held.left)
         })
       }

@@ -42,6 +42,7 @@ import { AppConfigService } from "../services/AppConfig.js"
 import { HostResolver } from "../services/HostResolver.js"
 import { Mcp } from "../services/Mcp.js"
 import { McpTasks } from "../services/McpTasks.js"
+import type * as SkillSecrets from "../services/SkillSecrets.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
 import * as Tool from "../services/Tool.js"
 import type * as LeadAgent from "./LeadAgent.js"
@@ -261,6 +262,11 @@ export interface Options {
   readonly uploads?: boolean | undefined
   /** Whether bash can run (default: the sandbox's bash mode is not "disabled"); without, `bash` is left out. */
   readonly bash?: boolean | undefined
+  /**
+   * Whose run the tools are for, when it may be given request secrets: the MCP servers that list their tools only
+   * with them are listed with these (`Mcp.Service.catalogWith`), the assembly then that run's alone (`incomplete`).
+   */
+  readonly run?: { readonly secrets: SkillSecrets.RequestSecrets | undefined } | undefined
 }
 
 /** Why `bash` is not among an agent's tools when commands cannot run. */
@@ -452,11 +458,15 @@ export const assemble = (
     const routes: Array<{ name: string; priority: number; keywords: ReadonlyArray<string> }> = []
     const routingHints: Array<SystemPrompt.RoutingHint> = []
     if (Option.isSome(mcp)) {
-      const catalog = yield* mcp.value.catalog
+      const catalog = yield* (options.run !== undefined && mcp.value.catalogWith !== undefined
+        ? mcp.value.catalogWith(options.run.secrets)
+        : mcp.value.catalog)
       for (const problem of catalog.problems) {
         warnings.push(problem.message)
         incomplete = true
       }
+      // (tools listed with a run's secrets are that run's: its agent is not kept for another)
+      if (catalog.perRun === true) incomplete = true
       const defer = config.tool_search.enabled
       const roles = McpTaskTools.rolesOf(mcp.value.servers === undefined ? {} : yield* mcp.value.servers, catalog.tools)
       warnings.push(...roles.problems)

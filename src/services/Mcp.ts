@@ -83,6 +83,11 @@ export interface McpCatalog {
   readonly tools: ReadonlyArray<McpTool>
   /** One line per server that could not be listed (or tool left out), for warnings and `antler tools list`. */
   readonly problems: ReadonlyArray<{ readonly server: string; readonly message: string }>
+  /**
+   * Whether some of it was listed with a run's request secrets (`Service.catalogWith`): an agent built from it is
+   * that run's alone.
+   */
+  readonly perRun?: boolean | undefined
 }
 
 /** The app's MCP connections. */
@@ -100,6 +105,13 @@ export interface Service {
     args: JsonObject,
     scope?: SessionScope
   ) => Effect.Effect<McpResult, McpError>
+  /**
+   * `catalog` for a run given `secrets`: a server whose header or env values name request secrets
+   * (`${secret:NAME}`) and that did not list its tools without them is listed with the run's, on a connection of
+   * its own closed after (its tools are the run's alone, `McpCatalog.perRun`); a run that did not give them all has
+   * a problem naming the missing ones (never a value) instead of its tools. Absent: `catalog` is every run's.
+   */
+  readonly catalogWith?: ((secrets: SkillSecrets.RequestSecrets | undefined) => Effect.Effect<McpCatalog>) | undefined
   /** What each configured server is doing (starts nothing). */
   readonly status: Effect.Effect<ReadonlyArray<ServerStatus>>
   /**

@@ -122,3 +122,9 @@ export const forRun = (entry: McpServerConfig, secrets: ReadonlyMap<string, stri
   namesOf(entry).length === 0
     ? entry
     : { ...entry, headers: fill(entry.headers, secrets, NOT_IN_HEADER), env: fill(entry.env, secrets, NOT_IN_ENV) }
+
+/** Why a server that lists its tools only with request secrets has none in a run that did not give `missing`. */
+export const notListed = (server: string, missing: ReadonlyArray<string>): string =>
+  `MCP server '${server}' did not list its tools without the request secret${missing.length === 1 ? "" : "s"} ` +
+  `${missing.join(", ")}, which this run did not give (context.secrets, antler run --secret NAME): its tools are ` +
+  "left out"
