@@ -162,38 +162,33 @@ const responseKey = (calls: ReadonlyArray<CallLike>): string => {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Texts (the markers are protocol; the wording is Antler's, except where DeerFlow's tests pin the exact text)
+// Texts: DeerFlow's `_WARNING_MSG`, `_TOOL_FREQ_WARNING_MSG`, `_HARD_STOP_MSG` and `_TOOL_FREQ_HARD_STOP_MSG` word for
+// word (SPEC §5.28): the model reads them, and prompts tuned on DeerFlow expect them.
 
 /** Starts every loop warning. */
 export const LOOP_MARKER = "[LOOP DETECTED]"
 /** Starts every forced-stop notice. */
 export const FORCED_STOP_MARKER = "[FORCED STOP]"
 
-/** The warning for repeated identical calls. */
-export const repeatWarning = (): string =>
-  `${LOOP_MARKER} You keep sending the same tool calls and they keep returning the same results. Do not call ` +
-  `tools again: write your final answer now from what you already have. If the task cannot be finished, say ` +
-  `what you completed and what is still open.`
+const FINISH_NOW = "Stop calling tools and produce your final answer now. If you cannot complete the task, " +
+  "summarize what you accomplished so far."
 
-/**
- * The notice appended when repeated identical calls are stopped: DeerFlow's `_HARD_STOP_MSG` word for word, since
- * its tests assert that exact text ends the final answer (test_hard_stop_at_limit,
- * test_hash_detection_takes_priority).
- */
+/** The warning for repeated identical calls. */
+export const repeatWarning = (): string => `${LOOP_MARKER} You are repeating the same tool calls. ${FINISH_NOW}`
+
+/** The notice appended when repeated identical calls are stopped. */
 export const repeatStop = (): string =>
   `${FORCED_STOP_MARKER} Repeated tool calls exceeded the safety limit. Producing final answer with results ` +
   `collected so far.`
 
 /** The warning for a tool called very often, with any arguments. */
 export const frequencyWarning = (name: string, count: number): string =>
-  `${LOOP_MARKER} You have called ${name} ${count} times in this run without reaching an answer. Do not call ` +
-  `tools again: write your final answer now from what you already have. If the task cannot be finished, say ` +
-  `what you completed and what is still open.`
+  `${LOOP_MARKER} You have called ${name} ${count} times without producing a final answer. ${FINISH_NOW}`
 
 /** The notice appended when a tool passes its per-run call limit. */
 export const frequencyStop = (name: string, count: number): string =>
-  `${FORCED_STOP_MARKER} ${name} was called ${count} times, past its limit for one run, so this turn's calls ` +
-  `were not run. This answer is based on the results gathered so far.`
+  `${FORCED_STOP_MARKER} Tool ${name} called ${count} times — exceeded the per-tool safety limit. Producing ` +
+  `final answer with results collected so far.`
 
 // ---------------------------------------------------------------------------------------------------------
 // Tracking

@@ -148,7 +148,7 @@ describe("LoopDetection.tracker", () => {
     const verdicts = [0, 1, 2, 3].map((i) => t.observe([{ name: "read_file", args: { path: `/f${i}` } }]))
     assert.deepStrictEqual(verdicts.map((v) => v.warnings.length), [0, 0, 1, 0])
     assert.include(verdicts[2]!.warnings[0]!, "read_file 3 times")
-    assert.include(verdicts[3]!.stop!, "read_file was called 4 times")
+    assert.include(verdicts[3]!.stop!, "Tool read_file called 4 times")
     const bash = L.tracker(config(limits))
     for (let i = 0; i < 9; i++) {
       assert.deepStrictEqual(bash.observe([{ name: "bash", args: { command: `c${i}` } }]), { warnings: [] })
