@@ -67,29 +67,39 @@ export const targetIndex = (messages: ReadonlyArray<Message>, memo?: Incremental
 /** What the user typed (before the harness framed or extended it). */
 export const userText = (message: Message): string => originalUserContent(message) ?? M.text(message)
 
+/** What `<user_request>` says when the command came alone (DeerFlow's text). */
+export const NO_TASK_TEXT = "No additional task text was provided after the slash skill command. Ask the user what " +
+  "they want to do with this skill if the next step is unclear."
+
 /** The activation message for a skill and the rest of the user's message. */
 export const activationMessage = (skill: Skill, body: string, rest: string, targetId: string): Message => {
   const cut = body.length > MAX_SKILL_CHARS
   const shown = cut ? headChars(body, MAX_SKILL_CHARS) : body
   const sha = createHash("sha256").update(body).digest("hex")
-  const request = rest.trim() === ""
-    ? "(The user gave no request with it: ask what they want to do with this skill.)"
-    : escapeXml(rest.trim())
+  // DeerFlow's `_build_activation_reminder`, line for line (its tests pin the `<user_request>` block and the
+  // fallback sentence); Antler adds only the note on a SKILL.md too long to show whole.
+  const request = rest.trim() === "" ? NO_TASK_TEXT : escapeXml(rest.trim())
   const content = [
     "<slash_skill_activation>",
     `The user explicitly activated the \`${escapeXml(skill.name)}\` skill for this turn.`,
-    `<user_request>${request}</user_request>`,
-    "Follow the skill's instructions below to carry out the request. Its SKILL.md is already here: do not read " +
-    "it again. Read the other files it refers to (under its folder) only when you need them.",
+    "Treat the task text as:",
+    "<user_request>",
+    request,
+    "</user_request>",
+    "",
+    "Follow this skill before choosing a general workflow. Load supporting resources from the same skill " +
+    "directory only when needed.",
+    "",
     `<skill name="${escapeXml(skill.name)}" category="${escapeXml(skill.category)}" ` +
-    `path="${escapeXml(skill.location)}" ` +
-    `sha256="${sha}" editable="${skill.category === "custom"}"><skill_content encoding="xml-escaped">` +
+    `path="${escapeXml(skill.location)}" sha256="${sha}" editable="${skill.category === "custom"}">`,
+    `<skill_content encoding="xml-escaped">`,
     escapeXml(shown) +
     (cut
       ? `\n[... SKILL.md is ${body.length} characters; the rest is not shown here: read it from ` +
         `${escapeXml(skill.location)} with read_file, from line ${shown.split("\n").length}.]`
-      : "") +
-    "</skill_content></skill>",
+      : ""),
+    "</skill_content>",
+    "</skill>",
     "</slash_skill_activation>"
   ].join("\n")
   return M.human(content, {

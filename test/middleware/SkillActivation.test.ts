@@ -106,7 +106,7 @@ describe("SkillActivation", () => {
         assert.isTrue(M.isHidden(activation))
         const text = M.text(activation)
         assert.include(text, "The user explicitly activated the `deep-research` skill for this turn.")
-        assert.include(text, "<user_request>what is a &lt;b&gt;prefix cache&lt;/b&gt;?</user_request>")
+        assert.include(text, "<user_request>\nwhat is a &lt;b&gt;prefix cache&lt;/b&gt;?\n</user_request>")
         assert.include(text, 'path="/mnt/skills/public/deep-research/SKILL.md"')
         assert.include(text, escapeXml(body))
       }
@@ -164,7 +164,7 @@ describe("SkillActivation", () => {
       assertContained(text, "skill_content")
       assertContained(text, "user_request")
       assert.strictEqual(occurrences(text, "</skill>"), 1)
-      assert.isTrue(text.endsWith("</skill_content></skill>\n</slash_skill_activation>"))
+      assert.isTrue(text.endsWith("</skill_content>\n</skill>\n</slash_skill_activation>"))
     }).pipe(H.withStore))
 
   it.effect("a very long SKILL.md is cut, and the model is told where to read the rest", () =>

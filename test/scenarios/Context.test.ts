@@ -225,7 +225,7 @@ describe("skills", () => {
       const activation = research!.body.messages.find((m) => textOf(m).startsWith("<slash_skill_activation>"))!
       const escaped = body.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
       assert.include(textOf(activation), escaped)
-      assert.include(textOf(activation), "<user_request>what is prompt caching?</user_request>")
+      assert.include(textOf(activation), "<user_request>\nwhat is prompt caching?\n</user_request>")
       // while skill-reviewer is active the model is offered its allowed-tools (and the framework tools) only
       const offered = (w: Wire) =>
         (w.body.tools ?? []).map((t) => (t as { function: { name: string } }).function.name).sort()
