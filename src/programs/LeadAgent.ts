@@ -47,6 +47,7 @@ import type * as SystemPrompt from "./SystemPrompt.js"
 import * as Chains from "./Chains.js"
 import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import * as Run from "./Run.js"
+import * as RunSecretsStore from "./RunSecretsStore.js"
 
 export type { Deferred, ChainOptions, SubagentChainOptions } from "./Chains.js"
 export { chain, guardrailOf, order, subagentChain, subagentTokenBudget } from "./Chains.js"
@@ -351,23 +352,26 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
         }
       }
 
+      // (a run given request secrets keeps none of them in its thread: see `RunSecretsStore`)
+      const storeOf = (input: TurnInput) => RunSecretsStore.hiding(store, input.options?.secrets)
+
       return LeadAgent.of({
         order: Chain.names(checked),
         systemPrompt,
         tools: definitions,
         run: (input) =>
           authorization === undefined
-            ? Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, store))
+            ? Run.stream(runInput(input), ports).pipe(Stream.provideService(ThreadStore, storeOf(input)))
             : Stream.unwrap(Effect.map(chosen(input), (ready) => {
               if ("refusal" in ready) return Stream.fromIterable(ready.refusal)
               const stream = Run.stream(runInput(ready.input), ports)
               return (ready.warning === undefined ? stream : Stream.mapConcat(stream, warned(ready.warning))).pipe(
-                Stream.provideService(ThreadStore, store)
+                Stream.provideService(ThreadStore, storeOf(input))
               )
             })),
         turn: (input, onEvent) =>
           authorization === undefined
-            ? Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, store))
+            ? Run.execute(runInput(input), ports, onEvent).pipe(Effect.provideService(ThreadStore, storeOf(input)))
             : Effect.flatMap(chosen(input), (ready) => {
               if ("refusal" in ready) {
                 for (const event of ready.refusal) onEvent?.(event)
@@ -377,7 +381,9 @@ export const layer = (options: Options = {}): Layer.Layer<LeadAgent, BuildError,
               const send = onEvent === undefined || ready.warning === undefined ? onEvent : (event: RunEvent) => {
                 for (const sent of warn(event)) onEvent(sent)
               }
-              return Run.execute(runInput(ready.input), ports, send).pipe(Effect.provideService(ThreadStore, store))
+              return Run.execute(runInput(ready.input), ports, send).pipe(
+                Effect.provideService(ThreadStore, storeOf(input))
+              )
             })
       })
     })

@@ -116,6 +116,13 @@ export const namedSecrets = (value: unknown, depth = 0): ReadonlyArray<string> =
   )
 }
 
+/**
+ * The forms a secret is said back in besides itself: URL-encoded (a server echoing a request's URL) and escaped as
+ * JSON text holds it (a result's structured content); those equal to the value are left out.
+ */
+export const echoForms = (value: string): ReadonlyArray<string> =>
+  [encodeURIComponent(value), JSON.stringify(value).slice(1, -1)].filter((form) => form !== value)
+
 /** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
 export const url = (text: string): string => text.replace(urlCredentials(), `://${MARKER}@`)
 
@@ -127,10 +134,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     const value = Redacted.isRedacted(secret) ? Redacted.value(secret) : secret
     if (value.length < MIN_SECRET_LENGTH) continue
     set.add(value)
-    // As a server may echo it (URL-encoded) and as JSON text holds it (escaped).
-    for (const form of [encodeURIComponent(value), JSON.stringify(value).slice(1, -1)]) {
-      if (form !== value) set.add(form)
-    }
+    for (const form of echoForms(value)) set.add(form)
   }
   const list = [...set].sort((a, b) => b.length - a.length)
   const secretPattern = list.length === 0 ? undefined : new RegExp(list.map(escapeRegExp).join("|"), "g")
