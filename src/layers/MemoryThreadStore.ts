@@ -27,7 +27,7 @@ import { applyUpdates, makeIndexes } from "../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../state/ThreadState.js"
 import * as TS from "../state/ThreadState.js"
 import { titleOf } from "./store/Codec.js"
-import { mergeMetadata } from "./store/Rows.js"
+import { mergeBounded } from "./store/Rows.js"
 
 interface Entry {
   readonly created_at: string
@@ -195,13 +195,15 @@ export const make = (): ThreadStore["Type"] => {
         })
       ),
     patchMetadata: (threadId, patch, options) =>
-      Effect.sync(() => {
+      Effect.suspend(() => {
         const entry = threads.get(threadId)
-        if (entry === undefined) return false
-        entry.metadata = mergeMetadata(entry.metadata, patch)
-        touched(entry)
-        if (options?.touch !== false) entry.updated_at = new Date().toISOString()
-        return true
+        if (entry === undefined) return Effect.succeed(false)
+        return Effect.map(mergeBounded(entry.metadata, patch, options?.maxBytes), (next) => {
+          entry.metadata = next
+          touched(entry)
+          if (options?.touch !== false) entry.updated_at = new Date().toISOString()
+          return true
+        })
       }),
     checkpoints: (threadId) => Effect.sync(() => threads.get(threadId)?.checkpoints.slice() ?? []),
     rollback: (threadId, runId) =>

@@ -38,7 +38,7 @@ import {
   decodeRunRows,
   decodeThreadRows,
   iso,
-  mergeMetadata,
+  mergeBounded,
   runEventsText,
   threadSummary,
   toStoreError
@@ -364,10 +364,11 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
               "patchMetadata",
               `Thread "${threadId}"`
             )
+            const next = yield* mergeBounded(current ?? {}, patch, options?.maxBytes)
             const set = `UPDATE antler_threads SET metadata = $2, updated_at = COALESCE($3::text, updated_at)`
             yield* q(`${set} WHERE thread_id = $1`, [
               threadId,
-              JSON.stringify(mergeMetadata(current ?? {}, patch)),
+              JSON.stringify(next),
               options?.touch === false ? null : at
             ])
             return true

@@ -66,7 +66,7 @@ import {
   decodeThreadRows,
   driverMessage,
   iso,
-  mergeMetadata,
+  mergeBounded,
   threadSummary
 } from "./store/Rows.js"
 
@@ -279,7 +279,7 @@ export const make = (options: Options): Effect.Effect<ThreadStore["Type"], Store
             const rows = yield* conn.execute(SELECT_METADATA, [threadId], undefined)
             if (rows.length === 0) return false
             const current = yield* decodeRows(decodeMetadata, rows[0].metadata, "patchMetadata", `Thread "${threadId}"`)
-            const next = mergeMetadata(current ?? {}, patch)
+            const next = yield* mergeBounded(current ?? {}, patch, options?.maxBytes)
             const at = options?.touch === false ? null : iso(clock.unsafeCurrentTimeMillis())
             yield* conn.executeRaw(SET_METADATA, [JSON.stringify(next), at, threadId])
             return true

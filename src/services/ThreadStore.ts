@@ -198,6 +198,9 @@ export const deleteBusyMessage = (threadId: string, holder: LeaseHolder): string
   `Thread "${threadId}" has a run in progress (run ${holder.run_id}, process ${holder.owner}); ` +
   "stop it (Ctrl-C) or wait for it to end, then delete the thread."
 
+/** The `StoreError` operation of a metadata patch past its `maxBytes` (see `patchMetadata`). */
+export const METADATA_BOUND = "metadata_bound"
+
 /** The thread store port. */
 export class ThreadStore extends Context.Tag("antler/ThreadStore")<
   ThreadStore,
@@ -211,12 +214,15 @@ export class ThreadStore extends Context.Tag("antler/ThreadStore")<
     readonly info: (threadId: string) => Effect.Effect<Option.Option<ThreadSummary>, StoreError>
     /**
      * Merges keys into the thread's metadata (a `null` value removes its key); false when there is no thread. The
-     * thread's `updated_at` is now, unless `touch` is false (a change that is no activity: pinning it).
+     * thread's `updated_at` is now, unless `touch` is false (a change that is no activity: pinning it). With
+     * `maxBytes`, metadata that would be more JSON than that once merged is a `StoreError` of operation
+     * `METADATA_BOUND`, nothing written: checked in the write's transaction, so patches made together cannot each
+     * pass the bound against what the metadata was before the others.
      */
     readonly patchMetadata: (
       threadId: string,
       patch: Metadata,
-      options?: { readonly touch?: boolean }
+      options?: { readonly touch?: boolean; readonly maxBytes?: number }
     ) => Effect.Effect<boolean, StoreError>
     /** The thread's checkpoints in step order (for history); empty when there is no thread. */
     readonly checkpoints: (threadId: string) => Effect.Effect<ReadonlyArray<CheckpointRecord>, StoreError>

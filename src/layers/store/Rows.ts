@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
 import { StoreError } from "../../services/RunContext.js"
 import { RecordStopReason, RunStatus } from "../../services/RunEvents.js"
 import type { Metadata, ThreadSummary } from "../../services/ThreadStore.js"
-import { threadStatus } from "../../services/ThreadStore.js"
+import { METADATA_BOUND, threadStatus } from "../../services/ThreadStore.js"
 import type * as Redact from "../../state/Redact.js"
 import { formatParseError } from "./Codec.js"
 
@@ -75,6 +75,26 @@ export const decodeThreadRows = Schema.decodeUnknownEither(Schema.Array(ThreadRo
 export const decodeRunRows = Schema.decodeUnknownEither(Schema.Array(RunRow))
 /** A metadata column (`MetadataText`), decoded. */
 export const decodeMetadata = Schema.decodeUnknownEither(MetadataText)
+
+/**
+ * `patch` applied to `current` (see `mergeMetadata`), or, when the result is more than `maxBytes` of JSON (none: no
+ * bound), the `StoreError` of `ThreadStore.patchMetadata` saying how many bytes it would be.
+ */
+export const mergeBounded = (
+  current: Metadata,
+  patch: Metadata,
+  maxBytes: number | undefined
+): Either.Either<Metadata, StoreError> => {
+  const next = mergeMetadata(current, patch)
+  if (maxBytes === undefined) return Either.right(next)
+  const bytes = Buffer.byteLength(JSON.stringify(next))
+  return bytes <= maxBytes ? Either.right(next) : Either.left(
+    new StoreError({
+      operation: METADATA_BOUND,
+      message: `the thread's metadata would be ${bytes} bytes of JSON, more than ${maxBytes}`
+    })
+  )
+}
 
 /** A metadata patch applied: keys set, `null` values removed. */
 export const mergeMetadata = (current: Metadata, patch: Metadata): Metadata => {

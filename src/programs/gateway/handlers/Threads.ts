@@ -16,7 +16,7 @@ import { isStagingFile } from "../../../middleware/Uploads.js"
 import * as ThreadData from "../../../middleware/ThreadData.js"
 import { isSafeId, threadPaths } from "../../../services/Sandbox.js"
 import type { CheckpointRecord, LeaseHolder, ThreadSummary } from "../../../services/ThreadStore.js"
-import { ThreadStore } from "../../../services/ThreadStore.js"
+import { METADATA_BOUND, ThreadStore } from "../../../services/ThreadStore.js"
 import * as M from "../../../state/Message.js"
 import { applyUpdates, makeIndexes } from "../../../state/Reducers.js"
 import type { StateUpdate, ThreadState } from "../../../state/ThreadState.js"
@@ -330,7 +330,18 @@ export const layer = (api: LangGraphApi) =>
             const growth = merged - Buffer.byteLength(JSON.stringify(owned.metadata ?? {}))
             if (growth > 0) yield* access.withinStorage(userId, stored, growth)
             const pinOnly = Object.keys(patch).length > 0 && Object.keys(patch).every((key) => key === PINNED)
-            yield* Effect.mapError(store.patchMetadata(stored, patch, { touch: !pinOnly }), storeFailed)
+            // (the bound checked again where the patch is written: patches sent together each passed the check above
+            // against the metadata as it was before the others)
+            yield* store.patchMetadata(stored, patch, { touch: !pinOnly, maxBytes: Threads.MAX_METADATA_BYTES }).pipe(
+              Effect.mapError((error) =>
+                error.operation === METADATA_BOUND
+                  ? new GatewayError({
+                    reason: "unprocessable",
+                    message: `metadata: ${error.message} (64 KiB), the most metadata may hold.`
+                  })
+                  : storeFailed(error)
+              )
+            )
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
           }))
         .handleRaw("deleteThread", ({ path }) =>
