@@ -123,7 +123,7 @@ export const makeRun = (
     after: buffer.after,
     changes: buffer.changes,
     onChange: buffer.onChange,
-    state: projector.state,
+    state: () => deps.redact.value(projector.state()),
     events: () => deps.redact.value(journal.events())
   }
   return { run, append: buffer.append, close: buffer.close, projector, journal }

@@ -78,7 +78,10 @@ export interface ActiveRun extends RunBuffer.Reader {
   readonly modes: ReadonlyArray<Protocol.StreamMode>
   /** Ends with the run's final record once everything (rollback, deletion) is done. */
   readonly done: Deferred.Deferred<RunRecord>
-  /** The state as the run's events left it. */
+  /**
+   * The state as the run's events left it, without the secrets the run hides (its request's too: a stateless run's
+   * answer is this state, where a value the model wrote out was shown that its stream hid).
+   */
   readonly state: () => ThreadState
   /**
    * The run's events (`.../runs/{run_id}/events`) recorded so far, secrets redacted: read while this process runs it

@@ -151,4 +151,15 @@ describe("Attack24: a request secret said back in another form", () => {
     assert.strictEqual(later.status, 200, later.text)
     assert.notInclude(later.text, MARK)
   }, SLOW)
+
+  it("a stateless run's answer (POST /runs/wait) hides the value the model wrote out, as its stream does", async () => {
+    const answer = await alice("POST", "/runs/wait", {
+      assistant_id: "lead_agent",
+      input: Support.userInput("ask the server and decode"),
+      context: { secrets: { ERP_TOKEN: SECRET } }
+    })
+    assert.strictEqual(answer.status, 200, answer.text)
+    assert.include(answer.text, "Your token is [redacted] (decoded).")
+    assert.notInclude(answer.text, MARK)
+  }, SLOW)
 })
