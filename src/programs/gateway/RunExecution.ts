@@ -248,7 +248,7 @@ export const execute = (
       const ended = Effect.suspend(() => {
         if (end === undefined || stopping) return Effect.void
         settling = end
-        return deps.options.resumable === true ? RunSettling.mark(store, runId, end) : Effect.void
+        return deps.options.resumable === true ? RunSettling.mark(store, runId, redact.value(end)) : Effect.void
       })
       const again = !continuing ? Effect.void : Effect.suspend(() => {
         settling = undefined
@@ -356,7 +356,11 @@ export const execute = (
       })
     }
     listener.stop()
-    const record = yield* RunRecords.settle(store, request.threadId, runId, action, ended)
+    // (its error as its events say it: without the secrets the run hides, its request's included)
+    const record = yield* RunRecords.settle(store, request.threadId, runId, action, {
+      ...ended,
+      error: ended.error === null ? null : redact.text(ended.error)
+    })
     if (listener.invalid.length > 0) {
       yield* Effect.logWarning(`run ${runId}: events left out of its stream: ${listener.invalid.join("; ")}`)
     }

@@ -57,9 +57,19 @@ let gateway: TestGateway
 const logs = captureLogs()
 const alice = Requests.as(() => gateway, Support.ALICE)
 
-/** "ask": the tool; after its result, "decode": an answer with the base64 form decoded, else a plain one. */
+/**
+ * "ask": the tool; after its result, "decode": an answer with the base64 form decoded, else a plain one. "echo": the
+ * decoded value said with a second call of the tool, whose next request the provider refuses quoting the value.
+ */
 const script = (body: ChatRequestBody): Turn => {
   const last = body.messages.at(-1)
+  if (Support.lastUserText(body).includes("echo") && last?.role === "tool") {
+    const said = body.messages.filter((m) => m.role === "assistant").map((m) => String(m.content ?? "")).join(" ")
+    if (said.includes(MARK)) return { status: 400, body: { error: { message: `Refused content: ${said}` } } }
+    const b64 = /b64:(\S+)/.exec(contentText(last.content as never))![1]!
+    const value = Buffer.from(b64, "base64").toString()
+    return { content: `Checking ${value} again.`, toolCalls: [{ name: "forms_whoami", arguments: {} }] }
+  }
   if (last?.role === "tool") {
     const said = contentText(last.content as never)
     const b64 = /b64:(\S+)/.exec(said)?.[1]
@@ -150,6 +160,18 @@ describe("Attack24: a request secret said back in another form", () => {
     })
     assert.strictEqual(later.status, 200, later.text)
     assert.notInclude(later.text, MARK)
+  }, SLOW)
+
+  it("a provider's refusal quoting the value fails the run; its record's error hides it, as its events do", async () => {
+    const seen = await run("a-refused", "ask the server and echo")
+    const record = JSON.parse(seen.read.record)
+    assert.strictEqual(record.status, "error", seen.read.record)
+    assert.include(seen.read.record, "Refused content")
+    for (const [where, text] of Object.entries({ ...seen.read, history: seen.history, stored: seen.stored })) {
+      assert.notInclude(text, MARK, where)
+    }
+    assert.deepStrictEqual(filesHolding(gateway.home, MARK), [])
+    assert.notInclude(logs.logged.join("\n"), MARK)
   }, SLOW)
 
   it("a stateless run's answer (POST /runs/wait) hides the value the model wrote out, as its stream does", async () => {
