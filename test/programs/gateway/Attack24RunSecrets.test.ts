@@ -162,7 +162,7 @@ describe("Attack24: a request secret said back in another form", () => {
     assert.notInclude(later.text, MARK)
   }, SLOW)
 
-  it("a provider's refusal quoting the value fails the run; its record's error hides it, as its events do", async () => {
+  it("a provider's refusal quoting the value fails the run; its record's error hides it, as events do", async () => {
     const seen = await run("a-refused", "ask the server and echo")
     const record = JSON.parse(seen.read.record)
     assert.strictEqual(record.status, "error", seen.read.record)
