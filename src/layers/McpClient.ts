@@ -42,6 +42,7 @@ import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
 import type { Options, Workspace } from "./mcp/ClientOptions.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
+import * as Redact from "../state/Redact.js"
 
 export { exposedName, inputSchemaOf, resultOf, safeName } from "./mcp/Decode.js"
 export { secrets } from "./mcp/Variables.js"
@@ -70,6 +71,11 @@ interface Connection {
   starts: number
   healthy: boolean
   stderr: string
+  /**
+   * The request secrets of a session made for a call given them (`secretSession`): hidden from its stderr as it
+   * arrives, so that the tail kept and shown in a failed start's error never holds one in part, cut by the tail.
+   */
+  readonly hides?: ReadonlyArray<string> | undefined
   /** A scope's pinned session (`Options.workspace`): the workspace made before it starts, and its results' paths. */
   readonly pinnedTo?: Workspace | undefined
   readonly rewrite?: ((text: string) => string) | undefined
@@ -231,7 +237,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       const given = SkillSecrets.entries(scope?.secrets)
       if (c.secretNames.every((name) => !given.has(name))) return undefined
       const workspace = c.transport === "stdio" && scope !== undefined ? options.workspace?.(scope) : undefined
-      const own = fresh({ ...c, resolved: c.resolveWith(given) }, undefined)
+      const own = fresh({ ...c, resolved: c.resolveWith(given), hides: [...given.values()] }, undefined)
       const session = workspace === undefined ? own : fresh(own, pin(own.resolved, workspace))
       withSecrets.add(session)
       return session
@@ -332,8 +338,10 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
           const start: Start = { client, child: undefined }
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
+          // (a prefix of a secret at a chunk's end waits for the next: a value split between chunks is hidden too)
+          const hidden = c.hides === undefined ? undefined : Redact.make(c.hides).stream()
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
-            c.stderr = (c.stderr + text).slice(-2000)
+            c.stderr = (c.stderr + (hidden === undefined ? text : hidden.push(text))).slice(-2000)
           }, {
             server: c.name,
             bytes: maxMessageBytes,
