@@ -36,7 +36,7 @@ import { type TokenSource, tokenSource } from "./mcp/OAuth.js"
 import { DEFAULT_MAX_MESSAGE_BYTES } from "./mcp/Bounds.js"
 import * as SecretRefs from "./mcp/SecretRefs.js"
 import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Transport.js"
-import { lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
+import { entrySecrets, lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
 import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
 import type { Options, Workspace } from "./mcp/ClientOptions.js"
@@ -338,10 +338,11 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const client = new sdk.Client({ name: options.clientName ?? "antler", version: "0.1.0" })
           const start: Start = { client, child: undefined }
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
-          // (a prefix of a secret at a chunk's end waits for the next: a value split between chunks is hidden too)
-          const hidden = c.hides === undefined ? undefined : Redact.make(c.hides).stream()
+          // (the entry's own secrets and a call's request secrets hidden as the stderr arrives, before its tail is
+          // cut; a prefix of one at a chunk's end waits for the next: a value split between chunks is hidden too)
+          const hidden = Redact.make([...entrySecrets(entry), ...(c.hides ?? [])]).stream()
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
-            c.stderr = (c.stderr + (hidden === undefined ? text : hidden.push(text))).slice(-2000)
+            c.stderr = (c.stderr + hidden.push(text)).slice(-2000)
           }, {
             server: c.name,
             bytes: maxMessageBytes,

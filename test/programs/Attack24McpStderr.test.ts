@@ -2,7 +2,8 @@
  * Attack round 24 on request secrets for MCP servers: a stdio server started with the run's `$ERP_TOKEN` that writes
  * it to its stderr and exits fails the call's start, whose error carries the tail of that stderr. The tail is cut
  * (its last 2000 characters kept, 300 shown): a value the cut split was shown in part (its start, or its end), which
- * no mask of the whole value hides. The MCP service alone, with a real server process.
+ * no mask of the whole value hides; so was one of the server's own configured secrets. The MCP service alone, with
+ * real server processes.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -25,6 +26,20 @@ const picky = (before: number, after: number) =>
     env: { ERP_TOKEN: "${secret:ERP_TOKEN}" }
   })
 
+const CONFIGURED = "sk-config-split-8e2a-0123456789-DO-NOT-LEAK"
+
+/** A server whose configured `API_KEY` (the operator's) it writes to its stderr after `before` characters. */
+const leaky = (before: number) =>
+  Servers.server({
+    type: "stdio",
+    command: process.execPath,
+    args: [
+      "-e",
+      `process.stderr.write("x".repeat(${before}) + process.env.API_KEY + "\\n", () => process.exit(1))`
+    ],
+    env: { API_KEY: CONFIGURED }
+  })
+
 describe("Attack24: a request secret cut by the stderr tail of a failed MCP start", () => {
   it.scopedLive("neither its start nor its end is shown in the call's error", () =>
     Effect.gen(function*() {
@@ -41,5 +56,15 @@ describe("Attack24: a request secret cut by the stderr tail of a failed MCP star
         assert.notInclude(shown, SECRET.slice(0, 10), server)
         assert.notInclude(shown, SECRET.slice(-10), server)
       }
+    }), 120_000)
+})
+
+describe("Attack24: a configured secret cut by the stderr tail of a failed MCP start", () => {
+  it.scopedLive("a server's own key, split by the cut, is not shown in part either", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({ servers: { leaky: leaky(280) }, initTimeoutMs: 20_000 })
+      const shown = JSON.stringify(yield* mcp.catalog)
+      assert.include(shown, "its stderr", shown)
+      assert.notInclude(shown, CONFIGURED.slice(0, 10))
     }), 120_000)
 })

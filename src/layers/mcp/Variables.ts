@@ -90,22 +90,28 @@ export const argSecrets = (args: ReadonlyArray<string>): ReadonlyArray<string> =
   return out
 }
 
+/** The secrets of one resolved entry: header and env values, its command line's, URL credentials, OAuth's. */
+export const entrySecrets = (resolved: McpServerConfig): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
+  out.push(...argSecrets(resolved.args))
+  for (const secret of [resolved.oauth?.client_secret, resolved.oauth?.refresh_token]) {
+    if (typeof secret === "string" && secret !== "") out.push(secret)
+  }
+  for (const value of Object.values(resolved.headers)) {
+    const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
+    if (token !== undefined) out.push(token)
+  }
+  return out
+}
+
 export const secrets = (servers: Readonly<Record<string, McpServerConfig>>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
     const out: Array<string> = []
     for (const config of Object.values(servers)) {
       if (!config.enabled) continue
       const values = yield* lookupAll(variablesOf(config))
-      const resolved = Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)
-      out.push(...Object.values(resolved.headers), ...Object.values(resolved.env), ...Redact.urlSecrets(resolved.url))
-      out.push(...argSecrets(resolved.args))
-      for (const secret of [resolved.oauth?.client_secret, resolved.oauth?.refresh_token]) {
-        if (typeof secret === "string" && secret !== "") out.push(secret)
-      }
-      for (const value of Object.values(resolved.headers)) {
-        const token = /^(?:bearer|basic|token)\s+(\S+)$/i.exec(value.trim())?.[1]
-        if (token !== undefined) out.push(token)
-      }
+      out.push(...entrySecrets(Either.getOrElse(resolveEntry(config, (v) => values.get(v)), () => config)))
     }
     return out
   })
