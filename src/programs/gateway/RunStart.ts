@@ -125,8 +125,23 @@ export const make = (deps: Deps): Starter => {
       // its input is in its record, kept now)
       const pending = admitting ? InputBounds.jsonBytes(request.messages) : 0
       const free = pending === 0 ? Effect.void : yield* reservations.reserve(request.userId, request.threadId, pending)
-      return yield* Effect.onError(launch(request, runId, runDepsOf(request), free), () => free)
+      // every exit of the launch but its run's fiber started (a typed failure, a defect) gives back, once, what it
+      // took: the lease, the reservation, the thread here; from that fiber's start on, the run does (`RunExecution`)
+      return yield* Effect.onExit(
+        launch(request, runId, runDepsOf(request), free),
+        (exit) => Exit.isSuccess(exit) ? Effect.void : unlaunched(request.threadId, runId, free)
+      )
     })))
+
+  /** What a launch that did not start its run's fiber took, given back: the thread here, its lease, `free`. */
+  const unlaunched = (threadId: string, runId: string, free: Effect.Effect<void>) =>
+    Effect.sync(() => {
+      if (active.get(threadId)?.runId === runId) active.delete(threadId)
+      known.delete(runId)
+    }).pipe(
+      Effect.zipRight(Effect.ignoreLogged(store.releaseLease(threadId, runId))),
+      Effect.ensuring(free)
+    )
 
   const runDepsOf = (request: RunRequest): RunExecution.Deps =>
     // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
@@ -135,19 +150,18 @@ export const make = (deps: Deps): Starter => {
       ? deps
       : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
 
-  /** The run `runId` of `request`, its thread's lease taken and its input reserved (`free`), recorded and started. */
+  /**
+   * The run `runId` of `request`, its thread's lease taken and its input reserved (`free`), recorded and started (its
+   * fiber, from then on, gives both back; until then, `unlaunched` does).
+   */
   const launch = (request: RunRequest, runId: string, runDeps: RunExecution.Deps, free: Effect.Effect<void>) =>
     Effect.gen(function*() {
       const forkedFrom = request.checkpointId === undefined
         ? undefined
         : yield* Fork.fromCheckpoint(request.threadId, runId, request.checkpointId).pipe(
-          Effect.provideService(ThreadStore, store),
-          Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId)))
+          Effect.provideService(ThreadStore, store)
         )
-      const loaded = yield* store.load(request.threadId).pipe(
-        Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
-        Effect.mapError(internal)
-      )
+      const loaded = yield* Effect.mapError(store.load(request.threadId), internal)
       const state = Option.match(loaded, { onNone: () => TS.empty, onSome: (t) => t.state })
       const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
       const at = yield* now
@@ -162,10 +176,7 @@ export const make = (deps: Deps): Starter => {
           ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {}),
           ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
         }
-      }).pipe(
-        Effect.tapError(() => Effect.ignore(store.releaseLease(request.threadId, runId))),
-        Effect.mapError(internal)
-      )
+      }).pipe(Effect.mapError(internal))
       const clock = yield* Effect.clock
       // (the model the run will use: the one its role may use, not the one it asked for; a run whose settings do not
       // resolve fails in its turn, saying why)
