@@ -54,6 +54,7 @@ import * as Runs from "./Runs.js"
 import * as McpTaskRequirement from "../McpTaskRequirement.js"
 import * as McpTaskWiring from "./mcptasks/Wiring.js"
 import * as Scheduling from "./scheduler/Wiring.js"
+import * as QuotaWiring from "./store/QuotaWiring.js"
 import * as StoreWiring from "./store/Wiring.js"
 import * as ThreadIds from "./ThreadIds.js"
 import * as TraceId from "./TraceId.js"
@@ -350,7 +351,8 @@ export const layer = (options: Options) => {
       Effect.map(Effect.promise(() => import("./cluster/ClusterRuns.js")), (ClusterRuns) =>
         ClusterRuns.layer(runOptions, cluster, url))
     )
-  const runs = manager.pipe(Layer.provideMerge(factory))
+  // (the storage quotas' reservations: in the PostgreSQL database processes share, else in the process)
+  const runs = manager.pipe(Layer.provide(QuotaWiring.layer(app)), Layer.provideMerge(factory))
   // in a cluster the polls for due scheduled tasks are the engine's singleton: one runner makes them
   const scheduling = cluster === undefined || url === undefined ? Scheduling.layer(app) : Scheduling.clusterLayer(app)
 

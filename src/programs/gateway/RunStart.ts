@@ -24,12 +24,12 @@ import * as Fork from "./Fork.js"
 import * as InputBounds from "./InputBounds.js"
 import * as Protocol from "./Protocol.js"
 import * as Queue from "./Queue.js"
+import * as QuotaReservations from "./QuotaReservations.js"
 import { QuotaExceeded } from "./Quotas.js"
 import * as RunExecution from "./RunExecution.js"
 import type { ActiveRun, RunRequest, Stop } from "./RunModel.js"
 import { internal, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
-import * as StorageQuota from "./StorageQuota.js"
 
 /** What starting runs needs of the manager, besides what a run needs. */
 export interface Deps extends RunExecution.Deps {
@@ -39,6 +39,8 @@ export interface Deps extends RunExecution.Deps {
   readonly lock: Effect.Semaphore
   /** The model a run uses when its settings name none, as the configuration is when it starts. */
   readonly defaultModel: Effect.Effect<string | undefined>
+  /** What the runs admitted and not ended are to add, against which a new run is admitted (its own reserved). */
+  readonly reservations: QuotaReservations.Service
 }
 
 /** How runs start: now (`start`), under the id of a run a dead runner left (`resume`), or queued. */
@@ -53,10 +55,8 @@ export interface Starter {
 
 /** The starter of a run manager. */
 export const make = (deps: Deps): Starter => {
-  const { store, options, fibers, lock, defaultModel } = deps
+  const { store, options, fibers, lock, defaultModel, reservations } = deps
   const { known, active } = deps.registry
-  // what the runs accepted here and not ended are to add (their input), against which a new run is admitted
-  const reservations = StorageQuota.makeReservations()
 
   const queues = Queue.makeQueues<RunRequest>({
     saveRun: (record) => Effect.mapError(store.saveRun(record), internal),
@@ -74,7 +74,6 @@ export const make = (deps: Deps): Starter => {
     // and the run itself, stay interruptible)
     lock.withPermits(1)(Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
       const runId = queuedId ?? request.runId ?? M.newId()
-      const shown = request.publicThreadId ?? request.threadId
       if (queuedId === undefined && request.runId !== undefined && request.resumes === undefined) {
         const recorded = yield* restore(Effect.mapError(store.runs({ runId }), internal))
         if (recorded.length > 0) {
@@ -82,28 +81,42 @@ export const make = (deps: Deps): Starter => {
         }
       }
       // (what the run adds at once, its messages and its record's input, within the thread's and the user's quotas
-      // before any run is stopped for it, besides what the runs accepted before it and not ended are to add; a run
-      // resumed after its runner died was admitted once)
-      const admitting = options.storageLimits !== undefined && request.resumes === undefined
-      const adding = !admitting
-        ? 0
-        : InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
-          InputBounds.jsonBytes(request.resume)
-      if (options.storageLimits !== undefined && admitting) {
-        const { userId, threadId } = request
-        const reserved = reservations.of(userId, threadId)
-        yield* StorageQuota.admit(store, options.storageLimits, userId, threadId, adding, reserved).pipe(
-          Effect.mapError((error) =>
-            error instanceof QuotaExceeded
-              ? new GatewayError({ reason: "forbidden", message: error.message })
-              : internal(error)
-          ),
-          restore
+      // before any run is stopped for it, besides what the runs admitted before it and not ended are to add; a run
+      // resumed after its runner died was admitted once. Admitted, its messages, kept with its first step, are
+      // reserved until it ended: `QuotaReservations`, shared by the processes of one PostgreSQL database; the rest of
+      // its input is in its record, kept at its launch. The admission is not interrupted: what it reserves is freed.)
+      const limits = request.resumes === undefined ? options.storageLimits : undefined
+      const reserved = limits === undefined ? QuotaReservations.NONE : yield* reservations.admit(store, limits, {
+        userId: request.userId,
+        threadId: request.threadId,
+        runId,
+        adding: InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
+          InputBounds.jsonBytes(request.resume),
+        pending: InputBounds.jsonBytes(request.messages)
+      }).pipe(
+        Effect.mapError((error) =>
+          error instanceof QuotaExceeded
+            ? new GatewayError({ reason: "forbidden", message: error.message })
+            : internal(error)
         )
-      }
+      )
+      // (however it does not start now, queued, refused or failed, what it reserved is freed)
+      return yield* Effect.onError(accept(request, runId, reserved, restore), () => reserved.free)
+    })))
+
+  /** Run `runId` of `request`, admitted (what it reserved: `reserved`), queued, refused or launched. */
+  const accept = (
+    request: RunRequest,
+    runId: string,
+    reserved: QuotaReservations.Reservation,
+    restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  ): Effect.Effect<ActiveRun, GatewayError> =>
+    Effect.gen(function*() {
+      const shown = request.publicThreadId ?? request.threadId
       const current = active.get(request.threadId)
       if (request.multitaskStrategy === "enqueue" && (current !== undefined || queues.has(request.threadId))) {
-        return yield* restore(queues.enqueue(request))
+        // (a queued run holds no reservation: it is admitted again when its turn comes)
+        return yield* Effect.ensuring(restore(queues.enqueue(request)), reserved.free)
       }
       if (current !== undefined) {
         if (request.multitaskStrategy === "interrupt" || request.multitaskStrategy === "rollback") {
@@ -121,17 +134,13 @@ export const make = (deps: Deps): Starter => {
       if (holder !== undefined) {
         return yield* new GatewayError({ reason: "conflict", message: Run.busyMessage(shown, holder) })
       }
-      // (its messages, kept with its first step, reserved until it ended: see `StorageQuota.Reservations`; the rest of
-      // its input is in its record, kept now)
-      const pending = admitting ? InputBounds.jsonBytes(request.messages) : 0
-      const free = pending === 0 ? Effect.void : yield* reservations.reserve(request.userId, request.threadId, pending)
       // every exit of the launch but its run's fiber started (a typed failure, a defect) gives back, once, what it
       // took: the lease, the reservation, the thread here; from that fiber's start on, the run does (`RunExecution`)
       return yield* Effect.onExit(
-        launch(request, runId, runDepsOf(request), free),
-        (exit) => Exit.isSuccess(exit) ? Effect.void : unlaunched(request.threadId, runId, free)
+        launch(request, runId, runDepsOf(request), reserved),
+        (exit) => Exit.isSuccess(exit) ? Effect.void : unlaunched(request.threadId, runId, reserved.free)
       )
-    })))
+    })
 
   /** What a launch that did not start its run's fiber took, given back: the thread here, its lease, `free`. */
   const unlaunched = (threadId: string, runId: string, free: Effect.Effect<void>) =>
@@ -151,10 +160,15 @@ export const make = (deps: Deps): Starter => {
       : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
 
   /**
-   * The run `runId` of `request`, its thread's lease taken and its input reserved (`free`), recorded and started (its
-   * fiber, from then on, gives both back; until then, `unlaunched` does).
+   * The run `runId` of `request`, its thread's lease taken and its input reserved (`reserved`), recorded and started
+   * (its fiber, from then on, gives both back; until then, `unlaunched` does).
    */
-  const launch = (request: RunRequest, runId: string, runDeps: RunExecution.Deps, free: Effect.Effect<void>) =>
+  const launch = (
+    request: RunRequest,
+    runId: string,
+    runDeps: RunExecution.Deps,
+    reserved: QuotaReservations.Reservation
+  ) =>
     Effect.gen(function*() {
       const forkedFrom = request.checkpointId === undefined
         ? undefined
@@ -177,6 +191,8 @@ export const make = (deps: Deps): Starter => {
           ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
         }
       }).pipe(Effect.mapError(internal))
+      // (its input in its record now, only its messages stay reserved, until they are kept with its first step)
+      yield* reserved.recorded
       const clock = yield* Effect.clock
       // (the model the run will use: the one its role may use, not the one it asked for; a run whose settings do not
       // resolve fails in its turn, saying why)
@@ -220,7 +236,7 @@ export const make = (deps: Deps): Starter => {
       const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle(exit))),
         Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect)),
-        Effect.ensuring(free)
+        Effect.ensuring(reserved.free)
       )
       yield* FiberMap.run(
         fibers,

@@ -29,6 +29,7 @@ import * as Factory from "../Factory.js"
 import * as Admission from "./Admission.js"
 import type { GatewayError } from "./api/Problem.js"
 import type * as Protocol from "./Protocol.js"
+import * as QuotaReservations from "./QuotaReservations.js"
 import type * as RunBuffer from "./RunBuffer.js"
 import * as RunCancel from "./RunCancel.js"
 import type { ActiveRun, CancelAction, Options, RunRequest } from "./RunModel.js"
@@ -140,7 +141,10 @@ export const layer = (
           : Effect.map(live.value.current, (snap) => snap.model),
         fibers: yield* FiberMap.make<string>(),
         lock: yield* Effect.makeSemaphore(1),
-        defaultModel
+        defaultModel,
+        // (shared by the processes of one PostgreSQL database when the gateway provides them: `QuotaReservations`)
+        reservations: Option.getOrElse(yield* Effect.serviceOption(QuotaReservations.QuotaReservations), () =>
+          QuotaReservations.inProcess())
       })
       const stopper = RunCancel.make(store, registry, starter.queues)
       // what a subscriber's stream runs when its client goes away (outside any request's fiber)

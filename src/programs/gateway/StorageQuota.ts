@@ -36,7 +36,7 @@ export const fromConfig = (quotas: QuotasConfig): Limits => ({
 })
 
 /** Whether there is a limit at all. */
-const limited = (limits: Limits) => limits.thread > 0 || limits.user > 0
+export const limited = (limits: Limits) => limits.thread > 0 || limits.user > 0
 
 /** What the threads of `userId` keep (the local user's include those made without an owner: the CLI's). */
 const ownedBy = (store: ThreadStore["Type"], userId: string) => store.bytesOwned(userId, userId === DEFAULT_USER)
@@ -51,10 +51,38 @@ export interface Reserved {
 
 const NONE: Reserved = { thread: 0, user: 0 }
 
+/** What a thread and its user keep, as an admission reads them (`thread` undefined: no such thread, or unchecked). */
+export interface Counted {
+  readonly thread: number | undefined
+  readonly user: number
+}
+
+/**
+ * The `QuotaExceeded` of the first limit that adding `adding` bytes to what is kept (`counted`) and reserved
+ * (`reserved`) would pass (its `used` what is kept plus what is reserved), or undefined when both stay within.
+ */
+export const exceeded = (
+  limits: Limits,
+  userId: string,
+  counted: Counted,
+  reserved: Reserved,
+  adding: number
+): QuotaExceeded | undefined => {
+  if (limits.thread > 0 && counted.thread !== undefined && counted.thread + reserved.thread + adding > limits.thread) {
+    const used = counted.thread + reserved.thread
+    return new QuotaExceeded({ reason: "thread_history", user: userId, limit: limits.thread, used, adding })
+  }
+  const used = counted.user + reserved.user
+  if (limits.user > 0 && used + adding > limits.user) {
+    return new QuotaExceeded({ reason: "user_history", user: userId, limit: limits.user, used, adding })
+  }
+  return undefined
+}
+
 /**
  * Succeeds when adding `adding` bytes to the thread `threadId` of `userId` (as stored; undefined for a thread to be
  * made), besides what runs already accepted are to add (`reserved`), keeps both within their limits; else fails with
- * the `QuotaExceeded` of the first limit it would pass (its `used` what is kept plus what is reserved).
+ * the `QuotaExceeded` of the first limit it would pass (`exceeded`).
  */
 export const admit = (
   store: ThreadStore["Type"],
@@ -66,21 +94,14 @@ export const admit = (
 ): Effect.Effect<void, QuotaExceeded | StoreError> =>
   Effect.gen(function*() {
     if (!limited(limits)) return
-    const thread = threadId === undefined || limits.thread === 0 ? undefined : yield* store.bytesOf(threadId)
-    if (thread !== undefined && thread.bytes + reserved.thread + adding > limits.thread) {
-      return yield* new QuotaExceeded({
-        reason: "thread_history",
-        user: userId,
-        limit: limits.thread,
-        used: thread.bytes + reserved.thread,
-        adding
-      })
-    }
+    const found = threadId === undefined || limits.thread === 0 ? undefined : yield* store.bytesOf(threadId)
+    const thread = found?.bytes
+    // (the thread first: the user's counter is read only when the thread is within its limit)
+    const over = exceeded({ ...limits, user: 0 }, userId, { thread, user: 0 }, reserved, adding)
+    if (over !== undefined) return yield* over
     if (limits.user === 0) return
-    const used = (yield* ownedBy(store, userId)) + reserved.user
-    if (used + adding > limits.user) {
-      return yield* new QuotaExceeded({ reason: "user_history", user: userId, limit: limits.user, used, adding })
-    }
+    const past = exceeded(limits, userId, { thread, user: yield* ownedBy(store, userId) }, reserved, adding)
+    if (past !== undefined) return yield* past
   })
 
 /**
