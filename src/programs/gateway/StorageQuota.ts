@@ -12,7 +12,7 @@
  * kept whole (its tool calls then answered as a stopped run's are); and before a run's recorded events are kept
  * (`fits`: past a quota, only its end and receipt are, `RunExecution`). A thread or a user may so pass a quota, for
  * each run going at once, by its last step and a few KB (its record's end, its end and receipt events); processes
- * sharing a database check the same counters (each its own reservations).
+ * sharing PostgreSQL check the same counters and, for runs, each other's reservations (`QuotaReservations`).
  */
 import * as Effect from "effect/Effect"
 import type { QuotasConfig } from "../../services/config/Server.js"
@@ -109,8 +109,9 @@ export const admit = (
  * their messages (kept with their first step; the rest of their input is in their record, kept when they are
  * accepted), reserved when the run is accepted and freed when it ended, so that runs of one user started together
  * are admitted against what the others will add, not each against the counters as they were before any of them
- * wrote (`admit`'s `reserved`). A manager's own (its process's runs); while a run goes its messages count twice
- * (reserved and kept), which refuses sooner, never later.
+ * wrote (`admit`'s `reserved`). A process's own (`QuotaReservations.inProcess`; PostgreSQL's are shared:
+ * `PgQuotaReservations`); while a run goes its messages count twice (reserved and kept), which refuses sooner, never
+ * later.
  */
 export interface Reservations {
   readonly of: (userId: string, threadId: string) => Reserved
