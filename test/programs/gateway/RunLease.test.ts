@@ -10,7 +10,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as TestClock from "effect/TestClock"
 import * as MemoryThreadStore from "../../../src/layers/MemoryThreadStore.js"
@@ -162,10 +161,7 @@ describe("a gateway run over HTTP", () => {
     let counted: ReturnType<typeof counting> | undefined
     const gateway = await Support.start({
       script: () => "Short answer.",
-      store: Layer.effect(
-        ThreadStore,
-        Effect.sync(() => (counted = counting(MemoryThreadStore.make())).store)
-      )
+      wrapStore: (configured) => (counted = counting(configured)).store
     })
     try {
       const api = Requests.as(() => gateway)

@@ -31,47 +31,14 @@ beforeAll(async () => {
 })
 afterAll(() => gateway?.stop())
 
-type Block = { readonly heartbeat: true } | { readonly heartbeat: false; readonly event: Support.SseEvent }
-
-/** The stream's blocks as they come: its heartbeats and its events. */
-async function* blocks(response: Response): AsyncGenerator<Block> {
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ""
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) return
-      buffer += value
-      let end: number
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        if (block.startsWith(":")) {
-          yield { heartbeat: true }
-          continue
-        }
-        let event = ""
-        let id: string | undefined
-        const data: Array<string> = []
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event: ")) event = line.slice(7)
-          else if (line.startsWith("data: ")) data.push(line.slice(6))
-          else if (line.startsWith("id: ")) id = line.slice(4)
-        }
-        yield { heartbeat: false, event: { event, id, data: data.length > 0 ? JSON.parse(data.join("\n")) : null } }
-      }
-    }
-  } finally {
-    await reader.cancel().catch(() => {})
-  }
-}
+type Block = Support.SseBlock
 
 /** A thread stream opened on `threadId`, read block by block; closed with `close`. */
 const open = async (threadId: string) => {
   const controller = new AbortController()
   const response = await fetch(`${gateway.url}/threads/${threadId}/stream`, { signal: controller.signal })
   assert.strictEqual(response.status, 200)
-  const read = blocks(response)
+  const read = Support.sseBlocks(response)
   const next = async (): Promise<Block> => {
     const { done, value } = await read.next()
     if (done) throw new Error("the thread stream ended")

@@ -20,7 +20,6 @@ import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as App from "../../../src/programs/App.js"
 import * as Gateway from "../../../src/programs/gateway/Gateway.js"
 import * as Runs from "../../../src/programs/gateway/Runs.js"
-import type { StoreError } from "../../../src/services/RunContext.js"
 import { ThreadStore } from "../../../src/services/ThreadStore.js"
 import { messageText } from "../../support/modelRequests.js"
 
@@ -56,10 +55,11 @@ export interface StartOptions {
   readonly reload?: boolean
   /** The gateway's logger (`captureLogs`'s). */
   readonly logger?: Layer.Layer<never>
-  /** Wraps the configured thread store (a test watching what the gateway asks of it). */
-  readonly wrapStore?: (store: ThreadStore["Type"]) => ThreadStore["Type"]
-  /** Threads kept here instead of the configured store (`Gateway.Options.store`). */
-  readonly store?: Layer.Layer<ThreadStore, StoreError>
+  /**
+   * The thread store the gateway is given, of the configured one: a test watching or failing what the gateway asks
+   * of it wraps it.
+   */
+  readonly wrapStore?: (configured: ThreadStore["Type"]) => ThreadStore["Type"]
 }
 
 /** A fresh temp directory. */
@@ -110,7 +110,6 @@ export const start = async (options: StartOptions): Promise<TestGateway> => {
       choice: Either.getOrThrow(App.chooseModel(app.config.models, {}, {})),
       host: "127.0.0.1",
       port: 0,
-      ...(options.store !== undefined ? { store: options.store } : {}),
       ...(options.spanProcessor !== undefined ? { spanProcessor: options.spanProcessor } : {}),
       ...(options.reload === true
         ? { reload: { choose: (config) => App.chooseModel(config.models, {}, {}), recheckMs: 0 } }
@@ -144,6 +143,42 @@ export interface SseEvent {
   readonly data: unknown
 }
 
+/** A block of an SSE stream: a comment (the gateway's heartbeat) or an event. */
+export type SseBlock = { readonly heartbeat: true } | { readonly heartbeat: false; readonly event: SseEvent }
+
+/** A fetch response's SSE blocks as they come; the body is cancelled when the reader stops early. */
+export async function* sseBlocks(response: Response): AsyncGenerator<SseBlock> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ""
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return
+      buffer += value
+      let end: number
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end)
+        buffer = buffer.slice(end + 2)
+        if (block.startsWith(":")) {
+          yield { heartbeat: true }
+          continue
+        }
+        let event = ""
+        let id: string | undefined
+        const data: Array<string> = []
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event: ")) event = line.slice(7)
+          else if (line.startsWith("data: ")) data.push(line.slice(6))
+          else if (line.startsWith("id: ")) id = line.slice(4)
+        }
+        yield { heartbeat: false, event: { event, id, data: data.length > 0 ? JSON.parse(data.join("\n")) : null } }
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => {})
+  }
+}
+
 /** Reads SSE events from a fetch response until it ends (or `stop` says so); comments are counted. */
 export const readSse = async (
   response: Response,
@@ -151,35 +186,13 @@ export const readSse = async (
 ): Promise<{ events: ReadonlyArray<SseEvent>; comments: number }> => {
   const events: Array<SseEvent> = []
   let comments = 0
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ""
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    buffer += value
-    let end: number
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      if (block.startsWith(":")) {
-        comments++
-        continue
-      }
-      let event = ""
-      let id: string | undefined
-      const data: Array<string> = []
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7)
-        else if (line.startsWith("data: ")) data.push(line.slice(6))
-        else if (line.startsWith("id: ")) id = line.slice(4)
-      }
-      const parsed: SseEvent = { event, id, data: data.length > 0 ? JSON.parse(data.join("\n")) : null }
-      events.push(parsed)
-      if (stop(parsed, events)) {
-        await reader.cancel()
-        return { events, comments }
-      }
+  for await (const block of sseBlocks(response)) {
+    if (block.heartbeat) {
+      comments++
+      continue
     }
+    events.push(block.event)
+    if (stop(block.event, events)) break
   }
   return { events, comments }
 }
