@@ -13,20 +13,16 @@
  *
  * Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
+import { assert, describe, it } from "@effect/vitest"
 import type * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import type * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, writeServeConfig } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
 import { psql } from "../../support/postgres.js"
-import { freePort } from "../../support/ports.js"
 import * as Support from "./support.js"
 
 const pg = await Postgres.start()
@@ -89,30 +85,21 @@ const scriptOf = (name: string, slow: string) => (body: ChatRequestBody): Turn =
   }
 }
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
+const suite = Cluster.suite(pg)
 
 /** One more runner of the cluster on `dbUrl`, its data in `home`, with a model of its own. */
 const serve = async (name: string, dbUrl: string, home: string, slow: string, drain = 8): Promise<Server> => {
-  const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(scriptOf(name, slow)), scope))
-  const config = writeServeConfig(Path.join(home, `config-${name}.yaml`), scripted.url, {
-    sandbox: { allow_host_bash: true },
-    database: { url: dbUrl },
-    gateway: {
-      finished_runs_kept: 1000,
-      cluster: { runner_port: await freePort(), health_check_seconds: 2, drain_seconds: drain }
-    }
+  const scripted = await suite.model(scriptOf(name, slow))
+  const { server: started, url } = await suite.runner({
+    dbUrl,
+    home,
+    modelUrl: scripted.url,
+    name: `config-${name}.yaml`,
+    config: { sandbox: { allow_host_bash: true } },
+    gateway: { finished_runs_kept: 1000 },
+    cluster: { health_check_seconds: 2, drain_seconds: drain }
   })
-  const started = serveProcess(home, config)
-  const url = await started.url
-  const server: Server = { name, url, child: started.child, scripted, output: started.output, exited: started.exited }
-  servers.push(server)
-  return server
+  return { name, url, child: started.child, scripted, output: started.output, exited: started.exited }
 }
 
 const post = async (base: string, path: string, body: unknown) => {
@@ -128,19 +115,6 @@ const post = async (base: string, path: string, body: unknown) => {
 
 const runStatus = async (base: string, thread: string, runId: string): Promise<string> =>
   ((await (await fetch(`${base}/threads/${thread}/runs/${runId}`)).json()) as any).status
-
-/** The pid of the process holding the thread's lease (running its run), if one does. */
-const leaseHolder = (dbUrl: string, thread: string): number | undefined => {
-  const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${thread}'`)
-  return owner === "" ? undefined : Number(owner.slice(owner.lastIndexOf(":") + 1))
-}
-
-/** Until every runner of the cluster on `dbUrl` is registered and healthy, and the shards had time to settle. */
-const registered = async (dbUrl: string, count: number) => {
-  await until(() => psql(dbUrl, "SELECT count(*) FROM cluster_runners WHERE healthy") === String(count), "runners")
-  // (shard assignments are refreshed every 3 s)
-  await new Promise((resolve) => setTimeout(resolve, 8000))
-}
 
 interface Started {
   readonly label: string
@@ -197,7 +171,7 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     const home = Support.tempDir("antler-cluster-drain-")
     const a = await serve("A", dbUrl, home, "A", 15)
     const b = await serve("B", dbUrl, home, "A", 15)
-    await registered(dbUrl, 2)
+    await Cluster.registered(dbUrl, 2)
 
     // a thread of A's with no run going on
     let idle: Started | undefined
@@ -224,7 +198,7 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
         // in flight: the tool ran (or, for slowmodel on A, the model is asked for step 2), or it ended elsewhere
         let holder: number | undefined
         await until(async () => {
-          holder = leaseHolder(dbUrl, run.thread)
+          holder = Cluster.lease(dbUrl, run.thread)?.pid
           if (holder === undefined) return (await runStatus(b.url, run.thread, run.runId)) === "success"
           if (holder !== aPid) return true
           return run.kind === "slowmodel" ? step2Asks(a, run.label) === 1 : ranCount(run) === 1
@@ -353,7 +327,7 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     const home = Support.tempDir("antler-cluster-join-")
     const a = await serve("A", dbUrl, home, "none", 10)
     const b = await serve("B", dbUrl, home, "none", 10)
-    await registered(dbUrl, 2)
+    await Cluster.registered(dbUrl, 2)
 
     // runs in flight on A and B (their tools wait for the test's go file)
     const early = await Promise.all(
@@ -364,7 +338,7 @@ describe.skipIf("skip" in pg)("a cluster's runners coming and going", () => {
     // a third process joins: the shards are spread over three runners again. The runs of the threads whose shards
     // move to C are handed over to it after drain_seconds (10); the others go on where they are
     const c = await serve("C", dbUrl, home, "none", 10)
-    await registered(dbUrl, 3)
+    await Cluster.registered(dbUrl, 3)
     await until(() => /handed over/.test(a.output() + b.output()), "a run handed over to C", 1200)
     await new Promise((resolve) => setTimeout(resolve, 10_000))
     for (const run of early) Fs.writeFileSync(Path.join(run.workspace, "go"), "")

@@ -6,20 +6,14 @@
  * message unanswered and resumes the run under its id from its last checkpoint: it ends `success`, the completed
  * step is there once, the tool ran once. Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
+import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
-import { psql } from "../../support/postgres.js"
 import * as Support from "./support.js"
-import { freePort } from "../../support/ports.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster failover] skipped: ${pg.skip}`)
@@ -51,46 +45,24 @@ const script = (body: ChatRequestBody): Turn => {
   }
 }
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
+const suite = Cluster.suite(pg)
 
 /** Two runners of one cluster on a fresh database, sharing a data directory. */
 const cluster = async (hostBash: boolean) => {
   const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-  const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
+  const scripted = await suite.model(script)
   const home = Support.tempDir("antler-cluster-failover-")
-  const start = async () => {
-    const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), scripted.url, {
-      sandbox: { allow_host_bash: hostBash },
-      database: { url: dbUrl },
-      gateway: { cluster: { runner_port: await freePort(), health_check_seconds: 1 } }
+  const start = () =>
+    suite.runner({
+      dbUrl,
+      home,
+      modelUrl: scripted.url,
+      config: { sandbox: { allow_host_bash: hostBash } },
+      cluster: { health_check_seconds: 1 }
     })
-    const server = serveProcess(home, config)
-    servers.push(server)
-    return { server, url: await server.url }
-  }
   const a = await start()
   const b = await start()
   return { dbUrl, scripted, home, a, b }
-}
-
-/** The one of `a` and `b` running the thread's run (the holder of its lease, `host:pid`), and the other. */
-const holderOf = (dbUrl: string, threadId: string, a: Started, b: Started) => {
-  const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${threadId}'`)
-  const pid = Number(owner.slice(owner.lastIndexOf(":") + 1))
-  const victim = [a, b].find((s) => s.server.child.pid === pid)
-  assert.isDefined(victim, `lease owner ${owner}`)
-  return { victim: victim!, survivor: victim === a ? b : a }
-}
-
-interface Started {
-  readonly server: Server
-  readonly url: string
 }
 
 const post = (base: string, path: string, body: unknown) =>
@@ -118,7 +90,7 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
       return state.values.messages.some((m: any) => m.type === "tool") && hung > 0
     }, "the first step saved")
 
-    const { survivor, victim } = holderOf(dbUrl, thread.thread_id, a, b)
+    const { other: survivor, holder: victim } = Cluster.holderOf(dbUrl, thread.thread_id, a, b)
     victim.server.child.kill("SIGKILL")
     await new Promise((resolve) => victim.server.child.once("exit", resolve))
     // a client that followed the run joins its stream again on the survivor at once, from the last event it got,
@@ -161,7 +133,7 @@ describe.skipIf("skip" in pg)("a cluster's runner killed mid-run", () => {
       return state.values.messages.some((m: any) => m.type === "ai" && m.tool_calls?.length > 0) &&
         Fs.existsSync(marker)
     }, "the tool call in flight")
-    const { survivor, victim } = holderOf(dbUrl, thread.thread_id, a, b)
+    const { other: survivor, holder: victim } = Cluster.holderOf(dbUrl, thread.thread_id, a, b)
     victim.server.child.kill("SIGKILL")
     await new Promise((resolve) => victim.server.child.once("exit", resolve))
 

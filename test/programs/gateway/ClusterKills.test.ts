@@ -12,17 +12,12 @@
  * the `Last-Event-ID` it had sees none again and none going back, from the resumed attempt's first event.
  * Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
+import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { until } from "../../support/poll.js"
-import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
 import * as Support from "./support.js"
 
@@ -118,39 +113,25 @@ const script = (body: ChatRequestBody): Turn => {
   return "Job done."
 }
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  // (commands orphaned by a killed process end once released)
-  release("job-")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
-
-interface Started {
-  readonly server: Server
-  readonly url: string
-}
+// (commands orphaned by a killed process end once released)
+const suite = Cluster.suite(pg, () => release("job-"))
+type Started = Cluster.Runner
 
 const TERMINAL = new Set(["success", "error", "interrupted", "timeout"])
 
 /** A cluster on a fresh database: its runners are started with `start`; they share a data directory. */
 const cluster = async () => {
   const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-  const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
+  const scripted = await suite.model(script)
   const home = Support.tempDir("antler-cluster-kills-")
-  let started = 0
-  const start = async (): Promise<Started> => {
-    const config = writeServeConfig(Path.join(home, `config-${started++}.yaml`), scripted.url, {
-      sandbox: { allow_host_bash: true },
-      database: { url: dbUrl },
-      gateway: { cluster: { runner_port: await freePort(), health_check_seconds: 1 } }
+  const start = () =>
+    suite.runner({
+      dbUrl,
+      home,
+      modelUrl: scripted.url,
+      config: { sandbox: { allow_host_bash: true } },
+      cluster: { health_check_seconds: 1 }
     })
-    const server = serveProcess(home, config)
-    servers.push(server)
-    return { server, url: await server.url }
-  }
   const workspace = (threadId: string) => Path.join(home, "users/default/threads", threadId, "user-data/workspace")
   const ranBy = (threadId: string): ReadonlyArray<string> => {
     const file = Path.join(workspace(threadId), "ran.txt")
@@ -215,7 +196,7 @@ describe.skipIf("skip" in pg)("a cluster's runners killed ten times mid-tool-cal
         }
         return records.size === batch.length
       }, () => `every run ended; these did not: ${pending.join("; ")}\n${
-        servers.map((s) => `--- ${s.child.pid}\n${s.output()}`).join("\n")
+        suite.servers.map((s) => `--- ${s.child.pid}\n${s.output()}`).join("\n")
       }`).catch(async (error) => {
         for (const b of batch.filter((b) => !records.has(b.runId))) {
           const record = await getJson(`${survivor.url}/threads/${b.threadId}/runs/${b.runId}`)

@@ -10,18 +10,13 @@
  * schedule's shortest period is a minute) and a cron task every minute. The runners share a secret
  * (`gateway.cluster.secret`), as on a real network. Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
-import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import * as Scheduler from "../../../src/programs/gateway/scheduler/Scheduler.js"
-import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
+import type { ServeProcess as Server } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { until } from "../../support/poll.js"
 import * as Postgres from "../../support/postgres.js"
-import { freePort } from "../../support/ports.js"
 import * as Support from "./support.js"
 
 const pg = await Postgres.start()
@@ -41,13 +36,7 @@ const call = async (base: string, method: string, path: string, body?: unknown) 
   return response.json() as Promise<any>
 }
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
+const suite = Cluster.suite(pg)
 
 const TICKS = 25
 const SPACING_MS = 4000
@@ -57,25 +46,17 @@ const promptOf = (body: ChatRequestBody) =>
 describe.skipIf("skip" in pg)("scheduled tasks in a cluster of three runners", () => {
   it("no tick runs twice, on the engine's one poller; it moves when its runner dies; a restart goes on", async () => {
     const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-    const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(() => "Scheduled answer."), scope))
+    const scripted = await suite.model(() => "Scheduled answer.")
     const home = Support.tempDir("antler-cluster-schedules-")
-    const start = async () => {
-      const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), scripted.url, {
-        database: { url: dbUrl },
-        gateway: {
-          scheduler_poll_seconds: 1,
-          cluster: {
-            runner_port: await freePort(),
-            health_check_seconds: 1,
-            secret: "schedules-cluster-secret-0123456789"
-          }
-        }
-      })
-      const server = serveProcess(home, config, ["--log-level", "info"])
-      servers.push(server)
-      await server.url
-      return server
-    }
+    const start = async () =>
+      (await suite.runner({
+        dbUrl,
+        home,
+        modelUrl: scripted.url,
+        gateway: { scheduler_poll_seconds: 1 },
+        cluster: { health_check_seconds: 1, secret: "schedules-cluster-secret-0123456789" },
+        args: ["--log-level", "info"]
+      })).server
     const logs = (group: ReadonlyArray<Server>) => group.map((s, i) => `--- process ${i}\n${s.output()}`).join("\n")
     /** The one process of `group` polling, once exactly one does (the singleton may move while runners join). */
     const poller = async (group: ReadonlyArray<Server>) => {

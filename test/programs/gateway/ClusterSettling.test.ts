@@ -16,17 +16,11 @@
  * refresh (a shard moving just after the runners start would hand the run over). Skipped, saying why, without
  * PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
-import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { isEvaluator, verdict } from "../../support/goalScript.js"
 import { until } from "../../support/poll.js"
-import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
 import { psql } from "../../support/postgres.js"
 import * as Support from "./support.js"
@@ -45,36 +39,22 @@ const script = (body: ChatRequestBody): Turn => {
 // (the requests of the current test's model server)
 let scripted: ReadonlyArray<ChatRequestBody> = []
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
-
-interface Started {
-  readonly server: Server
-  readonly url: string
-}
+const suite = Cluster.suite(pg)
+type Started = Cluster.Runner
 
 /** Two runners of one cluster on a fresh database, sharing a data directory; their model holds the evaluator. */
 const cluster = async (drainSeconds: number) => {
   const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-  const model = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
+  const model = await suite.model(script)
   scripted = model.requests
   const home = Support.tempDir("antler-cluster-settling-")
-  const start = async (): Promise<Started> => {
-    const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), model.url, {
-      database: { url: dbUrl },
-      gateway: {
-        cluster: { runner_port: await freePort(), health_check_seconds: 1, drain_seconds: drainSeconds }
-      }
+  const start = () =>
+    suite.runner({
+      dbUrl,
+      home,
+      modelUrl: model.url,
+      cluster: { health_check_seconds: 1, drain_seconds: drainSeconds }
     })
-    const server = serveProcess(home, config)
-    servers.push(server)
-    return { server, url: await server.url }
-  }
   const a = await start()
   const b = await start()
   await settled(dbUrl)
@@ -129,19 +109,14 @@ const settlingRun = async (dbUrl: string, via: Started, a: Started, b: Started) 
   const run = await started.json() as any
   await until(async () => evaluations() > 0, "the goal evaluator asked")
   // the run's turn is over, its end not recorded yet: its runner still holds the thread, under the run's id
-  const leased = psql(dbUrl, `SELECT run_id || ' ' || owner FROM antler_leases WHERE thread_id = '${thread.thread_id}'`)
-  const [runId, owner] = leased.split(" ")
-  assert.strictEqual(runId, run.run_id, `the thread's lease: ${leased}`)
-  const pid = Number(owner!.slice(owner!.lastIndexOf(":") + 1))
-  const runner = [a, b].find((s) => s.server.child.pid === pid)
-  assert.isDefined(runner, `lease owner ${owner}`)
-  const other = runner === a ? b : a
+  const { leased, holder: runner, other } = Cluster.holderOf(dbUrl, thread.thread_id, a, b)
+  assert.strictEqual(leased.runId, run.run_id, `the thread's lease: ${JSON.stringify(leased)}`)
   const record = await (await fetch(`${via.url}/threads/${thread.thread_id}/runs/${run.run_id}`)).json() as any
   assert.strictEqual(record.status, "running", JSON.stringify(record))
   // and the thread reads as busy from the other process too (not `error`, as a thread whose runner died)
   const seen = await (await fetch(`${other.url}/threads/${thread.thread_id}`)).json() as any
   assert.strictEqual(seen.status, "busy", JSON.stringify(seen))
-  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner: runner!, other }
+  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner, other }
 }
 
 const ended = async (url: string, threadId: string, runId: string, output: () => string) => {

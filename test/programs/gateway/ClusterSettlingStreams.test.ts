@@ -15,20 +15,13 @@
  *
  * Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
-import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
+import { assert, describe, it } from "@effect/vitest"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as RunSettling from "../../../src/programs/gateway/RunSettling.js"
-import { serveProcess, writeServeConfig, type ServeProcess as Server } from "../../support/cli.js"
+import * as Cluster from "../../support/cluster.js"
 import { isEvaluator } from "../../support/goalScript.js"
 import { until } from "../../support/poll.js"
-import { freePort } from "../../support/ports.js"
 import * as Postgres from "../../support/postgres.js"
-import { psql } from "../../support/postgres.js"
 import type { SseEvent } from "./support.js"
 import * as Support from "./support.js"
 
@@ -45,43 +38,27 @@ const script = (body: ChatRequestBody): Turn => {
 }
 let scripted: ReadonlyArray<ChatRequestBody> = []
 
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
-
-interface Started {
-  readonly server: Server
-  readonly url: string
-}
+const suite = Cluster.suite(pg)
+type Started = Cluster.Runner
 
 /** Two runners of one cluster on a fresh database, sharing a data directory; their model holds the evaluator. */
 const cluster = async (drainSeconds: number) => {
   const dbUrl = await (pg as Postgres.Postgres).createDatabase()
-  const model = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(script), scope))
+  const model = await suite.model(script)
   scripted = model.requests
   const home = Support.tempDir("antler-cluster-settling-streams-")
-  const start = async (): Promise<Started> => {
-    const config = writeServeConfig(Path.join(home, `config-${servers.length}.yaml`), model.url, {
-      database: { url: dbUrl },
-      gateway: {
-        heartbeat_seconds: 1,
-        cluster: { runner_port: await freePort(), health_check_seconds: 1, drain_seconds: drainSeconds }
-      }
+  const start = () =>
+    suite.runner({
+      dbUrl,
+      home,
+      modelUrl: model.url,
+      gateway: { heartbeat_seconds: 1 },
+      cluster: { health_check_seconds: 1, drain_seconds: drainSeconds }
     })
-    const server = serveProcess(home, config)
-    servers.push(server)
-    return { server, url: await server.url }
-  }
   const a = await start()
   const b = await start()
   // (the shards spread over both before the thread is made: a shard moving would hand its run over)
-  await until(() => psql(dbUrl, "SELECT count(*) FROM cluster_runners WHERE healthy") === "2", "both runners")
-  // (shard assignments are refreshed every 3 s)
-  await new Promise((resolve) => setTimeout(resolve, 8000))
+  await Cluster.registered(dbUrl, 2)
   return { dbUrl, a, b }
 }
 
@@ -124,13 +101,9 @@ const settlingRun = async (dbUrl: string, a: Started, b: Started) => {
     input: { messages: [{ type: "human", content: "Write the report" }] }
   })
   await until(async () => scripted.some(isEvaluator), "the goal evaluator asked")
-  const leased = psql(dbUrl, `SELECT run_id || ' ' || owner FROM antler_leases WHERE thread_id = '${thread.thread_id}'`)
-  const [runId, owner] = leased.split(" ")
-  assert.strictEqual(runId, run.run_id, `the thread's lease: ${leased}`)
-  const pid = Number(owner!.slice(owner!.lastIndexOf(":") + 1))
-  const runner = [a, b].find((s) => s.server.child.pid === pid)!
-  assert.isDefined(runner, `lease owner ${owner}`)
-  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner, other: runner === a ? b : a }
+  const { leased, holder: runner, other } = Cluster.holderOf(dbUrl, thread.thread_id, a, b)
+  assert.strictEqual(leased.runId, run.run_id, `the thread's lease: ${JSON.stringify(leased)}`)
+  return { threadId: thread.thread_id as string, runId: run.run_id as string, runner, other }
 }
 
 /** The run's join and the thread's stream through `via`, each once it gave the run's answer (`runner`: on failure). */
@@ -198,10 +171,7 @@ describe.skipIf("skip" in pg)("the streams of a cluster's run whose runner stops
       input: { messages: [{ type: "human", content: "A slow report" }] }
     })).run_id as string
     await until(() => scripted.length > 0, "the model asked")
-    const owner = psql(dbUrl, `SELECT owner FROM antler_leases WHERE thread_id = '${thread}'`)
-    const runner = [a, b].find((s) => s.server.child.pid === Number(owner.slice(owner.lastIndexOf(":") + 1)))!
-    assert.isDefined(runner, `lease owner ${owner}`)
-    const other = runner === a ? b : a
+    const { holder: runner, other } = Cluster.holderOf(dbUrl, thread, a, b)
     const join = follow(`${other.url}/threads/${thread}/runs/${run}/stream`)
     const stream = follow(`${other.url}/threads/${thread}/stream`, "-")
     try {
