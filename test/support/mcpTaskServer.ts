@@ -4,6 +4,8 @@
  * tests of MCP tasks. Its tasks live in its process: `tasks`, by id, each `{ topic, polls, at, state }` (`state`
  * `"running"` until cancelled); what a status call answers is the test's.
  */
+import { afterAll, beforeAll } from "@effect/vitest"
+import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -69,3 +71,44 @@ export const reportTaskServer = (options: TaskServer): string => `
   })
   await server.connect(new StdioServerTransport())
 `
+
+/** The `extensions_config.json` entry of a stdio server of `source` (`reportTaskServer`) with its Report toolset. */
+export const taskServerEntry = (source: string, more: Record<string, unknown> = {}) => ({
+  type: "stdio",
+  command: "node",
+  args: ["--input-type=module", "-e", source],
+  ...more,
+  task_toolsets: [
+    { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
+  ]
+})
+
+/**
+ * Writes `dir`'s `extensions_config.json`: the server of `source` as `tasks` (`more`: its `env`...). Returns the path
+ * of a `config.yaml` beside it, the configuration's `source` (where the gateway looks for the extensions).
+ */
+export const writeTaskExtensions = (dir: string, source: string, more: Record<string, unknown> = {}): string => {
+  Fs.writeFileSync(
+    Path.join(dir, "extensions_config.json"),
+    JSON.stringify({ mcpServers: { tasks: taskServerEntry(source, more) } })
+  )
+  return Path.join(dir, "config.yaml")
+}
+
+const ALLOWLIST = "DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST"
+
+/**
+ * Lets the stdio MCP servers that `node` runs start in this process while the file's tests run (its
+ * `DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST` is `node` from before its first `beforeAll` to after its last `afterAll`:
+ * call it before registering them), and puts the variable back after.
+ */
+export const allowNodeServers = () => {
+  const before = process.env[ALLOWLIST]
+  beforeAll(() => {
+    process.env[ALLOWLIST] = "node"
+  })
+  afterAll(() => {
+    if (before === undefined) delete process.env[ALLOWLIST]
+    else process.env[ALLOWLIST] = before
+  })
+}

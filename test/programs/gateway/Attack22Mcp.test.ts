@@ -9,6 +9,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { allowNodeServers } from "../../support/mcpTaskServer.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -55,11 +56,10 @@ const SERVER = `
 `
 
 let gateway: TestGateway
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 const call = Requests.api(() => gateway)
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
   const dir = Support.tempDir("antler-attack22-mcp-")
   Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
     mcpServers: {
@@ -85,8 +85,6 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 const newThread = async () =>

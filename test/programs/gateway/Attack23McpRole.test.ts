@@ -6,8 +6,6 @@
  * and ran on `deep`. A real stdio MCP server, the scripted model through the real `openai` client.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import { toolNames } from "../../support/modelRequests.js"
@@ -15,7 +13,7 @@ import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
-import { reportTaskServer } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
 const GUEST = "guest-token-0123456789abcdef"
@@ -26,32 +24,19 @@ const SERVER = reportTaskServer({
 })
 
 let gateway: TestGateway
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 
 const isNotification = (body: ChatRequestBody) => Support.lastUserText(body).startsWith(INSTRUCTION)
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
-  const dir = Support.tempDir("antler-attack23-mcp-role-")
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: "node",
-        args: ["--input-type=module", "-e", SERVER],
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
+  const source = writeTaskExtensions(Support.tempDir("antler-attack23-mcp-role-"), SERVER)
   gateway = await Support.start({
     script: (body: ChatRequestBody) => {
       if (isNotification(body)) return "Your report is ready."
       if (body.messages.at(-1)?.role === "tool") return "Done."
       return { toolCalls: [{ name: "tasks_start_report", arguments: { topic: "x" } }] }
     },
-    source: Path.join(dir, "config.yaml"),
+    source,
     config: (url: string) => ({
       // (the first model, the default, is one the guest may not use)
       models: [Support.scriptedModel("deep", url), Support.scriptedModel("scripted", url)],
@@ -76,8 +61,6 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop().catch(() => {})
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 const guest = Requests.as(() => gateway, GUEST)

@@ -7,15 +7,13 @@
  * server, the scripted model through the real `openai` client.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import type { ChatRequestBody } from "../../../src/layers/ScriptedChatServer.js"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
-import { reportTaskServer } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
 
@@ -28,33 +26,20 @@ const SERVER = reportTaskServer({
 })
 
 let gateway: TestGateway
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 const call = Requests.api(() => gateway)
 
 const isNotification = (body: ChatRequestBody) => Support.lastUserText(body).startsWith(INSTRUCTION)
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
-  const dir = Support.tempDir("antler-attack23-storm-")
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: "node",
-        args: ["--input-type=module", "-e", SERVER],
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
+  const source = writeTaskExtensions(Support.tempDir("antler-attack23-storm-"), SERVER)
   gateway = await Support.start({
     script: (body: ChatRequestBody) => {
       if (isNotification(body)) return "An update."
       if (body.messages.at(-1)?.role === "tool") return "Done."
       return { toolCalls: [{ name: "tasks_start_report", arguments: { topic: "x" } }] }
     },
-    source: Path.join(dir, "config.yaml"),
+    source,
     config: {
       gateway: Support.twoUsers,
       mcp_tasks: {
@@ -68,8 +53,6 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop().catch(() => {})
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 describe("a task whose server keeps asking new questions", () => {

@@ -7,6 +7,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import * as McpServers from "../../support/mcpServers.js"
+import { allowNodeServers } from "../../support/mcpTaskServer.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -20,7 +21,7 @@ const SLOW = 120_000
 
 let gateway: TestGateway
 let extensions = ""
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 const call = Requests.api(() => gateway)
 const server = (secret: string) => ({
   enabled: true,
@@ -31,7 +32,6 @@ const server = (secret: string) => ({
 })
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
   const dir = Support.tempDir("antler-mcp-secrets-")
   extensions = Path.join(dir, "extensions_config.json")
   Fs.writeFileSync(
@@ -52,8 +52,6 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 const run = async (prompt: string) => {

@@ -5,13 +5,11 @@
  * with `mcp_tasks.enabled`, the scripted model calling the tools through the real `openai` client.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
-import { reportTaskServer } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
 const SECRET = "sk-mcp-task-secret-0123456789"
@@ -36,25 +34,12 @@ const SERVER = reportTaskServer({
 })
 
 let gateway: TestGateway
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 const call = Requests.api(() => gateway)
 
 /** A gateway over the task server, with `mcp_tasks` as given. */
 const startWith = (mcp_tasks: Record<string, unknown>): Promise<TestGateway> => {
-  const dir = Support.tempDir("antler-mcp-tasks-")
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: "node",
-        args: ["--input-type=module", "-e", SERVER],
-        env: { SERVICE_API_KEY: SECRET },
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
+  const source = writeTaskExtensions(Support.tempDir("antler-mcp-tasks-"), SERVER, { env: { SERVICE_API_KEY: SECRET } })
   return Support.start({
     script: (body) => {
       if (body.messages.at(-1)?.role === "tool") return "Done."
@@ -66,13 +51,12 @@ const startWith = (mcp_tasks: Record<string, unknown>): Promise<TestGateway> => 
       if (text === "cancel") return { toolCalls: [{ name: "cancel_background_task", arguments: {} }] }
       return "Hello."
     },
-    source: Path.join(dir, "config.yaml"),
+    source,
     config: { gateway: Support.twoUsers, mcp_tasks }
   })
 }
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
   gateway = await startWith({
     enabled: true,
     poll_interval_seconds: 1,
@@ -82,8 +66,6 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 const newThread = async (token: string) =>

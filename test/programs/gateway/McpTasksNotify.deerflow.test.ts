@@ -8,14 +8,12 @@
  * storm of them one run at a time.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
-import { reportTaskServer } from "../../support/mcpTaskServer.js"
+import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
 
 const SLOW = 120_000
 
@@ -36,7 +34,7 @@ const SERVER = reportTaskServer({
 
 let gateway: TestGateway
 let options: Support.StartOptions
-const allowlist = process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
+allowNodeServers()
 const call = Requests.api(() => gateway)
 
 /** Whether a model request is a notification run's (its last user message is the instruction). */
@@ -44,20 +42,7 @@ const isNotification = (body: { readonly messages: ReadonlyArray<{ readonly role
   Support.lastUserText(body as any).startsWith(INSTRUCTION)
 
 beforeAll(async () => {
-  process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = "node"
-  const dir = Support.tempDir("antler-mcp-notify-")
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: "node",
-        args: ["--input-type=module", "-e", SERVER],
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
+  const source = writeTaskExtensions(Support.tempDir("antler-mcp-notify-"), SERVER)
   options = {
     script: (body) => {
       if (isNotification(body)) return "Your report is ready."
@@ -77,15 +62,13 @@ beforeAll(async () => {
       }
       return "Hello."
     },
-    source: Path.join(dir, "config.yaml"),
+    source,
     config: { gateway: Support.twoUsers, mcp_tasks: { enabled: true, poll_interval_seconds: 1 } }
   }
   gateway = await Support.start(options)
 }, SLOW)
 afterAll(async () => {
   await gateway?.stop()
-  if (allowlist === undefined) delete process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST
-  else process.env.DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST = allowlist
 })
 
 const newThread = async (token: string) =>
