@@ -13,13 +13,10 @@ import * as AgentAuthorization from "../../src/programs/AgentAuthorization.js"
 import * as Authz from "../../src/services/Authorization.js"
 import { AuthorizationConfig } from "../../src/services/config/Authorization.js"
 import type * as Skills from "../../src/services/Skills.js"
+import { rbac } from "../support/rbac.js"
 
 const authzOf = (roles: unknown, failClosed = true) =>
-  Rbac.fromConfig(Schema.decodeUnknownSync(AuthorizationConfig)({
-    enabled: true,
-    fail_closed: failClosed,
-    provider: { use: "deerflow.authz.rbac:RbacAuthorizationProvider", config: { roles } }
-  }))!
+  Rbac.fromConfig(Schema.decodeUnknownSync(AuthorizationConfig)(rbac(roles, { fail_closed: failClosed })))!
 
 const ROLES = {
   user: {},

@@ -11,13 +11,10 @@ import * as Rbac from "../../src/layers/RbacAuthorization.js"
 import { permissionOf } from "../../src/programs/gateway/RoutePermissions.js"
 import * as Authz from "../../src/services/Authorization.js"
 import { AuthorizationConfig } from "../../src/services/config/Authorization.js"
+import { rbac } from "../support/rbac.js"
 
 const section = (roles: unknown, failClosed = true) =>
-  Schema.decodeUnknownSync(AuthorizationConfig)({
-    enabled: true,
-    fail_closed: failClosed,
-    provider: { use: "deerflow.authz.rbac:RbacAuthorizationProvider", config: { roles } }
-  })
+  Schema.decodeUnknownSync(AuthorizationConfig)(rbac(roles, { fail_closed: failClosed }))
 
 const ROLES = {
   admin: { tools: { allow: "*" } },

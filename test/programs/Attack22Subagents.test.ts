@@ -19,6 +19,7 @@ import { ModelService } from "../../src/services/ModelService.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import { SubagentRunner } from "../../src/services/SubagentRunner.js"
 import { inRun, runContext, tempDirs } from "../support/fixtures.js"
+import { rbac } from "../support/rbac.js"
 
 const tempDir = tempDirs()
 
@@ -38,13 +39,7 @@ const mcp: Mcp.Service = {
   status: Effect.succeed([])
 }
 
-const authorization = {
-  enabled: true,
-  provider: {
-    use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-    config: { roles: { user: {}, guest: { tools: { allow: "*", deny: ["vault_read"] } } } }
-  }
-}
+const authorization = rbac({ user: {}, guest: { tools: { allow: "*", deny: ["vault_read"] } } })
 
 describe("a subagent's deferred tools are its parent run's role's", () => {
   it.scoped("a guest's subagent is never told of a deferred tool the guest may not see; a user's is", () =>

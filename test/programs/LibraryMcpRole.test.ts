@@ -24,16 +24,11 @@ import * as Tool from "../../src/services/Tool.js"
 import { tempDir } from "../support/fixtures.js"
 import * as Servers from "../support/mcpServers.js"
 import { messageText, toolNames } from "../support/modelRequests.js"
+import { rbac } from "../support/rbac.js"
 
 const SLOW = 60_000
 
-const authorization = {
-  enabled: true,
-  provider: {
-    use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-    config: { roles: { user: {}, guest: { mcp_servers: { deny: ["secret"] } } } }
-  }
-}
+const authorization = rbac({ user: {}, guest: { mcp_servers: { deny: ["secret"] } } })
 
 /** The tool results the model was sent back, by tool call id. */
 const results = (requests: ReadonlyArray<ChatRequestBody>) =>

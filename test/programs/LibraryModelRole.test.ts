@@ -24,14 +24,9 @@ import * as LeadAgent from "../../src/programs/LeadAgent.js"
 import type { RunEvent } from "../../src/services/RunEvents.js"
 import { ThreadStore } from "../../src/services/ThreadStore.js"
 import { tempDir } from "../support/fixtures.js"
+import { rbac } from "../support/rbac.js"
 
-const authorization = {
-  enabled: true,
-  provider: {
-    use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-    config: { roles: { user: {}, guest: { models: { allow: ["small"] } }, mute: { models: { allow: false } } } }
-  }
-}
+const authorization = rbac({ user: {}, guest: { models: { allow: ["small"] } }, mute: { models: { allow: false } } })
 
 /** A library agent (built for `role`) over two models, "deep" (the first) and "small", of one scripted server. */
 const agentFor = (role: string | undefined) =>

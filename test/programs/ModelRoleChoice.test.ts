@@ -10,23 +10,15 @@ import * as Rbac from "../../src/layers/RbacAuthorization.js"
 import * as AgentAuthorization from "../../src/programs/AgentAuthorization.js"
 import * as Authz from "../../src/services/Authorization.js"
 import { AuthorizationConfig } from "../../src/services/config/Authorization.js"
+import { rbac } from "../support/rbac.js"
 
 const authzOf = (failClosed: boolean) =>
-  Rbac.fromConfig(Schema.decodeUnknownSync(AuthorizationConfig)({
-    enabled: true,
-    fail_closed: failClosed,
-    provider: {
-      use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-      config: {
-        roles: {
-          user: {},
-          guest: { models: { allow: ["small", "mid"] } },
-          hidden: { models: { deny: ["deep", "small"] } },
-          mute: { models: { allow: false } }
-        }
-      }
-    }
-  }))!
+  Rbac.fromConfig(Schema.decodeUnknownSync(AuthorizationConfig)(rbac({
+    user: {},
+    guest: { models: { allow: ["small", "mid"] } },
+    hidden: { models: { deny: ["deep", "small"] } },
+    mute: { models: { allow: false } }
+  }, { fail_closed: failClosed })))!
 
 const MODELS = ["deep", "small", "mid"]
 const choose = (role: string, wanted: string, failClosed = true) =>

@@ -17,6 +17,7 @@ import * as OwnerRole from "../../../src/programs/gateway/OwnerRole.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { rbac } from "../../support/rbac.js"
 
 const GUEST = "guest-token-0123456789abcdef"
 const SLOW = 60_000
@@ -37,18 +38,10 @@ beforeAll(async () => {
       gateway: {
         auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
       },
-      authorization: {
-        enabled: true,
-        provider: {
-          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-          config: {
-            roles: {
-              user: {},
-              guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
-            }
-          }
-        }
-      }
+      authorization: rbac({
+        user: {},
+        guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
+      })
     })
   })
 }, SLOW)
@@ -197,11 +190,8 @@ describe("a narrow role's gateway model calls", () => {
 })
 
 describe("OwnerRole: the role a scheduled run is given", () => {
-  const rbac = {
-    enabled: true,
-    provider: { use: "deerflow.authz.rbac:RbacAuthorizationProvider", config: { roles: { user: {}, guest: {} } } }
-  }
-  const lookup = async (gateway: Record<string, unknown>, authorization: unknown = rbac) => {
+  const roles = rbac({ user: {}, guest: {} })
+  const lookup = async (gateway: Record<string, unknown>, authorization: unknown = roles) => {
     const home = Support.tempDir("antler-owner-role-")
     const app = await Effect.runPromise(ConfigFile.fromObject({ gateway, authorization }, { home }))
     return OwnerRole.make(app.config, (id) => Effect.succeed(id === "acct-1" ? Option.some("admin") : Option.none()))

@@ -11,6 +11,7 @@ import { alsoNeeded, permissionOf } from "../../../src/programs/gateway/RoutePer
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { rbac } from "../../support/rbac.js"
 
 const READER = "reader-token-0123456789abcdef"
 const WRITER = "writer-token-0123456789abcdef"
@@ -29,21 +30,13 @@ beforeAll(async () => {
           ]
         }
       },
-      authorization: {
-        enabled: true,
-        provider: {
-          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-          config: {
-            roles: {
-              user: {},
-              // may do nothing with threads but make them
-              blind: { routes: { allow: ["threads:write"] } },
-              // may make and change threads, never start a run
-              writer: { routes: { allow: ["threads:read", "threads:write"] } }
-            }
-          }
-        }
-      }
+      authorization: rbac({
+        user: {},
+        // may do nothing with threads but make them
+        blind: { routes: { allow: ["threads:write"] } },
+        // may make and change threads, never start a run
+        writer: { routes: { allow: ["threads:read", "threads:write"] } }
+      })
     }
   })
 })

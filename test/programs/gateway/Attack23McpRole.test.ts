@@ -14,6 +14,7 @@ import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
+import { rbac } from "../../support/rbac.js"
 
 const SLOW = 120_000
 const GUEST = "guest-token-0123456789abcdef"
@@ -44,18 +45,10 @@ beforeAll(async () => {
         auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
       },
       mcp_tasks: { enabled: true, poll_interval_seconds: 1 },
-      authorization: {
-        enabled: true,
-        provider: {
-          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-          config: {
-            roles: {
-              user: {},
-              guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
-            }
-          }
-        }
-      }
+      authorization: rbac({
+        user: {},
+        guest: { tools: { allow: "*", deny: ["write_file"] }, models: { allow: ["scripted"] } }
+      })
     })
   })
 }, SLOW)

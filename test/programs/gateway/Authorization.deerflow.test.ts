@@ -16,6 +16,7 @@ import { toolNames } from "../../support/modelRequests.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { rbac } from "../../support/rbac.js"
 
 const gateways: Array<TestGateway> = []
 afterAll(async () => {
@@ -47,22 +48,14 @@ const config = (authorization: boolean) => (url: string) => ({
     heartbeat_seconds: 1,
     auth: { tokens: [{ token: Support.ALICE, user: "alice" }, { token: GUEST, user: "gus", role: "guest" }] }
   },
-  authorization: {
-    enabled: authorization,
-    provider: {
-      use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-      config: {
-        roles: {
-          user: {},
-          guest: {
-            tools: { allow: "*", deny: ["write_file"] },
-            routes: { deny: ["threads:delete"] },
-            models: { allow: ["scripted"] }
-          }
-        }
-      }
+  authorization: rbac({
+    user: {},
+    guest: {
+      tools: { allow: "*", deny: ["write_file"] },
+      routes: { deny: ["threads:delete"] },
+      models: { allow: ["scripted"] }
     }
-  }
+  }, { enabled: authorization })
 })
 
 /** Runs "save" on a new thread as `client`: the run's last answer, and the model requests the run made. */

@@ -16,6 +16,7 @@ import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServ
 import { toolNames } from "../../support/modelRequests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { rbac } from "../../support/rbac.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const GUEST = "guest-token-0123456789abcdef"
@@ -119,19 +120,11 @@ beforeAll(async () => {
           ]
         }
       },
-      authorization: {
-        enabled: true,
-        provider: {
-          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-          config: {
-            roles: {
-              user: {},
-              guest: { skills: { allow: ["open-skill"] }, mcp_servers: { deny: ["secret"] } },
-              sandless: { sandbox: { allow: false } }
-            }
-          }
-        }
-      }
+      authorization: rbac({
+        user: {},
+        guest: { skills: { allow: ["open-skill"] }, mcp_servers: { deny: ["secret"] } },
+        sandless: { sandbox: { allow: false } }
+      })
     }
   })
 })

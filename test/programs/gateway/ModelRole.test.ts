@@ -15,6 +15,7 @@ import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { rbac } from "../../support/rbac.js"
 
 const GUEST = "guest-token-modelrole-000000"
 const MUTE = "mute-token-modelrole-0000000"
@@ -67,19 +68,11 @@ beforeAll(async () => {
           ]
         }
       },
-      authorization: {
-        enabled: true,
-        provider: {
-          use: "deerflow.authz.rbac:RbacAuthorizationProvider",
-          config: {
-            roles: {
-              user: {},
-              guest: { models: { allow: ["scripted"] } },
-              mute: { models: { allow: false } }
-            }
-          }
-        }
-      }
+      authorization: rbac({
+        user: {},
+        guest: { models: { allow: ["scripted"] } },
+        mute: { models: { allow: false } }
+      })
     })
   })
 }, SLOW)
