@@ -6,16 +6,12 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
 import * as Path from "node:path"
-import type { Snapshot } from "../../../src/layers/mcp/TaskDriver.js"
 import * as PgRecords from "../../../src/programs/gateway/mcptasks/PgRecords.js"
 import type * as Records from "../../../src/programs/gateway/mcptasks/Records.js"
 import * as SqliteRecords from "../../../src/programs/gateway/mcptasks/SqliteRecords.js"
-import type { TaskRecord } from "../../../src/services/McpTasks.js"
-import * as McpTasks from "../../../src/services/McpTasks.js"
+import { NOW, snapshot, taskRecord, twoOf } from "../../support/mcpTaskRecords.js"
 import * as Postgres from "../../support/postgres.js"
 import { tempDir } from "./support.js"
 
@@ -25,35 +21,8 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-const NOW = 1_800_000_000_000
-
-const record = (id: string, fields: Partial<TaskRecord> = {}): TaskRecord => ({
-  ...McpTasks.submitted({
-    id,
-    user_id: "alice",
-    thread_id: "t1",
-    run_id: "r1",
-    tool_call_id: "c1",
-    server_name: "tasks",
-    driver_name: "ordinary-tools",
-    remote_task_id: `remote-${id}`,
-    task_name: "Report",
-    driver_data: { submit_tool: "s", status_tool: "t", cancel_tool: "c" },
-    next_poll_at: NOW
-  }, NOW),
-  ...fields
-})
-
-const done: Snapshot = {
-  status: "completed",
-  result: { report: "ok" },
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  poll_after_seconds: null
-}
+const record = taskRecord
+const done = snapshot({ result: { report: "ok" } })
 
 /** The laws, over two stores on one database (two processes). */
 const laws = (open: () => Promise<readonly [Records.Service, Records.Service, () => Promise<void>]>) => {
@@ -111,13 +80,6 @@ const laws = (open: () => Promise<readonly [Records.Service, Records.Service, ()
       await close()
     }
   }, 120_000)
-}
-
-const twoOf = async <E>(make: () => Effect.Effect<Records.Service, E, Scope.Scope>) => {
-  const scope = Effect.runSync(Scope.make())
-  const a = await Effect.runPromise(Scope.extend(make(), scope))
-  const b = await Effect.runPromise(Scope.extend(make(), scope))
-  return [a, b, () => Effect.runPromise(Scope.close(scope, Exit.void))] as const
 }
 
 describe("MCP task records on SQLite", () => {

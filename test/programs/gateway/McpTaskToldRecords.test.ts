@@ -6,15 +6,14 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
 import * as Path from "node:path"
 import type { Snapshot } from "../../../src/layers/mcp/TaskDriver.js"
 import * as PgRecords from "../../../src/programs/gateway/mcptasks/PgRecords.js"
 import type * as Records from "../../../src/programs/gateway/mcptasks/Records.js"
 import * as SqliteRecords from "../../../src/programs/gateway/mcptasks/SqliteRecords.js"
 import * as McpTasks from "../../../src/services/McpTasks.js"
+import { NOW, oneOf, snapshot, taskRecord } from "../../support/mcpTaskRecords.js"
 import * as Postgres from "../../support/postgres.js"
 import { tempDir } from "./support.js"
 
@@ -24,38 +23,13 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-const NOW = 1_800_000_000_000
 const LEASE = 60_000
 const T = (k: number) => NOW + k * 10 * LEASE
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 
-const snapshot = (fields: Partial<Snapshot>): Snapshot => ({
-  status: "completed",
-  result: null,
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  poll_after_seconds: null,
-  ...fields
-})
-
 /** Task `id` of alice's, created and polled once with each of `answers` (at T(1), T(2)...). */
 const polled = async (store: Records.Service, id: string, answers: ReadonlyArray<Snapshot>) => {
-  await run(store.create(McpTasks.submitted({
-    id,
-    user_id: "alice",
-    thread_id: `thread-${id}`,
-    run_id: "r1",
-    tool_call_id: "c1",
-    server_name: "tasks",
-    driver_name: "ordinary-tools",
-    remote_task_id: `remote-${id}`,
-    task_name: "Report",
-    driver_data: { submit_tool: "s", status_tool: "t", cancel_tool: "c" },
-    next_poll_at: NOW
-  }, NOW)))
+  await run(store.create(taskRecord(id, { thread_id: `thread-${id}` })))
   for (const [i, answer] of answers.entries()) {
     const at = T(i + 1)
     const claimed = (await run(store.claimDue(at, "poller", LEASE, 8))).find((task) => task.id === id)!
@@ -94,19 +68,13 @@ const laws = (open: () => Promise<readonly [Records.Service, () => Promise<void>
   }, 120_000)
 }
 
-const opened = async <E>(make: () => Effect.Effect<Records.Service, E, Scope.Scope>) => {
-  const scope = Effect.runSync(Scope.make())
-  const store = await Effect.runPromise(Scope.extend(make(), scope))
-  return [store, () => Effect.runPromise(Scope.close(scope, Exit.void))] as const
-}
-
 describe("an MCP task's event told by antler run, on SQLite", () => {
-  laws(() => opened(() => SqliteRecords.make(Path.join(tempDir("antler-mcp-told-"), "antler.sqlite"))))
+  laws(() => oneOf(() => SqliteRecords.make(Path.join(tempDir("antler-mcp-told-"), "antler.sqlite"))))
 })
 
 describe.skipIf("skip" in pg)("an MCP task's event told by antler run, on PostgreSQL", () => {
   laws(async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
-    return opened(() => PgRecords.make(url))
+    return oneOf(() => PgRecords.make(url))
   })
 })

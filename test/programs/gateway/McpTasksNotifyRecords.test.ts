@@ -7,9 +7,7 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Scope from "effect/Scope"
 import * as Path from "node:path"
 import type { Snapshot } from "../../../src/layers/mcp/TaskDriver.js"
 import * as SideStore from "../../../src/layers/sqlite/SideStore.js"
@@ -22,6 +20,7 @@ import * as SqliteRecords from "../../../src/programs/gateway/mcptasks/SqliteRec
 import type { McpTasksConfig } from "../../../src/services/AppConfig.js"
 import type { TaskRecord } from "../../../src/services/McpTasks.js"
 import * as McpTasks from "../../../src/services/McpTasks.js"
+import { NOW, snapshot, taskRecord, twoOf } from "../../support/mcpTaskRecords.js"
 import * as Postgres from "../../support/postgres.js"
 import { tempDir } from "./support.js"
 
@@ -31,37 +30,11 @@ afterAll(async () => {
   if ("stop" in pg) await pg.stop()
 })
 
-const NOW = 1_800_000_000_000
 const LEASE = 60_000
 /** The `k`th moment of a test: far enough apart that every poll and lease before it is due or over. */
 const T = (k: number) => NOW + k * 10 * LEASE
 
-const record = (id: string, thread = "t1"): TaskRecord =>
-  McpTasks.submitted({
-    id,
-    user_id: "alice",
-    thread_id: thread,
-    run_id: "r1",
-    tool_call_id: "c1",
-    server_name: "tasks",
-    driver_name: "ordinary-tools",
-    remote_task_id: `remote-${id}`,
-    task_name: "Report",
-    driver_data: { submit_tool: "s", status_tool: "t", cancel_tool: "c" },
-    next_poll_at: NOW
-  }, NOW)
-
-const snapshot = (fields: Partial<Snapshot>): Snapshot => ({
-  status: "completed",
-  result: null,
-  result_preview: null,
-  result_truncated: false,
-  result_artifact: null,
-  error: null,
-  input_required: null,
-  poll_after_seconds: null,
-  ...fields
-})
+const record = (id: string, thread = "t1"): TaskRecord => taskRecord(id, { thread_id: thread })
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 
@@ -283,13 +256,6 @@ const clockAt = (ms: number) => {
     unsafeCurrentTimeNanos: () => BigInt(ms) * 1_000_000n,
     currentTimeNanos: Effect.succeed(BigInt(ms) * 1_000_000n)
   }
-}
-
-const twoOf = async <E>(make: () => Effect.Effect<Records.Service, E, Scope.Scope>) => {
-  const scope = Effect.runSync(Scope.make())
-  const a = await Effect.runPromise(Scope.extend(make(), scope))
-  const b = await Effect.runPromise(Scope.extend(make(), scope))
-  return [a, b, () => Effect.runPromise(Scope.close(scope, Exit.void))] as const
 }
 
 describe("a notification run's message and the state's tasks (DeerFlow's prompt and projection)", () => {
