@@ -7,53 +7,21 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
-import { tempDir } from "../support/fixtures.js"
+import { runAntler } from "../support/cli.js"
+import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
 
 const SLOW = 180_000
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 const HOSTILE = "\u001b[2J\u001b]0;pwned\u0007\u009b31m\u202eevil"
 
 /** A task server whose `result` topic completes with a hostile 300 KB text, and `error` fails with one. */
-const SERVER = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  const hostile = ${JSON.stringify(HOSTILE)}
-  const tasks = new Map()
-  let n = 0
-  const object = (properties) => ({ type: "object", properties })
-  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
-    { name: "start_report", description: "Writes a report", inputSchema: object({ topic: { type: "string" } }) },
-    { name: "report_status", description: "Status", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "report_cancel", description: "Cancels", inputSchema: object({ task_id: { type: "string" } }) }
-  ] }))
-  const answer = (structuredContent) =>
-    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {}
-    if (request.params.name === "start_report") {
-      const id = "remote-" + process.pid + "-" + (++n)
-      tasks.set(id, String(args.topic))
-      return answer({ task_id: id, status: "running" })
-    }
-    if (request.params.name === "report_status") {
-      const topic = tasks.get(args.task_id)
-      const long = (hostile + " ").repeat(20000)
-      return topic === "error"
-        ? answer({ task_id: args.task_id, status: "failed", error: long })
-        : answer({ task_id: args.task_id, status: "completed", result: long })
-    }
-    return answer({ task_id: args.task_id, status: "cancelled" })
-  })
-  await server.connect(new StdioServerTransport())
-`
+const SERVER = reportTaskServer({
+  prelude: `const hostile = ${JSON.stringify(HOSTILE)}`,
+  status: `const long = (hostile + " ").repeat(20000)
+    return task?.topic === "error"
+      ? answer({ task_id: args.task_id, status: "failed", error: long })
+      : answer({ task_id: args.task_id, status: "completed", result: long })`
+})
 
 const model = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Turn => {
   if (body.messages.at(-1)?.role === "tool") return "Ok."
@@ -69,26 +37,9 @@ describe("Attack23b: antler run shows a hostile MCP task's outcome", () => {
   it.scoped("escape sequences are made visible and a task's line is bounded, in text and in --json", () =>
     Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(model)
-      const dir = tempDir("antler-attack23b-tasks-")
-      const config = writeServeConfig(Path.join(dir, "config.yaml"), server.url, {
-        mcp_tasks: { enabled: true, poll_interval_seconds: 1 }
+      const { dir, env } = cliHome("antler-attack23b-tasks-", server.url, SERVER, {
+        config: { mcp_tasks: { enabled: true, poll_interval_seconds: 1 } }
       })
-      Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-        mcpServers: {
-          tasks: {
-            type: "stdio",
-            command: process.execPath,
-            args: ["--input-type=module", "-e", SERVER],
-            task_toolsets: [{
-              name: "Report",
-              submit_tool: "start_report",
-              status_tool: "report_status",
-              cancel_tool: "report_cancel"
-            }]
-          }
-        }
-      }))
-      const env = childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config })
       const antler = (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
       for (const prompt of ["start result", "start error"]) {
         const ran = yield* antler(["run", prompt])

@@ -8,45 +8,20 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import { INSTRUCTION } from "../../src/programs/gateway/mcptasks/Notifier.js"
-import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
-import { tempDir } from "../support/fixtures.js"
+import { runAntler } from "../support/cli.js"
+import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
 import * as Support from "./gateway/support.js"
 
 const SLOW = 180_000
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
-const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
 
 /** A stdio MCP server whose reports complete at their first status call. */
-const SERVER = `
-  import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
-  import { StdioServerTransport } from ${JSON.stringify(`${SDK}/server/stdio.js`)}
-  import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(`${SDK}/types.js`)}
-  let n = 0
-  const object = (properties) => ({ type: "object", properties })
-  const server = new Server({ name: "tasks", version: "1.0.0" }, { capabilities: { tools: {} } })
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [
-    { name: "start_report", description: "Writes a report", inputSchema: object({ topic: { type: "string" } }) },
-    { name: "report_status", description: "Status", inputSchema: object({ task_id: { type: "string" } }) },
-    { name: "report_cancel", description: "Cancels", inputSchema: object({ task_id: { type: "string" } }) }
-  ] }))
-  const answer = (structuredContent) =>
-    ({ content: [{ type: "text", text: "see structuredContent" }], structuredContent })
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
-    const args = request.params.arguments ?? {}
-    if (request.params.name === "start_report") return answer({ task_id: "remote-" + (++n), status: "running" })
-    if (request.params.name === "report_status") {
-      return answer({ task_id: args.task_id, status: "completed", result: { report: "Report on otters" } })
-    }
-    return answer({ task_id: args.task_id, status: "cancelled" })
-  })
-  await server.connect(new StdioServerTransport())
-`
+const SERVER = reportTaskServer({
+  status: `return answer({ task_id: args.task_id, status: "completed", result: { report: "Report on otters" } })`
+})
 
 /** Whether a model request is a notification run's (its last user message is the instruction). */
 const isNotification = (body: ScriptedChatServer.ChatRequestBody) => Support.lastUserText(body).startsWith(INSTRUCTION)
@@ -82,25 +57,12 @@ describe("an MCP task antler run showed", () => {
         })
       )
       const server = yield* ScriptedChatServer.start(model)
-      const dir = tempDir("antler-mcp-told-")
       const mcpTasks = { enabled: true, poll_interval_seconds: 1 }
-      const config = writeServeConfig(Path.join(dir, "config.yaml"), server.url, { mcp_tasks: mcpTasks })
-      Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-        mcpServers: {
-          tasks: {
-            type: "stdio",
-            command: "node",
-            args: ["--input-type=module", "-e", SERVER],
-            task_toolsets: [{
-              name: "Report",
-              submit_tool: "start_report",
-              status_tool: "report_status",
-              cancel_tool: "report_cancel"
-            }]
-          }
-        }
-      }))
-      const env = childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config, DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST: "node" })
+      const { config, dir, env } = cliHome("antler-mcp-told-", server.url, SERVER, {
+        config: { mcp_tasks: mcpTasks },
+        server: { command: "node" },
+        env: { DEER_FLOW_MCP_STDIO_COMMAND_ALLOWLIST: "node" }
+      })
       const ran = yield* Effect.promise(() => runAntler(["run", "--thread", "t1", "start otters"], { cwd: dir, env }))
       assert.strictEqual(ran.code, 0, ran.stderr)
       assert.include(ran.stdout, "background task Report completed")

@@ -7,12 +7,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
-import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
-import { tempDir } from "../support/fixtures.js"
-import { reportTaskServer } from "../support/mcpTaskServer.js"
+import { runAntler } from "../support/cli.js"
+import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
 
 const SLOW = 180_000
 
@@ -32,23 +29,9 @@ const model = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Tur
     : { toolCalls: [{ name: "tasks_start_report", arguments: { topic: "forever" } }] }
 
 const home = (url: string) => {
-  const dir = tempDir("antler-mcp-task-wait-")
-  const config = writeServeConfig(Path.join(dir, "config.yaml"), url, {
-    mcp_tasks: { enabled: true, poll_interval_seconds: 1 }
+  const { dir, env } = cliHome("antler-mcp-task-wait-", url, SERVER, {
+    config: { mcp_tasks: { enabled: true, poll_interval_seconds: 1 } }
   })
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: process.execPath,
-        args: ["--input-type=module", "-e", SERVER],
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
-  const env = childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config })
   return (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
 }
 

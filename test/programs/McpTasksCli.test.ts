@@ -8,14 +8,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import * as ChildProcess from "node:child_process"
-import { antlerCommand, childEnv, runAntler, writeServeConfig } from "../support/cli.js"
+import { antlerCommand, runAntler } from "../support/cli.js"
 import { until } from "../support/poll.js"
-import { tempDir } from "../support/fixtures.js"
-import { reportTaskServer } from "../support/mcpTaskServer.js"
+import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
 
 const SLOW = 180_000
 const SECRET = "sk-mcp-task-cli-secret-0123456789"
@@ -58,22 +55,10 @@ const model = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Tur
 
 /** A data directory whose config has the scripted model at `url`, `mcp_tasks` as given and the task server. */
 const home = (url: string, mcpTasks: Record<string, unknown>) => {
-  const dir = tempDir("antler-mcp-tasks-cli-")
-  const config = writeServeConfig(Path.join(dir, "config.yaml"), url, { mcp_tasks: mcpTasks })
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: {
-      tasks: {
-        type: "stdio",
-        command: process.execPath,
-        args: ["--input-type=module", "-e", SERVER],
-        env: { SERVICE_API_KEY: SECRET },
-        task_toolsets: [
-          { name: "Report", submit_tool: "start_report", status_tool: "report_status", cancel_tool: "report_cancel" }
-        ]
-      }
-    }
-  }))
-  const env = childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config })
+  const { dir, env } = cliHome("antler-mcp-tasks-cli-", url, SERVER, {
+    config: { mcp_tasks: mcpTasks },
+    server: { env: { SERVICE_API_KEY: SECRET } }
+  })
   const antler = (args: ReadonlyArray<string>) => Effect.promise(() => runAntler(args, { cwd: dir, env }))
   return { dir, antler, env }
 }

@@ -8,6 +8,8 @@ import { afterAll, beforeAll } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
+import { childEnv, writeServeConfig } from "./cli.js"
+import { tempDir } from "./fixtures.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
@@ -111,4 +113,25 @@ export const allowNodeServers = () => {
     if (before === undefined) delete process.env[ALLOWLIST]
     else process.env[ALLOWLIST] = before
   })
+}
+
+/** Options of `cliHome`. */
+export interface CliHomeOptions {
+  /** More of `config.yaml` (`mcp_tasks`...). */
+  readonly config: Record<string, unknown>
+  /** More of the server's entry (default: run by this Node, `process.execPath`). */
+  readonly server?: Record<string, unknown>
+  /** More of the children's environment. */
+  readonly env?: Record<string, string>
+}
+
+/**
+ * A data directory of `antler run` (a new temp directory named `prefix...`): its `config.yaml` over the scripted
+ * model at `modelUrl`, the task server of `source` beside it, and the environment of children run on it.
+ */
+export const cliHome = (prefix: string, modelUrl: string, source: string, options: CliHomeOptions) => {
+  const dir = tempDir(prefix)
+  const config = writeServeConfig(Path.join(dir, "config.yaml"), modelUrl, options.config)
+  writeTaskExtensions(dir, source, { command: process.execPath, ...options.server })
+  return { dir, config, env: childEnv({ ANTLER_HOME: dir, ANTLER_CONFIG: config, ...options.env }) }
 }
