@@ -6,30 +6,26 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
 import * as RunCommand from "../../../src/programs/cli/RunCommand.js"
-import { runAntler } from "../../support/cli.js"
+import { childEnv, runAntler } from "../../support/cli.js"
+import { tempDir } from "../../support/fixtures.js"
 import { messageText } from "../../support/modelRequests.js"
 
 const SLOW = 180_000
 
-const childEnv = (home: string): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("OPENAI_") && !key.startsWith("ANTLER_")) env[key] = value
-  }
+const homeEnv = (home: string): NodeJS.ProcessEnv => {
   // memory off: its update would be one more (unscripted) model call per run
   const config = Path.join(home, "config.yaml")
   if (!Fs.existsSync(config)) Fs.writeFileSync(config, "memory:\n  enabled: false\n")
-  return { ...env, NO_COLOR: "1", ANTLER_HOME: home, ANTLER_CONFIG: config }
+  return childEnv({ ANTLER_HOME: home, ANTLER_CONFIG: config })
 }
 
 /** Runs `antler ...` with `stdin` written to its standard input (then closed). */
 const antler = (home: string, args: ReadonlyArray<string>, stdin = "") =>
-  Effect.promise(() => runAntler(args, { cwd: home, env: childEnv(home), stdin }))
+  Effect.promise(() => runAntler(args, { cwd: home, env: homeEnv(home), stdin }))
 
 const textOf = messageText
 const lastUser = (body: ChatRequestBody) => textOf(body.messages.filter((m) => m.role === "user").at(-1)!)
@@ -63,7 +59,7 @@ describe("antler agents", () => {
   it.live("create (a bootstrap conversation on stdin), list, show, then run --agent with --subagents", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* ScriptedChatServer.start(script)
-      const home = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-agents-cli-")))
+      const home = tempDir("antler-agents-cli-")
       const model = ["--base-url", server.url, "--api-key", "sk-cli-agents"]
       try {
         const created = yield* antler(
