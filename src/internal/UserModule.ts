@@ -153,3 +153,25 @@ export const instantiate = <E>(
     })
   )
 }
+
+/** The method `key` of what a module's export created (`instantiate`), when it has a function by that name. */
+export const methodOf = <F extends Function>(created: unknown, key: string): F | undefined => {
+  const found = typeof created === "object" && created !== null
+    ? (created as Record<string, unknown>)[key]
+    : undefined
+  return typeof found === "function" ? found as F : undefined
+}
+
+/** What a module's export created, said where it lacks the method `method`: for "it gave ...". */
+export const gave = (created: unknown, method: string): string =>
+  created === null
+    ? "null"
+    : typeof created === "object"
+    ? `an object without an ${method} method`
+    : typeof created
+
+/** The name a provider gives itself (a `name` that is not blank), else `fallback` (its export's name). */
+export const nameOf = (created: object, fallback: string): string => {
+  const own = (created as { name?: unknown }).name
+  return typeof own === "string" && own.trim() !== "" ? own : fallback
+}

@@ -115,27 +115,17 @@ export const load = (
       `${LABEL}: "${use}"`,
       (message) => configError("init_failed", message)
     )
-    const method = (key: string): Method | undefined => {
-      const found = typeof created === "object" && created !== null
-        ? (created as Record<string, unknown>)[key]
-        : undefined
-      return typeof found === "function" ? found as Method : undefined
-    }
+    const method = (key: string) => UserModule.methodOf<Method>(created, key)
     const authorize = method("authorize") ?? method("aauthorize")
     if (authorize === undefined) {
-      const gave = created === null
-        ? "null"
-        : typeof created === "object"
-        ? "an object without an authorize method"
-        : typeof created
       return yield* configError(
         "not_provider",
-        `${LABEL}: "${use}" is not an authorization provider: it gave ${gave}; export a class or function taking ` +
-          "the provider's config and giving { authorize(request), filter_resources?(principal, type, names) }"
+        `${LABEL}: "${use}" is not an authorization provider: it gave ${UserModule.gave(created, "authorize")}; ` +
+          "export a class or function taking the provider's config and giving " +
+          "{ authorize(request), filter_resources?(principal, type, names) }"
       )
     }
-    const own = (created as { name?: unknown }).name
-    const name = typeof own === "string" && own.trim() !== "" ? own : parsed.exportName
+    const name = UserModule.nameOf(created as object, parsed.exportName)
     return adapt(name, created as object, authorize, method("filter_resources") ?? method("filterResources"), timeout)
   })
 

@@ -143,25 +143,16 @@ export const load = (
       `${LABEL}: "${use}"`,
       (message) => configError("init_failed", message)
     )
-    const method = typeof created === "object" && created !== null
-      ? [(created as { evaluate?: unknown }).evaluate, (created as { aevaluate?: unknown }).aevaluate]
-        .find((m): m is Evaluate => typeof m === "function")
-      : undefined
+    const method = UserModule.methodOf<Evaluate>(created, "evaluate") ??
+      UserModule.methodOf<Evaluate>(created, "aevaluate")
     if (method === undefined) {
-      const gave = created === null
-        ? "null"
-        : typeof created === "object"
-        ? "an object without an evaluate method"
-        : typeof created
       return yield* configError(
         "not_provider",
-        `${LABEL}: "${use}" is not a guardrail provider: it gave ${gave}; ` +
+        `${LABEL}: "${use}" is not a guardrail provider: it gave ${UserModule.gave(created, "evaluate")}; ` +
           `export a class or function taking the provider's config and giving { evaluate(request) }`
       )
     }
-    const own = (created as { name?: unknown }).name
-    const name = typeof own === "string" && own.trim() !== "" ? own : parsed.exportName
-    return adapt(name, created as object, method, timeout)
+    return adapt(UserModule.nameOf(created as object, parsed.exportName), created as object, method, timeout)
   })
 
 /**
