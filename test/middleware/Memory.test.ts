@@ -14,31 +14,15 @@ import * as FileMemory from "../../src/layers/FileMemory.js"
 import * as MemoryThreadStore from "../../src/layers/MemoryThreadStore.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import * as MemoryMW from "../../src/middleware/Memory.js"
-import type { Pending } from "../../src/services/Memory.js"
 import { Memory } from "../../src/services/Memory.js"
 import { ModelService } from "../../src/services/ModelService.js"
 import * as Tool from "../../src/services/Tool.js"
 import * as M from "../../src/state/Message.js"
 import { tempDirs } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
+import { recording } from "../support/memoryRecording.js"
 
 const tempDir = tempDirs()
-
-const recording = () => {
-  const queued: Array<Pending> = []
-  const service = {
-    enabled: true,
-    mode: "middleware",
-    context: () => Effect.succeed(""),
-    enqueue: (p: Pending) => Effect.sync(() => void queued.push(p)),
-    flush: Effect.void,
-    pending: Effect.sync(() => queued.length),
-    load: () => Effect.die("unused"),
-    clear: () => Effect.die("unused"),
-    modify: () => Effect.die("unused")
-  } as unknown as Memory["Type"]
-  return { service, queued }
-}
 
 const fileMemory = (
   mode: "middleware" | "tool",

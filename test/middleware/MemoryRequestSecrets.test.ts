@@ -7,29 +7,13 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as MemoryMW from "../../src/middleware/Memory.js"
-import type { Memory, Pending } from "../../src/services/Memory.js"
 import { RunContext } from "../../src/services/RunContext.js"
 import * as M from "../../src/state/Message.js"
 import { runContext } from "../support/fixtures.js"
 import * as H from "../support/harness.js"
+import { recording } from "../support/memoryRecording.js"
 
 const VALUE = "sk-erp-memory-51d0-DO-NOT-LEAK"
-
-const recording = () => {
-  const queued: Array<Pending> = []
-  const service = {
-    enabled: true,
-    mode: "middleware",
-    context: () => Effect.succeed(""),
-    enqueue: (p: Pending) => Effect.sync(() => void queued.push(p)),
-    flush: Effect.void,
-    pending: Effect.sync(() => queued.length),
-    load: () => Effect.die("unused"),
-    clear: () => Effect.die("unused"),
-    modify: () => Effect.die("unused")
-  } as unknown as Memory["Type"]
-  return { service, queued }
-}
 
 describe("Memory middleware and a run's request secrets", () => {
   it.effect("the queued conversation has the values masked; a run without secrets is queued as it is", () =>
