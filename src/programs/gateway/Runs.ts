@@ -78,6 +78,11 @@ export interface Service {
    * cluster: on this runner); returns how to stop.
    */
   readonly onStart: (threadId: string, listener: (run: ActiveRun) => void) => () => void
+  /**
+   * In a cluster: calls `listener` when a run of thread `threadId` starts or ends on any runner (and whenever such
+   * news may have been missed); returns how to stop. None without a cluster (`onStart` says it all).
+   */
+  readonly onNotice?: ((threadId: string, listener: () => void) => () => void) | undefined
   /** Stops a run; with `wait`, returns once it ended (and was rolled back). */
   readonly cancel: (runId: string, action: CancelAction, wait: boolean) => Effect.Effect<void, GatewayError>
   /**

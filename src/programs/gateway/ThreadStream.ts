@@ -6,7 +6,9 @@
  * that event (the run's `gap` when it is no longer kept, and then the thread's next runs). Without one it starts
  * with what the thread's active run does next; `-` starts with the first kept event of the thread's latest run.
  * Idle, it waits for the thread's next run to start in this process, reading nothing meanwhile; in a cluster, where
- * another runner may start it, it also reads the thread's run records every few seconds.
+ * another runner may start it, also for the cluster's notice that a run of the thread started or ended on any runner
+ * (`cluster/RunNotices`), then reads the thread's run records; and it reads them every 30 seconds whatever happens
+ * (every 3 without notices).
  */
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -65,9 +67,15 @@ export interface Source {
   readonly onStart: (listener: (run: FollowedRun) => void) => () => void
   /**
    * Whether another process may start the thread's runs (a cluster, where the thread's runner may be another): an
-   * idle stream then also reads the thread's run records, every `RECORDS_EVERY`.
+   * idle stream then also reads the thread's run records, when `onNotice` says to and every `NOTICED_EVERY` (every
+   * `RECORDS_EVERY` without notices).
    */
   readonly elsewhere: boolean
+  /**
+   * Calls `listener` when a run of the thread may have started or ended in another process (a cluster's notice);
+   * returns how to stop.
+   */
+  readonly onNotice?: ((listener: () => void) => () => void) | undefined
 }
 
 const LIFECYCLE: ReadonlySet<string> = new Set(["metadata", "end", "error"])
@@ -83,10 +91,14 @@ const sseOf = (runId: string, frame: Protocol.Frame) =>
   `event: ${frame.event}\ndata: ${frame.data}\nid: ${runId}:${frame.id}\n\n`
 
 /**
- * In a cluster, how long an idle stream waits for a run of this process before it reads the thread's run records
- * (a run another runner started). Without one it reads none while idle: a run starting here wakes it.
+ * In a cluster without notices, how long an idle stream waits for a run of this process before it reads the
+ * thread's run records (a run another runner started). Without a cluster it reads none while idle: a run starting
+ * here wakes it.
  */
 const RECORDS_EVERY = "3 seconds"
+
+/** With notices, how long an idle stream waits for one before it reads the records anyway (a notice lost). */
+const NOTICED_EVERY = "30 seconds"
 
 /** The ids of the runs followed last, newest last (a few: the runs a stream may still meet again). */
 const REMEMBERED = 32
@@ -108,27 +120,46 @@ interface State {
   readonly recorded?: ReadonlyArray<RunRecord> | undefined
 }
 
-/** The runs started on a thread in this process since a stream began, as they start (the last `REMEMBERED`). */
+/**
+ * The runs started on a thread in this process since a stream began, as they start (the last `REMEMBERED`), and
+ * whether a notice came meanwhile.
+ */
 interface Started {
   /** The oldest run not taken yet. */
   readonly take: () => FollowedRun | undefined
-  /** Until a run started that was not taken yet (one listener, no fiber). */
+  /** Whether a notice came since the last call (and forgets it). */
+  readonly noticed: () => boolean
+  /** Until a run started that was not taken yet, or a notice came (one listener, no fiber). */
   readonly wait: Effect.Effect<void>
   readonly close: () => void
 }
 
 const started = (source: Source): Started => {
   const runs: Array<FollowedRun> = []
+  let notice = false
   let wake: (() => void) | undefined
-  const close = source.onStart((run) => {
+  const closeStarts = source.onStart((run) => {
     runs.push(run)
     if (runs.length > REMEMBERED) runs.shift()
     wake?.()
   })
+  const closeNotices = source.onNotice?.(() => {
+    notice = true
+    wake?.()
+  })
+  const close = () => {
+    closeStarts()
+    closeNotices?.()
+  }
   return {
     take: () => runs.shift(),
+    noticed: () => {
+      const was = notice
+      notice = false
+      return was
+    },
     wait: Effect.async<void>((resume) => {
-      if (runs.length > 0) return resume(Effect.void)
+      if (runs.length > 0 || notice) return resume(Effect.void)
       wake = () => {
         wake = undefined
         resume(Effect.void)
@@ -264,7 +295,10 @@ export const stream = (
           yield* starts.wait
           continue
         }
-        if (Option.isSome(yield* Effect.timeoutOption(starts.wait, RECORDS_EVERY))) continue
+        const every = source.onNotice === undefined ? RECORDS_EVERY : NOTICED_EVERY
+        const woke = Option.isSome(yield* Effect.timeoutOption(starts.wait, every))
+        // (a run started here: taken above; a notice, or none for a while: the records say what happened)
+        if (!starts.noticed() && woke) continue
         const recorded = yield* nextRecorded(source, yield* source.records, followed)
         if (recorded !== undefined) return follow(recorded)
       }

@@ -17,6 +17,7 @@ import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as Rpc from "@effect/rpc/Rpc"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -47,6 +48,7 @@ import * as TraceId from "../TraceId.js"
 import * as ClusterTables from "./ClusterTables.js"
 import * as RunClosing from "./RunClosing.js"
 import * as RunnerSocket from "./RunnerSocket.js"
+import * as RunNotices from "./RunNotices.js"
 import * as SealedSecrets from "./SealedSecrets.js"
 
 const Frame = Schema.Struct({ id: Schema.Number, event: Schema.String, data: Schema.String })
@@ -262,11 +264,20 @@ const entityLayer = (clusterSecret: Redacted.Redacted<string> | undefined) => Th
   { concurrency: "unbounded" }
 )
 
+/**
+ * A run's fiber (`Runs.Options.traced`) telling every process when it starts and when it ends, whatever ends it (its
+ * record already says so: the thread streams it wakes read it).
+ */
+const announced = (heard: RunNotices.Service, traced: Runs.Traced | undefined): Runs.Traced => (body, run) =>
+  Effect.zipRight(heard.notify(run.threadId), traced === undefined ? body : traced(body, run)).pipe(
+    Effect.ensuring(heard.notify(run.threadId))
+  )
+
 /** Seconds between a runner's heartbeats (and shard lock refreshes). */
 const heartbeatSeconds = (config: ClusterConfig) => Math.min(10, Math.max(3, config.health_check_seconds))
 
 /** The sharding of a runner: its address, PostgreSQL for its messages and the runners' registry. */
-const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
+const shardingLayer = (config: ClusterConfig, pg: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient>) =>
   RunnerSocket.layer({
     secret: config.secret,
     shardingConfig: {
@@ -294,8 +305,7 @@ const shardingLayer = (config: ClusterConfig, url: Redacted.Redacted<string>) =>
   }).pipe(
     // (the cluster's tables made first, one process at a time)
     Layer.provide(ClusterTables.layer),
-    Layer.provide(PgClient.layer({ url })),
-    Layer.orDie
+    Layer.provide(pg)
   )
 
 /** The run manager of a runner of a cluster: the `Runs` the gateway's handlers use, routing to each thread's owner. */
@@ -304,12 +314,20 @@ export const layer = (
   config: ClusterConfig,
   url: Redacted.Redacted<string>
 ) => {
-  // (its runs are resumed by the thread's next runner when it dies: `RunSettling`)
-  const local = Layer.effect(LocalRuns, Runs.Runs).pipe(Layer.provide(Runs.layer({ ...options, resumable: true })))
+  // (one connection pool, and one LISTEN connection, per process)
+  const pg = Layer.orDie(PgClient.layer({ url }))
+  const notices = RunNotices.layer.pipe(Layer.provide(pg))
+  // (its runs are resumed by the thread's next runner when it dies: `RunSettling`; every process hears when they
+  // start and end: `RunNotices`)
+  const local = Layer.unwrapEffect(Effect.map(RunNotices.RunNotices, (heard) =>
+    Layer.effect(LocalRuns, Runs.Runs).pipe(
+      Layer.provide(Runs.layer({ ...options, resumable: true, traced: announced(heard, options.traced) }))
+    )))
   const routing = Layer.scoped(
     Runs.Runs,
     Effect.gen(function*() {
       const localRuns = yield* LocalRuns
+      const heard = yield* RunNotices.RunNotices
       const store = yield* ThreadStore
       const client = yield* ThreadEntity.client
       const scope = yield* Effect.scope
@@ -533,6 +551,7 @@ export const layer = (
         lookup,
         activeOf: (threadId) => localRuns.activeOf(threadId),
         onStart: localRuns.onStart,
+        onNotice: heard.on,
         cancel,
         subscribe,
         mirror,
@@ -547,6 +566,7 @@ export const layer = (
   return routing.pipe(
     Layer.provideMerge(entityLayer(config.secret)),
     Layer.provideMerge(local),
-    Layer.provideMerge(shardingLayer(config, url))
+    Layer.provideMerge(notices),
+    Layer.provideMerge(shardingLayer(config, pg))
   )
 }

@@ -96,6 +96,7 @@ export const layer = (api: LangGraphApi, open: OpenStreams) =>
             },
             records,
             onStart: (listener) => runs.onStart(stored, listener),
+            ...(runs.onNotice === undefined ? {} : { onNotice: (listener) => runs.onNotice!(stored, listener) }),
             // (in a cluster another runner may start the thread's runs)
             elsewhere: runs.mirror !== undefined
           }
