@@ -218,9 +218,14 @@ const startOf = (source: Source, cursor: Cursor): Effect.Effect<readonly [State,
           return [{ following: { run: own, position: last }, followed: [own.runId] }, undefined] as const
         }
         // (in a cluster, an active run of another runner: followed from its first kept event)
-        const run = latest !== undefined && RunRecords.unfinished(latest)
-          ? yield* source.get(latest.run_id, 0)
-          : undefined
+        const active = latest !== undefined && RunRecords.unfinished(latest) ? latest : undefined
+        const run = active === undefined ? undefined : yield* source.get(active.run_id, 0)
+        if (run === undefined && active !== undefined) {
+          // an active run no runner answers for now (its thread's shard moving, or its runner gone): not taken for
+          // followed, so the stream follows it when it goes on (its start here, or a notice, says when)
+          const before = ordered(recorded).at(-2)
+          return [{ following: undefined, followed: before === undefined ? [] : [before.run_id] }, undefined] as const
+        }
         if (run === undefined) return [none, undefined] as const
         return [{ following: { run, position: 0 }, followed: [run.runId] }, undefined] as const
       }
