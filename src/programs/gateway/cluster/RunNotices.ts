@@ -8,9 +8,10 @@
  * one per stream: the process dispatches each notice to the streams of its thread. A notice is a hint: a stream
  * woken reads the thread's records, which say what happened. Notices are lost while the connection is down, and
  * `PgClient` does not say when it is (it ignores the connection's errors): every `CHECK_EVERY` the process notifies
- * itself on a second channel, and when that does not come back within `ANSWER_WITHIN` it listens again on a fresh
- * connection and wakes every stream it holds (each reads its thread's records once, for the notices it may have
- * missed). Streams also read their records every 30 seconds whatever happens (see `ThreadStream`).
+ * itself on the channel (a random token after `:`, never a thread id), and when that does not come back within
+ * `ANSWER_WITHIN` it listens again on a fresh connection and wakes every stream it holds (each reads its thread's
+ * records once, for the notices it may have missed). Streams also read their records every 30 seconds whatever
+ * happens (see `ThreadStream`).
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
@@ -22,9 +23,6 @@ import { isSafeId } from "../../../services/Sandbox.js"
 
 /** The channel of the notices: a thread's run started or ended. */
 export const CHANNEL = "antler_thread_runs"
-
-/** The channel on which a process checks that its LISTEN connection still hears. */
-export const CHECK_CHANNEL = "antler_thread_runs_check"
 
 /** The longest payload sent or taken: a stored thread id (`ThreadIds`: at most 128 characters). */
 export const MAX_PAYLOAD = 128
@@ -72,26 +70,24 @@ export const make = Effect.gen(function*() {
 
   // one session of listening, until its connection no longer hears (or fails): then a fresh one
   const session = Effect.gen(function*() {
-    const token = Crypto.randomBytes(12).toString("hex")
+    // (a thread id never has a `:`: the token is no thread's, and other processes' tokens wake nothing)
+    const token = `:check:${Crypto.randomBytes(12).toString("hex")}`
     let answered = true
     const notices = Stream.runForEach(pg.listen(CHANNEL), (payload) =>
       Effect.sync(() => {
-        if (isNotice(payload)) wake(payload)
-      }))
-    const answers = Stream.runForEach(pg.listen(CHECK_CHANNEL), (payload) =>
-      Effect.sync(() => {
         if (payload === token) answered = true
+        else if (isNotice(payload)) wake(payload)
       }))
     const check = Effect.gen(function*() {
       for (;;) {
         yield* Effect.sleep(CHECK_EVERY)
         answered = false
-        yield* send(CHECK_CHANNEL, token)
+        yield* send(CHANNEL, token)
         yield* Effect.sleep(ANSWER_WITHIN)
         if (!answered) return yield* Effect.fail(new Error("its own check did not come back"))
       }
     })
-    yield* notices.pipe(Effect.raceFirst(answers), Effect.raceFirst(check))
+    yield* Effect.raceFirst(notices, check)
   })
   const listening = Effect.forever(
     session.pipe(
