@@ -179,5 +179,25 @@ describe.skipIf("skip" in pg)("a cluster's thread streams hear of runs through L
     )
     // (besides each process's check that it still hears: a token after `:`, no thread's id)
     assert.deepStrictEqual([...new Set(heard.filter((p) => !p.startsWith(":check:")))], [thread])
-  }, 120_000)
+
+    // the processes' LISTEN connections cut (this test's own among them): each process notices its check does not
+    // come back, listens again on a fresh connection, and an idle stream hears of the next run again
+    Postgres.psql(
+      url,
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity " +
+        "WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+    )
+    await until(() => listening() === "2", () => `the two processes listening again, not ${listening()}`)
+    deadline = 0
+    const later = (e: SseEvent) => e.event === "end" && runOf(e) !== firstId && runOf(e) !== secondId
+    const after = threadStream(a, thread, later, () => deadline)
+    const opened = readsOnA()
+    await until(() => readsOnA() > opened, "the stream began")
+    const third = await api(b, "POST", `/threads/${thread}/runs/wait`, human("third question"))
+    assert.strictEqual(third.status, 200, third.text)
+    deadline = 15_000
+    const events = (await after.events()).filter((e) => e.id !== undefined)
+    assert.strictEqual(events[0]!.event, "metadata")
+    assert.strictEqual(events.at(-1)!.event, "end")
+  }, 240_000)
 })
