@@ -61,6 +61,8 @@ export interface Deps {
   readonly registry: Registry
   /** A run's turn waits for its place among the runs executing at once (see `Admission`). */
   readonly admitted: Admission.Admit
+  /** The renewer of the runs' leases on their threads (one for the manager's runs: `RunLease`). */
+  readonly leases: RunLease.Leases
   /** The goal evaluator's model clients as the configuration is now (none: no goal loop, see `GoalLoop`). */
   readonly goalModel: Effect.Effect<ModelService["Type"] | undefined>
 }
@@ -146,10 +148,10 @@ export const execute = (
     const { active, known, forget } = deps.registry
     const { run, append, journal } = made
     const owner = request.userId
-    // the thread's lease, taken when the run was accepted, is held (renewed here, and only here) until the run's end
-    // is recorded: its turns take and renew none (`RunSettlement`), so no other process takes the thread, or resumes
-    // the run, meanwhile
-    const { lost, release } = yield* RunLease.hold(store, request.threadId, runId)
+    // the thread's lease, taken when the run was accepted, is held (renewed by the manager's renewer, and only by it)
+    // until the run's end is recorded: its turns take and renew none (`RunSettlement`), so no other process takes the
+    // thread, or resumes the run, meanwhile
+    const { lost, release } = yield* deps.leases.hold(request.threadId, runId)
     // (the folder ToolOutputBudget saves long tool results in is the harness's, not a change of the run's)
     const savedOutputs = [app.config.tool_output.storage_subdir]
     const filesBefore = yield* WorkspaceChanges.snapshot(app.home, owner, request.threadId, savedOutputs)

@@ -1,18 +1,19 @@
 /**
- * A gateway run's lease on its thread, renewed by one fiber from the run's acceptance (`RunStart` takes it) until
- * its end is recorded (`RunExecution` releases it): while it waits for its place (`Admission`), through its turns
- * (which take and renew none: `RunSettlement`) and the checks after them. Renewed every third of its life
- * (`Run.LEASE_TTL_MS`), so no other process takes the thread, or resumes the run, meanwhile. Lost (another run took
- * the thread after this process stalled for longer than the lease lasts), it says to whom (`lost`): the run's
- * next checkpoint fails rather than write beside the other run.
+ * The gateway runs' leases on their threads, renewed by one fiber for all the runs of a process (`make`): each run's
+ * lease from its acceptance (`RunStart` takes it) until its end is recorded (`RunExecution` releases it), while it
+ * waits for its place (`Admission`), through its turns (which take and renew none: `RunSettlement`) and the checks
+ * after them. Every lease held is renewed every third of its life (`Run.LEASE_TTL_MS`), so no other process takes the
+ * thread, or resumes the run, meanwhile. Lost (another run took the thread after this process stalled for longer than
+ * the lease lasts), it says to whom (`lost`): the run's next checkpoint fails rather than write beside the other run.
+ * (One renewer, not one fiber a run: a run's lease is an entry in a set, a few dozen bytes, where a fiber asleep
+ * between its renewals kept about 10 KB.)
  */
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import type { LeaseHolder, ThreadStore } from "../../services/ThreadStore.js"
 import * as Run from "../Run.js"
 
-/** A lease held by its renewer. */
+/** A lease held by the renewer. */
 export interface Held {
   /** Who took the lease from the run (`undefined`: the run holds it). */
   readonly lost: () => LeaseHolder | undefined
@@ -20,31 +21,65 @@ export interface Held {
   readonly release: Effect.Effect<void>
 }
 
+/** The renewer of a process's run leases. */
+export interface Leases {
+  /**
+   * Renews run `runId`'s lease on `threadId`, which the run holds now, until `release` (or the scope's end, which
+   * stops the renewing and leaves the lease to expire: the run's manager then settles and releases it).
+   */
+  readonly hold: (threadId: string, runId: string) => Effect.Effect<Held, never, Scope.Scope>
+}
+
+interface Entry {
+  readonly threadId: string
+  readonly runId: string
+  lost: LeaseHolder | undefined
+}
+
 /**
- * Renews run `runId`'s lease on `threadId`, which the run holds now, until `release` (or the scope's end, which
- * stops the renewing and leaves the lease to expire: the run's manager then settles and releases it).
+ * The renewer of the leases of `store`, one fiber in the scope: every third of a lease's life it renews, one after
+ * the other, the leases held then. A renewal and a lease's end (released, or left) never overlap: a lease let go is
+ * never taken again by a renewal already under way.
  */
-export const hold = (
-  store: ThreadStore["Type"],
-  threadId: string,
-  runId: string
-): Effect.Effect<Held, never, Scope.Scope> =>
+export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, Scope.Scope> =>
   Effect.gen(function*() {
-    let lost: LeaseHolder | undefined
-    const renewer = yield* Effect.forkScoped(Run.takeLease(store, threadId, runId).pipe(
-      Effect.tap((holder) =>
-        holder === undefined || lost !== undefined ? Effect.void : Effect.zipRight(
-          Effect.sync(() => (lost = holder)),
-          Effect.logWarning(`run ${runId}: its thread's lease was taken by run ${holder.run_id} (process ` +
-            `${holder.owner})`)
+    const held = new Set<Entry>()
+    const renewing = yield* Effect.makeSemaphore(1)
+    const renew = (entry: Entry) =>
+      renewing.withPermits(1)(Effect.suspend(() => {
+        if (!held.has(entry)) return Effect.void
+        const { threadId, runId } = entry
+        return Run.takeLease(store, threadId, runId).pipe(
+          Effect.tap((holder) =>
+            holder === undefined || entry.lost !== undefined ? Effect.void : Effect.zipRight(
+              Effect.sync(() => (entry.lost = holder)),
+              Effect.logWarning(`run ${runId}: its thread's lease was taken by run ${holder.run_id} (process ` +
+                `${holder.owner})`)
+            )
+          ),
+          Effect.catchAll((error) =>
+            Effect.logWarning(`run ${runId}: cannot renew its thread's lease: ${error.message}`)
+          )
         )
-      ),
-      Effect.catchAll((error) => Effect.logWarning(`run ${runId}: cannot renew its thread's lease: ${error.message}`)),
+      }))
+    // (the leases held when the tick comes: one accepted after it waits for the next, under a third of a life)
+    yield* Effect.suspend(() => Effect.forEach([...held], renew, { discard: true })).pipe(
       Effect.delay(Run.LEASE_TTL_MS / 3),
-      Effect.forever
-    ))
-    return {
-      lost: () => lost,
-      release: Effect.zipRight(Fiber.interrupt(renewer), Effect.ignore(store.releaseLease(threadId, runId)))
-    }
+      Effect.forever,
+      Effect.forkScoped
+    )
+    // a lease let go: out of the set, and after any renewal under way
+    const letGo = (entry: Entry) =>
+      Effect.zipRight(Effect.sync(() => held.delete(entry)), renewing.withPermits(1)(Effect.void))
+    const hold = (threadId: string, runId: string): Effect.Effect<Held, never, Scope.Scope> =>
+      Effect.gen(function*() {
+        const entry: Entry = { threadId, runId, lost: undefined }
+        held.add(entry)
+        yield* Effect.addFinalizer(() => letGo(entry))
+        return {
+          lost: () => entry.lost,
+          release: Effect.zipRight(letGo(entry), Effect.ignore(store.releaseLease(threadId, runId)))
+        }
+      })
+    return { hold }
   })

@@ -32,6 +32,7 @@ import type * as Protocol from "./Protocol.js"
 import * as QuotaReservations from "./QuotaReservations.js"
 import type * as RunBuffer from "./RunBuffer.js"
 import * as RunCancel from "./RunCancel.js"
+import * as RunLease from "./RunLease.js"
 import type { ActiveRun, CancelAction, Options, RunRequest } from "./RunModel.js"
 import { internal } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
@@ -140,6 +141,7 @@ export const layer = (
         redact: options.redact ?? Redact.none,
         registry,
         admitted: yield* Admission.make(options.maxActiveRuns, options.maxActiveRunsPerUser),
+        leases: yield* RunLease.make(store),
         // the goal evaluator's model: the clients of the configuration as it is when it judges
         goalModel: Option.isNone(live)
           ? Effect.succeed(undefined)

@@ -62,7 +62,7 @@ describe("RunLease: the one renewer of a gateway run's lease, on the TestClock",
       const { store, writes } = counting(MemoryThreadStore.make())
       // accepted: the manager took the lease
       assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
-      const held = yield* RunLease.hold(store, "t", "r")
+      const held = yield* (yield* RunLease.make(store)).hold("t", "r")
       for (let third = 1; third <= 9; third++) {
         yield* TestClock.adjust(THIRD)
         yield* settle
@@ -81,7 +81,7 @@ describe("RunLease: the one renewer of a gateway run's lease, on the TestClock",
       yield* TestClock.setTime(T0)
       const store = MemoryThreadStore.make()
       assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
-      const held = yield* RunLease.hold(store, "t", "r")
+      const held = yield* (yield* RunLease.make(store)).hold("t", "r")
       // another process, whose clock is past the lease's end, takes the thread
       const taken = yield* store.acquireLease({
         threadId: "t",
@@ -95,6 +95,86 @@ describe("RunLease: the one renewer of a gateway run's lease, on the TestClock",
       assert.strictEqual(held.lost()?.run_id, "other")
       yield* held.release
       assert.strictEqual(yield* blocker(store, "t"), "other", "releasing does not free another run's lease")
+    })))
+})
+
+describe("RunLease: one renewer for all the runs of a process, on the TestClock", () => {
+  it.effect("renews every run's lease held, each until its own release", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const { store, writes } = counting(MemoryThreadStore.make())
+      const leases = yield* RunLease.make(store)
+      const runs = ["r1", "r2", "r3"]
+      const held = []
+      for (const run of runs) {
+        assert.isUndefined(yield* Run.takeLease(store, `t-${run}`, run))
+        held.push(yield* leases.hold(`t-${run}`, run))
+      }
+      for (let third = 1; third <= 6; third++) {
+        yield* TestClock.adjust(THIRD)
+        yield* settle
+      }
+      for (const run of runs) {
+        assert.strictEqual(writes(run), 1 + 6, `${run}: renewed each third`)
+        assert.strictEqual(yield* blocker(store, `t-${run}`), run, `${run}: two lease lives later, still its thread`)
+      }
+      yield* held[1]!.release
+      assert.isUndefined(yield* blocker(store, "t-r2"), "the released run's thread is free at once")
+      for (let third = 1; third <= 3; third++) {
+        yield* TestClock.adjust(THIRD)
+        yield* settle
+      }
+      assert.strictEqual(writes("r2"), 7, "the released lease is no longer renewed")
+      assert.strictEqual(writes("r1"), 10, "the others are")
+      assert.strictEqual(writes("r3"), 10)
+      assert.strictEqual(yield* blocker(store, "t-r1"), "r1")
+      assert.strictEqual(yield* blocker(store, "t-r3"), "r3")
+    })))
+
+  it.effect("a run's end leaves its lease to expire: no longer renewed once the run's scope closed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const { store, writes } = counting(MemoryThreadStore.make())
+      const leases = yield* RunLease.make(store)
+      assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
+      yield* Effect.scoped(leases.hold("t", "r"))
+      yield* TestClock.adjust(THIRD)
+      yield* settle
+      assert.strictEqual(writes("r"), 1, "not renewed")
+      assert.strictEqual(yield* blocker(store, "t"), "r", "still held until it expires")
+      yield* TestClock.adjust(Run.LEASE_TTL_MS)
+      assert.isUndefined(yield* blocker(store, "t"), "expired")
+    })))
+
+  it.effect("a release while its lease is being renewed waits for the renewal, then frees the thread", () =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(T0)
+      const inner = MemoryThreadStore.make()
+      const gate = yield* Deferred.make<void>()
+      const renewing = yield* Deferred.make<void>()
+      let taken = 0
+      // a store whose renewals (after the first take) wait for `gate`
+      const store = ThreadStore.of({
+        ...inner,
+        acquireLease: (request) =>
+          Effect.suspend(() =>
+            request.runId !== "r" || taken++ === 0
+              ? inner.acquireLease(request)
+              : Effect.zipRight(Effect.zipRight(Deferred.succeed(renewing, undefined), Deferred.await(gate)),
+                inner.acquireLease(request))
+          )
+      })
+      const leases = yield* RunLease.make(store)
+      assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
+      const held = yield* leases.hold("t", "r")
+      yield* TestClock.adjust(THIRD)
+      yield* Deferred.await(renewing)
+      const releasing = yield* Effect.fork(held.release)
+      yield* settle
+      assert.isNull(yield* Fiber.poll(releasing).pipe(Effect.map(Option.getOrNull)), "waits for the renewal")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(releasing)
+      assert.isUndefined(yield* blocker(store, "t"), "the renewal under way did not take the thread again")
     })))
 })
 
@@ -119,7 +199,7 @@ describe("a turn of a run whose caller holds the lease (RunSettlement), on the T
       yield* TestClock.setTime(T0)
       const { store, writes } = counting(MemoryThreadStore.make())
       assert.isUndefined(yield* Run.takeLease(store, "t", "r"))
-      const held = yield* RunLease.hold(store, "t", "r")
+      const held = yield* (yield* RunLease.make(store)).hold("t", "r")
       const gate = yield* Deferred.make<void>()
       const running = yield* Effect.fork(turn(store, gate, held.lost))
       for (let third = 1; third <= 9; third++) {
