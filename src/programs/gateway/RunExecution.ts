@@ -74,6 +74,12 @@ export interface Made {
   readonly close: RunBuffer.RunBuffer["close"]
   readonly projector: ReturnType<typeof Projection.makeProjector>
   readonly journal: RunJournal.RunJournal
+  /** Stops the run (the first stop asked wins; later ones change nothing): `ActiveRun.stop`. */
+  readonly stop: (how: Stop) => Effect.Effect<void>
+  /** How the run was stopped (`undefined`: not stopped). */
+  readonly stopped: () => Stop | undefined
+  /** Tells `handler` the run's stop, when it is asked (at once if it was): one handler, the run's body's. */
+  readonly onStop: (handler: ((how: Stop) => void) | undefined) => void
 }
 
 // an event's data as JSON, without the secrets of `redact`
@@ -128,7 +134,29 @@ export const makeRun = (
     state: () => deps.redact.value(projector.state()),
     events: () => deps.redact.value(journal.events())
   }
-  return { run, append: buffer.append, close: buffer.close, projector, journal }
+  return { run, append: buffer.append, close: buffer.close, projector, journal, ...makeStopper() }
+}
+
+/**
+ * A run's stop, told to the run's body as it is asked, in the fiber asking it: no fiber of the run waits for it.
+ * (Its own closure: what the run's finished record keeps does not keep the body's handler.)
+ */
+const makeStopper = (): Pick<Made, "stop" | "stopped" | "onStop"> => {
+  let stopped: Stop | undefined
+  let handler: ((how: Stop) => void) | undefined
+  return {
+    stop: (how) =>
+      Effect.sync(() => {
+        if (stopped !== undefined) return
+        stopped = how
+        handler?.(how)
+      }),
+    stopped: () => stopped,
+    onStop: (f) => {
+      handler = f
+      if (stopped !== undefined) f?.(stopped)
+    }
+  }
 }
 
 /**
@@ -140,8 +168,7 @@ export const execute = (
   deps: Deps,
   request: RunRequest,
   runId: string,
-  made: Made,
-  stop: Deferred.Deferred<Stop>
+  made: Made
 ) =>
   Effect.gen(function*() {
     const { factory, store, app, redact, admitted } = deps
@@ -279,25 +306,33 @@ export const execute = (
       Effect.provideService(RunSettlement, { settles: (id) => id === runId, lost }),
       admitted(request.threadId, runId, request.userId)
     )
-    // stopped by a client: the run is interrupted (one race for the run, not one per event; a run still
-    // waiting for its place never starts). Whatever stops it (a client, the server stopping), the run is
-    // waited for until it has ended and said so in the store.
+    // stopped by a client: the run's turn is interrupted (told by the stop itself, in the fiber asking it: no race
+    // and no fiber waiting for a stop; a run still waiting for its place never starts). Whatever stops it (a client,
+    // the server stopping), the run is waited for until it has ended and said so in the store.
     const turnFiber = yield* Effect.fork(turn)
-    yield* Effect.raceFirst(
-      Deferred.await(stop).pipe(Effect.andThen((how) => Effect.sync(() => {
-        handingOver = how === HANDOVER
-        // (a run whose last turn ended is not handed over: it settles here, as its turn ended, see below)
-        if (handingOver && settling !== undefined) return
+    const self = yield* Effect.fiberId
+    let interrupted = false
+    made.onStop((how) => {
+      // (stopped once the turn ended: the run settles as stopped, see below)
+      if (turnFiber.unsafePoll() !== null) return
+      handingOver = how === HANDOVER
+      interrupted = true
+      // (a run whose last turn ended is not handed over: it settles here, as its turn ended, see below)
+      if (!handingOver || settling === undefined) {
         stopping = true
         listener.stop()
-      }))),
-      Fiber.join(turnFiber)
-    ).pipe(Effect.ensuring(Fiber.interrupt(turnFiber)), Effect.onInterrupt(() => Effect.sync(listener.stop)))
+      }
+      turnFiber.unsafeInterruptAsFork(self)
+    })
+    yield* Fiber.await(turnFiber).pipe(
+      // (as the turn ended, unless the stop interrupted it: its failure is the run's)
+      Effect.zipRight(Effect.suspend(() => (interrupted ? Effect.void : Fiber.join(turnFiber)))),
+      Effect.ensuring(Effect.zipRight(Effect.sync(() => made.onStop(undefined)), Fiber.interrupt(turnFiber))),
+      Effect.onInterrupt(() => Effect.sync(listener.stop))
+    )
     const broken = listener.broken()
     if (broken !== undefined) return yield* Effect.die(broken.defect)
-    const stopped: Stop | undefined = yield* Deferred.poll(stop).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.succeed(undefined), onSome: (stopped) => stopped }))
-    )
+    const stopped = made.stopped()
     // handed over (its runner drains) once its last turn ended, while the goal evaluator judged it: the run settles
     // here as that turn ended it, as when the evaluator fails (the thread's next runner would run no turn of it)
     const how = stopped === HANDOVER && !stopping ? undefined : stopped

@@ -9,7 +9,6 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as Option from "effect/Option"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
@@ -27,7 +26,7 @@ import * as Queue from "./Queue.js"
 import * as QuotaReservations from "./QuotaReservations.js"
 import { QuotaExceeded } from "./Quotas.js"
 import * as RunExecution from "./RunExecution.js"
-import type { ActiveRun, RunRequest, Stop } from "./RunModel.js"
+import type { ActiveRun, RunRequest } from "./RunModel.js"
 import { internal, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
 
@@ -207,11 +206,7 @@ export const make = (deps: Deps): Starter => {
         used,
         yield* defaultModel
       )
-      const stop = Deferred.unsafeMake<Stop>(FiberId.none)
-      const entry = {
-        ...made.run,
-        stop: (action: Stop) => Effect.asVoid(Deferred.succeed(stop, action))
-      }
+      const entry = { ...made.run, stop: made.stop }
       known.set(runId, made.run)
       deps.registry.begin(request.threadId, entry)
       // whatever happens to the run's fiber (a defect, the server stopping), the thread is freed and
@@ -233,7 +228,7 @@ export const make = (deps: Deps): Starter => {
         const fallback = RunRecords.base(request.threadId, runId, new Date().toISOString())
         yield* Deferred.succeed(made.run.done, record ?? fallback)
       })
-      const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made, stop).pipe(
+      const body = RunExecution.execute(runDeps, { ...request, messages }, runId, made).pipe(
         Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : settle(exit))),
         Effect.catchAllDefect((defect) => Effect.logError(`run ${runId} failed`, defect)),
         Effect.ensuring(reserved.free)
