@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import * as Schedule from "effect/Schedule"
 import type { AppConfigService } from "../../services/AppConfig.js"
 import type { ModelService } from "../../services/ModelService.js"
@@ -231,7 +232,6 @@ export const execute = (
           )
         })
       }))
-    const keep = yield* Effect.makeLatch(false)
     let nextSave = SAVE_EVERY
     const grown = () => {
       const count = journal.count()
@@ -239,15 +239,28 @@ export const execute = (
       nextSave = count + Math.max(SAVE_EVERY, Math.floor(count / 2))
       return true
     }
-    yield* keep.await.pipe(
-      Effect.zipRight(keep.close),
-      Effect.zipRight(saveJournal(false)),
-      Effect.forever,
-      Effect.fork
-    )
+    // a save as the events grow runs in a fiber of its own while it lasts (none waits between saves): asked again
+    // meanwhile, it saves once more when done; stopped with the run (whose last save waits for it: `saving`)
+    const fork = Runtime.runFork(yield* Effect.runtime<never>())
+    let saver: Fiber.RuntimeFiber<void> | undefined
+    let again = false
+    const saves: Effect.Effect<void> = Effect.suspend(() => {
+      again = false
+      return saveJournal(false)
+    }).pipe(Effect.zipRight(Effect.suspend(() => {
+      if (again) return saves
+      saver = undefined
+      return Effect.void
+    })))
+    const keep = () => {
+      if (saver !== undefined) again = true
+      // (started later by the scheduler, as the latch it replaces woke its fiber: not in the event's callback)
+      else saver = fork(saves, { immediate: false })
+    }
+    yield* Effect.addFinalizer(() => Effect.suspend(() => (saver === undefined ? Effect.void : Fiber.interrupt(saver))))
     const listener = RunListener.make(publicEvent, (encoded) => {
       journal.push(encoded)
-      if (request.deleteThread !== true && (grown() || RunJournal.endsSubagent(encoded))) keep.unsafeOpen()
+      if (request.deleteThread !== true && (grown() || RunJournal.endsSubagent(encoded))) keep()
       append(made.projector.push(encoded))
     })
     let handingOver = false
