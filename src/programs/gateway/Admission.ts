@@ -2,8 +2,8 @@
  * `gateway.max_active_runs` (LangGraph's `N_JOBS_PER_WORKER`): past that many runs executing in the process, a
  * run's turn waits for a place. Places go in the order the runs asked for them: a place that frees is handed to
  * the run that has waited longest, never taken by one that arrives as it frees. The run stays `pending` while it
- * waits, its lease on the thread held all the while by the run's one renewer (`RunLease`, from its acceptance to
- * its end recorded). A run cancelled while it waits leaves the line; one cancelled as its place came passes the
+ * waits, its lease on the thread held all the while by the process's lease renewer (`RunLease`, from its acceptance
+ * to its end recorded). A run cancelled while it waits leaves the line; one cancelled as its place came passes the
  * place on.
  *
  * `gateway.max_active_runs_per_user` is the same rule for each user's own runs, before the process's: a user past
