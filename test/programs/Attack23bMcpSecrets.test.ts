@@ -131,7 +131,8 @@ describe("Attack23b: a request secret in a variable that runs code at the server
       const names = [
         "PYTHONUSERBASE", "GCONV_PATH", "RUBYLIB", "PERLLIB", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS", "CLASSPATH",
         "LUA_INIT", "PHPRC", "XDG_CONFIG_HOME", "GIT_SSH_COMMAND", "GIT_CONFIG_VALUE_0", "NPM_CONFIG_REGISTRY",
-        "npm_config_node_options", "UV_INDEX_URL", "PIP_INDEX_URL"
+        "npm_config_node_options", "UV_INDEX_URL", "PIP_INDEX_URL", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "BROWSER",
+        "GIT_PAGER", "EDITOR"
       ]
       const servers = Object.fromEntries(names.map((name) => [
         `s_${name.toLowerCase()}`,

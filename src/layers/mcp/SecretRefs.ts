@@ -19,14 +19,16 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /**
  * Variables a request's value must not set in a stdio server's environment: those that make a shell, the dynamic
- * linker, glibc's iconv or an interpreter run other code (or find other programs) at the server's start; the home
- * and configuration directories its start reads files from (Python runs the `.pth` files of `~/.local`, npx reads
+ * linker, glibc's iconv or an interpreter run other code (or find other programs) at the server's start
+ * (`PYTHONWARNINGS` imports the module a category names, which with `BROWSER` runs a program; pagers, editors); the
+ * home and configuration directories its start reads files from (Python runs the `.pth` files of `~/.local`, npx reads
  * `~/.npmrc`, git `~/.gitconfig`: a user names a directory the model's bash wrote); and where a package launcher
  * (npx, uvx, pip) fetches the server's code from or keeps it.
  */
 const CODE_VARIABLE = new RegExp(
   "^(BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|LD_.*|DYLD_.*|GCONV_PATH|HOME|XDG_CONFIG_(HOME|DIRS)|" +
-    "NODE_OPTIONS|NODE_PATH|PYTHON(STARTUP|PATH|HOME|USERBASE|EXECUTABLE)|PERL5OPT|PERL5LIB|PERLLIB|PERL5DB|" +
+    "NODE_OPTIONS|NODE_PATH|PYTHON(STARTUP|PATH|HOME|USERBASE|EXECUTABLE|WARNINGS|BREAKPOINT|INSPECT)|" +
+    "BROWSER|PAGER|GIT_PAGER|EDITOR|VISUAL|PERL5OPT|PERL5LIB|PERLLIB|PERL5DB|" +
     "RUBYOPT|RUBYLIB|JAVA_TOOL_OPTIONS|JDK_JAVA_OPTIONS|_JAVA_OPTIONS|CLASSPATH|LUA_(INIT|PATH|CPATH).*|" +
     "PHPRC|PHP_INI_SCAN_DIR|GIT_(SSH|SSH_COMMAND|ASKPASS|EXEC_PATH|PROXY_COMMAND|EXTERNAL_DIFF|TEMPLATE_DIR|" +
     "CONFIG.*)|NPM_CONFIG_.*|UV_.*|PIP_.*|PATH)$",
