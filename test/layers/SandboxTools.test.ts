@@ -966,13 +966,13 @@ describe("view_image", () => {
       const view = (image_path: string) => Effect.map(call("view_image", { image_path }), (r) => r.text)
       assert.strictEqual(
         yield* view(`${W}/fake.png`),
-        `Error: ${W}/fake.png is not a valid PNG image (its content is image/jpeg).`
+        `Error: Image contents are image/jpeg, but file extension indicates image/png: ${W}/fake.png`
       )
-      assert.isTrue((yield* view(`${W}/text.jpg`)).startsWith(`Error: ${W}/text.jpg is not a valid JPG image`))
-      assert.isTrue((yield* view(`${W}/pic.bmp`)).startsWith("Error: Unsupported image type '.bmp'"))
+      assert.isTrue((yield* view(`${W}/text.jpg`)).startsWith("Error: File contents do not match"))
+      assert.isTrue((yield* view(`${W}/pic.bmp`)).startsWith("Error: Unsupported image format: .bmp"))
       const huge = yield* view(`${W}/huge.png`)
-      assert.isTrue(huge.startsWith(`Error: Image too large: ${W}/huge.png is 20971521 bytes`))
-      assert.isTrue((yield* view("/mnt/skills/x.png")).startsWith("Error: Images can only be viewed from"))
+      assert.isTrue(huge.startsWith(`Error: Image file is too large: ${W}/huge.png is 20971521 bytes`))
+      assert.isTrue((yield* view("/mnt/skills/x.png")).startsWith("Error: Only image paths under"))
       assert.strictEqual(yield* view(`${W}/none.png`), `Error: File not found: ${W}/none.png`)
     }))
 
