@@ -32,7 +32,7 @@ import * as SkillsDirectory from "../layers/SkillsDirectory.js"
 import * as Toolkit from "../layers/Toolkit.js"
 import * as Chain from "../middleware/Chain.js"
 import * as DeferredToolFilter from "../middleware/DeferredToolFilter.js"
-import type * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
+import * as LLMErrorHandling from "../middleware/LLMErrorHandling.js"
 import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
@@ -218,7 +218,7 @@ const lastAi = (messages: ReadonlyArray<Message>): AIMessage | undefined => {
  * How a subagent's run ended, as the status contract says it (SPEC §8.2 item 8): a normal end is `completed`
  * with the last answer (a loop or token cap as its stop reason); the recursion limit is `turn_capped`,
  * `completed` with the last AI message's text if it has one, else `failed` (an earlier message's text is not
- * taken, as in DeerFlow); a model failure is `failed`.
+ * taken, as in DeerFlow); a model failure is `failed`, its error the text of the fallback that answered it.
  */
 export const outcomeOf = (
   end: RunEndEvent,
@@ -243,7 +243,9 @@ export const outcomeOf = (
           ? { ...base, status: "completed", stopReason: "turn_capped", result: lastText }
           : { ...base, status: "failed", stopReason: "turn_capped", error: `Reached max_turns=${info.maxTurns}` }
       }
-      return { ...base, status: "failed", error: end.error?.message ?? "The subagent failed" }
+      // a failure LLMErrorHandling answered with its marked message: that text is the error, as DeerFlow takes it
+      const fallback = last?.additional_kwargs?.[LLMErrorHandling.FALLBACK_MARKER] === true && lastText !== ""
+      return { ...base, status: "failed", error: fallback ? lastText : end.error?.message ?? "The subagent failed" }
     }
     case "cancelled":
       return { ...base, status: "cancelled", error: "Task cancelled by user." }

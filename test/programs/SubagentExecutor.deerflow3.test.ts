@@ -1,0 +1,69 @@
+/**
+ * DeerFlow test_subagent_executor.py, how a delegated task ends when its model fails: a provider error that
+ * LLMErrorHandling answers with its marked fallback message is a FAILED task, its error the fallback's text, no
+ * result (`test_aexecute_marks_structured_llm_error_fallback_as_failed`), while an answer that merely reads like
+ * that error is a completed task (`test_aexecute_does_not_infer_llm_failure_from_message_text`). The subagent
+ * runs the real chain over a scripted model.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ConfigFile from "../../src/layers/ConfigFile.js"
+import * as LocalSandbox from "../../src/layers/LocalSandbox.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as Subagents from "../../src/programs/Subagents.js"
+import { AppConfigService } from "../../src/services/AppConfig.js"
+import { ModelService } from "../../src/services/ModelService.js"
+import { SubagentRunner } from "../../src/services/SubagentRunner.js"
+import { inRun, tempDirs } from "../support/fixtures.js"
+
+const tempDir = tempDirs()
+
+const runTask = (script: ScriptedModel.Script) =>
+  Effect.gen(function*() {
+    const models = [{ name: "ark-model", use: "langchain_openai:ChatOpenAI", model: "m" }]
+    const app = yield* ConfigFile.fromObject({ models }, { home: tempDir("antler-df-exec-") })
+    const config = Layer.succeed(AppConfigService, app)
+    const services = Layer.mergeAll(
+      config,
+      Layer.succeed(ModelService, ScriptedModel.make(script)),
+      LocalSandbox.layer().pipe(Layer.provide(config))
+    )
+    const context = yield* Layer.build(Subagents.layer({ bash: false }).pipe(Layer.provide(services)))
+    const run = inRun({ threadId: "test-thread" })
+    const outcome = yield* Context.get(context, SubagentRunner).run({
+      toolCallId: "tc-1",
+      description: "do something",
+      prompt: "Do something",
+      subagentType: "general-purpose"
+    }).pipe(Effect.provide(run.context))
+    const names = run.events.flatMap((e) => e.type === "custom" ? [e.name] : [])
+    return { outcome, names }
+  })
+
+describe("test_subagent_executor.py: a model failure is a failed task", () => {
+  it.scoped("the provider fails every call: failed, with the fallback's text as the error and no result", () =>
+    Effect.gen(function*() {
+      // no turn: each call fails with a ModelError that is not retried, so LLMErrorHandling answers the fallback
+      const { outcome, names } = yield* runTask([])
+      assert.strictEqual(outcome.status, "failed")
+      assert.isUndefined(outcome.result)
+      // the fallback message's text (DeerFlow: result.error == the fallback's content), not the bare provider error
+      assert.strictEqual(
+        outcome.error,
+        "The model request failed: The scripted model has no turn 1 (its script has 0 turns)"
+      )
+      assert.strictEqual(names.at(-1), "task_failed")
+      assert.notInclude(names, "task_completed")
+    }))
+
+  it.scoped("an answer that reads like an LLM failure is still a completed task with that answer", () =>
+    Effect.gen(function*() {
+      const text = "LLM request failed is the message shown by the previous system."
+      const { outcome, names } = yield* runTask([text])
+      assert.deepInclude(outcome, { status: "completed", result: text })
+      assert.isUndefined(outcome.error)
+      assert.strictEqual(names.at(-1), "task_completed")
+    }))
+})
