@@ -70,6 +70,8 @@ export interface RunInput {
   /** The static system prompt. */
   readonly systemPrompt?: string | undefined
   readonly options?: Partial<RunOptions> | undefined
+  /** Why a tool the model called is not among the run's (appended to the error result), when known. */
+  readonly unknownTool?: ((name: string) => string | undefined) | undefined
 }
 
 /**
@@ -142,6 +144,7 @@ interface Step {
   readonly tools: ToolService["Type"]
   /** The names of the run's tools (fixed for the run). */
   readonly known: ReadonlySet<string>
+  readonly unknownTool: ((name: string) => string | undefined) | undefined
   /** The names of the run's read-only tools (their calls need no durable record before they run). */
   readonly readOnly: ReadonlySet<string>
   readonly holder: RunStateHolder.Holder
@@ -202,9 +205,11 @@ const callTools = (
     const one = (call: ToolCall, index: number): Effect.Effect<void, never, RunServices> => {
       if (!known.has(call.name)) {
         return Effect.sync(() => {
+          const why = step.unknownTool?.(call.name)
           results[index] = Tool.errorResult(
             call,
-            `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.`
+            `Error: Tool '${call.name}' does not exist. Available tools: ${[...known].join(", ") || "(none)"}.` +
+              (why === undefined ? "" : ` (${why}.)`)
           )
         })
       }
@@ -484,6 +489,7 @@ export const execute = <E = never, R = never>(
         model: Context.get(ports, ModelService),
         tools,
         known: new Set(tools.definitions.map((d) => d.name)),
+        unknownTool: input.unknownTool,
         readOnly: new Set(tools.definitions.flatMap((d) => (d.readOnly === true ? [d.name] : []))),
         holder,
         context,

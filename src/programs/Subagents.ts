@@ -59,6 +59,7 @@ import { ConfiguredMiddlewares } from "./ConfiguredMiddlewares.js"
 import * as Run from "./Run.js"
 import * as SubagentPrompt from "./SubagentPrompt.js"
 import * as SystemPrompt from "./SystemPrompt.js"
+import * as SubagentGatedTools from "./SubagentGatedTools.js"
 import * as ToolAssembly from "./ToolAssembly.js"
 
 // ---------------------------------------------------------------------------------------------------------
@@ -303,7 +304,8 @@ export const make = (options: Options = {}) =>
     const pool = options.pool ?? (yield* Effect.makeSemaphore(Math.max(1, options.poolSize ?? 3)))
     const building = yield* Effect.makeSemaphore(1)
     // each built agent with the sections its deferred tools add to its prompt
-    type Built = { readonly ports: Context.Context<Ports>; readonly toolSections: string }
+    // (`unknown`: why a tool is not the subagent's, for a server listing its tools only with request secrets)
+    type Built = { ports: Context.Context<Ports>; toolSections: string; unknown: SubagentGatedTools.Why | undefined }
     const built = new Map<string, Either.Either<Built, string>>()
     const bash = options.bash ?? (yield* LocalSandbox.bashMode(app)).mode !== "disabled"
     const configs = registry(app.config, { bash })
@@ -401,6 +403,7 @@ export const make = (options: Options = {}) =>
             configured: configured?.entries
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
+          const unknown = yield* SubagentGatedTools.explainer(assembly.entries)
           const ports = yield* Effect.either(
             Layer.buildWithScope(
               MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))),
@@ -409,7 +412,7 @@ export const make = (options: Options = {}) =>
           )
           const result = Either.match(ports, {
             onLeft: (error) => Either.left(String((error as { message?: unknown }).message ?? error)),
-            onRight: (ports) => Either.right({ ports, toolSections })
+            onRight: (ports) => Either.right({ ports, toolSections, unknown })
           })
           if (!assembly.incomplete) built.set(key, result)
           return result
@@ -510,6 +513,7 @@ export const make = (options: Options = {}) =>
             userId: parent.userId,
             input: [M.human(request.prompt)],
             systemPrompt: promptOf(config, request.skills, agent.right.toolSections),
+            unknownTool: agent.right.unknown,
             options: {
               modelName,
               recursionLimit: config.maxTurns,
