@@ -439,8 +439,12 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           Effect.map((tools) => ({ c, tools, error: undefined as string | undefined })),
           Effect.catchAll((error) =>
             Effect.map(Clock.currentTimeMillis, (at) => {
-              c.failure = { message: error.message, at }
-              return { c, tools: [] as ReadonlyArray<McpTool>, error: error.message }
+              // (a server naming request secrets may refuse to list without them: `catalogWith` lists it per run)
+              const message = c.secretNames.length > 0 && c.client !== undefined
+                ? SecretRefs.listedPerRun(c.name, c.secretNames, error.message)
+                : error.message
+              c.failure = { message, at }
+              return { c, tools: [] as ReadonlyArray<McpTool>, error: message }
             })
           )
         )

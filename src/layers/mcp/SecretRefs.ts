@@ -125,6 +125,15 @@ export const forRun = (entry: McpServerConfig, secrets: ReadonlyMap<string, stri
     ? entry
     : { ...entry, headers: fill(entry.headers, secrets, NOT_IN_HEADER), env: fill(entry.env, secrets, NOT_IN_ENV) }
 
+/**
+ * What a server naming request secrets that did not list its tools without them is shown as (`antler tools list`,
+ * the warnings of an agent built for no run): listed per run, with `why` the server's refusal.
+ */
+export const listedPerRun = (server: string, names: ReadonlyArray<string>, why: string): string =>
+  `MCP server '${server}' lists its tools per run, with the request secret${names.length === 1 ? "" : "s"} ` +
+  `${names.join(", ")} (context.secrets, antler run --secret NAME): it did not list them without ` +
+  `${names.length === 1 ? "it" : "them"} (${why})`
+
 /** Why a server that lists its tools only with request secrets has none in a run that did not give `missing`. */
 export const notListed = (server: string, missing: ReadonlyArray<string>): string =>
   `MCP server '${server}' did not list its tools without the request secret${missing.length === 1 ? "" : "s"} ` +
