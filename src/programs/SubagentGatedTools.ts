@@ -44,7 +44,8 @@ export const explainer = Effect.fnUntraced(function*(entries: ReadonlyArray<Entr
   const gated: Array<Gated> = []
   for (const [name, config] of Object.entries(servers)) {
     const secrets = SecretRefs.namesOf(config)
-    if (config.enabled && secrets.length > 0 && !listed.has(name)) {
+    // (a server whose `${secret:...}`s cannot be used does not start at all: its tools are missing for another reason)
+    if (config.enabled && secrets.length > 0 && !listed.has(name) && SecretRefs.problemOf(name, config) === undefined) {
       gated.push({ name, prefixed: config.tool_name_prefix, secrets })
     }
   }
