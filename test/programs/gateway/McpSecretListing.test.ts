@@ -8,24 +8,18 @@
  * client against a loopback Chat Completions server).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as ChildProcess from "node:child_process"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
 import { contentText } from "../../../src/state/Message.js"
+import * as GatedErp from "../../support/gatedErp.js"
 import { toolNames } from "../../support/modelRequests.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
 
-const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const ECHO = Path.join(ROOT, "test/fixtures/echo-secrets-mcp.mjs")
 const SECRET = "sk-mcp-listing-7c1e-DO-NOT-LEAK"
 const SLOW = 120_000
 
 let gateway: TestGateway
-let echo: ChildProcess.ChildProcess | undefined
 const alice = Requests.as(() => gateway, Support.ALICE)
 const bob = Requests.as(() => gateway, Support.BOB)
 
@@ -37,34 +31,13 @@ const script = (body: ChatRequestBody): Turn => {
   return { toolCalls: [{ name: "erp_whoami", arguments: {} }] }
 }
 
+let stop: (() => Promise<void>) | undefined
 beforeAll(async () => {
-  const dir = Support.tempDir("antler-mcp-secret-list-")
-  echo = ChildProcess.spawn(process.execPath, [ECHO, "http"], {
-    env: { ...process.env, ECHO_LIST_NEEDS_AUTH: "1" },
-    stdio: ["ignore", "pipe", "inherit"]
-  })
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ""
-    echo!.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString()
-      const line = /^(http:\/\/\S+)\n/.exec(out)
-      if (line !== null) resolve(line[1]!)
-    })
-    echo!.on("exit", (code) => reject(new Error(`the HTTP echo server exited (${code})`)))
-  })
-  Fs.writeFileSync(Path.join(dir, "extensions_config.json"), JSON.stringify({
-    mcpServers: { erp: { type: "http", url, headers: { Authorization: "Bearer ${secret:ERP_TOKEN}" } } }
-  }))
-  gateway = await Support.start({
-    script,
-    source: Path.join(dir, "config.yaml"),
-    config: { gateway: Support.twoUsers }
-  })
+  const started = await GatedErp.start(script, "antler-mcp-secret-list-")
+  gateway = started.gateway
+  stop = started.stop
 }, SLOW)
-afterAll(async () => {
-  await gateway?.stop()
-  echo?.kill()
-})
+afterAll(() => stop?.())
 
 /** A run of `user` on a new thread with `context`: its SSE text, its warnings, its answer, the model's tools. */
 const run = async (user: typeof alice, context: Record<string, unknown>) => {
