@@ -370,6 +370,15 @@ export const make = (sql: Sql) =>
             "lease_expires_at = NULL, updated_at = ? WHERE id = ? AND lease_owner = ?",
           [nextCancelAt, error, now, id, owner]
         )),
+      /**
+       * Gives back a task `owner` claimed and stopped polling or cancelling before it had an answer (its process
+       * stopping): due again at once for whichever process polls next, not held until its lease ends.
+       */
+      unclaim: (id: string, owner: string) =>
+        Effect.asVoid(sql.query(
+          "UPDATE antler_mcp_tasks SET lease_owner = NULL, lease_expires_at = NULL WHERE id = ? AND lease_owner = ?",
+          [id, owner]
+        )),
       /** The notifications of the tasks (see `Notifications`). */
       notifications
     }

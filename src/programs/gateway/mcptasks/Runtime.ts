@@ -191,16 +191,21 @@ export const make = (
         yield* records.applyCancel(record, owner, answer.right, now)
       })
 
+    // a claimed task whose poll or cancel is interrupted (this process stopping: a Ctrl-C of `antler run`) is given
+    // back at once, not held by its lease (`lease_seconds`, two minutes by default) from the next process's polls
+    const given = (record: TaskRecord, work: Effect.Effect<void, unknown>) =>
+      Effect.ignoreLogged(work).pipe(Effect.onInterrupt(() => Effect.ignore(records.unclaim(record.id, owner))))
+
     /** One pass: the cancels due, then the polls due (each failure is the task's, never the pass's). */
     const pass = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const cancels = yield* records.claimCancels(now, owner, leaseMs, config.max_concurrent_polls)
-      yield* Effect.forEach(cancels, (record) => Effect.ignoreLogged(cancelOne(record)), {
+      yield* Effect.forEach(cancels, (record) => given(record, cancelOne(record)), {
         concurrency: config.max_concurrent_polls,
         discard: true
       })
       const due = yield* records.claimDue(yield* Clock.currentTimeMillis, owner, leaseMs, config.max_concurrent_polls)
-      yield* Effect.forEach(due, (record) => Effect.ignoreLogged(pollOne(record)), {
+      yield* Effect.forEach(due, (record) => given(record, pollOne(record)), {
         concurrency: config.max_concurrent_polls,
         discard: true
       })
