@@ -209,7 +209,9 @@ describe("a run's internal model calls", () => {
     const summaries = since(mark, isSummary)
     assert.isAbove(summaries.length, 0)
     for (const request of summaries) assert.strictEqual(request.model, B)
-    assert.isFalse(gateway.scripted.requests.slice(mark).some((r) => r.model === A))
+    // (none of the guest's on A; a late background call of alice's, about her towers, may land here: it is hers)
+    const onA = gateway.scripted.requests.slice(mark).filter((r) => r.model === A)
+    assert.deepStrictEqual(onA.filter((r) => !JSON.stringify(r.messages).includes("tell me about towers")), [])
   }, SLOW)
 
   it("the goal evaluator of a guest's run that names A is asked on B", async () => {
