@@ -16,6 +16,7 @@
  * This module keeps the connections (start, reuse, restart, stop) and the port; `mcp/Transport.ts` makes the
  * SDK's transports, `mcp/Decode.ts` decodes what servers send, `mcp/Variables.ts` resolves the `$VAR`s,
  * `mcp/WorkspaceFiles.ts` gives the thread's files a pinned session's results name as the model's paths;
+ * `mcp/Sessions.ts` keeps the scoped calls' sessions and bounds them per user and in all;
  * `mcp/ClientOptions.ts` holds the service's options.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -39,6 +40,7 @@ import { loadSdk, makeTransport, MCP_SDK, type Start, terminate } from "./mcp/Tr
 import { entrySecrets, lookupAll, resolveEntry, variablesOf } from "./mcp/Variables.js"
 import * as WorkspaceFiles from "./mcp/WorkspaceFiles.js"
 import * as WorkspaceDirs from "./mcp/WorkspaceDirs.js"
+import * as Sessions from "./mcp/Sessions.js"
 import type { Options, Workspace } from "./mcp/ClientOptions.js"
 import * as ParentDeath from "./ParentDeath.js"
 import { clean } from "./SearchProviders.js"
@@ -198,11 +200,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       )
     }
 
-    // Scoped calls' sessions (a run's user and thread each: `Mcp.SessionScope`), least recently used first. The
-    // first scope of a server takes its shared connection (the one its tools were listed on, which no scope had
-    // used), unless it is a stdio server pinned to the scope's workspace (`Options.workspace`); every other scope has
-    // a connection of its own. A session closed for room ends its process; the shared connection is then started
-    // afresh by its next use, so no scope inherits another's server state.
+    // Scoped calls' sessions (a run's user and thread each), kept by `mcp/Sessions.ts`: a stdio server pinned to
+    // the scope's workspace (`Options.workspace`) is a process of its own from the start; a session closed for room
+    // ends its process.
     /** A stdio server's entry run in `workspace`: its cwd (unless set) and temporary directory (unless set). */
     const pin = (resolved: Either.Either<McpServerConfig, string>, workspace: Workspace) => ({
       resolved: Either.map(resolved, (entry): McpServerConfig => ({
@@ -242,75 +242,21 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       withSecrets.add(session)
       return session
     }
-    const maxSessions = Math.max(1, options.maxSessions ?? 256)
-    const maxPerUser = Math.max(1, options.maxSessionsPerUser ?? 16)
-    const sessions = new Map<string, Connection>()
-    // (the user of each session)
-    const owners = new Map<string, string>()
-    const takenBy = new Map<string, string>()
-    // (the calls under way on each connection: a session with one is not closed for room)
-    const busy = new Map<Connection, number>()
-    const enter = (c: Connection) => {
-      busy.set(c, (busy.get(c) ?? 0) + 1)
-      return c
-    }
-    const leave = (c: Connection) => {
-      const left = (busy.get(c) ?? 1) - 1
-      if (left > 0) busy.set(c, left)
-      else busy.delete(c)
-    }
-    /** The session of `scope` on server `c`, entered (see `busy`; `leave` it when the call is done). */
+    const table = Sessions.make<Connection>(
+      Math.max(1, options.maxSessions ?? 256),
+      Math.max(1, options.maxSessionsPerUser ?? 16)
+    )
+    /** The session of `scope` on server `c`, entered (`table.leave` it when the call is done). */
     const sessionOf = (c: Connection, scope: SessionScope | undefined): Effect.Effect<Connection> =>
       Effect.suspend(() => {
-        if (scope === undefined) return Effect.succeed(enter(c))
-        const key = `${c.name}\u0000${scope.userId}\u0000${scope.threadId}`
-        const found = sessions.get(key)
-        if (found !== undefined) {
-          sessions.delete(key)
-          sessions.set(key, found)
-          return Effect.succeed(enter(found))
-        }
-        // a stdio server pinned to the scope's workspace is a process of its own from the start
-        const workspace = c.transport === "stdio" ? options.workspace?.(scope) : undefined
-        const pinned = workspace === undefined ? undefined : pin(c.resolved, workspace)
-        const session: Connection = takenBy.has(c.name) || pinned !== undefined ? fresh(c, pinned) : c
-        if (session === c) takenBy.set(c.name, key)
-        sessions.set(key, enter(session))
-        owners.set(key, scope.userId)
-        const out: Array<Connection> = []
-        const close = (old: string, s: Connection) => {
-          sessions.delete(old)
-          owners.delete(old)
-          if (takenBy.get(s.name) === old) takenBy.delete(s.name)
-          out.push(s)
-        }
-        // a user past their share closes their own least recently used first: no user's threads push out another's
-        let mine = 0
-        for (const owner of owners.values()) if (owner === scope.userId) mine++
-        for (const [old, s] of sessions) {
-          if (mine <= maxPerUser) break
-          if (owners.get(old) !== scope.userId || (busy.get(s) ?? 0) > 0) continue
-          close(old, s)
-          mine--
-        }
-        // past the pool's size, the least recently used idle session of the user holding the most is closed: the
-        // users of many accounts (anyone may register one) push out their own sessions first, not the others'
-        while (sessions.size > maxSessions) {
-          const held = new Map<string, number>()
-          for (const owner of owners.values()) held.set(owner, (held.get(owner) ?? 0) + 1)
-          let victim: readonly [string, Connection] | undefined
-          let most = 0
-          for (const [old, s] of sessions) {
-            const count = held.get(owners.get(old) ?? "") ?? 0
-            if ((busy.get(s) ?? 0) === 0 && count > most) {
-              most = count
-              victim = [old, s]
-            }
-          }
-          if (victim === undefined) break
-          close(victim[0], victim[1])
-        }
-        return Effect.as(Effect.forEach(out, stopConnection, { concurrency: "unbounded", discard: true }), session)
+        if (scope === undefined) return Effect.succeed(table.enter(c))
+        const { closed, session } = table.take(c, scope, (sharedIsFree) => {
+          // a stdio server pinned to the scope's workspace is a process of its own from the start
+          const workspace = c.transport === "stdio" ? options.workspace?.(scope) : undefined
+          const pinned = workspace === undefined ? undefined : pin(c.resolved, workspace)
+          return sharedIsFree && pinned === undefined ? c : fresh(c, pinned)
+        })
+        return Effect.as(Effect.forEach(closed, stopConnection, { concurrency: "unbounded", discard: true }), session)
       })
 
     // Connects (or reuses the live connection). A closed connection (crash) is replaced.
@@ -569,7 +515,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           return stopConnection(own)
         }))
       }
-      return yield* Effect.acquireUseRelease(sessionOf(shared, scope), callOn, (c) => Effect.sync(() => leave(c)))
+      return yield* Effect.acquireUseRelease(sessionOf(shared, scope), callOn, (c) => Effect.sync(() => table.leave(c)))
     })
 
     const status: Effect.Effect<ReadonlyArray<ServerStatus>> = Effect.sync(() =>
@@ -597,9 +543,7 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
 
     yield* Effect.addFinalizer(() => {
       closed = true
-      const all = new Set([...connections, ...sessions.values(), ...withSecrets])
-      sessions.clear()
-      owners.clear()
+      const all = new Set([...connections, ...table.clear(), ...withSecrets])
       return Effect.forEach(all, stopConnection, { concurrency: "unbounded", discard: true })
     })
 
