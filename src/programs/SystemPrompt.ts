@@ -4,15 +4,17 @@
  * dynamic goes in: the date, memory, uploads and summaries reach the model in hidden messages.
  *
  * Sections follow DeerFlow's template, in its order and with its tags (they are protocol: InputSanitization
- * blocks them in user input); the prose is Antler's own. The prompt only advertises what the agent has: a
- * section about a tool appears only when the tool is in `tools`, and the limits it states are the ones the
- * middlewares enforce.
+ * blocks them in user input); the prose is Antler's own, but for delegation (`<subagent_system>` and its lines in
+ * `<thinking_style>` and `<critical_reminders>`), which is DeerFlow's word for word (SubagentSection). The prompt
+ * only advertises what the agent has: a section about a tool appears only when the tool is in `tools`, and the
+ * limits it states are the ones the middlewares enforce.
  *
  * Inputs other features fill: `agentName`, `soul`, `selfUpdate` and `skillAllowlist` (custom agents),
  * `subagents` (the `task` tool and its limits), `deferredTools` (tool search), `mounts` (sandbox mounts).
  */
 import { clipDescription } from "../services/Skills.js"
 import { escapeText as escape } from "../state/Markup.js"
+import * as SubagentSection from "./SubagentSection.js"
 
 /** A skill as the prompt lists it. */
 export interface SkillSummary {
@@ -31,10 +33,7 @@ export interface DisabledSkill {
 }
 
 /** A subagent type the `task` tool can start. */
-export interface SubagentType {
-  readonly name: string
-  readonly description: string
-}
+export type SubagentType = SubagentSection.SubagentType
 
 /** What the subagent section says (present only when `task` exists). */
 export interface Subagents {
@@ -152,16 +151,7 @@ const thinkingStyle = (o: PromptOptions) => {
     o.clarification && toolsOf(o).has("ask_clarification")
       ? "- If something essential is unclear, ask for clarification FIRST, before doing any work."
       : "- If something is unclear, choose the most reasonable reading and say which assumption you made.",
-    ...(s === undefined ? [] : [
-      `- DELEGATION CHECK: by default do the work yourself. Use task only when delegating clearly pays off:\n` +
-      `  never more than ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} in one response and ` +
-      `${s.maxTotal} in one run${
-        s.maxConcurrent > 1
-          ? ",\n  and calls in one response only for pieces that do not depend on each other and do not touch the " +
-            "same files or state"
-          : ""
-      }.`
-    ]),
+    ...(s === undefined ? [] : [SubagentSection.thinkingLine(s)]),
     "- Never write the whole answer in your thinking: the user sees only your visible reply, so always give one."
   ]
   return `<thinking_style>\n${lines.join("\n")}\n</thinking_style>`
@@ -379,46 +369,11 @@ export const toolSearchSections = (
   return [deferredToolsSection(o), mcpRoutingHintsSection(o)].filter((section) => section !== "").join("\n\n")
 }
 
+// DeerFlow's words (SubagentSection); its "bash available" is whether the `bash` subagent is offered
 const subagentSection = (o: PromptOptions) => {
   if (o.subagents === undefined || !toolsOf(o).has("task")) return ""
   const s = clampSubagents(o.subagents)
-  const n = s.maxConcurrent
-  const types = s.types.map((t) => `- ${escape(t.name)}: ${escape(t.description.split("\n")[0]!.trim())}`)
-  const parallel = n > 1
-    ? `- Parallel tasks must be independent: never dispatch together tasks where one needs another's result, or that
-  change the same files or state. Keep a dependent chain together: it may go to one subagent as one task.
-- Example: comparing three unrelated libraries can be three task calls in one response (at most ${n}); more
-  pieces go in further batches, each after the previous one returned. Re-evaluate the remaining work after every
-  batch: delegate the next batch only if it still clearly pays.`
-    : "- One task call per response: wait for its result before dispatching the next. A dependent chain may go to\n" +
-      "  one subagent as one task."
-  // DeerFlow's direct-execution example: with a shell, running the tests is one bash call, not a task
-  const direct = toolsOf(o).has("bash")
-    ? `- Direct execution example: "run the tests" is one bash call: run it yourself. Routine git, build, test or
-  deploy commands are not reason enough to delegate.`
-    : "- Direct execution example: \"fix the typo in README.md\" is faster to do yourself than to delegate."
-  return `<subagent_system>
-Subagent Routing: Delegate Only for Clear Net Benefit
-You can hand self-contained work to a subagent with the task tool. By default, do the work yourself.
-DELEGATION CHECK before any task call: delegate only when the benefit clearly outweighs the cost.
-- Benefit: ${
-    n > 1 ? "parallel work saving wall-clock time, " : ""
-  }a specialist's ability, keeping a long side investigation out of this conversation.
-- Cost: starting the subagent, discovery it must redo, combining its results, the risk of conflicting changes.
-Do not delegate small tasks, tasks that need the conversation so far, or work you are already halfway through.
-Clarify with the user first if the request is unclear; never delegate a question to a subagent.
-HARD LIMITS:
-- MAXIMUM ${n} \`task\` CALLS PER RESPONSE. Excess calls are discarded.
-- MAXIMUM ${s.maxTotal} \`task\` CALLS PER RUN (only this run counts).
-Available subagents:
-${types.join("\n")}
-How to delegate:
-1. Give the subagent a complete, self-contained prompt: the goal, the inputs and paths, what to return.
-2. Dispatch, then wait: task returns when the subagent has finished (there is nothing to poll).
-3. Check and combine the results yourself before answering.
-${parallel}
-${direct}
-</subagent_system>`
+  return SubagentSection.section(s, s.types.some((t) => t.name === "bash"))
 }
 
 const workingDirectory = (o: PromptOptions) => {
@@ -499,11 +454,7 @@ const criticalReminders = (o: PromptOptions) => {
     o.clarification && tools.has("ask_clarification")
       ? "- Clarification first: ask before acting when the request is unclear, not halfway through."
       : "- Nobody can answer questions in this run: state your assumptions and continue.",
-    ...(s === undefined ? [] : [
-      "- Benefit-Based Delegation: do the work yourself unless delegating clearly pays off.\n" +
-      `  HARD LIMITS: at most ${s.maxConcurrent} task call${s.maxConcurrent === 1 ? "" : "s"} per response and ` +
-      `${s.maxTotal} per run; excess calls are discarded.`
-    ]),
+    ...(s === undefined ? [] : [SubagentSection.reminderLine(s)]),
     ...(o.skills.length === 0 ? [] : [
       deferredDiscovery(o)
         ? "- Skill First: when a skill may fit the task, call describe_skill(name), then read its SKILL.md " +

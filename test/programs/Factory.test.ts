@@ -170,7 +170,7 @@ describe("Factory: the service", () => {
       assert.include(withTask.order, "SubagentLimit")
       assert.include(withTask.systemPrompt, "MAXIMUM 2 `task` CALLS PER RESPONSE")
       assert.include(withTask.systemPrompt, "MAXIMUM 4 `task` CALLS PER RUN")
-      assert.include(withTask.systemPrompt, "- general-purpose: ")
+      assert.include(withTask.systemPrompt, "- **general-purpose**: ")
 
       // a custom agent: its model, tool groups, skills and SOUL from its files; update_agent; no group-less bash
       yield* CustomAgents.save(home, "default", "ada", {

@@ -183,7 +183,7 @@ describe("delegation through task", () => {
       const prompt = textOf(server.requests.find((b) => sender(b) === "lead")!.messages[0]!)
       assert.include(prompt, "MAXIMUM 2 `task` CALLS PER RESPONSE")
       assert.include(prompt, "MAXIMUM 6 `task` CALLS PER RUN")
-      assert.match(prompt, /<subagent_system>[\s\S]*- general-purpose: [\s\S]*<\/subagent_system>/)
+      assert.match(prompt, /<subagent_system>[\s\S]*- \*\*general-purpose\*\*: [\s\S]*<\/subagent_system>/)
       const followUp = server.requests.filter((b) => sender(b) === "lead")[1]!
       const told = followUp.messages.map(textOf).find((t) => t.includes("Not run:"))
       assert.include(told, `"Write part C" (general-purpose)`)
