@@ -14,6 +14,8 @@
  *   `jump_to: model`), at most `MAX_COMPLETION_REMINDERS` times a run. Its first answer stays in the thread,
  *   before the one that follows.
  * - An item written without a status is pending.
+ * What the model reads (the guidance, the tool's description, the reminders, the parallel-call error) is DeerFlow's,
+ * word for word (TodoPrompt).
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -22,14 +24,13 @@ import { withUpdate } from "../services/ModelService.js"
 import type { RunServices } from "../services/RunContext.js"
 import { RunState } from "../services/RunContext.js"
 import * as Tool from "../services/Tool.js"
-import { escapeText } from "../state/Markup.js"
 import type { Message } from "../state/Message.js"
 import * as M from "../state/Message.js"
-import type { Todo } from "../state/ThreadState.js"
 import type { Middleware } from "./Middleware.js"
 import * as MW from "./Middleware.js"
 import * as Chain from "./Chain.js"
 import * as HardStop from "./HardStop.js"
+import * as TodoPrompt from "./TodoPrompt.js"
 
 /** The tool's name. */
 export const TOOL_NAME = "write_todos"
@@ -43,37 +44,7 @@ export const COMPLETION_REMINDER_NAME = "todo_completion_reminder"
 /** Completion reminders at most per run (DeerFlow's limit). */
 export const MAX_COMPLETION_REMINDERS = 2
 
-/** Appended to the system prompt of a plan-mode agent. */
-export const SYSTEM_PROMPT = `<todo_list_system>
-You are in plan mode: keep a todo list of the work with the write_todos tool, which the user sees as it changes.
-- Use it for tasks of three or more distinct steps, or when the user asks for a plan. Skip it for simple requests.
-- Write the whole list each time (it replaces the previous one), as soon as you know the steps.
-- Keep exactly one item in_progress while you work; mark an item completed as soon as it is done, never before.
-- If a step is blocked or fails, keep it in_progress (or add an item for what unblocks it) and say why.
-- Call write_todos at most once per response, and do not end your turn with items left unfinished unless you
-  tell the user why.
-</todo_list_system>`
-
-/** The reminder's content: the list, and what to do with it. */
-export const reminderText = (todos: ReadonlyArray<Todo>): string =>
-  [
-    "<system_reminder>",
-    "Your todo list from earlier in this conversation is no longer shown above. It still stands:",
-    ...todos.map((t) => `- [${t.status}] ${escapeText(t.content)}`),
-    "Keep it up to date with write_todos as you work.",
-    "</system_reminder>"
-  ].join("\n")
-
-/** The completion reminder's content: the items not completed, and what to do about them. */
-export const completionReminderText = (open: ReadonlyArray<Todo>): string =>
-  [
-    "<system_reminder>",
-    "You are ending your turn, but these items of your todo list are not completed:",
-    ...open.map((t) => `- [${t.status}] ${escapeText(t.content)}`),
-    "Finish them (and mark them completed with write_todos), or update the list to say why they cannot be done, " +
-    "before you give your final answer.",
-    "</system_reminder>"
-  ].join("\n")
+export { completionReminderText, reminderText, SYSTEM_PROMPT } from "./TodoPrompt.js"
 
 /**
  * Whether a response ends the turn cleanly: no tool calls (valid, invalid or raw) and no tool finish reason. An
@@ -99,9 +70,7 @@ const TodoArg = Schema.Struct({
 /** `write_todos`: replaces the thread's todo list. */
 export const writeTodos = Tool.make({
   name: TOOL_NAME,
-  description: "Write the todo list of the current work (plan mode). Give the whole list each time: it replaces " +
-    "the previous one. Use it for tasks of three or more steps; keep exactly one item in_progress, and mark items " +
-    "completed as soon as they are done. Call it at most once per response.",
+  description: TodoPrompt.TOOL_DESCRIPTION,
   parameters: Schema.Struct({
     todos: Schema.Array(TodoArg).annotations({ description: "The whole list, in order." })
   }),
@@ -111,11 +80,7 @@ export const writeTodos = Tool.make({
         const issuer = [...current.messages].reverse().find((m) => M.toolCalls(m).some((c) => c.id === call.id))
         const writes = issuer === undefined ? 1 : M.toolCalls(issuer).filter((c) => c.name === TOOL_NAME).length
         if (writes > 1) {
-          return Tool.errorResult(
-            call,
-            `Error: write_todos was called ${writes} times in one response, so none of the calls was applied. ` +
-              "It should never be called multiple times in parallel: call it once, with the whole list."
-          )
+          return Tool.errorResult(call, TodoPrompt.PARALLEL_ERROR)
         }
         const list = todos.map((t) => ({ content: t.content, status: t.status }))
         return {
@@ -162,7 +127,7 @@ export const layer = (): Middleware =>
             !isFinalAnswer(response.message)
           ) return Effect.succeed(response)
           reminded++
-          const reminder = M.human(completionReminderText(open), {
+          const reminder = M.human(TodoPrompt.completionReminderText(open), {
             name: COMPLETION_REMINDER_NAME,
             additional_kwargs: { hide_from_ui: true }
           })
@@ -177,19 +142,28 @@ export const layer = (): Middleware =>
               next
             ))
         })
+      // the agent's prompt with the guidance appended, made once: the agent's prompt is the same on every step
+      let planned: { readonly base: string | undefined; readonly text: string } | undefined
+      const withGuidance = (base: string | undefined) => {
+        if (planned === undefined || planned.base !== base) {
+          const text = base === undefined || base === ""
+            ? TodoPrompt.SYSTEM_PROMPT
+            : `${base}\n\n${TodoPrompt.SYSTEM_PROMPT}`
+          planned = { base, text }
+        }
+        return planned.text
+      }
       return {
         model: (request: ModelRequest, next) => {
           if (request.internal !== undefined) return next(request)
-          const systemPrompt = request.systemPrompt === undefined || request.systemPrompt === ""
-            ? SYSTEM_PROMPT
-            : `${request.systemPrompt}\n\n${SYSTEM_PROMPT}`
+          const systemPrompt = withGuidance(request.systemPrompt)
           return Effect.flatMap(state.get, (current) => {
             const todos = current.todos ?? []
             if (todos.length === 0 || visible(current.messages)) {
               const planned = { ...request, systemPrompt }
               return Effect.flatMap(next(planned), (response) => completed(planned, response, next))
             }
-            const reminder = M.human(reminderText(todos), {
+            const reminder = M.human(TodoPrompt.reminderText(todos), {
               name: REMINDER_NAME,
               additional_kwargs: { hide_from_ui: true }
             })
