@@ -11,7 +11,6 @@ import { extensionOf, IMAGE_TYPES, MAX_IMAGE_BYTES, sniffImage } from "./Images.
 import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
 import { headTruncate, normalizeVirtual, selectLines, under } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
-import { statFile } from "./ToolContext.js"
 
 /** The `ls` tool. */
 export const ls = ({ gate, settings, withSandbox }: ToolContext) =>
@@ -112,14 +111,20 @@ export const viewImage = ({ withSandbox }: ToolContext) =>
             return `Error: Only image paths under ${WORKSPACE}, ${UPLOADS}, ${OUTPUTS} are allowed: ` +
               displayPath(masked)
           }
+          // DeerFlow's order: whether the file is there and is a file, then its format
+          const info = yield* Effect.catchIf(
+            Effect.map(sandbox.stat(args.image_path), (stat) => stat as typeof stat | undefined),
+            (e) => e.reason === "not_found",
+            () => Effect.succeed(undefined)
+          )
+          if (info === undefined) return `Error: Image file not found: ${virtual}`
+          if (info.kind !== "file") return `Error: Path is not a file: ${virtual}`
           const extension = extensionOf(virtual)
           const expected = IMAGE_TYPES[extension]
           if (expected === undefined) {
             return `Error: Unsupported image format: ${extension || "(none)"} (${virtual}). Supported formats: ` +
               Object.keys(IMAGE_TYPES).join(", ")
           }
-          const info = yield* statFile(sandbox, args.image_path)
-          if (info.kind !== "file") return `Error: Path is not a file: ${virtual}`
           if (info.size > MAX_IMAGE_BYTES) {
             return `Error: Image file is too large: ${virtual} is ${info.size} bytes. ` +
               `Maximum supported size is ${MAX_IMAGE_BYTES} bytes`
