@@ -147,6 +147,13 @@ export const HistoryRequest = Schema.Struct({
 // ---------------------------------------------------------------------------------------------------------
 // Answers
 
+/** DeerFlow's answer to `DELETE /api/threads/{id}` (its `ThreadDeleteResponse`); LangGraph's routes answer 204. */
+export const ThreadDeleted = Schema.Struct({ success: Schema.Boolean, message: Schema.String }).annotations({
+  identifier: "ThreadDeleteResponse",
+  description: "DELETE /api/threads/{thread_id} (DeerFlow's route): success and what was deleted. The LangGraph " +
+    "routes (/threads/{thread_id}, /api/langgraph/threads/{thread_id}) answer 204 with no body."
+})
+
 /** LangGraph's Thread object. */
 export const ThreadObject = Schema.Struct({
   thread_id: Schema.String,
@@ -255,6 +262,7 @@ export const group = HttpApiGroup.make("threads")
     HttpApiEndpoint.del("deleteThread", "/threads/:thread_id")
       .setPath(ThreadPath)
       .addSuccess(HttpApiSchema.NoContent)
+      .addSuccess(ThreadDeleted)
       .addError(ThreadNotFound)
       .addError(refusal(409, "A run of another gateway process holds the thread"))
       .middleware(NoBody)

@@ -344,11 +344,18 @@ export const layer = (api: LangGraphApi) =>
             )
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
           }))
-        .handleRaw("deleteThread", ({ path }) =>
+        // DeerFlow's own route (`/api/threads/{id}`, which its web app calls after the SDK's delete) answers 200 with
+        // DeerFlow's body; LangGraph's routes answer LangGraph's 204 without one
+        .handleRaw("deleteThread", ({ path, request: http }) =>
           Effect.gen(function*() {
             const { user: userId } = yield* CurrentIdentity
             yield* deleteOwned(userId, path.thread_id)
-            return HttpServerResponse.empty({ status: 204 })
+            return prefixOf(http.url) === DEERFLOW_PREFIX
+              ? json(Threads.ThreadDeleted, {
+                success: true,
+                message: `Deleted local thread data for ${path.thread_id}`
+              })
+              : HttpServerResponse.empty({ status: 204 })
           }))
         // LangGraph's prune: `delete` deletes each thread as `DELETE /threads/{id}` does, an id of no thread of
         // the user's (another user's) not pruned, nor one a run of another gateway process holds; `keep_latest`
