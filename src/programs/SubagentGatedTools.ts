@@ -1,8 +1,9 @@
 /**
  * Why a subagent has no tool of an MCP server that lists its tools only with request secrets (`${secret:NAME}` in
- * its headers or env): a subagent gets none of its run's request secrets, so such a server is never listed or
- * called for it. A call the subagent's model makes of such a tool anyway is answered with that reason rather than
- * only "does not exist".
+ * its headers or env): a subagent gets its run's request secrets (same user, same run), so such a server is listed
+ * and called for it with them; a run that did not give one the server names has none of its tools, for the lead
+ * agent as for its subagents. A call the subagent's model makes of such a tool anyway is answered with that reason
+ * rather than only "does not exist".
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -16,13 +17,14 @@ export type Why = (tool: string) => string | undefined
 interface Gated {
   readonly name: string
   readonly prefixed: boolean
-  readonly secrets: ReadonlyArray<string>
+  /** The secrets it names that the run did not give. */
+  readonly missing: ReadonlyArray<string>
 }
 
 const reasonOf = (server: Gated): string =>
-  `a subagent gets none of its run's request secrets, so it has no tool of MCP server '${server.name}', which ` +
-  `lists its tools only with the request secret${server.secrets.length === 1 ? "" : "s"} ` +
-  `${server.secrets.join(", ")}: ask the lead agent to call it`
+  `the subagent has no tool of MCP server '${server.name}': it lists its tools only with the request ` +
+  `secret${server.missing.length === 1 ? "" : "s"} ${server.missing.join(", ")}, which this run did not give ` +
+  "(context.secrets, antler run --secret NAME)"
 
 /** An entry of the subagent's tool assembly (`ToolAssembly.Entry`). */
 interface Entry {
@@ -32,21 +34,23 @@ interface Entry {
 }
 
 /**
- * For the servers naming request secrets none of whose tools are among the subagent's `entries`: the reason told
- * with a call of an unknown tool (named `<server>_...`, or any name when such a server sets `tool_name_prefix:
- * false`). `undefined` when there is no such server.
+ * For the servers naming request secrets the run did not all give (`given`: the names it gave) none of whose tools
+ * are among the subagent's `entries`: the reason told with a call of an unknown tool (named `<server>_...`, or any
+ * name when such a server sets `tool_name_prefix: false`). `undefined` when there is no such server.
  */
-export const explainer = Effect.fnUntraced(function*(entries: ReadonlyArray<Entry>) {
+export const explainer = Effect.fnUntraced(function*(entries: ReadonlyArray<Entry>, given: ReadonlySet<string>) {
   const listed = new Set(entries.flatMap((e) => e.source === "mcp" && e.state !== "missing" ? [e.server] : []))
   const mcp = yield* Effect.serviceOption(Mcp)
   if (Option.isNone(mcp) || mcp.value.servers === undefined) return undefined
   const servers = yield* mcp.value.servers
   const gated: Array<Gated> = []
   for (const [name, config] of Object.entries(servers)) {
-    const secrets = SecretRefs.namesOf(config)
-    // (a server whose `${secret:...}`s cannot be used does not start at all: its tools are missing for another reason)
-    if (config.enabled && secrets.length > 0 && !listed.has(name) && SecretRefs.problemOf(name, config) === undefined) {
-      gated.push({ name, prefixed: config.tool_name_prefix, secrets })
+    const missing = SecretRefs.namesOf(config).filter((secret) => !given.has(secret))
+    // (a server whose `${secret:...}`s cannot be used does not start at all, and one given them all that has no
+    // tools failed to list them: its tools are missing for another reason)
+    const usable = SecretRefs.problemOf(name, config) === undefined
+    if (config.enabled && missing.length > 0 && !listed.has(name) && usable) {
+      gated.push({ name, prefixed: config.tool_name_prefix, missing })
     }
   }
   if (gated.length === 0) return undefined

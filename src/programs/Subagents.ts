@@ -37,6 +37,7 @@ import type { Ports } from "../middleware/Middleware.js"
 import * as MW from "../middleware/Middleware.js"
 import * as SafetyDetectorModules from "../middleware/SafetyDetectorModules.js"
 import * as Authz from "../services/Authorization.js"
+import * as SkillSecrets from "../services/SkillSecrets.js"
 import type { AppConfig, ModelConfig, TokenBudgetConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { Mcp } from "../services/Mcp.js"
@@ -267,10 +268,15 @@ export const make = (options: Options = {}) =>
       toolGroups: ReadonlyArray<string> | undefined,
       skills: ReadonlyArray<string> | undefined,
       vision: boolean,
-      role: string | undefined
+      role: string | undefined,
+      secrets: SkillSecrets.RequestSecrets | undefined
     ) =>
       building.withPermits(1)(Effect.suspend(() => {
-        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null])
+        // (an agent whose MCP servers were listed with the run's request secrets is that run's: never kept, see
+        // `ToolAssembly.Options.run`; one of a run given some is not one of a run given none)
+        const given = SkillSecrets.entries(secrets)
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null]) +
+          (given.size > 0 ? "+secrets" : "")
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
@@ -283,7 +289,14 @@ export const make = (options: Options = {}) =>
           // The lead agent's tools (configured ones in the parent's groups, built-ins, MCP), then the type's
           // allowlist and denylist.
           // (no list_uploaded_files: a subagent's state has no uploaded_files to leave this run's uploads out by)
-          const assembly = yield* ToolAssembly.assemble({ vision, groups: toolGroups, uploads: false, bash })
+          // (the parent run's request secrets: an MCP server listing its tools only with them is listed with them)
+          const assembly = yield* ToolAssembly.assemble({
+            vision,
+            groups: toolGroups,
+            uploads: false,
+            bash,
+            ...(given.size === 0 ? {} : { run: { secrets } })
+          })
           const own = options.tools ?? []
           const tools = toolsOf(config, [...assembly.tools.filter((t) => !own.some((o) => o.name === t.name)), ...own])
           const names = new Set(tools.map((t) => t.name))
@@ -332,7 +345,7 @@ export const make = (options: Options = {}) =>
             configured: configured?.entries
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
-          const unknown = yield* SubagentGatedTools.explainer(assembly.entries)
+          const unknown = yield* SubagentGatedTools.explainer(assembly.entries, new Set(given.keys()))
           const ports = yield* Effect.either(
             Layer.buildWithScope(
               MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))),
@@ -423,7 +436,8 @@ export const make = (options: Options = {}) =>
             request.toolGroups,
             skills,
             vision,
-            typeof role === "string" ? role : undefined
+            typeof role === "string" ? role : undefined,
+            parent.options.secrets
           )
           if (Either.isLeft(agent)) {
             return { status: "failed", error: `The subagent could not be built: ${agent.left}`, modelName } as Outcome
@@ -448,6 +462,8 @@ export const make = (options: Options = {}) =>
               recursionLimit: config.maxTurns,
               thinkingEnabled: false,
               nonInteractive: true,
+              // (its run's request secrets: the same user's, the same run's; masked in its tool results as there)
+              ...(parent.options.secrets === undefined ? {} : { secrets: parent.options.secrets }),
               extra: { ...parent.options.extra, is_subagent: true, subagent_type: config.name }
             }
           }

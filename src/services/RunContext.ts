@@ -31,7 +31,7 @@ export interface RunOptions {
   readonly admin?: boolean | undefined
   /**
    * The request's secrets for skills (`context.secrets`): given to the `bash` commands of the skills in use that
-   * declare them (`required-secrets`), never stored. Set by whoever starts the run; a subagent's run has none.
+   * declare them (`required-secrets`), never stored. Set by whoever starts the run; a subagent's run has its parent's.
    */
   readonly secrets?: SkillSecrets.RequestSecrets | undefined
   /** Anything else a middleware reads by name. */
