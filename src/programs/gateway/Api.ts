@@ -104,7 +104,7 @@ const handlersLayer = (options: Options) => {
     Branches.layer(SERVED.deerflow),
     Memory.layer(SERVED.deerflow),
     Agents.layer(SERVED.deerflow, options.redact ?? Redact.none),
-    Extensions.layer(SERVED.deerflow, { open, learnSecrets: options.learnSecrets }),
+    Extensions.layer(SERVED.deerflow, { open, learnSecrets: options.learnSecrets, redact: options.redact }),
     McpTasks.layer(SERVED.deerflow),
     CustomSkills.layer(SERVED.deerflow, { open }),
     Accounts.layer(SERVED.deerflow, options.auth, options.accounts),

@@ -157,6 +157,7 @@ export const DEERFLOW: ReadonlyArray<readonly [string, string, BodyKind]> = [
   ["PUT", "/mcp/config", "patch"],
   ["PATCH", "/mcp/config", "patch"],
   ["POST", "/mcp/cache/reset", "none"],
+  ["GET", "/mcp/status", "none"],
   ["PUT", "/skills/:skill_name", "patch"],
   ["POST", "/skills/install", "patch"],
   ["POST", "/skills/reload", "none"],

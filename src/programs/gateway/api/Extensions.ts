@@ -42,6 +42,26 @@ export const McpServerState = Schema.Struct({ server_name: Schema.String, enable
 export const McpCacheReset = Schema.Struct({ success: Schema.Boolean, message: Schema.String })
   .annotations({ identifier: "McpCacheReset" })
 
+/** One MCP server as the running gateway has it (Antler's own: DeerFlow's API shows no live status). */
+export const McpServerStatus = Schema.Struct({
+  name: Schema.String,
+  type: Schema.Literal("stdio", "sse", "http"),
+  enabled: Schema.Boolean,
+  state: Schema.Literal("disabled", "idle", "running", "failed").annotations({
+    description: "disabled (enabled: false), idle (not started yet: a server starts when its tools are first " +
+      "asked for), running (connected), failed (it could not start or list its tools; tried again later)"
+  }),
+  tools: Schema.Number.annotations({ description: "The tools it offers, once listed (0 before)" }),
+  starts: Schema.Number.annotations({ description: "How often it was started (a restart after a crash counts)" }),
+  problems: Schema.Array(Schema.String).annotations({
+    description: "Why it failed, or why some of its tools are left out (secrets redacted)"
+  })
+}).annotations({ identifier: "McpServerStatus" })
+
+/** The answer to `GET /mcp/status`: the servers of the running gateway, in the file's order. */
+export const McpStatus = Schema.Struct({ mcp_servers: Schema.Array(McpServerStatus) })
+  .annotations({ identifier: "McpStatus" })
+
 /** `PUT /skills/{skill_name}` */
 export const SkillState = Schema.Struct({ enabled: Schema.Boolean })
 
@@ -108,6 +128,15 @@ export const mcp = HttpApiGroup.make("mcpConfig")
       .addError(AdminOnly)
       .addError(FileFailed)
       .annotate(OpenApi.Summary, "Switch one MCP server on or off")
+  )
+  .add(
+    HttpApiEndpoint.get("getMcpStatus", "/mcp/status")
+      .addSuccess(McpStatus)
+      .addError(AdminOnly)
+      .annotate(
+        OpenApi.Summary,
+        "What each MCP server of the running gateway is doing: its state, its tool count, its problems (starts none)"
+      )
   )
   .add(
     HttpApiEndpoint.post("resetMcpCache", "/mcp/cache/reset")

@@ -33,6 +33,7 @@ import { McpServerConfig, transportOf } from "../../../services/Extensions.js"
 import { Mcp } from "../../../services/Mcp.js"
 import { SandboxProvider, USER_DATA } from "../../../services/Sandbox.js"
 import * as Json from "../../../state/Json.js"
+import * as Redact from "../../../state/Redact.js"
 import * as SkillArchive from "../../SkillArchive.js"
 import * as ExtensionsApi from "../api/Extensions.js"
 import type { DeerFlowApi } from "../api/GatewayApi.js"
@@ -72,6 +73,8 @@ export interface Options {
   readonly open: boolean
   /** Told the secrets of the servers written (env and header values...), before they start. */
   readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
+  /** The secrets the gateway hides (the servers' among them): none is in a server's status. */
+  readonly redact?: Redact.Redactor | undefined
 }
 
 /** The extensions endpoints of `api` (DeerFlow's, under `/api`): MCP servers and skill states. */
@@ -269,6 +272,24 @@ export const layer = (api: DeerFlowApi, options: Options) =>
               const servers = { ...stored, [request.server_name]: { ...server, enabled: request.enabled } }
               return shownConfig(yield* apply(file, raw, servers))
             }))
+          }))
+        .handleRaw("getMcpStatus", () =>
+          Effect.gen(function*() {
+            yield* adminOnly("MCP configuration")
+            const servers = Option.isSome(mcp) ? yield* mcp.value.status : []
+            const redact = options.redact ?? Redact.none
+            return json(ExtensionsApi.McpStatus, {
+              mcp_servers: servers.map((server) => ({
+                name: server.name,
+                type: server.transport,
+                enabled: server.enabled,
+                state: server.state,
+                tools: server.tools,
+                starts: server.starts,
+                // (a server's refusal or stderr may repeat what it was given: its env and header values, a token)
+                problems: server.problems.map((problem) => Redact.url(redact.text(problem)))
+              }))
+            })
           }))
         .handleRaw("resetMcpCache", () =>
           Effect.gen(function*() {
