@@ -20,6 +20,7 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { AppConfigService } from "../services/AppConfig.js"
+import type { McpServerConfig } from "../services/Extensions.js"
 import { ExtensionsConfig } from "../services/Extensions.js"
 import type { SessionScope } from "../services/Mcp.js"
 import { Mcp } from "../services/Mcp.js"
@@ -28,6 +29,7 @@ import { ConfigError, MAX_CONFIG_BYTES, readConfigText, schemaIssues } from "./C
 import type * as McpClient from "./McpClient.js"
 import * as McpReloadable from "./McpReloadable.js"
 import { writeTextAtomic } from "./memory/AtomicFile.js"
+import * as TaskSnapshot from "./mcp/TaskSnapshot.js"
 import { secrets as serverSecrets } from "./mcp/Variables.js"
 import * as Json from "../state/Json.js"
 
@@ -186,6 +188,11 @@ export const layer = (
   options: Omit<McpClient.Options, "servers"> & {
     readonly recheckMs?: number
     readonly learnSecrets?: ((secrets: ReadonlyArray<string>) => void) | undefined
+    /**
+     * Whether the task-enabled servers' settings stay as they started (`antler serve`, as DeerFlow's gateway): an
+     * edit of them is refused (`Mcp.Service.refusal`), and a hand edit of the file making one is not taken.
+     */
+    readonly freezeTaskServers?: boolean | undefined
   } = {}
 ): Layer.Layer<Mcp, ConfigError, AppConfigService | FileSystem.FileSystem> =>
   Layer.scoped(
@@ -210,7 +217,11 @@ export const layer = (
             `servers and skill states from ${source ?? "extensions_config.json"} (move them there)`
         )
       }
-      const { learnSecrets, recheckMs = RECHECK_MS, ...clientOptions } = options
+      const { learnSecrets, recheckMs = RECHECK_MS, freezeTaskServers, ...clientOptions } = options
+      const startup = TaskSnapshot.of(config.mcpServers)
+      const refusal = freezeTaskServers === true
+        ? (servers: Readonly<Record<string, McpServerConfig>>) => TaskSnapshot.refusal(startup, servers)
+        : undefined
       const service = yield* McpReloadable.make({
         workspace: (scope) => workspaceOf(app.home, scope),
         ...clientOptions,
@@ -238,11 +249,18 @@ export const layer = (
             `${current.file} changed but was not taken, the MCP servers stay as they were: ${decoded.left.message}`
           )
         }
+        const refused = refusal?.(decoded.right.mcpServers)
+        if (refused !== undefined) {
+          return yield* Effect.logWarning(
+            `${current.file} changed but was not taken, the MCP servers stay as they were: ${refused}`
+          )
+        }
         if (learnSecrets !== undefined) learnSecrets(yield* serverSecrets(decoded.right.mcpServers))
         yield* replace(decoded.right.mcpServers)
       })))
       return {
         ...service,
+        refusal,
         revision: Effect.zipRight(refresh, service.revision!),
         // (the gateway writes the file, then replaces the servers: what it wrote is seen)
         replace: (servers) =>

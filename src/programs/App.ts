@@ -384,6 +384,7 @@ export const layerWithMcp = (
  * or the in-memory one). `reload`: take edits of `app`'s configuration file for the runs that start after them
  * (`LiveConfig`, see `ConfigReload`); without it, the configuration of the start is the only one. `tasks`: the
  * gateway's MCP task runtime over the app's MCP service (its agents get the task tools; see `services/McpTasks`).
+ * `mcpOptions.freezeTaskServers`: the task-enabled MCP servers' settings stay as they started (`antler serve`).
  */
 export const factoryLayer = (
   app: AppConfigService["Type"],
@@ -392,14 +393,15 @@ export const factoryLayer = (
   redact?: Redact.Redactor,
   store?: Layer.Layer<ThreadStore, StoreError>,
   reload?: ConfigReload.Watch,
-  tasks?: Layer.Layer<McpTasks, StoreError, Mcp>
+  tasks?: Layer.Layer<McpTasks, StoreError, Mcp>,
+  mcpOptions: { readonly freezeTaskServers?: boolean | undefined } = {}
 ): Layer.Layer<
   Factory.AgentFactory | Memory | Services | Mcp | LiveConfig,
   StoreError | ModelBuildError | ConfigError | ConfiguredMiddlewares.ConfiguredMiddlewareError,
   FileSystem.FileSystem
 > => {
   // one MCP service for the app: the agents' MCP tools and the sandbox's filesystem roots come from it
-  const mcp = mcpLayer(app, redact)
+  const mcp = mcpLayer(app, redact, mcpOptions)
   const services = layerWithMcp(app, mcp, redact, store)
   const model = Layer.effect(ModelService, modelService(choice))
   // one memory queue for the app, shared by every agent the factory builds
@@ -459,9 +461,11 @@ export const configSecrets = (config: AppConfigService["Type"]["config"]): Reado
  */
 export const mcpLayer = (
   app: AppConfigService["Type"],
-  redact?: Redact.Redactor
+  redact?: Redact.Redactor,
+  options: { readonly freezeTaskServers?: boolean | undefined } = {}
 ): Layer.Layer<Mcp, ConfigError, FileSystem.FileSystem> =>
   ExtensionsFile.layer({
     // (a growing redactor learns the secrets of servers a hand edit of the file adds)
-    learnSecrets: redact !== undefined && "learn" in redact ? (redact as Redact.Growing).learn : undefined
+    learnSecrets: redact !== undefined && "learn" in redact ? (redact as Redact.Growing).learn : undefined,
+    freezeTaskServers: options.freezeTaskServers
   }).pipe(Layer.provide(Layer.succeed(AppConfigService, app)))

@@ -125,6 +125,11 @@ export interface Service {
    */
   readonly replace?: ((servers: Readonly<Record<string, McpServerConfig>>) => Effect.Effect<void>) | undefined
   /**
+   * Why `servers` may not replace the running ones (`undefined`: they may): under `antler serve`, an edit of a
+   * task-enabled server's settings (`TaskSnapshot`). Absent: every replacement may be made.
+   */
+  readonly refusal?: ((servers: Readonly<Record<string, McpServerConfig>>) => string | undefined) | undefined
+  /**
    * The servers as configured now (enabled or not), after any `replace`: the sandbox reads an enabled filesystem
    * server's roots from it. Absent: unknown (no roots are taken from MCP).
    */

@@ -328,7 +328,10 @@ export const layer = (options: Options) => {
   const limits = StorageQuota.fromConfig(gateway.quotas)
   const store = Layer.map(options.store ?? storeLayer(app, redact), (context) =>
     Context.add(context, ThreadStore, StorageQuota.bounded(Context.get(context, ThreadStore), limits)))
-  const factory = App.factoryLayer(app, options.choice, options.factory, redact, store, reload, tasks)
+  // (the task-enabled MCP servers' settings stay as they started while it serves, as DeerFlow's gateway's do)
+  const factory = App.factoryLayer(app, options.choice, options.factory, redact, store, reload, tasks, {
+    freezeTaskServers: true
+  })
   const runOptions: Runs.Options = {
     bufferSize: gateway.replay_buffer_events,
     bufferBytes: Math.floor(gateway.replay_buffer_mb * 1024 * 1024),

@@ -99,6 +99,10 @@ export const SkillObject = Schema.Struct({
 
 const AdminOnly = refusal(403, "A token that is not an admin's (the file is every user's)")
 const FileFailed = refusal(500, "extensions_config.json could not be read or written")
+const Frozen = refusal(
+  409,
+  "A change of a task-enabled MCP server's settings (task_toolsets) while the gateway runs: restart it to make one"
+)
 
 /** The MCP configuration group (served under `/api`). */
 export const mcp = HttpApiGroup.make("mcpConfig")
@@ -115,6 +119,7 @@ export const mcp = HttpApiGroup.make("mcpConfig")
       .addSuccess(McpConfig)
       .addError(BodyRefusals)
       .addError(refusal(400, "A server that cannot be started as given, or a masked value with nothing to keep"))
+      .addError(Frozen)
       .addError(AdminOnly)
       .addError(FileFailed)
       .annotate(OpenApi.Summary, "Replace the MCP servers (the next run uses them; no restart)")
@@ -125,6 +130,7 @@ export const mcp = HttpApiGroup.make("mcpConfig")
       .addSuccess(McpConfig)
       .addError(BodyRefusals)
       .addError(refusal(404, "No MCP server of that name"))
+      .addError(Frozen)
       .addError(AdminOnly)
       .addError(FileFailed)
       .annotate(OpenApi.Summary, "Switch one MCP server on or off")
@@ -142,6 +148,7 @@ export const mcp = HttpApiGroup.make("mcpConfig")
     HttpApiEndpoint.post("resetMcpCache", "/mcp/cache/reset")
       .addSuccess(McpCacheReset)
       .addError(refusal(422, "A server of the file that cannot be read"))
+      .addError(Frozen)
       .addError(AdminOnly)
       .addError(FileFailed)
       .annotate(

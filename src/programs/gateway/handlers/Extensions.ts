@@ -173,10 +173,17 @@ export const layer = (api: DeerFlowApi, options: Options) =>
         ])
     )
 
+    /** Refuses servers that change a task-enabled server's settings while the gateway runs (`TaskSnapshot`). */
+    const unfrozen = (servers: Readonly<Record<string, McpServerConfig>>) => {
+      const refused = Option.isSome(mcp) ? mcp.value.refusal?.(servers) : undefined
+      return refused === undefined ? Effect.void : Effect.fail(fail("conflict", refused))
+    }
+
     /** Writes the new servers and hands them to the running app. */
     const apply = (file: string, raw: Raw, servers: Raw) =>
       Effect.gen(function*() {
         const decoded = yield* decodeServers(servers)
+        yield* unfrozen(decoded)
         const next = { ...raw, mcpServers: servers }
         yield* writeRaw(file, next)
         // (what the new servers say may hold their secrets: every redaction of the gateway hides them from now on)
@@ -188,6 +195,7 @@ export const layer = (api: DeerFlowApi, options: Options) =>
     /** The file's servers started again, as it is now (edited by hand since, or not): DeerFlow's cache reset. */
     const restart = Effect.gen(function*() {
       const decoded = yield* decodeServers(serversOf(yield* readRaw(yield* mcpFile)))
+      yield* unfrozen(decoded)
       if (options.learnSecrets !== undefined) options.learnSecrets(yield* McpVariables.secrets(decoded))
       if (Option.isSome(mcp) && mcp.value.replace !== undefined) yield* mcp.value.replace(decoded)
     })
