@@ -286,7 +286,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const wrapper = c.transport === "stdio" ? yield* parentDeath : ({ _tag: "none", reason: "" } as const)
           // (the entry's own secrets and a call's request secrets hidden as the stderr arrives, before its tail is
           // cut; a prefix of one at a chunk's end waits for the next: a value split between chunks is hidden too)
-          const hidden = Redact.make([...entrySecrets(entry), ...(c.hides ?? [])]).stream()
+          const hides = c.hides ?? []
+          const hidden = Redact.make([...entrySecrets(entry), ...hides], { encoded: hides.length > 0 }).stream()
           const transport = makeTransport(sdk, c.transport, entry, start, wrapper, (text) => {
             c.stderr = (c.stderr + hidden.push(text)).slice(-2000)
           }, {
@@ -317,7 +318,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           if (Either.isLeft(connected)) {
             yield* abandon(start)
             const timedOut = codeOf(connected.left) === -32001 || errorText(connected.left) === "timeout"
-            const tail = clean(c.stderr, 300)
+            // (with what the redactor still holds back: the stream ended with the process, or may yet go on)
+            const tail = clean((c.stderr + hidden.peek()).slice(-2000), 300)
             const message = timedOut
               ? `MCP server '${c.name}' did not finish starting within ${ms / 1000} s`
               : `MCP server '${c.name}' could not be started: ${oversize.get(client) ?? errorText(connected.left)}` +

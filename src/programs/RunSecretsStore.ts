@@ -1,6 +1,6 @@
 /**
  * The thread store a run given request secrets (`RunOptions.secrets`) writes through: its checkpoints and its records
- * kept with every value hidden (itself, URL-encoded, JSON-escaped: `Redact.make`). A tool's result is masked before
+ * kept with every value hidden (itself, URL-encoded, JSON-escaped, hex or base64: `Redact.make`, `encoded`). A tool's result is masked before
  * the thread sees it, but the model may write a value out (one it decoded from a form nothing masks), and the store
  * hides only the process's secrets: the thread, its history and the database kept it, where the run's stream hid it.
  */
@@ -14,7 +14,7 @@ export const hiding = (
   store: ThreadStore["Type"],
   secrets: SkillSecrets.RequestSecrets | undefined
 ): ThreadStore["Type"] => {
-  const redact = Redact.make(SkillSecrets.entries(secrets).values())
+  const redact = Redact.make(SkillSecrets.entries(secrets).values(), { encoded: true })
   if (redact.secrets.length === 0) return store
   const updatesOf = <A>(updates: A): A => redact.value(updates)
   return {

@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Json from "../state/Json.js"
-import { echoForms, MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
+import { echoForms, encodedForms, MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
 import { UNSAFE_ENV_NAME } from "./Sandbox.js"
 import type { Catalog, SecretRequirement, Skill } from "./Skills.js"
 import { normalisePath } from "./Skills.js"
@@ -236,7 +236,8 @@ export class ActiveSecrets extends Context.Tag("antler/SkillSecrets/ActiveSecret
  * The texts a mask hides for these values: each value of at least `MIN_SECRET_LENGTH` characters (a shorter one
  * would shred unrelated output, as DeerFlow's `_MIN_MASK_LENGTH`) and, for one of several lines, each such line of
  * it (output is masked a line at a time as it streams), each also in the forms a tool says it back in (`echoForms`:
- * URL-encoded, JSON-escaped); longest first, so a value inside another is not half shown.
+ * URL-encoded, JSON-escaped; `encodedForms`: hex, base64 standard and URL-safe, also inside a longer base64 text);
+ * longest first, so a value inside another is not half shown.
  */
 export const maskedTexts = (values: Iterable<string>): ReadonlyArray<string> => {
   const out = new Set<string>()
@@ -245,6 +246,7 @@ export const maskedTexts = (values: Iterable<string>): ReadonlyArray<string> => 
       if (text.length < MIN_SECRET_LENGTH) continue
       out.add(text)
       for (const form of echoForms(text)) out.add(form)
+      for (const form of encodedForms(text)) out.add(form)
     }
   }
   return [...out].sort((a, b) => b.length - a.length)

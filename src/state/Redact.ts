@@ -19,6 +19,12 @@ export const MARKER = "[redacted]"
  */
 export const MIN_SECRET_LENGTH = 8
 
+/**
+ * The shortest beginning of a secret a stream that ends hides (`TextStream.end`, `Redactor.last`): a text cut off
+ * inside a secret shows at most this many characters less one of it, fewer than any secret searched for has.
+ */
+export const MIN_HIDDEN_PREFIX = 4
+
 /** The longest word a stream holds back while it may still become a URL with credentials. */
 const MAX_HOLD = 4096
 
@@ -29,8 +35,15 @@ const SCHEME_STARTS = ["bearer", "basic"].flatMap((word) => Array.from(word, (_,
 export interface TextStream {
   /** Adds a delta; returns the redacted text that is safe to show now (a suffix may be held back). */
   readonly push: (delta: string) => string
-  /** Ends the text: returns what was held back, redacted. */
+  /**
+   * Ends the text: returns what was held back, redacted (`Redactor.last`: a trailing beginning of a secret of
+   * `MIN_HIDDEN_PREFIX` characters or more hidden too).
+   */
   readonly end: () => string
+  /** What `end` would return now, without ending (a tail shown while the text may still grow). */
+  readonly peek: () => string
+  /** A stream of its own that holds what this one holds now (what both are given next is their own). */
+  readonly fork: () => TextStream
 }
 
 /** A redactor over a fixed set of secrets. */
@@ -39,6 +52,11 @@ export interface Redactor {
   readonly secrets: ReadonlyArray<string>
   /** The text with secrets, URL credentials and bearer tokens replaced by `MARKER`. */
   readonly text: (text: string) => string
+  /**
+   * `text` as the end of a stream (`TextStream.end`): a trailing beginning of a secret (a text cut off inside one)
+   * of `MIN_HIDDEN_PREFIX` characters or more is replaced too.
+   */
+  readonly last: (text: string) => string
   /** Whether `text` holds anything `text` would replace. */
   readonly test: (text: string) => boolean
   /** Every string inside a JSON-like value redacted; the same value (by reference) when nothing changed. */
@@ -123,11 +141,43 @@ export const namedSecrets = (value: unknown, depth = 0): ReadonlyArray<string> =
 export const echoForms = (value: string): ReadonlyArray<string> =>
   [encodeURIComponent(value), JSON.stringify(value).slice(1, -1)].filter((form) => form !== value)
 
+/**
+ * The forms a request secret is said back in encoded (`make`'s `encoded`): its UTF-8 bytes in hex (lower and upper
+ * case) and in base64, standard and URL-safe, whole (with and without padding) and, for an echo inside a longer
+ * base64 text, the characters its bytes alone make at each of the three byte alignments (a neighbour's bits change
+ * the first and last ones, which are left out). None for a secret shorter than `MIN_SECRET_LENGTH` (not searched for
+ * at all); a longer one's forms are at least ten characters (60 bits), which random text does not make by chance.
+ */
+export const encodedForms = (value: string): ReadonlyArray<string> => {
+  if (value.length < MIN_SECRET_LENGTH) return []
+  const bytes = Buffer.from(value, "utf8")
+  const hex = bytes.toString("hex")
+  const whole = bytes.toString("base64")
+  const urlSafe = (text: string) => text.replace(/\+/g, "-").replace(/\//g, "_")
+  const forms = [hex, hex.toUpperCase(), whole, whole.replace(/=+$/, ""), urlSafe(whole)]
+  forms.push(urlSafe(whole).replace(/=+$/, ""))
+  for (const offset of [0, 1, 2]) {
+    const text = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64")
+    const core = text.slice(Math.ceil((8 * offset) / 6), Math.floor((8 * (offset + bytes.length)) / 6))
+    forms.push(core, urlSafe(core))
+  }
+  return [...new Set(forms)].filter((form) => form !== value && form.length >= MIN_SECRET_LENGTH)
+}
+
+/** How a redactor searches for its secrets. */
+export interface Options {
+  /**
+   * Also the secrets' encoded forms (`encodedForms`: hex, base64): for a run's request secrets, which a server or a
+   * tool may say back encoded; off for the process's own (no cost on a run without request secrets).
+   */
+  readonly encoded?: boolean | undefined
+}
+
 /** The URL without its credentials: `http://user:pass@host/v1` → `http://[redacted]@host/v1`. */
 export const url = (text: string): string => text.replace(urlCredentials(), `://${MARKER}@`)
 
 /** Builds a redactor for these secrets (redacted values are read; short, empty and missing ones are skipped). */
-export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
+export const make = (secrets: Iterable<SecretInput> = [], options: Options = {}): Redactor => {
   const set = new Set<string>()
   for (const secret of secrets) {
     if (secret === undefined || secret === null) continue
@@ -135,6 +185,7 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     if (value.length < MIN_SECRET_LENGTH) continue
     set.add(value)
     for (const form of echoForms(value)) set.add(form)
+    if (options.encoded === true) for (const form of encodedForms(value)) set.add(form)
   }
   const list = [...set].sort((a, b) => b.length - a.length)
   const secretPattern = list.length === 0 ? undefined : new RegExp(list.map(escapeRegExp).join("|"), "g")
@@ -152,6 +203,22 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
   }
 
   const test = (input: string) => text(input) !== input
+
+  /** `done` (redacted already) with a trailing beginning of a secret hidden (see `MIN_HIDDEN_PREFIX`). */
+  const hideCutSecret = (done: string): string => {
+    let longestCut = 0
+    for (const secret of list) {
+      for (let k = Math.min(secret.length - 1, done.length); k >= MIN_HIDDEN_PREFIX && k > longestCut; k--) {
+        if (endsWithPrefix(done, secret, k)) {
+          longestCut = k
+          break
+        }
+      }
+    }
+    return longestCut === 0 ? done : done.slice(0, done.length - longestCut) + MARKER
+  }
+
+  const last = (input: string) => hideCutSecret(text(input))
 
   const value = <A>(input: A): A => Json.mapStrings(input, text)
 
@@ -191,8 +258,8 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
     return cut
   }
 
-  const stream = (): TextStream => {
-    let pending = ""
+  const stream = (held = ""): TextStream => {
+    let pending = held
     return {
       push: (delta) => {
         pending += delta
@@ -205,38 +272,43 @@ export const make = (secrets: Iterable<SecretInput> = []): Redactor => {
       end: () => {
         const out = pending
         pending = ""
-        return text(out)
-      }
+        return last(out)
+      },
+      peek: () => last(pending),
+      fork: () => stream(pending)
     }
   }
 
-  return { secrets: list, text, test, value, stream }
+  return { secrets: list, text, last, test, value, stream: () => stream() }
 }
 
 /** A redactor without secrets: URL credentials and bearer tokens only. */
 export const none: Redactor = make()
 
 /**
- * `base` hiding `secrets` too (a run's own, on top of the process's): read through `base` each time, so what `base`
- * learns meanwhile is hidden as well. `base` itself when none of `secrets` is long enough to search for.
+ * `base` hiding `secrets` too (a run's request secrets, on top of the process's, in their encoded forms as well: see
+ * `Options.encoded`): read through `base` each time, so what `base` learns meanwhile is hidden as well. `base` itself
+ * when none of `secrets` is long enough to search for.
  */
 export const also = (base: Redactor, secrets: Iterable<SecretInput>): Redactor => {
-  const extra = make(secrets)
+  const extra = make(secrets, { encoded: true })
   if (extra.secrets.length === 0) return base
   return {
     get secrets() {
       return [...base.secrets, ...extra.secrets]
     },
     text: (text) => extra.text(base.text(text)),
+    last: (text) => extra.last(base.last(text)),
     test: (text) => base.test(text) || extra.test(text),
     value: (value) => extra.value(base.value(value)),
     stream: () => {
-      const first = base.stream()
-      const second = extra.stream()
-      return {
+      const chained = (first: TextStream, second: TextStream): TextStream => ({
         push: (delta) => second.push(first.push(delta)),
-        end: () => second.push(first.end()) + second.end()
-      }
+        end: () => second.push(first.end()) + second.end(),
+        peek: () => chained(first.fork(), second.fork()).end(),
+        fork: () => chained(first.fork(), second.fork())
+      })
+      return chained(base.stream(), extra.stream())
     }
   }
 }
@@ -258,6 +330,7 @@ export const growing = (base: Redactor): Growing => {
       return current.secrets
     },
     text: (text) => current.text(text),
+    last: (text) => current.last(text),
     test: (text) => current.test(text),
     value: (value) => current.value(value),
     stream: () => current.stream(),

@@ -5,7 +5,8 @@
  *   JSON text (a configuration it prints, a `"` of the value escaped) and URL-encoded (the URL of
  *   a request it made, in an error): only the value itself was masked in the tool's result, so the thread, the
  *   database and the model's next request held the escaped and encoded forms;
- * - the model writing the value out in its answer (it decoded a form nothing masks, base64): the stream hid it (the
+ * - the model writing the value out in its answer (it decoded a form nothing masks, reversed; base64 is masked since
+ *   round 25, `test/state/Attack25SecretsRedact.test.ts`): the stream hid it (the
  *   run's redactor), the thread's state and the database kept it (the store knows only the process's secrets).
  * A token like `…/…+…=` (base64) or one holding a `"` is an ordinary secret; a server echoing its request's URL
  * in an error is an ordinary server.
@@ -32,7 +33,7 @@ const SLOW = 120_000
 
 /**
  * A stdio MCP server whose `whoami` answers with its `$ERP_TOKEN` as a server may say it back: in its configuration
- * as JSON, URL-encoded in a failed request's URL, base64-encoded, and its length (what proves it got it).
+ * as JSON, URL-encoded in a failed request's URL, base64-encoded, reversed, and its length (what proves it got it).
  */
 const ECHO = `
   import { Server } from ${JSON.stringify(`${SDK}/server/index.js`)}
@@ -47,7 +48,8 @@ const ECHO = `
     const url = "https://erp.example/api/report?token=" + encodeURIComponent(token)
     return {
       content: [{ type: "text", text: "len:" + token.length + " GET " + url + " failed: 401 b64:" +
-        Buffer.from(token).toString("base64") + "\\nconfig: " + JSON.stringify({ authorization: token }) }]
+        Buffer.from(token).toString("base64") + " rev:" + [...token].reverse().join("") + "\\nconfig: " +
+        JSON.stringify({ authorization: token }) }]
     }
   })
   await server.connect(new StdioServerTransport())
@@ -58,23 +60,23 @@ const logs = captureLogs()
 const alice = Requests.as(() => gateway, Support.ALICE)
 
 /**
- * "ask": the tool; after its result, "decode": an answer with the base64 form decoded, else a plain one. "echo": the
- * decoded value said with a second call of the tool, whose next request the provider refuses quoting the value.
+ * "ask": the tool; after its result, "decode": an answer with the reversed form read back, else a plain one. "echo":
+ * the decoded value said with a second call of the tool, whose next request the provider refuses quoting the value.
  */
 const script = (body: ChatRequestBody): Turn => {
   const last = body.messages.at(-1)
   if (Support.lastUserText(body).includes("echo") && last?.role === "tool") {
     const said = body.messages.filter((m) => m.role === "assistant").map((m) => String(m.content ?? "")).join(" ")
     if (said.includes(MARK)) return { status: 400, body: { error: { message: `Refused content: ${said}` } } }
-    const b64 = /b64:(\S+)/.exec(contentText(last.content as never))![1]!
-    const value = Buffer.from(b64, "base64").toString()
+    const rev = /rev:(\S+)/.exec(contentText(last.content as never))![1]!
+    const value = [...rev].reverse().join("")
     return { content: `Checking ${value} again.`, toolCalls: [{ name: "forms_whoami", arguments: {} }] }
   }
   if (last?.role === "tool") {
     const said = contentText(last.content as never)
-    const b64 = /b64:(\S+)/.exec(said)?.[1]
-    return Support.lastUserText(body).includes("decode") && b64 !== undefined
-      ? `Your token is ${Buffer.from(b64, "base64").toString()} (decoded).`
+    const rev = /rev:(\S+)/.exec(said)?.[1]
+    return Support.lastUserText(body).includes("decode") && rev !== undefined
+      ? `Your token is ${[...rev].reverse().join("")} (decoded).`
       : "The server answered."
   }
   return { toolCalls: [{ name: "forms_whoami", arguments: {} }] }
