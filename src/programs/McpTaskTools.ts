@@ -66,7 +66,8 @@ export const submitTool = (
             toolCallId: call.id,
             server: spec.server,
             toolset,
-            arguments: args as JsonObject
+            arguments: args as JsonObject,
+            secrets: run.options.secrets
           })).pipe(
             Effect.map((created) =>
               text({

@@ -11,6 +11,7 @@ import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { McpTaskToolset } from "./Extensions.js"
 import type { JsonObject } from "../state/Message.js"
+import type { RequestSecrets } from "./SkillSecrets.js"
 
 /** DeerFlow's task statuses. */
 export const TaskStatus = Schema.Literal("submitted", "working", "input_required", "completed", "failed", "cancelled")
@@ -113,6 +114,11 @@ export interface TaskRecord extends TaskState {
   readonly next_notification_at: number | null
   readonly notification_lease_owner: string | null
   readonly notification_lease_expires_at: number | null
+  /**
+   * The request secrets of the run that started it, sealed (`mcptasks/TaskSecrets`) while it is active, so that
+   * what its server says after that run ended is masked with them; null when it had none or once it ended.
+   */
+  readonly sealed_secrets?: string | null | undefined
 }
 
 /** What names a new task: whose, where, on which server, and its first poll. */
@@ -179,6 +185,8 @@ export interface SubmitRequest {
   readonly server: string
   readonly toolset: McpTaskToolset
   readonly arguments: JsonObject
+  /** The run's request secrets: what the task says later is masked with them (see `TaskRecord.sealed_secrets`). */
+  readonly secrets?: RequestSecrets | undefined
 }
 
 /** The task runtime. */

@@ -53,7 +53,8 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     completed_at BIGINT,
     created_at BIGINT NOT NULL,
     updated_at BIGINT NOT NULL,
-    ${Notifications.COLUMNS_SQL.join(",\n    ")}
+    ${Notifications.COLUMNS_SQL.join(",\n    ")},
+    sealed_secrets TEXT
   )`,
   // (one record per remote task of a server and user: DeerFlow's uq_mcp_tasks_user_server_remote)
   `CREATE UNIQUE INDEX IF NOT EXISTS antler_mcp_tasks_remote
@@ -98,7 +99,8 @@ const COLUMNS = [
   "completed_at",
   "created_at",
   "updated_at",
-  ...Notifications.COLUMNS
+  ...Notifications.COLUMNS,
+  "sealed_secrets"
 ] as const
 
 const Text = Schema.NullOr(Schema.String)
@@ -139,7 +141,8 @@ const Row = Schema.Struct({
   completed_at: Time,
   created_at: Int,
   updated_at: Int,
-  ...Notifications.ROW_FIELDS
+  ...Notifications.ROW_FIELDS,
+  sealed_secrets: Text
 })
 const decodeRows = Schema.decodeUnknownEither(Schema.Array(Row))
 
@@ -205,6 +208,11 @@ export const make = (sql: Sql) =>
   Effect.gen(function*() {
     for (const statement of MIGRATIONS) yield* sql.query(statement, [])
     yield* Notifications.addColumns(sql)
+    // (a table an earlier build made: the run's sealed secrets, `TaskSecrets`)
+    yield* Effect.ignore(Effect.orElse(
+      sql.query("SELECT sealed_secrets FROM antler_mcp_tasks WHERE 1 = 0", []),
+      () => sql.query("ALTER TABLE antler_mcp_tasks ADD COLUMN sealed_secrets TEXT", [])
+    ))
     for (const statement of LATER) yield* sql.query(statement, [])
     const SELECT = `SELECT ${COLUMNS.join(", ")} FROM antler_mcp_tasks`
     const notifications = Notifications.make(
@@ -292,8 +300,9 @@ export const make = (sql: Sql) =>
           sql.query(
             `UPDATE antler_mcp_tasks SET ${set.text}, next_poll_at = ?, last_polled_at = ?, last_poll_error = NULL, ` +
               "consecutive_poll_error_count = 0, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?, " +
-              `completed_at = ?${event.text} WHERE id = ? AND lease_owner = ? AND lease_expires_at >= ? ` +
-              `AND ${NOT_ENDED} AND cancel_requested_at IS NULL RETURNING id`,
+              `completed_at = ?${ended ? ", sealed_secrets = NULL" : ""}${event.text} WHERE id = ? ` +
+              `AND lease_owner = ? AND lease_expires_at >= ? AND ${NOT_ENDED} AND cancel_requested_at IS NULL ` +
+              "RETURNING id",
             [...set.values, nextPollAt, now, now, ended ? now : null, ...event.values, task.id, owner, now]
           ),
           (rows) => rows.length === 1
@@ -356,7 +365,7 @@ export const make = (sql: Sql) =>
           sql.query(
             `UPDATE antler_mcp_tasks SET ${set.text}, next_poll_at = NULL, next_cancel_at = NULL, ` +
               "last_cancel_error = NULL, lease_owner = NULL, lease_expires_at = NULL, completed_at = ?, " +
-              `updated_at = ?${event.text} ` +
+              `updated_at = ?, sealed_secrets = NULL${event.text} ` +
               `WHERE id = ? AND lease_owner = ? AND lease_expires_at >= ? AND ${NOT_ENDED} RETURNING id`,
             [...set.values, now, now, ...event.values, task.id, owner, now]
           ),

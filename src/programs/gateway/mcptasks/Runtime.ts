@@ -3,7 +3,8 @@
  * records the task before the model hears of it, then, in the background, polls each active task on its server
  * until it ends and carries out the cancels asked for. A failed poll or cancel is tried again later, the wait
  * doubling up to `max_poll_backoff_seconds`; a server that breaks the contract fails the task. Results are kept
- * bounded (`TaskDriver.bounded`) and without the app's secrets (a server may echo its env).
+ * bounded (`TaskDriver.bounded`) and without the app's secrets (a server may echo its env), nor the request secrets
+ * of the run that started the task (`TaskSecrets`: sealed in its record while it is active).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -21,6 +22,7 @@ import { ACTIVE, McpTaskError, McpTasks, submitted, TERMINAL } from "../../../se
 import type { StoreError } from "../../../services/RunContext.js"
 import * as Redact from "../../../state/Redact.js"
 import * as Records from "./Records.js"
+import * as TaskSecrets from "./TaskSecrets.js"
 
 const storeFailed = (error: StoreError) => new McpTaskError({ reason: "store", message: error.message, cause: error })
 
@@ -34,12 +36,16 @@ const refOf = (record: TaskRecord): TaskDriver.TaskRef => ({
   scope: { userId: record.user_id, threadId: record.thread_id }
 })
 
-/** The runtime over its store and the app's MCP servers, and the pass the poller makes (`pass`). */
+/**
+ * The runtime over its store and the app's MCP servers, and the pass the poller makes (`pass`). `key`: what tasks'
+ * request secrets are sealed under (`TaskSecrets.keyOf`: the cluster's, else one of this runtime's own).
+ */
 export const make = (
   config: McpTasksConfig,
   records: Records.Service,
   mcp: Mcp["Type"],
-  redact: Redact.Redactor = Redact.none
+  redact: Redact.Redactor = Redact.none,
+  key: TaskSecrets.Key = TaskSecrets.keyOf(undefined)
 ) =>
   Effect.gen(function*() {
     const owner = `${Os.hostname()}:${Crypto.randomUUID().replace(/-/g, "")}`
@@ -68,8 +74,11 @@ export const make = (
           driverFailed
         )
         const now = yield* Clock.currentTimeMillis
-        const record = submitted({
-          id: `mcp-task-${Crypto.randomUUID().replace(/-/g, "")}`,
+        const id = `mcp-task-${Crypto.randomUUID().replace(/-/g, "")}`
+        const whose = { id, user_id: request.userId, thread_id: request.threadId }
+        const sealed = TaskSecrets.seal(key, whose, request.secrets)
+        const made = submitted({
+          id,
           user_id: request.userId,
           thread_id: request.threadId,
           run_id: request.runId,
@@ -81,6 +90,7 @@ export const make = (
           driver_data: driverData,
           next_poll_at: now + config.poll_interval_seconds * 1000
         }, now)
+        const record: TaskRecord = sealed === null ? made : { ...made, sealed_secrets: sealed }
         yield* records.create(record).pipe(
           Effect.catchTags({
             // (that remote task has a record already: cancelling it would end the task that record tracks)
@@ -143,14 +153,15 @@ export const make = (
 
     const pollOne = (record: TaskRecord) =>
       Effect.gen(function*() {
+        const guard = TaskSecrets.guardOf(key, record, redact)
         const answer = yield* Effect.either(
           Effect.flatMap(TaskDriver.status(mcp, refOf(record)), (snapshot) =>
-            TaskDriver.bounded(redact.value(snapshot), limits))
+            TaskDriver.bounded(TaskSecrets.guarded(guard, snapshot), limits))
         )
         const now = yield* Clock.currentTimeMillis
         if (Either.isLeft(answer) && !answer.left.permanent) {
           const failures = record.consecutive_poll_error_count
-          const error = redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
+          const error = TaskSecrets.guardedText(guard, answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
           yield* records.releasePoll(
             record,
             owner,
@@ -163,15 +174,19 @@ export const make = (
         }
         const snapshot: TaskDriver.Snapshot = Either.isRight(answer)
           ? answer.right
-          : { ...FAILED, error: redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS) }
+          : {
+            ...FAILED,
+            error: TaskSecrets.guardedText(guard, answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
+          }
         yield* records.applySnapshot(record, owner, snapshot, nextPollAt(snapshot, now), now)
       })
 
     const cancelOne = (record: TaskRecord) =>
       Effect.gen(function*() {
+        const guard = TaskSecrets.guardOf(key, record, redact)
         const answer = yield* Effect.either(
           Effect.flatMap(TaskDriver.cancel(mcp, refOf(record)), (snapshot) =>
-            Either.flatMap(TaskDriver.bounded(redact.value(snapshot), limits), (bounded) =>
+            Either.flatMap(TaskDriver.bounded(TaskSecrets.guarded(guard, snapshot), limits), (bounded) =>
               TERMINAL.includes(bounded.status)
                 ? Either.right(bounded)
                 : Either.left(
@@ -184,7 +199,7 @@ export const make = (
         const now = yield* Clock.currentTimeMillis
         if (Either.isLeft(answer)) {
           const attempts = Math.max(0, record.cancel_attempt_count - 1)
-          const error = redact.text(answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
+          const error = TaskSecrets.guardedText(guard, answer.left.message).slice(0, TaskDriver.MAX_ERROR_CHARS)
           yield* records.releaseCancel(record.id, owner, now + backoffMs(attempts), error, now)
           return
         }
@@ -234,12 +249,13 @@ const FAILED: TaskDriver.Snapshot = { ...TaskDriver.EMPTY, status: "failed" }
  */
 export const layer = (
   config: McpTasksConfig,
-  redact?: Redact.Redactor
+  redact?: Redact.Redactor,
+  key?: TaskSecrets.Key
 ): Layer.Layer<McpTasks, never, Records.Records | Mcp> =>
   Layer.scoped(
     McpTasks,
     Effect.gen(function*() {
-      const runtime = yield* make(config, yield* Records.Records, yield* Mcp, redact)
+      const runtime = yield* make(config, yield* Records.Records, yield* Mcp, redact, key)
       const pause = Effect.race(Effect.sleep(`${config.poll_interval_seconds} seconds`), runtime.wake)
       yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
         runtime.pass.pipe(Effect.catchAllCause((cause) => Effect.logWarning("MCP task poll failed; retrying", cause))),

@@ -20,6 +20,7 @@ import * as Launch from "./Launch.js"
 import * as Notifier from "./Notifier.js"
 import { Records } from "./Records.js"
 import * as Runtime from "./Runtime.js"
+import * as TaskSecrets from "./TaskSecrets.js"
 
 /** The records store a configuration chooses: beside its threads (see `StoreBackend`). */
 export const recordsLayer = (app: AppConfigService["Type"]): Layer.Layer<Records, StoreError> =>
@@ -29,7 +30,8 @@ export const recordsLayer = (app: AppConfigService["Type"]): Layer.Layer<Records
   })
 
 /**
- * The runtime of `app` (none when `mcp_tasks.enabled` is off); what it records is without `redact`'s secrets.
+ * The runtime of `app` (none when `mcp_tasks.enabled` is off); what it records is without `redact`'s secrets, nor
+ * its tasks' runs' request secrets (sealed under `gateway.cluster.secret`, else a key of the process's own).
  * `records`: the store it shares with the notifier (the same layer: built once).
  */
 export const layer = (
@@ -38,7 +40,10 @@ export const layer = (
   records: Layer.Layer<Records, StoreError> = recordsLayer(app)
 ): Layer.Layer<McpTasks, StoreError, Mcp> | undefined =>
   app.config.mcp_tasks.enabled
-    ? Runtime.layer(app.config.mcp_tasks, redact).pipe(Layer.provide(records))
+    ? Layer.suspend(() =>
+      // (a key of this process's own is made when the layer is built: never shared, never on disk)
+      Runtime.layer(app.config.mcp_tasks, redact, TaskSecrets.keyOf(app.config.gateway.cluster?.secret))
+    ).pipe(Layer.provide(records))
     : undefined
 
 /**
