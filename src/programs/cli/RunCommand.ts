@@ -21,6 +21,7 @@ import * as TraceContext from "../../services/TraceContext.js"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
 import * as Tracing from "../../services/Tracing.js"
 import * as M from "../../state/Message.js"
+import * as Redact from "../../state/Redact.js"
 import * as App from "../App.js"
 import * as CliCommand from "./CliCommand.js"
 import { CliExit, ExitCode, fail } from "./CliCommand.js"
@@ -177,12 +178,10 @@ const command = Command.make(
       yield* CliCommand.checkMcpTasks(app, "antler run")
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
-      const secrets = [
-        ...yield* App.toolSecrets(app),
-        ...OtelTracing.secrets(tracing),
-        ...SkillSecrets.entries(requestSecrets).values()
-      ]
-      const redact = App.redactor(choice.models, env, secrets)
+      const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
+      // (the request's secrets in their encoded forms too, as a gateway run's: `Redact.also`)
+      const runSecrets = SkillSecrets.entries(requestSecrets).values()
+      const redact = Redact.also(App.redactor(choice.models, env, secrets), runSecrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()
       const settings = runSettings(choice.name, {
