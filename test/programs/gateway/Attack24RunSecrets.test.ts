@@ -140,10 +140,17 @@ describe("Attack24: a request secret said back in another form", () => {
     assert.include(seen.tool, `len:${SECRET.length}`)
     assert.include(seen.tool, "token=[redacted]")
     assert.include(seen.tool, `config: {"authorization":"[redacted]"}`)
+    // (round 25: base64 too; `b64:` before the server's text, so the model could decode it)
+    assert.include(seen.tool, "b64:[redacted]")
+    const b64 = Buffer.from(SECRET).toString("base64").slice(2, 22)
     for (const [where, text] of Object.entries({ ...seen.read, history: seen.history, stored: seen.stored })) {
       assert.notInclude(text, MARK, where)
+      assert.notInclude(text, b64, where)
     }
-    for (const body of gateway.scripted.bodies) assert.notInclude(body, MARK)
+    for (const body of gateway.scripted.bodies) {
+      assert.notInclude(body, MARK)
+      assert.notInclude(body, b64)
+    }
     assert.deepStrictEqual(filesHolding(gateway.home, MARK), [])
     assert.notInclude(logs.logged.join("\n"), MARK)
   }, SLOW)
