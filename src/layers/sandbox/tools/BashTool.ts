@@ -75,11 +75,18 @@ export const publishingOutput = <A, E, R>(
     return yield* body((text) => void Queue.unsafeOffer(queue, text)).pipe(Effect.ensuring(rest))
   })
 
-/** A timeout as the bash tool's notice says it, in DeerFlow's words: `1 second`, `1.5 seconds`, `600 seconds`. */
+/**
+ * A timeout as the bash tool's notice says it, in DeerFlow's words and format (Python's `:g`, six significant
+ * digits): `1 second`, `1.5 seconds`, `0.25 seconds`, `600 seconds`.
+ */
 export const timeoutDuration = (ms: number): string => {
-  const seconds = Math.round(ms / 100) / 10
+  const seconds = Number((ms / 1000).toPrecision(6))
   return `${seconds} ${seconds === 1 ? "second" : "seconds"}`
 }
+
+/** Text, then a line of its own (DeerFlow's `output + "\n" + notice`, without an empty line between). */
+const thenLine = (text: string, line: string): string =>
+  text === "" ? line : `${text}${text.endsWith("\n") ? "" : "\n"}${line}`
 
 // The configured mounts, for the tool's description.
 const mountsText = (settings: SandboxConfig): string =>
@@ -104,19 +111,24 @@ export const bash = ({ disabledSkills, refusedSkill, settings, skillsContainer, 
           const masked = SkillSecrets.maskedTexts(Object.values(env))
           return sandbox.exec(args.command, { onOutput, hidden, env, masked })
         })), (result) => {
-        const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
         if (result.timedOut) {
-          return `Error: The command timed out after ${timeoutDuration(result.timeoutMs)} and was stopped, ` +
-            `together with every process it started.${before}`
+          // DeerFlow's notice after the output so far (test_local_sandbox_command_timeout), saying what Antler
+          // stops: not the command only but all it started (so DeerFlow's advice to background a server is left out)
+          return thenLine(
+            result.output,
+            `Command timed out after ${timeoutDuration(result.timeoutMs)} and was terminated, together with every ` +
+              "process it started."
+          )
         }
         if (result.stopped !== undefined) {
+          const before = result.output === "" ? "" : `\nOutput before it was stopped:\n${result.output}`
           return `Error: The command was stopped, together with every process it started: ${result.stopped}` +
             before
         }
-        const body = result.output === "" ? "(no output)" : result.output
         const notes = (result.notes ?? []).map((note) => `\n[limit: ${note}]`).join("")
-        if (result.exitCode === 0) return body + notes
-        return `${body}${body.endsWith("\n") ? "" : "\n"}[exit code: ${result.exitCode}]${notes}`
+        // DeerFlow's `(no output)` and `Exit Code: N` line
+        if (result.exitCode === 0) return (result.output === "" ? "(no output)" : result.output) + notes
+        return thenLine(result.output, `Exit Code: ${result.exitCode}`) + notes
       }))(call)
   return Tool.make({
     name: "bash",

@@ -9,7 +9,7 @@ import { displayPath } from "../VirtualPaths.js"
 import { LsArgs, ReadFileArgs, ViewImageArgs } from "./Args.js"
 import { extensionOf, IMAGE_TYPES, MAX_IMAGE_BYTES, sniffImage } from "./Images.js"
 import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
-import { headTruncate, normalizeVirtual, selectLines, under } from "./Text.js"
+import { headTruncate, normalizeVirtual, rangeError, selectLines, under } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 
 /** The `ls` tool. */
@@ -56,40 +56,48 @@ export const readFile = ({ gate, markReads, settings, withSandbox }: ToolContext
     parameters: ReadFileArgs,
     handler: (args, call) =>
       withSandbox("read_file", (sandbox) =>
-        gate(args.path, () => sandbox.readText(args.path).pipe(
-          Effect.map((content): HandlerOutput => {
-            let text = content
-            if (args.start_line !== undefined || args.end_line !== undefined) {
-              const selected = selectLines(content, args.start_line, args.end_line)
-              if ("error" in selected) return `Error: ${selected.error}.`
-              text = selected.text
-            }
-            const output = text === "" ? "(empty)" : headTruncate(
-              text,
-              settings.read_file_output_max_chars,
-              "Use start_line/end_line to read a specific range"
-            )
-            if (!markReads) return output
-            // the read mark (ReadBeforeWrite) is of the whole content read here, also for a range
-            const result = Tool.toResult(call, output)
-            return {
-              ...result,
-              message: ReadMark.withMark(result.message, {
-                path: absoluteVirtual(args.path),
-                hash: ReadMark.contentHash(content)
-              })
-            }
-          }),
-          Effect.catchIf(
-            (e) => e.reason === "binary",
-            (e) =>
-              Effect.succeed(
-                `Error: ${e.message} read_file reads UTF-8 text only. Use bash with a suitable library instead ` +
-                  "(python with pandas or openpyxl for spreadsheets; file or xxd to see what it is), or view_image " +
-                  "for images."
+        gate(args.path, () => {
+          // (a range wrong whatever the file holds is answered before the file is read, as DeerFlow's is)
+          const wrong = rangeError(args.start_line, args.end_line)
+          if (wrong !== undefined) return Effect.succeed(`(${wrong})`)
+          return sandbox.readText(args.path).pipe(
+            Effect.map((content): HandlerOutput => {
+              let text = content
+              if (args.start_line !== undefined || args.end_line !== undefined) {
+                const selected = selectLines(content, args.start_line, args.end_line)
+                // (DeerFlow's notes, not errors: in parentheses, as its `(empty)`)
+                if ("error" in selected) return `(${selected.error})`
+                text = selected.text
+              }
+              const output = text === "" ? "(empty)" : headTruncate(
+                text,
+                settings.read_file_output_max_chars,
+                "Use start_line/end_line to read a specific range"
               )
+              if (!markReads) return output
+              // the read mark (ReadBeforeWrite) is of the whole content read here, also for a range
+              const result = Tool.toResult(call, output)
+              return {
+                ...result,
+                message: ReadMark.withMark(result.message, {
+                  path: absoluteVirtual(args.path),
+                  hash: ReadMark.contentHash(content)
+                })
+              }
+            }),
+            Effect.catchIf(
+              (e) => e.reason === "binary",
+              (e) =>
+                // DeerFlow's sentence (test_read_file_tool_binary), naming the virtual path
+                Effect.succeed(
+                  `Error: cannot read '${e.path ?? sandbox.mask(normalizeVirtual(args.path))}' as text — it ` +
+                    "appears to be a binary file (e.g. .xlsx, .pdf, or an image). read_file only supports UTF-8 " +
+                    "text. Use bash with a suitable library instead (pandas/openpyxl for spreadsheets), or " +
+                    "view_image for images."
+                )
+            )
           )
-        )))(call)
+        }))(call)
   })
 
 /** The `view_image` tool. */

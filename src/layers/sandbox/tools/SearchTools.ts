@@ -5,6 +5,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { SandboxError } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import { displayPath } from "../VirtualPaths.js"
 import { GlobArgs, GrepArgs } from "./Args.js"
@@ -100,7 +101,7 @@ export const glob = ({ gate, withSandbox }: ToolContext) =>
           return [
             `Found ${matches.length} paths under ${root}${more ? ` (showing first ${max})` : ""}`,
             ...lines,
-            ...(more ? ["Results truncated. Narrow the path or pattern to see the rest."] : [])
+            ...(more ? ["Results truncated. Narrow the path or pattern to see fewer matches."] : [])
           ].join("\n") + stopped
         })))(call)
   })
@@ -125,7 +126,12 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
           const regex = compiled.regex
           const filter = args.glob === undefined ? undefined : compileGlob(args.glob)
           if (filter !== undefined && "error" in filter) return `Error: Invalid glob pattern: ${filter.error}`
-          const info = yield* sandbox.stat(args.path)
+          // (a missing path is a missing directory, in DeerFlow's words, whether a file or a folder was meant)
+          const info = yield* Effect.catchIf(
+            sandbox.stat(args.path),
+            (e) => e.reason === "not_found",
+            (e) => Effect.fail(new SandboxError({ ...e, message: `Directory not found: ${e.path ?? root}` }))
+          )
           const files = info.kind === "file"
             ? [{ path: normalizeVirtual(args.path), relative: normalizeVirtual(args.path).split("/").pop()! }]
             : (yield* sandbox.walk(args.path, { maxEntries: WALK_MAX_ENTRIES, skip: isJunk })).entries
@@ -168,7 +174,7 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
           return [
             `Found ${total} matches under ${root}${more ? ` (showing first ${max})` : ""}`,
             ...lines,
-            ...(more ? ["Results truncated. Narrow the path, pattern or glob to see the rest."] : [])
+            ...(more ? ["Results truncated. Narrow the path or add a glob filter."] : [])
           ].join("\n") + stopped
         })))(call)
   })

@@ -22,27 +22,31 @@ export const clampMax = (requested: number | undefined, fallback: number, upper:
   return Math.min(Math.max(value, 1), upper)
 }
 
+/** Why a line range is wrong whatever the file holds (DeerFlow checks it before reading), if it is. */
+export const rangeError = (start: number | undefined, end: number | undefined): string | undefined => {
+  if (start !== undefined && start < 1) return "start_line must be >= 1"
+  if (end !== undefined && end < 1) return "end_line must be >= 1"
+  if (end !== undefined && (start ?? 1) > end) return "start_line > end_line — no lines in range"
+  return undefined
+}
+
 /**
- * Lines `start..end` (1-based, inclusive) of a text, or why that range is wrong, in words that keep DeerFlow's
- * phrases (`start_line > end_line`, `start_line exceeds file length`).
+ * Lines `start..end` (1-based, inclusive) of a text, or why that range is wrong, in DeerFlow's words
+ * (`read_file_tool`: `start_line must be >= 1`, `end_line must be >= 1`, `start_line > end_line — no lines in
+ * range`, `start_line exceeds file length`), which `read_file` answers in parentheses, as DeerFlow's does.
  */
 export const selectLines = (
   content: string,
   start: number | undefined,
   end: number | undefined
 ): { readonly text: string } | { readonly error: string } => {
-  if (start !== undefined && start < 1) return { error: `start_line must be >= 1 (got ${start})` }
-  if (end !== undefined && end < 1) return { error: `end_line must be >= 1 (got ${end})` }
-  if (start !== undefined && end !== undefined && start > end) {
-    return { error: `start_line > end_line (${start} > ${end}); no lines in that range` }
-  }
+  const wrong = rangeError(start, end)
+  if (wrong !== undefined) return { error: wrong }
   const lines = content.split(/\r?\n/)
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop()
   const first = start ?? 1
   if (first > lines.length) {
-    return lines.length === 0 && first === 1
-      ? { text: "" }
-      : { error: `start_line exceeds file length (start_line ${first}, the file has ${lines.length} lines)` }
+    return lines.length === 0 && first === 1 ? { text: "" } : { error: "start_line exceeds file length" }
   }
   return { text: lines.slice(first - 1, Math.min(end ?? lines.length, lines.length)).join("\n") }
 }

@@ -1,5 +1,6 @@
 /** The tools that change files: `write_file` and `str_replace` (each under the file's lock). */
 import * as Effect from "effect/Effect"
+import type { SandboxError } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import { StrReplaceArgs, WriteFileArgs } from "./Args.js"
 import { countOccurrences, normalizeVirtual, replaceLiteral } from "./Text.js"
@@ -8,6 +9,29 @@ import { errorText } from "./ToolContext.js"
 import { headChars } from "../../../state/Chars.js"
 
 const WRITE_ERROR_MAX_CHARS = 2000
+
+/**
+ * A failed write as DeerFlow's `write_file` words it (`Permission denied writing to file: P`, `Failed to write file
+ * 'P': ...`); a path refused as outside the sandbox or read-only, and a write over one of Antler's limits (the file
+ * size, the disk quota), keep Antler's sentence, which says what to do instead.
+ */
+const writeErrorText = (e: SandboxError, shown: string): string => {
+  const path = e.path ?? shown
+  switch (e.reason) {
+    case "path_escape":
+    case "read_only":
+    case "is_directory":
+    case "too_large":
+    case "quota":
+      return errorText(e)
+    case "permission":
+      return e.message.startsWith("Permission denied")
+        ? `Error: Permission denied writing to file: ${path}`
+        : errorText(e)
+    default:
+      return `Error: Failed to write file '${path}': ${e.message}`
+  }
+}
 
 /** The `write_file` tool. */
 export const writeFile = ({ settings, withSandbox }: ToolContext) =>
@@ -25,18 +49,21 @@ export const writeFile = ({ settings, withSandbox }: ToolContext) =>
         const max = settings.write_file_max_bytes
         const bytes = Buffer.byteLength(args.content, "utf8")
         if (max > 0 && bytes > max) {
+          // DeerFlow's sentence (test_write_file_tool_size_guard); an append over the cap (which DeerFlow lets
+          // through) is refused in the same words, asking for smaller appends
           return Effect.succeed(
-            args.append
-              ? `Error: The content is ${bytes} bytes, over the ${max}-byte limit for one write (appends ` +
-                `included). Add it in several calls with append=true, each under ${max} bytes.`
-              : `Error: The content is ${bytes} bytes, over the ${max}-byte limit for one write. Write the first ` +
-                `section (under ${max} bytes) with write_file, then add the rest in chunks with append=true, ` +
-                "or make targeted edits with str_replace."
+            `Error: write_file content (${bytes} bytes) exceeds the ${max}-byte single-call limit. Split the ` +
+              "content into smaller pieces: " + (args.append
+                ? `call write_file with append=True once for each piece, each under ${max} bytes.`
+                : "either (a) write the first section now, then use `str_replace` for further edits, or (b) call " +
+                  "write_file again with append=True carrying the next section.")
           )
         }
         return sandbox.withFileLock(args.path, sandbox.writeText(args.path, args.content, args.append)).pipe(
           Effect.as("OK"),
-          Effect.catchAll((e) => Effect.succeed(headChars(errorText(e), WRITE_ERROR_MAX_CHARS)))
+          Effect.catchAll((e) =>
+            Effect.succeed(headChars(writeErrorText(e, sandbox.mask(args.path)), WRITE_ERROR_MAX_CHARS))
+          )
         )
       })(call)
   })
