@@ -139,7 +139,8 @@ describe("test_sandbox_tools_security.py (what the tools answer)", () => {
   it.effect("write_file and str_replace failures name the virtual path in DeerFlow's sentences", () =>
     Effect.gen(function*() {
       const t = setup()
-      Fs.mkdirSync(Path.join((yield* Effect.succeed(t.paths)).workspace, "dir"), { recursive: true })
+      yield* t.text("ls", { path: W })
+      Fs.mkdirSync(Path.join(t.paths.workspace, "dir"))
       const dir = yield* t.text("write_file", { path: `${W}/dir`, content: "x" })
       assert.strictEqual(dir, `Error: Path is a directory, not a file: ${W}/dir`)
       const missing = yield* t.text("str_replace", { path: `${W}/none.txt`, old_str: "a", new_str: "b" })
