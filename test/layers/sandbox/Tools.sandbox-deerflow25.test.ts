@@ -184,6 +184,20 @@ describe("glob and grep truncation", () => {
     }))
 })
 
+describe("test_sandbox_search_tools.py (find_grep_matches reads with errors=\"replace\")", () => {
+  it.effect("grep finds a line of a text file not in UTF-8 (Latin-1), its odd byte shown as U+FFFD", () =>
+    Effect.gen(function*() {
+      const t = setup()
+      yield* t.text("ls", { path: W })
+      t.write(t.paths.workspace, "menu.csv", Buffer.from("id,name\n1,caf\xe9 au lait\n", "latin1"))
+      t.write(t.paths.workspace, "blob.bin", Buffer.from("lait\u0000lait", "latin1"))
+      assert.strictEqual(
+        yield* t.text("grep", { path: W, pattern: "lait" }),
+        `Found 1 matches under ${W}\n${W}/menu.csv:2: 1,caf\ufffd au lait`
+      )
+    }))
+})
+
 describe.skipIf(!bwrapInstalled)("test_local_sandbox_command_timeout.py (bash under bubblewrap)", () => {
   it.live("a failing command ends with DeerFlow's `Exit Code: N` line", () =>
     Effect.gen(function*() {

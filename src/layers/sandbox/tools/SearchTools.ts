@@ -136,7 +136,9 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
             ? [{ path: normalizeVirtual(args.path), relative: normalizeVirtual(args.path).split("/").pop()! }]
             : (yield* sandbox.walk(args.path, { maxEntries: WALK_MAX_ENTRIES, skip: isJunk })).entries
               .filter((e) => e.kind === "file" && !hidden(e.path))
-          const decoder = new TextDecoder("utf-8", { fatal: true })
+          // (a text file not in UTF-8, a Latin-1 CSV, is searched with its odd bytes shown as U+FFFD, as DeerFlow's
+          // `errors="replace"` does; a file with a NUL byte is binary and skipped)
+          const decoder = new TextDecoder("utf-8")
           const lines: Array<string> = []
           let count = 0
           const slice = slicer()
@@ -146,13 +148,7 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
               if (filter !== undefined && !filter.regex.test(file.relative)) continue
               const bytes = yield* Effect.option(sandbox.readBytes(file.path, GREP_MAX_FILE_BYTES))
               if (bytes._tag === "None" || bytes.value.includes(0)) continue
-              let text: string
-              try {
-                text = decoder.decode(bytes.value)
-              } catch {
-                continue
-              }
-              const fileLines = text.split(/\r?\n/)
+              const fileLines = decoder.decode(bytes.value).split(/\r?\n/)
               for (let i = 0; i < fileLines.length && count < GREP_COUNT_LIMIT; i++) {
                 const line = fileLines[i]!
                 if (slice(line.length + 1)) yield* breathe
