@@ -181,7 +181,8 @@ describe("read_file", () => {
       write("f.txt", "one\r\ntwo\nthree\nfour\n")
       const read = (args: JsonObject) =>
         Effect.map(call("read_file", { description: "x", path: `${W}/f.txt`, ...args }), (r) => r.text)
-      assert.strictEqual(yield* read({}), "one\r\ntwo\nthree\nfour\n")
+      // line ends read as `\n`, as DeerFlow's read_file (Python's universal newlines) shows them
+      assert.strictEqual(yield* read({}), "one\ntwo\nthree\nfour\n")
       assert.strictEqual(yield* read({ start_line: 2, end_line: 3 }), "two\nthree")
       assert.strictEqual(yield* read({ start_line: 3 }), "three\nfour")
       assert.strictEqual(yield* read({ end_line: 1 }), "one")

@@ -90,6 +90,30 @@ describe("test_read_file_line_range.py", () => {
     }))
 })
 
+describe("test_local_sandbox_provider_mounts.py (read_file opens text with Python's universal newlines)", () => {
+  it.effect("a CRLF or CR file reads with `\\n` line ends, whole or by range", () =>
+    Effect.gen(function*() {
+      const t = setup()
+      yield* t.text("ls", { path: W })
+      t.write(t.paths.workspace, "dos.txt", "one\r\ntwo\r\nthree\r\n")
+      t.write(t.paths.workspace, "mac.txt", "a\rb\rc")
+      assert.strictEqual(yield* t.text("read_file", { path: `${W}/dos.txt` }), "one\ntwo\nthree\n")
+      assert.strictEqual(yield* t.text("read_file", { path: `${W}/dos.txt`, start_line: 2 }), "two\nthree")
+      assert.strictEqual(yield* t.text("read_file", { path: `${W}/mac.txt`, start_line: 2 }), "b\nc")
+    }))
+
+  it.effect("str_replace takes back what read_file showed of a CRLF file, and the file keeps its CRLF", () =>
+    Effect.gen(function*() {
+      const t = setup()
+      yield* t.text("ls", { path: W })
+      const file = t.write(t.paths.workspace, "dos.txt", "one\r\ntwo\r\nthree\r\n")
+      const shown = yield* t.text("read_file", { path: `${W}/dos.txt` })
+      const edited = yield* t.text("str_replace", { path: `${W}/dos.txt`, old_str: shown.slice(0, 7), new_str: "1\n2" })
+      assert.strictEqual(edited, "OK")
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "1\r\n2\r\nthree\r\n")
+    }))
+})
+
 describe("test_read_file_tool_binary.py", () => {
   it.effect("a binary upload reads DeerFlow's actionable hint; a text file is read as it is", () =>
     Effect.gen(function*() {

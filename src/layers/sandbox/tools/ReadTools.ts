@@ -9,7 +9,7 @@ import { displayPath } from "../VirtualPaths.js"
 import { LsArgs, ReadFileArgs, ViewImageArgs } from "./Args.js"
 import { extensionOf, IMAGE_TYPES, MAX_IMAGE_BYTES, sniffImage } from "./Images.js"
 import { isJunk, WALK_MAX_ENTRIES } from "./Listing.js"
-import { headTruncate, normalizeVirtual, rangeError, selectLines, under } from "./Text.js"
+import { headTruncate, normalizeVirtual, rangeError, selectLines, under, universalNewlines } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 
 /** The `ls` tool. */
@@ -62,7 +62,7 @@ export const readFile = ({ gate, markReads, settings, withSandbox }: ToolContext
           if (wrong !== undefined) return Effect.succeed(`(${wrong})`)
           return sandbox.readText(args.path).pipe(
             Effect.map((content): HandlerOutput => {
-              let text = content
+              let text = universalNewlines(content)
               if (args.start_line !== undefined || args.end_line !== undefined) {
                 const selected = selectLines(content, args.start_line, args.end_line)
                 // (DeerFlow's notes, not errors: in parentheses, as its `(empty)`)

@@ -22,6 +22,15 @@ export const clampMax = (requested: number | undefined, fallback: number, upper:
   return Math.min(Math.max(value, 1), upper)
 }
 
+// A line ends at `\n`, `\r\n` or a lone `\r`, as in Python's universal newlines, which DeerFlow's read_file uses.
+const LINE_END = /\r\n|\r|\n/
+
+/**
+ * A text with its line ends as `\n` (a CRLF file reads as DeerFlow's read_file shows it: Python's universal
+ * newlines), so what the model reads is what it can quote back to `str_replace`.
+ */
+export const universalNewlines = (text: string): string => text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text
+
 /** Why a line range is wrong whatever the file holds (DeerFlow checks it before reading), if it is. */
 export const rangeError = (start: number | undefined, end: number | undefined): string | undefined => {
   if (start !== undefined && start < 1) return "start_line must be >= 1"
@@ -42,7 +51,7 @@ export const selectLines = (
 ): { readonly text: string } | { readonly error: string } => {
   const wrong = rangeError(start, end)
   if (wrong !== undefined) return { error: wrong }
-  const lines = content.split(/\r?\n/)
+  const lines = content.split(LINE_END)
   if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop()
   const first = start ?? 1
   if (first > lines.length) {
@@ -57,6 +66,23 @@ export const countOccurrences = (text: string, needle: string): number => {
   let count = 0
   for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++
   return count
+}
+
+/**
+ * The `old_str` / `new_str` of an edit as the file spells its line ends: a file with CRLF line ends, which
+ * `read_file` shows with `\n` (`universalNewlines`), is edited with the text's `\n` read as `\r\n` when the text as
+ * given is not found, so the edit matches what the model read and the file keeps its line ends.
+ */
+export const asFileLineEnds = (
+  content: string,
+  oldStr: string,
+  newStr: string
+): { readonly oldStr: string; readonly newStr: string } => {
+  if (content.includes(oldStr) || !content.includes("\r\n") || !oldStr.includes("\n") || oldStr.includes("\r")) {
+    return { oldStr, newStr }
+  }
+  const crlf = (text: string) => text.replace(/\r?\n/g, "\r\n")
+  return { oldStr: crlf(oldStr), newStr: crlf(newStr) }
 }
 
 /** Replaces literally (no `$` patterns): the first occurrence, or all of them. */

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import type { SandboxError } from "../../../services/Sandbox.js"
 import * as Tool from "../../../services/Tool.js"
 import { StrReplaceArgs, WriteFileArgs } from "./Args.js"
-import { countOccurrences, normalizeVirtual, replaceLiteral } from "./Text.js"
+import { asFileLineEnds, countOccurrences, normalizeVirtual, replaceLiteral } from "./Text.js"
 import type { ToolContext } from "./ToolContext.js"
 import { errorText } from "./ToolContext.js"
 import { headChars } from "../../../state/Chars.js"
@@ -83,13 +83,14 @@ export const strReplace = ({ withSandbox }: ToolContext) =>
           args.path,
           Effect.gen(function*() {
             const content = yield* sandbox.readText(args.path)
-            const count = countOccurrences(content, args.old_str)
+            const { newStr, oldStr } = asFileLineEnds(content, args.old_str, args.new_str)
+            const count = countOccurrences(content, oldStr)
             if (count === 0) return `Error: String to replace not found in file: ${path}`
             if (count > 1 && !args.replace_all) {
               return `Error: old_str occurs ${count} times in ${path}, so the edit is ambiguous. Include more ` +
                 `surrounding text so it matches exactly once, or set replace_all=true to replace all ${count}.`
             }
-            yield* sandbox.writeText(args.path, replaceLiteral(content, args.old_str, args.new_str, args.replace_all))
+            yield* sandbox.writeText(args.path, replaceLiteral(content, oldStr, newStr, args.replace_all))
             return count === 1 ? "OK" : `OK (replaced ${count} occurrences)`
           })
         )
