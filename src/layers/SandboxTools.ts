@@ -91,6 +91,14 @@ export const tools = (options: Options) =>
     return all as ReadonlyArray<Tool.Tool>
   })
 
+/**
+ * `glob` or `grep` with the operator's cap on `max_results` (a `tools[]` entry's `max_results`, which DeerFlow's
+ * config.example.yaml sets: 200 and 100); the smaller of it and the call's own wins.
+ */
+export const search = (name: "glob" | "grep", maxResults: number) =>
+  Effect.map(ToolContext.make, (context) =>
+    name === "glob" ? SearchTools.glob(context, { maxResults }) : SearchTools.grep(context, { maxResults }))
+
 /** The base ToolService over the sandbox tools. Unknown tools are answered as Toolkit does. */
 export const layer = (
   options: Options

@@ -157,6 +157,11 @@ const KNOWN_KEYS: Readonly<Record<Mapping["kind"], ReadonlyArray<string>>> = {
   unknown: []
 }
 
+/** A configured `glob` / `grep`'s cap on `max_results`: a whole number (≤0 means the default, as in DeerFlow). */
+const SearchCap = Schema.Struct({
+  max_results: Schema.Union(Schema.Number, Schema.NumberFromString).pipe(Schema.int())
+})
+
 const settingsOf = (entry: ToolConfig) => {
   const { name: _n, group: _g, use: _u, ...rest } = entry
   return rest
@@ -345,6 +350,18 @@ export const assemble = (
         const settings = settingsOf(entry)
         switch (mapped.kind) {
           case "sandbox": {
+            // glob's and grep's `max_results` caps what a call may ask for (DeerFlow's `_resolve_max_results`)
+            const search = mapped.tool === "glob" || mapped.tool === "grep" ? mapped.tool : undefined
+            if (search !== undefined && settings.max_results !== undefined) {
+              const cap = Schema.decodeUnknownEither(SearchCap)(settings)
+              if (Either.isLeft(cap)) {
+                missing(`its settings are invalid (${ParseResult.TreeFormatter.formatErrorSync(cap.left)})`)
+                break
+              }
+              const tool = yield* SandboxTools.search(search, cap.right.max_results)
+              addSandbox(tool, { ...base, state: "available" }, where)
+              break
+            }
             const tool = sandbox.get(mapped.tool)
             if (tool !== undefined) addSandbox(tool, { ...base, state: "available" }, where)
             break

@@ -57,8 +57,20 @@ const stoppedNote = (what: string) =>
   `\n(The search stopped after ${Duration.toSeconds(SEARCH_TIME_LIMIT)} s, so ${what}; narrow the path, the ` +
   "pattern or the glob.)"
 
+/**
+ * The cap of one search: the call's `max_results` and the operator's (a `tools[]` entry's `max_results`, as
+ * DeerFlow's `_resolve_max_results`), each ≤0 or absent → the default, clamped to [1, upper], the smaller wins.
+ */
+const effectiveMax = (requested: number | undefined, configured: number | undefined, fallback: number, upper: number) =>
+  Math.min(clampMax(requested, fallback, upper), clampMax(configured, fallback, upper))
+
+/** Options of a search tool: the operator's cap on `max_results` (a `tools[]` entry's `max_results`). */
+export interface SearchOptions {
+  readonly maxResults?: number | undefined
+}
+
 /** The `glob` tool. */
-export const glob = ({ gate, withSandbox }: ToolContext) =>
+export const glob = ({ gate, withSandbox }: ToolContext, options: SearchOptions = {}) =>
   Tool.make({
     name: "glob",
     readOnly: true,
@@ -74,7 +86,7 @@ export const glob = ({ gate, withSandbox }: ToolContext) =>
             return "Error: The pattern must be relative to path (e.g. `**/*.py`), not absolute: " +
               displayPath(sandbox.mask(args.pattern))
           }
-          const max = clampMax(args.max_results, 200, 1000)
+          const max = effectiveMax(args.max_results, options.maxResults, 200, 1000)
           const compiled = compileGlob(args.pattern)
           if ("error" in compiled) return `Error: Invalid glob pattern: ${compiled.error}`
           const walked = yield* sandbox.walk(args.path, { maxEntries: WALK_MAX_ENTRIES, skip: isJunk })
@@ -107,7 +119,7 @@ export const glob = ({ gate, withSandbox }: ToolContext) =>
   })
 
 /** The `grep` tool. */
-export const grep = ({ gate, withSandbox }: ToolContext) =>
+export const grep = ({ gate, withSandbox }: ToolContext, options: SearchOptions = {}) =>
   Tool.make({
     name: "grep",
     readOnly: true,
@@ -120,7 +132,7 @@ export const grep = ({ gate, withSandbox }: ToolContext) =>
       withSandbox("grep", (sandbox) =>
         gate(args.path, (hidden) => Effect.gen(function*() {
           const root = sandbox.mask(normalizeVirtual(args.path))
-          const max = clampMax(args.max_results, 100, 500)
+          const max = effectiveMax(args.max_results, options.maxResults, 100, 500)
           const compiled = compileSearch(args.pattern, { literal: args.literal, caseSensitive: args.case_sensitive })
           if ("error" in compiled) return `Error: Invalid regex pattern: ${compiled.error}`
           const regex = compiled.regex
