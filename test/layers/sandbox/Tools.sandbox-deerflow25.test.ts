@@ -6,6 +6,7 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -192,6 +193,47 @@ describe("test_sandbox_tools_security.py (what the tools answer)", () => {
         `Error: Failed to write file '${W}/f.txt/x.txt': A part of the path is a file, not a directory: ${W}/f.txt/x.txt`
       )
 
+    }))
+})
+
+// An immutable file (chattr +i) refuses writes even to root: the one way to make a write fail on permission here.
+const chattr = (flag: "+i" | "-i", file: string): boolean => {
+  try {
+    ChildProcess.execFileSync("chattr", [flag, file], { stdio: "ignore" })
+    return true
+  } catch {
+    return false
+  }
+}
+const canChattr = (() => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "antler-chattr-"))
+  const file = Path.join(dir, "probe")
+  Fs.writeFileSync(file, "")
+  const ok = chattr("+i", file)
+  if (ok) chattr("-i", file)
+  Fs.rmSync(dir, { recursive: true, force: true })
+  return ok
+})()
+
+describe.skipIf(!canChattr)("test_sandbox_tools_security.py (a file the tools may not change)", () => {
+  it.effect("str_replace and write_file refuse it in DeerFlow's words, naming the virtual path", () =>
+    Effect.gen(function*() {
+      const t = setup()
+      yield* t.text("ls", { path: W })
+      const file = t.write(t.paths.workspace, "locked.txt", "abc")
+      assert.isTrue(chattr("+i", file))
+      const edited = yield* Effect.ensuring(
+        Effect.all([
+          t.text("str_replace", { path: `${W}/locked.txt`, old_str: "a", new_str: "b" }),
+          t.text("write_file", { path: `${W}/locked.txt`, content: "b" })
+        ]),
+        Effect.sync(() => chattr("-i", file))
+      )
+      assert.deepStrictEqual(edited, [
+        `Error: Permission denied accessing file: ${W}/locked.txt`,
+        `Error: Permission denied writing to file: ${W}/locked.txt`
+      ])
+      assert.strictEqual(Fs.readFileSync(file, "utf8"), "abc")
     }))
 })
 

@@ -92,7 +92,13 @@ export const strReplace = ({ withSandbox }: ToolContext) =>
             }
             yield* sandbox.writeText(args.path, replaceLiteral(content, oldStr, newStr, args.replace_all))
             return count === 1 ? "OK" : `OK (replaced ${count} occurrences)`
-          })
+          }).pipe(
+            // DeerFlow's words for a file the edit may not change
+            Effect.catchIf(
+              (e) => e.reason === "permission" && e.message.startsWith("Permission denied"),
+              (e) => Effect.succeed(`Error: Permission denied accessing file: ${e.path ?? path}`)
+            )
+          )
         )
       })(call)
   })
