@@ -190,7 +190,8 @@ describe("test_sandbox_tools_security.py (what the tools answer)", () => {
       const under = yield* t.text("write_file", { path: `${W}/f.txt/x.txt`, content: "x" })
       assert.strictEqual(
         under,
-        `Error: Failed to write file '${W}/f.txt/x.txt': A part of the path is a file, not a directory: ${W}/f.txt/x.txt`
+        `Error: Failed to write file '${W}/f.txt/x.txt': A part of the path is a file, not a directory: ` +
+          `${W}/f.txt/x.txt`
       )
 
     }))
