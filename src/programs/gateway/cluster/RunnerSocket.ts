@@ -37,6 +37,7 @@ import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Crypto from "node:crypto"
 import * as Net from "node:net"
+import * as SerialConnections from "./SerialConnections.js"
 
 /** The bytes of the challenge, and of the answer. */
 export const CHALLENGE_BYTES = 32
@@ -214,7 +215,8 @@ export const layer = (
     Layer.provide([layerSocketServer(options.secret), clientProtocol]),
     Layer.provide(RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clientProtocol))),
     Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    // (its shard locks' connection takes their statements in turn: `SerialConnections`)
+    Layer.provide(Layer.orDie(SqlRunnerStorage.layer).pipe(Layer.provide(SerialConnections.layer))),
     Layer.provide(ShardingConfig.layerFromEnv(options.shardingConfig)),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
