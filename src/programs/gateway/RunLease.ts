@@ -5,6 +5,7 @@
  * after them. Every lease held is renewed every third of its life (`Run.LEASE_TTL_MS`), so no other process takes the
  * thread, or resumes the run, meanwhile. Lost (another run took the thread after this process stalled for longer than
  * the lease lasts), it says to whom (`lost`): the run's next checkpoint fails rather than write beside the other run.
+ * A renewal that gets no answer within `RENEWAL_TIMEOUT_MS` is given up with a warning, and the others go on.
  * (One renewer, not one fiber a run: a run's lease is an entry in a set, a few dozen bytes, where a fiber asleep
  * between its renewals kept about 10 KB.)
  */
@@ -29,6 +30,12 @@ export interface Leases {
    */
   readonly hold: (threadId: string, runId: string) => Effect.Effect<Held, never, Scope.Scope>
 }
+
+/**
+ * How long one lease's renewal may take: a sixth of the lease's life, so that one store call that hangs delays the
+ * others' renewals (one after the other) by that, well within the two thirds of a life a renewed lease has left.
+ */
+export const RENEWAL_TIMEOUT_MS = Run.LEASE_TTL_MS / 6
 
 interface Entry {
   readonly threadId: string
@@ -59,6 +66,15 @@ export const make = (store: ThreadStore["Type"]): Effect.Effect<Leases, never, S
           ),
           Effect.catchAll((error) =>
             Effect.logWarning(`run ${runId}: cannot renew its thread's lease: ${error.message}`)
+          ),
+          // (a store that does not answer, a stalled PostgreSQL connection, holds up this lease's renewal only; its
+          // call is interrupted in the background, its cancelling possibly as stalled)
+          Effect.disconnect,
+          Effect.timeout(RENEWAL_TIMEOUT_MS),
+          Effect.catchAll(() =>
+            Effect.logWarning(`run ${runId}: renewing its thread's lease got no answer within ` +
+              `${RENEWAL_TIMEOUT_MS / 1000} s; the other leases are renewed, this one tried again in ` +
+              `${Run.LEASE_TTL_MS / 3000} s`)
           )
         )
       }))
