@@ -118,6 +118,12 @@ interface State {
    * later reach the stream as they start.
    */
   readonly recorded?: ReadonlyArray<RunRecord> | undefined
+  /**
+   * A run of this process the stream followed until it was handed over (in a cluster, its thread's shard given to
+   * another runner: its buffer ended without `end`), and where: followed again, on the thread's next runner, once
+   * that runner resumed it (its event ids go on above these), as a run of another runner is carried over.
+   */
+  readonly carried?: Following | undefined
 }
 
 /**
@@ -185,9 +191,24 @@ const remember = (followed: ReadonlyArray<string>, runId: string) =>
 const ordered = (records: ReadonlyArray<RunRecord>) =>
   [...records].sort((a, b) => a.started_at.localeCompare(b.started_at))
 
-/** The first run of `records` after the last one followed whose events are kept and no one followed yet. */
-const nextRecorded = (source: Source, records: ReadonlyArray<RunRecord>, followed: ReadonlyArray<string>) =>
+/**
+ * The first run of `records` after the last one followed whose events are kept and no one followed yet; first the
+ * run `carried` over to another runner, once that runner resumed it (`pending` while it has not and the run's
+ * record says it goes on).
+ */
+const nextRecorded = (
+  source: Source,
+  records: ReadonlyArray<RunRecord>,
+  followed: ReadonlyArray<string>,
+  carried?: Following
+): Effect.Effect<FollowedRun | "pending" | undefined> =>
   Effect.gen(function*() {
+    if (carried !== undefined) {
+      const resumed = yield* source.get(carried.run.runId, carried.position)
+      if (resumed !== undefined && resumed !== carried.run) return resumed
+      const record = records.find((r) => r.run_id === carried.run.runId)
+      if (record !== undefined && RunRecords.unfinished(record)) return "pending"
+    }
     const runs = ordered(records)
     // (none followed yet: the thread had no run when the stream began)
     const last = followed.length === 0 ? -1 : runs.findIndex((r) => r.run_id === followed[followed.length - 1])
@@ -279,7 +300,11 @@ export const stream = (
             const next: State = last.event === "end" ? done : { ...state, following: { run, position: last.id } }
             return [text === "" ? Chunk.empty<string>() : Chunk.of(text), Option.some(next)] as const
           }
-          if (run.finished()) return [Chunk.empty<string>(), Option.some(done)] as const
+          // (its buffer ended without `end`: handed over to the thread's next runner, where it goes on)
+          if (run.finished()) {
+            const handed: State = source.elsewhere ? { ...done, carried: { run, position } } : done
+            return [Chunk.empty<string>(), Option.some(handed)] as const
+          }
           yield* appended(run, seen)
         }
       }
@@ -288,13 +313,22 @@ export const stream = (
         const next: State = { following: { run, position: 0 }, followed: remember(followed, run.runId), recorded }
         return [Chunk.empty<string>(), Option.some(next)] as const
       }
+      let carried = state.carried
+      if (carried !== undefined) {
+        // (the next runner may have resumed it already: its notice then came before this stream listened again)
+        const resumed = yield* nextRecorded(source, yield* source.records, followed, carried)
+        if (resumed !== undefined && resumed !== "pending") return follow(resumed)
+        if (resumed === undefined) carried = undefined
+      }
       if (state.recorded !== undefined) {
         const next = yield* nextRecorded(source, state.recorded, followed)
-        if (next !== undefined) return follow(next, state.recorded)
+        if (next !== undefined && next !== "pending") return follow(next, state.recorded)
       }
       for (;;) {
         let own = starts.take()
-        while (own !== undefined && followed.includes(own.runId)) own = starts.take()
+        while (own !== undefined && followed.includes(own.runId) && own.runId !== carried?.run.runId) {
+          own = starts.take()
+        }
         if (own !== undefined) return follow(own)
         if (!source.elsewhere) {
           yield* starts.wait
@@ -304,8 +338,10 @@ export const stream = (
         const woke = Option.isSome(yield* Effect.timeoutOption(starts.wait, every))
         // (a run started here: taken above; a notice, or none for a while: the records say what happened)
         if (!starts.noticed() && woke) continue
-        const recorded = yield* nextRecorded(source, yield* source.records, followed)
+        const recorded = yield* nextRecorded(source, yield* source.records, followed, carried)
+        if (recorded === "pending") continue
         if (recorded !== undefined) return follow(recorded)
+        carried = undefined
       }
     })
   const events = Stream.unwrapScoped(Effect.gen(function*() {
