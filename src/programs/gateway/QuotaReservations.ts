@@ -55,18 +55,22 @@ export class QuotaReservations extends Context.Tag("antler/gateway/QuotaReservat
   Service
 >() {}
 
-/** Reservations in this process's memory, for one process (its run manager admits one run at a time). */
+/**
+ * Reservations in this process's memory, for one process: its admissions one at a time (a lock of their own, so that
+ * the runs the run manager admits and the other writes its handlers admit are each checked against the others').
+ */
 export const inProcess = (): Service => {
   const reservations = StorageQuota.makeReservations()
+  const lock = Effect.unsafeMakeSemaphore(1)
   const reserve = (userId: string, threadId: string, bytes: number) =>
     bytes === 0 ? Effect.succeed(Effect.void) : reservations.reserve(userId, threadId, bytes)
   return {
     admit: (store, limits, { userId, threadId, adding, pending }) =>
-      Effect.gen(function*() {
+      lock.withPermits(1)(Effect.gen(function*() {
         yield* StorageQuota.admit(store, limits, userId, threadId, adding, reservations.of(userId, threadId))
         const recorded = yield* reserve(userId, threadId, adding - pending)
         const kept = yield* reserve(userId, threadId, pending)
         return { recorded, free: Effect.zipRight(recorded, kept) }
-      })
+      }))
   }
 }

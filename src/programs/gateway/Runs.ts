@@ -114,6 +114,11 @@ export interface Service {
    * stopped; false when the run is not running here.
    */
   readonly handOver?: (runId: string) => Effect.Effect<boolean>
+  /**
+   * Where its runs reserve what they add against the storage quotas, for the other writes that add to threads to
+   * reserve theirs beside them (`QuotaReservations`; absent: each reserves in a place of its own).
+   */
+  readonly reservations?: QuotaReservations.Service | undefined
 }
 
 /** The run manager service. */
@@ -133,6 +138,11 @@ export const layer = (
       const defaultModel = Option.isNone(live)
         ? Effect.succeed(options.defaultModel)
         : Effect.map(live.value.current, (snap) => snap.models[0]?.name ?? options.defaultModel)
+      // (shared by the processes of one PostgreSQL database when the gateway provides them: `QuotaReservations`)
+      const reservations = Option.getOrElse(
+        yield* Effect.serviceOption(QuotaReservations.QuotaReservations),
+        QuotaReservations.inProcess
+      )
       const starter = RunStart.make({
         factory: yield* Factory.AgentFactory,
         store,
@@ -149,9 +159,7 @@ export const layer = (
         fibers: yield* FiberMap.make<string>(),
         lock: yield* Effect.makeSemaphore(1),
         defaultModel,
-        // (shared by the processes of one PostgreSQL database when the gateway provides them: `QuotaReservations`)
-        reservations: Option.getOrElse(yield* Effect.serviceOption(QuotaReservations.QuotaReservations), () =>
-          QuotaReservations.inProcess())
+        reservations
       })
       const stopper = RunCancel.make(store, registry, starter.queues)
       // what a subscriber's stream runs when its client goes away (outside any request's fiber)
@@ -168,6 +176,7 @@ export const layer = (
 
       return Runs.of({
         handOver: stopper.handOver,
+        reservations,
         start: starter.start,
         get: (runId) => registry.known.get(runId),
         lookup: (_threadId, runId) => Effect.sync(() => registry.known.get(runId)),

@@ -556,6 +556,7 @@ export const layer = (
         subscribe,
         mirror,
         resume: localRuns.resume,
+        reservations: localRuns.reservations,
         adopt,
         // a run a dead process left unfinished is a durable message: its thread's runner resumes it (or learns it
         // ended), so a process starting does not record it as ended (`orphan_recovered`) as without a cluster

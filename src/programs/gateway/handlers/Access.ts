@@ -12,6 +12,7 @@ import { fail, GatewayError, notFound } from "../api/Problem.js"
 import type * as Factory from "../../Factory.js"
 import * as Protocol from "../Protocol.js"
 import { QuotaExceeded, Quotas } from "../Quotas.js"
+import * as QuotaReservations from "../QuotaReservations.js"
 import { Runs } from "../Runs.js"
 import * as StorageQuota from "../StorageQuota.js"
 import * as ThreadIds from "../ThreadIds.js"
@@ -88,12 +89,38 @@ export const make = Effect.gen(function*() {
   const withBytes = <A, R>(userId: string, adding: number, write: Effect.Effect<A, GatewayError, R>) =>
     Effect.mapError(quotas.bytes(userId, adding, write), refused)
 
+  // (the runs' own: a write is admitted against what the runs and writes admitted before it are to add)
+  const reservations = runs.reservations ?? QuotaReservations.inProcess()
+
   /**
-   * Refused (403) when adding `adding` bytes to the user's thread `stored` (undefined: a thread to be made) would
-   * pass `gateway.quotas.max_thread_bytes` or `max_thread_bytes_per_user` (see `StorageQuota`).
+   * Runs `write`, which adds about `adding` bytes to the user's thread `stored` (one to be made: the id it will be
+   * stored under, not checked against `max_thread_bytes`), when they keep the thread and the user within
+   * `gateway.quotas.max_thread_bytes` and `max_thread_bytes_per_user` besides what the runs and writes admitted
+   * before it and not ended are to add; else refused (403) before `write` runs. Admitted, its bytes are reserved
+   * under `writer` (its lease's holder, which keeps a shared reservation live) until `write` ended, as a run's are
+   * (`QuotaReservations`: shared by the processes of one PostgreSQL database, admitted one at a time).
    */
-  const withinStorage = (userId: string, stored: string | undefined, adding: number) =>
-    Effect.mapError(StorageQuota.admit(store, StorageQuota.fromConfig(quotas.limits), userId, stored, adding), refused)
+  const withinStorage = <A, E, R>(
+    userId: string,
+    stored: string,
+    writer: string,
+    adding: number,
+    write: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | GatewayError, R> =>
+    Effect.acquireUseRelease(
+      Effect.mapError(
+        reservations.admit(store, StorageQuota.fromConfig(quotas.limits), {
+          userId,
+          threadId: stored,
+          runId: writer,
+          adding,
+          pending: 0
+        }),
+        refused
+      ),
+      () => write,
+      (reserved) => reserved.free
+    )
 
   const loadState = (threadId: string) =>
     Effect.map(Effect.mapError(store.load(threadId), storeFailed), (loaded) =>

@@ -27,6 +27,7 @@ import * as Fork from "../Fork.js"
 import type { Folded } from "../MessageHistory.js"
 import * as MessageHistory from "../MessageHistory.js"
 import * as MessagesPage from "../MessagesPage.js"
+import * as ThreadIds from "../ThreadIds.js"
 import type { ThreadRef } from "./Access.js"
 import * as Access from "./Access.js"
 import { json } from "./Http.js"
@@ -34,6 +35,9 @@ import * as Turns from "./Turns.js"
 
 /** The metadata key DeerFlow's app marks a side conversation's thread with. */
 const SIDECAR = "deerflow_sidecar"
+
+/** What holds the storage quota reservation of a branch being seeded: this and the branch's id. */
+const BRANCH_WRITER = "branch-"
 
 const visible = (message: M.Message, type: "human" | "ai") => message.type === type && !Turns.hidden(message)
 
@@ -258,8 +262,7 @@ export const layer = (api: DeerFlowApi) =>
             // parent keeps in the database (the branch is seeded with its state)
             const adding = latest ? yield* access.quotas.threadBytes(user, thread.stored) : 0
             const kept = yield* Effect.mapError(store.bytesOf(thread.stored), storeFailed)
-            yield* access.withinStorage(user, undefined, kept?.bytes ?? 0)
-            const { made, clone } = yield* access.withBytes(user, adding, Effect.gen(function*() {
+            const seeding = access.withBytes(user, adding, Effect.gen(function*() {
               const made = yield* access.newThread(user, branchId, {
                 deerflow_branch: true,
                 branch_parent_thread_id: thread.threadId,
@@ -288,12 +291,23 @@ export const layer = (api: DeerFlowApi) =>
               base === undefined ? undefined : { ...base.right, title },
               { ...snapshot.right, title }
             )
-            for (const [i, seed] of seeds.entries()) {
-              const updates = latest && i === seeds.length - 1
-                ? [...seed.updates, { artifacts: snapshot.right.artifacts }]
-                : seed.updates
-              yield* Effect.mapError(store.append(made.thread_id, seed.runId, updates), storeFailed)
-            }
+            // (about what the parent keeps, reserved until the branch is seeded: `withinStorage`)
+            const { clone } = yield* access.withinStorage(
+              user,
+              ThreadIds.storedIds(user, branchId)[0]!,
+              `${BRANCH_WRITER}${branchId}`,
+              kept?.bytes ?? 0,
+              Effect.gen(function*() {
+                const seeded = yield* seeding
+                for (const [i, seed] of seeds.entries()) {
+                  const updates = latest && i === seeds.length - 1
+                    ? [...seed.updates, { artifacts: snapshot.right.artifacts }]
+                    : seed.updates
+                  yield* Effect.mapError(store.append(seeded.made.thread_id, seed.runId, updates), storeFailed)
+                }
+                return seeded
+              })
+            )
             return json(BranchesApi.Branch, {
               thread_id: branchId,
               parent_thread_id: thread.threadId,

@@ -51,6 +51,10 @@ const PINNED = "deerflow_pinned"
 /** What the lease of a thread being copied (`POST /threads/{id}/copy`) is held by: this and the copy's id. */
 const COPY_WRITER = "copy-thread-"
 
+/** What holds the storage quota reservation of a thread made with metadata, and of a thread's metadata grown. */
+const CREATE_WRITER = "create-thread-"
+const PATCH_WRITER = "patch-thread-"
+
 /** What a deletion that failed (the store, or removing the thread's files) answers: DeerFlow's words, no path. */
 const DELETE_FAILED = "Failed to delete local thread data."
 
@@ -267,11 +271,15 @@ export const layer = (api: LangGraphApi) =>
               }
               return json(Threads.ThreadObject, yield* fullThread(existing.value, threadId))
             }
-            // (its metadata is kept with the thread: within the user's storage quota)
-            if (Object.keys(request.metadata ?? {}).length > 0) {
-              yield* access.withinStorage(userId, undefined, InputBounds.jsonBytes(request.metadata))
-            }
-            const made = yield* newThread(userId, threadId, request.metadata ?? {})
+            // (its metadata is kept with the thread: within the user's storage quota, reserved until it is made)
+            const making = newThread(userId, threadId, request.metadata ?? {})
+            const made = Object.keys(request.metadata ?? {}).length === 0 ? yield* making : yield* access.withinStorage(
+              userId,
+              ThreadIds.storedIds(userId, threadId)[0]!,
+              `${CREATE_WRITER}${M.newId()}`,
+              InputBounds.jsonBytes(request.metadata),
+              making
+            )
             return json(Threads.ThreadObject, yield* fullThread(made, threadId))
           }))
         .handleRaw("searchThreads", ({ request: http }) =>
@@ -328,11 +336,13 @@ export const layer = (api: LangGraphApi) =>
             }
             // (what it grows the thread by is kept with it: within the storage quotas)
             const growth = merged - Buffer.byteLength(JSON.stringify(owned.metadata ?? {}))
-            if (growth > 0) yield* access.withinStorage(userId, stored, growth)
             const pinOnly = Object.keys(patch).length > 0 && Object.keys(patch).every((key) => key === PINNED)
             // (the bound checked again where the patch is written: patches sent together each passed the check above
             // against the metadata as it was before the others)
-            yield* store.patchMetadata(stored, patch, { touch: !pinOnly, maxBytes: Threads.MAX_METADATA_BYTES }).pipe(
+            const patching = store.patchMetadata(stored, patch, {
+              touch: !pinOnly,
+              maxBytes: Threads.MAX_METADATA_BYTES
+            }).pipe(
               Effect.mapError((error) =>
                 error.operation === METADATA_BOUND
                   ? new GatewayError({
@@ -342,6 +352,10 @@ export const layer = (api: LangGraphApi) =>
                   : storeFailed(error)
               )
             )
+            // (what it grows the thread by, reserved until it is kept: `withinStorage`)
+            yield* growth > 0
+              ? access.withinStorage(userId, stored, `${PATCH_WRITER}${M.newId()}`, growth, patching)
+              : patching
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, threadId), threadId))
           }))
         // DeerFlow's own route (`/api/threads/{id}`, which its web app calls after the SDK's delete) answers 200 with
@@ -393,52 +407,54 @@ export const layer = (api: LangGraphApi) =>
             const copyId = M.newId()
             const adding = yield* access.quotas.threadBytes(userId, source.thread_id)
             const kept = yield* Effect.mapError(store.bytesOf(source.thread_id), storeFailed)
-            yield* access.withinStorage(userId, undefined, kept?.bytes ?? 0)
             // the copy holds its thread as a run does, by its lease, taken before the thread is made (under the id
             // it will be stored under: the first of a fresh id's) and kept until the last checkpoint is in: a delete
             // meanwhile is refused, not let through to leave the checkpoints written after it with no thread
             const leased = ThreadIds.storedIds(userId, copyId)[0]!
             const writer = `${COPY_WRITER}${copyId}`
             const hold = Effect.mapError(Run.takeLease(store, leased, writer), storeFailed)
-            if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} is held by another.`)
-            yield* access.withBytes(userId, adding, Effect.gen(function*() {
-              const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
-              const paths = threadPaths(app.home, userId, made.thread_id)
-              // the copy's own directories and sandbox: the thread's are the thread's
-              const rebound = (update: StateUpdate): StateUpdate => {
-                const { sandbox: _, ...rest } = update
-                return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
-              }
-              yield* Effect.gen(function*() {
-                const files = yield* App.copyThreadFiles(
-                  app.home,
-                  userId,
-                  source.thread_id,
-                  made.thread_id,
-                  isStagingFile
-                )
-                if (files === "failed") {
-                  return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
+            // (what the thread keeps, reserved under the copy's lease until the copy is done: `withinStorage`)
+            yield* access.withinStorage(userId, leased, writer, kept?.bytes ?? 0, Effect.gen(function*() {
+              if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} is held by another.`)
+              yield* access.withBytes(userId, adding, Effect.gen(function*() {
+                const made = yield* newThread(userId, copyId, { ...source.metadata, thread_id: copyId })
+                const paths = threadPaths(app.home, userId, made.thread_id)
+                // the copy's own directories and sandbox: the thread's are the thread's
+                const rebound = (update: StateUpdate): StateUpdate => {
+                  const { sandbox: _, ...rest } = update
+                  return rest.thread_data == null ? rest : { ...rest, thread_data: ThreadData.threadDataOf(paths) }
                 }
-                if (made.thread_id !== leased) {
-                  return yield* fail("internal", `Thread ${copyId} was not made under the id it holds.`)
-                }
-                // (renewed as a run's, for a copy of many checkpoints)
-                let renewed = yield* Clock.currentTimeMillis
-                for (const { run_id, updates } of records) {
-                  if ((yield* Clock.currentTimeMillis) - renewed > Run.LEASE_TTL_MS / 3) {
-                    if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} was taken.`)
-                    renewed = yield* Clock.currentTimeMillis
+                yield* Effect.gen(function*() {
+                  const files = yield* App.copyThreadFiles(
+                    app.home,
+                    userId,
+                    source.thread_id,
+                    made.thread_id,
+                    isStagingFile
+                  )
+                  if (files === "failed") {
+                    return yield* fail("internal", `The files of thread ${path.thread_id} could not be copied.`)
                   }
-                  yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
-                }
-              }).pipe(Effect.tapError(() =>
-                Effect.ignore(Effect.andThen(
-                  store.releaseLease(leased, writer),
-                  Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store)
+                  if (made.thread_id !== leased) {
+                    return yield* fail("internal", `Thread ${copyId} was not made under the id it holds.`)
+                  }
+                  // (renewed as a run's, for a copy of many checkpoints)
+                  let renewed = yield* Clock.currentTimeMillis
+                  for (const { run_id, updates } of records) {
+                    if ((yield* Clock.currentTimeMillis) - renewed > Run.LEASE_TTL_MS / 3) {
+                      if ((yield* hold) !== undefined) return yield* fail("internal", `Thread ${copyId} was taken.`)
+                      renewed = yield* Clock.currentTimeMillis
+                    }
+                    yield* Effect.mapError(store.append(made.thread_id, run_id, updates.map(rebound)), storeFailed)
+                  }
+                }).pipe(Effect.tapError(() =>
+                  Effect.ignore(Effect.andThen(
+                    store.releaseLease(leased, writer),
+                    Effect.provideService(App.deleteThread(app.home, made.thread_id, userId), ThreadStore, store)
+                  ))
                 ))
-              ))
-            })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(leased, writer))))
+              })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(leased, writer))))
+            }))
             return json(Threads.ThreadObject, yield* fullThread(yield* ownedThread(userId, copyId), copyId))
           }))
         .handleRaw("getState", ({ path }) =>
@@ -505,36 +521,39 @@ export const layer = (api: LangGraphApi) =>
                 ...removals.map((m) => M.remove(String((m as { id?: unknown }).id)))
               ]
             }
-            yield* access.withinStorage(userId, stored, InputBounds.jsonBytes(update))
             const writer = `${Protocol.UPDATE_WRITER}${M.newId()}`
-            // (DeerFlow's words for a run holding the thread, this process's or another's)
-            if (runs.activeOf(stored) !== undefined) return yield* fail("conflict", STATE_BUSY)
-            const holder = yield* Effect.mapError(Run.takeLease(store, stored, writer), storeFailed)
-            if (holder !== undefined) {
-              return yield* fail(
-                "conflict",
-                holder.run_id.startsWith(COPY_WRITER)
-                  ? `Thread ${threadId} is being copied; update its state once the copy is done.`
-                  : holder.run_id.startsWith(Protocol.UPDATE_WRITER)
-                  ? `Thread ${threadId} has a state update in progress; try again.`
-                  : STATE_BUSY
-              )
-            }
-            // an update that does not apply to the thread (removing a message it does not have) is refused, not
-            // stored: stored, it would make every later load of the thread fail
-            const appended = yield* Effect.either(Effect.gen(function*() {
-              const current = yield* loadState(stored)
-              // given an older checkpoint (LangGraph's time travel), the update applies to the state there: one
-              // checkpoint brings the thread back to it (as a run from that checkpoint forks it) and updates it
-              const checkpointId = Fork.requestedCheckpoint(request)
-              const reset = checkpointId === undefined
-                ? []
-                : (yield* Effect.provideService(Fork.resetTo(stored, checkpointId), ThreadStore, store)).updates
-              const updates = [...reset, update]
-              const applied = applyUpdates(current.state, updates)
-              if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
-              return yield* store.append(stored, writer, updates)
-            })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
+            // (reserved under the update's lease until its checkpoint is kept or refused: `withinStorage`)
+            const appended = yield* access.withinStorage(userId, stored, writer, InputBounds.jsonBytes(update),
+              Effect.gen(function*() {
+                // (DeerFlow's words for a run holding the thread, this process's or another's)
+                if (runs.activeOf(stored) !== undefined) return yield* fail("conflict", STATE_BUSY)
+                const holder = yield* Effect.mapError(Run.takeLease(store, stored, writer), storeFailed)
+                if (holder !== undefined) {
+                  return yield* fail(
+                    "conflict",
+                    holder.run_id.startsWith(COPY_WRITER)
+                      ? `Thread ${threadId} is being copied; update its state once the copy is done.`
+                      : holder.run_id.startsWith(Protocol.UPDATE_WRITER)
+                      ? `Thread ${threadId} has a state update in progress; try again.`
+                      : STATE_BUSY
+                  )
+                }
+                // an update that does not apply to the thread (removing a message it does not have) is refused, not
+                // stored: stored, it would make every later load of the thread fail
+                return yield* Effect.either(Effect.gen(function*() {
+                  const current = yield* loadState(stored)
+                  // given an older checkpoint (LangGraph's time travel), the update applies to the state there: one
+                  // checkpoint brings the thread back to it (as a run from that checkpoint forks it) and updates it
+                  const checkpointId = Fork.requestedCheckpoint(request)
+                  const reset = checkpointId === undefined
+                    ? []
+                    : (yield* Effect.provideService(Fork.resetTo(stored, checkpointId), ThreadStore, store)).updates
+                  const updates = [...reset, update]
+                  const applied = applyUpdates(current.state, updates)
+                  if (Either.isLeft(applied)) return yield* fail("unprocessable", `values: ${applied.left.message}`)
+                  return yield* store.append(stored, writer, updates)
+                })).pipe(Effect.ensuring(Effect.ignore(store.releaseLease(stored, writer))))
+              }))
             if (Either.isLeft(appended)) {
               return yield* appended.left instanceof GatewayError
                 ? appended.left
