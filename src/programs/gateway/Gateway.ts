@@ -48,6 +48,7 @@ import * as Api from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Guard from "./Guard.js"
 import * as Quotas from "./Quotas.js"
+import * as QuotaReservations from "./QuotaReservations.js"
 import * as RequestSpan from "./RequestSpan.js"
 import * as StorageQuota from "./StorageQuota.js"
 import * as Runs from "./Runs.js"
@@ -326,8 +327,14 @@ export const layer = (options: Options) => {
   const notifier = McpTaskWiring.notifierLayer(app, taskRecords)
   // (every checkpoint the gateway writes checked against the quotas on what threads keep: see `StorageQuota`)
   const limits = StorageQuota.fromConfig(gateway.quotas)
+  // (and what its writes keep drains what they reserved in this process: `QuotaReservations`)
+  const reservations = QuotaReservations.inProcess()
   const store = Layer.map(options.store ?? storeLayer(app, redact), (context) =>
-    Context.add(context, ThreadStore, StorageQuota.bounded(Context.get(context, ThreadStore), limits)))
+    Context.add(
+      context,
+      ThreadStore,
+      StorageQuota.bounded(Context.get(context, ThreadStore), limits, reservations.drain)
+    ))
   // (the task-enabled MCP servers' settings stay as they started while it serves, as DeerFlow's gateway's do)
   const factory = App.factoryLayer(app, options.choice, options.factory, redact, store, reload, tasks, {
     freezeTaskServers: true
@@ -355,7 +362,7 @@ export const layer = (options: Options) => {
         ClusterRuns.layer(runOptions, cluster, url))
     )
   // (the storage quotas' reservations: in the PostgreSQL database processes share, else in the process)
-  const runs = manager.pipe(Layer.provide(QuotaWiring.layer(app)), Layer.provideMerge(factory))
+  const runs = manager.pipe(Layer.provide(QuotaWiring.layer(app, reservations)), Layer.provideMerge(factory))
   // in a cluster the polls for due scheduled tasks are the engine's singleton: one runner makes them
   const scheduling = cluster === undefined || url === undefined ? Scheduling.layer(app) : Scheduling.clusterLayer(app)
 

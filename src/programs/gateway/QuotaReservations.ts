@@ -1,33 +1,40 @@
 /**
- * Where a gateway's runs reserve what they are to add against the storage quotas (`StorageQuota`): a run's messages,
- * kept with its first step, reserved from its admission until it ended, so that runs of one user started together
- * are each admitted against what the others will add. An admission checks the counters and the reservations and,
- * admitted, reserves, at once: in the process (`inProcess`, one process: SQLite or the in-memory store, the check
- * and the reservation under the run manager's lock) or in the PostgreSQL database processes share
- * (`PgQuotaReservations`: a row per run, counted by every process's admissions, live while the run's lease is). A
- * configuration's: `store/QuotaWiring`.
+ * Where a gateway's runs, and its other writes that add to threads (state updates, copies, branches, threads made
+ * with metadata), reserve what they are to add against the storage quotas (`StorageQuota`), so that those of one
+ * user admitted together are each admitted against what the others will add. An admission checks the counters and
+ * the reservations and, admitted, reserves, at once: in the process (`inProcess`, one process: SQLite or the
+ * in-memory store, one admission at a time) or in the PostgreSQL database processes share (`PgQuotaReservations`: a
+ * row per run or write, counted by every process's admissions, live while its lease is). What a run or write then
+ * keeps in its thread turns its reserved bytes into kept ones, as it is written (`drain`; on PostgreSQL in the
+ * write's own transaction), so that a run's first step is not counted twice while the run goes. A configuration's:
+ * `store/QuotaWiring`.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type { StoreError } from "../../services/RunContext.js"
 import type { ThreadStore } from "../../services/ThreadStore.js"
+import * as InputBounds from "./InputBounds.js"
 import type { QuotaExceeded } from "./Quotas.js"
 import * as StorageQuota from "./StorageQuota.js"
 
-/** A run's admission against the storage quotas. */
+/** A run's (or a write's) admission against the storage quotas. */
 export interface Admission {
   readonly userId: string
   readonly threadId: string
+  /** The run's id, or the write's (its lease's holder: a writer id). */
   readonly runId: string
-  /** What the run adds at once, in bytes (its messages, its record's input): checked, and reserved until recorded. */
+  /**
+   * What the run adds at once, in bytes (its first step, its record's input: `StorageQuota.firstStepBytes`), or what
+   * the write adds: checked, and reserved.
+   */
   readonly adding: number
-  /** Of those, what stays reserved once its record is kept, until the run ended (its messages). */
+  /** Of those, what stays reserved once its record is kept (its first step): drained by what it keeps. */
   readonly pending: number
 }
 
 /** What an admitted run reserved. */
 export interface Reservation {
-  /** Its record is kept (with its input): only its `pending` bytes stay reserved. */
+  /** Its record is kept (with its input): at most its `pending` bytes stay reserved. */
   readonly recorded: Effect.Effect<void>
   /** Frees what it reserved (once). */
   readonly free: Effect.Effect<void>
@@ -47,6 +54,12 @@ export interface Service {
     limits: StorageQuota.Limits,
     admission: Admission
   ) => Effect.Effect<Reservation, QuotaExceeded | StoreError>
+  /**
+   * The write of `updates` (a checkpoint) by the run or writer `holder` to `threadId` was kept: what it reserved there
+   * is freed by their bytes (the gateway's store calls it as each write returns: `StorageQuota.bounded`; PostgreSQL's
+   * reservations are drained by the write's own transaction, this does nothing).
+   */
+  readonly drain: (threadId: string, holder: string, updates: unknown) => Effect.Effect<void>
 }
 
 /** The port. */
@@ -62,15 +75,20 @@ export class QuotaReservations extends Context.Tag("antler/gateway/QuotaReservat
 export const inProcess = (): Service => {
   const reservations = StorageQuota.makeReservations()
   const lock = Effect.unsafeMakeSemaphore(1)
-  const reserve = (userId: string, threadId: string, bytes: number) =>
-    bytes === 0 ? Effect.succeed(Effect.void) : reservations.reserve(userId, threadId, bytes)
   return {
-    admit: (store, limits, { userId, threadId, adding, pending }) =>
+    admit: (store, limits, { userId, threadId, runId, adding, pending }) =>
       lock.withPermits(1)(Effect.gen(function*() {
         yield* StorageQuota.admit(store, limits, userId, threadId, adding, reservations.of(userId, threadId))
-        const recorded = yield* reserve(userId, threadId, adding - pending)
-        const kept = yield* reserve(userId, threadId, pending)
-        return { recorded, free: Effect.zipRight(recorded, kept) }
-      }))
+        if (adding <= 0 || !StorageQuota.limited(limits)) return NONE
+        yield* reservations.reserve(runId, userId, threadId, adding)
+        return { recorded: reservations.lower(runId, pending), free: reservations.free(runId) }
+      })),
+    // (measured only for a holder that holds bytes there: a run's first steps, a write; not every checkpoint)
+    drain: (threadId, holder, updates) =>
+      Effect.suspend(() =>
+        reservations.holds(holder, threadId)
+          ? reservations.drain(holder, threadId, InputBounds.jsonBytes(updates))
+          : Effect.void
+      )
   }
 }

@@ -29,6 +29,7 @@ import * as RunExecution from "./RunExecution.js"
 import type { ActiveRun, RunRequest } from "./RunModel.js"
 import { internal, now } from "./RunModel.js"
 import * as RunRecords from "./RunRecords.js"
+import * as StorageQuota from "./StorageQuota.js"
 
 /** What starting runs needs of the manager, besides what a run needs. */
 export interface Deps extends RunExecution.Deps {
@@ -79,19 +80,20 @@ export const make = (deps: Deps): Starter => {
           return yield* new GatewayError({ reason: "conflict", message: `Run ${runId} was already started.` })
         }
       }
-      // (what the run adds at once, its messages and its record's input, within the thread's and the user's quotas
-      // before any run is stopped for it, besides what the runs admitted before it and not ended are to add; a run
-      // resumed after its runner died was admitted once. Admitted, its messages, kept with its first step, are
-      // reserved until it ended: `QuotaReservations`, shared by the processes of one PostgreSQL database; the rest of
-      // its input is in its record, kept at its launch. The admission is not interrupted: what it reserves is freed.)
+      // (what the run adds at once, its first step (its messages about three times over) and its record's input,
+      // within the thread's and the user's quotas before any run is stopped for it, besides what the runs and writes
+      // admitted before it and not ended are to add; a run resumed after its runner died was admitted once. Admitted,
+      // its first step is reserved until its checkpoints kept it (they drain it): `QuotaReservations`, shared by the
+      // processes of one PostgreSQL database; the rest of its input is in its record, kept at its launch. The
+      // admission is not interrupted: what it reserves is freed.)
       const limits = request.resumes === undefined ? options.storageLimits : undefined
+      const firstStep = StorageQuota.firstStepBytes(request.messages)
       const reserved = limits === undefined ? QuotaReservations.NONE : yield* reservations.admit(store, limits, {
         userId: request.userId,
         threadId: request.threadId,
         runId,
-        adding: InputBounds.jsonBytes(request.messages) + InputBounds.jsonBytes(request.kwargs) +
-          InputBounds.jsonBytes(request.resume),
-        pending: InputBounds.jsonBytes(request.messages)
+        adding: firstStep + InputBounds.jsonBytes(request.kwargs) + InputBounds.jsonBytes(request.resume),
+        pending: firstStep
       }).pipe(
         Effect.mapError((error) =>
           error instanceof QuotaExceeded
@@ -190,7 +192,7 @@ export const make = (deps: Deps): Starter => {
           ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
         }
       }).pipe(Effect.mapError(internal))
-      // (its input in its record now, only its messages stay reserved, until they are kept with its first step)
+      // (its input in its record now, only its first step stays reserved, until its checkpoints keep it)
       yield* reserved.recorded
       const clock = yield* Effect.clock
       // (the model the run will use: the one its role may use, not the one it asked for; a run whose settings do not

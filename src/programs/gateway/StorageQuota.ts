@@ -19,6 +19,7 @@ import type { QuotasConfig } from "../../services/config/Server.js"
 import { StoreError } from "../../services/RunContext.js"
 import type { ThreadBytes, ThreadStore } from "../../services/ThreadStore.js"
 import { DEFAULT_USER } from "./Auth.js"
+import * as InputBounds from "./InputBounds.js"
 import { QuotaExceeded } from "./Quotas.js"
 
 /** The limits, in bytes (0: no limit). */
@@ -37,6 +38,23 @@ export const fromConfig = (quotas: QuotasConfig): Limits => ({
 
 /** Whether there is a limit at all. */
 export const limited = (limits: Limits) => limits.thread > 0 || limits.user > 0
+
+/**
+ * How many times a run's first checkpoint keeps its input messages: as sent, again as the input middlewares rewrite
+ * them (a name, the run's id and time), and again under the id the dynamic context moves the user's message to
+ * (`StorageQuota25FirstStep.test.ts` measures 3.03 for a message of 40 KB, the rest its framing).
+ */
+export const FIRST_STEP_COPIES = 3
+
+/** What a run's first checkpoint keeps besides its messages' copies, at most: the thread's paths, a reminder. */
+export const FIRST_STEP_FRAMING = 4 * 1024
+
+/**
+ * What a run whose input messages are `messages` keeps with its first step, at most, in bytes: what its admission
+ * reserves for them (`QuotaReservations`), so that a run admitted near a limit does not pass it with its first step.
+ */
+export const firstStepBytes = (messages: unknown): number =>
+  FIRST_STEP_COPIES * InputBounds.jsonBytes(messages) + FIRST_STEP_FRAMING
 
 /** What the threads of `userId` keep (the local user's include those made without an owner: the CLI's). */
 const ownedBy = (store: ThreadStore["Type"], userId: string) => store.bytesOwned(userId, userId === DEFAULT_USER)
@@ -105,43 +123,64 @@ export const admit = (
   })
 
 /**
- * What the runs a run manager accepted and that have not ended are to add to their threads, by thread and by user:
- * their messages (kept with their first step; the rest of their input is in their record, kept when they are
- * accepted), reserved when the run is accepted and freed when it ended, so that runs of one user started together
- * are admitted against what the others will add, not each against the counters as they were before any of them
- * wrote (`admit`'s `reserved`). A process's own (`QuotaReservations.inProcess`; PostgreSQL's are shared:
- * `PgQuotaReservations`); while a run goes its messages count twice (reserved and kept), which refuses sooner, never
- * later.
+ * What the runs and writes a process admitted and that have not ended are to add to their threads, by thread and by
+ * user, so that those of one user admitted together are each admitted against what the others will add, not each
+ * against the counters as they were before any of them wrote (`admit`'s `reserved`). A process's own
+ * (`QuotaReservations.inProcess`; PostgreSQL's are shared: `PgQuotaReservations`). Each is held by its run or writer
+ * id; what that run writes to its thread turns reserved bytes into kept ones (`drain`, as the write returns), so
+ * that they are not counted twice, reserved and kept, while it goes.
  */
 export interface Reservations {
   readonly of: (userId: string, threadId: string) => Reserved
-  /** Reserves `bytes`; what it succeeds with frees them (once). */
-  readonly reserve: (userId: string, threadId: string, bytes: number) => Effect.Effect<Effect.Effect<void>>
+  /** Reserves `bytes` for `holder` (a run's or a writer's id; added to what it holds). */
+  readonly reserve: (holder: string, userId: string, threadId: string, bytes: number) => Effect.Effect<void>
+  /** Down to at most `bytes` what `holder` holds. */
+  readonly lower: (holder: string, bytes: number) => Effect.Effect<void>
+  /** Frees what `holder` holds on `threadId` by `bytes` (what its write just kept there). */
+  readonly drain: (holder: string, threadId: string, bytes: number) => Effect.Effect<void>
+  /** Frees all `holder` holds. */
+  readonly free: (holder: string) => Effect.Effect<void>
+  /** Whether `holder` holds bytes on `threadId`. */
+  readonly holds: (holder: string, threadId: string) => boolean
 }
 
 /** Empty reservations. */
 export const makeReservations = (): Reservations => {
   const users = new Map<string, number>()
   const threads = new Map<string, number>()
+  const holders = new Map<string, { userId: string; threadId: string; bytes: number }>()
   const add = (map: Map<string, number>, key: string, bytes: number) => {
     const next = (map.get(key) ?? 0) + bytes
     if (next === 0) map.delete(key)
     else map.set(key, next)
   }
+  /** `holder`'s bytes set to `bytes` (0: forgotten). */
+  const set = (holder: string, bytes: number) => {
+    const held = holders.get(holder)
+    if (held === undefined) return
+    const change = Math.max(0, bytes) - held.bytes
+    add(users, held.userId, change)
+    add(threads, held.threadId, change)
+    if (bytes <= 0) holders.delete(holder)
+    else holders.set(holder, { ...held, bytes })
+  }
   return {
     of: (userId, threadId) => ({ thread: threads.get(threadId) ?? 0, user: users.get(userId) ?? 0 }),
-    reserve: (userId, threadId, bytes) =>
+    reserve: (holder, userId, threadId, bytes) =>
       Effect.sync(() => {
-        add(users, userId, bytes)
-        add(threads, threadId, bytes)
-        let freed = false
-        return Effect.sync(() => {
-          if (freed) return
-          freed = true
-          add(users, userId, -bytes)
-          add(threads, threadId, -bytes)
-        })
-      })
+        if (bytes <= 0) return
+        const held = holders.get(holder)
+        if (held === undefined) holders.set(holder, { userId, threadId, bytes: 0 })
+        set(holder, (held?.bytes ?? 0) + bytes)
+      }),
+    lower: (holder, bytes) => Effect.sync(() => set(holder, Math.min(bytes, holders.get(holder)?.bytes ?? 0))),
+    drain: (holder, threadId, bytes) =>
+      Effect.sync(() => {
+        const held = holders.get(holder)
+        if (held !== undefined && held.threadId === threadId) set(holder, held.bytes - bytes)
+      }),
+    free: (holder) => Effect.sync(() => set(holder, 0)),
+    holds: (holder, threadId) => holders.get(holder)?.threadId === threadId
   }
 }
 
@@ -187,13 +226,22 @@ const checkAfter = (limits: Limits, found: ThreadBytes): Effect.Effect<void, Sto
  * The store with every checkpoint checked against the limits once written (see the module's doc): the gateway's
  * store, so that its runs, state updates, copies and branches are bounded however they write. The check reads what
  * the checkpoint's own write answered (`appendMeasured`: the local user's threads counted with those made without an
- * owner), so a checkpoint costs the statements it cost without quotas: on SQLite one (the INSERT, its `RETURNING`
- * the counters), where it was two (the INSERT, then a SELECT of the counters); on PostgreSQL four in one transaction
- * (the thread ensured and locked, the INSERT, the thread's UPDATE returning the counters), where it was five.
+ * owner), and what the run or write that wrote it reserved in this process is drained by it (`drain`:
+ * `QuotaReservations`), so a checkpoint costs the statements it cost without quotas: on SQLite one (the INSERT, its
+ * `RETURNING` the counters), where it was two (the INSERT, then a SELECT of the counters); on PostgreSQL four in one
+ * transaction (the thread ensured and locked, the INSERT, the thread's UPDATE returning the counters), where it was
+ * five.
  */
-export const bounded = (store: ThreadStore["Type"], limits: Limits): ThreadStore["Type"] =>
+export const bounded = (
+  store: ThreadStore["Type"],
+  limits: Limits,
+  drain: (threadId: string, runId: string, updates: unknown) => Effect.Effect<void> = () => Effect.void
+): ThreadStore["Type"] =>
   !limited(limits) ? store : {
     ...store,
     append: (threadId, runId, updates) =>
-      Effect.flatMap(store.appendMeasured(threadId, runId, updates, DEFAULT_USER), (found) => checkAfter(limits, found))
+      Effect.flatMap(
+        store.appendMeasured(threadId, runId, updates, DEFAULT_USER),
+        (found) => Effect.zipRight(drain(threadId, runId, updates), checkAfter(limits, found))
+      )
   }

@@ -28,7 +28,7 @@ describe("a run's start interrupted by a client disconnect", () => {
     let pausing = true
     const gateway = await Support.start({
       script: () => "ok",
-      config: { gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 0, max_thread_bytes_per_user: 32 * KiB } } },
+      config: { gateway: { ...Support.twoUsers, quotas: { max_user_bytes: 0, max_thread_bytes_per_user: 80 * KiB } } },
       wrapStore: (store) => ({
         ...store,
         saveRun: (record) => {
@@ -44,8 +44,8 @@ describe("a run's start interrupted by a client disconnect", () => {
     gateways.push(gateway)
     const request = Requests.as(() => gateway, Support.ALICE)
     const threadId = (await request("POST", "/threads", {})).json().thread_id as string
-    // (a run of this input is admitted alone, ~25 KB with its record's copy of it; not beside its own reservation left
-    // taken, ~12 KB more)
+    // (a run of this input is admitted alone, ~53 KB: its first step, about three copies of it and 4 KiB, and its
+    // record's copy; not beside its own reservation left taken, as much again)
     const input = { messages: [{ type: "human", content: "x".repeat(12 * KiB) }] }
     const aborted = new AbortController()
     const first = fetch(`${gateway.url}/threads/${threadId}/runs`, {

@@ -38,7 +38,7 @@ const users = {
   auth: { tokens: [{ token: ALICE, user: "alice" }, { token: BOB, user: "bobby" }, { token: CAROL, user: "carol" }] }
 }
 
-const LIMIT = 150 * KiB
+const LIMIT = 400 * KiB
 const run = { assistant_id: "lead_agent", input: { messages: [{ type: "human", content: "m".repeat(20 * KiB) }] } }
 
 /**

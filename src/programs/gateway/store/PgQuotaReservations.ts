@@ -1,19 +1,22 @@
 /**
  * The storage quotas' reservations (`QuotaReservations`) in the PostgreSQL database of `database.url`, shared by the
- * gateway processes using it: a row per admitted run (`antler_quota_reservations`: its owner, thread and reserved
- * bytes: its whole input until its record is kept, then its messages until it ends) beside the thread store's tables,
- * so that runs one user starts together in several processes are admitted against what each other will add, as in
- * one process.
+ * gateway processes using it: a row per admitted run or write (`antler_quota_reservations`: its owner, thread and
+ * reserved bytes: a run's first step and its record's input, a write's bytes) beside the thread store's tables, so
+ * that runs and writes one user starts together in several processes are admitted against what each other will add,
+ * as in one process. What a run or write keeps in its thread drains its row in the same transaction (triggers on the
+ * store's checkpoints and run records: `antler_checkpoints_quota_kept`, `antler_runs_quota_kept`), so that no byte
+ * is counted twice, reserved and kept, not even for an instant.
  *
  * An admission is one statement, one round trip: `antler_quota_admit(...)`, a function that takes an advisory lock
  * on the user, then on the thread (always in that order), until its transaction ends (one admission of a user's at a
  * time, across processes; the lock, not the snapshot, orders them: under READ COMMITTED each statement of a volatile
  * function reads what was committed before it), forgets the user's stale rows, reads the counters and the live
- * reservations, and inserts the run's row only when it fits. Then one statement when the run is recorded (its row
- * down to its messages) and one when it ends (deleted). A row is live until its `expires_at` (the lease's life
- * from its admission) or, after, while its run holds its thread's lease (`antler_leases`, renewed by the run's one
- * renewer: `RunLease`): deleted when the run ends, ignored once both lapsed, so a process that crashed holds no quota
- * longer than its leases. Loaded only when PostgreSQL is configured (`@effect/sql-pg` is an optional peer).
+ * reservations (in one statement: one snapshot), and inserts the run's row only when it fits. Then one statement when
+ * the run is recorded (its row down to its first step, at most) and one when it ends or the write is done (deleted).
+ * A row is live until its `expires_at` (the lease's life from its admission) or, after, while its run (or writer)
+ * holds its thread's lease (`antler_leases`, renewed by the run's one renewer: `RunLease`): deleted when the run
+ * ends, ignored once both lapsed, so a process that crashed holds no quota longer than its leases. Loaded only when
+ * PostgreSQL is configured (`@effect/sql-pg` is an optional peer).
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -57,13 +60,15 @@ export const MIGRATIONS: ReadonlyArray<string> = [
     PERFORM pg_advisory_xact_lock(${ADMISSION_LOCKS}, hashtext('user:' || p_owner));
     PERFORM pg_advisory_xact_lock(${ADMISSION_LOCKS}, hashtext('thread:' || p_thread));
     DELETE FROM antler_quota_reservations r WHERE r.owner = p_owner AND NOT ${LIVE("p_now")};
-    SELECT t.bytes INTO thread_bytes FROM antler_threads t WHERE t.thread_id = p_thread;
-    SELECT COALESCE(SUM(r.bytes), 0) INTO thread_reserved FROM antler_quota_reservations r
-      WHERE r.thread_id = p_thread AND ${LIVE("p_now")};
-    SELECT COALESCE(SUM(o.bytes), 0) INTO owned FROM antler_owner_bytes o
-      WHERE o.owner = p_owner OR (p_unowned AND o.owner = '');
-    SELECT COALESCE(SUM(r.bytes), 0) INTO user_reserved FROM antler_quota_reservations r
-      WHERE r.owner = p_owner AND ${LIVE("p_now")};
+    -- (one statement, one snapshot: a write that commits meanwhile is counted once, kept or reserved, never both
+    -- nor neither)
+    SELECT (SELECT t.bytes FROM antler_threads t WHERE t.thread_id = p_thread),
+      (SELECT COALESCE(SUM(r.bytes), 0) FROM antler_quota_reservations r
+        WHERE r.thread_id = p_thread AND ${LIVE("p_now")}),
+      (SELECT COALESCE(SUM(o.bytes), 0) FROM antler_owner_bytes o
+        WHERE o.owner = p_owner OR (p_unowned AND o.owner = '')),
+      (SELECT COALESCE(SUM(r.bytes), 0) FROM antler_quota_reservations r WHERE r.owner = p_owner AND ${LIVE("p_now")})
+      INTO thread_bytes, thread_reserved, owned, user_reserved;
     admitted := NOT (
       (p_thread_limit > 0 AND thread_bytes IS NOT NULL AND thread_bytes + thread_reserved + p_adding > p_thread_limit)
       OR (p_user_limit > 0 AND owned + user_reserved + p_adding > p_user_limit));
@@ -74,7 +79,25 @@ export const MIGRATIONS: ReadonlyArray<string> = [
           bytes = excluded.bytes, expires_at = excluded.expires_at;
     END IF;
     RETURN NEXT;
-  END $$`
+  END $$`,
+  // what a run or a write keeps in its thread (a checkpoint, a run's record) turns what it reserved there into kept
+  // bytes in the same transaction, so that none is counted twice, reserved and kept (after the thread store's tables:
+  // `QuotaWiring` opens this after the store)
+  ...[
+    ["antler_checkpoints", "octet_length(NEW.updates)"],
+    ["antler_runs", "COALESCE(octet_length(NEW.metadata), 0) + COALESCE(octet_length(NEW.error), 0)"]
+  ].flatMap(([table, kept]) => [
+    `CREATE OR REPLACE FUNCTION ${table}_quota_kept() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      UPDATE antler_quota_reservations SET bytes = GREATEST(bytes - (${kept}), 0)
+        WHERE run_id = NEW.run_id AND thread_id = NEW.thread_id AND bytes > 0;
+      RETURN NULL;
+    END $$`,
+    `DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = '${table}_quota_kept') THEN
+        CREATE TRIGGER ${table}_quota_kept AFTER INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${table}_quota_kept();
+      END IF;
+    END $$`
+  ])
 ]
 
 // the driver gives a BIGINT as text
@@ -113,9 +136,13 @@ export const make = (url: Redacted.Redacted<string> | string) =>
         return write(runId, `DELETE FROM antler_quota_reservations WHERE run_id = ?`, [runId])
       })
       return {
+        // (what its record's insert drained is drained: at most `pending` stays)
         recorded: pending === 0
           ? free
-          : write(runId, `UPDATE antler_quota_reservations SET bytes = ? WHERE run_id = ?`, [pending, runId]),
+          : write(runId, `UPDATE antler_quota_reservations SET bytes = LEAST(bytes, ?) WHERE run_id = ?`, [
+            pending,
+            runId
+          ]),
         free
       }
     }
@@ -145,7 +172,9 @@ export const make = (url: Redacted.Redacted<string> | string) =>
             })
           }
           return adding === 0 ? QuotaReservations.NONE : reservation(runId, pending)
-        })
+        }),
+      // (drained by the write's own transaction: `antler_quota_kept`)
+      drain: () => Effect.void
     }
     return service
   })

@@ -1,17 +1,27 @@
 /**
  * The storage quotas' reservations a configuration chooses (`QuotaReservations`): in the PostgreSQL database of
- * `database.url` when there is one, shared by the processes using it; else in the process (one process: SQLite).
+ * `database.url` when there is one, shared by the processes using it; else the process's own (`local`, one process:
+ * SQLite; the one its gateway's store drains as it writes: `StorageQuota.bounded`). Opened after the thread store (its
+ * triggers are on the store's tables).
  */
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { AppConfigService } from "../../../services/AppConfig.js"
 import type { StoreError } from "../../../services/RunContext.js"
+import { ThreadStore } from "../../../services/ThreadStore.js"
 import * as QuotaReservations from "../QuotaReservations.js"
 import { besideThreads } from "../StoreBackend.js"
 
 /** The reservations of a configuration. */
-export const layer = (app: AppConfigService["Type"]): Layer.Layer<QuotaReservations.QuotaReservations, StoreError> =>
-  besideThreads(app, {
-    sqlite: () => Promise.resolve(Layer.sync(QuotaReservations.QuotaReservations, QuotaReservations.inProcess)),
-    postgres: (url) =>
-      import("./PgQuotaReservations.js").then((PgQuotaReservations) => PgQuotaReservations.layer(url))
-  })
+export const layer = (
+  app: AppConfigService["Type"],
+  local: QuotaReservations.Service
+): Layer.Layer<QuotaReservations.QuotaReservations, StoreError, ThreadStore> =>
+  Layer.unwrapEffect(Effect.as(
+    ThreadStore,
+    besideThreads(app, {
+      sqlite: () => Promise.resolve(Layer.succeed(QuotaReservations.QuotaReservations, local)),
+      postgres: (url) =>
+        import("./PgQuotaReservations.js").then((PgQuotaReservations) => PgQuotaReservations.layer(url))
+    })
+  ))
