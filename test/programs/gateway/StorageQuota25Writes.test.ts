@@ -100,6 +100,24 @@ describe.skipIf("skip" in pg)("storage quota: writes reserve what they add, acro
     assert.isAtMost(stored, LIMIT + (admitted + 1) * SLACK, `${admitted} copies kept ${stored} bytes`)
   })
 
+  it("a burst of branches across two gateways keeps the user within max_thread_bytes_per_user", async () => {
+    const { alice, kept } = await twoGateways()
+    const trunk = (await alice(0)("POST", "/threads", {})).json().thread_id as string
+    const ran = await alice(0)("POST", `/threads/${trunk}/runs/wait`, {
+      assistant_id: "lead_agent",
+      input: { messages: [{ type: "human", content: "t".repeat(8 * KiB) }] }
+    })
+    assert.strictEqual(ran.status, 200, ran.text.slice(0, 300))
+    const messages: Array<any> = (await alice(0)("GET", `/threads/${trunk}/state`)).json().values.messages
+    const answer = messages.findLast((m) => m.type === "ai")
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      alice(i)("POST", `/api/threads/${trunk}/branches`, { message_id: answer.id })
+    ))
+    const admitted = admittedOf(answers)
+    const stored = kept()
+    assert.isAtMost(stored, LIMIT + (admitted + 1) * SLACK, `${admitted} branches kept ${stored} bytes`)
+  })
+
   it("a burst of threads made with metadata across two gateways keeps the user within the limit", async () => {
     const { alice, kept } = await twoGateways()
     const answers = await Promise.all(Array.from({ length: 16 }, (_, i) =>
