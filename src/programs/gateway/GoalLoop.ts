@@ -41,7 +41,13 @@ export type Turn = (
 
 /** What the loop needs of the run. */
 export interface Options {
+  /**
+   * Where the goal's changes are written: the run's (a run given request secrets writes through
+   * `RunSecretsStore.hiding`: the evaluator is a model, and may write out a value it read in a form nothing masks).
+   */
   readonly store: ThreadStore["Type"]
+  /** What the loop logs, without the secrets the run hides (its request's included); as it is when absent. */
+  readonly redact?: ((text: string) => string) | undefined
   /** The evaluator's model clients as the configuration is now (none: no loop). */
   readonly model: Effect.Effect<ModelService["Type"] | undefined>
   readonly threadId: string
@@ -186,8 +192,10 @@ const evaluate = (options: Options, goal: GoalState, messages: ReadonlyArray<Mes
       ? Goal.parseVerdict(answer.right)
       : Either.left(answer.left)
     if (Either.isLeft(verdict)) {
+      // (an answer that is no verdict is quoted in its error: the evaluator may have written a value out)
+      const why = options.redact === undefined ? verdict.left.message : options.redact(verdict.left.message)
       yield* Effect.logWarning(
-        `Goal evaluator failed for thread ${options.threadId} after run ${options.runId}: ${verdict.left.message}`
+        `Goal evaluator failed for thread ${options.threadId} after run ${options.runId}: ${why}`
       )
       return undefined
     }

@@ -29,6 +29,7 @@ import type * as Factory from "../Factory.js"
 import type * as Admission from "./Admission.js"
 import * as Delivery from "./Delivery.js"
 import * as EventIds from "./EventIds.js"
+import * as RunSecretsStore from "../RunSecretsStore.js"
 import * as GoalLoop from "./GoalLoop.js"
 import * as InputBounds from "./InputBounds.js"
 import * as Projection from "./Projection.js"
@@ -299,7 +300,10 @@ export const execute = (
       return again.pipe(Effect.zipRight(turn), Effect.zipRight(ended))
     }
     const turn = GoalLoop.drive({
-      store,
+      // (the evaluator's verdict, on the thread's goal, written as the turns' checkpoints are: without the request's
+      // secrets, and logged without them)
+      store: RunSecretsStore.hiding(store, request.secrets),
+      redact: (text) => redact.text(text),
       model: deps.goalModel,
       threadId: request.threadId,
       runId,
