@@ -436,7 +436,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const missing = c.secretNames.filter((name) => !secrets.has(name))
           const none = (message: string) => ({ c, tools: [] as ReadonlyArray<McpTool>, problems: [message] })
           if (missing.length > 0) return Effect.succeed(none(SecretRefs.notListed(c.name, missing)))
-          const own = fresh({ ...c, resolved: c.resolveWith(secrets) }, undefined)
+          // (the run's values hidden from its stderr as it arrives, as a call's are: a failed start's error shows it)
+          const own = fresh({ ...c, resolved: c.resolveWith(secrets), hides: [...secrets.values()] }, undefined)
           withSecrets.add(own)
           return list(own).pipe(
             Effect.map((tools) => ({ c, tools, problems: own.toolProblems })),
