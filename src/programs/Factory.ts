@@ -60,6 +60,7 @@ import * as AgentSetup from "./AgentSetup.js"
 import * as CustomAgents from "./CustomAgents.js"
 import * as CustomSkills from "./CustomSkills.js"
 import * as LeadAgent from "./LeadAgent.js"
+import * as RunMcpListing from "./RunMcpListing.js"
 import * as ShadowedTools from "./ShadowedTools.js"
 import * as Shared from "./Shared.js"
 import type * as SkillSecrets from "../services/SkillSecrets.js"
@@ -488,7 +489,9 @@ export const layer = (
       // `use` of the agent of a resolved run, the agent held until `use` ended
       // (`run`: a run's, whose MCP servers listed only with request secrets are listed with its own)
       const using = <A, E>(r: Resolved, snap: Snapshot, use: (made: Built) => Effect.Effect<A, E>, run?: ForRun) =>
-        Shared.using((onHold) => built(r, snap, onHold, run), use)
+        // (the run's own listing made before the lock every run takes for its agent: `RunMcpListing`)
+        Effect.flatMap(RunMcpListing.listed(mcp, run), (listed) =>
+          Shared.using((onHold) => built(r, snap, onHold, listed), use))
 
       const agent = (r: Resolved) =>
         Effect.flatMap(current, (snap) => using(r, snap, (made) => Effect.succeed(made.agent)))

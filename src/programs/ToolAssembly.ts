@@ -40,7 +40,7 @@ import * as WebTools from "../layers/WebTools.js"
 import type { AppConfig, ToolConfig } from "../services/AppConfig.js"
 import { AppConfigService } from "../services/AppConfig.js"
 import { HostResolver } from "../services/HostResolver.js"
-import { Mcp } from "../services/Mcp.js"
+import { Mcp, type McpCatalog } from "../services/Mcp.js"
 import { McpTasks } from "../services/McpTasks.js"
 import type * as SkillSecrets from "../services/SkillSecrets.js"
 import type { SandboxProvider } from "../services/Sandbox.js"
@@ -271,7 +271,11 @@ export interface Options {
    * Whose run the tools are for, when it may be given request secrets: the MCP servers that list their tools only
    * with them are listed with these (`Mcp.Service.catalogWith`), the assembly then that run's alone (`incomplete`).
    */
-  readonly run?: { readonly secrets: SkillSecrets.RequestSecrets | undefined } | undefined
+  readonly run?: {
+    readonly secrets: SkillSecrets.RequestSecrets | undefined
+    /** The run's listing, made already (`catalogWith` of these secrets, by a caller that made it unlocked). */
+    readonly catalog?: McpCatalog | undefined
+  } | undefined
 }
 
 /** Why `bash` is not among an agent's tools when commands cannot run. */
@@ -475,9 +479,9 @@ export const assemble = (
     const routes: Array<{ name: string; priority: number; keywords: ReadonlyArray<string> }> = []
     const routingHints: Array<SystemPrompt.RoutingHint> = []
     if (Option.isSome(mcp)) {
-      const catalog = yield* (options.run !== undefined && mcp.value.catalogWith !== undefined
+      const catalog = options.run?.catalog ?? (yield* (options.run !== undefined && mcp.value.catalogWith !== undefined
         ? mcp.value.catalogWith(options.run.secrets)
-        : mcp.value.catalog)
+        : mcp.value.catalog))
       for (const problem of catalog.problems) {
         warnings.push(problem.message)
         incomplete = true
