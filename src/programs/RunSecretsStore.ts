@@ -9,12 +9,15 @@ import * as Redact from "../state/Redact.js"
 import * as SkillSecrets from "../services/SkillSecrets.js"
 import type { ThreadStore } from "../services/ThreadStore.js"
 
-/** `store` writing nothing that holds one of `secrets`' values; `store` itself when there are none to hide. */
+/**
+ * `store` writing nothing that holds one of `secrets`' values, nor a line of one of several lines (as a tool's result
+ * masks them: `SkillSecrets.maskedTexts`); `store` itself when there are none to hide.
+ */
 export const hiding = (
   store: ThreadStore["Type"],
   secrets: SkillSecrets.RequestSecrets | undefined
 ): ThreadStore["Type"] => {
-  const redact = Redact.make(SkillSecrets.entries(secrets).values(), { encoded: true })
+  const redact = Redact.make(SkillSecrets.withLines(SkillSecrets.entries(secrets).values()), { encoded: true })
   if (redact.secrets.length === 0) return store
   const updatesOf = <A>(updates: A): A => redact.value(updates)
   return {

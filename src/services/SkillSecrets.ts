@@ -241,15 +241,24 @@ export class ActiveSecrets extends Context.Tag("antler/SkillSecrets/ActiveSecret
  */
 export const maskedTexts = (values: Iterable<string>): ReadonlyArray<string> => {
   const out = new Set<string>()
-  for (const value of values) {
-    for (const text of [value, ...value.split(/\r?\n/)]) {
-      if (text.length < MIN_SECRET_LENGTH) continue
-      out.add(text)
-      for (const form of echoForms(text)) out.add(form)
-      for (const form of encodedForms(text)) out.add(form)
-    }
+  for (const text of withLines(values)) {
+    out.add(text)
+    for (const form of echoForms(text)) out.add(form)
+    for (const form of encodedForms(text)) out.add(form)
   }
   return [...out].sort((a, b) => b.length - a.length)
+}
+
+/**
+ * Each value of at least `MIN_SECRET_LENGTH` characters and, for one of several lines, each such line of it: what a
+ * redactor given a run's request secrets searches for (`Redact.also` adds the forms of each), as `maskedTexts` does.
+ */
+export const withLines = (values: Iterable<string>): ReadonlyArray<string> => {
+  const out = new Set<string>()
+  for (const value of values) {
+    for (const text of [value, ...value.split(/\r?\n/)]) if (text.length >= MIN_SECRET_LENGTH) out.add(text)
+  }
+  return [...out]
 }
 
 /** The text with each of `texts` (see `maskedTexts`) replaced by `[redacted]`. */

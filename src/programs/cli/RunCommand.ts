@@ -179,8 +179,9 @@ const command = Command.make(
       const { choice, env } = yield* CliCommand.chooseModel(app, args)
       const tracing = OtelTracing.settings(app.config.tracing)
       const secrets = [...yield* App.toolSecrets(app), ...OtelTracing.secrets(tracing)]
-      // (the request's secrets in their encoded forms too, as a gateway run's: `Redact.also`)
-      const runSecrets = SkillSecrets.entries(requestSecrets).values()
+      // (the request's secrets, each line of one of several lines, in their encoded forms too, as a gateway run's:
+      // `Redact.also`)
+      const runSecrets = SkillSecrets.withLines(SkillSecrets.entries(requestSecrets).values())
       const redact = Redact.also(App.redactor(choice.models, env, secrets), runSecrets)
       const invocation = CliCommand.invocation()
       const runId = M.newId()

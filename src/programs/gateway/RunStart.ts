@@ -155,10 +155,13 @@ export const make = (deps: Deps): Starter => {
 
   const runDepsOf = (request: RunRequest): RunExecution.Deps =>
     // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
-    // file a command wrote with one, too)
+    // file a command wrote with one, too; each line of one of several lines, as a tool's result masks them)
     request.secrets === undefined
       ? deps
-      : { ...deps, redact: Redact.also(deps.redact, SkillSecrets.entries(request.secrets).values()) }
+      : {
+        ...deps,
+        redact: Redact.also(deps.redact, SkillSecrets.withLines(SkillSecrets.entries(request.secrets).values()))
+      }
 
   /**
    * The run `runId` of `request`, its thread's lease taken and its input reserved (`reserved`), recorded and started
