@@ -5,6 +5,7 @@
  * decided by the Authorization middleware.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { ModelConfig } from "../services/AppConfig.js"
 import * as Authz from "../services/Authorization.js"
 import type * as Skills from "../services/Skills.js"
@@ -188,4 +189,30 @@ export const skillsFor = (
       .filter((name) => allowlist === undefined || allowlist.includes(name))
     const allowed = yield* Authz.visible(authz, Authz.principalOf({ role }, authz.defaultRole), "skill", names)
     return allowlist === undefined && allowed.length === names.length ? undefined : allowed
+  })
+
+/**
+ * The warnings of an agent's assembly a run of `role` is told: an MCP server's problems (it failed, it lists its
+ * tools only with request secrets the run did not give) only when the role may use the server, as its tools are: its
+ * name, its secrets' names and its failure's text are not told to a user whose role may not use it.
+ */
+export const warningsFor = (
+  provider: Either.Either<Authz.Authorization | undefined, unknown>,
+  role: string | null | undefined,
+  assembly: { readonly warnings: ReadonlyArray<string>; readonly mcpWarnings?: ReadonlyMap<string, string> | undefined }
+): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    const servers = assembly.mcpWarnings
+    if (servers === undefined || servers.size === 0) return assembly.warnings
+    // (a provider that could not be made: no server's problems are told)
+    if (Either.isLeft(provider)) return assembly.warnings.filter((warning) => !servers.has(warning))
+    const authz = provider.right
+    if (authz === undefined) return assembly.warnings
+    const named = [...new Set(servers.values())]
+    const principal = Authz.principalOf({ role }, authz.defaultRole)
+    const usable = new Set(yield* Authz.visible(authz, principal, "mcp_server", named))
+    return assembly.warnings.filter((warning) => {
+      const server = servers.get(warning)
+      return server === undefined || usable.has(server)
+    })
   })

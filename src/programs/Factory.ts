@@ -564,8 +564,12 @@ export const layer = (
             ...(secrets === undefined ? {} : { secrets })
           }
           // (the agent is held until the run ended: one retired meanwhile is released then)
-          const held = yield* Effect.either(using(resolved.right, snap, (made) => {
-            const messages = [...resolved.right.warnings, ...made.assembly.warnings]
+          // (its provider, made for the run's resolution already; one that cannot be made tells no server's problems)
+          const authz = yield* Effect.either(authorizationOf(snap.app))
+          const held = yield* Effect.either(using(resolved.right, snap, (made) => Effect.gen(function*() {
+            // (an MCP server's problems only for a role that may use it)
+            const told = yield* AgentAuthorization.warningsFor(authz, resolved.right.role, made.assembly)
+            const messages = [...resolved.right.warnings, ...told]
             let first = true
             // (the resolution's warnings right after `run_start`, as `run` sends them)
             const send = messages.length === 0 ? onEvent : (event: RunEvent) => {
@@ -574,8 +578,8 @@ export const layer = (
               first = false
               for (const message of messages) onEvent({ type: "custom", name: "warning", data: { message } })
             }
-            return made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send)
-          }, { secrets }))
+            return yield* made.agent.turn({ ...rest, threadId, runId, options, backgroundTasks }, send)
+          }), { secrets }))
           if (Either.isLeft(held)) return yield* failed(held.left)
         })
       }

@@ -254,6 +254,8 @@ export interface Assembly {
   readonly entries: ReadonlyArray<Entry>
   /** One line per configured tool left out and per MCP server that failed. */
   readonly warnings: ReadonlyArray<string>
+  /** The warnings that are an MCP server's problems, with that server (told only to roles that may use it). */
+  readonly mcpWarnings?: ReadonlyMap<string, string> | undefined
   /** Whether an MCP server failed (an agent built from this should be built again later). */
   readonly incomplete: boolean
 }
@@ -475,6 +477,7 @@ export const assemble = (
     // MCP tools: not filtered by groups (DeerFlow filters configured tools only).
     const mcp = yield* Effect.serviceOption(Mcp)
     let incomplete = false
+    const mcpWarnings = new Map<string, string>()
     const deferredDefs: Array<Tool.Tool> = []
     const routes: Array<{ name: string; priority: number; keywords: ReadonlyArray<string> }> = []
     const routingHints: Array<SystemPrompt.RoutingHint> = []
@@ -484,6 +487,7 @@ export const assemble = (
         : mcp.value.catalog))
       for (const problem of catalog.problems) {
         warnings.push(problem.message)
+        mcpWarnings.set(problem.message, problem.server)
         incomplete = true
       }
       // (tools listed with a run's secrets are that run's: its agent is not kept for another)
@@ -528,5 +532,5 @@ export const assemble = (
     const deferred: LeadAgent.Deferred | undefined = deferredDefs.length === 0
       ? undefined
       : { tools: deferredDefs.map(Tool.definition), routes, topK: config.tool_search.auto_promote_top_k }
-    return { tools, deferred, routingHints, entries, warnings, incomplete }
+    return { tools, deferred, routingHints, entries, warnings, mcpWarnings, incomplete }
   })
