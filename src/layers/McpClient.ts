@@ -237,7 +237,9 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
       const given = SkillSecrets.entries(scope?.secrets)
       if (c.secretNames.every((name) => !given.has(name))) return undefined
       const workspace = c.transport === "stdio" && scope !== undefined ? options.workspace?.(scope) : undefined
-      const own = fresh({ ...c, resolved: c.resolveWith(given), hides: [...given.values()] }, undefined)
+      // (each line of a value of several lines too, as a tool's result masks them)
+      const hides = SkillSecrets.withLines(given.values())
+      const own = fresh({ ...c, resolved: c.resolveWith(given), hides }, undefined)
       const session = workspace === undefined ? own : fresh(own, pin(own.resolved, workspace))
       withSecrets.add(session)
       return session
@@ -437,7 +439,8 @@ export const make = (options: Options): Effect.Effect<Service, never, Scope.Scop
           const none = (message: string) => ({ c, tools: [] as ReadonlyArray<McpTool>, problems: [message] })
           if (missing.length > 0) return Effect.succeed(none(SecretRefs.notListed(c.name, missing)))
           // (the run's values hidden from its stderr as it arrives, as a call's are: a failed start's error shows it)
-          const own = fresh({ ...c, resolved: c.resolveWith(secrets), hides: [...secrets.values()] }, undefined)
+          const hides = SkillSecrets.withLines(secrets.values())
+          const own = fresh({ ...c, resolved: c.resolveWith(secrets), hides }, undefined)
           withSecrets.add(own)
           return list(own).pipe(
             Effect.map((tools) => ({ c, tools, problems: own.toolProblems })),

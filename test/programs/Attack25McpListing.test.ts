@@ -31,6 +31,22 @@ const picky = (before: number, after: number) =>
     env: { ERP_AUTH: "Bearer ${secret:ERP_TOKEN}" }
   })
 
+const LINE = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC-0123456789-DO-NOT-LEAK"
+const KEY = `-----BEGIN ERP KEY-----\n${LINE}\n-----END ERP KEY-----`
+
+/** A server that, given its key, writes `before` characters and the key's body (its second line) to its stderr. */
+const keyed = (before: number) =>
+  Servers.server({
+    type: "stdio",
+    command: process.execPath,
+    args: [
+      "-e",
+      `const k = process.env.ERP_KEY ?? ""; if (k) { process.stderr.write("x".repeat(${before}) + ` +
+      `k.split("\\n")[1], () => process.exit(1)) } else process.exit(1)`
+    ],
+    env: { ERP_KEY: "${secret:ERP_KEY}" }
+  })
+
 describe("Attack25: a request secret cut by the stderr tail of a failed per-run MCP listing", () => {
   it.scopedLive("neither its start nor its end is shown in the run's listing problems", () =>
     Effect.gen(function*() {
@@ -49,5 +65,22 @@ describe("Attack25: a request secret cut by the stderr tail of a failed per-run 
       }
       assert.notInclude(shown, SECRET.slice(0, 10))
       assert.notInclude(shown, SECRET.slice(-10))
+    }), 120_000)
+
+  it.scopedLive("a line of a value of several lines (a key's body), split by the cut, is not shown in part", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpClient.make({ servers: { key: keyed(280) }, initTimeoutMs: 20_000 })
+      const listed = yield* mcp.catalogWith!(Redacted.make(new Map([["ERP_KEY", KEY]])))
+      const shown = JSON.stringify(listed.problems)
+      assert.include(shown, "its stderr", shown)
+      assert.notInclude(shown, LINE.slice(0, 10))
+      // (a call's connection, made so too)
+      const call = JSON.stringify(yield* Effect.exit(mcp.call("key", "whoami", {}, {
+        userId: "alice",
+        threadId: "t1",
+        secrets: Redacted.make(new Map([["ERP_KEY", KEY]]))
+      })))
+      assert.include(call, "its stderr", call)
+      assert.notInclude(call, LINE.slice(0, 10))
     }), 120_000)
 })
