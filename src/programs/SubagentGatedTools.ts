@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as SecretRefs from "../layers/mcp/SecretRefs.js"
+import * as Authz from "../services/Authorization.js"
 import { Mcp } from "../services/Mcp.js"
 
 /** Why a tool the model called is not the subagent's (`undefined`: no reason known). */
@@ -36,9 +37,16 @@ interface Entry {
 /**
  * For the servers naming request secrets the run did not all give (`given`: the names it gave) none of whose tools
  * are among the subagent's `entries`: the reason told with a call of an unknown tool (named `<server>_...`, or any
- * name when such a server sets `tool_name_prefix: false`). `undefined` when there is no such server.
+ * name when such a server sets `tool_name_prefix: false`). `undefined` when there is no such server. With
+ * `authorization`, only the servers the run's `role` may use are named (one it may not is not told of: its name and
+ * its secrets' names).
  */
-export const explainer = Effect.fnUntraced(function*(entries: ReadonlyArray<Entry>, given: ReadonlySet<string>) {
+export const explainer = Effect.fnUntraced(function*(
+  entries: ReadonlyArray<Entry>,
+  given: ReadonlySet<string>,
+  authorization?: Authz.Authorization | undefined,
+  role?: string | null | undefined
+) {
   const listed = new Set(entries.flatMap((e) => e.source === "mcp" && e.state !== "missing" ? [e.server] : []))
   const mcp = yield* Effect.serviceOption(Mcp)
   if (Option.isNone(mcp) || mcp.value.servers === undefined) return undefined
@@ -52,6 +60,11 @@ export const explainer = Effect.fnUntraced(function*(entries: ReadonlyArray<Entr
     if (config.enabled && missing.length > 0 && !listed.has(name) && usable) {
       gated.push({ name, prefixed: config.tool_name_prefix, missing })
     }
+  }
+  if (gated.length > 0 && authorization !== undefined) {
+    const principal = Authz.principalOf({ role }, authorization.defaultRole)
+    const usable = new Set(yield* Authz.visible(authorization, principal, "mcp_server", gated.map((s) => s.name)))
+    gated.splice(0, gated.length, ...gated.filter((s) => usable.has(s.name)))
   }
   if (gated.length === 0) return undefined
   const why: Why = (tool) => {

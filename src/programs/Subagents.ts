@@ -273,10 +273,12 @@ export const make = (options: Options = {}) =>
     ) =>
       building.withPermits(1)(Effect.suspend(() => {
         // (an agent whose MCP servers were listed with the run's request secrets is that run's: never kept, see
-        // `ToolAssembly.Options.run`; one of a run given some is not one of a run given none)
+        // `ToolAssembly.Options.run`; one of a run given some secrets is not one of a run given others or none)
         const given = SkillSecrets.entries(secrets)
-        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null]) +
-          (given.size > 0 ? "+secrets" : "")
+        // (and its reasons for the tools of servers it lacks name the secrets the run did not give: by their names)
+        const key = JSON.stringify([config.name, toolGroups ?? null, skills ?? null, vision, role ?? null, [
+          ...given.keys()
+        ].sort()])
         const known = built.get(key)
         if (known !== undefined) return Effect.succeed(known)
         return Effect.gen(function*() {
@@ -345,7 +347,12 @@ export const make = (options: Options = {}) =>
             configured: configured?.entries
           }))
           if (Either.isLeft(chain)) return Either.left(chain.left.message)
-          const unknown = yield* SubagentGatedTools.explainer(assembly.entries, new Set(given.keys()))
+          const unknown = yield* SubagentGatedTools.explainer(
+            assembly.entries,
+            new Set(given.keys()),
+            authorization.right,
+            role
+          )
           const ports = yield* Effect.either(
             Layer.buildWithScope(
               MW.stack(chain.right.map((e) => e.make()), MW.baseOverModel(Toolkit.make(tools))),

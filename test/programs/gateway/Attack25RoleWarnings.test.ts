@@ -3,12 +3,14 @@
  * tools only with a request secret is told to a run that did not give it as a warning naming the server and its
  * secrets (`SecretRefs.notListed`), streamed to the run's user. A role whose `mcp_servers` policy denies that server
  * never gets its tools, but got the warning: the server's name, its secrets' names, and the text of its failure
- * reached a user who should not learn of it. A real stdio server, through the gateway.
+ * reached a user who should not learn of it; so did a subagent's refusal of a call of one of its tools, saying why it
+ * has none (`SubagentGatedTools`). A real stdio server, through the gateway.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
+import { contentText } from "../../../src/state/Message.js"
 import { rbac } from "../../support/rbac.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
@@ -21,7 +23,20 @@ let gateway: TestGateway
 const alice = Requests.as(() => gateway, Support.ALICE)
 const guest = Requests.as(() => gateway, GUEST)
 
-const script = (body: ChatRequestBody): Turn => `You said: ${Support.lastUserText(body)}`
+const isSubagent = (body: ChatRequestBody) => JSON.stringify(body.messages).includes("general-purpose subagent")
+
+/** "delegate": a subagent, whose model calls the server's tool though it is not offered; else an echo. */
+const script = (body: ChatRequestBody): Turn => {
+  const last = body.messages.at(-1)
+  if (isSubagent(body)) {
+    if (last?.role === "tool") return "Sub done."
+    return { toolCalls: [{ name: "ledger_report", arguments: {} }] }
+  }
+  if (!Support.lastUserText(body).includes("delegate")) return `You said: ${Support.lastUserText(body)}`
+  if (last?.role === "tool") return "Parent done."
+  const args = { description: "ask the ledger", prompt: "the report", subagent_type: "general-purpose" }
+  return { toolCalls: [{ name: "task", arguments: args }] }
+}
 
 beforeAll(async () => {
   const dir = Support.tempDir("antler-attack25-role-")
@@ -54,11 +69,12 @@ beforeAll(async () => {
 }, SLOW)
 afterAll(() => gateway?.stop())
 
-const streamed = async (as: typeof alice, thread: string) => {
+const streamed = async (as: typeof alice, thread: string, text = "hello", context: Record<string, unknown> = {}) => {
   assert.strictEqual((await as("POST", "/threads", { thread_id: thread })).status, 200)
   const stream = await as("POST", `/threads/${thread}/runs/stream`, {
     assistant_id: "lead_agent",
-    input: Support.userInput("hello"),
+    input: Support.userInput(text),
+    context,
     stream_mode: ["values", "custom"]
   })
   assert.strictEqual(stream.status, 200, stream.text)
@@ -74,6 +90,21 @@ describe("Attack25: a server the role may not use, in the per-run listing's warn
     const his = await streamed(guest, "role-guest")
     assert.include(his, "You said: ")
     assert.notInclude(his, "ledger")
+    assert.notInclude(his, "LEDGER_TOKEN")
+  }, SLOW)
+
+  it("a subagent's call of its tool is not told why, to a role that may not use it", async () => {
+    const subResult = async (as: typeof alice, thread: string) => {
+      const before = gateway.scripted.requests.length
+      await streamed(as, thread, "delegate please", { subagent_enabled: true })
+      const sub = gateway.scripted.requests.slice(before).filter(isSubagent)
+      assert.isAbove(sub.length, 1)
+      return contentText(sub.at(-1)!.messages.at(-1)!.content as never)
+    }
+    assert.include(await subResult(alice, "sub-alice"), "MCP server 'ledger'")
+    const his = await subResult(guest, "sub-guest")
+    assert.include(his, "Error: Tool 'ledger_report' does not exist.")
+    assert.notInclude(his, "ledger'", his)
     assert.notInclude(his, "LEDGER_TOKEN")
   }, SLOW)
 })
