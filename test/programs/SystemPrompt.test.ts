@@ -288,7 +288,8 @@ describe("SystemPrompt: the skills section is bounded", () => {
   // DeerFlow lead_agent/prompt.py get_skills_prompt_section (test_lead_agent_skills.py::
   // test_get_skills_prompt_section_returns_empty_when_available_skills_empty / _when_no_skills_match): an agent whose
   // skill list leaves no enabled skill (empty, unknown names, only disabled ones) has no skills section
-  it("an agent whose skill list allows no enabled skill has no skills section, disabled skills or skill_manage aside", () => {
+  it("an agent whose skill list allows no enabled skill has no skills section, disabled skills or skill_manage aside",
+    () => {
     const options: SystemPrompt.PromptOptions = {
       ...base,
       tools: [...base.tools!, "skill_manage", "describe_skill"],

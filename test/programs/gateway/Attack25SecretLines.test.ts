@@ -45,7 +45,11 @@ beforeAll(async () => {
     Path.join(dir, "extensions_config.json"),
     JSON.stringify({ mcpServers: { echo: { ...echo, env: { ERP_TOKEN: "${secret:ERP_KEY}" } } }, skills: {} })
   )
-  gateway = await Support.start({ script, source: Path.join(dir, "config.yaml"), config: { gateway: Support.twoUsers } })
+  gateway = await Support.start({
+    script,
+    source: Path.join(dir, "config.yaml"),
+    config: { gateway: Support.twoUsers }
+  })
 }, SLOW)
 afterAll(() => gateway?.stop())
 

@@ -80,7 +80,8 @@ describe.skipIf("skip" in pg)("a runner's shard locks' connection takes one stat
 
   it("over the bare client, the same releases make the driver warn (the cause)", async () => {
     const url = await (pg as Postgres.Postgres).createDatabase()
-    const warned = await queuedWarnings(() => takeAndReleaseAll(url, Layer.effect(SqlClient.SqlClient, SqlClient.SqlClient)))
+    const plain = Layer.effect(SqlClient.SqlClient, SqlClient.SqlClient)
+    const warned = await queuedWarnings(() => takeAndReleaseAll(url, plain))
     assert.strictEqual(warned.length, 1)
   }, 60_000)
 })

@@ -72,7 +72,8 @@ const delegate = async (context: Record<string, unknown>) => {
 const reversed = (text: string) => [...text].reverse().join("")
 
 describe("a subagent of a run given an MCP server's request secret", () => {
-  it("is offered the server's tools and calls them with the secret, which nothing it emits or stores holds", async () => {
+  it("is offered the server's tools and calls them with the secret, which nothing it emits or stores holds",
+    async () => {
     const run = await delegate({ secrets: { ERP_TOKEN: SECRET } })
     assert.isAbove(run.sub.length, 1)
     // listed for the subagent with the run's secret (the server refuses to list without it)
