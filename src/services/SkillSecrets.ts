@@ -10,7 +10,8 @@ import * as Context from "effect/Context"
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Json from "../state/Json.js"
-import { echoForms, encodedForms, MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
+import type { Redactor } from "../state/Redact.js"
+import { also, echoForms, encodedForms, MARKER, MIN_SECRET_LENGTH } from "../state/Redact.js"
 import { UNSAFE_ENV_NAME } from "./Sandbox.js"
 import type { Catalog, SecretRequirement, Skill } from "./Skills.js"
 import { normalisePath } from "./Skills.js"
@@ -260,6 +261,14 @@ export const withLines = (values: Iterable<string>): ReadonlyArray<string> => {
   }
   return [...out]
 }
+
+/**
+ * A run's redactor: `base` hiding also the request's `secrets` (each line of one of several lines too, in every form
+ * `Redact.also` adds); `base` itself when there are none. What the run emits, keeps, and its record keeps of what it
+ * was asked with (`kwargs`, `metadata`: the user may have typed a value into the input) go through it.
+ */
+export const runRedactor = (base: Redactor, secrets: RequestSecrets | undefined): Redactor =>
+  secrets === undefined ? base : also(base, withLines(entries(secrets).values()))
 
 /** The text with each of `texts` (see `maskedTexts`) replaced by `[redacted]`. */
 export const mask = (texts: ReadonlyArray<string>) => (text: string): string => {

@@ -14,7 +14,6 @@ import * as Option from "effect/Option"
 import * as SkillSecrets from "../../services/SkillSecrets.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import * as M from "../../state/Message.js"
-import * as Redact from "../../state/Redact.js"
 import * as TS from "../../state/ThreadState.js"
 import * as Run from "../Run.js"
 import { GatewayError } from "./api/Problem.js"
@@ -156,12 +155,7 @@ export const make = (deps: Deps): Starter => {
   const runDepsOf = (request: RunRequest): RunExecution.Deps =>
     // (the request's secrets for skills are hidden from everything the run emits or keeps: a workspace diff of a
     // file a command wrote with one, too; each line of one of several lines, as a tool's result masks them)
-    request.secrets === undefined
-      ? deps
-      : {
-        ...deps,
-        redact: Redact.also(deps.redact, SkillSecrets.withLines(SkillSecrets.entries(request.secrets).values()))
-      }
+    request.secrets === undefined ? deps : { ...deps, redact: SkillSecrets.runRedactor(deps.redact, request.secrets) }
 
   /**
    * The run `runId` of `request`, its thread's lease taken and its input reserved (`reserved`), recorded and started
@@ -183,9 +177,11 @@ export const make = (deps: Deps): Starter => {
       const state = Option.match(loaded, { onNone: () => TS.empty, onSome: (t) => t.state })
       const messages = Protocol.withClarificationAnswer(state, request.messages, request.resume)
       const at = yield* now
+      // (what it was asked with, without its request's secrets: the handler hid them, a starter that did not is
+      // covered here)
       yield* store.saveRun({
         ...RunRecords.base(request.threadId, runId, at),
-        metadata: {
+        metadata: runDeps.redact.value({
           assistant_id: request.assistantId,
           multitask_strategy: request.multitaskStrategy,
           metadata: request.metadata,
@@ -193,7 +189,7 @@ export const make = (deps: Deps): Starter => {
           user_id: request.userId,
           ...(forkedFrom !== undefined ? { [Fork.FORKED_FROM]: forkedFrom } : {}),
           ...(request.resumes !== undefined ? { [EventIds.RESUMES_KEY]: request.resumes } : {})
-        }
+        })
       }).pipe(Effect.mapError(internal))
       // (its input in its record now, only its first step stays reserved, until its checkpoints keep it)
       yield* reserved.recorded

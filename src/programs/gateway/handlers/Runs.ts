@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ModelConfig } from "../../../services/AppConfig.js"
+import * as SkillSecrets from "../../../services/SkillSecrets.js"
 import { AppConfigService } from "../../../services/AppConfig.js"
 import { LiveConfig } from "../../../services/LiveConfig.js"
 import type { RunRecord, ThreadSummary } from "../../../services/ThreadStore.js"
@@ -136,7 +137,10 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
           const metadata = made
             ? { ...request.metadata }
             : { ...threadMetadata, ...ranOn, ...request.metadata }
-          const kwargs = redact.value(RunSettings.kwargsOf(request, {
+          // (what the run was asked with is kept and answered with its record: without the request's secrets, which
+          // the user may have typed into the input too, as its thread and stream hide them)
+          const hide = SkillSecrets.runRedactor(redact, secrets)
+          const kwargs = hide.value(RunSettings.kwargsOf(request, {
             assistantId,
             checkpointId,
             metadata,
@@ -163,7 +167,7 @@ export const layer = (api: LangGraphApi, models: ReadonlyArray<ModelConfig>, red
             ...(secrets === undefined ? {} : { secrets }),
             modes,
             multitaskStrategy: strategy,
-            metadata: redact.value(metadata),
+            metadata: hide.value(metadata),
             kwargs,
             deleteThread,
             ...(checkpointId !== undefined ? { checkpointId } : {}),
