@@ -39,8 +39,8 @@ const PREVIOUS_TABLE = Records.MIGRATIONS[0]!.replace(/,\s*sealed_secrets TEXT\s
 /** A row the previous build wrote. */
 const PREVIOUS_ROW = "INSERT INTO antler_mcp_tasks (id, user_id, thread_id, server_name, driver_name, " +
   "remote_task_id, task_name, status, result_truncated, driver_data, poll_attempt_count, " +
-  "consecutive_poll_error_count, cancel_attempt_count, created_at, updated_at) VALUES ('old-1', 'alice', 't1', 'tasks', 'ordinary-tools', " +
-  "'remote-old', 'Report', 'working', 0, '{}', 1, 0, 0, 1, 2)"
+  "consecutive_poll_error_count, cancel_attempt_count, created_at, updated_at) VALUES ('old-1', 'alice', 't1', " +
+  "'tasks', 'ordinary-tools', 'remote-old', 'Report', 'working', 0, '{}', 1, 0, 0, 1, 2)"
 
 /** Starts two stores at once over a database holding the previous table; checks the column and a round trip. */
 const check = async (
