@@ -11,7 +11,7 @@
 import * as Either from "effect/Either"
 import * as Redacted from "effect/Redacted"
 import * as Crypto from "node:crypto"
-import type * as SkillSecrets from "../../../services/SkillSecrets.js"
+import * as SkillSecrets from "../../../services/SkillSecrets.js"
 import type { TaskRecord } from "../../../services/McpTasks.js"
 import * as Redact from "../../../state/Redact.js"
 import type { Snapshot } from "../../../layers/mcp/TaskDriver.js"
@@ -64,7 +64,8 @@ export const guardOf = (key: Key, task: TaskRecord, base: Redact.Redactor): Guar
               "stopped; set gateway.cluster.secret to keep them across restarts") +
           "), so its text is not kept]"
       ),
-    onRight: (secrets) => Either.right(Redact.also(base, Redacted.value(secrets ?? Redacted.make(new Map())).values()))
+    // (as the run's own redactor masks them: each line of one of several lines too)
+    onRight: (secrets) => Either.right(SkillSecrets.runRedactor(base, secrets))
   })
 }
 
