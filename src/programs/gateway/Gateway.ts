@@ -455,8 +455,9 @@ export const layer = (options: Options) => {
     // LangGraph's store: beside the threads and the scheduled tasks
     Layer.provideMerge(StoreWiring.layer(app)),
     Layer.provideMerge(recovered),
-    // (per-user quotas on threads and files: over the store and the data directory)
-    Layer.provideMerge(Quotas.layer()),
+    // (per-user quotas on threads and files: over the store and the data directory, shared with the processes of
+    // its PostgreSQL database)
+    Layer.provideMerge(Quotas.layer().pipe(Layer.provide(QuotaWiring.sharedLayer(app)))),
     Layer.provideMerge(runs),
     Layer.provide(Layer.effectDiscard(checks)),
     Layer.provide(NodeContext.layer),

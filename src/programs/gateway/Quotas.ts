@@ -10,8 +10,9 @@
  * A check and what it admits run under the user's own lock, one at a time per user in this process, so two
  * concurrent requests cannot both pass a check that only one of them fits. Bytes are admitted (the lock of the
  * user's bytes) around the thread they may make (the lock of the user's threads), always in that order. Processes
- * sharing a store check the same counts but do not share the locks: there a burst of concurrent requests may pass a
- * limit by a few.
+ * sharing a PostgreSQL database share them too (`SharedQuotas`): a thread's count and its making hold a lock of the
+ * user's in the database, and the bytes a request is to write are reserved there until written, each check counting
+ * the other processes' reservations.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -26,6 +27,7 @@ import { threadPaths } from "../../services/Sandbox.js"
 import { ThreadStore } from "../../services/ThreadStore.js"
 import { formatBytes } from "../Upload.js"
 import { DEFAULT_USER } from "./Auth.js"
+import * as SharedQuotas from "./SharedQuotas.js"
 
 /** How long measuring a user's files may take before the request is refused, in milliseconds. */
 export const MEASURE_BUDGET_MS = 10_000
@@ -157,7 +159,7 @@ export interface Service {
     userId: string,
     adding: number,
     write: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | QuotaExceeded, R>
+  ) => Effect.Effect<A, E | QuotaExceeded | StoreError, R>
   /**
    * Runs `write`, which puts an item weighing `size` bytes (`StoreItems.weightOf`) in the user's store items, when
    * what they hold (`usage`: all of them, and the item it replaces) leaves room for it under
@@ -189,11 +191,15 @@ const userLocks = () => {
     })
 }
 
-/** The quotas of `limits` over the store (threads) and the data directory `home` (files). */
+/**
+ * The quotas of `limits` over the store (threads) and the data directory `home` (files), shared with the other
+ * processes of `shared` (none: one process's).
+ */
 export const make = (
   limits: QuotasConfig,
   store: ThreadStore["Type"],
-  home: string
+  home: string,
+  shared: SharedQuotas.Service = SharedQuotas.inProcess
 ): Effect.Effect<Service> =>
   Effect.sync(() => {
     const threadLock = userLocks()
@@ -222,21 +228,32 @@ export const make = (
         used >= limit
           ? Effect.fail(new QuotaExceeded({ reason: "threads", user: userId, limit, used, adding: 1 }))
           : Effect.void)
-      return guarded(threadLock, userId, limit, check, make)
+      return limit === 0
+        ? make
+        : Effect.flatMap(threadLock(userId), (lock) =>
+          lock.withPermits(1)(shared.threads(userId, Effect.zipRight(check, make))))
     }
 
     const bytes: Service["bytes"] = (userId, adding, write) => {
       const limit = limits.max_user_bytes
-      const check = Effect.flatMap(
-        Effect.promise(() => measure(userThreadsDir(userId), limit - adding, performance.now() + MEASURE_BUDGET_MS)),
-        ({ bytes: used, complete }) =>
-          !complete
-            ? Effect.fail(new QuotaExceeded({ reason: "unmeasured", user: userId, limit, used, adding }))
-            : used + adding > limit
-            ? Effect.fail(new QuotaExceeded({ reason: "bytes", user: userId, limit, used, adding }))
-            : Effect.void
-      )
-      return guarded(bytesLock, userId, limit, check, write)
+      // (the files as measured, and what the user's requests in other processes reserved and have not written)
+      const check = (reserved: number) =>
+        Effect.flatMap(
+          Effect.promise(() =>
+            measure(userThreadsDir(userId), limit - adding - reserved, performance.now() + MEASURE_BUDGET_MS)
+          ),
+          ({ bytes: measured, complete }) => {
+            const used = measured + reserved
+            return !complete
+              ? Effect.fail(new QuotaExceeded({ reason: "unmeasured", user: userId, limit, used, adding }))
+              : used + adding > limit
+              ? Effect.fail(new QuotaExceeded({ reason: "bytes", user: userId, limit, used, adding }))
+              : Effect.void
+          }
+        )
+      // (reserved from the check until written or failed: the lock orders this process's, the reservation others')
+      const admitted = Effect.acquireUseRelease(shared.files(userId, adding, check), () => write, (held) => held.free)
+      return limit === 0 ? write : Effect.flatMap(bytesLock(userId), (lock) => lock.withPermits(1)(admitted))
     }
 
     const storeBytes: Service["storeBytes"] = (userId, size, usage, write) => {
@@ -267,6 +284,12 @@ export const layer = (): Layer.Layer<Quotas, never, AppConfigService | ThreadSto
     Quotas,
     Effect.gen(function*() {
       const app = yield* AppConfigService
-      return yield* make(app.config.gateway.quotas, yield* ThreadStore, app.home)
+      const shared = yield* Effect.serviceOption(SharedQuotas.SharedQuotas)
+      return yield* make(
+        app.config.gateway.quotas,
+        yield* ThreadStore,
+        app.home,
+        shared._tag === "Some" ? shared.value : SharedQuotas.inProcess
+      )
     })
   )
