@@ -118,4 +118,23 @@ describe.skipIf("skip" in pg)("max_threads_per_user and max_user_bytes across pr
     const fits = await alice(1)("POST", `/api/threads/${threads[0]}/uploads`, formOf("h.txt", 20 * KiB))
     assert.strictEqual(fits.status, 200, fits.text)
   })
+
+  it("a process's reservation of files counts until it lapses (its process died while writing)", async () => {
+    const { url, alice } = await twoGateways({ max_threads_per_user: 0, max_user_bytes: 100 * KiB })
+    const threadId = (await alice(0)("POST", "/threads", {})).json().thread_id as string
+    // (as a process that reserved 90 KiB and died before writing them left it)
+    const future = Date.now() + 60_000
+    Postgres.psql(url, `INSERT INTO antler_file_reservations VALUES ('dead', 'alice', ${90 * KiB}, ${future})`)
+    const refused = await alice(1)("POST", `/api/threads/${threadId}/uploads`, formOf("a.txt", 20 * KiB))
+    assert.strictEqual(refused.status, 403, refused.text)
+    assert.include(refused.json().detail, "hold 90.0 KB of files and this would add 20.0 KB, past gateway.quotas")
+    // another user's reservation is not alice's
+    Postgres.psql(url, `UPDATE antler_file_reservations SET owner = 'bob' WHERE id = 'dead'`)
+    const others = await alice(0)("POST", `/api/threads/${threadId}/uploads`, formOf("b.txt", 20 * KiB))
+    assert.strictEqual(others.status, 200, others.text)
+    Postgres.psql(url, `UPDATE antler_file_reservations SET owner = 'alice', expires_at = ${Date.now() - 1}`)
+    const lapsed = await alice(1)("POST", `/api/threads/${threadId}/uploads`, formOf("c.txt", 20 * KiB))
+    assert.strictEqual(lapsed.status, 200, lapsed.text)
+    assert.strictEqual(Postgres.psql(url, `SELECT count(*) FROM antler_file_reservations`).trim(), "0")
+  })
 })
