@@ -54,7 +54,7 @@ describe("a crash in a run's launch", () => {
       const threadId = (await request("POST", "/threads", {})).json().thread_id as string
       // (under the quota, a run of this input is admitted alone, not beside its own reservation left taken: see
       // RunStartInterrupt.test.ts)
-      const input = { messages: [{ type: "human", content: quotas ? "x".repeat(12 * 1024) : "hello" }] }
+      const input = { messages: [{ type: "human", content: quotas ? "x".repeat(6 * 1024) : "hello" }] }
       const first = await request("POST", `/threads/${threadId}/runs`, { assistant_id: "lead_agent", input })
       assert.strictEqual(crashes(), 1, "the launch crashed")
       assert.strictEqual(first.status, 500, first.text)
