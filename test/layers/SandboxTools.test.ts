@@ -975,7 +975,7 @@ describe("view_image", () => {
       const huge = yield* view(`${W}/huge.png`)
       assert.isTrue(huge.startsWith(`Error: Image file is too large: ${W}/huge.png is 20971521 bytes`))
       assert.isTrue((yield* view("/mnt/skills/x.png")).startsWith("Error: Only image paths under"))
-      assert.strictEqual(yield* view(`${W}/none.png`), `Error: File not found: ${W}/none.png`)
+      assert.strictEqual(yield* view(`${W}/none.png`), `Error: Image file not found: ${W}/none.png`)
     }))
 
   it("sniffs the four accepted formats", () => {
