@@ -6,79 +6,22 @@
  * (its second attempt, ids above the ones it saw) to its end. `antler serve` processes (real child processes) on
  * one PostgreSQL database. Skipped, saying why, without PostgreSQL.
  */
-import { afterAll, assert, describe, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Scope from "effect/Scope"
-import type * as ChildProcess from "node:child_process"
-import * as Path from "node:path"
-import * as ScriptedChatServer from "../../../src/layers/ScriptedChatServer.js"
-import type { ChatRequestBody, Turn } from "../../../src/layers/ScriptedChatServer.js"
-import { serveProcess, writeServeConfig } from "../../support/cli.js"
+import { assert, describe, it } from "@effect/vitest"
 import { until } from "../../support/poll.js"
+import * as Cluster from "../../support/cluster.js"
+import * as Handover from "../../support/clusterHandover.js"
+import { healthy, labelOf, post, runStatus } from "../../support/clusterHandover.js"
 import * as Postgres from "../../support/postgres.js"
-import { psql } from "../../support/postgres.js"
-import { freePort } from "../../support/ports.js"
 import type { SseEvent } from "./support.js"
 import * as Support from "./support.js"
 
 const pg = await Postgres.start()
 if ("skip" in pg) console.warn(`[gateway cluster handover stream] skipped: ${pg.skip}`)
 
-interface Server {
-  readonly url: string
-  readonly child: ChildProcess.ChildProcess
-  readonly scripted: ScriptedChatServer.ScriptedChatServer
-  readonly output: () => string
-}
+const suite = Cluster.suite(pg)
+const serve = (name: string, dbUrl: string, home: string) =>
+  Handover.serve(suite, { name, dbUrl, home, drainSeconds: 2 })
 
-const labelOf = (body: ChatRequestBody): string => {
-  const asked = JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
-  return /\bhold-\d+/.exec(asked)?.[0] ?? ""
-}
-
-/** The model of process `name`: A's never answers (its runs go on until handed over); B's answers. */
-const scriptOf = (name: string) => (body: ChatRequestBody): Turn =>
-  name === "A" ? { content: "Still thinking", stall: true } : `${labelOf(body)} answered by ${name}`
-
-const scope = Effect.runSync(Scope.make())
-const servers: Array<Server> = []
-afterAll(async () => {
-  for (const server of servers) server.child.kill("SIGKILL")
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if ("stop" in pg) await pg.stop()
-})
-
-const serve = async (name: string, dbUrl: string, home: string): Promise<Server> => {
-  const scripted = await Effect.runPromise(Scope.extend(ScriptedChatServer.start(scriptOf(name)), scope))
-  const config = writeServeConfig(Path.join(home, `config-${name}.yaml`), scripted.url, {
-    database: { url: dbUrl },
-    gateway: {
-      heartbeat_seconds: 1,
-      cluster: { runner_port: await freePort(), health_check_seconds: 2, drain_seconds: 2 }
-    }
-  })
-  const started = serveProcess(home, config)
-  const server: Server = { ...started, url: await started.url, scripted }
-  servers.push(server)
-  return server
-}
-
-const post = async (base: string, path: string, body: unknown) => {
-  const response = await fetch(`${base}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body)
-  })
-  const json = await response.json() as any
-  if (response.status !== 200) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(json)}`)
-  return json
-}
-
-const runStatus = async (base: string, thread: string, runId: string): Promise<string> =>
-  ((await (await fetch(`${base}/threads/${thread}/runs/${runId}`)).json()) as any).status
-
-const healthy = (dbUrl: string) => psql(dbUrl, "SELECT count(*) FROM cluster_runners WHERE healthy")
 const runOf = (event: SseEvent) => event.id!.slice(0, event.id!.lastIndexOf(":"))
 const idOf = (event: SseEvent) => Number(event.id!.slice(event.id!.lastIndexOf(":") + 1))
 
