@@ -7,11 +7,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Fs from "node:fs"
-import * as Path from "node:path"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import { runAntler } from "../support/cli.js"
 import { cliHome, reportTaskServer } from "../support/mcpTaskServer.js"
+import { filesHolding } from "../support/filesHolding.js"
 
 const SLOW = 180_000
 const MARK = "DO-NOT-LEAK"
@@ -27,13 +26,6 @@ const model = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Tur
   body.messages.at(-1)?.role === "tool"
     ? "Started."
     : { toolCalls: [{ name: "tasks_start_report", arguments: { topic: SECRET } }] }
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => Fs.readFileSync(file).includes(Buffer.from(text)))
 
 describe("Attack25: antler run's MCP task saying its request secret back", () => {
   it.scoped("is masked in what it prints and in the task's record it keeps", () =>

@@ -13,6 +13,7 @@ import * as Path from "node:path"
 import * as ScriptedChatServer from "../../src/layers/ScriptedChatServer.js"
 import { childEnv, runAntler, writeServeConfig } from "../support/cli.js"
 import { tempDir } from "../support/fixtures.js"
+import { filesHolding } from "../support/filesHolding.js"
 
 const SECRET = "sk-erp-cli-5c1e-DO-NOT-LEAK"
 const reversed = (text: string) => [...text].reverse().join("")
@@ -36,17 +37,6 @@ const script = (body: ScriptedChatServer.ChatRequestBody): ScriptedChatServer.Tu
   const lines = tools.at(-1)!.split("\n")
   const turned = lines.find((line) => line.includes("KAEL-TON-OD")) ?? ""
   return `The command said: ${tools.at(-1)}\nThe token is ${reversed(turned.trim())}.`
-}
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> => {
-  const out: Array<string> = []
-  for (const entry of Fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue
-    const file = Path.join(entry.parentPath, entry.name)
-    if (Fs.readFileSync(file).includes(Buffer.from(text))) out.push(file)
-  }
-  return out
 }
 
 const setup = (modelUrl: string) => {

@@ -24,6 +24,7 @@ import * as Servers from "../support/mcpServers.js"
 import * as Requests from "../support/requests.js"
 import type { TestGateway } from "./gateway/support.js"
 import * as Support from "./gateway/support.js"
+import { filesHolding } from "../support/filesHolding.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../..")
 const ECHO = Path.join(ROOT, "test/fixtures/echo-secrets-mcp.mjs")
@@ -33,16 +34,6 @@ const SLOW = 120_000
 
 const reversed = (text: string) => [...text].reverse().join("")
 const secrets = (values: Record<string, string>) => Redacted.make(new Map(Object.entries(values)))
-/** Every file under `dir` whose bytes hold one of `texts`. */
-const filesHolding = (dir: string, texts: ReadonlyArray<string>): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => {
-      const bytes = Fs.readFileSync(file)
-      return texts.some((text) => bytes.includes(Buffer.from(text)))
-    })
-
 const textOf = (result: McpResult) => result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n")
 
 /** The echo server over stdio, its `$ERP_TOKEN` the request's. */

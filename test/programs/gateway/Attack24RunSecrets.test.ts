@@ -23,6 +23,7 @@ import * as Servers from "../../support/mcpServers.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { filesHolding } from "../../support/filesHolding.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const SDK = Path.join(ROOT, "node_modules/@modelcontextprotocol/sdk/dist/esm")
@@ -100,13 +101,6 @@ beforeAll(async () => {
   })
 }, SLOW)
 afterAll(() => gateway?.stop())
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => Fs.readFileSync(file).includes(Buffer.from(text)))
 
 const run = async (thread: string, text: string) => {
   assert.strictEqual((await alice("POST", "/threads", { thread_id: thread })).status, 200)

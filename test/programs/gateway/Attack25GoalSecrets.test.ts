@@ -21,6 +21,7 @@ import { messageText } from "../../support/modelRequests.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { filesHolding } from "../../support/filesHolding.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const ECHO = Path.join(ROOT, "test/fixtures/echo-secrets-mcp.mjs")
@@ -72,13 +73,6 @@ beforeAll(async () => {
   })
 }, SLOW)
 afterAll(() => gateway?.stop())
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => Fs.readFileSync(file).includes(Buffer.from(text)))
 
 /** A streamed run asking `question` on a new thread `thread` whose goal is active, given the secret. */
 const goalRun = async (thread: string, question: string) => {

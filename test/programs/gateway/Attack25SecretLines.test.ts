@@ -16,6 +16,7 @@ import { contentText } from "../../../src/state/Message.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { filesHolding } from "../../support/filesHolding.js"
 
 const ROOT = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const ECHO = Path.join(ROOT, "test/fixtures/echo-secrets-mcp.mjs")
@@ -52,13 +53,6 @@ beforeAll(async () => {
   })
 }, SLOW)
 afterAll(() => gateway?.stop())
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => Fs.readFileSync(file).includes(Buffer.from(text)))
 
 describe("Attack25: a request secret of several lines", () => {
   it("a line of it the model writes out is hidden from the stream, the thread and the database", async () => {

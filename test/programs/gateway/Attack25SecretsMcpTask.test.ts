@@ -7,7 +7,6 @@
  * active and mask what it says; a restarted gateway that cannot open them withholds the text with a notice.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { INSTRUCTION } from "../../../src/programs/gateway/mcptasks/Notifier.js"
 import { allowNodeServers, reportTaskServer, writeTaskExtensions } from "../../support/mcpTaskServer.js"
@@ -15,6 +14,7 @@ import { eventually } from "../../support/poll.js"
 import * as Requests from "../../support/requests.js"
 import type { TestGateway } from "./support.js"
 import * as Support from "./support.js"
+import { filesHolding } from "../../support/filesHolding.js"
 
 const SLOW = 120_000
 const MARK = "DO-NOT-LEAK"
@@ -57,13 +57,6 @@ const script = (body: any) => {
   const topics = text.includes("slow") ? [`slow ${SECRET}`] : [SECRET, `fail ${SECRET}`]
   return { toolCalls: topics.map((topic) => ({ name: "tasks_start_report", arguments: { topic } })) }
 }
-
-/** Every file under `dir` whose bytes hold `text`. */
-const filesHolding = (dir: string, text: string): Array<string> =>
-  Fs.readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => Path.join(entry.parentPath, entry.name))
-    .filter((file) => Fs.readFileSync(file).includes(Buffer.from(text)))
 
 const assertHidden = (text: string, where: string) => {
   assert.notInclude(text, MARK, where)
