@@ -181,7 +181,7 @@ describe("deferred tools in the chain and the prompt", () => {
     assert.notInclude(LeadAgent.order({ config: defaults() }), "DeferredToolFilter", "no deferred tools, no filter")
   })
 
-  it("the prompt lists deferred tools (sorted, escaped), routing hints, and citations only with web tools", () => {
+  it("the prompt lists deferred tools (sorted, escaped) and routing hints only with tool_search", () => {
     const base = { clarification: true, skills: [], skillsContainer: "/mnt/skills" }
     const prompt = SystemPrompt.make({
       ...base,
@@ -195,13 +195,11 @@ describe("deferred tools in the chain and the prompt", () => {
     assert.include(prompt, "<available-deferred-tools>\na&lt;b\nslack_post\n</available-deferred-tools>")
     assert.include(
       prompt,
-      "<mcp_routing_hints>\n- When the user's request involves slack: use `tool_search` to fetch `slack_post`, then prefer " +
-        "that MCP tool.\n- When the user's request involves SQL, or orders:"
+      "<mcp_routing_hints>\nWhen the user's request involves slack:\n  use `tool_search` to fetch `slack_post`, then " +
+        "prefer that MCP tool.\nWhen the user's request involves SQL, or orders:\n"
     )
-    assert.include(prompt, "<citations>")
     const plain = SystemPrompt.make({ ...base, tools: ["read_file"] })
     assert.notInclude(plain, "available-deferred-tools")
-    assert.notInclude(plain, "<citations>")
-    assert.notInclude(plain, "web_search")
+    assert.notInclude(plain, "<mcp_routing_hints>")
   })
 })

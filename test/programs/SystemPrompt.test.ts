@@ -1,6 +1,6 @@
 /**
  * The system prompt: a pure function of the agent's configuration (byte-identical for the same options), with
- * DeerFlow's sections in order, that advertises only what the agent has and states the limits it enforces.
+ * DeerFlow's sections in order (its words: SystemPrompt.fidelity25b), that states the limits it enforces.
  */
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -33,8 +33,8 @@ describe("SystemPrompt", () => {
       skills: catalog.skills.map((s) => ({ ...s }))
     })
     for (const skill of catalog.skills) {
-      assert.include(prompt, `<skill><name>${skill.name}</name>`)
-      assert.include(prompt, `<location>${skill.location}</location>`)
+      assert.include(prompt, `    <skill>\n        <name>${skill.name}</name>\n`)
+      assert.include(prompt, `        <location>${skill.location}</location>\n    </skill>`)
       assert.notMatch(skill.description, /^[>|]/, skill.name)
     }
     assert.include(prompt, "[built-in]</description>")
@@ -62,13 +62,14 @@ describe("SystemPrompt", () => {
     })
     assert.deepStrictEqual(sectionOrder(prompt), [
       "role",
+      // (named in the confidentiality paragraph)
+      "critical_reminders",
       "soul",
       "self_update",
       "thinking_style",
       "clarification_system",
       "skill_system",
       "available_skills",
-      "skill",
       "disabled_skills",
       "memory_tool_system",
       "available-deferred-tools",
@@ -80,26 +81,26 @@ describe("SystemPrompt", () => {
     ])
     assert.include(prompt, "You are Ada&lt;x&gt;,")
     assert.include(prompt, "I am &lt;b&gt;kind&lt;/b&gt; &amp; curious.")
-    assert.include(prompt, "<skill><name>a&lt;b&gt;</name><description>x &amp; y [custom, editable]</description>")
-    assert.include(prompt, "- old-one (public)")
+    assert.include(prompt, "<name>a&lt;b&gt;</name>\n        <description>x &amp; y [custom, editable]</description>")
+    assert.include(prompt, "\n    - old-one (public)\n")
     assert.include(prompt, "mcp_a\nmcp_z")
     assert.include(prompt, "MAXIMUM 3 `task` CALLS PER RESPONSE")
     assert.include(prompt, "MAXIMUM 6 `task` CALLS PER RUN")
     assert.include(prompt, "- **general-purpose**: For bounded work with clear delegation benefit")
-    assert.include(prompt, "- `/mnt/data`: a host directory mounted into the sandbox (read-only)")
+    assert.include(prompt, "- Custom mount: `/mnt/data` - Host directory mapped into the sandbox (read-only)")
     assert.notMatch(prompt, /\d{4}-\d{2}-\d{2}/)
   })
 
-  it("advertises only the tools the agent has: no citations without web tools, no present_files, no questions", () => {
+  // DeerFlow writes <citations>, present_files and the file-editing rule whatever the tools; a run nobody can answer
+  // (Antler's non-interactive runs, which have no ask_clarification) is never told to ask
+  it("a run nobody can answer is not told to ask; the subagent and deferred sections need their tools", () => {
     const prompt = SystemPrompt.make({ ...base, clarification: false, tools: ["read_file", "write_file"] })
     const section = (tag: string) => new RegExp(`^<${tag}>$`, "m")
-    assert.notMatch(prompt, section("citations"))
-    assert.notInclude(prompt, "present_files")
+    assert.match(prompt, section("citations"))
     assert.notInclude(prompt, "ask_clarification")
-    assert.notInclude(prompt, "str_replace")
+    assert.notInclude(prompt, "ask for clarification")
     assert.notMatch(prompt, section("subagent_system"))
     assert.notInclude(prompt, "task call")
-    assert.notInclude(prompt, "shell")
     assert.include(prompt, "Nobody can answer questions during this run")
     // a subagent section needs the task tool, a deferred list needs tool_search
     const without = SystemPrompt.make({
@@ -204,7 +205,7 @@ describe("SystemPrompt", () => {
     for (const tool of ["memory_search", "memory_add", "memory_update", "memory_delete"]) {
       assert.include(section, tool)
     }
-    assert.include(section, "When present, the injected <memory> holds only summaries")
+    assert.include(section, "When present, the injected <memory> block contains only global user and history summaries")
     assert.notInclude(SystemPrompt.make({ ...base, tools }), "<memory_tool_system>")
   })
 
@@ -212,7 +213,7 @@ describe("SystemPrompt", () => {
   // keeps its anchor in the reminders (edit with str_replace, write long files in appended sections)
   it("the file-editing rule is the 'File Editing Workflow' reminder", () => {
     const reminders = /^<critical_reminders>$[\s\S]*<\/critical_reminders>/m.exec(SystemPrompt.make(base))![0]
-    assert.match(reminders, /- File Editing Workflow: [^\n]*str_replace[\s\S]*append=true/)
+    assert.match(reminders, /- File Editing Workflow: [^\n]*\n  `str_replace` over `write_file`[\s\S]*append=True/)
   })
 
   // DeerFlow test_lead_agent_prompt.py::test_build_custom_mounts_section_lists_configured_mounts /
@@ -229,10 +230,10 @@ describe("SystemPrompt", () => {
       ]
     })
     const section = /<working_directory existed="true">[\s\S]*<\/working_directory>/.exec(prompt)![0]
-    assert.include(section, "\nCustom Mounted Directories:\n")
-    assert.include(section, "- `/home/user/shared`: a host directory mounted into the sandbox (read-write)")
-    assert.include(section, "- `/mnt/reference`: a host directory mounted into the sandbox (read-only)")
-    assert.include(section, "\nACP Agent Tasks (invoke_acp_agent):")
+    assert.include(section, "\n**Custom Mounted Directories:**\n")
+    assert.include(section, "- Custom mount: `/home/user/shared` - Host directory mapped into the sandbox (read-write)")
+    assert.include(section, "- Custom mount: `/mnt/reference` - Host directory mapped into the sandbox (read-only)")
+    assert.include(section, "\n**ACP Agent Tasks (invoke_acp_agent):**")
     assert.include(section, "/mnt/acp-workspace/")
     assert.isBelow(section.indexOf("ACP Agent Tasks"), section.indexOf("Custom Mounted Directories"))
     assert.notInclude(SystemPrompt.make(base), "Custom Mounted Directories")
@@ -272,7 +273,7 @@ describe("SystemPrompt: the skills section is bounded", () => {
         disabledSkills: [{ name: "switched-off", category: "public" }]
       }
       const prompt = SystemPrompt.make(options)
-      const section = /<skill_system>[\s\S]*<\/skill_system>/.exec(prompt)![0]
+      const section = /^<skill_system>$[\s\S]*?<\/skill_system>/m.exec(prompt)![0]
       assert.isBelow(section.length, SystemPrompt.MAX_SKILL_ENTRIES_CHARS + 3_000, discovery)
       const leftOut = SystemPrompt.skillsLeftOut(options)
       assert.isAbove(leftOut.length, 0, discovery)
@@ -350,7 +351,7 @@ describe("SystemPrompt: custom agents and subagents", () => {
     // DeerFlow test_lead_agent_prompt.py::test_build_self_update_section_present_for_custom_agent: the section names
     // the agent it is about, and says never to pass "null"
     const selfUpdate = /<self_update>[\s\S]*<\/self_update>/.exec(prompt)![0]
-    assert.include(selfUpdate, "the custom agent ada")
+    assert.include(selfUpdate, "the custom agent **ada**")
     assert.include(selfUpdate, '"null"')
     // no update_agent tool: no section telling the model to call it
     assert.notInclude(SystemPrompt.make({ ...base, tools, agentName: "ada", selfUpdate: true }), "<self_update>")

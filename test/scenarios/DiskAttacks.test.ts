@@ -166,8 +166,8 @@ describe("skills on disk are bounded", () => {
       assert.strictEqual(result.code, 0, output(result))
       assert.include(result.stdout, "Here is a haiku.")
       const system = systemOf(server.requests[0]!)
-      assert.include(system, "<skill><name>fine</name><description>Writes haiku about deer. [built-in]</description>")
-      const listed = /<skill><name>wordy<\/name><description>([^<]*) \[built-in\]<\/description>/.exec(system)?.[1]
+      assert.include(system, "<name>fine</name>\n        <description>Writes haiku about deer. [built-in]<")
+      const listed = /<name>wordy<\/name>\n {8}<description>([^<]*) \[built-in\]<\/description>/.exec(system)?.[1]
       assert.isDefined(listed, "the wordy skill is listed")
       assert.strictEqual(listed!.length, 1024)
       assert.isTrue(listed!.startsWith("Start of a wordy description. blah blah"))

@@ -155,8 +155,8 @@ describe("MCP routing hints in the system prompt (DeerFlow test_mcp_routing_prom
       assert.include(
         prompt,
         "<mcp_routing_hints>\n" +
-          "- When the user's request involves sum: prefer the `warehouse_add` tool.\n" +
-          "- When the user's request involves inventory, or stock: prefer the `warehouse_lookup` tool.\n" +
+          "When the user's request involves sum:\n  prefer the `warehouse_add` tool.\n" +
+          "When the user's request involves inventory, or stock:\n  prefer the `warehouse_lookup` tool.\n" +
           "</mcp_routing_hints>"
       )
     }), SLOW)

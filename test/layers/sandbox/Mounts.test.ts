@@ -205,8 +205,8 @@ describe("custom mounts through the file tools", () => {
       const dirs = hostDirs()
       const { app, tools } = yield* setup(mountsConfig(dirs))
       const prompt = yield* AgentPrompt.defaultSystemPrompt(app)
-      assert.include(prompt, "- `/mnt/data`: a host directory mounted into the sandbox (read-only)")
-      assert.include(prompt, "- `/mnt/scratch`: a host directory mounted into the sandbox (read-write)")
+      assert.include(prompt, "- Custom mount: `/mnt/data` - Host directory mapped into the sandbox (read-only)")
+      assert.include(prompt, "- Custom mount: `/mnt/scratch` - Host directory mapped into the sandbox (read-write)")
       const bash = tools.find((t) => t.name === "bash")!
       assert.include(bash.description, "/mnt/data (read-only), /mnt/scratch (read-write)")
     }))
@@ -267,7 +267,7 @@ describe("skills.container_path", () => {
     Effect.gen(function*() {
       const { app, call, tools } = yield* setup({ skills: { path: skillsDir(), container_path: "/opt/skills" } })
       const prompt = yield* AgentPrompt.defaultSystemPrompt(app)
-      assert.include(prompt, "Skills are located at: /opt/skills")
+      assert.include(prompt, "**Skills are located at:** /opt/skills\n")
       assert.include(prompt, "/opt/skills/public/charts/SKILL.md")
       assert.notInclude(prompt, "/mnt/skills")
       const read = yield* call("read_file", { description: "d", path: "/opt/skills/public/charts/SKILL.md" })
